@@ -1,0 +1,116 @@
+"""The command line: `main()` only wraps `run(argv, stdout, stderr) -> int`.
+
+Each command lives in its own module (`_validate`, `_run`, ...) exposing
+`configure(parser)` and `execute(args, io) -> int`. Only the module of the
+command being run is imported, so the CLI starts fast.
+
+Exit codes: 0 success; 1 failure (pack, model, run); 2 invalid pipeline;
+3 usage error; commands document any others (`run`: 4 budget exhausted,
+5 invariant violated, 6 paused for a human).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NoReturn, Protocol, TextIO
+
+from converge_dsl.errors import ConvergeError, UsageError
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_INVALID = 2
+EXIT_USAGE = 3
+EXIT_INTERRUPTED = 130
+
+# command -> (module, one-line summary). Modules are imported on demand.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("converge_dsl.cli._validate", "check pipelines; report each problem"),
+    "run": ("converge_dsl.cli._run", "run a pipeline to a fixed point"),
+    "plan": ("converge_dsl.cli._plan", "simulate an agent's turns and budgets without a model"),
+    "schema": ("converge_dsl.cli._schema", "print a JSON Schema (pipeline, pack, ...)"),
+    "trace": ("converge_dsl.cli._trace", "inspect a run trace (expand cleared turns)"),
+    "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
+    "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify and add packs"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CommandIO:
+    """Where a command writes. `color` is true only when stdout is a terminal."""
+
+    stdout: TextIO
+    stderr: TextIO
+
+    @property
+    def color(self) -> bool:
+        isatty = getattr(self.stdout, "isatty", None)
+        return bool(isatty and isatty())
+
+
+class Command(Protocol):
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def execute(self, args: argparse.Namespace, io: CommandIO) -> int: ...
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises `UsageError` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+
+
+def _top_help() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: converge-dsl COMMAND [ARGS]...", "", "commands:"]
+    lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += ["", "Run 'converge-dsl COMMAND --help' for a command's options."]
+    return "\n".join(lines) + "\n"
+
+
+def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+    """Run one command line; return its exit code. Never raises for user errors."""
+    io = CommandIO(stdout, stderr)
+    args = list(argv)
+    try:
+        if not args or args[0] in {"-h", "--help"}:
+            stdout.write(_top_help())
+            return EXIT_OK if args else EXIT_USAGE
+        if args[0] == "--version":
+            from converge_dsl import __version__
+
+            stdout.write(f"converge-dsl {__version__}\n")
+            return EXIT_OK
+        name = args[0]
+        if name not in COMMANDS:
+            from converge_dsl.diagnostics import did_you_mean
+
+            guess = did_you_mean(name, COMMANDS)
+            raise UsageError(
+                f"unknown command {name!r}",
+                hint=f"did you mean {guess!r}?" if guess else "see 'converge-dsl --help'",
+            )
+        module_name, summary = COMMANDS[name]
+        command: Command = importlib.import_module(module_name)
+        parser = _Parser(prog=f"converge-dsl {name}", description=summary)
+        command.configure(parser)
+        try:
+            namespace = parser.parse_args(args[1:])
+        except SystemExit as exc:  # --help exits through argparse
+            return int(exc.code or 0)
+        return command.execute(namespace, io)
+    except ConvergeError as exc:
+        stderr.write(f"error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))

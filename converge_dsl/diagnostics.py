@@ -1,0 +1,124 @@
+"""Diagnostics as data: what is wrong, where, and how to fix it.
+
+A `Diagnostic` is a plain immutable record. Checks *yield* diagnostics rather
+than raise them, so that every problem is reported; `best_first` orders them
+so the one most worth reading comes first. Rendering (human excerpt with a
+caret, JSON, GitHub annotations, SARIF) lives in `converge_dsl.frontend`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpan:
+    """A region of a source file. Lines and columns are 1-based; `end_*` is exclusive."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+JsonPath = tuple[str | int, ...]
+
+
+def format_path(path: JsonPath) -> str:
+    """Render a JSON path the way users read it: `suggestors[2].prompt.user`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out or "<root>"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One finding. `code` is stable (`CD001`...) and documented in docs/errors.md."""
+
+    code: str
+    severity: Severity
+    message: str
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    path: JsonPath = ()
+    hint: str | None = None
+
+    @classmethod
+    def at(
+        cls,
+        code: str,
+        message: str,
+        span: SourceSpan,
+        *,
+        path: JsonPath = (),
+        hint: str | None = None,
+        severity: Severity = Severity.ERROR,
+    ) -> Diagnostic:
+        return cls(
+            code=code,
+            severity=severity,
+            message=message,
+            file=span.file,
+            line=span.line,
+            column=span.column,
+            end_line=span.end_line,
+            end_column=span.end_column,
+            path=path,
+            hint=hint,
+        )
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    @property
+    def span(self) -> SourceSpan:
+        return SourceSpan(self.file, self.line, self.column, self.end_line, self.end_column)
+
+    def as_json(self) -> dict[str, object]:
+        """The JSON shape promised by `validate --format json`."""
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "path": format_path(self.path),
+            "hint": self.hint,
+        }
+
+
+def best_first(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Errors before warnings, then by file and position (stable for equal keys)."""
+    return sorted(
+        diagnostics,
+        key=lambda d: (not d.is_error, d.file, d.line, d.column, d.code),
+    )
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate to `word`, if one is close enough to be a likely typo."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None

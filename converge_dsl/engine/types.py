@@ -1,0 +1,263 @@
+"""Core engine types of the Converge suggestor contract (DESIGN §1.1).
+
+Everything here is immutable. Facts are append-only and carry no wall-clock
+time: the promotion record holds a logical (Lamport) time, so that the same
+pipeline with the same inputs yields byte-identical results.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+BUILTIN_KEYS: tuple[str, ...] = (
+    "seeds",
+    "hypotheses",
+    "strategies",
+    "constraints",
+    "signals",
+    "competitors",
+    "evaluations",
+    "proposals",
+    "diagnostic",
+    "votes",
+    "disagreements",
+    "consensus_outcomes",
+)
+_BUILTIN_ORDER = {name: index for index, name in enumerate(BUILTIN_KEYS)}
+
+
+class ContextKey(str):
+    """The name of a context key.
+
+    A `str` subclass, so it hashes and compares like its name (dicts keyed by
+    keys accept plain strings). Built-in keys sort first in DESIGN order;
+    keys a pipeline declares sort after them, by name.
+    """
+
+    __slots__ = ()
+
+    @property
+    def is_builtin(self) -> bool:
+        return self in _BUILTIN_ORDER
+
+    def sort_key(self) -> tuple[int, str]:
+        return (_BUILTIN_ORDER.get(self, len(BUILTIN_KEYS)), str(self))
+
+
+def key_sort_key(key: str) -> tuple[int, str]:
+    """Sort order for any key name (built-ins first, in DESIGN order)."""
+    return (_BUILTIN_ORDER.get(key, len(BUILTIN_KEYS)), key)
+
+
+SEEDS = ContextKey("seeds")
+HYPOTHESES = ContextKey("hypotheses")
+STRATEGIES = ContextKey("strategies")
+CONSTRAINTS = ContextKey("constraints")
+SIGNALS = ContextKey("signals")
+COMPETITORS = ContextKey("competitors")
+EVALUATIONS = ContextKey("evaluations")
+PROPOSALS = ContextKey("proposals")
+DIAGNOSTIC = ContextKey("diagnostic")
+VOTES = ContextKey("votes")
+DISAGREEMENTS = ContextKey("disagreements")
+CONSENSUS_OUTCOMES = ContextKey("consensus_outcomes")
+
+
+class FrozenDict(dict[str, Any]):
+    """A JSON object that refuses mutation. `json.dumps` serialises it as a dict."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise TypeError("fact content is immutable")
+
+    __setitem__ = _refuse
+    __delitem__ = _refuse
+    __ior__ = _refuse
+    clear = _refuse
+    pop = _refuse
+    popitem = _refuse
+    setdefault = _refuse
+    update = _refuse
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(canonical_json(self))
+
+
+def freeze_json(value: Any) -> Any:
+    """Deep-freeze a JSON value: objects become `FrozenDict`, arrays tuples."""
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict((str(k), freeze_json(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(freeze_json(v) for v in value)
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """Stable JSON text (sorted keys, no spaces) used to compare and hash content."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+Content: TypeAlias = "str | FrozenDict"
+
+
+def clamp_confidence(value: float) -> float:
+    """Clamp to [0, 1]; NaN and infinities become 0."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    if math.isnan(number) or math.isinf(number):
+        return 0.0
+    return min(1.0, max(0.0, number))
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a proposal came from. `source` is e.g. `suggestor@pipeline`.
+
+    An empty `source` is representable so that the engine can detect it and
+    raise a kernel error naming the suggestor; use `is_empty` to test.
+    """
+
+    source: str
+    model_id: str | None = None
+    account: str | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.source.strip()
+
+    def __str__(self) -> str:
+        parts = [self.source]
+        if self.model_id:
+            parts.append(f"model={self.model_id}")
+        if self.account:
+            parts.append(f"account={self.account}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedFact:
+    """A suggestion for a new fact. Confidence is clamped on construction."""
+
+    key: str
+    id: str
+    content: Content
+    confidence: float = 1.0
+    provenance: Provenance = field(default_factory=lambda: Provenance(""))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", ContextKey(self.key))
+        object.__setattr__(self, "confidence", clamp_confidence(self.confidence))
+        if not isinstance(self.content, str):
+            object.__setattr__(self, "content", freeze_json(self.content))
+
+    def content_text(self) -> str:
+        """The content as text: itself if text, canonical JSON otherwise."""
+        return self.content if isinstance(self.content, str) else canonical_json(self.content)
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionRecord:
+    """How a proposal became a fact. `logical_time` is a Lamport counter, not a clock."""
+
+    gate: str
+    approver: str
+    cycle: int
+    evidence: tuple[str, ...] = ()
+    trace_link: str | None = None
+    logical_time: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A promoted proposal. Facts are append-only."""
+
+    key: str
+    id: str
+    content: Content
+    provenance: Provenance
+    confidence: float
+    promotion: PromotionRecord
+
+    def content_text(self) -> str:
+        return self.content if isinstance(self.content, str) else canonical_json(self.content)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEffect:
+    """What one `execute` returns: proposals, nothing else."""
+
+    proposals: tuple[ProposedFact, ...] = ()
+
+    @classmethod
+    def of(cls, proposals: Sequence[ProposedFact]) -> AgentEffect:
+        return cls(tuple(proposals))
+
+    @classmethod
+    def empty(cls) -> AgentEffect:
+        return _EMPTY_EFFECT
+
+
+_EMPTY_EFFECT = AgentEffect()
+
+
+@runtime_checkable
+class ContextView(Protocol):
+    """A read-only view of the context that suggestors see."""
+
+    @property
+    def version(self) -> int:
+        """Increases every time a fact is added."""
+        ...
+
+    @property
+    def cycle(self) -> int: ...
+
+    def get(self, key: str) -> tuple[Fact, ...]:
+        """Facts of `key` in promotion order (empty tuple if none)."""
+        ...
+
+    def has(self, key: str) -> bool: ...
+
+    def count(self, key: str) -> int: ...
+
+    def fact(self, key: str, fact_id: str) -> Fact | None: ...
+
+    def proposals(self, key: str) -> tuple[ProposedFact, ...]:
+        """Proposals for `key` still pending (e.g. awaiting a human)."""
+        ...
+
+    def keys(self) -> tuple[str, ...]:
+        """Keys that hold at least one fact, in key sort order."""
+        ...
+
+
+@runtime_checkable
+class Suggestor(Protocol):
+    """The Converge suggestor contract.
+
+    `accepts` is pure and deterministic (no I/O); `execute` reads the view and
+    returns proposals, never mutating anything; `provenance` is never empty.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dependencies(self) -> tuple[str, ...]:
+        """Keys it reads; empty means it is a candidate every cycle."""
+        ...
+
+    def accepts(self, ctx: ContextView) -> bool: ...
+
+    async def execute(self, ctx: ContextView) -> AgentEffect: ...
+
+    def provenance(self) -> Provenance: ...
+
+    def complexity_hint(self) -> str | None: ...

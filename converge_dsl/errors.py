@@ -1,0 +1,100 @@
+"""The one error root of converge-dsl, branched by what the user must fix.
+
+Every exception that converge-dsl raises on purpose derives from
+`ConvergeError`. Each branch names the stage where the problem lies and
+carries the process exit code the CLI returns for it:
+
+- `UsageError` (3): the command line is wrong.
+- `PipelineInvalid` (2): loading, schema or semantic checks found errors; it
+  carries every `Diagnostic`.
+- `PackError` (1): a pack, repository, lock file or archive is unusable.
+- `ModelFailure` (1): a model adapter failed (see `converge_dsl.models`).
+- `RunError` (1): the run itself failed (a suggestor raised, a kernel rule was
+  broken, a template failed at run time).
+
+Foreign exceptions (yaml, jsonschema, jinja2, httpx) are translated into one
+of these at the boundary where they occur and never escape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from converge_dsl.diagnostics import Diagnostic, SourceSpan
+
+
+class ConvergeError(Exception):
+    """Root of every error converge-dsl raises on purpose."""
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if self.hint is None else f"{self.message}\n  hint: {self.hint}"
+
+
+class UsageError(ConvergeError):
+    """The command line is wrong (unknown option, missing file, bad `--input`)."""
+
+    exit_code = 3
+
+
+class PipelineInvalid(ConvergeError):
+    """A pipeline (or pack, or model script) failed loading or validation.
+
+    `diagnostics` holds every finding, the best one first.
+    """
+
+    exit_code = 2
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
+        self.diagnostics = tuple(diagnostics)
+        first = self.diagnostics[0].message if self.diagnostics else "invalid input"
+        super().__init__(first)
+
+
+class PackError(ConvergeError):
+    """A pack, pack repository, lock file or pack archive cannot be used."""
+
+
+class ModelFailure(ConvergeError):
+    """Base of model-port failures; `converge_dsl.models.ModelError` derives from it."""
+
+
+class RunError(ConvergeError):
+    """The run failed. `span` points at the YAML node responsible, when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        span: SourceSpan | None = None,
+        suggestor: str | None = None,
+        cycle: int | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.span = span
+        self.suggestor = suggestor
+        self.cycle = cycle
+
+    def __str__(self) -> str:
+        where = f"{self.span}: " if self.span is not None else ""
+        who = f" (suggestor {self.suggestor!r}" if self.suggestor else ""
+        if who:
+            who += f", cycle {self.cycle})" if self.cycle is not None else ")"
+        return f"{where}{super().__str__()}{who}"
+
+
+class KernelError(RunError):
+    """A suggestor broke a rule of the engine contract (empty provenance, conflicting fact)."""
+
+
+class TemplateRunError(RunError):
+    """A template or expression failed while the pipeline ran."""

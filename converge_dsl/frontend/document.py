@@ -1,0 +1,75 @@
+"""A loaded YAML document with its source map.
+
+The loader produces a `LoadedDocument`: plain JSON-like data (dicts, lists,
+str, int, float, bool, None) plus a `SourceMap` from JSON paths to where each
+node sits in the file. Later stages (schema, semantic checks, compiler) look
+up locations through the source map; they never re-read the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from converge_dsl.diagnostics import JsonPath, SourceSpan
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLocation:
+    """Where a node is.
+
+    `span` covers the value; `key_span` covers the mapping key that names it
+    (None for sequence items and the root). `style` is the scalar style as
+    PyYAML reports it: None (plain), `'`, `"`, `|` or `>`; None for
+    collections. Block scalars (`|`, `>`) start on the line after `span.line`.
+    """
+
+    span: SourceSpan
+    key_span: SourceSpan | None = None
+    style: str | None = None
+
+
+class SourceMap:
+    """JSON path -> `NodeLocation`, with lookup that falls back to the nearest ancestor."""
+
+    __slots__ = ("_entries", "file")
+
+    def __init__(self, file: str, entries: Mapping[JsonPath, NodeLocation]) -> None:
+        self.file = file
+        self._entries = dict(entries)
+
+    def get(self, path: JsonPath) -> NodeLocation | None:
+        return self._entries.get(tuple(path))
+
+    def locate(self, path: JsonPath) -> NodeLocation:
+        """The location of `path`, or of its nearest ancestor that has one."""
+        probe = tuple(path)
+        while True:
+            found = self._entries.get(probe)
+            if found is not None:
+                return found
+            if not probe:
+                return NodeLocation(SourceSpan(self.file, 1, 1, 1, 1))
+            probe = probe[:-1]
+
+    def span(self, path: JsonPath) -> SourceSpan:
+        return self.locate(path).span
+
+    def key_span(self, path: JsonPath) -> SourceSpan:
+        """The span of the key naming `path` (falls back to the value's span)."""
+        location = self.locate(path)
+        return location.key_span or location.span
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedDocument:
+    """One parsed YAML file: its text (for excerpts), its data, and its source map."""
+
+    file: str
+    text: str
+    data: Any
+    source_map: SourceMap

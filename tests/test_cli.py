@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import io
+
+from converge_dsl.cli import EXIT_OK, EXIT_USAGE, run
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_no_arguments_prints_help_and_is_a_usage_error() -> None:
+    code, out, _ = _run()
+    assert code == EXIT_USAGE
+    assert "commands:" in out
+
+
+def test_unknown_command_suggests_the_closest() -> None:
+    code, _, err = _run("valdate")
+    assert code == EXIT_USAGE
+    assert "did you mean 'validate'?" in err
+
+
+def test_version() -> None:
+    code, out, _ = _run("--version")
+    assert code == EXIT_OK
+    assert out.startswith("converge-dsl ")
