@@ -1,0 +1,55 @@
+"""The compiler: a validated pipeline document -> immutable typed pipeline objects.
+
+Public surface:
+- `compile_pipeline(document, *, inputs, models, usage, events=None) -> CompiledPipeline`
+  (`compile` is an alias).
+- `CompileContext`: what every suggestor builder receives (pipeline name,
+  source map, models by name, usage meter, event sink, inputs, declared keys,
+  base dir, shared render scopes; `ctx.template(src, path)` /
+  `ctx.expression(src, path)` compile once with located errors;
+  `ctx.source(name)` is the provenance source `name@pipeline`).
+- `SuggestorBuilder = Callable[[spec, path, CompileContext], Suggestor]` and
+  `BUILDERS: dict[kind, SuggestorBuilder]` (seed, rule, llm; `agent` and `pack`
+  resolve lazily to `converge_dsl.agents.compile_agent` and
+  `converge_dsl.packs.compile_pack_suggestor`, or register with
+  `BUILDERS["agent"] = compile_agent`).
+- `RenderScopes`, `with_item`: the render-time template context, built once per view version.
+- `CompiledTemplate`, `CompiledExpression`: render with a located `TemplateRunError`.
+"""
+
+from __future__ import annotations
+
+from ._context import CompileContext, SuggestorBuilder, template_span
+from ._pipeline import (
+    BUDGET_DEFAULTS,
+    BUILDERS,
+    PROMOTION_DEFAULTS,
+    CompiledInvariant,
+    CompiledPipeline,
+    builder_for,
+    compile_pipeline,
+    resolve_inputs,
+)
+from ._scope import RenderScopes, with_item
+from ._template import CompiledExpression, CompiledTemplate
+
+compile = compile_pipeline
+
+__all__ = [
+    "BUDGET_DEFAULTS",
+    "BUILDERS",
+    "PROMOTION_DEFAULTS",
+    "CompileContext",
+    "CompiledExpression",
+    "CompiledInvariant",
+    "CompiledPipeline",
+    "CompiledTemplate",
+    "RenderScopes",
+    "SuggestorBuilder",
+    "builder_for",
+    "compile",
+    "compile_pipeline",
+    "resolve_inputs",
+    "template_span",
+    "with_item",
+]

@@ -1,0 +1,104 @@
+"""The engine kernel: context, promotion gate, convergence loop, budgets, invariants.
+
+See DESIGN §1.1 for the contract it implements.
+"""
+
+from __future__ import annotations
+
+from converge_dsl.engine.budget import Budget, StopReason, UsageMeter, UsageTotals
+from converge_dsl.engine.context import Context
+from converge_dsl.engine.engine import Engine, OnError
+from converge_dsl.engine.events import (
+    ENGINE_EVENT_ADAPTER,
+    CycleFinished,
+    CycleStarted,
+    EngineEvent,
+    EventSink,
+    FactPromoted,
+    HitlPaused,
+    InvariantChecked,
+    ProposalPending,
+    ProposalRejected,
+    RunFinished,
+    RunStarted,
+    SuggestorFailed,
+    SuggestorFinished,
+    SuggestorStarted,
+    Timing,
+    deterministic_dump,
+)
+from converge_dsl.engine.invariants import Invariant, InvariantClass
+from converge_dsl.engine.policy import PromotionGate, PromotionPolicy
+from converge_dsl.engine.reference import ReactOnceSuggestor, SeedSuggestor, SuggestorBase
+from converge_dsl.engine.state import (
+    EngineState,
+    HitlPause,
+    PendingProposal,
+    RunResult,
+    fact_from_data,
+    fact_to_data,
+)
+from converge_dsl.engine.types import (
+    BUILTIN_KEYS,
+    AgentEffect,
+    ContextKey,
+    ContextView,
+    Fact,
+    PromotionRecord,
+    ProposedFact,
+    Provenance,
+    Suggestor,
+    canonical_json,
+    freeze_json,
+)
+
+__all__ = [
+    "BUILTIN_KEYS",
+    "ENGINE_EVENT_ADAPTER",
+    "AgentEffect",
+    "Budget",
+    "Context",
+    "ContextKey",
+    "ContextView",
+    "CycleFinished",
+    "CycleStarted",
+    "Engine",
+    "EngineEvent",
+    "EngineState",
+    "EventSink",
+    "Fact",
+    "FactPromoted",
+    "HitlPause",
+    "HitlPaused",
+    "Invariant",
+    "InvariantChecked",
+    "InvariantClass",
+    "OnError",
+    "PendingProposal",
+    "PromotionGate",
+    "PromotionPolicy",
+    "PromotionRecord",
+    "ProposalPending",
+    "ProposalRejected",
+    "ProposedFact",
+    "Provenance",
+    "ReactOnceSuggestor",
+    "RunFinished",
+    "RunResult",
+    "RunStarted",
+    "SeedSuggestor",
+    "StopReason",
+    "Suggestor",
+    "SuggestorBase",
+    "SuggestorFailed",
+    "SuggestorFinished",
+    "SuggestorStarted",
+    "Timing",
+    "UsageMeter",
+    "UsageTotals",
+    "canonical_json",
+    "deterministic_dump",
+    "fact_from_data",
+    "fact_to_data",
+    "freeze_json",
+]

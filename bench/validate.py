@@ -1,0 +1,192 @@
+"""Benchmark: `converge-dsl validate` against a bare C YAML load and check-jsonschema.
+
+Generates a 1,000-suggestor pipeline (about 10k lines, every suggestor kind,
+templates everywhere) in a temporary folder and times three whole processes on
+it, each several times (the median counts):
+
+  (a) `converge-dsl validate FILE` (load + schema + semantic checks)
+  (b) `python -c` that only loads FILE with `yaml.load(..., Loader=yaml.CSafeLoader)`
+  (c) `check-jsonschema --schemafile schemas/pipeline.v1.json FILE`
+
+Last line: `validate/bare-load: X  validate/check-jsonschema: Y`
+(targets: X <= 1.5, Y <= 0.3).
+
+Run: .venv/bin/python bench/validate.py [--suggestors N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "schemas" / "pipeline.v1.json"
+
+_HEADER = """\
+# yaml-language-server: $schema=../schemas/pipeline.v1.json
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: bench-{count}
+description: Generated pipeline with {count} suggestors for the validate benchmark.
+keys:
+  - {{name: risks, description: Risks found along the way}}
+  - {{name: notes}}
+inputs:
+  market: {{description: The market to study, default: Nordic logistics}}
+packs:
+  optimization: ">=1.0,<2"
+repositories: [builtin]
+models:
+  default: {{adapter: scripted, script: bench.script.yaml}}
+  fast:
+    adapter: openai
+    base_url: "http://127.0.0.1:8080/v1"
+    model: m
+    accounts: [{{name: main, api_key_env: OPENAI_API_KEY}}]
+    timeout_s: 30
+    retries: 3
+budget: {{max_cycles: 50, max_facts: 100000, max_model_calls: 2000, max_wall_s: 300}}
+promotion: {{min_confidence: 0.5, max_content_length: 10000, forbidden_terms: [guaranteed]}}
+seeds:
+  - {{id: market, content: "{{{{ inputs.market }}}}"}}
+suggestors:
+"""
+
+_KINDS = (
+    """\
+  - name: seed-{i}
+    kind: seed
+    target: hypotheses
+    facts:
+      - id: "hypothesis-{i}"
+        content: "Hypothesis number {i} about {{{{ inputs.market }}}}"
+        confidence: 0.7
+""",
+    """\
+  - name: rule-{i}
+    kind: rule
+    dependencies: [hypotheses, seeds]
+    when: "count('hypotheses') >= {i} and not has('risks')"
+    description: Turns hypotheses into strategies.
+    emit:
+      - key: strategies
+        id: "strategy-{i}"
+        content: "Act on {{{{ facts.hypotheses | map(attribute='content') | join(', ') }}}}"
+""",
+    """\
+  - name: llm-{i}
+    kind: llm
+    model: default
+    dependencies: [seeds]
+    target: competitors
+    prompt:
+      system: You are analyst {i}.
+      user: |
+        Market: {{{{ facts.seeds | map(attribute='content') | join('; ') }}}}.
+        Cycle {{{{ cycle }}}}. Answer in JSON.
+    output:
+      {{format: json, id: "competitor-{i}-{{{{ item.id }}}}", content: "{{{{ item.name }}}}"}}
+""",
+    """\
+  - name: agent-{i}
+    kind: agent
+    model: fast
+    dependencies: [strategies]
+    target: evaluations
+    goal: "Evaluate strategy {i} against {{{{ count('constraints') }}}} constraints."
+    max_turns: 12
+    tools: [context.read, context.propose]
+    contributors:
+      - {{kind: reminder, every: 5, text: "Reminder: {{{{ goal }}}}"}}
+      - {{kind: facts, keys: [constraints], persist: false}}
+""",
+    """\
+  - name: pack-{i}
+    kind: pack
+    use: optimization/assignment
+    with: {{objective: min_cost}}
+    input: constraints
+    output: risks
+""",
+)
+
+_FOOTER = """\
+invariants:
+  - {name: has-strategy, class: acceptance, check: "count('strategies') > 0", critical: true}
+  - {name: few-risks, class: semantic, check: "count('risks') < 100000", message: "too many risks"}
+"""
+
+
+def generate(count: int) -> str:
+    """The text of a pipeline with `count` suggestors, cycling through every kind."""
+    parts = [_HEADER.format(count=count)]
+    parts += [_KINDS[i % len(_KINDS)].format(i=i) for i in range(count)]
+    parts.append(_FOOTER)
+    return "".join(parts)
+
+
+def _time(argv: list[str], repeat: int, cwd: Path) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+        samples.append(time.perf_counter() - start)
+        if done.returncode not in (0, 1):
+            sys.exit(
+                f"command failed ({done.returncode}): {' '.join(argv)}\n{done.stdout}{done.stderr}"
+            )
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suggestors", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    python = sys.executable
+    checker = shutil.which("check-jsonschema", path=str(Path(python).parent)) or shutil.which(
+        "check-jsonschema"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        pipeline = folder / "bench.yaml"
+        pipeline.write_text(generate(args.suggestors), encoding="utf-8")
+        (folder / "bench.script.yaml").write_text("replies: []\n", encoding="utf-8")
+        lines = pipeline.read_text(encoding="utf-8").count("\n")
+        print(f"pipeline: {args.suggestors} suggestors, {lines} lines")
+        validate = _time(
+            [python, "-m", "converge_dsl", "validate", "bench.yaml"], args.repeat, folder
+        )
+        bare = _time(
+            [
+                python,
+                "-c",
+                "import yaml; yaml.load(open('bench.yaml', encoding='utf-8'), Loader=yaml.CSafeLoader)",
+            ],
+            args.repeat,
+            folder,
+        )
+        print(f"validate:          {validate:.3f} s")
+        print(f"bare C load:       {bare:.3f} s")
+        ratio_schema = float("nan")
+        if checker is None:
+            print("check-jsonschema:  not installed (pip install '.[bench]')")
+        else:
+            reference = _time(
+                [checker, "--schemafile", str(SCHEMA), "bench.yaml"], args.repeat, folder
+            )
+            print(f"check-jsonschema:  {reference:.3f} s")
+            ratio_schema = validate / reference
+        print(
+            f"validate/bare-load: {validate / bare:.2f}  validate/check-jsonschema: {ratio_schema:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""The `agent` suggestor: compile it from YAML, run its turn loop in `execute`.
+
+Failures: a model error is hard (an `AgentError` carrying the source span);
+`context_exceeded` is hard; tool errors are soft (sent back to the model);
+a spent run budget ends the loop with what was proposed so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from converge_dsl.agents._contributors import TurnEnv
+from converge_dsl.agents._events import AgentFinished, EventSink
+from converge_dsl.agents._loop import Reducer, drive
+from converge_dsl.agents._machine import TurnMachine
+from converge_dsl.agents._policy import TokenCounter, default_token_counter
+from converge_dsl.agents._spec import AgentSpec, parse_agent
+from converge_dsl.agents._summarizer import ModelSummarizer, SpanSummarizer
+from converge_dsl.agents._tools import ToolBox
+from converge_dsl.compiler import CompileContext
+from converge_dsl.compiler._common import CoreSuggestor, SuggestorCore
+from converge_dsl.compiler._context import UsageRecorder
+from converge_dsl.diagnostics import JsonPath
+from converge_dsl.engine.types import AgentEffect, ContextView, Provenance
+from converge_dsl.errors import RunError
+from converge_dsl.frontend import _codes as codes
+from converge_dsl.models.port import Message, Model, ModelError, ModelRequest, ToolCallPart
+
+
+class AgentError(RunError):
+    """An agent failed hard. `reason` is `context_exceeded` or `model_error`."""
+
+    def __init__(self, reason: str, message: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSuggestor(CoreSuggestor):
+    """A compiled agent. Its `Reducer` (summary budget) lasts for the run."""
+
+    core: SuggestorCore
+    spec: AgentSpec
+    model: Model
+    reducer: Reducer
+    meter: UsageRecorder | None = None
+    sink: EventSink | None = None
+    counter: TokenCounter = default_token_counter
+
+    def provenance(self) -> Provenance:
+        return Provenance(self.core.source, model_id=self.model.model_id())
+
+    def complexity_hint(self) -> str | None:
+        return f"up to {self.spec.max_turns} model calls per execution"
+
+    def _fail(self, reason: str, message: str, cycle: int, hint: str | None = None) -> AgentError:
+        return AgentError(
+            reason, message, hint=hint, span=self.core.span, suggestor=self.name, cycle=cycle
+        )
+
+    async def execute(self, ctx: ContextView) -> AgentEffect:
+        spec, cycle = self.spec, ctx.cycle
+        scope = self.core.scopes.scope(ctx)
+        goal = spec.goal.render(scope, suggestor=self.name, cycle=cycle)
+        tools = ToolBox(spec.tools, ctx, spec.target, self.provenance())
+        machine = TurnMachine(
+            spec,
+            TurnEnv(scope, ctx, goal, self.name),
+            tools.specs,
+            counter=self.counter,
+            cycle=cycle,
+        )
+
+        async def call_model(request: ModelRequest) -> Message | None:
+            if self.meter is not None and not self.meter.can_call():
+                return None
+            try:
+                answer = await self.model.call(request)
+            except ModelError as exc:
+                raise self._fail(
+                    "model_error",
+                    f"model call failed at turn {request.turn}: {exc.message}",
+                    cycle,
+                    exc.hint,
+                ) from None
+            if self.meter is not None:
+                self.meter.record(
+                    model_calls=1,
+                    input_tokens=answer.usage.input_tokens,
+                    output_tokens=answer.usage.output_tokens,
+                )
+            return answer.message
+
+        def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[Any, ...], bool]:
+            return tools.run(calls), tools.finished
+
+        done = await drive(
+            machine,
+            call_model=call_model,
+            run_tools=run_tools,
+            reducer=self.reducer,
+            sink=self.sink,
+        )
+        if self.sink is not None:
+            self.sink(
+                AgentFinished(
+                    suggestor=self.name,
+                    cycle=cycle,
+                    status=done.status,
+                    turns=done.turns,
+                    proposals=len(tools.proposals),
+                )
+            )
+        if done.status == "context_exceeded":
+            raise self._fail(
+                "context_exceeded",
+                f"context_exceeded: {done.detail}",
+                cycle,
+                "raise context_window, lower compaction.threshold, or clear turns sooner "
+                "(summarizer.clear_turns_older_than)",
+            )
+        return AgentEffect.of(tools.proposals)
+
+
+def compile_agent(
+    data: Mapping[str, Any],
+    path: JsonPath,
+    ctx: CompileContext,
+    *,
+    summarizer: SpanSummarizer | None = None,
+    counter: TokenCounter = default_token_counter,
+) -> AgentSuggestor:
+    """The builder of kind `agent`. `summarizer` overrides the model-backed one (tests)."""
+    spec = parse_agent(data, path, ctx)
+    model = _model(ctx, spec.model, (*path, "model"))
+    if summarizer is None and spec.summarizer is not None:
+        summarizer = ModelSummarizer(
+            _model(ctx, spec.summarizer.model, (*path, "summarizer", "model")),
+            spec.summarizer.model,
+            spec.summarizer.prompt,
+            suggestor=f"{spec.name}/summarizer",
+            meter=ctx.usage,
+        )
+    return AgentSuggestor(
+        core=SuggestorCore.of(data, path, ctx, (spec.target,)),
+        spec=spec,
+        model=model,
+        reducer=Reducer(spec.summarizer, summarizer, ctx.usage),
+        meter=ctx.usage,
+        sink=ctx.events,
+        counter=counter,
+    )
+
+
+def _model(ctx: CompileContext, name: str, path: JsonPath) -> Model:
+    try:
+        return ctx.models[name]
+    except KeyError:
+        from converge_dsl.diagnostics import did_you_mean
+
+        guess = did_you_mean(name, ctx.models)
+        raise ctx.invalid(
+            codes.UNKNOWN_MODEL,
+            f"model {name!r} is not declared under `models`",
+            path,
+            hint=f"did you mean {guess!r}?" if guess else None,
+        ) from None

@@ -1,0 +1,192 @@
+"""`plan`: simulate an agent's first turns without calling a model.
+
+The simulation drives the very `TurnMachine`, `Reducer` and contributors the
+real agent uses, with a synthetic model (every reply is a tool call of the
+assumed size), synthetic tool results, and a summarizer that answers at once
+with `expected_summary_bytes` characters. Only sizes are assumed: the
+compaction points, the contributor cadence and the summary budget decisions
+are the real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import BaseModel
+
+from converge_dsl.agents._contributors import TurnEnv
+from converge_dsl.agents._loop import Reducer, drive
+from converge_dsl.agents._machine import TurnMachine
+from converge_dsl.agents._policy import TokenCounter, default_token_counter, message_text
+from converge_dsl.agents._spec import AgentSpec
+from converge_dsl.agents._tools import TOOL_SPECS
+from converge_dsl.compiler import RenderScopes
+from converge_dsl.engine.types import ContextView
+from converge_dsl.models.port import Message, ModelRequest, TextPart, ToolCallPart, ToolResultPart
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedSummary:
+    reduction_id: str
+    decision: str  # "call" or the fallback reason
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTurn:
+    turn: int
+    contributors: tuple[tuple[str, bool], ...]  # (name, persisted)
+    estimated_tokens: int
+    compactions: tuple[dict[str, Any], ...] = ()
+    summaries: tuple[PlannedSummary, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    agent: str
+    context_window: int
+    threshold_tokens: float
+    emergency_tokens: float
+    turns: tuple[PlannedTurn, ...]
+    status: str
+    detail: str = ""
+    assumptions: dict[str, int] = field(default_factory=dict)
+
+
+class _InstantSummarizer:
+    def __init__(self, size: int) -> None:
+        self._text = "s" * size
+
+    def model_id(self) -> str:
+        return "plan:assumed"
+
+    async def summarize(self, span_text: str) -> str:
+        return self._text
+
+
+def sized_reply(chars: int) -> Message:
+    """An assistant message with one tool call, measuring `chars` (or its minimum)."""
+    call = ToolCallPart("plan", "context.read", {})
+    base = len(message_text(Message("assistant", (call,))))
+    return Message("assistant", (TextPart("r" * max(0, chars - base)), call))
+
+
+def sized_result(chars: int) -> ToolResultPart:
+    """A tool result whose tool message measures `chars` (or its minimum)."""
+    base = len(message_text(Message("tool", (ToolResultPart("plan", ""),))))
+    return ToolResultPart("plan", "t" * max(0, chars - base))
+
+
+def _rows(events: Sequence[BaseModel]) -> list[PlannedTurn]:
+    rows: dict[int, dict[str, Any]] = {}
+    summaries: dict[str, PlannedSummary] = {}
+    pending: list[tuple[str, bool]] = []
+    for event in events:
+        data = event.model_dump()
+        kind = data["type"]
+        if kind == "agent_contributor_fired":
+            pending.append((data["contributor"], data["persist"]))
+        elif kind == "agent_turn_started":
+            rows[data["turn"]] = {
+                "turn": data["turn"],
+                "contributors": tuple(pending),
+                "estimated_tokens": data["estimated_tokens"],
+                "compactions": [],
+                "summaries": [],
+            }
+            pending = []
+        elif kind == "agent_summary_taken":
+            summaries[data["reduction_id"]] = PlannedSummary(data["reduction_id"], "call")
+        elif kind == "agent_summary_fallback":
+            summaries[data["reduction_id"]] = PlannedSummary(
+                data["reduction_id"], data["reason"], data["detail"]
+            )
+        elif kind == "agent_compaction":
+            row = rows[data["turn"]]
+            row["compactions"].append(
+                {
+                    k: data[k]
+                    for k in (
+                        "level",
+                        "reduction_id",
+                        "first_turn",
+                        "last_turn",
+                        "tokens_before",
+                        "tokens_after",
+                        "replacement",
+                    )
+                }
+            )
+            if data["reduction_id"] in summaries:
+                row["summaries"].append(summaries[data["reduction_id"]])
+    return [
+        PlannedTurn(
+            r["turn"],
+            r["contributors"],
+            r["estimated_tokens"],
+            tuple(r["compactions"]),
+            tuple(r["summaries"]),
+        )
+        for r in rows.values()
+    ]
+
+
+def simulate(
+    spec: AgentSpec,
+    ctx: ContextView,
+    scopes: RenderScopes,
+    *,
+    turns: int | None = None,
+    reply_chars: int = 400,
+    tool_result_chars: int = 800,
+    counter: TokenCounter = default_token_counter,
+) -> Plan:
+    """Simulate the first `turns` turns (default `max_turns`) of the agent `spec` over `ctx`."""
+    limit = spec.max_turns if turns is None else min(turns, spec.max_turns)
+    spec = replace(spec, max_turns=limit)
+    scope = scopes.scope(ctx)
+    goal = spec.goal.render(scope, suggestor=spec.name, cycle=ctx.cycle)
+    tools = tuple(TOOL_SPECS[name] for name in spec.tools)
+    machine = TurnMachine(
+        spec, TurnEnv(scope, ctx, goal, spec.name), tools, counter=counter, cycle=ctx.cycle
+    )
+    summarizer = (
+        None
+        if spec.summarizer is None
+        else _InstantSummarizer(spec.summarizer.budget.expected_summary_bytes)
+    )
+    events: list[BaseModel] = []
+
+    async def call_model(request: ModelRequest) -> Message:
+        return sized_reply(reply_chars)
+
+    def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[ToolResultPart, ...], bool]:
+        return tuple(sized_result(tool_result_chars) for _ in calls), False
+
+    done = asyncio.run(
+        drive(
+            machine,
+            call_model=call_model,
+            run_tools=run_tools,
+            reducer=Reducer(spec.summarizer, summarizer),
+            sink=events.append,
+        )
+    )
+    policy = spec.policy
+    return Plan(
+        agent=spec.name,
+        context_window=policy.window,
+        threshold_tokens=policy.threshold * policy.window,
+        emergency_tokens=policy.emergency * policy.window,
+        turns=tuple(_rows(events)),
+        status=done.status,
+        detail=done.detail,
+        assumptions={
+            "reply_chars": reply_chars,
+            "tool_result_chars": tool_result_chars,
+            "turns": limit,
+        },
+    )

@@ -1,0 +1,133 @@
+"""The agent tools: `context.read`, `context.propose`, `finish`.
+
+Tool input is validated against the tool's JSON Schema; a bad call, an
+unknown tool, or a tool error becomes an error *result* sent back to the
+model (tool errors are soft). Proposals are collected into the agent's
+effect; the engine's promotion gate decides on them like any other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.engine.types import ContextView, ProposedFact, Provenance, canonical_json
+from converge_dsl.models.port import ToolCallPart, ToolResultPart, ToolSpec
+
+TOOL_SPECS: dict[str, ToolSpec] = {
+    "context.read": ToolSpec(
+        "context.read",
+        "Read the facts of a context key.",
+        {
+            "type": "object",
+            "properties": {"key": {"type": "string", "minLength": 1}},
+            "required": ["key"],
+            "additionalProperties": False,
+        },
+    ),
+    "context.propose": ToolSpec(
+        "context.propose",
+        "Propose a fact for the agent's target key.",
+        {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "minLength": 1},
+                "content": {"type": ["string", "object"]},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+            "required": ["id", "content"],
+            "additionalProperties": False,
+        },
+    ),
+    "finish": ToolSpec(
+        "finish",
+        "End the task; optionally give a one-line summary.",
+        {
+            "type": "object",
+            "properties": {"summary": {"type": "string"}},
+            "additionalProperties": False,
+        },
+    ),
+}
+
+_VALIDATORS = {
+    name: jsonschema.Draft202012Validator(spec.input_schema) for name, spec in TOOL_SPECS.items()
+}
+
+
+def _schema_error(name: str, data: Mapping[str, Any]) -> str | None:
+    error = jsonschema.exceptions.best_match(_VALIDATORS[name].iter_errors(dict(data)))
+    if error is None:
+        return None
+    where = "input" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.path)
+    return f"invalid input for {name}: {where}: {error.message}"
+
+
+@dataclass(slots=True)
+class ToolBox:
+    """The tools of one agent execution, and the proposals they collected."""
+
+    enabled: tuple[str, ...]
+    ctx: ContextView
+    target: str
+    provenance: Provenance
+    proposals: list[ProposedFact] = field(default_factory=list)
+    finished: bool = False
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(TOOL_SPECS[name] for name in self.enabled)
+
+    def run(self, calls: Sequence[ToolCallPart]) -> tuple[ToolResultPart, ...]:
+        return tuple(self._one(call) for call in calls)
+
+    def _one(self, call: ToolCallPart) -> ToolResultPart:
+        if call.name not in self.enabled:
+            guess = did_you_mean(call.name, self.enabled)
+            extra = f"; did you mean {guess!r}?" if guess else ""
+            return ToolResultPart(
+                call.id,
+                f"unknown tool {call.name!r}{extra} (available: {', '.join(self.enabled)})",
+                is_error=True,
+            )
+        problem = _schema_error(call.name, call.input)
+        if problem is not None:
+            return ToolResultPart(call.id, problem, is_error=True)
+        if call.name == "context.read":
+            return self._read(call)
+        if call.name == "context.propose":
+            return self._propose(call)
+        self.finished = True
+        return ToolResultPart(call.id, "finished")
+
+    def _read(self, call: ToolCallPart) -> ToolResultPart:
+        facts = [
+            {"id": f.id, "content": f.content, "confidence": f.confidence}
+            for f in self.ctx.get(str(call.input["key"]))
+        ]
+        return ToolResultPart(call.id, json.dumps(facts, ensure_ascii=False, sort_keys=True))
+
+    def _propose(self, call: ToolCallPart) -> ToolResultPart:
+        proposal = ProposedFact(
+            key=self.target,
+            id=str(call.input["id"]),
+            content=call.input["content"],
+            confidence=float(call.input.get("confidence", 1.0)),
+            provenance=self.provenance,
+        )
+        for earlier in self.proposals:
+            if earlier.id == proposal.id:
+                if canonical_json(earlier.content) == canonical_json(proposal.content):
+                    return ToolResultPart(call.id, f"already proposed {proposal.id!r}")
+                return ToolResultPart(
+                    call.id,
+                    f"id {proposal.id!r} was already proposed with other content; use a new id",
+                    is_error=True,
+                )
+        self.proposals.append(proposal)
+        return ToolResultPart(call.id, f"proposed {self.target}/{proposal.id}")

@@ -1,0 +1,38 @@
+"""`converge-dsl lock PIPELINE`: resolve the pipeline's packs into converge.lock.
+
+Every specifier in `packs:` is resolved (transitively) against the pipeline's
+`repositories:`, every pinned archive is fetched into the cache and verified,
+and `converge.lock` is written beside the pipeline. Versions already pinned by
+an existing lock are kept when they still fit. Exit 0 on success, 1 when the
+packs cannot be resolved or fetched (the message explains the conflict).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.cli import CommandIO
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    parser.add_argument("--cache", type=Path, metavar="DIR", help="pack cache folder")
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.packs import LOCK_NAME, PackCache, lock_pipeline
+
+    if not args.pipeline.is_file():
+        raise UsageError(f"no such pipeline file: {args.pipeline}")
+    lock = lock_pipeline(args.pipeline, cache=PackCache(args.cache))
+    io.stdout.write(f"locked {len(lock.packs)} pack(s) into {LOCK_NAME}\n")
+    for name, pinned in sorted(lock.packs.items()):
+        io.stdout.write(
+            f"  {name} {pinned.version}  {pinned.repository}  sha256:{pinned.sha256[:16]}\n"
+        )
+    return 0

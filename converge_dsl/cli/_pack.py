@@ -1,0 +1,192 @@
+"""`converge-dsl pack SUBCOMMAND`: publish, list, inspect, verify, add and yank packs.
+
+- `pack publish PACK_DIR --repo REPO_DIR [--sign-key KEY_FILE]`
+- `pack list [--repo REPO]`, `pack info NAME [--repo REPO]`
+  (REPO: `builtin` (default), a folder, or an http(s) URL)
+- `pack verify PIPELINE`: the lock is current and every pinned archive matches
+  its digest (and signature), fetching what the cache lacks
+- `pack add NAME [SPECIFIER] PIPELINE`: add the requirement (comments and
+  layout kept) and re-lock; the file is restored if locking fails
+- `pack yank NAME VERSION --repo REPO_DIR [--undo]`
+- `pack keygen KEY_FILE`: write an ed25519 signing key, print its public key
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from converge_dsl.errors import PackError, UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.cli import CommandIO
+    from converge_dsl.packs import Repository
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    publish = sub.add_parser("publish", help="archive a pack and add it to a folder repository")
+    publish.add_argument("pack_dir", type=Path)
+    publish.add_argument("--repo", type=Path, required=True, metavar="REPO_DIR")
+    publish.add_argument("--sign-key", type=Path, metavar="KEY_FILE")
+    listing = sub.add_parser("list", help="list the packs of a repository")
+    listing.add_argument("--repo", default="builtin")
+    info = sub.add_parser("info", help="versions, digests and requirements of a pack")
+    info.add_argument("name")
+    info.add_argument("--repo", default="builtin")
+    verify = sub.add_parser("verify", help="verify the locked packs of a pipeline")
+    verify.add_argument("pipeline", type=Path)
+    verify.add_argument("--cache", type=Path, metavar="DIR")
+    add = sub.add_parser("add", help="add a pack requirement to a pipeline and re-lock")
+    add.add_argument("words", nargs="+", metavar="NAME [SPECIFIER] PIPELINE")
+    add.add_argument("--cache", type=Path, metavar="DIR")
+    yank = sub.add_parser("yank", help="mark a published version yanked")
+    yank.add_argument("name")
+    yank.add_argument("version")
+    yank.add_argument("--repo", type=Path, required=True, metavar="REPO_DIR")
+    yank.add_argument("--undo", action="store_true")
+    keygen = sub.add_parser("keygen", help="create an ed25519 signing key")
+    keygen.add_argument("key_file", type=Path)
+
+
+def _repository(text: str) -> Repository:
+    from converge_dsl.packs import BuiltinRepository, FolderRepository, HttpRepository
+
+    if text == "builtin":
+        return BuiltinRepository()
+    if text.startswith(("http://", "https://")):
+        return HttpRepository(text)
+    return FolderRepository(Path(text), label=text)
+
+
+def _publish(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.packs import publish
+
+    key = None
+    if args.sign_key is not None:
+        try:
+            key = args.sign_key.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read --sign-key {args.sign_key}: {exc.strerror}") from None
+    entry = publish(args.pack_dir, args.repo, sign_key=key)
+    signed = " (signed)" if entry.signature else ""
+    io.stdout.write(
+        f"published {args.pack_dir.name} {entry.version} sha256:{entry.sha256}{signed}\n"
+    )
+    return 0
+
+
+def _list(args: argparse.Namespace, io: CommandIO) -> int:
+    repository = _repository(args.repo)
+    for name in repository.names():
+        index = repository.fetch_index(name)
+        live = [str(e.version) for e in (index.entries if index else ()) if not e.yanked]
+        io.stdout.write(f"{name}  {live[-1] if live else '(all yanked)'}\n")
+    return 0
+
+
+def _info(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.diagnostics import did_you_mean
+
+    repository = _repository(args.repo)
+    index = repository.fetch_index(args.name)
+    if index is None:
+        guess = did_you_mean(args.name, repository.names())
+        raise PackError(
+            f"{repository.id} has no pack {args.name!r}",
+            hint=f"did you mean {guess!r}?" if guess else None,
+        )
+    io.stdout.write(f"{index.name}  ({repository.id})\n")
+    for entry in reversed(index.entries):
+        flags = " yanked" if entry.yanked else ""
+        flags += " signed" if entry.signature else ""
+        needs = ", ".join(f"{k} {v}" for k, v in sorted(entry.requires_packs.items()))
+        io.stdout.write(f"  {entry.version}  {entry.published}  sha256:{entry.sha256}{flags}\n")
+        if needs:
+            io.stdout.write(f"    requires {needs}\n")
+    return 0
+
+
+def _verify(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.packs import PackCache, load_locked_packs
+
+    packs = load_locked_packs(args.pipeline, cache=PackCache(args.cache))
+    for name, pack in sorted(packs.items()):
+        io.stdout.write(f"ok  {name} {pack.version}\n")
+    io.stdout.write(f"{len(packs)} pack(s) verified\n")
+    return 0
+
+
+def _add(args: argparse.Namespace, io: CommandIO) -> int:
+    from packaging.specifiers import SpecifierSet
+
+    from converge_dsl.packs import (
+        PackCache,
+        PipelinePacks,
+        add_pack_requirement,
+        default_specifier,
+        lock_pipeline,
+        resolve,
+    )
+    from converge_dsl.packs._manifest import parse_specifier
+
+    if len(args.words) not in (2, 3):
+        raise UsageError("pack add takes NAME [SPECIFIER] PIPELINE")
+    name, pipeline = args.words[0], Path(args.words[-1])
+    if not pipeline.is_file():
+        raise UsageError(f"no such pipeline file: {pipeline}")
+    if len(args.words) == 3:
+        specifier = args.words[1]
+        if parse_specifier(specifier) is None:
+            raise UsageError(f"{specifier!r} is not a PEP 440 specifier")
+    else:
+        info = PipelinePacks.read(pipeline)
+        found = resolve({name: SpecifierSet()}, list(info.open().values()), requester="pack add")
+        specifier = default_specifier(found[name].entry.version)
+    original = pipeline.read_text(encoding="utf-8")
+    pipeline.write_text(add_pack_requirement(original, name, specifier), encoding="utf-8")
+    try:
+        lock = lock_pipeline(pipeline, cache=PackCache(args.cache))
+    except BaseException:
+        pipeline.write_text(original, encoding="utf-8")
+        raise
+    io.stdout.write(
+        f"added {name} {specifier!r} to {pipeline.name}; locked {name} {lock.packs[name].version}\n"
+    )
+    return 0
+
+
+def _yank(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.packs import yank
+
+    yank(args.repo, args.name, args.version, yanked=not args.undo)
+    io.stdout.write(f"{'un' if args.undo else ''}yanked {args.name} {args.version}\n")
+    return 0
+
+
+def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.packs import generate_key
+
+    if args.key_file.exists():
+        raise UsageError(f"{args.key_file} exists; refusing to overwrite a key")
+    private, public = generate_key()
+    args.key_file.write_text(private + "\n", encoding="utf-8")
+    args.key_file.chmod(0o600)
+    io.stdout.write(f"{public}\n")
+    return 0
+
+
+_ACTIONS = {
+    "publish": _publish,
+    "list": _list,
+    "info": _info,
+    "verify": _verify,
+    "add": _add,
+    "yank": _yank,
+    "keygen": _keygen,
+}
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    return _ACTIONS[args.action](args, io)

@@ -1,0 +1,194 @@
+"""`converge-dsl plan PIPELINE`: simulate an agent's first turns without calling a model.
+
+For each agent (or the one named by `--agent`): per turn, the contributors
+that fire (persisted or transient), the estimated tokens before the call,
+where compaction triggers, and which summarizer calls fit the budget and
+which fall back to the stub. The simulation runs the real turn machine and
+compaction policy (`converge_dsl.agents.simulate`) with assumed reply and
+tool-result sizes. Exit codes: 0, 2 invalid pipeline, 3 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl.agents._planner import Plan, simulate
+from converge_dsl.agents._spec import AgentSpec, parse_agent
+from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.cli import CommandIO
+    from converge_dsl.compiler import RenderScopes
+    from converge_dsl.engine.context import Context
+    from converge_dsl.frontend.document import LoadedDocument
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    parser.add_argument(
+        "--agent", metavar="NAME", help="plan this agent only (default: every agent)"
+    )
+    parser.add_argument(
+        "--turns", type=int, metavar="N", help="turns to simulate (default max_turns)"
+    )
+    parser.add_argument(
+        "--assume-reply-chars",
+        type=int,
+        default=400,
+        metavar="N",
+        help="size of each model reply, in characters (default 400)",
+    )
+    parser.add_argument(
+        "--assume-tool-result-chars",
+        type=int,
+        default=800,
+        metavar="N",
+        help="size of each turn's tool results, in characters (default 800)",
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an input value (JSON if it parses, else text); repeatable",
+    )
+    parser.add_argument("--inputs", type=Path, metavar="FILE.json", help="a JSON object of inputs")
+    parser.add_argument("--format", choices=("human", "json"), default="human")
+
+
+def _agents(
+    document: LoadedDocument, inputs: dict[str, Any]
+) -> tuple[list[AgentSpec], Context, RenderScopes]:
+    """The agent specs of the pipeline, a context holding its seeds, and the render scopes."""
+    from converge_dsl.compiler import CompileContext, RenderScopes, resolve_inputs
+    from converge_dsl.engine.budget import Budget, UsageMeter
+    from converge_dsl.engine.context import Context
+    from converge_dsl.engine.types import BUILTIN_KEYS, Fact, PromotionRecord, Provenance
+
+    data = document.data
+    name = str(data["name"])
+    keys = tuple(dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())]))
+    resolved = resolve_inputs(data.get("inputs") or {}, inputs)
+    scopes = RenderScopes(keys, resolved)
+    ctx = CompileContext(
+        pipeline=name,
+        source_map=document.source_map,
+        models=MappingProxyType({}),
+        usage=UsageMeter(Budget()),
+        events=None,
+        inputs=MappingProxyType(resolved),
+        declared_keys=keys,
+        base_dir=Path(document.file).parent,
+        scopes=scopes,
+    )
+    specs = [
+        parse_agent(s, ("suggestors", i), ctx)
+        for i, s in enumerate(data.get("suggestors") or ())
+        if s.get("kind") == "agent"
+    ]
+    seeds = Context.from_facts(
+        (
+            Fact(
+                str(s.get("key", "seeds")),
+                str(s["id"]),
+                s["content"],
+                Provenance(f"seeds@{name}"),
+                float(s.get("confidence", 1.0)),
+                PromotionRecord("plan", "plan", 0),
+            )
+            for s in data.get("seeds") or ()
+        ),
+        cycle=1,
+    )
+    return specs, seeds, scopes
+
+
+def _human(plans: list[Plan]) -> str:
+    lines: list[str] = []
+    for plan in plans:
+        a = plan.assumptions
+        lines.append(
+            f"agent {plan.agent}: window {plan.context_window} tokens, compaction at "
+            f"{plan.threshold_tokens:g}, emergency at {plan.emergency_tokens:g}"
+        )
+        lines.append(
+            f"assuming replies of {a['reply_chars']} chars and tool results of "
+            f"{a['tool_result_chars']} chars per turn"
+        )
+        lines.append(f"{'turn':>4}  {'tokens':>7}  {'contributors':<34}  compaction / summary")
+        for row in plan.turns:
+            fired = (
+                ", ".join(f"{n}{'' if p else ' (transient)'}" for n, p in row.contributors) or "-"
+            )
+            notes = []
+            summaries = {s.reduction_id: s for s in row.summaries}
+            for c in row.compactions:
+                span = f"turns {c['first_turn']}-{c['last_turn']}"
+                s = summaries.get(c["reduction_id"])
+                how = (
+                    "stub (no summarizer)"
+                    if s is None
+                    else (
+                        "summary call fits the budget"
+                        if s.decision == "call"
+                        else f"stub: {s.decision}" + (f" ({s.detail})" if s.detail else "")
+                    )
+                )
+                notes.append(
+                    f"{c['level']} {c['reduction_id']}: clear {span}, "
+                    f"{c['tokens_before']} -> {c['tokens_after']} tokens; {how}"
+                )
+            lines.append(
+                f"{row.turn:>4}  {row.estimated_tokens:>7}  {fired:<34}  {'; '.join(notes) or '-'}"
+            )
+        end = f"stops: {plan.status}" + (f" ({plan.detail})" if plan.detail else "")
+        lines += [end, ""]
+    return "\n".join(lines)
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.cli._run import parse_inputs
+    from converge_dsl.frontend import load_pipeline
+
+    for option in ("turns", "assume_reply_chars", "assume_tool_result_chars"):
+        value = getattr(args, option)
+        if value is not None and value < 0:
+            raise UsageError(f"--{option.replace('_', '-')} must not be negative")
+    document = load_pipeline(args.pipeline)
+    specs, seeds, scopes = _agents(document, parse_inputs(args))
+    if args.agent is not None:
+        chosen = [s for s in specs if s.name == args.agent]
+        if not chosen:
+            from converge_dsl.diagnostics import did_you_mean
+
+            guess = did_you_mean(args.agent, [s.name for s in specs])
+            raise UsageError(
+                f"no agent named {args.agent!r} in {args.pipeline.name}",
+                hint=f"did you mean {guess!r}?"
+                if guess
+                else f"agents: {', '.join(s.name for s in specs) or 'none'}",
+            )
+        specs = chosen
+    if not specs:
+        raise UsageError(f"{args.pipeline.name} has no agent suggestor to plan")
+    plans = [
+        simulate(
+            spec,
+            seeds,
+            scopes,
+            turns=args.turns,
+            reply_chars=args.assume_reply_chars,
+            tool_result_chars=args.assume_tool_result_chars,
+        )
+        for spec in specs
+    ]
+    if args.format == "json":
+        io.stdout.write(json.dumps([asdict(p) for p in plans], indent=2) + "\n")
+    else:
+        io.stdout.write(_human(plans))
+    return 0

@@ -1,0 +1,37 @@
+"""`converge-dsl schema NAME`: print a published JSON Schema.
+
+NAME is one of pipeline, pack, model-script, run-result, trace-event (the
+file `schemas/<NAME>.v1.json` shipped with converge-dsl).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from converge_dsl.cli import EXIT_OK, CommandIO
+from converge_dsl.errors import UsageError
+
+NAMES = ("pipeline", "pack", "model-script", "run-result", "trace-event")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl._resources import read_schema_text
+    from converge_dsl.diagnostics import did_you_mean
+
+    name: str = args.name
+    if name not in NAMES:
+        guess = did_you_mean(name, NAMES)
+        raise UsageError(
+            f"unknown schema {name!r}",
+            hint=f"did you mean {guess!r}?" if guess else f"one of: {', '.join(NAMES)}",
+        )
+    try:
+        text = read_schema_text(f"{name}.v1.json")
+    except (FileNotFoundError, OSError):
+        raise UsageError(f"schema {name!r} is not available in this installation") from None
+    io.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK

@@ -1,0 +1,127 @@
+"""What seed, rule and llm suggestors share: identity, `accepts`, value rendering.
+
+`accepts` is pure: with a `when` expression it is that expression's truth;
+without, it is the idempotent default of DESIGN §2 — true only while none of
+the suggestor's own facts or pending proposals exist for its target keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from converge_dsl.diagnostics import JsonPath, SourceSpan
+from converge_dsl.engine.types import ContextView, Provenance, freeze_json
+from converge_dsl.errors import TemplateRunError
+
+from ._context import CompileContext
+from ._scope import RenderScopes
+from ._template import CompiledExpression, CompiledTemplate
+
+
+@dataclass(frozen=True, slots=True)
+class SuggestorCore:
+    """Identity and acceptance of a compiled suggestor."""
+
+    name: str
+    source: str
+    dependencies: tuple[str, ...]
+    targets: tuple[str, ...]
+    when: CompiledExpression | None
+    span: SourceSpan
+    scopes: RenderScopes
+
+    @classmethod
+    def of(
+        cls, spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext, targets: tuple[str, ...]
+    ) -> SuggestorCore:
+        name = str(spec["name"])
+        when = spec.get("when")
+        return cls(
+            name=name,
+            source=ctx.source(name),
+            dependencies=tuple(str(k) for k in spec.get("dependencies") or ()),
+            targets=tuple(dict.fromkeys(targets)),
+            when=None if when is None else ctx.expression(str(when), (*path, "when")),
+            span=ctx.span(path),
+            scopes=ctx.scopes,
+        )
+
+    def accepts(self, view: ContextView) -> bool:
+        if self.when is not None:
+            scope = self.scopes.scope(view)
+            return bool(self.when.evaluate(scope, suggestor=self.name, cycle=view.cycle))
+        return not any(self.source in self.scopes.own_sources(view, key) for key in self.targets)
+
+
+class CoreSuggestor:
+    """Mixin delegating the protocol's identity members to `self.core`."""
+
+    __slots__ = ()
+    core: SuggestorCore
+
+    @property
+    def name(self) -> str:
+        return self.core.name
+
+    @property
+    def dependencies(self) -> tuple[str, ...]:
+        return self.core.dependencies
+
+    @property
+    def span(self) -> SourceSpan:
+        return self.core.span
+
+    def accepts(self, ctx: ContextView) -> bool:
+        return self.core.accepts(ctx)
+
+    def provenance(self) -> Provenance:
+        return Provenance(self.core.source)
+
+    def complexity_hint(self) -> str | None:
+        return None
+
+
+# A value that is a template (str) or a JSON object whose string leaves are templates.
+Value = CompiledTemplate | Mapping[str, Any] | tuple[Any, ...] | int | float | bool | None
+
+
+def compile_value(
+    raw: Any, path: JsonPath, ctx: CompileContext, extra: frozenset[str] = frozenset()
+) -> Any:
+    """Compile every string of `raw` (a template or JSON value) into a `CompiledTemplate`."""
+    if isinstance(raw, str):
+        return ctx.template(raw, path, extra=extra)
+    if isinstance(raw, Mapping):
+        return {k: compile_value(v, (*path, k), ctx, extra) for k, v in raw.items()}
+    if isinstance(raw, list | tuple):
+        return tuple(compile_value(v, (*path, i), ctx, extra) for i, v in enumerate(raw))
+    return raw
+
+
+def render_value(value: Any, scope: dict[str, Any], name: str, cycle: int) -> Any:
+    """Render a value from `compile_value`; objects stay objects (frozen)."""
+    if isinstance(value, CompiledTemplate):
+        return value.render(scope, suggestor=name, cycle=cycle)
+    if isinstance(value, Mapping):
+        return freeze_json({k: render_value(v, scope, name, cycle) for k, v in value.items()})
+    if isinstance(value, tuple):
+        return tuple(render_value(v, scope, name, cycle) for v in value)
+    return value
+
+
+def render_confidence(value: Any, scope: dict[str, Any], name: str, cycle: int) -> float:
+    """A confidence is a number or a template rendering to one."""
+    if not isinstance(value, CompiledTemplate):
+        return float(value)
+    text = value.render(scope, suggestor=name, cycle=cycle).strip()
+    try:
+        return float(text)
+    except ValueError:
+        raise TemplateRunError(
+            f"confidence template rendered {text[:40]!r}, not a number",
+            span=value.span,
+            suggestor=name,
+            cycle=cycle,
+        ) from None

@@ -1,0 +1,147 @@
+"""What every suggestor builder receives, and the builder signature.
+
+The compiler dispatches each `suggestors[i]` entry on its `kind` through
+`BUILDERS` (see `converge_dsl.compiler._pipeline`). A builder is a plain
+function:
+
+    def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor
+
+- `spec` is the validated YAML mapping of the suggestor (JSON-like data);
+- `path` is its JSON path (`("suggestors", 3)`), so `ctx.span(path + ("emit", 0, "id"))`
+  locates any of its nodes;
+- `ctx` gives the pipeline name, the source map, the compiled models, the usage
+  meter, the event sink, the inputs, the declared keys, the base directory and
+  the shared render scopes (`ctx.scopes.scope(view)`), plus `ctx.template(...)`
+  and `ctx.expression(...)` which compile once and report a located
+  `PipelineInvalid` on error.
+A builder returns an immutable object implementing the `Suggestor` protocol and
+exposing `span: SourceSpan`. It raises `PipelineInvalid` for problems it finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
+from converge_dsl.engine.types import Suggestor
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend.document import SourceMap
+from converge_dsl.models.port import Model
+from converge_dsl.templating import TemplateCompileError, undeclared_names
+
+from ._scope import RenderScopes
+from ._template import CompiledExpression, CompiledTemplate
+
+
+class UsageRecorder(Protocol):
+    """The part of the engine's `UsageMeter` the compiler uses."""
+
+    def record(
+        self, *, model_calls: int = 0, input_tokens: int = 0, output_tokens: int = 0
+    ) -> None: ...
+
+    def can_call(self) -> bool: ...
+
+
+# The engine's `EventSink`: a callable taking a pydantic event.
+EventEmitter = Callable[[Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CompileContext:
+    """Everything a suggestor builder may use. Immutable; shared by every builder of one pipeline."""
+
+    pipeline: str
+    source_map: SourceMap
+    models: Mapping[str, Model]
+    usage: UsageRecorder
+    events: EventEmitter | None
+    inputs: Mapping[str, Any]
+    declared_keys: tuple[str, ...]
+    base_dir: Path
+    scopes: RenderScopes
+
+    def source(self, suggestor: str) -> str:
+        """The provenance source of a suggestor: `name@pipeline`."""
+        return f"{suggestor}@{self.pipeline}"
+
+    def span(self, path: JsonPath) -> SourceSpan:
+        return self.source_map.span(path)
+
+    def invalid(
+        self, code: str, message: str, path: JsonPath, hint: str | None = None
+    ) -> PipelineInvalid:
+        return PipelineInvalid(
+            [Diagnostic.at(code, message, self.span(path), path=path, hint=hint)]
+        )
+
+    def _check_names(
+        self, source: str, path: JsonPath, extra: frozenset[str], expression: bool
+    ) -> None:
+        try:
+            names = undeclared_names(source, expression=expression)
+        except TemplateCompileError as exc:
+            raise self._compile_error(exc, path) from None
+        unknown = sorted(names - self.scopes.names - extra)
+        if unknown:
+            from converge_dsl.diagnostics import did_you_mean
+
+            guess = did_you_mean(unknown[0], sorted(self.scopes.names | extra))
+            raise self.invalid(
+                "CD301",
+                f"template reads unknown name {unknown[0]!r}",
+                path,
+                hint=f"did you mean {guess!r}?"
+                if guess
+                else "templates see facts, proposals, count, has, fact, cycle, inputs",
+            )
+
+    def _compile_error(self, exc: TemplateCompileError, path: JsonPath) -> PipelineInvalid:
+        return PipelineInvalid(
+            [
+                Diagnostic.at(
+                    "CD300",
+                    f"template does not compile: {exc.message}",
+                    template_span(self.source_map, path, exc.lineno),
+                    path=path,
+                )
+            ]
+        )
+
+    def template(
+        self, source: str, path: JsonPath, *, extra: frozenset[str] = frozenset()
+    ) -> CompiledTemplate:
+        """Compile a template at `path` once (names checked against the context API + `extra`)."""
+        self._check_names(source, path, extra, expression=False)
+        try:
+            return CompiledTemplate.of(source, self.source_map, path)
+        except TemplateCompileError as exc:
+            raise self._compile_error(exc, path) from None
+
+    def expression(
+        self, source: str, path: JsonPath, *, extra: frozenset[str] = frozenset()
+    ) -> CompiledExpression:
+        self._check_names(source, path, extra, expression=True)
+        try:
+            return CompiledExpression.of(source, self.source_map, path)
+        except TemplateCompileError as exc:
+            raise self._compile_error(exc, path) from None
+
+
+def template_span(source_map: SourceMap, path: JsonPath, lineno: int | None) -> SourceSpan:
+    """The span of line `lineno` of the template at `path` (block scalars start a line later)."""
+    location = source_map.locate(path)
+    span = location.span
+    if not lineno or (lineno <= 1 and location.style not in ("|", ">")):
+        return span
+    offset = lineno if location.style in ("|", ">") else lineno - 1
+    line = span.line + offset
+    return SourceSpan(
+        span.file, line, 1 if offset else span.column, line, 1 if offset else span.end_column
+    )
+
+
+SuggestorBuilder = Callable[[Mapping[str, Any], JsonPath, CompileContext], Suggestor]

@@ -1,0 +1,87 @@
+"""Compiled templates and expressions that know where they came from.
+
+A `CompiledTemplate` is compiled once (at compile time) and rendered many times
+over a render scope (`_scope.RenderScopes`). A render error becomes a
+`TemplateRunError` carrying the file:line:column of the failing template line,
+the suggestor and the cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+
+from converge_dsl.diagnostics import JsonPath, SourceSpan
+from converge_dsl.errors import TemplateRunError
+from converge_dsl.frontend.document import SourceMap
+from converge_dsl.templating import (
+    TemplateRenderError,
+    compile_expression,
+    compile_template,
+    evaluate,
+    render,
+)
+
+
+def _line_span(source_map: SourceMap, path: JsonPath, lineno: int | None) -> SourceSpan:
+    from ._context import template_span
+
+    return template_span(source_map, path, lineno)
+
+
+@dataclass(frozen=True, slots=True)
+class _Located:
+    source: str
+    path: JsonPath
+    span: SourceSpan
+    source_map: SourceMap
+
+    def fail(
+        self, exc: TemplateRenderError, suggestor: str | None, cycle: int | None
+    ) -> TemplateRunError:
+        return TemplateRunError(
+            f"template failed: {exc.message}",
+            span=_line_span(self.source_map, self.path, exc.lineno),
+            suggestor=suggestor,
+            cycle=cycle,
+            hint="templates see facts, proposals, count, has, fact, cycle, inputs",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledTemplate(_Located):
+    template: jinja2.Template
+
+    @classmethod
+    def of(cls, source: str, source_map: SourceMap, path: JsonPath) -> CompiledTemplate:
+        return cls(source, tuple(path), source_map.span(path), source_map, compile_template(source))
+
+    def render(
+        self, scope: dict[str, Any], *, suggestor: str | None = None, cycle: int | None = None
+    ) -> str:
+        try:
+            return render(self.template, scope)
+        except TemplateRenderError as exc:
+            raise self.fail(exc, suggestor, cycle) from None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledExpression(_Located):
+    expression: Callable[..., Any]
+
+    @classmethod
+    def of(cls, source: str, source_map: SourceMap, path: JsonPath) -> CompiledExpression:
+        return cls(
+            source, tuple(path), source_map.span(path), source_map, compile_expression(source)
+        )
+
+    def evaluate(
+        self, scope: dict[str, Any], *, suggestor: str | None = None, cycle: int | None = None
+    ) -> Any:
+        try:
+            return evaluate(self.expression, scope)
+        except TemplateRenderError as exc:
+            raise self.fail(exc, suggestor, cycle) from None

@@ -1,0 +1,67 @@
+"""The suggestor registry: registration order, unique names, and the key -> suggestors index.
+
+Eligibility is found through the index (suggestors listed under a dirty key,
+plus those with no dependencies, which are candidates every cycle), so the
+cost of a cycle depends on how many suggestors read the dirty keys, never on
+how many are registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.engine.types import Suggestor
+from converge_dsl.errors import ConvergeError
+
+
+class Registry:
+    __slots__ = ("_always", "_by_key", "_known_keys", "_names", "suggestors")
+
+    def __init__(self, known_keys: frozenset[str]) -> None:
+        self.suggestors: list[Suggestor] = []
+        self._names: set[str] = set()
+        self._by_key: dict[str, list[int]] = {}
+        self._always: list[int] = []
+        self._known_keys = known_keys
+
+    def register(self, suggestor: Suggestor) -> None:
+        name = suggestor.name
+        if not isinstance(name, str) or not name.strip():
+            raise ConvergeError(f"a suggestor needs a non-blank name (got {name!r})")
+        if name in self._names:
+            raise ConvergeError(
+                f"suggestor {name!r} is registered twice",
+                hint="suggestor names must be unique within a run",
+            )
+        dependencies = tuple(suggestor.dependencies)
+        for key in dependencies:
+            if key not in self._known_keys:
+                close = did_you_mean(key, self._known_keys)
+                raise ConvergeError(
+                    f"suggestor {name!r} depends on unknown key {key!r}",
+                    hint=f"did you mean {close!r}?" if close else "declare the key in `keys:`",
+                )
+        if suggestor.provenance().is_empty:
+            raise ConvergeError(f"suggestor {name!r} has an empty provenance")
+        index = len(self.suggestors)
+        self.suggestors.append(suggestor)
+        self._names.add(name)
+        if dependencies:
+            for key in dict.fromkeys(dependencies):
+                self._by_key.setdefault(key, []).append(index)
+        else:
+            self._always.append(index)
+
+    def candidates(self, dirty: Iterable[str]) -> list[int]:
+        """Registration indices of suggestors under a dirty key or always candidates, sorted."""
+        found: set[int] = set(self._always)
+        by_key = self._by_key
+        for key in dirty:
+            listed = by_key.get(key)
+            if listed is not None:
+                found.update(listed)
+        return sorted(found)
+
+    def __len__(self) -> int:
+        return len(self.suggestors)

@@ -1,0 +1,136 @@
+"""The context: an append-only fact store that suggestors read through `ContextView`.
+
+`Context` keeps one list of facts per key (in promotion order), an index by
+`(key, id)`, and the global promotion order. Reads are O(1) (the tuple a
+`get` returns is cached until the key grows). Only the engine writes to a
+context, through the underscore methods; suggestors see it as a read-only
+`ContextView` and never between the start of a cycle's `execute` calls and
+the end of their merge, so the view they read is stable for the whole cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from converge_dsl.engine.types import Fact, ProposedFact, key_sort_key
+
+_EMPTY: tuple[Fact, ...] = ()
+_NO_PROPOSALS: tuple[ProposedFact, ...] = ()
+
+
+class Context:
+    """Append-only facts by key, plus proposals pending a human decision.
+
+    Implements the `ContextView` protocol. `version` is the number of facts
+    promoted so far; `cycle` the engine cycle being run (0 before the first).
+    """
+
+    __slots__ = ("_by_key", "_cache", "_cycle", "_index", "_order", "_pending")
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, list[Fact]] = {}
+        self._cache: dict[str, tuple[Fact, ...]] = {}
+        self._index: dict[tuple[str, str], Fact] = {}
+        self._order: list[Fact] = []
+        self._pending: dict[str, tuple[ProposedFact, ...]] = {}
+        self._cycle = 0
+
+    @classmethod
+    def from_facts(
+        cls,
+        facts: Iterable[Fact],
+        *,
+        cycle: int = 0,
+        pending: Iterable[ProposedFact] = (),
+    ) -> Context:
+        """A context holding `facts` (in the given order); for tests and restores.
+
+        A second fact with the same `(key, id)` is ignored (facts are unique by key and id).
+        """
+        ctx = cls()
+        for fact in facts:
+            if ctx.fact(fact.key, fact.id) is None:
+                ctx._add_fact(fact)
+        ctx._set_cycle(cycle)
+        ctx._set_pending(pending)
+        return ctx
+
+    # -- ContextView ---------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        return len(self._order)
+
+    @property
+    def cycle(self) -> int:
+        return self._cycle
+
+    def get(self, key: str) -> tuple[Fact, ...]:
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        facts = self._by_key.get(key)
+        if facts is None:
+            return _EMPTY
+        frozen = tuple(facts)
+        self._cache[key] = frozen
+        return frozen
+
+    def has(self, key: str) -> bool:
+        return key in self._by_key
+
+    def count(self, key: str) -> int:
+        facts = self._by_key.get(key)
+        return 0 if facts is None else len(facts)
+
+    def fact(self, key: str, fact_id: str) -> Fact | None:
+        return self._index.get((key, fact_id))
+
+    def proposals(self, key: str) -> tuple[ProposedFact, ...]:
+        return self._pending.get(key, _NO_PROPOSALS)
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(sorted(self._by_key, key=key_sort_key))
+
+    # -- whole-context reads -------------------------------------------------
+
+    def facts(self) -> tuple[Fact, ...]:
+        """Every fact in promotion order (O(n): for results and snapshots, not hot paths)."""
+        return tuple(self._order)
+
+    def pending(self) -> tuple[ProposedFact, ...]:
+        """Every pending proposal, keys in key sort order, each key in arrival order."""
+        ordered = sorted(self._pending, key=key_sort_key)
+        return tuple(p for key in ordered for p in self._pending[key])
+
+    def __iter__(self) -> Iterator[Fact]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __repr__(self) -> str:
+        return f"Context(facts={len(self._order)}, keys={list(self.keys())}, cycle={self._cycle})"
+
+    # -- writer side: only the engine calls these -----------------------------
+
+    def _add_fact(self, fact: Fact) -> None:
+        """Append `fact`. The caller has checked that `(key, id)` is new."""
+        key = fact.key
+        bucket = self._by_key.get(key)
+        if bucket is None:
+            self._by_key[key] = [fact]
+        else:
+            bucket.append(fact)
+            self._cache.pop(key, None)
+        self._index[(key, fact.id)] = fact
+        self._order.append(fact)
+
+    def _set_cycle(self, cycle: int) -> None:
+        self._cycle = cycle
+
+    def _set_pending(self, proposals: Iterable[ProposedFact]) -> None:
+        grouped: dict[str, list[ProposedFact]] = {}
+        for proposal in proposals:
+            grouped.setdefault(proposal.key, []).append(proposal)
+        self._pending = {key: tuple(items) for key, items in grouped.items()}

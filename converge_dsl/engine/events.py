@@ -1,0 +1,152 @@
+"""The typed event stream of a run: what a trace is written from.
+
+Every event is a frozen pydantic model with a `type` discriminator. All
+fields are deterministic (same pipeline, same inputs, deterministic models =>
+same events) except `timing`, which holds clock readings and durations and
+is dropped when runs are compared (`deterministic_dump`). Other packages
+(agents, runtime) emit their own pydantic event models into the same
+`EventSink`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+EventSink = Callable[[BaseModel], None]
+
+
+class Timing(BaseModel):
+    """Clock readings (seconds, from the injected clock): never compared between runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: float
+    duration_s: float | None = None
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    timing: Timing | None = None
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    suggestors: int
+    seeds: int
+    resumed_from_cycle: int | None = None
+
+
+class CycleStarted(_Event):
+    type: Literal["cycle_started"] = "cycle_started"
+    cycle: int
+    dirty_keys: tuple[str, ...]
+    candidates: tuple[str, ...]
+
+
+class SuggestorStarted(_Event):
+    type: Literal["suggestor_started"] = "suggestor_started"
+    cycle: int
+    suggestor: str
+
+
+class SuggestorFinished(_Event):
+    type: Literal["suggestor_finished"] = "suggestor_finished"
+    cycle: int
+    suggestor: str
+    proposals: int
+
+
+class SuggestorFailed(_Event):
+    type: Literal["suggestor_failed"] = "suggestor_failed"
+    cycle: int
+    suggestor: str
+    error: str
+
+
+class ProposalRejected(_Event):
+    type: Literal["proposal_rejected"] = "proposal_rejected"
+    cycle: int
+    suggestor: str
+    key: str
+    id: str
+    reason: str
+
+
+class ProposalPending(_Event):
+    """A proposal held for a human decision (human-in-the-loop gate)."""
+
+    type: Literal["proposal_pending"] = "proposal_pending"
+    cycle: int
+    suggestor: str
+    key: str
+    id: str
+    reason: str
+
+
+class FactPromoted(_Event):
+    type: Literal["fact_promoted"] = "fact_promoted"
+    cycle: int
+    suggestor: str | None
+    key: str
+    id: str
+    gate: str
+    logical_time: int
+
+
+class InvariantChecked(_Event):
+    type: Literal["invariant_checked"] = "invariant_checked"
+    cycle: int
+    invariant: str
+    invariant_class: str
+    critical: bool
+    holds: bool
+    message: str | None = None
+
+
+class CycleFinished(_Event):
+    type: Literal["cycle_finished"] = "cycle_finished"
+    cycle: int
+    promoted: int
+    dirty_keys: tuple[str, ...]
+
+
+class HitlPaused(_Event):
+    type: Literal["hitl_paused"] = "hitl_paused"
+    cycle: int
+    pending: tuple[str, ...]
+
+
+class RunFinished(_Event):
+    type: Literal["run_finished"] = "run_finished"
+    cycles: int
+    stop_reason: str
+    facts: int
+    error: str | None = None
+
+
+EngineEvent = Annotated[
+    RunStarted
+    | CycleStarted
+    | SuggestorStarted
+    | SuggestorFinished
+    | SuggestorFailed
+    | ProposalRejected
+    | ProposalPending
+    | FactPromoted
+    | InvariantChecked
+    | CycleFinished
+    | HitlPaused
+    | RunFinished,
+    Field(discriminator="type"),
+]
+
+ENGINE_EVENT_ADAPTER: TypeAdapter[EngineEvent] = TypeAdapter(EngineEvent)
+
+
+def deterministic_dump(event: BaseModel) -> dict[str, Any]:
+    """The event as JSON-ready data without its `timing` (what determinism compares)."""
+    return event.model_dump(mode="json", exclude={"timing"})

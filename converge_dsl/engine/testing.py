@@ -1,0 +1,68 @@
+"""A function-backed suggestor for tests, benchmarks and docs (a public fake).
+
+`FnSuggestor(name, dependencies, propose)` proposes whatever `propose(ctx)`
+returns. By default it is idempotent: it accepts only while one of the
+proposals it would make is neither a fact nor rejected yet, so a set of
+them reaches a fixed point. `delay` awaits the given clock first (to shuffle
+finishing order); `fail` raises instead of proposing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from converge_dsl.clock import Clock, SystemClock
+from converge_dsl.engine.reference import SuggestorBase
+from converge_dsl.engine.types import AgentEffect, ContextView, ProposedFact, Provenance
+
+Propose = Callable[[ContextView], Iterable[ProposedFact]]
+
+
+def _missing(ctx: ContextView, proposals: Iterable[ProposedFact]) -> bool:
+    return any(
+        ctx.fact(p.key, p.id) is None
+        and ctx.fact("diagnostic", f"validation:rejected:{p.id}") is None
+        for p in proposals
+    )
+
+
+class FnSuggestor(SuggestorBase):
+    """A suggestor whose proposals come from a function of the context."""
+
+    def __init__(
+        self,
+        name: str,
+        dependencies: Sequence[str],
+        propose: Propose,
+        *,
+        accepts: Callable[[ContextView], bool] | None = None,
+        delay: float = 0.0,
+        clock: Clock | None = None,
+        fail: BaseException | None = None,
+        provenance: Provenance | None = None,
+    ) -> None:
+        self.name = name
+        self.dependencies = tuple(dependencies)
+        self._propose = propose
+        self._accepts = accepts
+        self._delay = delay
+        self._clock = clock or SystemClock()
+        self._fail = fail
+        self._provenance = provenance if provenance is not None else Provenance(name)
+        self.calls = 0
+
+    def accepts(self, ctx: ContextView) -> bool:
+        if self._accepts is not None:
+            return self._accepts(ctx)
+        return self._fail is not None or _missing(ctx, self._propose(ctx))
+
+    async def execute(self, ctx: ContextView) -> AgentEffect:
+        self.calls += 1
+        if self._delay:
+            await self._clock.sleep(self._delay)
+        if self._fail is not None:
+            raise self._fail
+        return AgentEffect(tuple(self._propose(ctx)))
+
+    def provenance(self) -> Provenance:
+        return self._provenance

@@ -1,0 +1,71 @@
+"""The validate stage: load, then JSON Schema, then semantic checks.
+
+`check_pipeline(path)` never raises for a user error: it returns every
+diagnostic, best first. `load_pipeline(path)` is the strict entry point of
+`run`: it returns the document or raises `PipelineInvalid`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from converge_dsl.diagnostics import Diagnostic, best_first
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend._loader import load_file
+from converge_dsl.frontend.document import LoadedDocument
+
+PIPELINE_SCHEMA = "pipeline.v1.json"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedPipeline:
+    """The outcome of validating one file: the document (None if it did not load) and findings."""
+
+    document: LoadedDocument | None
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed)."""
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if not d.is_error)
+
+
+def check_document(document: LoadedDocument, base_dir: Path | None = None) -> CheckedPipeline:
+    """Schema and semantic checks of an already loaded pipeline document.
+
+    Semantic checks run only when the schema passes, so each may trust the shapes.
+    """
+    from converge_dsl.frontend._schema import schema_diagnostics
+
+    found = schema_diagnostics(document, PIPELINE_SCHEMA)
+    if not found:
+        from converge_dsl.frontend._semantic import PipelineFacts, semantic_diagnostics
+
+        found = semantic_diagnostics(PipelineFacts(document, base_dir))
+    return CheckedPipeline(document, tuple(best_first(found)))
+
+
+def check_pipeline(path: Path, *, display: str | None = None) -> CheckedPipeline:
+    """Validate the pipeline file at `path`; `display` names it in diagnostics."""
+    try:
+        document = load_file(path, display=display)
+    except PipelineInvalid as exc:
+        return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
+    return check_document(document, path.parent)
+
+
+def load_pipeline(path: Path, *, display: str | None = None) -> LoadedDocument:
+    """The validated document at `path`; raises `PipelineInvalid` on any error."""
+    checked = check_pipeline(path, display=display)
+    if not checked.ok or checked.document is None:
+        raise PipelineInvalid(checked.diagnostics)
+    return checked.document

@@ -1,0 +1,377 @@
+"""Strict YAML loading: one pass from libyaml nodes to data plus a source map.
+
+PyYAML's C parser composes the node graph (marks included); one recursive
+walk then builds the JSON-like data and records, for every JSON path, the
+key node and value node it came from. Locations are materialised lazily, so
+the per-node cost is a tuple and a dict slot.
+
+Strictness (each problem is a located `Diagnostic`; all of them are raised
+together as `PipelineInvalid`): duplicate keys, tabs and syntax errors, tags
+outside the core schema, more than one document, non-UTF-8 bytes, YAML 1.1
+traps (`yes`/`no`/`on`/`off`/`y`/`n`, octal and sexagesimal numbers, `<<`
+merge keys), alias expansion beyond `MAX_ALIAS_NODES`, nesting deeper than
+`MAX_DEPTH`, files over `MAX_BYTES`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, format_path
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import _codes as codes
+from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
+
+MAX_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_ALIAS_NODES = 100_000
+
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ = _TAG + "map", _TAG + "seq"
+_AS_TEXT = frozenset({_TAG + "timestamp", _TAG + "value"})  # YAML 1.2 reads these as strings
+_TRUE = frozenset({"true", "True", "TRUE"})
+_FALSE = frozenset({"false", "False", "FALSE"})
+_YAML11_BOOL_WORDS = frozenset({"y", "Y", "n", "N"})
+_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
+_HEX_INT = re.compile(r"[-+]?0x[0-9a-fA-F]+\Z")
+_PLAIN_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+
+
+def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
+    """Read and strictly load one YAML file; raises `PipelineInvalid`.
+
+    `display` is the file name written into diagnostics (default: `path` as given).
+    """
+    name = display if display is not None else str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise _invalid(
+                codes.TOO_LARGE,
+                f"file is {size} bytes; the limit is {MAX_BYTES}",
+                _point(name, 1, 1),
+                hint="split the file or shorten it",
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise _invalid(
+            codes.UNREADABLE, f"cannot read file: {exc.strerror or exc}", _point(name, 1, 1)
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise _invalid(
+            codes.NOT_UTF8,
+            f"byte 0x{raw[exc.start]:02x} is not valid UTF-8",
+            _point(name, line, column),
+            hint="save the file as UTF-8",
+        ) from None
+    return load_text(text.removeprefix("\ufeff"), name)
+
+
+def load_text(text: str, file: str) -> LoadedDocument:
+    """Strictly load YAML text; `file` names it in diagnostics. Raises `PipelineInvalid`."""
+    if len(text) > MAX_BYTES:
+        raise _invalid(
+            codes.TOO_LARGE,
+            f"text is {len(text)} characters; the limit is {MAX_BYTES}",
+            _point(file, 1, 1),
+            hint="split the file or shorten it",
+        )
+    loader = yaml.CSafeLoader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        raise PipelineInvalid([_syntax_diagnostic(exc, file, text)]) from None
+    except yaml.YAMLError as exc:  # unmarked reader errors
+        raise _invalid(codes.YAML_SYNTAX, str(exc), _point(file, 1, 1)) from None
+    finally:
+        loader.dispose()
+    if root is None:
+        raise _invalid(
+            codes.EMPTY_DOCUMENT,
+            "the file holds no YAML document",
+            _point(file, 1, 1),
+            hint="a pipeline starts with 'apiVersion: converge-dsl/v1'",
+        )
+    builder = _Builder(file)
+    data = builder.build(root, (), None)
+    if builder.problems:
+        raise PipelineInvalid(builder.problems)
+    return LoadedDocument(
+        file=file, text=text, data=data, source_map=_NodeSourceMap(file, builder.raw)
+    )
+
+
+class _Builder:
+    """Walks the node graph once; collects every problem instead of stopping at the first."""
+
+    __slots__ = ("aliased", "file", "problems", "raw", "sizes", "stack")
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.raw: dict[JsonPath, tuple[Node | None, Node]] = {}
+        self.problems: list[Diagnostic] = []
+        self.sizes: dict[int, int] = {}  # id(collection node) -> nodes built under it
+        self.stack: set[int] = set()
+        self.aliased = 0
+
+    def build(self, node: Node, path: JsonPath, key: Node | None) -> Any:
+        self.raw[path] = (key, node)
+        kind = type(node)
+        if kind is ScalarNode:
+            return self.scalar(node, path)
+        if len(path) >= MAX_DEPTH:
+            self.fail(
+                codes.TOO_DEEP,
+                f"nesting deeper than {MAX_DEPTH} levels",
+                node,
+                path,
+                hint="flatten the structure",
+            )
+            return None
+        ident = id(node)
+        if ident in self.stack:
+            self.fail(
+                codes.ALIAS_BUDGET,
+                "an alias refers to a node that contains it",
+                node,
+                path,
+                hint="recursive structures cannot be turned into JSON",
+            )
+            return None
+        seen = self.sizes.get(ident)
+        if seen is not None:  # a second reference: an alias being expanded
+            self.aliased += seen
+            if self.aliased > MAX_ALIAS_NODES:
+                if self.aliased - seen <= MAX_ALIAS_NODES:
+                    self.fail(
+                        codes.ALIAS_BUDGET,
+                        f"aliases expand to more than {MAX_ALIAS_NODES} nodes",
+                        node,
+                        path,
+                        hint="write the data out instead of nesting aliases",
+                    )
+                return None
+        before = len(self.raw)
+        self.stack.add(ident)
+        if kind is MappingNode:
+            value: Any = self.mapping(node, path)
+        elif kind is SequenceNode:
+            if node.tag != _SEQ:
+                self.forbidden_tag(node, path)
+            value = [
+                self.build(item, (*path, index), None) for index, item in enumerate(node.value)
+            ]
+        else:  # pragma: no cover - libyaml yields only the three node kinds
+            value = None
+        self.stack.discard(ident)
+        self.sizes[ident] = len(self.raw) - before + 1
+        return value
+
+    def mapping(self, node: Node, path: JsonPath) -> dict[str, Any]:
+        if node.tag != _MAP:
+            self.forbidden_tag(node, path)
+        result: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not ScalarNode:
+                self.fail(
+                    codes.BAD_KEY,
+                    "a mapping key must be a plain string, not a collection",
+                    key_node,
+                    path,
+                )
+                continue
+            if key_node.tag == _TAG + "merge":
+                self.fail(
+                    codes.BAD_KEY,
+                    "merge keys ('<<') are not supported",
+                    key_node,
+                    path,
+                    hint="repeat the keys; merge keys are a YAML 1.1 extension",
+                )
+                continue
+            key = self.scalar(key_node, path, is_key=True)
+            if not isinstance(key, str):
+                if key_node.tag != _BOOL:  # booleans were reported by scalar()
+                    self.fail(
+                        codes.BAD_KEY,
+                        f"mapping key {key_node.value!r} is not a string",
+                        key_node,
+                        path,
+                        hint=f"quote it: '{key_node.value}'",
+                    )
+                continue
+            if key in result:
+                self.fail(
+                    codes.DUPLICATE_KEY,
+                    f"duplicate key {key!r} in {format_path(path)}",
+                    key_node,
+                    path,
+                    hint=f"the first {key!r} is on line {first_line[key]}; keep one",
+                )
+                continue
+            first_line[key] = key_node.start_mark.line + 1
+            result[key] = self.build(value_node, (*path, key), key_node)
+        return result
+
+    def scalar(self, node: Node, path: JsonPath, *, is_key: bool = False) -> Any:
+        tag, text, plain = node.tag, node.value, not getattr(node, "style", None)
+        if tag == _STR:
+            if plain and not is_key and text in _YAML11_BOOL_WORDS:
+                self.yaml11_boolean(node, path)
+            return text
+        if tag == _INT:
+            if _DECIMAL_INT.match(text):
+                return int(text)
+            if _HEX_INT.match(text):
+                return int(text, 16)
+            self.fail(
+                codes.YAML11_NUMBER,
+                f"{text!r} is read as a number in YAML 1.1 (octal, sexagesimal or with '_')",
+                node,
+                path,
+                hint=f"quote it if you mean text ('{text}'), or write a decimal",
+            )
+            return text
+        if tag == _FLOAT:
+            if _PLAIN_FLOAT.match(text):
+                return float(text)
+            self.fail(
+                codes.YAML11_NUMBER,
+                f"{text!r} is not a number JSON can hold",
+                node,
+                path,
+                hint=f"quote it if you mean text ('{text}'), or write a decimal",
+            )
+            return text
+        if tag == _BOOL:
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            self.yaml11_boolean(node, path)
+            return text
+        if tag == _NULL:
+            return None
+        if tag in _AS_TEXT:
+            return text
+        self.forbidden_tag(node, path)
+        return text
+
+    def yaml11_boolean(self, node: Node, path: JsonPath) -> None:
+        self.fail(
+            codes.YAML11_BOOLEAN,
+            f"{node.value!r} is a boolean in YAML 1.1 and text in YAML 1.2",
+            node,
+            path,
+            hint=f"write true/false, or quote it: '{node.value}'",
+        )
+
+    def forbidden_tag(self, node: Node, path: JsonPath) -> None:
+        tag = node.tag.replace(_TAG, "!!")
+        self.fail(
+            codes.FORBIDDEN_TAG,
+            f"tag {tag!r} is not allowed",
+            node,
+            path,
+            hint="only plain YAML (strings, numbers, true/false, null, lists, mappings) is read",
+        )
+
+    def fail(
+        self, code: str, message: str, node: Node, path: JsonPath, *, hint: str | None = None
+    ) -> None:
+        self.problems.append(
+            Diagnostic.at(code, message, _node_span(self.file, node), path=path, hint=hint)
+        )
+
+
+def _node_span(file: str, node: Node) -> SourceSpan:
+    start, end = node.start_mark, node.end_mark
+    return SourceSpan(file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+
+
+def _point(file: str, line: int, column: int) -> SourceSpan:
+    return SourceSpan(file, line, column, line, column + 1)
+
+
+def _invalid(
+    code: str, message: str, span: SourceSpan, *, hint: str | None = None
+) -> PipelineInvalid:
+    return PipelineInvalid([Diagnostic.at(code, message, span, hint=hint)])
+
+
+def _syntax_diagnostic(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
+    mark = exc.problem_mark or exc.context_mark
+    span = _point(file, mark.line + 1, mark.column + 1) if mark else _point(file, 1, 1)
+    problem = exc.problem or "syntax error"
+    lines = text.splitlines()
+    at = lines[span.line - 1][span.column - 1 : span.column] if span.line <= len(lines) else ""
+    if at == "\t" or "'\\t'" in problem:
+        return Diagnostic.at(
+            codes.TAB_INDENT,
+            "a tab character where YAML allows only spaces",
+            span,
+            hint="indent with spaces",
+        )
+    if exc.context and "single document" in exc.context:
+        return Diagnostic.at(
+            codes.MULTIPLE_DOCUMENTS,
+            "more than one YAML document in the file",
+            span,
+            hint="remove the '---' separator; one file holds one pipeline",
+        )
+    message = f"{exc.context}, {problem}" if exc.context else problem
+    return Diagnostic.at(
+        codes.YAML_SYNTAX,
+        f"YAML syntax error: {message}",
+        span,
+        hint="check the indentation and quoting around this line",
+    )
+
+
+class _LazyEntries(dict[JsonPath, NodeLocation]):
+    """Converts raw (key node, value node) pairs into `NodeLocation`s on first lookup."""
+
+    def __init__(self, file: str, raw: dict[JsonPath, tuple[Node | None, Node]]) -> None:
+        super().__init__()
+        self._file = file
+        self._raw = raw
+
+    def get(self, path: JsonPath, default: Any = None) -> Any:
+        found = super().get(path)
+        if found is not None:
+            return found
+        pair = self._raw.get(path)
+        if pair is None:
+            return default
+        key, node = pair
+        location = NodeLocation(
+            span=_node_span(self._file, node),
+            key_span=None if key is None else _node_span(self._file, key),
+            style=getattr(node, "style", None) or None,
+        )
+        self[path] = location
+        return location
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class _NodeSourceMap(SourceMap):
+    """A `SourceMap` whose entries are materialised on demand."""
+
+    __slots__ = ()
+
+    def __init__(self, file: str, raw: dict[JsonPath, tuple[Node | None, Node]]) -> None:
+        self.file = file
+        self._entries = _LazyEntries(file, raw)

@@ -1,0 +1,172 @@
+"""Diagnostics rendered for people and for machines.
+
+- `render_human`: compiler-style text with the source line and a caret
+  underline; colour (through rich, imported only then) when `color` is true.
+- `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`.
+- `render_github`: GitHub Actions workflow commands (`::error file=...`).
+- `render_sarif`: a SARIF 2.1.0 log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from converge_dsl.diagnostics import Diagnostic
+
+Segment = tuple[str, str]  # (text, rich style); plain output ignores the style
+_TOOL_URI = "https://github.com/converge-dsl/converge-dsl/blob/main/docs/errors.md"
+
+
+def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[Segment]]:
+    colour = "bold red" if diagnostic.is_error else "bold yellow"
+    lines: list[list[Segment]] = [
+        [
+            (f"{diagnostic.severity.value}[{diagnostic.code}]", colour),
+            (f": {diagnostic.message}", "bold"),
+        ]
+    ]
+    source = sources.get(diagnostic.file)
+    text_lines = source.splitlines() if source is not None else []
+    number = str(diagnostic.line)
+    pad = " " * len(number)
+    lines.append(
+        [(f"{pad}--> ", "blue"), (f"{diagnostic.file}:{diagnostic.line}:{diagnostic.column}", "")]
+    )
+    if 1 <= diagnostic.line <= len(text_lines):
+        line = text_lines[diagnostic.line - 1].replace("\t", " ")
+        start = min(max(diagnostic.column, 1), len(line) + 1)
+        end = diagnostic.end_column if diagnostic.end_line == diagnostic.line else len(line) + 1
+        width = max(1, min(end, len(line) + 1) - start)
+        lines.append([(f"{pad} |", "blue")])
+        lines.append([(f"{number} | ", "blue"), (line, "")])
+        lines.append([(f"{pad} | ", "blue"), (" " * (start - 1) + "^" * width, colour)])
+    if diagnostic.hint:
+        lines.append([(f"{pad} = ", "blue"), ("hint: ", "bold"), (diagnostic.hint, "")])
+    return lines
+
+
+def render_human(
+    diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], color: bool = False
+) -> str:
+    """Each diagnostic with its source excerpt; blocks separated by a blank line."""
+    blocks = [_segments(d, sources) for d in diagnostics]
+    if not color:
+        return "\n\n".join(
+            "\n".join("".join(text for text, _ in line).rstrip() for line in block)
+            for block in blocks
+        ) + ("\n" if blocks else "")
+    import io
+
+    from rich.console import Console
+    from rich.text import Text
+
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        force_terminal=True,
+        color_system="standard",
+        width=10_000,
+        highlight=False,
+        soft_wrap=True,
+    )
+    for index, block in enumerate(blocks):
+        if index:
+            console.print()
+        for line in block:
+            console.print(Text.assemble(*line))
+    return out.getvalue()
+
+
+def summary_line(diagnostics: Sequence[Diagnostic], files: int) -> str:
+    """`2 errors, 1 warning in 3 files` (or `3 files valid`)."""
+    errors = sum(1 for d in diagnostics if d.is_error)
+    warnings = len(diagnostics) - errors
+    where = f"{files} file" + ("" if files == 1 else "s")
+    if not diagnostics:
+        return f"{where} valid\n"
+    parts = [f"{errors} error" + ("" if errors == 1 else "s")] if errors else []
+    if warnings:
+        parts.append(f"{warnings} warning" + ("" if warnings == 1 else "s"))
+    return f"{', '.join(parts)} in {where}\n"
+
+
+def render_json(diagnostics: Sequence[Diagnostic]) -> str:
+    return json.dumps([d.as_json() for d in diagnostics], indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(diagnostics: Sequence[Diagnostic]) -> str:
+    lines = []
+    for d in diagnostics:
+        properties = ",".join(
+            [
+                f"file={_escape_property(d.file)}",
+                f"line={d.line}",
+                f"col={d.column}",
+                f"endLine={d.end_line}",
+                f"endColumn={d.end_column}",
+                f"title={d.code}",
+            ]
+        )
+        message = d.message + (f" (hint: {d.hint})" if d.hint else "")
+        lines.append(f"::{d.severity.value} {properties}::{_escape_data(message)}")
+    return "".join(line + "\n" for line in lines)
+
+
+def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
+    """A SARIF 2.1.0 log with one run; rules are the codes that occur."""
+    from converge_dsl import __version__
+
+    codes = sorted({d.code for d in diagnostics})
+    results = []
+    for d in diagnostics:
+        text = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+        results.append(
+            {
+                "ruleId": d.code,
+                "ruleIndex": codes.index(d.code),
+                "level": "error" if d.is_error else "warning",
+                "message": {"text": text},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": d.file},
+                            "region": {
+                                "startLine": d.line,
+                                "startColumn": d.column,
+                                "endLine": d.end_line,
+                                "endColumn": d.end_column,
+                            },
+                        },
+                    }
+                ],
+            }
+        )
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "converge-dsl",
+                        "version": __version__,
+                        "informationUri": _TOOL_URI,
+                        "rules": [
+                            {"id": code, "helpUri": f"{_TOOL_URI}#{code.lower()}"} for code in codes
+                        ],
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

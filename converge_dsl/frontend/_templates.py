@@ -1,0 +1,175 @@
+"""Compile-time checks of templates and expressions, located in the YAML file.
+
+`template_problems` parses one template (or expression) in the shared
+sandboxed environment (`converge_dsl.templating`) and reports syntax errors,
+unknown names, unknown filters and undeclared `inputs.NAME`. Jinja only knows
+the line *within* the template; `template_span` maps it onto the file: block
+scalars (`|`, `>`) start on the line after their key, quoted and plain
+scalars on the key's line. jinja2 is imported only when a string actually
+contains template syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
+from converge_dsl.frontend import _codes as codes
+from converge_dsl.frontend._fastjinja import ALLOWED_FILTERS, analyse
+from converge_dsl.frontend.document import LoadedDocument
+
+_MARKERS = ("{{", "{%", "{#")
+
+
+def needs_parse(text: str, *, expression: bool) -> bool:
+    """False when `text` is plain text that no template engine would change."""
+    return expression or any(marker in text for marker in _MARKERS)
+
+
+def template_span(
+    doc: LoadedDocument, path: JsonPath, lineno: int | None, needle: str | None = None
+) -> SourceSpan:
+    """Where line `lineno` (1-based, within the template at `path`) sits in the file.
+
+    With `needle`, narrow the span to its first occurrence on that line.
+    """
+    location = doc.source_map.locate(path)
+    span = location.span
+    lines = doc.text.splitlines()
+    block = location.style in ("|", ">")
+    first = span.line + 1 if block else span.line
+    line = first + (lineno or 1) - 1
+    last = max(span.end_line - 1, first) if block else span.end_line
+    if not 1 <= line <= len(lines) or line > last:
+        return span
+    source = lines[line - 1]
+    start = 1 if block or line != span.line else span.column
+    end = len(source) + 1 if line != span.end_line else span.end_column
+    column = start + len(source[start - 1 :]) - len(source[start - 1 :].lstrip())
+    if needle:
+        found = source.find(needle, start - 1)
+        if found >= 0:
+            return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
+    return SourceSpan(span.file, line, column, line, max(end, column + 1))
+
+
+@lru_cache(maxsize=4096)
+def _analyse(
+    text: str, expression: bool
+) -> tuple[tuple[str, int | None] | None, frozenset[str], tuple[str, ...], tuple[str, ...]]:
+    """(syntax error, free names, filters used, input names read) of one template."""
+    quick = analyse(text, expression=expression)
+    if quick is not None:
+        return (None, *quick)
+    import jinja2
+    import jinja2.meta
+    from jinja2 import nodes
+    from jinja2.parser import Parser
+
+    from converge_dsl.templating import environment
+
+    env = environment()
+    try:
+        if expression:  # exactly what Environment.compile_expression accepts
+            parser = Parser(env, text, state="variable")
+            body = parser.parse_expression()
+            if not parser.stream.eos:
+                raise jinja2.TemplateSyntaxError(
+                    "chunk after expression", parser.stream.current.lineno, None, None
+                )
+            ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
+            ast.set_environment(env)
+        else:
+            ast = env.parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        return (exc.message or "syntax error", exc.lineno), frozenset(), (), ()
+    free = frozenset(jinja2.meta.find_undeclared_variables(ast)) - {"range"}
+    filters = tuple(node.name for node in ast.find_all(nodes.Filter))
+    inputs: list[str] = []
+    for node in ast.find_all(nodes.Getattr):
+        if isinstance(node.node, nodes.Name) and node.node.name == "inputs":
+            inputs.append(node.attr)
+    for item in ast.find_all(nodes.Getitem):
+        if (
+            isinstance(item.node, nodes.Name)
+            and item.node.name == "inputs"
+            and isinstance(item.arg, nodes.Const)
+            and isinstance(item.arg.value, str)
+        ):
+            inputs.append(item.arg.value)
+    return None, free, filters, tuple(inputs)
+
+
+def template_problems(
+    doc: LoadedDocument,
+    path: JsonPath,
+    text: str,
+    *,
+    expression: bool,
+    names: frozenset[str],
+    inputs: frozenset[str],
+) -> Iterator[Diagnostic]:
+    """Diagnostics for one template or expression at `path`; `names` are the names it may read."""
+    if not needs_parse(text, expression=expression):
+        return
+    error, free, filters, read_inputs = _analyse(text, expression)
+    what = "expression" if expression else "template"
+    if error is not None:
+        message, lineno = error
+        code = codes.EXPRESSION_SYNTAX if expression else codes.TEMPLATE_SYNTAX
+        yield Diagnostic.at(
+            code,
+            f"{what} does not compile: {message}",
+            template_span(doc, path, lineno),
+            path=path,
+            hint="check the {{ }} / {% %} pairs and the expression syntax",
+        )
+        return
+    for name in sorted(free - names):
+        guess = did_you_mean(name, names)
+        yield Diagnostic.at(
+            codes.UNKNOWN_NAME,
+            f"{what} reads unknown name {name!r}",
+            _find(doc, path, text, name),
+            path=path,
+            hint=f"did you mean {guess!r}?"
+            if guess
+            else f"known names: {', '.join(sorted(names))}",
+        )
+    allowed = ALLOWED_FILTERS
+    for name in sorted(set(filters) - allowed):
+        guess = did_you_mean(name, allowed)
+        yield Diagnostic.at(
+            codes.UNKNOWN_FILTER,
+            f"{what} uses unknown filter {name!r}",
+            _find(doc, path, text, name),
+            path=path,
+            hint=f"did you mean {guess!r}?"
+            if guess
+            else "see docs/errors.md for the allowed filters",
+        )
+    if "inputs" in names:
+        for name in sorted(set(read_inputs) - inputs):
+            guess = did_you_mean(name, inputs)
+            yield Diagnostic.at(
+                codes.UNKNOWN_INPUT,
+                f"{what} reads undeclared input {name!r}",
+                _find(doc, path, text, name),
+                path=path,
+                hint=f"did you mean {guess!r}?"
+                if guess
+                else f"declare it under 'inputs:' ({name}: {{description: ...}})",
+            )
+
+
+def _find(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:
+    """The span of the first whole-word `word` in the template, mapped onto the file."""
+    match = re.search(rf"(?<![\w.]){re.escape(word)}\b", text) or re.search(
+        rf"\b{re.escape(word)}\b", text
+    )
+    if match is None:
+        return template_span(doc, path, None)
+    lineno = text.count("\n", 0, match.start()) + 1
+    return template_span(doc, path, lineno, word)

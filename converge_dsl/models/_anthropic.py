@@ -1,0 +1,273 @@
+"""The Anthropic messages wire format.
+
+Streamed content blocks are indexed; a `tool_use` block is complete at its
+`content_block_stop` and is handed over then. The answer is complete only at
+`message_stop`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from converge_dsl.models._common import thaw_json
+from converge_dsl.models._sse import SseEvent
+from converge_dsl.models._wire import (
+    Answer,
+    ToolNames,
+    WireSettings,
+    early_call,
+    expect,
+    list_field,
+    load_json,
+    object_field,
+    str_field,
+    usage_from,
+    wire_error,
+)
+from converge_dsl.models.port import (
+    Message,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    OnEarlyToolCall,
+    OnIncrement,
+    Part,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+_STOP: Mapping[str, StopReason] = {"tool_use": "tool_use", "max_tokens": "max_tokens"}
+
+
+class AnthropicWire:
+    provider = "anthropic"
+    path = "/v1/messages"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if api_key is not None:
+            headers["x-api-key"] = api_key
+        return headers
+
+    def body(
+        self, req: ModelRequest, settings: WireSettings, names: ToolNames, stream: bool
+    ) -> dict[str, Any]:
+        system = list(req.system)
+        messages: list[dict[str, Any]] = []
+        for message in req.messages:
+            if message.role == "system":
+                system.append(message.text_content)
+                continue
+            role = "assistant" if message.role == "assistant" else "user"
+            blocks = [_block(p, names) for p in message.parts]
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"].extend(blocks)  # the API wants roles to alternate
+            else:
+                messages.append({"role": role, "content": blocks})
+        body: dict[str, Any] = {
+            "model": settings.model,
+            "max_tokens": req.max_tokens or settings.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": messages,
+        }
+        if stream:
+            body["stream"] = True
+        if system:
+            body["system"] = "\n\n".join(system)
+        temperature = req.temperature if req.temperature is not None else settings.temperature
+        if temperature is not None:
+            body["temperature"] = temperature
+        if req.tools:
+            body["tools"] = [
+                {
+                    "name": names.wire(tool.name),
+                    "description": tool.description,
+                    "input_schema": thaw_json(tool.input_schema),
+                }
+                for tool in req.tools
+            ]
+        return body
+
+    def parse(self, data: Any, names: ToolNames) -> Answer:
+        expect(isinstance(data, Mapping), "response is not a JSON object")
+        parts: list[Part] = []
+        for block in list_field(data, "content", "response"):
+            expect(isinstance(block, Mapping), "content block is not an object")
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(TextPart(str_field(block, "text", "text block")))
+            elif kind == "tool_use":
+                tool_input = block.get("input")
+                expect(isinstance(tool_input, Mapping), "tool_use block has no object input")
+                parts.append(
+                    ToolCallPart(
+                        str_field(block, "id", "tool_use block"),
+                        names.local(str_field(block, "name", "tool_use block")),
+                        dict(tool_input),
+                    )
+                )
+        stop = data.get("stop_reason")
+        expect(isinstance(stop, str), "response has no stop_reason")
+        return Answer(
+            Message("assistant", _merge_text(parts)),
+            _STOP.get(stop, "end_turn"),
+            usage_from(data.get("usage"), "input_tokens", "output_tokens"),
+        )
+
+    def assembler(
+        self, names: ToolNames, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> AnthropicStream:
+        return AnthropicStream(names, on_increment, on_early_call)
+
+    def error_detail(self, data: Any) -> str | None:
+        error = data.get("error") if isinstance(data, Mapping) else None
+        if isinstance(error, Mapping):
+            return f"{error.get('type', 'error')}: {error.get('message', '')}"
+        return None
+
+
+def _block(part: Part, names: ToolNames) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ToolCallPart):
+        return {
+            "type": "tool_use",
+            "id": part.id,
+            "name": names.wire(part.name),
+            "input": thaw_json(part.input),
+        }
+    assert isinstance(part, ToolResultPart)
+    return {
+        "type": "tool_result",
+        "tool_use_id": part.call_id,
+        "content": part.output,
+        "is_error": part.is_error,
+    }
+
+
+def _merge_text(parts: list[Part]) -> tuple[Part, ...]:
+    """Adjacent text blocks become one text part; empty ones vanish (streamed or not, alike)."""
+    merged: list[Part] = []
+    for part in parts:
+        if isinstance(part, TextPart) and not part.text:
+            continue
+        if isinstance(part, TextPart) and merged and isinstance(merged[-1], TextPart):
+            merged[-1] = TextPart(merged[-1].text + part.text)
+        else:
+            merged.append(part)
+    return tuple(merged)
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    id: str = ""
+    name: str = ""
+    pieces: list[str] = field(default_factory=list)
+    done: ToolCallPart | None = None
+
+
+class AnthropicStream:
+    """Assembles a streamed message."""
+
+    def __init__(
+        self, names: ToolNames, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> None:
+        self._names = names
+        self._on_increment = on_increment
+        self._on_early_call = on_early_call
+        self._blocks: dict[int, _Block] = {}
+        self._stop: str | None = None
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._stopped = False
+
+    def feed(self, event: SseEvent) -> None:
+        data = load_json(event.data, "stream event")
+        expect(isinstance(data, Mapping), "stream event is not a JSON object")
+        kind = data.get("type", event.event)
+        if kind == "message_start":
+            usage = usage_from(
+                object_field(data, "message", "message_start").get("usage"),
+                "input_tokens",
+                "output_tokens",
+            )
+            if usage is not None:
+                self._input_tokens, self._output_tokens = usage.input_tokens, usage.output_tokens
+        elif kind == "content_block_start":
+            start = object_field(data, "content_block", "content_block_start")
+            self._blocks[self._index(data)] = _Block(
+                kind=str(start.get("type")),
+                id=str(start.get("id", "")),
+                name=str(start.get("name", "")),
+                pieces=[str(start["text"])] if start.get("text") else [],
+            )
+        elif kind == "content_block_delta":
+            self._delta(self._open_block(data), object_field(data, "delta", "content_block_delta"))
+        elif kind == "content_block_stop":
+            block = self._open_block(data)
+            if block.kind == "tool_use":
+                block.done = early_call(
+                    self._on_early_call, self._names, block.id, block.name, "".join(block.pieces)
+                )
+            block.kind = f"{block.kind}:closed"
+        elif kind == "message_delta":
+            stop = object_field(data, "delta", "message_delta").get("stop_reason")
+            self._stop = str(stop) if stop else self._stop
+            usage = data.get("usage")
+            if isinstance(usage, Mapping) and isinstance(usage.get("output_tokens"), int):
+                self._output_tokens = usage["output_tokens"]
+        elif kind == "message_stop":
+            self._stopped = True
+        elif kind == "error":
+            raise ModelError(
+                ModelErrorCode.PROVIDER,
+                f"provider error in stream: {AnthropicWire().error_detail(data)}",
+                hint="retry later",
+            )
+
+    def _index(self, data: Mapping[str, Any]) -> int:
+        index = data.get("index")
+        expect(isinstance(index, int), "stream event has no integer index")
+        return index  # type: ignore[return-value]
+
+    def _open_block(self, data: Mapping[str, Any]) -> _Block:
+        block = self._blocks.get(self._index(data))
+        expect(
+            block is not None and not block.kind.endswith(":closed"),
+            "stream event for a content block that is not open",
+        )
+        return block  # type: ignore[return-value]
+
+    def _delta(self, block: _Block, delta: Mapping[str, Any]) -> None:
+        if delta.get("type") == "text_delta":
+            text = str_field(delta, "text", "text_delta")
+            block.pieces.append(text)
+            self._on_increment(text)
+        elif delta.get("type") == "input_json_delta":
+            block.pieces.append(str_field(delta, "partial_json", "input_json_delta"))
+
+    def finish(self) -> Answer:
+        if not self._stopped or self._stop is None:
+            wire_error("the stream ended before the answer was complete (no message_stop)")
+        expect(
+            all(b.kind.endswith(":closed") for b in self._blocks.values()),
+            "the stream ended with an unfinished content block",
+        )
+        parts: list[Part] = []
+        for index in sorted(self._blocks):
+            block = self._blocks[index]
+            if block.done is not None:
+                parts.append(block.done)
+            elif block.kind == "text:closed":
+                parts.append(TextPart("".join(block.pieces)))
+        return Answer(
+            Message("assistant", _merge_text(parts)),
+            _STOP.get(self._stop, "end_turn"),
+            usage_from({"i": self._input_tokens, "o": self._output_tokens}, "i", "o"),
+        )

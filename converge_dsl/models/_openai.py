@@ -1,0 +1,251 @@
+"""The OpenAI chat-completions wire format (vLLM, llama.cpp, Ollama, hosted APIs).
+
+Streaming tool calls arrive as argument deltas keyed by `index`; a call is
+complete when a later index starts or the choice finishes, and is handed
+over at that moment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from converge_dsl.models._common import thaw_json
+from converge_dsl.models._sse import SseEvent
+from converge_dsl.models._wire import (
+    Answer,
+    ToolNames,
+    WireSettings,
+    early_call,
+    expect,
+    list_field,
+    load_json,
+    object_field,
+    str_field,
+    tool_input,
+    usage_from,
+    wire_error,
+)
+from converge_dsl.models.port import (
+    Message,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    OnEarlyToolCall,
+    OnIncrement,
+    Part,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+_STOP: Mapping[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+}
+
+
+def _stop_reason(value: str) -> StopReason:
+    return _STOP.get(value, "end_turn")
+
+
+class OpenAIWire:
+    provider = "openai"
+    path = "/chat/completions"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+
+    def body(
+        self, req: ModelRequest, settings: WireSettings, names: ToolNames, stream: bool
+    ) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if req.system:
+            messages.append({"role": "system", "content": "\n\n".join(req.system)})
+        for message in req.messages:
+            messages.extend(_messages(message, names))
+        body: dict[str, Any] = {"model": settings.model, "messages": messages, "stream": stream}
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        max_tokens = req.max_tokens or settings.max_tokens
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        temperature = req.temperature if req.temperature is not None else settings.temperature
+        if temperature is not None:
+            body["temperature"] = temperature
+        if req.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": names.wire(tool.name),
+                        "description": tool.description,
+                        "parameters": thaw_json(tool.input_schema),
+                    },
+                }
+                for tool in req.tools
+            ]
+        return body
+
+    def parse(self, data: Any, names: ToolNames) -> Answer:
+        choices = list_field(object_or_fail(data), "choices", "response")
+        expect(bool(choices), "response has no choices")
+        message = object_field(choices[0], "message", "choice")
+        content = message.get("content")
+        expect(content is None or isinstance(content, str), "message content is not text")
+        parts: list[Part] = [TextPart(content)] if content else []
+        for raw in message.get("tool_calls") or []:
+            function = object_field(raw, "function", "tool call")
+            name = names.local(str_field(function, "name", "tool call"))
+            arguments = str_field(function, "arguments", "tool call")
+            parts.append(
+                ToolCallPart(str_field(raw, "id", "tool call"), name, tool_input(arguments, name))
+            )
+        finish = choices[0].get("finish_reason")
+        expect(isinstance(finish, str), "choice has no finish_reason")
+        return Answer(
+            Message("assistant", tuple(parts)),
+            _stop_reason(finish),
+            usage_from(data.get("usage"), "prompt_tokens", "completion_tokens"),
+        )
+
+    def assembler(
+        self, names: ToolNames, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> OpenAIStream:
+        return OpenAIStream(names, on_increment, on_early_call)
+
+    def error_detail(self, data: Any) -> str | None:
+        error = data.get("error") if isinstance(data, Mapping) else None
+        if isinstance(error, Mapping):
+            return str(error.get("message", ""))
+        return str(error) if error else None
+
+
+def object_or_fail(data: Any) -> Mapping[str, Any]:
+    expect(isinstance(data, Mapping), "response is not a JSON object")
+    return data  # type: ignore[no-any-return]
+
+
+def _messages(message: Message, names: ToolNames) -> list[dict[str, Any]]:
+    if message.role in ("system", "user"):
+        results = [p for p in message.parts if isinstance(p, ToolResultPart)]
+        out = [_tool_message(p) for p in results]
+        if message.text_content or not results:
+            out.append({"role": message.role, "content": message.text_content})
+        return out
+    if message.role == "tool":
+        return [_tool_message(p) for p in message.parts if isinstance(p, ToolResultPart)]
+    entry: dict[str, Any] = {"role": "assistant", "content": message.text_content or None}
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": names.wire(call.name),
+                    "arguments": json.dumps(thaw_json(call.input), ensure_ascii=False),
+                },
+            }
+            for call in message.tool_calls
+        ]
+    return [entry]
+
+
+def _tool_message(part: ToolResultPart) -> dict[str, Any]:
+    output = f"ERROR: {part.output}" if part.is_error else part.output
+    return {"role": "tool", "tool_call_id": part.call_id, "content": output}
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAIStream:
+    """Assembles a streamed chat completion."""
+
+    def __init__(
+        self, names: ToolNames, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> None:
+        self._names = names
+        self._on_increment = on_increment
+        self._on_early_call = on_early_call
+        self._text: list[str] = []
+        self._pending: dict[int, _PendingCall] = {}
+        self._calls: dict[int, ToolCallPart] = {}
+        self._finish: str | None = None
+        self._usage: Any = None
+
+    def feed(self, event: SseEvent) -> None:
+        if event.data == "[DONE]":
+            return
+        chunk = load_json(event.data, "stream chunk")
+        expect(isinstance(chunk, Mapping), "stream chunk is not a JSON object")
+        if chunk.get("error"):
+            raise ModelError(
+                ModelErrorCode.PROVIDER,
+                f"provider error in stream: {OpenAIWire().error_detail(chunk)}",
+                hint="retry later",
+            )
+        if chunk.get("usage"):
+            self._usage = chunk["usage"]
+        choices = chunk.get("choices") or []
+        expect(isinstance(choices, list), "stream chunk `choices` is not a list")
+        for choice in choices:
+            expect(isinstance(choice, Mapping), "stream choice is not an object")
+            if choice.get("index", 0) == 0:
+                self._choice(choice)
+
+    def _choice(self, choice: Mapping[str, Any]) -> None:
+        delta = choice.get("delta") or {}
+        expect(isinstance(delta, Mapping), "stream delta is not an object")
+        content = delta.get("content")
+        if content:
+            expect(isinstance(content, str), "stream content is not text")
+            self._text.append(content)
+            self._on_increment(content)
+        for raw in delta.get("tool_calls") or []:
+            expect(isinstance(raw, Mapping), "streamed tool call is not an object")
+            index = raw.get("index", 0)
+            expect(isinstance(index, int), "streamed tool call has no integer index")
+            expect(index not in self._calls, f"tool call {index} continued after it ended")
+            for earlier in [i for i in self._pending if i != index]:
+                self._complete(earlier)
+            pending = self._pending.setdefault(index, _PendingCall())
+            pending.id = raw.get("id") or pending.id
+            function = raw.get("function") or {}
+            expect(isinstance(function, Mapping), "streamed tool call function is not an object")
+            pending.name = function.get("name") or pending.name
+            if function.get("arguments"):
+                pending.arguments.append(str(function["arguments"]))
+        finish = choice.get("finish_reason")
+        if finish:
+            self._finish = str(finish)
+            for index in list(self._pending):
+                self._complete(index)
+
+    def _complete(self, index: int) -> None:
+        pending = self._pending.pop(index)
+        expect(bool(pending.id and pending.name), f"streamed tool call {index} has no id or name")
+        self._calls[index] = early_call(
+            self._on_early_call, self._names, pending.id, pending.name, "".join(pending.arguments)
+        )
+
+    def finish(self) -> Answer:
+        if self._finish is None:
+            wire_error("the stream ended before the answer was complete (no finish_reason)")
+        text = "".join(self._text)
+        parts: list[Part] = [TextPart(text)] if text else []
+        parts.extend(self._calls[i] for i in sorted(self._calls))
+        return Answer(
+            Message("assistant", tuple(parts)),
+            _stop_reason(self._finish),
+            usage_from(self._usage, "prompt_tokens", "completion_tokens"),
+        )

@@ -1,0 +1,177 @@
+"""Model scripts: load, validate and compile the YAML that drives the scripted adapter.
+
+A script is loaded with the front-end loader (strict YAML with a source map),
+validated against `schemas/model-script.v1.json`, then checked semantically
+(regexes compile). Every problem becomes a located `Diagnostic`; a bad script
+raises `PipelineInvalid` carrying all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.diagnostics import Diagnostic, SourceSpan, best_first
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import LoadedDocument, load_file, load_text, schema_diagnostics
+from converge_dsl.models._common import request_text
+from converge_dsl.models.port import ModelErrorCode, ModelRequest
+
+SCHEMA_NAME = "model-script.v1.json"
+CODE_BAD_REGEX = "CD401"
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptMatch:
+    """Conditions of a rule; every given one must hold."""
+
+    suggestor: str | None = None
+    contains: str | None = None
+    turn: int | None = None
+    regex: re.Pattern[str] | None = None
+
+    def holds(self, req: ModelRequest, text: str) -> bool:
+        if self.suggestor is not None and req.suggestor != self.suggestor:
+            return False
+        if self.turn is not None and req.turn != self.turn:
+            return False
+        if self.contains is not None and self.contains not in text:
+            return False
+        return self.regex is None or self.regex.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptToolCall:
+    name: str
+    input: Mapping[str, Any]
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptError:
+    code: ModelErrorCode
+    message: str
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptOutcome:
+    """What to answer: text and/or tool calls, or an error; after `delay_s` seconds."""
+
+    reply: str | None
+    tool_calls: tuple[ScriptToolCall, ...]
+    error: ScriptError | None
+    delay_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptRule:
+    index: int
+    match: ScriptMatch
+    outcome: ScriptOutcome
+    times: int | None
+    span: SourceSpan
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    file: str
+    rules: tuple[ScriptRule, ...]
+    default: ScriptOutcome | None
+
+    def describe_rules(self) -> str:
+        return ", ".join(f"rules[{r.index}] ({r.span})" for r in self.rules) or "no rules"
+
+
+def load_script_file(path: Path) -> Script:
+    return compile_script(load_file(path))
+
+
+def load_script_text(text: str, file: str) -> Script:
+    return compile_script(load_text(text, file))
+
+
+def compile_script(doc: LoadedDocument) -> Script:
+    """Validate a loaded script and compile it; raises `PipelineInvalid` when it is bad."""
+    problems = [d for d in schema_diagnostics(doc, SCHEMA_NAME) if d.is_error]
+    if problems:
+        raise PipelineInvalid(best_first(problems))
+    data: Mapping[str, Any] = doc.data
+    rules: list[ScriptRule] = []
+    for index, raw in enumerate(data.get("rules") or []):
+        path = ("rules", index)
+        try:
+            match = _match(raw["match"])
+        except re.error as exc:
+            regex_path = (*path, "match", "regex")
+            raise PipelineInvalid(
+                [
+                    Diagnostic.at(
+                        CODE_BAD_REGEX,
+                        f"invalid regular expression in model script: {exc}",
+                        doc.source_map.span(regex_path),
+                        path=regex_path,
+                        hint="use Python `re` syntax; escape ( [ . and friends with a backslash",
+                    )
+                ]
+            ) from None
+        rules.append(
+            ScriptRule(
+                index=index,
+                match=match,
+                outcome=_outcome(raw),
+                times=raw.get("times"),
+                span=doc.source_map.span(path),
+            )
+        )
+    default = data.get("default")
+    return Script(
+        file=doc.file,
+        rules=tuple(rules),
+        default=None if default is None else _outcome(default),
+    )
+
+
+def _match(raw: Mapping[str, Any]) -> ScriptMatch:
+    regex = raw.get("regex")
+    return ScriptMatch(
+        suggestor=raw.get("suggestor"),
+        contains=raw.get("contains"),
+        turn=raw.get("turn"),
+        regex=None if regex is None else re.compile(regex),
+    )
+
+
+def _outcome(raw: Mapping[str, Any]) -> ScriptOutcome:
+    error = raw.get("error")
+    return ScriptOutcome(
+        reply=raw.get("reply"),
+        tool_calls=tuple(
+            ScriptToolCall(name=c["name"], input=dict(c.get("input") or {}), id=c.get("id"))
+            for c in raw.get("tool_calls") or []
+        ),
+        error=None
+        if error is None
+        else ScriptError(
+            code=ModelErrorCode(error["code"]),
+            message=error.get("message", "scripted failure"),
+            retry_after=error.get("retry_after"),
+        ),
+        delay_s=float(raw.get("delay_s", 0.0)),
+    )
+
+
+def first_match(
+    script: Script, req: ModelRequest, used: Mapping[int, int]
+) -> tuple[ScriptRule | None, ScriptOutcome | None]:
+    """The first rule that matches and still has uses left (else the default outcome)."""
+    text = request_text(req)
+    for rule in script.rules:
+        if rule.times is not None and used.get(rule.index, 0) >= rule.times:
+            continue
+        if rule.match.holds(req, text):
+            return rule, rule.outcome
+    return None, script.default

@@ -1,0 +1,171 @@
+"""What every provider wire format shares: the format protocol, tool-name mapping, shape checks.
+
+A `WireFormat` turns a `ModelRequest` into a JSON body, and a provider's JSON
+(whole, or as a stream of server-sent events) back into an `Answer`. Any
+shape it does not expect is `E_WIRE`: never a partial or guessed answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn, Protocol
+
+from converge_dsl.models._sse import SseEvent
+from converge_dsl.models.port import (
+    Message,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    OnEarlyToolCall,
+    OnIncrement,
+    StopReason,
+    ToolCallPart,
+    ToolSpec,
+    Usage,
+)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class WireSettings:
+    """Per-model request defaults a wire format needs."""
+
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A complete provider answer; `usage` is None when the provider reported none."""
+
+    message: Message
+    stop_reason: StopReason
+    usage: Usage | None
+
+
+def wire_error(problem: str) -> NoReturn:
+    raise ModelError(
+        ModelErrorCode.WIRE,
+        problem,
+        hint="the provider sent something that is not a complete answer; "
+        "check base_url points at a compatible API, or retry",
+    )
+
+
+def expect(condition: bool, problem: str) -> None:
+    if not condition:
+        wire_error(problem)
+
+
+def load_json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        wire_error(f"{what} is not valid JSON: {text[:80]!r}")
+
+
+def object_field(data: Any, name: str, what: str) -> Mapping[str, Any]:
+    value = data.get(name) if isinstance(data, Mapping) else None
+    expect(isinstance(value, Mapping), f"{what} has no object `{name}`")
+    return value  # type: ignore[return-value]
+
+
+def list_field(data: Mapping[str, Any], name: str, what: str) -> list[Any]:
+    value = data.get(name)
+    expect(isinstance(value, list), f"{what} has no list `{name}`")
+    return value  # type: ignore[return-value]
+
+
+def str_field(data: Mapping[str, Any], name: str, what: str) -> str:
+    value = data.get(name)
+    expect(isinstance(value, str), f"{what} has no string `{name}`")
+    return value  # type: ignore[return-value]
+
+
+def tool_input(text: str, tool: str) -> dict[str, Any]:
+    """The arguments of a tool call: a JSON object (empty text means no arguments)."""
+    value = load_json(text, f"arguments of tool call {tool!r}") if text.strip() else {}
+    expect(isinstance(value, dict), f"arguments of tool call {tool!r} are not a JSON object")
+    return value
+
+
+def usage_from(data: Any, input_name: str, output_name: str) -> Usage | None:
+    if not isinstance(data, Mapping):
+        return None
+    tokens_in, tokens_out = data.get(input_name, 0), data.get(output_name, 0)
+    if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
+        wire_error("usage counts are not integers")
+    return Usage(tokens_in, tokens_out)
+
+
+class ToolNames:
+    """Maps tool names (`context.read`) to provider-safe ones (`context_read`) and back."""
+
+    __slots__ = ("_to_local", "_to_wire")
+
+    def __init__(self, tools: Iterable[ToolSpec]) -> None:
+        self._to_wire: dict[str, str] = {}
+        self._to_local: dict[str, str] = {}
+        for tool in tools:
+            self.wire(tool.name)
+
+    def wire(self, name: str) -> str:
+        known = self._to_wire.get(name)
+        if known is not None:
+            return known
+        base = _UNSAFE.sub("_", name)[:60] or "tool"
+        candidate, suffix = base, 2
+        while candidate in self._to_local:
+            candidate, suffix = f"{base}_{suffix}", suffix + 1
+        self._to_wire[name] = candidate
+        self._to_local[candidate] = name
+        return candidate
+
+    def local(self, wire_name: str) -> str:
+        return self._to_local.get(wire_name, wire_name)
+
+
+class StreamAssembler(Protocol):
+    """Builds an `Answer` from stream events, reporting increments and finished tool calls."""
+
+    def feed(self, event: SseEvent) -> None: ...
+
+    def finish(self) -> Answer:
+        """The complete answer; `E_WIRE` if the stream ended before the answer did."""
+        ...
+
+
+class WireFormat(Protocol):
+    provider: str
+    path: str
+
+    def headers(self, api_key: str | None) -> dict[str, str]: ...
+
+    def body(
+        self, req: ModelRequest, settings: WireSettings, names: ToolNames, stream: bool
+    ) -> dict[str, Any]: ...
+
+    def parse(self, data: Any, names: ToolNames) -> Answer: ...
+
+    def assembler(
+        self, names: ToolNames, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> StreamAssembler: ...
+
+    def error_detail(self, data: Any) -> str | None:
+        """The provider's own error message in an error body, if it has one."""
+        ...
+
+
+def early_call(
+    on_early_call: OnEarlyToolCall, names: ToolNames, call_id: str, wire_name: str, args: str
+) -> ToolCallPart:
+    """Finish one streamed tool call and hand it over at once."""
+    name = names.local(wire_name)
+    part = ToolCallPart(call_id, name, tool_input(args, name))
+    on_early_call(part)
+    return part

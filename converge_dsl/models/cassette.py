@@ -1,0 +1,254 @@
+"""Record / replay: cassettes of request -> answer pairs in JSON Lines.
+
+`RecordingModel` wraps any model and appends one line per call: the stable
+key (sha256 of the normalised request), the normalised request, and either the
+return or the error. `ReplayModel` answers from a cassette with no network;
+a request with no recording fails with `E_REPLAY_MISS` naming the nearest
+recorded request and where it differs. A key recorded several times replays
+its answers in order, then keeps repeating the last one.
+
+Requests carry no secrets and errors are already redacted by the adapters;
+each line also passes the wrapped model's redactor (when it has one).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.engine.types import canonical_json
+from converge_dsl.models._common import (
+    emit_increments,
+    normalise_request,
+    request_key,
+    return_from_json,
+    return_to_json,
+)
+from converge_dsl.models._redact import redact_text
+from converge_dsl.models.port import (
+    AccountBinding,
+    AccountRoster,
+    ModelDefaults,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ModelReturn,
+    OnEarlyToolCall,
+    OnIncrement,
+)
+from converge_dsl.models.port import Model as ModelPort
+
+CASSETTE_VERSION = 1
+
+
+class RecordingModel(ModelDefaults):
+    """Forwards every call to `inner` and records it into `cassette` (started afresh)."""
+
+    def __init__(self, inner: ModelPort, cassette: Path, *, append: bool = False) -> None:
+        self._inner = inner
+        self._cassette = Path(cassette)
+        self._cassette.parent.mkdir(parents=True, exist_ok=True)
+        if not append:
+            self._cassette.write_text("", encoding="utf-8")
+
+    def __repr__(self) -> str:
+        return f"RecordingModel({self._inner!r}, cassette={self._cassette.name!r})"
+
+    def model_id(self) -> str:
+        return self._inner.model_id()
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        return await self._record(req, self._inner.call(req))
+
+    async def call_streaming(self, req: ModelRequest, on_increment: OnIncrement) -> ModelReturn:
+        return await self._record(req, self._inner.call_streaming(req, on_increment))
+
+    async def call_speculating(
+        self, req: ModelRequest, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> ModelReturn:
+        return await self._record(
+            req, self._inner.call_speculating(req, on_increment, on_early_call)
+        )
+
+    def provider_account(self) -> AccountBinding | None:
+        return self._inner.provider_account()
+
+    def account_roster(self) -> AccountRoster | None:
+        return self._inner.account_roster()
+
+    def select_account(self, label: str) -> None:
+        self._inner.select_account(label)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def _record(self, req: ModelRequest, pending: Any) -> ModelReturn:
+        entry: dict[str, Any] = {
+            "v": CASSETTE_VERSION,
+            "key": request_key(req),
+            "request": normalise_request(req),
+        }
+        try:
+            result: ModelReturn = await pending
+        except ModelError as exc:
+            entry["error"] = {
+                "code": exc.code.value,
+                "message": exc.message,
+                "retryable": exc.retryable,
+                "retry_after": exc.retry_after,
+                "hint": exc.hint,
+            }
+            self._append(entry)
+            raise
+        entry["return"] = return_to_json(result)
+        self._append(entry)
+        return result
+
+    def _append(self, entry: Mapping[str, Any]) -> None:
+        line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
+        redactor = getattr(self._inner, "redact", None)
+        line = redactor(line) if callable(redactor) else redact_text(line)
+        with self._cassette.open("a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+
+@dataclass(frozen=True, slots=True)
+class _Recording:
+    line: int
+    request: Mapping[str, Any]
+    answer: ModelReturn | ModelError
+
+
+class ReplayModel(ModelDefaults):
+    """Answers from a cassette; never touches the network."""
+
+    def __init__(self, recordings: Mapping[str, list[_Recording]], file: str) -> None:
+        self._recordings = recordings
+        self._served: dict[str, int] = {}
+        self._file = file
+
+    @classmethod
+    def from_file(cls, cassette: Path) -> ReplayModel:
+        path = Path(cassette)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ModelError(
+                ModelErrorCode.CONFIG,
+                f"cannot read cassette {path.name}: {exc.strerror}",
+                hint="record one first by wrapping a model in a RecordingModel",
+            ) from None
+        recordings: dict[str, list[_Recording]] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                answer = _answer_from_json(entry)
+                recordings.setdefault(str(entry["key"]), []).append(
+                    _Recording(number, entry["request"], answer)
+                )
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ModelError(
+                    ModelErrorCode.CONFIG,
+                    f"cassette {path.name} line {number} is not a recording: {exc}",
+                    hint="re-record the cassette; do not edit it by hand",
+                ) from None
+        return cls(recordings, path.name)
+
+    def __repr__(self) -> str:
+        return f"ReplayModel(cassette={self._file!r}, keys={len(self._recordings)})"
+
+    def model_id(self) -> str:
+        return f"replay:{self._file}"
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        key = request_key(req)
+        entries = self._recordings.get(key)
+        if not entries:
+            raise self._miss(req, key)
+        served = self._served.get(key, 0)
+        self._served[key] = served + 1
+        answer = entries[min(served, len(entries) - 1)].answer
+        if isinstance(answer, ModelError):
+            raise ModelError(
+                answer.code,
+                answer.message.removeprefix(f"{answer.code.value}: "),
+                retryable=answer.retryable,
+                retry_after=answer.retry_after,
+                hint=answer.hint,
+            )
+        return answer
+
+    async def call_streaming(self, req: ModelRequest, on_increment: OnIncrement) -> ModelReturn:
+        result = await self.call(req)
+        emit_increments(result.text, on_increment)
+        return result
+
+    def _miss(self, req: ModelRequest, key: str) -> ModelError:
+        wanted = normalise_request(req)
+        wanted_text = canonical_json(wanted)
+        best: _Recording | None = None
+        best_ratio = -1.0
+        for entries in self._recordings.values():
+            candidate = entries[0]
+            ratio = difflib.SequenceMatcher(
+                None, wanted_text, canonical_json(candidate.request), autojunk=False
+            ).quick_ratio()
+            if ratio > best_ratio:
+                best, best_ratio = candidate, ratio
+        where = f"suggestor {req.suggestor!r}, turn {req.turn!r}, key {key[:12]}"
+        if best is None:
+            return ModelError(
+                ModelErrorCode.REPLAY_MISS,
+                f"cassette {self._file} is empty; no answer for the request ({where})",
+                hint="record the run again with the real model",
+            )
+        differs = first_difference(best.request, wanted) or "<nothing>"
+        return ModelError(
+            ModelErrorCode.REPLAY_MISS,
+            f"no recorded answer in cassette {self._file} for the request ({where}); "
+            f"nearest recorded request: line {best.line} (suggestor "
+            f"{best.request.get('suggestor')!r}, turn {best.request.get('turn')!r}), "
+            f"which differs at {differs}",
+            hint="the pipeline or its inputs changed since recording; record the run again",
+        )
+
+
+def _answer_from_json(entry: Mapping[str, Any]) -> ModelReturn | ModelError:
+    if "error" in entry:
+        error = entry["error"]
+        code = ModelErrorCode(error["code"])
+        return ModelError(
+            code,
+            str(error["message"]).removeprefix(f"{code.value}: "),
+            retryable=bool(error.get("retryable")),
+            retry_after=error.get("retry_after"),
+            hint=error.get("hint"),
+        )
+    return return_from_json(entry["return"])
+
+
+def first_difference(recorded: Any, wanted: Any, path: str = "") -> str | None:
+    """The JSON path of the first place where two JSON values differ, or None."""
+    if isinstance(recorded, Mapping) and isinstance(wanted, Mapping):
+        for name in sorted(set(recorded) | set(wanted)):
+            found = first_difference(
+                recorded.get(name), wanted.get(name), f"{path}.{name}" if path else name
+            )
+            if found is not None:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(wanted, list):
+        for index, (left, right) in enumerate(zip(recorded, wanted, strict=False)):
+            found = first_difference(left, right, f"{path}[{index}]")
+            if found is not None:
+                return found
+        if len(recorded) != len(wanted):
+            return f"{path} (length {len(recorded)} recorded, {len(wanted)} now)"
+        return None
+    return None if recorded == wanted else path or "<root>"

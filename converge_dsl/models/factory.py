@@ -1,0 +1,110 @@
+"""`build_model`: turn one `models.<name>` entry of a pipeline into a `Model`.
+
+The compiler calls it once per entry. Paths are relative to the pipeline's
+folder; API keys are read from the environment mapping it is given (never from
+YAML). Configuration mistakes raise `ModelError(E_CONFIG)` with a hint; a
+missing environment variable is named, its value never shown. Any adapter but
+`replay` may add `record: PATH` to record its calls into a cassette.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from converge_dsl.clock import Clock
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.models.cassette import RecordingModel, ReplayModel
+from converge_dsl.models.port import Model, ModelError, ModelErrorCode
+from converge_dsl.models.scripted import ScriptedModel
+
+HTTP_KEYS = frozenset(
+    {
+        "adapter",
+        "base_url",
+        "model",
+        "accounts",
+        "timeout_s",
+        "connect_timeout_s",
+        "read_timeout_s",
+        "retries",
+        "max_tokens",
+        "temperature",
+        "stream",
+        "record",
+        "max_retry_wait_s",
+    }
+)
+ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
+    "scripted": frozenset({"adapter", "script", "record"}),
+    "replay": frozenset({"adapter", "cassette"}),
+    "openai": HTTP_KEYS,
+    "anthropic": HTTP_KEYS,
+}
+
+
+def build_model(
+    name: str,
+    config: Mapping[str, Any],
+    *,
+    base_dir: Path,
+    env: Mapping[str, str],
+    clock: Clock,
+    rng: random.Random,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Model:
+    """Build the model `name` from its configuration."""
+    adapter = config.get("adapter")
+    if adapter not in ALLOWED_KEYS:
+        suggestion = did_you_mean(str(adapter), ALLOWED_KEYS)
+        raise config_error(
+            name,
+            f"unknown adapter {adapter!r}",
+            f"did you mean {suggestion!r}?"
+            if suggestion
+            else f"use one of: {', '.join(sorted(ALLOWED_KEYS))}",
+        )
+    adapter = str(adapter)
+    allowed = ALLOWED_KEYS[adapter]
+    for key in config:
+        if key not in allowed:
+            suggestion = did_you_mean(str(key), allowed)
+            raise config_error(
+                name,
+                f"unknown field {key!r} for adapter {adapter}",
+                f"did you mean {suggestion!r}?"
+                if suggestion
+                else f"allowed: {', '.join(sorted(allowed))}",
+            )
+    model: Model
+    if adapter == "scripted":
+        model = ScriptedModel.from_file(
+            base_dir / require_str(name, config, "script"), name=name, clock=clock
+        )
+    elif adapter == "replay":
+        return ReplayModel.from_file(base_dir / require_str(name, config, "cassette"))
+    else:
+        from converge_dsl.models.http import build_http_model
+
+        model = build_http_model(
+            name, adapter, config, env=env, clock=clock, rng=rng, transport=transport
+        )
+    record = config.get("record")
+    if record is not None:
+        model = RecordingModel(model, base_dir / require_str(name, config, "record"))
+    return model
+
+
+def config_error(name: str, problem: str, hint: str) -> ModelError:
+    return ModelError(ModelErrorCode.CONFIG, f"model {name!r}: {problem}", hint=hint)
+
+
+def require_str(name: str, config: Mapping[str, Any], key: str) -> str:
+    value = config.get(key)
+    if not isinstance(value, str) or not value:
+        raise config_error(name, f"`{key}` must be a non-empty string", f"set models.{name}.{key}")
+    return value

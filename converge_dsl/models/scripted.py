@@ -1,0 +1,133 @@
+"""The scripted adapter: the embedded default model, answering from a YAML script.
+
+No network, no global state: the only clock it touches is the injected one
+(for `delay_s`), so the same script and the same requests give the same
+returns, run after run. Streaming splits the reply into word increments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from converge_dsl.clock import Clock, SystemClock
+from converge_dsl.models._common import (
+    emit_increments,
+    estimate_usage,
+    request_key,
+    thaw_json,
+)
+from converge_dsl.models._script import (
+    Script,
+    ScriptOutcome,
+    first_match,
+    load_script_file,
+    load_script_text,
+)
+from converge_dsl.models.port import (
+    Message,
+    ModelDefaults,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ModelReturn,
+    OnIncrement,
+    Part,
+    TextPart,
+    ToolCallPart,
+)
+
+_RETRYABLE = frozenset(
+    {ModelErrorCode.TIMEOUT, ModelErrorCode.RATE_LIMITED, ModelErrorCode.PROVIDER}
+)
+
+
+class ScriptedModel(ModelDefaults):
+    """A model that replies from a script; first matching rule wins."""
+
+    def __init__(
+        self, script: Script, *, name: str = "scripted", clock: Clock | None = None
+    ) -> None:
+        self.name = name
+        self._script = script
+        self._clock: Clock = clock or SystemClock()
+        self._used: dict[int, int] = {}
+        self._id = f"scripted:{Path(script.file).name}"
+
+    @classmethod
+    def from_file(
+        cls, path: Path, *, name: str = "scripted", clock: Clock | None = None
+    ) -> ScriptedModel:
+        """Load, validate and compile `path`; raises `PipelineInvalid` on a bad script."""
+        return cls(load_script_file(Path(path)), name=name, clock=clock)
+
+    @classmethod
+    def from_text(
+        cls, text: str, file: str, *, name: str = "scripted", clock: Clock | None = None
+    ) -> ScriptedModel:
+        return cls(load_script_text(text, file), name=name, clock=clock)
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel(name={self.name!r}, script={self._script.file!r})"
+
+    def model_id(self) -> str:
+        return self._id
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        return await self._answer(req, None)
+
+    async def call_streaming(self, req: ModelRequest, on_increment: OnIncrement) -> ModelReturn:
+        return await self._answer(req, on_increment)
+
+    async def _answer(self, req: ModelRequest, on_increment: OnIncrement | None) -> ModelReturn:
+        # Pick the rule and count its use before awaiting, so concurrent calls
+        # consume `times` in call order.
+        rule, outcome = first_match(self._script, req, self._used)
+        if rule is not None:
+            self._used[rule.index] = self._used.get(rule.index, 0) + 1
+        if outcome is None:
+            raise ModelError(
+                ModelErrorCode.SCRIPT,
+                f"no rule of model script {self._script.file} matches the request"
+                f" (suggestor {req.suggestor!r}, turn {req.turn!r})",
+                hint="add a matching rule or a `default:` reply; tried "
+                + self._script.describe_rules(),
+            )
+        if outcome.delay_s > 0:
+            await self._clock.sleep(outcome.delay_s)
+        result = self._build(req, outcome)
+        if on_increment is not None:
+            emit_increments(result.text, on_increment)
+        return result
+
+    def _build(self, req: ModelRequest, outcome: ScriptOutcome) -> ModelReturn:
+        if outcome.error is not None:
+            error = outcome.error
+            raise ModelError(
+                error.code,
+                f"{error.message} (scripted in {self._script.file})",
+                retryable=error.code in _RETRYABLE,
+                retry_after=error.retry_after,
+                hint="this failure is scripted; edit the model script to change it",
+            )
+        parts: list[Part] = []
+        if outcome.reply:
+            parts.append(TextPart(outcome.reply))
+        call_id = _call_ids(req)
+        parts.extend(
+            ToolCallPart(call.id or call_id(i), call.name, thaw_json(call.input))
+            for i, call in enumerate(outcome.tool_calls)
+        )
+        message = Message("assistant", tuple(parts))
+        return ModelReturn(
+            message=message,
+            usage=estimate_usage(req, message),
+            stop_reason="tool_use" if outcome.tool_calls else "end_turn",
+            model_id=self._id,
+        )
+
+
+def _call_ids(req: ModelRequest) -> Callable[[int], str]:
+    """Tool-call ids derived from the request, so they do not depend on call order."""
+    stem = request_key(req)[:10]
+    return lambda index: f"call_{stem}_{index}"

@@ -1,0 +1,134 @@
+"""Compile a pipeline's `kind: pack` entry into a suggestor.
+
+`compile_pack_suggestor(spec, path, ctx)` is the compiler's builder for
+`kind: pack` (a `SuggestorBuilder`). It finds the pack among the pipeline's
+locked packs (`ctx.packs` when the context carries them, else loaded through
+`converge.lock` beside the pipeline file), then:
+
+- `kind: solver`: binds the registered native solver into a
+  `PackSolverSuggestor` (see `_suggestor` for its gating rules);
+- `rule`, `llm`, `agent`: instantiates the pack's template as a pipeline
+  suggestor body (name from the pipeline, `target`/emit keys defaulting to
+  `output`, `dependencies` to `[input]`, `model` to `default`; `when` and
+  `description` from the pipeline) and builds it with the compiler's builder
+  for that kind, in a context whose templates also see `params` (the `with:`
+  values).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.compiler import CompileContext, RenderScopes, builder_for
+from converge_dsl.diagnostics import JsonPath
+from converge_dsl.engine.types import ContextView, Suggestor
+from converge_dsl.errors import PackError
+from converge_dsl.packs._manifest import Pack, SuggestorDef
+from converge_dsl.packs._registry import SolverRegistry, installed_solvers
+from converge_dsl.packs._suggestor import PackSolverSuggestor
+from converge_dsl.packs._workspace import load_locked_packs
+
+
+class _ParamScopes(RenderScopes):
+    """The pipeline's render scopes plus `params`: delegates, never rebuilds."""
+
+    __slots__ = ("_base", "_cache", "_params")
+
+    def __init__(self, base: RenderScopes, params: Mapping[str, Any]) -> None:
+        # Deliberately not calling RenderScopes.__init__: every method is delegated.
+        self._base = base
+        self._params = dict(params)
+        self._cache: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self.names = base.names | {"params"}
+
+    def scope(self, view: ContextView) -> dict[str, Any]:
+        base = self._base.scope(view)
+        if self._cache is None or self._cache[0] is not base:
+            self._cache = (base, {**base, "params": self._params})
+        return self._cache[1]
+
+    def own_sources(self, view: ContextView, key: str) -> frozenset[str]:
+        return self._base.own_sources(view, key)
+
+
+def instantiate_template(spec: Mapping[str, Any], definition: SuggestorDef) -> dict[str, Any]:
+    """The pipeline suggestor body a rule/llm/agent pack suggestor stands for."""
+    body: dict[str, Any] = json.loads(json.dumps(definition.template or {}))
+    body["name"] = spec["name"]
+    body["kind"] = definition.kind
+    output = spec.get("output")
+    if definition.kind == "rule":
+        for item in body.get("emit", []):
+            item.setdefault("key", output)
+    else:
+        body.setdefault("target", output)
+        body.setdefault("model", "default")
+    for field_name in ("when", "description"):
+        if field_name in spec:
+            body[field_name] = spec[field_name]
+    body["dependencies"] = list(spec.get("dependencies") or [spec.get("input")])
+    return body
+
+
+def _packs(ctx: CompileContext) -> Mapping[str, Pack]:
+    given: Mapping[str, Pack] | None = getattr(ctx, "packs", None)
+    if given is not None:
+        return given
+    return load_locked_packs(Path(ctx.source_map.file))
+
+
+def compile_pack_suggestor(
+    spec: Mapping[str, Any],
+    path: JsonPath,
+    ctx: CompileContext,
+    *,
+    solvers: SolverRegistry | None = None,
+) -> Suggestor:
+    """Build the suggestor of one `kind: pack` entry; raises a located `PipelineInvalid`."""
+    use = str(spec.get("use", ""))
+    pack_name, _, name = use.partition("/")
+    try:
+        packs = _packs(ctx)
+    except PackError as exc:
+        raise ctx.invalid("CD322", exc.message, (*path, "use"), hint=exc.hint) from None
+    pack = packs.get(pack_name)
+    if pack is None:
+        raise ctx.invalid(
+            "CD322",
+            f"pack {pack_name!r} is not locked for this pipeline",
+            (*path, "use"),
+            hint=f"run: converge-dsl lock {Path(ctx.source_map.file).name}",
+        )
+    definition = pack.suggestors.get(name)
+    if definition is None:
+        raise ctx.invalid(
+            "CD323", f"pack {pack_name} {pack.version} has no suggestor {name!r}", (*path, "use")
+        )
+    params = dict(spec.get("with") or {})
+    if definition.kind != "solver":
+        builder = builder_for(definition.kind)
+        if builder is None:
+            raise ctx.invalid(
+                "CD322", f"no builder for {definition.kind!r} suggestors", (*path, "use")
+            )
+        scoped = replace(ctx, scopes=_ParamScopes(ctx.scopes, params))
+        return builder(instantiate_template(spec, definition), path, scoped)
+    assert definition.solver is not None
+    try:
+        solver = (solvers or installed_solvers()).get(definition.solver)
+    except PackError as exc:
+        raise ctx.invalid("CD326", exc.message, (*path, "use"), hint=exc.hint) from None
+    return PackSolverSuggestor(
+        name=str(spec["name"]),
+        input_key=str(spec["input"]),
+        output_key=str(spec["output"]),
+        solver=solver,
+        definition=definition,
+        invariants=pack.invariants_for(definition.name),
+        params=params,
+        source=ctx.source(str(spec["name"])),
+    )

@@ -1,0 +1,235 @@
+"""`pack.yaml`: load, validate and represent a pack manifest.
+
+`load_pack(folder)` reads `folder/pack.yaml` with the front-end loader,
+validates it against `schemas/pack.v1.json`, then checks what a schema cannot:
+the version is semver, specifiers parse, files named by `input_schema` and
+`prompt_files` exist inside the pack, invariants name real suggestors and
+their checks compile. Every problem is reported at once as a `PipelineInvalid`
+carrying diagnostics (codes CD350-CD359, see `converge_dsl.packs._checks`).
+
+A `Pack` is immutable data: nothing in it is ever imported or executed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from converge_dsl.diagnostics import Diagnostic, JsonPath, best_first
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.packs._yaml import load_document, schema_diagnostics
+from converge_dsl.templating import TemplateCompileError, compile_expression
+
+MANIFEST = "pack.yaml"
+PACK_SCHEMA = "pack.v1.json"
+
+
+@dataclass(frozen=True, slots=True)
+class SuggestorDef:
+    """One suggestor a pack offers. `template` is None for solvers; `solver` None otherwise."""
+
+    name: str
+    kind: str
+    description: str = ""
+    complexity: str | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    solver: str | None = None
+    input_schema: Mapping[str, Any] | None = None
+    template: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InvariantDef:
+    """A plan invariant. `suggestor` None means every suggestor of the pack."""
+
+    name: str
+    check: str
+    suggestor: str | None = None
+    critical: bool = True
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pack:
+    """A loaded, validated pack."""
+
+    name: str
+    version: Version
+    description: str
+    requires_converge: SpecifierSet | None
+    requires_packs: Mapping[str, SpecifierSet]
+    suggestors: Mapping[str, SuggestorDef]
+    invariants: tuple[InvariantDef, ...]
+    folder: Path
+
+    def invariants_for(self, suggestor: str) -> tuple[InvariantDef, ...]:
+        return tuple(i for i in self.invariants if i.suggestor in (None, suggestor))
+
+
+def parse_specifier(text: str) -> SpecifierSet | None:
+    """A PEP 440 specifier set, or None when `text` is not one."""
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+
+
+def parse_version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _inside(folder: Path, relative: str) -> Path | None:
+    """`folder/relative` when it stays inside `folder` and is a file; else None."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or ".." in pure.parts:
+        return None
+    target = folder.joinpath(*pure.parts)
+    return target if target.is_file() else None
+
+
+class _Builder:
+    """Turns a schema-valid document into a `Pack`, collecting semantic diagnostics."""
+
+    def __init__(self, doc: LoadedDocument, folder: Path) -> None:
+        self.doc = doc
+        self.folder = folder
+        self.found: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, path: JsonPath, hint: str | None = None) -> None:
+        span = self.doc.source_map.span(path)
+        self.found.append(Diagnostic.at(code, message, span, path=path, hint=hint))
+
+    def read_json(self, relative: str, path: JsonPath) -> Mapping[str, Any] | None:
+        target = _inside(self.folder, relative)
+        if target is None:
+            self.error("CD352", f"file {relative!r} is not a file inside the pack", path)
+            return None
+        try:
+            value = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self.error("CD352", f"cannot read JSON Schema {relative!r}: {exc}", path)
+            return None
+        if not isinstance(value, dict):
+            self.error("CD352", f"{relative!r} must hold a JSON object (a JSON Schema)", path)
+            return None
+        return value
+
+    def template(self, raw: Mapping[str, Any], path: JsonPath) -> Mapping[str, Any]:
+        body = dict(raw.get("template", {}))
+        files = raw.get("prompt_files") or {}
+        if files:
+            prompt = dict(body.get("prompt") or {})
+            for role, relative in files.items():
+                target = _inside(self.folder, relative)
+                if target is None:
+                    self.error(
+                        "CD352",
+                        f"prompt file {relative!r} is not a file inside the pack",
+                        (*path, "prompt_files", role),
+                    )
+                    continue
+                prompt[role] = target.read_text(encoding="utf-8")
+            body["prompt"] = prompt
+        return body
+
+    def suggestor(self, name: str, raw: Mapping[str, Any]) -> SuggestorDef:
+        path: JsonPath = ("suggestors", name)
+        schema = None
+        if "input_schema" in raw:
+            schema = self.read_json(raw["input_schema"], (*path, "input_schema"))
+        return SuggestorDef(
+            name=name,
+            kind=raw["kind"],
+            description=raw.get("description", ""),
+            complexity=raw.get("complexity"),
+            parameters=raw.get("parameters") or {"type": "object"},
+            solver=raw.get("solver"),
+            input_schema=schema,
+            template=None if raw["kind"] == "solver" else self.template(raw, path),
+        )
+
+    def invariants(self, raw: list[Any], names: Mapping[str, Any]) -> Iterator[InvariantDef]:
+        for index, item in enumerate(raw):
+            path: JsonPath = ("invariants", index)
+            target = item.get("suggestor")
+            if target is not None and target not in names:
+                from converge_dsl.diagnostics import did_you_mean
+
+                guess = did_you_mean(target, names)
+                self.error(
+                    "CD353",
+                    f"invariant {item['name']!r} names unknown suggestor {target!r}",
+                    (*path, "suggestor"),
+                    hint=f"did you mean {guess!r}?" if guess else None,
+                )
+            try:
+                compile_expression(item["check"])
+            except TemplateCompileError as exc:
+                self.error(
+                    "CD354", f"invariant check does not compile: {exc.message}", (*path, "check")
+                )
+            yield InvariantDef(
+                name=item["name"],
+                check=item["check"],
+                suggestor=target,
+                critical=item.get("critical", True),
+                message=item.get("message"),
+            )
+
+    def build(self) -> Pack:
+        data = self.doc.data
+        version = parse_version(data["version"])
+        requires = data.get("requires") or {}
+        converge = None
+        if "converge-dsl" in requires:
+            converge = parse_specifier(requires["converge-dsl"])
+            if converge is None:
+                self.error("CD351", "not a PEP 440 specifier", ("requires", "converge-dsl"))
+        packs: dict[str, SpecifierSet] = {}
+        for name, text in (requires.get("packs") or {}).items():
+            spec = parse_specifier(text)
+            if spec is None:
+                self.error(
+                    "CD351",
+                    f"{text!r} is not a PEP 440 specifier",
+                    ("requires", "packs", name),
+                    hint='write e.g. ">=1.0,<2"',
+                )
+            else:
+                packs[name] = spec
+        suggestors = {n: self.suggestor(n, raw) for n, raw in data["suggestors"].items()}
+        invariants = tuple(self.invariants(data.get("invariants") or [], suggestors))
+        if version is None:  # the schema pattern makes this unreachable in practice
+            self.error("CD350", f"{data['version']!r} is not a version", ("version",))
+        if self.found:
+            raise PipelineInvalid(best_first(self.found))
+        assert version is not None
+        return Pack(
+            name=data["name"],
+            version=version,
+            description=data.get("description", ""),
+            requires_converge=converge,
+            requires_packs=packs,
+            suggestors=suggestors,
+            invariants=invariants,
+            folder=self.folder,
+        )
+
+
+def load_pack(folder: Path) -> Pack:
+    """Load and validate `folder/pack.yaml`; raises `PipelineInvalid` or `PackError`."""
+    doc = load_document(folder / MANIFEST)
+    problems = [d for d in schema_diagnostics(doc, PACK_SCHEMA) if d.is_error]
+    if problems:
+        raise PipelineInvalid(best_first(problems))
+    return _Builder(doc, folder).build()

@@ -1,0 +1,87 @@
+"""Publishing into a folder repository: `pack publish` and `pack yank`.
+
+A published version is immutable: publishing the same version again is a
+no-op when the archive digest is the same and an error when it differs.
+Files are written atomically (a temporary file renamed into place), the
+archive before the index, so a reader never sees an index entry whose archive
+is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from packaging.version import Version
+
+from converge_dsl.errors import PackError
+from converge_dsl.packs._archive import build_archive, sha256_hex
+from converge_dsl.packs._index import (
+    NAMES_FILE,
+    IndexEntry,
+    PackIndex,
+    archive_path,
+    index_path,
+)
+from converge_dsl.packs._manifest import load_pack, parse_version
+from converge_dsl.packs._repository import FolderRepository
+from converge_dsl.packs._signing import sign
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def publish(
+    pack_dir: Path,
+    repo_root: Path,
+    *,
+    sign_key: str | None = None,
+    published: str | None = None,
+) -> IndexEntry:
+    """Validate, archive and index the pack in `pack_dir`; returns its index entry."""
+    pack = load_pack(pack_dir)
+    archive = build_archive(pack_dir)
+    digest = sha256_hex(archive)
+    repository = FolderRepository(repo_root)
+    index = repository.fetch_index(pack.name) or PackIndex(pack.name, ())
+    existing = index.entry(pack.version)
+    if existing is not None:
+        if existing.sha256 == digest:
+            return existing
+        raise PackError(
+            f"{pack.name} {pack.version} is already published with a different digest",
+            hint="published versions are immutable: bump the version in pack.yaml",
+        )
+    version = str(pack.version)
+    entry = IndexEntry(
+        version=pack.version,
+        sha256=digest,
+        published=published or _now(),
+        requires_converge=pack.requires_converge,
+        requires_packs=pack.requires_packs,
+        signature=sign(sign_key, pack.name, version, digest) if sign_key else None,
+    )
+    _write_atomic(repo_root / archive_path(pack.name, version), archive)
+    _write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())
+    names = set(repository.names()) | {pack.name}
+    _write_atomic(repo_root / NAMES_FILE, (json.dumps(sorted(names)) + "\n").encode())
+    return entry
+
+
+def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> None:
+    """Mark a version yanked (or not): resolution skips it unless a lock pins it."""
+    parsed: Version | None = parse_version(version)
+    index = FolderRepository(repo_root).fetch_index(name)
+    if index is None or parsed is None:
+        raise PackError(f"{name} {version} is not published in {repo_root.name}")
+    _write_atomic(repo_root / index_path(name), index.with_yanked(parsed, yanked).to_bytes())

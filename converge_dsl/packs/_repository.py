@@ -1,0 +1,223 @@
+"""Pack repositories: a folder, an HTTP(S) base URL, or the built-in packs.
+
+Every repository answers three questions through the `Repository` protocol:
+the index of one pack (None when it has no such pack), the archive bytes of
+one version, and the names it holds (for `pack list` only). Each counts the
+index bytes it fetched, which is what `bench/packs.py` reports.
+
+`open_repositories(specs, base)` turns the pipeline's `repositories:` list
+(`builtin`, `{path}`, `{url, trusted_keys}`) into adapters; paths are relative
+to the pipeline's folder. Resolution asks them in the order written and takes
+a pack from the first repository that has it (no merging across repositories,
+so a later repository can never shadow an earlier one's pack).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from converge_dsl._resources import builtin_packs_folder
+from converge_dsl.errors import PackError
+from converge_dsl.packs._archive import build_archive, sha256_hex
+from converge_dsl.packs._index import (
+    NAMES_FILE,
+    IndexEntry,
+    PackIndex,
+    archive_path,
+    index_path,
+    parse_index,
+)
+from converge_dsl.packs._manifest import load_pack
+
+MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
+BUILTIN = "builtin"
+BUILTIN_PUBLISHED = "1970-01-01T00:00:00Z"
+
+
+class Repository(Protocol):
+    """Where packs come from. `id` is how `converge.lock` names it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def trusted_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def index_bytes_fetched(self) -> int: ...
+
+    def fetch_index(self, name: str) -> PackIndex | None: ...
+
+    def fetch_archive(self, name: str, version: str) -> bytes: ...
+
+    def names(self) -> list[str]: ...
+
+
+class _FileRepository:
+    """Shared logic of repositories addressed by relative file paths."""
+
+    id: str
+    trusted_keys: tuple[str, ...]
+
+    def __init__(self) -> None:
+        self.index_bytes_fetched = 0
+
+    def _read(self, relative: str) -> bytes | None:
+        raise NotImplementedError
+
+    def fetch_index(self, name: str) -> PackIndex | None:
+        data = self._read(index_path(name))
+        if data is None:
+            return None
+        self.index_bytes_fetched += len(data)
+        return parse_index(data, name, f"{self.id} {index_path(name)}")
+
+    def fetch_archive(self, name: str, version: str) -> bytes:
+        data = self._read(archive_path(name, version))
+        if data is None:
+            raise PackError(f"{self.id} has no archive for {name} {version}")
+        return data
+
+    def names(self) -> list[str]:
+        data = self._read(NAMES_FILE)
+        if data is None:
+            return []
+        try:
+            names = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise PackError(f"{self.id} {NAMES_FILE} is not JSON") from None
+        return sorted(str(n) for n in names)
+
+
+class FolderRepository(_FileRepository):
+    """A repository in a local folder (also what `pack publish` writes)."""
+
+    def __init__(
+        self, root: Path, *, label: str | None = None, trusted_keys: Sequence[str] = ()
+    ) -> None:
+        super().__init__()
+        self.root = root
+        self.id = f"path:{label if label is not None else root.as_posix()}"
+        self.trusted_keys = tuple(trusted_keys)
+
+    def _read(self, relative: str) -> bytes | None:
+        path = self.root / relative
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise PackError(f"cannot read {relative} in {self.id}: {exc.strerror}") from None
+
+
+class HttpRepository(_FileRepository):
+    """A repository served over HTTP(S) at `base_url` (the same layout as a folder)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        trusted_keys: Sequence[str] = (),
+        client: httpx.Client | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        super().__init__()
+        self.base_url = base_url.rstrip("/") + "/"
+        self.id = f"url:{base_url.rstrip('/')}"
+        self.trusted_keys = tuple(trusted_keys)
+        self._client = client or httpx.Client(timeout=timeout_s, follow_redirects=True)
+
+    def _read(self, relative: str) -> bytes | None:
+        url = self.base_url + relative
+        try:
+            with self._client.stream("GET", url) as response:
+                if response.status_code == 404:
+                    return None
+                if response.status_code != 200:
+                    raise PackError(f"GET {url} answered HTTP {response.status_code}")
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_DOWNLOAD_BYTES:
+                        raise PackError(f"GET {url}: over {MAX_DOWNLOAD_BYTES} bytes, refused")
+                    chunks.append(chunk)
+                return b"".join(chunks)
+        except httpx.HTTPError as exc:
+            raise PackError(
+                f"cannot reach {url}: {exc}",
+                hint="a locked pipeline runs offline once its packs are in the cache",
+            ) from None
+
+
+@dataclass
+class BuiltinRepository:
+    """The packs shipped in `builtin_packs/`, indexed and archived on the fly.
+
+    Archives are normalised, so their digests are stable across machines.
+    """
+
+    root: Path = field(default_factory=lambda: Path(str(builtin_packs_folder())))
+    id: str = BUILTIN
+    trusted_keys: tuple[str, ...] = ()
+    index_bytes_fetched: int = 0
+    _archives: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    def names(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if (p / "pack.yaml").is_file())
+
+    def fetch_index(self, name: str) -> PackIndex | None:
+        folder = self.root / name
+        if not (folder / "pack.yaml").is_file():
+            return None
+        pack = load_pack(folder)
+        archive = build_archive(folder)
+        self._archives[f"{name}-{pack.version}"] = archive
+        entry = IndexEntry(
+            version=pack.version,
+            sha256=sha256_hex(archive),
+            published=BUILTIN_PUBLISHED,
+            requires_converge=pack.requires_converge,
+            requires_packs=pack.requires_packs,
+        )
+        index = PackIndex(name, (entry,))
+        self.index_bytes_fetched += len(index.to_bytes())
+        return index
+
+    def fetch_archive(self, name: str, version: str) -> bytes:
+        key = f"{name}-{version}"
+        if key not in self._archives:
+            self.fetch_index(name)
+        if key not in self._archives:
+            raise PackError(f"builtin has no {name} {version}")
+        return self._archives[key]
+
+
+def open_repository(spec: Any, base: Path, client: httpx.Client | None = None) -> Repository:
+    """One adapter from one `repositories:` entry of a pipeline."""
+    if spec == BUILTIN:
+        return BuiltinRepository()
+    if isinstance(spec, Mapping) and "path" in spec:
+        keys = tuple(spec.get("trusted_keys") or ())
+        return FolderRepository(
+            base / str(spec["path"]), label=str(spec["path"]), trusted_keys=keys
+        )
+    if isinstance(spec, Mapping) and "url" in spec:
+        keys = tuple(spec.get("trusted_keys") or ())
+        return HttpRepository(str(spec["url"]), trusted_keys=keys, client=client)
+    raise PackError(f"unknown repository {spec!r}", hint="use builtin, {path: ...} or {url: ...}")
+
+
+def open_repositories(
+    specs: Sequence[Any] | None, base: Path, client: httpx.Client | None = None
+) -> list[Repository]:
+    """Adapters in the order written; no `repositories:` means `[builtin]`."""
+    return [open_repository(s, base, client) for s in (specs if specs else [BUILTIN])]

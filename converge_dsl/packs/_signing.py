@@ -1,0 +1,110 @@
+"""Optional ed25519 signatures of published pack versions.
+
+A signature covers the statement `converge-dsl-pack-v1\\nNAME\\nVERSION\\nSHA256`,
+so it cannot be moved to another pack, version or archive. Keys are written
+`ed25519:<base64 of the 32 raw bytes>`; a repository entry in a pipeline lists
+the public keys it trusts (`trusted_keys`). When a repository has trusted
+keys, every pack from it must carry a valid signature by one of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from converge_dsl.errors import PackError
+
+_PREFIX = "ed25519:"
+
+
+def statement(name: str, version: str, sha256: str) -> bytes:
+    return f"converge-dsl-pack-v1\n{name}\n{version}\n{sha256}".encode()
+
+
+def _decode(text: str, what: str) -> bytes:
+    if not text.startswith(_PREFIX):
+        raise PackError(f"{what} must start with {_PREFIX!r}")
+    try:
+        raw = base64.b64decode(text[len(_PREFIX) :], validate=True)
+    except (binascii.Error, ValueError):
+        raise PackError(f"{what} is not valid base64") from None
+    return raw
+
+
+def public_key_text(key: Ed25519PublicKey) -> str:
+    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return _PREFIX + base64.b64encode(raw).decode()
+
+
+def private_key_text(key: Ed25519PrivateKey) -> str:
+    raw = key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    return _PREFIX + base64.b64encode(raw).decode()
+
+
+def load_private_key(text: str) -> Ed25519PrivateKey:
+    raw = _decode(text.strip(), "signing key")
+    if len(raw) != 32:
+        raise PackError("signing key must hold 32 raw bytes")
+    return Ed25519PrivateKey.from_private_bytes(raw)
+
+
+def load_public_key(text: str) -> Ed25519PublicKey:
+    raw = _decode(text.strip(), "trusted key")
+    if len(raw) != 32:
+        raise PackError("trusted key must hold 32 raw bytes")
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def generate_key() -> tuple[str, str]:
+    """A new key pair as (private text, public text)."""
+    private = Ed25519PrivateKey.generate()
+    return private_key_text(private), public_key_text(private.public_key())
+
+
+def sign(private_key: str, name: str, version: str, sha256: str) -> dict[str, str]:
+    """The signature record stored in the index: `{key, signature}`."""
+    key = load_private_key(private_key)
+    signature = key.sign(statement(name, version, sha256))
+    return {
+        "key": public_key_text(key.public_key()),
+        "signature": _PREFIX + base64.b64encode(signature).decode(),
+    }
+
+
+def verify(
+    record: dict[str, str] | None,
+    trusted: Sequence[str],
+    name: str,
+    version: str,
+    sha256: str,
+) -> None:
+    """Raise `PackError` unless `record` is a valid signature by a trusted key.
+
+    With no trusted keys, nothing is required.
+    """
+    if not trusted:
+        return
+    where = f"{name} {version}"
+    if not record:
+        raise PackError(
+            f"{where} is not signed, but its repository requires a signature",
+            hint="publish it with --sign-key, or remove trusted_keys from the repository",
+        )
+    signer = record.get("key", "")
+    if signer not in {t.strip() for t in trusted}:
+        raise PackError(f"{where} is signed by an untrusted key {signer}")
+    try:
+        load_public_key(signer).verify(
+            _decode(record.get("signature", ""), "signature"), statement(name, version, sha256)
+        )
+    except InvalidSignature:
+        raise PackError(
+            f"bad signature on {where}: the archive or its index entry was altered"
+        ) from None

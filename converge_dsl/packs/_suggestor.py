@@ -1,0 +1,161 @@
+"""`kind: pack` suggestors: a pack's solver or template, used from a pipeline.
+
+A native-solver pack suggestor behaves like the Converge PackSuggestor:
+
+- it depends on its `input` key; it accepts when the input has a fact and
+  neither its plan (in `output`) nor its rejection (in `diagnostic`) exists;
+- the *problem* is the content (a JSON object) of the input key's first fact
+  with the `with:` parameters laid over it, validated against the pack's
+  input schema (or the solver's own);
+- it emits ONE proposal `{name}-plan` to `output`, content
+  `{"plan": ..., "summary": ...}`, with the confidence the solver reports;
+- the solver's `PlanCheck`s and the pack's invariants (expressions over
+  `plan`, `input`, `params`) gate it:
+  * a critical failure rejects the plan: instead, a `diagnostic` proposal
+    `pack:rejected:{name}` lists every failed check;
+  * an advisory failure marks the plan for review: content gains
+    `"review": ["<check>: <message>", ...]` (confidence unchanged, so a
+    reviewer sees the real figure; pipelines can gate the key for a human);
+  * otherwise the plan goes to the promotion gate as is.
+A malformed input or a `SolverError` also becomes a `diagnostic` proposal,
+never a crash.
+
+`rule`, `llm` and `agent` pack suggestors are compiled in `_compile`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import jsonschema
+
+from converge_dsl.engine.types import (
+    AgentEffect,
+    ContextView,
+    ProposedFact,
+    Provenance,
+    canonical_json,
+    freeze_json,
+)
+from converge_dsl.errors import RunError
+from converge_dsl.packs._manifest import InvariantDef, SuggestorDef
+from converge_dsl.solvers import PlanCheck, Solver, SolverError
+from converge_dsl.templating import compile_expression
+
+DIAGNOSTIC_KEY = "diagnostic"
+
+
+def evaluate_invariant(invariant: InvariantDef, plan: Any, problem: Any, params: Any) -> PlanCheck:
+    """One pack invariant as a `PlanCheck` (an evaluation error counts as a failure)."""
+    try:
+        ok = bool(compile_expression(invariant.check)(plan=plan, input=problem, params=params))
+        message = "" if ok else (invariant.message or f"{invariant.check} is false")
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as exc:
+        ok, message = False, f"cannot evaluate {invariant.check!r}: {exc}"
+    return PlanCheck(invariant.name, ok, invariant.critical, message)
+
+
+@dataclass(frozen=True, slots=True)
+class PackSolverSuggestor:
+    """A pack's native solver bound to a pipeline's input and output keys."""
+
+    name: str
+    input_key: str
+    output_key: str
+    solver: Solver
+    definition: SuggestorDef
+    invariants: tuple[InvariantDef, ...]
+    params: Mapping[str, Any]
+    source: str
+
+    @property
+    def dependencies(self) -> tuple[str, ...]:
+        return (self.input_key,)
+
+    @property
+    def plan_id(self) -> str:
+        return f"{self.name}-plan"
+
+    @property
+    def rejection_id(self) -> str:
+        return f"pack:rejected:{self.name}"
+
+    def accepts(self, ctx: ContextView) -> bool:
+        if not ctx.has(self.input_key):
+            return False
+        done = (
+            ctx.fact(self.output_key, self.plan_id),
+            ctx.fact(DIAGNOSTIC_KEY, self.rejection_id),
+            ctx.fact(DIAGNOSTIC_KEY, f"validation:rejected:{self.plan_id}"),
+        )
+        pending = any(p.id == self.plan_id for p in ctx.proposals(self.output_key))
+        return not pending and all(found is None for found in done)
+
+    def provenance(self) -> Provenance:
+        return Provenance(self.source)
+
+    def complexity_hint(self) -> str | None:
+        return self.definition.complexity or self.solver.complexity_hint()
+
+    def _reject(self, summary: str, failed: list[str]) -> AgentEffect:
+        content = freeze_json({"suggestor": self.name, "summary": summary, "failed": failed})
+        return AgentEffect.of(
+            [ProposedFact(DIAGNOSTIC_KEY, self.rejection_id, content, 1.0, self.provenance())]
+        )
+
+    def problem(self, ctx: ContextView) -> tuple[dict[str, Any] | None, list[str]]:
+        """The problem to solve, or None with the reasons it is unusable."""
+        fact = ctx.get(self.input_key)[0]
+        content: Any = fact.content
+        if isinstance(content, str):
+            try:
+                content = json.loads(content)
+            except json.JSONDecodeError:
+                content = None
+        if not isinstance(content, Mapping):
+            return None, [f"input fact {self.input_key}/{fact.id} is not a JSON object"]
+        problem = json.loads(canonical_json({**content, **self.params}))
+        schema = self.definition.input_schema or self.solver.input_schema()
+        validator = jsonschema.Draft202012Validator(schema)
+        errors = sorted(validator.iter_errors(problem), key=lambda e: list(e.absolute_path))
+        reasons = [
+            f"input {'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
+            for e in errors
+        ]
+        return (None, reasons) if reasons else (problem, [])
+
+    async def execute(self, ctx: ContextView) -> AgentEffect:
+        problem, reasons = self.problem(ctx)
+        if problem is None:
+            return self._reject("the input does not fit the pack's input schema", reasons)
+        try:
+            answer = await asyncio.to_thread(self.solver.solve, problem)
+            checks = list(self.solver.check(problem, answer.plan))
+        except SolverError as exc:
+            return self._reject(f"the solver could not solve the problem: {exc.message}", [])
+        except Exception as exc:
+            message = f"solver {self.solver.name!r} crashed: {exc}"
+            raise RunError(message, suggestor=self.name) from exc
+        plan = json.loads(canonical_json(answer.plan))
+        checks += [evaluate_invariant(i, plan, problem, dict(self.params)) for i in self.invariants]
+        failed = [c for c in checks if not c.ok]
+        critical = [f"{c.name}: {c.message}" for c in failed if c.critical]
+        if critical:
+            return self._reject(f"plan rejected by {len(critical)} critical check(s)", critical)
+        content: dict[str, Any] = {"plan": plan, "summary": answer.summary}
+        advisory = [f"{c.name}: {c.message}" for c in failed]
+        if advisory:
+            content["review"] = advisory
+        proposal = ProposedFact(
+            self.output_key,
+            self.plan_id,
+            freeze_json(content),
+            answer.confidence,
+            self.provenance(),
+        )
+        return AgentEffect.of([proposal])

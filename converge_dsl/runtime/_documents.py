@@ -1,0 +1,163 @@
+"""The run result and trace line as pydantic models (schemas `run-result.v1`, `trace-event.v1`).
+
+`RunResultDocument` is what `converge-dsl run --format json` prints.
+`TraceLine` is one line of a `--trace` JSONL file: the engine event's own
+fields, plus `seq` (0-based order), `type`, and `span` (the source span of the
+suggestor the event concerns, when there is one).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from converge_dsl.diagnostics import Diagnostic, SourceSpan
+from converge_dsl.engine.types import Fact, Provenance, key_sort_key
+
+SCHEMA_BASE = "https://converge-dsl.dev/schemas/"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SpanModel(_Frozen):
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def of(cls, span: SourceSpan | None) -> SpanModel | None:
+        if span is None:
+            return None
+        return cls(
+            file=span.file,
+            line=span.line,
+            column=span.column,
+            end_line=span.end_line,
+            end_column=span.end_column,
+        )
+
+
+class ProvenanceModel(_Frozen):
+    source: str = Field(description="`suggestor@pipeline`")
+    model_id: str | None = None
+    account: str | None = None
+
+    @classmethod
+    def of(cls, provenance: Provenance) -> ProvenanceModel:
+        return cls(
+            source=provenance.source, model_id=provenance.model_id, account=provenance.account
+        )
+
+
+class FactModel(_Frozen):
+    id: str
+    content: str | dict[str, Any]
+    confidence: float
+    provenance: ProvenanceModel
+
+    @classmethod
+    def of(cls, fact: Fact) -> FactModel:
+        content = fact.content if isinstance(fact.content, str) else json.loads(fact.content_text())
+        return cls(
+            id=fact.id,
+            content=content,
+            confidence=fact.confidence,
+            provenance=ProvenanceModel.of(fact.provenance),
+        )
+
+
+class UsageModel(_Frozen):
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class DiagnosticModel(_Frozen):
+    code: str
+    severity: str
+    message: str
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    path: str
+    hint: str | None = None
+
+    @classmethod
+    def of(cls, diagnostic: Diagnostic) -> DiagnosticModel:
+        return cls.model_validate(diagnostic.as_json())
+
+
+class RunResultDocument(_Frozen):
+    """The JSON contract of `converge-dsl run --format json`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", title="converge-dsl run result")
+
+    stop_reason: str
+    converged: bool
+    cycles: int
+    facts: dict[str, list[FactModel]] = Field(description="facts grouped by key, in key order")
+    diagnostics: list[DiagnosticModel]
+    usage: UsageModel
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        stop_reason: str,
+        cycles: int,
+        facts: tuple[Fact, ...],
+        diagnostics: list[Diagnostic],
+        usage: UsageModel,
+    ) -> RunResultDocument:
+        grouped: dict[str, list[FactModel]] = {}
+        for fact in facts:
+            grouped.setdefault(fact.key, []).append(FactModel.of(fact))
+        ordered = {k: grouped[k] for k in sorted(grouped, key=key_sort_key)}
+        return cls(
+            stop_reason=stop_reason,
+            converged=stop_reason == "converged",
+            cycles=cycles,
+            facts=ordered,
+            diagnostics=[DiagnosticModel.of(d) for d in diagnostics],
+            usage=usage,
+        )
+
+
+class TraceLine(BaseModel):
+    """One `--trace` line: an engine (or agent) event with its order and source span."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", title="converge-dsl trace event")
+
+    seq: int = Field(description="0-based position in the trace")
+    type: str = Field(description="event type, e.g. cycle_started, fact_promoted, run_finished")
+    span: SpanModel | None = Field(
+        default=None, description="source span of the suggestor concerned"
+    )
+
+
+def exported_schemas() -> dict[str, dict[str, Any]]:
+    """File name -> JSON Schema, as committed in `schemas/`."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, model in (
+        ("run-result.v1.json", RunResultDocument),
+        ("trace-event.v1.json", TraceLine),
+    ):
+        schema = model.model_json_schema()
+        out[name] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_BASE + name,
+            **schema,
+        }
+    return out
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

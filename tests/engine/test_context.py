@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from converge_dsl.engine import Context, ContextView, Fact, PromotionRecord, Provenance, ProposedFact
+
+
+def _fact(key: str, fact_id: str, content: str = "c", time: int = 1) -> Fact:
+    return Fact(key, fact_id, content, Provenance("t"), 1.0, PromotionRecord("auto", "engine", 1, (), None, time))
+
+
+def test_context_is_a_context_view_with_per_key_order() -> None:
+    ctx = Context.from_facts(
+        [_fact("hypotheses", "h1"), _fact("seeds", "s1"), _fact("seeds", "s2")], cycle=3
+    )
+    assert isinstance(ctx, ContextView)
+    assert [f.id for f in ctx.get("seeds")] == ["s1", "s2"]
+    assert ctx.count("seeds") == 2
+    assert ctx.count("votes") == 0
+    assert ctx.get("votes") == ()
+    assert ctx.has("hypotheses")
+    assert not ctx.has("votes")
+    assert ctx.fact("seeds", "s2") is not None
+    assert ctx.fact("hypotheses", "s2") is None
+    assert ctx.keys() == ("seeds", "hypotheses")  # DESIGN order, not insertion order
+    assert ctx.version == 3
+    assert ctx.cycle == 3
+    assert [f.id for f in ctx.facts()] == ["h1", "s1", "s2"]
+
+
+def test_get_sees_appended_facts_and_is_a_stable_tuple() -> None:
+    ctx = Context()
+    ctx._add_fact(_fact("seeds", "a"))
+    first = ctx.get("seeds")
+    ctx._add_fact(_fact("seeds", "b"))
+    assert [f.id for f in first] == ["a"]
+    assert [f.id for f in ctx.get("seeds")] == ["a", "b"]
+    assert ctx.get("seeds") is ctx.get("seeds")
+
+
+def test_from_facts_keeps_the_first_of_duplicate_ids_and_pending_proposals() -> None:
+    pending = ProposedFact("strategies", "p", "x", 0.9, Provenance("s"))
+    ctx = Context.from_facts([_fact("seeds", "a", "one"), _fact("seeds", "a", "two")], pending=[pending])
+    assert [f.content for f in ctx.get("seeds")] == ["one"]
+    assert ctx.proposals("strategies") == (pending,)
+    assert ctx.proposals("seeds") == ()
+    assert ctx.pending() == (pending,)
+    assert len(ctx) == 1

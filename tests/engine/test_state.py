@@ -1,0 +1,58 @@
+"""EngineState serialisation and the checkpoint/resume law."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from converge_dsl.engine import Engine, EngineState, Provenance, ProposedFact, ReactOnceSuggestor, SeedSuggestor
+from converge_dsl.engine.testing import FnSuggestor
+from converge_dsl.errors import ConvergeError
+
+
+def P(key: str, fid: str, content: object = "c") -> ProposedFact:
+    return ProposedFact(key, fid, content, 0.9, Provenance("s", model_id="m", account="a"))  # type: ignore[arg-type]
+
+
+def _engine() -> Engine:
+    engine = Engine()
+    engine.register(SeedSuggestor("seed", [("a", "alpha"), ("b", {"name": "beta", "tags": ["x", 1, 2.5, None]})]))
+    engine.register(ReactOnceSuggestor())
+    engine.register(
+        FnSuggestor(
+            "chain",
+            ["hypotheses", "strategies"],
+            lambda ctx: [P("strategies", f"st{ctx.count('strategies') + 1}", {"n": ctx.count("strategies")})]
+            if ctx.count("strategies") < 4 else [],
+        )
+    )
+    engine.register(FnSuggestor("low", ["strategies"], lambda ctx: [ProposedFact("votes", "v", "x", 0.1, Provenance("low"))]))
+    return engine
+
+
+def test_state_json_round_trips_exactly() -> None:
+    states: list[EngineState] = []
+    asyncio.run(_engine().run(on_cycle_end=states.append))
+    assert states
+    for state in states:
+        text = state.to_json()
+        again = EngineState.from_json(text)
+        assert again == state
+        assert again.to_json() == text
+
+
+def test_resuming_from_any_cycle_reaches_the_same_result() -> None:
+    states: list[EngineState] = []
+    reference = asyncio.run(_engine().run(on_cycle_end=states.append))
+    assert reference.converged
+    assert len(states) == reference.cycles - 1
+    for state in states:
+        resumed = asyncio.run(_engine().run(resume_from=EngineState.from_json(state.to_json())))
+        assert resumed.canonical_json() == reference.canonical_json()
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"format": "other"}', '{"format": "converge-dsl/engine-state/v1"}'])
+def test_malformed_state_is_a_converge_error(text: str) -> None:
+    with pytest.raises(ConvergeError):
+        EngineState.from_json(text)

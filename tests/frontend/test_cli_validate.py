@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.cli import run
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return run(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def _in_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(DATA)
+
+
+def test_folders_are_expanded_and_non_pipelines_skipped() -> None:
+    code, out, _ = _run("validate", "valid")
+    assert (code, out) == (0, "2 files valid\n")
+
+
+def test_exit_codes() -> None:
+    assert _run("validate", "invalid/unused_model.yaml")[0] == 0
+    assert _run("validate", "--strict", "invalid/unused_model.yaml")[0] == 1
+    assert _run("validate", "invalid/duplicate_key.yaml")[0] == 2
+    code, _, err = _run("validate", "no/such.yaml")
+    assert code == 3
+    assert "no such file" in err
+    assert _run("validate", "--format", "xml", "valid")[0] == 3
+
+
+def test_json_format_has_exactly_the_promised_keys() -> None:
+    code, out, _ = _run("validate", "--format", "json", "invalid/many_errors.yaml")
+    found = json.loads(out)
+    assert code == 2
+    assert len(found) == 4
+    assert set(found[0]) == {
+        "code",
+        "severity",
+        "message",
+        "file",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "path",
+        "hint",
+    }
+    assert found[0]["path"] == "sugestors"
+
+
+def test_github_format() -> None:
+    _, out, _ = _run("validate", "--format", "github", "invalid/unknown_top_key.yaml")
+    assert out.startswith("::error file=invalid/unknown_top_key.yaml,line=4,col=1,")
+    assert "title=CD100::unknown key 'sugestors'" in out
+
+
+def test_sarif_format() -> None:
+    _, out, _ = _run("validate", "--format", "sarif", "invalid/never_runs.yaml")
+    log = json.loads(out)
+    assert log["version"] == "2.1.0"
+    result = log["runs"][0]["results"][0]
+    assert (result["ruleId"], result["level"]) == ("CD300", "warning")
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+
+
+def test_schema_command_prints_the_pipeline_schema() -> None:
+    code, out, _ = _run("schema", "pipeline")
+    assert code == 0
+    assert json.loads(out)["$id"].endswith("pipeline.v1.json")
+    code, _, err = _run("schema", "pipelin")
+    assert code == 3
+    assert "did you mean 'pipeline'?" in err
+
+
+def test_colour_only_when_asked() -> None:
+    from converge_dsl.frontend import check_pipeline, render_human
+
+    checked = check_pipeline(Path("invalid/duplicate_key.yaml"))
+    sources = {"invalid/duplicate_key.yaml": Path("invalid/duplicate_key.yaml").read_text()}
+    assert "\x1b[" in render_human(checked.diagnostics, sources, color=True)
+    assert "\x1b[" not in render_human(checked.diagnostics, sources, color=False)

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import _loader, load_file, load_text
+
+
+def _codes(text: str) -> list[str]:
+    with pytest.raises(PipelineInvalid) as caught:
+        load_text(text, "f.yaml")
+    return [d.code for d in caught.value.diagnostics]
+
+
+def test_data_and_source_map_are_built_together() -> None:
+    doc = load_text("a:\n  b: [1, 'x', true, null, 2.5]\n  c: |\n    line\n", "f.yaml")
+    assert doc.data == {"a": {"b": [1, "x", True, None, 2.5], "c": "line\n"}}
+    location = doc.source_map.get(("a", "b", 1))
+    assert location is not None
+    assert (location.span.line, location.span.column, location.style) == (2, 10, "'")
+    assert doc.source_map.key_span(("a", "c")).line == 3
+    assert doc.source_map.get(("a", "c")).style == "|"  # type: ignore[union-attr]
+    assert doc.source_map.span(("a", "missing", 3)) == doc.source_map.span(("a",))
+
+
+def test_every_problem_is_reported_not_only_the_first() -> None:
+    assert _codes("a: yes\nb: 010\nb: 1\nc: !!binary eA==\n") == [
+        "CD007",
+        "CD008",
+        "CD002",
+        "CD004",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("a: [1\n", "CD001"),
+        ("a:\n\t- 1\n", "CD003"),
+        ("a: 1\n---\nb: 2\n", "CD005"),
+        ("a: &x [1, *x]\n", "CD009"),
+        ("", "CD013"),
+        ("[1, 2]: x\n", "CD012"),
+        ("a: .nan\n", "CD008"),
+    ],
+)
+def test_located_load_errors(text: str, code: str) -> None:
+    assert _codes(text) == [code]
+
+
+def test_files_over_the_size_limit_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_loader, "MAX_BYTES", 10)
+    path = tmp_path / "big.yaml"
+    path.write_text("a: 1234567890\n", encoding="utf-8")
+    with pytest.raises(PipelineInvalid) as caught:
+        load_file(path, display="big.yaml")
+    assert caught.value.diagnostics[0].code == "CD011"
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(PipelineInvalid) as caught:
+        load_file(tmp_path / "nope.yaml")
+    assert caught.value.diagnostics[0].code == "CD014"
+
+
+def test_bom_and_quoted_traps_are_fine(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_bytes("\ufeffa: 'yes'\nb: \"010\"\nc: 2024-01-01\n".encode())
+    assert load_file(path).data == {"a": "yes", "b": "010", "c": "2024-01-01"}

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.clock import FakeClock
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.models import (
+    Message,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ModelReturn,
+    ScriptedModel,
+    ToolCallPart,
+)
+
+SCRIPT = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {suggestor: competitor-scan}
+    reply: '[{"id": "acme", "name": "Acme"}]'
+  - match: {contains: "Evaluate"}
+    tool_calls: [{name: context.read, input: {key: strategies}}]
+    times: 1
+  - match: {turn: 3, regex: "retry.*later"}
+    error: {code: E_RATE_LIMITED, message: slow down, retry_after: 2}
+  - match: {contains: "wait"}
+    delay_s: 1.5
+    reply: waited
+default: {reply: "Nothing to add."}
+"""
+
+
+def request(text: str, *, suggestor: str | None = None, turn: int | None = None) -> ModelRequest:
+    return ModelRequest("default", (Message.text("user", text),), suggestor=suggestor, turn=turn)
+
+
+def model(clock: FakeClock | None = None) -> ScriptedModel:
+    return ScriptedModel.from_text(SCRIPT, "market.script.yaml", clock=clock or FakeClock())
+
+
+def test_first_matching_rule_wins_and_model_id_names_the_file() -> None:
+    result = asyncio.run(model().call(request("Evaluate", suggestor="competitor-scan")))
+    assert result.text == '[{"id": "acme", "name": "Acme"}]'
+    assert result.stop_reason == "end_turn"
+    assert result.model_id == "scripted:market.script.yaml"
+    assert model().model_id() == "scripted:market.script.yaml"
+
+
+def test_times_falls_through_to_later_rules() -> None:
+    scripted = model()
+
+    async def twice() -> tuple[ModelReturn, ModelReturn]:
+        return await scripted.call(request("Evaluate all")), await scripted.call(
+            request("Evaluate all")
+        )
+
+    first, second = asyncio.run(twice())
+    assert first.stop_reason == "tool_use"
+    assert [(c.name, dict(c.input)) for c in first.tool_calls] == [
+        ("context.read", {"key": "strategies"})
+    ]
+    assert second.text == "Nothing to add."
+
+
+def test_scripted_error_is_a_model_error_with_its_code() -> None:
+    with pytest.raises(ModelError) as caught:
+        asyncio.run(model().call(request("please retry it later", turn=3)))
+    assert caught.value.code is ModelErrorCode.RATE_LIMITED
+    assert caught.value.retryable
+    assert caught.value.retry_after == 2
+    # the same text at another turn does not match the rule
+    assert asyncio.run(model().call(request("retry later", turn=2))).text == "Nothing to add."
+
+
+def test_delay_awaits_the_injected_clock() -> None:
+    clock = FakeClock()
+    result = asyncio.run(model(clock).call(request("please wait")))
+    assert result.text == "waited"
+    assert clock.sleeps == [1.5]
+
+
+def test_streaming_increments_concatenate_to_the_reply() -> None:
+    pieces: list[str] = []
+    req = request("x", suggestor="competitor-scan")
+    result = asyncio.run(model().call_streaming(req, pieces.append))
+    assert len(pieces) > 1
+    assert "".join(pieces) == result.text
+    assert result == asyncio.run(model().call(req))
+
+
+def test_speculating_hands_over_every_tool_call_of_the_return() -> None:
+    early: list[ToolCallPart] = []
+    result = asyncio.run(model().call_speculating(request("Evaluate"), lambda _: None, early.append))
+    assert tuple(early) == result.tool_calls
+
+
+def test_usage_is_estimated_at_four_characters_a_token() -> None:
+    result = asyncio.run(model().call(request("x" * 9, suggestor="competitor-scan")))
+    assert result.usage.input_tokens == 3  # ceil(9 / 4)
+    assert result.usage.output_tokens == 8  # ceil(32 / 4)
+
+
+def test_same_run_twice_gives_identical_returns() -> None:
+    requests = [
+        request("Evaluate", turn=0),
+        request("Evaluate", turn=1),
+        request("x", suggestor="competitor-scan"),
+        request("please wait"),
+    ]
+
+    async def run() -> list[ModelReturn]:
+        scripted = model()
+        return [await scripted.call(r) for r in requests]
+
+    assert asyncio.run(run()) == asyncio.run(run())
+
+
+def test_no_rule_and_no_default_is_e_script() -> None:
+    text = "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n  - {match: {turn: 1}, reply: a}\n"
+    with pytest.raises(ModelError) as caught:
+        asyncio.run(ScriptedModel.from_text(text, "s.yaml").call(request("hi")))
+    assert caught.value.code is ModelErrorCode.SCRIPT
+    assert "rules[0] (s.yaml:4:5)" in str(caught.value)
+
+
+def test_bad_script_raises_located_diagnostics(tmp_path: Path) -> None:
+    path = tmp_path / "bad.script.yaml"
+    path.write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n"
+        "  - match: {suggestr: x}\n    reply: hi\n"
+    )
+    with pytest.raises(PipelineInvalid) as caught:
+        ScriptedModel.from_file(path)
+    first = caught.value.diagnostics[0]
+    assert (first.line, first.column) == (4, 13)
+    assert first.hint is not None
+    assert "suggestor" in first.hint
+
+
+def test_invalid_regex_points_at_the_regex() -> None:
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n"
+        "  - match: {regex: 'a(b'}\n    reply: x\n"
+    )
+    with pytest.raises(PipelineInvalid) as caught:
+        ScriptedModel.from_text(text, "s.yaml")
+    first = caught.value.diagnostics[0]
+    assert first.code == "CD401"
+    assert first.line == 4
+    assert first.path == ("rules", 0, "match", "regex")
+
+
+def test_error_and_reply_together_are_rejected() -> None:
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
+        "default: {reply: x, error: {code: E_WIRE}}\n"
+    )
+    with pytest.raises(PipelineInvalid):
+        ScriptedModel.from_text(text, "s.yaml")

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from converge_dsl.frontend import load_file
+from converge_dsl.packs import PackCache, check_pipeline_packs, lock_pipeline
+
+from .conftest import make_pack, write_pipeline
+
+
+def test_missing_lock_is_cd320_at_packs(tmp_path: Path) -> None:
+    pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
+    (found,) = list(check_pipeline_packs(load_file(pipeline), cache=PackCache(tmp_path / "c")))
+    assert (found.code, found.line, found.path) == ("CD320", 4, ("packs",))
+    assert found.hint == "run: converge-dsl lock pipeline.yaml"
+
+
+def test_with_parameters_and_suggestor_names_are_checked_in_the_pipeline(tmp_path: Path) -> None:
+    from converge_dsl.packs import publish
+
+    publish(make_pack(tmp_path, "alpha", "1.0.0"), tmp_path / "repo")
+    pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
+    text = pipeline.read_text().replace("with: {topic: x}", "with: {topic: 3, colour: red}")
+    text += "  - {name: other, kind: pack, use: alpha/nots, input: seeds, output: strategies}\n"
+    pipeline.write_text(text)
+    cache = PackCache(tmp_path / "c")
+    lock_pipeline(pipeline, cache=cache)
+    found = sorted(
+        check_pipeline_packs(load_file(pipeline), cache=cache), key=lambda d: (d.code, d.path)
+    )
+    assert [(d.code, d.line) for d in found] == [("CD323", 9), ("CD324", 7), ("CD324", 7)]
+    assert found[0].hint == "did you mean 'note'?"
+    assert found[1].path == ("suggestors", 0, "with")
+    assert "'colour' was unexpected" in found[1].message, found[1].message
+    assert found[2].path == ("suggestors", 0, "with", "topic")

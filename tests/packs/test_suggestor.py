@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from converge_dsl.engine.context import Context
+from converge_dsl.engine.types import Fact, PromotionRecord, Provenance
+from converge_dsl.packs import InvariantDef, PackSolverSuggestor, SuggestorDef
+from converge_dsl.solvers import PlanCheck, SolverError, SolverPlan
+
+
+@dataclass
+class CountingSolver:
+    """Plans `{"total_cost": sum(costs)}`; its own check is advisory when `advisory` is set."""
+
+    advisory: bool = False
+    name: str = "test.counting"
+
+    def complexity_hint(self) -> str:
+        return "O(n)"
+
+    def input_schema(self) -> Mapping[str, Any]:
+        return {
+            "type": "object",
+            "required": ["costs"],
+            "properties": {"costs": {"type": "array", "items": {"type": "number"}}},
+        }
+
+    def solve(self, problem: Mapping[str, Any]) -> SolverPlan:
+        if not problem["costs"]:
+            raise SolverError("no costs to add up")
+        return SolverPlan({"total_cost": sum(problem["costs"])}, 0.9, "added up")
+
+    def check(self, problem: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[PlanCheck, ...]:
+        return (PlanCheck("sane", not self.advisory, critical=False, message="looks odd"),)
+
+
+def _suggestor(solver: CountingSolver, *invariants: InvariantDef) -> PackSolverSuggestor:
+    definition = SuggestorDef(name="count", kind="solver", solver=solver.name)
+    return PackSolverSuggestor(
+        name="budgeter",
+        input_key="constraints",
+        output_key="strategies",
+        solver=solver,
+        definition=definition,
+        invariants=invariants,
+        params={"budget": 10},
+        source="budgeter@demo",
+    )
+
+
+def _fact(key: str, fact_id: str, content: Any) -> Fact:
+    return Fact(
+        key, fact_id, content, Provenance("seed@demo"), 1.0, PromotionRecord("test", "test", 0)
+    )
+
+
+def _view(*facts: Fact) -> Context:
+    return Context.from_facts(facts)
+
+
+BUDGET = InvariantDef("budget-respected", "plan.total_cost <= input.budget", critical=True)
+
+
+def test_depends_on_its_input_and_accepts_until_its_plan_exists() -> None:
+    suggestor = _suggestor(CountingSolver())
+    assert suggestor.dependencies == ("constraints",)
+    assert not suggestor.accepts(_view())
+    problem = _fact("constraints", "costs", {"costs": [1, 2]})
+    assert suggestor.accepts(_view(problem))
+    assert not suggestor.accepts(_view(problem, _fact("strategies", "budgeter-plan", {"plan": {}})))
+    assert not suggestor.accepts(_view(problem, _fact("diagnostic", "pack:rejected:budgeter", {})))
+
+
+def test_a_passing_plan_is_one_proposal_with_the_solver_confidence() -> None:
+    effect = asyncio.run(
+        _suggestor(CountingSolver(), BUDGET).execute(
+            _view(_fact("constraints", "c", {"costs": [1, 2]}))
+        )
+    )
+    (proposal,) = effect.proposals
+    assert (proposal.key, proposal.id, proposal.confidence) == ("strategies", "budgeter-plan", 0.9)
+    assert proposal.content == {"plan": {"total_cost": 3}, "summary": "added up"}
+    assert proposal.provenance.source == "budgeter@demo"
+
+
+def test_a_critical_invariant_failure_rejects_into_a_diagnostic() -> None:
+    view = _view(_fact("constraints", "c", {"costs": [8, 9]}))
+    (proposal,) = asyncio.run(_suggestor(CountingSolver(), BUDGET).execute(view)).proposals
+    assert (proposal.key, proposal.id) == ("diagnostic", "pack:rejected:budgeter")
+    assert proposal.content["failed"] == (
+        "budget-respected: plan.total_cost <= input.budget is false",
+    )
+
+
+def test_an_advisory_failure_marks_the_plan_for_review() -> None:
+    view = _view(_fact("constraints", "c", '{"costs": [1]}'))
+    (proposal,) = asyncio.run(
+        _suggestor(CountingSolver(advisory=True), BUDGET).execute(view)
+    ).proposals
+    assert proposal.key == "strategies"
+    assert proposal.content["review"] == ("sane: looks odd",)
+    assert proposal.confidence == 0.9
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("not json", "is not a JSON object"),
+        ({"costs": "many"}, "input costs: 'many' is not of type 'array'"),
+        ({"costs": []}, "the solver could not solve the problem: no costs to add up"),
+    ],
+)
+def test_bad_input_or_solver_error_becomes_a_diagnostic(content: Any, reason: str) -> None:
+    view = _view(_fact("constraints", "c", content))
+    (proposal,) = asyncio.run(_suggestor(CountingSolver()).execute(view)).proposals
+    assert proposal.key == "diagnostic"
+    assert reason in str(proposal.content)
+
+
+def test_an_invariant_that_cannot_evaluate_fails_closed() -> None:
+    broken = InvariantDef("broken", "plan.missing.deeper > 1", critical=True)
+    view = _view(_fact("constraints", "c", {"costs": [1]}))
+    (proposal,) = asyncio.run(_suggestor(CountingSolver(), broken).execute(view)).proposals
+    assert proposal.key == "diagnostic"
+    assert "cannot evaluate" in str(proposal.content)
