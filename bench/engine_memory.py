@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import tracemalloc
 
-from converge_dsl.engine import Budget, ContextView, Engine, Provenance, ProposedFact
+from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance
 from converge_dsl.engine.testing import FnSuggestor
 
 FACTS = 100_000
@@ -26,14 +26,18 @@ def propose(ctx: ContextView) -> list[ProposedFact]:
     if ctx.cycle > FACTS // PER_CYCLE:
         return []
     return [
-        ProposedFact("signals", f"fact-{ctx.cycle}-{i}", f"observation {ctx.cycle}/{i}", 0.9, PROVENANCE)
+        ProposedFact(
+            "signals", f"fact-{ctx.cycle}-{i}", f"observation {ctx.cycle}/{i}", 0.9, PROVENANCE
+        )
         for i in range(PER_CYCLE)
     ]
 
 
 def main() -> None:
     engine = Engine(budget=Budget(max_cycles=1_000, max_facts=FACTS + 1), record_events=False)
-    engine.register(FnSuggestor("writer", [], propose, accepts=lambda ctx: ctx.cycle <= FACTS // PER_CYCLE))
+    engine.register(
+        FnSuggestor("writer", [], propose, accepts=lambda ctx: ctx.cycle <= FACTS // PER_CYCLE)
+    )
     tracemalloc.start()
     result = asyncio.run(engine.run())
     current, peak = tracemalloc.get_traced_memory()

@@ -23,7 +23,7 @@ import statistics
 import time
 
 from converge_dsl.clock import SystemClock
-from converge_dsl.engine import Budget, ContextView, Engine, Provenance, ProposedFact
+from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance
 from converge_dsl.engine.testing import FnSuggestor
 
 FILLER_KEYS = [f"k{i:03d}" for i in range(1000)]

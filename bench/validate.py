@@ -167,7 +167,8 @@ def main() -> None:
             [
                 python,
                 "-c",
-                "import yaml; yaml.load(open('bench.yaml', encoding='utf-8'), Loader=yaml.CSafeLoader)",
+                "import yaml; "
+                "yaml.load(open('bench.yaml', encoding='utf-8'), Loader=yaml.CSafeLoader)",
             ],
             args.repeat,
             folder,
@@ -184,7 +185,8 @@ def main() -> None:
             print(f"check-jsonschema:  {reference:.3f} s")
             ratio_schema = validate / reference
         print(
-            f"validate/bare-load: {validate / bare:.2f}  validate/check-jsonschema: {ratio_schema:.2f}"
+            f"validate/bare-load: {validate / bare:.2f}  "
+            f"validate/check-jsonschema: {ratio_schema:.2f}"
         )
 
 

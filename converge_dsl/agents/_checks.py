@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from converge_dsl.agents._policy import SummaryBudget
-from converge_dsl.agents._spec import ALL_TOOLS
+from converge_dsl.agents._tools import ALL_TOOLS
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend.document import SourceMap
 

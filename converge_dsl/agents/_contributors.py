@@ -14,7 +14,7 @@ from typing import Any
 
 from converge_dsl.agents._spec import ContributorSpec
 from converge_dsl.compiler import CompiledTemplate
-from converge_dsl.engine.types import ContextView, canonical_json
+from converge_dsl.engine.types import ContextView
 from converge_dsl.models.port import Message
 
 
@@ -78,10 +78,9 @@ class Contributor:
 
     def _facts(self, turn: int, conversation: Sequence[Message], env: TurnEnv) -> str | None:
         block = facts_block(env.ctx, self.spec.keys)
-        signature = canonical_json(block)
-        if not block or signature == self._seen:
+        if not block or block == self._seen:
             return None
-        self._seen = signature
+        self._seen = block
         return f"Facts ({', '.join(self.spec.keys)}):\n{block}"
 
     def _template(self, turn: int, conversation: Sequence[Message], env: TurnEnv) -> str | None:

@@ -113,15 +113,13 @@ class TurnMachine:
                 for t in self._tools
             ]
         )
-        preamble_chars = len(self._system) + len(tool_text) + len(message_text(goal))
         preamble_tokens = counter(self._system) + counter(tool_text) + counter(message_text(goal))
-        self._segments: tuple[Segment, ...] = (
-            Segment("preamble", -1, -1, preamble_tokens, preamble_chars, 1),
-        )
+        self._segments: tuple[Segment, ...] = (Segment("preamble", -1, -1, preamble_tokens),)
         self._preamble = (goal,)
         self._turns: list[list[Message]] = []
         self._reductions: dict[tuple[int, int], Message] = {}
         self._transient: tuple[Message, ...] = ()
+        self._transient_cost = 0
         self._pending: Compact | None = None
         self._calls: tuple[ToolCallPart, ...] = ()
         self._done: Done | None = None
@@ -143,7 +141,7 @@ class TurnMachine:
         return total_tokens(self._segments, self._transient_tokens())
 
     def _transient_tokens(self) -> int:
-        return sum(self._count(message_text(m)) for m in self._transient)
+        return self._transient_cost
 
     def _event(self, event: BaseModel) -> None:
         self.events.append(event)
@@ -154,10 +152,9 @@ class TurnMachine:
 
     def _append(self, message: Message) -> None:
         self._turns[self.turn].append(message)
-        text = message_text(message)
         self._segments = (
             *self._segments[:-1],
-            self._segments[-1].grow(len(text), self._count(text)),
+            self._segments[-1].grow(self._count(message_text(message))),
         )
 
     # -- the state machine -----------------------------------------------------
@@ -178,7 +175,7 @@ class TurnMachine:
 
     def _start_turn(self) -> None:
         self._turns.append([])
-        self._segments = (*self._segments, Segment("turn", self.turn, self.turn, 0, 0, 0))
+        self._segments = (*self._segments, Segment("turn", self.turn, self.turn, 0))
         conversation = self.conversation()
         transient: list[Message] = []
         for contributor in self._contributors:
@@ -203,6 +200,7 @@ class TurnMachine:
             else:
                 transient.append(message)
         self._transient = tuple(transient)
+        self._transient_cost = sum(self._count(message_text(m)) for m in self._transient)
         self._event(
             AgentTurnStarted(
                 suggestor=self.spec.name,
@@ -250,7 +248,7 @@ class TurnMachine:
         step = pending.step
         message = Message.text("user", text)
         rendered = message_text(message)
-        segments = apply_reduction(self._segments, step, len(rendered), self._count(rendered))
+        segments = apply_reduction(self._segments, step, self._count(rendered))
         after = total_tokens(segments, self._transient_tokens())
         self._pending = None
         if after >= step.tokens_before:

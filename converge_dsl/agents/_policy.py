@@ -55,19 +55,9 @@ class Segment:
     first_turn: int
     last_turn: int
     tokens: int
-    chars: int
-    messages: int
 
-    def grow(self, chars: int, tokens: int) -> Segment:
-        return replace(
-            self, chars=self.chars + chars, tokens=self.tokens + tokens, messages=self.messages + 1
-        )
-
-
-def span_chars(segments: Sequence[Segment]) -> int:
-    """Characters of the span text: message texts joined by newlines."""
-    count = sum(s.messages for s in segments)
-    return sum(s.chars for s in segments) + max(0, count - 1)
+    def grow(self, tokens: int) -> Segment:
+        return replace(self, tokens=self.tokens + tokens)
 
 
 def stub_text(first: int, last: int) -> str:
@@ -146,9 +136,9 @@ def next_compaction(
 
 
 def apply_reduction(
-    segments: Sequence[Segment], step: CompactionStep, chars: int, tokens: int
+    segments: Sequence[Segment], step: CompactionStep, tokens: int
 ) -> tuple[Segment, ...]:
-    reduction = Segment("reduction", step.first_turn, step.last_turn, tokens, chars, 1)
+    reduction = Segment("reduction", step.first_turn, step.last_turn, tokens)
     return (*segments[: step.start], reduction, *segments[step.stop :])
 
 

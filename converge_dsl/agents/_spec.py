@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from converge_dsl.agents._policy import CompactionPolicy, SummaryBudget
+from converge_dsl.agents._tools import ALL_TOOLS
 from converge_dsl.compiler import CompileContext, CompiledTemplate
 from converge_dsl.diagnostics import JsonPath
 
-ALL_TOOLS: tuple[str, ...] = ("context.read", "context.propose", "finish")
 CONTRIBUTOR_NAMES = frozenset({"goal", "turn", "conversation"})
 DEFAULT_KEEP_TURNS = 4
 DEFAULT_PROMPT_VERSION = "summary-v1"

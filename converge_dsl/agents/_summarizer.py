@@ -9,6 +9,7 @@ answer or timeout is reported as a fallback reason, never raised.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
@@ -93,10 +94,9 @@ async def _in_thread(fn: Callable[[str], Any], arg: str) -> Any:
             value, ok = fn(arg), True
         except BaseException as exc:  # reported to the awaiting side, whatever it is
             value, ok = exc, False
-        try:
+        # A closed loop raises RuntimeError: nobody waits for this answer any more.
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, ok, value)
-        except RuntimeError:  # the loop has closed: nobody waits for this answer any more
-            pass
 
     threading.Thread(target=work, name="span-summarizer", daemon=True).start()
     return await future

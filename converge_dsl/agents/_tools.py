@@ -55,6 +55,8 @@ TOOL_SPECS: dict[str, ToolSpec] = {
     ),
 }
 
+ALL_TOOLS: tuple[str, ...] = tuple(TOOL_SPECS)
+
 _VALIDATORS = {
     name: jsonschema.Draft202012Validator(spec.input_schema) for name, spec in TOOL_SPECS.items()
 }

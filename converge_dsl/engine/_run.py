@@ -220,8 +220,6 @@ class _Run:
                 effect = exc
             return effect, clock.monotonic() - start
 
-        if len(accepted) == 1:
-            return [await one(accepted[0])]
         self.inflight = asyncio.gather(*(one(s) for s in accepted))
         try:
             return await self.inflight

@@ -100,7 +100,11 @@ class Engine:
         return self._usage
 
     def cancel(self) -> None:
-        """Stop the current run as soon as possible with stop reason `cancelled`."""
+        """Stop the current run as soon as possible with stop reason `cancelled`.
+
+        In-flight `execute` calls are cancelled. Call it on the run's event loop
+        (from another thread: `loop.call_soon_threadsafe(engine.cancel)`).
+        """
         self._cancelled = True
         run = self._current
         if run is not None and run.inflight is not None:

@@ -4,18 +4,32 @@
 returns. By default it is idempotent: it accepts only while one of the
 proposals it would make is neither a fact nor rejected yet, so a set of
 them reaches a fixed point. `delay` awaits the given clock first (to shuffle
-finishing order); `fail` raises instead of proposing.
+finishing order, see `StepClock`); `fail` raises instead of proposing.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
 
-from converge_dsl.clock import Clock, SystemClock
+from converge_dsl.clock import Clock, FakeClock, SystemClock
 from converge_dsl.engine.reference import SuggestorBase
 from converge_dsl.engine.types import AgentEffect, ContextView, ProposedFact, Provenance
 
 Propose = Callable[[ContextView], Iterable[ProposedFact]]
+
+
+class StepClock(FakeClock):
+    """A fake clock on which sleeping N "seconds" yields to the event loop N times.
+
+    Suggestors with different delays on it finish in a different order than
+    they started, deterministically and without waiting.
+    """
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        for _ in range(int(seconds)):
+            await asyncio.sleep(0)
 
 
 def _missing(ctx: ContextView, proposals: Iterable[ProposedFact]) -> bool:

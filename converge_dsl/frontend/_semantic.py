@@ -186,7 +186,7 @@ class PipelineFacts:
         on_key: bool = False,
     ) -> Diagnostic:
         """An error located at `path` (at the key naming it with `on_key`)."""
-        return self._at(code, message, path, hint, on_key, Severity.ERROR)
+        return self._at(code, message, path, hint=hint, on_key=on_key, severity=Severity.ERROR)
 
     def warning(
         self,
@@ -197,13 +197,14 @@ class PipelineFacts:
         hint: str | None = None,
         on_key: bool = False,
     ) -> Diagnostic:
-        return self._at(code, message, path, hint, on_key, Severity.WARNING)
+        return self._at(code, message, path, hint=hint, on_key=on_key, severity=Severity.WARNING)
 
     def _at(
         self,
         code: str,
         message: str,
         path: JsonPath,
+        *,
         hint: str | None,
         on_key: bool,
         severity: Severity,

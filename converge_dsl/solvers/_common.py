@@ -12,12 +12,15 @@
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
+import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import jsonschema
+import jsonschema_rs
 
 from converge_dsl.diagnostics import did_you_mean, format_path
 from converge_dsl.solvers._protocol import PlanCheck, SolverError, SolverPlan
@@ -67,11 +70,26 @@ def fail(path: Path, message: str, hint: str | None = None) -> SolverError:
     return SolverError(f"{where(path)}: {message}", hint=hint)
 
 
+@functools.lru_cache(maxsize=16)
+def _validators(schema_text: str) -> tuple[Any, Any]:
+    schema = json.loads(schema_text)
+    return jsonschema_rs.validator_for(schema), jsonschema.Draft202012Validator(schema)
+
+
 def _validate(schema: Mapping[str, Any], problem: Any) -> None:
-    validator = jsonschema.Draft202012Validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(problem))
-    if error is not None:
-        raise fail(tuple(error.absolute_path), error.message)
+    # jsonschema-rs is the fast yes/no; the Python validator picks the most
+    # relevant error (best_match) only when there is one to report.
+    fast, thorough = _validators(json.dumps(schema, sort_keys=True))
+    if fast.is_valid(problem):
+        return
+    error = jsonschema.exceptions.best_match(thorough.iter_errors(problem))
+    if error is None:
+        return
+    if error.validator in ("oneOf", "anyOf"):
+        # jsonschema would print the whole instance; say what the forms are instead.
+        described = error.schema.get("description") if isinstance(error.schema, dict) else None
+        raise fail(tuple(error.absolute_path), "matches none of the accepted forms", described)
+    raise fail(tuple(error.absolute_path), error.message)
 
 
 def index_by_id(items: Sequence[JsonObject], path: Path) -> dict[str, JsonObject]:
@@ -85,12 +103,11 @@ def index_by_id(items: Sequence[JsonObject], path: Path) -> dict[str, JsonObject
     return seen
 
 
-def lookup(ident: str, known: Iterable[str], path: Path, what: str) -> str:
+def lookup(ident: str, known: Collection[str], path: Path, what: str) -> str:
     """Return `ident` if it is one of `known`, else raise with a did-you-mean hint."""
-    names = list(known)
-    if ident in names:
+    if ident in known:
         return ident
-    guess = did_you_mean(ident, names)
+    guess = did_you_mean(ident, known)
     raise fail(path, f"unknown {what} {ident!r}", f"did you mean {guess!r}?" if guess else None)
 
 

@@ -199,7 +199,7 @@ class MinCostFlowSolver(BaseSolver):
     NAME = "optimization.min_cost_flow"
     COMPLEXITY = (
         "O(F * E log V), F = total supply (each augmentation routes >= 1 unit), "
-        "practical for E <= 100000 arcs"
+        "practical for F * E <= 10^7"
     )
     SCHEMA = SCHEMA
 

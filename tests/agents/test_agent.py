@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _harness import Recorder, Recording, compile_agents, fact, run, scripted, texts  # noqa: E402
+from _harness import Recorder, Recording, compile_agents, fact, run, scripted, texts
 
-from converge_dsl.agents import AgentError  # noqa: E402
+from converge_dsl.agents import AgentError
 
 READ_FOREVER = """
 default:
@@ -30,7 +30,9 @@ def agent_yaml(extra: str = "", *, window: int = 8000, turns: int = 6) -> str:
 {extra}"""
 
 
-def build(extra: str = "", script: str = READ_FOREVER, **kw: int) -> tuple[object, Recording, Recorder]:
+def build(
+    extra: str = "", script: str = READ_FOREVER, **kw: int
+) -> tuple[object, Recording, Recorder]:
     model = Recording(scripted(script))
     sink = Recorder()
     agents = compile_agents(agent_yaml(extra, **kw), {"main": model, "cheap": model}, sink=sink)
@@ -40,7 +42,11 @@ def build(extra: str = "", script: str = READ_FOREVER, **kw: int) -> tuple[objec
 CONTRIBUTORS = """    contributors:
       - {name: every2, kind: reminder, every: 2, text: "R{{ turn }}: {{ goal }}"}
       - {name: seen, kind: facts, keys: [seeds], persist: false}
-      - {name: tmpl, kind: template, role: system, persist: false, template: "T{{ turn }} of {{ conversation | length }}"}
+      - name: tmpl
+        kind: template
+        role: system
+        persist: false
+        template: "T{{ turn }} of {{ conversation | length }}"
 """
 
 
@@ -49,11 +55,14 @@ def test_contributors_fire_in_order_with_their_cadence() -> None:
     run(agent, fact("seeds", "s1", "alpha"))
     fired = [(e.turn, e.contributor) for e in sink.of("agent_contributor_fired")]
     assert fired == [
-        (0, "seen"), (0, "tmpl"),
+        (0, "seen"),
+        (0, "tmpl"),
         (1, "tmpl"),
-        (2, "every2"), (2, "tmpl"),
+        (2, "every2"),
+        (2, "tmpl"),
         (3, "tmpl"),
-        (4, "every2"), (4, "tmpl"),
+        (4, "every2"),
+        (4, "tmpl"),
     ]
     # Registration order within a turn, ahead of the model call of that turn.
     turn2 = texts(model.requests[2])
@@ -73,11 +82,16 @@ def test_transient_messages_go_with_one_request_and_persisted_ones_stay() -> Non
 
 
 def test_reminder_zero_is_disabled_and_turn_zero_skipped() -> None:
-    extra = "    contributors:\n      - {kind: reminder, every: 0, text: x}\n      - {kind: reminder, every: 1, text: again}\n"
+    extra = (
+        "    contributors:\n"
+        "      - {kind: reminder, every: 0, text: x}\n"
+        "      - {kind: reminder, every: 1, text: again}\n"
+    )
     agent, _, sink = build(extra, turns=3)
     run(agent)
     assert [(e.turn, e.contributor) for e in sink.of("agent_contributor_fired")] == [
-        (1, "reminder-1"), (2, "reminder-1"),
+        (1, "reminder-1"),
+        (2, "reminder-1"),
     ]
 
 
@@ -101,10 +115,14 @@ default: {reply: all done}
 def test_finish_tool_and_max_turns() -> None:
     agent, _, sink = build(script="default: {tool_calls: [{name: finish, input: {}}]}")
     run(agent)
-    assert (sink.of("agent_finished")[0].status, sink.of("agent_finished")[0].turns) == ("finished", 1)
+    assert (sink.of("agent_finished")[0].status, sink.of("agent_finished")[0].turns) == (
+        "finished",
+        1,
+    )
     agent, model, sink = build(turns=3)
     run(agent)
-    assert len(model.requests) == 3 and sink.of("agent_finished")[0].status == "max_turns"
+    assert len(model.requests) == 3
+    assert sink.of("agent_finished")[0].status == "max_turns"
 
 
 def test_unknown_tool_and_bad_input_are_soft_errors() -> None:
@@ -120,9 +138,11 @@ default: {reply: ok}
     effect = run(agent)
     assert effect.proposals == ()
     first = model.requests[1].messages[-1].parts[0]
-    assert first.is_error and "unknown tool 'context.reed'; did you mean 'context.read'?" in first.output
+    assert first.is_error
+    assert "unknown tool 'context.reed'; did you mean 'context.read'?" in first.output
     second = model.requests[2].messages[-1].parts[0]
-    assert second.is_error and second.output == (
+    assert second.is_error
+    assert second.output == (
         "invalid input for context.propose: input: 'content' is a required property"
     )
     assert [e.is_error for e in sink.of("agent_tool_called")] == [True, True]
@@ -133,8 +153,10 @@ def test_model_error_is_hard_with_the_source_span() -> None:
     with pytest.raises(AgentError) as caught:
         run(agent)
     assert caught.value.reason == "model_error"
-    assert caught.value.suggestor == "rev" and caught.value.cycle == 1
-    assert caught.value.span is not None and caught.value.span.file == "p.yaml"
+    assert caught.value.suggestor == "rev"
+    assert caught.value.cycle == 1
+    assert caught.value.span is not None
+    assert caught.value.span.file == "p.yaml"
     assert "E_AUTH" in str(caught.value)
 
 
@@ -161,11 +183,20 @@ def test_emergency_compaction_clears_all_but_the_last_turn() -> None:
     agent, _, sink = build(window=400, turns=8)  # threshold 320, emergency 380
     run(agent, fact("seeds", "s1", "a" * 120))
     # At 346 tokens (turn 2) a normal compaction finds no turn older than 4: deferred.
-    assert compactions(sink) == [(3, "emergency", 0, 1), (5, "emergency", 2, 3), (7, "emergency", 4, 5)]
+    assert compactions(sink) == [
+        (3, "emergency", 0, 1),
+        (5, "emergency", 2, 3),
+        (7, "emergency", 4, 5),
+    ]
 
 
 def test_transient_message_counts_before_the_compaction_decision() -> None:
-    big = "    contributors:\n      - {kind: template, persist: false, template: \"{{ 'z' * 360 if turn == 3 else '' }}\"}\n"
+    big = (
+        "    contributors:\n"
+        "      - kind: template\n"
+        "        persist: false\n"
+        "        template: \"{{ 'z' * 360 if turn == 3 else '' }}\"\n"
+    )
     agent, _, sink = build(big, window=400, turns=5)
     run(agent, fact("seeds", "s1", "a"))
     assert compactions(sink) == [(3, "emergency", 0, 1)]
@@ -181,6 +212,22 @@ def test_no_progress_compaction_fails_with_context_exceeded() -> None:
     with pytest.raises(AgentError) as caught:
         run(agent, fact("seeds", "s1", "b" * 400))
     assert caught.value.reason == "context_exceeded"
-    assert "context_exceeded" in str(caught.value) and "no turn left to clear" in str(caught.value)
-    assert caught.value.span is not None and caught.value.span.line > 1
+    assert "context_exceeded" in str(caught.value)
+    assert "no turn left to clear" in str(caught.value)
+    assert caught.value.span is not None
+    assert caught.value.span.line > 1
     assert sink.of("agent_finished")[0].status == "context_exceeded"
+
+
+def test_plan_contributor_re_emits_its_keys_every_turn() -> None:
+    extra = (
+        "    contributors:\n      - {kind: plan, keys: [strategies, constraints], role: system}\n"
+    )
+    agent, model, sink = build(extra, turns=3)
+    run(agent, fact("strategies", "st1", "go north"), fact("constraints", "c1", "cheap"))
+    assert [e.turn for e in sink.of("agent_contributor_fired")] == [0, 1, 2]
+    plan = "Plan:\n- strategies/st1: go north\n- constraints/c1: cheap"
+    assert texts(model.requests[2]).count(plan) == 3  # persisted: all three stay in the history
+    agent, _, sink = build(extra, turns=2)
+    run(agent)
+    assert sink.of("agent_contributor_fired") == []  # nothing to re-emit

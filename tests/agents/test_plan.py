@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _harness import Recorder, Recording, fact  # noqa: E402
+from _harness import Recorder, Recording, fact
 
-from converge_dsl.agents import AgentSuggestor  # noqa: E402
-from converge_dsl.agents._policy import message_text  # noqa: E402
-from converge_dsl.cli import run as cli  # noqa: E402
-from converge_dsl.compiler import compile_pipeline  # noqa: E402
-from converge_dsl.engine.budget import Budget, UsageMeter  # noqa: E402
-from converge_dsl.engine.context import Context  # noqa: E402
-from converge_dsl.frontend import load_pipeline  # noqa: E402
-from converge_dsl.models import ScriptedModel  # noqa: E402
+from converge_dsl.agents import AgentSuggestor
+from converge_dsl.agents._policy import message_text
+from converge_dsl.cli import run as cli
+from converge_dsl.compiler import compile_pipeline
+from converge_dsl.engine.budget import Budget, UsageMeter
+from converge_dsl.engine.context import Context
+from converge_dsl.frontend import load_pipeline
+from converge_dsl.models import ScriptedModel
 
 EXPECTED = Path(__file__).parent / "expected"
 SUMMARY = "s" * 40
@@ -75,14 +75,16 @@ def real_run(path: Path) -> tuple[list[Any], int, int]:
     main = Recording(ScriptedModel.from_file(path.parent / "main.script.yaml"))
     cheap = ScriptedModel.from_file(path.parent / "cheap.script.yaml")
     sink = Recorder()
-    compiled = compile_pipeline(document, inputs={}, models={"main": main, "cheap": cheap},
-                                usage=UsageMeter(Budget()), events=sink)
+    compiled = compile_pipeline(
+        document,
+        inputs={},
+        models={"main": main, "cheap": cheap},
+        usage=UsageMeter(Budget()),
+        events=sink,
+    )
     agent = next(s for s in compiled.suggestors if isinstance(s, AgentSuggestor))
     facts = [fact(p.key, p.id, str(p.content)) for p in compiled.seeds]
-    try:
-        asyncio.run(agent.execute(Context.from_facts(facts, cycle=1)))
-    except Exception:  # context_exceeded is compared too
-        pass
+    asyncio.run(agent.execute(Context.from_facts(facts, cycle=1)))
     reply = len(message_text(main.returns[0].message))
     tool = next(m for m in main.requests[1].messages if m.role == "tool")
     return sink.of("agent_compaction"), reply, len(message_text(tool))
@@ -105,15 +107,19 @@ def plan_json(path: Path, *args: str) -> list[dict[str, Any]]:
         ("c" * 60, 480, 10, SUMMARIZER),
     ],
 )
-def test_plan_agrees_with_a_real_run(tmp_path: Path, seed: str, window: int, turns: int,
-                                     summarizer: str) -> None:
+def test_plan_agrees_with_a_real_run(
+    tmp_path: Path, seed: str, window: int, turns: int, summarizer: str
+) -> None:
     path = write(tmp_path, seed=seed, window=window, turns=turns, summarizer=summarizer)
     real, reply, tool = real_run(path)
     assert real, "each case must compact at least once"
-    plan = plan_json(path, "--assume-reply-chars", str(reply), "--assume-tool-result-chars", str(tool))
+    plan = plan_json(
+        path, "--assume-reply-chars", str(reply), "--assume-tool-result-chars", str(tool)
+    )
     planned = [
         (row["turn"], c["level"], c["first_turn"], c["last_turn"], c["replacement"])
-        for row in plan[0]["turns"] for c in row["compactions"]
+        for row in plan[0]["turns"]
+        for c in row["compactions"]
     ]
     assert planned == [(c.turn, c.level, c.first_turn, c.last_turn, c.replacement) for c in real]
 
@@ -122,17 +128,29 @@ def test_plan_reports_summary_budget_decisions(tmp_path: Path) -> None:
     path = write(tmp_path, seed="b" * 200, window=650, turns=12, summarizer=SUMMARIZER)
     plan = plan_json(path, "--assume-reply-chars", "60", "--assume-tool-result-chars", "300")[0]
     decisions = [s["decision"] for row in plan["turns"] for s in row["summaries"]]
-    assert decisions[:2] == ["call", "call"] and set(decisions[2:]) == {"budget_exhausted"}
+    assert decisions[:2] == ["call", "call"]
+    assert set(decisions[2:]) == {"budget_exhausted"}
     fired = [(row["turn"], [name for name, _ in row["contributors"]]) for row in plan["turns"]]
-    assert fired[0] == (0, ["facts-1"]) and fired[3] == (3, ["reminder-0"])
+    assert fired[0] == (0, ["facts-1"])
+    assert fired[3] == (3, ["reminder-0"])
     assert plan["turns"][0]["contributors"] == [["facts-1", False]]
 
 
 def test_plan_human_output_of_the_example_pipeline() -> None:
     root = Path(__file__).parents[2]
     out, err = io.StringIO(), io.StringIO()
-    code = cli(["plan", str(root / "pipelines" / "agent-review.yaml"), "--assume-reply-chars", "150",
-                "--assume-tool-result-chars", "250"], out, err)
+    code = cli(
+        [
+            "plan",
+            str(root / "pipelines" / "agent-review.yaml"),
+            "--assume-reply-chars",
+            "150",
+            "--assume-tool-result-chars",
+            "250",
+        ],
+        out,
+        err,
+    )
     assert code == 0, err.getvalue()
     assert out.getvalue() == (EXPECTED / "plan_agent_review.txt").read_text()
 
@@ -141,5 +159,6 @@ def test_plan_usage_errors(tmp_path: Path) -> None:
     path = write(tmp_path, seed="a", window=700, turns=3, summarizer="")
     out, err = io.StringIO(), io.StringIO()
     assert cli(["plan", str(path), "--agent", "revv"], out, err) == 3
-    assert "no agent named 'revv'" in err.getvalue() and "did you mean 'rev'?" in err.getvalue()
+    assert "no agent named 'revv'" in err.getvalue()
+    assert "did you mean 'rev'?" in err.getvalue()
     assert cli(["plan", str(path), "--turns", "-1"], out, err) == 3

@@ -16,8 +16,8 @@ from converge_dsl.agents._policy import (
 
 
 def history(*turn_tokens: int, preamble: int = 10) -> tuple[Segment, ...]:
-    segs = [Segment("preamble", -1, -1, preamble, preamble * 4, 1)]
-    segs += [Segment("turn", t, t, n, n * 4, 2) for t, n in enumerate(turn_tokens)]
+    segs = [Segment("preamble", -1, -1, preamble)]
+    segs += [Segment("turn", t, t, n) for t, n in enumerate(turn_tokens)]
     return tuple(segs)
 
 
@@ -36,13 +36,15 @@ def test_transient_tokens_count_toward_the_decision() -> None:
     segs = history(20, 20, 20, 0)  # 70 tokens
     assert next_compaction(POLICY, segs, 0, 3) is None
     step = next_compaction(POLICY, segs, 15, 3)  # 85: normal
-    assert step is not None and not isinstance(step, Exceeded)
+    assert step is not None
+    assert not isinstance(step, Exceeded)
     assert (step.level, step.first_turn, step.last_turn) == ("normal", 0, 0)
 
 
 def test_normal_clears_only_turns_older_than_keep_turns() -> None:
     step = next_compaction(POLICY, history(20, 20, 20, 15, 0), 0, 4)  # 85 tokens
-    assert not isinstance(step, Exceeded) and step is not None
+    assert not isinstance(step, Exceeded)
+    assert step is not None
     assert (step.first_turn, step.last_turn) == (0, 1)
 
 
@@ -52,7 +54,8 @@ def test_normal_with_nothing_old_enough_defers() -> None:
 
 def test_emergency_clears_all_but_the_last_completed_turn() -> None:
     step = next_compaction(POLICY, history(40, 30, 20, 0), 0, 3)  # 100 tokens
-    assert not isinstance(step, Exceeded) and step is not None
+    assert not isinstance(step, Exceeded)
+    assert step is not None
     assert (step.level, step.first_turn, step.last_turn) == ("emergency", 0, 1)
 
 
@@ -65,19 +68,22 @@ def test_emergency_with_nothing_to_clear_is_exceeded() -> None:
 def test_span_starts_after_the_last_reduction() -> None:
     segs = history(30, 30, 30, 0)
     first = next_compaction(POLICY, segs, 0, 3)
-    assert not isinstance(first, Exceeded) and first is not None
-    segs = apply_reduction(segs, first, 20, 5)
+    assert not isinstance(first, Exceeded)
+    assert first is not None
+    segs = apply_reduction(segs, first, 5)
     assert [s.kind for s in segs] == ["preamble", "reduction", "turn", "turn"]
 
 
 @given(st.lists(st.integers(1, 40), min_size=2, max_size=12), st.integers(0, 20))
-def test_a_reduction_keeps_order_and_removes_exactly_its_turns(sizes: list[int], extra: int) -> None:
+def test_a_reduction_keeps_order_and_removes_exactly_its_turns(
+    sizes: list[int], extra: int
+) -> None:
     segs = history(*sizes, 0)
     turn = len(sizes)
     step = next_compaction(CompactionPolicy(window=50, keep_turns=1), segs, extra, turn)
     if step is None or isinstance(step, Exceeded):
         return
-    after = apply_reduction(segs, step, 4, 1)
+    after = apply_reduction(segs, step, 1)
     turns = [s.first_turn for s in after if s.kind == "turn"]
     assert turns == [t for t in range(turn + 1) if not step.first_turn <= t <= step.last_turn]
     assert turns == sorted(turns)
@@ -85,8 +91,9 @@ def test_a_reduction_keeps_order_and_removes_exactly_its_turns(sizes: list[int],
     assert total_tokens(after) == total_tokens(segs) - cleared + 1
 
 
-BUDGET = SummaryBudget(max_calls=2, max_input_chars=1000, timeout_s=1,
-                       expected_summary_bytes=50, cost_floor_multiple=4)
+BUDGET = SummaryBudget(
+    max_calls=2, max_input_chars=1000, timeout_s=1, expected_summary_bytes=50, cost_floor_multiple=4
+)
 
 
 def test_budget_refusals_in_order() -> None:

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _harness import Recorder, Recording, compile_agents, fact, run, scripted, texts  # noqa: E402
+from _harness import Recorder, Recording, compile_agents, fact, run, scripted, texts
 
-from converge_dsl.agents import Reducer  # noqa: E402
-from converge_dsl.agents._events import messages_to_json  # noqa: E402
-from converge_dsl.engine.budget import Budget, UsageMeter  # noqa: E402
-from converge_dsl.engine.context import Context  # noqa: E402
+from converge_dsl.agents import Reducer
+from converge_dsl.agents._events import messages_to_json
+from converge_dsl.engine.budget import Budget, UsageMeter
+from converge_dsl.engine.context import Context
 
 AGENT = """
 default:
@@ -27,10 +27,16 @@ default:
 """
 
 
-def build(cheap_script: str, budget: str = "", prompt: str = "", meter: UsageMeter | None = None,
-          ) -> tuple[Any, Recording, Recorder]:
-    budget = budget or ("{max_calls: 5, max_input_chars: 5000, timeout_s: 2, "
-                        "expected_summary_bytes: 20, cost_floor_multiple: 2}")
+def build(
+    cheap_script: str,
+    budget: str = "",
+    prompt: str = "",
+    meter: UsageMeter | None = None,
+) -> tuple[Any, Recording, Recorder]:
+    budget = budget or (
+        "{max_calls: 5, max_input_chars: 5000, timeout_s: 2, "
+        "expected_summary_bytes: 20, cost_floor_multiple: 2}"
+    )
     yaml = f"""
   - name: rev
     kind: agent
@@ -73,31 +79,47 @@ def test_summary_taken_records_model_prompt_version_and_hash() -> None:
     assert first.sha256 == hashlib.sha256(b"read seeds twice").hexdigest()
     compaction = sink.of("agent_compaction")[0]
     assert compaction.replacement == "summary"
-    assert f"[summary of turns {compaction.first_turn}-{compaction.last_turn}] read seeds twice" in (
-        texts(main.requests[compaction.turn])
+    assert (
+        f"[summary of turns {compaction.first_turn}-{compaction.last_turn}] read seeds twice"
+        in (texts(main.requests[compaction.turn]))
     )
     # Summary calls count against the run's model budget, like the agent's own calls.
     assert meter.totals.model_calls == len(main.requests) + 3
 
 
 def test_custom_prompt_gets_its_own_version() -> None:
-    agent, _, sink = build("default: {reply: ok summary}", prompt="      prompt: 'Briefly: {{ span }}'\n")
+    agent, _, sink = build(
+        "default: {reply: ok summary}", prompt="      prompt: 'Briefly: {{ span }}'\n"
+    )
     run(agent, fact("seeds", "s1", "a" * 120))
     version = sink.of("agent_summary_taken")[0].prompt_version
-    assert version.startswith("custom-") and len(version) == len("custom-") + 12
+    assert version.startswith("custom-")
+    assert len(version) == len("custom-") + 12
 
 
 @pytest.mark.parametrize(
     ("script", "budget", "expected"),
     [
-        ("default: {reply: x, delay_s: 5}", "{max_calls: 5, max_input_chars: 5000, timeout_s: 0.05, "
-         "expected_summary_bytes: 20, cost_floor_multiple: 2}", "timeout"),
+        (
+            "default: {reply: x, delay_s: 5}",
+            "{max_calls: 5, max_input_chars: 5000, timeout_s: 0.05, "
+            "expected_summary_bytes: 20, cost_floor_multiple: 2}",
+            "timeout",
+        ),
         ("default: {error: {code: E_PROVIDER, message: down}}", "", "error"),
         ("default: {reply: '   '}", "", "blank"),
-        ("default: {reply: ok}", "{max_calls: 5, max_input_chars: 50, timeout_s: 2, "
-         "expected_summary_bytes: 5, cost_floor_multiple: 1}", "over_budget"),
-        ("default: {reply: ok}", "{max_calls: 5, max_input_chars: 5000, timeout_s: 2, "
-         "expected_summary_bytes: 1000, cost_floor_multiple: 4}", "below_floor"),
+        (
+            "default: {reply: ok}",
+            "{max_calls: 5, max_input_chars: 50, timeout_s: 2, "
+            "expected_summary_bytes: 5, cost_floor_multiple: 1}",
+            "over_budget",
+        ),
+        (
+            "default: {reply: ok}",
+            "{max_calls: 5, max_input_chars: 5000, timeout_s: 2, "
+            "expected_summary_bytes: 1000, cost_floor_multiple: 4}",
+            "below_floor",
+        ),
         ("default: {reply: " + "w" * 900 + "}", "", "not_shorter"),
     ],
 )
@@ -117,12 +139,16 @@ def test_every_failure_falls_back_to_the_stub(script: str, budget: str, expected
 
 
 def test_budget_exhausted_after_max_calls() -> None:
-    budget = ("{max_calls: 1, max_input_chars: 5000, timeout_s: 2, expected_summary_bytes: 20, "
-              "cost_floor_multiple: 2}")
+    budget = (
+        "{max_calls: 1, max_input_chars: 5000, timeout_s: 2, expected_summary_bytes: 20, "
+        "cost_floor_multiple: 2}"
+    )
     agent, _, sink = build("default: {reply: fine}", budget)
     run(agent, fact("seeds", "s1", "a" * 120))
     assert outcomes(sink) == [
-        ("rev.c1.r1", "summary"), ("rev.c1.r2", "budget_exhausted"), ("rev.c1.r3", "budget_exhausted"),
+        ("rev.c1.r1", "summary"),
+        ("rev.c1.r2", "budget_exhausted"),
+        ("rev.c1.r3", "budget_exhausted"),
     ]
     assert sink.of("agent_summary_fallback")[0].detail == "1 of max_calls 1 used"
     # The budget is per run: a second execution of the same agent gets no call either.
@@ -158,8 +184,10 @@ class BlockingSummarizer:
 @pytest.mark.parametrize("kind", ["thread", "async"])
 def test_blocking_summarizer_does_not_stall_other_suggestors(kind: str) -> None:
     log: list[str] = []
-    timeout = ("{max_calls: 5, max_input_chars: 5000, timeout_s: 0.3, "
-               "expected_summary_bytes: 20, cost_floor_multiple: 2}")
+    timeout = (
+        "{max_calls: 5, max_input_chars: 5000, timeout_s: 0.3, "
+        "expected_summary_bytes: 20, cost_floor_multiple: 2}"
+    )
     agent, _, sink = build("default: {reply: x, delay_s: 5}", timeout)
     blocking = BlockingSummarizer()
     if kind == "thread":

@@ -1,10 +1,24 @@
 from __future__ import annotations
 
-from converge_dsl.engine import Context, ContextView, Fact, PromotionRecord, Provenance, ProposedFact
+from converge_dsl.engine import (
+    Context,
+    ContextView,
+    Fact,
+    PromotionRecord,
+    ProposedFact,
+    Provenance,
+)
 
 
 def _fact(key: str, fact_id: str, content: str = "c", time: int = 1) -> Fact:
-    return Fact(key, fact_id, content, Provenance("t"), 1.0, PromotionRecord("auto", "engine", 1, (), None, time))
+    return Fact(
+        key,
+        fact_id,
+        content,
+        Provenance("t"),
+        1.0,
+        PromotionRecord("auto", "engine", 1, (), None, time),
+    )
 
 
 def test_context_is_a_context_view_with_per_key_order() -> None:
@@ -38,7 +52,9 @@ def test_get_sees_appended_facts_and_is_a_stable_tuple() -> None:
 
 def test_from_facts_keeps_the_first_of_duplicate_ids_and_pending_proposals() -> None:
     pending = ProposedFact("strategies", "p", "x", 0.9, Provenance("s"))
-    ctx = Context.from_facts([_fact("seeds", "a", "one"), _fact("seeds", "a", "two")], pending=[pending])
+    ctx = Context.from_facts(
+        [_fact("seeds", "a", "one"), _fact("seeds", "a", "two")], pending=[pending]
+    )
     assert [f.content for f in ctx.get("seeds")] == ["one"]
     assert ctx.proposals("strategies") == (pending,)
     assert ctx.proposals("seeds") == ()

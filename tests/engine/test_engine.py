@@ -17,17 +17,19 @@ from converge_dsl.engine import (
     FactPromoted,
     Invariant,
     PromotionPolicy,
-    Provenance,
     ProposedFact,
+    Provenance,
     SeedSuggestor,
     StopReason,
     SuggestorBase,
 )
-from converge_dsl.engine.testing import FnSuggestor
+from converge_dsl.engine.testing import FnSuggestor, StepClock
 from converge_dsl.errors import ConvergeError, KernelError, RunError, TemplateRunError
 
 
-def P(key: str, fid: str, content: object = "c", confidence: float = 1.0, source: str = "s") -> ProposedFact:
+def P(
+    key: str, fid: str, content: object = "c", confidence: float = 1.0, source: str = "s"
+) -> ProposedFact:
     return ProposedFact(key, fid, content, confidence, Provenance(source))  # type: ignore[arg-type]
 
 
@@ -39,17 +41,13 @@ def run(engine: Engine, seeds: Iterable[ProposedFact] = ()):  # type: ignore[no-
     return asyncio.run(engine.run(tuple(seeds)))
 
 
-class YieldClock(FakeClock):
-    """Sleeping N 'seconds' yields to the event loop N times: reorders finishing deterministically."""
-
-    async def sleep(self, seconds: float) -> None:
-        for _ in range(int(seconds)):
-            await asyncio.sleep(0)
-
-
 def test_seeds_first_then_dependents_to_a_fixed_point() -> None:
     engine = Engine()
-    engine.register(FnSuggestor("h", ["seeds"], lambda ctx: [P("hypotheses", f"h-{f.id}") for f in ctx.get("seeds")]))
+    engine.register(
+        FnSuggestor(
+            "h", ["seeds"], lambda ctx: [P("hypotheses", f"h-{f.id}") for f in ctx.get("seeds")]
+        )
+    )
     engine.register(FnSuggestor("s", ["hypotheses"], lambda ctx: [P("strategies", "all")]))
     result = run(engine, [P("seeds", "a"), P("seeds", "b")])
     assert result.stop_reason is StopReason.CONVERGED
@@ -70,7 +68,7 @@ def test_seed_without_provenance_gets_the_seed_provenance() -> None:
 
 
 def test_merge_follows_registration_order_not_finishing_order() -> None:
-    clock = YieldClock()
+    clock = StepClock()
     engine = Engine(clock=clock)
     for name, delay in [("slow", 5), ("mid", 2), ("fast", 0)]:
         engine.register(FnSuggestor(name, [], emit(P("signals", name)), delay=delay, clock=clock))
@@ -85,6 +83,7 @@ def test_candidates_come_from_the_index_of_dirty_keys() -> None:
         def accepts(ctx: ContextView) -> bool:
             asked.append(f"{name}@{ctx.cycle}")
             return False
+
         return accepts
 
     engine = Engine()
@@ -238,7 +237,9 @@ def test_a_raising_suggestor_stops_the_run_naming_it_and_the_cycle() -> None:
 def test_a_converge_error_with_a_span_keeps_its_message_and_span() -> None:
     span = SourceSpan("p.yaml", 7, 3, 7, 9)
     engine = Engine()
-    engine.register(FnSuggestor("tpl", [], emit(), fail=TemplateRunError("'x' is undefined", span=span)))
+    engine.register(
+        FnSuggestor("tpl", [], emit(), fail=TemplateRunError("'x' is undefined", span=span))
+    )
     result = run(engine)
     assert isinstance(result.error, TemplateRunError)
     assert result.error.span == span
@@ -247,7 +248,9 @@ def test_a_converge_error_with_a_span_keeps_its_message_and_span() -> None:
 
 def test_on_error_diagnose_records_a_diagnostic_and_goes_on() -> None:
     engine = Engine(on_error="diagnose")
-    engine.register(FnSuggestor("boom", [], emit(), fail=RuntimeError("nope"), accepts=lambda c: c.cycle == 1))
+    engine.register(
+        FnSuggestor("boom", [], emit(), fail=RuntimeError("nope"), accepts=lambda c: c.cycle == 1)
+    )
     engine.register(FnSuggestor("ok", [], emit(P("signals", "fine"))))
     result = run(engine)
     assert result.stop_reason is StopReason.CONVERGED
@@ -275,13 +278,20 @@ def test_execute_must_return_an_agent_effect() -> None:
 
 def _inv(name: str, cls: str, critical: bool, bad_when: int) -> Invariant:
     return Invariant(
-        name, cls, critical, lambda ctx: f"{ctx.count('signals')} signals" if ctx.count("signals") >= bad_when else None  # type: ignore[arg-type]
+        name,
+        cls,
+        critical,
+        lambda ctx: f"{ctx.count('signals')} signals" if ctx.count("signals") >= bad_when else None,  # type: ignore[arg-type]
     )
 
 
 def _counting_engine(*invariants: Invariant) -> Engine:
     engine = Engine(invariants=invariants)
-    engine.register(FnSuggestor("count", [], lambda ctx: [P("signals", str(ctx.cycle))], accepts=lambda c: c.cycle <= 3))
+    engine.register(
+        FnSuggestor(
+            "count", [], lambda ctx: [P("signals", str(ctx.cycle))], accepts=lambda c: c.cycle <= 3
+        )
+    )
     return engine
 
 
@@ -313,7 +323,9 @@ def test_advisory_invariant_becomes_a_diagnostic_and_the_run_goes_on() -> None:
     fact = result.context.fact("diagnostic", "invariant:soft")
     assert fact is not None
     assert fact.content["message"] == "2 signals"  # type: ignore[index]
-    failing = [e for e in result.events if getattr(e, "type", "") == "invariant_checked" and not e.holds]  # type: ignore[attr-defined]
+    failing = [
+        e for e in result.events if getattr(e, "type", "") == "invariant_checked" and not e.holds
+    ]  # type: ignore[attr-defined]
     assert len(failing) == 2
 
 
@@ -337,7 +349,9 @@ def test_cycle_budget() -> None:
 
 def test_fact_budget_never_lets_the_context_grow_past_it() -> None:
     engine = Engine(budget=Budget(max_facts=5))
-    engine.register(FnSuggestor("many", [], lambda ctx: [P("signals", f"{ctx.cycle}-{i}") for i in range(3)]))
+    engine.register(
+        FnSuggestor("many", [], lambda ctx: [P("signals", f"{ctx.cycle}-{i}") for i in range(3)])
+    )
     result = run(engine)
     assert result.stop_reason is StopReason.FACT_BUDGET_EXHAUSTED
     assert len(result.context) == 5
@@ -375,7 +389,9 @@ def test_usage_budgets(budget: Budget, reason: StopReason, calls: int) -> None:
 def test_time_budget_through_the_injected_clock() -> None:
     clock = FakeClock()
     engine = Engine(budget=Budget(max_wall_s=10), clock=clock)
-    engine.register(FnSuggestor("slow", [], lambda ctx: [P("signals", str(ctx.cycle))], delay=4, clock=clock))
+    engine.register(
+        FnSuggestor("slow", [], lambda ctx: [P("signals", str(ctx.cycle))], delay=4, clock=clock)
+    )
     result = run(engine)
     assert result.stop_reason is StopReason.TIME_BUDGET_EXHAUSTED
     assert result.cycles == 3
@@ -416,8 +432,13 @@ def test_events_go_to_the_sink_and_into_the_result() -> None:
     assert tuple(seen) == result.events
     types = [e.type for e in result.events]  # type: ignore[attr-defined]
     assert types == [
-        "run_started", "cycle_started", "suggestor_started", "suggestor_finished",
-        "fact_promoted", "cycle_finished", "run_finished",
+        "run_started",
+        "cycle_started",
+        "suggestor_started",
+        "suggestor_finished",
+        "fact_promoted",
+        "cycle_finished",
+        "run_finished",
     ]
     promoted = [e for e in result.events if isinstance(e, FactPromoted)]
     assert promoted[0].logical_time == 1
@@ -451,3 +472,26 @@ def test_an_engine_runs_one_run_at_a_time() -> None:
         await first
 
     asyncio.run(main())
+
+
+def test_cancel_interrupts_a_single_running_suggestor() -> None:
+    engine = Engine()
+
+    async def main():  # type: ignore[no-untyped-def]
+        started = asyncio.Event()
+
+        class Hang(SuggestorBase):
+            name = "hang"
+
+            async def execute(self, ctx: ContextView) -> AgentEffect:
+                started.set()
+                await asyncio.sleep(3600)
+                return AgentEffect.empty()
+
+        engine.register(Hang())
+        task = asyncio.create_task(engine.run())
+        await started.wait()
+        engine.cancel()
+        return await task
+
+    assert asyncio.run(main()).stop_reason is StopReason.CANCELLED

@@ -6,7 +6,15 @@ import asyncio
 
 import pytest
 
-from converge_dsl.engine import Engine, HitlPause, PromotionPolicy, Provenance, ProposedFact, RunResult, StopReason
+from converge_dsl.engine import (
+    Engine,
+    HitlPause,
+    PromotionPolicy,
+    ProposedFact,
+    Provenance,
+    RunResult,
+    StopReason,
+)
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.errors import UsageError
 
@@ -19,9 +27,19 @@ def _engine() -> Engine:
     engine = Engine(policy=PromotionPolicy(gated_keys=("strategies",), confidence_threshold=0.6))
     engine.register(FnSuggestor("seed", [], lambda ctx: [P("seeds", "m")]))
     engine.register(
-        FnSuggestor("plan", ["seeds"], lambda ctx: [P("strategies", "s1", "go"), P("hypotheses", "h1", "maybe", 0.55), P("hypotheses", "h2", "sure", 0.9)])
+        FnSuggestor(
+            "plan",
+            ["seeds"],
+            lambda ctx: [
+                P("strategies", "s1", "go"),
+                P("hypotheses", "h1", "maybe", 0.55),
+                P("hypotheses", "h2", "sure", 0.9),
+            ],
+        )
     )
-    engine.register(FnSuggestor("review", ["strategies"], lambda ctx: [P("evaluations", "e1", "ok")]))
+    engine.register(
+        FnSuggestor("review", ["strategies"], lambda ctx: [P("evaluations", "e1", "ok")])
+    )
     return engine
 
 
@@ -35,7 +53,10 @@ def test_gated_keys_and_low_confidence_pause_with_the_pending_proposals() -> Non
     result = _paused()
     pause = result.pause
     assert isinstance(pause, HitlPause)
-    assert [(p.id, p.suggestor, p.cycle) for p in pause.pending] == [("s1", "plan", 2), ("h1", "plan", 2)]
+    assert [(p.id, p.suggestor, p.cycle) for p in pause.pending] == [
+        ("s1", "plan", 2),
+        ("h1", "plan", 2),
+    ]
     assert pause.pending[0].reason == "key 'strategies' is gated"
     assert result.context.fact("hypotheses", "h2") is not None  # the rest of the cycle merged
     assert result.context.fact("strategies", "s1") is None

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from converge_dsl.engine import PromotionGate, PromotionPolicy, Provenance, ProposedFact
+from converge_dsl.engine import PromotionGate, PromotionPolicy, ProposedFact, Provenance
 
 
-def _p(content: object = "text", confidence: float = 1.0, key: str = "hypotheses", fid: str = "x") -> ProposedFact:
+def _p(
+    content: object = "text", confidence: float = 1.0, key: str = "hypotheses", fid: str = "x"
+) -> ProposedFact:
     return ProposedFact(key, fid, content, confidence, Provenance("s"))  # type: ignore[arg-type]
 
 

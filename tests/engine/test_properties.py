@@ -8,17 +8,17 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from converge_dsl.clock import FakeClock
-from converge_dsl.engine import ContextView, Engine, EngineState, Provenance, ProposedFact, RunResult
-from converge_dsl.engine.testing import FnSuggestor
+from converge_dsl.engine import (
+    ContextView,
+    Engine,
+    EngineState,
+    ProposedFact,
+    Provenance,
+    RunResult,
+)
+from converge_dsl.engine.testing import FnSuggestor, StepClock
 
 KEYS = ("seeds", "hypotheses", "strategies", "signals", "votes")
-
-
-class YieldClock(FakeClock):
-    async def sleep(self, seconds: float) -> None:
-        for _ in range(int(seconds)):
-            await asyncio.sleep(0)
 
 
 # A suggestor spec: (reads, writes, fan-out). Its proposals are a monotone function of
@@ -40,7 +40,13 @@ def _derive(index: int, reads: str, writes: str, fan: int):  # type: ignore[no-u
             for k in range(fan):
                 fid = f"{fact.id}.{index}{k}"
                 out.append(
-                    ProposedFact(writes, fid, f"{writes}:{fid}", 0.4 if k == 1 else 0.9, Provenance(f"d{index}"))
+                    ProposedFact(
+                        writes,
+                        fid,
+                        f"{writes}:{fid}",
+                        0.4 if k == 1 else 0.9,
+                        Provenance(f"d{index}"),
+                    )
                 )
         return out
 
@@ -48,7 +54,7 @@ def _derive(index: int, reads: str, writes: str, fan: int):  # type: ignore[no-u
 
 
 def _engine(spec: list[Spec], delays: list[int] | None = None) -> Engine:
-    clock = YieldClock()
+    clock = StepClock()
     engine = Engine(clock=clock)
     for i, (reads, writes, fan) in enumerate(spec):
         engine.register(

@@ -6,7 +6,14 @@ import asyncio
 
 import pytest
 
-from converge_dsl.engine import Engine, EngineState, Provenance, ProposedFact, ReactOnceSuggestor, SeedSuggestor
+from converge_dsl.engine import (
+    Engine,
+    EngineState,
+    ProposedFact,
+    Provenance,
+    ReactOnceSuggestor,
+    SeedSuggestor,
+)
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.errors import ConvergeError
 
@@ -17,17 +24,36 @@ def P(key: str, fid: str, content: object = "c") -> ProposedFact:
 
 def _engine() -> Engine:
     engine = Engine()
-    engine.register(SeedSuggestor("seed", [("a", "alpha"), ("b", {"name": "beta", "tags": ["x", 1, 2.5, None]})]))
+    engine.register(
+        SeedSuggestor(
+            "seed", [("a", "alpha"), ("b", {"name": "beta", "tags": ["x", 1, 2.5, None]})]
+        )
+    )
     engine.register(ReactOnceSuggestor())
     engine.register(
         FnSuggestor(
             "chain",
             ["hypotheses", "strategies"],
-            lambda ctx: [P("strategies", f"st{ctx.count('strategies') + 1}", {"n": ctx.count("strategies")})]
-            if ctx.count("strategies") < 4 else [],
+            lambda ctx: (
+                [
+                    P(
+                        "strategies",
+                        f"st{ctx.count('strategies') + 1}",
+                        {"n": ctx.count("strategies")},
+                    )
+                ]
+                if ctx.count("strategies") < 4
+                else []
+            ),
         )
     )
-    engine.register(FnSuggestor("low", ["strategies"], lambda ctx: [ProposedFact("votes", "v", "x", 0.1, Provenance("low"))]))
+    engine.register(
+        FnSuggestor(
+            "low",
+            ["strategies"],
+            lambda ctx: [ProposedFact("votes", "v", "x", 0.1, Provenance("low"))],
+        )
+    )
     return engine
 
 
@@ -52,7 +78,9 @@ def test_resuming_from_any_cycle_reaches_the_same_result() -> None:
         assert resumed.canonical_json() == reference.canonical_json()
 
 
-@pytest.mark.parametrize("text", ["{", "[]", '{"format": "other"}', '{"format": "converge-dsl/engine-state/v1"}'])
+@pytest.mark.parametrize(
+    "text", ["{", "[]", '{"format": "other"}', '{"format": "converge-dsl/engine-state/v1"}']
+)
 def test_malformed_state_is_a_converge_error(text: str) -> None:
     with pytest.raises(ConvergeError):
         EngineState.from_json(text)

@@ -159,3 +159,10 @@ def test_unknown_id_suggests_the_closest() -> None:
     with pytest.raises(SolverError) as info:
         SOLVER.solve(problem)
     assert info.value.hint == "did you mean 'ann'?"
+
+
+def test_mixed_forms_are_refused_with_the_forms_named() -> None:
+    with pytest.raises(SolverError) as info:
+        SOLVER.solve({"cost_matrix": [[1]], "costs": []})
+    assert info.value.message == "$: matches none of the accepted forms"
+    assert "Give either cost_matrix" in str(info.value.hint)
