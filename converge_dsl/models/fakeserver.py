@@ -12,6 +12,7 @@ It runs in a background thread, so it is independent of the caller's loop.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -41,6 +42,7 @@ class SeenRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    client_port: int = 0
 
     @property
     def api_key(self) -> str | None:
@@ -213,6 +215,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return None
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body are separate writes; without this, Nagle + delayed ACK
+        # add ~40 ms to every answer.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length", "0"))
         raw = self.rfile.read(length)
@@ -220,7 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
-        seen = SeenRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        seen = SeenRequest(self.path, headers, body, int(self.client_address[1]))
         state = self.server.state
         reply = state.next_reply(seen)
         if reply.delay_s:
@@ -301,6 +310,10 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.state = state
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (timeout, cut stream) is expected here, not an error.
+        return None
+
 
 class FakeProviderServer:
     """Start with `start()` (or `with`); stop with `stop()`."""
@@ -331,7 +344,10 @@ class FakeProviderServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the listening socket (also for a server never started)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join()
         self._server.server_close()
 
     def __enter__(self) -> FakeProviderServer:

@@ -54,6 +54,13 @@ from converge_dsl.models.port import (
 WIRES: Mapping[str, WireFormat] = {"openai": OpenAIWire(), "anthropic": AnthropicWire()}
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _RETRYABLE_STATUS = frozenset({408, 409, 500, 502, 503, 504, 529})
+_OWNS_CONNECTION = frozenset(
+    {
+        "connection.connect_tcp.started",
+        "http11.send_request_headers.started",
+        "http2.send_request_headers.started",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +107,7 @@ class HttpModel(ModelDefaults):
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._handoff = asyncio.Lock()
         self._local = (urlsplit(settings.base_url).hostname or "") in _LOCAL_HOSTS
 
     def __repr__(self) -> str:
@@ -255,7 +263,38 @@ class HttpModel(ModelDefaults):
                 headers={"content-type": "application/json", "user-agent": "converge-dsl"},
             )
             self._client_loop = loop
+            self._handoff = asyncio.Lock()
         return self._client
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` on the shared client, one connection hand-off at a time.
+
+        httpcore may hand one idle keep-alive connection to several requests
+        queued in the same pass (encode/httpcore#1110, #1111); they then wait
+        in line behind each other. Holding a lock until the request owns its
+        connection (headers being sent, or a new connection being opened)
+        keeps concurrent calls on distinct connections; the wait for the
+        answer itself is not serialised.
+        """
+        handoff = self._handoff
+        await handoff.acquire()
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                handoff.release()
+
+        async def trace(event: str, info: Mapping[str, Any]) -> None:
+            if event in _OWNS_CONNECTION:
+                release()
+
+        request.extensions["trace"] = trace
+        try:
+            return await self._http().send(request, stream=True)
+        finally:
+            release()
 
     async def _attempt(
         self,
@@ -276,7 +315,7 @@ class HttpModel(ModelDefaults):
                 request = self._http().build_request(
                     "POST", self._wire.path, content=content, headers=headers
                 )
-                response = await self._http().send(request, stream=True)
+                response = await self._send(request)
                 started = True
                 try:
                     if response.status_code != 200:

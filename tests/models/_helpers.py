@@ -33,15 +33,17 @@ def http_model(
     }
     env = {f"{a.upper()}_KEY": KEYS[a] for a in KEYS}
     return build_model(
-        "fast", config, base_dir=Path("."), env=env, clock=clock or FakeClock(),
+        "fast",
+        config,
+        base_dir=Path("."),
+        env=env,
+        clock=clock or FakeClock(),
         rng=random.Random(7),
     )
 
 
 def ask(text: str = "Say hello", *, tools: bool = False, turn: int | None = None) -> ModelRequest:
-    specs = (
-        (ToolSpec("context.read", "Read facts", {"type": "object"}),) if tools else ()
-    )
+    specs = (ToolSpec("context.read", "Read facts", {"type": "object"}),) if tools else ()
     return ModelRequest(
         "fast", (Message.text("user", text),), system=("Be brief.",), tools=specs, turn=turn
     )

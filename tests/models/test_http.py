@@ -168,8 +168,7 @@ def test_garbage_json_is_e_wire(server: FakeProviderServer, wire: str, stream: b
 def test_cut_stream_raises_and_never_returns_partial_text(
     server: FakeProviderServer, wire: str, cut: str
 ) -> None:
-    server.reset(FakeReply(text="a long answer that will be cut in the middle", chunks=8,
-                           cut=cut))  # type: ignore[arg-type]
+    server.reset(FakeReply(text="a long answer that will be cut in the middle", chunks=8, cut=cut))  # type: ignore[arg-type]
     pieces: list[str] = []
     with pytest.raises(ModelError) as caught:
         using(http_model(server, wire), lambda m: m.call_streaming(ask(), pieces.append))
@@ -259,8 +258,12 @@ def test_confidential_requests_only_go_to_local_servers() -> None:
     from converge_dsl.models import build_model
 
     remote = build_model(
-        "far", {"adapter": "openai", "base_url": "https://api.example.com/v1", "model": "m"},
-        base_dir=Path("."), env={}, clock=FakeClock(), rng=random.Random(1),
+        "far",
+        {"adapter": "openai", "base_url": "https://api.example.com/v1", "model": "m"},
+        base_dir=Path("."),
+        env={},
+        clock=FakeClock(),
+        rng=random.Random(1),
     )
     secret = dataclasses.replace(ask(), confidential=True)
     with pytest.raises(ModelError) as caught:
@@ -275,3 +278,22 @@ def test_confidential_requests_are_accepted_by_a_loopback_server(
 
     secret = dataclasses.replace(ask(), confidential=True)
     assert using(http_model(server, "openai"), lambda m: m.call(secret)).text
+
+
+def test_one_client_keeps_connections_alive_and_spreads_concurrent_calls(
+    server: FakeProviderServer,
+) -> None:
+    import asyncio
+
+    server.reset(FakeReply(text="ok", delay_s=0.2))
+    model = http_model(server, "openai")
+
+    async def rounds(m: object) -> None:
+        for _ in range(2):
+            await asyncio.gather(*(model.call(ask(f"q{i}")) for i in range(8)))
+
+    using(model, rounds)
+    first = {r.client_port for r in server.requests[:8]}
+    second = {r.client_port for r in server.requests[8:]}
+    assert len(first) == 8  # eight concurrent calls, eight connections
+    assert second == first  # reused, and still one connection per concurrent call

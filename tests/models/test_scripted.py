@@ -95,7 +95,9 @@ def test_streaming_increments_concatenate_to_the_reply() -> None:
 
 def test_speculating_hands_over_every_tool_call_of_the_return() -> None:
     early: list[ToolCallPart] = []
-    result = asyncio.run(model().call_speculating(request("Evaluate"), lambda _: None, early.append))
+    result = asyncio.run(
+        model().call_speculating(request("Evaluate"), lambda _: None, early.append)
+    )
     assert tuple(early) == result.tool_calls
 
 
@@ -121,7 +123,9 @@ def test_same_run_twice_gives_identical_returns() -> None:
 
 
 def test_no_rule_and_no_default_is_e_script() -> None:
-    text = "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n  - {match: {turn: 1}, reply: a}\n"
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n  - {match: {turn: 1}, reply: a}\n"
+    )
     with pytest.raises(ModelError) as caught:
         asyncio.run(ScriptedModel.from_text(text, "s.yaml").call(request("hi")))
     assert caught.value.code is ModelErrorCode.SCRIPT

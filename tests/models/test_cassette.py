@@ -1,0 +1,143 @@
+"""Record / replay: a recorded run replays identically offline; misses are explained."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.clock import FakeClock
+from converge_dsl.models import (
+    Message,
+    Model,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ModelReturn,
+    RecordingModel,
+    ReplayModel,
+    ScriptedModel,
+)
+from converge_dsl.models.cassette import first_difference
+from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
+
+from ._helpers import KEYS, ask, http_model, using
+
+SCRIPT = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {contains: "Evaluate"}
+    tool_calls: [{name: context.read, input: {key: strategies}}]
+    times: 1
+  - match: {contains: boom}
+    error: {code: E_PROVIDER, message: exploded}
+default: {reply: "Nothing to add."}
+"""
+
+
+def turn(text: str, number: int) -> ModelRequest:
+    return ModelRequest("default", (Message.text("user", text),), suggestor="rev", turn=number)
+
+
+REQUESTS = [turn("Evaluate", 0), turn("Evaluate", 0), turn("Next", 1)]
+
+
+async def drive(model: Model) -> list[ModelReturn | str]:
+    out: list[ModelReturn | str] = []
+    for req in [*REQUESTS, turn("boom", 2)]:
+        try:
+            out.append(await model.call(req))
+        except ModelError as exc:
+            out.append(str(exc))
+    return out
+
+
+def test_recorded_run_replays_identically(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.cassette.jsonl"
+    scripted = ScriptedModel.from_text(SCRIPT, "s.yaml", clock=FakeClock())
+    recorded = asyncio.run(drive(RecordingModel(scripted, cassette)))
+    replayed = asyncio.run(drive(ReplayModel.from_file(cassette)))
+    assert replayed == recorded
+    # the same key recorded twice replays its answers in order
+    assert isinstance(recorded[0], ModelReturn)
+    assert isinstance(recorded[1], ModelReturn)
+    assert recorded[0].tool_calls
+    assert not recorded[1].tool_calls
+    assert "E_PROVIDER: exploded" in str(recorded[3])
+
+
+def test_streaming_replay_splits_the_text(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    scripted = ScriptedModel.from_text(SCRIPT, "s.yaml")
+    asyncio.run(RecordingModel(scripted, cassette).call(turn("Next", 1)))
+    pieces: list[str] = []
+    result = asyncio.run(
+        ReplayModel.from_file(cassette).call_streaming(turn("Next", 1), pieces.append)
+    )
+    assert "".join(pieces) == result.text == "Nothing to add."
+
+
+def test_miss_names_the_nearest_recorded_request(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    scripted = ScriptedModel.from_text(SCRIPT, "s.yaml")
+    asyncio.run(drive(RecordingModel(scripted, cassette)))
+    replay = ReplayModel.from_file(cassette)
+    with pytest.raises(ModelError) as caught:
+        asyncio.run(replay.call(turn("Nxt", 1)))
+    error = caught.value
+    assert error.code is ModelErrorCode.REPLAY_MISS
+    assert "nearest recorded request: line 3 (suggestor 'rev', turn 1)" in str(error)
+    assert "messages[0].parts[0].text" in str(error)
+
+
+def test_http_recording_holds_no_secret(server: FakeProviderServer, tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    server.reset(FakeReply(text=f"my key is {KEYS['main']}"))
+    server.queue(
+        FakeReply(
+            status=400,
+            error_body=json.dumps({"error": {"message": f"Authorization: Bearer {KEYS['main']}"}}),
+        )
+    )
+    model = RecordingModel(http_model(server, "openai"), cassette)
+
+    async def both(m: Model) -> None:
+        with pytest.raises(ModelError):
+            await m.call(ask("first"))
+        await m.call(ask("second"))
+
+    using(model, both)
+    text = cassette.read_text()
+    assert len(text.splitlines()) == 2
+    assert KEYS["main"] not in text
+    assert '"account": "main"' in text
+
+
+def test_unreadable_cassette_is_e_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    with pytest.raises(ModelError) as caught:
+        ReplayModel.from_file(bad)
+    assert caught.value.code is ModelErrorCode.CONFIG
+    assert "line 1" in str(caught.value)
+    with pytest.raises(ModelError):
+        ReplayModel.from_file(tmp_path / "missing.jsonl")
+
+
+def test_first_difference() -> None:
+    assert first_difference({"a": [1, 2]}, {"a": [1, 3]}) == "a[1]"
+    assert first_difference({"a": [1]}, {"a": [1, 2]}) == "a (length 1 recorded, 2 now)"
+    assert first_difference({"a": 1}, {"a": 1}) is None
+
+
+def test_request_key_ignores_nothing_that_matters() -> None:
+    from converge_dsl.models._common import request_key
+
+    base = turn("x", 1)
+    assert request_key(base) == request_key(turn("x", 1))
+    assert request_key(base) != request_key(dataclasses.replace(base, temperature=0.5))
+    assert request_key(base) != request_key(dataclasses.replace(base, turn=2))

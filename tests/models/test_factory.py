@@ -1,0 +1,98 @@
+"""`build_model`: every adapter, and configuration errors with clear hints."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.clock import FakeClock
+from converge_dsl.models import (
+    Model,
+    ModelError,
+    ModelErrorCode,
+    RecordingModel,
+    ReplayModel,
+    ScriptedModel,
+    build_model,
+)
+from converge_dsl.models.http import HttpModel
+
+SCRIPT = "apiVersion: converge-dsl/v1\nkind: ModelScript\ndefault: {reply: hi}\n"
+
+
+def build(config: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None) -> Model:
+    return build_model(
+        "fast", config, base_dir=tmp_path, env=env or {}, clock=FakeClock(), rng=random.Random(1)
+    )
+
+
+def test_scripted_and_replay_paths_are_relative_to_base_dir(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(SCRIPT)
+    (tmp_path / "c.jsonl").write_text("")
+    assert isinstance(build({"adapter": "scripted", "script": "s.yaml"}, tmp_path), ScriptedModel)
+    assert isinstance(build({"adapter": "replay", "cassette": "c.jsonl"}, tmp_path), ReplayModel)
+    recording = build({"adapter": "scripted", "script": "s.yaml", "record": "out.jsonl"}, tmp_path)
+    assert isinstance(recording, RecordingModel)
+    assert (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("adapter", ["openai", "anthropic"])
+def test_http_adapters_build_from_config(tmp_path: Path, adapter: str) -> None:
+    model = build(
+        {
+            "adapter": adapter,
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "m",
+            "accounts": [{"name": "main", "api_key_env": "K"}],
+            "timeout_s": 5,
+            "retries": 1,
+            "stream": True,
+        },
+        tmp_path,
+        {"K": "secret-value"},
+    )
+    assert isinstance(model, HttpModel)
+    assert model.model_id() == f"{adapter}:m"
+    assert "secret-value" not in repr(model)
+
+
+def test_missing_env_var_is_named_never_valued(tmp_path: Path) -> None:
+    config = {
+        "adapter": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m",
+        "accounts": [{"name": "main", "api_key_env": "OPENAI_API_KEY"}],
+    }
+    with pytest.raises(ModelError) as caught:
+        build(config, tmp_path, {"OTHER": "x"})
+    assert caught.value.code is ModelErrorCode.CONFIG
+    assert "OPENAI_API_KEY" in str(caught.value)
+    assert "main" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"adapter": "scriptd", "script": "s.yaml"}, "did you mean 'scripted'"),
+        ({"adapter": "scripted", "scrpt": "s.yaml"}, "did you mean 'script'"),
+        ({"adapter": "openai", "model": "m"}, "base_url"),
+        ({"adapter": "openai", "base_url": "ftp://x", "model": "m"}, "not an http(s) URL"),
+        ({"adapter": "openai", "base_url": "http://x", "model": "m", "retries": -1}, "retries"),
+        ({"adapter": "openai", "base_url": "http://x", "model": "m", "stream": "yes"}, "stream"),
+        (
+            {"adapter": "anthropic", "base_url": "http://x", "model": "m", "accounts": []},
+            "non-empty list",
+        ),
+    ],
+)
+def test_config_errors_are_e_config_with_a_hint(
+    tmp_path: Path, config: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ModelError) as caught:
+        build(config, tmp_path)
+    assert caught.value.code is ModelErrorCode.CONFIG
+    assert expected in str(caught.value)
+    assert caught.value.hint
