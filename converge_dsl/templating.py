@@ -37,59 +37,13 @@ import jinja2.nodes
 import jinja2.sandbox
 
 from converge_dsl.errors import ConvergeError
+from converge_dsl.template_names import ALLOWED_FILTERS
 
 MAX_RANGE = 10_000
 MAX_STEPS = 200_000
 MAX_SIZE = 1_000_000
 MAX_OUTPUT = 1_000_000
 MAX_EXPONENT = 1_000
-
-ALLOWED_FILTERS: frozenset[str] = frozenset(
-    {
-        "abs",
-        "capitalize",
-        "count",
-        "default",
-        "d",
-        "first",
-        "float",
-        "int",
-        "join",
-        "last",
-        "length",
-        "list",
-        "lower",
-        "map",
-        "max",
-        "min",
-        "reject",
-        "rejectattr",
-        "replace",
-        "round",
-        "select",
-        "selectattr",
-        "sort",
-        "string",
-        "sum",
-        "title",
-        "tojson",
-        "trim",
-        "truncate",
-        "unique",
-        "upper",
-        "wordcount",
-        "batch",
-        "slice",
-        "dictsort",
-        "items",
-        "indent",
-    }
-)
-
-# Names every template and expression may use (the context API of DESIGN §2).
-CONTEXT_NAMES: frozenset[str] = frozenset(
-    {"facts", "proposals", "count", "has", "fact", "cycle", "inputs"}
-)
 
 _REFUSED_METHODS = frozenset(
     {"ljust", "rjust", "center", "zfill", "expandtabs", "format", "format_map", "mro"}

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from converge_dsl.engine.types import ContextView, Fact
-from converge_dsl.templating import CONTEXT_NAMES, GLOBALS
+from converge_dsl.template_names import CONTEXT_NAMES
+from converge_dsl.templating import GLOBALS
 
 
 class RenderScopes:

@@ -31,49 +31,6 @@ _TOKEN = re.compile(
 )
 _CONSTANTS = frozenset({"true", "false", "none"})
 
-# A copy of `converge_dsl.templating.ALLOWED_FILTERS`, which cannot be imported
-# without importing jinja2 (200 ms). tests/frontend/test_fastjinja.py keeps them equal.
-ALLOWED_FILTERS: frozenset[str] = frozenset(
-    {
-        "abs",
-        "capitalize",
-        "count",
-        "default",
-        "d",
-        "first",
-        "float",
-        "int",
-        "join",
-        "last",
-        "length",
-        "list",
-        "lower",
-        "map",
-        "max",
-        "min",
-        "reject",
-        "rejectattr",
-        "replace",
-        "round",
-        "select",
-        "selectattr",
-        "sort",
-        "string",
-        "sum",
-        "title",
-        "tojson",
-        "trim",
-        "truncate",
-        "unique",
-        "upper",
-        "wordcount",
-        "batch",
-        "slice",
-        "dictsort",
-        "items",
-        "indent",
-    }
-)
 
 Analysis = tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.factory import build_model
+from converge_dsl.models.http import HttpModel, HttpSettings
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -33,6 +34,8 @@ from converge_dsl.models.scripted import ScriptedModel
 __all__ = [
     "AccountBinding",
     "AccountRoster",
+    "HttpModel",
+    "HttpSettings",
     "Message",
     "Model",
     "ModelDefaults",

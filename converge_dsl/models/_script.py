@@ -86,8 +86,9 @@ class Script:
         return ", ".join(f"rules[{r.index}] ({r.span})" for r in self.rules) or "no rules"
 
 
-def load_script_file(path: Path) -> Script:
-    return compile_script(load_file(path))
+def load_script_file(path: Path, *, display: str | None = None) -> Script:
+    """`display` is how the file is named in messages (a relative path), default `path`."""
+    return compile_script(load_file(path, display=display))
 
 
 def load_script_text(text: str, file: str) -> Script:

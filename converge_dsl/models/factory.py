@@ -13,12 +13,15 @@ import random
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.models._accounts import accounts_from_config
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
+from converge_dsl.models.http import WIRES, HttpModel, HttpSettings
 from converge_dsl.models.port import Model, ModelError, ModelErrorCode
 from converge_dsl.models.scripted import ScriptedModel
 
@@ -82,15 +85,12 @@ def build_model(
             )
     model: Model
     if adapter == "scripted":
-        model = ScriptedModel.from_file(
-            base_dir / require_str(name, config, "script"), name=name, clock=clock
-        )
+        script = require_str(name, config, "script")
+        model = ScriptedModel.from_file(base_dir / script, name=name, clock=clock, display=script)
     elif adapter == "replay":
         return ReplayModel.from_file(base_dir / require_str(name, config, "cassette"))
     else:
-        from converge_dsl.models.http import build_http_model
-
-        model = build_http_model(
+        model = _build_http(
             name, adapter, config, env=env, clock=clock, rng=rng, transport=transport
         )
     record = config.get("record")
@@ -108,3 +108,54 @@ def require_str(name: str, config: Mapping[str, Any], key: str) -> str:
     if not isinstance(value, str) or not value:
         raise config_error(name, f"`{key}` must be a non-empty string", f"set models.{name}.{key}")
     return value
+
+
+def _build_http(
+    name: str,
+    adapter: str,
+    config: Mapping[str, Any],
+    *,
+    env: Mapping[str, str],
+    clock: Clock,
+    rng: random.Random,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> HttpModel:
+    """Build an `openai` or `anthropic` model from its `models.<name>` entry."""
+    base_url, model = require_str(name, config, "base_url"), require_str(name, config, "model")
+    if urlsplit(base_url).scheme not in ("http", "https"):
+        raise config_error(
+            name,
+            f"base_url {base_url!r} is not an http(s) URL",
+            "e.g. base_url: http://127.0.0.1:8080/v1",
+        )
+    numbers: dict[str, Any] = {}
+    for key, kind in (
+        ("timeout_s", float),
+        ("connect_timeout_s", float),
+        ("read_timeout_s", float),
+        ("max_retry_wait_s", float),
+        ("retries", int),
+        ("max_tokens", int),
+        ("temperature", float),
+    ):
+        value = config.get(key)
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value < 0
+            or (kind is int and not isinstance(value, int))
+        ):
+            raise config_error(
+                name, f"`{key}` must be a non-negative {kind.__name__}", f"fix models.{name}.{key}"
+            )
+        numbers[key] = kind(value)
+    stream = config.get("stream", False)
+    if not isinstance(stream, bool):
+        raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
+    settings = HttpSettings(base_url=base_url, model=model, stream=stream, **numbers)
+    accounts = accounts_from_config(name, config.get("accounts"), env)
+    return HttpModel(
+        name, WIRES[adapter], settings, accounts, clock=clock, rng=rng, transport=transport
+    )

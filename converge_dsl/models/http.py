@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from converge_dsl.clock import Clock
-from converge_dsl.models._accounts import Account, AccountPool, accounts_from_config
+from converge_dsl.models._accounts import Account, AccountPool
 from converge_dsl.models._anthropic import AnthropicWire
 from converge_dsl.models._common import estimate_usage
 from converge_dsl.models._openai import OpenAIWire
@@ -49,6 +49,7 @@ from converge_dsl.models.port import (
     ModelReturn,
     OnEarlyToolCall,
     OnIncrement,
+    ToolCallPart,
 )
 
 WIRES: Mapping[str, WireFormat] = {"openai": OpenAIWire(), "anthropic": AnthropicWire()}
@@ -175,7 +176,7 @@ class HttpModel(ModelDefaults):
             handed_out = True
             on_increment(text)
 
-        def early(call: Any) -> None:
+        def early(call: ToolCallPart) -> None:
             nonlocal handed_out
             handed_out = True
             on_early_call(call)
@@ -440,56 +441,3 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 def _ignore(_: Any) -> None:
     return None
-
-
-def build_http_model(
-    name: str,
-    adapter: str,
-    config: Mapping[str, Any],
-    *,
-    env: Mapping[str, str],
-    clock: Clock,
-    rng: random.Random,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> HttpModel:
-    """Build an `openai` or `anthropic` model from its `models.<name>` entry."""
-    from converge_dsl.models.factory import config_error, require_str
-
-    base_url, model = require_str(name, config, "base_url"), require_str(name, config, "model")
-    if urlsplit(base_url).scheme not in ("http", "https"):
-        raise config_error(
-            name,
-            f"base_url {base_url!r} is not an http(s) URL",
-            "e.g. base_url: http://127.0.0.1:8080/v1",
-        )
-    numbers: dict[str, Any] = {}
-    for key, kind in (
-        ("timeout_s", float),
-        ("connect_timeout_s", float),
-        ("read_timeout_s", float),
-        ("max_retry_wait_s", float),
-        ("retries", int),
-        ("max_tokens", int),
-        ("temperature", float),
-    ):
-        value = config.get(key)
-        if value is None:
-            continue
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or value < 0
-            or (kind is int and not isinstance(value, int))
-        ):
-            raise config_error(
-                name, f"`{key}` must be a non-negative {kind.__name__}", f"fix models.{name}.{key}"
-            )
-        numbers[key] = kind(value)
-    stream = config.get("stream", False)
-    if not isinstance(stream, bool):
-        raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
-    settings = HttpSettings(base_url=base_url, model=model, stream=stream, **numbers)
-    accounts = accounts_from_config(name, config.get("accounts"), env)
-    return HttpModel(
-        name, WIRES[adapter], settings, accounts, clock=clock, rng=rng, transport=transport
-    )

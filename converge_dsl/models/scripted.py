@@ -56,10 +56,19 @@ class ScriptedModel(ModelDefaults):
 
     @classmethod
     def from_file(
-        cls, path: Path, *, name: str = "scripted", clock: Clock | None = None
+        cls,
+        path: Path,
+        *,
+        name: str = "scripted",
+        clock: Clock | None = None,
+        display: str | None = None,
     ) -> ScriptedModel:
-        """Load, validate and compile `path`; raises `PipelineInvalid` on a bad script."""
-        return cls(load_script_file(Path(path)), name=name, clock=clock)
+        """Load, validate and compile `path`; raises `PipelineInvalid` on a bad script.
+
+        `display` names the file in diagnostics and errors (e.g. the path as the
+        pipeline wrote it); default: `path` itself.
+        """
+        return cls(load_script_file(Path(path), display=display), name=name, clock=clock)
 
     @classmethod
     def from_text(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -13,7 +16,7 @@ from converge_dsl.models._anthropic import AnthropicWire
 from converge_dsl.models._openai import OpenAIWire
 from converge_dsl.models._redact import MASK, Redactor
 from converge_dsl.models._sse import SseDecoder, SseEvent
-from converge_dsl.models._wire import ToolNames, WireFormat
+from converge_dsl.models._wire import Answer, StreamAssembler, ToolNames, WireFormat
 from converge_dsl.models.fakeserver import (
     FakeReply,
     anthropic_body,
@@ -22,10 +25,22 @@ from converge_dsl.models.fakeserver import (
     openai_events,
 )
 
-WIRES: list[tuple[WireFormat, object, object]] = [
-    (OpenAIWire(), openai_events, openai_body),
-    (AnthropicWire(), anthropic_events, anthropic_body),
-]
+
+@dataclass(frozen=True)
+class Format:
+    wire: WireFormat
+    events: Callable[[FakeReply], list[bytes]]
+    body: Callable[[FakeReply], dict[str, Any]]
+
+
+FORMATS = pytest.mark.parametrize(
+    "fmt",
+    [
+        Format(OpenAIWire(), openai_events, openai_body),
+        Format(AnthropicWire(), anthropic_events, anthropic_body),
+    ],
+    ids=["openai", "anthropic"],
+)
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
 names = st.from_regex(r"[a-z][a-z0-9._]{0,12}", fullmatch=True)
 arguments = st.dictionaries(
@@ -37,6 +52,12 @@ def decode(stream: bytes) -> list[SseEvent]:
     decoder = SseDecoder()
     events = [decoder.feed_line(line) for line in stream.decode().split("\n")]
     return [e for e in events if e is not None]
+
+
+def assemble(assembler: StreamAssembler, stream: bytes) -> Answer:
+    for event in decode(stream):
+        assembler.feed(event)
+    return assembler.finish()
 
 
 @given(
@@ -62,51 +83,40 @@ def test_sse_decoding_inverts_encoding(events: list[tuple[str, list[str]]]) -> N
     assert decoded == [SseEvent(name or "message", "\n".join(lines)) for name, lines in events]
 
 
-@pytest.mark.parametrize(("wire", "events", "body"), WIRES)
+@FORMATS
 @given(
     text=texts, chunks=st.integers(1, 10), calls=st.lists(st.tuples(names, arguments), max_size=3)
 )
 def test_any_chunking_assembles_the_whole_answer(
-    wire: WireFormat,
-    events: object,
-    body: object,
-    text: str,
-    chunks: int,
-    calls: list[tuple[str, dict[str, object]]],
+    fmt: Format, text: str, chunks: int, calls: list[tuple[str, dict[str, object]]]
 ) -> None:
     reply = FakeReply(text=text, tool_calls=tuple(calls), chunks=chunks)
     tool_names = ToolNames(())
     pieces: list[str] = []
     early: list[ToolCallPart] = []
-    assembler = wire.assembler(tool_names, pieces.append, early.append)
-    for event in decode(b"".join(events(reply))):  # type: ignore[operator]
-        assembler.feed(event)
-    streamed = assembler.finish()
-    whole = wire.parse(json.loads(json.dumps(body(reply))), tool_names)  # type: ignore[operator]
+    assembler = fmt.wire.assembler(tool_names, pieces.append, early.append)
+    streamed = assemble(assembler, b"".join(fmt.events(reply)))
+    whole = fmt.wire.parse(json.loads(json.dumps(fmt.body(reply))), tool_names)
     assert streamed.message == whole.message
     assert streamed.stop_reason == whole.stop_reason
     assert "".join(pieces) == text
     assert tuple(early) == streamed.message.tool_calls
 
 
-@pytest.mark.parametrize(("wire", "events", "body"), WIRES)
+@FORMATS
 @given(cut=st.integers(0, 100))
-def test_any_truncated_stream_is_e_wire(
-    wire: WireFormat, events: object, body: object, cut: int
-) -> None:
+def test_any_truncated_stream_is_e_wire(fmt: Format, cut: int) -> None:
     reply = FakeReply(text="some text to cut", tool_calls=(("t", {"a": 1}),), chunks=4)
-    raw = b"".join(events(reply))  # type: ignore[operator]
+    raw = b"".join(fmt.events(reply))
     end = (
         raw.index(b'finish_reason": "tool_calls')
-        if wire.provider == "openai"
+        if fmt.wire.provider == "openai"
         else raw.index(b"event: message_stop")
     )
     truncated = raw[: end * cut // 100]
-    assembler = wire.assembler(ToolNames(()), lambda _: None, lambda _: None)
+    assembler = fmt.wire.assembler(ToolNames(()), lambda _: None, lambda _: None)
     with pytest.raises(ModelError) as caught:
-        for event in decode(truncated.rsplit(b"\n\n", 1)[0] + b"\n\n"):
-            assembler.feed(event)
-        assembler.finish()
+        assemble(assembler, truncated.rsplit(b"\n\n", 1)[0] + b"\n\n")
     assert caught.value.code is ModelErrorCode.WIRE
 
 

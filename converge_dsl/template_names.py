@@ -1,0 +1,55 @@
+"""The names templates may use, without importing jinja2.
+
+The front end checks templates against these lists on its fast path (which
+must not pay for importing jinja2); the sandboxed environment in
+`converge_dsl.templating` enforces them. One definition serves both.
+"""
+
+from __future__ import annotations
+
+ALLOWED_FILTERS: frozenset[str] = frozenset(
+    {
+        "abs",
+        "capitalize",
+        "count",
+        "default",
+        "d",
+        "first",
+        "float",
+        "int",
+        "join",
+        "last",
+        "length",
+        "list",
+        "lower",
+        "map",
+        "max",
+        "min",
+        "reject",
+        "rejectattr",
+        "replace",
+        "round",
+        "select",
+        "selectattr",
+        "sort",
+        "string",
+        "sum",
+        "title",
+        "tojson",
+        "trim",
+        "truncate",
+        "unique",
+        "upper",
+        "wordcount",
+        "batch",
+        "slice",
+        "dictsort",
+        "items",
+        "indent",
+    }
+)
+
+# Names every template and expression may use (the context API of DESIGN §2).
+CONTEXT_NAMES: frozenset[str] = frozenset(
+    {"facts", "proposals", "count", "has", "fact", "cycle", "inputs"}
+)
