@@ -122,9 +122,13 @@ def _check_binop(op: str, left: Any, right: Any) -> None:
     elif op == "**":
         if isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
             raise _Limit(f"an exponent above {MAX_EXPONENT} is refused")
-        if isinstance(left, int) and isinstance(right, int) and right > 0:
-            if abs(left).bit_length() * right > 64 * MAX_EXPONENT:
-                raise _Limit("a power this large is refused")
+        if (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and right > 0
+            and abs(left).bit_length() * right > 64 * MAX_EXPONENT
+        ):
+            raise _Limit("a power this large is refused")
     elif op == "+":
         if _size(left) + _size(right) > MAX_SIZE:
             raise _Limit(f"a value of more than {MAX_SIZE} items or characters is refused")
@@ -314,7 +318,10 @@ def _run(template: jinja2.Template, scope: dict[str, Any]) -> tuple[jinja2.runti
 
 
 def render(template: jinja2.Template, scope: dict[str, Any]) -> str:
-    """Render `template` over `scope` (which must include `GLOBALS`); raises `TemplateRenderError`."""
+    """Render `template` over `scope` (which must include `GLOBALS`).
+
+    Raises `TemplateRenderError`.
+    """
     return _run(template, scope)[1]
 
 

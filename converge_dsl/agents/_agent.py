@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl.agents._contributors import TurnEnv
 from converge_dsl.agents._events import AgentFinished, EventSink
 from converge_dsl.agents._loop import Reducer, drive
@@ -19,13 +20,10 @@ from converge_dsl.agents._policy import TokenCounter, default_token_counter
 from converge_dsl.agents._spec import AgentSpec, parse_agent
 from converge_dsl.agents._summarizer import ModelSummarizer, SpanSummarizer
 from converge_dsl.agents._tools import ToolBox
-from converge_dsl.compiler import CompileContext
-from converge_dsl.compiler._common import CoreSuggestor, SuggestorCore
-from converge_dsl.compiler._context import UsageRecorder
+from converge_dsl.compiler import CompileContext, CoreSuggestor, SuggestorCore, UsageRecorder
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import AgentEffect, ContextView, Provenance
 from converge_dsl.errors import RunError
-from converge_dsl.frontend import _codes as codes
 from converge_dsl.models.port import Message, Model, ModelError, ModelRequest, ToolCallPart
 
 

@@ -6,13 +6,11 @@ summarizer models are already caught by the schema (`tools` is an enum) and
 by the front end's `known_keys` / `known_models`; these checks add what only
 the agent's arithmetic reveals.
 
-| code  | severity | meaning                                                                 |
-|-------|----------|-------------------------------------------------------------------------|
-| CD220 | error    | `compaction.emergency` is below `compaction.threshold`                  |
-| CD320 | warning  | the summarizer budget can never allow a call (the arithmetic is shown)  |
-| CD321 | warning  | a reminder's `every` is >= `max_turns`: it never fires                  |
-| CD322 | warning  | `clear_turns_older_than` >= `max_turns`: only emergency compaction runs |
-| CD323 | warning  | the agent has no `context.propose` tool: it can never propose a fact    |
+Codes (`converge_dsl.codes`, documented in docs/errors.md): `COMPACTION_ORDER`
+(error), `SUMMARIZER_NEVER_CALLED` (the arithmetic is shown),
+`REMINDER_NEVER_FIRES`, `TURNS_NEVER_CLEARED`, `AGENT_CANNOT_PROPOSE` (warnings).
+The front end registers `agent_diagnostics` in its `CHECKS`, imported only
+for pipelines that have an agent.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl.agents._policy import SummaryBudget
 from converge_dsl.agents._tools import ALL_TOOLS
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
@@ -48,7 +47,7 @@ def compaction_order(data: Mapping[str, Any], source_map: SourceMap) -> Iterator
         if emergency < threshold:
             where = (*path, "compaction", "emergency")
             yield Diagnostic.at(
-                "CD220",
+                codes.COMPACTION_ORDER,
                 f"compaction.emergency {emergency:g} is below compaction.threshold {threshold:g}",
                 source_map.span(where),
                 path=where,
@@ -71,7 +70,7 @@ def summarizer_budget(data: Mapping[str, Any], source_map: SourceMap) -> Iterato
         why = budget.never_calls()
         if why is not None:
             yield _warn(
-                "CD320",
+                codes.SUMMARIZER_NEVER_CALLED,
                 f"this summarizer can never be called: {why}",
                 source_map,
                 (*path, "summarizer", "budget"),
@@ -87,7 +86,7 @@ def turn_cadence(data: Mapping[str, Any], source_map: SourceMap) -> Iterator[Dia
             every = int(contributor.get("every", 0))
             if contributor.get("kind") == "reminder" and every >= max_turns:
                 yield _warn(
-                    "CD321",
+                    codes.REMINDER_NEVER_FIRES,
                     f"reminder every {every} turns never fires within max_turns {max_turns}",
                     source_map,
                     (*path, "contributors", j, "every"),
@@ -96,7 +95,7 @@ def turn_cadence(data: Mapping[str, Any], source_map: SourceMap) -> Iterator[Dia
         older = (agent.get("summarizer") or {}).get("clear_turns_older_than")
         if older is not None and int(older) >= max_turns:
             yield _warn(
-                "CD322",
+                codes.TURNS_NEVER_CLEARED,
                 f"clear_turns_older_than {older} >= max_turns {max_turns}: no turn ever gets "
                 "old enough, so only emergency compaction clears turns",
                 source_map,
@@ -110,7 +109,7 @@ def can_propose(data: Mapping[str, Any], source_map: SourceMap) -> Iterator[Diag
         tools = agent.get("tools", ALL_TOOLS)
         if "context.propose" not in tools:
             yield _warn(
-                "CD323",
+                codes.AGENT_CANNOT_PROPOSE,
                 f"agent {agent.get('name')!r} cannot propose facts (no context.propose tool)",
                 source_map,
                 (*path, "tools"),

@@ -1,8 +1,9 @@
-"""`converge-dsl lock PIPELINE`: resolve the pipeline's packs into converge.lock.
+"""`converge-dsl lock PIPELINE`: resolve the pipeline's packs into its lock file.
 
 Every specifier in `packs:` is resolved (transitively) against the pipeline's
 `repositories:`, every pinned archive is fetched into the cache and verified,
-and `converge.lock` is written beside the pipeline. Versions already pinned by
+and the lock is written beside the pipeline, named after it (`x.yaml` ->
+`x.lock`). Versions already pinned by
 an existing lock are kept when they still fit. Exit 0 on success, 1 when the
 packs cannot be resolved or fetched (the message explains the conflict).
 """
@@ -25,12 +26,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.packs import LOCK_NAME, PackCache, lock_pipeline
+    from converge_dsl.packs import PackCache, lock_path, lock_pipeline
 
     if not args.pipeline.is_file():
         raise UsageError(f"no such pipeline file: {args.pipeline}")
     lock = lock_pipeline(args.pipeline, cache=PackCache(args.cache))
-    io.stdout.write(f"locked {len(lock.packs)} pack(s) into {LOCK_NAME}\n")
+    io.stdout.write(f"locked {len(lock.packs)} pack(s) into {lock_path(args.pipeline).name}\n")
     for name, pinned in sorted(lock.packs.items()):
         io.stdout.write(
             f"  {name} {pinned.version}  {pinned.repository}  sha256:{pinned.sha256[:16]}\n"

@@ -14,7 +14,6 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl.agents._planner import Plan, simulate
@@ -65,27 +64,14 @@ def _agents(
     document: LoadedDocument, inputs: dict[str, Any]
 ) -> tuple[list[AgentSpec], Context, RenderScopes]:
     """The agent specs of the pipeline, a context holding its seeds, and the render scopes."""
-    from converge_dsl.compiler import CompileContext, RenderScopes, resolve_inputs
+    from converge_dsl.compiler import compile_context
     from converge_dsl.engine.budget import Budget, UsageMeter
     from converge_dsl.engine.context import Context
-    from converge_dsl.engine.types import BUILTIN_KEYS, Fact, PromotionRecord, Provenance
+    from converge_dsl.engine.types import Fact, PromotionRecord, Provenance
 
     data = document.data
-    name = str(data["name"])
-    keys = tuple(dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())]))
-    resolved = resolve_inputs(data.get("inputs") or {}, inputs)
-    scopes = RenderScopes(keys, resolved)
-    ctx = CompileContext(
-        pipeline=name,
-        source_map=document.source_map,
-        models=MappingProxyType({}),
-        usage=UsageMeter(Budget()),
-        events=None,
-        inputs=MappingProxyType(resolved),
-        declared_keys=keys,
-        base_dir=Path(document.file).parent,
-        scopes=scopes,
-    )
+    ctx = compile_context(document, inputs=inputs, models={}, usage=UsageMeter(Budget()))
+    name, scopes = ctx.pipeline, ctx.scopes
     specs = [
         parse_agent(s, ("suggestors", i), ctx)
         for i, s in enumerate(data.get("suggestors") or ())

@@ -2,7 +2,15 @@
 
 Exit codes: 0 converged, 2 invalid pipeline (the diagnostics of `validate`),
 3 usage error, 4 a budget ran out, 5 an invariant was violated, 6 paused for a
-human, 1 anything else. `--format json` prints one `RunResultDocument`.
+human, 1 anything else. `--format json` prints one `RunResultDocument`; on
+exit 2 both formats print exactly what `converge-dsl validate` prints.
+
+Human in the loop: a run that pauses (exit 6) lists the pending proposals (id,
+key, content, confidence, suggestor, why gated; `pending` in JSON). With
+`--checkpoint DIR` the pause is saved; without it nothing can be continued and
+the run says to re-run with `--checkpoint DIR`. `--resume DIR --approve ID...
+--reject ID...` (or `--decisions FILE.json`, id -> true/false) continues it;
+ids left undecided keep it paused; an unknown id is a usage error.
 Human output shows live progress per cycle (rich on a terminal, plain lines
 otherwise), then the facts grouped by key, then the stop reason.
 """
@@ -13,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+from io import StringIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -48,6 +57,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--checkpoint", type=Path, metavar="DIR", help="checkpoint after every cycle"
     )
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue from a checkpoint")
+    parser.add_argument(
+        "--approve",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="ID",
+        help="with --resume: approve these pending proposals of a paused run",
+    )
+    parser.add_argument(
+        "--reject",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="ID",
+        help="with --resume: reject these pending proposals (dropped if proposed again)",
+    )
+    parser.add_argument(
+        "--decisions",
+        type=Path,
+        metavar="FILE.json",
+        help="with --resume: a JSON object mapping pending ids to true (approve) or false",
+    )
     parser.add_argument("--record", type=Path, metavar="CASSETTE", help="record model calls")
     parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
@@ -64,15 +95,19 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def _json_file(path: Path, option: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {option} {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"{option} {path} is not JSON: {exc}") from None
+
+
 def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if args.inputs is not None:
-        try:
-            loaded = json.loads(args.inputs.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise UsageError(f"cannot read --inputs {args.inputs}: {exc.strerror}") from None
-        except ValueError as exc:
-            raise UsageError(f"--inputs {args.inputs} is not JSON: {exc}") from None
+        loaded = _json_file(args.inputs, "--inputs")
         if not isinstance(loaded, dict):
             raise UsageError(f"--inputs {args.inputs} must hold a JSON object")
         values.update(loaded)
@@ -82,6 +117,25 @@ def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
         except ValueError:
             values[name] = text
     return values
+
+
+def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
+    """`--decisions FILE.json`, then `--approve ID...` / `--reject ID...`: id -> approve."""
+    decisions: dict[str, bool] = {}
+    if args.decisions is not None:
+        loaded = _json_file(args.decisions, "--decisions")
+        if not isinstance(loaded, dict) or not all(isinstance(v, bool) for v in loaded.values()):
+            raise UsageError(
+                f"--decisions {args.decisions} must map proposal ids to true or false",
+                hint='e.g. {"s1": true, "h1": false}',
+            )
+        decisions.update(loaded)
+    both = sorted(set(args.approve) & set(args.reject))
+    if both:
+        raise UsageError(f"proposal {both[0]!r} is both approved and rejected")
+    decisions.update(dict.fromkeys(args.approve, True))
+    decisions.update(dict.fromkeys(args.reject, False))
+    return decisions
 
 
 class _Progress:
@@ -120,27 +174,34 @@ class _Progress:
 
 
 def _print_invalid(exc: PipelineInvalid, args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl import frontend
+    """Exactly what `converge-dsl validate` prints for the file (JSON on stdout, human on stderr).
 
-    if args.format == "json":
-        io.stdout.write(
-            json.dumps({"diagnostics": [d.as_json() for d in exc.diagnostics]}, indent=2) + "\n"
-        )
-        return exc.exit_code
-    renderer = getattr(frontend, "render_human", None)
-    if renderer is not None:
+    Problems only the compiler finds (CD6xx) go through the same renderers.
+    """
+    from converge_dsl.cli import CommandIO, _validate
+    from converge_dsl.frontend import render_human, render_json, summary_line
+
+    target = io.stdout if args.format == "json" else io.stderr
+    buffer = StringIO()
+    code = _validate.execute(
+        argparse.Namespace(paths=[str(args.pipeline)], format=args.format, strict=False),
+        CommandIO(stdout=buffer, stderr=io.stderr),
+    )
+    if code == exc.exit_code:
+        target.write(buffer.getvalue())
+    elif args.format == "json":
+        target.write(render_json(list(exc.diagnostics)))
+    else:
         sources = {}
         with contextlib.suppress(OSError):
             sources[str(args.pipeline)] = args.pipeline.read_text(encoding="utf-8")
-        io.stderr.write(renderer(exc.diagnostics, sources, io.color))
-    else:
-        for d in exc.diagnostics:
-            io.stderr.write(
-                f"{d.file}:{d.line}:{d.column}: {d.severity.value}[{d.code}]: {d.message}\n"
-            )
-            if d.hint:
-                io.stderr.write(f"  hint: {d.hint}\n")
+        text = render_human(list(exc.diagnostics), sources, False)
+        target.write(text + ("\n" if text else "") + summary_line(list(exc.diagnostics), 1))
     return exc.exit_code
+
+
+def _content_text(content: Any) -> str:
+    return content if isinstance(content, str) else json.dumps(content)
 
 
 def _print_human(out: RunOutcome, stream: TextIO) -> None:
@@ -148,13 +209,21 @@ def _print_human(out: RunOutcome, stream: TextIO) -> None:
     for key, facts in doc.facts.items():
         stream.write(f"\n{key} ({len(facts)})\n")
         for fact in facts:
-            content = fact.content if isinstance(fact.content, str) else json.dumps(fact.content)
             prov = fact.provenance
             extra = "".join(
                 f" {k}={v}" for k, v in (("model", prov.model_id), ("account", prov.account)) if v
             )
             stream.write(
-                f"  - {fact.id}: {content}\n    confidence {fact.confidence:.2f}  from {prov.source}{extra}\n"
+                f"  - {fact.id}: {_content_text(fact.content)}\n"
+                f"    confidence {fact.confidence:.2f}  from {prov.source}{extra}\n"
+            )
+    if doc.pending:
+        stream.write(f"\nawaiting a human decision ({len(doc.pending)})\n")
+        for item in doc.pending:
+            stream.write(
+                f"  - {item.id} [{item.key}]: {_content_text(item.content)}\n"
+                f"    confidence {item.confidence:.2f}  from {item.suggestor} "
+                f"(cycle {item.cycle})  gated: {item.reason}\n"
             )
     stream.write(f"\nstop: {doc.stop_reason} after {doc.cycles} cycle(s)")
     usage = doc.usage
@@ -164,6 +233,36 @@ def _print_human(out: RunOutcome, stream: TextIO) -> None:
             f"{usage.input_tokens + usage.output_tokens} token(s)"
         )
     stream.write("\n")
+
+
+def _error_text(out: RunOutcome, args: argparse.Namespace) -> str:
+    """A run error: located ones (template at cycle 7) rendered like `validate` renders."""
+    from converge_dsl.frontend import render_human
+
+    located = [d for d in out.diagnostics if d.file]
+    if not located:
+        return f"error: {out.error}\n"
+    sources = {}
+    with contextlib.suppress(OSError):
+        sources[located[0].file] = args.pipeline.read_text(encoding="utf-8")
+    return render_human(located, sources, False) + "\n"
+
+
+def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
+    """How to continue a paused run (or how to make it continuable)."""
+    folder = args.checkpoint
+    if folder is None:
+        return (
+            "paused for a human, but no --checkpoint was given: nothing was saved to continue "
+            f"from; re-run with `converge-dsl run {args.pipeline} --checkpoint DIR`, then "
+            "continue with --resume DIR --approve ID... --reject ID...\n"
+        )
+    first = out.document.pending[0].id if out.document.pending else "ID"
+    return (
+        f"paused for a human: continue with `converge-dsl run {args.pipeline} --resume {folder} "
+        f"--approve {first}` (or --reject ID, or --decisions FILE.json); "
+        "ids left undecided keep the run paused\n"
+    )
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
@@ -185,6 +284,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         record=args.record,
         replay=args.replay,
         listeners=() if progress is None else (progress,),
+        decisions=parse_decisions(args),
     )
     try:
         out = asyncio.run(run_pipeline(options))
@@ -198,9 +298,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         if progress is not None:
             progress.stop()
     if out.error is not None:
-        io.stderr.write(f"error: {out.error}\n")
+        io.stderr.write(_error_text(out, args))
     if human:
         _print_human(out, io.stdout)
     else:
         io.stdout.write(out.document.model_dump_json(indent=2) + "\n")
+    if out.result.pause is not None:
+        io.stderr.write(_pause_hint(out, args))
     return out.exit_code

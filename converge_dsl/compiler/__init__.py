@@ -8,6 +8,12 @@ Public surface:
   base dir, shared render scopes; `ctx.template(src, path)` /
   `ctx.expression(src, path)` compile once with located errors;
   `ctx.source(name)` is the provenance source `name@pipeline`).
+- `compile_context(document, *, inputs, models, usage, events=None) -> CompileContext`:
+  the context every builder receives (for tools that compile only some suggestors).
+- `SuggestorCore` (name, provenance source, dependencies, targets, `when`, span,
+  `accepts` with the idempotent default), `CoreSuggestor` (mixin delegating the
+  protocol's identity members to `self.core`), `UsageRecorder` (the usage-meter
+  protocol LLM-backed suggestors record into), `EventEmitter` (the event sink type).
 - `SuggestorBuilder = Callable[[spec, path, CompileContext], Suggestor]` and
   `BUILDERS: dict[kind, SuggestorBuilder]` (seed, rule, llm; `agent` and `pack`
   resolve lazily to `converge_dsl.agents.compile_agent` and
@@ -19,7 +25,8 @@ Public surface:
 
 from __future__ import annotations
 
-from ._context import CompileContext, SuggestorBuilder, template_span
+from ._common import CoreSuggestor, SuggestorCore
+from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder, template_span
 from ._pipeline import (
     BUDGET_DEFAULTS,
     BUILDERS,
@@ -27,6 +34,7 @@ from ._pipeline import (
     CompiledInvariant,
     CompiledPipeline,
     builder_for,
+    compile_context,
     compile_pipeline,
     resolve_inputs,
 )
@@ -44,10 +52,15 @@ __all__ = [
     "CompiledInvariant",
     "CompiledPipeline",
     "CompiledTemplate",
+    "CoreSuggestor",
+    "EventEmitter",
     "RenderScopes",
     "SuggestorBuilder",
+    "SuggestorCore",
+    "UsageRecorder",
     "builder_for",
     "compile",
+    "compile_context",
     "compile_pipeline",
     "resolve_inputs",
     "template_span",

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
@@ -52,7 +53,7 @@ EventEmitter = Callable[[Any], None]
 
 @dataclass(frozen=True, slots=True)
 class CompileContext:
-    """Everything a suggestor builder may use. Immutable; shared by every builder of one pipeline."""
+    """Everything a suggestor builder may use. Immutable; shared by all builders of a pipeline."""
 
     pipeline: str
     source_map: SourceMap
@@ -91,7 +92,7 @@ class CompileContext:
 
             guess = did_you_mean(unknown[0], sorted(self.scopes.names | extra))
             raise self.invalid(
-                "CD301",
+                codes.COMPILE_UNKNOWN_NAME,
                 f"template reads unknown name {unknown[0]!r}",
                 path,
                 hint=f"did you mean {guess!r}?"
@@ -103,7 +104,7 @@ class CompileContext:
         return PipelineInvalid(
             [
                 Diagnostic.at(
-                    "CD300",
+                    codes.COMPILE_TEMPLATE_SYNTAX,
                     f"template does not compile: {exc.message}",
                     template_span(self.source_map, path, exc.lineno),
                     path=path,

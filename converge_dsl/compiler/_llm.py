@@ -21,6 +21,7 @@ from typing import Any
 
 import jsonschema
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
@@ -170,7 +171,7 @@ def build_llm(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> L
     model = ctx.models.get(model_name)
     if model is None:
         raise ctx.invalid(
-            "CD310",
+            codes.COMPILE_UNKNOWN_MODEL,
             f"unknown model {model_name!r}",
             (*path, "model"),
             hint=f"declared models: {', '.join(sorted(ctx.models)) or 'none'}",
@@ -187,7 +188,7 @@ def build_llm(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> L
             cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
             raise ctx.invalid(
-                "CD311",
+                codes.COMPILE_BAD_OUTPUT_SCHEMA,
                 f"output.schema is not a valid JSON Schema: {exc.message}",
                 (*out_path, "schema"),
             ) from None

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import SourceSpan, did_you_mean
 from converge_dsl.engine.types import BUILTIN_KEYS, ContextView, ProposedFact, Provenance, Suggestor
 from converge_dsl.errors import PipelineInvalid, UsageError
@@ -115,14 +116,45 @@ def resolve_inputs(declared: Mapping[str, Any], given: Mapping[str, Any]) -> dic
             )
     values: dict[str, Any] = {}
     for name, spec in declared.items():
-        spec = spec or {}
+        spec_map = spec or {}
         if name in given:
             values[name] = given[name]
-        elif "default" in spec:
-            values[name] = spec["default"]
-        elif spec.get("required", False):
+        elif "default" in spec_map:
+            values[name] = spec_map["default"]
+        elif spec_map.get("required", False):
             raise UsageError(f"input {name!r} is required", hint=f"pass --input {name}=VALUE")
     return values
+
+
+def compile_context(
+    document: LoadedDocument,
+    *,
+    inputs: Mapping[str, Any],
+    models: Mapping[str, Model],
+    usage: UsageRecorder,
+    events: EventEmitter | None = None,
+) -> CompileContext:
+    """The `CompileContext` of a validated document: declared keys, resolved inputs, scopes.
+
+    Raises `UsageError` for unknown or missing inputs. `compile_pipeline` builds
+    every suggestor with it; tools that compile only some suggestors (`plan`) use it too.
+    """
+    data = document.data
+    declared = tuple(
+        dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())])
+    )
+    resolved = resolve_inputs(data.get("inputs") or {}, inputs)
+    return CompileContext(
+        pipeline=str(data["name"]),
+        source_map=document.source_map,
+        models=MappingProxyType(dict(models)),
+        usage=usage,
+        events=events,
+        inputs=MappingProxyType(resolved),
+        declared_keys=declared,
+        base_dir=Path(document.file).parent,
+        scopes=RenderScopes(declared, resolved),
+    )
 
 
 def compile_pipeline(
@@ -135,23 +167,8 @@ def compile_pipeline(
 ) -> CompiledPipeline:
     """Compile a validated document. Raises `PipelineInvalid` (located) or `UsageError` (inputs)."""
     data = document.data
-    name = str(data["name"])
-    declared = tuple(
-        dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())])
-    )
-    resolved = resolve_inputs(data.get("inputs") or {}, inputs)
-    scopes = RenderScopes(declared, resolved)
-    ctx = CompileContext(
-        pipeline=name,
-        source_map=document.source_map,
-        models=MappingProxyType(dict(models)),
-        usage=usage,
-        events=events,
-        inputs=MappingProxyType(resolved),
-        declared_keys=declared,
-        base_dir=Path(document.file).parent,
-        scopes=scopes,
-    )
+    ctx = compile_context(document, inputs=inputs, models=models, usage=usage, events=events)
+    name, declared = ctx.pipeline, ctx.declared_keys
     suggestors: list[Suggestor] = []
     spans: dict[str, SourceSpan] = {}
     for index, spec in enumerate(data.get("suggestors") or ()):
@@ -159,7 +176,11 @@ def compile_pipeline(
         kind = str(spec.get("kind"))
         builder = builder_for(kind)
         if builder is None:
-            raise ctx.invalid("CD302", f"suggestor kind {kind!r} is not available", (*path, "kind"))
+            raise ctx.invalid(
+                codes.COMPILE_KIND_UNAVAILABLE,
+                f"suggestor kind {kind!r} is not available",
+                (*path, "kind"),
+            )
         suggestor = builder(spec, path, ctx)
         suggestors.append(suggestor)
         spans[suggestor.name] = getattr(suggestor, "span", None) or ctx.span(path)
@@ -215,5 +236,6 @@ __all__ = [
     "CompiledInvariant",
     "CompiledPipeline",
     "PipelineInvalid",
+    "compile_context",
     "compile_pipeline",
 ]

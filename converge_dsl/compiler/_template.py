@@ -18,6 +18,7 @@ from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.errors import TemplateRunError
 from converge_dsl.frontend.document import SourceMap
 from converge_dsl.templating import (
+    GLOBALS,
     TemplateRenderError,
     compile_expression,
     compile_template,
@@ -51,17 +52,42 @@ class _Located:
         )
 
 
+_DELIMITERS = ("{{", "{%", "{#")
+
+
+def _literal(source: str, template: jinja2.Template) -> str | None:
+    """The fixed text of a template with no Jinja syntax (rendered once, here), else None."""
+    if any(mark in source for mark in _DELIMITERS):
+        return None
+    try:
+        return render(template, dict(GLOBALS))
+    except TemplateRenderError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledTemplate(_Located):
     template: jinja2.Template
+    # The output of a template without any Jinja syntax: rendering it is a no-op.
+    literal: str | None = None
 
     @classmethod
     def of(cls, source: str, source_map: SourceMap, path: JsonPath) -> CompiledTemplate:
-        return cls(source, tuple(path), source_map.span(path), source_map, compile_template(source))
+        template = compile_template(source)
+        return cls(
+            source,
+            tuple(path),
+            source_map.span(path),
+            source_map,
+            template,
+            _literal(source, template),
+        )
 
     def render(
         self, scope: dict[str, Any], *, suggestor: str | None = None, cycle: int | None = None
     ) -> str:
+        if self.literal is not None:
+            return self.literal
         try:
             return render(self.template, scope)
         except TemplateRenderError as exc:

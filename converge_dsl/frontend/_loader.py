@@ -22,9 +22,9 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, format_path
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend import _codes as codes
 from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
 
 MAX_BYTES = 8 * 1024 * 1024

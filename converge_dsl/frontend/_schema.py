@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl._resources import read_schema_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean, format_path
-from converge_dsl.frontend import _codes as codes
 from converge_dsl.frontend.document import LoadedDocument
 
 _JSON_TYPES = {

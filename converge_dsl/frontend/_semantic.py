@@ -24,8 +24,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, did_you_mean
-from converge_dsl.frontend import _codes as codes
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
 
 BUILTIN_KEYS: tuple[str, ...] = (
@@ -46,7 +46,8 @@ BUILTIN_KEYS: tuple[str, ...] = (
 BASE_NAMES = frozenset({"facts", "proposals", "count", "has", "fact", "cycle", "inputs"})
 ITEM_NAMES = BASE_NAMES | {"item", "index"}
 TURN_NAMES = BASE_NAMES | {"goal", "turn", "conversation"}
-SUMMARY_NAMES = TURN_NAMES | {"span"}
+# A summarizer prompt is rendered with the cleared span only (agents/_summarizer.py).
+SUMMARY_NAMES = frozenset({"span"})
 
 
 @dataclass(frozen=True)
@@ -400,6 +401,8 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
     for _, s in facts.suggestors:
         used_models.add(s.get("model"))
         used_models.add(s.get("summarizer", {}).get("model"))
+        if s["kind"] == "pack":
+            used_models.add("default")  # pack llm/agent templates run on model `default`
     for name in sorted(facts.models - used_models):
         yield facts.warning(
             codes.UNUSED_MODEL,
@@ -428,6 +431,27 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
                 on_key=True,
                 hint=f"read it as '{{{{ inputs.{name} }}}}', or remove it",
             )
+
+
+@check
+def agent_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """The agents' own checks (CD4xx), imported only for pipelines that have an agent."""
+    if any(s["kind"] == "agent" for _, s in facts.suggestors):
+        from converge_dsl.agents._checks import agent_diagnostics
+
+        yield from agent_diagnostics(facts.data, facts.source_map)
+
+
+@check
+def pack_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Lock and pack-suggestor checks (CD5xx), only for pipelines that use packs."""
+    if facts.packs or any(s["kind"] == "pack" for _, s in facts.suggestors):
+        from converge_dsl.packs._checks import check_pipeline_packs
+
+        pipeline = None
+        if facts.base_dir is not None:
+            pipeline = facts.base_dir / Path(facts.document.file).name
+        yield from check_pipeline_packs(facts.document, pipeline=pipeline)
 
 
 def semantic_diagnostics(facts: PipelineFacts) -> list[Diagnostic]:

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
-from converge_dsl.frontend import _codes as codes
 from converge_dsl.frontend._fastjinja import analyse
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.template_names import ALLOWED_FILTERS

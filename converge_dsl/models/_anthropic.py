@@ -1,5 +1,22 @@
 """The Anthropic messages wire format.
 
+Requests: the API takes system text only as a top-level `system`, and wants
+`messages` to alternate user/assistant, with the `tool_result` blocks that
+answer an assistant's `tool_use` first in the very next user message. Agents
+put contributor messages (role `system`) inside the conversation, so the
+conversion is, deterministically:
+- system messages before the first user/assistant/tool message are leading
+  instructions: they join the top-level `system` after `ModelRequest.system`;
+- every later system message keeps its position (a transient reminder near the
+  end stays near the end, where it matters) as a user text block prefixed
+  `[system] `; the history sent on turn n is then a prefix of turn n+1's,
+  which provider-side prompt caching relies on;
+- `tool` messages become user messages; consecutive same-role messages merge
+  into one, and within a user message the `tool_result` blocks move first (in
+  order), then the text blocks (in order);
+- empty text blocks are dropped (the API rejects them), and a message left
+  with no block is skipped.
+
 Streamed content blocks are indexed; a `tool_use` block is complete at its
 `content_block_stop` and is handed over then. The answer is complete only at
 `message_stop`.
@@ -58,18 +75,7 @@ class AnthropicWire:
     def body(
         self, req: ModelRequest, settings: WireSettings, names: ToolNames, stream: bool
     ) -> dict[str, Any]:
-        system = list(req.system)
-        messages: list[dict[str, Any]] = []
-        for message in req.messages:
-            if message.role == "system":
-                system.append(message.text_content)
-                continue
-            role = "assistant" if message.role == "assistant" else "user"
-            blocks = [_block(p, names) for p in message.parts]
-            if messages and messages[-1]["role"] == role:
-                messages[-1]["content"].extend(blocks)  # the API wants roles to alternate
-            else:
-                messages.append({"role": role, "content": blocks})
+        system, messages = _conversation(req, names)
         body: dict[str, Any] = {
             "model": settings.model,
             "max_tokens": req.max_tokens or settings.max_tokens or DEFAULT_MAX_TOKENS,
@@ -131,9 +137,43 @@ class AnthropicWire:
         return None
 
 
-def _block(part: Part, names: ToolNames) -> dict[str, Any]:
+SYSTEM_PREFIX = "[system] "
+
+
+def _conversation(req: ModelRequest, names: ToolNames) -> tuple[list[str], list[dict[str, Any]]]:
+    """The top-level system blocks and the alternating `messages` (see the module doc)."""
+    system = list(req.system)
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for message in req.messages:
+        if message.role == "system" and not turns:
+            system.extend(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        prefix = SYSTEM_PREFIX if message.role == "system" else ""
+        blocks = [_block(p, names, prefix) for p in message.parts]
+        blocks = [b for b in blocks if b.get("type") != "text" or b["text"]]
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    messages = [
+        {"role": role, "content": _results_first(blocks) if role == "user" else blocks}
+        for role, blocks in turns
+    ]
+    return [s for s in system if s], messages
+
+
+def _results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`tool_result` blocks first, then the rest; each group keeps its order."""
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    return results + [b for b in blocks if b["type"] != "tool_result"]
+
+
+def _block(part: Part, names: ToolNames, prefix: str = "") -> dict[str, Any]:
     if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text}
+        return {"type": "text", "text": prefix + part.text if part.text else ""}
     if isinstance(part, ToolCallPart):
         return {
             "type": "tool_use",

@@ -1,5 +1,10 @@
 """The OpenAI chat-completions wire format (vLLM, llama.cpp, Ollama, hosted APIs).
 
+System messages inside the conversation (agent contributors) stay where they
+are. The API wants the `tool` messages answering an assistant's `tool_calls`
+right after it, so tool messages move up past any system or user message
+between them and that assistant message; nothing else is reordered.
+
 Streaming tool calls arrive as argument deltas keyed by `index`; a call is
 complete when a later index starts or the choice finishes, and is handed
 over at that moment.
@@ -8,7 +13,7 @@ over at that moment.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,8 +72,7 @@ class OpenAIWire:
         messages: list[dict[str, Any]] = []
         if req.system:
             messages.append({"role": "system", "content": "\n\n".join(req.system)})
-        for message in req.messages:
-            messages.extend(_messages(message, names))
+        messages.extend(_results_after_calls(m for r in req.messages for m in _messages(r, names)))
         body: dict[str, Any] = {"model": settings.model, "messages": messages, "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -154,6 +158,24 @@ def _messages(message: Message, names: ToolNames) -> list[dict[str, Any]]:
             for call in message.tool_calls
         ]
     return [entry]
+
+
+def _results_after_calls(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` with each `tool` message moved up to follow the `tool_calls` it answers."""
+    out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []  # non-tool messages since an assistant's tool_calls
+    answering = False
+    for message in messages:
+        if message["role"] == "assistant":
+            out.extend(held)
+            held.clear()
+            answering = bool(message.get("tool_calls"))
+            out.append(message)
+        elif message["role"] == "tool" or not answering:
+            out.append(message)
+        else:
+            held.append(message)
+    return out + held
 
 
 def _tool_message(part: ToolResultPart) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, SourceSpan, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, load_file, load_text, schema_diagnostics
@@ -21,7 +22,8 @@ from converge_dsl.models._common import request_text
 from converge_dsl.models.port import ModelErrorCode, ModelRequest
 
 SCHEMA_NAME = "model-script.v1.json"
-CODE_BAD_REGEX = "CD401"
+# CD701 (CD7xx: model scripts and model configuration): a rule's match.regex does not compile.
+CODE_BAD_REGEX = codes.MODEL_SCRIPT_BAD_REGEX
 
 
 @dataclass(frozen=True, slots=True)

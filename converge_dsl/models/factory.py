@@ -10,7 +10,8 @@ missing environment variable is named, its value never shown. Any adapter but
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +20,7 @@ import httpx
 
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
-from converge_dsl.models._accounts import accounts_from_config
+from converge_dsl.models._accounts import Account, accounts_from_config
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.http import WIRES, HttpModel, HttpSettings
 from converge_dsl.models.port import Model, ModelError, ModelErrorCode
@@ -59,8 +60,17 @@ def build_model(
     clock: Clock,
     rng: random.Random,
     transport: httpx.AsyncBaseTransport | None = None,
+    attempt_gate: Callable[[], bool] | None = None,
+    deadline: float | None = None,
+    wall_time: Callable[[], float] = time.time,
 ) -> Model:
-    """Build the model `name` from its configuration."""
+    """Build the model `name` from its configuration.
+
+    `attempt_gate`, `deadline` and `wall_time` reach the HTTP adapters (see
+    `HttpModel`): the run's budget is asked before every retry or failover,
+    no retry starts past `deadline` (monotonic, on `clock`), and `wall_time`
+    (epoch seconds) reads `Retry-After` dates. Other adapters never retry.
+    """
     adapter = config.get("adapter")
     if adapter not in ALLOWED_KEYS:
         suggestion = did_you_mean(str(adapter), ALLOWED_KEYS)
@@ -90,8 +100,18 @@ def build_model(
     elif adapter == "replay":
         return ReplayModel.from_file(base_dir / require_str(name, config, "cassette"))
     else:
-        model = _build_http(
-            name, adapter, config, env=env, clock=clock, rng=rng, transport=transport
+        settings, accounts = _http_settings(name, adapter, config, env)
+        model = HttpModel(
+            name,
+            WIRES[adapter],
+            settings,
+            accounts,
+            clock=clock,
+            rng=rng,
+            transport=transport,
+            attempt_gate=attempt_gate,
+            deadline=deadline,
+            wall_time=wall_time,
         )
     record = config.get("record")
     if record is not None:
@@ -110,17 +130,10 @@ def require_str(name: str, config: Mapping[str, Any], key: str) -> str:
     return value
 
 
-def _build_http(
-    name: str,
-    adapter: str,
-    config: Mapping[str, Any],
-    *,
-    env: Mapping[str, str],
-    clock: Clock,
-    rng: random.Random,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> HttpModel:
-    """Build an `openai` or `anthropic` model from its `models.<name>` entry."""
+def _http_settings(
+    name: str, adapter: str, config: Mapping[str, Any], env: Mapping[str, str]
+) -> tuple[HttpSettings, list[Account]]:
+    """The settings and accounts of an `openai` or `anthropic` `models.<name>` entry."""
     base_url, model = require_str(name, config, "base_url"), require_str(name, config, "model")
     if urlsplit(base_url).scheme not in ("http", "https"):
         raise config_error(
@@ -155,7 +168,4 @@ def _build_http(
     if not isinstance(stream, bool):
         raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
     settings = HttpSettings(base_url=base_url, model=model, stream=stream, **numbers)
-    accounts = accounts_from_config(name, config.get("accounts"), env)
-    return HttpModel(
-        name, WIRES[adapter], settings, accounts, clock=clock, rng=rng, transport=transport
-    )
+    return settings, accounts_from_config(name, config.get("accounts"), env)

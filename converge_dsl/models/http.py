@@ -11,7 +11,13 @@ Retry policy, per call:
   call; when all are, wait (`Retry-After`, else backoff) and try again.
 - 5xx, 408, timeouts, connection errors: wait (exponential backoff with jitter
   from the injected rng, `Retry-After` when given) and retry, up to `retries`
-  and `max_retry_wait_s` of total waiting (the run's budget bounds the rest).
+  and `max_retry_wait_s` of total waiting.
+- The run's budget bounds the rest: before every retry or failover attempt
+  (never before the first) the injected `attempt_gate` is asked, and no retry
+  may start past `deadline` (monotonic seconds on the injected clock); either
+  refusal is `E_BUDGET_EXHAUSTED` naming the last provider error.
+- `Retry-After` is seconds or an HTTP date; a date is read against the injected
+  wall clock (`wall_time`, epoch seconds), so tests stay deterministic.
 - Once a streamed increment was handed out, nothing is retried: the caller
   would see it twice. A cut stream or unexpected shape is `E_WIRE`.
 Waits use the injected clock; the connect/read/total timeouts are measured by
@@ -24,7 +30,8 @@ import asyncio
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,6 +44,7 @@ from converge_dsl.models._anthropic import AnthropicWire
 from converge_dsl.models._common import estimate_usage
 from converge_dsl.models._openai import OpenAIWire
 from converge_dsl.models._redact import Redactor
+from converge_dsl.models._retry_after import retry_after_seconds
 from converge_dsl.models._sse import SseDecoder
 from converge_dsl.models._wire import Answer, ToolNames, WireFormat, WireSettings, load_json
 from converge_dsl.models.port import (
@@ -94,7 +102,13 @@ class HttpModel(ModelDefaults):
         clock: Clock,
         rng: random.Random,
         transport: httpx.AsyncBaseTransport | None = None,
+        attempt_gate: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        wall_time: Callable[[], float] = time.time,
     ) -> None:
+        """`attempt_gate() -> False` means the run's budget forbids another attempt;
+        `deadline` is the monotonic time (on `clock`) past which no retry starts;
+        `wall_time` gives epoch seconds, to read `Retry-After` HTTP dates."""
         self.name = name
         self._wire = wire
         self._settings = settings
@@ -105,6 +119,9 @@ class HttpModel(ModelDefaults):
         self._redact = Redactor(self._pool.secrets)
         self._clock = clock
         self._rng = rng
+        self._attempt_gate = attempt_gate
+        self._deadline = deadline
+        self._wall_time = wall_time
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -195,27 +212,32 @@ class HttpModel(ModelDefaults):
                     on_early_call=early,
                 )
             except ModelError as error:
-                if error.code is ModelErrorCode.AUTH and not handed_out:
+                if handed_out:
+                    raise  # the caller saw increments: a retry would repeat them
+                if error.code is ModelErrorCode.AUTH:
                     self._pool.disable(account.label)
-                    if self._pool.usable():
-                        self._pool.select(self._pool.current().label)
-                        continue
-                    raise self._all_rejected(error) from None
-                if error.code is ModelErrorCode.RATE_LIMITED and not handed_out:
+                    if not self._pool.usable():
+                        raise self._all_rejected(error) from None
+                    self._pool.select(self._pool.current().label)
+                    self._check_budget(error, 0.0)
+                    continue
+                if error.code is ModelErrorCode.RATE_LIMITED:
                     rate_limited.add(account.label)
                     other = self._pool.next_excluding(rate_limited)
                     if other is not None:
                         self._pool.select(other.label)
+                        self._check_budget(error, 0.0)
                         continue
                     rate_limited.clear()
                     first = self._pool.next_excluding(set())
                     if first is not None:
                         self._pool.select(first.label)
-                if not error.retryable or handed_out or attempt >= self._settings.retries:
+                if not error.retryable or attempt >= self._settings.retries:
                     raise
                 wait = self._backoff(attempt, error.retry_after)
                 if waited + wait > self._settings.max_retry_wait_s:
                     raise
+                self._check_budget(error, wait)
                 await self._clock.sleep(wait)
                 attempt, waited = attempt + 1, waited + wait
                 continue
@@ -226,6 +248,22 @@ class HttpModel(ModelDefaults):
                 model_id=self.model_id(),
                 account=account.label,
             )
+
+    def _check_budget(self, last: ModelError, wait: float) -> None:
+        """Raise `E_BUDGET_EXHAUSTED` unless the run allows another attempt `wait` s from now."""
+        if self._attempt_gate is not None and not self._attempt_gate():
+            reason = "the run's budget allows no further attempt"
+            hint = "raise the run's budget, or fix the provider failure above"
+        elif self._deadline is not None and self._clock.monotonic() + wait > self._deadline:
+            reason = f"the run's deadline leaves no time for another attempt (next in {wait:g} s)"
+            hint = "raise the run's time budget, or fix the provider failure above"
+        else:
+            return
+        raise ModelError(
+            ModelErrorCode.BUDGET_EXHAUSTED,
+            f"model {self.name!r}: {reason}; last error: {last.message}",
+            hint=hint,
+        )
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -400,7 +438,7 @@ class HttpModel(ModelDefaults):
             detail = None
         detail = self.redact(detail or response.text[:200].strip() or response.reason_phrase)
         message = f"{where} answered HTTP {status}: {detail}"
-        retry_after = _retry_after(response.headers)
+        retry_after = retry_after_seconds(response.headers, self._wall_time)
         if status in (401, 403):
             return ModelError(
                 ModelErrorCode.AUTH, message, hint="check the API key of this account"
@@ -422,21 +460,6 @@ class HttpModel(ModelDefaults):
             if status >= 500
             else "the provider refused the request; check model name, base_url and limits",
         )
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds to wait, from `retry-after-ms` or `retry-after` (an HTTP date is ignored:
-    reading it would need the wall clock)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                seconds = float(value) * scale
-            except ValueError:
-                continue
-            if seconds >= 0:
-                return seconds
-    return None
 
 
 def _ignore(_: Any) -> None:

@@ -5,38 +5,138 @@ Public surface:
 - repositories: `FolderRepository`, `HttpRepository`, `BuiltinRepository`,
   `open_repositories`; `publish`, `yank`;
 - `resolve(...)`, `lock_pipeline(pipeline)`, `load_locked_packs(pipeline)`, `PackCache`;
+- `lock_path(pipeline)`: each pipeline's lock is `<pipeline stem>.lock` beside it;
 - `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`;
-- `check_pipeline_packs(doc)` and the finer checks (codes CD3xx, see `_checks`);
+- `check_pipeline_packs(doc)` and the finer checks (codes CD5xx, see `converge_dsl.codes`);
 - `installed_solvers()`, the entry-point solver registry;
 - `add_pack_requirement(text, name, specifier)` for `pack add`.
+
+Names are imported on first use (PEP 562), so `validate` pays only for what a
+pipeline needs.
 """
 
 from __future__ import annotations
 
-from converge_dsl.packs._archive import build_archive, sha256_hex, unpack
-from converge_dsl.packs._cache import PackCache
-from converge_dsl.packs._checks import check_lock, check_pack_uses, check_pipeline_packs
-from converge_dsl.packs._compile import compile_pack_suggestor, instantiate_template
-from converge_dsl.packs._edit import add_pack_requirement, default_specifier
-from converge_dsl.packs._index import IndexEntry, PackIndex
-from converge_dsl.packs._lockfile import LOCK_NAME, LockedPack, LockFile, read_lock
-from converge_dsl.packs._manifest import InvariantDef, Pack, SuggestorDef, load_pack
-from converge_dsl.packs._publish import publish, yank
-from converge_dsl.packs._registry import SolverRegistry, installed_solvers
-from converge_dsl.packs._repository import (
-    BuiltinRepository,
-    FolderRepository,
-    HttpRepository,
-    Repository,
-    open_repositories,
-)
-from converge_dsl.packs._resolve import Requirement, Resolved, resolve
-from converge_dsl.packs._signing import generate_key
-from converge_dsl.packs._suggestor import PackSolverSuggestor
-from converge_dsl.packs._workspace import PipelinePacks, load_locked_packs, lock_pipeline
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from converge_dsl.packs._archive import (
+        build_archive,
+        sha256_hex,
+        unpack,
+    )
+    from converge_dsl.packs._cache import (
+        PackCache,
+    )
+    from converge_dsl.packs._checks import (
+        check_lock,
+        check_pack_uses,
+        check_pipeline_packs,
+    )
+    from converge_dsl.packs._compile import (
+        compile_pack_suggestor,
+        instantiate_template,
+    )
+    from converge_dsl.packs._edit import (
+        add_pack_requirement,
+        default_specifier,
+    )
+    from converge_dsl.packs._index import (
+        IndexEntry,
+        PackIndex,
+    )
+    from converge_dsl.packs._lockfile import (
+        LOCK_SUFFIX,
+        LockedPack,
+        LockFile,
+        lock_hint,
+        lock_path,
+        read_lock,
+    )
+    from converge_dsl.packs._manifest import (
+        InvariantDef,
+        Pack,
+        SuggestorDef,
+        load_pack,
+    )
+    from converge_dsl.packs._publish import (
+        publish,
+        yank,
+    )
+    from converge_dsl.packs._registry import (
+        SolverRegistry,
+        installed_solvers,
+    )
+    from converge_dsl.packs._repository import (
+        BuiltinRepository,
+        FolderRepository,
+        HttpRepository,
+        Repository,
+        open_repositories,
+    )
+    from converge_dsl.packs._resolve import (
+        Requirement,
+        Resolved,
+        resolve,
+    )
+    from converge_dsl.packs._signing import (
+        generate_key,
+    )
+    from converge_dsl.packs._suggestor import (
+        PackSolverSuggestor,
+    )
+    from converge_dsl.packs._workspace import (
+        PipelinePacks,
+        load_locked_packs,
+        lock_pipeline,
+    )
+
+_WHERE: dict[str, str] = {
+    "BuiltinRepository": "converge_dsl.packs._repository",
+    "FolderRepository": "converge_dsl.packs._repository",
+    "HttpRepository": "converge_dsl.packs._repository",
+    "IndexEntry": "converge_dsl.packs._index",
+    "InvariantDef": "converge_dsl.packs._manifest",
+    "LOCK_SUFFIX": "converge_dsl.packs._lockfile",
+    "LockFile": "converge_dsl.packs._lockfile",
+    "LockedPack": "converge_dsl.packs._lockfile",
+    "Pack": "converge_dsl.packs._manifest",
+    "PackCache": "converge_dsl.packs._cache",
+    "PackIndex": "converge_dsl.packs._index",
+    "PackSolverSuggestor": "converge_dsl.packs._suggestor",
+    "PipelinePacks": "converge_dsl.packs._workspace",
+    "Repository": "converge_dsl.packs._repository",
+    "Requirement": "converge_dsl.packs._resolve",
+    "Resolved": "converge_dsl.packs._resolve",
+    "SolverRegistry": "converge_dsl.packs._registry",
+    "SuggestorDef": "converge_dsl.packs._manifest",
+    "add_pack_requirement": "converge_dsl.packs._edit",
+    "build_archive": "converge_dsl.packs._archive",
+    "check_lock": "converge_dsl.packs._checks",
+    "check_pack_uses": "converge_dsl.packs._checks",
+    "check_pipeline_packs": "converge_dsl.packs._checks",
+    "compile_pack_suggestor": "converge_dsl.packs._compile",
+    "default_specifier": "converge_dsl.packs._edit",
+    "generate_key": "converge_dsl.packs._signing",
+    "installed_solvers": "converge_dsl.packs._registry",
+    "instantiate_template": "converge_dsl.packs._compile",
+    "load_locked_packs": "converge_dsl.packs._workspace",
+    "load_pack": "converge_dsl.packs._manifest",
+    "lock_hint": "converge_dsl.packs._lockfile",
+    "lock_path": "converge_dsl.packs._lockfile",
+    "lock_pipeline": "converge_dsl.packs._workspace",
+    "open_repositories": "converge_dsl.packs._repository",
+    "publish": "converge_dsl.packs._publish",
+    "read_lock": "converge_dsl.packs._lockfile",
+    "resolve": "converge_dsl.packs._resolve",
+    "sha256_hex": "converge_dsl.packs._archive",
+    "unpack": "converge_dsl.packs._archive",
+    "yank": "converge_dsl.packs._publish",
+}
 
 __all__ = [
-    "LOCK_NAME",
+    "LOCK_SUFFIX",
     "BuiltinRepository",
     "FolderRepository",
     "HttpRepository",
@@ -66,6 +166,8 @@ __all__ = [
     "instantiate_template",
     "load_locked_packs",
     "load_pack",
+    "lock_hint",
+    "lock_path",
     "lock_pipeline",
     "open_repositories",
     "publish",
@@ -75,3 +177,12 @@ __all__ = [
     "unpack",
     "yank",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

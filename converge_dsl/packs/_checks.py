@@ -1,50 +1,54 @@
 """Pipeline-side pack checks, as diagnostics located in the pipeline file.
 
-The front end registers `check_pipeline_packs` (or the finer functions).
-Codes:
+The front end runs `check_pipeline_packs` for every pipeline that declares
+`packs:` or has a `kind: pack` suggestor. Codes (`converge_dsl.codes`, CD5xx,
+documented in docs/errors.md):
 
-| code  | meaning                                                                  |
-|-------|--------------------------------------------------------------------------|
-| CD320 | the pipeline uses packs but `converge.lock` is missing                   |
-| CD321 | `converge.lock` is stale or unreadable (one diagnostic per reason)       |
-| CD322 | a locked pack cannot be installed (digest, signature, archive, network)  |
-| CD323 | `use:` names a suggestor the pack does not offer                         |
-| CD324 | a `with:` parameter does not fit the pack suggestor's parameters schema  |
-| CD325 | `use:` is not of the form PACK/SUGGESTOR                                  |
-| CD326 | the pack suggestor names a solver no installed distribution registers    |
-| CD350 | pack.yaml: the version is not a version                                  |
-| CD351 | pack.yaml: a `requires` specifier is not a PEP 440 specifier             |
-| CD352 | pack.yaml: a file it names is missing, outside the pack, or not JSON     |
-| CD353 | pack.yaml: an invariant names an unknown suggestor                       |
-| CD354 | pack.yaml: an invariant check does not compile                           |
+- `LOCK_MISSING` / `LOCK_STALE`: the pipeline's lock file (`lock_path`) is
+  missing, unreadable, or no longer matches `packs:` / `repositories:`;
+- `PACK_NOT_INSTALLABLE`: a locked pack cannot be installed (digest,
+  signature, archive, network);
+- `UNKNOWN_PACK_SUGGESTOR`, `SOLVER_NOT_INSTALLED`, `BAD_PACK_PARAMETER`:
+  a `kind: pack` suggestor does not fit its pack (the schema already checked
+  that `use:` has the form PACK/SUGGESTOR).
 
-Near-miss names get a "did you mean" hint. A `use:` naming an undeclared
-pack (CD205) and a malformed `packs:` specifier (CD212) are reported by the
-front end's semantic checks, so they are not repeated here.
+Near-miss names get a "did you mean" hint. A `use:` naming an undeclared pack
+(`UNDECLARED_PACK`) and a malformed `packs:` specifier (`BAD_SPECIFIER`) are
+reported by the front end's own checks, so they are not repeated here.
+Heavy modules (jsonschema, the cache, httpx) are imported only when a lock is
+usable and packs must be opened.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
+from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.frontend.document import LoadedDocument
-from converge_dsl.packs._cache import PackCache
-from converge_dsl.packs._lockfile import LOCK_NAME, lock_path, read_lock, stale_reasons
-from converge_dsl.packs._manifest import Pack
-from converge_dsl.packs._registry import SolverRegistry, installed_solvers
-from converge_dsl.packs._workspace import load_locked_packs
+from converge_dsl.packs._lockfile import lock_hint, lock_problems
+from converge_dsl.packs._manifest import parse_specifier
+
+if TYPE_CHECKING:
+    from converge_dsl.packs._cache import PackCache
+    from converge_dsl.packs._manifest import Pack
+    from converge_dsl.packs._registry import SolverRegistry
 
 
 def _at(
-    doc: LoadedDocument, code: str, message: str, path: JsonPath, hint: str | None = None
+    doc: LoadedDocument,
+    code: str,
+    message: str,
+    path: JsonPath,
+    hint: str | None = None,
+    *,
+    on_key: bool = False,
 ) -> Diagnostic:
-    return Diagnostic.at(code, message, doc.source_map.span(path), path=path, hint=hint)
+    span = doc.source_map.key_span(path) if on_key else doc.source_map.span(path)
+    return Diagnostic.at(code, message, span, path=path, hint=hint)
 
 
 def _guess(word: str, names: Any) -> str | None:
@@ -56,26 +60,27 @@ def _data(doc: LoadedDocument) -> Mapping[str, Any]:
     return doc.data if isinstance(doc.data, Mapping) else {}
 
 
-def check_lock(doc: LoadedDocument) -> Iterator[Diagnostic]:
-    """CD320-CD321: `converge.lock` exists and is current."""
+def check_lock(doc: LoadedDocument, pipeline: Path | None = None) -> Iterator[Diagnostic]:
+    """`LOCK_MISSING` / `LOCK_STALE` (one per reason), located at `packs:`.
+
+    `pipeline` is where the file is (default: `doc.file`); the hint names
+    `doc.file`, as the user wrote it.
+    """
     data = _data(doc)
-    packs = {str(k): str(v) for k, v in (data.get("packs") or {}).items()}
-    if not packs:
-        return
-    pipeline = Path(doc.file)
-    fix = f"run: converge-dsl lock {pipeline.name}"
-    try:
-        lock = read_lock(lock_path(pipeline))
-    except PackError as exc:
-        yield _at(doc, "CD321", exc.message, ("packs",), hint=fix)
-        return
-    if lock is None:
-        yield _at(
-            doc, "CD320", f"{LOCK_NAME} is missing: the pipeline uses packs", ("packs",), hint=fix
-        )
-        return
-    for reason in stale_reasons(lock, packs, tuple(data.get("repositories") or ())):
-        yield _at(doc, "CD321", f"{LOCK_NAME} is stale: {reason}", ("packs",), hint=fix)
+    packs = _requested(data)
+    if not _well_formed(packs):
+        return  # the front end reports the malformed specifier (BAD_SPECIFIER) first
+    repositories = tuple(data.get("repositories") or ())
+    for code, message in lock_problems(pipeline or Path(doc.file), packs, repositories):
+        yield _at(doc, code, message, ("packs",), hint=lock_hint(Path(doc.file)), on_key=True)
+
+
+def _requested(data: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (data.get("packs") or {}).items()}
+
+
+def _well_formed(packs: Mapping[str, str]) -> bool:
+    return all(parse_specifier(text) is not None for text in packs.values())
 
 
 def _pack_suggestors(data: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -89,16 +94,13 @@ def check_pack_uses(
     packs: Mapping[str, Pack] | None,
     solvers: SolverRegistry | None = None,
 ) -> Iterator[Diagnostic]:
-    """CD323-CD326 for every `kind: pack` suggestor; `packs` None skips pack contents."""
+    """Each `kind: pack` suggestor against its pack; nothing when `packs` is None."""
     data = _data(doc)
     for index, item in _pack_suggestors(data):
         path: JsonPath = ("suggestors", index)
         use = str(item.get("use", ""))
         pack_name, slash, suggestor = use.partition("/")
-        if not slash or not pack_name or not suggestor:
-            yield _at(doc, "CD325", f"use: {use!r} must be PACK/SUGGESTOR", (*path, "use"))
-            continue
-        pack = (packs or {}).get(pack_name)
+        pack = (packs or {}).get(pack_name) if slash else None  # the schema checks the form
         if pack is None:
             continue
         definition = pack.suggestors.get(suggestor)
@@ -106,46 +108,68 @@ def check_pack_uses(
             offered = ", ".join(sorted(pack.suggestors))
             yield _at(
                 doc,
-                "CD323",
+                codes.UNKNOWN_PACK_SUGGESTOR,
                 f"pack {pack_name} {pack.version} has no suggestor {suggestor!r}",
                 (*path, "use"),
                 hint=_guess(suggestor, pack.suggestors) or f"it offers: {offered}",
             )
             continue
-        if definition.solver is not None and definition.solver not in (
-            solvers or installed_solvers()
-        ):
-            yield _at(
-                doc,
-                "CD326",
-                f"solver {definition.solver!r} is not installed",
-                (*path, "use"),
-                hint="install the distribution that registers it",
-            )
-        validator = jsonschema.Draft202012Validator(definition.parameters)
-        for error in validator.iter_errors(dict(item.get("with") or {})):
-            where: JsonPath = (*path, "with", *error.absolute_path)
-            yield _at(
-                doc,
-                "CD324",
-                f"{use}: {error.message}",
-                where,
-                hint=f"parameters of {use} are described in pack {pack_name} {pack.version}",
-            )
+        if definition.solver is not None:
+            if solvers is None:
+                from converge_dsl.packs._registry import installed_solvers
+
+                solvers = installed_solvers()
+            if definition.solver not in solvers:
+                yield _at(
+                    doc,
+                    codes.SOLVER_NOT_INSTALLED,
+                    f"solver {definition.solver!r} is not installed",
+                    (*path, "use"),
+                    hint=_guess(definition.solver, solvers.names())
+                    or "install the distribution that registers it",
+                )
+        yield from _parameter_problems(doc, item, path, use, pack)
+
+
+def _parameter_problems(
+    doc: LoadedDocument, item: Mapping[str, Any], path: JsonPath, use: str, pack: Pack
+) -> Iterator[Diagnostic]:
+    import jsonschema
+
+    definition = pack.suggestors[use.partition("/")[2]]
+    validator = jsonschema.Draft202012Validator(definition.parameters)
+    for error in validator.iter_errors(dict(item.get("with") or {})):
+        where: JsonPath = (*path, "with", *error.absolute_path)
+        yield _at(
+            doc,
+            codes.BAD_PACK_PARAMETER,
+            f"{use}: {error.message}",
+            where,
+            hint=f"parameters of {use} are described in pack {pack.name} {pack.version}",
+        )
 
 
 def check_pipeline_packs(
-    doc: LoadedDocument, *, cache: PackCache | None = None
+    doc: LoadedDocument, *, pipeline: Path | None = None, cache: PackCache | None = None
 ) -> Iterator[Diagnostic]:
-    """Every pack check: lock first, then (when the lock is usable) the pack suggestors."""
-    problems = list(check_lock(doc))
+    """Every pack check: lock first, then (when the lock is usable) the pack suggestors.
+
+    `pipeline` is the file's path when `doc.file` is only its display name.
+    """
+    pipeline = pipeline or Path(doc.file)
+    problems = list(check_lock(doc, pipeline))
     yield from problems
     packs: Mapping[str, Pack] | None = None
-    if not problems:
+    requested = _requested(_data(doc))
+    if not problems and requested and _well_formed(requested):
+        from converge_dsl.packs._workspace import load_locked_packs
+
         try:
-            packs = load_locked_packs(Path(doc.file), _data(doc), cache=cache)
+            packs = load_locked_packs(pipeline, _data(doc), cache=cache)
         except PipelineInvalid as exc:
             yield from exc.diagnostics
         except PackError as exc:
-            yield _at(doc, "CD322", exc.message, ("packs",), hint=exc.hint)
+            yield _at(
+                doc, codes.PACK_NOT_INSTALLABLE, exc.message, ("packs",), hint=exc.hint, on_key=True
+            )
     yield from check_pack_uses(doc, packs)

@@ -3,7 +3,7 @@
 `compile_pack_suggestor(spec, path, ctx)` is the compiler's builder for
 `kind: pack` (a `SuggestorBuilder`). It finds the pack among the pipeline's
 locked packs (`ctx.packs` when the context carries them, else loaded through
-`converge.lock` beside the pipeline file), then:
+the lock file beside the pipeline), then:
 
 - `kind: solver`: binds the registered native solver into a
   `PackSolverSuggestor` (see `_suggestor` for its gating rules);
@@ -23,10 +23,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl.compiler import CompileContext, RenderScopes, builder_for
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
+from converge_dsl.packs._lockfile import lock_hint
 from converge_dsl.packs._manifest import Pack, SuggestorDef
 from converge_dsl.packs._registry import SolverRegistry, installed_solvers
 from converge_dsl.packs._suggestor import PackSolverSuggestor
@@ -94,26 +96,32 @@ def compile_pack_suggestor(
     try:
         packs = _packs(ctx)
     except PackError as exc:
-        raise ctx.invalid("CD322", exc.message, (*path, "use"), hint=exc.hint) from None
+        raise ctx.invalid(
+            codes.PACK_NOT_INSTALLABLE, exc.message, (*path, "use"), hint=exc.hint
+        ) from None
     pack = packs.get(pack_name)
     if pack is None:
         raise ctx.invalid(
-            "CD322",
+            codes.PACK_NOT_INSTALLABLE,
             f"pack {pack_name!r} is not locked for this pipeline",
             (*path, "use"),
-            hint=f"run: converge-dsl lock {Path(ctx.source_map.file).name}",
+            hint=lock_hint(Path(ctx.source_map.file)),
         )
     definition = pack.suggestors.get(name)
     if definition is None:
         raise ctx.invalid(
-            "CD323", f"pack {pack_name} {pack.version} has no suggestor {name!r}", (*path, "use")
+            codes.UNKNOWN_PACK_SUGGESTOR,
+            f"pack {pack_name} {pack.version} has no suggestor {name!r}",
+            (*path, "use"),
         )
     params = dict(spec.get("with") or {})
     if definition.kind != "solver":
         builder = builder_for(definition.kind)
         if builder is None:
             raise ctx.invalid(
-                "CD322", f"no builder for {definition.kind!r} suggestors", (*path, "use")
+                codes.PACK_NOT_INSTALLABLE,
+                f"no builder for {definition.kind!r} suggestors",
+                (*path, "use"),
             )
         scoped = replace(ctx, scopes=_ParamScopes(ctx.scopes, params))
         return builder(instantiate_template(spec, definition), path, scoped)
@@ -121,7 +129,9 @@ def compile_pack_suggestor(
     try:
         solver = (solvers or installed_solvers()).get(definition.solver)
     except PackError as exc:
-        raise ctx.invalid("CD326", exc.message, (*path, "use"), hint=exc.hint) from None
+        raise ctx.invalid(
+            codes.SOLVER_NOT_INSTALLED, exc.message, (*path, "use"), hint=exc.hint
+        ) from None
     return PackSolverSuggestor(
         name=str(spec["name"]),
         input_key=str(spec["input"]),

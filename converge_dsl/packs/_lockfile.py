@@ -1,4 +1,10 @@
-"""`converge.lock`: the exact pack versions and digests a pipeline runs with.
+"""The lock file: the exact pack versions and digests a pipeline runs with.
+
+Each pipeline has its own lock beside it, named after it (`staffing-plan.yaml`
+-> `staffing-plan.lock`), as each manifest has its own lock in a package
+manager: a folder of pipelines with different packs or repositories never
+shares (and never overwrites) one lock. `lock`, `validate` and `run` all find
+it through `lock_path`.
 
 The lock is JSON, written with sorted keys so it diffs well:
 
@@ -20,15 +26,18 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from converge_dsl import codes
 from converge_dsl.errors import PackError
 from converge_dsl.packs._manifest import parse_specifier, parse_version
-from converge_dsl.packs._resolve import Resolved
 
-LOCK_NAME = "converge.lock"
+if TYPE_CHECKING:
+    from converge_dsl.packs._resolve import Resolved
+
+LOCK_SUFFIX = ".lock"
 LOCK_VERSION = 1
 
 
@@ -95,7 +104,14 @@ def lock_from_resolution(
 
 
 def lock_path(pipeline: Path) -> Path:
-    return pipeline.parent / LOCK_NAME
+    """The lock file of `pipeline`: beside it, `<pipeline stem>.lock`."""
+    return pipeline.with_suffix(LOCK_SUFFIX)
+
+
+def lock_hint(pipeline: Path) -> str:
+    """The command that (re)writes the lock, naming the pipeline as the user does."""
+    shown = pipeline.name if pipeline.is_absolute() else pipeline.as_posix()
+    return f"run: converge-dsl lock {shown}"
 
 
 def write_lock(path: Path, lock: LockFile) -> None:
@@ -107,7 +123,7 @@ def write_lock(path: Path, lock: LockFile) -> None:
 def _locked_pack(name: str, raw: Any) -> LockedPack:
     if not isinstance(raw, dict) or parse_version(str(raw.get("version"))) is None:
         raise PackError(
-            f"{LOCK_NAME}: entry for {name!r} is malformed", hint="re-run converge-dsl lock"
+            f"the lock entry for {name!r} is malformed", hint="re-run converge-dsl lock"
         )
     return LockedPack(
         name=name,
@@ -128,10 +144,10 @@ def read_lock(path: Path) -> LockFile | None:
         return None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PackError(
-            f"{LOCK_NAME} is unreadable: {exc}", hint="re-run converge-dsl lock"
+            f"{path.name} is unreadable: {exc}", hint="re-run converge-dsl lock"
         ) from None
     if not isinstance(body, dict) or body.get("lock-version") != LOCK_VERSION:
-        raise PackError(f"{LOCK_NAME} has an unknown format", hint="re-run converge-dsl lock")
+        raise PackError(f"{path.name} has an unknown format", hint="re-run converge-dsl lock")
     pipeline = body.get("pipeline") or {}
     packs = {n: _locked_pack(n, raw) for n, raw in (body.get("packs") or {}).items()}
     return LockFile(
@@ -146,11 +162,11 @@ def stale_reasons(
     for name, text in sorted(packs_requested.items()):
         pinned = lock.packs.get(name)
         if pinned is None:
-            yield f"pack {name!r} is not in {LOCK_NAME}"
+            yield f"pack {name!r} is not locked"
             continue
         spec = parse_specifier(text)
         if spec is not None and not spec.contains(pinned.version, prereleases=True):
-            yield f"{LOCK_NAME} pins {name} {pinned.version}, which does not satisfy {text!r}"
+            yield f"the lock pins {name} {pinned.version}, which does not satisfy {text!r}"
         elif lock.packs_requested.get(name) != text:
             before = lock.packs_requested.get(name)
             yield f"the specifier of {name!r} changed from {before!r} to {text!r}"
@@ -158,3 +174,25 @@ def stale_reasons(
         yield f"pack {name!r} is locked but no longer requested"
     if list(lock.repositories) != list(repositories):
         yield "the repositories changed since the lock was written"
+
+
+def lock_problems(
+    pipeline: Path, packs_requested: Mapping[str, str], repositories: Sequence[Any]
+) -> list[tuple[str, str]]:
+    """`(code, message)` for each reason the lock of `pipeline` cannot be used; [] if current.
+
+    A pipeline without packs needs no lock. The hint for all of them is `lock_hint`.
+    """
+    if not packs_requested:
+        return []
+    path = lock_path(pipeline)
+    try:
+        lock = read_lock(path)
+    except PackError as exc:
+        return [(codes.LOCK_STALE, exc.message)]
+    if lock is None:
+        return [(codes.LOCK_MISSING, f"{path.name} is missing: the pipeline uses packs")]
+    return [
+        (codes.LOCK_STALE, f"{path.name} is stale: {reason}")
+        for reason in stale_reasons(lock, packs_requested, repositories)
+    ]

@@ -5,7 +5,7 @@ validates it against `schemas/pack.v1.json`, then checks what a schema cannot:
 the version is semver, specifiers parse, files named by `input_schema` and
 `prompt_files` exist inside the pack, invariants name real suggestors and
 their checks compile. Every problem is reported at once as a `PipelineInvalid`
-carrying diagnostics (codes CD350-CD359, see `converge_dsl.packs._checks`).
+carrying diagnostics (codes `PACK_*` of `converge_dsl.codes`, CD550 onwards).
 
 A `Pack` is immutable data: nothing in it is ever imported or executed.
 """
@@ -21,11 +21,11 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.packs._yaml import load_document, schema_diagnostics
-from converge_dsl.templating import TemplateCompileError, compile_expression
 
 MANIFEST = "pack.yaml"
 PACK_SCHEMA = "pack.v1.json"
@@ -112,15 +112,19 @@ class _Builder:
     def read_json(self, relative: str, path: JsonPath) -> Mapping[str, Any] | None:
         target = _inside(self.folder, relative)
         if target is None:
-            self.error("CD352", f"file {relative!r} is not a file inside the pack", path)
+            self.error(
+                codes.PACK_BAD_FILE, f"file {relative!r} is not a file inside the pack", path
+            )
             return None
         try:
             value = json.loads(target.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self.error("CD352", f"cannot read JSON Schema {relative!r}: {exc}", path)
+            self.error(codes.PACK_BAD_FILE, f"cannot read JSON Schema {relative!r}: {exc}", path)
             return None
         if not isinstance(value, dict):
-            self.error("CD352", f"{relative!r} must hold a JSON object (a JSON Schema)", path)
+            self.error(
+                codes.PACK_BAD_FILE, f"{relative!r} must hold a JSON object (a JSON Schema)", path
+            )
             return None
         return value
 
@@ -133,7 +137,7 @@ class _Builder:
                 target = _inside(self.folder, relative)
                 if target is None:
                     self.error(
-                        "CD352",
+                        codes.PACK_BAD_FILE,
                         f"prompt file {relative!r} is not a file inside the pack",
                         (*path, "prompt_files", role),
                     )
@@ -159,6 +163,8 @@ class _Builder:
         )
 
     def invariants(self, raw: list[Any], names: Mapping[str, Any]) -> Iterator[InvariantDef]:
+        from converge_dsl.templating import TemplateCompileError, compile_expression
+
         for index, item in enumerate(raw):
             path: JsonPath = ("invariants", index)
             target = item.get("suggestor")
@@ -167,7 +173,7 @@ class _Builder:
 
                 guess = did_you_mean(target, names)
                 self.error(
-                    "CD353",
+                    codes.PACK_UNKNOWN_SUGGESTOR,
                     f"invariant {item['name']!r} names unknown suggestor {target!r}",
                     (*path, "suggestor"),
                     hint=f"did you mean {guess!r}?" if guess else None,
@@ -176,7 +182,9 @@ class _Builder:
                 compile_expression(item["check"])
             except TemplateCompileError as exc:
                 self.error(
-                    "CD354", f"invariant check does not compile: {exc.message}", (*path, "check")
+                    codes.PACK_BAD_CHECK,
+                    f"invariant check does not compile: {exc.message}",
+                    (*path, "check"),
                 )
             yield InvariantDef(
                 name=item["name"],
@@ -194,13 +202,15 @@ class _Builder:
         if "converge-dsl" in requires:
             converge = parse_specifier(requires["converge-dsl"])
             if converge is None:
-                self.error("CD351", "not a PEP 440 specifier", ("requires", "converge-dsl"))
+                self.error(
+                    codes.PACK_BAD_REQUIRES, "not a PEP 440 specifier", ("requires", "converge-dsl")
+                )
         packs: dict[str, SpecifierSet] = {}
         for name, text in (requires.get("packs") or {}).items():
             spec = parse_specifier(text)
             if spec is None:
                 self.error(
-                    "CD351",
+                    codes.PACK_BAD_REQUIRES,
                     f"{text!r} is not a PEP 440 specifier",
                     ("requires", "packs", name),
                     hint='write e.g. ">=1.0,<2"',
@@ -210,7 +220,9 @@ class _Builder:
         suggestors = {n: self.suggestor(n, raw) for n, raw in data["suggestors"].items()}
         invariants = tuple(self.invariants(data.get("invariants") or [], suggestors))
         if version is None:  # the schema pattern makes this unreachable in practice
-            self.error("CD350", f"{data['version']!r} is not a version", ("version",))
+            self.error(
+                codes.PACK_BAD_VERSION, f"{data['version']!r} is not a version", ("version",)
+            )
         if self.found:
             raise PipelineInvalid(best_first(self.found))
         assert version is not None

@@ -41,7 +41,7 @@ BUILTIN_PUBLISHED = "1970-01-01T00:00:00Z"
 
 
 class Repository(Protocol):
-    """Where packs come from. `id` is how `converge.lock` names it."""
+    """Where packs come from. `id` is how the lock file names it."""
 
     @property
     def id(self) -> str: ...

@@ -7,8 +7,10 @@ A candidate is skipped when it is yanked (unless the lock pins it), when it
 needs another converge-dsl, or when it violates any requirement collected so
 far. Only the indexes of packs actually reached are fetched.
 
-When nothing fits, the error explains the first conflict met: every
-requirement on the pack with who asked for it, and the versions that exist.
+When nothing fits, the error explains every distinct conflict the search
+met (the first `MAX_CONFLICTS` of them), each with every requirement on the
+pack, who asked for it and which versions it would accept, and every version
+that exists, marking the yanked ones and those needing another converge-dsl.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from converge_dsl.packs._index import IndexEntry, PackIndex
 from converge_dsl.packs._repository import Repository
 
 MAX_STEPS = 20_000
+MAX_CONFLICTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,7 @@ class _Search:
         self.locked = locked
         self.converge_version = converge_version
         self.indexes: dict[str, tuple[PackIndex, str] | None] = {}
-        self.conflict: str | None = None
+        self.conflicts: list[str] = []
         self.steps = 0
 
     def index(self, name: str) -> tuple[PackIndex, str] | None:
@@ -76,8 +79,15 @@ class _Search:
         return self.indexes[name]
 
     def note(self, message: str) -> None:
-        if self.conflict is None:
-            self.conflict = message
+        if message not in self.conflicts:
+            self.conflicts.append(message)
+
+    def failure(self) -> str:
+        """Every distinct conflict met, in the order met (at most `MAX_CONFLICTS`)."""
+        shown = self.conflicts[:MAX_CONFLICTS]
+        more = len(self.conflicts) - len(shown)
+        tail = [f"... and {more} more conflict(s)"] if more > 0 else []
+        return "\n".join(shown + tail) or "pack resolution failed"
 
     def unknown(self, name: str, requirements: Sequence[Requirement]) -> str:
         searched = ", ".join(r.id for r in self.repositories)
@@ -89,24 +99,34 @@ class _Search:
             lines.append(f"  did you mean {guess!r}?")
         return "\n".join(lines)
 
+    def usable(self, name: str, entry: IndexEntry) -> bool:
+        """Not yanked (or pinned by the lock) and made for this converge-dsl."""
+        pinned = self.locked.get(name) == entry.version
+        return (not entry.yanked or pinned) and self.compatible(entry)
+
     def explain(self, name: str, requirements: Sequence[Requirement], index: PackIndex) -> str:
-        usable = [e for e in index.entries if not e.yanked or self.locked.get(name) == e.version]
+        usable = [e for e in index.entries if self.usable(name, e)]
         lines = [f"no version of pack {name!r} satisfies every requirement:"]
-        lines += [f"  {r}" for r in requirements]
-        shown = ", ".join(str(e.version) for e in usable) or "none"
-        lines.append(f"  versions available: {shown}")
-        yanked = [str(e.version) for e in index.entries if e not in usable]
-        if yanked:
-            lines.append(f"  yanked (skipped unless locked): {', '.join(yanked)}")
-        foreign = [
-            f"{e.version} (needs converge-dsl {e.requires_converge})"
-            for e in usable
-            if not self.compatible(e)
-        ]
-        if foreign:
-            lines.append(
-                f"  incompatible with converge-dsl {self.converge_version}: {', '.join(foreign)}"
-            )
+        for requirement in requirements:
+            fits = [
+                str(e.version)
+                for e in usable
+                if requirement.specifier.contains(e.version, prereleases=True)
+            ]
+            lines.append(f"  {requirement} (fits: {', '.join(fits) or 'none'})")
+        described = []
+        for entry in index.entries:
+            notes = []
+            if entry.yanked and entry not in usable:
+                notes.append("yanked")
+            if not self.compatible(entry):
+                notes.append(f"needs converge-dsl {entry.requires_converge}")
+            described.append(f"{entry.version}" + (f" ({'; '.join(notes)})" if notes else ""))
+        lines.append(f"  versions that exist: {', '.join(described) or 'none'}")
+        if any(e.yanked and e not in usable for e in index.entries):
+            lines.append("  yanked versions are skipped unless the lock pins them")
+        if any(not self.compatible(e) for e in index.entries):
+            lines.append(f"  this is converge-dsl {self.converge_version}")
         return "\n".join(lines)
 
     def compatible(self, entry: IndexEntry) -> bool:
@@ -120,8 +140,7 @@ class _Search:
         fitting = [
             e
             for e in reversed(index.entries)
-            if (not e.yanked or e.version == pinned)
-            and self.compatible(e)
+            if self.usable(name, e)
             and all(r.specifier.contains(e.version, prereleases=e.version == pinned) for r in reqs)
         ]
         return sorted(fitting, key=lambda e: e.version != pinned)  # stable: pinned first
@@ -192,7 +211,7 @@ def resolve(
     found = search.search({}, reqs, tuple(sorted(roots)))
     if found is None:
         raise PackError(
-            search.conflict or "pack resolution failed",
+            search.failure(),
             hint="relax a specifier, or publish a version that fits every requirement",
         )
     chosen, requirements = found

@@ -2,7 +2,7 @@
 
 `lock_pipeline` resolves the pipeline's `packs:` against its `repositories:`,
 fetches and verifies every pinned archive into the cache (so the next run
-works offline) and writes `converge.lock` beside the pipeline.
+works offline) and writes the pipeline's lock beside it (`lock_path`).
 `load_locked_packs` is what `validate` and `run` call: it refuses a missing or
 stale lock with the reason and the command that fixes it, then installs each
 pinned pack from the cache (downloading only what is missing).
@@ -21,12 +21,12 @@ from packaging.specifiers import SpecifierSet
 from converge_dsl.errors import PackError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._lockfile import (
-    LOCK_NAME,
     LockFile,
     lock_from_resolution,
+    lock_hint,
     lock_path,
+    lock_problems,
     read_lock,
-    stale_reasons,
     write_lock,
 )
 from converge_dsl.packs._manifest import Pack, load_pack, parse_specifier
@@ -96,7 +96,7 @@ def lock_pipeline(
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
 ) -> LockFile:
-    """Resolve, fetch, verify and write `converge.lock`; returns the lock."""
+    """Resolve, fetch, verify and write the lock file (`lock_path`); returns the lock."""
     info = PipelinePacks.read(pipeline, data)
     repositories = info.open(client)
     previous = read_lock(lock_path(pipeline)) if lock_path(pipeline).exists() else None
@@ -128,11 +128,9 @@ def load_locked_packs(
     info = PipelinePacks.read(pipeline, data)
     if not info.packs:
         return {}
-    fix = f"run: converge-dsl lock {pipeline.name}"
+    problems = lock_problems(pipeline, info.packs, info.repositories)
+    if problems:
+        raise PackError("; ".join(message for _, message in problems), hint=lock_hint(pipeline))
     lock = read_lock(lock_path(pipeline))
-    if lock is None:
-        raise PackError(f"{LOCK_NAME} is missing: the pipeline uses packs", hint=fix)
-    reasons = list(stale_reasons(lock, info.packs, info.repositories))
-    if reasons:
-        raise PackError(f"{LOCK_NAME} is stale: " + "; ".join(reasons), hint=fix)
+    assert lock is not None  # lock_problems reported a missing lock
     return _install_all(lock, info.open(client), cache or PackCache())

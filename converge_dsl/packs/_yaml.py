@@ -1,18 +1,18 @@
 """The packs' door to the front end: load a YAML file and schema-check it.
 
-Thin wrappers over `converge_dsl.frontend.load_file` and the front end's
+Thin wrappers over the front end's public `load_file` and
 `schema_diagnostics`, so pack manifests get the same strict loading and the
 same located diagnostics as pipelines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.errors import PackError
 from converge_dsl.frontend import load_file
+from converge_dsl.frontend import schema_diagnostics as frontend_schema_diagnostics
 from converge_dsl.frontend.document import LoadedDocument
 
 
@@ -25,12 +25,4 @@ def load_document(path: Path) -> LoadedDocument:
 
 def schema_diagnostics(doc: LoadedDocument, schema: str) -> list[Diagnostic]:
     """Diagnostics of `doc` against `schemas/<schema>`."""
-    from converge_dsl import frontend
-
-    check: Callable[[LoadedDocument, str], list[Diagnostic]] | None
-    check = getattr(frontend, "schema_diagnostics", None)
-    if check is None:  # not re-exported yet by the front end
-        from converge_dsl.frontend._schema import schema_diagnostics as fallback
-
-        check = fallback
-    return check(doc, schema)
+    return frontend_schema_diagnostics(doc, schema)

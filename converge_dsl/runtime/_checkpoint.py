@@ -5,6 +5,10 @@ of the folder), so a reader sees either the previous or the new checkpoint,
 never half of one. Each checkpoint also carries the SHA-256 of its state and
 of the pipeline text + inputs: a torn or altered file, or one from another
 pipeline, is refused (never read into a run).
+
+A run paused for a human also checkpoints its pending proposals; decisions
+given so far for it (`--approve`/`--reject` that did not decide every pending
+id yet) are kept in `DIR/decisions.json`, written the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +25,7 @@ from converge_dsl.engine.state import EngineState
 from converge_dsl.errors import ConvergeError, UsageError
 
 CHECKPOINT_FILE = "checkpoint.json"
+DECISIONS_FILE = "decisions.json"
 FORMAT = "converge-dsl/checkpoint/v1"
 
 
@@ -29,6 +35,22 @@ def _sha(text: str) -> str:
 
 def pipeline_digest(pipeline_text: str, inputs: Any) -> str:
     return _sha(pipeline_text + "\0" + json.dumps(inputs, sort_keys=True, default=str))
+
+
+def _atomic_write(folder: Path, name: str, text: str) -> None:
+    """Replace `folder/name` by temp file + fsync + rename + fsync of the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / f".{name}.{os.getpid()}.tmp"
+    with temp.open("w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, folder / name)
+    directory = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +63,7 @@ class CheckpointStore:
         return self.folder / CHECKPOINT_FILE
 
     def save(self, state: EngineState) -> None:
+        """Write `state` as the checkpoint (atomically: the old one or the new one, never half)."""
         text = state.to_json()
         payload = json.dumps(
             {
@@ -51,18 +74,29 @@ class CheckpointStore:
                 "state": text,
             }
         )
-        self.folder.mkdir(parents=True, exist_ok=True)
-        temp = self.folder / f".{CHECKPOINT_FILE}.{os.getpid()}.tmp"
-        with temp.open("w", encoding="utf-8") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, self.file)
-        directory = os.open(self.folder, os.O_RDONLY)
+        _atomic_write(self.folder, CHECKPOINT_FILE, payload)
+
+    def save_decisions(self, decisions: Mapping[str, bool]) -> None:
+        """Remember human decisions given so far for a paused run (id -> approve)."""
+        _atomic_write(self.folder, DECISIONS_FILE, json.dumps(dict(sorted(decisions.items()))))
+
+    def load_decisions(self) -> dict[str, bool]:
+        """Decisions saved by `save_decisions` (empty if none); a corrupt file is refused."""
         try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+            data = json.loads((self.folder / DECISIONS_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict) or not all(isinstance(v, bool) for v in data.values()):
+            raise UsageError(
+                f"{DECISIONS_FILE!r} in the checkpoint folder is corrupt; it is not read",
+                hint="delete it and give every decision again with --approve/--reject",
+            )
+        return {str(k): v for k, v in data.items()}
+
+    def clear_decisions(self) -> None:
+        (self.folder / DECISIONS_FILE).unlink(missing_ok=True)
 
     def load(self) -> EngineState:
         """The last complete checkpoint; raises `UsageError` if absent, torn or foreign."""

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
+from converge_dsl.engine.state import PendingProposal
 from converge_dsl.engine.types import Fact, Provenance, key_sort_key
 
 SCHEMA_BASE = "https://converge-dsl.dev/schemas/"
@@ -95,6 +96,34 @@ class DiagnosticModel(_Frozen):
         return cls.model_validate(diagnostic.as_json())
 
 
+class PendingModel(_Frozen):
+    """A proposal awaiting a human decision (`--approve ID` / `--reject ID`)."""
+
+    id: str
+    key: str
+    content: str | dict[str, Any]
+    confidence: float
+    provenance: ProvenanceModel
+    suggestor: str
+    cycle: int
+    reason: str = Field(description="why the proposal was gated")
+
+    @classmethod
+    def of(cls, item: PendingProposal) -> PendingModel:
+        proposal = item.proposal
+        content = proposal.content
+        return cls(
+            id=proposal.id,
+            key=str(proposal.key),
+            content=content if isinstance(content, str) else json.loads(proposal.content_text()),
+            confidence=proposal.confidence,
+            provenance=ProvenanceModel.of(proposal.provenance),
+            suggestor=item.suggestor,
+            cycle=item.cycle,
+            reason=item.reason,
+        )
+
+
 class RunResultDocument(_Frozen):
     """The JSON contract of `converge-dsl run --format json`."""
 
@@ -106,6 +135,11 @@ class RunResultDocument(_Frozen):
     facts: dict[str, list[FactModel]] = Field(description="facts grouped by key, in key order")
     diagnostics: list[DiagnosticModel]
     usage: UsageModel
+    pending: list[PendingModel] = Field(
+        default_factory=list,
+        description="proposals awaiting a human (only present when stop_reason is hitl_pause)",
+        exclude_if=lambda value: not value,
+    )
 
     @classmethod
     def build(
@@ -116,6 +150,7 @@ class RunResultDocument(_Frozen):
         facts: tuple[Fact, ...],
         diagnostics: list[Diagnostic],
         usage: UsageModel,
+        pending: tuple[PendingProposal, ...] = (),
     ) -> RunResultDocument:
         grouped: dict[str, list[FactModel]] = {}
         for fact in facts:
@@ -128,6 +163,7 @@ class RunResultDocument(_Frozen):
             facts=ordered,
             diagnostics=[DiagnosticModel.of(d) for d in diagnostics],
             usage=usage,
+            pending=[PendingModel.of(item) for item in pending],
         )
 
 

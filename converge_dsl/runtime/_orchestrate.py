@@ -4,6 +4,11 @@
 shell over it). It returns a `RunOutcome` (the engine's result, the compiled
 pipeline, the run-result document and the exit code) or raises a
 `ConvergeError` (`PipelineInvalid` exit 2, `UsageError` exit 3, ...).
+
+Human in the loop: a run that stops with `hitl_pause` checkpoints its pending
+proposals (with `checkpoint`). `resume` + `decisions` (id -> approve) continues
+it through `Engine.resume` once every pending id is decided; until then the
+decisions are kept in the checkpoint folder and the run stays paused.
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from converge_dsl import codes
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.compiler import CompiledPipeline, compile_pipeline
-from converge_dsl.diagnostics import Diagnostic
-from converge_dsl.engine.state import RunResult
+from converge_dsl.diagnostics import Diagnostic, SourceSpan, did_you_mean
+from converge_dsl.engine.state import EngineState, HitlPause, RunResult
 from converge_dsl.errors import ConvergeError, RunError, UsageError
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
@@ -39,7 +45,7 @@ EXIT_BY_STOP: Mapping[str, int] = {
     "invariant_violated": 5,
     "hitl_pause": 6,
 }
-RUN_ERROR_CODE = "CD900"
+RUN_ERROR_CODE = codes.RUN_ERROR
 
 
 @dataclass(frozen=True)
@@ -57,15 +63,19 @@ class RunOptions:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     clock: Clock = field(default_factory=SystemClock)
     listeners: tuple[Callable[[BaseModel], None], ...] = ()
+    decisions: Mapping[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class RunOutcome:
+    """A finished run: the engine result, its JSON document, exit code and located problems."""
+
     pipeline: CompiledPipeline
     result: RunResult
     document: RunResultDocument
     exit_code: int
     error: ConvergeError | None
+    diagnostics: tuple[Diagnostic, ...] = ()
 
 
 def load_document(path: Path) -> LoadedDocument:
@@ -143,7 +153,11 @@ class _UsageProxy:
 def build_engine(
     compiled: CompiledPipeline, sink: Callable[[BaseModel], None], clock: Clock
 ) -> Any:
-    """The engine for a compiled pipeline, its suggestors registered in order."""
+    """The engine for a compiled pipeline, its suggestors registered in order.
+
+    A sink with a false `listening` attribute (a `TraceWriter` with no file and
+    no listener) is not given to the engine, so no event objects are built.
+    """
     from converge_dsl.engine import Budget, Engine, Invariant, PromotionPolicy
 
     engine = Engine(
@@ -156,7 +170,7 @@ def build_engine(
         clock=clock,
         on_error=compiled.on_error,  # type: ignore[arg-type]
         declared_keys=compiled.declared_keys,
-        events=sink,
+        events=sink if getattr(sink, "listening", True) else None,
         record_events=False,
     )
     for suggestor in compiled.suggestors:
@@ -164,15 +178,39 @@ def build_engine(
     return engine
 
 
-def run_error_diagnostic(error: ConvergeError) -> Diagnostic | None:
-    """A located run error (template at cycle 7) as a diagnostic for the JSON output."""
+def run_error_diagnostic(error: ConvergeError, source_text: str | None = None) -> Diagnostic | None:
+    """A located run error (template at cycle 7) as a diagnostic for the JSON output.
+
+    With the pipeline's `source_text`, a span that names only a line (a line inside a
+    block-scalar template) is narrowed to that line's text.
+    """
     if not isinstance(error, RunError) or error.span is None:
         return None
     who = f" (suggestor {error.suggestor!r}, cycle {error.cycle})" if error.suggestor else ""
-    return Diagnostic.at(RUN_ERROR_CODE, f"{error.message}{who}", error.span, hint=error.hint)
+    span = error.span if source_text is None else _line_text_span(error.span, source_text)
+    return Diagnostic.at(RUN_ERROR_CODE, f"{error.message}{who}", span, hint=error.hint)
+
+
+def _line_text_span(span: SourceSpan, text: str) -> SourceSpan:
+    if span.column != 1 or span.end_column != 1 or span.line != span.end_line:
+        return span
+    lines = text.splitlines()
+    if not 0 < span.line <= len(lines):
+        return span
+    line = lines[span.line - 1]
+    stripped = line.strip()
+    if not stripped:
+        return span
+    start = len(line) - len(line.lstrip()) + 1
+    return SourceSpan(span.file, span.line, start, span.line, start + len(stripped))
 
 
 async def run_pipeline(options: RunOptions) -> RunOutcome:
+    if options.decisions and options.resume is None:
+        raise UsageError(
+            "--approve/--reject/--decisions continue a paused run",
+            hint="add --resume DIR (the --checkpoint folder of the paused run)",
+        )
     document = load_document(options.pipeline)
     models = build_models(document, options)
     sink = TraceWriter({}, options.trace, options.listeners)
@@ -190,27 +228,74 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             if store_dir is None
             else CheckpointStore(store_dir, pipeline_digest(document.text, dict(compiled.inputs)))
         )
-        start = store.load() if options.resume is not None and store is not None else None
-        result: RunResult = await engine.run(
-            compiled.seeds,
-            resume_from=start,
-            on_cycle_end=None if store is None else store.save,
-        )
+        decided: Mapping[str, bool] = {}
+        if options.resume is not None and store is not None:
+            start = store.load()
+            result, decided = await _continue(engine, store, start, options.decisions)
+        else:
+            result = await engine.run(
+                compiled.seeds, on_cycle_end=None if store is None else store.save
+            )
+        if store is not None and result.pause is not None:
+            store.save(result.state)  # the pending proposals: enough to continue
     finally:
         sink.close()
         for model in models.values():
             await model.aclose()
-    return outcome(compiled, result)
+    return outcome(compiled, result, decided, document.text)
 
 
-def outcome(compiled: CompiledPipeline, result: RunResult) -> RunOutcome:
+async def _continue(
+    engine: Any, store: CheckpointStore, start: EngineState, given: Mapping[str, bool]
+) -> tuple[RunResult, Mapping[str, bool]]:
+    """Resume from a checkpoint; a paused one goes on once every pending id is decided.
+
+    Returns the result and the decisions still waiting (a run that stays paused).
+    """
+    if not start.pending:
+        if given:
+            raise UsageError(
+                "the checkpoint holds no proposal awaiting a decision",
+                hint="--approve/--reject apply to a run that stopped with hitl_pause (exit 6)",
+            )
+        result: RunResult = await engine.run(resume_from=start, on_cycle_end=store.save)
+        return result, {}
+    ids = [item.id for item in start.pending]
+    for key in given:
+        if key not in ids:
+            close = did_you_mean(key, ids)
+            raise UsageError(
+                f"no pending proposal has id {key!r}",
+                hint=f"did you mean {close!r}?" if close else f"pending: {', '.join(ids)}",
+            )
+    decisions = {**store.load_decisions(), **given}
+    if any(item not in decisions for item in ids):
+        store.save_decisions(decisions)
+        # Nothing runs: the engine re-reports the pause from the checkpointed state.
+        result = await engine.run(resume_from=start)
+        return result, decisions
+    store.clear_decisions()
+    result = await engine.resume(
+        HitlPause(start.pending, start), decisions, on_cycle_end=store.save
+    )
+    return result, {}
+
+
+def outcome(
+    compiled: CompiledPipeline,
+    result: RunResult,
+    decided: Mapping[str, bool] | None = None,
+    source_text: str | None = None,
+) -> RunOutcome:
+    """The run-result document and exit code of `result` (`decided`: ids already decided)."""
     stop = str(result.stop_reason)
     diagnostics = []
     if result.error is not None:
-        located = run_error_diagnostic(result.error)
+        located = run_error_diagnostic(result.error, source_text)
         if located is not None:
             diagnostics.append(located)
     usage = result.usage
+    pending = () if result.pause is None else result.pause.pending
     document = RunResultDocument.build(
         stop_reason=stop,
         cycles=result.cycles,
@@ -221,5 +306,8 @@ def outcome(compiled: CompiledPipeline, result: RunResult) -> RunOutcome:
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
         ),
+        pending=tuple(item for item in pending if item.id not in (decided or {})),
     )
-    return RunOutcome(compiled, result, document, EXIT_BY_STOP.get(stop, 1), result.error)
+    return RunOutcome(
+        compiled, result, document, EXIT_BY_STOP.get(stop, 1), result.error, tuple(diagnostics)
+    )

@@ -40,6 +40,11 @@ class TraceWriter:
             except OSError as exc:
                 raise UsageError(f"cannot write trace file {path.name!r}: {exc.strerror}") from None
 
+    @property
+    def listening(self) -> bool:
+        """True when events go somewhere (a file or a listener); else the engine builds none."""
+        return self._file is not None or bool(self._listeners)
+
     def set_spans(self, spans: Mapping[str, SourceSpan]) -> None:
         """Source spans by suggestor name (known once the pipeline is compiled)."""
         self._spans = dict(spans)

@@ -32,7 +32,7 @@ def test_a_plain_agent_is_clean() -> None:
 
 def test_emergency_below_threshold() -> None:
     assert found("    compaction: {threshold: 0.9, emergency: 0.7}\n") == [
-        ("CD220", "error", 13, "compaction.emergency 0.7 is below compaction.threshold 0.9")
+        ("CD410", "error", 13, "compaction.emergency 0.7 is below compaction.threshold 0.9")
     ]
 
 
@@ -45,7 +45,7 @@ def test_summarizer_budget_that_never_allows_a_call_shows_the_arithmetic() -> No
 """
     assert found(extra) == [
         (
-            "CD320",
+            "CD420",
             "warning",
             16,
             "this summarizer can never be called: expected_summary_bytes 400 x "
@@ -65,10 +65,10 @@ def test_cadences_that_never_happen() -> None:
                expected_summary_bytes: 100, cost_floor_multiple: 2}
 """
     codes = [(code, line) for code, _, line, _ in found(extra)]
-    assert codes == [("CD321", 14), ("CD322", 17)]
+    assert codes == [("CD421", 14), ("CD422", 17)]
 
 
 def test_agent_without_propose_tool() -> None:
     result = found("    tools: [context.read, finish]\n")
-    assert [(c, s) for c, s, _, _ in result] == [("CD323", "warning")]
+    assert [(c, s) for c, s, _, _ in result] == [("CD423", "warning")]
     assert "cannot propose facts" in result[0][3]

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from converge_dsl.clock import FakeClock
-from converge_dsl.models import Message, Model, ModelRequest, ToolSpec, build_model
+from converge_dsl.models import (
+    Message,
+    Model,
+    ModelRequest,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    build_model,
+)
 from converge_dsl.models.fakeserver import FakeProviderServer
 
 T = TypeVar("T")
@@ -22,8 +31,10 @@ def http_model(
     *,
     accounts: tuple[str, ...] = ("main",),
     clock: FakeClock | None = None,
+    build: Mapping[str, Any] | None = None,
     **extra: Any,
 ) -> Model:
+    """`extra` goes into the model's configuration, `build` to `build_model`."""
     config: dict[str, Any] = {
         "adapter": wire,
         "base_url": server.openai_base_url if wire == "openai" else server.url,
@@ -39,6 +50,7 @@ def http_model(
         env=env,
         clock=clock or FakeClock(),
         rng=random.Random(7),
+        **(build or {}),
     )
 
 
@@ -59,3 +71,28 @@ def using(model: Model, action: Callable[[Model], Awaitable[T]]) -> T:
             await model.aclose()
 
     return asyncio.run(main())
+
+
+def conversation() -> ModelRequest:
+    """An agent's history with contributor (system) messages: leading, persisted
+    mid-conversation, between a tool call and its result, and transient at the end."""
+    read = ToolSpec("context.read", "Read facts", {"type": "object"})
+    return ModelRequest(
+        "fast",
+        (
+            Message.text("system", "You are the scanner."),
+            Message.text("user", "Find competitors."),
+            Message.text("system", "Plan: scan, then propose."),
+            Message(
+                "assistant",
+                (TextPart("Looking."), ToolCallPart("c1", "context.read", {"key": "strategies"})),
+            ),
+            Message.text("system", "Turn 1 of 5."),
+            Message("tool", (ToolResultPart("c1", "[]"),)),
+            Message("assistant", (ToolCallPart("c2", "context.read", {"key": "x"}),)),
+            Message("tool", (ToolResultPart("c2", "boom", is_error=True),)),
+            Message.text("system", "Reminder: propose facts."),
+        ),
+        system=("Be brief.",),
+        tools=(read,),
+    )

@@ -16,6 +16,7 @@ from converge_dsl.models import (
     ScriptedModel,
     ToolCallPart,
 )
+from converge_dsl.models._script import CODE_BAD_REGEX
 
 SCRIPT = """\
 apiVersion: converge-dsl/v1
@@ -154,7 +155,7 @@ def test_invalid_regex_points_at_the_regex() -> None:
     with pytest.raises(PipelineInvalid) as caught:
         ScriptedModel.from_text(text, "s.yaml")
     first = caught.value.diagnostics[0]
-    assert first.code == "CD401"
+    assert first.code == CODE_BAD_REGEX == "CD701"
     assert first.line == 4
     assert first.path == ("rules", 0, "match", "regex")
 

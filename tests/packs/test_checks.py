@@ -8,10 +8,10 @@ from converge_dsl.packs import PackCache, check_pipeline_packs, lock_pipeline
 from .conftest import make_pack, write_pipeline
 
 
-def test_missing_lock_is_cd320_at_packs(tmp_path: Path) -> None:
+def test_missing_lock_is_reported_at_packs(tmp_path: Path) -> None:
     pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
     (found,) = list(check_pipeline_packs(load_file(pipeline), cache=PackCache(tmp_path / "c")))
-    assert (found.code, found.line, found.path) == ("CD320", 4, ("packs",))
+    assert (found.code, found.line, found.path) == ("CD500", 4, ("packs",))
     assert found.hint == "run: converge-dsl lock pipeline.yaml"
 
 
@@ -28,7 +28,7 @@ def test_with_parameters_and_suggestor_names_are_checked_in_the_pipeline(tmp_pat
     found = sorted(
         check_pipeline_packs(load_file(pipeline), cache=cache), key=lambda d: (d.code, d.path)
     )
-    assert [(d.code, d.line) for d in found] == [("CD323", 9), ("CD324", 7), ("CD324", 7)]
+    assert [(d.code, d.line) for d in found] == [("CD503", 9), ("CD504", 7), ("CD504", 7)]
     assert found[0].hint == "did you mean 'note'?"
     assert found[1].path == ("suggestors", 0, "with")
     assert "'colour' was unexpected" in found[1].message, found[1].message

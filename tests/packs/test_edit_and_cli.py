@@ -4,7 +4,7 @@ import io
 from pathlib import Path
 
 from converge_dsl.cli import run
-from converge_dsl.packs import LOCK_NAME, BuiltinRepository, add_pack_requirement, read_lock
+from converge_dsl.packs import BuiltinRepository, add_pack_requirement, read_lock
 
 from .conftest import make_pack
 
@@ -51,7 +51,7 @@ def test_cli_publish_add_lock_verify(tmp_path: Path) -> None:
     code, out, err = _cli("pack", "add", "alpha", str(pipeline), "--cache", cache)
     assert code == 0, err
     assert "packs:\n  alpha: '>=1.4,<2'\n" in pipeline.read_text()
-    lock = read_lock(tmp_path / LOCK_NAME)
+    lock = read_lock(tmp_path / "pipeline.lock")
     assert lock is not None
     assert lock.packs["alpha"].version == "1.4.0"
     code, out, _ = _cli("pack", "verify", str(pipeline), "--cache", cache)
@@ -61,7 +61,7 @@ def test_cli_publish_add_lock_verify(tmp_path: Path) -> None:
     assert "1.4.0" in out
     code, out, _ = _cli("lock", str(pipeline), "--cache", cache)
     assert code == 0
-    assert out.startswith("locked 1 pack(s) into converge.lock")
+    assert out.startswith("locked 1 pack(s) into pipeline.lock")
 
 
 def test_cli_add_of_an_unknown_pack_leaves_the_pipeline_untouched(tmp_path: Path) -> None:

@@ -54,10 +54,45 @@ def test_conflict_names_both_requesters_and_the_versions_that_exist(tmp_path: Pa
         )
     assert caught.value.message == (
         "no version of pack 'beta' satisfies every requirement:\n"
-        "  pipeline 'demo' asks for beta >=2\n"
-        "  pack alpha 1.0.0 asks for beta <2\n"
-        "  versions available: 1.0.0, 2.0.0"
+        "  pipeline 'demo' asks for beta >=2 (fits: 2.0.0)\n"
+        "  pack alpha 1.0.0 asks for beta <2 (fits: 1.0.0)\n"
+        "  versions that exist: 1.0.0, 2.0.0"
     )
+
+
+def test_every_conflict_is_explained_with_requesters_and_yanked_versions(tmp_path: Path) -> None:
+    repo = _repo(
+        tmp_path,
+        [
+            ("alpha", "1.0.0", '{gamma: ">=3"}'),
+            ("alpha", "1.1.0", '{beta: "<2"}'),
+            ("beta", "1.0.0", "{}"),
+            ("beta", "2.0.0", "{}"),
+            ("beta", "2.1.0", "{}"),
+            ("gamma", "1.0.0", "{}"),
+            ("gamma", "3.0.0", "{}"),
+        ],
+    )
+    yank(repo.root, "beta", "2.1.0")
+    yank(repo.root, "gamma", "3.0.0")
+    with pytest.raises(PackError) as caught:
+        resolve(
+            {"alpha": SpecifierSet(">=1"), "beta": SpecifierSet(">=2")},
+            [repo],
+            requester="pipeline 'demo'",
+        )
+    assert caught.value.message == (
+        "no version of pack 'beta' satisfies every requirement:\n"
+        "  pipeline 'demo' asks for beta >=2 (fits: 2.0.0)\n"
+        "  pack alpha 1.1.0 asks for beta <2 (fits: 1.0.0)\n"
+        "  versions that exist: 1.0.0, 2.0.0, 2.1.0 (yanked)\n"
+        "  yanked versions are skipped unless the lock pins them\n"
+        "no version of pack 'gamma' satisfies every requirement:\n"
+        "  pack alpha 1.0.0 asks for gamma >=3 (fits: none)\n"
+        "  versions that exist: 1.0.0, 3.0.0 (yanked)\n"
+        "  yanked versions are skipped unless the lock pins them"
+    )
+    assert caught.value.hint == "relax a specifier, or publish a version that fits every requirement"
 
 
 def test_backtracks_to_an_older_version_when_the_newest_conflicts(tmp_path: Path) -> None:
@@ -94,13 +129,13 @@ def test_yanked_versions_are_skipped_unless_locked(tmp_path: Path) -> None:
     )
     assert str(locked["alpha"].entry.version) == "1.1.0"
     yank(repo.root, "alpha", "1.0.0")
-    with pytest.raises(PackError, match=r"yanked \(skipped unless locked\): 1.0.0, 1.1.0"):
+    with pytest.raises(PackError, match=r"exist: 1.0.0 \(yanked\), 1.1.0 \(yanked\)"):
         resolve({"alpha": SpecifierSet()}, [repo], requester="pipeline")
 
 
 def test_versions_needing_another_converge_dsl_are_skipped(tmp_path: Path) -> None:
     repo = _repo(tmp_path, [("alpha", "1.0.0", "{}")])
-    with pytest.raises(PackError, match=r"incompatible with converge-dsl 0.0.1"):
+    with pytest.raises(PackError, match=r"1.0.0 \(needs converge-dsl >=0.1\)\n  this is converge-dsl 0.0.1"):
         resolve({"alpha": SpecifierSet()}, [repo], requester="p", converge_version=Version("0.0.1"))
 
 

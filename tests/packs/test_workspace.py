@@ -8,7 +8,6 @@ import pytest
 
 from converge_dsl.errors import PackError
 from converge_dsl.packs import (
-    LOCK_NAME,
     PackCache,
     generate_key,
     load_locked_packs,
@@ -33,7 +32,7 @@ def test_publish_lock_then_run_offline_from_the_cache(tmp_path: Path) -> None:
     cache = PackCache(tmp_path / "cache")
     lock = lock_pipeline(pipeline, cache=cache)
     assert lock.packs["alpha"].version == "1.0.0"
-    assert read_lock(tmp_path / LOCK_NAME) == lock
+    assert read_lock(tmp_path / "pipeline.lock") == lock
     shutil.rmtree(repo)  # offline: the repository is gone
     packs = load_locked_packs(pipeline, cache=cache)
     assert packs["alpha"].suggestors["note"].kind == "rule"
@@ -44,15 +43,15 @@ def test_lock_is_deterministic(tmp_path: Path) -> None:
     _published(tmp_path)
     pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
     lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache"))
-    first = (tmp_path / LOCK_NAME).read_text()
+    first = (tmp_path / "pipeline.lock").read_text()
     lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache2"))
-    assert (tmp_path / LOCK_NAME).read_text() == first
+    assert (tmp_path / "pipeline.lock").read_text() == first
 
 
 def test_missing_and_stale_locks_are_refused_with_the_fix(tmp_path: Path) -> None:
     _published(tmp_path)
     pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
-    with pytest.raises(PackError, match=r"converge.lock is missing") as missing:
+    with pytest.raises(PackError, match=r"pipeline.lock is missing") as missing:
         load_locked_packs(pipeline, cache=PackCache(tmp_path / "cache"))
     assert missing.value.hint == "run: converge-dsl lock pipeline.yaml"
     lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache"))
@@ -73,9 +72,9 @@ def _lock_then_tamper(tmp_path: Path, tamper: str) -> tuple[Path, PackCache]:
 
         archive.write_bytes(build_archive(other))
     else:
-        lock = json.loads((tmp_path / LOCK_NAME).read_text())
+        lock = json.loads((tmp_path / "pipeline.lock").read_text())
         lock["packs"]["alpha"]["sha256"] = "0" * 64
-        (tmp_path / LOCK_NAME).write_text(json.dumps(lock))
+        (tmp_path / "pipeline.lock").write_text(json.dumps(lock))
     return pipeline, PackCache(tmp_path / "cold")
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import random
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from converge_dsl.solvers import SolverError
+from converge_dsl.solvers import SolverError, flow
 from converge_dsl.solvers.flow import MinCostFlowSolver
 
 SOLVER = MinCostFlowSolver()
@@ -194,3 +195,109 @@ def test_same_network_same_plan() -> None:
     reordered["arcs"].reverse()
     reordered["nodes"].reverse()
     assert SOLVER.solve(reordered).plan == SOLVER.solve(problem).plan
+
+
+REFERENCE = MinCostFlowSolver(method="ssp")
+
+
+def grid(width: int, units: int, cost: Any = 1) -> dict[str, Any]:
+    """A width x width grid, sources on the left, sinks on the right, all arcs
+    of equal cost: many optimal flows, so only canonical ordering makes the
+    plan unique."""
+    names = [[f"g{r:02d}-{c:02d}" for c in range(width)] for r in range(width)]
+    nodes = [
+        {"id": names[r][c], "supply": units if c == 0 else -units if c == width - 1 else 0}
+        for r in range(width)
+        for c in range(width)
+    ]
+    arcs = [
+        {"from": names[r][c], "to": names[r2][c2], "capacity": units, "cost": cost}
+        for r in range(width)
+        for c in range(width)
+        for r2, c2 in ((r + 1, c), (r - 1, c), (r, c + 1))
+        if 0 <= r2 < width and 0 <= c2 < width
+    ]
+    return {"nodes": nodes, "arcs": arcs}
+
+
+def no_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("the verified LP answer was expected, not the fallback")
+
+    monkeypatch.setattr(flow, "successive_shortest_paths", refuse)
+
+
+def test_reordered_degenerate_network_gives_the_identical_plan() -> None:
+    problem = grid(6, 3)
+    expected = SOLVER.solve(problem).plan
+    for seed in range(3):
+        shuffled = copy.deepcopy(problem)
+        random.Random(seed).shuffle(shuffled["arcs"])
+        random.Random(seed + 10).shuffle(shuffled["nodes"])
+        assert SOLVER.solve(shuffled).plan == expected
+
+
+def test_lp_answer_is_verified_and_matches_the_reference(
+    monkeypatch: pytest.MonkeyPatch, verify: Any
+) -> None:
+    problem = grid(8, 4, cost=0.25)
+    problem["arcs"][5]["cost"] = 0.1
+    reference = REFERENCE.solve(problem)
+    no_fallback(monkeypatch)
+    result = SOLVER.solve(problem)
+    verify(SOLVER, problem, result)
+    assert result.plan["total_cost"] == pytest.approx(reference.plan["total_cost"])
+    assert result.plan["total_flow"] == 32
+
+
+def test_infeasible_network_is_diagnosed_by_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = grid(5, 3)
+    for arc in problem["arcs"]:
+        if arc["to"] == "g02-04":
+            arc["capacity"] = 1
+    with pytest.raises(SolverError) as reference:
+        REFERENCE.solve(problem)
+    no_fallback(monkeypatch)
+    with pytest.raises(SolverError) as info:
+        SOLVER.solve(problem)
+    # Which source keeps the spare supply is a tie; the count and the sink are not.
+    for message in (info.value.message, reference.value.message):
+        assert message.startswith("$.arcs: infeasible: 2 of 15 units could not be routed; ")
+        assert "g02-04 (unmet demand 2)" in message
+        assert "(unshipped supply 2)" in message
+
+
+def test_an_lp_answer_that_fails_verification_falls_back(
+    monkeypatch: pytest.MonkeyPatch, verify: Any
+) -> None:
+    problem = grid(4, 2)
+    honest = flow.linprog
+
+    def dishonest(c: Any, **kwargs: Any) -> Any:
+        result = honest(c, **kwargs)
+        result.x = np.zeros_like(result.x)  # breaks conservation
+        return result
+
+    monkeypatch.setattr(flow, "linprog", dishonest)
+    result = SOLVER.solve(problem)
+    verify(SOLVER, problem, result)
+    assert result.plan == REFERENCE.solve(problem).plan
+
+
+def test_a_suboptimal_lp_vertex_is_not_certified(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = diamond()
+    honest = flow.linprog
+
+    def dearer(c: Any, **kwargs: Any) -> Any:
+        result = honest(c, **kwargs)
+        if len(c) == 5:  # the min-cost LP (arcs by id: a->b, a->t, b->t, s->a, s->b)
+            # s->a 2, a->t 2, s->b 2, b->t 2: feasible, integral, cost 10 > 9.
+            result.x = np.array([0, 2, 2, 2, 2], dtype=float)
+        return result
+
+    monkeypatch.setattr(flow, "linprog", dearer)
+    assert SOLVER.solve(problem).plan["total_cost"] == 9
+
+
+def test_complexity_hint_names_the_method() -> None:
+    assert "HiGHS" in SOLVER.complexity_hint()

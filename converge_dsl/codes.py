@@ -1,0 +1,104 @@
+"""Every diagnostic code of every stage, one constant each, documented in docs/errors.md.
+
+A code never changes meaning once published; a retired code is never reused.
+One section per range (add a constant in its range, document it with an
+example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
+`validate` can report it):
+
+- CD0xx load: strict YAML (pipelines, packs, model scripts)
+- CD1xx schema: JSON Schema violations
+- CD2xx semantic errors of the front end
+- CD3xx semantic warnings of the front end (exit 1 under --strict)
+- CD4xx agent checks (converge_dsl.agents)
+- CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
+- CD6xx compile and run time: 600 to 649 belong to the compiler
+- CD7xx model scripts and model configuration (converge_dsl.models)
+- CD9xx run failures reported by the runtime
+
+tests/frontend/test_codes.py checks that every code string in converge_dsl/ is defined
+here, that no two constants share a code, and that each is documented.
+"""
+
+from __future__ import annotations
+
+# --- CD0xx load (strict YAML) ------------------------------------------------
+YAML_SYNTAX = "CD001"  # the file is not well-formed YAML
+DUPLICATE_KEY = "CD002"  # a mapping has the same key twice
+TAB_INDENT = "CD003"  # a tab where YAML needs spaces
+FORBIDDEN_TAG = "CD004"  # a tag outside the core schema (!!python/..., custom tags)
+MULTIPLE_DOCUMENTS = "CD005"  # more than one YAML document in the file
+NOT_UTF8 = "CD006"  # the file is not UTF-8
+YAML11_BOOLEAN = "CD007"  # yes/no/on/off/y/n that YAML 1.1 reads as a boolean
+YAML11_NUMBER = "CD008"  # a version, octal or sexagesimal YAML 1.1 reads as a number
+ALIAS_BUDGET = "CD009"  # aliases expand beyond the budget (billion laughs)
+TOO_DEEP = "CD010"  # nesting deeper than the limit
+TOO_LARGE = "CD011"  # the file is over the size limit
+BAD_KEY = "CD012"  # a mapping key that is not a plain string
+EMPTY_DOCUMENT = "CD013"  # the file holds no document
+UNREADABLE = "CD014"  # the file cannot be read
+
+# --- CD1xx schema -------------------------------------------------------------
+UNKNOWN_FIELD = "CD100"  # a key the schema does not know
+MISSING_FIELD = "CD101"  # a required key is absent
+WRONG_TYPE = "CD102"  # a value of the wrong JSON type
+NOT_ALLOWED_VALUE = "CD103"  # a value outside the enum / const
+BAD_FORMAT = "CD104"  # a string that does not match its pattern or format
+OUT_OF_RANGE = "CD105"  # a number outside its bounds
+BAD_SIZE = "CD106"  # a list, string or mapping of the wrong size
+SCHEMA_OTHER = "CD107"  # any other schema violation
+VERSION_AS_NUMBER = "CD108"  # a version specifier written as a number
+
+# --- CD2xx semantic errors ------------------------------------------------------
+DUPLICATE_NAME = "CD200"  # two suggestors share a name
+DUPLICATE_KEY_DECLARATION = "CD201"  # a key declared twice, or a built-in key declared
+DUPLICATE_CONTRIBUTOR = "CD202"  # two contributors of one agent share a name
+UNKNOWN_CONTEXT_KEY = "CD203"  # a context key neither built in nor declared
+UNKNOWN_MODEL = "CD204"  # a model name not declared under models:
+UNDECLARED_PACK = "CD205"  # use: names a pack not declared under packs:
+TEMPLATE_SYNTAX = "CD206"  # a Jinja template does not compile
+EXPRESSION_SYNTAX = "CD207"  # a when/check expression does not compile
+UNKNOWN_NAME = "CD208"  # a template reads a name not valid where it sits
+UNKNOWN_FILTER = "CD209"  # a template uses a filter outside the sandbox's list
+MISSING_FILE = "CD210"  # a model script or cassette file does not exist
+DUPLICATE_INVARIANT = "CD211"  # two invariants share a name
+BAD_SPECIFIER = "CD212"  # a packs: specifier is not PEP 440
+UNKNOWN_INPUT = "CD213"  # a template reads inputs.X for an undeclared input
+
+# --- CD3xx semantic warnings ------------------------------------------------------
+NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies
+UNUSED_MODEL = "CD301"  # a declared model nothing uses
+UNUSED_KEY = "CD302"  # a declared key nothing reads or writes
+UNUSED_INPUT = "CD303"  # a declared input no template reads
+
+# --- CD4xx agent checks ------------------------------------------------------------
+COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold
+SUMMARIZER_NEVER_CALLED = "CD420"  # warning: the summarizer budget never allows a call
+REMINDER_NEVER_FIRES = "CD421"  # warning: a reminder's every >= max_turns
+TURNS_NEVER_CLEARED = "CD422"  # warning: clear_turns_older_than >= max_turns
+AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
+
+# --- CD5xx pack checks --------------------------------------------------------------
+LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing
+LOCK_STALE = "CD501"  # the lock file is stale or unreadable
+PACK_NOT_INSTALLABLE = "CD502"  # a locked pack cannot be installed (digest, signature, archive)
+UNKNOWN_PACK_SUGGESTOR = "CD503"  # use: names a suggestor the pack does not offer
+BAD_PACK_PARAMETER = "CD504"  # a with: parameter does not fit the pack suggestor's schema
+SOLVER_NOT_INSTALLED = "CD505"  # the pack suggestor names a solver no distribution registers
+PACK_BAD_VERSION = "CD550"  # pack.yaml: the version is not a version
+PACK_BAD_REQUIRES = "CD551"  # pack.yaml: a requires specifier is not PEP 440
+PACK_BAD_FILE = "CD552"  # pack.yaml: a named file is missing, outside the pack, or not JSON
+PACK_UNKNOWN_SUGGESTOR = "CD553"  # pack.yaml: an invariant names an unknown suggestor
+PACK_BAD_CHECK = "CD554"  # pack.yaml: an invariant check does not compile
+
+# --- CD6xx compile and run time (600 to 649: the compiler) -------------------------
+COMPILE_TEMPLATE_SYNTAX = "CD600"  # a template or expression does not compile (compiler)
+COMPILE_UNKNOWN_NAME = "CD601"  # a template reads a name its scope does not provide (compiler)
+COMPILE_KIND_UNAVAILABLE = "CD602"  # a suggestor kind whose builder is not installed
+COMPILE_UNKNOWN_MODEL = "CD603"  # an llm suggestor names a model that was not built
+COMPILE_BAD_OUTPUT_SCHEMA = "CD604"  # an llm output.schema is not a valid JSON Schema
+
+# --- CD7xx model scripts and model configuration -----------------------------------
+MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not compile
+
+# --- CD9xx run failures --------------------------------------------------------------
+RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline

@@ -1,0 +1,72 @@
+"""End to end: pipelines/staffing-plan.yaml uses both built-in packs and runs offline."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.cli import run
+from converge_dsl.packs import lock_path, read_lock
+
+PIPELINES = Path(__file__).resolve().parent.parent.parent / "pipelines"
+PIPELINE = PIPELINES / "staffing-plan.yaml"
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return run(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def cold_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold cache: the built-in repository must serve everything, no network."""
+    monkeypatch.setenv("CONVERGE_DSL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(PIPELINES.parent)
+
+
+def test_the_committed_lock_pins_both_builtin_packs_and_is_current() -> None:
+    lock = read_lock(lock_path(PIPELINE))
+    assert lock is not None
+    assert {n: (p.version, p.repository) for n, p in lock.packs.items()} == {
+        "optimization": ("1.0.0", "builtin"),
+        "strategy": ("1.0.0", "builtin"),
+    }
+    assert _cli("validate", "pipelines/staffing-plan.yaml") == (0, "1 file valid\n", "")
+
+
+def test_it_runs_offline_and_converges_with_the_optimal_staffing() -> None:
+    code, out, err = _cli("run", "pipelines/staffing-plan.yaml", "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["stop_reason"], result["converged"]) == ("converged", True)
+    facts = {(key, f["id"]): f["content"] for key, fs in result["facts"].items() for f in fs}
+    plan = facts[("assignments", "staffing-plan")]["plan"]
+    assert plan["total_cost"] == 9
+    assert {a["agent"]: a["task"] for a in plan["assignments"]} == {
+        "ana": "market-research",
+        "ben": "pricing",
+        "chen": "partnerships",
+    }
+    assert facts[("strategies", "positioning")].startswith("Position RouteKit against Freightly")
+
+
+def test_a_lock_of_another_pipeline_in_the_folder_does_not_serve_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for name in ("staffing-plan.yaml", "staffing-plan.script.yaml"):
+        (folder / name).write_text((PIPELINES / name).read_text("utf-8"), "utf-8")
+    (folder / "other.lock").write_text(lock_path(PIPELINE).read_text("utf-8"), "utf-8")
+    monkeypatch.chdir(folder)
+    code, out, _ = _cli("validate", "staffing-plan.yaml")
+    assert code == 2
+    assert "staffing-plan.lock is missing" in out
+    assert "hint: run: converge-dsl lock staffing-plan.yaml" in out
+    assert _cli("lock", "staffing-plan.yaml")[0] == 0
+    assert lock_path(folder / "staffing-plan.yaml").read_text("utf-8") == lock_path(
+        PIPELINE
+    ).read_text("utf-8")
