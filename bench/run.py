@@ -13,7 +13,7 @@ the chain length, and only `invoke` is timed, best of N. On langgraph 1.2 a
 `apply_writes` visits every channel (about a million `is_available` calls per
 invoke); that is the library's cost, not the harness's. Our side times only
 `Engine.run` (compile outside the timed region too), with no event sink
-listening, as `converge-dsl run` without --trace.
+listening, as `converge-dsl run --format json` without --trace.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 DEPTH = 20
 WIDTH = 100  # suggestors per level: 2,000 in all
 NODES = 1_000
-REPEATS = 3
+REPEATS = 5
 
 
 def pipeline_text() -> str:

@@ -8,31 +8,80 @@ Public surface:
 - `simulate(spec, ...)` — the `plan` simulation; `AGENT_CHECKS` — semantic checks (CD2xx).
 - events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`,
   `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
+
+Names are imported on first use (PEP 562): the front end's agent checks
+(`converge_dsl.agents._checks`) must not pay for the turn loop's imports.
 """
 
 from __future__ import annotations
 
-from converge_dsl.agents._agent import AgentError, AgentSuggestor, compile_agent
-from converge_dsl.agents._events import (
-    AgentFinished,
-    AgentTurnStarted,
-    Compaction,
-    ContributorFired,
-    SpanCleared,
-    SummaryFallback,
-    SummaryTaken,
-    ToolCalled,
-)
-from converge_dsl.agents._loop import Reducer, drive
-from converge_dsl.agents._machine import TurnMachine
-from converge_dsl.agents._policy import (
-    CompactionPolicy,
-    SummaryBudget,
-    TokenCounter,
-    default_token_counter,
-)
-from converge_dsl.agents._spec import AgentSpec, parse_agent
-from converge_dsl.agents._summarizer import ModelSummarizer, SpanSummarizer, side_call
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from converge_dsl.agents._agent import (
+        AgentError,
+        AgentSuggestor,
+        compile_agent,
+    )
+    from converge_dsl.agents._events import (
+        AgentFinished,
+        AgentTurnStarted,
+        Compaction,
+        ContributorFired,
+        SpanCleared,
+        SummaryFallback,
+        SummaryTaken,
+        ToolCalled,
+    )
+    from converge_dsl.agents._loop import (
+        Reducer,
+        drive,
+    )
+    from converge_dsl.agents._machine import (
+        TurnMachine,
+    )
+    from converge_dsl.agents._policy import (
+        CompactionPolicy,
+        SummaryBudget,
+        TokenCounter,
+        default_token_counter,
+    )
+    from converge_dsl.agents._spec import (
+        AgentSpec,
+        parse_agent,
+    )
+    from converge_dsl.agents._summarizer import (
+        ModelSummarizer,
+        SpanSummarizer,
+        side_call,
+    )
+
+_WHERE: dict[str, str] = {
+    "AgentError": "converge_dsl.agents._agent",
+    "AgentFinished": "converge_dsl.agents._events",
+    "AgentSpec": "converge_dsl.agents._spec",
+    "AgentSuggestor": "converge_dsl.agents._agent",
+    "AgentTurnStarted": "converge_dsl.agents._events",
+    "Compaction": "converge_dsl.agents._events",
+    "CompactionPolicy": "converge_dsl.agents._policy",
+    "ContributorFired": "converge_dsl.agents._events",
+    "ModelSummarizer": "converge_dsl.agents._summarizer",
+    "Reducer": "converge_dsl.agents._loop",
+    "SpanCleared": "converge_dsl.agents._events",
+    "SpanSummarizer": "converge_dsl.agents._summarizer",
+    "SummaryBudget": "converge_dsl.agents._policy",
+    "SummaryFallback": "converge_dsl.agents._events",
+    "SummaryTaken": "converge_dsl.agents._events",
+    "TokenCounter": "converge_dsl.agents._policy",
+    "ToolCalled": "converge_dsl.agents._events",
+    "TurnMachine": "converge_dsl.agents._machine",
+    "compile_agent": "converge_dsl.agents._agent",
+    "default_token_counter": "converge_dsl.agents._policy",
+    "drive": "converge_dsl.agents._loop",
+    "parse_agent": "converge_dsl.agents._spec",
+    "side_call": "converge_dsl.agents._summarizer",
+}
 
 __all__ = [
     "AgentError",
@@ -59,3 +108,12 @@ __all__ = [
     "parse_agent",
     "side_call",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

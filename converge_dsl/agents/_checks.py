@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl.agents._policy import SummaryBudget
-from converge_dsl.agents._tools import ALL_TOOLS
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend.document import SourceMap
 
@@ -60,6 +58,8 @@ def summarizer_budget(data: Mapping[str, Any], source_map: SourceMap) -> Iterato
         raw = (agent.get("summarizer") or {}).get("budget")
         if raw is None:
             continue
+        from converge_dsl.agents._policy import SummaryBudget
+
         budget = SummaryBudget(
             max_calls=int(raw["max_calls"]),
             max_input_chars=int(raw["max_input_chars"]),
@@ -106,8 +106,8 @@ def turn_cadence(data: Mapping[str, Any], source_map: SourceMap) -> Iterator[Dia
 
 def can_propose(data: Mapping[str, Any], source_map: SourceMap) -> Iterator[Diagnostic]:
     for path, agent in _agents(data):
-        tools = agent.get("tools", ALL_TOOLS)
-        if "context.propose" not in tools:
+        tools = agent.get("tools")  # absent: every tool, context.propose included
+        if tools is not None and "context.propose" not in tools:
             yield _warn(
                 codes.AGENT_CANNOT_PROPOSE,
                 f"agent {agent.get('name')!r} cannot propose facts (no context.propose tool)",

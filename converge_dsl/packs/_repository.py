@@ -18,9 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from converge_dsl._resources import builtin_packs_folder
 from converge_dsl.errors import PackError
@@ -34,6 +32,9 @@ from converge_dsl.packs._index import (
     parse_index,
 )
 from converge_dsl.packs._manifest import load_pack
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
 BUILTIN = "builtin"
@@ -131,9 +132,13 @@ class HttpRepository(_FileRepository):
         self.base_url = base_url.rstrip("/") + "/"
         self.id = f"url:{base_url.rstrip('/')}"
         self.trusted_keys = tuple(trusted_keys)
+        import httpx
+
         self._client = client or httpx.Client(timeout=timeout_s, follow_redirects=True)
 
     def _read(self, relative: str) -> bytes | None:
+        import httpx
+
         url = self.base_url + relative
         try:
             with self._client.stream("GET", url) as response:

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from packaging.specifiers import SpecifierSet
 
 from converge_dsl.errors import PackError
@@ -34,6 +33,9 @@ from converge_dsl.packs._repository import Repository, open_repositories
 from converge_dsl.packs._resolve import resolve
 from converge_dsl.packs._signing import verify
 from converge_dsl.packs._yaml import load_document
+
+if TYPE_CHECKING:
+    import httpx
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,12 @@
 """The runtime: run orchestration, trace writer, checkpoints, result documents.
 
 Public surface:
-- `run_pipeline(RunOptions) -> RunOutcome` (async): load, build models, compile, run.
+- `run_pipeline(RunOptions) -> RunOutcome` (async): load, build models, compile, run;
+  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
 - `build_engine(compiled, sink, clock)`, `build_models(document, options)`, `load_document(path)`.
 - `TraceWriter` (JSONL event sink, flushed per event), `CheckpointStore` (atomic checkpoints).
-- `RunResultDocument`, `TraceLine` (pydantic; `exported_schemas()` gives `schemas/*.v1.json`).
+- `RunResultDocument` (with `pending: [PendingModel]` when paused), `TraceLine`
+  (pydantic; `exported_schemas()` gives `schemas/*.v1.json`).
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
 
@@ -14,6 +16,7 @@ from ._checkpoint import CHECKPOINT_FILE, CheckpointStore, pipeline_digest
 from ._documents import (
     DiagnosticModel,
     FactModel,
+    PendingModel,
     RunResultDocument,
     TraceLine,
     UsageModel,
@@ -39,6 +42,7 @@ __all__ = [
     "CheckpointStore",
     "DiagnosticModel",
     "FactModel",
+    "PendingModel",
     "RunOptions",
     "RunOutcome",
     "RunResultDocument",

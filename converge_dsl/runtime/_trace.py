@@ -63,8 +63,8 @@ class TraceWriter:
         return line
 
     def __call__(self, event: BaseModel) -> None:
-        line = self.line(event)
         if self._file is not None:
+            line = self.line(event)
             self._file.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
             self._file.flush()
         for listener in self._listeners:

@@ -40,7 +40,9 @@ class FakeModel:
 class Usage_:
     calls: list[tuple[int, int, int]] = field(default_factory=list)
 
-    def record(self, *, model_calls: int = 0, input_tokens: int = 0, output_tokens: int = 0) -> None:
+    def record(
+        self, *, model_calls: int = 0, input_tokens: int = 0, output_tokens: int = 0
+    ) -> None:
         self.calls.append((model_calls, input_tokens, output_tokens))
 
     def can_call(self) -> bool:

@@ -38,7 +38,7 @@ def test_rule_renders_templated_id_content_confidence(compile_yaml: Compile) -> 
             emit:
               - key: strategies
                 id: "s-{{ cycle }}"
-                content: "{{ inputs.market }}: {{ facts.seeds | map(attribute='content') | join(',') }}"
+                content: "{{ inputs.market }}: {{ facts.seeds | map(attribute='content') | join }}"
                 confidence: "{{ 0.25 * count('seeds') }}"
               - {key: hypotheses, id: h, content: {text: "n={{ count('seeds') }}", fixed: 2}}
         """
@@ -49,7 +49,7 @@ def test_rule_renders_templated_id_content_confidence(compile_yaml: Compile) -> 
     assert (first.key, first.id, first.content, first.confidence) == (
         "strategies",
         "s-3",
-        "tea: A,B",
+        "tea: AB",
         0.5,
     )
     assert second.content == {"text": "n=2", "fixed": 2}
@@ -91,7 +91,10 @@ def test_idempotent_default_accepts_until_own_fact_exists(compile_yaml: Compile)
     compiled = compile_yaml(
         """\
         suggestors:
-          - {name: r, kind: rule, dependencies: [seeds], emit: [{key: strategies, id: s, content: x}]}
+          - name: r
+            kind: rule
+            dependencies: [seeds]
+            emit: [{key: strategies, id: s, content: x}]
         """
     )
     (rule,) = compiled.suggestors

@@ -45,7 +45,9 @@ def test_budget_and_promotion_defaults_are_merged(compile_yaml: Compile) -> None
         ("'{{ nope }}'", codes.COMPILE_UNKNOWN_NAME),
     ],
 )
-def test_template_problems_are_located_cd6xx(compile_yaml: Compile, emit_id: str, code: str) -> None:
+def test_template_problems_are_located_cd6xx(
+    compile_yaml: Compile, emit_id: str, code: str
+) -> None:
     with pytest.raises(PipelineInvalid) as caught:
         compile_yaml(
             "suggestors:\n"

@@ -170,7 +170,7 @@ def test_runtime_template_error_is_located(tmp_path: Path) -> None:
     (diag,) = json.loads(out)["diagnostics"]
     assert (diag["file"], diag["line"]) == (str(path), 14)
     assert "suggestor 'late', cycle 1" in diag["message"]
-    assert f"{path}:14:1:" in err
+    assert f"--> {path}:14:11" in err
 
 
 def test_exit_2_invalid_pipeline(tmp_path: Path) -> None:

@@ -92,7 +92,9 @@ def test_every_conflict_is_explained_with_requesters_and_yanked_versions(tmp_pat
         "  versions that exist: 1.0.0, 3.0.0 (yanked)\n"
         "  yanked versions are skipped unless the lock pins them"
     )
-    assert caught.value.hint == "relax a specifier, or publish a version that fits every requirement"
+    assert (
+        caught.value.hint == "relax a specifier, or publish a version that fits every requirement"
+    )
 
 
 def test_backtracks_to_an_older_version_when_the_newest_conflicts(tmp_path: Path) -> None:
@@ -135,7 +137,9 @@ def test_yanked_versions_are_skipped_unless_locked(tmp_path: Path) -> None:
 
 def test_versions_needing_another_converge_dsl_are_skipped(tmp_path: Path) -> None:
     repo = _repo(tmp_path, [("alpha", "1.0.0", "{}")])
-    with pytest.raises(PackError, match=r"1.0.0 \(needs converge-dsl >=0.1\)\n  this is converge-dsl 0.0.1"):
+    with pytest.raises(
+        PackError, match=r"1.0.0 \(needs converge-dsl >=0.1\)\n  this is converge-dsl 0.0.1"
+    ):
         resolve({"alpha": SpecifierSet()}, [repo], requester="p", converge_version=Version("0.0.1"))
 
 
