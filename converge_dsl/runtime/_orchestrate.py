@@ -106,7 +106,15 @@ def _model_config(name: str, config: Mapping[str, Any], options: RunOptions) -> 
     )
 
 
-def build_models(document: LoadedDocument, options: RunOptions) -> dict[str, Model]:
+def build_models(
+    document: LoadedDocument, options: RunOptions, attempt_gate: Callable[[], bool] | None = None
+) -> dict[str, Model]:
+    """Build every declared model.
+
+    Provider retries and failovers are bounded by the run's budget: each asks
+    `attempt_gate` (the run's usage meter) first, and none starts past the
+    run's wall-clock deadline (`budget.max_wall_s` from now, on the run's clock).
+    """
     from converge_dsl.models import RecordingModel, build_model
 
     declared: Mapping[str, Any] = document.data.get("models") or {}
@@ -117,6 +125,8 @@ def build_models(document: LoadedDocument, options: RunOptions) -> dict[str, Mod
                 hint=f"declared models: {', '.join(sorted(declared)) or 'none'}",
             )
     base_dir = Path(document.file).parent
+    max_wall_s = (document.data.get("budget") or {}).get("max_wall_s")
+    deadline = None if max_wall_s is None else options.clock.monotonic() + float(max_wall_s)
     models: dict[str, Model] = {}
     for name, config in declared.items():
         model = build_model(
@@ -126,6 +136,8 @@ def build_models(document: LoadedDocument, options: RunOptions) -> dict[str, Mod
             env=options.env,
             clock=options.clock,
             rng=random.Random(0),
+            attempt_gate=attempt_gate,
+            deadline=deadline,
         )
         if options.record is not None:
             model = RecordingModel(model, options.record, append=True)
@@ -147,7 +159,7 @@ class _UsageProxy:
         )
 
     def can_call(self) -> bool:
-        return bool(self.target.can_call())
+        return self.target is None or bool(self.target.can_call())
 
 
 def build_engine(
@@ -212,9 +224,9 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             hint="add --resume DIR (the --checkpoint folder of the paused run)",
         )
     document = load_document(options.pipeline)
-    models = build_models(document, options)
-    sink = TraceWriter({}, options.trace, options.listeners)
     usage = _UsageProxy()
+    models = build_models(document, options, attempt_gate=usage.can_call)
+    sink = TraceWriter({}, options.trace, options.listeners)
     try:
         compiled = compile_pipeline(
             document, inputs=options.inputs, models=models, usage=usage, events=sink

@@ -1,0 +1,49 @@
+"""Provider retries are bounded by the run's wall-clock budget."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from converge_dsl.clock import FakeClock
+from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
+from converge_dsl.runtime import RunOptions, run_pipeline
+
+PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: retry-budget
+models:
+  remote:
+    adapter: openai
+    base_url: "{url}"
+    model: m
+    accounts: [{{name: main, api_key_env: TEST_KEY}}]
+    retries: 8
+budget: {{max_wall_s: 5}}
+seeds:
+  - {{id: topic, content: "anything"}}
+suggestors:
+  - name: ask
+    kind: llm
+    model: remote
+    dependencies: [seeds]
+    target: hypotheses
+    prompt: {{user: "Say something about {{{{ facts.seeds[0].content }}}}"}}
+    output: {{format: text}}
+"""
+
+
+def test_retries_stop_at_the_run_deadline(tmp_path: Path) -> None:
+    with FakeProviderServer() as server:
+        server.reset(FakeReply(status=500, retry_after="2"))
+        pipeline = tmp_path / "retry.yaml"
+        pipeline.write_text(PIPELINE.format(url=server.openai_base_url), encoding="utf-8")
+        options = RunOptions(pipeline=pipeline, env={"TEST_KEY": "sk-test"}, clock=FakeClock())
+        outcome = asyncio.run(run_pipeline(options))
+        attempts = len(server.requests)
+    assert outcome.error is not None
+    assert "E_BUDGET_EXHAUSTED" in str(outcome.error)
+    assert "sk-test" not in str(outcome.error)
+    # Retry-After 2 s against a 5 s deadline: the first attempt and two retries fit.
+    assert attempts == 3
