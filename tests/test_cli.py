@@ -27,3 +27,15 @@ def test_version() -> None:
     code, out, _ = _run("--version")
     assert code == EXIT_OK
     assert out.startswith("converge-dsl ")
+
+
+def test_environment_errors_are_reported_without_a_traceback(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import converge_dsl.cli._schema as schema_command
+
+    def fail(args: object, io: object) -> int:
+        raise OSError(28, "No space left on device", "out.jsonl")
+
+    monkeypatch.setattr(schema_command, "execute", fail)
+    code, _, err = _run("schema", "pipeline")
+    assert code == 1
+    assert err == "error: cannot use 'out.jsonl': No space left on device\n"

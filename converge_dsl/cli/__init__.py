@@ -109,6 +109,19 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     except KeyboardInterrupt:
         stderr.write("interrupted\n")
         return EXIT_INTERRUPTED
+    except OSError as exc:
+        # The last boundary for the environment: a full disk, a missing folder,
+        # a permission. Commands translate the ones they expect with more context.
+        where = f" {exc.filename!r}" if exc.filename else ""
+        reason = exc.strerror or exc.__class__.__name__
+        stderr.write(f"error: cannot use{where}: {reason}\n")
+        return EXIT_FAILURE
+    except UnicodeDecodeError as exc:
+        stderr.write(f"error: a file given is not UTF-8 text ({exc.reason} at byte {exc.start})\n")
+        return EXIT_USAGE
+    except RecursionError:
+        stderr.write("error: an input is nested too deeply to be read\n")
+        return EXIT_USAGE
 
 
 def main() -> None:

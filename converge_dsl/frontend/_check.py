@@ -12,7 +12,7 @@ from pathlib import Path
 
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend._loader import load_file
+from converge_dsl.frontend._loader import load_file, paused_gc
 from converge_dsl.frontend.document import LoadedDocument
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
@@ -56,11 +56,12 @@ def check_document(document: LoadedDocument, base_dir: Path | None = None) -> Ch
 
 def check_pipeline(path: Path, *, display: str | None = None) -> CheckedPipeline:
     """Validate the pipeline file at `path`; `display` names it in diagnostics."""
-    try:
-        document = load_file(path, display=display)
-    except PipelineInvalid as exc:
-        return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
-    return check_document(document, path.parent)
+    with paused_gc():  # one short burst of acyclic allocations (see `paused_gc`)
+        try:
+            document = load_file(path, display=display)
+        except PipelineInvalid as exc:
+            return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
+        return check_document(document, path.parent)
 
 
 def load_pipeline(path: Path, *, display: str | None = None) -> LoadedDocument:

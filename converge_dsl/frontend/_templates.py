@@ -22,6 +22,7 @@ from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.template_names import ALLOWED_FILTERS
 
 _MARKERS = ("{{", "{%", "{#")
+_GLOBALS = frozenset({"range"})  # the sandbox's globals (`converge_dsl.templating.GLOBALS`)
 
 
 def needs_parse(text: str, *, expression: bool) -> bool:
@@ -63,7 +64,7 @@ def _analyse(
     """(syntax error, free names, filters used, input names read) of one template."""
     quick = analyse(text, expression=expression)
     if quick is not None:
-        return (None, *quick)
+        return None, quick[0] - _GLOBALS, quick[1], quick[2]
     import jinja2
     import jinja2.meta
     from jinja2 import nodes
@@ -86,7 +87,7 @@ def _analyse(
             ast = env.parse(text)
     except jinja2.TemplateSyntaxError as exc:
         return (exc.message or "syntax error", exc.lineno), frozenset(), (), ()
-    free = frozenset(jinja2.meta.find_undeclared_variables(ast)) - {"range"}
+    free = frozenset(jinja2.meta.find_undeclared_variables(ast)) - _GLOBALS
     filters = tuple(node.name for node in ast.find_all(nodes.Filter))
     inputs: list[str] = []
     for node in ast.find_all(nodes.Getattr):
@@ -101,6 +102,25 @@ def _analyse(
         ):
             inputs.append(item.arg.value)
     return None, free, filters, tuple(inputs)
+
+
+def expression_error(text: str) -> str | None:
+    """None when `text` compiles as a sandbox expression, else the compiler's message.
+
+    Exactly `converge_dsl.templating.compile_expression`'s verdict; jinja2 is
+    imported only when the fast path cannot answer (outside its subset, or a
+    filter the sandbox does not offer).
+    """
+    quick = analyse(text, expression=True)
+    if quick is not None and ALLOWED_FILTERS.issuperset(quick[1]):
+        return None
+    from converge_dsl.templating import TemplateCompileError, compile_expression
+
+    try:
+        compile_expression(text)
+    except TemplateCompileError as exc:
+        return exc.message
+    return None
 
 
 def template_problems(

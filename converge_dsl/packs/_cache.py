@@ -9,7 +9,11 @@ environment variable `CONVERGE_DSL_CACHE` or the `root` argument):
 
 `install` verifies the signature (when the repository has trusted keys) and
 the digest *before* anything is unpacked; a locked pipeline whose packs are
-cached never touches the network.
+cached never touches the network. The unpacked folder is named by the digest
+it was verified against and appears only after that check (atomically), so
+its presence is the record that the digest was verified: a cached pack is
+neither re-read nor re-hashed (the signature, when the repository has
+trusted keys, is checked every time against the lock's record).
 """
 
 from __future__ import annotations
@@ -18,10 +22,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import platformdirs
-
 from converge_dsl.errors import PackError
-from converge_dsl.packs._archive import sha256_hex, unpack
 from converge_dsl.packs._lockfile import LockedPack
 from converge_dsl.packs._repository import Repository
 from converge_dsl.packs._signing import verify
@@ -33,6 +34,8 @@ def default_cache_root() -> Path:
     override = os.environ.get(CACHE_ENV)
     if override:
         return Path(override)
+    import platformdirs
+
     return platformdirs.user_cache_path("converge-dsl") / "packs"
 
 
@@ -50,6 +53,8 @@ class PackCache:
 
     def cached_archive(self, sha256: str) -> bytes | None:
         """The cached archive, if present and intact (a corrupt one is dropped)."""
+        from converge_dsl.packs._archive import sha256_hex
+
         path = self._archive_file(sha256)
         try:
             data = path.read_bytes()
@@ -79,6 +84,8 @@ class PackCache:
         folder = self.folder(locked.sha256)
         if folder.is_dir():
             return folder
+        from converge_dsl.packs._archive import sha256_hex, unpack
+
         data = self.cached_archive(locked.sha256)
         if data is None:
             data = repository.fetch_archive(locked.name, locked.version)

@@ -15,13 +15,17 @@ documented in docs/errors.md):
 Near-miss names get a "did you mean" hint. A `use:` naming an undeclared pack
 (`UNDECLARED_PACK`) and a malformed `packs:` specifier (`BAD_SPECIFIER`) are
 reported by the front end's own checks, so they are not repeated here.
-Heavy modules (jsonschema, the cache, httpx) are imported only when a lock is
-usable and packs must be opened.
+Heavy modules (the cache, httpx) are imported only when a lock is usable and
+packs must be opened. Parameters are checked with one compiled jsonschema-rs
+validator per distinct schema; Python jsonschema is imported only to word the
+errors once jsonschema-rs has said no.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,14 +135,31 @@ def check_pack_uses(
         yield from _parameter_problems(doc, item, path, use, pack)
 
 
+@lru_cache(maxsize=256)
+def _parameters_validator(schema_text: str) -> Any:
+    """A compiled jsonschema-rs validator per distinct parameters schema (None if it cannot)."""
+    import jsonschema_rs
+
+    try:
+        return jsonschema_rs.Draft202012Validator(
+            json.loads(schema_text), validate_formats=False, offline=True
+        )
+    except Exception:  # a schema it cannot compile goes to Python jsonschema
+        return None
+
+
 def _parameter_problems(
     doc: LoadedDocument, item: Mapping[str, Any], path: JsonPath, use: str, pack: Pack
 ) -> Iterator[Diagnostic]:
-    import jsonschema
-
     definition = pack.suggestors[use.partition("/")[2]]
+    given = dict(item.get("with") or {})
+    fast = _parameters_validator(json.dumps(definition.parameters, sort_keys=True))
+    if fast is not None and fast.is_valid(given):
+        return
+    import jsonschema  # only to word the errors, after jsonschema-rs said no
+
     validator = jsonschema.Draft202012Validator(definition.parameters)
-    for error in validator.iter_errors(dict(item.get("with") or {})):
+    for error in validator.iter_errors(given):
         where: JsonPath = (*path, "with", *error.absolute_path)
         yield _at(
             doc,

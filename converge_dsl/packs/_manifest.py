@@ -163,7 +163,7 @@ class _Builder:
         )
 
     def invariants(self, raw: list[Any], names: Mapping[str, Any]) -> Iterator[InvariantDef]:
-        from converge_dsl.templating import TemplateCompileError, compile_expression
+        from converge_dsl.frontend._templates import expression_error
 
         for index, item in enumerate(raw):
             path: JsonPath = ("invariants", index)
@@ -178,12 +178,11 @@ class _Builder:
                     (*path, "suggestor"),
                     hint=f"did you mean {guess!r}?" if guess else None,
                 )
-            try:
-                compile_expression(item["check"])
-            except TemplateCompileError as exc:
+            problem = expression_error(item["check"])
+            if problem is not None:
                 self.error(
                     codes.PACK_BAD_CHECK,
-                    f"invariant check does not compile: {exc.message}",
+                    f"invariant check does not compile: {problem}",
                     (*path, "check"),
                 )
             yield InvariantDef(

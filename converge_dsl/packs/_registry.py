@@ -1,15 +1,20 @@
 """The native solver registry: installed entry points, never YAML import paths.
 
-Solvers are discovered in the entry-point group `converge_dsl.solvers`
-(`importlib.metadata`); a pack's `solver:` field only *names* one. Loading is
-lazy and cached per name. Tests pass their own mapping to `SolverRegistry`.
+Solvers are discovered in the entry-point group `converge_dsl.solvers`; a
+pack's `solver:` field only *names* one. Discovery reads the `entry_points.txt`
+of each distribution on `sys.path` directly (what `importlib.metadata` reads,
+without importing it or parsing every distribution's metadata: `validate`
+only needs the names); loading goes through `importlib.metadata.EntryPoint`,
+lazily and cached per name. Tests pass their own mapping to `SolverRegistry`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
-from importlib.metadata import entry_points
 
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import PackError
@@ -50,17 +55,67 @@ class SolverRegistry:
         return self._built[name]
 
 
-def _loader(entry: object) -> Callable[[], Solver]:
+def _loader(name: str, value: str) -> Callable[[], Solver]:
     def build() -> Solver:
-        cls = entry.load()  # type: ignore[attr-defined]
+        from importlib.metadata import EntryPoint
+
+        cls = EntryPoint(name, value, ENTRY_POINT_GROUP).load()
         solver: Solver = cls()
         return solver
 
     return build
 
 
+_DISTRIBUTION = re.compile(r"(.+?)(?:-[^-]*)?\.(?:dist|egg)-info\Z")
+
+
+def _section(text: str, group: str) -> Iterator[tuple[str, str]]:
+    """The `name = value` lines of section `[group]` of an `entry_points.txt`."""
+    inside = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            inside = line == f"[{group}]"
+        elif inside and "=" in line:
+            name, _, value = line.partition("=")
+            yield name.strip(), value.strip()
+
+
+def declared_entry_points(group: str, path: list[str] | None = None) -> dict[str, str]:
+    """name -> `module:attr` of `group` over the distributions on `path` (default `sys.path`).
+
+    Like `importlib.metadata.entry_points`: a distribution counts once (the
+    first on the path), and a later name replaces an earlier one.
+    """
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    for entry in sys.path if path is None else path:
+        folder = entry or "."
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:  # not a folder (a zip file, a missing entry)
+            continue
+        for name in names:
+            match = _DISTRIBUTION.match(name)
+            if match is None:
+                continue
+            distribution = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+            if distribution in seen:
+                continue
+            seen.add(distribution)
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            found.update(_section(text, group))
+    return found
+
+
 @lru_cache(maxsize=1)
 def installed_solvers() -> SolverRegistry:
     """Every solver registered by installed distributions (discovered once per process)."""
-    found = entry_points(group=ENTRY_POINT_GROUP)
-    return SolverRegistry({entry.name: _loader(entry) for entry in found})
+    declared = declared_entry_points(ENTRY_POINT_GROUP)
+    return SolverRegistry({name: _loader(name, value) for name, value in declared.items()})

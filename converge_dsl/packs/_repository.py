@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from converge_dsl._resources import builtin_packs_folder
 from converge_dsl.errors import PackError
-from converge_dsl.packs._archive import build_archive, sha256_hex
 from converge_dsl.packs._index import (
     NAMES_FILE,
     IndexEntry,
@@ -183,6 +182,8 @@ class BuiltinRepository:
         folder = self.root / name
         if not (folder / "pack.yaml").is_file():
             return None
+        from converge_dsl.packs._archive import build_archive, sha256_hex
+
         pack = load_pack(folder)
         archive = build_archive(folder)
         self._archives[f"{name}-{pack.version}"] = archive

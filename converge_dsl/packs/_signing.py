@@ -5,6 +5,7 @@ so it cannot be moved to another pack, version or archive. Keys are written
 `ed25519:<base64 of the 32 raw bytes>`; a repository entry in a pipeline lists
 the public keys it trusts (`trusted_keys`). When a repository has trusted
 keys, every pack from it must carry a valid signature by one of them.
+cryptography is imported only when a key is read, made or checked.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from converge_dsl.errors import PackError
+
+if TYPE_CHECKING:  # cryptography is imported only when a key is actually used
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 _PREFIX = "ed25519:"
 
@@ -37,11 +41,15 @@ def _decode(text: str, what: str) -> bytes:
 
 
 def public_key_text(key: Ed25519PublicKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return _PREFIX + base64.b64encode(raw).decode()
 
 
 def private_key_text(key: Ed25519PrivateKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     raw = key.private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
     )
@@ -52,6 +60,8 @@ def load_private_key(text: str) -> Ed25519PrivateKey:
     raw = _decode(text.strip(), "signing key")
     if len(raw) != 32:
         raise PackError("signing key must hold 32 raw bytes")
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     return Ed25519PrivateKey.from_private_bytes(raw)
 
 
@@ -59,11 +69,15 @@ def load_public_key(text: str) -> Ed25519PublicKey:
     raw = _decode(text.strip(), "trusted key")
     if len(raw) != 32:
         raise PackError("trusted key must hold 32 raw bytes")
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     return Ed25519PublicKey.from_public_bytes(raw)
 
 
 def generate_key() -> tuple[str, str]:
     """A new key pair as (private text, public text)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     private = Ed25519PrivateKey.generate()
     return private_key_text(private), public_key_text(private.public_key())
 
@@ -100,6 +114,8 @@ def verify(
     signer = record.get("key", "")
     if signer not in {t.strip() for t in trusted}:
         raise PackError(f"{where} is signed by an untrusted key {signer}")
+    from cryptography.exceptions import InvalidSignature
+
     try:
         load_public_key(signer).verify(
             _decode(record.get("signature", ""), "signature"), statement(name, version, sha256)

@@ -30,8 +30,6 @@ from converge_dsl.packs._lockfile import (
 )
 from converge_dsl.packs._manifest import Pack, load_pack, parse_specifier
 from converge_dsl.packs._repository import Repository, open_repositories
-from converge_dsl.packs._resolve import resolve
-from converge_dsl.packs._signing import verify
 from converge_dsl.packs._yaml import load_document
 
 if TYPE_CHECKING:
@@ -99,6 +97,9 @@ def lock_pipeline(
     client: httpx.Client | None = None,
 ) -> LockFile:
     """Resolve, fetch, verify and write the lock file (`lock_path`); returns the lock."""
+    from converge_dsl.packs._resolve import resolve
+    from converge_dsl.packs._signing import verify
+
     info = PipelinePacks.read(pipeline, data)
     repositories = info.open(client)
     previous = read_lock(lock_path(pipeline)) if lock_path(pipeline).exists() else None

@@ -1,11 +1,22 @@
-"""The regex fast path agrees with Jinja on every template it accepts."""
+"""The fast path agrees with Jinja on every template and expression it accepts."""
 
 from __future__ import annotations
 
+import jinja2.meta
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jinja2 import nodes
+from jinja2.parser import Parser
 
 from converge_dsl.frontend import _fastjinja
-from converge_dsl.templating import undeclared_names
+from converge_dsl.frontend._templates import expression_error
+from converge_dsl.templating import (
+    TemplateCompileError,
+    compile_expression,
+    environment,
+    undeclared_names,
+)
 
 SAMPLES = [
     ("Act on {{ facts.hypotheses | map(attribute='content') | join(', ') }}", False),
@@ -28,3 +39,82 @@ def test_fast_path_matches_jinja(text: str, expression: bool) -> None:
 )
 def test_anything_else_goes_to_jinja(text: str) -> None:
     assert _fastjinja.analyse(text, expression=False) is None
+
+
+# Pack invariants and richer expressions: parentheses, lists, keyword arguments, `not in`.
+RICHER = [
+    "plan.routes | map(attribute='stops') | sum(start=[]) | map(attribute='stop') | unique"
+    " | list | length == plan.served",
+    "(input.on_late | default('reject')) == 'allow' or plan.late_jobs | length == 0",
+    "plan.makespan + 0.000001 >= plan.lower_bound",
+    "a not in [b, 'c', 1] and not not d",
+    "-x ** 2 // y ~ z",
+    "f(a, b=c) | join(d)",
+]
+
+
+@pytest.mark.parametrize("text", RICHER)
+def test_richer_expressions_match_jinja(text: str) -> None:
+    quick = _fastjinja.analyse(text, expression=True)
+    assert quick is not None
+    assert quick[0] == undeclared_names(text, expression=True) | ({"range"} & quick[0])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a == not b",  # `not` only opens an expression or follows and/or
+        "f(b=c, a)",  # positional after keyword
+        "f(a=1, a=2)",  # repeated keyword
+        "01",  # Jinja reads two integers
+        "a.1",  # subscript by dot
+        "a[0]",
+        "()",
+        "[a,]",
+        "x if y else z",
+        "'a\\'b'",
+        "a\n and b",
+    ],
+)
+def test_outside_the_subset_goes_to_jinja(text: str) -> None:
+    assert _fastjinja.analyse(text, expression=True) is None
+
+
+_WORDS = ["a", "inputs", ".", "m", "(", ")", "[", "]", ",", "|", "length", "join", "count"]
+_OPERATORS = ["not", "and", "or", "in", "==", "-", "+", "1", "01", "1.5", "'s'", "=", "true"]
+_TOKENS = st.sampled_from([*_WORDS, *_OPERATORS, "is", "**"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_TOKENS, st.sampled_from(["", " "])), min_size=1, max_size=9))
+def test_whatever_the_fast_path_accepts_jinja_accepts_alike(parts: list[tuple[str, str]]) -> None:
+    text = "".join(token + space for token, space in parts)
+    quick = _fastjinja.analyse(text, expression=True)
+    if quick is None:
+        return
+    env = environment()
+    parser = Parser(env, text, state="variable")
+    body = parser.parse_expression()  # raises if the fast path accepted invalid syntax
+    assert parser.stream.eos
+    ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
+    ast.set_environment(env)
+    assert quick[0] == jinja2.meta.find_undeclared_variables(ast)
+    assert sorted(quick[1]) == sorted(n.name for n in ast.find_all(nodes.Filter))
+    reads = [
+        n.attr
+        for n in ast.find_all(nodes.Getattr)
+        if isinstance(n.node, nodes.Name) and n.node.name == "inputs"
+    ]
+    assert sorted(quick[2]) == sorted(reads)
+
+
+@pytest.mark.parametrize(
+    "text", ["count('x') > 1", "a | nosuchfilter", "(a", "a is defined", "a | sum(start=[])"]
+)
+def test_expression_error_agrees_with_compile_expression(text: str) -> None:
+    try:
+        compile_expression(text)
+        expected = None
+    except TemplateCompileError as exc:
+        expected = exc.message
+    assert expression_error(text) == expected

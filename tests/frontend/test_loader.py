@@ -71,3 +71,31 @@ def test_bom_and_quoted_traps_are_fine(tmp_path: Path) -> None:
     path = tmp_path / "ok.yaml"
     path.write_bytes("\ufeffa: 'yes'\nb: \"010\"\nc: 2024-01-01\n".encode())
     assert load_file(path).data == {"a": "yes", "b": "010", "c": "2024-01-01"}
+
+
+def test_memoised_tag_resolution_agrees_with_pyyaml() -> None:
+    """Plain, quoted and block scalars get exactly PyYAML's core-schema tags."""
+    import yaml
+
+    text = "a: [1, '1', 1.5, x, ~, true, '', 2001-01-01, =, 0x1F, \"yes\", 1.10]\nb: |\n  z\n"
+    ours = _loader._StrictLoader(text).get_single_node()
+    theirs = yaml.CSafeLoader(text).get_single_node()
+
+    def tags(node: yaml.Node) -> list[str]:
+        if isinstance(node, yaml.ScalarNode):
+            return [node.tag]
+        pairs = node.value if isinstance(node, yaml.MappingNode) else [(n,) for n in node.value]
+        return [node.tag] + [t for pair in pairs for item in pair for t in tags(item)]
+
+    assert ours is not None
+    assert theirs is not None
+    assert tags(ours) == tags(theirs)
+
+
+def test_source_map_walks_aliases_sequences_and_mappings() -> None:
+    doc = load_text("base: &b {k: v}\nitems:\n  - *b\n  - name: nn\n", "f.yaml")
+    assert doc.source_map.span(("items", 0, "k")).line == 1  # the alias points at its anchor
+    assert doc.source_map.key_span(("items", 1, "name")).column == 5
+    assert doc.source_map.get(("items", 5)) is None
+    assert doc.source_map.get(("items", "x")) is None
+    assert doc.source_map.locate(("items", 1, "name", 0)).span.line == 4

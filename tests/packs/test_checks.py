@@ -33,3 +33,24 @@ def test_with_parameters_and_suggestor_names_are_checked_in_the_pipeline(tmp_pat
     assert found[1].path == ("suggestors", 0, "with")
     assert "'colour' was unexpected" in found[1].message, found[1].message
     assert found[2].path == ("suggestors", 0, "with", "topic")
+
+
+def test_solver_discovery_reads_what_importlib_metadata_reads() -> None:
+    from importlib.metadata import entry_points
+
+    from converge_dsl.packs._registry import declared_entry_points
+
+    for group in ("converge_dsl.solvers", "console_scripts"):
+        expected = {e.name: e.value for e in entry_points(group=group)}
+        assert declared_entry_points(group) == expected
+
+
+def test_entry_points_of_a_folder_first_distribution_wins(tmp_path: Path) -> None:
+    from converge_dsl.packs._registry import declared_entry_points
+
+    for folder, target in (("a", "one:One"), ("b", "two:Two")):
+        info = tmp_path / folder / "my_dist-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "entry_points.txt").write_text(f"[g]\n# note\nx = {target}\n[h]\ny = z:Z\n")
+    paths = [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "missing")]
+    assert declared_entry_points("g", paths) == {"x": "one:One"}
