@@ -1,37 +1,35 @@
 """Locate the data folders that ship with converge-dsl.
 
 `schemas/` and `builtin_packs/` sit at the top level of the repository and are
-packaged into the wheel as `converge_dsl._schemas` and
-`converge_dsl._builtin_packs`. An editable install does not map those data
-packages, so we fall back to the folders beside the package.
+packaged into the wheel as the folders `converge_dsl/_schemas` and
+`converge_dsl/_builtin_packs`. An editable install does not map those data
+packages, so we fall back to the folders beside the package. Plain paths (not
+`importlib.resources`) keep the import cost of `validate` low: the package is
+always installed as files, never from a zip.
 """
 
 from __future__ import annotations
 
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 from pathlib import Path
 
-_REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).resolve().parent
 
 
-def _data_folder(package: str, folder: str) -> Traversable:
-    try:
-        return files(package)
-    except ModuleNotFoundError:
-        return _REPOSITORY_ROOT / folder
+def _data_folder(packaged: str, folder: str) -> Path:
+    inside = _PACKAGE / packaged
+    return inside if inside.is_dir() else _PACKAGE.parent / folder
 
 
-def schemas_folder() -> Traversable:
+def schemas_folder() -> Path:
     """The folder holding the published JSON Schemas (`*.v1.json`)."""
-    return _data_folder("converge_dsl._schemas", "schemas")
+    return _data_folder("_schemas", "schemas")
 
 
-def builtin_packs_folder() -> Traversable:
+def builtin_packs_folder() -> Path:
     """The folder holding the built-in packs served by the `builtin` repository."""
-    return _data_folder("converge_dsl._builtin_packs", "builtin_packs")
+    return _data_folder("_builtin_packs", "builtin_packs")
 
 
 def read_schema_text(name: str) -> str:
     """The text of `schemas/<name>`, e.g. `read_schema_text("pipeline.v1.json")`."""
-    return schemas_folder().joinpath(name).read_text(encoding="utf-8")
+    return (schemas_folder() / name).read_text(encoding="utf-8")

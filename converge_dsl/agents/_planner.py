@@ -6,11 +6,15 @@ assumed size), synthetic tool results, and a summarizer that answers at once
 with `expected_summary_bytes` characters. Only sizes are assumed: the
 compaction points, the contributor cadence and the summary budget decisions
 are the real ones.
+
+Assumed sizes are bounded by `MAX_ASSUMED_CHARS`, and each size is built once
+(not once per turn): the turn machine measures real text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -26,6 +30,9 @@ from converge_dsl.agents._tools import TOOL_SPECS
 from converge_dsl.compiler import RenderScopes
 from converge_dsl.engine.types import ContextView
 from converge_dsl.models.port import Message, ModelRequest, TextPart, ToolCallPart, ToolResultPart
+
+# 4 M characters are about 1 M tokens: more than any model's context window.
+MAX_ASSUMED_CHARS = 4_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +74,24 @@ class _InstantSummarizer:
         return self._text
 
 
+def _check_size(chars: int) -> None:
+    if chars > MAX_ASSUMED_CHARS:
+        raise ValueError(f"assumed size {chars} exceeds {MAX_ASSUMED_CHARS} characters")
+
+
+@functools.lru_cache(maxsize=8)
 def sized_reply(chars: int) -> Message:
     """An assistant message with one tool call, measuring `chars` (or its minimum)."""
+    _check_size(chars)
     call = ToolCallPart("plan", "context.read", {})
     base = len(message_text(Message("assistant", (call,))))
     return Message("assistant", (TextPart("r" * max(0, chars - base)), call))
 
 
+@functools.lru_cache(maxsize=8)
 def sized_result(chars: int) -> ToolResultPart:
     """A tool result whose tool message measures `chars` (or its minimum)."""
+    _check_size(chars)
     base = len(message_text(Message("tool", (ToolResultPart("plan", ""),))))
     return ToolResultPart("plan", "t" * max(0, chars - base))
 

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from converge_dsl.agents._planner import Plan, simulate
+from converge_dsl.agents._planner import MAX_ASSUMED_CHARS, Plan, simulate
 from converge_dsl.agents._spec import AgentSpec, parse_agent
 from converge_dsl.errors import UsageError
 
@@ -143,8 +143,15 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
 
     for option in ("turns", "assume_reply_chars", "assume_tool_result_chars"):
         value = getattr(args, option)
+        flag = f"--{option.replace('_', '-')}"
         if value is not None and value < 0:
-            raise UsageError(f"--{option.replace('_', '-')} must not be negative")
+            raise UsageError(f"{flag} must not be negative")
+        if option != "turns" and value > MAX_ASSUMED_CHARS:
+            raise UsageError(
+                f"{flag} must be at most {MAX_ASSUMED_CHARS:,} (got {value:,})",
+                hint="a reply or tool result that large overflows any context window; "
+                f"{MAX_ASSUMED_CHARS:,} already forces an emergency compaction every turn",
+            )
     document = load_pipeline(args.pipeline)
     specs, seeds, scopes = _agents(document, parse_inputs(args))
     if args.agent is not None:

@@ -48,8 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--model",
         action="append",
         default=[],
-        metavar="NAME=ADAPTER-OR-CASSETTE",
-        help="answer model NAME from a cassette; repeatable",
+        metavar="NAME=CASSETTE",
+        help="answer model NAME from a cassette recorded with --record; repeatable",
     )
     parser.add_argument("--format", choices=("human", "json"), default="human")
     parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
@@ -95,11 +95,57 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
     return out
 
 
+MAX_INPUT_DEPTH = 64
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not standard JSON")
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in `value` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def load_input_json(text: str, what: str) -> Any:
+    """Strict JSON (no NaN/Infinity) nested at most `MAX_INPUT_DEPTH` deep.
+
+    Raises `ValueError` when `text` is not such JSON; `UsageError` naming `what`
+    when it nests too deeply.
+    """
+    too_deep = UsageError(
+        f"{what} nests deeper than {MAX_INPUT_DEPTH} levels",
+        hint=f"flatten the value to at most {MAX_INPUT_DEPTH} levels of arrays and objects",
+    )
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise too_deep from None
+    if _depth(value) > MAX_INPUT_DEPTH:
+        raise too_deep
+    return value
+
+
 def _json_file(path: Path, option: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{option} {path} is not UTF-8 text (byte {exc.start})",
+            hint=f"give {option} a JSON file saved as UTF-8",
+        ) from None
     except OSError as exc:
         raise UsageError(f"cannot read {option} {path}: {exc.strerror}") from None
+    try:
+        return load_input_json(text, f"{option} {path}")
     except ValueError as exc:
         raise UsageError(f"{option} {path} is not JSON: {exc}") from None
 
@@ -113,7 +159,7 @@ def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
         values.update(loaded)
     for name, text in _pairs(args.input, "--input").items():
         try:
-            values[name] = json.loads(text)
+            values[name] = load_input_json(text, f"--input {name}")
         except ValueError:
             values[name] = text
     return values

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -29,24 +32,98 @@ def configure(parser: argparse.ArgumentParser) -> None:
     expand.add_argument("--format", choices=("human", "json"), default="human")
 
 
-def find_cleared(path: Path, reduction_id: str) -> dict[str, Any]:
-    """The `agent_span_cleared` event of `reduction_id` in the trace at `path`."""
-    seen: list[str] = []
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["text", "tool_call", "tool_result"]
+    text: str = ""
+    id: str | None = None
+    name: str | None = None
+    input: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = None
+    output: str = ""
+    is_error: bool = False
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    parts: list[_Part]
+
+
+class _Turn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    turn: int
+    messages: list[_Message]
+
+
+class _SpanEvent(BaseModel):
+    """The fields of an `agent_span_cleared` line this command reads (others are kept)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    reduction_id: str
+    suggestor: str
+    cycle: int
+    first_turn: int
+    last_turn: int
+    turns: list[_Turn]
+
+
+def _where(error: ValidationError) -> str:
+    first = error.errors()[0]
+    path = ".".join(str(p) for p in first["loc"])
+    return f"{path}: {first['msg']}" if path else str(first["msg"])
+
+
+def _events(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded JSON) of each non-blank line; unreadable input is a UsageError."""
     try:
-        with path.open(encoding="utf-8") as stream:
-            for number, line in enumerate(stream, start=1):
+        with path.open("rb") as stream:
+            for number, raw in enumerate(stream, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise UsageError(
+                        f"{path}:{number}: not UTF-8 text (byte {exc.start} of the line)",
+                        hint="give the JSONL file written by `converge-dsl run --trace`",
+                    ) from None
                 if not line.strip():
                     continue
                 try:
-                    event = json.loads(line)
+                    yield number, json.loads(line)
+                except RecursionError:
+                    raise UsageError(f"{path}:{number}: JSON nested too deeply") from None
                 except ValueError:
-                    raise UsageError(f"{path.name}:{number}: not a JSON line") from None
-                if isinstance(event, dict) and event.get("type") == SPAN_CLEARED:
-                    if event.get("reduction_id") == reduction_id:
-                        return event
-                    seen.append(str(event.get("reduction_id")))
+                    raise UsageError(f"{path}:{number}: not a JSON line") from None
     except OSError as exc:
-        raise UsageError(f"cannot read trace {path.name!r}: {exc.strerror}") from None
+        raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def find_cleared(path: Path, reduction_id: str) -> dict[str, Any]:
+    """The `agent_span_cleared` event of `reduction_id` in the trace at `path`.
+
+    The event is checked for the shape this command reads; a malformed one is a
+    `UsageError` naming its line.
+    """
+    seen: list[str] = []
+    for number, event in _events(path):
+        if not isinstance(event, dict) or event.get("type") != SPAN_CLEARED:
+            continue
+        if event.get("reduction_id") != reduction_id:
+            seen.append(str(event.get("reduction_id")))
+            continue
+        try:
+            _SpanEvent.model_validate(event)
+        except ValidationError as exc:
+            raise UsageError(
+                f"{path}:{number}: malformed {SPAN_CLEARED} event ({_where(exc)})",
+                hint="the trace was edited or damaged; expand a trace written by "
+                "`converge-dsl run --trace`",
+            ) from None
+        return event
     from converge_dsl.diagnostics import did_you_mean
 
     guess = did_you_mean(reduction_id, seen)

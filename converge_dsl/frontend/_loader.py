@@ -2,9 +2,11 @@
 
 PyYAML's C parser composes the node graph (marks included), resolving plain
 scalars' implicit tags through a memo (`_StrictLoader`); one recursive walk
-then builds the JSON-like data. The source map keeps only the root node: a
-JSON path is found by walking the node graph on first lookup (cached), so a
-valid file costs nothing per node beyond building its data.
+then builds the JSON-like data and records, for every JSON path, the marks of
+its value and key as plain integers. Nothing keeps the node graph: it is freed
+as soon as the walk ends, with the cyclic garbage collector paused
+(`paused_gc`), so the tens of thousands of nodes and marks are never scanned.
+Locations are materialised lazily from the integers.
 
 Strictness (each problem is a located `Diagnostic`; all of them are raised
 together as `PipelineInvalid`): duplicate keys, tabs and syntax errors, tags
@@ -44,6 +46,9 @@ _FALSE = frozenset({"false", "False", "FALSE"})
 _YAML11_BOOL_WORDS = frozenset({"y", "Y", "n", "N"})
 _DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _HEX_INT = re.compile(r"[-+]?0x[0-9a-fA-F]+\Z")
+# (line, column, end line, end column, style[, key line, key column, key end line, key end
+# column]), 0-based as PyYAML marks are: plain data the garbage collector soon stops tracking.
+_Marks = tuple[Any, ...]
 _PLAIN_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
 
 
@@ -132,7 +137,9 @@ def _load(text: str, file: str) -> LoadedDocument:
     data = builder.build(root, ())
     if builder.problems:
         raise PipelineInvalid(builder.problems)
-    return LoadedDocument(file=file, text=text, data=data, source_map=_NodeSourceMap(file, root))
+    return LoadedDocument(
+        file=file, text=text, data=data, source_map=_NodeSourceMap(file, builder.marks)
+    )
 
 
 class _StrictLoader(yaml.CSafeLoader):
@@ -168,18 +175,27 @@ class _StrictLoader(yaml.CSafeLoader):
 class _Builder:
     """Walks the node graph once; collects every problem instead of stopping at the first."""
 
-    __slots__ = ("aliased", "built", "file", "problems", "sizes", "stack")
+    __slots__ = ("aliased", "file", "marks", "problems", "sizes", "stack")
 
     def __init__(self, file: str) -> None:
         self.file = file
-        self.built = 0  # nodes built so far (aliases count each time they are expanded)
+        self.marks: dict[JsonPath, _Marks] = {}
         self.problems: list[Diagnostic] = []
         self.sizes: dict[int, int] = {}  # id(collection node) -> nodes built under it
         self.stack: set[int] = set()
         self.aliased = 0
 
-    def build(self, node: Node, path: JsonPath) -> Any:
-        self.built += 1
+    def build(self, node: Node, path: JsonPath, key: Node | None = None) -> Any:
+        start, end = node.start_mark, node.end_mark
+        style = getattr(node, "style", None)
+        if key is None:
+            self.marks[path] = (start.line, start.column, end.line, end.column, style)
+        else:
+            key_start, key_end = key.start_mark, key.end_mark
+            self.marks[path] = (
+                *(start.line, start.column, end.line, end.column, style),
+                *(key_start.line, key_start.column, key_end.line, key_end.column),
+            )
         kind = type(node)
         if kind is ScalarNode:
             return self.scalar(node, path)
@@ -215,7 +231,7 @@ class _Builder:
                         hint="write the data out instead of nesting aliases",
                     )
                 return None
-        before = self.built
+        before = len(self.marks)
         self.stack.add(ident)
         if kind is MappingNode:
             value: Any = self.mapping(node, path)
@@ -226,7 +242,7 @@ class _Builder:
         else:  # pragma: no cover - libyaml yields only the three node kinds
             value = None
         self.stack.discard(ident)
-        self.sizes[ident] = self.built - before + 1
+        self.sizes[ident] = len(self.marks) - before + 1
         return value
 
     def mapping(self, node: Node, path: JsonPath) -> dict[str, Any]:
@@ -273,7 +289,7 @@ class _Builder:
                 )
                 continue
             first_line[key] = key_node.start_mark.line + 1
-            result[key] = self.build(value_node, (*path, key))
+            result[key] = self.build(value_node, (*path, key), key_node)
         return result
 
     def scalar(self, node: Node, path: JsonPath, *, is_key: bool = False) -> Any:
@@ -391,56 +407,43 @@ def _syntax_diagnostic(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagn
     )
 
 
-def _find(root: Node, path: JsonPath) -> tuple[Node | None, Node] | None:
-    """(key node, value node) at `path` in a loaded (hence problem-free) node graph."""
-    key: Node | None = None
-    node = root
-    for part in path:
-        kind = type(node)
-        if kind is MappingNode and isinstance(part, str):
-            for key_node, value_node in node.value:  # keys are unique strings once loaded
-                if key_node.value == part and type(key_node) is ScalarNode:
-                    key, node = key_node, value_node
-                    break
-            else:
-                return None
-        elif kind is SequenceNode and type(part) is int and 0 <= part < len(node.value):
-            key, node = None, node.value[part]
-        else:
-            return None
-    return key, node
+def _span(file: str, marks: _Marks, at: int) -> SourceSpan:
+    line, column, end_line, end_column = marks[at : at + 4]
+    return SourceSpan(file, line + 1, column + 1, end_line + 1, end_column + 1)
 
 
 class _LazyEntries(dict[JsonPath, NodeLocation]):
-    """Finds a path's nodes and converts them into a `NodeLocation` on first lookup."""
+    """Converts a path's recorded marks into a `NodeLocation` on first lookup."""
 
-    def __init__(self, file: str, root: Node) -> None:
+    def __init__(self, file: str, marks: dict[JsonPath, _Marks]) -> None:
         super().__init__()
         self._file = file
-        self._root = root
+        self._marks = marks
 
     def get(self, path: JsonPath, default: Any = None) -> Any:
         found = super().get(path)
         if found is not None:
             return found
-        pair = _find(self._root, path)
-        if pair is None:
+        marks = self._marks.get(path)
+        if marks is None:
             return default
-        key, node = pair
         location = NodeLocation(
-            span=_node_span(self._file, node),
-            key_span=None if key is None else _node_span(self._file, key),
-            style=getattr(node, "style", None) or None,
+            span=_span(self._file, marks, 0),
+            key_span=_span(self._file, marks, 5) if len(marks) > 5 else None,
+            style=marks[4] or None,
         )
         self[path] = location
         return location
 
+    def __len__(self) -> int:
+        return len(self._marks)
+
 
 class _NodeSourceMap(SourceMap):
-    """A `SourceMap` whose entries are found in the node graph on demand."""
+    """A `SourceMap` whose entries are materialised on demand."""
 
     __slots__ = ()
 
-    def __init__(self, file: str, root: Node) -> None:
+    def __init__(self, file: str, marks: dict[JsonPath, _Marks]) -> None:
         self.file = file
-        self._entries = _LazyEntries(file, root)
+        self._entries = _LazyEntries(file, marks)

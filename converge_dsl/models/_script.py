@@ -2,14 +2,16 @@
 
 A script is loaded with the front-end loader (strict YAML with a source map),
 validated against `schemas/model-script.v1.json`, then checked semantically
-(regexes compile). Every problem becomes a located `Diagnostic`; a bad script
-raises `PipelineInvalid` carrying all of them.
+(regexes compile, CD701, and nest no unbounded repeat inside another, CD702:
+such a pattern can backtrack for hours on a long prompt). Every problem becomes
+a located `Diagnostic`; a bad script raises `PipelineInvalid` carrying all of them.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,9 @@ from converge_dsl.models.port import ModelErrorCode, ModelRequest
 SCHEMA_NAME = "model-script.v1.json"
 # CD701 (CD7xx: model scripts and model configuration): a rule's match.regex does not compile.
 CODE_BAD_REGEX = codes.MODEL_SCRIPT_BAD_REGEX
+CODE_SLOW_REGEX = codes.MODEL_SCRIPT_SLOW_REGEX
+# The stdlib's regex parser (no public API, no type stubs): it walks the pattern tree.
+_PARSER: Any = importlib.import_module("re._parser")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +111,10 @@ def compile_script(doc: LoadedDocument) -> Script:
     rules: list[ScriptRule] = []
     for index, raw in enumerate(data.get("rules") or []):
         path = ("rules", index)
+        regex_path = (*path, "match", "regex")
         try:
             match = _match(raw["match"])
         except re.error as exc:
-            regex_path = (*path, "match", "regex")
             raise PipelineInvalid(
                 [
                     Diagnostic.at(
@@ -121,6 +126,21 @@ def compile_script(doc: LoadedDocument) -> Script:
                     )
                 ]
             ) from None
+        if match.regex is not None and nests_unbounded_repeats(match.regex.pattern):
+            raise PipelineInvalid(
+                [
+                    Diagnostic.at(
+                        CODE_SLOW_REGEX,
+                        "match.regex nests an unbounded repeat inside another: "
+                        f"{match.regex.pattern}",
+                        doc.source_map.span(regex_path),
+                        path=regex_path,
+                        hint="it can take exponential time on a long prompt; make the outer "
+                        "repeat possessive (`(a+)++`), use an atomic group (`(?>a+)+`), or "
+                        "drop the nesting (`a+`)",
+                    )
+                ]
+            )
         rules.append(
             ScriptRule(
                 index=index,
@@ -146,6 +166,41 @@ def _match(raw: Mapping[str, Any]) -> ScriptMatch:
         turn=raw.get("turn"),
         regex=None if regex is None else re.compile(regex),
     )
+
+
+def nests_unbounded_repeats(pattern: str) -> bool:
+    """True when an unbounded repeat (`*`, `+`, `{n,}`) sits inside another (`(a+)+`).
+
+    Such patterns backtrack exponentially when a match fails. Possessive repeats
+    and atomic groups never backtrack into their body, so they reset the check.
+    """
+    return _nested(_PARSER.parse(pattern), inside=False)
+
+
+def _nested(items: Iterable[tuple[Any, Any]], *, inside: bool) -> bool:
+    for op, av in items:
+        name = str(op)
+        children: list[tuple[Any, bool]] = []  # (sub-pattern, inside an unbounded repeat)
+        if name in ("MAX_REPEAT", "MIN_REPEAT"):
+            unbounded = av[1] == _PARSER.MAXREPEAT
+            if unbounded and inside:
+                return True
+            children = [(av[2], inside or unbounded)]
+        elif name == "POSSESSIVE_REPEAT":
+            children = [(av[2], False)]
+        elif name == "ATOMIC_GROUP":
+            children = [(av, False)]
+        elif name == "SUBPATTERN":
+            children = [(av[3], inside)]
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            children = [(av[1], inside)]
+        elif name == "BRANCH":
+            children = [(branch, inside) for branch in av[1]]
+        elif name == "GROUPREF_EXISTS":
+            children = [(branch, inside) for branch in av[1:] if branch is not None]
+        if any(_nested(child, inside=flag) for child, flag in children):
+            return True
+    return False
 
 
 def _outcome(raw: Mapping[str, Any]) -> ScriptOutcome:

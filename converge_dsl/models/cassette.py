@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,11 @@ from converge_dsl.models.port import (
 from converge_dsl.models.port import Model as ModelPort
 
 CASSETTE_VERSION = 1
+RECORD_HINT = (
+    "record one with `converge-dsl run PIPELINE --record CASSETTE` "
+    "(or `record: PATH` in the model's configuration)"
+)
+RERECORD_HINT = "record the cassette again (`--record CASSETTE`); do not edit it by hand"
 
 
 class RecordingModel(ModelDefaults):
@@ -112,8 +117,15 @@ class RecordingModel(ModelDefaults):
         line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
         redactor = getattr(self._inner, "redact", None)
         line = redactor(line) if callable(redactor) else redact_text(line)
-        with self._cassette.open("a", encoding="utf-8") as out:
-            out.write(line + "\n")
+        try:
+            with self._cassette.open("a", encoding="utf-8") as out:
+                out.write(line + "\n")
+        except OSError as exc:
+            raise ModelError(
+                ModelErrorCode.CONFIG,
+                f"cannot write cassette {str(self._cassette)!r}: {exc.strerror or exc}",
+                hint="free space or record to another path; the lines already written are kept",
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,17 +142,28 @@ class ReplayModel(ModelDefaults):
         self._recordings = recordings
         self._served: dict[str, int] = {}
         self._file = file
+        # The request names the model that answered it (its `model_id()`); a replay
+        # stands in for those models, so a request also matches under their ids.
+        self._recorded_models = sorted(
+            {str(e.request.get("model")) for entries in recordings.values() for e in entries}
+        )
 
     @classmethod
     def from_file(cls, cassette: Path) -> ReplayModel:
         path = Path(cassette)
         try:
             text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelError(
+                ModelErrorCode.CONFIG,
+                f"cassette {path.name} is not UTF-8 text (byte {exc.start}); it is not a recording",
+                hint=RERECORD_HINT,
+            ) from None
         except OSError as exc:
             raise ModelError(
                 ModelErrorCode.CONFIG,
                 f"cannot read cassette {path.name}: {exc.strerror}",
-                hint="record one first by wrapping a model in a RecordingModel",
+                hint=RECORD_HINT,
             ) from None
         recordings: dict[str, list[_Recording]] = {}
         for number, line in enumerate(text.splitlines(), start=1):
@@ -152,11 +175,17 @@ class ReplayModel(ModelDefaults):
                 recordings.setdefault(str(entry["key"]), []).append(
                     _Recording(number, entry["request"], answer)
                 )
-            except (ValueError, KeyError, TypeError) as exc:
+            except RecursionError:
+                raise ModelError(
+                    ModelErrorCode.CONFIG,
+                    f"cassette {path.name} line {number} nests too deeply to be a recording",
+                    hint=RERECORD_HINT,
+                ) from None
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise ModelError(
                     ModelErrorCode.CONFIG,
                     f"cassette {path.name} line {number} is not a recording: {exc}",
-                    hint="re-record the cassette; do not edit it by hand",
+                    hint=RERECORD_HINT,
                 ) from None
         return cls(recordings, path.name)
 
@@ -169,7 +198,13 @@ class ReplayModel(ModelDefaults):
     async def call(self, req: ModelRequest) -> ModelReturn:
         key = request_key(req)
         entries = self._recordings.get(key)
+        for recorded_model in self._recorded_models:
+            if entries:
+                break
+            key = request_key(replace(req, model=recorded_model))
+            entries = self._recordings.get(key)
         if not entries:
+            key = request_key(req)
             raise self._miss(req, key)
         served = self._served.get(key, 0)
         self._served[key] = served + 1
@@ -206,7 +241,7 @@ class ReplayModel(ModelDefaults):
             return ModelError(
                 ModelErrorCode.REPLAY_MISS,
                 f"cassette {self._file} is empty; no answer for the request ({where})",
-                hint="record the run again with the real model",
+                hint="record the run again with the real model: " + RECORD_HINT,
             )
         differs = first_difference(best.request, wanted) or "<nothing>"
         return ModelError(
@@ -215,7 +250,8 @@ class ReplayModel(ModelDefaults):
             f"nearest recorded request: line {best.line} (suggestor "
             f"{best.request.get('suggestor')!r}, turn {best.request.get('turn')!r}), "
             f"which differs at {differs}",
-            hint="the pipeline or its inputs changed since recording; record the run again",
+            hint="the pipeline or its inputs changed since recording; record the run again "
+            "(`converge-dsl run PIPELINE --record CASSETTE`)",
         )
 
 

@@ -20,6 +20,7 @@ from converge_dsl.models._common import (
 from converge_dsl.models._script import (
     Script,
     ScriptOutcome,
+    ScriptRule,
     first_match,
     load_script_file,
     load_script_text,
@@ -40,6 +41,13 @@ from converge_dsl.models.port import (
 _RETRYABLE = frozenset(
     {ModelErrorCode.TIMEOUT, ModelErrorCode.RATE_LIMITED, ModelErrorCode.PROVIDER}
 )
+# How a user recovers from each error, as the provider adapters would say it.
+_RECOVERY = {
+    ModelErrorCode.TIMEOUT: "with a provider, raise timeout_s or check the server's load",
+    ModelErrorCode.RATE_LIMITED: "with a provider, wait, lower max_concurrency or add accounts",
+    ModelErrorCode.PROVIDER: "with a provider, retry later or fail over to another account",
+    ModelErrorCode.AUTH: "with a provider, check the API key in the environment",
+}
 
 
 class ScriptedModel(ModelDefaults):
@@ -104,20 +112,25 @@ class ScriptedModel(ModelDefaults):
             )
         if outcome.delay_s > 0:
             await self._clock.sleep(outcome.delay_s)
-        result = self._build(req, outcome)
+        result = self._build(req, outcome, rule)
         if on_increment is not None:
             emit_increments(result.text, on_increment)
         return result
 
-    def _build(self, req: ModelRequest, outcome: ScriptOutcome) -> ModelReturn:
+    def _build(
+        self, req: ModelRequest, outcome: ScriptOutcome, rule: ScriptRule | None
+    ) -> ModelReturn:
         if outcome.error is not None:
             error = outcome.error
+            where = "default" if rule is None else f"rules[{rule.index}] ({rule.span})"
+            recovery = _RECOVERY.get(error.code)
             raise ModelError(
                 error.code,
                 f"{error.message} (scripted in {self._script.file})",
                 retryable=error.code in _RETRYABLE,
                 retry_after=error.retry_after,
-                hint="this failure is scripted; edit the model script to change it",
+                hint=(f"{recovery}; " if recovery else "")
+                + f"this failure is scripted by {where}: edit the model script to change it",
             )
         parts: list[Part] = []
         if outcome.reply:

@@ -13,6 +13,7 @@ id yet) are kept in `DIR/decisions.json`, written the same way.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl.engine.state import EngineState
-from converge_dsl.errors import ConvergeError, UsageError
+from converge_dsl.errors import ConvergeError, RunError, UsageError
 
 CHECKPOINT_FILE = "checkpoint.json"
 DECISIONS_FILE = "decisions.json"
@@ -38,19 +39,55 @@ def pipeline_digest(pipeline_text: str, inputs: Any) -> str:
 
 
 def _atomic_write(folder: Path, name: str, text: str) -> None:
-    """Replace `folder/name` by temp file + fsync + rename + fsync of the folder."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Replace `folder/name` by temp file + fsync + rename + fsync of the folder.
+
+    A failure (full disk, folder gone) raises `RunError` and leaves the previous
+    `folder/name` as it was; the temp file is removed.
+    """
     temp = folder / f".{name}.{os.getpid()}.tmp"
-    with temp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, folder / name)
-    directory = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        with temp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, folder / name)
+        directory = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+        raise RunError(
+            f"cannot write {name} in checkpoint folder {str(folder)!r}: {exc.strerror or exc}; "
+            "the run stopped",
+            hint="free space or fix the folder; the checkpoint of the last completed cycle "
+            "is kept (continue with --resume DIR)",
+        ) from None
+
+
+def check_folder(folder: Path, option: str, *, create: bool) -> None:
+    """Before a run: `folder` must be a folder (made when `create`); else `UsageError`."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(
+            f"{option} {str(folder)!r} is a file, not a folder",
+            hint=f"give {option} a folder path (it is created when missing)",
+        )
+    if create:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create {option} folder {str(folder)!r}: {exc.strerror or exc}",
+                hint=f"give {option} a folder path you can write to",
+            ) from None
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"{option} folder {str(folder)!r} is not writable",
+            hint=f"give {option} a folder you can write to",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +123,7 @@ class CheckpointStore:
             data = json.loads((self.folder / DECISIONS_FILE).read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             data = None
         if not isinstance(data, dict) or not all(isinstance(v, bool) for v in data.values()):
             raise UsageError(
@@ -104,19 +141,23 @@ class CheckpointStore:
             raw = self.file.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise UsageError(
-                f"no checkpoint in {self.folder.name!r}", hint="run with --checkpoint DIR first"
+                f"no checkpoint in {str(self.folder)!r}", hint="run with --checkpoint DIR first"
             ) from None
+        except UnicodeDecodeError:
+            raw = ""  # not text: torn or corrupt, refused below
         except OSError as exc:
-            raise UsageError(f"cannot read checkpoint: {exc.strerror}") from None
+            raise UsageError(
+                f"cannot read checkpoint in {str(self.folder)!r}: {exc.strerror or exc}"
+            ) from None
         try:
             data = json.loads(raw)
             text = data["state"]
             intact = data.get("format") == FORMAT and _sha(text) == data["state_sha256"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             intact = False
         if not intact:
             raise UsageError(
-                f"checkpoint {CHECKPOINT_FILE!r} is torn or corrupt; it is not read",
+                f"checkpoint {str(self.file)!r} is torn or corrupt; it is not read",
                 hint="start the run again without --resume",
             )
         if data["pipeline"] != self.digest:
@@ -126,5 +167,7 @@ class CheckpointStore:
             )
         try:
             return EngineState.from_json(text)
+        except RecursionError:
+            raise UsageError(f"checkpoint {str(self.file)!r} nests too deeply to read") from None
         except ConvergeError as exc:
             raise UsageError(f"checkpoint is unreadable: {exc.message}") from None

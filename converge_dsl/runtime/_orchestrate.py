@@ -13,6 +13,7 @@ decisions are kept in the checkpoint folder and the run stays paused.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -31,9 +32,9 @@ from converge_dsl.errors import ConvergeError, RunError, UsageError
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
 
-from ._checkpoint import CheckpointStore, pipeline_digest
+from ._checkpoint import CheckpointStore, check_folder, pipeline_digest
 from ._documents import RunResultDocument, UsageModel
-from ._trace import TraceWriter
+from ._trace import TraceWriter, open_for_append
 
 EXIT_BY_STOP: Mapping[str, int] = {
     "converged": 0,
@@ -89,21 +90,39 @@ def load_document(path: Path) -> LoadedDocument:
     return document
 
 
-def _model_config(name: str, config: Mapping[str, Any], options: RunOptions) -> dict[str, Any]:
-    override = options.model_overrides.get(name)
-    if options.replay is not None:
-        return {"adapter": "replay", "cassette": str(options.replay.resolve())}
-    if override is None:
-        return dict(config)
-    candidate = Path(override)
-    if candidate.is_file():
-        return {"adapter": "replay", "cassette": str(candidate.resolve())}
-    if override == config.get("adapter"):
-        return dict(config)
-    raise UsageError(
-        f"--model {name}={override}: not a cassette file",
-        hint="give a cassette path recorded with --record",
-    )
+def _cassette(path: Path, option: str) -> Model:
+    """The replay model of a cassette named on the command line; a bad one is a `UsageError`."""
+    from converge_dsl.models import ModelError, ReplayModel
+    from converge_dsl.models.cassette import RECORD_HINT
+
+    if path.is_dir():
+        raise UsageError(
+            f"{option}: {str(path)!r} is a folder, not a cassette file", hint=RECORD_HINT
+        )
+    if not path.exists():
+        raise UsageError(f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT)
+    try:
+        return ReplayModel.from_file(path)
+    except ModelError as exc:
+        raise UsageError(
+            f"{option}: {exc.message.removeprefix(f'{exc.code.value}: ')}", hint=exc.hint
+        ) from None
+
+
+def check_outputs(options: RunOptions) -> None:
+    """Refuse unusable `--checkpoint` / `--record` paths before any work (`UsageError`).
+
+    (`--trace` is checked when the `TraceWriter` opens it.)
+    """
+    if options.checkpoint is not None:
+        check_folder(
+            options.checkpoint, "--checkpoint", create=options.checkpoint != options.resume
+        )
+    if options.record is not None:
+        if options.record.parent != Path():
+            with contextlib.suppress(OSError):  # a missing parent: reported by the open below
+                options.record.parent.mkdir(parents=True, exist_ok=True)
+        open_for_append(options.record, "--record", "cassette").close()
 
 
 def build_models(
@@ -129,16 +148,23 @@ def build_models(
     deadline = None if max_wall_s is None else options.clock.monotonic() + float(max_wall_s)
     models: dict[str, Model] = {}
     for name, config in declared.items():
-        model = build_model(
-            name,
-            _model_config(name, config, options),
-            base_dir=base_dir,
-            env=options.env,
-            clock=options.clock,
-            rng=random.Random(0),
-            attempt_gate=attempt_gate,
-            deadline=deadline,
-        )
+        override = options.model_overrides.get(name)
+        model: Model
+        if options.replay is not None:
+            model = _cassette(options.replay, f"--replay {options.replay}")
+        elif override is not None:
+            model = _cassette(Path(override), f"--model {name}={override}")
+        else:
+            model = build_model(
+                name,
+                config,
+                base_dir=base_dir,
+                env=options.env,
+                clock=options.clock,
+                rng=random.Random(0),
+                attempt_gate=attempt_gate,
+                deadline=deadline,
+            )
         if options.record is not None:
             model = RecordingModel(model, options.record, append=True)
         models[name] = model
@@ -224,10 +250,12 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             hint="add --resume DIR (the --checkpoint folder of the paused run)",
         )
     document = load_document(options.pipeline)
+    check_outputs(options)
     usage = _UsageProxy()
-    models = build_models(document, options, attempt_gate=usage.can_call)
     sink = TraceWriter({}, options.trace, options.listeners)
+    models: dict[str, Model] = {}
     try:
+        models = build_models(document, options, attempt_gate=usage.can_call)
         compiled = compile_pipeline(
             document, inputs=options.inputs, models=models, usage=usage, events=sink
         )
@@ -248,6 +276,8 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             result = await engine.run(
                 compiled.seeds, on_cycle_end=None if store is None else store.save
             )
+        if sink.failure is not None:  # swallowed inside a suggestor: still fatal
+            raise sink.failure
         if store is not None and result.pause is not None:
             store.save(result.state)  # the pending proposals: enough to continue
     finally:

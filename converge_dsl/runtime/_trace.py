@@ -4,10 +4,17 @@
 event's fields (timing included: timestamps live only in the trace), `seq`,
 and the source span of the suggestor the event names. Listeners (the live
 progress display) see every event too.
+
+The file is opened when the writer is made (an unusable path is a `UsageError`,
+before any work). A write that fails later (a full disk) closes the file,
+keeps every line already written, and raises a `RunError` naming the file;
+`failure` keeps that error so the runner can re-raise it when the engine
+swallowed it (an event emitted inside a suggestor).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,7 +23,7 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from converge_dsl.diagnostics import SourceSpan
-from converge_dsl.errors import UsageError
+from converge_dsl.errors import RunError, UsageError
 
 from ._documents import SpanModel
 
@@ -33,12 +40,11 @@ class TraceWriter:
         self._spans = dict(spans)
         self._listeners = listeners
         self._seq = 0
+        self._path = path
         self._file: IO[str] | None = None
+        self.failure: RunError | None = None
         if path is not None:
-            try:
-                self._file = path.open("a", encoding="utf-8")
-            except OSError as exc:
-                raise UsageError(f"cannot write trace file {path.name!r}: {exc.strerror}") from None
+            self._file = open_for_append(path, "--trace", "trace file")
 
     @property
     def listening(self) -> bool:
@@ -63,14 +69,40 @@ class TraceWriter:
         return line
 
     def __call__(self, event: BaseModel) -> None:
+        if self.failure is not None:
+            raise self.failure
         if self._file is not None:
             line = self.line(event)
-            self._file.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
-            self._file.flush()
+            try:
+                self._file.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+                self._file.flush()
+            except OSError as exc:
+                self._fail(exc)
         for listener in self._listeners:
             listener(event)
 
+    def _fail(self, exc: OSError) -> None:
+        self.failure = RunError(
+            f"cannot write trace file {str(self._path)!r}: {exc.strerror or exc}; the run stopped",
+            hint="free space or choose another --trace path; the lines already written "
+            "and the last --checkpoint are kept (continue with --resume DIR)",
+        )
+        self.close()
+        raise self.failure
+
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):  # every line was flushed when written
+                file.close()
+
+
+def open_for_append(path: Path, option: str, what: str) -> IO[str]:
+    """Open `path` for appending; an unusable path is a `UsageError` naming `option`."""
+    try:
+        return path.open("a", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {what} {str(path)!r} ({option}): {exc.strerror or exc}",
+            hint=f"give {option} a file path in a folder you can write to",
+        ) from None

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _harness import Recorder, Recording, fact
 
 from converge_dsl.agents import AgentSuggestor
+from converge_dsl.agents._planner import MAX_ASSUMED_CHARS, sized_reply, sized_result
 from converge_dsl.agents._policy import message_text
 from converge_dsl.cli import run as cli
 from converge_dsl.compiler import compile_pipeline
@@ -162,3 +163,24 @@ def test_plan_usage_errors(tmp_path: Path) -> None:
     assert "no agent named 'revv'" in err.getvalue()
     assert "did you mean 'rev'?" in err.getvalue()
     assert cli(["plan", str(path), "--turns", "-1"], out, err) == 3
+
+
+@pytest.mark.parametrize("option", ["--assume-reply-chars", "--assume-tool-result-chars"])
+def test_plan_bounds_the_assumed_sizes(tmp_path: Path, option: str) -> None:
+    path = write(tmp_path, seed="a", window=700, turns=3, summarizer="")
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(["plan", str(path), option, "999999999999"], out, err) == 3
+    assert err.getvalue().startswith(
+        f"error: {option} must be at most {MAX_ASSUMED_CHARS:,} (got 999,999,999,999)\n"
+    )
+    plans = plan_json(path, option, str(MAX_ASSUMED_CHARS))
+    assert plans[0]["assumptions"][option.removeprefix("--assume-").replace("-", "_")] == (
+        MAX_ASSUMED_CHARS
+    )
+
+
+def test_sized_messages_are_built_once_per_size() -> None:
+    assert sized_reply(1000) is sized_reply(1000)
+    assert sized_result(1000) is sized_result(1000)
+    with pytest.raises(ValueError, match="exceeds"):
+        sized_reply(MAX_ASSUMED_CHARS + 1)

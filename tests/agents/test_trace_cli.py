@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 from _harness import Recorder, compile_agents, fact, run, scripted
 
@@ -80,3 +82,68 @@ def test_bad_trace_is_a_usage_error(tmp_path: Path) -> None:
     assert cli(["trace", "expand", str(bad), "x"], out, err) == 3
     assert "bad.jsonl:1: not a JSON line" in err.getvalue()
     assert cli(["trace", "expand", str(tmp_path / "none.jsonl"), "x"], out, err) == 3
+
+
+SPAN = {
+    "seq": 1,
+    "type": "agent_span_cleared",
+    "suggestor": "r",
+    "cycle": 1,
+    "reduction_id": "r.c1.r1",
+    "first_turn": 0,
+    "last_turn": 2,
+    "turns": [
+        {"turn": 0, "messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"turns": 5}, "turns: Input should be a valid list"),
+        ({"turns": [1]}, "turns.0: Input should be a valid dictionary"),
+        ({"turns": [{"turn": 0, "messages": [{"role": "user", "parts": 5}]}]}, "parts"),
+        ({"turns": [{"turn": 0, "messages": [{"role": "u", "parts": [{"type": "x"}]}]}]}, "type"),
+        ({"first_turn": "zero"}, "first_turn"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["human", "json"])
+def test_malformed_span_event_names_its_line(
+    tmp_path: Path, change: dict[str, object], problem: str, fmt: str
+) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_text("\n" + json.dumps({**SPAN, **change}) + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(["trace", "expand", str(path), "r.c1.r1", "--format", fmt], out, err) == 3
+    assert err.getvalue().startswith(f"error: {path}:2: malformed agent_span_cleared event (")
+    assert problem in err.getvalue()
+    assert out.getvalue() == ""
+
+
+def test_well_formed_span_event_still_expands(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_text(json.dumps(SPAN) + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(["trace", "expand", str(path), "r.c1.r1"], out, err) == 0, err.getvalue()
+    assert "[user] hi" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (
+            b'{"seq": 0}\n' + bytes(range(128, 256)) + b"\n",
+            ":2: not UTF-8 text (byte 0 of the line)",
+        ),
+        (b"[" * 100_000 + b"\n", ":1: JSON nested too deeply"),
+    ],
+)
+def test_unreadable_trace_lines_are_usage_errors(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    path = tmp_path / "g.jsonl"
+    path.write_bytes(content)
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(["trace", "expand", str(path), "x"], out, err) == 3
+    assert err.getvalue().startswith(f"error: {path}{problem}")

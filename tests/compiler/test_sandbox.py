@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from converge_dsl.templating import GLOBALS, TemplateRenderError, compile_template, render
+from converge_dsl.templating import (
+    GLOBALS,
+    MAX_INT_BITS,
+    MAX_WORK,
+    TemplateRenderError,
+    compile_template,
+    render,
+)
 
 ATTACKS = [
     "{{ ''.__class__ }}",
@@ -40,4 +47,95 @@ def test_ordinary_templates_still_work() -> None:
     assert (
         render(compile_template("{{ xs | sort | join(',') }} {{ 'ab' * 2 }} {{ 2 ** 10 }}"), scope)
         == "1,2,3 abab 1024"
+    )
+
+
+def _refusal(source: str) -> str:
+    with pytest.raises(TemplateRenderError) as info:
+        render(compile_template(source), dict(GLOBALS))
+    return info.value.message
+
+
+SQUARINGS = "{% set a0 = 10**999 %}" + "".join(
+    f"{{% set a{i} = a{i - 1}*a{i - 1} %}}" for i in range(1, 19)
+)
+
+NEAR_BOUND = "{% set b = ('9' * 3840) | int * 2**40 %}"  # 12,796 bits, under MAX_INT_BITS
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        SQUARINGS + "{{ a18 > 5 }}",  # the tester's repeated squaring: refused at a3
+        "{% set a = 10**999 %}{{ a*a*a*a*a*a*a*a*a*a }}",
+        "{% set a = 10**999 %}{{ a*a*a*a + a*a*a*a }}",
+        NEAR_BOUND + "{% set c = b * 8 %}{{ c - (0 - c) - (0 - c) }}",
+        "{{ 123456789 ** 1000 }}",
+        NEAR_BOUND + "{{ ([b] * 1000) | sum }}",
+    ],
+)
+def test_integer_growth_is_refused_before_it_is_computed(source: str) -> None:
+    assert f"more than {MAX_INT_BITS} bits" in _refusal(source)
+
+
+def test_large_integers_within_the_bound_still_print() -> None:
+    out = render(compile_template("{% set a = 10**999 %}{{ a*a*a }}"), dict(GLOBALS))
+    assert out == "1" + "0" * 2997
+
+
+def test_int_of_a_huge_number_is_a_clean_refusal() -> None:
+    assert "more than 3840 digits" in _refusal("{{ ('1' * 5000) | int }}")
+    assert render(compile_template("{{ ('9' * 3800) | int * 10 > 0 }}"), dict(GLOBALS)) == "True"
+
+
+BIG = "(['x' * 999999] * 3000)"
+VALUE_BOMBS = [
+    (BIG + " | join", "join() of more than"),
+    ("([" + BIG + "]) | tojson | length", "JSON text of more than"),
+    ("([1] * 999999) | tojson(indent=1000) | length", "JSON text of more than"),
+    ("([" + BIG + "]) | string | length", "text of more than"),
+    ("([[1] * 999999] * 3000) | sum(start=[]) | length", "sum() of more than"),
+    (BIG, "template output exceeded"),
+    (BIG + " ~ ''", "of more than"),
+    ("''.join(" + BIG + ")", "join() of more than"),
+    ("('x' * 999).replace('x', 'x' * 999999)", "replace() would exceed"),
+    ("('x' * 999) | replace('x', 'x' * 999999)", "replace() would exceed"),
+    (BIG + " | map('upper') | list | length", "built or scanned more than"),
+    (BIG + " | batch(3) | map('join') | list | length", "join() of more than"),
+    (BIG + " | wordcount", "text of more than"),
+    (BIG + " | upper", "text of more than"),
+    (BIG + " | indent", "text of more than"),
+    (BIG + " | truncate(5)", "text of more than"),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), VALUE_BOMBS)
+def test_values_built_from_shared_references_are_bounded(expression: str, expected: str) -> None:
+    assert expected in _refusal("{{ " + expression + " }}")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% for i in range(10000) %}{% set s = 'x' * 999999 %}{% endfor %}",
+        "{% set l = [''] * 999999 %}{% for i in range(10000) %}{{ l | join }}{% endfor %}",
+        "{% set l = [1] * 999999 %}{% for i in range(10000) %}{{ l | sum }}{% endfor %}",
+        "{% set l = [1] * 999999 %}{% for i in range(10000) %}{{ l | sort | length }}{% endfor %}",
+        "{% set s %}{% for i in range(10000) %}{{ 'x' * 999999 }}{% endfor %}{% endset %}",
+    ],
+)
+def test_work_per_render_is_bounded(source: str) -> None:
+    assert f"more than {MAX_WORK} characters or items" in _refusal(source)
+
+
+def test_ordinary_filters_keep_their_results() -> None:
+    scope = {**GLOBALS, "d": {"b": 2, "a": [1, "x"]}, "xs": [{"n": "p"}, {"n": "q"}]}
+    source = (
+        "{{ [1, 2, 3] | sum }} {{ [[1], [2]] | sum(start=[]) }} {{ xs | join('-', 'n') }} "
+        "{{ d | tojson }} {{ d | dictsort | first }} {{ d | items | list | length }} "
+        "{{ [3, 1, 1] | unique | sort | list }} {{ 'a b' | replace('a', 'c') | upper }} "
+        "{{ 7 - 2 }} {{ ['a', 'b'] | map('upper') | join }} {{ 'ab cd' | wordcount }}"
+    )
+    assert render(compile_template(source), scope) == (
+        '6 [1, 2] p-q {"a": [1, "x"], "b": 2} (\'a\', [1, \'x\']) 2 [1, 3] C B 5 AB 2'
     )

@@ -98,8 +98,9 @@ def test_whatever_the_fast_path_accepts_jinja_accepts_alike(parts: list[tuple[st
     assert parser.stream.eos
     ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
     ast.set_environment(env)
-    assert quick[0] == jinja2.meta.find_undeclared_variables(ast)
     assert sorted(quick[1]) == sorted(n.name for n in ast.find_all(nodes.Filter))
+    if set(quick[1]) <= set(env.filters):  # Jinja's name analysis refuses unknown filters
+        assert quick[0] == jinja2.meta.find_undeclared_variables(ast)
     reads = [
         n.attr
         for n in ast.find_all(nodes.Getattr)

@@ -92,7 +92,7 @@ def test_memoised_tag_resolution_agrees_with_pyyaml() -> None:
     assert tags(ours) == tags(theirs)
 
 
-def test_source_map_walks_aliases_sequences_and_mappings() -> None:
+def test_source_map_covers_aliases_sequences_and_mappings() -> None:
     doc = load_text("base: &b {k: v}\nitems:\n  - *b\n  - name: nn\n", "f.yaml")
     assert doc.source_map.span(("items", 0, "k")).line == 1  # the alias points at its anchor
     assert doc.source_map.key_span(("items", 1, "name")).column == 5

@@ -141,3 +141,46 @@ def test_request_key_ignores_nothing_that_matters() -> None:
     assert request_key(base) == request_key(turn("x", 1))
     assert request_key(base) != request_key(dataclasses.replace(base, temperature=0.5))
     assert request_key(base) != request_key(dataclasses.replace(base, turn=2))
+
+
+def test_replay_answers_for_the_model_that_was_recorded(tmp_path: Path) -> None:
+    """Requests name the answering model's id; the replay stands in for it."""
+    cassette = tmp_path / "run.jsonl"
+    scripted = ScriptedModel.from_text(SCRIPT, "s.yaml", clock=FakeClock())
+    asked = ModelRequest("scripted:s.yaml", (Message.text("user", "hello"),), suggestor="r")
+    recorded = asyncio.run(RecordingModel(scripted, cassette).call(asked))
+    replay = ReplayModel.from_file(cassette)
+    as_replay = dataclasses.replace(asked, model=replay.model_id())
+    assert asyncio.run(replay.call(as_replay)).text == recorded.text
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (bytes(range(128, 256)), "is not UTF-8 text (byte 0)"),
+        (b"[" * 100_000 + b"\n", "line 1 nests too deeply"),
+        (b'"text"\n', "line 1 is not a recording"),
+    ],
+)
+def test_unreadable_cassette_is_e_config_saying_to_record_again(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(ModelError) as caught:
+        ReplayModel.from_file(path)
+    assert caught.value.code is ModelErrorCode.CONFIG
+    assert problem in caught.value.message
+    assert caught.value.hint is not None
+    assert "--record CASSETTE" in caught.value.hint
+
+
+def test_recording_write_failure_is_a_model_error_naming_the_cassette(tmp_path: Path) -> None:
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    scripted = ScriptedModel.from_text(SCRIPT, "s.yaml", clock=FakeClock())
+    recording = RecordingModel(scripted, folder, append=True)
+    with pytest.raises(ModelError) as caught:
+        asyncio.run(recording.call(ModelRequest("m", (Message.text("user", "hi"),))))
+    assert caught.value.code is ModelErrorCode.CONFIG
+    assert f"cannot write cassette '{folder}'" in caught.value.message

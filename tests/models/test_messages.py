@@ -22,6 +22,7 @@ EXPECTED = Path(__file__).parent / "expected" / "errors.txt"
 SCRIPT = (
     "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n"
     "  - match: {suggestor: scan}\n    reply: ok\n"
+    "  - match: {suggestor: slow}\n    error: {code: E_TIMEOUT, message: slow}\n"
 )
 
 
@@ -60,6 +61,8 @@ def render_messages(tmp_path: Path) -> str:
         ),
         message_of(lambda: asyncio.run(scripted.call(req("hi", suggestor="other")))),
         message_of(lambda: asyncio.run(replay.call(req("Market: Danish SaaS")))),
+        message_of(lambda: asyncio.run(scripted.call(req("hi", suggestor="slow")))),
+        message_of(lambda: ReplayModel.from_file(tmp_path / "missing.jsonl")),
     ]
     return "\n---\n".join(messages) + "\n"
 

@@ -16,7 +16,7 @@ from converge_dsl.models import (
     ScriptedModel,
     ToolCallPart,
 )
-from converge_dsl.models._script import CODE_BAD_REGEX
+from converge_dsl.models._script import CODE_BAD_REGEX, CODE_SLOW_REGEX, nests_unbounded_repeats
 
 SCRIPT = """\
 apiVersion: converge-dsl/v1
@@ -167,3 +167,56 @@ def test_error_and_reply_together_are_rejected() -> None:
     )
     with pytest.raises(PipelineInvalid):
         ScriptedModel.from_text(text, "s.yaml")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "slow"),
+    [
+        ("(a+)+$", True),
+        ("(a*)*", True),
+        (r"(\w+\s?)+$", True),
+        ("(?:(?:a+)|b)*", True),
+        ("(a+){2,}", True),
+        ("(?=(a+)+)", True),
+        ("a+b+", False),
+        ("(ab)+", False),
+        ("(a+)++", False),  # possessive: never backtracks into the body
+        ("(?>a+)+", False),  # atomic group
+        ("(a{1,5})+", False),
+        ("(a+){2}", False),
+        ("retry.*later", False),
+    ],
+)
+def test_nested_unbounded_repeats_are_detected(pattern: str, slow: bool) -> None:
+    assert nests_unbounded_repeats(pattern) is slow
+
+
+def test_catastrophic_regex_is_refused_at_load_with_a_located_cd702() -> None:
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n"
+        "  - match: {suggestor: x}\n    reply: x\n"
+        "  - match: {regex: '(a+)+$'}\n    reply: x\n"
+    )
+    with pytest.raises(PipelineInvalid) as caught:
+        ScriptedModel.from_text(text, "s.yaml")
+    first = caught.value.diagnostics[0]
+    assert first.code == CODE_SLOW_REGEX == "CD702"
+    assert (first.file, first.line) == ("s.yaml", 6)
+    assert first.path == ("rules", 1, "match", "regex")
+    assert first.hint is not None
+    assert "possessive" in first.hint
+
+
+def test_scripted_timeout_carries_a_recovery_hint_and_the_rule() -> None:
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
+        "default: {error: {code: E_TIMEOUT, message: slow}}\n"
+    )
+    scripted = ScriptedModel.from_text(text, "s.yaml")
+    with pytest.raises(ModelError) as caught:
+        asyncio.run(scripted.call(request("hi")))
+    assert caught.value.retryable
+    assert caught.value.hint == (
+        "with a provider, raise timeout_s or check the server's load; "
+        "this failure is scripted by default: edit the model script to change it"
+    )

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from converge_dsl.engine import EngineState, Fact, PromotionRecord, Provenance
-from converge_dsl.errors import UsageError
+from converge_dsl.errors import RunError, UsageError
 from converge_dsl.runtime import CHECKPOINT_FILE, CheckpointStore, pipeline_digest
+from converge_dsl.runtime._checkpoint import check_folder
 
 
 def _state(cycle: int) -> EngineState:
@@ -97,3 +98,44 @@ def test_decisions_are_kept_and_cleared(tmp_path: Path) -> None:
     (store.folder / "decisions.json").write_text('{"a": "yes"}')
     with pytest.raises(UsageError, match="corrupt"):
         store.load_decisions()
+
+
+def test_a_failed_save_keeps_the_last_checkpoint_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    store.save(_state(1))
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(RunError) as caught:
+        store.save(_state(2))
+    monkeypatch.undo()
+    assert caught.value.exit_code == 1
+    assert "No space left on device" in caught.value.message
+    assert str(store.folder) in caught.value.message
+    assert store.load().cycle == 1
+    assert sorted(p.name for p in store.folder.iterdir()) == [CHECKPOINT_FILE]
+
+
+@pytest.mark.parametrize("content", [bytes(range(128, 256)), b"[" * 100_000])
+def test_a_non_utf8_or_deep_checkpoint_is_refused_as_corrupt(
+    tmp_path: Path, content: bytes
+) -> None:
+    store = _store(tmp_path)
+    store.folder.mkdir()
+    store.file.write_bytes(content)
+    with pytest.raises(UsageError, match="is torn or corrupt"):
+        store.load()
+
+
+def test_check_folder_refuses_a_file_and_creates_a_missing_folder(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    with pytest.raises(UsageError, match="is a file, not a folder"):
+        check_folder(afile, "--checkpoint", create=True)
+    assert afile.read_text() == "keep"
+    check_folder(tmp_path / "new" / "ck", "--checkpoint", create=True)
+    assert (tmp_path / "new" / "ck").is_dir()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.engine import CycleStarted, SuggestorStarted
+from converge_dsl.errors import RunError, UsageError
 from converge_dsl.runtime import TraceWriter
 
 
@@ -37,3 +40,29 @@ def test_each_event_is_on_disk_before_the_next(tmp_path: Path) -> None:
 
 def test_a_writer_without_file_or_listener_is_not_listening() -> None:
     assert not TraceWriter({}).listening
+
+
+def test_an_unusable_path_is_a_usage_error_naming_the_path(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "t.jsonl"
+    with pytest.raises(UsageError) as caught:
+        TraceWriter({}, target)
+    assert caught.value.message.startswith(f"cannot write trace file '{target}' (--trace): ")
+
+
+def test_a_failed_write_keeps_earlier_lines_and_stays_failed(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter({}, path)
+    writer(CycleStarted(cycle=1, dirty_keys=(), candidates=()))
+
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    writer._file.close()  # type: ignore[union-attr]
+    writer._file = Full()
+    for _ in range(2):  # the first failure, then every later event
+        with pytest.raises(RunError, match="No space left on device"):
+            writer(CycleStarted(cycle=2, dirty_keys=(), candidates=()))
+    assert writer.failure is not None
+    assert len(path.read_text().splitlines()) == 1
+    writer.close()
