@@ -2,10 +2,12 @@
 
 Every specifier in `packs:` is resolved (transitively) against the pipeline's
 `repositories:`, every pinned archive is fetched into the cache and verified,
-and the lock is written beside the pipeline, named after it (`x.yaml` ->
-`x.lock`). Versions already pinned by
-an existing lock are kept when they still fit. Exit 0 on success, 1 when the
-packs cannot be resolved or fetched (the message explains the conflict).
+and the pipeline's section of `converge.lock` (one per folder, beside the
+pipeline) is replaced; the other pipelines' sections are kept. Versions
+already pinned by an existing lock are kept when they still fit; an
+unreadable lock file (empty, merge-conflict markers, ...) is replaced with a
+warning. Exit 0 on success, 1 when the packs cannot be resolved or fetched
+(the message explains the conflict).
 """
 
 from __future__ import annotations
@@ -26,12 +28,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.cli._pack import warner
     from converge_dsl.packs import PackCache, lock_path, lock_pipeline
 
     if not args.pipeline.is_file():
         raise UsageError(f"no such pipeline file: {args.pipeline}")
-    lock = lock_pipeline(args.pipeline, cache=PackCache(args.cache))
-    io.stdout.write(f"locked {len(lock.packs)} pack(s) into {lock_path(args.pipeline).name}\n")
+    lock = lock_pipeline(
+        args.pipeline,
+        cache=PackCache(args.cache),
+        warn=warner(io),
+    )
+    io.stdout.write(
+        f"locked {len(lock.packs)} pack(s) of {args.pipeline.name} "
+        f"into {lock_path(args.pipeline).name}\n"
+    )
     for name, pinned in sorted(lock.packs.items()):
         io.stdout.write(
             f"  {name} {pinned.version}  {pinned.repository}  sha256:{pinned.sha256[:16]}\n"

@@ -3,8 +3,10 @@
 - `pack publish PACK_DIR --repo REPO_DIR [--sign-key KEY_FILE]`
 - `pack list [--repo REPO]`, `pack info NAME [--repo REPO]`
   (REPO: `builtin` (default), a folder, or an http(s) URL)
-- `pack verify PIPELINE`: the lock is current and every pinned archive matches
-  its digest (and signature), fetching what the cache lacks
+- `pack verify PIPELINE`: the lock is current, every pinned archive matches
+  its digest (and signature), fetching what the cache lacks, and every
+  unpacked pack in the cache still holds exactly its archive's files (an
+  altered one is reported, exit 1, and re-installed from the verified archive)
 - `pack add NAME [SPECIFIER] PIPELINE`: add the requirement (comments and
   layout kept) and re-lock; the file is restored if locking fails
 - `pack yank NAME VERSION --repo REPO_DIR [--undo]`
@@ -14,10 +16,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from converge_dsl.errors import PackError, UsageError
+from converge_dsl.errors import PackError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
@@ -60,20 +63,47 @@ def _repository(text: str) -> Repository:
     return FolderRepository(Path(text), label=text)
 
 
+def _read_key(path: Path) -> str:
+    """The text of a signing key file (its content is checked when it is used)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read --sign-key {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"--sign-key {path} is not a key file (not UTF-8 text)",
+            hint="give the file written by: converge-dsl pack keygen KEY_FILE",
+        ) from None
+
+
+def _print_diagnostics(exc: PipelineInvalid, io: CommandIO) -> int:
+    """The diagnostics of a pack's files, rendered as `validate` renders a pipeline's."""
+    import contextlib
+
+    from converge_dsl.frontend import render_human, summary_line
+
+    sources: dict[str, str] = {}
+    for diagnostic in exc.diagnostics:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            sources.setdefault(diagnostic.file, Path(diagnostic.file).read_text(encoding="utf-8"))
+    text = render_human(list(exc.diagnostics), sources, False)
+    files = len({d.file for d in exc.diagnostics})
+    io.stderr.write(text + ("\n" if text else "") + summary_line(list(exc.diagnostics), files))
+    return exc.exit_code
+
+
 def _publish(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import publish
 
-    key = None
-    if args.sign_key is not None:
-        try:
-            key = args.sign_key.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read --sign-key {args.sign_key}: {exc.strerror}") from None
-    entry = publish(args.pack_dir, args.repo, sign_key=key)
+    key = None if args.sign_key is None else _read_key(args.sign_key)
+    try:
+        name, entry = publish(
+            args.pack_dir, args.repo, sign_key=key, display=args.pack_dir.as_posix()
+        )
+    except PipelineInvalid as exc:
+        return _print_diagnostics(exc, io)
     signed = " (signed)" if entry.signature else ""
-    io.stdout.write(
-        f"published {args.pack_dir.name} {entry.version} sha256:{entry.sha256}{signed}\n"
-    )
+    io.stdout.write(f"published {name} {entry.version} sha256:{entry.sha256}{signed}\n")
     return 0
 
 
@@ -111,9 +141,17 @@ def _info(args: argparse.Namespace, io: CommandIO) -> int:
 def _verify(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import PackCache, load_locked_packs
 
-    packs = load_locked_packs(args.pipeline, cache=PackCache(args.cache))
+    cache = PackCache(args.cache)
+    packs = load_locked_packs(args.pipeline, cache=cache)
     for name, pack in sorted(packs.items()):
         io.stdout.write(f"ok  {name} {pack.version}\n")
+    for altered in cache.repaired:
+        io.stderr.write(
+            f"error: the unpacked copy of {altered} in the pack cache was altered; "
+            "it was re-installed from its verified archive\n"
+        )
+    if cache.repaired:
+        return 1
     io.stdout.write(f"{len(packs)} pack(s) verified\n")
     return 0
 
@@ -144,10 +182,13 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
         info = PipelinePacks.read(pipeline)
         found = resolve({name: SpecifierSet()}, list(info.open().values()), requester="pack add")
         specifier = default_specifier(found[name].entry.version)
-    original = pipeline.read_text(encoding="utf-8")
+    try:
+        original = pipeline.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{pipeline} is not UTF-8 text") from None
     pipeline.write_text(add_pack_requirement(original, name, specifier), encoding="utf-8")
     try:
-        lock = lock_pipeline(pipeline, cache=PackCache(args.cache))
+        lock = lock_pipeline(pipeline, cache=PackCache(args.cache), warn=warner(io))
     except BaseException:
         pipeline.write_text(original, encoding="utf-8")
         raise
@@ -157,22 +198,39 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
     return 0
 
 
+def warner(io: CommandIO) -> Callable[[str], object]:
+    """Where `lock` and `pack add` report a replaced unreadable lock file."""
+    return lambda message: io.stderr.write(f"warning: {message}\n")
+
+
 def _yank(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import yank
 
+    if args.repo.as_posix().startswith(("http:", "https:")):
+        raise UsageError("pack yank needs a folder repository (--repo REPO_DIR), not a URL")
     yank(args.repo, args.name, args.version, yanked=not args.undo)
     io.stdout.write(f"{'un' if args.undo else ''}yanked {args.name} {args.version}\n")
     return 0
 
 
 def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
+    import os
+
     from converge_dsl.packs import generate_key
 
-    if args.key_file.exists():
-        raise UsageError(f"{args.key_file} exists; refusing to overwrite a key")
     private, public = generate_key()
-    args.key_file.write_text(private + "\n", encoding="utf-8")
-    args.key_file.chmod(0o600)
+    try:  # created private (0600) and never over an existing file
+        descriptor = os.open(args.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise UsageError(f"{args.key_file} exists; refusing to overwrite a key") from None
+    except FileNotFoundError:
+        raise UsageError(
+            f"cannot write {args.key_file}: folder {args.key_file.parent} does not exist"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.key_file}: {exc.strerror or exc}") from None
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(private + "\n")
     io.stdout.write(f"{public}\n")
     return 0
 

@@ -60,6 +60,39 @@ class TemplateSite:
     names: frozenset[str]
 
 
+def suggestor_sites(
+    path: JsonPath, s: Mapping[str, Any], extra: frozenset[str] = frozenset()
+) -> list[TemplateSite]:
+    """The templates and expressions of one suggestor body at `path`.
+
+    `extra` names are readable everywhere in it (a pack template's `params`).
+    """
+    sites: list[TemplateSite] = []
+
+    def add(where: JsonPath, value: Any, names: frozenset[str], expression: bool = False) -> None:
+        if isinstance(value, str):
+            sites.append(TemplateSite(where, value, expression, names | extra))
+
+    add((*path, "when"), s.get("when"), BASE_NAMES, expression=True)
+    for j, fact in enumerate(s.get("facts", ())):
+        for field in ("id", "content"):
+            add((*path, "facts", j, field), fact.get(field), BASE_NAMES)
+    for j, emit in enumerate(s.get("emit", ())):
+        for field in ("id", "content", "confidence"):
+            add((*path, "emit", j, field), emit.get(field), BASE_NAMES)
+    for field in ("system", "user"):
+        add((*path, "prompt", field), s.get("prompt", {}).get(field), BASE_NAMES)
+    if s.get("kind") == "llm":
+        for field in ("id", "content", "confidence"):
+            add((*path, "output", field), s.get("output", {}).get(field), ITEM_NAMES)
+    add((*path, "goal"), s.get("goal"), BASE_NAMES)
+    for j, contributor in enumerate(s.get("contributors", ())):
+        for field in ("text", "template"):
+            add((*path, "contributors", j, field), contributor.get(field), TURN_NAMES)
+    add((*path, "summarizer", "prompt"), s.get("summarizer", {}).get("prompt"), SUMMARY_NAMES)
+    return sites
+
+
 @dataclass(frozen=True)
 class PipelineFacts:
     """What checks read: the document plus indexes derived from it once."""
@@ -142,39 +175,14 @@ class PipelineFacts:
     @cached_property
     def templates(self) -> tuple[TemplateSite, ...]:
         """Every template and expression, with the names valid where it sits."""
-        sites: list[TemplateSite] = []
-
-        def add(
-            path: JsonPath, value: Any, names: frozenset[str], expression: bool = False
-        ) -> None:
-            if isinstance(value, str):
-                sites.append(TemplateSite(path, value, expression, names))
-
-        for path, s in self.suggestors:
-            add((*path, "when"), s.get("when"), BASE_NAMES, expression=True)
-            for j, fact in enumerate(s.get("facts", ())):
-                for field in ("id", "content"):
-                    add((*path, "facts", j, field), fact.get(field), BASE_NAMES)
-            for j, emit in enumerate(s.get("emit", ())):
-                for field in ("id", "content", "confidence"):
-                    add((*path, "emit", j, field), emit.get(field), BASE_NAMES)
-            for field in ("system", "user"):
-                add((*path, "prompt", field), s.get("prompt", {}).get(field), BASE_NAMES)
-            if s["kind"] == "llm":
-                for field in ("id", "content", "confidence"):
-                    add((*path, "output", field), s["output"].get(field), ITEM_NAMES)
-            add((*path, "goal"), s.get("goal"), BASE_NAMES)
-            for j, contributor in enumerate(s.get("contributors", ())):
-                for field in ("text", "template"):
-                    add((*path, "contributors", j, field), contributor.get(field), TURN_NAMES)
-            add(
-                (*path, "summarizer", "prompt"),
-                s.get("summarizer", {}).get("prompt"),
-                SUMMARY_NAMES,
-            )
+        sites = [site for path, s in self.suggestors for site in suggestor_sites(path, s)]
         for k, invariant in enumerate(self.data.get("invariants", [])):
-            add(("invariants", k, "check"), invariant["check"], BASE_NAMES, expression=True)
-            add(("invariants", k, "message"), invariant.get("message"), BASE_NAMES)
+            path: JsonPath = ("invariants", k)
+            sites.append(TemplateSite((*path, "check"), invariant["check"], True, BASE_NAMES))
+            if isinstance(invariant.get("message"), str):
+                sites.append(
+                    TemplateSite((*path, "message"), invariant["message"], False, BASE_NAMES)
+                )
         return tuple(sites)
 
     def error(
@@ -350,18 +358,48 @@ def pack_specifiers(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 @check
 def model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Scripted models' scripts and replay cassettes exist next to the pipeline."""
+    """Scripts and replay cassettes exist next to the pipeline; scripts load as `run` loads them.
+
+    A scripted model's script goes through the scripted adapter itself (strict
+    loader, `model-script.v1.json`, its own checks), so its problems are
+    reported located in the script file; models are imported only then.
+    """
     if facts.base_dir is None:
         return
     for name, model in facts.data.get("models", {}).items():
         for field in ("script", "cassette"):
-            if field in model and not (facts.base_dir / model[field]).is_file():
+            if field not in model:
+                continue
+            path = facts.base_dir / model[field]
+            if not path.is_file():
+                what = "is a folder, not a file" if path.is_dir() else "not found"
                 yield facts.error(
                     codes.MISSING_FILE,
-                    f"{field} file {model[field]!r} not found",
+                    f"{field} file {model[field]!r} {what}",
                     ("models", name, field),
                     hint="paths are relative to the pipeline file",
                 )
+            elif field == "script" and model.get("adapter") == "scripted":
+                yield from _script_problems(facts, name, path, model[field])
+
+
+def _script_problems(
+    facts: PipelineFacts, name: str, path: Path, written: str
+) -> Iterator[Diagnostic]:
+    from converge_dsl.errors import ConvergeError, PipelineInvalid
+    from converge_dsl.models.scripted import ScriptedModel
+
+    display = (Path(facts.document.file).parent / written).as_posix()
+    try:
+        ScriptedModel.from_file(path, name=name, display=display)
+    except PipelineInvalid as exc:
+        yield from exc.diagnostics
+    except ConvergeError as exc:
+        yield facts.error(
+            codes.MISSING_FILE,
+            f"script file {written!r}: {exc.message}",
+            ("models", name, "script"),
+        )
 
 
 @check

@@ -130,9 +130,12 @@ def template_problems(
     *,
     expression: bool,
     names: frozenset[str],
-    inputs: frozenset[str],
+    inputs: frozenset[str] | None,
 ) -> Iterator[Diagnostic]:
-    """Diagnostics for one template or expression at `path`; `names` are the names it may read."""
+    """Diagnostics for one template or expression at `path`; `names` are the names it may read.
+
+    `inputs` are the declared inputs; None when they are not known (a pack on its own).
+    """
     if not needs_parse(text, expression=expression):
         return
     error, free, filters, read_inputs = _analyse(text, expression)
@@ -171,7 +174,7 @@ def template_problems(
             if guess
             else "see docs/errors.md for the allowed filters",
         )
-    if "inputs" in names:
+    if "inputs" in names and inputs is not None:
         for name in sorted(set(read_inputs) - inputs):
             guess = did_you_mean(name, inputs)
             yield Diagnostic.at(

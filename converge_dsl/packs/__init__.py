@@ -5,7 +5,7 @@ Public surface:
 - repositories: `FolderRepository`, `HttpRepository`, `BuiltinRepository`,
   `open_repositories`; `publish`, `yank`;
 - `resolve(...)`, `lock_pipeline(pipeline)`, `load_locked_packs(pipeline)`, `PackCache`;
-- `lock_path(pipeline)`: each pipeline's lock is `<pipeline stem>.lock` beside it;
+- `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
 - `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`;
 - `check_pipeline_packs(doc)` and the finer checks (codes CD5xx, see `converge_dsl.codes`);
 - `installed_solvers()`, the entry-point solver registry;
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         PackIndex,
     )
     from converge_dsl.packs._lockfile import (
-        LOCK_SUFFIX,
+        LOCK_FILE,
         LockedPack,
         LockFile,
         lock_hint,
@@ -98,7 +98,7 @@ _WHERE: dict[str, str] = {
     "HttpRepository": "converge_dsl.packs._repository",
     "IndexEntry": "converge_dsl.packs._index",
     "InvariantDef": "converge_dsl.packs._manifest",
-    "LOCK_SUFFIX": "converge_dsl.packs._lockfile",
+    "LOCK_FILE": "converge_dsl.packs._lockfile",
     "LockFile": "converge_dsl.packs._lockfile",
     "LockedPack": "converge_dsl.packs._lockfile",
     "Pack": "converge_dsl.packs._manifest",
@@ -136,7 +136,7 @@ _WHERE: dict[str, str] = {
 }
 
 __all__ = [
-    "LOCK_SUFFIX",
+    "LOCK_FILE",
     "BuiltinRepository",
     "FolderRepository",
     "HttpRepository",

@@ -10,6 +10,11 @@ sha256 digest.
 it refuses absolute paths, `..` components, links, devices, duplicate names,
 members over `MAX_MEMBER_BYTES`, archives over `MAX_TOTAL_BYTES` or
 `MAX_MEMBERS`. Callers verify the digest before they call it.
+
+`matches(archive, folder)` proves that an unpacked folder still holds exactly
+the archive's files and folders, byte for byte (no file added, removed,
+changed or replaced by a link): the cache's check that its unpacked packs
+were not altered after they were verified.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
 import shutil
+import stat
 import tarfile
+import tempfile
 import zlib
 from pathlib import Path, PurePosixPath
 
@@ -121,11 +129,14 @@ def check_members(archive: bytes) -> list[tuple[str, tarfile.TarInfo]]:
 
 
 def unpack(archive: bytes, destination: Path) -> None:
-    """Unpack into `destination` (must not exist) atomically; nothing is written on refusal."""
+    """Unpack into `destination` (must not exist) atomically; nothing is written on refusal.
+
+    When another process unpacked the same archive into `destination` first,
+    its folder is kept.
+    """
     members = check_members(archive)
-    staging = destination.with_name(destination.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=destination.parent, prefix=f".{destination.name}."))
     try:
         with _open(archive) as tar:
             by_name = {m.name: m for m in tar.getmembers()}
@@ -139,7 +150,48 @@ def unpack(archive: bytes, destination: Path) -> None:
                 if source is None:  # pragma: no cover - regular files always have data
                     raise PackError(f"archive member {name!r} has no data")
                 target.write_bytes(source.read(MAX_MEMBER_BYTES + 1)[:MAX_MEMBER_BYTES])
-        staging.rename(destination)
+        os.chmod(staging, 0o755)  # mkdtemp makes it 0700
+        try:
+            staging.rename(destination)
+        except OSError:
+            if not destination.is_dir():
+                raise
+            shutil.rmtree(staging, ignore_errors=True)  # a concurrent unpack won the race
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def matches(archive: bytes, folder: Path) -> bool:
+    """True when `folder` holds exactly the members of `archive`, byte for byte."""
+    members = check_members(archive)
+    folders = {PurePosixPath(name).parent.as_posix() for name, _ in members} - {"."}
+    folders |= {name for name, member in members if member.isdir()}
+    files = {name: member for name, member in members if member.isfile()}
+    seen: set[str] = set()
+    for where, subfolders, names in os.walk(folder):
+        relative = Path(where).relative_to(folder)
+        for entry in (*subfolders, *names):
+            path = Path(where, entry)
+            name = (relative / entry).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISDIR(mode):
+                if name not in folders:
+                    return False
+            elif (
+                not stat.S_ISREG(mode)
+                or name not in files
+                or path.stat().st_size != files[name].size
+            ):
+                return False
+            else:
+                seen.add(name)
+    if seen != set(files):
+        return False
+    with _open(archive) as tar:
+        by_name = {m.name: m for m in tar.getmembers()}
+        for name, member in files.items():  # in archive order: no backward seeks
+            source = tar.extractfile(by_name[member.name])
+            if source is None or source.read() != (folder / name).read_bytes():
+                return False
+    return True

@@ -10,10 +10,14 @@ environment variable `CONVERGE_DSL_CACHE` or the `root` argument):
 `install` verifies the signature (when the repository has trusted keys) and
 the digest *before* anything is unpacked; a locked pipeline whose packs are
 cached never touches the network. The unpacked folder is named by the digest
-it was verified against and appears only after that check (atomically), so
-its presence is the record that the digest was verified: a cached pack is
-neither re-read nor re-hashed (the signature, when the repository has
-trusted keys, is checked every time against the lock's record).
+it was verified against, but the cache is a writable folder, so its content is
+not trusted: the first time a process uses an unpacked pack, `install` proves
+that the folder still holds exactly the files of the archive (compared with
+the cached archive, itself re-hashed; without it, by rebuilding the normalised
+archive from the folder and comparing digests). An altered folder is replaced
+by a fresh unpack of the verified archive and recorded in `repaired` (which
+`pack verify` reports); when no verified archive can be had, `PackError`
+names the pack and the fix. Each (folder, digest) is proven once per process.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from converge_dsl.errors import PackError
+from converge_dsl.packs._files import write_atomic
 from converge_dsl.packs._lockfile import LockedPack
 from converge_dsl.packs._repository import Repository
 from converge_dsl.packs._signing import verify
 
 CACHE_ENV = "CONVERGE_DSL_CACHE"
+# (unpacked folder, sha256) pairs proven intact by this process.
+_PROVEN: set[tuple[str, str]] = set()
 
 
 def default_cache_root() -> Path:
@@ -44,6 +51,7 @@ class PackCache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else default_cache_root()
+        self.repaired: list[str] = []  # "NAME VERSION" of packs whose folder was altered
 
     def _archive_file(self, sha256: str) -> Path:
         return self.root / "archives" / f"{sha256}.tar.gz"
@@ -66,7 +74,7 @@ class PackCache:
         return data
 
     def install(self, locked: LockedPack, repositories: Mapping[str, Repository]) -> Path:
-        """The unpacked folder of `locked`, fetching and verifying it if needed."""
+        """The unpacked folder of `locked`, fetching, verifying or repairing it if needed."""
         repository = repositories.get(locked.repository)
         if repository is None:
             raise PackError(
@@ -82,26 +90,79 @@ class PackCache:
             locked.sha256,
         )
         folder = self.folder(locked.sha256)
-        if folder.is_dir():
+        proof = (str(folder), locked.sha256)
+        if proof in _PROVEN and folder.is_dir():
             return folder
-        from converge_dsl.packs._archive import sha256_hex, unpack
+        altered = False
+        if folder.is_dir():
+            if self._intact(folder, locked.sha256):
+                _PROVEN.add(proof)
+                return folder
+            altered = True
+            self.repaired.append(f"{locked.name} {locked.version}")
+            _discard(folder)
+        from converge_dsl.packs._archive import unpack
+
+        try:
+            data = self._verified_archive(locked, repository)
+        except PackError as exc:
+            if altered:
+                raise PackError(
+                    f"the cached copy of {locked.name} {locked.version} was altered and "
+                    f"its archive cannot be fetched again: {exc.message}",
+                    hint="reconnect to the repository and run the command again "
+                    "(the altered copy was removed)",
+                ) from None
+            raise
+        unpack(data, folder)
+        _PROVEN.add(proof)
+        return folder
+
+    def _intact(self, folder: Path, sha256: str) -> bool:
+        """Whether `folder` holds exactly the archive whose digest is `sha256`."""
+        from converge_dsl.packs._archive import build_archive, matches, sha256_hex
+
+        try:
+            archive = self.cached_archive(sha256)
+            if archive is not None:
+                return matches(archive, folder)
+            return sha256_hex(build_archive(folder)) == sha256
+        except (PackError, OSError):
+            return False
+
+    def _verified_archive(self, locked: LockedPack, repository: Repository) -> bytes:
+        """The archive of `locked`, from the cache or the repository, digest-checked."""
+        from converge_dsl.packs._archive import sha256_hex
 
         data = self.cached_archive(locked.sha256)
-        if data is None:
-            data = repository.fetch_archive(locked.name, locked.version)
-            actual = sha256_hex(data)
-            if actual != locked.sha256:
-                raise PackError(
-                    f"digest mismatch for {locked.name} {locked.version} from {repository.id}: "
-                    f"expected sha256 {locked.sha256}, got {actual}; nothing was unpacked",
-                    hint="the archive was altered after locking; ask the repository owner, "
-                    "or re-lock if the change is expected",
-                )
-            path = self._archive_file(locked.sha256)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(path.name + ".tmp")
-            temporary.write_bytes(data)
-            os.replace(temporary, path)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        unpack(data, folder)
-        return folder
+        if data is not None:
+            return data
+        data = repository.fetch_archive(locked.name, locked.version)
+        actual = sha256_hex(data)
+        if actual != locked.sha256:
+            raise PackError(
+                f"digest mismatch for {locked.name} {locked.version} from {repository.id}: "
+                f"expected sha256 {locked.sha256}, got {actual}; nothing was unpacked",
+                hint="the archive was altered after locking; ask the repository owner, "
+                "or re-lock if the change is expected",
+            )
+        write_atomic(self._archive_file(locked.sha256), data)
+        return data
+
+
+def _discard(folder: Path) -> None:
+    """Remove an altered unpacked folder (renamed aside first, so it vanishes at once)."""
+    import shutil
+    import tempfile
+
+    aside = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.altered."))
+    try:
+        folder.rename(aside / folder.name)
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
+    if folder.exists():
+        raise PackError(
+            f"cannot remove the altered cache folder {folder.name}",
+            hint=f"delete the pack cache folder ({CACHE_ENV} or the user cache) and retry",
+        )

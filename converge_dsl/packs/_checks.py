@@ -10,7 +10,11 @@ documented in docs/errors.md):
   signature, archive, network);
 - `UNKNOWN_PACK_SUGGESTOR`, `SOLVER_NOT_INSTALLED`, `BAD_PACK_PARAMETER`:
   a `kind: pack` suggestor does not fit its pack (the schema already checked
-  that `use:` has the form PACK/SUGGESTOR).
+  that `use:` has the form PACK/SUGGESTOR);
+- the templates of the pack suggestors used (`_lint.template_diagnostics`:
+  syntax, names, filters, the pipeline's inputs and keys), located in the
+  pack's own files (`NAME-VERSION/pack.yaml`, prompt files), as `run` would
+  reject them.
 
 Near-miss names get a "did you mean" hint. A `use:` naming an undeclared pack
 (`UNDECLARED_PACK`) and a malformed `packs:` specifier (`BAD_SPECIFIER`) are
@@ -100,6 +104,7 @@ def check_pack_uses(
 ) -> Iterator[Diagnostic]:
     """Each `kind: pack` suggestor against its pack; nothing when `packs` is None."""
     data = _data(doc)
+    used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
     for index, item in _pack_suggestors(data):
         path: JsonPath = ("suggestors", index)
         use = str(item.get("use", ""))
@@ -132,7 +137,25 @@ def check_pack_uses(
                     hint=_guess(definition.solver, solvers.names())
                     or "install the distribution that registers it",
                 )
+        else:
+            used.setdefault(pack_name, set()).add(suggestor)
         yield from _parameter_problems(doc, item, path, use, pack)
+    if used and packs:
+        yield from _template_problems(data, {n: packs[n] for n in sorted(used)}, used)
+
+
+def _template_problems(
+    data: Mapping[str, Any], packs: Mapping[str, Pack], used: Mapping[str, set[str]]
+) -> Iterator[Diagnostic]:
+    from converge_dsl.frontend._semantic import BUILTIN_KEYS
+    from converge_dsl.packs._lint import template_diagnostics
+
+    inputs = frozenset(data.get("inputs") or {})
+    keys = frozenset(BUILTIN_KEYS) | {
+        k["name"] for k in data.get("keys") or () if isinstance(k, Mapping) and "name" in k
+    }
+    for name, pack in packs.items():
+        yield from template_diagnostics(pack, suggestors=used[name], inputs=inputs, keys=keys)
 
 
 @lru_cache(maxsize=256)

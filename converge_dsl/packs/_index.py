@@ -16,7 +16,7 @@ names) exists only for `pack list`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from converge_dsl.errors import PackError
+from converge_dsl.packs._files import SHA256, parse_json
 from converge_dsl.packs._manifest import parse_specifier, parse_version
 
 NAMES_FILE = "names.json"
@@ -92,39 +93,67 @@ class PackIndex:
         return (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
-def _entry(raw: Any, where: str) -> IndexEntry:
+def _problem(raw: Any) -> str | None:
+    """What is wrong with the shape of one version entry (None when it is well formed)."""
     if not isinstance(raw, dict):
-        raise PackError(f"{where}: each version must be an object")
-    version = parse_version(str(raw.get("version", "")))
-    if version is None or not isinstance(raw.get("sha256"), str):
-        raise PackError(f"{where}: a version entry lacks a valid version or sha256")
+        return "it is not an object"
+    if not isinstance(raw.get("version"), str) or parse_version(raw["version"]) is None:
+        return "field 'version' is not a version"
+    if not isinstance(raw.get("sha256"), str) or not SHA256.match(raw["sha256"]):
+        return "field 'sha256' is not a sha256 digest (64 lowercase hex digits)"
+    if not isinstance(raw.get("published", ""), str):
+        return "field 'published' is not text"
+    if not isinstance(raw.get("yanked", False), bool):
+        return "field 'yanked' is not true or false"
     requires = raw.get("requires") or {}
-    packs: dict[str, SpecifierSet] = {}
-    for name, text in (requires.get("packs") or {}).items():
-        spec = parse_specifier(str(text))
-        if spec is None:
-            raise PackError(f"{where}: {version} requires {name} {text!r}, not a specifier")
-        packs[name] = spec
+    if not isinstance(requires, dict):
+        return "field 'requires' is not an object"
+    packs = requires.get("packs") or {}
+    if not isinstance(packs, dict) or not all(isinstance(v, str) for v in packs.values()):
+        return "field 'requires.packs' is not an object of specifiers"
+    for name, text in packs.items():
+        if parse_specifier(text) is None:
+            return f"field 'requires.packs.{name}' ({text!r}) is not a specifier"
+    converge = requires.get("converge-dsl")
+    if converge is not None and (
+        not isinstance(converge, str) or parse_specifier(converge) is None
+    ):
+        return "field 'requires.converge-dsl' is not a specifier"
+    signature = raw.get("signature")
+    if signature is not None and not (
+        isinstance(signature, dict)
+        and all(isinstance(signature.get(k), str) for k in ("key", "signature"))
+    ):
+        return "field 'signature' is not an object {key, signature} of text"
+    return None
+
+
+def _entry(raw: Any, where: str, name: str, position: int) -> IndexEntry:
+    problem = _problem(raw)
+    if problem is not None:
+        label = raw.get("version") if isinstance(raw, dict) else None
+        which = f"version {label}" if isinstance(label, str) else f"versions[{position}]"
+        raise PackError(f"{where}: pack {name!r} {which}: {problem}")
+    requires = raw.get("requires") or {}
     converge = requires.get("converge-dsl")
     return IndexEntry(
-        version=version,
+        version=Version(raw["version"]),
         sha256=raw["sha256"],
-        published=str(raw.get("published", "")),
-        yanked=bool(raw.get("yanked", False)),
+        published=raw.get("published", ""),
+        yanked=raw.get("yanked", False),
         requires_converge=parse_specifier(converge) if converge else None,
-        requires_packs=packs,
+        requires_packs={k: SpecifierSet(v) for k, v in (requires.get("packs") or {}).items()},
         signature=raw.get("signature"),
     )
 
 
 def parse_index(data: bytes, name: str, where: str) -> PackIndex:
-    """Parse an index file; raises `PackError` naming `where` when it is malformed."""
-    try:
-        body = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PackError(f"{where}: index is not JSON ({exc})") from None
+    """Parse an index file; raises `PackError` naming `where`, the pack and the field."""
+    body = parse_json(data, f"{where}: index")
     if not isinstance(body, dict) or body.get("name") != name:
         raise PackError(f"{where}: index does not describe pack {name!r}")
-    versions: Sequence[Any] = body.get("versions") or []
-    entries = sorted((_entry(raw, where) for raw in versions), key=lambda e: e.version)
-    return PackIndex(name, tuple(entries))
+    versions = body.get("versions") or []
+    if not isinstance(versions, list):
+        raise PackError(f"{where}: pack {name!r}: field 'versions' is not a list")
+    entries = [_entry(raw, where, name, i) for i, raw in enumerate(versions)]
+    return PackIndex(name, tuple(sorted(entries, key=lambda e: e.version)))

@@ -1,29 +1,33 @@
-"""The lock file: the exact pack versions and digests a pipeline runs with.
+"""The lock file: the exact pack versions and digests each pipeline runs with.
 
-Each pipeline has its own lock beside it, named after it (`staffing-plan.yaml`
--> `staffing-plan.lock`), as each manifest has its own lock in a package
-manager: a folder of pipelines with different packs or repositories never
-shares (and never overwrites) one lock. `lock`, `validate` and `run` all find
-it through `lock_path`.
+One `converge.lock` per folder, beside its pipelines, holds a section per
+pipeline file name, so a folder of pipelines with different packs or
+repositories shares one file but never one resolution. `lock`, `validate`,
+`run` and `pack add` all find it through `lock_path`; `lock PIPELINE` replaces
+only that pipeline's section (atomically: temporary file, fsync, rename),
+leaving the other sections byte-for-byte as they were.
 
 The lock is JSON, written with sorted keys so it diffs well:
 
     {"lock-version": 1,
-     "pipeline": {"packs": {"optimization": ">=1,<2"}, "repositories": ["builtin"]},
-     "packs": {"optimization": {"version": "1.0.0", "sha256": "...", "repository": "builtin",
-                                "requires": {}, "requested-by": ["pipeline 'demo'"],
-                                "signature": null}}}
+     "pipelines": {
+       "staffing-plan.yaml": {
+         "pipeline": {"packs": {"optimization": ">=1,<2"}, "repositories": ["builtin"]},
+         "packs": {"optimization": {"version": "1.0.0", "sha256": "...",
+                                    "repository": "builtin", "requires": {},
+                                    "requested-by": ["pipeline 'demo'"], "signature": null}}}}}
 
-`pipeline` records the inputs it was resolved from, so `stale_reasons` can say
-precisely what changed since (a pack added, a specifier edited, the
-repositories changed) instead of a bare "hash mismatch".
+`pipeline` records the inputs a section was resolved from, so `stale_reasons`
+can say precisely what changed since (a pack added, a specifier edited, the
+repositories changed) instead of a bare "hash mismatch". A lock file that
+cannot be read (empty, not JSON, merge-conflict markers, an unknown format)
+never blocks `lock`: it is replaced, with a warning.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,12 +36,13 @@ from packaging.version import Version
 
 from converge_dsl import codes
 from converge_dsl.errors import PackError
+from converge_dsl.packs._files import SHA256, parse_json, write_atomic
 from converge_dsl.packs._manifest import parse_specifier, parse_version
 
 if TYPE_CHECKING:
     from converge_dsl.packs._resolve import Resolved
 
-LOCK_SUFFIX = ".lock"
+LOCK_FILE = "converge.lock"
 LOCK_VERSION = 1
 
 
@@ -64,6 +69,8 @@ class LockedPack:
 
 @dataclass(frozen=True, slots=True)
 class LockFile:
+    """One pipeline's section of `converge.lock`."""
+
     packs_requested: Mapping[str, str]
     repositories: tuple[Any, ...]
     packs: Mapping[str, LockedPack]
@@ -71,16 +78,14 @@ class LockFile:
     def versions(self) -> dict[str, Version]:
         return {n: Version(p.version) for n, p in self.packs.items()}
 
-    def to_text(self) -> str:
-        body = {
-            "lock-version": LOCK_VERSION,
+    def as_json(self) -> dict[str, Any]:
+        return {
             "pipeline": {
                 "packs": dict(self.packs_requested),
                 "repositories": list(self.repositories),
             },
             "packs": {name: self.packs[name].as_json() for name in sorted(self.packs)},
         }
-        return json.dumps(body, indent=2, sort_keys=True) + "\n"
 
 
 def lock_from_resolution(
@@ -104,8 +109,8 @@ def lock_from_resolution(
 
 
 def lock_path(pipeline: Path) -> Path:
-    """The lock file of `pipeline`: beside it, `<pipeline stem>.lock`."""
-    return pipeline.with_suffix(LOCK_SUFFIX)
+    """The lock file of `pipeline`: `converge.lock` in its folder."""
+    return pipeline.parent / LOCK_FILE
 
 
 def lock_hint(pipeline: Path) -> str:
@@ -114,45 +119,110 @@ def lock_hint(pipeline: Path) -> str:
     return f"run: converge-dsl lock {shown}"
 
 
-def write_lock(path: Path, lock: LockFile) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(lock.to_text(), encoding="utf-8")
-    os.replace(temporary, path)
+def _read_sections(path: Path) -> dict[str, Any]:
+    """Every pipeline's raw section of the lock at `path`; {} when there is no lock.
+
+    Raises `PackError` when the file cannot be read or is not a lock file.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise PackError(f"{path.name} is unreadable: {exc.strerror or exc}") from None
+    body = parse_json(data, f"{path.name} is unreadable")
+    if not isinstance(body, dict) or body.get("lock-version") != LOCK_VERSION:
+        raise PackError(f"{path.name} is unreadable: not a lock-version {LOCK_VERSION} lock file")
+    sections = body.get("pipelines")
+    if not isinstance(sections, dict):
+        raise PackError(f"{path.name} is unreadable: it has no 'pipelines' object")
+    return sections
 
 
-def _locked_pack(name: str, raw: Any) -> LockedPack:
-    if not isinstance(raw, dict) or parse_version(str(raw.get("version"))) is None:
-        raise PackError(
-            f"the lock entry for {name!r} is malformed", hint="re-run converge-dsl lock"
-        )
+def _strings(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _locked_pack(name: str, raw: Any, where: str) -> LockedPack:
+    problem = None
+    if not isinstance(raw, dict):
+        problem = "it is not an object"
+    elif not isinstance(raw.get("version"), str) or parse_version(raw["version"]) is None:
+        problem = "'version' is not a version"
+    elif not isinstance(raw.get("sha256"), str) or not SHA256.match(raw["sha256"]):
+        problem = "'sha256' is not a sha256 digest"
+    elif not isinstance(raw.get("repository"), str):
+        problem = "'repository' is not text"
+    elif not _strings(raw.get("requires") or {}):
+        problem = "'requires' is not an object of specifiers"
+    elif not isinstance(raw.get("requested-by") or [], list) or not all(
+        isinstance(r, str) for r in raw.get("requested-by") or []
+    ):
+        problem = "'requested-by' is not a list of text"
+    elif raw.get("signature") is not None and not _strings(raw["signature"]):
+        problem = "'signature' is not an object {key, signature}"
+    if problem is not None:
+        raise PackError(f"{where}: the entry of pack {name!r} is malformed: {problem}")
     return LockedPack(
         name=name,
-        version=str(raw["version"]),
-        sha256=str(raw.get("sha256", "")),
-        repository=str(raw.get("repository", "")),
+        version=raw["version"],
+        sha256=raw["sha256"],
+        repository=raw["repository"],
         requires=dict(raw.get("requires") or {}),
         requested_by=tuple(raw.get("requested-by") or ()),
         signature=raw.get("signature"),
     )
 
 
-def read_lock(path: Path) -> LockFile | None:
-    """The lock at `path`, None when absent; raises `PackError` when malformed."""
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PackError(
-            f"{path.name} is unreadable: {exc}", hint="re-run converge-dsl lock"
-        ) from None
-    if not isinstance(body, dict) or body.get("lock-version") != LOCK_VERSION:
-        raise PackError(f"{path.name} has an unknown format", hint="re-run converge-dsl lock")
-    pipeline = body.get("pipeline") or {}
-    packs = {n: _locked_pack(n, raw) for n, raw in (body.get("packs") or {}).items()}
+def _section(raw: Any, where: str) -> LockFile:
+    pipeline = raw.get("pipeline") if isinstance(raw, dict) else None
+    packs = raw.get("packs") if isinstance(raw, dict) else None
+    if (
+        not isinstance(pipeline, dict)
+        or not _strings(pipeline.get("packs") or {})
+        or not isinstance(pipeline.get("repositories") or [], list)
+        or not isinstance(packs or {}, dict)
+    ):
+        raise PackError(f"{where} is malformed")
     return LockFile(
-        dict(pipeline.get("packs") or {}), tuple(pipeline.get("repositories") or ()), packs
+        dict(pipeline.get("packs") or {}),
+        tuple(pipeline.get("repositories") or ()),
+        {str(n): _locked_pack(str(n), p, where) for n, p in (packs or {}).items()},
     )
+
+
+def read_lock(pipeline: Path) -> LockFile | None:
+    """The lock section of `pipeline`, None when there is none.
+
+    Raises `PackError` when the lock file or the section is unreadable.
+    """
+    path = lock_path(pipeline)
+    raw = _read_sections(path).get(pipeline.name)
+    if raw is None:
+        return None
+    return _section(raw, f"{path.name}: the section of {pipeline.name}")
+
+
+def write_lock(
+    pipeline: Path, lock: LockFile, *, warn: Callable[[str], object] | None = None
+) -> None:
+    """Replace `pipeline`'s section of its lock file, keeping every other section.
+
+    An unreadable lock file is replaced (reported through `warn`).
+    """
+    path = lock_path(pipeline)
+    try:
+        sections = dict(_read_sections(path))
+    except PackError as exc:
+        sections = {}
+        if warn is not None:
+            warn(
+                f"{exc.message}; it is replaced (re-lock the other pipelines of its folder "
+                "if it held theirs)"
+            )
+    sections[pipeline.name] = lock.as_json()
+    body = {"lock-version": LOCK_VERSION, "pipelines": sections}
+    write_atomic(path, (json.dumps(body, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def stale_reasons(
@@ -181,18 +251,26 @@ def lock_problems(
 ) -> list[tuple[str, str]]:
     """`(code, message)` for each reason the lock of `pipeline` cannot be used; [] if current.
 
-    A pipeline without packs needs no lock. The hint for all of them is `lock_hint`.
+    A pipeline without packs needs no lock. The hint for all of them is `lock_hint`
+    (`lock` replaces an unreadable lock file).
     """
     if not packs_requested:
         return []
     path = lock_path(pipeline)
     try:
-        lock = read_lock(path)
+        lock = read_lock(pipeline)
     except PackError as exc:
-        return [(codes.LOCK_STALE, exc.message)]
+        return [(codes.LOCK_STALE, f"{exc.message}; converge-dsl lock replaces it")]
     if lock is None:
-        return [(codes.LOCK_MISSING, f"{path.name} is missing: the pipeline uses packs")]
+        if not path.exists():
+            return [(codes.LOCK_MISSING, f"{path.name} is missing: the pipeline uses packs")]
+        return [
+            (
+                codes.LOCK_MISSING,
+                f"{path.name} has no section for {pipeline.name}: the pipeline uses packs",
+            )
+        ]
     return [
-        (codes.LOCK_STALE, f"{path.name} is stale: {reason}")
+        (codes.LOCK_STALE, f"{path.name} is stale for {pipeline.name}: {reason}")
         for reason in stale_reasons(lock, packs_requested, repositories)
     ]

@@ -43,6 +43,7 @@ class SuggestorDef:
     solver: str | None = None
     input_schema: Mapping[str, Any] | None = None
     template: Mapping[str, Any] | None = None
+    prompt_files: Mapping[str, str] = field(default_factory=dict)  # role -> path in the pack
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,10 @@ class Pack:
     suggestors: Mapping[str, SuggestorDef]
     invariants: tuple[InvariantDef, ...]
     folder: Path
+    # `pack.yaml` as loaded, for diagnostics located in the pack's own files
+    # (`display` names the pack folder in them).
+    document: LoadedDocument | None = field(default=None, compare=False, repr=False)
+    display: str = ""
 
     def invariants_for(self, suggestor: str) -> tuple[InvariantDef, ...]:
         return tuple(i for i in self.invariants if i.suggestor in (None, suggestor))
@@ -100,9 +105,10 @@ def _inside(folder: Path, relative: str) -> Path | None:
 class _Builder:
     """Turns a schema-valid document into a `Pack`, collecting semantic diagnostics."""
 
-    def __init__(self, doc: LoadedDocument, folder: Path) -> None:
+    def __init__(self, doc: LoadedDocument, folder: Path, display: str) -> None:
         self.doc = doc
         self.folder = folder
+        self.display = display
         self.found: list[Diagnostic] = []
 
     def error(self, code: str, message: str, path: JsonPath, hint: str | None = None) -> None:
@@ -118,6 +124,9 @@ class _Builder:
             return None
         try:
             value = json.loads(target.read_text(encoding="utf-8"))
+        except RecursionError:
+            self.error(codes.PACK_BAD_FILE, f"JSON Schema {relative!r} is nested too deeply", path)
+            return None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             self.error(codes.PACK_BAD_FILE, f"cannot read JSON Schema {relative!r}: {exc}", path)
             return None
@@ -142,7 +151,14 @@ class _Builder:
                         (*path, "prompt_files", role),
                     )
                     continue
-                prompt[role] = target.read_text(encoding="utf-8")
+                try:
+                    prompt[role] = target.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as exc:
+                    self.error(
+                        codes.PACK_BAD_FILE,
+                        f"cannot read prompt file {relative!r}: {exc}",
+                        (*path, "prompt_files", role),
+                    )
             body["prompt"] = prompt
         return body
 
@@ -160,6 +176,7 @@ class _Builder:
             solver=raw.get("solver"),
             input_schema=schema,
             template=None if raw["kind"] == "solver" else self.template(raw, path),
+            prompt_files=dict(raw.get("prompt_files") or {}),
         )
 
     def invariants(self, raw: list[Any], names: Mapping[str, Any]) -> Iterator[InvariantDef]:
@@ -234,13 +251,19 @@ class _Builder:
             suggestors=suggestors,
             invariants=invariants,
             folder=self.folder,
+            document=self.doc,
+            display=self.display,
         )
 
 
-def load_pack(folder: Path) -> Pack:
-    """Load and validate `folder/pack.yaml`; raises `PipelineInvalid` or `PackError`."""
-    doc = load_document(folder / MANIFEST)
+def load_pack(folder: Path, *, display: str | None = None) -> Pack:
+    """Load and validate `folder/pack.yaml`; raises `PipelineInvalid` or `PackError`.
+
+    Diagnostics name the pack's files `DISPLAY/RELATIVE` (default: `folder` itself).
+    """
+    shown = display if display is not None else folder.as_posix()
+    doc = load_document(folder / MANIFEST, display=f"{shown}/{MANIFEST}")
     problems = [d for d in schema_diagnostics(doc, PACK_SCHEMA) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))
-    return _Builder(doc, folder).build()
+    return _Builder(doc, folder, shown).build()

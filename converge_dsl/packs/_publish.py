@@ -1,23 +1,26 @@
 """Publishing into a folder repository: `pack publish` and `pack yank`.
 
+A pack is published only when it loads cleanly and every template and
+expression of it compiles (`_lint.template_diagnostics`); otherwise
+`PipelineInvalid` carries the diagnostics, located in the pack's files.
 A published version is immutable: publishing the same version again is a
 no-op when the archive digest is the same and an error when it differs.
-Files are written atomically (a temporary file renamed into place), the
-archive before the index, so a reader never sees an index entry whose archive
-is missing.
+Files are written atomically (`write_atomic`), the archive before the index,
+so a reader never sees an index entry whose archive is missing.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 from packaging.version import Version
 
-from converge_dsl.errors import PackError
+from converge_dsl.diagnostics import best_first
+from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.packs._archive import build_archive, sha256_hex
+from converge_dsl.packs._files import write_atomic
 from converge_dsl.packs._index import (
     NAMES_FILE,
     IndexEntry,
@@ -30,13 +33,6 @@ from converge_dsl.packs._repository import FolderRepository
 from converge_dsl.packs._signing import sign
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-
-
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -47,17 +43,26 @@ def publish(
     *,
     sign_key: str | None = None,
     published: str | None = None,
-) -> IndexEntry:
-    """Validate, archive and index the pack in `pack_dir`; returns its index entry."""
-    pack = load_pack(pack_dir)
+    display: str | None = None,
+) -> tuple[str, IndexEntry]:
+    """Validate, archive and index the pack in `pack_dir`; returns (pack name, index entry).
+
+    `display` names the pack folder in diagnostics (default: `pack_dir`).
+    """
+    from converge_dsl.packs._lint import template_diagnostics
+
+    pack = load_pack(pack_dir, display=display)
+    problems = [d for d in template_diagnostics(pack) if d.is_error]
+    if problems:
+        raise PipelineInvalid(best_first(problems))
     archive = build_archive(pack_dir)
     digest = sha256_hex(archive)
-    repository = FolderRepository(repo_root)
+    repository = FolderRepository(repo_root, must_exist=False)
     index = repository.fetch_index(pack.name) or PackIndex(pack.name, ())
     existing = index.entry(pack.version)
     if existing is not None:
         if existing.sha256 == digest:
-            return existing
+            return pack.name, existing
         raise PackError(
             f"{pack.name} {pack.version} is already published with a different digest",
             hint="published versions are immutable: bump the version in pack.yaml",
@@ -71,11 +76,11 @@ def publish(
         requires_packs=pack.requires_packs,
         signature=sign(sign_key, pack.name, version, digest) if sign_key else None,
     )
-    _write_atomic(repo_root / archive_path(pack.name, version), archive)
-    _write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())
+    write_atomic(repo_root / archive_path(pack.name, version), archive)
+    write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())
     names = set(repository.names()) | {pack.name}
-    _write_atomic(repo_root / NAMES_FILE, (json.dumps(sorted(names)) + "\n").encode())
-    return entry
+    write_atomic(repo_root / NAMES_FILE, (json.dumps(sorted(names)) + "\n").encode())
+    return pack.name, entry
 
 
 def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> None:
@@ -84,4 +89,4 @@ def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> No
     index = FolderRepository(repo_root).fetch_index(name)
     if index is None or parsed is None:
         raise PackError(f"{name} {version} is not published in {repo_root.name}")
-    _write_atomic(repo_root / index_path(name), index.with_yanked(parsed, yanked).to_bytes())
+    write_atomic(repo_root / index_path(name), index.with_yanked(parsed, yanked).to_bytes())

@@ -14,7 +14,6 @@ so a later repository can never shadow an earlier one's pack).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from converge_dsl._resources import builtin_packs_folder
 from converge_dsl.errors import PackError
+from converge_dsl.packs._files import parse_json
 from converge_dsl.packs._index import (
     NAMES_FILE,
     IndexEntry,
@@ -88,29 +88,41 @@ class _FileRepository:
         data = self._read(NAMES_FILE)
         if data is None:
             return []
-        try:
-            names = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise PackError(f"{self.id} {NAMES_FILE} is not JSON") from None
-        return sorted(str(n) for n in names)
+        names = parse_json(data, f"{self.id} {NAMES_FILE}")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise PackError(f"{self.id} {NAMES_FILE}: not a list of pack names")
+        return sorted(names)
 
 
 class FolderRepository(_FileRepository):
     """A repository in a local folder (also what `pack publish` writes)."""
 
     def __init__(
-        self, root: Path, *, label: str | None = None, trusted_keys: Sequence[str] = ()
+        self,
+        root: Path,
+        *,
+        label: str | None = None,
+        trusted_keys: Sequence[str] = (),
+        must_exist: bool = True,
     ) -> None:
         super().__init__()
         self.root = root
-        self.id = f"path:{label if label is not None else root.as_posix()}"
+        self.label = label if label is not None else root.as_posix()
+        self.id = f"path:{self.label}"
         self.trusted_keys = tuple(trusted_keys)
+        self.must_exist = must_exist  # False only for `pack publish`, which creates it
 
     def _read(self, relative: str) -> bytes | None:
         path = self.root / relative
         try:
             return path.read_bytes()
         except FileNotFoundError:
+            if self.must_exist and not self.root.is_dir():
+                raise PackError(
+                    f"repository {self.label} does not exist",
+                    hint="a folder repository is made by: converge-dsl pack publish PACK_DIR "
+                    "--repo DIR; in a pipeline, paths are relative to the pipeline file",
+                ) from None
             return None
         except OSError as exc:
             raise PackError(f"cannot read {relative} in {self.id}: {exc.strerror}") from None

@@ -2,7 +2,8 @@
 
 `lock_pipeline` resolves the pipeline's `packs:` against its `repositories:`,
 fetches and verifies every pinned archive into the cache (so the next run
-works offline) and writes the pipeline's lock beside it (`lock_path`).
+works offline) and writes the pipeline's section of `converge.lock` beside it
+(`lock_path`); an unreadable lock file is replaced, with a warning.
 `load_locked_packs` is what `validate` and `run` call: it refuses a missing or
 stale lock with the reason and the command that fixes it, then installs each
 pinned pack from the cache (downloading only what is missing).
@@ -10,7 +11,8 @@ pinned pack from the cache (downloading only what is missing).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +25,6 @@ from converge_dsl.packs._lockfile import (
     LockFile,
     lock_from_resolution,
     lock_hint,
-    lock_path,
     lock_problems,
     read_lock,
     write_lock,
@@ -80,7 +81,8 @@ def _install_all(
 ) -> dict[str, Pack]:
     packs: dict[str, Pack] = {}
     for name, locked in sorted(lock.packs.items()):
-        pack = load_pack(cache.install(locked, repositories))
+        folder = cache.install(locked, repositories)
+        pack = load_pack(folder, display=f"{name}-{locked.version}")
         if pack.name != name or str(pack.version) != locked.version:
             raise PackError(
                 f"the archive locked as {name} {locked.version} holds {pack.name} {pack.version}"
@@ -95,14 +97,21 @@ def lock_pipeline(
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
+    warn: Callable[[str], object] | None = None,
 ) -> LockFile:
-    """Resolve, fetch, verify and write the lock file (`lock_path`); returns the lock."""
+    """Resolve, fetch, verify and write the pipeline's lock section; returns it.
+
+    Versions pinned by a readable previous lock are kept when they still fit;
+    `warn` hears that an unreadable lock file is being replaced.
+    """
     from converge_dsl.packs._resolve import resolve
     from converge_dsl.packs._signing import verify
 
     info = PipelinePacks.read(pipeline, data)
     repositories = info.open(client)
-    previous = read_lock(lock_path(pipeline)) if lock_path(pipeline).exists() else None
+    previous = None
+    with contextlib.suppress(PackError):  # an unreadable lock is replaced (write_lock warns)
+        previous = read_lock(pipeline)
     resolved = resolve(
         info.specifiers(),
         list(repositories.values()),
@@ -116,7 +125,7 @@ def lock_pipeline(
         verify(signature, keys, pinned.name, str(entry.version), entry.sha256)
     lock = lock_from_resolution(info.packs, info.repositories, resolved)
     _install_all(lock, repositories, cache or PackCache())
-    write_lock(lock_path(pipeline), lock)
+    write_lock(pipeline, lock, warn=warn)
     return lock
 
 
@@ -134,6 +143,6 @@ def load_locked_packs(
     problems = lock_problems(pipeline, info.packs, info.repositories)
     if problems:
         raise PackError("; ".join(message for _, message in problems), hint=lock_hint(pipeline))
-    lock = read_lock(lock_path(pipeline))
+    lock = read_lock(pipeline)
     assert lock is not None  # lock_problems reported a missing lock
     return _install_all(lock, info.open(client), cache or PackCache())

@@ -16,11 +16,14 @@ from converge_dsl.frontend import schema_diagnostics as frontend_schema_diagnost
 from converge_dsl.frontend.document import LoadedDocument
 
 
-def load_document(path: Path) -> LoadedDocument:
-    """Parse a YAML file; raises `PackError` when absent, `PipelineInvalid` when not valid YAML."""
+def load_document(path: Path, *, display: str | None = None) -> LoadedDocument:
+    """Parse a YAML file; raises `PackError` when absent, `PipelineInvalid` when not valid YAML.
+
+    `display` names the file in diagnostics (default: `path`).
+    """
     if not path.is_file():
-        raise PackError(f"{path.name} not found in {path.parent.name or '.'}")
-    return load_file(path)
+        raise PackError(f"{path.name} not found in {path.parent.as_posix() or '.'}")
+    return load_file(path, display=display)
 
 
 def schema_diagnostics(doc: LoadedDocument, schema: str) -> list[Diagnostic]:

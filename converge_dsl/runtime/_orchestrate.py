@@ -115,8 +115,9 @@ def check_outputs(options: RunOptions) -> None:
     (`--trace` is checked when the `TraceWriter` opens it.)
     """
     if options.checkpoint is not None:
+        resuming = options.checkpoint == options.resume
         check_folder(
-            options.checkpoint, "--checkpoint", create=options.checkpoint != options.resume
+            options.checkpoint, "--resume" if resuming else "--checkpoint", create=not resuming
         )
     if options.record is not None:
         if options.record.parent != Path():

@@ -258,3 +258,11 @@ def test_catastrophic_regex_in_a_model_script_is_refused_at_load(tmp_path: Path)
     assert code == 2
     assert "error[CD702]: match.regex nests an unbounded repeat inside another: (a+)+$" in err
     assert "s.yaml:4:" in err
+
+
+def test_resume_from_a_file_names_the_resume_option(tmp_path: Path) -> None:
+    path = tmp_path / "afile"
+    path.write_text("")
+    code, _, err = cli("run", PIPELINE, "--resume", path)
+    assert code == 3
+    assert f"error: --resume '{path}' is a file, not a folder" in err
