@@ -163,8 +163,10 @@ def main() -> None:
         folder = Path(tmp)
         pipeline = folder / "bench.yaml"
         pipeline.write_text(generate(args.suggestors), encoding="utf-8")
-        (folder / "bench.script.yaml").write_text("replies: []\n", encoding="utf-8")
-        # The pipeline declares packs: validate needs its lock (bench.lock), written once,
+        (folder / "bench.script.yaml").write_text(
+            "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n", encoding="utf-8"
+        )
+        # The pipeline declares packs: validate needs its lock (converge.lock), written once,
         # untimed, with a pack cache inside the temporary folder.
         os.environ["CONVERGE_DSL_CACHE"] = str(folder / "cache")
         subprocess.run(

@@ -84,9 +84,17 @@ class TemplateCompileError(ConvergeError):
 class TemplateRenderError(ConvergeError):
     """A template or expression failed while rendering. `lineno` is within the template."""
 
-    def __init__(self, message: str, lineno: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, lineno: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
         self.lineno = lineno
+
+
+_NAMES_HINT = "templates see facts, proposals, count, has, fact, cycle, inputs"
+_LIMIT_HINT = (
+    "templates run under fixed bounds (steps, sizes, integer width) so that no pipeline "
+    "can hang or exhaust memory; make this template do less work"
+)
+_REFUSED_HINT = "the sandbox exposes data and the context API only, nothing of Python"
 
 
 class _Limit(jinja2.exceptions.SecurityError):
@@ -337,8 +345,21 @@ _FILTER_CHECKS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
+    """Spend one step per loop iteration, so nested loops cannot run unbounded."""
+    for item in iterable:
+        _spend()
+        yield item
+
+
 class _BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
-    """Routes `~` concatenation through a size check."""
+    """Routes `~` concatenation through a size check and counts `for` iterations."""
+
+    def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:
+        node.iter = jinja2.nodes.Call(
+            jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None
+        )
+        super().visit_For(node, frame)
 
     def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:
         self.write("environment.bounded_concat((")
@@ -353,6 +374,7 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     code_generator_class = _BoundedCodeGenerator
 
     bounded_concat = staticmethod(_bounded_concat)
+    counted = staticmethod(_counted)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         return attr not in _REFUSED_METHODS and super().is_safe_attribute(obj, attr, value)
@@ -448,11 +470,18 @@ def _render_error(exc: Exception) -> TemplateRenderError:
         if template is not None:
             lineno = template.get_corresponding_lineno(tb.tb_lineno)
         tb = tb.tb_next
+    hint: str | None = None
     if isinstance(exc, jinja2.UndefinedError | jinja2.exceptions.SecurityError):
         message = exc.message or str(exc)
+        if isinstance(exc, _Limit):
+            hint = _LIMIT_HINT
+        elif isinstance(exc, jinja2.UndefinedError):
+            hint = _NAMES_HINT
+        else:
+            hint = _REFUSED_HINT
     else:
         message = f"{type(exc).__name__}: {exc}"
-    return TemplateRenderError(message, lineno)
+    return TemplateRenderError(message, lineno, hint)
 
 
 def _run(template: jinja2.Template, scope: dict[str, Any]) -> tuple[jinja2.runtime.Context, str]:

@@ -48,7 +48,7 @@ class _Located:
             span=_line_span(self.source_map, self.path, exc.lineno),
             suggestor=suggestor,
             cycle=cycle,
-            hint="templates see facts, proposals, count, has, fact, cycle, inputs",
+            hint=exc.hint,
         )
 
 

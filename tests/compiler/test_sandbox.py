@@ -26,6 +26,9 @@ ATTACKS = [
     "{{ '%0999999999d' % 1 }}",
     "{{ [1] | batch(1000000000, 'x') | list }}",
     "{% for i in range(9000) %}{{ 'x' * 200 }}{% endfor %}",
+    "{% set l = ('x' * 9000) | list %}{% for i in l %}{% for j in l %}{% endfor %}{% endfor %}",
+    "{% set l = ('x' * 9000) | list %}{% for i in l if i %}{% for j in l %}{% endfor %}"
+    "{% endfor %}",
 ]
 
 
@@ -139,3 +142,11 @@ def test_ordinary_filters_keep_their_results() -> None:
     assert render(compile_template(source), scope) == (
         '6 [1, 2] p-q {"a": [1, "x"], "b": 2} (\'a\', [1, \'x\']) 2 [1, 3] C B 5 AB 2'
     )
+
+
+def test_loops_over_lists_still_render() -> None:
+    source = (
+        "{% for x in items %}{{ loop.index }}:{{ x }}{% if not loop.last %},{% endif %}"
+        "{% endfor %}"
+    )
+    assert render(compile_template(source), {**GLOBALS, "items": ["a", "b"]}) == "1:a,2:b"

@@ -44,14 +44,14 @@ def test_cli_publish_add_lock_verify(tmp_path: Path) -> None:
         "pack", "publish", str(make_pack(tmp_path, "alpha", "1.4.0")), "--repo", str(repo)
     )
     assert code == 0, err
-    assert out.startswith("published alpha-1.4.0 1.4.0 sha256:")
+    assert out.startswith("published alpha 1.4.0 sha256:")  # the name in pack.yaml
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(PIPELINE)
     cache = str(tmp_path / "cache")
     code, out, err = _cli("pack", "add", "alpha", str(pipeline), "--cache", cache)
     assert code == 0, err
     assert "packs:\n  alpha: '>=1.4,<2'\n" in pipeline.read_text()
-    lock = read_lock(tmp_path / "pipeline.lock")
+    lock = read_lock(pipeline)
     assert lock is not None
     assert lock.packs["alpha"].version == "1.4.0"
     code, out, _ = _cli("pack", "verify", str(pipeline), "--cache", cache)
@@ -61,7 +61,7 @@ def test_cli_publish_add_lock_verify(tmp_path: Path) -> None:
     assert "1.4.0" in out
     code, out, _ = _cli("lock", str(pipeline), "--cache", cache)
     assert code == 0
-    assert out.startswith("locked 1 pack(s) into pipeline.lock")
+    assert out.startswith("locked 1 pack(s) of pipeline.yaml into converge.lock")
 
 
 def test_cli_add_of_an_unknown_pack_leaves_the_pipeline_untouched(tmp_path: Path) -> None:

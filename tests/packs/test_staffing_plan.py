@@ -28,7 +28,7 @@ def cold_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_committed_lock_pins_both_builtin_packs_and_is_current() -> None:
-    lock = read_lock(lock_path(PIPELINE))
+    lock = read_lock(PIPELINE)
     assert lock is not None
     assert {n: (p.version, p.repository) for n, p in lock.packs.items()} == {
         "optimization": ("1.0.0", "builtin"),
@@ -53,20 +53,22 @@ def test_it_runs_offline_and_converges_with_the_optimal_staffing() -> None:
     assert facts[("strategies", "positioning")].startswith("Position RouteKit against Freightly")
 
 
-def test_a_lock_of_another_pipeline_in_the_folder_does_not_serve_it(
+def test_another_pipelines_section_does_not_serve_it_and_survives_its_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "p"
     folder.mkdir()
     for name in ("staffing-plan.yaml", "staffing-plan.script.yaml"):
         (folder / name).write_text((PIPELINES / name).read_text("utf-8"), "utf-8")
-    (folder / "other.lock").write_text(lock_path(PIPELINE).read_text("utf-8"), "utf-8")
+    committed = json.loads(lock_path(PIPELINE).read_text("utf-8"))
+    other = committed["pipelines"]["staffing-plan.yaml"]
+    body = {"lock-version": 1, "pipelines": {"other.yaml": other}}
+    lock_path(folder / "x.yaml").write_text(json.dumps(body), "utf-8")
     monkeypatch.chdir(folder)
     code, out, _ = _cli("validate", "staffing-plan.yaml")
     assert code == 2
-    assert "staffing-plan.lock is missing" in out
+    assert "converge.lock has no section for staffing-plan.yaml" in out
     assert "hint: run: converge-dsl lock staffing-plan.yaml" in out
     assert _cli("lock", "staffing-plan.yaml")[0] == 0
-    assert lock_path(folder / "staffing-plan.yaml").read_text("utf-8") == lock_path(
-        PIPELINE
-    ).read_text("utf-8")
+    written = json.loads(lock_path(folder / "staffing-plan.yaml").read_text("utf-8"))
+    assert written["pipelines"] == {"other.yaml": other, "staffing-plan.yaml": other}

@@ -32,7 +32,7 @@ def test_publish_lock_then_run_offline_from_the_cache(tmp_path: Path) -> None:
     cache = PackCache(tmp_path / "cache")
     lock = lock_pipeline(pipeline, cache=cache)
     assert lock.packs["alpha"].version == "1.0.0"
-    assert read_lock(tmp_path / "pipeline.lock") == lock
+    assert read_lock(pipeline) == lock
     shutil.rmtree(repo)  # offline: the repository is gone
     packs = load_locked_packs(pipeline, cache=cache)
     assert packs["alpha"].suggestors["note"].kind == "rule"
@@ -43,15 +43,15 @@ def test_lock_is_deterministic(tmp_path: Path) -> None:
     _published(tmp_path)
     pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
     lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache"))
-    first = (tmp_path / "pipeline.lock").read_text()
+    first = (tmp_path / "converge.lock").read_text()
     lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache2"))
-    assert (tmp_path / "pipeline.lock").read_text() == first
+    assert (tmp_path / "converge.lock").read_text() == first
 
 
 def test_missing_and_stale_locks_are_refused_with_the_fix(tmp_path: Path) -> None:
     _published(tmp_path)
     pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
-    with pytest.raises(PackError, match=r"pipeline.lock is missing") as missing:
+    with pytest.raises(PackError, match=r"converge.lock is missing") as missing:
         load_locked_packs(pipeline, cache=PackCache(tmp_path / "cache"))
     assert missing.value.hint == "run: converge-dsl lock pipeline.yaml"
     lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache"))
@@ -72,9 +72,9 @@ def _lock_then_tamper(tmp_path: Path, tamper: str) -> tuple[Path, PackCache]:
 
         archive.write_bytes(build_archive(other))
     else:
-        lock = json.loads((tmp_path / "pipeline.lock").read_text())
-        lock["packs"]["alpha"]["sha256"] = "0" * 64
-        (tmp_path / "pipeline.lock").write_text(json.dumps(lock))
+        lock = json.loads((tmp_path / "converge.lock").read_text())
+        lock["pipelines"]["pipeline.yaml"]["packs"]["alpha"]["sha256"] = "0" * 64
+        (tmp_path / "converge.lock").write_text(json.dumps(lock))
     return pipeline, PackCache(tmp_path / "cold")
 
 
@@ -157,4 +157,5 @@ def test_republishing_a_version_with_other_content_is_refused(tmp_path: Path) ->
     (changed / "prompts" / "readme.md").write_text("changed\n")
     with pytest.raises(PackError, match=r"already published with a different digest"):
         publish(changed, repo)
-    assert publish(make_pack(tmp_path, "alpha", "1.0.0"), repo).version.public == "1.0.0"
+    name, entry = publish(make_pack(tmp_path, "alpha", "1.0.0"), repo)
+    assert (name, entry.version.public) == ("alpha", "1.0.0")
