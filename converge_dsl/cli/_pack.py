@@ -147,8 +147,8 @@ def _verify(args: argparse.Namespace, io: CommandIO) -> int:
         io.stdout.write(f"ok  {name} {pack.version}\n")
     for altered in cache.repaired:
         io.stderr.write(
-            f"error: the unpacked copy of {altered} in the pack cache was altered; "
-            "it was re-installed from its verified archive\n"
+            f"error: the unpacked copy of {altered} in the pack cache did not match its "
+            "locked archive (altered); it was re-installed from the verified archive\n"
         )
     if cache.repaired:
         return 1

@@ -360,9 +360,12 @@ def pack_specifiers(facts: PipelineFacts) -> Iterator[Diagnostic]:
 def model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Scripts and replay cassettes exist next to the pipeline; scripts load as `run` loads them.
 
-    A scripted model's script goes through the scripted adapter itself (strict
-    loader, `model-script.v1.json`, its own checks), so its problems are
-    reported located in the script file; models are imported only then.
+    A scripted model's script is loaded with the strict loader and checked
+    against `model-script.v1.json`, then, when a rule matches by `regex`, by
+    the scripted adapter's own checks (`models._script.compile_script`: the
+    regexes compile and cannot backtrack for hours). Those are all `run`
+    checks; the model adapters (about 0.25 s of imports) are imported only for
+    scripts with a regex. Problems are located in the script file.
     """
     if facts.base_dir is None:
         return
@@ -380,26 +383,32 @@ def model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
                     hint="paths are relative to the pipeline file",
                 )
             elif field == "script" and model.get("adapter") == "scripted":
-                yield from _script_problems(facts, name, path, model[field])
+                display = (Path(facts.document.file).parent / model[field]).as_posix()
+                yield from _script_problems(path, display)
 
 
-def _script_problems(
-    facts: PipelineFacts, name: str, path: Path, written: str
-) -> Iterator[Diagnostic]:
-    from converge_dsl.errors import ConvergeError, PipelineInvalid
-    from converge_dsl.models.scripted import ScriptedModel
+def _script_problems(path: Path, display: str) -> Iterator[Diagnostic]:
+    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.frontend._loader import load_file
+    from converge_dsl.frontend._schema import schema_diagnostics
 
-    display = (Path(facts.document.file).parent / written).as_posix()
     try:
-        ScriptedModel.from_file(path, name=name, display=display)
+        document = load_file(path, display=display)
     except PipelineInvalid as exc:
         yield from exc.diagnostics
-    except ConvergeError as exc:
-        yield facts.error(
-            codes.MISSING_FILE,
-            f"script file {written!r}: {exc.message}",
-            ("models", name, "script"),
-        )
+        return
+    problems = [d for d in schema_diagnostics(document, "model-script.v1.json") if d.is_error]
+    if problems:
+        yield from problems
+        return
+    rules = document.data.get("rules") or ()
+    if any("regex" in (rule.get("match") or {}) for rule in rules):
+        from converge_dsl.models._script import compile_script
+
+        try:
+            compile_script(document)
+        except PipelineInvalid as exc:
+            yield from exc.diagnostics
 
 
 @check

@@ -8,6 +8,7 @@ Public surface:
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
 - `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`;
 - `check_pipeline_packs(doc)` and the finer checks (codes CD5xx, see `converge_dsl.codes`);
+- `template_diagnostics(pack)`: a pack's templates compiled, located in its own files;
 - `installed_solvers()`, the entry-point solver registry;
 - `add_pack_requirement(text, name, specifier)` for `pack add`.
 
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
     from converge_dsl.packs._index import (
         IndexEntry,
         PackIndex,
+    )
+    from converge_dsl.packs._lint import (
+        template_diagnostics,
     )
     from converge_dsl.packs._lockfile import (
         LOCK_FILE,
@@ -131,6 +135,7 @@ _WHERE: dict[str, str] = {
     "read_lock": "converge_dsl.packs._lockfile",
     "resolve": "converge_dsl.packs._resolve",
     "sha256_hex": "converge_dsl.packs._archive",
+    "template_diagnostics": "converge_dsl.packs._lint",
     "unpack": "converge_dsl.packs._archive",
     "yank": "converge_dsl.packs._publish",
 }
@@ -174,6 +179,7 @@ __all__ = [
     "read_lock",
     "resolve",
     "sha256_hex",
+    "template_diagnostics",
     "unpack",
     "yank",
 ]

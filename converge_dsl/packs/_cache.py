@@ -51,7 +51,7 @@ class PackCache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else default_cache_root()
-        self.repaired: list[str] = []  # "NAME VERSION" of packs whose folder was altered
+        self.repaired: list[str] = []  # "NAME VERSION" of packs whose folder did not match
 
     def _archive_file(self, sha256: str) -> Path:
         return self.root / "archives" / f"{sha256}.tar.gz"
@@ -66,7 +66,7 @@ class PackCache:
         path = self._archive_file(sha256)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
+        except OSError:  # absent, or not a readable file: fetched again
             return None
         if sha256_hex(data) != sha256:
             path.unlink(missing_ok=True)
@@ -108,10 +108,11 @@ class PackCache:
         except PackError as exc:
             if altered:
                 raise PackError(
-                    f"the cached copy of {locked.name} {locked.version} was altered and "
-                    f"its archive cannot be fetched again: {exc.message}",
-                    hint="reconnect to the repository and run the command again "
-                    "(the altered copy was removed)",
+                    f"the unpacked copy of {locked.name} {locked.version} in the pack cache "
+                    "does not match its locked archive, and the archive cannot be fetched "
+                    f"again to replace it: {exc.message}",
+                    hint="make the repository reachable and run the command again "
+                    "(the unmatched copy was removed)",
                 ) from None
             raise
         unpack(data, folder)

@@ -93,6 +93,10 @@ class PackIndex:
         return (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
+def _or_empty(value: Any) -> Any:
+    return {} if value is None else value
+
+
 def _problem(raw: Any) -> str | None:
     """What is wrong with the shape of one version entry (None when it is well formed)."""
     if not isinstance(raw, dict):
@@ -105,10 +109,10 @@ def _problem(raw: Any) -> str | None:
         return "field 'published' is not text"
     if not isinstance(raw.get("yanked", False), bool):
         return "field 'yanked' is not true or false"
-    requires = raw.get("requires") or {}
+    requires = _or_empty(raw.get("requires"))
     if not isinstance(requires, dict):
         return "field 'requires' is not an object"
-    packs = requires.get("packs") or {}
+    packs = _or_empty(requires.get("packs"))
     if not isinstance(packs, dict) or not all(isinstance(v, str) for v in packs.values()):
         return "field 'requires.packs' is not an object of specifiers"
     for name, text in packs.items():
@@ -149,7 +153,7 @@ def _entry(raw: Any, where: str, name: str, position: int) -> IndexEntry:
 
 def parse_index(data: bytes, name: str, where: str) -> PackIndex:
     """Parse an index file; raises `PackError` naming `where`, the pack and the field."""
-    body = parse_json(data, f"{where}: index")
+    body = parse_json(data, where)
     if not isinstance(body, dict) or body.get("name") != name:
         raise PackError(f"{where}: index does not describe pack {name!r}")
     versions = body.get("versions") or []

@@ -27,6 +27,7 @@ never blocks `lock`: it is replaced, with a warning.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 LOCK_FILE = "converge.lock"
 LOCK_VERSION = 1
+_CONFLICT = re.compile(rb"^<{7}(?: |$)", re.MULTILINE)  # git's merge-conflict marker
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,8 @@ def _read_sections(path: Path) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise PackError(f"{path.name} is unreadable: {exc.strerror or exc}") from None
+    if _CONFLICT.search(data):
+        raise PackError(f"{path.name} is unreadable: it holds merge-conflict markers")
     body = parse_json(data, f"{path.name} is unreadable")
     if not isinstance(body, dict) or body.get("lock-version") != LOCK_VERSION:
         raise PackError(f"{path.name} is unreadable: not a lock-version {LOCK_VERSION} lock file")

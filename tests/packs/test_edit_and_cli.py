@@ -3,6 +3,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from converge_dsl.cli import run
 from converge_dsl.packs import BuiltinRepository, add_pack_requirement, read_lock
 
@@ -87,3 +89,142 @@ def test_builtin_repository_serves_the_shipped_packs() -> None:
     code, out, _ = _cli("pack", "list")
     assert code == 0
     assert "strategy  1.0.0" in out
+
+
+def test_keygen_into_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = _cli("pack", "keygen", str(tmp_path / "nodir" / "k"))
+    assert code == 3
+    assert "cannot write" in err
+    assert "does not exist" in err
+    code, out, err = _cli("pack", "keygen", str(tmp_path / "k"))
+    assert (code, (tmp_path / "k").stat().st_mode & 0o777) == (0, 0o600)
+    assert out.startswith("ed25519:")
+    assert _cli("pack", "keygen", str(tmp_path / "k"))[0] == 3  # never overwritten
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe garbage", "is not a key file (not UTF-8 text)"),
+        (b"garbage\n", "signing key must start with 'ed25519:'"),
+        (b"ed25519:AAAA\n", "signing key must hold 32 raw bytes"),
+    ],
+)
+def test_publish_with_a_garbage_sign_key_is_refused_clearly(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    key = tmp_path / "key"
+    key.write_bytes(content)
+    pack = make_pack(tmp_path, "alpha", "1.0.0")
+    code, _, err = _cli(
+        "pack", "publish", str(pack), "--repo", str(tmp_path / "r"), "--sign-key", str(key)
+    )
+    assert code in (1, 3)
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "r" / "index").exists()
+
+
+BROKEN = """\
+apiVersion: converge-dsl/v1
+kind: Pack
+name: broken
+version: "1.0.0"
+description: templates that do not compile
+suggestors:
+  a:
+    kind: rule
+    template:
+      emit:
+        - {id: "{{ x.__class__ }}", content: "{{ params.a | nofilter }}"}
+  b:
+    kind: llm
+    template:
+      output: {format: text, id: "{{ item }}"}
+    prompt_files: {user: prompts/user.txt}
+"""
+
+
+def _broken_pack(root: Path) -> Path:
+    folder = root / "packs" / "broken2"
+    (folder / "prompts").mkdir(parents=True)
+    (folder / "pack.yaml").write_text(BROKEN)
+    (folder / "prompts" / "user.txt").write_text("Line one\nAbout {{ params.topic }\n")
+    return folder
+
+
+def test_publish_refuses_broken_templates_with_locations_in_the_pack_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _broken_pack(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli("pack", "publish", "packs/broken2", "--repo", "repo")
+    assert (code, out) == (2, "")
+    assert (
+        "error[CD208]: template reads unknown name 'x'\n  --> packs/broken2/pack.yaml:11:20" in err
+    )
+    assert "error[CD209]: template uses unknown filter 'nofilter'" in err
+    assert "--> packs/broken2/prompts/user.txt:2:1" in err
+    assert "11 |         - {id:" in err  # the source line is shown
+    assert not (tmp_path / "repo").exists()
+
+
+def test_publish_schema_errors_are_located_and_the_real_name_is_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = make_pack(tmp_path, "alpha", "1.0.0")
+    monkeypatch.chdir(folder.parent)
+    (folder / "pack.yaml").write_text((folder / "pack.yaml").read_text().replace("1.0.0", "1.0"))
+    code, _, err = _cli("pack", "publish", folder.name, "--repo", "r")
+    assert code == 2
+    assert f"--> {folder.name}/pack.yaml:4:10" in err
+    (folder / "pack.yaml").write_text((folder / "pack.yaml").read_text().replace("1.0", '"2.0.0"'))
+    code, out, _ = _cli("pack", "publish", folder.name, "--repo", "r")
+    assert code == 0
+    assert out.startswith("published alpha 2.0.0 ")  # pack.yaml's name, not the folder's
+
+
+def test_validate_reports_a_published_broken_template_in_the_pack_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.packs import PackCache, _lint, lock_pipeline, publish
+
+    monkeypatch.setattr(_lint, "template_diagnostics", lambda *a, **k: [])  # an old publisher
+    publish(_broken_pack(tmp_path), tmp_path / "repo")
+    monkeypatch.undo()
+    pipeline = tmp_path / "use.yaml"
+    pipeline.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: use\n"
+        'packs: {broken: "==1.0.0"}\nrepositories: [{path: repo}]\n'
+        "seeds: [{id: s, content: seed}]\nsuggestors:\n"
+        "  - {name: hi, kind: pack, use: broken/a, input: seeds, output: strategies}\n"
+    )
+    monkeypatch.setenv("CONVERGE_DSL_CACHE", str(tmp_path / "cache"))
+    lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _cli("validate", "use.yaml")
+    assert code == 2
+    located = "error[CD208]: template reads unknown name 'x'\n  --> broken-1.0.0/pack.yaml:11:20"
+    assert located in out
+    assert "unknown filter 'nofilter'\n  --> broken-1.0.0/pack.yaml:11:" in out
+    assert "user.txt" not in out  # only the suggestors the pipeline uses
+    code, _, err = _cli("run", "use.yaml")
+    assert code == 2
+    assert "broken-1.0.0/pack.yaml:11:20" in err
+
+
+def test_lock_names_a_repository_folder_that_does_not_exist(tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        PIPELINE.replace("{path: repo}", "{path: ./norepo}") + 'packs: {alpha: ">=1"}\n'
+    )
+    code, _, err = _cli("lock", str(pipeline), "--cache", str(tmp_path / "c"))
+    assert code == 1
+    assert err.startswith("error: repository ./norepo does not exist\n")
+    assert "relative to the pipeline file" in err
+    code, _, err = _cli("pack", "list", "--repo", str(tmp_path / "nodir"))
+    assert code == 1
+    assert "does not exist" in err
+    code, _, err = _cli("pack", "yank", "alpha", "1.0.0", "--repo", "http://127.0.0.1:9/r")
+    assert code == 3
+    assert "needs a folder repository" in err
