@@ -15,8 +15,9 @@ Names are imported on first use (PEP 562): the front end's agent checks
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
     from converge_dsl.agents._agent import (
@@ -109,11 +110,4 @@ __all__ = [
     "side_call",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -78,15 +78,9 @@ def _read_key(path: Path) -> str:
 
 def _print_diagnostics(exc: PipelineInvalid, io: CommandIO) -> int:
     """The diagnostics of a pack's files, rendered as `validate` renders a pipeline's."""
-    import contextlib
-
     from converge_dsl.frontend import render_human, summary_line
 
-    sources: dict[str, str] = {}
-    for diagnostic in exc.diagnostics:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            sources.setdefault(diagnostic.file, Path(diagnostic.file).read_text(encoding="utf-8"))
-    text = render_human(list(exc.diagnostics), sources, False)
+    text = render_human(list(exc.diagnostics), {}, False)  # reads each file named
     files = len({d.file for d in exc.diagnostics})
     io.stderr.write(text + ("\n" if text else "") + summary_line(list(exc.diagnostics), files))
     return exc.exit_code

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl.agents._planner import MAX_ASSUMED_CHARS, Plan, simulate
 from converge_dsl.agents._spec import AgentSpec, parse_agent
+from converge_dsl.cli._inputs import add_input_arguments, parse_inputs
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -49,14 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="size of each turn's tool results, in characters (default 800)",
     )
-    parser.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an input value (JSON if it parses, else text); repeatable",
-    )
-    parser.add_argument("--inputs", type=Path, metavar="FILE.json", help="a JSON object of inputs")
+    add_input_arguments(parser)
     parser.add_argument("--format", choices=("human", "json"), default="human")
 
 
@@ -138,7 +132,6 @@ def _human(plans: list[Plan]) -> str:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.cli._run import parse_inputs
     from converge_dsl.frontend import load_pipeline
 
     for option in ("turns", "assume_reply_chars", "assume_tool_result_chars"):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel
 
+from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
@@ -36,14 +37,7 @@ if TYPE_CHECKING:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
-    parser.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an input value (JSON if it parses, else text); repeatable",
-    )
-    parser.add_argument("--inputs", type=Path, metavar="FILE.json", help="a JSON object of inputs")
+    add_input_arguments(parser)
     parser.add_argument(
         "--model",
         action="append",
@@ -85,91 +79,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _pairs(values: list[str], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for value in values:
-        name, sep, rest = value.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"{option} {value!r}: expected NAME=VALUE")
-        out[name.strip()] = rest
-    return out
-
-
-MAX_INPUT_DEPTH = 64
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not standard JSON")
-
-
-def _depth(value: Any) -> int:
-    """How deeply arrays and objects nest in `value` (0 for a scalar), without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in item)
-    return deepest
-
-
-def load_input_json(text: str, what: str) -> Any:
-    """Strict JSON (no NaN/Infinity) nested at most `MAX_INPUT_DEPTH` deep.
-
-    Raises `ValueError` when `text` is not such JSON; `UsageError` naming `what`
-    when it nests too deeply.
-    """
-    too_deep = UsageError(
-        f"{what} nests deeper than {MAX_INPUT_DEPTH} levels",
-        hint=f"flatten the value to at most {MAX_INPUT_DEPTH} levels of arrays and objects",
-    )
-    try:
-        value = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        raise too_deep from None
-    if _depth(value) > MAX_INPUT_DEPTH:
-        raise too_deep
-    return value
-
-
-def _json_file(path: Path, option: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"{option} {path} is not UTF-8 text (byte {exc.start})",
-            hint=f"give {option} a JSON file saved as UTF-8",
-        ) from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {option} {path}: {exc.strerror}") from None
-    try:
-        return load_input_json(text, f"{option} {path}")
-    except ValueError as exc:
-        raise UsageError(f"{option} {path} is not JSON: {exc}") from None
-
-
-def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    if args.inputs is not None:
-        loaded = _json_file(args.inputs, "--inputs")
-        if not isinstance(loaded, dict):
-            raise UsageError(f"--inputs {args.inputs} must hold a JSON object")
-        values.update(loaded)
-    for name, text in _pairs(args.input, "--input").items():
-        try:
-            values[name] = load_input_json(text, f"--input {name}")
-        except ValueError:
-            values[name] = text
-    return values
-
-
 def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
     """`--decisions FILE.json`, then `--approve ID...` / `--reject ID...`: id -> approve."""
     decisions: dict[str, bool] = {}
     if args.decisions is not None:
-        loaded = _json_file(args.decisions, "--decisions")
+        loaded = json_file(args.decisions, "--decisions")
         if not isinstance(loaded, dict) or not all(isinstance(v, bool) for v in loaded.values()):
             raise UsageError(
                 f"--decisions {args.decisions} must map proposal ids to true or false",
@@ -323,7 +237,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     options = RunOptions(
         pipeline=args.pipeline,
         inputs=parse_inputs(args),
-        model_overrides=_pairs(args.model, "--model"),
+        model_overrides=pairs(args.model, "--model"),
         trace=args.trace,
         checkpoint=args.checkpoint,
         resume=args.resume,

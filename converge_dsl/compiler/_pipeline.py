@@ -18,9 +18,10 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import SourceSpan, did_you_mean
-from converge_dsl.engine.types import BUILTIN_KEYS, ContextView, ProposedFact, Provenance, Suggestor
+from converge_dsl.engine.types import ContextView, ProposedFact, Provenance, Suggestor
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.keys import BUILTIN_KEYS
 from converge_dsl.models.port import Model
 
 from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder

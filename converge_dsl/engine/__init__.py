@@ -39,7 +39,6 @@ from converge_dsl.engine.state import (
     fact_to_data,
 )
 from converge_dsl.engine.types import (
-    BUILTIN_KEYS,
     AgentEffect,
     ContextKey,
     ContextView,
@@ -51,6 +50,7 @@ from converge_dsl.engine.types import (
     canonical_json,
     freeze_json,
 )
+from converge_dsl.keys import BUILTIN_KEYS
 
 __all__ = [
     "BUILTIN_KEYS",

@@ -36,8 +36,9 @@ from converge_dsl.engine.events import EventSink
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, Invariant, InvariantClass
 from converge_dsl.engine.policy import PromotionGate, PromotionPolicy
 from converge_dsl.engine.state import EngineState, HitlPause, PendingProposal, RunResult
-from converge_dsl.engine.types import BUILTIN_KEYS, ProposedFact, Suggestor
+from converge_dsl.engine.types import ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, UsageError
+from converge_dsl.keys import BUILTIN_KEYS
 
 OnError = Literal["stop", "diagnose"]
 _DEFAULT_BUDGET = Budget()

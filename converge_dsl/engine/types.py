@@ -13,20 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-BUILTIN_KEYS: tuple[str, ...] = (
-    "seeds",
-    "hypotheses",
-    "strategies",
-    "constraints",
-    "signals",
-    "competitors",
-    "evaluations",
-    "proposals",
-    "diagnostic",
-    "votes",
-    "disagreements",
-    "consensus_outcomes",
-)
+from converge_dsl.keys import BUILTIN_KEYS
+
 _BUILTIN_ORDER = {name: index for index, name in enumerate(BUILTIN_KEYS)}
 
 

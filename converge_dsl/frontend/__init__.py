@@ -6,7 +6,8 @@ Public surface:
 - `schema_diagnostics(doc, "pipeline.v1.json")` -> list of located schema `Diagnostic`s
 - `check_pipeline(path)` -> `CheckedPipeline`; `load_pipeline(path)` -> `LoadedDocument` or raises
 - `check_document(doc, base_dir)` -> `CheckedPipeline` for an already loaded document
-- renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`
+- renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`;
+  `SourceTexts`, the file texts `render_human` reads excerpts from
 - semantic check registry: `CHECKS`, `Check`, `check`, `PipelineFacts` (see `_semantic`)
 
 Heavy modules (jsonschema-rs, jinja2, rich) are imported only when used.
@@ -22,6 +23,7 @@ from converge_dsl.frontend._check import (
 )
 from converge_dsl.frontend._loader import load_file, load_text
 from converge_dsl.frontend._render import (
+    SourceTexts,
     render_github,
     render_human,
     render_json,
@@ -40,6 +42,7 @@ __all__ = [
     "NodeLocation",
     "PipelineFacts",
     "SourceMap",
+    "SourceTexts",
     "check",
     "check_document",
     "check_pipeline",

@@ -2,6 +2,8 @@
 
 - `render_human`: compiler-style text with the source line and a caret
   underline; colour (through rich, imported only then) when `color` is true.
+  The excerpt comes from the text the caller gives for a file, else from the
+  file itself (`SourceTexts`: read once, on first use; unreadable, no excerpt).
 - `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`.
 - `render_github`: GitHub Actions workflow commands (`::error file=...`).
 - `render_sarif`: a SARIF 2.1.0 log.
@@ -10,12 +12,41 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 from converge_dsl.diagnostics import Diagnostic
 
 Segment = tuple[str, str]  # (text, rich style); plain output ignores the style
 _TOOL_URI = "https://github.com/converge-dsl/converge-dsl/blob/main/docs/errors.md"
+
+
+class SourceTexts(Mapping[str, str]):
+    """The text of each file a diagnostic names: `known` texts first, else read from disk.
+
+    A file is read on first use and at most once; one that cannot be read
+    (missing, a folder, not UTF-8) has no text, so its diagnostics get no excerpt.
+    """
+
+    def __init__(self, known: Mapping[str, str] | None = None) -> None:
+        self._texts: dict[str, str | None] = dict(known or {})
+
+    def __getitem__(self, file: str) -> str:
+        if file not in self._texts:
+            try:
+                self._texts[file] = Path(file).read_text(encoding="utf-8") if file else None
+            except (OSError, UnicodeDecodeError, ValueError):
+                self._texts[file] = None
+        text = self._texts[file]
+        if text is None:
+            raise KeyError(file)
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return (file for file, text in self._texts.items() if text is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[Segment]]:
@@ -49,8 +80,13 @@ def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[S
 def render_human(
     diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], color: bool = False
 ) -> str:
-    """Each diagnostic with its source excerpt; blocks separated by a blank line."""
-    blocks = [_segments(d, sources) for d in diagnostics]
+    """Each diagnostic with its source excerpt; blocks separated by a blank line.
+
+    `sources` maps file names to their text; a file it lacks is read lazily
+    (see `SourceTexts`).
+    """
+    texts = SourceTexts(sources)
+    blocks = [_segments(d, texts) for d in diagnostics]
     if not color:
         return "\n\n".join(
             "\n".join("".join(text for text, _ in line).rstrip() for line in block)

@@ -27,21 +27,8 @@ from typing import Any
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, did_you_mean
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
+from converge_dsl.keys import BUILTIN_KEYS
 
-BUILTIN_KEYS: tuple[str, ...] = (
-    "seeds",
-    "hypotheses",
-    "strategies",
-    "constraints",
-    "signals",
-    "competitors",
-    "evaluations",
-    "proposals",
-    "diagnostic",
-    "votes",
-    "disagreements",
-    "consensus_outcomes",
-)
 # Names every template and expression sees (DESIGN §2); extras per place below.
 BASE_NAMES = frozenset({"facts", "proposals", "count", "has", "fact", "cycle", "inputs"})
 ITEM_NAMES = BASE_NAMES | {"item", "index"}
@@ -360,12 +347,11 @@ def pack_specifiers(facts: PipelineFacts) -> Iterator[Diagnostic]:
 def model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Scripts and replay cassettes exist next to the pipeline; scripts load as `run` loads them.
 
-    A scripted model's script is loaded with the strict loader and checked
-    against `model-script.v1.json`, then, when a rule matches by `regex`, by
-    the scripted adapter's own checks (`models._script.compile_script`: the
-    regexes compile and cannot backtrack for hours). Those are all `run`
-    checks; the model adapters (about 0.25 s of imports) are imported only for
-    scripts with a regex. Problems are located in the script file.
+    A scripted model's script goes through the scripted adapter's own loader
+    (`models._script.load_script_file`: strict YAML, `model-script.v1.json`,
+    regexes that compile and cannot backtrack for hours), exactly as `run`
+    loads it; that module imports neither the HTTP adapters nor the engine.
+    Problems are located in the script file.
     """
     if facts.base_dir is None:
         return
@@ -389,26 +375,12 @@ def model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 def _script_problems(path: Path, display: str) -> Iterator[Diagnostic]:
     from converge_dsl.errors import PipelineInvalid
-    from converge_dsl.frontend._loader import load_file
-    from converge_dsl.frontend._schema import schema_diagnostics
+    from converge_dsl.models._script import load_script_file
 
     try:
-        document = load_file(path, display=display)
+        load_script_file(path, display=display)
     except PipelineInvalid as exc:
         yield from exc.diagnostics
-        return
-    problems = [d for d in schema_diagnostics(document, "model-script.v1.json") if d.is_error]
-    if problems:
-        yield from problems
-        return
-    rules = document.data.get("rules") or ()
-    if any("regex" in (rule.get("match") or {}) for rule in rules):
-        from converge_dsl.models._script import compile_script
-
-        try:
-            compile_script(document)
-        except PipelineInvalid as exc:
-            yield from exc.diagnostics
 
 
 @check

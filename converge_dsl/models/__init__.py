@@ -3,33 +3,67 @@
 Public surface: the port types (`converge_dsl.models.port`), the adapters
 (`ScriptedModel`, `RecordingModel`, `ReplayModel`, `HttpModel`) and
 `build_model`, the factory the compiler calls for each `models.<name>` entry.
+
+Names are imported on first use (PEP 562): the front end's model-script
+checks must not pay for the HTTP adapters' imports.
 """
 
 from __future__ import annotations
 
-from converge_dsl.models.cassette import RecordingModel, ReplayModel
-from converge_dsl.models.factory import build_model
-from converge_dsl.models.http import HttpModel, HttpSettings
-from converge_dsl.models.port import (
-    AccountBinding,
-    AccountRoster,
-    Message,
-    Model,
-    ModelDefaults,
-    ModelError,
-    ModelErrorCode,
-    ModelRequest,
-    ModelReturn,
-    OnEarlyToolCall,
-    OnIncrement,
-    Part,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    Usage,
-)
-from converge_dsl.models.scripted import ScriptedModel
+from typing import TYPE_CHECKING
+
+from converge_dsl._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from converge_dsl.models.cassette import RecordingModel, ReplayModel
+    from converge_dsl.models.factory import build_model
+    from converge_dsl.models.http import HttpModel, HttpSettings
+    from converge_dsl.models.port import (
+        AccountBinding,
+        AccountRoster,
+        Message,
+        Model,
+        ModelDefaults,
+        ModelError,
+        ModelErrorCode,
+        ModelRequest,
+        ModelReturn,
+        OnEarlyToolCall,
+        OnIncrement,
+        Part,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+        ToolSpec,
+        Usage,
+    )
+    from converge_dsl.models.scripted import ScriptedModel
+
+_WHERE: dict[str, str] = {
+    "AccountBinding": "converge_dsl.models.port",
+    "AccountRoster": "converge_dsl.models.port",
+    "HttpModel": "converge_dsl.models.http",
+    "HttpSettings": "converge_dsl.models.http",
+    "Message": "converge_dsl.models.port",
+    "Model": "converge_dsl.models.port",
+    "ModelDefaults": "converge_dsl.models.port",
+    "ModelError": "converge_dsl.models.port",
+    "ModelErrorCode": "converge_dsl.models.port",
+    "ModelRequest": "converge_dsl.models.port",
+    "ModelReturn": "converge_dsl.models.port",
+    "OnEarlyToolCall": "converge_dsl.models.port",
+    "OnIncrement": "converge_dsl.models.port",
+    "Part": "converge_dsl.models.port",
+    "RecordingModel": "converge_dsl.models.cassette",
+    "ReplayModel": "converge_dsl.models.cassette",
+    "ScriptedModel": "converge_dsl.models.scripted",
+    "TextPart": "converge_dsl.models.port",
+    "ToolCallPart": "converge_dsl.models.port",
+    "ToolResultPart": "converge_dsl.models.port",
+    "ToolSpec": "converge_dsl.models.port",
+    "Usage": "converge_dsl.models.port",
+    "build_model": "converge_dsl.models.factory",
+}
 
 __all__ = [
     "AccountBinding",
@@ -56,3 +90,5 @@ __all__ = [
     "Usage",
     "build_model",
 ]
+
+__getattr__ = lazy_names(__name__, _WHERE)

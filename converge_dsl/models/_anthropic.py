@@ -39,14 +39,14 @@ from converge_dsl.models._wire import (
     list_field,
     load_json,
     object_field,
+    request_temperature,
     str_field,
+    stream_error,
     usage_from,
     wire_error,
 )
 from converge_dsl.models.port import (
     Message,
-    ModelError,
-    ModelErrorCode,
     ModelRequest,
     OnEarlyToolCall,
     OnIncrement,
@@ -85,7 +85,7 @@ class AnthropicWire:
             body["stream"] = True
         if system:
             body["system"] = "\n\n".join(system)
-        temperature = req.temperature if req.temperature is not None else settings.temperature
+        temperature = request_temperature(req, settings)
         if temperature is not None:
             body["temperature"] = temperature
         if req.tools:
@@ -265,11 +265,7 @@ class AnthropicStream:
         elif kind == "message_stop":
             self._stopped = True
         elif kind == "error":
-            raise ModelError(
-                ModelErrorCode.PROVIDER,
-                f"provider error in stream: {AnthropicWire().error_detail(data)}",
-                hint="retry later",
-            )
+            stream_error(AnthropicWire().error_detail(data))
 
     def _index(self, data: Mapping[str, Any]) -> int:
         index = data.get("index")

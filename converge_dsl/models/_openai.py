@@ -28,15 +28,15 @@ from converge_dsl.models._wire import (
     list_field,
     load_json,
     object_field,
+    request_temperature,
     str_field,
+    stream_error,
     tool_input,
     usage_from,
     wire_error,
 )
 from converge_dsl.models.port import (
     Message,
-    ModelError,
-    ModelErrorCode,
     ModelRequest,
     OnEarlyToolCall,
     OnIncrement,
@@ -79,7 +79,7 @@ class OpenAIWire:
         max_tokens = req.max_tokens or settings.max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        temperature = req.temperature if req.temperature is not None else settings.temperature
+        temperature = request_temperature(req, settings)
         if temperature is not None:
             body["temperature"] = temperature
         if req.tools:
@@ -211,11 +211,7 @@ class OpenAIStream:
         chunk = load_json(event.data, "stream chunk")
         expect(isinstance(chunk, Mapping), "stream chunk is not a JSON object")
         if chunk.get("error"):
-            raise ModelError(
-                ModelErrorCode.PROVIDER,
-                f"provider error in stream: {OpenAIWire().error_detail(chunk)}",
-                hint="retry later",
-            )
+            stream_error(OpenAIWire().error_detail(chunk))
         if chunk.get("usage"):
             self._usage = chunk["usage"]
         choices = chunk.get("choices") or []

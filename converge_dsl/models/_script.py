@@ -20,7 +20,6 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, SourceSpan, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, load_file, load_text, schema_diagnostics
-from converge_dsl.models._common import request_text
 from converge_dsl.models.port import ModelErrorCode, ModelRequest
 
 SCHEMA_NAME = "model-script.v1.json"
@@ -226,6 +225,10 @@ def first_match(
     script: Script, req: ModelRequest, used: Mapping[int, int]
 ) -> tuple[ScriptRule | None, ScriptOutcome | None]:
     """The first rule that matches and still has uses left (else the default outcome)."""
+    # Imported here: `validate` compiles scripts through this module and must
+    # not pay for `_common`'s engine imports.
+    from converge_dsl.models._common import request_text
+
     text = request_text(req)
     for rule in script.rules:
         if rule.times is not None and used.get(rule.index, 0) >= rule.times:

@@ -57,6 +57,18 @@ def wire_error(problem: str) -> NoReturn:
     )
 
 
+def stream_error(detail: str | None) -> NoReturn:
+    """The provider reported an error in the middle of a stream."""
+    raise ModelError(
+        ModelErrorCode.PROVIDER, f"provider error in stream: {detail}", hint="retry later"
+    )
+
+
+def request_temperature(req: ModelRequest, settings: WireSettings) -> float | None:
+    """The request's temperature, else the model's default (None: the provider's)."""
+    return req.temperature if req.temperature is not None else settings.temperature
+
+
 def expect(condition: bool, problem: str) -> None:
     if not condition:
         wire_error(problem)

@@ -18,8 +18,9 @@ pipeline needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
     from converge_dsl.packs._archive import (
@@ -184,11 +185,4 @@ __all__ = [
     "yank",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

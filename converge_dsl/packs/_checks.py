@@ -147,7 +147,7 @@ def check_pack_uses(
 def _template_problems(
     data: Mapping[str, Any], packs: Mapping[str, Pack], used: Mapping[str, set[str]]
 ) -> Iterator[Diagnostic]:
-    from converge_dsl.frontend._semantic import BUILTIN_KEYS
+    from converge_dsl.keys import BUILTIN_KEYS
     from converge_dsl.packs._lint import template_diagnostics
 
     inputs = frozenset(data.get("inputs") or {})

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from converge_dsl.cli import run
-from converge_dsl.cli._run import MAX_INPUT_DEPTH, parse_inputs
+from converge_dsl.cli._inputs import MAX_INPUT_DEPTH, parse_inputs
 from converge_dsl.runtime import CHECKPOINT_FILE
 from converge_dsl.runtime import _trace as trace_module
 

@@ -69,3 +69,49 @@ def test_a_missing_script_or_a_folder_is_located_at_script(tmp_path: Path) -> No
 def test_the_pipeline_itself_as_its_script_is_refused(tmp_path: Path) -> None:
     found = _check(tmp_path, "p.yaml", None)
     assert ("CD103", "sub/p.yaml", 2, 7) in found  # kind: Pipeline is not a ModelScript
+
+
+def test_validate_shows_the_script_line_in_human_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from converge_dsl.cli import run
+
+    _check(tmp_path, "s.yaml", HEAD + 'rules:\n  - {match: {regex: "(a+)+$"}, reply: hi}\n')
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert run(["validate", "sub/p.yaml"], out, io.StringIO()) == 2
+    assert out.getvalue().splitlines()[1:5] == [
+        " --> sub/s.yaml:4:21",
+        "  |",
+        '4 |   - {match: {regex: "(a+)+$"}, reply: hi}',
+        "  |                     ^^^^^^^^",
+    ]
+
+
+def test_the_renderer_reads_each_named_file_once_and_skips_unreadable_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.diagnostics import Diagnostic, Severity
+    from converge_dsl.frontend import SourceTexts, render_human
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.yaml").write_text("first\nsecond\n")
+    (tmp_path / "bad.yaml").write_bytes(b"\xff\xfe")
+    texts = SourceTexts({"given.yaml": "given\n"})
+    assert (texts.get("given.yaml"), texts.get("a.yaml"), texts.get("bad.yaml")) == (
+        "given\n",
+        "first\nsecond\n",
+        None,
+    )
+    (tmp_path / "a.yaml").write_text("changed\n")
+    assert texts["a.yaml"] == "first\nsecond\n"  # read once
+    assert (texts.get("missing.yaml"), sorted(texts)) == (None, ["a.yaml", "given.yaml"])
+
+    def at(file: str) -> Diagnostic:
+        return Diagnostic("CD001", Severity.ERROR, "m", file, 2, 1, 2, 7)
+
+    rendered = render_human([at("a.yaml"), at("missing.yaml")], {"a.yaml": "one\ntwo\n"})
+    assert "2 | two" in rendered
+    assert rendered.count(" | ") == 2  # the missing file has no excerpt

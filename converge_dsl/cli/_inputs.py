@@ -1,0 +1,108 @@
+"""Pipeline inputs from the command line: `--input KEY=VALUE` and `--inputs FILE.json`.
+
+`run` and `plan` take the same two options (`add_input_arguments`) and read
+them the same way (`parse_inputs`): JSON values are strict (no NaN/Infinity)
+and nest at most `MAX_INPUT_DEPTH` deep; bad input is a `UsageError`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.errors import UsageError
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an input value (JSON if it parses, else text); repeatable",
+    )
+    parser.add_argument("--inputs", type=Path, metavar="FILE.json", help="a JSON object of inputs")
+
+
+def pairs(values: list[str], option: str) -> dict[str, str]:
+    """`NAME=VALUE` options as a mapping; `UsageError` naming `option` for a bad one."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"{option} {value!r}: expected NAME=VALUE")
+        out[name.strip()] = rest
+    return out
+
+
+MAX_INPUT_DEPTH = 64
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not standard JSON")
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in `value` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def load_input_json(text: str, what: str) -> Any:
+    """Strict JSON (no NaN/Infinity) nested at most `MAX_INPUT_DEPTH` deep.
+
+    Raises `ValueError` when `text` is not such JSON; `UsageError` naming `what`
+    when it nests too deeply.
+    """
+    too_deep = UsageError(
+        f"{what} nests deeper than {MAX_INPUT_DEPTH} levels",
+        hint=f"flatten the value to at most {MAX_INPUT_DEPTH} levels of arrays and objects",
+    )
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise too_deep from None
+    if _depth(value) > MAX_INPUT_DEPTH:
+        raise too_deep
+    return value
+
+
+def json_file(path: Path, option: str) -> Any:
+    """The JSON in the file an option names; `UsageError` when it cannot be read or parsed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{option} {path} is not UTF-8 text (byte {exc.start})",
+            hint=f"give {option} a JSON file saved as UTF-8",
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {option} {path}: {exc.strerror}") from None
+    try:
+        return load_input_json(text, f"{option} {path}")
+    except ValueError as exc:
+        raise UsageError(f"{option} {path} is not JSON: {exc}") from None
+
+
+def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if args.inputs is not None:
+        loaded = json_file(args.inputs, "--inputs")
+        if not isinstance(loaded, dict):
+            raise UsageError(f"--inputs {args.inputs} must hold a JSON object")
+        values.update(loaded)
+    for name, text in pairs(args.input, "--input").items():
+        try:
+            values[name] = load_input_json(text, f"--input {name}")
+        except ValueError:
+            values[name] = text
+    return values
