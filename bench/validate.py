@@ -135,19 +135,27 @@ def generate(count: int) -> str:
     return "".join(parts)
 
 
-def _time(argv: list[str], repeat: int, cwd: Path) -> float:
+def _time_interleaved(commands: dict[str, list[str]], repeat: int, cwd: Path) -> dict[str, float]:
+    """Median wall time of each command, run in rounds (a, b, c, a, b, c, ...).
+
+    Interleaving means a burst of load from elsewhere on the machine falls on
+    every command alike instead of on whichever happened to run then.
+    """
     warm = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(argv, cwd=cwd, capture_output=True, check=False, env=warm)
-    samples = []
+    for argv in commands.values():
+        subprocess.run(argv, cwd=cwd, capture_output=True, check=False, env=warm)
+    samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
-        start = time.perf_counter()
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
-        samples.append(time.perf_counter() - start)
-        if done.returncode not in (0, 1):
-            sys.exit(
-                f"command failed ({done.returncode}): {' '.join(argv)}\n{done.stdout}{done.stderr}"
-            )
-    return statistics.median(samples)
+        for name, argv in commands.items():
+            start = time.perf_counter()
+            done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+            samples[name].append(time.perf_counter() - start)
+            if done.returncode not in (0, 1):
+                sys.exit(
+                    f"command failed ({done.returncode}): {' '.join(argv)}\n"
+                    f"{done.stdout}{done.stderr}"
+                )
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def main() -> None:
@@ -177,28 +185,26 @@ def main() -> None:
         )
         lines = pipeline.read_text(encoding="utf-8").count("\n")
         print(f"pipeline: {args.suggestors} suggestors, {lines} lines")
-        validate = _time(
-            [python, "-m", "converge_dsl", "validate", "bench.yaml"], args.repeat, folder
-        )
-        bare = _time(
-            [
+        commands = {
+            "validate": [python, "-m", "converge_dsl", "validate", "bench.yaml"],
+            "bare": [
                 python,
                 "-c",
                 "import yaml; "
                 "yaml.load(open('bench.yaml', encoding='utf-8'), Loader=yaml.CSafeLoader)",
             ],
-            args.repeat,
-            folder,
-        )
+        }
+        if checker is not None:
+            commands["check-jsonschema"] = [checker, "--schemafile", str(SCHEMA), "bench.yaml"]
+        times = _time_interleaved(commands, args.repeat, folder)
+        validate, bare = times["validate"], times["bare"]
         print(f"validate:          {validate:.3f} s")
         print(f"bare C load:       {bare:.3f} s")
         ratio_schema = float("nan")
         if checker is None:
             print("check-jsonschema:  not installed (pip install '.[bench]')")
         else:
-            reference = _time(
-                [checker, "--schemafile", str(SCHEMA), "bench.yaml"], args.repeat, folder
-            )
+            reference = times["check-jsonschema"]
             print(f"check-jsonschema:  {reference:.3f} s")
             ratio_schema = validate / reference
         print(
