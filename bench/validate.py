@@ -2,7 +2,8 @@
 
 Generates a 1,000-suggestor pipeline (about 10k lines, every suggestor kind,
 templates everywhere) in a temporary folder and times three whole processes on
-it, each several times after one untimed warm-up run (the median counts):
+it, each several times after one untimed warm-up run, in interleaved rounds
+(the median counts):
 
   (a) `converge-dsl validate FILE` (load + schema + semantic checks)
   (b) `python -c` that only loads FILE with `yaml.load(..., Loader=yaml.CSafeLoader)`
