@@ -99,7 +99,7 @@ COMPILE_BAD_OUTPUT_SCHEMA = "CD604"  # an llm output.schema is not a valid JSON 
 
 # --- CD7xx model scripts and model configuration -----------------------------------
 MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not compile
-MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex nests unbounded repeats (ReDoS)
+MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex can backtrack exponentially (ReDoS)
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,18 +58,37 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """An `object_pairs_hook` refusing a key given twice with different values."""
+
+    def build(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out and out[key] != value:
+                raise UsageError(
+                    f"{what} gives {key!r} twice, with different values",
+                    hint=f"keep one entry for {key!r}",
+                )
+            out[key] = value
+        return out
+
+    return build
+
+
 def load_input_json(text: str, what: str) -> Any:
     """Strict JSON (no NaN/Infinity) nested at most `MAX_INPUT_DEPTH` deep.
 
     Raises `ValueError` when `text` is not such JSON; `UsageError` naming `what`
-    when it nests too deeply.
+    when it nests too deeply or gives one key twice with different values.
     """
     too_deep = UsageError(
         f"{what} nests deeper than {MAX_INPUT_DEPTH} levels",
         hint=f"flatten the value to at most {MAX_INPUT_DEPTH} levels of arrays and objects",
     )
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(
+            text, parse_constant=_no_constant, object_pairs_hook=_unique_keys(what)
+        )
     except RecursionError:
         raise too_deep from None
     if _depth(value) > MAX_INPUT_DEPTH:

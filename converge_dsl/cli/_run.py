@@ -80,7 +80,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
-    """`--decisions FILE.json`, then `--approve ID...` / `--reject ID...`: id -> approve."""
+    """`--decisions FILE.json`, `--approve ID...`, `--reject ID...`: id -> approve.
+
+    An id decided both ways (across the sources, or twice in the file) is a `UsageError`.
+    """
     decisions: dict[str, bool] = {}
     if args.decisions is not None:
         loaded = json_file(args.decisions, "--decisions")
@@ -90,11 +93,13 @@ def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
                 hint='e.g. {"s1": true, "h1": false}',
             )
         decisions.update(loaded)
-    both = sorted(set(args.approve) & set(args.reject))
-    if both:
-        raise UsageError(f"proposal {both[0]!r} is both approved and rejected")
-    decisions.update(dict.fromkeys(args.approve, True))
-    decisions.update(dict.fromkeys(args.reject, False))
+    for ids, approve in ((args.approve, True), (args.reject, False)):
+        for item in ids:
+            if decisions.setdefault(item, approve) != approve:
+                raise UsageError(
+                    f"proposal {item!r} is both approved and rejected",
+                    hint="give one decision per id (--approve, --reject and --decisions together)",
+                )
     return decisions
 
 
@@ -185,6 +190,10 @@ def _print_human(out: RunOutcome, stream: TextIO) -> None:
                 f"    confidence {item.confidence:.2f}  from {item.suggestor} "
                 f"(cycle {item.cycle})  gated: {item.reason}\n"
             )
+    if doc.held:
+        stream.write(f"\ndecided, held until every pending proposal is decided ({len(doc.held)})\n")
+        for item_id, approve in doc.held.items():
+            stream.write(f"  - {item_id}: {'approved' if approve else 'rejected'}\n")
     stream.write(f"\nstop: {doc.stop_reason} after {doc.cycles} cycle(s)")
     usage = doc.usage
     if usage.model_calls:
@@ -226,6 +235,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.frontend._render import terminal_safe
     from converge_dsl.runtime import RunOptions, run_pipeline
 
     if args.resume is not None and args.checkpoint is None:
@@ -258,11 +268,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         if progress is not None:
             progress.stop()
     if out.error is not None:
-        io.stderr.write(_error_text(out, args))
+        io.stderr.write(terminal_safe(_error_text(out, args)))
     if human:
-        _print_human(out, io.stdout)
+        buffer = StringIO()
+        _print_human(out, buffer)
+        io.stdout.write(terminal_safe(buffer.getvalue()))
     else:
         io.stdout.write(out.document.model_dump_json(indent=2) + "\n")
     if out.result.pause is not None:
-        io.stderr.write(_pause_hint(out, args))
+        io.stderr.write(terminal_safe(_pause_hint(out, args)))
     return out.exit_code

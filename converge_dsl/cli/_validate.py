@@ -1,8 +1,12 @@
 """`converge-dsl validate PATH... [--format human|json|github|sarif] [--strict]`.
 
-PATH may be a file or a folder (every `*.yaml`/`*.yml` pipeline inside,
-recursively; inside folders, a file counts as a pipeline when it says
-`kind: Pipeline`, so model scripts, pack files and cassettes are skipped).
+PATH may be a file or a folder. In a folder, every `*.yaml`/`*.yml` file
+(recursively) is validated as a pipeline, except the files that load and say
+`kind: ModelScript` or `kind: Pack` at the top, or that load as a mapping with
+neither `apiVersion` nor `kind` (not a converge-dsl file: a CI workflow); a
+file that does not load, or has `apiVersion` and no or a misspelled `kind`, is
+validated (so its errors are reported). A folder with no pipeline file is a
+usage error.
 Exit codes: 0 valid; 1 only warnings under `--strict`; 2 errors; 3 usage error.
 """
 
@@ -11,14 +15,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 from pathlib import Path
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.errors import UsageError
 
 FORMATS = ("human", "json", "github", "sarif")
-_PIPELINE_KIND = re.compile(r"^kind:[ \t]*[\"']?Pipeline\b", re.MULTILINE)
+OTHER_KINDS = frozenset({"ModelScript", "Pack"})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,21 +39,45 @@ def _display(path: Path) -> str:
 
 
 def _is_pipeline(path: Path) -> bool:
+    """False only for a file that loads and is another converge-dsl kind, or none at all.
+
+    Another kind: `kind` is `ModelScript` or `Pack` at the top. None at all: a
+    mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
+    cassette). Everything else, broken files included, is checked as a pipeline.
+    """
+    import yaml
+
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = path.read_bytes().decode("utf-8-sig")
+        if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
+            return False  # cannot name a kind or an API version: not ours
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, ValueError, RecursionError, yaml.YAMLError):
         return True
-    return _PIPELINE_KIND.search(text) is not None
+    if not isinstance(data, dict):
+        return True
+    if "kind" not in data and "apiVersion" not in data:
+        return False
+    return data.get("kind") not in OTHER_KINDS
 
 
 def collect(paths: list[str]) -> list[Path]:
-    """The pipeline files named by `paths` (folders expanded, sorted, de-duplicated)."""
+    """The pipeline files named by `paths` (folders expanded, sorted, de-duplicated).
+
+    A folder with no pipeline file in it is a `UsageError`.
+    """
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
-            found.extend(p for p in inside if p.is_file() and _is_pipeline(p))
+            chosen = [p for p in inside if p.is_file() and _is_pipeline(p)]
+            if not chosen:
+                raise UsageError(
+                    f"no pipeline files found in {raw}",
+                    hint="a folder is searched for *.yaml and *.yml pipeline files",
+                )
+            found.extend(chosen)
         elif path.is_file():
             found.append(path)
         else:

@@ -94,10 +94,18 @@ class Admission:
             return  # a human said no: silently dropped
         existing: ProposedFact | Fact | None = self.ctx.fact(key, proposal.id)
         if existing is None:
-            existing = next(
-                (p.proposal for p in self.pending if p.proposal.key == key and p.id == proposal.id),
-                None,
-            ) if self.pending else None
+            existing = (
+                next(
+                    (
+                        p.proposal
+                        for p in self.pending
+                        if p.proposal.key == key and p.id == proposal.id
+                    ),
+                    None,
+                )
+                if self.pending
+                else None
+            )
         if existing is not None:
             if _same_content(existing, proposal):
                 return

@@ -62,6 +62,7 @@ class _Run(Admission):
         self.started = self.clock.monotonic()
         self.inflight: asyncio.Future[list[_Outcome]] | None = None
         engine.usage._restore(state.usage)
+        engine.usage.begin(self.started)
 
     # -- the loop --------------------------------------------------------------
 
@@ -153,7 +154,10 @@ class _Run(Admission):
         for suggestor, (outcome, duration) in zip(accepted, outcomes, strict=True):
             self._merge(suggestor, outcome, duration, cycle)
         self._check_invariants("semantic")
-        usage_stop = self.engine.usage.exhausted(reached=False)
+        # A suggestor refused a model call (an agent stops its loop quietly): the
+        # run is out of budget, not at a fixed point.
+        usage = self.engine.usage
+        usage_stop = usage.exhausted(reached=False) or usage.refused
         if usage_stop is not None:
             raise _Stop(usage_stop)
         self._check_time()

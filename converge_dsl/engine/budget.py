@@ -1,14 +1,18 @@
 """Budgets, the usage meter, and the reasons a run stops.
 
-`Budget` bounds a run. `UsageMeter` counts model calls and tokens: the engine
-owns one (`Engine.usage`), LLM suggestors and agents record into it and ask
-`can_call()` before calling a model; the engine checks it after each merge.
+`Budget` bounds a run. `UsageMeter` counts model calls and tokens and knows the
+run's wall-clock deadline: the engine owns one (`Engine.usage`), LLM suggestors,
+agents and summarizers record into it and ask `can_call()` before every model
+call. A refused call is remembered (`refused`) so the engine stops the run with
+the matching reason after the cycle instead of reporting a fixed point.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from converge_dsl.clock import Clock
 
 
 class StopReason(StrEnum):
@@ -56,14 +60,25 @@ class UsageTotals:
 
 
 class UsageMeter:
-    """Counts model calls and tokens against a `Budget`."""
+    """Counts model calls and tokens against a `Budget`; with a clock, watches the deadline too."""
 
-    __slots__ = ("_budget", "_calls", "_input", "_output")
+    __slots__ = ("_budget", "_calls", "_clock", "_deadline", "_input", "_output", "_refused")
 
-    def __init__(self, budget: Budget, start: UsageTotals | None = None) -> None:
+    def __init__(
+        self, budget: Budget, start: UsageTotals | None = None, *, clock: Clock | None = None
+    ) -> None:
         self._budget = budget
+        self._clock = clock
+        self._deadline: float | None = None
+        self._refused: StopReason | None = None
         self._calls = self._input = self._output = 0
         self._restore(start or UsageTotals())
+
+    def begin(self, started: float) -> None:
+        """Start a run at clock time `started`: the deadline is `started + max_wall_s`."""
+        limit = self._budget.max_wall_s
+        self._deadline = None if limit is None or self._clock is None else started + limit
+        self._refused = None
 
     def record(
         self, *, model_calls: int = 1, input_tokens: int = 0, output_tokens: int = 0
@@ -77,9 +92,28 @@ class UsageMeter:
     def totals(self) -> UsageTotals:
         return UsageTotals(self._calls, self._input, self._output)
 
+    @property
+    def refused(self) -> StopReason | None:
+        """Why the first refused `can_call()` of this run said no (None: nothing refused)."""
+        return self._refused
+
     def can_call(self) -> bool:
-        """False once the model-call or token budget is reached."""
-        return self.exhausted(reached=True) is None
+        """False once the model-call or token budget is reached or the deadline has passed.
+
+        A refusal is remembered (see `refused`).
+        """
+        reason = self.limit_reached()
+        if reason is not None and self._refused is None:
+            self._refused = reason
+        return reason is None
+
+    def limit_reached(self) -> StopReason | None:
+        """The limit that forbids another model call now (calls, tokens, then time), or None."""
+        reason = self.exhausted(reached=True)
+        deadline, clock = self._deadline, self._clock
+        if reason is None and deadline is not None and clock is not None:
+            return StopReason.TIME_BUDGET_EXHAUSTED if clock.monotonic() >= deadline else None
+        return reason
 
     def exhausted(self, *, reached: bool) -> StopReason | None:
         """The budget stop reason if usage has reached (`reached=True`) or gone over a limit."""

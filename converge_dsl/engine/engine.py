@@ -79,7 +79,7 @@ class Engine:
             self._invariants[invariant.invariant_class].append(invariant)
         self._sink = events
         self._record_events = record_events
-        self._usage = UsageMeter(budget)
+        self._usage = UsageMeter(budget, clock=self.clock)
         self._cancelled = False
         self._current: _Run | None = None
 

@@ -55,8 +55,7 @@ class PromotionGate:
             return "blank content"
         if len(text) > policy.max_content_length:
             return (
-                f"content length {len(text)} exceeds max_content_length "
-                f"{policy.max_content_length}"
+                f"content length {len(text)} exceeds max_content_length {policy.max_content_length}"
             )
         if self._terms:
             folded = text.casefold()

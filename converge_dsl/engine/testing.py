@@ -5,6 +5,7 @@ returns. By default it is idempotent: it accepts only while one of the
 proposals it would make is neither a fact nor rejected yet, so a set of
 them reaches a fixed point. `delay` awaits the given clock first (to shuffle
 finishing order, see `StepClock`); `fail` raises instead of proposing.
+`TickClock` is a fake clock that moves on every reading (time passes as work is done).
 """
 
 from __future__ import annotations
@@ -30,6 +31,19 @@ class StepClock(FakeClock):
         self.sleeps.append(seconds)
         for _ in range(int(seconds)):
             await asyncio.sleep(0)
+
+
+class TickClock(FakeClock):
+    """A fake clock that advances `step` seconds every time it is read."""
+
+    def __init__(self, step: float = 1.0, start: float = 0.0) -> None:
+        super().__init__(start)
+        self.step = step
+
+    def monotonic(self) -> float:
+        now = super().monotonic()
+        self.advance(self.step)
+        return now
 
 
 def _missing(ctx: ContextView, proposals: Iterable[ProposedFact]) -> bool:

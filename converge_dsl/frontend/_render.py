@@ -2,6 +2,10 @@
 
 - `render_human`: compiler-style text with the source line and a caret
   underline; colour (through rich, imported only then) when `color` is true.
+  A source line longer than `EXCERPT_WIDTH` is cut to a window around the
+  caret, with `…` where text was cut. Control characters (C0 other than
+  newline/tab, DEL, C1, so ESC and NUL) and bidi controls are shown escaped
+  (`\x1b`, `\u202e`, see `terminal_safe`), so no text reaches the terminal raw.
   The excerpt comes from the text the caller gives for a file, else from the
   file itself (`SourceTexts`: read once, on first use; unreadable, no excerpt).
 - `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`.
@@ -12,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -49,31 +54,68 @@ class SourceTexts(Mapping[str, str]):
         return sum(1 for _ in self)
 
 
+EXCERPT_WIDTH = 120
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with control and bidi characters escaped visibly (ESC -> `\\x1b`).
+
+    Newline and tab are kept; everything else a terminal would act on (C0,
+    DEL, C1, U+202A-U+202E, U+2066-U+2069) becomes its escape, so untrusted
+    text cannot move the cursor, retitle the window or reorder what is shown.
+    """
+    return _UNSAFE.sub(_escape_char, text)
+
+
+def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
+    """The shown part of source `line` marked from index `start` to `end` (0-based, exclusive).
+
+    Returns the text (escaped, cut to `EXCERPT_WIDTH` characters around the
+    mark with `…` where cut), the caret's offset in it and the underline width.
+    """
+    left, right = 0, len(line)
+    if len(line) > EXCERPT_WIDTH:
+        left = max(0, min(start - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
+        right = left + EXCERPT_WIDTH
+    stop = min(max(end, start), right)
+    head = ("…" if left else "") + terminal_safe(line[left:start])
+    marked = terminal_safe(line[start:stop])
+    tail = terminal_safe(line[stop:right]) + ("…" if right < len(line) else "")
+    return head + marked + tail, len(head), max(1, len(marked))
+
+
 def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[Segment]]:
     colour = "bold red" if diagnostic.is_error else "bold yellow"
     lines: list[list[Segment]] = [
         [
             (f"{diagnostic.severity.value}[{diagnostic.code}]", colour),
-            (f": {diagnostic.message}", "bold"),
+            (f": {terminal_safe(diagnostic.message)}", "bold"),
         ]
     ]
     source = sources.get(diagnostic.file)
     text_lines = source.splitlines() if source is not None else []
     number = str(diagnostic.line)
     pad = " " * len(number)
-    lines.append(
-        [(f"{pad}--> ", "blue"), (f"{diagnostic.file}:{diagnostic.line}:{diagnostic.column}", "")]
-    )
+    where = terminal_safe(f"{diagnostic.file}:{diagnostic.line}:{diagnostic.column}")
+    lines.append([(f"{pad}--> ", "blue"), (where, "")])
     if 1 <= diagnostic.line <= len(text_lines):
         line = text_lines[diagnostic.line - 1].replace("\t", " ")
         start = min(max(diagnostic.column, 1), len(line) + 1)
         end = diagnostic.end_column if diagnostic.end_line == diagnostic.line else len(line) + 1
-        width = max(1, min(end, len(line) + 1) - start)
+        shown, caret, width = _excerpt(line, start - 1, min(end, len(line) + 1) - 1)
         lines.append([(f"{pad} |", "blue")])
-        lines.append([(f"{number} | ", "blue"), (line, "")])
-        lines.append([(f"{pad} | ", "blue"), (" " * (start - 1) + "^" * width, colour)])
+        lines.append([(f"{number} | ", "blue"), (shown, "")])
+        lines.append([(f"{pad} | ", "blue"), (" " * caret + "^" * width, colour)])
     if diagnostic.hint:
-        lines.append([(f"{pad} = ", "blue"), ("hint: ", "bold"), (diagnostic.hint, "")])
+        lines.append(
+            [(f"{pad} = ", "blue"), ("hint: ", "bold"), (terminal_safe(diagnostic.hint), "")]
+        )
     return lines
 
 

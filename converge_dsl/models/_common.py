@@ -136,15 +136,43 @@ def return_to_json(result: ModelReturn) -> dict[str, Any]:
     }
 
 
+# More tokens than any model reads or writes in one call: a count above this is garbage.
+MAX_TOKEN_COUNT = 10**9
+
+
+def token_count_problem(value: Any, name: str) -> str | None:
+    """Why `value` is not a usage count (a whole number from 0 to MAX_TOKEN_COUNT), or None.
+
+    A negative count would be subtracted from the run's token budget.
+    """
+    if type(value) is not int:
+        return f"usage count {name} is not an integer"
+    if not 0 <= value <= MAX_TOKEN_COUNT:
+        return f"usage count {name} is {value}, not between 0 and {MAX_TOKEN_COUNT}"
+    return None
+
+
+def _usage_from_json(data: Any) -> Usage:
+    if not isinstance(data, Mapping):
+        raise ValueError("usage is not an object")
+    counts = [data.get(name, 0) for name in ("input_tokens", "output_tokens")]
+    for name, value in zip(("input_tokens", "output_tokens"), counts, strict=True):
+        problem = token_count_problem(value, name)
+        if problem is not None:
+            raise ValueError(problem)
+    return Usage(*counts)
+
+
 def return_from_json(data: Mapping[str, Any]) -> ModelReturn:
-    usage = data.get("usage") or {}
+    """A recorded answer; ValueError (or KeyError/TypeError) when it is not one."""
+    usage = _usage_from_json(data.get("usage") or {})
     stop = data.get("stop_reason", "end_turn")
     if stop not in ("end_turn", "tool_use", "max_tokens"):
         raise ValueError(f"unknown stop reason {stop!r}")
     account = data.get("account")
     return ModelReturn(
         message=message_from_json(data["message"]),
-        usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+        usage=usage,
         stop_reason=stop,
         model_id=str(data.get("model_id", "")),
         account=None if account is None else str(account),

@@ -125,18 +125,18 @@ def compile_script(doc: LoadedDocument) -> Script:
                     )
                 ]
             ) from None
-        if match.regex is not None and nests_unbounded_repeats(match.regex.pattern):
+        slow = None if match.regex is None else slow_regex_problem(match.regex.pattern)
+        if slow is not None and match.regex is not None:
             raise PipelineInvalid(
                 [
                     Diagnostic.at(
                         CODE_SLOW_REGEX,
-                        "match.regex nests an unbounded repeat inside another: "
-                        f"{match.regex.pattern}",
+                        f"match.regex {slow}: {match.regex.pattern}",
                         doc.source_map.span(regex_path),
                         path=regex_path,
                         hint="it can take exponential time on a long prompt; make the outer "
-                        "repeat possessive (`(a+)++`), use an atomic group (`(?>a+)+`), or "
-                        "drop the nesting (`a+`)",
+                        "repeat possessive (`(a+)++`), use an atomic group (`(?>a|aa)+`), "
+                        "or drop the nesting (`a+`, `[ab]+`)",
                     )
                 ]
             )
@@ -167,39 +167,71 @@ def _match(raw: Mapping[str, Any]) -> ScriptMatch:
     )
 
 
-def nests_unbounded_repeats(pattern: str) -> bool:
-    """True when an unbounded repeat (`*`, `+`, `{n,}`) sits inside another (`(a+)+`).
+# A repeat with a larger maximum than this counts as unbounded for the ReDoS guard.
+_LARGE_REPEAT = 10
 
-    Such patterns backtrack exponentially when a match fails. Possessive repeats
-    and atomic groups never backtrack into their body, so they reset the check.
+
+def slow_regex_problem(pattern: str) -> str | None:
+    """Why `pattern` can backtrack exponentially, or None. Conservative by design.
+
+    Refused: a repeat (`*`, `+`, `{n,}`, or a maximum above 10) whose body holds
+    another repeat of variable length (`(a+)+`, `(x+x+)+`) or an alternation
+    (`(a|a)+`, `(a|aa)*`): on a failing match both let the engine split the text
+    in exponentially many ways. A character class (`[ab]+`, `(a|b)+`) matches one
+    character one way, so it is allowed. Possessive repeats and atomic groups never
+    backtrack into their body, so neither they nor what they contain count.
     """
-    return _nested(_PARSER.parse(pattern), inside=False)
+    return _slow(_PARSER.parse(pattern))
 
 
-def _nested(items: Iterable[tuple[Any, Any]], *, inside: bool) -> bool:
+def _slow(items: Iterable[tuple[Any, Any]]) -> str | None:
     for op, av in items:
         name = str(op)
-        children: list[tuple[Any, bool]] = []  # (sub-pattern, inside an unbounded repeat)
-        if name in ("MAX_REPEAT", "MIN_REPEAT"):
-            unbounded = av[1] == _PARSER.MAXREPEAT
-            if unbounded and inside:
-                return True
-            children = [(av[2], inside or unbounded)]
-        elif name == "POSSESSIVE_REPEAT":
-            children = [(av[2], False)]
-        elif name == "ATOMIC_GROUP":
-            children = [(av, False)]
-        elif name == "SUBPATTERN":
-            children = [(av[3], inside)]
-        elif name in ("ASSERT", "ASSERT_NOT"):
-            children = [(av[1], inside)]
-        elif name == "BRANCH":
-            children = [(branch, inside) for branch in av[1]]
-        elif name == "GROUPREF_EXISTS":
-            children = [(branch, inside) for branch in av[1:] if branch is not None]
-        if any(_nested(child, inside=flag) for child, flag in children):
-            return True
-    return False
+        if name in ("MAX_REPEAT", "MIN_REPEAT") and (
+            av[1] == _PARSER.MAXREPEAT or av[1] > _LARGE_REPEAT
+        ):
+            found = _ambiguous(av[2])
+            if found is not None:
+                return found
+        for child in _children(name, av):
+            found = _slow(child)
+            if found is not None:
+                return found
+    return None
+
+
+def _ambiguous(items: Iterable[tuple[Any, Any]]) -> str | None:
+    """What in a repeated body can match the same text in more than one way, or None."""
+    for op, av in items:
+        name = str(op)
+        if name in ("MAX_REPEAT", "MIN_REPEAT") and av[0] != av[1]:
+            return "nests an unbounded repeat inside another"
+        if name in ("BRANCH", "GROUPREF_EXISTS"):
+            return "repeats an alternation without bound"
+        if name in ("POSSESSIVE_REPEAT", "ATOMIC_GROUP"):
+            continue
+        for child in _children(name, av):
+            found = _ambiguous(child)
+            if found is not None:
+                return found
+    return None
+
+
+def _children(name: str, av: Any) -> list[Any]:
+    """The sub-patterns of one parsed node."""
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return [av[2]]
+    if name == "ATOMIC_GROUP":
+        return [av]
+    if name == "SUBPATTERN":
+        return [av[3]]
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [av[1]]
+    if name == "BRANCH":
+        return list(av[1])
+    if name == "GROUPREF_EXISTS":
+        return [branch for branch in av[1:] if branch is not None]
+    return []
 
 
 def _outcome(raw: Mapping[str, Any]) -> ScriptOutcome:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
+from converge_dsl.models._common import token_count_problem
 from converge_dsl.models._sse import SseEvent
 from converge_dsl.models.port import (
     Message,
@@ -110,8 +111,10 @@ def usage_from(data: Any, input_name: str, output_name: str) -> Usage | None:
     if not isinstance(data, Mapping):
         return None
     tokens_in, tokens_out = data.get(input_name, 0), data.get(output_name, 0)
-    if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
-        wire_error("usage counts are not integers")
+    for name, value in ((input_name, tokens_in), (output_name, tokens_out)):
+        problem = token_count_problem(value, name)
+        if problem is not None:
+            wire_error(problem)
     return Usage(tokens_in, tokens_out)
 
 

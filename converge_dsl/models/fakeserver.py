@@ -35,6 +35,7 @@ class FakeReply:
     cut: Literal["no", "abort", "eof"] = "no"
     drip_s: float = 0.0
     chunks: int = 4
+    input_tokens: int = 10  # the usage count reported (tests send negative ones)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ def openai_events(reply: FakeReply) -> list[bytes]:
 
 
 def _openai_usage(reply: FakeReply) -> dict[str, int]:
-    return {"prompt_tokens": 10, "completion_tokens": max(1, len(reply.text) // 4)}
+    return {"prompt_tokens": reply.input_tokens, "completion_tokens": max(1, len(reply.text) // 4)}
 
 
 def openai_body(reply: FakeReply) -> dict[str, Any]:
@@ -130,7 +131,7 @@ def anthropic_events(reply: FakeReply) -> list[bytes]:
                 "id": "msg_fake",
                 "role": "assistant",
                 "content": [],
-                "usage": {"input_tokens": 10, "output_tokens": 1},
+                "usage": {"input_tokens": reply.input_tokens, "output_tokens": 1},
             },
         },
         {"type": "ping"},
@@ -203,7 +204,10 @@ def anthropic_body(reply: FakeReply) -> dict[str, Any]:
         "role": "assistant",
         "content": content,
         "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-        "usage": {"input_tokens": 10, "output_tokens": max(1, len(reply.text) // 4)},
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "output_tokens": max(1, len(reply.text) // 4),
+        },
     }
 
 

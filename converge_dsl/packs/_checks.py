@@ -37,7 +37,7 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.frontend.document import LoadedDocument
-from converge_dsl.packs._lockfile import lock_hint, lock_problems
+from converge_dsl.packs._lockfile import lock_hint, lock_problems, missing_repository_hint
 from converge_dsl.packs._manifest import parse_specifier
 
 if TYPE_CHECKING:
@@ -79,8 +79,10 @@ def check_lock(doc: LoadedDocument, pipeline: Path | None = None) -> Iterator[Di
     if not _well_formed(packs):
         return  # the front end reports the malformed specifier (BAD_SPECIFIER) first
     repositories = tuple(data.get("repositories") or ())
-    for code, message in lock_problems(pipeline or Path(doc.file), packs, repositories):
-        yield _at(doc, code, message, ("packs",), hint=lock_hint(Path(doc.file)), on_key=True)
+    where = pipeline or Path(doc.file)
+    hint = missing_repository_hint(where, repositories) or lock_hint(Path(doc.file))
+    for code, message in lock_problems(where, packs, repositories):
+        yield _at(doc, code, message, ("packs",), hint=hint, on_key=True)
 
 
 def _requested(data: Mapping[str, Any]) -> dict[str, str]:

@@ -4,18 +4,25 @@
 `packs: {name: specifier}` set, through ruamel.yaml's round-trip mode. The
 indentation settings are chosen so that dumping the *unchanged* document
 reproduces the original text byte for byte; only the edited lines differ.
+The settings are detected from the file (mapping / sequence indentation and
+dash offset, `---` / `...` document markers, CRLF line ends, a missing final
+newline) and checked by that round trip; anchors are kept even when unused.
 A new `packs:` key is placed where the language puts it (after `name`,
-`description`, `keys`, `inputs`).
+`description`, `keys`, `inputs`); a new entry of an existing `packs:` goes
+before the comment block that follows its last entry, not after it.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from packaging.version import Version
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.comments import CommentedBase, CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from converge_dsl.errors import PackError
@@ -24,12 +31,60 @@ _BEFORE_PACKS = ("apiVersion", "kind", "name", "description", "keys", "inputs")
 _LAYOUTS = ((2, 2, 0), (2, 4, 2), (4, 4, 0), (4, 6, 4), (2, 2, 2), (4, 4, 2), (4, 4, 4))
 
 
-def _yaml(mapping: int, sequence: int, offset: int) -> YAML:
+_KEY_LINE = re.compile(r"^( *)[^\s#-][^#]*:[ \t]*(?:#.*)?$")  # a key opening a block
+_DASH = re.compile(r"^( *)-( +)\S")
+# Comments before `---` (ruamel drops them): kept aside as text, put back after the edit.
+_PREAMBLE = re.compile(r"\A((?:[ \t]*(?:#.*)?\n)*)---(?:[ \t]|$)", re.MULTILINE)
+
+
+def _yaml(mapping: int, sequence: int, offset: int, start: bool = False, end: bool = False) -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    yaml.explicit_start = start
+    yaml.explicit_end = end
     return yaml
+
+
+def _detected_layouts(text: str) -> list[tuple[int, int, int]]:
+    """(mapping, sequence, offset) candidates from the file's first nested blocks."""
+    mapping = sequence = offset = None
+    lines = [line for line in text.splitlines() if line.strip() and line.lstrip()[0] != "#"]
+    for parent, child in itertools.pairwise(lines):
+        opened = _KEY_LINE.match(parent)
+        if opened is None:
+            continue
+        base = len(opened.group(1))
+        dash = _DASH.match(child)
+        if dash is not None and sequence is None:
+            offset = len(dash.group(1)) - base
+            sequence = offset + 1 + len(dash.group(2))
+        elif dash is None and mapping is None:
+            step = len(child) - len(child.lstrip(" ")) - base
+            mapping = step if step > 0 else None
+    if sequence is None and mapping is None:
+        return []
+    layouts = []
+    for step in [mapping] if mapping else [2, 4, 3]:
+        if sequence is None or offset is None or offset < 0 or sequence < offset + 2:
+            layouts.append((step, step, 0))
+        else:
+            layouts.append((step, sequence, offset))
+    return layouts
+
+
+def _keep_anchors(node: Any) -> None:
+    """Mark every anchor to be written, used by an alias or not (ruamel drops unused ones)."""
+    if isinstance(node, CommentedBase) and node.anchor.value is not None:
+        node.yaml_set_anchor(node.anchor.value, always_dump=True)
+    children: Iterator[Any] = iter(())
+    if isinstance(node, dict):
+        children = iter(node.values())
+    elif isinstance(node, list):
+        children = iter(node)
+    for child in children:
+        _keep_anchors(child)
 
 
 def _dump(yaml: YAML, data: Any) -> str:
@@ -39,12 +94,42 @@ def _dump(yaml: YAML, data: Any) -> str:
 
 
 def _faithful(text: str) -> YAML:
-    """The layout that reproduces `text` unchanged (the first one, if none does)."""
-    for layout in _LAYOUTS:
-        yaml = _yaml(*layout)
-        if _dump(yaml, yaml.load(text)) == text:
+    """The layout that reproduces `text` unchanged (the detected one, if none does)."""
+    start = _PREAMBLE.match(text) is not None
+    end = text.rstrip().endswith("\n...") or text.strip() == "..."
+    detected = _detected_layouts(text)
+    layouts = detected + [layout for layout in _LAYOUTS if layout not in detected]
+    for layout in layouts:
+        yaml = _yaml(*layout, start=start, end=end)
+        data = yaml.load(text)
+        _keep_anchors(data)
+        if _dump(yaml, data) == text:
             return yaml
-    return _yaml(*_LAYOUTS[0])
+    return _yaml(*layouts[0], start=start, end=end)
+
+
+def _set_last(mapping: CommentedMap, key: str, value: str) -> None:
+    """`mapping[key] = value`; a new last key goes before the previous last key's comment block.
+
+    ruamel hangs the comment lines after an entry on that entry, so a plain
+    append would land below them (below a trailing comment, or below a
+    comment that introduces the next top-level key).
+    """
+    previous = list(mapping)[-1] if mapping and key not in mapping else None
+    mapping[key] = value
+    comments = mapping.ca.items.get(previous) if previous is not None else None
+    token = comments[2] if comments and len(comments) > 2 else None
+    if token is None or "\n" not in token.value:
+        return
+    own, _, block = token.value.partition("\n")
+    if not block.strip():
+        return
+    if own.strip():
+        token.value = own + "\n"
+    else:
+        del mapping.ca.items[previous]
+    mapping.yaml_add_eol_comment("# x", key)  # creates the token; its text is set below
+    mapping.ca.items[key][2].value = "\n" + block
 
 
 def default_specifier(version: Version) -> str:
@@ -56,19 +141,31 @@ def default_specifier(version: Version) -> str:
 
 def add_pack_requirement(text: str, name: str, specifier: str) -> str:
     """`text` with `packs.<name>` set to `specifier` (added or replaced)."""
+    crlf = "\r\n" in text
+    if crlf:
+        text = text.replace("\r\n", "\n")
+    preamble = _PREAMBLE.match(text)
+    head = preamble.group(1) if preamble else ""
+    text = text[len(head) :]
     try:
         yaml = _faithful(text)
         data = yaml.load(text)
     except YAMLError as exc:
         raise PackError(f"the pipeline is not valid YAML: {exc}") from None
+    _keep_anchors(data)
     if not isinstance(data, CommentedMap):
         raise PackError("the pipeline is not a YAML mapping")
     packs = data.get("packs")
     if packs is None:
         position = sum(1 for key in data if key in _BEFORE_PACKS)
         data.insert(position, "packs", CommentedMap([(name, specifier)]))
+    elif isinstance(packs, CommentedMap):
+        _set_last(packs, name, specifier)
     elif isinstance(packs, dict):
         packs[name] = specifier
     else:
         raise PackError("packs: must be a mapping of pack name to specifier")
-    return _dump(yaml, data)
+    out = head + _dump(yaml, data)
+    if not text.endswith("\n") and out.endswith("\n"):
+        out = out[:-1]
+    return out.replace("\n", "\r\n") if crlf else out

@@ -5,7 +5,10 @@ pipeline file name, so a folder of pipelines with different packs or
 repositories shares one file but never one resolution. `lock`, `validate`,
 `run` and `pack add` all find it through `lock_path`; `lock PIPELINE` replaces
 only that pipeline's section (atomically: temporary file, fsync, rename),
-leaving the other sections byte-for-byte as they were.
+leaving the other sections byte-for-byte as they were. The read-modify-write
+holds an exclusive advisory lock (`flock`) on `.converge.lock.lock` beside it,
+so concurrent `lock` / `pack add` runs in one folder never lose each other's
+sections; a run that cannot get it within `LOCK_WAIT_S` stops with a PackError.
 
 The lock is JSON, written with sorted keys so it diffs well:
 
@@ -26,8 +29,11 @@ never blocks `lock`: it is replaced, with a warning.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +51,8 @@ if TYPE_CHECKING:
 
 LOCK_FILE = "converge.lock"
 LOCK_VERSION = 1
+LOCK_WAIT_S = 30.0  # how long a writer waits for another writer of the same lock file
+_POLL_S = 0.05
 _CONFLICT = re.compile(rb"^<{7}(?: |$)", re.MULTILINE)  # git's merge-conflict marker
 
 
@@ -119,6 +127,22 @@ def lock_hint(pipeline: Path) -> str:
     """The command that (re)writes the lock, naming the pipeline as the user does."""
     shown = pipeline.name if pipeline.is_absolute() else pipeline.as_posix()
     return f"run: converge-dsl lock {shown}"
+
+
+def missing_repository_hint(pipeline: Path, repositories: Sequence[Any]) -> str | None:
+    """A hint naming the first folder repository of `pipeline` that does not exist.
+
+    `lock` would fail on it, so `lock_hint` would send the user in a circle.
+    """
+    for spec in repositories:
+        if isinstance(spec, Mapping) and "path" in spec:
+            folder = str(spec["path"])
+            if not (pipeline.parent / folder).is_dir():
+                return (
+                    f"repository {folder} does not exist (paths under repositories: are "
+                    "relative to the pipeline file); fix repositories:, then lock again"
+                )
+    return None
 
 
 def _read_sections(path: Path) -> dict[str, Any]:
@@ -207,26 +231,67 @@ def read_lock(pipeline: Path) -> LockFile | None:
     return _section(raw, f"{path.name}: the section of {pipeline.name}")
 
 
+@contextlib.contextmanager
+def exclusive(path: Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold an exclusive advisory lock for `path` (on `.NAME.lock` beside it).
+
+    Waits up to `wait_s` seconds for another holder; raises `PackError` after.
+    """
+    guard = path.parent / f".{path.name}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(guard, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise PackError(f"cannot lock {path.name}: {exc.strerror or exc}") from None
+    try:
+        _acquire(descriptor, path, wait_s)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the flock
+
+
+def _acquire(descriptor: int, path: Path, wait_s: float) -> None:
+    import fcntl
+
+    give_up = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                raise PackError(
+                    f"{path.name} is being written by another converge-dsl process; "
+                    f"gave up after {wait_s:g} s",
+                    hint=f"wait for it to finish (or remove a stale .{path.name}.lock), then retry",
+                ) from None
+            time.sleep(_POLL_S)
+        except OSError as exc:
+            raise PackError(f"cannot lock {path.name}: {exc.strerror or exc}") from None
+
+
 def write_lock(
     pipeline: Path, lock: LockFile, *, warn: Callable[[str], object] | None = None
 ) -> None:
     """Replace `pipeline`'s section of its lock file, keeping every other section.
 
-    An unreadable lock file is replaced (reported through `warn`).
+    An unreadable lock file is replaced (reported through `warn`). The whole
+    read-modify-write runs under `exclusive(lock file)`.
     """
     path = lock_path(pipeline)
-    try:
-        sections = dict(_read_sections(path))
-    except PackError as exc:
-        sections = {}
-        if warn is not None:
-            warn(
-                f"{exc.message}; it is replaced (re-lock the other pipelines of its folder "
-                "if it held theirs)"
-            )
-    sections[pipeline.name] = lock.as_json()
-    body = {"lock-version": LOCK_VERSION, "pipelines": sections}
-    write_atomic(path, (json.dumps(body, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    with exclusive(path):
+        try:
+            sections = dict(_read_sections(path))
+        except PackError as exc:
+            sections = {}
+            if warn is not None:
+                warn(
+                    f"{exc.message}; it is replaced (re-lock the other pipelines of its folder "
+                    "if it held theirs)"
+                )
+        sections[pipeline.name] = lock.as_json()
+        body = {"lock-version": LOCK_VERSION, "pipelines": sections}
+        write_atomic(path, (json.dumps(body, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def stale_reasons(

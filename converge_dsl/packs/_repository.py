@@ -10,11 +10,18 @@ index bytes it fetched, which is what `bench/packs.py` reports.
 to the pipeline's folder. Resolution asks them in the order written and takes
 a pack from the first repository that has it (no merging across repositories,
 so a later repository can never shadow an earlier one's pack).
+
+Every HTTP request is bounded as a whole, not only per read: a total deadline
+(`DEADLINE_S`) and a size cap (`MAX_INDEX_BYTES` for index and name files,
+`MAX_DOWNLOAD_BYTES` for archives), both checked as chunks arrive, so a
+server that drips bytes cannot hold `lock` or `run` for longer than the
+deadline plus one read timeout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,7 +42,10 @@ from converge_dsl.packs._manifest import load_pack
 if TYPE_CHECKING:
     import httpx
 
-MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
+MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024  # one archive
+MAX_INDEX_BYTES = 8 * 1024 * 1024  # one index file or the names file
+DEADLINE_S = 60.0  # one whole HTTP request, headers to last byte
+READ_TIMEOUT_S = 30.0  # silence allowed between two reads
 BUILTIN = "builtin"
 BUILTIN_PUBLISHED = "1970-01-01T00:00:00Z"
 
@@ -68,7 +78,8 @@ class _FileRepository:
     def __init__(self) -> None:
         self.index_bytes_fetched = 0
 
-    def _read(self, relative: str) -> bytes | None:
+    def _read(self, relative: str, *, archive: bool = False) -> bytes | None:
+        """The file at `relative` (None when absent); `archive` selects the larger size cap."""
         raise NotImplementedError
 
     def fetch_index(self, name: str) -> PackIndex | None:
@@ -79,7 +90,7 @@ class _FileRepository:
         return parse_index(data, name, f"{self.id} {index_path(name)}")
 
     def fetch_archive(self, name: str, version: str) -> bytes:
-        data = self._read(archive_path(name, version))
+        data = self._read(archive_path(name, version), archive=True)
         if data is None:
             raise PackError(f"{self.id} has no archive for {name} {version}")
         return data
@@ -112,7 +123,7 @@ class FolderRepository(_FileRepository):
         self.trusted_keys = tuple(trusted_keys)
         self.must_exist = must_exist  # False only for `pack publish`, which creates it
 
-    def _read(self, relative: str) -> bytes | None:
+    def _read(self, relative: str, *, archive: bool = False) -> bytes | None:
         path = self.root / relative
         try:
             return path.read_bytes()
@@ -129,7 +140,12 @@ class FolderRepository(_FileRepository):
 
 
 class HttpRepository(_FileRepository):
-    """A repository served over HTTP(S) at `base_url` (the same layout as a folder)."""
+    """A repository served over HTTP(S) at `base_url` (the same layout as a folder).
+
+    Each request must complete within `deadline_s` (measured with `monotonic`)
+    and stay under its size limit; `max_index_bytes` / `max_archive_bytes`
+    override the module's caps (tests make them small).
+    """
 
     def __init__(
         self,
@@ -137,20 +153,32 @@ class HttpRepository(_FileRepository):
         *,
         trusted_keys: Sequence[str] = (),
         client: httpx.Client | None = None,
-        timeout_s: float = 30.0,
+        timeout_s: float = READ_TIMEOUT_S,
+        deadline_s: float = DEADLINE_S,
+        max_index_bytes: int = MAX_INDEX_BYTES,
+        max_archive_bytes: int = MAX_DOWNLOAD_BYTES,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
         self.base_url = base_url.rstrip("/") + "/"
         self.id = f"url:{base_url.rstrip('/')}"
         self.trusted_keys = tuple(trusted_keys)
+        self.deadline_s = deadline_s
+        self.max_index_bytes = max_index_bytes
+        self.max_archive_bytes = max_archive_bytes
+        self._monotonic = monotonic
         import httpx
 
-        self._client = client or httpx.Client(timeout=timeout_s, follow_redirects=True)
+        # No single read may wait past the whole deadline either.
+        timeout = min(timeout_s, deadline_s)
+        self._client = client or httpx.Client(timeout=timeout, follow_redirects=True)
 
-    def _read(self, relative: str) -> bytes | None:
+    def _read(self, relative: str, *, archive: bool = False) -> bytes | None:
         import httpx
 
         url = self.base_url + relative
+        cap = self.max_archive_bytes if archive else self.max_index_bytes
+        give_up = self._monotonic() + self.deadline_s
         try:
             with self._client.stream("GET", url) as response:
                 if response.status_code == 404:
@@ -161,8 +189,17 @@ class HttpRepository(_FileRepository):
                 size = 0
                 for chunk in response.iter_bytes():
                     size += len(chunk)
-                    if size > MAX_DOWNLOAD_BYTES:
-                        raise PackError(f"GET {url}: over {MAX_DOWNLOAD_BYTES} bytes, refused")
+                    if size > cap:
+                        raise PackError(
+                            f"GET {url}: the answer is over {cap} bytes, refused "
+                            f"(repository {self.base_url})"
+                        )
+                    if self._monotonic() > give_up:
+                        raise PackError(
+                            f"GET {url}: no complete answer within {self.deadline_s:g} s "
+                            f"(repository {self.base_url})",
+                            hint="the repository is too slow or stalled; retry later",
+                        )
                     chunks.append(chunk)
                 return b"".join(chunks)
         except httpx.HTTPError as exc:

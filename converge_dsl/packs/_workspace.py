@@ -26,6 +26,7 @@ from converge_dsl.packs._lockfile import (
     lock_from_resolution,
     lock_hint,
     lock_problems,
+    missing_repository_hint,
     read_lock,
     write_lock,
 )
@@ -142,7 +143,8 @@ def load_locked_packs(
         return {}
     problems = lock_problems(pipeline, info.packs, info.repositories)
     if problems:
-        raise PackError("; ".join(message for _, message in problems), hint=lock_hint(pipeline))
+        hint = missing_repository_hint(pipeline, info.repositories) or lock_hint(pipeline)
+        raise PackError("; ".join(message for _, message in problems), hint=hint)
     lock = read_lock(pipeline)
     assert lock is not None  # lock_problems reported a missing lock
     return _install_all(lock, info.open(client), cache or PackCache())

@@ -9,6 +9,11 @@ pipeline, is refused (never read into a run).
 A run paused for a human also checkpoints its pending proposals; decisions
 given so far for it (`--approve`/`--reject` that did not decide every pending
 id yet) are kept in `DIR/decisions.json`, written the same way.
+
+One run at a time: a run with `--checkpoint DIR` or `--resume DIR` holds an
+exclusive lock (`flock` on `DIR/.lock`) for its whole length; a second run on
+the same folder is refused at once with a `UsageError` (exit 3), so two resumes
+of one pause cannot both go on with different decisions.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,7 @@ from converge_dsl.engine.state import EngineState
 from converge_dsl.errors import ConvergeError, RunError, UsageError
 
 CHECKPOINT_FILE = "checkpoint.json"
+LOCK_FILE = ".lock"
 DECISIONS_FILE = "decisions.json"
 FORMAT = "converge-dsl/checkpoint/v1"
 
@@ -88,6 +94,38 @@ def check_folder(folder: Path, option: str, *, create: bool) -> None:
             f"{option} folder {str(folder)!r} is not writable",
             hint=f"give {option} a folder you can write to",
         )
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path | None, option: str) -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock on checkpoint `folder` (nothing when `None`).
+
+    Another run holding it is a `UsageError` naming `option`; the lock goes
+    with the process (also on a crash), the lock file stays.
+    """
+    if folder is None:
+        yield
+        return
+    import fcntl
+
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot lock {option} folder {str(folder)!r}: {exc.strerror or exc}",
+            hint=f"give {option} a folder you can write to",
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise UsageError(
+                f"{option} folder {str(folder)!r} is in use by another run",
+                hint="wait for that run to finish, then try again",
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 @dataclass(frozen=True, slots=True)

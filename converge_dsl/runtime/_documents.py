@@ -140,6 +140,12 @@ class RunResultDocument(_Frozen):
         description="proposals awaiting a human (only present when stop_reason is hitl_pause)",
         exclude_if=lambda value: not value,
     )
+    held: dict[str, bool] = Field(
+        default_factory=dict,
+        description="decisions already given (id -> approve), held until every pending "
+        "proposal is decided (only present when some are)",
+        exclude_if=lambda value: not value,
+    )
 
     @classmethod
     def build(
@@ -151,6 +157,7 @@ class RunResultDocument(_Frozen):
         diagnostics: list[Diagnostic],
         usage: UsageModel,
         pending: tuple[PendingProposal, ...] = (),
+        held: dict[str, bool] | None = None,
     ) -> RunResultDocument:
         grouped: dict[str, list[FactModel]] = {}
         for fact in facts:
@@ -164,6 +171,7 @@ class RunResultDocument(_Frozen):
             diagnostics=[DiagnosticModel.of(d) for d in diagnostics],
             usage=usage,
             pending=[PendingModel.of(item) for item in pending],
+            held=dict(sorted((held or {}).items())),
         )
 
 

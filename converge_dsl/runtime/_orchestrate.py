@@ -14,6 +14,7 @@ decisions are kept in the checkpoint folder and the run stays paused.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -32,9 +33,15 @@ from converge_dsl.errors import ConvergeError, RunError, UsageError
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
 
-from ._checkpoint import CheckpointStore, check_folder, pipeline_digest
+from ._checkpoint import (
+    CHECKPOINT_FILE,
+    CheckpointStore,
+    check_folder,
+    folder_lock,
+    pipeline_digest,
+)
 from ._documents import RunResultDocument, UsageModel
-from ._trace import TraceWriter, open_for_append
+from ._trace import TraceWriter, open_output
 
 EXIT_BY_STOP: Mapping[str, int] = {
     "converged": 0,
@@ -109,21 +116,90 @@ def _cassette(path: Path, option: str) -> Model:
         ) from None
 
 
-def check_outputs(options: RunOptions) -> None:
-    """Refuse unusable `--checkpoint` / `--record` paths before any work (`UsageError`).
+def _same_file(a: Path, b: Path) -> bool:
+    """True when `a` and `b` name one file (the same resolved path, or a hard link)."""
+    with contextlib.suppress(OSError):
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
-    (`--trace` is checked when the `TraceWriter` opens it.)
+
+def _read_files(document: LoadedDocument, options: RunOptions) -> list[tuple[Path, str]]:
+    """The files a run reads (never to be overwritten by an output): path and what it is."""
+    base_dir = Path(document.file).parent
+    found = [(options.pipeline, "the pipeline")]
+    declared: Mapping[str, Any] = document.data.get("models") or {}
+    for name, config in declared.items():
+        for field_name in ("script", "cassette"):
+            value = config.get(field_name) if isinstance(config, Mapping) else None
+            if isinstance(value, str):
+                found.append((base_dir / value, f"the {field_name} of model {name!r}"))
+    found.extend(
+        (Path(cassette), f"the cassette of --model {name}")
+        for name, cassette in options.model_overrides.items()
+    )
+    if options.replay is not None:
+        found.append((options.replay, "the --replay cassette"))
+    if options.checkpoint is not None:
+        found.append((options.checkpoint / CHECKPOINT_FILE, "the checkpoint file"))
+    return found
+
+
+def _check_cassette_target(path: Path) -> None:
+    """`--record` appends only to an empty file or to a cassette (first line is a record)."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(1 << 20)
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # a folder or an unreadable file: reported by the open below
+    if not first.strip():
+        return
+    try:
+        entry = json.loads(first)
+        ok = isinstance(entry, dict) and "key" in entry and "request" in entry
+    except (ValueError, RecursionError):
+        ok = False
+    if not ok:
+        raise UsageError(
+            f"--record {str(path)!r} exists and is not a cassette; it is not appended to",
+            hint="give --record a new file, an empty one, or a cassette recorded before",
+        )
+
+
+def check_outputs(document: LoadedDocument, options: RunOptions) -> None:
+    """Refuse unusable `--checkpoint` / `--record` / `--trace` paths before any work (`UsageError`).
+
+    An output may not be a file the run reads (the pipeline, a model script or
+    cassette, the checkpoint), nor the other output. `--record` appends only to
+    an empty file or an existing cassette. (`--trace` is opened, and truncated,
+    when the `TraceWriter` is made.)
     """
     if options.checkpoint is not None:
         resuming = options.checkpoint == options.resume
         check_folder(
             options.checkpoint, "--resume" if resuming else "--checkpoint", create=not resuming
         )
+    outputs = [(p, o) for p, o in ((options.trace, "--trace"), (options.record, "--record")) if p]
+    if len(outputs) == 2 and _same_file(outputs[0][0], outputs[1][0]):
+        raise UsageError(
+            f"--trace and --record name the same file {str(outputs[0][0])!r}",
+            hint="give each its own file",
+        )
+    for path, option in outputs:
+        for read, what in _read_files(document, options):
+            if _same_file(path, read):
+                raise UsageError(
+                    f"{option} {str(path)!r} is {what}; it would be overwritten",
+                    hint=f"give {option} a file of its own (e.g. run.jsonl)",
+                )
     if options.record is not None:
+        _check_cassette_target(options.record)
         if options.record.parent != Path():
             with contextlib.suppress(OSError):  # a missing parent: reported by the open below
                 options.record.parent.mkdir(parents=True, exist_ok=True)
-        open_for_append(options.record, "--record", "cassette").close()
+        open_output(options.record, "--record", "cassette", mode="a").close()
 
 
 def build_models(
@@ -251,7 +327,15 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             hint="add --resume DIR (the --checkpoint folder of the paused run)",
         )
     document = load_document(options.pipeline)
-    check_outputs(options)
+    check_outputs(document, options)
+    store_dir = options.checkpoint or options.resume
+    with folder_lock(store_dir, "--resume" if options.resume else "--checkpoint"):
+        return await _run_locked(document, options, store_dir)
+
+
+async def _run_locked(
+    document: LoadedDocument, options: RunOptions, store_dir: Path | None
+) -> RunOutcome:
     usage = _UsageProxy()
     sink = TraceWriter({}, options.trace, options.listeners)
     models: dict[str, Model] = {}
@@ -263,7 +347,6 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
         sink.set_spans(compiled.spans)
         engine = build_engine(compiled, sink, options.clock)
         usage.target = engine.usage
-        store_dir = options.checkpoint or options.resume
         store = (
             None
             if store_dir is None
@@ -350,6 +433,7 @@ def outcome(
             output_tokens=usage.output_tokens,
         ),
         pending=tuple(item for item in pending if item.id not in (decided or {})),
+        held=dict(decided or {}) if pending else {},
     )
     return RunOutcome(
         compiled, result, document, EXIT_BY_STOP.get(stop, 1), result.error, tuple(diagnostics)

@@ -6,10 +6,11 @@ and the source span of the suggestor the event names. Listeners (the live
 progress display) see every event too.
 
 The file is opened when the writer is made (an unusable path is a `UsageError`,
-before any work). A write that fails later (a full disk) closes the file,
-keeps every line already written, and raises a `RunError` naming the file;
-`failure` keeps that error so the runner can re-raise it when the engine
-swallowed it (an event emitted inside a suggestor).
+before any work) and truncated: each run starts a fresh trace, written line by
+line as events happen (so it can be followed while the run goes on). A write
+that fails later (a full disk) closes the file, keeps every line already
+written, and raises a `RunError` naming the file; `failure` keeps that error
+so the runner can re-raise it when the engine swallowed it (an event emitted inside a suggestor).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class TraceWriter:
         self._file: IO[str] | None = None
         self.failure: RunError | None = None
         if path is not None:
-            self._file = open_for_append(path, "--trace", "trace file")
+            self._file = open_output(path, "--trace", "trace file", mode="w")
 
     @property
     def listening(self) -> bool:
@@ -97,10 +98,10 @@ class TraceWriter:
                 file.close()
 
 
-def open_for_append(path: Path, option: str, what: str) -> IO[str]:
-    """Open `path` for appending; an unusable path is a `UsageError` naming `option`."""
+def open_output(path: Path, option: str, what: str, *, mode: str) -> IO[str]:
+    """Open `path` to write (`mode` "w" or "a"); an unusable path: `UsageError` naming `option`."""
     try:
-        return path.open("a", encoding="utf-8")
+        return path.open(mode, encoding="utf-8")
     except OSError as exc:
         raise UsageError(
             f"cannot write {what} {str(path)!r} ({option}): {exc.strerror or exc}",

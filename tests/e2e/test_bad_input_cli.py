@@ -141,7 +141,7 @@ def test_trace_write_failure_mid_run_stops_with_exit_1_keeping_the_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stream = _FillingDisk(lines=16)  # the disk fills during cycle 2
-    monkeypatch.setattr(trace_module, "open_for_append", lambda *_: stream)
+    monkeypatch.setattr(trace_module, "open_output", lambda *_, **__: stream)
     folder = tmp_path / "ck"
     code, _, err = cli("run", PIPELINE, "--trace", tmp_path / "t.jsonl", "--checkpoint", folder)
     assert code == 1

@@ -322,4 +322,4 @@ def test_checkpoint_of_another_pipeline_is_refused(tmp_path: Path) -> None:
 def test_checkpoint_write_is_atomic_rename(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     cli("run", PIPELINES / "market-entry.yaml", "--checkpoint", ckpt)
-    assert sorted(os.listdir(ckpt)) == ["checkpoint.json"]
+    assert sorted(os.listdir(ckpt)) == [".lock", "checkpoint.json"]

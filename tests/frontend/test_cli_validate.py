@@ -87,3 +87,36 @@ def test_colour_only_when_asked() -> None:
     sources = {"invalid/duplicate_key.yaml": Path("invalid/duplicate_key.yaml").read_text()}
     assert "\x1b[" in render_human(checked.diagnostics, sources, color=True)
     assert "\x1b[" not in render_human(checked.diagnostics, sources, color=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("typo.yaml", "apiVersion: converge-dsl/v1\nkind: Pipline\nname: typo\n"),
+        ("flow.yaml", "{apiVersion: converge-dsl/v1, kind: Pipeline, name: f, bogus: 1}\n"),
+        ("bom.yaml", "\ufeffkind: Pipeline\napiVersion: converge-dsl/v1\nname: b\nbogus: 1\n"),
+        ("quoted.yaml", 'apiVersion: converge-dsl/v1\n"kind": Pipeline\nname: q\nbogus: 1\n'),
+        ("anchor.yaml", "apiVersion: converge-dsl/v1\nkind: &k Pipeline\nname: a\nbogus: 1\n"),
+        ("nokind.yaml", "apiVersion: converge-dsl/v1\nname: n\nseeds: [{id: a, content: b}]\n"),
+        ("broken.yaml", "kind: [Pack\n"),
+    ],
+)
+def test_folder_reports_broken_pipelines_it_cannot_recognise(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "m.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n", encoding="utf-8"
+    )
+    (tmp_path / "ci.yml").write_text("on: push\njobs: {}\n", encoding="utf-8")
+    code, out, _ = _run("validate", str(tmp_path))
+    assert code == 2
+    assert f"{name}:" in out
+    assert out.endswith("in 1 file\n")
+
+
+def test_folder_with_no_pipeline_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "pack.yaml").write_text("kind: Pack\nname: p\n", encoding="utf-8")
+    code, _, err = _run("validate", str(tmp_path))
+    assert code == 3
+    assert f"no pipeline files found in {tmp_path}" in err

@@ -46,6 +46,15 @@ def turn(text: str, number: int) -> ModelRequest:
 REQUESTS = [turn("Evaluate", 0), turn("Evaluate", 0), turn("Next", 1)]
 
 
+def _entry(**usage: object) -> bytes:
+    """One cassette line whose answer reports `usage`."""
+    answer = {
+        "message": {"role": "assistant", "parts": [{"type": "text", "text": "hi"}]},
+        "usage": {"input_tokens": 1, "output_tokens": 1, **usage},
+    }
+    return json.dumps({"key": "k", "request": {}, "return": answer}).encode() + b"\n"
+
+
 async def drive(model: Model) -> list[ModelReturn | str]:
     out: list[ModelReturn | str] = []
     for req in [*REQUESTS, turn("boom", 2)]:
@@ -160,6 +169,10 @@ def test_replay_answers_for_the_model_that_was_recorded(tmp_path: Path) -> None:
         (bytes(range(128, 256)), "is not UTF-8 text (byte 0)"),
         (b"[" * 100_000 + b"\n", "line 1 nests too deeply"),
         (b'"text"\n', "line 1 is not a recording"),
+        (_entry(input_tokens=-(10**9)), "line 1 is not a recording: usage count input_tokens is"),
+        (_entry(output_tokens=None), "usage count output_tokens is not an integer"),
+        (_entry(input_tokens=True), "usage count input_tokens is not an integer"),
+        (_entry(input_tokens=2.5), "usage count input_tokens is not an integer"),
     ],
 )
 def test_unreadable_cassette_is_e_config_saying_to_record_again(

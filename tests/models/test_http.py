@@ -155,6 +155,20 @@ def test_400_is_not_retried(server: FakeProviderServer, wire: str) -> None:
 
 @WIRES
 @pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("count", [-1_000_000, 10**12])
+def test_negative_or_absurd_usage_is_e_wire(
+    server: FakeProviderServer, wire: str, stream: bool, count: int
+) -> None:
+    server.reset(FakeReply(input_tokens=count))
+    with pytest.raises(ModelError) as caught:
+        using(http_model(server, wire, stream=stream), lambda m: m.call(ask()))
+    assert caught.value.code is ModelErrorCode.WIRE
+    assert f"is {count}, not between 0 and" in caught.value.message
+    assert len(server.requests) == 1
+
+
+@WIRES
+@pytest.mark.parametrize("stream", [False, True])
 def test_garbage_json_is_e_wire(server: FakeProviderServer, wire: str, stream: bool) -> None:
     server.reset(FakeReply(garbage=True))
     with pytest.raises(ModelError) as caught:

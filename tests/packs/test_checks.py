@@ -9,10 +9,21 @@ from .conftest import make_pack, write_pipeline
 
 
 def test_missing_lock_is_reported_at_packs(tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
     pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}')
     (found,) = list(check_pipeline_packs(load_file(pipeline), cache=PackCache(tmp_path / "c")))
     assert (found.code, found.line, found.path) == ("CD500", 4, ("packs",))
     assert found.hint == "run: converge-dsl lock pipeline.yaml"
+
+
+def test_a_missing_repository_folder_is_the_hint_not_lock(tmp_path: Path) -> None:
+    pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}', "[builtin, {path: ./norepo}]")
+    (found,) = list(check_pipeline_packs(load_file(pipeline), cache=PackCache(tmp_path / "c")))
+    assert found.code == "CD500"
+    assert found.hint == (
+        "repository ./norepo does not exist (paths under repositories: are relative to "
+        "the pipeline file); fix repositories:, then lock again"
+    )
 
 
 def test_with_parameters_and_suggestor_names_are_checked_in_the_pipeline(tmp_path: Path) -> None:

@@ -228,3 +228,22 @@ def test_lock_names_a_repository_folder_that_does_not_exist(tmp_path: Path) -> N
     code, _, err = _cli("pack", "yank", "alpha", "1.0.0", "--repo", "http://127.0.0.1:9/r")
     assert code == 3
     assert "needs a folder repository" in err
+
+
+EDITS = Path(__file__).parent / "edits"
+
+
+@pytest.mark.parametrize("name", ["four_spaces", "markers", "trailing_comment"])
+def test_add_changes_only_the_packs_lines(name: str) -> None:
+    original = (EDITS / f"{name}.yaml").read_bytes().decode("utf-8")
+    expected = (EDITS / f"{name}.expected.yaml").read_bytes().decode("utf-8")
+    assert add_pack_requirement(original, "optimization", ">=1.0") == expected
+    crlf = add_pack_requirement(original.replace("\n", "\r\n"), "optimization", ">=1.0")
+    assert crlf == expected.replace("\n", "\r\n")
+
+
+def test_a_new_entry_goes_above_a_comment_that_introduces_the_next_key() -> None:
+    text = "name: x\npacks:\n  a: '>=1'\n# the seeds\nseeds: []\n"
+    assert add_pack_requirement(text, "b", ">=2") == (
+        "name: x\npacks:\n  a: '>=1'\n  b: '>=2'\n# the seeds\nseeds: []\n"
+    )

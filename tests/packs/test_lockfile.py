@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from converge_dsl import codes
 from converge_dsl.cli import run
 from converge_dsl.errors import PackError
 from converge_dsl.packs import PackCache, lock_path, lock_pipeline, publish, read_lock
-from converge_dsl.packs._lockfile import lock_problems
+from converge_dsl.packs._lockfile import exclusive, lock_problems
 
 from .conftest import make_pack, write_pipeline
 
@@ -131,3 +133,45 @@ def test_a_malformed_lock_entry_is_a_pack_error_not_a_traceback(
     assert problem in caught.value.message
     ((code, _),) = lock_problems(pipeline, {"alpha": ">=1"}, ({"path": "repo"},))
     assert code == codes.LOCK_STALE
+
+
+def _lock_many(folder: str, names: list[str], rounds: int) -> None:
+    from converge_dsl.packs import PackCache, lock_pipeline
+
+    for _ in range(rounds):
+        for name in names:
+            lock_pipeline(Path(folder) / name, cache=PackCache(Path(folder) / "cache"))
+
+
+def test_concurrent_lock_runs_in_one_folder_keep_every_section(
+    tmp_path: Path, pipeline: Path
+) -> None:
+    names = [f"p{i}.yaml" for i in range(8)]
+    for name in names:
+        (tmp_path / name).write_text(pipeline.read_text(), encoding="utf-8")
+    context = multiprocessing.get_context("fork")
+    workers = [
+        context.Process(target=_lock_many, args=(str(tmp_path), names[i::4], 3)) for i in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    body = json.loads((tmp_path / "converge.lock").read_text())
+    assert sorted(body["pipelines"]) == names
+    assert not list(tmp_path.glob(".converge.lock.*.tmp"))
+
+
+def test_a_held_lock_file_makes_a_second_writer_give_up_clearly(tmp_path: Path) -> None:
+    target = tmp_path / "converge.lock"
+    with exclusive(target):
+        started = time.monotonic()
+        with pytest.raises(PackError) as caught, exclusive(target, wait_s=0.3):
+            pass
+        assert time.monotonic() - started >= 0.3
+    assert caught.value.message == (
+        "converge.lock is being written by another converge-dsl process; gave up after 0.3 s"
+    )
+    with exclusive(target, wait_s=0):  # released on exit
+        pass

@@ -1,0 +1,73 @@
+"""The human renderer: terminal-safe text and excerpts cut around the caret."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from converge_dsl.diagnostics import Diagnostic, Severity
+from converge_dsl.frontend._render import EXCERPT_WIDTH, render_human, terminal_safe
+
+
+def _diag(line: int, column: int, end_column: int, message: str = "bad") -> Diagnostic:
+    return Diagnostic(
+        code="CD100",
+        severity=Severity.ERROR,
+        message=message,
+        file="p.yaml",
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=end_column,
+    )
+
+
+def test_controls_and_bidi_are_escaped_visibly() -> None:
+    text = "a\x1b[2J\x1b]0;pwned\x07\u202eevil\x00\x9b\u2066 ok\n\tnext"
+    assert terminal_safe(text) == (
+        "a\\x1b[2J\\x1b]0;pwned\\x07\\u202eevil\\x00\\x9b\\u2066 ok\n\tnext"
+    )
+
+
+@given(st.text())
+def test_safe_text_has_no_terminal_controls(text: str) -> None:
+    safe = terminal_safe(text)
+    assert not any(ord(c) < 0x20 and c not in "\n\t" for c in safe)
+    assert not any(0x7F <= ord(c) <= 0x9F for c in safe)
+    assert not any("\u202a" <= c <= "\u202e" or "\u2066" <= c <= "\u2069" for c in safe)
+
+
+def test_excerpt_and_message_are_escaped_and_caret_follows() -> None:
+    source = 'id: "\x1b[31mx"\n'
+    out = render_human([_diag(1, 11, 12, "id \x1b[2J")], {"p.yaml": source})
+    assert "\x1b" not in out
+    assert "id \\x1b[2J" in out
+    shown, caret = out.splitlines()[3:5]
+    assert shown == '1 | id: "\\x1b[31mx"'
+    assert caret.index("^") == shown.index('x"')
+
+
+def test_long_line_is_cut_to_a_window_around_the_caret() -> None:
+    line = "k: " + "a" * 500_000 + "BAD" + "b" * 500_000
+    column = line.index("BAD") + 1
+    out = render_human([_diag(1, column, column + 3)], {"p.yaml": line + "\n"})
+    shown, caret = out.splitlines()[3:5]
+    assert len(shown) <= EXCERPT_WIDTH + 10
+    assert shown.startswith("1 | …")
+    assert shown.endswith("…")
+    assert caret.index("^") == shown.index("BAD")
+    assert caret.count("^") == 3
+
+
+def test_underline_of_a_long_span_is_capped_to_the_window() -> None:
+    line = "k: " + "a" * 10_000
+    out = render_human([_diag(1, 4, len(line) + 1)], {"p.yaml": line})
+    shown, caret = out.splitlines()[3:5]
+    assert shown.endswith("…")
+    assert len(caret) <= len(shown)
+    assert caret.index("^") == shown.index("a")
+
+
+def test_short_lines_are_unchanged() -> None:
+    out = render_human([_diag(1, 4, 7)], {"p.yaml": "k: abc\n"})
+    assert out.splitlines()[3:5] == ["1 | k: abc", "  |    ^^^"]
