@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -125,5 +126,17 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))
+    """Console-script entry point.
+
+    Ends the process without the interpreter's teardown, which would free every
+    object of a large pipeline one by one (a tenth of `validate`'s time on a
+    10k-line file). Commands close what they write before they return; only the
+    standard streams are left to flush. mypy's command line ends the same way.
+    """
+    code = run(sys.argv[1:], sys.stdout, sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # a closed pipe (`converge-dsl ... | head`): nothing left to say
+            code = code or EXIT_FAILURE
+    os._exit(code)
