@@ -221,3 +221,43 @@ def test_blocking_summarizer_does_not_stall_other_suggestors(kind: str) -> None:
     assert log[0] == "other:done"
     assert log[1:4] == ["fallback:timeout"] * 3
     assert log[-1] == "elapsed<2"  # three timeouts of 0.3 s, not three 5 s blocks
+
+
+def test_blocking_summarizer_does_not_stall_the_engine_cycle() -> None:
+    """The same law through the engine: another suggestor of the cycle finishes first."""
+    from converge_dsl.engine import Engine, ProposedFact, Provenance
+    from converge_dsl.engine.testing import FnSuggestor
+
+    timeout = (
+        "{max_calls: 5, max_input_chars: 5000, timeout_s: 0.3, "
+        "expected_summary_bytes: 20, cost_floor_multiple: 2}"
+    )
+    agent, _, _ = build("default: {reply: x, delay_s: 5}", timeout)
+    blocking = BlockingSummarizer()
+    agent = dataclasses.replace(agent, reducer=Reducer(agent.spec.summarizer, blocking))
+    finished: list[float] = []
+
+    def note(ctx: Any) -> list[ProposedFact]:
+        return [ProposedFact("signals", "other", "done", 1.0, Provenance("other@t"))]
+
+    class Other(FnSuggestor):
+        async def execute(self, ctx: Any) -> Any:
+            effect = await super().execute(ctx)
+            finished.append(time.monotonic() - started)
+            return effect
+
+    engine = Engine()
+    engine.register(agent)
+    engine.register(Other("other", ["seeds"], note, delay=0.05))
+    seeds = [ProposedFact("seeds", "s1", "a" * 120, 1.0, Provenance("seeds@t"))]
+    started = time.monotonic()
+    try:
+        result = asyncio.run(engine.run(seeds))
+    finally:
+        blocking.release.set()
+    elapsed = time.monotonic() - started
+    assert result.context.fact("signals", "other") is not None
+    # The other suggestor was not held up by the blocked summary call of the agent.
+    assert len(finished) == 1
+    assert finished[0] < 1.0
+    assert elapsed < 5  # bounded by the 0.3 s summary timeouts, not by the 5 s blocks
