@@ -46,6 +46,7 @@ from converge_dsl.models._openai import OpenAIWire
 from converge_dsl.models._redact import Redactor
 from converge_dsl.models._retry_after import retry_after_seconds
 from converge_dsl.models._sse import SseDecoder
+from converge_dsl.models._transport import ShardedTransport
 from converge_dsl.models._wire import Answer, ToolNames, WireFormat, WireSettings, load_json
 from converge_dsl.models.port import (
     AccountBinding,
@@ -286,18 +287,14 @@ class HttpModel(ModelDefaults):
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             settings = self._settings
+            transport = self._transport or ShardedTransport(settings.max_connections, 30.0)
             self._client = httpx.AsyncClient(
                 base_url=settings.base_url.rstrip("/"),
-                transport=self._transport,
+                transport=transport,
                 timeout=httpx.Timeout(
                     settings.read_timeout_s,
                     connect=settings.connect_timeout_s,
                     pool=settings.timeout_s,
-                ),
-                limits=httpx.Limits(
-                    max_connections=settings.max_connections,
-                    max_keepalive_connections=settings.max_connections,
-                    keepalive_expiry=30.0,
                 ),
                 headers={"content-type": "application/json", "user-agent": "converge-dsl"},
             )
