@@ -151,42 +151,44 @@ def template_problems(
             hint="check the {{ }} / {% %} pairs and the expression syntax",
         )
         return
+
+    def unknown(
+        code: str, message: str, name: str, known: frozenset[str], fallback: str
+    ) -> Diagnostic:
+        guess = did_you_mean(name, known)
+        return Diagnostic.at(
+            code,
+            message,
+            _find(doc, path, text, name),
+            path=path,
+            hint=f"did you mean {guess!r}?" if guess else fallback,
+        )
+
     for name in sorted(free - names):
-        guess = did_you_mean(name, names)
-        yield Diagnostic.at(
+        yield unknown(
             codes.UNKNOWN_NAME,
             f"{what} reads unknown name {name!r}",
-            _find(doc, path, text, name),
-            path=path,
-            hint=f"did you mean {guess!r}?"
-            if guess
-            else f"known names: {', '.join(sorted(names))}",
+            name,
+            names,
+            f"known names: {', '.join(sorted(names))}",
         )
-    allowed = ALLOWED_FILTERS
-    for name in sorted(set(filters) - allowed):
-        guess = did_you_mean(name, allowed)
-        yield Diagnostic.at(
+    for name in sorted(set(filters) - ALLOWED_FILTERS):
+        yield unknown(
             codes.UNKNOWN_FILTER,
             f"{what} uses unknown filter {name!r}",
-            _find(doc, path, text, name),
-            path=path,
-            hint=f"did you mean {guess!r}?"
-            if guess
-            else "see docs/errors.md for the allowed filters",
+            name,
+            ALLOWED_FILTERS,
+            "see docs/errors.md for the allowed filters",
         )
     if "inputs" in names and inputs is not None:
         for name in sorted(set(read_inputs) - inputs):
-            guess = did_you_mean(name, inputs)
-            yield Diagnostic.at(
+            yield unknown(
                 codes.UNKNOWN_INPUT,
                 f"{what} reads undeclared input {name!r}",
-                _find(doc, path, text, name),
-                path=path,
-                hint=f"did you mean {guess!r}?"
-                if guess
-                else f"declare it under 'inputs:' ({name}: {{description: ...}})",
+                name,
+                inputs,
+                f"declare it under 'inputs:' ({name}: {{description: ...}})",
             )
-
 
 def _find(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:
     """The span of the first whole-word `word` in the template, mapped onto the file."""
