@@ -186,12 +186,16 @@ def check_binop(op: str, left: Any, right: Any) -> None:
         raise _too_big()
 
 
-def check_join(items: Any, sep: Any = "", attribute: Any = None, *_: Any) -> Any:
-    """Materialise the items of a join; refuse it if the text would pass `MAX_SIZE`."""
-    from converge_dsl.templating import environment  # the sandbox's attribute rules
+def check_join(
+    items: Any, sep: Any = "", attribute: Any = None, *_: Any, environment: Any = None
+) -> Any:
+    """Materialise the items of a join; refuse it if the text would pass `MAX_SIZE`.
 
+    `environment` is the sandbox whose attribute rules read `attribute` (the
+    `join` filter passes its own; a `str.join` call has no attribute).
+    """
     seq = items if isinstance(items, str | list | tuple) else list(items)
-    parts = seq if attribute is None else map(make_attrgetter(environment(), attribute), seq)
+    parts = seq if attribute is None else map(make_attrgetter(environment, attribute), seq)
     step = len(sep) if isinstance(sep, str) else _text_size(sep, MAX_SIZE)
     size = 0
     if parts is seq and all(map(isinstance, seq, repeat(str))):  # fast path, in C
@@ -271,7 +275,9 @@ def guard_filter(name: str, func: Callable[..., Any], check: Callable[..., Any] 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         value = args[skip]
         spend(0, _size(value))
-        if check is not None:
+        if check is check_join:  # reads attributes under the sandbox's rules
+            value = check_join(value, *args[skip + 1 :], **kwargs, environment=args[0].environment)
+        elif check is not None:
             value = check(value, *args[skip + 1 :], **kwargs)
         return produce(func(*args[:skip], value, *args[skip + 1 :], **kwargs))
 
