@@ -234,37 +234,7 @@ class TimeWindowRoutingSolver(BaseSolver):
         windows = Findings("time-windows-respected")
         travel = Findings("travel-times-consistent")
         for route in plan["routes"]:
-            vehicle = route["vehicle"]
-            visits = [v for v in route["stops"] if v["stop"] in net.stops]
-            load = sum(net.stops[v["stop"]].demand for v in visits)
-            if vehicle in net.capacity:
-                capacity.require(
-                    load <= net.capacity[vehicle] + EPSILON,
-                    f"{vehicle} carries {number_text(load)}, "
-                    f"capacity {number_text(net.capacity[vehicle])}",
-                )
-            here, time = net.depot, max(route["departure"], net.open)
-            for visit in visits:
-                stop = net.stops[visit["stop"]]
-                windows.require(
-                    stop.earliest - EPSILON <= visit["start"] <= stop.latest + EPSILON,
-                    f"{stop.id} served at {number_text(visit['start'])}, window "
-                    f"[{number_text(stop.earliest)}, {number_text(stop.latest)}]",
-                )
-                earliest_arrival = time + net.distance(here, stop) / net.speed
-                travel.require(
-                    visit["arrival"] + EPSILON >= earliest_arrival
-                    and visit["start"] + EPSILON >= visit["arrival"]
-                    and visit["departure"] + EPSILON >= visit["start"] + stop.service,
-                    f"{vehicle} cannot be at {stop.id} by {number_text(visit['arrival'])}",
-                )
-                here, time = stop, visit["departure"]
-            home = time + net.distance(here, net.depot) / net.speed
-            windows.require(
-                route["return"] + EPSILON >= home and route["return"] <= net.close + EPSILON,
-                f"{vehicle} returns at {number_text(route['return'])}, "
-                f"depot closes at {number_text(net.close)}",
-            )
+            _check_route(net, route, capacity, windows, travel)
         accounted = Findings("every-stop-accounted")
         listed = {v["stop"] for r in plan["routes"] for v in r["stops"]} | {
             u["stop"] for u in plan["unserved"]
@@ -290,3 +260,39 @@ class TimeWindowRoutingSolver(BaseSolver):
             travel.result(),
             accounted.result(),
         )
+
+
+def _check_route(
+    net: _Network, route: JsonObject, capacity: Findings, windows: Findings, travel: Findings
+) -> None:
+    """Record one route's capacity, time-window and travel-time findings."""
+    vehicle = route["vehicle"]
+    visits = [v for v in route["stops"] if v["stop"] in net.stops]
+    load = sum(net.stops[v["stop"]].demand for v in visits)
+    if vehicle in net.capacity:
+        capacity.require(
+            load <= net.capacity[vehicle] + EPSILON,
+            f"{vehicle} carries {number_text(load)}, capacity {number_text(net.capacity[vehicle])}",
+        )
+    here, time = net.depot, max(route["departure"], net.open)
+    for visit in visits:
+        stop = net.stops[visit["stop"]]
+        windows.require(
+            stop.earliest - EPSILON <= visit["start"] <= stop.latest + EPSILON,
+            f"{stop.id} served at {number_text(visit['start'])}, window "
+            f"[{number_text(stop.earliest)}, {number_text(stop.latest)}]",
+        )
+        earliest_arrival = time + net.distance(here, stop) / net.speed
+        travel.require(
+            visit["arrival"] + EPSILON >= earliest_arrival
+            and visit["start"] + EPSILON >= visit["arrival"]
+            and visit["departure"] + EPSILON >= visit["start"] + stop.service,
+            f"{vehicle} cannot be at {stop.id} by {number_text(visit['arrival'])}",
+        )
+        here, time = stop, visit["departure"]
+    home = time + net.distance(here, net.depot) / net.speed
+    windows.require(
+        route["return"] + EPSILON >= home and route["return"] <= net.close + EPSILON,
+        f"{vehicle} returns at {number_text(route['return'])}, "
+        f"depot closes at {number_text(net.close)}",
+    )
