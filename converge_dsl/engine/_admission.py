@@ -1,22 +1,23 @@
-"""Admission of proposals: the kernel rules, the promotion gate, and promotion itself.
+"""Admission: effects merged through the kernel rules and the promotion gate into the context.
 
-Private: `_Run` inherits `Admission`, which holds the state the rules need
-(context, dirty keys, Lamport time, pending and human-rejected proposals) and
-emits events. Every rule that ends the run raises `_Stop`.
+Engine-internal. An `Admission` is built for one run with everything it
+needs (the run's state, the gate, the known keys, the fact budget, the
+invariants, the event log) and is the only writer of facts during the run:
+it promotes, rejects (into `diagnostic` facts), holds proposals for a human,
+and checks invariants. Every rule that ends the run raises `Stop`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, NoReturn
 
-from pydantic import BaseModel
-
-from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
-from converge_dsl.engine.budget import Budget, StopReason
-from converge_dsl.engine.context import Context
-from converge_dsl.engine.events import EventSink
+from converge_dsl.engine._runstate import EventLog, RunState, Stop
+from converge_dsl.engine.budget import StopReason
+from converge_dsl.engine.invariants import Invariant, InvariantClass
 from converge_dsl.engine.policy import PromotionGate
 from converge_dsl.engine.state import PendingProposal
 from converge_dsl.engine.types import (
@@ -25,26 +26,13 @@ from converge_dsl.engine.types import (
     PromotionRecord,
     ProposedFact,
     Provenance,
+    Suggestor,
     freeze_json,
-    key_sort_key,
 )
-from converge_dsl.errors import ConvergeError, KernelError
-
-if TYPE_CHECKING:
-    from converge_dsl.engine.engine import Engine
+from converge_dsl.errors import ConvergeError, KernelError, RunError
 
 _ENGINE_PROVENANCE = Provenance("engine")
-
-
-class _Stop(Exception):
-    def __init__(self, reason: StopReason, error: ConvergeError | None = None) -> None:
-        super().__init__(str(reason))
-        self.reason = reason
-        self.error = error
-
-
-def _sorted_keys(keys: set[str]) -> tuple[str, ...]:
-    return tuple(sorted(keys, key=key_sort_key))
+_SEED_PROVENANCE = Provenance("seed")
 
 
 def _same_content(a: ProposedFact | Fact, b: ProposedFact) -> bool:
@@ -58,88 +46,128 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 class Admission:
-    engine: Engine
-    ctx: Context
-    gate: PromotionGate
-    budget: Budget
-    clock: Clock
-    sink: EventSink | None
-    emitting: bool
-    events: list[BaseModel]
-    dirty: set[str]
-    lamport: int
-    rejected: set[str]
-    pending: list[PendingProposal]
-    promoted: int
-    evidence: dict[str, tuple[str, ...]]
-    links: dict[tuple[str | None, int], str]
+    """Merges proposals into one run's context (DESIGN §1.1, steps 1, 5 and 6)."""
 
-    def _admit(
+    __slots__ = (
+        "_ctx",
+        "_evidence",
+        "_gate",
+        "_invariants",
+        "_known_keys",
+        "_links",
+        "_log",
+        "_max_facts",
+        "_state",
+        "_writer",
+    )
+
+    def __init__(
+        self,
+        *,
+        state: RunState,
+        gate: PromotionGate,
+        known_keys: frozenset[str],
+        max_facts: int,
+        invariants: Mapping[InvariantClass, Sequence[Invariant]],
+        log: EventLog,
+    ) -> None:
+        self._state = state
+        self._ctx = state.context
+        self._writer = state.writer
+        self._gate = gate
+        self._known_keys = known_keys
+        self._max_facts = max_facts
+        self._invariants = invariants
+        self._log = log
+        self._evidence: dict[str, tuple[str, ...]] = {}
+        self._links: dict[tuple[str | None, int], str] = {}
+
+    # -- whole effects -------------------------------------------------------------
+
+    def seed(self, seeds: Sequence[ProposedFact], staged: Sequence[PendingProposal]) -> None:
+        """Promote seed facts and human-approved proposals before the first cycle."""
+        ctx = self._ctx
+        before, cycle = ctx.version, ctx.cycle
+        for seed in seeds:
+            self.admit(
+                "seeds",
+                replace(seed, provenance=_SEED_PROVENANCE) if seed.provenance.is_empty else seed,
+                cycle,
+                gate="seed",
+                approver="pipeline",
+                hitl=False,
+            )
+        for item in staged:
+            self.admit_checked(
+                item.suggestor,
+                item.proposal,
+                item.cycle,
+                gate="human",
+                approver="human",
+                evidence=(f"suggestor:{item.suggestor}", f"hitl:{item.reason}"),
+            )
+        if ctx.version != before:
+            self.check_invariants("structural")
+
+    def merge(self, suggestor: Suggestor, proposals: Sequence[ProposedFact], cycle: int) -> None:
+        """Admit one suggestor's proposals in order, then check the structural invariants."""
+        name = suggestor.name
+        before = self._ctx.version
+        require = self._gate.policy.require_provenance
+        for proposed in proposals:
+            proposal = proposed
+            if proposal.provenance.is_empty:
+                if require:
+                    raise Stop(
+                        StopReason.ERROR,
+                        KernelError(
+                            f"proposal {proposal.key}/{proposal.id} has an empty provenance",
+                            hint="every proposal must say where it came from",
+                            suggestor=name,
+                            cycle=cycle,
+                        ),
+                    )
+                proposal = replace(proposal, provenance=suggestor.provenance())
+            self.admit(name, proposal, cycle, gate="auto", approver="engine", hitl=True)
+        if self._ctx.version != before:
+            self.check_invariants("structural")
+
+    # -- one proposal --------------------------------------------------------------
+
+    def admit(
         self, name: str, proposal: ProposedFact, cycle: int, *, gate: str, approver: str, hitl: bool
     ) -> None:
         """Pass `proposal` from `name` through the kernel rules and the gate."""
         key = proposal.key
-        if key not in self.engine._known_keys:
-            close = did_you_mean(key, self.engine._known_keys)
-            raise _Stop(
-                StopReason.ERROR,
-                KernelError(
-                    f"proposal {proposal.id!r} targets unknown key {key!r}",
-                    hint=f"did you mean {close!r}?" if close else "declare the key in `keys:`",
-                    suggestor=name,
-                    cycle=cycle,
-                ),
-            )
-        if proposal.id in self.rejected:
+        if key not in self._known_keys:
+            self._unknown_key(name, proposal, cycle)
+        if proposal.id in self._state.rejected:
             return  # a human said no: silently dropped
-        existing: ProposedFact | Fact | None = self.ctx.fact(key, proposal.id)
-        if existing is None:
-            existing = (
-                next(
-                    (
-                        p.proposal
-                        for p in self.pending
-                        if p.proposal.key == key and p.id == proposal.id
-                    ),
-                    None,
-                )
-                if self.pending
-                else None
-            )
+        existing = self._existing(key, proposal.id)
         if existing is not None:
             if _same_content(existing, proposal):
                 return
-            raise _Stop(
-                StopReason.ERROR,
-                KernelError(
-                    f"conflicting fact {key}/{proposal.id}: it holds "
-                    f"{_short(existing.content_text())!r} (from {existing.provenance}), "
-                    f"the new proposal holds {_short(proposal.content_text())!r}",
-                    hint="the same id must always carry the same content",
-                    suggestor=name,
-                    cycle=cycle,
-                ),
-            )
-        reason = self.gate.rejection(proposal)
+            self._conflict(name, existing, proposal, cycle)
+        reason = self._gate.rejection(proposal)
         if reason is not None:
             self._reject(name, proposal, reason, cycle)
             return
         if hitl:
-            why = self.gate.needs_human(proposal)
+            why = self._gate.needs_human(proposal)
             if why is not None:
-                self.pending.append(PendingProposal(proposal, name, cycle, why))
-                if self.emitting:
-                    self._emit(
+                self._state.pending.append(PendingProposal(proposal, name, cycle, why))
+                if self._log.enabled:
+                    self._log.emit(
                         ev.ProposalPending(
                             cycle=cycle, suggestor=name, key=key, id=proposal.id, reason=why
                         )
                     )
                 return
-        self._promote(
-            name, proposal, cycle, gate=gate, approver=approver, evidence=self._evidence(name)
+        self.promote(
+            name, proposal, cycle, gate=gate, approver=approver, evidence=self._evidence_of(name)
         )
 
-    def _admit_checked(
+    def admit_checked(
         self,
         name: str,
         proposal: ProposedFact,
@@ -150,13 +178,13 @@ class Admission:
         evidence: tuple[str, ...],
     ) -> None:
         """Promote an already-gated proposal (identical fact: no-op; different one: conflict)."""
-        existing = self.ctx.fact(proposal.key, proposal.id)
+        existing = self._ctx.fact(proposal.key, proposal.id)
         if existing is None:
-            self._promote(name, proposal, cycle, gate=gate, approver=approver, evidence=evidence)
+            self.promote(name, proposal, cycle, gate=gate, approver=approver, evidence=evidence)
         elif not _same_content(existing, proposal):
-            self._admit(name, proposal, cycle, gate=gate, approver=approver, hitl=False)
+            self.admit(name, proposal, cycle, gate=gate, approver=approver, hitl=False)
 
-    def _promote(
+    def promote(
         self,
         name: str | None,
         proposal: ProposedFact,
@@ -166,12 +194,13 @@ class Admission:
         approver: str,
         evidence: tuple[str, ...],
     ) -> None:
-        ctx = self.ctx
-        if ctx.version >= self.budget.max_facts:
-            raise _Stop(StopReason.FACT_BUDGET_EXHAUSTED)
-        self.lamport += 1
+        """Turn `proposal` into a fact (over `max_facts` -> `fact_budget_exhausted`)."""
+        state = self._state
+        if self._ctx.version >= self._max_facts:
+            raise Stop(StopReason.FACT_BUDGET_EXHAUSTED)
+        state.lamport += 1
         key = proposal.key
-        ctx._add_fact(
+        self._writer.add_fact(
             Fact(
                 key=key,
                 id=proposal.id,
@@ -184,44 +213,28 @@ class Admission:
                     cycle=cycle,
                     evidence=evidence,
                     trace_link=self._trace_link(name, cycle),
-                    logical_time=self.lamport,
+                    logical_time=state.lamport,
                 ),
             )
         )
-        self.dirty.add(key)
-        self.promoted += 1
-        if self.emitting:
-            self._emit(
+        state.dirty.add(key)
+        state.promoted += 1
+        if self._log.enabled:
+            self._log.emit(
                 ev.FactPromoted(
                     cycle=cycle,
                     suggestor=name,
                     key=key,
                     id=proposal.id,
                     gate=gate,
-                    logical_time=self.lamport,
+                    logical_time=state.lamport,
                 )
             )
 
-    def _evidence(self, name: str) -> tuple[str, ...]:
-        # Shared per suggestor: one tuple for all its facts, not one per fact.
-        evidence = self.evidence.get(name)
-        if evidence is None:
-            evidence = self.evidence[name] = (f"suggestor:{name}",)
-        return evidence
-
-    def _trace_link(self, name: str | None, cycle: int) -> str:
-        link = self.links.get((name, cycle))
-        if link is None:
-            link = f"cycle/{cycle}/{name}" if name else f"cycle/{cycle}"
-            if len(self.links) > 4096:
-                self.links.clear()
-            self.links[(name, cycle)] = link
-        return link
-
-    def _engine_fact(self, fact_id: str, content: dict[str, Any], cycle: int) -> None:
+    def engine_fact(self, fact_id: str, content: dict[str, Any], cycle: int) -> None:
         """A `diagnostic` fact written by the engine itself; an existing id is kept."""
-        if self.ctx.fact(DIAGNOSTIC, fact_id) is None:
-            self._promote(
+        if self._ctx.fact(DIAGNOSTIC, fact_id) is None:
+            self.promote(
                 None,
                 ProposedFact(DIAGNOSTIC, fact_id, freeze_json(content), 1.0, _ENGINE_PROVENANCE),
                 cycle,
@@ -230,14 +243,104 @@ class Admission:
                 evidence=(),
             )
 
+    # -- invariants ------------------------------------------------------------------
+
+    def check_invariants(self, invariant_class: InvariantClass) -> None:
+        """Check one class of invariants against the context, in registration order.
+
+        A critical violation stops the run (`invariant_violated`); any other
+        becomes the `diagnostic` fact `invariant:{name}`.
+        """
+        ctx, cycle = self._ctx, self._ctx.cycle
+        for invariant in self._invariants[invariant_class]:
+            try:
+                message = invariant.check(ctx)
+            except Exception as exc:
+                error = (
+                    exc
+                    if isinstance(exc, ConvergeError)
+                    else RunError(
+                        f"invariant {invariant.name!r} raised {type(exc).__name__}: {exc}",
+                        cycle=cycle,
+                    )
+                )
+                raise Stop(StopReason.ERROR, error) from None
+            if self._log.enabled:
+                self._log.emit(
+                    ev.InvariantChecked(
+                        cycle=cycle,
+                        invariant=invariant.name,
+                        invariant_class=invariant_class,
+                        critical=invariant.critical,
+                        holds=message is None,
+                        message=message,
+                    )
+                )
+            if message is None:
+                continue
+            if invariant.critical:
+                raise Stop(
+                    StopReason.INVARIANT_VIOLATED,
+                    RunError(
+                        f"{invariant_class} invariant {invariant.name!r} violated: {message}",
+                        cycle=cycle,
+                    ),
+                )
+            self.engine_fact(
+                f"invariant:{invariant.name}",
+                {"invariant": invariant.name, "class": invariant_class, "message": message},
+                cycle,
+            )
+
+    # -- rules -------------------------------------------------------------------------
+
+    def _unknown_key(self, name: str, proposal: ProposedFact, cycle: int) -> NoReturn:
+        close = did_you_mean(proposal.key, self._known_keys)
+        raise Stop(
+            StopReason.ERROR,
+            KernelError(
+                f"proposal {proposal.id!r} targets unknown key {proposal.key!r}",
+                hint=f"did you mean {close!r}?" if close else "declare the key in `keys:`",
+                suggestor=name,
+                cycle=cycle,
+            ),
+        )
+
+    def _existing(self, key: str, fact_id: str) -> ProposedFact | Fact | None:
+        """The fact, or else the proposal pending a human, with this key and id."""
+        fact = self._ctx.fact(key, fact_id)
+        if fact is not None:
+            return fact
+        pending = self._state.pending
+        if not pending:
+            return None
+        return next(
+            (p.proposal for p in pending if p.proposal.key == key and p.id == fact_id), None
+        )
+
+    def _conflict(
+        self, name: str, existing: ProposedFact | Fact, proposal: ProposedFact, cycle: int
+    ) -> NoReturn:
+        raise Stop(
+            StopReason.ERROR,
+            KernelError(
+                f"conflicting fact {proposal.key}/{proposal.id}: it holds "
+                f"{_short(existing.content_text())!r} (from {existing.provenance}), "
+                f"the new proposal holds {_short(proposal.content_text())!r}",
+                hint="the same id must always carry the same content",
+                suggestor=name,
+                cycle=cycle,
+            ),
+        )
+
     def _reject(self, name: str, proposal: ProposedFact, reason: str, cycle: int) -> None:
-        if self.emitting:
-            self._emit(
+        if self._log.enabled:
+            self._log.emit(
                 ev.ProposalRejected(
                     cycle=cycle, suggestor=name, key=proposal.key, id=proposal.id, reason=reason
                 )
             )
-        self._engine_fact(
+        self.engine_fact(
             f"validation:rejected:{proposal.id}",
             {
                 "proposal": proposal.id,
@@ -248,11 +351,18 @@ class Admission:
             cycle,
         )
 
-    def _timing(self, duration: float | None = None) -> ev.Timing:
-        return ev.Timing(at=self.clock.monotonic(), duration_s=duration)
+    def _evidence_of(self, name: str) -> tuple[str, ...]:
+        # Shared per suggestor: one tuple for all its facts, not one per fact.
+        evidence = self._evidence.get(name)
+        if evidence is None:
+            evidence = self._evidence[name] = (f"suggestor:{name}",)
+        return evidence
 
-    def _emit(self, event: BaseModel) -> None:
-        if self.engine._record_events:
-            self.events.append(event)
-        if self.sink is not None:
-            self.sink(event)
+    def _trace_link(self, name: str | None, cycle: int) -> str:
+        link = self._links.get((name, cycle))
+        if link is None:
+            link = f"cycle/{cycle}/{name}" if name else f"cycle/{cycle}"
+            if len(self._links) > 4096:
+                self._links.clear()
+            self._links[(name, cycle)] = link
+        return link

@@ -16,6 +16,11 @@ from converge_dsl.errors import ConvergeError
 
 
 class Registry:
+    """The suggestors of one engine in registration order, indexed by the keys they read.
+
+    The engine passes it to each run, which asks it for `candidates`.
+    """
+
     __slots__ = ("_always", "_by_key", "_known_keys", "_names", "suggestors")
 
     def __init__(self, known_keys: frozenset[str]) -> None:

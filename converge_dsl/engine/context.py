@@ -3,9 +3,10 @@
 `Context` keeps one list of facts per key (in promotion order), an index by
 `(key, id)`, and the global promotion order. Reads are O(1) (the tuple a
 `get` returns is cached until the key grows). Only the engine writes to a
-context, through the underscore methods; suggestors see it as a read-only
-`ContextView` and never between the start of a cycle's `execute` calls and
-the end of their merge, so the view they read is stable for the whole cycle.
+context, through a `ContextWriter` (engine-internal); suggestors see it as a
+read-only `ContextView` and never between the start of a cycle's `execute`
+calls and the end of their merge, so the view they read is stable for the
+whole cycle.
 """
 
 from __future__ import annotations
@@ -48,11 +49,12 @@ class Context:
         A second fact with the same `(key, id)` is ignored (facts are unique by key and id).
         """
         ctx = cls()
+        writer = ContextWriter(ctx)
         for fact in facts:
             if ctx.fact(fact.key, fact.id) is None:
-                ctx._add_fact(fact)
-        ctx._set_cycle(cycle)
-        ctx._set_pending(pending)
+                writer.add_fact(fact)
+        writer.set_cycle(cycle)
+        writer.set_pending(pending)
         return ctx
 
     # -- ContextView ---------------------------------------------------------
@@ -112,9 +114,32 @@ class Context:
     def __repr__(self) -> str:
         return f"Context(facts={len(self._order)}, keys={list(self.keys())}, cycle={self._cycle})"
 
-    # -- writer side: only the engine calls these -----------------------------
 
-    def _add_fact(self, fact: Fact) -> None:
+class ContextWriter:
+    """Write access to one `Context`. Engine-internal: suggestors only ever see the read-only view.
+
+    The engine's run promotes facts, advances the cycle and publishes the
+    proposals pending a human through a writer; `Context` itself has no
+    public mutators. The writer enforces nothing: its caller (the engine's
+    admission) has already applied the kernel rules (see `add_fact`).
+    """
+
+    __slots__ = ("_by_key", "_cache", "_ctx", "_index", "_order")
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        # The containers are never rebound, so the writer holds them directly.
+        self._by_key = ctx._by_key
+        self._cache = ctx._cache
+        self._index = ctx._index
+        self._order = ctx._order
+
+    @property
+    def context(self) -> Context:
+        """The context written to."""
+        return self._ctx
+
+    def add_fact(self, fact: Fact) -> None:
         """Append `fact`. The caller has checked that `(key, id)` is new."""
         key = fact.key
         bucket = self._by_key.get(key)
@@ -126,11 +151,13 @@ class Context:
         self._index[(key, fact.id)] = fact
         self._order.append(fact)
 
-    def _set_cycle(self, cycle: int) -> None:
-        self._cycle = cycle
+    def set_cycle(self, cycle: int) -> None:
+        """Set the cycle `ContextView.cycle` reports."""
+        self._ctx._cycle = cycle
 
-    def _set_pending(self, proposals: Iterable[ProposedFact]) -> None:
+    def set_pending(self, proposals: Iterable[ProposedFact]) -> None:
+        """Replace the proposals pending a human (`ContextView.proposals`), grouped by key."""
         grouped: dict[str, list[ProposedFact]] = {}
         for proposal in proposals:
             grouped.setdefault(proposal.key, []).append(proposal)
-        self._pending = {key: tuple(items) for key, items in grouped.items()}
+        self._ctx._pending = {key: tuple(items) for key, items in grouped.items()}

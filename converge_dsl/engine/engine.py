@@ -29,8 +29,10 @@ from typing import Literal
 
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._registry import Registry
-from converge_dsl.engine._run import _Run
+from converge_dsl.engine._run import Run
+from converge_dsl.engine._runstate import EventLog, RunState
 from converge_dsl.engine.budget import Budget, UsageMeter
 from converge_dsl.engine.events import EventSink
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, Invariant, InvariantClass
@@ -80,8 +82,7 @@ class Engine:
         self._sink = events
         self._record_events = record_events
         self._usage = UsageMeter(budget, clock=self.clock)
-        self._cancelled = False
-        self._current: _Run | None = None
+        self._current: Run | None = None
 
     def register(self, suggestor: Suggestor) -> None:
         """Add a suggestor; registration order is merge order. A duplicate name is an error."""
@@ -106,10 +107,9 @@ class Engine:
         In-flight `execute` calls are cancelled. Call it on the run's event loop
         (from another thread: `loop.call_soon_threadsafe(engine.cancel)`).
         """
-        self._cancelled = True
         run = self._current
-        if run is not None and run.inflight is not None:
-            run.inflight.cancel()
+        if run is not None:
+            run.cancel()
 
     async def run(
         self,
@@ -170,10 +170,33 @@ class Engine:
     ) -> RunResult:
         if self._current is not None:
             raise ConvergeError("this engine is already running; one engine runs one run at a time")
-        self._cancelled = False
-        run = _Run(self, state or EngineState(), on_cycle_end)
-        self._current = run
+        run = self._current = self._build_run(state or EngineState(), on_cycle_end)
         try:
             return await run.execute(seeds, staged, resumed=state is not None)
         finally:
             self._current = None
+
+    def _build_run(
+        self, state: EngineState, on_cycle_end: Callable[[EngineState], None] | None
+    ) -> Run:
+        """A run continuing from `state`, wired to this engine's parts; the usage meter restarts."""
+        run_state = RunState.restore(state, self._usage)
+        log = EventLog(self._sink, record=self._record_events, clock=self.clock)
+        admission = Admission(
+            state=run_state,
+            gate=self._gate,
+            known_keys=self._known_keys,
+            max_facts=self.budget.max_facts,
+            invariants=self._invariants,
+            log=log,
+        )
+        return Run(
+            state=run_state,
+            admission=admission,
+            registry=self._registry,
+            log=log,
+            budget=self.budget,
+            clock=self.clock,
+            stop_on_error=self.on_error == "stop",
+            on_cycle_end=on_cycle_end,
+        )

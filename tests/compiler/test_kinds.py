@@ -102,8 +102,9 @@ def test_idempotent_default_accepts_until_own_fact_exists(compile_yaml: Compile)
     # another suggestor's fact under the target does not count
     assert rule.accepts(_ctx(_fact("strategies", "o", "other@t")))
     assert not rule.accepts(_ctx(_fact("strategies", "s", "r@t")))
-    pending = _ctx()
-    pending._set_pending([ProposedFact("strategies", "s", "x", 1.0, Provenance("r@t"))])
+    pending = Context.from_facts(
+        (), cycle=3, pending=[ProposedFact("strategies", "s", "x", 1.0, Provenance("r@t"))]
+    )
     assert not rule.accepts(pending)
 
 

@@ -8,6 +8,7 @@ from converge_dsl.engine import (
     ProposedFact,
     Provenance,
 )
+from converge_dsl.engine.context import ContextWriter
 
 
 def _fact(key: str, fact_id: str, content: str = "c", time: int = 1) -> Fact:
@@ -42,9 +43,10 @@ def test_context_is_a_context_view_with_per_key_order() -> None:
 
 def test_get_sees_appended_facts_and_is_a_stable_tuple() -> None:
     ctx = Context()
-    ctx._add_fact(_fact("seeds", "a"))
+    writer = ContextWriter(ctx)
+    writer.add_fact(_fact("seeds", "a"))
     first = ctx.get("seeds")
-    ctx._add_fact(_fact("seeds", "b"))
+    writer.add_fact(_fact("seeds", "b"))
     assert [f.id for f in first] == ["a"]
     assert [f.id for f in ctx.get("seeds")] == ["a", "b"]
     assert ctx.get("seeds") is ctx.get("seeds")
@@ -60,3 +62,23 @@ def test_from_facts_keeps_the_first_of_duplicate_ids_and_pending_proposals() -> 
     assert ctx.proposals("seeds") == ()
     assert ctx.pending() == (pending,)
     assert len(ctx) == 1
+
+
+def test_a_writer_sets_the_cycle_and_the_pending_proposals_of_its_context() -> None:
+    ctx = Context()
+    writer = ContextWriter(ctx)
+    assert writer.context is ctx
+    writer.set_cycle(4)
+    first = ProposedFact("strategies", "p", "x", 0.9, Provenance("s"))
+    second = ProposedFact("seeds", "q", "y", 0.9, Provenance("s"))
+    writer.set_pending([first, second])
+    assert ctx.cycle == 4
+    assert ctx.proposals("strategies") == (first,)
+    assert ctx.pending() == (second, first)  # key sort order
+    writer.set_pending(())
+    assert ctx.pending() == ()
+
+
+def test_a_context_has_no_public_mutators() -> None:
+    public = {name for name in dir(Context) if not name.startswith("_")}
+    assert not {"add_fact", "set_cycle", "set_pending"} & public

@@ -1,0 +1,123 @@
+"""What one run mutates, where its events go, and how it stops. Engine-internal.
+
+`RunState` holds everything a run changes (context, dirty keys, Lamport
+time, pending and human-rejected proposals, usage) and turns into an
+`EngineState` at any cycle boundary. `EventLog` delivers a run's events to
+the engine's sink and records them for the `RunResult`. Every rule that ends
+the run raises `Stop`, wherever it is checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from converge_dsl.clock import Clock
+from converge_dsl.engine import events as ev
+from converge_dsl.engine.budget import StopReason, UsageMeter, UsageTotals
+from converge_dsl.engine.context import Context, ContextWriter
+from converge_dsl.engine.events import EventSink
+from converge_dsl.engine.state import EngineState, PendingProposal
+from converge_dsl.engine.types import key_sort_key
+from converge_dsl.errors import ConvergeError
+
+
+class Stop(Exception):
+    """Ends the run with `reason` (and `error`, for `error` and `invariant_violated`)."""
+
+    def __init__(self, reason: StopReason, error: ConvergeError | None = None) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
+        self.error = error
+
+
+def sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
+    """`keys` in key sort order (built-in keys first, in DESIGN order)."""
+    return tuple(sorted(keys, key=key_sort_key))
+
+
+def restore_usage(meter: UsageMeter, totals: UsageTotals) -> None:
+    """Set `meter`'s counts to `totals` (a resumed run continues its usage)."""
+    # The only reach into the meter's private side; it becomes a public
+    # `UsageMeter.restore` once budget.py offers one.
+    meter._restore(totals)
+
+
+@dataclass(slots=True, eq=False)
+class RunState:
+    """The mutable state of one run.
+
+    `dirty` holds the keys that received facts since the current cycle began
+    (the next cycle's dirty keys); `promoted` counts the facts promoted in the
+    current cycle; `rejected` holds the ids a human rejected, which are
+    dropped silently if proposed again.
+    """
+
+    context: Context
+    writer: ContextWriter
+    usage: UsageMeter
+    dirty: set[str]
+    lamport: int
+    rejected: set[str]
+    pending: list[PendingProposal]
+    promoted: int = 0
+
+    @classmethod
+    def restore(cls, state: EngineState, usage: UsageMeter) -> RunState:
+        """The run state continuing from `state`; `usage` is reset to the state's totals."""
+        context = Context.from_facts(state.facts, cycle=state.cycle)
+        restore_usage(usage, state.usage)
+        return cls(
+            context=context,
+            writer=ContextWriter(context),
+            usage=usage,
+            dirty=set(state.dirty),
+            lamport=state.lamport,
+            rejected=set(state.rejected_ids),
+            pending=list(state.pending),
+        )
+
+    def snapshot(self) -> EngineState:
+        """The resumable `EngineState` of the run as it stands."""
+        return EngineState(
+            facts=self.context.facts(),
+            cycle=self.context.cycle,
+            dirty=sorted_keys(self.dirty),
+            lamport=self.lamport,
+            rejected_ids=tuple(sorted(self.rejected)),
+            pending=tuple(self.pending),
+            usage=self.usage.totals,
+        )
+
+
+class EventLog:
+    """A run's events: each goes to the sink (if any) and, with `record`, into `events`.
+
+    `enabled` is false when nobody would see an event, so callers skip
+    building them at all.
+    """
+
+    __slots__ = ("_clock", "_record", "_sink", "enabled", "events")
+
+    def __init__(self, sink: EventSink | None, *, record: bool, clock: Clock) -> None:
+        self._sink = sink
+        self._record = record
+        self._clock = clock
+        self.enabled = sink is not None or record
+        self.events: list[BaseModel] = []
+
+    def emit(self, event: BaseModel) -> None:
+        if self._record:
+            self.events.append(event)
+        if self._sink is not None:
+            self._sink(event)
+
+    def timing(self, duration: float | None = None) -> ev.Timing:
+        """A `Timing` read from the run's clock now."""
+        return ev.Timing(at=self._clock.monotonic(), duration_s=duration)
+
+    def recorded(self) -> tuple[BaseModel, ...]:
+        """The recorded events (empty when recording is off)."""
+        return tuple(self.events) if self._record else ()

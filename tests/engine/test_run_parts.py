@@ -1,0 +1,109 @@
+"""The run's parts work on their own: run state, event log and admission need no `Engine`."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from converge_dsl.clock import FakeClock
+from converge_dsl.engine import (
+    Budget,
+    Engine,
+    EngineState,
+    FactPromoted,
+    PendingProposal,
+    PromotionGate,
+    PromotionPolicy,
+    ProposedFact,
+    Provenance,
+    StopReason,
+    UsageMeter,
+    UsageTotals,
+)
+from converge_dsl.engine._admission import Admission
+from converge_dsl.engine._runstate import EventLog, RunState, Stop
+from converge_dsl.engine.invariants import INVARIANT_CLASSES
+from converge_dsl.engine.testing import FnSuggestor
+from converge_dsl.keys import BUILTIN_KEYS
+
+
+def _proposal(fact_id: str, content: str = "x", key: str = "signals") -> ProposedFact:
+    return ProposedFact(key, fact_id, content, 0.9, Provenance("p"))
+
+
+def _parts(
+    state: EngineState | None = None, *, max_facts: int = 100
+) -> tuple[RunState, Admission, list[BaseModel]]:
+    sink: list[BaseModel] = []
+    run_state = RunState.restore(state or EngineState(), UsageMeter(Budget()))
+    admission = Admission(
+        state=run_state,
+        gate=PromotionGate(PromotionPolicy(gated_keys=("strategies",))),
+        known_keys=frozenset(BUILTIN_KEYS),
+        max_facts=max_facts,
+        invariants={c: [] for c in INVARIANT_CLASSES},
+        log=EventLog(sink.append, record=False, clock=FakeClock()),
+    )
+    return run_state, admission, sink
+
+
+def test_run_state_restores_and_snapshots_an_engine_state() -> None:
+    run_state, admission, _ = _parts()
+    admission.admit("s", _proposal("a"), 1, gate="auto", approver="engine", hitl=True)
+    snapshot = run_state.snapshot()
+    again, _, _ = _parts(snapshot)
+    assert again.snapshot() == snapshot
+    assert snapshot.dirty == ("signals",)
+    assert snapshot.lamport == 1
+
+
+def test_restoring_a_run_state_resets_the_usage_meter() -> None:
+    meter = UsageMeter(Budget())
+    meter.record(model_calls=5, input_tokens=7)
+    run_state = RunState.restore(EngineState(usage=UsageTotals(2, 3, 4)), meter)
+    assert meter.totals == UsageTotals(2, 3, 4)
+    assert run_state.snapshot().usage == UsageTotals(2, 3, 4)
+
+
+def test_admission_promotes_holds_for_a_human_and_ignores_repeats() -> None:
+    run_state, admission, sink = _parts()
+    admission.admit("s", _proposal("a"), 1, gate="auto", approver="engine", hitl=True)
+    admission.admit("s", _proposal("a"), 1, gate="auto", approver="engine", hitl=True)
+    admission.admit(
+        "s", _proposal("h", key="strategies"), 1, gate="auto", approver="engine", hitl=True
+    )
+    assert [f.id for f in run_state.context.facts()] == ["a"]
+    assert [p.id for p in run_state.pending] == ["h"]
+    assert run_state.promoted == 1
+    assert [type(e).__name__ for e in sink] == ["FactPromoted", "ProposalPending"]
+    assert isinstance(sink[0], FactPromoted)
+    assert sink[0].logical_time == 1
+
+
+def test_admission_stops_the_run_on_a_conflict_and_over_the_fact_budget() -> None:
+    _, admission, _ = _parts(max_facts=1)
+    admission.admit("s", _proposal("a"), 1, gate="auto", approver="engine", hitl=True)
+    with pytest.raises(Stop) as conflict:
+        admission.admit("s", _proposal("a", "y"), 1, gate="auto", approver="engine", hitl=True)
+    assert conflict.value.reason is StopReason.ERROR
+    with pytest.raises(Stop) as full:
+        admission.admit("s", _proposal("b"), 1, gate="auto", approver="engine", hitl=True)
+    assert full.value.reason is StopReason.FACT_BUDGET_EXHAUSTED
+
+
+def test_a_pending_proposal_blocks_a_different_one_with_the_same_id() -> None:
+    pending = PendingProposal(_proposal("h", key="strategies"), "s", 1, "hitl")
+    _, admission, _ = _parts(EngineState(pending=(pending,)))
+    with pytest.raises(Stop):
+        admission.admit(
+            "t", _proposal("h", "other", key="strategies"), 2, gate="auto", approver="e", hitl=True
+        )
+
+
+def test_a_cancel_before_a_run_does_not_cancel_the_next_run() -> None:
+    engine = Engine(budget=Budget(max_cycles=3))
+    engine.register(FnSuggestor("s", [], lambda ctx: [_proposal("a")]))
+    engine.cancel()
+    assert asyncio.run(engine.run()).stop_reason is StopReason.CONVERGED
