@@ -1,14 +1,14 @@
 """The compiler: a validated pipeline document -> immutable typed pipeline objects.
 
 Public surface:
-- `compile_settings(document, *, inputs) -> PipelineSettings`: the cheap first step
+- `compile_settings(document, *, inputs)` -> `PipelineSettings`: the cheap first step
   (name, the engine's `Budget` and `PromotionPolicy`, `on_error`, resolved inputs,
   declared keys, seed facts, `ModelDeclaration`s by name, base dir). Raises
   `UsageError` for unknown or missing inputs.
 - `declare_models(document) -> {name: ModelDeclaration}`: the typed `models:` entries
   (the config handed to the models factory, the files each model reads).
 - `compile_pipeline(settings_or_document, *, inputs=None, models, usage, events=None,
-  builders=BUILDERS) -> CompiledPipeline` (the settings plus suggestors, the engine's
+  builders=BUILDERS)` -> `CompiledPipeline` (the settings plus suggestors, the engine's
   `Invariant`s with an `InvariantCheck`, models, spans). `inputs` only with a document.
 - `resolve_inputs(declared, given)`: declared inputs with defaults applied.
 - `CompileContext`: what every suggestor builder receives (pipeline name,

@@ -1,9 +1,9 @@
 """The runtime: run orchestration, trace writer, checkpoints, result documents.
 
 Public surface:
-- `run_pipeline(RunOptions) -> RunOutcome` (async): load, settings, usage meter, models,
-  compile, run; `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused
-  for a human.
+- `run_pipeline(options)` (async) -> `RunOutcome`: load, settings, usage meter, models,
+  compile, run. `RunOptions` is everything `converge-dsl run` can say;
+  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
   `outcome(compiled, result, decided, source_text) -> RunOutcome`,
@@ -12,8 +12,8 @@ Public surface:
   and pack, imported on first use), the table `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event), `CheckpointStore` (atomic checkpoints),
   `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`.
-- `RunResultDocument` (with `pending: [PendingModel]` when paused), `DiagnosticModel`,
-  `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
+- `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
+  `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
