@@ -17,7 +17,7 @@ from converge_dsl.agents._machine import CallModel, CallTools, Compact, Done, Tu
 from converge_dsl.agents._policy import SummaryBudget, stub_text, summary_text
 from converge_dsl.agents._spec import SummarizerSpec
 from converge_dsl.agents._summarizer import SpanSummarizer, side_call
-from converge_dsl.compiler._context import UsageRecorder
+from converge_dsl.compiler import UsageRecorder
 from converge_dsl.models.port import Message, ModelRequest, ToolCallPart, ToolResultPart
 
 # The model step: a reply, or None when the run's model budget forbids the call.

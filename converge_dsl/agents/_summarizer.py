@@ -16,8 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from converge_dsl.compiler import CompiledTemplate
-from converge_dsl.compiler._context import UsageRecorder
+from converge_dsl.compiler import CompiledTemplate, UsageRecorder
 from converge_dsl.models.port import Message, Model, ModelRequest
 
 T = TypeVar("T")

@@ -58,30 +58,25 @@ def _agents(
     document: LoadedDocument, inputs: dict[str, Any]
 ) -> tuple[list[AgentSpec], Context, RenderScopes]:
     """The agent specs of the pipeline, a context holding its seeds, and the render scopes."""
-    from converge_dsl.compiler import compile_context
+    from converge_dsl.compiler import compile_context, compile_settings
     from converge_dsl.engine.budget import Budget, UsageMeter
     from converge_dsl.engine.context import Context
-    from converge_dsl.engine.types import Fact, PromotionRecord, Provenance
+    from converge_dsl.engine.types import Fact, PromotionRecord
 
     data = document.data
-    ctx = compile_context(document, inputs=inputs, models={}, usage=UsageMeter(Budget()))
-    name, scopes = ctx.pipeline, ctx.scopes
+    settings = compile_settings(document, inputs=inputs)
+    ctx = compile_context(settings, models={}, usage=UsageMeter(Budget()))
+    scopes = ctx.scopes
     specs = [
         parse_agent(s, ("suggestors", i), ctx)
         for i, s in enumerate(data.get("suggestors") or ())
         if s.get("kind") == "agent"
     ]
+    plan_record = PromotionRecord("plan", "plan", 0)
     seeds = Context.from_facts(
         (
-            Fact(
-                str(s.get("key", "seeds")),
-                str(s["id"]),
-                s["content"],
-                Provenance(f"seeds@{name}"),
-                float(s.get("confidence", 1.0)),
-                PromotionRecord("plan", "plan", 0),
-            )
-            for s in data.get("seeds") or ()
+            Fact(s.key, s.id, s.content, s.provenance, s.confidence, plan_record)
+            for s in settings.seeds
         ),
         cycle=1,
     )

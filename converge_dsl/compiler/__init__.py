@@ -1,67 +1,77 @@
 """The compiler: a validated pipeline document -> immutable typed pipeline objects.
 
 Public surface:
-- `compile_pipeline(document, *, inputs, models, usage, events=None) -> CompiledPipeline`
-  (`compile` is an alias).
+- `compile_settings(document, *, inputs)` -> `PipelineSettings`: the cheap first step
+  (name, the engine's `Budget` and `PromotionPolicy`, `on_error`, resolved inputs,
+  declared keys, seed facts, `ModelDeclaration`s by name, base dir). Raises
+  `UsageError` for unknown or missing inputs.
+- `declare_models(document) -> {name: ModelDeclaration}`: the typed `models:` entries
+  (the config handed to the models factory, the files each model reads).
+- `compile_pipeline(settings_or_document, *, inputs=None, models, usage, events=None,
+  builders=BUILDERS)` -> `CompiledPipeline` (the settings plus suggestors, the engine's
+  `Invariant`s with an `InvariantCheck`, models, spans). `inputs` only with a document.
+- `resolve_inputs(declared, given)`: declared inputs with defaults applied.
 - `CompileContext`: what every suggestor builder receives (pipeline name,
   source map, models by name, usage meter, event sink, inputs, declared keys,
-  base dir, shared render scopes; `ctx.template(src, path)` /
+  base dir, shared render scopes, the builder table; `ctx.template(src, path)` /
   `ctx.expression(src, path)` compile once with located errors;
   `ctx.source(name)` is the provenance source `name@pipeline`).
-- `compile_context(document, *, inputs, models, usage, events=None) -> CompileContext`:
-  the context every builder receives (for tools that compile only some suggestors).
+- `compile_context(settings_or_document, *, inputs=None, models, usage, events=None,
+  builders=BUILDERS) -> CompileContext`: the context every builder receives (for
+  tools that compile only some suggestors).
 - `SuggestorCore` (name, provenance source, dependencies, targets, `when`, span,
   `accepts` with the idempotent default), `CoreSuggestor` (mixin delegating the
   protocol's identity members to `self.core`), `UsageRecorder` (the usage-meter
   protocol LLM-backed suggestors record into), `EventEmitter` (the event sink type).
 - `SuggestorBuilder = Callable[[spec, path, CompileContext], Suggestor]` and
-  `BUILDERS: dict[kind, SuggestorBuilder]` (seed, rule, llm; `agent` and `pack`
-  resolve lazily to `converge_dsl.agents.compile_agent` and
-  `converge_dsl.packs.compile_pack_suggestor`, or register with
-  `BUILDERS["agent"] = compile_agent`).
+  `BUILDERS: {kind: SuggestorBuilder}` (seed, rule, llm). The kinds that live above
+  the compiler (`agent`, `pack`) are added by the caller:
+  `compile_pipeline(..., builders={**BUILDERS, "agent": compile_agent})`.
 - `RenderScopes`, `with_item`: the render-time template context, built once per view version.
-- `CompiledTemplate`, `CompiledExpression`: render with a located `TemplateRunError`.
+- `CompiledTemplate`, `CompiledExpression`: render with a located `TemplateRunError`;
+  `template_span(source_map, path, lineno)`: where a template's line sits in the file.
 """
 
 from __future__ import annotations
 
 from ._common import CoreSuggestor, SuggestorCore
-from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder, template_span
+from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
 from ._pipeline import (
-    BUDGET_DEFAULTS,
     BUILDERS,
-    PROMOTION_DEFAULTS,
-    CompiledInvariant,
     CompiledPipeline,
-    builder_for,
+    InvariantCheck,
     compile_context,
     compile_pipeline,
-    resolve_inputs,
 )
 from ._scope import RenderScopes, with_item
-from ._template import CompiledExpression, CompiledTemplate
-
-compile = compile_pipeline
+from ._settings import (
+    ModelDeclaration,
+    PipelineSettings,
+    compile_settings,
+    declare_models,
+    resolve_inputs,
+)
+from ._template import CompiledExpression, CompiledTemplate, template_span
 
 __all__ = [
-    "BUDGET_DEFAULTS",
     "BUILDERS",
-    "PROMOTION_DEFAULTS",
     "CompileContext",
     "CompiledExpression",
-    "CompiledInvariant",
     "CompiledPipeline",
     "CompiledTemplate",
     "CoreSuggestor",
     "EventEmitter",
+    "InvariantCheck",
+    "ModelDeclaration",
+    "PipelineSettings",
     "RenderScopes",
     "SuggestorBuilder",
     "SuggestorCore",
     "UsageRecorder",
-    "builder_for",
-    "compile",
     "compile_context",
     "compile_pipeline",
+    "compile_settings",
+    "declare_models",
     "resolve_inputs",
     "template_span",
     "with_item",

@@ -1,8 +1,9 @@
 """What every suggestor builder receives, and the builder signature.
 
-The compiler dispatches each `suggestors[i]` entry on its `kind` through
-`BUILDERS` (see `converge_dsl.compiler._pipeline`). A builder is a plain
-function:
+The compiler dispatches each `suggestors[i]` entry on its `kind` through the
+builder table it is given (`ctx.builders`; the compiler's own `BUILDERS` hold
+seed, rule and llm, see `converge_dsl.compiler._pipeline`). A builder is a
+plain function:
 
     def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor
 
@@ -11,9 +12,10 @@ function:
   locates any of its nodes;
 - `ctx` gives the pipeline name, the source map, the compiled models, the usage
   meter, the event sink, the inputs, the declared keys, the base directory and
-  the shared render scopes (`ctx.scopes.scope(view)`), plus `ctx.template(...)`
-  and `ctx.expression(...)` which compile once and report a located
-  `PipelineInvalid` on error.
+  the shared render scopes (`ctx.scopes.scope(view)`), the builder table
+  (`ctx.builders`, for builders that build other kinds, e.g. a pack's template),
+  plus `ctx.template(...)` and `ctx.expression(...)` which compile once and
+  report a located `PipelineInvalid` on error.
 A builder returns an immutable object implementing the `Suggestor` protocol and
 exposing `span: SourceSpan`. It raises `PipelineInvalid` for problems it finds.
 """
@@ -34,7 +36,7 @@ from converge_dsl.models.port import Model
 from converge_dsl.templating import TemplateCompileError, undeclared_names
 
 from ._scope import RenderScopes
-from ._template import CompiledExpression, CompiledTemplate
+from ._template import CompiledExpression, CompiledTemplate, template_span
 
 
 class UsageRecorder(Protocol):
@@ -64,6 +66,7 @@ class CompileContext:
     declared_keys: tuple[str, ...]
     base_dir: Path
     scopes: RenderScopes
+    builders: Mapping[str, SuggestorBuilder]
 
     def source(self, suggestor: str) -> str:
         """The provenance source of a suggestor: `name@pipeline`."""
@@ -130,19 +133,6 @@ class CompileContext:
             return CompiledExpression.of(source, self.source_map, path)
         except TemplateCompileError as exc:
             raise self._compile_error(exc, path) from None
-
-
-def template_span(source_map: SourceMap, path: JsonPath, lineno: int | None) -> SourceSpan:
-    """The span of line `lineno` of the template at `path` (block scalars start a line later)."""
-    location = source_map.locate(path)
-    span = location.span
-    if not lineno or (lineno <= 1 and location.style not in ("|", ">")):
-        return span
-    offset = lineno if location.style in ("|", ">") else lineno - 1
-    line = span.line + offset
-    return SourceSpan(
-        span.file, line, 1 if offset else span.column, line, 1 if offset else span.end_column
-    )
 
 
 SuggestorBuilder = Callable[[Mapping[str, Any], JsonPath, CompileContext], Suggestor]

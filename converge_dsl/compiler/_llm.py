@@ -146,12 +146,15 @@ class LlmSuggestor(CoreSuggestor):
         return ProposedFact(
             key="diagnostic",
             id=f"llm:invalid-output:{self.core.name}:{cycle}",
-            content=freeze_json({"suggestor": self.core.name,
-                "target": self.target,
-                "cycle": cycle,
-                "error": reason,
-                "location": str(self.core.span),
-            }),
+            content=freeze_json(
+                {
+                    "suggestor": self.core.name,
+                    "target": self.target,
+                    "cycle": cycle,
+                    "error": reason,
+                    "location": str(self.core.span),
+                }
+            ),
             confidence=1.0,
             provenance=provenance,
         )

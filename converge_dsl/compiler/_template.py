@@ -27,10 +27,17 @@ from converge_dsl.templating import (
 )
 
 
-def _line_span(source_map: SourceMap, path: JsonPath, lineno: int | None) -> SourceSpan:
-    from ._context import template_span
-
-    return template_span(source_map, path, lineno)
+def template_span(source_map: SourceMap, path: JsonPath, lineno: int | None) -> SourceSpan:
+    """The span of line `lineno` of the template at `path` (block scalars start a line later)."""
+    location = source_map.locate(path)
+    span = location.span
+    if not lineno or (lineno <= 1 and location.style not in ("|", ">")):
+        return span
+    offset = lineno if location.style in ("|", ">") else lineno - 1
+    line = span.line + offset
+    return SourceSpan(
+        span.file, line, 1 if offset else span.column, line, 1 if offset else span.end_column
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +52,7 @@ class _Located:
     ) -> TemplateRunError:
         return TemplateRunError(
             f"template failed: {exc.message}",
-            span=_line_span(self.source_map, self.path, exc.lineno),
+            span=template_span(self.source_map, self.path, exc.lineno),
             suggestor=suggestor,
             cycle=cycle,
             hint=exc.hint,

@@ -51,8 +51,10 @@ class Engine:
     """Registers suggestors and runs them to a fixed point.
 
     `events` receives every event as it happens; `record_events` keeps them in
-    `RunResult.events` too (turn it off for very large runs). One engine runs
-    one run at a time.
+    `RunResult.events` too (turn it off for very large runs). `usage` is the
+    run's usage meter when the caller made it first (to hand it to suggestors
+    and models before the engine exists; it should meter `budget` on `clock`);
+    by default the engine makes its own. One engine runs one run at a time.
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class Engine:
         declared_keys: Sequence[str] = (),
         events: EventSink | None = None,
         record_events: bool = True,
+        usage: UsageMeter | None = None,
     ) -> None:
         if on_error not in ("stop", "diagnose"):
             raise ValueError(f"on_error must be 'stop' or 'diagnose', not {on_error!r}")
@@ -81,7 +84,7 @@ class Engine:
             self._invariants[invariant.invariant_class].append(invariant)
         self._sink = events
         self._record_events = record_events
-        self._usage = UsageMeter(budget, clock=self.clock)
+        self._usage = usage if usage is not None else UsageMeter(budget, clock=self.clock)
         self._current: Run | None = None
 
     def register(self, suggestor: Suggestor) -> None:

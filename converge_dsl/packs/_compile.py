@@ -10,9 +10,9 @@ the lock file beside the pipeline), then:
 - `rule`, `llm`, `agent`: instantiates the pack's template as a pipeline
   suggestor body (name from the pipeline, `target`/emit keys defaulting to
   `output`, `dependencies` to `[input]`, `model` to `default`; `when` and
-  `description` from the pipeline) and builds it with the compiler's builder
-  for that kind, in a context whose templates also see `params` (the `with:`
-  values).
+  `description` from the pipeline) and builds it with the pipeline's builder
+  for that kind (`ctx.builders`), in a context whose templates also see
+  `params` (the `with:` values).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl.compiler import CompileContext, RenderScopes, builder_for
+from converge_dsl.compiler import CompileContext, RenderScopes
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
@@ -116,7 +116,7 @@ def compile_pack_suggestor(
         )
     params = dict(spec.get("with") or {})
     if definition.kind != "solver":
-        builder = builder_for(definition.kind)
+        builder = ctx.builders.get(definition.kind)
         if builder is None:
             raise ctx.invalid(
                 codes.PACK_NOT_INSTALLABLE,

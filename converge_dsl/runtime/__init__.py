@@ -1,12 +1,20 @@
 """The runtime: run orchestration, trace writer, checkpoints, result documents.
 
 Public surface:
-- `run_pipeline(RunOptions) -> RunOutcome` (async): load, build models, compile, run;
+- `run_pipeline(options)` (async) -> `RunOutcome`: load, settings, usage meter, models,
+  compile, run. `RunOptions` is everything `converge-dsl run` can say;
   `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
-- `build_engine(compiled, sink, clock)`, `build_models(document, options)`, `load_document(path)`.
-- `TraceWriter` (JSONL event sink, flushed per event), `CheckpointStore` (atomic checkpoints).
-- `RunResultDocument` (with `pending: [PendingModel]` when paused), `TraceLine`
-  (pydantic; `exported_schemas()` gives `schemas/*.v1.json`).
+- `build_engine(compiled, sink, clock, usage=None) -> Engine`,
+  `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
+  `outcome(compiled, result, decided, source_text) -> RunOutcome`,
+  `run_error_diagnostic(error, source_text)`.
+- `SUGGESTOR_BUILDERS`: every suggestor kind (the compiler's seed, rule, llm plus agent
+  and pack, imported on first use), the table `compile_pipeline` is given.
+- `TraceWriter` (JSONL event sink, flushed per event), `CheckpointStore` (atomic checkpoints),
+  `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`.
+- `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
+  `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
+  `schema_text(...)` give `schemas/*.v1.json`).
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
 
@@ -23,22 +31,17 @@ from ._documents import (
     exported_schemas,
     schema_text,
 )
-from ._orchestrate import (
-    EXIT_BY_STOP,
-    RunOptions,
-    RunOutcome,
-    build_engine,
-    build_models,
-    load_document,
-    outcome,
-    run_error_diagnostic,
-    run_pipeline,
-)
+from ._engine import SUGGESTOR_BUILDERS, build_engine
+from ._models import build_models
+from ._options import RunOptions
+from ._orchestrate import load_document, run_pipeline
+from ._outcome import EXIT_BY_STOP, RunOutcome, outcome, run_error_diagnostic
 from ._trace import TraceWriter
 
 __all__ = [
     "CHECKPOINT_FILE",
     "EXIT_BY_STOP",
+    "SUGGESTOR_BUILDERS",
     "CheckpointStore",
     "DiagnosticModel",
     "FactModel",

@@ -23,6 +23,7 @@ from converge_dsl.engine.budget import Budget, UsageMeter
 from converge_dsl.engine.context import Context
 from converge_dsl.frontend import load_pipeline
 from converge_dsl.models import ScriptedModel
+from converge_dsl.runtime import SUGGESTOR_BUILDERS
 
 EXPECTED = Path(__file__).parent / "expected"
 SUMMARY = "s" * 40
@@ -82,6 +83,7 @@ def real_run(path: Path) -> tuple[list[Any], int, int]:
         models={"main": main, "cheap": cheap},
         usage=UsageMeter(Budget()),
         events=sink,
+        builders=SUGGESTOR_BUILDERS,
     )
     agent = next(s for s in compiled.suggestors if isinstance(s, AgentSuggestor))
     facts = [fact(p.key, p.id, str(p.content)) for p in compiled.seeds]

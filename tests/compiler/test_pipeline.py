@@ -9,7 +9,7 @@ import pytest
 
 from converge_dsl import codes
 from converge_dsl.compiler import compile_context
-from converge_dsl.engine import BUILTIN_KEYS
+from converge_dsl.engine import BUILTIN_KEYS, Budget, PromotionPolicy
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import load_text
 
@@ -30,12 +30,24 @@ def test_compile_context_resolves_keys_inputs_and_scopes() -> None:
         compile_context(document, inputs={"c": 1}, models={}, usage=None)  # type: ignore[arg-type]
 
 
-def test_budget_and_promotion_defaults_are_merged(compile_yaml: Compile) -> None:
-    compiled = compile_yaml("budget: {max_cycles: 7}\npromotion: {gated_keys: [strategies]}\n")
-    assert compiled.budget["max_cycles"] == 7
-    assert compiled.budget["max_facts"] == 10_000
-    assert compiled.promotion["gated_keys"] == ["strategies"]
-    assert compiled.promotion["min_confidence"] == 0.5
+def test_budget_and_promotion_are_the_engines_objects(compile_yaml: Compile) -> None:
+    compiled = compile_yaml(
+        "budget: {max_cycles: 7}\npromotion: {gated_keys: [strategies]}\non_error: diagnose\n"
+    )
+    assert compiled.budget == Budget(max_cycles=7)
+    assert compiled.budget.max_facts == 10_000
+    assert compiled.promotion == PromotionPolicy(gated_keys=("strategies",))
+    assert compiled.promotion.min_confidence == 0.5
+    assert compiled.on_error == "diagnose"
+
+
+def test_settings_defaults_come_from_the_engine(compile_yaml: Compile) -> None:
+    compiled = compile_yaml("")
+    assert (compiled.budget, compiled.promotion, compiled.on_error) == (
+        Budget(),
+        PromotionPolicy(),
+        "stop",
+    )
 
 
 @pytest.mark.parametrize(

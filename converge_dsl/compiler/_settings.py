@@ -1,0 +1,146 @@
+"""compile_settings(document) -> PipelineSettings: the cheap first step of compilation.
+
+Everything the runtime needs before it can compile suggestors: the run's
+budget (for the usage meter and the deadline), the promotion policy, the error
+policy, the resolved inputs, the declared keys, the seed facts and the typed
+model declarations (what the models factory is handed and which files each
+model reads). The budget, policy and error policy are the engine's own objects:
+their defaults live only in the engine's dataclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.engine import Budget, OnError, PromotionPolicy
+from converge_dsl.engine.types import ProposedFact, Provenance
+from converge_dsl.errors import UsageError
+from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.keys import BUILTIN_KEYS
+
+# The fields of a `models.<name>` entry that name a file the model reads.
+_READ_FIELDS = ("script", "cassette")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDeclaration:
+    """One `models.<name>` entry.
+
+    `config` is the entry as written (handed to the models factory with
+    `base_dir`); `files` maps each field naming a file the model reads
+    (`script`, `cassette`) to that path, resolved against the pipeline folder.
+    """
+
+    name: str
+    config: Mapping[str, Any]
+    files: Mapping[str, Path]
+    base_dir: Path
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSettings:
+    """A validated pipeline's settings: all but its suggestors and invariants. Immutable.
+
+    `document` is the validated document the settings were read from; only the
+    compiler reads its data.
+    """
+
+    name: str
+    file: str
+    base_dir: Path
+    budget: Budget
+    promotion: PromotionPolicy
+    on_error: OnError
+    inputs: Mapping[str, Any]
+    declared_keys: tuple[str, ...]
+    seeds: tuple[ProposedFact, ...]
+    models: Mapping[str, ModelDeclaration]
+    document: LoadedDocument
+
+    def source(self, suggestor: str) -> str:
+        """The provenance source of a suggestor: `name@pipeline`."""
+        return f"{suggestor}@{self.name}"
+
+
+def resolve_inputs(declared: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Declared inputs with defaults applied; raises `UsageError` for unknown or missing ones."""
+    for name in given:
+        if name not in declared:
+            guess = did_you_mean(name, declared)
+            raise UsageError(
+                f"unknown input {name!r}",
+                hint=f"did you mean {guess!r}?"
+                if guess
+                else f"declared inputs: {', '.join(sorted(declared)) or 'none'}",
+            )
+    values: dict[str, Any] = {}
+    for name, spec in declared.items():
+        spec_map = spec or {}
+        if name in given:
+            values[name] = given[name]
+        elif "default" in spec_map:
+            values[name] = spec_map["default"]
+        elif spec_map.get("required", False):
+            raise UsageError(f"input {name!r} is required", hint=f"pass --input {name}=VALUE")
+    return values
+
+
+def declare_models(document: LoadedDocument) -> Mapping[str, ModelDeclaration]:
+    """The typed `models:` declarations of a validated document, in document order.
+
+    Needs no inputs: a tool may check the files a run reads before resolving them.
+    """
+    base_dir = Path(document.file).parent
+    declared: Mapping[str, Any] = document.data.get("models") or {}
+    models: dict[str, ModelDeclaration] = {}
+    for name, config in declared.items():
+        entry: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
+        files = {
+            field: base_dir / value
+            for field in _READ_FIELDS
+            if isinstance(value := entry.get(field), str)
+        }
+        models[str(name)] = ModelDeclaration(
+            str(name), MappingProxyType(dict(entry)), MappingProxyType(files), base_dir
+        )
+    return MappingProxyType(models)
+
+
+def compile_settings(document: LoadedDocument, *, inputs: Mapping[str, Any]) -> PipelineSettings:
+    """The settings of a validated document. Raises `UsageError` for unknown or missing inputs."""
+    data = document.data
+    name = str(data["name"])
+    declared = tuple(
+        dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())])
+    )
+    resolved = resolve_inputs(data.get("inputs") or {}, inputs)
+    seed_source = f"seeds@{name}"
+    seeds = tuple(
+        ProposedFact(
+            key=str(s.get("key", "seeds")),
+            id=str(s["id"]),
+            content=s["content"],
+            confidence=float(s.get("confidence", 1.0)),
+            provenance=Provenance(seed_source),
+        )
+        for s in data.get("seeds") or ()
+    )
+    on_error: OnError = "diagnose" if data.get("on_error") == "diagnose" else "stop"
+    return PipelineSettings(
+        name=name,
+        file=document.file,
+        base_dir=Path(document.file).parent,
+        budget=Budget(**(data.get("budget") or {})),
+        promotion=PromotionPolicy(**(data.get("promotion") or {})),
+        on_error=on_error,
+        inputs=MappingProxyType(resolved),
+        declared_keys=declared,
+        seeds=seeds,
+        models=declare_models(document),
+        document=document,
+    )

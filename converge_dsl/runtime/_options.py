@@ -1,0 +1,31 @@
+"""`RunOptions`: everything `converge-dsl run` can say, as the runtime receives it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from converge_dsl.clock import Clock, SystemClock
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything `converge-dsl run` can say. Paths are as the user gave them."""
+
+    pipeline: Path
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    model_overrides: Mapping[str, str] = field(default_factory=dict)
+    trace: Path | None = None
+    checkpoint: Path | None = None
+    resume: Path | None = None
+    record: Path | None = None
+    replay: Path | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    clock: Clock = field(default_factory=SystemClock)
+    listeners: tuple[Callable[[BaseModel], None], ...] = ()
+    decisions: Mapping[str, bool] = field(default_factory=dict)

@@ -1,0 +1,108 @@
+"""Output-path checks: `--checkpoint`, `--record` and `--trace` are refused before any work.
+
+An output may not be a file the run reads (the pipeline, a model script or
+cassette named by the typed model declarations, a `--model`/`--replay`
+cassette, the checkpoint), nor the other output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from converge_dsl.compiler import ModelDeclaration
+from converge_dsl.errors import UsageError
+
+from ._checkpoint import CHECKPOINT_FILE, check_folder
+from ._options import RunOptions
+from ._trace import open_output
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when `a` and `b` name one file (the same resolved path, or a hard link)."""
+    with contextlib.suppress(OSError):
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _read_files(
+    models: Mapping[str, ModelDeclaration], options: RunOptions
+) -> list[tuple[Path, str]]:
+    """The files a run reads (never to be overwritten by an output): path and what it is."""
+    found = [(options.pipeline, "the pipeline")]
+    for name, declaration in models.items():
+        found.extend(
+            (path, f"the {field_name} of model {name!r}")
+            for field_name, path in declaration.files.items()
+        )
+    found.extend(
+        (Path(cassette), f"the cassette of --model {name}")
+        for name, cassette in options.model_overrides.items()
+    )
+    if options.replay is not None:
+        found.append((options.replay, "the --replay cassette"))
+    if options.checkpoint is not None:
+        found.append((options.checkpoint / CHECKPOINT_FILE, "the checkpoint file"))
+    return found
+
+
+def _check_cassette_target(path: Path) -> None:
+    """`--record` appends only to an empty file or to a cassette (first line is a record)."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(1 << 20)
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # a folder or an unreadable file: reported by the open below
+    if not first.strip():
+        return
+    try:
+        entry = json.loads(first)
+        ok = isinstance(entry, dict) and "key" in entry and "request" in entry
+    except (ValueError, RecursionError):
+        ok = False
+    if not ok:
+        raise UsageError(
+            f"--record {str(path)!r} exists and is not a cassette; it is not appended to",
+            hint="give --record a new file, an empty one, or a cassette recorded before",
+        )
+
+
+def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -> None:
+    """Refuse unusable `--checkpoint` / `--record` / `--trace` paths before any work (`UsageError`).
+
+    `models` are the pipeline's model declarations (`compiler.declare_models`).
+    An output may not be a file the run reads (the pipeline, a model script or
+    cassette, the checkpoint), nor the other output. `--record` appends only to
+    an empty file or an existing cassette. (`--trace` is opened, and truncated,
+    when the `TraceWriter` is made.)
+    """
+    if options.checkpoint is not None:
+        resuming = options.checkpoint == options.resume
+        check_folder(
+            options.checkpoint, "--resume" if resuming else "--checkpoint", create=not resuming
+        )
+    outputs = [(p, o) for p, o in ((options.trace, "--trace"), (options.record, "--record")) if p]
+    if len(outputs) == 2 and _same_file(outputs[0][0], outputs[1][0]):
+        raise UsageError(
+            f"--trace and --record name the same file {str(outputs[0][0])!r}",
+            hint="give each its own file",
+        )
+    for path, option in outputs:
+        for read, what in _read_files(models, options):
+            if _same_file(path, read):
+                raise UsageError(
+                    f"{option} {str(path)!r} is {what}; it would be overwritten",
+                    hint=f"give {option} a file of its own (e.g. run.jsonl)",
+                )
+    if options.record is not None:
+        _check_cassette_target(options.record)
+        if options.record.parent != Path():
+            with contextlib.suppress(OSError):  # a missing parent: reported by the open below
+                options.record.parent.mkdir(parents=True, exist_ok=True)
+        open_output(options.record, "--record", "cassette", mode="a").close()

@@ -1,0 +1,125 @@
+"""compile_settings: the cheap first step; compile_pipeline from settings with injected builders."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl import codes
+from converge_dsl.compiler import (
+    BUILDERS,
+    CompileContext,
+    InvariantCheck,
+    compile_pipeline,
+    compile_settings,
+    declare_models,
+)
+from converge_dsl.diagnostics import JsonPath
+from converge_dsl.engine import Budget, Invariant, PromotionPolicy, Provenance, Suggestor
+from converge_dsl.engine.budget import UsageMeter
+from converge_dsl.errors import PipelineInvalid, UsageError
+from converge_dsl.frontend import load_text
+
+PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: t
+keys: [{name: risks}]
+inputs: {topic: {default: tea}}
+models:
+  main: {adapter: scripted, script: main.script.yaml}
+  old: {adapter: replay, cassette: ../tapes/old.jsonl}
+budget: {max_wall_s: 5, max_cycles: 9}
+promotion: {forbidden_terms: [secret]}
+seeds:
+  - {id: s1, content: hello}
+  - {id: r1, key: risks, content: {level: 2}, confidence: 0.5}
+invariants:
+  - {name: has-seeds, class: acceptance, check: "count('seeds') >= 1", critical: false}
+"""
+
+
+def _document(body: str = PIPELINE, file: str = "/work/p/p.yaml") -> Any:
+    return load_text(textwrap.dedent(body), file)
+
+
+def test_settings_are_typed_and_need_no_suggestor() -> None:
+    settings = compile_settings(_document(), inputs={})
+    assert settings.name == "t"
+    assert settings.base_dir == Path("/work/p")
+    assert settings.budget == Budget(max_cycles=9, max_wall_s=5)
+    assert settings.promotion == PromotionPolicy(forbidden_terms=("secret",))
+    assert settings.on_error == "stop"
+    assert dict(settings.inputs) == {"topic": "tea"}
+    assert settings.declared_keys[-1] == "risks"
+    assert [(s.key, s.id, s.confidence) for s in settings.seeds] == [
+        ("seeds", "s1", 1.0),
+        ("risks", "r1", 0.5),
+    ]
+    assert {s.provenance for s in settings.seeds} == {Provenance("seeds@t")}
+
+
+def test_model_declarations_name_the_files_each_model_reads() -> None:
+    models = compile_settings(_document(), inputs={}).models
+    assert list(models) == ["main", "old"]
+    main, old = models["main"], models["old"]
+    assert dict(main.config) == {"adapter": "scripted", "script": "main.script.yaml"}
+    assert dict(main.files) == {"script": Path("/work/p/main.script.yaml")}
+    assert dict(old.files) == {"cassette": Path("/work/p/../tapes/old.jsonl")}
+    assert main.base_dir == Path("/work/p")
+    assert dict(declare_models(_document())) == dict(models)
+
+
+def test_unknown_input_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown input 'nope'"):
+        compile_settings(_document(), inputs={"nope": 1})
+
+
+def test_compile_from_settings_carries_them() -> None:
+    settings = compile_settings(_document(), inputs={"topic": "tea"})
+    compiled = compile_pipeline(settings, models={}, usage=UsageMeter(settings.budget))
+    assert compiled.settings is settings
+    assert (compiled.name, compiled.budget, compiled.seeds) == (
+        "t",
+        settings.budget,
+        settings.seeds,
+    )
+    (invariant,) = compiled.invariants
+    assert isinstance(invariant, Invariant)
+    assert isinstance(invariant.check, InvariantCheck)
+    assert (invariant.invariant_class, invariant.critical) == ("acceptance", False)
+    with pytest.raises(TypeError):
+        compile_pipeline(settings, inputs={}, models={}, usage=UsageMeter(settings.budget))
+
+
+AGENT = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: t
+suggestors:
+  - {name: a, kind: agent, model: main, target: evaluations, goal: Go.}
+"""
+
+
+def test_kinds_above_the_compiler_are_injected_not_imported() -> None:
+    settings = compile_settings(_document(AGENT), inputs={})
+    meter = UsageMeter(settings.budget)
+    assert set(BUILDERS) == {"seed", "rule", "llm"}
+    with pytest.raises(PipelineInvalid) as caught:
+        compile_pipeline(settings, models={}, usage=meter)
+    assert caught.value.diagnostics[0].code == codes.COMPILE_KIND_UNAVAILABLE
+
+    seen: list[Mapping[str, Any]] = []
+
+    def build_agent(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor:
+        seen.append(ctx.builders)
+        return BUILDERS["seed"]({"name": spec["name"], "kind": "seed", "facts": []}, path, ctx)
+
+    builders = {**BUILDERS, "agent": build_agent}
+    compiled = compile_pipeline(settings, models={}, usage=meter, builders=builders)
+    assert [s.name for s in compiled.suggestors] == ["a"]
+    assert dict(seen[0]) == builders  # a builder sees the table (a pack builds other kinds)
