@@ -40,9 +40,7 @@ def sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
 
 def restore_usage(meter: UsageMeter, totals: UsageTotals) -> None:
     """Set `meter`'s counts to `totals` (a resumed run continues its usage)."""
-    # The only reach into the meter's private side; it becomes a public
-    # `UsageMeter.restore` once budget.py offers one.
-    meter._restore(totals)
+    meter.restore(totals)
 
 
 @dataclass(slots=True, eq=False)

@@ -72,7 +72,7 @@ class UsageMeter:
         self._deadline: float | None = None
         self._refused: StopReason | None = None
         self._calls = self._input = self._output = 0
-        self._restore(start or UsageTotals())
+        self.restore(start or UsageTotals())
 
     def begin(self, started: float) -> None:
         """Start a run at clock time `started`: the deadline is `started + max_wall_s`."""
@@ -129,7 +129,8 @@ class UsageMeter:
             return StopReason.TOKEN_BUDGET_EXHAUSTED
         return None
 
-    def _restore(self, totals: UsageTotals) -> None:
+    def restore(self, totals: UsageTotals) -> None:
+        """Set the counts to `totals` (a resumed run continues from its checkpoint's usage)."""
         self._calls = totals.model_calls
         self._input = totals.input_tokens
         self._output = totals.output_tokens
