@@ -84,6 +84,7 @@ PACK_NOT_INSTALLABLE = "CD502"  # a locked pack cannot be installed (digest, sig
 UNKNOWN_PACK_SUGGESTOR = "CD503"  # use: names a suggestor the pack does not offer
 BAD_PACK_PARAMETER = "CD504"  # a with: parameter does not fit the pack suggestor's schema
 SOLVER_NOT_INSTALLED = "CD505"  # the pack suggestor names a solver no distribution registers
+PACK_NOT_FETCHED = "CD506"  # a locked pack is not in the pack cache (validate never fetches)
 PACK_BAD_VERSION = "CD550"  # pack.yaml: the version is not a version
 PACK_BAD_REQUIRES = "CD551"  # pack.yaml: a requires specifier is not PEP 440
 PACK_BAD_FILE = "CD552"  # pack.yaml: a named file is missing, outside the pack, or not JSON

@@ -2,7 +2,9 @@
 
 The front end checks templates against these lists on its fast path (which
 must not pay for importing jinja2); the sandboxed environment in
-`converge_dsl.templating` enforces them. One definition serves both.
+`converge_dsl.templating` enforces `ALLOWED_FILTERS`, and the compiler's
+render scopes and the pack template checks start from `CONTEXT_NAMES`. One
+definition serves them all.
 """
 
 from __future__ import annotations

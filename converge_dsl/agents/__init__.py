@@ -5,12 +5,13 @@ Public surface:
 - `parse_agent(data, path, ctx) -> AgentSpec` — the typed agent, without models (used by `plan`).
 - `TurnMachine` (sans-I/O turn loop); `drive`, `Reducer` (its async driver, compaction filler).
 - `SpanSummarizer` protocol, `ModelSummarizer`, `side_call`; `CompactionPolicy`, `SummaryBudget`.
-- `simulate(spec, ...)` — the `plan` simulation; `AGENT_CHECKS` — semantic checks (CD2xx).
+- `simulate(spec, ...)` — the `plan` simulation; `AGENT_CHECKS` — semantic checks (CD2xx);
+  `check_agents(facts)` — those checks as a pipeline check (composed by `converge_dsl.validation`).
 - events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`,
   `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
 
-Names are imported on first use (PEP 562): the front end's agent checks
-(`converge_dsl.agents._checks`) must not pay for the turn loop's imports.
+Names are imported on first use (PEP 562): the agent checks
+(`check_agents`) must not pay for the turn loop's imports.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
         AgentSuggestor,
         compile_agent,
     )
+    from converge_dsl.agents._checks import check_agents
     from converge_dsl.agents._events import (
         AgentFinished,
         AgentTurnStarted,
@@ -77,6 +79,7 @@ _WHERE: dict[str, str] = {
     "TokenCounter": "converge_dsl.agents._policy",
     "ToolCalled": "converge_dsl.agents._events",
     "TurnMachine": "converge_dsl.agents._machine",
+    "check_agents": "converge_dsl.agents._checks",
     "compile_agent": "converge_dsl.agents._agent",
     "default_token_counter": "converge_dsl.agents._policy",
     "drive": "converge_dsl.agents._loop",
@@ -103,6 +106,7 @@ __all__ = [
     "TokenCounter",
     "ToolCalled",
     "TurnMachine",
+    "check_agents",
     "compile_agent",
     "default_token_counter",
     "drive",

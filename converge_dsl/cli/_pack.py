@@ -1,8 +1,11 @@
-"""`converge-dsl pack SUBCOMMAND`: publish, list, inspect, verify, add and yank packs.
+"""`converge-dsl pack SUBCOMMAND`: publish, list, inspect, fetch, verify, add and yank packs.
 
 - `pack publish PACK_DIR --repo REPO_DIR [--sign-key KEY_FILE]`
 - `pack list [--repo REPO]`, `pack info NAME [--repo REPO]`
   (REPO: `builtin` (default), a folder, or an http(s) URL)
+- `pack fetch PIPELINE`: install every locked pack of the pipeline into the
+  pack cache, verifying digests (and signatures) as `run` does; prints each
+  pack fetched and each already cached (`validate` reads the cache only)
 - `pack verify PIPELINE`: the lock is current, every pinned archive matches
   its digest (and signature), fetching what the cache lacks, and every
   unpacked pack in the cache still holds exactly its archive's files (an
@@ -38,6 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     info = sub.add_parser("info", help="versions, digests and requirements of a pack")
     info.add_argument("name")
     info.add_argument("--repo", default="builtin")
+    fetch = sub.add_parser("fetch", help="fetch the locked packs of a pipeline into the cache")
+    fetch.add_argument("pipeline", type=Path)
+    fetch.add_argument("--cache", type=Path, metavar="DIR")
     verify = sub.add_parser("verify", help="verify the locked packs of a pipeline")
     verify.add_argument("pipeline", type=Path)
     verify.add_argument("--cache", type=Path, metavar="DIR")
@@ -129,6 +135,23 @@ def _info(args: argparse.Namespace, io: CommandIO) -> int:
         io.stdout.write(f"  {entry.version}  {entry.published}  sha256:{entry.sha256}{flags}\n")
         if needs:
             io.stdout.write(f"    requires {needs}\n")
+    return 0
+
+
+def _fetch(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.packs import PackCache, load_locked_packs
+
+    if not args.pipeline.is_file():
+        raise UsageError(f"no such pipeline file: {args.pipeline}")
+    cache = PackCache(args.cache)
+    fetched: list[str] = []
+    packs = load_locked_packs(args.pipeline, cache=cache, on_fetch=fetched.append)
+    for line in fetched:
+        io.stdout.write(f"{line}\n")
+    for altered in cache.repaired:
+        io.stdout.write(f"re-installed {altered}: its copy in the pack cache was altered\n")
+    was_cached = len(packs) - len(fetched)
+    io.stdout.write(f"{len(fetched)} pack(s) fetched, {was_cached} already cached\n")
     return 0
 
 
@@ -233,6 +256,7 @@ _ACTIONS = {
     "publish": _publish,
     "list": _list,
     "info": _info,
+    "fetch": _fetch,
     "verify": _verify,
     "add": _add,
     "yank": _yank,

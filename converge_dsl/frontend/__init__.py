@@ -1,26 +1,41 @@
-"""The pipeline front end: strict loading, JSON Schema, semantic checks, diagnostics.
+"""The pipeline front end: strict loading, JSON Schema, generic semantic checks, diagnostics.
+
+The front end depends only on the shared base (diagnostics, codes, errors,
+keys, templating, template names); checks that belong to a domain (model
+scripts, agents, packs) live in their packages and are composed with the
+front end's own by `converge_dsl.validation`.
 
 Public surface:
 - `load_file(path)`, `load_text(text, file)` -> `LoadedDocument`
-  (strict YAML; raises `PipelineInvalid`)
+  (strict YAML; raises `PipelineInvalid`); `NodeLocation`, `SourceMap`
 - `schema_diagnostics(doc, "pipeline.v1.json")` -> list of located schema `Diagnostic`s
-- `check_pipeline(path)` -> `CheckedPipeline`; `load_pipeline(path)` -> `LoadedDocument` or raises
-- `check_document(doc, base_dir)` -> `CheckedPipeline` for an already loaded document
-- renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`;
-  `SourceTexts`, the file texts `render_human` reads excerpts from
-- semantic check registry: `CHECKS`, `Check`, `check`, `PipelineFacts` (see `_semantic`)
+- `check_pipeline(path, checks=...)` -> `CheckedPipeline`;
+  `load_pipeline(path, checks=...)` -> `LoadedDocument` or raises;
+  `check_document(doc, base_dir, checks=...)` -> `CheckedPipeline` for a loaded document
+  (`checks` default: the front end's own `CHECKS`)
+- the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
+  the front end's `CHECKS` and `check` (registers into them)
+- templates: `TemplateSite`, `suggestor_sites(path, body)`, `template_problems(...)`,
+  `expression_error(text)`
+- renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
+  `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from
 
-Heavy modules (jsonschema-rs, jinja2, rich) are imported only when used.
+Heavy modules (jsonschema-rs, jinja2, rich) are imported only when used; the
+template checker (`template_problems`, `expression_error`) on first use.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from converge_dsl._lazy import lazy_names
 from converge_dsl.frontend._check import (
     CheckedPipeline,
     check_document,
     check_pipeline,
     load_pipeline,
 )
+from converge_dsl.frontend._facts import Check, PipelineFacts, TemplateSite, suggestor_sites
 from converge_dsl.frontend._loader import load_file, load_text
 from converge_dsl.frontend._render import (
     SourceTexts,
@@ -29,10 +44,14 @@ from converge_dsl.frontend._render import (
     render_json,
     render_sarif,
     summary_line,
+    terminal_safe,
 )
 from converge_dsl.frontend._schema import schema_diagnostics
-from converge_dsl.frontend._semantic import CHECKS, Check, PipelineFacts, check
+from converge_dsl.frontend._semantic import CHECKS, check
 from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend._templates import expression_error, template_problems
 
 __all__ = [
     "CHECKS",
@@ -43,9 +62,11 @@ __all__ = [
     "PipelineFacts",
     "SourceMap",
     "SourceTexts",
+    "TemplateSite",
     "check",
     "check_document",
     "check_pipeline",
+    "expression_error",
     "load_file",
     "load_pipeline",
     "load_text",
@@ -54,5 +75,16 @@ __all__ = [
     "render_json",
     "render_sarif",
     "schema_diagnostics",
+    "suggestor_sites",
     "summary_line",
+    "template_problems",
+    "terminal_safe",
 ]
+
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "expression_error": "converge_dsl.frontend._templates",
+        "template_problems": "converge_dsl.frontend._templates",
+    },
+)

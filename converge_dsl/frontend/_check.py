@@ -1,19 +1,26 @@
-"""The validate stage: load, then JSON Schema, then semantic checks.
+"""The front end's check stage: load, then JSON Schema, then a sequence of semantic checks.
 
-`check_pipeline(path)` never raises for a user error: it returns every
-diagnostic, best first. `load_pipeline(path)` is the strict entry point of
-`run`: it returns the document or raises `PipelineInvalid`.
+`check_pipeline(path, checks=...)` never raises for a user error: it returns
+every diagnostic, best first. `load_pipeline(path, checks=...)` returns the
+document or raises `PipelineInvalid`. `checks` defaults to the front end's own
+`CHECKS`; `converge_dsl.validation` passes the composed list (front end,
+model scripts, agents, packs) that `validate` and `run` use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend._loader import load_file, paused_gc
 from converge_dsl.frontend.document import LoadedDocument
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend._facts import Check
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
 
@@ -39,34 +46,46 @@ class CheckedPipeline:
         return tuple(d for d in self.diagnostics if not d.is_error)
 
 
-def check_document(document: LoadedDocument, base_dir: Path | None = None) -> CheckedPipeline:
+def check_document(
+    document: LoadedDocument,
+    base_dir: Path | None = None,
+    *,
+    checks: Sequence[Check] | None = None,
+) -> CheckedPipeline:
     """Schema and semantic checks of an already loaded pipeline document.
 
-    Semantic checks run only when the schema passes, so each may trust the shapes.
+    Semantic checks (`checks`, default: the front end's `CHECKS`) run only when
+    the schema passes, so each may trust the shapes.
     """
     from converge_dsl.frontend._schema import schema_diagnostics
 
     found = schema_diagnostics(document, PIPELINE_SCHEMA)
     if not found:
-        from converge_dsl.frontend._semantic import PipelineFacts, semantic_diagnostics
+        from converge_dsl.frontend._facts import PipelineFacts
+        from converge_dsl.frontend._semantic import CHECKS, semantic_diagnostics
 
-        found = semantic_diagnostics(PipelineFacts(document, base_dir))
+        facts = PipelineFacts(document, base_dir)
+        found = semantic_diagnostics(facts, CHECKS if checks is None else checks)
     return CheckedPipeline(document, tuple(best_first(found)))
 
 
-def check_pipeline(path: Path, *, display: str | None = None) -> CheckedPipeline:
-    """Validate the pipeline file at `path`; `display` names it in diagnostics."""
+def check_pipeline(
+    path: Path, *, display: str | None = None, checks: Sequence[Check] | None = None
+) -> CheckedPipeline:
+    """Check the pipeline file at `path`; `display` names it in diagnostics."""
     with paused_gc():  # one short burst of acyclic allocations (see `paused_gc`)
         try:
             document = load_file(path, display=display)
         except PipelineInvalid as exc:
             return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
-        return check_document(document, path.parent)
+        return check_document(document, path.parent, checks=checks)
 
 
-def load_pipeline(path: Path, *, display: str | None = None) -> LoadedDocument:
-    """The validated document at `path`; raises `PipelineInvalid` on any error."""
-    checked = check_pipeline(path, display=display)
+def load_pipeline(
+    path: Path, *, display: str | None = None, checks: Sequence[Check] | None = None
+) -> LoadedDocument:
+    """The checked document at `path`; raises `PipelineInvalid` on any error."""
+    checked = check_pipeline(path, display=display, checks=checks)
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)
     return checked.document

@@ -29,9 +29,11 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, format_path
+from converge_dsl.diagnostics import Diagnostic, JsonPath, format_path
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
+from converge_dsl.frontend._load_problems import invalid, node_span, point, syntax_diagnostic
+from converge_dsl.frontend._marks import Marks, NodeSourceMap
+from converge_dsl.frontend.document import LoadedDocument
 
 MAX_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
@@ -46,9 +48,6 @@ _FALSE = frozenset({"false", "False", "FALSE"})
 _YAML11_BOOL_WORDS = frozenset({"y", "Y", "n", "N"})
 _DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _HEX_INT = re.compile(r"[-+]?0x[0-9a-fA-F]+\Z")
-# (line, column, end line, end column, style[, key line, key column, key end line, key end
-# column]), 0-based as PyYAML marks are: plain data the garbage collector soon stops tracking.
-_Marks = tuple[Any, ...]
 _PLAIN_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
 
 
@@ -61,26 +60,26 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise _invalid(
+            raise invalid(
                 codes.TOO_LARGE,
                 f"file is {size} bytes; the limit is {MAX_BYTES}",
-                _point(name, 1, 1),
+                point(name, 1, 1),
                 hint="split the file or shorten it",
             )
         raw = path.read_bytes()
     except OSError as exc:
-        raise _invalid(
-            codes.UNREADABLE, f"cannot read file: {exc.strerror or exc}", _point(name, 1, 1)
+        raise invalid(
+            codes.UNREADABLE, f"cannot read file: {exc.strerror or exc}", point(name, 1, 1)
         ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise _invalid(
+        raise invalid(
             codes.NOT_UTF8,
             f"byte 0x{raw[exc.start]:02x} is not valid UTF-8",
-            _point(name, line, column),
+            point(name, line, column),
             hint="save the file as UTF-8",
         ) from None
     return load_text(text.removeprefix("\ufeff"), name)
@@ -89,10 +88,10 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
 def load_text(text: str, file: str) -> LoadedDocument:
     """Strictly load YAML text; `file` names it in diagnostics. Raises `PipelineInvalid`."""
     if len(text) > MAX_BYTES:
-        raise _invalid(
+        raise invalid(
             codes.TOO_LARGE,
             f"text is {len(text)} characters; the limit is {MAX_BYTES}",
-            _point(file, 1, 1),
+            point(file, 1, 1),
             hint="split the file or shorten it",
         )
     with paused_gc():
@@ -121,16 +120,16 @@ def _load(text: str, file: str) -> LoadedDocument:
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
-        raise PipelineInvalid([_syntax_diagnostic(exc, file, text)]) from None
+        raise PipelineInvalid([syntax_diagnostic(exc, file, text)]) from None
     except yaml.YAMLError as exc:  # unmarked reader errors
-        raise _invalid(codes.YAML_SYNTAX, str(exc), _point(file, 1, 1)) from None
+        raise invalid(codes.YAML_SYNTAX, str(exc), point(file, 1, 1)) from None
     finally:
         loader.dispose()
     if root is None:
-        raise _invalid(
+        raise invalid(
             codes.EMPTY_DOCUMENT,
             "the file holds no YAML document",
-            _point(file, 1, 1),
+            point(file, 1, 1),
             hint="a pipeline starts with 'apiVersion: converge-dsl/v1'",
         )
     builder = _Builder(file)
@@ -138,7 +137,7 @@ def _load(text: str, file: str) -> LoadedDocument:
     if builder.problems:
         raise PipelineInvalid(builder.problems)
     return LoadedDocument(
-        file=file, text=text, data=data, source_map=_NodeSourceMap(file, builder.marks)
+        file=file, text=text, data=data, source_map=NodeSourceMap(file, builder.marks)
     )
 
 
@@ -179,7 +178,7 @@ class _Builder:
 
     def __init__(self, file: str) -> None:
         self.file = file
-        self.marks: dict[JsonPath, _Marks] = {}
+        self.marks: dict[JsonPath, Marks] = {}
         self.problems: list[Diagnostic] = []
         self.sizes: dict[int, int] = {}  # id(collection node) -> nodes built under it
         self.stack: set[int] = set()
@@ -359,91 +358,5 @@ class _Builder:
         self, code: str, message: str, node: Node, path: JsonPath, *, hint: str | None = None
     ) -> None:
         self.problems.append(
-            Diagnostic.at(code, message, _node_span(self.file, node), path=path, hint=hint)
+            Diagnostic.at(code, message, node_span(self.file, node), path=path, hint=hint)
         )
-
-
-def _node_span(file: str, node: Node) -> SourceSpan:
-    start, end = node.start_mark, node.end_mark
-    return SourceSpan(file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
-
-
-def _point(file: str, line: int, column: int) -> SourceSpan:
-    return SourceSpan(file, line, column, line, column + 1)
-
-
-def _invalid(
-    code: str, message: str, span: SourceSpan, *, hint: str | None = None
-) -> PipelineInvalid:
-    return PipelineInvalid([Diagnostic.at(code, message, span, hint=hint)])
-
-
-def _syntax_diagnostic(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
-    mark = exc.problem_mark or exc.context_mark
-    span = _point(file, mark.line + 1, mark.column + 1) if mark else _point(file, 1, 1)
-    problem = exc.problem or "syntax error"
-    lines = text.splitlines()
-    at = lines[span.line - 1][span.column - 1 : span.column] if span.line <= len(lines) else ""
-    if at == "\t" or "'\\t'" in problem:
-        return Diagnostic.at(
-            codes.TAB_INDENT,
-            "a tab character where YAML allows only spaces",
-            span,
-            hint="indent with spaces",
-        )
-    if exc.context and "single document" in exc.context:
-        return Diagnostic.at(
-            codes.MULTIPLE_DOCUMENTS,
-            "more than one YAML document in the file",
-            span,
-            hint="remove the '---' separator; one file holds one pipeline",
-        )
-    message = f"{exc.context}, {problem}" if exc.context else problem
-    return Diagnostic.at(
-        codes.YAML_SYNTAX,
-        f"YAML syntax error: {message}",
-        span,
-        hint="check the indentation and quoting around this line",
-    )
-
-
-def _span(file: str, marks: _Marks, at: int) -> SourceSpan:
-    line, column, end_line, end_column = marks[at : at + 4]
-    return SourceSpan(file, line + 1, column + 1, end_line + 1, end_column + 1)
-
-
-class _LazyEntries(dict[JsonPath, NodeLocation]):
-    """Converts a path's recorded marks into a `NodeLocation` on first lookup."""
-
-    def __init__(self, file: str, marks: dict[JsonPath, _Marks]) -> None:
-        super().__init__()
-        self._file = file
-        self._marks = marks
-
-    def get(self, path: JsonPath, default: Any = None) -> Any:
-        found = super().get(path)
-        if found is not None:
-            return found
-        marks = self._marks.get(path)
-        if marks is None:
-            return default
-        location = NodeLocation(
-            span=_span(self._file, marks, 0),
-            key_span=_span(self._file, marks, 5) if len(marks) > 5 else None,
-            style=marks[4] or None,
-        )
-        self[path] = location
-        return location
-
-    def __len__(self) -> int:
-        return len(self._marks)
-
-
-class _NodeSourceMap(SourceMap):
-    """A `SourceMap` whose entries are materialised on demand."""
-
-    __slots__ = ()
-
-    def __init__(self, file: str, marks: dict[JsonPath, _Marks]) -> None:
-        self.file = file
-        self._entries = _LazyEntries(file, marks)

@@ -10,7 +10,8 @@ and a number where text was expected gets the YAML 1.1 "quote it" hint.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -103,108 +104,132 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _translate(error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> Iterable[Diagnostic]:
-    path: JsonPath = tuple(error.instance_path)
-    schema_path = list(error.schema_path)
-    parent = _subschema(schema, schema_path[:-1])
-    description = parent.get("description") if isinstance(parent, dict) else None
-    kind = type(error.kind).__name__
-    where = format_path(path)
-    smap = doc.source_map
-    value = _value_at(doc.data, path)
+@dataclass(frozen=True, slots=True)
+class _Error:
+    """One jsonschema-rs error and what every translation reads about it."""
+
+    error: Any
+    doc: LoadedDocument
+    schema: dict[str, Any]
+    path: JsonPath
+    schema_path: list[str | int]
+    parent: Any  # the subschema holding the failed keyword
+    description: str | None
+    where: str
+    value: Any
+
+    @classmethod
+    def read(cls, error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> _Error:
+        path: JsonPath = tuple(error.instance_path)
+        schema_path = list(error.schema_path)
+        parent = _subschema(schema, schema_path[:-1])
+        description = parent.get("description") if isinstance(parent, dict) else None
+        return cls(
+            error=error,
+            doc=doc,
+            schema=schema,
+            path=path,
+            schema_path=schema_path,
+            parent=parent,
+            description=description,
+            where=format_path(path),
+            value=_value_at(doc.data, path),
+        )
 
     def at(
-        code: str, message: str, target: JsonPath, *, hint: str | None = None, on_key: bool = False
+        self,
+        code: str,
+        message: str,
+        target: JsonPath | None = None,
+        *,
+        hint: str | None = None,
+        on_key: bool = False,
     ) -> Diagnostic:
+        """A diagnostic at `target` (default: the failing value), or at its key with `on_key`."""
+        target = self.path if target is None else target
+        smap = self.doc.source_map
         span = smap.key_span(target) if on_key else smap.span(target)
         return Diagnostic.at(code, message, span, path=target, hint=hint)
 
+
+def _translate(error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> Iterable[Diagnostic]:
+    """The located diagnostics of one schema error, worded by the kind of error."""
+    e = _Error.read(error, doc, schema)
+    kind = type(error.kind).__name__
     if kind == "AdditionalProperties":
-        allowed = sorted(parent.get("properties", {})) if isinstance(parent, dict) else []
-        for key in error.kind.unexpected:
-            guess = did_you_mean(key, allowed)
-            hint = (
-                f"did you mean {guess!r}?"
-                if guess
-                else (f"allowed keys here: {', '.join(allowed)}" if allowed else None)
-            )
-            yield at(
-                codes.UNKNOWN_FIELD,
-                f"unknown key {key!r} in {where}",
-                (*path, key),
-                hint=hint,
-                on_key=True,
-            )
-        return
+        return _unknown_keys(e)
     if kind == "Required":
         prop = error.kind.property
-        hint = _describe(schema, [*schema_path[:-1], "properties", prop])
-        yield at(
-            codes.MISSING_FIELD,
-            f"missing required key {prop!r} in {where}",
-            path,
+        hint = _describe(schema, [*e.schema_path[:-1], "properties", prop])
+        message = f"missing required key {prop!r} in {e.where}"
+        return [e.at(codes.MISSING_FIELD, message, hint=hint, on_key=True)]
+    if kind == "Type":
+        return [_wrong_type(e)]
+    if kind in ("Enum", "Constant"):
+        return [_not_allowed(e, kind)]
+    if kind == "Pattern":
+        message = f"{e.where}: {_show(e.value)} has the wrong form"
+        return [e.at(codes.BAD_FORMAT, message, hint=e.description)]
+    if kind == "PropertyNames":
+        return _property_names(error, doc, e.path, schema, e.schema_path)
+    if kind in _RANGE:
+        message = f"{e.where} must be {_RANGE[kind]} {error.kind.limit}, not {_show(e.value)}"
+        return [e.at(codes.OUT_OF_RANGE, message, hint=e.description)]
+    if kind in _SIZE:
+        message = f"{e.where}: {_first_sentence(error.message)}"
+        return [e.at(codes.BAD_SIZE, message, hint=e.description)]
+    return [
+        e.at(
+            codes.SCHEMA_OTHER,
+            f"{e.where}: {_show(e.value)} is not valid here",
+            hint=e.description or _first_sentence(error.message),
+        )
+    ]
+
+
+def _unknown_keys(e: _Error) -> Iterator[Diagnostic]:
+    allowed = sorted(e.parent.get("properties", {})) if isinstance(e.parent, dict) else []
+    for key in e.error.kind.unexpected:
+        guess = did_you_mean(key, allowed)
+        hint = (
+            f"did you mean {guess!r}?"
+            if guess
+            else (f"allowed keys here: {', '.join(allowed)}" if allowed else None)
+        )
+        yield e.at(
+            codes.UNKNOWN_FIELD,
+            f"unknown key {key!r} in {e.where}",
+            (*e.path, key),
             hint=hint,
             on_key=True,
         )
-        return
-    if kind == "Type":
-        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in _types(error.kind))
-        found = _JSON_TYPES.get(type(value), type(value).__name__)
-        location = smap.locate(path)
-        if "text" in wanted and isinstance(value, int | float | bool) and location.style is None:
-            raw = (
-                doc.text.splitlines()[location.span.line - 1][
-                    location.span.column - 1 : location.span.end_column - 1
-                ]
-                if location.span.line == location.span.end_line
-                else str(value)
-            )
-            yield at(
-                codes.VERSION_AS_NUMBER,
-                f"{where}: YAML reads {raw!r} as {found} ({_show(value)}), text was expected",
-                path,
-                hint=f'quote it: "{raw}"',
-            )
-            return
-        yield at(codes.WRONG_TYPE, f"{where} must be {wanted}, not {found}", path, hint=description)
-        return
-    if kind in ("Enum", "Constant"):
-        options = list(error.kind.options) if kind == "Enum" else [error.kind.expected_value]
-        words = [str(o) for o in options]
-        guess = did_you_mean(str(value), words) if isinstance(value, str) else None
-        hint = f"did you mean {guess!r}?" if guess else f"allowed: {', '.join(words)}"
-        yield at(
-            codes.NOT_ALLOWED_VALUE, f"{where}: {_show(value)} is not allowed", path, hint=hint
+
+
+def _wrong_type(e: _Error) -> Diagnostic:
+    wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in _types(e.error.kind))
+    found = _JSON_TYPES.get(type(e.value), type(e.value).__name__)
+    location = e.doc.source_map.locate(e.path)
+    if "text" in wanted and isinstance(e.value, int | float | bool) and location.style is None:
+        span = location.span
+        raw = (
+            e.doc.text.splitlines()[span.line - 1][span.column - 1 : span.end_column - 1]
+            if span.line == span.end_line
+            else str(e.value)
         )
-        return
-    if kind == "Pattern":
-        yield at(
-            codes.BAD_FORMAT, f"{where}: {_show(value)} has the wrong form", path, hint=description
+        return e.at(
+            codes.VERSION_AS_NUMBER,
+            f"{e.where}: YAML reads {raw!r} as {found} ({_show(e.value)}), text was expected",
+            hint=f'quote it: "{raw}"',
         )
-        return
-    if kind == "PropertyNames":
-        yield from _property_names(error, doc, path, schema, schema_path)
-        return
-    if kind in _RANGE:
-        limit = error.kind.limit
-        yield at(
-            codes.OUT_OF_RANGE,
-            f"{where} must be {_RANGE[kind]} {limit}, not {_show(value)}",
-            path,
-            hint=description,
-        )
-        return
-    if kind in _SIZE:
-        yield at(
-            codes.BAD_SIZE, f"{where}: {_first_sentence(error.message)}", path, hint=description
-        )
-        return
-    yield at(
-        codes.SCHEMA_OTHER,
-        f"{where}: {_show(value)} is not valid here",
-        path,
-        hint=description or _first_sentence(error.message),
-    )
+    return e.at(codes.WRONG_TYPE, f"{e.where} must be {wanted}, not {found}", hint=e.description)
+
+
+def _not_allowed(e: _Error, kind: str) -> Diagnostic:
+    options = list(e.error.kind.options) if kind == "Enum" else [e.error.kind.expected_value]
+    words = [str(o) for o in options]
+    guess = did_you_mean(str(e.value), words) if isinstance(e.value, str) else None
+    hint = f"did you mean {guess!r}?" if guess else f"allowed: {', '.join(words)}"
+    return e.at(codes.NOT_ALLOWED_VALUE, f"{e.where}: {_show(e.value)} is not allowed", hint=hint)
 
 
 def _types(kind: Any) -> list[str]:

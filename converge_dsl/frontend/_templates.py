@@ -151,6 +151,26 @@ def template_problems(
             hint="check the {{ }} / {% %} pairs and the expression syntax",
         )
         return
+    yield from _name_problems(
+        doc, path, text, what, names=names, inputs=inputs, found=(free, filters, read_inputs)
+    )
+
+
+def _name_problems(
+    doc: LoadedDocument,
+    path: JsonPath,
+    text: str,
+    what: str,
+    *,
+    names: frozenset[str],
+    inputs: frozenset[str] | None,
+    found: tuple[frozenset[str], tuple[str, ...], tuple[str, ...]],
+) -> Iterator[Diagnostic]:
+    """Unknown names, unknown filters and undeclared inputs of one parsed template.
+
+    `found` is what the template reads: (free names, filters used, input names).
+    """
+    free, filters, read_inputs = found
 
     def unknown(
         code: str, message: str, name: str, known: frozenset[str], fallback: str
@@ -189,6 +209,7 @@ def template_problems(
                 inputs,
                 f"declare it under 'inputs:' ({name}: {{description: ...}})",
             )
+
 
 def _find(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:
     """The span of the first whole-word `word` in the template, mapped onto the file."""

@@ -2,10 +2,12 @@
 
 Public surface: the port types (`converge_dsl.models.port`), the adapters
 (`ScriptedModel`, `RecordingModel`, `ReplayModel`, `HttpModel`) and
-`build_model`, the factory the compiler calls for each `models.<name>` entry.
+`build_model`, the factory the compiler calls for each `models.<name>` entry;
+`check_model_scripts`, the pipeline check that scripts and cassettes exist and
+scripts load (a `converge_dsl.frontend.Check`, composed by `converge_dsl.validation`).
 
-Names are imported on first use (PEP 562): the front end's model-script
-checks must not pay for the HTTP adapters' imports.
+Names are imported on first use (PEP 562): the model-script check must not
+pay for the HTTP adapters' imports.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from converge_dsl.models._script_checks import check_model_scripts
     from converge_dsl.models.cassette import RecordingModel, ReplayModel
     from converge_dsl.models.factory import build_model
     from converge_dsl.models.http import HttpModel, HttpSettings
@@ -63,6 +66,7 @@ _WHERE: dict[str, str] = {
     "ToolSpec": "converge_dsl.models.port",
     "Usage": "converge_dsl.models.port",
     "build_model": "converge_dsl.models.factory",
+    "check_model_scripts": "converge_dsl.models._script_checks",
 }
 
 __all__ = [
@@ -89,6 +93,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "build_model",
+    "check_model_scripts",
 ]
 
 __getattr__ = lazy_names(__name__, _WHERE)

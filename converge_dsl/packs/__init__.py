@@ -4,10 +4,15 @@ Public surface:
 - `load_pack(folder) -> Pack` (validated `pack.yaml`), `build_archive`, `unpack`;
 - repositories: `FolderRepository`, `HttpRepository`, `BuiltinRepository`,
   `open_repositories`; `publish`, `yank`;
-- `resolve(...)`, `lock_pipeline(pipeline)`, `load_locked_packs(pipeline)`, `PackCache`;
+- `resolve(...)`, `lock_pipeline(pipeline)`, `PackCache`;
+- `load_locked_packs(pipeline, on_fetch=...)` (fetches what the cache lacks: `run`,
+  `pack fetch`), `read_locked_packs(pipeline)` (the cache only: `validate`),
+  `fetched_message(locked)`, `fetch_hint(pipeline)`;
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
 - `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`;
-- `check_pipeline_packs(doc)` and the finer checks (codes CD5xx, see `converge_dsl.codes`);
+- `check_packs(facts)`, the pipeline check `validate` composes (cache only), and
+  `fetching_pack_check(on_fetch)`, the one `run` composes (fetches what is missing);
+  `check_pipeline_packs(doc)` and the finer checks (codes CD5xx, see `converge_dsl.codes`);
 - `template_diagnostics(pack)`: a pack's templates compiled, located in its own files;
 - `installed_solvers()`, the entry-point solver registry;
 - `add_pack_requirement(text, name, specifier)` for `pack add`.
@@ -34,7 +39,9 @@ if TYPE_CHECKING:
     from converge_dsl.packs._checks import (
         check_lock,
         check_pack_uses,
+        check_packs,
         check_pipeline_packs,
+        fetching_pack_check,
     )
     from converge_dsl.packs._compile import (
         compile_pack_suggestor,
@@ -93,8 +100,11 @@ if TYPE_CHECKING:
     )
     from converge_dsl.packs._workspace import (
         PipelinePacks,
+        fetch_hint,
+        fetched_message,
         load_locked_packs,
         lock_pipeline,
+        read_locked_packs,
     )
 
 _WHERE: dict[str, str] = {
@@ -120,9 +130,13 @@ _WHERE: dict[str, str] = {
     "build_archive": "converge_dsl.packs._archive",
     "check_lock": "converge_dsl.packs._checks",
     "check_pack_uses": "converge_dsl.packs._checks",
+    "check_packs": "converge_dsl.packs._checks",
     "check_pipeline_packs": "converge_dsl.packs._checks",
     "compile_pack_suggestor": "converge_dsl.packs._compile",
     "default_specifier": "converge_dsl.packs._edit",
+    "fetch_hint": "converge_dsl.packs._workspace",
+    "fetched_message": "converge_dsl.packs._workspace",
+    "fetching_pack_check": "converge_dsl.packs._checks",
     "generate_key": "converge_dsl.packs._signing",
     "installed_solvers": "converge_dsl.packs._registry",
     "instantiate_template": "converge_dsl.packs._compile",
@@ -134,6 +148,7 @@ _WHERE: dict[str, str] = {
     "open_repositories": "converge_dsl.packs._repository",
     "publish": "converge_dsl.packs._publish",
     "read_lock": "converge_dsl.packs._lockfile",
+    "read_locked_packs": "converge_dsl.packs._workspace",
     "resolve": "converge_dsl.packs._resolve",
     "sha256_hex": "converge_dsl.packs._archive",
     "template_diagnostics": "converge_dsl.packs._lint",
@@ -164,9 +179,13 @@ __all__ = [
     "build_archive",
     "check_lock",
     "check_pack_uses",
+    "check_packs",
     "check_pipeline_packs",
     "compile_pack_suggestor",
     "default_specifier",
+    "fetch_hint",
+    "fetched_message",
+    "fetching_pack_check",
     "generate_key",
     "installed_solvers",
     "instantiate_template",
@@ -178,6 +197,7 @@ __all__ = [
     "open_repositories",
     "publish",
     "read_lock",
+    "read_locked_packs",
     "resolve",
     "sha256_hex",
     "template_diagnostics",

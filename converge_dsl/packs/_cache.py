@@ -18,12 +18,17 @@ archive from the folder and comparing digests). An altered folder is replaced
 by a fresh unpack of the verified archive and recorded in `repaired` (which
 `pack verify` reports); when no verified archive can be had, `PackError`
 names the pack and the fix. Each (folder, digest) is proven once per process.
+`fetched` lists the archives `install` had to download.
+
+`find` is the read-only lookup `validate` uses: it never fetches, never
+unpacks, never repairs and never deletes; a pack that is not unpacked in the
+cache is None, an altered one a `PackError`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl.errors import PackError
@@ -52,6 +57,7 @@ class PackCache:
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else default_cache_root()
         self.repaired: list[str] = []  # "NAME VERSION" of packs whose folder did not match
+        self.fetched: list[LockedPack] = []  # archives downloaded from their repository
 
     def _archive_file(self, sha256: str) -> Path:
         return self.root / "archives" / f"{sha256}.tar.gz"
@@ -59,8 +65,8 @@ class PackCache:
     def folder(self, sha256: str) -> Path:
         return self.root / "unpacked" / sha256
 
-    def cached_archive(self, sha256: str) -> bytes | None:
-        """The cached archive, if present and intact (a corrupt one is dropped)."""
+    def cached_archive(self, sha256: str, *, drop_corrupt: bool = True) -> bytes | None:
+        """The cached archive, if present and intact (a corrupt one is dropped, by default)."""
         from converge_dsl.packs._archive import sha256_hex
 
         path = self._archive_file(sha256)
@@ -69,9 +75,37 @@ class PackCache:
         except OSError:  # absent, or not a readable file: fetched again
             return None
         if sha256_hex(data) != sha256:
-            path.unlink(missing_ok=True)
+            if drop_corrupt:
+                path.unlink(missing_ok=True)
             return None
         return data
+
+    def find(self, locked: LockedPack, trusted_keys: Sequence[str], *, fix: str) -> Path | None:
+        """The unpacked folder of `locked` if the cache holds it intact; None if it does not.
+
+        Read-only: nothing is fetched, written or removed. The signature is
+        verified as `install` does (`PackError`); an altered folder is a
+        `PackError` whose hint is `fix` (the command that re-installs it).
+        """
+        verify(
+            dict(locked.signature) if locked.signature else None,
+            trusted_keys,
+            locked.name,
+            locked.version,
+            locked.sha256,
+        )
+        folder = self.folder(locked.sha256)
+        proof = (str(folder), locked.sha256)
+        if not folder.is_dir():
+            return None
+        if proof in _PROVEN or self._intact(folder, locked.sha256, drop_corrupt=False):
+            _PROVEN.add(proof)
+            return folder
+        raise PackError(
+            f"the unpacked copy of {locked.name} {locked.version} in the pack cache "
+            "does not match its locked archive (altered)",
+            hint=fix,
+        )
 
     def install(self, locked: LockedPack, repositories: Mapping[str, Repository]) -> Path:
         """The unpacked folder of `locked`, fetching, verifying or repairing it if needed."""
@@ -119,12 +153,12 @@ class PackCache:
         _PROVEN.add(proof)
         return folder
 
-    def _intact(self, folder: Path, sha256: str) -> bool:
+    def _intact(self, folder: Path, sha256: str, *, drop_corrupt: bool = True) -> bool:
         """Whether `folder` holds exactly the archive whose digest is `sha256`."""
         from converge_dsl.packs._archive import build_archive, matches, sha256_hex
 
         try:
-            archive = self.cached_archive(sha256)
+            archive = self.cached_archive(sha256, drop_corrupt=drop_corrupt)
             if archive is not None:
                 return matches(archive, folder)
             return sha256_hex(build_archive(folder)) == sha256
@@ -148,6 +182,7 @@ class PackCache:
                 "or re-lock if the change is expected",
             )
         write_atomic(self._archive_file(locked.sha256), data)
+        self.fetched.append(locked)
         return data
 
 

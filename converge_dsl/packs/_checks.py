@@ -1,13 +1,20 @@
 """Pipeline-side pack checks, as diagnostics located in the pipeline file.
 
-The front end runs `check_pipeline_packs` for every pipeline that declares
-`packs:` or has a `kind: pack` suggestor. Codes (`converge_dsl.codes`, CD5xx,
-documented in docs/errors.md):
+`check_packs` (a `converge_dsl.frontend.Check`, composed by
+`converge_dsl.validation` for `validate`) runs `check_pipeline_packs` for
+every pipeline that declares `packs:` or has a `kind: pack` suggestor, and
+returns at once for the others. It reads packs from the cache only: it never
+touches the network and never writes the cache. `fetching_pack_check(on_fetch)`
+is the same check for `run`, which installs what the cache lacks (today's
+install path) and says so through `on_fetch`. Codes (`converge_dsl.codes`,
+CD5xx, documented in docs/errors.md):
 
 - `LOCK_MISSING` / `LOCK_STALE`: the pipeline's lock file (`lock_path`) is
   missing, unreadable, or no longer matches `packs:` / `repositories:`;
-- `PACK_NOT_INSTALLABLE`: a locked pack cannot be installed (digest,
-  signature, archive, network);
+- `PACK_NOT_FETCHED`: a locked pack is not in the cache (validate only; the
+  hint names `converge-dsl pack fetch`);
+- `PACK_NOT_INSTALLABLE`: a locked pack cannot be installed or used (digest,
+  signature, archive, network, an altered cache folder);
 - `UNKNOWN_PACK_SUGGESTOR`, `SOLVER_NOT_INSTALLED`, `BAD_PACK_PARAMETER`:
   a `kind: pack` suggestor does not fit its pack (the schema already checked
   that `use:` has the form PACK/SUGGESTOR);
@@ -19,16 +26,16 @@ documented in docs/errors.md):
 Near-miss names get a "did you mean" hint. A `use:` naming an undeclared pack
 (`UNDECLARED_PACK`) and a malformed `packs:` specifier (`BAD_SPECIFIER`) are
 reported by the front end's own checks, so they are not repeated here.
-Heavy modules (the cache, httpx) are imported only when a lock is usable and
-packs must be opened. Parameters are checked with one compiled jsonschema-rs
-validator per distinct schema; Python jsonschema is imported only to word the
-errors once jsonschema-rs has said no.
+Heavy modules (the lock file, the cache, httpx) are imported only when a
+pipeline has packs, and the cache only when a lock is usable. Parameters are
+checked with one compiled jsonschema-rs validator per distinct schema; Python
+jsonschema is imported only to word the errors once jsonschema-rs has said no.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,12 +43,12 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid
-from converge_dsl.frontend.document import LoadedDocument
-from converge_dsl.packs._lockfile import lock_hint, lock_problems, missing_repository_hint
-from converge_dsl.packs._manifest import parse_specifier
+from converge_dsl.frontend import LoadedDocument
 
 if TYPE_CHECKING:
+    from converge_dsl.frontend import Check, PipelineFacts
     from converge_dsl.packs._cache import PackCache
+    from converge_dsl.packs._lockfile import LockedPack
     from converge_dsl.packs._manifest import Pack
     from converge_dsl.packs._registry import SolverRegistry
 
@@ -74,6 +81,8 @@ def check_lock(doc: LoadedDocument, pipeline: Path | None = None) -> Iterator[Di
     `pipeline` is where the file is (default: `doc.file`); the hint names
     `doc.file`, as the user wrote it.
     """
+    from converge_dsl.packs._lockfile import lock_hint, lock_problems, missing_repository_hint
+
     data = _data(doc)
     packs = _requested(data)
     if not _well_formed(packs):
@@ -90,6 +99,8 @@ def _requested(data: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _well_formed(packs: Mapping[str, str]) -> bool:
+    from converge_dsl.packs._manifest import parse_specifier
+
     return all(parse_specifier(text) is not None for text in packs.values())
 
 
@@ -196,11 +207,19 @@ def _parameter_problems(
 
 
 def check_pipeline_packs(
-    doc: LoadedDocument, *, pipeline: Path | None = None, cache: PackCache | None = None
+    doc: LoadedDocument,
+    *,
+    pipeline: Path | None = None,
+    cache: PackCache | None = None,
+    fetch: bool = False,
+    on_fetch: Callable[[str], object] | None = None,
 ) -> Iterator[Diagnostic]:
     """Every pack check: lock first, then (when the lock is usable) the pack suggestors.
 
     `pipeline` is the file's path when `doc.file` is only its display name.
+    Without `fetch`, packs come from the cache only (`PACK_NOT_FETCHED` for
+    each one it lacks); with it, missing packs are installed, and `on_fetch`
+    hears one line per pack downloaded.
     """
     pipeline = pipeline or Path(doc.file)
     problems = list(check_lock(doc, pipeline))
@@ -208,10 +227,19 @@ def check_pipeline_packs(
     packs: Mapping[str, Pack] | None = None
     requested = _requested(_data(doc))
     if not problems and requested and _well_formed(requested):
-        from converge_dsl.packs._workspace import load_locked_packs
-
         try:
-            packs = load_locked_packs(pipeline, _data(doc), cache=cache)
+            if fetch:
+                from converge_dsl.packs._workspace import load_locked_packs
+
+                packs = load_locked_packs(pipeline, _data(doc), cache=cache, on_fetch=on_fetch)
+            else:
+                from converge_dsl.packs._workspace import read_locked_packs
+
+                found, missing = read_locked_packs(
+                    pipeline, _data(doc), cache=cache, shown=Path(doc.file)
+                )
+                packs = found
+                yield from _not_fetched(doc, missing)
         except PipelineInvalid as exc:
             yield from exc.diagnostics
         except PackError as exc:
@@ -219,3 +247,56 @@ def check_pipeline_packs(
                 doc, codes.PACK_NOT_INSTALLABLE, exc.message, ("packs",), hint=exc.hint, on_key=True
             )
     yield from check_pack_uses(doc, packs)
+
+
+def _not_fetched(doc: LoadedDocument, missing: list[LockedPack]) -> Iterator[Diagnostic]:
+    """`PACK_NOT_FETCHED` per locked pack the cache lacks, at its `packs:` entry if it has one."""
+    from converge_dsl.packs._workspace import fetch_hint
+
+    declared = _requested(_data(doc))
+    for locked in missing:
+        path: JsonPath = ("packs", locked.name) if locked.name in declared else ("packs",)
+        yield _at(
+            doc,
+            codes.PACK_NOT_FETCHED,
+            f"pack {locked.name} {locked.version} is locked but not fetched "
+            "(validate reads packs from the cache only)",
+            path,
+            hint=fetch_hint(Path(doc.file)),
+            on_key=True,
+        )
+
+
+def _uses_packs(facts: PipelineFacts) -> bool:
+    return bool(facts.packs) or any(s["kind"] == "pack" for _, s in facts.suggestors)
+
+
+def _pipeline_path(facts: PipelineFacts) -> Path | None:
+    if facts.base_dir is None:
+        return None
+    return facts.base_dir / Path(facts.document.file).name
+
+
+def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Lock and pack-suggestor checks (CD5xx), from the cache only.
+
+    Nothing for a pipeline without packs; never touches the network, never
+    writes the cache.
+    """
+    if _uses_packs(facts):
+        yield from check_pipeline_packs(facts.document, pipeline=_pipeline_path(facts))
+
+
+def fetching_pack_check(on_fetch: Callable[[str], object] | None = None) -> Check:
+    """`check_packs` for `run`: locked packs the cache lacks are fetched and verified first.
+
+    `on_fetch` hears one line per pack actually downloaded (none for a warm cache).
+    """
+
+    def check_and_fetch_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        if _uses_packs(facts):
+            yield from check_pipeline_packs(
+                facts.document, pipeline=_pipeline_path(facts), fetch=True, on_fetch=on_fetch
+            )
+
+    return check_and_fetch_packs

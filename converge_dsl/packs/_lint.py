@@ -2,7 +2,7 @@
 
 `template_diagnostics(pack)` parses every template and expression of the
 pack's rule/llm/agent suggestors (prompt files included) with the pipeline's
-own checker (`converge_dsl.frontend._templates.template_problems`): syntax
+own checker (`converge_dsl.frontend.template_problems`): syntax
 errors, unknown names (templates see the pipeline's names plus `params`) and
 unknown filters, each located in `pack.yaml` or in the prompt file, named
 `DISPLAY/RELATIVE` (`Pack.display`). `pack publish` refuses a pack with any;
@@ -17,10 +17,15 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
-from converge_dsl.frontend._semantic import BASE_NAMES, suggestor_sites
-from converge_dsl.frontend._templates import template_problems
-from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
+from converge_dsl.frontend import (
+    LoadedDocument,
+    NodeLocation,
+    SourceMap,
+    suggestor_sites,
+    template_problems,
+)
 from converge_dsl.packs._manifest import Pack
+from converge_dsl.template_names import CONTEXT_NAMES
 
 PARAMS = frozenset({"params"})
 
@@ -100,7 +105,7 @@ def template_diagnostics(
                         (),
                         text,
                         expression=False,
-                        names=BASE_NAMES | PARAMS,
+                        names=CONTEXT_NAMES | PARAMS,
                         inputs=inputs,
                     )
                 )

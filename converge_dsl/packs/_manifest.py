@@ -180,7 +180,7 @@ class _Builder:
         )
 
     def invariants(self, raw: list[Any], names: Mapping[str, Any]) -> Iterator[InvariantDef]:
-        from converge_dsl.frontend._templates import expression_error
+        from converge_dsl.frontend import expression_error
 
         for index, item in enumerate(raw):
             path: JsonPath = ("invariants", index)

@@ -4,15 +4,18 @@
 fetches and verifies every pinned archive into the cache (so the next run
 works offline) and writes the pipeline's section of `converge.lock` beside it
 (`lock_path`); an unreadable lock file is replaced, with a warning.
-`load_locked_packs` is what `validate` and `run` call: it refuses a missing or
-stale lock with the reason and the command that fixes it, then installs each
-pinned pack from the cache (downloading only what is missing).
+`load_locked_packs` is what `run` and `pack fetch` call: it refuses a missing
+or stale lock with the reason and the command that fixes it, then installs
+each pinned pack from the cache (downloading only what is missing, and saying
+so through `on_fetch`). `read_locked_packs` is what `validate` calls: the
+same refusal, then only what the cache already holds, and the pinned packs
+it lacks; it never touches the network and never writes the cache.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from converge_dsl.errors import PackError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._lockfile import (
+    LockedPack,
     LockFile,
     lock_from_resolution,
     lock_hint,
@@ -77,18 +81,33 @@ class PipelinePacks:
         return {r.id: r for r in repositories}
 
 
+def _open_locked(name: str, locked: LockedPack, folder: Path) -> Pack:
+    pack = load_pack(folder, display=f"{name}-{locked.version}")
+    if pack.name != name or str(pack.version) != locked.version:
+        raise PackError(
+            f"the archive locked as {name} {locked.version} holds {pack.name} {pack.version}"
+        )
+    return pack
+
+
+def fetched_message(locked: LockedPack) -> str:
+    """The line `run` and `pack fetch` print for a pack downloaded into the cache."""
+    return f"fetched pack {locked.name} {locked.version} from {locked.repository}"
+
+
 def _install_all(
-    lock: LockFile, repositories: Mapping[str, Repository], cache: PackCache
+    lock: LockFile,
+    repositories: Mapping[str, Repository],
+    cache: PackCache,
+    on_fetch: Callable[[str], object] | None = None,
 ) -> dict[str, Pack]:
     packs: dict[str, Pack] = {}
     for name, locked in sorted(lock.packs.items()):
+        before = len(cache.fetched)
         folder = cache.install(locked, repositories)
-        pack = load_pack(folder, display=f"{name}-{locked.version}")
-        if pack.name != name or str(pack.version) != locked.version:
-            raise PackError(
-                f"the archive locked as {name} {locked.version} holds {pack.name} {pack.version}"
-            )
-        packs[name] = pack
+        if on_fetch is not None and len(cache.fetched) > before:
+            on_fetch(fetched_message(locked))
+        packs[name] = _open_locked(name, locked, folder)
     return packs
 
 
@@ -130,21 +149,95 @@ def lock_pipeline(
     return lock
 
 
+def _current_lock(info: PipelinePacks) -> LockFile | None:
+    """The pipeline's lock section (None: no packs); `PackError` if missing or stale."""
+    if not info.packs:
+        return None
+    problems = lock_problems(info.path, info.packs, info.repositories)
+    if problems:
+        hint = missing_repository_hint(info.path, info.repositories) or lock_hint(info.path)
+        raise PackError("; ".join(message for _, message in problems), hint=hint)
+    lock = read_lock(info.path)
+    assert lock is not None  # lock_problems reported a missing lock
+    return lock
+
+
 def load_locked_packs(
     pipeline: Path,
     data: Mapping[str, Any] | None = None,
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
+    on_fetch: Callable[[str], object] | None = None,
 ) -> dict[str, Pack]:
-    """The pipeline's packs as pinned by its lock; raises `PackError` if missing or stale."""
+    """The pipeline's packs as pinned by its lock; raises `PackError` if missing or stale.
+
+    Packs the cache lacks are fetched and verified; `on_fetch` hears one line
+    (`fetched_message`) per pack actually downloaded.
+    """
     info = PipelinePacks.read(pipeline, data)
-    if not info.packs:
+    lock = _current_lock(info)
+    if lock is None:
         return {}
-    problems = lock_problems(pipeline, info.packs, info.repositories)
-    if problems:
-        hint = missing_repository_hint(pipeline, info.repositories) or lock_hint(pipeline)
-        raise PackError("; ".join(message for _, message in problems), hint=hint)
-    lock = read_lock(pipeline)
-    assert lock is not None  # lock_problems reported a missing lock
-    return _install_all(lock, info.open(client), cache or PackCache())
+    return _install_all(lock, info.open(client), cache or PackCache(), on_fetch)
+
+
+def fetch_hint(pipeline: Path) -> str:
+    """The command that fetches a pipeline's locked packs, naming it as the user does."""
+    shown = pipeline.name if pipeline.is_absolute() else pipeline.as_posix()
+    return f"run: converge-dsl pack fetch {shown}"
+
+
+def read_locked_packs(
+    pipeline: Path,
+    data: Mapping[str, Any] | None = None,
+    *,
+    cache: PackCache | None = None,
+    shown: Path | None = None,
+) -> tuple[dict[str, Pack], list[LockedPack]]:
+    """The pinned packs the cache holds, and the pinned packs it lacks, in name order.
+
+    Read-only: never touches the network, never writes the cache. Raises
+    `PackError` for a missing or stale lock, a pack from a repository the
+    pipeline no longer lists, a bad signature, or an altered unpacked folder.
+    `shown` names the pipeline in hints (default: `pipeline`).
+    """
+    info = PipelinePacks.read(pipeline, data)
+    lock = _current_lock(info)
+    if lock is None:
+        return {}, []
+    cache = cache or PackCache()
+    keys = repository_keys(info.repositories)
+    found: dict[str, Pack] = {}
+    missing: list[LockedPack] = []
+    for name, locked in sorted(lock.packs.items()):
+        if locked.repository not in keys:
+            raise PackError(
+                f"{locked.name} {locked.version} comes from {locked.repository}, "
+                "which the pipeline no longer lists",
+                hint="re-run converge-dsl lock",
+            )
+        fix = fetch_hint(shown or pipeline)
+        folder = cache.find(locked, keys[locked.repository], fix=fix)
+        if folder is None:
+            missing.append(locked)
+        else:
+            found[name] = _open_locked(name, locked, folder)
+    return found, missing
+
+
+def repository_keys(specs: Sequence[Any]) -> dict[str, tuple[str, ...]]:
+    """Repository id -> trusted keys of a pipeline's `repositories:`, without opening any.
+
+    The ids are those `open_repositories` gives (`builtin`, `path:LABEL`,
+    `url:URL`); nothing is imported or connected.
+    """
+    keys: dict[str, tuple[str, ...]] = {}
+    for spec in specs or ["builtin"]:
+        if isinstance(spec, Mapping) and "path" in spec:
+            keys[f"path:{spec['path']}"] = tuple(spec.get("trusted_keys") or ())
+        elif isinstance(spec, Mapping) and "url" in spec:
+            keys[f"url:{str(spec['url']).rstrip('/')}"] = tuple(spec.get("trusted_keys") or ())
+        elif spec == "builtin":
+            keys["builtin"] = ()
+    return keys

@@ -41,11 +41,11 @@ from ._trace import TraceWriter
 
 def load_document(path: Path) -> LoadedDocument:
     """Load and validate (the same diagnostics as `validate`); raises `PipelineInvalid`."""
-    from converge_dsl import frontend
+    from converge_dsl import validation
 
     if not path.is_file():
         raise UsageError(f"no such pipeline file: {path}")
-    loader = getattr(frontend, "load_pipeline", None) or frontend.load_file
+    loader = validation.load_pipeline
     document: LoadedDocument = loader(path)
     return document
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import check_document, load_text
+from converge_dsl.validation import CHECKS
 
 VALID = Path(__file__).resolve().parent.parent / "data" / "valid" / "full.yaml"
 TEXT = VALID.read_text(encoding="utf-8")
@@ -59,5 +60,5 @@ def test_mutations_give_diagnostics_or_success(edits: list[tuple[int, int, str]]
     except PipelineInvalid as exc:
         diagnostics = exc.diagnostics
     else:
-        diagnostics = check_document(document, VALID.parent).diagnostics
+        diagnostics = check_document(document, VALID.parent, checks=CHECKS).diagnostics
     assert all(d.line >= 1 and d.code.startswith("CD") for d in diagnostics)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from converge_dsl.frontend import check_pipeline
+from converge_dsl.validation import check_pipeline
 
 PIPELINE = """\
 apiVersion: converge-dsl/v1

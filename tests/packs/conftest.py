@@ -7,6 +7,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,16 +63,30 @@ def write_pipeline(folder: Path, packs: str, repositories: str = "[{path: repo}]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    requests: list[str] | None = None  # a list to record each request path in, if given
+
     def log_message(self, format: str, *args: object) -> None:
         pass
 
+    def send_head(self) -> Any:
+        if self.requests is not None:
+            self.requests.append(self.path)
+        return super().send_head()
+
 
 @pytest.fixture
-def http_root(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+def http_requests() -> list[str]:
+    """The paths `http_root`'s server was asked for, in order (clear it to start counting)."""
+    return []
+
+
+@pytest.fixture
+def http_root(tmp_path: Path, http_requests: list[str]) -> Iterator[tuple[Path, str]]:
     """A folder served over HTTP on 127.0.0.1 (a real server, random port)."""
     root = tmp_path / "served"
     root.mkdir()
-    handler = functools.partial(_QuietHandler, directory=str(root))
+    recording = type("_Recording", (_QuietHandler,), {"requests": http_requests})
+    handler = functools.partial(recording, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

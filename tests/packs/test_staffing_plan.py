@@ -34,6 +34,17 @@ def test_the_committed_lock_pins_both_builtin_packs_and_is_current() -> None:
         "optimization": ("1.0.0", "builtin"),
         "strategy": ("1.0.0", "builtin"),
     }
+    code, out, _ = _cli("validate", "pipelines/staffing-plan.yaml")
+    assert code == 2  # validate reads the (cold) cache only
+    assert out.count("is locked but not fetched") == 2
+    assert "hint: run: converge-dsl pack fetch pipelines/staffing-plan.yaml" in out
+    assert _cli("pack", "fetch", "pipelines/staffing-plan.yaml") == (
+        0,
+        "fetched pack optimization 1.0.0 from builtin\n"
+        "fetched pack strategy 1.0.0 from builtin\n"
+        "2 pack(s) fetched, 0 already cached\n",
+        "",
+    )
     assert _cli("validate", "pipelines/staffing-plan.yaml") == (0, "1 file valid\n", "")
 
 

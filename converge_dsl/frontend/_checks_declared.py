@@ -1,0 +1,129 @@
+"""Semantic checks of what a pipeline declares and names: unique names, known keys/models/packs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
+from converge_dsl.frontend._facts import PipelineFacts
+from converge_dsl.keys import BUILTIN_KEYS
+
+
+def _suggest(word: str, candidates: frozenset[str] | set[str]) -> str | None:
+    guess = did_you_mean(word, sorted(candidates))
+    return f"did you mean {guess!r}?" if guess else None
+
+
+def _duplicates(
+    facts: PipelineFacts, items: Sequence[tuple[JsonPath, Any]], code: str, what: str
+) -> Iterator[Diagnostic]:
+    first: dict[str, JsonPath] = {}
+    for path, name in items:
+        if name in first:
+            line = facts.source_map.span(first[name]).line
+            yield facts.error(
+                code,
+                f"{what} {name!r} is defined twice",
+                path,
+                hint=f"the first one is on line {line}; names must be unique",
+            )
+        else:
+            first[name] = path
+
+
+def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Suggestor, invariant and declared-key names are unique; declared keys are not built in."""
+    yield from _duplicates(
+        facts,
+        [((*p, "name"), s["name"]) for p, s in facts.suggestors],
+        codes.DUPLICATE_NAME,
+        "suggestor",
+    )
+    invariants = facts.data.get("invariants", [])
+    yield from _duplicates(
+        facts,
+        [(("invariants", i, "name"), v["name"]) for i, v in enumerate(invariants)],
+        codes.DUPLICATE_INVARIANT,
+        "invariant",
+    )
+    declared = [(("keys", i, "name"), k["name"]) for i, k in enumerate(facts.data.get("keys", []))]
+    yield from _duplicates(facts, declared, codes.DUPLICATE_KEY_DECLARATION, "key")
+    for path, name in declared:
+        if name in BUILTIN_KEYS:
+            yield facts.error(
+                codes.DUPLICATE_KEY_DECLARATION,
+                f"key {name!r} is built in",
+                path,
+                hint="remove it from 'keys:'; built-in keys need no declaration",
+            )
+
+
+def unique_contributors(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    for path, s in facts.suggestors:
+        named = [
+            ((*path, "contributors", j, "name"), c.get("name", f"{c['kind']}-{j}"))
+            for j, c in enumerate(s.get("contributors", ()))
+        ]
+        yield from _duplicates(facts, named, codes.DUPLICATE_CONTRIBUTOR, "contributor")
+
+
+def known_keys(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Every key a suggestor reads or writes is built in or declared under `keys:`."""
+    for path, key in facts.key_references:
+        if key not in facts.declared_keys:
+            yield facts.error(
+                codes.UNKNOWN_CONTEXT_KEY,
+                f"unknown context key {key!r}",
+                path,
+                hint=_suggest(key, facts.declared_keys) or f"declare it: keys: [{{name: {key}}}]",
+            )
+
+
+def known_models(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    for path, s in facts.suggestors:
+        for where in (("model",), ("summarizer", "model")):
+            holder: Any = s
+            for part in where[:-1]:
+                holder = holder.get(part, {})
+            model = holder.get(where[-1])
+            if model is not None and model not in facts.models:
+                yield facts.error(
+                    codes.UNKNOWN_MODEL,
+                    f"unknown model {model!r}",
+                    (*path, *where),
+                    hint=_suggest(model, facts.models) or "declare it under 'models:'",
+                )
+
+
+def declared_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    for path, s in facts.suggestors:
+        if s["kind"] == "pack":
+            pack = s["use"].split("/", 1)[0]
+            if pack not in facts.packs:
+                yield facts.error(
+                    codes.UNDECLARED_PACK,
+                    f"pack {pack!r} is not declared",
+                    (*path, "use"),
+                    hint=_suggest(pack, facts.packs)
+                    or f"add it under 'packs:' ({pack}: \">=1.0\")",
+                )
+
+
+def pack_specifiers(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    packs = facts.data.get("packs", {})
+    if not packs:
+        return
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    for name, spec in packs.items():
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            yield facts.error(
+                codes.BAD_SPECIFIER,
+                f"{spec!r} is not a PEP 440 version specifier",
+                ("packs", name),
+                hint='write e.g. ">=1.0,<2" or "==1.2.0"',
+            )

@@ -1,0 +1,75 @@
+"""Semantic checks of how a pipeline uses what it declares: templates, reachability, leftovers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.frontend._facts import PipelineFacts
+
+
+def templates_compile(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    from converge_dsl.frontend._templates import template_problems
+
+    for site in facts.templates:
+        yield from template_problems(
+            facts.document,
+            site.path,
+            site.text,
+            expression=site.expression,
+            names=site.names,
+            inputs=facts.inputs,
+        )
+
+
+def reachable_suggestors(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Warn about suggestors none of whose dependencies can ever hold facts."""
+    for path, s in facts.suggestors:
+        deps = s.get("dependencies") or []
+        if deps and not any(key in facts.produced_keys for key in deps):
+            yield facts.warning(
+                codes.NEVER_RUNS,
+                f"suggestor {s['name']!r} never runs: nothing produces "
+                + ", ".join(repr(k) for k in deps),
+                (*path, "dependencies"),
+                hint="add a seed or suggestor that targets one of these keys",
+            )
+
+
+def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Warn about models, declared keys and inputs that nothing uses."""
+    used_models = set()
+    for _, s in facts.suggestors:
+        used_models.add(s.get("model"))
+        used_models.add(s.get("summarizer", {}).get("model"))
+        if s["kind"] == "pack":
+            used_models.add("default")  # pack llm/agent templates run on model `default`
+    for name in sorted(facts.models - used_models):
+        yield facts.warning(
+            codes.UNUSED_MODEL,
+            f"model {name!r} is never used",
+            ("models", name),
+            on_key=True,
+            hint="remove it, or use it in an llm or agent suggestor",
+        )
+    texts = " ".join(site.text for site in facts.templates)
+    referenced = {key for _, key in facts.key_references}
+    for i, key in enumerate(facts.data.get("keys", [])):
+        name = key["name"]
+        if name not in referenced and name not in texts:
+            yield facts.warning(
+                codes.UNUSED_KEY,
+                f"key {name!r} is declared but never used",
+                ("keys", i, "name"),
+                hint="remove it, or read or write it",
+            )
+    for name in sorted(facts.inputs):
+        if name not in texts:
+            yield facts.warning(
+                codes.UNUSED_INPUT,
+                f"input {name!r} is never read",
+                ("inputs", name),
+                on_key=True,
+                hint=f"read it as '{{{{ inputs.{name} }}}}', or remove it",
+            )

@@ -1,0 +1,54 @@
+"""Located problems of loading: spans from YAML marks, and YAML errors worded for people."""
+
+from __future__ import annotations
+
+import yaml
+from yaml.nodes import Node
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic, SourceSpan
+from converge_dsl.errors import PipelineInvalid
+
+
+def node_span(file: str, node: Node) -> SourceSpan:
+    start, end = node.start_mark, node.end_mark
+    return SourceSpan(file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+
+
+def point(file: str, line: int, column: int) -> SourceSpan:
+    return SourceSpan(file, line, column, line, column + 1)
+
+
+def invalid(
+    code: str, message: str, span: SourceSpan, *, hint: str | None = None
+) -> PipelineInvalid:
+    return PipelineInvalid([Diagnostic.at(code, message, span, hint=hint)])
+
+
+def syntax_diagnostic(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
+    mark = exc.problem_mark or exc.context_mark
+    span = point(file, mark.line + 1, mark.column + 1) if mark else point(file, 1, 1)
+    problem = exc.problem or "syntax error"
+    lines = text.splitlines()
+    at = lines[span.line - 1][span.column - 1 : span.column] if span.line <= len(lines) else ""
+    if at == "\t" or "'\\t'" in problem:
+        return Diagnostic.at(
+            codes.TAB_INDENT,
+            "a tab character where YAML allows only spaces",
+            span,
+            hint="indent with spaces",
+        )
+    if exc.context and "single document" in exc.context:
+        return Diagnostic.at(
+            codes.MULTIPLE_DOCUMENTS,
+            "more than one YAML document in the file",
+            span,
+            hint="remove the '---' separator; one file holds one pipeline",
+        )
+    message = f"{exc.context}, {problem}" if exc.context else problem
+    return Diagnostic.at(
+        codes.YAML_SYNTAX,
+        f"YAML syntax error: {message}",
+        span,
+        hint="check the indentation and quoting around this line",
+    )

@@ -1,0 +1,201 @@
+"""The validate stage: the front end's checks composed with the domain packages' checks.
+
+`validate` and `run` call this module; it sits above `agents` and `packs`
+and below `runtime`. `CHECKS` is the front end's own checks
+(`converge_dsl.frontend.CHECKS`), then the model-file check
+(`converge_dsl.models.check_model_scripts`), the agents' checks
+(`converge_dsl.agents.check_agents`) and the pack checks
+(`converge_dsl.packs.check_packs`). Each domain check is imported on its
+first call, so `import converge_dsl.validation` stays cheap, and each returns
+at once for a pipeline with nothing for it (no agent, no pack).
+
+- `check_pipeline(path, display=...)` -> `CheckedPipeline`: never raises for a
+  user error; packs are read from the cache only (no network, no writes).
+- `load_pipeline(path, display=..., on_fetch=...)` -> `LoadedDocument`, or raises
+  `PipelineInvalid`: what `run` calls; locked packs the cache lacks are fetched
+  and verified first, and `on_fetch` (default: standard error) hears one line
+  per pack actually fetched.
+- `pipeline_files(paths)`: the pipeline files named by files and folders
+  (what `validate PATH...` checks); `check_paths(paths)` checks them all.
+
+To add a check that `validate` and `run` both run, append it to `CHECKS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from converge_dsl.diagnostics import Diagnostic, best_first
+from converge_dsl.errors import PipelineInvalid, UsageError
+from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
+from converge_dsl.frontend import Check, CheckedPipeline, LoadedDocument, PipelineFacts
+from converge_dsl.frontend import check_pipeline as _frontend_check
+
+# Files in a folder that say one of these kinds at the top are not pipelines.
+OTHER_KINDS = frozenset({"ModelScript", "Pack"})
+
+
+def check_model_scripts(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """`converge_dsl.models.check_model_scripts`, imported on first use."""
+    from converge_dsl.models import check_model_scripts as check
+
+    yield from check(facts)
+
+
+def check_agents(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """`converge_dsl.agents.check_agents`, imported on first use."""
+    from converge_dsl.agents import check_agents as check
+
+    yield from check(facts)
+
+
+def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """`converge_dsl.packs.check_packs` (cache only), imported on first use."""
+    from converge_dsl.packs import check_packs as check
+
+    yield from check(facts)
+
+
+CHECKS: list[Check] = [*FRONTEND_CHECKS, check_model_scripts, check_agents, check_packs]
+
+
+def _to_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+def _fetching_checks(on_fetch: Callable[[str], object]) -> list[Check]:
+    """`CHECKS` with the cache-only pack check replaced by the one that fetches."""
+
+    def check_and_fetch_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        from converge_dsl.packs import fetching_pack_check
+
+        yield from fetching_pack_check(on_fetch)(facts)
+
+    return [check_and_fetch_packs if c is check_packs else c for c in CHECKS]
+
+
+def check_pipeline(path: Path, *, display: str | None = None) -> CheckedPipeline:
+    """Validate the pipeline file at `path` with every check; `display` names it in diagnostics.
+
+    Packs are read from the pack cache only: a locked pack it lacks is a
+    `PACK_NOT_FETCHED` diagnostic, never a download.
+    """
+    return _frontend_check(path, display=display, checks=CHECKS)
+
+
+def load_pipeline(
+    path: Path,
+    *,
+    display: str | None = None,
+    on_fetch: Callable[[str], object] | None = None,
+) -> LoadedDocument:
+    """The validated document at `path`, as `run` needs it; raises `PipelineInvalid`.
+
+    The same diagnostics as `check_pipeline`, except that locked packs the
+    cache lacks are fetched and verified; `on_fetch` (default: a line on
+    standard error) hears `fetched pack NAME VERSION from REPOSITORY` for each.
+    """
+    checks = _fetching_checks(on_fetch or _to_stderr)
+    checked = _frontend_check(path, display=display, checks=checks)
+    if not checked.ok or checked.document is None:
+        raise PipelineInvalid(checked.diagnostics)
+    return checked.document
+
+
+def _is_pipeline(path: Path) -> bool:
+    """False only for a file that loads and is another converge-dsl kind, or none at all.
+
+    Another kind: `kind` is `ModelScript` or `Pack` at the top. None at all: a
+    mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
+    cassette). Everything else, broken files included, is checked as a pipeline.
+    """
+    import yaml
+
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+        if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
+            return False  # cannot name a kind or an API version: not ours
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, ValueError, RecursionError, yaml.YAMLError):
+        return True
+    if not isinstance(data, dict):
+        return True
+    if "kind" not in data and "apiVersion" not in data:
+        return False
+    return data.get("kind") not in OTHER_KINDS
+
+
+def pipeline_files(paths: Sequence[str]) -> list[Path]:
+    """The pipeline files named by `paths` (folders expanded, sorted, de-duplicated).
+
+    In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
+    the files that load and say `kind: ModelScript` or `kind: Pack` at the top,
+    or that load as a mapping with neither `apiVersion` nor `kind`. A folder
+    with no pipeline file, or a path that does not exist, is a `UsageError`.
+    """
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
+            chosen = [p for p in inside if p.is_file() and _is_pipeline(p)]
+            if not chosen:
+                raise UsageError(
+                    f"no pipeline files found in {raw}",
+                    hint="a folder is searched for *.yaml and *.yml pipeline files",
+                )
+            found.extend(chosen)
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UsageError(
+                f"no such file or folder: {raw}", hint="give pipeline files or folders"
+            )
+    unique: dict[Path, None] = dict.fromkeys(found)
+    return list(unique)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedFiles:
+    """Every pipeline file `validate PATH...` checked, their diagnostics and their texts."""
+
+    files: tuple[Path, ...]
+    diagnostics: tuple[Diagnostic, ...]  # best first, over all files
+    sources: dict[str, str]  # display name -> text, for excerpts
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed)."""
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def _display(path: Path) -> str:
+    """The path as the user reads it: relative to the working folder when inside it."""
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def check_paths(paths: Sequence[str]) -> CheckedFiles:
+    """`check_pipeline` on every file of `pipeline_files(paths)`; raises `UsageError` as it does."""
+    files = pipeline_files(paths)
+    diagnostics: list[Diagnostic] = []
+    sources: dict[str, str] = {}
+    for path in files:
+        name = _display(path)
+        checked = check_pipeline(path, display=name)
+        diagnostics.extend(checked.diagnostics)
+        if checked.document is not None:
+            sources[name] = checked.document.text
+        elif checked.diagnostics:
+            with contextlib.suppress(OSError):
+                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
+    return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)

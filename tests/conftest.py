@@ -1,0 +1,31 @@
+"""Suite-wide setup: a private pack cache, warmed with the example pipelines' packs.
+
+`validate` reads packs from the cache only, and `run` says when it fetches
+one, so the pinned outputs of `pipelines/` must not depend on whether the
+user's cache is warm. Every test process uses its own cache
+(`CONVERGE_DSL_CACHE`), filled once with the locked packs of the example
+pipelines (as `converge-dsl pack fetch` would); tests that need another cache
+set the variable themselves. The user's cache is never read or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "pipelines"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_pack_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    from converge_dsl.packs import PackCache, load_locked_packs
+
+    cache = tmp_path_factory.mktemp("pack-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONVERGE_DSL_CACHE", str(cache))
+        for pipeline in sorted(EXAMPLES.glob("*.yaml")):
+            if "\npacks:" in pipeline.read_text(encoding="utf-8"):
+                load_locked_packs(pipeline, cache=PackCache(cache))
+        yield
