@@ -47,18 +47,28 @@ def check_model_scripts(facts: PipelineFacts) -> Iterator[Diagnostic]:
     yield from check(facts)
 
 
-def check_agents(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """`converge_dsl.agents.check_agents`, imported on first use."""
-    from converge_dsl.agents import check_agents as check
+def _has_agent(facts: PipelineFacts) -> bool:
+    return any(spec["kind"] == "agent" for _, spec in facts.suggestors)
 
-    yield from check(facts)
+
+def _uses_packs(facts: PipelineFacts) -> bool:
+    return bool(facts.packs) or any(spec["kind"] == "pack" for _, spec in facts.suggestors)
+
+
+def check_agents(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """`converge_dsl.agents.check_agents`, imported only for a pipeline with an agent."""
+    if _has_agent(facts):
+        from converge_dsl.agents import check_agents as check
+
+        yield from check(facts)
 
 
 def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """`converge_dsl.packs.check_packs` (cache only), imported on first use."""
-    from converge_dsl.packs import check_packs as check
+    """`converge_dsl.packs.check_packs` (cache only), imported only for a pipeline with packs."""
+    if _uses_packs(facts):
+        from converge_dsl.packs import check_packs as check
 
-    yield from check(facts)
+        yield from check(facts)
 
 
 CHECKS: list[Check] = [*FRONTEND_CHECKS, check_model_scripts, check_agents, check_packs]
@@ -72,9 +82,10 @@ def _fetching_checks(on_fetch: Callable[[str], object]) -> list[Check]:
     """`CHECKS` with the cache-only pack check replaced by the one that fetches."""
 
     def check_and_fetch_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
-        from converge_dsl.packs import fetching_pack_check
+        if _uses_packs(facts):
+            from converge_dsl.packs import fetching_pack_check
 
-        yield from fetching_pack_check(on_fetch)(facts)
+            yield from fetching_pack_check(on_fetch)(facts)
 
     return [check_and_fetch_packs if c is check_packs else c for c in CHECKS]
 
