@@ -1,8 +1,9 @@
 """converge-dsl: describe convergence pipelines in YAML, validate them, run them.
 
-The public surface is small; stages live in subpackages:
-`converge_dsl.engine` (the kernel), `converge_dsl.frontend` (load and
-validate), `converge_dsl.compiler`, `converge_dsl.runtime`,
+The root exports only `__version__`; the stages live in subpackages, layered
+as docs/architecture.md §2 draws them: `converge_dsl.frontend` (load),
+`converge_dsl.validation` (validate), `converge_dsl.compiler`,
+`converge_dsl.engine` (the kernel), `converge_dsl.runtime` (run),
 `converge_dsl.models` (the model port), `converge_dsl.agents` and
 `converge_dsl.packs`.
 """
@@ -10,3 +11,4 @@ validate), `converge_dsl.compiler`, `converge_dsl.runtime`,
 from __future__ import annotations
 
 __version__ = "0.1.0"
+__all__ = ["__version__"]

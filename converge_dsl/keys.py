@@ -1,4 +1,4 @@
-"""The built-in context keys, in DESIGN order, without importing the engine.
+"""The built-in context keys in their order (docs/architecture.md §3), without the engine.
 
 The front end checks key names on its fast path (which must not pay for the
 engine package's pydantic import); the engine sorts and admits facts by

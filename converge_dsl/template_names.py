@@ -51,7 +51,7 @@ ALLOWED_FILTERS: frozenset[str] = frozenset(
     }
 )
 
-# Names every template and expression may use (the context API of DESIGN §2).
+# Names every template and expression may use (the context API of docs/architecture.md §3).
 CONTEXT_NAMES: frozenset[str] = frozenset(
     {"facts", "proposals", "count", "has", "fact", "cycle", "inputs"}
 )

@@ -11,12 +11,15 @@ at once for a pipeline with nothing for it (no agent, no pack).
 
 - `check_pipeline(path, display=...)` -> `CheckedPipeline`: never raises for a
   user error; packs are read from the cache only (no network, no writes).
-- `load_pipeline(path, display=..., on_fetch=...)` -> `LoadedDocument`, or raises
-  `PipelineInvalid`: what `run` calls; locked packs the cache lacks are fetched
-  and verified first, and `on_fetch` (default: standard error) hears one line
-  per pack actually fetched.
+- `load_pipeline(path, display=..., fetch=False, on_fetch=...)` -> `LoadedDocument`, or
+  raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
+  lacks are fetched and verified first, and `on_fetch` hears one line per pack
+  actually fetched) and `plan` call.
 - `pipeline_files(paths)`: the pipeline files named by files and folders
-  (what `validate PATH...` checks); `check_paths(paths)` checks them all.
+  (what `validate PATH...` checks); `check_paths(paths)` checks them all into
+  `CheckedFiles`.
+- `check_model_scripts`, `check_agents`, `check_packs`: the domain checks as
+  they are composed (each imports its package only when the pipeline needs it).
 
 To add a check that `validate` and `run` both run, append it to `CHECKS`.
 """
@@ -24,7 +27,6 @@ To add a check that `validate` and `run` both run, append it to `CHECKS`.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +37,18 @@ from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
 from converge_dsl.frontend import Check, CheckedPipeline, LoadedDocument, PipelineFacts
 from converge_dsl.frontend import check_pipeline as _frontend_check
+
+__all__ = [
+    "CHECKS",
+    "CheckedFiles",
+    "check_agents",
+    "check_model_scripts",
+    "check_packs",
+    "check_paths",
+    "check_pipeline",
+    "load_pipeline",
+    "pipeline_files",
+]
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
 OTHER_KINDS = frozenset({"ModelScript", "Pack"})
@@ -96,23 +110,25 @@ def check_pipeline(path: Path, *, display: str | None = None) -> CheckedPipeline
     Packs are read from the pack cache only: a locked pack it lacks is a
     `PACK_NOT_FETCHED` diagnostic, never a download.
     """
-    return _frontend_check(path, display=display, checks=CHECKS)
+    return _frontend_check(path, display=display or _display(path), checks=CHECKS)
 
 
 def load_pipeline(
     path: Path,
     *,
     display: str | None = None,
+    fetch: bool = False,
     on_fetch: Callable[[str], object] | None = None,
 ) -> LoadedDocument:
-    """The validated document at `path`, as `run` needs it; raises `PipelineInvalid`.
+    """The validated document at `path`; raises `PipelineInvalid` with every diagnostic.
 
-    The same diagnostics as `check_pipeline`, except that locked packs the
-    cache lacks are fetched and verified; `on_fetch` (default: a line on
-    standard error) hears `fetched pack NAME VERSION from REPOSITORY` for each.
+    The diagnostics of `check_pipeline`. With `fetch` (what `run` asks), locked
+    packs the cache lacks are fetched and verified instead of reported;
+    `on_fetch` (default: a line on standard error) hears `fetched pack NAME
+    VERSION from REPOSITORY` for each.
     """
-    checks = _fetching_checks(on_fetch or _to_stderr)
-    checked = _frontend_check(path, display=display, checks=checks)
+    checks = _fetching_checks(on_fetch or _to_stderr) if fetch else CHECKS
+    checked = _frontend_check(path, display=display or _display(path), checks=checks)
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)
     return checked.document
@@ -190,8 +206,8 @@ def _display(path: Path) -> str:
     if not path.is_absolute():
         return path.as_posix()
     try:
-        return os.path.relpath(path)
-    except ValueError:  # another drive on Windows
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:  # outside the working folder: as given
         return str(path)
 
 

@@ -1,14 +1,20 @@
 """Agent suggestors: the turn loop, tools, contributors, compaction, the span summarizer.
 
 Public surface:
-- `compile_agent(data, path, ctx) -> AgentSuggestor` — the builder of kind `agent`.
-- `parse_agent(data, path, ctx) -> AgentSpec` — the typed agent, without models (used by `plan`).
+- `compile_agent(data, path, ctx)` -> `AgentSuggestor` — the builder of kind `agent`;
+  `AgentError`, the failure of an agent's run.
+- `parse_agent(data, path, ctx)` -> `AgentSpec` — the typed agent, without models (used by `plan`).
+- `TokenCounter`, `default_token_counter` — how turns are measured (about 4 characters a token).
 - `TurnMachine` (sans-I/O turn loop); `drive`, `Reducer` (its async driver, compaction filler).
 - `SpanSummarizer` protocol, `ModelSummarizer`, `side_call`; `CompactionPolicy`, `SummaryBudget`.
-- `simulate(spec, ...)` — the `plan` simulation; `AGENT_CHECKS` — semantic checks (CD2xx);
-  `check_agents(facts)` — those checks as a pipeline check (composed by `converge_dsl.validation`).
-- events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`,
-  `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
+- `plan_pipeline(document, inputs=...)` -> [`Plan`] — what `converge-dsl plan` shows: each
+  agent's turns simulated by `simulate(spec, ...)` without a model; `MAX_ASSUMED_CHARS` bounds
+  the assumed reply and tool-result sizes.
+- `check_agents(facts)` — the agents' semantic checks (CD4xx) as a pipeline check, composed
+  into `validate` by `converge_dsl.validation`.
+- events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`
+  (its `ClearedTurn`s of `MessageLine`s of `PartLine`s: `TextPartLine`, `ToolCallPartLine`,
+  `ToolResultPartLine`), `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
 
 Names are imported on first use (PEP 562): the agent checks
 (`check_agents`) must not pay for the turn loop's imports.
@@ -30,12 +36,18 @@ if TYPE_CHECKING:
     from converge_dsl.agents._events import (
         AgentFinished,
         AgentTurnStarted,
+        ClearedTurn,
         Compaction,
         ContributorFired,
+        MessageLine,
+        PartLine,
         SpanCleared,
         SummaryFallback,
         SummaryTaken,
+        TextPartLine,
         ToolCalled,
+        ToolCallPartLine,
+        ToolResultPartLine,
     )
     from converge_dsl.agents._loop import (
         Reducer,
@@ -43,6 +55,12 @@ if TYPE_CHECKING:
     )
     from converge_dsl.agents._machine import (
         TurnMachine,
+    )
+    from converge_dsl.agents._planner import (
+        MAX_ASSUMED_CHARS,
+        Plan,
+        plan_pipeline,
+        simulate,
     )
     from converge_dsl.agents._policy import (
         CompactionPolicy,
@@ -61,6 +79,16 @@ if TYPE_CHECKING:
     )
 
 _WHERE: dict[str, str] = {
+    "ClearedTurn": "converge_dsl.agents._events",
+    "MessageLine": "converge_dsl.agents._events",
+    "PartLine": "converge_dsl.agents._events",
+    "TextPartLine": "converge_dsl.agents._events",
+    "ToolCallPartLine": "converge_dsl.agents._events",
+    "ToolResultPartLine": "converge_dsl.agents._events",
+    "MAX_ASSUMED_CHARS": "converge_dsl.agents._planner",
+    "Plan": "converge_dsl.agents._planner",
+    "plan_pipeline": "converge_dsl.agents._planner",
+    "simulate": "converge_dsl.agents._planner",
     "AgentError": "converge_dsl.agents._agent",
     "AgentFinished": "converge_dsl.agents._events",
     "AgentSpec": "converge_dsl.agents._spec",
@@ -88,30 +116,40 @@ _WHERE: dict[str, str] = {
 }
 
 __all__ = [
+    "MAX_ASSUMED_CHARS",
     "AgentError",
     "AgentFinished",
     "AgentSpec",
     "AgentSuggestor",
     "AgentTurnStarted",
+    "ClearedTurn",
     "Compaction",
     "CompactionPolicy",
     "ContributorFired",
+    "MessageLine",
     "ModelSummarizer",
+    "PartLine",
+    "Plan",
     "Reducer",
     "SpanCleared",
     "SpanSummarizer",
     "SummaryBudget",
     "SummaryFallback",
     "SummaryTaken",
+    "TextPartLine",
     "TokenCounter",
+    "ToolCallPartLine",
     "ToolCalled",
+    "ToolResultPartLine",
     "TurnMachine",
     "check_agents",
     "compile_agent",
     "default_token_counter",
     "drive",
     "parse_agent",
+    "plan_pipeline",
     "side_call",
+    "simulate",
 ]
 
 __getattr__ = lazy_names(__name__, _WHERE)

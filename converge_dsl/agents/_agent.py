@@ -58,6 +58,27 @@ class AgentSuggestor(CoreSuggestor):
             reason, message, hint=hint, span=self.core.span, suggestor=self.name, cycle=cycle
         )
 
+    async def _call_model(self, request: ModelRequest, cycle: int) -> Message | None:
+        """One model call of the turn loop, metered; None when the run's budget refuses it."""
+        if self.meter is not None and not self.meter.can_call():
+            return None
+        try:
+            answer = await self.model.call(request)
+        except ModelError as exc:
+            raise self._fail(
+                "model_error",
+                f"model call failed at turn {request.turn}: {exc.message}",
+                cycle,
+                exc.hint,
+            ) from None
+        if self.meter is not None:
+            self.meter.record(
+                model_calls=1,
+                input_tokens=answer.usage.input_tokens,
+                output_tokens=answer.usage.output_tokens,
+            )
+        return answer.message
+
     async def execute(self, ctx: ContextView) -> AgentEffect:
         spec, cycle = self.spec, ctx.cycle
         scope = self.core.scopes.scope(ctx)
@@ -72,24 +93,7 @@ class AgentSuggestor(CoreSuggestor):
         )
 
         async def call_model(request: ModelRequest) -> Message | None:
-            if self.meter is not None and not self.meter.can_call():
-                return None
-            try:
-                answer = await self.model.call(request)
-            except ModelError as exc:
-                raise self._fail(
-                    "model_error",
-                    f"model call failed at turn {request.turn}: {exc.message}",
-                    cycle,
-                    exc.hint,
-                ) from None
-            if self.meter is not None:
-                self.meter.record(
-                    model_calls=1,
-                    input_tokens=answer.usage.input_tokens,
-                    output_tokens=answer.usage.output_tokens,
-                )
-            return answer.message
+            return await self._call_model(request, cycle)
 
         def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[Any, ...], bool]:
             return tools.run(calls), tools.finished

@@ -1,4 +1,4 @@
-"""Context contributors (DESIGN §1.2): the policy of what to inject before a turn.
+"""Context contributors (docs/architecture.md §9): the policy of what to inject before a turn.
 
 The mechanism (asked at the top of every turn, in registration order, before
 the model call) belongs to the turn loop; each contributor only decides what

@@ -8,9 +8,9 @@ turns in full: `converge-dsl trace expand TRACE REDUCTION_ID` prints them back.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from converge_dsl.models.port import Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -60,14 +60,58 @@ class ToolCalled(_Event):
     is_error: bool
 
 
+class _Line(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextPartLine(_Line):
+    """A text part of a cleared message, as the trace holds it."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ToolCallPartLine(_Line):
+    """A tool call of a cleared message, as the trace holds it."""
+
+    type: Literal["tool_call"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultPartLine(_Line):
+    """A tool result of a cleared message, as the trace holds it."""
+
+    type: Literal["tool_result"]
+    call_id: str
+    output: str
+    is_error: bool
+
+
+PartLine = Annotated[
+    TextPartLine | ToolCallPartLine | ToolResultPartLine, Field(discriminator="type")
+]
+
+
+class MessageLine(_Line):
+    role: str
+    parts: list[PartLine]
+
+
+class ClearedTurn(_Line):
+    turn: int
+    messages: list[MessageLine]
+
+
 class SpanCleared(_Event):
-    """The turns a compaction removed, verbatim, for recovery: `[{turn, messages}]`."""
+    """The turns a compaction removed, verbatim, for recovery (`trace expand` reads it back)."""
 
     type: Literal["agent_span_cleared"] = "agent_span_cleared"
     reduction_id: str
     first_turn: int
     last_turn: int
-    turns: list[dict[str, Any]]
+    turns: list[ClearedTurn]
 
 
 class SummaryTaken(_Event):

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from converge_dsl.agents._contributors import Contributor, TurnEnv
 from converge_dsl.agents._events import (
     AgentTurnStarted,
+    ClearedTurn,
     Compaction,
     ContributorFired,
     SpanCleared,
@@ -270,7 +271,10 @@ class TurnMachine:
         self._event(
             SpanCleared(
                 **base,
-                turns=[{"turn": t, "messages": messages_to_json(m)} for t, m in pending.turns],
+                turns=[
+                    ClearedTurn.model_validate({"turn": t, "messages": messages_to_json(m)})
+                    for t, m in pending.turns
+                ],
             )
         )
         self._event(

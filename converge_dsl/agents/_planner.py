@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -25,10 +26,15 @@ from converge_dsl.agents._contributors import TurnEnv
 from converge_dsl.agents._loop import Reducer, drive
 from converge_dsl.agents._machine import TurnMachine
 from converge_dsl.agents._policy import TokenCounter, default_token_counter, message_text
-from converge_dsl.agents._spec import AgentSpec
+from converge_dsl.agents._spec import AgentSpec, parse_agent
 from converge_dsl.agents._tools import TOOL_SPECS
-from converge_dsl.compiler import RenderScopes
-from converge_dsl.engine.types import ContextView
+from converge_dsl.compiler import RenderScopes, compile_context, compile_settings
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.engine import Budget, UsageMeter
+from converge_dsl.engine.context import Context
+from converge_dsl.engine.types import ContextView, Fact, PromotionRecord
+from converge_dsl.errors import UsageError
+from converge_dsl.frontend import LoadedDocument
 from converge_dsl.models.port import Message, ModelRequest, TextPart, ToolCallPart, ToolResultPart
 
 # 4 M characters are about 1 M tokens: more than any model's context window.
@@ -206,3 +212,65 @@ def simulate(
             "turns": limit,
         },
     )
+
+
+def plan_pipeline(
+    document: LoadedDocument,
+    *,
+    inputs: Mapping[str, Any],
+    agent: str | None = None,
+    turns: int | None = None,
+    reply_chars: int = 400,
+    tool_result_chars: int = 800,
+) -> list[Plan]:
+    """`simulate` every agent of a validated pipeline (or the one named `agent`).
+
+    The agents see a context holding the pipeline's seed facts, built by the
+    compiler as a run builds them. An unknown `agent`, or a pipeline without
+    agents, is a `UsageError`.
+    """
+    specs, seeds, scopes = _agents(document, inputs)
+    name = Path(document.file).name
+    if agent is not None:
+        chosen = [spec for spec in specs if spec.name == agent]
+        if not chosen:
+            guess = did_you_mean(agent, [spec.name for spec in specs])
+            raise UsageError(
+                f"no agent named {agent!r} in {name}",
+                hint=f"did you mean {guess!r}?"
+                if guess
+                else f"agents: {', '.join(spec.name for spec in specs) or 'none'}",
+            )
+        specs = chosen
+    if not specs:
+        raise UsageError(f"{name} has no agent suggestor to plan")
+    return [
+        simulate(
+            spec,
+            seeds,
+            scopes,
+            turns=turns,
+            reply_chars=reply_chars,
+            tool_result_chars=tool_result_chars,
+        )
+        for spec in specs
+    ]
+
+
+def _agents(
+    document: LoadedDocument, inputs: Mapping[str, Any]
+) -> tuple[list[AgentSpec], Context, RenderScopes]:
+    """The agent specs of the pipeline, a context holding its seeds, and the render scopes."""
+    settings = compile_settings(document, inputs=inputs)
+    ctx = compile_context(settings, models={}, usage=UsageMeter(Budget()))
+    specs = [
+        parse_agent(spec, ("suggestors", index), ctx)
+        for index, spec in enumerate(document.data.get("suggestors") or ())
+        if spec.get("kind") == "agent"
+    ]
+    record = PromotionRecord("plan", "plan", 0)
+    seeds = Context.from_facts(
+        (Fact(s.key, s.id, s.content, s.provenance, s.confidence, record) for s in settings.seeds),
+        cycle=1,
+    )
+    return specs, seeds, ctx.scopes

@@ -1,4 +1,4 @@
-"""The typed, immutable form of an `agent` suggestor's YAML (language.md).
+"""The typed, immutable form of an `agent` suggestor's YAML (docs/architecture.md §9).
 
 `parse_agent` turns schema-valid data into an `AgentSpec`, compiling every
 template once through the `CompileContext` (so a template error points at

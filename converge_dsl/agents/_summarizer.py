@@ -1,4 +1,4 @@
-"""The span summarizer (DESIGN §1.4): a budgeted side call that never blocks the loop.
+"""The span summarizer (docs/architecture.md §9): a budgeted side call that never blocks the loop.
 
 `side_call` runs a summarizer off the event loop under a timeout: an async
 summarizer as its own task, a synchronous one in a daemon thread (a thread
@@ -111,7 +111,7 @@ async def side_call(summarizer: SpanSummarizer, span_text: str, timeout_s: float
         text = await asyncio.wait_for(work, timeout_s)
     except TimeoutError:
         return SideCallResult(None, "timeout", f"no answer within {timeout_s:g}s")
-    except Exception as exc:  # any summarizer failure keeps the stub (DESIGN §1.4)
+    except Exception as exc:  # any summarizer failure keeps the stub (docs/architecture.md §9)
         return SideCallResult(None, "error", str(exc) or type(exc).__name__)
     if not isinstance(text, str) or not text.strip():
         return SideCallResult(None, "blank", "the summarizer answered nothing")

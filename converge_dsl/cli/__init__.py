@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn, Protocol, TextIO
 
-from converge_dsl.errors import ConvergeError, UsageError
+from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("converge_dsl.cli._schema", "print a JSON Schema (pipeline, pack, ...)"),
     "trace": ("converge_dsl.cli._trace", "inspect a run trace (expand cleared turns)"),
     "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
-    "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify and add packs"),
+    "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
 }
 
 
@@ -103,7 +103,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
             namespace = parser.parse_args(args[1:])
         except SystemExit as exc:  # --help exits through argparse
             return int(exc.code or 0)
-        return command.execute(namespace, io)
+        return _execute(command, namespace, io)
     except ConvergeError as exc:
         stderr.write(f"error: {exc}\n")
         return exc.exit_code
@@ -123,6 +123,23 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     except RecursionError:
         stderr.write("error: an input is nested too deeply to be read\n")
         return EXIT_USAGE
+
+
+def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
+    """Run one command; an invalid pipeline is rendered like `validate` renders it.
+
+    The command's `--format` chooses the rendering (JSON on stdout; human text
+    on stderr, since stdout is the command's own output).
+    """
+    try:
+        return command.execute(args, io)
+    except PipelineInvalid as exc:
+        from converge_dsl.cli._render import FORMATS, render
+
+        format = getattr(args, "format", "human")
+        format = format if format in FORMATS else "human"
+        render(exc.diagnostics, format, io.stderr if format == "human" else io.stdout)
+        return exc.exit_code
 
 
 def main() -> None:

@@ -86,9 +86,7 @@ def load_input_json(text: str, what: str) -> Any:
         hint=f"flatten the value to at most {MAX_INPUT_DEPTH} levels of arrays and objects",
     )
     try:
-        value = json.loads(
-            text, parse_constant=_no_constant, object_pairs_hook=_unique_keys(what)
-        )
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys(what))
     except RecursionError:
         raise too_deep from None
     if _depth(value) > MAX_INPUT_DEPTH:

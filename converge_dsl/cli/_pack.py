@@ -182,9 +182,9 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
         add_pack_requirement,
         default_specifier,
         lock_pipeline,
+        parse_specifier,
         resolve,
     )
-    from converge_dsl.packs._manifest import parse_specifier
 
     if len(args.words) not in (2, 3):
         raise UsageError("pack add takes NAME [SPECIFIER] PIPELINE")

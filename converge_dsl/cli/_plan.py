@@ -14,18 +14,14 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from converge_dsl.agents._planner import MAX_ASSUMED_CHARS, Plan, simulate
-from converge_dsl.agents._spec import AgentSpec, parse_agent
 from converge_dsl.cli._inputs import add_input_arguments, parse_inputs
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
+    from converge_dsl.agents import Plan
     from converge_dsl.cli import CommandIO
-    from converge_dsl.compiler import RenderScopes
-    from converge_dsl.engine.context import Context
-    from converge_dsl.frontend.document import LoadedDocument
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,35 +48,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_input_arguments(parser)
     parser.add_argument("--format", choices=("human", "json"), default="human")
-
-
-def _agents(
-    document: LoadedDocument, inputs: dict[str, Any]
-) -> tuple[list[AgentSpec], Context, RenderScopes]:
-    """The agent specs of the pipeline, a context holding its seeds, and the render scopes."""
-    from converge_dsl.compiler import compile_context, compile_settings
-    from converge_dsl.engine.budget import Budget, UsageMeter
-    from converge_dsl.engine.context import Context
-    from converge_dsl.engine.types import Fact, PromotionRecord
-
-    data = document.data
-    settings = compile_settings(document, inputs=inputs)
-    ctx = compile_context(settings, models={}, usage=UsageMeter(Budget()))
-    scopes = ctx.scopes
-    specs = [
-        parse_agent(s, ("suggestors", i), ctx)
-        for i, s in enumerate(data.get("suggestors") or ())
-        if s.get("kind") == "agent"
-    ]
-    plan_record = PromotionRecord("plan", "plan", 0)
-    seeds = Context.from_facts(
-        (
-            Fact(s.key, s.id, s.content, s.provenance, s.confidence, plan_record)
-            for s in settings.seeds
-        ),
-        cycle=1,
-    )
-    return specs, seeds, scopes
 
 
 def _human(plans: list[Plan]) -> str:
@@ -127,7 +94,8 @@ def _human(plans: list[Plan]) -> str:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.frontend import load_pipeline
+    from converge_dsl.agents import MAX_ASSUMED_CHARS, plan_pipeline
+    from converge_dsl.validation import load_pipeline
 
     for option in ("turns", "assume_reply_chars", "assume_tool_result_chars"):
         value = getattr(args, option)
@@ -141,33 +109,14 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 f"{MAX_ASSUMED_CHARS:,} already forces an emergency compaction every turn",
             )
     document = load_pipeline(args.pipeline)
-    specs, seeds, scopes = _agents(document, parse_inputs(args))
-    if args.agent is not None:
-        chosen = [s for s in specs if s.name == args.agent]
-        if not chosen:
-            from converge_dsl.diagnostics import did_you_mean
-
-            guess = did_you_mean(args.agent, [s.name for s in specs])
-            raise UsageError(
-                f"no agent named {args.agent!r} in {args.pipeline.name}",
-                hint=f"did you mean {guess!r}?"
-                if guess
-                else f"agents: {', '.join(s.name for s in specs) or 'none'}",
-            )
-        specs = chosen
-    if not specs:
-        raise UsageError(f"{args.pipeline.name} has no agent suggestor to plan")
-    plans = [
-        simulate(
-            spec,
-            seeds,
-            scopes,
-            turns=args.turns,
-            reply_chars=args.assume_reply_chars,
-            tool_result_chars=args.assume_tool_result_chars,
-        )
-        for spec in specs
-    ]
+    plans = plan_pipeline(
+        document,
+        inputs=parse_inputs(args),
+        agent=args.agent,
+        turns=args.turns,
+        reply_chars=args.assume_reply_chars,
+        tool_result_chars=args.assume_tool_result_chars,
+    )
     if args.format == "json":
         io.stdout.write(json.dumps([asdict(p) for p in plans], indent=2) + "\n")
     else:

@@ -3,7 +3,9 @@
 Exit codes: 0 converged, 2 invalid pipeline (the diagnostics of `validate`),
 3 usage error, 4 a budget ran out, 5 an invariant was violated, 6 paused for a
 human, 1 anything else. `--format json` prints one `RunResultDocument`; on
-exit 2 both formats print exactly what `converge-dsl validate` prints.
+exit 2 both formats print the diagnostics as `converge-dsl validate` prints them
+(human text on stderr, JSON on stdout). Packs the cache lacks are fetched
+first, one line on stderr for each.
 
 Human in the loop: a run that pauses (exit 6) lists the pending proposals (id,
 key, content, confidence, suggestor, why gated; `pending` in JSON). With
@@ -138,33 +140,6 @@ class _Progress:
             self._status.stop()
 
 
-def _print_invalid(exc: PipelineInvalid, args: argparse.Namespace, io: CommandIO) -> int:
-    """Exactly what `converge-dsl validate` prints for the file (JSON on stdout, human on stderr).
-
-    Problems only the compiler finds (CD6xx) go through the same renderers.
-    """
-    from converge_dsl.cli import CommandIO, _validate
-    from converge_dsl.frontend import render_human, render_json, summary_line
-
-    target = io.stdout if args.format == "json" else io.stderr
-    buffer = StringIO()
-    code = _validate.execute(
-        argparse.Namespace(paths=[str(args.pipeline)], format=args.format, strict=False),
-        CommandIO(stdout=buffer, stderr=io.stderr),
-    )
-    if code == exc.exit_code:
-        target.write(buffer.getvalue())
-    elif args.format == "json":
-        target.write(render_json(list(exc.diagnostics)))
-    else:
-        sources = {}
-        with contextlib.suppress(OSError):
-            sources[str(args.pipeline)] = args.pipeline.read_text(encoding="utf-8")
-        text = render_human(list(exc.diagnostics), sources, False)
-        target.write(text + ("\n" if text else "") + summary_line(list(exc.diagnostics), 1))
-    return exc.exit_code
-
-
 def _content_text(content: Any) -> str:
     return content if isinstance(content, str) else json.dumps(content)
 
@@ -235,7 +210,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.frontend._render import terminal_safe
+    from converge_dsl.frontend import terminal_safe
     from converge_dsl.runtime import RunOptions, run_pipeline
 
     if args.resume is not None and args.checkpoint is None:
@@ -255,11 +230,12 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         replay=args.replay,
         listeners=() if progress is None else (progress,),
         decisions=parse_decisions(args),
+        on_fetch=lambda line: io.stderr.write(line + "\n"),
     )
     try:
         out = asyncio.run(run_pipeline(options))
-    except PipelineInvalid as exc:
-        return _print_invalid(exc, args, io)
+    except PipelineInvalid:
+        raise  # rendered like `validate` renders it, by the command line's one renderer
     except ConvergeError as exc:
         if not human and not isinstance(exc, UsageError):
             io.stdout.write(json.dumps({"stop_reason": "error", "error": str(exc)}) + "\n")

@@ -16,8 +16,7 @@ from __future__ import annotations
 import argparse
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
-
-FORMATS = ("human", "json", "github", "sarif")
+from converge_dsl.cli._render import FORMATS, render
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,23 +26,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl import frontend
     from converge_dsl.validation import check_paths
 
     checked = check_paths(args.paths)
-    diagnostics = list(checked.diagnostics)
-    if args.format == "json":
-        io.stdout.write(frontend.render_json(diagnostics))
-    elif args.format == "github":
-        io.stdout.write(frontend.render_github(diagnostics))
-    elif args.format == "sarif":
-        io.stdout.write(frontend.render_sarif(diagnostics))
-    else:
-        text = frontend.render_human(diagnostics, checked.sources, io.color)
-        summary = frontend.summary_line(diagnostics, len(checked.files))
-        io.stdout.write(text + ("\n" if text else "") + summary)
+    render(
+        checked.diagnostics,
+        args.format,
+        io.stdout,
+        sources=checked.sources,
+        files=len(checked.files),
+        color=io.color,
+    )
     if not checked.ok:
         return EXIT_INVALID
-    if diagnostics and args.strict:
+    if checked.diagnostics and args.strict:
         return EXIT_FAILURE
     return EXIT_OK

@@ -1,7 +1,7 @@
 """What seed, rule and llm suggestors share: identity, `accepts`, value rendering.
 
 `accepts` is pure: with a `when` expression it is that expression's truth;
-without, it is the idempotent default of DESIGN §2 — true only while none of
+without, it is the idempotent default of docs/architecture.md §6 — true only while none of
 the suggestor's own facts or pending proposals exist for its target keys.
 """
 

@@ -1,4 +1,4 @@
-"""The `seed` and `rule` suggestor kinds (language.md).
+"""The `seed` and `rule` suggestor kinds (docs/architecture.md §14).
 
 - `seed`: proposes fixed facts (id/content are templates) to `target` (default `seeds`).
 - `rule`: proposes each `emit` entry (a fixed key; templated

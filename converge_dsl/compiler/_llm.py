@@ -1,6 +1,6 @@
 """The `llm` suggestor kind: render a prompt, call a model, parse its answer into proposals.
 
-Output formats (language.md): `text` (the whole answer is one item), `lines`
+Output formats (docs/architecture.md §14): `text` (the whole answer is one item), `lines`
 (each non-blank line is an item) and `json` (an array of items, or one object =
 one item). With `output.schema`, the parsed JSON answer must satisfy that JSON
 Schema. An answer that does not parse or conform yields one `diagnostic`

@@ -1,6 +1,6 @@
 """compile_pipeline(settings) -> CompiledPipeline: the validated YAML as immutable typed objects.
 
-The document must already be valid (`converge_dsl.frontend.load_pipeline`).
+The document must already be valid (`converge_dsl.validation.load_pipeline`).
 `compile_settings` (see `_settings`) reads the pipeline's settings first;
 `compile_pipeline` then builds the suggestors by kind through the builder table
 it is given (kind -> `SuggestorBuilder`; the compiler's own `BUILDERS` hold

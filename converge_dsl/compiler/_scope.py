@@ -1,4 +1,4 @@
-"""The render-time template context (DESIGN §2), built once per view version.
+"""The render-time template context (docs/architecture.md §3), built once per view version.
 
 `RenderScopes.scope(view)` returns the dict every template and expression of a
 cycle renders over: `facts.<key>` (facts of every declared key, in promotion

@@ -1,6 +1,20 @@
 """The engine kernel: context, promotion gate, convergence loop, budgets, invariants.
 
-See DESIGN §1.1 for the contract it implements.
+It implements the suggestor contract of docs/architecture.md §7.
+
+Public surface:
+- the contract: `Suggestor` (protocol), `SuggestorBase`, `ContextKey`, `BUILTIN_KEYS`,
+  `ContextView`, `ProposedFact`, `AgentEffect`, `Provenance`, `Fact`, `PromotionRecord`;
+  `canonical_json`, `freeze_json`, `fact_to_data`, `fact_from_data`;
+- the loop: `Engine` (`on_error`: `OnError`), `Context`, `RunResult`, `StopReason`,
+  `EngineState`, `PendingProposal`, `HitlPause`;
+- limits and gates: `Budget`, `UsageMeter`, `UsageTotals`, `PromotionPolicy`,
+  `PromotionGate`, `Invariant`, `InvariantClass`;
+- events: `EngineEvent` (one of `RunStarted`, `CycleStarted`, `SuggestorStarted`,
+  `SuggestorFinished`, `SuggestorFailed`, `FactPromoted`, `ProposalRejected`,
+  `ProposalPending`, `HitlPaused`, `InvariantChecked`, `CycleFinished`, `RunFinished`),
+  `Timing`, `EventSink`, `ENGINE_EVENT_ADAPTER`, `deterministic_dump`;
+- reference suggestors: `SeedSuggestor`, `ReactOnceSuggestor`.
 """
 
 from __future__ import annotations

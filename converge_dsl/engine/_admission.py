@@ -46,7 +46,7 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 class Admission:
-    """Merges proposals into one run's context (DESIGN §1.1, steps 1, 5 and 6)."""
+    """Seeds, merges and invariant checks of a run (docs/architecture.md §7)."""
 
     __slots__ = (
         "_ctx",

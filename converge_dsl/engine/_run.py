@@ -1,4 +1,6 @@
-"""One run of the engine loop (DESIGN §1.1). Engine-internal: `Engine` builds and awaits a `Run`.
+"""One run of the engine loop (docs/architecture.md §7).
+
+Engine-internal: `Engine` builds and awaits a `Run`.
 
 A `Run` drives the cycles: it picks the candidates through the registry's
 key index, executes them concurrently, and hands their effects, in

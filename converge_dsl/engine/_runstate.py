@@ -34,7 +34,7 @@ class Stop(Exception):
 
 
 def sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
-    """`keys` in key sort order (built-in keys first, in DESIGN order)."""
+    """`keys` in key sort order (built-in keys first, in their order of docs/architecture.md §3)."""
     return tuple(sorted(keys, key=key_sort_key))
 
 

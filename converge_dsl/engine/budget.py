@@ -16,7 +16,7 @@ from converge_dsl.clock import Clock
 
 
 class StopReason(StrEnum):
-    """Why a run stopped (DESIGN §1.1, plus `model_call_budget_exhausted`)."""
+    """Why a run stopped (docs/architecture.md §7)."""
 
     CONVERGED = "converged"
     CYCLE_BUDGET_EXHAUSTED = "cycle_budget_exhausted"

@@ -1,4 +1,4 @@
-"""The engine: runs registered suggestors over a context until a fixed point (DESIGN §1.1).
+"""The engine: runs registered suggestors over a context to a fixed point (docs/architecture.md §7).
 
 One `run`:
 1. seeds (and, on `resume`, human-approved proposals) are promoted first;

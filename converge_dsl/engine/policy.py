@@ -17,7 +17,7 @@ from converge_dsl.engine.types import ProposedFact
 
 @dataclass(frozen=True, slots=True)
 class PromotionPolicy:
-    """Configuration of the promotion gate (DESIGN §1.1, language `promotion:`)."""
+    """Configuration of the promotion gate (docs/architecture.md §7, language `promotion:`)."""
 
     min_confidence: float = 0.5
     max_content_length: int = 10000

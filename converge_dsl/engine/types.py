@@ -1,4 +1,4 @@
-"""Core engine types of the Converge suggestor contract (DESIGN §1.1).
+"""Core engine types of the Converge suggestor contract (docs/architecture.md §7).
 
 Everything here is immutable. Facts are append-only and carry no wall-clock
 time: the promotion record holds a logical (Lamport) time, so that the same
@@ -22,7 +22,7 @@ class ContextKey(str):
     """The name of a context key.
 
     A `str` subclass, so it hashes and compares like its name (dicts keyed by
-    keys accept plain strings). Built-in keys sort first in DESIGN order;
+    keys accept plain strings). Built-in keys sort first, in their order of docs/architecture.md §3;
     keys a pipeline declares sort after them, by name.
     """
 
@@ -37,7 +37,7 @@ class ContextKey(str):
 
 
 def key_sort_key(key: str) -> tuple[int, str]:
-    """Sort order for any key name (built-ins first, in DESIGN order)."""
+    """Sort order for any key name (built-ins first, in their order of docs/architecture.md §3)."""
     return (_BUILTIN_ORDER.get(key, len(BUILTIN_KEYS)), key)
 
 

@@ -20,7 +20,8 @@ from converge_dsl.frontend.document import LoadedDocument, SourceMap
 from converge_dsl.keys import BUILTIN_KEYS
 from converge_dsl.template_names import CONTEXT_NAMES
 
-# Extra names per place (DESIGN §2) on top of `CONTEXT_NAMES`, which every template sees.
+# Extra names per place on top of `CONTEXT_NAMES`, which every template sees
+# (docs/architecture.md §3).
 ITEM_NAMES = CONTEXT_NAMES | {"item", "index"}
 TURN_NAMES = CONTEXT_NAMES | {"goal", "turn", "conversation"}
 # A summarizer prompt is rendered with the cleared span only (agents/_summarizer.py).

@@ -1,21 +1,27 @@
 """Packs and pack repositories: format, publish, sparse index, resolve, lock, cache, use.
 
 Public surface:
-- `load_pack(folder) -> Pack` (validated `pack.yaml`), `build_archive`, `unpack`;
-- repositories: `FolderRepository`, `HttpRepository`, `BuiltinRepository`,
-  `open_repositories`; `publish`, `yank`;
-- `resolve(...)`, `lock_pipeline(pipeline)`, `PackCache`;
+- `load_pack(folder)` -> `Pack` (validated `pack.yaml`: `SuggestorDef`s, `InvariantDef`s),
+  `parse_specifier(text)`, `build_archive`, `sha256_hex`, `unpack`;
+- repositories: `Repository` (protocol), `FolderRepository`, `HttpRepository`,
+  `BuiltinRepository`, `open_repositories`; their `PackIndex` of `IndexEntry`s;
+  `publish`, `yank`, `generate_key` (ed25519 signing keys);
+- `resolve(...)` -> `Resolved` from `Requirement`s; `lock_pipeline(pipeline)`, `PackCache`;
+- the lock: `LOCK_FILE`, `LockFile` of `LockedPack`s, `read_lock`, `lock_hint`;
+  `PipelinePacks`, a pipeline's `packs:` and `repositories:`;
 - `load_locked_packs(pipeline, on_fetch=...)` (fetches what the cache lacks: `run`,
   `pack fetch`), `read_locked_packs(pipeline)` (the cache only: `validate`),
   `fetched_message(locked)`, `fetch_hint(pipeline)`;
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
-- `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`;
+- `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`, which
+  builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
 - `check_packs(facts)`, the pipeline check `validate` composes (cache only), and
   `fetching_pack_check(on_fetch)`, the one `run` composes (fetches what is missing);
-  `check_pipeline_packs(doc)` and the finer checks (codes CD5xx, see `converge_dsl.codes`);
+  `check_pipeline_packs(doc)` and the finer checks `check_lock`, `check_pack_uses` (codes
+  CD5xx, see `converge_dsl.codes`);
 - `template_diagnostics(pack)`: a pack's templates compiled, located in its own files;
-- `installed_solvers()`, the entry-point solver registry;
-- `add_pack_requirement(text, name, specifier)` for `pack add`.
+- `installed_solvers()`, the entry-point `SolverRegistry`;
+- `add_pack_requirement(text, name, specifier)` and `default_specifier` for `pack add`.
 
 Names are imported on first use (PEP 562), so `validate` pays only for what a
 pipeline needs.
@@ -71,6 +77,7 @@ if TYPE_CHECKING:
         Pack,
         SuggestorDef,
         load_pack,
+        parse_specifier,
     )
     from converge_dsl.packs._publish import (
         publish,
@@ -146,6 +153,7 @@ _WHERE: dict[str, str] = {
     "lock_path": "converge_dsl.packs._lockfile",
     "lock_pipeline": "converge_dsl.packs._workspace",
     "open_repositories": "converge_dsl.packs._repository",
+    "parse_specifier": "converge_dsl.packs._manifest",
     "publish": "converge_dsl.packs._publish",
     "read_lock": "converge_dsl.packs._lockfile",
     "read_locked_packs": "converge_dsl.packs._workspace",
@@ -195,6 +203,7 @@ __all__ = [
     "lock_path",
     "lock_pipeline",
     "open_repositories",
+    "parse_specifier",
     "publish",
     "read_lock",
     "read_locked_packs",

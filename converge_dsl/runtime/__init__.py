@@ -10,7 +10,9 @@ Public surface:
   `run_error_diagnostic(error, source_text)`.
 - `SUGGESTOR_BUILDERS`: every suggestor kind (the compiler's seed, rule, llm plus agent
   and pack, imported on first use), the table `compile_pipeline` is given.
-- `TraceWriter` (JSONL event sink, flushed per event), `CheckpointStore` (atomic checkpoints),
+- `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
+  and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
+  `CheckpointStore` (atomic checkpoints),
   `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`.
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
@@ -37,6 +39,7 @@ from ._options import RunOptions
 from ._orchestrate import load_document, run_pipeline
 from ._outcome import EXIT_BY_STOP, RunOutcome, outcome, run_error_diagnostic
 from ._trace import TraceWriter
+from ._trace_read import find_cleared_span, read_trace
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -55,9 +58,11 @@ __all__ = [
     "build_engine",
     "build_models",
     "exported_schemas",
+    "find_cleared_span",
     "load_document",
     "outcome",
     "pipeline_digest",
+    "read_trace",
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",

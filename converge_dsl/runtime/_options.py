@@ -29,3 +29,5 @@ class RunOptions:
     clock: Clock = field(default_factory=SystemClock)
     listeners: tuple[Callable[[BaseModel], None], ...] = ()
     decisions: Mapping[str, bool] = field(default_factory=dict)
+    # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
+    on_fetch: Callable[[str], object] | None = None

@@ -1,4 +1,10 @@
-"""Native solvers shipped with converge-dsl (registered under `converge_dsl.solvers`)."""
+"""Native solvers shipped with converge-dsl (registered under `converge_dsl.solvers`).
+
+Public surface: the `Solver` protocol, its `SolverPlan` and `PlanCheck`
+results, `SolverError`, and `ENTRY_POINT_GROUP`, the entry-point group under
+which installed packages register solvers. The solver modules (`assignment`,
+`flow`, `scheduling`, `routing`, `portfolio`, `work`) are loaded through it.
+"""
 
 from __future__ import annotations
 

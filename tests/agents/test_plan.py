@@ -21,9 +21,9 @@ from converge_dsl.cli import run as cli
 from converge_dsl.compiler import compile_pipeline
 from converge_dsl.engine.budget import Budget, UsageMeter
 from converge_dsl.engine.context import Context
-from converge_dsl.frontend import load_pipeline
 from converge_dsl.models import ScriptedModel
 from converge_dsl.runtime import SUGGESTOR_BUILDERS
+from converge_dsl.validation import load_pipeline
 
 EXPECTED = Path(__file__).parent / "expected"
 SUMMARY = "s" * 40

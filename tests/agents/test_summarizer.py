@@ -163,8 +163,8 @@ def test_cleared_turns_are_recoverable_verbatim() -> None:
     assert (cleared.first_turn, cleared.last_turn) == (0, 1)
     # Turn 1's messages as the model saw them in the request of turn 2.
     turn1 = main.requests[2].messages[-2:]
-    assert cleared.turns[1] == {"turn": 1, "messages": messages_to_json(turn1)}
-    assert cleared.turns[0]["messages"][0]["parts"][0]["name"] == "context.read"
+    assert cleared.turns[1].model_dump() == {"turn": 1, "messages": messages_to_json(turn1)}
+    assert cleared.turns[0].messages[0].parts[0].name == "context.read"
 
 
 class BlockingSummarizer:
