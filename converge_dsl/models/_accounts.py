@@ -4,12 +4,14 @@ An `Account` holds its key privately; its repr shows only the label and the
 variable name. `AccountPool` tracks the selected account and the accounts
 disabled by an authentication failure (an expired key does not heal within
 a run); failover moves the selection, so later requests stick to the account
-that worked.
+that worked. `RosterState` is that bookkeeping as an immutable value, so the
+retry policy can decide a failover without touching the pool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass, replace
 
 from converge_dsl.models.port import AccountBinding, AccountRoster, ModelError, ModelErrorCode
 
@@ -67,49 +69,80 @@ def _config(model_name: str, problem: str) -> ModelError:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class RosterState:
+    """Which account of a roster is selected and which are disabled, as a value.
+
+    `labels` are unique and in priority order; `selected` indexes them. Every method is
+    pure: the changing ones return a new state.
+    """
+
+    labels: tuple[str, ...]
+    selected: int = 0
+    disabled: frozenset[str] = frozenset()
+
+    def current(self) -> str:
+        """The selected label, or the first usable one after it if it is disabled."""
+        count = len(self.labels)
+        for step in range(count):
+            label = self.labels[(self.selected + step) % count]
+            if label not in self.disabled:
+                return label
+        return self.labels[self.selected]
+
+    def usable(self) -> bool:
+        return len(self.disabled) < len(self.labels)
+
+    def next_excluding(self, excluded: Set[str]) -> str | None:
+        """The first usable label, in priority order, not in `excluded`."""
+        for label in self.labels:
+            if label not in self.disabled and label not in excluded:
+                return label
+        return None
+
+    def select(self, label: str) -> RosterState:
+        """This state with `label` selected; an unknown label changes nothing."""
+        for index, known in enumerate(self.labels):
+            if known == label:
+                return replace(self, selected=index)
+        return self
+
+    def disable(self, label: str) -> RosterState:
+        return replace(self, disabled=self.disabled | {label})
+
+
 class AccountPool:
+    """The accounts of one model and their mutable `RosterState` (shared by its calls)."""
+
     def __init__(self, provider: str, accounts: Sequence[Account]) -> None:
         self._provider = provider
-        self._accounts = tuple(accounts)
-        self._selected = 0
-        self._disabled: set[str] = set()
+        self._accounts = {a.label: a for a in accounts}
+        self._state = RosterState(tuple(a.label for a in accounts))
+
+    @property
+    def state(self) -> RosterState:
+        """The selection and the disabled accounts, as they are now."""
+        return self._state
 
     @property
     def secrets(self) -> Iterable[str]:
-        return (a.key for a in self._accounts if a.key)
+        return (a.key for a in self._accounts.values() if a.key)
 
     def roster(self) -> AccountRoster:
-        return AccountRoster(tuple(a.label for a in self._accounts), self.current().label)
+        return AccountRoster(self.state.labels, self.state.current())
 
     def binding(self) -> AccountBinding:
-        return AccountBinding(self._provider, self.current().label)
+        return AccountBinding(self._provider, self.state.current())
 
     def select(self, label: str) -> None:
-        for index, account in enumerate(self._accounts):
-            if account.label == label:
-                self._selected = index
+        self._state = self._state.select(label)
 
     def current(self) -> Account:
         """The selected account, or the first usable one after it if it is disabled."""
-        count = len(self._accounts)
-        for step in range(count):
-            account = self._accounts[(self._selected + step) % count]
-            if account.label not in self._disabled:
-                return account
-        return self._accounts[self._selected]
-
-    def usable(self) -> bool:
-        return len(self._disabled) < len(self._accounts)
+        return self._accounts[self.state.current()]
 
     def disable(self, label: str) -> None:
-        self._disabled.add(label)
-
-    def next_excluding(self, excluded: set[str]) -> Account | None:
-        """The first usable account, in priority order, not in `excluded`."""
-        for account in self._accounts:
-            if account.label not in self._disabled and account.label not in excluded:
-                return account
-        return None
+        self._state = self._state.disable(label)
 
     def labels(self) -> list[str]:
-        return [a.label for a in self._accounts]
+        return list(self.state.labels)

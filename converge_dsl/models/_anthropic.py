@@ -48,10 +48,10 @@ from converge_dsl.models._wire import (
 from converge_dsl.models.port import (
     Message,
     ModelRequest,
+    ModelStopReason,
     OnEarlyToolCall,
     OnIncrement,
     Part,
-    StopReason,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -59,7 +59,7 @@ from converge_dsl.models.port import (
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
-_STOP: Mapping[str, StopReason] = {"tool_use": "tool_use", "max_tokens": "max_tokens"}
+_STOP: Mapping[str, ModelStopReason] = {"tool_use": "tool_use", "max_tokens": "max_tokens"}
 
 
 class AnthropicWire:

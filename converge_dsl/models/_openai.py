@@ -38,16 +38,16 @@ from converge_dsl.models._wire import (
 from converge_dsl.models.port import (
     Message,
     ModelRequest,
+    ModelStopReason,
     OnEarlyToolCall,
     OnIncrement,
     Part,
-    StopReason,
     TextPart,
     ToolCallPart,
     ToolResultPart,
 )
 
-_STOP: Mapping[str, StopReason] = {
+_STOP: Mapping[str, ModelStopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
     "function_call": "tool_use",
@@ -55,7 +55,7 @@ _STOP: Mapping[str, StopReason] = {
 }
 
 
-def _stop_reason(value: str) -> StopReason:
+def _stop_reason(value: str) -> ModelStopReason:
     return _STOP.get(value, "end_turn")
 
 

@@ -20,9 +20,9 @@ from converge_dsl.models.port import (
     ModelError,
     ModelErrorCode,
     ModelRequest,
+    ModelStopReason,
     OnEarlyToolCall,
     OnIncrement,
-    StopReason,
     ToolCallPart,
     ToolSpec,
     Usage,
@@ -45,7 +45,7 @@ class Answer:
     """A complete provider answer; `usage` is None when the provider reported none."""
 
     message: Message
-    stop_reason: StopReason
+    stop_reason: ModelStopReason
     usage: Usage | None
 
 

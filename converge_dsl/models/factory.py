@@ -71,28 +71,7 @@ def build_model(
     no retry starts past `deadline` (monotonic, on `clock`), and `wall_time`
     (epoch seconds) reads `Retry-After` dates. Other adapters never retry.
     """
-    adapter = config.get("adapter")
-    if adapter not in ALLOWED_KEYS:
-        suggestion = did_you_mean(str(adapter), ALLOWED_KEYS)
-        raise config_error(
-            name,
-            f"unknown adapter {adapter!r}",
-            f"did you mean {suggestion!r}?"
-            if suggestion
-            else f"use one of: {', '.join(sorted(ALLOWED_KEYS))}",
-        )
-    adapter = str(adapter)
-    allowed = ALLOWED_KEYS[adapter]
-    for key in config:
-        if key not in allowed:
-            suggestion = did_you_mean(str(key), allowed)
-            raise config_error(
-                name,
-                f"unknown field {key!r} for adapter {adapter}",
-                f"did you mean {suggestion!r}?"
-                if suggestion
-                else f"allowed: {', '.join(sorted(allowed))}",
-            )
+    adapter = _checked_adapter(name, config)
     model: Model
     if adapter == "scripted":
         script = require_str(name, config, "script")
@@ -117,6 +96,33 @@ def build_model(
     if record is not None:
         model = RecordingModel(model, base_dir / require_str(name, config, "record"))
     return model
+
+
+def _checked_adapter(name: str, config: Mapping[str, Any]) -> str:
+    """The entry's adapter, once it and every field of the entry are known ones."""
+    adapter = config.get("adapter")
+    if adapter not in ALLOWED_KEYS:
+        suggestion = did_you_mean(str(adapter), ALLOWED_KEYS)
+        raise config_error(
+            name,
+            f"unknown adapter {adapter!r}",
+            f"did you mean {suggestion!r}?"
+            if suggestion
+            else f"use one of: {', '.join(sorted(ALLOWED_KEYS))}",
+        )
+    adapter = str(adapter)
+    allowed = ALLOWED_KEYS[adapter]
+    for key in config:
+        if key not in allowed:
+            suggestion = did_you_mean(str(key), allowed)
+            raise config_error(
+                name,
+                f"unknown field {key!r} for adapter {adapter}",
+                f"did you mean {suggestion!r}?"
+                if suggestion
+                else f"allowed: {', '.join(sorted(allowed))}",
+            )
+    return adapter
 
 
 def config_error(name: str, problem: str, hint: str) -> ModelError:

@@ -124,6 +124,7 @@ def openai_body(reply: FakeReply) -> dict[str, Any]:
 
 
 def anthropic_events(reply: FakeReply) -> list[bytes]:
+    """The server-sent events of a streamed Anthropic answer carrying `reply`."""
     events: list[dict[str, Any]] = [
         {
             "type": "message_start",
@@ -136,50 +137,10 @@ def anthropic_events(reply: FakeReply) -> list[bytes]:
         },
         {"type": "ping"},
     ]
-    index = 0
-    if reply.text:
-        events.append(
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            }
-        )
-        events.extend(
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": piece},
-            }
-            for piece in split_text(reply.text, reply.chunks)
-        )
-        events.append({"type": "content_block_stop", "index": 0})
-        index = 1
+    events.extend(_anthropic_text_events(reply))
+    first_tool = 1 if reply.text else 0
     for offset, (name, arguments) in enumerate(reply.tool_calls):
-        at = index + offset
-        text = json.dumps(arguments)
-        half = len(text) // 2
-        events.append(
-            {
-                "type": "content_block_start",
-                "index": at,
-                "content_block": {
-                    "type": "tool_use",
-                    "id": f"toolu_{offset}",
-                    "name": name,
-                    "input": {},
-                },
-            }
-        )
-        events.extend(
-            {
-                "type": "content_block_delta",
-                "index": at,
-                "delta": {"type": "input_json_delta", "partial_json": part},
-            }
-            for part in (text[:half], text[half:])
-        )
-        events.append({"type": "content_block_stop", "index": at})
+        events.extend(_anthropic_tool_events(first_tool + offset, offset, name, arguments))
     stop = "tool_use" if reply.tool_calls else "end_turn"
     events.append(
         {
@@ -190,6 +151,43 @@ def anthropic_events(reply: FakeReply) -> list[bytes]:
     )
     events.append({"type": "message_stop"})
     return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+
+
+def _anthropic_text_events(reply: FakeReply) -> list[dict[str, Any]]:
+    """The text block (index 0) of a streamed Anthropic answer; none without text."""
+    if not reply.text:
+        return []
+    events: list[dict[str, Any]] = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    ]
+    events.extend(
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+        for piece in split_text(reply.text, reply.chunks)
+    )
+    events.append({"type": "content_block_stop", "index": 0})
+    return events
+
+
+def _anthropic_tool_events(
+    at: int, offset: int, name: str, arguments: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One streamed tool-use block at index `at`, its input JSON sent in two halves."""
+    text = json.dumps(arguments)
+    half = len(text) // 2
+    block = {"type": "tool_use", "id": f"toolu_{offset}", "name": name, "input": {}}
+    events: list[dict[str, Any]] = [
+        {"type": "content_block_start", "index": at, "content_block": block}
+    ]
+    events.extend(
+        {
+            "type": "content_block_delta",
+            "index": at,
+            "delta": {"type": "input_json_delta", "partial_json": part},
+        }
+        for part in (text[:half], text[half:])
+    )
+    events.append({"type": "content_block_stop", "index": at})
+    return events
 
 
 def anthropic_body(reply: FakeReply) -> dict[str, Any]:

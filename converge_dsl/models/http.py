@@ -1,8 +1,13 @@
 """`HttpModel`: the OpenAI-compatible and Anthropic adapters over one shared httpx client.
 
-One `httpx.AsyncClient` per model (HTTP/1.1 keep-alive, bounded pool),
-created on first use so a model can be built outside an event loop.
-Failures are translated at this boundary; no httpx exception escapes.
+The adapter composes three parts and keeps the run's budget gate explicit:
+- the transport (`ProviderClient`): one `httpx.AsyncClient` per model (HTTP/1.1
+  keep-alive, bounded pool), created on first use so a model can be built
+  outside an event loop; timeouts and httpx failures become `ModelError` there,
+  so no httpx exception escapes;
+- wire decoding (`read_answer`, `status_error`): the answer, or the
+  `ModelError` an HTTP status stands for;
+- the retry and failover policy (`RetryPolicy`), a pure decision per failure.
 
 Retry policy, per call:
 - 401/403: the account is disabled and the next one in the roster is used;
@@ -26,9 +31,7 @@ the transport on the event loop (they guard real sockets).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -41,13 +44,13 @@ import httpx
 from converge_dsl.clock import Clock
 from converge_dsl.models._accounts import Account, AccountPool
 from converge_dsl.models._anthropic import AnthropicWire
+from converge_dsl.models._client import ClientLimits, ProviderClient
 from converge_dsl.models._common import estimate_usage
+from converge_dsl.models._decode import read_answer, status_error
 from converge_dsl.models._openai import OpenAIWire
 from converge_dsl.models._redact import Redactor
-from converge_dsl.models._retry_after import retry_after_seconds
-from converge_dsl.models._sse import SseDecoder
-from converge_dsl.models._transport import ShardedTransport
-from converge_dsl.models._wire import Answer, ToolNames, WireFormat, WireSettings, load_json
+from converge_dsl.models._retry import Action, Decision, RetryPolicy
+from converge_dsl.models._wire import Answer, ToolNames, WireFormat, WireSettings
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -63,14 +66,6 @@ from converge_dsl.models.port import (
 
 WIRES: Mapping[str, WireFormat] = {"openai": OpenAIWire(), "anthropic": AnthropicWire()}
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-_RETRYABLE_STATUS = frozenset({408, 409, 500, 502, 503, 504, 529})
-_OWNS_CONNECTION = frozenset(
-    {
-        "connection.connect_tcp.started",
-        "http11.send_request_headers.started",
-        "http2.send_request_headers.started",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +83,25 @@ class HttpSettings:
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 20.0
     max_connections: int = 64
+
+
+class _Relay:
+    """Passes increments and early tool calls on, remembering whether any was handed out."""
+
+    __slots__ = ("_on_early_call", "_on_increment", "handed_out")
+
+    def __init__(self, on_increment: OnIncrement, on_early_call: OnEarlyToolCall) -> None:
+        self._on_increment = on_increment
+        self._on_early_call = on_early_call
+        self.handed_out = False
+
+    def increment(self, text: str) -> None:
+        self.handed_out = True
+        self._on_increment(text)
+
+    def early_call(self, call: ToolCallPart) -> None:
+        self.handed_out = True
+        self._on_early_call(call)
 
 
 class HttpModel(ModelDefaults):
@@ -119,14 +133,24 @@ class HttpModel(ModelDefaults):
         self._pool = AccountPool(wire.provider, accounts)
         self._redact = Redactor(self._pool.secrets)
         self._clock = clock
-        self._rng = rng
+        self._policy = RetryPolicy(
+            rng.random,
+            retries=settings.retries,
+            max_wait_s=settings.max_retry_wait_s,
+            backoff_base_s=settings.backoff_base_s,
+            backoff_cap_s=settings.backoff_cap_s,
+        )
         self._attempt_gate = attempt_gate
         self._deadline = deadline
         self._wall_time = wall_time
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
-        self._handoff = asyncio.Lock()
+        limits = ClientLimits(
+            settings.base_url,
+            settings.timeout_s,
+            settings.connect_timeout_s,
+            settings.read_timeout_s,
+            settings.max_connections,
+        )
+        self._client = ProviderClient(limits, self._redact, transport)
         self._local = (urlsplit(settings.base_url).hostname or "") in _LOCAL_HOSTS
 
     def __repr__(self) -> str:
@@ -153,9 +177,7 @@ class HttpModel(ModelDefaults):
         self._pool.select(label)
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        await self._client.aclose()
 
     async def call(self, req: ModelRequest) -> ModelReturn:
         if self._settings.stream:
@@ -178,69 +200,31 @@ class HttpModel(ModelDefaults):
         *,
         stream: bool,
     ) -> ModelReturn:
-        if req.confidential and not self._local:
-            raise ModelError(
-                ModelErrorCode.CONFIDENTIAL,
-                f"model {self.name!r} sends requests off this machine; a confidential request "
-                "may only go to a local model",
-                hint="use a scripted/replay model or a server on 127.0.0.1 for confidential work",
-            )
+        """One call: attempts on the selected account until one answers or the
+        policy (or the budget) gives up."""
+        self._check_confidential(req)
         names = ToolNames(req.tools)
         body = self._wire.body(req, self._wire_settings, names, stream)
-        handed_out = False
-
-        def increment(text: str) -> None:
-            nonlocal handed_out
-            handed_out = True
-            on_increment(text)
-
-        def early(call: ToolCallPart) -> None:
-            nonlocal handed_out
-            handed_out = True
-            on_early_call(call)
-
-        attempt, waited = 0, 0.0
-        rate_limited: set[str] = set()
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        relay = _Relay(on_increment, on_early_call)
+        policy = self._policy
         while True:
             account = self._pool.current()
             try:
-                answer = await self._attempt(
-                    account,
-                    body=body,
-                    names=names,
-                    stream=stream,
-                    on_increment=increment,
-                    on_early_call=early,
-                )
+                answer = await self._attempt(account, content, names, stream, relay)
             except ModelError as error:
-                if handed_out:
+                if relay.handed_out:
                     raise  # the caller saw increments: a retry would repeat them
-                if error.code is ModelErrorCode.AUTH:
-                    self._pool.disable(account.label)
-                    if not self._pool.usable():
-                        raise self._all_rejected(error) from None
-                    self._pool.select(self._pool.current().label)
-                    self._check_budget(error, 0.0)
-                    continue
-                if error.code is ModelErrorCode.RATE_LIMITED:
-                    rate_limited.add(account.label)
-                    other = self._pool.next_excluding(rate_limited)
-                    if other is not None:
-                        self._pool.select(other.label)
-                        self._check_budget(error, 0.0)
-                        continue
-                    rate_limited.clear()
-                    first = self._pool.next_excluding(set())
-                    if first is not None:
-                        self._pool.select(first.label)
-                if not error.retryable or attempt >= self._settings.retries:
+                decision = policy.next(error, account.label, self._pool.state)
+                self._follow(decision)
+                if decision.action is Action.GIVE_UP:
                     raise
-                wait = self._backoff(attempt, error.retry_after)
-                if waited + wait > self._settings.max_retry_wait_s:
-                    raise
-                self._check_budget(error, wait)
-                await self._clock.sleep(wait)
-                attempt, waited = attempt + 1, waited + wait
+                if decision.action is Action.REJECTED:
+                    raise self._all_rejected(error) from None
+                self._check_budget(error, decision.wait)
+                if decision.action is Action.RETRY:
+                    await self._clock.sleep(decision.wait)
+                policy = decision.policy
                 continue
             return ModelReturn(
                 message=answer.message,
@@ -249,6 +233,22 @@ class HttpModel(ModelDefaults):
                 model_id=self.model_id(),
                 account=account.label,
             )
+
+    def _check_confidential(self, req: ModelRequest) -> None:
+        if req.confidential and not self._local:
+            raise ModelError(
+                ModelErrorCode.CONFIDENTIAL,
+                f"model {self.name!r} sends requests off this machine; a confidential request "
+                "may only go to a local model",
+                hint="use a scripted/replay model or a server on 127.0.0.1 for confidential work",
+            )
+
+    def _follow(self, decision: Decision) -> None:
+        """Make the account changes of `decision` (they outlive this call)."""
+        if decision.disable is not None:
+            self._pool.disable(decision.disable)
+        if decision.select is not None:
+            self._pool.select(decision.select)
 
     def _check_budget(self, last: ModelError, wait: float) -> None:
         """Raise `E_BUDGET_EXHAUSTED` unless the run allows another attempt `wait` s from now."""
@@ -266,14 +266,6 @@ class HttpModel(ModelDefaults):
             hint=hint,
         )
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return retry_after
-        ceiling = min(
-            self._settings.backoff_cap_s, math.ldexp(self._settings.backoff_base_s, attempt)
-        )
-        return ceiling / 2 + self._rng.random() * ceiling / 2
-
     def _all_rejected(self, error: ModelError) -> ModelError:
         labels = ", ".join(self._pool.labels())
         return ModelError(
@@ -283,180 +275,27 @@ class HttpModel(ModelDefaults):
             hint="check the API keys in the environment variables named by `accounts`",
         )
 
-    def _http(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            settings = self._settings
-            transport = self._transport or ShardedTransport(settings.max_connections, 30.0)
-            self._client = httpx.AsyncClient(
-                base_url=settings.base_url.rstrip("/"),
-                transport=transport,
-                timeout=httpx.Timeout(
-                    settings.read_timeout_s,
-                    connect=settings.connect_timeout_s,
-                    pool=settings.timeout_s,
-                ),
-                headers={"content-type": "application/json", "user-agent": "converge-dsl"},
-            )
-            self._client_loop = loop
-            self._handoff = asyncio.Lock()
-        return self._client
-
-    async def _send(self, request: httpx.Request) -> httpx.Response:
-        """Send `request` on the shared client, one connection hand-off at a time.
-
-        httpcore may hand one idle keep-alive connection to several requests
-        queued in the same pass (encode/httpcore#1110, #1111); they then wait
-        in line behind each other. Holding a lock until the request owns its
-        connection (headers being sent, or a new connection being opened)
-        keeps concurrent calls on distinct connections; the wait for the
-        answer itself is not serialised.
-        """
-        handoff = self._handoff
-        await handoff.acquire()
-        held = True
-
-        def release() -> None:
-            nonlocal held
-            if held:
-                held = False
-                handoff.release()
-
-        async def trace(event: str, info: Mapping[str, Any]) -> None:
-            if event in _OWNS_CONNECTION:
-                release()
-
-        request.extensions["trace"] = trace
-        try:
-            return await self._http().send(request, stream=True)
-        finally:
-            release()
-
     async def _attempt(
-        self,
-        account: Account,
-        *,
-        body: Mapping[str, Any],
-        names: ToolNames,
-        stream: bool,
-        on_increment: OnIncrement,
-        on_early_call: OnEarlyToolCall,
+        self, account: Account, content: bytes, names: ToolNames, stream: bool, relay: _Relay
     ) -> Answer:
+        """One request on `account`: its answer, or the `ModelError` it failed with."""
         where = f"{self._wire.provider} at {self._settings.base_url} (account {account.label})"
+
+        async def read(response: httpx.Response) -> Answer:
+            if response.status_code != 200:
+                await response.aread()
+                raise status_error(response, where, self._wire, self._redact, self._wall_time)
+            return await read_answer(
+                response,
+                self._wire,
+                names,
+                stream=stream,
+                on_increment=relay.increment,
+                on_early_call=relay.early_call,
+            )
+
         headers = self._wire.headers(account.key)
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        started = False
-        try:
-            async with asyncio.timeout(self._settings.timeout_s):
-                request = self._http().build_request(
-                    "POST", self._wire.path, content=content, headers=headers
-                )
-                response = await self._send(request)
-                started = True
-                try:
-                    if response.status_code != 200:
-                        await response.aread()
-                        raise self._status_error(response, where)
-                    kind = response.headers.get("content-type", "")
-                    if stream and kind.startswith("text/event-stream"):
-                        return await self._read_stream(response, names, on_increment, on_early_call)
-                    text = (await response.aread()).decode("utf-8", errors="replace")
-                    answer = self._wire.parse(load_json(text, "response body"), names)
-                    for call in answer.message.tool_calls:
-                        on_early_call(call)
-                    if stream and answer.message.text_content:
-                        on_increment(answer.message.text_content)
-                    return answer
-                finally:
-                    await response.aclose()
-        except TimeoutError:
-            raise ModelError(
-                ModelErrorCode.TIMEOUT,
-                f"no complete answer from {where} within {self._settings.timeout_s:g} s",
-                retryable=True,
-                hint="raise timeout_s, or check the server's load",
-            ) from None
-        except httpx.TimeoutException as exc:
-            phase = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
-            limit = (
-                self._settings.connect_timeout_s
-                if phase == "connect"
-                else self._settings.read_timeout_s
-            )
-            raise ModelError(
-                ModelErrorCode.TIMEOUT,
-                f"{phase} timeout ({limit:g} s) talking to {where}",
-                retryable=True,
-                hint=f"raise {phase}_timeout_s, or check the server",
-            ) from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            if started:
-                raise ModelError(
-                    ModelErrorCode.WIRE,
-                    f"the connection to {where} broke before the answer was complete: "
-                    f"{self.redact(str(exc)) or type(exc).__name__}",
-                    hint="the answer was discarded; retry the run",
-                ) from None
-            raise self._unreachable(where, exc) from None
-        except httpx.HTTPError as exc:
-            raise self._unreachable(where, exc) from None
-
-    async def _read_stream(
-        self,
-        response: httpx.Response,
-        names: ToolNames,
-        on_increment: OnIncrement,
-        on_early_call: OnEarlyToolCall,
-    ) -> Answer:
-        decoder = SseDecoder()
-        assembler = self._wire.assembler(names, on_increment, on_early_call)
-        async for line in response.aiter_lines():
-            event = decoder.feed_line(line)
-            if event is not None:
-                assembler.feed(event)
-        event = decoder.feed_line("")
-        if event is not None:
-            assembler.feed(event)
-        return assembler.finish()
-
-    def _unreachable(self, where: str, exc: Exception) -> ModelError:
-        return ModelError(
-            ModelErrorCode.PROVIDER,
-            f"cannot reach {where}: {self.redact(str(exc)) or type(exc).__name__}",
-            retryable=True,
-            hint="check base_url and that the server is running",
-        )
-
-    def _status_error(self, response: httpx.Response, where: str) -> ModelError:
-        status = response.status_code
-        try:
-            detail = self._wire.error_detail(response.json())
-        except ValueError:
-            detail = None
-        detail = self.redact(detail or response.text[:200].strip() or response.reason_phrase)
-        message = f"{where} answered HTTP {status}: {detail}"
-        retry_after = retry_after_seconds(response.headers, self._wall_time)
-        if status in (401, 403):
-            return ModelError(
-                ModelErrorCode.AUTH, message, hint="check the API key of this account"
-            )
-        if status == 429:
-            return ModelError(
-                ModelErrorCode.RATE_LIMITED,
-                message,
-                retryable=True,
-                retry_after=retry_after,
-                hint="add accounts to the roster or lower max_concurrency",
-            )
-        return ModelError(
-            ModelErrorCode.PROVIDER,
-            message,
-            retryable=status in _RETRYABLE_STATUS or status >= 500,
-            retry_after=retry_after,
-            hint="the provider failed; retry later"
-            if status >= 500
-            else "the provider refused the request; check model name, base_url and limits",
-        )
+        return await self._client.post(self._wire.path, content, headers, where=where, read=read)
 
 
 def _ignore(_: Any) -> None:

@@ -17,7 +17,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from converge_dsl.errors import ModelFailure
 
 Role = Literal["system", "user", "assistant", "tool"]
-StopReason = Literal["end_turn", "tool_use", "max_tokens"]
+ModelStopReason = Literal["end_turn", "tool_use", "max_tokens"]
+"""Why a model ended one answer (the provider's finish reason). Not the engine's
+`StopReason`, which says why a whole run stopped: the two share no value."""
+StopReason = ModelStopReason
+"""The former name of `ModelStopReason`, kept so existing imports keep working."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,7 @@ class ModelReturn:
 
     message: Message
     usage: Usage = field(default_factory=Usage)
-    stop_reason: StopReason = "end_turn"
+    stop_reason: ModelStopReason = "end_turn"
     model_id: str = ""
     account: str | None = None
 

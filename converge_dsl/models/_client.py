@@ -1,0 +1,179 @@
+"""`ProviderClient`: one model's HTTP client, its lifecycle, timeouts and transport failures.
+
+One `httpx.AsyncClient` per model (HTTP/1.1 keep-alive, bounded pool over a
+`ShardedTransport`), created on first use so a model can be built outside an
+event loop, and re-created when a call runs on another loop. `post` sends one
+request and hands the response to a reader; every httpx failure and timeout
+is translated to a `ModelError` here, so none escapes. The connect/read/total
+timeouts are measured on the event loop: they guard real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from converge_dsl.models._transport import ShardedTransport
+from converge_dsl.models.port import ModelError, ModelErrorCode
+
+T = TypeVar("T")
+
+_OWNS_CONNECTION = frozenset(
+    {
+        "connection.connect_tcp.started",
+        "http11.send_request_headers.started",
+        "http2.send_request_headers.started",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientLimits:
+    """Where to connect, and the limits of each exchange (seconds, connections)."""
+
+    base_url: str
+    timeout_s: float
+    connect_timeout_s: float
+    read_timeout_s: float
+    max_connections: int
+
+
+class ProviderClient:
+    """The HTTP side of one model: sends requests, owns the client, translates failures."""
+
+    def __init__(
+        self,
+        limits: ClientLimits,
+        redact: Callable[[str], str],
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """`redact` masks credentials in the text of transport errors; `transport`
+        replaces the default sharded pool (tests)."""
+        self._limits = limits
+        self._redact = redact
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._handoff = asyncio.Lock()
+
+    async def aclose(self) -> None:
+        """Close the client, if one was opened. Idempotent."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def post(
+        self,
+        path: str,
+        content: bytes,
+        headers: Mapping[str, str],
+        *,
+        where: str,
+        read: Callable[[httpx.Response], Awaitable[T]],
+    ) -> T:
+        """POST `content` to `path` and return `read(response)`, all within `timeout_s`.
+
+        `where` names the provider and account in error messages. `read` may
+        raise `ModelError`; timeouts and httpx failures (also while `read`
+        runs) become `E_TIMEOUT`, `E_PROVIDER` (unreachable, retryable) or
+        `E_WIRE` (the connection broke after the answer had begun).
+        """
+        started = False
+        try:
+            async with asyncio.timeout(self._limits.timeout_s):
+                request = self._http().build_request("POST", path, content=content, headers=headers)
+                response = await self._send(request)
+                started = True
+                try:
+                    return await read(response)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.HTTPError) as exc:
+            raise self._failure(exc, where, started=started) from None
+
+    def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            limits = self._limits
+            transport = self._transport or ShardedTransport(limits.max_connections, 30.0)
+            self._client = httpx.AsyncClient(
+                base_url=limits.base_url.rstrip("/"),
+                transport=transport,
+                timeout=httpx.Timeout(
+                    limits.read_timeout_s,
+                    connect=limits.connect_timeout_s,
+                    pool=limits.timeout_s,
+                ),
+                headers={"content-type": "application/json", "user-agent": "converge-dsl"},
+            )
+            self._client_loop = loop
+            self._handoff = asyncio.Lock()
+        return self._client
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` on the shared client, one connection hand-off at a time.
+
+        httpcore may hand one idle keep-alive connection to several requests
+        queued in the same pass (encode/httpcore#1110, #1111); they then wait
+        in line behind each other. Holding a lock until the request owns its
+        connection (headers being sent, or a new connection being opened)
+        keeps concurrent calls on distinct connections; the wait for the
+        answer itself is not serialised.
+        """
+        handoff = self._handoff
+        await handoff.acquire()
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                handoff.release()
+
+        async def trace(event: str, info: Mapping[str, Any]) -> None:
+            if event in _OWNS_CONNECTION:
+                release()
+
+        request.extensions["trace"] = trace
+        try:
+            return await self._http().send(request, stream=True)
+        finally:
+            release()
+
+    def _failure(self, exc: Exception, where: str, *, started: bool) -> ModelError:
+        """The `ModelError` for a timeout or httpx failure of an exchange with `where`."""
+        limits = self._limits
+        if isinstance(exc, httpx.TimeoutException):
+            connect = isinstance(exc, httpx.ConnectTimeout)
+            phase = "connect" if connect else "read"
+            limit = limits.connect_timeout_s if connect else limits.read_timeout_s
+            return ModelError(
+                ModelErrorCode.TIMEOUT,
+                f"{phase} timeout ({limit:g} s) talking to {where}",
+                retryable=True,
+                hint=f"raise {phase}_timeout_s, or check the server",
+            )
+        if isinstance(exc, TimeoutError):
+            return ModelError(
+                ModelErrorCode.TIMEOUT,
+                f"no complete answer from {where} within {limits.timeout_s:g} s",
+                retryable=True,
+                hint="raise timeout_s, or check the server's load",
+            )
+        detail = self._redact(str(exc)) or type(exc).__name__
+        if started and isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+            return ModelError(
+                ModelErrorCode.WIRE,
+                f"the connection to {where} broke before the answer was complete: {detail}",
+                hint="the answer was discarded; retry the run",
+            )
+        return ModelError(
+            ModelErrorCode.PROVIDER,
+            f"cannot reach {where}: {detail}",
+            retryable=True,
+            hint="check base_url and that the server is running",
+        )
