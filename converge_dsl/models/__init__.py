@@ -1,8 +1,14 @@
-"""The model port and its adapters (DESIGN §1.3).
+"""The model port and its adapters (docs/architecture.md §8).
 
-Public surface: the port types (`converge_dsl.models.port`), the adapters
-(`ScriptedModel`, `RecordingModel`, `ReplayModel`, `HttpModel`) and
-`build_model`, the factory the compiler calls for each `models.<name>` entry;
+Public surface:
+- the port (`converge_dsl.models.port`): the `Model` protocol and its `ModelDefaults`
+  mixin; `ModelRequest` of `Message`s whose `Part`s are `TextPart`, `ToolCallPart` or
+  `ToolResultPart`, offering `ToolSpec`s; `ModelReturn` with its `Usage`; `ModelError`
+  with its `ModelErrorCode`; the streaming callbacks `OnIncrement` and `OnEarlyToolCall`;
+  `AccountBinding` and `AccountRoster`, the non-secret account identities;
+- the adapters `ScriptedModel`, `RecordingModel`, `ReplayModel`, `HttpModel` (with its
+  `HttpSettings`), and `build_model`, the factory the runtime calls for each
+  `models.<name>` entry;
 `check_model_scripts`, the pipeline check that scripts and cassettes exist and
 scripts load (a `converge_dsl.frontend.Check`, composed by `converge_dsl.validation`).
 

@@ -1,4 +1,4 @@
-"""The model port (DESIGN §1.3): requests, returns, failures, and the `Model` protocol.
+"""The model port (docs/architecture.md §8): requests, returns, failures, and the `Model` protocol.
 
 Adapters (scripted, openai, anthropic, replay) implement `Model`. They never
 read clocks or globals themselves: clock, sleep and randomness are injected.
@@ -20,8 +20,6 @@ Role = Literal["system", "user", "assistant", "tool"]
 ModelStopReason = Literal["end_turn", "tool_use", "max_tokens"]
 """Why a model ended one answer (the provider's finish reason). Not the engine's
 `StopReason`, which says why a whole run stopped: the two share no value."""
-StopReason = ModelStopReason
-"""The former name of `ModelStopReason`, kept so existing imports keep working."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +205,7 @@ class Model(Protocol):
 
 
 class ModelDefaults:
-    """Mixin giving the default streaming/speculating/account behaviour of DESIGN §1.3.
+    """Mixin giving the default streaming/speculating/account behaviour of docs/architecture.md §8.
 
     `call_streaming` defaults to `call` with no increments; `call_speculating`
     defaults to `call_streaming` and reports the tool calls of the final

@@ -146,7 +146,6 @@ def test_ordinary_filters_keep_their_results() -> None:
 
 def test_loops_over_lists_still_render() -> None:
     source = (
-        "{% for x in items %}{{ loop.index }}:{{ x }}{% if not loop.last %},{% endif %}"
-        "{% endfor %}"
+        "{% for x in items %}{{ loop.index }}:{{ x }}{% if not loop.last %},{% endif %}{% endfor %}"
     )
     assert render(compile_template(source), {**GLOBALS, "items": ["a", "b"]}) == "1:a,2:b"

@@ -40,7 +40,7 @@ def pipelines(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
             f"      - key: {writes}",
             f"        id: 'r{index}-{{{{ count(\"{reads}\") }}}}'",
             f"        content: '{content} {{{{ inputs.topic }}}} "
-            f"{{{{ facts.{reads} | map(attribute=\"id\") | join(\",\") }}}}'",
+            f'{{{{ facts.{reads} | map(attribute="id") | join(",") }}}}\'',
             f"        confidence: {confidence}",
         ]
     topic = draw(words)
