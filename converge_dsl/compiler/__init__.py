@@ -28,8 +28,8 @@ Public surface:
   the compiler (`agent`, `pack`) are added by the caller:
   `compile_pipeline(..., builders={**BUILDERS, "agent": compile_agent})`.
 - `RenderScopes`, `with_item`: the render-time template context, built once per view version.
-- `CompiledTemplate`, `CompiledExpression`: render with a located `TemplateRunError`;
-  `template_span(source_map, path, lineno)`: where a template's line sits in the file.
+- `CompiledTemplate`, `CompiledExpression`: render with a `TemplateRunError` located at
+  the template's line (`LoadedDocument.template_span`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from ._settings import (
     declare_models,
     resolve_inputs,
 )
-from ._template import CompiledExpression, CompiledTemplate, template_span
+from ._template import CompiledExpression, CompiledTemplate
 
 __all__ = [
     "BUILDERS",
@@ -73,6 +73,5 @@ __all__ = [
     "compile_settings",
     "declare_models",
     "resolve_inputs",
-    "template_span",
     "with_item",
 ]

@@ -31,12 +31,12 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend.document import SourceMap
+from converge_dsl.frontend import LoadedDocument, SourceMap
 from converge_dsl.models.port import Model
 from converge_dsl.templating import TemplateCompileError, undeclared_names
 
 from ._scope import RenderScopes
-from ._template import CompiledExpression, CompiledTemplate, template_span
+from ._template import CompiledExpression, CompiledTemplate
 
 
 class UsageRecorder(Protocol):
@@ -58,7 +58,7 @@ class CompileContext:
     """Everything a suggestor builder may use. Immutable; shared by all builders of a pipeline."""
 
     pipeline: str
-    source_map: SourceMap
+    document: LoadedDocument
     models: Mapping[str, Model]
     usage: UsageRecorder
     events: EventEmitter | None
@@ -67,6 +67,10 @@ class CompileContext:
     base_dir: Path
     scopes: RenderScopes
     builders: Mapping[str, SuggestorBuilder]
+
+    @property
+    def source_map(self) -> SourceMap:
+        return self.document.source_map
 
     def source(self, suggestor: str) -> str:
         """The provenance source of a suggestor: `name@pipeline`."""
@@ -109,7 +113,7 @@ class CompileContext:
                 Diagnostic.at(
                     codes.COMPILE_TEMPLATE_SYNTAX,
                     f"template does not compile: {exc.message}",
-                    template_span(self.source_map, path, exc.lineno),
+                    self.document.template_span(path, exc.lineno),
                     path=path,
                 )
             ]
@@ -121,7 +125,7 @@ class CompileContext:
         """Compile a template at `path` once (names checked against the context API + `extra`)."""
         self._check_names(source, path, extra, expression=False)
         try:
-            return CompiledTemplate.of(source, self.source_map, path)
+            return CompiledTemplate.of(source, self.document, path)
         except TemplateCompileError as exc:
             raise self._compile_error(exc, path) from None
 
@@ -130,7 +134,7 @@ class CompileContext:
     ) -> CompiledExpression:
         self._check_names(source, path, extra, expression=True)
         try:
-            return CompiledExpression.of(source, self.source_map, path)
+            return CompiledExpression.of(source, self.document, path)
         except TemplateCompileError as exc:
             raise self._compile_error(exc, path) from None
 

@@ -136,7 +136,7 @@ def compile_context(
     settings = _settings_of(source, inputs)
     return CompileContext(
         pipeline=settings.name,
-        source_map=settings.document.source_map,
+        document=settings.document,
         models=MappingProxyType(dict(models)),
         usage=usage,
         events=events,

@@ -16,7 +16,7 @@ import jinja2
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.errors import TemplateRunError
-from converge_dsl.frontend.document import SourceMap
+from converge_dsl.frontend import LoadedDocument
 from converge_dsl.templating import (
     GLOBALS,
     TemplateRenderError,
@@ -27,32 +27,19 @@ from converge_dsl.templating import (
 )
 
 
-def template_span(source_map: SourceMap, path: JsonPath, lineno: int | None) -> SourceSpan:
-    """The span of line `lineno` of the template at `path` (block scalars start a line later)."""
-    location = source_map.locate(path)
-    span = location.span
-    if not lineno or (lineno <= 1 and location.style not in ("|", ">")):
-        return span
-    offset = lineno if location.style in ("|", ">") else lineno - 1
-    line = span.line + offset
-    return SourceSpan(
-        span.file, line, 1 if offset else span.column, line, 1 if offset else span.end_column
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Located:
     source: str
     path: JsonPath
     span: SourceSpan
-    source_map: SourceMap
+    document: LoadedDocument
 
     def fail(
         self, exc: TemplateRenderError, suggestor: str | None, cycle: int | None
     ) -> TemplateRunError:
         return TemplateRunError(
             f"template failed: {exc.message}",
-            span=template_span(self.source_map, self.path, exc.lineno),
+            span=self.document.template_span(self.path, exc.lineno),
             suggestor=suggestor,
             cycle=cycle,
             hint=exc.hint,
@@ -79,13 +66,13 @@ class CompiledTemplate(_Located):
     literal: str | None = None
 
     @classmethod
-    def of(cls, source: str, source_map: SourceMap, path: JsonPath) -> CompiledTemplate:
+    def of(cls, source: str, document: LoadedDocument, path: JsonPath) -> CompiledTemplate:
         template = compile_template(source)
         return cls(
             source,
             tuple(path),
-            source_map.span(path),
-            source_map,
+            document.source_map.span(path),
+            document,
             template,
             _literal(source, template),
         )
@@ -106,9 +93,13 @@ class CompiledExpression(_Located):
     expression: Callable[..., Any]
 
     @classmethod
-    def of(cls, source: str, source_map: SourceMap, path: JsonPath) -> CompiledExpression:
+    def of(cls, source: str, document: LoadedDocument, path: JsonPath) -> CompiledExpression:
         return cls(
-            source, tuple(path), source_map.span(path), source_map, compile_expression(source)
+            source,
+            tuple(path),
+            document.source_map.span(path),
+            document,
+            compile_expression(source),
         )
 
     def evaluate(

@@ -3,7 +3,7 @@
 `template_problems` parses one template (or expression) in the shared
 sandboxed environment (`converge_dsl.templating`) and reports syntax errors,
 unknown names, unknown filters and undeclared `inputs.NAME`. Jinja only knows
-the line *within* the template; `template_span` maps it onto the file: block
+the line *within* the template; `LoadedDocument.template_span` maps it onto the file: block
 scalars (`|`, `>`) start on the line after their key, quoted and plain
 scalars on the key's line. jinja2 is imported only when a string actually
 contains template syntax.
@@ -28,33 +28,6 @@ _GLOBALS = frozenset({"range"})  # the sandbox's globals (`converge_dsl.templati
 def needs_parse(text: str, *, expression: bool) -> bool:
     """False when `text` is plain text that no template engine would change."""
     return expression or any(marker in text for marker in _MARKERS)
-
-
-def template_span(
-    doc: LoadedDocument, path: JsonPath, lineno: int | None, needle: str | None = None
-) -> SourceSpan:
-    """Where line `lineno` (1-based, within the template at `path`) sits in the file.
-
-    With `needle`, narrow the span to its first occurrence on that line.
-    """
-    location = doc.source_map.locate(path)
-    span = location.span
-    lines = doc.text.splitlines()
-    block = location.style in ("|", ">")
-    first = span.line + 1 if block else span.line
-    line = first + (lineno or 1) - 1
-    last = max(span.end_line - 1, first) if block else span.end_line
-    if not 1 <= line <= len(lines) or line > last:
-        return span
-    source = lines[line - 1]
-    start = 1 if block or line != span.line else span.column
-    end = len(source) + 1 if line != span.end_line else span.end_column
-    column = start + len(source[start - 1 :]) - len(source[start - 1 :].lstrip())
-    if needle:
-        found = source.find(needle, start - 1)
-        if found >= 0:
-            return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
-    return SourceSpan(span.file, line, column, line, max(end, column + 1))
 
 
 @lru_cache(maxsize=4096)
@@ -146,7 +119,7 @@ def template_problems(
         yield Diagnostic.at(
             code,
             f"{what} does not compile: {message}",
-            template_span(doc, path, lineno),
+            doc.template_span(path, lineno),
             path=path,
             hint="check the {{ }} / {% %} pairs and the expression syntax",
         )
@@ -217,6 +190,6 @@ def _find(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSp
         rf"\b{re.escape(word)}\b", text
     )
     if match is None:
-        return template_span(doc, path, None)
+        return doc.template_span(path, None)
     lineno = text.count("\n", 0, match.start()) + 1
-    return template_span(doc, path, lineno, word)
+    return doc.template_span(path, lineno, word)

@@ -73,3 +73,32 @@ class LoadedDocument:
     text: str
     data: Any
     source_map: SourceMap
+
+    def template_span(
+        self, path: JsonPath, lineno: int | None, needle: str | None = None
+    ) -> SourceSpan:
+        """Where line `lineno` (1-based, within the template at `path`) sits in the file.
+
+        The span covers that line's text (block scalars start on the line after
+        their key); with `needle`, only its first occurrence on that line. The
+        front end locates template diagnostics with it, the compiler run-time
+        template errors.
+        """
+        location = self.source_map.locate(path)
+        span = location.span
+        lines = self.text.splitlines()
+        block = location.style in ("|", ">")
+        first = span.line + 1 if block else span.line
+        line = first + (lineno or 1) - 1
+        last = max(span.end_line - 1, first) if block else span.end_line
+        if not 1 <= line <= len(lines) or line > last:
+            return span
+        source = lines[line - 1]
+        start = 1 if block or line != span.line else span.column
+        end = len(source) + 1 if line != span.end_line else span.end_column
+        column = start + len(source[start - 1 :]) - len(source[start - 1 :].lstrip())
+        if needle:
+            found = source.find(needle, start - 1)
+            if found >= 0:
+                return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
+        return SourceSpan(span.file, line, column, line, max(end, column + 1))

@@ -6,8 +6,8 @@ Public surface:
   `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
-  `outcome(compiled, result, decided, source_text) -> RunOutcome`,
-  `run_error_diagnostic(error, source_text)`.
+  `outcome(compiled, result, decided) -> RunOutcome`,
+  `run_error_diagnostic(error)`.
 - `SUGGESTOR_BUILDERS`: every suggestor kind (the compiler's seed, rule, llm plus agent
   and pack, imported on first use), the table `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back

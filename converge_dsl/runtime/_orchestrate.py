@@ -93,7 +93,7 @@ async def _run_locked(
         sink.close()
         for model in models.values():
             await model.aclose()
-    return outcome(compiled, result, decided, document.text)
+    return outcome(compiled, result, decided)
 
 
 async def _execute(

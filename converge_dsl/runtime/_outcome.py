@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from converge_dsl import codes
 from converge_dsl.compiler import CompiledPipeline
-from converge_dsl.diagnostics import Diagnostic, SourceSpan
+from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.engine.state import RunResult
 from converge_dsl.errors import ConvergeError, RunError
 
@@ -38,44 +38,24 @@ class RunOutcome:
     diagnostics: tuple[Diagnostic, ...] = ()
 
 
-def run_error_diagnostic(error: ConvergeError, source_text: str | None = None) -> Diagnostic | None:
-    """A located run error (template at cycle 7) as a diagnostic for the JSON output.
-
-    With the pipeline's `source_text`, a span that names only a line (a line inside a
-    block-scalar template) is narrowed to that line's text.
-    """
+def run_error_diagnostic(error: ConvergeError) -> Diagnostic | None:
+    """A located run error (a template failing at cycle 7) as a diagnostic for the output."""
     if not isinstance(error, RunError) or error.span is None:
         return None
     who = f" (suggestor {error.suggestor!r}, cycle {error.cycle})" if error.suggestor else ""
-    span = error.span if source_text is None else _line_text_span(error.span, source_text)
-    return Diagnostic.at(RUN_ERROR_CODE, f"{error.message}{who}", span, hint=error.hint)
-
-
-def _line_text_span(span: SourceSpan, text: str) -> SourceSpan:
-    if span.column != 1 or span.end_column != 1 or span.line != span.end_line:
-        return span
-    lines = text.splitlines()
-    if not 0 < span.line <= len(lines):
-        return span
-    line = lines[span.line - 1]
-    stripped = line.strip()
-    if not stripped:
-        return span
-    start = len(line) - len(line.lstrip()) + 1
-    return SourceSpan(span.file, span.line, start, span.line, start + len(stripped))
+    return Diagnostic.at(RUN_ERROR_CODE, f"{error.message}{who}", error.span, hint=error.hint)
 
 
 def outcome(
     compiled: CompiledPipeline,
     result: RunResult,
     decided: Mapping[str, bool] | None = None,
-    source_text: str | None = None,
 ) -> RunOutcome:
     """The run-result document and exit code of `result` (`decided`: ids already decided)."""
     stop = str(result.stop_reason)
     diagnostics = []
     if result.error is not None:
-        located = run_error_diagnostic(result.error, source_text)
+        located = run_error_diagnostic(result.error)
         if located is not None:
             diagnostics.append(located)
     usage = result.usage
