@@ -84,11 +84,9 @@ def _read_key(path: Path) -> str:
 
 def _print_diagnostics(exc: PipelineInvalid, io: CommandIO) -> int:
     """The diagnostics of a pack's files, rendered as `validate` renders a pipeline's."""
-    from converge_dsl.frontend import render_human, summary_line
+    from converge_dsl.cli._render import render
 
-    text = render_human(list(exc.diagnostics), {}, False)  # reads each file named
-    files = len({d.file for d in exc.diagnostics})
-    io.stderr.write(text + ("\n" if text else "") + summary_line(list(exc.diagnostics), files))
+    render(exc.diagnostics, "human", io.stderr, files=len({d.file for d in exc.diagnostics}))
     return exc.exit_code
 
 

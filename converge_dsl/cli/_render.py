@@ -25,12 +25,13 @@ def render(
     sources: Mapping[str, str] | None = None,
     files: int = 1,
     color: bool = False,
+    summary: bool = True,
 ) -> None:
     """Write `diagnostics` (best first) to `stream` in `format`.
 
     Human output reads excerpts from `sources` (file -> text), and from disk
     for a file it lacks; `files` is how many files were checked, for the
-    summary line.
+    summary line (none with `summary=False`).
     """
     from converge_dsl import frontend
 
@@ -43,4 +44,6 @@ def render(
         stream.write(frontend.render_sarif(found))
     else:
         text = frontend.render_human(found, sources or {}, color)
-        stream.write(text + ("\n" if text else "") + frontend.summary_line(found, files))
+        if summary:
+            text += ("\n" if text else "") + frontend.summary_line(found, files)
+        stream.write(text)

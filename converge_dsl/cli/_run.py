@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 from io import StringIO
 from pathlib import Path
@@ -179,17 +178,16 @@ def _print_human(out: RunOutcome, stream: TextIO) -> None:
     stream.write("\n")
 
 
-def _error_text(out: RunOutcome, args: argparse.Namespace) -> str:
+def _error_text(out: RunOutcome) -> str:
     """A run error: located ones (template at cycle 7) rendered like `validate` renders."""
-    from converge_dsl.frontend import render_human
+    from converge_dsl.cli._render import render
 
     located = [d for d in out.diagnostics if d.file]
     if not located:
         return f"error: {out.error}\n"
-    sources = {}
-    with contextlib.suppress(OSError):
-        sources[located[0].file] = args.pipeline.read_text(encoding="utf-8")
-    return render_human(located, sources, False) + "\n"
+    text = StringIO()
+    render(located, "human", text, summary=False)
+    return text.getvalue() + "\n"
 
 
 def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
@@ -244,7 +242,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         if progress is not None:
             progress.stop()
     if out.error is not None:
-        io.stderr.write(terminal_safe(_error_text(out, args)))
+        io.stderr.write(terminal_safe(_error_text(out)))
     if human:
         buffer = StringIO()
         _print_human(out, buffer)
