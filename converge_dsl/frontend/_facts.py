@@ -196,7 +196,7 @@ class PipelineFacts:
         on_key: bool,
         severity: Severity,
     ) -> Diagnostic:
-        span = self.source_map.key_span(path) if on_key else self.source_map.span(path)
+        span = self.source_map.span_at(path, on_key=on_key)
         return Diagnostic.at(code, message, span, path=path, hint=hint, severity=severity)
 
 

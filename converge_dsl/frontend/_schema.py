@@ -148,7 +148,7 @@ class _Error:
         """A diagnostic at `target` (default: the failing value), or at its key with `on_key`."""
         target = self.path if target is None else target
         smap = self.doc.source_map
-        span = smap.key_span(target) if on_key else smap.span(target)
+        span = smap.span_at(target, on_key=on_key)
         return Diagnostic.at(code, message, span, path=target, hint=hint)
 
 

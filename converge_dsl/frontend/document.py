@@ -61,6 +61,10 @@ class SourceMap:
         location = self.locate(path)
         return location.key_span or location.span
 
+    def span_at(self, path: JsonPath, *, on_key: bool = False) -> SourceSpan:
+        """Where a diagnostic about `path` points: its value, or with `on_key` its key."""
+        return self.key_span(path) if on_key else self.span(path)
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -62,7 +62,7 @@ def _at(
     *,
     on_key: bool = False,
 ) -> Diagnostic:
-    span = doc.source_map.key_span(path) if on_key else doc.source_map.span(path)
+    span = doc.source_map.span_at(path, on_key=on_key)
     return Diagnostic.at(code, message, span, path=path, hint=hint)
 
 
