@@ -27,6 +27,7 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
     Suggestor,
+    canonical_json,
     freeze_json,
 )
 from converge_dsl.errors import ConvergeError, KernelError, RunError
@@ -36,6 +37,8 @@ _SEED_PROVENANCE = Provenance("seed")
 
 
 def _same_content(a: ProposedFact | Fact, b: ProposedFact) -> bool:
+    if a.data != b.data and canonical_json(a.data) != canonical_json(b.data):
+        return False
     if isinstance(a.content, str) or isinstance(b.content, str):
         return a.content == b.content
     return a.content_text() == b.content_text()
@@ -205,6 +208,7 @@ class Admission:
                 key=key,
                 id=proposal.id,
                 content=proposal.content,
+                data=proposal.data,
                 provenance=proposal.provenance,
                 confidence=proposal.confidence,
                 promotion=PromotionRecord(

@@ -196,6 +196,7 @@ def fact_to_data(fact: Fact) -> dict[str, Any]:
         "key": str(fact.key),
         "id": fact.id,
         "content": fact.content,
+        "data": fact.data,
         "confidence": fact.confidence,
         "provenance": _provenance_data(fact.provenance),
         "promotion": {
@@ -216,6 +217,7 @@ def fact_from_data(data: dict[str, Any]) -> Fact:
         key=str(data["key"]),
         id=str(data["id"]),
         content=content if isinstance(content, str) else freeze_json(content),
+        data=freeze_json(data.get("data")),
         provenance=_provenance_from_data(data["provenance"]),
         confidence=float(data["confidence"]),
         promotion=PromotionRecord(
@@ -238,6 +240,7 @@ def _pending_data(item: PendingProposal) -> dict[str, Any]:
         "key": str(proposal.key),
         "id": proposal.id,
         "content": proposal.content,
+        "data": proposal.data,
         "confidence": proposal.confidence,
         "provenance": _provenance_data(proposal.provenance),
     }
@@ -250,6 +253,7 @@ def _pending_from_data(data: dict[str, Any]) -> PendingProposal:
         content=data["content"],
         confidence=float(data["confidence"]),
         provenance=_provenance_from_data(data["provenance"]),
+        data=data.get("data"),
     )
     return PendingProposal(
         proposal, str(data["suggestor"]), int(data["cycle"]), str(data["reason"])

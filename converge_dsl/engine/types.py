@@ -131,19 +131,26 @@ class Provenance:
 
 @dataclass(frozen=True, slots=True)
 class ProposedFact:
-    """A suggestion for a new fact. Confidence is clamped on construction."""
+    """A suggestion for a new fact. Confidence is clamped on construction.
+
+    `content` is for people and prompts; `data` (any JSON value, or None) is
+    what rules and solvers read. Both are frozen on construction.
+    """
 
     key: str
     id: str
     content: Content
     confidence: float = 1.0
     provenance: Provenance = field(default_factory=lambda: Provenance(""))
+    data: Any = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", ContextKey(self.key))
         object.__setattr__(self, "confidence", clamp_confidence(self.confidence))
         if not isinstance(self.content, str):
             object.__setattr__(self, "content", freeze_json(self.content))
+        if self.data is not None:
+            object.__setattr__(self, "data", freeze_json(self.data))
 
     def content_text(self) -> str:
         """The content as text: itself if text, canonical JSON otherwise."""
@@ -172,6 +179,7 @@ class Fact:
     provenance: Provenance
     confidence: float
     promotion: PromotionRecord
+    data: Any = None  # frozen JSON (see `ProposedFact`), or None
 
     def content_text(self) -> str:
         return self.content if isinstance(self.content, str) else canonical_json(self.content)
