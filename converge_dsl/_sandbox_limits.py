@@ -130,6 +130,10 @@ def _text_size(value: Any, limit: int, indent: int = 0) -> int:
     return total
 
 
+# The public name of the walk, for the sandbox's data helpers.
+text_size = _text_size
+
+
 def _as_text(value: Any, *_: Any, **__: Any) -> Any:
     """Refuse a value whose text (`str`, JSON) would pass `MAX_SIZE`, before building it."""
     if not isinstance(value, str) and _text_size(value, MAX_SIZE) > MAX_SIZE:

@@ -3,8 +3,9 @@
 The front end checks templates against these lists on its fast path (which
 must not pay for importing jinja2); the sandboxed environment in
 `converge_dsl.templating` enforces `ALLOWED_FILTERS`, and the compiler's
-render scopes and the pack template checks start from `CONTEXT_NAMES`. One
-definition serves them all.
+render scopes and the pack template checks start from `CONTEXT_NAMES`, and
+`FACT_FIELDS` names what a template may read of a fact. One definition serves
+them all.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ ALLOWED_FILTERS: frozenset[str] = frozenset(
         "d",
         "first",
         "float",
+        "fromjson",
         "int",
         "join",
         "last",
@@ -53,5 +55,10 @@ ALLOWED_FILTERS: frozenset[str] = frozenset(
 
 # Names every template and expression may use (the context API of docs/architecture.md §3).
 CONTEXT_NAMES: frozenset[str] = frozenset(
-    {"facts", "proposals", "count", "has", "fact", "cycle", "inputs"}
+    {"facts", "proposals", "count", "has", "fact", "data_of", "cycle", "inputs"}
 )
+
+# The fields of a fact (or proposal) templates and expressions read, in the
+# order messages list them: `fact.data` is what rules read, `fact.content` the
+# text for people and prompts.
+FACT_FIELDS: tuple[str, ...] = ("id", "key", "content", "data", "confidence", "provenance")

@@ -45,6 +45,7 @@ import jinja2.meta
 import jinja2.nodes
 import jinja2.sandbox
 
+from converge_dsl._sandbox_data import BadValue, fromjson, json_data
 from converge_dsl._sandbox_limits import (
     BUDGET,
     FILTER_CHECKS,
@@ -87,10 +88,12 @@ __all__ = [
     "MAX_WORK",
     "TemplateCompileError",
     "TemplateRenderError",
+    "as_json_data",
     "compile_expression",
     "compile_template",
     "environment",
     "evaluate",
+    "register_record",
     "render",
     "undeclared_names",
 ]
@@ -156,11 +159,11 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         spend()
-        return super().getattr(obj, attribute)
+        return _named_field(obj, attribute, super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         spend()
-        return super().getitem(obj, argument)
+        return _named_field(obj, argument, super().getitem(obj, argument))
 
     def call(
         __self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any
@@ -174,6 +177,35 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
             elif name == "replace":
                 check_replace(owner, *args)
         return produce(super().call(__context, __obj, *args, **kwargs))
+
+
+# Record types (facts, proposals) whose readable fields are named when a
+# template reads one they lack: {type: (noun, fields)}. Filled by the layers
+# that own the types (`register_record`), since this module may not import them.
+_RECORDS: dict[type, tuple[str, tuple[str, ...]]] = {}
+
+
+def register_record(cls: type, noun: str, fields: tuple[str, ...]) -> None:
+    """Name `fields` when a template reads a missing attribute of a `cls` object.
+
+    E.g. `register_record(Fact, "fact", FACT_FIELDS)`: `fact.contnet` then fails
+    with "a fact has no field 'contnet'; fields: id, key, ..." instead of naming
+    the Python class.
+    """
+    _RECORDS[cls] = (noun, tuple(fields))
+
+
+def _named_field(obj: Any, name: Any, value: Any) -> Any:
+    if isinstance(value, jinja2.Undefined):
+        record = _RECORDS.get(type(obj))
+        if record is not None:
+            noun, fields = record
+            return environment().undefined(
+                hint=f"a {noun} has no field {name!r}; fields: {', '.join(fields)}",
+                obj=obj,
+                name=str(name),
+            )
+    return value
 
 
 @lru_cache(maxsize=1)
@@ -192,6 +224,7 @@ def environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
         for name, func in env.filters.items()
         if name in ALLOWED_FILTERS
     }
+    env.filters["fromjson"] = fromjson
     env.tests = dict(env.tests.items())
     env.globals = dict(GLOBALS)
     return env
@@ -239,6 +272,8 @@ def _render_error(exc: Exception) -> TemplateRenderError:
             lineno = template.get_corresponding_lineno(tb.tb_lineno)
         tb = tb.tb_next
     hint: str | None = None
+    if isinstance(exc, BadValue):
+        return TemplateRenderError(exc.message or str(exc), lineno, exc.hint)
     if isinstance(exc, jinja2.UndefinedError | jinja2.exceptions.SecurityError):
         message = exc.message or str(exc)
         if isinstance(exc, Limit):
@@ -294,3 +329,19 @@ def evaluate(expression: Callable[..., Any], scope: dict[str, Any]) -> Any:
         except jinja2.UndefinedError as exc:
             raise TemplateRenderError(exc.message or "undefined value", 1) from None
     return result
+
+
+def as_json_data(value: Any) -> Any:
+    """A value an expression gave, as JSON data (see `_sandbox_limits.json_data`).
+
+    Raises `TemplateRenderError` (no line: the caller locates it) naming the JSON
+    pointer of the first part that is not JSON, or the size bound it passes.
+    """
+    try:
+        return json_data(value)
+    except BadValue as exc:
+        raise TemplateRenderError(exc.message or "not a JSON value", None, exc.hint) from None
+    except Limit as exc:
+        raise TemplateRenderError(exc.message or str(exc), None, _LIMIT_HINT) from None
+    except RecursionError:
+        raise TemplateRenderError("data is nested too deeply") from None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
-from converge_dsl.engine.types import ContextView, Provenance, freeze_json
+from converge_dsl.engine.types import ContextView, Provenance, canonical_json, freeze_json
 from converge_dsl.errors import TemplateRunError
 
 from ._context import CompileContext
@@ -109,6 +109,18 @@ def render_value(value: Any, scope: dict[str, Any], name: str, cycle: int) -> An
     if isinstance(value, tuple):
         return tuple(render_value(v, scope, name, cycle) for v in value)
     return value
+
+
+def text_and_data(content: Any, data: Any) -> tuple[str, Any]:
+    """A fact's content as text, and its data.
+
+    Content is text for people and prompts. An object given as content (the
+    legacy form) becomes the data when no data is given, and its canonical JSON
+    text the content.
+    """
+    if isinstance(content, str):
+        return content, data
+    return canonical_json(content), content if data is None else data
 
 
 def render_confidence(value: Any, scope: dict[str, Any], name: str, cycle: int) -> float:

@@ -11,7 +11,8 @@ plain function:
 - `path` is its JSON path (`("suggestors", 3)`), so `ctx.span(path + ("emit", 0, "id"))`
   locates any of its nodes;
 - `ctx` gives the pipeline name, the source map, the compiled models, the usage
-  meter, the event sink, the inputs, the declared keys, the base directory and
+  meter, the event sink, the inputs, the declared keys (and their schemas,
+  `ctx.key_schemas`), the base directory and
   the shared render scopes (`ctx.scopes.scope(view)`), the builder table
   (`ctx.builders`, for builders that build other kinds, e.g. a pack's template),
   plus `ctx.template(...)` and `ctx.expression(...)` which compile once and
@@ -23,7 +24,7 @@ exposing `span: SourceSpan`. It raises `PipelineInvalid` for problems it finds.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -67,6 +68,7 @@ class CompileContext:
     base_dir: Path
     scopes: RenderScopes
     builders: Mapping[str, SuggestorBuilder]
+    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def source_map(self) -> SourceMap:

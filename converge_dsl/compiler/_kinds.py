@@ -1,8 +1,12 @@
 """The `seed` and `rule` suggestor kinds (docs/architecture.md §14).
 
-- `seed`: proposes fixed facts (id/content are templates) to `target` (default `seeds`).
+- `seed`: proposes fixed facts (id/content are templates, `data` a JSON value
+  given as is) to `target` (default `seeds`).
 - `rule`: proposes each `emit` entry (a fixed key; templated
-  id/content/confidence).
+  id/content/confidence; `data` an expression, the `when` language, evaluated
+  per firing over the same scope, whose value must be JSON).
+Content is text: an object given as content (legacy) becomes the data when no
+data is given, its canonical JSON text the content (`text_and_data`).
 Both render over the cycle's shared render scope; neither does I/O.
 """
 
@@ -13,20 +17,49 @@ from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl.diagnostics import JsonPath
-from converge_dsl.engine.types import AgentEffect, ContextView, ProposedFact, Provenance
+from converge_dsl.engine.types import (
+    AgentEffect,
+    ContextView,
+    ProposedFact,
+    Provenance,
+    freeze_json,
+)
 
-from ._common import CoreSuggestor, SuggestorCore, compile_value, render_confidence, render_value
+from ._common import (
+    CoreSuggestor,
+    SuggestorCore,
+    compile_value,
+    render_confidence,
+    render_value,
+    text_and_data,
+)
 from ._context import CompileContext
+from ._template import CompiledExpression
 
 
 @dataclass(frozen=True, slots=True)
 class Emission:
-    """One fact a seed or rule proposes: key, and compiled id/content/confidence."""
+    """One fact a seed or rule proposes: key, compiled id/content/confidence, and data.
+
+    `data` is a fixed JSON value (seeds) or a `CompiledExpression` (rules);
+    `label` names the entry in run-time errors (`emit[0]`).
+    """
 
     key: str
     id: Any
     content: Any
     confidence: Any
+    data: Any = None
+    label: str = ""
+
+    def render(self, scope: dict[str, Any], name: str, cycle: int) -> tuple[str, Any]:
+        """The content text and data of one firing."""
+        content = render_value(self.content, scope, name, cycle)
+        data = self.data
+        if isinstance(data, CompiledExpression):
+            what = f"{self.label}.data"
+            data = data.evaluate_data(scope, what=what, suggestor=name, cycle=cycle)
+        return text_and_data(content, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,21 +75,33 @@ class EmittingSuggestor(CoreSuggestor):
         scope = core.scopes.scope(ctx)
         cycle = ctx.cycle
         provenance = Provenance(core.source)
-        proposals = [
-            ProposedFact(
-                key=e.key,
-                id=str(render_value(e.id, scope, core.name, cycle)),
-                content=render_value(e.content, scope, core.name, cycle),
-                confidence=render_confidence(e.confidence, scope, core.name, cycle),
-                provenance=provenance,
+        proposals = []
+        for e in self.emissions:
+            content, data = e.render(scope, core.name, cycle)
+            proposals.append(
+                ProposedFact(
+                    key=e.key,
+                    id=str(render_value(e.id, scope, core.name, cycle)),
+                    content=content,
+                    confidence=render_confidence(e.confidence, scope, core.name, cycle),
+                    provenance=provenance,
+                    data=data,
+                )
             )
-            for e in self.emissions
-        ]
         return AgentEffect(tuple(proposals))
 
 
+def _data(item: Mapping[str, Any], where: JsonPath, ctx: CompileContext, expression: bool) -> Any:
+    raw = item.get("data")
+    if raw is None:
+        return None
+    if expression:
+        return ctx.expression(str(raw), (*where, "data"))
+    return freeze_json(raw)
+
+
 def _emissions(
-    items: Any, path: JsonPath, ctx: CompileContext, default_key: str | None
+    items: Any, path: JsonPath, ctx: CompileContext, default_key: str | None, expression: bool
 ) -> tuple[Emission, ...]:
     out = []
     for index, item in enumerate(items or ()):
@@ -67,6 +112,8 @@ def _emissions(
                 id=ctx.template(str(item["id"]), (*where, "id")),
                 content=compile_value(item["content"], (*where, "content"), ctx),
                 confidence=compile_value(item.get("confidence", 1.0), (*where, "confidence"), ctx),
+                data=_data(item, where, ctx, expression),
+                label=f"{path[-1]}[{index}]",
             )
         )
     return tuple(out)
@@ -74,11 +121,11 @@ def _emissions(
 
 def build_seed(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
     target = str(spec.get("target", "seeds"))
-    emissions = _emissions(spec.get("facts"), (*path, "facts"), ctx, target)
+    emissions = _emissions(spec.get("facts"), (*path, "facts"), ctx, target, expression=False)
     return EmittingSuggestor(SuggestorCore.of(spec, path, ctx, (target,)), "seed", emissions)
 
 
 def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
-    emissions = _emissions(spec.get("emit"), (*path, "emit"), ctx, None)
+    emissions = _emissions(spec.get("emit"), (*path, "emit"), ctx, None, expression=True)
     targets = tuple(e.key for e in emissions)
     return EmittingSuggestor(SuggestorCore.of(spec, path, ctx, targets), "rule", emissions)

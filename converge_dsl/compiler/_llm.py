@@ -3,11 +3,18 @@
 Output formats (docs/architecture.md §14): `text` (the whole answer is one item), `lines`
 (each non-blank line is an item) and `json` (an array of items, or one object =
 one item). With `output.schema`, the parsed JSON answer must satisfy that JSON
-Schema. An answer that does not parse or conform yields one `diagnostic`
-proposal (id `llm:invalid-output:<suggestor>:<cycle>`) and none of its items.
+Schema. Without it, when the target key has a schema and `output.data` is
+absent, each item must satisfy the key's schema (the item is the fact's data);
+`response_schema` records the expected answer (`output.schema`, or an array of
+such items) for the model port. An answer that does not parse or conform yields
+one `diagnostic` proposal (id `llm:invalid-output:<suggestor>:<cycle>`) and
+none of its items.
 
-`id`, `content`, `confidence` are templates over `item` and `index`.
-Defaults: id `<suggestor>-<index>`, content the item itself, confidence 0.7.
+`id`, `content`, `confidence` are templates over `item` and `index`; `data` is
+an expression over them (the `when` language) whose value must be JSON.
+Defaults: id `<suggestor>-<index>`, content the item itself (a JSON item's
+canonical JSON text; content is always text), data the item for `json` and
+none for `text` and `lines`, confidence 0.7.
 Every call is recorded in the usage meter (1 call + the tokens the model
 reports). Provenance is `name@pipeline` with the model id and account label.
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import jsonschema
@@ -32,10 +40,17 @@ from converge_dsl.engine.types import (
 )
 from converge_dsl.models.port import Message, Model, ModelRequest
 
-from ._common import CoreSuggestor, SuggestorCore, compile_value, render_confidence, render_value
+from ._common import (
+    CoreSuggestor,
+    SuggestorCore,
+    compile_value,
+    render_confidence,
+    render_value,
+    text_and_data,
+)
 from ._context import CompileContext, UsageRecorder
 from ._scope import with_item
-from ._template import CompiledTemplate
+from ._template import CompiledExpression, CompiledTemplate
 
 ITEM_NAMES = frozenset({"item", "index"})
 DEFAULT_LLM_CONFIDENCE = 0.7
@@ -55,12 +70,15 @@ class LlmSuggestor(CoreSuggestor):
     system: CompiledTemplate | None
     user: CompiledTemplate
     format: str
-    validator: Any  # a jsonschema validator or None
+    validator: Any  # a jsonschema validator of the whole answer (output.schema) or None
     item_id: CompiledTemplate | None
     item_content: Any
     item_confidence: Any
     max_tokens: int | None
     temperature: float | None
+    item_data: CompiledExpression | None = None
+    item_validator: Any = None  # validates each item against the target key's schema
+    response_schema: Mapping[str, Any] | None = None
 
     async def execute(self, ctx: ContextView) -> AgentEffect:
         core = self.core
@@ -94,33 +112,41 @@ class LlmSuggestor(CoreSuggestor):
             items = self._items(answer.text)
         except _BadAnswer as exc:
             return AgentEffect((self._diagnostic(str(exc), cycle, provenance),))
-        proposals = []
-        for index, item in enumerate(items):
-            item_scope = with_item(scope, item, index)
-            item_id = (
-                f"{core.name}-{index}"
-                if self.item_id is None
-                else self.item_id.render(item_scope, suggestor=core.name, cycle=cycle)
+        return AgentEffect(
+            tuple(
+                self._proposal(with_item(scope, item, index), item, index, cycle, provenance)
+                for index, item in enumerate(items)
             )
-            content = (
-                item
-                if self.item_content is None
-                else render_value(self.item_content, item_scope, core.name, cycle)
-            )
-            if not isinstance(content, str | Mapping):
-                content = json.dumps(content, ensure_ascii=False)
-            proposals.append(
-                ProposedFact(
-                    key=self.target,
-                    id=item_id,
-                    content=content,
-                    confidence=render_confidence(
-                        self.item_confidence, item_scope, core.name, cycle
-                    ),
-                    provenance=provenance,
-                )
-            )
-        return AgentEffect(tuple(proposals))
+        )
+
+    def _proposal(
+        self, scope: dict[str, Any], item: Any, index: int, cycle: int, provenance: Provenance
+    ) -> ProposedFact:
+        name = self.core.name
+        item_id = (
+            f"{name}-{index}"
+            if self.item_id is None
+            else self.item_id.render(scope, suggestor=name, cycle=cycle)
+        )
+        content = (
+            item
+            if self.item_content is None
+            else render_value(self.item_content, scope, name, cycle)
+        )
+        if self.item_data is not None:
+            what = "output.data"
+            data = self.item_data.evaluate_data(scope, what=what, suggestor=name, cycle=cycle)
+        else:
+            data = item if self.format == "json" else None
+        text, data = text_and_data(content, data)
+        return ProposedFact(
+            key=self.target,
+            id=item_id,
+            content=text,
+            confidence=render_confidence(self.item_confidence, scope, name, cycle),
+            provenance=provenance,
+            data=data,
+        )
 
     def _items(self, text: str) -> list[Any]:
         if self.format == "text":
@@ -128,19 +154,22 @@ class LlmSuggestor(CoreSuggestor):
         if self.format == "lines":
             return [line.strip() for line in text.splitlines() if line.strip()]
         try:
-            data = json.loads(_strip_fence(text))
+            data = json.loads(_strip_fence(text), parse_constant=_not_json)
         except ValueError as exc:
             raise _BadAnswer(f"answer is not JSON: {exc}") from None
         if self.validator is not None:
-            error = jsonschema.exceptions.best_match(self.validator.iter_errors(data))
-            if error is not None:
-                where = "/".join(str(p) for p in error.absolute_path) or "<root>"
-                raise _BadAnswer(f"answer does not match output.schema at {where}: {error.message}")
+            _conform(self.validator, data, "answer", "output.schema")
         if isinstance(data, list):
-            return data
-        if isinstance(data, dict):
-            return [data]
-        raise _BadAnswer(f"answer is a JSON {type(data).__name__}, not an array or object")
+            items = data
+        elif isinstance(data, dict):
+            items = [data]
+        else:
+            raise _BadAnswer(f"answer is a JSON {type(data).__name__}, not an array or object")
+        if self.item_validator is not None:
+            for index, item in enumerate(items):
+                what = f"answer item {index}"
+                _conform(self.item_validator, item, what, f"the schema of key {self.target!r}")
+        return items
 
     def _diagnostic(self, reason: str, cycle: int, provenance: Provenance) -> ProposedFact:
         return ProposedFact(
@@ -158,6 +187,17 @@ class LlmSuggestor(CoreSuggestor):
             confidence=1.0,
             provenance=provenance,
         )
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _conform(validator: Any, value: Any, what: str, schema: str) -> None:
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "<root>"
+        raise _BadAnswer(f"{what} does not match {schema} at {where}: {error.message}")
 
 
 def _strip_fence(text: str) -> str:
@@ -183,19 +223,7 @@ def build_llm(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> L
     prompt = spec.get("prompt") or {}
     output = spec.get("output") or {"format": "text"}
     out_path = (*path, "output")
-    validator = None
-    if "schema" in output:
-        schema = output["schema"]
-        try:
-            cls = jsonschema.validators.validator_for(schema)
-            cls.check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            raise ctx.invalid(
-                codes.COMPILE_BAD_OUTPUT_SCHEMA,
-                f"output.schema is not a valid JSON Schema: {exc.message}",
-                (*out_path, "schema"),
-            ) from None
-        validator = cls(schema)
+    validator, item_validator, response_schema = _schemas(output, target, out_path, ctx)
     item_id = output.get("id")
     return LlmSuggestor(
         core=SuggestorCore.of(spec, path, ctx, (target,)),
@@ -223,4 +251,38 @@ def build_llm(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> L
         ),
         max_tokens=spec.get("max_tokens"),
         temperature=spec.get("temperature"),
+        item_data=None
+        if output.get("data") is None
+        else ctx.expression(str(output["data"]), (*out_path, "data"), extra=ITEM_NAMES),
+        item_validator=item_validator,
+        response_schema=response_schema,
     )
+
+
+def _schemas(
+    output: Mapping[str, Any], target: str, out_path: JsonPath, ctx: CompileContext
+) -> tuple[Any, Any, Mapping[str, Any] | None]:
+    """(answer validator, item validator, response schema) of an llm `output`.
+
+    `output.schema` checks the whole answer. Without it, a `json` answer whose
+    items are the facts' data (no `output.data`) on a key with a schema has its
+    items checked against that schema, and the expected answer is derived: an
+    array of such items.
+    """
+    if "schema" in output:
+        schema = output["schema"]
+        try:
+            cls = jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ctx.invalid(
+                codes.COMPILE_BAD_OUTPUT_SCHEMA,
+                f"output.schema is not a valid JSON Schema: {exc.message}",
+                (*out_path, "schema"),
+            ) from None
+        return cls(schema), None, schema
+    key_schema = ctx.key_schemas.get(target)
+    if key_schema is None or output.get("format") != "json" or output.get("data") is not None:
+        return None, None, None
+    cls = jsonschema.validators.validator_for(key_schema, default=jsonschema.Draft202012Validator)
+    return None, cls(key_schema), MappingProxyType({"type": "array", "items": key_schema})

@@ -145,6 +145,7 @@ def compile_context(
         base_dir=Path(settings.file).parent,
         scopes=RenderScopes(settings.declared_keys, dict(settings.inputs)),
         builders=MappingProxyType(dict(builders)),
+        key_schemas=settings.key_schemas,
     )
 
 

@@ -2,7 +2,8 @@
 
 `RenderScopes.scope(view)` returns the dict every template and expression of a
 cycle renders over: `facts.<key>` (facts of every declared key, in promotion
-order), `proposals.<key>`, `count(key)`, `has(key)`, `fact(key, id)`, `cycle`,
+order), `proposals.<key>`, `count(key)`, `has(key)`, `fact(key, id)`,
+`data_of(key)` (the data of the key's facts, in promotion order), `cycle`,
 `inputs`, plus the bounded `range`. The dict is cached on the identity and
 version of the view, so the N candidates of a cycle share one build. Treat it
 as read-only; add `item`/`index` with `with_item`.
@@ -16,9 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from converge_dsl.engine.types import ContextView, Fact
-from converge_dsl.template_names import CONTEXT_NAMES
-from converge_dsl.templating import GLOBALS
+from converge_dsl.engine.types import ContextView, Fact, ProposedFact
+from converge_dsl.template_names import CONTEXT_NAMES, FACT_FIELDS
+from converge_dsl.templating import GLOBALS, register_record
+
+# A template reading a field a fact lacks is told the fields (`fact.contnet`).
+register_record(Fact, "fact", FACT_FIELDS)
+register_record(ProposedFact, "proposal", FACT_FIELDS)
 
 
 class RenderScopes:
@@ -44,6 +49,9 @@ class RenderScopes:
         def fact(key: str, fact_id: str) -> Fact | None:
             return view.fact(str(key), str(fact_id))
 
+        def data_of(key: str) -> list[Any]:
+            return [f.data for f in view.get(str(key))]
+
         self._scope = {
             **GLOBALS,
             "facts": {k: view.get(k) for k in self._keys},
@@ -51,6 +59,7 @@ class RenderScopes:
             "count": lambda key: view.count(str(key)),
             "has": lambda key: view.has(str(key)),
             "fact": fact,
+            "data_of": data_of,
             "cycle": view.cycle,
             "inputs": self._inputs,
         }

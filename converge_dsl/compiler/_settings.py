@@ -5,23 +5,30 @@ budget (for the usage meter and the deadline), the promotion policy, the error
 policy, the resolved inputs, the declared keys, the seed facts and the typed
 model declarations (what the models factory is handed and which files each
 model reads). The budget, policy and error policy are the engine's own objects:
-their defaults live only in the engine's dataclasses.
+their defaults live only in the engine's dataclasses. The key schemas
+(`keys[].schema`, checked to be valid JSON Schemas) go into the promotion
+policy, whose gate checks every fact's data against its key's schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from converge_dsl.diagnostics import did_you_mean
+import jsonschema
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic, did_you_mean
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
 from converge_dsl.engine.types import ProposedFact, Provenance
-from converge_dsl.errors import UsageError
+from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.keys import BUILTIN_KEYS
+
+from ._common import text_and_data
 
 # The fields of a `models.<name>` entry that name a file the model reads.
 _READ_FIELDS = ("script", "cassette")
@@ -61,6 +68,7 @@ class PipelineSettings:
     seeds: tuple[ProposedFact, ...]
     models: Mapping[str, ModelDeclaration]
     document: LoadedDocument
+    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def source(self, suggestor: str) -> str:
         """The provenance source of a suggestor: `name@pipeline`."""
@@ -111,36 +119,77 @@ def declare_models(document: LoadedDocument) -> Mapping[str, ModelDeclaration]:
     return MappingProxyType(models)
 
 
+def key_schemas(document: LoadedDocument) -> Mapping[str, Mapping[str, Any]]:
+    """The `keys[].schema` of a validated document by key name.
+
+    Raises a located `PipelineInvalid` (CD605) for a schema that is not a valid
+    JSON Schema (draft 2020-12 unless its `$schema` says otherwise).
+    """
+    schemas: dict[str, Mapping[str, Any]] = {}
+    for index, key in enumerate(document.data.get("keys") or ()):
+        schema = key.get("schema")
+        if schema is None:
+            continue
+        try:
+            jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
+            ).check_schema(schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            path = ("keys", index, "schema", *exc.relative_path)
+            span = document.source_map.span(path)
+            raise PipelineInvalid(
+                [
+                    Diagnostic.at(
+                        codes.COMPILE_BAD_KEY_SCHEMA,
+                        f"the schema of key {key['name']!r} is not a valid JSON Schema: "
+                        f"{exc.message}",
+                        span,
+                        path=path,
+                    )
+                ]
+            ) from None
+        schemas[str(key["name"])] = schema
+    return MappingProxyType(schemas)
+
+
+def _seed(spec: Mapping[str, Any], source: str) -> ProposedFact:
+    content, data = text_and_data(spec["content"], spec.get("data"))
+    return ProposedFact(
+        key=str(spec.get("key", "seeds")),
+        id=str(spec["id"]),
+        content=content,
+        confidence=float(spec.get("confidence", 1.0)),
+        provenance=Provenance(source),
+        data=data,
+    )
+
+
 def compile_settings(document: LoadedDocument, *, inputs: Mapping[str, Any]) -> PipelineSettings:
-    """The settings of a validated document. Raises `UsageError` for unknown or missing inputs."""
+    """The settings of a validated document.
+
+    Raises `UsageError` for unknown or missing inputs, a located `PipelineInvalid`
+    for a key schema that is not a valid JSON Schema.
+    """
     data = document.data
     name = str(data["name"])
     declared = tuple(
         dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())])
     )
     resolved = resolve_inputs(data.get("inputs") or {}, inputs)
-    seed_source = f"seeds@{name}"
-    seeds = tuple(
-        ProposedFact(
-            key=str(s.get("key", "seeds")),
-            id=str(s["id"]),
-            content=s["content"],
-            confidence=float(s.get("confidence", 1.0)),
-            provenance=Provenance(seed_source),
-        )
-        for s in data.get("seeds") or ()
-    )
+    seeds = tuple(_seed(s, f"seeds@{name}") for s in data.get("seeds") or ())
+    schemas = key_schemas(document)
     on_error: OnError = "diagnose" if data.get("on_error") == "diagnose" else "stop"
     return PipelineSettings(
         name=name,
         file=document.file,
         base_dir=Path(document.file).parent,
         budget=Budget(**(data.get("budget") or {})),
-        promotion=PromotionPolicy(**(data.get("promotion") or {})),
+        promotion=PromotionPolicy(**(data.get("promotion") or {}), key_schemas=schemas),
         on_error=on_error,
         inputs=MappingProxyType(resolved),
         declared_keys=declared,
         seeds=seeds,
         models=declare_models(document),
         document=document,
+        key_schemas=schemas,
     )

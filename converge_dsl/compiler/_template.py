@@ -20,6 +20,7 @@ from converge_dsl.frontend import LoadedDocument
 from converge_dsl.templating import (
     GLOBALS,
     TemplateRenderError,
+    as_json_data,
     compile_expression,
     compile_template,
     evaluate,
@@ -109,3 +110,24 @@ class CompiledExpression(_Located):
             return evaluate(self.expression, scope)
         except TemplateRenderError as exc:
             raise self.fail(exc, suggestor, cycle) from None
+
+    def evaluate_data(
+        self,
+        scope: dict[str, Any],
+        *,
+        what: str,
+        suggestor: str | None = None,
+        cycle: int | None = None,
+    ) -> Any:
+        """Evaluate to a JSON value; `what` names the field in the error (`emit[0].data`)."""
+        value = self.evaluate(scope, suggestor=suggestor, cycle=cycle)
+        try:
+            return as_json_data(value)
+        except TemplateRenderError as exc:
+            raise TemplateRunError(
+                f"{what} is not a JSON value: {exc.message}",
+                span=self.span,
+                suggestor=suggestor,
+                cycle=cycle,
+                hint=exc.hint,
+            ) from None

@@ -10,7 +10,9 @@ error; the engine checks it before the gate.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from converge_dsl.engine.types import ProposedFact
 
@@ -25,6 +27,7 @@ class PromotionPolicy:
     forbidden_terms: tuple[str, ...] = ()
     gated_keys: tuple[str, ...] = ()
     confidence_threshold: float | None = None
+    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "forbidden_terms", tuple(self.forbidden_terms))

@@ -4,9 +4,12 @@ A native-solver pack suggestor behaves like the Converge PackSuggestor:
 
 - it depends on its `input` key; it accepts when the input has a fact and
   neither its plan (in `output`) nor its rejection (in `diagnostic`) exists;
-- the *problem* is the content (a JSON object) of the input key's first fact
+- the *problem* is the data (a JSON object) of the input key's first fact
   with the `with:` parameters laid over it, validated against the pack's
-  input schema (or the solver's own);
+  input schema (or the solver's own). A fact without data whose content is a
+  JSON object (or JSON text of one) is still read, for one version: the run
+  then also gets a `diagnostic` fact `deprecated:json-text-input:{name}`
+  saying so (its fixed id and content make it once per run);
 - it emits ONE proposal `{name}-plan` to `output`, content
   `{"plan": ..., "summary": ...}`, with the confidence the solver reports;
 - the solver's `PlanCheck`s and the pack's invariants (expressions over
@@ -37,6 +40,7 @@ import jsonschema
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
+    Fact,
     ProposedFact,
     Provenance,
     canonical_json,
@@ -48,6 +52,37 @@ from converge_dsl.solvers import PlanCheck, Solver, SolverError
 from converge_dsl.templating import compile_expression
 
 DIAGNOSTIC_KEY = "diagnostic"
+_JSON_TYPES = (
+    (Mapping, "an object"),
+    ((list, tuple), "an array"),
+    (str, "text"),
+    (bool, "a boolean"),
+)
+
+
+def input_data(fact: Fact) -> tuple[Any, bool]:
+    """What a pack reads of its input fact: its data, and whether that came from its content.
+
+    A fact without data whose content is a JSON object, or JSON text of one, is
+    read the legacy way (deprecated; True). Otherwise the data as is (maybe None).
+    """
+    if fact.data is not None:
+        return fact.data, False
+    content: Any = fact.content
+    if isinstance(content, str):
+        try:
+            content = json.loads(content)
+        except json.JSONDecodeError:
+            return None, False
+    return (content, True) if isinstance(content, Mapping) else (None, False)
+
+
+def _not_an_object(fact: Fact, data: Any) -> str:
+    where = f"input fact {fact.key}/{fact.id} is not a JSON object"
+    if data is None:
+        return f"{where}: it has no data"
+    kind = next((name for types, name in _JSON_TYPES if isinstance(data, types)), "a number")
+    return f"{where}: its data is {kind}"
 
 
 def evaluate_invariant(invariant: InvariantDef, plan: Any, problem: Any, params: Any) -> PlanCheck:
@@ -111,14 +146,9 @@ class PackSolverSuggestor:
     def problem(self, ctx: ContextView) -> tuple[dict[str, Any] | None, list[str]]:
         """The problem to solve, or None with the reasons it is unusable."""
         fact = ctx.get(self.input_key)[0]
-        content: Any = fact.content
-        if isinstance(content, str):
-            try:
-                content = json.loads(content)
-            except json.JSONDecodeError:
-                content = None
+        content, _ = input_data(fact)
         if not isinstance(content, Mapping):
-            return None, [f"input fact {self.input_key}/{fact.id} is not a JSON object"]
+            return None, [_not_an_object(fact, content)]
         problem = json.loads(canonical_json({**content, **self.params}))
         schema = self.definition.input_schema or self.solver.input_schema()
         validator = jsonschema.Draft202012Validator(schema)
@@ -129,7 +159,31 @@ class PackSolverSuggestor:
         ]
         return (None, reasons) if reasons else (problem, [])
 
+    @property
+    def deprecation_id(self) -> str:
+        return f"deprecated:json-text-input:{self.name}"
+
+    def deprecation(self, ctx: ContextView) -> ProposedFact | None:
+        """The notice that the input was read from JSON content, not data (or None)."""
+        fact = ctx.get(self.input_key)[0]
+        if not input_data(fact)[1]:
+            return None
+        text = (
+            f"pack suggestor {self.name!r} read its input {fact.key}/{fact.id} from the fact's "
+            "content (JSON); give the fact `data` instead: reading content is deprecated "
+            "and will stop in the next version"
+        )
+        data = {"suggestor": self.name, "input": f"{fact.key}/{fact.id}"}
+        return ProposedFact(
+            DIAGNOSTIC_KEY, self.deprecation_id, text, 1.0, self.provenance(), data=data
+        )
+
     async def execute(self, ctx: ContextView) -> AgentEffect:
+        effect = await self._solve(ctx)
+        notice = self.deprecation(ctx)
+        return effect if notice is None else AgentEffect.of([*effect.proposals, notice])
+
+    async def _solve(self, ctx: ContextView) -> AgentEffect:
         problem, reasons = self.problem(ctx)
         if problem is None:
             return self._reject("the input does not fit the pack's input schema", reasons)

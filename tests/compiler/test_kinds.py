@@ -52,7 +52,10 @@ def test_rule_renders_templated_id_content_confidence(compile_yaml: Compile) -> 
         "tea: AB",
         0.5,
     )
-    assert second.content == {"text": "n=2", "fixed": 2}
+    # legacy: an object as content is the data, its canonical JSON text the content
+    assert second.content == '{"fixed":2,"text":"n=2"}'
+    assert second.data == {"text": "n=2", "fixed": 2}
+    assert first.data is None
     assert first.provenance == Provenance("r@t")
     assert rule.provenance() == Provenance("r@t")
     assert rule.dependencies == ("seeds",)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from converge_dsl.engine.context import Context
-from converge_dsl.engine.types import Fact, PromotionRecord, Provenance
+from converge_dsl.engine.types import Fact, PromotionRecord, Provenance, freeze_json
 from converge_dsl.packs import InvariantDef, PackSolverSuggestor, SuggestorDef
 from converge_dsl.solvers import PlanCheck, SolverError, SolverPlan
 
@@ -53,9 +53,16 @@ def _suggestor(solver: CountingSolver, *invariants: InvariantDef) -> PackSolverS
     )
 
 
-def _fact(key: str, fact_id: str, content: Any) -> Fact:
+def _fact(key: str, fact_id: str, data: Any, content: Any = "text") -> Fact:
+    """A fact with `data` (what packs read) and a text `content`."""
     return Fact(
-        key, fact_id, content, Provenance("seed@demo"), 1.0, PromotionRecord("test", "test", 0)
+        key,
+        fact_id,
+        content,
+        Provenance("seed@demo"),
+        1.0,
+        PromotionRecord("test", "test", 0),
+        data=freeze_json(data),
     )
 
 
@@ -98,7 +105,7 @@ def test_a_critical_invariant_failure_rejects_into_a_diagnostic() -> None:
 
 
 def test_an_advisory_failure_marks_the_plan_for_review() -> None:
-    view = _view(_fact("constraints", "c", '{"costs": [1]}'))
+    view = _view(_fact("constraints", "c", {"costs": [1]}))
     (proposal,) = asyncio.run(
         _suggestor(CountingSolver(advisory=True), BUDGET).execute(view)
     ).proposals
@@ -110,7 +117,9 @@ def test_an_advisory_failure_marks_the_plan_for_review() -> None:
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
-        ("not json", "is not a JSON object"),
+        (None, "input fact constraints/c is not a JSON object: it has no data"),
+        ([1, 2], "input fact constraints/c is not a JSON object: its data is an array"),
+        ("costs", "input fact constraints/c is not a JSON object: its data is text"),
         ({"costs": "many"}, "input costs: 'many' is not of type 'array'"),
         ({"costs": []}, "the solver could not solve the problem: no costs to add up"),
     ],
@@ -128,3 +137,37 @@ def test_an_invariant_that_cannot_evaluate_fails_closed() -> None:
     (proposal,) = asyncio.run(_suggestor(CountingSolver(), broken).execute(view)).proposals
     assert proposal.key == "diagnostic"
     assert "cannot evaluate" in str(proposal.content)
+
+
+@pytest.mark.parametrize("content", ['{"costs": [1, 2]}', {"costs": [1, 2]}])
+def test_json_content_is_still_read_once_with_a_deprecation_notice(content: Any) -> None:
+    suggestor = _suggestor(CountingSolver())
+    view = _view(_fact("constraints", "c", None, freeze_json(content)))
+    plan, notice = asyncio.run(suggestor.execute(view)).proposals
+    assert plan.content["plan"] == {"total_cost": 3}
+    assert (notice.key, notice.id, notice.confidence) == (
+        "diagnostic",
+        "deprecated:json-text-input:budgeter",
+        1.0,
+    )
+    assert notice.content == (
+        "pack suggestor 'budgeter' read its input constraints/c from the fact's content (JSON); "
+        "give the fact `data` instead: reading content is deprecated and will stop in the next "
+        "version"
+    )
+    assert notice.data == {"suggestor": "budgeter", "input": "constraints/c"}
+    # the same notice each time: admission keeps one per run
+    assert asyncio.run(suggestor.execute(view)).proposals[1] == notice
+
+
+def test_data_wins_over_content_and_gives_no_notice() -> None:
+    view = _view(_fact("constraints", "c", {"costs": [4]}, '{"costs": [1, 2]}'))
+    (plan,) = asyncio.run(_suggestor(CountingSolver()).execute(view)).proposals
+    assert plan.content["plan"] == {"total_cost": 4}
+
+
+def test_text_content_that_is_not_json_is_not_read() -> None:
+    view = _view(_fact("constraints", "c", None, "costs: 1, 2"))
+    (proposal,) = asyncio.run(_suggestor(CountingSolver()).execute(view)).proposals
+    assert proposal.id == "pack:rejected:budgeter"
+    assert "it has no data" in str(proposal.content)
