@@ -93,18 +93,23 @@ def _convert(value: Any, pointer: str) -> Any:
     if isinstance(value, float):
         if math.isfinite(value):
             return value
-        return _refuse(f"the number {value} (JSON numbers are finite)", pointer)
+        return _refuse(f"the number {value}", pointer, "JSON numbers are finite")
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                return _refuse(f"the key {key!r} (JSON object keys are text)", pointer)
+                return _refuse(f"the key {key!r}", pointer, "JSON object keys are text")
             out[key] = _convert(item, f"{pointer}/{_escape(key)}")
         return out
     if isinstance(value, list | tuple):
         return [_convert(item, f"{pointer}/{index}") for index, item in enumerate(value)]
+    if isinstance(value, jinja2.Undefined):  # say why it is undefined
+        try:
+            value._fail_with_undefined_error()
+        except (jinja2.UndefinedError, jinja2.exceptions.SecurityError) as exc:
+            raise BadValue(f"{pointer or '/'} is undefined: {exc.message}") from None
     kind = _kind(value)
-    return _refuse(f"{kind}, which is not a JSON value", pointer, _DATA_HINTS.get(kind))
+    return _refuse(kind, pointer, _DATA_HINTS.get(kind))
 
 
 def _escape(key: str) -> str:
@@ -112,4 +117,5 @@ def _escape(key: str) -> str:
 
 
 def _refuse(what: str, pointer: str, hint: str | None = None) -> Any:
-    raise BadValue(f"at {pointer or '/'}: {what}", hint)
+    """Refuse the value: `what` it holds at the JSON `pointer` (the root is `/`)."""
+    raise BadValue(f"{what} at {pointer or '/'}", hint)

@@ -122,7 +122,7 @@ def _text_size(value: Any, limit: int, indent: int = 0) -> int:
         elif dataclasses.is_dataclass(item) and not isinstance(item, type):
             fields = dataclasses.fields(item)
             total += len(type(item).__name__) + sum(len(f.name) for f in fields)
-            stack.append(((getattr(item, f.name) for f in fields), depth + 1))
+            stack.append((iter([getattr(item, f.name) for f in fields]), depth + 1))
         else:
             total += 24
         if total > limit:

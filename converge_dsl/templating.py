@@ -73,6 +73,7 @@ from converge_dsl._sandbox_limits import (
     produce,
     spend,
 )
+from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError
 from converge_dsl.template_names import ALLOWED_FILTERS
 
@@ -120,6 +121,7 @@ _LIMIT_HINT = (
     "templates run under fixed bounds (steps, sizes, integer width) so that no pipeline "
     "can hang or exhaust memory; make this template do less work"
 )
+_FIELD_HINT = "a fact's structured data is fact.data, its text fact.content"
 _REFUSED_HINT = "the sandbox exposes data and the context API only, nothing of Python"
 
 
@@ -179,33 +181,40 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         return produce(super().call(__context, __obj, *args, **kwargs))
 
 
-# Record types (facts, proposals) whose readable fields are named when a
-# template reads one they lack: {type: (noun, fields)}. Filled by the layers
-# that own the types (`register_record`), since this module may not import them.
-_RECORDS: dict[type, tuple[str, tuple[str, ...]]] = {}
+# Record types (facts, proposals, data objects) whose readable fields are named
+# when a template reads one they lack: {type: (noun, fields or None = its keys)}.
+# Filled by the layers that own the types (`register_record`), since this
+# module may not import them.
+_RECORDS: dict[type, tuple[str, tuple[str, ...] | None]] = {}
+_MAX_LISTED = 20
 
 
-def register_record(cls: type, noun: str, fields: tuple[str, ...]) -> None:
-    """Name `fields` when a template reads a missing attribute of a `cls` object.
+def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None) -> None:
+    """Name the fields when a template reads a missing attribute of a `cls` object.
 
     E.g. `register_record(Fact, "fact", FACT_FIELDS)`: `fact.contnet` then fails
-    with "a fact has no field 'contnet'; fields: id, key, ..." instead of naming
-    the Python class.
+    with "a fact has no field 'contnet' (did you mean 'content'?); fields: id,
+    key, ..." instead of naming the Python class. `fields=None`: a mapping whose
+    keys are its fields (frozen JSON objects).
     """
-    _RECORDS[cls] = (noun, tuple(fields))
+    _RECORDS[cls] = (noun, None if fields is None else tuple(fields))
 
 
 def _named_field(obj: Any, name: Any, value: Any) -> Any:
-    if isinstance(value, jinja2.Undefined):
-        record = _RECORDS.get(type(obj))
-        if record is not None:
-            noun, fields = record
-            return environment().undefined(
-                hint=f"a {noun} has no field {name!r}; fields: {', '.join(fields)}",
-                obj=obj,
-                name=str(name),
-            )
-    return value
+    if not isinstance(value, jinja2.Undefined):
+        return value
+    record = _RECORDS.get(type(obj))
+    if record is None:
+        return value
+    noun, fields = record
+    names = fields if fields is not None else tuple(sorted(map(str, obj)))
+    guess = did_you_mean(str(name), names)
+    listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
+    message = f"{noun} has no field {name!r}"
+    if guess is not None:
+        message += f" (did you mean {guess!r}?)"
+    message += f"; fields: {listed or 'none'}"
+    return environment().undefined(hint=message, obj=obj, name=str(name))
 
 
 @lru_cache(maxsize=1)
@@ -263,6 +272,12 @@ def undeclared_names(source: str, *, expression: bool = False) -> frozenset[str]
     return frozenset(jinja2.meta.find_undeclared_variables(ast)) - set(GLOBALS)
 
 
+def _undefined_hint(message: str) -> str | None:
+    if message.startswith(("a fact ", "a proposal ")):
+        return _FIELD_HINT
+    return None if " has no field " in message else _NAMES_HINT
+
+
 def _render_error(exc: Exception) -> TemplateRenderError:
     lineno = None
     tb = exc.__traceback__
@@ -279,7 +294,7 @@ def _render_error(exc: Exception) -> TemplateRenderError:
         if isinstance(exc, Limit):
             hint = _LIMIT_HINT
         elif isinstance(exc, jinja2.UndefinedError):
-            hint = _NAMES_HINT
+            hint = _undefined_hint(message)
         else:
             hint = _REFUSED_HINT
     else:

@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from converge_dsl.engine.types import ContextView, Fact, ProposedFact
+from converge_dsl.engine.types import ContextView, Fact, FrozenDict, ProposedFact
 from converge_dsl.template_names import CONTEXT_NAMES, FACT_FIELDS
 from converge_dsl.templating import GLOBALS, register_record
 
 # A template reading a field a fact lacks is told the fields (`fact.contnet`).
-register_record(Fact, "fact", FACT_FIELDS)
-register_record(ProposedFact, "proposal", FACT_FIELDS)
+register_record(Fact, "a fact", FACT_FIELDS)
+register_record(ProposedFact, "a proposal", FACT_FIELDS)
+register_record(FrozenDict, "the object")  # data: its fields are its keys
 
 
 class RenderScopes:
