@@ -2,9 +2,11 @@
 
 Public surface:
 - `compile_settings(document, *, inputs)` -> `PipelineSettings`: the cheap first step
-  (name, the engine's `Budget` and `PromotionPolicy`, `on_error`, resolved inputs,
-  declared keys, seed facts, `ModelDeclaration`s by name, base dir). Raises
-  `UsageError` for unknown or missing inputs.
+  (name, the engine's `Budget` and `PromotionPolicy` with the key schemas,
+  `on_error`, resolved inputs, declared keys and their schemas, seed facts with
+  their data, `ModelDeclaration`s by name, base dir). Raises `UsageError` for
+  unknown or missing inputs, a located `PipelineInvalid` (CD605) for a key
+  schema that is not a valid JSON Schema.
 - `declare_models(document) -> {name: ModelDeclaration}`: the typed `models:` entries
   (the config handed to the models factory, the files each model reads).
 - `compile_pipeline(settings_or_document, *, inputs=None, models, usage, events=None,
@@ -12,9 +14,10 @@ Public surface:
   `Invariant`s with an `InvariantCheck`, models, spans). `inputs` only with a document.
 - `resolve_inputs(declared, given)`: declared inputs with defaults applied.
 - `CompileContext`: what every suggestor builder receives (pipeline name,
-  source map, models by name, usage meter, event sink, inputs, declared keys,
-  base dir, shared render scopes, the builder table; `ctx.template(src, path)` /
-  `ctx.expression(src, path)` compile once with located errors;
+  source map, models by name, usage meter, event sink, inputs, declared keys
+  and their schemas, base dir, shared render scopes, the builder table;
+  `ctx.template(src, path)` / `ctx.expression(src, path)` compile once with
+  located errors;
   `ctx.source(name)` is the provenance source `name@pipeline`).
 - `compile_context(settings_or_document, *, inputs=None, models, usage, events=None,
   builders=BUILDERS) -> CompileContext`: the context every builder receives (for

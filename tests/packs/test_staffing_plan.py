@@ -62,6 +62,8 @@ def test_it_runs_offline_and_converges_with_the_optimal_staffing() -> None:
         "chen": "partnerships",
     }
     assert facts[("strategies", "positioning")].startswith("Position RouteKit against Freightly")
+    # the solver read its problem from the seed's data: no deprecation notice
+    assert not [f for f in result["facts"].get("diagnostic", []) if "deprecated" in f["id"]]
 
 
 def test_another_pipelines_section_does_not_serve_it_and_survives_its_lock(
