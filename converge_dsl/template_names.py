@@ -53,5 +53,5 @@ ALLOWED_FILTERS: frozenset[str] = frozenset(
 
 # Names every template and expression may use (the context API of docs/architecture.md §3).
 CONTEXT_NAMES: frozenset[str] = frozenset(
-    {"facts", "proposals", "count", "has", "fact", "cycle", "inputs"}
+    {"facts", "proposals", "count", "has", "fact", "cycle", "inputs", "data_of"}
 )
