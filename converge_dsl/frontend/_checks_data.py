@@ -2,10 +2,10 @@
 
 - `key_schemas_valid`: every `keys[].schema` is a JSON Schema 2020-12 whose
   `$ref`s stay inside it.
-- `data_fields`: templates and expressions that read facts' attributes or their
-  `data` are walked (`_datawalk`) against the key schemas; only those: a
-  template the fast path analyses and that reads no `.data` or fact attribute
-  costs one regular-expression search.
+- `data_fields`: templates and expressions that mention facts, `data_of` or
+  `item` are walked (`_datawalk`) against the key schemas, on the fast path's
+  tree when it accepts the text (no jinja2 import), else on Jinja's (parsed
+  once, shared with the name checks).
 - `constant_data`: seed data and constant emit `data` match their key's schema.
 """
 
@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
 from converge_dsl.frontend._facts import PipelineFacts, TemplateSite
 
-# A template the fast path accepts needs the walk only if it reads an attribute of one fact.
-_FAST_READS_FACT = re.compile(
-    r"\.\s*data\b|data_of\s*\(|fact\s*\(|\)\s*\.\s*[A-Za-z_]|item\s*\."
-    r"|attribute\s*=\s*['\"](?!(?:id|key|content|confidence|provenance)['\"])|selectattr|rejectattr"
-)
+if TYPE_CHECKING:
+    from converge_dsl.frontend._datawalk import Finding
+
 _READS_FACTS = re.compile(r"fact|data_of|item")
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
@@ -94,41 +92,42 @@ def _short(message: str) -> str:
 
 def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Fact attributes and data fields that templates read exist (errors); literal warnings."""
-    items = _item_shapes(facts)
-    for site in facts.templates:
-        item = _item_for(site, items)
-        if not _needs_walk(site, item is not None):
-            continue
-        from converge_dsl.frontend._datawalk import Walker
-        from converge_dsl.frontend._jinja_parse import parse
+    from converge_dsl.frontend._datawalk import Walker
+    from converge_dsl.frontend._fastjinja import parsed
 
-        ast, _ = parse(site.text, site.expression)
-        if ast is None:
-            continue  # templates_compile reports it
-        for finding in Walker(facts.key_schemas, item).walk(ast):
-            span = _locate(facts, site, finding.lineno, finding.needle)
+    items = _item_shapes(facts)
+    # Expressions that differ only outside their `{{ }}` blocks, or not at all, are walked once.
+    walked: dict[tuple[int, tuple[object, ...], int], list[Finding]] = {}
+    for site in facts.templates:
+        if (not site.expression and "{" not in site.text) or not _READS_FACTS.search(site.text):
+            continue
+        item = _item_for(site, items)
+        trees = parsed(site.text, expression=site.expression)
+        if trees is not None:
+            findings: list[Finding] = []
+            for lineno, tree, literals in trees:
+                key = (id(tree), literals, id(item))
+                if key not in walked:
+                    walked[key] = Walker(facts.key_schemas, item).walk_expressions(
+                        ((1, tree, literals),)
+                    )
+                findings += [replace(f, lineno=f.lineno + lineno - 1) for f in walked[key]]
+        else:
+            from converge_dsl.frontend._jinja_parse import parse
+
+            ast, _ = parse(site.text, site.expression)
+            if ast is None:
+                continue  # templates_compile reports it
+            findings = Walker(facts.key_schemas, item).walk(ast)
+        for finding in findings:
             yield Diagnostic.at(
                 finding.code,
                 finding.message,
-                span,
+                _locate(facts, site, finding.lineno, finding.needle),
                 path=site.path,
                 hint=finding.hint,
                 severity=finding.severity,
             )
-
-
-def _needs_walk(site: TemplateSite, has_item: bool) -> bool:
-    text = site.text
-    if not site.expression and "{" not in text:
-        return False
-    if not _READS_FACTS.search(text):
-        return False
-    from converge_dsl.frontend._fastjinja import analyse
-
-    if analyse(text, expression=site.expression) is None:
-        return True  # Jinja parses it for the name checks anyway
-    found = _FAST_READS_FACT.search(text)
-    return found is not None and (has_item or not found.group().startswith("item"))
 
 
 def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
@@ -183,29 +182,31 @@ def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Seed data and constant emitted data match their key's schema."""
     if not facts.key_schemas:
         return
+    validators = {key: _validator(schema) for key, schema in facts.key_schemas.items()}
+
+    def check(key: str, value: Any, where: JsonPath, in_yaml: bool = True) -> Iterator[Diagnostic]:
+        validator = validators.get(key)
+        if validator is not None and not validator.is_valid(value):
+            yield from _data_errors(facts, validator, key, value, where, in_yaml=in_yaml)
+
     for i, seed in enumerate(facts.data.get("seeds", [])):
         if "data" in seed:
-            yield from _check_data(facts, seed.get("key", "seeds"), seed["data"], ("seeds", i))
+            yield from check(seed.get("key", "seeds"), seed["data"], ("seeds", i))
     for path, s in facts.suggestors:
         if s["kind"] == "seed":
             for j, fact in enumerate(s.get("facts", ())):
                 if "data" in fact:
-                    target = s.get("target", "seeds")
-                    yield from _check_data(facts, target, fact["data"], (*path, "facts", j))
+                    yield from check(s.get("target", "seeds"), fact["data"], (*path, "facts", j))
         for j, emit in enumerate(s.get("emit", ()) if s["kind"] == "rule" else ()):
-            if isinstance(emit.get("data"), str):
+            if isinstance(emit.get("data"), str) and validators.get(emit["key"]) is not None:
                 value = _constant(emit["data"])
                 if value is not _NOT_CONSTANT:
-                    where = (*path, "emit", j)
-                    yield from _check_data(facts, emit["key"], value, where, in_yaml=False)
+                    yield from check(emit["key"], value, (*path, "emit", j), in_yaml=False)
 
 
-def _check_data(
-    facts: PipelineFacts, key: str, value: Any, where: JsonPath, *, in_yaml: bool = True
+def _data_errors(
+    facts: PipelineFacts, validator: Any, key: str, value: Any, where: JsonPath, *, in_yaml: bool
 ) -> Iterator[Diagnostic]:
-    validator = _validator(facts, key)
-    if validator is None:
-        return
     for error in validator.iter_errors(value):
         inside = tuple(error.instance_path)
         path = (*where, "data", *inside) if in_yaml else (*where, "data")
@@ -218,28 +219,13 @@ def _check_data(
         )
 
 
-def _validator(facts: PipelineFacts, key: str) -> Any:
-    """A validator for `key`'s schema; None when there is none or it is not usable."""
-    import json
-
-    schema = facts.key_schemas.get(key)
-    if schema is None:
-        return None
-    from converge_dsl.frontend._dataschema import remote_refs
-
-    if remote_refs(schema):
-        return None
-    return _compiled(json.dumps(schema, sort_keys=True))
-
-
-@lru_cache(maxsize=64)
-def _compiled(schema_text: str) -> Any:
-    import json
-
+def _validator(schema: Any) -> Any:
+    """A validator for a key schema; None when it is not usable (invalid, remote references)."""
     import jsonschema_rs
 
-    schema = json.loads(schema_text)
-    if not jsonschema_rs.meta.is_valid(schema):
+    from converge_dsl.frontend._dataschema import remote_refs
+
+    if remote_refs(schema) or not jsonschema_rs.meta.is_valid(schema):
         return None
     return jsonschema_rs.Draft202012Validator(schema)
 
@@ -253,30 +239,39 @@ _NOT_CONSTANT = _NotConstant()
 
 def _constant(text: str) -> Any:
     """The value of an expression made of literals only, else `_NOT_CONSTANT`."""
-    from converge_dsl.frontend._jinja_parse import parse
+    from converge_dsl.frontend._datawalk import Walker
+    from converge_dsl.frontend._fastjinja import parsed
 
-    ast, _ = parse(text, True)
-    if ast is None:
-        return _NOT_CONSTANT
-    from jinja2 import nodes
+    walker = Walker({})
+    trees = parsed(text, expression=True)
+    if trees is not None:
+        _, tree, walker.literals = trees[0]
+    else:
+        from converge_dsl.frontend._jinja_parse import parse
 
-    def value(node: nodes.Node) -> Any:
-        if isinstance(node, nodes.Const):
-            return node.value
-        if isinstance(node, nodes.List | nodes.Tuple):
-            return [value(n) for n in node.items]
-        if isinstance(node, nodes.Dict):
-            out = {}
-            for pair in node.items:
-                k = value(pair.key)
-                if not isinstance(k, str):
-                    raise ValueError
-                out[k] = value(pair.value)
-            return out
-        raise ValueError
-
+        ast, _ = parse(text, True)
+        if ast is None:
+            return _NOT_CONSTANT
+        tree = ast.body[0].nodes[0]  # type: ignore[attr-defined]
     try:
-        output = ast.body[0]
-        return value(output.nodes[0])  # type: ignore[attr-defined]
+        return _literal_value(tree, walker)
     except ValueError:
         return _NOT_CONSTANT
+
+
+def _literal_value(node: Any, walker: Any) -> Any:
+    """The JSON value of a literal tree (Jinja's or the fast path's); ValueError otherwise."""
+    kind = type(node).__name__
+    if kind == "Const":
+        return walker.const(node)
+    if kind in ("List", "Tuple"):
+        return [_literal_value(item, walker) for item in node.items]
+    if kind == "Dict":
+        out: dict[str, Any] = {}
+        for pair in node.items:
+            key = _literal_value(pair.key, walker)
+            if not isinstance(key, str):
+                raise ValueError(key)
+            out[key] = _literal_value(pair.value, walker)
+        return out
+    raise ValueError(kind)

@@ -32,7 +32,7 @@ class DataShape:
 
     def field(self, name: str) -> tuple[bool | None, DataShape | None, tuple[str, ...]]:
         """(True, shape, names) when known; (False, None, names) when unknown; (None, ...) else."""
-        known, closed = _fields(self.root, self.node, 0)
+        known, closed = _cached_fields(self.root, self.node)
         if name in known:
             subs = known[name]
             node = subs[0] if len(subs) == 1 else {"anyOf": list(subs)}
@@ -93,6 +93,21 @@ def pointer(root: Any, ref: str) -> Any:
         else:
             return None
     return node
+
+
+# (id(root), id(node)) -> (root, node, fields): the schema objects are kept alive with their
+# entry, so an id is never reused while it is cached.
+_FIELDS: dict[tuple[int, int], tuple[Any, Any, tuple[dict[str, list[Any]], bool]]] = {}
+
+
+def _cached_fields(root: Any, node: Any) -> tuple[dict[str, list[Any]], bool]:
+    entry = _FIELDS.get((id(root), id(node)))
+    if entry is None:
+        if len(_FIELDS) > 4096:
+            _FIELDS.clear()
+        entry = (root, node, _fields(root, node, 0))
+        _FIELDS[(id(root), id(node))] = entry
+    return entry[2]
 
 
 def _fields(root: Any, node: Any, depth: int) -> tuple[dict[str, list[Any]], bool]:

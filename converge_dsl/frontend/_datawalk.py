@@ -9,19 +9,21 @@ schema (`DataShape`), or nothing known. Reads it can check become findings:
 an unknown fact attribute, a data field the schema does not have, a
 comparison with a literal that can never hold. Anything it does not
 understand is "nothing known": no finding, never a false alarm.
+
+It reads Jinja's nodes and the fast path's (`_mininodes`) alike, by class
+name and field names, so it never imports jinja2 itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-from jinja2 import nodes
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Severity, did_you_mean
 from converge_dsl.frontend._dataschema import DataShape
+from converge_dsl.frontend._mininodes import Const, Slot
 
 FACT_FIELDS = ("confidence", "content", "data", "id", "key", "provenance")
 _FACT_EXTRA = frozenset({"promotion"})  # admitted facts also carry their promotion record
@@ -30,6 +32,12 @@ _SAME_LIST = frozenset(
     {"sort", "unique", "list", "reverse", "selectattr", "rejectattr", "select", "reject"}
 )
 _ONE = frozenset({"first", "last", "random"})
+# Jinja node classes that are expressions (`Output` holds them directly, not in an `Expr`).
+_EXPRESSIONS = frozenset(
+    {"Name", "Getattr", "Getitem", "Call", "Filter", "Compare", "Const", "List", "Dict", "Tuple"}
+    | {"And", "Or", "Not", "CondExpr", "Concat", "Neg", "Pos", "Add", "Sub", "Mul", "Div"}
+    | {"FloorDiv", "Mod", "Pow", "Test", "Slice"}
+)
 
 
 @dataclass(frozen=True)
@@ -71,47 +79,67 @@ class Walker:
         self.schemas = schemas
         self.item = item
         self.findings: list[Finding] = []
+        self.literals: tuple[object, ...] = ()  # the fast path's literal values (`Slot`s)
 
-    def walk(self, ast: nodes.Node) -> list[Finding]:
+    def walk(self, ast: Any) -> list[Finding]:
+        """Findings of a Jinja template tree."""
         self._statements(ast, {})
         return self.findings
 
+    def walk_expressions(self, trees: Any) -> list[Finding]:
+        """Findings of the fast path's (line, expression tree, literals) triples."""
+        for lineno, tree, literals in trees:
+            self.literals = literals
+            first = len(self.findings)
+            self.value(tree, {})
+            self.findings[first:] = [
+                replace(f, lineno=f.lineno + lineno - 1) for f in self.findings[first:]
+            ]
+        return self.findings
+
+    def const(self, node: Any) -> Any:
+        """The value of a `Const` node, Jinja's or the fast path's (through its `Slot`)."""
+        value = node.value
+        return self.literals[value.index] if isinstance(value, Slot) else value
+
     # --- statements ----------------------------------------------------------------
-    def _statements(self, node: nodes.Node, scope: dict[str, Any]) -> None:
-        if isinstance(node, nodes.For):
+    def _statements(self, node: Any, scope: dict[str, Any]) -> None:
+        kind = type(node).__name__
+        if kind == "For":
             element = self._element(self.value(node.iter, scope))
             inner = dict(scope)
-            for name in node.target.find_all(nodes.Name):
-                inner[name.name] = None
-            if isinstance(node.target, nodes.Name):
+            for name in _names(node.target):
+                inner[name] = None
+            if type(node.target).__name__ == "Name":
                 inner[node.target.name] = element
             inner["loop"] = None
             for child in (*node.body, *node.else_, *((node.test,) if node.test else ())):
                 self._statements(child, inner)
             return
-        if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name):
+        if kind == "Assign" and type(node.target).__name__ == "Name":
             scope[node.target.name] = self.value(node.node, scope)
             return
-        if isinstance(node, nodes.Expr):
+        if kind in _EXPRESSIONS or kind == "Expr":
             self.value(node, scope)
             return
         for child in node.iter_child_nodes():
             self._statements(child, scope)
 
     # --- expressions ---------------------------------------------------------------
-    def value(self, node: nodes.Node, scope: dict[str, Any]) -> Any:
+    def value(self, node: Any, scope: dict[str, Any]) -> Any:
         """What `node` is (see the module docstring); None when nothing is known."""
-        if isinstance(node, nodes.Name):
+        kind = type(node).__name__
+        if kind == "Name":
             return self._name(node.name, scope)
-        if isinstance(node, nodes.Getattr):
+        if kind == "Getattr":
             return self.attribute(self.value(node.node, scope), node.attr, node.lineno, ".")
-        if isinstance(node, nodes.Getitem):
+        if kind == "Getitem":
             return self._getitem(node, scope)
-        if isinstance(node, nodes.Call):
+        if kind == "Call":
             return self._call(node, scope)
-        if isinstance(node, nodes.Filter):
+        if kind == "Filter":
             return self._filter(node, scope)
-        if isinstance(node, nodes.Compare):
+        if kind == "Compare":
             self._compare(node, scope)
             return None
         for child in node.iter_child_nodes():
@@ -176,18 +204,19 @@ class Walker:
             )
         )
 
-    def _getitem(self, node: nodes.Getitem, scope: dict[str, Any]) -> Any:
+    def _getitem(self, node: Any, scope: dict[str, Any]) -> Any:
         base = self.value(node.node, scope)
         arg = node.arg
-        if isinstance(arg, nodes.Slice):
+        if type(arg).__name__ == "Slice":
             self.value(arg, scope)
             return base if isinstance(base, _Facts | _List) else None
-        if not isinstance(arg, nodes.Const):
+        if type(arg).__name__ != "Const":
             self.value(arg, scope)
             return None
-        if isinstance(arg.value, str):
-            return self.attribute(base, arg.value, node.lineno, "[")
-        if isinstance(arg.value, int):
+        value = self.const(arg)
+        if isinstance(value, str):
+            return self.attribute(base, value, node.lineno, "[")
+        if isinstance(value, int) and not isinstance(value, bool):
             return self._element(base)
         return None
 
@@ -201,24 +230,21 @@ class Walker:
             return base.element()
         return None
 
-    def _call(self, node: nodes.Call, scope: dict[str, Any]) -> Any:
+    def _call(self, node: Any, scope: dict[str, Any]) -> Any:
         for child in (*node.args, *(k.value for k in node.kwargs)):
             self.value(child, scope)
         first = node.args[0] if node.args else None
-        key = first.value if isinstance(first, nodes.Const) else None
-        if (
-            isinstance(node.node, nodes.Name)
-            and node.node.name not in scope
-            and isinstance(key, str)
-        ):
-            if node.node.name == "fact":
+        key = self.const(first) if type(first).__name__ == "Const" else None
+        callee = node.node
+        if type(callee).__name__ == "Name" and callee.name not in scope and isinstance(key, str):
+            if callee.name == "fact":
                 return _Fact(key)
-            if node.node.name == "data_of":
+            if callee.name == "data_of":
                 return _List(self.attribute(_Fact(key), "data", node.lineno, "."))
         self.value(node.node, scope)
         return None
 
-    def _filter(self, node: nodes.Filter, scope: dict[str, Any]) -> Any:
+    def _filter(self, node: Any, scope: dict[str, Any]) -> Any:
         base = self.value(node.node, scope) if node.node is not None else None
         for child in (*node.args, *(k.value for k in node.kwargs)):
             self.value(child, scope)
@@ -234,17 +260,16 @@ class Walker:
             return _List(self._path(element, paths[0][0], None))
         return None
 
-    @staticmethod
-    def _attribute_arguments(node: nodes.Filter) -> list[tuple[str, int]]:
+    def _attribute_arguments(self, node: Any) -> list[tuple[str, int]]:
         """The dotted attribute paths a filter reads on each element (`attribute='data.x'`)."""
         found = [
-            (k.value.value, k.value.lineno)
+            (self.const(k.value), k.value.lineno)
             for k in node.kwargs
-            if k.key == "attribute" and isinstance(k.value, nodes.Const)
+            if k.key == "attribute" and type(k.value).__name__ == "Const"
         ]
-        first = node.args[0] if node.args else None
-        if node.name in ("selectattr", "rejectattr") and isinstance(first, nodes.Const):
-            found.append((first.value, first.lineno))
+        first: Any = node.args[0] if node.args else None
+        if node.name in ("selectattr", "rejectattr") and type(first).__name__ == "Const":
+            found.append((self.const(first), first.lineno))
         return [(text, lineno) for text, lineno in found if isinstance(text, str)]
 
     def _path(self, element: Any, text: str, lineno: int | None) -> Any:
@@ -262,7 +287,7 @@ class Walker:
                 current = self.attribute(current, part, lineno, "")
         return current
 
-    def _compare(self, node: nodes.Compare, scope: dict[str, Any]) -> None:
+    def _compare(self, node: Any, scope: dict[str, Any]) -> None:
         left = node.expr
         left_value = self.value(left, scope)
         for operand in node.ops:
@@ -275,10 +300,11 @@ class Walker:
                     self._literal(left_value, literal)
             left, left_value = operand.expr, right_value
 
-    def _literal(self, shape: Any, literal: nodes.Node) -> None:
-        if not isinstance(shape, DataShape) or not isinstance(literal, nodes.Const):
+    def _literal(self, shape: Any, literal: Any) -> None:
+        if not isinstance(shape, DataShape) or type(literal).__name__ != "Const":
             return
-        problem = shape.literal_problem(literal.value)
+        value = self.const(literal)
+        problem = shape.literal_problem(value)
         if problem is None:
             return
         kind, why = problem
@@ -288,19 +314,27 @@ class Walker:
                 f"this comparison is never true: {why}",
                 "compare with one of the values the key's schema allows",
                 literal.lineno,
-                repr(literal.value) if isinstance(literal.value, str) else str(literal.value),
+                repr(value) if isinstance(value, str) else str(value),
                 Severity.WARNING,
             )
         )
 
 
-def _items(node: nodes.Node) -> list[nodes.Node]:
+def _items(node: Any) -> list[Any]:
     """The literal elements of a list literal (Jinja's name analysis may fold it to a Const)."""
-    if isinstance(node, nodes.List | nodes.Tuple):
+    kind = type(node).__name__
+    if kind in ("List", "Tuple"):
         return list(node.items)
-    if isinstance(node, nodes.Const) and isinstance(node.value, list | tuple):
-        return [nodes.Const(v, lineno=node.lineno) for v in node.value]
+    if kind == "Const" and isinstance(node.value, list | tuple):
+        return [Const(v, lineno=node.lineno) for v in node.value]
     return []
+
+
+def _names(target: Any) -> list[str]:
+    """The names a `for` target binds (`t`, or `k, v`)."""
+    if type(target).__name__ == "Name":
+        return [target.name]
+    return [name for item in getattr(target, "items", ()) for name in _names(item)]
 
 
 def _needle(name: str, mark: str) -> str:

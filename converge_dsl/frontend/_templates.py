@@ -121,6 +121,13 @@ def template_problems(
             hint="check the {{ }} / {% %} pairs and the expression syntax",
         )
         return
+    if (
+        free <= names
+        and ALLOWED_FILTERS.issuperset(filters)
+        and not tests
+        and (not read_inputs or inputs is None or inputs.issuperset(read_inputs))
+    ):
+        return  # the common case: nothing to report
     yield from _name_problems(
         doc,
         path,
