@@ -23,7 +23,7 @@ from converge_dsl.frontend._facts import PipelineFacts, TemplateSite
 if TYPE_CHECKING:
     from converge_dsl.frontend._datawalk import Finding
 
-_READS_FACTS = re.compile(r"fact|data_of|item")
+_READS_FACTS = re.compile(r"fact|proposals|data_of|item")
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
 

@@ -168,6 +168,8 @@ class _Parser:
     def primary(self) -> n.Node:
         kind, value = self.kinds[self.pos], self.values[self.pos]
         if kind in ("str", "num"):
+            if value != "'_'":  # a literal `_skeleton` did not take out (`1.x`): Jinja decides
+                raise _Refused
             self.pos += 1
             self.slots += 1
             return n.Const(n.Slot(self.slots - 1))

@@ -71,6 +71,8 @@ def test_richer_expressions_match_jinja(text: str) -> None:
         "f(a=1, a=2)",  # repeated keyword
         "01",  # Jinja reads two integers
         "a.1",  # subscript by dot
+        "1.x",  # a literal the skeleton keeps
+        "a[1.5.m]",
         "a[0:1]",  # slices
         "a[]",
         "a[0, 1]",
@@ -105,6 +107,9 @@ def test_whatever_the_fast_path_accepts_jinja_accepts_alike(parts: list[tuple[st
     assert parser.stream.eos
     ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
     ast.set_environment(env)
+    trees = _fastjinja.parsed(text, expression=True)
+    assert trees is not None
+    assert _shape(trees[0][1], trees[0][2]) == _shape(body)
     assert sorted(quick[1]) == sorted(n.name for n in ast.find_all(nodes.Filter))
     if set(quick[1]) <= set(env.filters):  # Jinja's name analysis refuses unknown filters
         assert quick[0] == jinja2.meta.find_undeclared_variables(ast)
@@ -187,3 +192,18 @@ def test_fast_trees_have_jinja_shapes(text: str) -> None:
     assert quick is not None
     body = Parser(environment(), text, state="variable").parse_expression()
     assert _shape(quick[0][1], quick[0][2]) == _shape(body)
+
+
+@pytest.mark.parametrize(
+    ("text", "literals"),
+    [
+        ("a['x'] == 3 and b != \"y\"", ("x", 3, "y")),
+        ("f(1.5, k='s{')", None),  # a brace in a string: Jinja decides
+        ("x1 + 2", (2,)),
+    ],
+)
+def test_expressions_share_a_skeleton_and_keep_their_literals(
+    text: str, literals: tuple[object, ...] | None
+) -> None:
+    found = _fastjinja.parsed(text, expression=True)
+    assert (found[0][2] if found else None) == literals
