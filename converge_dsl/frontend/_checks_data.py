@@ -136,9 +136,9 @@ def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
 
     shapes: dict[JsonPath, Any] = {}
     for path, s in facts.suggestors:
-        if s.get("kind") != "llm":
-            continue
         output = s.get("output", {})
+        if s.get("kind") != "llm" or output.get("format") != "json":
+            continue  # a text or lines item is a string
         schema = output.get("schema")
         label = "item (output.schema)"
         if not isinstance(schema, dict):

@@ -296,7 +296,8 @@ def _expression(text: str) -> tuple[Analysis, Tree] | None:
     if found is None:
         return None
     names, filters, reads, node = found
-    inputs = tuple(str(literals[r.index]) if isinstance(r, n.Slot) else str(r) for r in reads)
+    values = [literals[r.index] if isinstance(r, n.Slot) else r for r in reads]
+    inputs = tuple(v for v in values if isinstance(v, str))  # `inputs[0]` reads no input
     return (names, filters, inputs), (node, literals)
 
 

@@ -200,6 +200,7 @@ def test_fast_trees_have_jinja_shapes(text: str) -> None:
         ("a['x'] == 3 and b != \"y\"", ("x", 3, "y")),
         ("f(1.5, k='s{')", None),  # a brace in a string: Jinja decides
         ("x1 + 2", (2,)),
+        ("inputs[0] ~ inputs['a']", (0, "a")),
     ],
 )
 def test_expressions_share_a_skeleton_and_keep_their_literals(
