@@ -16,6 +16,11 @@ and check-jsonschema already are; the timed runs themselves are unchanged.
 Last line: `validate/bare-load: X  validate/check-jsonschema: Y`
 (targets: X <= 1.5, Y <= 0.3).
 
+A second case, printed first, times (a) against (b) on a 1,000-suggestor file
+of rules that read schema'd data fields (`facts.tickets[0].data.category ==
+'billing'`, emits whose content and data read them), every one a different
+expression: `data validate/bare-load: Z` (target: Z <= 1.5).
+
 Run: .venv/bin/python bench/validate.py [--suggestors N] [--repeat R]
 """
 
@@ -128,6 +133,60 @@ invariants:
 """
 
 
+_DATA_HEADER = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: bench-data-{count}
+description: Generated pipeline with {count} rules reading schema'd data fields.
+keys:
+  - name: tickets
+    schema:
+      type: object
+      additionalProperties: false
+      required: [category, urgency]
+      properties:
+        category: {{enum: [billing, tech, other]}}
+        urgency: {{type: integer, minimum: 0, maximum: 5}}
+        customer: {{$ref: "#/$defs/customer"}}
+      $defs:
+        customer:
+          type: object
+          additionalProperties: false
+          properties: {{name: {{type: string}}, plan: {{enum: [free, pro]}}}}
+  - name: routed
+    schema:
+      type: object
+      additionalProperties: false
+      properties: {{queue: {{type: string}}, ticket: {{type: string}}, urgency: {{type: integer}}}}
+seeds:
+  - id: t1
+    key: tickets
+    content: A refund request
+    data: {{category: billing, urgency: 3, customer: {{name: Ada, plan: pro}}}}
+suggestors:
+"""
+
+_DATA_RULE = """\
+  - name: route-{i}
+    kind: rule
+    dependencies: [tickets]
+    when: "facts.tickets[0].data.category == '{category}' and facts.tickets[0].data.urgency >= {u}"
+    emit:
+      - key: routed
+        id: "route-{i}-{{{{ facts.tickets[0].id }}}}"
+        content: "{{{{ facts.tickets[0].data.customer.name }}}} goes to {category} ({i})"
+        data: "{{'queue': '{category}', 'ticket': facts.tickets[0].id, 'urgency': {i}}}"
+"""
+_CATEGORIES = ("billing", "tech", "other")
+
+
+def generate_data(count: int) -> str:
+    """A pipeline of `count` rules that read schema'd data fields, each expression different."""
+    parts = [_DATA_HEADER.format(count=count)]
+    parts += [_DATA_RULE.format(i=i, category=_CATEGORIES[i % 3], u=i % 6) for i in range(count)]
+    return "".join(parts)
+
+
 def generate(count: int) -> str:
     """The text of a pipeline with `count` suggestors, cycling through every kind."""
     parts = [_HEADER.format(count=count)]
@@ -159,6 +218,18 @@ def _time_interleaved(commands: dict[str, list[str]], repeat: int, cwd: Path) ->
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def _commands(python: str, name: str) -> dict[str, list[str]]:
+    """`validate NAME` and the bare C load of NAME."""
+    return {
+        "validate": [python, "-m", "converge_dsl", "validate", name],
+        "bare": [
+            python,
+            "-c",
+            f"import yaml; yaml.load(open({name!r}, encoding='utf-8'), Loader=yaml.CSafeLoader)",
+        ],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suggestors", type=int, default=1000)
@@ -184,17 +255,15 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
+        (folder / "data.yaml").write_text(generate_data(args.suggestors), encoding="utf-8")
+        data_times = _time_interleaved(_commands(python, "data.yaml"), args.repeat, folder)
+        print(f"data pipeline: {args.suggestors} rules reading schema'd fields")
+        print(f"validate:          {data_times['validate']:.3f} s")
+        print(f"bare C load:       {data_times['bare']:.3f} s")
+        print(f"data validate/bare-load: {data_times['validate'] / data_times['bare']:.2f}")
         lines = pipeline.read_text(encoding="utf-8").count("\n")
         print(f"pipeline: {args.suggestors} suggestors, {lines} lines")
-        commands = {
-            "validate": [python, "-m", "converge_dsl", "validate", "bench.yaml"],
-            "bare": [
-                python,
-                "-c",
-                "import yaml; "
-                "yaml.load(open('bench.yaml', encoding='utf-8'), Loader=yaml.CSafeLoader)",
-            ],
-        }
+        commands = _commands(python, "bench.yaml")
         if checker is not None:
             commands["check-jsonschema"] = [checker, "--schemafile", str(SCHEMA), "bench.yaml"]
         times = _time_interleaved(commands, args.repeat, folder)

@@ -47,6 +47,8 @@ OUT_OF_RANGE = "CD105"  # a number outside its bounds
 BAD_SIZE = "CD106"  # a list, string or mapping of the wrong size
 SCHEMA_OTHER = "CD107"  # any other schema violation
 VERSION_AS_NUMBER = "CD108"  # a version specifier written as a number
+KEY_SCHEMA_INVALID = "CD109"  # a keys[].schema that is not a valid JSON Schema 2020-12
+KEY_SCHEMA_REMOTE_REF = "CD110"  # a $ref in a keys[].schema that points outside the schema
 
 # --- CD2xx semantic errors ------------------------------------------------------
 DUPLICATE_NAME = "CD200"  # two suggestors share a name
@@ -63,12 +65,18 @@ MISSING_FILE = "CD210"  # a model script or cassette file does not exist
 DUPLICATE_INVARIANT = "CD211"  # two invariants share a name
 BAD_SPECIFIER = "CD212"  # a packs: specifier is not PEP 440
 UNKNOWN_INPUT = "CD213"  # a template reads inputs.X for an undeclared input
+UNKNOWN_TEST = "CD214"  # a template uses a test (`x is ...`) the sandbox does not offer
+UNKNOWN_DATA_FIELD = "CD215"  # a template reads a data field its key's schema does not have
+UNKNOWN_FACT_ATTRIBUTE = "CD216"  # a template reads an attribute facts do not have
+DATA_NOT_VALID = "CD217"  # constant data (seed, emit) does not match its key's schema
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies
 UNUSED_MODEL = "CD301"  # a declared model nothing uses
 UNUSED_KEY = "CD302"  # a declared key nothing reads or writes
 UNUSED_INPUT = "CD303"  # a declared input no template reads
+OUTSIDE_ENUM = "CD304"  # a data field compared with a literal outside its enum
+MISMATCHED_LITERAL = "CD305"  # a data field compared with a literal of another type
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

@@ -58,11 +58,14 @@ def suggestor_sites(
     for j, emit in enumerate(s.get("emit", ())):
         for field in ("id", "content", "confidence"):
             add((*path, "emit", j, field), emit.get(field), CONTEXT_NAMES)
+        add((*path, "emit", j, "data"), emit.get("data"), CONTEXT_NAMES, expression=True)
     for field in ("system", "user"):
         add((*path, "prompt", field), s.get("prompt", {}).get(field), CONTEXT_NAMES)
     if s.get("kind") == "llm":
+        output = s.get("output", {})
         for field in ("id", "content", "confidence"):
-            add((*path, "output", field), s.get("output", {}).get(field), ITEM_NAMES)
+            add((*path, "output", field), output.get(field), ITEM_NAMES)
+        add((*path, "output", "data"), output.get("data"), ITEM_NAMES, expression=True)
     add((*path, "goal"), s.get("goal"), CONTEXT_NAMES)
     for j, contributor in enumerate(s.get("contributors", ())):
         for field in ("text", "template"):
@@ -91,6 +94,15 @@ class PipelineFacts:
     def declared_keys(self) -> frozenset[str]:
         """Built-in keys plus those under `keys:`."""
         return frozenset(BUILTIN_KEYS) | {k["name"] for k in self.data.get("keys", [])}
+
+    @cached_property
+    def key_schemas(self) -> Mapping[str, Any]:
+        """Declared key -> its `schema` (only keys that have one)."""
+        return {
+            k["name"]: k["schema"]
+            for k in self.data.get("keys", [])
+            if isinstance(k.get("schema"), dict)
+        }
 
     @cached_property
     def models(self) -> frozenset[str]:

@@ -2,22 +2,29 @@
 
 Most templates in a pipeline (and most checks in a pack) are text with a few
 `{{ name.attr | filter('x') }}` blocks, or expressions such as
-`count('x') >= 2 and not has('y')` or `(plan.rows | length) == input.rows | length`.
-For those, importing and running Jinja costs far more than everything else
-`validate` does. This module tokenises with one small regular expression and
-recognises a strict *subset* of Jinja's expression grammar by recursive
-descent: whatever it accepts, Jinja accepts with the same free names, filters
-and `inputs.X` reads. Anything else (statements, comments, `is` tests,
-conditionals, subscripts, dict literals, escapes in strings, line breaks
-inside a block...) returns None and goes to Jinja, which also words errors.
+`count('x') >= 2 and not has('y')`, `facts.tickets[0].data.category == 'billing'`
+or `{'queue': 'billing', 'ticket': facts.tickets[0].id}`. For those, importing
+and running Jinja costs far more than everything else `validate` does. This
+module tokenises with one small regular expression and recognises a strict
+*subset* of Jinja's expression grammar by recursive descent, level by level as
+Jinja's parser does: whatever it accepts, Jinja accepts with the same free
+names, filters and `inputs.X` / `inputs['X']` reads, and the same tree shape
+(`_mininodes`, read by the data-field checks). Anything else (statements,
+comments, `is` tests, conditionals, slices, escapes in strings, line breaks
+inside a block, braces inside a `{{ }}` block...) returns None and goes to
+Jinja, which also words errors.
 
-Accepted grammar (`or`/`and`/`not`/comparison/arithmetic levels flattened,
-since precedence does not change which names are read)::
+Accepted grammar (Jinja's levels; `cmp` is ==, !=, <, <=, >, >=, in, not in)::
 
-    expr    := ('not')* operand ((and | or) ('not')* operand | cmp operand | op operand)*
-    operand := ('-' | '+')* primary ('.' NAME | call)* ('|' NAME call?)*
-    primary := NAME | STRING | NUMBER | true | false | none | '(' expr ')' | '[' expr, ... ']'
-    call    := '(' (expr ,)* (NAME '=' expr ,)* ')'      (no trailing comma, no repeated name)
+    or      := not (('and' | 'or') not)*   (Jinja's or and and levels, flattened)
+    not     := 'not' not | compare         compare := math (cmp math)*
+    math    := unary (('+' | '-' | '~' | '*' | '/' | '//' | '%' | '**') unary)*
+               (Jinja's four arithmetic levels, flattened: names and operands are the same)
+    unary   := ('-' | '+') unary | primary postfix*, then ('|' NAME call?)* unless after a sign
+    postfix := '.' NAME | '[' or ']' | call
+    primary := NAME | STRING | NUMBER | true | false | none | '(' or ')'
+             | '[' (or (',' or)*)? ']' | '{' (or ':' or (',' or ':' or)*)? '}'
+    call    := '(' (or ,)* (NAME '=' or ,)* ')'      (no trailing comma, no repeated name)
 """
 
 from __future__ import annotations
@@ -25,20 +32,25 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from converge_dsl.frontend import _mininodes as n
+
 Analysis = tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]
+Parsed = tuple[tuple[int, n.Node], ...]
 
 _TOKEN = re.compile(
     r"[ \t]+"
     r"|(?P<num>(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<str>'[^'\\{}\n]*'|\"[^\"\\{}\n]*\")"
-    r"|(?P<op>==|!=|>=|<=|\*\*|//|[-+*/%~<>|.,()\[\]=])"
+    r"|(?P<op>==|!=|>=|<=|\*\*|//|[-+*/%~<>|.,()\[\]{}:=])"
 )
 _BLOCK = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_CONSTANTS = frozenset({"true", "false", "none", "True", "False", "None"})
+_CONSTANTS = {"true": True, "false": False, "none": None, "True": True, "False": False}
+_CONSTANTS["None"] = None
 # Names Jinja gives a meaning in expressions; anything but the operators below is refused.
 _RESERVED = frozenset({"and", "or", "not", "in", "is", "if", "else", "for", "recursive"})
-_BINARY = frozenset({"==", "!=", ">=", "<=", ">", "<", "+", "-", "*", "/", "//", "%", "**", "~"})
+_COMPARE = {"==": "eq", "!=": "ne", ">=": "gteq", "<=": "lteq", ">": "gt", "<": "lt"}
+_ARITHMETIC = frozenset({"+", "-", "~", "*", "/", "//", "%", "**"})
 _MAX_DEPTH = 32
 
 
@@ -47,157 +59,289 @@ class _Refused(Exception):
 
 
 class _Parser:
-    __slots__ = ("filters", "inputs", "names", "pos", "tokens")
+    __slots__ = ("depth", "filters", "inputs", "kinds", "names", "pos", "slots", "values")
 
-    def __init__(self, tokens: list[tuple[str, str]]) -> None:
-        self.tokens = tokens
+    def __init__(self, kinds: list[str], values: list[str]) -> None:
+        self.kinds = [*kinds, "end", "end"]  # two sentinels: look-ahead never runs off the end
+        self.values = [*values, "", ""]
         self.pos = 0
+        self.depth = 0
+        self.slots = 0  # literals seen so far: the skeleton holds placeholders (see `_skeleton`)
         self.names: set[str] = set()
         self.filters: list[str] = []
-        self.inputs: list[str] = []
-
-    def peek(self) -> tuple[str, str]:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else ("end", "")
+        self.inputs: list[str | n.Slot] = []
 
     def take(self, value: str) -> bool:
-        if self.peek()[1] == value and self.peek()[0] != "str":
+        # A string token keeps its quotes, so it never equals an operator or a word.
+        if self.values[self.pos] == value:
             self.pos += 1
             return True
         return False
 
+    def expect(self, value: str) -> None:
+        if not self.take(value):
+            raise _Refused
+
     def name(self) -> str:
-        kind, value = self.peek()
-        if kind != "name" or value in _RESERVED or value in _CONSTANTS:
+        value = self.values[self.pos]
+        if self.kinds[self.pos] != "name" or value in _RESERVED or value in _CONSTANTS:
             raise _Refused
         self.pos += 1
         return value
 
-    def expr(self, depth: int) -> None:
-        if depth > _MAX_DEPTH:
+    def expr(self) -> n.Node:
+        """`or` and `and` levels as one: the walk reads their operands only."""
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
             raise _Refused
-        negatable = True  # `not` may open the expression and follow `and` / `or` only
-        while True:
-            while negatable and self.take("not"):
-                pass
-            self.operand(depth)
-            kind, value = self.peek()
-            negatable = kind == "name" and value in ("and", "or")
-            if negatable or (kind == "name" and value == "in"):
-                self.pos += 1
-            elif kind == "name" and value == "not":  # only as `not in`
-                self.pos += 1
-                if not self.take("in"):
-                    raise _Refused
-            elif kind == "op" and value in _BINARY:
-                self.pos += 1
-            else:
-                return
+        parts = [self.negation()]
+        while self.values[self.pos] in ("and", "or") and self.kinds[self.pos] == "name":
+            self.pos += 1
+            parts.append(self.negation())
+        self.depth -= 1
+        return parts[0] if len(parts) == 1 else n.Op(parts)
 
-    def operand(self, depth: int) -> None:
-        while self.take("-") or self.take("+"):
-            pass
-        self.primary(depth)
+    def negation(self) -> n.Node:
+        if self.take("not"):
+            return n.Op([self.negation()])
+        return self.compare()
+
+    def compare(self) -> n.Node:
+        first = self.arithmetic()
+        ops: list[n.Node] = []
         while True:
-            if self.take("."):
-                self.name()
-            elif self.peek() == ("op", "("):
-                self.call(depth)
+            value = self.values[self.pos]
+            if value in _COMPARE:
+                self.pos += 1
+                op = _COMPARE[value]
+            elif value == "in":
+                self.pos += 1
+                op = "in"
+            elif value == "not" and self.values[self.pos + 1] == "in":
+                self.pos += 2
+                op = "notin"
             else:
                 break
-        while self.take("|"):
-            self.filters.append(self.name())
-            if self.peek() == ("op", "("):
-                self.call(depth)
+            ops.append(n.Operand(op, self.arithmetic()))
+        return n.Compare(first, ops) if ops else first
 
-    def primary(self, depth: int) -> None:
-        kind, value = self.peek()
-        if kind in ("str", "num") or (kind == "name" and value in _CONSTANTS):
+    def arithmetic(self) -> n.Node:
+        """Every arithmetic level as one: the walk reads their operands only."""
+        parts = [self.unary(True)]
+        while self.values[self.pos] in _ARITHMETIC and self.kinds[self.pos] == "op":
             self.pos += 1
-        elif kind == "name":
-            self.names.add(self.name())
-            if value == "inputs" and self.peek() == ("op", ".") and self.pos + 1 < len(self.tokens):
-                attribute = self.tokens[self.pos + 1]
-                if attribute[0] == "name":
-                    self.inputs.append(attribute[1])
-        elif self.take("("):
-            self.expr(depth + 1)
-            if not self.take(")"):
-                raise _Refused
-        elif self.take("["):
-            if not self.take("]"):
-                self.expr(depth + 1)
-                while self.take(","):
-                    self.expr(depth + 1)
-                if not self.take("]"):
-                    raise _Refused
+            parts.append(self.unary(True))
+        return parts[0] if len(parts) == 1 else n.Op(parts)
+
+    def unary(self, with_filter: bool) -> n.Node:
+        if self.take("-") or self.take("+"):
+            node: n.Node = n.Op([self.unary(False)])
         else:
-            raise _Refused
+            node = self.primary()
+        node = self.postfix(node)
+        while with_filter and self.take("|"):
+            name = self.name()
+            self.filters.append(name)
+            args, kwargs = self.call() if self.values[self.pos] == "(" else ([], [])
+            node = n.Filter(node, name, args, kwargs)
+        return node
 
-    def call(self, depth: int) -> None:
-        self.take("(")
-        if self.take(")"):
-            return
-        keywords: set[str] = set()
+    def postfix(self, node: n.Node) -> n.Node:
         while True:
-            kind, _ = self.peek()
-            after = self.tokens[self.pos + 1] if self.pos + 1 < len(self.tokens) else ("end", "")
-            if kind == "name" and after == ("op", "="):
+            if self.take("."):
+                attr = self.name()
+                if isinstance(node, n.Name) and node.name == "inputs":
+                    self.inputs.append(attr)
+                node = n.Getattr(node, attr)
+            elif self.take("["):
+                arg = self.expr()
+                self.expect("]")
+                if isinstance(node, n.Name) and node.name == "inputs" and isinstance(arg, n.Const):
+                    self.inputs.append(arg.value)
+                node = n.Getitem(node, arg)
+            elif self.values[self.pos] == "(":
+                args, kwargs = self.call()
+                node = n.Call(node, args, kwargs)
+            else:
+                return node
+
+    def primary(self) -> n.Node:
+        kind, value = self.kinds[self.pos], self.values[self.pos]
+        if kind in ("str", "num"):
+            if value != "'_'":  # a literal `_skeleton` did not take out (`1.x`): Jinja decides
+                raise _Refused
+            self.pos += 1
+            self.slots += 1
+            return n.Const(n.Slot(self.slots - 1))
+        if kind == "name" and value in _CONSTANTS:
+            self.pos += 1
+            return n.Const(_CONSTANTS[value])
+        if kind == "name":
+            name = self.name()
+            self.names.add(name)
+            return n.Name(name)
+        if self.take("("):
+            node = self.expr()
+            self.expect(")")
+            return node
+        if self.take("["):
+            return n.List(self.sequence("]", pairs=False))
+        if self.take("{"):
+            return n.Dict(self.sequence("}", pairs=True))
+        raise _Refused
+
+    def sequence(self, closer: str, *, pairs: bool) -> list[n.Node]:
+        items: list[n.Node] = []
+        if self.take(closer):
+            return items
+        while True:
+            item = self.expr()
+            if pairs:
+                self.expect(":")
+                item = n.Pair(item, self.expr())
+            items.append(item)
+            if self.take(closer):
+                return items
+            self.expect(",")
+
+    def call(self) -> tuple[list[n.Node], list[n.Node]]:
+        self.expect("(")
+        args: list[n.Node] = []
+        kwargs: list[n.Node] = []
+        if self.take(")"):
+            return args, kwargs
+        while True:
+            if self.kinds[self.pos] == "name" and self.values[self.pos + 1] == "=":
                 keyword = self.name()
-                if keyword in keywords:
+                if any(k.key == keyword for k in kwargs):  # type: ignore[attr-defined]
                     raise _Refused
-                keywords.add(keyword)
                 self.pos += 1
-            elif keywords:  # a positional argument after a keyword argument
+                kwargs.append(n.Keyword(keyword, self.expr()))
+            elif kwargs:  # a positional argument after a keyword argument
                 raise _Refused
-            self.expr(depth + 1)
+            else:
+                args.append(self.expr())
             if self.take(")"):
-                return
-            if not self.take(","):
-                raise _Refused
+                return args, kwargs
+            self.expect(",")
 
 
-@lru_cache(maxsize=4096)
-def _expression(text: str) -> Analysis | None:
-    """The analysis of one expression (or the inside of one `{{ }}` block)."""
+_LITERAL = re.compile(
+    r"'[^'\\{}\n]*'|\"[^\"\\{}\n]*\"|(?<![\w.])(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?![\w.])"
+)
+Literals = tuple[object, ...]
+Tree = tuple[n.Node, Literals]
+
+
+@lru_cache(maxsize=8192)
+def _skeleton(text: str) -> tuple[str, Literals]:
+    """`text` with every string and number literal replaced by `'_'`, and the literals in order.
+
+    Expressions that differ only in their literals (`urgency >= 3`, `urgency >= 4`)
+    share one skeleton, parsed once; trees read a literal through its `Slot`.
+    """
+    literals: list[object] = []
+    parts: list[str] = []
+    end = 0
+    for match in _LITERAL.finditer(text):
+        token = match.group()
+        if token[0] in "'\"":
+            literals.append(token[1:-1])
+        else:
+            literals.append(float(token) if "." in token else int(token))
+        parts.append(text[end : match.start()])
+        parts.append("'_'")
+        end = match.end()
+    if not literals:
+        return text, ()
+    parts.append(text[end:])
+    return "".join(parts), tuple(literals)
+
+
+@lru_cache(maxsize=8192)
+def _parse_skeleton(
+    text: str,
+) -> tuple[frozenset[str], tuple[str, ...], tuple[object, ...], n.Node] | None:
+    """(free names, filters, inputs read (names or `Slot`s), tree) of one skeleton."""
     if "\n" in text:
         return None
-    tokens: list[tuple[str, str]] = []
-    pos = 0
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if match is None:
-            return None
+    kinds: list[str] = []
+    values: list[str] = []
+    end = 0
+    for match in _TOKEN.finditer(text):
+        if match.start() != end:
+            return None  # a character no token matches
+        end = match.end()
         kind = match.lastgroup
         if kind is not None:
-            tokens.append((kind, match.group()))
-        pos = match.end()
-    parser = _Parser(tokens)
+            kinds.append(kind)
+            values.append(match.group())
+    if end != len(text):
+        return None
+    parser = _Parser(kinds, values)
     try:
-        parser.expr(0)
+        node = parser.expr()
     except _Refused:
         return None
-    if parser.pos != len(tokens):
+    if parser.pos != len(kinds):
         return None
-    return frozenset(parser.names), tuple(parser.filters), tuple(parser.inputs)
+    return frozenset(parser.names), tuple(parser.filters), tuple(parser.inputs), node
 
 
+@lru_cache(maxsize=8192)
+def _expression(text: str) -> tuple[Analysis, Tree] | None:
+    """The analysis and (tree, literals) of one expression (or the inside of one `{{ }}`)."""
+    skeleton, literals = _skeleton(text)
+    found = _parse_skeleton(skeleton)
+    if found is None:
+        return None
+    names, filters, reads, node = found
+    values = [literals[r.index] if isinstance(r, n.Slot) else r for r in reads]
+    inputs = tuple(v for v in values if isinstance(v, str))  # `inputs[0]` reads no input
+    return (names, filters, inputs), (node, literals)
+
+
+@lru_cache(maxsize=8192)
+def parsed(text: str, *, expression: bool) -> tuple[tuple[int, n.Node, Literals], ...] | None:
+    """(line within the template, tree, literals) of each expression, when `text` is in the subset.
+
+    A tree's `Const` nodes hold a `Slot`: `literals[slot.index]` is the value.
+    """
+    if expression:
+        found = _expression(text)
+        return None if found is None else ((1, *found[1]),)
+    if "{%" in text or "{#" in text:
+        return None
+    if "{{" in _BLOCK.sub("", text):
+        return None
+    trees: list[tuple[int, n.Node, Literals]] = []
+    for match in _BLOCK.finditer(text):
+        block = match.group(1)
+        if "{" in block or "}" in block:
+            return None
+        found = _expression(block)
+        if found is None:
+            return None
+        trees.append((text.count("\n", 0, match.start()) + 1, *found[1]))
+    return tuple(trees)
+
+
+@lru_cache(maxsize=8192)
 def analyse(text: str, *, expression: bool) -> Analysis | None:
     """(free names, filters, `inputs.X` names) when `text` is in the subset, else None."""
     if expression:
-        return _expression(text)
-    if "{%" in text or "{#" in text:
-        return None
-    blocks = _BLOCK.findall(text)
-    if "{{" in _BLOCK.sub("", text):
+        found = _expression(text)
+        return None if found is None else found[0]
+    if parsed(text, expression=False) is None:
         return None
     names: set[str] = set()
     filters: list[str] = []
     inputs: list[str] = []
-    for block in blocks:
-        found = _expression(block)
+    for match in _BLOCK.finditer(text):
+        found = _expression(match.group(1))
         if found is None:
             return None
-        names.update(found[0])
-        filters.extend(found[1])
-        inputs.extend(found[2])
+        names.update(found[0][0])
+        filters.extend(found[0][1])
+        inputs.extend(found[0][2])
     return frozenset(names), tuple(filters), tuple(inputs)

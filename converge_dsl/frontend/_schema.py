@@ -10,6 +10,7 @@ and a number where text was expected gets the YAML 1.1 "quote it" hint.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -168,8 +169,7 @@ def _translate(error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> Itera
     if kind in ("Enum", "Constant"):
         return [_not_allowed(e, kind)]
     if kind == "Pattern":
-        message = f"{e.where}: {_show(e.value)} has the wrong form"
-        return [e.at(codes.BAD_FORMAT, message, hint=e.description)]
+        return [_bad_form(e)]
     if kind == "PropertyNames":
         return _property_names(error, doc, e.path, schema, e.schema_path)
     if kind in _RANGE:
@@ -185,6 +185,23 @@ def _translate(error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> Itera
             hint=e.description or _first_sentence(error.message),
         )
     ]
+
+
+_KEY_PATTERN = "^[a-z][a-z0-9_]*$"  # schemas/pipeline.v1.json $defs/key
+
+
+def _bad_form(e: _Error) -> Diagnostic:
+    """A pattern miss; a context key name gets the pattern itself and a corrected name."""
+    if getattr(e.error.kind, "pattern", None) == _KEY_PATTERN and isinstance(e.value, str):
+        fixed = re.sub(r"[^a-z0-9_]", "_", e.value.lower()).lstrip("0123456789_") or "key"
+        return e.at(
+            codes.BAD_FORMAT,
+            f"{e.where}: {_show(e.value)} is not a valid key name: key names match "
+            f"{_KEY_PATTERN} (lowercase letters, digits and '_', starting with a letter)",
+            hint=f"write {fixed!r}",
+        )
+    message = f"{e.where}: {_show(e.value)} has the wrong form"
+    return e.at(codes.BAD_FORMAT, message, hint=e.description)
 
 
 def _unknown_keys(e: _Error) -> Iterator[Diagnostic]:
@@ -255,8 +272,6 @@ def _property_names(
     value = _value_at(doc.data, path)
     names = _subschema(schema, schema_path)
     pattern = names.get("pattern") if isinstance(names, dict) else None
-    import re
-
     for key in value if isinstance(value, dict) else ():
         if pattern is None or not re.search(pattern, key):
             span = doc.source_map.key_span((*path, key))

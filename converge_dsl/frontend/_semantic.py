@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.frontend._checks_data import constant_data, data_fields, key_schemas_valid
 from converge_dsl.frontend._checks_declared import (
     declared_packs,
     known_keys,
@@ -45,7 +46,10 @@ CHECKS: list[Check] = [
     known_models,
     declared_packs,
     pack_specifiers,
+    key_schemas_valid,
     templates_compile,
+    data_fields,
+    constant_data,
     reachable_suggestors,
     unused_declarations,
 ]

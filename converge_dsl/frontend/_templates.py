@@ -18,6 +18,7 @@ from functools import lru_cache
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
 from converge_dsl.frontend._fastjinja import analyse
+from converge_dsl.frontend._jinja_parse import free_names, known_tests, parse
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.template_names import ALLOWED_FILTERS
 
@@ -30,38 +31,25 @@ def needs_parse(text: str, *, expression: bool) -> bool:
     return expression or any(marker in text for marker in _MARKERS)
 
 
+Analysis = tuple[
+    tuple[str, int | None] | None, frozenset[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]
+]
+
+
 @lru_cache(maxsize=4096)
-def _analyse(
-    text: str, expression: bool
-) -> tuple[tuple[str, int | None] | None, frozenset[str], tuple[str, ...], tuple[str, ...]]:
-    """(syntax error, free names, filters used, input names read) of one template."""
+def _analyse(text: str, expression: bool) -> Analysis:
+    """(syntax error, free names, filters used, input names read, tests used) of one template."""
     quick = analyse(text, expression=expression)
     if quick is not None:
-        return None, quick[0] - _GLOBALS, quick[1], quick[2]
-    import jinja2
-    import jinja2.meta
+        return None, quick[0] - _GLOBALS, quick[1], quick[2], ()
     from jinja2 import nodes
-    from jinja2.parser import Parser
 
-    from converge_dsl.templating import environment
-
-    env = environment()
-    try:
-        if expression:  # exactly what Environment.compile_expression accepts
-            parser = Parser(env, text, state="variable")
-            body = parser.parse_expression()
-            if not parser.stream.eos:
-                raise jinja2.TemplateSyntaxError(
-                    "chunk after expression", parser.stream.current.lineno, None, None
-                )
-            ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
-            ast.set_environment(env)
-        else:
-            ast = env.parse(text)
-    except jinja2.TemplateSyntaxError as exc:
-        return (exc.message or "syntax error", exc.lineno), frozenset(), (), ()
-    free = frozenset(jinja2.meta.find_undeclared_variables(ast)) - _GLOBALS
+    ast, error = parse(text, expression)
+    if ast is None:
+        return error, frozenset(), (), (), ()
+    free = free_names(ast) - _GLOBALS
     filters = tuple(node.name for node in ast.find_all(nodes.Filter))
+    tests = tuple(node.name for node in ast.find_all(nodes.Test))
     inputs: list[str] = []
     for node in ast.find_all(nodes.Getattr):
         if isinstance(node.node, nodes.Name) and node.node.name == "inputs":
@@ -74,7 +62,7 @@ def _analyse(
             and isinstance(item.arg.value, str)
         ):
             inputs.append(item.arg.value)
-    return None, free, filters, tuple(inputs)
+    return None, free, filters, tuple(inputs), tests
 
 
 def expression_error(text: str) -> str | None:
@@ -111,8 +99,17 @@ def template_problems(
     """
     if not needs_parse(text, expression=expression):
         return
-    error, free, filters, read_inputs = _analyse(text, expression)
+    error, free, filters, read_inputs, tests = _analyse(text, expression)
     what = "expression" if expression else "template"
+    if expression and _looks_like_template(text):
+        yield Diagnostic.at(
+            codes.EXPRESSION_SYNTAX,
+            f"{path[-1]!s} is a bare expression, not a template",
+            doc.template_span(path, error[1] if error else None),
+            path=path,
+            hint=_bare_hint(text),
+        )
+        return
     if error is not None:
         message, lineno = error
         code = codes.EXPRESSION_SYNTAX if expression else codes.TEMPLATE_SYNTAX
@@ -124,9 +121,35 @@ def template_problems(
             hint="check the {{ }} / {% %} pairs and the expression syntax",
         )
         return
+    if (
+        free <= names
+        and ALLOWED_FILTERS.issuperset(filters)
+        and not tests
+        and (not read_inputs or inputs is None or inputs.issuperset(read_inputs))
+    ):
+        return  # the common case: nothing to report
     yield from _name_problems(
-        doc, path, text, what, names=names, inputs=inputs, found=(free, filters, read_inputs)
+        doc,
+        path,
+        text,
+        what,
+        names=names,
+        inputs=inputs,
+        found=(free, filters, read_inputs, tests),
     )
+
+
+def _looks_like_template(text: str) -> bool:
+    """An expression written as a template: `when: "{{ count('x') > 0 }}"`."""
+    stripped = text.strip()
+    return (stripped.startswith("{{") and stripped.endswith("}}")) or "{%" in stripped
+
+
+def _bare_hint(text: str) -> str:
+    stripped = text.strip()
+    if stripped.startswith("{{") and stripped.endswith("}}") and "{{" not in stripped[2:-2]:
+        return f'drop the {{{{ }}}}: "{stripped[2:-2].strip()}"'
+    return "drop the {{ }} and {% %}: write one expression, e.g. \"count('seeds') > 0\""
 
 
 def _name_problems(
@@ -137,13 +160,13 @@ def _name_problems(
     *,
     names: frozenset[str],
     inputs: frozenset[str] | None,
-    found: tuple[frozenset[str], tuple[str, ...], tuple[str, ...]],
+    found: tuple[frozenset[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]],
 ) -> Iterator[Diagnostic]:
-    """Unknown names, unknown filters and undeclared inputs of one parsed template.
+    """Unknown names, filters, tests and inputs of a template; `found` is what it reads.
 
-    `found` is what the template reads: (free names, filters used, input names).
+    (free names, filters used, input names, tests used)
     """
-    free, filters, read_inputs = found
+    free, filters, read_inputs, tests = found
 
     def unknown(
         code: str, message: str, name: str, known: frozenset[str], fallback: str
@@ -154,16 +177,19 @@ def _name_problems(
             message,
             _find(doc, path, text, name),
             path=path,
-            hint=f"did you mean {guess!r}?" if guess else fallback,
+            hint=f"did you mean {guess!r}?" if guess else fallback or f"known: {_list(known)}",
         )
 
     for name in sorted(free - names):
+        as_input = inputs is not None and name in inputs and "inputs" in names
         yield unknown(
             codes.UNKNOWN_NAME,
             f"{what} reads unknown name {name!r}",
             name,
-            names,
-            f"known names: {', '.join(sorted(names))}",
+            frozenset() if as_input else names,
+            f"{name!r} is an input: read it as 'inputs.{name}'"
+            if as_input
+            else f"known names: {', '.join(sorted(names))}",
         )
     for name in sorted(set(filters) - ALLOWED_FILTERS):
         yield unknown(
@@ -173,6 +199,9 @@ def _name_problems(
             ALLOWED_FILTERS,
             "see docs/errors.md for the allowed filters",
         )
+    known = known_tests() if tests else frozenset()
+    for name in sorted(set(tests) - known):
+        yield unknown(codes.UNKNOWN_TEST, f"{what} uses unknown test {name!r}", name, known, "")
     if "inputs" in names and inputs is not None:
         for name in sorted(set(read_inputs) - inputs):
             yield unknown(
@@ -182,6 +211,10 @@ def _name_problems(
                 inputs,
                 f"declare it under 'inputs:' ({name}: {{description: ...}})",
             )
+
+
+def _list(words: frozenset[str]) -> str:
+    return ", ".join(sorted(words))
 
 
 def _find(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:

@@ -50,6 +50,9 @@ RICHER = [
     "a not in [b, 'c', 1] and not not d",
     "-x ** 2 // y ~ z",
     "f(a, b=c) | join(d)",
+    "facts.tickets[0].data['category'] == 'billing' and inputs['market'] != 1",
+    "{'queue': 'billing', 'ticket': facts.tickets[0].id, 'n': [1, {}]}",
+    "data_of('tickets')[0].urgency >= 3 or not (fact('t', 'a').data.x in ['a', 'b'])",
 ]
 
 
@@ -68,7 +71,12 @@ def test_richer_expressions_match_jinja(text: str) -> None:
         "f(a=1, a=2)",  # repeated keyword
         "01",  # Jinja reads two integers
         "a.1",  # subscript by dot
-        "a[0]",
+        "1.x",  # a literal the skeleton keeps
+        "a[1.5.m]",
+        "a[0:1]",  # slices
+        "a[]",
+        "a[0, 1]",
+        "{'a': 1,}",
         "()",
         "[a,]",
         "x if y else z",
@@ -81,6 +89,7 @@ def test_outside_the_subset_goes_to_jinja(text: str) -> None:
 
 
 _WORDS = ["a", "inputs", ".", "m", "(", ")", "[", "]", ",", "|", "length", "join", "count"]
+_WORDS += ["{", "}", ":", "[0]", "['m']"]
 _OPERATORS = ["not", "and", "or", "in", "==", "-", "+", "1", "01", "1.5", "'s'", "=", "true"]
 _TOKENS = st.sampled_from([*_WORDS, *_OPERATORS, "is", "**"])
 
@@ -98,6 +107,9 @@ def test_whatever_the_fast_path_accepts_jinja_accepts_alike(parts: list[tuple[st
     assert parser.stream.eos
     ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
     ast.set_environment(env)
+    trees = _fastjinja.parsed(text, expression=True)
+    assert trees is not None
+    assert _shape(trees[0][1], trees[0][2]) == _shape(body)
     assert sorted(quick[1]) == sorted(n.name for n in ast.find_all(nodes.Filter))
     if set(quick[1]) <= set(env.filters):  # Jinja's name analysis refuses unknown filters
         assert quick[0] == jinja2.meta.find_undeclared_variables(ast)
@@ -105,6 +117,13 @@ def test_whatever_the_fast_path_accepts_jinja_accepts_alike(parts: list[tuple[st
         n.attr
         for n in ast.find_all(nodes.Getattr)
         if isinstance(n.node, nodes.Name) and n.node.name == "inputs"
+    ] + [
+        n.arg.value
+        for n in ast.find_all(nodes.Getitem)
+        if isinstance(n.node, nodes.Name)
+        and n.node.name == "inputs"
+        and isinstance(n.arg, nodes.Const)
+        and isinstance(n.arg.value, str)
     ]
     assert sorted(quick[2]) == sorted(reads)
 
@@ -119,3 +138,73 @@ def test_expression_error_agrees_with_compile_expression(text: str) -> None:
     except TemplateCompileError as exc:
         expected = exc.message
     assert expression_error(text) == expected
+
+
+_BOOLEAN = ("And", "Or")
+_ARITHMETIC = ("Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow", "Concat")
+
+
+def _operands(node: object, group: tuple[str, ...]) -> list[object]:
+    """The operands of a chain of `group` operators, flattened (as the fast path builds them)."""
+    if type(node).__name__ not in group:
+        return [node]
+    children = node.nodes if type(node).__name__ == "Concat" else [node.left, node.right]  # type: ignore[attr-defined]
+    return [leaf for child in children for leaf in _operands(child, group)]
+
+
+def _shape(node: object, literals: tuple[object, ...] = ()) -> object:
+    """A node as nested tuples of class name and fields, operator chains flattened to `Op`.
+
+    The fast path's `Const` nodes hold a slot into `literals`.
+    """
+    name = type(node).__name__
+    if name == "Slot":
+        return literals[node.index]  # type: ignore[attr-defined]
+    for group in (_BOOLEAN, _ARITHMETIC):
+        if name in group:
+            return ("Op", [_shape(x, literals) for x in _operands(node, group)])
+    if name in ("Not", "Neg", "Pos"):
+        return ("Op", [_shape(node.node, literals)])  # type: ignore[attr-defined]
+    if name == "Op":
+        return ("Op", [_shape(x, literals) for x in node.nodes])  # type: ignore[attr-defined]
+    if isinstance(node, list):
+        return [_shape(x, literals) for x in node]
+    fields = getattr(node, "fields", None)
+    if not fields:
+        return node
+    keep = [f for f in fields if f not in ("ctx", "dyn_args", "dyn_kwargs")]
+    return (name, *[_shape(getattr(node, f), literals) for f in keep])
+
+
+TREES = [
+    "facts.tickets[0].data.category == 'billing'",
+    "a == b != 'c' and not d or e in [1, 2.5] and f not in g",
+    "{'q': x.y | first, 'r': f(1, k=true)}",
+    "x.data.urgency > 2",
+    "-a.b ** 2 + c ~ d * e // f | abs - g",
+    "a or b and c or not d",
+]
+
+
+@pytest.mark.parametrize("text", TREES)
+def test_fast_trees_have_jinja_shapes(text: str) -> None:
+    quick = _fastjinja.parsed(text, expression=True)
+    assert quick is not None
+    body = Parser(environment(), text, state="variable").parse_expression()
+    assert _shape(quick[0][1], quick[0][2]) == _shape(body)
+
+
+@pytest.mark.parametrize(
+    ("text", "literals"),
+    [
+        ("a['x'] == 3 and b != \"y\"", ("x", 3, "y")),
+        ("f(1.5, k='s{')", None),  # a brace in a string: Jinja decides
+        ("x1 + 2", (2,)),
+        ("inputs[0] ~ inputs['a']", (0, "a")),
+    ],
+)
+def test_expressions_share_a_skeleton_and_keep_their_literals(
+    text: str, literals: tuple[object, ...] | None
+) -> None:
+    found = _fastjinja.parsed(text, expression=True)
+    assert (found[0][2] if found else None) == literals

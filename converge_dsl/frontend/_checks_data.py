@@ -1,0 +1,277 @@
+"""Semantic checks of structured data: key schemas, data fields read by templates, constant data.
+
+- `key_schemas_valid`: every `keys[].schema` is a JSON Schema 2020-12 whose
+  `$ref`s stay inside it.
+- `data_fields`: templates and expressions that mention facts, `data_of` or
+  `item` are walked (`_datawalk`) against the key schemas, on the fast path's
+  tree when it accepts the text (no jinja2 import), else on Jinja's (parsed
+  once, shared with the name checks).
+- `constant_data`: seed data and constant emit `data` match their key's schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
+from converge_dsl.frontend._facts import PipelineFacts, TemplateSite
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend._datawalk import Finding
+
+_READS_FACTS = re.compile(r"fact|proposals|data_of|item")
+_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+
+
+def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Each key schema is valid JSON Schema 2020-12 and refers only within itself."""
+    if not facts.key_schemas:
+        return
+    from converge_dsl.frontend._dataschema import remote_refs
+
+    for i, key in enumerate(facts.data.get("keys", [])):
+        schema = key.get("schema")
+        if not isinstance(schema, dict):
+            continue
+        base: JsonPath = ("keys", i, "schema")
+        for where in remote_refs(schema):
+            yield facts.error(
+                codes.KEY_SCHEMA_REMOTE_REF,
+                f"key {key['name']!r}: {where[-1]} {_value(schema, where)!r} points outside the "
+                "schema; references resolve only within the schema",
+                (*base, *where),
+                hint="move the definition under '$defs' and refer to it as '#/$defs/NAME'",
+            )
+        yield from _meta_errors(facts, key["name"], schema, base)
+
+
+def _meta_errors(
+    facts: PipelineFacts, name: str, schema: dict[str, Any], base: JsonPath
+) -> Iterator[Diagnostic]:
+    import jsonschema_rs
+
+    if jsonschema_rs.meta.is_valid(schema):
+        return
+    import jsonschema
+
+    meta = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
+    errors = sorted(meta.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
+    for error in errors:
+        where = tuple(error.absolute_path)
+        hint = "see https://json-schema.org/draft/2020-12/json-schema-validation"
+        if where and where[-1] == "type":
+            guess = did_you_mean(str(error.instance), _TYPES)
+            hint = f"did you mean {guess!r}?" if guess else f"types: {', '.join(_TYPES)}"
+        yield facts.error(
+            codes.KEY_SCHEMA_INVALID,
+            f"key {name!r}: the schema is not valid JSON Schema 2020-12 at "
+            f"{_pointer(where)}: {_short(error.message)}",
+            (*base, *where),
+            hint=hint,
+        )
+
+
+def _value(schema: Any, where: tuple[str | int, ...]) -> Any:
+    for part in where:
+        schema = schema[part]
+    return schema
+
+
+def _pointer(where: tuple[Any, ...]) -> str:
+    return "/" + "/".join(str(p) for p in where) if where else "/"
+
+
+def _short(message: str) -> str:
+    line = message.split("\n", 1)[0]
+    return line if len(line) <= 100 else line[:97] + "..."
+
+
+def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Fact attributes and data fields that templates read exist (errors); literal warnings."""
+    from converge_dsl.frontend._datawalk import Walker
+    from converge_dsl.frontend._fastjinja import parsed
+
+    items = _item_shapes(facts)
+    # Expressions that differ only outside their `{{ }}` blocks, or not at all, are walked once.
+    walked: dict[tuple[int, tuple[object, ...], int], list[Finding]] = {}
+    for site in facts.templates:
+        if (not site.expression and "{" not in site.text) or not _READS_FACTS.search(site.text):
+            continue
+        item = _item_for(site, items)
+        trees = parsed(site.text, expression=site.expression)
+        if trees is not None:
+            findings: list[Finding] = []
+            for lineno, tree, literals in trees:
+                key = (id(tree), literals, id(item))
+                if key not in walked:
+                    walked[key] = Walker(facts.key_schemas, item).walk_expressions(
+                        ((1, tree, literals),)
+                    )
+                findings += [replace(f, lineno=f.lineno + lineno - 1) for f in walked[key]]
+        else:
+            from converge_dsl.frontend._jinja_parse import parse
+
+            ast, _ = parse(site.text, site.expression)
+            if ast is None:
+                continue  # templates_compile reports it
+            findings = Walker(facts.key_schemas, item).walk(ast)
+        for finding in findings:
+            yield Diagnostic.at(
+                finding.code,
+                finding.message,
+                _locate(facts, site, finding.lineno, finding.needle),
+                path=site.path,
+                hint=finding.hint,
+                severity=finding.severity,
+            )
+
+
+def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
+    """llm suggestor output path -> the shape of its `item` (output.schema, else the key's)."""
+    from converge_dsl.frontend._dataschema import DataShape
+
+    shapes: dict[JsonPath, Any] = {}
+    for path, s in facts.suggestors:
+        output = s.get("output", {})
+        if s.get("kind") != "llm" or output.get("format") != "json":
+            continue  # a text or lines item is a string
+        schema = output.get("schema")
+        label = "item (output.schema)"
+        if not isinstance(schema, dict):
+            schema = facts.key_schemas.get(s.get("target", ""))
+            label = f"item (key {s.get('target')!r} data)"
+        if isinstance(schema, dict):
+            shapes[(*path, "output")] = DataShape(schema, schema, label)
+    return shapes
+
+
+def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
+    return items.get(site.path[:-1]) if "item" in site.names else None
+
+
+def _locate(facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str) -> SourceSpan:
+    """The span of `needle` on line `lineno` of the template (the field name, the literal)."""
+    doc = facts.document
+    if needle.startswith("."):
+        candidates = [(needle, 1)]
+    elif needle.startswith("["):
+        word = needle[2:-2]
+        candidates = [(f"['{word}']", 2), (f'["{word}"]', 2)]
+    elif needle.startswith("'"):
+        word = needle[1:-1]
+        candidates = [(f"'{word}'", 0), (f'"{word}"', 0)]
+    else:
+        candidates = [(needle, 0)]
+    whole = facts.source_map.span(site.path)
+    # A folded scalar (`>`) joins its lines: Jinja's line 1 may be any line of the block.
+    others = range(1, whole.end_line - whole.line + 2)
+    for line in (lineno, *(n for n in others if n != lineno)):
+        for text, skip in candidates:
+            span = doc.template_span(site.path, line, text)
+            if span.line == span.end_line and span.end_column - span.column == len(text):
+                end = span.end_column - (skip if text.startswith("[") else 0)
+                return SourceSpan(span.file, span.line, span.column + skip, span.line, end)
+    return doc.template_span(site.path, lineno)
+
+
+def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Seed data and constant emitted data match their key's schema."""
+    if not facts.key_schemas:
+        return
+    validators = {key: _validator(schema) for key, schema in facts.key_schemas.items()}
+
+    def check(key: str, value: Any, where: JsonPath, in_yaml: bool = True) -> Iterator[Diagnostic]:
+        validator = validators.get(key)
+        if validator is not None and not validator.is_valid(value):
+            yield from _data_errors(facts, validator, key, value, where, in_yaml=in_yaml)
+
+    for i, seed in enumerate(facts.data.get("seeds", [])):
+        if "data" in seed:
+            yield from check(seed.get("key", "seeds"), seed["data"], ("seeds", i))
+    for path, s in facts.suggestors:
+        if s["kind"] == "seed":
+            for j, fact in enumerate(s.get("facts", ())):
+                if "data" in fact:
+                    yield from check(s.get("target", "seeds"), fact["data"], (*path, "facts", j))
+        for j, emit in enumerate(s.get("emit", ()) if s["kind"] == "rule" else ()):
+            if isinstance(emit.get("data"), str) and validators.get(emit["key"]) is not None:
+                value = _constant(emit["data"])
+                if value is not _NOT_CONSTANT:
+                    yield from check(emit["key"], value, (*path, "emit", j), in_yaml=False)
+
+
+def _data_errors(
+    facts: PipelineFacts, validator: Any, key: str, value: Any, where: JsonPath, *, in_yaml: bool
+) -> Iterator[Diagnostic]:
+    for error in validator.iter_errors(value):
+        inside = tuple(error.instance_path)
+        path = (*where, "data", *inside) if in_yaml else (*where, "data")
+        yield facts.error(
+            codes.DATA_NOT_VALID,
+            f"data does not match the schema of key {key!r} at {_pointer(inside)}: "
+            f"{_short(error.message)}",
+            path,
+            hint=f"the schema is under keys: (name: {key})",
+        )
+
+
+def _validator(schema: Any) -> Any:
+    """A validator for a key schema; None when it is not usable (invalid, remote references)."""
+    import jsonschema_rs
+
+    from converge_dsl.frontend._dataschema import remote_refs
+
+    if remote_refs(schema) or not jsonschema_rs.meta.is_valid(schema):
+        return None
+    return jsonschema_rs.Draft202012Validator(schema)
+
+
+class _NotConstant:
+    pass
+
+
+_NOT_CONSTANT = _NotConstant()
+
+
+def _constant(text: str) -> Any:
+    """The value of an expression made of literals only, else `_NOT_CONSTANT`."""
+    from converge_dsl.frontend._datawalk import Walker
+    from converge_dsl.frontend._fastjinja import parsed
+
+    walker = Walker({})
+    trees = parsed(text, expression=True)
+    if trees is not None:
+        _, tree, walker.literals = trees[0]
+    else:
+        from converge_dsl.frontend._jinja_parse import parse
+
+        ast, _ = parse(text, True)
+        if ast is None:
+            return _NOT_CONSTANT
+        tree = ast.body[0].nodes[0]  # type: ignore[attr-defined]
+    try:
+        return _literal_value(tree, walker)
+    except ValueError:
+        return _NOT_CONSTANT
+
+
+def _literal_value(node: Any, walker: Any) -> Any:
+    """The JSON value of a literal tree (Jinja's or the fast path's); ValueError otherwise."""
+    kind = type(node).__name__
+    if kind == "Const":
+        return walker.const(node)
+    if kind in ("List", "Tuple"):
+        return [_literal_value(item, walker) for item in node.items]
+    if kind == "Dict":
+        out: dict[str, Any] = {}
+        for pair in node.items:
+            key = _literal_value(pair.key, walker)
+            if not isinstance(key, str):
+                raise ValueError(key)
+            out[key] = _literal_value(pair.value, walker)
+        return out
+    raise ValueError(kind)

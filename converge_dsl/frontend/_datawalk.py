@@ -1,0 +1,346 @@
+"""A walk over one template's Jinja AST that follows facts and their data to key schemas.
+
+It tracks what each expression is, as far as the front end can tell: the
+`facts` (or `proposals`) namespace, the facts of one key (`facts.tickets`,
+filtered by `selectattr`, `sort`, ...), one fact (`facts.tickets[0]`,
+`fact('tickets', 'x')`, `... | first`, a loop variable), the data of a key's
+facts (`.data`, `data_of('tickets')` elements, llm `item`) as a place in its
+schema (`DataShape`), or nothing known. Reads it can check become findings:
+an unknown fact attribute, a data field the schema does not have, a
+comparison with a literal that can never hold. Anything it does not
+understand is "nothing known": no finding, never a false alarm.
+
+It reads Jinja's nodes and the fast path's (`_mininodes`) alike, by class
+name and field names, so it never imports jinja2 itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Severity, did_you_mean
+from converge_dsl.frontend._dataschema import DataShape
+from converge_dsl.frontend._mininodes import Const, Slot
+from converge_dsl.template_names import FACT_FIELDS
+
+_FACT_EXTRA = frozenset({"promotion"})  # admitted facts also carry their promotion record
+_MAPPING_METHODS = frozenset({"get", "items", "keys", "values"})
+_SAME_LIST = frozenset(
+    {"sort", "unique", "list", "reverse", "selectattr", "rejectattr", "select", "reject"}
+)
+_ONE = frozenset({"first", "last", "random"})
+# Jinja node classes that are expressions (`Output` holds them directly, not in an `Expr`).
+_EXPRESSIONS = frozenset(
+    {"Name", "Getattr", "Getitem", "Call", "Filter", "Compare", "Const", "List", "Dict", "Tuple"}
+    | {"And", "Or", "Not", "CondExpr", "Concat", "Neg", "Pos", "Add", "Sub", "Mul", "Div"}
+    | {"FloorDiv", "Mod", "Pow", "Test", "Slice"}
+)
+
+
+@dataclass(frozen=True)
+class _Namespace:
+    """`facts` or `proposals`."""
+
+
+@dataclass(frozen=True)
+class _Facts:
+    key: str
+
+
+@dataclass(frozen=True)
+class _Fact:
+    key: str
+
+
+@dataclass(frozen=True)
+class _List:
+    element: Any
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: its code, words, and where in the template (line, text to find)."""
+
+    code: str
+    message: str
+    hint: str | None
+    lineno: int
+    needle: str
+    severity: Severity
+
+
+class Walker:
+    """Walks templates against `schemas` (key -> schema root); `item` is the llm item's shape."""
+
+    def __init__(self, schemas: Mapping[str, Any], item: DataShape | None = None) -> None:
+        self.schemas = schemas
+        self.item = item
+        self.findings: list[Finding] = []
+        self.literals: tuple[object, ...] = ()  # the fast path's literal values (`Slot`s)
+
+    def walk(self, ast: Any) -> list[Finding]:
+        """Findings of a Jinja template tree."""
+        self._statements(ast, {})
+        return self.findings
+
+    def walk_expressions(self, trees: Any) -> list[Finding]:
+        """Findings of the fast path's (line, expression tree, literals) triples."""
+        for lineno, tree, literals in trees:
+            self.literals = literals
+            first = len(self.findings)
+            self.value(tree, {})
+            self.findings[first:] = [
+                replace(f, lineno=f.lineno + lineno - 1) for f in self.findings[first:]
+            ]
+        return self.findings
+
+    def const(self, node: Any) -> Any:
+        """The value of a `Const` node, Jinja's or the fast path's (through its `Slot`)."""
+        value = node.value
+        return self.literals[value.index] if isinstance(value, Slot) else value
+
+    # --- statements ----------------------------------------------------------------
+    def _statements(self, node: Any, scope: dict[str, Any]) -> None:
+        kind = type(node).__name__
+        if kind == "For":
+            element = self._element(self.value(node.iter, scope))
+            inner = dict(scope)
+            for name in _names(node.target):
+                inner[name] = None
+            if type(node.target).__name__ == "Name":
+                inner[node.target.name] = element
+            inner["loop"] = None
+            for child in (*node.body, *node.else_, *((node.test,) if node.test else ())):
+                self._statements(child, inner)
+            return
+        if kind == "Assign" and type(node.target).__name__ == "Name":
+            scope[node.target.name] = self.value(node.node, scope)
+            return
+        if kind in _EXPRESSIONS or kind == "Expr":
+            self.value(node, scope)
+            return
+        for child in node.iter_child_nodes():
+            self._statements(child, scope)
+
+    # --- expressions ---------------------------------------------------------------
+    def value(self, node: Any, scope: dict[str, Any]) -> Any:
+        """What `node` is (see the module docstring); None when nothing is known."""
+        kind = type(node).__name__
+        if kind == "Name":
+            return self._name(node.name, scope)
+        if kind == "Getattr":
+            return self.attribute(self.value(node.node, scope), node.attr, node.lineno, ".")
+        if kind == "Getitem":
+            return self._getitem(node, scope)
+        if kind == "Call":
+            return self._call(node, scope)
+        if kind == "Filter":
+            return self._filter(node, scope)
+        if kind == "Compare":
+            self._compare(node, scope)
+            return None
+        for child in node.iter_child_nodes():
+            self.value(child, scope)
+        return None
+
+    def _name(self, name: str, scope: dict[str, Any]) -> Any:
+        if name in scope:
+            return scope[name]
+        if name in ("facts", "proposals"):
+            return _Namespace()
+        if name == "item":
+            return self.item
+        return None
+
+    def attribute(self, base: Any, name: str, lineno: int, mark: str) -> Any:
+        """What `base.name` (or `base['name']`) is; records an unknown attribute or field."""
+        if isinstance(base, _Namespace):
+            return _Facts(name)
+        if isinstance(base, _Fact):
+            if name == "data":
+                schema = self.schemas.get(base.key)
+                return (
+                    None if schema is None else DataShape(schema, schema, f"key {base.key!r} data")
+                )
+            if name not in FACT_FIELDS and name not in _FACT_EXTRA:
+                self._unknown_attribute(name, lineno, mark)
+            return None
+        if isinstance(base, DataShape):
+            known, shape, names = base.field(name)
+            shape = (
+                None if shape is None else DataShape(shape.root, shape.node, f"{base.label}.{name}")
+            )
+            if known is False and name not in _MAPPING_METHODS:
+                guess = did_you_mean(name, names)
+                self.findings.append(
+                    Finding(
+                        codes.UNKNOWN_DATA_FIELD,
+                        f"{base.label} has no field {name!r}",
+                        f"did you mean {guess!r}?"
+                        if guess
+                        else f"its fields: {', '.join(names) or '(none)'}",
+                        lineno,
+                        _needle(name, mark),
+                        Severity.ERROR,
+                    )
+                )
+            return shape
+        return None
+
+    def _unknown_attribute(self, name: str, lineno: int, mark: str) -> None:
+        guess = did_you_mean(name, FACT_FIELDS)
+        self.findings.append(
+            Finding(
+                codes.UNKNOWN_FACT_ATTRIBUTE,
+                f"facts have no attribute {name!r}",
+                (f"did you mean {guess!r}? " if guess else "")
+                + f"a fact has {', '.join(FACT_FIELDS)}",
+                lineno,
+                _needle(name, mark),
+                Severity.ERROR,
+            )
+        )
+
+    def _getitem(self, node: Any, scope: dict[str, Any]) -> Any:
+        base = self.value(node.node, scope)
+        arg = node.arg
+        if type(arg).__name__ == "Slice":
+            self.value(arg, scope)
+            return base if isinstance(base, _Facts | _List) else None
+        if type(arg).__name__ != "Const":
+            self.value(arg, scope)
+            return None
+        value = self.const(arg)
+        if isinstance(value, str):
+            return self.attribute(base, value, node.lineno, "[")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self._element(base)
+        return None
+
+    def _element(self, base: Any) -> Any:
+        """What one element of `base` is when iterated or indexed."""
+        if isinstance(base, _Facts):
+            return _Fact(base.key)
+        if isinstance(base, _List):
+            return base.element
+        if isinstance(base, DataShape):
+            return base.element()
+        return None
+
+    def _call(self, node: Any, scope: dict[str, Any]) -> Any:
+        for child in (*node.args, *(k.value for k in node.kwargs)):
+            self.value(child, scope)
+        first = node.args[0] if node.args else None
+        key = self.const(first) if type(first).__name__ == "Const" else None
+        callee = node.node
+        if type(callee).__name__ == "Name" and callee.name not in scope and isinstance(key, str):
+            if callee.name == "fact":
+                return _Fact(key)
+            if callee.name == "data_of":
+                return _List(self.attribute(_Fact(key), "data", node.lineno, "."))
+        self.value(node.node, scope)
+        return None
+
+    def _filter(self, node: Any, scope: dict[str, Any]) -> Any:
+        base = self.value(node.node, scope) if node.node is not None else None
+        for child in (*node.args, *(k.value for k in node.kwargs)):
+            self.value(child, scope)
+        element = self._element(base)
+        paths = self._attribute_arguments(node)
+        for text, lineno in paths:
+            self._path(element, text, lineno)
+        if node.name in _ONE:
+            return element
+        if node.name in _SAME_LIST and isinstance(base, _Facts | _List):
+            return base
+        if node.name == "map" and paths:
+            return _List(self._path(element, paths[0][0], None))
+        return None
+
+    def _attribute_arguments(self, node: Any) -> list[tuple[str, int]]:
+        """The dotted attribute paths a filter reads on each element (`attribute='data.x'`)."""
+        found = [
+            (self.const(k.value), k.value.lineno)
+            for k in node.kwargs
+            if k.key == "attribute" and type(k.value).__name__ == "Const"
+        ]
+        first: Any = node.args[0] if node.args else None
+        if node.name in ("selectattr", "rejectattr") and type(first).__name__ == "Const":
+            found.append((self.const(first), first.lineno))
+        return [(text, lineno) for text, lineno in found if isinstance(text, str)]
+
+    def _path(self, element: Any, text: str, lineno: int | None) -> Any:
+        """Follow `a.b.c` from `element`; records findings only when `lineno` is given."""
+        current = element
+        for part in text.split("."):
+            if current is None:
+                return None
+            if lineno is None:
+                saved = self.findings
+                self.findings = []
+                current = self.attribute(current, part, 1, "")
+                self.findings = saved
+            else:
+                current = self.attribute(current, part, lineno, "")
+        return current
+
+    def _compare(self, node: Any, scope: dict[str, Any]) -> None:
+        left = node.expr
+        left_value = self.value(left, scope)
+        for operand in node.ops:
+            right_value = self.value(operand.expr, scope)
+            if operand.op in ("eq", "ne"):
+                self._literal(left_value, operand.expr)
+                self._literal(right_value, left)
+            elif operand.op in ("in", "notin"):
+                for literal in _items(operand.expr):
+                    self._literal(left_value, literal)
+            left, left_value = operand.expr, right_value
+
+    def _literal(self, shape: Any, literal: Any) -> None:
+        if not isinstance(shape, DataShape) or type(literal).__name__ != "Const":
+            return
+        value = self.const(literal)
+        problem = shape.literal_problem(value)
+        if problem is None:
+            return
+        kind, why = problem
+        self.findings.append(
+            Finding(
+                codes.OUTSIDE_ENUM if kind == "enum" else codes.MISMATCHED_LITERAL,
+                f"this comparison is never true: {why}",
+                "compare with one of the values the key's schema allows",
+                literal.lineno,
+                repr(value) if isinstance(value, str) else str(value),
+                Severity.WARNING,
+            )
+        )
+
+
+def _items(node: Any) -> list[Any]:
+    """The literal elements of a list literal (Jinja's name analysis may fold it to a Const)."""
+    kind = type(node).__name__
+    if kind in ("List", "Tuple"):
+        return list(node.items)
+    if kind == "Const" and isinstance(node.value, list | tuple):
+        return [Const(v, lineno=node.lineno) for v in node.value]
+    return []
+
+
+def _names(target: Any) -> list[str]:
+    """The names a `for` target binds (`t`, or `k, v`)."""
+    if type(target).__name__ == "Name":
+        return [target.name]
+    return [name for item in getattr(target, "items", ()) for name in _names(item)]
+
+
+def _needle(name: str, mark: str) -> str:
+    """The text to find for a field read as `.name`, `['name']` or inside a string."""
+    if mark == ".":
+        return f".{name}"
+    if mark == "[":
+        return f"[{name!r}]"
+    return name

@@ -1,0 +1,85 @@
+"""One Jinja parse per template, shared by every template check.
+
+`parse(text, expression)` parses a template (or a bare expression, exactly as
+`converge_dsl.templating.compile_expression` reads it) in the shared sandboxed
+environment and caches the AST, so the name checks and the data-field checks
+read one tree. `free_names(ast)` is Jinja's own free-name analysis, run in an
+environment that knows every filter and test name: Jinja's code generator
+fails on an unknown filter or test, which the front end reports itself.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jinja2 import nodes
+
+ParseResult = tuple["nodes.Template | None", tuple[str, int | None] | None]
+
+
+@lru_cache(maxsize=4096)
+def parse(text: str, expression: bool) -> ParseResult:
+    """(the AST, None), or (None, (message, line within the template)) when it does not parse."""
+    import jinja2
+    from jinja2 import nodes
+    from jinja2.parser import Parser
+
+    from converge_dsl.templating import environment
+
+    env = environment()
+    try:
+        if expression:  # exactly what Environment.compile_expression accepts
+            parser = Parser(env, text, state="variable")
+            body = parser.parse_expression()
+            if not parser.stream.eos:
+                raise jinja2.TemplateSyntaxError(
+                    "chunk after expression", parser.stream.current.lineno, None, None
+                )
+            ast = nodes.Template([nodes.Output([body], lineno=1)], lineno=1)
+            ast.set_environment(env)
+        else:
+            ast = env.parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        return None, (exc.message or "syntax error", exc.lineno)
+    return ast, None
+
+
+class _AnyName(dict[str, Any]):
+    """A filter or test table that has every name (for name analysis only)."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key, _placeholder)
+
+
+def _placeholder(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+@lru_cache(maxsize=1)
+def _analysis_environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment()
+    env.globals = {}  # free names include the sandbox's globals, as Jinja's own analysis does
+    env.filters = _AnyName(env.filters)
+    env.tests = _AnyName(env.tests)
+    return env
+
+
+def free_names(ast: nodes.Template) -> frozenset[str]:
+    """The names `ast` reads from its context (Jinja's analysis, unknown filters allowed)."""
+    from jinja2.meta import TrackingCodeGenerator
+
+    codegen = TrackingCodeGenerator(_analysis_environment())
+    codegen.visit(ast)
+    return frozenset(codegen.undeclared_identifiers)
+
+
+@lru_cache(maxsize=1)
+def known_tests() -> frozenset[str]:
+    """The tests (`x is defined`, ...) the sandboxed environment offers."""
+    from converge_dsl.templating import environment
+
+    return frozenset(environment().tests)

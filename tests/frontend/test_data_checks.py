@@ -1,0 +1,191 @@
+"""Static checks of structured data: what key schemas let templates read, located exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.frontend import check_document, load_text
+from converge_dsl.frontend._dataschema import DataShape
+from converge_dsl.frontend._templates import template_problems
+
+TICKETS = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: t
+keys:
+  - name: tickets
+    schema:
+      type: object
+      additionalProperties: false
+      properties:
+        category: {enum: [billing, tech]}
+        urgency: {type: integer}
+        tags: {type: array, items: {$ref: "#/$defs/tag"}}
+      $defs:
+        tag: {type: object, properties: {name: {type: string}}, additionalProperties: false}
+seeds:
+  - {id: t1, key: tickets, content: c, data: {category: billing}}
+suggestors:
+"""
+
+
+def _diagnostics(suggestors: str, header: str = TICKETS) -> list[Diagnostic]:
+    document = load_text(header + suggestors, "p.yaml")
+    return list(check_document(document, None).diagnostics)
+
+
+def _rule(content: str, when: str = "true") -> str:
+    return (
+        "  - name: r\n    kind: rule\n    dependencies: [tickets]\n"
+        f"    when: {when!r}\n"
+        f"    emit: [{{key: strategies, id: s, content: {content!r}}}]\n"
+    )
+
+
+_DATA_CODES = (codes.UNKNOWN_DATA_FIELD, codes.UNKNOWN_FACT_ATTRIBUTE, codes.DATA_NOT_VALID)
+
+
+def _found(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int, str | None]]:
+    return [(d.code, d.line, d.column, d.hint) for d in diagnostics if d.code in _DATA_CODES]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ facts.tickets[0].data.categry }}",
+        "{{ proposals.tickets[0].data.categry }}",
+        "{% for t in facts.tickets %}{{ t.data.categry }}{% endfor %}",
+        "{% for d in data_of('tickets') %}{{ d.categry }}{% endfor %}",
+        "{% set t = facts.tickets | first %}{{ t.data.categry }}",
+        "{{ (facts.tickets | sort(attribute='id') | last).data.categry }}",
+        "{{ facts.tickets | map(attribute='data.categry') | join }}",
+        "{{ facts.tickets | selectattr('data.categry') | list }}",
+        "{{ fact('tickets', 't1').data['categry'] }}",
+        "{% if true %}{{ data_of('tickets')[0].categry }}{% endif %}",
+    ],
+)
+def test_an_unknown_field_is_found_through_every_path(template: str) -> None:
+    found = _found(_diagnostics(_rule(template)))
+    assert [(code, hint) for code, _, _, hint in found] == [
+        (codes.UNKNOWN_DATA_FIELD, "did you mean 'category'?")
+    ]
+    line = (TICKETS + _rule(template)).splitlines()[found[0][1] - 1]
+    assert line[found[0][2] - 1 :].startswith("categry")
+
+
+def test_nested_arrays_and_objects_are_followed() -> None:
+    found = _found(_diagnostics(_rule("{{ facts.tickets[0].data.tags[0].nme }}")))
+    assert [hint for *_, hint in found] == ["did you mean 'name'?"]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "{type: object, properties: {category: {type: string}}}",  # open object
+        "{type: object, additionalProperties: false, patternProperties: {x: {}}}",
+        "{anyOf: [{properties: {categry: {}}, additionalProperties: false}, {type: object}]}",
+        "{allOf: [{properties: {categry: {}}}, {additionalProperties: false}]}",
+        "{$ref: '#/$defs/t', $defs: {t: {properties: {categry: {}}, additionalProperties: false}}}",
+    ],
+)
+def test_what_the_schema_allows_is_not_an_error(schema: str) -> None:
+    start = TICKETS.split("keys:", maxsplit=1)[0]
+    header = f"{start}keys:\n  - name: tickets\n    schema: {schema}\nsuggestors:\n"
+    assert _found(_diagnostics(_rule("{{ facts.tickets[0].data.categry }}"), header)) == []
+
+
+def test_one_of_knows_a_field_if_any_branch_does() -> None:
+    shape = DataShape(
+        root := {
+            "oneOf": [
+                {"properties": {"a": {}}, "additionalProperties": False},
+                {"properties": {"b": {}}, "additionalProperties": False},
+            ]
+        },
+        root,
+        "x",
+    )
+    assert shape.field("a")[0] is True
+    assert shape.field("b")[0] is True
+    assert shape.field("c")[0] is False
+
+
+def test_fact_attributes_are_checked_even_without_schemas() -> None:
+    found = _found(
+        _diagnostics(_rule("{% for fact in facts.seeds %}{{ fact.contnet }}{% endfor %}"))
+    )
+    assert found[0][0] == codes.UNKNOWN_FACT_ATTRIBUTE
+    assert found[0][3] is not None
+    assert "'content'" in found[0][3]
+    assert "Fact" not in found[0][3]
+
+
+def test_literal_comparisons_warn() -> None:
+    when = "facts.tickets[0].data.category == 'biling' or facts.tickets[0].data.urgency != '3'"
+    found = _diagnostics(_rule("c", when=when))
+    line = (TICKETS + _rule("c", when=when)).splitlines()[found[0].line - 1]
+    warnings = [(d.code, d.column) for d in found if d.code in ("CD304", "CD305")]
+    assert warnings == [
+        (codes.OUTSIDE_ENUM, line.index("'biling'") + 1),
+        (codes.MISMATCHED_LITERAL, line.index("'3'") + 1),
+    ]
+
+
+def test_llm_item_is_checked_against_output_schema_first() -> None:
+    llm = (
+        "  - name: ask\n    kind: llm\n    model: m\n    target: tickets\n"
+        "    prompt: {user: hi}\n"
+        "    output: {format: json, schema: {type: object, additionalProperties: false,"
+        " properties: {label: {type: string}}}, content: '{{ item.category }}',"
+        " data: \"{'category': item.label, 'x': item.lable}\"}\n"
+    )
+    header = TICKETS.replace("seeds:", "models:\n  m: {adapter: scripted, script: s.yaml}\nseeds:")
+    found = [(c, h) for c, _, _, h in _found(_diagnostics(llm, header))]
+    assert found == [
+        (codes.UNKNOWN_DATA_FIELD, "its fields: label"),
+        (codes.UNKNOWN_DATA_FIELD, "did you mean 'label'?"),
+    ]
+
+
+def test_constant_emit_data_is_checked_and_expressions_are_not() -> None:
+    rule = (
+        "  - name: r\n    kind: rule\n    emit:\n"
+        "      - {key: tickets, id: a, content: c, data: \"{'category': 'bill'}\"}\n"
+        "      - {key: tickets, id: b, content: c, data: \"{'category': fact('x', 'y').id}\"}\n"
+    )
+    found = [d for d in _diagnostics(rule) if d.code == codes.DATA_NOT_VALID]
+    assert len(found) == 1
+    assert "at /category" in found[0].message
+
+
+def test_unknown_filters_and_tests_do_not_crash_jinja_templates() -> None:
+    document = load_text("a: '{% if x is frob %}{{ y | nofilter }}{% endif %}'\n", "p.yaml")
+    found = list(
+        template_problems(
+            document,
+            ("a",),
+            document.data["a"],
+            expression=False,
+            names=frozenset({"x", "y"}),
+            inputs=None,
+        )
+    )
+    assert [d.code for d in found] == [codes.UNKNOWN_FILTER, codes.UNKNOWN_TEST]
+
+
+def test_fields_inside_block_scalars_are_located_on_their_line() -> None:
+    rule = (
+        "  - name: r\n    kind: rule\n    emit:\n      - key: strategies\n        id: s\n"
+        "        content: |\n          first line\n"
+        "          {% for t in facts.tickets %}\n            {{ t.data.urgncy }}\n"
+        "          {% endfor %}\n"
+    )
+    found = _found(_diagnostics(rule))
+    text: Any = (TICKETS + rule).splitlines()
+    assert len(found) == 1
+    assert text[found[0][1] - 1].strip() == "{{ t.data.urgncy }}"
+    assert text[found[0][1] - 1][found[0][2] - 1 :].startswith("urgncy")
