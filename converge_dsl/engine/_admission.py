@@ -28,7 +28,6 @@ from converge_dsl.engine.types import (
     Provenance,
     Suggestor,
     canonical_json,
-    freeze_json,
 )
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
@@ -37,15 +36,29 @@ _SEED_PROVENANCE = Provenance("seed")
 
 
 def _same_content(a: ProposedFact | Fact, b: ProposedFact) -> bool:
-    if a.data != b.data and canonical_json(a.data) != canonical_json(b.data):
+    """Same content and same data (data compared as canonical JSON: 1 and 1.0 differ)."""
+    if a.content != b.content:
         return False
-    if isinstance(a.content, str) or isinstance(b.content, str):
-        return a.content == b.content
-    return a.content_text() == b.content_text()
+    if a.data is None or b.data is None:
+        return a.data is b.data
+    return a.data == b.data and _data_text(a.data) == _data_text(b.data)
+
+
+def _data_text(data: Any) -> str:
+    try:
+        return canonical_json(data)
+    except (TypeError, ValueError):  # not JSON: the gate will say so
+        return repr(data)
 
 
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _held(item: ProposedFact | Fact) -> str:
+    """What a fact holds, for a conflict message: its content, and its data if any."""
+    held = repr(_short(item.content))
+    return held if item.data is None else f"{held} with data {_short(_data_text(item.data))}"
 
 
 class Admission:
@@ -162,7 +175,12 @@ class Admission:
                 if self._log.enabled:
                     self._log.emit(
                         ev.ProposalPending(
-                            cycle=cycle, suggestor=name, key=key, id=proposal.id, reason=why
+                            cycle=cycle,
+                            suggestor=name,
+                            key=key,
+                            id=proposal.id,
+                            reason=why,
+                            data=proposal.data,
                         )
                     )
                 return
@@ -232,15 +250,17 @@ class Admission:
                     id=proposal.id,
                     gate=gate,
                     logical_time=state.lamport,
+                    data=proposal.data,
                 )
             )
 
-    def engine_fact(self, fact_id: str, content: dict[str, Any], cycle: int) -> None:
-        """A `diagnostic` fact written by the engine itself; an existing id is kept."""
+    def engine_fact(self, fact_id: str, text: str, data: dict[str, Any], cycle: int) -> None:
+        """A `diagnostic` fact written by the engine itself (the finding in words as
+        content, its fields as data); an existing id is kept."""
         if self._ctx.fact(DIAGNOSTIC, fact_id) is None:
             self.promote(
                 None,
-                ProposedFact(DIAGNOSTIC, fact_id, freeze_json(content), 1.0, _ENGINE_PROVENANCE),
+                ProposedFact(DIAGNOSTIC, fact_id, text, 1.0, _ENGINE_PROVENANCE, data),
                 cycle,
                 gate="engine",
                 approver="engine",
@@ -292,6 +312,7 @@ class Admission:
                 )
             self.engine_fact(
                 f"invariant:{invariant.name}",
+                f"{invariant_class} invariant {invariant.name!r} does not hold: {message}",
                 {"invariant": invariant.name, "class": invariant_class, "message": message},
                 cycle,
             )
@@ -329,9 +350,9 @@ class Admission:
             StopReason.ERROR,
             KernelError(
                 f"conflicting fact {proposal.key}/{proposal.id}: it holds "
-                f"{_short(existing.content_text())!r} (from {existing.provenance}), "
-                f"the new proposal holds {_short(proposal.content_text())!r}",
-                hint="the same id must always carry the same content",
+                f"{_held(existing)} (from {existing.provenance}), "
+                f"the new proposal holds {_held(proposal)}",
+                hint="the same id must always carry the same content and data",
                 suggestor=name,
                 cycle=cycle,
             ),
@@ -346,6 +367,7 @@ class Admission:
             )
         self.engine_fact(
             f"validation:rejected:{proposal.id}",
+            f"{proposal.key}/{proposal.id} from {name} rejected: {reason}",
             {
                 "proposal": proposal.id,
                 "key": str(proposal.key),

@@ -52,7 +52,7 @@ def test_rule_renders_templated_id_content_confidence(compile_yaml: Compile) -> 
         "tea: AB",
         0.5,
     )
-    assert second.content == {"text": "n=2", "fixed": 2}
+    assert second.data == {"text": "n=2", "fixed": 2}
     assert first.provenance == Provenance("r@t")
     assert rule.provenance() == Provenance("r@t")
     assert rule.dependencies == ("seeds",)
