@@ -89,3 +89,14 @@ def test_a_replayed_run_gives_the_same_data(tmp_path: Path) -> None:
     assert replayed == recorded
     plan = _data(json.loads(replayed), "assignments", "staffing-plan")
     assert plan["plan"]["total_cost"] == 9
+
+
+def test_the_trace_carries_data_on_promoted_and_pending_facts(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    code, _, _ = cli("run", _write(tmp_path), "--trace", trace, "--format", "json")
+    assert code == 6
+    lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    promoted = {e["id"]: e for e in lines if e["type"] == "fact_promoted"}
+    (pending,) = [e for e in lines if e["type"] == "proposal_pending"]
+    assert promoted["a"]["data"] == {"queue": "billing", "urgency": 2}
+    assert pending["data"] == {"ok": True, "route": "1", "tags": ["a", "b"]}
