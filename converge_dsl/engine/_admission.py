@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
+from converge_dsl.engine._data import held_text, same_fact
 from converge_dsl.engine._runstate import EventLog, RunState, Stop
 from converge_dsl.engine.budget import StopReason
 from converge_dsl.engine.invariants import Invariant, InvariantClass
@@ -27,38 +28,11 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
     Suggestor,
-    canonical_json,
 )
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
 _ENGINE_PROVENANCE = Provenance("engine")
 _SEED_PROVENANCE = Provenance("seed")
-
-
-def _same_content(a: ProposedFact | Fact, b: ProposedFact) -> bool:
-    """Same content and same data (data compared as canonical JSON: 1 and 1.0 differ)."""
-    if a.content != b.content:
-        return False
-    if a.data is None or b.data is None:
-        return a.data is b.data
-    return a.data == b.data and _data_text(a.data) == _data_text(b.data)
-
-
-def _data_text(data: Any) -> str:
-    try:
-        return canonical_json(data)
-    except (TypeError, ValueError):  # not JSON: the gate will say so
-        return repr(data)
-
-
-def _short(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _held(item: ProposedFact | Fact) -> str:
-    """What a fact holds, for a conflict message: its content, and its data if any."""
-    held = repr(_short(item.content))
-    return held if item.data is None else f"{held} with data {_short(_data_text(item.data))}"
 
 
 class Admission:
@@ -161,7 +135,7 @@ class Admission:
             return  # a human said no: silently dropped
         existing = self._existing(key, proposal.id)
         if existing is not None:
-            if _same_content(existing, proposal):
+            if same_fact(existing, proposal):
                 return
             self._conflict(name, existing, proposal, cycle)
         reason = self._gate.rejection(proposal)
@@ -202,7 +176,7 @@ class Admission:
         existing = self._ctx.fact(proposal.key, proposal.id)
         if existing is None:
             self.promote(name, proposal, cycle, gate=gate, approver=approver, evidence=evidence)
-        elif not _same_content(existing, proposal):
+        elif not same_fact(existing, proposal):
             self.admit(name, proposal, cycle, gate=gate, approver=approver, hitl=False)
 
     def promote(
@@ -350,8 +324,8 @@ class Admission:
             StopReason.ERROR,
             KernelError(
                 f"conflicting fact {proposal.key}/{proposal.id}: it holds "
-                f"{_held(existing)} (from {existing.provenance}), "
-                f"the new proposal holds {_held(proposal)}",
+                f"{held_text(existing)} (from {existing.provenance}), "
+                f"the new proposal holds {held_text(proposal)}",
                 hint="the same id must always carry the same content and data",
                 suggestor=name,
                 cycle=cycle,

@@ -5,6 +5,8 @@ infinity, a key that is not a string, a Python object), naming the JSON
 pointer of the offending value. `KeySchemas` compiles each key's JSON Schema
 (Draft 2020-12) once and words the best error of a failing value as
 `data at /category: 'refund' is not one of ['billing', 'bug'] (enum)`.
+`same_fact` and `held_text` are admission's comparison and wording of a
+fact's content and data (same id: no-op or conflict).
 
 A `$ref` resolves only within its schema: the registry refuses to retrieve
 anything (no file://, no http://), so checking data never touches the disk
@@ -24,6 +26,8 @@ from converge_dsl.errors import RunError
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
     from referencing import Resource
+
+    from converge_dsl.engine.types import Fact, ProposedFact
 
 _MAX_MESSAGE = 300
 
@@ -61,6 +65,32 @@ def json_problem(value: Any) -> str | None:
         else:
             return f"{where(pointer)}: a {type(item).__name__} is not a JSON value"
     return None
+
+
+def same_fact(a: ProposedFact | Fact, b: ProposedFact) -> bool:
+    """Same content and same data (data compared as canonical JSON: 1 and 1.0 differ)."""
+    if a.content != b.content:
+        return False
+    if a.data is None or b.data is None:
+        return a.data is b.data
+    return a.data == b.data and _data_text(a.data) == _data_text(b.data)
+
+
+def _data_text(data: Any) -> str:
+    try:
+        return canonical_json(data)
+    except (TypeError, ValueError):  # not JSON: the gate will say so
+        return repr(data)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def held_text(item: ProposedFact | Fact) -> str:
+    """What a fact holds, for a conflict message: its content, and its data if any."""
+    held = repr(_clip(item.content))
+    return held if item.data is None else f"{held} with data {_clip(_data_text(item.data))}"
 
 
 def _refuse(uri: str) -> Resource:
