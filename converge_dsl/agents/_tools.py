@@ -4,6 +4,11 @@ Tool input is validated against the tool's JSON Schema; a bad call, an
 unknown tool, or a tool error becomes an error *result* sent back to the
 model (tool errors are soft). Proposals are collected into the agent's
 effect; the engine's promotion gate decides on them like any other.
+
+`context.read` returns each fact's `id`, `content` (text), `data` (JSON;
+left out when the fact has none) and `confidence`; `context.propose` takes
+text `content` and optional JSON `data` (an object given as `content` is
+still accepted, and becomes the fact's data with its JSON text as content).
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ from typing import Any
 import jsonschema
 
 from converge_dsl.diagnostics import did_you_mean
-from converge_dsl.engine.types import ContextView, ProposedFact, Provenance, canonical_json
+from converge_dsl.engine.types import (
+    ContextView,
+    Fact,
+    ProposedFact,
+    Provenance,
+    canonical_json,
+)
 from converge_dsl.models.port import ToolCallPart, ToolResultPart, ToolSpec
 
 TOOL_SPECS: dict[str, ToolSpec] = {
@@ -38,6 +49,7 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             "properties": {
                 "id": {"type": "string", "minLength": 1},
                 "content": {"type": ["string", "object"]},
+                "data": {},
                 "confidence": {"type": "number", "minimum": 0, "maximum": 1},
             },
             "required": ["id", "content"],
@@ -68,6 +80,15 @@ def _schema_error(name: str, data: Mapping[str, Any]) -> str | None:
         return None
     where = "input" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.path)
     return f"invalid input for {name}: {where}: {error.message}"
+
+
+def _fact_json(fact: Fact) -> dict[str, Any]:
+    """A fact as `context.read` shows it: `data` only when the fact has some."""
+    shown: dict[str, Any] = {"id": fact.id, "content": fact.content}
+    if fact.data is not None:
+        shown["data"] = fact.data
+    shown["confidence"] = fact.confidence
+    return shown
 
 
 @dataclass(slots=True)
@@ -108,10 +129,7 @@ class ToolBox:
         return ToolResultPart(call.id, "finished")
 
     def _read(self, call: ToolCallPart) -> ToolResultPart:
-        facts = [
-            {"id": f.id, "content": f.content, "confidence": f.confidence}
-            for f in self.ctx.get(str(call.input["key"]))
-        ]
+        facts = [_fact_json(f) for f in self.ctx.get(str(call.input["key"]))]
         return ToolResultPart(call.id, json.dumps(facts, ensure_ascii=False, sort_keys=True))
 
     def _propose(self, call: ToolCallPart) -> ToolResultPart:
@@ -121,14 +139,18 @@ class ToolBox:
             content=call.input["content"],
             confidence=float(call.input.get("confidence", 1.0)),
             provenance=self.provenance,
+            data=call.input.get("data"),
         )
         for earlier in self.proposals:
             if earlier.id == proposal.id:
-                if canonical_json(earlier.content) == canonical_json(proposal.content):
+                if earlier.content == proposal.content and canonical_json(
+                    earlier.data
+                ) == canonical_json(proposal.data):
                     return ToolResultPart(call.id, f"already proposed {proposal.id!r}")
                 return ToolResultPart(
                     call.id,
-                    f"id {proposal.id!r} was already proposed with other content; use a new id",
+                    f"id {proposal.id!r} was already proposed with other content or data; "
+                    "use a new id",
                     is_error=True,
                 )
         self.proposals.append(proposal)

@@ -14,7 +14,8 @@ the run says to re-run with `--checkpoint DIR`. `--resume DIR --approve ID...
 --reject ID...` (or `--decisions FILE.json`, id -> true/false) continues it;
 ids left undecided keep it paused; an unknown id is a usage error.
 Human output shows live progress per cycle (rich on a terminal, plain lines
-otherwise), then the facts grouped by key, then the stop reason.
+otherwise), then the facts grouped by key (id and content, a compact one-line
+`data` when the fact has data, confidence and source), then the stop reason.
 """
 
 from __future__ import annotations
@@ -139,8 +140,17 @@ class _Progress:
             self._status.stop()
 
 
-def _content_text(content: Any) -> str:
-    return content if isinstance(content, str) else json.dumps(content)
+_DATA_WIDTH = 100
+
+
+def _data_line(data: Any) -> str:
+    """`    data {...}` (compact JSON, cut at `_DATA_WIDTH` characters with `…`), or nothing."""
+    if data is None:
+        return ""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > _DATA_WIDTH:
+        text = text[: _DATA_WIDTH - 1] + "…"
+    return f"    data {text}\n"
 
 
 def _print_human(out: RunOutcome, stream: TextIO) -> None:
@@ -153,14 +163,14 @@ def _print_human(out: RunOutcome, stream: TextIO) -> None:
                 f" {k}={v}" for k, v in (("model", prov.model_id), ("account", prov.account)) if v
             )
             stream.write(
-                f"  - {fact.id}: {_content_text(fact.content)}\n"
+                f"  - {fact.id}: {fact.content}\n{_data_line(fact.data)}"
                 f"    confidence {fact.confidence:.2f}  from {prov.source}{extra}\n"
             )
     if doc.pending:
         stream.write(f"\nawaiting a human decision ({len(doc.pending)})\n")
         for item in doc.pending:
             stream.write(
-                f"  - {item.id} [{item.key}]: {_content_text(item.content)}\n"
+                f"  - {item.id} [{item.key}]: {item.content}\n{_data_line(item.data)}"
                 f"    confidence {item.confidence:.2f}  from {item.suggestor} "
                 f"(cycle {item.cycle})  gated: {item.reason}\n"
             )

@@ -36,7 +36,6 @@ from converge_dsl.engine.types import (
     ContextView,
     ProposedFact,
     Provenance,
-    freeze_json,
 )
 from converge_dsl.models.port import Message, Model, ModelRequest
 
@@ -175,17 +174,16 @@ class LlmSuggestor(CoreSuggestor):
         return ProposedFact(
             key="diagnostic",
             id=f"llm:invalid-output:{self.core.name}:{cycle}",
-            content=freeze_json(
-                {
-                    "suggestor": self.core.name,
-                    "target": self.target,
-                    "cycle": cycle,
-                    "error": reason,
-                    "location": str(self.core.span),
-                }
-            ),
+            content=f"{self.core.name} (at {self.core.span}) gave no usable answer: {reason}",
             confidence=1.0,
             provenance=provenance,
+            data={
+                "suggestor": self.core.name,
+                "target": self.target,
+                "cycle": cycle,
+                "error": reason,
+                "location": str(self.core.span),
+            },
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
+from converge_dsl.engine._data import held_text, same_fact
 from converge_dsl.engine._runstate import EventLog, RunState, Stop
 from converge_dsl.engine.budget import StopReason
 from converge_dsl.engine.invariants import Invariant, InvariantClass
@@ -27,25 +28,11 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
     Suggestor,
-    canonical_json,
-    freeze_json,
 )
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
 _ENGINE_PROVENANCE = Provenance("engine")
 _SEED_PROVENANCE = Provenance("seed")
-
-
-def _same_content(a: ProposedFact | Fact, b: ProposedFact) -> bool:
-    if a.data != b.data and canonical_json(a.data) != canonical_json(b.data):
-        return False
-    if isinstance(a.content, str) or isinstance(b.content, str):
-        return a.content == b.content
-    return a.content_text() == b.content_text()
-
-
-def _short(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Admission:
@@ -148,7 +135,7 @@ class Admission:
             return  # a human said no: silently dropped
         existing = self._existing(key, proposal.id)
         if existing is not None:
-            if _same_content(existing, proposal):
+            if same_fact(existing, proposal):
                 return
             self._conflict(name, existing, proposal, cycle)
         reason = self._gate.rejection(proposal)
@@ -162,7 +149,12 @@ class Admission:
                 if self._log.enabled:
                     self._log.emit(
                         ev.ProposalPending(
-                            cycle=cycle, suggestor=name, key=key, id=proposal.id, reason=why
+                            cycle=cycle,
+                            suggestor=name,
+                            key=key,
+                            id=proposal.id,
+                            reason=why,
+                            data=proposal.data,
                         )
                     )
                 return
@@ -184,7 +176,7 @@ class Admission:
         existing = self._ctx.fact(proposal.key, proposal.id)
         if existing is None:
             self.promote(name, proposal, cycle, gate=gate, approver=approver, evidence=evidence)
-        elif not _same_content(existing, proposal):
+        elif not same_fact(existing, proposal):
             self.admit(name, proposal, cycle, gate=gate, approver=approver, hitl=False)
 
     def promote(
@@ -232,15 +224,17 @@ class Admission:
                     id=proposal.id,
                     gate=gate,
                     logical_time=state.lamport,
+                    data=proposal.data,
                 )
             )
 
-    def engine_fact(self, fact_id: str, content: dict[str, Any], cycle: int) -> None:
-        """A `diagnostic` fact written by the engine itself; an existing id is kept."""
+    def engine_fact(self, fact_id: str, text: str, data: dict[str, Any], cycle: int) -> None:
+        """A `diagnostic` fact written by the engine itself (the finding in words as
+        content, its fields as data); an existing id is kept."""
         if self._ctx.fact(DIAGNOSTIC, fact_id) is None:
             self.promote(
                 None,
-                ProposedFact(DIAGNOSTIC, fact_id, freeze_json(content), 1.0, _ENGINE_PROVENANCE),
+                ProposedFact(DIAGNOSTIC, fact_id, text, 1.0, _ENGINE_PROVENANCE, data),
                 cycle,
                 gate="engine",
                 approver="engine",
@@ -292,6 +286,7 @@ class Admission:
                 )
             self.engine_fact(
                 f"invariant:{invariant.name}",
+                f"{invariant_class} invariant {invariant.name!r} does not hold: {message}",
                 {"invariant": invariant.name, "class": invariant_class, "message": message},
                 cycle,
             )
@@ -329,9 +324,9 @@ class Admission:
             StopReason.ERROR,
             KernelError(
                 f"conflicting fact {proposal.key}/{proposal.id}: it holds "
-                f"{_short(existing.content_text())!r} (from {existing.provenance}), "
-                f"the new proposal holds {_short(proposal.content_text())!r}",
-                hint="the same id must always carry the same content",
+                f"{held_text(existing)} (from {existing.provenance}), "
+                f"the new proposal holds {held_text(proposal)}",
+                hint="the same id must always carry the same content and data",
                 suggestor=name,
                 cycle=cycle,
             ),
@@ -346,6 +341,7 @@ class Admission:
             )
         self.engine_fact(
             f"validation:rejected:{proposal.id}",
+            f"{proposal.key}/{proposal.id} from {name} rejected: {reason}",
             {
                 "proposal": proposal.id,
                 "key": str(proposal.key),

@@ -249,6 +249,7 @@ class Run:
             raise Stop(StopReason.ERROR, error)
         self._admission.engine_fact(
             f"error:{name}:{cycle}",
+            f"suggestor {name!r} failed in cycle {cycle}: {error.message}",
             {"suggestor": name, "cycle": cycle, "error": error.message},
             cycle,
         )

@@ -3,7 +3,9 @@
 Every event is a frozen pydantic model with a `type` discriminator. All
 fields are deterministic (same pipeline, same inputs, deterministic models =>
 same events) except `timing`, which holds clock readings and durations and
-is dropped when runs are compared (`deterministic_dump`). Other packages
+is dropped when runs are compared (`deterministic_dump`). `FactPromoted` and
+`ProposalPending` carry the fact's `data` when it has some (the field is left
+out of a dump when it is None). Other packages
 (agents, runtime) emit their own pydantic event models into the same
 `EventSink`.
 """
@@ -76,6 +78,10 @@ class ProposalRejected(_Event):
     reason: str
 
 
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
 class ProposalPending(_Event):
     """A proposal held for a human decision (human-in-the-loop gate)."""
 
@@ -85,6 +91,7 @@ class ProposalPending(_Event):
     key: str
     id: str
     reason: str
+    data: Any = Field(default=None, exclude_if=_is_none)
 
 
 class FactPromoted(_Event):
@@ -95,6 +102,7 @@ class FactPromoted(_Event):
     id: str
     gate: str
     logical_time: int
+    data: Any = Field(default=None, exclude_if=_is_none)
 
 
 class InvariantChecked(_Event):

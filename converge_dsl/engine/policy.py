@@ -1,9 +1,12 @@
 """The promotion gate: which proposals become facts, which are rejected, which wait for a human.
 
 Automatic checks run in this order and the first failure is the reason:
-blank id, blank text, content length, forbidden terms (case-insensitive),
-confidence below `min_confidence`. A proposal that passes them waits for a
-human when its key is in `gated_keys` or its confidence is at or below
+blank id; blank content (when there is no data); data that is not JSON;
+size (content plus the canonical JSON of data, against `max_content_length`);
+the key's schema (`key_schemas`, JSON Schema draft 2020-12, checked against
+the data, `None` as null); forbidden terms (case-insensitive, in content and
+data); confidence below `min_confidence`. A proposal that passes them waits
+for a human when its key is in `gated_keys` or its confidence is at or below
 `confidence_threshold`. (Empty provenance is not a rejection but a kernel
 error; the engine checks it before the gate.)
 """
@@ -14,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from converge_dsl.engine.types import ProposedFact
+from converge_dsl.engine._data import KeySchemas, json_problem
+from converge_dsl.engine.types import FrozenDict, ProposedFact, canonical_json, freeze_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,22 +31,28 @@ class PromotionPolicy:
     forbidden_terms: tuple[str, ...] = ()
     gated_keys: tuple[str, ...] = ()
     confidence_threshold: float | None = None
-    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=FrozenDict)
+    """Key -> JSON Schema (draft 2020-12) that the data of every fact on that key must fit."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "forbidden_terms", tuple(self.forbidden_terms))
         object.__setattr__(self, "gated_keys", tuple(self.gated_keys))
+        object.__setattr__(self, "key_schemas", freeze_json(dict(self.key_schemas)))
 
 
 class PromotionGate:
-    """A compiled `PromotionPolicy`: lower-cased terms and a gated-key set."""
+    """A compiled `PromotionPolicy`: lower-cased terms, a gated-key set, compiled key schemas.
 
-    __slots__ = ("_gated", "_policy", "_terms")
+    Building it compiles every key schema; an invalid one is a `RunError`.
+    """
+
+    __slots__ = ("_gated", "_policy", "_schemas", "_terms")
 
     def __init__(self, policy: PromotionPolicy) -> None:
         self._policy = policy
         self._terms = tuple((term, term.casefold()) for term in policy.forbidden_terms if term)
         self._gated = frozenset(policy.gated_keys)
+        self._schemas = KeySchemas(policy.key_schemas)
 
     @property
     def policy(self) -> PromotionPolicy:
@@ -53,23 +63,44 @@ class PromotionGate:
         policy = self._policy
         if not proposal.id.strip():
             return "blank id"
-        text = proposal.content_text()
-        if isinstance(proposal.content, str) and not text.strip():
-            return "blank content"
-        if len(text) > policy.max_content_length:
-            return (
-                f"content length {len(text)} exceeds max_content_length {policy.max_content_length}"
-            )
+        text, data = proposal.content, proposal.data
+        limit = policy.max_content_length
+        data_text: str | None = None
+        if data is None:
+            if not text.strip():
+                return "blank content"
+            if len(text) > limit:
+                return f"content length {len(text)} exceeds max_content_length {limit}"
+        else:
+            problem = json_problem(data)
+            if problem is not None:
+                return f"{problem} (data must be JSON)"
+            data_text = canonical_json(data)
+            size = len(text) + len(data_text)
+            if size > limit:
+                return f"content and data are {size} characters; max_content_length is {limit}"
+        if self._schemas:
+            problem = self._schemas.problem(proposal.key, data_text)
+            if problem is not None:
+                return problem
         if self._terms:
-            folded = text.casefold()
-            for term, folded_term in self._terms:
-                if folded_term in folded:
-                    return f"content contains forbidden term {term!r}"
+            found = self._forbidden(text, "content") or self._forbidden(data_text, "data")
+            if found is not None:
+                return found
         if proposal.confidence < policy.min_confidence:
             return (
                 f"confidence {proposal.confidence:g} is below min_confidence "
                 f"{policy.min_confidence:g}"
             )
+        return None
+
+    def _forbidden(self, text: str | None, what: str) -> str | None:
+        if not text:
+            return None
+        folded = text.casefold()
+        for term, folded_term in self._terms:
+            if folded_term in folded:
+                return f"{what} contains forbidden term {term!r}"
         return None
 
     def needs_human(self, proposal: ProposedFact) -> str | None:

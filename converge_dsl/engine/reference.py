@@ -3,7 +3,8 @@
 - `SeedSuggestor(name, facts)`: an always-candidate that proposes its facts
   once (it accepts while one of them is missing).
 - `ReactOnceSuggestor`: reads `seeds` and proposes one hypothesis per seed,
-  once (it accepts while some seed has no hypothesis yet).
+  once (it accepts while some seed has no hypothesis yet); its content is
+  text and its data `{"seed": <seed id>}`.
 
 Both keep no state of their own: what they did is read back from the context.
 """
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from converge_dsl.engine.types import (
     HYPOTHESES,
     SEEDS,
     AgentEffect,
-    Content,
     ContextView,
     ProposedFact,
     Provenance,
@@ -52,14 +53,14 @@ class SuggestorBase:
 class SeedSuggestor(SuggestorBase):
     """Proposes fixed facts (default key `seeds`) until they are all in the context.
 
-    `facts` are `ProposedFact`s or `(id, content)` pairs; those without a
-    provenance get this suggestor's.
+    `facts` are `ProposedFact`s, `(id, content)` pairs or `(id, content,
+    data)` triples; those without a provenance get this suggestor's.
     """
 
     def __init__(
         self,
         name: str,
-        facts: Sequence[ProposedFact | tuple[str, Content]],
+        facts: Sequence[ProposedFact | tuple[str, str] | tuple[str, str, Any]],
         *,
         key: str = SEEDS,
     ) -> None:
@@ -71,8 +72,9 @@ class SeedSuggestor(SuggestorBase):
             if isinstance(item, ProposedFact):
                 items.append(replace(item, provenance=own) if item.provenance.is_empty else item)
             else:
-                fact_id, content = item
-                items.append(ProposedFact(key, fact_id, content, 1.0, own))
+                fact_id, content, *rest = item
+                data = rest[0] if rest else None
+                items.append(ProposedFact(key, fact_id, content, 1.0, own, data))
         self.facts: tuple[ProposedFact, ...] = tuple(items)
 
     def accepts(self, ctx: ContextView) -> bool:
@@ -100,9 +102,10 @@ class ReactOnceSuggestor(SuggestorBase):
                 ProposedFact(
                     HYPOTHESES,
                     self._id(seed.id),
-                    f"Hypothesis about {seed.content_text()}",
+                    f"Hypothesis about {seed.content}",
                     self.confidence,
                     own,
+                    {"seed": seed.id},
                 )
                 for seed in ctx.get(SEEDS)
                 if ctx.fact(HYPOTHESES, self._id(seed.id)) is None

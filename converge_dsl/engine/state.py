@@ -211,13 +211,18 @@ def fact_to_data(fact: Fact) -> dict[str, Any]:
 
 
 def fact_from_data(data: dict[str, Any]) -> Fact:
+    """A fact from `fact_to_data`'s shape. A checkpoint written when content could be
+    JSON gets it moved as `ProposedFact` does: data = that value, content = its text."""
     record = data["promotion"]
-    content = data["content"]
+    content, value = data["content"], freeze_json(data.get("data"))
+    if not isinstance(content, str):
+        value = freeze_json(content) if value is None else value
+        content = canonical_json(content)
     return Fact(
         key=str(data["key"]),
         id=str(data["id"]),
-        content=content if isinstance(content, str) else freeze_json(content),
-        data=freeze_json(data.get("data")),
+        content=content,
+        data=value,
         provenance=_provenance_from_data(data["provenance"]),
         confidence=float(data["confidence"]),
         promotion=PromotionRecord(

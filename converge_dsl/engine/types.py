@@ -59,7 +59,7 @@ class FrozenDict(dict[str, Any]):
     """A JSON object that refuses mutation. `json.dumps` serialises it as a dict."""
 
     def _refuse(self, *args: object, **kwargs: object) -> Any:
-        raise TypeError("fact content is immutable")
+        raise TypeError("fact data is immutable")
 
     __setitem__ = _refuse
     __delitem__ = _refuse
@@ -75,22 +75,35 @@ class FrozenDict(dict[str, Any]):
 
 
 def freeze_json(value: Any) -> Any:
-    """Deep-freeze a JSON value: objects become `FrozenDict`, arrays tuples."""
+    """Deep-freeze a JSON value: objects become `FrozenDict`, arrays tuples.
+
+    Keys are kept as they are: a key that is not a string is the promotion
+    gate's to refuse (see `json_problem`), not silently renamed here.
+    """
     if isinstance(value, FrozenDict):
         return value
     if isinstance(value, Mapping):
-        return FrozenDict((str(k), freeze_json(v)) for k, v in value.items())
+        return FrozenDict((k, freeze_json(v)) for k, v in value.items())
     if isinstance(value, list | tuple):
         return tuple(freeze_json(v) for v in value)
     return value
 
 
 def canonical_json(value: Any) -> str:
-    """Stable JSON text (sorted keys, no spaces) used to compare and hash content."""
+    """Stable JSON text (sorted keys, no spaces) used to compare and hash data."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-Content: TypeAlias = "str | FrozenDict"
+def _legacy_text(value: Any) -> str:
+    """The text of a legacy structured content: canonical JSON, or its repr if not JSON."""
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+Content: TypeAlias = str
+"""A fact's content: always text (structured values live in `data`)."""
 
 
 def clamp_confidence(value: float) -> float:
@@ -133,8 +146,12 @@ class Provenance:
 class ProposedFact:
     """A suggestion for a new fact. Confidence is clamped on construction.
 
-    `content` is for people and prompts; `data` (any JSON value, or None) is
-    what rules and solvers read. Both are frozen on construction.
+    `content` is text, for people and prompts; `data` (any JSON value, or
+    None) is what rules and solvers read, frozen on construction. A legacy
+    caller that gives a non-text `content` gets it moved: `data` becomes that
+    value (unless `data` is given too) and `content` its canonical JSON text.
+    Whether `data` really is JSON is the promotion gate's question, not this
+    constructor's.
     """
 
     key: str
@@ -148,13 +165,17 @@ class ProposedFact:
         object.__setattr__(self, "key", ContextKey(self.key))
         object.__setattr__(self, "confidence", clamp_confidence(self.confidence))
         if not isinstance(self.content, str):
-            object.__setattr__(self, "content", freeze_json(self.content))
+            legacy = freeze_json(self.content)
+            object.__setattr__(self, "content", _legacy_text(legacy))
+            if self.data is None:
+                object.__setattr__(self, "data", legacy)
+                return
         if self.data is not None:
             object.__setattr__(self, "data", freeze_json(self.data))
 
     def content_text(self) -> str:
-        """The content as text: itself if text, canonical JSON otherwise."""
-        return self.content if isinstance(self.content, str) else canonical_json(self.content)
+        """The content (always text; kept for callers written when it could be JSON)."""
+        return self.content
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +192,11 @@ class PromotionRecord:
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """A promoted proposal. Facts are append-only."""
+    """A promoted proposal. Facts are append-only.
+
+    `content` is text and `data` frozen JSON or None, as on `ProposedFact`
+    (the engine builds facts only from proposals and checkpoints).
+    """
 
     key: str
     id: str
@@ -182,7 +207,8 @@ class Fact:
     data: Any = None  # frozen JSON (see `ProposedFact`), or None
 
     def content_text(self) -> str:
-        return self.content if isinstance(self.content, str) else canonical_json(self.content)
+        """The content (always text; kept for callers written when it could be JSON)."""
+        return self.content
 
 
 @dataclass(frozen=True, slots=True)

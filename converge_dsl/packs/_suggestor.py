@@ -10,18 +10,21 @@ A native-solver pack suggestor behaves like the Converge PackSuggestor:
   JSON object (or JSON text of one) is still read, for one version: the run
   then also gets a `diagnostic` fact `deprecated:json-text-input:{name}`
   saying so (its fixed id and content make it once per run);
-- it emits ONE proposal `{name}-plan` to `output`, content
-  `{"plan": ..., "summary": ...}`, with the confidence the solver reports;
+- it emits ONE proposal `{name}-plan` to `output`: content the solver's
+  summary (text), data `{"plan": ..., "summary": ...}`, with the confidence
+  the solver reports;
 - the solver's `PlanCheck`s and the pack's invariants (expressions over
   `plan`, `input`, `params`) gate it:
   * a critical failure rejects the plan: instead, a `diagnostic` proposal
     `pack:rejected:{name}` lists every failed check;
-  * an advisory failure marks the plan for review: content gains
-    `"review": ["<check>: <message>", ...]` (confidence unchanged, so a
+  * an advisory failure marks the plan for review: data gains
+    `"review": ["<check>: <message>", ...]` and the content says so
+    (confidence unchanged, so a
     reviewer sees the real figure; pipelines can gate the key for a human);
   * otherwise the plan goes to the promotion gate as is.
 A malformed input or a `SolverError` also becomes a `diagnostic` proposal,
-never a crash.
+never a crash. A `diagnostic` proposal's content is the summary and the
+failures in words; its data `{"suggestor", "summary", "failed"}`.
 
 `rule`, `llm` and `agent` pack suggestors are compiled in `_compile`.
 """
@@ -44,7 +47,6 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
     canonical_json,
-    freeze_json,
 )
 from converge_dsl.errors import RunError
 from converge_dsl.packs._manifest import InvariantDef, SuggestorDef
@@ -138,9 +140,10 @@ class PackSolverSuggestor:
         return self.definition.complexity or self.solver.complexity_hint()
 
     def _reject(self, summary: str, failed: list[str]) -> AgentEffect:
-        content = freeze_json({"suggestor": self.name, "summary": summary, "failed": failed})
+        data = {"suggestor": self.name, "summary": summary, "failed": failed}
+        text = "; ".join([f"{self.name}: {summary}", *failed])
         return AgentEffect.of(
-            [ProposedFact(DIAGNOSTIC_KEY, self.rejection_id, content, 1.0, self.provenance())]
+            [ProposedFact(DIAGNOSTIC_KEY, self.rejection_id, text, 1.0, self.provenance(), data)]
         )
 
     def problem(self, ctx: ContextView) -> tuple[dict[str, Any] | None, list[str]]:
@@ -205,11 +208,10 @@ class PackSolverSuggestor:
         advisory = [f"{c.name}: {c.message}" for c in failed]
         if advisory:
             content["review"] = advisory
+        text = answer.summary or f"plan of {self.name}"
+        if advisory:
+            text += f" (to review: {'; '.join(advisory)})"
         proposal = ProposedFact(
-            self.output_key,
-            self.plan_id,
-            freeze_json(content),
-            answer.confidence,
-            self.provenance(),
+            self.output_key, self.plan_id, text, answer.confidence, self.provenance(), content
         )
         return AgentEffect.of([proposal])

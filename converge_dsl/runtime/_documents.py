@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
 from converge_dsl.engine.state import PendingProposal
-from converge_dsl.engine.types import Fact, Provenance, key_sort_key
+from converge_dsl.engine.types import Fact, Provenance, canonical_json, key_sort_key
 
 SCHEMA_BASE = "https://converge-dsl.dev/schemas/"
 
@@ -56,18 +56,27 @@ class ProvenanceModel(_Frozen):
         )
 
 
+_DATA_DESCRIPTION = "the fact's JSON data (what rules and solvers read), or null"
+
+
+def _plain(data: Any) -> Any:
+    """Frozen JSON (FrozenDict, tuples) as plain JSON values, in canonical key order."""
+    return None if data is None else json.loads(canonical_json(data))
+
+
 class FactModel(_Frozen):
     id: str
-    content: str | dict[str, Any]
+    content: str = Field(description="text, for people and prompts")
+    data: Any = Field(default=None, description=_DATA_DESCRIPTION)
     confidence: float
     provenance: ProvenanceModel
 
     @classmethod
     def of(cls, fact: Fact) -> FactModel:
-        content = fact.content if isinstance(fact.content, str) else json.loads(fact.content_text())
         return cls(
             id=fact.id,
-            content=content,
+            content=fact.content,
+            data=_plain(fact.data),
             confidence=fact.confidence,
             provenance=ProvenanceModel.of(fact.provenance),
         )
@@ -101,7 +110,8 @@ class PendingModel(_Frozen):
 
     id: str
     key: str
-    content: str | dict[str, Any]
+    content: str = Field(description="text, for people and prompts")
+    data: Any = Field(default=None, description=_DATA_DESCRIPTION)
     confidence: float
     provenance: ProvenanceModel
     suggestor: str
@@ -111,11 +121,11 @@ class PendingModel(_Frozen):
     @classmethod
     def of(cls, item: PendingProposal) -> PendingModel:
         proposal = item.proposal
-        content = proposal.content
         return cls(
             id=proposal.id,
             key=str(proposal.key),
-            content=content if isinstance(content, str) else json.loads(proposal.content_text()),
+            content=proposal.content,
+            data=_plain(proposal.data),
             confidence=proposal.confidence,
             provenance=ProvenanceModel.of(proposal.provenance),
             suggestor=item.suggestor,

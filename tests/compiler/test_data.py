@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,14 @@ import pytest
 
 from converge_dsl import codes
 from converge_dsl.compiler import compile_settings
-from converge_dsl.engine import Context, Fact, PromotionRecord, ProposedFact, Provenance
+from converge_dsl.engine import (
+    Context,
+    Fact,
+    PromotionRecord,
+    ProposedFact,
+    Provenance,
+    canonical_json,
+)
 from converge_dsl.engine.types import freeze_json
 from converge_dsl.errors import PipelineInvalid, TemplateRunError
 from converge_dsl.frontend import load_text
@@ -44,7 +52,7 @@ def test_key_schemas_reach_the_settings_and_the_promotion_policy() -> None:
     settings = compile_settings(load_text(HEADER + TICKETS, "p.yaml"), inputs={})
     schema = settings.key_schemas["tickets"]
     assert schema["required"] == ["category"]
-    assert settings.promotion.key_schemas == {"tickets": schema}
+    assert json.loads(canonical_json(settings.promotion.key_schemas)) == {"tickets": schema}
     bare = compile_settings(load_text(HEADER, "p.yaml"), inputs={})
     assert dict(bare.promotion.key_schemas) == {}
 

@@ -74,9 +74,9 @@ def test_non_conforming_answer_becomes_one_diagnostic(
 ) -> None:
     (proposal,) = _execute(compile_yaml, fake_model(answer), JSON_OUTPUT)
     assert (proposal.key, proposal.id) == ("diagnostic", "llm:invalid-output:scan:1")
-    assert isinstance(proposal.content, dict)
-    assert error in proposal.content["error"]
-    assert proposal.content["suggestor"] == "scan"
+    assert isinstance(proposal.data, dict)
+    assert error in proposal.data["error"]
+    assert proposal.data["suggestor"] == "scan"
 
 
 def test_one_json_object_is_one_item_and_a_scalar_is_refused(
@@ -86,8 +86,8 @@ def test_one_json_object_is_one_item_and_a_scalar_is_refused(
     (proposal,) = _execute(compile_yaml, fake_model('{"name": "Lipton"}'), output)
     assert (proposal.id, proposal.content) == ("c-0", "Lipton")
     (diagnostic,) = _execute(compile_yaml, fake_model("42"), output)
-    assert isinstance(diagnostic.content, dict)
-    assert "a JSON int, not an array or object" in diagnostic.content["error"]
+    assert isinstance(diagnostic.data, dict)
+    assert "a JSON int, not an array or object" in diagnostic.data["error"]
 
 
 def test_lines_and_text_formats(compile_yaml: Compile, fake_model: Any) -> None:

@@ -93,7 +93,7 @@ def test_items_are_checked_against_the_target_keys_schema(
     }
     (diagnostic,) = _execute(suggestor)
     assert (diagnostic.key, diagnostic.id) == ("diagnostic", "llm:invalid-output:classify:1")
-    assert diagnostic.content["error"] == (
+    assert diagnostic.data["error"] == (
         "answer item 1 does not match the schema of key 'tickets' at category: "
         "'refund' is not one of ['billing', 'bug']"
     )
@@ -110,4 +110,4 @@ def test_output_schema_wins_over_the_key_schema(compile_yaml: Compile, fake_mode
 def test_nan_in_an_answer_is_not_json(compile_yaml: Compile, fake_model: Any) -> None:
     suggestor = _compile(compile_yaml, fake_model('[{"x": NaN}]'), "    output: {format: json}\n")
     (diagnostic,) = _execute(suggestor)
-    assert "answer is not JSON: NaN is not JSON" in diagnostic.content["error"]
+    assert "answer is not JSON: NaN is not JSON" in diagnostic.data["error"]

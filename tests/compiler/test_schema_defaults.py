@@ -26,6 +26,10 @@ SCHEMA = json.loads(read_schema_text("pipeline.v1.json"))
 STATED = re.compile(r"\(default ([^)]+)\)")
 
 
+# Dataclass fields that a section does not set: the key schemas come from `keys[].schema`.
+NOT_IN_SECTION = frozenset({"key_schemas"})
+
+
 def _json(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
@@ -49,8 +53,7 @@ def _check(prop: dict[str, Any], default: Any, where: str) -> None:
 @pytest.mark.parametrize(("section", "cls"), [("budget", Budget), ("promotion", PromotionPolicy)])
 def test_section_defaults_match_the_engine_dataclass(section: str, cls: type) -> None:
     properties = SCHEMA["properties"][section]["properties"]
-    # `key_schemas` is filled from `keys[].schema`, not from the `promotion:` section.
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "key_schemas"}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name not in NOT_IN_SECTION}
     assert set(properties) == set(fields), "the YAML sets exactly the dataclass fields"
     for name, field in fields.items():
         default = field.default

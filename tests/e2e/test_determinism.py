@@ -28,7 +28,8 @@ def pipelines(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
     ]
     count = draw(st.integers(1, 8))
     for index in range(count):
-        reads = draw(st.sampled_from(["seeds", *KEYS]))
+        # r0 reads the seed and writes an object content, so every run holds data
+        reads = "seeds" if index == 0 else draw(st.sampled_from(["seeds", *KEYS]))
         writes = draw(st.sampled_from(KEYS))
         confidence = draw(st.sampled_from([0.4, 0.6, 0.9, 1.0]))
         content = draw(words)
@@ -43,6 +44,15 @@ def pipelines(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
             f'{{{{ facts.{reads} | map(attribute="id") | join(",") }}}}\'',
             f"        confidence: {confidence}",
         ]
+        if index == 0 or draw(st.booleans()):
+            # an object content: the fact's data (and its canonical JSON as text)
+            lines[-2] = (
+                f"        content: {{text: '{content} {{{{ inputs.topic }}}}', "
+                f"n: {draw(st.integers(-5, 5))}, "
+                f'ids: \'{{{{ facts.{reads} | map(attribute="id") | join(",") }}}}\', '
+                f"nested: {{ok: {draw(st.sampled_from(['true', 'false', 'null']))}, "
+                f"xs: [1, 2.5, '{content}']}}}}"
+            )
     topic = draw(words)
     return "\n".join(lines) + "\n", {"topic": topic}
 
@@ -67,3 +77,5 @@ def test_same_pipeline_same_inputs_byte_identical_result(
     assert first == second
     assert first[0] in (0, 1, 4)  # converged, conflicting ids (error), or out of cycles
     assert json.loads(first[1])["cycles"] >= 1
+    facts = json.loads(first[1])["facts"]  # r0's fact, or the diagnostic rejecting it
+    assert any(f["data"] is not None for fs in facts.values() for f in fs)

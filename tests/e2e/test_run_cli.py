@@ -50,7 +50,8 @@ def test_example_converges_with_json_output(name: str) -> None:
         for fact in facts:
             if key == "diagnostic":  # gate rejections are the engine's
                 continue
-            assert set(fact) == {"id", "content", "confidence", "provenance"}
+            assert set(fact) == {"id", "content", "data", "confidence", "provenance"}
+            assert isinstance(fact["content"], str)
             assert fact["provenance"]["source"].endswith(f"@{name}")
 
 
@@ -137,13 +138,13 @@ def test_llm_json_non_conforming_answer_becomes_a_diagnostic(tmp_path: Path) -> 
     assert "competitors" not in doc["facts"]
     (diag,) = doc["facts"]["diagnostic"]
     assert diag["id"] == "llm:invalid-output:scan:1"
-    assert "'name' is a required property" in diag["content"]["error"]
+    assert "'name' is a required property" in diag["data"]["error"]
 
 
 def test_llm_answer_that_is_not_json_becomes_a_diagnostic(tmp_path: Path) -> None:
     _, out, _ = cli("run", _llm_pipeline(tmp_path, "sorry, no idea"), "--format", "json")
     doc = json.loads(out)
-    assert "not JSON" in doc["facts"]["diagnostic"][0]["content"]["error"]
+    assert "not JSON" in doc["facts"]["diagnostic"][0]["data"]["error"]
 
 
 def test_runtime_template_error_is_located(tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ def test_rejections_become_diagnostic_facts_with_the_reason() -> None:
     )
     result = run(engine)
     assert [f.id for f in result.context.get("hypotheses")] == ["good"]
-    reasons = {f.id: f.content["reason"] for f in result.context.get("diagnostic")}  # type: ignore[index]
+    reasons = {f.id: f.data["reason"] for f in result.context.get("diagnostic")}
     assert reasons == {
         "validation:rejected:low": "confidence 0.1 is below min_confidence 0.5",
         "validation:rejected:blank": "blank content",
@@ -157,7 +157,16 @@ def test_rejections_become_diagnostic_facts_with_the_reason() -> None:
     }
     diagnostic = result.context.fact("diagnostic", "validation:rejected:low")
     assert diagnostic is not None
-    assert diagnostic.content["suggestor"] == "s"  # type: ignore[index]
+    assert diagnostic.data["suggestor"] == "s"
+    assert diagnostic.data == {
+        "key": "hypotheses",
+        "proposal": "low",
+        "suggestor": "s",
+        "reason": "confidence 0.1 is below min_confidence 0.5",
+    }
+    assert diagnostic.content == (
+        "hypotheses/low from s rejected: confidence 0.1 is below min_confidence 0.5"
+    )
     assert diagnostic.promotion.gate == "engine"
     assert result.stop_reason is StopReason.CONVERGED
 
@@ -257,7 +266,8 @@ def test_on_error_diagnose_records_a_diagnostic_and_goes_on() -> None:
     assert result.error is None
     fact = result.context.fact("diagnostic", "error:boom:1")
     assert fact is not None
-    assert fact.content["error"] == "suggestor raised RuntimeError: nope"  # type: ignore[index]
+    assert fact.data["error"] == "suggestor raised RuntimeError: nope"
+    assert fact.content == "suggestor 'boom' failed in cycle 1: suggestor raised RuntimeError: nope"
     assert result.context.fact("signals", "fine") is not None
     assert any(getattr(e, "type", "") == "suggestor_failed" for e in result.events)
 
@@ -322,7 +332,8 @@ def test_advisory_invariant_becomes_a_diagnostic_and_the_run_goes_on() -> None:
     assert result.stop_reason is StopReason.CONVERGED
     fact = result.context.fact("diagnostic", "invariant:soft")
     assert fact is not None
-    assert fact.content["message"] == "2 signals"  # type: ignore[index]
+    assert fact.data["message"] == "2 signals"
+    assert fact.content == "semantic invariant 'soft' does not hold: 2 signals"
     failing = [
         e for e in result.events if getattr(e, "type", "") == "invariant_checked" and not e.holds
     ]  # type: ignore[attr-defined]

@@ -17,7 +17,8 @@ def _p(
         (_p(fid="  "), "blank id"),
         (_p("   "), "blank content"),
         (_p("x" * 21), "content length 21 exceeds max_content_length 20"),
-        (_p({"k": "x" * 20}), "content length 28 exceeds max_content_length 20"),
+        # a legacy object content is text (its JSON) plus data (the object): both count
+        (_p({"k": "x" * 20}), "content and data are 56 characters; max_content_length is 20"),
         (_p("a GUARANTEED"), "content contains forbidden term 'guaranteed'"),
         (_p("ok", 0.2), "confidence 0.2 is below min_confidence 0.5"),
         (_p("ok", float("nan")), "confidence 0 is below min_confidence 0.5"),

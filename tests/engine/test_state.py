@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -26,7 +27,12 @@ def _engine() -> Engine:
     engine = Engine()
     engine.register(
         SeedSuggestor(
-            "seed", [("a", "alpha"), ("b", {"name": "beta", "tags": ["x", 1, 2.5, None]})]
+            "seed",
+            [
+                ("a", "alpha"),
+                ("b", {"name": "beta", "tags": ["x", 1, 2.5, None]}),  # legacy: becomes data
+                ("c", "gamma", {"deep": {"xs": [1, 2.5, None, True]}, "n": 0}),
+            ],
         )
     )
     engine.register(ReactOnceSuggestor())
@@ -66,6 +72,35 @@ def test_state_json_round_trips_exactly() -> None:
         again = EngineState.from_json(text)
         assert again == state
         assert again.to_json() == text
+    last = EngineState.from_json(states[-1].to_json())
+    data = {f.id: f.data for f in last.facts if f.key == "seeds"}
+    assert data == {
+        "a": None,
+        "b": {"name": "beta", "tags": ("x", 1, 2.5, None)},
+        "c": {"deep": {"xs": (1, 2.5, None, True)}, "n": 0},
+    }
+
+
+def test_a_checkpoint_written_when_content_could_be_json_loads_it_as_data() -> None:
+    state = asyncio.run(Engine().run()).state
+    old = state.to_data()
+    fact = {
+        "key": "seeds",
+        "id": "old",
+        "content": {"b": 1, "a": [True]},
+        "confidence": 1.0,
+        "provenance": {"source": "seed"},
+        "promotion": {
+            "gate": "seed",
+            "approver": "pipeline",
+            "cycle": 0,
+            "evidence": [],
+            "logical_time": 1,
+        },
+    }
+    loaded = EngineState.from_json(json.dumps({**old, "facts": [fact]}))
+    (only,) = loaded.facts
+    assert (only.content, only.data) == ('{"a":[true],"b":1}', {"b": 1, "a": (True,)})
 
 
 def test_resuming_from_any_cycle_reaches_the_same_result() -> None:

@@ -53,15 +53,17 @@ def test_it_runs_offline_and_converges_with_the_optimal_staffing() -> None:
     assert code == 0, err
     result = json.loads(out)
     assert (result["stop_reason"], result["converged"]) == ("converged", True)
-    facts = {(key, f["id"]): f["content"] for key, fs in result["facts"].items() for f in fs}
-    plan = facts[("assignments", "staffing-plan")]["plan"]
+    facts = {(key, f["id"]): f for key, fs in result["facts"].items() for f in fs}
+    plan = facts[("assignments", "staffing-plan")]["data"]["plan"]
     assert plan["total_cost"] == 9
     assert {a["agent"]: a["task"] for a in plan["assignments"]} == {
         "ana": "market-research",
         "ben": "pricing",
         "chen": "partnerships",
     }
-    assert facts[("strategies", "positioning")].startswith("Position RouteKit against Freightly")
+    assert facts[("strategies", "positioning")]["content"].startswith(
+        "Position RouteKit against Freightly"
+    )
     # the solver read its problem from the seed's data: no deprecation notice
     assert not [f for f in result["facts"].get("diagnostic", []) if "deprecated" in f["id"]]
 

@@ -91,7 +91,8 @@ def test_a_passing_plan_is_one_proposal_with_the_solver_confidence() -> None:
     )
     (proposal,) = effect.proposals
     assert (proposal.key, proposal.id, proposal.confidence) == ("strategies", "budgeter-plan", 0.9)
-    assert proposal.content == {"plan": {"total_cost": 3}, "summary": "added up"}
+    assert proposal.content == "added up"
+    assert proposal.data == {"plan": {"total_cost": 3}, "summary": "added up"}
     assert proposal.provenance.source == "budgeter@demo"
 
 
@@ -99,8 +100,12 @@ def test_a_critical_invariant_failure_rejects_into_a_diagnostic() -> None:
     view = _view(_fact("constraints", "c", {"costs": [8, 9]}))
     (proposal,) = asyncio.run(_suggestor(CountingSolver(), BUDGET).execute(view)).proposals
     assert (proposal.key, proposal.id) == ("diagnostic", "pack:rejected:budgeter")
-    assert proposal.content["failed"] == (
+    assert proposal.data["failed"] == (
         "budget-respected: plan.total_cost <= input.budget is false",
+    )
+    assert proposal.content == (
+        "budgeter: plan rejected by 1 critical check(s); "
+        "budget-respected: plan.total_cost <= input.budget is false"
     )
 
 
@@ -110,7 +115,8 @@ def test_an_advisory_failure_marks_the_plan_for_review() -> None:
         _suggestor(CountingSolver(advisory=True), BUDGET).execute(view)
     ).proposals
     assert proposal.key == "strategies"
-    assert proposal.content["review"] == ("sane: looks odd",)
+    assert proposal.data["review"] == ("sane: looks odd",)
+    assert proposal.content == "added up (to review: sane: looks odd)"
     assert proposal.confidence == 0.9
 
 
@@ -144,7 +150,7 @@ def test_json_content_is_still_read_once_with_a_deprecation_notice(content: Any)
     suggestor = _suggestor(CountingSolver())
     view = _view(_fact("constraints", "c", None, freeze_json(content)))
     plan, notice = asyncio.run(suggestor.execute(view)).proposals
-    assert plan.content["plan"] == {"total_cost": 3}
+    assert plan.data["plan"] == {"total_cost": 3}
     assert (notice.key, notice.id, notice.confidence) == (
         "diagnostic",
         "deprecated:json-text-input:budgeter",
@@ -163,7 +169,7 @@ def test_json_content_is_still_read_once_with_a_deprecation_notice(content: Any)
 def test_data_wins_over_content_and_gives_no_notice() -> None:
     view = _view(_fact("constraints", "c", {"costs": [4]}, '{"costs": [1, 2]}'))
     (plan,) = asyncio.run(_suggestor(CountingSolver()).execute(view)).proposals
-    assert plan.content["plan"] == {"total_cost": 4}
+    assert plan.data["plan"] == {"total_cost": 4}
 
 
 def test_text_content_that_is_not_json_is_not_read() -> None:

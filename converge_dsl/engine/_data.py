@@ -1,0 +1,155 @@
+"""The promotion gate's checks of a proposal's `data`: JSON only, and the key's schema.
+
+Engine-internal. `json_problem` says why a value is not JSON data (NaN or an
+infinity, a key that is not a string, a Python object), naming the JSON
+pointer of the offending value. `KeySchemas` compiles each key's JSON Schema
+(Draft 2020-12) once and words the best error of a failing value as
+`data at /category: 'refund' is not one of ['billing', 'bug'] (enum)`.
+`same_fact` and `held_text` are admission's comparison and wording of a
+fact's content and data (same id: no-op or conflict).
+
+A `$ref` resolves only within its schema: the registry refuses to retrieve
+anything (no file://, no http://), so checking data never touches the disk
+or the network. jsonschema is imported only when some key has a schema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl.engine.types import canonical_json
+from converge_dsl.errors import RunError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+    from referencing import Resource
+
+    from converge_dsl.engine.types import Fact, ProposedFact
+
+_MAX_MESSAGE = 300
+
+
+def pointer_of(parts: Iterable[str | int]) -> str:
+    """The JSON pointer (RFC 6901) of a path: `/items/0/name`; the root is ``."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def where(pointer: str) -> str:
+    """`data at /x` for a pointer, `data` for the root."""
+    return f"data at {pointer}" if pointer else "data"
+
+
+def json_problem(value: Any) -> str | None:
+    """Why `value` is not JSON data, or None if it is (the first problem in document order)."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        pointer, item = stack.pop()
+        if item is None or isinstance(item, str | bool | int):
+            continue
+        if isinstance(item, float):
+            if math.isfinite(item):
+                continue
+            return f"{where(pointer)}: {item!r} is not a JSON number"
+        if isinstance(item, Mapping):
+            children: list[tuple[str, Any]] = []
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    return f"{where(pointer)}: the key {k!r} is not a string"
+                children.append((pointer + pointer_of((k,)), v))
+            stack.extend(reversed(children))
+        elif isinstance(item, tuple | list):
+            stack.extend(reversed([(f"{pointer}/{i}", v) for i, v in enumerate(item)]))
+        else:
+            return f"{where(pointer)}: a {type(item).__name__} is not a JSON value"
+    return None
+
+
+def same_fact(a: ProposedFact | Fact, b: ProposedFact) -> bool:
+    """Same content and same data (data compared as canonical JSON: 1 and 1.0 differ)."""
+    if a.content != b.content:
+        return False
+    if a.data is None or b.data is None:
+        return a.data is b.data
+    return a.data == b.data and _data_text(a.data) == _data_text(b.data)
+
+
+def _data_text(data: Any) -> str:
+    try:
+        return canonical_json(data)
+    except (TypeError, ValueError):  # not JSON: the gate will say so
+        return repr(data)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def held_text(item: ProposedFact | Fact) -> str:
+    """What a fact holds, for a conflict message: its content, and its data if any."""
+    held = repr(_clip(item.content))
+    return held if item.data is None else f"{held} with data {_clip(_data_text(item.data))}"
+
+
+def _refuse(uri: str) -> Resource:
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs-made __init__
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+class KeySchemas:
+    """Each key's JSON Schema, compiled once; `problem(key, data)` checks one value.
+
+    An invalid schema is a `RunError` when this is built, before any cycle.
+    """
+
+    __slots__ = ("_validators",)
+
+    def __init__(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
+        self._validators: dict[str, Validator] = {}
+        if not schemas:
+            return
+        import jsonschema
+        from referencing import Registry
+
+        registry: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+        for key, schema in schemas.items():
+            plain = json.loads(canonical_json(schema))  # lists, not the frozen tuples
+            try:
+                jsonschema.Draft202012Validator.check_schema(plain)
+            except jsonschema.SchemaError as exc:
+                where_ = pointer_of(exc.absolute_path) or "/"
+                raise RunError(
+                    f"the schema of key {key!r} is not a valid JSON Schema: "
+                    f"at {where_}: {_short(exc.message)}",
+                    hint="fix `keys[].schema` (JSON Schema, draft 2020-12)",
+                ) from None
+            self._validators[str(key)] = jsonschema.Draft202012Validator(plain, registry=registry)
+
+    def __bool__(self) -> bool:
+        return bool(self._validators)
+
+    def problem(self, key: str, data_text: str | None) -> str | None:
+        """Why the data (given as its canonical JSON text, None for null) breaks the key's
+        schema, or None when it fits or the key has no schema."""
+        validator = self._validators.get(key)
+        if validator is None:
+            return None
+        from jsonschema.exceptions import best_match
+        from referencing.exceptions import Unresolvable
+
+        instance = None if data_text is None else json.loads(data_text)
+        try:
+            error = best_match(validator.iter_errors(instance))
+        except Unresolvable as exc:
+            return f"the schema of key {key!r} has a $ref that does not resolve within it: {exc}"
+        if error is None:
+            return None
+        pointer = pointer_of(error.absolute_path)
+        return f"{where(pointer)}: {_short(error.message)} ({error.validator})"

@@ -1,0 +1,222 @@
+"""Fact data at the gate: JSON only, counted against the size limit, checked against key schemas."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from typing import Any
+
+import pytest
+
+from converge_dsl.engine import (
+    Engine,
+    PromotionGate,
+    PromotionPolicy,
+    ProposedFact,
+    Provenance,
+    SeedSuggestor,
+    StopReason,
+)
+from converge_dsl.engine.testing import FnSuggestor
+from converge_dsl.errors import RunError
+
+TICKET = {
+    "type": "object",
+    "properties": {
+        "category": {"enum": ["billing", "bug"]},
+        "urgency": {"type": "integer", "minimum": 1, "maximum": 3},
+        "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
+    },
+    "required": ["category"],
+    "$defs": {"tag": {"type": "string", "maxLength": 5}},
+}
+
+
+def _p(content: str = "text", data: Any = None, key: str = "signals") -> ProposedFact:
+    return ProposedFact(key, "x", content, 1.0, Provenance("s"), data)
+
+
+def _gate(**policy: Any) -> PromotionGate:
+    return PromotionGate(PromotionPolicy(**policy))
+
+
+# -- the fact model ---------------------------------------------------------------------
+
+
+def test_content_is_text_and_a_legacy_object_content_becomes_data() -> None:
+    legacy = ProposedFact("signals", "x", {"b": [1, 2], "a": None})  # type: ignore[arg-type]
+    assert legacy.content == '{"a":null,"b":[1,2]}'
+    assert legacy.data == {"b": (1, 2), "a": None}
+    both = ProposedFact("signals", "x", {"a": 1}, data={"kept": True})  # type: ignore[arg-type]
+    assert (both.content, both.data) == ('{"a":1}', {"kept": True})
+    plain = ProposedFact("signals", "x", "text", data=[{"a": 1}])
+    assert plain.data == ({"a": 1},)
+    with pytest.raises(TypeError, match="immutable"):
+        plain.data[0]["a"] = 2
+
+
+# -- JSON only, and size ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ({"a": [1, float("nan")]}, "data at /a/1: nan is not a JSON number (data must be JSON)"),
+        (float("inf"), "data: inf is not a JSON number (data must be JSON)"),
+        ({"a": {1: "x"}}, "data at /a: the key 1 is not a string (data must be JSON)"),
+        ({"a/b": {"c~": {2}}}, "data at /a~1b/c~0: a set is not a JSON value (data must be JSON)"),
+    ],
+)
+def test_data_that_is_not_json_is_rejected_with_its_pointer(data: Any, reason: str) -> None:
+    assert _gate().rejection(_p(data=data)) == reason
+
+
+def test_size_counts_content_plus_the_canonical_json_of_data() -> None:
+    gate = _gate(max_content_length=20)
+    assert gate.rejection(_p("1234", {"k": "x" * 8})) is None  # 4 + 16 characters
+    assert gate.rejection(_p("12345", {"k": "x" * 8})) == (
+        "content and data are 21 characters; max_content_length is 20"
+    )
+
+
+def test_blank_content_passes_when_there_is_data() -> None:
+    assert _gate().rejection(_p("", {"a": 1})) is None
+    assert _gate().rejection(_p("  ")) == "blank content"
+
+
+def test_forbidden_terms_are_looked_for_in_data_too() -> None:
+    gate = _gate(forbidden_terms=("Guaranteed",))
+    assert gate.rejection(_p("fine", {"claim": "GUARANTEED win"})) == (
+        "data contains forbidden term 'Guaranteed'"
+    )
+
+
+# -- key schemas --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (
+            {"category": "refund"},
+            "data at /category: 'refund' is not one of ['billing', 'bug'] (enum)",
+        ),
+        (
+            {"category": "bug", "urgency": "2"},
+            "data at /urgency: '2' is not of type 'integer' (type)",
+        ),
+        (
+            {"category": "bug", "tags": ["ok", "far too long"]},
+            "data at /tags/1: 'far too long' is too long (maxLength)",
+        ),
+        ({}, "data: 'category' is a required property (required)"),
+        (None, "data: None is not of type 'object' (type)"),
+    ],
+)
+def test_key_schema_failures_name_the_pointer_and_the_rule(data: Any, reason: str) -> None:
+    gate = _gate(key_schemas={"tickets": TICKET})
+    assert gate.rejection(_p("t", data, key="tickets")) == reason
+
+
+def test_data_that_fits_passes_and_other_keys_are_not_checked() -> None:
+    gate = _gate(key_schemas={"tickets": TICKET})
+    fits = {"category": "billing", "urgency": 2, "tags": ["vip"]}
+    assert gate.rejection(_p("t", fits, key="tickets")) is None
+    assert gate.rejection(_p("t", {"category": "refund"}, key="signals")) is None
+
+
+@pytest.mark.parametrize(
+    "ref", ["http://example.invalid/ticket.json", "file:///etc/passwd", "other.json#/x"]
+)
+def test_a_ref_outside_the_schema_is_never_fetched(
+    ref: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the gate tried to fetch a schema")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    gate = _gate(key_schemas={"tickets": {"$ref": ref}})
+    reason = gate.rejection(_p("t", {"a": 1}, key="tickets"))
+    assert reason is not None
+    assert reason.startswith(
+        "the schema of key 'tickets' has a $ref that does not resolve within it"
+    )
+
+
+def test_an_invalid_key_schema_is_a_run_error_before_any_cycle() -> None:
+    with pytest.raises(RunError, match=r"the schema of key 'tickets' is not a valid JSON Schema"):
+        Engine(policy=PromotionPolicy(key_schemas={"tickets": {"type": "nonsense"}}))
+
+
+def test_the_policy_freezes_its_schemas_and_stays_hashable() -> None:
+    policy = PromotionPolicy(key_schemas={"tickets": TICKET})
+    assert hash(policy) == hash(PromotionPolicy(key_schemas={"tickets": dict(TICKET)}))
+    assert PromotionPolicy().key_schemas == {}
+
+
+# -- through the engine --------------------------------------------------------------------
+
+
+def _run(*proposals: ProposedFact, **policy: Any) -> Any:
+    engine = Engine(policy=PromotionPolicy(**policy), declared_keys=("tickets",))
+    engine.register(FnSuggestor("triage", [], lambda ctx: list(proposals)))
+    return asyncio.run(engine.run())
+
+
+def test_a_schema_failure_becomes_a_diagnostic_fact_and_is_not_promoted() -> None:
+    result = _run(
+        ProposedFact(
+            "tickets", "t1", "refund please", 1.0, Provenance("triage"), {"category": "refund"}
+        ),
+        ProposedFact(
+            "tickets", "t2", "card declined", 1.0, Provenance("triage"), {"category": "billing"}
+        ),
+        key_schemas={"tickets": TICKET},
+    )
+    assert result.stop_reason is StopReason.CONVERGED
+    assert [f.id for f in result.context.get("tickets")] == ["t2"]
+    assert result.context.fact("tickets", "t2").data == {"category": "billing"}
+    (diagnostic,) = result.context.get("diagnostic")
+    reason = "data at /category: 'refund' is not one of ['billing', 'bug'] (enum)"
+    assert diagnostic.id == "validation:rejected:t1"
+    assert diagnostic.content == f"tickets/t1 from triage rejected: {reason}"
+    assert diagnostic.data == {
+        "key": "tickets",
+        "proposal": "t1",
+        "suggestor": "triage",
+        "reason": reason,
+    }
+
+
+def test_same_id_same_data_is_a_no_op_other_data_is_a_conflict() -> None:
+    def fact(data: Any) -> ProposedFact:
+        return ProposedFact("signals", "s", "same text", 1.0, Provenance("x"), data)
+
+    engine = Engine()
+    engine.register(SeedSuggestor("one", [fact({"n": 1})]))
+    engine.register(
+        FnSuggestor("two", ["signals"], lambda ctx: [fact({"n": 1})], accepts=lambda c: c.cycle < 3)
+    )
+    assert asyncio.run(engine.run()).stop_reason is StopReason.CONVERGED
+
+    engine = Engine()
+    engine.register(SeedSuggestor("one", [fact({"n": 1})]))
+    engine.register(
+        FnSuggestor("two", ["signals"], lambda ctx: [fact({"n": 1.0})], accepts=lambda c: True)
+    )
+    result = asyncio.run(engine.run())
+    assert result.stop_reason is StopReason.ERROR
+    assert str(result.error.message) == (
+        "conflicting fact signals/s: it holds 'same text' with data {\"n\":1} (from x), "
+        "the new proposal holds 'same text' with data {\"n\":1.0}"
+    )
+
+
+def test_events_carry_data_when_there_is_some() -> None:
+    engine = Engine()
+    engine.register(SeedSuggestor("seed", [("a", "alpha", {"k": [1]}), ("b", "beta")]))
+    result = asyncio.run(engine.run())
+    promoted = {e.id: e for e in result.events if getattr(e, "type", "") == "fact_promoted"}
+    assert promoted["a"].data == {"k": (1,)}
+    assert promoted["a"].model_dump(mode="json")["data"] == {"k": [1]}
+    assert "data" not in promoted["b"].model_dump(mode="json")  # no data, no field
