@@ -77,6 +77,7 @@ UNUSED_KEY = "CD302"  # a declared key nothing reads or writes
 UNUSED_INPUT = "CD303"  # a declared input no template reads
 OUTSIDE_ENUM = "CD304"  # a data field compared with a literal outside its enum
 MISMATCHED_LITERAL = "CD305"  # a data field compared with a literal of another type
+OBJECT_CONTENT = "CD306"  # a JSON object given as content (deprecated: give it as data)
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

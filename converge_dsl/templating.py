@@ -116,7 +116,7 @@ class TemplateRenderError(ConvergeError):
         self.lineno = lineno
 
 
-_NAMES_HINT = "templates see facts, proposals, count, has, fact, cycle, inputs"
+NAMES_HINT = "templates see facts, proposals, count, has, fact, data_of, cycle, inputs"
 _LIMIT_HINT = (
     "templates run under fixed bounds (steps, sizes, integer width) so that no pipeline "
     "can hang or exhaust memory; make this template do less work"
@@ -275,7 +275,7 @@ def undeclared_names(source: str, *, expression: bool = False) -> frozenset[str]
 def _undefined_hint(message: str) -> str | None:
     if message.startswith(("a fact ", "a proposal ")):
         return _FIELD_HINT
-    return None if " has no field " in message else _NAMES_HINT
+    return None if " has no field " in message else NAMES_HINT
 
 
 def _render_error(exc: Exception) -> TemplateRenderError:

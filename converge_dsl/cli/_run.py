@@ -153,6 +153,11 @@ def _data_line(data: Any) -> str:
     return f"    data {text}\n"
 
 
+def _text(content: str) -> str:
+    """Content as it reads in the listing: continuation lines indented under the first."""
+    return content.rstrip("\n").replace("\n", "\n      ")
+
+
 def _print_human(out: RunOutcome, stream: TextIO) -> None:
     doc = out.document
     for key, facts in doc.facts.items():
@@ -163,14 +168,14 @@ def _print_human(out: RunOutcome, stream: TextIO) -> None:
                 f" {k}={v}" for k, v in (("model", prov.model_id), ("account", prov.account)) if v
             )
             stream.write(
-                f"  - {fact.id}: {fact.content}\n{_data_line(fact.data)}"
+                f"  - {fact.id}: {_text(fact.content)}\n{_data_line(fact.data)}"
                 f"    confidence {fact.confidence:.2f}  from {prov.source}{extra}\n"
             )
     if doc.pending:
         stream.write(f"\nawaiting a human decision ({len(doc.pending)})\n")
         for item in doc.pending:
             stream.write(
-                f"  - {item.id} [{item.key}]: {item.content}\n{_data_line(item.data)}"
+                f"  - {item.id} [{item.key}]: {_text(item.content)}\n{_data_line(item.data)}"
                 f"    confidence {item.confidence:.2f}  from {item.suggestor} "
                 f"(cycle {item.cycle})  gated: {item.reason}\n"
             )

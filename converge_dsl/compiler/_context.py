@@ -34,7 +34,7 @@ from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, SourceMap
 from converge_dsl.models.port import Model
-from converge_dsl.templating import TemplateCompileError, undeclared_names
+from converge_dsl.templating import NAMES_HINT, TemplateCompileError, undeclared_names
 
 from ._scope import RenderScopes
 from ._template import CompiledExpression, CompiledTemplate
@@ -104,9 +104,7 @@ class CompileContext:
                 codes.COMPILE_UNKNOWN_NAME,
                 f"template reads unknown name {unknown[0]!r}",
                 path,
-                hint=f"did you mean {guess!r}?"
-                if guess
-                else "templates see facts, proposals, count, has, fact, cycle, inputs",
+                hint=f"did you mean {guess!r}?" if guess else NAMES_HINT,
             )
 
     def _compile_error(self, exc: TemplateCompileError, path: JsonPath) -> PipelineInvalid:

@@ -73,3 +73,24 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
                 on_key=True,
                 hint=f"read it as '{{{{ inputs.{name} }}}}', or remove it",
             )
+
+
+def object_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Warn about a JSON object given as `content`: it is read as data, for one version."""
+    places: list[tuple[tuple[str | int, ...], object]] = [
+        (("seeds", i), seed) for i, seed in enumerate(facts.data.get("seeds") or ())
+    ]
+    for path, s in facts.suggestors:
+        field = {"seed": "facts", "rule": "emit"}.get(str(s["kind"]))
+        if field is not None:
+            places += [((*path, field, i), item) for i, item in enumerate(s.get(field) or ())]
+    for path, item in places:
+        if isinstance(item, dict) and isinstance(item.get("content"), dict):
+            yield facts.warning(
+                codes.OBJECT_CONTENT,
+                "content is a JSON object: it is read as the fact's data, and its JSON text "
+                "as the content (deprecated)",
+                (*path, "content"),
+                on_key=True,
+                hint="give text as `content` and the object as `data`",
+            )

@@ -33,6 +33,7 @@ from converge_dsl.frontend._checks_declared import (
     unique_names,
 )
 from converge_dsl.frontend._checks_usage import (
+    object_content,
     reachable_suggestors,
     templates_compile,
     unused_declarations,
@@ -52,6 +53,7 @@ CHECKS: list[Check] = [
     constant_data,
     reachable_suggestors,
     unused_declarations,
+    object_content,
 ]
 
 
