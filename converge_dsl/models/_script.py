@@ -14,13 +14,15 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, SourceSpan, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, load_file, load_text, schema_diagnostics
-from converge_dsl.models.port import ModelErrorCode, ModelRequest
+
+if TYPE_CHECKING:  # the port's dataclasses are imported when a script is run, not checked
+    from converge_dsl.models.port import ModelErrorCode, ModelRequest
 
 SCHEMA_NAME = "model-script.v1.json"
 # CD701 (CD7xx: model scripts and model configuration): a rule's match.regex does not compile.
@@ -245,7 +247,7 @@ def _outcome(raw: Mapping[str, Any]) -> ScriptOutcome:
         error=None
         if error is None
         else ScriptError(
-            code=ModelErrorCode(error["code"]),
+            code=_error_code(error["code"]),
             message=error.get("message", "scripted failure"),
             retry_after=error.get("retry_after"),
         ),
@@ -268,3 +270,9 @@ def first_match(
         if rule.match.holds(req, text):
             return rule, rule.outcome
     return None, script.default
+
+
+def _error_code(code: str) -> ModelErrorCode:
+    from converge_dsl.models.port import ModelErrorCode
+
+    return ModelErrorCode(code)
