@@ -39,3 +39,35 @@ def test_environment_errors_are_reported_without_a_traceback(monkeypatch) -> Non
     code, _, err = _run("schema", "pipeline")
     assert code == 1
     assert err == "error: cannot use 'out.jsonl': No space left on device\n"
+
+
+def test_the_entry_point_keeps_the_collector_off_only_for_burst_commands() -> None:
+    import argparse
+    import gc
+    import io
+    import types
+
+    from converge_dsl import cli
+
+    seen: dict[str, bool] = {}
+
+    def command(name: str, burst: bool) -> types.SimpleNamespace:
+        def execute(args: argparse.Namespace, io_: cli.CommandIO) -> int:
+            seen[name] = gc.isenabled()
+            return 0
+
+        return types.SimpleNamespace(BURST=burst, configure=None, execute=execute)
+
+    streams = cli.CommandIO(io.StringIO(), io.StringIO())
+    was_enabled = gc.isenabled()
+    try:
+        cli._ENTRY.collector_paused = True
+        gc.disable()
+        cli._execute(command("validate", burst=True), argparse.Namespace(), streams)
+        gc.disable()
+        cli._execute(command("run", burst=False), argparse.Namespace(), streams)
+    finally:
+        cli._ENTRY.collector_paused = False
+        if was_enabled:
+            gc.enable()
+    assert seen == {"validate": False, "run": True}
