@@ -1,14 +1,23 @@
 """Record / replay: cassettes of request -> answer pairs in JSON Lines.
 
 `RecordingModel` wraps any model and appends one line per call: the stable
-key (sha256 of the normalised request), the normalised request, and either the
-return or the error. `ReplayModel` answers from a cassette with no network;
-a request with no recording fails with `E_REPLAY_MISS` naming the nearest
-recorded request and where it differs. A key recorded several times replays
-its answers in order, then keeps repeating the last one.
+key (sha256 of the normalised request), the normalised request, the recorded
+model's `model_id` and account label (and the pipeline's name for the model,
+when given), and either the return or the error. `ReplayModel` answers from a
+cassette with no network; a request with no recording fails with
+`E_REPLAY_MISS` naming the nearest recorded request and where it differs. A
+key recorded several times replays its answers in order, then keeps repeating
+the last one.
+
+Replay stands in for the recorded model: its `model_id()` and
+`provider_account()` are the recorded ones, and a return recorded without a
+model id gets the line's, so every suggestor kind (llm, agent, summarizer)
+gives facts with the recorded `model_id` and `account`.
 
 Requests carry no secrets and errors are already redacted by the adapters;
-each line also passes the wrapped model's redactor (when it has one).
+each line also passes the wrapped model's redactor (when it has one), which
+masks the exact secrets of its accounts and nothing else: answer text that
+merely looks like a credential is kept as recorded.
 """
 
 from __future__ import annotations
@@ -28,7 +37,6 @@ from converge_dsl.models._common import (
     return_from_json,
     return_to_json,
 )
-from converge_dsl.models._redact import redact_text
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -42,7 +50,7 @@ from converge_dsl.models.port import (
 )
 from converge_dsl.models.port import Model as ModelPort
 
-CASSETTE_VERSION = 1
+CASSETTE_VERSION = 2
 RECORD_HINT = (
     "record one with `converge-dsl run PIPELINE --record CASSETTE` "
     "(or `record: PATH` in the model's configuration)"
@@ -51,10 +59,17 @@ RERECORD_HINT = "record the cassette again (`--record CASSETTE`); do not edit it
 
 
 class RecordingModel(ModelDefaults):
-    """Forwards every call to `inner` and records it into `cassette` (started afresh)."""
+    """Forwards every call to `inner` and records it into `cassette` (started afresh).
 
-    def __init__(self, inner: ModelPort, cassette: Path, *, append: bool = False) -> None:
+    `name` is the pipeline's name for the model; `ReplayModel.from_file(...,
+    name=...)` uses it to stand in for this model when a cassette holds several.
+    """
+
+    def __init__(
+        self, inner: ModelPort, cassette: Path, *, append: bool = False, name: str | None = None
+    ) -> None:
         self._inner = inner
+        self._name = name
         self._cassette = Path(cassette)
         self._cassette.parent.mkdir(parents=True, exist_ok=True)
         if not append:
@@ -96,10 +111,14 @@ class RecordingModel(ModelDefaults):
             "v": CASSETTE_VERSION,
             "key": request_key(req),
             "request": normalise_request(req),
+            "model_id": self._inner.model_id(),
         }
+        if self._name is not None:
+            entry["name"] = self._name
         try:
             result: ModelReturn = await pending
         except ModelError as exc:
+            entry.update(self._account(None))
             entry["error"] = {
                 "code": exc.code.value,
                 "message": exc.message,
@@ -109,14 +128,22 @@ class RecordingModel(ModelDefaults):
             }
             self._append(entry)
             raise
+        entry.update(self._account(result.account))
         entry["return"] = return_to_json(result)
         self._append(entry)
         return result
 
+    def _account(self, answered: str | None) -> dict[str, Any]:
+        """The account fields of a line: the label that answered, else the bound one."""
+        binding = self._inner.provider_account()
+        label = answered if answered is not None else binding and binding.label
+        return {"account": label, "provider": binding and binding.provider}
+
     def _append(self, entry: Mapping[str, Any]) -> None:
         line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
         redactor = getattr(self._inner, "redact", None)
-        line = redactor(line) if callable(redactor) else redact_text(line)
+        if callable(redactor):
+            line = redactor(line)
         try:
             with self._cassette.open("a", encoding="utf-8") as out:
                 out.write(line + "\n")
@@ -133,23 +160,38 @@ class _Recording:
     line: int
     request: Mapping[str, Any]
     answer: ModelReturn | ModelError
+    model_id: str = ""
+    account: AccountBinding | None = None
+    name: str | None = None
 
 
 class ReplayModel(ModelDefaults):
-    """Answers from a cassette; never touches the network."""
+    """Answers from a cassette; never touches the network.
 
-    def __init__(self, recordings: Mapping[str, list[_Recording]], file: str) -> None:
+    It stands in for the recorded model: `model_id()` and `provider_account()`
+    are the recorded ones when the cassette's lines (those of `name`, when given
+    and recorded) agree on them, else `replay:FILE` and None.
+    """
+
+    def __init__(
+        self, recordings: Mapping[str, list[_Recording]], file: str, *, name: str | None = None
+    ) -> None:
         self._recordings = recordings
         self._served: dict[str, int] = {}
         self._file = file
+        everything = [e for entries in recordings.values() for e in entries]
         # The request names the model that answered it (its `model_id()`); a replay
         # stands in for those models, so a request also matches under their ids.
-        self._recorded_models = sorted(
-            {str(e.request.get("model")) for entries in recordings.values() for e in entries}
-        )
+        self._recorded_models = sorted({str(e.request.get("model")) for e in everything})
+        mine = [e for e in everything if name is not None and e.name == name] or everything
+        ids = {e.model_id for e in mine if e.model_id}
+        self._model_id = ids.pop() if len(ids) == 1 else f"replay:{file}"
+        accounts = {e.account for e in mine}
+        self._account = accounts.pop() if len(accounts) == 1 else None
 
     @classmethod
-    def from_file(cls, cassette: Path) -> ReplayModel:
+    def from_file(cls, cassette: Path, *, name: str | None = None) -> ReplayModel:
+        """The replay of `cassette`, standing in for the model recorded as `name`."""
         path = Path(cassette)
         try:
             text = path.read_text(encoding="utf-8")
@@ -171,9 +213,8 @@ class ReplayModel(ModelDefaults):
                 continue
             try:
                 entry = json.loads(line)
-                answer = _answer_from_json(entry)
                 recordings.setdefault(str(entry["key"]), []).append(
-                    _Recording(number, entry["request"], answer)
+                    _recording_from_json(number, entry)
                 )
             except RecursionError:
                 raise ModelError(
@@ -187,13 +228,16 @@ class ReplayModel(ModelDefaults):
                     f"cassette {path.name} line {number} is not a recording: {exc}",
                     hint=RERECORD_HINT,
                 ) from None
-        return cls(recordings, path.name)
+        return cls(recordings, path.name, name=name)
 
     def __repr__(self) -> str:
         return f"ReplayModel(cassette={self._file!r}, keys={len(self._recordings)})"
 
     def model_id(self) -> str:
-        return f"replay:{self._file}"
+        return self._model_id
+
+    def provider_account(self) -> AccountBinding | None:
+        return self._account
 
     async def call(self, req: ModelRequest) -> ModelReturn:
         key = request_key(req)
@@ -208,7 +252,8 @@ class ReplayModel(ModelDefaults):
             raise self._miss(req, key)
         served = self._served.get(key, 0)
         self._served[key] = served + 1
-        answer = entries[min(served, len(entries) - 1)].answer
+        recording = entries[min(served, len(entries) - 1)]
+        answer = recording.answer
         if isinstance(answer, ModelError):
             raise ModelError(
                 answer.code,
@@ -217,6 +262,9 @@ class ReplayModel(ModelDefaults):
                 retry_after=answer.retry_after,
                 hint=answer.hint,
             )
+        if not answer.model_id and recording.model_id:
+            # The suggestor would have named the recorded model: replay names it too.
+            return replace(answer, model_id=recording.model_id)
         return answer
 
     async def call_streaming(self, req: ModelRequest, on_increment: OnIncrement) -> ModelReturn:
@@ -253,6 +301,25 @@ class ReplayModel(ModelDefaults):
             hint="the pipeline or its inputs changed since recording; record the run again "
             "(`converge-dsl run PIPELINE --record CASSETTE`)",
         )
+
+
+def _recording_from_json(number: int, entry: Mapping[str, Any]) -> _Recording:
+    """One cassette line; a version-1 line (no model id or account) takes its return's."""
+    answer = _answer_from_json(entry)
+    recorded = answer if isinstance(answer, ModelReturn) else None
+    model_id = entry.get("model_id", recorded.model_id if recorded else "")
+    label = entry.get("account", recorded.account if recorded else None)
+    provider = entry.get("provider")
+    account = None if label is None else AccountBinding(str(provider or "replay"), str(label))
+    name = entry.get("name")
+    return _Recording(
+        number,
+        entry["request"],
+        answer,
+        str(model_id or ""),
+        account,
+        None if name is None else str(name),
+    )
 
 
 def _answer_from_json(entry: Mapping[str, Any]) -> ModelReturn | ModelError:
