@@ -19,8 +19,9 @@ from converge_dsl.models.port import Model
 from ._options import RunOptions
 
 
-def _cassette(path: Path, option: str) -> Model:
-    """The replay model of a cassette named on the command line; a bad one is a `UsageError`."""
+def _cassette(path: Path, option: str, name: str) -> Model:
+    """The replay of a cassette named on the command line, standing in for the model
+    recorded as `name`; a bad cassette is a `UsageError`."""
     from converge_dsl.models import ModelError, ReplayModel
     from converge_dsl.models.cassette import RECORD_HINT
 
@@ -31,7 +32,7 @@ def _cassette(path: Path, option: str) -> Model:
     if not path.exists():
         raise UsageError(f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT)
     try:
-        return ReplayModel.from_file(path)
+        return ReplayModel.from_file(path, name=name)
     except ModelError as exc:
         raise UsageError(
             f"{option}: {exc.message.removeprefix(f'{exc.code.value}: ')}", hint=exc.hint
@@ -66,9 +67,9 @@ def build_models(
         override = options.model_overrides.get(name)
         model: Model
         if options.replay is not None:
-            model = _cassette(options.replay, f"--replay {options.replay}")
+            model = _cassette(options.replay, f"--replay {options.replay}", name)
         elif override is not None:
-            model = _cassette(Path(override), f"--model {name}={override}")
+            model = _cassette(Path(override), f"--model {name}={override}", name)
         else:
             model = build_model(
                 name,
@@ -81,6 +82,6 @@ def build_models(
                 deadline=deadline,
             )
         if options.record is not None:
-            model = RecordingModel(model, options.record, append=True)
+            model = RecordingModel(model, options.record, append=True, name=name)
         models[name] = model
     return models

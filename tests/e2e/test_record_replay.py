@@ -124,3 +124,48 @@ def test_an_agent_run_over_http_replays_byte_identically(
         "model_id": "openai:fake-model",
         "account": "main",
     }
+
+
+CRITIC_SCRIPT = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+default: {reply: "Both evaluations hold up."}
+"""
+
+CRITIC = """\
+  - name: critic
+    kind: llm
+    model: critic
+    dependencies: [evaluations]
+    when: "count('evaluations') >= 2 and not has('hypotheses')"
+    target: hypotheses
+    prompt: {user: "Criticise {{ count('evaluations') }} evaluations."}
+    output: {format: text, id: critique}
+"""
+
+
+def test_a_run_of_several_models_replays_each_as_recorded(tmp_path: Path) -> None:
+    """An agent, its summarizer and an llm on two models share one cassette."""
+    source = (ROOT / "pipelines" / "agent-review.yaml").read_text(encoding="utf-8")
+    models = "  default: {adapter: scripted, script: agent-review.script.yaml}\n"
+    assert models in source
+    source = source.replace(
+        models, models + "  critic: {adapter: scripted, script: critic.script.yaml}\n"
+    )
+    source = source.replace("invariants:\n", CRITIC + "invariants:\n")
+    source = source.replace(
+        "    summarizer:\n      model: default", "    summarizer:\n      model: critic"
+    )
+    (tmp_path / "agent-review.script.yaml").write_text(
+        (ROOT / "pipelines" / "agent-review.script.yaml").read_text(encoding="utf-8")
+    )
+    (tmp_path / "critic.script.yaml").write_text(CRITIC_SCRIPT, encoding="utf-8")
+    pipeline = tmp_path / "two-models.yaml"
+    pipeline.write_text(source, encoding="utf-8")
+    recorded, replayed = record_then_replay(pipeline, tmp_path / "two.cassette.jsonl")
+    assert replayed == recorded
+    facts = json.loads(recorded)["facts"]
+    ids = {f["provenance"]["model_id"] for f in facts["evaluations"]}
+    assert ids == {"scripted:agent-review.script.yaml"}
+    (critique,) = facts["hypotheses"]
+    assert critique["provenance"]["model_id"] == "scripted:critic.script.yaml"
