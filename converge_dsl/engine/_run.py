@@ -6,6 +6,11 @@ A `Run` drives the cycles: it picks the candidates through the registry's
 key index, executes them concurrently, and hands their effects, in
 registration order, to the run's `Admission`. What the run mutates lives in
 its `RunState`; every rule that ends the run raises `Stop`.
+
+The run's deadline (`max_wall_s` after the start, on the injected clock)
+cancels the suggestors in flight: a watcher polls the clock while a cycle
+executes and, once the deadline is reached, cancels them all; the run stops
+with `time_budget_exhausted` and merges nothing from that cycle.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
 _Outcome = tuple[AgentEffect | BaseException, float]
+# How often the deadline watcher reads the clock (real seconds): the run stops
+# at most this long after its deadline, plus the time cancelled calls take to unwind.
+_DEADLINE_POLL_S = 0.02
 
 
 class Run:
@@ -46,6 +54,7 @@ class Run:
         "_started",
         "_state",
         "_stop_on_error",
+        "_timed_out",
     )
 
     def __init__(
@@ -69,6 +78,7 @@ class Run:
         self._stop_on_error = stop_on_error
         self._on_cycle_end = on_cycle_end
         self._cancelled = False
+        self._timed_out = False
         self._inflight: asyncio.Future[list[_Outcome]] | None = None
         self._started = clock.monotonic()
         state.usage.begin(self._started)
@@ -199,15 +209,37 @@ class Run:
                 effect = exc
             return effect, clock.monotonic() - start
 
-        self._inflight = asyncio.gather(*(one(s) for s in accepted))
+        gathered = self._inflight = asyncio.gather(*(one(s) for s in accepted))
+        wall = self._budget.max_wall_s
+        watcher = (
+            None
+            if wall is None
+            else asyncio.ensure_future(self._expire(self._started + wall, gathered))
+        )
         try:
-            return await self._inflight
+            return await gathered
         except asyncio.CancelledError:
             if self._cancelled:
                 raise Stop(StopReason.CANCELLED) from None
+            if self._timed_out:
+                raise Stop(StopReason.TIME_BUDGET_EXHAUSTED) from None
             raise
         finally:
             self._inflight = None
+            if watcher is not None:
+                watcher.cancel()
+
+    async def _expire(self, deadline: float, gathered: asyncio.Future[list[_Outcome]]) -> None:
+        """Cancel `gathered` once the injected clock reaches `deadline`.
+
+        The clock is polled (a fake clock only moves when something sleeps on it
+        or advances it, so no event-loop timer can stand for it).
+        """
+        clock = self._clock
+        while (left := deadline - clock.monotonic()) > 0:
+            await asyncio.sleep(min(left, _DEADLINE_POLL_S))
+        self._timed_out = True
+        gathered.cancel()
 
     # -- outcomes ------------------------------------------------------------------
 

@@ -107,7 +107,7 @@ class Reservation:
         if not self._open:
             return False
         self._open = False
-        self._meter._unhold(self._tokens)  # noqa: SLF001 - the meter's own reservation
+        self._meter._unhold(self._tokens)  # the meter's own bookkeeping
         return True
 
 
