@@ -8,8 +8,9 @@ registration order, to the run's `Admission`. What the run mutates lives in
 its `RunState`; every rule that ends the run raises `Stop`.
 
 The run's deadline (`max_wall_s` after the start, on the injected clock)
-cancels the suggestors in flight: a watcher polls the clock while a cycle
-executes and, once the deadline is reached, cancels them all; the run stops
+cancels the suggestors in flight: while a cycle executes, a watcher waits for
+the deadline (an event-loop timer on the system clock, polling any other
+injected clock) and then cancels them all; the run stops
 with `time_budget_exhausted` and merges nothing from that cycle.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from converge_dsl.clock import Clock
+from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._registry import Registry
@@ -29,8 +30,9 @@ from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
 _Outcome = tuple[AgentEffect | BaseException, float]
-# How often the deadline watcher reads the clock (real seconds): the run stops
-# at most this long after its deadline, plus the time cancelled calls take to unwind.
+# How often the deadline watcher reads an injected (non-system) clock, in real
+# seconds: the run stops at most this long after its deadline, plus the time the
+# cancelled calls take to unwind.
 _DEADLINE_POLL_S = 0.02
 
 
@@ -230,14 +232,18 @@ class Run:
                 watcher.cancel()
 
     async def _expire(self, deadline: float, gathered: asyncio.Future[list[_Outcome]]) -> None:
-        """Cancel `gathered` once the injected clock reaches `deadline`.
-
-        The clock is polled (a fake clock only moves when something sleeps on it
-        or advances it, so no event-loop timer can stand for it).
-        """
+        """Cancel `gathered` once the injected clock reaches `deadline`."""
         clock = self._clock
-        while (left := deadline - clock.monotonic()) > 0:
-            await asyncio.sleep(min(left, _DEADLINE_POLL_S))
+        if isinstance(clock, SystemClock):
+            # The event loop's clock is the system's monotonic clock: one timer does.
+            await asyncio.sleep(max(0.0, deadline - clock.monotonic()))
+        else:
+            # Any other clock moves only when something sleeps on it or advances it:
+            # poll it, reading it only after a first pause (a test clock may tick
+            # when read, and a short cycle should not move it).
+            await asyncio.sleep(_DEADLINE_POLL_S)
+            while clock.monotonic() < deadline:
+                await asyncio.sleep(_DEADLINE_POLL_S)
         self._timed_out = True
         gathered.cancel()
 

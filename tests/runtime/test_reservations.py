@@ -77,6 +77,19 @@ def test_one_call_budget_lets_one_of_three_concurrent_llm_calls_through(tmp_path
     assert hypotheses(outcome) == ("a",)  # the first registered suggestor reserved it
 
 
+def test_concurrent_calls_in_flight_never_pass_the_call_budget(tmp_path: Path) -> None:
+    names = tuple(f"s{index}" for index in range(10))
+    with FakeProviderServer() as server:
+        server.reset(FakeReply(delay_s=0.1))  # all the granted calls are in flight at once
+        path = pipeline(tmp_path, server, budget="{max_model_calls: 4}", names=names, retries=0)
+        outcome = asyncio.run(run_pipeline(options(path, FakeClock())))
+        requests = len(server.requests)
+    assert requests == 4
+    assert outcome.result.usage.model_calls == 4
+    assert outcome.result.stop_reason is StopReason.MODEL_CALL_BUDGET_EXHAUSTED
+    assert hypotheses(outcome) == names[:4]
+
+
 def test_failed_attempts_count_against_the_call_budget(tmp_path: Path) -> None:
     with FakeProviderServer() as server:
         server.reset(FakeReply(status=500))
