@@ -198,6 +198,7 @@ class Run:
             return []
         limit = self._budget.max_concurrency
         semaphore = asyncio.Semaphore(limit) if len(accepted) > limit else None
+        unfinished = {suggestor.name for suggestor in accepted}
 
         async def one(suggestor: Suggestor) -> _Outcome:
             start = clock.monotonic()
@@ -209,6 +210,7 @@ class Run:
                         effect = await suggestor.execute(ctx)
             except Exception as exc:
                 effect = exc
+            unfinished.discard(suggestor.name)
             return effect, clock.monotonic() - start
 
         gathered = self._inflight = asyncio.gather(*(one(s) for s in accepted))
@@ -224,12 +226,21 @@ class Run:
             if self._cancelled:
                 raise Stop(StopReason.CANCELLED) from None
             if self._timed_out:
+                self._log_deadline([s.name for s in accepted if s.name in unfinished])
                 raise Stop(StopReason.TIME_BUDGET_EXHAUSTED) from None
             raise
         finally:
             self._inflight = None
             if watcher is not None:
                 watcher.cancel()
+
+    def _log_deadline(self, names: list[str]) -> None:
+        """Trace the suggestors the deadline cancelled in flight (their effects are dropped)."""
+        log, cycle = self._log, self._state.context.cycle
+        if log.enabled:
+            for name in names:
+                error = "cancelled in flight at the run's deadline (max_wall_s)"
+                log.emit(ev.SuggestorFailed(cycle=cycle, suggestor=name, error=error))
 
     async def _expire(self, deadline: float, gathered: asyncio.Future[list[_Outcome]]) -> None:
         """Cancel `gathered` once the injected clock reaches `deadline`."""

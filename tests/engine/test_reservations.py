@@ -120,7 +120,8 @@ class _Quick(SuggestorBase):
 
 def test_the_deadline_cancels_the_suggestors_in_flight_and_keeps_nothing_of_the_cycle() -> None:
     clock = FakeClock()
-    engine = Engine(budget=Budget(max_wall_s=3), clock=clock)
+    events: list[object] = []
+    engine = Engine(budget=Budget(max_wall_s=3), clock=clock, events=events.append)
     ready = asyncio.Event()
     slow = _Slow("slow", ready)
     engine.register_all([_Quick(), slow])
@@ -137,6 +138,9 @@ def test_the_deadline_cancels_the_suggestors_in_flight_and_keeps_nothing_of_the_
     assert stopped_at == 3.0
     assert slow.cancelled
     assert kept == 0
+    failed = [e for e in events if getattr(e, "type", None) == "suggestor_failed"]
+    assert [(e.suggestor, e.cycle) for e in failed] == [("slow", 1)]  # type: ignore[attr-defined]
+    assert "deadline" in failed[0].error  # type: ignore[attr-defined]
 
 
 def test_a_cycle_that_ends_before_the_deadline_is_not_cancelled() -> None:
