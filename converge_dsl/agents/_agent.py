@@ -2,7 +2,9 @@
 
 Failures: a model error is hard (an `AgentError` carrying the source span);
 `context_exceeded` is hard; tool errors are soft (sent back to the model);
-a spent run budget ends the loop with what was proposed so far.
+a spent run budget (a refused reservation, or a model refusing a retry for the
+run's budget) ends the loop with what was proposed so far. Every model call is
+made under a reservation of the run's meter, settled with the model's usage.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from converge_dsl.compiler import CompileContext, CoreSuggestor, SuggestorCore, 
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import AgentEffect, ContextView, Provenance
 from converge_dsl.errors import RunError
-from converge_dsl.models.port import Message, Model, ModelError, ModelRequest, ToolCallPart
+from converge_dsl.models.port import (
+    Message,
+    Model,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ToolCallPart,
+)
 
 
 class AgentError(RunError):
@@ -59,24 +68,31 @@ class AgentSuggestor(CoreSuggestor):
         )
 
     async def _call_model(self, request: ModelRequest, cycle: int) -> Message | None:
-        """One model call of the turn loop, metered; None when the run's budget refuses it."""
-        if self.meter is not None and not self.meter.can_call():
+        """One model call of the turn loop under a reservation of the run's meter;
+        None when the run's budget refuses it (or refuses the model a retry)."""
+        reservation = None if self.meter is None else self.meter.reserve()
+        if self.meter is not None and reservation is None:
             return None
         try:
             answer = await self.model.call(request)
         except ModelError as exc:
+            if reservation is not None:
+                reservation.settle()
+            if self.meter is not None and exc.code is ModelErrorCode.BUDGET_EXHAUSTED:
+                self.meter.note_budget_refusal()
+                return None
             raise self._fail(
                 "model_error",
                 f"model call failed at turn {request.turn}: {exc.message}",
                 cycle,
                 exc.hint,
             ) from None
-        if self.meter is not None:
-            self.meter.record(
-                model_calls=1,
-                input_tokens=answer.usage.input_tokens,
-                output_tokens=answer.usage.output_tokens,
-            )
+        except BaseException:  # cancelled in flight: the call was made all the same
+            if reservation is not None:
+                reservation.settle()
+            raise
+        if reservation is not None:
+            reservation.settle(answer.usage)
         return answer.message
 
     async def execute(self, ctx: ContextView) -> AgentEffect:

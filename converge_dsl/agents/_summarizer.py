@@ -31,7 +31,11 @@ class SpanSummarizer(Protocol):
 
 
 class ModelSummarizer:
-    """A summarizer backed by a model of the pipeline."""
+    """A summarizer backed by a model of the pipeline.
+
+    With a `meter`, each call is made under a reservation of the run's meter
+    (settled with the model's usage; a refusal raises, and the caller keeps the stub).
+    """
 
     def __init__(
         self,
@@ -61,13 +65,17 @@ class ModelSummarizer:
             ),
             suggestor=self._suggestor,
         )
-        answer = await self._model.call(request)
-        if self._meter is not None:
-            self._meter.record(
-                model_calls=1,
-                input_tokens=answer.usage.input_tokens,
-                output_tokens=answer.usage.output_tokens,
-            )
+        if self._meter is None:
+            return (await self._model.call(request)).text
+        reservation = self._meter.reserve()
+        if reservation is None:
+            raise RuntimeError("the run's model budget is spent")
+        try:
+            answer = await self._model.call(request)
+        except BaseException:  # failed or cancelled: the call was made all the same
+            reservation.settle()
+            raise
+        reservation.settle(answer.usage)
         return answer.text
 
 

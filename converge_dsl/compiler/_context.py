@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
+from converge_dsl.engine.budget import Reservation, StopReason
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, SourceMap
@@ -48,6 +49,10 @@ class UsageRecorder(Protocol):
     ) -> None: ...
 
     def can_call(self) -> bool: ...
+
+    def reserve(self, tokens_estimate: int = 0) -> Reservation | None: ...
+
+    def note_budget_refusal(self) -> StopReason: ...
 
 
 # The engine's `EventSink`: a callable taking a pydantic event.

@@ -15,8 +15,12 @@ an expression over them (the `when` language) whose value must be JSON.
 Defaults: id `<suggestor>-<index>`, content the item itself (a JSON item's
 canonical JSON text; content is always text), data the item for `json` and
 none for `text` and `lines`, confidence 0.7.
-Every call is recorded in the usage meter (1 call + the tokens the model
-reports). Provenance is `name@pipeline` with the model id and account label.
+Every call first reserves one call and its input estimate in the usage meter;
+the reservation is settled with the tokens the model reports (or, when the
+call fails, with none: it reached the model all the same). A refused
+reservation, or a model that refuses a retry for the run's budget, yields no
+proposal and leaves the refusal to the engine (the run stops with the budget's
+reason). Provenance is `name@pipeline` with the model id and account label.
 """
 
 from __future__ import annotations
@@ -37,7 +41,14 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
 )
-from converge_dsl.models.port import Message, Model, ModelRequest
+from converge_dsl.models.port import (
+    Message,
+    Model,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ModelReturn,
+)
 
 from ._common import (
     CoreSuggestor,
@@ -98,12 +109,9 @@ class LlmSuggestor(CoreSuggestor):
             temperature=self.temperature,
             suggestor=core.name,
         )
-        answer = await self.model.call(request)
-        self.usage.record(
-            model_calls=1,
-            input_tokens=answer.usage.input_tokens,
-            output_tokens=answer.usage.output_tokens,
-        )
+        answer = await self._call(request)
+        if answer is None:
+            return AgentEffect(())
         provenance = Provenance(
             core.source, answer.model_id or self.model.model_id(), answer.account
         )
@@ -117,6 +125,26 @@ class LlmSuggestor(CoreSuggestor):
                 for index, item in enumerate(items)
             )
         )
+
+    async def _call(self, request: ModelRequest) -> ModelReturn | None:
+        """The model's answer under a reservation; None when the run's budget refused it."""
+        chars = sum(len(t) for t in request.system) + len(request.messages[0].text_content)
+        reservation = self.usage.reserve(-(-chars // 4))
+        if reservation is None:
+            return None
+        try:
+            answer = await self.model.call(request)
+        except ModelError as exc:
+            reservation.settle()
+            if exc.code is not ModelErrorCode.BUDGET_EXHAUSTED:
+                raise
+            self.usage.note_budget_refusal()
+            return None
+        except BaseException:  # cancelled in flight: the call was made all the same
+            reservation.settle()
+            raise
+        reservation.settle(answer.usage)
+        return answer
 
     def _proposal(
         self, scope: dict[str, Any], item: Any, index: int, cycle: int, provenance: Provenance

@@ -6,6 +6,12 @@ A `Run` drives the cycles: it picks the candidates through the registry's
 key index, executes them concurrently, and hands their effects, in
 registration order, to the run's `Admission`. What the run mutates lives in
 its `RunState`; every rule that ends the run raises `Stop`.
+
+The run's deadline (`max_wall_s` after the start, on the injected clock)
+cancels the suggestors in flight: while a cycle executes, a watcher waits for
+the deadline (an event-loop timer on the system clock, polling any other
+injected clock) and then cancels them all; the run stops
+with `time_budget_exhausted` and merges nothing from that cycle.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from converge_dsl.clock import Clock
+from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._registry import Registry
@@ -24,6 +30,10 @@ from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
 _Outcome = tuple[AgentEffect | BaseException, float]
+# How often the deadline watcher reads an injected (non-system) clock, in real
+# seconds: the run stops at most this long after its deadline, plus the time the
+# cancelled calls take to unwind.
+_DEADLINE_POLL_S = 0.02
 
 
 class Run:
@@ -46,6 +56,7 @@ class Run:
         "_started",
         "_state",
         "_stop_on_error",
+        "_timed_out",
     )
 
     def __init__(
@@ -69,6 +80,7 @@ class Run:
         self._stop_on_error = stop_on_error
         self._on_cycle_end = on_cycle_end
         self._cancelled = False
+        self._timed_out = False
         self._inflight: asyncio.Future[list[_Outcome]] | None = None
         self._started = clock.monotonic()
         state.usage.begin(self._started)
@@ -186,6 +198,7 @@ class Run:
             return []
         limit = self._budget.max_concurrency
         semaphore = asyncio.Semaphore(limit) if len(accepted) > limit else None
+        unfinished = {suggestor.name for suggestor in accepted}
 
         async def one(suggestor: Suggestor) -> _Outcome:
             start = clock.monotonic()
@@ -197,17 +210,53 @@ class Run:
                         effect = await suggestor.execute(ctx)
             except Exception as exc:
                 effect = exc
+            unfinished.discard(suggestor.name)
             return effect, clock.monotonic() - start
 
-        self._inflight = asyncio.gather(*(one(s) for s in accepted))
+        gathered = self._inflight = asyncio.gather(*(one(s) for s in accepted))
+        wall = self._budget.max_wall_s
+        watcher = (
+            None
+            if wall is None
+            else asyncio.ensure_future(self._expire(self._started + wall, gathered))
+        )
         try:
-            return await self._inflight
+            return await gathered
         except asyncio.CancelledError:
             if self._cancelled:
                 raise Stop(StopReason.CANCELLED) from None
+            if self._timed_out:
+                self._log_deadline([s.name for s in accepted if s.name in unfinished])
+                raise Stop(StopReason.TIME_BUDGET_EXHAUSTED) from None
             raise
         finally:
             self._inflight = None
+            if watcher is not None:
+                watcher.cancel()
+
+    def _log_deadline(self, names: list[str]) -> None:
+        """Trace the suggestors the deadline cancelled in flight (their effects are dropped)."""
+        log, cycle = self._log, self._state.context.cycle
+        if log.enabled:
+            for name in names:
+                error = "cancelled in flight at the run's deadline (max_wall_s)"
+                log.emit(ev.SuggestorFailed(cycle=cycle, suggestor=name, error=error))
+
+    async def _expire(self, deadline: float, gathered: asyncio.Future[list[_Outcome]]) -> None:
+        """Cancel `gathered` once the injected clock reaches `deadline`."""
+        clock = self._clock
+        if isinstance(clock, SystemClock):
+            # The event loop's clock is the system's monotonic clock: one timer does.
+            await asyncio.sleep(max(0.0, deadline - clock.monotonic()))
+        else:
+            # Any other clock moves only when something sleeps on it or advances it:
+            # poll it, reading it only after a first pause (a test clock may tick
+            # when read, and a short cycle should not move it).
+            await asyncio.sleep(_DEADLINE_POLL_S)
+            while clock.monotonic() < deadline:
+                await asyncio.sleep(_DEADLINE_POLL_S)
+        self._timed_out = True
+        gathered.cancel()
 
     # -- outcomes ------------------------------------------------------------------
 

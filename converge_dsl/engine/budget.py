@@ -1,16 +1,24 @@
 """Budgets, the usage meter, and the reasons a run stops.
 
 `Budget` bounds a run. `UsageMeter` counts model calls and tokens and knows the
-run's wall-clock deadline: the engine owns one (`Engine.usage`), LLM suggestors,
-agents and summarizers record into it and ask `can_call()` before every model
-call. A refused call is remembered (`refused`) so the engine stops the run with
-the matching reason after the cycle instead of reporting a fixed point.
+run's wall-clock deadline: the engine owns one (`Engine.usage`). Budgets are
+reservations (docs/architecture.md §7): before a model call, an LLM suggestor,
+agent or summarizer takes a `Reservation` (`reserve`) of one call and its token
+estimate, and settles it with the real usage (`settle`) or gives it back
+(`release`). Outstanding reservations count against the limits, so concurrent
+calls never take the meter past `max_model_calls`. Every further attempt of a
+call that reaches a server (a provider retry or failover) consumes one more
+call through `allow_attempt`, the models' attempt gate. A refused call is
+remembered (`refused`) so the engine stops the run with the matching reason
+after the cycle instead of reporting a fixed point. `can_call`/`record` remain
+for callers that meter after the fact.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from converge_dsl.clock import Clock
 
@@ -59,10 +67,64 @@ class UsageTotals:
         return self.input_tokens + self.output_tokens
 
 
+class TokenUsage(Protocol):
+    """What a settled call reports: the model port's `Usage` has these fields."""
+
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+
+class Reservation:
+    """One model call (and its token estimate) held against the meter until settled.
+
+    `settle(usage)` counts the call with its real tokens; `release()` gives the
+    call back (it never reached a model). Only the first of the two has an
+    effect; later calls are ignored, so a `finally: release()` is always safe.
+    """
+
+    __slots__ = ("_meter", "_open", "_tokens")
+
+    def __init__(self, meter: UsageMeter, tokens: int) -> None:
+        self._meter = meter
+        self._tokens = tokens
+        self._open = True
+
+    def settle(self, usage: TokenUsage | None = None) -> None:
+        """Count the reserved call with `usage`'s tokens (None: no tokens known)."""
+        if self._close():
+            tokens_in = 0 if usage is None else usage.input_tokens
+            tokens_out = 0 if usage is None else usage.output_tokens
+            self._meter.record(model_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)
+
+    def release(self) -> None:
+        """Give the reserved call back: it was never made."""
+        self._close()
+
+    def _close(self) -> bool:
+        if not self._open:
+            return False
+        self._open = False
+        self._meter._unhold(self._tokens)  # the meter's own bookkeeping
+        return True
+
+
 class UsageMeter:
     """Counts model calls and tokens against a `Budget`; with a clock, watches the deadline too."""
 
-    __slots__ = ("_budget", "_calls", "_clock", "_deadline", "_input", "_output", "_refused")
+    __slots__ = (
+        "_budget",
+        "_calls",
+        "_clock",
+        "_deadline",
+        "_held_calls",
+        "_held_tokens",
+        "_input",
+        "_output",
+        "_refused",
+    )
 
     def __init__(
         self, budget: Budget, start: UsageTotals | None = None, *, clock: Clock | None = None
@@ -72,6 +134,7 @@ class UsageMeter:
         self._deadline: float | None = None
         self._refused: StopReason | None = None
         self._calls = self._input = self._output = 0
+        self._held_calls = self._held_tokens = 0
         self.restore(start or UsageTotals())
 
     def begin(self, started: float) -> None:
@@ -97,8 +160,52 @@ class UsageMeter:
         """Why the first refused `can_call()` of this run said no (None: nothing refused)."""
         return self._refused
 
+    @property
+    def deadline(self) -> float | None:
+        """The run's deadline on the meter's clock (None: no time budget or no clock)."""
+        return self._deadline
+
+    def reserve(self, tokens_estimate: int = 0) -> Reservation | None:
+        """Hold one model call and `tokens_estimate` tokens, or None when a limit forbids it.
+
+        Outstanding reservations count as calls (and their estimates as tokens), so
+        concurrent callers never pass `max_model_calls`. A refusal is remembered
+        (see `refused`).
+        """
+        reason = self._blocked(extra_calls=1)
+        if reason is not None:
+            self._refuse(reason)
+            return None
+        self._held_calls += 1
+        self._held_tokens += max(0, tokens_estimate)
+        return Reservation(self, max(0, tokens_estimate))
+
+    def allow_attempt(self) -> bool:
+        """The attempt gate: consume one call for a further attempt of a reserved call.
+
+        A provider retry or failover reaches a server again, so it counts as a
+        model call; False (remembered in `refused`) when the budget has none left.
+        """
+        reason = self._blocked(extra_calls=1)
+        if reason is not None:
+            self._refuse(reason)
+            return False
+        self._calls += 1
+        return True
+
+    def note_budget_refusal(self) -> StopReason:
+        """A model refused an attempt for the run's budget: the reason to stop with.
+
+        The remembered refusal if there is one (the attempt gate said no), else
+        the time budget (the deadline left no room for the retry).
+        """
+        self._refuse(StopReason.TIME_BUDGET_EXHAUSTED)
+        assert self._refused is not None
+        return self._refused
+
     def can_call(self) -> bool:
-        """False once the model-call or token budget is reached or the deadline has passed.
+        """False once the model-call or token budget is reached (counting outstanding
+        reservations) or the deadline has passed.
 
         A refusal is remembered (see `refused`).
         """
@@ -108,12 +215,33 @@ class UsageMeter:
         return reason is None
 
     def limit_reached(self) -> StopReason | None:
-        """The limit that forbids another model call now (calls, tokens, then time), or None."""
-        reason = self.exhausted(reached=True)
+        """The limit that forbids another model call now (calls, tokens, then time), or None.
+
+        Outstanding reservations count as made.
+        """
+        return self._blocked(extra_calls=1)
+
+    def _blocked(self, *, extra_calls: int) -> StopReason | None:
+        """The limit that forbids `extra_calls` more calls beside the held ones, or None."""
+        budget = self._budget
+        calls = self._calls + self._held_calls + extra_calls
+        if budget.max_model_calls is not None and calls > budget.max_model_calls:
+            return StopReason.MODEL_CALL_BUDGET_EXHAUSTED
+        tokens = self._input + self._output + self._held_tokens
+        if budget.max_tokens is not None and tokens >= budget.max_tokens:
+            return StopReason.TOKEN_BUDGET_EXHAUSTED
         deadline, clock = self._deadline, self._clock
-        if reason is None and deadline is not None and clock is not None:
-            return StopReason.TIME_BUDGET_EXHAUSTED if clock.monotonic() >= deadline else None
-        return reason
+        if deadline is not None and clock is not None and clock.monotonic() >= deadline:
+            return StopReason.TIME_BUDGET_EXHAUSTED
+        return None
+
+    def _refuse(self, reason: StopReason) -> None:
+        if self._refused is None:
+            self._refused = reason
+
+    def _unhold(self, tokens: int) -> None:
+        self._held_calls -= 1
+        self._held_tokens -= tokens
 
     def exhausted(self, *, reached: bool) -> StopReason | None:
         """The budget stop reason if usage has reached (`reached=True`) or gone over a limit."""

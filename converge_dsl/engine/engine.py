@@ -8,6 +8,9 @@ One `run`:
    dependencies, kept if `accepts()`, in registration order;
 3. no candidate -> acceptance invariants -> `converged`;
 4. candidates `execute` concurrently (at most `max_concurrency` at once);
+   at the run's deadline (`max_wall_s`) the ones still executing are
+   cancelled, and the run stops `time_budget_exhausted` keeping nothing of
+   that cycle;
 5. effects merge in registration order whatever order they finished in:
    kernel rules (provenance, known key, same id = same content), then the
    promotion gate (rejections become `diagnostic` facts
@@ -54,7 +57,8 @@ class Engine:
     `RunResult.events` too (turn it off for very large runs). `usage` is the
     run's usage meter when the caller made it first (to hand it to suggestors
     and models before the engine exists; it should meter `budget` on `clock`);
-    by default the engine makes its own. One engine runs one run at a time.
+    by default the engine makes its own; model-backed suggestors reserve each
+    call in it before making it. One engine runs one run at a time.
     """
 
     def __init__(

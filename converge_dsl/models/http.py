@@ -18,9 +18,11 @@ Retry policy, per call:
   from the injected rng, `Retry-After` when given) and retry, up to `retries`
   and `max_retry_wait_s` of total waiting.
 - The run's budget bounds the rest: before every retry or failover attempt
-  (never before the first) the injected `attempt_gate` is asked, and no retry
-  may start past `deadline` (monotonic seconds on the injected clock); either
-  refusal is `E_BUDGET_EXHAUSTED` naming the last provider error.
+  (never before the first, which the caller's reservation covers) the injected
+  `attempt_gate` is asked, and no retry may start past `deadline` (monotonic
+  seconds on the injected clock); either refusal is `E_BUDGET_EXHAUSTED`
+  naming the last provider error. In a run the gate is the usage meter's
+  `allow_attempt`: every attempt that reaches a server counts as a model call.
 - `Retry-After` is seconds or an HTTP date; a date is read against the injected
   wall clock (`wall_time`, epoch seconds), so tests stay deterministic.
 - Once a streamed increment was handed out, nothing is retried: the caller
@@ -251,13 +253,15 @@ class HttpModel(ModelDefaults):
             self._pool.select(decision.select)
 
     def _check_budget(self, last: ModelError, wait: float) -> None:
-        """Raise `E_BUDGET_EXHAUSTED` unless the run allows another attempt `wait` s from now."""
-        if self._attempt_gate is not None and not self._attempt_gate():
-            reason = "the run's budget allows no further attempt"
-            hint = "raise the run's budget, or fix the provider failure above"
-        elif self._deadline is not None and self._clock.monotonic() + wait > self._deadline:
+        """Raise `E_BUDGET_EXHAUSTED` unless the run allows another attempt `wait` s from now
+        (an allowed attempt has consumed a call from the gate)."""
+        # The deadline first: the gate consumes a call when it allows the attempt.
+        if self._deadline is not None and self._clock.monotonic() + wait > self._deadline:
             reason = f"the run's deadline leaves no time for another attempt (next in {wait:g} s)"
             hint = "raise the run's time budget, or fix the provider failure above"
+        elif self._attempt_gate is not None and not self._attempt_gate():
+            reason = "the run's budget allows no further attempt"
+            hint = "raise the run's budget, or fix the provider failure above"
         else:
             return
         raise ModelError(

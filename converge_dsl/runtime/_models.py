@@ -1,7 +1,8 @@
 """The run's models, built from the compiler's typed model declarations.
 
 Provider retries and failovers are bounded by the run's budget: each asks the
-attempt gate (the run's usage meter) first, and none starts past the run's
+attempt gate (the run's usage meter, where each further attempt consumes a
+model call) first, and none starts past the run's
 wall-clock deadline. `--replay` and `--model NAME=CASSETTE` answer from
 cassettes; `--record` wraps every model in a recorder.
 """

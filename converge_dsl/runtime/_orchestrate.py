@@ -73,7 +73,7 @@ async def _run_locked(
     try:
         settings = compile_settings(document, inputs=options.inputs)
         meter = UsageMeter(settings.budget, clock=options.clock)
-        models = build_models(settings, options, attempt_gate=meter.can_call)
+        models = build_models(settings, options, attempt_gate=meter.allow_attempt)
         compiled = compile_pipeline(
             settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
         )

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from converge_dsl.compiler import CompiledPipeline, compile_pipeline
+from converge_dsl.engine.budget import Reservation, StopReason
 from converge_dsl.frontend import load_text
 from converge_dsl.models.port import Message, ModelRequest, ModelReturn, Usage
 
@@ -47,6 +48,15 @@ class Usage_:
 
     def can_call(self) -> bool:
         return True
+
+    def reserve(self, tokens_estimate: int = 0) -> Reservation | None:
+        return Reservation(self, 0)  # type: ignore[arg-type]  # settles into `record`
+
+    def _unhold(self, tokens: int) -> None:
+        return None
+
+    def note_budget_refusal(self) -> StopReason:
+        return StopReason.ERROR
 
 
 Compile = Callable[..., CompiledPipeline]
