@@ -97,6 +97,7 @@ class LlmSuggestor(CoreSuggestor):
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             suggestor=core.name,
+            response_schema=self.response_schema if self.format == "json" else None,
         )
         answer = await self.model.call(request)
         self.usage.record(
