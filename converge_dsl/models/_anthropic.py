@@ -21,7 +21,9 @@ A request with a `response_schema` forces a tool: `tools` gains `{name:
 "answer", description, input_schema: schema}` and `tool_choice` names it. The
 input the model gives that tool is the answer: it becomes the answer's text
 (canonical JSON), streamed (one increment, when its block closes) or not, and
-an answer whose only tool call was the answer tool ends `end_turn`.
+an answer whose only tool call was the answer tool ends `end_turn`. A tool's
+input is an object, so any other schema is wrapped as the input's one
+property `answer`, and unwrapped from the answer.
 
 Streamed content blocks are indexed; a `tool_use` block is complete at its
 `content_block_stop` and is handed over then. The answer is complete only at
@@ -111,7 +113,7 @@ class AnthropicWire:
                 {
                     "name": answer,
                     "description": ANSWER_DESCRIPTION,
-                    "input_schema": thaw_json(req.response_schema),
+                    "input_schema": _answer_schema(req.response_schema, names),
                 }
             )
             body["tool_choice"] = {"type": "tool", "name": answer}
@@ -133,7 +135,7 @@ class AnthropicWire:
                 expect(isinstance(tool_input, Mapping), "tool_use block has no object input")
                 name = str_field(block, "name", "tool_use block")
                 if name == names.answer:
-                    answer_text = canonical_json(tool_input)
+                    answer_text = _answer_of(tool_input, names)
                     continue
                 parts.append(
                     ToolCallPart(
@@ -160,7 +162,27 @@ class AnthropicWire:
 
 
 SYSTEM_PREFIX = "[system] "
+ANSWER_FIELD = "answer"
 ANSWER_DESCRIPTION = "Give your answer: its input is the whole answer, shaped by the schema."
+
+
+def _answer_schema(schema: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:
+    """The answer tool's `input_schema`. A tool's input is an object, so a schema
+    for anything else (an array of items, say) is wrapped as the one required
+    property `ANSWER_FIELD`, which `_answer_of` unwraps."""
+    plain: dict[str, Any] = thaw_json(schema)
+    if plain.get("type") == "object":
+        return plain
+    names.answer_field = ANSWER_FIELD
+    return {"type": "object", "properties": {ANSWER_FIELD: plain}, "required": [ANSWER_FIELD]}
+
+
+def _answer_of(tool_input: Mapping[str, Any], names: ToolNames) -> str:
+    """The answer text (canonical JSON) the forced answer tool's input stands for."""
+    if names.answer_field is None:
+        return canonical_json(tool_input)
+    expect(names.answer_field in tool_input, f"the answer tool's input has no `{ANSWER_FIELD}`")
+    return canonical_json(tool_input[names.answer_field])
 
 
 def _answer(parts: list[Part], answer_text: str | None, stop: str, usage: Usage | None) -> Answer:
@@ -308,8 +330,7 @@ class AnthropicStream:
 
     def _answer_text(self, block: _Block) -> str:
         """The forced answer tool's input, as canonical JSON text."""
-        value = tool_input("".join(block.pieces), block.name)
-        return canonical_json(value)
+        return _answer_of(tool_input("".join(block.pieces), block.name), self._names)
 
     def _index(self, data: Mapping[str, Any]) -> int:
         index = data.get("index")

@@ -130,12 +130,13 @@ def usage_from(data: Any, input_name: str, output_name: str) -> Usage | None:
 class ToolNames:
     """Maps tool names (`context.read`) to provider-safe ones (`context_read`) and back."""
 
-    __slots__ = ("_to_local", "_to_wire", "answer")
+    __slots__ = ("_to_local", "_to_wire", "answer", "answer_field")
 
     def __init__(self, tools: Iterable[ToolSpec]) -> None:
         self._to_wire: dict[str, str] = {}
         self._to_local: dict[str, str] = {}
         self.answer: str | None = None  # the forced answer tool's wire name, once reserved
+        self.answer_field: str | None = None  # the input field holding a wrapped answer
         for tool in tools:
             self.wire(tool.name)
 

@@ -105,6 +105,16 @@ def test_output_schema_wins_over_the_key_schema(compile_yaml: Compile, fake_mode
     assert suggestor.response_schema == {"type": "array"}
     (proposal,) = _execute(suggestor)  # the gate, not the suggestor, checks the key schema
     assert proposal.data == {"category": "refund"}
+    assert suggestor.model.requests[0].response_schema == {"type": "array"}  # type: ignore[attr-defined]
+
+
+def test_only_json_answers_ask_the_model_for_a_shape(
+    compile_yaml: Compile, fake_model: Any
+) -> None:
+    output = "    output: {format: lines, schema: {type: array}}\n"
+    suggestor = _compile(compile_yaml, fake_model("a"), output)
+    _execute(suggestor)
+    assert suggestor.model.requests[0].response_schema is None  # type: ignore[attr-defined]
 
 
 def test_nan_in_an_answer_is_not_json(compile_yaml: Compile, fake_model: Any) -> None:
