@@ -169,12 +169,19 @@ ANSWER_DESCRIPTION = "Give your answer: its input is the whole answer, shaped by
 def _answer_schema(schema: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:
     """The answer tool's `input_schema`. A tool's input is an object, so a schema
     for anything else (an array of items, say) is wrapped as the one required
-    property `ANSWER_FIELD`, which `_answer_of` unwraps."""
+    property `ANSWER_FIELD`, which `_answer_of` unwraps. Its `$defs` (and
+    `definitions`) move to the wrapper's root, where its local `$ref`s look."""
     plain: dict[str, Any] = thaw_json(schema)
     if plain.get("type") == "object":
         return plain
     names.answer_field = ANSWER_FIELD
-    return {"type": "object", "properties": {ANSWER_FIELD: plain}, "required": [ANSWER_FIELD]}
+    hoisted: dict[str, Any] = {k: plain.pop(k) for k in ("$defs", "definitions") if k in plain}
+    return {
+        "type": "object",
+        "properties": {ANSWER_FIELD: plain},
+        "required": [ANSWER_FIELD],
+        **hoisted,
+    }
 
 
 def _answer_of(tool_input: Mapping[str, Any], names: ToolNames) -> str:

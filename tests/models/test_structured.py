@@ -145,6 +145,19 @@ def test_anthropic_wraps_a_schema_that_is_not_an_object(
     }
 
 
+def test_anthropic_wrapping_keeps_local_refs_resolvable(server: FakeProviderServer) -> None:
+    defs = {"$defs": {"item": SCHEMA["items"]}}
+    schema = {"type": "array", "items": {"$ref": "#/$defs/item"}, **defs}
+    using(http_model(server, "anthropic"), lambda m: m.call(shaped(schema=schema)))
+    (tool,) = server.requests[0].body["tools"]
+    assert tool["input_schema"] == {
+        "type": "object",
+        "properties": {"answer": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
+        "required": ["answer"],
+        **defs,
+    }
+
+
 def test_anthropic_wrapped_answer_without_its_field_is_a_wire_error(
     server: FakeProviderServer,
 ) -> None:
