@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import referencing.exceptions
 
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.models._common import (
@@ -182,7 +183,12 @@ def schema_problem(text: str, schema: Mapping[str, Any]) -> str | None:
         return f"the reply is not JSON ({exc})"
     plain = thaw_json(schema)
     validator = jsonschema.validators.validator_for(plain, jsonschema.Draft202012Validator)
-    error = jsonschema.exceptions.best_match(validator(plain).iter_errors(value))
+    try:
+        error = jsonschema.exceptions.best_match(validator(plain).iter_errors(value))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the schema is not valid: {exc.message}"
+    except referencing.exceptions.Unresolvable as exc:
+        return f"the schema has a reference that does not resolve: {exc}"
     if error is None:
         return None
     pointer = "".join(f"/{_escape(str(p))}" for p in error.absolute_path)

@@ -231,6 +231,13 @@ def test_scripted_default_reply_that_is_not_json_is_named() -> None:
     assert "the reply is not JSON" in str(info.value)
 
 
+def test_scripted_check_of_a_schema_with_a_dangling_reference_says_so() -> None:
+    schema = {"type": "array", "items": {"$ref": "#/$defs/missing"}}
+    with pytest.raises(ModelError) as info:
+        scripted_call(shaped("good", schema=schema))
+    assert "the schema has a reference that does not resolve" in str(info.value)
+
+
 def test_replay_keys_of_requests_without_a_schema_are_unchanged() -> None:
     request = ask()
     assert "response_schema" not in normalise_request(request)
