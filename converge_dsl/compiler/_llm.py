@@ -108,6 +108,7 @@ class LlmSuggestor(CoreSuggestor):
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             suggestor=core.name,
+            response_schema=self.response_schema if self.format == "json" else None,
         )
         answer = await self._call(request)
         if answer is None:
@@ -311,4 +312,13 @@ def _schemas(
     if key_schema is None or output.get("format") != "json" or output.get("data") is not None:
         return None, None, None
     cls = jsonschema.validators.validator_for(key_schema, default=jsonschema.Draft202012Validator)
-    return None, cls(key_schema), MappingProxyType({"type": "array", "items": key_schema})
+    return None, cls(key_schema), _array_of(key_schema)
+
+
+def _array_of(item: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A schema of an array of `item`s. The item's `$defs` and `definitions` move to
+    the root, so its local `$ref`s (`#/$defs/...`) still point at them."""
+    moved = ("$defs", "definitions", "$schema")
+    hoisted = {k: item[k] for k in moved if k in item}
+    inner = {k: v for k, v in item.items() if k not in moved}
+    return MappingProxyType({"type": "array", "items": inner, **hoisted})

@@ -17,6 +17,14 @@ conversion is, deterministically:
 - empty text blocks are dropped (the API rejects them), and a message left
   with no block is skipped.
 
+A request with a `response_schema` forces a tool: `tools` gains `{name:
+"answer", description, input_schema: schema}` and `tool_choice` names it. The
+input the model gives that tool is the answer: it becomes the answer's text
+(canonical JSON), streamed (one increment, when its block closes) or not, and
+an answer whose only tool call was the answer tool ends `end_turn`. A tool's
+input is an object, so any other schema is wrapped as the input's one
+property `answer`, and unwrapped from the answer.
+
 Streamed content blocks are indexed; a `tool_use` block is complete at its
 `content_block_stop` and is handed over then. The answer is complete only at
 `message_stop`.
@@ -28,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from converge_dsl.engine.types import canonical_json
 from converge_dsl.models._common import thaw_json
 from converge_dsl.models._sse import SseEvent
 from converge_dsl.models._wire import (
@@ -42,6 +51,7 @@ from converge_dsl.models._wire import (
     request_temperature,
     str_field,
     stream_error,
+    tool_input,
     usage_from,
     wire_error,
 )
@@ -55,6 +65,7 @@ from converge_dsl.models.port import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    Usage,
 )
 
 API_VERSION = "2023-06-01"
@@ -88,20 +99,32 @@ class AnthropicWire:
         temperature = request_temperature(req, settings)
         if temperature is not None:
             body["temperature"] = temperature
-        if req.tools:
-            body["tools"] = [
+        tools = [
+            {
+                "name": names.wire(tool.name),
+                "description": tool.description,
+                "input_schema": thaw_json(tool.input_schema),
+            }
+            for tool in req.tools
+        ]
+        if req.response_schema is not None:
+            answer = names.reserve_answer()
+            tools.append(
                 {
-                    "name": names.wire(tool.name),
-                    "description": tool.description,
-                    "input_schema": thaw_json(tool.input_schema),
+                    "name": answer,
+                    "description": ANSWER_DESCRIPTION,
+                    "input_schema": _answer_schema(req.response_schema, names),
                 }
-                for tool in req.tools
-            ]
+            )
+            body["tool_choice"] = {"type": "tool", "name": answer}
+        if tools:
+            body["tools"] = tools
         return body
 
     def parse(self, data: Any, names: ToolNames) -> Answer:
         expect(isinstance(data, Mapping), "response is not a JSON object")
         parts: list[Part] = []
+        answer_text: str | None = None
         for block in list_field(data, "content", "response"):
             expect(isinstance(block, Mapping), "content block is not an object")
             kind = block.get("type")
@@ -110,20 +133,21 @@ class AnthropicWire:
             elif kind == "tool_use":
                 tool_input = block.get("input")
                 expect(isinstance(tool_input, Mapping), "tool_use block has no object input")
+                name = str_field(block, "name", "tool_use block")
+                if name == names.answer:
+                    answer_text = _answer_of(tool_input, names)
+                    continue
                 parts.append(
                     ToolCallPart(
                         str_field(block, "id", "tool_use block"),
-                        names.local(str_field(block, "name", "tool_use block")),
+                        names.local(name),
                         dict(tool_input),
                     )
                 )
         stop = data.get("stop_reason")
         expect(isinstance(stop, str), "response has no stop_reason")
-        return Answer(
-            Message("assistant", _merge_text(parts)),
-            _STOP.get(stop, "end_turn"),
-            usage_from(data.get("usage"), "input_tokens", "output_tokens"),
-        )
+        usage = usage_from(data.get("usage"), "input_tokens", "output_tokens")
+        return _answer(parts, answer_text, stop, usage)
 
     def assembler(
         self, names: ToolNames, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
@@ -138,6 +162,47 @@ class AnthropicWire:
 
 
 SYSTEM_PREFIX = "[system] "
+ANSWER_FIELD = "answer"
+ANSWER_DESCRIPTION = "Give your answer: its input is the whole answer, shaped by the schema."
+
+
+def _answer_schema(schema: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:
+    """The answer tool's `input_schema`. A tool's input is an object, so a schema
+    for anything else (an array of items, say) is wrapped as the one required
+    property `ANSWER_FIELD`, which `_answer_of` unwraps. Its `$defs` (and
+    `definitions`) move to the wrapper's root, where its local `$ref`s look."""
+    plain: dict[str, Any] = thaw_json(schema)
+    if plain.get("type") == "object":
+        return plain
+    names.answer_field = ANSWER_FIELD
+    hoisted: dict[str, Any] = {k: plain.pop(k) for k in ("$defs", "definitions") if k in plain}
+    return {
+        "type": "object",
+        "properties": {ANSWER_FIELD: plain},
+        "required": [ANSWER_FIELD],
+        **hoisted,
+    }
+
+
+def _answer_of(tool_input: Mapping[str, Any], names: ToolNames) -> str:
+    """The answer text (canonical JSON) the forced answer tool's input stands for."""
+    if names.answer_field is None:
+        return canonical_json(tool_input)
+    expect(names.answer_field in tool_input, f"the answer tool's input has no `{ANSWER_FIELD}`")
+    return canonical_json(tool_input[names.answer_field])
+
+
+def _answer(parts: list[Part], answer_text: str | None, stop: str, usage: Usage | None) -> Answer:
+    """The answer of `parts`, or, when the forced answer tool gave `answer_text`, that
+    text (any other text is commentary and dropped) and the other tool calls; a
+    `tool_use` stop with no tool call left becomes `end_turn`."""
+    if answer_text is not None:
+        parts = [TextPart(answer_text), *(p for p in parts if not isinstance(p, TextPart))]
+    merged = _merge_text(parts)
+    reason = _STOP.get(stop, "end_turn")
+    if reason == "tool_use" and not any(isinstance(p, ToolCallPart) for p in merged):
+        reason = "end_turn"
+    return Answer(Message("assistant", merged), reason, usage)
 
 
 def _conversation(req: ModelRequest, names: ToolNames) -> tuple[list[str], list[dict[str, Any]]]:
@@ -251,7 +316,10 @@ class AnthropicStream:
             self._delta(self._open_block(data), object_field(data, "delta", "content_block_delta"))
         elif kind == "content_block_stop":
             block = self._open_block(data)
-            if block.kind == "tool_use":
+            if block.kind == "tool_use" and block.name == self._names.answer:
+                block.kind, block.pieces = "answer", [self._answer_text(block)]
+                self._on_increment(block.pieces[0])
+            elif block.kind == "tool_use":
                 block.done = early_call(
                     self._on_early_call, self._names, block.id, block.name, "".join(block.pieces)
                 )
@@ -266,6 +334,10 @@ class AnthropicStream:
             self._stopped = True
         elif kind == "error":
             stream_error(AnthropicWire().error_detail(data))
+
+    def _answer_text(self, block: _Block) -> str:
+        """The forced answer tool's input, as canonical JSON text."""
+        return _answer_of(tool_input("".join(block.pieces), block.name), self._names)
 
     def _index(self, data: Mapping[str, Any]) -> int:
         index = data.get("index")
@@ -296,14 +368,14 @@ class AnthropicStream:
             "the stream ended with an unfinished content block",
         )
         parts: list[Part] = []
+        answer_text: str | None = None
         for index in sorted(self._blocks):
             block = self._blocks[index]
             if block.done is not None:
                 parts.append(block.done)
             elif block.kind == "text:closed":
                 parts.append(TextPart("".join(block.pieces)))
-        return Answer(
-            Message("assistant", _merge_text(parts)),
-            _STOP.get(self._stop, "end_turn"),
-            usage_from({"i": self._input_tokens, "o": self._output_tokens}, "i", "o"),
-        )
+            elif block.kind == "answer:closed":
+                answer_text = block.pieces[0]
+        usage = usage_from({"i": self._input_tokens, "o": self._output_tokens}, "i", "o")
+        return _answer(parts, answer_text, self._stop, usage)

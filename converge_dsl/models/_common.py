@@ -104,8 +104,13 @@ def tool_to_json(tool: ToolSpec) -> dict[str, Any]:
 
 
 def normalise_request(req: ModelRequest) -> dict[str, Any]:
-    """The request as plain JSON; equal requests give equal JSON."""
-    return {
+    """The request as plain JSON; equal requests give equal JSON.
+
+    `response_schema` appears only when set, so a request without one keeps
+    the key it had before requests could carry a schema (recorded cassettes
+    still replay).
+    """
+    normal = {
         "model": req.model,
         "system": list(req.system),
         "messages": [message_to_json(m) for m in req.messages],
@@ -116,6 +121,9 @@ def normalise_request(req: ModelRequest) -> dict[str, Any]:
         "suggestor": req.suggestor,
         "turn": req.turn,
     }
+    if req.response_schema is not None:
+        normal["response_schema"] = thaw_json(req.response_schema)
+    return normal
 
 
 def request_key(req: ModelRequest) -> str:

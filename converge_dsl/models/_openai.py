@@ -5,6 +5,13 @@ are. The API wants the `tool` messages answering an assistant's `tool_calls`
 right after it, so tool messages move up past any system or user message
 between them and that assistant message; nothing else is reordered.
 
+A request with a `response_schema` asks for a schema-shaped answer as the
+model's `structured_output` setting says (`json_schema`: `response_format:
+{type: json_schema, json_schema: {name, schema, strict}}`; `json_object`:
+`{type: json_object, schema}`, the form llama.cpp and vLLM accept; `none`:
+nothing). `strict` is true only for a schema OpenAI's strict mode accepts as
+it is (see `strict_shaped`); other servers constrain decoding either way.
+
 Streaming tool calls arrive as argument deltas keyed by `index`; a call is
 complete when a later index starts or the choice finishes, and is handed
 over at that moment.
@@ -20,6 +27,7 @@ from typing import Any
 from converge_dsl.models._common import thaw_json
 from converge_dsl.models._sse import SseEvent
 from converge_dsl.models._wire import (
+    ANSWER_TOOL,
     Answer,
     ToolNames,
     WireSettings,
@@ -82,6 +90,9 @@ class OpenAIWire:
         temperature = request_temperature(req, settings)
         if temperature is not None:
             body["temperature"] = temperature
+        response_format = _response_format(req, settings)
+        if response_format is not None:
+            body["response_format"] = response_format
         if req.tools:
             body["tools"] = [
                 {
@@ -128,6 +139,42 @@ class OpenAIWire:
         if isinstance(error, Mapping):
             return str(error.get("message", ""))
         return str(error) if error else None
+
+
+def _response_format(req: ModelRequest, settings: WireSettings) -> dict[str, Any] | None:
+    """The `response_format` asking for an answer shaped by the request's schema, or None."""
+    if req.response_schema is None or settings.structured_output == "none":
+        return None
+    schema = thaw_json(req.response_schema)
+    if settings.structured_output == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": ANSWER_TOOL, "schema": schema, "strict": strict_shaped(schema)},
+    }
+
+
+def strict_shaped(schema: Any) -> bool:
+    """Whether OpenAI's strict mode takes `schema` as it is: every object schema in it
+    closes `additionalProperties` and requires all its properties, and the root is an
+    object. A strict request with any other schema is refused with 400."""
+    return (
+        isinstance(schema, Mapping) and schema.get("type") == "object" and _closed_objects(schema)
+    )
+
+
+def _closed_objects(schema: Any) -> bool:
+    if isinstance(schema, list):
+        return all(_closed_objects(item) for item in schema)
+    if not isinstance(schema, Mapping):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False or not isinstance(properties, Mapping):
+            return False
+        if set(schema.get("required") or ()) != set(properties):
+            return False
+    return all(_closed_objects(value) for value in schema.values())
 
 
 def object_or_fail(data: Any) -> Mapping[str, Any]:

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import Any, Literal, NoReturn, Protocol
 
 from converge_dsl.models._common import token_count_problem
 from converge_dsl.models._sse import SseEvent
@@ -30,6 +30,14 @@ from converge_dsl.models.port import (
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
+StructuredOutput = Literal["json_schema", "json_object", "none"]
+"""How an OpenAI-compatible server is asked for a schema-shaped answer:
+`json_schema` (OpenAI, vLLM, llama.cpp, Ollama), `json_object` (the schema
+beside `type: json_object`, as llama.cpp and vLLM accept it), `none` (nothing)."""
+STRUCTURED_OUTPUTS: tuple[StructuredOutput, ...] = ("json_schema", "json_object", "none")
+ANSWER_TOOL = "answer"
+"""The name of the tool a wire format forces to get a schema-shaped answer."""
+
 
 @dataclass(frozen=True, slots=True)
 class WireSettings:
@@ -38,6 +46,7 @@ class WireSettings:
     model: str
     max_tokens: int | None = None
     temperature: float | None = None
+    structured_output: StructuredOutput = "json_schema"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +130,25 @@ def usage_from(data: Any, input_name: str, output_name: str) -> Usage | None:
 class ToolNames:
     """Maps tool names (`context.read`) to provider-safe ones (`context_read`) and back."""
 
-    __slots__ = ("_to_local", "_to_wire")
+    __slots__ = ("_to_local", "_to_wire", "answer", "answer_field")
 
     def __init__(self, tools: Iterable[ToolSpec]) -> None:
         self._to_wire: dict[str, str] = {}
         self._to_local: dict[str, str] = {}
+        self.answer: str | None = None  # the forced answer tool's wire name, once reserved
+        self.answer_field: str | None = None  # the input field holding a wrapped answer
         for tool in tools:
             self.wire(tool.name)
+
+    def reserve_answer(self) -> str:
+        """A wire name for the forced answer tool, distinct from every request tool's."""
+        if self.answer is None:
+            candidate, suffix = ANSWER_TOOL, 2
+            while candidate in self._to_local:
+                candidate, suffix = f"{ANSWER_TOOL}_{suffix}", suffix + 1
+            self.answer = candidate
+            self._to_local[candidate] = candidate
+        return self.answer
 
     def wire(self, name: str) -> str:
         known = self._to_wire.get(name)

@@ -21,6 +21,7 @@ import httpx
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.models._accounts import Account, accounts_from_config
+from converge_dsl.models._wire import STRUCTURED_OUTPUTS
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.http import WIRES, HttpModel, HttpSettings
 from converge_dsl.models.port import Model, ModelError, ModelErrorCode
@@ -43,10 +44,11 @@ HTTP_KEYS = frozenset(
         "max_retry_wait_s",
     }
 )
+OPENAI_KEYS = HTTP_KEYS | {"structured_output"}
 ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
     "scripted": frozenset({"adapter", "script", "record"}),
     "replay": frozenset({"adapter", "cassette"}),
-    "openai": HTTP_KEYS,
+    "openai": OPENAI_KEYS,
     "anthropic": HTTP_KEYS,
 }
 
@@ -173,5 +175,14 @@ def _http_settings(
     stream = config.get("stream", False)
     if not isinstance(stream, bool):
         raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
-    settings = HttpSettings(base_url=base_url, model=model, stream=stream, **numbers)
+    structured = config.get("structured_output", "json_schema")
+    if structured not in STRUCTURED_OUTPUTS:
+        raise config_error(
+            name,
+            f"`structured_output` must be one of {', '.join(STRUCTURED_OUTPUTS)}",
+            f"fix models.{name}.structured_output",
+        )
+    settings = HttpSettings(
+        base_url=base_url, model=model, stream=stream, structured_output=structured, **numbers
+    )
     return settings, accounts_from_config(name, config.get("accounts"), env)

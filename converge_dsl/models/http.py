@@ -52,7 +52,13 @@ from converge_dsl.models._decode import read_answer, status_error
 from converge_dsl.models._openai import OpenAIWire
 from converge_dsl.models._redact import Redactor
 from converge_dsl.models._retry import Action, Decision, RetryPolicy
-from converge_dsl.models._wire import Answer, ToolNames, WireFormat, WireSettings
+from converge_dsl.models._wire import (
+    Answer,
+    StructuredOutput,
+    ToolNames,
+    WireFormat,
+    WireSettings,
+)
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -85,6 +91,7 @@ class HttpSettings:
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 20.0
     max_connections: int = 64
+    structured_output: StructuredOutput = "json_schema"
 
 
 class _Relay:
@@ -130,7 +137,7 @@ class HttpModel(ModelDefaults):
         self._wire = wire
         self._settings = settings
         self._wire_settings = WireSettings(
-            settings.model, settings.max_tokens, settings.temperature
+            settings.model, settings.max_tokens, settings.temperature, settings.structured_output
         )
         self._pool = AccountPool(wire.provider, accounts)
         self._redact = Redactor(self._pool.secrets)

@@ -78,7 +78,10 @@ class ModelRequest:
 
     `suggestor` and `turn` are routing metadata (the scripted adapter matches
     on them; providers never see them). `confidential` requests are only
-    accepted by local adapters.
+    accepted by local adapters. `response_schema` (a JSON Schema, or None) is
+    the shape the answer text must have as JSON: adapters ask the provider to
+    constrain its answer to it (structured outputs); the caller still
+    validates the decoded answer.
     """
 
     model: str
@@ -90,6 +93,7 @@ class ModelRequest:
     confidential: bool = False
     suggestor: str | None = None
     turn: int | None = None
+    response_schema: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,12 +3,22 @@
 No network, no global state: the only clock it touches is the injected one
 (for `delay_s`), so the same script and the same requests give the same
 returns, run after run. Streaming splits the reply into word increments.
+
+A request with a `response_schema` gets only a reply that is JSON conforming
+to it, as a server constraining its decoding would give: any other scripted
+reply is `E_SCRIPT`, naming the rule that gave it and the JSON pointer of the
+first failure, so a script that disagrees with its pipeline fails loudly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+
+import jsonschema
+import referencing.exceptions
 
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.models._common import (
@@ -132,6 +142,8 @@ class ScriptedModel(ModelDefaults):
                 hint=(f"{recovery}; " if recovery else "")
                 + f"this failure is scripted by {where}: edit the model script to change it",
             )
+        if req.response_schema is not None:
+            self._check_schema(req.response_schema, outcome.reply or "", rule)
         parts: list[Part] = []
         if outcome.reply:
             parts.append(TextPart(outcome.reply))
@@ -147,6 +159,44 @@ class ScriptedModel(ModelDefaults):
             stop_reason="tool_use" if outcome.tool_calls else "end_turn",
             model_id=self._id,
         )
+
+    def _check_schema(self, schema: Mapping[str, Any], reply: str, rule: ScriptRule | None) -> None:
+        """Raise `E_SCRIPT` unless `reply` is JSON that conforms to `schema`."""
+        problem = schema_problem(reply, schema)
+        if problem is None:
+            return
+        where = "the default reply" if rule is None else f"rules[{rule.index}] ({rule.span})"
+        raise ModelError(
+            ModelErrorCode.SCRIPT,
+            f"model script {self._script.file}: {where} gives a reply that does not fit "
+            f"the request's response schema: {problem}",
+            hint="a model constrained to the schema would never answer this: make the reply "
+            "JSON that fits the llm suggestor's output schema (or its key's schema)",
+        )
+
+
+def schema_problem(text: str, schema: Mapping[str, Any]) -> str | None:
+    """Why `text` is not JSON conforming to `schema` (naming the JSON pointer), or None."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"the reply is not JSON ({exc})"
+    plain = thaw_json(schema)
+    validator = jsonschema.validators.validator_for(plain, jsonschema.Draft202012Validator)
+    try:
+        error = jsonschema.exceptions.best_match(validator(plain).iter_errors(value))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the schema is not valid: {exc.message}"
+    except referencing.exceptions.Unresolvable as exc:
+        return f"the schema has a reference that does not resolve: {exc}"
+    if error is None:
+        return None
+    pointer = "".join(f"/{_escape(str(p))}" for p in error.absolute_path)
+    return f"at JSON pointer {pointer or '/'}: {error.message}"
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _call_ids(req: ModelRequest) -> Callable[[int], str]:

@@ -105,9 +105,42 @@ def test_output_schema_wins_over_the_key_schema(compile_yaml: Compile, fake_mode
     assert suggestor.response_schema == {"type": "array"}
     (proposal,) = _execute(suggestor)  # the gate, not the suggestor, checks the key schema
     assert proposal.data == {"category": "refund"}
+    assert suggestor.model.requests[0].response_schema == {"type": "array"}  # type: ignore[attr-defined]
+
+
+def test_only_json_answers_ask_the_model_for_a_shape(
+    compile_yaml: Compile, fake_model: Any
+) -> None:
+    output = "    output: {format: lines, schema: {type: array}}\n"
+    suggestor = _compile(compile_yaml, fake_model("a"), output)
+    _execute(suggestor)
+    assert suggestor.model.requests[0].response_schema is None  # type: ignore[attr-defined]
 
 
 def test_nan_in_an_answer_is_not_json(compile_yaml: Compile, fake_model: Any) -> None:
     suggestor = _compile(compile_yaml, fake_model('[{"x": NaN}]'), "    output: {format: json}\n")
     (diagnostic,) = _execute(suggestor)
     assert "answer is not JSON: NaN is not JSON" in diagnostic.data["error"]
+
+
+def test_the_derived_response_schema_keeps_the_key_schemas_references(
+    compile_yaml: Compile, fake_model: Any
+) -> None:
+    keys = """\
+keys:
+  - name: tickets
+    schema:
+      $defs: {category: {enum: [billing, bug]}}
+      type: object
+      properties: {category: {$ref: "#/$defs/category"}}
+"""
+    output = "    output: {format: json}\n"
+    suggestor = _compile(compile_yaml, fake_model('[{"category": "bug"}]'), output, keys=keys)
+    assert suggestor.response_schema == {
+        "type": "array",
+        "items": {"type": "object", "properties": {"category": {"$ref": "#/$defs/category"}}},
+        "$defs": {"category": {"enum": ["billing", "bug"]}},
+    }
+    import jsonschema
+
+    jsonschema.Draft202012Validator(dict(suggestor.response_schema)).validate([{"category": "bug"}])

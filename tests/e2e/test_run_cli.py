@@ -131,20 +131,25 @@ def test_llm_json_conforming_answer_is_promoted(tmp_path: Path) -> None:
     assert "diagnostic" not in doc["facts"]
 
 
-def test_llm_json_non_conforming_answer_becomes_a_diagnostic(tmp_path: Path) -> None:
-    code, out, _ = cli("run", _llm_pipeline(tmp_path, '[{"title": "Lipton"}]'), "--format", "json")
+# The request carries the output schema, and the scripted model answers only what a
+# model constrained to it could: another reply fails the run, naming the rule. (An
+# answer that does not conform after decoding is a diagnostic: tests/compiler.)
+def test_llm_json_non_conforming_scripted_reply_fails_naming_the_rule(tmp_path: Path) -> None:
+    code, out, err = cli(
+        "run", _llm_pipeline(tmp_path, '[{"title": "Lipton"}]'), "--format", "json"
+    )
     doc = json.loads(out)
-    assert code == 0
+    assert code == 1
+    assert doc["stop_reason"] == "error"
     assert "competitors" not in doc["facts"]
-    (diag,) = doc["facts"]["diagnostic"]
-    assert diag["id"] == "llm:invalid-output:scan:1"
-    assert "'name' is a required property" in diag["data"]["error"]
+    assert "E_SCRIPT: model script s.yaml: rules[0] (s.yaml:4:5)" in err
+    assert "at JSON pointer /0: 'name' is a required property" in err
 
 
-def test_llm_answer_that_is_not_json_becomes_a_diagnostic(tmp_path: Path) -> None:
-    _, out, _ = cli("run", _llm_pipeline(tmp_path, "sorry, no idea"), "--format", "json")
-    doc = json.loads(out)
-    assert "not JSON" in doc["facts"]["diagnostic"][0]["data"]["error"]
+def test_llm_scripted_reply_that_is_not_json_fails(tmp_path: Path) -> None:
+    code, _, err = cli("run", _llm_pipeline(tmp_path, "sorry, no idea"), "--format", "json")
+    assert code == 1
+    assert "the reply is not JSON" in err
 
 
 def test_runtime_template_error_is_located(tmp_path: Path) -> None:

@@ -86,6 +86,14 @@ def test_missing_env_var_is_named_never_valued(tmp_path: Path) -> None:
             {"adapter": "anthropic", "base_url": "http://x", "model": "m", "accounts": []},
             "non-empty list",
         ),
+        (
+            {"adapter": "openai", "base_url": "http://x", "model": "m", "structured_output": "x"},
+            "`structured_output` must be one of json_schema, json_object, none",
+        ),
+        (
+            {"adapter": "anthropic", "base_url": "http://x", "structured_output": "none"},
+            "unknown field 'structured_output' for adapter anthropic",
+        ),
     ],
 )
 def test_config_errors_are_e_config_with_a_hint(
@@ -96,3 +104,21 @@ def test_config_errors_are_e_config_with_a_hint(
     assert caught.value.code is ModelErrorCode.CONFIG
     assert expected in str(caught.value)
     assert caught.value.hint
+
+
+def test_structured_output_is_an_openai_setting_in_the_pipeline_schema_too() -> None:
+    from converge_dsl.frontend import load_text, schema_diagnostics
+
+    def problems(model: str) -> list[str]:
+        text = (
+            "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: t\n"
+            f"models: {{m: {model}}}\nsuggestors: []\n"
+        )
+        document = load_text(text, "p.yaml")
+        return [d.message for d in schema_diagnostics(document, "pipeline.v1.json")]
+
+    base = "adapter: openai, base_url: 'http://x', model: m, accounts: [{name: a, api_key_env: K}]"
+    for setting in ("json_schema", "json_object", "none"):
+        assert problems(f"{{{base}, structured_output: {setting}}}") == []
+    (problem,) = problems(f"{{{base}, structured_output: strict}}")
+    assert "models.m.structured_output" in problem
