@@ -4,7 +4,8 @@ The compiler calls it once per entry. Paths are relative to the pipeline's
 folder; API keys are read from the environment mapping it is given (never from
 YAML). Configuration mistakes raise `ModelError(E_CONFIG)` with a hint; a
 missing environment variable is named, its value never shown. Any adapter but
-`replay` may add `record: PATH` to record its calls into a cassette.
+`replay` may add `record: PATH` to record its calls into a cassette; the HTTP
+adapters take `accounts` optionally (none means one keyless account).
 """
 
 from __future__ import annotations
@@ -45,11 +46,19 @@ HTTP_KEYS = frozenset(
     }
 )
 OPENAI_KEYS = HTTP_KEYS | {"structured_output"}
+# The JSON Schema's model definitions (schemas/pipeline.v1.json) list the same keys
+# per adapter; tests/models/test_factory.py fails on any difference.
 ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
     "scripted": frozenset({"adapter", "script", "record"}),
     "replay": frozenset({"adapter", "cassette"}),
     "openai": OPENAI_KEYS,
     "anthropic": HTTP_KEYS,
+}
+# The OpenAI base URL includes its version path; the Anthropic one is the host only
+# (the adapter appends `/v1/messages`).
+_BASE_URL_EXAMPLES: Mapping[str, str] = {
+    "openai": "http://127.0.0.1:8080/v1",
+    "anthropic": "http://127.0.0.1:8080",
 }
 
 
@@ -147,7 +156,7 @@ def _http_settings(
         raise config_error(
             name,
             f"base_url {base_url!r} is not an http(s) URL",
-            "e.g. base_url: http://127.0.0.1:8080/v1",
+            f"e.g. base_url: {_BASE_URL_EXAMPLES[adapter]}",
         )
     numbers: dict[str, Any] = {}
     for key, kind in (

@@ -122,3 +122,73 @@ def test_structured_output_is_an_openai_setting_in_the_pipeline_schema_too() -> 
         assert problems(f"{{{base}, structured_output: {setting}}}") == []
     (problem,) = problems(f"{{{base}, structured_output: strict}}")
     assert "models.m.structured_output" in problem
+
+
+def _schema_keys() -> dict[str, frozenset[str]]:
+    """Each adapter's allowed keys, as the pipeline schema's model definitions list them."""
+    import json
+
+    from converge_dsl._resources import read_schema_text
+
+    defs = json.loads(read_schema_text("pipeline.v1.json"))["$defs"]
+    keys: dict[str, frozenset[str]] = {}
+    for branch in defs["model"]["allOf"]:
+        adapter = branch["if"]["properties"]["adapter"]["const"]
+        definition = defs[branch["then"]["$ref"].rsplit("/", 1)[1]]
+        assert definition["additionalProperties"] is False
+        keys[adapter] = frozenset(definition["properties"])
+    return keys
+
+
+def test_the_factory_and_the_pipeline_schema_allow_the_same_keys_per_adapter() -> None:
+    from converge_dsl.models.factory import ALLOWED_KEYS
+
+    assert _schema_keys() == dict(ALLOWED_KEYS)
+
+
+def _schema_problems(model: str) -> list[str]:
+    from converge_dsl.frontend import load_text, schema_diagnostics
+
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: t\n"
+        f"models: {{m: {model}}}\nsuggestors: []\n"
+    )
+    return [d.message for d in schema_diagnostics(load_text(text, "p.yaml"), "pipeline.v1.json")]
+
+
+@pytest.mark.parametrize("adapter", ["openai", "anthropic"])
+def test_record_retry_wait_and_keyless_accounts_pass_schema_and_factory(
+    tmp_path: Path, adapter: str
+) -> None:
+    entry = (
+        f"{{adapter: {adapter}, base_url: 'http://127.0.0.1:9', model: m,"
+        " max_retry_wait_s: 2.5, record: out.jsonl}"
+    )
+    assert _schema_problems(entry) == []
+    config = {
+        "adapter": adapter,
+        "base_url": "http://127.0.0.1:9",
+        "model": "m",
+        "max_retry_wait_s": 2.5,
+        "record": "out.jsonl",
+    }
+    model = build(config, tmp_path)
+    assert isinstance(model, RecordingModel)
+
+
+def test_scripted_record_passes_the_schema() -> None:
+    assert _schema_problems("{adapter: scripted, script: s.yaml, record: out.jsonl}") == []
+
+
+def test_an_unknown_model_key_is_refused_by_both_with_its_location(tmp_path: Path) -> None:
+    (problem,) = _schema_problems("{adapter: replay, cassette: c.jsonl, record: out.jsonl}")
+    assert "models.m" in problem
+    with pytest.raises(ModelError) as caught:
+        build({"adapter": "replay", "cassette": "c.jsonl", "record": "out.jsonl"}, tmp_path)
+    assert "model 'fast': unknown field 'record' for adapter replay" in str(caught.value)
+
+
+def test_the_base_url_hint_names_each_wire_formats_own_root(tmp_path: Path) -> None:
+    with pytest.raises(ModelError) as caught:
+        build({"adapter": "anthropic", "base_url": "ftp://x", "model": "m"}, tmp_path)
+    assert caught.value.hint == "e.g. base_url: http://127.0.0.1:8080"
