@@ -117,7 +117,7 @@ class LlmSuggestor(CoreSuggestor):
             core.source, answer.model_id or self.model.model_id(), answer.account
         )
         try:
-            items = self._items(answer.text)
+            items = self._items(_text_of(answer))
         except _BadAnswer as exc:
             return AgentEffect((self._diagnostic(str(exc), cycle, provenance),))
         return AgentEffect(
@@ -214,6 +214,16 @@ class LlmSuggestor(CoreSuggestor):
                 "location": str(self.core.span),
             },
         )
+
+
+def _text_of(answer: ModelReturn) -> str:
+    """The answer's text; an answer that holds only tool calls (an llm suggestor runs
+    no tools) is unusable, not empty."""
+    calls = answer.message.tool_calls
+    if calls and not answer.text.strip():
+        names = ", ".join(call.name for call in calls)
+        raise _BadAnswer(f"the answer holds only tool calls ({names}), no text")
+    return answer.text
 
 
 def _not_json(name: str) -> Any:

@@ -327,13 +327,22 @@ class AnthropicStream:
         elif kind == "message_delta":
             stop = object_field(data, "delta", "message_delta").get("stop_reason")
             self._stop = str(stop) if stop else self._stop
-            usage = data.get("usage")
-            if isinstance(usage, Mapping) and isinstance(usage.get("output_tokens"), int):
-                self._output_tokens = usage["output_tokens"]
+            self._delta_usage(data.get("usage"))
         elif kind == "message_stop":
             self._stopped = True
         elif kind == "error":
             stream_error(AnthropicWire().error_detail(data))
+
+    def _delta_usage(self, usage: Any) -> None:
+        """`message_delta` usage: its output count is the final one; an input count there
+        (some proxies send it only there) wins over message_start's when non-zero."""
+        if not isinstance(usage, Mapping):
+            return
+        if isinstance(usage.get("output_tokens"), int):
+            self._output_tokens = usage["output_tokens"]
+        input_tokens = usage.get("input_tokens")
+        if isinstance(input_tokens, int) and input_tokens > 0:
+            self._input_tokens = input_tokens
 
     def _answer_text(self, block: _Block) -> str:
         """The forced answer tool's input, as canonical JSON text."""

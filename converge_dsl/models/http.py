@@ -25,8 +25,10 @@ Retry policy, per call:
   `allow_attempt`: every attempt that reaches a server counts as a model call.
 - `Retry-After` is seconds or an HTTP date; a date is read against the injected
   wall clock (`wall_time`, epoch seconds), so tests stay deterministic.
-- Once a streamed increment was handed out, nothing is retried: the caller
-  would see it twice. A cut stream or unexpected shape is `E_WIRE`.
+- Once a streamed increment was handed out to the caller, nothing is retried:
+  the caller would see it twice. A plain `call` over a stream hands nothing
+  out (its partial text is discarded), so a timeout after the first chunk is
+  retried like one before it. A cut stream or unexpected shape is `E_WIRE`.
 Waits use the injected clock; the connect/read/total timeouts are measured by
 the transport on the event loop (they guard real sockets).
 """
@@ -95,7 +97,9 @@ class HttpSettings:
 
 
 class _Relay:
-    """Passes increments and early tool calls on, remembering whether any was handed out."""
+    """Passes increments and early tool calls on, remembering whether any reached the
+    caller. A callback that ignores what it gets (a plain `call` over a stream) hands
+    nothing out: the partial answer is discarded, so the call may still be retried."""
 
     __slots__ = ("_on_early_call", "_on_increment", "handed_out")
 
@@ -105,11 +109,13 @@ class _Relay:
         self.handed_out = False
 
     def increment(self, text: str) -> None:
-        self.handed_out = True
+        if self._on_increment is not _ignore:
+            self.handed_out = True
         self._on_increment(text)
 
     def early_call(self, call: ToolCallPart) -> None:
-        self.handed_out = True
+        if self._on_early_call is not _ignore:
+            self.handed_out = True
         self._on_early_call(call)
 
 

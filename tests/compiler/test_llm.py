@@ -10,6 +10,7 @@ import pytest
 
 from converge_dsl.engine import Context, Fact, PromotionRecord, ProposedFact, Provenance
 from converge_dsl.errors import PipelineInvalid
+from converge_dsl.models import Message, ModelRequest, ModelReturn, ToolCallPart, Usage
 
 Compile = Callable[..., Any]  # the `compile_yaml` fixture of conftest.py
 
@@ -77,6 +78,32 @@ def test_non_conforming_answer_becomes_one_diagnostic(
     assert isinstance(proposal.data, dict)
     assert error in proposal.data["error"]
     assert proposal.data["suggestor"] == "scan"
+
+
+class _ToolCallsOnly:
+    """A model whose answer holds two tool calls and no text."""
+
+    def model_id(self) -> str:
+        return "fake-1"
+
+    async def call(self, request: ModelRequest) -> ModelReturn:
+        calls = (ToolCallPart("c1", "context.read", {}), ToolCallPart("c2", "web.search", {}))
+        return ModelReturn(Message("assistant", calls), Usage(3, 5), model_id="fake-1")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("output", [JSON_OUTPUT, "", "    output: {format: lines}\n"])
+def test_an_answer_of_only_tool_calls_becomes_one_diagnostic(
+    compile_yaml: Compile, output: str
+) -> None:
+    (proposal,) = _execute(compile_yaml, _ToolCallsOnly(), output)
+    assert (proposal.key, proposal.id) == ("diagnostic", "llm:invalid-output:scan:1")
+    assert isinstance(proposal.data, dict)
+    assert proposal.data["error"] == (
+        "the answer holds only tool calls (context.read, web.search), no text"
+    )
 
 
 def test_one_json_object_is_one_item_and_a_scalar_is_refused(
