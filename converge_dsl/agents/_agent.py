@@ -26,11 +26,11 @@ from converge_dsl.compiler import CompileContext, CoreSuggestor, SuggestorCore, 
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import AgentEffect, ContextView, Provenance
 from converge_dsl.errors import RunError
+from converge_dsl.models import metered_call
 from converge_dsl.models.port import (
     Message,
     Model,
     ModelError,
-    ModelErrorCode,
     ModelRequest,
     ToolCallPart,
 )
@@ -70,29 +70,17 @@ class AgentSuggestor(CoreSuggestor):
     async def _call_model(self, request: ModelRequest, cycle: int) -> Message | None:
         """One model call of the turn loop under a reservation of the run's meter;
         None when the run's budget refuses it (or refuses the model a retry)."""
-        reservation = None if self.meter is None else self.meter.reserve()
-        if self.meter is not None and reservation is None:
-            return None
         try:
-            answer = await self.model.call(request)
+            answer = await metered_call(self.model, request, self.meter)
         except ModelError as exc:
-            if reservation is not None:
-                reservation.settle()
-            if self.meter is not None and exc.code is ModelErrorCode.BUDGET_EXHAUSTED:
-                self.meter.note_budget_refusal()
-                return None
             raise self._fail(
                 "model_error",
                 f"model call failed at turn {request.turn}: {exc.message}",
                 cycle,
                 exc.hint,
             ) from None
-        except BaseException:  # cancelled in flight: the call was made all the same
-            if reservation is not None:
-                reservation.settle()
-            raise
-        if reservation is not None:
-            reservation.settle(answer.usage)
+        if answer is None:
+            return None
         return answer.message
 
     async def execute(self, ctx: ContextView) -> AgentEffect:

@@ -41,11 +41,10 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
 )
+from converge_dsl.models import metered_call
 from converge_dsl.models.port import (
     Message,
     Model,
-    ModelError,
-    ModelErrorCode,
     ModelRequest,
     ModelReturn,
 )
@@ -130,22 +129,7 @@ class LlmSuggestor(CoreSuggestor):
     async def _call(self, request: ModelRequest) -> ModelReturn | None:
         """The model's answer under a reservation; None when the run's budget refused it."""
         chars = sum(len(t) for t in request.system) + len(request.messages[0].text_content)
-        reservation = self.usage.reserve(-(-chars // 4))
-        if reservation is None:
-            return None
-        try:
-            answer = await self.model.call(request)
-        except ModelError as exc:
-            reservation.settle()
-            if exc.code is not ModelErrorCode.BUDGET_EXHAUSTED:
-                raise
-            self.usage.note_budget_refusal()
-            return None
-        except BaseException:  # cancelled in flight: the call was made all the same
-            reservation.settle()
-            raise
-        reservation.settle(answer.usage)
-        return answer
+        return await metered_call(self.model, request, self.usage, -(-chars // 4))
 
     def _proposal(
         self, scope: dict[str, Any], item: Any, index: int, cycle: int, provenance: Provenance

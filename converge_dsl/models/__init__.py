@@ -9,8 +9,10 @@ Public surface:
 - the adapters `ScriptedModel`, `RecordingModel`, `ReplayModel`, `HttpModel` (with its
   `HttpSettings`), and `build_model`, the factory the runtime calls for each
   `models.<name>` entry;
-`check_model_scripts`, the pipeline check that scripts and cassettes exist and
-scripts load (a `converge_dsl.frontend.Check`, composed by `converge_dsl.validation`).
+`metered_call(model, request, meter)`, one call under a reservation of the
+run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
+pipeline check that scripts and cassettes exist and scripts load (a
+`converge_dsl.frontend.Check`, composed by `converge_dsl.validation`).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from converge_dsl.models._metered import CallMeter, metered_call
     from converge_dsl.models._script_checks import check_model_scripts
     from converge_dsl.models.cassette import RecordingModel, ReplayModel
     from converge_dsl.models.factory import build_model
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
 _WHERE: dict[str, str] = {
     "AccountBinding": "converge_dsl.models.port",
     "AccountRoster": "converge_dsl.models.port",
+    "CallMeter": "converge_dsl.models._metered",
     "HttpModel": "converge_dsl.models.http",
     "HttpSettings": "converge_dsl.models.http",
     "Message": "converge_dsl.models.port",
@@ -73,11 +77,13 @@ _WHERE: dict[str, str] = {
     "Usage": "converge_dsl.models.port",
     "build_model": "converge_dsl.models.factory",
     "check_model_scripts": "converge_dsl.models._script_checks",
+    "metered_call": "converge_dsl.models._metered",
 }
 
 __all__ = [
     "AccountBinding",
     "AccountRoster",
+    "CallMeter",
     "HttpModel",
     "HttpSettings",
     "Message",
@@ -100,6 +106,7 @@ __all__ = [
     "Usage",
     "build_model",
     "check_model_scripts",
+    "metered_call",
 ]
 
 __getattr__ = lazy_names(__name__, _WHERE)
