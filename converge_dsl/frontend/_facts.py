@@ -208,8 +208,9 @@ class PipelineFacts:
         on_key: bool,
         severity: Severity,
     ) -> Diagnostic:
-        span = self.source_map.span_at(path, on_key=on_key)
-        return Diagnostic.at(code, message, span, path=path, hint=hint, severity=severity)
+        return self.source_map.diagnostic(
+            code, message, path, hint=hint, on_key=on_key, severity=severity
+        )
 
 
 Check = Callable[[PipelineFacts], Iterator[Diagnostic]]

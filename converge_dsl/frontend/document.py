@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from converge_dsl.diagnostics import JsonPath, SourceSpan
+from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,20 @@ class SourceMap:
     def span_at(self, path: JsonPath, *, on_key: bool = False) -> SourceSpan:
         """Where a diagnostic about `path` points: its value, or with `on_key` its key."""
         return self.key_span(path) if on_key else self.span(path)
+
+    def diagnostic(
+        self,
+        code: str,
+        message: str,
+        path: JsonPath,
+        *,
+        hint: str | None = None,
+        on_key: bool = False,
+        severity: Severity = Severity.ERROR,
+    ) -> Diagnostic:
+        """A diagnostic about `path`, located at its value (or with `on_key` its key)."""
+        span = self.span_at(path, on_key=on_key)
+        return Diagnostic.at(code, message, span, path=path, hint=hint, severity=severity)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -109,30 +109,26 @@ def build_model(
     return model
 
 
+def _unknown(name: str, message: str, word: str, known: Iterable[str], label: str) -> ModelError:
+    """A configuration error for an unknown word, with the closest known one or the list."""
+    suggestion = did_you_mean(word, known)
+    hint = f"did you mean {suggestion!r}?" if suggestion else f"{label}: {', '.join(sorted(known))}"
+    return config_error(name, message, hint)
+
+
 def _checked_adapter(name: str, config: Mapping[str, Any]) -> str:
     """The entry's adapter, once it and every field of the entry are known ones."""
     adapter = config.get("adapter")
     if adapter not in ALLOWED_KEYS:
-        suggestion = did_you_mean(str(adapter), ALLOWED_KEYS)
-        raise config_error(
-            name,
-            f"unknown adapter {adapter!r}",
-            f"did you mean {suggestion!r}?"
-            if suggestion
-            else f"use one of: {', '.join(sorted(ALLOWED_KEYS))}",
+        raise _unknown(
+            name, f"unknown adapter {adapter!r}", str(adapter), ALLOWED_KEYS, "use one of"
         )
     adapter = str(adapter)
     allowed = ALLOWED_KEYS[adapter]
     for key in config:
         if key not in allowed:
-            suggestion = did_you_mean(str(key), allowed)
-            raise config_error(
-                name,
-                f"unknown field {key!r} for adapter {adapter}",
-                f"did you mean {suggestion!r}?"
-                if suggestion
-                else f"allowed: {', '.join(sorted(allowed))}",
-            )
+            message = f"unknown field {key!r} for adapter {adapter}"
+            raise _unknown(name, message, str(key), allowed, "allowed")
     return adapter
 
 

@@ -62,8 +62,7 @@ def _at(
     *,
     on_key: bool = False,
 ) -> Diagnostic:
-    span = doc.source_map.span_at(path, on_key=on_key)
-    return Diagnostic.at(code, message, span, path=path, hint=hint)
+    return doc.source_map.diagnostic(code, message, path, hint=hint, on_key=on_key)
 
 
 def _guess(word: str, names: Any) -> str | None:
