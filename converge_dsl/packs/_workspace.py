@@ -3,8 +3,8 @@
 `lock_pipeline` resolves the pipeline's `packs:` against its `repositories:`,
 refuses a pin that would move down or to another digest without
 `allow_downgrade` / `repin`, fetches and verifies every pinned archive into
-the cache (so the next run works offline) and writes the pipeline's section of `converge.lock` beside it
-(`lock_path`); an unreadable lock file is replaced, with a warning.
+the cache (so the next run works offline) and writes the pipeline's section
+of `converge.lock` beside it (`lock_path`); an unreadable lock file is replaced, with a warning.
 `load_locked_packs` is what `run` and `pack fetch` call: it refuses a missing
 or stale lock with the reason and the command that fixes it, then installs
 each pinned pack from the cache (downloading only what is missing, and saying
@@ -131,10 +131,9 @@ def lock_pipeline(
     digest for the same version (unless `repin`) is refused before anything
     is fetched or written (`_trust.check_pin_moves`).
     """
-    from converge_dsl.packs._trust import check_pin_moves
-
     from converge_dsl.packs._resolve import resolve
     from converge_dsl.packs._signing import verify
+    from converge_dsl.packs._trust import check_pin_moves
 
     info = PipelinePacks.read(pipeline, data)
     repositories = info.open(client)
