@@ -12,7 +12,8 @@ duplicate names. Sizes are counted from the decompressed stream, never taken
 from headers (docs/architecture.md §10): the gzip stream is inflated in
 bounded chunks and refused (`PackRefused`, CD560) as soon as the real bytes
 pass `expanded_cap()` (the member data cap `MAX_TOTAL_BYTES` plus
-`HEADER_ALLOWANCE` per allowed member, which bounds tar and pax headers too),
+`HEADER_ALLOWANCE` per allowed member, which bounds tar and pax headers too,
+and two tar records of end padding),
 a member's real data passes `MAX_MEMBER_BYTES`, or the archive holds more
 than `MAX_MEMBERS` members. A 3 GiB pax header of zeros is therefore refused
 after about `expanded_cap()` bytes of work. Callers verify the digest first.
@@ -55,7 +56,7 @@ _SKIPPED = {"__pycache__", ".git", ".DS_Store"}
 
 def expanded_cap() -> int:
     """The most decompressed bytes (headers included) an archive may expand to."""
-    return MAX_TOTAL_BYTES + HEADER_ALLOWANCE * MAX_MEMBERS + 1024
+    return MAX_TOTAL_BYTES + HEADER_ALLOWANCE * MAX_MEMBERS + 2 * tarfile.RECORDSIZE
 
 
 def _too_large(where: str, what: str) -> PackRefused:
