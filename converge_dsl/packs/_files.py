@@ -42,7 +42,7 @@ from converge_dsl.errors import PackError
 
 
 class PackRefused(PackError):
-    """A refusal with a stable code (`converge_dsl.codes`, CD560-CD579)."""
+    """A refusal with a stable code (`converge_dsl.codes`, from CD560 on)."""
 
     def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
