@@ -7,6 +7,9 @@ against a repository of only those 25 packs (the baseline): the index bytes
 fetched must be the same, i.e. they do not grow with packs the pipeline does
 not use.
 
+It also unpacks an archive whose pax header declares 3 GiB of zeros (3 MB
+compressed) and reports how fast, and within how much memory, it is refused.
+
 Usage: .venv/bin/python bench/packs.py [--packs 2000] [--versions 20]
 Last line: `resolve seconds: X  index KiB fetched: Y`.
 """
@@ -64,6 +67,41 @@ def measure(root: Path, pipeline_dir: Path) -> tuple[float, int, int]:
     return time.perf_counter() - start, repository.index_bytes_fetched, len(resolved)
 
 
+def pax_bomb(zero_mib: int) -> bytes:
+    """A .tar.gz whose pax header declares `zero_mib` MiB of zeros (repeated gzip members)."""
+    import gzip
+    import tarfile
+
+    pax = tarfile.TarInfo("././@PaxHeader")
+    pax.type = tarfile.XHDTYPE
+    pax.size = zero_mib << 20
+    one_mib = gzip.compress(bytes(1 << 20), compresslevel=9, mtime=0)
+    return gzip.compress(pax.tobuf(format=tarfile.USTAR_FORMAT), mtime=0) + one_mib * zero_mib
+
+
+def bomb_refusal(work: Path) -> str:
+    """One line: how long and how much memory refusing the 3 GiB pax bomb took."""
+    import resource
+
+    from converge_dsl.errors import PackError
+    from converge_dsl.packs import unpack
+
+    bomb = pax_bomb(3 * 1024)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    try:
+        unpack(bomb, work / "bomb")
+        outcome = "UNPACKED (bug)"
+    except PackError as exc:
+        outcome = f"refused ({getattr(exc, 'code', '?')})"
+    seconds = time.perf_counter() - started
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    return (
+        f"3 GiB pax bomb ({len(bomb) / 1e6:.1f} MB compressed): {outcome} in {seconds:.3f} s, "
+        f"peak RSS +{grown:.0f} MiB"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packs", type=int, default=2000)
@@ -93,6 +131,7 @@ def main() -> None:
             f"index bytes ratio full/baseline: {big_bytes / small_bytes:.3f} "
             f"(time ratio {big_s / small_s:.2f})"
         )
+        print(bomb_refusal(work))
         print(f"resolve seconds: {big_s:.4f}  index KiB fetched: {big_bytes / 1024:.1f}")
 
 

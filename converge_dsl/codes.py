@@ -99,6 +99,14 @@ PACK_BAD_REQUIRES = "CD551"  # pack.yaml: a requires specifier is not PEP 440
 PACK_BAD_FILE = "CD552"  # pack.yaml: a named file is missing, outside the pack, or not JSON
 PACK_UNKNOWN_SUGGESTOR = "CD553"  # pack.yaml: an invariant names an unknown suggestor
 PACK_BAD_CHECK = "CD554"  # pack.yaml: an invariant check does not compile
+# Pack I/O and trust refusals (lock, pack fetch, run): 560 to 579.
+PACK_ARCHIVE_TOO_LARGE = "CD560"  # an archive expands past a cap (total, member, member count)
+REPOSITORY_NOT_REGULAR = "CD561"  # a folder repository file is a link, FIFO, device or folder
+REPOSITORY_TOO_LARGE = "CD562"  # a repository file or HTTP answer is over its byte cap
+REPOSITORY_TOO_SLOW = "CD563"  # a repository read or request missed its total deadline
+REPOSITORY_REDIRECT_REFUSED = "CD564"  # an HTTP redirect to another host, scheme, or too many
+LOCK_DOWNGRADE_REFUSED = "CD565"  # lock would move a pin to a lower version
+LOCK_REPIN_REFUSED = "CD566"  # lock would pin the same version to a different digest
 
 # --- CD6xx compile and run time (600 to 649: the compiler) -------------------------
 COMPILE_TEMPLATE_SYNTAX = "CD600"  # a template or expression does not compile (compiler)

@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from converge_dsl.errors import UsageError
+from converge_dsl.errors import PackError, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
@@ -25,19 +25,34 @@ if TYPE_CHECKING:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
     parser.add_argument("--cache", type=Path, metavar="DIR", help="pack cache folder")
+    parser.add_argument(
+        "--allow-downgrade",
+        action="store_true",
+        help="accept a pin that moves to a lower version than the lock has",
+    )
+    parser.add_argument(
+        "--repin",
+        action="store_true",
+        help="accept a different archive digest for a version the lock already pins",
+    )
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.cli._pack import warner
+    from converge_dsl.cli._pack import report, warner
     from converge_dsl.packs import PackCache, lock_path, lock_pipeline
 
     if not args.pipeline.is_file():
         raise UsageError(f"no such pipeline file: {args.pipeline}")
-    lock = lock_pipeline(
-        args.pipeline,
-        cache=PackCache(args.cache),
-        warn=warner(io),
-    )
+    try:
+        lock = lock_pipeline(
+            args.pipeline,
+            cache=PackCache(args.cache),
+            warn=warner(io),
+            allow_downgrade=args.allow_downgrade,
+            repin=args.repin,
+        )
+    except PackError as exc:
+        return report(exc, io)
     io.stdout.write(
         f"locked {len(lock.packs)} pack(s) of {args.pipeline.name} "
         f"into {lock_path(args.pipeline).name}\n"

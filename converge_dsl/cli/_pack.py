@@ -14,6 +14,9 @@
   layout kept) and re-lock; the file is restored if locking fails
 - `pack yank NAME VERSION --repo REPO_DIR [--undo]`
 - `pack keygen KEY_FILE`: write an ed25519 signing key, print its public key
+
+A refusal with a stable code (a cap, a deadline, a redirect: CD56x) is
+printed as `error[CODE]: message` with its hint; exit 1 like every pack error.
 """
 
 from __future__ import annotations
@@ -213,6 +216,13 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
     return 0
 
 
+def report(exc: PackError, io: CommandIO) -> int:
+    """Print a pack error as the CLI does, with its code when it has one: `error[CD5xx]: ...`."""
+    code = getattr(exc, "code", None)
+    io.stderr.write(f"{f'error[{code}]' if code else 'error'}: {exc}\n")
+    return exc.exit_code
+
+
 def warner(io: CommandIO) -> Callable[[str], object]:
     """Where `lock` and `pack add` report a replaced unreadable lock file."""
     return lambda message: io.stderr.write(f"warning: {message}\n")
@@ -263,4 +273,7 @@ _ACTIONS = {
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    return _ACTIONS[args.action](args, io)
+    try:
+        return _ACTIONS[args.action](args, io)
+    except PackError as exc:
+        return report(exc, io)

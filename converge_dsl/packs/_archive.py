@@ -4,12 +4,20 @@
 normal form: entries sorted by path, regular files and folders only, mtime 0,
 owner 0/0 with empty names, modes 0644/0755, no gzip filename or timestamp.
 The same pack content therefore always gives the same bytes and the same
-sha256 digest.
+sha256 digest. Links, FIFOs and devices in the folder are refused.
 
-`unpack(archive, destination)` checks *every* member before writing anything:
-it refuses absolute paths, `..` components, links, devices, duplicate names,
-members over `MAX_MEMBER_BYTES`, archives over `MAX_TOTAL_BYTES` or
-`MAX_MEMBERS`. Callers verify the digest before they call it.
+`unpack(archive, destination)` reads and checks *every* member before writing
+anything: it refuses absolute paths, `..` components, links, devices and
+duplicate names. Sizes are counted from the decompressed stream, never taken
+from headers (docs/architecture.md §10): the gzip stream is inflated in
+bounded chunks and refused (`PackRefused`, CD560) as soon as the real bytes
+pass `expanded_cap()` (the member data cap `MAX_TOTAL_BYTES` plus
+`HEADER_ALLOWANCE` per allowed member, which bounds tar and pax headers too,
+and two tar records of end padding),
+a member's real data passes `MAX_MEMBER_BYTES`, or the archive holds more
+than `MAX_MEMBERS` members. A 3 GiB pax header of zeros is therefore refused
+after about `expanded_cap()` bytes of work. Callers verify the digest first.
+The caps are module constants read at call time (tests shrink them).
 
 `matches(archive, folder)` proves that an unpacked folder still holds exactly
 the archive's files and folders, byte for byte (no file added, removed,
@@ -28,14 +36,36 @@ import stat
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from converge_dsl.codes import PACK_ARCHIVE_TOO_LARGE
 from converge_dsl.errors import PackError
+from converge_dsl.packs._files import PackRefused
 
-MAX_MEMBER_BYTES = 8 * 1024 * 1024
-MAX_TOTAL_BYTES = 64 * 1024 * 1024
+MAX_MEMBER_BYTES = 8 * 1024 * 1024  # the real data of one member
+MAX_TOTAL_BYTES = 64 * 1024 * 1024  # the real data of all members together
 MAX_MEMBERS = 5_000
+HEADER_ALLOWANCE = 1_536  # tar header + pax header + one pax record block, per member
+_IN_CHUNK = 16 * 1024  # compressed bytes handed to zlib at once
+_OUT_CHUNK = 64 * 1024  # most decompressed bytes zlib may produce at once
+_GZIP = 16 + zlib.MAX_WBITS
 _SKIPPED = {"__pycache__", ".git", ".DS_Store"}
+
+
+def expanded_cap() -> int:
+    """The most decompressed bytes (headers included) an archive may expand to."""
+    return MAX_TOTAL_BYTES + HEADER_ALLOWANCE * MAX_MEMBERS + 2 * tarfile.RECORDSIZE
+
+
+def _too_large(where: str, what: str) -> PackRefused:
+    return PackRefused(
+        PACK_ARCHIVE_TOO_LARGE,
+        f"{where}: {what}; refused, nothing was unpacked or cached",
+        hint="packs are small data folders; ask the repository owner to publish a smaller "
+        "archive (the caps are documented in the README, section Packs)",
+    )
 
 
 def sha256_hex(data: bytes) -> str:
@@ -48,8 +78,11 @@ def _pack_files(folder: Path) -> list[tuple[str, Path]]:
         relative = path.relative_to(folder)
         if any(part in _SKIPPED for part in relative.parts):
             continue
-        if path.is_symlink():
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
             raise PackError(f"{relative.as_posix()}: packs may not contain links")
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise PackError(f"{relative.as_posix()}: packs hold regular files and folders only")
         found.append((relative.as_posix(), path))
     return sorted(found)
 
@@ -78,7 +111,77 @@ def build_archive(folder: Path) -> bytes:
     return out.getvalue()
 
 
-def _check_member(member: tarfile.TarInfo, seen: set[str]) -> str:
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One checked archive member: its safe relative name and, for a file, its real data."""
+
+    name: str
+    data: bytes | None  # None for a folder
+
+
+def _inflate(archive: bytes) -> Iterator[bytes]:
+    """The decompressed bytes of gzip `archive` (members in a row), at most `_OUT_CHUNK` at once.
+
+    Raises `PackError` for data that is not gzip or ends early; trailing NUL
+    padding (as `gzip` accepts) ends the stream.
+    """
+    view = memoryview(archive)
+    position = 0
+    inflater = zlib.decompressobj(_GZIP)
+    pending: bytes | memoryview = b""
+    try:
+        while True:
+            if not pending:
+                if position >= len(view):
+                    break
+                pending = view[position : position + _IN_CHUNK]
+                position += len(pending)
+            out = inflater.decompress(pending, _OUT_CHUNK)
+            pending = inflater.unconsumed_tail
+            if out:
+                yield out
+            if inflater.eof:
+                rest = inflater.unused_data + bytes(view[position:])
+                if not rest.strip(b"\0"):
+                    return
+                view, position, pending = memoryview(rest), 0, b""
+                inflater = zlib.decompressobj(_GZIP)
+    except zlib.error as exc:
+        raise PackError(f"not a pack archive: {exc}") from None
+    if not inflater.eof:
+        raise PackError("corrupt pack archive: the compressed data ends early")
+
+
+class _Expanded(io.RawIOBase):
+    """A readable stream of the decompressed archive that refuses to grow past `cap`."""
+
+    def __init__(self, archive: bytes, cap: int, where: str) -> None:
+        super().__init__()
+        self._chunks = _inflate(archive)
+        self._cap = cap
+        self._where = where
+        self._size = 0
+        self._buffer = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._buffer:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._size += len(chunk)
+            if self._size > self._cap:
+                raise _too_large(self._where, f"it expands past {self._cap} bytes")
+            self._buffer = memoryview(chunk)
+        count = min(len(buffer), len(self._buffer))
+        buffer[:count] = self._buffer[:count]
+        self._buffer = self._buffer[count:]
+        return count
+
+
+def _check_member(member: tarfile.TarInfo, seen: set[str], where: str) -> str:
     """The member's safe relative name; raises `PackError` naming what is wrong."""
     name = member.name
     pure = PurePosixPath(name)
@@ -90,10 +193,8 @@ def _check_member(member: tarfile.TarInfo, seen: set[str]) -> str:
         raise PackError(f"archive member {name!r} is a link; links are refused")
     if not (member.isfile() or member.isdir()):
         raise PackError(f"archive member {name!r} is not a regular file or folder")
-    if member.size > MAX_MEMBER_BYTES:
-        raise PackError(
-            f"archive member {name!r} is {member.size} bytes, over the {MAX_MEMBER_BYTES} limit"
-        )
+    if member.size > MAX_MEMBER_BYTES:  # the header is only a first filter: see _member_data
+        raise _too_large(where, f"member {name!r} is over the {MAX_MEMBER_BYTES}-byte member cap")
     normal = pure.as_posix()
     if normal in seen:
         raise PackError(f"archive member {name!r} appears twice")
@@ -101,55 +202,64 @@ def _check_member(member: tarfile.TarInfo, seen: set[str]) -> str:
     return normal
 
 
-def _open(archive: bytes) -> tarfile.TarFile:
-    try:
-        return tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz")
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-        raise PackError(f"not a pack archive: {exc}") from None
+def _member_data(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, where: str) -> bytes:
+    """The member's real data, read within the member cap and checked against its header."""
+    source = tar.extractfile(member)
+    data = b"" if source is None else source.read(MAX_MEMBER_BYTES + 1)
+    if len(data) > MAX_MEMBER_BYTES:
+        raise _too_large(where, f"member {name!r} is over the {MAX_MEMBER_BYTES}-byte member cap")
+    if len(data) != member.size:
+        raise PackError(f"corrupt pack archive: member {name!r} is shorter than its header says")
+    return data
 
 
-def check_members(archive: bytes) -> list[tuple[str, tarfile.TarInfo]]:
-    """Every member, checked; raises `PackError` at the first unsafe one."""
+def read_members(archive: bytes, where: str = "pack archive") -> list[Member]:
+    """Every member, checked and read in one bounded pass; `PackError` at the first bad one.
+
+    `where` names the archive in messages (e.g. "demo 1.0.0 from path:repo").
+    """
     seen: set[str] = set()
     total = 0
-    members: list[tuple[str, tarfile.TarInfo]] = []
+    members: list[Member] = []
+    stream = io.BufferedReader(_Expanded(archive, expanded_cap(), where), _OUT_CHUNK)
     try:
-        with _open(archive) as tar:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
-                members.append((_check_member(member, seen), member))
-                total += member.size
-                if total > MAX_TOTAL_BYTES or len(members) > MAX_MEMBERS:
-                    raise PackError(
-                        f"archive is too large (over {MAX_TOTAL_BYTES} bytes "
-                        f"or {MAX_MEMBERS} members)"
-                    )
+                if len(members) >= MAX_MEMBERS:
+                    raise _too_large(where, f"it has over {MAX_MEMBERS} members")
+                name = _check_member(member, seen, where)
+                data = None if member.isdir() else _member_data(tar, member, name, where)
+                total += len(data or b"")
+                if total > MAX_TOTAL_BYTES:
+                    raise _too_large(where, f"its files hold over {MAX_TOTAL_BYTES} bytes")
+                members.append(Member(name, data))
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise PackError(f"corrupt pack archive: {exc}") from None
     return members
 
 
-def unpack(archive: bytes, destination: Path) -> None:
+def check_members(archive: bytes, where: str = "pack archive") -> list[str]:
+    """The names of every member, checked as `read_members` checks them."""
+    return [member.name for member in read_members(archive, where)]
+
+
+def unpack(archive: bytes, destination: Path, where: str = "pack archive") -> None:
     """Unpack into `destination` (must not exist) atomically; nothing is written on refusal.
 
     When another process unpacked the same archive into `destination` first,
     its folder is kept.
     """
-    members = check_members(archive)
+    members = read_members(archive, where)
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=destination.parent, prefix=f".{destination.name}."))
     try:
-        with _open(archive) as tar:
-            by_name = {m.name: m for m in tar.getmembers()}
-            for name, member in members:
-                target = staging.joinpath(*PurePosixPath(name).parts)
-                if member.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                source = tar.extractfile(by_name[member.name])
-                if source is None:  # pragma: no cover - regular files always have data
-                    raise PackError(f"archive member {name!r} has no data")
-                target.write_bytes(source.read(MAX_MEMBER_BYTES + 1)[:MAX_MEMBER_BYTES])
+        for member in members:
+            target = staging.joinpath(*PurePosixPath(member.name).parts)
+            if member.data is None:
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(member.data)
         os.chmod(staging, 0o755)  # mkdtemp makes it 0700
         try:
             staging.rename(destination)
@@ -164,34 +274,28 @@ def unpack(archive: bytes, destination: Path) -> None:
 
 def matches(archive: bytes, folder: Path) -> bool:
     """True when `folder` holds exactly the members of `archive`, byte for byte."""
-    members = check_members(archive)
-    folders = {PurePosixPath(name).parent.as_posix() for name, _ in members} - {"."}
-    folders |= {name for name, member in members if member.isdir()}
-    files = {name: member for name, member in members if member.isfile()}
+    members = read_members(archive)
+    folders = {PurePosixPath(m.name).parent.as_posix() for m in members} - {"."}
+    folders |= {m.name for m in members if m.data is None}
+    files = {m.name: m.data for m in members if m.data is not None}
     seen: set[str] = set()
     for where, subfolders, names in os.walk(folder):
         relative = Path(where).relative_to(folder)
         for entry in (*subfolders, *names):
             path = Path(where, entry)
             name = (relative / entry).as_posix()
-            mode = path.lstat().st_mode
-            if stat.S_ISDIR(mode):
+            status = path.lstat()
+            if stat.S_ISDIR(status.st_mode):
                 if name not in folders:
                     return False
             elif (
-                not stat.S_ISREG(mode)
+                not stat.S_ISREG(status.st_mode)
                 or name not in files
-                or path.stat().st_size != files[name].size
+                or status.st_size != len(files[name] or b"")
             ):
                 return False
             else:
                 seen.add(name)
     if seen != set(files):
         return False
-    with _open(archive) as tar:
-        by_name = {m.name: m for m in tar.getmembers()}
-        for name, member in files.items():  # in archive order: no backward seeks
-            source = tar.extractfile(by_name[member.name])
-            if source is None or source.read() != (folder / name).read_bytes():
-                return False
-    return True
+    return all((folder / name).read_bytes() == data for name, data in files.items())

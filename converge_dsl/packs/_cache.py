@@ -18,7 +18,10 @@ archive from the folder and comparing digests). An altered folder is replaced
 by a fresh unpack of the verified archive and recorded in `repaired` (which
 `pack verify` reports); when no verified archive can be had, `PackError`
 names the pack and the fix. Each (folder, digest) is proven once per process.
-`fetched` lists the archives `install` had to download.
+`fetched` lists the archives `install` had to download. A downloaded
+archive enters the cache only after it unpacked: one refused while
+unpacking (a cap of `converge_dsl.packs._archive`) leaves no archive, no
+folder and no lock behind.
 
 `find` is the read-only lookup `validate` uses: it never fetches, never
 unpacks, never repairs and never deletes; a pack that is not unpacked in the
@@ -138,7 +141,7 @@ class PackCache:
         from converge_dsl.packs._archive import unpack
 
         try:
-            data = self._verified_archive(locked, repository)
+            data, downloaded = self._verified_archive(locked, repository)
         except PackError as exc:
             if altered:
                 raise PackError(
@@ -149,7 +152,16 @@ class PackCache:
                     "(the unmatched copy was removed)",
                 ) from None
             raise
-        unpack(data, folder)
+        where = f"archive of {locked.name} {locked.version} from {locked.repository}"
+        try:
+            unpack(data, folder, where)  # checks every member from the stream first
+        except PackError:
+            self._archive_file(locked.sha256).unlink(missing_ok=True)  # cached by an older run
+            raise
+        if downloaded:
+            # Cached only once it unpacked: a refused archive leaves nothing to pay for again.
+            write_atomic(self._archive_file(locked.sha256), data)
+            self.fetched.append(locked)
         _PROVEN.add(proof)
         return folder
 
@@ -165,13 +177,17 @@ class PackCache:
         except (PackError, OSError):
             return False
 
-    def _verified_archive(self, locked: LockedPack, repository: Repository) -> bytes:
-        """The archive of `locked`, from the cache or the repository, digest-checked."""
+    def _verified_archive(self, locked: LockedPack, repository: Repository) -> tuple[bytes, bool]:
+        """The archive of `locked` and whether it was downloaded; digest-checked.
+
+        A fetched archive is not written to the cache here: `install` caches it
+        once it has unpacked, so an archive refused while unpacking is never kept.
+        """
         from converge_dsl.packs._archive import sha256_hex
 
         data = self.cached_archive(locked.sha256)
         if data is not None:
-            return data
+            return data, False
         data = repository.fetch_archive(locked.name, locked.version)
         actual = sha256_hex(data)
         if actual != locked.sha256:
@@ -181,9 +197,7 @@ class PackCache:
                 hint="the archive was altered after locking; ask the repository owner, "
                 "or re-lock if the change is expected",
             )
-        write_atomic(self._archive_file(locked.sha256), data)
-        self.fetched.append(locked)
-        return data
+        return data, True
 
 
 def _discard(folder: Path) -> None:

@@ -242,9 +242,8 @@ def check_pipeline_packs(
         except PipelineInvalid as exc:
             yield from exc.diagnostics
         except PackError as exc:
-            yield _at(
-                doc, codes.PACK_NOT_INSTALLABLE, exc.message, ("packs",), hint=exc.hint, on_key=True
-            )
+            code = getattr(exc, "code", codes.PACK_NOT_INSTALLABLE)  # a PackRefused's own
+            yield _at(doc, code, exc.message, ("packs",), hint=exc.hint, on_key=True)
     yield from check_pack_uses(doc, packs)
 
 

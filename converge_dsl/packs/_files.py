@@ -7,19 +7,47 @@ temporary name and a leftover file or folder with a `.tmp` name is no
 obstacle. `parse_json(data, where)` reads JSON that a repository, a cache or a
 lock file handed us: any failure (not UTF-8, not JSON, nested too deep) is a
 `PackError` naming `where`, never a traceback.
+
+`read_regular(path, cap=..., deadline_s=..., where=...)` is how a folder
+repository reads: the final path component must be a regular file (checked
+with `os.lstat`, then opened with `O_NOFOLLOW | O_NONBLOCK` and checked again
+with `fstat`, so a link to `/dev/zero`, a FIFO or a device is refused without
+blocking), and the read stops at `cap` bytes or `deadline_s` seconds.
+
+`PackRefused` is the `PackError` of a deliberate refusal (a cap, a deadline, a
+redirect, a pin that would move): it carries the stable code (CD56x) that
+`lock`, `pack fetch` and the pack checks of `run` show with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
+import stat
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from converge_dsl.codes import (
+    REPOSITORY_NOT_REGULAR,
+    REPOSITORY_TOO_LARGE,
+    REPOSITORY_TOO_SLOW,
+)
 from converge_dsl.errors import PackError
+
+
+class PackRefused(PackError):
+    """A refusal with a stable code (`converge_dsl.codes`, from CD560 on)."""
+
+    def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+
 
 SHA256 = re.compile(r"[0-9a-f]{64}\Z")  # an archive digest as indexes and locks write it
 
@@ -59,3 +87,93 @@ def parse_json(data: bytes | str, where: str) -> Any:
         raise PackError(f"{where}: not JSON ({exc})") from None
     except RecursionError:
         raise PackError(f"{where}: JSON nested too deeply") from None
+
+
+_READ_CHUNK = 64 * 1024
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _not_regular(where: str, mode: int) -> PackRefused:
+    return PackRefused(
+        REPOSITORY_NOT_REGULAR,
+        f"{where} is {_kind(mode)}; a folder repository holds regular files only",
+        hint="replace it with the file itself (pack publish writes a valid repository)",
+    )
+
+
+def read_regular(
+    path: Path,
+    *,
+    cap: int,
+    deadline_s: float,
+    where: str,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> bytes | None:
+    """The bytes of the regular file `path`, or None when it does not exist.
+
+    Refuses (`PackRefused`, naming `where`) a link, folder, FIFO or device
+    (CD561), a file over `cap` bytes (CD562) and a read that takes longer than
+    `deadline_s` (CD563); other I/O failures are a `PackError`.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(where, mode)
+        descriptor = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # replaced by a link after the lstat
+            raise _not_regular(where, stat.S_IFLNK) from None
+        raise PackError(f"cannot read {where}: {exc.strerror or exc}") from None
+    give_up = monotonic() + deadline_s
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise _not_regular(where, status.st_mode)
+        chunks: list[bytes] = []
+        size = status.st_size
+        if size > cap:
+            raise _over_cap(where, cap)
+        size = 0
+        while chunk := os.read(descriptor, _READ_CHUNK):
+            size += len(chunk)
+            if size > cap:
+                raise _over_cap(where, cap)
+            if monotonic() > give_up:
+                raise PackRefused(
+                    REPOSITORY_TOO_SLOW,
+                    f"{where}: not read within {deadline_s:g} s",
+                    hint="the repository folder is too slow (a stalled network share?)",
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise PackError(f"cannot read {where}: {exc.strerror or exc}") from None
+    finally:
+        os.close(descriptor)
+
+
+def _over_cap(where: str, cap: int) -> PackRefused:
+    return PackRefused(
+        REPOSITORY_TOO_LARGE,
+        f"{where} is over {cap} bytes, refused",
+        hint="an index is a few KB and an archive a few MB; ask the repository owner",
+    )

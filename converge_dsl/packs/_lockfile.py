@@ -6,8 +6,8 @@ repositories shares one file but never one resolution. `lock`, `validate`,
 `run` and `pack add` all find it through `lock_path`; `lock PIPELINE` replaces
 only that pipeline's section (atomically: temporary file, fsync, rename),
 leaving the other sections byte-for-byte as they were. The read-modify-write
-holds an exclusive advisory lock (`flock`) on `.converge.lock.lock` beside it,
-so concurrent `lock` / `pack add` runs in one folder never lose each other's
+holds an exclusive advisory lock (`flock`) on the lock file's folder (which
+leaves no file behind), so concurrent `lock` / `pack add` runs in one folder never lose each other's
 sections; a run that cannot get it within `LOCK_WAIT_S` stops with a PackError.
 
 The lock is JSON, written with sorted keys so it diffs well:
@@ -233,18 +233,23 @@ def read_lock(pipeline: Path) -> LockFile | None:
 
 @contextlib.contextmanager
 def exclusive(path: Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """Hold an exclusive advisory lock for `path` (on `.NAME.lock` beside it).
+    """Hold an exclusive advisory lock for `path`: a `flock` on its folder.
 
+    The folder itself is locked (opened read-only), so nothing is created
+    beside the lock file and nothing is left behind; the lock file cannot
+    carry the flock, since `write_atomic` replaces it with a new file. A
+    `.NAME.lock` guard left by an older version is removed under the lock.
     Waits up to `wait_s` seconds for another holder; raises `PackError` after.
     """
-    guard = path.parent / f".{path.name}.lock"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(guard, os.O_RDWR | os.O_CREAT, 0o644)
+        descriptor = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
         raise PackError(f"cannot lock {path.name}: {exc.strerror or exc}") from None
     try:
         _acquire(descriptor, path, wait_s)
+        with contextlib.suppress(OSError):
+            (path.parent / f".{path.name}.lock").unlink(missing_ok=True)
         yield
     finally:
         os.close(descriptor)  # closing releases the flock
@@ -263,7 +268,7 @@ def _acquire(descriptor: int, path: Path, wait_s: float) -> None:
                 raise PackError(
                     f"{path.name} is being written by another converge-dsl process; "
                     f"gave up after {wait_s:g} s",
-                    hint=f"wait for it to finish (or remove a stale .{path.name}.lock), then retry",
+                    hint="wait for the other lock or pack add to finish, then retry",
                 ) from None
             time.sleep(_POLL_S)
         except OSError as exc:

@@ -11,11 +11,13 @@ to the pipeline's folder. Resolution asks them in the order written and takes
 a pack from the first repository that has it (no merging across repositories,
 so a later repository can never shadow an earlier one's pack).
 
-Every HTTP request is bounded as a whole, not only per read: a total deadline
-(`DEADLINE_S`) and a size cap (`MAX_INDEX_BYTES` for index and name files,
-`MAX_DOWNLOAD_BYTES` for archives), both checked as chunks arrive, so a
-server that drips bytes cannot hold `lock` or `run` for longer than the
-deadline plus one read timeout.
+Every read is bounded (docs/architecture.md §10). A folder repository reads
+regular files only (`read_regular`: no link, FIFO or device), within the
+size caps and `FOLDER_DEADLINE_S`. An HTTP request (`_http.http_get`) has
+one total deadline (`DEADLINE_S`) covering redirects and every header and
+body byte, the same size caps (`MAX_INDEX_BYTES` for index and name files,
+`MAX_DOWNLOAD_BYTES` for archives), and refuses redirects to another host
+unless the repository lists it in `redirect_hosts`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from converge_dsl._resources import builtin_packs_folder
 from converge_dsl.errors import PackError
-from converge_dsl.packs._files import parse_json
+from converge_dsl.packs._files import parse_json, read_regular
+from converge_dsl.packs._http import (
+    DEADLINE_S,
+    MAX_DOWNLOAD_BYTES,
+    MAX_INDEX_BYTES,
+    READ_TIMEOUT_S,
+    http_get,
+    new_client,
+)
 from converge_dsl.packs._index import (
     NAMES_FILE,
     IndexEntry,
@@ -42,10 +52,7 @@ from converge_dsl.packs._manifest import load_pack
 if TYPE_CHECKING:
     import httpx
 
-MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024  # one archive
-MAX_INDEX_BYTES = 8 * 1024 * 1024  # one index file or the names file
-DEADLINE_S = 60.0  # one whole HTTP request, headers to last byte
-READ_TIMEOUT_S = 30.0  # silence allowed between two reads
+FOLDER_DEADLINE_S = 30.0  # reading one file of a folder repository
 BUILTIN = "builtin"
 BUILTIN_PUBLISHED = "1970-01-01T00:00:00Z"
 
@@ -106,7 +113,12 @@ class _FileRepository:
 
 
 class FolderRepository(_FileRepository):
-    """A repository in a local folder (also what `pack publish` writes)."""
+    """A repository in a local folder (also what `pack publish` writes).
+
+    Reads go through `read_regular`: regular files only (a link, FIFO or
+    device is refused before it is read), at most `max_index_bytes` /
+    `max_archive_bytes` bytes and `deadline_s` seconds per file.
+    """
 
     def __init__(
         self,
@@ -115,6 +127,10 @@ class FolderRepository(_FileRepository):
         label: str | None = None,
         trusted_keys: Sequence[str] = (),
         must_exist: bool = True,
+        deadline_s: float = FOLDER_DEADLINE_S,
+        max_index_bytes: int | None = None,
+        max_archive_bytes: int | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
         self.root = root
@@ -122,29 +138,39 @@ class FolderRepository(_FileRepository):
         self.id = f"path:{self.label}"
         self.trusted_keys = tuple(trusted_keys)
         self.must_exist = must_exist  # False only for `pack publish`, which creates it
+        self.deadline_s = deadline_s
+        self.max_index_bytes = max_index_bytes
+        self.max_archive_bytes = max_archive_bytes
+        self._monotonic = monotonic
 
     def _read(self, relative: str, *, archive: bool = False) -> bytes | None:
-        path = self.root / relative
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            if self.must_exist and not self.root.is_dir():
-                raise PackError(
-                    f"repository {self.label} does not exist",
-                    hint="a folder repository is made by: converge-dsl pack publish PACK_DIR "
-                    "--repo DIR; in a pipeline, paths are relative to the pipeline file",
-                ) from None
-            return None
-        except OSError as exc:
-            raise PackError(f"cannot read {relative} in {self.id}: {exc.strerror}") from None
+        if archive:
+            cap = self.max_archive_bytes or MAX_DOWNLOAD_BYTES
+        else:
+            cap = self.max_index_bytes or MAX_INDEX_BYTES
+        data = read_regular(
+            self.root / relative,
+            cap=cap,
+            deadline_s=self.deadline_s,
+            where=f"{relative} in repository {self.id}",
+            monotonic=self._monotonic,
+        )
+        if data is None and self.must_exist and not self.root.is_dir():
+            raise PackError(
+                f"repository {self.label} does not exist",
+                hint="a folder repository is made by: converge-dsl pack publish PACK_DIR "
+                "--repo DIR; in a pipeline, paths are relative to the pipeline file",
+            )
+        return data
 
 
 class HttpRepository(_FileRepository):
     """A repository served over HTTP(S) at `base_url` (the same layout as a folder).
 
-    Each request must complete within `deadline_s` (measured with `monotonic`)
-    and stay under its size limit; `max_index_bytes` / `max_archive_bytes`
-    override the module's caps (tests make them small).
+    Every read is one `http_get`: a total deadline of `deadline_s` (redirects
+    and header bytes included, measured with `monotonic`), the size caps
+    `max_index_bytes` / `max_archive_bytes`, and redirects to another host
+    refused unless the host is in `redirect_hosts`.
     """
 
     def __init__(
@@ -152,6 +178,7 @@ class HttpRepository(_FileRepository):
         base_url: str,
         *,
         trusted_keys: Sequence[str] = (),
+        redirect_hosts: Sequence[str] = (),
         client: httpx.Client | None = None,
         timeout_s: float = READ_TIMEOUT_S,
         deadline_s: float = DEADLINE_S,
@@ -163,50 +190,25 @@ class HttpRepository(_FileRepository):
         self.base_url = base_url.rstrip("/") + "/"
         self.id = f"url:{base_url.rstrip('/')}"
         self.trusted_keys = tuple(trusted_keys)
+        self.redirect_hosts = frozenset(redirect_hosts)
         self.deadline_s = deadline_s
+        self.timeout_s = min(timeout_s, deadline_s)  # no single read waits past the deadline
         self.max_index_bytes = max_index_bytes
         self.max_archive_bytes = max_archive_bytes
         self._monotonic = monotonic
-        import httpx
-
-        # No single read may wait past the whole deadline either.
-        timeout = min(timeout_s, deadline_s)
-        self._client = client or httpx.Client(timeout=timeout, follow_redirects=True)
+        self._client = client or new_client(self.timeout_s)
 
     def _read(self, relative: str, *, archive: bool = False) -> bytes | None:
-        import httpx
-
-        url = self.base_url + relative
-        cap = self.max_archive_bytes if archive else self.max_index_bytes
-        give_up = self._monotonic() + self.deadline_s
-        try:
-            with self._client.stream("GET", url) as response:
-                if response.status_code == 404:
-                    return None
-                if response.status_code != 200:
-                    raise PackError(f"GET {url} answered HTTP {response.status_code}")
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > cap:
-                        raise PackError(
-                            f"GET {url}: the answer is over {cap} bytes, refused "
-                            f"(repository {self.base_url})"
-                        )
-                    if self._monotonic() > give_up:
-                        raise PackError(
-                            f"GET {url}: no complete answer within {self.deadline_s:g} s "
-                            f"(repository {self.base_url})",
-                            hint="the repository is too slow or stalled; retry later",
-                        )
-                    chunks.append(chunk)
-                return b"".join(chunks)
-        except httpx.HTTPError as exc:
-            raise PackError(
-                f"cannot reach {url}: {exc}",
-                hint="a locked pipeline runs offline once its packs are in the cache",
-            ) from None
+        return http_get(
+            self._client,
+            self.base_url + relative,
+            cap=self.max_archive_bytes if archive else self.max_index_bytes,
+            repository=self.base_url,
+            deadline_s=self.deadline_s,
+            read_timeout_s=self.timeout_s,
+            redirect_hosts=self.redirect_hosts,
+            monotonic=self._monotonic,
+        )
 
 
 @dataclass
@@ -267,7 +269,10 @@ def open_repository(spec: Any, base: Path, client: httpx.Client | None = None) -
         )
     if isinstance(spec, Mapping) and "url" in spec:
         keys = tuple(spec.get("trusted_keys") or ())
-        return HttpRepository(str(spec["url"]), trusted_keys=keys, client=client)
+        hosts = tuple(str(h) for h in spec.get("redirect_hosts") or ())
+        return HttpRepository(
+            str(spec["url"]), trusted_keys=keys, redirect_hosts=hosts, client=client
+        )
     raise PackError(f"unknown repository {spec!r}", hint="use builtin, {path: ...} or {url: ...}")
 
 

@@ -1,9 +1,10 @@
 """Packs as a pipeline sees them: lock a pipeline, load its locked packs.
 
 `lock_pipeline` resolves the pipeline's `packs:` against its `repositories:`,
-fetches and verifies every pinned archive into the cache (so the next run
-works offline) and writes the pipeline's section of `converge.lock` beside it
-(`lock_path`); an unreadable lock file is replaced, with a warning.
+refuses a pin that would move down or to another digest without
+`allow_downgrade` / `repin`, fetches and verifies every pinned archive into
+the cache (so the next run works offline) and writes the pipeline's section
+of `converge.lock` beside it (`lock_path`); an unreadable lock file is replaced, with a warning.
 `load_locked_packs` is what `run` and `pack fetch` call: it refuses a missing
 or stale lock with the reason and the command that fixes it, then installs
 each pinned pack from the cache (downloading only what is missing, and saying
@@ -24,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 
 from converge_dsl.errors import PackError
 from converge_dsl.packs._cache import PackCache
+from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
     LockedPack,
     LockFile,
@@ -118,14 +120,20 @@ def lock_pipeline(
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
     warn: Callable[[str], object] | None = None,
+    allow_downgrade: bool = False,
+    repin: bool = False,
 ) -> LockFile:
     """Resolve, fetch, verify and write the pipeline's lock section; returns it.
 
     Versions pinned by a readable previous lock are kept when they still fit;
-    `warn` hears that an unreadable lock file is being replaced.
+    `warn` hears that an unreadable lock file is being replaced. A pin that
+    would move to a lower version (unless `allow_downgrade`) or to another
+    digest for the same version (unless `repin`) is refused before anything
+    is fetched or written (`_trust.check_pin_moves`).
     """
     from converge_dsl.packs._resolve import resolve
     from converge_dsl.packs._signing import verify
+    from converge_dsl.packs._trust import check_pin_moves
 
     info = PipelinePacks.read(pipeline, data)
     repositories = info.open(client)
@@ -144,9 +152,28 @@ def lock_pipeline(
         keys = repositories[pinned.repository].trusted_keys
         verify(signature, keys, pinned.name, str(entry.version), entry.sha256)
     lock = lock_from_resolution(info.packs, info.repositories, resolved)
+    if previous is not None:
+        check_pin_moves(
+            previous,
+            lock,
+            allow_downgrade=allow_downgrade,
+            repin=repin,
+            index_of=lambda where, name: _index_of(repositories, where, name),
+            command=lock_hint(pipeline).removeprefix("run: "),
+        )
     _install_all(lock, repositories, cache or PackCache())
     write_lock(pipeline, lock, warn=warn)
     return lock
+
+
+def _index_of(repositories: Mapping[str, Repository], where: str, name: str) -> PackIndex | None:
+    """The index of `name` in repository `where` (None if it is not listed or lacks it)."""
+    repository = repositories.get(where)
+    if repository is None:
+        return None
+    with contextlib.suppress(PackError):
+        return repository.fetch_index(name)
+    return None
 
 
 def _current_lock(info: PipelinePacks) -> LockFile | None:

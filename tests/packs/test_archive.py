@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import tarfile
@@ -10,9 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from converge_dsl import codes
 from converge_dsl.errors import PackError
-from converge_dsl.packs import build_archive, sha256_hex, unpack
-from converge_dsl.packs._archive import MAX_MEMBER_BYTES, check_members
+from converge_dsl.packs import _archive, build_archive, sha256_hex, unpack
+from converge_dsl.packs._archive import MAX_MEMBER_BYTES, check_members, expanded_cap
+from converge_dsl.packs._files import PackRefused
 
 from .conftest import make_pack
 
@@ -114,3 +117,120 @@ def test_unsafe_members_are_refused_and_nothing_is_unpacked(
 def test_garbage_is_not_an_archive() -> None:
     with pytest.raises(PackError, match=r"not a pack archive|corrupt"):
         check_members(b"definitely not gzip")
+
+
+# --- sizes are counted from the decompressed stream, never taken from headers ---------
+
+_BOMB_SCRIPT = """
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB: the bomb expands to 3 GiB
+from converge_dsl.errors import PackError
+from converge_dsl.packs._archive import unpack
+from pathlib import Path
+archive = Path(sys.argv[1]).read_bytes()
+started = time.monotonic()
+try:
+    unpack(archive, Path(sys.argv[2]))
+except PackError as exc:
+    print(getattr(exc, "code", ""), round(time.monotonic() - started, 3), exc.message)
+"""
+
+
+def _gzip_members(parts: list[bytes]) -> bytes:
+    return b"".join(gzip.compress(part, compresslevel=9, mtime=0) for part in parts)
+
+
+def pax_bomb(zero_mib: int) -> bytes:
+    """A .tar.gz whose first (pax) header declares `zero_mib` MiB of zeros, then pack.yaml.
+
+    Built from repeated gzip members (valid gzip), so even 3 GiB costs about 3 MB and
+    a few milliseconds to make.
+    """
+    pax = tarfile.TarInfo("././@PaxHeader")
+    pax.type = tarfile.XHDTYPE
+    pax.size = zero_mib << 20
+    one_mib = gzip.compress(bytes(1 << 20), compresslevel=9, mtime=0)
+    info = tarfile.TarInfo("pack.yaml")
+    info.size = 3
+    tail = info.tobuf(format=tarfile.USTAR_FORMAT) + b"abc" + bytes(509) + bytes(1024)
+    head = pax.tobuf(format=tarfile.USTAR_FORMAT)
+    return _gzip_members([head]) + one_mib * zero_mib + _gzip_members([tail])
+
+
+def test_a_3_gib_pax_header_of_zeros_is_refused_quickly_within_1_gib(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "bomb.tar.gz"
+    bomb.write_bytes(pax_bomb(3 * 1024))
+    assert len(bomb.read_bytes()) < 4 * 1024 * 1024
+    target = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", _BOMB_SCRIPT, str(bomb), str(target)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    code, seconds, message = done.stdout.split(" ", 2)
+    assert code == "CD560"
+    assert float(seconds) < 3
+    assert message.startswith(f"pack archive: it expands past {expanded_cap()} bytes")
+    assert not target.exists()
+
+
+def test_the_expanded_cap_counts_real_bytes_not_declared_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_archive, "MAX_TOTAL_BYTES", 4096)
+    monkeypatch.setattr(_archive, "MAX_MEMBERS", 4)
+    cap = expanded_cap()
+    assert cap == 4096 + 4 * _archive.HEADER_ALLOWANCE + 2 * tarfile.RECORDSIZE
+    with pytest.raises(PackRefused, match=f"expands past {cap} bytes") as caught:
+        check_members(pax_bomb(1), where="demo 1.0.0 from path:repo")
+    assert caught.value.code == codes.PACK_ARCHIVE_TOO_LARGE
+    assert caught.value.message.startswith("demo 1.0.0 from path:repo: ")
+    assert "nothing was unpacked or cached" in caught.value.message
+
+
+def test_member_total_and_count_caps_use_the_real_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_archive, "MAX_MEMBER_BYTES", 100)
+    monkeypatch.setattr(_archive, "MAX_TOTAL_BYTES", 250)
+    monkeypatch.setattr(_archive, "MAX_MEMBERS", 3)
+    fits = [_file(f"f{i}", b"x" * 80) for i in range(3)]
+    assert check_members(_tar_gz(fits)) == ["f0", "f1", "f2"]
+    with pytest.raises(PackRefused, match="over the 100-byte member cap"):
+        check_members(_tar_gz([_file("big", b"x" * 101)]))
+    with pytest.raises(PackRefused, match="its files hold over 250 bytes"):
+        check_members(_tar_gz([_file(f"f{i}", b"x" * 90) for i in range(3)]))
+    with pytest.raises(PackRefused, match="over 3 members"):
+        check_members(_tar_gz([_file(f"f{i}") for i in range(4)]))
+
+
+def test_a_member_shorter_than_its_header_is_corrupt() -> None:
+    info, data = _file("pack.yaml", b"x" * 600)
+    raw = io.BytesIO()
+    raw.write(info.tobuf(format=tarfile.USTAR_FORMAT) + data[:512])  # cut mid-member
+    with pytest.raises(PackError, match="corrupt pack archive"):
+        check_members(gzip.compress(raw.getvalue()))
+
+
+def test_concatenated_gzip_members_and_nul_padding_are_read_like_gzip(tmp_path: Path) -> None:
+    folder = make_pack(tmp_path, "alpha", "1.0.0")
+    plain = gzip.decompress(build_archive(folder))
+    split = _gzip_members([plain[:700], plain[700:]]) + bytes(64)
+    assert check_members(split) == check_members(build_archive(folder))
+
+
+def test_truncated_gzip_is_corrupt(tmp_path: Path) -> None:
+    archive = build_archive(make_pack(tmp_path, "alpha", "1.0.0"))
+    with pytest.raises(PackError, match=r"corrupt pack archive|not a pack archive"):
+        check_members(archive[: len(archive) // 2])
+
+
+def test_build_archive_refuses_fifos(tmp_path: Path) -> None:
+    folder = make_pack(tmp_path, "alpha", "1.0.0")
+    os.mkfifo(folder / "pipe")
+    with pytest.raises(PackError, match="pipe: packs hold regular files and folders only"):
+        build_archive(folder)

@@ -114,3 +114,58 @@ def test_pack_verify_detects_the_tampering(tmp_path: Path) -> None:
     out = io.StringIO()
     code = run(["pack", "verify", str(pipeline), "--cache", str(cache.root)], out, err)
     assert (code, out.getvalue()) == (0, "ok  alpha 1.0.0\n1 pack(s) verified\n")
+
+
+def _publish_bomb(tmp_path: Path) -> Path:
+    """A folder repository whose alpha 1.0.0 archive is a pax bomb with a matching digest."""
+    from converge_dsl.packs import sha256_hex
+    from converge_dsl.packs._index import archive_path, index_path
+
+    from .test_archive import pax_bomb
+
+    repo = tmp_path / "repo"
+    publish(make_pack(tmp_path, "alpha", "1.0.0"), repo)
+    archive = repo / archive_path("alpha", "1.0.0")
+    honest = sha256_hex(archive.read_bytes())
+    bomb = pax_bomb(64)
+    archive.write_bytes(bomb)
+    index = repo / index_path("alpha")
+    index.write_text(index.read_text().replace(honest, sha256_hex(bomb)))
+    return write_pipeline(tmp_path, '{alpha: ">=1"}')
+
+
+def test_a_refused_archive_leaves_no_lock_no_cached_archive_and_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.packs import _archive
+
+    monkeypatch.setattr(_archive, "MAX_TOTAL_BYTES", 1 << 20)
+    monkeypatch.setattr(_archive, "MAX_MEMBERS", 100)
+    pipeline = _publish_bomb(tmp_path)
+    cache = PackCache(tmp_path / "cache")
+    for _ in range(2):  # the second attempt pays the same bounded price: nothing was kept
+        code, _out, err = _cli("lock", str(pipeline), "--cache", str(cache.root))
+        assert code == 1
+        assert err.startswith("error[CD560]: archive of alpha 1.0.0 from path:repo: it expands")
+        assert "nothing was unpacked or cached" in err
+        assert not (tmp_path / "converge.lock").exists()
+        assert sorted(p.name for p in cache.root.rglob("*") if not p.is_dir()) == []
+
+
+def test_a_cached_archive_that_no_longer_unpacks_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline, cache, folder = _locked(tmp_path)
+    shutil.rmtree(folder)
+    from converge_dsl.packs import _archive
+
+    monkeypatch.setattr(_archive, "MAX_MEMBERS", 1)  # what an older version let in
+    with pytest.raises(PackError, match="over 1 members"):
+        load_locked_packs(pipeline, cache=cache)
+    assert list((cache.root / "archives").iterdir()) == []
+    assert not folder.exists()
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return run(list(argv), out, err), out.getvalue(), err.getvalue()

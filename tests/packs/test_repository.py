@@ -55,7 +55,8 @@ def test_a_dripping_server_is_cut_off_at_the_total_deadline(drip_url: str) -> No
         repository.fetch_index("evil")
     assert time.monotonic() - started < 3  # each read came in time; only the total is late
     assert caught.value.message == (
-        f"GET {drip_url}/index/evil.json: no complete answer within 0.5 s (repository {drip_url}/)"
+        f"GET {drip_url}/index/evil.json: no complete answer within 0.5 s, redirects included "
+        f"(repository {drip_url}/)"
     )
 
 

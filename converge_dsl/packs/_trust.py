@@ -1,0 +1,93 @@
+"""Pin moves `lock` refuses unless told: a lower version, or another digest for a version.
+
+`check_pin_moves(previous, lock, ...)` compares the pipeline's previous lock
+section with the one `lock` is about to write (docs/architecture.md §10):
+
+- a pack pinned at a *lower* version than before is refused (CD565) unless
+  `allow_downgrade`, or unless the pipeline's own specifier no longer admits
+  the old version (the user asked for the move by editing `packs:`). This
+  catches a newest version that vanished from an index, signed or not;
+- a pack pinned at the *same* version with a *different* sha256 is refused
+  (CD566) unless `repin`: a version's archive never changes, so a new digest
+  means it was re-published or tampered with (e.g. after a run refused the
+  tampered archive, `lock` would otherwise silently trust the new one).
+
+Each refusal names the pack, both pins, the repository, why it moved (as far
+as the repository's index tells) and the flag that accepts the move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from packaging.version import Version
+
+from converge_dsl.codes import LOCK_DOWNGRADE_REFUSED, LOCK_REPIN_REFUSED
+from converge_dsl.packs._files import PackRefused
+from converge_dsl.packs._index import PackIndex
+from converge_dsl.packs._lockfile import LockedPack, LockFile
+from converge_dsl.packs._manifest import parse_specifier
+
+
+def _why_lower(old: LockedPack, new: LockedPack, index: PackIndex | None) -> str:
+    """Why the resolution left `old`'s version, as far as `index` (old's repository) tells."""
+    if new.repository != old.repository:
+        return f"it now comes from {new.repository} instead of {old.repository}"
+    if index is None:
+        return f"{old.repository} no longer offers {old.name} at all"
+    entry = next((e for e in index.entries if str(e.version) == old.version), None)
+    if entry is None:
+        return f"{old.version} is no longer in the index of {old.repository}"
+    if entry.yanked:
+        return f"{old.version} was yanked from {old.repository}"
+    return f"the other requirements of the pipeline's packs exclude {old.version}"
+
+
+def check_pin_moves(
+    previous: LockFile,
+    lock: LockFile,
+    *,
+    allow_downgrade: bool,
+    repin: bool,
+    index_of: Callable[[str, str], PackIndex | None],
+    command: str,
+) -> None:
+    """Raise `PackRefused` for the first pin move not allowed (see the module docstring).
+
+    `index_of(repository id, name)` reads an index again to explain a
+    downgrade; `command` is the lock command as the user typed it (for hints).
+    """
+    for name, new in sorted(lock.packs.items()):
+        old = previous.packs.get(name)
+        if old is None:
+            continue
+        if Version(new.version) < Version(old.version) and not allow_downgrade:
+            if _admitted(lock.packs_requested, name, old.version):
+                why = _why_lower(old, new, index_of(old.repository, name))
+                raise PackRefused(
+                    LOCK_DOWNGRADE_REFUSED,
+                    f"lock would move {name} down from {old.version} to {new.version} "
+                    f"({new.repository}): {why}; the lock was not changed",
+                    hint=f"if the older version is expected, run: {command} --allow-downgrade",
+                )
+        elif new.version == old.version and new.sha256 != old.sha256 and not repin:
+            raise PackRefused(
+                LOCK_REPIN_REFUSED,
+                f"lock would re-pin {name} {new.version} to another archive: {new.repository} "
+                f"now serves sha256 {new.sha256[:16]}..., the lock has {old.sha256[:16]}...; "
+                "a published version never changes, so it was re-published or tampered with; "
+                "the lock was not changed",
+                hint=f"ask the repository owner; if the new archive is expected, run: "
+                f"{command} --repin",
+            )
+
+
+def _admitted(requested: Mapping[str, str], name: str, version: str) -> bool:
+    """Whether the pipeline's own specifier for `name` still admits `version`.
+
+    A pack the pipeline does not request directly counts as admitted: only an
+    edit of `packs:` by the user makes a downgrade explicit.
+    """
+    text = requested.get(name)
+    specifier = parse_specifier(text) if text is not None else None
+    return specifier is None or specifier.contains(version, prereleases=True)
