@@ -37,22 +37,28 @@ def explain(
         return (explainer(stop, state, budget, names),)
     if reason is StopReason.CANCELLED:
         return (_cancelled(stop, state),)
-    return (_failed(stop, state),)
+    return (_failed(stop, state, names),)
 
 
 def _plural(count: int | float, unit: str) -> str:
     return f"{count:g} {unit}" + ("" if count == 1 else "s")
 
 
-def ranked(counts: Mapping[str, float], unit: str, verb: str) -> str:
-    """`'summarise' made 14 calls, 'classify' 6`: most first, `_NAMED` named, zeros left out."""
+def ranked(
+    counts: Mapping[str, float], unit: str, verb: str, names: Collection[str] | None = None
+) -> str:
+    """`'summarise' made 14 calls, 'classify' 6`: most first, `_NAMED` named, zeros left out.
+
+    With `names`, only those are quoted as suggestors (`seeds 1` is not one).
+    """
     ordered = sorted(
         ((name, count) for name, count in counts.items() if count > 0),
         key=lambda item: (-item[1], item[0]),
     )
+    shown = [repr(name) if names is None or name in names else name for name, _ in ordered[:_NAMED]]
     parts = [
-        f"{name!r} {verb} {_plural(count, unit)}" if index == 0 else f"{name!r} {count:g}"
-        for index, (name, count) in enumerate(ordered[:_NAMED])
+        f"{who} {verb} {_plural(count, unit)}" if index == 0 else f"{who} {count:g}"
+        for index, (who, (_, count)) in enumerate(zip(shown, ordered, strict=False))
     ]
     if len(ordered) > _NAMED:
         parts.append(f"{len(ordered) - _NAMED} more")
@@ -73,6 +79,7 @@ def _budget_note(
     limit: object,
     what: str,
     *,
+    state: RunState,
     counts: Mapping[str, float],
     names: Collection[str],
     culprit: str | None = None,
@@ -81,9 +88,10 @@ def _budget_note(
     suggestor = culprit if culprit is not None and culprit in names else _top(counts, names)
     return StopNote(
         code=code,
-        message=f"{setting} {limit} reached: {what}",
+        message=f"{setting} {limit} reached{what}",
         suggestor=suggestor,
         setting=setting,
+        cycle=state.context.cycle,
         hint=f"raise budget.{setting}, or make the suggestors named stop sooner (`when`)",
     )
 
@@ -91,13 +99,14 @@ def _budget_note(
 def _calls(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) -> StopNote:
     meter, spent = state.usage, state.usage.spent_by()
     counts = {name: float(usage.model_calls) for name, usage in spent.items()}
-    what = ranked(counts, "call", "made") + _earlier(meter.totals.model_calls, counts)
+    what = ": " + ranked(counts, "call", "made") + _earlier(meter.totals.model_calls, counts)
     what += _refused(meter.refused_by, meter.refused, stop.reason, "a call")
     return _budget_note(
         codes.STOP_MODEL_CALL_BUDGET,
         "max_model_calls",
         budget.max_model_calls,
         what,
+        state=state,
         counts=counts,
         names=names,
     )
@@ -107,12 +116,18 @@ def _tokens(stop: Stop, state: RunState, budget: Budget, names: Collection[str])
     meter, spent = state.usage, state.usage.spent_by()
     counts = {name: float(usage.tokens) for name, usage in spent.items()}
     total = meter.totals.tokens
-    what = f"{_plural(total, 'token')} used; " + ranked(counts, "token", "used")
+    what = f": {_plural(total, 'token')} used; " + ranked(counts, "token", "used")
     what += _earlier(total, counts) + _refused(
         meter.refused_by, meter.refused, stop.reason, "a call"
     )
     return _budget_note(
-        codes.STOP_TOKEN_BUDGET, "max_tokens", budget.max_tokens, what, counts=counts, names=names
+        codes.STOP_TOKEN_BUDGET,
+        "max_tokens",
+        budget.max_tokens,
+        what,
+        state=state,
+        counts=counts,
+        names=names,
     )
 
 
@@ -122,7 +137,8 @@ def _cycles(stop: Stop, state: RunState, budget: Budget, names: Collection[str])
         codes.STOP_CYCLE_BUDGET,
         "max_cycles",
         budget.max_cycles,
-        ranked(counts, "cycle", "ran in"),
+        ": " + ranked(counts, "cycle", "ran in"),
+        state=state,
         counts=counts,
         names=names,
     )
@@ -137,7 +153,8 @@ def _facts(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) 
         codes.STOP_FACT_BUDGET,
         "max_facts",
         budget.max_facts,
-        ranked(counts, "fact", "promoted"),
+        ": " + ranked(counts, "fact", "promoted", names) + _one_more(stop.suggestor, names),
+        state=state,
         counts=counts,
         names=names,
         culprit=stop.suggestor,
@@ -148,9 +165,9 @@ def _time(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) -
     cycle, meter = state.context.cycle, state.usage
     if stop.in_flight:
         flight = ", ".join(repr(name) for name in stop.in_flight)
-        what = f"in cycle {cycle}, {flight} cancelled in flight"
+        what = f" in cycle {cycle}, cancelling {flight} in flight"
     else:
-        what = f"after cycle {cycle}"
+        what = f" after cycle {cycle}"
     what += _refused(meter.refused_by, meter.refused, stop.reason, "a model call")
     if state.busy:
         slowest = sorted(state.busy.items(), key=lambda item: (-item[1], item[0]))[:_NAMED]
@@ -161,6 +178,7 @@ def _time(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) -
         "max_wall_s",
         f"{budget.max_wall_s:g} s",
         what,
+        state=state,
         counts=state.busy,
         names=names,
         culprit=first,
@@ -182,6 +200,10 @@ def fact_owner(fact: Fact) -> str:
         if item.startswith("suggestor:"):
             return item[len("suggestor:") :]
     return _SEED_OWNER.get(fact.promotion.gate, fact.promotion.gate)
+
+
+def _one_more(culprit: str | None, names: Collection[str]) -> str:
+    return f"; {culprit!r} proposed one more" if culprit in names else ""
 
 
 def _earlier(total: int, counts: Mapping[str, float]) -> str:
@@ -229,7 +251,7 @@ def _cancelled(stop: Stop, state: RunState) -> StopNote:
     )
 
 
-def _failed(stop: Stop, state: RunState) -> StopNote:
+def _failed(stop: Stop, state: RunState, names: Collection[str]) -> StopNote:
     """An `error` or `invariant_violated` stop, by what the error is."""
     error, cycle = stop.error, state.context.cycle
     if error is None:
@@ -237,13 +259,18 @@ def _failed(stop: Stop, state: RunState) -> StopNote:
     suggestor = stop.suggestor
     span = None
     if isinstance(error, RunError):
-        suggestor = error.suggestor or suggestor
+        if error.suggestor in names:
+            suggestor = error.suggestor
         cycle = error.cycle if error.cycle is not None else cycle
         span = error.span
     who = f" (suggestor {suggestor!r}, cycle {cycle})" if suggestor else ""
+    code = stop.code or _error_code(stop, error)
+    what = error.message
+    if code == codes.STOP_INVARIANT_FAILED:
+        what = f"invariant {stop.invariant!r} could not be checked: {what}"
     return StopNote(
-        code=stop.code or _error_code(stop, error),
-        message=f"{error.message}{who}",
+        code=code,
+        message=f"{what}{who}",
         suggestor=suggestor,
         invariant=stop.invariant,
         cycle=cycle,

@@ -64,12 +64,12 @@ def _where(note: StopNote, compiled: CompiledPipeline) -> tuple[SourceSpan, Json
     """Where `note` points: its span, invariant, suggestor, budget setting, else the pipeline."""
     index = next((i for i, s in enumerate(compiled.suggestors) if s.name == note.suggestor), None)
     owner: JsonPath = () if index is None else ("suggestors", index)
-    if note.span is not None:
-        return note.span, owner
     for position, invariant in enumerate(compiled.invariants):
         span = getattr(invariant.check, "span", None)
         if invariant.name == note.invariant and isinstance(span, SourceSpan):
-            return span, ("invariants", position)
+            return note.span or span, ("invariants", position)
+    if note.span is not None:
+        return note.span, owner
     span = compiled.span_of(note.suggestor)
     if span is not None:
         return span, owner
