@@ -248,6 +248,12 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
     )
 
 
+def _environment_error(exc: OSError) -> ConvergeError:
+    """An `OSError` (a folder, a disk, a permission) in the words the command line uses."""
+    where = f" {exc.filename!r}" if exc.filename else ""
+    return ConvergeError(f"cannot use{where}: {exc.strerror or type(exc).__name__}")
+
+
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     """Run; print the result. A run that never started prints its run result too (JSON)."""
     from converge_dsl.frontend import terminal_safe
@@ -257,12 +263,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     progress = _Progress(io.stderr, live=io.color) if human else None
     try:
         out = asyncio.run(run_pipeline(_options(args, io, progress)))
-    except ConvergeError as exc:
+    except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
         # else as one error line, by the command line. JSON: the run-result document.
         if human:
             raise
-        io.stdout.write(not_run_document(exc, args.pipeline).model_dump_json(indent=2) + "\n")
+        error = exc if isinstance(exc, ConvergeError) else _environment_error(exc)
+        io.stdout.write(not_run_document(error, args.pipeline).model_dump_json(indent=2) + "\n")
         if isinstance(exc, PipelineInvalid):
             return exc.exit_code  # its diagnostics are the document's
         raise

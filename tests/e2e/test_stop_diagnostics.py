@@ -114,3 +114,23 @@ def test_a_converged_run_has_no_diagnostics() -> None:
     code, out, _ = _cli("run", "tests/e2e/data/key-schema.yaml", "--format", "json")
     doc = json.loads(out)
     assert (code, doc["stop_reason"], doc["diagnostics"]) == (0, "converged", [])
+
+
+def test_an_environment_error_before_the_run_is_a_run_result_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl import runtime
+
+    async def fail(options: object) -> object:
+        raise OSError(28, "No space left on device", "out.jsonl")
+
+    monkeypatch.setattr(runtime, "run_pipeline", fail)
+    code, out, err = _cli("run", f"{DATA}/cycles.yaml", "--format", "json")
+    assert code == 1
+    assert err == "error: cannot use 'out.jsonl': No space left on device\n"
+    doc = json.loads(out)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["stop_reason"] == "error"
+    assert [(d["code"], d["message"]) for d in doc["diagnostics"]] == [
+        ("CD921", "cannot use 'out.jsonl': No space left on device")
+    ]
