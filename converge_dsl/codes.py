@@ -122,3 +122,19 @@ MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex can backtrack exponent
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline
+STOP_CYCLE_BUDGET = "CD901"  # max_cycles reached (names the suggestors that kept running)
+STOP_FACT_BUDGET = "CD902"  # max_facts reached (names the suggestors that promoted them)
+STOP_TOKEN_BUDGET = "CD903"  # max_tokens reached (names the suggestors that spent them)
+STOP_MODEL_CALL_BUDGET = "CD904"  # max_model_calls reached (names the suggestors that called)
+STOP_TIME_BUDGET = "CD905"  # max_wall_s reached (names the suggestors in flight or refused)
+STOP_INVARIANT_VIOLATED = "CD906"  # a critical invariant does not hold
+STOP_HITL_PAUSE = "CD907"  # warning: the run paused for a human decision
+STOP_CANCELLED = "CD908"  # the run was cancelled
+STOP_CONFLICT = "CD909"  # a suggestor proposed an existing id with other content or data
+STOP_KERNEL_RULE = "CD910"  # a suggestor broke another rule of the engine contract
+STOP_MODEL_FAILED = "CD911"  # a model call failed (timeout, provider, wire, auth, script)
+STOP_SUGGESTOR_FAILED = "CD912"  # a suggestor raised an error that has no source location
+STOP_INVARIANT_FAILED = "CD913"  # an invariant's check itself failed
+STOP_RUN_FAILED = "CD914"  # the run failed outside any suggestor or invariant
+NOT_RUN_USAGE = "CD920"  # the run did not start: the command line is wrong
+NOT_RUN_ERROR = "CD921"  # the run did not start or could not finish (pack, model, trace, ...)

@@ -2,9 +2,12 @@
 
 Exit codes: 0 converged, 2 invalid pipeline (the diagnostics of `validate`),
 3 usage error, 4 a budget ran out, 5 an invariant was violated, 6 paused for a
-human, 1 anything else. `--format json` prints one `RunResultDocument`; on
-exit 2 both formats print the diagnostics as `converge-dsl validate` prints them
-(human text on stderr, JSON on stdout). Packs the cache lacks are fetched
+human, 1 anything else. `--format json` always prints one `RunResultDocument`:
+every stop but `converged` has at least one diagnostic saying why (code,
+message, suggestor, location); a run that never started has stop reason
+`invalid` (the diagnostics of `validate`), `usage_error` or `error` and no
+facts. Human output shows the same diagnostics on stderr (exit 2: as
+`converge-dsl validate` prints them). Packs the cache lacks are fetched
 first, one line on stderr for each.
 
 Human in the loop: a run that pauses (exit 6) lists the pending proposals (id,
@@ -34,7 +37,7 @@ from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
-    from converge_dsl.runtime import RunOutcome
+    from converge_dsl.runtime import RunOptions, RunOutcome
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -194,12 +197,12 @@ def _print_human(out: RunOutcome, stream: TextIO) -> None:
 
 
 def _error_text(out: RunOutcome) -> str:
-    """A run error: located ones (template at cycle 7) rendered like `validate` renders."""
+    """Why the run stopped: its diagnostics rendered like `validate` renders them."""
     from converge_dsl.cli._render import render
 
     located = [d for d in out.diagnostics if d.file]
     if not located:
-        return f"error: {out.error}\n"
+        return "" if out.error is None else f"error: {out.error}\n"
     text = StringIO()
     render(located, "human", text, summary=False)
     return text.getvalue() + "\n"
@@ -222,17 +225,15 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
     )
 
 
-def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.frontend import terminal_safe
-    from converge_dsl.runtime import RunOptions, run_pipeline
+def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> RunOptions:
+    """The run's options from the command line (a `UsageError` when they do not fit)."""
+    from converge_dsl.runtime import RunOptions
 
     if args.resume is not None and args.checkpoint is None:
         args.checkpoint = args.resume
     if args.record is not None and args.replay is not None:
         raise UsageError("--record and --replay cannot be combined")
-    human = args.format == "human"
-    progress = _Progress(io.stderr, live=io.color) if human else None
-    options = RunOptions(
+    return RunOptions(
         pipeline=args.pipeline,
         inputs=parse_inputs(args),
         model_overrides=pairs(args.model, "--model"),
@@ -245,19 +246,37 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         decisions=parse_decisions(args),
         on_fetch=lambda line: io.stderr.write(line + "\n"),
     )
+
+
+def _environment_error(exc: OSError) -> ConvergeError:
+    """An `OSError` (a folder, a disk, a permission) in the words the command line uses."""
+    where = f" {exc.filename!r}" if exc.filename else ""
+    return ConvergeError(f"cannot use{where}: {exc.strerror or type(exc).__name__}")
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    """Run; print the result. A run that never started prints its run result too (JSON)."""
+    from converge_dsl.frontend import terminal_safe
+    from converge_dsl.runtime import not_run_document, run_pipeline
+
+    human = args.format == "human"
+    progress = _Progress(io.stderr, live=io.color) if human else None
     try:
-        out = asyncio.run(run_pipeline(options))
-    except PipelineInvalid:
-        raise  # rendered like `validate` renders it, by the command line's one renderer
-    except ConvergeError as exc:
-        if not human and not isinstance(exc, UsageError):
-            io.stdout.write(json.dumps({"stop_reason": "error", "error": str(exc)}) + "\n")
+        out = asyncio.run(run_pipeline(_options(args, io, progress)))
+    except (ConvergeError, OSError) as exc:
+        # Human: an invalid pipeline is rendered like `validate` renders it, anything
+        # else as one error line, by the command line. JSON: the run-result document.
+        if human:
+            raise
+        error = exc if isinstance(exc, ConvergeError) else _environment_error(exc)
+        io.stdout.write(not_run_document(error, args.pipeline).model_dump_json(indent=2) + "\n")
+        if isinstance(exc, PipelineInvalid):
+            return exc.exit_code  # its diagnostics are the document's
         raise
     finally:
         if progress is not None:
             progress.stop()
-    if out.error is not None:
-        io.stderr.write(terminal_safe(_error_text(out)))
+    io.stderr.write(terminal_safe(_error_text(out)))
     if human:
         buffer = StringIO()
         _print_human(out, buffer)

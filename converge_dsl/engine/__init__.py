@@ -7,7 +7,7 @@ Public surface:
   `ContextView`, `ProposedFact`, `AgentEffect`, `Provenance`, `Fact`, `PromotionRecord`;
   `canonical_json`, `freeze_json`, `fact_to_data`, `fact_from_data`;
 - the loop: `Engine` (`on_error`: `OnError`), `Context`, `RunResult`, `StopReason`,
-  `EngineState`, `PendingProposal`, `HitlPause`;
+  `StopNote` (why a run stopped, as data), `EngineState`, `PendingProposal`, `HitlPause`;
 - limits and gates: `Budget`, `UsageMeter`, `UsageTotals`, `PromotionPolicy`,
   `PromotionGate`, `Invariant`, `InvariantClass`;
 - events: `EngineEvent` (one of `RunStarted`, `CycleStarted`, `SuggestorStarted`,
@@ -52,6 +52,7 @@ from converge_dsl.engine.state import (
     fact_from_data,
     fact_to_data,
 )
+from converge_dsl.engine.stops import StopNote
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextKey,
@@ -101,6 +102,7 @@ __all__ = [
     "RunResult",
     "RunStarted",
     "SeedSuggestor",
+    "StopNote",
     "StopReason",
     "Suggestor",
     "SuggestorBase",

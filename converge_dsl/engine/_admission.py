@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NoReturn
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._data import held_text, same_fact
@@ -120,7 +121,7 @@ class Admission:
                 proposal = replace(proposal, provenance=suggestor.provenance())
             self.admit(name, proposal, cycle, gate="auto", approver="engine", hitl=True)
         if self._ctx.version != before:
-            self.check_invariants("structural")
+            self.check_invariants("structural", suggestor=name)
 
     # -- one proposal --------------------------------------------------------------
 
@@ -192,7 +193,7 @@ class Admission:
         """Turn `proposal` into a fact (over `max_facts` -> `fact_budget_exhausted`)."""
         state = self._state
         if self._ctx.version >= self._max_facts:
-            raise Stop(StopReason.FACT_BUDGET_EXHAUSTED)
+            raise Stop(StopReason.FACT_BUDGET_EXHAUSTED, suggestor=name)
         state.lamport += 1
         key = proposal.key
         self._writer.add_fact(
@@ -243,11 +244,14 @@ class Admission:
 
     # -- invariants ------------------------------------------------------------------
 
-    def check_invariants(self, invariant_class: InvariantClass) -> None:
+    def check_invariants(
+        self, invariant_class: InvariantClass, *, suggestor: str | None = None
+    ) -> None:
         """Check one class of invariants against the context, in registration order.
 
         A critical violation stops the run (`invariant_violated`); any other
-        becomes the `diagnostic` fact `invariant:{name}`.
+        becomes the `diagnostic` fact `invariant:{name}`. `suggestor`: the one
+        whose merge is being checked (named by the stop).
         """
         ctx, cycle = self._ctx, self._ctx.cycle
         for invariant in self._invariants[invariant_class]:
@@ -262,7 +266,13 @@ class Admission:
                         cycle=cycle,
                     )
                 )
-                raise Stop(StopReason.ERROR, error) from None
+                raise Stop(
+                    StopReason.ERROR,
+                    error,
+                    code=codes.STOP_INVARIANT_FAILED,
+                    suggestor=suggestor,
+                    invariant=invariant.name,
+                ) from None
             if self._log.enabled:
                 self._log.emit(
                     ev.InvariantChecked(
@@ -283,6 +293,8 @@ class Admission:
                         f"{invariant_class} invariant {invariant.name!r} violated: {message}",
                         cycle=cycle,
                     ),
+                    suggestor=suggestor,
+                    invariant=invariant.name,
                 )
             self.engine_fact(
                 f"invariant:{invariant.name}",
@@ -330,6 +342,7 @@ class Admission:
                 suggestor=name,
                 cycle=cycle,
             ),
+            code=codes.STOP_CONFLICT,
         )
 
     def _reject(self, name: str, proposal: ProposedFact, reason: str, cycle: int) -> None:

@@ -68,5 +68,10 @@ class Registry:
                 found.update(listed)
         return sorted(found)
 
+    @property
+    def names(self) -> frozenset[str]:
+        """The names of the registered suggestors."""
+        return frozenset(self._names)
+
     def __len__(self) -> int:
         return len(self.suggestors)

@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
+from converge_dsl.engine._explain import explain
 from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys
-from converge_dsl.engine.budget import Budget, StopReason
+from converge_dsl.engine.budget import SPENDER, Budget, StopReason
 from converge_dsl.engine.state import EngineState, HitlPause, PendingProposal, RunResult
 from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
@@ -107,7 +108,6 @@ class Run:
                     timing=log.timing(),
                 )
             )
-        reason, error = StopReason.CONVERGED, None
         try:
             self._admission.seed(seeds, staged)
             if self._state.pending:
@@ -115,8 +115,7 @@ class Run:
             while True:
                 await self._cycle()
         except Stop as stop:
-            reason, error = stop.reason, stop.error
-        return self._finish(reason, error)
+            return self._finish(stop)
 
     async def _cycle(self) -> None:
         state, log = self._state, self._log
@@ -201,6 +200,7 @@ class Run:
         unfinished = {suggestor.name for suggestor in accepted}
 
         async def one(suggestor: Suggestor) -> _Outcome:
+            SPENDER.set(suggestor.name)  # this task's own context: its usage is the suggestor's
             start = clock.monotonic()
             try:
                 if semaphore is None:
@@ -223,18 +223,19 @@ class Run:
         try:
             return await gathered
         except asyncio.CancelledError:
+            flight = tuple(s.name for s in accepted if s.name in unfinished)
             if self._cancelled:
-                raise Stop(StopReason.CANCELLED) from None
+                raise Stop(StopReason.CANCELLED, in_flight=flight) from None
             if self._timed_out:
-                self._log_deadline([s.name for s in accepted if s.name in unfinished])
-                raise Stop(StopReason.TIME_BUDGET_EXHAUSTED) from None
+                self._log_deadline(flight)
+                raise Stop(StopReason.TIME_BUDGET_EXHAUSTED, in_flight=flight) from None
             raise
         finally:
             self._inflight = None
             if watcher is not None:
                 watcher.cancel()
 
-    def _log_deadline(self, names: list[str]) -> None:
+    def _log_deadline(self, names: tuple[str, ...]) -> None:
         """Trace the suggestors the deadline cancelled in flight (their effects are dropped)."""
         log, cycle = self._log, self._state.context.cycle
         if log.enabled:
@@ -261,7 +262,9 @@ class Run:
     # -- outcomes ------------------------------------------------------------------
 
     def _merge(self, suggestor: Suggestor, outcome: object, duration: float, cycle: int) -> None:
-        name = suggestor.name
+        name, state = suggestor.name, self._state
+        state.ran[name] = state.ran.get(name, 0) + 1
+        state.busy[name] = state.busy.get(name, 0.0) + duration
         if isinstance(outcome, BaseException):
             self._suggestor_failed(name, cycle, outcome)
             return
@@ -310,8 +313,9 @@ class Run:
 
     # -- result ----------------------------------------------------------------------
 
-    def _finish(self, reason: StopReason, error: ConvergeError | None) -> RunResult:
+    def _finish(self, stop: Stop) -> RunResult:
         state, log = self._state, self._log
+        reason, error = stop.reason, stop.error
         ctx = state.context
         snapshot = state.snapshot()
         pause = None
@@ -339,6 +343,7 @@ class Run:
             pause=pause,
             error=error,
             events=log.recorded(),
+            notes=explain(stop, state, self._budget, self._registry.names),
         )
 
 

@@ -10,7 +10,7 @@ the run raises `Stop`, wherever it is checked.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
@@ -25,12 +25,32 @@ from converge_dsl.errors import ConvergeError
 
 
 class Stop(Exception):
-    """Ends the run with `reason` (and `error`, for `error` and `invariant_violated`)."""
+    """Ends the run with `reason` (and `error`, for `error` and `invariant_violated`).
 
-    def __init__(self, reason: StopReason, error: ConvergeError | None = None) -> None:
+    What the stop knows for its `StopNote` (`converge_dsl.engine.stops`): `code`
+    when the raise site knows the finding better than the error's type (a
+    conflict), the `suggestor` concerned (the one whose proposal hit the fact
+    budget or whose merge broke a structural invariant), the `invariant`, and
+    the suggestors cancelled `in_flight`.
+    """
+
+    def __init__(
+        self,
+        reason: StopReason,
+        error: ConvergeError | None = None,
+        *,
+        code: str | None = None,
+        suggestor: str | None = None,
+        invariant: str | None = None,
+        in_flight: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(str(reason))
         self.reason = reason
         self.error = error
+        self.code = code
+        self.suggestor = suggestor
+        self.invariant = invariant
+        self.in_flight = in_flight
 
 
 def sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
@@ -50,7 +70,9 @@ class RunState:
     `dirty` holds the keys that received facts since the current cycle began
     (the next cycle's dirty keys); `promoted` counts the facts promoted in the
     current cycle; `rejected` holds the ids a human rejected, which are
-    dropped silently if proposed again.
+    dropped silently if proposed again. `ran` and `busy` count, per suggestor,
+    the executions and the seconds they took in this run (what a budget stop
+    names).
     """
 
     context: Context
@@ -61,6 +83,8 @@ class RunState:
     rejected: set[str]
     pending: list[PendingProposal]
     promoted: int = 0
+    ran: dict[str, int] = field(default_factory=dict)
+    busy: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def restore(cls, state: EngineState, usage: UsageMeter) -> RunState:

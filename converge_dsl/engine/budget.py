@@ -12,15 +12,25 @@ call through `allow_attempt`, the models' attempt gate. A refused call is
 remembered (`refused`) so the engine stops the run with the matching reason
 after the cycle instead of reporting a fixed point. `can_call`/`record` remain
 for callers that meter after the fact.
+
+The meter also counts what each suggestor spent (`spent_by`, `refused_by`):
+the engine runs every `execute` with `SPENDER` set to the suggestor's name, so
+calls, attempts and tokens are attributed to whoever made them, which is how
+a budget stop names the suggestors that spent the budget.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
 from converge_dsl.clock import Clock
+
+# The suggestor whose `execute` is running in this task (None outside one).
+SPENDER: ContextVar[str | None] = ContextVar("converge_dsl_spender", default=None)
 
 
 class StopReason(StrEnum):
@@ -116,6 +126,7 @@ class UsageMeter:
 
     __slots__ = (
         "_budget",
+        "_by",
         "_calls",
         "_clock",
         "_deadline",
@@ -124,6 +135,7 @@ class UsageMeter:
         "_input",
         "_output",
         "_refused",
+        "_refused_by",
     )
 
     def __init__(
@@ -133,6 +145,8 @@ class UsageMeter:
         self._clock = clock
         self._deadline: float | None = None
         self._refused: StopReason | None = None
+        self._refused_by: str | None = None
+        self._by: dict[str, list[int]] = {}
         self._calls = self._input = self._output = 0
         self._held_calls = self._held_tokens = 0
         self.restore(start or UsageTotals())
@@ -142,14 +156,40 @@ class UsageMeter:
         limit = self._budget.max_wall_s
         self._deadline = None if limit is None or self._clock is None else started + limit
         self._refused = None
+        self._refused_by = None
+        self._by = {}
 
     def record(
         self, *, model_calls: int = 1, input_tokens: int = 0, output_tokens: int = 0
     ) -> None:
-        """Add one model call's (or several calls') usage."""
+        """Add one model call's (or several calls') usage, counted for the current `SPENDER`."""
         self._calls += model_calls
         self._input += input_tokens
         self._output += output_tokens
+        self._spend(model_calls, input_tokens, output_tokens)
+
+    def _spend(self, calls: int, tokens_in: int, tokens_out: int) -> None:
+        name = SPENDER.get()
+        if name is not None:
+            row = self._by.get(name)
+            if row is None:
+                row = self._by[name] = [0, 0, 0]
+            row[0] += calls
+            row[1] += tokens_in
+            row[2] += tokens_out
+
+    def spent_by(self) -> Mapping[str, UsageTotals]:
+        """Suggestor name -> what it spent since `begin` (calls, attempts and tokens).
+
+        A resumed run restores the totals but not this breakdown: the totals may
+        exceed its sum by what earlier runs spent.
+        """
+        return {name: UsageTotals(*row) for name, row in self._by.items()}
+
+    @property
+    def refused_by(self) -> str | None:
+        """The suggestor whose call or attempt was refused first (None: none, or not in one)."""
+        return self._refused_by
 
     @property
     def totals(self) -> UsageTotals:
@@ -191,6 +231,7 @@ class UsageMeter:
             self._refuse(reason)
             return False
         self._calls += 1
+        self._spend(1, 0, 0)
         return True
 
     def note_budget_refusal(self) -> StopReason:
@@ -210,8 +251,8 @@ class UsageMeter:
         A refusal is remembered (see `refused`).
         """
         reason = self.limit_reached()
-        if reason is not None and self._refused is None:
-            self._refused = reason
+        if reason is not None:
+            self._refuse(reason)
         return reason is None
 
     def limit_reached(self) -> StopReason | None:
@@ -238,6 +279,7 @@ class UsageMeter:
     def _refuse(self, reason: StopReason) -> None:
         if self._refused is None:
             self._refused = reason
+            self._refused_by = SPENDER.get()
 
     def _unhold(self, tokens: int) -> None:
         self._held_calls -= 1

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from converge_dsl.engine.budget import StopReason, UsageTotals
 from converge_dsl.engine.context import Context
+from converge_dsl.engine.stops import StopNote
 from converge_dsl.engine.types import (
     Fact,
     PromotionRecord,
@@ -134,6 +135,7 @@ class RunResult:
 
     `state` is the state at the stop (resume a pause through `pause`).
     `events` are the run's events in order (empty if the engine records none).
+    `notes` say why a run that did not converge stopped (at least one each).
     """
 
     context: Context
@@ -144,6 +146,7 @@ class RunResult:
     pause: HitlPause | None = None
     error: ConvergeError | None = None
     events: tuple[BaseModel, ...] = ()
+    notes: tuple[StopNote, ...] = ()
 
     def __repr__(self) -> str:  # short: see EngineState.__repr__
         return (

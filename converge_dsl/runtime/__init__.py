@@ -6,8 +6,10 @@ Public surface:
   `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
-  `outcome(compiled, result, decided) -> RunOutcome`,
-  `run_error_diagnostic(error)`.
+  `outcome(compiled, result, decided) -> RunOutcome` (every stop but `converged` with at
+  least one located diagnostic), `run_error_diagnostic(error)`,
+  `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
+  stop reason `invalid`, `usage_error` or `error`).
 - `SUGGESTOR_BUILDERS`: every suggestor kind (the compiler's seed, rule, llm plus agent
   and pack, imported on first use), the table `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
@@ -37,7 +39,13 @@ from ._engine import SUGGESTOR_BUILDERS, build_engine
 from ._models import build_models
 from ._options import RunOptions
 from ._orchestrate import load_document, run_pipeline
-from ._outcome import EXIT_BY_STOP, RunOutcome, outcome, run_error_diagnostic
+from ._outcome import (
+    EXIT_BY_STOP,
+    RunOutcome,
+    not_run_document,
+    outcome,
+    run_error_diagnostic,
+)
 from ._trace import TraceWriter
 from ._trace_read import find_cleared_span, read_trace
 
@@ -60,6 +68,7 @@ __all__ = [
     "exported_schemas",
     "find_cleared_span",
     "load_document",
+    "not_run_document",
     "outcome",
     "pipeline_digest",
     "read_trace",

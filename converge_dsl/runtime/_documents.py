@@ -9,6 +9,7 @@ suggestor the event concerns, when there is one).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,6 +57,10 @@ class ProvenanceModel(_Frozen):
         )
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 _DATA_DESCRIPTION = "the fact's JSON data (what rules and solvers read), or null"
 
 
@@ -89,6 +94,8 @@ class UsageModel(_Frozen):
 
 
 class DiagnosticModel(_Frozen):
+    """A diagnostic as `validate --format json` prints it; a run's own add who and when."""
+
     code: str
     severity: str
     message: str
@@ -99,10 +106,22 @@ class DiagnosticModel(_Frozen):
     end_column: int
     path: str
     hint: str | None = None
+    suggestor: str | None = Field(
+        default=None,
+        description="the suggestor concerned (only present when a suggestor is)",
+        exclude_if=_is_none,
+    )
+    cycle: int | None = Field(
+        default=None,
+        description="the cycle the run stopped in (only present for a run's own diagnostics)",
+        exclude_if=_is_none,
+    )
 
     @classmethod
-    def of(cls, diagnostic: Diagnostic) -> DiagnosticModel:
-        return cls.model_validate(diagnostic.as_json())
+    def of(
+        cls, diagnostic: Diagnostic, suggestor: str | None = None, cycle: int | None = None
+    ) -> DiagnosticModel:
+        return cls.model_validate({**diagnostic.as_json(), "suggestor": suggestor, "cycle": cycle})
 
 
 class PendingModel(_Frozen):
@@ -139,7 +158,14 @@ class RunResultDocument(_Frozen):
 
     model_config = ConfigDict(frozen=True, extra="forbid", title="converge-dsl run result")
 
-    stop_reason: str
+    stop_reason: str = Field(
+        description="why the run stopped: converged, cycle_budget_exhausted, "
+        "fact_budget_exhausted, token_budget_exhausted, model_call_budget_exhausted, "
+        "time_budget_exhausted, invariant_violated, hitl_pause, cancelled or error; "
+        "invalid (the pipeline failed validation) or usage_error (the command line is "
+        "wrong) when the run never started. Every reason but converged comes with at "
+        "least one diagnostic"
+    )
     converged: bool
     cycles: int
     facts: dict[str, list[FactModel]] = Field(description="facts grouped by key, in key order")
@@ -164,7 +190,7 @@ class RunResultDocument(_Frozen):
         stop_reason: str,
         cycles: int,
         facts: tuple[Fact, ...],
-        diagnostics: list[Diagnostic],
+        diagnostics: Sequence[Diagnostic | DiagnosticModel],
         usage: UsageModel,
         pending: tuple[PendingProposal, ...] = (),
         held: dict[str, bool] | None = None,
@@ -178,7 +204,9 @@ class RunResultDocument(_Frozen):
             converged=stop_reason == "converged",
             cycles=cycles,
             facts=ordered,
-            diagnostics=[DiagnosticModel.of(d) for d in diagnostics],
+            diagnostics=[
+                d if isinstance(d, DiagnosticModel) else DiagnosticModel.of(d) for d in diagnostics
+            ],
             usage=usage,
             pending=[PendingModel.of(item) for item in pending],
             held=dict(sorted((held or {}).items())),

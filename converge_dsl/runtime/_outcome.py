@@ -1,17 +1,29 @@
-"""A finished run as the user sees it: the run-result document, exit code and located errors."""
+"""A finished run as the user sees it: the run-result document, exit code and located errors.
+
+Failures are data (docs/architecture.md §12): every stop but `converged` puts
+at least one diagnostic in the run result, made from the engine's
+`StopNote`s and located in the pipeline: at the error's own span (a
+template), at the invariant concerned, at the suggestor concerned, at the
+budget setting reached, or else at the pipeline itself. A run that never
+reached the engine (an invalid pipeline, a usage error, a pack or model that
+cannot be used) gets the same document through `not_run_document`, with stop
+reason `invalid`, `usage_error` or `error`, its diagnostics and no facts.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from converge_dsl import codes
 from converge_dsl.compiler import CompiledPipeline
-from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.state import RunResult
-from converge_dsl.errors import ConvergeError, RunError
+from converge_dsl.engine.stops import StopNote
+from converge_dsl.errors import ConvergeError, PipelineInvalid, RunError, UsageError
 
-from ._documents import RunResultDocument, UsageModel
+from ._documents import DiagnosticModel, RunResultDocument, UsageModel
 
 EXIT_BY_STOP: Mapping[str, int] = {
     "converged": 0,
@@ -22,6 +34,8 @@ EXIT_BY_STOP: Mapping[str, int] = {
     "time_budget_exhausted": 4,
     "invariant_violated": 5,
     "hitl_pause": 6,
+    "invalid": 2,
+    "usage_error": 3,
 }
 RUN_ERROR_CODE = codes.RUN_ERROR
 
@@ -46,6 +60,45 @@ def run_error_diagnostic(error: ConvergeError) -> Diagnostic | None:
     return Diagnostic.at(RUN_ERROR_CODE, f"{error.message}{who}", error.span, hint=error.hint)
 
 
+def _where(note: StopNote, compiled: CompiledPipeline) -> tuple[SourceSpan, JsonPath]:
+    """Where `note` points: its span, invariant, suggestor, budget setting, else the pipeline."""
+    index = next((i for i, s in enumerate(compiled.suggestors) if s.name == note.suggestor), None)
+    owner: JsonPath = () if index is None else ("suggestors", index)
+    for position, invariant in enumerate(compiled.invariants):
+        span = getattr(invariant.check, "span", None)
+        if invariant.name == note.invariant and isinstance(span, SourceSpan):
+            return note.span or span, ("invariants", position)
+    if note.span is not None:
+        return note.span, owner
+    span = compiled.span_of(note.suggestor)
+    if span is not None:
+        return span, owner
+    setting = _setting_span(note, compiled)
+    if setting is not None:
+        return setting, ("budget", str(note.setting))
+    return compiled.span, ()
+
+
+def _setting_span(note: StopNote, compiled: CompiledPipeline) -> SourceSpan | None:
+    """The span of the budget setting `note` reached, when the pipeline sets it."""
+    if note.setting is None:
+        return None
+    location = compiled.settings.document.source_map.get(("budget", note.setting))
+    return None if location is None else location.span
+
+
+def note_diagnostic(note: StopNote, compiled: CompiledPipeline) -> Diagnostic:
+    """`note` as a diagnostic located in `compiled`'s pipeline (see `_where`)."""
+    span, path = _where(note, compiled)
+    hint = note.hint
+    setting = _setting_span(note, compiled)
+    if hint is not None and setting is not None and setting != span:
+        hint += f" (budget.{note.setting} is set at {setting})"
+    return Diagnostic.at(
+        note.code, note.message, span, path=path, hint=hint, severity=note.severity
+    )
+
+
 def outcome(
     compiled: CompiledPipeline,
     result: RunResult,
@@ -53,18 +106,19 @@ def outcome(
 ) -> RunOutcome:
     """The run-result document and exit code of `result` (`decided`: ids already decided)."""
     stop = str(result.stop_reason)
-    diagnostics = []
-    if result.error is not None:
+    found = [(note_diagnostic(note, compiled), note) for note in result.notes]
+    if not found and result.error is not None:  # a result the engine did not explain
         located = run_error_diagnostic(result.error)
         if located is not None:
-            diagnostics.append(located)
+            found.append((located, StopNote(located.code, located.message)))
+    diagnostics = tuple(diagnostic for diagnostic, _ in found)
     usage = result.usage
     pending = () if result.pause is None else result.pause.pending
     document = RunResultDocument.build(
         stop_reason=stop,
         cycles=result.cycles,
         facts=tuple(result.context),
-        diagnostics=diagnostics,
+        diagnostics=[DiagnosticModel.of(d, note.suggestor, note.cycle) for d, note in found],
         usage=UsageModel(
             model_calls=usage.model_calls,
             input_tokens=usage.input_tokens,
@@ -74,5 +128,43 @@ def outcome(
         held=dict(decided or {}) if pending else {},
     )
     return RunOutcome(
-        compiled, result, document, EXIT_BY_STOP.get(stop, 1), result.error, tuple(diagnostics)
+        compiled, result, document, EXIT_BY_STOP.get(stop, 1), result.error, diagnostics
+    )
+
+
+def not_run_diagnostics(error: ConvergeError, pipeline: Path | str) -> tuple[Diagnostic, ...]:
+    """The diagnostics of a run that stopped outside the engine with `error`.
+
+    An invalid pipeline keeps its own (those of `validate`); a located run
+    error points at its span; anything else points at the pipeline file.
+    """
+    if isinstance(error, PipelineInvalid):
+        return error.diagnostics
+    located = run_error_diagnostic(error)
+    if located is not None:
+        return (located,)
+    code = codes.NOT_RUN_USAGE if isinstance(error, UsageError) else codes.NOT_RUN_ERROR
+    return (
+        Diagnostic.at(code, error.message, SourceSpan(str(pipeline), 1, 1, 1, 1), hint=error.hint),
+    )
+
+
+def not_run_stop_reason(error: ConvergeError) -> str:
+    """`invalid`, `usage_error` or `error`: the stop reason of a run stopped outside the engine."""
+    if isinstance(error, PipelineInvalid):
+        return "invalid"
+    return "usage_error" if isinstance(error, UsageError) else "error"
+
+
+def not_run_document(error: ConvergeError, pipeline: Path | str) -> RunResultDocument:
+    """The run-result document of a run that stopped outside the engine with `error`.
+
+    No facts, no usage; the stop reason says why (see `not_run_stop_reason`).
+    """
+    return RunResultDocument.build(
+        stop_reason=not_run_stop_reason(error),
+        cycles=0,
+        facts=(),
+        diagnostics=[DiagnosticModel.of(d) for d in not_run_diagnostics(error, pipeline)],
+        usage=UsageModel(),
     )

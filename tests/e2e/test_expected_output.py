@@ -8,6 +8,7 @@ document's diagnostics. Regenerate a file only after reading the diff.
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -29,14 +30,22 @@ def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # relative paths in the messages, as a user types them
 
 
+def expect(name: str, actual: str) -> None:
+    """`actual` equals the file `name` (`UPDATE_EXPECTED=1` rewrites it: read the diff)."""
+    path = EXPECTED / name
+    if os.environ.get("UPDATE_EXPECTED") == "1":
+        path.write_text(actual, encoding="utf-8")
+    assert actual == path.read_text(encoding="utf-8")
+
+
 def test_template_error_human_output() -> None:
     code, out, err = _cli("run", "tests/e2e/data/template-error.yaml")
     assert code == 1
-    assert err == (EXPECTED / "template-error.stderr.txt").read_text(encoding="utf-8")
-    assert out == (EXPECTED / "template-error.stdout.txt").read_text(encoding="utf-8")
+    expect("template-error.stderr.txt", err)
+    expect("template-error.stdout.txt", out)
 
 
 def test_template_error_json_output() -> None:
     code, out, _ = _cli("run", "tests/e2e/data/template-error.yaml", "--format", "json")
     assert code == 1
-    assert out == (EXPECTED / "template-error.json").read_text(encoding="utf-8")
+    expect("template-error.json", out)

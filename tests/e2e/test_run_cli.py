@@ -195,10 +195,13 @@ def test_exit_2_invalid_pipeline(tmp_path: Path) -> None:
     assert code == 2
     assert err == cli("validate", path)[1]
     assert "nope" in err
-    code, out, _ = cli("run", path, "--format", "json")
+    code, out, err = cli("run", path, "--format", "json")
     assert code == 2
-    assert out == cli("validate", path, "--format", "json")[1]
-    assert json.loads(out)[0]["code"] == "CD208"
+    assert err == ""
+    doc = json.loads(out)
+    assert (doc["stop_reason"], doc["converged"], doc["facts"]) == ("invalid", False, {})
+    assert doc["diagnostics"] == json.loads(cli("validate", path, "--format", "json")[1])
+    assert doc["diagnostics"][0]["code"] == "CD208"
 
 
 def test_exit_3_usage_errors(tmp_path: Path) -> None:
