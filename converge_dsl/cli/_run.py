@@ -79,6 +79,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
     )
+    from converge_dsl.cli._validate import add_allow_root
+
+    add_allow_root(parser)
 
 
 def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
@@ -244,6 +247,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         listeners=() if progress is None else (progress,),
         decisions=parse_decisions(args),
         on_fetch=lambda line: io.stderr.write(line + "\n"),
+        allow_roots=tuple(args.allow_root),
     )
     try:
         out = asyncio.run(run_pipeline(options))
