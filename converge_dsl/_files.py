@@ -11,6 +11,13 @@ the file is read). A file that is read must also be a regular file with one
 link: a FIFO would hang the read, a device never ends, and a hard link may
 name a file outside every root.
 
+Outputs. `open_output` is the one way an output file (`--trace`, `--record`,
+`models.X.record`) is opened: with `O_NOFOLLOW`, so a symbolic link is never
+written through, and refused when the path exists and is not a regular file
+with one link, or holds something other than what we write there (its first
+line must be ours, as `recognise` says; an empty file is fine). A new file
+may be created wherever the user names it: nothing foreign is overwritten.
+
 Checked writes. `write_all` writes all of a text to a stream or raises
 `OutputError` (exit 1): a stream that takes only part of it (Linux caps one
 `write()` at 2,147,479,552 bytes) is asked again for the rest, and one that
@@ -24,13 +31,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from converge_dsl import codes
-from converge_dsl.errors import ConvergeError
+from converge_dsl.errors import ConvergeError, UsageError
 
 ALLOW_ROOTS_ENV = "CONVERGE_DSL_ALLOW_ROOTS"
 ALLOW_HINT = (
@@ -138,6 +145,64 @@ def referenced_path(
             hint="copy the file into the pipeline's folder instead of linking it",
         )
     return resolved
+
+
+# How much of an existing output's first line is read to recognise it.
+FIRST_LINE_BYTES = 8 << 20
+
+
+def open_output(
+    path: Path, option: str, what: str, *, recognise: Callable[[bytes], bool], append: bool
+) -> IO[str]:
+    """Open `path` to write text (truncated, or with `append` appended to); else `UsageError`.
+
+    Refused, naming `option` and `what`: a symbolic link, a folder, a FIFO or
+    device, a file with several hard links, and a non-empty file whose first
+    line `recognise` does not accept (a file we did not write). The checks are
+    made on the opened descriptor, so the path cannot change in between.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o666)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ELOOP:
+            reason = "it is a symbolic link; outputs are never written through links"
+        raise _refused(path, option, what, reason) from None
+    try:
+        problem = _not_ours(fd, recognise, what)
+        if problem is not None:
+            raise _refused(path, option, what, problem)
+        if not append:
+            os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+        return open(fd, "a" if append else "w", encoding="utf-8", closefd=True)  # noqa: SIM115
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _not_ours(fd: int, recognise: Callable[[bytes], bool], what: str) -> str | None:
+    """Why the opened output `fd` may not be written, or None."""
+    info = os.fstat(fd)
+    kind = special_kind(info.st_mode)
+    if kind is not None:
+        return f"it is {kind}, not a regular file"
+    if info.st_nlink > 1:
+        return f"it has {info.st_nlink} hard links; writing would change the other names too"
+    if info.st_size == 0:
+        return None
+    first = os.pread(fd, FIRST_LINE_BYTES, 0).split(b"\n", 1)[0]
+    if not first.strip() or recognise(first):
+        return None
+    return f"it exists and is not a {what} written by converge-dsl; it is not overwritten"
+
+
+def _refused(path: Path, option: str, what: str, reason: str) -> UsageError:
+    return UsageError(
+        f"cannot write {what} {str(path)!r} ({option}): {reason}",
+        hint=f"give {option} a new file, or one it wrote before, in a folder you can write to",
+    )
 
 
 def write_all(stream: IO[str] | Any, text: str, name: str) -> None:

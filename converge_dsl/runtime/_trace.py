@@ -6,7 +6,8 @@ and the source span of the suggestor the event names. Listeners (the live
 progress display) see every event too.
 
 The file is opened when the writer is made (an unusable path is a `UsageError`,
-before any work) and truncated: each run starts a fresh trace, written line by
+before any work: a link, a device, or a file that is not a trace we wrote,
+see `open_output`) and truncated: each run starts a fresh trace, written line by
 line as events happen (so it can be followed while the run goes on). A write
 that fails later (a full disk) closes the file, keeps every line already
 written, and raises a `RunError` naming the file; `failure` keeps that error
@@ -24,7 +25,7 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from converge_dsl.diagnostics import SourceSpan
-from converge_dsl.errors import RunError, UsageError
+from converge_dsl.errors import RunError
 
 from ._documents import SpanModel
 
@@ -98,12 +99,20 @@ class TraceWriter:
                 file.close()
 
 
+def is_trace_line(line: bytes) -> bool:
+    """True for the first line of a trace this writer wrote (`{"seq":0,"type":...`)."""
+    return line.startswith(b'{"seq":0,"type":')
+
+
 def open_output(path: Path, option: str, what: str, *, mode: str) -> IO[str]:
-    """Open `path` to write (`mode` "w" or "a"); an unusable path: `UsageError` naming `option`."""
-    try:
-        return path.open(mode, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write {what} {str(path)!r} ({option}): {exc.strerror or exc}",
-            hint=f"give {option} a file path in a folder you can write to",
-        ) from None
+    """Open output `path` (`mode` "w" truncates, "a" appends) through the one output opener.
+
+    `converge_dsl._files.open_output`: no link is followed, and a path that is
+    not a regular file with one link, or holds something we did not write (a
+    trace for "w", a cassette for "a"), is a `UsageError` naming `option`.
+    """
+    from converge_dsl._files import open_output as open_checked
+    from converge_dsl.models.cassette import is_cassette_line
+
+    recognise = is_trace_line if mode == "w" else is_cassette_line
+    return open_checked(path, option, what, recognise=recognise, append=mode == "a")
