@@ -64,7 +64,9 @@ class OutputError(ConvergeError):
     """A write to standard output or to an output file failed or was cut short (exit 1)."""
 
 
-def user_roots(given: Iterable[str | Path] = (), env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+def user_roots(
+    given: Iterable[str | Path] = (), env: Mapping[str, str] | None = None
+) -> tuple[Path, ...]:
     """The roots the user allows: the `given` folders, then those of `CONVERGE_DSL_ALLOW_ROOTS`.
 
     `env` defaults to the process environment. Each root is resolved (links followed).

@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
+from converge_dsl._files import OutputError, flush_checked, write_all
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import RunError
 
@@ -75,17 +76,19 @@ class TraceWriter:
             raise self.failure
         if self._file is not None:
             line = self.line(event)
+            text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+            name = f"trace file {str(self._path)!r}"
             try:
-                self._file.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
-                self._file.flush()
-            except OSError as exc:
+                write_all(self._file, text, name)
+                flush_checked(self._file, name)
+            except OutputError as exc:
                 self._fail(exc)
         for listener in self._listeners:
             listener(event)
 
-    def _fail(self, exc: OSError) -> None:
+    def _fail(self, exc: OutputError) -> None:
         self.failure = RunError(
-            f"cannot write trace file {str(self._path)!r}: {exc.strerror or exc}; the run stopped",
+            f"{exc.message}; the run stopped",
             hint="free space or choose another --trace path; the lines already written "
             "and the last --checkpoint are kept (continue with --resume DIR)",
         )
