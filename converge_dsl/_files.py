@@ -178,7 +178,7 @@ def open_output(
         if not append:
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
-        return open(fd, "a" if append else "w", encoding="utf-8", closefd=True)  # noqa: SIM115
+        return open(fd, "a" if append else "w", encoding="utf-8", closefd=True)
     except BaseException:
         os.close(fd)
         raise
