@@ -9,8 +9,11 @@ and below `runtime`. `CHECKS` is the front end's own checks
 first call, so `import converge_dsl.validation` stays cheap, and each returns
 at once for a pipeline with nothing for it (no agent, no pack).
 
-- `check_pipeline(path, display=...)` -> `CheckedPipeline`: never raises for a
-  user error; packs are read from the cache only (no network, no writes).
+- `check_pipeline(path, display=..., roots=...)` -> `CheckedPipeline`: never raises for a
+  user error; packs are read from the cache only (no network, no writes). Files the
+  pipeline names must lie in its folder or one of `roots` (the `--allow-root` folders;
+  default: those of the CONVERGE_DSL_ALLOW_ROOTS variable); `load_pipeline` and `check_paths`
+  take `roots` too.
 - `load_pipeline(path, display=..., fetch=False, on_fetch=...)` -> `LoadedDocument`, or
   raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
