@@ -69,6 +69,9 @@ UNKNOWN_TEST = "CD214"  # a template uses a test (`x is ...`) the sandbox does n
 UNKNOWN_DATA_FIELD = "CD215"  # a template reads a data field its key's schema does not have
 UNKNOWN_FACT_ATTRIBUTE = "CD216"  # a template reads an attribute facts do not have
 DATA_NOT_VALID = "CD217"  # constant data (seed, emit) does not match its key's schema
+REFERENCE_OUTSIDE_ROOTS = "CD220"  # a file the pipeline names resolves outside its folder
+REFERENCE_NOT_REGULAR = "CD221"  # a file the pipeline names is a FIFO, a device or a hard link
+REFERENCE_NOT_YAML = "CD222"  # a referenced YAML file (a model script) does not load as a mapping
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies

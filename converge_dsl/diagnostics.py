@@ -49,7 +49,11 @@ def format_path(path: JsonPath) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """One finding. `code` is stable (`CD001`...) and documented in docs/errors.md."""
+    """One finding. `code` is stable (`CD001`...) and documented in docs/errors.md.
+
+    `excerpt` is false for a finding in a file that may not be quoted (one that
+    did not load as a YAML document of ours): renderers then show where, never what.
+    """
 
     code: str
     severity: Severity
@@ -61,6 +65,7 @@ class Diagnostic:
     end_column: int
     path: JsonPath = ()
     hint: str | None = None
+    excerpt: bool = True
 
     @classmethod
     def at(

@@ -9,8 +9,11 @@ and below `runtime`. `CHECKS` is the front end's own checks
 first call, so `import converge_dsl.validation` stays cheap, and each returns
 at once for a pipeline with nothing for it (no agent, no pack).
 
-- `check_pipeline(path, display=...)` -> `CheckedPipeline`: never raises for a
-  user error; packs are read from the cache only (no network, no writes).
+- `check_pipeline(path, display=..., roots=...)` -> `CheckedPipeline`: never raises for a
+  user error; packs are read from the cache only (no network, no writes). Files the
+  pipeline names must lie in its folder or one of `roots` (the `--allow-root` folders;
+  default: those of the CONVERGE_DSL_ALLOW_ROOTS variable); `load_pipeline` and `check_paths`
+  take `roots` too.
 - `load_pipeline(path, display=..., fetch=False, on_fetch=...)` -> `LoadedDocument`, or
   raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
@@ -54,11 +57,17 @@ __all__ = [
 OTHER_KINDS = frozenset({"ModelScript", "Pack"})
 
 
-def check_model_scripts(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """`converge_dsl.models.check_model_scripts`, imported on first use."""
+def check_model_scripts(
+    facts: PipelineFacts, roots: Sequence[Path] | None = None
+) -> Iterator[Diagnostic]:
+    """`converge_dsl.models.check_model_scripts`, imported on first use.
+
+    `roots`: the folders the user allows besides the pipeline's (default: those
+    of `CONVERGE_DSL_ALLOW_ROOTS`).
+    """
     from converge_dsl.models import check_model_scripts as check
 
-    yield from check(facts)
+    yield from check(facts, roots)
 
 
 def _has_agent(facts: PipelineFacts) -> bool:
@@ -92,25 +101,39 @@ def _to_stderr(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def _fetching_checks(on_fetch: Callable[[str], object]) -> list[Check]:
-    """`CHECKS` with the cache-only pack check replaced by the one that fetches."""
+def _checks(
+    roots: Sequence[Path] | None, on_fetch: Callable[[str], object] | None = None
+) -> list[Check]:
+    """`CHECKS` with the model-file check bound to `roots` and, given `on_fetch`, the
+    cache-only pack check replaced by the one that fetches."""
 
     def check_and_fetch_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
-        if _uses_packs(facts):
+        if _uses_packs(facts) and on_fetch is not None:
             from converge_dsl.packs import fetching_pack_check
 
             yield from fetching_pack_check(on_fetch)(facts)
 
-    return [check_and_fetch_packs if c is check_packs else c for c in CHECKS]
+    def check_model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        yield from check_model_scripts(facts, roots)
+
+    replaced: dict[Check, Check] = {check_model_scripts: check_model_files}
+    if on_fetch is not None:
+        replaced[check_packs] = check_and_fetch_packs
+    return [replaced.get(c, c) for c in CHECKS]
 
 
-def check_pipeline(path: Path, *, display: str | None = None) -> CheckedPipeline:
+def check_pipeline(
+    path: Path, *, display: str | None = None, roots: Sequence[Path] | None = None
+) -> CheckedPipeline:
     """Validate the pipeline file at `path` with every check; `display` names it in diagnostics.
 
     Packs are read from the pack cache only: a locked pack it lacks is a
-    `PACK_NOT_FETCHED` diagnostic, never a download.
+    `PACK_NOT_FETCHED` diagnostic, never a download. Files the pipeline names
+    must lie inside its folder or one of `roots` (default: the folders of
+    `CONVERGE_DSL_ALLOW_ROOTS`).
     """
-    return _frontend_check(path, display=display or _display(path), checks=CHECKS)
+    checks = CHECKS if roots is None else _checks(roots)
+    return _frontend_check(path, display=display or _display(path), checks=checks)
 
 
 def load_pipeline(
@@ -119,15 +142,16 @@ def load_pipeline(
     display: str | None = None,
     fetch: bool = False,
     on_fetch: Callable[[str], object] | None = None,
+    roots: Sequence[Path] | None = None,
 ) -> LoadedDocument:
     """The validated document at `path`; raises `PipelineInvalid` with every diagnostic.
 
-    The diagnostics of `check_pipeline`. With `fetch` (what `run` asks), locked
-    packs the cache lacks are fetched and verified instead of reported;
-    `on_fetch` (default: a line on standard error) hears `fetched pack NAME
-    VERSION from REPOSITORY` for each.
+    The diagnostics of `check_pipeline` (with `roots` as there). With `fetch`
+    (what `run` asks), locked packs the cache lacks are fetched and verified
+    instead of reported; `on_fetch` (default: a line on standard error) hears
+    `fetched pack NAME VERSION from REPOSITORY` for each.
     """
-    checks = _fetching_checks(on_fetch or _to_stderr) if fetch else CHECKS
+    checks = _checks(roots, on_fetch or _to_stderr) if fetch else _checks(roots)
     checked = _frontend_check(path, display=display or _display(path), checks=checks)
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)
@@ -211,14 +235,15 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def check_paths(paths: Sequence[str]) -> CheckedFiles:
-    """`check_pipeline` on every file of `pipeline_files(paths)`; raises `UsageError` as it does."""
+def check_paths(paths: Sequence[str], *, roots: Sequence[Path] | None = None) -> CheckedFiles:
+    """`check_pipeline` (with `roots`) on every file of `pipeline_files(paths)`; raises
+    `UsageError` as it does."""
     files = pipeline_files(paths)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
     for path in files:
         name = _display(path)
-        checked = check_pipeline(path, display=name)
+        checked = check_pipeline(path, display=name, roots=roots)
         diagnostics.extend(checked.diagnostics)
         if checked.document is not None:
             sources[name] = checked.document.text

@@ -7,18 +7,25 @@ command being run is imported, so the CLI starts fast.
 Exit codes: 0 success; 1 failure (pack, model, run); 2 invalid pipeline;
 3 usage error; commands document any others (`run`: 4 budget exhausted,
 5 invariant violated, 6 paused for a human).
+
+Every write to standard output and standard error goes through one checked
+writer (`converge_dsl._files.CheckedStream`, made by `CommandIO.checked`): a
+write that is cut short is continued, and one that fails (a full disk, a
+closed pipe) ends the command with exit 1 and a message on standard error,
+whatever the command would have returned, never a silently shorter output.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn, Protocol, TextIO
+from typing import NoReturn, Protocol, TextIO, cast
 
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
@@ -57,6 +64,16 @@ class CommandIO:
     stdout: TextIO
     stderr: TextIO
 
+    @classmethod
+    def checked(cls, stdout: TextIO, stderr: TextIO) -> CommandIO:
+        """Streams whose every write is checked and flushed (`converge_dsl._files.write_all`)."""
+        from converge_dsl._files import CheckedStream
+
+        return cls(
+            cast(TextIO, CheckedStream(stdout, "standard output")),
+            cast(TextIO, CheckedStream(stderr, "standard error")),
+        )
+
     @property
     def color(self) -> bool:
         isatty = getattr(self.stdout, "isatty", None)
@@ -88,55 +105,73 @@ def _top_help() -> str:
 
 
 def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
-    """Run one command line; return its exit code. Never raises for user errors."""
-    io = CommandIO(stdout, stderr)
-    args = list(argv)
+    """Run one command line; return its exit code. Never raises for user errors.
+
+    A write to `stdout` or `stderr` that fails is exit 1 (see the module docstring).
+    """
+    io = CommandIO.checked(stdout, stderr)
     try:
-        if not args or args[0] in {"-h", "--help"}:
-            stdout.write(_top_help())
-            return EXIT_OK if args else EXIT_USAGE
-        if args[0] == "--version":
-            from converge_dsl import __version__
-
-            stdout.write(f"converge-dsl {__version__}\n")
-            return EXIT_OK
-        name = args[0]
-        if name not in COMMANDS:
-            from converge_dsl.diagnostics import did_you_mean
-
-            guess = did_you_mean(name, COMMANDS)
-            raise UsageError(
-                f"unknown command {name!r}",
-                hint=f"did you mean {guess!r}?" if guess else "see 'converge-dsl --help'",
-            )
-        module_name, summary = COMMANDS[name]
-        command: Command = importlib.import_module(module_name)
-        parser = _Parser(prog=f"converge-dsl {name}", description=summary)
-        command.configure(parser)
-        try:
-            namespace = parser.parse_args(args[1:])
-        except SystemExit as exc:  # --help exits through argparse
-            return int(exc.code or 0)
-        return _execute(command, namespace, io)
+        return _dispatch(list(argv), io)
     except ConvergeError as exc:
-        stderr.write(f"error: {exc}\n")
+        _report(stderr, f"error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        stderr.write("interrupted\n")
+        _report(stderr, "interrupted\n")
         return EXIT_INTERRUPTED
     except OSError as exc:
         # The last boundary for the environment: a full disk, a missing folder,
         # a permission. Commands translate the ones they expect with more context.
         where = f" {exc.filename!r}" if exc.filename else ""
         reason = exc.strerror or exc.__class__.__name__
-        stderr.write(f"error: cannot use{where}: {reason}\n")
+        _report(stderr, f"error: cannot use{where}: {reason}\n")
         return EXIT_FAILURE
     except UnicodeDecodeError as exc:
-        stderr.write(f"error: a file given is not UTF-8 text ({exc.reason} at byte {exc.start})\n")
+        _report(
+            stderr, f"error: a file given is not UTF-8 text ({exc.reason} at byte {exc.start})\n"
+        )
         return EXIT_USAGE
     except RecursionError:
-        stderr.write("error: an input is nested too deeply to be read\n")
+        _report(stderr, "error: an input is nested too deeply to be read\n")
         return EXIT_USAGE
+
+
+def _report(stderr: TextIO, text: str) -> None:
+    """Say why the command failed, if standard error still takes it."""
+    from converge_dsl._files import flush_checked, write_all
+
+    with contextlib.suppress(ConvergeError):
+        write_all(stderr, text, "standard error")
+        flush_checked(stderr, "standard error")
+
+
+def _dispatch(args: list[str], io: CommandIO) -> int:
+    """`run` for checked streams; raises what the command raises."""
+    if not args or args[0] in {"-h", "--help"}:
+        io.stdout.write(_top_help())
+        return EXIT_OK if args else EXIT_USAGE
+    if args[0] == "--version":
+        from converge_dsl import __version__
+
+        io.stdout.write(f"converge-dsl {__version__}\n")
+        return EXIT_OK
+    name = args[0]
+    if name not in COMMANDS:
+        from converge_dsl.diagnostics import did_you_mean
+
+        guess = did_you_mean(name, COMMANDS)
+        raise UsageError(
+            f"unknown command {name!r}",
+            hint=f"did you mean {guess!r}?" if guess else "see 'converge-dsl --help'",
+        )
+    module_name, summary = COMMANDS[name]
+    command: Command = importlib.import_module(module_name)
+    parser = _Parser(prog=f"converge-dsl {name}", description=summary)
+    command.configure(parser)
+    try:
+        namespace = parser.parse_args(args[1:])
+    except SystemExit as exc:  # --help exits through argparse
+        return int(exc.code or 0)
+    return _execute(command, namespace, io)
 
 
 def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
@@ -172,9 +207,11 @@ def main() -> None:
     gc.disable()
     _ENTRY.collector_paused = True
     code = run(sys.argv[1:], sys.stdout, sys.stderr)
-    for stream in (sys.stdout, sys.stderr):
+    for stream, name in ((sys.stdout, "standard output"), (sys.stderr, "standard error")):
         try:
             stream.flush()
-        except OSError:  # a closed pipe (`converge-dsl ... | head`): nothing left to say
-            code = code or EXIT_FAILURE
+        except (OSError, ValueError) as exc:  # a closed pipe (`converge-dsl ... | head`)
+            code = EXIT_FAILURE
+            if stream is sys.stdout:
+                _report(sys.stderr, f"error: cannot write {name}: {exc}\n")
     os._exit(code)

@@ -82,6 +82,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
     )
+    from converge_dsl.cli._validate import add_allow_root
+
+    add_allow_root(parser)
 
 
 def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
@@ -245,6 +248,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         listeners=() if progress is None else (progress,),
         decisions=parse_decisions(args),
         on_fetch=lambda line: io.stderr.write(line + "\n"),
+        allow_roots=tuple(args.allow_root),
     )
 
 

@@ -8,12 +8,15 @@ file that does not load, or has `apiVersion` and no or a misspelled `kind`, is
 validated (so its errors are reported). A folder with no pipeline file is a
 usage error (`converge_dsl.validation.pipeline_files`). Packs are read from the
 pack cache only (`converge-dsl pack fetch` fills it).
+Files a pipeline names must lie inside its folder, or a folder allowed with
+`--allow-root DIR` (repeatable) or `CONVERGE_DSL_ALLOW_ROOTS`.
 Exit codes: 0 valid; 1 only warnings under `--strict`; 2 errors; 3 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._render import FORMATS, render
@@ -23,6 +26,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="pipeline files or folders")
     parser.add_argument("--format", choices=FORMATS, default="human", help="output format")
     parser.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    add_allow_root(parser)
+
+
+def add_allow_root(parser: argparse.ArgumentParser) -> None:
+    """`--allow-root DIR` (repeatable): a folder where files a pipeline names may lie."""
+    parser.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="also allow files the pipeline names (scripts, cassettes) inside DIR; repeatable "
+        "(default: the pipeline's folder only, plus CONVERGE_DSL_ALLOW_ROOTS)",
+    )
 
 
 # One burst of mostly acyclic allocations over bounded input, then the process
@@ -32,9 +49,10 @@ BURST = True
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl._files import user_roots
     from converge_dsl.validation import check_paths
 
-    checked = check_paths(args.paths)
+    checked = check_paths(args.paths, roots=user_roots(args.allow_root))
     render(
         checked.diagnostics,
         args.format,

@@ -8,6 +8,8 @@
   (`\x1b`, `\u202e`, see `terminal_safe`), so no text reaches the terminal raw.
   The excerpt comes from the text the caller gives for a file, else from the
   file itself (`SourceTexts`: read once, on first use; unreadable, no excerpt).
+  A diagnostic whose `excerpt` is false is shown without one (its file may not
+  be quoted).
 - `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`.
 - `render_github`: GitHub Actions workflow commands (`::error file=...`).
 - `render_sarif`: a SARIF 2.1.0 log.
@@ -98,7 +100,7 @@ def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[S
             (f": {terminal_safe(diagnostic.message)}", "bold"),
         ]
     ]
-    source = sources.get(diagnostic.file)
+    source = sources.get(diagnostic.file) if diagnostic.excerpt else None
     text_lines = source.splitlines() if source is not None else []
     number = str(diagnostic.line)
     pad = " " * len(number)

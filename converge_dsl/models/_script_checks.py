@@ -1,42 +1,73 @@
-"""The model-file check: scripts and cassettes exist; scripts load as `run` loads them.
+"""The model-file check: scripts and cassettes exist inside the allowed roots; scripts load.
 
 `check_model_scripts` is a `converge_dsl.frontend.Check`, composed by
-`converge_dsl.validation`. A scripted model's script goes through the
-scripted adapter's own loader (`_script.load_script_file`: strict YAML,
-`model-script.v1.json`, regexes that compile and cannot backtrack for hours),
-exactly as `run` loads it; that module imports neither the HTTP adapters nor
-the engine, asyncio or pydantic, and only when a pipeline has a scripted
-model. Problems are located in the script file.
+`converge_dsl.validation` (which binds the roots the user allows). Every file
+a model entry names (`script`, `cassette`, `record`) must resolve inside the
+pipeline's folder or an allowed root (`converge_dsl._files.referenced_path`:
+CD220 outside, CD221 a FIFO, device or hard link), checked before anything is
+read, and located at the pipeline's field. A scripted model's script then goes
+through `load_script`, exactly as `run` loads it: strict YAML,
+`model-script.v1.json`, regexes that compile and cannot backtrack for hours.
+A script that does not load as a YAML mapping is reported without quoting it
+(CD222, or the loader's own code with no excerpt): only YAML documents of ours
+are ever quoted. Nothing here imports the HTTP adapters, the engine, asyncio
+or pydantic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl import codes
+from converge_dsl._files import ReferenceRefused, referenced_path
 from converge_dsl.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import PipelineFacts
+    from converge_dsl.models._script import Script
+
+# The fields of a model entry that name a file: read (must exist) or written.
+FILE_FIELDS: Mapping[str, bool] = {"script": True, "cassette": True, "record": False}
 
 
-def check_model_scripts(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """`MISSING_FILE` for a script or cassette that is not a file; a script's own problems."""
+def check_model_scripts(
+    facts: PipelineFacts, roots: Sequence[Path] | None = None
+) -> Iterator[Diagnostic]:
+    """CD220/CD221 for a model file outside the allowed roots or not a regular file,
+    `MISSING_FILE` for a script or cassette that is not a file, then a script's own problems.
+
+    `roots` are the folders the user allows besides the pipeline's (default:
+    those of `CONVERGE_DSL_ALLOW_ROOTS`, see `converge_dsl._files.user_roots`).
+    """
     if facts.base_dir is None:
         return
+    if roots is None:
+        from converge_dsl._files import user_roots
+
+        roots = user_roots()
     for name, model in facts.data.get("models", {}).items():
-        for field in ("script", "cassette"):
-            if field not in model:
+        for field, read in FILE_FIELDS.items():
+            if not isinstance(model.get(field), str):
                 continue
-            path = facts.base_dir / model[field]
+            where = ("models", name, field)
+            try:
+                path = referenced_path(
+                    model[field], facts.base_dir, roots, field=f"{field} file", read=read
+                )
+            except ReferenceRefused as exc:
+                yield facts.error(exc.code, exc.message, where, hint=exc.hint)
+                continue
+            if not read:
+                continue
             if not path.is_file():
                 what = "is a folder, not a file" if path.is_dir() else "not found"
                 yield facts.error(
                     codes.MISSING_FILE,
                     f"{field} file {model[field]!r} {what}",
-                    ("models", name, field),
+                    where,
                     hint="paths are relative to the pipeline file",
                 )
             elif field == "script" and model.get("adapter") == "scripted":
@@ -46,9 +77,47 @@ def check_model_scripts(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 def _script_problems(path: Path, display: str) -> Iterator[Diagnostic]:
     from converge_dsl.errors import PipelineInvalid
-    from converge_dsl.models._script import load_script_file
 
     try:
-        load_script_file(path, display=display)
+        load_script(path, display=display)
     except PipelineInvalid as exc:
         yield from exc.diagnostics
+
+
+def load_script(path: Path, *, display: str) -> Script:
+    """The script at `path` (named `display` in messages), as `validate` and `run` load it.
+
+    Raises `PipelineInvalid`. A file that does not load as YAML (not UTF-8,
+    not well-formed, too large) keeps its located diagnostics without an
+    excerpt; one that loads as something other than a mapping is one CD222
+    diagnostic that names what it holds, never its text.
+    """
+    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.frontend import load_file
+    from converge_dsl.models._script import compile_script
+
+    try:
+        doc = load_file(path, display=display)
+    except PipelineInvalid as exc:
+        raise PipelineInvalid([unquoted(d) for d in exc.diagnostics]) from None
+    if not isinstance(doc.data, Mapping):
+        kind = "a list" if isinstance(doc.data, list) else "a single value"
+        raise PipelineInvalid(
+            [
+                unquoted(
+                    Diagnostic.at(
+                        codes.REFERENCE_NOT_YAML,
+                        f"model script {display!r} is not a YAML mapping (it holds {kind})",
+                        dataclasses.replace(doc.source_map.span(()), end_line=1, end_column=1),
+                        hint="a model script is a YAML mapping with `rules:` and `default:`; "
+                        "is this the right file?",
+                    )
+                )
+            ]
+        )
+    return compile_script(doc)
+
+
+def unquoted(diagnostic: Diagnostic) -> Diagnostic:
+    """`diagnostic` shown without a source excerpt (its file may not be quoted)."""
+    return dataclasses.replace(diagnostic, excerpt=False)

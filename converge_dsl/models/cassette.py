@@ -58,6 +58,15 @@ RECORD_HINT = (
 RERECORD_HINT = "record the cassette again (`--record CASSETTE`); do not edit it by hand"
 
 
+def is_cassette_line(line: bytes) -> bool:
+    """True for a line of a cassette (a JSON object with `key` and `request`)."""
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(entry, dict) and "key" in entry and "request" in entry
+
+
 class RecordingModel(ModelDefaults):
     """Forwards every call to `inner` and records it into `cassette` (started afresh).
 
@@ -72,8 +81,16 @@ class RecordingModel(ModelDefaults):
         self._name = name
         self._cassette = Path(cassette)
         self._cassette.parent.mkdir(parents=True, exist_ok=True)
-        if not append:
-            self._cassette.write_text("", encoding="utf-8")
+        if not append:  # started afresh; refuses a link or a file that is not a cassette
+            self._open(append=False).close()
+
+    def _open(self, *, append: bool) -> Any:
+        """The cassette opened by the one output opener (`converge_dsl._files.open_output`)."""
+        from converge_dsl._files import open_output
+
+        return open_output(
+            self._cassette, "record", "cassette", recognise=is_cassette_line, append=append
+        )
 
     def __repr__(self) -> str:
         return f"RecordingModel({self._inner!r}, cassette={self._cassette.name!r})"
@@ -144,13 +161,17 @@ class RecordingModel(ModelDefaults):
         redactor = getattr(self._inner, "redact", None)
         if callable(redactor):
             line = redactor(line)
+        from converge_dsl._files import write_all
+        from converge_dsl.errors import ConvergeError
+
         try:
-            with self._cassette.open("a", encoding="utf-8") as out:
-                out.write(line + "\n")
-        except OSError as exc:
+            with self._open(append=True) as out:
+                write_all(out, line + "\n", f"cassette {str(self._cassette)!r}")
+        except (OSError, ConvergeError) as exc:
+            reason = exc.message if isinstance(exc, ConvergeError) else exc.strerror or exc
             raise ModelError(
                 ModelErrorCode.CONFIG,
-                f"cannot write cassette {str(self._cassette)!r}: {exc.strerror or exc}",
+                f"cannot write cassette {str(self._cassette)!r}: {reason}",
                 hint="free space or record to another path; the lines already written are kept",
             ) from None
 

@@ -1,7 +1,9 @@
 """`build_model`: turn one `models.<name>` entry of a pipeline into a `Model`.
 
 The compiler calls it once per entry. Paths are relative to the pipeline's
-folder; API keys are read from the environment mapping it is given (never from
+folder and must resolve inside it or one of the allowed `roots`
+(`converge_dsl._files.referenced_path`, the check `validate` makes), before
+anything is read or written; API keys are read from the environment mapping it is given (never from
 YAML). Configuration mistakes raise `ModelError(E_CONFIG)` with a hint; a
 missing environment variable is named, its value never shown. Any adapter but
 `replay` may add `record: PATH` to record its calls into a cassette; the HTTP
@@ -12,13 +14,14 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from converge_dsl._files import ReferenceRefused, referenced_path
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.models._accounts import Account, accounts_from_config
@@ -74,8 +77,12 @@ def build_model(
     attempt_gate: Callable[[], bool] | None = None,
     deadline: float | None = None,
     wall_time: Callable[[], float] = time.time,
+    roots: Sequence[Path] = (),
 ) -> Model:
     """Build the model `name` from its configuration.
+
+    Files it names (`script`, `cassette`, `record`) must resolve inside
+    `base_dir` or one of `roots`; else `ModelError(E_CONFIG)` before any is used.
 
     `attempt_gate`, `deadline` and `wall_time` reach the HTTP adapters (see
     `HttpModel`): the run's budget is asked before every retry or failover,
@@ -85,10 +92,13 @@ def build_model(
     adapter = _checked_adapter(name, config)
     model: Model
     if adapter == "scripted":
+        from converge_dsl.models._script_checks import load_script
+
         script = require_str(name, config, "script")
-        model = ScriptedModel.from_file(base_dir / script, name=name, clock=clock, display=script)
+        path = _file(name, config, "script", base_dir, roots)
+        model = ScriptedModel(load_script(path, display=script), name=name, clock=clock)
     elif adapter == "replay":
-        return ReplayModel.from_file(base_dir / require_str(name, config, "cassette"))
+        return ReplayModel.from_file(_file(name, config, "cassette", base_dir, roots))
     else:
         settings, accounts = _http_settings(name, adapter, config, env)
         model = HttpModel(
@@ -105,8 +115,25 @@ def build_model(
         )
     record = config.get("record")
     if record is not None:
-        model = RecordingModel(model, base_dir / require_str(name, config, "record"))
+        model = RecordingModel(model, _file(name, config, "record", base_dir, roots, read=False))
     return model
+
+
+def _file(
+    name: str,
+    config: Mapping[str, Any],
+    key: str,
+    base_dir: Path,
+    roots: Sequence[Path],
+    *,
+    read: bool = True,
+) -> Path:
+    """The path of the file `models.<name>.<key>` names, checked to lie inside the roots."""
+    raw = require_str(name, config, key)
+    try:
+        return referenced_path(raw, base_dir, roots, field=f"{key} file", read=read)
+    except ReferenceRefused as exc:
+        raise config_error(name, exc.message, exc.hint or "") from None
 
 
 def _unknown(name: str, message: str, word: str, known: Iterable[str], label: str) -> ModelError:

@@ -50,7 +50,8 @@ def build_models(
     Provider retries and failovers are bounded by the run's budget: each asks
     `attempt_gate` (the run's usage meter) first, and none starts past the
     run's wall-clock deadline (`settings.budget.max_wall_s` from now, on the
-    run's clock). An override of an undeclared model is a `UsageError`.
+    run's clock). Files a model names must lie in the pipeline's folder or
+    one of `options.roots`. An override of an undeclared model is a `UsageError`.
     """
     from converge_dsl.models import RecordingModel, build_model
 
@@ -63,6 +64,7 @@ def build_models(
             )
     max_wall_s = settings.budget.max_wall_s
     deadline = None if max_wall_s is None else options.clock.monotonic() + float(max_wall_s)
+    roots = options.roots
     models: dict[str, Model] = {}
     for name, declaration in declared.items():
         override = options.model_overrides.get(name)
@@ -81,6 +83,7 @@ def build_models(
                 rng=random.Random(0),
                 attempt_gate=attempt_gate,
                 deadline=deadline,
+                roots=roots,
             )
         if options.record is not None:
             model = RecordingModel(model, options.record, append=True, name=name)

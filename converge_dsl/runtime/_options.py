@@ -15,7 +15,12 @@ from converge_dsl.clock import Clock, SystemClock
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Everything `converge-dsl run` can say. Paths are as the user gave them."""
+    """Everything `converge-dsl run` can say. Paths are as the user gave them.
+
+    `allow_roots` are the folders (`--allow-root DIR`) where files the pipeline
+    names may lie besides its own folder; those of `CONVERGE_DSL_ALLOW_ROOTS`
+    in `env` are added (`roots`).
+    """
 
     pipeline: Path
     inputs: Mapping[str, Any] = field(default_factory=dict)
@@ -31,3 +36,11 @@ class RunOptions:
     decisions: Mapping[str, bool] = field(default_factory=dict)
     # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
     on_fetch: Callable[[str], object] | None = None
+    allow_roots: tuple[Path, ...] = ()
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """Every allowed root besides the pipeline's folder, resolved (`--allow-root`, env)."""
+        from converge_dsl._files import user_roots
+
+        return user_roots(self.allow_roots, self.env)

@@ -19,7 +19,7 @@ decisions are kept in the checkpoint folder and the run stays paused
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl.compiler import compile_pipeline, compile_settings, declare_models
@@ -39,16 +39,21 @@ from ._resume import continue_run
 from ._trace import TraceWriter
 
 
-def load_document(path: Path, on_fetch: Callable[[str], object] | None = None) -> LoadedDocument:
+def load_document(
+    path: Path,
+    on_fetch: Callable[[str], object] | None = None,
+    roots: Sequence[Path] | None = None,
+) -> LoadedDocument:
     """Load and validate (the same diagnostics as `validate`); raises `PipelineInvalid`.
 
     Locked packs the cache lacks are fetched first; `on_fetch` hears one line for each.
+    Files the pipeline names must lie in its folder or one of `roots`.
     """
     from converge_dsl import validation
 
     if not path.is_file():
         raise UsageError(f"no such pipeline file: {path}")
-    return validation.load_pipeline(path, fetch=True, on_fetch=on_fetch)
+    return validation.load_pipeline(path, fetch=True, on_fetch=on_fetch, roots=roots)
 
 
 async def run_pipeline(options: RunOptions) -> RunOutcome:
@@ -58,7 +63,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             "--approve/--reject/--decisions continue a paused run",
             hint="add --resume DIR (the --checkpoint folder of the paused run)",
         )
-    document = load_document(options.pipeline, options.on_fetch)
+    document = load_document(options.pipeline, options.on_fetch, options.roots)
     check_outputs(declare_models(document), options)
     store_dir = options.checkpoint or options.resume
     with folder_lock(store_dir, "--resume" if options.resume else "--checkpoint"):

@@ -1,5 +1,11 @@
 """Output-path checks: `--checkpoint`, `--record` and `--trace` are refused before any work.
 
+Every output file is opened by the one opener (`_trace.open_output`, over
+`converge_dsl._files.open_output`): never through a link, never over a file
+that is not ours. Command-line outputs may lie anywhere the user names them
+(the user's own word); files the pipeline names lie inside its folder or an
+allowed root (`converge_dsl._files.referenced_path`).
+
 An output may not be a file the run reads (the pipeline, a model script or
 cassette named by the typed model declarations, a `--model`/`--replay`
 cassette, the checkpoint), nor the other output.
@@ -8,7 +14,6 @@ cassette, the checkpoint), nor the other output.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +21,7 @@ from pathlib import Path
 from converge_dsl.compiler import ModelDeclaration
 from converge_dsl.errors import UsageError
 
-from ._checkpoint import CHECKPOINT_FILE, check_folder
+from ._checkpoint import CHECKPOINT_FILE, LOCK_FILE, check_folder
 from ._options import RunOptions
 from ._trace import open_output
 
@@ -50,27 +55,24 @@ def _read_files(
     return found
 
 
-def _check_cassette_target(path: Path) -> None:
-    """`--record` appends only to an empty file or to a cassette (first line is a record)."""
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline(1 << 20)
-    except FileNotFoundError:
-        return
-    except OSError:
-        return  # a folder or an unreadable file: reported by the open below
-    if not first.strip():
-        return
-    try:
-        entry = json.loads(first)
-        ok = isinstance(entry, dict) and "key" in entry and "request" in entry
-    except (ValueError, RecursionError):
-        ok = False
-    if not ok:
+def _check_checkpoint_folder(folder: Path, option: str) -> None:
+    """A checkpoint folder is not a link, and an existing, non-empty one holds our files."""
+    if folder.is_symlink():
         raise UsageError(
-            f"--record {str(path)!r} exists and is not a cassette; it is not appended to",
-            hint="give --record a new file, an empty one, or a cassette recorded before",
+            f"{option} {str(folder)!r} is a symbolic link; checkpoints are never written "
+            "through links",
+            hint=f"give {option} the folder itself",
         )
+    if not folder.is_dir():
+        return  # missing (created) or a file (refused by `check_folder`)
+    with contextlib.suppress(OSError):
+        names = {entry.name for entry in os.scandir(folder)}
+        if names and not names & {CHECKPOINT_FILE, LOCK_FILE}:
+            raise UsageError(
+                f"{option} {str(folder)!r} holds files and is not a checkpoint folder; "
+                "nothing is written into it",
+                hint=f"give {option} a new or empty folder, or one a run checkpointed into",
+            )
 
 
 def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -> None:
@@ -78,12 +80,15 @@ def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -
 
     `models` are the pipeline's model declarations (`compiler.declare_models`).
     An output may not be a file the run reads (the pipeline, a model script or
-    cassette, the checkpoint), nor the other output. `--record` appends only to
-    an empty file or an existing cassette. (`--trace` is opened, and truncated,
-    when the `TraceWriter` is made.)
+    cassette, the checkpoint), nor the other output. Every output goes through
+    `open_output` (no link followed; an existing file must be one we wrote:
+    `--record` appends only to an empty file or a cassette); `--trace` is opened,
+    and truncated, when the `TraceWriter` is made. A `--checkpoint` folder may
+    not be a link, and an existing, non-empty one must hold our files.
     """
     if options.checkpoint is not None:
         resuming = options.checkpoint == options.resume
+        _check_checkpoint_folder(options.checkpoint, "--resume" if resuming else "--checkpoint")
         check_folder(
             options.checkpoint, "--resume" if resuming else "--checkpoint", create=not resuming
         )
@@ -101,7 +106,6 @@ def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -
                     hint=f"give {option} a file of its own (e.g. run.jsonl)",
                 )
     if options.record is not None:
-        _check_cassette_target(options.record)
         if options.record.parent != Path():
             with contextlib.suppress(OSError):  # a missing parent: reported by the open below
                 options.record.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,8 @@ and the source span of the suggestor the event names. Listeners (the live
 progress display) see every event too.
 
 The file is opened when the writer is made (an unusable path is a `UsageError`,
-before any work) and truncated: each run starts a fresh trace, written line by
+before any work: a link, a device, or a file that is not a trace we wrote,
+see `open_output`) and truncated: each run starts a fresh trace, written line by
 line as events happen (so it can be followed while the run goes on). A write
 that fails later (a full disk) closes the file, keeps every line already
 written, and raises a `RunError` naming the file; `failure` keeps that error
@@ -23,8 +24,9 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
+from converge_dsl._files import OutputError, flush_checked, write_all
 from converge_dsl.diagnostics import SourceSpan
-from converge_dsl.errors import RunError, UsageError
+from converge_dsl.errors import RunError
 
 from ._documents import SpanModel
 
@@ -74,17 +76,19 @@ class TraceWriter:
             raise self.failure
         if self._file is not None:
             line = self.line(event)
+            text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+            name = f"trace file {str(self._path)!r}"
             try:
-                self._file.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
-                self._file.flush()
-            except OSError as exc:
+                write_all(self._file, text, name)
+                flush_checked(self._file, name)
+            except OutputError as exc:
                 self._fail(exc)
         for listener in self._listeners:
             listener(event)
 
-    def _fail(self, exc: OSError) -> None:
+    def _fail(self, exc: OutputError) -> None:
         self.failure = RunError(
-            f"cannot write trace file {str(self._path)!r}: {exc.strerror or exc}; the run stopped",
+            f"{exc.message}; the run stopped",
             hint="free space or choose another --trace path; the lines already written "
             "and the last --checkpoint are kept (continue with --resume DIR)",
         )
@@ -98,12 +102,20 @@ class TraceWriter:
                 file.close()
 
 
+def is_trace_line(line: bytes) -> bool:
+    """True for the first line of a trace this writer wrote (`{"seq":0,"type":...`)."""
+    return line.startswith(b'{"seq":0,"type":')
+
+
 def open_output(path: Path, option: str, what: str, *, mode: str) -> IO[str]:
-    """Open `path` to write (`mode` "w" or "a"); an unusable path: `UsageError` naming `option`."""
-    try:
-        return path.open(mode, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write {what} {str(path)!r} ({option}): {exc.strerror or exc}",
-            hint=f"give {option} a file path in a folder you can write to",
-        ) from None
+    """Open output `path` (`mode` "w" truncates, "a" appends) through the one output opener.
+
+    `converge_dsl._files.open_output`: no link is followed, and a path that is
+    not a regular file with one link, or holds something we did not write (a
+    trace for "w", a cassette for "a"), is a `UsageError` naming `option`.
+    """
+    from converge_dsl._files import open_output as open_checked
+    from converge_dsl.models.cassette import is_cassette_line
+
+    recognise = is_trace_line if mode == "w" else is_cassette_line
+    return open_checked(path, option, what, recognise=recognise, append=mode == "a")

@@ -158,10 +158,13 @@ def test_trace_write_failure_mid_run_stops_with_exit_1_keeping_the_checkpoint(
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_trace_to_a_full_disk_is_a_clean_exit_1() -> None:
+def test_trace_to_a_device_is_refused_before_the_run() -> None:
     code, _, err = cli("run", PIPELINE, "--trace", "/dev/full")
-    assert code == 1
-    assert err.startswith("error: cannot write trace file '/dev/full': No space left on device")
+    assert code == 3
+    assert err.startswith(
+        "error: cannot write trace file '/dev/full' (--trace): it is a character device, "
+        "not a regular file"
+    )
 
 
 # --- files read back: checkpoints, cassettes ---------------------------------------------

@@ -69,6 +69,8 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         # repository (pack_not_installable.yaml) is found by `pack fetch` and `run`;
         # validate reports CD502 for an unusable cached pack (tests/packs/test_fetch.py).
         codes.PACK_NOT_INSTALLABLE: "tests/packs/test_fetch.py",
+        # a FIFO or a hard link cannot be kept in the repository
+        codes.REFERENCE_NOT_REGULAR: "tests/test_files.py",
     }
     reported = [
         v

@@ -1,0 +1,274 @@
+"""Files a pipeline names, and writes that are checked (docs/architecture.md §12).
+
+Referenced files. A path a pipeline names (`models.X.script`, `models.X.cassette`,
+`models.X.record`) is resolved against the pipeline's folder, after `..`,
+absolute paths and symbolic links, and must lie inside an allowed root: the
+pipeline's folder, a folder given with `--allow-root DIR` (on `validate` and
+`run`), or one listed in the environment variable `CONVERGE_DSL_ALLOW_ROOTS`
+(folders separated by `os.pathsep`). `referenced_path` is the one check, used
+by `validate` (a located diagnostic) and by `run` (the same refusal, before
+the file is read). A file that is read must also be a regular file with one
+link: a FIFO would hang the read, a device never ends, and a hard link may
+name a file outside every root.
+
+Outputs. `open_output` is the one way an output file (`--trace`, `--record`,
+`models.X.record`) is opened: with `O_NOFOLLOW`, so a symbolic link is never
+written through, and refused when the path exists and is not a regular file
+with one link, or holds something other than what we write there (its first
+line must be ours, as `recognise` says; an empty file is fine). A new file
+may be created wherever the user names it: nothing foreign is overwritten.
+
+Checked writes. `write_all` writes all of a text to a stream or raises
+`OutputError` (exit 1): a stream that takes only part of it (Linux caps one
+`write()` at 2,147,479,552 bytes) is asked again for the rest, and one that
+takes nothing, or fails (a full disk, a closed pipe), is an error, never a
+silently shorter output. `CheckedStream` wraps a text stream so that every
+write and flush goes through it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from converge_dsl import codes
+from converge_dsl.errors import ConvergeError, UsageError
+
+ALLOW_ROOTS_ENV = "CONVERGE_DSL_ALLOW_ROOTS"
+ALLOW_HINT = (
+    "keep the files a pipeline names inside its folder, or allow another folder with "
+    f"--allow-root DIR (or {ALLOW_ROOTS_ENV})"
+)
+
+
+class ReferenceRefused(ConvergeError):
+    """A path a pipeline names resolves outside every allowed root, or is not a plain file.
+
+    `code` is `REFERENCE_OUTSIDE_ROOTS` or `REFERENCE_NOT_REGULAR`. Exit code 2,
+    like any invalid pipeline.
+    """
+
+    exit_code = 2
+
+    def __init__(self, code: str, message: str, *, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+
+
+class OutputError(ConvergeError):
+    """A write to standard output or to an output file failed or was cut short (exit 1)."""
+
+
+def user_roots(
+    given: Iterable[str | Path] = (), env: Mapping[str, str] | None = None
+) -> tuple[Path, ...]:
+    """The roots the user allows: the `given` folders, then those of `CONVERGE_DSL_ALLOW_ROOTS`.
+
+    `env` defaults to the process environment. Each root is resolved (links followed).
+    """
+    environment = os.environ if env is None else env
+    listed = [entry for entry in environment.get(ALLOW_ROOTS_ENV, "").split(os.pathsep) if entry]
+    return tuple(Path(os.path.realpath(Path(root).expanduser())) for root in (*given, *listed))
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of `mode` is when it is neither a regular file nor a folder, else None."""
+    return next((name for test, name in _KINDS if test(mode)), None)
+
+
+def referenced_path(
+    raw: str,
+    base_dir: Path,
+    roots: Sequence[Path] = (),
+    *,
+    field: str,
+    read: bool = True,
+) -> Path:
+    """The resolved path of `raw` (named by the pipeline field `field`), or `ReferenceRefused`.
+
+    `raw` is relative to `base_dir` (the pipeline's folder), which is always an
+    allowed root; `roots` are the others (`user_roots`). The resolved path must
+    lie inside one of them. With `read`, an existing path must also be a
+    regular file (or a folder, for the caller to report) with a single link.
+    A missing file is returned as it is, for the caller to report.
+    """
+    given = base_dir / raw
+    resolved = Path(os.path.realpath(given))
+    allowed = (Path(os.path.realpath(base_dir)), *roots)
+    if not _inside(resolved, allowed):
+        linked = resolved != Path(os.path.abspath(given))
+        shown = f" (through a link, to {str(resolved)!r})" if linked else ""
+        raise ReferenceRefused(
+            codes.REFERENCE_OUTSIDE_ROOTS,
+            f"{field} {raw!r} is outside the pipeline's folder{shown}; it is not read",
+            hint=ALLOW_HINT,
+        )
+    if not read:
+        return resolved
+    try:
+        info = os.stat(resolved)
+    except FileNotFoundError:
+        return resolved
+    except OSError as exc:
+        raise ReferenceRefused(
+            codes.REFERENCE_NOT_REGULAR,
+            f"{field} {raw!r} cannot be used: {exc.strerror or exc}",
+            hint="name a regular file",
+        ) from None
+    kind = special_kind(info.st_mode)
+    if kind is not None:
+        raise ReferenceRefused(
+            codes.REFERENCE_NOT_REGULAR,
+            f"{field} {raw!r} is {kind}, not a regular file; it is not read",
+            hint="name a regular file inside the pipeline's folder",
+        )
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise ReferenceRefused(
+            codes.REFERENCE_NOT_REGULAR,
+            f"{field} {raw!r} has {info.st_nlink} hard links (it may be a file outside the "
+            "pipeline's folder); it is not read",
+            hint="copy the file into the pipeline's folder instead of linking it",
+        )
+    return resolved
+
+
+# How much of an existing output's first line is read to recognise it.
+FIRST_LINE_BYTES = 8 << 20
+
+
+def open_output(
+    path: Path, option: str, what: str, *, recognise: Callable[[bytes], bool], append: bool
+) -> IO[str]:
+    """Open `path` to write text (truncated, or with `append` appended to); else `UsageError`.
+
+    Refused, naming `option` and `what`: a symbolic link, a folder, a FIFO or
+    device, a file with several hard links, and a non-empty file whose first
+    line `recognise` does not accept (a file we did not write). The checks are
+    made on the opened descriptor, so the path cannot change in between.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o666)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ELOOP:
+            reason = "it is a symbolic link; outputs are never written through links"
+        raise _refused(path, option, what, reason) from None
+    try:
+        problem = _not_ours(fd, recognise, what)
+        if problem is not None:
+            raise _refused(path, option, what, problem)
+        if not append:
+            os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+        return open(fd, "a" if append else "w", encoding="utf-8", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _not_ours(fd: int, recognise: Callable[[bytes], bool], what: str) -> str | None:
+    """Why the opened output `fd` may not be written, or None."""
+    info = os.fstat(fd)
+    kind = special_kind(info.st_mode)
+    if kind is not None:
+        return f"it is {kind}, not a regular file"
+    if info.st_nlink > 1:
+        return f"it has {info.st_nlink} hard links; writing would change the other names too"
+    if info.st_size == 0:
+        return None
+    first = os.pread(fd, FIRST_LINE_BYTES, 0).split(b"\n", 1)[0]
+    if not first.strip() or recognise(first):
+        return None
+    return f"it exists and is not a {what} written by converge-dsl; it is not overwritten"
+
+
+def _refused(path: Path, option: str, what: str, reason: str) -> UsageError:
+    return UsageError(
+        f"cannot write {what} {str(path)!r} ({option}): {reason}",
+        hint=f"give {option} a new file, or one it wrote before, in a folder you can write to",
+    )
+
+
+def write_all(stream: IO[str] | Any, text: str, name: str) -> None:
+    """Write all of `text` to `stream` (`name` says which in errors), or raise `OutputError`.
+
+    A stream that reports taking fewer characters than given is asked again
+    for the rest; one that takes none, or raises `OSError` or `ValueError` (a
+    closed file), is an `OutputError` naming `name` and how much was written.
+    """
+    done = 0
+    while done < len(text):
+        rest = text[done:] if done else text
+        try:
+            taken = stream.write(rest)
+        except (OSError, ValueError) as exc:
+            raise _failure(name, exc, done) from None
+        if taken is None:  # a stream that does not count: it took everything or raised
+            return
+        if taken <= 0:
+            raise _failure(name, OSError(errno.EIO, "the stream took nothing"), done)
+        done += min(taken, len(rest))
+
+
+def flush_checked(stream: IO[str] | Any, name: str) -> None:
+    """Flush `stream`; a failure is an `OutputError` naming `name`."""
+    flush = getattr(stream, "flush", None)
+    if flush is None:
+        return
+    try:
+        flush()
+    except (OSError, ValueError) as exc:
+        raise _failure(name, exc, None) from None
+
+
+def _failure(name: str, exc: BaseException, done: int | None) -> OutputError:
+    reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+    if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+        reason = "the reader closed the pipe"
+    kept = "" if done is None else f" after {done} character(s)"
+    return OutputError(
+        f"cannot write {name}: {reason}{kept}; the output is incomplete",
+        hint="free space, keep the reader open, or write to another file",
+    )
+
+
+@dataclass(slots=True)
+class CheckedStream:
+    """A text stream whose every `write` and `flush` is checked (`write_all`, `flush_checked`).
+
+    Each write is flushed at once, so a failure is seen where it happens, not
+    when the process ends. Other attributes (`isatty`, `fileno`, `encoding`)
+    are the wrapped stream's.
+    """
+
+    stream: IO[str] | Any
+    name: str
+
+    def write(self, text: str) -> int:
+        write_all(self.stream, text, self.name)
+        flush_checked(self.stream, self.name)
+        return len(text)
+
+    def flush(self) -> None:
+        flush_checked(self.stream, self.name)
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.stream, attribute)
