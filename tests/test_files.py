@@ -62,7 +62,10 @@ def no_env_roots(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _codes(out: str) -> list[str]:
-    return [d["code"] for d in json.loads(out)]
+    """The codes of `validate --format json` (a list) or `run --format json` (a run result)."""
+    data = json.loads(out)
+    diagnostics = data["diagnostics"] if isinstance(data, dict) else data
+    return [d["code"] for d in diagnostics]
 
 
 # --- the payloads -----------------------------------------------------------------------
