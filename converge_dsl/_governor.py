@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 from converge_dsl.clock import Clock
@@ -35,6 +35,7 @@ from converge_dsl.errors import RunError
 # so metering stays cheap and a clock that ticks when read barely moves.
 CLOCK_EVERY = 256
 _TEXT = (str, bytes, bytearray)
+_SCALARS = (int, float, type(None))  # bool is an int
 _END = object()
 
 
@@ -140,9 +141,13 @@ def deep_size(value: Any, limit: int) -> int:
     A string or bytes counts its length; a container one per item plus the
     deep size of each item; a shared reference counts each time it is reached
     (what printing, comparing or repeating it costs). Scalars count nothing.
+    A flat list or tuple of scalars or of strings is counted in C.
     """
     if isinstance(value, _TEXT):
         return len(value)
+    flat = _flat_size(value)
+    if flat is not None:
+        return flat
     total = 0
     stack: list[Iterator[Any]] = [_items(value)]
     while stack:
@@ -153,11 +158,26 @@ def deep_size(value: Any, limit: int) -> int:
         total += 1
         if isinstance(item, _TEXT):
             total += len(item)
-        elif not isinstance(item, int | float | bool | None):
-            stack.append(_items(item))
+        elif not isinstance(item, _SCALARS):
+            flat = _flat_size(item)
+            if flat is None:
+                stack.append(_items(item))
+            else:
+                total += flat
         if total > limit:
             break
     return total
+
+
+def _flat_size(value: Any) -> int | None:
+    """The deep size of a list or tuple of scalars or of strings, else None."""
+    if not isinstance(value, list | tuple):
+        return None
+    if all(map(isinstance, value, repeat(_SCALARS))):
+        return len(value)
+    if all(map(isinstance, value, repeat(str))):
+        return len(value) + sum(map(len, value))
+    return None
 
 
 def _items(value: Any) -> Iterator[Any]:

@@ -22,8 +22,15 @@ building it:
   1 MB string; `sum` joins lists in linear time within `MAX_SIZE`;
 - work: the sizes of all values built (and scanned by filters) in one render
   count against `MAX_WORK`, so loops cannot build or scan big values forever;
+- bytes count like strings; repeating or concatenating a list counts its
+  nested size (`[[1] * 1000] * 1000` is a million items); comparisons, `in`
+  and tests charge the nested size of what they compare, so shared
+  references cannot make one comparison unbounded;
 - the output is cut off (an error, never a silently short text) past `MAX_OUTPUT`;
-- string methods that pad, format or translate (`ljust`, `format`, ...) are refused.
+- string methods that pad, format or translate (`ljust`, `format`, `format_map`,
+  ...) are refused, `%` formatting of text or bytes too;
+- steps, work and the run's deadline are the one governor's
+  (`converge_dsl._governor`): a render past the deadline stops with a refusal.
 A violation raises `TemplateRenderError` (no location: the caller, which knows
 the template's span, the suggestor and the cycle, adds it).
 
