@@ -1,20 +1,22 @@
 """The bounds a template render runs under (see `converge_dsl.templating`).
 
 A CPU-bound render cannot be preempted, so every operation checks its result
-size *before* building it: a step budget, integer width, string and list
+size *before* building it: a step budget, integer width, string, bytes and list
 sizes, the text size of values turned into text (estimated by a walk that
-stops early, `_text_size`), the work of a whole render, the output size.
+stops early, `_text_size`), the nested size of what is repeated, concatenated
+or compared (`deep_size`), the work of a whole render, the output size.
 `templating` wires these checks into its sandboxed environment; a crossed
-bound raises `Limit`, which `templating` translates into `TemplateRenderError`.
-The per-render budget lives in the `BUDGET` context variable (set by
-`templating` around each render; no budget set means nothing is counted).
+bound raises `Limit` (or the governor's `Exhausted`), which `templating`
+translates into `TemplateRenderError`. Steps, work and the run's deadline are
+counted by the one governor (`converge_dsl._governor`), whose budget
+`templating` opens around each render.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from contextvars import ContextVar
 from itertools import chain, repeat
 from types import GeneratorType
 from typing import Any
@@ -22,6 +24,10 @@ from typing import Any
 import jinja2
 import jinja2.exceptions
 from jinja2.filters import make_attrgetter
+
+from converge_dsl._governor import charge_deep, deep_size, spend
+
+__all__ = ["spend"]  # re-exported for the sandbox modules; the rest are used by name
 
 MAX_RANGE = 10_000
 MAX_STEPS = 200_000
@@ -48,31 +54,12 @@ class Limit(jinja2.exceptions.SecurityError):
     """A render bound was crossed (raised inside Jinja, translated by `render`)."""
 
 
-class Budget:
-    __slots__ = ("steps", "work")
-
-    def __init__(self) -> None:
-        self.steps = MAX_STEPS
-        self.work = MAX_WORK
-
-
-BUDGET: ContextVar[Budget] = ContextVar("converge_dsl_template_budget")
-
-
-def spend(steps: int = 1, size: int = 0) -> None:
-    """Count steps and built or scanned size against the current render's budget."""
-    budget = BUDGET.get(None)
-    if budget is not None:
-        budget.steps -= steps
-        budget.work -= size
-        if budget.steps < 0:
-            raise Limit(f"template exceeded its budget of {MAX_STEPS} steps")
-        if budget.work < 0:
-            raise Limit(f"template built or scanned more than {MAX_WORK} characters or items")
+_SIZED = (str, bytes, bytearray, list, tuple, dict, set, frozenset)
+_TEXT = (str, bytes, bytearray)
 
 
 def _size(value: Any) -> int:
-    return len(value) if isinstance(value, str | list | tuple | dict) else 0
+    return len(value) if isinstance(value, _SIZED) else 0
 
 
 def _too_big(what: str = "a value") -> Limit:
@@ -81,7 +68,7 @@ def _too_big(what: str = "a value") -> Limit:
 
 def produce(value: Any) -> Any:
     """Check and charge a value an operation built; meter a generator item by item."""
-    if isinstance(value, str | list | tuple | dict):
+    if isinstance(value, _SIZED):
         if len(value) > MAX_SIZE:
             raise _too_big()
         spend(0, len(value))
@@ -171,7 +158,7 @@ def check_binop(op: str, left: Any, right: Any) -> None:
     if op == "**" and isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
         raise Limit(f"an exponent above {MAX_EXPONENT} is refused")
     if op == "%":
-        if isinstance(left, str):
+        if isinstance(left, _TEXT):
             raise Limit("'%' string formatting is refused; use filters instead")
     elif isinstance(left, int) and isinstance(right, int):
         if op == "**":
@@ -182,11 +169,20 @@ def check_binop(op: str, left: Any, right: Any) -> None:
             bits = max(left.bit_length(), right.bit_length()) + 1
         if bits > MAX_INT_BITS:
             raise Limit(f"an integer result of more than {MAX_INT_BITS} bits is refused")
-    elif op == "*":
+    elif op == "*":  # nested sizes count: [[1] * 1000] * 1000 is a million items
         for seq, times in ((left, right), (right, left)):
-            if isinstance(times, int) and _size(seq) * max(times, 0) > MAX_SIZE:
+            if (
+                isinstance(times, int)
+                and isinstance(seq, _SIZED)
+                and deep_size(seq, MAX_SIZE) * max(times, 0) > MAX_SIZE
+            ):
                 raise _too_big("repetition")
-    elif op == "+" and _size(left) + _size(right) > MAX_SIZE:
+    elif (
+        op == "+"
+        and isinstance(left, _SIZED)
+        and isinstance(right, _SIZED)
+        and deep_size(left, MAX_SIZE) + deep_size(right, MAX_SIZE) > MAX_SIZE
+    ):
         raise _too_big()
 
 
@@ -278,7 +274,10 @@ def guard_filter(name: str, func: Callable[..., Any], check: Callable[..., Any] 
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         value = args[skip]
-        spend(0, _size(value))
+        if name in SORTING_FILTERS and isinstance(value, _SIZED):
+            spend(0, deep_size(value, MAX_WORK) * max(1, len(value).bit_length()))
+        else:
+            spend(0, _size(value))
         if check is check_join:  # reads attributes under the sandbox's rules
             value = check_join(value, *args[skip + 1 :], **kwargs, environment=args[0].environment)
         elif check is not None:
@@ -302,6 +301,60 @@ FILTER_CHECKS: dict[str, Callable[..., Any]] = {
     "batch": _check_count_arg,
     "slice": _check_count_arg,
 }
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
+
+
+def bounded_compare(left: Any, *ops: tuple[str, Any]) -> Any:
+    """A comparison chain (`a == b`, `x in xs`, `a < b < c`), each charged before it runs.
+
+    Comparing walks nested values (`in` scans its container), so each one costs
+    the deep size of the smaller side, counted with a walk that stops early:
+    a list of shared references cannot make one comparison unbounded.
+    """
+    result: Any = True
+    for op, right in ops:
+        if op in ("in", "notin"):
+            charge_deep(right)
+        else:
+            charge_deep(left, right)
+        result = _COMPARE[op](left, right)
+        if not result:
+            return result
+        left = right
+    return result
+
+
+# Filters that compare their items (sort, unique, ...): charged the deep size
+# of the value times the log of its length before they run.
+SORTING_FILTERS = frozenset({"sort", "unique", "min", "max", "dictsort", "groupby"})
+
+
+def guard_test(name: str, func: Callable[..., Any]) -> Any:
+    """Wrap a Jinja test (`eq`, `in`, ...): a test with an argument is a comparison."""
+    skip = 1 if hasattr(func, "jinja_pass_arg") else 0
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > skip + 1:
+            charge_deep(*args[skip : skip + 2])
+        else:
+            spend()
+        return func(*args, **kwargs)
+
+    guarded.__name__ = name
+    if hasattr(func, "jinja_pass_arg"):
+        guarded.jinja_pass_arg = func.jinja_pass_arg  # type: ignore[attr-defined]
+    return guarded
 
 
 def counted(iterable: Iterable[Any]) -> Iterator[Any]:

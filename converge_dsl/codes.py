@@ -48,7 +48,8 @@ BAD_SIZE = "CD106"  # a list, string or mapping of the wrong size
 SCHEMA_OTHER = "CD107"  # any other schema violation
 VERSION_AS_NUMBER = "CD108"  # a version specifier written as a number
 KEY_SCHEMA_INVALID = "CD109"  # a keys[].schema that is not a valid JSON Schema 2020-12
-KEY_SCHEMA_REMOTE_REF = "CD110"  # a $ref in a keys[].schema that points outside the schema
+KEY_SCHEMA_REMOTE_REF = "CD110"  # a $ref in a key, output or pack schema that points outside it
+SCHEMA_REGEX_NOT_LINEAR = "CD120"  # a schema pattern RE2 cannot run (backreference, lookaround)
 
 # --- CD2xx semantic errors ------------------------------------------------------
 DUPLICATE_NAME = "CD200"  # two suggestors share a name
@@ -121,7 +122,9 @@ COMPILE_BAD_KEY_SCHEMA = "CD605"  # a key's schema (keys[].schema) is not a vali
 
 # --- CD7xx model scripts and model configuration -----------------------------------
 MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not compile
-MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex can backtrack exponentially (ReDoS)
+# Retired: regexes run on RE2 (linear time), so no pattern can backtrack.
+MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex could backtrack exponentially
+MODEL_SCRIPT_REGEX_NOT_LINEAR = "CD703"  # a model script regex RE2 cannot run (backreference)
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline

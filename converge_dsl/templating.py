@@ -22,8 +22,15 @@ building it:
   1 MB string; `sum` joins lists in linear time within `MAX_SIZE`;
 - work: the sizes of all values built (and scanned by filters) in one render
   count against `MAX_WORK`, so loops cannot build or scan big values forever;
+- bytes count like strings; repeating or concatenating a list counts its
+  nested size (`[[1] * 1000] * 1000` is a million items); comparisons, `in`
+  and tests charge the nested size of what they compare, so shared
+  references cannot make one comparison unbounded;
 - the output is cut off (an error, never a silently short text) past `MAX_OUTPUT`;
-- string methods that pad, format or translate (`ljust`, `format`, ...) are refused.
+- string methods that pad, format or translate (`ljust`, `format`, `format_map`,
+  ...) are refused, `%` formatting of text or bytes too;
+- steps, work and the run's deadline are the one governor's
+  (`converge_dsl._governor`): a render past the deadline stops with a refusal.
 A violation raises `TemplateRenderError` (no location: the caller, which knows
 the template's span, the suggestor and the cycle, adds it).
 
@@ -45,9 +52,9 @@ import jinja2.meta
 import jinja2.nodes
 import jinja2.sandbox
 
+from converge_dsl._governor import Exhausted, governed
 from converge_dsl._sandbox_data import BadValue, fromjson, json_data
 from converge_dsl._sandbox_limits import (
-    BUDGET,
     FILTER_CHECKS,
     MAX_EXPONENT,
     MAX_INT_BITS,
@@ -59,8 +66,8 @@ from converge_dsl._sandbox_limits import (
     MAX_WORK,
     OUTPUT_EXCEEDED,
     REFUSED_METHODS,
-    Budget,
     Limit,
+    bounded_compare,
     bounded_concat,
     bounded_range,
     bounded_sum,
@@ -70,6 +77,7 @@ from converge_dsl._sandbox_limits import (
     counted,
     finalize,
     guard_filter,
+    guard_test,
     produce,
     spend,
 )
@@ -126,7 +134,16 @@ _REFUSED_HINT = "the sandbox exposes data and the context API only, nothing of P
 
 
 class _BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
-    """Routes `~` concatenation through a size check and counts `for` iterations."""
+    """Routes `~` and comparisons through size checks and counts `for` iterations."""
+
+    def visit_Compare(self, node: jinja2.nodes.Compare, frame: jinja2.compiler.Frame) -> None:
+        self.write("environment.bounded_compare(")
+        self.visit(node.expr, frame)
+        for op in node.ops:
+            self.write(f", ({op.op!r}, ")
+            self.visit(op.expr, frame)
+            self.write(")")
+        self.write(")")
 
     def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:
         node.iter = jinja2.nodes.Call(
@@ -146,8 +163,12 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
     code_generator_class = _BoundedCodeGenerator
 
+    bounded_compare = staticmethod(bounded_compare)
     bounded_concat = staticmethod(bounded_concat)
     counted = staticmethod(counted)
+
+    def wrap_str_format(self, value: Any) -> None:
+        """No `str.format`/`format_map`: the attribute rules refuse them like any padding."""
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         return attr not in REFUSED_METHODS and super().is_safe_attribute(obj, attr, value)
@@ -234,7 +255,7 @@ def environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
         if name in ALLOWED_FILTERS
     }
     env.filters["fromjson"] = fromjson
-    env.tests = dict(env.tests.items())
+    env.tests = {name: guard_test(name, test) for name, test in env.tests.items()}  # type: ignore[arg-type]
     env.globals = dict(GLOBALS)
     return env
 
@@ -289,6 +310,8 @@ def _render_error(exc: Exception) -> TemplateRenderError:
     hint: str | None = None
     if isinstance(exc, BadValue):
         return TemplateRenderError(exc.message or str(exc), lineno, exc.hint)
+    if isinstance(exc, Exhausted):
+        return TemplateRenderError(exc.message, lineno, exc.hint or _LIMIT_HINT)
     if isinstance(exc, jinja2.UndefinedError | jinja2.exceptions.SecurityError):
         message = exc.message or str(exc)
         if isinstance(exc, Limit):
@@ -304,25 +327,29 @@ def _render_error(exc: Exception) -> TemplateRenderError:
 
 def _run(template: jinja2.Template, scope: dict[str, Any]) -> tuple[jinja2.runtime.Context, str]:
     """Render with `scope` as the shared parent (no copy); bounded; translated errors."""
-    token = BUDGET.set(Budget())
     try:
-        context = template.new_context(scope, shared=True)
-        size = 0
-        chunks: list[str] = []
-        for chunk in template.root_render_func(context):
-            size += len(chunk)
-            if size > MAX_OUTPUT:
-                raise Limit(OUTPUT_EXCEEDED)
-            chunks.append(chunk)
-        return context, "".join(chunks)
+        with governed(MAX_STEPS, MAX_WORK):
+            return _render_chunks(template, scope)
     except (RecursionError, MemoryError) as exc:
         raise TemplateRenderError(
             f"template is too deep or too large ({type(exc).__name__})"
         ) from None
     except Exception as exc:  # any error inside sandboxed code is the template's fault
         raise _render_error(exc) from None
-    finally:
-        BUDGET.reset(token)
+
+
+def _render_chunks(
+    template: jinja2.Template, scope: dict[str, Any]
+) -> tuple[jinja2.runtime.Context, str]:
+    context = template.new_context(scope, shared=True)
+    size = 0
+    chunks: list[str] = []
+    for chunk in template.root_render_func(context):
+        size += len(chunk)
+        if size > MAX_OUTPUT:
+            raise Limit(OUTPUT_EXCEEDED)
+        chunks.append(chunk)
+    return context, "".join(chunks)
 
 
 def render(template: jinja2.Template, scope: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 import jsonschema
 
+from converge_dsl._safe_schema import python_validator
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine.types import (
     ContextView,
@@ -69,9 +70,7 @@ TOOL_SPECS: dict[str, ToolSpec] = {
 
 ALL_TOOLS: tuple[str, ...] = tuple(TOOL_SPECS)
 
-_VALIDATORS = {
-    name: jsonschema.Draft202012Validator(spec.input_schema) for name, spec in TOOL_SPECS.items()
-}
+_VALIDATORS = {name: python_validator(spec.input_schema) for name, spec in TOOL_SPECS.items()}
 
 
 def _schema_error(name: str, data: Mapping[str, Any]) -> str | None:

@@ -34,6 +34,7 @@ from typing import Any
 import jsonschema
 
 from converge_dsl import codes
+from converge_dsl._safe_schema import UnsafeSchema, python_validator
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
@@ -293,20 +294,19 @@ def _schemas(
     if "schema" in output:
         schema = output["schema"]
         try:
-            cls = jsonschema.validators.validator_for(schema)
-            cls.check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+            validator = python_validator(schema, "output.schema")
+        except (jsonschema.exceptions.SchemaError, UnsafeSchema) as exc:
             raise ctx.invalid(
                 codes.COMPILE_BAD_OUTPUT_SCHEMA,
                 f"output.schema is not a valid JSON Schema: {exc.message}",
                 (*out_path, "schema"),
             ) from None
-        return cls(schema), None, schema
+        return validator, None, schema
     key_schema = ctx.key_schemas.get(target)
     if key_schema is None or output.get("format") != "json" or output.get("data") is not None:
         return None, None, None
-    cls = jsonschema.validators.validator_for(key_schema, default=jsonschema.Draft202012Validator)
-    return None, cls(key_schema), _array_of(key_schema)
+    return None, python_validator(key_schema), _array_of(key_schema)
 
 
 def _array_of(item: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from converge_dsl import codes
+from converge_dsl._governor import deadline_passed
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._data import held_text, same_fact
@@ -258,6 +259,8 @@ class Admission:
             try:
                 message = invariant.check(ctx)
             except Exception as exc:
+                if deadline_passed():  # the check ran out of time, it did not fail
+                    raise Stop(StopReason.TIME_BUDGET_EXHAUSTED) from None
                 error = (
                     exc
                     if isinstance(exc, ConvergeError)

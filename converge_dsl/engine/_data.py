@@ -25,7 +25,6 @@ from converge_dsl.errors import RunError
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
-    from referencing import Resource
 
     from converge_dsl.engine.types import Fact, ProposedFact
 
@@ -93,12 +92,6 @@ def held_text(item: ProposedFact | Fact) -> str:
     return held if item.data is None else f"{held} with data {_clip(_data_text(item.data))}"
 
 
-def _refuse(uri: str) -> Resource:
-    from referencing.exceptions import NoSuchResource
-
-    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs-made __init__
-
-
 def _short(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
@@ -116,9 +109,9 @@ class KeySchemas:
         if not schemas:
             return
         import jsonschema
-        from referencing import Registry
 
-        registry: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+        from converge_dsl._safe_schema import UnsafeSchema, python_validator
+
         for key, schema in schemas.items():
             plain = json.loads(canonical_json(schema))  # lists, not the frozen tuples
             try:
@@ -130,7 +123,10 @@ class KeySchemas:
                     f"at {where_}: {_short(exc.message)}",
                     hint="fix `keys[].schema` (JSON Schema, draft 2020-12)",
                 ) from None
-            self._validators[str(key)] = jsonschema.Draft202012Validator(plain, registry=registry)
+            try:
+                self._validators[str(key)] = python_validator(plain, f"the schema of key {key!r}")
+            except UnsafeSchema as exc:
+                raise RunError(exc.message, hint=exc.hint) from None
 
     def __bool__(self) -> bool:
         return bool(self._validators)

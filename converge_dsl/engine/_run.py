@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+from converge_dsl._governor import run_deadline
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
@@ -108,12 +109,15 @@ class Run:
                     timing=log.timing(),
                 )
             )
+        wall = self._budget.max_wall_s
         try:
-            self._admission.seed(seeds, staged)
-            if self._state.pending:
-                raise Stop(StopReason.HITL_PAUSE)
-            while True:
-                await self._cycle()
+            # Every template, expression and validation of the run checks its deadline.
+            with run_deadline(self._clock, None if wall is None else self._started + wall):
+                self._admission.seed(seeds, staged)
+                if self._state.pending:
+                    raise Stop(StopReason.HITL_PAUSE)
+                while True:
+                    await self._cycle()
         except Stop as stop:
             return self._finish(stop)
 
@@ -294,6 +298,7 @@ class Run:
     def _suggestor_failed(self, name: str, cycle: int, exc: BaseException) -> None:
         if isinstance(exc, asyncio.CancelledError):
             raise Stop(StopReason.CANCELLED)
+        self._check_time()  # a failure past the deadline is the deadline's
         error = _as_run_error(name, cycle, exc)
         if self._log.enabled:
             self._log.emit(ev.SuggestorFailed(cycle=cycle, suggestor=name, error=str(error)))

@@ -48,15 +48,20 @@ class StopReason(StrEnum):
     ERROR = "error"
 
 
+# The wall-clock limit of a run that sets none (`budget.max_wall_s` raises it):
+# no run, and no template, expression or validation inside it, runs unbounded.
+DEFAULT_MAX_WALL_S = 600.0
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """Limits of one run. `None` means unlimited."""
+    """Limits of one run. `None` means unlimited (`max_wall_s` defaults to 600 s)."""
 
     max_cycles: int = 100
     max_facts: int = 10000
     max_model_calls: int | None = None
     max_tokens: int | None = None
-    max_wall_s: float | None = None
+    max_wall_s: float | None = DEFAULT_MAX_WALL_S
     max_concurrency: int = 32
 
     def __post_init__(self) -> None:

@@ -1,7 +1,8 @@
 """Semantic checks of structured data: key schemas, data fields read by templates, constant data.
 
 - `key_schemas_valid`: every `keys[].schema` is a JSON Schema 2020-12 whose
-  `$ref`s stay inside it.
+  `$ref`s stay inside it and whose regexes run on RE2 (`converge_dsl._safe_schema`);
+  every llm `output.schema` too.
 - `data_fields`: templates and expressions that mention facts, `data_of` or
   `item` are walked (`_datawalk`) against the key schemas, on the fast path's
   tree when it accepts the text (no jinja2 import), else on Jinja's (parsed
@@ -28,25 +29,45 @@ _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
 
 def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Each key schema is valid JSON Schema 2020-12 and refers only within itself."""
+    """Each key schema is valid JSON Schema 2020-12, refers only within itself and has
+    RE2 regexes; each llm `output.schema` refers only within itself and has RE2 regexes."""
+    for path, s in facts.suggestors:
+        output = s.get("output") if s.get("kind") == "llm" else None
+        schema = output.get("schema") if isinstance(output, Mapping) else None
+        if isinstance(schema, dict):
+            yield from _unsafe(facts, "output.schema", schema, (*path, "output", "schema"))
     if not facts.key_schemas:
         return
-    from converge_dsl.frontend._dataschema import remote_refs
-
     for i, key in enumerate(facts.data.get("keys", [])):
         schema = key.get("schema")
         if not isinstance(schema, dict):
             continue
         base: JsonPath = ("keys", i, "schema")
-        for where in remote_refs(schema):
+        yield from _unsafe(facts, f"key {key['name']!r}", schema, base)
+        yield from _meta_errors(facts, key["name"], schema, base)
+
+
+def _unsafe(facts: PipelineFacts, what: str, schema: Any, base: JsonPath) -> Iterator[Diagnostic]:
+    """A located error per `$ref` outside `schema` and per regex RE2 cannot run."""
+    if "$ref" not in str(schema) and "attern" not in str(schema):
+        return  # the cheap common case: nothing to check
+    from converge_dsl._safe_schema import schema_problems
+
+    for where, kind, message in schema_problems(schema):
+        if kind == "ref":
             yield facts.error(
                 codes.KEY_SCHEMA_REMOTE_REF,
-                f"key {key['name']!r}: {where[-1]} {_value(schema, where)!r} points outside the "
-                "schema; references resolve only within the schema",
+                f"{what}: {message}",
                 (*base, *where),
                 hint="move the definition under '$defs' and refer to it as '#/$defs/NAME'",
             )
-        yield from _meta_errors(facts, key["name"], schema, base)
+        else:
+            yield facts.error(
+                codes.SCHEMA_REGEX_NOT_LINEAR,
+                f"{what}: {message}",
+                (*base, *where),
+                hint="regexes run on RE2, in linear time: no backreferences or lookaround",
+            )
 
 
 def _meta_errors(
@@ -220,14 +241,17 @@ def _data_errors(
 
 
 def _validator(schema: Any) -> Any:
-    """A validator for a key schema; None when it is not usable (invalid, remote references)."""
+    """A validator for a key schema; None when it is not usable (invalid, refused)."""
     import jsonschema_rs
 
-    from converge_dsl.frontend._dataschema import remote_refs
+    from converge_dsl._safe_schema import UnsafeSchema, fast_validator
 
-    if remote_refs(schema) or not jsonschema_rs.meta.is_valid(schema):
+    if not jsonschema_rs.meta.is_valid(schema):
         return None
-    return jsonschema_rs.Draft202012Validator(schema)
+    try:
+        return fast_validator(schema)
+    except (UnsafeSchema, ValueError):
+        return None
 
 
 class _NotConstant:

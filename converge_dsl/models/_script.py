@@ -1,22 +1,24 @@
 """Model scripts: load, validate and compile the YAML that drives the scripted adapter.
 
 A script is loaded with the front-end loader (strict YAML with a source map),
-validated against `schemas/model-script.v1.json`, then checked semantically
-(regexes compile, CD701, and nest no unbounded repeat inside another, CD702:
-such a pattern can backtrack for hours on a long prompt). Every problem becomes
-a located `Diagnostic`; a bad script raises `PipelineInvalid` carrying all of them.
+validated against `schemas/model-script.v1.json`, then checked semantically:
+regexes compile (CD701) on RE2, whose matching is linear in the prompt, so no
+pattern can backtrack for hours; one RE2 cannot run (a backreference,
+lookaround) is refused with the reason (CD703). Every problem becomes a located
+`Diagnostic`; a bad script raises `PipelineInvalid` carrying all of them.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._governor import spend
+from converge_dsl._safe_schema import UnsafeSchema, compile_regex
 from converge_dsl.diagnostics import Diagnostic, SourceSpan, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, load_file, load_text, schema_diagnostics
@@ -27,9 +29,8 @@ if TYPE_CHECKING:  # the port's dataclasses are imported when a script is run, n
 SCHEMA_NAME = "model-script.v1.json"
 # CD701 (CD7xx: model scripts and model configuration): a rule's match.regex does not compile.
 CODE_BAD_REGEX = codes.MODEL_SCRIPT_BAD_REGEX
-CODE_SLOW_REGEX = codes.MODEL_SCRIPT_SLOW_REGEX
-# The stdlib's regex parser (no public API, no type stubs): it walks the pattern tree.
-_PARSER: Any = importlib.import_module("re._parser")
+# CD703: a regex RE2 cannot run (backreferences, lookaround).
+CODE_NOT_LINEAR_REGEX = codes.MODEL_SCRIPT_REGEX_NOT_LINEAR
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,7 @@ class ScriptMatch:
     suggestor: str | None = None
     contains: str | None = None
     turn: int | None = None
-    regex: re.Pattern[str] | None = None
+    regex: Any = None  # a compiled RE2 regex: matching is linear in the text
 
     def holds(self, req: ModelRequest, text: str) -> bool:
         if self.suggestor is not None and req.suggestor != self.suggestor:
@@ -48,7 +49,10 @@ class ScriptMatch:
             return False
         if self.contains is not None and self.contains not in text:
             return False
-        return self.regex is None or self.regex.search(text) is not None
+        if self.regex is None:
+            return True
+        spend(1, len(text))  # the governor's deadline holds while scripts match
+        return self.regex.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,25 +127,23 @@ def compile_script(doc: LoadedDocument) -> Script:
                         f"invalid regular expression in model script: {exc}",
                         doc.source_map.span(regex_path),
                         path=regex_path,
-                        hint="use Python `re` syntax; escape ( [ . and friends with a backslash",
+                        hint="use RE2 syntax; escape ( [ . and friends with a backslash",
                     )
                 ]
             ) from None
-        slow = None if match.regex is None else slow_regex_problem(match.regex.pattern)
-        if slow is not None and match.regex is not None:
+        except UnsafeSchema as exc:
             raise PipelineInvalid(
                 [
                     Diagnostic.at(
-                        CODE_SLOW_REGEX,
-                        f"match.regex {slow}: {match.regex.pattern}",
+                        CODE_NOT_LINEAR_REGEX,
+                        f"match.regex: {exc.message}",
                         doc.source_map.span(regex_path),
                         path=regex_path,
-                        hint="it can take exponential time on a long prompt; make the outer "
-                        "repeat possessive (`(a+)++`), use an atomic group (`(?>a|aa)+`), "
-                        "or drop the nesting (`a+`, `[ab]+`)",
+                        hint="regexes run on RE2, in time linear in the prompt: "
+                        "no backreferences (\\1) or lookaround ((?=, (?!, (?<=, (?<!)",
                     )
                 ]
-            )
+            ) from None
         rules.append(
             ScriptRule(
                 index=index,
@@ -160,80 +162,16 @@ def compile_script(doc: LoadedDocument) -> Script:
 
 
 def _match(raw: Mapping[str, Any]) -> ScriptMatch:
+    """The rule's conditions; raises `re.error` (syntax) or `UnsafeSchema` (not RE2)."""
     regex = raw.get("regex")
+    if regex is not None:
+        re.compile(regex)  # a syntax error is worded by Python's parser (CD701)
     return ScriptMatch(
         suggestor=raw.get("suggestor"),
         contains=raw.get("contains"),
         turn=raw.get("turn"),
-        regex=None if regex is None else re.compile(regex),
+        regex=None if regex is None else compile_regex(regex),
     )
-
-
-# A repeat with a larger maximum than this counts as unbounded for the ReDoS guard.
-_LARGE_REPEAT = 10
-
-
-def slow_regex_problem(pattern: str) -> str | None:
-    """Why `pattern` can backtrack exponentially, or None. Conservative by design.
-
-    Refused: a repeat (`*`, `+`, `{n,}`, or a maximum above 10) whose body holds
-    another repeat of variable length (`(a+)+`, `(x+x+)+`) or an alternation
-    (`(a|a)+`, `(a|aa)*`): on a failing match both let the engine split the text
-    in exponentially many ways. A character class (`[ab]+`, `(a|b)+`) matches one
-    character one way, so it is allowed. Possessive repeats and atomic groups never
-    backtrack into their body, so neither they nor what they contain count.
-    """
-    return _slow(_PARSER.parse(pattern))
-
-
-def _slow(items: Iterable[tuple[Any, Any]]) -> str | None:
-    for op, av in items:
-        name = str(op)
-        if name in ("MAX_REPEAT", "MIN_REPEAT") and (
-            av[1] == _PARSER.MAXREPEAT or av[1] > _LARGE_REPEAT
-        ):
-            found = _ambiguous(av[2])
-            if found is not None:
-                return found
-        for child in _children(name, av):
-            found = _slow(child)
-            if found is not None:
-                return found
-    return None
-
-
-def _ambiguous(items: Iterable[tuple[Any, Any]]) -> str | None:
-    """What in a repeated body can match the same text in more than one way, or None."""
-    for op, av in items:
-        name = str(op)
-        if name in ("MAX_REPEAT", "MIN_REPEAT") and av[0] != av[1]:
-            return "nests an unbounded repeat inside another"
-        if name in ("BRANCH", "GROUPREF_EXISTS"):
-            return "repeats an alternation without bound"
-        if name in ("POSSESSIVE_REPEAT", "ATOMIC_GROUP"):
-            continue
-        for child in _children(name, av):
-            found = _ambiguous(child)
-            if found is not None:
-                return found
-    return None
-
-
-def _children(name: str, av: Any) -> list[Any]:
-    """The sub-patterns of one parsed node."""
-    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-        return [av[2]]
-    if name == "ATOMIC_GROUP":
-        return [av]
-    if name == "SUBPATTERN":
-        return [av[3]]
-    if name in ("ASSERT", "ASSERT_NOT"):
-        return [av[1]]
-    if name == "BRANCH":
-        return list(av[1])
-    if name == "GROUPREF_EXISTS":
-        return [branch for branch in av[1:] if branch is not None]
-    return []
 
 
 def _outcome(raw: Mapping[str, Any]) -> ScriptOutcome:

@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 import referencing.exceptions
 
+from converge_dsl._safe_schema import UnsafeSchema, python_validator
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.models._common import (
     emit_increments,
@@ -182,11 +183,13 @@ def schema_problem(text: str, schema: Mapping[str, Any]) -> str | None:
     except ValueError as exc:
         return f"the reply is not JSON ({exc})"
     plain = thaw_json(schema)
-    validator = jsonschema.validators.validator_for(plain, jsonschema.Draft202012Validator)
     try:
-        error = jsonschema.exceptions.best_match(validator(plain).iter_errors(value))
+        validator = python_validator(plain, "the response schema")
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except jsonschema.exceptions.SchemaError as exc:
         return f"the schema is not valid: {exc.message}"
+    except UnsafeSchema as exc:
+        return exc.message
     except referencing.exceptions.Unresolvable as exc:
         return f"the schema has a reference that does not resolve: {exc}"
     if error is None:

@@ -172,15 +172,34 @@ def _template_problems(
 
 @lru_cache(maxsize=256)
 def _parameters_validator(schema_text: str) -> Any:
-    """A compiled jsonschema-rs validator per distinct parameters schema (None if it cannot)."""
-    import jsonschema_rs
+    """A compiled jsonschema-rs validator per distinct parameters schema (None if it cannot).
+
+    Linear-time regexes and no retrieval (`converge_dsl._safe_schema`)."""
+    from converge_dsl._safe_schema import fast_validator
 
     try:
-        return jsonschema_rs.Draft202012Validator(
-            json.loads(schema_text), validate_formats=False, offline=True
-        )
+        return fast_validator(json.loads(schema_text))
     except Exception:  # a schema it cannot compile goes to Python jsonschema
         return None
+
+
+def _unsafe_parameters(
+    doc: LoadedDocument, path: JsonPath, use: str, pack: Pack, schema: Any
+) -> list[Diagnostic]:
+    """A diagnostic per `$ref` outside the pack's parameters schema or regex RE2 refuses."""
+    from converge_dsl._safe_schema import schema_problems
+
+    return [
+        _at(
+            doc,
+            codes.KEY_SCHEMA_REMOTE_REF if kind == "ref" else codes.SCHEMA_REGEX_NOT_LINEAR,
+            f"{use}: the parameters schema of pack {pack.name} {pack.version}, at "
+            f"{''.join(f'/{p}' for p in where) or '/'}: {message}",
+            path,
+            hint="the pack's schema must be fixed by its author; it is never applied as is",
+        )
+        for where, kind, message in schema_problems(schema)
+    ]
 
 
 def _parameter_problems(
@@ -188,12 +207,16 @@ def _parameter_problems(
 ) -> Iterator[Diagnostic]:
     definition = pack.suggestors[use.partition("/")[2]]
     given = dict(item.get("with") or {})
+    unsafe = _unsafe_parameters(doc, path, use, pack, definition.parameters)
+    if unsafe:
+        yield from unsafe
+        return
     fast = _parameters_validator(json.dumps(definition.parameters, sort_keys=True))
     if fast is not None and fast.is_valid(given):
         return
-    import jsonschema  # only to word the errors, after jsonschema-rs said no
+    from converge_dsl._safe_schema import python_validator  # to word the errors
 
-    validator = jsonschema.Draft202012Validator(definition.parameters)
+    validator = python_validator(definition.parameters)
     for error in validator.iter_errors(given):
         where: JsonPath = (*path, "with", *error.absolute_path)
         yield _at(

@@ -37,9 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jinja2
-import jsonschema
-
+from converge_dsl._governor import deadline_passed
+from converge_dsl._safe_schema import python_validator
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
@@ -51,7 +50,7 @@ from converge_dsl.engine.types import (
 from converge_dsl.errors import RunError
 from converge_dsl.packs._manifest import InvariantDef, SuggestorDef
 from converge_dsl.solvers import PlanCheck, Solver, SolverError
-from converge_dsl.templating import compile_expression
+from converge_dsl.templating import GLOBALS, TemplateRenderError, compile_expression, evaluate
 
 DIAGNOSTIC_KEY = "diagnostic"
 _JSON_TYPES = (
@@ -90,10 +89,13 @@ def _not_an_object(fact: Fact, data: Any) -> str:
 def evaluate_invariant(invariant: InvariantDef, plan: Any, problem: Any, params: Any) -> PlanCheck:
     """One pack invariant as a `PlanCheck` (an evaluation error counts as a failure)."""
     try:
-        ok = bool(compile_expression(invariant.check)(plan=plan, input=problem, params=params))
+        scope = {**GLOBALS, "plan": plan, "input": problem, "params": params}
+        ok = bool(evaluate(compile_expression(invariant.check), scope))  # governed, like `when`
         message = "" if ok else (invariant.message or f"{invariant.check} is false")
-    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as exc:
-        ok, message = False, f"cannot evaluate {invariant.check!r}: {exc}"
+    except TemplateRenderError as exc:
+        if deadline_passed():
+            raise
+        ok, message = False, f"cannot evaluate {invariant.check!r}: {exc.message}"
     return PlanCheck(invariant.name, ok, invariant.critical, message)
 
 
@@ -154,7 +156,7 @@ class PackSolverSuggestor:
             return None, [_not_an_object(fact, content)]
         problem = json.loads(canonical_json({**content, **self.params}))
         schema = self.definition.input_schema or self.solver.input_schema()
-        validator = jsonschema.Draft202012Validator(schema)
+        validator = python_validator(schema)  # RE2 regexes, local $refs, governed
         errors = sorted(validator.iter_errors(problem), key=lambda e: list(e.absolute_path))
         reasons = [
             f"input {'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"

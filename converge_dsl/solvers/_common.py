@@ -20,8 +20,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import jsonschema
-import jsonschema_rs
 
+from converge_dsl._safe_schema import fast_validator, python_validator
 from converge_dsl.diagnostics import did_you_mean, format_path
 from converge_dsl.solvers._protocol import PlanCheck, SolverError, SolverPlan
 
@@ -73,7 +73,7 @@ def fail(path: Path, message: str, hint: str | None = None) -> SolverError:
 @functools.lru_cache(maxsize=16)
 def _validators(schema_text: str) -> tuple[Any, Any]:
     schema = json.loads(schema_text)
-    return jsonschema_rs.validator_for(schema), jsonschema.Draft202012Validator(schema)
+    return fast_validator(schema), python_validator(schema)
 
 
 def _validate(schema: Mapping[str, Any], problem: Any) -> None:

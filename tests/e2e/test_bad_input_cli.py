@@ -231,10 +231,10 @@ def test_model_option_replays_a_cassette_recorded_with_record(tmp_path: Path) ->
 # --- model scripts -------------------------------------------------------------------------
 
 
-def test_catastrophic_regex_in_a_model_script_is_refused_at_load(tmp_path: Path) -> None:
+def test_a_backtracking_regex_in_a_model_script_is_refused_at_load(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
-        'rules:\n  - match: {regex: "(a+)+$"}\n    reply: hi\n'
+        'rules:\n  - match: {regex: "(a*)\\\\1*b"}\n    reply: hi\n'
     )
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(
@@ -259,7 +259,7 @@ def test_catastrophic_regex_in_a_model_script_is_refused_at_load(tmp_path: Path)
     )
     code, _, err = cli("run", pipeline)
     assert code == 2
-    assert "error[CD702]: match.regex nests an unbounded repeat inside another: (a+)+$" in err
+    assert "error[CD703]: match.regex: the regex '(a*)\\\\1*b' cannot run in linear time" in err
     assert "s.yaml:4:" in err
 
 

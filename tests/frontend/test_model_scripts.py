@@ -40,7 +40,8 @@ def _check(tmp_path: Path, script: str, text: str | None) -> list[tuple[str, str
     ("text", "expected"),
     [
         (HEAD + 'rules:\n  - {match: {regex: "([a-"}, reply: hi}\n', ("CD701", 4, 21)),
-        (HEAD + 'rules:\n  - {match: {regex: "(a+)+$"}, reply: hi}\n', ("CD702", 4, 21)),
+        (HEAD + 'rules:\n  - {match: {regex: "(a*)\\\\1*b"}, reply: hi}\n', ("CD703", 4, 21)),
+        (HEAD + 'rules:\n  - {match: {regex: "(?=x)a"}, reply: hi}\n', ("CD703", 4, 21)),
         (HEAD + "rules: {match: 1}\n", ("CD102", 3, 8)),
         (HEAD + "default: {reply: no}\n", ("CD007", 3, 18)),
     ],
@@ -78,15 +79,15 @@ def test_validate_shows_the_script_line_in_human_output(
 
     from converge_dsl.cli import run
 
-    _check(tmp_path, "s.yaml", HEAD + 'rules:\n  - {match: {regex: "(a+)+$"}, reply: hi}\n')
+    _check(tmp_path, "s.yaml", HEAD + 'rules:\n  - {match: {regex: "(?!a)b$"}, reply: hi}\n')
     monkeypatch.chdir(tmp_path)
     out = io.StringIO()
     assert run(["validate", "sub/p.yaml"], out, io.StringIO()) == 2
     assert out.getvalue().splitlines()[1:5] == [
         " --> sub/s.yaml:4:21",
         "  |",
-        '4 |   - {match: {regex: "(a+)+$"}, reply: hi}',
-        "  |                     ^^^^^^^^",
+        '4 |   - {match: {regex: "(?!a)b$"}, reply: hi}',
+        "  |                     ^^^^^^^^^",
     ]
 
 

@@ -16,7 +16,7 @@ from converge_dsl.models import (
     ScriptedModel,
     ToolCallPart,
 )
-from converge_dsl.models._script import CODE_BAD_REGEX, CODE_SLOW_REGEX, slow_regex_problem
+from converge_dsl.models._script import CODE_BAD_REGEX
 
 SCRIPT = """\
 apiVersion: converge-dsl/v1
@@ -167,76 +167,6 @@ def test_error_and_reply_together_are_rejected() -> None:
     )
     with pytest.raises(PipelineInvalid):
         ScriptedModel.from_text(text, "s.yaml")
-
-
-@pytest.mark.parametrize(
-    ("pattern", "slow"),
-    [
-        ("(a+)+$", True),
-        ("(a*)*", True),
-        (r"(\w+\s?)+$", True),
-        ("(?:(?:a+)|b)*", True),
-        ("(a+){2,}", True),
-        ("(?=(a+)+)", True),
-        ("(x+x+)+y", True),
-        ("(a{1,5})+", True),  # a variable-length body: a^n splits many ways
-        ("(.*a){25}", True),  # a large maximum counts as unbounded
-        ("(a|a)+$", True),  # overlapping alternation (first bypass of CD702)
-        ("(a|aa)*b", True),
-        ("(a|ab|b)+", True),
-        (r"(\d|\d\d)+", True),
-        ("(?:foo|bar)+", True),  # conservative: any repeated alternation
-        ("a+b+", False),
-        ("a+b*", False),
-        ("^turn [0-9]+$", False),
-        ("(foo|bar)", False),
-        ("(a|b)+", False),  # one character, one way: a character class
-        ("[ab]+", False),
-        ("(ab)+", False),
-        ("(a+)++", False),  # possessive: never backtracks into the body
-        ("(?>a+)+", False),  # atomic group
-        ("(?>a|aa)+", False),
-        ("(a{3})+", False),  # a fixed count is not a choice
-        ("(a+){2}", False),
-        ("(a|b|c){1,3}", False),
-        ("retry.*later", False),
-    ],
-)
-def test_slow_regexes_are_detected(pattern: str, slow: bool) -> None:
-    assert (slow_regex_problem(pattern) is not None) is slow
-
-
-def test_slow_regex_problem_names_the_cause() -> None:
-    assert slow_regex_problem("(a+)+$") == "nests an unbounded repeat inside another"
-    assert slow_regex_problem("(a|a)+$") == "repeats an alternation without bound"
-
-
-def test_catastrophic_regex_is_refused_at_load_with_a_located_cd702() -> None:
-    text = (
-        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n"
-        "  - match: {suggestor: x}\n    reply: x\n"
-        "  - match: {regex: '(a+)+$'}\n    reply: x\n"
-    )
-    with pytest.raises(PipelineInvalid) as caught:
-        ScriptedModel.from_text(text, "s.yaml")
-    first = caught.value.diagnostics[0]
-    assert first.code == CODE_SLOW_REGEX == "CD702"
-    assert (first.file, first.line) == ("s.yaml", 6)
-    assert first.path == ("rules", 1, "match", "regex")
-    assert first.hint is not None
-    assert "possessive" in first.hint
-
-
-def test_overlapping_alternation_is_refused_at_load() -> None:
-    text = (
-        "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules:\n"
-        "  - match: {regex: '(a|a)+$'}\n    reply: x\n"
-    )
-    with pytest.raises(PipelineInvalid) as caught:
-        ScriptedModel.from_text(text, "s.yaml")
-    first = caught.value.diagnostics[0]
-    assert first.code == "CD702"
-    assert first.message == "match.regex repeats an alternation without bound: (a|a)+$"
 
 
 def test_scripted_timeout_carries_a_recovery_hint_and_the_rule() -> None:

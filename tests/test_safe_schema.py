@@ -1,0 +1,181 @@
+"""Safe schemas: RE2 regexes (linear time) and references that never leave the document."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl._governor import run_deadline
+from converge_dsl._safe_schema import (
+    UnsafeSchema,
+    fast_validator,
+    python_validator,
+    regex_problem,
+    schema_problems,
+)
+from converge_dsl.cli import run
+from converge_dsl.clock import FakeClock
+from converge_dsl.errors import RunError
+
+LONG = "a" * 30_000 + "!"
+CATASTROPHIC = ["^(a+)+$", "(a|aa)+$", "a*a*a*a*a*a*a*b", "(a{1,10}){1,10}$", ".*.*.*.*.*.*="]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_catastrophic_patterns_match_in_linear_time(pattern: str) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "pattern": pattern}},
+        "patternProperties": {pattern: {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    start = time.monotonic()
+    python = python_validator(schema)
+    errors = list(python.iter_errors({"s": LONG, LONG: 1, "b" * 30_000: 2}))
+    assert errors  # the long text does not match
+    assert fast_validator(schema).is_valid({"s": LONG}) is False
+    assert time.monotonic() - start < 5
+
+
+def test_pattern_keywords_keep_their_meaning_and_wording() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"id": {"pattern": "^t[0-9]+$"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    validator = python_validator(schema)
+    assert validator.is_valid({"id": "t12", "x-a": "b"})
+    messages = sorted(e.message for e in validator.iter_errors({"id": "u", "x-a": 1, "z": 0}))
+    assert messages == [
+        "'u' does not match '^t[0-9]+$'",
+        "'z' does not match any of the regexes: '^x-'",
+        "1 is not of type 'string'",
+    ]
+    plain = python_validator({"properties": {"a": {}}, "additionalProperties": False})
+    assert [e.message for e in plain.iter_errors({"b": 1})] == [
+        "Additional properties are not allowed ('b' was unexpected)"
+    ]
+
+
+@pytest.mark.parametrize("pattern", [r"(a*)\1*b", "(?=a)a", "(?<!x)y", "a(?!b)"])
+def test_patterns_re2_cannot_run_are_refused_with_the_reason(pattern: str) -> None:
+    problem = regex_problem(pattern)
+    assert problem is not None
+    assert "cannot run in linear time" in problem
+    with pytest.raises(UnsafeSchema):
+        python_validator({"pattern": pattern})
+    with pytest.raises(UnsafeSchema):
+        fast_validator({"patternProperties": {pattern: {}}})
+
+
+def test_unevaluated_properties_with_regexes_is_refused() -> None:
+    schema = {"patternProperties": {"^a": {}}, "unevaluatedProperties": False}
+    assert [kind for _, kind, _ in schema_problems(schema)] == ["regex"]
+
+
+def test_validation_observes_the_run_deadline() -> None:
+    clock = FakeClock()
+    validator = python_validator({"type": "array", "items": {"type": "integer"}})
+    with run_deadline(clock, 1.0):
+        from converge_dsl._governor import governed
+
+        clock.advance(2)
+        with governed(10**6, 10**7, "validation"), pytest.raises(RunError, match="deadline"):
+            list(validator.iter_errors(list(range(1000))))
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    hits: list[str] = []  # noqa: RUF012  # shared by the test's one server
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'{"type": "string"}')
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    _Recorder.hits = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/schema.json"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> str:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"description": "MARKER-7f3a", "type": "string"}')
+    return secret.as_uri()
+
+
+def test_references_are_never_retrieved(server: str, marker: str) -> None:
+    for ref in (server, marker, "other.json#/x"):
+        schema = {"type": "object", "properties": {"a": {"$ref": ref}}}
+        with pytest.raises(UnsafeSchema) as caught:
+            python_validator(schema)
+        assert "points outside the schema" in caught.value.message
+        with pytest.raises(UnsafeSchema):
+            fast_validator(schema)
+    local = {"properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}}
+    assert not python_validator(local).is_valid({"a": 1})
+    assert not fast_validator(local).is_valid({"a": 1})
+    assert _Recorder.hits == []
+
+
+PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: refs
+keys:
+  - name: tickets
+    schema: {{type: object, properties: {{c: {{$ref: "{key_ref}"}}}}}}
+models: {{default: {{adapter: scripted, script: s.yaml}}}}
+seeds: [{{id: t1, key: tickets, content: a ticket, data: {{c: x}}}}]
+suggestors:
+  - name: triage
+    kind: llm
+    model: default
+    dependencies: [tickets]
+    target: strategies
+    prompt: {{user: "{{{{ facts.tickets[0].content }}}}"}}
+    output:
+      format: json
+      id: "s-{{{{ index }}}}"
+      schema: {{type: array, items: {{$ref: "{output_ref}"}}}}
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_validate_and_run_refuse_remote_references_without_a_request(
+    tmp_path: Path, server: str, marker: str, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "s.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\ndefault: {reply: '[\"x\"]'}\n"
+    )
+    (tmp_path / "p.yaml").write_text(PIPELINE.format(key_ref=marker, output_ref=server))
+    monkeypatch.chdir(tmp_path)
+    for fmt in ("human", "json"):
+        out, err = io.StringIO(), io.StringIO()
+        code = run([command, "p.yaml", "--format", fmt], out, err)
+        text = out.getvalue() + err.getvalue()
+        assert code == 2, text
+        assert text.count("CD110") == 2, text
+        assert "MARKER-7f3a" not in text
+    assert _Recorder.hits == []
