@@ -1,90 +1,117 @@
-"""Engine scaling: per-cycle cost must not grow with the number of registered suggestors.
+"""Engine scaling: per-cycle cost must not grow with the number of compiled rules.
 
-Registers N = 1,000 / 10,000 / 100,000 suggestors spread over 1,000 keys. Only a
-small ring of "active" suggestors (4 per cycle) ever becomes eligible: each cycle
-they read the key dirtied by the previous cycle and write the next one, so the
-same small number is eligible every cycle whatever N is. Prints the per-cycle
-time for each N, then runs one cycle of 100 suggestors that each await a 50 ms
-sleep (fan-out concurrency). Last line:
+A generated pipeline of N = 1,000 / 10,000 / 100,000 compiled rules, built
+through the public path (YAML file -> load + validate -> compile -> engine):
+a ring of 4 keys with 4 active rules each (every cycle they read the key the
+previous cycle wrote and write the next one, one new fact each), and
+N - 16 filler rules over 1,000 filler keys that are never written, so the same
+small number of rules runs every cycle whatever N is, while the pipeline
+declares 1,004 keys. A render scope rebuilt over every declared key per
+cycle, or any other per-cycle work over all rules or keys, shows here.
+Compilation is outside the timed region (and slow at 100,000 rules: every
+template is compiled once per rule).
+
+Then one cycle of 100 suggestors that each await a 50 ms sleep (the engine's
+own concurrency, without a model client: `bench/peers.py` measures model
+calls over HTTP). Last line:
 
     per-cycle ratio 100k/1k: X  concurrency ratio: Y
 
 X = per-cycle time at 100k / at 1k (target <= 2.0); Y = wall time of the
 fan-out cycle / 50 ms (target <= 1.5).
 
-Run: .venv/bin/python bench/engine_scaling.py
+Run: python bench/engine_scaling.py [--sizes 1000,10000,100000]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import statistics
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 from converge_dsl.clock import SystemClock
 from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance
 from converge_dsl.engine.testing import FnSuggestor
 
-FILLER_KEYS = [f"k{i:03d}" for i in range(1000)]
+FILLER_KEYS = 1000
 RING = 4  # chain keys in the ring
-ACTIVE_PER_KEY = 4  # suggestors eligible each cycle
+ACTIVE_PER_KEY = 4  # rules that run each cycle
 CYCLES = 300
 REPEATS = 5
 
 
-def _never(ctx: ContextView) -> bool:
-    return False
-
-
-def _no_proposals(ctx: ContextView) -> list[ProposedFact]:
-    return []
-
-
-def _ring_step(name: str, target: str):  # type: ignore[no-untyped-def]
-    provenance = Provenance(name)
-
-    def propose(ctx: ContextView) -> list[ProposedFact]:
-        return [ProposedFact(target, f"{name}-{ctx.cycle}", "step", 1.0, provenance)]
-
-    return propose
-
-
-def _always(ctx: ContextView) -> bool:
-    return True
-
-
-def build(total: int) -> Engine:
-    chain = [f"chain{j}" for j in range(RING)]
-    engine = Engine(
-        budget=Budget(max_cycles=CYCLES, max_facts=10**7),
-        declared_keys=[*FILLER_KEYS, *chain],
-    )
-    for j, key in enumerate(chain):
+def pipeline_text(total: int) -> str:
+    """The ring plus `total - RING * ACTIVE_PER_KEY` filler rules."""
+    keys = [f"f{i:03d}" for i in range(FILLER_KEYS)] + [f"ring{j}" for j in range(RING)]
+    lines = [
+        "apiVersion: converge-dsl/v1",
+        "kind: Pipeline",
+        f"name: scaling-{total}",
+        "keys: [" + ", ".join(f"{{name: {k}}}" for k in keys) + "]",
+        f"budget: {{max_cycles: {CYCLES}, max_facts: 10000000}}",
+        "seeds: [{id: start, key: ring0, content: go}]",
+        "suggestors:",
+    ]
+    for j in range(RING):
         for a in range(ACTIVE_PER_KEY):
-            name = f"active-{j}-{a}"
-            engine.register(
-                FnSuggestor(name, [key], _ring_step(name, chain[(j + 1) % RING]), accepts=_always)
+            lines.append(
+                f"  - {{name: active-{j}-{a}, kind: rule, dependencies: [ring{j}], when: 'true', "
+                f"emit: [{{key: ring{(j + 1) % RING}, id: 'a{j}-{a}-{{{{ cycle }}}}', "
+                "content: step}]}"
             )
     for i in range(total - RING * ACTIVE_PER_KEY):
-        engine.register(
-            FnSuggestor(f"filler-{i}", [FILLER_KEYS[i % 1000]], _no_proposals, accepts=_never)
+        lines.append(
+            f"  - {{name: filler-{i}, kind: rule, dependencies: [f{i % FILLER_KEYS:03d}], "
+            f"emit: [{{key: f{i % FILLER_KEYS:03d}, id: x{i}, content: never}}]}}"
         )
-    return engine
+    return "\n".join(lines) + "\n"
 
 
-def per_cycle_seconds(total: int) -> float:
+def compile_text(text: str, folder: Path) -> Any:
+    """load + validate + compile, as `converge-dsl run` does (no models)."""
+    from converge_dsl.compiler import compile_pipeline, compile_settings
+    from converge_dsl.engine import UsageMeter
+    from converge_dsl.runtime import SUGGESTOR_BUILDERS, TraceWriter, load_document
+
+    path = folder / "scaling.yaml"
+    path.write_text(text, encoding="utf-8")
+    settings = compile_settings(load_document(path), inputs={})
+    meter = UsageMeter(settings.budget, clock=SystemClock())
+    return compile_pipeline(
+        settings, models={}, usage=meter, events=TraceWriter({}), builders=SUGGESTOR_BUILDERS
+    )
+
+
+def per_cycle_seconds(total: int, folder: Path) -> float:
+    from converge_dsl.runtime import TraceWriter, build_engine
+
+    started = time.perf_counter()
+    compiled = compile_text(pipeline_text(total), folder)
+    print(f"  compiled {total:,} rules in {time.perf_counter() - started:.1f} s", flush=True)
     samples = []
     for _ in range(REPEATS):
-        engine = build(total)
+        engine = build_engine(compiled, TraceWriter({}), SystemClock())
         gc.collect()
-        seed = ProposedFact("chain0", "start", "go", 1.0, Provenance("bench"))
         started = time.perf_counter()
-        result = asyncio.run(engine.run([seed]))
+        result = asyncio.run(engine.run(compiled.seeds))
         elapsed = time.perf_counter() - started
         assert result.cycles == CYCLES, result.stop_reason
         samples.append(elapsed / CYCLES)
     return statistics.median(samples)
+
+
+def _sleeper(name: str) -> Any:
+    provenance = Provenance(name)
+
+    def propose(ctx: ContextView) -> list[ProposedFact]:
+        return [ProposedFact("signals", f"{name}-{ctx.cycle}", "step", 1.0, provenance)]
+
+    return propose
 
 
 def fan_out_seconds(width: int = 100, sleep_s: float = 0.05) -> float:
@@ -96,7 +123,7 @@ def fan_out_seconds(width: int = 100, sleep_s: float = 0.05) -> float:
             FnSuggestor(
                 name,
                 [],
-                _ring_step(name, "signals"),
+                _sleeper(name),
                 accepts=lambda ctx: ctx.cycle == 1,
                 delay=sleep_s,
                 clock=clock,
@@ -110,14 +137,21 @@ def fan_out_seconds(width: int = 100, sleep_s: float = 0.05) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="Per-cycle cost vs number of compiled rules.")
+    parser.add_argument("--sizes", default="1000,10000,100000", help="rule counts, comma-separated")
+    sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
     figures = {}
-    for total in (1_000, 10_000, 100_000):
-        figures[total] = per_cycle_seconds(total)
-        print(f"N={total:>7,}: per-cycle {figures[total] * 1e6:8.1f} us")
+    with tempfile.TemporaryDirectory() as folder:
+        for total in sizes:
+            figures[total] = per_cycle_seconds(total, Path(folder))
+            print(f"N={total:>7,}: per-cycle {figures[total] * 1e6:8.1f} us", flush=True)
     fan_out = min(fan_out_seconds() for _ in range(3))
     print(f"fan-out of 100 x 50 ms sleeps: {fan_out * 1e3:.1f} ms")
-    ratio = figures[100_000] / figures[1_000]
-    print(f"per-cycle ratio 100k/1k: {ratio:.2f}  concurrency ratio: {fan_out / 0.05:.2f}")
+    ratio = figures[sizes[-1]] / figures[sizes[0]]
+    print(
+        f"per-cycle ratio {sizes[-1] // 1000}k/{sizes[0] // 1000}k: {ratio:.2f}  "
+        f"concurrency ratio: {fan_out / 0.05:.2f}"
+    )
 
 
 if __name__ == "__main__":

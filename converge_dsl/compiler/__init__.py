@@ -30,7 +30,8 @@ Public surface:
   `BUILDERS: {kind: SuggestorBuilder}` (seed, rule, llm). The kinds that live above
   the compiler (`agent`, `pack`) are added by the caller:
   `compile_pipeline(..., builders={**BUILDERS, "agent": compile_agent})`.
-- `RenderScopes`, `with_item`: the render-time template context, built once per view version.
+- `RenderScopes`, `with_item`: the render-time template context, updated per view version
+  by the keys that changed; `RenderScopes.owns` answers the idempotent default from an index.
 - `CompiledTemplate`, `CompiledExpression`: render with a `TemplateRunError` located at
   the template's line (`LoadedDocument.template_span`).
 """

@@ -2,7 +2,8 @@
 
 `accepts` is pure: with a `when` expression it is that expression's truth;
 without, it is the idempotent default of docs/architecture.md §6 — true only while none of
-the suggestor's own facts or pending proposals exist for its target keys.
+the suggestor's own facts or pending proposals exist for its target keys, answered
+from the context's index of sources by key (`RenderScopes.owns`), in O(targets).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class SuggestorCore:
         if self.when is not None:
             scope = self.scopes.scope(view)
             return bool(self.when.evaluate(scope, suggestor=self.name, cycle=view.cycle))
-        return not any(self.source in self.scopes.own_sources(view, key) for key in self.targets)
+        return not any(self.scopes.owns(view, key, self.source) for key in self.targets)
 
 
 class CoreSuggestor:

@@ -1,15 +1,24 @@
-"""The render-time template context (docs/architecture.md §3), built once per view version.
+"""The render-time template context (docs/architecture.md §3), kept up to date by what changed.
 
 `RenderScopes.scope(view)` returns the dict every template and expression of a
 cycle renders over: `facts.<key>` (facts of every declared key, in promotion
 order), `proposals.<key>`, `count(key)`, `has(key)`, `fact(key, id)`,
 `data_of(key)` (the data of the key's facts, in promotion order), `cycle`,
-`inputs`, plus the bounded `range`. The dict is cached on the identity and
-version of the view, so the N candidates of a cycle share one build. Treat it
-as read-only; add `item`/`index` with `with_item`.
+`inputs`, plus the bounded `range`. The dict is cached on the view and its
+version, cycle and pending proposals, so the N candidates of a cycle share one
+build. Treat it as read-only; add `item`/`index` with `with_item`.
 
-`own_sources(view, key)` is the index the idempotent default uses: the
-provenance sources that already hold facts or pending proposals under `key`.
+Linear by construction: the `facts` and `proposals` maps are built over every
+declared key once per view; after that, a new version of the same `Context`
+updates only the keys of the facts promoted since (`Context.facts_since`) and
+of the pending proposals when they are replaced, so a run costs time in
+proportion to what it promotes, never keys x cycles. Each new version still
+gets a new scope dict (its `facts` and `proposals` maps are shared and updated
+in place), so a cache keyed on the scope's identity sees every change.
+
+`owns(view, key, source)` is the idempotent default's question (does `source`
+already hold a fact or a pending proposal under `key`?), answered from the
+context's source index in O(1); `own_sources(view, key)` is the set itself.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from converge_dsl.engine import Context
 from converge_dsl.engine.types import ContextView, Fact, FrozenDict, ProposedFact
 from converge_dsl.template_names import CONTEXT_NAMES, FACT_FIELDS
 from converge_dsl.templating import GLOBALS, register_record
@@ -26,50 +36,98 @@ register_record(Fact, "a fact", FACT_FIELDS)
 register_record(ProposedFact, "a proposal", FACT_FIELDS)
 register_record(FrozenDict, "the object")  # data: its fields are its keys
 
+# (version, cycle, pending version) of the view a scope was built for.
+_Stamp = tuple[int, int, int]
+
 
 class RenderScopes:
-    """A one-entry cache of the render scope of the latest view version."""
+    """The render scope of the latest view version, updated by the keys that changed."""
 
-    __slots__ = ("_inputs", "_key", "_keys", "_own", "_scope", "names")
+    __slots__ = (
+        "_declared",
+        "_facts",
+        "_helpers",
+        "_inputs",
+        "_keys",
+        "_own",
+        "_pending_keys",
+        "_proposals",
+        "_scope",
+        "_stamp",
+        "_view",
+        "names",
+    )
 
     def __init__(self, keys: tuple[str, ...], inputs: Mapping[str, Any] | None = None) -> None:
         self._keys = keys
+        self._declared = frozenset(keys)
         self._inputs = dict(inputs or {})
-        self._key: tuple[int, int, int] | None = None
+        self._view: ContextView | None = None
+        self._stamp: _Stamp = (-1, -1, -1)
         self._scope: dict[str, Any] = {}
+        self._facts: dict[str, tuple[Fact, ...]] = {}
+        self._proposals: dict[str, tuple[ProposedFact, ...]] = {}
+        self._pending_keys: frozenset[str] = frozenset()
+        self._helpers: dict[str, Any] = {}
         self._own: dict[str, frozenset[str]] = {}
         self.names: frozenset[str] = CONTEXT_NAMES
 
     def _fresh(self, view: ContextView) -> None:
-        key = (id(view), view.version, view.cycle)
-        if key == self._key:
+        context = view if isinstance(view, Context) else None
+        stamp = (view.version, view.cycle, 0 if context is None else context.pending_version)
+        if view is self._view and stamp == self._stamp:
             return
-        self._key = key
+        if view is self._view and context is not None and stamp[0] >= self._stamp[0]:
+            self._advance(context)
+        else:
+            self._rebuild(view)
+        self._view = view
+        self._stamp = stamp
         self._own = {}
-
-        def fact(key: str, fact_id: str) -> Fact | None:
-            return view.fact(str(key), str(fact_id))
-
-        def data_of(key: str) -> list[Any]:
-            return [f.data for f in view.get(str(key))]
-
         self._scope = {
             **GLOBALS,
-            "facts": {k: view.get(k) for k in self._keys},
-            "proposals": {k: view.proposals(k) for k in self._keys},
-            "count": lambda key: view.count(str(key)),
-            "has": lambda key: view.has(str(key)),
-            "fact": fact,
-            "data_of": data_of,
+            "facts": self._facts,
+            "proposals": self._proposals,
+            **self._helpers,
             "cycle": view.cycle,
             "inputs": self._inputs,
         }
+
+    def _rebuild(self, view: ContextView) -> None:
+        """Every declared key from scratch: once per view."""
+        self._facts = {k: view.get(k) for k in self._keys}
+        self._proposals = {k: view.proposals(k) for k in self._keys}
+        self._pending_keys = view.pending_keys() if isinstance(view, Context) else frozenset()
+        self._helpers = _helpers(view)
+
+    def _advance(self, view: Context) -> None:
+        """Only the keys of the facts promoted, and the proposals replaced, since the last build."""
+        declared, facts = self._declared, self._facts
+        for key in {fact.key for fact in view.facts_since(self._stamp[0])}:
+            if key in declared:
+                facts[key] = view.get(key)
+        if view.pending_version != self._stamp[2]:
+            pending = view.pending_keys()
+            for key in (pending | self._pending_keys) & declared:
+                self._proposals[key] = view.proposals(key)
+            self._pending_keys = pending
 
     def scope(self, view: ContextView) -> dict[str, Any]:
         self._fresh(view)
         return self._scope
 
+    def owns(self, view: ContextView, key: str, source: str) -> bool:
+        """Whether `source` holds a fact or a pending proposal under `key` (O(1) on a `Context`).
+
+        Reads no state of its own for a `Context`, so a subclass that delegates
+        `own_sources` and skips `__init__` still answers it.
+        """
+        if isinstance(view, Context):
+            return view.holds_source(key, source)
+        return source in self.own_sources(view, key)
+
     def own_sources(self, view: ContextView, key: str) -> frozenset[str]:
+        """The provenance sources of the facts and pending proposals under `key`."""
         self._fresh(view)
         found = self._own.get(key)
         if found is None:
@@ -78,6 +136,23 @@ class RenderScopes:
             )
             self._own[key] = found
         return found
+
+
+def _helpers(view: ContextView) -> dict[str, Any]:
+    """The scope's functions over `view`: they read it live, so one set serves every version."""
+
+    def fact(key: str, fact_id: str) -> Fact | None:
+        return view.fact(str(key), str(fact_id))
+
+    def data_of(key: str) -> list[Any]:
+        return [f.data for f in view.get(str(key))]
+
+    return {
+        "count": lambda key: view.count(str(key)),
+        "has": lambda key: view.has(str(key)),
+        "fact": fact,
+        "data_of": data_of,
+    }
 
 
 def with_item(scope: dict[str, Any], item: Any, index: int) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """The context: an append-only fact store that suggestors read through `ContextView`.
 
 `Context` keeps one list of facts per key (in promotion order), an index by
-`(key, id)`, and the global promotion order. Reads are O(1) (the tuple a
-`get` returns is cached until the key grows). Only the engine writes to a
+`(key, id)`, an index of the provenance sources under each key, and the
+global promotion order. Reads are O(1) (the tuple a `get` returns is cached
+until the key grows). A reader that caches what it derives from a context
+(the compiler's render scopes) catches up through `facts_since(version)` and
+`pending_version`, touching only the keys that changed. Only the engine writes to a
 context, through a `ContextWriter` (engine-internal); suggestors see it as a
 read-only `ContextView` and never between the start of a cycle's `execute`
 calls and the end of their merge, so the view they read is stable for the
@@ -26,14 +29,27 @@ class Context:
     promoted so far; `cycle` the engine cycle being run (0 before the first).
     """
 
-    __slots__ = ("_by_key", "_cache", "_cycle", "_index", "_order", "_pending")
+    __slots__ = (
+        "_by_key",
+        "_cache",
+        "_cycle",
+        "_index",
+        "_order",
+        "_pending",
+        "_pending_sources",
+        "_pending_version",
+        "_sources",
+    )
 
     def __init__(self) -> None:
         self._by_key: dict[str, list[Fact]] = {}
         self._cache: dict[str, tuple[Fact, ...]] = {}
         self._index: dict[tuple[str, str], Fact] = {}
         self._order: list[Fact] = []
+        self._sources: dict[str, set[str]] = {}
         self._pending: dict[str, tuple[ProposedFact, ...]] = {}
+        self._pending_sources: dict[str, frozenset[str]] = {}
+        self._pending_version = 0
         self._cycle = 0
 
     @classmethod
@@ -94,6 +110,29 @@ class Context:
     def keys(self) -> tuple[str, ...]:
         return tuple(sorted(self._by_key, key=key_sort_key))
 
+    # -- indexes and change tracking -------------------------------------------
+
+    def holds_source(self, key: str, source: str) -> bool:
+        """Whether a fact or a pending proposal under `key` has provenance `source` (O(1))."""
+        sources = self._sources.get(key)
+        if sources is not None and source in sources:
+            return True
+        pending = self._pending_sources.get(key)
+        return pending is not None and source in pending
+
+    def facts_since(self, version: int) -> list[Fact]:
+        """The facts promoted after `version`, in promotion order (O(facts returned))."""
+        return self._order[version:]
+
+    @property
+    def pending_version(self) -> int:
+        """Increases every time the pending proposals are replaced."""
+        return self._pending_version
+
+    def pending_keys(self) -> frozenset[str]:
+        """The keys that have pending proposals."""
+        return frozenset(self._pending)
+
     # -- whole-context reads -------------------------------------------------
 
     def facts(self) -> tuple[Fact, ...]:
@@ -124,7 +163,7 @@ class ContextWriter:
     admission) has already applied the kernel rules (see `add_fact`).
     """
 
-    __slots__ = ("_by_key", "_cache", "_ctx", "_index", "_order")
+    __slots__ = ("_by_key", "_cache", "_ctx", "_index", "_order", "_sources")
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
@@ -133,6 +172,7 @@ class ContextWriter:
         self._cache = ctx._cache
         self._index = ctx._index
         self._order = ctx._order
+        self._sources = ctx._sources
 
     @property
     def context(self) -> Context:
@@ -145,9 +185,11 @@ class ContextWriter:
         bucket = self._by_key.get(key)
         if bucket is None:
             self._by_key[key] = [fact]
+            self._sources[key] = {fact.provenance.source}
         else:
             bucket.append(fact)
             self._cache.pop(key, None)
+            self._sources[key].add(fact.provenance.source)
         self._index[(key, fact.id)] = fact
         self._order.append(fact)
 
@@ -160,4 +202,9 @@ class ContextWriter:
         grouped: dict[str, list[ProposedFact]] = {}
         for proposal in proposals:
             grouped.setdefault(proposal.key, []).append(proposal)
-        self._ctx._pending = {key: tuple(items) for key, items in grouped.items()}
+        ctx = self._ctx
+        ctx._pending = {key: tuple(items) for key, items in grouped.items()}
+        ctx._pending_sources = {
+            key: frozenset(p.provenance.source for p in items) for key, items in grouped.items()
+        }
+        ctx._pending_version += 1

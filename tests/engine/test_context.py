@@ -82,3 +82,33 @@ def test_a_writer_sets_the_cycle_and_the_pending_proposals_of_its_context() -> N
 def test_a_context_has_no_public_mutators() -> None:
     public = {name for name in dir(Context) if not name.startswith("_")}
     assert not {"add_fact", "set_cycle", "set_pending"} & public
+
+
+def test_the_source_index_follows_promotions_and_pending_replacements() -> None:
+    ctx = Context()
+    writer = ContextWriter(ctx)
+    writer.add_fact(Fact("seeds", "s1", "c", Provenance("a@p"), 1.0, _fact("x", "y").promotion))
+    writer.add_fact(Fact("seeds", "s2", "c", Provenance("b@p"), 1.0, _fact("x", "y").promotion))
+    assert ctx.holds_source("seeds", "a@p")
+    assert ctx.holds_source("seeds", "b@p")
+    assert not ctx.holds_source("seeds", "c@p")
+    assert not ctx.holds_source("votes", "a@p")
+    before = ctx.pending_version
+    writer.set_pending([ProposedFact("votes", "v", "c", 1.0, Provenance("c@p"))])
+    assert ctx.pending_version == before + 1
+    assert ctx.holds_source("votes", "c@p")
+    assert ctx.pending_keys() == frozenset({"votes"})
+    writer.set_pending([])
+    assert not ctx.holds_source("votes", "c@p")
+    assert ctx.pending_keys() == frozenset()
+
+
+def test_facts_since_a_version_are_the_later_promotions_in_order() -> None:
+    ctx = Context.from_facts([_fact("seeds", "s1"), _fact("hypotheses", "h1")])
+    version = ctx.version
+    writer = ContextWriter(ctx)
+    writer.add_fact(_fact("votes", "v1"))
+    writer.add_fact(_fact("seeds", "s2"))
+    assert [f.id for f in ctx.facts_since(version)] == ["v1", "s2"]
+    assert ctx.facts_since(ctx.version) == []
+    assert [f.id for f in ctx.facts_since(0)] == ["s1", "h1", "v1", "s2"]

@@ -1,0 +1,530 @@
+"""Peer benchmark: our engine and LangGraph on the same graph shapes, in one process.
+
+Shapes (each built for both engines, compiled outside the timed region):
+
+- chain of 1,000 and 10,000: rule i reads key k{i-1} and writes k{i}; on the
+  LangGraph side node i reads the value node i-1 wrote and writes the next
+  (one `value` channel: the idiomatic graph, and faster there than a channel
+  per node; see `lg_chain`);
+- fan-out of 10,000: one source, 10,000 independent rules each writing one
+  fact (LangGraph: 10,000 nodes after one source node, appending to a list);
+- 10^5 facts: promoted at the start of a run (LangGraph: one node appends
+  10^5 entries to a list channel); figures are microseconds per fact;
+- 50 and 200 concurrent model calls against one loopback OpenAI-compatible
+  server (`bench/loopback.py`, its own process) that answers after 100 ms
+  (ours: llm suggestors on the `openai` adapter; LangGraph: async nodes
+  posting the same request with one `httpx.AsyncClient` whose pool allows
+  every call at once); figures are wall time / one latency;
+- `validate` of the smallest example pipeline vs `python -c pass`, each a
+  whole process.
+
+Our side goes through the public path: YAML file -> `runtime.load_document`
+(load + validate) -> `compile_settings` / `build_models` / `compile_pipeline`
+-> `build_engine` -> `Engine.run`, with no trace listener (as `run --format
+json` without `--trace`). LangGraph graphs are compiled once with no
+checkpointer. Each measurement is the minimum of 5 runs, the two engines
+interleaved (alternating which goes first), a garbage collection before each
+run and none forced during it.
+
+Prints one line per comparison, the chain growth exponent from 1k to 10k,
+and last (one line):
+
+    chain10k/langgraph: A  fan10k/langgraph: B  per-fact us: C  calls50/latency: D
+    calls200/latency: E  validate-small/python-startup: F
+
+Usage: python bench/peers.py [--quick] [--repeats N]
+(`--quick` runs every shape at a small size, for a smoke test; its figures are
+not comparable with the targets.) Needs the `bench` extra (langgraph, httpx).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+LATENCY_S = 0.1
+HEADER = "apiVersion: converge-dsl/v1\nkind: Pipeline\n"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    chain: tuple[int, int]
+    fan: int
+    facts: int
+    calls: tuple[int, int]
+    repeats: int
+
+
+FULL = Sizes(chain=(1_000, 10_000), fan=10_000, facts=100_000, calls=(50, 200), repeats=5)
+QUICK = Sizes(chain=(50, 500), fan=500, facts=2_000, calls=(5, 20), repeats=2)
+
+
+# -- the shapes as pipelines ---------------------------------------------------------
+
+
+def chain_yaml(n: int) -> str:
+    keys = ", ".join(f"{{name: k{i}}}" for i in range(n + 1))
+    lines = [
+        f"name: chain-{n}",
+        f"keys: [{keys}]",
+        f"budget: {{max_cycles: {n + 5}, max_facts: {n + 5}}}",
+        "seeds: [{id: s, key: k0, content: go}]",
+        "suggestors:",
+    ]
+    lines += [
+        f"  - {{name: r{i}, kind: rule, dependencies: [k{i - 1}], "
+        f"emit: [{{key: k{i}, id: f{i}, content: x}}]}}"
+        for i in range(1, n + 1)
+    ]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def fan_yaml(n: int) -> str:
+    lines = [
+        f"name: fan-{n}",
+        "keys: [{name: src}, {name: out}]",
+        f"budget: {{max_cycles: 5, max_facts: {n + 5}, max_concurrency: {n}}}",
+        "seeds: [{id: s, key: src, content: go}]",
+        "suggestors:",
+    ]
+    lines += [
+        f"  - {{name: r{i}, kind: rule, dependencies: [src], "
+        f"emit: [{{key: out, id: f{i}, content: x}}]}}"
+        for i in range(n)
+    ]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def facts_yaml(n: int) -> str:
+    lines = [
+        f"name: facts-{n}",
+        "keys: [{name: items}]",
+        f"budget: {{max_cycles: 5, max_facts: {n + 5}}}",
+        "seeds:",
+    ]
+    lines += [f"  - {{id: f{i}, key: items, content: x}}" for i in range(n)]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def calls_yaml(n: int, base_url: str) -> str:
+    lines = [
+        f"name: calls-{n}",
+        "models:",
+        f'  m: {{adapter: openai, base_url: "{base_url}", model: bench, retries: 0}}',
+        # No max_model_calls: models reused across runs keep the first run's attempt gate.
+        f"budget: {{max_cycles: 5, max_concurrency: {n}}}",
+        "seeds: [{id: go, content: go}]",
+        "suggestors:",
+    ]
+    lines += [
+        f"  - {{name: c{i}, kind: llm, model: m, dependencies: [seeds], target: signals, "
+        f'prompt: {{user: "call {i}"}}, output: {{format: text, id: c{i}}}}}'
+        for i in range(n)
+    ]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+# -- our side -----------------------------------------------------------------------
+
+
+class Ours:
+    """A pipeline file through the public path; `prepare()` is untimed, `run()` timed."""
+
+    def __init__(
+        self, folder: Path, name: str, text: str, *, expect_facts: int, reuse_models: bool = False
+    ) -> None:
+        from converge_dsl.runtime import load_document
+
+        self.path = folder / f"{name}.yaml"
+        self.path.write_text(text, encoding="utf-8")
+        self.document = load_document(self.path)  # load + validate
+        self.expect_facts = expect_facts
+        # Reused models keep their HTTP clients (set up by an earlier run) across runs.
+        self.reuse_models = reuse_models
+        self._models: dict[str, Any] | None = None
+        self._compiled: Any = None
+        self._ready: tuple[Any, Any, dict[str, Any]] | None = None
+
+    def prepare(self) -> None:
+        """Compile (once for pipelines without models) and build a fresh engine."""
+        from converge_dsl.clock import SystemClock
+        from converge_dsl.compiler import compile_pipeline, compile_settings
+        from converge_dsl.engine import UsageMeter
+        from converge_dsl.runtime import (
+            SUGGESTOR_BUILDERS,
+            RunOptions,
+            TraceWriter,
+            build_engine,
+            build_models,
+        )
+
+        clock = SystemClock()
+        sink = TraceWriter({})
+        settings = compile_settings(self.document, inputs={})
+        meter = UsageMeter(settings.budget, clock=clock)
+        compiled = self._compiled
+        models: dict[str, Any] = {}
+        if compiled is None or settings.models:
+            if self._models is None:
+                options = RunOptions(pipeline=self.path, clock=clock)
+                models = build_models(settings, options, attempt_gate=meter.allow_attempt)
+                if self.reuse_models:
+                    self._models = models
+            else:
+                models = self._models
+            compiled = compile_pipeline(
+                settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
+            )
+            if not settings.models:
+                self._compiled = compiled
+        engine = build_engine(compiled, sink, clock, None if not models else meter)
+        self._ready = (engine, compiled.seeds, models)
+
+    async def run(self) -> None:
+        assert self._ready is not None
+        engine, seeds, models = self._ready
+        try:
+            result = await engine.run(seeds)
+        finally:
+            if not self.reuse_models:
+                for model in models.values():
+                    await model.aclose()
+        self._ready = None
+        assert str(result.stop_reason) == "converged", result.stop_reason
+        assert len(result.context) == self.expect_facts, len(result.context)
+
+    async def close(self) -> None:
+        """Close reused models."""
+        for model in (self._models or {}).values():
+            await model.aclose()
+        self._models = None
+
+
+# -- the LangGraph side --------------------------------------------------------------
+
+
+def _list_add(left: list[Any], right: list[Any]) -> list[Any]:
+    return left + right
+
+
+def lg_chain(n: int) -> Callable[[], Any]:
+    """Node i reads the value node i-1 wrote and writes the next one (one `value` channel).
+
+    A channel per node, as ours has a key per rule, would be slower on LangGraph
+    (its supersteps visit every channel: 2.2 s at 1,000 nodes here, 12 s at
+    2,000): the one-channel graph is the idiomatic and the kinder comparison.
+    """
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class ChainState(TypedDict):
+        value: int
+
+    graph: Any = StateGraph(ChainState)
+    for i in range(1, n + 1):
+        graph.add_node(f"r{i}", lambda s: {"value": s["value"] + 1})
+    graph.add_edge(START, "r1")
+    for i in range(1, n):
+        graph.add_edge(f"r{i}", f"r{i + 1}")
+    graph.add_edge(f"r{n}", END)
+    app = graph.compile()
+
+    def invoke() -> Any:
+        out = app.invoke({"value": 0}, {"recursion_limit": n + 10})
+        assert out["value"] == n
+        return out
+
+    return invoke
+
+
+def _list_state(name: str, channel: str) -> Any:
+    from typing import Annotated
+
+    from typing_extensions import TypedDict
+
+    return TypedDict(name, {"src": int, channel: Annotated[list, _list_add]}, total=False)  # type: ignore[misc]
+
+
+def lg_fan(n: int) -> Callable[[], Any]:
+    from langgraph.graph import END, START, StateGraph
+
+    graph: Any = StateGraph(_list_state("FanState", "out"))
+    graph.add_node("src", lambda s: {"src": 1})
+    graph.add_edge(START, "src")
+
+    def rule(i: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        fact = f"f{i}"
+        return lambda s: {"out": [fact]}
+
+    for i in range(n):
+        graph.add_node(f"r{i}", rule(i))
+        graph.add_edge("src", f"r{i}")
+        graph.add_edge(f"r{i}", END)
+    app = graph.compile()
+
+    def invoke() -> Any:
+        out = app.invoke({"out": []}, {"recursion_limit": 20})
+        assert len(out["out"]) == n
+        return out
+
+    return invoke
+
+
+def lg_facts(n: int) -> Callable[[], Any]:
+    from langgraph.graph import END, START, StateGraph
+
+    graph: Any = StateGraph(_list_state("FactState", "facts"))
+    graph.add_node(
+        "emit",
+        lambda s: {"facts": [{"key": "items", "id": f"f{i}", "content": "x"} for i in range(n)]},
+    )
+    graph.add_edge(START, "emit")
+    graph.add_edge("emit", END)
+    app = graph.compile()
+
+    def invoke() -> Any:
+        out = app.invoke({"facts": []})
+        assert len(out["facts"]) == n
+        return out
+
+    return invoke
+
+
+class LgCalls:
+    """N async nodes after START, each posting one chat request; a fresh client per run."""
+
+    def __init__(self, n: int, base_url: str) -> None:
+        from langgraph.graph import END, START, StateGraph
+
+        self.n = n
+        self.url = f"{base_url}/chat/completions"
+        self.client: Any = None
+        graph: Any = StateGraph(_list_state("CallState", "out"))
+        for i in range(n):
+            graph.add_node(f"c{i}", self._node(i))
+            graph.add_edge(START, f"c{i}")
+            graph.add_edge(f"c{i}", END)
+        self.app = graph.compile()
+
+    def _node(self, i: int) -> Callable[[dict[str, Any]], Any]:
+        body = {"model": "bench", "messages": [{"role": "user", "content": f"call {i}"}]}
+
+        async def call(state: dict[str, Any]) -> dict[str, Any]:
+            response = await self.client.post(self.url, json=body)
+            response.raise_for_status()
+            return {"out": [response.json()["choices"][0]["message"]["content"]]}
+
+        return call
+
+    def prepare(self) -> None:
+        import httpx
+
+        limits = httpx.Limits(max_connections=self.n, max_keepalive_connections=self.n)
+        self.client = httpx.AsyncClient(limits=limits, timeout=30.0)
+
+    async def run(self) -> None:
+        try:
+            out = await self.app.ainvoke({"out": []}, {"recursion_limit": 20})
+        finally:
+            await self.client.aclose()
+        assert len(out["out"]) == self.n
+
+
+# -- measuring -----------------------------------------------------------------------
+
+
+class Bench:
+    """Interleaved timing on one event loop; `min` of the repeats."""
+
+    def __init__(self, repeats: int) -> None:
+        self.repeats = repeats
+        self.runner = asyncio.Runner()
+
+    def _time_ours(self, ours: Ours) -> float:
+        ours.prepare()
+        gc.collect()
+        started = time.perf_counter()
+        self.runner.run(ours.run())
+        return time.perf_counter() - started
+
+    def _time_lg_sync(self, invoke: Callable[[], Any]) -> float:
+        gc.collect()
+        started = time.perf_counter()
+        invoke()
+        return time.perf_counter() - started
+
+    def _time_lg_async(self, calls: LgCalls) -> float:
+        calls.prepare()
+        gc.collect()
+        started = time.perf_counter()
+        self.runner.run(calls.run())
+        return time.perf_counter() - started
+
+    def warm(self, ours: Ours) -> float:
+        """Our best seconds with models reused after one untimed run (their clients set up)."""
+        assert ours.reuse_models
+        self._time_ours(ours)
+        return min(self._time_ours(ours) for _ in range(self.repeats))
+
+    def pair(self, ours: Ours, theirs: Callable[[], Any] | LgCalls) -> tuple[float, float]:
+        """(our best, LangGraph's best) seconds, alternating which goes first."""
+        best_ours = best_theirs = math.inf
+
+        def lg() -> float:
+            if isinstance(theirs, LgCalls):
+                return self._time_lg_async(theirs)
+            return self._time_lg_sync(theirs)
+
+        for r in range(self.repeats):
+            if r % 2:
+                best_theirs = min(best_theirs, lg())
+                best_ours = min(best_ours, self._time_ours(ours))
+            else:
+                best_ours = min(best_ours, self._time_ours(ours))
+                best_theirs = min(best_theirs, lg())
+        return best_ours, best_theirs
+
+
+def start_loopback() -> tuple[subprocess.Popen[str], str]:
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "loopback.py"), str(LATENCY_S)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    line = server.stdout.readline().split()
+    assert line[:1] == ["port"], line
+    return server, f"http://127.0.0.1:{line[1]}/v1"
+
+
+def smallest_example() -> Path:
+    examples = [
+        p for p in (ROOT / "pipelines").glob("*.yaml") if not p.name.endswith(".script.yaml")
+    ]
+    return min(examples, key=lambda p: (p.stat().st_size, p.name))
+
+
+def validate_vs_startup(repeats: int) -> tuple[Path, float, float]:
+    """(the example, best `validate` seconds, best `python -c pass` seconds), each a process."""
+    example = smallest_example()
+    commands = {
+        "validate": [sys.executable, "-m", "converge_dsl", "validate", str(example)],
+        "python": [sys.executable, "-c", "pass"],
+    }
+    best = dict.fromkeys(commands, math.inf)
+    for _ in range(repeats):
+        for name, command in commands.items():
+            started = time.perf_counter()
+            subprocess.run(command, check=True, cwd=ROOT, capture_output=True)
+            best[name] = min(best[name], time.perf_counter() - started)
+    return example, best["validate"], best["python"]
+
+
+def _line(label: str, ours: float, theirs: float, unit: str = "s", scale: float = 1.0) -> str:
+    return (
+        f"{label}: ours {ours * scale:.3f} {unit}  langgraph {theirs * scale:.3f} {unit}  "
+        f"ratio {ours / theirs:.3f}"
+    )
+
+
+def rule_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[str, float]:
+    """Chains, fan-out and facts; prints a line each and returns the last line's figures."""
+    chain: dict[int, tuple[float, float]] = {}
+    for n in sizes.chain:
+        ours = Ours(folder, f"chain-{n}", chain_yaml(n), expect_facts=n + 1)
+        chain[n] = bench.pair(ours, lg_chain(n))
+        del ours
+        print(_line(f"chain {n:,} rules", *chain[n]), flush=True)
+    small, large = sizes.chain
+    growth = math.log(large / small)
+    ours_exp = math.log(chain[large][0] / chain[small][0]) / growth
+    lg_exp = math.log(chain[large][1] / chain[small][1]) / growth
+    print(
+        f"chain growth exponent {small:,} -> {large:,}: ours {ours_exp:.2f}  langgraph {lg_exp:.2f}"
+    )
+    ours = Ours(folder, "fan", fan_yaml(sizes.fan), expect_facts=sizes.fan + 1)
+    fan = bench.pair(ours, lg_fan(sizes.fan))
+    del ours
+    print(_line(f"fan-out {sizes.fan:,} rules", *fan), flush=True)
+    ours = Ours(folder, "facts", facts_yaml(sizes.facts), expect_facts=sizes.facts)
+    facts = bench.pair(ours, lg_facts(sizes.facts))
+    del ours
+    per = 1e6 / sizes.facts
+    print(_line(f"{sizes.facts:,} facts, per fact", *facts, unit="us", scale=per), flush=True)
+    return {
+        "chain": chain[large][0] / chain[large][1],
+        "fan": fan[0] / fan[1],
+        "fact_us": facts[0] * per,
+    }
+
+
+def call_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[int, float]:
+    """Concurrent model calls against one loopback server: {calls: our wall / latency}."""
+    figures: dict[int, float] = {}
+    server, base_url = start_loopback()
+    try:
+        for n in sizes.calls:
+            text = calls_yaml(n, base_url)
+            ours = Ours(folder, f"calls-{n}", text, expect_facts=n + 1)
+            calls = bench.pair(ours, LgCalls(n, base_url))
+            reused = Ours(folder, f"calls-{n}", text, expect_facts=n + 1, reuse_models=True)
+            warm = bench.warm(reused)
+            bench.runner.run(reused.close())
+            print(
+                f"{n} concurrent calls of {LATENCY_S * 1000:.0f} ms: "
+                f"ours {calls[0] / LATENCY_S:.2f} x latency "
+                f"(models reused, clients set up: {warm / LATENCY_S:.2f})  "
+                f"langgraph+httpx {calls[1] / LATENCY_S:.2f} x latency  "
+                f"ratio {calls[0] / calls[1]:.3f}",
+                flush=True,
+            )
+            figures[n] = calls[0] / LATENCY_S
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Our engine vs LangGraph on the same shapes.")
+    parser.add_argument("--quick", action="store_true", help="small shapes: a smoke run")
+    parser.add_argument("--repeats", type=int, default=None, help="runs per side (default 5)")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    if args.quick:
+        print(f"quick run (not comparable with the targets): {sizes}")
+    bench = Bench(args.repeats or sizes.repeats)
+    with tempfile.TemporaryDirectory() as tmp:
+        rules = rule_shapes(bench, sizes, Path(tmp))
+        calls = call_shapes(bench, sizes, Path(tmp))
+    bench.runner.close()
+    example, validate_s, python_s = validate_vs_startup(bench.repeats)
+    print(
+        f"validate {example.name}: {validate_s:.3f} s  python -c pass: {python_s:.3f} s  "
+        f"ratio {validate_s / python_s:.2f}"
+    )
+    few, many = sizes.calls
+    print(
+        f"chain10k/langgraph: {rules['chain']:.3f}  fan10k/langgraph: {rules['fan']:.3f}  "
+        f"per-fact us: {rules['fact_us']:.2f}  calls50/latency: {calls[few]:.2f}  "
+        f"calls200/latency: {calls[many]:.2f}  "
+        f"validate-small/python-startup: {validate_s / python_s:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
