@@ -111,6 +111,7 @@ COMPILE_BAD_KEY_SCHEMA = "CD605"  # a key's schema (keys[].schema) is not a vali
 # --- CD7xx model scripts and model configuration -----------------------------------
 MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not compile
 MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex can backtrack exponentially (ReDoS)
+MODEL_KEY_ENV_REFUSED = "CD710"  # an account's api_key_env does not name an API key variable
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline
