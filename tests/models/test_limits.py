@@ -31,6 +31,8 @@ from ._hostile import HostileServer, RawRequest, Sender, head, whole
 KEY = "sk-hostile-0123456789abcdef"
 WIRES = pytest.mark.parametrize("wire", ["openai", "anthropic"])
 SMALL = {"max_response_bytes": 65536, "max_sse_line_bytes": 4096, "max_sse_event_bytes": 8192}
+# The same line and event caps under a response cap no network chunk can cross first.
+ROOMY = {**SMALL, "max_response_bytes": 4 * 1024 * 1024}
 
 
 def hostile_model(server: HostileServer, wire: str, **extra: Any) -> Model:
@@ -117,7 +119,7 @@ def test_an_endless_event_stream_line_stops_at_its_cap(wire: str) -> None:
         send.forever(zeros())
 
     with HostileServer(respond) as server:
-        error = failure(server, wire, stream=True, limits=SMALL)
+        error = failure(server, wire, stream=True, limits=ROOMY)
     assert error.code is ModelErrorCode.LIMIT
     assert "max_sse_line_bytes (4096 bytes)" in error.message
 
@@ -129,7 +131,7 @@ def test_an_event_of_many_short_lines_stops_at_the_event_cap(wire: str) -> None:
         send.forever(repeat(b"data: " + b"x" * 100 + b"\n"))
 
     with HostileServer(respond) as server:
-        error = failure(server, wire, stream=True, limits=SMALL)
+        error = failure(server, wire, stream=True, limits=ROOMY)
     assert "max_sse_event_bytes (8192 bytes)" in error.message
 
 
