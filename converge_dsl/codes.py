@@ -125,6 +125,7 @@ MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not c
 # Retired: regexes run on RE2 (linear time), so no pattern can backtrack.
 MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex could backtrack exponentially
 MODEL_SCRIPT_REGEX_NOT_LINEAR = "CD703"  # a model script regex RE2 cannot run (backreference)
+MODEL_KEY_ENV_REFUSED = "CD710"  # an account's api_key_env does not name an API key variable
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline

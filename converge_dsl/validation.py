@@ -3,7 +3,8 @@
 `validate` and `run` call this module; it sits above `agents` and `packs`
 and below `runtime`. `CHECKS` is the front end's own checks
 (`converge_dsl.frontend.CHECKS`), then the model-file check
-(`converge_dsl.models.check_model_scripts`), the agents' checks
+(`converge_dsl.models.check_model_scripts`), the model-configuration check
+(`converge_dsl.models.check_model_config`), the agents' checks
 (`converge_dsl.agents.check_agents`) and the pack checks
 (`converge_dsl.packs.check_packs`). Each domain check is imported on its
 first call, so `import converge_dsl.validation` stays cheap, and each returns
@@ -21,8 +22,9 @@ at once for a pipeline with nothing for it (no agent, no pack).
 - `pipeline_files(paths)`: the pipeline files named by files and folders
   (what `validate PATH...` checks); `check_paths(paths)` checks them all into
   `CheckedFiles`.
-- `check_model_scripts`, `check_agents`, `check_packs`: the domain checks as
-  they are composed (each imports its package only when the pipeline needs it).
+- `check_model_scripts`, `check_model_config`, `check_agents`, `check_packs`: the
+  domain checks as they are composed (each imports its package only when the
+  pipeline needs it).
 
 To add a check that `validate` and `run` both run, append it to `CHECKS`.
 """
@@ -45,6 +47,7 @@ __all__ = [
     "CHECKS",
     "CheckedFiles",
     "check_agents",
+    "check_model_config",
     "check_model_scripts",
     "check_packs",
     "check_paths",
@@ -68,6 +71,14 @@ def check_model_scripts(
     from converge_dsl.models import check_model_scripts as check
 
     yield from check(facts, roots)
+
+
+def check_model_config(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """`converge_dsl.models.check_model_config`, imported only for a pipeline with accounts."""
+    if any(model.get("accounts") for model in facts.data.get("models", {}).values()):
+        from converge_dsl.models import check_model_config as check
+
+        yield from check(facts)
 
 
 def _has_agent(facts: PipelineFacts) -> bool:
@@ -94,7 +105,13 @@ def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check(facts)
 
 
-CHECKS: list[Check] = [*FRONTEND_CHECKS, check_model_scripts, check_agents, check_packs]
+CHECKS: list[Check] = [
+    *FRONTEND_CHECKS,
+    check_model_scripts,
+    check_model_config,
+    check_agents,
+    check_packs,
+]
 
 
 def _to_stderr(line: str) -> None:

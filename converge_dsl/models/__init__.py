@@ -11,8 +11,9 @@ Public surface:
   `models.<name>` entry;
 `metered_call(model, request, meter)`, one call under a reservation of the
 run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
-pipeline check that scripts and cassettes exist and scripts load (a
-`converge_dsl.frontend.Check`, composed by `converge_dsl.validation`).
+pipeline check that scripts and cassettes exist and scripts load, and
+`check_model_config`, the check that every `api_key_env` names an API key
+variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from converge_dsl.models._config_checks import check_model_config
     from converge_dsl.models._metered import CallMeter, metered_call
     from converge_dsl.models._script_checks import check_model_scripts
     from converge_dsl.models.cassette import RecordingModel, ReplayModel
@@ -76,6 +78,7 @@ _WHERE: dict[str, str] = {
     "ToolSpec": "converge_dsl.models.port",
     "Usage": "converge_dsl.models.port",
     "build_model": "converge_dsl.models.factory",
+    "check_model_config": "converge_dsl.models._config_checks",
     "check_model_scripts": "converge_dsl.models._script_checks",
     "metered_call": "converge_dsl.models._metered",
 }
@@ -105,6 +108,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "build_model",
+    "check_model_config",
     "check_model_scripts",
     "metered_call",
 ]

@@ -6,16 +6,37 @@ disabled by an authentication failure (an expired key does not heal within
 a run); failover moves the selection, so later requests stick to the account
 that worked. `RosterState` is that bookkeeping as an immutable value, so the
 retry policy can decide a failover without touching the pool.
+
+An `api_key_env` name must look like a key's (`KEY_ENV_PATTERN`: ending in
+`_API_KEY`, `_KEY` or `_TOKEN`, optionally `_` and digits after) unless the
+user's environment lists it in `ALLOWED_KEY_ENVS` (comma-separated): a
+pipeline cannot send any variable (a database password) to its `base_url`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 from converge_dsl.models.port import AccountBinding, AccountRoster, ModelError, ModelErrorCode
 
 ANONYMOUS = "anonymous"
+KEY_ENV_PATTERN = re.compile(r"(?:[A-Za-z0-9_]*_)?(?:API_KEY|KEY|TOKEN)(?:_[0-9]+)?")
+ALLOWED_KEY_ENVS = "CONVERGE_DSL_ALLOWED_KEY_ENVS"
+KEY_ENV_RULE = (
+    "an api_key_env name must end in _API_KEY, _KEY or _TOKEN (optionally followed by "
+    f"_ and digits), or be listed in the environment variable {ALLOWED_KEY_ENVS} "
+    "(comma-separated names)"
+)
+
+
+def key_env_refused(variable: str, env: Mapping[str, str]) -> bool:
+    """Whether `variable` may not be read as an API key, given the user's environment `env`."""
+    if KEY_ENV_PATTERN.fullmatch(variable):
+        return False
+    allowed = {name.strip() for name in env.get(ALLOWED_KEY_ENVS, "").split(",")}
+    return variable not in allowed
 
 
 class Account:
@@ -49,6 +70,13 @@ def accounts_from_config(model_name: str, raw: object, env: Mapping[str, str]) -
             raise _config(model_name, f"accounts[{index}] name and api_key_env must be strings")
         if any(a.label == label for a in accounts):
             raise _config(model_name, f"account name {label!r} is used twice")
+        if key_env_refused(variable, env):
+            raise ModelError(
+                ModelErrorCode.CONFIG,
+                f"model {model_name!r}: account {label!r} names the environment variable "
+                f"{variable}, which does not look like an API key's; it was not read",
+                hint=KEY_ENV_RULE,
+            )
         key = env.get(variable)
         if not key:
             raise ModelError(

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from converge_dsl.models._body import ACCEPT_ENCODING
 from converge_dsl.models._transport import ShardedTransport
 from converge_dsl.models.port import ModelError, ModelErrorCode
 
@@ -74,17 +75,23 @@ class ProviderClient:
         *,
         where: str,
         read: Callable[[httpx.Response], Awaitable[T]],
+        total_s: float | None = None,
+        by_deadline: bool = False,
     ) -> T:
-        """POST `content` to `path` and return `read(response)`, all within `timeout_s`.
+        """POST `content` to `path` and return `read(response)`, all within `total_s`
+        (default `timeout_s`): connecting, the headers and the whole body together.
 
         `where` names the provider and account in error messages. `read` may
         raise `ModelError`; timeouts and httpx failures (also while `read`
         runs) become `E_TIMEOUT`, `E_PROVIDER` (unreachable, retryable) or
-        `E_WIRE` (the connection broke after the answer had begun).
+        `E_WIRE` (the connection broke after the answer had begun). When
+        `by_deadline` says `total_s` is what is left of the run's time, running
+        out is `E_BUDGET_EXHAUSTED`.
         """
+        total = self._limits.timeout_s if total_s is None else total_s
         started = False
         try:
-            async with asyncio.timeout(self._limits.timeout_s):
+            async with asyncio.timeout(total):
                 request = self._http().build_request("POST", path, content=content, headers=headers)
                 response = await self._send(request)
                 started = True
@@ -92,7 +99,15 @@ class ProviderClient:
                     return await read(response)
                 finally:
                     await response.aclose()
-        except (TimeoutError, httpx.HTTPError) as exc:
+        except TimeoutError:
+            if by_deadline:
+                raise ModelError(
+                    ModelErrorCode.BUDGET_EXHAUSTED,
+                    f"the run's deadline ended the request to {where} after {total:g} s",
+                    hint="raise the run's time budget (budget.max_wall_s), or check the server",
+                ) from None
+            raise self._failure(TimeoutError(), where, started=started) from None
+        except httpx.HTTPError as exc:
             raise self._failure(exc, where, started=started) from None
 
     def _http(self) -> httpx.AsyncClient:
@@ -108,7 +123,11 @@ class ProviderClient:
                     connect=limits.connect_timeout_s,
                     pool=limits.timeout_s,
                 ),
-                headers={"content-type": "application/json", "user-agent": "converge-dsl"},
+                headers={
+                    "content-type": "application/json",
+                    "user-agent": "converge-dsl",
+                    "accept-encoding": ACCEPT_ENCODING,
+                },
             )
             self._client_loop = loop
             self._handoff = asyncio.Lock()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol
 
 from converge_dsl.models._common import token_count_problem
+from converge_dsl.models._limits import MAX_JSON_DEPTH, json_depth
 from converge_dsl.models._sse import SseEvent
 from converge_dsl.models.port import (
     Message,
@@ -85,9 +86,14 @@ def expect(condition: bool, problem: str) -> None:
 
 
 def load_json(text: str, what: str) -> Any:
+    """`text` decoded as JSON; `E_WIRE` when it is not JSON or nests deeper than
+    `MAX_JSON_DEPTH` (checked before decoding, so no decoder recurses that deep)."""
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        wire_error(f"{what} nests {depth} levels deep, more than the {MAX_JSON_DEPTH} allowed")
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         wire_error(f"{what} is not valid JSON: {text[:80]!r}")
 
 

@@ -17,7 +17,8 @@ gives facts with the recorded `model_id` and `account`.
 Requests carry no secrets and errors are already redacted by the adapters;
 each line also passes the wrapped model's redactor (when it has one), which
 masks the exact secrets of its accounts and nothing else: answer text that
-merely looks like a credential is kept as recorded.
+merely looks like a credential is kept as recorded. A line nested deeper than
+`CASSETTE_MAX_DEPTH` is refused before it is decoded.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from converge_dsl.models._common import (
     return_from_json,
     return_to_json,
 )
+from converge_dsl.models._limits import MAX_JSON_DEPTH, json_depth
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -51,6 +53,8 @@ from converge_dsl.models.port import (
 from converge_dsl.models.port import Model as ModelPort
 
 CASSETTE_VERSION = 2
+# A line wraps a request and an answer, each nested at most MAX_JSON_DEPTH deep.
+CASSETTE_MAX_DEPTH = 2 * MAX_JSON_DEPTH
 RECORD_HINT = (
     "record one with `converge-dsl run PIPELINE --record CASSETTE` "
     "(or `record: PATH` in the model's configuration)"
@@ -232,6 +236,13 @@ class ReplayModel(ModelDefaults):
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
+            if json_depth(line) > CASSETTE_MAX_DEPTH:
+                raise ModelError(
+                    ModelErrorCode.CONFIG,
+                    f"cassette {path.name} line {number} nests deeper than "
+                    f"{CASSETTE_MAX_DEPTH} levels; it is not a recording",
+                    hint=RERECORD_HINT,
+                )
             try:
                 entry = json.loads(line)
                 recordings.setdefault(str(entry["key"]), []).append(

@@ -25,6 +25,7 @@ from converge_dsl._files import ReferenceRefused, referenced_path
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.models._accounts import Account, accounts_from_config
+from converge_dsl.models._limits import limits_from, limits_problem
 from converge_dsl.models._wire import STRUCTURED_OUTPUTS
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.http import WIRES, HttpModel, HttpSettings
@@ -46,6 +47,7 @@ HTTP_KEYS = frozenset(
         "stream",
         "record",
         "max_retry_wait_s",
+        "limits",
     }
 )
 OPENAI_KEYS = HTTP_KEYS | {"structured_output"}
@@ -214,7 +216,17 @@ def _http_settings(
             f"`structured_output` must be one of {', '.join(STRUCTURED_OUTPUTS)}",
             f"fix models.{name}.structured_output",
         )
+    limits = config.get("limits")
+    problem = None if limits is None else limits_problem(limits)
+    if problem is not None:
+        field, message = problem
+        raise config_error(name, message, f"fix models.{name}.limits{'.' if field else ''}{field}")
     settings = HttpSettings(
-        base_url=base_url, model=model, stream=stream, structured_output=structured, **numbers
+        base_url=base_url,
+        model=model,
+        stream=stream,
+        structured_output=structured,
+        limits=limits_from(limits),
+        **numbers,
     )
     return settings, accounts_from_config(name, config.get("accounts"), env)

@@ -29,8 +29,17 @@ Retry policy, per call:
   the caller would see it twice. A plain `call` over a stream hands nothing
   out (its partial text is discarded), so a timeout after the first chunk is
   retried like one before it. A cut stream or unexpected shape is `E_WIRE`.
+- Every read is capped (`limits`, see `_limits.ModelLimits`): crossing a cap
+  is `E_LIMIT`, never retried.
 Waits use the injected clock; the connect/read/total timeouts are measured by
-the transport on the event loop (they guard real sockets).
+the transport on the event loop (they guard real sockets). `timeout_s` bounds
+each attempt as a whole (connect, headers and body: a server dripping bytes
+cannot stretch it), and so does the time left before the run's `deadline`.
+
+Redaction by construction: every failure leaves the adapter through `_run`,
+which passes its message and hint through the model's one `Redactor` (the
+exact keys of its accounts); so do the increments, early tool calls and the
+answer it returns. No path of the adapter can skip it.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,9 +59,16 @@ from converge_dsl.models._accounts import Account, AccountPool
 from converge_dsl.models._anthropic import AnthropicWire
 from converge_dsl.models._client import ClientLimits, ProviderClient
 from converge_dsl.models._common import estimate_usage
-from converge_dsl.models._decode import read_answer, status_error
+from converge_dsl.models._decode import (
+    Caps,
+    read_answer,
+    read_error_body,
+    status_error,
+    undecodable,
+)
+from converge_dsl.models._limits import DEFAULT_LIMITS, ModelLimits
 from converge_dsl.models._openai import OpenAIWire
-from converge_dsl.models._redact import Redactor
+from converge_dsl.models._redact import Redactor, redact_call, redact_message
 from converge_dsl.models._retry import Action, Decision, RetryPolicy
 from converge_dsl.models._wire import (
     Answer,
@@ -94,6 +110,7 @@ class HttpSettings:
     backoff_cap_s: float = 20.0
     max_connections: int = 64
     structured_output: StructuredOutput = "json_schema"
+    limits: ModelLimits = DEFAULT_LIMITS
 
 
 class _Relay:
@@ -101,22 +118,25 @@ class _Relay:
     caller. A callback that ignores what it gets (a plain `call` over a stream) hands
     nothing out: the partial answer is discarded, so the call may still be retried."""
 
-    __slots__ = ("_on_early_call", "_on_increment", "handed_out")
+    __slots__ = ("_on_early_call", "_on_increment", "_redact", "handed_out")
 
-    def __init__(self, on_increment: OnIncrement, on_early_call: OnEarlyToolCall) -> None:
+    def __init__(
+        self, on_increment: OnIncrement, on_early_call: OnEarlyToolCall, redact: Redactor
+    ) -> None:
         self._on_increment = on_increment
         self._on_early_call = on_early_call
+        self._redact = redact
         self.handed_out = False
 
     def increment(self, text: str) -> None:
         if self._on_increment is not _ignore:
             self.handed_out = True
-        self._on_increment(text)
+            self._on_increment(self._redact(text))
 
     def early_call(self, call: ToolCallPart) -> None:
         if self._on_early_call is not _ignore:
             self.handed_out = True
-        self._on_early_call(call)
+            self._on_early_call(redact_call(self._redact, call))
 
 
 class HttpModel(ModelDefaults):
@@ -147,6 +167,7 @@ class HttpModel(ModelDefaults):
         )
         self._pool = AccountPool(wire.provider, accounts)
         self._redact = Redactor(self._pool.secrets)
+        self._caps = Caps(settings.limits, name)
         self._clock = clock
         self._policy = RetryPolicy(
             rng.random,
@@ -215,13 +236,30 @@ class HttpModel(ModelDefaults):
         *,
         stream: bool,
     ) -> ModelReturn:
-        """One call: attempts on the selected account until one answers or the
-        policy (or the budget) gives up."""
+        """One call, its answer and its failure redacted: the only way out of the adapter."""
+        try:
+            answer = await self._attempts(req, on_increment, on_early_call, stream=stream)
+        except ModelError as error:
+            failure = error.redacted(self._redact)
+        else:
+            return replace(answer, message=redact_message(self._redact, answer.message))
+        raise failure  # outside the handler: the unredacted error is not its context
+
+    async def _attempts(
+        self,
+        req: ModelRequest,
+        on_increment: OnIncrement,
+        on_early_call: OnEarlyToolCall,
+        *,
+        stream: bool,
+    ) -> ModelReturn:
+        """Attempts on the selected account until one answers or the policy (or the
+        budget) gives up."""
         self._check_confidential(req)
         names = ToolNames(req.tools)
         body = self._wire.body(req, self._wire_settings, names, stream)
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        relay = _Relay(on_increment, on_early_call)
+        relay = _Relay(on_increment, on_early_call, self._redact)
         policy = self._policy
         while True:
             account = self._pool.current()
@@ -300,19 +338,54 @@ class HttpModel(ModelDefaults):
 
         async def read(response: httpx.Response) -> Answer:
             if response.status_code != 200:
-                await response.aread()
-                raise status_error(response, where, self._wire, self._redact, self._wall_time)
-            return await read_answer(
-                response,
-                self._wire,
-                names,
-                stream=stream,
-                on_increment=relay.increment,
-                on_early_call=relay.early_call,
-            )
+                body = await read_error_body(response, self._caps)
+                raise status_error(
+                    response,
+                    body,
+                    where,
+                    self._wire,
+                    redact=self._redact,
+                    wall_time=self._wall_time,
+                )
+            try:
+                return await read_answer(
+                    response,
+                    self._wire,
+                    names,
+                    stream=stream,
+                    on_increment=relay.increment,
+                    on_early_call=relay.early_call,
+                    caps=self._caps,
+                )
+            except (RecursionError, ValueError, TypeError, LookupError) as exc:
+                raise undecodable(exc, where) from None
 
         headers = self._wire.headers(account.key)
-        return await self._client.post(self._wire.path, content, headers, where=where, read=read)
+        total, by_deadline = self._attempt_time()
+        return await self._client.post(
+            self._wire.path,
+            content,
+            headers,
+            where=where,
+            read=read,
+            total_s=total,
+            by_deadline=by_deadline,
+        )
+
+    def _attempt_time(self) -> tuple[float, bool]:
+        """Seconds this attempt may take in all, and whether the run's deadline (not
+        `timeout_s`) sets them; `E_BUDGET_EXHAUSTED` when the deadline has passed."""
+        total = self._settings.timeout_s
+        if self._deadline is None:
+            return total, False
+        left = self._deadline - self._clock.monotonic()
+        if left <= 0:
+            raise ModelError(
+                ModelErrorCode.BUDGET_EXHAUSTED,
+                f"model {self.name!r}: the run's deadline has passed; no request was sent",
+                hint="raise the run's time budget (budget.max_wall_s)",
+            )
+        return (left, True) if left < total else (total, False)
 
 
 def _ignore(_: Any) -> None:

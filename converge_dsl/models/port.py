@@ -137,6 +137,7 @@ class ModelErrorCode(StrEnum):
     CONFIDENTIAL = "E_CONFIDENTIAL"
     CONFIG = "E_CONFIG"
     SCRIPT = "E_SCRIPT"
+    LIMIT = "E_LIMIT"
 
 
 class ModelError(ModelFailure):
@@ -155,6 +156,16 @@ class ModelError(ModelFailure):
         self.code = code
         self.retryable = retryable
         self.retry_after = retry_after
+
+    def redacted(self, redact: Callable[[str], str]) -> ModelError:
+        """The same failure with `redact` applied to its message and hint."""
+        return ModelError(
+            self.code,
+            redact(self.message.removeprefix(f"{self.code.value}: ")),
+            retryable=self.retryable,
+            retry_after=self.retry_after,
+            hint=None if self.hint is None else redact(self.hint),
+        )
 
 
 @dataclass(frozen=True, slots=True)

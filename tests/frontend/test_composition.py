@@ -47,7 +47,12 @@ def test_domain_checks_come_through_validation_only(tmp_path: Path) -> None:
 def test_validation_checks_are_the_front_ends_then_the_domains_in_order() -> None:
     names = [check.__name__ for check in validation.CHECKS]
     assert names[: len(frontend.CHECKS)] == [c.__name__ for c in frontend.CHECKS]
-    assert names[len(frontend.CHECKS) :] == ["check_model_scripts", "check_agents", "check_packs"]
+    assert names[len(frontend.CHECKS) :] == [
+        "check_model_scripts",
+        "check_model_config",
+        "check_agents",
+        "check_packs",
+    ]
 
 
 def test_the_front_end_checks_any_given_sequence(tmp_path: Path) -> None:

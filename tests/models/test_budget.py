@@ -105,9 +105,24 @@ def test_no_retry_starts_past_the_deadline(server: FakeProviderServer, wire: str
 
 
 @WIRES
-def test_a_retry_that_starts_by_the_deadline_runs(server: FakeProviderServer, wire: str) -> None:
+def test_a_retry_that_starts_before_the_deadline_runs(
+    server: FakeProviderServer, wire: str
+) -> None:
+    server.queue(FakeReply(status=429, retry_after="2"))
+    clock = FakeClock(start=100.0)
+    model = http_model(server, wire, clock=clock, build={"deadline": 103.0})
+    assert using(model, lambda m: m.call(ask())).text
+    assert clock.sleeps == [2.0]
+
+
+@WIRES
+def test_a_retry_that_would_start_at_the_deadline_is_refused(
+    server: FakeProviderServer, wire: str
+) -> None:
+    """The deadline bounds the attempt itself: one starting at it would have no time."""
     server.queue(FakeReply(status=429, retry_after="2"))
     clock = FakeClock(start=100.0)
     model = http_model(server, wire, clock=clock, build={"deadline": 102.0})
-    assert using(model, lambda m: m.call(ask())).text
-    assert clock.sleeps == [2.0]
+    error = budget_error(lambda: using(model, lambda m: m.call(ask())))
+    assert "deadline" in str(error)
+    assert len(server.requests) == 1

@@ -167,7 +167,8 @@ def test_replay_answers_for_the_model_that_was_recorded(tmp_path: Path) -> None:
     ("content", "problem"),
     [
         (bytes(range(128, 256)), "is not UTF-8 text (byte 0)"),
-        (b"[" * 100_000 + b"\n", "line 1 nests too deeply"),
+        (b"[" * 100_000 + b"\n", "line 1 nests deeper than 256 levels"),
+        (b"[" * 900 + b"]" * 900 + b"\n", "line 1 nests deeper than 256 levels"),
         (b'"text"\n', "line 1 is not a recording"),
         (_entry(input_tokens=-(10**9)), "line 1 is not a recording: usage count input_tokens is"),
         (_entry(output_tokens=None), "usage count output_tokens is not an integer"),

@@ -46,13 +46,13 @@ def test_http_adapters_build_from_config(tmp_path: Path, adapter: str) -> None:
             "adapter": adapter,
             "base_url": "http://127.0.0.1:9/v1",
             "model": "m",
-            "accounts": [{"name": "main", "api_key_env": "K"}],
+            "accounts": [{"name": "main", "api_key_env": "K_KEY"}],
             "timeout_s": 5,
             "retries": 1,
             "stream": True,
         },
         tmp_path,
-        {"K": "secret-value"},
+        {"K_KEY": "secret-value"},
     )
     assert isinstance(model, HttpModel)
     assert model.model_id() == f"{adapter}:m"
