@@ -114,3 +114,8 @@ MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex can backtrack exponent
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline
+CHECKPOINT_TAMPERED = "CD950"  # a checkpoint record's MAC does not verify (edited, dropped, moved)
+CHECKPOINT_CORRUPT = "CD951"  # a checkpoint is torn, not a journal, or a record is malformed
+CHECKPOINT_FOREIGN = "CD952"  # a checkpoint of another pipeline or other inputs
+CHECKPOINT_OTHER_KEY = "CD953"  # a checkpoint sealed with another user's key
+CHECKPOINT_KEY_UNUSABLE = "CD954"  # the checkpoint key cannot be read, created, or is not private
