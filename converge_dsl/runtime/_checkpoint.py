@@ -7,8 +7,10 @@ needs none), the engine state it starts from (null before the first cycle)
 and the per-run state of stateful suggestors. Then one record per cycle holds
 only what changed: the new facts, cycle, Lamport time, dirty keys, usage, and,
 when they changed, the pending proposals, the ids a human rejected and the
-suggestors' states. Each append is fdatasynced, so a cycle costs what it
-changed, not the size of the state. When the records since the snapshot grow
+suggestors' states. A cycle costs what it changed, not the size of the
+state: its record is written at once (a killed run keeps it) and fdatasynced
+by a background thread (`_journal.Appender`), so the run does not wait for
+the disk every cycle; `close()` waits for the last sync. When the records since the snapshot grow
 past `compact_bytes` (at least twice the snapshot), the journal is compacted:
 a new file holding one snapshot of the whole state replaces it atomically.
 
@@ -42,7 +44,7 @@ from converge_dsl.errors import ConvergeError, UsageError
 
 from ._checkpoint_folder import LOCK_FILE, check_folder, folder_lock
 from ._checkpoint_key import CheckpointRefused, key_id
-from ._journal import Record, append_line, atomic_write, open_for_append, read_journal, seal
+from ._journal import Appender, Record, atomic_write, read_journal, seal
 from ._suggestor_state import StatefulSuggestor, stateful
 
 __all__ = [  # the folder's lock and checks live beside the store, imported from here too
@@ -159,7 +161,7 @@ class CheckpointStore:
         self._key = key
         self._compact_floor = compact_bytes
         self._random = random_bytes
-        self._fd: int | None = None
+        self._out: Appender | None = None
         self._mac = ""
         self._seq = 0
         self._since_snapshot = 0
@@ -238,7 +240,7 @@ class CheckpointStore:
             "inputs": dict(checkpoint.inputs),
         }
         self._stateful = stateful(suggestors)
-        self._fd = open_for_append(self.file, checkpoint.end)
+        self._out = Appender(self.file, checkpoint.end)
         self._mac, self._seq = checkpoint.last_mac, checkpoint.records - 1
         self._since_snapshot = 0
         self._compact_at = max(self._compact_floor, 2 * checkpoint.end)
@@ -251,7 +253,7 @@ class CheckpointStore:
         count = written.facts
         tip = facts[count - 1] if 0 < count <= len(facts) else written.last
         moved = len(facts) < count or (tip is not written.last and tip != written.last)
-        if self._fd is None or moved:
+        if self._out is None or moved:
             self._snapshot(state)
             return
         states = self._states()
@@ -263,15 +265,21 @@ class CheckpointStore:
         if self._since_snapshot + len(line) > self._compact_at:
             self._snapshot(state)
             return
-        append_line(self._fd, self.file, line)
+        self._out.append(line)
         self._mac, self._seq = mac, self._seq + 1
         self._since_snapshot += len(line)
         self._written = _Written.of(state, states)
 
+    def flush(self) -> None:
+        """Wait until every record saved so far is on disk (`RunError` if one failed)."""
+        if self._out is not None:
+            self._out.flush()
+
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Flush and release the journal (`RunError` if a record failed to reach the disk)."""
+        out, self._out = self._out, None
+        if out is not None:
+            out.close()
 
     def _states(self) -> dict[str, Any]:
         return {s.name: s.checkpoint_state() for s in self._stateful}
@@ -292,7 +300,7 @@ class CheckpointStore:
         mac, line = seal(self._key, "", canonical_json(body).encode("utf-8"))
         self.close()
         atomic_write(self.folder, CHECKPOINT_FILE, line)
-        self._fd = open_for_append(self.file, len(line))
+        self._out = Appender(self.file, len(line))
         self._mac, self._seq, self._since_snapshot = mac, 0, 0
         self._compact_at = max(self._compact_floor, 2 * len(line))
         self._written = _Written.of(state, states)

@@ -24,13 +24,14 @@ suggestors their per-run state back, and appends to the same journal.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from converge_dsl.compiler import compile_pipeline, compile_settings, declare_models
 from converge_dsl.engine import Engine, ProposedFact, UsageMeter
 from converge_dsl.engine.state import RunResult
-from converge_dsl.errors import UsageError
+from converge_dsl.errors import ConvergeError, UsageError
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
 
@@ -106,9 +107,12 @@ async def _run_locked(
             raise sink.failure
         if store is not None and result.pause is not None:
             store.save(result.state)  # the pending proposals: enough to continue
+        if store is not None:
+            store.close()  # every record on disk before the run reports
     finally:
         if store is not None:
-            store.close()
+            with contextlib.suppress(ConvergeError):  # already failing: keep that error
+                store.close()
         sink.close()
         for model in models.values():
             await model.aclose()

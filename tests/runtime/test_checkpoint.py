@@ -72,7 +72,7 @@ def test_a_journal_before_any_cycle_holds_no_state_but_the_inputs(tmp_path: Path
     assert checkpoint.inputs == {"a": 1}
 
 
-def test_each_save_appends_one_fdatasynced_record_and_renames_nothing(
+def test_each_save_appends_one_record_fdatasynced_and_renames_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _started(tmp_path / "ck")
@@ -82,8 +82,10 @@ def test_each_save_appends_one_fdatasynced_record_and_renames_nothing(
     monkeypatch.setattr(os, "replace", lambda *_: calls.append("replace"))
     for state in _states(3):
         store.save(state)
+        store.flush()
     assert calls == ["fdatasync"] * 3
     store.save(_states(3)[-1])  # nothing changed: nothing written
+    store.close()
     assert calls == ["fdatasync"] * 3
     assert sorted(os.listdir(store.folder)) == [CHECKPOINT_FILE]
 
@@ -98,7 +100,8 @@ def test_a_record_holds_what_changed_not_the_whole_state(tmp_path: Path) -> None
     assert max(sizes) - min(sizes) < 20  # cycle 2000 costs what cycle 1 did
     record = json.loads(_lines(store)[-1])["record"]
     assert [f["id"] for f in record["facts"]] == ["f1999"]
-    assert "pending" not in record and "rejected_ids" not in record
+    assert "pending" not in record
+    assert "rejected_ids" not in record
 
 
 def test_pending_rejected_and_suggestor_states_are_written_when_they_change(
@@ -127,16 +130,19 @@ def test_pending_rejected_and_suggestor_states_are_written_when_they_change(
     paused = replace(second, pending=(PendingProposal(proposal, "rule", 2, "gate"),))
     store.save(paused)
     records = [json.loads(line)["record"] for line in _lines(store)]
-    assert "suggestors" not in records[1] and "pending" not in records[1]
+    assert "suggestors" not in records[1]
+    assert "pending" not in records[1]
     assert records[2]["suggestors"] == {"agent": {"summary_calls": 2}}
     assert [p["id"] for p in records[2]["pending"]] == ["p1"]
     store.save(replace(paused, pending=(), rejected_ids=("p1",), cycle=3))
     last = json.loads(_lines(store)[-1])["record"]
-    assert last["pending"] == [] and last["rejected_ids"] == ["p1"]
+    assert last["pending"] == []
+    assert last["rejected_ids"] == ["p1"]
     assert "suggestors" not in last
     checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
     assert checkpoint.suggestors == {"agent": {"summary_calls": 2}}
-    assert checkpoint.state is not None and checkpoint.state.rejected_ids == ("p1",)
+    assert checkpoint.state is not None
+    assert checkpoint.state.rejected_ids == ("p1",)
 
 
 def test_a_torn_last_record_is_ignored_and_cut_before_the_next_append(tmp_path: Path) -> None:
@@ -149,14 +155,16 @@ def test_a_torn_last_record_is_ignored_and_cut_before_the_next_append(tmp_path: 
     whole = json.dumps({"mac": "0" * 64, "record": {"cycle": 4}}).encode()
     store.file.write_bytes(good + whole[: len(whole) // 2])  # killed mid-append
     checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
-    assert checkpoint.state is not None and checkpoint.state.cycle == 3
+    assert checkpoint.state is not None
+    assert checkpoint.state.cycle == 3
     again = CheckpointStore(tmp_path / "ck", KEY)
     again.resume(checkpoint)
     again.save(states[3])
     again.close()
     assert store.file.read_bytes().startswith(good)
     final = CheckpointStore(tmp_path / "ck", KEY).read()
-    assert final.state is not None and final.state.to_json() == states[3].to_json()
+    assert final.state is not None
+    assert final.state.to_json() == states[3].to_json()
 
 
 def _tamper(store: CheckpointStore, number: int, edit: Any) -> None:
@@ -257,7 +265,8 @@ def test_a_journal_past_its_threshold_is_compacted_into_one_snapshot(tmp_path: P
     assert max(sizes) < 4000 + 2 * 8000  # bounded by the threshold, not by the run's length
     assert len(_lines(store)) < 30
     checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
-    assert checkpoint.state is not None and checkpoint.state.to_json() == states[-1].to_json()
+    assert checkpoint.state is not None
+    assert checkpoint.state.to_json() == states[-1].to_json()
     assert checkpoint.inputs == {"a": 1}
 
 
@@ -271,15 +280,18 @@ def test_a_failed_append_stops_the_run_and_keeps_the_last_checkpoint(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
+    store.flush()
     monkeypatch.setattr(os, "fdatasync", full)
+    store.save(second)  # written; its sync fails in the background
     with pytest.raises(RunError) as caught:
-        store.save(second)
+        store.close()
     monkeypatch.undo()
     assert caught.value.exit_code == 1
     assert "No space left on device" in caught.value.message
     assert str(store.folder) in caught.value.message
     checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
-    assert checkpoint.state is not None and checkpoint.state.cycle >= 1
+    assert checkpoint.state is not None
+    assert checkpoint.state.cycle >= 1
 
 
 def test_decisions_are_kept_and_cleared(tmp_path: Path) -> None:
