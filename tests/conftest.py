@@ -5,8 +5,9 @@ one, so the pinned outputs of `pipelines/` must not depend on whether the
 user's cache is warm. Every test process uses its own cache
 (`CONVERGE_DSL_CACHE`), filled once with the locked packs of the example
 pipelines (as `converge-dsl pack fetch` would); tests that need another cache
-set the variable themselves. The user's cache is never read or written. Likewise the checkpoint key lives in
-a private config folder (`CONVERGE_DSL_CONFIG_DIR`), never the user's.
+set the variable themselves. The user's cache is never read or written.
+Likewise the checkpoint key lives in a private config folder
+(`CONVERGE_DSL_CONFIG_DIR`), never the user's.
 """
 
 from __future__ import annotations
