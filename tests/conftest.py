@@ -6,6 +6,8 @@ user's cache is warm. Every test process uses its own cache
 (`CONVERGE_DSL_CACHE`), filled once with the locked packs of the example
 pipelines (as `converge-dsl pack fetch` would); tests that need another cache
 set the variable themselves. The user's cache is never read or written.
+Likewise the checkpoint key lives in a private config folder
+(`CONVERGE_DSL_CONFIG_DIR`), never the user's.
 """
 
 from __future__ import annotations
@@ -28,4 +30,12 @@ def _private_pack_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         for pipeline in sorted(EXAMPLES.glob("*.yaml")):
             if "\npacks:" in pipeline.read_text(encoding="utf-8"):
                 load_locked_packs(pipeline, cache=PackCache(cache))
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_config_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    folder = tmp_path_factory.mktemp("config")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONVERGE_DSL_CONFIG_DIR", str(folder / "converge-dsl"))
         yield

@@ -46,7 +46,11 @@ class AgentError(RunError):
 
 @dataclass(frozen=True, slots=True)
 class AgentSuggestor(CoreSuggestor):
-    """A compiled agent. Its `Reducer` (summary budget) lasts for the run."""
+    """A compiled agent. Its `Reducer` (summary budget) lasts for the run.
+
+    Its per-run state (the summary calls made against `max_calls`) is kept in
+    checkpoints: `checkpoint_state()` / `restore_checkpoint_state(data)`.
+    """
 
     core: SuggestorCore
     spec: AgentSpec
@@ -61,6 +65,14 @@ class AgentSuggestor(CoreSuggestor):
 
     def complexity_hint(self) -> str | None:
         return f"up to {self.spec.max_turns} model calls per execution"
+
+    def checkpoint_state(self) -> dict[str, int]:
+        """The agent's per-run state that checkpoints keep: its summary calls so far."""
+        return {"summary_calls": self.reducer.calls_made}
+
+    def restore_checkpoint_state(self, data: Any) -> None:
+        """Continue a resumed run from `checkpoint_state()` data (summary calls already made)."""
+        self.reducer.calls_made = int(data["summary_calls"])
 
     def _fail(self, reason: str, message: str, cycle: int, hint: str | None = None) -> AgentError:
         return AgentError(

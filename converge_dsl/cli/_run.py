@@ -15,7 +15,9 @@ key, content, confidence, suggestor, why gated; `pending` in JSON). With
 `--checkpoint DIR` the pause is saved; without it nothing can be continued and
 the run says to re-run with `--checkpoint DIR`. `--resume DIR --approve ID...
 --reject ID...` (or `--decisions FILE.json`, id -> true/false) continues it;
-ids left undecided keep it paused; an unknown id is a usage error.
+ids left undecided keep it paused; an unknown id is a usage error. The
+checkpoint keeps the run's inputs, so `--resume DIR` needs no `--input`; the
+command printed at a pause works as printed.
 Human output shows live progress per cycle (rich on a terminal, plain lines
 otherwise), then the facts grouped by key (id and content, a compact one-line
 `data` when the fact has data, confidence and source), then the stop reason.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 from io import StringIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -211,20 +214,34 @@ def _error_text(out: RunOutcome) -> str:
     return text.getvalue() + "\n"
 
 
+def _resume_command(args: argparse.Namespace, folder: Path, first: str) -> str:
+    """The command line that continues the paused run, quoted for a POSIX shell.
+
+    The checkpoint keeps the inputs, so none are repeated; the models the run
+    was answered by (`--model`, `--replay`) are.
+    """
+    words = ["converge-dsl", "run", str(args.pipeline), "--resume", str(folder)]
+    words += [w for value in args.model for w in ("--model", value)]
+    if args.replay is not None:
+        words += ["--replay", str(args.replay)]
+    words += ["--approve", first]
+    return shlex.join(words)
+
+
 def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
     """How to continue a paused run (or how to make it continuable)."""
     folder = args.checkpoint
     if folder is None:
+        again = shlex.join(["converge-dsl", "run", str(args.pipeline), "--checkpoint", "DIR"])
         return (
             "paused for a human, but no --checkpoint was given: nothing was saved to continue "
-            f"from; re-run with `converge-dsl run {args.pipeline} --checkpoint DIR`, then "
+            f"from; re-run with `{again}`, then "
             "continue with --resume DIR --approve ID... --reject ID...\n"
         )
     first = out.document.pending[0].id if out.document.pending else "ID"
     return (
-        f"paused for a human: continue with `converge-dsl run {args.pipeline} --resume {folder} "
-        f"--approve {first}` (or --reject ID, or --decisions FILE.json); "
-        "ids left undecided keep the run paused\n"
+        f"paused for a human: continue with `{_resume_command(args, folder, first)}` "
+        "(or --reject ID, or --decisions FILE.json); ids left undecided keep the run paused\n"
     )
 
 

@@ -75,9 +75,9 @@ class EngineState:
             "lamport": self.lamport,
             "dirty": list(self.dirty),
             "rejected_ids": list(self.rejected_ids),
-            "usage": _usage_data(self.usage),
+            "usage": usage_to_data(self.usage),
             "facts": [fact_to_data(fact) for fact in self.facts],
-            "pending": [_pending_data(item) for item in self.pending],
+            "pending": [pending_to_data(item) for item in self.pending],
         }
 
     def to_json(self) -> str:
@@ -89,24 +89,30 @@ class EngineState:
         """Parse `to_json` output. Malformed text raises `ConvergeError`."""
         try:
             data = json.loads(text)
+        except ValueError as exc:
+            raise ConvergeError(
+                f"malformed engine state: {type(exc).__name__}: {exc}",
+                hint="the checkpoint file may be truncated or from another version",
+            ) from None
+        return cls.from_data(data)
+
+    @classmethod
+    def from_data(cls, data: Any) -> EngineState:
+        """The state of `to_data` output (parsed JSON). Malformed data raises `ConvergeError`."""
+        try:
             if data.get("format") != STATE_FORMAT:
                 raise ConvergeError(
                     f"not an engine state (format {data.get('format')!r}, "
                     f"expected {STATE_FORMAT!r})"
                 )
-            usage = data["usage"]
             return cls(
                 facts=tuple(fact_from_data(item) for item in data["facts"]),
                 cycle=int(data["cycle"]),
                 dirty=tuple(str(key) for key in data["dirty"]),
                 lamport=int(data["lamport"]),
                 rejected_ids=tuple(str(item) for item in data["rejected_ids"]),
-                pending=tuple(_pending_from_data(item) for item in data["pending"]),
-                usage=UsageTotals(
-                    int(usage["model_calls"]),
-                    int(usage["input_tokens"]),
-                    int(usage["output_tokens"]),
-                ),
+                pending=tuple(pending_from_data(item) for item in data["pending"]),
+                usage=usage_from_data(data["usage"]),
             )
         except ConvergeError:
             raise
@@ -164,9 +170,9 @@ class RunResult:
             "cycles": self.cycles,
             "stop_reason": str(self.stop_reason),
             "error": None if self.error is None else f"{type(self.error).__name__}: {self.error}",
-            "usage": _usage_data(self.usage),
+            "usage": usage_to_data(self.usage),
             "facts": [fact_to_data(fact) for fact in self.context],
-            "pending": [_pending_data(item) for item in self.state.pending],
+            "pending": [pending_to_data(item) for item in self.state.pending],
         }
 
     def canonical_json(self) -> str:
@@ -239,7 +245,8 @@ def fact_from_data(data: dict[str, Any]) -> Fact:
     )
 
 
-def _pending_data(item: PendingProposal) -> dict[str, Any]:
+def pending_to_data(item: PendingProposal) -> dict[str, Any]:
+    """A pending proposal as JSON-ready data (states, checkpoints)."""
     proposal = item.proposal
     return {
         "suggestor": item.suggestor,
@@ -254,7 +261,8 @@ def _pending_data(item: PendingProposal) -> dict[str, Any]:
     }
 
 
-def _pending_from_data(data: dict[str, Any]) -> PendingProposal:
+def pending_from_data(data: dict[str, Any]) -> PendingProposal:
+    """The pending proposal of `pending_to_data`'s shape."""
     proposal = ProposedFact(
         key=str(data["key"]),
         id=str(data["id"]),
@@ -268,9 +276,17 @@ def _pending_from_data(data: dict[str, Any]) -> PendingProposal:
     )
 
 
-def _usage_data(usage: UsageTotals) -> dict[str, int]:
+def usage_to_data(usage: UsageTotals) -> dict[str, int]:
+    """Usage totals as JSON-ready data."""
     return {
         "model_calls": usage.model_calls,
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
     }
+
+
+def usage_from_data(data: dict[str, Any]) -> UsageTotals:
+    """The usage totals of `usage_to_data`'s shape."""
+    return UsageTotals(
+        int(data["model_calls"]), int(data["input_tokens"]), int(data["output_tokens"])
+    )

@@ -14,8 +14,10 @@ Public surface:
   and pack, imported on first use), the table `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
-  `CheckpointStore` (atomic checkpoints),
-  `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`.
+  `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
+  `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),
+  `checkpoint_key(env)` (the per-user key), `StatefulSuggestor` (per-run state of a
+  suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`.
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
@@ -24,7 +26,8 @@ Public surface:
 
 from __future__ import annotations
 
-from ._checkpoint import CHECKPOINT_FILE, CheckpointStore, pipeline_digest
+from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
+from ._checkpoint_key import CheckpointRefused, checkpoint_key
 from ._documents import (
     DiagnosticModel,
     FactModel,
@@ -46,6 +49,7 @@ from ._outcome import (
     outcome,
     run_error_diagnostic,
 )
+from ._suggestor_state import StatefulSuggestor
 from ._trace import TraceWriter
 from ._trace_read import find_cleared_span, read_trace
 
@@ -53,6 +57,8 @@ __all__ = [
     "CHECKPOINT_FILE",
     "EXIT_BY_STOP",
     "SUGGESTOR_BUILDERS",
+    "Checkpoint",
+    "CheckpointRefused",
     "CheckpointStore",
     "DiagnosticModel",
     "FactModel",
@@ -60,11 +66,13 @@ __all__ = [
     "RunOptions",
     "RunOutcome",
     "RunResultDocument",
+    "StatefulSuggestor",
     "TraceLine",
     "TraceWriter",
     "UsageModel",
     "build_engine",
     "build_models",
+    "checkpoint_key",
     "exported_schemas",
     "find_cleared_span",
     "load_document",

@@ -1,39 +1,66 @@
-"""Checkpoints: the engine state after every cycle, written atomically.
+"""Checkpoints: a MAC-chained journal of the run, one record per cycle (docs/architecture.md §12).
 
-The file `DIR/checkpoint.json` is replaced by temp file + fsync + rename (+ fsync
-of the folder), so a reader sees either the previous or the new checkpoint,
-never half of one. Each checkpoint also carries the SHA-256 of its state and
-of the pipeline text + inputs: a torn or altered file, or one from another
-pipeline, is refused (never read into a run).
+`DIR/checkpoint.jsonl` (format `_journal`) starts with a snapshot record: the
+format, a random nonce, the id of the key that seals it, the SHA-256 of the
+pipeline text and of text + inputs, the inputs as given (so `--resume DIR`
+needs none), the engine state it starts from (null before the first cycle)
+and the per-run state of stateful suggestors. Then one record per cycle holds
+only what changed: the new facts, cycle, Lamport time, dirty keys, usage, and,
+when they changed, the pending proposals, the ids a human rejected and the
+suggestors' states. A cycle costs what it changed, not the size of the
+state: its record is written at once (a killed run keeps it) and fdatasynced
+by a background thread (`_journal.Appender`), so the run does not wait for
+the disk every cycle; `close()` waits for the last sync. When the records since the snapshot grow
+past `compact_bytes` (at least twice the snapshot), the journal is compacted:
+a new file holding one snapshot of the whole state replaces it atomically.
+
+Reading verifies every record's MAC (CD950 names the record that fails), the
+key (CD953), the format (CD951) and the pipeline and inputs (CD952); a last
+record torn by a kill mid-append is ignored and cut before the next append.
 
 A run paused for a human also checkpoints its pending proposals; decisions
-given so far for it (`--approve`/`--reject` that did not decide every pending
-id yet) are kept in `DIR/decisions.json`, written the same way.
-
-One run at a time: a run with `--checkpoint DIR` or `--resume DIR` holds an
-exclusive lock (`flock` on `DIR/.lock`) for its whole length; a second run on
-the same folder is refused at once with a `UsageError` (exit 3), so two resumes
-of one pause cannot both go on with different decisions.
+given so far for it are kept in `DIR/decisions.json`, written atomically.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from converge_dsl.engine.state import EngineState
-from converge_dsl.errors import ConvergeError, RunError, UsageError
+from converge_dsl import codes
+from converge_dsl.engine.state import (
+    EngineState,
+    fact_to_data,
+    pending_to_data,
+    usage_to_data,
+)
+from converge_dsl.engine.types import Fact, Suggestor, canonical_json
+from converge_dsl.errors import ConvergeError, UsageError
 
-CHECKPOINT_FILE = "checkpoint.json"
-LOCK_FILE = ".lock"
+from ._checkpoint_folder import LOCK_FILE, check_folder, folder_lock
+from ._checkpoint_key import CheckpointRefused, key_id
+from ._journal import Appender, Record, atomic_write, read_journal, seal
+from ._suggestor_state import StatefulSuggestor, stateful
+
+__all__ = [  # the folder's lock and checks live beside the store, imported from here too
+    "CHECKPOINT_FILE",
+    "LOCK_FILE",
+    "Checkpoint",
+    "CheckpointStore",
+    "check_folder",
+    "folder_lock",
+    "pipeline_digest",
+]
+
+CHECKPOINT_FILE = "checkpoint.jsonl"
 DECISIONS_FILE = "decisions.json"
-FORMAT = "converge-dsl/checkpoint/v1"
+FORMAT = "converge-dsl/checkpoint/v2"
+COMPACT_BYTES = 4 << 20
 
 
 def _sha(text: str) -> str:
@@ -41,119 +68,249 @@ def _sha(text: str) -> str:
 
 
 def pipeline_digest(pipeline_text: str, inputs: Any) -> str:
+    """SHA-256 of the pipeline text and its resolved inputs: what a checkpoint belongs to."""
     return _sha(pipeline_text + "\0" + json.dumps(inputs, sort_keys=True, default=str))
 
 
-def _atomic_write(folder: Path, name: str, text: str) -> None:
-    """Replace `folder/name` by temp file + fsync + rename + fsync of the folder.
-
-    A failure (full disk, folder gone) raises `RunError` and leaves the previous
-    `folder/name` as it was; the temp file is removed.
-    """
-    temp = folder / f".{name}.{os.getpid()}.tmp"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with temp.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, folder / name)
-        directory = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
-        raise RunError(
-            f"cannot write {name} in checkpoint folder {str(folder)!r}: {exc.strerror or exc}; "
-            "the run stopped",
-            hint="free space or fix the folder; the checkpoint of the last completed cycle "
-            "is kept (continue with --resume DIR)",
-        ) from None
-
-
-def check_folder(folder: Path, option: str, *, create: bool) -> None:
-    """Before a run: `folder` must be a folder (made when `create`); else `UsageError`."""
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(
-            f"{option} {str(folder)!r} is a file, not a folder",
-            hint=f"give {option} a folder path (it is created when missing)",
-        )
-    if create:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot create {option} folder {str(folder)!r}: {exc.strerror or exc}",
-                hint=f"give {option} a folder path you can write to",
-            ) from None
-    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"{option} folder {str(folder)!r} is not writable",
-            hint=f"give {option} a folder you can write to",
-        )
-
-
-@contextlib.contextmanager
-def folder_lock(folder: Path | None, option: str) -> Iterator[None]:
-    """Hold an exclusive, non-blocking lock on checkpoint `folder` (nothing when `None`).
-
-    Another run holding it is a `UsageError` naming `option`; the lock goes
-    with the process (also on a crash), the lock file stays.
-    """
-    if folder is None:
-        yield
-        return
-    import fcntl
-
-    try:
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot lock {option} folder {str(folder)!r}: {exc.strerror or exc}",
-            hint=f"give {option} a folder you can write to",
-        ) from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise UsageError(
-                f"{option} folder {str(folder)!r} is in use by another run",
-                hint="wait for that run to finish, then try again",
-            ) from None
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+def _json_inputs(inputs: Mapping[str, Any]) -> Any:
+    return json.loads(json.dumps(dict(inputs), sort_keys=True, default=str))
 
 
 @dataclass(frozen=True, slots=True)
-class CheckpointStore:
-    folder: Path
+class Checkpoint:
+    """A verified checkpoint: where a resumed run starts.
+
+    `state` is None when no cycle had finished (resuming starts afresh from the
+    seeds). `inputs` are the inputs as the first run was given them.
+    """
+
+    state: EngineState | None
+    inputs: Mapping[str, Any]
+    pipeline_sha256: str
     digest: str
+    suggestors: Mapping[str, Any] = field(default_factory=dict)
+    last_mac: str = ""
+    records: int = 1
+    end: int = 0
+
+    def check_pipeline(self, pipeline_text: str) -> None:
+        """Refuse (CD952) a checkpoint made from another pipeline text."""
+        if _sha(pipeline_text) != self.pipeline_sha256:
+            raise _foreign("the checkpoint belongs to another pipeline")
+
+    def check_digest(self, digest: str) -> None:
+        """Refuse (CD952) a checkpoint of the same pipeline with other inputs."""
+        if digest != self.digest:
+            raise _foreign("the checkpoint belongs to another pipeline or other inputs")
+
+
+def _foreign(message: str) -> CheckpointRefused:
+    return CheckpointRefused(
+        codes.CHECKPOINT_FOREIGN,
+        message,
+        hint="resume with the same pipeline file (and the same --input values, or none: "
+        "the checkpoint keeps them)",
+    )
+
+
+def _rebuild(path: Path, records: Sequence[Record]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The engine-state data and suggestor states after `records` (snapshot + deltas)."""
+    head = records[0].body
+    state: dict[str, Any] | None = None if head["state"] is None else dict(head["state"])
+    states = dict(head.get("suggestors") or {})
+    for record in records[1:]:
+        body = record.body
+        try:
+            if body["kind"] != "cycle" or body["seq"] != record.number:
+                raise ValueError("out of sequence")
+            if state is None:
+                state = EngineState().to_data()
+            state["facts"] = [*state["facts"], *body["facts"]]
+            for name in ("cycle", "lamport", "dirty", "usage"):
+                state[name] = body[name]
+            for name in ("pending", "rejected_ids"):
+                if name in body:
+                    state[name] = body[name]
+            states.update(body.get("suggestors") or {})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointRefused(
+                codes.CHECKPOINT_CORRUPT,
+                f"record {record.number} of {str(path)!r} is malformed ({exc})",
+                hint="start the run again without --resume",
+            ) from None
+    return state, states
+
+
+class CheckpointStore:
+    """The checkpoint journal of one folder, sealed with `key`.
+
+    `read()` verifies and rebuilds a checkpoint; `start(...)` begins a fresh
+    journal, `resume(checkpoint, ...)` continues one; then `save(state)` after
+    each cycle appends what changed. `close()` releases the journal.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        key: bytes,
+        *,
+        compact_bytes: int = COMPACT_BYTES,
+        random_bytes: Callable[[int], bytes] = os.urandom,
+    ) -> None:
+        self.folder = folder
+        self._key = key
+        self._compact_floor = compact_bytes
+        self._random = random_bytes
+        self._out: Appender | None = None
+        self._mac = ""
+        self._seq = 0
+        self._since_snapshot = 0
+        self._compact_at = compact_bytes
+        self._header: dict[str, Any] = {}
+        self._stateful: tuple[StatefulSuggestor, ...] = ()
+        self._written = _Written()
 
     @property
     def file(self) -> Path:
         return self.folder / CHECKPOINT_FILE
 
+    # -- reading --------------------------------------------------------------
+
+    def read(self) -> Checkpoint:
+        """The last complete checkpoint; `UsageError` if absent, `CheckpointRefused` if unusable."""
+        try:
+            journal = read_journal(self.file, self._key)
+        except FileNotFoundError:
+            raise UsageError(
+                f"no checkpoint in {str(self.folder)!r}", hint="run with --checkpoint DIR first"
+            ) from None
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read checkpoint in {str(self.folder)!r}: {exc.strerror or exc}"
+            ) from None
+        head = journal.records[0].body
+        if head.get("format") != FORMAT or head.get("kind") != "snapshot":
+            raise CheckpointRefused(
+                codes.CHECKPOINT_CORRUPT,
+                f"checkpoint {str(self.file)!r} is torn or corrupt: its first record is not a "
+                f"{FORMAT} snapshot",
+                hint="start the run again without --resume",
+            )
+        try:
+            data, states = _rebuild(self.file, journal.records)
+            state = None if data is None else EngineState.from_data(data)
+            inputs, text_sha, digest = head["inputs"], head["pipeline_text"], head["pipeline"]
+        except (ConvergeError, KeyError, TypeError, RecursionError) as exc:
+            detail = exc.message if isinstance(exc, ConvergeError) else repr(exc)
+            raise CheckpointRefused(
+                codes.CHECKPOINT_CORRUPT,
+                f"checkpoint {str(self.file)!r} is unreadable: {detail}",
+                hint="start the run again without --resume",
+            ) from None
+        last = journal.records[-1]
+        return Checkpoint(
+            state, dict(inputs), str(text_sha), str(digest), states, last.mac,
+            len(journal.records), journal.end,
+        )  # fmt: skip
+
+    # -- writing --------------------------------------------------------------
+
+    def start(
+        self,
+        *,
+        pipeline_text: str,
+        digest: str,
+        inputs: Mapping[str, Any],
+        suggestors: Iterable[Suggestor] = (),
+    ) -> None:
+        """Begin a fresh journal (replacing any old one) with a snapshot of no state yet."""
+        self._header = {
+            "pipeline_text": _sha(pipeline_text),
+            "pipeline": digest,
+            "inputs": _json_inputs(inputs),
+        }
+        self._stateful = stateful(suggestors)
+        self._snapshot(None)
+
+    def resume(self, checkpoint: Checkpoint, suggestors: Iterable[Suggestor] = ()) -> None:
+        """Continue appending to the journal `checkpoint` was read from (a torn tail is cut)."""
+        self._header = {
+            "pipeline_text": checkpoint.pipeline_sha256,
+            "pipeline": checkpoint.digest,
+            "inputs": dict(checkpoint.inputs),
+        }
+        self._stateful = stateful(suggestors)
+        self._out = Appender(self.file, checkpoint.end)
+        self._mac, self._seq = checkpoint.last_mac, checkpoint.records - 1
+        self._since_snapshot = 0
+        self._compact_at = max(self._compact_floor, 2 * checkpoint.end)
+        self._written = _Written.of(checkpoint.state, checkpoint.suggestors)
+
     def save(self, state: EngineState) -> None:
-        """Write `state` as the checkpoint (atomically: the old one or the new one, never half)."""
-        text = state.to_json()
-        payload = json.dumps(
-            {
-                "format": FORMAT,
-                "pipeline": self.digest,
-                "state_sha256": _sha(text),
-                "cycle": state.cycle,
-                "state": text,
-            }
-        )
-        _atomic_write(self.folder, CHECKPOINT_FILE, payload)
+        """Append what changed since the last record (nothing when nothing changed)."""
+        written = self._written
+        facts = state.facts
+        count = written.facts
+        tip = facts[count - 1] if 0 < count <= len(facts) else written.last
+        moved = len(facts) < count or (tip is not written.last and tip != written.last)
+        if self._out is None or moved:
+            self._snapshot(state)
+            return
+        states = self._states()
+        body = written.delta(state, states)
+        if body is None:
+            return
+        body["seq"] = self._seq + 1
+        mac, line = seal(self._key, self._mac, canonical_json(body).encode("utf-8"))
+        if self._since_snapshot + len(line) > self._compact_at:
+            self._snapshot(state)
+            return
+        self._out.append(line)
+        self._mac, self._seq = mac, self._seq + 1
+        self._since_snapshot += len(line)
+        self._written = _Written.of(state, states)
+
+    def flush(self) -> None:
+        """Wait until every record saved so far is on disk (`RunError` if one failed)."""
+        if self._out is not None:
+            self._out.flush()
+
+    def close(self) -> None:
+        """Flush and release the journal (`RunError` if a record failed to reach the disk)."""
+        out, self._out = self._out, None
+        if out is not None:
+            out.close()
+
+    def _states(self) -> dict[str, Any]:
+        return {s.name: s.checkpoint_state() for s in self._stateful}
+
+    def _snapshot(self, state: EngineState | None) -> None:
+        """Replace the journal by one snapshot of `state` (atomically), and append from there."""
+        states = self._states()
+        body = {
+            "kind": "snapshot",
+            "format": FORMAT,
+            "seq": 0,
+            "nonce": self._random(16).hex(),
+            "key_id": key_id(self._key),
+            **self._header,
+            "state": None if state is None else state.to_data(),
+            "suggestors": states,
+        }
+        mac, line = seal(self._key, "", canonical_json(body).encode("utf-8"))
+        self.close()
+        atomic_write(self.folder, CHECKPOINT_FILE, line)
+        self._out = Appender(self.file, len(line))
+        self._mac, self._seq, self._since_snapshot = mac, 0, 0
+        self._compact_at = max(self._compact_floor, 2 * len(line))
+        self._written = _Written.of(state, states)
+
+    # -- decisions of a paused run ----------------------------------------------
 
     def save_decisions(self, decisions: Mapping[str, bool]) -> None:
         """Remember human decisions given so far for a paused run (id -> approve)."""
-        _atomic_write(self.folder, DECISIONS_FILE, json.dumps(dict(sorted(decisions.items()))))
+        text = json.dumps(dict(sorted(decisions.items())))
+        atomic_write(self.folder, DECISIONS_FILE, text.encode("utf-8"))
 
     def load_decisions(self) -> dict[str, bool]:
         """Decisions saved by `save_decisions` (empty if none); a corrupt file is refused."""
@@ -173,39 +330,51 @@ class CheckpointStore:
     def clear_decisions(self) -> None:
         (self.folder / DECISIONS_FILE).unlink(missing_ok=True)
 
-    def load(self) -> EngineState:
-        """The last complete checkpoint; raises `UsageError` if absent, torn or foreign."""
-        try:
-            raw = self.file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(
-                f"no checkpoint in {str(self.folder)!r}", hint="run with --checkpoint DIR first"
-            ) from None
-        except UnicodeDecodeError:
-            raw = ""  # not text: torn or corrupt, refused below
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read checkpoint in {str(self.folder)!r}: {exc.strerror or exc}"
-            ) from None
-        try:
-            data = json.loads(raw)
-            text = data["state"]
-            intact = data.get("format") == FORMAT and _sha(text) == data["state_sha256"]
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-            intact = False
-        if not intact:
-            raise UsageError(
-                f"checkpoint {str(self.file)!r} is torn or corrupt; it is not read",
-                hint="start the run again without --resume",
-            )
-        if data["pipeline"] != self.digest:
-            raise UsageError(
-                "the checkpoint belongs to another pipeline or other inputs",
-                hint="resume with the same pipeline file and inputs",
-            )
-        try:
-            return EngineState.from_json(text)
-        except RecursionError:
-            raise UsageError(f"checkpoint {str(self.file)!r} nests too deeply to read") from None
-        except ConvergeError as exc:
-            raise UsageError(f"checkpoint is unreadable: {exc.message}") from None
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """What the journal holds so far, to write only what changed."""
+
+    facts: int = 0
+    last: Fact | None = None
+    scalars: tuple[Any, ...] = ()
+    pending: tuple[Any, ...] = ()
+    rejected: tuple[str, ...] = ()
+    states: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, state: EngineState | None, states: Mapping[str, Any]) -> _Written:
+        if state is None:
+            return cls(states=dict(states))
+        return cls(
+            len(state.facts),
+            state.facts[-1] if state.facts else None,
+            (state.cycle, state.lamport, state.dirty, state.usage),
+            state.pending,
+            state.rejected_ids,
+            dict(states),
+        )
+
+    def delta(self, state: EngineState, states: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The record body of what `state` adds; None when it adds nothing."""
+        new = state.facts[self.facts :]
+        body: dict[str, Any] = {}
+        if state.pending != self.pending:
+            body["pending"] = [pending_to_data(item) for item in state.pending]
+        if state.rejected_ids != self.rejected:
+            body["rejected_ids"] = list(state.rejected_ids)
+        changed = {name: data for name, data in states.items() if self.states.get(name) != data}
+        if changed:
+            body["suggestors"] = changed
+        scalars = (state.cycle, state.lamport, state.dirty, state.usage)
+        if not new and not body and scalars == self.scalars:
+            return None
+        body.update(
+            kind="cycle",
+            cycle=state.cycle,
+            lamport=state.lamport,
+            dirty=list(state.dirty),
+            usage=usage_to_data(state.usage),
+            facts=[fact_to_data(fact) for fact in new],
+        )
+        return body

@@ -15,27 +15,35 @@ proposals (with `checkpoint`). `resume` + `decisions` (id -> approve) continues
 it through `Engine.resume` once every pending id is decided; until then the
 decisions are kept in the checkpoint folder and the run stays paused
 (see `_resume`).
+
+Checkpoints (`_checkpoint`): a fresh run with `checkpoint` starts a journal
+holding the inputs as given; `resume` reads and verifies it first, takes its
+inputs when none are given (other inputs are refused), gives stateful
+suggestors their per-run state back, and appends to the same journal.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl.compiler import compile_pipeline, compile_settings, declare_models
 from converge_dsl.engine import Engine, ProposedFact, UsageMeter
 from converge_dsl.engine.state import RunResult
-from converge_dsl.errors import UsageError
+from converge_dsl.errors import ConvergeError, UsageError
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
 
-from ._checkpoint import CheckpointStore, folder_lock, pipeline_digest
+from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
+from ._checkpoint_key import checkpoint_key
 from ._engine import SUGGESTOR_BUILDERS, build_engine
 from ._models import build_models
 from ._options import RunOptions
 from ._outcome import RunOutcome, outcome
 from ._outputs import check_outputs
 from ._resume import continue_run
+from ._suggestor_state import restore_states
 from ._trace import TraceWriter
 
 
@@ -75,8 +83,11 @@ async def _run_locked(
 ) -> RunOutcome:
     sink = TraceWriter({}, options.trace, options.listeners)
     models: dict[str, Model] = {}
+    store = None if store_dir is None else CheckpointStore(store_dir, checkpoint_key(options.env))
     try:
-        settings = compile_settings(document, inputs=options.inputs)
+        checkpoint = _read_checkpoint(store, document, options)
+        inputs = options.inputs or (checkpoint.inputs if checkpoint is not None else {})
+        settings = compile_settings(document, inputs=inputs)
         meter = UsageMeter(settings.budget, clock=options.clock)
         models = build_models(settings, options, attempt_gate=meter.allow_attempt)
         compiled = compile_pipeline(
@@ -84,31 +95,58 @@ async def _run_locked(
         )
         sink.set_spans(compiled.spans)
         engine = build_engine(compiled, sink, options.clock, meter)
-        store = (
-            None
-            if store_dir is None
-            else CheckpointStore(store_dir, pipeline_digest(document.text, dict(compiled.inputs)))
-        )
-        result, decided = await _execute(engine, compiled.seeds, store, options)
+        digest = pipeline_digest(document.text, dict(compiled.inputs))
+        if store is not None and checkpoint is not None:
+            checkpoint.check_digest(digest)
+            restore_states(compiled.suggestors, checkpoint.suggestors)
+            store.resume(checkpoint, compiled.suggestors)
+        elif store is not None:
+            store.start(
+                pipeline_text=document.text,
+                digest=digest,
+                inputs=options.inputs,
+                suggestors=compiled.suggestors,
+            )
+        result, decided = await _execute(engine, compiled.seeds, store, checkpoint, options)
         if sink.failure is not None:  # swallowed inside a suggestor: still fatal
             raise sink.failure
         if store is not None and result.pause is not None:
             store.save(result.state)  # the pending proposals: enough to continue
+        if store is not None:
+            store.close()  # every record on disk before the run reports
     finally:
+        if store is not None:
+            with contextlib.suppress(ConvergeError):  # already failing: keep that error
+                store.close()
         sink.close()
         for model in models.values():
             await model.aclose()
     return outcome(compiled, result, decided)
 
 
+def _read_checkpoint(
+    store: CheckpointStore | None, document: LoadedDocument, options: RunOptions
+) -> Checkpoint | None:
+    """With `--resume`: the verified checkpoint, refused if made from another pipeline text."""
+    if store is None or options.resume is None:
+        return None
+    checkpoint = store.read()
+    checkpoint.check_pipeline(document.text)
+    return checkpoint
+
+
 async def _execute(
     engine: Engine,
     seeds: tuple[ProposedFact, ...],
     store: CheckpointStore | None,
+    checkpoint: Checkpoint | None,
     options: RunOptions,
 ) -> tuple[RunResult, Mapping[str, bool]]:
-    """A fresh run from the seeds, or (with `--resume`) the continuation of a checkpoint."""
-    if options.resume is not None and store is not None:
-        return await continue_run(engine, store, store.load(), options.decisions)
+    """A fresh run from the seeds, or (with `--resume`) the continuation of a checkpoint.
+
+    A checkpoint taken before any cycle finished holds no state: it starts afresh.
+    """
+    if store is not None and checkpoint is not None:
+        return await continue_run(engine, store, checkpoint.state, seeds, options.decisions)
     result = await engine.run(seeds, on_cycle_end=None if store is None else store.save)
     return result, {}

@@ -51,6 +51,11 @@ class RunOutcome:
     error: ConvergeError | None
     diagnostics: tuple[Diagnostic, ...] = ()
 
+    def __repr__(self) -> str:
+        # Short on purpose, like `RunResult.__repr__`: asyncio formats a finished
+        # task's result on some paths, and a whole compiled pipeline's repr is huge.
+        return f"RunOutcome(exit_code={self.exit_code}, result={self.result!r})"
+
 
 def run_error_diagnostic(error: ConvergeError) -> Diagnostic | None:
     """A located run error (a template failing at cycle 7) as a diagnostic for the output."""

@@ -7,10 +7,10 @@ the checkpoint folder and the engine re-reports the pause (nothing runs).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from converge_dsl.diagnostics import did_you_mean
-from converge_dsl.engine import Engine
+from converge_dsl.engine import Engine, ProposedFact
 from converge_dsl.engine.state import EngineState, HitlPause, RunResult
 from converge_dsl.errors import UsageError
 
@@ -18,20 +18,27 @@ from ._checkpoint import CheckpointStore
 
 
 async def continue_run(
-    engine: Engine, store: CheckpointStore, start: EngineState, given: Mapping[str, bool]
+    engine: Engine,
+    store: CheckpointStore,
+    start: EngineState | None,
+    seeds: Sequence[ProposedFact],
+    given: Mapping[str, bool],
 ) -> tuple[RunResult, Mapping[str, bool]]:
     """Resume from a checkpoint; a paused one goes on once every pending id is decided.
 
-    Returns the result and the decisions still waiting (a run that stays paused).
-    Raises `UsageError` for decisions on a checkpoint with nothing pending and
-    for ids that are not pending.
+    `start` None (no cycle had finished) runs afresh from `seeds`. Returns the
+    result and the decisions still waiting (a run that stays paused). Raises
+    `UsageError` for decisions on a checkpoint with nothing pending and for ids
+    that are not pending.
     """
-    if not start.pending:
+    if start is None or not start.pending:
         if given:
             raise UsageError(
                 "the checkpoint holds no proposal awaiting a decision",
                 hint="--approve/--reject apply to a run that stopped with hitl_pause (exit 6)",
             )
+        if start is None:
+            return await engine.run(seeds, on_cycle_end=store.save), {}
         result = await engine.run(resume_from=start, on_cycle_end=store.save)
         return result, {}
     ids = [item.id for item in start.pending]

@@ -149,7 +149,7 @@ def test_trace_write_failure_mid_run_stops_with_exit_1_keeping_the_checkpoint(
     assert "Traceback" not in err
     assert len(stream.kept) == 16
     assert all(json.loads(line) for line in stream.kept)
-    saved = json.loads((folder / CHECKPOINT_FILE).read_text())
+    saved = json.loads((folder / CHECKPOINT_FILE).read_text().splitlines()[-1])["record"]
     finished = [json.loads(x) for x in stream.kept if '"cycle_finished"' in x]
     assert saved["cycle"] == finished[-1]["cycle"] >= 1
     monkeypatch.undo()

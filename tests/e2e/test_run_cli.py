@@ -277,7 +277,7 @@ save = CheckpointStore.save
 def killing_save(self, state):
     save(self, state)
     if state.cycle == 2 and {kill}:
-        open(os.path.join(str(self.folder), ".checkpoint.json.999.tmp"), "w").write('{{"torn')
+        open(os.path.join(str(self.folder), ".checkpoint.jsonl.999.tmp"), "w").write('{{"torn')
         os.kill(os.getpid(), signal.SIGKILL)
 CheckpointStore.save = killing_save
 from converge_dsl.cli import run
@@ -304,7 +304,8 @@ def test_sigkill_mid_run_then_resume_gives_the_same_result(tmp_path: Path) -> No
     ckpt = tmp_path / "ckpt"
     killed = _harness(tmp_path, True, "run", pipeline, "--format", "json", "--checkpoint", ckpt)
     assert killed.returncode == -signal.SIGKILL
-    assert json.loads((ckpt / "checkpoint.json").read_text())["cycle"] == 2
+    last = (ckpt / "checkpoint.jsonl").read_text().splitlines()[-1]
+    assert json.loads(last)["record"]["cycle"] == 2
     resumed = _harness(tmp_path, False, "run", pipeline, "--format", "json", "--resume", ckpt)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == json.loads(whole.stdout)
@@ -313,8 +314,8 @@ def test_sigkill_mid_run_then_resume_gives_the_same_result(tmp_path: Path) -> No
 def test_torn_checkpoint_is_never_read(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     assert cli("run", PIPELINES / "market-entry.yaml", "--checkpoint", ckpt)[0] == 0
-    text = (ckpt / "checkpoint.json").read_text()
-    (ckpt / "checkpoint.json").write_text(text[: len(text) // 2])
+    first = (ckpt / "checkpoint.jsonl").read_text().splitlines()[0]
+    (ckpt / "checkpoint.jsonl").write_text(first[: len(first) // 2])  # no complete record
     code, _, err = cli("run", PIPELINES / "market-entry.yaml", "--resume", ckpt)
     assert code == 3
     assert "torn or corrupt" in err
@@ -331,4 +332,4 @@ def test_checkpoint_of_another_pipeline_is_refused(tmp_path: Path) -> None:
 def test_checkpoint_write_is_atomic_rename(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     cli("run", PIPELINES / "market-entry.yaml", "--checkpoint", ckpt)
-    assert sorted(os.listdir(ckpt)) == [".lock", "checkpoint.json"]
+    assert sorted(os.listdir(ckpt)) == [".lock", "checkpoint.jsonl"]

@@ -1,95 +1,301 @@
-"""CheckpointStore: atomic replace, torn/altered/foreign files refused, decisions kept."""
+"""CheckpointStore: a MAC-chained journal, one fdatasynced record per cycle, edits refused."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from converge_dsl import codes
 from converge_dsl.engine import EngineState, Fact, PromotionRecord, Provenance
+from converge_dsl.engine.state import PendingProposal
+from converge_dsl.engine.types import ProposedFact
 from converge_dsl.errors import RunError, UsageError
-from converge_dsl.runtime import CHECKPOINT_FILE, CheckpointStore, pipeline_digest
+from converge_dsl.runtime import (
+    CHECKPOINT_FILE,
+    CheckpointRefused,
+    CheckpointStore,
+    pipeline_digest,
+)
 from converge_dsl.runtime._checkpoint import check_folder
 
-
-def _state(cycle: int) -> EngineState:
-    fact = Fact("seeds", "a", "x", Provenance("s@t"), 1.0, PromotionRecord("seed", "p", 0))
-    return EngineState(facts=(fact,), cycle=cycle, dirty=("seeds",), lamport=1)
+KEY = bytes(range(32))
+TEXT = "apiVersion: converge-dsl/v1\n"
 
 
-def _store(tmp_path: Path) -> CheckpointStore:
-    return CheckpointStore(tmp_path / "ck", pipeline_digest("text", {"a": 1}))
+def _fact(n: int, content: str = "") -> Fact:
+    return Fact(
+        "seeds", f"f{n}", content or f"fact {n}", Provenance("s@t"), 1.0,
+        PromotionRecord("seed", "p", n),
+    )  # fmt: skip
 
 
-def test_round_trip(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    store.save(_state(3))
-    assert store.load().to_json() == _state(3).to_json()
+def _states(cycles: int, per_cycle: int = 1) -> list[EngineState]:
+    """The states after cycles 1..`cycles`, each adding `per_cycle` facts (shared objects)."""
+    facts = [_fact(n) for n in range(cycles * per_cycle)]
+    return [
+        EngineState(facts=tuple(facts[: c * per_cycle]), cycle=c, dirty=("seeds",), lamport=c)
+        for c in range(1, cycles + 1)
+    ]
 
 
-def test_save_replaces_by_fsynced_rename_and_leaves_no_temp(
+def _started(folder: Path, key: bytes = KEY, **kwargs: Any) -> CheckpointStore:
+    store = CheckpointStore(folder, key, **kwargs)
+    store.start(pipeline_text=TEXT, digest=pipeline_digest(TEXT, {"a": 1}), inputs={"a": 1})
+    return store
+
+
+def _lines(store: CheckpointStore) -> list[bytes]:
+    return store.file.read_bytes().splitlines(keepends=True)
+
+
+def test_round_trip_rebuilds_the_last_state_and_keeps_the_inputs(tmp_path: Path) -> None:
+    store = _started(tmp_path / "ck")
+    for state in _states(5):
+        store.save(state)
+    store.close()
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.state is not None
+    assert checkpoint.state.to_json() == _states(5)[-1].to_json()
+    assert checkpoint.inputs == {"a": 1}
+    assert len(_lines(store)) == 6  # the snapshot, then one record per cycle
+
+
+def test_a_journal_before_any_cycle_holds_no_state_but_the_inputs(tmp_path: Path) -> None:
+    _started(tmp_path / "ck").close()
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.state is None
+    assert checkpoint.inputs == {"a": 1}
+
+
+def test_each_save_appends_one_record_fdatasynced_and_renames_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _store(tmp_path)
-    store.save(_state(1))
+    store = _started(tmp_path / "ck")
     calls: list[str] = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd: int) -> None:
-        calls.append("fsync")
-        real_fsync(fd)
-
-    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        # the old checkpoint is intact until the rename
-        assert json.loads(store.file.read_text())["cycle"] == 1
-        assert Path(src).parent == store.folder
-        calls.append("replace")
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
-    store.save(_state(2))
-    assert calls == ["fsync", "replace", "fsync"]  # file, rename, folder
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append("fdatasync"), real(fd)))
+    monkeypatch.setattr(os, "replace", lambda *_: calls.append("replace"))
+    for state in _states(3):
+        store.save(state)
+        store.flush()
+    assert calls == ["fdatasync"] * 3
+    store.save(_states(3)[-1])  # nothing changed: nothing written
+    store.close()
+    assert calls == ["fdatasync"] * 3
     assert sorted(os.listdir(store.folder)) == [CHECKPOINT_FILE]
-    assert store.load().cycle == 2
 
 
-@pytest.mark.parametrize("cut", [0.1, 0.5, 0.99])
-def test_torn_file_is_refused(tmp_path: Path, cut: float) -> None:
-    store = _store(tmp_path)
-    store.save(_state(2))
-    text = store.file.read_text()
-    store.file.write_text(text[: int(len(text) * cut)])
-    with pytest.raises(UsageError, match="torn or corrupt"):
-        store.load()
+def test_a_record_holds_what_changed_not_the_whole_state(tmp_path: Path) -> None:
+    store = _started(tmp_path / "ck", compact_bytes=1 << 30)
+    states = _states(2000)
+    for state in states:
+        store.save(state)
+    sizes = [len(line) for line in _lines(store)[1:]]
+    assert max(sizes) < 600
+    assert max(sizes) - min(sizes) < 20  # cycle 2000 costs what cycle 1 did
+    record = json.loads(_lines(store)[-1])["record"]
+    assert [f["id"] for f in record["facts"]] == ["f1999"]
+    assert "pending" not in record
+    assert "rejected_ids" not in record
 
 
-def test_altered_state_is_refused(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    store.save(_state(2))
-    data = json.loads(store.file.read_text())
-    data["state"] = data["state"].replace('"cycle":2', '"cycle":9')
-    store.file.write_text(json.dumps(data))
-    with pytest.raises(UsageError, match="torn or corrupt"):
-        store.load()
+def test_pending_rejected_and_suggestor_states_are_written_when_they_change(
+    tmp_path: Path,
+) -> None:
+    class Counter:
+        name = "agent"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def checkpoint_state(self) -> dict[str, int]:
+            return {"summary_calls": self.calls}
+
+        def restore_checkpoint_state(self, data: Any) -> None:
+            self.calls = data["summary_calls"]
+
+    counter = Counter()
+    store = CheckpointStore(tmp_path / "ck", KEY)
+    digest = pipeline_digest(TEXT, {})
+    store.start(pipeline_text=TEXT, digest=digest, inputs={}, suggestors=[counter])  # type: ignore[list-item]
+    first, second = _states(2)
+    store.save(first)
+    counter.calls = 2
+    proposal = ProposedFact("seeds", "p1", "wait", 0.5, Provenance("s@t"))
+    paused = replace(second, pending=(PendingProposal(proposal, "rule", 2, "gate"),))
+    store.save(paused)
+    records = [json.loads(line)["record"] for line in _lines(store)]
+    assert "suggestors" not in records[1]
+    assert "pending" not in records[1]
+    assert records[2]["suggestors"] == {"agent": {"summary_calls": 2}}
+    assert [p["id"] for p in records[2]["pending"]] == ["p1"]
+    store.save(replace(paused, pending=(), rejected_ids=("p1",), cycle=3))
+    last = json.loads(_lines(store)[-1])["record"]
+    assert last["pending"] == []
+    assert last["rejected_ids"] == ["p1"]
+    assert "suggestors" not in last
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.suggestors == {"agent": {"summary_calls": 2}}
+    assert checkpoint.state is not None
+    assert checkpoint.state.rejected_ids == ("p1",)
+
+
+def test_a_torn_last_record_is_ignored_and_cut_before_the_next_append(tmp_path: Path) -> None:
+    store = _started(tmp_path / "ck")
+    states = _states(4)
+    for state in states[:3]:
+        store.save(state)
+    store.close()
+    good = store.file.read_bytes()
+    whole = json.dumps({"mac": "0" * 64, "record": {"cycle": 4}}).encode()
+    store.file.write_bytes(good + whole[: len(whole) // 2])  # killed mid-append
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.state is not None
+    assert checkpoint.state.cycle == 3
+    again = CheckpointStore(tmp_path / "ck", KEY)
+    again.resume(checkpoint)
+    again.save(states[3])
+    again.close()
+    assert store.file.read_bytes().startswith(good)
+    final = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert final.state is not None
+    assert final.state.to_json() == states[3].to_json()
+
+
+def _tamper(store: CheckpointStore, number: int, edit: Any) -> None:
+    lines = _lines(store)
+    lines[number] = edit(lines[number])
+    store.file.write_bytes(b"".join(lines))
+
+
+def test_an_edited_fact_is_refused_naming_its_record(tmp_path: Path) -> None:
+    store = _started(tmp_path / "ck")
+    for state in _states(4):
+        store.save(state)
+    _tamper(store, 2, lambda line: line.replace(b'"fact 1"', b'"fact X"'))
+    with pytest.raises(CheckpointRefused) as caught:
+        CheckpointStore(tmp_path / "ck", KEY).read()
+    assert caught.value.code == codes.CHECKPOINT_TAMPERED
+    assert "record 2 (cycle 2)" in caught.value.message
+    assert caught.value.exit_code == 3
+
+
+def test_an_edit_with_its_sha256_recomputed_is_still_refused(tmp_path: Path) -> None:
+    """The fact's new content and any digest beside it change the MAC'd bytes."""
+    store = _started(tmp_path / "ck")
+    for state in _states(2):
+        store.save(state)
+
+    def rewrite(line: bytes) -> bytes:
+        data = json.loads(line)
+        data["record"]["facts"][0]["content"] = "forged"
+        data["record"]["sha256"] = "recomputed"
+        body = json.dumps(data["record"], sort_keys=True, separators=(",", ":"))
+        return b'{"mac":"' + data["mac"].encode() + b'","record":' + body.encode() + b"}\n"
+
+    _tamper(store, 1, rewrite)
+    with pytest.raises(CheckpointRefused, match=r"record 1 \(cycle 1\) .* does not match its MAC"):
+        CheckpointStore(tmp_path / "ck", KEY).read()
+
+
+@pytest.mark.parametrize("how", ["drop", "swap"])
+def test_records_dropped_or_moved_in_the_middle_are_refused(tmp_path: Path, how: str) -> None:
+    store = _started(tmp_path / "ck")
+    for state in _states(4):
+        store.save(state)
+    lines = _lines(store)
+    if how == "drop":
+        del lines[2]
+    else:
+        lines[2], lines[3] = lines[3], lines[2]
+    store.file.write_bytes(b"".join(lines))
+    with pytest.raises(CheckpointRefused, match="removed or reordered") as caught:
+        CheckpointStore(tmp_path / "ck", KEY).read()
+    assert caught.value.code == codes.CHECKPOINT_TAMPERED
+
+
+def test_a_checkpoint_sealed_with_another_key_says_so(tmp_path: Path) -> None:
+    _started(tmp_path / "ck").save(_states(1)[0])
+    with pytest.raises(CheckpointRefused, match="sealed with another key") as caught:
+        CheckpointStore(tmp_path / "ck", bytes(32)).read()
+    assert caught.value.code == codes.CHECKPOINT_OTHER_KEY
 
 
 def test_other_pipeline_or_inputs_are_refused(tmp_path: Path) -> None:
-    _store(tmp_path).save(_state(2))
-    other = CheckpointStore(tmp_path / "ck", pipeline_digest("text", {"a": 2}))
-    with pytest.raises(UsageError, match="another pipeline"):
-        other.load()
+    _started(tmp_path / "ck").close()
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    checkpoint.check_pipeline(TEXT)
+    checkpoint.check_digest(pipeline_digest(TEXT, {"a": 1}))
+    with pytest.raises(CheckpointRefused, match="another pipeline") as caught:
+        checkpoint.check_pipeline(TEXT + "#")
+    assert caught.value.code == codes.CHECKPOINT_FOREIGN
+    with pytest.raises(CheckpointRefused, match="other inputs"):
+        checkpoint.check_digest(pipeline_digest(TEXT, {"a": 2}))
 
 
 def test_missing_checkpoint_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no checkpoint"):
-        _store(tmp_path).load()
+        CheckpointStore(tmp_path / "ck", KEY).read()
+
+
+@pytest.mark.parametrize(
+    "content", [bytes(range(128, 256)), b"[" * 100_000, b"", b'{"mac":"x"}\n', b"half a record"]
+)
+def test_garbage_is_refused_as_torn_or_corrupt(tmp_path: Path, content: bytes) -> None:
+    store = CheckpointStore(tmp_path / "ck", KEY)
+    store.folder.mkdir()
+    store.file.write_bytes(content)
+    with pytest.raises(CheckpointRefused, match="is torn or corrupt") as caught:
+        store.read()
+    assert caught.value.code == codes.CHECKPOINT_CORRUPT
+
+
+def test_a_journal_past_its_threshold_is_compacted_into_one_snapshot(tmp_path: Path) -> None:
+    store = _started(tmp_path / "ck", compact_bytes=4000)
+    states = _states(60)
+    sizes = []
+    for state in states:
+        store.save(state)
+        sizes.append(store.file.stat().st_size)
+    assert max(sizes) < 4000 + 2 * 8000  # bounded by the threshold, not by the run's length
+    assert len(_lines(store)) < 30
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.state is not None
+    assert checkpoint.state.to_json() == states[-1].to_json()
+    assert checkpoint.inputs == {"a": 1}
+
+
+def test_a_failed_append_stops_the_run_and_keeps_the_last_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _started(tmp_path / "ck")
+    first, second = _states(2)
+    store.save(first)
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    store.flush()
+    monkeypatch.setattr(os, "fdatasync", full)
+    store.save(second)  # written; its sync fails in the background
+    with pytest.raises(RunError) as caught:
+        store.close()
+    monkeypatch.undo()
+    assert caught.value.exit_code == 1
+    assert "No space left on device" in caught.value.message
+    assert str(store.folder) in caught.value.message
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.state is not None
+    assert checkpoint.state.cycle >= 1
 
 
 def test_decisions_are_kept_and_cleared(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+    store = CheckpointStore(tmp_path / "ck", KEY)
     assert store.load_decisions() == {}
     store.save_decisions({"b": False, "a": True})
     assert store.load_decisions() == {"a": True, "b": False}
@@ -98,37 +304,6 @@ def test_decisions_are_kept_and_cleared(tmp_path: Path) -> None:
     (store.folder / "decisions.json").write_text('{"a": "yes"}')
     with pytest.raises(UsageError, match="corrupt"):
         store.load_decisions()
-
-
-def test_a_failed_save_keeps_the_last_checkpoint_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = _store(tmp_path)
-    store.save(_state(1))
-
-    def full(fd: int) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(RunError) as caught:
-        store.save(_state(2))
-    monkeypatch.undo()
-    assert caught.value.exit_code == 1
-    assert "No space left on device" in caught.value.message
-    assert str(store.folder) in caught.value.message
-    assert store.load().cycle == 1
-    assert sorted(p.name for p in store.folder.iterdir()) == [CHECKPOINT_FILE]
-
-
-@pytest.mark.parametrize("content", [bytes(range(128, 256)), b"[" * 100_000])
-def test_a_non_utf8_or_deep_checkpoint_is_refused_as_corrupt(
-    tmp_path: Path, content: bytes
-) -> None:
-    store = _store(tmp_path)
-    store.folder.mkdir()
-    store.file.write_bytes(content)
-    with pytest.raises(UsageError, match="is torn or corrupt"):
-        store.load()
 
 
 def test_check_folder_refuses_a_file_and_creates_a_missing_folder(tmp_path: Path) -> None:

@@ -1,0 +1,266 @@
+"""MAC-chained, append-only JSON lines: the file format of checkpoints (docs/architecture.md §12).
+
+Each record is one line, `{"mac":"<64 hex>","record":<body>}` + newline, where
+`<body>` is canonical JSON and
+
+    mac[i] = HMAC-SHA256(key, mac[i-1] + "\\n" + body[i])      (mac[-1] = "")
+
+so a record cannot be edited, and no record can be removed from the middle
+or moved, without the key. The MAC covers the exact bytes of the body, so
+reading never re-serialises anything.
+
+- `Appender` writes one whole line with one `write` on an `O_APPEND`
+  descriptor, and fdatasyncs it from a background thread (group commit): a
+  record survives a killed run at once, and the disk, not the run, waits for
+  the sync.
+- `atomic_write` replaces a file by temp file + fsync + rename + fsync of the
+  folder: readers see the old file or the new one, never half of one.
+- `read_journal` verifies every complete line; a last line without its newline
+  (a run killed mid-append) is torn: it is left out and reported by offset so
+  the writer can cut it before appending again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from converge_dsl import codes
+from converge_dsl.errors import RunError
+
+from ._checkpoint_key import CheckpointRefused, key_id
+
+_PREFIX = b'{"mac":"'
+_MIDDLE = b'","record":'
+_MAC_HEX = 64
+_BODY_AT = len(_PREFIX) + _MAC_HEX + len(_MIDDLE)
+
+
+def seal(key: bytes, previous: str, body: bytes) -> tuple[str, bytes]:
+    """The MAC of `body` chained after `previous`, and the whole line to write."""
+    mac = hmac.new(key, previous.encode("ascii") + b"\n" + body, hashlib.sha256).hexdigest()
+    return mac, _PREFIX + mac.encode("ascii") + _MIDDLE + body + b"}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One verified record: its number (0 = the first line), body and MAC."""
+
+    number: int
+    body: dict[str, Any]
+    mac: str
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRead:
+    """The verified records of a journal; `end` is the byte offset after the last one."""
+
+    records: tuple[Record, ...]
+    end: int
+    torn: bool
+
+
+def _describe(number: int, body: bytes) -> str:
+    """`record N (cycle C)`, the cycle read best-effort from an unverified body."""
+    try:
+        cycle = json.loads(body).get("cycle")
+    except (ValueError, AttributeError, RecursionError):
+        cycle = None
+    return f"record {number}" + (f" (cycle {cycle})" if isinstance(cycle, int) else "")
+
+
+def _bad_mac(path: Path, key: bytes, number: int, body: bytes) -> CheckpointRefused:
+    if number == 0:
+        try:
+            sealed_with = json.loads(body).get("key_id")
+        except (ValueError, AttributeError, RecursionError):
+            sealed_with = None
+        if isinstance(sealed_with, str) and sealed_with != key_id(key):
+            return CheckpointRefused(
+                codes.CHECKPOINT_OTHER_KEY,
+                f"{str(path)!r} was sealed with another key (key id {sealed_with}; "
+                f"this user's key id is {key_id(key)})",
+                hint="resume as the user who made it, with the same config folder",
+            )
+    return CheckpointRefused(
+        codes.CHECKPOINT_TAMPERED,
+        f"{_describe(number, body)} of {str(path)!r} does not match its MAC: it was edited, "
+        "or records were removed or reordered",
+        hint="a checkpoint is only read as written; start the run again without --resume",
+    )
+
+
+def _corrupt(path: Path, what: str) -> CheckpointRefused:
+    return CheckpointRefused(
+        codes.CHECKPOINT_CORRUPT,
+        f"checkpoint {str(path)!r} is torn or corrupt: {what}; it is not read",
+        hint="start the run again without --resume",
+    )
+
+
+def read_journal(path: Path, key: bytes) -> JournalRead:
+    """Every complete record of `path`, verified; `CheckpointRefused` (CD950, 951, 953) else.
+
+    Raises `FileNotFoundError` when there is no file (the caller says what that means).
+    """
+    raw = path.read_bytes()
+    cut = raw.rfind(b"\n") + 1
+    records: list[Record] = []
+    previous, start = "", 0
+    while start < cut:
+        stop = raw.index(b"\n", start) + 1
+        line = raw[start:stop]
+        number = len(records)
+        if not (
+            line.startswith(_PREFIX)
+            and line[_BODY_AT - len(_MIDDLE) : _BODY_AT] == _MIDDLE
+            and line.endswith(b"}\n")
+        ):
+            raise _corrupt(path, f"record {number} is not a sealed record")
+        mac, body = line[len(_PREFIX) : len(_PREFIX) + _MAC_HEX], line[_BODY_AT:-2]
+        expected, _ = seal(key, previous, body)
+        if not hmac.compare_digest(expected.encode("ascii"), mac):
+            raise _bad_mac(path, key, number, body)
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            data = None
+        if not isinstance(data, dict):
+            raise _corrupt(path, f"record {number} is not a JSON object")
+        records.append(Record(number, data, expected))
+        previous, start = expected, stop
+    if not records:
+        raise _corrupt(path, "it holds no complete record")
+    return JournalRead(tuple(records), cut, torn=cut < len(raw))
+
+
+def _write_error(path: Path, exc: OSError) -> RunError:
+    return RunError(
+        f"cannot write {path.name} in checkpoint folder {str(path.parent)!r}: "
+        f"{exc.strerror or exc}; the run stopped",
+        hint="free space or fix the folder; the checkpoint of the last completed cycle "
+        "is kept (continue with --resume DIR)",
+    )
+
+
+def atomic_write(folder: Path, name: str, data: bytes) -> None:
+    """Replace `folder/name` by temp file + fsync + rename + fsync of the folder.
+
+    A failure (full disk, folder gone) raises `RunError` and leaves the previous
+    `folder/name` as it was; the temp file is removed.
+    """
+    temp = folder / f".{name}.{os.getpid()}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with temp.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, folder / name)
+        directory = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+        raise _write_error(folder / name, exc) from None
+
+
+class Appender:
+    """Appends whole lines to a journal; a background thread fdatasyncs them (group commit).
+
+    `append` writes the line at once with one `write` (so a run killed after it
+    keeps the record: it is in the kernel's page cache) and asks the sync
+    thread for an `fdatasync`, which covers every line written before it
+    started; while one runs, later appends wait for the next one. So every
+    record is fdatasynced, without the run waiting for the disk each cycle:
+    a power loss can lose at most the records of the sync in progress, and a
+    resume then starts from the record before them. `flush` waits for every
+    record so far; `close` flushes, stops the thread and closes the file. A
+    failed write or sync raises `RunError` (at that append, or the next
+    `append`/`flush`/`close`).
+    """
+
+    def __init__(self, path: Path, end: int) -> None:
+        """Append to `path`, cut first at `end` (drops a torn last line)."""
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise _write_error(path, exc) from None
+        try:
+            if os.fstat(self._fd).st_size != end:
+                os.ftruncate(self._fd, end)
+                os.fsync(self._fd)
+        except OSError as exc:
+            os.close(self._fd)
+            raise _write_error(path, exc) from None
+        self._cond = threading.Condition()
+        self._wanted = self._synced = 0
+        self._error: OSError | None = None
+        self._closing = False
+        self._thread = threading.Thread(target=self._sync_loop, name="checkpoint-sync", daemon=True)
+        self._thread.start()
+
+    def append(self, line: bytes) -> None:
+        """Write `line` (all of it) and have it fdatasynced; `RunError` on any failure."""
+        self._raise_failure()
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+        with self._cond:
+            self._wanted += 1
+            self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Wait until every line appended so far is fdatasynced."""
+        with self._cond:
+            while self._synced < self._wanted and self._error is None:
+                self._cond.wait()
+        self._raise_failure()
+
+    def close(self) -> None:
+        """Flush, stop the sync thread and close the file (`RunError` if a sync failed)."""
+        try:
+            self.flush()
+        finally:
+            with self._cond:
+                self._closing = True
+                self._cond.notify_all()
+            self._thread.join()
+            os.close(self._fd)
+
+    def _raise_failure(self) -> None:
+        if self._error is not None:
+            raise _write_error(self.path, self._error)
+
+    def _sync_loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._synced == self._wanted and not self._closing:
+                    self._cond.wait()
+                if self._synced == self._wanted or self._error is not None:
+                    return
+                target = self._wanted
+            try:
+                os.fdatasync(self._fd)
+            except OSError as exc:
+                with self._cond:
+                    self._error = exc
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._synced = target
+                self._cond.notify_all()
