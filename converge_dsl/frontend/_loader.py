@@ -10,10 +10,14 @@ Locations are materialised lazily from the integers.
 
 Strictness (each problem is a located `Diagnostic`; all of them are raised
 together as `PipelineInvalid`): duplicate keys, tabs and syntax errors, tags
-outside the core schema, more than one document, non-UTF-8 bytes, YAML 1.1
-traps (`yes`/`no`/`on`/`off`/`y`/`n`, octal and sexagesimal numbers, `<<`
-merge keys), alias expansion beyond `MAX_ALIAS_NODES`, nesting deeper than
-`MAX_DEPTH`, files over `MAX_BYTES`.
+outside the core schema, more than one document, non-UTF-8 bytes, characters
+YAML forbids (located where they are), `<<` merge keys, alias expansion beyond
+`MAX_ALIAS_NODES`, nesting deeper than `MAX_DEPTH`, files over `MAX_BYTES`;
+and, through `_scalars`, scalars in keys and values alike: YAML 1.1 traps
+(`yes`/`no`/`on`/`off`/`y`/`n`, octal and sexagesimal numbers), non-decimal
+numbers (`0x1F`, `0o10`, `1e3`), numbers JSON cannot hold and tags that do not
+match their text. Floats whose text is lost (`1.10`) are listed in
+`LoadedDocument.inexact` for the schema stage (docs/architecture.md §4).
 """
 
 from __future__ import annotations
