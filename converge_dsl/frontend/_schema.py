@@ -82,7 +82,7 @@ def schema_diagnostics(doc: LoadedDocument, schema_name: str) -> list[Diagnostic
             if marker not in seen:
                 seen.add(marker)
                 out.append(diagnostic)
-    return out + _text_lost(doc, validator, {d.path for d in out})
+    return out + (_text_lost(doc, validator, {d.path for d in out}) if doc.inexact else [])
 
 
 def _text_lost(doc: LoadedDocument, validator: Any, reported: set[JsonPath]) -> list[Diagnostic]:
