@@ -21,7 +21,21 @@ of rules that read schema'd data fields (`facts.tickets[0].data.category ==
 'billing'`, emits whose content and data read them), every one a different
 expression: `data validate/bare-load: Z` (target: Z <= 1.5).
 
-Run: .venv/bin/python bench/validate.py [--suggestors N] [--repeat R]
+A third case, printed before the last line, loads 450,000 keys (`--keys`)
+from two generated files of about 7.5 MB (under the 8 MiB file limit):
+
+  - valid: one seed whose `data` is a mapping of 450,000 keys (free-form data,
+    so the schema allows them); `validate` finds nothing;
+  - unknown: 450,000 unknown top-level keys; `validate` prints the first 100
+    and a count of the rest (`... and 449,900 more CD100 errors`).
+
+Each is timed in this process, `validate` (the CLI's `run`, output to memory)
+against a bare `yaml.load(..., Loader=yaml.CSafeLoader)` of the same file,
+interleaved, the minimum of `--key-repeat` runs of each:
+`450k validate/bare-load: X` per file (target: X <= 5), with how many
+diagnostics were printed and the count line.
+
+Run: .venv/bin/python bench/validate.py [--suggestors N] [--repeat R] [--keys K]
 """
 
 from __future__ import annotations
@@ -218,6 +232,53 @@ def _time_interleaved(commands: dict[str, list[str]], repeat: int, cwd: Path) ->
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def generate_keys(count: int, *, unknown: bool) -> str:
+    """A pipeline with `count` keys: unknown top-level keys, or keys of one seed's data."""
+    head = "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: bench-keys\n"
+    if unknown:
+        return head + "".join(f"key{i}: {i}\n" for i in range(count))
+    seed = "seeds:\n  - id: a\n    content: b\n    data:\n"
+    return head + seed + "".join(f"      k{i}: 0\n" for i in range(count))
+
+
+def _time_in_process(path: Path, repeat: int) -> tuple[float, float, str]:
+    """Min times of `validate PATH` (in process) and a bare C load, interleaved; the output."""
+    import io
+
+    import yaml
+
+    from converge_dsl.cli import run
+
+    validate, bare, output = [], [], ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        with path.open(encoding="utf-8") as stream:
+            yaml.load(stream, Loader=yaml.CSafeLoader)
+        bare.append(time.perf_counter() - start)
+        out = io.StringIO()
+        start = time.perf_counter()
+        run(["validate", str(path)], out, io.StringIO())
+        validate.append(time.perf_counter() - start)
+        output = out.getvalue()
+    return min(validate), min(bare), output
+
+
+def _keys_case(folder: Path, count: int, repeat: int) -> None:
+    """Print `450k validate/bare-load: X` for the valid and the unknown-keys file."""
+    for label, unknown in (("valid, keys of one seed's data", False), ("unknown keys", True)):
+        path = folder / ("unknown-keys.yaml" if unknown else "valid-keys.yaml")
+        path.write_text(generate_keys(count, unknown=unknown), encoding="utf-8")
+        validate, bare, output = _time_in_process(path, repeat)
+        printed = output.count("\nerror[") + output.startswith("error[")
+        rest = [line for line in output.splitlines() if line.startswith("... and ")]
+        size = path.stat().st_size / 1e6
+        print(f"{count:,} keys ({label}, {size:.1f} MB): {output.splitlines()[-1]}")
+        print(f"  diagnostics printed: {printed}; {rest[0] if rest else 'none omitted'}")
+        print(f"  validate:          {validate:.3f} s (in process, min of {repeat})")
+        print(f"  bare C load:       {bare:.3f} s")
+        print(f"{count // 1000}k validate/bare-load: {validate / bare:.2f}")
+
+
 def _commands(python: str, name: str) -> dict[str, list[str]]:
     """`validate NAME` and the bare C load of NAME."""
     return {
@@ -234,6 +295,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suggestors", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keys", type=int, default=450_000)
+    parser.add_argument("--key-repeat", type=int, default=3)
     args = parser.parse_args()
     python = sys.executable
     checker = shutil.which("check-jsonschema", path=str(Path(python).parent)) or shutil.which(
@@ -261,6 +324,7 @@ def main() -> None:
         print(f"validate:          {data_times['validate']:.3f} s")
         print(f"bare C load:       {data_times['bare']:.3f} s")
         print(f"data validate/bare-load: {data_times['validate'] / data_times['bare']:.2f}")
+        _keys_case(folder, args.keys, args.key_repeat)
         lines = pipeline.read_text(encoding="utf-8").count("\n")
         print(f"pipeline: {args.suggestors} suggestors, {lines} lines")
         commands = _commands(python, "bench.yaml")

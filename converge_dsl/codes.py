@@ -29,13 +29,16 @@ FORBIDDEN_TAG = "CD004"  # a tag outside the core schema (!!python/..., custom t
 MULTIPLE_DOCUMENTS = "CD005"  # more than one YAML document in the file
 NOT_UTF8 = "CD006"  # the file is not UTF-8
 YAML11_BOOLEAN = "CD007"  # yes/no/on/off/y/n that YAML 1.1 reads as a boolean
-YAML11_NUMBER = "CD008"  # a version, octal or sexagesimal YAML 1.1 reads as a number
+YAML11_NUMBER = "CD008"  # a number YAML 1.1 and 1.2 read differently (octal, 0o, 1e3), or hex
 ALIAS_BUDGET = "CD009"  # aliases expand beyond the budget (billion laughs)
 TOO_DEEP = "CD010"  # nesting deeper than the limit
 TOO_LARGE = "CD011"  # the file is over the size limit
 BAD_KEY = "CD012"  # a mapping key that is not a plain string
 EMPTY_DOCUMENT = "CD013"  # the file holds no document
 UNREADABLE = "CD014"  # the file cannot be read
+NUMBER_OUT_OF_RANGE = "CD015"  # an integer beyond 64 bits, a float beyond a double's range
+TAG_MISMATCH = "CD016"  # an explicit tag (!!null, !!int...) that its text does not match
+FORBIDDEN_CHARACTER = "CD017"  # a character YAML does not allow (NUL, control characters)
 
 # --- CD1xx schema -------------------------------------------------------------
 UNKNOWN_FIELD = "CD100"  # a key the schema does not know
@@ -49,6 +52,7 @@ SCHEMA_OTHER = "CD107"  # any other schema violation
 VERSION_AS_NUMBER = "CD108"  # a version specifier written as a number
 KEY_SCHEMA_INVALID = "CD109"  # a keys[].schema that is not a valid JSON Schema 2020-12
 KEY_SCHEMA_REMOTE_REF = "CD110"  # a $ref in a key, output or pack schema that points outside it
+NUMBER_TEXT_LOST = "CD111"  # a float in free-form data whose text is lost (1.10 read as 1.1)
 SCHEMA_REGEX_NOT_LINEAR = "CD120"  # a schema pattern RE2 cannot run (backreference, lookaround)
 
 # --- CD2xx semantic errors ------------------------------------------------------

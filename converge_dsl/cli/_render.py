@@ -4,7 +4,8 @@
 commands print a `PipelineInvalid` with it (through `cli.run`), so an invalid
 pipeline reads the same whichever command found it. Formats: `human` (a
 source excerpt with a caret under each problem, then a summary line), `json`,
-`github` (workflow annotations) and `sarif` (SARIF 2.1.0).
+`github` (workflow annotations) and `sarif` (SARIF 2.1.0). Each shows at
+most `MAX_PER_CODE` (100) diagnostics of a code and counts the rest.
 """
 
 from __future__ import annotations
@@ -29,21 +30,25 @@ def render(
 ) -> None:
     """Write `diagnostics` (best first) to `stream` in `format`.
 
-    Human output reads excerpts from `sources` (file -> text), and from disk
-    for a file it lacks; `files` is how many files were checked, for the
-    summary line (none with `summary=False`).
+    Only the first `frontend.MAX_PER_CODE` diagnostics of each code are
+    written; the rest of a code become one `... and N more CODE errors` entry
+    (JSON and SARIF: with an `omitted` count), and the summary line counts
+    them all. Human output reads excerpts from `sources` (file -> text), and
+    from disk for a file it lacks; `files` is how many files were checked, for
+    the summary line (none with `summary=False`).
     """
     from converge_dsl import frontend
 
     found = list(diagnostics)
+    shown, omitted = frontend.cap(found)
     if format == "json":
-        stream.write(frontend.render_json(found))
+        stream.write(frontend.render_json(shown, omitted))
     elif format == "github":
-        stream.write(frontend.render_github(found))
+        stream.write(frontend.render_github(shown, omitted))
     elif format == "sarif":
-        stream.write(frontend.render_sarif(found))
+        stream.write(frontend.render_sarif(shown, omitted))
     else:
-        text = frontend.render_human(found, sources or {}, color)
+        text = frontend.render_human(shown, sources or {}, color, omitted)
         if summary:
             text += ("\n" if text else "") + frontend.summary_line(found, files)
         stream.write(text)

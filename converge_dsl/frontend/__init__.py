@@ -18,7 +18,8 @@ Public surface:
 - templates: `TemplateSite`, `suggestor_sites(path, body)`, `template_problems(...)`,
   `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
-  `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from
+  `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from;
+  `cap(diagnostics)` -> the first `MAX_PER_CODE` of each code and `Omitted` counts of the rest
 
 Heavy modules (jsonschema-rs, jinja2, rich) are imported only when used; the
 template checker (`template_problems`, `expression_error`) on first use.
@@ -29,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from converge_dsl._lazy import lazy_names
+from converge_dsl.frontend._cap import MAX_PER_CODE, Omitted, cap
 from converge_dsl.frontend._check import (
     CheckedPipeline,
     check_document,
@@ -55,14 +57,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS",
+    "MAX_PER_CODE",
     "Check",
     "CheckedPipeline",
     "LoadedDocument",
     "NodeLocation",
+    "Omitted",
     "PipelineFacts",
     "SourceMap",
     "SourceTexts",
     "TemplateSite",
+    "cap",
     "check",
     "check_document",
     "check_pipeline",

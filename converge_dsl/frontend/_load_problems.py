@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 from yaml.nodes import Node
 
@@ -51,4 +53,29 @@ def syntax_diagnostic(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagno
         f"YAML syntax error: {message}",
         span,
         hint="check the indentation and quoting around this line",
+    )
+
+
+# Characters YAML 1.2 allows in a stream (its c-printable production).
+_NOT_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+_NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
+
+
+def character_diagnostic(exc: yaml.reader.ReaderError, file: str, text: str) -> Diagnostic:
+    """A character the YAML reader refused, located where it is (not at 1:1)."""
+    found = _NOT_PRINTABLE.search(text)
+    if found is None:  # pragma: no cover - the reader refuses only these characters
+        return Diagnostic.at(codes.YAML_SYNTAX, str(exc), point(file, 1, 1))
+    at = found.start()
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    code = ord(found.group())
+    name = f"U+{code:04X}" + (f" ({_NAMES[code]})" if code in _NAMES else "")
+    return Diagnostic.at(
+        codes.FORBIDDEN_CHARACTER,
+        f"the character {name} is not allowed in YAML",
+        point(file, line, column),
+        hint="remove it, or write it as an escape (like \\x07) in a double-quoted string",
     )

@@ -10,16 +10,19 @@ Locations are materialised lazily from the integers.
 
 Strictness (each problem is a located `Diagnostic`; all of them are raised
 together as `PipelineInvalid`): duplicate keys, tabs and syntax errors, tags
-outside the core schema, more than one document, non-UTF-8 bytes, YAML 1.1
-traps (`yes`/`no`/`on`/`off`/`y`/`n`, octal and sexagesimal numbers, `<<`
-merge keys), alias expansion beyond `MAX_ALIAS_NODES`, nesting deeper than
-`MAX_DEPTH`, files over `MAX_BYTES`.
+outside the core schema, more than one document, non-UTF-8 bytes, characters
+YAML forbids (located where they are), `<<` merge keys, alias expansion beyond
+`MAX_ALIAS_NODES`, nesting deeper than `MAX_DEPTH`, files over `MAX_BYTES`;
+and, through `_scalars`, scalars in keys and values alike: YAML 1.1 traps
+(`yes`/`no`/`on`/`off`/`y`/`n`, octal and sexagesimal numbers), non-decimal
+numbers (`0x1F`, `0o10`, `1e3`), numbers JSON cannot hold and tags that do not
+match their text. Floats whose text is lost (`1.10`) are listed in
+`LoadedDocument.inexact` for the schema stage (docs/architecture.md §4).
 """
 
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,24 +34,23 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, format_path
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend._load_problems import invalid, node_span, point, syntax_diagnostic
+from converge_dsl.frontend._load_problems import (
+    character_diagnostic,
+    invalid,
+    node_span,
+    point,
+    syntax_diagnostic,
+)
 from converge_dsl.frontend._marks import Marks, NodeSourceMap
+from converge_dsl.frontend._scalars import BOOL, STR, TAG, Problem, read_scalar, text_lost
 from converge_dsl.frontend.document import LoadedDocument
 
 MAX_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_ALIAS_NODES = 100_000
 
-_TAG = "tag:yaml.org,2002:"
-_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
-_MAP, _SEQ = _TAG + "map", _TAG + "seq"
-_AS_TEXT = frozenset({_TAG + "timestamp", _TAG + "value"})  # YAML 1.2 reads these as strings
-_TRUE = frozenset({"true", "True", "TRUE"})
-_FALSE = frozenset({"false", "False", "FALSE"})
-_YAML11_BOOL_WORDS = frozenset({"y", "Y", "n", "N"})
-_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
-_HEX_INT = re.compile(r"[-+]?0x[0-9a-fA-F]+\Z")
-_PLAIN_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+_MAP, _SEQ = TAG + "map", TAG + "seq"
+_MERGE = TAG + "merge"
 
 
 def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
@@ -121,7 +123,9 @@ def _load(text: str, file: str) -> LoadedDocument:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         raise PipelineInvalid([syntax_diagnostic(exc, file, text)]) from None
-    except yaml.YAMLError as exc:  # unmarked reader errors
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        raise PipelineInvalid([character_diagnostic(exc, file, text)]) from None
+    except yaml.YAMLError as exc:  # other unmarked errors
         raise invalid(codes.YAML_SYNTAX, str(exc), point(file, 1, 1)) from None
     finally:
         loader.dispose()
@@ -132,12 +136,16 @@ def _load(text: str, file: str) -> LoadedDocument:
             point(file, 1, 1),
             hint="a pipeline starts with 'apiVersion: converge-dsl/v1'",
         )
-    builder = _Builder(file)
+    builder = _Builder(file, loader.resolved)
     data = builder.build(root, ())
     if builder.problems:
         raise PipelineInvalid(builder.problems)
     return LoadedDocument(
-        file=file, text=text, data=data, source_map=NodeSourceMap(file, builder.marks)
+        file=file,
+        text=text,
+        data=data,
+        source_map=NodeSourceMap(file, builder.marks),
+        inexact=tuple(builder.inexact),
     )
 
 
@@ -163,21 +171,32 @@ class _StrictLoader(yaml.CSafeLoader):
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is ScalarNode:
             if not implicit[0]:
-                return _STR
+                return STR
             tag = self._plain.get(value)
             if tag is None:
                 tag = self._plain[value] = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
             return tag
         return _SEQ if kind is SequenceNode else _MAP
 
+    @property
+    def resolved(self) -> dict[str, str]:
+        """Plain text -> its implicit tag, for every plain scalar whose tag was resolved.
+
+        A plain scalar whose text is missing here, or maps to another tag,
+        had its tag written (`!!null x`).
+        """
+        return self._plain
+
 
 class _Builder:
     """Walks the node graph once; collects every problem instead of stopping at the first."""
 
-    __slots__ = ("aliased", "file", "marks", "problems", "sizes", "stack")
+    __slots__ = ("aliased", "file", "implicit", "inexact", "marks", "problems", "sizes", "stack")
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, implicit: dict[str, str]) -> None:
         self.file = file
+        self.implicit = implicit  # plain text -> the tag it resolved to (`_StrictLoader.resolved`)
+        self.inexact: list[tuple[JsonPath, str]] = []  # floats whose text a float drops
         self.marks: dict[JsonPath, Marks] = {}
         self.problems: list[Diagnostic] = []
         self.sizes: dict[int, int] = {}  # id(collection node) -> nodes built under it
@@ -258,7 +277,7 @@ class _Builder:
                     path,
                 )
                 continue
-            if key_node.tag == _TAG + "merge":
+            if key_node.tag == _MERGE:
                 self.fail(
                     codes.BAD_KEY,
                     "merge keys ('<<') are not supported",
@@ -269,7 +288,7 @@ class _Builder:
                 continue
             key = self.scalar(key_node, path, is_key=True)
             if not isinstance(key, str):
-                if key_node.tag != _BOOL:  # booleans were reported by scalar()
+                if key_node.tag != BOOL:  # YAML 1.1 booleans were reported by scalar()
                     self.fail(
                         codes.BAD_KEY,
                         f"mapping key {key_node.value!r} is not a string",
@@ -293,59 +312,23 @@ class _Builder:
 
     def scalar(self, node: Node, path: JsonPath, *, is_key: bool = False) -> Any:
         tag, text, plain = node.tag, node.value, not getattr(node, "style", None)
-        if tag == _STR:
-            if plain and not is_key and text in _YAML11_BOOL_WORDS:
-                self.yaml11_boolean(node, path)
+        if tag == STR and plain:  # the common case: no tag written, no resolver call
+            explicit = False
+        else:
+            explicit = tag != (self.implicit.get(text) if plain else STR)
+        value = read_scalar(tag, text, plain=plain, explicit=explicit)
+        if type(value) is Problem:
+            if value.code == codes.FORBIDDEN_TAG:
+                self.forbidden_tag(node, path)
+            else:
+                self.fail(value.code, value.message, node, path, hint=value.hint)
             return text
-        if tag == _INT:
-            if _DECIMAL_INT.match(text):
-                return int(text)
-            if _HEX_INT.match(text):
-                return int(text, 16)
-            self.fail(
-                codes.YAML11_NUMBER,
-                f"{text!r} is read as a number in YAML 1.1 (octal, sexagesimal or with '_')",
-                node,
-                path,
-                hint=f"quote it if you mean text ('{text}'), or write a decimal",
-            )
-            return text
-        if tag == _FLOAT:
-            if _PLAIN_FLOAT.match(text):
-                return float(text)
-            self.fail(
-                codes.YAML11_NUMBER,
-                f"{text!r} is not a number JSON can hold",
-                node,
-                path,
-                hint=f"quote it if you mean text ('{text}'), or write a decimal",
-            )
-            return text
-        if tag == _BOOL:
-            if text in _TRUE:
-                return True
-            if text in _FALSE:
-                return False
-            self.yaml11_boolean(node, path)
-            return text
-        if tag == _NULL:
-            return None
-        if tag in _AS_TEXT:
-            return text
-        self.forbidden_tag(node, path)
-        return text
-
-    def yaml11_boolean(self, node: Node, path: JsonPath) -> None:
-        self.fail(
-            codes.YAML11_BOOLEAN,
-            f"{node.value!r} is a boolean in YAML 1.1 and text in YAML 1.2",
-            node,
-            path,
-            hint=f"write true/false, or quote it: '{node.value}'",
-        )
+        if type(value) is float and not is_key and text_lost(text, value):
+            self.inexact.append((path, text))
+        return value
 
     def forbidden_tag(self, node: Node, path: JsonPath) -> None:
-        tag = node.tag.replace(_TAG, "!!")
+        tag = node.tag.replace(TAG, "!!")
         self.fail(
             codes.FORBIDDEN_TAG,
             f"tag {tag!r} is not allowed",

@@ -10,9 +10,13 @@
   file itself (`SourceTexts`: read once, on first use; unreadable, no excerpt).
   A diagnostic whose `excerpt` is false is shown without one (its file may not
   be quoted).
-- `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`.
+- `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`
+  (plus `omitted` on the entry that counts the diagnostics a cap left out).
 - `render_github`: GitHub Actions workflow commands (`::error file=...`).
 - `render_sarif`: a SARIF 2.1.0 log.
+
+Every renderer takes the `Omitted` records of `cap` (`_cap`) and prints them
+after the diagnostics shown, so a capped output says how many more there are.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.frontend._cap import Omitted
 
 Segment = tuple[str, str]  # (text, rich style); plain output ignores the style
 _TOOL_URI = "https://github.com/converge-dsl/converge-dsl/blob/main/docs/errors.md"
@@ -37,6 +43,7 @@ class SourceTexts(Mapping[str, str]):
 
     def __init__(self, known: Mapping[str, str] | None = None) -> None:
         self._texts: dict[str, str | None] = dict(known or {})
+        self._lines: dict[str, list[str]] = {}
 
     def __getitem__(self, file: str) -> str:
         if file not in self._texts:
@@ -54,6 +61,13 @@ class SourceTexts(Mapping[str, str]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def lines(self, file: str) -> list[str]:
+        """The lines of `file` (empty when it has no text), split once per file."""
+        found = self._lines.get(file)
+        if found is None:
+            found = self._lines[file] = self[file].splitlines() if file in self else []
+        return found
 
 
 EXCERPT_WIDTH = 120
@@ -92,7 +106,7 @@ def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
     return head + marked + tail, len(head), max(1, len(marked))
 
 
-def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[Segment]]:
+def _segments(diagnostic: Diagnostic, sources: SourceTexts) -> list[list[Segment]]:
     colour = "bold red" if diagnostic.is_error else "bold yellow"
     lines: list[list[Segment]] = [
         [
@@ -100,8 +114,7 @@ def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[S
             (f": {terminal_safe(diagnostic.message)}", "bold"),
         ]
     ]
-    source = sources.get(diagnostic.file) if diagnostic.excerpt else None
-    text_lines = source.splitlines() if source is not None else []
+    text_lines = sources.lines(diagnostic.file) if diagnostic.excerpt else []
     number = str(diagnostic.line)
     pad = " " * len(number)
     where = terminal_safe(f"{diagnostic.file}:{diagnostic.line}:{diagnostic.column}")
@@ -122,15 +135,21 @@ def _segments(diagnostic: Diagnostic, sources: Mapping[str, str]) -> list[list[S
 
 
 def render_human(
-    diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], color: bool = False
+    diagnostics: Sequence[Diagnostic],
+    sources: Mapping[str, str],
+    color: bool = False,
+    omitted: Sequence[Omitted] = (),
 ) -> str:
     """Each diagnostic with its source excerpt; blocks separated by a blank line.
 
     `sources` maps file names to their text; a file it lacks is read lazily
-    (see `SourceTexts`).
+    (see `SourceTexts`). `omitted` (from `cap`) ends the text with one
+    `... and N more CODE errors` line per code.
     """
     texts = SourceTexts(sources)
     blocks = [_segments(d, texts) for d in diagnostics]
+    if omitted:
+        blocks.append([[(o.message, "bold")] for o in omitted])
     if not color:
         return "\n\n".join(
             "\n".join("".join(text for text, _ in line).rstrip() for line in block)
@@ -159,20 +178,33 @@ def render_human(
 
 
 def summary_line(diagnostics: Sequence[Diagnostic], files: int) -> str:
-    """`2 errors, 1 warning in 3 files` (or `3 files valid`)."""
+    """`2 errors, 1 warning in 3 files` (or `3 files valid`); counts above 9,999 get commas.
+
+    `diagnostics` is every finding, shown or omitted by `cap`.
+    """
     errors = sum(1 for d in diagnostics if d.is_error)
     warnings = len(diagnostics) - errors
     where = f"{files} file" + ("" if files == 1 else "s")
     if not diagnostics:
         return f"{where} valid\n"
-    parts = [f"{errors} error" + ("" if errors == 1 else "s")] if errors else []
+    parts = [f"{_count(errors)} error" + ("" if errors == 1 else "s")] if errors else []
     if warnings:
-        parts.append(f"{warnings} warning" + ("" if warnings == 1 else "s"))
+        parts.append(f"{_count(warnings)} warning" + ("" if warnings == 1 else "s"))
     return f"{', '.join(parts)} in {where}\n"
 
 
-def render_json(diagnostics: Sequence[Diagnostic]) -> str:
-    return json.dumps([d.as_json() for d in diagnostics], indent=2, ensure_ascii=False) + "\n"
+def _count(number: int) -> str:
+    return f"{number:,}" if number > 9999 else str(number)
+
+
+def render_json(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] = ()) -> str:
+    """A JSON list: each diagnostic's `as_json`, then one entry per `Omitted` record.
+
+    An omitted entry has the keys of the first diagnostic it stands for, its
+    message saying how many more, and `omitted`: that count.
+    """
+    entries = [d.as_json() for d in diagnostics] + [o.as_json() for o in omitted]
+    return json.dumps(entries, indent=2, ensure_ascii=False) + "\n"
 
 
 def _escape_data(text: str) -> str:
@@ -183,9 +215,10 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(diagnostics: Sequence[Diagnostic]) -> str:
+def render_github(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] = ()) -> str:
+    """One workflow command per diagnostic, then one per `Omitted` record (its count)."""
     lines = []
-    for d in diagnostics:
+    for d in [*diagnostics, *(_as_diagnostic(o) for o in omitted)]:
         properties = ",".join(
             [
                 f"file={_escape_property(d.file)}",
@@ -201,13 +234,23 @@ def render_github(diagnostics: Sequence[Diagnostic]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
-    """A SARIF 2.1.0 log with one run; rules are the codes that occur."""
+def _as_diagnostic(omitted: Omitted) -> Diagnostic:
+    return replace(omitted.first, message=omitted.message, hint=None)
+
+
+def render_sarif(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] = ()) -> str:
+    """A SARIF 2.1.0 log with one run; rules are the codes that occur.
+
+    Each `Omitted` record is one more result, at the first diagnostic it
+    stands for, with its count in `properties.omitted`.
+    """
     from converge_dsl import __version__
 
-    codes = sorted({d.code for d in diagnostics})
-    results = []
-    for d in diagnostics:
+    shown: list[tuple[Diagnostic, int | None]] = [(d, None) for d in diagnostics]
+    shown += [(_as_diagnostic(o), o.count) for o in omitted]
+    codes = sorted({d.code for d, _ in shown})
+    results: list[dict[str, object]] = []
+    for d, count in shown:
         text = d.message + (f"\nhint: {d.hint}" if d.hint else "")
         results.append(
             {
@@ -228,6 +271,7 @@ def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
                         },
                     }
                 ],
+                **({"properties": {"omitted": count}} if count is not None else {}),
             }
         )
     log = {

@@ -71,17 +71,65 @@ def schema_diagnostics(doc: LoadedDocument, schema_name: str) -> list[Diagnostic
     """Every schema violation of `doc` against `schemas/<schema_name>`, located."""
     validator = _validator(schema_name)
     if validator.is_valid(doc.data):
-        return []
+        return _text_lost(doc, validator, set())
     schema = load_schema(schema_name)
     seen: set[tuple[str, int, int, str]] = set()
     out: list[Diagnostic] = []
+    suggest = Suggestions()
     for error in validator.iter_errors(doc.data):
-        for diagnostic in _translate(error, doc, schema):
+        for diagnostic in _translate(error, doc, schema, suggest):
             marker = (diagnostic.code, diagnostic.line, diagnostic.column, diagnostic.message)
             if marker not in seen:
                 seen.add(marker)
                 out.append(diagnostic)
-    return out
+    return out + (_text_lost(doc, validator, {d.path for d in out}) if doc.inexact else [])
+
+
+def _text_lost(doc: LoadedDocument, validator: Any, reported: set[JsonPath]) -> list[Diagnostic]:
+    """`NUMBER_TEXT_LOST` for each inexact float (`1.10`) where the schema takes any value.
+
+    Where the schema wants a number (`min_confidence: 0.50`) the value is what
+    counts; where it wants text, the schema has already said so. Free-form
+    places are found by asking the schema: each inexact float is replaced by a
+    list, and a place that takes the list takes anything.
+    """
+    found = [(path, text) for path, text in doc.inexact if path not in reported]
+    if not found:
+        return []
+    lists = _replaced(doc.data, (path for path, _ in found))
+    typed = {tuple(e.instance_path) for e in validator.iter_errors(lists)}
+    smap = doc.source_map
+    return [
+        smap.diagnostic(
+            codes.NUMBER_TEXT_LOST,
+            f"{format_path(path)}: YAML reads {text!r} as the number {value!r}, losing its text",
+            path,
+            hint=f"write {value!r} for the number, or quote it for text: '{text}'",
+        )
+        for path, text in found
+        if path not in typed
+        for value in (_value_at(doc.data, path),)
+    ]
+
+
+def _replaced(data: Any, paths: Iterable[JsonPath]) -> Any:
+    """A copy of `data` with a list at each of `paths` (only the containers on them copied)."""
+    root: Any = dict(data) if isinstance(data, dict) else list(data)
+    copies: dict[JsonPath, Any] = {(): root}
+    for path in paths:
+        node: Any = root
+        for depth in range(1, len(path)):
+            prefix = path[:depth]
+            child = copies.get(prefix)
+            if child is None:
+                original = node[path[depth - 1]]
+                child = copies[prefix] = (
+                    dict(original) if isinstance(original, dict) else list(original)
+                )
+                node[path[depth - 1]] = child
+            node = child
+        node[path[-1]] = []
+    return root
 
 
 def _subschema(schema: dict[str, Any], schema_path: Iterable[str | int]) -> Any:
@@ -153,12 +201,37 @@ class _Error:
         return Diagnostic.at(code, message, span, path=target, hint=hint)
 
 
-def _translate(error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> Iterable[Diagnostic]:
+class Suggestions:
+    """Guesses for unknown names: once per distinct name, for at most `limit` names.
+
+    A file with 450,000 unknown keys costs `limit` fuzzy matches, not one per
+    key: past the limit (more than any rendering shows, see `MAX_PER_CODE`)
+    a name gets no guess, and the hint lists the allowed names instead.
+    """
+
+    __slots__ = ("done", "limit")
+
+    def __init__(self, limit: int = 200) -> None:
+        self.limit = limit
+        self.done: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+    def __call__(self, word: str, candidates: tuple[str, ...]) -> str | None:
+        key = (word, candidates)
+        if key not in self.done:
+            if len(self.done) >= self.limit:
+                return None
+            self.done[key] = did_you_mean(word, candidates)
+        return self.done[key]
+
+
+def _translate(
+    error: Any, doc: LoadedDocument, schema: dict[str, Any], suggest: Suggestions
+) -> Iterable[Diagnostic]:
     """The located diagnostics of one schema error, worded by the kind of error."""
     e = _Error.read(error, doc, schema)
     kind = type(error.kind).__name__
     if kind == "AdditionalProperties":
-        return _unknown_keys(e)
+        return _unknown_keys(e, suggest)
     if kind == "Required":
         prop = error.kind.property
         hint = _describe(schema, [*e.schema_path[:-1], "properties", prop])
@@ -204,15 +277,12 @@ def _bad_form(e: _Error) -> Diagnostic:
     return e.at(codes.BAD_FORMAT, message, hint=e.description)
 
 
-def _unknown_keys(e: _Error) -> Iterator[Diagnostic]:
-    allowed = sorted(e.parent.get("properties", {})) if isinstance(e.parent, dict) else []
+def _unknown_keys(e: _Error, suggest: Suggestions) -> Iterator[Diagnostic]:
+    allowed = tuple(sorted(e.parent.get("properties", {})) if isinstance(e.parent, dict) else ())
+    listed = f"allowed keys here: {', '.join(allowed)}" if allowed else None
     for key in e.error.kind.unexpected:
-        guess = did_you_mean(key, allowed)
-        hint = (
-            f"did you mean {guess!r}?"
-            if guess
-            else (f"allowed keys here: {', '.join(allowed)}" if allowed else None)
-        )
+        guess = suggest(key, allowed)
+        hint = f"did you mean {guess!r}?" if guess else listed
         yield e.at(
             codes.UNKNOWN_FIELD,
             f"unknown key {key!r} in {e.where}",
@@ -229,7 +299,7 @@ def _wrong_type(e: _Error) -> Diagnostic:
     if "text" in wanted and isinstance(e.value, int | float | bool) and location.style is None:
         span = location.span
         raw = (
-            e.doc.text.splitlines()[span.line - 1][span.column - 1 : span.end_column - 1]
+            e.doc.line(span.line)[span.column - 1 : span.end_column - 1]
             if span.line == span.end_line
             else str(e.value)
         )
@@ -238,6 +308,8 @@ def _wrong_type(e: _Error) -> Diagnostic:
             f"{e.where}: YAML reads {raw!r} as {found} ({_show(e.value)}), text was expected",
             hint=f'quote it: "{raw}"',
         )
+    if found in wanted:  # the type is right, the value is not (infinity, NaN): name it
+        found = f"{_show(e.value)}, which JSON cannot hold"
     return e.at(codes.WRONG_TYPE, f"{e.where} must be {wanted}, not {found}", hint=e.description)
 
 

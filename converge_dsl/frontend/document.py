@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan
@@ -85,12 +86,22 @@ class SourceMap:
 
 @dataclass(frozen=True, slots=True)
 class LoadedDocument:
-    """One parsed YAML file: its text (for excerpts), its data, and its source map."""
+    """One parsed YAML file: its text (for excerpts), its data, and its source map.
+
+    `inexact` lists the floats whose text a float does not keep (`1.10` read
+    as 1.1): (path, text) pairs; the schema stage reports those in free-form data.
+    """
 
     file: str
     text: str
     data: Any
     source_map: SourceMap
+    inexact: tuple[tuple[JsonPath, str], ...] = ()
+
+    def line(self, number: int) -> str:
+        """Line `number` (1-based) of the text; "" past the end. Cheap to call often."""
+        lines = _lines(self.text)
+        return lines[number - 1] if 1 <= number <= len(lines) else ""
 
     def template_span(
         self, path: JsonPath, lineno: int | None, needle: str | None = None
@@ -104,7 +115,7 @@ class LoadedDocument:
         """
         location = self.source_map.locate(path)
         span = location.span
-        lines = self.text.splitlines()
+        lines = _lines(self.text)
         block = location.style in ("|", ">")
         first = span.line + 1 if block else span.line
         line = first + (lineno or 1) - 1
@@ -120,3 +131,13 @@ class LoadedDocument:
             if found >= 0:
                 return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
         return SourceSpan(span.file, line, column, line, max(end, column + 1))
+
+
+@lru_cache(maxsize=4)
+def _lines(text: str) -> list[str]:
+    """`text` split into lines, once per text (many template spans read one file).
+
+    The cache holds the last few texts; a hit costs a hash and an identity
+    test (a string caches its hash).
+    """
+    return text.splitlines()

@@ -48,7 +48,7 @@ def pipelines(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
             # an object content: the fact's data (and its canonical JSON as text)
             lines[-2] = (
                 f"        content: {{text: '{content} {{{{ inputs.topic }}}}', "
-                f"n: {draw(st.integers(-5, 5))}, "
+                f"count: {draw(st.integers(-5, 5))}, "
                 f'ids: \'{{{{ facts.{reads} | map(attribute="id") | join(",") }}}}\', '
                 f"nested: {{ok: {draw(st.sampled_from(['true', 'false', 'null']))}, "
                 f"xs: [1, 2.5, '{content}']}}}}"
