@@ -155,8 +155,10 @@ class SourceCache:
             self._stored.clear()
 
     def clear(self) -> None:
+        """Forget every entry (as a new process would start)."""
         self._entries.clear()
         self._stored.clear()
+        self.compiled = 0
 
 
 SOURCES = SourceCache()

@@ -37,6 +37,8 @@ class RunOptions:
     # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
     on_fetch: Callable[[str], object] | None = None
     allow_roots: tuple[Path, ...] = ()
+    # Use the on-disk compile cache (`--no-cache` turns it off; so does CONVERGE_DSL_NO_CACHE=1).
+    compile_cache: bool = True
 
     @property
     def roots(self) -> tuple[Path, ...]:

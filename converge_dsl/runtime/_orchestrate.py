@@ -28,7 +28,13 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from converge_dsl.compiler import compile_pipeline, compile_settings, declare_models
+from converge_dsl.compiler import (
+    CompileCache,
+    compile_pipeline,
+    compile_settings,
+    declare_models,
+    open_cache,
+)
 from converge_dsl.engine import Engine, ProposedFact, UsageMeter
 from converge_dsl.engine.state import RunResult
 from converge_dsl.errors import ConvergeError, UsageError
@@ -90,9 +96,11 @@ async def _run_locked(
         settings = compile_settings(document, inputs=inputs)
         meter = UsageMeter(settings.budget, clock=options.clock)
         models = build_models(settings, options, attempt_gate=meter.allow_attempt)
-        compiled = compile_pipeline(
-            settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
-        )
+        cache = _compile_cache(document, settings.inputs, options)
+        with contextlib.nullcontext() if cache is None else cache.session():
+            compiled = compile_pipeline(
+                settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
+            )
         sink.set_spans(compiled.spans)
         engine = build_engine(compiled, sink, options.clock, meter)
         digest = pipeline_digest(document.text, dict(compiled.inputs))
@@ -122,6 +130,23 @@ async def _run_locked(
         for model in models.values():
             await model.aclose()
     return outcome(compiled, result, decided)
+
+
+def _compile_cache(
+    document: LoadedDocument, inputs: Mapping[str, object], options: RunOptions
+) -> CompileCache | None:
+    """The pipeline's on-disk compile cache, unless turned off (`compiler.open_cache`)."""
+    if not options.compile_cache:
+        return None
+    from converge_dsl.packs import lock_path
+
+    return open_cache(
+        options.env,
+        document.text,
+        inputs,
+        lock_path(options.pipeline),
+        lambda: checkpoint_key(options.env),
+    )
 
 
 def _read_checkpoint(
