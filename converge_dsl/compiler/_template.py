@@ -28,8 +28,12 @@ from ._sources import SOURCES, Source
 class _Located:
     source: str
     path: JsonPath
-    span: SourceSpan
     document: LoadedDocument
+
+    @property
+    def span(self) -> SourceSpan:
+        """Where the template is (looked up when asked: most templates never fail)."""
+        return self.document.source_map.span(self.path)
 
     def fail(
         self, exc: TemplateRenderError, suggestor: str | None, cycle: int | None
@@ -60,14 +64,7 @@ class CompiledTemplate(_Located):
     def of_source(
         cls, source: Source, document: LoadedDocument, path: JsonPath
     ) -> CompiledTemplate:
-        return cls(
-            source.text,
-            tuple(path),
-            document.source_map.span(path),
-            document,
-            source.compiled,
-            source.literal,
-        )
+        return cls(source.text, tuple(path), document, source.compiled, source.literal)
 
     def render(
         self, scope: dict[str, Any], *, suggestor: str | None = None, cycle: int | None = None
@@ -95,9 +92,7 @@ class CompiledExpression(_Located):
     def of_source(
         cls, source: Source, document: LoadedDocument, path: JsonPath
     ) -> CompiledExpression:
-        return cls(
-            source.text, tuple(path), document.source_map.span(path), document, source.compiled
-        )
+        return cls(source.text, tuple(path), document, source.compiled)
 
     def evaluate(
         self, scope: dict[str, Any], *, suggestor: str | None = None, cycle: int | None = None
