@@ -252,6 +252,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
 
 def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
+    from converge_dsl.cli import _ENTRY
     from converge_dsl.runtime import RunOptions
 
     if args.resume is not None and args.checkpoint is None:
@@ -272,6 +273,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         on_fetch=lambda line: io.stderr.write(line + "\n"),
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
+        freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
     )
 
 

@@ -51,6 +51,9 @@ from ._sources import SOURCES, SourceKey, sandbox_settings
 
 CACHE_ENV = "CONVERGE_DSL_CACHE"
 NO_CACHE_ENV = "CONVERGE_DSL_NO_CACHE"
+# The name of a pipeline folder's lock file (`converge_dsl.packs.LOCK_FILE`, named
+# here so that a rules-only run does not import the packs).
+LOCK_FILE = "converge.lock"
 MAGIC = b"converge-dsl compiled v1\n"
 MAX_FILE_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024

@@ -39,6 +39,10 @@ class RunOptions:
     allow_roots: tuple[Path, ...] = ()
     # Use the on-disk compile cache (`--no-cache` turns it off; so does CONVERGE_DSL_NO_CACHE=1).
     compile_cache: bool = True
+    # A process that runs this one pipeline (the command line): once it is loaded and
+    # once it is compiled, every live object goes to the collector's permanent
+    # generation (`gc.freeze`), so collections during the run skip them.
+    freeze_compiled: bool = False
 
     @property
     def roots(self) -> tuple[Path, ...]:

@@ -225,3 +225,10 @@ def test_open_cache_keys_and_switches(tmp_path: Path) -> None:
         raise OSError("no key")
 
     assert open_cache(env, TEXT, {}, lock, unusable) is None
+
+
+def test_the_lock_file_is_the_one_packs_write() -> None:
+    from converge_dsl.compiler import LOCK_FILE
+    from converge_dsl.packs import LOCK_FILE as PACKS_LOCK_FILE
+
+    assert LOCK_FILE == PACKS_LOCK_FILE
