@@ -142,7 +142,10 @@ class CompileCache:
         except OSError:
             return {}
         head = len(MAGIC) + _MAC_BYTES
-        if len(data) > MAX_FILE_BYTES or len(data) < head or not data.startswith(MAGIC):
+        if len(data) > MAX_FILE_BYTES:
+            self.rejected = f"larger than {MAX_FILE_BYTES} bytes"
+            return {}
+        if len(data) < head or not data.startswith(MAGIC):
             self.rejected = "not a compile cache file of this version"
             return {}
         mac, body = data[len(MAGIC) : head], data[head:]

@@ -232,3 +232,39 @@ def test_the_lock_file_is_the_one_packs_write() -> None:
     from converge_dsl.packs import LOCK_FILE as PACKS_LOCK_FILE
 
     assert LOCK_FILE == PACKS_LOCK_FILE
+
+
+def test_a_file_past_the_size_bound_is_neither_read_nor_written(
+    tmp_path: Path, fresh: _sources.SourceCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = _cache(tmp_path)
+    _compile(cache)
+    size = cache.path.stat().st_size
+    monkeypatch.setattr(_compile_cache, "MAX_FILE_BYTES", size - 1)
+    _second_process(fresh)
+    again = _cache(tmp_path)
+    _compile(again)  # refused on reading, and too big to be written again
+    assert not again.hit
+    assert not again.stored
+    assert again.rejected == f"larger than {size - 1} bytes"
+
+
+def test_a_write_cut_short_leaves_the_previous_file_whole(
+    tmp_path: Path, fresh: _sources.SourceCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = _cache(tmp_path)
+    with cache.session():
+        fresh.get("{{ 1 }}")
+    before = cache.path.read_bytes()
+
+    def crash(src: Any, dst: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    _second_process(fresh)
+    again = _cache(tmp_path)
+    with again.session():
+        fresh.get("{{ 2 }}")  # a miss: the file would be rewritten
+    assert not again.stored
+    assert cache.path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [cache.path.name]  # no temporary left
