@@ -4,7 +4,10 @@ Templates (prompts, emitted content, ids) and expressions (`when`, `check`)
 are compiled here, once, in a `jinja2.sandbox.ImmutableSandboxedEnvironment`
 with `StrictUndefined`, autoescape off and a small explicit allowlist of
 filters and globals. Nothing of Python is reachable: no `range` beyond a
-bound, no `lipsum`, `cycler`, `joiner` or `namespace`.
+bound, no `lipsum`, `cycler`, `joiner` or `namespace`. `generated(source)`
+parses and code-generates once (`converge_dsl._sandbox_codegen`), giving the
+code and the names read; `from_code` makes the template of such code (the
+compiler's table of sources and its on-disk cache use the two).
 
 Rendering is bounded as well as sandboxed (`render`, `evaluate`; the bounds
 and their checks live in `converge_dsl._sandbox_limits`, re-exported here), because a
@@ -284,8 +287,13 @@ def compile_template(source: str) -> jinja2.Template:
     return template
 
 
+@lru_cache(maxsize=1024)
 def compile_expression(source: str) -> Callable[..., Any]:
-    """Compile an expression (`count('x') > 2`); raises `TemplateCompileError`."""
+    """Compile an expression (`count('x') > 2`); raises `TemplateCompileError`.
+
+    Cached: a compiled expression holds no state, and callers evaluate the same
+    checks again and again.
+    """
     expression: Callable[..., Any] = _compiled(source, True)
     return expression
 
