@@ -6,7 +6,8 @@ and one code generation (`converge_dsl.templating.generated`). Entries are keyed
 by (sandbox settings, kind, text): a template compiles to the same code wherever
 it is used, so ten thousand suggestors emitting `content: "{{ cycle }}"`
 compile it once. A template without Jinja syntax (`f12`, `x`) is a literal:
-recognised without Jinja, its output is the text itself.
+recognised without Jinja (and not kept in the table), its output is the text
+itself.
 
 The on-disk compile cache (`_compile_cache`) feeds the same table: `preload`
 hands it code objects (verified by their MAC first) that then replace parse and
@@ -37,7 +38,9 @@ from converge_dsl.templating import (
     generated,
 )
 
-MAX_ENTRIES = 65_536
+# About 4 KB each for a one-line template: the table keeps at most a few tens of MB
+# alive in a process that compiles many pipelines.
+MAX_ENTRIES = 16_384
 
 # (expression?, source text): one entry of a pipeline's compiled sources.
 SourceKey = tuple[bool, str]
@@ -126,7 +129,7 @@ class SourceCache:
             source = _compile(text, expression, stored)
             if stored is None and source.literal is None:
                 self.compiled += 1
-            if source.error is None:
+            if source.error is None and source.literal is None:  # literals: found in O(text)
                 if len(self._entries) >= self.max_entries:
                     del self._entries[next(iter(self._entries))]
                 self._entries[key] = source
@@ -135,10 +138,13 @@ class SourceCache:
         return source
 
     def preload(self, entries: Mapping[SourceKey, tuple[CodeType, frozenset[str]]]) -> None:
-        """Offer verified code for sources (used instead of compiling them, when asked for)."""
+        """Offer verified code for sources (used instead of compiling them, when asked for).
+
+        Offers last until the end of the current `recording()` (they are bounded by
+        the cache file's size, not by `max_entries`).
+        """
         settings = sandbox_settings()
-        room = max(self.max_entries - len(self._stored), 0)
-        for (expression, text), value in list(entries.items())[:room]:
+        for (expression, text), value in entries.items():
             key = (settings, expression, text)
             if key not in self._entries:
                 self._stored[key] = value
