@@ -4,7 +4,10 @@ Templates (prompts, emitted content, ids) and expressions (`when`, `check`)
 are compiled here, once, in a `jinja2.sandbox.ImmutableSandboxedEnvironment`
 with `StrictUndefined`, autoescape off and a small explicit allowlist of
 filters and globals. Nothing of Python is reachable: no `range` beyond a
-bound, no `lipsum`, `cycler`, `joiner` or `namespace`.
+bound, no `lipsum`, `cycler`, `joiner` or `namespace`. `generated(source)`
+parses and code-generates once (`converge_dsl._sandbox_codegen`), giving the
+code and the names read; `from_code` makes the template of such code (the
+compiler's table of sources and its on-disk cache use the two).
 
 Rendering is bounded as well as sandboxed (`render`, `evaluate`; the bounds
 and their checks live in `converge_dsl._sandbox_limits`, re-exported here), because a
@@ -43,16 +46,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from types import CodeType
 from typing import Any
 
 import jinja2
-import jinja2.compiler
 import jinja2.exceptions
-import jinja2.meta
 import jinja2.nodes
 import jinja2.sandbox
+from jinja2.environment import TemplateExpression
 
 from converge_dsl._governor import Exhausted, governed
+from converge_dsl._sandbox_codegen import BoundedCodeGenerator, Generated, generate, parse
 from converge_dsl._sandbox_data import BadValue, fromjson, json_data
 from converge_dsl._sandbox_limits import (
     FILTER_CHECKS,
@@ -98,10 +102,13 @@ __all__ = [
     "TemplateCompileError",
     "TemplateRenderError",
     "as_json_data",
+    "code_error",
     "compile_expression",
     "compile_template",
     "environment",
     "evaluate",
+    "from_code",
+    "generated",
     "register_record",
     "render",
     "undeclared_names",
@@ -133,35 +140,9 @@ _FIELD_HINT = "a fact's structured data is fact.data, its text fact.content"
 _REFUSED_HINT = "the sandbox exposes data and the context API only, nothing of Python"
 
 
-class _BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
-    """Routes `~` and comparisons through size checks and counts `for` iterations."""
-
-    def visit_Compare(self, node: jinja2.nodes.Compare, frame: jinja2.compiler.Frame) -> None:
-        self.write("environment.bounded_compare(")
-        self.visit(node.expr, frame)
-        for op in node.ops:
-            self.write(f", ({op.op!r}, ")
-            self.visit(op.expr, frame)
-            self.write(")")
-        self.write(")")
-
-    def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:
-        node.iter = jinja2.nodes.Call(
-            jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None
-        )
-        super().visit_For(node, frame)
-
-    def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:
-        self.write("environment.bounded_concat((")
-        for arg in node.nodes:
-            self.visit(arg, frame)
-            self.write(", ")
-        self.write("))")
-
-
 class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
-    code_generator_class = _BoundedCodeGenerator
+    code_generator_class = BoundedCodeGenerator
 
     bounded_compare = staticmethod(bounded_compare)
     bounded_concat = staticmethod(bounded_concat)
@@ -267,30 +248,59 @@ def _translate(exc: jinja2.TemplateSyntaxError) -> TemplateCompileError:
     return TemplateCompileError(exc.message or "template syntax error", exc.lineno)
 
 
+def generated(source: str, *, expression: bool = False) -> Generated:
+    """Parse and generate a template (or expression) once: its code and the names it reads.
+
+    Raises `TemplateCompileError` when it does not parse; a refusal of the code
+    generator (an unknown filter, ...) is `Generated.error` (see `code_error`).
+    """
+    env = environment()
+    try:
+        return generate(env, parse(env, source, expression=expression))
+    except jinja2.TemplateSyntaxError as exc:
+        raise _translate(exc) from None
+
+
+def code_error(result: Generated) -> TemplateCompileError | None:
+    """The generator's refusal of a `Generated`, as a `TemplateCompileError`."""
+    return None if result.error is None else _translate(result.error)
+
+
+def from_code(code: CodeType, *, expression: bool = False) -> Any:
+    """The template (or expression callable) of code from `generated`."""
+    env = environment()
+    template = env.template_class.from_code(env, code, env.make_globals(None), None)
+    return TemplateExpression(template, False) if expression else template
+
+
+def _compiled(source: str, expression: bool) -> Any:
+    result = generated(source, expression=expression)
+    error = code_error(result)
+    if error is not None or result.code is None:
+        raise error or TemplateCompileError("template does not compile", None)
+    return from_code(result.code, expression=expression)
+
+
 def compile_template(source: str) -> jinja2.Template:
-    """Compile a template once; raises `TemplateCompileError`."""
-    try:
-        return environment().from_string(source)
-    except jinja2.TemplateSyntaxError as exc:
-        raise _translate(exc) from None
+    """Compile a template (uncached: the compiler caches); raises `TemplateCompileError`."""
+    template: jinja2.Template = _compiled(source, False)
+    return template
 
 
+@lru_cache(maxsize=1024)
 def compile_expression(source: str) -> Callable[..., Any]:
-    """Compile an expression (`count('x') > 2`); raises `TemplateCompileError`."""
-    try:
-        return environment().compile_expression(source, undefined_to_none=False)
-    except jinja2.TemplateSyntaxError as exc:
-        raise _translate(exc) from None
+    """Compile an expression (`count('x') > 2`); raises `TemplateCompileError`.
+
+    Cached: a compiled expression holds no state, and callers evaluate the same
+    checks again and again.
+    """
+    expression: Callable[..., Any] = _compiled(source, True)
+    return expression
 
 
 def undeclared_names(source: str, *, expression: bool = False) -> frozenset[str]:
     """Free names a template (or expression) reads; raises `TemplateCompileError`."""
-    text = "{{ " + source + " }}" if expression else source
-    try:
-        ast = environment().parse(text)
-    except jinja2.TemplateSyntaxError as exc:
-        raise _translate(exc) from None
-    return frozenset(jinja2.meta.find_undeclared_variables(ast)) - set(GLOBALS)
+    return generated(source, expression=expression).names
 
 
 def _undefined_hint(message: str) -> str | None:

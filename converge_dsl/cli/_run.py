@@ -85,6 +85,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compile without the on-disk compile cache (also: CONVERGE_DSL_NO_CACHE=1)",
+    )
     from converge_dsl.cli._validate import add_allow_root
 
     add_allow_root(parser)
@@ -247,6 +252,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
 
 def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
+    from converge_dsl.cli import _ENTRY
     from converge_dsl.runtime import RunOptions
 
     if args.resume is not None and args.checkpoint is None:
@@ -266,6 +272,8 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         decisions=parse_decisions(args),
         on_fetch=lambda line: io.stderr.write(line + "\n"),
         allow_roots=tuple(args.allow_root),
+        compile_cache=not args.no_cache,
+        freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
     )
 
 

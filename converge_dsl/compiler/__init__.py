@@ -32,6 +32,12 @@ Public surface:
   `compile_pipeline(..., builders={**BUILDERS, "agent": compile_agent})`.
 - `RenderScopes`, `with_item`: the render-time template context, updated per view version
   by the keys that changed; `RenderScopes.owns` answers the idempotent default from an index.
+- `CompileCache`, `open_cache(env, pipeline_text, inputs, lock_file, secret)`,
+  `LOCK_FILE` (the lock file's name, as `converge_dsl.packs` names it): the
+  on-disk compile cache (compiled template code per pipeline, MAC-verified, atomic,
+  bounded; `CompileCache.session()` wraps a compilation; off with the environment
+  variable CONVERGE_DSL_NO_CACHE=1). Every distinct template source is compiled once per
+  process, whatever the cache.
 - `CompiledTemplate`, `CompiledExpression`: render with a `TemplateRunError` located at
   the template's line (`LoadedDocument.template_span`).
 """
@@ -39,6 +45,7 @@ Public surface:
 from __future__ import annotations
 
 from ._common import CoreSuggestor, SuggestorCore
+from ._compile_cache import LOCK_FILE, CompileCache, open_cache
 from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
 from ._pipeline import (
     BUILDERS,
@@ -59,6 +66,8 @@ from ._template import CompiledExpression, CompiledTemplate
 
 __all__ = [
     "BUILDERS",
+    "LOCK_FILE",
+    "CompileCache",
     "CompileContext",
     "CompiledExpression",
     "CompiledPipeline",
@@ -76,6 +85,7 @@ __all__ = [
     "compile_pipeline",
     "compile_settings",
     "declare_models",
+    "open_cache",
     "resolve_inputs",
     "with_item",
 ]

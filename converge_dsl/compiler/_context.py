@@ -35,9 +35,10 @@ from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, SourceMap
 from converge_dsl.models.port import Model
-from converge_dsl.templating import NAMES_HINT, TemplateCompileError, undeclared_names
+from converge_dsl.templating import NAMES_HINT, TemplateCompileError
 
 from ._scope import RenderScopes
+from ._sources import SOURCES, Source
 from ._template import CompiledExpression, CompiledTemplate
 
 
@@ -93,14 +94,15 @@ class CompileContext:
             [Diagnostic.at(code, message, self.span(path), path=path, hint=hint)]
         )
 
-    def _check_names(
+    def _compiled(
         self, source: str, path: JsonPath, extra: frozenset[str], expression: bool
-    ) -> None:
+    ) -> Source:
+        """The compiled source, its names checked against the context API + `extra`."""
         try:
-            names = undeclared_names(source, expression=expression)
+            compiled = SOURCES.get(source, expression=expression)
         except TemplateCompileError as exc:
             raise self._compile_error(exc, path) from None
-        unknown = sorted(names - self.scopes.names - extra)
+        unknown = sorted(compiled.names - self.scopes.names - extra)
         if unknown:
             from converge_dsl.diagnostics import did_you_mean
 
@@ -111,6 +113,11 @@ class CompileContext:
                 path,
                 hint=f"did you mean {guess!r}?" if guess else NAMES_HINT,
             )
+        try:
+            compiled.check()
+        except TemplateCompileError as exc:
+            raise self._compile_error(exc, path) from None
+        return compiled
 
     def _compile_error(self, exc: TemplateCompileError, path: JsonPath) -> PipelineInvalid:
         return PipelineInvalid(
@@ -128,20 +135,14 @@ class CompileContext:
         self, source: str, path: JsonPath, *, extra: frozenset[str] = frozenset()
     ) -> CompiledTemplate:
         """Compile a template at `path` once (names checked against the context API + `extra`)."""
-        self._check_names(source, path, extra, expression=False)
-        try:
-            return CompiledTemplate.of(source, self.document, path)
-        except TemplateCompileError as exc:
-            raise self._compile_error(exc, path) from None
+        compiled = self._compiled(source, path, extra, expression=False)
+        return CompiledTemplate.of_source(compiled, self.document, path)
 
     def expression(
         self, source: str, path: JsonPath, *, extra: frozenset[str] = frozenset()
     ) -> CompiledExpression:
-        self._check_names(source, path, extra, expression=True)
-        try:
-            return CompiledExpression.of(source, self.document, path)
-        except TemplateCompileError as exc:
-            raise self._compile_error(exc, path) from None
+        compiled = self._compiled(source, path, extra, expression=True)
+        return CompiledExpression.of_source(compiled, self.document, path)
 
 
 SuggestorBuilder = Callable[[Mapping[str, Any], JsonPath, CompileContext], Suggestor]

@@ -1,7 +1,9 @@
 """Compiled templates and expressions that know where they came from.
 
-A `CompiledTemplate` is compiled once (at compile time) and rendered many times
-over a render scope (`_scope.RenderScopes`). A render error becomes a
+A `CompiledTemplate` is compiled once (at compile time; one compilation per
+distinct source text, shared, see `_sources`) and rendered many times over a
+render scope (`_scope.RenderScopes`). A template without Jinja syntax is a
+literal: rendering it returns its text. A render error becomes a
 `TemplateRunError` carrying the file:line:column of the failing template line,
 the suggestor and the cycle.
 """
@@ -17,23 +19,21 @@ import jinja2
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.errors import TemplateRunError
 from converge_dsl.frontend import LoadedDocument
-from converge_dsl.templating import (
-    GLOBALS,
-    TemplateRenderError,
-    as_json_data,
-    compile_expression,
-    compile_template,
-    evaluate,
-    render,
-)
+from converge_dsl.templating import TemplateRenderError, as_json_data, evaluate, render
+
+from ._sources import SOURCES, Source
 
 
 @dataclass(frozen=True, slots=True)
 class _Located:
     source: str
     path: JsonPath
-    span: SourceSpan
     document: LoadedDocument
+
+    @property
+    def span(self) -> SourceSpan:
+        """Where the template is (looked up when asked: most templates never fail)."""
+        return self.document.source_map.span(self.path)
 
     def fail(
         self, exc: TemplateRenderError, suggestor: str | None, cycle: int | None
@@ -47,42 +47,30 @@ class _Located:
         )
 
 
-_DELIMITERS = ("{{", "{%", "{#")
-
-
-def _literal(source: str, template: jinja2.Template) -> str | None:
-    """The fixed text of a template with no Jinja syntax (rendered once, here), else None."""
-    if any(mark in source for mark in _DELIMITERS):
-        return None
-    try:
-        return render(template, dict(GLOBALS))
-    except TemplateRenderError:
-        return None
-
-
 @dataclass(frozen=True, slots=True)
 class CompiledTemplate(_Located):
-    template: jinja2.Template
-    # The output of a template without any Jinja syntax: rendering it is a no-op.
+    # None for a literal (a template without Jinja syntax: its output is `literal`).
+    template: jinja2.Template | None
     literal: str | None = None
 
     @classmethod
     def of(cls, source: str, document: LoadedDocument, path: JsonPath) -> CompiledTemplate:
-        template = compile_template(source)
-        return cls(
-            source,
-            tuple(path),
-            document.source_map.span(path),
-            document,
-            template,
-            _literal(source, template),
-        )
+        """Compile (once per distinct source, `_sources.SOURCES`); raises `TemplateCompileError`."""
+        compiled = SOURCES.get(source)
+        compiled.check()
+        return cls.of_source(compiled, document, path)
+
+    @classmethod
+    def of_source(
+        cls, source: Source, document: LoadedDocument, path: JsonPath
+    ) -> CompiledTemplate:
+        return cls(source.text, tuple(path), document, source.compiled, source.literal)
 
     def render(
         self, scope: dict[str, Any], *, suggestor: str | None = None, cycle: int | None = None
     ) -> str:
-        if self.literal is not None:
-            return self.literal
+        if self.template is None:
+            return self.literal or ""
         try:
             return render(self.template, scope)
         except TemplateRenderError as exc:
@@ -95,13 +83,16 @@ class CompiledExpression(_Located):
 
     @classmethod
     def of(cls, source: str, document: LoadedDocument, path: JsonPath) -> CompiledExpression:
-        return cls(
-            source,
-            tuple(path),
-            document.source_map.span(path),
-            document,
-            compile_expression(source),
-        )
+        """Compile (once per distinct source, `_sources.SOURCES`); raises `TemplateCompileError`."""
+        compiled = SOURCES.get(source, expression=True)
+        compiled.check()
+        return cls.of_source(compiled, document, path)
+
+    @classmethod
+    def of_source(
+        cls, source: Source, document: LoadedDocument, path: JsonPath
+    ) -> CompiledExpression:
+        return cls(source.text, tuple(path), document, source.compiled)
 
     def evaluate(
         self, scope: dict[str, Any], *, suggestor: str | None = None, cycle: int | None = None

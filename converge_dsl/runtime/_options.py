@@ -37,6 +37,12 @@ class RunOptions:
     # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
     on_fetch: Callable[[str], object] | None = None
     allow_roots: tuple[Path, ...] = ()
+    # Use the on-disk compile cache (`--no-cache` turns it off; so does CONVERGE_DSL_NO_CACHE=1).
+    compile_cache: bool = True
+    # A process that runs this one pipeline (the command line): once it is loaded and
+    # once it is compiled, every live object goes to the collector's permanent
+    # generation (`gc.freeze`), so collections during the run skip them.
+    freeze_compiled: bool = False
 
     @property
     def roots(self) -> tuple[Path, ...]:

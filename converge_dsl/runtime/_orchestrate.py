@@ -25,10 +25,18 @@ suggestors their per-run state back, and appends to the same journal.
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from converge_dsl.compiler import compile_pipeline, compile_settings, declare_models
+from converge_dsl.compiler import (
+    LOCK_FILE,
+    CompileCache,
+    compile_pipeline,
+    compile_settings,
+    declare_models,
+    open_cache,
+)
 from converge_dsl.engine import Engine, ProposedFact, UsageMeter
 from converge_dsl.engine.state import RunResult
 from converge_dsl.errors import ConvergeError, UsageError
@@ -72,6 +80,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             hint="add --resume DIR (the --checkpoint folder of the paused run)",
         )
     document = load_document(options.pipeline, options.on_fetch, options.roots)
+    _freeze(options)
     check_outputs(declare_models(document), options)
     store_dir = options.checkpoint or options.resume
     with folder_lock(store_dir, "--resume" if options.resume else "--checkpoint"):
@@ -90,9 +99,12 @@ async def _run_locked(
         settings = compile_settings(document, inputs=inputs)
         meter = UsageMeter(settings.budget, clock=options.clock)
         models = build_models(settings, options, attempt_gate=meter.allow_attempt)
-        compiled = compile_pipeline(
-            settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
-        )
+        cache = _compile_cache(document, settings.inputs, options)
+        with contextlib.nullcontext() if cache is None else cache.session():
+            compiled = compile_pipeline(
+                settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
+            )
+        _freeze(options)
         sink.set_spans(compiled.spans)
         engine = build_engine(compiled, sink, options.clock, meter)
         digest = pipeline_digest(document.text, dict(compiled.inputs))
@@ -122,6 +134,27 @@ async def _run_locked(
         for model in models.values():
             await model.aclose()
     return outcome(compiled, result, decided)
+
+
+def _freeze(options: RunOptions) -> None:
+    """With `freeze_compiled`: what is alive now lives to the end (see `RunOptions`)."""
+    if options.freeze_compiled:
+        gc.freeze()
+
+
+def _compile_cache(
+    document: LoadedDocument, inputs: Mapping[str, object], options: RunOptions
+) -> CompileCache | None:
+    """The pipeline's on-disk compile cache, unless turned off (`compiler.open_cache`)."""
+    if not options.compile_cache:
+        return None
+    return open_cache(
+        options.env,
+        document.text,
+        inputs,
+        options.pipeline.parent / LOCK_FILE,  # `packs.lock_path`, without importing packs
+        lambda: checkpoint_key(options.env),
+    )
 
 
 def _read_checkpoint(

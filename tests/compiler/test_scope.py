@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -140,20 +139,6 @@ def _chain(length: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture
-def cached_template_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compile each distinct template once, so a 10,000-rule chain compiles within the budget.
-
-    Only compile time changes (a Jinja template renders the same wherever it is
-    used); what the test measures is the run's context reads.
-    """
-    from converge_dsl.compiler import _context, _template
-
-    for module, name in ((_template, "compile_template"), (_context, "undeclared_names")):
-        original: Callable[..., Any] = getattr(module, name)
-        monkeypatch.setattr(module, name, functools.cache(original))
-
-
 def _reads_of_a_chain(length: int, monkeypatch: pytest.MonkeyPatch) -> int:
     document = load_text(_chain(length), "chain.yaml")
     compiled = compile_pipeline(document, inputs={}, models={}, usage=None)  # type: ignore[arg-type]
@@ -176,7 +161,6 @@ def _reads_of_a_chain(length: int, monkeypatch: pytest.MonkeyPatch) -> int:
     return counter[0]
 
 
-@pytest.mark.usefixtures("cached_template_compiles")
 def test_context_reads_grow_linearly_with_a_compiled_rule_chain(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -1,0 +1,128 @@
+"""One parse and one code generation per template, with the names it reads found on the way.
+
+The sandbox (`converge_dsl.templating`) compiles templates and expressions
+with these helpers, given its environment:
+
+- `parse(env, source, expression=...)`: the Jinja AST of a template, or of a
+  bare expression exactly as `Environment.compile_expression` reads it (the
+  value assigned to `result`);
+- `generate(env, ast) -> Generated`: the Python code object of the template,
+  made by `BoundedCodeGenerator` (which routes `~` and comparisons through size
+  checks and counts `for` iterations), and the free names the template reads
+  from its context, collected by that same generator as Jinja's own
+  `meta.find_undeclared_variables` collects them (so a template is parsed and
+  code-generated once, not once more to list its names). The AST is consumed:
+  the generator rewrites `for` loops in place;
+- `literal_text(source)`: the output of a template with no Jinja syntax, found
+  without Jinja (`f12`, `x`, a prompt without blocks), else None.
+
+Errors are Jinja's (`jinja2.TemplateSyntaxError`); the caller translates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+import jinja2
+import jinja2.compiler
+import jinja2.nodes
+import jinja2.parser
+
+__all__ = ["BoundedCodeGenerator", "Generated", "generate", "literal_text", "parse"]
+
+# What makes a text a template (a line statement prefix is not configured).
+_DELIMITERS = ("{{", "{%", "{#")
+
+
+class BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
+    """Routes `~` and comparisons through size checks and counts `for` iterations.
+
+    Also collects `undeclared`: the names the template reads from its context.
+    """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.undeclared: set[str] = set()
+
+    def enter_frame(self, frame: jinja2.compiler.Frame) -> None:
+        super().enter_frame(frame)
+        for action, param in frame.symbols.loads.values():
+            if action == "resolve" and param not in self.environment.globals:
+                self.undeclared.add(param)
+
+    def visit_Compare(self, node: jinja2.nodes.Compare, frame: jinja2.compiler.Frame) -> None:
+        self.write("environment.bounded_compare(")
+        self.visit(node.expr, frame)
+        for op in node.ops:
+            self.write(f", ({op.op!r}, ")
+            self.visit(op.expr, frame)
+            self.write(")")
+        self.write(")")
+
+    def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:
+        node.iter = jinja2.nodes.Call(
+            jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None
+        )
+        super().visit_For(node, frame)
+
+    def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:
+        self.write("environment.bounded_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """A generated template: its code (None when generation failed) and the names it reads.
+
+    `error` is the generator's refusal (an unknown filter or test, ...): the
+    names read before it are still known, so an unknown name is reported first.
+    """
+
+    code: CodeType | None
+    names: frozenset[str]
+    error: jinja2.TemplateSyntaxError | None = None
+
+
+def parse(env: jinja2.Environment, source: str, *, expression: bool) -> jinja2.nodes.Template:
+    """The AST of a template, or of an expression as `compile_expression` reads it."""
+    if not expression:
+        return env.parse(source)
+    parser = jinja2.parser.Parser(env, source, state="variable")
+    expr = parser.parse_expression()
+    if not parser.stream.eos:
+        raise jinja2.TemplateSyntaxError(
+            "chunk after expression", parser.stream.current.lineno, None, None
+        )
+    expr.set_environment(env)
+    body = [jinja2.nodes.Assign(jinja2.nodes.Name("result", "store"), expr, lineno=1)]
+    return jinja2.nodes.Template(body, lineno=1)
+
+
+def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
+    """Generate and compile the code of `ast` (consumed), collecting the names it reads."""
+    generator = env.code_generator_class(env, None, "<template>", None, False, env.optimized)
+    names: set[str] = getattr(generator, "undeclared", set())
+    try:
+        generator.visit(ast)
+    except jinja2.TemplateSyntaxError as exc:
+        return Generated(None, frozenset(names) - set(env.globals), exc)
+    stream: Any = generator.stream  # a StringIO when no stream is given
+    code = compile(stream.getvalue(), "<template>", "exec")
+    return Generated(code, frozenset(names) - set(env.globals))
+
+
+def literal_text(source: str, max_size: int) -> str | None:
+    """The output of `source` when it has no Jinja syntax (and no `\\r`), else None.
+
+    Jinja outputs such a text as it is, less one trailing newline (the
+    environment does not keep it); a text past `max_size` is left to Jinja,
+    whose output bound refuses it.
+    """
+    if "\r" in source or len(source) > max_size or any(m in source for m in _DELIMITERS):
+        return None
+    return source[:-1] if source.endswith("\n") else source
