@@ -16,6 +16,10 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from converge_dsl.keys import BUILTIN_KEYS
 
 _BUILTIN_ORDER = {name: index for index, name in enumerate(BUILTIN_KEYS)}
+_INTERNED: dict[str, ContextKey] = {}
+# Past this many distinct names keys are still made, just not interned (a
+# suggestor proposing ever new key names must not grow the table without end).
+_MAX_INTERNED = 4096
 
 
 class ContextKey(str):
@@ -24,9 +28,26 @@ class ContextKey(str):
     A `str` subclass, so it hashes and compares like its name (dicts keyed by
     keys accept plain strings). Built-in keys sort first, in their order of docs/architecture.md §3;
     keys a pipeline declares sort after them, by name.
+
+    Interned: `ContextKey(name)` returns one shared object per name (for the
+    first 4,096 names), so proposals and facts do not each carry their own
+    copy, and its hash is computed once.
     """
 
     __slots__ = ()
+
+    def __new__(cls, name: str = "") -> ContextKey:
+        if cls is not ContextKey:
+            return str.__new__(cls, name)
+        key = _INTERNED.get(name)
+        if key is None:
+            key = str.__new__(cls, name)
+            if len(_INTERNED) < _MAX_INTERNED:
+                _INTERNED[str(key)] = key
+        return key
+
+    def __reduce__(self) -> tuple[type[ContextKey], tuple[str]]:
+        return (ContextKey, (str(self),))
 
     @property
     def is_builtin(self) -> bool:
@@ -162,7 +183,8 @@ class ProposedFact:
     data: Any = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", ContextKey(self.key))
+        if type(self.key) is not ContextKey:
+            object.__setattr__(self, "key", ContextKey(self.key))
         object.__setattr__(self, "confidence", clamp_confidence(self.confidence))
         if not isinstance(self.content, str):
             legacy = freeze_json(self.content)
