@@ -19,23 +19,26 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_depth = 0
-_froze = False
+
+class _Runs:
+    """How many runs are inside `quiet_collector`, and whether the outermost froze."""
+
+    depth = 0
+    froze = False
 
 
 @contextmanager
 def quiet_collector() -> Iterator[None]:
     """Freeze the objects older than the run for the run's duration (nested: the outermost)."""
-    global _depth, _froze
-    if _depth == 0:
-        _froze = gc.isenabled() and gc.get_freeze_count() == 0
-        if _froze:
+    if _Runs.depth == 0:
+        _Runs.froze = gc.isenabled() and gc.get_freeze_count() == 0
+        if _Runs.froze:
             gc.freeze()
-    _depth += 1
+    _Runs.depth += 1
     try:
         yield
     finally:
-        _depth -= 1
-        if _depth == 0 and _froze:
-            _froze = False
+        _Runs.depth -= 1
+        if _Runs.depth == 0 and _Runs.froze:
+            _Runs.froze = False
             gc.unfreeze()

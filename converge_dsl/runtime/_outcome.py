@@ -22,8 +22,8 @@ from converge_dsl import codes
 from converge_dsl.compiler import CompiledPipeline
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.state import RunResult
-from converge_dsl.engine.types import Fact
 from converge_dsl.engine.stops import StopNote
+from converge_dsl.engine.types import Fact
 from converge_dsl.errors import ConvergeError, PipelineInvalid, RunError, UsageError
 
 from ._documents import (
@@ -72,7 +72,8 @@ class RunOutcome:
 
     def _facts_by_key(self) -> Iterator[tuple[str, Sequence[Fact]]]:
         context = self.result.context
-        for key in context.keys():
+        keys = context.keys()  # key sort order
+        for key in keys:
             yield key, context.get(key)
 
     @cached_property
