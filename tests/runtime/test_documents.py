@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ _ODD_DATA = {
 }
 
 
-def _facts(count: int, key: str = "signals") -> list[Fact]:
+def _facts(count: int, key: str = "signals", *, data: bool = True) -> list[Fact]:
     shared = Provenance("writer@p", "model-x", None)
     return [
         Fact(
@@ -41,7 +40,7 @@ def _facts(count: int, key: str = "signals") -> list[Fact]:
             shared if i % 2 else Provenance(f"s{i}@p"),
             [1.0, 0.5, 1e-05, 0.30000000000000004][i % 4],
             PromotionRecord("auto", "engine", 1, (), None, i + 1),
-            freeze_json(_ODD_DATA) if i % 5 == 0 else None,
+            freeze_json(_ODD_DATA) if data and i % 5 == 0 else None,
         )
         for i in range(count)
     ]
@@ -106,7 +105,7 @@ def test_no_write_holds_more_than_one_chunk_of_facts(monkeypatch: pytest.MonkeyP
             writes.append(len(text))
             return super().write(text)
 
-    facts = [replace(f, data=None) for f in _facts(5_000)]
+    facts = _facts(5_000, data=False)
     out = Recorder()
     write_run_result(_summary(), [("signals", facts)], out)
     per_fact = len(out.getvalue()) / len(facts)
