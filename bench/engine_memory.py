@@ -1,18 +1,27 @@
-"""Peak memory of a context of 100,000 facts, built through the engine.
+"""Peak memory of a context of 100,000 facts, built through the engine; and of a whole process.
 
 An always-candidate suggestor proposes 1,000 text facts a cycle for 100
 cycles (events are not recorded, so what is measured is the context and the
-proposals in flight). The peak is measured with tracemalloc. Last line:
+proposals in flight). The peak is measured with tracemalloc.
 
-    facts-memory-mb: Z
+Then, each in its own process (peak RSS from `getrusage` of the children):
+`converge-dsl validate` and `converge-dsl run --format json` (stdout to
+/dev/null) of the 10^5-seed pipeline of `bench/peers.py`; the difference is
+what the run and its JSON output add to loading the file. Last line:
 
-Run: .venv/bin/python bench/engine_memory.py
+    facts-memory-mb: Z  run-json-peak-rss-mb: R  validate-peak-rss-mb: V
+
+Run: .venv/bin/python bench/engine_memory.py [--no-process]
 """
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import tempfile
 import tracemalloc
+from pathlib import Path
 
 from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance
 from converge_dsl.engine.testing import FnSuggestor
@@ -33,6 +42,33 @@ def propose(ctx: ContextView) -> list[ProposedFact]:
     ]
 
 
+def peak_rss_mb(*command: str) -> float:
+    """The peak RSS of one child process running `command` (stdout discarded)."""
+    script = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], check=False, stdout=subprocess.DEVNULL)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    # A fresh parent per measurement: RUSAGE_CHILDREN keeps the maximum of all children.
+    out = subprocess.run(
+        [sys.executable, "-c", script, *command], check=True, capture_output=True, text=True
+    )
+    return int(out.stdout.split()[-1]) / 1024  # Linux reports KiB
+
+
+def whole_process() -> tuple[float, float]:
+    """(peak RSS MB of `run --format json`, of `validate`) at 10^5 seeded facts."""
+    from peers import facts_yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "facts.yaml"
+        path.write_text(facts_yaml(FACTS), encoding="utf-8")
+        cli = (sys.executable, "-m", "converge_dsl")
+        run = peak_rss_mb(*cli, "run", str(path), "--format", "json")
+        validate = peak_rss_mb(*cli, "validate", str(path))
+    return run, validate
+
+
 def main() -> None:
     engine = Engine(budget=Budget(max_cycles=1_000, max_facts=FACTS + 1), record_events=False)
     engine.register(
@@ -45,7 +81,13 @@ def main() -> None:
     assert len(result.context) == FACTS, (len(result.context), result.stop_reason)
     print(f"facts: {len(result.context):,}  stop: {result.stop_reason}  cycles: {result.cycles}")
     print(f"retained: {current / 2**20:.1f} MB ({current / FACTS:.0f} bytes/fact)")
-    print(f"facts-memory-mb: {peak / 2**20:.1f}")
+    line = f"facts-memory-mb: {peak / 2**20:.1f}"
+    if "--no-process" not in sys.argv:
+        run, validate = whole_process()
+        print(f"run --format json at {FACTS:,} seeded facts: peak RSS {run:.0f} MB")
+        print(f"validate of the same file: peak RSS {validate:.0f} MB")
+        line += f"  run-json-peak-rss-mb: {run:.0f}  validate-peak-rss-mb: {validate:.0f}"
+    print(line)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ and last (one line):
     chain10k/langgraph: A  fan10k/langgraph: B  per-fact us: C  calls50/latency: D
     calls200/latency: E  validate-small/python-startup: F
 
-Usage: python bench/peers.py [--quick] [--repeats N]
+Usage: python bench/peers.py [--quick] [--repeats N] [--only facts]
+(`--only facts` runs the 10^5-facts shape alone and prints its line.)
 (`--quick` runs every shape at a small size, for a smoke test; its figures are
 not comparable with the targets.) Needs the `bench` extra (langgraph, httpx).
 """
@@ -458,16 +459,21 @@ def rule_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[str, float]:
     fan = bench.pair(ours, lg_fan(sizes.fan))
     del ours
     print(_line(f"fan-out {sizes.fan:,} rules", *fan), flush=True)
+    return {
+        "chain": chain[large][0] / chain[large][1],
+        "fan": fan[0] / fan[1],
+        "fact_us": facts_shape(bench, sizes, folder),
+    }
+
+
+def facts_shape(bench: Bench, sizes: Sizes, folder: Path) -> float:
+    """10^5 facts promoted at the start of a run; prints its line, returns our us per fact."""
     ours = Ours(folder, "facts", facts_yaml(sizes.facts), expect_facts=sizes.facts)
     facts = bench.pair(ours, lg_facts(sizes.facts))
     del ours
     per = 1e6 / sizes.facts
     print(_line(f"{sizes.facts:,} facts, per fact", *facts, unit="us", scale=per), flush=True)
-    return {
-        "chain": chain[large][0] / chain[large][1],
-        "fan": fan[0] / fan[1],
-        "fact_us": facts[0] * per,
-    }
+    return facts[0] * per
 
 
 def call_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[int, float]:
@@ -502,11 +508,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Our engine vs LangGraph on the same shapes.")
     parser.add_argument("--quick", action="store_true", help="small shapes: a smoke run")
     parser.add_argument("--repeats", type=int, default=None, help="runs per side (default 5)")
+    parser.add_argument("--only", choices=("facts",), help="run one shape alone")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.quick:
         print(f"quick run (not comparable with the targets): {sizes}")
     bench = Bench(args.repeats or sizes.repeats)
+    if args.only == "facts":
+        with tempfile.TemporaryDirectory() as tmp:
+            fact_us = facts_shape(bench, sizes, Path(tmp))
+        bench.runner.close()
+        print(f"per-fact us: {fact_us:.2f}")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         rules = rule_shapes(bench, sizes, Path(tmp))
         calls = call_shapes(bench, sizes, Path(tmp))

@@ -243,7 +243,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
             f"from; re-run with `{again}`, then "
             "continue with --resume DIR --approve ID... --reject ID...\n"
         )
-    first = out.document.pending[0].id if out.document.pending else "ID"
+    first = out.summary.pending[0].id if out.summary.pending else "ID"
     return (
         f"paused for a human: continue with `{_resume_command(args, folder, first)}` "
         "(or --reject ID, or --decisions FILE.json); ids left undecided keep the run paused\n"
@@ -311,7 +311,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         _print_human(out, buffer)
         io.stdout.write(terminal_safe(buffer.getvalue()))
     else:
-        io.stdout.write(out.document.model_dump_json(indent=2) + "\n")
+        out.write_json(io.stdout)  # facts streamed: no one giant string
+        io.stdout.write("\n")
     if out.result.pause is not None:
         io.stderr.write(terminal_safe(_pause_hint(out, args)))
     return out.exit_code

@@ -41,12 +41,12 @@ class Admission:
     """Seeds, merges and invariant checks of a run (docs/architecture.md §7)."""
 
     __slots__ = (
+        "_bases",
         "_ctx",
         "_evidence",
         "_gate",
         "_invariants",
         "_known_keys",
-        "_links",
         "_log",
         "_max_facts",
         "_state",
@@ -72,7 +72,7 @@ class Admission:
         self._invariants = invariants
         self._log = log
         self._evidence: dict[str, tuple[str, ...]] = {}
-        self._links: dict[tuple[str | None, int], str] = {}
+        self._bases: dict[tuple[str | None, int, str, str, tuple[str, ...]], PromotionRecord] = {}
 
     # -- whole effects -------------------------------------------------------------
 
@@ -197,24 +197,8 @@ class Admission:
             raise Stop(StopReason.FACT_BUDGET_EXHAUSTED, suggestor=name)
         state.lamport += 1
         key = proposal.key
-        self._writer.add_fact(
-            Fact(
-                key=key,
-                id=proposal.id,
-                content=proposal.content,
-                data=proposal.data,
-                provenance=proposal.provenance,
-                confidence=proposal.confidence,
-                promotion=PromotionRecord(
-                    gate=gate,
-                    approver=approver,
-                    cycle=cycle,
-                    evidence=evidence,
-                    trace_link=self._trace_link(name, cycle),
-                    logical_time=state.lamport,
-                ),
-            )
-        )
+        basis = self._basis(name, cycle, gate, approver, evidence)
+        self._writer.add_fact(Fact.promoted(proposal, basis, state.lamport))
         state.dirty.add(key)
         state.promoted += 1
         if self._log.enabled:
@@ -374,11 +358,17 @@ class Admission:
             evidence = self._evidence[name] = (f"suggestor:{name}",)
         return evidence
 
-    def _trace_link(self, name: str | None, cycle: int) -> str:
-        link = self._links.get((name, cycle))
-        if link is None:
+    def _basis(
+        self, name: str | None, cycle: int, gate: str, approver: str, evidence: tuple[str, ...]
+    ) -> PromotionRecord:
+        """The promotion record shared by the facts promoted alike (one per suggestor and cycle,
+        as a rule); each fact adds its own logical time (see `Fact.promoted`)."""
+        shape = (name, cycle, gate, approver, evidence)
+        basis = self._bases.get(shape)
+        if basis is None:
             link = f"cycle/{cycle}/{name}" if name else f"cycle/{cycle}"
-            if len(self._links) > 4096:
-                self._links.clear()
-            self._links[(name, cycle)] = link
-        return link
+            basis = PromotionRecord(gate, approver, cycle, evidence, link)
+            if len(self._bases) > 4096:
+                self._bases.clear()
+            self._bases[shape] = basis
+        return basis

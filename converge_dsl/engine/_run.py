@@ -24,6 +24,7 @@ from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._explain import explain
+from converge_dsl.engine._gc import quiet_collector
 from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys
 from converge_dsl.engine.budget import SPENDER, Budget, StopReason
@@ -112,7 +113,11 @@ class Run:
         wall = self._budget.max_wall_s
         try:
             # Every template, expression and validation of the run checks its deadline.
-            with run_deadline(self._clock, None if wall is None else self._started + wall):
+            # The objects older than the run are frozen for it (see `quiet_collector`).
+            with (
+                run_deadline(self._clock, None if wall is None else self._started + wall),
+                quiet_collector(),
+            ):
                 self._admission.seed(seeds, staged)
                 if self._state.pending:
                     raise Stop(StopReason.HITL_PAUSE)

@@ -1,7 +1,7 @@
 """The context: an append-only fact store that suggestors read through `ContextView`.
 
 `Context` keeps one list of facts per key (in promotion order), an index by
-`(key, id)`, an index of the provenance sources under each key, and the
+key then id (no tuple per fact), an index of the provenance sources under each key, and the
 global promotion order. Reads are O(1) (the tuple a `get` returns is cached
 until the key grows). A reader that caches what it derives from a context
 (the compiler's render scopes) catches up through `facts_since(version)` and
@@ -44,7 +44,7 @@ class Context:
     def __init__(self) -> None:
         self._by_key: dict[str, list[Fact]] = {}
         self._cache: dict[str, tuple[Fact, ...]] = {}
-        self._index: dict[tuple[str, str], Fact] = {}
+        self._index: dict[str, dict[str, Fact]] = {}
         self._order: list[Fact] = []
         self._sources: dict[str, set[str]] = {}
         self._pending: dict[str, tuple[ProposedFact, ...]] = {}
@@ -102,7 +102,8 @@ class Context:
         return 0 if facts is None else len(facts)
 
     def fact(self, key: str, fact_id: str) -> Fact | None:
-        return self._index.get((key, fact_id))
+        ids = self._index.get(key)
+        return None if ids is None else ids.get(fact_id)
 
     def proposals(self, key: str) -> tuple[ProposedFact, ...]:
         return self._pending.get(key, _NO_PROPOSALS)
@@ -186,11 +187,12 @@ class ContextWriter:
         if bucket is None:
             self._by_key[key] = [fact]
             self._sources[key] = {fact.provenance.source}
+            self._index[key] = {fact.id: fact}
         else:
             bucket.append(fact)
             self._cache.pop(key, None)
             self._sources[key].add(fact.provenance.source)
-        self._index[(key, fact.id)] = fact
+            self._index[key][fact.id] = fact
         self._order.append(fact)
 
     def set_cycle(self, cycle: int) -> None:

@@ -106,7 +106,7 @@ class EngineState:
                     f"expected {STATE_FORMAT!r})"
                 )
             return cls(
-                facts=tuple(fact_from_data(item) for item in data["facts"]),
+                facts=_facts_from_data(data["facts"]),
                 cycle=int(data["cycle"]),
                 dirty=tuple(str(key) for key in data["dirty"]),
                 lamport=int(data["lamport"]),
@@ -243,6 +243,21 @@ def fact_from_data(data: dict[str, Any]) -> Fact:
             logical_time=int(record["logical_time"]),
         ),
     )
+
+
+def _facts_from_data(items: list[dict[str, Any]]) -> tuple[Fact, ...]:
+    """Facts of `fact_from_data`'s shape, promoted alike ones sharing one promotion record."""
+    bases: dict[tuple[Any, ...], PromotionRecord] = {}
+    facts = []
+    for item in items:
+        fact = fact_from_data(item)
+        record = fact.promotion
+        shape = (record.gate, record.approver, record.cycle, record.evidence, record.trace_link)
+        basis = bases.setdefault(shape, record)
+        if basis is not record:
+            fact = Fact.promoted(fact, basis, record.logical_time)
+        facts.append(fact)
+    return tuple(facts)
 
 
 def pending_to_data(item: PendingProposal) -> dict[str, Any]:

@@ -16,6 +16,10 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from converge_dsl.keys import BUILTIN_KEYS
 
 _BUILTIN_ORDER = {name: index for index, name in enumerate(BUILTIN_KEYS)}
+_INTERNED: dict[str, ContextKey] = {}
+# Past this many distinct names keys are still made, just not interned (a
+# suggestor proposing ever new key names must not grow the table without end).
+_MAX_INTERNED = 4096
 
 
 class ContextKey(str):
@@ -24,9 +28,26 @@ class ContextKey(str):
     A `str` subclass, so it hashes and compares like its name (dicts keyed by
     keys accept plain strings). Built-in keys sort first, in their order of docs/architecture.md §3;
     keys a pipeline declares sort after them, by name.
+
+    Interned: `ContextKey(name)` returns one shared object per name (for the
+    first 4,096 names), so proposals and facts do not each carry their own
+    copy, and its hash is computed once.
     """
 
     __slots__ = ()
+
+    def __new__(cls, name: str = "") -> ContextKey:
+        if cls is not ContextKey:
+            return str.__new__(cls, name)
+        key = _INTERNED.get(name)
+        if key is None:
+            key = str.__new__(cls, name)
+            if len(_INTERNED) < _MAX_INTERNED:
+                _INTERNED[str(key)] = key
+        return key
+
+    def __reduce__(self) -> tuple[type[ContextKey], tuple[str]]:
+        return (ContextKey, (str(self),))
 
     @property
     def is_builtin(self) -> bool:
@@ -162,7 +183,8 @@ class ProposedFact:
     data: Any = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", ContextKey(self.key))
+        if type(self.key) is not ContextKey:
+            object.__setattr__(self, "key", ContextKey(self.key))
         object.__setattr__(self, "confidence", clamp_confidence(self.confidence))
         if not isinstance(self.content, str):
             legacy = freeze_json(self.content)
@@ -190,25 +212,117 @@ class PromotionRecord:
     logical_time: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+_FACT_SLOTS = ("key", "id", "content", "provenance", "confidence", "data", "_basis", "logical_time")
+
+
 class Fact:
-    """A promoted proposal. Facts are append-only.
+    """A promoted proposal. Facts are append-only and immutable.
 
     `content` is text and `data` frozen JSON or None, as on `ProposedFact`
     (the engine builds facts only from proposals and checkpoints).
+
+    Compact: `promotion` is kept as a record shared by the facts promoted
+    the same way (same gate, approver, cycle, evidence, trace link) plus this
+    fact's own `logical_time`; reading `promotion` gives the whole record.
+    Constructed, compared, hashed and pickled as the dataclass it was, with
+    fields `key, id, content, provenance, confidence, promotion, data`.
     """
+
+    __slots__ = _FACT_SLOTS
+    __match_args__ = ("key", "id", "content", "provenance", "confidence", "promotion", "data")
 
     key: str
     id: str
     content: Content
     provenance: Provenance
     confidence: float
-    promotion: PromotionRecord
-    data: Any = None  # frozen JSON (see `ProposedFact`), or None
+    data: Any
+    logical_time: int
+    _basis: PromotionRecord
+
+    def __init__(  # noqa: PLR0917 - positional, as the dataclass it was
+        self,
+        key: str,
+        id: str,
+        content: Content,
+        provenance: Provenance,
+        confidence: float,
+        promotion: PromotionRecord,
+        data: Any = None,
+    ) -> None:
+        values = (key, id, content, provenance, confidence, data, promotion, promotion.logical_time)
+        for name, value in zip(_FACT_SLOTS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def promoted(
+        cls, proposal: ProposedFact | Fact, basis: PromotionRecord, logical_time: int
+    ) -> Fact:
+        """The fact of `proposal` (or a copy of a fact), promoted as `basis` says (shareable:
+        its own time is ignored), at `logical_time`."""
+        fact = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(fact, "key", proposal.key)
+        _set(fact, "id", proposal.id)
+        _set(fact, "content", proposal.content)
+        _set(fact, "provenance", proposal.provenance)
+        _set(fact, "confidence", proposal.confidence)
+        _set(fact, "data", proposal.data)
+        _set(fact, "_basis", basis)
+        _set(fact, "logical_time", logical_time)
+        return fact
+
+    @property
+    def promotion(self) -> PromotionRecord:
+        """How this fact was promoted (its own logical time included)."""
+        basis = self._basis
+        if basis.logical_time == self.logical_time:
+            return basis
+        return PromotionRecord(
+            basis.gate,
+            basis.approver,
+            basis.cycle,
+            basis.evidence,
+            basis.trace_link,
+            self.logical_time,
+        )
 
     def content_text(self) -> str:
         """The content (always text; kept for callers written when it could be JSON)."""
         return self.content
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.key,
+            self.id,
+            self.content,
+            self.provenance,
+            self.confidence,
+            self.promotion,
+            self.data,
+        )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: facts are immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: facts are immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __reduce__(self) -> tuple[type[Fact], tuple[Any, ...]]:
+        return (Fact, self._fields())
+
+    def __repr__(self) -> str:
+        names = ("key", "id", "content", "provenance", "confidence", "promotion", "data")
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._fields(), strict=True))
+        return f"Fact({shown})"
 
 
 @dataclass(frozen=True, slots=True)

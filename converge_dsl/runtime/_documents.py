@@ -1,6 +1,10 @@
 """The run result and trace line as pydantic models (schemas `run-result.v1`, `trace-event.v1`).
 
-`RunResultDocument` is what `converge-dsl run --format json` prints.
+`RunResultDocument` is what `converge-dsl run --format json` prints;
+`write_run_result` prints it with its facts streamed from the engine's facts
+(no model object per fact, no one giant string), byte for byte what
+`model_dump_json(indent=2)` of the whole document gives. Documents of facts
+the engine built are assembled with `model_construct` (not validated again).
 `TraceLine` is one line of a `--trace` JSONL file: the engine event's own
 fields, plus `seq` (0-based order), `type`, and `span` (the source span of the
 suggestor the event concerns, when there is one).
@@ -9,10 +13,11 @@ suggestor the event concerns, when there is one).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
 from converge_dsl.engine.state import PendingProposal
@@ -52,7 +57,8 @@ class ProvenanceModel(_Frozen):
 
     @classmethod
     def of(cls, provenance: Provenance) -> ProvenanceModel:
-        return cls(
+        """Built without validation: a `Provenance` already has the field types."""
+        return cls.model_construct(
             source=provenance.source, model_id=provenance.model_id, account=provenance.account
         )
 
@@ -78,7 +84,8 @@ class FactModel(_Frozen):
 
     @classmethod
     def of(cls, fact: Fact) -> FactModel:
-        return cls(
+        """Built without validation: the engine made the fact (text content, float confidence)."""
+        return cls.model_construct(
             id=fact.id,
             content=fact.content,
             data=_plain(fact.data),
@@ -211,6 +218,70 @@ class RunResultDocument(_Frozen):
             pending=[PendingModel.of(item) for item in pending],
             held=dict(sorted((held or {}).items())),
         )
+
+
+# -- streaming -------------------------------------------------------------------
+
+_FACTS_FIELD = '\n  "facts": {}'
+_CHUNK = 1024  # facts serialised per call; a chunk's text is all that is held at once
+
+
+def _fact_plain(fact: Fact, provenances: dict[Provenance, dict[str, Any]]) -> dict[str, Any]:
+    """`FactModel.of(fact)` as plain JSON values, in its field order."""
+    provenance = provenances.get(fact.provenance)
+    if provenance is None:
+        source = fact.provenance
+        provenance = {
+            "source": source.source,
+            "model_id": source.model_id,
+            "account": source.account,
+        }
+        if len(provenances) < 4096:
+            provenances[source] = provenance
+    return {
+        "id": fact.id,
+        "content": fact.content,
+        "data": _plain(fact.data),
+        "confidence": fact.confidence,
+        "provenance": provenance,
+    }
+
+
+def write_run_result(
+    document: RunResultDocument,
+    facts: Iterable[tuple[str, Sequence[Fact]]],
+    stream: TextIO,
+) -> None:
+    """Write `document` with `facts` as its facts (indent 2, as `model_dump_json(indent=2)`).
+
+    `document` holds no facts (its `facts` is `{}`); `facts` gives each key's
+    facts, keys in key order, facts in promotion order (keys without facts are
+    skipped). The facts are serialised a chunk at a time, so the text of the
+    whole document never exists at once. No newline is written after it.
+    """
+    head, found, tail = document.model_dump_json(indent=2).partition(_FACTS_FIELD)
+    if not found or document.facts:
+        raise ValueError("write_run_result needs a document without facts")
+    stream.write(head)
+    stream.write('\n  "facts": {')
+    provenances: dict[Provenance, dict[str, Any]] = {}
+    wrote_key = False
+    for key, items in facts:
+        if not items:
+            continue
+        stream.write(",\n    " if wrote_key else "\n    ")
+        stream.write(to_json(str(key)).decode("utf-8") + ": [")
+        for start in range(0, len(items), _CHUNK):
+            chunk = [_fact_plain(fact, provenances) for fact in items[start : start + _CHUNK]]
+            text = to_json(chunk, indent=2).decode("utf-8")
+            # "[\n  {...},\n  {...}\n]": the objects, indented four more (JSON text
+            # has no raw newline inside a string, so every newline is layout).
+            stream.write(",\n    " if start else "\n    ")
+            stream.write(text[2:-2].replace("\n", "\n    "))
+        stream.write("\n    ]")
+        wrote_key = True
+    stream.write("\n  }" if wrote_key else "}")
+    stream.write(tail)
 
 
 class TraceLine(BaseModel):

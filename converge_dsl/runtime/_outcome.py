@@ -12,18 +12,27 @@ reason `invalid`, `usage_error` or `error`, its diagnostics and no facts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TextIO
 
 from converge_dsl import codes
 from converge_dsl.compiler import CompiledPipeline
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.state import RunResult
 from converge_dsl.engine.stops import StopNote
+from converge_dsl.engine.types import Fact
 from converge_dsl.errors import ConvergeError, PipelineInvalid, RunError, UsageError
 
-from ._documents import DiagnosticModel, RunResultDocument, UsageModel
+from ._documents import (
+    DiagnosticModel,
+    FactModel,
+    RunResultDocument,
+    UsageModel,
+    write_run_result,
+)
 
 EXIT_BY_STOP: Mapping[str, int] = {
     "converged": 0,
@@ -42,11 +51,16 @@ RUN_ERROR_CODE = codes.RUN_ERROR
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """A finished run: the engine result, its JSON document, exit code and located problems."""
+    """A finished run: the engine result, its JSON document, exit code and located problems.
+
+    `summary` is the run-result document without its facts; `document` the
+    whole one (built on first use); `write_json` prints the whole one with
+    its facts streamed from the result, never building `document`.
+    """
 
     pipeline: CompiledPipeline
     result: RunResult
-    document: RunResultDocument
+    summary: RunResultDocument
     exit_code: int
     error: ConvergeError | None
     diagnostics: tuple[Diagnostic, ...] = ()
@@ -55,6 +69,22 @@ class RunOutcome:
         # Short on purpose, like `RunResult.__repr__`: asyncio formats a finished
         # task's result on some paths, and a whole compiled pipeline's repr is huge.
         return f"RunOutcome(exit_code={self.exit_code}, result={self.result!r})"
+
+    def _facts_by_key(self) -> Iterator[tuple[str, Sequence[Fact]]]:
+        context = self.result.context
+        keys = context.keys()  # key sort order
+        for key in keys:
+            yield key, context.get(key)
+
+    @cached_property
+    def document(self) -> RunResultDocument:
+        """The run-result document with its facts (grouped by key, in key order)."""
+        facts = {key: [FactModel.of(fact) for fact in items] for key, items in self._facts_by_key()}
+        return self.summary.model_copy(update={"facts": facts})
+
+    def write_json(self, stream: TextIO) -> None:
+        """Write `document` as `model_dump_json(indent=2)` would, facts streamed; no newline."""
+        write_run_result(self.summary, self._facts_by_key(), stream)
 
 
 def run_error_diagnostic(error: ConvergeError) -> Diagnostic | None:
@@ -122,7 +152,7 @@ def outcome(
     document = RunResultDocument.build(
         stop_reason=stop,
         cycles=result.cycles,
-        facts=tuple(result.context),
+        facts=(),  # see `RunOutcome.document` and `RunOutcome.write_json`
         diagnostics=[DiagnosticModel.of(d, note.suggestor, note.cycle) for d, note in found],
         usage=UsageModel(
             model_calls=usage.model_calls,

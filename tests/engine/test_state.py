@@ -81,6 +81,18 @@ def test_state_json_round_trips_exactly() -> None:
     }
 
 
+def test_a_restored_state_shares_the_promotion_records_of_facts_promoted_alike() -> None:
+    states: list[EngineState] = []
+    asyncio.run(_engine().run(on_cycle_end=states.append))
+    again = EngineState.from_json(states[-1].to_json())
+    seeds = [f for f in again.facts if f.key == "seeds"]
+    assert len(seeds) > 1
+    assert len({id(f._basis) for f in seeds}) == 1
+    assert [f.promotion.logical_time for f in seeds] == [
+        f.promotion.logical_time for f in states[-1].facts if f.key == "seeds"
+    ]
+
+
 def test_a_checkpoint_written_when_content_could_be_json_loads_it_as_data() -> None:
     state = asyncio.run(Engine().run()).state
     old = state.to_data()

@@ -1,9 +1,18 @@
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
+from typing import Any
 
-from converge_dsl.runtime import exported_schemas
+import jsonschema
+import pytest
+
+from converge_dsl.engine import Fact, PromotionRecord, Provenance
+from converge_dsl.engine.types import freeze_json
+from converge_dsl.runtime import RunResultDocument, exported_schemas
+from converge_dsl.runtime import _documents as documents
+from converge_dsl.runtime._documents import FactModel, UsageModel, write_run_result
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -11,3 +20,94 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 def test_committed_schemas_equal_the_generated_ones() -> None:
     for name, schema in exported_schemas().items():
         assert json.loads((SCHEMAS / name).read_text(encoding="utf-8")) == schema, name
+
+
+# -- the streaming writer -------------------------------------------------------------
+
+_ODD_DATA = {
+    "z": [1, 2.5, 1e-07, 1e16, -0.0, True, None],
+    "a": {"nested": ["ü", "\u2028", "tab\there", 'quote"back\\slash', "\x00\x1f\x7f"]},
+}
+
+
+def _facts(count: int, key: str = "signals", *, data: bool = True) -> list[Fact]:
+    shared = Provenance("writer@p", "model-x", None)
+    return [
+        Fact(
+            key,
+            f"f{i}",
+            f"line {i}\nsecond ∑ line" if i % 3 else "plain",
+            shared if i % 2 else Provenance(f"s{i}@p"),
+            [1.0, 0.5, 1e-05, 0.30000000000000004][i % 4],
+            PromotionRecord("auto", "engine", 1, (), None, i + 1),
+            freeze_json(_ODD_DATA) if data and i % 5 == 0 else None,
+        )
+        for i in range(count)
+    ]
+
+
+def _summary(**extra: Any) -> RunResultDocument:
+    return RunResultDocument.build(
+        stop_reason="converged",
+        cycles=2,
+        facts=(),
+        diagnostics=[],
+        usage=UsageModel(model_calls=1),
+        **extra,
+    )
+
+
+def _streamed(groups: list[tuple[str, list[Fact]]], summary: RunResultDocument) -> str:
+    out = io.StringIO()
+    write_run_result(summary, groups, out)
+    return out.getvalue()
+
+
+def _whole(groups: list[tuple[str, list[Fact]]], summary: RunResultDocument) -> str:
+    facts = {key: [FactModel.of(f) for f in items] for key, items in groups if items}
+    return summary.model_copy(update={"facts": facts}).model_dump_json(indent=2)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 7, 1024])
+def test_streamed_facts_are_byte_identical_to_the_whole_document(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(documents, "_CHUNK", chunk)
+    groups = [("seeds", _facts(3, "seeds")), ("votes", []), ("signals", _facts(11))]
+    summary = _summary()
+    text = _streamed(groups, summary)
+    assert text == _whole(groups, summary)
+    parsed = json.loads(text)
+    jsonschema.validate(parsed, json.loads((SCHEMAS / "run-result.v1.json").read_text("utf-8")))
+    assert list(parsed["facts"]) == ["seeds", "signals"]
+
+
+def test_a_document_without_facts_streams_as_it_dumps() -> None:
+    summary = _summary(held={"b": False, "a": True})
+    assert _streamed([], summary) == summary.model_dump_json(indent=2)
+    assert '"facts": {}' in _streamed([("signals", [])], summary)
+
+
+def test_a_document_that_already_holds_facts_is_refused() -> None:
+    summary = _summary()
+    full = summary.model_copy(update={"facts": {"seeds": [FactModel.of(_facts(1)[0])]}})
+    with pytest.raises(ValueError, match="without facts"):
+        _streamed([], full)
+
+
+def test_no_write_holds_more_than_one_chunk_of_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounded resource: the largest single write, for 5,000 facts in chunks of 100."""
+    monkeypatch.setattr(documents, "_CHUNK", 100)
+    writes: list[int] = []
+
+    class Recorder(io.StringIO):
+        def write(self, text: str) -> int:
+            writes.append(len(text))
+            return super().write(text)
+
+    facts = _facts(5_000, data=False)
+    out = Recorder()
+    write_run_result(_summary(), [("signals", facts)], out)
+    per_fact = len(out.getvalue()) / len(facts)
+    assert max(writes) < 100 * per_fact * 1.5
+    assert len(json.loads(out.getvalue())["facts"]["signals"]) == 5_000

@@ -160,3 +160,17 @@ def test_an_invalid_pipeline_keeps_every_diagnostic_of_validate() -> None:
         {k: v for k, v in d.as_json().items() if v is not None} for d in found
     ]
     assert EXIT_BY_STOP["invalid"] == PipelineInvalid.exit_code
+
+
+def test_the_streamed_json_is_the_whole_document_and_the_summary_holds_no_facts() -> None:
+    import io
+
+    compiled = compiled_pipeline()
+    out = outcome(compiled, finished(compiled))
+    assert out.summary.facts == {}
+    assert [f.id for f in out.document.facts["seeds"]] == ["s1"]
+    assert list(out.document.facts) == list(out.result.context.keys())
+    stream = io.StringIO()
+    out.write_json(stream)
+    assert stream.getvalue() == out.document.model_dump_json(indent=2)
+    assert len(repr(out)) < 200  # asyncio may format it: never the whole result

@@ -1,0 +1,83 @@
+"""The collector during a run: objects older than the run are frozen for it, then given back."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance
+from converge_dsl.engine._gc import quiet_collector
+from converge_dsl.engine.testing import FnSuggestor
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_objects_older_than_the_run_are_frozen_during_it_and_given_back() -> None:
+    gc.enable()
+    old = [[] for _ in range(100)]  # tracked objects made before the run
+    seen: list[int] = []
+
+    def propose(ctx: ContextView) -> list[ProposedFact]:
+        seen.append(gc.get_freeze_count())
+        return [ProposedFact("signals", f"s{ctx.cycle}", "x", 1.0, Provenance("t"))]
+
+    engine = Engine(budget=Budget(max_cycles=3), record_events=False)
+    engine.register(FnSuggestor("w", [], propose, accepts=lambda ctx: ctx.cycle <= 2))
+    result = asyncio.run(engine.run())
+    assert result.converged
+    assert seen
+    assert all(count >= len(old) for count in seen)
+    assert gc.get_freeze_count() == 0  # given back: garbage among them is collectable again
+
+
+def test_nested_runs_unfreeze_once_at_the_outermost() -> None:
+    gc.enable()
+    with quiet_collector():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with quiet_collector():
+            assert gc.get_freeze_count() >= frozen
+        assert gc.get_freeze_count() >= frozen  # the inner one gave nothing back
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_caller_s_own_freeze_is_left_alone() -> None:
+    gc.enable()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    with quiet_collector():
+        pass
+    assert gc.get_freeze_count() == frozen
+
+
+def test_a_disabled_collector_is_left_alone() -> None:
+    gc.disable()
+    with quiet_collector():
+        assert gc.get_freeze_count() == 0
+    assert not gc.isenabled()
+
+
+def test_a_run_s_cyclic_garbage_is_still_collected() -> None:
+    gc.enable()
+
+    class Cycle:
+        pass
+
+    with quiet_collector():
+        node = Cycle()
+        node.self = node  # type: ignore[attr-defined]
+        del node
+        assert gc.collect() >= 1
