@@ -6,12 +6,13 @@ A package lists where each public name lives and hands the table over::
 
 (with the same names imported under `TYPE_CHECKING` for type checkers). The
 first access imports the module and caches the value in the package, so later
-accesses are plain attribute reads.
+accesses are plain attribute reads. Modules are imported with `__import__`, the
+path of an `import` statement, so `python -X importtime` lists them
+(`importlib.import_module` takes a path it does not see).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,7 +25,8 @@ def lazy_names(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        __import__(module)
+        value = getattr(sys.modules[module], name)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -2,12 +2,12 @@
 
 `SystemClock` is the real adapter; `FakeClock` is a public fake that tests (and
 deterministic runs) use: its time only moves when something sleeps on it or
-calls `advance`.
+calls `advance`. asyncio is imported on the first sleep, not with this module:
+`validate` reads clocks' types without ever starting an event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Protocol
 
@@ -29,6 +29,8 @@ class SystemClock:
         return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio
+
         await asyncio.sleep(max(0.0, seconds))
 
 
@@ -48,4 +50,6 @@ class FakeClock:
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.advance(seconds)
+        import asyncio
+
         await asyncio.sleep(0)

@@ -64,7 +64,6 @@ if TYPE_CHECKING:
     )
     from converge_dsl.agents._policy import (
         CompactionPolicy,
-        SummaryBudget,
         TokenCounter,
         default_token_counter,
     )
@@ -77,6 +76,7 @@ if TYPE_CHECKING:
         SpanSummarizer,
         side_call,
     )
+    from converge_dsl.agents._summary_budget import SummaryBudget
 
 _WHERE: dict[str, str] = {
     "ClearedTurn": "converge_dsl.agents._events",
@@ -101,7 +101,7 @@ _WHERE: dict[str, str] = {
     "Reducer": "converge_dsl.agents._loop",
     "SpanCleared": "converge_dsl.agents._events",
     "SpanSummarizer": "converge_dsl.agents._summarizer",
-    "SummaryBudget": "converge_dsl.agents._policy",
+    "SummaryBudget": "converge_dsl.agents._summary_budget",
     "SummaryFallback": "converge_dsl.agents._events",
     "SummaryTaken": "converge_dsl.agents._events",
     "TokenCounter": "converge_dsl.agents._policy",

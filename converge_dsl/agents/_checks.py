@@ -11,8 +11,8 @@ Codes (`converge_dsl.codes`, documented in docs/errors.md): `COMPACTION_ORDER`
 `REMINDER_NEVER_FIRES`, `TURNS_NEVER_CLEARED`, `AGENT_CANNOT_PROPOSE` (warnings).
 `check_agents` is the pipeline check (a `converge_dsl.frontend.Check`) that
 `converge_dsl.validation` composes: it returns at once for a pipeline with no
-agent, and imports the agents' policy module only when a summarizer budget
-needs its arithmetic.
+agent, and imports nothing of the turn loop, the engine or the models (the
+summarizer budget's arithmetic lives in `_summary_budget`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl.agents._summary_budget import SummaryBudget
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend.document import SourceMap
 
@@ -63,8 +64,6 @@ def summarizer_budget(data: Mapping[str, Any], source_map: SourceMap) -> Iterato
         raw = (agent.get("summarizer") or {}).get("budget")
         if raw is None:
             continue
-        from converge_dsl.agents._policy import SummaryBudget
-
         budget = SummaryBudget(
             max_calls=int(raw["max_calls"]),
             max_input_chars=int(raw["max_input_chars"]),

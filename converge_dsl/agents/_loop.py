@@ -14,9 +14,10 @@ from pydantic import BaseModel
 
 from converge_dsl.agents._events import EventSink, SummaryFallback, SummaryTaken
 from converge_dsl.agents._machine import CallModel, CallTools, Compact, Done, TurnMachine
-from converge_dsl.agents._policy import SummaryBudget, stub_text, summary_text
+from converge_dsl.agents._policy import stub_text, summary_text
 from converge_dsl.agents._spec import SummarizerSpec
 from converge_dsl.agents._summarizer import SpanSummarizer, side_call
+from converge_dsl.agents._summary_budget import SummaryBudget
 from converge_dsl.compiler import UsageRecorder
 from converge_dsl.models.port import Message, ModelRequest, ToolCallPart, ToolResultPart
 

@@ -2,9 +2,10 @@
 
 Everything here is pure arithmetic over sizes, so `converge-dsl plan` can
 simulate turns without a model and reach exactly the decisions the real loop
-reaches. The history is a tuple of `Segment`s: the preamble (system text,
-tools, goal; never cleared), one segment per turn, and one per reduction
-(a stub or summary that replaced a span of turns).
+reaches (the summarizer's `SummaryBudget` is in `_summary_budget`). The
+history is a tuple of `Segment`s: the preamble (system text, tools, goal;
+never cleared), one segment per turn, and one per reduction (a stub or
+summary that replaced a span of turns).
 
 Compaction, decided at the top of each turn with transient messages counted:
 - below `threshold * window`: nothing;
@@ -140,38 +141,3 @@ def apply_reduction(
 ) -> tuple[Segment, ...]:
     reduction = Segment("reduction", step.first_turn, step.last_turn, tokens)
     return (*segments[: step.start], reduction, *segments[step.stop :])
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryBudget:
-    max_calls: int
-    max_input_chars: int
-    timeout_s: float
-    expected_summary_bytes: int
-    cost_floor_multiple: float
-
-    @property
-    def floor_chars(self) -> float:
-        return self.expected_summary_bytes * self.cost_floor_multiple
-
-    def refusal(self, calls_made: int, chars: int) -> str | None:
-        """Why a span of `chars` gets the stub without a call, or None if a call fits."""
-        if calls_made >= self.max_calls:
-            return "budget_exhausted"
-        if chars > self.max_input_chars:
-            return "over_budget"
-        if chars < self.floor_chars:
-            return "below_floor"
-        return None
-
-    def never_calls(self) -> str | None:
-        """The arithmetic showing no span can ever be summarised, if that is so."""
-        if self.max_calls <= 0:
-            return f"max_calls is {self.max_calls}"
-        if self.floor_chars > self.max_input_chars:
-            return (
-                f"expected_summary_bytes {self.expected_summary_bytes} x cost_floor_multiple "
-                f"{self.cost_floor_multiple:g} = {self.floor_chars:g} > max_input_chars "
-                f"{self.max_input_chars}"
-            )
-        return None

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from converge_dsl.agents._policy import CompactionPolicy, SummaryBudget
+from converge_dsl.agents._policy import CompactionPolicy
+from converge_dsl.agents._summary_budget import SummaryBudget
 from converge_dsl.agents._tools import ALL_TOOLS
 from converge_dsl.compiler import CompileContext, CompiledTemplate
 from converge_dsl.diagnostics import JsonPath

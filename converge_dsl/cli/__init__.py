@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -164,7 +163,8 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
             hint=f"did you mean {guess!r}?" if guess else "see 'converge-dsl --help'",
         )
     module_name, summary = COMMANDS[name]
-    command: Command = importlib.import_module(module_name)
+    __import__(module_name)  # as `import` does, so `python -X importtime` lists it
+    command: Command = sys.modules[module_name]
     parser = _Parser(prog=f"converge-dsl {name}", description=summary)
     command.configure(parser)
     try:

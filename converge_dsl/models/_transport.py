@@ -8,8 +8,11 @@ waiting for the server. Shards of `SHARD_SIZE` connections keep that cost
 constant while the model's one `httpx.AsyncClient` still holds up to
 `max_connections` connections. Each request goes to the shard with the fewest
 requests in flight (ties: the lowest index), so the spread is deterministic.
-All shards of all models share one TLS context, made on first use: loading the
-certificate store costs ~85 ms, which every shard of every model used to pay.
+All shards of all `https` models share one TLS context, made on first use:
+loading the certificate store costs 15-85 ms, which every model used to pay.
+A plain `http` model never loads it: its shards get a context that trusts no
+certificate (it is never used, since every request goes to the model's one
+`http` URL; were it used, it would refuse to connect rather than skip checks).
 """
 
 from __future__ import annotations
@@ -19,15 +22,40 @@ import math
 import ssl
 from collections.abc import AsyncIterator, Callable
 
+import httpcore
 import httpx
 
+from converge_dsl.models._netback import AsyncioBackend
+
 SHARD_SIZE = 8
+KEEPALIVE_EXPIRY_S = 30.0
 
 
 @functools.cache
 def _tls() -> ssl.SSLContext:
     """The default verifying TLS context (httpx's), made once per process."""
     return httpx.create_ssl_context()
+
+
+@functools.cache
+def _trusts_nothing() -> ssl.SSLContext:
+    """A verifying TLS context with no trusted certificate: every handshake fails."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class _Shard(httpx.AsyncHTTPTransport):
+    """httpx's transport over one httpcore pool on the plain asyncio backend
+    (`AsyncioBackend`); httpx still translates the pool's failures."""
+
+    def __init__(self, limits: httpx.Limits, tls: ssl.SSLContext) -> None:
+        super().__init__(limits=limits, verify=tls, trust_env=False)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=tls,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=AsyncioBackend(),
+        )
 
 
 class _ReleasingStream(httpx.AsyncByteStream):
@@ -54,7 +82,11 @@ class _ReleasingStream(httpx.AsyncByteStream):
 class ShardedTransport(httpx.AsyncBaseTransport):
     """Up to `max_connections` connections, in pools of at most `SHARD_SIZE`."""
 
-    def __init__(self, max_connections: int, keepalive_expiry: float) -> None:
+    def __init__(
+        self, max_connections: int, keepalive_expiry: float, *, secure: bool = True
+    ) -> None:
+        """`secure`: the requests may go to `https` URLs (the shared verifying TLS
+        context is made, once per process); else they go to `http` URLs only."""
         count = max(1, math.ceil(max_connections / SHARD_SIZE))
         per_shard = max(1, math.ceil(max_connections / count))
         limits = httpx.Limits(
@@ -62,8 +94,8 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             max_keepalive_connections=per_shard,
             keepalive_expiry=keepalive_expiry,
         )
-        tls = httpx.create_ssl_context()
-        self._shards = [httpx.AsyncHTTPTransport(limits=limits, verify=tls) for _ in range(count)]
+        tls = _tls() if secure else _trusts_nothing()
+        self._shards = [_Shard(limits, tls) for _ in range(count)]
         self._in_flight = [0] * count
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

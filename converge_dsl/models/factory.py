@@ -28,7 +28,13 @@ from converge_dsl.models._accounts import Account, accounts_from_config
 from converge_dsl.models._limits import limits_from, limits_problem
 from converge_dsl.models._wire import STRUCTURED_OUTPUTS
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
-from converge_dsl.models.http import WIRES, HttpModel, HttpSettings
+from converge_dsl.models.http import (
+    DEFAULT_MAX_CONNECTIONS,
+    MAX_CONNECTIONS_LIMIT,
+    WIRES,
+    HttpModel,
+    HttpSettings,
+)
 from converge_dsl.models.port import Model, ModelError, ModelErrorCode
 from converge_dsl.models.scripted import ScriptedModel
 
@@ -47,6 +53,7 @@ HTTP_KEYS = frozenset(
         "stream",
         "record",
         "max_retry_wait_s",
+        "max_connections",
         "limits",
     }
 )
@@ -225,8 +232,25 @@ def _http_settings(
         base_url=base_url,
         model=model,
         stream=stream,
+        max_connections=_max_connections(name, config),
         structured_output=structured,
         limits=limits_from(limits),
         **numbers,
     )
     return settings, accounts_from_config(name, config.get("accounts"), env)
+
+
+def _max_connections(name: str, config: Mapping[str, Any]) -> int:
+    """`models.<name>.max_connections`: an integer from 1 to `MAX_CONNECTIONS_LIMIT`."""
+    value = config.get("max_connections", DEFAULT_MAX_CONNECTIONS)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= MAX_CONNECTIONS_LIMIT
+    ):
+        raise config_error(
+            name,
+            f"`max_connections` must be an integer from 1 to {MAX_CONNECTIONS_LIMIT}",
+            f"fix models.{name}.max_connections (default {DEFAULT_MAX_CONNECTIONS})",
+        )
+    return value

@@ -90,6 +90,11 @@ from converge_dsl.models.port import (
     ToolCallPart,
 )
 
+DEFAULT_MAX_CONNECTIONS = 256
+"""Connections a model's client keeps at most, unless `max_connections` says otherwise:
+above any `budget.max_concurrency` most pipelines use, so the engine, not the
+client, decides how many calls run at once."""
+MAX_CONNECTIONS_LIMIT = 4096
 WIRES: Mapping[str, WireFormat] = {"openai": OpenAIWire(), "anthropic": AnthropicWire()}
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -108,7 +113,7 @@ class HttpSettings:
     max_retry_wait_s: float = 60.0
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 20.0
-    max_connections: int = 64
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
     structured_output: StructuredOutput = "json_schema"
     limits: ModelLimits = DEFAULT_LIMITS
 

@@ -7,12 +7,12 @@ from converge_dsl.agents._policy import (
     CompactionPolicy,
     Exceeded,
     Segment,
-    SummaryBudget,
     apply_reduction,
     default_token_counter,
     next_compaction,
     total_tokens,
 )
+from converge_dsl.agents._summary_budget import SummaryBudget
 
 
 def history(*turn_tokens: int, preamble: int = 10) -> tuple[Segment, ...]:

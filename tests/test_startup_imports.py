@@ -1,0 +1,134 @@
+"""`validate` imports only what the file needs (docs/architecture.md §5).
+
+Each test runs `validate FILE` under `python -X importtime` in a subprocess
+and reads the modules it imported (through `cli.run` and a normal exit: the
+console entry point ends with `os._exit`, which drops importtime's last
+lines). A pipeline of rules never
+imports the engine, the compiler, the runtime, the agents, the model
+adapters, asyncio, pydantic, httpx or jinja2; a pipeline with an agent and a
+scripted model adds its checks but still none of the engine, asyncio,
+pydantic or httpx. The time budget compares the sum of the imports' own times
+with `python -c pass`'s, as a ratio with a wide margin (best of a few runs on
+both sides): never an absolute time.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)")
+
+RULES_ONLY = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: rules-only
+keys: [{name: tickets}, {name: triaged}]
+seeds: [{id: t1, key: tickets, content: "printer on fire"}]
+suggestors:
+  - name: triage
+    kind: rule
+    dependencies: [tickets]
+    emit: [{key: triaged, id: "x-{{ count('tickets') }}", content: "{{ facts.tickets | length }}"}]
+invariants:
+  - {name: all-triaged, class: acceptance, check: "count('triaged') >= 1"}
+"""
+
+ALWAYS_FORBIDDEN = (
+    "asyncio",
+    "pydantic",
+    "httpx",
+    "httpcore",
+    "anyio",
+    "converge_dsl.engine",
+    "converge_dsl.compiler",
+    "converge_dsl.runtime",
+    "converge_dsl.templating",
+    "converge_dsl.models.http",
+    "converge_dsl.models.port",
+    "converge_dsl.agents._agent",
+    "converge_dsl.agents._policy",
+)
+RULES_FORBIDDEN = (*ALWAYS_FORBIDDEN, "jinja2", "converge_dsl.agents", "converge_dsl.packs")
+RATIO_BUDGET = 12.0
+"""Most the imports of `validate` may take, in own time, per unit of `python -c pass`'s
+imports (about 5 today for the agent example, 4 for rules; a slow machine
+slows both sides alike)."""
+
+
+def _imports(*args: str) -> dict[str, int]:
+    """{module: own import microseconds} of `python -X importtime ARGS`."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {m.group(2): int(m.group(1)) for m in _LINE.finditer(done.stderr)}
+
+
+def _validate(pipeline: Path) -> dict[str, int]:
+    code = (
+        "import sys; from converge_dsl.cli import run; "
+        "sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))"
+    )
+    return _imports("-c", code, "validate", str(pipeline))
+
+
+def _forbidden_in(modules: dict[str, int], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        name
+        for name in modules
+        if any(name == bad or name.startswith(bad + ".") for bad in forbidden)
+    )
+
+
+def _ratio(pipeline: Path) -> float:
+    """Best-of-3 own import time of `validate pipeline` over that of `python -c pass`."""
+    base = min(sum(_imports("-c", "pass").values()) for _ in range(3))
+    ours = min(sum(_validate(pipeline).values()) for _ in range(3))
+    return ours / base
+
+
+@pytest.fixture(scope="module")
+def rules_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("startup") / "rules.yaml"
+    path.write_text(RULES_ONLY, encoding="utf-8")
+    return path
+
+
+def test_validating_rules_imports_no_engine_event_loop_models_or_jinja(rules_only: Path) -> None:
+    modules = _validate(rules_only)
+    assert "converge_dsl.validation" in modules  # the command did run
+    assert _forbidden_in(modules, RULES_FORBIDDEN) == []
+
+
+def test_validating_an_agent_imports_its_checks_but_no_engine_or_event_loop() -> None:
+    example = ROOT / "pipelines" / "agent-review.yaml"
+    modules = _validate(example)
+    assert "converge_dsl.agents._checks" in modules
+    assert "converge_dsl.models._script_checks" in modules
+    assert _forbidden_in(modules, ALWAYS_FORBIDDEN) == []
+
+
+def test_the_forbidden_list_catches_what_run_imports(rules_only: Path) -> None:
+    """The check has teeth: `plan` (which builds the agents' specs) or a plain import of
+    the engine shows up in the same reading."""
+    modules = _imports("-c", "import converge_dsl.engine, converge_dsl.validation")
+    assert "asyncio" in _forbidden_in(modules, ALWAYS_FORBIDDEN)
+    assert "converge_dsl.engine" in _forbidden_in(modules, ALWAYS_FORBIDDEN)
+
+
+def test_validate_import_time_stays_within_a_wide_ratio_of_python_startup(
+    rules_only: Path,
+) -> None:
+    assert _ratio(rules_only) <= RATIO_BUDGET
+    assert _ratio(ROOT / "pipelines" / "agent-review.yaml") <= RATIO_BUDGET
