@@ -58,7 +58,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint", type=Path, metavar="DIR", help="checkpoint after every cycle"
     )
-    parser.add_argument("--resume", type=Path, metavar="DIR", help="continue from a checkpoint")
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        nargs="?",
+        const=True,
+        metavar="DIR",
+        help="continue from a checkpoint (with --cases: continue the batch in --out)",
+    )
     parser.add_argument(
         "--approve",
         action="extend",
@@ -85,9 +92,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
     )
+    from converge_dsl.cli._batch import add_batch_arguments
     from converge_dsl.cli._validate import add_allow_root
 
     add_allow_root(parser)
+    add_batch_arguments(parser)
 
 
 def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
@@ -249,6 +258,8 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
     """The run's options from the command line (a `UsageError` when they do not fit)."""
     from converge_dsl.runtime import RunOptions
 
+    if args.resume is True:
+        raise UsageError("--resume needs DIR (the --checkpoint folder of the run to continue)")
     if args.resume is not None and args.checkpoint is None:
         args.checkpoint = args.resume
     if args.record is not None and args.replay is not None:
@@ -280,6 +291,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.frontend import terminal_safe
     from converge_dsl.runtime import not_run_document, run_pipeline
 
+    if args.cases is not None:
+        from converge_dsl.cli._batch import execute_batch
+
+        return execute_batch(args, io)
     human = args.format == "human"
     progress = _Progress(io.stderr, live=io.color) if human else None
     try:
