@@ -9,11 +9,11 @@ Public surface:
   `run_many(cases, concurrency=16)` and `arun_many(...)` yield one per case in
   input order; `outcome(inputs, meter=None)` gives the `RunOutcome`.
 - `Case`, `CaseResult` (a finished case: index, id, run result, exit code, and its
-  result `line()`), `read_cases(path)`, `read_done(path) -> Done` (the cases a results
-  file holds and their usage; a torn last line is cut).
+  result `line()`), `read_cases(path)`, `read_done(path)` -> `Done` (the cases a
+  results file holds and their usage; a torn last line is cut).
 - `BatchLimits`, `BudgetPool`, `LocalPool`, `SharedPool`, `PooledMeter`: the
   batch-wide `--max-model-calls` / `--max-tokens` over every case.
-- `BatchOptions` and `run_batch(options, on_result) -> BatchSummary`: a whole
+- `BatchOptions` and `run_batch(options, on_result)` -> `BatchSummary`: a whole
   batch on an executor (`local`, `process`, `ray`), resumable, one line per case.
 - `EXECUTORS`: the executor names.
 

@@ -91,7 +91,7 @@ class Pipeline:
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> RunResultDocument:
         """Run once to a stop and return the run result (blocks; see `arun`)."""
-        return _sync(self._run_and_close(inputs))
+        return _sync(lambda: self._run_and_close(inputs))
 
     async def arun(self, inputs: Mapping[str, Any] | None = None) -> RunResultDocument:
         """Run once to a stop on the running event loop and return the run result."""
@@ -211,11 +211,12 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     )
 
 
-def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run `coroutine` to its end on a new event loop (`UsageError` inside a running one)."""
+def _sync(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine `coroutine()` makes to its end on a new event loop
+    (`UsageError` inside a running one, before the coroutine is made)."""
     loop = _new_loop()
     try:
-        return loop.run_until_complete(coroutine)
+        return loop.run_until_complete(coroutine())
     finally:
         loop.close()
 
