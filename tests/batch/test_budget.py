@@ -34,7 +34,8 @@ def test_a_case_refused_by_its_own_budget_gives_the_batch_its_call_back() -> Non
     reservation.settle()
     assert pool.counts() == (1, 0, 0, 0)
     other = PooledMeter(Budget(), pool)
-    assert other.allow_attempt() and other.allow_attempt()
+    assert other.allow_attempt()
+    assert other.allow_attempt()
     assert not other.allow_attempt()
     assert pool.counts() == (3, 0, 0, 0)
 

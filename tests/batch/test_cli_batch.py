@@ -35,7 +35,8 @@ def test_every_case_gets_its_line_tagged_with_index_and_id(tmp_path: Path) -> No
         f"answered {w}" for w in words
     ]
     assert all(line["exit_code"] == 0 and line["stop_reason"] == "converged" for line in lines)
-    assert "converged" in stdout and "5" in stdout  # the summary table
+    assert "converged" in stdout
+    assert "5" in stdout
     assert "5/5 cases" in stderr  # plain progress off a terminal
 
 
@@ -88,7 +89,7 @@ def test_batch_wide_token_cap(tmp_path: Path) -> None:
 def test_identical_results_across_local_and_process(tmp_path: Path) -> None:
     cases = write_cases(
         tmp_path / "cases.jsonl",
-        [{"id": i, "word": w} for i, w in enumerate("ab boom c d".split())],
+        [{"id": i, "word": w} for i, w in enumerate(["ab", "boom", "c", "d"])],
     )
     results = {}
     for executor in ("local", "process"):

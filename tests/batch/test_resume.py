@@ -60,7 +60,8 @@ def test_resume_after_sigkill_mid_batch(tmp_path: Path) -> None:
     assert f"resuming: {len(before)} case(s) already in the results" in err
     after = read_results(out)
     assert [line["index"] for line in after] == list(range(count))  # none lost, none twice
-    assert after[: len(before)] != [] and all(line["exit_code"] == 0 for line in after)
+    assert after[: len(before)] != []
+    assert all(line["exit_code"] == 0 for line in after)
     assert {json.dumps(line) for line in before} <= {json.dumps(line) for line in after}
 
 
