@@ -65,6 +65,7 @@ async def finished(
     pending = iter(cases)
     running: set[asyncio.Task[CaseResult]] = set()
     waiting: list[Case] = []
+    done: asyncio.Queue[asyncio.Task[CaseResult]] = asyncio.Queue()
 
     def start_more() -> None:
         while len(running) < concurrency:
@@ -74,15 +75,16 @@ async def finished(
             if running and may_start is not None and not may_start(case.index):
                 waiting.append(case)
                 return
-            running.add(asyncio.ensure_future(run_case(pipeline, case, meter)))
+            task = asyncio.ensure_future(run_case(pipeline, case, meter))
+            task.add_done_callback(done.put_nowait)
+            running.add(task)
 
     start_more()
     try:
         while running:
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            running.difference_update(done)
-            for task in sorted(done, key=lambda t: t.result().index):
-                yield task.result()
+            task = await done.get()
+            running.discard(task)
+            yield task.result()
             start_more()
     finally:
         for task in running:
