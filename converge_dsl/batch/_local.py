@@ -11,6 +11,7 @@ becomes its result (`run_case`).
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -150,6 +151,7 @@ def run_locally(
         allow_roots=options.allow_roots,
         max_connections=max(64, workers),
     )
+    gc.freeze()  # the loaded pipeline lives as long as the batch: no collection scans it
     meter = make_meter(local_pool(options.limits, spent), SystemClock())
     return drive(pipeline, finished(pipeline, todo, concurrency=workers, meter=meter))
 

@@ -2,8 +2,9 @@
 
 `ray` is an optional extra (`pip install 'converge-dsl[ray]'`). The driver
 joins the cluster at `--ray-address` (or starts a local Ray when none is
-running), loads the pipeline once itself (so an invalid one fails before any
-actor starts), then starts one `_CaseActor` per CPU of the cluster. Each
+running, and shuts it down at the end), loads the pipeline once itself (so
+an invalid one fails before any actor starts), then starts one `_CaseRunner`
+actor per CPU of the cluster. Each
 actor loads the pipeline once and runs the cases it is sent concurrently on
 its own event loop; the driver keeps `concurrency` cases in flight, sends
 each to the actor with the fewest in flight, and yields results as they
@@ -113,13 +114,14 @@ def run_on_ray(
 
     ray = _ray()
     load(options.pipeline, env=options.env, allow_roots=options.allow_roots)  # fail early
-    if not ray.is_initialized():
+    started_here = not ray.is_initialized()
+    if started_here:
         ray.init(address=options.ray_address, logging_level="ERROR", log_to_driver=False)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    pool = None
+    pool, owned = None, []
     if options.limits.any:
         holder = ray.remote(num_cpus=0)(_PoolState).remote(options.limits, *spent)
-        pool = RayPool(options.limits, holder)
+        pool, owned = RayPool(options.limits, holder), [holder]
     per_actor = max(1, -(-workers // cpus))
     actor_class = ray.remote(num_cpus=1, max_concurrency=per_actor)(_CaseRunner)
     actors = [
@@ -132,23 +134,33 @@ def run_on_ray(
         )
         for _ in range(min(cpus, max(1, len(todo))))
     ]
-    return _stream(ray, actors, todo, workers, options.pipeline)
+    return _stream(
+        ray, actors, owned, todo, workers=workers, path=options.pipeline, shutdown=started_here
+    )
 
 
 def _stream(
-    ray: Any, actors: list[Any], todo: list[Case], workers: int, path: Path
+    ray: Any,
+    runners: list[Any],
+    owned: list[Any],
+    todo: list[Case],
+    *,
+    workers: int,
+    path: Path,
+    shutdown: bool,
 ) -> Generator[CaseResult, None, None]:
-    """Feed `todo` to the actors, `workers` in flight, least-loaded actor first."""
+    """Feed `todo` to the `runners`, `workers` in flight, least-loaded first; kill them
+    and the `owned` actors (the pool's) at the end."""
     queue = list(reversed(todo))
-    load = [0] * len(actors)
+    load = [0] * len(runners)
     running: dict[Any, tuple[Case, int]] = {}
     try:
         while queue or running:
             while queue and len(running) < workers:
                 case = queue.pop()
-                slot = min(range(len(actors)), key=load.__getitem__)
+                slot = min(range(len(runners)), key=load.__getitem__)
                 load[slot] += 1
-                running[actors[slot].run.remote(case)] = (case, slot)
+                running[runners[slot].run.remote(case)] = (case, slot)
             ready, _ = ray.wait(list(running), num_returns=1)
             for ref in ready:
                 case, slot = running.pop(ref)
@@ -161,5 +173,7 @@ def _stream(
     finally:
         for ref in running:
             ray.cancel(ref)
-        for actor in actors:
+        for actor in [*runners, *owned]:
             ray.kill(actor)
+        if shutdown:  # the Ray this batch started (a cluster it joined stays up)
+            ray.shutdown()

@@ -18,6 +18,8 @@ the run says to re-run with `--checkpoint DIR`. `--resume DIR --approve ID...
 ids left undecided keep it paused; an unknown id is a usage error. The
 checkpoint keeps the run's inputs, so `--resume DIR` needs no `--input`; the
 command printed at a pause works as printed.
+With `--cases CASES.jsonl --out RESULTS.jsonl` the command is a batch run
+over many inputs (`converge_dsl.cli._batch`; `--resume` then takes no folder).
 Human output shows live progress per cycle (rich on a terminal, plain lines
 otherwise), then the facts grouped by key (id and content, a compact one-line
 `data` when the fact has data, confidence and source), then the stop reason.
