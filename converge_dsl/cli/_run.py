@@ -18,6 +18,8 @@ the run says to re-run with `--checkpoint DIR`. `--resume DIR --approve ID...
 ids left undecided keep it paused; an unknown id is a usage error. The
 checkpoint keeps the run's inputs, so `--resume DIR` needs no `--input`; the
 command printed at a pause works as printed.
+With `--cases CASES.jsonl --out RESULTS.jsonl` the command is a batch run
+over many inputs (`converge_dsl.cli._batch`; `--resume` then takes no folder).
 Human output shows live progress per cycle (rich on a terminal, plain lines
 otherwise), then the facts grouped by key (id and content, a compact one-line
 `data` when the fact has data, confidence and source), then the stop reason.
@@ -58,7 +60,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint", type=Path, metavar="DIR", help="checkpoint after every cycle"
     )
-    parser.add_argument("--resume", type=Path, metavar="DIR", help="continue from a checkpoint")
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        nargs="?",
+        const=True,
+        metavar="DIR",
+        help="continue from a checkpoint (with --cases: continue the batch in --out)",
+    )
     parser.add_argument(
         "--approve",
         action="extend",
@@ -90,9 +99,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compile without the on-disk compile cache (also: CONVERGE_DSL_NO_CACHE=1)",
     )
+    from converge_dsl.cli._batch import add_batch_arguments
     from converge_dsl.cli._validate import add_allow_root
 
     add_allow_root(parser)
+    add_batch_arguments(parser)
 
 
 def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
@@ -255,6 +266,8 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
     from converge_dsl.cli import _ENTRY
     from converge_dsl.runtime import RunOptions
 
+    if args.resume is True:
+        raise UsageError("--resume needs DIR (the --checkpoint folder of the run to continue)")
     if args.resume is not None and args.checkpoint is None:
         args.checkpoint = args.resume
     if args.record is not None and args.replay is not None:
@@ -288,6 +301,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.frontend import terminal_safe
     from converge_dsl.runtime import not_run_document, run_pipeline
 
+    if args.cases is not None:
+        from converge_dsl.cli._batch import execute_batch
+
+        return execute_batch(args, io)
     human = args.format == "human"
     progress = _Progress(io.stderr, live=io.color) if human else None
     try:

@@ -13,7 +13,9 @@ Public surface:
 run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
 pipeline check that scripts and cassettes exist and scripts load, and
 `check_model_config`, the check that every `api_key_env` names an API key
-variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`).
+variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`);
+`ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
+many times share one per model).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from converge_dsl.models._config_checks import check_model_config
     from converge_dsl.models._metered import CallMeter, metered_call
     from converge_dsl.models._script_checks import check_model_scripts
+    from converge_dsl.models._transport import ShardedTransport
     from converge_dsl.models.cassette import RecordingModel, ReplayModel
     from converge_dsl.models.factory import build_model
     from converge_dsl.models.http import HttpModel, HttpSettings
@@ -57,6 +60,7 @@ _WHERE: dict[str, str] = {
     "AccountBinding": "converge_dsl.models.port",
     "AccountRoster": "converge_dsl.models.port",
     "CallMeter": "converge_dsl.models._metered",
+    "ShardedTransport": "converge_dsl.models._transport",
     "HttpModel": "converge_dsl.models.http",
     "HttpSettings": "converge_dsl.models.http",
     "Message": "converge_dsl.models.port",
@@ -102,6 +106,7 @@ __all__ = [
     "RecordingModel",
     "ReplayModel",
     "ScriptedModel",
+    "ShardedTransport",
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",

@@ -24,6 +24,7 @@ import pytest
 
 PACKAGES = (
     "converge_dsl",
+    "converge_dsl.batch",
     "converge_dsl.agents",
     "converge_dsl.compiler",
     "converge_dsl.engine",

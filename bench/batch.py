@@ -1,0 +1,163 @@
+"""Batch benchmark: cases per second per executor, compile-once speed-up, latency efficiency.
+
+- A, B, C: cases per second of `run_batch` (what `converge-dsl run --cases
+  --out` calls) for 2,000 cases of `pipelines/support-triage.yaml` on its
+  scripted model, with the `local` (16 at once on one loop), `process` (one
+  worker per CPU) and `ray` (one actor per CPU, a local Ray started by the
+  executor) executors. Loading the pipeline and starting Ray are outside the
+  timed region; starting the worker processes and actors is inside.
+- D: the wall time of 200 separate `converge-dsl run PIPELINE --format json`
+  processes, one after the other, over the wall time of one `converge-dsl run
+  PIPELINE --cases 200.jsonl --out ...` process (start-up included in both).
+- E: ideal / measured wall time for 500 cases of a pipeline with two llm
+  suggestors, the second reading the first's fact (two model calls in a row
+  per case), on the `openai` adapter against `bench/loopback.py` (its own
+  process) answering after 100 ms, `local` executor at concurrency 100:
+  ideal = 500 x 2 x 0.1 s / 100 = 1 s.
+
+Prints one line per figure and last (one line):
+
+    cases/s local: A  process: B  ray: C  compile-once speed-up: D  latency-bound efficiency: E
+
+Usage: python bench/batch.py [--cases N] [--processes N] [--latency-cases N] [--no-ray]
+(smaller sizes are for a smoke test; the figures of record use the defaults).
+`ray: -` when Ray is not installed (the `ray` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE = ROOT / "pipelines" / "support-triage.yaml"
+CLI = [sys.executable, "-m", "converge_dsl"]
+LATENCY_PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: latency
+models:
+  fake: {{adapter: openai, base_url: "http://127.0.0.1:{port}/v1", model: bench}}
+suggestors:
+  - name: first
+    kind: llm
+    model: fake
+    target: hypotheses
+    prompt: {{user: "first"}}
+    output: {{format: text, id: first}}
+  - name: second
+    kind: llm
+    model: fake
+    dependencies: [hypotheses]
+    target: strategies
+    prompt: {{user: "second"}}
+    output: {{format: text, id: second}}
+"""
+
+
+def _cases(folder: Path, count: int) -> Path:
+    path = folder / f"cases-{count}.jsonl"
+    path.write_text("".join(json.dumps({"id": i}) + "\n" for i in range(count)))
+    return path
+
+
+def _rate(pipeline: Path, cases: Path, out: Path, executor: str, concurrency: int | None) -> float:
+    """Cases per second of one batch; every case must converge."""
+    from converge_dsl.batch import BatchOptions, run_batch
+
+    options = BatchOptions(
+        pipeline=pipeline, cases=cases, out=out, executor=executor, concurrency=concurrency
+    )
+    summary = run_batch(options)
+    if summary.failed or not summary.run:
+        raise SystemExit(f"the batch did not converge everywhere: {summary}")
+    return summary.run / summary.seconds
+
+
+def _speed_up(folder: Path, count: int) -> float:
+    """D: `count` separate `run` processes over one batch process of the same cases."""
+    started = time.perf_counter()
+    for _ in range(count):
+        subprocess.run(
+            [*CLI, "run", str(PIPELINE), "--format", "json"], check=True, capture_output=True
+        )
+    separate = time.perf_counter() - started
+    cases, out = _cases(folder, count), folder / "d.jsonl"
+    started = time.perf_counter()
+    subprocess.run(
+        [*CLI, "run", str(PIPELINE), "--cases", str(cases), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    batch = time.perf_counter() - started
+    print(f"{count} separate processes: {separate:.1f} s  one batch: {batch:.2f} s")
+    return separate / batch
+
+
+def _efficiency(folder: Path, count: int, concurrency: int = 100, latency: float = 0.1) -> float:
+    """E: ideal / measured wall time of `count` cases of two 100 ms calls at `concurrency`."""
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "loopback.py"), str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().split()[1]
+        pipeline = folder / "latency.yaml"
+        pipeline.write_text(LATENCY_PIPELINE.format(port=port))
+        warm = _cases(folder, concurrency)
+        _rate(pipeline, warm, folder / "warm.jsonl", "local", concurrency)
+        rate = _rate(pipeline, _cases(folder, count), folder / "e.jsonl", "local", concurrency)
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait()
+    measured = count / rate
+    ideal = count * 2 * latency / concurrency
+    print(f"latency-bound: {count} cases in {measured:.2f} s (ideal {ideal:.2f} s)")
+    return ideal / measured
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--processes", type=int, default=200)
+    parser.add_argument("--latency-cases", type=int, default=500)
+    parser.add_argument("--no-ray", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        cases = _cases(folder, args.cases)
+        rates: dict[str, str] = {}
+        for executor in ("local", "process", "ray"):
+            if executor == "ray" and (args.no_ray or not _has_ray()):
+                rates[executor] = "-"
+                continue
+            rate = _rate(PIPELINE, cases, folder / f"{executor}.jsonl", executor, None)
+            rates[executor] = f"{rate:.1f}"
+            print(f"{executor}: {args.cases} cases, {rate:.1f} cases/s")
+        speed_up = _speed_up(folder, args.processes)
+        efficiency = _efficiency(folder, args.latency_cases)
+    print(
+        f"cases/s local: {rates['local']}  process: {rates['process']}  ray: {rates['ray']}  "
+        f"compile-once speed-up: {speed_up:.1f}  latency-bound efficiency: {efficiency:.2f}"
+    )
+
+
+def _has_ray() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""A batch-wide budget: `--max-model-calls` and `--max-tokens` over every case of a batch.
+
+Each case keeps its own budget (the pipeline's `budget:`); a `PooledMeter` is
+the case's usage meter that also asks one `BudgetPool` shared by the whole
+batch. Reservations, attempts and settled usage count in both, with the same
+rules as the case's own meter (docs/architecture.md §7): outstanding
+reservations count as calls, so concurrent cases never take the batch past
+its cap. A case refused by the batch's cap stops with the usual
+`model_call_budget_exhausted` or `token_budget_exhausted`.
+
+Pools: `LocalPool` (one event loop, plain counters), `SharedPool` (counters
+in shared memory under one lock, for the worker processes of the `process`
+executor; it pickles into the pool's initializer) and the Ray executor's pool
+(a `LocalPool` inside one Ray actor, `_ray`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from converge_dsl.clock import Clock
+from converge_dsl.engine import Budget, StopReason, UsageMeter
+from converge_dsl.engine.budget import Reservation
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    """The batch-wide caps (None: no cap)."""
+
+    max_model_calls: int | None = None
+    max_tokens: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.max_model_calls is not None or self.max_tokens is not None
+
+
+class BudgetPool(Protocol):
+    """Usage of the whole batch: calls and tokens spent, plus those held by reservations.
+
+    `try_take` checks the caps and counts in one step (atomic across the
+    batch's processes or actors), so two cases never both take the last call.
+    """
+
+    limits: BatchLimits
+
+    def try_take(self, calls: int, held_calls: int, held_tokens: int) -> StopReason | None:
+        """Count the new `calls` and holds unless a cap forbids one more call (its reason)."""
+        ...
+
+    def add(self, calls: int, tokens: int, held_calls: int, held_tokens: int) -> None:
+        """Count usage (negative holds give reservations back)."""
+        ...
+
+    def blocked(self, extra_calls: int) -> StopReason | None:
+        """The cap that forbids `extra_calls` more calls now, or None."""
+        ...
+
+
+def blocked_by(limits: BatchLimits, counts: Sequence[int], extra_calls: int) -> StopReason | None:
+    """The cap of `limits` that `counts` (calls, tokens, held calls, held tokens) reach."""
+    calls, tokens, held_calls, held_tokens = counts
+    if limits.max_model_calls is not None and (
+        calls + held_calls + extra_calls > limits.max_model_calls
+    ):
+        return StopReason.MODEL_CALL_BUDGET_EXHAUSTED
+    if limits.max_tokens is not None and tokens + held_tokens >= limits.max_tokens:
+        return StopReason.TOKEN_BUDGET_EXHAUSTED
+    return None
+
+
+class LocalPool:
+    """The pool of a batch run on one event loop (or one Ray actor): plain counters."""
+
+    def __init__(self, limits: BatchLimits) -> None:
+        self.limits = limits
+        self._counts = [0, 0, 0, 0]
+
+    def try_take(self, calls: int, held_calls: int, held_tokens: int) -> StopReason | None:
+        reason = blocked_by(self.limits, self._counts, 1)
+        if reason is None:
+            self.add(calls, 0, held_calls, held_tokens)
+        return reason
+
+    def add(self, calls: int, tokens: int, held_calls: int, held_tokens: int) -> None:
+        for i, value in enumerate((calls, tokens, held_calls, held_tokens)):
+            self._counts[i] += value
+
+    def blocked(self, extra_calls: int) -> StopReason | None:
+        return blocked_by(self.limits, self._counts, extra_calls)
+
+    def counts(self) -> tuple[int, int, int, int]:
+        a, b, c, d = self._counts
+        return a, b, c, d
+
+
+class SharedPool:
+    """The pool of a batch run by worker processes: four shared counters under one lock."""
+
+    def __init__(self, limits: BatchLimits, context: Any = None) -> None:
+        ctx = context or multiprocessing.get_context("spawn")
+        self.limits = limits
+        self._lock = ctx.Lock()
+        self._counts = ctx.Array("q", 4, lock=False)
+
+    def try_take(self, calls: int, held_calls: int, held_tokens: int) -> StopReason | None:
+        with self._lock:
+            reason = blocked_by(self.limits, self._counts[:], 1)
+            if reason is None:
+                self._add(calls, 0, held_calls, held_tokens)
+        return reason
+
+    def add(self, calls: int, tokens: int, held_calls: int, held_tokens: int) -> None:
+        with self._lock:
+            self._add(calls, tokens, held_calls, held_tokens)
+
+    def _add(self, *values: int) -> None:
+        for i, value in enumerate(values):
+            self._counts[i] += value
+
+    def blocked(self, extra_calls: int) -> StopReason | None:
+        with self._lock:
+            return blocked_by(self.limits, self._counts[:], extra_calls)
+
+
+class PooledMeter(UsageMeter):
+    """A case's usage meter that also counts against the batch's `BudgetPool`.
+
+    A reservation or a further attempt is taken from the batch first (refused
+    there: the case stops with that budget reason), then from the case's own
+    budget (refused there: the batch gets it back).
+    """
+
+    __slots__ = ("_own_only", "_pool")
+
+    def __init__(self, budget: Budget, pool: BudgetPool, *, clock: Clock | None = None) -> None:
+        super().__init__(budget, clock=clock)
+        self._pool = pool
+        self._own_only = False
+
+    def _blocked(self, *, extra_calls: int) -> StopReason | None:
+        own = super()._blocked(extra_calls=extra_calls)
+        if own is not None or self._own_only:
+            return own
+        return self._pool.blocked(extra_calls)
+
+    def reserve(self, tokens_estimate: int = 0) -> Reservation | None:
+        tokens = max(0, tokens_estimate)
+        reason = self._pool.try_take(0, 1, tokens)
+        if reason is not None:
+            self._refuse(reason)
+            return None
+        self._own_only = True
+        try:
+            reservation = super().reserve(tokens)
+        finally:
+            self._own_only = False
+        if reservation is None:
+            self._pool.add(0, 0, -1, -tokens)
+        return reservation
+
+    def allow_attempt(self) -> bool:
+        reason = self._pool.try_take(1, 0, 0)
+        if reason is not None:
+            self._refuse(reason)
+            return False
+        self._own_only = True
+        try:
+            allowed = super().allow_attempt()
+        finally:
+            self._own_only = False
+        if not allowed:
+            self._pool.add(-1, 0, 0, 0)
+        return allowed
+
+    def record(
+        self, *, model_calls: int = 1, input_tokens: int = 0, output_tokens: int = 0
+    ) -> None:
+        super().record(
+            model_calls=model_calls, input_tokens=input_tokens, output_tokens=output_tokens
+        )
+        self._pool.add(model_calls, input_tokens + output_tokens, 0, 0)
+
+    def _unhold(self, tokens: int) -> None:
+        super()._unhold(tokens)
+        self._pool.add(0, 0, -1, -tokens)

@@ -1,0 +1,168 @@
+"""Cases in, result lines out: the files of a batch run.
+
+A cases file is JSON Lines: each non-blank line an object, the inputs of one
+case, optionally with an `id` (a string or an integer, removed from the
+inputs). A line that is not such an object is a case that cannot run: its
+result says why (`usage_error`), and the other cases run.
+
+A results file is JSON Lines too, one line per finished case, written as
+cases finish (so a line is never lost to a kill) and tagged with the case's
+0-based `index` (its position among the cases' non-blank lines) and `id`:
+sort by `index` for input order. Each line is the case's run result
+(`run-result.v1`: stop reason, facts, diagnostics, usage...) with `index`,
+`id` and `exit_code` first. `read_done` reads a results file back for
+`--resume`: a last line cut short by a kill is ignored and cut off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl.errors import ConvergeError, UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.runtime import RunResultDocument
+
+CaseId = str | int | None
+# The first bytes of every result line: how an existing `--out` file is recognised.
+LINE_START = b'{"index":'
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One case: its position, its id and its inputs (or why it cannot run)."""
+
+    index: int
+    id: CaseId
+    inputs: Mapping[str, Any]
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """A finished case: its run result and exit code (as `converge-dsl run` would exit)."""
+
+    index: int
+    id: CaseId
+    document: RunResultDocument
+    exit_code: int
+
+    def line(self) -> str:
+        """The result line (JSON, one line, newline-terminated)."""
+        body = self.document.model_dump(mode="json")
+        head = {"index": self.index, "id": self.id, "exit_code": self.exit_code}
+        return json.dumps({**head, **body}, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not standard JSON")
+
+
+def parse_case(index: int, text: str) -> Case:
+    """The case of one line of a cases file (a case with a `problem` if it is not one)."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        return Case(index, None, {}, f"case {index}: not JSON ({exc})")
+    if not isinstance(value, dict):
+        return Case(index, None, {}, f"case {index}: a case is a JSON object of inputs")
+    case_id = value.pop("id", None)
+    if case_id is not None and (isinstance(case_id, bool) or not isinstance(case_id, str | int)):
+        return Case(index, None, value, f"case {index}: `id` must be a string or an integer")
+    return Case(index, case_id, value)
+
+
+def read_cases(path: Path) -> list[Case]:
+    """Every case of the cases file `path`; `UsageError` when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--cases {path} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read --cases {path}: {exc.strerror}") from None
+    lines = (line for line in text.splitlines() if line.strip())
+    return [parse_case(index, line) for index, line in enumerate(lines)]
+
+
+def cases_of(inputs: Iterator[tuple[int, Mapping[str, Any]]]) -> Iterator[Case]:
+    """API cases (index, inputs mapping) as `Case`s; `id` is kept out of the inputs."""
+    for index, given in inputs:
+        if not isinstance(given, Mapping):
+            yield Case(index, None, {}, f"case {index}: a case is a mapping of inputs")
+            continue
+        values = dict(given)
+        yield Case(index, values.pop("id", None), values)
+
+
+def recognise(first: bytes) -> bool:
+    """True for the first line of a results file this command wrote."""
+    return first.startswith(LINE_START)
+
+
+@dataclass(slots=True)
+class Done:
+    """What a results file already holds: index -> id, and the usage those cases spent."""
+
+    ids: dict[int, CaseId] = field(default_factory=dict)
+    model_calls: int = 0
+    tokens: int = 0
+
+
+def read_done(path: Path) -> Done:
+    """The cases `path` (a results file) already holds, and their usage.
+
+    A last line without its newline (a batch killed while writing it) is
+    ignored and cut from the file, so appending continues on a line of its own.
+    A missing file holds nothing. Any other line that is not a result line is
+    a `UsageError`: the file is not ours, or was edited.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Done()
+    except OSError as exc:
+        raise UsageError(f"cannot read --out {path}: {exc.strerror}") from None
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        with open(path, "r+b") as handle:
+            handle.truncate(end)
+            os.fsync(handle.fileno())
+    done = Done()
+    for number, raw in enumerate(data[:end].splitlines(), start=1):
+        try:
+            line = json.loads(raw) if recognise(raw) else None
+        except ValueError:
+            line = None
+        if not isinstance(line, dict) or not isinstance(line.get("index"), int):
+            raise UsageError(
+                f"--out {path}: line {number} is not a result line of a batch run",
+                hint="give --out a new file, or the results file of this batch",
+            )
+        done.ids[line["index"]] = line.get("id")
+        usage = line.get("usage") or {}
+        done.model_calls += int(usage.get("model_calls", 0))
+        done.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+    return done
+
+
+def check_resumable(done: Mapping[int, CaseId], cases: list[Case], path: Path) -> None:
+    """Refuse (`UsageError`) a results file written for other cases than `cases`."""
+    for index, case_id in done.items():
+        if index >= len(cases) or cases[index].id != case_id:
+            raise UsageError(
+                f"--out {path} holds a result for case {index} (id {case_id!r}) "
+                "that the cases file does not have",
+                hint="resume with the cases file the batch started with, or a new --out",
+            )
+
+
+def error_result(case: Case, error: ConvergeError, pipeline: Path) -> CaseResult:
+    """The result of a case that could not run (or failed outside the engine)."""
+    from converge_dsl.runtime import not_run_document
+
+    return CaseResult(case.index, case.id, not_run_document(error, pipeline), error.exit_code)

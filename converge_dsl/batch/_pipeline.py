@@ -1,0 +1,257 @@
+"""`load(path) -> Pipeline`: load, validate and check a pipeline once; run it many times.
+
+What `converge_dsl.runtime.run_pipeline` does per run is split in two. Once,
+in `load`: read the YAML, validate it (the diagnostics of `validate`; a
+locked pack the cache lacks is fetched), and check the files it names. Per
+run: resolve the inputs into settings, make the run's usage meter, build the
+models (sharing each HTTP model's connection pool, `_shared`), compile the
+suggestors (templates come from the compiler's own cache) and run the engine.
+
+A `Pipeline` is immutable: runs share nothing they could change (each has
+its own meter, models, compiled suggestors and engine), so any number may
+run at once, on one event loop or on several threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from converge_dsl.clock import Clock, SystemClock
+from converge_dsl.errors import UsageError
+
+from ._shared import SharedTransports
+
+if TYPE_CHECKING:
+    from converge_dsl.compiler import PipelineSettings
+    from converge_dsl.engine import Budget, UsageMeter
+    from converge_dsl.frontend.document import LoadedDocument
+    from converge_dsl.models import Model
+    from converge_dsl.runtime import RunOutcome, RunResultDocument
+
+MeterFactory = Callable[["Budget"], "UsageMeter"]
+T = TypeVar("T")
+_HTTP_ADAPTERS = frozenset({"openai", "anthropic"})
+
+
+class Pipeline:
+    """A loaded, validated pipeline, ready to run many times (see the module docstring).
+
+    `run(inputs)` and `await arun(inputs)` return the run result
+    (`RunResultDocument`, the `run-result.v1` model) of one run; a run that
+    stops on a budget, an invariant or a model failure is a result, not an
+    exception. Inputs the pipeline does not declare (or a missing required
+    one) raise `UsageError`; any other problem raises its `ConvergeError`.
+    `run_many(cases, concurrency=N)` yields one result per case, in the order
+    of `cases` (a case that cannot run yields its `usage_error`/`error`
+    result). Close with `close()` / `await aclose()` (or a `with` block) to
+    release the shared connection pools.
+    """
+
+    __slots__ = ("_clock", "_document", "_env", "_path", "_roots", "_transports")
+
+    def __init__(
+        self,
+        path: Path,
+        document: LoadedDocument,
+        *,
+        env: Mapping[str, str],
+        clock: Clock,
+        roots: tuple[Path, ...],
+        max_connections: int,
+    ) -> None:
+        self._path = path
+        self._document = document
+        self._env = dict(env)
+        self._clock = clock
+        self._roots = roots
+        self._transports = SharedTransports(max_connections)
+
+    def __repr__(self) -> str:
+        return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
+
+    @property
+    def name(self) -> str:
+        return str(self._document.data.get("name", ""))
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def inputs(self) -> Mapping[str, Any]:
+        """The declared inputs (name -> declaration), as the pipeline writes them."""
+        return dict(self._document.data.get("inputs") or {})
+
+    # --- running -----------------------------------------------------------
+
+    def run(self, inputs: Mapping[str, Any] | None = None) -> RunResultDocument:
+        """Run once to a stop and return the run result (blocks; see `arun`)."""
+        return _sync(lambda: self._run_and_close(inputs))
+
+    async def arun(self, inputs: Mapping[str, Any] | None = None) -> RunResultDocument:
+        """Run once to a stop on the running event loop and return the run result."""
+        return (await self.outcome(inputs)).document
+
+    def run_many(
+        self, cases: Iterable[Mapping[str, Any]], *, concurrency: int = 16
+    ) -> Iterator[RunResultDocument]:
+        """Run every case (an inputs mapping), `concurrency` at a time on one event loop;
+        yield the results in the order of `cases`, each as soon as it and those before it
+        are done. Not from inside a running event loop: use `arun_many` there."""
+        from ._local import drive
+
+        _new_loop().close()  # refused inside a running loop, before anything starts
+        yield from drive(self, self.arun_many(cases, concurrency=concurrency))
+
+    async def arun_many(
+        self, cases: Iterable[Mapping[str, Any]], *, concurrency: int = 16
+    ) -> AsyncIterator[RunResultDocument]:
+        """`run_many` on the running event loop."""
+        from ._local import ordered
+
+        async for _, out in ordered(self, enumerate(cases), concurrency=concurrency):
+            yield out.document
+
+    async def outcome(
+        self, inputs: Mapping[str, Any] | None = None, *, meter: MeterFactory | None = None
+    ) -> RunOutcome:
+        """One run's `RunOutcome` (document, exit code, located diagnostics).
+
+        `meter` makes the run's usage meter from its budget (default: a plain
+        `UsageMeter` on the pipeline's clock); a batch passes one that also counts
+        against the batch-wide cap.
+        """
+        from converge_dsl.compiler import compile_pipeline, compile_settings
+        from converge_dsl.engine import UsageMeter
+        from converge_dsl.runtime import SUGGESTOR_BUILDERS, TraceWriter, build_engine, outcome
+
+        settings = compile_settings(self._document, inputs=dict(inputs or {}))
+        usage = (meter or (lambda b: UsageMeter(b, clock=self._clock)))(settings.budget)
+        sink = TraceWriter({})
+        models: dict[str, Model] = {}
+        try:
+            models = self._models(settings, usage)
+            compiled = compile_pipeline(
+                settings, models=models, usage=usage, events=sink, builders=SUGGESTOR_BUILDERS
+            )
+            engine = build_engine(compiled, sink, self._clock, usage)
+            result = await engine.run(compiled.seeds)
+            if sink.failure is not None:
+                raise sink.failure
+        finally:
+            sink.close()
+            for model in models.values():
+                await model.aclose()
+        return outcome(compiled, result)
+
+    def _models(self, settings: PipelineSettings, usage: UsageMeter) -> dict[str, Model]:
+        """The run's models: built per run, HTTP ones over the shared connection pools."""
+        from converge_dsl.models import build_model
+
+        max_wall_s = settings.budget.max_wall_s
+        deadline = None if max_wall_s is None else self._clock.monotonic() + float(max_wall_s)
+        models: dict[str, Model] = {}
+        for name, declaration in settings.models.items():
+            shared = declaration.config.get("adapter") in _HTTP_ADAPTERS
+            models[name] = build_model(
+                name,
+                declaration.config,
+                base_dir=declaration.base_dir,
+                env=self._env,
+                clock=self._clock,
+                rng=random.Random(0),
+                transport=self._transports.lend(name) if shared else None,
+                attempt_gate=usage.allow_attempt,
+                deadline=deadline,
+                roots=self._roots,
+            )
+        return models
+
+    # --- closing -----------------------------------------------------------
+
+    async def _run_and_close(self, inputs: Mapping[str, Any] | None) -> RunResultDocument:
+        try:
+            return await self.arun(inputs)
+        finally:
+            await self._transports.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pools of the running loop (runs after this make new ones)."""
+        await self._transports.aclose()
+
+    def close(self) -> None:
+        """Nothing to do outside a loop: `run` and `run_many` close their loop's pools."""
+
+    def __enter__(self) -> Pipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Pipeline:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.new_event_loop()
+    raise UsageError(
+        "Pipeline.run and run_many cannot be called from a running event loop",
+        hint="use `await pipeline.arun(...)` or `async for r in pipeline.arun_many(...)`",
+    )
+
+
+def _sync(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine `coroutine()` makes to its end on a new event loop
+    (`UsageError` inside a running one, before the coroutine is made)."""
+    loop = _new_loop()
+    try:
+        return loop.run_until_complete(coroutine())
+    finally:
+        loop.close()
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    clock: Clock | None = None,
+    allow_roots: Iterable[str | os.PathLike[str]] = (),
+    on_fetch: Callable[[str], object] | None = None,
+    max_connections: int = 64,
+) -> Pipeline:
+    """Load, validate and check the pipeline at `path` once; return it ready to run.
+
+    Raises what `converge-dsl run` would report before running: `PipelineInvalid`
+    (its `diagnostics` are those of `validate`), `UsageError` (no such file),
+    `PackError`. `env` is the environment models read their keys from (default:
+    the process's); `clock` the injected clock; `allow_roots` folders besides the
+    pipeline's own where files it names may lie (`CONVERGE_DSL_ALLOW_ROOTS` in
+    `env` adds more); `on_fetch` hears a line per pack fetched into the cache;
+    `max_connections` bounds each HTTP model's shared connection pool.
+    """
+    from converge_dsl._files import user_roots
+    from converge_dsl.runtime import load_document
+
+    environment = dict(os.environ if env is None else env)
+    roots = user_roots(tuple(Path(p) for p in allow_roots), environment)
+    file = Path(path)
+    document = load_document(file, on_fetch, roots)
+    return Pipeline(
+        file,
+        document,
+        env=environment,
+        clock=clock or SystemClock(),
+        roots=roots,
+        max_connections=max_connections,
+    )

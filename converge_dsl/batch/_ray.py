@@ -1,0 +1,179 @@
+"""The `ray` executor: async Ray actors, one per CPU, each holding the loaded pipeline.
+
+`ray` is an optional extra (`pip install 'converge-dsl[ray]'`). The driver
+joins the cluster at `--ray-address` (or starts a local Ray when none is
+running, and shuts it down at the end), loads the pipeline once itself (so
+an invalid one fails before any actor starts), then starts one `_CaseRunner`
+actor per CPU of the cluster. Each
+actor loads the pipeline once and runs the cases it is sent concurrently on
+its own event loop; the driver keeps `concurrency` cases in flight, sends
+each to the actor with the fewest in flight, and yields results as they
+finish. A batch-wide cap lives in one `_PoolActor` (a `LocalPool`; its
+methods run one at a time, so taking a call is atomic across the cluster).
+Files the pipeline names are read on the nodes: on a cluster they must be
+at the same paths there (see docs/ray.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl.engine import StopReason
+from converge_dsl.errors import ConvergeError, UsageError
+
+from ._budget import BatchLimits, LocalPool
+from ._cases import Case, CaseResult, error_result
+
+if TYPE_CHECKING:
+    from ._run import BatchOptions
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(
+            "--executor ray needs Ray, which is not installed",
+            hint="pip install 'converge-dsl[ray]'",
+        ) from None
+    return ray
+
+
+class _PoolState:
+    """The batch's pool, held by one Ray actor."""
+
+    def __init__(self, limits: BatchLimits, calls: int, tokens: int) -> None:
+        self._pool = LocalPool(limits)
+        self._pool.add(calls, tokens, 0, 0)
+
+    def try_take(self, calls: int, held_calls: int, held_tokens: int) -> StopReason | None:
+        return self._pool.try_take(calls, held_calls, held_tokens)
+
+    def add(self, calls: int, tokens: int, held_calls: int, held_tokens: int) -> None:
+        self._pool.add(calls, tokens, held_calls, held_tokens)
+
+    def blocked(self, extra_calls: int) -> StopReason | None:
+        return self._pool.blocked(extra_calls)
+
+
+class RayPool:
+    """A `BudgetPool` whose counts live in a pool actor (each call one round trip)."""
+
+    def __init__(self, limits: BatchLimits, actor: Any) -> None:
+        self.limits = limits
+        self._actor = actor
+
+    def try_take(self, calls: int, held_calls: int, held_tokens: int) -> StopReason | None:
+        ray = _ray()
+        reason: StopReason | None = ray.get(
+            self._actor.try_take.remote(calls, held_calls, held_tokens)
+        )
+        return reason
+
+    def add(self, calls: int, tokens: int, held_calls: int, held_tokens: int) -> None:
+        self._actor.add.remote(calls, tokens, held_calls, held_tokens)
+
+    def blocked(self, extra_calls: int) -> StopReason | None:
+        reason: StopReason | None = _ray().get(self._actor.blocked.remote(extra_calls))
+        return reason
+
+
+class _CaseRunner:
+    """An actor's state: the pipeline, loaded once, and the batch's meter factory."""
+
+    def __init__(
+        self,
+        path: Path,
+        env: Mapping[str, str],
+        roots: tuple[Path, ...],
+        pool: RayPool | None,
+        max_connections: int,
+    ) -> None:
+        from converge_dsl.clock import SystemClock
+
+        from ._local import make_meter
+        from ._pipeline import load
+
+        self._path = path
+        self._pipeline = load(path, env=env, allow_roots=roots, max_connections=max_connections)
+        self._meter = make_meter(pool, SystemClock())
+
+    async def run(self, case: Case) -> CaseResult:
+        from ._local import run_case
+
+        return await run_case(self._pipeline, case, self._meter)
+
+
+def run_on_ray(
+    options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
+) -> Generator[CaseResult, None, None]:
+    """The `ray` executor (see the module docstring); `workers` cases in flight in all."""
+    from ._pipeline import load
+
+    ray = _ray()
+    load(options.pipeline, env=options.env, allow_roots=options.allow_roots)  # fail early
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=options.ray_address, logging_level="ERROR", log_to_driver=False)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    pool, owned = None, []
+    if options.limits.any:
+        holder = ray.remote(num_cpus=0)(_PoolState).remote(options.limits, *spent)
+        pool, owned = RayPool(options.limits, holder), [holder]
+    per_actor = max(1, -(-workers // cpus))
+    actor_class = ray.remote(num_cpus=1, max_concurrency=per_actor)(_CaseRunner)
+    actors = [
+        actor_class.remote(
+            options.pipeline.resolve(),
+            dict(options.env),
+            options.allow_roots,
+            pool,
+            max(64, per_actor),
+        )
+        for _ in range(min(cpus, max(1, len(todo))))
+    ]
+    return _stream(
+        ray, actors, owned, todo, workers=workers, path=options.pipeline, shutdown=started_here
+    )
+
+
+def _stream(
+    ray: Any,
+    runners: list[Any],
+    owned: list[Any],
+    todo: list[Case],
+    *,
+    workers: int,
+    path: Path,
+    shutdown: bool,
+) -> Generator[CaseResult, None, None]:
+    """Feed `todo` to the `runners`, `workers` in flight, least-loaded first; kill them
+    and the `owned` actors (the pool's) at the end."""
+    queue = list(reversed(todo))
+    load = [0] * len(runners)
+    running: dict[Any, tuple[Case, int]] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                case = queue.pop()
+                slot = min(range(len(runners)), key=load.__getitem__)
+                load[slot] += 1
+                running[runners[slot].run.remote(case)] = (case, slot)
+            ready, _ = ray.wait(list(running), num_returns=1)
+            for ref in ready:
+                case, slot = running.pop(ref)
+                load[slot] -= 1
+                try:
+                    yield ray.get(ref)
+                except Exception as exc:  # the actor died: this case's error is data
+                    error = ConvergeError(f"the Ray actor running this case failed: {exc}")
+                    yield error_result(case, error, path)
+    finally:
+        for ref in running:
+            ray.cancel(ref)
+        for actor in [*runners, *owned]:
+            ray.kill(actor)
+        if shutdown:  # the Ray this batch started (a cluster it joined stays up)
+            ray.shutdown()

@@ -1,0 +1,147 @@
+"""`run_batch(options, on_result)`: one pipeline over a file of cases, one result line each.
+
+The pipeline is loaded once here (an invalid pipeline fails the batch before
+any case, as `converge-dsl run` would), then the executor runs the cases that
+`--out` does not hold yet (`--resume`; without it `--out` starts empty):
+
+- `local`: tasks of one event loop, `concurrency` cases at a time (`_local`);
+- `process`: `concurrency` worker processes, each loading the pipeline once (`_process`);
+- `ray`: async Ray actors, one per CPU of the Ray cluster, each holding the
+  loaded pipeline, fed by a stream of tasks (`_ray`; the `ray` extra).
+
+Each result line is written to `--out` (through the checked opener and
+writes of `converge_dsl._files`) and flushed as its case finishes, tagged
+with its `index` (`_cases`). A case that fails is a result line like any
+other; only a problem of the batch itself (the pipeline, `--cases`, `--out`)
+raises. The batch-wide `limits` count what earlier runs of the batch spent
+(`--resume`) and cap every case's usage together (`_budget`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from converge_dsl.errors import UsageError
+
+from ._budget import BatchLimits
+from ._cases import Case, CaseResult, check_resumable, read_cases, read_done, recognise
+
+EXECUTORS = ("local", "process", "ray")
+DEFAULT_LOCAL_CONCURRENCY = 16
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Everything `converge-dsl run PIPELINE --cases ... --out ...` can say."""
+
+    pipeline: Path
+    cases: Path
+    out: Path
+    executor: str = "local"
+    concurrency: int | None = None
+    resume: bool = False
+    limits: BatchLimits = field(default_factory=BatchLimits)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    allow_roots: tuple[Path, ...] = ()
+    ray_address: str | None = None
+
+    def workers(self) -> int:
+        """The concurrency: given, else 16 cases (`local`) or one per CPU."""
+        if self.concurrency is not None:
+            if self.concurrency < 1:
+                raise UsageError("--concurrency must be at least 1")
+            return self.concurrency
+        if self.executor == "local":
+            return DEFAULT_LOCAL_CONCURRENCY
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class BatchSummary:
+    """What a batch did: cases in all, skipped (already in `--out`), run, by stop reason."""
+
+    total: int = 0
+    skipped: int = 0
+    run: int = 0
+    stops: Counter[str] = field(default_factory=Counter)
+    failed: int = 0
+    model_calls: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, result: CaseResult) -> None:
+        self.run += 1
+        self.stops[result.document.stop_reason] += 1
+        self.failed += result.exit_code != 0
+        usage = result.document.usage
+        self.model_calls += usage.model_calls
+        self.tokens += usage.input_tokens + usage.output_tokens
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every case run converged, else 1."""
+        return 0 if self.failed == 0 else 1
+
+
+def run_batch(
+    options: BatchOptions,
+    on_result: Callable[[CaseResult, BatchSummary], None] = lambda r, s: None,
+    on_start: Callable[[BatchSummary], None] = lambda s: None,
+) -> BatchSummary:
+    """Run the batch of `options` (see the module docstring); return its summary.
+
+    `on_start` hears the summary once the cases are known (total, skipped);
+    `on_result` hears each result after its line is written.
+    """
+    from converge_dsl._files import flush_checked, open_output, write_all
+
+    if options.executor not in EXECUTORS:
+        raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
+    workers = options.workers()
+    cases = read_cases(options.cases)
+    done = read_done(options.out) if options.resume else None
+    if done is not None:
+        check_resumable(done.ids, cases, options.out)
+    todo = [case for case in cases if done is None or case.index not in done.ids]
+    summary = BatchSummary(total=len(cases), skipped=len(cases) - len(todo))
+    spent = (0, 0) if done is None else (done.model_calls, done.tokens)
+    results = _executor(options, workers, todo, spent)  # loads the pipeline: fails early
+    out = open_output(
+        options.out, "--out", "results file", recognise=recognise, append=options.resume
+    )
+    started = time.monotonic()
+    on_start(summary)
+    try:
+        for result in results:
+            write_all(out, result.line(), f"--out {options.out}")
+            flush_checked(out, f"--out {options.out}")
+            summary.add(result)
+            summary.seconds = time.monotonic() - started
+            on_result(result, summary)
+    finally:
+        results.close()
+        out.close()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _executor(
+    options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
+) -> Generator[CaseResult, None, None]:
+    """The results of `todo`, as the chosen executor finishes them (started already)."""
+    if options.executor == "process":
+        from ._process import run_in_processes
+
+        return run_in_processes(options, workers, todo, spent)
+    if options.executor == "ray":
+        from ._ray import run_on_ray
+
+        return run_on_ray(options, workers, todo, spent)
+    from ._local import run_locally
+
+    return run_locally(options, workers, todo, spent)

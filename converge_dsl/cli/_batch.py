@@ -1,0 +1,118 @@
+"""`converge-dsl run PIPELINE --cases cases.jsonl --out results.jsonl`: a batch run.
+
+Each line of `--cases` is the inputs of one case (a JSON object, optionally
+with an `id`); each case's run result is one line of `--out`, written and
+flushed as the case finishes, tagged with the case's 0-based `index` and its
+`id` (lines are in the order cases finish: sort by `index` for input order).
+`--resume` skips the cases `--out` already holds (a last line cut short by a
+kill is dropped) and appends; without it `--out` starts empty. A case that
+fails is a line like any other. `--max-model-calls` / `--max-tokens` cap the
+usage of every case together (each case keeps its pipeline's own budget too).
+`--executor local` (default) runs `--concurrency` cases (16) at once on one
+event loop; `process` runs `--concurrency` worker processes (one per CPU);
+`ray` runs async Ray actors (the `ray` extra; `--ray-address` joins a cluster).
+
+Progress goes to standard error: a live bar on a terminal (cases done, rate,
+ETA, stop reasons), a plain line per tenth of the batch otherwise; a summary
+table at the end (`--format json`: one JSON object on standard output).
+Exit 0 when every case converged, 1 when some did not, 2/3 when the batch
+could not start (an invalid pipeline, a bad option or cases file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.cli import CommandIO
+
+# Options of a single run that a batch does not take.
+_SINGLE_RUN_ONLY = (
+    ("input", "--input"),
+    ("inputs", "--inputs"),
+    ("trace", "--trace"),
+    ("checkpoint", "--checkpoint"),
+    ("approve", "--approve"),
+    ("reject", "--reject"),
+    ("decisions", "--decisions"),
+    ("record", "--record"),
+    ("replay", "--replay"),
+    ("model", "--model"),
+)
+
+
+def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a batch run (`--cases` makes `run` a batch)."""
+    group = parser.add_argument_group("batch runs (one pipeline over many inputs)")
+    group.add_argument("--cases", type=Path, metavar="CASES.jsonl", help="one inputs object a line")
+    group.add_argument("--out", type=Path, metavar="RESULTS.jsonl", help="one result a line")
+    group.add_argument("--concurrency", type=int, metavar="N", help="cases (or workers) at once")
+    group.add_argument("--executor", choices=("local", "process", "ray"), default="local")
+    group.add_argument("--max-model-calls", type=int, metavar="N", help="cap for the whole batch")
+    group.add_argument("--max-tokens", type=int, metavar="N", help="cap for the whole batch")
+    group.add_argument("--ray-address", metavar="ADDRESS", help="the Ray cluster to run on")
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Refuse what a batch cannot take (`UsageError`)."""
+    if args.out is None:
+        raise UsageError("--cases needs --out RESULTS.jsonl", hint="name the results file")
+    for name, option in _SINGLE_RUN_ONLY:
+        if getattr(args, name, None):
+            raise UsageError(
+                f"{option} is an option of a single run, not of a batch (--cases)",
+                hint="put each case's inputs on its line of the cases file",
+            )
+    if args.resume not in (None, True):
+        raise UsageError(
+            "with --cases, --resume takes no folder: it continues the batch in --out",
+            hint="use --resume alone",
+        )
+    for option, value in (
+        ("--max-model-calls", args.max_model_calls),
+        ("--max-tokens", args.max_tokens),
+        ("--concurrency", args.concurrency),
+    ):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be at least 1")
+    if args.ray_address is not None and args.executor != "ray":
+        raise UsageError("--ray-address needs --executor ray")
+
+
+def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
+    """Run the batch; progress on stderr, the summary at the end."""
+    from converge_dsl.batch import BatchLimits, BatchOptions, run_batch
+    from converge_dsl.cli._batch_view import Progress, summary_json, summary_table
+
+    _check(args)
+    options = BatchOptions(
+        pipeline=args.pipeline,
+        cases=args.cases,
+        out=args.out,
+        executor=args.executor,
+        concurrency=args.concurrency,
+        resume=args.resume is True,
+        limits=BatchLimits(args.max_model_calls, args.max_tokens),
+        allow_roots=tuple(args.allow_root),
+        ray_address=args.ray_address,
+    )
+    progress = Progress(io.stderr, live=_is_terminal(io.stderr))
+    try:
+        summary = run_batch(options, on_result=progress.update, on_start=progress.start)
+    finally:
+        progress.stop()
+    if args.format == "json":
+        io.stdout.write(json.dumps(summary_json(summary), indent=2) + "\n")
+    else:
+        summary_table(summary, options.out, io.stdout, live=_is_terminal(io.stdout))
+    return summary.exit_code
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    isatty: Any = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())

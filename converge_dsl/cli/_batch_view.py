@@ -1,0 +1,129 @@
+"""What a batch run shows: live progress on standard error and the summary at the end.
+
+On a terminal, a rich progress bar: cases done of all, rate, ETA, and the
+count of each stop reason so far. Elsewhere, a plain line each time another
+tenth of the batch is done (and at the end). The summary is a table (rich on
+a terminal, plain text otherwise) or, with `--format json`, one JSON object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from converge_dsl.batch import BatchSummary, CaseResult
+
+# Plain progress: a line each time this fraction more of the batch is done.
+PLAIN_STEP = 0.1
+
+
+def _stops(summary: BatchSummary) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in sorted(summary.stops.items()))
+
+
+class Progress:
+    """Live progress of a batch (see the module docstring)."""
+
+    def __init__(self, stream: TextIO, live: bool) -> None:
+        self._stream = stream
+        self._live = live
+        self._bar: Any = None
+        self._task: Any = None
+        self._next_plain = 0
+
+    def start(self, summary: BatchSummary) -> None:
+        todo = summary.total - summary.skipped
+        if summary.skipped:
+            self._stream.write(f"resuming: {summary.skipped} case(s) already in the results\n")
+        if self._live:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("cases"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[stops]}"),
+                console=Console(file=self._stream),
+            )
+            self._task = self._bar.add_task("cases", total=todo, rate="", stops="")
+            self._bar.start()
+        self._next_plain = max(1, int(todo * PLAIN_STEP))
+
+    def update(self, result: CaseResult, summary: BatchSummary) -> None:
+        rate = summary.run / summary.seconds if summary.seconds > 0 else 0.0
+        if self._bar is not None:
+            self._bar.update(
+                self._task, completed=summary.run, rate=f"{rate:.1f}/s", stops=_stops(summary)
+            )
+            return
+        todo = summary.total - summary.skipped
+        if summary.run >= self._next_plain or summary.run == todo:
+            self._next_plain = summary.run + max(1, int(todo * PLAIN_STEP))
+            self._stream.write(f"{summary.run}/{todo} cases, {rate:.1f}/s ({_stops(summary)})\n")
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def summary_rows(summary: BatchSummary, out: Path) -> list[tuple[str, str]]:
+    """The summary as (label, value) rows."""
+    rate = summary.run / summary.seconds if summary.seconds > 0 else 0.0
+    rows = [
+        ("cases", str(summary.total)),
+        ("already done (--resume)", str(summary.skipped)),
+        ("run", str(summary.run)),
+    ]
+    rows += [(f"  {reason}", str(count)) for reason, count in sorted(summary.stops.items())]
+    rows += [
+        ("not converged", str(summary.failed)),
+        ("model calls", str(summary.model_calls)),
+        ("tokens", str(summary.tokens)),
+        ("seconds", f"{summary.seconds:.2f}"),
+        ("cases/s", f"{rate:.1f}"),
+        ("results", str(out)),
+    ]
+    return rows
+
+
+def summary_table(summary: BatchSummary, out: Path, stream: TextIO, *, live: bool) -> None:
+    """The summary as a table: rich on a terminal, aligned plain text otherwise."""
+    rows = summary_rows(summary, out)
+    if live:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="batch summary")
+        table.add_column("")
+        table.add_column("", justify="right")
+        for label, value in rows:
+            table.add_row(label, value)
+        Console(file=stream).print(table)
+        return
+    width = max(len(label) for label, _ in rows)
+    stream.write("".join(f"{label:<{width}}  {value}\n" for label, value in rows))
+
+
+def summary_json(summary: BatchSummary) -> dict[str, Any]:
+    """The summary as one JSON object (`--format json`)."""
+    return {
+        "cases": summary.total,
+        "skipped": summary.skipped,
+        "run": summary.run,
+        "stop_reasons": dict(sorted(summary.stops.items())),
+        "not_converged": summary.failed,
+        "model_calls": summary.model_calls,
+        "tokens": summary.tokens,
+        "seconds": round(summary.seconds, 3),
+    }

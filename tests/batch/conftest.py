@@ -1,0 +1,24 @@
+"""Helpers of the batch tests: the echo pipeline, cases files, result files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).parent / "data"
+ECHO = DATA / "echo.yaml"
+
+
+def write_cases(path: Path, cases: Sequence[dict[str, Any] | str]) -> Path:
+    """A cases file: one JSON object (or raw text) a line."""
+    lines = [c if isinstance(c, str) else json.dumps(c) for c in cases]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The result lines of `path`, in input order (by `index`)."""
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return sorted(lines, key=lambda line: line["index"])

@@ -1,0 +1,116 @@
+"""The Python API: load once, run many times, sync and async, results in input order."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+
+import converge_dsl
+from converge_dsl.batch import Pipeline
+from converge_dsl.errors import PipelineInvalid, UsageError
+
+from .conftest import DATA, ECHO
+
+
+def test_import_stays_cheap_and_load_is_lazy() -> None:
+    code = (
+        "import sys, converge_dsl; "
+        "assert 'converge_dsl.batch' not in sys.modules; "
+        "assert 'converge_dsl.runtime' not in sys.modules; "
+        "converge_dsl.load; assert 'converge_dsl.batch' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_run_returns_the_run_result() -> None:
+    pipeline = converge_dsl.load(ECHO)
+    assert isinstance(pipeline, Pipeline)
+    result = pipeline.run(inputs={"word": "tea"})
+    assert result.stop_reason == "converged"
+    assert [f.content for f in result.facts["signals"]] == ["answered tea"]
+    assert result.usage.model_calls == 1
+
+
+def test_a_model_failure_is_a_result_not_an_exception() -> None:
+    result = converge_dsl.load(ECHO).run(inputs={"word": "boom"})
+    assert result.stop_reason == "error"
+    assert [d.code for d in result.diagnostics] == ["CD911"]
+
+
+def test_errors_are_the_projects_exceptions(tmp_path) -> None:
+    pipeline = converge_dsl.load(ECHO)
+    with pytest.raises(UsageError, match="unknown input 'nope'"):
+        pipeline.run(inputs={"nope": 1})
+    with pytest.raises(UsageError, match="no such pipeline file"):
+        converge_dsl.load(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: converge-dsl/v1\nkind: Pipeline\nname: x\nbogus: 1\n")
+    with pytest.raises(PipelineInvalid) as caught:
+        converge_dsl.load(bad)
+    assert caught.value.diagnostics
+
+
+def test_run_many_yields_in_input_order_when_later_cases_finish_first() -> None:
+    pipeline = converge_dsl.load(ECHO)
+    words = ["slow", "a", "b", "slow", "c", "d"]
+    started = time.monotonic()
+    results = list(pipeline.run_many([{"word": w} for w in words], concurrency=6))
+    assert time.monotonic() - started < 2.0  # concurrent: not 2 x 0.3 s in a row per case
+    assert [r.facts["signals"][0].content for r in results] == [f"answered {w}" for w in words]
+
+
+def test_run_many_keeps_going_past_a_failing_case() -> None:
+    pipeline = converge_dsl.load(ECHO)
+    cases = [{"word": "a"}, {"nope": 1}, {"word": "boom"}, {"word": "b"}]
+    stops = [r.stop_reason for r in pipeline.run_many(cases, concurrency=2)]
+    assert stops == ["converged", "usage_error", "error", "converged"]
+
+
+def test_arun_runs_concurrently_on_one_loop_with_equal_results() -> None:
+    pipeline = converge_dsl.load(ECHO)
+
+    async def main() -> list[object]:
+        async with pipeline:
+            return list(await asyncio.gather(*(pipeline.arun({"word": "x"}) for _ in range(20))))
+
+    results = asyncio.run(main())
+    assert all(r == results[0] for r in results)
+
+
+def test_arun_many_in_async_code() -> None:
+    pipeline = converge_dsl.load(ECHO)
+
+    async def main() -> list[str]:
+        return [r.stop_reason async for r in pipeline.arun_many([{}, {}], concurrency=2)]
+
+    assert asyncio.run(main()) == ["converged", "converged"]
+
+
+def test_sync_calls_inside_a_running_loop_are_refused() -> None:
+    pipeline = converge_dsl.load(ECHO)
+
+    async def main() -> None:
+        with pytest.raises(UsageError, match="running event loop"):
+            pipeline.run()
+
+    asyncio.run(main())
+
+
+def test_a_pipeline_is_immutable_and_shared_across_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    pipeline = converge_dsl.load(DATA / "echo.yaml")
+    with pytest.raises(AttributeError):
+        pipeline.extra = 1  # type: ignore[attr-defined]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda w: pipeline.run({"word": w}), ["a", "b", "c", "d"]))
+    assert [r.facts["signals"][0].content for r in results] == [
+        "answered a",
+        "answered b",
+        "answered c",
+        "answered d",
+    ]

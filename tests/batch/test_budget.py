@@ -1,0 +1,49 @@
+"""The batch-wide budget: one pool for every case's meter, reservations counted at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from converge_dsl.batch import BatchLimits, LocalPool, PooledMeter, SharedPool
+from converge_dsl.engine import Budget, StopReason
+
+
+@pytest.mark.parametrize("make_pool", [LocalPool, SharedPool])
+def test_outstanding_reservations_of_all_cases_count(make_pool) -> None:  # type: ignore[no-untyped-def]
+    pool = make_pool(BatchLimits(max_model_calls=2))
+    first, second, third = (PooledMeter(Budget(max_model_calls=5), pool) for _ in range(3))
+    held = [first.reserve(10), second.reserve(10)]
+    assert all(r is not None for r in held)
+    assert third.reserve(10) is None
+    assert third.refused == StopReason.MODEL_CALL_BUDGET_EXHAUSTED
+    held[0].release()  # type: ignore[union-attr]
+    again = third.reserve(10)
+    assert again is not None
+    again.settle()
+    assert not first.can_call()
+    assert not first.allow_attempt()
+
+
+def test_a_case_refused_by_its_own_budget_gives_the_batch_its_call_back() -> None:
+    pool = LocalPool(BatchLimits(max_model_calls=3))
+    small = PooledMeter(Budget(max_model_calls=1), pool)
+    reservation = small.reserve()
+    assert reservation is not None
+    assert small.reserve() is None  # its own cap
+    assert pool.counts() == (0, 0, 1, 0)
+    reservation.settle()
+    assert pool.counts() == (1, 0, 0, 0)
+    other = PooledMeter(Budget(), pool)
+    assert other.allow_attempt()
+    assert other.allow_attempt()
+    assert not other.allow_attempt()
+    assert pool.counts() == (3, 0, 0, 0)
+
+
+def test_tokens_count_against_the_batch() -> None:
+    pool = LocalPool(BatchLimits(max_tokens=100))
+    meter = PooledMeter(Budget(), pool)
+    meter.record(model_calls=1, input_tokens=60, output_tokens=40)
+    assert meter.reserve() is None
+    assert meter.refused == StopReason.TOKEN_BUDGET_EXHAUSTED
+    assert PooledMeter(Budget(), pool).limit_reached() == StopReason.TOKEN_BUDGET_EXHAUSTED

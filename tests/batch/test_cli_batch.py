@@ -1,0 +1,170 @@
+"""`converge-dsl run --cases --out`: result lines, isolation of failing cases, executors."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.cli import run as cli
+
+from .conftest import ECHO, read_results, write_cases
+
+
+def batch(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli(["run", str(ECHO), *args], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_case_gets_its_line_tagged_with_index_and_id(tmp_path: Path) -> None:
+    words = ["slow", "a", "b", "slow", "c"]
+    cases = write_cases(
+        tmp_path / "cases.jsonl", [{"id": f"w{i}", "word": w} for i, w in enumerate(words)]
+    )
+    out = tmp_path / "results.jsonl"
+    code, stdout, stderr = batch("--cases", str(cases), "--out", str(out), "--concurrency", "5")
+    assert code == 0, stderr
+    raw = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["index"] for line in raw] != list(range(5))  # written as they finish
+    lines = read_results(out)
+    assert [(line["index"], line["id"]) for line in lines] == [(i, f"w{i}") for i in range(5)]
+    assert [line["facts"]["signals"][0]["content"] for line in lines] == [
+        f"answered {w}" for w in words
+    ]
+    assert all(line["exit_code"] == 0 and line["stop_reason"] == "converged" for line in lines)
+    assert "converged" in stdout
+    assert "5" in stdout
+    assert "5/5 cases" in stderr  # plain progress off a terminal
+
+
+def test_a_failing_case_never_stops_the_others(tmp_path: Path) -> None:
+    cases = write_cases(
+        tmp_path / "cases.jsonl",
+        [{"word": "a"}, "not json", {"word": "boom"}, [1, 2], {"nope": 1}, {"id": 7, "word": "b"}],
+    )
+    out = tmp_path / "results.jsonl"
+    code, stdout, _ = batch("--cases", str(cases), "--out", str(out), "--format", "json")
+    assert code == 1
+    lines = read_results(out)
+    assert [line["stop_reason"] for line in lines] == [
+        "converged",
+        "usage_error",
+        "error",
+        "usage_error",
+        "usage_error",
+        "converged",
+    ]
+    assert [line["exit_code"] for line in lines] == [0, 3, 1, 3, 3, 0]
+    assert lines[2]["diagnostics"][0]["code"] == "CD911"
+    assert lines[5]["id"] == 7
+    summary = json.loads(stdout)
+    assert summary["stop_reasons"] == {"converged": 2, "error": 1, "usage_error": 3}
+
+
+def test_batch_wide_model_call_cap(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(10)])
+    out = tmp_path / "results.jsonl"
+    code, _, _ = batch(
+        "--cases", str(cases), "--out", str(out), "--max-model-calls", "4", "--concurrency", "3"
+    )
+    assert code == 1
+    lines = read_results(out)
+    assert sum(line["usage"]["model_calls"] for line in lines) == 4
+    stops = [line["stop_reason"] for line in lines]
+    assert stops.count("converged") == 4
+    assert stops.count("model_call_budget_exhausted") == 6
+
+
+def test_batch_wide_token_cap(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(6)])
+    out = tmp_path / "results.jsonl"
+    batch("--cases", str(cases), "--out", str(out), "--max-tokens", "1", "--concurrency", "1")
+    stops = [line["stop_reason"] for line in read_results(out)]
+    assert stops == ["converged"] + ["token_budget_exhausted"] * 5
+
+
+def test_identical_results_across_local_and_process(tmp_path: Path) -> None:
+    cases = write_cases(
+        tmp_path / "cases.jsonl",
+        [{"id": i, "word": w} for i, w in enumerate(["ab", "boom", "c", "d"])],
+    )
+    results = {}
+    for executor in ("local", "process"):
+        out = tmp_path / f"{executor}.jsonl"
+        code, _, err = batch(
+            "--cases", str(cases), "--out", str(out), "--executor", executor, "--concurrency", "2"
+        )
+        assert code == 1, err
+        results[executor] = read_results(out)
+    assert results["local"] == results["process"]
+    assert len(results["local"]) == 4
+
+
+def test_the_process_executor_shares_the_batch_cap(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(8)])
+    out = tmp_path / "results.jsonl"
+    batch(
+        "--cases",
+        str(cases),
+        "--out",
+        str(out),
+        "--executor",
+        "process",
+        "--concurrency",
+        "2",
+        "--max-model-calls",
+        "3",
+    )
+    lines = read_results(out)
+    assert len(lines) == 8
+    assert sum(line["usage"]["model_calls"] for line in lines) == 3
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--input", "word=x"], "--input is an option of a single run"),
+        (["--resume", "somewhere"], "--resume takes no folder"),
+        (["--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--ray-address", "auto"], "--ray-address needs --executor ray"),
+    ],
+)
+def test_options_a_batch_refuses(tmp_path: Path, extra: list[str], message: str) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{}])
+    code, _, err = batch("--cases", str(cases), "--out", str(tmp_path / "r.jsonl"), *extra)
+    assert code == 3
+    assert message in err
+
+
+def test_out_is_required_and_never_overwrites_a_foreign_file(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{}])
+    code, _, err = batch("--cases", str(cases))
+    assert code == 3
+    assert "--cases needs --out" in err
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("my notes\n")
+    code, _, err = batch("--cases", str(cases), "--out", str(foreign))
+    assert code == 3
+    assert "not a results file written by converge-dsl" in err
+    assert foreign.read_text() == "my notes\n"
+
+
+def test_an_invalid_pipeline_fails_before_any_case(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: converge-dsl/v1\nkind: Pipeline\nname: x\nbogus: 1\n")
+    cases = write_cases(tmp_path / "cases.jsonl", [{}])
+    out = tmp_path / "r.jsonl"
+    code = cli(
+        ["run", str(bad), "--cases", str(cases), "--out", str(out)], io.StringIO(), io.StringIO()
+    )
+    assert code == 2
+    assert not out.exists()
+
+
+def test_a_bare_resume_without_cases_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = batch("--resume")
+    assert code == 3
+    assert "--resume needs DIR" in err

@@ -1,0 +1,52 @@
+"""The `ray` executor on a local Ray instance the test starts (`ray.init(num_cpus=2)`)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.cli import run as cli
+
+from .conftest import ECHO, read_results, write_cases
+
+ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _batch(cases: Path, out: Path, *extra: str) -> int:
+    args = ["run", str(ECHO), "--cases", str(cases), "--out", str(out), *extra]
+    return cli(args, io.StringIO(), io.StringIO())
+
+
+def test_ray_gives_the_same_results_as_local(local_ray: None, tmp_path: Path) -> None:
+    cases = write_cases(
+        tmp_path / "cases.jsonl",
+        [{"id": i, "word": w} for i, w in enumerate(["a", "slow", "boom", "b", "not-json"])],
+    )
+    with cases.open("a") as handle:
+        handle.write("[1]\n")
+    local, on_ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    assert _batch(cases, local) == 1
+    assert _batch(cases, on_ray, "--executor", "ray", "--concurrency", "4") == 1
+    assert read_results(on_ray) == read_results(local)
+    assert len(read_results(on_ray)) == 6
+
+
+def test_ray_shares_the_batch_cap(local_ray: None, tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(8)])
+    out = tmp_path / "results.jsonl"
+    _batch(cases, out, "--executor", "ray", "--concurrency", "4", "--max-model-calls", "3")
+    lines = read_results(out)
+    assert len(lines) == 8
+    assert sum(line["usage"]["model_calls"] for line in lines) == 3

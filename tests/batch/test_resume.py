@@ -1,0 +1,112 @@
+"""`--resume`: a batch killed with SIGKILL continues; no case is lost, none run twice."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.batch import read_done
+from converge_dsl.cli import run as cli
+from converge_dsl.errors import UsageError
+
+from .conftest import ECHO, read_results, write_cases
+
+
+def _resume(cases: Path, out: Path) -> tuple[int, str]:
+    err = io.StringIO()
+    code = cli(
+        ["run", str(ECHO), "--cases", str(cases), "--out", str(out), "--resume"],
+        io.StringIO(),
+        err,
+    )
+    return code, err.getvalue()
+
+
+def test_resume_after_sigkill_mid_batch(tmp_path: Path) -> None:
+    count = 24
+    cases = write_cases(
+        tmp_path / "cases.jsonl", [{"id": f"c{i}", "word": f"slow {i}"} for i in range(count)]
+    )
+    out = tmp_path / "results.jsonl"
+    command = [sys.executable, "-m", "converge_dsl", "run", str(ECHO), "--cases", str(cases)]
+    child = subprocess.Popen(
+        [*command, "--out", str(out), "--concurrency", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            if out.exists() and out.read_text().count("\n") >= 4:
+                break
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    before = read_results(out)
+    assert 4 <= len(before) < count  # killed mid-batch
+    with out.open("a") as handle:  # and as if killed in the middle of a line
+        handle.write('{"index": 23, "id": "c23", "exit_co')
+    code, err = _resume(cases, out)
+    assert code == 0, err
+    assert f"resuming: {len(before)} case(s) already in the results" in err
+    after = read_results(out)
+    assert [line["index"] for line in after] == list(range(count))  # none lost, none twice
+    assert after[: len(before)] != []
+    assert all(line["exit_code"] == 0 for line in after)
+    assert {json.dumps(line) for line in before} <= {json.dumps(line) for line in after}
+
+
+def test_a_finished_batch_resumes_to_nothing(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": "a"}, {"word": "b"}])
+    out = tmp_path / "results.jsonl"
+    assert _resume(cases, out)[0] == 0  # --resume of a missing file: a fresh batch
+    text = out.read_text()
+    code, err = _resume(cases, out)
+    assert code == 0
+    assert out.read_text() == text
+    assert "resuming: 2 case(s)" in err
+
+
+def test_resume_counts_what_was_spent_against_the_batch_cap(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(6)])
+    out = tmp_path / "results.jsonl"
+    args = ["run", str(ECHO), "--cases", str(cases), "--out", str(out), "--max-model-calls", "4"]
+    first = cases.read_text().splitlines()[:3]
+    cases.write_text("\n".join(first) + "\n")
+    cli(args, io.StringIO(), io.StringIO())
+    cases.write_text("\n".join(first + [json.dumps({"word": f"w{i}"}) for i in range(3, 6)]) + "\n")
+    cli([*args, "--resume"], io.StringIO(), io.StringIO())
+    lines = read_results(out)
+    assert len(lines) == 6
+    assert sum(line["usage"]["model_calls"] for line in lines) == 4
+
+
+def test_resume_refuses_results_of_other_cases(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "a"}, {"id": "b"}])
+    out = tmp_path / "results.jsonl"
+    _resume(cases, out)
+    write_cases(cases, [{"id": "x"}, {"id": "b"}])
+    code, err = _resume(cases, out)
+    assert code == 3
+    assert "holds a result for case 0 (id 'a')" in err
+
+
+def test_read_done_cuts_a_torn_last_line_only(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    out.write_text('{"index":0,"id":null,"usage":{"model_calls":2}}\n{"index":1,"id"')
+    done = read_done(out)
+    assert done.ids == {0: None}
+    assert done.model_calls == 2
+    assert out.read_text().endswith("}}\n")
+    out.write_text('{"index":0}\nnot ours\n')
+    with pytest.raises(UsageError, match="line 2 is not a result line"):
+        read_done(out)
