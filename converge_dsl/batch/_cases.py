@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
+    from converge_dsl.diagnostics import SourceSpan
     from converge_dsl.runtime import RunResultDocument
 
 CaseId = str | int | None
@@ -35,12 +36,17 @@ LINE_START = b'{"index":'
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One case: its position, its id and its inputs (or why it cannot run)."""
+    """One case: its position, its id and its inputs (or why it cannot run).
+
+    `span` is its line in the cases file (None for cases given through the
+    API): where a problem with its inputs is reported.
+    """
 
     index: int
     id: CaseId
     inputs: Mapping[str, Any]
     problem: str | None = None
+    span: SourceSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,18 +69,19 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not standard JSON")
 
 
-def parse_case(index: int, text: str) -> Case:
+def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
     """The case of one line of a cases file (a case with a `problem` if it is not one)."""
     try:
         value = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
-        return Case(index, None, {}, f"case {index}: not JSON ({exc})")
+        return Case(index, None, {}, f"case {index}: not JSON ({exc})", span)
     if not isinstance(value, dict):
-        return Case(index, None, {}, f"case {index}: a case is a JSON object of inputs")
+        return Case(index, None, {}, f"case {index}: a case is a JSON object of inputs", span)
     case_id = value.pop("id", None)
     if case_id is not None and (isinstance(case_id, bool) or not isinstance(case_id, str | int)):
-        return Case(index, None, value, f"case {index}: `id` must be a string or an integer")
-    return Case(index, case_id, value)
+        problem = f"case {index}: `id` must be a string or an integer"
+        return Case(index, None, value, problem, span)
+    return Case(index, case_id, value, span=span)
 
 
 def read_cases(path: Path) -> list[Case]:
@@ -85,8 +92,13 @@ def read_cases(path: Path) -> list[Case]:
         raise UsageError(f"--cases {path} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise UsageError(f"cannot read --cases {path}: {exc.strerror}") from None
-    lines = (line for line in text.splitlines() if line.strip())
-    return [parse_case(index, line) for index, line in enumerate(lines)]
+    from converge_dsl.diagnostics import SourceSpan
+
+    lines = ((number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip())
+    return [
+        parse_case(index, line, SourceSpan(str(path), number, 1, number, len(line) + 1))
+        for index, (number, line) in enumerate(lines)
+    ]
 
 
 def cases_of(inputs: Iterator[tuple[int, Mapping[str, Any]]]) -> Iterator[Case]:
@@ -165,4 +177,5 @@ def error_result(case: Case, error: ConvergeError, pipeline: Path) -> CaseResult
     """The result of a case that could not run (or failed outside the engine)."""
     from converge_dsl.runtime import not_run_document
 
-    return CaseResult(case.index, case.id, not_run_document(error, pipeline), error.exit_code)
+    document = not_run_document(error, pipeline, inputs_at=case.span)
+    return CaseResult(case.index, case.id, document, error.exit_code)

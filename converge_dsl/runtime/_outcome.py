@@ -167,21 +167,25 @@ def outcome(
     )
 
 
-def not_run_diagnostics(error: ConvergeError, pipeline: Path | str) -> tuple[Diagnostic, ...]:
+def not_run_diagnostics(
+    error: ConvergeError, pipeline: Path | str, *, inputs_at: SourceSpan | None = None
+) -> tuple[Diagnostic, ...]:
     """The diagnostics of a run that stopped outside the engine with `error`.
 
     An invalid pipeline keeps its own (those of `validate`); a located run
-    error points at its span; anything else points at the pipeline file.
+    error points at its span; a usage error points at `inputs_at` when given
+    (where the run's inputs were read: a batch's case line); anything else
+    points at the pipeline file.
     """
     if isinstance(error, PipelineInvalid):
         return error.diagnostics
     located = run_error_diagnostic(error)
     if located is not None:
         return (located,)
-    code = codes.NOT_RUN_USAGE if isinstance(error, UsageError) else codes.NOT_RUN_ERROR
-    return (
-        Diagnostic.at(code, error.message, SourceSpan(str(pipeline), 1, 1, 1, 1), hint=error.hint),
-    )
+    usage = isinstance(error, UsageError)
+    code = codes.NOT_RUN_USAGE if usage else codes.NOT_RUN_ERROR
+    span = inputs_at if usage and inputs_at is not None else SourceSpan(str(pipeline), 1, 1, 1, 1)
+    return (Diagnostic.at(code, error.message, span, hint=error.hint),)
 
 
 def not_run_stop_reason(error: ConvergeError) -> str:
@@ -191,15 +195,20 @@ def not_run_stop_reason(error: ConvergeError) -> str:
     return "usage_error" if isinstance(error, UsageError) else "error"
 
 
-def not_run_document(error: ConvergeError, pipeline: Path | str) -> RunResultDocument:
+def not_run_document(
+    error: ConvergeError, pipeline: Path | str, *, inputs_at: SourceSpan | None = None
+) -> RunResultDocument:
     """The run-result document of a run that stopped outside the engine with `error`.
 
-    No facts, no usage; the stop reason says why (see `not_run_stop_reason`).
+    No facts, no usage; the stop reason says why (see `not_run_stop_reason`);
+    the diagnostics are `not_run_diagnostics(error, pipeline, inputs_at=...)`.
     """
     return RunResultDocument.build(
         stop_reason=not_run_stop_reason(error),
         cycles=0,
         facts=(),
-        diagnostics=[DiagnosticModel.of(d) for d in not_run_diagnostics(error, pipeline)],
+        diagnostics=[
+            DiagnosticModel.of(d) for d in not_run_diagnostics(error, pipeline, inputs_at=inputs_at)
+        ],
         usage=UsageModel(),
     )

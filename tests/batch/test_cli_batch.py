@@ -168,3 +168,24 @@ def test_a_bare_resume_without_cases_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = batch("--resume")
     assert code == 3
     assert "--resume needs DIR" in err
+
+
+@pytest.mark.parametrize("executor", ["local", "process"])
+def test_a_bad_case_is_reported_at_its_line_of_the_cases_file(
+    tmp_path: Path, executor: str
+) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"word": "a"}\n\nnot json\n{"nope": 1}\n[1, 2]\n', encoding="utf-8")
+    out = tmp_path / "results.jsonl"
+    code, _, _ = batch("--cases", str(cases), "--out", str(out), "--executor", executor)
+    assert code == 1
+    where = [
+        (d["code"], d["file"], d["line"], d["end_column"])
+        for line in read_results(out)
+        for d in line["diagnostics"]
+    ]
+    assert where == [
+        ("CD920", str(cases), 3, 9),
+        ("CD920", str(cases), 4, 12),
+        ("CD920", str(cases), 5, 7),
+    ]
