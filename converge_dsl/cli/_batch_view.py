@@ -104,7 +104,7 @@ def summary_table(summary: BatchSummary, out: Path, stream: TextIO, *, live: boo
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title="batch summary")
+        table = Table(title="batch summary", show_header=False)
         table.add_column("")
         table.add_column("", justify="right")
         for label, value in rows:
