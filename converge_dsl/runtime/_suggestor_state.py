@@ -11,7 +11,8 @@ the runtime.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from functools import cache
+from typing import Any, Protocol, cast, runtime_checkable
 
 from converge_dsl.engine.types import Suggestor
 
@@ -34,7 +35,20 @@ class StatefulSuggestor(Protocol):
 
 def stateful(suggestors: Iterable[Suggestor]) -> tuple[StatefulSuggestor, ...]:
     """The suggestors among `suggestors` that keep per-run state, in order."""
-    return tuple(s for s in suggestors if isinstance(s, StatefulSuggestor))
+    return tuple(cast(StatefulSuggestor, s) for s in suggestors if _keeps_state(type(s)))
+
+
+@cache
+def _keeps_state(kind: type) -> bool:
+    """`isinstance(x, StatefulSuggestor)` for the instances of `kind`, answered once per class.
+
+    A runtime protocol check walks the protocol's members on every call (about
+    10 us); a pipeline of thousands of suggestors asks it for each.
+    """
+    return all(
+        callable(getattr(kind, member, None))
+        for member in ("checkpoint_state", "restore_checkpoint_state")
+    )
 
 
 def restore_states(suggestors: Iterable[Suggestor], states: Mapping[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from converge_dsl.runtime import (
     CHECKPOINT_FILE,
     CheckpointRefused,
     CheckpointStore,
+    _journal,
     pipeline_digest,
 )
 from converge_dsl.runtime._checkpoint import check_folder
@@ -88,6 +90,24 @@ def test_each_save_appends_one_record_fdatasynced_and_renames_nothing(
     store.close()
     assert calls == ["fdatasync"] * 3
     assert sorted(os.listdir(store.folder)) == [CHECKPOINT_FILE]
+
+
+def test_records_saved_close_together_share_one_fdatasync_and_flush_does_not_wait_the_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_journal, "GROUP_COMMIT_S", 30.0)  # longer than any test may take
+    store = _started(tmp_path / "ck")
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd)))
+    for state in _states(5):
+        store.save(state)
+    started = time.monotonic()
+    store.flush()  # cuts the gathering window short
+    assert time.monotonic() - started < 10
+    assert len(calls) == 1
+    assert len(_lines(store)) == 6  # the snapshot and 5 cycles, all written at once
+    store.close()
 
 
 def test_a_record_holds_what_changed_not_the_whole_state(tmp_path: Path) -> None:
