@@ -8,10 +8,9 @@ caret, JSON, GitHub annotations, SARIF) lives in `converge_dsl.frontend`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class Severity(StrEnum):
@@ -19,8 +18,9 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True, slots=True)
-class SourceSpan:
+# The records here are NamedTuples, not dataclasses: every command imports this
+# module, and a dataclass costs `validate` its start-up (docs/architecture.md §5).
+class SourceSpan(NamedTuple):
     """A region of a source file. Lines and columns are 1-based; `end_*` is exclusive."""
 
     file: str
@@ -47,8 +47,7 @@ def format_path(path: JsonPath) -> str:
     return out or "<root>"
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     """One finding. `code` is stable (`CD001`...) and documented in docs/errors.md.
 
     `excerpt` is false for a finding in a file that may not be quoted (one that
@@ -125,5 +124,7 @@ def best_first(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to `word`, if one is close enough to be a likely typo."""
+    import difflib  # only when a name is unknown
+
     matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None

@@ -34,8 +34,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid, UsageError
@@ -228,8 +228,7 @@ def pipeline_files(paths: Sequence[str]) -> list[Path]:
     return list(unique)
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedFiles:
+class CheckedFiles(NamedTuple):
     """Every pipeline file `validate PATH...` checked, their diagnostics and their texts."""
 
     files: tuple[Path, ...]

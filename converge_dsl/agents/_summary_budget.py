@@ -8,11 +8,10 @@ the turn loop, the engine or the models (docs/architecture.md §9).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class SummaryBudget:
+class SummaryBudget(NamedTuple):
     max_calls: int
     max_input_chars: int
     timeout_s: float

@@ -10,9 +10,8 @@ model scripts, agents, packs) that `validate` and `run` use.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
@@ -25,8 +24,7 @@ if TYPE_CHECKING:
 PIPELINE_SCHEMA = "pipeline.v1.json"
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedPipeline:
+class CheckedPipeline(NamedTuple):
     """The outcome of validating one file: the document (None if it did not load) and findings."""
 
     document: LoadedDocument | None

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
@@ -132,7 +131,7 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
                     walked[key] = Walker(facts.key_schemas, item).walk_expressions(
                         ((1, tree, literals),)
                     )
-                findings += [replace(f, lineno=f.lineno + lineno - 1) for f in walked[key]]
+                findings += [f._replace(lineno=f.lineno + lineno - 1) for f in walked[key]]
         else:
             from converge_dsl.frontend._jinja_parse import parse
 

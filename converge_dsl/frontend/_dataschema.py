@@ -13,14 +13,12 @@ Nothing here imports a JSON Schema library.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _MAX_DEPTH = 32
 
 
-@dataclass(frozen=True)
-class DataShape:
+class DataShape(NamedTuple):
     """A node of a key schema; `label` names the data for messages (`tickets data`)."""
 
     root: Any

@@ -17,8 +17,7 @@ name and field names, so it never imports jinja2 itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Severity, did_you_mean
@@ -40,28 +39,25 @@ _EXPRESSIONS = frozenset(
 )
 
 
-@dataclass(frozen=True)
 class _Namespace:
     """`facts` or `proposals`."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True)
-class _Facts:
+
+class _Facts(NamedTuple):
     key: str
 
 
-@dataclass(frozen=True)
-class _Fact:
+class _Fact(NamedTuple):
     key: str
 
 
-@dataclass(frozen=True)
-class _List:
+class _List(NamedTuple):
     element: Any
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One problem: its code, words, and where in the template (line, text to find)."""
 
     code: str
@@ -93,7 +89,7 @@ class Walker:
             first = len(self.findings)
             self.value(tree, {})
             self.findings[first:] = [
-                replace(f, lineno=f.lineno + lineno - 1) for f in self.findings[first:]
+                f._replace(lineno=f.lineno + lineno - 1) for f in self.findings[first:]
             ]
         return self.findings
 

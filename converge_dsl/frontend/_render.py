@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from converge_dsl.diagnostics import Diagnostic
@@ -235,7 +234,7 @@ def render_github(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] 
 
 
 def _as_diagnostic(omitted: Omitted) -> Diagnostic:
-    return replace(omitted.first, message=omitted.message, hint=None)
+    return omitted.first._replace(message=omitted.message, hint=None)
 
 
 def render_sarif(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] = ()) -> str:

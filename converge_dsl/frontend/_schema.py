@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from converge_dsl import codes
 from converge_dsl._resources import read_schema_text
@@ -153,8 +152,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-@dataclass(frozen=True, slots=True)
-class _Error:
+class _Error(NamedTuple):
     """One jsonschema-rs error and what every translation reads about it."""
 
     error: Any

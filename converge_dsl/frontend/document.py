@@ -9,15 +9,13 @@ up locations through the source map; they never re-read the file.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan
 
 
-@dataclass(frozen=True, slots=True)
-class NodeLocation:
+class NodeLocation(NamedTuple):
     """Where a node is.
 
     `span` covers the value; `key_span` covers the mapping key that names it
@@ -84,8 +82,7 @@ class SourceMap:
         return len(self._entries)
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedDocument:
+class LoadedDocument(NamedTuple):
     """One parsed YAML file: its text (for excerpts), its data, and its source map.
 
     `inexact` lists the floats whose text a float does not keep (`1.10` read

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from converge_dsl import codes
 from converge_dsl._governor import spend
@@ -33,8 +32,7 @@ CODE_BAD_REGEX = codes.MODEL_SCRIPT_BAD_REGEX
 CODE_NOT_LINEAR_REGEX = codes.MODEL_SCRIPT_REGEX_NOT_LINEAR
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptMatch:
+class ScriptMatch(NamedTuple):
     """Conditions of a rule; every given one must hold."""
 
     suggestor: str | None = None
@@ -55,22 +53,19 @@ class ScriptMatch:
         return self.regex.search(text) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptToolCall:
+class ScriptToolCall(NamedTuple):
     name: str
     input: Mapping[str, Any]
     id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptError:
+class ScriptError(NamedTuple):
     code: ModelErrorCode
     message: str
     retry_after: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptOutcome:
+class ScriptOutcome(NamedTuple):
     """What to answer: text and/or tool calls, or an error; after `delay_s` seconds."""
 
     reply: str | None
@@ -79,17 +74,27 @@ class ScriptOutcome:
     delay_s: float
 
 
-@dataclass(frozen=True, slots=True)
 class ScriptRule:
-    index: int
-    match: ScriptMatch
-    outcome: ScriptOutcome
-    times: int | None
-    span: SourceSpan
+    """Rule `index` of a script (a plain class: a NamedTuple has its own `index`)."""
+
+    __slots__ = ("index", "match", "outcome", "span", "times")
+
+    def __init__(
+        self,
+        index: int,
+        match: ScriptMatch,
+        outcome: ScriptOutcome,
+        times: int | None,
+        span: SourceSpan,
+    ) -> None:
+        self.index = index
+        self.match = match
+        self.outcome = outcome
+        self.times = times
+        self.span = span
 
 
-@dataclass(frozen=True, slots=True)
-class Script:
+class Script(NamedTuple):
     file: str
     rules: tuple[ScriptRule, ...]
     default: ScriptOutcome | None
