@@ -25,8 +25,9 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import chain, repeat
-from typing import Any, NamedTuple
+from typing import Any
 
+from converge_dsl._record import Record
 from converge_dsl.clock import Clock
 from converge_dsl.errors import RunError
 
@@ -46,11 +47,15 @@ class DeadlinePassed(Exhausted):
     """The run's deadline (`max_wall_s`) passed while this computation ran."""
 
 
-class Deadline(NamedTuple):
+class Deadline(Record):
     """The run's deadline: `at` on `clock` (monotonic seconds)."""
 
-    clock: Clock
-    at: float
+    _fields = ("clock", "at")
+    __slots__ = _fields
+
+    def __init__(self, clock: Clock, at: float) -> None:
+        self.clock = clock
+        self.at = at
 
     def passed(self) -> bool:
         return self.clock.monotonic() > self.at

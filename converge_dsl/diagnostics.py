@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import NamedTuple
+
+from converge_dsl._record import Record
 
 
 class Severity(StrEnum):
@@ -18,16 +19,20 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-# The records here are NamedTuples, not dataclasses: every command imports this
-# module, and a dataclass costs `validate` its start-up (docs/architecture.md §5).
-class SourceSpan(NamedTuple):
+# The records here are `Record`s, not dataclasses or NamedTuples: every command
+# imports this module, and those generate code at start-up (docs/architecture.md §5).
+class SourceSpan(Record):
     """A region of a source file. Lines and columns are 1-based; `end_*` is exclusive."""
 
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+    _fields = ("file", "line", "column", "end_line", "end_column")
+    __slots__ = _fields
+
+    def __init__(self, file: str, line: int, column: int, end_line: int, end_column: int) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
@@ -47,24 +52,53 @@ def format_path(path: JsonPath) -> str:
     return out or "<root>"
 
 
-class Diagnostic(NamedTuple):
+class Diagnostic(Record):
     """One finding. `code` is stable (`CD001`...) and documented in docs/errors.md.
 
     `excerpt` is false for a finding in a file that may not be quoted (one that
     did not load as a YAML document of ours): renderers then show where, never what.
     """
 
-    code: str
-    severity: Severity
-    message: str
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    path: JsonPath = ()
-    hint: str | None = None
-    excerpt: bool = True
+    _fields = (
+        "code",
+        "severity",
+        "message",
+        "file",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "path",
+        "hint",
+        "excerpt",
+    )
+    __slots__ = _fields
+
+    def __init__(  # noqa: PLR0917 (positional, as the fields are ordered)
+        self,
+        code: str,
+        severity: Severity,
+        message: str,
+        file: str,
+        line: int,
+        column: int,
+        end_line: int,
+        end_column: int,
+        path: JsonPath = (),
+        hint: str | None = None,
+        excerpt: bool = True,
+    ) -> None:
+        self.code = code
+        self.severity = severity
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
+        self.path = path
+        self.hint = hint
+        self.excerpt = excerpt
 
     @classmethod
     def at(

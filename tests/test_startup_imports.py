@@ -57,7 +57,7 @@ ALWAYS_FORBIDDEN = (
     "converge_dsl.agents._policy",
 )
 # Start-up costs a valid file never needs: `dataclasses` (with `inspect`, `ast`,
-# `dis`, `tokenize`: the records on this path are NamedTuples and plain classes),
+# `dis`, `tokenize`: the records on this path are `converge_dsl._record.Record`s),
 # `shutil` (argparse's formatter reads the terminal width only to print help),
 # `difflib` (only an unknown name asks "did you mean"), and the ways a
 # validator or an entry point scan might come in.
@@ -134,6 +134,7 @@ def test_validating_an_agent_imports_its_checks_but_no_engine_or_event_loop() ->
     modules = _validate(example)
     assert "converge_dsl.agents._checks" in modules
     assert "converge_dsl.models._script_checks" in modules
+    assert "converge_dsl.frontend._datawalk" not in modules  # no template of it reads a fact
     assert _forbidden_in(modules, ALWAYS_FORBIDDEN) == []
 
 
@@ -144,6 +145,59 @@ def test_the_forbidden_list_catches_what_run_imports(rules_only: Path) -> None:
     assert "asyncio" in _forbidden_in(modules, ALWAYS_FORBIDDEN)
     assert "converge_dsl.engine" in _forbidden_in(modules, ALWAYS_FORBIDDEN)
     assert "dataclasses" in _forbidden_in(modules, ALWAYS_FORBIDDEN)
+
+
+# Runs `validate ARGS` and prints, one a line, the file of each source text compiled at
+# run time (a NamedTuple's fields, a dataclass's methods) on behalf of a module of
+# converge-dsl: the nearest caller outside the standard library is one of ours (not
+# the import system, running another module's code: `decimal` makes a namedtuple).
+_COMPILES = """
+import sys, sysconfig
+from converge_dsl.cli import run
+STDLIB = sysconfig.get_paths()["stdlib"]
+ours = []
+def hook(event, args):
+    if event != "compile" or str(args[1]).endswith(".py"):
+        return  # a module's own source (no bytecode cached) is not generated code
+    frame = sys._getframe(1)
+    while frame and frame.f_code.co_filename.startswith(STDLIB):
+        frame = frame.f_back
+    if frame and "converge_dsl" in frame.f_code.co_filename:
+        ours.append(frame.f_code.co_filename)
+sys.addaudithook(hook)
+if sys.argv[1] == "validate":
+    code = run(sys.argv[1:], sys.stdout, sys.stderr)
+else:
+    exec(sys.argv[1])
+    code = 0
+sys.stdout.write("\\n".join(["compiled:", *ours]))
+sys.exit(code)
+"""
+
+
+def _compiled_by_us(*args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILES, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.split("compiled:", 1)[1].split()
+
+
+def test_validate_generates_no_code(rules_only: Path) -> None:
+    """No record on validate's path is a NamedTuple or a dataclass: both compile source
+    text for each class they make (`converge_dsl._record`)."""
+    assert _compiled_by_us("validate", str(rules_only)) == []
+    assert _compiled_by_us("validate", str(ROOT / "pipelines" / "agent-review.yaml")) == []
+
+
+def test_code_generated_for_our_modules_is_seen() -> None:
+    """The check has teeth: the engine's dataclasses are compiled on its behalf."""
+    assert any("engine" in file for file in _compiled_by_us("import converge_dsl.engine"))
 
 
 def test_an_unknown_name_still_gets_its_guess(tmp_path: Path) -> None:

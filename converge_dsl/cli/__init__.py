@@ -23,8 +23,9 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NamedTuple, NoReturn, Protocol, TextIO, cast
+from typing import Any, NoReturn, Protocol, TextIO, cast
 
+from converge_dsl._record import Record
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 EXIT_OK = 0
@@ -59,11 +60,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class CommandIO(NamedTuple):
+class CommandIO(Record):
     """Where a command writes. `color` is true only when stdout is a terminal."""
 
-    stdout: TextIO
-    stderr: TextIO
+    _fields = ("stdout", "stderr")
+    __slots__ = _fields
+
+    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
 
     @classmethod
     def checked(cls, stdout: TextIO, stderr: TextIO) -> CommandIO:

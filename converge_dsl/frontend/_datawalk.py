@@ -17,9 +17,10 @@ name and field names, so it never imports jinja2 itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._record import Record
 from converge_dsl.diagnostics import Severity, did_you_mean
 from converge_dsl.frontend._dataschema import DataShape
 from converge_dsl.frontend._mininodes import Const, Slot
@@ -45,27 +46,51 @@ class _Namespace:
     __slots__ = ()
 
 
-class _Facts(NamedTuple):
-    key: str
+class _Facts(Record):
+    _fields = ("key",)
+    __slots__ = _fields
+
+    def __init__(self, key: str) -> None:
+        self.key = key
 
 
-class _Fact(NamedTuple):
-    key: str
+class _Fact(Record):
+    _fields = ("key",)
+    __slots__ = _fields
+
+    def __init__(self, key: str) -> None:
+        self.key = key
 
 
-class _List(NamedTuple):
-    element: Any
+class _List(Record):
+    _fields = ("element",)
+    __slots__ = _fields
+
+    def __init__(self, element: Any) -> None:
+        self.element = element
 
 
-class Finding(NamedTuple):
+class Finding(Record):
     """One problem: its code, words, and where in the template (line, text to find)."""
 
-    code: str
-    message: str
-    hint: str | None
-    lineno: int
-    needle: str
-    severity: Severity
+    _fields = ("code", "message", "hint", "lineno", "needle", "severity")
+    __slots__ = _fields
+
+    def __init__(  # noqa: PLR0917 (positional, as the fields are ordered)
+        self,
+        code: str,
+        message: str,
+        hint: str | None,
+        lineno: int,
+        needle: str,
+        severity: Severity,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.lineno = lineno
+        self.needle = needle
+        self.severity = severity
 
 
 class Walker:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
 from converge_dsl.keys import BUILTIN_KEYS
@@ -27,13 +28,17 @@ TURN_NAMES = CONTEXT_NAMES | {"goal", "turn", "conversation"}
 SUMMARY_NAMES = frozenset({"span"})
 
 
-class TemplateSite(NamedTuple):
+class TemplateSite(Record):
     """One template or expression in the pipeline and the names it may read."""
 
-    path: JsonPath
-    text: str
-    expression: bool
-    names: frozenset[str]
+    _fields = ("path", "text", "expression", "names")
+    __slots__ = _fields
+
+    def __init__(self, path: JsonPath, text: str, expression: bool, names: frozenset[str]) -> None:
+        self.path = path
+        self.text = text
+        self.expression = expression
+        self.names = names
 
 
 def suggestor_sites(
