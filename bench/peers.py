@@ -32,8 +32,9 @@ and last (one line):
     chain10k/langgraph: A  fan10k/langgraph: B  per-fact us: C  calls50/latency: D
     calls200/latency: E  validate-small/python-startup: F
 
-Usage: python bench/peers.py [--quick] [--repeats N] [--only facts]
-(`--only facts` runs the 10^5-facts shape alone and prints its line.)
+Usage: python bench/peers.py [--quick] [--repeats N] [--only facts|validate]
+(`--only facts` runs the 10^5-facts shape alone and prints its line; `--only
+validate` times `validate` against `python -c pass` alone, with no LangGraph.)
 (`--quick` runs every shape at a small size, for a smoke test; its figures are
 not comparable with the targets.) Needs the `bench` extra (langgraph, httpx).
 """
@@ -516,11 +517,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Our engine vs LangGraph on the same shapes.")
     parser.add_argument("--quick", action="store_true", help="small shapes: a smoke run")
     parser.add_argument("--repeats", type=int, default=None, help="runs per side (default 5)")
-    parser.add_argument("--only", choices=("facts",), help="run one shape alone")
+    parser.add_argument("--only", choices=("facts", "validate"), help="run one shape alone")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.quick:
         print(f"quick run (not comparable with the targets): {sizes}")
+    if args.only == "validate":
+        example, validate_s, python_s = validate_vs_startup(args.repeats or sizes.repeats)
+        print(
+            f"validate {example.name}: {validate_s:.3f} s  python -c pass: {python_s:.3f} s  "
+            f"ratio {validate_s / python_s:.2f}"
+        )
+        print(f"validate-small/python-startup: {validate_s / python_s:.2f}")
+        return 0
     bench = Bench(args.repeats or sizes.repeats)
     if args.only == "facts":
         with tempfile.TemporaryDirectory() as tmp:

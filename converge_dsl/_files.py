@@ -32,7 +32,6 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -250,7 +249,6 @@ def _failure(name: str, exc: BaseException, done: int | None) -> OutputError:
     )
 
 
-@dataclass(slots=True)
 class CheckedStream:
     """A text stream whose every `write` and `flush` is checked (`write_all`, `flush_checked`).
 
@@ -259,8 +257,11 @@ class CheckedStream:
     are the wrapped stream's.
     """
 
-    stream: IO[str] | Any
-    name: str
+    __slots__ = ("name", "stream")
+
+    def __init__(self, stream: IO[str] | Any, name: str) -> None:
+        self.stream = stream
+        self.name = name
 
     def write(self, text: str) -> int:
         write_all(self.stream, text, self.name)

@@ -20,14 +20,14 @@ raises `Exhausted`; past the deadline `spend` raises `DeadlinePassed`.
 
 from __future__ import annotations
 
-import dataclasses
+import sys
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
 
+from converge_dsl._record import Record
 from converge_dsl.clock import Clock
 from converge_dsl.errors import RunError
 
@@ -47,12 +47,15 @@ class DeadlinePassed(Exhausted):
     """The run's deadline (`max_wall_s`) passed while this computation ran."""
 
 
-@dataclass(frozen=True, slots=True)
-class Deadline:
+class Deadline(Record):
     """The run's deadline: `at` on `clock` (monotonic seconds)."""
 
-    clock: Clock
-    at: float
+    _fields = ("clock", "at")
+    __slots__ = _fields
+
+    def __init__(self, clock: Clock, at: float) -> None:
+        self.clock = clock
+        self.at = at
 
     def passed(self) -> bool:
         return self.clock.monotonic() > self.at
@@ -189,7 +192,9 @@ def _items(value: Any) -> Iterator[Any]:
             return iter(value)
     except Exception:  # an object that refuses iteration (an undefined value) is opaque
         return iter(())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    # No dataclass exists until `dataclasses` is imported (`validate` never does).
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (getattr(value, f.name) for f in dataclasses.fields(value))
     return iter(())
 

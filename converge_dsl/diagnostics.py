@@ -8,10 +8,10 @@ caret, JSON, GitHub annotations, SARIF) lives in `converge_dsl.frontend`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
+
+from converge_dsl._record import Record
 
 
 class Severity(StrEnum):
@@ -19,15 +19,20 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True, slots=True)
-class SourceSpan:
+# The records here are `Record`s, not dataclasses or NamedTuples: every command
+# imports this module, and those generate code at start-up (docs/architecture.md §5).
+class SourceSpan(Record):
     """A region of a source file. Lines and columns are 1-based; `end_*` is exclusive."""
 
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+    _fields = ("file", "line", "column", "end_line", "end_column")
+    __slots__ = _fields
+
+    def __init__(self, file: str, line: int, column: int, end_line: int, end_column: int) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
@@ -47,25 +52,53 @@ def format_path(path: JsonPath) -> str:
     return out or "<root>"
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(Record):
     """One finding. `code` is stable (`CD001`...) and documented in docs/errors.md.
 
     `excerpt` is false for a finding in a file that may not be quoted (one that
     did not load as a YAML document of ours): renderers then show where, never what.
     """
 
-    code: str
-    severity: Severity
-    message: str
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    path: JsonPath = ()
-    hint: str | None = None
-    excerpt: bool = True
+    _fields = (
+        "code",
+        "severity",
+        "message",
+        "file",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "path",
+        "hint",
+        "excerpt",
+    )
+    __slots__ = _fields
+
+    def __init__(  # noqa: PLR0917 (positional, as the fields are ordered)
+        self,
+        code: str,
+        severity: Severity,
+        message: str,
+        file: str,
+        line: int,
+        column: int,
+        end_line: int,
+        end_column: int,
+        path: JsonPath = (),
+        hint: str | None = None,
+        excerpt: bool = True,
+    ) -> None:
+        self.code = code
+        self.severity = severity
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
+        self.path = path
+        self.hint = hint
+        self.excerpt = excerpt
 
     @classmethod
     def at(
@@ -125,5 +158,7 @@ def best_first(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to `word`, if one is close enough to be a likely typo."""
+    import difflib  # only when a name is unknown
+
     matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None

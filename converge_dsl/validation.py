@@ -34,9 +34,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
@@ -228,13 +228,18 @@ def pipeline_files(paths: Sequence[str]) -> list[Path]:
     return list(unique)
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedFiles:
+class CheckedFiles(Record):
     """Every pipeline file `validate PATH...` checked, their diagnostics and their texts."""
 
-    files: tuple[Path, ...]
-    diagnostics: tuple[Diagnostic, ...]  # best first, over all files
-    sources: dict[str, str]  # display name -> text, for excerpts
+    _fields = ("files", "diagnostics", "sources")
+    __slots__ = _fields
+
+    def __init__(
+        self, files: tuple[Path, ...], diagnostics: tuple[Diagnostic, ...], sources: dict[str, str]
+    ) -> None:
+        self.files = files
+        self.diagnostics = diagnostics  # best first, over all files
+        self.sources = sources  # display name -> text, for excerpts
 
     @property
     def ok(self) -> bool:

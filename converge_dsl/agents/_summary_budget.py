@@ -8,16 +8,32 @@ the turn loop, the engine or the models (docs/architecture.md §9).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from converge_dsl._record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class SummaryBudget:
-    max_calls: int
-    max_input_chars: int
-    timeout_s: float
-    expected_summary_bytes: int
-    cost_floor_multiple: float
+class SummaryBudget(Record):
+    _fields = (
+        "max_calls",
+        "max_input_chars",
+        "timeout_s",
+        "expected_summary_bytes",
+        "cost_floor_multiple",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        max_calls: int,
+        max_input_chars: int,
+        timeout_s: float,
+        expected_summary_bytes: int,
+        cost_floor_multiple: float,
+    ) -> None:
+        self.max_calls = max_calls
+        self.max_input_chars = max_input_chars
+        self.timeout_s = timeout_s
+        self.expected_summary_bytes = expected_summary_bytes
+        self.cost_floor_multiple = cost_floor_multiple
 
     @property
     def floor_chars(self) -> float:

@@ -23,9 +23,9 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NoReturn, Protocol, TextIO, cast
+from typing import Any, NoReturn, Protocol, TextIO, cast
 
+from converge_dsl._record import Record
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 EXIT_OK = 0
@@ -35,11 +35,15 @@ EXIT_USAGE = 3
 EXIT_INTERRUPTED = 130
 
 
-@dataclass(slots=True)
+# No dataclass here or on `validate`'s path: importing `dataclasses` (and `inspect`)
+# and building each class costs start-up (tests/test_startup_imports.py).
 class _EntryPoint:
     """What the console entry point did before `run`: paused the garbage collector."""
 
-    collector_paused: bool = False
+    __slots__ = ("collector_paused",)
+
+    def __init__(self) -> None:
+        self.collector_paused = False
 
 
 _ENTRY = _EntryPoint()
@@ -56,12 +60,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class CommandIO:
+class CommandIO(Record):
     """Where a command writes. `color` is true only when stdout is a terminal."""
 
-    stdout: TextIO
-    stderr: TextIO
+    _fields = ("stdout", "stderr")
+    __slots__ = _fields
+
+    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
 
     @classmethod
     def checked(cls, stdout: TextIO, stderr: TextIO) -> CommandIO:
@@ -88,8 +95,43 @@ class Command(Protocol):
     def execute(self, args: argparse.Namespace, io: CommandIO) -> int: ...
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, reading the terminal's width only when it lays text out.
+
+    argparse makes a formatter for every `add_argument` (to check the metavar);
+    the stock one reads the width at once, importing shutil (with zlib, bz2 and
+    lzma) on every command's start-up, though only help and usage text use it.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, 80 if width is None else width)
+        self._asked = (indent_increment, max_help_position)
+        if width is None:
+            del self._width, self._max_help_position  # measured on first use: `__getattr__`
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ("_width", "_max_help_position"):
+            raise AttributeError(name)
+        import shutil
+
+        indent, position = self._asked
+        self._width = shutil.get_terminal_size().columns - 2  # as argparse measures it
+        self._max_help_position = min(position, max(self._width - 20, indent * 2))
+        return getattr(self, name)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises `UsageError` instead of exiting."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")

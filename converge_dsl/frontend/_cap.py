@@ -13,20 +13,21 @@ renderer prints the records after the kept diagnostics: human text as
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from converge_dsl.diagnostics import Diagnostic
 
 MAX_PER_CODE = 100
 
 
-@dataclass(frozen=True, slots=True)
 class Omitted:
     """`count` diagnostics of `first.code` not shown; `first` is the first of them."""
 
-    first: Diagnostic
-    count: int
-    shown: int = MAX_PER_CODE
+    __slots__ = ("count", "first", "shown")
+
+    def __init__(self, first: Diagnostic, count: int, shown: int = MAX_PER_CODE) -> None:
+        self.first = first
+        self.count = count
+        self.shown = shown
 
     @property
     def code(self) -> str:

@@ -10,10 +10,10 @@ model scripts, agents, packs) that `validate` and `run` use.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend._loader import load_file, paused_gc
@@ -25,12 +25,17 @@ if TYPE_CHECKING:
 PIPELINE_SCHEMA = "pipeline.v1.json"
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedPipeline:
+class CheckedPipeline(Record):
     """The outcome of validating one file: the document (None if it did not load) and findings."""
 
-    document: LoadedDocument | None
-    diagnostics: tuple[Diagnostic, ...]
+    _fields = ("document", "diagnostics")
+    __slots__ = _fields
+
+    def __init__(
+        self, document: LoadedDocument | None, diagnostics: tuple[Diagnostic, ...]
+    ) -> None:
+        self.document = document
+        self.diagnostics = diagnostics
 
     @property
     def ok(self) -> bool:

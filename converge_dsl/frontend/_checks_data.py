@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
@@ -113,15 +112,20 @@ def _short(message: str) -> str:
 
 def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Fact attributes and data fields that templates read exist (errors); literal warnings."""
+    sites = [
+        site
+        for site in facts.templates
+        if (site.expression or "{" in site.text) and _READS_FACTS.search(site.text)
+    ]
+    if not sites:
+        return  # before importing the walker: most pipelines' templates read no fact
     from converge_dsl.frontend._datawalk import Walker
     from converge_dsl.frontend._fastjinja import parsed
 
     items = _item_shapes(facts)
     # Expressions that differ only outside their `{{ }}` blocks, or not at all, are walked once.
     walked: dict[tuple[int, tuple[object, ...], int], list[Finding]] = {}
-    for site in facts.templates:
-        if (not site.expression and "{" not in site.text) or not _READS_FACTS.search(site.text):
-            continue
+    for site in sites:
         item = _item_for(site, items)
         trees = parsed(site.text, expression=site.expression)
         if trees is not None:
@@ -132,7 +136,7 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
                     walked[key] = Walker(facts.key_schemas, item).walk_expressions(
                         ((1, tree, literals),)
                     )
-                findings += [replace(f, lineno=f.lineno + lineno - 1) for f in walked[key]]
+                findings += [f._replace(lineno=f.lineno + lineno - 1) for f in walked[key]]
         else:
             from converge_dsl.frontend._jinja_parse import parse
 

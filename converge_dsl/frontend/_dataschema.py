@@ -13,19 +13,23 @@ Nothing here imports a JSON Schema library.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from converge_dsl._record import Record
 
 _MAX_DEPTH = 32
 
 
-@dataclass(frozen=True)
-class DataShape:
+class DataShape(Record):
     """A node of a key schema; `label` names the data for messages (`tickets data`)."""
 
-    root: Any
-    node: Any
-    label: str
+    _fields = ("root", "node", "label")
+    __slots__ = _fields
+
+    def __init__(self, root: Any, node: Any, label: str) -> None:
+        self.root = root
+        self.node = node
+        self.label = label
 
     def resolved(self) -> Any:
         return resolve(self.root, self.node)

@@ -17,10 +17,10 @@ name and field names, so it never imports jinja2 itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._record import Record
 from converge_dsl.diagnostics import Severity, did_you_mean
 from converge_dsl.frontend._dataschema import DataShape
 from converge_dsl.frontend._mininodes import Const, Slot
@@ -40,36 +40,57 @@ _EXPRESSIONS = frozenset(
 )
 
 
-@dataclass(frozen=True)
 class _Namespace:
     """`facts` or `proposals`."""
 
-
-@dataclass(frozen=True)
-class _Facts:
-    key: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class _Fact:
-    key: str
+class _Facts(Record):
+    _fields = ("key",)
+    __slots__ = _fields
+
+    def __init__(self, key: str) -> None:
+        self.key = key
 
 
-@dataclass(frozen=True)
-class _List:
-    element: Any
+class _Fact(Record):
+    _fields = ("key",)
+    __slots__ = _fields
+
+    def __init__(self, key: str) -> None:
+        self.key = key
 
 
-@dataclass(frozen=True)
-class Finding:
+class _List(Record):
+    _fields = ("element",)
+    __slots__ = _fields
+
+    def __init__(self, element: Any) -> None:
+        self.element = element
+
+
+class Finding(Record):
     """One problem: its code, words, and where in the template (line, text to find)."""
 
-    code: str
-    message: str
-    hint: str | None
-    lineno: int
-    needle: str
-    severity: Severity
+    _fields = ("code", "message", "hint", "lineno", "needle", "severity")
+    __slots__ = _fields
+
+    def __init__(  # noqa: PLR0917 (positional, as the fields are ordered)
+        self,
+        code: str,
+        message: str,
+        hint: str | None,
+        lineno: int,
+        needle: str,
+        severity: Severity,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.lineno = lineno
+        self.needle = needle
+        self.severity = severity
 
 
 class Walker:
@@ -93,7 +114,7 @@ class Walker:
             first = len(self.findings)
             self.value(tree, {})
             self.findings[first:] = [
-                replace(f, lineno=f.lineno + lineno - 1) for f in self.findings[first:]
+                f._replace(lineno=f.lineno + lineno - 1) for f in self.findings[first:]
             ]
         return self.findings
 

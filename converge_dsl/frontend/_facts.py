@@ -10,11 +10,11 @@ the shapes the schema guarantees.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
 from converge_dsl.keys import BUILTIN_KEYS
@@ -28,14 +28,17 @@ TURN_NAMES = CONTEXT_NAMES | {"goal", "turn", "conversation"}
 SUMMARY_NAMES = frozenset({"span"})
 
 
-@dataclass(frozen=True)
-class TemplateSite:
+class TemplateSite(Record):
     """One template or expression in the pipeline and the names it may read."""
 
-    path: JsonPath
-    text: str
-    expression: bool
-    names: frozenset[str]
+    _fields = ("path", "text", "expression", "names")
+    __slots__ = _fields
+
+    def __init__(self, path: JsonPath, text: str, expression: bool, names: frozenset[str]) -> None:
+        self.path = path
+        self.text = text
+        self.expression = expression
+        self.names = names
 
 
 def suggestor_sites(
@@ -74,12 +77,16 @@ def suggestor_sites(
     return sites
 
 
-@dataclass(frozen=True)
 class PipelineFacts:
-    """What checks read: the document plus indexes derived from it once."""
+    """What checks read: the document plus indexes derived from it once.
 
-    document: LoadedDocument
-    base_dir: Path | None = None  # folder of the pipeline file, for relative paths
+    A plain class (its indexes are `cached_property`s, which need an instance
+    `__dict__`); treat it as immutable.
+    """
+
+    def __init__(self, document: LoadedDocument, base_dir: Path | None = None) -> None:
+        self.document = document
+        self.base_dir = base_dir  # folder of the pipeline file, for relative paths
 
     @property
     def data(self) -> Mapping[str, Any]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from converge_dsl.diagnostics import Diagnostic
@@ -71,7 +70,8 @@ class SourceTexts(Mapping[str, str]):
 
 
 EXCERPT_WIDTH = 120
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Compiled on first use (`re` caches it): a valid file prints nothing that needs it.
+_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -86,7 +86,7 @@ def terminal_safe(text: str) -> str:
     DEL, C1, U+202A-U+202E, U+2066-U+2069) becomes its escape, so untrusted
     text cannot move the cursor, retitle the window or reorder what is shown.
     """
-    return _UNSAFE.sub(_escape_char, text)
+    return re.sub(_UNSAFE, _escape_char, text)
 
 
 def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
@@ -235,7 +235,7 @@ def render_github(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] 
 
 
 def _as_diagnostic(omitted: Omitted) -> Diagnostic:
-    return replace(omitted.first, message=omitted.message, hint=None)
+    return omitted.first._replace(message=omitted.message, hint=None)
 
 
 def render_sarif(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] = ()) -> str:

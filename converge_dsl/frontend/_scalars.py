@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any, NamedTuple
+from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._record import Record
 
 TAG = "tag:yaml.org,2002:"
 STR, INT, FLOAT, BOOL, NULL = (TAG + t for t in ("str", "int", "float", "bool", "null"))
@@ -50,12 +51,16 @@ _NUMBER_START = frozenset("0123456789+-.")
 _YAML12_ONLY_NUMBER = re.compile(r"[-+]?(?:0o[0-7]+|[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+)\Z")
 
 
-class Problem(NamedTuple):
+class Problem(Record):
     """Why a scalar is refused: a stable code, a message and a hint."""
 
-    code: str
-    message: str
-    hint: str | None = None
+    _fields = ("code", "message", "hint")
+    __slots__ = _fields
+
+    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.hint = hint
 
 
 def read_scalar(tag: str, text: str, *, plain: bool, explicit: bool) -> Any:

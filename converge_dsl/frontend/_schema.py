@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._record import Record
 from converge_dsl._resources import read_schema_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean, format_path
 from converge_dsl.frontend.document import LoadedDocument
@@ -153,19 +153,43 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-@dataclass(frozen=True, slots=True)
-class _Error:
+class _Error(Record):
     """One jsonschema-rs error and what every translation reads about it."""
 
-    error: Any
-    doc: LoadedDocument
-    schema: dict[str, Any]
-    path: JsonPath
-    schema_path: list[str | int]
-    parent: Any  # the subschema holding the failed keyword
-    description: str | None
-    where: str
-    value: Any
+    _fields = (
+        "error",
+        "doc",
+        "schema",
+        "path",
+        "schema_path",
+        "parent",
+        "description",
+        "where",
+        "value",
+    )
+    __slots__ = _fields
+
+    def __init__(  # noqa: PLR0917 (positional, as the fields are ordered)
+        self,
+        error: Any,
+        doc: LoadedDocument,
+        schema: dict[str, Any],
+        path: JsonPath,
+        schema_path: list[str | int],
+        parent: Any,
+        description: str | None,
+        where: str,
+        value: Any,
+    ) -> None:
+        self.error = error
+        self.doc = doc
+        self.schema = schema
+        self.path = path
+        self.schema_path = schema_path
+        self.parent = parent  # the subschema holding the failed keyword
+        self.description = description
+        self.where = where
+        self.value = value
 
     @classmethod
     def read(cls, error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> _Error:

@@ -9,15 +9,14 @@ up locations through the source map; they never re-read the file.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan
 
 
-@dataclass(frozen=True, slots=True)
-class NodeLocation:
+class NodeLocation(Record):
     """Where a node is.
 
     `span` covers the value; `key_span` covers the mapping key that names it
@@ -26,9 +25,15 @@ class NodeLocation:
     collections. Block scalars (`|`, `>`) start on the line after `span.line`.
     """
 
-    span: SourceSpan
-    key_span: SourceSpan | None = None
-    style: str | None = None
+    _fields = ("span", "key_span", "style")
+    __slots__ = _fields
+
+    def __init__(
+        self, span: SourceSpan, key_span: SourceSpan | None = None, style: str | None = None
+    ) -> None:
+        self.span = span
+        self.key_span = key_span
+        self.style = style
 
 
 class SourceMap:
@@ -84,19 +89,29 @@ class SourceMap:
         return len(self._entries)
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedDocument:
+class LoadedDocument(Record):
     """One parsed YAML file: its text (for excerpts), its data, and its source map.
 
     `inexact` lists the floats whose text a float does not keep (`1.10` read
     as 1.1): (path, text) pairs; the schema stage reports those in free-form data.
     """
 
-    file: str
-    text: str
-    data: Any
-    source_map: SourceMap
-    inexact: tuple[tuple[JsonPath, str], ...] = ()
+    _fields = ("file", "text", "data", "source_map", "inexact")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        file: str,
+        text: str,
+        data: Any,
+        source_map: SourceMap,
+        inexact: tuple[tuple[JsonPath, str], ...] = (),
+    ) -> None:
+        self.file = file
+        self.text = text
+        self.data = data
+        self.source_map = source_map
+        self.inexact = inexact
 
     def line(self, number: int) -> str:
         """Line `number` (1-based) of the text; "" past the end. Cheap to call often."""

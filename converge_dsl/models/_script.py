@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._governor import spend
+from converge_dsl._record import Record
 from converge_dsl._safe_schema import UnsafeSchema, compile_regex
 from converge_dsl.diagnostics import Diagnostic, SourceSpan, best_first
 from converge_dsl.errors import PipelineInvalid
@@ -33,14 +33,23 @@ CODE_BAD_REGEX = codes.MODEL_SCRIPT_BAD_REGEX
 CODE_NOT_LINEAR_REGEX = codes.MODEL_SCRIPT_REGEX_NOT_LINEAR
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptMatch:
+class ScriptMatch(Record):
     """Conditions of a rule; every given one must hold."""
 
-    suggestor: str | None = None
-    contains: str | None = None
-    turn: int | None = None
-    regex: Any = None  # a compiled RE2 regex: matching is linear in the text
+    _fields = ("suggestor", "contains", "turn", "regex")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        suggestor: str | None = None,
+        contains: str | None = None,
+        turn: int | None = None,
+        regex: Any = None,
+    ) -> None:
+        self.suggestor = suggestor
+        self.contains = contains
+        self.turn = turn
+        self.regex = regex  # a compiled RE2 regex: matching is linear in the text
 
     def holds(self, req: ModelRequest, text: str) -> bool:
         if self.suggestor is not None and req.suggestor != self.suggestor:
@@ -55,44 +64,78 @@ class ScriptMatch:
         return self.regex.search(text) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptToolCall:
-    name: str
-    input: Mapping[str, Any]
-    id: str | None = None
+class ScriptToolCall(Record):
+    _fields = ("name", "input", "id")
+    __slots__ = _fields
+
+    def __init__(self, name: str, input: Mapping[str, Any], id: str | None = None) -> None:
+        self.name = name
+        self.input = input
+        self.id = id
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptError:
-    code: ModelErrorCode
-    message: str
-    retry_after: float | None = None
+class ScriptError(Record):
+    _fields = ("code", "message", "retry_after")
+    __slots__ = _fields
+
+    def __init__(
+        self, code: ModelErrorCode, message: str, retry_after: float | None = None
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptOutcome:
+class ScriptOutcome(Record):
     """What to answer: text and/or tool calls, or an error; after `delay_s` seconds."""
 
-    reply: str | None
-    tool_calls: tuple[ScriptToolCall, ...]
-    error: ScriptError | None
-    delay_s: float
+    _fields = ("reply", "tool_calls", "error", "delay_s")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        reply: str | None,
+        tool_calls: tuple[ScriptToolCall, ...],
+        error: ScriptError | None,
+        delay_s: float,
+    ) -> None:
+        self.reply = reply
+        self.tool_calls = tool_calls
+        self.error = error
+        self.delay_s = delay_s
 
 
-@dataclass(frozen=True, slots=True)
-class ScriptRule:
-    index: int
-    match: ScriptMatch
-    outcome: ScriptOutcome
-    times: int | None
-    span: SourceSpan
+class ScriptRule(Record):
+    """Rule `index` of a script."""
+
+    _fields = ("index", "match", "outcome", "times", "span")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        index: int,
+        match: ScriptMatch,
+        outcome: ScriptOutcome,
+        times: int | None,
+        span: SourceSpan,
+    ) -> None:
+        self.index = index
+        self.match = match
+        self.outcome = outcome
+        self.times = times
+        self.span = span
 
 
-@dataclass(frozen=True, slots=True)
-class Script:
-    file: str
-    rules: tuple[ScriptRule, ...]
-    default: ScriptOutcome | None
+class Script(Record):
+    _fields = ("file", "rules", "default")
+    __slots__ = _fields
+
+    def __init__(
+        self, file: str, rules: tuple[ScriptRule, ...], default: ScriptOutcome | None
+    ) -> None:
+        self.file = file
+        self.rules = rules
+        self.default = default
 
     def describe_rules(self) -> str:
         return ", ".join(f"rules[{r.index}] ({r.span})" for r in self.rules) or "no rules"

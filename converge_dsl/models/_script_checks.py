@@ -16,7 +16,6 @@ or pydantic.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,7 +107,7 @@ def load_script(path: Path, *, display: str) -> Script:
                     Diagnostic.at(
                         codes.REFERENCE_NOT_YAML,
                         f"model script {display!r} is not a YAML mapping (it holds {kind})",
-                        dataclasses.replace(doc.source_map.span(()), end_line=1, end_column=1),
+                        doc.source_map.span(())._replace(end_line=1, end_column=1),
                         hint="a model script is a YAML mapping with `rules:` and `default:`; "
                         "is this the right file?",
                     )
@@ -120,4 +119,4 @@ def load_script(path: Path, *, display: str) -> Script:
 
 def unquoted(diagnostic: Diagnostic) -> Diagnostic:
     """`diagnostic` shown without a source excerpt (its file may not be quoted)."""
-    return dataclasses.replace(diagnostic, excerpt=False)
+    return diagnostic._replace(excerpt=False)
