@@ -100,6 +100,7 @@ class Replayer:
         self.plain: dict[str, str] = {} if plain is None else plain
         self.complete = plain is not None
         self.resolver = yaml.resolver.Resolver()
+        self.strings: dict[str, str] = {}  # short scalar texts, shared (`_build._SHARED`)
         self.sizes: dict[int, int] = {}  # node -> nodes it expands to (slow replays only)
 
     def scalar(self, tag: str, explicit: bool, text: str, style: str | None, node: int) -> Any:

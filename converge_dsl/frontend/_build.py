@@ -11,6 +11,7 @@ only the key is reported.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import yaml
@@ -36,6 +37,9 @@ from converge_dsl.frontend._scalars import BOOL, STR, TAG, Problem, read_scalar,
 _MAP, _SEQ = TAG + "map", TAG + "seq"
 _MERGE = TAG + "merge"
 _NO_MARKS = (-1, -1, -1, -1)
+# Scalars up to this length are shared: one string object per distinct text (a
+# file of 10^5 seeds repeats `key: items` 10^5 times); keys are interned.
+_SHARED = 32
 _COLLECTION_KEY = "a mapping key must be a plain string, not a collection"
 _PLAIN_ONLY = "only plain YAML (strings, numbers, true/false, null, lists, mappings) is read"
 
@@ -82,6 +86,8 @@ class Builder(Replayer):
             self.node = node
             self.paths += 1
             tag, text = event.tag, event.value
+            if len(text) <= _SHARED:
+                text = self.strings.setdefault(text, text)
             explicit = False
             if tag is None or tag == "!":
                 tag = self.resolved(event.implicit[0], text)
@@ -194,7 +200,7 @@ class Builder(Replayer):
         if kind is ScalarEvent:
             start, end = event.start_mark, event.end_mark
             marks = (start.line, start.column, end.line, end.column)
-            tag, text, style = event.tag, event.value, event.style
+            tag, text, style = event.tag, sys.intern(event.value), event.style
             explicit = False
             if tag is None or tag == "!":
                 tag = self.resolved(event.implicit[0], text)
