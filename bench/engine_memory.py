@@ -7,7 +7,10 @@ proposals in flight). The peak is measured with tracemalloc.
 Then, each in its own process (peak RSS from `getrusage` of the children):
 `converge-dsl validate` and `converge-dsl run --format json` (stdout to
 /dev/null) of the 10^5-seed pipeline of `bench/peers.py`; the difference is
-what the run and its JSON output add to loading the file. Last line:
+what the run and its JSON output add to loading the file. Since the loader
+reads libyaml's events into a compact source map (docs/architecture.md §4),
+these are about 140 MB and 110 MB (they were 485 MB and 457 MB with PyYAML's
+node graph); the target is run <= 200 MB. Last line:
 
     facts-memory-mb: Z  run-json-peak-rss-mb: R  validate-peak-rss-mb: V
 

@@ -152,14 +152,14 @@ def key_schemas(document: LoadedDocument) -> Mapping[str, Mapping[str, Any]]:
     return MappingProxyType(schemas)
 
 
-def _seed(spec: Mapping[str, Any], source: str) -> ProposedFact:
+def _seed(spec: Mapping[str, Any], source: Provenance) -> ProposedFact:
     content, data = text_and_data(spec["content"], spec.get("data"))
     return ProposedFact(
         key=str(spec.get("key", "seeds")),
         id=str(spec["id"]),
         content=content,
         confidence=float(spec.get("confidence", 1.0)),
-        provenance=Provenance(source),
+        provenance=source,
         data=data,
     )
 
@@ -176,7 +176,8 @@ def compile_settings(document: LoadedDocument, *, inputs: Mapping[str, Any]) -> 
         dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())])
     )
     resolved = resolve_inputs(data.get("inputs") or {}, inputs)
-    seeds = tuple(_seed(s, f"seeds@{name}") for s in data.get("seeds") or ())
+    source = Provenance(f"seeds@{name}")  # one object shared by every seed
+    seeds = tuple(_seed(s, source) for s in data.get("seeds") or ())
     schemas = key_schemas(document)
     on_error: OnError = "diagnose" if data.get("on_error") == "diagnose" else "stop"
     return PipelineSettings(

@@ -1,59 +1,137 @@
-"""A source map built from recorded YAML marks, materialised lazily.
+"""A compact source map: YAML marks in flat arrays, located by walking the path.
 
-The loader records, for every JSON path, the marks of its value (and key) as
-plain integers (`Marks`); `NodeSourceMap` turns a path's marks into a
-`NodeLocation` only when a diagnostic asks for it.
+The loader numbers every node it builds in pre-order and records its marks
+(`MarkTree`): four integers per node (line, column, end line, end column,
+0-based as libyaml's marks are), one byte for its kind and scalar style, and
+for a collection the slice of the edge arrays that lists its children. An
+edge holds the child's node number, and for a mapping entry its key (the
+same string object the data holds) and the key's four marks. No JSON path is
+stored: `NodeSourceMap` finds a path by walking it from the root, one edge
+per step (a linear search of a mapping's keys, in C; a key index is built on
+first use for a wide mapping). An alias's edge leads to its anchor's node, so
+the paths under an alias share the anchor's marks, as they always have.
+`NodeLocation` objects are made on lookup only.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from array import array
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend.document import NodeLocation, SourceMap
 
-# (line, column, end line, end column, style[, key line, key column, key end line, key end
-# column]), 0-based as PyYAML marks are: plain data the garbage collector soon stops tracking.
-Marks = tuple[Any, ...]
+SEQ, MAP = 1, 2  # node kinds; a scalar's kind byte is 0 (plain) or its style's character
+_WIDE = 16  # a mapping with more keys gets a key index on its first lookup
 
 
-def _span(file: str, marks: Marks, at: int) -> SourceSpan:
-    line, column, end_line, end_column = marks[at : at + 4]
-    return SourceSpan(file, line + 1, column + 1, end_line + 1, end_column + 1)
+class MarkTree:
+    """The loader's record of every node: marks, kinds and child edges (see the module doc)."""
 
+    __slots__ = ("child", "count", "first", "keymarks", "keys", "kind", "marks")
 
-class _LazyEntries(dict[JsonPath, NodeLocation]):
-    """Converts a path's recorded marks into a `NodeLocation` on first lookup."""
+    def __init__(self) -> None:
+        self.marks = array("i")  # 4 per node
+        self.kind = bytearray()  # 1 per node
+        self.first = array("i")  # per node: its first edge (collections)
+        self.count = array("i")  # per node: how many edges (collections)
+        self.child = array("i")  # per edge: the child's node number
+        self.keymarks = array("i")  # 4 per edge; -1 for a sequence item
+        self.keys: list[str | None] = []  # per edge: the mapping key, None for a sequence item
 
-    def __init__(self, file: str, marks: dict[JsonPath, Marks]) -> None:
-        super().__init__()
-        self._file = file
-        self._marks = marks
+    def add(self, kind: int, line: int, column: int, end_line: int, end_column: int) -> int:
+        """A new node; returns its number."""
+        index = len(self.kind)
+        self.kind.append(kind)
+        self.marks.extend((line, column, end_line, end_column))
+        self.first.append(0)
+        self.count.append(0)
+        return index
 
-    def get(self, path: JsonPath, default: Any = None) -> Any:
-        found = super().get(path)
-        if found is not None:
-            return found
-        marks = self._marks.get(path)
-        if marks is None:
-            return default
-        location = NodeLocation(
-            span=_span(self._file, marks, 0),
-            key_span=_span(self._file, marks, 5) if len(marks) > 5 else None,
-            style=marks[4] or None,
-        )
-        self[path] = location
-        return location
+    def close(self, node: int, end_line: int, end_column: int, edges: list[int]) -> None:
+        """Set a collection's end and its edges: [child, key or None, 4 key marks] * n."""
+        self.marks[4 * node + 2] = end_line
+        self.marks[4 * node + 3] = end_column
+        self.first[node] = len(self.child)
+        self.count[node] = len(edges) // 6
+        self.child.extend(edges[0::6])
+        self.keys.extend(edges[1::6])  # type: ignore[arg-type]
+        keymarks = [0] * (len(edges) // 6 * 4)
+        for at in range(4):
+            keymarks[at::4] = edges[2 + at :: 6]
+        self.keymarks.extend(keymarks)
 
-    def __len__(self) -> int:
-        return len(self._marks)
+    def copy_marks(self, source: int, target: int) -> None:
+        """Give node `target` the marks of node `source` (a recursive alias, once known)."""
+        self.marks[4 * target : 4 * target + 4] = self.marks[4 * source : 4 * source + 4]
+
+    def span(self, file: str, node: int) -> SourceSpan:
+        line, column, end_line, end_column = self.marks[4 * node : 4 * node + 4]
+        return SourceSpan(file, line + 1, column + 1, end_line + 1, end_column + 1)
+
+    def edges(self, node: int) -> range:
+        """The edge numbers of a collection's children, in order."""
+        first = self.first[node]
+        return range(first, first + self.count[node])
 
 
 class NodeSourceMap(SourceMap):
-    """A `SourceMap` whose entries are materialised on demand."""
+    """A `SourceMap` over a `MarkTree`: a lookup walks the path, O(depth)."""
 
-    __slots__ = ()
+    __slots__ = ("_paths", "_tree", "_wide")
 
-    def __init__(self, file: str, marks: dict[JsonPath, Marks]) -> None:
+    def __init__(self, file: str, tree: MarkTree, paths: int) -> None:
         self.file = file
-        self._entries = _LazyEntries(file, marks)
+        self._entries = {}
+        self._tree = tree
+        self._paths = paths  # how many JSON paths have a location (aliases expanded)
+        self._wide: dict[int, dict[str | None, int]] = {}
+
+    def _walk(self, path: JsonPath) -> tuple[int, int, int]:
+        """(node, edge that reached it or -1, how many steps of `path` were found)."""
+        tree = self._tree
+        node, edge = 0, -1
+        for depth, step in enumerate(path):
+            kind = tree.kind[node]
+            first, count = tree.first[node], tree.count[node]
+            if kind == MAP and type(step) is str:
+                if count > _WIDE:
+                    index = self._wide.get(node)
+                    if index is None:
+                        keys = tree.keys
+                        index = self._wide[node] = {keys[j]: j for j in range(first, first + count)}
+                    found = index.get(step, -1)
+                else:
+                    try:
+                        found = tree.keys.index(step, first, first + count)
+                    except ValueError:
+                        found = -1
+            elif kind == SEQ and isinstance(step, int) and 0 <= step < count:
+                found = first + step
+            else:
+                found = -1
+            if found < 0:
+                return node, edge, depth
+            node, edge = tree.child[found], found
+        return node, edge, len(path)
+
+    def _location(self, node: int, edge: int) -> NodeLocation:
+        tree = self._tree
+        key_span = None
+        if edge >= 0 and tree.keymarks[4 * edge] >= 0:
+            line, column, end_line, end_column = tree.keymarks[4 * edge : 4 * edge + 4]
+            key_span = SourceSpan(self.file, line + 1, column + 1, end_line + 1, end_column + 1)
+        kind = tree.kind[node]
+        style = chr(kind) if kind > MAP else None
+        return NodeLocation(span=tree.span(self.file, node), key_span=key_span, style=style)
+
+    def get(self, path: JsonPath) -> NodeLocation | None:
+        node, edge, found = self._walk(tuple(path))
+        return self._location(node, edge) if found == len(path) else None
+
+    def locate(self, path: JsonPath) -> NodeLocation:
+        """The location of `path`, or of its nearest ancestor that has one."""
+        node, edge, _ = self._walk(tuple(path))
+        return self._location(node, edge)
+
+    def __len__(self) -> int:
+        return self._paths
