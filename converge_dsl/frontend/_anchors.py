@@ -16,7 +16,6 @@ built (a recursive alias) is located at that node once its end is read
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import yaml
@@ -293,7 +292,7 @@ def _rebased(problem: Diagnostic, path: JsonPath) -> Diagnostic:
     named = f" in {format_path(problem.path)}"
     if problem.code == codes.DUPLICATE_KEY and message.endswith(named):
         message = message[: -len(named)] + f" in {format_path(path)}"
-    return replace(problem, path=path, message=message)
+    return problem._replace(path=path, message=message)
 
 
 def _copy(value: Any) -> Any:
