@@ -3,7 +3,7 @@
 Suggestors, context keys (with their schemas), models and packs as nodes;
 dependencies and targets as edges; styled by suggestor kind; invariants
 listed; keys that can never hold a fact and suggestors that can never fire
-marked (docs/architecture.md §13). `--format mermaid|dot|json|html` (default
+marked (docs/architecture.md §15). `--format mermaid|dot|json|html` (default
 mermaid); `-o FILE` writes the file instead of standard output, refusing a
 link, a device or an existing file that is not a graph converge-dsl wrote.
 

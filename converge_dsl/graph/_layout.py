@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ._model import Node, PipelineGraph
 from ._text import subtitle
 
-LAYER_GAP = 96.0
+LAYER_GAP = 64.0
 NODE_GAP = 26.0
 BAND_GAP = 84.0
 MARGIN = 24.0
