@@ -1,5 +1,7 @@
 """Draw a pipeline: its compiled graph as Mermaid, DOT, JSON or a self-contained HTML page.
 
+See docs/architecture.md §15.
+
 Public surface:
 - `graph_pipeline(path, *, inputs, roots=())` -> `PipelineGraph`: load, validate and
   compile the pipeline (never running it, never building a model), then build its graph

@@ -94,6 +94,7 @@ class _Builder:
         self.seed_counts = {key: seeded.count(key) for key in dict.fromkeys(seeded)}
         self.reach = reach(seeded, self.flows)
         self.edges: list[Edge] = []
+        self._ends: dict[tuple[str, str], list[str]] | None = None
 
     def build(self) -> PipelineGraph:
         suggestors = list(self._suggestors())
@@ -160,8 +161,8 @@ class _Builder:
         schemas = self.compiled.settings.key_schemas
         for key in self._used_keys():
             live = key in self.reach.keys
-            writers = [f.name for f in self.flows if key in f.targets]
-            readers = [f.name for f in self.flows if key in f.dependencies]
+            writers = self._by_key("writes", f"key:{key}")
+            readers = self._by_key("reads", f"key:{key}")
             details: list[tuple[str, str]] = []
             spec_index = self.key_specs.get(key)
             spec = (
@@ -195,14 +196,22 @@ class _Builder:
                 return self.sources.of(("seeds", index))
         return None
 
-    def _users(self, relation: str, node_id: str) -> list[str]:
-        ends = [(e.source, e.target) for e in self.edges if e.relation == relation]
-        names = [s if relation == "calls" else t for s, t in ends if node_id in (s, t)]
-        return [n.partition(":")[2] for n in names if n != node_id]
+    def _index(self) -> dict[tuple[str, str], list[str]]:
+        """(relation, node id) -> the names at the other end of its edges, in edge order."""
+        if self._ends is None:
+            self._ends = {}
+            for edge in self.edges:
+                for here, there in ((edge.source, edge.target), (edge.target, edge.source)):
+                    self._ends.setdefault((edge.relation, here), []).append(there)
+        return self._ends
+
+    def _by_key(self, relation: str, node_id: str) -> list[str]:
+        names = self._index().get((relation, node_id), [])
+        return [name.partition(":")[2] for name in dict.fromkeys(names)]
 
     def _models(self) -> Iterator[Node]:
         for name, declaration in self.compiled.settings.models.items():
-            users = self._users("calls", f"model:{name}")
+            users = self._by_key("calls", f"model:{name}")
             config = declaration.config
             details = [("adapter", str(config.get("adapter", "")))]
             details += [(f, str(config[f])) for f in ("model", "base_url", "script") if f in config]
@@ -212,24 +221,20 @@ class _Builder:
                 "model",
                 name,
                 str(config.get("adapter", "model")),
-                any(f"suggestor:{u}" in self._live_ids for u in users),
+                any(u in self.reach.suggestors for u in users),
                 tuple(details),
                 source=self.sources.of(("models", name)),
             )
 
-    @property
-    def _live_ids(self) -> set[str]:
-        return {f"suggestor:{name}" for name in self.reach.suggestors}
-
     def _packs(self) -> Iterator[Node]:
         for name, specifier in self.packs.items():
-            users = self._users("provides", f"pack:{name}")
+            users = self._by_key("provides", f"pack:{name}")
             yield Node(
                 f"pack:{name}",
                 "pack",
                 str(name),
                 "pack",
-                any(f"suggestor:{u}" in self._live_ids for u in users),
+                any(u in self.reach.suggestors for u in users),
                 (("version", str(specifier)), ("provides", _joined(users))),
                 source=self.sources.of(("packs", name)),
             )

@@ -21,7 +21,7 @@ Deterministic: the same graph gives the same coordinates.
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -109,9 +109,9 @@ def _layers(order: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str,
         succs[u].append(v)
     layer: dict[str, int] = {}
     indegree = {n: len(preds[n]) for n in order}
-    ready = [n for n in order if indegree[n] == 0]
+    ready = deque(n for n in order if indegree[n] == 0)
     while ready:
-        node = ready.pop(0)
+        node = ready.popleft()
         layer[node] = max((layer[p] + 1 for p in preds[node]), default=0)
         for child in succs[node]:
             indegree[child] -= 1
@@ -217,15 +217,13 @@ class _Flow:
 def _band(graph: PipelineGraph, kind: str, cx: dict[str, float]) -> list[tuple[str, float]]:
     """The nodes of a side band with their centre x, near the suggestors they serve."""
     nodes = [n for n in graph.nodes if n.kind == kind]
-    wanted = []
-    for node in nodes:
-        served = [
-            cx[e.target if e.source == node.id else e.source]
-            for e in graph.edges
-            if node.id in (e.source, e.target)
-            and (e.target if e.source == node.id else e.source) in cx
-        ]
-        wanted.append(sum(served) / len(served) if served else MARGIN)
+    served: dict[str, list[float]] = defaultdict(list)
+    for edge in graph.edges:
+        if edge.source in cx and edge.target not in cx:
+            served[edge.target].append(cx[edge.source])
+        elif edge.target in cx and edge.source not in cx:
+            served[edge.source].append(cx[edge.target])
+    wanted = [sum(served[n.id]) / len(served[n.id]) if served[n.id] else MARGIN for n in nodes]
     ranked = sorted(range(len(nodes)), key=lambda i: (wanted[i], i))
     widths = [size_of(nodes[i])[0] for i in ranked]
     gaps = [

@@ -64,23 +64,31 @@ class _Columns:
     """The flow's columns (left, right) by centre x, and which boxes stand in each."""
 
     def __init__(self, shape: Layout, flow: set[str]) -> None:
-        self.members: dict[float, list[Box]] = {}
+        members: dict[float, list[Box]] = {}
         for node, box in shape.boxes.items():
             if node in flow:
-                self.members.setdefault(round(box.cx, 1), []).append(box)
+                members.setdefault(round(box.cx, 1), []).append(box)
+        # centre -> (left, right, top of its highest box, bottom of its lowest box)
+        self.columns = {
+            centre: (
+                min(b.x for b in boxes),
+                max(b.x + b.width for b in boxes),
+                min(b.y for b in boxes),
+                max(b.y + b.height for b in boxes),
+            )
+            for centre, boxes in members.items()
+        }
 
-    def of(self, box: Box) -> tuple[float, float, list[Box]]:
-        members = self.members.get(round(box.cx, 1), [box])
-        left = min(b.x for b in members)
-        right = max(b.x + b.width for b in members)
-        return left, right, members
+    def of(self, box: Box) -> tuple[float, float, float, float]:
+        bottom = box.y + box.height
+        return self.columns.get(round(box.cx, 1), (box.x, box.x + box.width, box.y, bottom))
 
 
 def _to_model(source: Box, target: Box, columns: _Columns) -> str:
     """Down from a suggestor to a model of the band below; round its column when
     another node of the column stands below it."""
-    _, right, members = columns.of(source)
-    if not any(b.y > source.y for b in members):
+    _, right, _, lowest = columns.of(source)
+    if lowest <= source.y + source.height:
         return _vertical(source.cx, source.y + source.height, target.cx, target.y)
     lane, start = right + 14, source.x + source.width - 14
     bottom, turn = source.y + source.height, target.y - 34
@@ -94,8 +102,8 @@ def _to_model(source: Box, target: Box, columns: _Columns) -> str:
 def _from_pack(source: Box, target: Box, columns: _Columns) -> str:
     """Down from a pack of the band above to a suggestor; round its column when
     another node of the column stands above it."""
-    left, _, members = columns.of(target)
-    if not any(b.y < target.y for b in members):
+    left, _, highest, _ = columns.of(target)
+    if highest >= target.y:
         return _vertical(source.cx, source.y + source.height, target.cx, target.y)
     lane, end = left - 14, target.x + 14
     bottom, turn = source.y + source.height, source.y + source.height + 34
