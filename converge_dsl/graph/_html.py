@@ -6,9 +6,11 @@ module, inlined), and the nodes' details and YAML source excerpts as a JSON
 block. It loads nothing at view time: no CDN, no font, no network.
 
 The script gives pan (drag), zoom (wheel, `+`/`-` buttons and keys, `0` to
-fit), and a click (or Enter on a focused node) shows the node's details and
-its source: `file:line` and the lines themselves. `#node=<id>` in the address
-selects a node when the page opens (`#node=suggestor:classify`).
+fit), a search box that marks the nodes whose name holds the text (Enter
+shows the first and centres it), and a click (or Enter on a focused node)
+shows the node's details and its source: `file:line` and the lines
+themselves. `#node=<id>` in the address selects a node when the page opens
+(`#node=suggestor:classify`).
 """
 
 from __future__ import annotations
@@ -142,6 +144,8 @@ def render(graph: PipelineGraph) -> str:
         f"<title>{title} · converge-dsl graph</title><style>{_asset('page.css')}</style></head>\n"
         f"<body><header><h1>{title}</h1>{description}{_summary(graph)}</header>\n"
         f'<main><div id="canvas">{svg(graph)}'
+        '<div class="search"><input id="search" type="search" placeholder="Find a node"'
+        ' aria-label="find a node by name" autocomplete="off"><span id="search-count"></span></div>'
         '<div class="controls"><button type="button" id="zoom-in" title="zoom in (+)">+</button>'
         '<button type="button" id="zoom-out" title="zoom out (-)">&#8722;</button>'
         '<button type="button" id="fit" title="fit to the window (0)">fit</button></div></div>\n'

@@ -155,6 +155,36 @@
   });
   window.addEventListener("resize", fit);
 
+  function centre(id) {
+    var node = svg.querySelector('.node[data-id="' + CSS.escape(id) + '"]');
+    if (!node) { return; }
+    var box = node.getBBox();
+    view.x = svg.clientWidth / 2 - (box.x + box.width / 2) * view.scale;
+    view.y = svg.clientHeight / 2 - (box.y + box.height / 2) * view.scale;
+    apply();
+  }
+
+  var search = document.getElementById("search");
+  var found = [];
+  function filter() {
+    var text = search.value.trim().toLowerCase();
+    found = [];
+    svg.querySelectorAll(".node").forEach(function (node) {
+      var id = node.getAttribute("data-id");
+      var hit = text !== "" && data.nodes[id].name.toLowerCase().indexOf(text) >= 0;
+      node.classList.toggle("match", hit);
+      if (hit) { found.push(id); }
+    });
+    svg.classList.toggle("searching", text !== "");
+    document.getElementById("search-count").textContent =
+      text === "" ? "" : found.length + (found.length === 1 ? " node" : " nodes");
+  }
+  search.addEventListener("input", filter);
+  search.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && found.length) { show(found[0]); centre(found[0]); }
+    if (event.key === "Escape") { search.value = ""; filter(); }
+  });
+
   function fromAddress() {
     var match = /^#node=(.+)$/.exec(window.location.hash);
     if (match) { show(decodeURIComponent(match[1])); }

@@ -199,3 +199,26 @@ def test_dead_ends_are_marked(browser: Any, pages: dict[str, Path], artifacts: P
     assert tags == "never fires"
     browser.save_screenshot(str(artifacts / "graph-dead-ends.png"))
     assert _errors(browser) == []
+
+
+def test_search_marks_the_matching_nodes(browser: Any, pages: dict[str, Path]) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    _open(browser, pages["triage"])
+    search = browser.find_element("id", "search")
+    search.send_keys("sched")
+    found = {
+        n.get_attribute("data-id") for n in browser.find_elements("css selector", ".node.match")
+    }
+    assert found == {"key:schedule", "suggestor:schedule"}
+    assert browser.find_element("id", "search-count").text == "2 nodes"
+    opacity = browser.execute_script(
+        "return getComputedStyle(arguments[0]).opacity;", _node(browser, "key:seeds")
+    )
+    assert float(opacity) < 0.5
+    search.send_keys(Keys.ENTER)
+    assert browser.find_element("css selector", "#details h3").text == "schedule"
+    search.send_keys(Keys.ESCAPE)
+    assert browser.find_elements("css selector", ".node.match") == []
+    assert browser.find_element("id", "search-count").text == ""
+    assert _errors(browser) == []
