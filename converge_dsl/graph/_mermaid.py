@@ -4,8 +4,8 @@ Keys are stadiums, suggestors rectangles styled by kind (`classDef`), models
 cylinders, packs hexagons. `reads`/`writes` are solid arrows, `calls` and
 `provides` dotted ones. An unreachable key, a suggestor that never fires and an
 unused model or pack get the `unreachable` class (dashed, red). Invariants are
-a subgraph of notes. Labels are quoted with Mermaid's entity codes for the
-characters its syntax reserves.
+a subgraph of notes. Labels are quoted, with entities for the
+characters its syntax reserves (HTML entities, see `escape`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,17 @@ CLASSES = (
 )
 
 
+_ENTITIES = {"&": "&amp;", "#": "&num;", '"': "&quot;", "<": "&lt;", ">": "&gt;"}
+
+
 def escape(text: str) -> str:
-    """`text` inside a quoted Mermaid label."""
-    text = text.replace("#", "#35;").replace('"', "#quot;")
-    return text.replace("<", "#lt;").replace(">", "#gt;")
+    """`text` inside a quoted Mermaid label, as HTML entities.
+
+    Mermaid 11 turns its own `#code;` escapes inside quoted labels into stray
+    placeholders, but reads HTML entities; `#` becomes `&num;` so no text of
+    ours looks like one of its escapes.
+    """
+    return "".join(_ENTITIES.get(char, char) for char in text)
 
 
 def _class(node: Node) -> str:

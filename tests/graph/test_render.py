@@ -35,8 +35,8 @@ def _graph(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_mermaid_labels_use_entity_codes() -> None:
-    assert escape('a "b" <c> #d') == "a #quot;b#quot; #lt;c#gt; #35;d"
+def test_mermaid_labels_use_html_entities() -> None:
+    assert escape('a "b" <c> #d; & e') == "a &quot;b&quot; &lt;c&gt; &num;d; &amp; e"
 
 
 def test_dot_strings_escape_quotes_and_backslashes() -> None:
@@ -58,7 +58,7 @@ def test_html_never_carries_pipeline_text_as_markup(tmp_path: Path) -> None:
 def test_mermaid_and_dot_keep_the_invariant_text(tmp_path: Path) -> None:
     graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
     mermaid, dot = render(graph, "mermaid"), render(graph, "dot")
-    quoted = "fact(#quot;notes#quot;, #quot;first#quot;) is not none and count('notes') #lt; 9"
+    quoted = "fact(&quot;notes&quot;, &quot;first&quot;) is not none and count('notes') &lt; 9"
     assert quoted in mermaid
     assert 'fact(\\"notes\\", \\"first\\") is not none' in dot
 
