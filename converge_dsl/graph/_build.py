@@ -9,6 +9,7 @@ pipeline carries, whose entries are in the same order as its suggestors.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -80,7 +81,35 @@ def _joined(names: Sequence[str], empty: str = "none") -> str:
     return ", ".join(names) or empty
 
 
+def _suggestor_details(
+    spec: Mapping[str, Any], suggestor: Suggestor, flow: Flow, models: list[str], live: bool
+) -> tuple[tuple[str, str], ...]:
+    """What the HTML panel and the JSON say of a suggestor, in reading order."""
+    details = [
+        ("kind", str(spec.get("kind"))),
+        ("reads", _joined(flow.dependencies, "nothing: always a candidate")),
+        ("writes", _joined(flow.targets)),
+    ]
+    if spec.get("kind") == "pack":
+        details.append(("uses", str(spec.get("use", ""))))
+    if spec.get("when") is not None:
+        details.append(("when", str(spec["when"])))
+    if models:
+        details.append(("models", _joined(models)))
+    if spec.get("description"):
+        details.append(("description", str(spec["description"])))
+    hint = suggestor.complexity_hint()
+    if hint:
+        details.append(("complexity", hint))
+    if not live:
+        details.append(("never fires", "none of the keys it reads can ever hold a fact"))
+    return tuple(details)
+
+
 class _Builder:
+    """Builds one graph: suggestors first (they make the edges), then keys, models
+    and packs, which read the edges through one index."""
+
     def __init__(self, compiled: CompiledPipeline) -> None:
         self.compiled = compiled
         self.document = compiled.settings.document
@@ -90,8 +119,8 @@ class _Builder:
         self.packs: Mapping[str, Any] = data.get("packs") or {}
         self.key_specs = {str(k.get("name")): i for i, k in enumerate(data.get("keys") or ())}
         self.flows = [Flow(s.name, tuple(s.dependencies), _targets(s)) for s in compiled.suggestors]
-        seeded = [seed.key for seed in compiled.seeds]
-        self.seed_counts = {key: seeded.count(key) for key in dict.fromkeys(seeded)}
+        seeded = [str(seed.key) for seed in compiled.seeds]
+        self.seed_counts = Counter(seeded)
         self.reach = reach(seeded, self.flows)
         self.edges: list[Edge] = []
         self._ends: dict[tuple[str, str], list[str]] | None = None
@@ -122,32 +151,16 @@ class _Builder:
             ]
             self.edges += [Edge(node_id, f"key:{k}", "writes", live) for k in flow.targets]
             self.edges += [Edge(node_id, f"model:{m}", "calls", live) for m in models]
-            details = [
-                ("kind", kind),
-                ("reads", _joined(flow.dependencies, "nothing: always a candidate")),
-                ("writes", _joined(flow.targets)),
-            ]
-            if kind == "pack":
-                use = str(spec.get("use", ""))
-                pack = use.partition("/")[0]
-                if pack in self.packs:
-                    self.edges.append(Edge(f"pack:{pack}", node_id, "provides", live))
-                details.append(("uses", use))
-            if spec.get("when") is not None:
-                details.append(("when", str(spec["when"])))
-            if models:
-                details.append(("models", _joined(models)))
-            if spec.get("description"):
-                details.append(("description", str(spec["description"])))
-            if not live:
-                details.append(("never fires", "none of the keys it reads can ever hold a fact"))
+            pack = str(spec.get("use", "")).partition("/")[0] if kind == "pack" else ""
+            if pack in self.packs:
+                self.edges.append(Edge(f"pack:{pack}", node_id, "provides", live))
             yield Node(
                 node_id,
                 "suggestor",
                 flow.name,
                 kind,
                 live,
-                tuple(details),
+                _suggestor_details(spec, suggestor, flow, models, live),
                 source=self.sources.of(("suggestors", index)),
             )
 
