@@ -174,3 +174,41 @@ def test_output_refuses_links_and_folders(tmp_path: Path) -> None:
     code, _, err = _cli("graph", f"{DATA}/invalid.yaml", "-o", str(tmp_path / "new.mmd"))
     assert code == 2
     assert not (tmp_path / "new.mmd").exists()
+
+
+def test_drawing_builds_no_model_and_reads_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GRAPH_TEST_API_KEY", raising=False)
+    pipeline = tmp_path / "remote.yaml"
+    pipeline.write_text(
+        """apiVersion: converge-dsl/v1
+kind: Pipeline
+name: remote
+models:
+  far:
+    adapter: openai
+    base_url: "http://127.0.0.1:9/v1"
+    model: m
+    accounts: [{name: main, api_key_env: GRAPH_TEST_API_KEY}]
+seeds:
+  - {id: q, content: "a question"}
+suggestors:
+  - name: ask
+    kind: llm
+    model: far
+    dependencies: [seeds]
+    target: hypotheses
+    prompt: {user: "{{ fact('seeds', 'q').content }}"}
+    output: {format: lines, id: "h-{{ index }}", confidence: 0.8}
+""",
+        encoding="utf-8",
+    )
+    code, out, err = _cli("graph", str(pipeline), "--format", "json")
+    assert (code, err) == (0, "")
+    nodes = {node["id"]: node for node in json.loads(out)["nodes"]}
+    assert nodes["model:far"]["details"]["adapter"] == "openai"
+    assert nodes["model:far"]["reachable"] is True
+    code, _, err = _cli("run", str(pipeline))
+    assert code != 0  # the same pipeline cannot run without its key: graph never read it
+    assert "GRAPH_TEST_API_KEY, which is not set" in err
