@@ -212,3 +212,10 @@ suggestors:
     code, _, err = _cli("run", str(pipeline))
     assert code != 0  # the same pipeline cannot run without its key: graph never read it
     assert "GRAPH_TEST_API_KEY, which is not set" in err
+
+
+def test_the_command_offers_exactly_the_package_formats() -> None:
+    from converge_dsl.cli._graph import FORMATS as OFFERED
+    from converge_dsl.graph import FORMATS
+
+    assert OFFERED == FORMATS
