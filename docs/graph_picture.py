@@ -51,6 +51,7 @@ def main() -> int:
             "--headless=new",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-dev-shm-usage",
             "--hide-scrollbars",
             f"--window-size={args.size}",
             f"--force-device-scale-factor={args.scale}",
