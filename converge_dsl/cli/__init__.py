@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("converge_dsl.cli._trace", "inspect a run trace (expand cleared turns)"),
     "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
     "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
+    "graph": ("converge_dsl.cli._graph", "draw a pipeline: Mermaid, DOT, JSON or an HTML page"),
 }
 
 

@@ -29,6 +29,7 @@ PACKAGES = (
     "converge_dsl.compiler",
     "converge_dsl.engine",
     "converge_dsl.frontend",
+    "converge_dsl.graph",
     "converge_dsl.models",
     "converge_dsl.packs",
     "converge_dsl.runtime",

@@ -1,0 +1,62 @@
+"""`converge-dsl graph PIPELINE`: draw the compiled pipeline; nothing runs.
+
+Suggestors, context keys (with their schemas), models and packs as nodes;
+dependencies and targets as edges; styled by suggestor kind; invariants
+listed; keys that can never hold a fact and suggestors that can never fire
+marked (docs/architecture.md §15). `--format mermaid|dot|json|html` (default
+mermaid); `-o FILE` writes the file instead of standard output, refusing a
+link, a device or an existing file that is not a graph converge-dsl wrote.
+
+An invalid pipeline is reported as `validate` reports it, on standard error
+in human form whatever `--format` says (no graph format is a diagnostics
+format), exit 2. Exit codes: 0, 2 invalid pipeline, 3 usage error (inputs, an
+output refused), 1 an output that cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from converge_dsl.cli._inputs import add_input_arguments, parse_inputs
+
+if TYPE_CHECKING:
+    from converge_dsl.cli import CommandIO
+
+BURST = True
+FORMATS = ("mermaid", "dot", "json", "html")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from converge_dsl.cli._validate import add_allow_root
+
+    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    parser.add_argument(
+        "--format",
+        dest="graph_format",
+        choices=FORMATS,
+        default="mermaid",
+        help="mermaid (default), dot (Graphviz), json, or html (one self-contained page)",
+    )
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the graph to FILE")
+    add_input_arguments(parser)
+    add_allow_root(parser)
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl._files import flush_checked, open_output, user_roots, write_all
+    from converge_dsl.graph import graph_pipeline, recognise, render
+
+    graph = graph_pipeline(
+        args.pipeline, inputs=parse_inputs(args), roots=user_roots(args.allow_root)
+    )
+    text = render(graph, args.graph_format)
+    if args.output is None:
+        io.stdout.write(text)
+        return 0
+    name = str(args.output)
+    with open_output(args.output, "--output", "graph", recognise=recognise, append=False) as stream:
+        write_all(stream, text, name)
+        flush_checked(stream, name)
+    return 0

@@ -1,0 +1,273 @@
+"""A `PipelineGraph` from a compiled pipeline (see `_model`).
+
+Dependencies and targets are read from the compiled suggestors (what the
+engine will index and what they propose to); the suggestor's kind, pack and
+models, and every node's YAML source, from the validated document the compiled
+pipeline carries, whose entries are in the same order as its suggestors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from converge_dsl.compiler import CompiledPipeline
+from converge_dsl.diagnostics import JsonPath
+from converge_dsl.engine.types import Suggestor
+from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.keys import BUILTIN_KEYS
+
+from ._model import Edge, GraphInvariant, Node, PipelineGraph, Source
+from ._reach import Flow, reach
+
+# Longer sources are cut, with a last line saying how many lines were left out.
+MAX_EXCERPT_LINES = 40
+
+
+def _targets(suggestor: Suggestor) -> tuple[str, ...]:
+    """The keys a compiled suggestor proposes to (its core's targets, a solver's output)."""
+    core = getattr(suggestor, "core", None)
+    if core is not None:
+        return tuple(core.targets)
+    output = getattr(suggestor, "output_key", None)
+    return (str(output),) if output else ()
+
+
+class _Sources:
+    """Source excerpts of document paths, the text split once."""
+
+    def __init__(self, document: LoadedDocument) -> None:
+        self.document = document
+        self.lines = document.text.splitlines()
+
+    def of(self, path: JsonPath) -> Source | None:
+        location = self.document.source_map.get(path)
+        if location is None:
+            return None
+        start = location.key_span or location.span
+        end = location.span
+        last = end.end_line
+        # A block node ends where the next one starts: drop that line when only
+        # indentation (or the next item's `- `) comes before the end.
+        before = self.lines[last - 1][: end.end_column - 1] if last <= len(self.lines) else ""
+        if last > start.line and not before.replace("-", " ").strip():
+            last -= 1
+        lines = self.lines[start.line - 1 : last]
+        while len(lines) > 1 and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
+            lines.pop()
+        if len(lines) > MAX_EXCERPT_LINES:
+            left = len(lines) - MAX_EXCERPT_LINES + 1
+            lines = [*lines[: MAX_EXCERPT_LINES - 1], f"... ({left} more lines)"]
+        return Source(
+            start.file, start.line, start.column, start.line + len(lines) - 1, tuple(lines)
+        )
+
+
+def _models_of(
+    spec: Mapping[str, Any], suggestor: Suggestor, declared: Mapping[str, Any]
+) -> list[str]:
+    summarizer = spec.get("summarizer")
+    names = [
+        spec.get("model"),
+        summarizer.get("model") if isinstance(summarizer, Mapping) else None,
+        getattr(suggestor, "model_name", None),
+    ]
+    return [str(n) for n in dict.fromkeys(names) if n is not None and str(n) in declared]
+
+
+def _joined(names: Sequence[str], empty: str = "none") -> str:
+    return ", ".join(names) or empty
+
+
+def _suggestor_details(
+    spec: Mapping[str, Any], suggestor: Suggestor, flow: Flow, models: list[str], live: bool
+) -> tuple[tuple[str, str], ...]:
+    """What the HTML panel and the JSON say of a suggestor, in reading order."""
+    details = [
+        ("kind", str(spec.get("kind"))),
+        ("reads", _joined(flow.dependencies, "nothing: always a candidate")),
+        ("writes", _joined(flow.targets)),
+    ]
+    if spec.get("kind") == "pack":
+        details.append(("uses", str(spec.get("use", ""))))
+    if spec.get("when") is not None:
+        details.append(("when", str(spec["when"])))
+    if models:
+        details.append(("models", _joined(models)))
+    if spec.get("description"):
+        details.append(("description", str(spec["description"])))
+    hint = suggestor.complexity_hint()
+    if hint:
+        details.append(("complexity", hint))
+    if not live:
+        details.append(("never fires", "none of the keys it reads can ever hold a fact"))
+    return tuple(details)
+
+
+class _Builder:
+    """Builds one graph: suggestors first (they make the edges), then keys, models
+    and packs, which read the edges through one index."""
+
+    def __init__(self, compiled: CompiledPipeline) -> None:
+        self.compiled = compiled
+        self.document = compiled.settings.document
+        self.sources = _Sources(self.document)
+        data = self.document.data
+        self.specs: list[Mapping[str, Any]] = list(data.get("suggestors") or ())
+        self.packs: Mapping[str, Any] = data.get("packs") or {}
+        self.key_specs = {str(k.get("name")): i for i, k in enumerate(data.get("keys") or ())}
+        self.flows = [Flow(s.name, tuple(s.dependencies), _targets(s)) for s in compiled.suggestors]
+        seeded = [str(seed.key) for seed in compiled.seeds]
+        self.seed_counts = Counter(seeded)
+        self.reach = reach(seeded, self.flows)
+        self.edges: list[Edge] = []
+        self._ends: dict[tuple[str, str], list[str]] | None = None
+
+    def build(self) -> PipelineGraph:
+        suggestors = list(self._suggestors())
+        nodes = [*self._keys(), *suggestors, *self._models(), *self._packs()]
+        return PipelineGraph(
+            name=self.compiled.name,
+            file=self.compiled.file,
+            description=str(self.document.data.get("description") or ""),
+            nodes=tuple(nodes),
+            edges=tuple(self.edges),
+            invariants=tuple(self._invariants()),
+        )
+
+    def _suggestors(self) -> Iterator[Node]:
+        declared = self.compiled.settings.models
+        for index, (spec, suggestor, flow) in enumerate(
+            zip(self.specs, self.compiled.suggestors, self.flows, strict=True)
+        ):
+            live = flow.name in self.reach.suggestors
+            node_id = f"suggestor:{flow.name}"
+            kind = str(spec.get("kind"))
+            models = _models_of(spec, suggestor, declared)
+            self.edges += [
+                Edge(f"key:{k}", node_id, "reads", k in self.reach.keys) for k in flow.dependencies
+            ]
+            self.edges += [Edge(node_id, f"key:{k}", "writes", live) for k in flow.targets]
+            self.edges += [Edge(node_id, f"model:{m}", "calls", live) for m in models]
+            pack = str(spec.get("use", "")).partition("/")[0] if kind == "pack" else ""
+            if pack in self.packs:
+                self.edges.append(Edge(f"pack:{pack}", node_id, "provides", live))
+            yield Node(
+                node_id,
+                "suggestor",
+                flow.name,
+                kind,
+                live,
+                _suggestor_details(spec, suggestor, flow, models, live),
+                source=self.sources.of(("suggestors", index)),
+            )
+
+    def _used_keys(self) -> list[str]:
+        used = set(self.seed_counts)
+        for flow in self.flows:
+            used.update(flow.dependencies, flow.targets)
+        return [k for k in self.compiled.declared_keys if k in used or k in self.key_specs]
+
+    def _keys(self) -> Iterator[Node]:
+        schemas = self.compiled.settings.key_schemas
+        for key in self._used_keys():
+            live = key in self.reach.keys
+            writers = self._by_key("writes", f"key:{key}")
+            readers = self._by_key("reads", f"key:{key}")
+            details: list[tuple[str, str]] = []
+            spec_index = self.key_specs.get(key)
+            spec = (
+                (self.document.data.get("keys") or [])[spec_index] if spec_index is not None else {}
+            )
+            if spec.get("description"):
+                details.append(("description", str(spec["description"])))
+            if key in self.seed_counts:
+                count = self.seed_counts[key]
+                details.append(("seeded", f"{count} fact{'s' if count != 1 else ''}"))
+            details += [("written by", _joined(writers)), ("read by", _joined(readers))]
+            if not live:
+                details.append(("unreachable", "no seed and no suggestor that can fire writes it"))
+            schema = schemas.get(key)
+            yield Node(
+                f"key:{key}",
+                "key",
+                key,
+                "builtin" if key in BUILTIN_KEYS else "declared",
+                live,
+                tuple(details),
+                schema=None if schema is None else json.dumps(schema, indent=2, ensure_ascii=False),
+                source=self._key_source(key),
+            )
+
+    def _key_source(self, key: str) -> Source | None:
+        if key in self.key_specs:
+            return self.sources.of(("keys", self.key_specs[key]))
+        for index, seed in enumerate(self.document.data.get("seeds") or ()):
+            if str(seed.get("key", "seeds")) == key:
+                return self.sources.of(("seeds", index))
+        return None
+
+    def _index(self) -> dict[tuple[str, str], list[str]]:
+        """(relation, node id) -> the names at the other end of its edges, in edge order."""
+        if self._ends is None:
+            self._ends = {}
+            for edge in self.edges:
+                for here, there in ((edge.source, edge.target), (edge.target, edge.source)):
+                    self._ends.setdefault((edge.relation, here), []).append(there)
+        return self._ends
+
+    def _by_key(self, relation: str, node_id: str) -> list[str]:
+        names = self._index().get((relation, node_id), [])
+        return [name.partition(":")[2] for name in dict.fromkeys(names)]
+
+    def _models(self) -> Iterator[Node]:
+        for name, declaration in self.compiled.settings.models.items():
+            users = self._by_key("calls", f"model:{name}")
+            config = declaration.config
+            details = [("adapter", str(config.get("adapter", "")))]
+            details += [(f, str(config[f])) for f in ("model", "base_url", "script") if f in config]
+            details.append(("called by", _joined(users)))
+            yield Node(
+                f"model:{name}",
+                "model",
+                name,
+                str(config.get("adapter", "model")),
+                any(u in self.reach.suggestors for u in users),
+                tuple(details),
+                source=self.sources.of(("models", name)),
+            )
+
+    def _packs(self) -> Iterator[Node]:
+        for name, specifier in self.packs.items():
+            users = self._by_key("provides", f"pack:{name}")
+            yield Node(
+                f"pack:{name}",
+                "pack",
+                str(name),
+                "pack",
+                any(u in self.reach.suggestors for u in users),
+                (("version", str(specifier)), ("provides", _joined(users))),
+                source=self.sources.of(("packs", name)),
+            )
+
+    def _invariants(self) -> Iterator[GraphInvariant]:
+        specs = list(self.document.data.get("invariants") or ())
+        for index, (spec, invariant) in enumerate(
+            zip(specs, self.compiled.invariants, strict=True)
+        ):
+            message = spec.get("message")
+            yield GraphInvariant(
+                name=invariant.name,
+                klass=str(invariant.invariant_class),
+                critical=bool(invariant.critical),
+                check=str(spec.get("check", "")),
+                message=None if message is None else str(message),
+                source=self.sources.of(("invariants", index)),
+            )
+
+
+def graph_of(compiled: CompiledPipeline) -> PipelineGraph:
+    """The graph of a compiled pipeline, with static reachability marked (`_reach`)."""
+    return _Builder(compiled).build()

@@ -1,0 +1,57 @@
+"""Load -> validate -> compile a pipeline for drawing, never running it.
+
+The pipeline is validated as `validate` does (reading packs from the cache
+only, never the network) and compiled as `run` compiles it
+(docs/architecture.md §1, §12), with every suggestor kind of the runtime.
+Models are never built: each declared model is an `OfflineModel` that refuses
+every call, so drawing needs no API key, reads no model script, and opens no
+connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.compiler import CompiledPipeline, compile_pipeline, compile_settings
+from converge_dsl.engine import UsageMeter
+from converge_dsl.models.port import (
+    ModelDefaults,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ModelReturn,
+)
+from converge_dsl.runtime import SUGGESTOR_BUILDERS
+
+
+class OfflineModel(ModelDefaults):
+    """A declared model that is never called (drawing a graph runs nothing)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def model_id(self) -> str:
+        return self._name
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        raise ModelError(ModelErrorCode.CONFIG, f"model {self._name!r} is not called by graph")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def compile_for_graph(
+    path: Path, *, inputs: Mapping[str, Any], roots: Sequence[Path] = ()
+) -> CompiledPipeline:
+    """The compiled pipeline at `path`; raises `PipelineInvalid` (exit 2) with the
+    diagnostics of `validate`, or `UsageError` for unknown or missing inputs."""
+    from converge_dsl.validation import load_pipeline
+
+    document = load_pipeline(path, roots=roots)
+    settings = compile_settings(document, inputs=inputs)
+    models = {name: OfflineModel(name) for name in settings.models}
+    return compile_pipeline(
+        settings, models=models, usage=UsageMeter(settings.budget), builders=SUGGESTOR_BUILDERS
+    )

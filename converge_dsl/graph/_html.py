@@ -1,0 +1,157 @@
+"""The graph as one self-contained HTML page (`graph --format html`).
+
+The page holds everything it shows: the SVG drawn in Python (`_svg`), its
+stylesheet and script (`page.css`, `page.js`, package data beside this
+module, inlined), and the nodes' details and YAML source excerpts as a JSON
+block. It loads nothing at view time: no CDN, no font, no network.
+
+The script gives pan (drag), zoom (wheel, `+`/`-` buttons and keys, `0` to
+fit), a search box that marks the nodes whose name holds the text (Enter
+shows the first and centres it), and a click (or Enter on a focused node)
+shows the node's details and its source: `file:line` and the lines
+themselves. `#node=<id>` in the address selects a node when the page opens
+(`#node=suggestor:classify`).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ._model import PipelineGraph, Source
+from ._svg import svg
+from ._text import MARKERS
+
+_HERE = Path(__file__).resolve().parent
+_LEGEND = (
+    ("kind-key", "context key"),
+    ("kind-suggestor style-seed", "seed"),
+    ("kind-suggestor style-rule", "rule"),
+    ("kind-suggestor style-llm", "llm"),
+    ("kind-suggestor style-agent", "agent"),
+    ("kind-suggestor style-pack", "pack suggestor"),
+    ("kind-model", "model"),
+    ("kind-pack", "pack"),
+    ("kind-key dead", "unreachable / never fires"),
+)
+
+
+def _asset(name: str) -> str:
+    return (_HERE / name).read_text(encoding="utf-8")
+
+
+def _source(source: Source | None) -> dict[str, Any] | None:
+    if source is None:
+        return None
+    return {
+        "file": source.file,
+        "line": source.line,
+        "column": source.column,
+        "lines": source.lines,
+    }
+
+
+def _data(graph: PipelineGraph) -> dict[str, Any]:
+    nodes = {
+        node.id: {
+            "name": node.name,
+            "kind": node.kind,
+            "style": node.style,
+            "reachable": node.reachable,
+            "details": [list(pair) for pair in node.details],
+            "schema": node.schema,
+            "source": _source(node.source),
+        }
+        for node in graph.nodes
+    }
+    invariants = {
+        f"invariant:{index}": {
+            "name": i.name,
+            "kind": "invariant",
+            "style": i.klass,
+            "reachable": True,
+            "details": [
+                ["class", i.klass],
+                ["critical", "yes" if i.critical else "no"],
+                ["check", i.check],
+                *([["message", i.message]] if i.message else []),
+            ],
+            "schema": None,
+            "source": _source(i.source),
+        }
+        for index, i in enumerate(graph.invariants)
+    }
+    return {"nodes": {**nodes, **invariants}}
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a `<script>` element (no `</script>`, no `<!--`)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _legend() -> str:
+    items = "".join(
+        f'<li><svg width="26" height="16" aria-hidden="true"><g class="{css}">'
+        f'<rect class="shape" x="1" y="1" width="24" height="14" rx="4"/></g></svg>'
+        f"{escape(text)}</li>"
+        for css, text in _LEGEND
+    )
+    return f'<section id="legend"><h2>Legend</h2><ul>{items}</ul></section>'
+
+
+def _invariants(graph: PipelineGraph) -> str:
+    if not graph.invariants:
+        return '<section id="invariants"><h2>Invariants</h2><p class="hint">none</p></section>'
+    items = "".join(
+        f'<li><button type="button" class="invariant" data-id="invariant:{index}">'
+        f'<span class="inv-name">{escape(i.name)}</span> <span class="inv-class">'
+        f"{escape(i.klass)}{'' if i.critical else ', not critical'}</span>"
+        f"<code>{escape(i.check)}</code></button></li>"
+        for index, i in enumerate(graph.invariants)
+    )
+    return f'<section id="invariants"><h2>Invariants</h2><ul>{items}</ul></section>'
+
+
+def _summary(graph: PipelineGraph) -> str:
+    counts = [
+        f"{len(graph.of_kind('suggestor'))} suggestors",
+        f"{len(graph.of_kind('key'))} keys",
+        f"{len(graph.of_kind('model'))} models",
+        f"{len(graph.of_kind('pack'))} packs",
+    ]
+    warnings = []
+    if graph.unreachable_keys:
+        warnings.append(f"unreachable keys: {', '.join(graph.unreachable_keys)}")
+    if graph.never_firing:
+        warnings.append(f"never fire: {', '.join(graph.never_firing)}")
+    shown = "".join(f'<span class="warning">{escape(w)}</span>' for w in warnings)
+    return f'<p class="summary">{escape(graph.file)} · {escape(" · ".join(counts))}{shown}</p>'
+
+
+def render(graph: PipelineGraph) -> str:
+    """The HTML page of `graph`; its first line is the marker `-o` recognises."""
+    title = escape(graph.name)
+    description = (
+        f'<p class="description">{escape(graph.description)}</p>' if graph.description else ""
+    )
+    return (
+        f"{MARKERS['html']} -->\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{title} · converge-dsl graph</title><style>{_asset('page.css')}</style></head>\n"
+        f"<body><header><h1>{title}</h1>{description}{_summary(graph)}</header>\n"
+        f'<main><div id="canvas">{svg(graph)}'
+        '<div class="search"><input id="search" type="search" placeholder="Find a node"'
+        ' aria-label="find a node by name" autocomplete="off"><span id="search-count"></span></div>'
+        '<div class="controls"><button type="button" id="zoom-in" title="zoom in (+)">+</button>'
+        '<button type="button" id="zoom-out" title="zoom out (-)">&#8722;</button>'
+        '<button type="button" id="fit" title="fit to the window (0)">fit</button></div></div>\n'
+        '<aside id="panel"><section id="details"><h2>Details</h2>'
+        '<p class="hint">Click a node to see its YAML source. Drag to pan, scroll to zoom.</p>'
+        f"</section>{_invariants(graph)}{_legend()}</aside></main>\n"
+        f'<script type="application/json" id="graph-data">{_script_json(_data(graph))}</script>\n'
+        f"<script>{_asset('page.js')}</script>\n</body></html>\n"
+    )

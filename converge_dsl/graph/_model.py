@@ -1,0 +1,103 @@
+"""The typed graph of a compiled pipeline: nodes, edges, invariants (immutable).
+
+Nodes are the pipeline's suggestors, the context keys they read, write or
+seed (and every key the pipeline declares), the models they call and the packs
+they come from. Edges are `reads` (key -> suggestor, a dependency), `writes`
+(suggestor -> key, a target), `calls` (suggestor -> model) and `provides`
+(pack -> suggestor). `reachable` says what static reachability found
+(`_reach`): a key that can ever hold a fact, a suggestor that can ever become
+a candidate, a model or pack used by such a suggestor.
+
+Renderers (`_mermaid`, `_dot`, `_json`, `_html`) read only this model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+NodeKind = Literal["suggestor", "key", "model", "pack"]
+Relation = Literal["reads", "writes", "calls", "provides"]
+NODE_KINDS: tuple[NodeKind, ...] = ("key", "suggestor", "model", "pack")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a node is written: `file:line:column`, and the YAML lines from `line` on."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    lines: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One node. `id` is `"<kind>:<name>"`, unique in a graph.
+
+    `style` refines the kind: a suggestor's kind (`seed`, `rule`, `llm`,
+    `agent`, `pack`), a key's origin (`builtin` or `declared`), a model's
+    adapter, `pack` for a pack. `details` are ordered (label, text) pairs for
+    people; `schema` is a key's JSON Schema as JSON text, when it declares one.
+    """
+
+    id: str
+    kind: NodeKind
+    name: str
+    style: str
+    reachable: bool
+    details: tuple[tuple[str, str], ...] = ()
+    schema: str | None = None
+    source: Source | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A directed edge between two node ids; `reachable` when its source is."""
+
+    source: str
+    target: str
+    relation: Relation
+    reachable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GraphInvariant:
+    """An invariant of the pipeline, listed beside the graph (`klass`: structural,
+    semantic or acceptance)."""
+
+    name: str
+    klass: str
+    critical: bool
+    check: str
+    message: str | None
+    source: Source | None
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineGraph:
+    """The graph of one pipeline: nodes in a stable order (keys, suggestors, models,
+    packs; each in document order), edges in suggestor order, invariants in order."""
+
+    name: str
+    file: str
+    description: str
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...]
+    invariants: tuple[GraphInvariant, ...]
+
+    def of_kind(self, kind: NodeKind) -> tuple[Node, ...]:
+        return tuple(node for node in self.nodes if node.kind == kind)
+
+    @property
+    def unreachable_keys(self) -> tuple[str, ...]:
+        return tuple(n.name for n in self.of_kind("key") if not n.reachable)
+
+    @property
+    def never_firing(self) -> tuple[str, ...]:
+        """Suggestors that can never become a candidate."""
+        return tuple(n.name for n in self.of_kind("suggestor") if not n.reachable)

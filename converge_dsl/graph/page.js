@@ -1,0 +1,197 @@
+// converge-dsl graph page: pan, zoom, and a click on a node shows its details and YAML source.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("graph-data").textContent);
+  var canvas = document.getElementById("canvas");
+  var svg = document.getElementById("graph");
+  var viewport = document.getElementById("viewport");
+  var details = document.getElementById("details");
+  var width = parseFloat(svg.getAttribute("data-width"));
+  var height = parseFloat(svg.getAttribute("data-height"));
+  var view = { scale: 1, x: 0, y: 0 };
+
+  function apply() {
+    viewport.setAttribute("transform",
+      "translate(" + view.x.toFixed(1) + "," + view.y.toFixed(1) + ") scale(" + view.scale.toFixed(4) + ")");
+    svg.setAttribute("data-scale", view.scale.toFixed(4));
+  }
+
+  function fit() {
+    var w = svg.clientWidth || 800, h = svg.clientHeight || 600;
+    view.scale = Math.min(w / width, h / height, 1.6) * 0.94;
+    view.x = (w - width * view.scale) / 2;
+    view.y = (h - height * view.scale) / 2;
+    apply();
+  }
+
+  function zoomAt(factor, cx, cy) {
+    var scale = Math.max(0.08, Math.min(8, view.scale * factor));
+    var k = scale / view.scale;
+    view.x = cx - (cx - view.x) * k;
+    view.y = cy - (cy - view.y) * k;
+    view.scale = scale;
+    apply();
+  }
+
+  function zoomCentre(factor) { zoomAt(factor, svg.clientWidth / 2, svg.clientHeight / 2); }
+
+  svg.addEventListener("wheel", function (event) {
+    event.preventDefault();
+    var box = svg.getBoundingClientRect();
+    zoomAt(Math.exp(-event.deltaY * 0.0015), event.clientX - box.left, event.clientY - box.top);
+  }, { passive: false });
+
+  var drag = null;
+  svg.addEventListener("pointerdown", function (event) {
+    if (event.button !== 0) { return; }
+    drag = { x: event.clientX, y: event.clientY, vx: view.x, vy: view.y, moved: false, id: event.pointerId };
+  });
+  svg.addEventListener("pointermove", function (event) {
+    if (!drag) { return; }
+    var dx = event.clientX - drag.x, dy = event.clientY - drag.y;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) { return; }
+    if (!drag.moved) { drag.moved = true; canvas.classList.add("dragging"); svg.setPointerCapture(drag.id); }
+    view.x = drag.vx + dx;
+    view.y = drag.vy + dy;
+    apply();
+  });
+  function endDrag() {
+    if (drag && drag.moved) { setTimeout(function () { drag = null; }, 0); } else { drag = null; }
+    canvas.classList.remove("dragging");
+  }
+  svg.addEventListener("pointerup", endDrag);
+  svg.addEventListener("pointercancel", endDrag);
+
+  function element(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) { node.className = className; }
+    if (text !== undefined) { node.textContent = text; }
+    return node;
+  }
+
+  function excerpt(source) {
+    var pre = element("pre", "excerpt");
+    source.lines.forEach(function (line, index) {
+      pre.appendChild(element("span", "ln", String(source.line + index)));
+      pre.appendChild(document.createTextNode(line + "\n"));
+    });
+    return pre;
+  }
+
+  function highlight(id) {
+    var near = {};
+    near[id] = true;
+    svg.querySelectorAll(".edge").forEach(function (edge) {
+      var on = edge.getAttribute("data-from") === id || edge.getAttribute("data-to") === id;
+      edge.classList.toggle("near", on);
+      if (on) { near[edge.getAttribute("data-from")] = true; near[edge.getAttribute("data-to")] = true; }
+    });
+    svg.querySelectorAll(".node").forEach(function (node) {
+      var nodeId = node.getAttribute("data-id");
+      node.classList.toggle("near", !!near[nodeId]);
+      node.classList.toggle("selected", nodeId === id);
+    });
+    svg.classList.toggle("focus", !!data.nodes[id] && data.nodes[id].kind !== "invariant");
+    document.querySelectorAll(".invariant").forEach(function (button) {
+      button.classList.toggle("selected", button.getAttribute("data-id") === id);
+    });
+  }
+
+  function show(id) {
+    var item = data.nodes[id];
+    if (!item) { return; }
+    details.textContent = "";
+    details.appendChild(element("h2", "", "Details"));
+    details.appendChild(element("h3", "", item.name));
+    var tags = element("p", "tags");
+    tags.appendChild(element("span", "tag", item.kind));
+    if (item.style && item.style !== item.kind) { tags.appendChild(element("span", "tag", item.style)); }
+    if (!item.reachable) {
+      var what = item.kind === "suggestor" ? "never fires" : (item.kind === "key" ? "unreachable" : "unused");
+      tags.appendChild(element("span", "tag dead", what));
+    }
+    details.appendChild(tags);
+    var list = element("dl");
+    item.details.forEach(function (pair) {
+      list.appendChild(element("dt", "", pair[0]));
+      list.appendChild(element("dd", "", pair[1]));
+    });
+    details.appendChild(list);
+    if (item.schema) {
+      details.appendChild(element("p", "where", "schema"));
+      details.appendChild(element("pre", "schema", item.schema));
+    }
+    if (item.source) {
+      var where = item.source.file + ":" + item.source.line + ":" + item.source.column;
+      details.appendChild(element("p", "where", where));
+      details.appendChild(excerpt(item.source));
+    } else {
+      details.appendChild(element("p", "hint", "A built-in key: the pipeline does not declare it."));
+    }
+    highlight(id);
+    if (history.replaceState) { history.replaceState(null, "", "#node=" + encodeURIComponent(id)); }
+  }
+
+  svg.querySelectorAll(".node").forEach(function (node) {
+    node.addEventListener("click", function () {
+      if (drag && drag.moved) { return; }
+      show(node.getAttribute("data-id"));
+    });
+    node.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); show(node.getAttribute("data-id")); }
+    });
+  });
+  document.querySelectorAll(".invariant").forEach(function (button) {
+    button.addEventListener("click", function () { show(button.getAttribute("data-id")); });
+  });
+  document.getElementById("zoom-in").addEventListener("click", function () { zoomCentre(1.25); });
+  document.getElementById("zoom-out").addEventListener("click", function () { zoomCentre(0.8); });
+  document.getElementById("fit").addEventListener("click", fit);
+  document.addEventListener("keydown", function (event) {
+    if (event.target && event.target.tagName === "INPUT") { return; }
+    if (event.key === "+" || event.key === "=") { zoomCentre(1.25); }
+    else if (event.key === "-") { zoomCentre(0.8); }
+    else if (event.key === "0") { fit(); }
+  });
+  window.addEventListener("resize", fit);
+
+  function centre(id) {
+    var node = svg.querySelector('.node[data-id="' + CSS.escape(id) + '"]');
+    if (!node) { return; }
+    var box = node.getBBox();
+    view.x = svg.clientWidth / 2 - (box.x + box.width / 2) * view.scale;
+    view.y = svg.clientHeight / 2 - (box.y + box.height / 2) * view.scale;
+    apply();
+  }
+
+  var search = document.getElementById("search");
+  var found = [];
+  function filter() {
+    var text = search.value.trim().toLowerCase();
+    found = [];
+    svg.querySelectorAll(".node").forEach(function (node) {
+      var id = node.getAttribute("data-id");
+      var hit = text !== "" && data.nodes[id].name.toLowerCase().indexOf(text) >= 0;
+      node.classList.toggle("match", hit);
+      if (hit) { found.push(id); }
+    });
+    svg.classList.toggle("searching", text !== "");
+    document.getElementById("search-count").textContent =
+      text === "" ? "" : found.length + (found.length === 1 ? " node" : " nodes");
+  }
+  search.addEventListener("input", filter);
+  search.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && found.length) { show(found[0]); centre(found[0]); }
+    if (event.key === "Escape") { search.value = ""; filter(); }
+  });
+
+  function fromAddress() {
+    var match = /^#node=(.+)$/.exec(window.location.hash);
+    if (match) { show(decodeURIComponent(match[1])); }
+  }
+  window.addEventListener("hashchange", fromAddress);
+
+  fit();
+  fromAddress();
+  document.body.setAttribute("data-ready", "true");
+})();

@@ -1,0 +1,230 @@
+"""`graph --format html` in a real headless Chromium (Debian's `chromium`, driven by
+Selenium through `chromedriver`): the page renders every node without console
+errors, a click on a node (or Enter on a focused one, or a `#node=` address)
+shows its YAML source excerpt, and pan and zoom move the drawing.
+
+Skipped, saying why, only where Chromium or chromedriver is not installed
+(`.ci/run` installs the Debian packages `chromium chromium-driver` as root).
+Screenshots are saved under `$CONVERGE_DSL_TEST_ARTIFACTS/graph/` when that
+variable names a folder, else under pytest's temporary folder.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.cli import run
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or DRIVER is None,
+    reason="Chromium is not installed (the Debian packages chromium and chromium-driver): "
+    "the browser tests of the graph page are skipped",
+)
+
+
+def _page(folder: Path, pipeline: str, name: str) -> Path:
+    out, err = io.StringIO(), io.StringIO()
+    cwd = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        code = run(["graph", pipeline, "--format", "html", "-o", str(folder / name)], out, err)
+    finally:
+        os.chdir(cwd)
+    assert code == 0, err.getvalue()
+    return folder / name
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("graph-pages")
+    return {
+        "triage": _page(folder, "pipelines/support-triage.yaml", "triage.html"),
+        "dead": _page(folder, "tests/graph/data/dead-ends.yaml", "dead.html"),
+    }
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("CONVERGE_DSL_TEST_ARTIFACTS")
+    folder = Path(given) / "graph" if given else tmp_path_factory.mktemp("artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,860",
+    ):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _open(browser: Any, page: Path, fragment: str = "") -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")  # a new document, even when only the fragment differs
+    browser.get(page.as_uri() + fragment)
+    WebDriverWait(browser, 10).until(
+        lambda b: b.find_element("tag name", "body").get_attribute("data-ready") == "true"
+    )
+
+
+def _errors(browser: Any) -> list[str]:
+    return [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def _node(browser: Any, node_id: str) -> Any:
+    return browser.find_element("css selector", f'.node[data-id="{node_id}"]')
+
+
+def test_every_node_renders_without_console_errors(
+    browser: Any, pages: dict[str, Path], artifacts: Path
+) -> None:
+    _open(browser, pages["triage"])
+    sizes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.node')).map(function (n) {"
+        " var b = n.getBBox(); return [n.getAttribute('data-id'), b.width, b.height]; });"
+    )
+    assert len(sizes) == 12
+    assert all(width > 50 and height > 30 for _, width, height in sizes)
+    assert len(browser.find_elements("css selector", ".edge")) == 11
+    browser.save_screenshot(str(artifacts / "graph-support-triage.png"))
+    assert _errors(browser) == []
+
+
+def test_a_click_shows_the_yaml_source(
+    browser: Any, pages: dict[str, Path], artifacts: Path
+) -> None:
+    _open(browser, pages["triage"])
+    _node(browser, "suggestor:classify").click()
+    details = browser.find_element("id", "details")
+    assert details.find_element("tag name", "h3").text == "classify"
+    where = details.find_element("css selector", ".where").text
+    assert where == "pipelines/support-triage.yaml:48:5"
+    excerpt = details.find_element("css selector", "pre.excerpt").text
+    assert excerpt.splitlines()[0].split() == ["48", "-", "name:", "classify"]
+    assert "target: tickets" in excerpt
+    assert "name: escalate" not in excerpt
+    assert "selected" in _node(browser, "suggestor:classify").get_attribute("class")
+    assert browser.current_url.endswith("#node=suggestor%3Aclassify")
+    browser.save_screenshot(str(artifacts / "graph-support-triage-classify.png"))
+    _node(browser, "key:tickets").click()
+    assert '"required": [' in details.find_element("css selector", "pre.schema").text
+    browser.find_element("css selector", '.invariant[data-id="invariant:0"]').click()
+    assert "every-ticket-scheduled" in details.find_element("css selector", "pre.excerpt").text
+    assert _errors(browser) == []
+
+
+def test_keyboard_and_address_select_a_node(browser: Any, pages: dict[str, Path]) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    _open(browser, pages["triage"], "#node=pack%3Aoptimization")
+    details = browser.find_element("id", "details")
+    assert details.find_element("tag name", "h3").text == "optimization"
+    assert "optimization:" in details.find_element("css selector", "pre.excerpt").text
+    _node(browser, "model:default").send_keys(Keys.ENTER)
+    assert details.find_element("tag name", "h3").text == "default"
+    assert "adapter: scripted" in details.find_element("css selector", "pre.excerpt").text
+
+
+def _transform(browser: Any) -> str:
+    return str(browser.find_element("id", "viewport").get_attribute("transform"))
+
+
+def test_pan_and_zoom_move_the_drawing(browser: Any, pages: dict[str, Path]) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    _open(browser, pages["triage"])
+    svg = browser.find_element("id", "graph")
+    fitted = float(svg.get_attribute("data-scale"))
+    browser.find_element("id", "zoom-in").click()
+    assert float(svg.get_attribute("data-scale")) == pytest.approx(fitted * 1.25, rel=1e-3)
+    browser.execute_script(
+        "arguments[0].dispatchEvent(new WheelEvent('wheel', {deltaY: 400, clientX: 300,"
+        " clientY: 300, bubbles: true, cancelable: true}));",
+        svg,
+    )
+    assert float(svg.get_attribute("data-scale")) < fitted
+    before = _transform(browser)
+    canvas = browser.find_element("id", "canvas")
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, -300, -200
+    ).click_and_hold().move_by_offset(120, 80).release().perform()
+    assert _transform(browser) != before
+    browser.find_element("id", "fit").click()
+    assert float(svg.get_attribute("data-scale")) == pytest.approx(fitted, rel=1e-3)
+    assert _errors(browser) == []
+
+
+def test_dead_ends_are_marked(browser: Any, pages: dict[str, Path], artifacts: Path) -> None:
+    _open(browser, pages["dead"])
+    dead = {n.get_attribute("data-id") for n in browser.find_elements("css selector", ".node.dead")}
+    assert dead == {
+        "key:hypotheses",
+        "key:strategies",
+        "key:evaluations",
+        "key:orphan",
+        "suggestor:from-orphan",
+        "suggestor:from-hypotheses",
+        "suggestor:echo",
+        "model:spare",
+    }
+    stroke = browser.execute_script(
+        "return getComputedStyle(arguments[0].querySelector('.shape')).stroke;",
+        _node(browser, "suggestor:echo"),
+    )
+    assert stroke == "rgb(220, 38, 38)"
+    _node(browser, "suggestor:echo").click()
+    tags = browser.find_element("css selector", "#details .tag.dead").text
+    assert tags == "never fires"
+    browser.save_screenshot(str(artifacts / "graph-dead-ends.png"))
+    assert _errors(browser) == []
+
+
+def test_search_marks_the_matching_nodes(browser: Any, pages: dict[str, Path]) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    _open(browser, pages["triage"])
+    search = browser.find_element("id", "search")
+    search.send_keys("sched")
+    found = {
+        n.get_attribute("data-id") for n in browser.find_elements("css selector", ".node.match")
+    }
+    assert found == {"key:schedule", "suggestor:schedule"}
+    assert browser.find_element("id", "search-count").text == "2 nodes"
+    opacity = browser.execute_script(
+        "return getComputedStyle(arguments[0]).opacity;", _node(browser, "key:seeds")
+    )
+    assert float(opacity) < 0.5
+    search.send_keys(Keys.ENTER)
+    assert browser.find_element("css selector", "#details h3").text == "schedule"
+    search.send_keys(Keys.ESCAPE)
+    assert browser.find_elements("css selector", ".node.match") == []
+    assert browser.find_element("id", "search-count").text == ""
+    assert _errors(browser) == []

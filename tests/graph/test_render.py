@@ -1,0 +1,73 @@
+"""What the renderers do with text a pipeline chooses: quoted, escaped, never markup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from converge_dsl.graph import FORMATS, graph_pipeline, recognise, render
+from converge_dsl.graph._dot import quote
+from converge_dsl.graph._mermaid import escape
+
+HOSTILE = """apiVersion: converge-dsl/v1
+kind: Pipeline
+name: hostile
+description: "</script><script>alert(1)</script> & <b>bold</b>"
+keys:
+  - {name: notes, description: "<img src=x onerror=alert(2)> \\"quoted\\" # hash"}
+seeds:
+  - {id: first, key: notes, content: "a note"}
+suggestors:
+  - name: copy
+    kind: rule
+    dependencies: [notes]
+    emit:
+      - {key: strategies, id: s, content: "</script>", confidence: 0.9}
+invariants:
+  - name: quoted
+    class: acceptance
+    check: "fact(\\"notes\\", \\"first\\") is not none and count('notes') < 9"
+"""
+
+
+def _graph(tmp_path: Path) -> str:
+    path = tmp_path / "hostile.yaml"
+    path.write_text(HOSTILE, encoding="utf-8")
+    return str(path)
+
+
+def test_mermaid_labels_use_html_entities() -> None:
+    assert escape('a "b" <c> #d; & e') == "a &quot;b&quot; &lt;c&gt; &num;d; &amp; e"
+
+
+def test_dot_strings_escape_quotes_and_backslashes() -> None:
+    assert quote('say "hi" \\ there\nnext') == '"say \\"hi\\" \\\\ there\\nnext"'
+
+
+def test_html_never_carries_pipeline_text_as_markup(tmp_path: Path) -> None:
+    graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
+    page = render(graph, "html")
+    assert "<script>alert" not in page
+    assert "<img src=x" not in page
+    assert "<b>bold</b>" not in page
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)" in page  # the description, as text
+    assert page.count("</script>") == 2  # the data block's and the script's own
+    script = (Path(__file__).resolve().parents[2] / "converge_dsl/graph/page.js").read_text()
+    assert "innerHTML" not in script  # details are built with textContent
+
+
+def test_mermaid_and_dot_keep_the_invariant_text(tmp_path: Path) -> None:
+    graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
+    mermaid, dot = render(graph, "mermaid"), render(graph, "dot")
+    quoted = "fact(&quot;notes&quot;, &quot;first&quot;) is not none and count('notes') &lt; 9"
+    assert quoted in mermaid
+    assert 'fact(\\"notes\\", \\"first\\") is not none' in dot
+
+
+def test_every_format_starts_with_a_line_recognise_accepts(tmp_path: Path) -> None:
+    graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
+    for format in FORMATS:
+        first = render(graph, format).split("\n", 1)[0].encode()
+        assert recognise(first), format
+    assert not recognise(b"<!DOCTYPE html>")
+    assert not recognise(b'{"graph": "something else"}')
+    assert not recognise(b"digraph G {")
