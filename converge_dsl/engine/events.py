@@ -21,12 +21,22 @@ EventSink = Callable[[BaseModel], None]
 
 
 class Timing(BaseModel):
-    """Clock readings (seconds, from the injected clock): never compared between runs."""
+    """Clock readings (seconds, from the injected clock): never compared between runs.
+
+    `at` is when the event happened on the run's monotonic clock (only
+    differences between two `at` of one trace mean anything); `duration_s` is
+    how long the thing the event ends took (a suggestor's execution, a model
+    call or attempt, the whole run). A `suggestor_finished` or
+    `suggestor_failed` event's `at` is the moment its execution ended, so the
+    execution ran from `at - duration_s` to `at`.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    at: float
-    duration_s: float | None = None
+    at: float = Field(description="monotonic seconds (arbitrary origin) when the event happened")
+    duration_s: float | None = Field(
+        default=None, description="seconds the work this event ends took, when it ends some"
+    )
 
 
 class _Event(BaseModel):
