@@ -17,6 +17,7 @@ with `time_budget_exhausted` and merges nothing from that cycle.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from converge_dsl._governor import run_deadline
@@ -108,6 +109,7 @@ class Run:
                     suggestors=len(self._registry),
                     seeds=len(seeds),
                     resumed_from_cycle=ctx.cycle if resumed else None,
+                    budget=dataclasses.asdict(self._budget),
                     timing=log.timing(),
                 )
             )
@@ -187,11 +189,16 @@ class Run:
             raise Stop(usage_stop)
         self._check_time()
         if log.enabled:
+            totals = usage.totals
             log.emit(
                 ev.CycleFinished(
                     cycle=cycle,
                     promoted=state.promoted,
                     dirty_keys=sorted_keys(state.dirty),
+                    facts=state.context.version,
+                    model_calls=totals.model_calls,
+                    input_tokens=totals.input_tokens,
+                    output_tokens=totals.output_tokens,
                     timing=log.timing(),
                 )
             )
@@ -319,14 +326,11 @@ class Run:
         self._check_time()  # a failure past the deadline is the deadline's
         error = _as_run_error(name, cycle, exc)
         if self._log.enabled:
-            self._log.emit(
-                ev.SuggestorFailed(
-                    cycle=cycle,
-                    suggestor=name,
-                    error=str(error),
-                    timing=timing or self._log.timing(),
-                )
+            timing = timing or self._log.timing()
+            failed = ev.SuggestorFailed(
+                cycle=cycle, suggestor=name, error=str(error), timing=timing
             )
+            self._log.emit(failed)
         if self._stop_on_error or isinstance(exc, KernelError):
             raise Stop(StopReason.ERROR, error)
         self._admission.engine_fact(
