@@ -343,10 +343,11 @@ def _with_report(args: argparse.Namespace, io: CommandIO) -> int:
     then the report of its trace."""
     import tempfile
 
-    from converge_dsl.runtime import write_report
+    from converge_dsl.runtime import check_report_output, write_report
 
     report: Path = args.report
     args.report = None
+    check_report_output(report, "--report")
     with tempfile.TemporaryDirectory(prefix="converge-report-") as folder:
         if args.trace is None:
             args.trace = Path(folder) / "trace.jsonl"

@@ -22,7 +22,8 @@ Public surface:
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
 - `render_report(trace)` and `write_report(trace, output)`: a trace as one
-  self-contained HTML page (`converge-dsl report`).
+  self-contained HTML page (`converge-dsl report`); `check_report_output(output, option)`
+  refuses an unusable output before a run.
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
 
@@ -51,7 +52,7 @@ from ._outcome import (
     outcome,
     run_error_diagnostic,
 )
-from ._report_html import render_report, write_report
+from ._report_html import check_report_output, render_report, write_report
 from ._suggestor_state import StatefulSuggestor
 from ._trace import TraceWriter
 from ._trace_read import find_cleared_span, read_trace
@@ -75,6 +76,7 @@ __all__ = [
     "UsageModel",
     "build_engine",
     "build_models",
+    "check_report_output",
     "checkpoint_key",
     "exported_schemas",
     "find_cleared_span",

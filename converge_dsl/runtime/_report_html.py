@@ -48,6 +48,22 @@ def render_report(trace: Path) -> str:
     return MARK + "\n" + body
 
 
+def check_report_output(output: Path, option: str) -> None:
+    """Refuse `output` now (a `UsageError`), before a run, if a report could not go there.
+
+    An existing file is opened without truncating it (so it must be a report we
+    wrote, or empty); a new one must have an existing folder. Nothing is created.
+    """
+    from converge_dsl.errors import UsageError
+
+    if output.exists() or output.is_symlink():
+        open_output(output, option, "report file", recognise=is_report_line, append=True).close()
+    elif not output.parent.is_dir():
+        raise UsageError(
+            f"cannot write report file {str(output)!r} ({option}): no folder {str(output.parent)!r}"
+        )
+
+
 def write_report(trace: Path, output: Path, option: str = "-o") -> int:
     """Write the report of `trace` to `output`; the number of bytes written."""
     page = render_report(trace)

@@ -159,3 +159,20 @@ def test_unknown_event_types_are_skipped(tmp_path: Path) -> None:
     ]
     trace.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     assert report_data(trace)["meta"]["events"] == 2
+
+
+def test_run_report_refuses_an_unusable_output_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    foreign = tmp_path / "notes.html"
+    foreign.write_text("my notes\n", encoding="utf-8")
+    for target, says in (
+        (foreign, "is not a report file written by converge-dsl"),
+        (tmp_path / "no" / "r.html", "no folder"),
+    ):
+        code, out, err = _cli("run", "pipelines/support-triage.yaml", "--report", str(target))
+        assert code == 3
+        assert says in err
+        assert "cycle 1" not in err + out  # nothing ran
+    assert foreign.read_text(encoding="utf-8") == "my notes\n"
