@@ -117,7 +117,7 @@ class _Fold:
             "run_finished": self._run_finished,
             "agent_turn_started": lambda e: self._agent("turns", e, "turn", "estimated_tokens"),
             "agent_contributor_fired": lambda e: self._agent(
-                "contrib", e, "turn", "contributor", "kind", "role", "persist", "chars"
+                "contrib", e, "turn", "contributor", "kind", "role", "persist", "chars", "text"
             ),
             "agent_tool_called": lambda e: self._agent("tools", e, "turn", "tool", "is_error"),
             "agent_compaction": lambda e: self._agent(
@@ -265,9 +265,14 @@ class _Fold:
             duration=None if timing is None else timing[1],
         )
 
+    @staticmethod
+    def _field(event: dict[str, Any], name: str) -> Any:
+        value = event[name]
+        return _cut(value) if isinstance(value, str) else value
+
     def _agent(self, table: str, event: dict[str, Any], *fields: str) -> None:
         row: list[Any] = [self.name(event["suggestor"]), int(event["cycle"])]
-        row += [_cut(event[f]) if isinstance(event[f], str) else event[f] for f in fields]
+        row += [_cut(event.get(f, "")) if f == "text" else self._field(event, f) for f in fields]
         self.rows[table].append(row)
 
 

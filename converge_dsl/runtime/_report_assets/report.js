@@ -195,12 +195,20 @@
   /* -- agents ------------------------------------------------------------------------ */
   var agentRows = [];
   D.turns.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "turn", "~" + r[3] + " tokens in context"]); });
-  D.contrib.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "message", r[3] + " (" + r[4] + ", " + r[5] + (r[6] ? ", persisted" : ", transient") + "): " + r[7] + " chars"]); });
+  D.contrib.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "message", r[3] + " (" + r[4] + ", " + r[5] + (r[6] ? ", persisted" : ", transient") + ", " + r[7] + " chars): " + (r[8] || "")]); });
   D.tools.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "tool", r[3] + (r[4] ? " (error)" : "")]); });
   D.comp.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "compaction", r[3] + " " + r[4] + ": turns " + r[5] + "-" + r[6] + ", " + r[7] + " \u2192 " + r[8] + " tokens, " + r[9]]); });
   D.sum.forEach(function (r) { agentRows.push([r[0], r[1], "", "summary", r[2] + " by " + r[3] + ", " + r[5] + " chars, sha256 " + r[4]]); });
   D.fallback.forEach(function (r) { agentRows.push([r[0], r[1], "", "stub fallback", r[2] + ": " + r[3] + (r[4] ? " (" + r[4] + ")" : "")]); });
   D.agent_end.forEach(function (r) { agentRows.push([r[0], r[1], r[3], "finished", r[2] + ", " + r[3] + " turns, " + r[4] + " proposals"]); });
+  /* in the order they happened: by agent, cycle, turn, then the kind of step */
+  var turnOf = {}; D.comp.forEach(function (r) { turnOf[r[4]] = r[2]; });
+  agentRows.forEach(function (r) { if (r[2] === "") r[2] = turnOf[r[4].split(/[ :]/)[0]]; if (r[2] === undefined) r[2] = ""; });
+  var rank = { turn: 0, message: 1, tool: 2, compaction: 3, summary: 4, "stub fallback": 4, finished: 5 };
+  agentRows = agentRows.map(function (r, i) { return [r, i]; }).sort(function (a, b) {
+    var x = a[0], y = b[0], tx = x[2] === "" ? 1e9 : x[2], ty = y[2] === "" ? 1e9 : y[2];
+    return x[0] - y[0] || x[1] - y[1] || tx - ty || rank[x[3]] - rank[y[3]] || a[1] - b[1];
+  }).map(function (p) { return p[0]; });
   table($("agents"), "Agents", ["agent", "cycle", "turn", "what", "detail"], ["c-s", "c-n", "c-n", "c-k", "c-w"], agentRows,
     function (r) { return [nm(r[0]), r[1], r[2], r[3], r[4]]; });
 
