@@ -50,6 +50,7 @@ def _agent_events(emit: Any, name: str, cycle: int) -> None:
             role="user",
             persist=True,
             chars=120,
+            text="Reminder: evaluate each strategy against every constraint.",
         )
         emit(
             "agent_tool_called",
@@ -115,7 +116,8 @@ def synthetic_trace(path: Path, events: int = 100_000) -> int:
             {
                 "seq": len(lines),
                 "type": event_type,
-                "timing": timing,
+                # agents' events have no timing field
+                **({} if event_type.startswith("agent_") else {"timing": timing}),
                 **fields,
                 "span": span if isinstance(suggestor, str) and suggestor != "seeds" else None,
                 "time": stamp,

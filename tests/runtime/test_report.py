@@ -176,3 +176,23 @@ def test_run_report_refuses_an_unusable_output_before_running(
         assert says in err
         assert "cycle 1" not in err + out  # nothing ran
     assert foreign.read_text(encoding="utf-8") == "my notes\n"
+
+
+def test_the_benchmark_trace_fits_the_trace_schema(tmp_path: Path) -> None:
+    import importlib.util
+
+    import jsonschema
+
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    trace = tmp_path / "t.jsonl"
+    bench.synthetic_trace(trace, 2_000)
+    schema = json.loads((ROOT / "schemas" / "trace-event.v1.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    lines = [json.loads(x) for x in trace.read_text(encoding="utf-8").splitlines()]
+    assert {x["type"] for x in lines} >= {"agent_compaction", "agent_summary_taken"}
+    for line in lines:
+        assert validator.is_valid(line), (line, next(validator.iter_errors(line)).message)
