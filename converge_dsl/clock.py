@@ -4,12 +4,22 @@
 deterministic runs) use: its time only moves when something sleeps on it or
 calls `advance`. asyncio is imported on the first sleep, not with this module:
 `validate` reads clocks' types without ever starting an event loop.
+
+Wall-clock time (what the trace stamps on each line as an RFC 3339 timestamp)
+is a second, separate reading: `WallClock.wall()`. Both clocks here provide
+it; the fake one reads `wall_start` plus the fake monotonic time elapsed.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # datetime is imported on the first wall-clock reading (lean `validate`)
+    from datetime import datetime
+
+# Where a `FakeClock`'s wall time starts unless told otherwise (UTC).
+FAKE_WALL_START = "2026-01-01T00:00:00+00:00"
 
 
 class Clock(Protocol):
@@ -22,11 +32,30 @@ class Clock(Protocol):
         ...
 
 
+@runtime_checkable
+class WallClock(Protocol):
+    def wall(self) -> datetime:
+        """The current time of day, timezone-aware, in UTC."""
+        ...
+
+
+def rfc3339(moment: datetime) -> str:
+    """`moment` as an RFC 3339 UTC timestamp with microseconds: `2026-01-01T00:00:00.000000Z`."""
+    from datetime import UTC
+
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 class SystemClock:
-    """The real clock: `time.monotonic` and `asyncio.sleep`."""
+    """The real clock: `time.monotonic`, `asyncio.sleep` and the system's time of day."""
 
     def monotonic(self) -> float:
         return time.monotonic()
+
+    def wall(self) -> datetime:
+        from datetime import UTC, datetime
+
+        return datetime.now(UTC)
 
     async def sleep(self, seconds: float) -> None:
         import asyncio
@@ -37,12 +66,20 @@ class SystemClock:
 class FakeClock:
     """A clock that only moves when told to. Sleeping advances it instantly."""
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float = 0.0, wall_start: datetime | None = None) -> None:
+        self._start = start
         self._now = start
+        self._wall_start = wall_start
         self.sleeps: list[float] = []
 
     def monotonic(self) -> float:
         return self._now
+
+    def wall(self) -> datetime:
+        from datetime import datetime, timedelta
+
+        origin = self._wall_start or datetime.fromisoformat(FAKE_WALL_START)
+        return origin + timedelta(seconds=self._now - self._start)
 
     def advance(self, seconds: float) -> None:
         self._now += max(0.0, seconds)

@@ -51,6 +51,7 @@ class ContributorFired(_Event):
     role: str
     persist: bool
     chars: int
+    text: str = Field(default="", description="the message's text, cut to its first 400 characters")
 
 
 class ToolCalled(_Event):

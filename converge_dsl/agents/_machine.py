@@ -194,6 +194,7 @@ class TurnMachine:
                     role=spec.role,
                     persist=spec.persist,
                     chars=len(message_text(message)),
+                    text=message_text(message)[:400],
                 )
             )
             if spec.persist:

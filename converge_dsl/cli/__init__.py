@@ -55,6 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("converge_dsl.cli._plan", "simulate an agent's turns and budgets without a model"),
     "schema": ("converge_dsl.cli._schema", "print a JSON Schema (pipeline, pack, ...)"),
     "trace": ("converge_dsl.cli._trace", "inspect a run trace (expand cleared turns)"),
+    "report": ("converge_dsl.cli._report_page", "render a run trace as a self-contained HTML page"),
     "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
     "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
     "graph": ("converge_dsl.cli._graph", "draw a pipeline: Mermaid, DOT, JSON or an HTML page"),

@@ -57,6 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("human", "json"), default="human")
     parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
+    parser.add_argument("--report", type=Path, metavar="FILE.html", help="write an HTML report")
     parser.add_argument(
         "--checkpoint", type=Path, metavar="DIR", help="checkpoint after every cycle"
     )
@@ -305,6 +306,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         from converge_dsl.cli._batch import execute_batch
 
         return execute_batch(args, io)
+    if args.report is not None:
+        return _with_report(args, io)
     human = args.format == "human"
     progress = _Progress(io.stderr, live=io.color) if human else None
     try:
@@ -333,3 +336,23 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if out.result.pause is not None:
         io.stderr.write(terminal_safe(_pause_hint(out, args)))
     return out.exit_code
+
+
+def _with_report(args: argparse.Namespace, io: CommandIO) -> int:
+    """`run --report FILE`: the run (traced, into a temporary file without `--trace`),
+    then the report of its trace."""
+    import tempfile
+
+    from converge_dsl.runtime import check_report_output, write_report
+
+    report: Path = args.report
+    args.report = None
+    check_report_output(report, "--report")
+    with tempfile.TemporaryDirectory(prefix="converge-report-") as folder:
+        if args.trace is None:
+            args.trace = Path(folder) / "trace.jsonl"
+        code = execute(args, io)
+        if args.trace.is_file() and args.trace.stat().st_size:
+            write_report(args.trace, report, "--report")
+            io.stderr.write(f"report written to {report}\n")
+    return code

@@ -211,6 +211,11 @@ class Admission:
                     gate=gate,
                     logical_time=state.lamport,
                     data=proposal.data,
+                    content=proposal.content,
+                    confidence=proposal.confidence,
+                    source=proposal.provenance.source,
+                    model_id=proposal.provenance.model_id,
+                    account=proposal.provenance.account,
                 )
             )
 

@@ -17,6 +17,7 @@ with `time_budget_exhausted` and merges nothing from that cycle.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from converge_dsl._governor import run_deadline
@@ -32,7 +33,8 @@ from converge_dsl.engine.state import EngineState, HitlPause, PendingProposal, R
 from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
-_Outcome = tuple[AgentEffect | BaseException, float]
+# (effect or failure, seconds it ran, monotonic time it finished)
+_Outcome = tuple[AgentEffect | BaseException, float, float]
 # How often the deadline watcher reads an injected (non-system) clock, in real
 # seconds: the run stops at most this long after its deadline, plus the time the
 # cancelled calls take to unwind.
@@ -107,6 +109,7 @@ class Run:
                     suggestors=len(self._registry),
                     seeds=len(seeds),
                     resumed_from_cycle=ctx.cycle if resumed else None,
+                    budget=dataclasses.asdict(self._budget),
                     timing=log.timing(),
                 )
             )
@@ -153,10 +156,12 @@ class Run:
                 )
             )
             for suggestor in accepted:
-                log.emit(ev.SuggestorStarted(cycle=cycle, suggestor=suggestor.name))
+                log.emit(
+                    ev.SuggestorStarted(cycle=cycle, suggestor=suggestor.name, timing=log.timing())
+                )
         outcomes = await self._execute_all(accepted)
-        for suggestor, (outcome, duration) in zip(accepted, outcomes, strict=True):
-            self._merge(suggestor, outcome, duration, cycle)
+        for suggestor, (outcome, duration, end) in zip(accepted, outcomes, strict=True):
+            self._merge(suggestor, outcome, duration, end, cycle)
         self._admission.check_invariants("semantic")
         self._end_cycle(cycle)
 
@@ -184,9 +189,17 @@ class Run:
             raise Stop(usage_stop)
         self._check_time()
         if log.enabled:
+            totals = usage.totals
             log.emit(
                 ev.CycleFinished(
-                    cycle=cycle, promoted=state.promoted, dirty_keys=sorted_keys(state.dirty)
+                    cycle=cycle,
+                    promoted=state.promoted,
+                    dirty_keys=sorted_keys(state.dirty),
+                    facts=state.context.version,
+                    model_calls=totals.model_calls,
+                    input_tokens=totals.input_tokens,
+                    output_tokens=totals.output_tokens,
+                    timing=log.timing(),
                 )
             )
         if state.pending:
@@ -220,7 +233,8 @@ class Run:
             except Exception as exc:
                 effect = exc
             unfinished.discard(suggestor.name)
-            return effect, clock.monotonic() - start
+            end = clock.monotonic()
+            return effect, end - start, end
 
         gathered = self._inflight = asyncio.gather(*(one(s) for s in accepted))
         wall = self._budget.max_wall_s
@@ -270,12 +284,16 @@ class Run:
 
     # -- outcomes ------------------------------------------------------------------
 
-    def _merge(self, suggestor: Suggestor, outcome: object, duration: float, cycle: int) -> None:
+    def _merge(
+        self, suggestor: Suggestor, outcome: object, duration: float, end: float, cycle: int
+    ) -> None:
         name, state = suggestor.name, self._state
         state.ran[name] = state.ran.get(name, 0) + 1
         state.busy[name] = state.busy.get(name, 0.0) + duration
+        # The execution's own end and duration: a timeline draws it from end - duration.
+        timing = ev.Timing(at=end, duration_s=duration) if self._log.enabled else None
         if isinstance(outcome, BaseException):
-            self._suggestor_failed(name, cycle, outcome)
+            self._suggestor_failed(name, cycle, outcome, timing)
             return
         if not isinstance(outcome, AgentEffect):
             raise Stop(
@@ -294,19 +312,25 @@ class Run:
                     cycle=cycle,
                     suggestor=name,
                     proposals=len(proposals),
-                    timing=log.timing(duration),
+                    timing=timing,
                 )
             )
         if proposals:
             self._admission.merge(suggestor, proposals, cycle)
 
-    def _suggestor_failed(self, name: str, cycle: int, exc: BaseException) -> None:
+    def _suggestor_failed(
+        self, name: str, cycle: int, exc: BaseException, timing: ev.Timing | None = None
+    ) -> None:
         if isinstance(exc, asyncio.CancelledError):
             raise Stop(StopReason.CANCELLED)
         self._check_time()  # a failure past the deadline is the deadline's
         error = _as_run_error(name, cycle, exc)
         if self._log.enabled:
-            self._log.emit(ev.SuggestorFailed(cycle=cycle, suggestor=name, error=str(error)))
+            timing = timing or self._log.timing()
+            failed = ev.SuggestorFailed(
+                cycle=cycle, suggestor=name, error=str(error), timing=timing
+            )
+            self._log.emit(failed)
         if self._stop_on_error or isinstance(exc, KernelError):
             raise Stop(StopReason.ERROR, error)
         self._admission.engine_fact(

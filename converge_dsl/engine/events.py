@@ -21,12 +21,22 @@ EventSink = Callable[[BaseModel], None]
 
 
 class Timing(BaseModel):
-    """Clock readings (seconds, from the injected clock): never compared between runs."""
+    """Clock readings (seconds, from the injected clock): never compared between runs.
+
+    `at` is when the event happened on the run's monotonic clock (only
+    differences between two `at` of one trace mean anything); `duration_s` is
+    how long the thing the event ends took (a suggestor's execution, a model
+    call or attempt, the whole run). A `suggestor_finished` or
+    `suggestor_failed` event's `at` is the moment its execution ended, so the
+    execution ran from `at - duration_s` to `at`.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    at: float
-    duration_s: float | None = None
+    at: float = Field(description="monotonic seconds (arbitrary origin) when the event happened")
+    duration_s: float | None = Field(
+        default=None, description="seconds the work this event ends took, when it ends some"
+    )
 
 
 class _Event(BaseModel):
@@ -40,6 +50,11 @@ class RunStarted(_Event):
     suggestors: int
     seeds: int
     resumed_from_cycle: int | None = None
+    budget: dict[str, int | float | None] | None = Field(
+        default=None,
+        description="the run's limits (max_cycles, max_facts, max_model_calls, max_tokens, "
+        "max_wall_s, max_concurrency; null = unlimited)",
+    )
 
 
 class CycleStarted(_Event):
@@ -103,6 +118,11 @@ class FactPromoted(_Event):
     gate: str
     logical_time: int
     data: Any = Field(default=None, exclude_if=_is_none)
+    content: str | None = Field(default=None, description="the fact's text")
+    confidence: float | None = None
+    source: str | None = Field(default=None, description="provenance: `suggestor@pipeline`")
+    model_id: str | None = Field(default=None, description="provenance: the model that wrote it")
+    account: str | None = Field(default=None, description="provenance: the provider account")
 
 
 class InvariantChecked(_Event):
@@ -120,6 +140,10 @@ class CycleFinished(_Event):
     cycle: int
     promoted: int
     dirty_keys: tuple[str, ...]
+    facts: int | None = Field(default=None, description="facts in the context at the cycle's end")
+    model_calls: int | None = Field(default=None, description="model calls of the run so far")
+    input_tokens: int | None = Field(default=None, description="input tokens of the run so far")
+    output_tokens: int | None = Field(default=None, description="output tokens of the run so far")
 
 
 class HitlPaused(_Event):

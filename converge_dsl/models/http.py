@@ -31,15 +31,13 @@ Retry policy, per call:
   retried like one before it. A cut stream or unexpected shape is `E_WIRE`.
 - Every read is capped (`limits`, see `_limits.ModelLimits`): crossing a cap
   is `E_LIMIT`, never retried.
-Waits use the injected clock; the connect/read/total timeouts are measured by
-the transport on the event loop (they guard real sockets). `timeout_s` bounds
-each attempt as a whole (connect, headers and body: a server dripping bytes
-cannot stretch it), and so does the time left before the run's `deadline`.
+Waits use the injected clock; the connect/read/total timeouts are measured by the transport
+on the event loop (they guard real sockets). `timeout_s` bounds each attempt as a whole
+(connect, headers, body: a dripping server cannot stretch it), and so does the run's `deadline`.
 
-Redaction by construction: every failure leaves the adapter through `_run`,
-which passes its message and hint through the model's one `Redactor` (the
-exact keys of its accounts); so do the increments, early tool calls and the
-answer it returns. No path of the adapter can skip it.
+Redaction by construction: every failure leaves the adapter through `_run`, which passes its
+message and hint through the model's one `Redactor` (the exact keys of its accounts); so do
+the increments, early tool calls and the answer it returns: no path of the adapter skips it.
 """
 
 from __future__ import annotations
@@ -77,6 +75,7 @@ from converge_dsl.models._wire import (
     WireFormat,
     WireSettings,
 )
+from converge_dsl.models.events import report_attempt
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -123,7 +122,7 @@ class _Relay:
     caller. A callback that ignores what it gets (a plain `call` over a stream) hands
     nothing out: the partial answer is discarded, so the call may still be retried."""
 
-    __slots__ = ("_on_early_call", "_on_increment", "_redact", "handed_out")
+    __slots__ = ("_on_early_call", "_on_increment", "_redact", "handed_out", "status")
 
     def __init__(
         self, on_increment: OnIncrement, on_early_call: OnEarlyToolCall, redact: Redactor
@@ -132,6 +131,7 @@ class _Relay:
         self._on_early_call = on_early_call
         self._redact = redact
         self.handed_out = False
+        self.status: int | None = None  # the HTTP status of the attempt's response, if any
 
     def increment(self, text: str) -> None:
         if self._on_increment is not _ignore:
@@ -267,10 +267,11 @@ class HttpModel(ModelDefaults):
         relay = _Relay(on_increment, on_early_call, self._redact)
         policy = self._policy
         while True:
-            account = self._pool.current()
+            account, started, relay.status = self._pool.current(), self._clock.monotonic(), None
             try:
                 answer = await self._attempt(account, content, names, stream, relay)
             except ModelError as error:
+                report_attempt(started, self._clock, account.label, relay.status, error.code)
                 if relay.handed_out:
                     raise  # the caller saw increments: a retry would repeat them
                 decision = policy.next(error, account.label, self._pool.state)
@@ -284,6 +285,7 @@ class HttpModel(ModelDefaults):
                     await self._clock.sleep(decision.wait)
                 policy = decision.policy
                 continue
+            report_attempt(started, self._clock, account.label, relay.status, None)
             return ModelReturn(
                 message=answer.message,
                 usage=answer.usage or estimate_usage(req, answer.message),
@@ -342,6 +344,7 @@ class HttpModel(ModelDefaults):
         where = f"{self._wire.provider} at {self._settings.base_url} (account {account.label})"
 
         async def read(response: httpx.Response) -> Answer:
+            relay.status = response.status_code
             if response.status_code != 200:
                 body = await read_error_body(response, self._caps)
                 raise status_error(

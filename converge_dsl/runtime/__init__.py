@@ -21,6 +21,9 @@ Public surface:
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
+- `render_report(trace)` and `write_report(trace, output)`: a trace as one
+  self-contained HTML page (`converge-dsl report`); `check_report_output(output, option)`
+  refuses an unusable output before a run.
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
 
@@ -49,6 +52,7 @@ from ._outcome import (
     outcome,
     run_error_diagnostic,
 )
+from ._report_html import check_report_output, render_report, write_report
 from ._suggestor_state import StatefulSuggestor
 from ._trace import TraceWriter
 from ._trace_read import find_cleared_span, read_trace
@@ -72,6 +76,7 @@ __all__ = [
     "UsageModel",
     "build_engine",
     "build_models",
+    "check_report_output",
     "checkpoint_key",
     "exported_schemas",
     "find_cleared_span",
@@ -80,7 +85,9 @@ __all__ = [
     "outcome",
     "pipeline_digest",
     "read_trace",
+    "render_report",
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",
+    "write_report",
 ]

@@ -294,16 +294,23 @@ class TraceLine(BaseModel):
     span: SpanModel | None = Field(
         default=None, description="source span of the suggestor concerned"
     )
+    time: str | None = Field(
+        default=None,
+        description="wall-clock time the line was written, RFC 3339 in UTC "
+        "(e.g. 2026-01-01T12:00:00.250000Z); like `timing`, never compared between runs",
+        json_schema_extra={"format": "date-time"},
+    )
 
 
 def exported_schemas() -> dict[str, dict[str, Any]]:
     """File name -> JSON Schema, as committed in `schemas/`."""
+    from ._trace_schema import trace_line_schema
+
     out: dict[str, dict[str, Any]] = {}
-    for name, model in (
-        ("run-result.v1.json", RunResultDocument),
-        ("trace-event.v1.json", TraceLine),
+    for name, schema in (
+        ("run-result.v1.json", RunResultDocument.model_json_schema()),
+        ("trace-event.v1.json", trace_line_schema(TraceLine)),
     ):
-        schema = model.model_json_schema()
         out[name] = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": SCHEMA_BASE + name,

@@ -52,7 +52,8 @@ from ._outcome import RunOutcome, outcome
 from ._outputs import check_outputs
 from ._resume import continue_run
 from ._suggestor_state import restore_states
-from ._trace import TraceWriter
+from ._trace import TraceWriter, wall_clock
+from ._traced_model import CallTracer
 
 
 def load_document(
@@ -90,7 +91,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
 async def _run_locked(
     document: LoadedDocument, options: RunOptions, store_dir: Path | None
 ) -> RunOutcome:
-    sink = TraceWriter({}, options.trace, options.listeners)
+    sink = TraceWriter({}, options.trace, options.listeners, wall=wall_clock(options.clock))
     models: dict[str, Model] = {}
     store = None if store_dir is None else CheckpointStore(store_dir, checkpoint_key(options.env))
     try:
@@ -99,6 +100,9 @@ async def _run_locked(
         settings = compile_settings(document, inputs=inputs)
         meter = UsageMeter(settings.budget, clock=options.clock)
         models = build_models(settings, options, attempt_gate=meter.allow_attempt)
+        if sink.listening:
+            tracer = CallTracer(sink, options.clock)
+            models = {name: tracer.wrap(name, model) for name, model in models.items()}
         cache = _compile_cache(document, settings.inputs, options)
         with contextlib.nullcontext() if cache is None else cache.session():
             compiled = compile_pipeline(

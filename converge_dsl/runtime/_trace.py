@@ -2,8 +2,13 @@
 
 `TraceWriter` is an `EventSink` (a callable). Each line is a `TraceLine`: the
 event's fields (timing included: timestamps live only in the trace), `seq`,
-and the source span of the suggestor the event names. Listeners (the live
-progress display) see every event too.
+the source span of the suggestor the event names, and `time`, the wall-clock
+moment the line was written (RFC 3339, UTC, read from the injected wall clock).
+Listeners (the live progress display) see every event too.
+
+`time` and every event's `timing` are the only fields that differ between
+two runs of one pipeline with the same inputs and deterministic models
+(`NONDETERMINISTIC_FIELDS`; `deterministic_line` drops them).
 
 The file is opened when the writer is made (an unusable path is a `UsageError`,
 before any work: a link, a device, or a file that is not a trace we wrote,
@@ -25,10 +30,24 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from converge_dsl._files import OutputError, flush_checked, write_all
+from converge_dsl.clock import Clock, SystemClock, WallClock, rfc3339
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import RunError
 
 from ._documents import SpanModel
+
+# The fields of a trace line that hold clock readings: all the rest is deterministic.
+NONDETERMINISTIC_FIELDS: frozenset[str] = frozenset({"time", "timing"})
+
+
+def deterministic_line(line: Mapping[str, Any]) -> dict[str, Any]:
+    """A decoded trace line without its clock readings (what determinism compares)."""
+    return {key: value for key, value in line.items() if key not in NONDETERMINISTIC_FIELDS}
+
+
+def wall_clock(clock: Clock) -> WallClock:
+    """`clock` when it also tells the time of day, else the system's wall clock."""
+    return clock if isinstance(clock, WallClock) else SystemClock()
 
 
 class TraceWriter:
@@ -39,8 +58,10 @@ class TraceWriter:
         spans: Mapping[str, SourceSpan],
         path: Path | None = None,
         listeners: tuple[Callable[[BaseModel], None], ...] = (),
+        wall: WallClock | None = None,
     ) -> None:
         self._spans = dict(spans)
+        self._wall = wall or SystemClock()
         self._listeners = listeners
         self._seq = 0
         self._path = path
@@ -67,6 +88,7 @@ class TraceWriter:
             "type": data.pop("type", type(event).__name__),
             **data,
             "span": None if span is None else span.model_dump(),
+            "time": rfc3339(self._wall.wall()),
         }
         self._seq += 1
         return line

@@ -1,0 +1,91 @@
+"""Model-call trace events, and the hook through which an adapter reports its attempts.
+
+A traced model (the runtime wraps every model of a run whose events are
+listened to) emits `model_call_started` before a call and
+`model_call_finished` after it, with the attempts it took, the token usage,
+the status and the latency. An adapter that retries (the HTTP one) reports
+each attempt to `ATTEMPT_OBSERVER`, a context variable the traced model sets
+for the duration of its call; the traced model turns each report into a
+`model_call_attempt` event. Adapters that make no request (scripted, replay)
+report nothing: their call is one attempt.
+
+Every field but `timing` is deterministic under deterministic models (the
+call number counts calls in the order they start within a run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from converge_dsl.clock import Clock
+from converge_dsl.engine.events import Timing
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptReport:
+    """One request an adapter sent: when (monotonic seconds), on which account, and how it
+    ended (`status_code` is the HTTP status when a response came, `error` the error code
+    when the attempt failed)."""
+
+    started: float
+    ended: float
+    account: str | None
+    status_code: int | None
+    error: str | None
+
+
+ATTEMPT_OBSERVER: ContextVar[Callable[[AttemptReport], None] | None] = ContextVar(
+    "converge_dsl_attempt_observer", default=None
+)
+
+
+def report_attempt(
+    started: float, clock: Clock, account: str | None, status: int | None, error: str | None
+) -> None:
+    """Tell the observer of the current call (if any) about an attempt that began at
+    `started` and ends now on `clock`."""
+    observer = ATTEMPT_OBSERVER.get()
+    if observer is not None:
+        observer(AttemptReport(started, clock.monotonic(), account, status, error))
+
+
+class _ModelEvent(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timing: Timing | None = None
+    call: int = Field(description="1-based number of the call in its run, in order of start")
+    model: str = Field(description="the model's name in the pipeline (`models.<name>`)")
+    suggestor: str | None = Field(description="the suggestor that made the call, when known")
+
+
+class ModelCallStarted(_ModelEvent):
+    type: Literal["model_call_started"] = "model_call_started"
+    turn: int | None = Field(default=None, description="the agent turn, for an agent's call")
+
+
+class ModelCallAttempt(_ModelEvent):
+    type: Literal["model_call_attempt"] = "model_call_attempt"
+    attempt: int = Field(description="1-based attempt number within the call")
+    account: str | None = None
+    status_code: int | None = Field(description="HTTP status of the response, if one came")
+    error: str | None = Field(description="error code (E_...) when the attempt failed")
+
+
+class ModelCallFinished(_ModelEvent):
+    type: Literal["model_call_finished"] = "model_call_finished"
+    status: str = Field(description='"ok", or the error code (E_...) the call failed with')
+    status_code: int | None = Field(description="HTTP status of the last attempt, if any")
+    attempts: int = Field(description="requests made (1 for a model that sends none)")
+    model_id: str | None = Field(description="the provider's model id, when the call answered")
+    account: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+
+
+MODEL_EVENTS: tuple[type[BaseModel], ...] = (ModelCallStarted, ModelCallAttempt, ModelCallFinished)

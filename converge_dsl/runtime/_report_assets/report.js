@@ -1,0 +1,255 @@
+/* converge-dsl run report: renders the data embedded in #report-data. No network, no library.
+   Lists are virtualised (only visible rows exist in the DOM); the timeline is one canvas,
+   drawn for the visible time window only; the search filters every list and dims the timeline. */
+(function () {
+  "use strict";
+  var D = JSON.parse(document.getElementById("report-data").textContent);
+  var N = D.names, ROW = 24;
+  function $(id) { return document.getElementById(id); }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
+  function ms(s) { return s === null || s === undefined ? "" : (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms"; }
+  var query = "";
+
+  /* -- virtualised list ---------------------------------------------------------- */
+  function VList(box, rows, cells, onPick) {
+    this.box = box; this.all = rows; this.rows = rows; this.cells = cells; this.onPick = onPick;
+    this.hay = null; this.spacer = el("div", "spacer"); box.appendChild(this.spacer);
+    this.sel = -1; var self = this;
+    box.addEventListener("scroll", function () { self.draw(); });
+    this.filter(""); lists.push(this);
+  }
+  VList.prototype.filter = function (q) {
+    if (!q) { this.rows = this.all; }
+    else {
+      if (!this.hay) { var c = this.cells; this.hay = this.all.map(function (r) { return c(r).join(" ").toLowerCase(); }); }
+      var hay = this.hay, all = this.all, out = [];
+      for (var i = 0; i < all.length; i++) if (hay[i].indexOf(q) >= 0) out.push(all[i]);
+      this.rows = out;
+    }
+    this.spacer.style.height = this.rows.length * ROW + "px";
+    this.box.scrollTop = 0; this.draw();
+    var counter = this.box.parentNode.querySelector(".count");
+    if (counter) counter.textContent = q ? this.rows.length + " of " + this.all.length : this.all.length;
+  };
+  VList.prototype.draw = function () {
+    var first = Math.floor(this.box.scrollTop / ROW), last = Math.min(this.rows.length, first + Math.ceil(this.box.clientHeight / ROW) + 2);
+    this.spacer.textContent = "";
+    var widths = this.widths || [], self = this;
+    for (var i = first; i < last; i++) {
+      var r = this.rows[i], line = el("div", "row" + (r === this.picked ? " sel" : ""));
+      line.style.top = i * ROW + "px";
+      this.cells(r).forEach(function (c, j) { var s = el("span", widths[j] || "c-w", c); s.title = String(c); line.appendChild(s); });
+      if (this.onPick) line.addEventListener("click", (function (row) { return function () { self.picked = row; self.draw(); self.onPick(row); }; })(r));
+      this.spacer.appendChild(line);
+    }
+  };
+  var lists = [];
+
+  function table(host, title, heads, widths, rows, cells, onPick) {
+    var sec = el("div");
+    var h = el("h2", null, title + " "); var cnt = el("small", "count"); h.appendChild(cnt); sec.appendChild(h);
+    if (!rows.length) { sec.appendChild(el("div", "empty", "none")); host.appendChild(sec); return null; }
+    var head = el("div", "head"); heads.forEach(function (t, j) { head.appendChild(el("span", widths[j], t)); }); sec.appendChild(head);
+    var box = el("div", "vlist"); box.style.height = Math.min(260, rows.length * ROW + 2) + "px";
+    sec.appendChild(box); host.appendChild(sec);
+    var list = new VList(box, rows, cells, onPick); list.widths = widths; list.draw();
+    return list;
+  }
+
+  /* -- header ---------------------------------------------------------------------- */
+  var M = D.meta;
+  var subject = M.pipeline || M.trace;
+  $("title").textContent = "Run report: " + subject;
+  document.title = "converge-dsl report: " + subject;
+  var stats = [["stop", M.stop_reason || "unfinished"], ["cycles", M.cycles], ["facts", M.facts],
+               ["events", M.events], ["time", ms(M.duration)],
+               ["started", M.started && M.started.slice(0, 19).replace("T", " ") + " UTC"]];
+  stats.forEach(function (s) {
+    if (s[1] === undefined || s[1] === null) return;
+    var d = el("span", "stat", s[0] + " "); d.appendChild(el("b", null, s[1])); $("stats").appendChild(d);
+  });
+
+  /* -- timeline -------------------------------------------------------------------- */
+  var EX = D.ex, MC = D.mc, cv = $("timeline"), ctx = cv.getContext("2d");
+  var byCycle = {}, cycles = [];
+  EX.forEach(function (r) { var c = r[1]; if (!byCycle[c]) { byCycle[c] = [Infinity, -Infinity]; cycles.push(c); } byCycle[c][0] = Math.min(byCycle[c][0], r[2]); byCycle[c][1] = Math.max(byCycle[c][1], r[3]); });
+  var t0 = Infinity, t1 = -Infinity;
+  EX.forEach(function (r) { t0 = Math.min(t0, r[2]); t1 = Math.max(t1, r[3]); });
+  var byCycleIndex = !(t1 > t0); /* no clock movement (a fake clock): one equal slot per cycle */
+  var slot = {}; cycles.forEach(function (c, i) { slot[c] = i; });
+  function xs(r) { return byCycleIndex ? [slot[r[1]], slot[r[1]] + 0.9] : [r[2], r[3]]; }
+  if (byCycleIndex) { t0 = 0; t1 = Math.max(1, cycles.length); }
+  /* lanes: greedy, per start time; a lane is free once its last bar has ended */
+  var order = EX.map(function (_, i) { return i; }).sort(function (a, b) { return xs(EX[a])[0] - xs(EX[b])[0]; });
+  var laneEnd = [], lane = new Int32Array(EX.length), execLane = {};
+  order.forEach(function (i) {
+    var x = xs(EX[i]), k = 0;
+    while (k < laneEnd.length && laneEnd[k] > x[0] + 1e-9) k++;
+    laneEnd[k] = Math.max(x[1], x[0] + (t1 - t0) * 1e-4); lane[i] = k;
+    execLane[EX[i][0] + ":" + EX[i][1]] = k;
+  });
+  var lanes = Math.max(1, Math.min(laneEnd.length, 60)), LH = lanes <= 6 ? 24 : 16, TOP = 22;
+  var view = [t0, t1 + (t1 - t0) * 0.02 || 1], dimmed = null;
+  function size() { cv.width = cv.clientWidth * devicePixelRatio; cv.height = (TOP + lanes * LH + 8) * devicePixelRatio; cv.style.height = (TOP + lanes * LH + 8) + "px"; }
+  function X(t) { return (t - view[0]) / (view[1] - view[0]) * cv.clientWidth; }
+  var hues = ["#2f6fed", "#1f9d63", "#8b5cf6", "#0e9aa7", "#c2410c", "#be185d", "#4d7c0f", "#1e40af"];
+  function draw() {
+    ctx.setTransform(devicePixelRatio, 0, 0, devicePixelRatio, 0, 0);
+    var w = cv.clientWidth, h = TOP + lanes * LH + 8;
+    ctx.clearRect(0, 0, w, h); ctx.font = "11px system-ui,sans-serif";
+    cycles.forEach(function (c, i) {
+      var span = byCycleIndex ? [i, i + 0.95] : byCycle[c], a = X(span[0]), b = X(span[1]);
+      if (b < 0 || a > w) return;
+      ctx.fillStyle = i % 2 ? "#eef2f8" : "#f6f8fb"; ctx.fillRect(a, TOP - 4, Math.max(b - a, 2), h - TOP);
+      if (b - a > 24) { ctx.fillStyle = "#6b7280"; ctx.fillText("cycle " + c, a + 3, 13); }
+    });
+    for (var i = 0; i < EX.length; i++) {
+      var r = EX[i], x = xs(r), a = X(x[0]), b = X(x[1]);
+      if (b < 0 || a > w || lane[i] >= lanes) continue;
+      ctx.globalAlpha = dimmed && !dimmed[r[0]] ? 0.15 : 1;
+      ctx.fillStyle = r[5] ? "#d9434f" : hues[r[0] % hues.length];
+      ctx.fillRect(a, TOP + lane[i] * LH, Math.max(b - a, 2), LH - 5);
+      if (b - a > 50) { ctx.fillStyle = "#fff"; ctx.fillText(nm(r[0]).slice(0, Math.floor((b - a) / 6)), a + 4, TOP + lane[i] * LH + (LH - 5) / 2 + 4); }
+    }
+    ctx.fillStyle = "#f59e0b";
+    for (var j = 0; j < MC.length; j++) {
+      var m = MC[j], k = execLane[m[1] + ":" + m[10]];
+      if (k === undefined || k >= lanes) continue;
+      var ma = byCycleIndex ? X(slot[m[10]]) : X(m[3]), mb = byCycleIndex ? ma + 3 : X(m[4]);
+      if (mb < 0 || ma > w) continue;
+      ctx.globalAlpha = dimmed && !dimmed[m[1]] ? 0.15 : 1;
+      ctx.fillStyle = m[5] === "ok" ? "#f59e0b" : "#d9434f";
+      ctx.fillRect(ma, TOP + k * LH + LH - 8, Math.max(mb - ma, 2), 3);
+    }
+    ctx.globalAlpha = 1;
+  }
+  function hit(px, py) {
+    var k = Math.floor((py - TOP) / LH); if (k < 0) return null;
+    var t = view[0] + px / cv.clientWidth * (view[1] - view[0]), tol = 3 / cv.clientWidth * (view[1] - view[0]);
+    for (var j = 0; j < MC.length; j++) { var m = MC[j]; if (execLane[m[1] + ":" + m[10]] === k && (py - TOP) % LH > LH - 9 && !byCycleIndex && m[3] - tol <= t && t <= m[4] + tol) return "model call " + m[0] + " (" + m[2] + ") by " + nm(m[1]) + "\n" + m[5] + (m[9] ? " HTTP " + m[9] : "") + ", " + ms(m[4] - m[3]) + ", " + m[6] + " attempt(s), " + (m[7] + m[8]) + " tokens"; }
+    for (var i = 0; i < EX.length; i++) { var x = xs(EX[i]); if (lane[i] === k && x[0] - tol <= t && t <= x[1] + tol) { var r = EX[i]; return nm(r[0]) + " \u2014 cycle " + r[1] + "\n" + (r[5] ? "failed: " + r[5] : r[4] + " proposal(s)") + (byCycleIndex ? "" : ", " + ms(r[3] - r[2])); } }
+    return null;
+  }
+  var drag = null, tip = $("tip");
+  cv.addEventListener("wheel", function (e) {
+    e.preventDefault(); var t = view[0] + e.offsetX / cv.clientWidth * (view[1] - view[0]), f = e.deltaY > 0 ? 1.25 : 0.8;
+    view = [t - (t - view[0]) * f, t + (view[1] - t) * f]; draw();
+  }, { passive: false });
+  cv.addEventListener("mousedown", function (e) { drag = [e.clientX, view[0], view[1]]; });
+  window.addEventListener("mouseup", function () { drag = null; });
+  cv.addEventListener("dblclick", function () { view = [t0, t1 + (t1 - t0) * 0.02 || 1]; draw(); });
+  cv.addEventListener("mousemove", function (e) {
+    if (drag) { var dt = (e.clientX - drag[0]) / cv.clientWidth * (drag[2] - drag[1]); view = [drag[1] - dt, drag[2] - dt]; draw(); return; }
+    var text = hit(e.offsetX, e.offsetY);
+    tip.style.display = text ? "block" : "none";
+    if (text) { tip.textContent = text; tip.style.left = e.clientX + 12 + "px"; tip.style.top = e.clientY + 12 + "px"; }
+  });
+  cv.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+  $("tl-note").textContent = EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
+  size(); draw();
+  window.addEventListener("resize", function () { size(); draw(); });
+
+  /* -- facts ------------------------------------------------------------------------- */
+  function detail(box, pairs, source) {
+    box.textContent = ""; var dl = el("dl");
+    pairs.forEach(function (p) { if (p[1] === null || p[1] === undefined || p[1] === "") return; dl.appendChild(el("dt", null, p[0])); var dd = el("dd"); if (p[2]) dd.appendChild(el("pre", null, p[1])); else dd.textContent = p[1]; dl.appendChild(dd); });
+    box.appendChild(dl);
+    if (source) { box.appendChild(el("dt", null, "source " + source.file + ":" + source.line)); box.appendChild(el("pre", null, source.text || "(file not found beside the trace)")); }
+  }
+  var factBox = $("fact-detail");
+  var factList = table($("facts"), "Facts", ["key", "id", "confidence", "content", "suggestor"], ["c-k", "c-id", "c-n", "c-w", "c-s"], D.facts,
+    function (f) { return [f[0], f[1], f[4] === null ? "" : f[4].toFixed(2), f[2], nm(f[8])]; },
+    function (f) {
+      detail(factBox, [["key / id", f[0] + " / " + f[1]], ["content", f[2]], ["data", f[3], true], ["confidence", f[4]],
+        ["provenance", [f[5], f[6] && "model " + f[6], f[7] && "account " + f[7]].filter(Boolean).join(", ")],
+        ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
+    });
+
+  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it) */
+  var wanted = decodeURIComponent(location.hash.replace(/^#fact=/, ""));
+  if (factList && location.hash.indexOf("#fact=") === 0) {
+    var pick = D.facts.filter(function (f) { return f[1] === wanted; })[0];
+    if (pick) { factList.picked = pick; factList.draw(); factList.onPick(pick); }
+  }
+
+  /* -- gate ---------------------------------------------------------------------------- */
+  var gate = $("gate");
+  table(gate, "Rejected proposals", ["cycle", "suggestor", "key", "id", "reason"], ["c-n", "c-s", "c-k", "c-id", "c-w"], D.rej,
+    function (r) { return [r[0], nm(r[1]), r[2], r[3], r[4]]; });
+  table(gate, "Pending approvals", ["cycle", "suggestor", "key", "id", "why"], ["c-n", "c-s", "c-k", "c-id", "c-w"], D.pend,
+    function (r) { return [r[0], nm(r[1]), r[2], r[3], r[4]]; });
+  var decided = D.facts.filter(function (f) { return f[10] === "human"; });
+  table(gate, "Decided approvals (approved by a human)", ["key", "id", "content"], ["c-k", "c-id", "c-w"], decided,
+    function (f) { return [f[0], f[1], f[2]]; });
+
+  /* -- model calls ------------------------------------------------------------------- */
+  table($("calls"), "Model calls", ["call", "suggestor", "model", "status", "latency", "tokens in/out", "attempts"], ["c-n", "c-s", "c-k", "c-k", "c-n", "c-k", "c-n"], MC,
+    function (m) { return [m[0], nm(m[1]), m[2], m[5] + (m[9] ? " (" + m[9] + ")" : ""), ms(m[4] - m[3]), m[7] + " / " + m[8], m[6]]; });
+
+  /* -- agents ------------------------------------------------------------------------ */
+  var agentRows = [];
+  D.turns.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "turn", "~" + r[3] + " tokens in context"]); });
+  D.contrib.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "message", r[3] + " (" + r[4] + ", " + r[5] + (r[6] ? ", persisted" : ", transient") + ", " + r[7] + " chars): " + (r[8] || "")]); });
+  D.tools.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "tool", r[3] + (r[4] ? " (error)" : "")]); });
+  D.comp.forEach(function (r) { agentRows.push([r[0], r[1], r[2], "compaction", r[3] + " " + r[4] + ": turns " + r[5] + "-" + r[6] + ", " + r[7] + " \u2192 " + r[8] + " tokens, " + r[9]]); });
+  D.sum.forEach(function (r) { agentRows.push([r[0], r[1], "", "summary", r[2] + " by " + r[3] + ", " + r[5] + " chars, sha256 " + r[4]]); });
+  D.fallback.forEach(function (r) { agentRows.push([r[0], r[1], "", "stub fallback", r[2] + ": " + r[3] + (r[4] ? " (" + r[4] + ")" : "")]); });
+  D.agent_end.forEach(function (r) { agentRows.push([r[0], r[1], r[3], "finished", r[2] + ", " + r[3] + " turns, " + r[4] + " proposals"]); });
+  /* in the order they happened: by agent, cycle, turn, then the kind of step */
+  var turnOf = {}; D.comp.forEach(function (r) { turnOf[r[4]] = r[2]; });
+  agentRows.forEach(function (r) { if (r[2] === "") r[2] = turnOf[r[4].split(/[ :]/)[0]]; if (r[2] === undefined) r[2] = ""; });
+  var rank = { turn: 0, message: 1, tool: 2, compaction: 3, summary: 4, "stub fallback": 4, finished: 5 };
+  agentRows = agentRows.map(function (r, i) { return [r, i]; }).sort(function (a, b) {
+    var x = a[0], y = b[0], tx = x[2] === "" ? 1e9 : x[2], ty = y[2] === "" ? 1e9 : y[2];
+    return x[0] - y[0] || x[1] - y[1] || tx - ty || rank[x[3]] - rank[y[3]] || a[1] - b[1];
+  }).map(function (p) { return p[0]; });
+  table($("agents"), "Agents", ["agent", "cycle", "turn", "what", "detail"], ["c-s", "c-n", "c-n", "c-k", "c-w"], agentRows,
+    function (r) { return [nm(r[0]), r[1], r[2], r[3], r[4]]; });
+
+  /* -- budgets ------------------------------------------------------------------------ */
+  var B = M.budget || {}, U = D.usage, charts = $("charts");
+  function chart(title, pts, limit, unit) {
+    var box = el("div", "chart"); box.appendChild(el("h3", null, title));
+    var last = pts.length ? pts[pts.length - 1][1] : 0;
+    box.appendChild(el("p", null, "used " + last + (unit || "") + (limit === null || limit === undefined ? " (no limit)" : " of " + limit + (unit || "") + " (" + Math.round(100 * last / limit) + "%)")));
+    var W = 240, H = 90, NS = "http://www.w3.org/2000/svg", svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H); svg.setAttribute("width", "100%"); svg.setAttribute("preserveAspectRatio", "none");
+    var xmax = pts.length ? Math.max(pts[pts.length - 1][0], 1e-9) : 1, ymax = Math.max(last, 1) * 1.25;
+    if (limit && limit <= ymax * 4) ymax = Math.max(ymax, limit * 1.08); else limit = limit ? null : limit; /* a far limit would flatten the line */
+    var step = Math.max(1, Math.floor(pts.length / 800)), d = "M0," + H;
+    for (var i = 0; i < pts.length; i += step) d += "L" + (pts[i][0] / xmax * W).toFixed(1) + "," + (H - pts[i][1] / ymax * H).toFixed(1);
+    if (pts.length) d += "L" + W + "," + (H - last / ymax * H).toFixed(1);
+    var p = document.createElementNS(NS, "path"); p.setAttribute("d", d); p.setAttribute("fill", "none"); p.setAttribute("stroke", "#2f6fed"); p.setAttribute("stroke-width", "2"); svg.appendChild(p);
+    if (limit !== null && limit !== undefined) { var l = document.createElementNS(NS, "line"); var y = (H - limit / ymax * H).toFixed(1); l.setAttribute("x1", 0); l.setAttribute("x2", W); l.setAttribute("y1", y); l.setAttribute("y2", y); l.setAttribute("stroke", "#d9434f"); l.setAttribute("stroke-dasharray", "4 3"); svg.appendChild(l); }
+    box.appendChild(svg); charts.appendChild(box);
+  }
+  function series(col) { return U.filter(function (u) { return u[col] !== null; }).map(function (u) { return [byCycleIndex || u[0] === null ? u[1] : u[0], u[col]]; }); }
+  chart("Cycles", U.map(function (u) { return [byCycleIndex || u[0] === null ? u[1] : u[0], u[1]]; }), B.max_cycles);
+  chart("Facts", series(2), B.max_facts);
+  chart("Model calls", series(3), B.max_model_calls);
+  chart("Tokens", series(4), B.max_tokens);
+  chart("Wall time", U.filter(function (u) { return u[0] !== null; }).map(function (u) { return [u[0], +u[0].toFixed(3)]; }), B.max_wall_s, " s");
+  var stop = $("stop"); stop.textContent = M.stop_reason || "the trace ends before the run finished";
+  stop.className = "badge " + (M.stop_reason === "converged" ? "ok" : "bad");
+  if (M.error) $("stop-error").textContent = M.error;
+
+  /* -- search ------------------------------------------------------------------------- */
+  var timer = null;
+  $("search").addEventListener("input", function (e) {
+    clearTimeout(timer);
+    timer = setTimeout(function () {
+      query = e.target.value.trim().toLowerCase();
+      lists.forEach(function (l) { l.filter(query); });
+      dimmed = null;
+      if (query) { dimmed = {}; N.forEach(function (n, i) { if (n.toLowerCase().indexOf(query) >= 0) dimmed[i] = true; }); if (!Object.keys(dimmed).length) dimmed = null; }
+      draw();
+    }, 120);
+  });
+  document.body.setAttribute("data-ready", "1");
+})();

@@ -1,0 +1,324 @@
+"""A run trace, read with bounds, as the compact data an HTML report embeds.
+
+`report_data(path)` reads a `--trace` JSONL file line by line (no line may be
+longer than `MAX_LINE_BYTES`) and folds its events into plain lists of rows
+(arrays, not objects: the page's JSON stays small for 100,000 events). Times
+are seconds from the run's start, rounded to microseconds. Long texts are cut
+(`MAX_TEXT`). Event types it does not know are skipped (a newer writer); a
+line that is not JSON, not an event object, or an event missing a field the
+report reads is a `UsageError` naming `file:line`.
+
+Source excerpts of the suggestors are read from the files their spans name,
+relative to the current folder or to the trace's folder, when they exist.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.errors import UsageError
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_TEXT = 400
+MAX_EXCERPT_LINES = 40
+# The row lists of the page's data, one per section.
+TABLES = (
+    "ex", "mc", "facts", "rej", "pend", "usage", "inv",
+    "turns", "contrib", "tools", "comp", "sum", "fallback", "agent_end",
+)  # fmt: skip
+_HINT = "give the JSONL file written by `converge-dsl run --trace`"
+
+
+def bounded_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, event object) of each non-blank line, each line read with a bound."""
+    try:
+        stream = path.open("rb")
+    except OSError as exc:
+        raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
+    with stream:
+        number = 0
+        while True:
+            try:
+                raw = stream.readline(MAX_LINE_BYTES + 1)
+            except OSError as exc:
+                raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror}") from None
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise UsageError(
+                    f"{path}:{number}: line longer than {MAX_LINE_BYTES // 2**20} MiB", hint=_HINT
+                )
+            if not raw.strip():
+                continue
+            try:
+                event = json.loads(raw)
+            except UnicodeDecodeError:
+                raise UsageError(f"{path}:{number}: not UTF-8 text", hint=_HINT) from None
+            except RecursionError:
+                raise UsageError(f"{path}:{number}: JSON nested too deeply", hint=_HINT) from None
+            except ValueError:
+                raise UsageError(f"{path}:{number}: not a JSON line", hint=_HINT) from None
+            if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+                raise UsageError(
+                    f"{path}:{number}: not a trace event (an object with a `type`)", hint=_HINT
+                )
+            yield number, event
+
+
+def _cut(text: Any) -> str:
+    value = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "\u2026"
+
+
+def _num(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _timing(event: dict[str, Any]) -> tuple[float, float] | None:
+    """(at, duration) of the event's `timing`, if it has one."""
+    timing = event.get("timing")
+    if not isinstance(timing, dict):
+        return None
+    duration = timing.get("duration_s")
+    return _num(timing["at"]), 0.0 if duration is None else _num(duration)
+
+
+class _Fold:
+    """The report's data, built one event at a time."""
+
+    def __init__(self) -> None:
+        self.origin: float | None = None
+        self.names: dict[str, int] = {}
+        self.spans: dict[str, dict[str, Any]] = {}
+        self.meta: dict[str, Any] = {}
+        self.running: dict[str, int] = {}  # suggestor -> cycle of its current execution
+        self.rows: dict[str, list[list[Any]]] = {name: [] for name in TABLES}
+        self.handlers = self._handlers()
+
+    def _handlers(self) -> dict[str, Callable[[dict[str, Any]], None]]:
+        """Event type -> what folds it in."""
+        return {
+            "run_started": self._run_started,
+            "suggestor_started": self._suggestor_started,
+            "suggestor_finished": self._suggestor_ended,
+            "suggestor_failed": self._suggestor_ended,
+            "model_call_finished": self._model_call,
+            "fact_promoted": self._fact,
+            "proposal_rejected": lambda e: self._proposal("rej", e),
+            "proposal_pending": lambda e: self._proposal("pend", e),
+            "cycle_finished": self._cycle_finished,
+            "invariant_checked": self._invariant,
+            "run_finished": self._run_finished,
+            "agent_turn_started": lambda e: self._agent("turns", e, "turn", "estimated_tokens"),
+            "agent_contributor_fired": lambda e: self._agent(
+                "contrib", e, "turn", "contributor", "kind", "role", "persist", "chars", "text"
+            ),
+            "agent_tool_called": lambda e: self._agent("tools", e, "turn", "tool", "is_error"),
+            "agent_compaction": lambda e: self._agent(
+                "comp",
+                e,
+                "turn",
+                "level",
+                "reduction_id",
+                "first_turn",
+                "last_turn",
+                "tokens_before",
+                "tokens_after",
+                "replacement",
+            ),
+            "agent_summary_taken": lambda e: self._agent(
+                "sum", e, "reduction_id", "model_id", "sha256", "chars"
+            ),
+            "agent_summary_fallback": lambda e: self._agent(
+                "fallback", e, "reduction_id", "reason", "detail"
+            ),
+            "agent_finished": lambda e: self._agent("agent_end", e, "status", "turns", "proposals"),
+        }
+
+    def name(self, suggestor: Any) -> int:
+        if suggestor is None:
+            return -1
+        if not isinstance(suggestor, str):
+            raise TypeError(f"suggestor is not a string: {suggestor!r}")
+        return self.names.setdefault(suggestor, len(self.names))
+
+    def rel(self, at: float) -> float:
+        if self.origin is None:
+            self.origin = at
+        return round(at - self.origin, 6)
+
+    def add(self, event: dict[str, Any]) -> None:
+        span, suggestor = event.get("span"), event.get("suggestor")
+        if isinstance(span, dict) and isinstance(suggestor, str) and suggestor not in self.spans:
+            self.spans[suggestor] = span
+        handler = self.handlers.get(event["type"])
+        if handler is not None:
+            handler(event)
+
+    def _run_started(self, event: dict[str, Any]) -> None:
+        timing = _timing(event)
+        if timing is not None:
+            self.rel(timing[0])
+        self.meta.update(
+            started=event.get("time"),
+            suggestors=int(event["suggestors"]),
+            budget=event.get("budget"),
+        )
+
+    def _suggestor_started(self, event: dict[str, Any]) -> None:
+        self.running[event["suggestor"]] = int(event["cycle"])
+
+    def _suggestor_ended(self, event: dict[str, Any]) -> None:
+        timing = _timing(event)
+        at, duration = timing if timing is not None else (0.0, 0.0)
+        failed = event["type"] == "suggestor_failed"
+        self.rows["ex"].append(
+            [
+                self.name(event["suggestor"]),
+                int(event["cycle"]),
+                self.rel(at - duration),
+                self.rel(at),
+                0 if failed else int(event["proposals"]),
+                _cut(event["error"]) if failed else None,
+            ]
+        )
+
+    def _model_call(self, event: dict[str, Any]) -> None:
+        at, duration = _timing(event) or (0.0, 0.0)
+        suggestor = event["suggestor"]
+        self.rows["mc"].append(
+            [
+                int(event["call"]),
+                self.name(suggestor),
+                str(event["model"]),
+                self.rel(at - duration),
+                self.rel(at),
+                str(event["status"]),
+                int(event["attempts"]),
+                int(event["input_tokens"]),
+                int(event["output_tokens"]),
+                event["status_code"],
+                self.running.get(suggestor),
+            ]
+        )
+
+    def _fact(self, event: dict[str, Any]) -> None:
+        data = event.get("data")
+        self.rows["facts"].append(
+            [
+                str(event["key"]),
+                str(event["id"]),
+                _cut(event.get("content") or ""),
+                None if data is None else _cut(data),
+                event.get("confidence"),
+                event.get("source"),
+                event.get("model_id"),
+                event.get("account"),
+                self.name(event["suggestor"]),
+                int(event["cycle"]),
+                str(event["gate"]),
+            ]
+        )
+
+    def _proposal(self, table: str, event: dict[str, Any]) -> None:
+        self.rows[table].append(
+            [
+                int(event["cycle"]),
+                self.name(event["suggestor"]),
+                str(event["key"]),
+                str(event["id"]),
+                _cut(event["reason"]),
+            ]
+        )
+
+    def _cycle_finished(self, event: dict[str, Any]) -> None:
+        timing = _timing(event)
+        tokens = (event.get("input_tokens") or 0) + (event.get("output_tokens") or 0)
+        self.rows["usage"].append(
+            [
+                None if timing is None else self.rel(timing[0]),
+                int(event["cycle"]),
+                event.get("facts"),
+                event.get("model_calls"),
+                tokens,
+            ]
+        )
+
+    def _invariant(self, event: dict[str, Any]) -> None:
+        self.rows["inv"].append(
+            [int(event["cycle"]), str(event["invariant"]), bool(event["holds"]), event["message"]]
+        )
+
+    def _run_finished(self, event: dict[str, Any]) -> None:
+        timing = _timing(event)
+        self.meta.update(
+            stop_reason=str(event["stop_reason"]),
+            cycles=int(event["cycles"]),
+            facts=int(event["facts"]),
+            error=event.get("error"),
+            duration=None if timing is None else timing[1],
+        )
+
+    @staticmethod
+    def _field(event: dict[str, Any], name: str) -> Any:
+        value = event[name]
+        return _cut(value) if isinstance(value, str) else value
+
+    def _agent(self, table: str, event: dict[str, Any], *fields: str) -> None:
+        row: list[Any] = [self.name(event["suggestor"]), int(event["cycle"])]
+        row += [_cut(event.get(f, "")) if f == "text" else self._field(event, f) for f in fields]
+        self.rows[table].append(row)
+
+
+def _excerpt(span: dict[str, Any], folders: tuple[Path, ...]) -> dict[str, Any]:
+    """The span's location and, when its file can be read, its lines."""
+    file, line, end = str(span.get("file")), int(span["line"]), int(span["end_line"])
+    out: dict[str, Any] = {"file": file, "line": line, "text": None}
+    for folder in folders:
+        candidate = folder / file
+        try:
+            if not candidate.is_file() or candidate.stat().st_size > MAX_LINE_BYTES:
+                continue
+            lines = candidate.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        last = min(end, line + MAX_EXCERPT_LINES - 1, len(lines))
+        out["text"] = "\n".join(lines[line - 1 : last]).rstrip()
+        break
+    return out
+
+
+def report_data(path: Path) -> dict[str, Any]:
+    """The report's data for the trace at `path` (see the module docstring)."""
+    fold = _Fold()
+    seen = 0
+    for number, event in bounded_lines(path):
+        seen += 1
+        try:
+            fold.add(event)
+        except (KeyError, TypeError, ValueError) as exc:
+            detail = f"no field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise UsageError(
+                f"{path}:{number}: malformed {event['type']} event ({detail})",
+                hint="the trace was edited or damaged; report a trace written by "
+                "`converge-dsl run --trace`",
+            ) from None
+    if not seen:
+        raise UsageError(f"{path}: the trace holds no event", hint=_HINT)
+    folders = (Path.cwd(), path.parent)
+    names = list(fold.names)
+    sources = {name: _excerpt(span, folders) for name, span in fold.spans.items()}
+    files = [str(span.get("file")) for span in fold.spans.values()]
+    pipeline = Path(files[0]).name if files else None
+    return {
+        "meta": {"trace": path.name, "pipeline": pipeline, "events": seen, **fold.meta},
+        "names": names,
+        "sources": sources,
+        **fold.rows,
+    }

@@ -1,0 +1,75 @@
+"""`converge-dsl report`: a run trace as one self-contained HTML page.
+
+The page holds its data (`_report_data.report_data`, compact JSON in a
+`<script type="application/json">` element), its style and its script (the
+files of `_report_assets`, written by hand: no library is vendored and nothing
+is fetched at view time). Sections: a timeline of cycles with one bar per
+suggestor execution and the model calls inside them, the facts (click one for
+its data, provenance and the suggestor's source excerpt), the gate (rejected
+proposals with the reason, pending and decided approvals), the model calls,
+the agents' turns, messages, compactions, summaries and stub fallbacks, and
+the budgets (usage against each limit over time, and the stop reason). A
+search box filters every list. The output is opened by
+`converge_dsl._files.open_output`: only an empty file or a report we wrote
+may be overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from converge_dsl._files import flush_checked, open_output, write_all
+
+from ._report_data import report_data
+
+_ASSETS = Path(__file__).resolve().parent / "_report_assets"
+MARK = "<!DOCTYPE html><!-- converge-dsl run report -->"
+
+
+def is_report_line(line: bytes) -> bool:
+    """True for the first line of a report this module wrote."""
+    return line.startswith(MARK.encode())
+
+
+def render_report(trace: Path) -> str:
+    """The HTML page of the trace at `trace` (a bad trace is a `UsageError` at file:line)."""
+    data = json.dumps(report_data(trace), ensure_ascii=False, separators=(",", ":"))
+    # Inside <script>, "</script" or "<!--" would end or confuse the element: "<" is
+    # only ever inside a JSON string here, where "\\u003c" means the same.
+    data = data.replace("<", "\\u003c")
+    page = (_ASSETS / "page.html").read_text(encoding="utf-8")
+    css = (_ASSETS / "report.css").read_text(encoding="utf-8")
+    js = (_ASSETS / "report.js").read_text(encoding="utf-8")
+    # One pass, so that nothing inserted is itself searched for a placeholder.
+    parts = {"@CSS@": css, "@DATA@": data, "@JS@": js}
+    body = re.sub("@(?:CSS|DATA|JS)@", lambda m: parts[m.group(0)], page)
+    return MARK + "\n" + body
+
+
+def check_report_output(output: Path, option: str) -> None:
+    """Refuse `output` now (a `UsageError`), before a run, if a report could not go there.
+
+    An existing file is opened without truncating it (so it must be a report we
+    wrote, or empty); a new one must have an existing folder. Nothing is created.
+    """
+    from converge_dsl.errors import UsageError
+
+    if output.exists() or output.is_symlink():
+        open_output(output, option, "report file", recognise=is_report_line, append=True).close()
+    elif not output.parent.is_dir():
+        raise UsageError(
+            f"cannot write report file {str(output)!r} ({option}): no folder {str(output.parent)!r}"
+        )
+
+
+def write_report(trace: Path, output: Path, option: str = "-o") -> int:
+    """Write the report of `trace` to `output`; the number of bytes written."""
+    page = render_report(trace)
+    stream = open_output(output, option, "report file", recognise=is_report_line, append=False)
+    name = f"report file {str(output)!r}"
+    with stream:
+        write_all(stream, page, name)
+        flush_checked(stream, name)
+    return len(page.encode("utf-8"))

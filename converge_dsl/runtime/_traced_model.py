@@ -1,0 +1,176 @@
+"""Model-call events in the trace: a `Model` wrapper that reports each call to the run's sink.
+
+`CallTracer` numbers a run's calls in the order they start and wraps each
+model of the run (`tracer.wrap(name, model)`) when the run's events go
+somewhere. The wrapper emits `model_call_started`, one `model_call_attempt`
+per request an adapter reports (`converge_dsl.models.events.ATTEMPT_OBSERVER`),
+and `model_call_finished` with the status, the tokens and the latency
+(`timing.duration_s`). The suggestor is the engine's `SPENDER` of the task
+making the call. Prompts and answers are never put in these events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from pydantic import BaseModel
+
+from converge_dsl.clock import Clock
+from converge_dsl.engine import Timing
+from converge_dsl.engine.budget import SPENDER
+from converge_dsl.models.events import (
+    ATTEMPT_OBSERVER,
+    AttemptReport,
+    ModelCallAttempt,
+    ModelCallFinished,
+    ModelCallStarted,
+)
+from converge_dsl.models.port import (
+    AccountBinding,
+    AccountRoster,
+    Model,
+    ModelDefaults,
+    ModelError,
+    ModelRequest,
+    ModelReturn,
+    OnEarlyToolCall,
+    OnIncrement,
+)
+
+
+class CallTracer:
+    """Numbers the calls of one run and wraps its models so each call is traced."""
+
+    def __init__(self, sink: Callable[[BaseModel], None], clock: Clock) -> None:
+        self._sink = sink
+        self._clock = clock
+        self._calls = 0
+
+    def wrap(self, name: str, model: Model) -> Model:
+        return TracedModel(name, model, self)
+
+    def next_call(self) -> int:
+        self._calls += 1
+        return self._calls
+
+    def emit(self, event: BaseModel) -> None:
+        self._sink(event)
+
+    def timing(self, at: float, duration: float | None = None) -> Timing:
+        return Timing(at=at, duration_s=duration)
+
+    def now(self) -> float:
+        return self._clock.monotonic()
+
+
+class TracedModel(ModelDefaults):
+    """Forwards every call to `inner`, emitting the model-call events around it."""
+
+    def __init__(self, name: str, inner: Model, tracer: CallTracer) -> None:
+        self._name = name
+        self._inner = inner
+        self._tracer = tracer
+
+    def __repr__(self) -> str:
+        return f"TracedModel({self._inner!r})"
+
+    def model_id(self) -> str:
+        return self._inner.model_id()
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        return await self._traced(req, lambda: self._inner.call(req))
+
+    async def call_streaming(self, req: ModelRequest, on_increment: OnIncrement) -> ModelReturn:
+        return await self._traced(req, lambda: self._inner.call_streaming(req, on_increment))
+
+    async def call_speculating(
+        self, req: ModelRequest, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> ModelReturn:
+        return await self._traced(
+            req, lambda: self._inner.call_speculating(req, on_increment, on_early_call)
+        )
+
+    def provider_account(self) -> AccountBinding | None:
+        return self._inner.provider_account()
+
+    def account_roster(self) -> AccountRoster | None:
+        return self._inner.account_roster()
+
+    def select_account(self, label: str) -> None:
+        self._inner.select_account(label)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def _traced(
+        self, req: ModelRequest, make: Callable[[], Awaitable[ModelReturn]]
+    ) -> ModelReturn:
+        tracer = self._tracer
+        call, suggestor, started = tracer.next_call(), SPENDER.get(), tracer.now()
+        common: dict[str, object] = {"call": call, "model": self._name, "suggestor": suggestor}
+        tracer.emit(
+            ModelCallStarted.model_validate(
+                {**common, "turn": req.turn, "timing": tracer.timing(started)}
+            )
+        )
+        attempts: list[AttemptReport] = []
+
+        def observe(report: AttemptReport) -> None:
+            attempts.append(report)
+            tracer.emit(
+                ModelCallAttempt.model_validate(
+                    {
+                        **common,
+                        "attempt": len(attempts),
+                        "account": report.account,
+                        "status_code": report.status_code,
+                        "error": report.error,
+                        "timing": tracer.timing(report.ended, report.ended - report.started),
+                    }
+                )
+            )
+
+        token = ATTEMPT_OBSERVER.set(observe)
+        try:
+            answer = await make()
+        except ModelError as exc:
+            self._finished(common, started, attempts, status=exc.code.value)
+            raise
+        except Exception:
+            self._finished(common, started, attempts, status="error")
+            raise
+        except BaseException:  # cancelled in flight (a deadline, a sibling's failure)
+            self._finished(common, started, attempts, status="cancelled")
+            raise
+        finally:
+            ATTEMPT_OBSERVER.reset(token)
+        self._finished(common, started, attempts, status="ok", answer=answer)
+        return answer
+
+    def _finished(
+        self,
+        common: dict[str, object],
+        started: float,
+        attempts: list[AttemptReport],
+        *,
+        status: str,
+        answer: ModelReturn | None = None,
+    ) -> None:
+        tracer = self._tracer
+        end = tracer.now()
+        last = attempts[-1] if attempts else None
+        event = ModelCallFinished.model_validate(
+            {
+                **common,
+                "status": status,
+                "status_code": None if last is None else last.status_code,
+                "attempts": max(1, len(attempts)),
+                "model_id": None if answer is None else answer.model_id,
+                "account": answer.account if answer is not None else (last and last.account),
+                "input_tokens": 0 if answer is None else answer.usage.input_tokens,
+                "output_tokens": 0 if answer is None else answer.usage.output_tokens,
+                "stop_reason": None if answer is None else answer.stop_reason,
+                "timing": tracer.timing(end, end - started),
+            }
+        )
+        tracer.emit(event)

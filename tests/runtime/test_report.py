@@ -1,0 +1,198 @@
+"""`converge-dsl report` and `run --report`: the page's data, and located errors for bad traces."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.cli import run
+from converge_dsl.errors import UsageError
+from converge_dsl.runtime import render_report
+from converge_dsl.runtime._report_data import MAX_LINE_BYTES, report_data
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def agent_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(ROOT)  # spans name `pipelines/...`, as a user at the root types it
+    trace = tmp_path / "t.jsonl"
+    assert _cli("run", "pipelines/agent-review.yaml", "--trace", str(trace))[0] == 0
+    return trace
+
+
+def test_the_data_of_an_agent_run(agent_trace: Path) -> None:
+    data = report_data(agent_trace)
+    meta = data["meta"]
+    assert (meta["stop_reason"], meta["pipeline"], meta["budget"]["max_cycles"]) == (
+        "converged",
+        "agent-review.yaml",
+        100,
+    )
+    assert data["names"][:1] == ["seeds"]
+    reviewer = data["names"].index("reviewer")
+    assert [row[0] for row in data["ex"]] == [reviewer]
+    start, end = data["ex"][0][2:4]
+    assert 0 <= start <= end
+    assert len(data["mc"]) == 7
+    assert all(call[1] == reviewer and call[10] == 1 for call in data["mc"])
+    evaluation = next(f for f in data["facts"] if f[0] == "evaluations")
+    assert evaluation[4] == pytest.approx(0.8)
+    assert evaluation[5] == "reviewer@agent-review"
+    assert data["sum"]
+    assert data["comp"]
+    assert data["turns"]
+    assert data["contrib"]
+    source = data["sources"]["reviewer"]
+    assert source["file"] == "pipelines/agent-review.yaml"
+    assert "kind: agent" in source["text"]
+    assert data["usage"][-1][2] == meta["facts"]
+
+
+def test_the_page_is_self_contained_and_its_data_cannot_close_the_script(
+    agent_trace: Path, tmp_path: Path
+) -> None:
+    lines = agent_trace.read_text(encoding="utf-8").splitlines()
+    event = json.loads(lines[1])
+    event["content"] = "</script><script>alert(1)</script><!--"
+    lines[1] = json.dumps(event)
+    agent_trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = render_report(agent_trace)
+    assert page.count("</script>") == 2  # the data element's and the code's, nothing more
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in page
+    start = page.index('type="application/json">') + len('type="application/json">')
+    data = json.loads(page[start : page.index("</script>", start)])
+    assert data["facts"][0][2].startswith("</script>")
+
+
+def test_report_command_writes_beside_the_trace_and_refuses_a_foreign_output(
+    agent_trace: Path, tmp_path: Path
+) -> None:
+    code, out, _ = _cli("report", str(agent_trace))
+    assert code == 0
+    assert out.startswith(f"wrote {agent_trace.with_suffix('.html')} (")
+    again = _cli("report", str(agent_trace), "-o", str(agent_trace.with_suffix(".html")))
+    assert again[0] == 0  # our own report may be overwritten
+    foreign = tmp_path / "notes.html"
+    foreign.write_text("my notes\n", encoding="utf-8")
+    code, _, err = _cli("report", str(agent_trace), "-o", str(foreign))
+    assert code == 3
+    assert "-o" in err
+    assert foreign.read_text(encoding="utf-8") == "my notes\n"
+
+
+def test_run_report_writes_a_page_without_a_trace_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    page = tmp_path / "run.html"
+    code, _, err = _cli("run", "pipelines/support-triage.yaml", "--report", str(page))
+    assert code == 0
+    assert f"report written to {page}" in err
+    text = page.read_text(encoding="utf-8")
+    assert '"pipeline":"support-triage.yaml"' in text
+
+
+def _bad(tmp_path: Path, text: str | bytes) -> str:
+    trace = tmp_path / "bad.jsonl"
+    if isinstance(text, str):
+        trace.write_text(text, encoding="utf-8")
+    else:
+        trace.write_bytes(text)
+    with pytest.raises(UsageError) as caught:
+        report_data(trace)
+    return caught.value.message.replace(str(trace), "T")
+
+
+GOOD = '{"seq":0,"type":"run_started","suggestors":1,"seeds":0}\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD + "{not json\n", "T:2: not a JSON line"),
+        (GOOD + "\n[1, 2]\n", "T:3: not a trace event (an object with a `type`)"),
+        (GOOD + b"\xff\n".decode("latin-1"), "T:2: not a JSON line"),
+        (
+            GOOD + '{"type":"fact_promoted","cycle":1}\n',
+            "T:2: malformed fact_promoted event (no field 'key')",
+        ),
+        (
+            GOOD + '{"type":"suggestor_finished","suggestor":"r","cycle":"one","proposals":1}\n',
+            "T:2: malformed suggestor_finished event (invalid literal for int() with base 10: "
+            "'one')",
+        ),
+        ("", "T: the trace holds no event"),
+    ],
+)
+def test_a_bad_trace_is_a_located_error(tmp_path: Path, text: str, message: str) -> None:
+    assert _bad(tmp_path, text) == message
+
+
+def test_an_overlong_line_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
+    text = GOOD.encode() + b'{"type":"x","pad":"' + b"a" * MAX_LINE_BYTES + b'"}\n'
+    assert _bad(tmp_path, text) == "T:2: line longer than 8 MiB"
+
+
+def test_a_missing_trace_is_a_usage_error_with_exit_3(tmp_path: Path) -> None:
+    code, _, err = _cli("report", str(tmp_path / "none.jsonl"))
+    assert code == 3
+    assert "cannot read trace" in err
+
+
+def test_unknown_event_types_are_skipped(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    lines: list[dict[str, Any]] = [
+        {"seq": 0, "type": "run_started", "suggestors": 0, "seeds": 0},
+        {"seq": 1, "type": "from_the_future", "x": 1},
+    ]
+    trace.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    assert report_data(trace)["meta"]["events"] == 2
+
+
+def test_run_report_refuses_an_unusable_output_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    foreign = tmp_path / "notes.html"
+    foreign.write_text("my notes\n", encoding="utf-8")
+    for target, says in (
+        (foreign, "is not a report file written by converge-dsl"),
+        (tmp_path / "no" / "r.html", "no folder"),
+    ):
+        code, out, err = _cli("run", "pipelines/support-triage.yaml", "--report", str(target))
+        assert code == 3
+        assert says in err
+        assert "cycle 1" not in err + out  # nothing ran
+    assert foreign.read_text(encoding="utf-8") == "my notes\n"
+
+
+def test_the_benchmark_trace_fits_the_trace_schema(tmp_path: Path) -> None:
+    import importlib.util
+
+    import jsonschema
+
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    trace = tmp_path / "t.jsonl"
+    bench.synthetic_trace(trace, 2_000)
+    schema = json.loads((ROOT / "schemas" / "trace-event.v1.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    lines = [json.loads(x) for x in trace.read_text(encoding="utf-8").splitlines()]
+    assert {x["type"] for x in lines} >= {"agent_compaction", "agent_summary_taken"}
+    for line in lines:
+        assert validator.is_valid(line), (line, next(validator.iter_errors(line)).message)

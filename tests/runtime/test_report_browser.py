@@ -1,0 +1,167 @@
+"""The run report in a real headless Chromium (Debian's `chromium` and `chromium-driver`).
+
+Checks that the sections render without console errors, that a click on a
+fact shows its source excerpt, that the search filters, and that a report of
+100,000 events loads and filters within a bound. Screenshots are saved under
+`build/test-artifacts/`. Skipped, saying why, when Chromium, its driver or
+selenium is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.cli import run
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "build" / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+LOAD_BOUND_S = 10.0  # generous: two shared cores; the page itself takes about one
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or DRIVER is None or importlib.util.find_spec("selenium") is None,
+    reason="Chromium browser tests need the Debian packages chromium and chromium-driver "
+    "(.ci/run installs them) and selenium (the dev extra)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1600"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _open(driver: Any, page: Path) -> float:
+    """Load `page`; seconds until its script has rendered everything."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    started = time.perf_counter()
+    driver.get(page.as_uri())
+    WebDriverWait(driver, LOAD_BOUND_S * 2).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    return time.perf_counter() - started
+
+
+def _errors(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _count(driver: Any, section: str) -> str:
+    return str(driver.find_element("css selector", f"#{section} .count").text)
+
+
+def _search(driver: Any, text: str) -> float:
+    """Type `text` in the search box; seconds until the facts list shows the filter."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = driver.find_element("id", "search")
+    box.clear()
+    started = time.perf_counter()
+    box.send_keys(text)
+    WebDriverWait(driver, LOAD_BOUND_S).until(lambda d: " of " in _count(d, "facts"))
+    return time.perf_counter() - started
+
+
+@pytest.fixture(scope="module")
+def example_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    page = tmp_path_factory.mktemp("report") / "agent-review.html"
+    code = run(
+        ["run", str(ROOT / "pipelines" / "agent-review.yaml"), "--report", str(page)],
+        io.StringIO(),
+        io.StringIO(),
+    )
+    assert code == 0
+    return page
+
+
+def test_the_sections_render_without_console_errors(browser: Any, example_page: Path) -> None:
+    _open(browser, example_page)
+    assert _errors(browser) == []
+    assert browser.find_element("id", "title").text == "Run report: agent-review.yaml"
+    assert _count(browser, "facts") == "6"
+    assert _count(browser, "calls") == "7"
+    assert int(_count(browser, "agents")) > 10
+    assert browser.find_element("id", "stop").text == "converged"
+    assert len(browser.find_elements("css selector", "#charts .chart")) == 5
+    painted = browser.execute_script(
+        "var c = document.getElementById('timeline'), d = c.getContext('2d')"
+        ".getImageData(0, 0, c.width, c.height).data, n = 0;"
+        "for (var i = 0; i < d.length; i += 4) if (d[i + 3] && d[i] < 200) n++; return n;"
+    )
+    assert painted > 100  # the bars are drawn
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "report-example.png"))
+
+
+def test_a_click_on_a_fact_shows_its_source_excerpt(browser: Any, example_page: Path) -> None:
+    _open(browser, example_page)
+    rows = browser.find_elements("css selector", "#facts .row")
+    reviewer = next(r for r in rows if "reviewer" in r.text)
+    reviewer.click()
+    detail = browser.find_element("id", "fact-detail").text
+    assert "reviewer@agent-review" in detail
+    assert "kind: agent" in detail  # the suggestor's YAML
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "report-fact-clicked.png"))
+
+
+def test_the_search_filters_every_list(browser: Any, example_page: Path) -> None:
+    _open(browser, example_page)
+    _search(browser, "nordics")
+    assert _count(browser, "facts") == "2 of 6"
+    assert all("nordics" in r.text for r in browser.find_elements("css selector", "#facts .row"))
+    assert _count(browser, "calls") == "0 of 7"
+    assert _errors(browser) == []
+
+
+def test_a_report_of_100k_events_loads_and_filters_within_a_bound(
+    browser: Any, tmp_path: Path
+) -> None:
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    trace, page = tmp_path / "big.jsonl", tmp_path / "big.html"
+    assert bench.synthetic_trace(trace, 100_000) >= 100_000
+    assert run(["report", str(trace), "-o", str(page)], io.StringIO(), io.StringIO()) == 0
+    loaded = _open(browser, page)
+    assert loaded < LOAD_BOUND_S
+    assert _errors(browser) == []
+    assert int(_count(browser, "facts")) > 10_000
+    # virtualised: only the visible rows exist
+    assert len(browser.find_elements("css selector", "#facts .row")) < 40
+    assert _search(browser, "audit-701") < LOAD_BOUND_S / 2
+    assert _count(browser, "facts") == "1 of " + _count_all(browser)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "report-100k-searched.png"))
+
+
+def _count_all(driver: Any) -> str:
+    return str(
+        driver.execute_script(
+            "return String(JSON.parse("
+            "document.getElementById('report-data').textContent).facts.length)"
+        )
+    )
