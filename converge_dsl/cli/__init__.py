@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("converge_dsl.cli._trace", "inspect a run trace (expand cleared turns)"),
     "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
     "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
+    "test": ("converge_dsl.cli._test", "run pipeline tests (*.test.yaml) and check expectations"),
+    "init": ("converge_dsl.cli._init", "start a project: a pipeline, its model script and tests"),
 }
 
 

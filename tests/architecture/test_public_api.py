@@ -31,6 +31,7 @@ PACKAGES = (
     "converge_dsl.frontend",
     "converge_dsl.models",
     "converge_dsl.packs",
+    "converge_dsl.pipetest",
     "converge_dsl.runtime",
     "converge_dsl.solvers",
     "converge_dsl.validation",
