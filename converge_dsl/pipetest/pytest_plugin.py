@@ -104,7 +104,7 @@ class PipelineTestItem(pytest.Item):
         return text if text is not None else super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.case.span.line - 1, f"{self.test.display}::{self.case.name}"
+        return self.path, self.case.span.line - 1, self.name
 
 
 def _converge_error_text(error: BaseException) -> str | None:

@@ -126,3 +126,23 @@ def test_update_rewrites_snapshots_and_keeps_comments(tmp_path: Path) -> None:
     again, _, err = cli("test", "--update", tmp_path / "failing.test.yaml")
     assert again == 1
     assert "updated" not in err
+
+
+def test_a_case_that_cannot_run_is_an_error_located_at_the_case(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    pipeline = tmp_path / "app.yaml"
+    text = pipeline.read_text()
+    old = "    default: The checkout page is down for every customer\n"
+    assert old in text
+    pipeline.write_text(text.replace(old, "    required: true\n"))
+    test_file = tmp_path / "app.test.yaml"
+    test_file.write_text(test_file.read_text().replace("cases:\n", "inputs: {}\ncases:\n"))
+    code, out, _ = cli("test", tmp_path)
+    assert code == 1
+    assert "ERROR " in out
+    assert "error[CD961]: case 'an outage is flagged as urgent' could not run: " in out
+    assert "input 'request' is required" in out
+    assert untimed(out).endswith("2 passed, 0 failed, 1 errors in Ns\n")
+    code, xml, _ = cli("test", tmp_path, "--format", "junit")
+    assert code == 1
+    assert '<error type="CD961"' in xml
