@@ -4,7 +4,7 @@ Each case runs its pipeline (loaded once per test file, `_spec`) through the
 public API (`Pipeline.outcome`, with the case's models put in place of the
 pipeline's), then its expectations are checked (`_expect`). A case whose
 inputs the pipeline refuses, or whose model cannot be built, is a case
-error (CD961), not a crash; an invalid model script raises `PipelineInvalid`.
+error (CD961), not a crash.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from converge_dsl.diagnostics import SourceSpan, format_path
-from converge_dsl.errors import ConvergeError, PipelineInvalid
+from converge_dsl.errors import ConvergeError
 
 from ._expect import FactView, Failure, RunView, failures
 from ._spec import ModelSource, TestCase, TestFile
@@ -67,14 +67,12 @@ def run_test_file(
 def run_case(
     test: TestFile, case: TestCase, *, clock: Callable[[], float] = time.perf_counter
 ) -> CaseReport:
-    """Run `case` once and check its expectations. Raises only `PipelineInvalid`
-    (an invalid model script); every other problem is the report's `error`."""
+    """Run `case` once and check its expectations; a problem that keeps it from
+    running is the report's `error` (CD961)."""
     pipeline = test.pipelines[case.pipeline.resolve()]
     start = clock()
     try:
         outcome = _run(pipeline, case)
-    except PipelineInvalid:
-        raise
     except ConvergeError as exc:
         return CaseReport(test, case, error=str(exc), seconds=clock() - start)
     view = view_of(outcome)
@@ -103,12 +101,10 @@ def build_model(source: ModelSource) -> Model:
     """A fresh model for one run from a test's model source."""
     from converge_dsl.models import ReplayModel, ScriptedModel
 
-    if source.inline is not None:
-        return ScriptedModel(source.inline, name=source.name)
     if source.cassette is not None:
         return ReplayModel.from_file(source.cassette, name=source.name)
-    assert source.script is not None
-    return ScriptedModel.from_file(source.script, name=source.name, display=source.script.name)
+    assert source.inline is not None  # a script, compiled when the test file was read
+    return ScriptedModel(source.inline, name=source.name)
 
 
 def view_of(outcome: RunOutcome) -> RunView:

@@ -15,7 +15,7 @@ invalid one raises its own `PipelineInvalid`, as `validate` reports it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,6 @@ from converge_dsl.diagnostics import (
     SourceSpan,
     best_first,
     did_you_mean,
-    format_path,
 )
 from converge_dsl.errors import PipelineInvalid
 
@@ -44,7 +43,8 @@ _NOT_PIPELINES = (*TEST_SUFFIXES, ".script.yaml", ".script.yml")
 @dataclass(frozen=True, slots=True)
 class ModelSource:
     """A replacement for one of the pipeline's models: a script file, a cassette, or
-    an inline script (compiled here, so its problems are located in the test file)."""
+    an inline script. Scripts are compiled here, once (`inline`), so their problems
+    are reported before any case runs, inline ones located in the test file."""
 
     name: str
     script: Path | None = None
@@ -266,32 +266,31 @@ class _Reader:
             if target is None:
                 continue
             if field_name == "script":
-                out[name] = ModelSource(name, script=target)
+                script = self.script_file(target)
+                if script is not None:
+                    out[name] = ModelSource(name, script=target, inline=script)
             else:
                 out[name] = ModelSource(name, cassette=target)
         return out
 
-    def inline_script(self, spec: Mapping[str, Any], path: JsonPath) -> Script | None:
-        """Compile inline rules as a model script whose every node keeps its place here."""
-        from converge_dsl.frontend import LoadedDocument, SourceMap
+    def script_file(self, target: Path) -> Script | None:
+        """The model script at `target`, loaded and checked once for every case."""
+        from converge_dsl.frontend import load_file
         from converge_dsl.models import compile_script
 
-        body = {"apiVersion": "converge-dsl/v1", "kind": "ModelScript", **spec}
-        entries = {}
-        for sub in _paths(spec):
-            location = self.document.source_map.get((*path, *sub))
-            if location is not None:
-                entries[sub] = location
-        root = self.document.source_map.get(path)
-        if root is not None:
-            entries[()] = root
-        view = LoadedDocument(
-            self.document.file, self.document.text, body, SourceMap(self.document.file, entries)
-        )
         try:
-            return compile_script(view)
+            return compile_script(load_file(target, display=display_name(target)))
         except PipelineInvalid as exc:
-            self.problems.extend(_within(exc.diagnostics, path))
+            self.problems.extend(exc.diagnostics)
+            return None
+
+    def inline_script(self, spec: Mapping[str, Any], path: JsonPath) -> Script | None:
+        from ._inline import compile_inline
+
+        try:
+            return compile_inline(self.document, spec, path)
+        except PipelineInvalid as exc:
+            self.problems.extend(exc.diagnostics)
             return None
 
     def check_names(
@@ -361,31 +360,3 @@ def _could_be(what: str, name: str) -> bool:
     if what == "script":
         return name.endswith((".script.yaml", ".script.yml"))
     return not name.endswith((".yaml", ".yml"))
-
-
-def _paths(value: Any, prefix: JsonPath = ()) -> Iterator[JsonPath]:
-    """Every JSON path inside `value` (itself included)."""
-    yield prefix
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _paths(item, (*prefix, index))
-
-
-def _within(diagnostics: Sequence[Diagnostic], prefix: JsonPath) -> list[Diagnostic]:
-    """An inline script's diagnostics, their paths made paths of the test file."""
-    import dataclasses
-
-    out = []
-    for d in diagnostics:
-        path = (*prefix, *d.path)
-        message = d.message
-        for end in range(len(d.path), 0, -1):  # the message names the path, or a parent of it
-            inner = format_path(d.path[:end])
-            if inner in message:
-                message = message.replace(inner, format_path((*prefix, *d.path[:end])))
-                break
-        out.append(dataclasses.replace(d, path=path, message=message))
-    return out

@@ -52,3 +52,19 @@ def test_schema_command_prints_the_test_schema() -> None:
     code, out, _ = cli("schema", "pipeline-test")
     assert code == 0
     assert '"const": "PipelineTest"' in out
+
+
+def test_an_invalid_model_script_is_reported_before_any_case_runs(tmp_path: Path) -> None:
+    _triage(tmp_path)
+    (tmp_path / "bad.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
+        'rules:\n  - match: {sugestor: x}\n    reply: "ok"\n'
+    )
+    (tmp_path / "s.test.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: incident-triage.yaml\n"
+        "models: {analyst: {script: bad.script.yaml}}\ncases: [{name: x, expect: {}}]\n"
+    )
+    code, out, err = cli("test", tmp_path / "s.test.yaml")
+    assert (code, out) == (2, "")
+    assert "error[CD100]: unknown key 'sugestor' in rules[0].match" in err
+    assert "bad.script.yaml:4:13" in err
