@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from converge_dsl.pipetest import subset_mismatch
 from converge_dsl.pipetest._expect import FactView, RunView, failures
@@ -105,3 +107,25 @@ def test_only_snapshot_expectations_are_updatable() -> None:
 )
 def test_subset_match(expected: Any, actual: Any, problem: str | None) -> None:
     assert subset_mismatch(expected, actual) == problem
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(JSON)
+def test_every_json_value_is_a_subset_of_itself(value: Any) -> None:
+    assert subset_mismatch(value, value) is None
+
+
+@given(st.dictionaries(st.text(max_size=3), JSON, min_size=1, max_size=4), st.data())
+def test_a_mapping_with_fewer_keys_is_a_subset(value: dict[str, Any], data: st.DataObject) -> None:
+    kept = data.draw(st.sets(st.sampled_from(sorted(value))))
+    assert subset_mismatch({k: value[k] for k in kept}, value) is None
+    missing = data.draw(st.text(max_size=4).filter(lambda k: k not in value))
+    assert subset_mismatch({missing: 1}, value) is not None

@@ -68,3 +68,27 @@ def test_an_invalid_model_script_is_reported_before_any_case_runs(tmp_path: Path
     assert (code, out) == (2, "")
     assert "error[CD100]: unknown key 'sugestor' in rules[0].match" in err
     assert "bad.script.yaml:4:13" in err
+
+
+def test_each_pipeline_is_loaded_once_per_test_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import converge_dsl.batch
+
+    _triage(tmp_path)
+    loads: list[Path] = []
+
+    def counting_load(path: Path, **options: object) -> object:
+        loads.append(Path(path))
+        return load(path, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(converge_dsl.batch, "load", counting_load)
+    (tmp_path / "t.test.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: incident-triage.yaml\n"
+        "cases:\n  - {name: a, expect: {stop_reason: converged}}\n"
+        "  - {name: b, inputs: {service: search}, expect: {stop_reason: converged}}\n"
+        "  - {name: c, pipeline: ./incident-triage.yaml, expect: {stop_reason: converged}}\n"
+    )
+    code, out, _ = cli("test", tmp_path / "t.test.yaml")
+    assert code == 0, out
+    assert len(loads) == 1
