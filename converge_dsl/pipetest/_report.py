@@ -55,7 +55,7 @@ class Totals:
     def line(self) -> str:
         parts = [f"{self.passed} passed", f"{self.failed} failed"]
         if self.errors:
-            parts.append(f"{self.errors} errors")
+            parts.append(f"{self.errors} error" + ("s" if self.errors != 1 else ""))
         return ", ".join(parts) + f" in {self.seconds:.2f}s"
 
 
@@ -79,6 +79,7 @@ def error_diagnostic(report: CaseReport) -> Diagnostic:
         f"case {report.case.name!r} could not run: {report.error}",
         report.span(),
         path=report.case.path,
+        hint=report.error_hint,
     )
 
 

@@ -10,6 +10,7 @@ error (CD961), not a crash.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class CaseReport:
     case: TestCase
     failures: tuple[Failure, ...] = ()
     error: str | None = None
+    error_hint: str | None = None
     seconds: float = 0.0
     stop_reason: str | None = None
 
@@ -74,7 +76,9 @@ def run_case(
     try:
         outcome = _run(pipeline, case)
     except ConvergeError as exc:
-        return CaseReport(test, case, error=str(exc), seconds=clock() - start)
+        return CaseReport(
+            test, case, error=exc.message, error_hint=_hint(exc.hint), seconds=clock() - start
+        )
     view = view_of(outcome)
     found = failures(case.expect, view, (*case.path, "expect"))
     return CaseReport(
@@ -84,6 +88,13 @@ def run_case(
         seconds=clock() - start,
         stop_reason=view.stop_reason,
     )
+
+
+def _hint(hint: str | None) -> str | None:
+    """The command line's advice on inputs, said of the test file instead."""
+    if hint is None:
+        return None
+    return re.sub(r"pass --input (\S+)=VALUE", r"add `\1: VALUE` under the case's `inputs:`", hint)
 
 
 def _run(pipeline: Pipeline, case: TestCase) -> RunOutcome:

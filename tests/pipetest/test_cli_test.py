@@ -142,7 +142,8 @@ def test_a_case_that_cannot_run_is_an_error_located_at_the_case(tmp_path: Path) 
     assert "ERROR " in out
     assert "error[CD961]: case 'an outage is flagged as urgent' could not run: " in out
     assert "input 'request' is required" in out
-    assert untimed(out).endswith("2 passed, 0 failed, 1 errors in Ns\n")
+    assert untimed(out).endswith("2 passed, 0 failed, 1 error in Ns\n")
+    assert "= hint: add `request: VALUE` under the case's `inputs:`" in out
     code, xml, _ = cli("test", tmp_path, "--format", "junit")
     assert code == 1
     assert '<error type="CD961"' in xml
