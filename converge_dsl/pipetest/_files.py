@@ -1,7 +1,7 @@
 """Which test files `converge-dsl test PATH...` runs: `test_files(paths)`.
 
-A file is taken as given; a folder is searched (recursively) for
-`*.test.yaml` and `*.test.yml`. No path at all means the working folder. A
+A file must be named `*.test.yaml` (or `*.test.yml`); a folder is searched
+(recursively) for them. No path at all means the working folder. A
 path that does not exist, or folders holding no test file, are a `UsageError`.
 """
 
@@ -34,10 +34,21 @@ def test_files(paths: Sequence[str]) -> list[Path]:
                 )
             found.extend(inside)
         elif path.is_file():
+            if not path.name.endswith(TEST_SUFFIXES):
+                raise UsageError(f"{raw} is not a test file", hint=_hint_for(path))
             found.append(path)
         else:
             raise UsageError(f"no such file or folder: {raw}", hint="give test files or folders")
     return list(dict.fromkeys(found))
+
+
+def _hint_for(path: Path) -> str:
+    """Where the tests of the pipeline `path` would be, or how test files are named."""
+    stem = path.name.rsplit(".", 1)[0]
+    beside = path.with_name(f"{stem}.test.yaml")
+    if beside.is_file():
+        return f"its tests are in {beside.name}: converge-dsl test {beside.as_posix()}"
+    return "test files are named *.test.yaml (kind: PipelineTest)"
 
 
 def _hidden(relative: Path) -> bool:

@@ -52,6 +52,10 @@ def test_usage_errors_exit_3(tmp_path: Path) -> None:
     code, _, err = cli("test", tmp_path)
     assert code == 3
     assert "no test files found" in err
+    code, _, err = cli("test", "pipelines/support-triage.yaml")
+    assert code == 3
+    assert "is not a test file" in err
+    assert "its tests are in support-triage.test.yaml" in err
     code, _, err = cli("test", "pipelines", "--format", "xml")
     assert code == 3
     assert "invalid choice" in err
