@@ -6,6 +6,7 @@ the installed `pytest11` entry point, as users get it).
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -100,3 +101,16 @@ def test_a_broken_expectation_fails_with_the_diff(pipeline_tester):
     assert "1 failed, 1 passed" in done.stdout
     assert "counts.hypotheses: count of 'hypotheses' differs" in done.stdout
     assert "expected: 7" in done.stdout
+
+
+def test_the_plugin_costs_nothing_until_a_test_file_is_collected() -> None:
+    code = (
+        "import sys, converge_dsl.pipetest.pytest_plugin\n"
+        "print(sorted(m for m in sys.modules if m.startswith('converge_dsl')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = ast.literal_eval(done.stdout)
+    assert "converge_dsl.pipetest.pytest_plugin" in loaded
+    assert [m for m in loaded if m.startswith(("converge_dsl.batch", "converge_dsl.engine"))] == []
