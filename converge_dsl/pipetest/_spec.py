@@ -60,6 +60,8 @@ class TestCase:
     `path` is where the case sits in the test file, for locating failures.
     """
 
+    __test__ = False  # not a pytest test class, whatever its name
+
     index: int
     name: str
     pipeline: Path
@@ -73,6 +75,8 @@ class TestCase:
 @dataclass(frozen=True, slots=True)
 class TestFile:
     """A loaded, checked test file and the pipelines its cases run (loaded once each)."""
+
+    __test__ = False  # not a pytest test class, whatever its name
 
     path: Path
     display: str
