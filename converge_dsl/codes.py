@@ -77,6 +77,11 @@ DATA_NOT_VALID = "CD217"  # constant data (seed, emit) does not match its key's 
 REFERENCE_OUTSIDE_ROOTS = "CD220"  # a file the pipeline names resolves outside its folder
 REFERENCE_NOT_REGULAR = "CD221"  # a file the pipeline names is a FIFO, a device or a hard link
 REFERENCE_NOT_YAML = "CD222"  # a referenced YAML file (a model script) does not load as a mapping
+TEST_FILE_MISSING = "CD230"  # a file a test file names (pipeline, script, cassette) is not there
+TEST_UNKNOWN_NAME = "CD231"  # a test names a key, input, model or invariant the pipeline lacks
+TEST_BAD_REGEX = "CD232"  # a test's `matches` is not a regular expression RE2 can run
+TEST_DUPLICATE_CASE = "CD233"  # two cases of a test file share a name
+TEST_BAD_MODEL = "CD234"  # a test's model gives none or several of script, cassette, rules
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies
@@ -154,3 +159,6 @@ CHECKPOINT_CORRUPT = "CD951"  # a checkpoint is torn, not a journal, or a record
 CHECKPOINT_FOREIGN = "CD952"  # a checkpoint of another pipeline or other inputs
 CHECKPOINT_OTHER_KEY = "CD953"  # a checkpoint sealed with another user's key
 CHECKPOINT_KEY_UNUSABLE = "CD954"  # the checkpoint key cannot be read, created, or is not private
+TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold
+TEST_CASE_ERROR = "CD961"  # a test case could not run (its inputs or models are refused)
+INIT_WOULD_OVERWRITE = "CD962"  # `init` would overwrite a file that is already there

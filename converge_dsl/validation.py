@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
-OTHER_KINDS = frozenset({"ModelScript", "Pack"})
+OTHER_KINDS = frozenset({"ModelScript", "Pack", "PipelineTest"})
 
 
 def check_model_scripts(
@@ -178,7 +178,7 @@ def load_pipeline(
 def _is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
-    Another kind: `kind` is `ModelScript` or `Pack` at the top. None at all: a
+    Another kind: `kind` is `ModelScript`, `Pack` or `PipelineTest` at the top. None at all: a
     mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
     cassette). Everything else, broken files included, is checked as a pipeline.
     """
@@ -202,7 +202,7 @@ def pipeline_files(paths: Sequence[str]) -> list[Path]:
     """The pipeline files named by `paths` (folders expanded, sorted, de-duplicated).
 
     In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
-    the files that load and say `kind: ModelScript` or `kind: Pack` at the top,
+    the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
     or that load as a mapping with neither `apiVersion` nor `kind`. A folder
     with no pipeline file, or a path that does not exist, is a `UsageError`.
     """

@@ -5,7 +5,9 @@ Public surface:
   max_connections=64) -> Pipeline`: load, validate and check once
   (`PipelineInvalid`, `UsageError`, `PackError` as `converge-dsl run` reports them).
 - `Pipeline`: immutable, safe to run concurrently. `run(inputs)` and
-  `await arun(inputs)` return the `RunResultDocument` of one run;
+  `await arun(inputs)` return the `RunResultDocument` of one run (`models=`
+  replaces declared models by name for that run, e.g. a scripted one in a test);
+  `keys`, `models`, `invariants` name what the pipeline declares;
   `run_many(cases, concurrency=16)` and `arun_many(...)` yield one per case in
   input order; `outcome(inputs, meter=None)` gives the `RunOutcome`.
 - `Case`, `CaseResult` (a finished case: index, id, run result, exit code, and its

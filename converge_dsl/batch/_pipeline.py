@@ -87,15 +87,49 @@ class Pipeline:
         """The declared inputs (name -> declaration), as the pipeline writes them."""
         return dict(self._document.data.get("inputs") or {})
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The context keys a run may hold: the built-in ones, then the declared ones."""
+        from converge_dsl.keys import BUILTIN_KEYS
+
+        declared = [k.get("name") for k in self._document.data.get("keys") or ()]
+        return BUILTIN_KEYS + tuple(str(name) for name in declared if name)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The names of the declared models (`run(..., models=...)` may replace them)."""
+        return tuple(self._document.data.get("models") or {})
+
+    @property
+    def invariants(self) -> tuple[str, ...]:
+        """The names of the declared invariants."""
+        items = self._document.data.get("invariants") or ()
+        return tuple(str(i.get("name")) for i in items if i.get("name"))
+
     # --- running -----------------------------------------------------------
 
-    def run(self, inputs: Mapping[str, Any] | None = None) -> RunResultDocument:
+    def run(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        models: Mapping[str, Model] | None = None,
+    ) -> RunResultDocument:
         """Run once to a stop and return the run result (blocks; see `arun`)."""
-        return _sync(lambda: self._run_and_close(inputs))
+        return _sync(lambda: self._run_and_close(inputs, models))
 
-    async def arun(self, inputs: Mapping[str, Any] | None = None) -> RunResultDocument:
-        """Run once to a stop on the running event loop and return the run result."""
-        return (await self.outcome(inputs)).document
+    async def arun(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        models: Mapping[str, Model] | None = None,
+    ) -> RunResultDocument:
+        """Run once to a stop on the running event loop and return the run result.
+
+        `models` replaces the pipeline's models of those names for this run (a
+        scripted model in a test, say); each must be a fresh instance, closed
+        when the run ends. A name the pipeline does not declare is a `UsageError`.
+        """
+        return (await self.outcome(inputs, models=models)).document
 
     def run_many(
         self, cases: Iterable[Mapping[str, Any]], *, concurrency: int = 16
@@ -118,26 +152,31 @@ class Pipeline:
             yield out.document
 
     async def outcome(
-        self, inputs: Mapping[str, Any] | None = None, *, meter: MeterFactory | None = None
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        meter: MeterFactory | None = None,
+        models: Mapping[str, Model] | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
         `meter` makes the run's usage meter from its budget (default: a plain
         `UsageMeter` on the pipeline's clock); a batch passes one that also counts
-        against the batch-wide cap.
+        against the batch-wide cap. `models` replaces models by name (see `arun`).
         """
         from converge_dsl.compiler import compile_pipeline, compile_settings
         from converge_dsl.engine import UsageMeter
         from converge_dsl.runtime import SUGGESTOR_BUILDERS, TraceWriter, build_engine, outcome
 
         settings = compile_settings(self._document, inputs=dict(inputs or {}))
+        _check_model_names(models or {}, settings.models)
         usage = (meter or (lambda b: UsageMeter(b, clock=self._clock)))(settings.budget)
         sink = TraceWriter({})
-        models: dict[str, Model] = {}
+        built: dict[str, Model] = {}
         try:
-            models = self._models(settings, usage)
+            built = self._models(settings, usage, models or {})
             compiled = compile_pipeline(
-                settings, models=models, usage=usage, events=sink, builders=SUGGESTOR_BUILDERS
+                settings, models=built, usage=usage, events=sink, builders=SUGGESTOR_BUILDERS
             )
             engine = build_engine(compiled, sink, self._clock, usage)
             result = await engine.run(compiled.seeds)
@@ -145,18 +184,24 @@ class Pipeline:
                 raise sink.failure
         finally:
             sink.close()
-            for model in models.values():
+            for model in built.values():
                 await model.aclose()
         return outcome(compiled, result)
 
-    def _models(self, settings: PipelineSettings, usage: UsageMeter) -> dict[str, Model]:
-        """The run's models: built per run, HTTP ones over the shared connection pools."""
+    def _models(
+        self, settings: PipelineSettings, usage: UsageMeter, given: Mapping[str, Model]
+    ) -> dict[str, Model]:
+        """The run's models: `given` ones as they are, the others built per run, HTTP
+        ones over the shared connection pools."""
         from converge_dsl.models import build_model
 
         max_wall_s = settings.budget.max_wall_s
         deadline = None if max_wall_s is None else self._clock.monotonic() + float(max_wall_s)
         models: dict[str, Model] = {}
         for name, declaration in settings.models.items():
+            if name in given:
+                models[name] = given[name]
+                continue
             shared = declaration.config.get("adapter") in _HTTP_ADAPTERS
             models[name] = build_model(
                 name,
@@ -174,9 +219,11 @@ class Pipeline:
 
     # --- closing -----------------------------------------------------------
 
-    async def _run_and_close(self, inputs: Mapping[str, Any] | None) -> RunResultDocument:
+    async def _run_and_close(
+        self, inputs: Mapping[str, Any] | None, models: Mapping[str, Model] | None
+    ) -> RunResultDocument:
         try:
-            return await self.arun(inputs)
+            return await self.arun(inputs, models=models)
         finally:
             await self._transports.aclose()
 
@@ -198,6 +245,21 @@ class Pipeline:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _check_model_names(given: Mapping[str, object], declared: Mapping[str, object]) -> None:
+    """`UsageError` for a replacement model the pipeline does not declare."""
+    from converge_dsl.diagnostics import did_you_mean
+
+    for name in given:
+        if name not in declared:
+            guess = did_you_mean(name, declared)
+            raise UsageError(
+                f"the pipeline declares no model {name!r}",
+                hint=f"did you mean {guess!r}?"
+                if guess
+                else f"declared: {', '.join(declared) or 'none'}",
+            )
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

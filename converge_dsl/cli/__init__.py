@@ -59,6 +59,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
     "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
     "graph": ("converge_dsl.cli._graph", "draw a pipeline: Mermaid, DOT, JSON or an HTML page"),
+    "test": ("converge_dsl.cli._test", "run pipeline tests (*.test.yaml) and check expectations"),
+    "init": ("converge_dsl.cli._init", "start a project: a pipeline, its model script and tests"),
 }
 
 

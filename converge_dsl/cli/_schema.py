@@ -1,6 +1,7 @@
 """`converge-dsl schema NAME`: print a published JSON Schema.
 
-NAME is one of pipeline, pack, model-script, run-result, trace-event (the
+NAME is one of pipeline, pack, model-script, run-result, trace-event,
+pipeline-test (the
 file `schemas/<NAME>.v1.json` shipped with converge-dsl).
 """
 
@@ -11,7 +12,7 @@ import argparse
 from converge_dsl.cli import EXIT_OK, CommandIO
 from converge_dsl.errors import UsageError
 
-NAMES = ("pipeline", "pack", "model-script", "run-result", "trace-event")
+NAMES = ("pipeline", "pack", "model-script", "run-result", "trace-event", "pipeline-test")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

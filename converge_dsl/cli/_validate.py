@@ -2,7 +2,7 @@
 
 PATH may be a file or a folder. In a folder, every `*.yaml`/`*.yml` file
 (recursively) is validated as a pipeline, except the files that load and say
-`kind: ModelScript` or `kind: Pack` at the top, or that load as a mapping with
+`kind: ModelScript`, `Pack` or `PipelineTest` at the top, or that load as a mapping with
 neither `apiVersion` nor `kind` (not a converge-dsl file: a CI workflow); a
 file that does not load, or has `apiVersion` and no or a misspelled `kind`, is
 validated (so its errors are reported). A folder with no pipeline file is a

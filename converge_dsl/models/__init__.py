@@ -14,6 +14,8 @@ run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
 pipeline check that scripts and cassettes exist and scripts load, and
 `check_model_config`, the check that every `api_key_env` names an API key
 variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`);
+`compile_script(document)` -> `Script`, a model script's checks and compilation
+from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
 many times share one per model).
 
@@ -30,6 +32,7 @@ from converge_dsl._lazy import lazy_names
 if TYPE_CHECKING:
     from converge_dsl.models._config_checks import check_model_config
     from converge_dsl.models._metered import CallMeter, metered_call
+    from converge_dsl.models._script import Script, compile_script
     from converge_dsl.models._script_checks import check_model_scripts
     from converge_dsl.models._transport import ShardedTransport
     from converge_dsl.models.cassette import RecordingModel, ReplayModel
@@ -85,6 +88,8 @@ _WHERE: dict[str, str] = {
     "check_model_config": "converge_dsl.models._config_checks",
     "check_model_scripts": "converge_dsl.models._script_checks",
     "metered_call": "converge_dsl.models._metered",
+    "Script": "converge_dsl.models._script",
+    "compile_script": "converge_dsl.models._script",
 }
 
 __all__ = [
@@ -105,6 +110,7 @@ __all__ = [
     "Part",
     "RecordingModel",
     "ReplayModel",
+    "Script",
     "ScriptedModel",
     "ShardedTransport",
     "TextPart",
@@ -115,6 +121,7 @@ __all__ = [
     "build_model",
     "check_model_config",
     "check_model_scripts",
+    "compile_script",
     "metered_call",
 ]
 

@@ -32,6 +32,7 @@ PACKAGES = (
     "converge_dsl.graph",
     "converge_dsl.models",
     "converge_dsl.packs",
+    "converge_dsl.pipetest",
     "converge_dsl.runtime",
     "converge_dsl.solvers",
     "converge_dsl.validation",

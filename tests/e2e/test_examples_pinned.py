@@ -22,7 +22,7 @@ EXPECTED = Path(__file__).parent / "expected" / "examples"
 EXAMPLES = sorted(
     path.stem
     for path in (ROOT / "pipelines").glob("*.yaml")
-    if not path.name.endswith(".script.yaml")
+    if not path.name.endswith((".script.yaml", ".test.yaml"))
 )
 COMMANDS = {
     "run.json": ("run", "{pipeline}", "--format", "json"),

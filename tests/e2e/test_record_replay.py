@@ -17,7 +17,11 @@ from converge_dsl.cli import run
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted(p for p in (ROOT / "pipelines").glob("*.yaml") if ".script." not in p.name)
+EXAMPLES = sorted(
+    p
+    for p in (ROOT / "pipelines").glob("*.yaml")
+    if ".script." not in p.name and ".test." not in p.name
+)
 
 
 def cli(*argv: str | Path) -> tuple[int, str, str]:

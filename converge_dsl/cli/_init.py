@@ -1,0 +1,105 @@
+"""`converge-dsl init [DIR] [--name NAME]`: start a working project in DIR (default `.`).
+
+Writes a pipeline (a seed, an llm suggestor on a scripted model, a rule, an
+invariant), its model script, a test file, a `.pre-commit-config.yaml` using
+converge-dsl's hooks and a README (`_init_files`). Right after it, `validate`,
+`run`, `test` and `pytest` pass in DIR. It never overwrites: when any of
+those files is already there, each is reported (CD962) and nothing is written.
+
+Exit codes: 0 written; 1 a file is already there (nothing written); 3 usage
+error (DIR is a file, NAME is not a valid pipeline name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from pathlib import Path
+
+from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
+from converge_dsl.errors import UsageError
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-_.]*$")
+_DEFAULT_NAME = "my-pipeline"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        metavar="DIR",
+        help="the project folder, made when missing (default: the working folder)",
+    )
+    parser.add_argument(
+        "--name",
+        help="the pipeline's name and file stem (default: the folder's name, "
+        f"made a valid name, else {_DEFAULT_NAME})",
+    )
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl import __version__
+    from converge_dsl.cli._init_files import project_files
+
+    folder = Path(args.dir)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(
+            f"{args.dir} is not a folder", hint="give a folder to create the project in"
+        )
+    name = args.name if args.name is not None else _name_of(folder)
+    if not _NAME.match(name):
+        raise UsageError(
+            f"{name!r} is not a valid pipeline name",
+            hint="use lower-case letters, digits, '-', '_' and '.'; start with a letter or a digit",
+        )
+    files = project_files(name, __version__)
+    there = [relative for relative in files if (folder / relative).exists()]
+    if there:
+        _refuse(folder, there, io)
+        return EXIT_FAILURE
+    folder.mkdir(parents=True, exist_ok=True)
+    for relative, text in files.items():
+        # "x": fails rather than overwrite a file made since the check above.
+        with (folder / relative).open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    shown = shlex.quote(args.dir.rstrip("/") or ".")
+    io.stdout.write(f"created {len(files)} files in {shown}:\n")
+    for relative in files:
+        io.stdout.write(f"  {relative}\n")
+    io.stdout.write(
+        f"next: cd {shown} && converge-dsl validate . && converge-dsl run {name}.yaml"
+        " && converge-dsl test\n"
+    )
+    return EXIT_OK
+
+
+def _name_of(folder: Path) -> str:
+    """The folder's name made a valid pipeline name (`My Project` -> `my-project`)."""
+    raw = folder.resolve().name.lower()
+    name = re.sub(r"[^a-z0-9-_.]+", "-", raw).strip("-_.")
+    return name if name and _NAME.match(name) else _DEFAULT_NAME
+
+
+def _refuse(folder: Path, there: list[str], io: CommandIO) -> None:
+    import dataclasses
+
+    from converge_dsl import codes
+    from converge_dsl.cli._render import render
+    from converge_dsl.diagnostics import Diagnostic, SourceSpan
+    from converge_dsl.pipetest import display_name
+
+    found = []
+    for relative in there:
+        shown = display_name(folder / relative)
+        diagnostic = Diagnostic.at(
+            codes.INIT_WOULD_OVERWRITE,
+            f"{shown} is already there; init never overwrites a file",
+            SourceSpan(shown, 1, 1, 1, 1),
+            hint="init in an empty or new folder, or move the file away; nothing was written",
+        )
+        # No excerpt: the file is the user's, not ours to quote.
+        found.append(dataclasses.replace(diagnostic, excerpt=False))
+    render(found, "human", io.stderr, summary=False)
+    io.stderr.write("nothing was written\n")

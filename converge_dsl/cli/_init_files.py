@@ -1,0 +1,156 @@
+"""The files `converge-dsl init` writes: `project_files(name, version)` -> path -> text.
+
+A pipeline with a seed, an llm suggestor on a scripted model, a rule and an
+invariant; its model script; a test file; a pre-commit configuration using
+this repository's hooks; a README. Every YAML file starts with its
+`# yaml-language-server: $schema=` header. Right after `init`, `validate .`,
+`run NAME.yaml`, `test` and `pytest` pass (tests/cli/test_init.py runs them).
+"""
+
+from __future__ import annotations
+
+SCHEMAS = "https://converge-dsl.dev/schemas"
+REPOSITORY = "https://github.com/converge-dsl/converge-dsl"
+
+_PIPELINE = """\
+# yaml-language-server: $schema={schemas}/pipeline.v1.json
+# {name}: a model summarises a request (a scripted model here, so it runs
+# offline and the same every time), a rule flags urgent requests, and an
+# invariant checks that a summary was made.
+#   converge-dsl validate .          check every pipeline here
+#   converge-dsl run {name}.yaml     run it (add --input request="...")
+#   converge-dsl test                run {name}.test.yaml
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: {name}
+description: Summarise a request and flag it when it is urgent.
+inputs:
+  request:
+    description: The request to triage
+    default: The checkout page is down for every customer
+keys:
+  - name: summaries
+    description: One-line summaries of the request
+models:
+  # Swap for a real model later, e.g.
+  # {{adapter: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY}}
+  default: {{adapter: scripted, script: {name}.script.yaml}}
+budget: {{max_cycles: 5, max_model_calls: 2}}
+suggestors:
+  - name: intake
+    kind: seed
+    target: seeds
+    facts:
+      - {{id: request, content: "{{{{ inputs.request }}}}"}}
+  - name: summarise
+    kind: llm
+    model: default
+    dependencies: [seeds]
+    target: summaries
+    prompt:
+      system: You triage requests. Answer with one line.
+      user: "Summarise this request: {{{{ fact('seeds', 'request').content }}}}"
+    output:
+      format: text
+      id: summary
+      confidence: 0.9
+  - name: flag-urgent
+    kind: rule
+    dependencies: [summaries]
+    when: "has('summaries') and 'urgent' in (fact('summaries', 'summary').content | lower)"
+    emit:
+      - {{key: signals, id: urgent, content: "{{{{ fact('summaries', 'summary').content }}}}"}}
+invariants:
+  - name: summarised
+    class: acceptance
+    check: "count('summaries') == 1"
+    message: no summary was made
+"""
+
+_SCRIPT = """\
+# yaml-language-server: $schema={schemas}/model-script.v1.json
+# Scripted answers for {name}.yaml: the first rule that matches answers.
+apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {{suggestor: summarise, contains: down}}
+    reply: "Urgent: checkout is down for every customer"
+default: {{reply: A routine request}}
+"""
+
+_TEST = """\
+# yaml-language-server: $schema={schemas}/pipeline-test.v1.json
+# Tests of {name}.yaml: `converge-dsl test` (or `pytest`) runs every case.
+apiVersion: converge-dsl/v1
+kind: PipelineTest
+pipeline: {name}.yaml
+cases:
+  - name: an outage is flagged as urgent
+    expect:
+      stop_reason: converged
+      facts:
+        - {{key: summaries, id: summary, contains: checkout}}
+        - {{key: signals, id: urgent}}
+      counts: {{summaries: 1, signals: 1}}
+      usage: {{max_model_calls: 1}}
+      invariants: [summarised]
+  - name: a routine request is not flagged
+    inputs: {{request: Please update my billing address}}
+    expect:
+      stop_reason: converged
+      absent: [{{key: signals}}]
+      # A snapshot: `converge-dsl test --update` rewrites it from the run.
+      snapshot:
+        summaries: {{summary: A routine request}}
+  - name: replies written here stand in for the model script
+    inputs: {{request: The database is full}}
+    models:
+      default:
+        rules:
+          - match: {{suggestor: summarise}}
+            reply: "URGENT: the database is out of space"
+    expect:
+      facts:
+        - {{key: signals, id: urgent, matches: "(?i)out of space"}}
+"""
+
+_PRE_COMMIT = """\
+# pre-commit (https://pre-commit.com): `pre-commit install`, then every commit
+# validates the pipelines and runs their tests.
+repos:
+  - repo: {repository}
+    rev: v{version}
+    hooks:
+      - id: converge-dsl-validate
+      - id: converge-dsl-test
+"""
+
+_README = """\
+# {name}
+
+A converge-dsl project, made by `converge-dsl init`.
+
+| file | what it is |
+|------|------------|
+| `{name}.yaml` | the pipeline: a seed, an llm suggestor, a rule and an invariant |
+| `{name}.script.yaml` | the scripted model's answers (offline, deterministic) |
+| `{name}.test.yaml` | the pipeline's tests: inputs, models and expectations |
+| `.pre-commit-config.yaml` | validate and test on every commit |
+
+    converge-dsl validate .
+    converge-dsl run {name}.yaml --input request="The printer is on fire"
+    converge-dsl test                # or: pytest (the converge-dsl plugin collects *.test.yaml)
+    converge-dsl test --update       # accept the run's values into snapshot expectations
+"""
+
+
+def project_files(name: str, version: str) -> dict[str, str]:
+    """The files of a new project called `name` (relative path -> text)."""
+    values = {"name": name, "schemas": SCHEMAS, "repository": REPOSITORY, "version": version}
+    return {
+        f"{name}.yaml": _PIPELINE.format(**values),
+        f"{name}.script.yaml": _SCRIPT.format(**values),
+        f"{name}.test.yaml": _TEST.format(**values),
+        ".pre-commit-config.yaml": _PRE_COMMIT.format(**values),
+        "README.md": _README.format(**values),
+    }

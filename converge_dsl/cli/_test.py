@@ -1,0 +1,90 @@
+"""`converge-dsl test [PATH...] [--format human|json|junit] [--update]`.
+
+Runs pipeline test files (`*.test.yaml`, `kind: PipelineTest`; a folder is
+searched recursively, no PATH means the working folder). Each file is loaded,
+validated against `schemas/pipeline-test.v1.json` and checked like a
+pipeline, its pipelines loaded once; then every case runs and its
+expectations are checked. A failure prints a located diff (expected vs
+actual, at the expectation's file:line:col). `--update` writes the run's
+values into failing snapshot expectations (`stop_reason`, `counts`,
+`snapshot`), keeping the file's comments; those cases then count as passed.
+
+Exit codes: 0 every case passed; 1 a case failed or could not run; 2 a test
+file (or a pipeline or model script it names) is invalid; 3 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
+from converge_dsl.cli._validate import add_allow_root
+
+if TYPE_CHECKING:
+    from converge_dsl.pipetest import CaseReport, TestFile
+
+FORMATS = ("human", "json", "junit")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="test files or folders searched for *.test.yaml (default: the working folder)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="human",
+        help="output format: human text with diffs, JSON, or JUnit XML for CI systems",
+    )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="write the run's values into failing snapshot expectations "
+        "(stop_reason, counts, snapshot), keeping comments",
+    )
+    add_allow_root(parser)
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.diagnostics import Diagnostic
+    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.pipetest import (
+        read_test_file,
+        render_report,
+        run_test_file,
+        test_files,
+        update_snapshots,
+    )
+
+    # Every file is read and checked before any case runs: an invalid one stops all.
+    tests: list[TestFile] = []
+    invalid: list[Diagnostic] = []
+    for path in test_files(args.paths):
+        try:
+            tests.append(read_test_file(path, allow_roots=args.allow_root))
+        except PipelineInvalid as exc:
+            invalid.extend(exc.diagnostics)
+    if invalid:
+        raise PipelineInvalid(invalid)
+    reports: list[CaseReport] = []
+    for test in tests:
+        reports.extend(run_test_file(test))
+    if args.update:
+        written = update_snapshots(reports)
+        reports = [_accepted(r) for r in reports]
+        for path, count in written.items():
+            io.stderr.write(f"updated {count} snapshot value(s) in {path}\n")
+    io.stdout.write(render_report(reports, args.format, color=io.color))
+    return EXIT_OK if all(r.passed for r in reports) else EXIT_FAILURE
+
+
+def _accepted(report: CaseReport) -> CaseReport:
+    """The report once `--update` wrote its snapshot values: only other failures remain."""
+    import dataclasses
+
+    kept = tuple(f for f in report.failures if not f.updatable)
+    return dataclasses.replace(report, failures=kept)

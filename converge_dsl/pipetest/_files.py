@@ -1,0 +1,59 @@
+"""Which test files `converge-dsl test PATH...` runs: `test_files(paths)`.
+
+A file must be named `*.test.yaml` (or `*.test.yml`); a folder is searched
+(recursively) for them. No path at all means the working folder. A
+path that does not exist, or folders holding no test file, are a `UsageError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from converge_dsl.errors import UsageError
+
+from ._spec import TEST_SUFFIXES
+
+
+def test_files(paths: Sequence[str]) -> list[Path]:
+    """The test files `paths` name (folders expanded, sorted, de-duplicated)."""
+    found: list[Path] = []
+    for raw in paths or ["."]:
+        path = Path(raw)
+        if path.is_dir():
+            inside = sorted(
+                p
+                for suffix in TEST_SUFFIXES
+                for p in path.rglob(f"*{suffix}")
+                if p.is_file() and not _hidden(p.relative_to(path))
+            )
+            if not inside:
+                raise UsageError(
+                    f"no test files found in {raw}",
+                    hint="test files are named *.test.yaml (see `converge-dsl init`)",
+                )
+            found.extend(inside)
+        elif path.is_file():
+            if not path.name.endswith(TEST_SUFFIXES):
+                raise UsageError(f"{raw} is not a test file", hint=_hint_for(path))
+            found.append(path)
+        else:
+            raise UsageError(f"no such file or folder: {raw}", hint="give test files or folders")
+    return list(dict.fromkeys(found))
+
+
+def _hint_for(path: Path) -> str:
+    """Where the tests of the pipeline `path` would be, or how test files are named."""
+    stem = path.name.rsplit(".", 1)[0]
+    beside = path.with_name(f"{stem}.test.yaml")
+    if beside.is_file():
+        return f"its tests are in {beside.name}: converge-dsl test {beside.as_posix()}"
+    return "test files are named *.test.yaml (kind: PipelineTest)"
+
+
+def _hidden(relative: Path) -> bool:
+    """A path under a hidden folder (`.git`, `.venv`) or a virtual environment."""
+    return any(
+        part.startswith(".") or part in {"node_modules", "__pycache__"}
+        for part in relative.parts[:-1]
+    )

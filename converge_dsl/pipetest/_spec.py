@@ -1,0 +1,366 @@
+"""A test file's typed form: `read_test_file(path)` -> `TestFile`, or `PipelineInvalid`.
+
+A test file (`*.test.yaml`, `kind: PipelineTest`) goes through the strict
+loader of the front end and `schemas/pipeline-test.v1.json`, like a pipeline.
+What the schema cannot see is checked here, each problem located in the test
+file (docs/errors.md): a file it names that is not there (CD230), a key,
+input, model or invariant the pipeline lacks (CD231, with "did you mean"), a
+`matches` RE2 cannot run (CD232), two cases of one name (CD233), a model that
+gives none or several of `script`, `cassette`, inline `rules` (CD234).
+
+The pipelines are loaded here, once per test file (`converge_dsl.load`); an
+invalid one raises its own `PipelineInvalid`, as `validate` reports it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import (
+    Diagnostic,
+    JsonPath,
+    SourceSpan,
+    best_first,
+    did_you_mean,
+)
+from converge_dsl.errors import PipelineInvalid
+
+if TYPE_CHECKING:
+    from converge_dsl.batch import Pipeline
+    from converge_dsl.frontend import LoadedDocument
+    from converge_dsl.models import Script
+
+SCHEMA_NAME = "pipeline-test.v1.json"
+TEST_SUFFIXES = (".test.yaml", ".test.yml")
+_NOT_PIPELINES = (*TEST_SUFFIXES, ".script.yaml", ".script.yml")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    """A replacement for one of the pipeline's models: a script file, a cassette, or
+    an inline script. Scripts are compiled here, once (`inline`), so their problems
+    are reported before any case runs, inline ones located in the test file."""
+
+    name: str
+    script: Path | None = None
+    cassette: Path | None = None
+    inline: Script | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TestCase:
+    """One case: run `pipeline` with `inputs` and `models`, then check `expect`.
+
+    `expect` is the mapping as written (the schema has checked its shape);
+    `path` is where the case sits in the test file, for locating failures.
+    """
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    index: int
+    name: str
+    pipeline: Path
+    inputs: Mapping[str, Any]
+    models: Mapping[str, ModelSource]
+    expect: Mapping[str, Any]
+    path: JsonPath
+    span: SourceSpan
+
+
+@dataclass(frozen=True, slots=True)
+class TestFile:
+    """A loaded, checked test file and the pipelines its cases run (loaded once each)."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    path: Path
+    display: str
+    document: LoadedDocument
+    cases: tuple[TestCase, ...]
+    pipelines: Mapping[Path, Pipeline] = field(default_factory=dict)
+
+    def span(self, path: JsonPath) -> SourceSpan:
+        return self.document.source_map.span(path)
+
+
+def display_name(path: Path) -> str:
+    """The path as the user reads it: relative to the working folder when inside it."""
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def is_test_file(path: Path) -> bool:
+    return path.name.endswith(TEST_SUFFIXES)
+
+
+def read_test_file(
+    path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    allow_roots: Sequence[str | os.PathLike[str]] = (),
+) -> TestFile:
+    """Load, validate and check the test file at `path`, and load its pipelines.
+
+    Raises `PipelineInvalid` with every located problem of the test file (or
+    of a pipeline it names), `UsageError` when `path` is not a file.
+    """
+    from converge_dsl.frontend import load_file, schema_diagnostics
+
+    display = display_name(path)
+    document = load_file(path, display=display)
+    problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
+    if problems:
+        raise PipelineInvalid(best_first(problems))
+    reader = _Reader(path, document, env, allow_roots)
+    cases = reader.cases()
+    if reader.problems:
+        raise PipelineInvalid(best_first(reader.problems))
+    return TestFile(path, display, document, cases, reader.loaded)
+
+
+class _Reader:
+    """Builds the cases of one test file, collecting every problem before raising."""
+
+    def __init__(
+        self,
+        path: Path,
+        document: LoadedDocument,
+        env: Mapping[str, str] | None,
+        allow_roots: Sequence[str | os.PathLike[str]],
+    ) -> None:
+        self.base = path.parent
+        self.document = document
+        self.data: Mapping[str, Any] = document.data
+        self.env = env
+        self.allow_roots = allow_roots
+        self.problems: list[Diagnostic] = []
+        self.loaded: dict[Path, Pipeline] = {}
+        self._failed: set[Path] = set()
+
+    def problem(
+        self, code: str, message: str, path: JsonPath, hint: str | None, *, on_key: bool = False
+    ) -> None:
+        source_map = self.document.source_map
+        self.problems.append(source_map.diagnostic(code, message, path, hint=hint, on_key=on_key))
+
+    def cases(self) -> tuple[TestCase, ...]:
+        out: list[TestCase] = []
+        seen: dict[str, int] = {}
+        default_models = self.models(self.data.get("models") or {}, ("models",))
+        for index, raw in enumerate(self.data["cases"]):
+            where: JsonPath = ("cases", index)
+            name = str(raw["name"])
+            if name in seen:
+                first = self.document.source_map.span(("cases", seen[name], "name")).line
+                self.problem(
+                    codes.TEST_DUPLICATE_CASE,
+                    f"two cases are named {name!r}",
+                    (*where, "name"),
+                    f"the first is on line {first}; give each case its own name",
+                )
+            seen.setdefault(name, index)
+            case = self.case(index, raw, where, default_models)
+            if case is not None:
+                out.append(case)
+        return tuple(out)
+
+    def case(
+        self,
+        index: int,
+        raw: Mapping[str, Any],
+        where: JsonPath,
+        default_models: Mapping[str, ModelSource],
+    ) -> TestCase | None:
+        own = "pipeline" in raw
+        named = raw.get("pipeline", self.data.get("pipeline"))
+        if named is None:
+            self.problem(
+                codes.TEST_FILE_MISSING,
+                f"case {raw['name']!r} names no pipeline",
+                where,
+                "add `pipeline: FILE` to the case, or once at the top of the test file",
+            )
+            return None
+        pipeline_path = (*where, "pipeline") if own else ("pipeline",)
+        pipeline = self.pipeline(str(named), pipeline_path)
+        models = {**default_models, **self.models(raw.get("models") or {}, (*where, "models"))}
+        inputs = {**(self.data.get("inputs") or {}), **(raw.get("inputs") or {})}
+        if pipeline is not None:
+            self.check_names(pipeline, raw, where, models)
+        self.check_regexes(raw["expect"], (*where, "expect"))
+        if pipeline is None:
+            return None
+        return TestCase(
+            index=index,
+            name=str(raw["name"]),
+            pipeline=pipeline.path,
+            inputs=inputs,
+            models=models,
+            expect=raw["expect"],
+            path=where,
+            span=self.document.source_map.span(where),
+        )
+
+    def file(self, named: str, path: JsonPath, what: str) -> Path | None:
+        target = self.base / named
+        if target.is_file():
+            return target
+        folder = target.parent
+        found = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+        choices = [n for n in found if _could_be(what, n)]
+        guess = did_you_mean(Path(named).name, choices)
+        self.problem(
+            codes.TEST_FILE_MISSING,
+            f"{what} file {named!r} is not there",
+            path,
+            f"did you mean {guess!r}?" if guess else "paths are relative to the test file",
+        )
+        return None
+
+    def pipeline(self, named: str, path: JsonPath) -> Pipeline | None:
+        from converge_dsl.batch import load
+
+        target = self.file(named, path, "pipeline")
+        if target is None:
+            return None
+        key = target.resolve()
+        if key in self._failed:
+            return None
+        if key not in self.loaded:
+            try:
+                self.loaded[key] = load(target, env=self.env, allow_roots=self.allow_roots)
+            except PipelineInvalid as exc:
+                self._failed.add(key)
+                self.problems.extend(exc.diagnostics)
+                return None
+        return self.loaded[key]
+
+    def models(self, raw: Mapping[str, Any], where: JsonPath) -> dict[str, ModelSource]:
+        out: dict[str, ModelSource] = {}
+        for name, spec in raw.items():
+            path = (*where, name)
+            given = [f for f in ("script", "cassette") if f in spec]
+            inline = "rules" in spec or "default" in spec
+            if len(given) + inline != 1:
+                self.problem(
+                    codes.TEST_BAD_MODEL,
+                    f"model {name!r} must give exactly one of `script`, `cassette`, "
+                    "or inline `rules`/`default`",
+                    path,
+                    "a script file, a cassette file, or the replies written here",
+                    on_key=True,
+                )
+                continue
+            if inline:
+                script = self.inline_script(spec, path)
+                if script is not None:
+                    out[name] = ModelSource(name, inline=script)
+                continue
+            field_name = given[0]
+            target = self.file(str(spec[field_name]), (*path, field_name), field_name)
+            if target is None:
+                continue
+            if field_name == "script":
+                script = self.script_file(target)
+                if script is not None:
+                    out[name] = ModelSource(name, script=target, inline=script)
+            else:
+                out[name] = ModelSource(name, cassette=target)
+        return out
+
+    def script_file(self, target: Path) -> Script | None:
+        """The model script at `target`, loaded and checked once for every case."""
+        from converge_dsl.frontend import load_file
+        from converge_dsl.models import compile_script
+
+        try:
+            return compile_script(load_file(target, display=display_name(target)))
+        except PipelineInvalid as exc:
+            self.problems.extend(exc.diagnostics)
+            return None
+
+    def inline_script(self, spec: Mapping[str, Any], path: JsonPath) -> Script | None:
+        from ._inline import compile_inline
+
+        try:
+            return compile_inline(self.document, spec, path)
+        except PipelineInvalid as exc:
+            self.problems.extend(exc.diagnostics)
+            return None
+
+    def check_names(
+        self,
+        pipeline: Pipeline,
+        raw: Mapping[str, Any],
+        where: JsonPath,
+        models: Mapping[str, ModelSource],
+    ) -> None:
+        inputs_at = (*where, "inputs") if "inputs" in raw else ("inputs",)
+        for name in {**(self.data.get("inputs") or {}), **(raw.get("inputs") or {})}:
+            self.unknown(name, pipeline.inputs, "input", pipeline, (*inputs_at, name))
+        for name in models:
+            at = (*where, "models", name) if name in (raw.get("models") or {}) else ("models", name)
+            self.unknown(name, pipeline.models, "model", pipeline, at)
+        expect = raw["expect"]
+        base = (*where, "expect")
+        for group in ("facts", "absent"):
+            for i, item in enumerate(expect.get(group) or ()):
+                self.unknown(item["key"], pipeline.keys, "key", pipeline, (*base, group, i, "key"))
+        for group in ("counts", "snapshot"):
+            for key in expect.get(group) or {}:
+                self.unknown(key, pipeline.keys, "key", pipeline, (*base, group, key))
+        for i, name in enumerate(expect.get("invariants") or ()):
+            at = (*base, "invariants", i)
+            self.unknown(name, pipeline.invariants, "invariant", pipeline, at)
+
+    def unknown(
+        self,
+        name: str,
+        known: Sequence[str] | Mapping[str, Any],
+        what: str,
+        pipeline: Pipeline,
+        path: JsonPath,
+    ) -> None:
+        if name in known:
+            return
+        guess = did_you_mean(name, known)
+        listed = ", ".join(known) or "none"
+        self.problem(
+            codes.TEST_UNKNOWN_NAME,
+            f"pipeline {pipeline.name!r} has no {what} {name!r}",
+            path,
+            f"did you mean {guess!r}?" if guess else f"its {what}s: {listed}",
+            on_key=isinstance(known, Mapping) or what in {"model"} or path[-1] == name,
+        )
+
+    def check_regexes(self, expect: Mapping[str, Any], base: JsonPath) -> None:
+        from converge_dsl._safe_schema import regex_problem
+
+        for i, item in enumerate(expect.get("facts") or ()):
+            pattern = item.get("matches")
+            reason = None if pattern is None else regex_problem(pattern)
+            if reason is not None:
+                self.problem(
+                    codes.TEST_BAD_REGEX,
+                    f"`matches` is not a regular expression RE2 can run: {reason}",
+                    (*base, "facts", i, "matches"),
+                    "use RE2 syntax: no backreferences or lookaround; escape ( [ . with \\",
+                )
+
+
+def _could_be(what: str, name: str) -> bool:
+    """Whether a file called `name` could be the `what` (pipeline, script, cassette) meant."""
+    if what == "pipeline":
+        return name.endswith((".yaml", ".yml")) and not name.endswith(_NOT_PIPELINES)
+    if what == "script":
+        return name.endswith((".script.yaml", ".script.yml"))
+    return not name.endswith((".yaml", ".yml"))

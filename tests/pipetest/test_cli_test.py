@@ -1,0 +1,153 @@
+"""`converge-dsl test`: exit codes, located diffs and diagnostics compared with files in data/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import DATA, ROOT, cli, expected, untimed
+
+pytestmark = pytest.mark.usefixtures("at_root")
+
+
+def test_the_examples_pass_with_exit_0() -> None:
+    code, out, err = cli("test", "pipelines")
+    assert (code, err) == (0, "")
+    assert untimed(out).endswith(" passed, 0 failed in Ns\n")
+    assert "PASS pipelines/support-triage.test.yaml::no urgent ticket, no escalation" in out
+
+
+def test_a_failing_case_prints_a_located_diff_and_exits_1() -> None:
+    code, out, err = cli("test", "tests/pipetest/data/failing.test.yaml")
+    assert (code, err) == (1, "")
+    assert untimed(out) == expected("failing.expected", untimed(out))
+
+
+@pytest.mark.parametrize("name", ["names", "schema", "inline"])
+def test_an_invalid_test_file_is_reported_like_a_pipeline_with_exit_2(name: str) -> None:
+    code, out, err = cli("test", f"tests/pipetest/data/{name}.test.yaml")
+    assert (code, out) == (2, "")
+    assert err == expected(f"{name}.expected", err)
+
+
+def test_an_invalid_pipeline_is_reported_at_the_pipeline(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("apiVersion: converge-dsl/v1\nkind: Pipeline\n")
+    (tmp_path / "p.test.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: p.yaml\n"
+        "cases: [{name: c, expect: {}}]\n"
+    )
+    code, out, err = cli("test", tmp_path)
+    assert (code, out) == (2, "")
+    assert "p.yaml:" in err
+    assert "error[CD101]" in err
+
+
+def test_usage_errors_exit_3(tmp_path: Path) -> None:
+    code, _, err = cli("test", tmp_path / "missing")
+    assert code == 3
+    assert "no such file or folder" in err
+    code, _, err = cli("test", tmp_path)
+    assert code == 3
+    assert "no test files found" in err
+    code, _, err = cli("test", "pipelines/support-triage.yaml")
+    assert code == 3
+    assert "is not a test file" in err
+    assert "its tests are in support-triage.test.yaml" in err
+    code, _, err = cli("test", "pipelines", "--format", "xml")
+    assert code == 3
+    assert "invalid choice" in err
+
+
+def test_json_output_names_each_failure_with_its_line() -> None:
+    code, out, _ = cli("test", "tests/pipetest/data/failing.test.yaml", "--format", "json")
+    assert code == 1
+    report = json.loads(out)
+    assert {k: report["summary"][k] for k in ("passed", "failed", "errors")} == {
+        "passed": 1,
+        "failed": 2,
+        "errors": 0,
+    }
+    first = report["cases"][0]
+    assert (first["case"], first["status"], first["line"]) == (
+        "every expectation broken",
+        "failed",
+        6,
+    )
+    counts = next(f for f in first["failures"] if f["path"] == "cases[0].expect.counts.tickets")
+    assert counts["code"] == "CD960"
+    assert (counts["file"], counts["line"], counts["expected"]) == (
+        "tests/pipetest/data/failing.test.yaml",
+        15,
+        "5",
+    )
+
+
+def test_junit_output_validates_against_the_junit_xml_schema() -> None:
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(ROOT / "tests" / "data" / "junit" / "junit-10.xsd"))
+    code, out, _ = cli(
+        "test", "pipelines", "tests/pipetest/data/failing.test.yaml", "--format", "junit"
+    )
+    assert code == 1
+    schema.validate(out)  # raises on any violation
+    tree = schema.to_dict(out)
+    suites = {s["@name"]: s for s in tree["testsuite"]}
+    failing = suites["tests/pipetest/data/failing.test.yaml"]
+    assert (failing["@tests"], failing["@failures"], failing["@errors"]) == ("3", "2", "0")
+    case = failing["testcase"][0]
+    assert case["failure"][0]["@message"].startswith(
+        "tests/pipetest/data/failing.test.yaml:8:20: cases[0].expect.stop_reason"
+    )
+
+
+def test_junit_output_of_a_broken_document_would_fail_validation() -> None:
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(ROOT / "tests" / "data" / "junit" / "junit-10.xsd"))
+    assert not schema.is_valid("<testsuites><testsuite name='x'/></testsuites>")
+
+
+def test_update_rewrites_snapshots_and_keeps_comments(tmp_path: Path) -> None:
+    shutil.copy(DATA / "failing.test.yaml", tmp_path / "failing.test.yaml")
+    text = (tmp_path / "failing.test.yaml").read_text()
+    text = text.replace("../../../pipelines/", str(ROOT / "pipelines") + "/")
+    (tmp_path / "failing.test.yaml").write_text(text)
+    code, out, err = cli("test", "--update", tmp_path / "failing.test.yaml")
+    assert code == 1  # the expectations that are not snapshots still fail
+    assert "updated 4 snapshot value(s)" in err
+    after = (tmp_path / "failing.test.yaml").read_text()
+    assert "# A test file whose every expectation is broken" in after
+    assert "counts: {tickets: 4}  # a comment --update keeps" in after
+    assert "stop_reason: converged\n      facts:" in after
+    assert "ticket-T-104: 'T-104: billing, urgency 2'" in after
+    assert "absent: [{key: signals, id: escalate}]" in after
+    assert "count of 'tickets'" not in out
+    assert "fact tickets/ticket-T-999" in out
+    again, _, err = cli("test", "--update", tmp_path / "failing.test.yaml")
+    assert again == 1
+    assert "updated" not in err
+
+
+def test_a_case_that_cannot_run_is_an_error_located_at_the_case(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    pipeline = tmp_path / "app.yaml"
+    text = pipeline.read_text()
+    old = "    default: The checkout page is down for every customer\n"
+    assert old in text
+    pipeline.write_text(text.replace(old, "    required: true\n"))
+    test_file = tmp_path / "app.test.yaml"
+    test_file.write_text(test_file.read_text().replace("cases:\n", "inputs: {}\ncases:\n"))
+    code, out, _ = cli("test", tmp_path)
+    assert code == 1
+    assert "ERROR " in out
+    assert "error[CD961]: case 'an outage is flagged as urgent' could not run: " in out
+    assert "input 'request' is required" in out
+    assert untimed(out).endswith("2 passed, 0 failed, 1 error in Ns\n")
+    assert "= hint: add `request: VALUE` under the case's `inputs:`" in out
+    code, xml, _ = cli("test", tmp_path, "--format", "junit")
+    assert code == 1
+    assert '<error type="CD961"' in xml

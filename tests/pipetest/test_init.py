@@ -1,0 +1,121 @@
+"""`converge-dsl init`: a working project in one command, never overwriting.
+
+The end-to-end test runs the real console script and pytest (with the
+plugin) in the new folder, as a user would.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import cli
+
+FILES = {
+    "demo.yaml",
+    "demo.script.yaml",
+    "demo.test.yaml",
+    ".pre-commit-config.yaml",
+    "README.md",
+}
+
+
+def _console(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`converge-dsl ARGV...` (or `pytest`) as a user runs it in `folder`."""
+    exe = Path(sys.executable).parent / "converge-dsl"
+    command = [str(exe), *argv] if argv[0] != "pytest" else [sys.executable, "-m", *argv]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    return subprocess.run(
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_init_then_validate_run_test_and_pytest_all_pass(tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    init = _console(tmp_path, "init", "demo")
+    assert init.returncode == 0, init.stderr
+    assert {p.name for p in folder.iterdir()} == FILES
+    for argv in (
+        ("validate", "."),
+        ("run", "demo.yaml"),
+        ("test",),
+        ("pytest", "-q", "-p", "no:cacheprovider"),
+    ):
+        done = _console(folder, *argv)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+    assert "3 passed" in done.stdout
+
+
+def test_a_broken_expectation_fails_with_a_diff_naming_the_file_and_line(tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    assert _console(tmp_path, "init", "demo").returncode == 0
+    test_file = folder / "demo.test.yaml"
+    text = test_file.read_text()
+    assert "counts: {summaries: 1, signals: 1}" in text
+    test_file.write_text(
+        text.replace("counts: {summaries: 1, signals: 1}", "counts: {summaries: 2, signals: 1}")
+    )
+    line = next(
+        n for n, text in enumerate(test_file.read_text().splitlines(), 1) if "summaries: 2" in text
+    )
+    done = _console(folder, "test")
+    assert done.returncode == 1
+    assert f"--> demo.test.yaml:{line}:" in done.stdout
+    assert "expected: 2" in done.stdout
+    assert "actual:   1" in done.stdout
+    py = _console(folder, "pytest", "-q", "-p", "no:cacheprovider")
+    assert py.returncode == 1
+    assert f"--> demo.test.yaml:{line}:" in py.stdout
+    assert "FAILED demo.test.yaml::an outage is flagged as urgent" in py.stdout
+
+
+def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("mine\n")
+    code, out, err = cli("init", tmp_path, "--name", "demo")
+    assert (code, out) == (1, "")
+    assert "error[CD962]: " in err
+    assert "README.md is already there" in err
+    assert "nothing was written" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+    assert (tmp_path / "README.md").read_text() == "mine\n"
+
+
+def test_init_names_the_project_after_its_folder(tmp_path: Path) -> None:
+    code, out, _ = cli("init", tmp_path / "My Project")
+    assert code == 0
+    assert (tmp_path / "My Project" / "my-project.yaml").is_file()
+    assert "my-project.test.yaml" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(("--name", "Bad Name"), "is not a valid pipeline name"), ((), "is not a folder")],
+)
+def test_init_usage_errors_exit_3(tmp_path: Path, argv: tuple[str, ...], message: str) -> None:
+    target = tmp_path / "file"
+    target.write_text("")
+    where = tmp_path / "new" if argv else target
+    code, _, err = cli("init", where, *argv)
+    assert code == 3
+    assert message in err
+
+
+def test_the_files_carry_schema_headers_and_the_hooks(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "demo")[0] == 0
+    for name in ("demo.yaml", "demo.script.yaml", "demo.test.yaml"):
+        first = (tmp_path / name).read_text().splitlines()[0]
+        assert first.startswith("# yaml-language-server: $schema=https://"), name
+    hooks = (tmp_path / ".pre-commit-config.yaml").read_text()
+    assert "id: converge-dsl-validate" in hooks
+    assert "id: converge-dsl-test" in hooks
+
+
+def test_init_into_the_working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("init", "--name", "here")
+    assert code == 0
+    assert "created 5 files in .:" in out

@@ -1,0 +1,116 @@
+"""The pytest plugin: *.test.yaml collected one item per case; the `pipeline_tester` fixture.
+
+Each test runs pytest in a subprocess in a folder of its own (the plugin is
+the installed `pytest11` entry point, as users get it).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import ROOT
+
+PIPELINES = ROOT / "pipelines"
+
+
+def _pytest(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _copy_example(folder: Path, name: str) -> None:
+    for suffix in (".yaml", ".script.yaml", ".test.yaml"):
+        shutil.copy(PIPELINES / f"{name}{suffix}", folder / f"{name}{suffix}")
+
+
+def test_each_case_is_an_item_named_after_the_file_and_case(tmp_path: Path) -> None:
+    _copy_example(tmp_path, "incident-triage")
+    done = _pytest(tmp_path, "-v")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "incident-triage.test.yaml::a bad deploy is rolled back first PASSED" in done.stdout
+    assert "3 passed" in done.stdout
+
+
+def test_an_invalid_test_file_is_a_collection_error_with_its_diagnostics(tmp_path: Path) -> None:
+    _copy_example(tmp_path, "incident-triage")
+    test_file = tmp_path / "incident-triage.test.yaml"
+    test_file.write_text(
+        test_file.read_text().replace("invariants: [constrained]", "invariants: [x]")
+    )
+    done = _pytest(tmp_path)
+    assert done.returncode == 2
+    assert "error[CD231]: pipeline 'incident-triage' has no invariant 'x'" in done.stdout
+    assert "Traceback" not in done.stdout
+
+
+def test_collection_can_be_turned_off_with_the_ini_option(tmp_path: Path) -> None:
+    _copy_example(tmp_path, "incident-triage")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nconverge_dsl_tests = false\n")
+    assert _pytest(tmp_path).returncode == 5  # no tests collected
+
+
+def test_this_repository_does_not_collect_the_examples_twice() -> None:
+    done = _pytest(ROOT, "--collect-only", "-q", "pipelines")
+    assert done.returncode == 5, done.stdout
+
+
+def test_the_pipeline_tester_fixture(tmp_path: Path) -> None:
+    _copy_example(tmp_path, "incident-triage")
+    (tmp_path / "test_triage.py").write_text(
+        """
+def test_scripted_and_expected(pipeline_tester):
+    pipeline = pipeline_tester.load("incident-triage.yaml")
+    model = pipeline_tester.scripted(
+        [{"match": {"suggestor": "hypothesise"},
+          "reply": '[{"id": "bad-deploy", "cause": "a slow query", "likelihood": 0.9}]'}],
+        name="analyst",
+    )
+    result = pipeline_tester.run(
+        pipeline,
+        {"service": "search"},
+        models={"analyst": model},
+        expect={"stop_reason": "converged", "invariants": ["constrained"],
+                "facts": [{"key": "constraints", "id": "rollback-first", "contains": "search"}]},
+    )
+    assert result.usage.model_calls == 1
+    pipeline_tester.check(result, {"counts": {"hypotheses": 1}})
+
+
+def test_a_broken_expectation_fails_with_the_diff(pipeline_tester):
+    pipeline = pipeline_tester.load("incident-triage.yaml")
+    result = pipeline_tester.run(pipeline, models={"analyst": pipeline_tester.script(
+        "incident-triage.script.yaml", name="analyst")})
+    pipeline_tester.check(result, {"counts": {"hypotheses": 7}})
+"""
+    )
+    done = _pytest(tmp_path, "test_triage.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert "counts.hypotheses: count of 'hypotheses' differs" in done.stdout
+    assert "expected: 7" in done.stdout
+
+
+def test_the_plugin_costs_nothing_until_a_test_file_is_collected() -> None:
+    code = (
+        "import sys, converge_dsl.pipetest.pytest_plugin\n"
+        "print(sorted(m for m in sys.modules if m.startswith('converge_dsl')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = ast.literal_eval(done.stdout)
+    assert "converge_dsl.pipetest.pytest_plugin" in loaded
+    assert [m for m in loaded if m.startswith(("converge_dsl.batch", "converge_dsl.engine"))] == []
