@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
-OTHER_KINDS = frozenset({"ModelScript", "Pack"})
+OTHER_KINDS = frozenset({"ModelScript", "Pack", "PipelineTest"})
 
 
 def check_model_scripts(
