@@ -79,6 +79,14 @@ class _Page:
         resolved: Schema = node
         return resolved
 
+    def details(self, node: Schema) -> str:
+        """`_details` of `node`, or of what it points at inside a `$defs` entry
+        (`#/$defs/x/y`: a shared field, described where it is defined)."""
+        parts = str(node.get("$ref", "")).split("/")
+        if len(parts) > 3 and not node.get("description"):
+            return _details(self.resolve(parts[1:]))
+        return _details(node)
+
     def anchor(self, name: str) -> str:
         return re.sub(r"[^a-z0-9]+", "-", f"{self.short}-{name}".lower()).strip("-")
 
@@ -103,7 +111,8 @@ class _Page:
         if isinstance(node.get("additionalProperties"), Mapping) and not node.get("properties"):
             return "map of name to " + self.type_of(node["additionalProperties"], path + ".*")
         if node.get("properties") or node.get("allOf"):
-            return f"object ([{path}](#{self.anchor(path)}))"
+            label = path.replace("~", ", form ")
+            return f"object ([{label}](#{self.anchor(path)}))"
         return " or ".join(kinds) if kinds else "any"
 
     def walk(self, node: Schema, name: str, title: str) -> None:
@@ -122,7 +131,7 @@ class _Page:
             for field, child in properties.items():
                 where = f"{name}.{field}" if name != "document" else field
                 needed = "yes" if field in required else ""
-                cells = [f"`{field}`", self.type_of(child, where), needed, _details(child)]
+                cells = [f"`{field}`", self.type_of(child, where), needed, self.details(child)]
                 lines.append("| " + " | ".join(cells) + " |")
             lines.append("")
         self.sections.append("\n".join(lines))
@@ -161,7 +170,7 @@ class _Page:
         for name, node in self.defs.items():
             if node.get("properties") or node.get("allOf"):
                 self.walk(node, name, f"`{name}`")
-            else:
+            elif not _is_container(node):
                 scalars.append((name, node))
                 self._nested(node, name)
         if not scalars:
@@ -181,15 +190,16 @@ def _as_list(value: object) -> list[object]:
 
 
 _BOUNDS = (
-    ("default", "default"),
-    ("minimum", "at least"),
-    ("exclusiveMinimum", "above"),
-    ("maximum", "at most"),
-    ("minItems", "at least this many items:"),
-    ("maxItems", "at most this many items:"),
-    ("minLength", "at least this many characters:"),
-    ("maxLength", "at most this many characters:"),
-    ("pattern", "matches"),
+    ("default", "Default {}."),
+    ("minimum", "Minimum {}."),
+    ("exclusiveMinimum", "Greater than {}."),
+    ("maximum", "Maximum {}."),
+    ("exclusiveMaximum", "Less than {}."),
+    ("minItems", "At least {} items."),
+    ("maxItems", "At most {} items."),
+    ("minLength", "At least {} characters."),
+    ("maxLength", "At most {} characters."),
+    ("pattern", "Matches {}."),
 )
 
 
@@ -198,8 +208,14 @@ def _details(node: Schema) -> str:
     parts = [_text(node["description"])] if node.get("description") else []
     for key, words in _BOUNDS:
         if key in node:
-            parts.append(f"{words.capitalize()} {_code(node[key])}.")
+            one = key in ("minLength", "minItems") and node[key] == 1
+            parts.append("Not empty." if one else words.format(_code(node[key])))
     return " ".join(parts)
+
+
+def _is_container(node: Schema) -> bool:
+    """A `$defs` entry that only holds definitions for pointers into it, not a type."""
+    return bool(node) and all(isinstance(value, Mapping) for value in node.values())
 
 
 def _document(file: str, short: str, title: str, schema: Schema) -> Iterator[str]:
