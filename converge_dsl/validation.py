@@ -32,6 +32,7 @@ To add a check that `validate` and `run` both run, append it to `CHECKS`.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -198,13 +199,38 @@ def _is_pipeline(path: Path) -> bool:
     return data.get("kind") not in OTHER_KINDS
 
 
-def pipeline_files(paths: Sequence[str]) -> list[Path]:
+# A line saying a file is converge-dsl's: `apiVersion: converge-dsl/...` or
+# `kind: Pipeline`, in block or flow style, keys and values quoted or not.
+_SAYS_OURS = re.compile(
+    r"""(?:^|[{,])[ \t]*["']?(?:apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/"""
+    r"""|kind["']?[ \t]*:[ \t]*["']?Pipeline\b)""",
+    re.M,
+)
+
+
+def _says_pipeline(path: Path) -> bool:
+    """For `only_pipelines`: the file names converge-dsl (`_SAYS_OURS`) and is a pipeline.
+
+    Another tool's YAML (a compose file, a Helm template that is not YAML at
+    all) is skipped unread by the loader; a file that cannot be read is kept, so
+    `validate` reports why.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+    except OSError:
+        return True
+    return _SAYS_OURS.search(text) is not None and _is_pipeline(path)
+
+
+def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> list[Path]:
     """The pipeline files named by `paths` (folders expanded, sorted, de-duplicated).
 
     In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
     the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
     or that load as a mapping with neither `apiVersion` nor `kind`. A folder
     with no pipeline file, or a path that does not exist, is a `UsageError`.
+    With `only_pipelines`, a file named directly is kept only when it says it is
+    a converge-dsl pipeline (`_says_pipeline`), as a pre-commit hook needs.
     """
     found: list[Path] = []
     for raw in paths:
@@ -219,7 +245,8 @@ def pipeline_files(paths: Sequence[str]) -> list[Path]:
                 )
             found.extend(chosen)
         elif path.is_file():
-            found.append(path)
+            if not only_pipelines or _says_pipeline(path):
+                found.append(path)
         else:
             raise UsageError(
                 f"no such file or folder: {raw}", hint="give pipeline files or folders"
@@ -257,10 +284,15 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def check_paths(paths: Sequence[str], *, roots: Sequence[Path] | None = None) -> CheckedFiles:
-    """`check_pipeline` (with `roots`) on every file of `pipeline_files(paths)`; raises
-    `UsageError` as it does."""
-    files = pipeline_files(paths)
+def check_paths(
+    paths: Sequence[str],
+    *,
+    roots: Sequence[Path] | None = None,
+    only_pipelines: bool = False,
+) -> CheckedFiles:
+    """`check_pipeline` (with `roots`) on every file of `pipeline_files(paths,
+    only_pipelines=...)`; raises `UsageError` as it does."""
+    files = pipeline_files(paths, only_pipelines=only_pipelines)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
     for path in files:

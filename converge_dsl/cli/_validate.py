@@ -10,6 +10,10 @@ usage error (`converge_dsl.validation.pipeline_files`). Packs are read from the
 pack cache only (`converge-dsl pack fetch` fills it).
 Files a pipeline names must lie inside its folder, or a folder allowed with
 `--allow-root DIR` (repeatable) or `CONVERGE_DSL_ALLOW_ROOTS`.
+With `--only-pipelines`, a file named directly is checked only when it says
+it is a converge-dsl pipeline (an `apiVersion: converge-dsl/...` or `kind:
+Pipeline` line, and no other kind): the pre-commit hook passes every changed
+YAML file this way, and other tools' YAML is skipped.
 Exit codes: 0 valid; 1 only warnings under `--strict`; 2 errors; 3 usage error.
 """
 
@@ -26,6 +30,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="pipeline files or folders")
     parser.add_argument("--format", choices=FORMATS, default="human", help="output format")
     parser.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    parser.add_argument(
+        "--only-pipelines",
+        action="store_true",
+        help="skip the files named that do not say they are converge-dsl pipelines "
+        "(for pre-commit: other tools' YAML files)",
+    )
     add_allow_root(parser)
 
 
@@ -52,7 +62,9 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl._files import user_roots
     from converge_dsl.validation import check_paths
 
-    checked = check_paths(args.paths, roots=user_roots(args.allow_root))
+    checked = check_paths(
+        args.paths, roots=user_roots(args.allow_root), only_pipelines=args.only_pipelines
+    )
     render(
         checked.diagnostics,
         args.format,

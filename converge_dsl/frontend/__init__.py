@@ -44,10 +44,10 @@ from converge_dsl.frontend._render import (
     render_github,
     render_human,
     render_json,
-    render_sarif,
     summary_line,
     terminal_safe,
 )
+from converge_dsl.frontend._sarif import render_sarif
 from converge_dsl.frontend._schema import schema_diagnostics
 from converge_dsl.frontend._semantic import CHECKS, check
 from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap

@@ -13,7 +13,7 @@
 - `render_json`: a list of objects with exactly the keys of `Diagnostic.as_json`
   (plus `omitted` on the entry that counts the diagnostics a cap left out).
 - `render_github`: GitHub Actions workflow commands (`::error file=...`).
-- `render_sarif`: a SARIF 2.1.0 log.
+- `render_sarif` (in `_sarif`): a SARIF 2.1.0 log.
 
 Every renderer takes the `Omitted` records of `cap` (`_cap`) and prints them
 after the diagnostics shown, so a capped output says how many more there are.
@@ -30,7 +30,6 @@ from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend._cap import Omitted
 
 Segment = tuple[str, str]  # (text, rich style); plain output ignores the style
-_TOOL_URI = "https://github.com/converge-dsl/converge-dsl/blob/main/docs/errors.md"
 
 
 class SourceTexts(Mapping[str, str]):
@@ -236,61 +235,3 @@ def render_github(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] 
 
 def _as_diagnostic(omitted: Omitted) -> Diagnostic:
     return omitted.first._replace(message=omitted.message, hint=None)
-
-
-def render_sarif(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] = ()) -> str:
-    """A SARIF 2.1.0 log with one run; rules are the codes that occur.
-
-    Each `Omitted` record is one more result, at the first diagnostic it
-    stands for, with its count in `properties.omitted`.
-    """
-    from converge_dsl import __version__
-
-    shown: list[tuple[Diagnostic, int | None]] = [(d, None) for d in diagnostics]
-    shown += [(_as_diagnostic(o), o.count) for o in omitted]
-    codes = sorted({d.code for d, _ in shown})
-    results: list[dict[str, object]] = []
-    for d, count in shown:
-        text = d.message + (f"\nhint: {d.hint}" if d.hint else "")
-        results.append(
-            {
-                "ruleId": d.code,
-                "ruleIndex": codes.index(d.code),
-                "level": "error" if d.is_error else "warning",
-                "message": {"text": text},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": d.file},
-                            "region": {
-                                "startLine": d.line,
-                                "startColumn": d.column,
-                                "endLine": d.end_line,
-                                "endColumn": d.end_column,
-                            },
-                        },
-                    }
-                ],
-                **({"properties": {"omitted": count}} if count is not None else {}),
-            }
-        )
-    log = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "converge-dsl",
-                        "version": __version__,
-                        "informationUri": _TOOL_URI,
-                        "rules": [
-                            {"id": code, "helpUri": f"{_TOOL_URI}#{code.lower()}"} for code in codes
-                        ],
-                    }
-                },
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,65 @@
+"""The committed language reference is exactly what the schemas generate."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from converge_dsl._resources import schemas_folder
+from converge_dsl._schema_reference import DOCUMENTS, main, render_reference
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "docs" / "reference.md"
+REGENERATE = "python -m converge_dsl._schema_reference docs/reference.md"
+
+
+def test_the_committed_reference_matches_the_schemas() -> None:
+    assert COMMITTED.read_text(encoding="utf-8") == render_reference(), (
+        f"docs/reference.md is stale: run `{REGENERATE}`"
+    )
+
+
+def test_a_changed_description_changes_the_reference(tmp_path: Path) -> None:
+    shutil.copytree(schemas_folder(), tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "pipeline.v1.json"
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    budget = schema["properties"]["budget"]["properties"]
+    budget["max_cycles"]["description"] = "Cycles | <at most>."
+    path.write_text(json.dumps(schema), encoding="utf-8")
+    changed = render_reference(tmp_path)
+    assert changed != render_reference()
+    assert "| `max_cycles` | integer |  | Cycles \\| &lt;at most&gt;. Default `100`." in changed
+
+
+def test_every_document_kind_present_has_a_section() -> None:
+    text = render_reference()
+    for file, short, title in DOCUMENTS:
+        present = (schemas_folder() / file).is_file()
+        assert (f"## {title} {{#{short}}}" in text) is present, file
+
+
+def test_every_link_in_the_reference_has_its_anchor_once() -> None:
+    text = render_reference()
+    anchors = re.findall(r"\{#([a-z0-9-]+)\}|<span id=\"([a-z0-9-]+)\">", text)
+    defined = [a or b for a, b in anchors]
+    assert len(defined) == len(set(defined))
+    links = set(re.findall(r"\]\(#([^)]+)\)", text))
+    assert links
+    assert links <= set(defined)
+
+
+def test_every_field_of_the_pipeline_schema_is_listed() -> None:
+    text = render_reference()
+    schema = json.loads((schemas_folder() / "pipeline.v1.json").read_text(encoding="utf-8"))
+    for field, node in schema["properties"].items():
+        assert f"| `{field}` |" in text, field
+        assert node["description"].split(".")[0] in text, field
+
+
+def test_main_writes_the_reference(tmp_path: Path) -> None:
+    out = tmp_path / "reference.md"
+    assert main([str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == render_reference()
+    assert main([]) == 3
