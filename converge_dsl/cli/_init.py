@@ -83,7 +83,6 @@ def _name_of(folder: Path) -> str:
 
 
 def _refuse(folder: Path, there: list[str], io: CommandIO) -> None:
-    import dataclasses
 
     from converge_dsl import codes
     from converge_dsl.cli._render import render
@@ -100,6 +99,6 @@ def _refuse(folder: Path, there: list[str], io: CommandIO) -> None:
             hint="init in an empty or new folder, or move the file away; nothing was written",
         )
         # No excerpt: the file is the user's, not ours to quote.
-        found.append(dataclasses.replace(diagnostic, excerpt=False))
+        found.append(diagnostic._replace(excerpt=False))
     render(found, "human", io.stderr, summary=False)
     io.stderr.write("nothing was written\n")

@@ -9,7 +9,6 @@ its line there, and its message names its full path in the test file.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -61,5 +60,5 @@ def _within(diagnostics: Sequence[Diagnostic], prefix: JsonPath) -> list[Diagnos
             if inner in message:
                 message = message.replace(inner, format_path((*prefix, *d.path[:end])))
                 break
-        out.append(dataclasses.replace(d, path=path, message=message))
+        out.append(d._replace(path=path, message=message))
     return out

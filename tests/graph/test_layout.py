@@ -12,7 +12,9 @@ from converge_dsl.graph._layout import Box, _pava, layout
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(
-    p for p in (ROOT / "pipelines").glob("*.yaml") if not p.name.endswith(".script.yaml")
+    p
+    for p in (ROOT / "pipelines").glob("*.yaml")
+    if not p.name.endswith((".script.yaml", ".test.yaml"))
 )
 
 

@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "trace-event.v1.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 EXAMPLES = sorted(
-    p for p in (ROOT / "pipelines").glob("*.yaml") if not p.name.endswith(".script.yaml")
+    p
+    for p in (ROOT / "pipelines").glob("*.yaml")
+    if not p.name.endswith((".script.yaml", ".test.yaml"))
 )
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
