@@ -413,7 +413,9 @@ def start_loopback() -> tuple[subprocess.Popen[str], str]:
 
 def smallest_example() -> Path:
     examples = [
-        p for p in (ROOT / "pipelines").glob("*.yaml") if not p.name.endswith(".script.yaml")
+        p
+        for p in (ROOT / "pipelines").glob("*.yaml")
+        if not p.name.endswith((".script.yaml", ".test.yaml"))
     ]
     return min(examples, key=lambda p: (p.stat().st_size, p.name))
 
