@@ -18,6 +18,13 @@ from converge_dsl.engine import (
 from converge_dsl.engine import types as engine_types
 
 
+@pytest.fixture
+def fresh_intern_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty intern table: another test in this worker may have filled the real one."""
+    monkeypatch.setattr(engine_types, "_INTERNED", {})
+
+
+@pytest.mark.usefixtures("fresh_intern_table")
 def test_a_key_name_gives_one_shared_object() -> None:
     first, second = ContextKey("findings"), ContextKey("find" + "ings")
     assert first is second
@@ -26,6 +33,7 @@ def test_a_key_name_gives_one_shared_object() -> None:
     assert hash(first) == hash("findings")
 
 
+@pytest.mark.usefixtures("fresh_intern_table")
 def test_proposals_share_the_key_object_of_their_name() -> None:
     proposals = [ProposedFact("find" + "ings", f"p{i}", "x") for i in range(100)]
     assert len({id(p.key) for p in proposals}) == 1
