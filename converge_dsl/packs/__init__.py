@@ -21,7 +21,11 @@ Public surface:
   CD5xx, see `converge_dsl.codes`);
 - `template_diagnostics(pack)`: a pack's templates compiled, located in its own files;
 - `installed_solvers()`, the entry-point `SolverRegistry`;
-- `add_pack_requirement(text, name, specifier)` and `default_specifier` for `pack add`.
+- `add_pack_requirement(text, name, specifier)` and `default_specifier` for `pack add`;
+- `describe_pack(repository, "NAME[@VERSION]")` -> `PackInfo` of `SuggestorInfo`s, what
+  `pack info` shows (parameters and input schema as outlines, output, invariants);
+- `verify_pipeline(pipeline)` -> `VerifyReport` of `PackVerdict`s: each locked pack against
+  its repository's index and archive, the lock and the pack cache (`pack verify`).
 
 Names are imported on first use (PEP 562), so `validate` pays only for what a
 pipeline needs.
@@ -60,6 +64,11 @@ if TYPE_CHECKING:
     from converge_dsl.packs._index import (
         IndexEntry,
         PackIndex,
+    )
+    from converge_dsl.packs._info import (
+        PackInfo,
+        SuggestorInfo,
+        describe_pack,
     )
     from converge_dsl.packs._lint import (
         template_diagnostics,
@@ -105,6 +114,11 @@ if TYPE_CHECKING:
     from converge_dsl.packs._suggestor import (
         PackSolverSuggestor,
     )
+    from converge_dsl.packs._verify import (
+        PackVerdict,
+        VerifyReport,
+        verify_pipeline,
+    )
     from converge_dsl.packs._workspace import (
         PipelinePacks,
         fetch_hint,
@@ -126,13 +140,17 @@ _WHERE: dict[str, str] = {
     "Pack": "converge_dsl.packs._manifest",
     "PackCache": "converge_dsl.packs._cache",
     "PackIndex": "converge_dsl.packs._index",
+    "PackInfo": "converge_dsl.packs._info",
     "PackSolverSuggestor": "converge_dsl.packs._suggestor",
+    "PackVerdict": "converge_dsl.packs._verify",
     "PipelinePacks": "converge_dsl.packs._workspace",
     "Repository": "converge_dsl.packs._repository",
     "Requirement": "converge_dsl.packs._resolve",
     "Resolved": "converge_dsl.packs._resolve",
     "SolverRegistry": "converge_dsl.packs._registry",
     "SuggestorDef": "converge_dsl.packs._manifest",
+    "SuggestorInfo": "converge_dsl.packs._info",
+    "VerifyReport": "converge_dsl.packs._verify",
     "add_pack_requirement": "converge_dsl.packs._edit",
     "build_archive": "converge_dsl.packs._archive",
     "check_lock": "converge_dsl.packs._checks",
@@ -141,6 +159,7 @@ _WHERE: dict[str, str] = {
     "check_pipeline_packs": "converge_dsl.packs._checks",
     "compile_pack_suggestor": "converge_dsl.packs._compile",
     "default_specifier": "converge_dsl.packs._edit",
+    "describe_pack": "converge_dsl.packs._info",
     "fetch_hint": "converge_dsl.packs._workspace",
     "fetched_message": "converge_dsl.packs._workspace",
     "fetching_pack_check": "converge_dsl.packs._checks",
@@ -161,6 +180,7 @@ _WHERE: dict[str, str] = {
     "sha256_hex": "converge_dsl.packs._archive",
     "template_diagnostics": "converge_dsl.packs._lint",
     "unpack": "converge_dsl.packs._archive",
+    "verify_pipeline": "converge_dsl.packs._verify",
     "yank": "converge_dsl.packs._publish",
 }
 
@@ -176,13 +196,17 @@ __all__ = [
     "Pack",
     "PackCache",
     "PackIndex",
+    "PackInfo",
     "PackSolverSuggestor",
+    "PackVerdict",
     "PipelinePacks",
     "Repository",
     "Requirement",
     "Resolved",
     "SolverRegistry",
     "SuggestorDef",
+    "SuggestorInfo",
+    "VerifyReport",
     "add_pack_requirement",
     "build_archive",
     "check_lock",
@@ -191,6 +215,7 @@ __all__ = [
     "check_pipeline_packs",
     "compile_pack_suggestor",
     "default_specifier",
+    "describe_pack",
     "fetch_hint",
     "fetched_message",
     "fetching_pack_check",
@@ -211,6 +236,7 @@ __all__ = [
     "sha256_hex",
     "template_diagnostics",
     "unpack",
+    "verify_pipeline",
     "yank",
 ]
 
