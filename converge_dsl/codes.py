@@ -120,6 +120,7 @@ REPOSITORY_INDEX_MISMATCH = "CD571"  # a repository index lost a locked version 
 LOCKED_PIN_YANKED = "CD572"  # warning: the lock pins a version its repository has yanked
 PACK_VERSION_UNKNOWN = "CD573"  # pack info NAME@VERSION: the repository has no such version
 PACK_UNKNOWN = "CD574"  # pack info: the repository has no such pack, or not a pack name
+PUBLISH_KEY_UNUSED = "CD575"  # warning: pack publish --sign-key signed nothing (already published)
 
 # --- CD6xx compile and run time (600 to 649: the compiler) -------------------------
 COMPILE_TEMPLATE_SYNTAX = "CD600"  # a template or expression does not compile (compiler)

@@ -107,13 +107,21 @@ def _publish(args: argparse.Namespace, io: CommandIO) -> int:
 
     key = None if args.sign_key is None else _read_key(args.sign_key)
     try:
-        name, entry = publish(
-            args.pack_dir, args.repo, sign_key=key, display=args.pack_dir.as_posix()
-        )
+        done = publish(args.pack_dir, args.repo, sign_key=key, display=args.pack_dir.as_posix())
     except PipelineInvalid as exc:
         return _print_diagnostics(exc, io)
-    signed = " (signed)" if entry.signature else ""
-    io.stdout.write(f"published {name} {entry.version} sha256:{entry.sha256}{signed}\n")
+    name, entry = done.name, done.entry
+    if done.created:
+        signed = " (signed)" if done.signed else ""
+        io.stdout.write(f"published {name} {entry.version} sha256:{entry.sha256}{signed}\n")
+    else:
+        io.stdout.write(
+            f"{name} {entry.version} is already published with this archive "
+            f"(sha256:{entry.sha256}); nothing changed\n"
+        )
+    notice = done.unused_key_notice()
+    if notice is not None:
+        warner(io)(notice)
     return 0
 
 

@@ -5,7 +5,8 @@ Public surface:
   `parse_specifier(text)`, `build_archive`, `sha256_hex`, `unpack`;
 - repositories: `Repository` (protocol), `FolderRepository`, `HttpRepository`,
   `BuiltinRepository`, `open_repositories`; their `PackIndex` of `IndexEntry`s;
-  `publish`, `yank`, `generate_key` (ed25519 signing keys);
+  `publish` (-> `Published`: created or already there, signed by this call or not), `yank`,
+  `generate_key` (ed25519 signing keys);
 - `resolve(...)` -> `Resolved` from `Requirement`s; `lock_pipeline(pipeline)`, `PackCache`;
 - the lock: `LOCK_FILE`, `LockFile` of `LockedPack`s, `read_lock`, `lock_hint`;
   `PipelinePacks`, a pipeline's `packs:` and `repositories:`;
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
         parse_specifier,
     )
     from converge_dsl.packs._publish import (
+        Published,
         publish,
         yank,
     )
@@ -144,6 +146,7 @@ _WHERE: dict[str, str] = {
     "PackSolverSuggestor": "converge_dsl.packs._suggestor",
     "PackVerdict": "converge_dsl.packs._verify",
     "PipelinePacks": "converge_dsl.packs._workspace",
+    "Published": "converge_dsl.packs._publish",
     "Repository": "converge_dsl.packs._repository",
     "Requirement": "converge_dsl.packs._resolve",
     "Resolved": "converge_dsl.packs._resolve",
@@ -200,6 +203,7 @@ __all__ = [
     "PackSolverSuggestor",
     "PackVerdict",
     "PipelinePacks",
+    "Published",
     "Repository",
     "Requirement",
     "Resolved",
