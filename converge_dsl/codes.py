@@ -121,6 +121,7 @@ LOCKED_PIN_YANKED = "CD572"  # warning: the lock pins a version its repository h
 PACK_VERSION_UNKNOWN = "CD573"  # pack info NAME@VERSION: the repository has no such version
 PACK_UNKNOWN = "CD574"  # pack info: the repository has no such pack, or not a pack name
 PUBLISH_KEY_UNUSED = "CD575"  # warning: pack publish --sign-key signed nothing (already published)
+PACK_FROM_EARLIER_REPOSITORY = "CD576"  # warning: pack add --repo: an earlier repository has it
 
 # --- CD6xx compile and run time (600 to 649: the compiler) -------------------------
 COMPILE_TEMPLATE_SYNTAX = "CD600"  # a template or expression does not compile (compiler)

@@ -14,8 +14,9 @@
   unpacked pack in the cache still holds exactly its archive's files (an
   altered one is reported, exit 1, and re-installed from the verified archive);
   `--offline` checks the lock and the cache only
-- `pack add NAME [SPECIFIER] PIPELINE`: add the requirement (comments and
-  layout kept) and re-lock; the file is restored if locking fails
+- `pack add NAME [SPECIFIER] PIPELINE [--repo REPO]`: add the requirement
+  (comments and layout kept), and REPO to `repositories:` when it is not
+  listed, and re-lock; the file is restored if locking fails
 - `pack yank NAME VERSION --repo REPO_DIR [--undo]`
 - `pack keygen KEY_FILE`: write an ed25519 signing key, print its public key
 
@@ -62,6 +63,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add = sub.add_parser("add", help="add a pack requirement to a pipeline and re-lock")
     add.add_argument("words", nargs="+", metavar="NAME [SPECIFIER] PIPELINE")
     add.add_argument("--cache", type=Path, metavar="DIR")
+    add.add_argument(
+        "--repo",
+        metavar="REPO",
+        help="take the pack from REPO (builtin, a folder or an http(s) URL), "
+        "adding it to the pipeline's repositories: when it is not listed",
+    )
     yank = sub.add_parser("yank", help="mark a published version yanked")
     yank.add_argument("name")
     yank.add_argument("version")
@@ -171,43 +178,23 @@ def _verify(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _add(args: argparse.Namespace, io: CommandIO) -> int:
-    from packaging.specifiers import SpecifierSet
-
-    from converge_dsl.packs import (
-        PackCache,
-        PipelinePacks,
-        add_pack_requirement,
-        default_specifier,
-        lock_pipeline,
-        parse_specifier,
-        resolve,
-    )
+    from converge_dsl.packs import PackCache, add_pack, parse_specifier
 
     if len(args.words) not in (2, 3):
         raise UsageError("pack add takes NAME [SPECIFIER] PIPELINE")
     name, pipeline = args.words[0], Path(args.words[-1])
     if not pipeline.is_file():
         raise UsageError(f"no such pipeline file: {pipeline}")
-    if len(args.words) == 3:
-        specifier = args.words[1]
-        if parse_specifier(specifier) is None:
-            raise UsageError(f"{specifier!r} is not a PEP 440 specifier")
-    else:
-        info = PipelinePacks.read(pipeline)
-        found = resolve({name: SpecifierSet()}, list(info.open().values()), requester="pack add")
-        specifier = default_specifier(found[name].entry.version)
-    try:
-        original = pipeline.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{pipeline} is not UTF-8 text") from None
-    pipeline.write_text(add_pack_requirement(original, name, specifier), encoding="utf-8")
-    try:
-        lock = lock_pipeline(pipeline, cache=PackCache(args.cache), warn=warner(io))
-    except BaseException:
-        pipeline.write_text(original, encoding="utf-8")
-        raise
+    specifier = args.words[1] if len(args.words) == 3 else None
+    if specifier is not None and parse_specifier(specifier) is None:
+        raise UsageError(f"{specifier!r} is not a PEP 440 specifier")
+    done = add_pack(
+        pipeline, name, specifier, repo=args.repo, cache=PackCache(args.cache), warn=warner(io)
+    )
+    if done.repository_added is not None:
+        io.stdout.write(f"added repository {done.repository_added} to {pipeline.name}\n")
     io.stdout.write(
-        f"added {name} {specifier!r} to {pipeline.name}; locked {name} {lock.packs[name].version}\n"
+        f"added {name} {done.specifier!r} to {pipeline.name}; locked {name} {done.version}\n"
     )
     return 0
 

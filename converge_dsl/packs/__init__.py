@@ -22,7 +22,8 @@ Public surface:
   CD5xx, see `converge_dsl.codes`);
 - `template_diagnostics(pack)`: a pack's templates compiled, located in its own files;
 - `installed_solvers()`, the entry-point `SolverRegistry`;
-- `add_pack_requirement(text, name, specifier)` and `default_specifier` for `pack add`;
+- `add_pack_requirement(text, name, specifier)`, `add_repository(text, spec)` and
+  `default_specifier`; `add_pack(pipeline, name, repo=...)` -> `Added`, all of `pack add`;
 - `describe_pack(repository, "NAME[@VERSION]")` -> `PackInfo` of `SuggestorInfo`s, what
   `pack info` shows (parameters and input schema as outlines, output, invariants);
 - `verify_pipeline(pipeline)` -> `VerifyReport` of `PackVerdict`s: each locked pack against
@@ -39,6 +40,10 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from converge_dsl.packs._add import (
+        Added,
+        add_pack,
+    )
     from converge_dsl.packs._archive import (
         build_archive,
         sha256_hex,
@@ -60,6 +65,7 @@ if TYPE_CHECKING:
     )
     from converge_dsl.packs._edit import (
         add_pack_requirement,
+        add_repository,
         default_specifier,
     )
     from converge_dsl.packs._index import (
@@ -131,6 +137,7 @@ if TYPE_CHECKING:
     )
 
 _WHERE: dict[str, str] = {
+    "Added": "converge_dsl.packs._add",
     "BuiltinRepository": "converge_dsl.packs._repository",
     "FolderRepository": "converge_dsl.packs._repository",
     "HttpRepository": "converge_dsl.packs._repository",
@@ -154,7 +161,9 @@ _WHERE: dict[str, str] = {
     "SuggestorDef": "converge_dsl.packs._manifest",
     "SuggestorInfo": "converge_dsl.packs._info",
     "VerifyReport": "converge_dsl.packs._verify",
+    "add_pack": "converge_dsl.packs._add",
     "add_pack_requirement": "converge_dsl.packs._edit",
+    "add_repository": "converge_dsl.packs._edit",
     "build_archive": "converge_dsl.packs._archive",
     "check_lock": "converge_dsl.packs._checks",
     "check_pack_uses": "converge_dsl.packs._checks",
@@ -189,6 +198,7 @@ _WHERE: dict[str, str] = {
 
 __all__ = [
     "LOCK_FILE",
+    "Added",
     "BuiltinRepository",
     "FolderRepository",
     "HttpRepository",
@@ -211,7 +221,9 @@ __all__ = [
     "SuggestorDef",
     "SuggestorInfo",
     "VerifyReport",
+    "add_pack",
     "add_pack_requirement",
+    "add_repository",
     "build_archive",
     "check_lock",
     "check_pack_uses",
