@@ -234,6 +234,14 @@ def _output(definition: SuggestorDef) -> tuple[str, ...]:
     return ("; ".join(words),)
 
 
+def _parameters(schema: Mapping[str, Any]) -> tuple[OutlineLine, ...]:
+    """The `with:` parameters as an outline; () when none are accepted."""
+    lines = outline(schema)
+    if not lines and schema.get("additionalProperties", True) is not False:
+        return (OutlineLine(0, "(any: the pack does not describe them)"),)
+    return lines
+
+
 def describe_suggestor(pack: Pack, definition: SuggestorDef) -> SuggestorInfo:
     """How `definition` of `pack` is used: parameters, input, output, invariants."""
     schema = definition.input_schema
@@ -248,7 +256,7 @@ def describe_suggestor(pack: Pack, definition: SuggestorDef) -> SuggestorInfo:
         description=" ".join(definition.description.split()),
         complexity=definition.complexity,
         solver=definition.solver,
-        parameters=outline(definition.parameters),
+        parameters=_parameters(definition.parameters),
         input_file=input_file if isinstance(input_file, str) else None,
         input_type=type_summary(schema) if schema is not None else None,
         input=outline(schema),

@@ -11,8 +11,19 @@ from pathlib import Path
 import pytest
 
 from converge_dsl.cli import run
-from converge_dsl.packs import FolderRepository, HttpRepository, describe_pack, publish, yank
+from converge_dsl.packs import (
+    FolderRepository,
+    HttpRepository,
+    build_archive,
+    describe_pack,
+    publish,
+    sha256_hex,
+    yank,
+)
+from converge_dsl.packs._index import archive_path, index_path
 from converge_dsl.packs._outline import MAX_LINES, outline, type_summary
+
+from .conftest import make_pack
 
 EXPECTED = Path(__file__).parent / "expected"
 PUBLISHED = "2026-01-02T03:04:05Z"
@@ -262,3 +273,35 @@ def test_outline_is_bounded_in_depth_and_lines() -> None:
     lines = outline(wide)
     assert len(lines) == MAX_LINES + 1
     assert lines[-1].text == f"... (cut at {MAX_LINES} lines)"
+
+
+def test_undescribed_parameters_are_not_shown_as_none(tmp_path: Path) -> None:
+    folder = make_pack(tmp_path, "open", "1.0.0")
+    text = (folder / "pack.yaml").read_text()
+    start = text.index("    parameters:")
+    end = text.index("    template:")
+    (folder / "pack.yaml").write_text(text[:start] + text[end:])
+    publish(folder, tmp_path / "repo")
+    info = describe_pack(FolderRepository(tmp_path / "repo"), "open")
+    assert [line.text for line in info.suggestors[0].parameters] == [
+        "(any: the pack does not describe them)"
+    ]
+
+
+def test_an_archive_whose_pack_yaml_is_broken_is_refused(repo: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "pack.yaml").write_text("apiVersion: converge-dsl/v1\nkind: Pack\nname: routes\n")
+    archive = build_archive(folder)
+    (repo / archive_path("routes", "1.1.0")).write_bytes(archive)
+    index_file = repo / index_path("routes")
+    index = json.loads(index_file.read_text())
+    for entry in index["versions"]:
+        if entry["version"] == "1.1.0":
+            entry["sha256"] = sha256_hex(archive)
+    index_file.write_text(json.dumps(index))
+    code, _, err = _cli("pack", "info", "routes", "--repo", str(repo))
+    assert code == 1
+    assert err.startswith(
+        f"error[CD570]: the archive of routes 1.1.0 in path:{repo} holds an invalid pack.yaml: "
+    )

@@ -223,3 +223,39 @@ def test_a_yanked_pin_is_warned_about_by_pack_add_too(tmp_path: Path) -> None:
     code, _, err = _cli("pack", "add", "beta", str(pipeline), "--cache", str(tmp_path / "cache"))
     assert code == 0
     assert err.startswith("warning[CD572]: alpha 1.0.0, pinned by the lock, is yanked")
+
+
+def test_a_signature_forged_in_the_index_after_locking_is_found(tmp_path: Path) -> None:
+    from converge_dsl.packs import generate_key
+    from converge_dsl.packs._signing import sign
+
+    private, public = generate_key()
+    publish(make_pack(tmp_path, "alpha", "1.0.0"), tmp_path / "repo", sign_key=private)
+    repositories = f'[{{path: repo, trusted_keys: ["{public}"]}}]'
+    pipeline = write_pipeline(tmp_path, '{alpha: ">=1"}', repositories)
+    lock_pipeline(pipeline, cache=PackCache(tmp_path / "cache"))
+    assert _verify(tmp_path, pipeline)[0] == 0
+    forger, _ = generate_key()
+
+    def forge(index: dict[str, list[dict[str, dict[str, str]]]]) -> None:
+        entry = index["versions"][0]
+        entry["signature"]["signature"] = sign(forger, "alpha", "1.0.0", str(entry["sha256"]))[
+            "signature"
+        ]
+
+    _edit_index(tmp_path, forge)
+    code, _, err = _verify(tmp_path, pipeline)
+    assert code == 1
+    assert err.startswith("error: alpha 1.0.0: in the index: bad signature on alpha 1.0.0")
+
+
+def test_offline_reports_an_altered_cache_copy_without_repairing_it(tmp_path: Path) -> None:
+    pipeline = _locked(tmp_path)
+    lock = read_lock(pipeline)
+    assert lock is not None
+    readme = PackCache(tmp_path / "cache").folder(lock.packs["alpha"].sha256) / "prompts"
+    (readme / "readme.md").write_text("TAMPERED\n")
+    code, _, err = _verify(tmp_path, pipeline, "--offline")
+    assert code == 1
+    assert "does not match its locked archive (altered)" in err
+    assert (readme / "readme.md").read_text() == "TAMPERED\n"  # offline never writes the cache
