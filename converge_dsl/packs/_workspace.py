@@ -59,11 +59,20 @@ class PipelinePacks:
         if data is None:
             loaded = load_document(path).data
             data = loaded if isinstance(loaded, Mapping) else {}
+        packs = data.get("packs") or {}
+        repositories = data.get("repositories") or ()
+        if not isinstance(packs, Mapping):
+            raise PackError(f"{path.name}: packs: must be a mapping of pack name to specifier")
+        if not isinstance(repositories, list | tuple):
+            raise PackError(
+                f"{path.name}: repositories: must be a list",
+                hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
+            )
         return cls(
             path=path,
             name=str(data.get("name", path.stem)),
-            packs={str(k): str(v) for k, v in (data.get("packs") or {}).items()},
-            repositories=tuple(data.get("repositories") or ()),
+            packs={str(k): str(v) for k, v in packs.items()},
+            repositories=tuple(repositories),
         )
 
     @property

@@ -163,3 +163,28 @@ def test_single_entry_mappings_in_a_flow_list_keep_their_braces() -> None:
     assert add_repository(text, {"path": "c"}) == text.replace(
         "{path: a}]", "{path: a}, {path: c}]"
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("repositories: 5\n", "error: pipeline.yaml: repositories: must be a list\n"),
+        (
+            "packs: 5\n",
+            "error: pipeline.yaml: packs: must be a mapping of pack name to specifier\n",
+        ),
+    ],
+)
+def test_malformed_pack_fields_are_errors_not_tracebacks(
+    project: Path, field: str, message: str
+) -> None:
+    before = _write(project, field)
+    for argv in (
+        ("pack", "add", "strategy", str(project), "--repo", "repo"),
+        ("pack", "add", "strategy", str(project)),
+        ("pack", "verify", str(project)),
+        ("lock", str(project)),
+    ):
+        code, _, err = _cli(*argv)
+        assert (code, err.split("  hint:")[0]) == (1, message), argv
+    assert project.read_text() == before
