@@ -142,10 +142,10 @@ def _list(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _info(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.cli._pack_view import render_info
+    from converge_dsl.cli._pack_view import info_text
     from converge_dsl.packs import describe_pack
 
-    render_info(describe_pack(_repository(args.repo), args.name), io.stdout)
+    io.stdout.write(info_text(describe_pack(_repository(args.repo), args.name)))
     return 0
 
 

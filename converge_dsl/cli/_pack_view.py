@@ -7,14 +7,16 @@ only lays them out for a terminal.
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from converge_dsl.packs import PackInfo, SuggestorInfo, VerifyReport
 
 
-def render_info(info: PackInfo, out: TextIO) -> None:
+def info_text(info: PackInfo) -> str:
     """`pack info`: the pack, its versions, then each suggestor in full."""
+    out = io.StringIO()
     out.write(f"{info.name} {info.version}  ({info.repository})\n")
     if info.description:
         out.write(f"  {info.description}\n")
@@ -34,6 +36,7 @@ def render_info(info: PackInfo, out: TextIO) -> None:
     out.write(f"suggestors (use: {info.name}/NAME, with: PARAMETERS):\n")
     for suggestor in info.suggestors:
         _render_suggestor(suggestor, out)
+    return out.getvalue()
 
 
 def _render_suggestor(suggestor: SuggestorInfo, out: TextIO) -> None:

@@ -53,6 +53,15 @@ class Added:
     repository: str
     repository_added: str | None = None
 
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "specifier": self.specifier,
+            "locked": self.version,
+            "repository": self.repository,
+            "repository_added": self.repository_added,
+        }
+
 
 def repository_entry(repo: str, pipeline: Path) -> str | dict[str, str]:
     """The `repositories:` entry of `repo` as given on the command line (paths from the cwd)."""

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 
@@ -52,6 +53,15 @@ class Published:
     created: bool
     signed: bool
     key_given: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": str(self.entry.version),
+            "sha256": self.entry.sha256,
+            "created": self.created,
+            "signed": self.signed,
+        }
 
     def unused_key_notice(self) -> Notice | None:
         """The warning for a signing key that signed nothing (None when there is none)."""

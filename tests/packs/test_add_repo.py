@@ -188,3 +188,17 @@ def test_malformed_pack_fields_are_errors_not_tracebacks(
         code, _, err = _cli(*argv)
         assert (code, err.split("  hint:")[0]) == (1, message), argv
     assert project.read_text() == before
+
+
+def test_added_as_json(project: Path) -> None:
+    from converge_dsl.packs import PackCache, add_pack
+
+    _write(project)
+    done = add_pack(project, "alpha", repo="repo", cache=PackCache(project.parent.parent / "c"))
+    assert done.as_json() == {
+        "name": "alpha",
+        "specifier": ">=1.4,<2",
+        "locked": "1.4.0",
+        "repository": "path:../repo",
+        "repository_added": "{path: ../repo}",
+    }

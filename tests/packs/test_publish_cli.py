@@ -60,3 +60,18 @@ def test_a_key_that_signed_nothing_is_warned_about(tmp_path: Path) -> None:
     assert _publish(tmp_path, "1.1.0", "--sign-key", key)[0] == 0
     _, _, err = _publish(tmp_path, "1.1.0", "--sign-key", key)
     assert "(signed earlier)" in err
+
+
+def test_published_as_json(tmp_path: Path) -> None:
+    from converge_dsl.packs import publish
+
+    first = publish(make_pack(tmp_path, "alpha", "1.0.0"), tmp_path / "repo")
+    again = publish(make_pack(tmp_path, "alpha", "1.0.0"), tmp_path / "repo")
+    assert first.as_json() == {
+        "name": "alpha",
+        "version": "1.0.0",
+        "sha256": first.entry.sha256,
+        "created": True,
+        "signed": False,
+    }
+    assert again.as_json() == {**first.as_json(), "created": False}
