@@ -61,6 +61,9 @@ def _render_suggestor(suggestor: SuggestorInfo, out: TextIO) -> None:
             out.writelines(f"      {line}\n" for line in suggestor.input)
     else:
         out.write("    input: the facts of the pipeline's input: key (it waits for them)\n")
+    if suggestor.prompt_files:
+        files = ", ".join(f"{role} {path}" for role, path in suggestor.prompt_files)
+        out.write(f"    prompts: {files}\n")
     out.write("    output:\n")
     out.writelines(f"      {line}\n" for line in suggestor.output)
     if suggestor.invariants:

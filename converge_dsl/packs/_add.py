@@ -71,8 +71,9 @@ def repository_entry(repo: str, pipeline: Path) -> str | dict[str, str]:
         return {"url": repo.rstrip("/")}
     folder = Path(repo)
     if not folder.is_dir():
+        state = "is not a folder" if folder.exists() else "does not exist"
         raise PackError(
-            f"repository {repo} does not exist",
+            f"repository {repo} {state}",
             hint="give a folder made by converge-dsl pack publish PACK_DIR --repo DIR, "
             "an http(s) URL, or builtin",
         )

@@ -51,6 +51,7 @@ class SuggestorInfo:
     input: tuple[OutlineLine, ...]
     output: tuple[str, ...]  # what it emits, in words
     invariants: tuple[InvariantDef, ...]
+    prompt_files: tuple[tuple[str, str], ...] = ()  # (role, path in the pack): llm and agent
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +65,7 @@ class SuggestorInfo:
             "input_type": self.input_type,
             "input": [_line_json(line) for line in self.input],
             "output": list(self.output),
+            "prompt_files": dict(self.prompt_files),
             "invariants": [
                 {
                     "name": i.name,
@@ -263,6 +265,7 @@ def describe_suggestor(pack: Pack, definition: SuggestorDef) -> SuggestorInfo:
         output=_output(definition),
         # Invariants gate solver plans only (`_suggestor`); templates are built as pipeline kinds.
         invariants=pack.invariants_for(definition.name) if definition.kind == "solver" else (),
+        prompt_files=tuple(sorted(definition.prompt_files.items())),
     )
 
 

@@ -102,6 +102,9 @@ def test_a_folder_that_does_not_exist_changes_nothing(project: Path) -> None:
     assert (code, out) == (1, "")
     assert err.startswith("error: repository nowhere does not exist\n  hint: give a folder")
     assert project.read_text() == before
+    code, _, err = _cli("pack", "add", "alpha", str(project), "--repo", str(project))
+    assert (code, err.startswith(f"error: repository {project} is not a folder\n")) == (1, True)
+    assert project.read_text() == before
 
 
 def test_an_unknown_pack_changes_nothing(project: Path) -> None:

@@ -232,6 +232,8 @@ def test_builtin_packs_describe_their_suggestors() -> None:
     assert "      (exactly one of: {cost_matrix} or {agents, tasks, costs})\n" in out
     code, out, _ = _cli("pack", "info", "strategy")
     assert "      market (required): string, at least 1 character  # The market to scan.\n" in out
+    prompts = "system prompts/market-scan.system.md, user prompts/market-scan.user.md"
+    assert f"    prompts: {prompts}\n" in out
 
 
 def test_outline_follows_refs_and_stops_at_recursion() -> None:
