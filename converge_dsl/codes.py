@@ -120,6 +120,13 @@ REPOSITORY_TOO_SLOW = "CD563"  # a repository read or request missed its total d
 REPOSITORY_REDIRECT_REFUSED = "CD564"  # an HTTP redirect to another host, scheme, or too many
 LOCK_DOWNGRADE_REFUSED = "CD565"  # lock would move a pin to a lower version
 LOCK_REPIN_REFUSED = "CD566"  # lock would pin the same version to a different digest
+REPOSITORY_ARCHIVE_MISMATCH = "CD570"  # a repository's archive does not match the lock or its index
+REPOSITORY_INDEX_MISMATCH = "CD571"  # a repository index lost a locked version or its digest
+LOCKED_PIN_YANKED = "CD572"  # warning: the lock pins a version its repository has yanked
+PACK_VERSION_UNKNOWN = "CD573"  # pack info NAME@VERSION: the repository has no such version
+PACK_UNKNOWN = "CD574"  # pack info: the repository has no such pack, or not a pack name
+PUBLISH_KEY_UNUSED = "CD575"  # warning: pack publish --sign-key signed nothing (already published)
+PACK_FROM_EARLIER_REPOSITORY = "CD576"  # warning: pack add --repo: an earlier repository has it
 
 # --- CD6xx compile and run time (600 to 649: the compiler) -------------------------
 COMPILE_TEMPLATE_SYNTAX = "CD600"  # a template or expression does not compile (compiler)

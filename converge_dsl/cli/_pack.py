@@ -1,17 +1,22 @@
 """`converge-dsl pack SUBCOMMAND`: publish, list, inspect, fetch, verify, add and yank packs.
 
 - `pack publish PACK_DIR --repo REPO_DIR [--sign-key KEY_FILE]`
-- `pack list [--repo REPO]`, `pack info NAME [--repo REPO]`
+- `pack list [--repo REPO]`, `pack info NAME[@VERSION] [--repo REPO]` (its suggestors,
+  parameters, input schema outline, output, invariants and versions)
   (REPO: `builtin` (default), a folder, or an http(s) URL)
 - `pack fetch PIPELINE`: install every locked pack of the pipeline into the
   pack cache, verifying digests (and signatures) as `run` does; prints each
   pack fetched and each already cached (`validate` reads the cache only)
-- `pack verify PIPELINE`: the lock is current, every pinned archive matches
-  its digest (and signature), fetching what the cache lacks, and every
+- `pack verify PIPELINE [--offline]`: the lock is current; each pinned pack's
+  repository still lists it with the locked digest (CD571) and serves an
+  archive with that digest (CD570); a pin yanked since is a warning (CD572);
+  the pack cache holds the verified archive, fetching what it lacks, and every
   unpacked pack in the cache still holds exactly its archive's files (an
-  altered one is reported, exit 1, and re-installed from the verified archive)
-- `pack add NAME [SPECIFIER] PIPELINE`: add the requirement (comments and
-  layout kept) and re-lock; the file is restored if locking fails
+  altered one is reported, exit 1, and re-installed from the verified archive);
+  `--offline` checks the lock and the cache only
+- `pack add NAME [SPECIFIER] PIPELINE [--repo REPO]`: add the requirement
+  (comments and layout kept), and REPO to `repositories:` when it is not
+  listed, and re-lock; the file is restored if locking fails
 - `pack yank NAME VERSION --repo REPO_DIR [--undo]`
 - `pack keygen KEY_FILE`: write an ed25519 signing key, print its public key
 
@@ -41,8 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     publish.add_argument("--sign-key", type=Path, metavar="KEY_FILE")
     listing = sub.add_parser("list", help="list the packs of a repository")
     listing.add_argument("--repo", default="builtin")
-    info = sub.add_parser("info", help="versions, digests and requirements of a pack")
-    info.add_argument("name")
+    info = sub.add_parser("info", help="a pack's suggestors, parameters, input and versions")
+    info.add_argument("name", metavar="NAME[@VERSION]", help="the pack (default: newest version)")
     info.add_argument("--repo", default="builtin")
     fetch = sub.add_parser("fetch", help="fetch the locked packs of a pipeline into the cache")
     fetch.add_argument("pipeline", type=Path)
@@ -50,9 +55,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     verify = sub.add_parser("verify", help="verify the locked packs of a pipeline")
     verify.add_argument("pipeline", type=Path)
     verify.add_argument("--cache", type=Path, metavar="DIR")
+    verify.add_argument(
+        "--offline",
+        action="store_true",
+        help="check the lock and the pack cache only, without asking the repositories",
+    )
     add = sub.add_parser("add", help="add a pack requirement to a pipeline and re-lock")
     add.add_argument("words", nargs="+", metavar="NAME [SPECIFIER] PIPELINE")
     add.add_argument("--cache", type=Path, metavar="DIR")
+    add.add_argument(
+        "--repo",
+        metavar="REPO",
+        help="take the pack from REPO (builtin, a folder or an http(s) URL), "
+        "adding it to the pipeline's repositories: when it is not listed",
+    )
     yank = sub.add_parser("yank", help="mark a published version yanked")
     yank.add_argument("name")
     yank.add_argument("version")
@@ -98,13 +114,21 @@ def _publish(args: argparse.Namespace, io: CommandIO) -> int:
 
     key = None if args.sign_key is None else _read_key(args.sign_key)
     try:
-        name, entry = publish(
-            args.pack_dir, args.repo, sign_key=key, display=args.pack_dir.as_posix()
-        )
+        done = publish(args.pack_dir, args.repo, sign_key=key, display=args.pack_dir.as_posix())
     except PipelineInvalid as exc:
         return _print_diagnostics(exc, io)
-    signed = " (signed)" if entry.signature else ""
-    io.stdout.write(f"published {name} {entry.version} sha256:{entry.sha256}{signed}\n")
+    name, entry = done.name, done.entry
+    if done.created:
+        signed = " (signed)" if done.signed else ""
+        io.stdout.write(f"published {name} {entry.version} sha256:{entry.sha256}{signed}\n")
+    else:
+        io.stdout.write(
+            f"{name} {entry.version} is already published with this archive "
+            f"(sha256:{entry.sha256}); nothing changed\n"
+        )
+    notice = done.unused_key_notice()
+    if notice is not None:
+        warner(io)(notice)
     return 0
 
 
@@ -118,24 +142,10 @@ def _list(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _info(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.diagnostics import did_you_mean
+    from converge_dsl.cli._pack_view import info_text
+    from converge_dsl.packs import describe_pack
 
-    repository = _repository(args.repo)
-    index = repository.fetch_index(args.name)
-    if index is None:
-        guess = did_you_mean(args.name, repository.names())
-        raise PackError(
-            f"{repository.id} has no pack {args.name!r}",
-            hint=f"did you mean {guess!r}?" if guess else None,
-        )
-    io.stdout.write(f"{index.name}  ({repository.id})\n")
-    for entry in reversed(index.entries):
-        flags = " yanked" if entry.yanked else ""
-        flags += " signed" if entry.signature else ""
-        needs = ", ".join(f"{k} {v}" for k, v in sorted(entry.requires_packs.items()))
-        io.stdout.write(f"  {entry.version}  {entry.published}  sha256:{entry.sha256}{flags}\n")
-        if needs:
-            io.stdout.write(f"    requires {needs}\n")
+    io.stdout.write(info_text(describe_pack(_repository(args.repo), args.name)))
     return 0
 
 
@@ -157,61 +167,34 @@ def _fetch(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _verify(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.packs import PackCache, load_locked_packs
+    from converge_dsl.cli._pack_view import render_verify
+    from converge_dsl.packs import PackCache, verify_pipeline
 
-    cache = PackCache(args.cache)
-    packs = load_locked_packs(args.pipeline, cache=cache)
-    for name, pack in sorted(packs.items()):
-        io.stdout.write(f"ok  {name} {pack.version}\n")
-    for altered in cache.repaired:
-        io.stderr.write(
-            f"error: the unpacked copy of {altered} in the pack cache did not match its "
-            "locked archive (altered); it was re-installed from the verified archive\n"
-        )
-    if cache.repaired:
-        return 1
-    io.stdout.write(f"{len(packs)} pack(s) verified\n")
-    return 0
+    if not args.pipeline.is_file():
+        raise UsageError(f"no such pipeline file: {args.pipeline}")
+    report = verify_pipeline(args.pipeline, cache=PackCache(args.cache), offline=args.offline)
+    render_verify(report, io.stdout, io.stderr)
+    return 0 if report.ok else 1
 
 
 def _add(args: argparse.Namespace, io: CommandIO) -> int:
-    from packaging.specifiers import SpecifierSet
-
-    from converge_dsl.packs import (
-        PackCache,
-        PipelinePacks,
-        add_pack_requirement,
-        default_specifier,
-        lock_pipeline,
-        parse_specifier,
-        resolve,
-    )
+    from converge_dsl.packs import PackCache, add_pack, parse_specifier
 
     if len(args.words) not in (2, 3):
         raise UsageError("pack add takes NAME [SPECIFIER] PIPELINE")
     name, pipeline = args.words[0], Path(args.words[-1])
     if not pipeline.is_file():
         raise UsageError(f"no such pipeline file: {pipeline}")
-    if len(args.words) == 3:
-        specifier = args.words[1]
-        if parse_specifier(specifier) is None:
-            raise UsageError(f"{specifier!r} is not a PEP 440 specifier")
-    else:
-        info = PipelinePacks.read(pipeline)
-        found = resolve({name: SpecifierSet()}, list(info.open().values()), requester="pack add")
-        specifier = default_specifier(found[name].entry.version)
-    try:
-        original = pipeline.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{pipeline} is not UTF-8 text") from None
-    pipeline.write_text(add_pack_requirement(original, name, specifier), encoding="utf-8")
-    try:
-        lock = lock_pipeline(pipeline, cache=PackCache(args.cache), warn=warner(io))
-    except BaseException:
-        pipeline.write_text(original, encoding="utf-8")
-        raise
+    specifier = args.words[1] if len(args.words) == 3 else None
+    if specifier is not None and parse_specifier(specifier) is None:
+        raise UsageError(f"{specifier!r} is not a PEP 440 specifier")
+    done = add_pack(
+        pipeline, name, specifier, repo=args.repo, cache=PackCache(args.cache), warn=warner(io)
+    )
+    if done.repository_added is not None:
+        io.stdout.write(f"added repository {done.repository_added} to {pipeline.name}\n")
     io.stdout.write(
-        f"added {name} {specifier!r} to {pipeline.name}; locked {name} {lock.packs[name].version}\n"
+        f"added {name} {done.specifier!r} to {pipeline.name}; locked {name} {done.version}\n"
     )
     return 0
 
@@ -224,8 +207,15 @@ def report(exc: PackError, io: CommandIO) -> int:
 
 
 def warner(io: CommandIO) -> Callable[[str], object]:
-    """Where `lock` and `pack add` report a replaced unreadable lock file."""
-    return lambda message: io.stderr.write(f"warning: {message}\n")
+    """Where `lock` and `pack add` report a replaced lock file or a yanked pin (`CD572`)."""
+
+    def warn(message: str) -> None:
+        code, hint = getattr(message, "code", None), getattr(message, "hint", None)
+        io.stderr.write(f"{f'warning[{code}]' if code else 'warning'}: {message}\n")
+        if hint:
+            io.stderr.write(f"  hint: {hint}\n")
+
+    return warn
 
 
 def _yank(args: argparse.Namespace, io: CommandIO) -> int:

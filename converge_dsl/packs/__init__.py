@@ -5,7 +5,8 @@ Public surface:
   `parse_specifier(text)`, `build_archive`, `sha256_hex`, `unpack`;
 - repositories: `Repository` (protocol), `FolderRepository`, `HttpRepository`,
   `BuiltinRepository`, `open_repositories`; their `PackIndex` of `IndexEntry`s;
-  `publish`, `yank`, `generate_key` (ed25519 signing keys);
+  `publish` (-> `Published`: created or already there, signed by this call or not), `yank`,
+  `generate_key` (ed25519 signing keys);
 - `resolve(...)` -> `Resolved` from `Requirement`s; `lock_pipeline(pipeline)`, `PackCache`;
 - the lock: `LOCK_FILE`, `LockFile` of `LockedPack`s, `read_lock`, `lock_hint`;
   `PipelinePacks`, a pipeline's `packs:` and `repositories:`;
@@ -21,7 +22,12 @@ Public surface:
   CD5xx, see `converge_dsl.codes`);
 - `template_diagnostics(pack)`: a pack's templates compiled, located in its own files;
 - `installed_solvers()`, the entry-point `SolverRegistry`;
-- `add_pack_requirement(text, name, specifier)` and `default_specifier` for `pack add`.
+- `add_pack_requirement(text, name, specifier)`, `add_repository(text, spec)` and
+  `default_specifier`; `add_pack(pipeline, name, repo=...)` -> `Added`, all of `pack add`;
+- `describe_pack(repository, "NAME[@VERSION]")` -> `PackInfo` of `SuggestorInfo`s, what
+  `pack info` shows (parameters and input schema as outlines, output, invariants);
+- `verify_pipeline(pipeline)` -> `VerifyReport` of `PackVerdict`s: each locked pack against
+  its repository's index and archive, the lock and the pack cache (`pack verify`).
 
 Names are imported on first use (PEP 562), so `validate` pays only for what a
 pipeline needs.
@@ -34,6 +40,10 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from converge_dsl.packs._add import (
+        Added,
+        add_pack,
+    )
     from converge_dsl.packs._archive import (
         build_archive,
         sha256_hex,
@@ -55,11 +65,17 @@ if TYPE_CHECKING:
     )
     from converge_dsl.packs._edit import (
         add_pack_requirement,
+        add_repository,
         default_specifier,
     )
     from converge_dsl.packs._index import (
         IndexEntry,
         PackIndex,
+    )
+    from converge_dsl.packs._info import (
+        PackInfo,
+        SuggestorInfo,
+        describe_pack,
     )
     from converge_dsl.packs._lint import (
         template_diagnostics,
@@ -80,6 +96,7 @@ if TYPE_CHECKING:
         parse_specifier,
     )
     from converge_dsl.packs._publish import (
+        Published,
         publish,
         yank,
     )
@@ -105,6 +122,11 @@ if TYPE_CHECKING:
     from converge_dsl.packs._suggestor import (
         PackSolverSuggestor,
     )
+    from converge_dsl.packs._verify import (
+        PackVerdict,
+        VerifyReport,
+        verify_pipeline,
+    )
     from converge_dsl.packs._workspace import (
         PipelinePacks,
         fetch_hint,
@@ -115,6 +137,7 @@ if TYPE_CHECKING:
     )
 
 _WHERE: dict[str, str] = {
+    "Added": "converge_dsl.packs._add",
     "BuiltinRepository": "converge_dsl.packs._repository",
     "FolderRepository": "converge_dsl.packs._repository",
     "HttpRepository": "converge_dsl.packs._repository",
@@ -126,14 +149,21 @@ _WHERE: dict[str, str] = {
     "Pack": "converge_dsl.packs._manifest",
     "PackCache": "converge_dsl.packs._cache",
     "PackIndex": "converge_dsl.packs._index",
+    "PackInfo": "converge_dsl.packs._info",
     "PackSolverSuggestor": "converge_dsl.packs._suggestor",
+    "PackVerdict": "converge_dsl.packs._verify",
     "PipelinePacks": "converge_dsl.packs._workspace",
+    "Published": "converge_dsl.packs._publish",
     "Repository": "converge_dsl.packs._repository",
     "Requirement": "converge_dsl.packs._resolve",
     "Resolved": "converge_dsl.packs._resolve",
     "SolverRegistry": "converge_dsl.packs._registry",
     "SuggestorDef": "converge_dsl.packs._manifest",
+    "SuggestorInfo": "converge_dsl.packs._info",
+    "VerifyReport": "converge_dsl.packs._verify",
+    "add_pack": "converge_dsl.packs._add",
     "add_pack_requirement": "converge_dsl.packs._edit",
+    "add_repository": "converge_dsl.packs._edit",
     "build_archive": "converge_dsl.packs._archive",
     "check_lock": "converge_dsl.packs._checks",
     "check_pack_uses": "converge_dsl.packs._checks",
@@ -141,6 +171,7 @@ _WHERE: dict[str, str] = {
     "check_pipeline_packs": "converge_dsl.packs._checks",
     "compile_pack_suggestor": "converge_dsl.packs._compile",
     "default_specifier": "converge_dsl.packs._edit",
+    "describe_pack": "converge_dsl.packs._info",
     "fetch_hint": "converge_dsl.packs._workspace",
     "fetched_message": "converge_dsl.packs._workspace",
     "fetching_pack_check": "converge_dsl.packs._checks",
@@ -161,11 +192,13 @@ _WHERE: dict[str, str] = {
     "sha256_hex": "converge_dsl.packs._archive",
     "template_diagnostics": "converge_dsl.packs._lint",
     "unpack": "converge_dsl.packs._archive",
+    "verify_pipeline": "converge_dsl.packs._verify",
     "yank": "converge_dsl.packs._publish",
 }
 
 __all__ = [
     "LOCK_FILE",
+    "Added",
     "BuiltinRepository",
     "FolderRepository",
     "HttpRepository",
@@ -176,14 +209,21 @@ __all__ = [
     "Pack",
     "PackCache",
     "PackIndex",
+    "PackInfo",
     "PackSolverSuggestor",
+    "PackVerdict",
     "PipelinePacks",
+    "Published",
     "Repository",
     "Requirement",
     "Resolved",
     "SolverRegistry",
     "SuggestorDef",
+    "SuggestorInfo",
+    "VerifyReport",
+    "add_pack",
     "add_pack_requirement",
+    "add_repository",
     "build_archive",
     "check_lock",
     "check_pack_uses",
@@ -191,6 +231,7 @@ __all__ = [
     "check_pipeline_packs",
     "compile_pack_suggestor",
     "default_specifier",
+    "describe_pack",
     "fetch_hint",
     "fetched_message",
     "fetching_pack_check",
@@ -211,6 +252,7 @@ __all__ = [
     "sha256_hex",
     "template_diagnostics",
     "unpack",
+    "verify_pipeline",
     "yank",
 ]
 

@@ -10,6 +10,8 @@ newline) and checked by that round trip; anchors are kept even when unused.
 A new `packs:` key is placed where the language puts it (after `name`,
 `description`, `keys`, `inputs`); a new entry of an existing `packs:` goes
 before the comment block that follows its last entry, not after it.
+`add_repository(text, spec)` appends a repository to `repositories:` the same
+way (a new `repositories:` goes after `packs:` and starts with `builtin`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from __future__ import annotations
 import io
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from packaging.version import Version
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedBase, CommentedMap
+from ruamel.yaml.comments import CommentedBase, CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from converge_dsl.errors import PackError
@@ -41,6 +43,7 @@ def _yaml(mapping: int, sequence: int, offset: int, start: bool = False, end: bo
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096
+    yaml.brace_single_entry_mapping_in_flow_sequence = True  # keep `[builtin, {path: r}]`
     yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
     yaml.explicit_start = start
     yaml.explicit_end = end
@@ -139,8 +142,8 @@ def default_specifier(version: Version) -> str:
     return f">={major}.{minor},<{upper}"
 
 
-def add_pack_requirement(text: str, name: str, specifier: str) -> str:
-    """`text` with `packs.<name>` set to `specifier` (added or replaced)."""
+def _edit(text: str, change: Callable[[CommentedMap], None]) -> str:
+    """`text` with `change` applied to its top-level mapping, layout and comments kept."""
     crlf = "\r\n" in text
     if crlf:
         text = text.replace("\r\n", "\n")
@@ -155,17 +158,52 @@ def add_pack_requirement(text: str, name: str, specifier: str) -> str:
     _keep_anchors(data)
     if not isinstance(data, CommentedMap):
         raise PackError("the pipeline is not a YAML mapping")
-    packs = data.get("packs")
-    if packs is None:
-        position = sum(1 for key in data if key in _BEFORE_PACKS)
-        data.insert(position, "packs", CommentedMap([(name, specifier)]))
-    elif isinstance(packs, CommentedMap):
-        _set_last(packs, name, specifier)
-    elif isinstance(packs, dict):
-        packs[name] = specifier
-    else:
-        raise PackError("packs: must be a mapping of pack name to specifier")
+    change(data)
     out = head + _dump(yaml, data)
     if not text.endswith("\n") and out.endswith("\n"):
         out = out[:-1]
     return out.replace("\n", "\r\n") if crlf else out
+
+
+def add_pack_requirement(text: str, name: str, specifier: str) -> str:
+    """`text` with `packs.<name>` set to `specifier` (added or replaced)."""
+
+    def change(data: CommentedMap) -> None:
+        packs = data.get("packs")
+        if packs is None:
+            position = sum(1 for key in data if key in _BEFORE_PACKS)
+            data.insert(position, "packs", CommentedMap([(name, specifier)]))
+        elif isinstance(packs, CommentedMap):
+            _set_last(packs, name, specifier)
+        elif isinstance(packs, dict):
+            packs[name] = specifier
+        else:
+            raise PackError("packs: must be a mapping of pack name to specifier")
+
+    return _edit(text, change)
+
+
+def add_repository(text: str, spec: str | Mapping[str, str]) -> str:
+    """`text` with `spec` (`builtin`, `{path: ...}` or `{url: ...}`) last in `repositories:`.
+
+    A pipeline without `repositories:` reads from `builtin` alone, so the new
+    list starts with `builtin`: packs it already uses keep resolving as before.
+    A new mapping entry is written in flow style (`- {path: repo}`).
+    """
+    entry: Any = spec
+    if isinstance(spec, Mapping):
+        entry = CommentedMap(spec.items())
+        entry.fa.set_flow_style()
+
+    def change(data: CommentedMap) -> None:
+        repositories = data.get("repositories")
+        if repositories is None:
+            items = [entry] if spec == "builtin" else ["builtin", entry]
+            position = sum(1 for key in data if key in (*_BEFORE_PACKS, "packs"))
+            data.insert(position, "repositories", CommentedSeq(items))
+        elif isinstance(repositories, list):
+            repositories.append(entry)
+        else:
+            raise PackError("repositories: must be a list")
+
+    return _edit(text, change)

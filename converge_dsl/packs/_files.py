@@ -16,7 +16,8 @@ blocking), and the read stops at `cap` bytes or `deadline_s` seconds.
 
 `PackRefused` is the `PackError` of a deliberate refusal (a cap, a deadline, a
 redirect, a pin that would move): it carries the stable code (CD56x) that
-`lock`, `pack fetch` and the pack checks of `run` show with it.
+`lock`, `pack fetch` and the pack checks of `run` show with it. `Notice` is
+the text of a warning with such a code (a yanked pin, CD572).
 """
 
 from __future__ import annotations
@@ -47,6 +48,20 @@ class PackRefused(PackError):
     def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.code = code
+
+
+class Notice(str):
+    """A warning's text with a stable code and a hint: `warn` callbacks print it as
+    `warning[CODE]: text` (a plain `str` where the code is not known)."""
+
+    code: str
+    hint: str | None
+
+    def __new__(cls, code: str, message: str, *, hint: str | None = None) -> Notice:
+        notice = super().__new__(cls, message)
+        notice.code = code
+        notice.hint = hint
+        return notice
 
 
 SHA256 = re.compile(r"[0-9a-f]{64}\Z")  # an archive digest as indexes and locks write it

@@ -5,6 +5,9 @@ expression of it compiles (`_lint.template_diagnostics`); otherwise
 `PipelineInvalid` carries the diagnostics, located in the pack's files.
 A published version is immutable: publishing the same version again is a
 no-op when the archive digest is the same and an error when it differs.
+`publish` returns a `Published` saying which happened and whether this call
+signed the entry (`signed`), so `pack publish` prints "(signed)" only then, and
+warns (CD575) when a `--sign-key` it was given went unused.
 Files are written atomically (`write_atomic`), the archive before the index,
 so a reader never sees an index entry whose archive is missing.
 """
@@ -12,15 +15,18 @@ so a reader never sees an index entry whose archive is missing.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import best_first
 from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.packs._archive import build_archive, sha256_hex
-from converge_dsl.packs._files import write_atomic
+from converge_dsl.packs._files import Notice, write_atomic
 from converge_dsl.packs._index import (
     NAMES_FILE,
     IndexEntry,
@@ -31,6 +37,43 @@ from converge_dsl.packs._index import (
 from converge_dsl.packs._manifest import load_pack, parse_version
 from converge_dsl.packs._repository import FolderRepository
 from converge_dsl.packs._signing import sign
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What `publish` did with one pack version.
+
+    `created` is False when the same archive was already published (nothing
+    changed); `signed` is True only when this call signed the new entry;
+    `key_given` whether a signing key was passed.
+    """
+
+    name: str
+    entry: IndexEntry
+    created: bool
+    signed: bool
+    key_given: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": str(self.entry.version),
+            "sha256": self.entry.sha256,
+            "created": self.created,
+            "signed": self.signed,
+        }
+
+    def unused_key_notice(self) -> Notice | None:
+        """The warning for a signing key that signed nothing (None when there is none)."""
+        if not self.key_given or self.signed:
+            return None
+        state = "signed earlier" if self.entry.signature else "unsigned"
+        return Notice(
+            codes.PUBLISH_KEY_UNUSED,
+            f"--sign-key was not used: {self.name} {self.entry.version} was already published "
+            f"with this archive ({state}), and a published entry never changes",
+            hint="to publish a signed version, bump the version in pack.yaml and publish again",
+        )
 
 
 def _now() -> str:
@@ -44,8 +87,8 @@ def publish(
     sign_key: str | None = None,
     published: str | None = None,
     display: str | None = None,
-) -> tuple[str, IndexEntry]:
-    """Validate, archive and index the pack in `pack_dir`; returns (pack name, index entry).
+) -> Published:
+    """Validate, archive and index the pack in `pack_dir`; returns what it did (`Published`).
 
     `display` names the pack folder in diagnostics (default: `pack_dir`).
     """
@@ -62,7 +105,7 @@ def publish(
     existing = index.entry(pack.version)
     if existing is not None:
         if existing.sha256 == digest:
-            return pack.name, existing
+            return Published(pack.name, existing, False, False, sign_key is not None)
         raise PackError(
             f"{pack.name} {pack.version} is already published with a different digest",
             hint="published versions are immutable: bump the version in pack.yaml",
@@ -80,7 +123,7 @@ def publish(
     write_atomic(repo_root / index_path(pack.name), index.with_entry(entry).to_bytes())
     names = set(repository.names()) | {pack.name}
     write_atomic(repo_root / NAMES_FILE, (json.dumps(sorted(names)) + "\n").encode())
-    return pack.name, entry
+    return Published(pack.name, entry, True, entry.signature is not None, sign_key is not None)
 
 
 def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> None:

@@ -14,6 +14,10 @@ section with the one `lock` is about to write (docs/architecture.md §10):
 
 Each refusal names the pack, both pins, the repository, why it moved (as far
 as the repository's index tells) and the flag that accepts the move.
+
+A pin the lock keeps although its repository has since yanked it is not
+refused (re-locking never moves a working pipeline by surprise) but warned
+about: `yanked_pin_notice` (CD572) says how to move off it.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from collections.abc import Callable, Mapping
 
 from packaging.version import Version
 
-from converge_dsl.codes import LOCK_DOWNGRADE_REFUSED, LOCK_REPIN_REFUSED
-from converge_dsl.packs._files import PackRefused
+from converge_dsl.codes import LOCK_DOWNGRADE_REFUSED, LOCK_REPIN_REFUSED, LOCKED_PIN_YANKED
+from converge_dsl.packs._files import Notice, PackRefused
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import LockedPack, LockFile
 from converge_dsl.packs._manifest import parse_specifier
@@ -91,3 +95,21 @@ def _admitted(requested: Mapping[str, str], name: str, version: str) -> bool:
     text = requested.get(name)
     specifier = parse_specifier(text) if text is not None else None
     return specifier is None or specifier.contains(version, prereleases=True)
+
+
+def yanked_pin_notice(
+    name: str, version: str, repository: str, specifier: str | None, command: str
+) -> Notice:
+    """The warning for a pin the lock keeps although `repository` has yanked it.
+
+    `specifier` is the pipeline's own requirement on `name` (None for a pack
+    only other packs require); `command` re-locks, as the user typed it.
+    """
+    excluded = f"{specifier},!={version}" if specifier else f"!={version}"
+    return Notice(
+        LOCKED_PIN_YANKED,
+        f"{name} {version}, pinned by the lock, is yanked in {repository}; "
+        "the lock keeps it until you move off it",
+        hint=f'to move off it, exclude it in packs: (e.g. {name}: "{excluded}"), '
+        f"then run: {command}",
+    )

@@ -4,7 +4,8 @@
 refuses a pin that would move down or to another digest without
 `allow_downgrade` / `repin`, fetches and verifies every pinned archive into
 the cache (so the next run works offline) and writes the pipeline's section
-of `converge.lock` beside it (`lock_path`); an unreadable lock file is replaced, with a warning.
+of `converge.lock` beside it (`lock_path`); an unreadable lock file is replaced, with a warning,
+and a pin it keeps although its repository yanked it is warned about (CD572).
 `load_locked_packs` is what `run` and `pack fetch` call: it refuses a missing
 or stale lock with the reason and the command that fixes it, then installs
 each pinned pack from the cache (downloading only what is missing, and saying
@@ -58,11 +59,20 @@ class PipelinePacks:
         if data is None:
             loaded = load_document(path).data
             data = loaded if isinstance(loaded, Mapping) else {}
+        packs = data.get("packs") or {}
+        repositories = data.get("repositories") or ()
+        if not isinstance(packs, Mapping):
+            raise PackError(f"{path.name}: packs: must be a mapping of pack name to specifier")
+        if not isinstance(repositories, list | tuple):
+            raise PackError(
+                f"{path.name}: repositories: must be a list",
+                hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
+            )
         return cls(
             path=path,
             name=str(data.get("name", path.stem)),
-            packs={str(k): str(v) for k, v in (data.get("packs") or {}).items()},
-            repositories=tuple(data.get("repositories") or ()),
+            packs={str(k): str(v) for k, v in packs.items()},
+            repositories=tuple(repositories),
         )
 
     @property
@@ -126,14 +136,15 @@ def lock_pipeline(
     """Resolve, fetch, verify and write the pipeline's lock section; returns it.
 
     Versions pinned by a readable previous lock are kept when they still fit;
-    `warn` hears that an unreadable lock file is being replaced. A pin that
+    `warn` hears that an unreadable lock file is being replaced, and, once the
+    lock is written, each kept pin that is yanked (a `Notice`, CD572). A pin that
     would move to a lower version (unless `allow_downgrade`) or to another
     digest for the same version (unless `repin`) is refused before anything
     is fetched or written (`_trust.check_pin_moves`).
     """
     from converge_dsl.packs._resolve import resolve
     from converge_dsl.packs._signing import verify
-    from converge_dsl.packs._trust import check_pin_moves
+    from converge_dsl.packs._trust import check_pin_moves, yanked_pin_notice
 
     info = PipelinePacks.read(pipeline, data)
     repositories = info.open(client)
@@ -163,6 +174,12 @@ def lock_pipeline(
         )
     _install_all(lock, repositories, cache or PackCache())
     write_lock(pipeline, lock, warn=warn)
+    for pinned in resolved.values():  # only a pin the previous lock held can be yanked
+        if pinned.entry.yanked and warn is not None:
+            command = lock_hint(pipeline).removeprefix("run: ")
+            requested = info.packs.get(pinned.name)
+            version = str(pinned.entry.version)
+            warn(yanked_pin_notice(pinned.name, version, pinned.repository, requested, command))
     return lock
 
 

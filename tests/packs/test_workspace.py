@@ -157,5 +157,5 @@ def test_republishing_a_version_with_other_content_is_refused(tmp_path: Path) ->
     (changed / "prompts" / "readme.md").write_text("changed\n")
     with pytest.raises(PackError, match=r"already published with a different digest"):
         publish(changed, repo)
-    name, entry = publish(make_pack(tmp_path, "alpha", "1.0.0"), repo)
-    assert (name, entry.version.public) == ("alpha", "1.0.0")
+    done = publish(make_pack(tmp_path, "alpha", "1.0.0"), repo)
+    assert (done.name, done.entry.version.public, done.created) == ("alpha", "1.0.0", False)
