@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
 
 from converge_dsl.errors import UsageError
 
@@ -101,7 +101,7 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         allow_roots=tuple(args.allow_root),
         ray_address=args.ray_address,
     )
-    progress = Progress(io.stderr, live=_is_terminal(io.stderr))
+    progress = Progress(io.stderr, io.style(io.stderr), io.environ, quiet=io.verbosity < 0)
     try:
         summary = run_batch(options, on_result=progress.update, on_start=progress.start)
     finally:
@@ -109,10 +109,5 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
     if args.format == "json":
         io.stdout.write(json.dumps(summary_json(summary), indent=2) + "\n")
     else:
-        summary_table(summary, options.out, io.stdout, live=_is_terminal(io.stdout))
+        summary_table(summary, options.out, io.stdout, io.style(io.stdout), io.environ)
     return summary.exit_code
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    isatty: Any = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())

@@ -133,21 +133,31 @@ def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
 class _Progress:
     """Per-cycle progress: a rich live line on a terminal, plain lines otherwise."""
 
-    def __init__(self, stream: TextIO, live: bool) -> None:
-        self._stream = stream
+    def __init__(self, io: CommandIO) -> None:
+        from converge_dsl.cli import QUIET, VERBOSE
+
+        self._stream = io.stderr
         self._console: Any = None
         self._status: Any = None
-        if live:
-            from rich.console import Console
+        self._quiet = io.verbosity == QUIET
+        self._verbose = io.verbosity >= VERBOSE
+        style = io.style(io.stderr)
+        if style.live:
+            from converge_dsl.cli._terminal import console
 
-            self._console = Console(file=stream)
+            self._console = console(io.stderr, style, io.environ)
             self._status = self._console.status("starting")
             self._status.start()
 
     def __call__(self, event: BaseModel) -> None:
         kind = getattr(event, "type", "")
+        if self._quiet:
+            return
         if kind == "cycle_started":
-            text = f"cycle {event.cycle}: {len(event.candidates)} suggestor(s) running"  # type: ignore[attr-defined]
+            names: list[str] = list(event.candidates)  # type: ignore[attr-defined]
+            text = f"cycle {event.cycle}: {len(names)} suggestor(s) running"  # type: ignore[attr-defined]
+            if self._verbose:
+                self._detail(f"{text}: {', '.join(names)}")
         elif kind == "cycle_finished":
             text = f"cycle {event.cycle}: {event.promoted} fact(s) promoted"  # type: ignore[attr-defined]
         else:
@@ -155,10 +165,16 @@ class _Progress:
         if self._status is not None:
             self._status.update(text)
             if kind == "cycle_finished":
-                self._console.print(text)
+                self._console.print(text, markup=False, highlight=False)
         elif kind == "cycle_finished":
             self._stream.write(text + "\n")
             self._stream.flush()
+
+    def _detail(self, text: str) -> None:
+        if self._console is not None:
+            self._console.print(text, markup=False, highlight=False)
+        else:
+            self._stream.write(text + "\n")
 
     def stop(self) -> None:
         if self._status is not None:
@@ -283,7 +299,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         replay=args.replay,
         listeners=() if progress is None else (progress,),
         decisions=parse_decisions(args),
-        on_fetch=lambda line: io.stderr.write(line + "\n"),
+        on_fetch=io.note,
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
         freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
@@ -306,7 +322,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
 
         return execute_batch(args, io)
     human = args.format == "human"
-    progress = _Progress(io.stderr, live=io.color) if human else None
+    progress = _Progress(io) if human else None
     try:
         out = asyncio.run(run_pipeline(_options(args, io, progress)))
     except (ConvergeError, OSError) as exc:

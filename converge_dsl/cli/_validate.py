@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
+from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, QUIET, CommandIO
 from converge_dsl.cli._render import FORMATS, render
 
 
@@ -53,6 +53,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.validation import check_paths
 
     checked = check_paths(args.paths, roots=user_roots(args.allow_root))
+    for path in checked.files:
+        io.detail(f"checked {path}")
     render(
         checked.diagnostics,
         args.format,
@@ -60,6 +62,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         sources=checked.sources,
         files=len(checked.files),
         color=io.color,
+        summary=io.verbosity != QUIET,
     )
     if not checked.ok:
         return EXIT_INVALID
