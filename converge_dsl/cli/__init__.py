@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
     "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
     "explain": ("converge_dsl.cli._explain", "print what a diagnostic code means, with an example"),
+    "completion": (
+        "converge_dsl.cli._completion",
+        "print a shell completion script (bash, zsh, fish)",
+    ),
 }
 
 

@@ -52,7 +52,12 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cases", type=Path, metavar="CASES.jsonl", help="one inputs object a line")
     group.add_argument("--out", type=Path, metavar="RESULTS.jsonl", help="one result a line")
     group.add_argument("--concurrency", type=int, metavar="N", help="cases (or workers) at once")
-    group.add_argument("--executor", choices=("local", "process", "ray"), default="local")
+    group.add_argument(
+        "--executor",
+        choices=("local", "process", "ray"),
+        default="local",
+        help="local: one event loop (default); process: worker processes; ray: Ray actors",
+    )
     group.add_argument("--max-model-calls", type=int, metavar="N", help="cap for the whole batch")
     group.add_argument("--max-tokens", type=int, metavar="N", help="cap for the whole batch")
     group.add_argument("--ray-address", metavar="ADDRESS", help="the Ray cluster to run on")

@@ -45,8 +45,11 @@ if TYPE_CHECKING:
     from converge_dsl.runtime import RunOptions, RunOutcome
 
 
+_JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    parser.add_argument("pipeline", type=Path, metavar="PIPELINE", help="the pipeline YAML file")
     add_input_arguments(parser)
     parser.add_argument(
         "--model",
@@ -55,7 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=CASSETTE",
         help="answer model NAME from a cassette recorded with --record; repeatable",
     )
-    parser.add_argument("--format", choices=("human", "json"), default="human")
+    parser.add_argument("--format", choices=("human", "json"), default="human", help=_JSON_HELP)
     parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
     parser.add_argument(
         "--checkpoint", type=Path, metavar="DIR", help="checkpoint after every cycle"
