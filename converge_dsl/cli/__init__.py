@@ -214,18 +214,17 @@ def _add_global_options(parser: argparse.ArgumentParser, *, nested: bool = False
             for sub in dict.fromkeys(action.choices.values()):
                 _add_global_options(sub, nested=True)
     default = argparse.SUPPRESS if nested else False
+    taken = parser._option_string_actions  # a command's own -q or -v wins
     group = parser.add_argument_group("global options")
     group.add_argument(
-        "-q",
-        "--quiet",
+        *[flag for flag in ("-q", "--quiet") if flag not in taken],
         dest="cli_quiet",
         action="store_true",
         default=default,
         help="no progress displays or informational notes (errors and results still print)",
     )
     group.add_argument(
-        "-v",
-        "--verbose",
+        *[flag for flag in ("-v", "--verbose") if flag not in taken],
         dest="cli_verbose",
         action="store_true",
         default=default,

@@ -124,3 +124,23 @@ def test_validate_imports_neither_completion_nor_explain() -> None:
     assert done.stdout.strip() == str(
         ["converge_dsl.cli._render", "converge_dsl.cli._terminal", "converge_dsl.cli._validate"]
     )
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_commands_and_codes(tmp_path: Path) -> None:
+    path = tmp_path / "converge-dsl.fish"
+    path.write_text(_script("fish"), encoding="utf-8")
+
+    def complete(line: str) -> list[str]:
+        done = subprocess.run(
+            ["fish", "--no-config", "-c", f"source {path}; complete -C '{line}'"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        return [row.split("\t")[0] for row in done.stdout.splitlines()]
+
+    assert complete("converge-dsl va") == ["validate"]
+    assert complete("converge-dsl pack ve") == ["verify"]
+    assert "CD203" in complete("converge-dsl explain CD20")

@@ -89,3 +89,18 @@ def test_the_help_lists_the_global_options() -> None:
     assert "NO_COLOR" in out
     code, out, _ = _run("validate", "--help")
     assert "global options" in out
+
+
+def test_a_command_that_has_its_own_short_v_keeps_it_and_gets_the_long_flags() -> None:
+    import argparse
+    import types
+
+    from converge_dsl.cli import command_parser
+
+    def configure(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("-v", dest="version_of", help="a command's own -v")
+
+    command = types.SimpleNamespace(configure=configure, execute=None)
+    parser = command_parser("demo", "a demo", command)  # type: ignore[arg-type]
+    parsed = parser.parse_args(["-v", "1.0", "--verbose", "-q"])
+    assert (parsed.version_of, parsed.cli_verbose, parsed.cli_quiet) == ("1.0", True, True)
