@@ -25,7 +25,9 @@ from converge_dsl.errors import ConvergeError, UsageError
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
 
-_SECTION = re.compile(r"^## (CD\d{3})[ \t]*\n(.*?)(?=^#{1,2} |\Z)", re.S | re.M)
+# `## CD203` (anything after the code on the heading line is ignored) up to the next
+# `#` or `##` heading; `###` sub-headings belong to the section.
+_SECTION = re.compile(r"^## (CD\d{3})\b[^\n]*\n(.*?)(?=^#{1,2} |\Z)", re.S | re.M)
 _TITLE = re.compile(r"^\*\*(.+?)\*\*(?:\s*\(`([A-Z0-9_]+)`\))?[ \t]*$", re.M)
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 

@@ -60,6 +60,8 @@ def test_the_reader_takes_a_section_up_to_the_next_heading() -> None:
     entry = parse(page)["CD001"]
     assert (entry.name, entry.title, entry.examples) == ("BAD", "Bad thing", ("error[CD001]: x\n",))
     assert "not part" not in entry.text
+    assert parse("## CD002 — a title after the code\n\n**T** (`N`)\n")["CD002"].name == "N"
+    assert "### More" in parse("## CD003\n\n**T** (`N`)\n\n### More\n\nx\n")["CD003"].text
 
 
 def test_explain_prints_the_title_the_prose_and_the_example() -> None:
