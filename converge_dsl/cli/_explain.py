@@ -7,7 +7,8 @@ at least one fenced example. Nothing is copied into the code, so the page
 and the command cannot drift (a test checks that every code of
 `converge_dsl.codes` has a section). CODE may be written `CD203`, `cd203`,
 `203` or by its constant's name (`UNKNOWN_CONTEXT_KEY`); without CODE, every
-code is listed with its title. Exit codes: 0; 1 the page is missing from the
+code is listed with its title. The section is printed as plain text, examples
+indented (the title in bold on a colour terminal). Exit codes: 0; 1 the page is missing from the
 installation or lacks a defined code; 3 an unknown code (with the closest
 known one suggested).
 """
@@ -161,8 +162,18 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             io.stdout.write("".join(f"{e.code}  {terminal_safe(e.title)}\n" for e in entries))
         return 0
     entry = find(args.code)
+    style = io.style(io.stdout)
     if args.format == "json":
         io.stdout.write(json.dumps(asdict(entry), indent=2, ensure_ascii=False) + "\n")
+    elif style.color:
+        from rich.text import Text
+
+        from converge_dsl.cli._terminal import console
+
+        # Only the title is styled: the examples must reach the reader uncut and unwrapped.
+        title, rest = terminal_safe(_human(entry)).split("\n", 1)
+        out = console(io.stdout, style, io.environ)
+        out.print(Text(title, style="bold"), Text(rest), sep="\n", end="", soft_wrap=True)
     else:
         io.stdout.write(terminal_safe(_human(entry)))
     return 0

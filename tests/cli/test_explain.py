@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,16 @@ def test_a_defined_code_without_a_section_is_reported(monkeypatch: pytest.Monkey
     code, _, err = _run("explain", "CD002")
     assert code == 1
     assert "CD002 (DUPLICATE_KEY) is defined but has no section" in err
+
+
+def test_a_colour_terminal_gets_the_section_rendered_and_no_colour_the_plain_text() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for environ, coloured in (({}, True), ({"NO_COLOR": "1"}, False), ({"TERM": "dumb"}, False)):
+        out = Terminal()
+        assert run(["explain", "CD002"], out, io.StringIO(), environ) == 0
+        assert ("\x1b[" in out.getvalue()) is coloured
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())  # same text, uncut, unwrapped
+        assert plain == (EXPECTED / "explain_CD002.txt").read_text(encoding="utf-8")
