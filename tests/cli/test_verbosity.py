@@ -69,6 +69,13 @@ def test_a_flag_before_a_sub_command_is_not_undone_by_the_sub_command(tmp_path: 
     assert _run("pack", "-q", "list")[0] == 0
     assert _run("pack", "list", "--quiet")[0] == 0
     assert _run("pack", "-q", "list", "-v")[0] == 3
+    import converge_dsl.cli._pack as pack
+    from converge_dsl.cli import command_parser
+
+    parser = command_parser("pack", "packs", pack)  # type: ignore[arg-type]
+    assert parser.parse_args(["-q", "list"]).cli_quiet is True
+    assert parser.parse_args(["list", "-q"]).cli_quiet is True
+    assert parser.parse_args(["list"]).cli_quiet is False
 
 
 def test_batch_progress_is_silent_when_quiet(tmp_path: Path) -> None:
