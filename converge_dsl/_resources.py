@@ -2,7 +2,8 @@
 
 `schemas/` and `builtin_packs/` sit at the top level of the repository and are
 packaged into the wheel as the folders `converge_dsl/_schemas` and
-`converge_dsl/_builtin_packs`. An editable install does not map those data
+`converge_dsl/_builtin_packs`; `docs/errors.md` (read by `converge-dsl
+explain`) as `converge_dsl/_docs/errors.md`. An editable install does not map those data
 packages, so we fall back to the folders beside the package. Plain paths (not
 `importlib.resources`) keep the import cost of `validate` low: the package is
 always installed as files, never from a zip.
@@ -33,3 +34,8 @@ def builtin_packs_folder() -> Path:
 def read_schema_text(name: str) -> str:
     """The text of `schemas/<name>`, e.g. `read_schema_text("pipeline.v1.json")`."""
     return (schemas_folder() / name).read_text(encoding="utf-8")
+
+
+def errors_doc_path() -> Path:
+    """`docs/errors.md`: every diagnostic code's documentation and example."""
+    return _data_folder("_docs", "docs") / "errors.md"

@@ -39,3 +39,12 @@ def _private_config_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CONVERGE_DSL_CONFIG_DIR", str(folder / "converge-dsl"))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_colour_from_the_user_shell() -> Iterator[None]:
+    """Outputs do not depend on the shell's colour settings (tests set them when they test them)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("NO_COLOR", "FORCE_COLOR"):
+            patch.delenv(name, raising=False)
+        yield

@@ -75,13 +75,12 @@ def test_the_entry_point_keeps_the_collector_off_only_for_burst_commands() -> No
 
 def test_help_is_laid_out_at_the_terminal_width_as_argparse_lays_it_out(
     monkeypatch,  # type: ignore[no-untyped-def]
-    capsys,
 ) -> None:
     """The CLI's formatter measures the terminal only when it formats (no shutil at
     start-up), and then exactly as argparse's own does."""
     import argparse
 
-    from converge_dsl.cli import COMMANDS
+    from converge_dsl.cli import COMMANDS, _add_global_options
     from converge_dsl.cli._validate import configure
 
     shown: dict[str, str] = {}
@@ -91,8 +90,8 @@ def test_help_is_laid_out_at_the_terminal_width_as_argparse_lays_it_out(
             prog="converge-dsl validate", description=COMMANDS["validate"][1]
         )
         configure(stock)
-        code, _, _ = _run("validate", "--help")
+        _add_global_options(stock)
+        code, shown[columns], _ = _run("validate", "--help")
         assert code == EXIT_OK
-        shown[columns] = capsys.readouterr().out
         assert shown[columns] == stock.format_help()
     assert shown["52"] != shown["120"]

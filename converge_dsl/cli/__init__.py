@@ -22,11 +22,14 @@ import contextlib
 import gc
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn, Protocol, TextIO, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, cast
 
 from converge_dsl._record import Record
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.cli._terminal import Style
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -61,33 +64,77 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "graph": ("converge_dsl.cli._graph", "draw a pipeline: Mermaid, DOT, JSON or an HTML page"),
     "test": ("converge_dsl.cli._test", "run pipeline tests (*.test.yaml) and check expectations"),
     "init": ("converge_dsl.cli._init", "start a project: a pipeline, its model script and tests"),
+    "explain": ("converge_dsl.cli._explain", "print what a diagnostic code means, with an example"),
+    "completion": (
+        "converge_dsl.cli._completion",
+        "print a shell completion script (bash, zsh, fish)",
+    ),
 }
 
 
-class CommandIO(Record):
-    """Where a command writes. `color` is true only when stdout is a terminal."""
+QUIET = -1
+NORMAL = 0
+VERBOSE = 1
 
-    _fields = ("stdout", "stderr")
+
+class CommandIO(Record):
+    """Where a command writes, in which environment, how much.
+
+    `environ` is the environment colour is decided from (`style`, see
+    `converge_dsl.cli._terminal`); `verbosity` is `QUIET` (`--quiet`),
+    `NORMAL` or `VERBOSE` (`--verbose`). `--quiet` drops progress displays
+    and informational notes (`note`); `--verbose` adds details (`detail`).
+    Errors, warnings and a command's own output are never dropped.
+    """
+
+    _fields = ("stdout", "stderr", "environ", "verbosity")
     __slots__ = _fields
 
-    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+    def __init__(
+        self,
+        stdout: TextIO,
+        stderr: TextIO,
+        environ: Mapping[str, str] | None = None,
+        verbosity: int = NORMAL,
+    ) -> None:
         self.stdout = stdout
         self.stderr = stderr
+        self.environ: Mapping[str, str] = {} if environ is None else environ
+        self.verbosity = verbosity
 
     @classmethod
-    def checked(cls, stdout: TextIO, stderr: TextIO) -> CommandIO:
+    def checked(
+        cls, stdout: TextIO, stderr: TextIO, environ: Mapping[str, str] | None = None
+    ) -> CommandIO:
         """Streams whose every write is checked and flushed (`converge_dsl._files.write_all`)."""
         from converge_dsl._files import CheckedStream
 
         return cls(
             cast(TextIO, CheckedStream(stdout, "standard output")),
             cast(TextIO, CheckedStream(stderr, "standard error")),
+            {} if environ is None else environ,
         )
+
+    def style(self, stream: TextIO) -> Style:
+        """Whether `stream` may show colour and live displays (`cli._terminal.decide`)."""
+        from converge_dsl.cli._terminal import decide
+
+        return decide(stream, self.environ, quiet=self.verbosity == QUIET)
 
     @property
     def color(self) -> bool:
-        isatty = getattr(self.stdout, "isatty", None)
-        return bool(isatty and isatty())
+        """Whether standard output may be coloured."""
+        return self.style(self.stdout).color
+
+    def note(self, text: str) -> None:
+        """An informational line on standard error, unless `--quiet`."""
+        if self.verbosity > QUIET:
+            self.stderr.write(text if text.endswith("\n") else text + "\n")
+
+    def detail(self, text: str) -> None:
+        """A line on standard error only under `--verbose`."""
+        if self.verbosity >= VERBOSE:
+            self.stderr.write(text if text.endswith("\n") else text + "\n")
 
 
 class Command(Protocol):
@@ -145,16 +192,31 @@ def _top_help() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = ["usage: converge-dsl COMMAND [ARGS]...", "", "commands:"]
     lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
-    lines += ["", "Run 'converge-dsl COMMAND --help' for a command's options."]
+    lines += [
+        "",
+        "global options (before or after COMMAND):",
+        "  -q, --quiet    no progress displays or informational notes",
+        "  -v, --verbose  also print details (each file checked, each cycle started)",
+        "",
+        "Colour: on a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1 on, TERM=dumb off.",
+        "Run 'converge-dsl COMMAND --help' for a command's options,",
+        "'converge-dsl explain CODE' for a diagnostic code.",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+def run(
+    argv: Sequence[str],
+    stdout: TextIO,
+    stderr: TextIO,
+    environ: Mapping[str, str] | None = None,
+) -> int:
     """Run one command line; return its exit code. Never raises for user errors.
 
     A write to `stdout` or `stderr` that fails is exit 1 (see the module docstring).
+    `environ` (default: the process's) decides colour (`cli._terminal`).
     """
-    io = CommandIO.checked(stdout, stderr)
+    io = CommandIO.checked(stdout, stderr, os.environ if environ is None else environ)
     try:
         return _dispatch(list(argv), io)
     except ConvergeError as exc:
@@ -189,8 +251,49 @@ def _report(stderr: TextIO, text: str) -> None:
         flush_checked(stderr, "standard error")
 
 
+_GLOBAL_FLAGS = {"-q": QUIET, "--quiet": QUIET, "-v": VERBOSE, "--verbose": VERBOSE}
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
+    """`--quiet` and `--verbose`, accepted after the command name too.
+
+    Also on every sub-command's parser (`pack list -q`); there they default to
+    nothing, so that they do not undo a flag given before the sub-command.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _add_global_options(sub, nested=True)
+    default = argparse.SUPPRESS if nested else False
+    taken = parser._option_string_actions  # a command's own -q or -v wins
+    group = parser.add_argument_group("global options")
+    group.add_argument(
+        *[flag for flag in ("-q", "--quiet") if flag not in taken],
+        dest="cli_quiet",
+        action="store_true",
+        default=default,
+        help="no progress displays or informational notes (errors and results still print)",
+    )
+    group.add_argument(
+        *[flag for flag in ("-v", "--verbose") if flag not in taken],
+        dest="cli_verbose",
+        action="store_true",
+        default=default,
+        help="also print details on standard error (each file checked, each cycle started)",
+    )
+
+
+def _verbosity(flags: set[int]) -> int:
+    if len(flags) > 1:
+        raise UsageError("--quiet and --verbose cannot be combined", hint="choose one")
+    return next(iter(flags), NORMAL)
+
+
 def _dispatch(args: list[str], io: CommandIO) -> int:
     """`run` for checked streams; raises what the command raises."""
+    flags: set[int] = set()
+    while args and args[0] in _GLOBAL_FLAGS:
+        flags.add(_GLOBAL_FLAGS[args.pop(0)])
     if not args or args[0] in {"-h", "--help"}:
         io.stdout.write(_top_help())
         return EXIT_OK if args else EXIT_USAGE
@@ -211,13 +314,30 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
     module_name, summary = COMMANDS[name]
     __import__(module_name)  # as `import` does, so `python -X importtime` lists it
     command: Command = sys.modules[module_name]
-    parser = _Parser(prog=f"converge-dsl {name}", description=summary)
-    command.configure(parser)
+    parser = command_parser(name, summary, command)
     try:
-        namespace = parser.parse_args(args[1:])
+        with contextlib.redirect_stdout(io.stdout):  # where argparse prints --help
+            namespace = parser.parse_args(args[1:])
     except SystemExit as exc:  # --help exits through argparse
         return int(exc.code or 0)
+    flags |= {QUIET} if namespace.cli_quiet else set()
+    flags |= {VERBOSE} if namespace.cli_verbose else set()
+    io = io._replace(verbosity=_verbosity(flags))
     return _execute(command, namespace, io)
+
+
+def command_parser(
+    name: str, summary: str, command: Command, parser: argparse.ArgumentParser | None = None
+) -> argparse.ArgumentParser:
+    """The parser of one command: its own arguments, then the global options.
+
+    `parser` is one to fill (a sub-parser, for `completion`); by default a new one.
+    """
+    if parser is None:
+        parser = _Parser(prog=f"converge-dsl {name}", description=summary)
+    command.configure(parser)
+    _add_global_options(parser)
+    return parser
 
 
 def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
 
 from converge_dsl.errors import UsageError
 
@@ -52,7 +52,12 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cases", type=Path, metavar="CASES.jsonl", help="one inputs object a line")
     group.add_argument("--out", type=Path, metavar="RESULTS.jsonl", help="one result a line")
     group.add_argument("--concurrency", type=int, metavar="N", help="cases (or workers) at once")
-    group.add_argument("--executor", choices=("local", "process", "ray"), default="local")
+    group.add_argument(
+        "--executor",
+        choices=("local", "process", "ray"),
+        default="local",
+        help="local: one event loop (default); process: worker processes; ray: Ray actors",
+    )
     group.add_argument("--max-model-calls", type=int, metavar="N", help="cap for the whole batch")
     group.add_argument("--max-tokens", type=int, metavar="N", help="cap for the whole batch")
     group.add_argument("--ray-address", metavar="ADDRESS", help="the Ray cluster to run on")
@@ -101,7 +106,7 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         allow_roots=tuple(args.allow_root),
         ray_address=args.ray_address,
     )
-    progress = Progress(io.stderr, live=_is_terminal(io.stderr))
+    progress = Progress(io.stderr, io.style(io.stderr), io.environ, quiet=io.verbosity < 0)
     try:
         summary = run_batch(options, on_result=progress.update, on_start=progress.start)
     finally:
@@ -109,10 +114,5 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
     if args.format == "json":
         io.stdout.write(json.dumps(summary_json(summary), indent=2) + "\n")
     else:
-        summary_table(summary, options.out, io.stdout, live=_is_terminal(io.stdout))
+        summary_table(summary, options.out, io.stdout, io.style(io.stdout), io.environ)
     return summary.exit_code
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    isatty: Any = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())

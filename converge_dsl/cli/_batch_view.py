@@ -8,8 +8,11 @@ a terminal, plain text otherwise) or, with `--format json`, one JSON object.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+
+from converge_dsl.cli._terminal import Style, console
 
 if TYPE_CHECKING:
     from converge_dsl.batch import BatchSummary, CaseResult
@@ -23,21 +26,25 @@ def _stops(summary: BatchSummary) -> str:
 
 
 class Progress:
-    """Live progress of a batch (see the module docstring)."""
+    """Live progress of a batch (see the module docstring); nothing at all when `quiet`."""
 
-    def __init__(self, stream: TextIO, live: bool) -> None:
+    def __init__(
+        self, stream: TextIO, style: Style, environ: Mapping[str, str], *, quiet: bool = False
+    ) -> None:
         self._stream = stream
-        self._live = live
+        self._style = style
+        self._environ = environ
+        self._live = style.live
+        self._quiet = quiet
         self._bar: Any = None
         self._task: Any = None
         self._next_plain = 0
 
     def start(self, summary: BatchSummary) -> None:
         todo = summary.total - summary.skipped
-        if summary.skipped:
+        if summary.skipped and not self._quiet:
             self._stream.write(f"resuming: {summary.skipped} case(s) already in the results\n")
         if self._live:
-            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -53,7 +60,7 @@ class Progress:
                 TextColumn("{task.fields[rate]}"),
                 TimeRemainingColumn(),
                 TextColumn("{task.fields[stops]}"),
-                console=Console(file=self._stream),
+                console=console(self._stream, self._style, self._environ),
             )
             self._task = self._bar.add_task("cases", total=todo, rate="", stops="")
             self._bar.start()
@@ -67,6 +74,8 @@ class Progress:
             )
             return
         todo = summary.total - summary.skipped
+        if self._quiet:
+            return
         if summary.run >= self._next_plain or summary.run == todo:
             self._next_plain = summary.run + max(1, int(todo * PLAIN_STEP))
             self._stream.write(f"{summary.run}/{todo} cases, {rate:.1f}/s ({_stops(summary)})\n")
@@ -97,11 +106,13 @@ def summary_rows(summary: BatchSummary, out: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def summary_table(summary: BatchSummary, out: Path, stream: TextIO, *, live: bool) -> None:
-    """The summary as a table: rich on a terminal, aligned plain text otherwise."""
+def summary_table(
+    summary: BatchSummary, out: Path, stream: TextIO, style: Style, environ: Mapping[str, str]
+) -> None:
+    """The summary as a table: rich on a terminal (`style.terminal`), aligned plain text
+    otherwise."""
     rows = summary_rows(summary, out)
-    if live:
-        from rich.console import Console
+    if style.terminal:
         from rich.table import Table
 
         table = Table(title="batch summary", show_header=False)
@@ -109,7 +120,7 @@ def summary_table(summary: BatchSummary, out: Path, stream: TextIO, *, live: boo
         table.add_column("", justify="right")
         for label, value in rows:
             table.add_row(label, value)
-        Console(file=stream).print(table)
+        console(stream, style, environ).print(table)
         return
     width = max(len(label) for label, _ in rows)
     stream.write("".join(f"{label:<{width}}  {value}\n" for label, value in rows))

@@ -31,7 +31,7 @@ FORMATS = ("mermaid", "dot", "json", "html")
 def configure(parser: argparse.ArgumentParser) -> None:
     from converge_dsl.cli._validate import add_allow_root
 
-    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    parser.add_argument("pipeline", type=Path, metavar="PIPELINE", help="the pipeline YAML file")
     parser.add_argument(
         "--format",
         dest="graph_format",

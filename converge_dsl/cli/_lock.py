@@ -7,7 +7,9 @@ pipeline) is replaced; the other pipelines' sections are kept. Versions
 already pinned by an existing lock are kept when they still fit; an
 unreadable lock file (empty, merge-conflict markers, ...) is replaced with a
 warning. Exit 0 on success, 1 when the packs cannot be resolved or fetched
-(the message explains the conflict).
+(the message explains the conflict). `--format json` prints one object
+(`pipeline`, `lock_file`, `packs`: name, version, repository, sha256), or
+`{"error": ...}` as the `pack` commands do.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    from converge_dsl.cli._pack import add_format
+
+    parser.add_argument("pipeline", type=Path, metavar="PIPELINE", help="the pipeline YAML file")
     parser.add_argument("--cache", type=Path, metavar="DIR", help="pack cache folder")
     parser.add_argument(
         "--allow-downgrade",
@@ -35,14 +39,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept a different archive digest for a version the lock already pins",
     )
+    add_format(parser)
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.cli._pack import report, warner
+    from converge_dsl.cli._pack import emit, report, warner
     from converge_dsl.packs import PackCache, lock_path, lock_pipeline
 
     if not args.pipeline.is_file():
-        raise UsageError(f"no such pipeline file: {args.pipeline}")
+        error = UsageError(f"no such pipeline file: {args.pipeline}")
+        if args.format != "json":
+            raise error
+        return report(error, io, args.format)
     try:
         lock = lock_pipeline(
             args.pipeline,
@@ -52,13 +60,22 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             repin=args.repin,
         )
     except PackError as exc:
-        return report(exc, io)
-    io.stdout.write(
+        return report(exc, io, args.format)
+    text = (
         f"locked {len(lock.packs)} pack(s) of {args.pipeline.name} "
         f"into {lock_path(args.pipeline).name}\n"
     )
+    packs: list[dict[str, object]] = []
     for name, pinned in sorted(lock.packs.items()):
-        io.stdout.write(
-            f"  {name} {pinned.version}  {pinned.repository}  sha256:{pinned.sha256[:16]}\n"
+        text += f"  {name} {pinned.version}  {pinned.repository}  sha256:{pinned.sha256[:16]}\n"
+        packs.append(
+            {
+                "name": name,
+                "version": str(pinned.version),
+                "repository": pinned.repository,
+                "sha256": pinned.sha256,
+            }
         )
+    data = {"pipeline": str(args.pipeline), "lock_file": str(lock_path(args.pipeline))}
+    emit(args, io, text, {**data, "packs": packs})
     return 0

@@ -22,60 +22,125 @@
 
 A refusal with a stable code (a cap, a deadline, a redirect: CD56x) is
 printed as `error[CODE]: message` with its hint; exit 1 like every pack error.
+
+`--format json` (every sub-command) prints one JSON object on standard output
+instead of the text (`emit`); a pack or usage error then prints
+`{"error": {"code", "message", "hint"}}` there too (and its line on standard
+error), invalid pack files their diagnostics as `validate --format json` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from converge_dsl.errors import PackError, PipelineInvalid, UsageError
+from converge_dsl.errors import ConvergeError, PackError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
     from converge_dsl.packs import Repository
 
 
+_REPO_HELP = "builtin (the default), a repository folder, or an http(s) URL"
+_CACHE_HELP = "pack cache folder (default: $CONVERGE_DSL_CACHE, else the user cache folder)"
+_PIPELINE_HELP = "the pipeline YAML file whose locked packs are meant"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub = parser.add_subparsers(
+        dest="action", metavar="ACTION", required=True, help="what to do (each has --help)"
+    )
     publish = sub.add_parser("publish", help="archive a pack and add it to a folder repository")
-    publish.add_argument("pack_dir", type=Path)
-    publish.add_argument("--repo", type=Path, required=True, metavar="REPO_DIR")
-    publish.add_argument("--sign-key", type=Path, metavar="KEY_FILE")
+    publish.add_argument(
+        "pack_dir", type=Path, metavar="PACK_DIR", help="the pack's folder (with its pack.yaml)"
+    )
+    publish.add_argument(
+        "--repo", type=Path, required=True, metavar="REPO_DIR", help="the folder repository"
+    )
+    publish.add_argument(
+        "--sign-key",
+        type=Path,
+        metavar="KEY_FILE",
+        help="sign the archive with this ed25519 key (written by: pack keygen)",
+    )
     listing = sub.add_parser("list", help="list the packs of a repository")
-    listing.add_argument("--repo", default="builtin")
+    listing.add_argument("--repo", default="builtin", metavar="REPO", help=_REPO_HELP)
     info = sub.add_parser("info", help="a pack's suggestors, parameters, input and versions")
     info.add_argument("name", metavar="NAME[@VERSION]", help="the pack (default: newest version)")
-    info.add_argument("--repo", default="builtin")
+    info.add_argument("--repo", default="builtin", metavar="REPO", help=_REPO_HELP)
     fetch = sub.add_parser("fetch", help="fetch the locked packs of a pipeline into the cache")
-    fetch.add_argument("pipeline", type=Path)
-    fetch.add_argument("--cache", type=Path, metavar="DIR")
+    fetch.add_argument("pipeline", type=Path, metavar="PIPELINE", help=_PIPELINE_HELP)
+    fetch.add_argument("--cache", type=Path, metavar="DIR", help=_CACHE_HELP)
+    _configure_verify_and_add(sub)
+    yank = sub.add_parser("yank", help="mark a published version yanked")
+    yank.add_argument("name", metavar="NAME", help="the pack's name")
+    yank.add_argument("version", metavar="VERSION", help="the published version to yank")
+    yank.add_argument(
+        "--repo", type=Path, required=True, metavar="REPO_DIR", help="the folder repository"
+    )
+    yank.add_argument("--undo", action="store_true", help="un-yank: make the version usable again")
+    keygen = sub.add_parser("keygen", help="create an ed25519 signing key")
+    keygen.add_argument(
+        "key_file",
+        type=Path,
+        metavar="KEY_FILE",
+        help="where to write the private key (mode 0600; an existing file is never replaced)",
+    )
+    for child in dict.fromkeys(sub.choices.values()):
+        add_format(child)
+
+
+def _configure_verify_and_add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verify = sub.add_parser("verify", help="verify the locked packs of a pipeline")
-    verify.add_argument("pipeline", type=Path)
-    verify.add_argument("--cache", type=Path, metavar="DIR")
+    verify.add_argument("pipeline", type=Path, metavar="PIPELINE", help=_PIPELINE_HELP)
+    verify.add_argument("--cache", type=Path, metavar="DIR", help=_CACHE_HELP)
     verify.add_argument(
         "--offline",
         action="store_true",
         help="check the lock and the pack cache only, without asking the repositories",
     )
     add = sub.add_parser("add", help="add a pack requirement to a pipeline and re-lock")
-    add.add_argument("words", nargs="+", metavar="NAME [SPECIFIER] PIPELINE")
-    add.add_argument("--cache", type=Path, metavar="DIR")
+    add.add_argument(
+        "words",
+        nargs="+",
+        metavar="NAME [SPECIFIER] PIPELINE",
+        help="the pack, a PEP 440 specifier (default: compatible with the newest "
+        "version), and the pipeline YAML file to edit",
+    )
+    add.add_argument("--cache", type=Path, metavar="DIR", help=_CACHE_HELP)
     add.add_argument(
         "--repo",
         metavar="REPO",
         help="take the pack from REPO (builtin, a folder or an http(s) URL), "
         "adding it to the pipeline's repositories: when it is not listed",
     )
-    yank = sub.add_parser("yank", help="mark a published version yanked")
-    yank.add_argument("name")
-    yank.add_argument("version")
-    yank.add_argument("--repo", type=Path, required=True, metavar="REPO_DIR")
-    yank.add_argument("--undo", action="store_true")
-    keygen = sub.add_parser("keygen", help="create an ed25519 signing key")
-    keygen.add_argument("key_file", type=Path)
+
+
+# --- output layer: the text of each sub-command, or one JSON object ------------------
+
+
+def add_format(parser: argparse.ArgumentParser) -> None:
+    """`--format human|json` of every pack sub-command (and `lock`)."""
+    parser.add_argument(
+        "--format",
+        choices=("human", "json"),
+        default="human",
+        help="json: one JSON object on standard output instead of the text",
+    )
+
+
+def emit(args: argparse.Namespace, io: CommandIO, text: str, data: dict[str, object]) -> None:
+    """Write `text`, or `data` as JSON under `--format json`."""
+    if getattr(args, "format", "human") == "json":
+        io.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        io.stdout.write(text)
+
+
+# --- the sub-commands ----------------------------------------------------------------
 
 
 def _repository(text: str) -> Repository:
@@ -101,11 +166,12 @@ def _read_key(path: Path) -> str:
         ) from None
 
 
-def _print_diagnostics(exc: PipelineInvalid, io: CommandIO) -> int:
+def _print_diagnostics(exc: PipelineInvalid, io: CommandIO, format: str = "human") -> int:
     """The diagnostics of a pack's files, rendered as `validate` renders a pipeline's."""
     from converge_dsl.cli._render import render
 
-    render(exc.diagnostics, "human", io.stderr, files=len({d.file for d in exc.diagnostics}))
+    stream = io.stdout if format == "json" else io.stderr
+    render(exc.diagnostics, format, stream, files=len({d.file for d in exc.diagnostics}))
     return exc.exit_code
 
 
@@ -116,16 +182,17 @@ def _publish(args: argparse.Namespace, io: CommandIO) -> int:
     try:
         done = publish(args.pack_dir, args.repo, sign_key=key, display=args.pack_dir.as_posix())
     except PipelineInvalid as exc:
-        return _print_diagnostics(exc, io)
+        return _print_diagnostics(exc, io, args.format)
     name, entry = done.name, done.entry
     if done.created:
         signed = " (signed)" if done.signed else ""
-        io.stdout.write(f"published {name} {entry.version} sha256:{entry.sha256}{signed}\n")
+        text = f"published {name} {entry.version} sha256:{entry.sha256}{signed}\n"
     else:
-        io.stdout.write(
+        text = (
             f"{name} {entry.version} is already published with this archive "
             f"(sha256:{entry.sha256}); nothing changed\n"
         )
+    emit(args, io, text, done.as_json())
     notice = done.unused_key_notice()
     if notice is not None:
         warner(io)(notice)
@@ -134,10 +201,13 @@ def _publish(args: argparse.Namespace, io: CommandIO) -> int:
 
 def _list(args: argparse.Namespace, io: CommandIO) -> int:
     repository = _repository(args.repo)
+    packs: list[dict[str, object]] = []
     for name in repository.names():
         index = repository.fetch_index(name)
         live = [str(e.version) for e in (index.entries if index else ()) if not e.yanked]
-        io.stdout.write(f"{name}  {live[-1] if live else '(all yanked)'}\n")
+        packs.append({"name": name, "latest": live[-1] if live else None})
+    text = "".join(f"{p['name']}  {p['latest'] or '(all yanked)'}\n" for p in packs)
+    emit(args, io, text, {"repository": repository.id, "packs": packs})
     return 0
 
 
@@ -145,7 +215,8 @@ def _info(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.cli._pack_view import info_text
     from converge_dsl.packs import describe_pack
 
-    io.stdout.write(info_text(describe_pack(_repository(args.repo), args.name)))
+    info = describe_pack(_repository(args.repo), args.name)
+    emit(args, io, info_text(info), info.as_json())
     return 0
 
 
@@ -157,12 +228,18 @@ def _fetch(args: argparse.Namespace, io: CommandIO) -> int:
     cache = PackCache(args.cache)
     fetched: list[str] = []
     packs = load_locked_packs(args.pipeline, cache=cache, on_fetch=fetched.append)
-    for line in fetched:
-        io.stdout.write(f"{line}\n")
+    text = "".join(f"{line}\n" for line in fetched)
     for altered in cache.repaired:
-        io.stdout.write(f"re-installed {altered}: its copy in the pack cache was altered\n")
+        text += f"re-installed {altered}: its copy in the pack cache was altered\n"
     was_cached = len(packs) - len(fetched)
-    io.stdout.write(f"{len(fetched)} pack(s) fetched, {was_cached} already cached\n")
+    text += f"{len(fetched)} pack(s) fetched, {was_cached} already cached\n"
+    data = {
+        "packs": [{"name": n, "version": str(p.version)} for n, p in sorted(packs.items())],
+        "fetched": fetched,
+        "already_cached": was_cached,
+        "reinstalled": [str(altered) for altered in cache.repaired],
+    }
+    emit(args, io, text, data)
     return 0
 
 
@@ -173,7 +250,10 @@ def _verify(args: argparse.Namespace, io: CommandIO) -> int:
     if not args.pipeline.is_file():
         raise UsageError(f"no such pipeline file: {args.pipeline}")
     report = verify_pipeline(args.pipeline, cache=PackCache(args.cache), offline=args.offline)
-    render_verify(report, io.stdout, io.stderr)
+    if args.format == "json":
+        emit(args, io, "", report.as_json())
+    else:
+        render_verify(report, io.stdout, io.stderr)
     return 0 if report.ok else 1
 
 
@@ -191,18 +271,24 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
     done = add_pack(
         pipeline, name, specifier, repo=args.repo, cache=PackCache(args.cache), warn=warner(io)
     )
+    text = ""
     if done.repository_added is not None:
-        io.stdout.write(f"added repository {done.repository_added} to {pipeline.name}\n")
-    io.stdout.write(
-        f"added {name} {done.specifier!r} to {pipeline.name}; locked {name} {done.version}\n"
-    )
+        text += f"added repository {done.repository_added} to {pipeline.name}\n"
+    text += f"added {name} {done.specifier!r} to {pipeline.name}; locked {name} {done.version}\n"
+    emit(args, io, text, {**done.as_json(), "pipeline": str(pipeline)})
     return 0
 
 
-def report(exc: PackError, io: CommandIO) -> int:
-    """Print a pack error as the CLI does, with its code when it has one: `error[CD5xx]: ...`."""
+def report(exc: ConvergeError, io: CommandIO, format: str = "human") -> int:
+    """Print a pack error as the CLI does, with its code when it has one: `error[CD5xx]: ...`.
+
+    Under `--format json` it is also one `{"error": ...}` object on standard output.
+    """
     code = getattr(exc, "code", None)
     io.stderr.write(f"{f'error[{code}]' if code else 'error'}: {exc}\n")
+    if format == "json":
+        error = {"code": code, "message": exc.message, "hint": exc.hint}
+        io.stdout.write(json.dumps({"error": error}, indent=2, ensure_ascii=False) + "\n")
     return exc.exit_code
 
 
@@ -224,7 +310,8 @@ def _yank(args: argparse.Namespace, io: CommandIO) -> int:
     if args.repo.as_posix().startswith(("http:", "https:")):
         raise UsageError("pack yank needs a folder repository (--repo REPO_DIR), not a URL")
     yank(args.repo, args.name, args.version, yanked=not args.undo)
-    io.stdout.write(f"{'un' if args.undo else ''}yanked {args.name} {args.version}\n")
+    text = f"{'un' if args.undo else ''}yanked {args.name} {args.version}\n"
+    emit(args, io, text, {"name": args.name, "version": args.version, "yanked": not args.undo})
     return 0
 
 
@@ -246,7 +333,7 @@ def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
         raise UsageError(f"cannot write {args.key_file}: {exc.strerror or exc}") from None
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(private + "\n")
-    io.stdout.write(f"{public}\n")
+    emit(args, io, f"{public}\n", {"public_key": public, "key_file": str(args.key_file)})
     return 0
 
 
@@ -266,4 +353,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     try:
         return _ACTIONS[args.action](args, io)
     except PackError as exc:
-        return report(exc, io)
+        return report(exc, io, args.format)
+    except UsageError as exc:
+        if args.format != "json":
+            raise  # the command line reports it
+        return report(exc, io, args.format)

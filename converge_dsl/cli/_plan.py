@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    parser.add_argument("pipeline", type=Path, metavar="PIPELINE", help="the pipeline YAML file")
     parser.add_argument(
         "--agent", metavar="NAME", help="plan this agent only (default: every agent)"
     )
@@ -47,7 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="size of each turn's tool results, in characters (default 800)",
     )
     add_input_arguments(parser)
-    parser.add_argument("--format", choices=("human", "json"), default="human")
+    parser.add_argument(
+        "--format", choices=("human", "json"), default="human", help="json: the plans as JSON"
+    )
 
 
 def _human(plans: list[Plan]) -> str:

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", type=Path, help="the JSONL trace of a run (run --trace)")
+    parser.add_argument(
+        "trace", type=Path, metavar="TRACE", help="the JSONL trace of a run (run --trace)"
+    )
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE.html", help="where to write the page"
     )

@@ -45,8 +45,11 @@ if TYPE_CHECKING:
     from converge_dsl.runtime import RunOptions, RunOutcome
 
 
+_JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pipeline", type=Path, help="the pipeline YAML file")
+    parser.add_argument("pipeline", type=Path, metavar="PIPELINE", help="the pipeline YAML file")
     add_input_arguments(parser)
     parser.add_argument(
         "--model",
@@ -55,7 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=CASSETTE",
         help="answer model NAME from a cassette recorded with --record; repeatable",
     )
-    parser.add_argument("--format", choices=("human", "json"), default="human")
+    parser.add_argument("--format", choices=("human", "json"), default="human", help=_JSON_HELP)
     parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
     parser.add_argument("--report", type=Path, metavar="FILE.html", help="write an HTML report")
     parser.add_argument(
@@ -134,21 +137,31 @@ def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
 class _Progress:
     """Per-cycle progress: a rich live line on a terminal, plain lines otherwise."""
 
-    def __init__(self, stream: TextIO, live: bool) -> None:
-        self._stream = stream
+    def __init__(self, io: CommandIO) -> None:
+        from converge_dsl.cli import QUIET, VERBOSE
+
+        self._stream = io.stderr
         self._console: Any = None
         self._status: Any = None
-        if live:
-            from rich.console import Console
+        self._quiet = io.verbosity == QUIET
+        self._verbose = io.verbosity >= VERBOSE
+        style = io.style(io.stderr)
+        if style.live:
+            from converge_dsl.cli._terminal import console
 
-            self._console = Console(file=stream)
+            self._console = console(io.stderr, style, io.environ)
             self._status = self._console.status("starting")
             self._status.start()
 
     def __call__(self, event: BaseModel) -> None:
         kind = getattr(event, "type", "")
+        if self._quiet:
+            return
         if kind == "cycle_started":
-            text = f"cycle {event.cycle}: {len(event.candidates)} suggestor(s) running"  # type: ignore[attr-defined]
+            names: list[str] = list(event.candidates)  # type: ignore[attr-defined]
+            text = f"cycle {event.cycle}: {len(names)} suggestor(s) running"  # type: ignore[attr-defined]
+            if self._verbose:
+                self._detail(f"{text}: {', '.join(names)}")
         elif kind == "cycle_finished":
             text = f"cycle {event.cycle}: {event.promoted} fact(s) promoted"  # type: ignore[attr-defined]
         else:
@@ -156,10 +169,16 @@ class _Progress:
         if self._status is not None:
             self._status.update(text)
             if kind == "cycle_finished":
-                self._console.print(text)
+                self._console.print(text, markup=False, highlight=False)
         elif kind == "cycle_finished":
             self._stream.write(text + "\n")
             self._stream.flush()
+
+    def _detail(self, text: str) -> None:
+        if self._console is not None:
+            self._console.print(text, markup=False, highlight=False)
+        else:
+            self._stream.write(text + "\n")
 
     def stop(self) -> None:
         if self._status is not None:
@@ -284,7 +303,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         replay=args.replay,
         listeners=() if progress is None else (progress,),
         decisions=parse_decisions(args),
-        on_fetch=lambda line: io.stderr.write(line + "\n"),
+        on_fetch=io.note,
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
         freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
@@ -309,7 +328,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if args.report is not None:
         return _with_report(args, io)
     human = args.format == "human"
-    progress = _Progress(io.stderr, live=io.color) if human else None
+    progress = _Progress(io) if human else None
     try:
         out = asyncio.run(run_pipeline(_options(args, io, progress)))
     except (ConvergeError, OSError) as exc:

@@ -19,11 +19,24 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = parser.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="what to do (each has --help)"
+    )
     expand = sub.add_parser("expand", help="print the turns cleared by one compaction")
-    expand.add_argument("trace", type=Path, help="the JSONL trace of a run (run --trace)")
-    expand.add_argument("reduction_id", help="the reduction id (see agent_compaction events)")
-    expand.add_argument("--format", choices=("human", "json"), default="human")
+    expand.add_argument(
+        "trace", type=Path, metavar="TRACE", help="the JSONL trace of a run (run --trace)"
+    )
+    expand.add_argument(
+        "reduction_id",
+        metavar="REDUCTION_ID",
+        help="the reduction id (see agent_compaction events)",
+    )
+    expand.add_argument(
+        "--format",
+        choices=("human", "json"),
+        default="human",
+        help="json: the cleared turns as a JSON list",
+    )
 
 
 def _part(part: PartLine) -> str:

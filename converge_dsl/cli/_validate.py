@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
+from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, QUIET, CommandIO
 from converge_dsl.cli._render import FORMATS, render
 
 
@@ -65,6 +65,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     checked = check_paths(
         args.paths, roots=user_roots(args.allow_root), only_pipelines=args.only_pipelines
     )
+    for path in checked.files:
+        io.detail(f"checked {path}")
     render(
         checked.diagnostics,
         args.format,
@@ -72,6 +74,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         sources=checked.sources,
         files=len(checked.files),
         color=io.color,
+        summary=io.verbosity != QUIET,
     )
     if not checked.ok:
         return EXIT_INVALID

@@ -102,7 +102,7 @@ class PackInfo:
                 "converge-dsl": self.requires_converge,
                 "packs": dict(self.requires_packs),
             },
-            "versions": [e.as_json() for e in self.versions],
+            "versions": [{**e.as_json(), "signed": bool(e.signature)} for e in self.versions],
             "suggestors": [s.as_json() for s in self.suggestors],
         }
 
