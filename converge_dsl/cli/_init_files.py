@@ -17,9 +17,9 @@ _PIPELINE = """\
 # {name}: a model summarises a request (a scripted model here, so it runs
 # offline and the same every time), a rule flags urgent requests, and an
 # invariant checks that a summary was made.
-#   converge-dsl validate .          check every pipeline here
-#   converge-dsl run {name}.yaml     run it (add --input request="...")
-#   converge-dsl test                run {name}.test.yaml
+# Try `converge-dsl validate .` (checks every pipeline here),
+# `converge-dsl run {name}.yaml` (runs it; add --input request="...")
+# and `converge-dsl test` (runs {name}.test.yaml).
 apiVersion: converge-dsl/v1
 kind: Pipeline
 name: {name}
