@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from converge_dsl.frontend._dataschema import pointer
+
 MAX_DEPTH = 6
 MAX_LINES = 300
 MAX_TEXT = 200
@@ -70,24 +72,6 @@ def _short(text: str) -> str:
     return flat if len(flat) <= MAX_TEXT else flat[: MAX_TEXT - 3] + "..."
 
 
-def _pointer(root: Mapping[str, Any], ref: str) -> Any:
-    """The local target of `ref` (`#` or `#/a/b`, JSON-pointer escapes), or None."""
-    if ref == "#":
-        return root
-    if not ref.startswith("#/"):
-        return None
-    node: Any = root
-    for raw in ref[2:].split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
 class _Walker:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
@@ -106,7 +90,7 @@ class _Walker:
                 return schema, seen, None
             if ref in seen:
                 return schema, seen, ref
-            target = _pointer(self.root, ref)
+            target = pointer(self.root, ref)
             rest = {k: v for k, v in schema.items() if k != "$ref"}
             if not isinstance(target, Mapping):
                 return {**rest, "description": rest.get("description", f"see {ref}")}, seen, None
