@@ -208,6 +208,7 @@ def test_a_report_of_100k_events_loads_and_filters_within_a_bound(
     assert loaded < LOAD_BOUND_S
     assert _errors(browser) == []
     assert int(_count(browser, "facts")) > 10_000
+    assert int(_count(browser, "approvals")) > 100  # held for a human, then decided
     # virtualised: only the visible rows exist
     assert len(browser.find_elements("css selector", "#facts .row")) < 40
     assert _search(browser, "audit-701") < LOAD_BOUND_S / 2
