@@ -97,6 +97,35 @@ def _agent_events(emit: Any, name: str, cycle: int) -> None:
             )
 
 
+def _held_for_a_human(emit: Any, name: str, cycle: int, facts: int) -> int:
+    """`name`'s proposal of a cycle divisible by 11 waits for a human; in the next cycle
+    the decision on it is applied (every other one rejected). Facts promoted: 0 or 1."""
+    held = {"suggestor": name, "key": "strategies", "reason": "key 'strategies' is gated"}
+    if cycle % 11 == 0:
+        emit("proposal_pending", cycle=cycle, id=f"{name}-{cycle}", **held)
+        return 0
+    previous = cycle - 1
+    approved = previous % 22 == 0
+    fid = f"{name}-{previous}"
+    decision = "approved" if approved else "rejected"
+    emit("proposal_decided", cycle=previous, id=fid, decision=decision, **held)
+    if not approved:
+        return 0
+    emit(
+        "fact_promoted",
+        cycle=previous,
+        suggestor=name,
+        key="strategies",
+        id=fid,
+        gate="human",
+        logical_time=facts + 1,
+        content=f"{name} plan for case {previous}",
+        confidence=0.9,
+        source=f"{name}@bench",
+    )
+    return 1
+
+
 def synthetic_trace(path: Path, events: int = 100_000) -> int:
     """Write a trace of about `events` lines to `path` (see the module docstring); its length."""
     lines: list[dict[str, Any]] = []
@@ -189,6 +218,9 @@ def synthetic_trace(path: Path, events: int = 100_000) -> int:
             emit("suggestor_finished", end, end - start, cycle=cycle, suggestor=name, proposals=1)
         for name in SUGGESTORS:
             fid = f"{name}-{cycle}"
+            if name == "route" and cycle % 11 in (0, 1):
+                facts += _held_for_a_human(emit, name, cycle, facts)
+                continue
             if cycle % 7 == 0 and name == "audit":
                 emit(
                     "proposal_rejected",

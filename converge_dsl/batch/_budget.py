@@ -5,8 +5,12 @@ the case's usage meter that also asks one `BudgetPool` shared by the whole
 batch. Reservations, attempts and settled usage count in both, with the same
 rules as the case's own meter (docs/architecture.md §7): outstanding
 reservations count as calls, so concurrent cases never take the batch past
-its cap. A case refused by the batch's cap stops with the usual
-`model_call_budget_exhausted` or `token_budget_exhausted`.
+its cap. Every change a case makes is one pool step (`try_take` checks and
+counts at once; settling a reservation moves its call from held to spent in
+one `add`): between two steps of one case, the case of another worker may
+act, and must never see a held or made call as free. A case refused by the
+batch's cap stops with the usual `model_call_budget_exhausted` or
+`token_budget_exhausted`.
 
 Pools: `LocalPool` (one event loop, plain counters), `SharedPool` (counters
 in shared memory under one lock, for the worker processes of the `process`
@@ -187,3 +191,11 @@ class PooledMeter(UsageMeter):
     def _unhold(self, tokens: int) -> None:
         super()._unhold(tokens)
         self._pool.add(0, 0, -1, -tokens)
+
+    def _settle(self, held_tokens: int, tokens_in: int, tokens_out: int) -> None:
+        # One pool step: the call moves from held to spent at once. Given back and
+        # then counted (two steps), it looked free in between, and a case of another
+        # worker could take it: one call over the batch's cap.
+        UsageMeter._unhold(self, held_tokens)
+        UsageMeter.record(self, model_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)
+        self._pool.add(1, tokens_in + tokens_out, -1, -held_tokens)

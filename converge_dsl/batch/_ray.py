@@ -8,7 +8,7 @@ actor per CPU of the cluster. Each
 actor loads the pipeline once and runs the cases it is sent concurrently on
 its own event loop; the driver keeps `concurrency` cases in flight, sends
 each to the actor with the fewest in flight, and yields results as they
-finish. A batch-wide cap lives in one `_PoolActor` (a `LocalPool`; its
+finish. A batch-wide cap lives in one `_PoolState` actor (a `LocalPool`; its
 methods run one at a time, so taking a call is atomic across the cluster).
 Files the pipeline names are read on the nodes: on a cluster they must be
 at the same paths there (see docs/ray.md).

@@ -12,7 +12,8 @@ Public surface:
   `PromotionGate`, `Invariant`, `InvariantClass`;
 - events: `EngineEvent` (one of `RunStarted`, `CycleStarted`, `SuggestorStarted`,
   `SuggestorFinished`, `SuggestorFailed`, `FactPromoted`, `ProposalRejected`,
-  `ProposalPending`, `HitlPaused`, `InvariantChecked`, `CycleFinished`, `RunFinished`),
+  `ProposalPending`, `ProposalDecided`, `HitlPaused`, `InvariantChecked`, `CycleFinished`,
+  `RunFinished`),
   `Timing`, `EventSink`, `ENGINE_EVENT_ADAPTER`, `deterministic_dump`;
 - reference suggestors: `SeedSuggestor`, `ReactOnceSuggestor`.
 """
@@ -31,6 +32,7 @@ from converge_dsl.engine.events import (
     FactPromoted,
     HitlPaused,
     InvariantChecked,
+    ProposalDecided,
     ProposalPending,
     ProposalRejected,
     RunFinished,
@@ -93,6 +95,7 @@ __all__ = [
     "PromotionGate",
     "PromotionPolicy",
     "PromotionRecord",
+    "ProposalDecided",
     "ProposalPending",
     "ProposalRejected",
     "ProposedFact",

@@ -17,7 +17,6 @@ with `time_budget_exhausted` and merges nothing from that cycle.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable, Sequence
 
 from converge_dsl._governor import run_deadline
@@ -26,10 +25,11 @@ from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._explain import explain
 from converge_dsl.engine._gc import quiet_collector
+from converge_dsl.engine._opening import Decided, emit_opening, emit_still_pending
 from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys
 from converge_dsl.engine.budget import SPENDER, Budget, StopReason
-from converge_dsl.engine.state import EngineState, HitlPause, PendingProposal, RunResult
+from converge_dsl.engine.state import EngineState, HitlPause, RunResult
 from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
@@ -99,20 +99,19 @@ class Run:
     # -- the loop --------------------------------------------------------------
 
     async def execute(
-        self, seeds: Sequence[ProposedFact], staged: Sequence[PendingProposal], resumed: bool
+        self, seeds: Sequence[ProposedFact], decided: Sequence[Decided], resumed: bool
     ) -> RunResult:
-        """Promote `seeds` and `staged` (human-approved), then run cycles to a stop."""
+        """Promote `seeds` and the proposals a human approved (`decided`), run cycles to a stop."""
         log, ctx = self._log, self._state.context
-        if log.enabled:
-            log.emit(
-                ev.RunStarted(
-                    suggestors=len(self._registry),
-                    seeds=len(seeds),
-                    resumed_from_cycle=ctx.cycle if resumed else None,
-                    budget=dataclasses.asdict(self._budget),
-                    timing=log.timing(),
-                )
-            )
+        emit_opening(
+            log,
+            suggestors=len(self._registry),
+            seeds=len(seeds),
+            resumed_from=ctx.cycle if resumed else None,
+            budget=self._budget,
+            decided=decided,
+        )
+        staged = [item for item, approve in decided if approve]
         wall = self._budget.max_wall_s
         try:
             # Every template, expression and validation of the run checks its deadline.
@@ -123,6 +122,7 @@ class Run:
             ):
                 self._admission.seed(seeds, staged)
                 if self._state.pending:
+                    emit_still_pending(log, self._state.pending)
                     raise Stop(StopReason.HITL_PAUSE)
                 while True:
                     await self._cycle()

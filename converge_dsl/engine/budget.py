@@ -109,21 +109,17 @@ class Reservation:
 
     def settle(self, usage: TokenUsage | None = None) -> None:
         """Count the reserved call with `usage`'s tokens (None: no tokens known)."""
-        if self._close():
+        if self._open:
+            self._open = False
             tokens_in = 0 if usage is None else usage.input_tokens
             tokens_out = 0 if usage is None else usage.output_tokens
-            self._meter.record(model_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)
+            self._meter._settle(self._tokens, tokens_in, tokens_out)  # the meter's bookkeeping
 
     def release(self) -> None:
         """Give the reserved call back: it was never made."""
-        self._close()
-
-    def _close(self) -> bool:
-        if not self._open:
-            return False
-        self._open = False
-        self._meter._unhold(self._tokens)  # the meter's own bookkeeping
-        return True
+        if self._open:
+            self._open = False
+            self._meter._unhold(self._tokens)
 
 
 class UsageMeter:
@@ -289,6 +285,15 @@ class UsageMeter:
     def _unhold(self, tokens: int) -> None:
         self._held_calls -= 1
         self._held_tokens -= tokens
+
+    def _settle(self, held_tokens: int, tokens_in: int, tokens_out: int) -> None:
+        """A reserved call was made: it stops being held and counts as spent.
+
+        One step for a meter that shares its counts (the batch's `PooledMeter`
+        overrides it so that no other case sees the call free in between).
+        """
+        self._unhold(held_tokens)
+        self.record(model_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)
 
     def exhausted(self, *, reached: bool) -> StopReason | None:
         """The budget stop reason if usage has reached (`reached=True`) or gone over a limit."""

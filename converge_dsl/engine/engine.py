@@ -141,9 +141,9 @@ class Engine:
     ) -> RunResult:
         """Continue a paused run; `decisions` maps each pending id to approve (True) or not.
 
-
-        Approved proposals are promoted first (gate `human`); rejected ids are
-        remembered and silently dropped if proposed again.
+        Each decision is emitted as a `ProposalDecided` event; approved proposals
+        are promoted first (gate `human`); rejected ids are remembered and
+        silently dropped if proposed again.
         """
         ids = [item.id for item in pause.pending]
         unknown = [key for key in decisions if key not in ids]
@@ -159,27 +159,27 @@ class Engine:
                 f"no decision for pending proposal(s): {', '.join(undecided)}",
                 hint="approve or reject every pending proposal",
             )
-        approved = tuple(item for item in pause.pending if decisions[item.id])
-        rejected = {item.id for item in pause.pending if not decisions[item.id]}
+        decided = tuple((item, bool(decisions[item.id])) for item in pause.pending)
+        rejected = {item.id for item, approve in decided if not approve}
         state = replace(
             pause.state,
             pending=(),
             rejected_ids=tuple(sorted(set(pause.state.rejected_ids) | rejected)),
         )
-        return await self._start((), state, approved, on_cycle_end)
+        return await self._start((), state, decided, on_cycle_end)
 
     async def _start(
         self,
         seeds: Sequence[ProposedFact],
         state: EngineState | None,
-        staged: Sequence[PendingProposal],
+        decided: Sequence[tuple[PendingProposal, bool]],
         on_cycle_end: Callable[[EngineState], None] | None,
     ) -> RunResult:
         if self._current is not None:
             raise ConvergeError("this engine is already running; one engine runs one run at a time")
         run = self._current = self._build_run(state or EngineState(), on_cycle_end)
         try:
-            return await run.execute(seeds, staged, resumed=state is not None)
+            return await run.execute(seeds, decided, resumed=state is not None)
         finally:
             self._current = None
 

@@ -3,8 +3,8 @@
 Every event is a frozen pydantic model with a `type` discriminator. All
 fields are deterministic (same pipeline, same inputs, deterministic models =>
 same events) except `timing`, which holds clock readings and durations and
-is dropped when runs are compared (`deterministic_dump`). `FactPromoted` and
-`ProposalPending` carry the fact's `data` when it has some (the field is left
+is dropped when runs are compared (`deterministic_dump`). `FactPromoted`,
+`ProposalPending` and `ProposalDecided` carry the fact's `data` when it has some (the field is left
 out of a dump when it is None). Other packages
 (agents, runtime) emit their own pydantic event models into the same
 `EventSink`.
@@ -109,6 +109,26 @@ class ProposalPending(_Event):
     data: Any = Field(default=None, exclude_if=_is_none)
 
 
+class ProposalDecided(_Event):
+    """A human's decision on a pending proposal, applied as a paused run resumes.
+
+    `cycle`, `suggestor`, `key`, `id`, `reason` (why it waited) and `data` are
+    the pending proposal's; `decision` is `approved` (the fact is promoted next,
+    gate `human`) or `rejected` (the id is dropped whenever proposed again).
+    A resumed run emits one per pending proposal, in pending order, right
+    after `run_started`.
+    """
+
+    type: Literal["proposal_decided"] = "proposal_decided"
+    cycle: int
+    suggestor: str
+    key: str
+    id: str
+    decision: Literal["approved", "rejected"]
+    reason: str
+    data: Any = Field(default=None, exclude_if=_is_none)
+
+
 class FactPromoted(_Event):
     type: Literal["fact_promoted"] = "fact_promoted"
     cycle: int
@@ -168,6 +188,7 @@ EngineEvent = Annotated[
     | SuggestorFailed
     | ProposalRejected
     | ProposalPending
+    | ProposalDecided
     | FactPromoted
     | InvariantChecked
     | CycleFinished

@@ -2,7 +2,11 @@
 
 `report_data(path)` reads a `--trace` JSONL file line by line (no line may be
 longer than `MAX_LINE_BYTES`) and folds its events into plain lists of rows
-(arrays, not objects: the page's JSON stays small for 100,000 events). Times
+(arrays, not objects: the page's JSON stays small for 100,000 events).
+Proposals held for a human are one `hitl` row each (cycle, suggestor, key,
+id, why it waited, decision `pending` / `approved` / `rejected`): a
+`proposal_pending` adds it, a later `proposal_decided` (a resumed run) sets
+its decision, or adds it when the trace is the resumed run's alone. Times
 are seconds from the run's start, rounded to microseconds. Long texts are cut
 (`MAX_TEXT`). Event types it does not know are skipped (a newer writer); a
 line that is not JSON, not an event object, or an event missing a field the
@@ -26,7 +30,7 @@ MAX_TEXT = 400
 MAX_EXCERPT_LINES = 40
 # The row lists of the page's data, one per section.
 TABLES = (
-    "ex", "mc", "facts", "rej", "pend", "usage", "inv",
+    "ex", "mc", "facts", "rej", "hitl", "usage", "inv",
     "turns", "contrib", "tools", "comp", "sum", "fallback", "agent_end",
 )  # fmt: skip
 _HINT = "give the JSONL file written by `converge-dsl run --trace`"
@@ -98,6 +102,7 @@ class _Fold:
         self.spans: dict[str, dict[str, Any]] = {}
         self.meta: dict[str, Any] = {}
         self.running: dict[str, int] = {}  # suggestor -> cycle of its current execution
+        self.held: dict[tuple[str, str], list[Any]] = {}  # (key, id) -> its `hitl` row
         self.rows: dict[str, list[list[Any]]] = {name: [] for name in TABLES}
         self.handlers = self._handlers()
 
@@ -111,7 +116,8 @@ class _Fold:
             "model_call_finished": self._model_call,
             "fact_promoted": self._fact,
             "proposal_rejected": lambda e: self._proposal("rej", e),
-            "proposal_pending": lambda e: self._proposal("pend", e),
+            "proposal_pending": lambda e: self._human(e, "pending"),
+            "proposal_decided": lambda e: self._human(e, str(e["decision"])),
             "cycle_finished": self._cycle_finished,
             "invariant_checked": self._invariant,
             "run_finished": self._run_finished,
@@ -225,6 +231,32 @@ class _Fold:
                 str(event["gate"]),
             ]
         )
+        if event["gate"] == "human":  # a trace older than `proposal_decided` has only this
+            row = self._held_row(str(event["key"]), str(event["id"]))
+            if row[0] is None:
+                row[0], row[1] = int(event["cycle"]), self.name(event["suggestor"])
+                row[5] = "approved"
+
+    def _human(self, event: dict[str, Any], decision: str) -> None:
+        """A proposal held for a human: one `hitl` row per (key, id), its decision the latest."""
+        if decision not in ("pending", "approved", "rejected"):
+            raise ValueError(f"unknown decision {decision!r}")
+        row = self._held_row(str(event["key"]), str(event["id"]))
+        row[:] = [
+            int(event["cycle"]),
+            self.name(event["suggestor"]),
+            row[2],
+            row[3],
+            _cut(event["reason"]),
+            decision,
+        ]
+
+    def _held_row(self, key: str, fid: str) -> list[Any]:
+        row = self.held.get((key, fid))
+        if row is None:
+            row = self.held[key, fid] = [None, -1, key, fid, "", "pending"]
+            self.rows["hitl"].append(row)
+        return row
 
     def _proposal(self, table: str, event: dict[str, Any]) -> None:
         self.rows[table].append(

@@ -3,6 +3,8 @@
 A checkpoint with nothing pending simply goes on. A paused one goes on once
 every pending id is decided; until then the decisions given so far are kept in
 the checkpoint folder and the engine re-reports the pause (nothing runs).
+Applying the decisions is traced: the engine emits one `proposal_decided`
+event per pending proposal before anything else runs.
 """
 
 from __future__ import annotations

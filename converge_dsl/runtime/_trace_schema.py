@@ -29,6 +29,7 @@ def trace_events() -> tuple[type[BaseModel], ...]:
         engine.SuggestorFailed,
         engine.ProposalRejected,
         engine.ProposalPending,
+        engine.ProposalDecided,
         engine.FactPromoted,
         engine.InvariantChecked,
         engine.CycleFinished,

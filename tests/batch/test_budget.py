@@ -47,3 +47,52 @@ def test_tokens_count_against_the_batch() -> None:
     assert meter.reserve() is None
     assert meter.refused == StopReason.TOKEN_BUDGET_EXHAUSTED
     assert PooledMeter(Budget(), pool).limit_reached() == StopReason.TOKEN_BUDGET_EXHAUSTED
+
+
+class _Contended(LocalPool):
+    """A pool another case takes from between any two of this case's pool operations.
+
+    Stands for the `process` and `ray` executors, where the pool is shared with
+    other workers and nothing holds it between two operations of one case.
+    """
+
+    def __init__(self, limits: BatchLimits) -> None:
+        super().__init__(limits)
+        self.rival: PooledMeter | None = None
+        self.taken: list[object] = []
+
+    def add(self, calls: int, tokens: int, held_calls: int, held_tokens: int) -> None:
+        super().add(calls, tokens, held_calls, held_tokens)
+        if self.rival is not None:
+            reservation = self.rival.reserve(0)
+            if reservation is not None:
+                self.taken.append(reservation)
+
+
+@pytest.mark.parametrize("tokens", [0, 25])
+def test_settling_a_call_is_one_pool_step_so_no_rival_takes_it_meanwhile(tokens: int) -> None:
+    pool = _Contended(BatchLimits(max_model_calls=1))
+    meter = PooledMeter(Budget(), pool)
+    reservation = meter.reserve(tokens)
+    assert reservation is not None
+    pool.rival = PooledMeter(Budget(), pool)
+    reservation.settle(_Usage(7, 3))
+    assert pool.taken == []  # the settled call never looked free
+    assert pool.counts() == (1, 10, 0, 0)
+    assert meter.totals.model_calls == 1
+
+
+def test_a_released_call_goes_back_to_the_batch_in_one_step() -> None:
+    pool = _Contended(BatchLimits(max_model_calls=1))
+    reservation = PooledMeter(Budget(), pool).reserve(5)
+    assert reservation is not None
+    pool.rival = PooledMeter(Budget(), pool)
+    reservation.release()
+    assert len(pool.taken) == 1  # the call was free again, and taken once
+    assert pool.counts() == (0, 0, 1, 0)
+
+
+class _Usage:
+    def __init__(self, input_tokens: int, output_tokens: int) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens

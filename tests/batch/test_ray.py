@@ -44,6 +44,9 @@ def test_ray_gives_the_same_results_as_local(local_ray: None, tmp_path: Path) ->
 
 
 def test_ray_shares_the_batch_cap(local_ray: None, tmp_path: Path) -> None:
+    """Exactly the cap: each case reserves its one call from the pool actor, and the
+    pool's spent plus held calls never go down while cases run (a settled call moves
+    from held to spent in one step), so exactly three reservations are granted."""
     cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(8)])
     out = tmp_path / "results.jsonl"
     _batch(cases, out, "--executor", "ray", "--concurrency", "4", "--max-model-calls", "3")

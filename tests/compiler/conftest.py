@@ -55,6 +55,9 @@ class Usage_:
     def _unhold(self, tokens: int) -> None:
         return None
 
+    def _settle(self, held_tokens: int, tokens_in: int, tokens_out: int) -> None:
+        self.record(model_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)
+
     def note_budget_refusal(self) -> StopReason:
         return StopReason.ERROR
 

@@ -8,12 +8,16 @@ import pytest
 
 from converge_dsl.engine import (
     Engine,
+    FactPromoted,
     HitlPause,
     PromotionPolicy,
+    ProposalDecided,
+    ProposalPending,
     ProposedFact,
     Provenance,
     RunResult,
     StopReason,
+    deterministic_dump,
 )
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.errors import UsageError
@@ -103,3 +107,50 @@ def test_a_state_with_pending_proposals_pauses_again_when_run() -> None:
     assert again.stop_reason is StopReason.HITL_PAUSE
     assert again.pause is not None
     assert again.pause.pending == paused.state.pending
+
+
+def test_resume_emits_each_decision_before_the_approved_facts() -> None:
+    pause = _paused().pause
+    assert pause is not None
+    result = asyncio.run(_engine().resume(pause, {"s1": True, "h1": False}))
+    kinds = [event.model_dump()["type"] for event in result.events]
+    assert kinds[:4] == ["run_started", "proposal_decided", "proposal_decided", "fact_promoted"]
+    decided = [deterministic_dump(e) for e in result.events if isinstance(e, ProposalDecided)]
+    assert decided == [
+        {
+            "type": "proposal_decided",
+            "cycle": 2,
+            "suggestor": "plan",
+            "key": "strategies",
+            "id": "s1",
+            "decision": "approved",
+            "reason": "key 'strategies' is gated",
+        },
+        {
+            "type": "proposal_decided",
+            "cycle": 2,
+            "suggestor": "plan",
+            "key": "hypotheses",
+            "id": "h1",
+            "decision": "rejected",
+            "reason": "confidence 0.55 is at or below confidence_threshold 0.6",
+        },
+    ]
+    promoted = result.events[3]
+    assert isinstance(promoted, FactPromoted)
+    assert (promoted.id, promoted.gate) == ("s1", "human")
+
+
+def test_a_run_without_decisions_emits_none() -> None:
+    result = asyncio.run(_engine().run())
+    assert not [e for e in result.events if isinstance(e, ProposalDecided)]
+
+
+def test_a_still_paused_state_lists_its_pending_proposals_again() -> None:
+    paused = _paused()
+    again = asyncio.run(_engine().run(resume_from=paused.state))
+    pending = [e for e in again.events if isinstance(e, ProposalPending)]
+    assert [(e.id, e.cycle, e.suggestor, e.reason) for e in pending] == [
+        (p.id, p.cycle, p.suggestor, p.reason) for p in paused.state.pending
+    ]
+    assert [e.model_dump()["type"] for e in again.events][-2:] == ["hitl_paused", "run_finished"]

@@ -1,7 +1,8 @@
 """The run report in a real headless Chromium (Debian's `chromium` and `chromium-driver`).
 
 Checks that the sections render without console errors, that a click on a
-fact shows its source excerpt, that the search filters, and that a report of
+fact shows its source excerpt, that the search filters, that proposals a
+human decided on a resumed run show with their decision, and that a report of
 100,000 events loads and filters within a bound. Screenshots are saved under
 `build/test-artifacts/`. Skipped, saying why, when Chromium, its driver or
 selenium is not installed.
@@ -71,15 +72,15 @@ def _count(driver: Any, section: str) -> str:
     return str(driver.find_element("css selector", f"#{section} .count").text)
 
 
-def _search(driver: Any, text: str) -> float:
-    """Type `text` in the search box; seconds until the facts list shows the filter."""
+def _search(driver: Any, text: str, section: str = "facts") -> float:
+    """Type `text` in the search box; seconds until `section`'s list shows the filter."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     box = driver.find_element("id", "search")
     box.clear()
     started = time.perf_counter()
     box.send_keys(text)
-    WebDriverWait(driver, LOAD_BOUND_S).until(lambda d: " of " in _count(d, "facts"))
+    WebDriverWait(driver, LOAD_BOUND_S).until(lambda d: " of " in _count(d, section))
     return time.perf_counter() - started
 
 
@@ -135,6 +136,63 @@ def test_the_search_filters_every_list(browser: Any, example_page: Path) -> None
     assert _errors(browser) == []
 
 
+HITL_PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: approvals
+promotion: {gated_keys: [strategies], min_confidence: 0.5}
+seeds: [{id: a, content: x}]
+suggestors:
+  - name: plan
+    kind: rule
+    when: "true"
+    emit:
+      - {key: strategies, id: go-big, content: "go big"}
+      - {key: strategies, id: go-small, content: "go small"}
+      - {key: hypotheses, id: weak, content: "perhaps", confidence: 0.2}
+"""
+
+
+@pytest.fixture(scope="module")
+def decided_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of a paused run resumed with `go-big` approved and `go-small` rejected."""
+    folder = tmp_path_factory.mktemp("decided")
+    pipeline, ckpt, page = folder / "approvals.yaml", folder / "ck", folder / "decided.html"
+    pipeline.write_text(HITL_PIPELINE, encoding="utf-8")
+    quiet = (io.StringIO(), io.StringIO())
+    assert run(["run", str(pipeline), "--checkpoint", str(ckpt)], *quiet) == 6
+    argv = ["run", str(pipeline), "--resume", str(ckpt), "--approve", "go-big"]
+    assert run([*argv, "--reject", "go-small", "--report", str(page)], *quiet) == 0
+    return page
+
+
+def test_a_proposal_rejected_by_a_human_is_shown_apart_from_the_gate(
+    browser: Any, decided_page: Path
+) -> None:
+    _open(browser, decided_page)
+    assert _errors(browser) == []
+    assert _count(browser, "approvals") == "2"
+    rows = [r.text for r in browser.find_elements("css selector", "#approvals .row")]
+    assert len(rows) == 2
+    assert "go-big" in rows[0]
+    assert "approved by a human" in rows[0]
+    assert "go-small" in rows[1]
+    assert "rejected by a human" in rows[1]
+    assert "key 'strategies' is gated" in rows[1]
+    # the gate's rejections are their own list, and the human's are not in it
+    gate_rows = browser.find_elements("css selector", "#gate > div:first-child .row")
+    assert len(gate_rows) == 1
+    assert "weak" in gate_rows[0].text
+    assert "below min_confidence" in gate_rows[0].text
+    _search(browser, "rejected by", "approvals")
+    assert _count(browser, "approvals") == "1 of 2"
+    (found,) = browser.find_elements("css selector", "#approvals .row")
+    assert "go-small" in found.text
+    assert _errors(browser) == []
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "report-human-decisions.png"))
+
+
 def test_a_report_of_100k_events_loads_and_filters_within_a_bound(
     browser: Any, tmp_path: Path
 ) -> None:
@@ -150,6 +208,7 @@ def test_a_report_of_100k_events_loads_and_filters_within_a_bound(
     assert loaded < LOAD_BOUND_S
     assert _errors(browser) == []
     assert int(_count(browser, "facts")) > 10_000
+    assert int(_count(browser, "approvals")) > 100  # held for a human, then decided
     # virtualised: only the visible rows exist
     assert len(browser.find_elements("css selector", "#facts .row")) < 40
     assert _search(browser, "audit-701") < LOAD_BOUND_S / 2

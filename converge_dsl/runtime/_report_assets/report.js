@@ -180,13 +180,13 @@
 
   /* -- gate ---------------------------------------------------------------------------- */
   var gate = $("gate");
-  table(gate, "Rejected proposals", ["cycle", "suggestor", "key", "id", "reason"], ["c-n", "c-s", "c-k", "c-id", "c-w"], D.rej,
+  table(gate, "Rejected proposals (by the gate)", ["cycle", "suggestor", "key", "id", "reason"], ["c-n", "c-s", "c-k", "c-id", "c-w"], D.rej,
     function (r) { return [r[0], nm(r[1]), r[2], r[3], r[4]]; });
-  table(gate, "Pending approvals", ["cycle", "suggestor", "key", "id", "why"], ["c-n", "c-s", "c-k", "c-id", "c-w"], D.pend,
-    function (r) { return [r[0], nm(r[1]), r[2], r[3], r[4]]; });
-  var decided = D.facts.filter(function (f) { return f[10] === "human"; });
-  table(gate, "Decided approvals (approved by a human)", ["key", "id", "content"], ["c-k", "c-id", "c-w"], decided,
-    function (f) { return [f[0], f[1], f[2]]; });
+  /* proposals held for a human: pending, or approved / rejected by a human when a resumed run applied the decision */
+  var approvals = el("div"); approvals.id = "approvals"; gate.appendChild(approvals);
+  var DECISION = { pending: "pending", approved: "approved by a human", rejected: "rejected by a human" };
+  table(approvals, "Human approvals", ["cycle", "suggestor", "key", "id", "decision", "why it waited"], ["c-n", "c-s", "c-k", "c-id", "c-d", "c-w"], D.hitl,
+    function (r) { return [r[0] === null ? "" : r[0], nm(r[1]), r[2], r[3], DECISION[r[5]] || r[5], r[4]]; });
 
   /* -- model calls ------------------------------------------------------------------- */
   table($("calls"), "Model calls", ["call", "suggestor", "model", "status", "latency", "tokens in/out", "attempts"], ["c-n", "c-s", "c-k", "c-k", "c-n", "c-k", "c-n"], MC,

@@ -1,0 +1,74 @@
+"""The events a run opens with: `RunStarted`, then the human decisions it applies.
+
+Engine-internal: `Run` calls these at its start. `emit_opening` reports the
+run and each decision a paused run was resumed with (`ProposalDecided`, in
+pending order); `emit_still_pending` re-reports the proposals of a pause
+resumed before every one was decided (`ProposalPending`), so that each run's
+trace lists them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from converge_dsl.engine import events as ev
+from converge_dsl.engine._runstate import EventLog
+from converge_dsl.engine.budget import Budget
+from converge_dsl.engine.state import PendingProposal
+
+# A proposal a paused run held, and whether a human approved it.
+Decided = tuple[PendingProposal, bool]
+
+
+def emit_opening(
+    log: EventLog,
+    *,
+    suggestors: int,
+    seeds: int,
+    resumed_from: int | None,
+    budget: Budget,
+    decided: Sequence[Decided],
+) -> None:
+    """`RunStarted`, then one `ProposalDecided` per (pending proposal, approve) pair, in order."""
+    if not log.enabled:
+        return
+    log.emit(
+        ev.RunStarted(
+            suggestors=suggestors,
+            seeds=seeds,
+            resumed_from_cycle=resumed_from,
+            budget=dataclasses.asdict(budget),
+            timing=log.timing(),
+        )
+    )
+    for item, approve in decided:
+        log.emit(
+            ev.ProposalDecided(
+                cycle=item.cycle,
+                suggestor=item.suggestor,
+                key=item.proposal.key,
+                id=item.id,
+                decision="approved" if approve else "rejected",
+                reason=item.reason,
+                data=item.proposal.data,
+                timing=log.timing(),
+            )
+        )
+
+
+def emit_still_pending(log: EventLog, pending: Iterable[PendingProposal]) -> None:
+    """One `ProposalPending` per proposal a resumed pause still holds."""
+    if not log.enabled:
+        return
+    for item in pending:
+        log.emit(
+            ev.ProposalPending(
+                cycle=item.cycle,
+                suggestor=item.suggestor,
+                key=item.proposal.key,
+                id=item.id,
+                reason=item.reason,
+                data=item.proposal.data,
+            )
+        )
