@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from converge_dsl._json_pointer import resolve as pointer
 from converge_dsl._record import Record
 
 _MAX_DEPTH = 32
@@ -80,22 +81,6 @@ def resolve(root: Any, node: Any, depth: int = 0) -> Any:
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         node = {**target, **siblings} if isinstance(target, Mapping) and siblings else target
         depth += 1
-    return node
-
-
-def pointer(root: Any, ref: str) -> Any:
-    """The node a local reference (`#/a/b`) names in `root`, or None."""
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for raw in filter(None, ref[1:].split("/")):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
     return node
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from converge_dsl.frontend._dataschema import pointer
+from converge_dsl._json_pointer import resolve
 
 MAX_DEPTH = 6
 MAX_LINES = 300
@@ -90,7 +90,7 @@ class _Walker:
                 return schema, seen, None
             if ref in seen:
                 return schema, seen, ref
-            target = pointer(self.root, ref)
+            target = resolve(self.root, ref)
             rest = {k: v for k, v in schema.items() if k != "$ref"}
             if not isinstance(target, Mapping):
                 return {**rest, "description": rest.get("description", f"see {ref}")}, seen, None
