@@ -12,8 +12,12 @@ Likewise the checkpoint key lives in a private config folder
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +52,50 @@ def _no_colour_from_the_user_shell() -> Iterator[None]:
         for name in ("NO_COLOR", "FORCE_COLOR"):
             patch.delenv(name, raising=False)
         yield
+
+
+# --- a real headless browser, for the graph and report pages -------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def browser(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Debian's headless Chromium driven by Selenium through `chromedriver`.
+
+    Skipped, saying why, only where Chromium, its driver or selenium is not
+    installed (`.ci/run` installs the Debian packages `chromium chromium-driver`
+    as root). A module sets `BROWSER_WINDOW = (width, height)` for its size;
+    console messages are kept for `browser.get_log("browser")`.
+    """
+    if CHROMIUM is None or CHROMEDRIVER is None or importlib.util.find_spec("selenium") is None:
+        pytest.skip(
+            "browser tests need the Debian packages chromium and chromium-driver "
+            "(.ci/run installs them) and selenium (the dev extra)"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    width, height = getattr(request.module, "BROWSER_WINDOW", (1400, 860))
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.add_argument(f"--window-size={width},{height}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Where browser tests save their screenshots, to be looked at after a run:
+    `$CONVERGE_DSL_TEST_ARTIFACTS`, else `build/test-artifacts/` in the checkout."""
+    given = os.environ.get("CONVERGE_DSL_TEST_ARTIFACTS")
+    folder = Path(given) if given else EXAMPLES.parent / "build" / "test-artifacts"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -3,18 +3,15 @@ Selenium through `chromedriver`): the page renders every node without console
 errors, a click on a node (or Enter on a focused one, or a `#node=` address)
 shows its YAML source excerpt, and pan and zoom move the drawing.
 
-Skipped, saying why, only where Chromium or chromedriver is not installed
-(`.ci/run` installs the Debian packages `chromium chromium-driver` as root).
-Screenshots are saved under `$CONVERGE_DSL_TEST_ARTIFACTS/graph/` when that
-variable names a folder, else under pytest's temporary folder.
+The `browser` and `artifacts` fixtures (tests/conftest.py) skip, saying why,
+only where Chromium or chromedriver is not installed, and keep the screenshots
+(`graph-*.png`) to look at.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +20,6 @@ import pytest
 from converge_dsl.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or DRIVER is None,
-    reason="Chromium is not installed (the Debian packages chromium and chromium-driver): "
-    "the browser tests of the graph page are skipped",
-)
 
 
 def _page(folder: Path, pipeline: str, name: str) -> Path:
@@ -52,37 +41,6 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "triage": _page(folder, "pipelines/support-triage.yaml", "triage.html"),
         "dead": _page(folder, "tests/graph/data/dead-ends.yaml", "dead.html"),
     }
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    given = os.environ.get("CONVERGE_DSL_TEST_ARTIFACTS")
-    folder = Path(given) / "graph" if given else tmp_path_factory.mktemp("artifacts")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,860",
-    ):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _open(browser: Any, page: Path, fragment: str = "") -> None:

@@ -4,17 +4,15 @@ Checks that the sections render without console errors, that a click on a
 fact shows its source excerpt, that the search filters, that proposals a
 human decided on a resumed run show with their decision, and that a report of
 100,000 events loads and filters within a bound. Screenshots are saved under
-`build/test-artifacts/`. Skipped, saying why, when Chromium, its driver or
-selenium is not installed.
+the `artifacts` folder (tests/conftest.py). Skipped, saying why, when Chromium,
+its driver or selenium is not installed.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import io
-import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,33 +21,8 @@ import pytest
 from converge_dsl.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "build" / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
 LOAD_BOUND_S = 10.0  # generous: two shared cores; the page itself takes about one
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or DRIVER is None or importlib.util.find_spec("selenium") is None,
-    reason="Chromium browser tests need the Debian packages chromium and chromium-driver "
-    "(.ci/run installs them) and selenium (the dev extra)",
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1600"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+BROWSER_WINDOW = (1400, 1600)  # tall: the screenshots show several sections
 
 
 def _open(driver: Any, page: Path) -> float:
@@ -96,7 +69,9 @@ def example_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return page
 
 
-def test_the_sections_render_without_console_errors(browser: Any, example_page: Path) -> None:
+def test_the_sections_render_without_console_errors(
+    browser: Any, example_page: Path, artifacts: Path
+) -> None:
     _open(browser, example_page)
     assert _errors(browser) == []
     assert browser.find_element("id", "title").text == "Run report: agent-review.yaml"
@@ -111,11 +86,12 @@ def test_the_sections_render_without_console_errors(browser: Any, example_page: 
         "for (var i = 0; i < d.length; i += 4) if (d[i + 3] && d[i] < 200) n++; return n;"
     )
     assert painted > 100  # the bars are drawn
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(ARTIFACTS / "report-example.png"))
+    browser.save_screenshot(str(artifacts / "report-example.png"))
 
 
-def test_a_click_on_a_fact_shows_its_source_excerpt(browser: Any, example_page: Path) -> None:
+def test_a_click_on_a_fact_shows_its_source_excerpt(
+    browser: Any, example_page: Path, artifacts: Path
+) -> None:
     _open(browser, example_page)
     rows = browser.find_elements("css selector", "#facts .row")
     reviewer = next(r for r in rows if "reviewer" in r.text)
@@ -123,8 +99,7 @@ def test_a_click_on_a_fact_shows_its_source_excerpt(browser: Any, example_page: 
     detail = browser.find_element("id", "fact-detail").text
     assert "reviewer@agent-review" in detail
     assert "kind: agent" in detail  # the suggestor's YAML
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(ARTIFACTS / "report-fact-clicked.png"))
+    browser.save_screenshot(str(artifacts / "report-fact-clicked.png"))
 
 
 def test_the_search_filters_every_list(browser: Any, example_page: Path) -> None:
@@ -167,7 +142,7 @@ def decided_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_proposal_rejected_by_a_human_is_shown_apart_from_the_gate(
-    browser: Any, decided_page: Path
+    browser: Any, decided_page: Path, artifacts: Path
 ) -> None:
     _open(browser, decided_page)
     assert _errors(browser) == []
@@ -189,12 +164,11 @@ def test_a_proposal_rejected_by_a_human_is_shown_apart_from_the_gate(
     (found,) = browser.find_elements("css selector", "#approvals .row")
     assert "go-small" in found.text
     assert _errors(browser) == []
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(ARTIFACTS / "report-human-decisions.png"))
+    browser.save_screenshot(str(artifacts / "report-human-decisions.png"))
 
 
 def test_a_report_of_100k_events_loads_and_filters_within_a_bound(
-    browser: Any, tmp_path: Path
+    browser: Any, tmp_path: Path, artifacts: Path
 ) -> None:
     spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
     assert spec is not None
@@ -213,8 +187,7 @@ def test_a_report_of_100k_events_loads_and_filters_within_a_bound(
     assert len(browser.find_elements("css selector", "#facts .row")) < 40
     assert _search(browser, "audit-701") < LOAD_BOUND_S / 2
     assert _count(browser, "facts") == "1 of " + _count_all(browser)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(ARTIFACTS / "report-100k-searched.png"))
+    browser.save_screenshot(str(artifacts / "report-100k-searched.png"))
 
 
 def _count_all(driver: Any) -> str:
