@@ -233,3 +233,27 @@ def test_otel_is_an_option_of_a_single_run(tmp_path: Path) -> None:
     )
     assert code == 3
     assert "--otel is an option of a single run" in err
+
+
+def test_a_run_without_otel_never_imports_opentelemetry(tmp_path: Path) -> None:
+    probe = (
+        "import io, sys\n"
+        "from converge_dsl.cli import run\n"
+        f"code = run(['run', {str(TRIAGE)!r}, '--format', 'json'], io.StringIO(), io.StringIO())\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('opentelemetry'))\n"
+        "print(code, loaded)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.stdout.strip() == "0 []", done.stderr
+    # The probe can see an import: the same run with --otel loads the SDK.
+    done = subprocess.run(
+        [sys.executable, "-c", probe.replace("'json']", "'json', '--otel']")],
+        env={**env, "OTEL_TRACES_EXPORTER": "console"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.startswith("0 ['opentelemetry"), done.stderr
