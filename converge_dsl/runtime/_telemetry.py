@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from converge_dsl import codes
+from converge_dsl.errors import UsageError
 
 from ._options import RunOptions
 from ._otel_config import (
@@ -64,9 +65,17 @@ def start_telemetry(options: RunOptions) -> Telemetry | None:
             ).content,
         )
     if settings is None:
-        if options.otel and disabled_by_env(options.env):
-            _warn(
-                options, "warning: OTEL_SDK_DISABLED=true: --otel is ignored, no span is exported"
+        if disabled_by_env(options.env):
+            if options.otel:
+                _warn(
+                    options,
+                    "warning: OTEL_SDK_DISABLED=true: --otel is ignored, no span is exported",
+                )
+        elif options.otel_content:
+            raise UsageError(
+                "--otel-content records prompts and answers in exported spans, "
+                "but no export is configured",
+                hint="add --otel, or set OTEL_EXPORTER_OTLP_ENDPOINT",
             )
         return None
     try:

@@ -257,3 +257,10 @@ def test_a_run_without_otel_never_imports_opentelemetry(tmp_path: Path) -> None:
         check=False,
     )
     assert done.stdout.startswith("0 ['opentelemetry"), done.stderr
+
+
+def test_otel_content_alone_says_that_nothing_is_exported() -> None:
+    code, _, err = _cli(["run", str(TRIAGE), "--otel-content"])
+    assert code == 3
+    assert "--otel-content records prompts and answers in exported spans" in err
+    assert "add --otel, or set OTEL_EXPORTER_OTLP_ENDPOINT" in err

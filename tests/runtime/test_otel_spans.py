@@ -296,3 +296,24 @@ def test_a_broken_exporter_never_fails_the_run() -> None:
     (warning,) = warnings
     assert warning.startswith("warning[CD982]: OpenTelemetry: 9 of 9 span(s) could not be sent")
     assert "collector exploded" in warning
+
+
+def test_a_recorder_that_breaks_stops_recording_not_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl.runtime._otel_spans import SpanRecorder
+
+    def broken(self: SpanRecorder, event: Any, at: int) -> None:
+        raise KeyError("no such span")
+
+    monkeypatch.setattr(SpanRecorder, "_on_cycle_started", broken)
+    warnings: list[str] = []
+    spans, outcome = _run(ROOT / "pipelines" / "support-triage.yaml", on_warning=warnings.append)
+    assert outcome.exit_code == 0
+    assert warnings == [
+        "warning[CD982]: OpenTelemetry: recording spans stopped (KeyError: 'no such span'); "
+        "the run itself is not affected"
+    ]
+    # What was open is ended and sent: the run's span, marked as not finished.
+    (root,) = spans
+    assert root.status.status_code is StatusCode.ERROR
