@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
@@ -37,7 +38,13 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    TraceIdRatioBased,
+)
 
 from converge_dsl import codes
 from converge_dsl.clock import Clock
@@ -147,6 +154,25 @@ def otlp_exporter(settings: OtelSettings) -> SpanExporter:
     )
 
 
+def sampler(settings: OtelSettings) -> Sampler:
+    """The sampler `OTEL_TRACES_SAMPLER` names (`_otel_config.SAMPLERS`)."""
+    name = settings.sampler.removeprefix("parentbased_")
+    root: Sampler = {"always_on": ALWAYS_ON, "always_off": ALWAYS_OFF}.get(
+        name, TraceIdRatioBased(settings.sampler_arg)
+    )
+    return ParentBased(root) if settings.sampler.startswith("parentbased_") else root
+
+
+def display(endpoint: str) -> str:
+    """`endpoint` as a message may show it: without credentials or a query."""
+    parts = urlsplit(endpoint)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 class Telemetry:
     """One run's tracer provider, its recorder, and the bounded end of its export."""
 
@@ -178,7 +204,7 @@ class Telemetry:
             export_timeout_millis=settings.timeout_s * 1000,
         )
         self._provider = TracerProvider(
-            sampler=ALWAYS_ON,
+            sampler=sampler(settings),
             resource=Resource(attributes),
             span_limits=SpanLimits(
                 max_attributes=128, max_events=128, max_links=128, max_attribute_length=None
@@ -244,7 +270,9 @@ class Telemetry:
     def _report(self, in_time: bool) -> None:
         exporter = self._exporter
         where = (
-            "the console" if self.settings.exporter == "console" else repr(self.settings.endpoint)
+            "the console"
+            if self.settings.exporter == "console"
+            else repr(display(self.settings.endpoint))
         )
         if self.recorder.failure is not None:
             self._warn(

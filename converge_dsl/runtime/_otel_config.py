@@ -9,7 +9,7 @@ anything but `none`. `OTEL_SDK_DISABLED=true` turns it off whatever else says
 
 Only the variables of `env` are read, never the process's environment: the
 OpenTelemetry SDK is handed every value it needs (endpoint, headers, timeout,
-compression, certificate, service name and resource attributes). Supported:
+compression, certificate, service name, resource attributes, sampler). Supported:
 `OTEL_TRACES_EXPORTER` `otlp` (the default) or `console` (spans as JSON on
 standard error); the OTLP protocol `http/protobuf` only. Anything else, or a
 malformed value, is an `OtelRefused` (a `UsageError`, code CD981) before the
@@ -42,6 +42,14 @@ MAX_FLUSH_S = 5.0
 DEFAULT_SERVICE = "converge-dsl"
 EXPORTERS = ("otlp", "console")
 PROTOCOLS = ("http/protobuf",)
+SAMPLERS = (
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+)
 CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
@@ -67,6 +75,8 @@ class OtelSettings(Record):
         "service_name",
         "resource",
         "content",
+        "sampler",
+        "sampler_arg",
     )
     __slots__ = _fields
 
@@ -82,6 +92,8 @@ class OtelSettings(Record):
         service_name: str = DEFAULT_SERVICE,
         resource: tuple[tuple[str, str], ...] = (),
         content: bool = False,
+        sampler: str = "parentbased_always_on",
+        sampler_arg: float = 1.0,
     ) -> None:
         self.exporter = exporter
         self.endpoint = endpoint
@@ -92,6 +104,8 @@ class OtelSettings(Record):
         self.service_name = service_name
         self.resource = resource
         self.content = content
+        self.sampler = sampler
+        self.sampler_arg = sampler_arg
 
     @property
     def flush_s(self) -> float:
@@ -148,6 +162,8 @@ def otel_settings(
         service_name=_get(env, "OTEL_SERVICE_NAME") or _service(env),
         resource=_pairs(env, "OTEL_RESOURCE_ATTRIBUTES"),
         content=content_opted_in(env, content),
+        sampler=_sampler(env),
+        sampler_arg=_sampler_arg(env),
     )
 
 
@@ -273,3 +289,31 @@ def _service(env: Mapping[str, str]) -> str:
         if key == "service.name" and value:
             return value
     return DEFAULT_SERVICE
+
+
+def _sampler(env: Mapping[str, str]) -> str:
+    """`OTEL_TRACES_SAMPLER` (default `parentbased_always_on`, as the specification says)."""
+    raw = _get(env, "OTEL_TRACES_SAMPLER")
+    name = raw.lower() or "parentbased_always_on"
+    if name not in SAMPLERS:
+        raise _refuse(
+            "OTEL_TRACES_SAMPLER",
+            raw,
+            "not a supported sampler",
+            f"use one of: {', '.join(SAMPLERS)}",
+        )
+    return name
+
+
+def _sampler_arg(env: Mapping[str, str]) -> float:
+    """`OTEL_TRACES_SAMPLER_ARG`: the ratio of the `traceidratio` samplers, 0 to 1."""
+    raw = _get(env, "OTEL_TRACES_SAMPLER_ARG")
+    if not raw or "traceidratio" not in _get(env, "OTEL_TRACES_SAMPLER").lower():
+        return 1.0
+    try:
+        ratio = float(raw)
+    except ValueError:
+        ratio = -1.0
+    if not 0.0 <= ratio <= 1.0:
+        raise _refuse("OTEL_TRACES_SAMPLER_ARG", raw, "not a ratio from 0 to 1", "e.g. 0.25")
+    return ratio

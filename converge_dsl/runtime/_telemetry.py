@@ -29,7 +29,6 @@ from ._options import RunOptions
 from ._otel_config import (
     INSTALL_HINT,
     OtelRefused,
-    OtelSettings,
     disabled_by_env,
     otel_settings,
 )
@@ -56,13 +55,11 @@ def start_telemetry(options: RunOptions) -> Telemetry | None:
     """The run's telemetry, or None when export is off (see the module docstring)."""
     settings = otel_settings(options.env, flag=options.otel, content=options.otel_content)
     if settings is None and options.span_exporter is not None:
-        settings = OtelSettings(
-            "otlp",
-            "",
-            content=options.otel_content
-            or (
-                otel_settings(options.env, flag=True, content=False) or OtelSettings("", "")
-            ).content,
+        # An exporter given in the options: on, whatever the variables say of exporters.
+        settings = otel_settings(
+            {k: v for k, v in options.env.items() if k != "OTEL_TRACES_EXPORTER"},
+            flag=True,
+            content=options.otel_content,
         )
     if settings is None:
         if disabled_by_env(options.env):

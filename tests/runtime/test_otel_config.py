@@ -121,3 +121,47 @@ def test_a_malformed_header_is_refused_without_showing_its_value() -> None:
         otel_settings({"OTEL_EXPORTER_OTLP_HEADERS": "Bearer sk-live-123"}, flag=True)
     assert "OTEL_EXPORTER_OTLP_HEADERS" in str(caught.value)
     assert "sk-live-123" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "sampler", "ratio"),
+    [
+        ({}, "parentbased_always_on", 1.0),
+        ({"OTEL_TRACES_SAMPLER": "always_off"}, "always_off", 1.0),
+        (
+            {"OTEL_TRACES_SAMPLER": "TraceIdRatio", "OTEL_TRACES_SAMPLER_ARG": "0.25"},
+            "traceidratio",
+            0.25,
+        ),
+        # The argument belongs to the ratio samplers only.
+        ({"OTEL_TRACES_SAMPLER": "always_on", "OTEL_TRACES_SAMPLER_ARG": "x"}, "always_on", 1.0),
+    ],
+)
+def test_the_sampler_is_read_from_the_mapping(
+    env: dict[str, str], sampler: str, ratio: float
+) -> None:
+    settings = otel_settings(env, flag=True)
+    assert settings is not None
+    assert (settings.sampler, settings.sampler_arg) == (sampler, ratio)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"OTEL_TRACES_SAMPLER": "jaeger_remote"},
+        {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"},
+        {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "half"},
+    ],
+)
+def test_an_unusable_sampler_is_refused(env: dict[str, str]) -> None:
+    with pytest.raises(OtelRefused, match=r"\[CD981\]: OTEL_TRACES_SAMPLER"):
+        otel_settings(env, flag=True)
+
+
+def test_messages_show_an_endpoint_without_its_credentials() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK (the otel extra)")
+    from converge_dsl.runtime._otel import display
+
+    shown = display("https://user:pa55@collector.example:4318/v1/traces?token=abc")
+    assert shown == "https://collector.example:4318/v1/traces"
+    assert display("http://[::1]:4318/v1/traces") == "http://[::1]:4318/v1/traces"

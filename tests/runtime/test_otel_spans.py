@@ -317,3 +317,11 @@ def test_a_recorder_that_breaks_stops_recording_not_the_run(
     # What was open is ended and sent: the run's span, marked as not finished.
     (root,) = spans
     assert root.status.status_code is StatusCode.ERROR
+
+
+def test_the_sampler_of_the_environment_is_used() -> None:
+    spans, outcome = _run(
+        ROOT / "pipelines" / "support-triage.yaml", env={"OTEL_TRACES_SAMPLER": "always_off"}
+    )
+    assert outcome.exit_code == 0
+    assert spans == []
