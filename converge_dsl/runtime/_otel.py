@@ -282,9 +282,13 @@ class Telemetry:
         if in_time and not exporter.lost and not exporter.error:
             return
         reasons = [r for r in (exporter.error, *self._problems.messages) if r]
-        why = f" ({_reason(reasons[0])})" if reasons else ""
+        why = (
+            f" ({_reason(reasons[0])})"
+            if reasons
+            else f" (no answer within {self.settings.flush_s:g} s)"
+        )
         if not in_time:
-            problem = f"spans could not be sent to {where} in time"
+            problem = f"spans could not be sent to {where}"
         else:
             total = exporter.sent + exporter.lost
             problem = f"{exporter.lost} of {total} span(s) could not be sent to {where}"

@@ -264,3 +264,22 @@ def test_otel_content_alone_says_that_nothing_is_exported() -> None:
     assert code == 3
     assert "--otel-content records prompts and answers in exported spans" in err
     assert "add --otel, or set OTEL_EXPORTER_OTLP_ENDPOINT" in err
+
+
+def test_a_collector_that_never_answers_holds_the_run_no_longer_than_its_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK (the otel extra)")
+    with socket.socket() as silent:  # accepts connections (the backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+        started = time.monotonic()
+        code, out, err = _cli(["run", str(TRIAGE), "--format", "json"])
+        elapsed = time.monotonic() - started
+    assert code == 0
+    assert json.loads(out)["stop_reason"] == "converged"
+    assert f"could not be sent to 'http://127.0.0.1:{port}/v1/traces'" in err
+    assert elapsed < 4.0  # the run, then one second of waiting at most
