@@ -325,3 +325,36 @@ def test_the_sampler_of_the_environment_is_used() -> None:
     )
     assert outcome.exit_code == 0
     assert spans == []
+
+
+STOPS = ROOT / "tests" / "e2e" / "data" / "stops"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("calls", "conflict", "cycles", "facts", "invariant", "invariant-error"),
+        *("model-error", "pause", "time", "tokens"),
+    ],
+)
+def test_every_stop_ends_every_span_under_the_run(name: str) -> None:
+    spans, outcome = _run(STOPS / f"{name}.yaml")
+    stop = outcome.document.stop_reason
+    (root,) = _children(spans)[None]
+    assert root.attributes["converge_dsl.run.stop_reason"] == stop
+    failed = stop in ("error", "invariant_violated", "cancelled")
+    assert (root.status.status_code is StatusCode.ERROR) is failed
+    if failed:
+        assert root.attributes["error.type"] == stop
+    assert all(span.end_time is not None for span in spans)
+    assert len({span.context.trace_id for span in spans}) == 1
+    if stop == "hitl_pause":
+        assert root.attributes["converge_dsl.run.pending"] >= 1
+    calls = [s for s in spans if s.kind is SpanKind.CLIENT]
+    if name == "model-error":
+        assert any(call.status.status_code is StatusCode.ERROR for call in calls)
+        assert all(
+            "error.type" in (c.attributes or {})
+            for c in calls
+            if c.status.status_code is StatusCode.ERROR
+        )
