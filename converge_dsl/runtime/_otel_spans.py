@@ -71,7 +71,7 @@ class SpanRecorder:
     ) -> None:
         self._tracer = tracer
         self._now = now
-        self._offset = epoch_offset
+        self._offset_ns = round(epoch_offset * 1e9)
         self.content = content
         self._redact = redact
         self._pipeline = ""
@@ -117,7 +117,7 @@ class SpanRecorder:
         return self.epoch_ns(at)
 
     def epoch_ns(self, at: float) -> int:
-        return int((at + self._offset) * 1e9)
+        return self._offset_ns + round(at * 1e9)  # apart: a duration keeps its nanoseconds
 
     def _start(
         self,
