@@ -49,7 +49,7 @@ from opentelemetry.sdk.trace.sampling import (
 from converge_dsl import codes
 from converge_dsl.clock import Clock
 
-from ._otel_config import OtelSettings
+from ._otel_config import OtelRefused, OtelSettings
 from ._otel_genai import ModelFacts
 from ._otel_spans import SpanRecorder
 from ._trace import wall_clock
@@ -195,7 +195,15 @@ class Telemetry:
         attributes: dict[str, Any] = dict(settings.resource)
         attributes |= {"service.name": settings.service_name, "service.version": __version__}
         attributes |= {"telemetry.sdk.language": "python", "telemetry.sdk.name": "opentelemetry"}
-        self._exporter = CountingExporter(exporter or otlp_exporter(settings))
+        try:
+            self._exporter = CountingExporter(exporter or otlp_exporter(settings))
+        except Exception as exc:  # the SDK's own refusal of a setting: ours to report
+            self._restore()
+            raise OtelRefused(
+                codes.OTEL_BAD_CONFIG,
+                f"the trace exporter cannot be set up: {type(exc).__name__}: {exc}"[:300],
+                hint="check the OTEL_EXPORTER_OTLP_* variables",
+            ) from None
         self._processor = BatchSpanProcessor(
             self._exporter,
             max_queue_size=8192,
@@ -251,10 +259,14 @@ class Telemetry:
             self._exporter.shutdown()  # interrupts the exporter's retry wait
             worker.join(0.2)
         if not worker.is_alive():  # else the thread may still log: keep it quiet
-            logger = logging.getLogger(_LOGGER)
-            logger.removeHandler(self._problems)
-            logger.propagate, _ = self._saved
+            self._restore()
         self._report(in_time)
+
+    def _restore(self) -> None:
+        """Give the SDK's logger back as it was."""
+        logger = logging.getLogger(_LOGGER)
+        logger.removeHandler(self._problems)
+        logger.propagate, _ = self._saved
 
     def _wait(self, done: threading.Event) -> bool:
         """Wait for the flush: at most `flush_s`, and at most `_GRACE_S` after the exporter

@@ -26,6 +26,7 @@ is needed at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from converge_dsl import codes
@@ -155,10 +156,7 @@ def otel_settings(
         headers=_pairs(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"),
         timeout_s=_timeout(env),
         compression=_compression(env),
-        certificate=_first(
-            env, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"
-        )
-        or None,
+        certificate=_certificate(env),
         service_name=_get(env, "OTEL_SERVICE_NAME") or _service(env),
         resource=_pairs(env, "OTEL_RESOURCE_ATTRIBUTES"),
         content=content_opted_in(env, content),
@@ -317,3 +315,13 @@ def _sampler_arg(env: Mapping[str, str]) -> float:
     if not 0.0 <= ratio <= 1.0:
         raise _refuse("OTEL_TRACES_SAMPLER_ARG", raw, "not a ratio from 0 to 1", "e.g. 0.25")
     return ratio
+
+
+def _certificate(env: Mapping[str, str]) -> str | None:
+    """The CA certificate file for TLS, which must exist (checked now, not at the first export)."""
+    names = ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE")
+    path = _first(env, *names)
+    if path and not Path(path).is_file():
+        variable = next(n for n in names if _get(env, n))
+        raise _refuse(variable, path, "no such file", "name a PEM file of CA certificates")
+    return path or None

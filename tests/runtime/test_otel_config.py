@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from converge_dsl import codes
@@ -165,3 +167,13 @@ def test_messages_show_an_endpoint_without_its_credentials() -> None:
     shown = display("https://user:pa55@collector.example:4318/v1/traces?token=abc")
     assert shown == "https://collector.example:4318/v1/traces"
     assert display("http://[::1]:4318/v1/traces") == "http://[::1]:4318/v1/traces"
+
+
+def test_a_missing_certificate_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    with pytest.raises(OtelRefused, match=r"OTEL_EXPORTER_OTLP_CERTIFICATE='.*nope.pem': no such"):
+        otel_settings({"OTEL_EXPORTER_OTLP_CERTIFICATE": str(tmp_path / "nope.pem")}, flag=True)
+    pem = tmp_path / "ca.pem"
+    pem.write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    settings = otel_settings({"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": str(pem)}, flag=True)
+    assert settings is not None
+    assert settings.certificate == str(pem)

@@ -358,3 +358,21 @@ def test_every_stop_ends_every_span_under_the_run(name: str) -> None:
             for c in calls
             if c.status.status_code is StatusCode.ERROR
         )
+
+
+def test_an_exporter_the_sdk_refuses_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import logging
+
+    from converge_dsl.runtime import _otel
+    from converge_dsl.runtime._otel_config import OtelRefused
+
+    def refuse(settings: Any) -> Any:
+        raise ValueError("bad certificate")
+
+    monkeypatch.setattr(_otel, "otlp_exporter", refuse)
+    options = RunOptions(pipeline=ROOT / "pipelines" / "support-triage.yaml", env={}, otel=True)
+    with pytest.raises(OtelRefused, match=r"\[CD981\]: the trace exporter cannot be set up: "):
+        asyncio.run(run_pipeline(options))
+    assert logging.getLogger("opentelemetry").propagate  # given back as it was
