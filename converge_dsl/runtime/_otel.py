@@ -192,9 +192,9 @@ class Telemetry:
         self._saved = (logger.propagate, logger.level)
         logger.addHandler(self._problems)
         logger.propagate = False
-        attributes: dict[str, Any] = dict(settings.resource)
-        attributes |= {"service.name": settings.service_name, "service.version": __version__}
-        attributes |= {"telemetry.sdk.language": "python", "telemetry.sdk.name": "opentelemetry"}
+        attributes: dict[str, Any] = {"service.version": __version__, **dict(settings.resource)}
+        attributes |= {"service.name": settings.service_name, "telemetry.sdk.language": "python"}
+        attributes["telemetry.sdk.name"] = "opentelemetry"
         try:
             self._exporter = CountingExporter(exporter or otlp_exporter(settings))
         except Exception as exc:  # the SDK's own refusal of a setting: ours to report

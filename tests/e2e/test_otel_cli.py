@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from converge_dsl import __version__
 from converge_dsl.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,6 +112,7 @@ def test_a_run_sends_its_spans_to_a_real_otlp_receiver(receiver: _Receiver) -> N
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
         "OTEL_EXPORTER_OTLP_HEADERS": "x-team=ml%20ops",
         "OTEL_SERVICE_NAME": "otel-e2e",
+        "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=ci",
     }
     done = subprocess.run(
         [sys.executable, "-m", "converge_dsl", "run", str(AGENT), "--format", "json"],
@@ -132,6 +134,8 @@ def test_a_run_sends_its_spans_to_a_real_otlp_receiver(receiver: _Receiver) -> N
     assert names.count("run agent-review") == 1
     assert names.count("invoke_agent reviewer") == 1
     assert {span["resource"]["service.name"] for span in spans} == {"otel-e2e"}
+    assert {span["resource"]["service.version"] for span in spans} == {__version__}
+    assert {span["resource"]["deployment.environment"] for span in spans} == {"ci"}
     assert {span["scope"] for span in spans} == {"converge_dsl"}
     assert len({span["traceId"] for span in spans}) == 1
 
