@@ -169,3 +169,6 @@ CHECKPOINT_KEY_UNUSABLE = "CD954"  # the checkpoint key cannot be read, created,
 TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold
 TEST_CASE_ERROR = "CD961"  # a test case could not run (its inputs or models are refused)
 INIT_WOULD_OVERWRITE = "CD962"  # `init` would overwrite a file that is already there
+OTEL_NOT_INSTALLED = "CD980"  # --otel (or OTEL_* variables) without the OpenTelemetry SDK installed
+OTEL_BAD_CONFIG = "CD981"  # an OTEL_* variable asks for an unsupported exporter or is malformed
+OTEL_EXPORT_FAILED = "CD982"  # warning: spans could not be delivered to the collector in time

@@ -43,6 +43,8 @@ _SINGLE_RUN_ONLY = (
     ("record", "--record"),
     ("replay", "--replay"),
     ("model", "--model"),
+    ("otel", "--otel"),
+    ("otel_content", "--otel-content"),
 )
 
 

@@ -59,8 +59,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="answer model NAME from a cassette recorded with --record; repeatable",
     )
     parser.add_argument("--format", choices=("human", "json"), default="human", help=_JSON_HELP)
-    parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
-    parser.add_argument("--report", type=Path, metavar="FILE.html", help="write an HTML report")
     parser.add_argument(
         "--checkpoint", type=Path, metavar="DIR", help="checkpoint after every cycle"
     )
@@ -103,11 +101,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compile without the on-disk compile cache (also: CONVERGE_DSL_NO_CACHE=1)",
     )
+    _add_output_arguments(parser)
     from converge_dsl.cli._batch import add_batch_arguments
     from converge_dsl.cli._validate import add_allow_root
 
     add_allow_root(parser)
     add_batch_arguments(parser)
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a run's events go: a trace, a report, OpenTelemetry."""
+    parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
+    parser.add_argument("--report", type=Path, metavar="FILE.html", help="write an HTML report")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="export OpenTelemetry traces (OTLP/HTTP; OTEL_* variables configure it; "
+        "needs pip install 'converge-dsl[otel]')",
+    )
+    parser.add_argument(
+        "--otel-content",
+        action="store_true",
+        help="with OpenTelemetry export: record prompts and answers (secrets masked)",
+    )
 
 
 def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
@@ -307,6 +323,9 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
         freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
+        otel=args.otel,
+        otel_content=args.otel_content,
+        on_warning=lambda line: io.stderr.write(line + "\n"),
     )
 
 

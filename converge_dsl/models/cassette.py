@@ -102,6 +102,11 @@ class RecordingModel(ModelDefaults):
     def model_id(self) -> str:
         return self._inner.model_id()
 
+    def redact(self, text: str) -> str:
+        """`text` with the wrapped model's secrets masked (unchanged when it has none)."""
+        redactor = getattr(self._inner, "redact", None)
+        return redactor(text) if callable(redactor) else text
+
     async def call(self, req: ModelRequest) -> ModelReturn:
         return await self._record(req, self._inner.call(req))
 

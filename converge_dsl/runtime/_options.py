@@ -43,6 +43,15 @@ class RunOptions:
     # once it is compiled, every live object goes to the collector's permanent
     # generation (`gc.freeze`), so collections during the run skip them.
     freeze_compiled: bool = False
+    # OpenTelemetry export (`converge_dsl.runtime._telemetry`): `--otel` turns it on (so does
+    # an OTEL_* variable of `env` naming an exporter); `--otel-content` records prompts and
+    # answers (redacted); `span_exporter` (an SDK `SpanExporter`) replaces the configured
+    # exporter (tests, embedding applications). `on_warning` hears each warning line
+    # (export failures); None writes them to standard error.
+    otel: bool = False
+    otel_content: bool = False
+    span_exporter: Any = None
+    on_warning: Callable[[str], object] | None = None
 
     @property
     def roots(self) -> tuple[Path, ...]:

@@ -28,6 +28,7 @@ import contextlib
 import gc
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converge_dsl.compiler import (
     LOCK_FILE,
@@ -43,6 +44,9 @@ from converge_dsl.errors import ConvergeError, UsageError
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
 
+if TYPE_CHECKING:
+    from ._otel import Telemetry
+
 from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
 from ._checkpoint_key import checkpoint_key
 from ._engine import SUGGESTOR_BUILDERS, build_engine
@@ -52,6 +56,7 @@ from ._outcome import RunOutcome, outcome
 from ._outputs import check_outputs
 from ._resume import continue_run
 from ._suggestor_state import restore_states
+from ._telemetry import describe_run, start_telemetry
 from ._trace import TraceWriter, wall_clock
 from ._traced_model import CallTracer
 
@@ -80,18 +85,29 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             "--approve/--reject/--decisions continue a paused run",
             hint="add --resume DIR (the --checkpoint folder of the paused run)",
         )
-    document = load_document(options.pipeline, options.on_fetch, options.roots)
-    _freeze(options)
-    check_outputs(declare_models(document), options)
-    store_dir = options.checkpoint or options.resume
-    with folder_lock(store_dir, "--resume" if options.resume else "--checkpoint"):
-        return await _run_locked(document, options, store_dir)
+    telemetry = start_telemetry(options)  # `--otel` without the SDK: refused before any work
+    try:
+        document = load_document(options.pipeline, options.on_fetch, options.roots)
+        _freeze(options)
+        check_outputs(declare_models(document), options)
+        store_dir = options.checkpoint or options.resume
+        with folder_lock(store_dir, "--resume" if options.resume else "--checkpoint"):
+            return await _run_locked(document, options, store_dir, telemetry)
+    finally:
+        if telemetry is not None:
+            telemetry.close()  # bounded: a collector that is down only costs a warning
 
 
 async def _run_locked(
-    document: LoadedDocument, options: RunOptions, store_dir: Path | None
+    document: LoadedDocument,
+    options: RunOptions,
+    store_dir: Path | None,
+    telemetry: Telemetry | None = None,
 ) -> RunOutcome:
-    sink = TraceWriter({}, options.trace, options.listeners, wall=wall_clock(options.clock))
+    listeners = options.listeners
+    if telemetry is not None:
+        listeners = (*listeners, telemetry.recorder)
+    sink = TraceWriter({}, options.trace, listeners, wall=wall_clock(options.clock))
     models: dict[str, Model] = {}
     store = None if store_dir is None else CheckpointStore(store_dir, checkpoint_key(options.env))
     try:
@@ -100,9 +116,7 @@ async def _run_locked(
         settings = compile_settings(document, inputs=inputs)
         meter = UsageMeter(settings.budget, clock=options.clock)
         models = build_models(settings, options, attempt_gate=meter.allow_attempt)
-        if sink.listening:
-            tracer = CallTracer(sink, options.clock)
-            models = {name: tracer.wrap(name, model) for name, model in models.items()}
+        models = _traced(models, sink, options, telemetry)
         cache = _compile_cache(document, settings.inputs, options)
         with contextlib.nullcontext() if cache is None else cache.session():
             compiled = compile_pipeline(
@@ -110,6 +124,8 @@ async def _run_locked(
             )
         _freeze(options)
         sink.set_spans(compiled.spans)
+        if telemetry is not None:
+            describe_run(telemetry, compiled, options)
         engine = build_engine(compiled, sink, options.clock, meter)
         digest = pipeline_digest(document.text, dict(compiled.inputs))
         if store is not None and checkpoint is not None:
@@ -138,6 +154,22 @@ async def _run_locked(
         for model in models.values():
             await model.aclose()
     return outcome(compiled, result, decided)
+
+
+def _traced(
+    models: dict[str, Model],
+    sink: TraceWriter,
+    options: RunOptions,
+    telemetry: Telemetry | None,
+) -> dict[str, Model]:
+    """The run's models, each wrapped to trace its calls when the run's events go somewhere."""
+    if not sink.listening:
+        return models
+    exchanges = None
+    if telemetry is not None and telemetry.recorder.content:
+        exchanges = telemetry.recorder.exchange
+    tracer = CallTracer(sink, options.clock, exchanges)
+    return {name: tracer.wrap(name, model) for name, model in models.items()}
 
 
 def _freeze(options: RunOptions) -> None:

@@ -37,14 +37,25 @@ from converge_dsl.models.port import (
     OnIncrement,
 )
 
+# Hears a call's request (and its answer, None when it failed) just before its
+# `model_call_finished` event: what OpenTelemetry records when content is opted in.
+Exchanges = Callable[[int, ModelRequest, ModelReturn | None], None]
+
 
 class CallTracer:
-    """Numbers the calls of one run and wraps its models so each call is traced."""
+    """Numbers the calls of one run and wraps its models so each call is traced.
 
-    def __init__(self, sink: Callable[[BaseModel], None], clock: Clock) -> None:
+    `exchanges`, when given, hears each call's request and answer (`Exchanges`);
+    the events themselves never hold either.
+    """
+
+    def __init__(
+        self, sink: Callable[[BaseModel], None], clock: Clock, exchanges: Exchanges | None = None
+    ) -> None:
         self._sink = sink
         self._clock = clock
         self._calls = 0
+        self.exchanges = exchanges
 
     def wrap(self, name: str, model: Model) -> Model:
         return TracedModel(name, model, self)
@@ -76,6 +87,11 @@ class TracedModel(ModelDefaults):
 
     def model_id(self) -> str:
         return self._inner.model_id()
+
+    def redact(self, text: str) -> str:
+        """`text` with the wrapped model's secrets masked (unchanged when it has none)."""
+        redactor = getattr(self._inner, "redact", None)
+        return redactor(text) if callable(redactor) else text
 
     async def call(self, req: ModelRequest) -> ModelReturn:
         return await self._traced(req, lambda: self._inner.call(req))
@@ -134,18 +150,27 @@ class TracedModel(ModelDefaults):
         try:
             answer = await make()
         except ModelError as exc:
+            self._exchange(call, req, None)
             self._finished(common, started, attempts, status=exc.code.value)
             raise
         except Exception:
+            self._exchange(call, req, None)
             self._finished(common, started, attempts, status="error")
             raise
         except BaseException:  # cancelled in flight (a deadline, a sibling's failure)
+            self._exchange(call, req, None)
             self._finished(common, started, attempts, status="cancelled")
             raise
         finally:
             ATTEMPT_OBSERVER.reset(token)
+        self._exchange(call, req, answer)
         self._finished(common, started, attempts, status="ok", answer=answer)
         return answer
+
+    def _exchange(self, call: int, req: ModelRequest, answer: ModelReturn | None) -> None:
+        exchanges = self._tracer.exchanges
+        if exchanges is not None:
+            exchanges(call, req, answer)
 
     def _finished(
         self,

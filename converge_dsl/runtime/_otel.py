@@ -1,0 +1,311 @@
+"""OpenTelemetry export of a run: the SDK set up from `OtelSettings`, and its bounded end.
+
+`start_telemetry(options, clock, warn)` -> `Telemetry | None` (None when
+export is off, `_otel_config`). The runtime imports this module only when
+export is on; it is the one place that imports the OpenTelemetry SDK. Without
+the SDK installed, `--otel` is an `OtelRefused` (CD980, exit 3) saying how to
+install it; export asked for by `OTEL_*` variables alone is a warning, and the
+run goes on without it.
+
+`Telemetry.recorder` (a `SpanRecorder`) listens to the run's events. Spans go
+through a batch processor to the exporter on a background thread, so a slow
+or absent collector never slows the run; the exporter is wrapped so that its
+failures are counted instead of logged. `close()` waits for the spans still
+queued for at most `OtelSettings.flush_s` seconds and then says on stderr
+(through `warn`, code CD982) how many spans were not delivered and why: an
+exporter failure never fails the run nor changes its exit code.
+
+The provider is the run's own (never the process's global one), so runs in
+one process (tests, batches) never share exporters. A run inside the caller's
+current span becomes its child.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    TraceIdRatioBased,
+)
+
+from converge_dsl import codes
+from converge_dsl.clock import Clock
+
+from ._otel_config import OtelRefused, OtelSettings
+from ._otel_genai import ModelFacts
+from ._otel_spans import SpanRecorder
+from ._trace import wall_clock
+
+Warn = Callable[[str], object]
+# The SDK's loggers: their messages are gathered into one warning at the end.
+_LOGGER = "opentelemetry"
+# How long the end of a run still waits once the exporter has failed (it retries).
+_GRACE_S = 1.0
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^\"')(]+")
+
+
+def _reason(message: str) -> str:
+    """The gist of an exporter failure: the system error when there is one."""
+    found = _ERRNO.search(message)
+    return found.group(0).strip() if found else message[:160]
+
+
+class _Problems(logging.Handler):
+    """Keeps the first few messages the SDK logs (instead of printing them)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.first_at: float | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.first_at is None:
+            self.first_at = time.monotonic()
+        if len(self.messages) < 5:
+            try:
+                self.messages.append(record.getMessage().splitlines()[0][:300])
+            except Exception:  # a malformed log record must not break the export thread
+                self.messages.append(record.msg if isinstance(record.msg, str) else "error")
+
+
+class CountingExporter(SpanExporter):
+    """Forwards to `inner`, counting spans delivered and lost; never raises.
+
+    Once `stop()` is called every further batch is refused at once: the run's
+    end has waited long enough.
+    """
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self.sent = 0
+        self.lost = 0
+        self.error: str | None = None
+        self._stopped = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._stopped:
+            self._count(len(spans), ok=False)
+            return SpanExportResult.FAILURE
+        try:
+            result = self._inner.export(spans)
+        except Exception as exc:
+            with self._lock:
+                self.error = self.error or f"{type(exc).__name__}: {exc}"[:300]
+            result = SpanExportResult.FAILURE
+        self._count(len(spans), ok=result is SpanExportResult.SUCCESS)
+        return result
+
+    def _count(self, spans: int, *, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self.sent += spans
+            else:
+                self.lost += spans
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def shutdown(self) -> None:
+        try:
+            self._inner.shutdown()
+        except Exception as exc:
+            self.error = self.error or f"{type(exc).__name__}: {exc}"[:300]
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+def otlp_exporter(settings: OtelSettings) -> SpanExporter:
+    """The exporter `settings` name, every value passed in (none read from the environment)."""
+    if settings.exporter == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        return ConsoleSpanExporter(out=sys.stderr)
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(
+        endpoint=settings.endpoint,
+        certificate_file=settings.certificate,
+        headers=dict(settings.headers),
+        timeout=settings.timeout_s,
+        compression=Compression.Gzip
+        if settings.compression == "gzip"
+        else Compression.NoCompression,
+    )
+
+
+def sampler(settings: OtelSettings) -> Sampler:
+    """The sampler `OTEL_TRACES_SAMPLER` names (`_otel_config.SAMPLERS`)."""
+    name = settings.sampler.removeprefix("parentbased_")
+    root: Sampler = {"always_on": ALWAYS_ON, "always_off": ALWAYS_OFF}.get(
+        name, TraceIdRatioBased(settings.sampler_arg)
+    )
+    return ParentBased(root) if settings.sampler.startswith("parentbased_") else root
+
+
+def display(endpoint: str) -> str:
+    """`endpoint` as a message may show it: without credentials or a query."""
+    parts = urlsplit(endpoint)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class Telemetry:
+    """One run's tracer provider, its recorder, and the bounded end of its export."""
+
+    def __init__(
+        self,
+        settings: OtelSettings,
+        clock: Clock,
+        warn: Warn,
+        exporter: SpanExporter | None = None,
+    ) -> None:
+        from converge_dsl import __version__
+
+        self.settings = settings
+        self._warn = warn
+        self._problems = _Problems()
+        logger = logging.getLogger(_LOGGER)
+        self._saved = (logger.propagate, logger.level)
+        logger.addHandler(self._problems)
+        logger.propagate = False
+        attributes: dict[str, Any] = {"service.version": __version__, **dict(settings.resource)}
+        attributes |= {"service.name": settings.service_name, "telemetry.sdk.language": "python"}
+        attributes["telemetry.sdk.name"] = "opentelemetry"
+        try:
+            self._exporter = CountingExporter(exporter or otlp_exporter(settings))
+        except Exception as exc:  # the SDK's own refusal of a setting: ours to report
+            self._restore()
+            raise OtelRefused(
+                codes.OTEL_BAD_CONFIG,
+                f"the trace exporter cannot be set up: {type(exc).__name__}: {exc}"[:300],
+                hint="check the OTEL_EXPORTER_OTLP_* variables",
+            ) from None
+        self._processor = BatchSpanProcessor(
+            self._exporter,
+            max_queue_size=8192,
+            schedule_delay_millis=1000,
+            max_export_batch_size=512,
+            export_timeout_millis=settings.timeout_s * 1000,
+        )
+        self._provider = TracerProvider(
+            sampler=sampler(settings),
+            resource=Resource(attributes),
+            span_limits=SpanLimits(
+                max_attributes=128, max_events=128, max_links=128, max_attribute_length=None
+            ),
+        )
+        self._provider.add_span_processor(self._processor)
+        tracer = self._provider.get_tracer("converge_dsl", __version__)
+        wall = wall_clock(clock).wall().timestamp()
+        self.recorder = SpanRecorder(
+            tracer, clock.monotonic, wall - clock.monotonic(), content=settings.content
+        )
+        self._closed = False
+
+    def describe(
+        self,
+        pipeline: str,
+        kinds: Mapping[str, str],
+        models: Mapping[str, ModelFacts],
+        redact: Callable[[str], str],
+    ) -> None:
+        """What the spans say about the pipeline, its suggestors and models; the secret mask."""
+        self.recorder.describe(pipeline, kinds, models, redact)
+
+    def close(self) -> None:
+        """End open spans, wait at most `flush_s` for the queue, then warn about losses."""
+        if self._closed:
+            return
+        self._closed = True
+        self.recorder.finish()
+        done = threading.Event()
+
+        def flush() -> None:
+            try:
+                self._processor.force_flush()
+                self._processor.shutdown()  # type: ignore[no-untyped-call]
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=flush, name="converge-dsl-otel-flush", daemon=True)
+        worker.start()
+        in_time = self._wait(done)
+        self._exporter.stop()
+        if not in_time:
+            self._exporter.shutdown()  # interrupts the exporter's retry wait
+            worker.join(0.2)
+        if not worker.is_alive():  # else the thread may still log: keep it quiet
+            self._restore()
+        self._report(in_time)
+
+    def _restore(self) -> None:
+        """Give the SDK's logger back as it was."""
+        logger = logging.getLogger(_LOGGER)
+        logger.removeHandler(self._problems)
+        logger.propagate, _ = self._saved
+
+    def _wait(self, done: threading.Event) -> bool:
+        """Wait for the flush: at most `flush_s`, and at most `_GRACE_S` after the exporter
+        first failed (a collector that is down refuses at once; its retries would only
+        hold the command). Real time, not the run's clock: this bounds a real thread."""
+        deadline = time.monotonic() + self.settings.flush_s
+        while not done.wait(0.02):
+            now, failed = time.monotonic(), self._problems.first_at
+            if now >= deadline or (failed is not None and now - failed >= _GRACE_S):
+                return False
+        return True
+
+    def _report(self, in_time: bool) -> None:
+        exporter = self._exporter
+        where = (
+            "the console"
+            if self.settings.exporter == "console"
+            else repr(display(self.settings.endpoint))
+        )
+        if self.recorder.failure is not None:
+            self._warn(
+                f"warning[{codes.OTEL_EXPORT_FAILED}]: OpenTelemetry: recording spans stopped "
+                f"({self.recorder.failure}); the run itself is not affected"
+            )
+        if in_time and not exporter.lost and not exporter.error:
+            return
+        reasons = [r for r in (exporter.error, *self._problems.messages) if r]
+        why = (
+            f" ({_reason(reasons[0])})"
+            if reasons
+            else f" (no answer within {self.settings.flush_s:g} s)"
+        )
+        if not in_time:
+            problem = f"spans could not be sent to {where}"
+        else:
+            total = exporter.sent + exporter.lost
+            problem = f"{exporter.lost} of {total} span(s) could not be sent to {where}"
+        self._warn(
+            f"warning[{codes.OTEL_EXPORT_FAILED}]: OpenTelemetry: {problem}{why}; "
+            "the run itself is not affected (is the collector running? "
+            "see OTEL_EXPORTER_OTLP_ENDPOINT)"
+        )
