@@ -28,12 +28,13 @@ from ._shared import SharedTransports
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import PipelineSettings
-    from converge_dsl.engine import Budget, UsageMeter
+    from converge_dsl.engine import UsageMeter
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
     from converge_dsl.runtime import RunOutcome, RunResultDocument
 
-MeterFactory = Callable[["Budget"], "UsageMeter"]
+    from ._schedule import MeterFactory
+
 T = TypeVar("T")
 _HTTP_ADAPTERS = frozenset({"openai", "anthropic"})
 
@@ -137,7 +138,7 @@ class Pipeline:
         """Run every case (an inputs mapping), `concurrency` at a time on one event loop;
         yield the results in the order of `cases`, each as soon as it and those before it
         are done. Not from inside a running event loop: use `arun_many` there."""
-        from ._local import drive
+        from ._schedule import drive
 
         _new_loop().close()  # refused inside a running loop, before anything starts
         yield from drive(self, self.arun_many(cases, concurrency=concurrency))
@@ -146,7 +147,7 @@ class Pipeline:
         self, cases: Iterable[Mapping[str, Any]], *, concurrency: int = 16
     ) -> AsyncIterator[RunResultDocument]:
         """`run_many` on the running event loop."""
-        from ._local import ordered
+        from ._schedule import ordered
 
         async for _, out in ordered(self, enumerate(cases), concurrency=concurrency):
             yield out.document
