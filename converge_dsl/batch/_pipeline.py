@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -194,28 +193,22 @@ class Pipeline:
     ) -> dict[str, Model]:
         """The run's models: `given` ones as they are, the others built per run, HTTP
         ones over the shared connection pools."""
-        from converge_dsl.models import build_model
+        from converge_dsl.runtime import model_builder
 
-        max_wall_s = settings.budget.max_wall_s
-        deadline = None if max_wall_s is None else self._clock.monotonic() + float(max_wall_s)
+        build = model_builder(
+            settings,
+            env=self._env,
+            clock=self._clock,
+            roots=self._roots,
+            attempt_gate=usage.allow_attempt,
+        )
         models: dict[str, Model] = {}
         for name, declaration in settings.models.items():
             if name in given:
                 models[name] = given[name]
                 continue
             shared = declaration.config.get("adapter") in _HTTP_ADAPTERS
-            models[name] = build_model(
-                name,
-                declaration.config,
-                base_dir=declaration.base_dir,
-                env=self._env,
-                clock=self._clock,
-                rng=random.Random(0),
-                transport=self._transports.lend(name) if shared else None,
-                attempt_gate=usage.allow_attempt,
-                deadline=deadline,
-                roots=self._roots,
-            )
+            models[name] = build(name, self._transports.lend(name) if shared else None)
         return models
 
     # --- closing -----------------------------------------------------------

@@ -52,3 +52,19 @@ def test_retries_stop_at_the_run_deadline(tmp_path: Path) -> None:
     assert attempts == 3
     assert outcome.result.usage.model_calls == 3
     assert not outcome.result.context.get("hypotheses")
+
+
+def test_a_loaded_pipeline_stops_retries_at_the_same_deadline(tmp_path: Path) -> None:
+    # `batch.load` builds its runs' models through the runtime's `model_builder` too.
+    from converge_dsl.batch import load
+
+    with FakeProviderServer() as server:
+        server.reset(FakeReply(status=500, retry_after="2"))
+        pipeline = tmp_path / "retry.yaml"
+        pipeline.write_text(PIPELINE.format(url=server.openai_base_url), encoding="utf-8")
+        loaded = load(pipeline, env={"TEST_KEY": "sk-test"}, clock=FakeClock())
+        document = loaded.run()
+        attempts = len(server.requests)
+    assert document.stop_reason == "time_budget_exhausted"
+    assert attempts == 3
+    assert document.usage.model_calls == 3
