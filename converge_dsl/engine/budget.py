@@ -109,10 +109,15 @@ class Reservation:
 
     def settle(self, usage: TokenUsage | None = None) -> None:
         """Count the reserved call with `usage`'s tokens (None: no tokens known)."""
-        if self._close():
-            tokens_in = 0 if usage is None else usage.input_tokens
-            tokens_out = 0 if usage is None else usage.output_tokens
-            self._meter.record(model_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)
+        if not self._open:
+            return
+        self._open = False
+        tokens_in = 0 if usage is None else usage.input_tokens
+        tokens_out = 0 if usage is None else usage.output_tokens
+        # The call is counted before its hold is given back: a meter whose counts
+        # others read in between (a batch's shared pool) never sees it as neither.
+        self._meter.record(model_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)
+        self._meter._unhold(self._tokens)
 
     def release(self) -> None:
         """Give the reserved call back: it was never made."""
