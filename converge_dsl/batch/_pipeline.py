@@ -243,16 +243,14 @@ class Pipeline:
 
 def _check_model_names(given: Mapping[str, object], declared: Mapping[str, object]) -> None:
     """`UsageError` for a replacement model the pipeline does not declare."""
-    from converge_dsl.diagnostics import did_you_mean
+    from converge_dsl.diagnostics import unknown_name_hint
 
     for name in given:
         if name not in declared:
-            guess = did_you_mean(name, declared)
+            listed = f"declared: {', '.join(declared) or 'none'}"
             raise UsageError(
                 f"the pipeline declares no model {name!r}",
-                hint=f"did you mean {guess!r}?"
-                if guess
-                else f"declared: {', '.join(declared) or 'none'}",
+                hint=unknown_name_hint(name, declared, listed),
             )
 
 
