@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers  # the same pipeline and public path as the peer benchmark
+import shapes
 
 
 def _per_package(stats: pstats.Stats) -> None:
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu: list[float] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            text = peers.calls_yaml(args.calls, base_url)
+            text = shapes.calls_yaml(args.calls, base_url)
             ours = peers.Ours(Path(tmp), "calls", text, expect_facts=args.calls + 1)
             for run in range(args.runs):
                 ours.prepare()

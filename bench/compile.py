@@ -7,8 +7,8 @@ FILE`, output to /dev/null), the minimum of `--repeats` runs:
 - cached: the same pipeline again, its compile cache written by the run before;
 - off: `--no-cache` (what a run costs without the cache, for reference).
 
-Two pipelines of 10,000 rules after one source fact (the `bench/peers.py`
-fan-out shape):
+Two pipelines of 10,000 rules after one source fact (the `bench/shapes.py`
+fan-out shapes):
 
 - `fan10k`: every rule emits a literal id and content (`f12`, `x`): no Jinja at
   all once literals are recognised;
@@ -39,23 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from peers import HEADER, fan_yaml  # noqa: E402
-
-
-def templated_yaml(n: int) -> str:
-    lines = [
-        f"name: templated-{n}",
-        "keys: [{name: src}, {name: out}]",
-        f"budget: {{max_cycles: 5, max_facts: {n + 5}, max_concurrency: {n}}}",
-        "seeds: [{id: s, key: src, content: go}]",
-        "suggestors:",
-    ]
-    lines += [
-        f"  - {{name: r{i}, kind: rule, dependencies: [src], emit: [{{key: out, "
-        f"id: 'f{{{{ cycle }}}}-{i}', content: '{{{{ count(\"src\") + {i} }}}}'}}]}}"
-        for i in range(n)
-    ]
-    return HEADER + "\n".join(lines) + "\n"
+from shapes import fan_yaml, templated_yaml  # noqa: E402
 
 
 def _run(pipeline: Path, env: dict[str, str], *flags: str) -> float:

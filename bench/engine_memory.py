@@ -6,7 +6,7 @@ proposals in flight). The peak is measured with tracemalloc.
 
 Then, each in its own process (peak RSS from `getrusage` of the children):
 `converge-dsl validate` and `converge-dsl run --format json` (stdout to
-/dev/null) of the 10^5-seed pipeline of `bench/peers.py`; the difference is
+/dev/null) of the 10^5-seed pipeline of `bench/shapes.py`; the difference is
 what the run and its JSON output add to loading the file. Since the loader
 reads libyaml's events into a compact source map (docs/architecture.md §4),
 these are about 140 MB and 110 MB (they were 485 MB and 457 MB with PyYAML's
@@ -61,7 +61,7 @@ def peak_rss_mb(*command: str) -> float:
 
 def whole_process() -> tuple[float, float]:
     """(peak RSS MB of `run --format json`, of `validate`) at 10^5 seeded facts."""
-    from peers import facts_yaml
+    from shapes import facts_yaml
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "facts.yaml"

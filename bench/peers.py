@@ -1,6 +1,7 @@
 """Peer benchmark: our engine and LangGraph on the same graph shapes, in one process.
 
-Shapes (each built for both engines, compiled outside the timed region):
+Shapes (each built for both engines, compiled outside the timed region; our
+pipelines come from `bench/shapes.py`):
 
 - chain of 1,000 and 10,000: rule i reads key k{i-1} and writes k{i}; on the
   LangGraph side node i reads the value node i-1 wrote and writes the next
@@ -55,8 +56,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from shapes import calls_yaml, chain_yaml, facts_yaml, fan_yaml  # noqa: E402
+
 LATENCY_S = 0.1
-HEADER = "apiVersion: converge-dsl/v1\nkind: Pipeline\n"
 
 
 @dataclass(frozen=True)
@@ -70,71 +74,6 @@ class Sizes:
 
 FULL = Sizes(chain=(1_000, 10_000), fan=10_000, facts=100_000, calls=(50, 200), repeats=5)
 QUICK = Sizes(chain=(50, 500), fan=500, facts=2_000, calls=(5, 20), repeats=2)
-
-
-# -- the shapes as pipelines ---------------------------------------------------------
-
-
-def chain_yaml(n: int) -> str:
-    keys = ", ".join(f"{{name: k{i}}}" for i in range(n + 1))
-    lines = [
-        f"name: chain-{n}",
-        f"keys: [{keys}]",
-        f"budget: {{max_cycles: {n + 5}, max_facts: {n + 5}}}",
-        "seeds: [{id: s, key: k0, content: go}]",
-        "suggestors:",
-    ]
-    lines += [
-        f"  - {{name: r{i}, kind: rule, dependencies: [k{i - 1}], "
-        f"emit: [{{key: k{i}, id: f{i}, content: x}}]}}"
-        for i in range(1, n + 1)
-    ]
-    return HEADER + "\n".join(lines) + "\n"
-
-
-def fan_yaml(n: int) -> str:
-    lines = [
-        f"name: fan-{n}",
-        "keys: [{name: src}, {name: out}]",
-        f"budget: {{max_cycles: 5, max_facts: {n + 5}, max_concurrency: {n}}}",
-        "seeds: [{id: s, key: src, content: go}]",
-        "suggestors:",
-    ]
-    lines += [
-        f"  - {{name: r{i}, kind: rule, dependencies: [src], "
-        f"emit: [{{key: out, id: f{i}, content: x}}]}}"
-        for i in range(n)
-    ]
-    return HEADER + "\n".join(lines) + "\n"
-
-
-def facts_yaml(n: int) -> str:
-    lines = [
-        f"name: facts-{n}",
-        "keys: [{name: items}]",
-        f"budget: {{max_cycles: 5, max_facts: {n + 5}}}",
-        "seeds:",
-    ]
-    lines += [f"  - {{id: f{i}, key: items, content: x}}" for i in range(n)]
-    return HEADER + "\n".join(lines) + "\n"
-
-
-def calls_yaml(n: int, base_url: str) -> str:
-    lines = [
-        f"name: calls-{n}",
-        "models:",
-        f'  m: {{adapter: openai, base_url: "{base_url}", model: bench, retries: 0}}',
-        # No max_model_calls: models reused across runs keep the first run's attempt gate.
-        f"budget: {{max_cycles: 5, max_concurrency: {n}}}",
-        "seeds: [{id: go, content: go}]",
-        "suggestors:",
-    ]
-    lines += [
-        f"  - {{name: c{i}, kind: llm, model: m, dependencies: [seeds], target: signals, "
-        f'prompt: {{user: "call {i}"}}, output: {{format: text, id: c{i}}}}}'
-        for i in range(n)
-    ]
-    return HEADER + "\n".join(lines) + "\n"
 
 
 # -- our side -----------------------------------------------------------------------

@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from converge_dsl._lazy import lazy_names
+from converge_dsl._version import __version__
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, load
 
-__version__ = "0.1.0"
 __getattr__ = lazy_names(__name__, {"Pipeline": "converge_dsl.batch", "load": "converge_dsl.batch"})
 __all__ = ["Pipeline", "__version__", "load"]

@@ -162,3 +162,10 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
 
     matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+def unknown_name_hint(word: str, candidates: Iterable[str], otherwise: str) -> str:
+    """The hint for an unknown name: `did you mean 'x'?` when `word` is a likely typo
+    of a candidate, else `otherwise` (what the known names are, say)."""
+    guess = did_you_mean(word, candidates)
+    return f"did you mean {guess!r}?" if guess else otherwise

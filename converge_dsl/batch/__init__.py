@@ -37,8 +37,9 @@ if TYPE_CHECKING:
         SharedPool,
     )
     from converge_dsl.batch._cases import Case, CaseResult, Done, read_cases, read_done
+    from converge_dsl.batch._options import EXECUTORS, BatchOptions
     from converge_dsl.batch._pipeline import Pipeline, load
-    from converge_dsl.batch._run import EXECUTORS, BatchOptions, BatchSummary, run_batch
+    from converge_dsl.batch._run import BatchSummary, run_batch
 
 _WHERE: dict[str, str] = {
     "BatchLimits": "converge_dsl.batch._budget",
@@ -53,8 +54,8 @@ _WHERE: dict[str, str] = {
     "read_done": "converge_dsl.batch._cases",
     "Pipeline": "converge_dsl.batch._pipeline",
     "load": "converge_dsl.batch._pipeline",
-    "EXECUTORS": "converge_dsl.batch._run",
-    "BatchOptions": "converge_dsl.batch._run",
+    "EXECUTORS": "converge_dsl.batch._options",
+    "BatchOptions": "converge_dsl.batch._options",
     "BatchSummary": "converge_dsl.batch._run",
     "run_batch": "converge_dsl.batch._run",
 }

@@ -1,142 +1,24 @@
 """The `local` executor: cases run concurrently as tasks of one event loop.
 
 For I/O-bound pipelines (model calls): while one case waits for its model,
-the others run. `finished` yields each case's result as soon as it is done
-(the batch writes it at once); `ordered` yields them in the order of the
-cases, holding back at most a window of finished ones behind a slow case
-(`Pipeline.run_many`). A case that fails never stops the others: its error
-becomes its result (`run_case`).
+the others run. The pipeline is loaded once, then the case scheduler
+(`_schedule.finished`) runs `concurrency` cases at a time and yields each
+result as soon as it is done (the batch writes it at once).
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Generator
+from typing import TYPE_CHECKING
 
-from converge_dsl.clock import Clock, SystemClock
-from converge_dsl.errors import ConvergeError, UsageError
+from converge_dsl.clock import SystemClock
 
-from ._budget import BatchLimits, BudgetPool, LocalPool, PooledMeter
-from ._cases import Case, CaseResult, cases_of, error_result
+from ._cases import Case, CaseResult
+from ._schedule import drive, finished, local_pool, make_meter
 
 if TYPE_CHECKING:
-    from ._pipeline import MeterFactory, Pipeline
-    from ._run import BatchOptions
-
-T = TypeVar("T")
-
-# `ordered` starts a case only within this many cases (times the concurrency) of the
-# first one not yet yielded, so a slow case holds back a bounded number of results.
-WINDOW_FACTOR = 4
-
-
-async def run_case(pipeline: Pipeline, case: Case, meter: MeterFactory | None = None) -> CaseResult:
-    """Run one case to its result; its failure (of any kind) is its result, never raised."""
-    if case.problem is not None:
-        return error_result(case, UsageError(case.problem), pipeline.path)
-    try:
-        out = await pipeline.outcome(case.inputs, meter=meter)
-    except ConvergeError as exc:
-        return error_result(case, exc, pipeline.path)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # a bug in one case must not stop the batch
-        error = ConvergeError(f"the case failed: {type(exc).__name__}: {exc}")
-        return error_result(case, error, pipeline.path)
-    return CaseResult(case.index, case.id, out.document, out.exit_code)
-
-
-async def finished(
-    pipeline: Pipeline,
-    cases: Iterable[Case],
-    *,
-    concurrency: int,
-    meter: MeterFactory | None = None,
-    may_start: Callable[[int], bool] | None = None,
-) -> AsyncIterator[CaseResult]:
-    """Run `cases`, at most `concurrency` at once; yield each result as it finishes.
-
-    With `may_start`, a case starts only once `may_start(its index)` is true
-    (checked again after each result is yielded; true whenever nothing runs).
-    """
-    if concurrency < 1:
-        raise UsageError("the concurrency must be at least 1")
-    pending = iter(cases)
-    running: set[asyncio.Task[CaseResult]] = set()
-    waiting: list[Case] = []
-    done: asyncio.Queue[asyncio.Task[CaseResult]] = asyncio.Queue()
-
-    def start_more() -> None:
-        while len(running) < concurrency:
-            case = waiting.pop() if waiting else next(pending, None)
-            if case is None:
-                return
-            if running and may_start is not None and not may_start(case.index):
-                waiting.append(case)
-                return
-            task = asyncio.ensure_future(run_case(pipeline, case, meter))
-            task.add_done_callback(done.put_nowait)
-            running.add(task)
-
-    start_more()
-    try:
-        while running:
-            task = await done.get()
-            running.discard(task)
-            yield task.result()
-            start_more()
-    finally:
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
-
-
-async def ordered(
-    pipeline: Pipeline,
-    cases: Iterable[tuple[int, Mapping[str, Any]]],
-    *,
-    concurrency: int,
-    meter: MeterFactory | None = None,
-) -> AsyncIterator[tuple[int, CaseResult]]:
-    """Run `cases` (index, inputs) and yield (index, result) in the order of the indexes.
-
-    Indexes are those of `enumerate`: 0, 1, 2... A case starts only within
-    `WINDOW_FACTOR * concurrency` of the first result not yet yielded.
-    """
-    buffer: dict[int, CaseResult] = {}
-    following = 0
-    window = WINDOW_FACTOR * max(1, concurrency)
-    stream = finished(
-        pipeline,
-        cases_of(iter(cases)),
-        concurrency=concurrency,
-        meter=meter,
-        may_start=lambda index: index < following + window,
-    )
-    async for result in stream:
-        buffer[result.index] = result
-        while following in buffer:
-            yield following, buffer.pop(following)
-            following += 1
-
-
-def make_meter(pool: BudgetPool | None, clock: Clock) -> MeterFactory | None:
-    """The meter factory of a batch's cases: counted against `pool` (None: no batch cap)."""
-    if pool is None:
-        return None
-    return lambda budget: PooledMeter(budget, pool, clock=clock)
-
-
-def local_pool(limits: BatchLimits, spent: tuple[int, int]) -> LocalPool | None:
-    """The batch's pool on one loop, holding what earlier runs spent (None: no cap)."""
-    if not limits.any:
-        return None
-    pool = LocalPool(limits)
-    pool.add(spent[0], spent[1], 0, 0)
-    return pool
+    from ._options import BatchOptions
 
 
 def run_locally(
@@ -154,20 +36,3 @@ def run_locally(
     gc.freeze()  # the loaded pipeline lives as long as the batch: no collection scans it
     meter = make_meter(local_pool(options.limits, spent), SystemClock())
     return drive(pipeline, finished(pipeline, todo, concurrency=workers, meter=meter))
-
-
-def drive(pipeline: Pipeline, stream: AsyncIterator[T]) -> Generator[T, None, None]:
-    """Step `stream` on a private event loop, one result per `next` (closed at the end)."""
-    loop = asyncio.new_event_loop()
-    try:
-        while True:
-            try:
-                yield loop.run_until_complete(anext(stream))
-            except StopAsyncIteration:
-                break
-    finally:
-        closing = getattr(stream, "aclose", None)
-        if closing is not None:
-            loop.run_until_complete(closing())
-        loop.run_until_complete(pipeline.aclose())
-        loop.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,12 +27,13 @@ from ._shared import SharedTransports
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import PipelineSettings
-    from converge_dsl.engine import Budget, UsageMeter
+    from converge_dsl.engine import UsageMeter
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
     from converge_dsl.runtime import RunOutcome, RunResultDocument
 
-MeterFactory = Callable[["Budget"], "UsageMeter"]
+    from ._schedule import MeterFactory
+
 T = TypeVar("T")
 _HTTP_ADAPTERS = frozenset({"openai", "anthropic"})
 
@@ -137,7 +137,7 @@ class Pipeline:
         """Run every case (an inputs mapping), `concurrency` at a time on one event loop;
         yield the results in the order of `cases`, each as soon as it and those before it
         are done. Not from inside a running event loop: use `arun_many` there."""
-        from ._local import drive
+        from ._schedule import drive
 
         _new_loop().close()  # refused inside a running loop, before anything starts
         yield from drive(self, self.arun_many(cases, concurrency=concurrency))
@@ -146,7 +146,7 @@ class Pipeline:
         self, cases: Iterable[Mapping[str, Any]], *, concurrency: int = 16
     ) -> AsyncIterator[RunResultDocument]:
         """`run_many` on the running event loop."""
-        from ._local import ordered
+        from ._schedule import ordered
 
         async for _, out in ordered(self, enumerate(cases), concurrency=concurrency):
             yield out.document
@@ -193,28 +193,22 @@ class Pipeline:
     ) -> dict[str, Model]:
         """The run's models: `given` ones as they are, the others built per run, HTTP
         ones over the shared connection pools."""
-        from converge_dsl.models import build_model
+        from converge_dsl.runtime import model_builder
 
-        max_wall_s = settings.budget.max_wall_s
-        deadline = None if max_wall_s is None else self._clock.monotonic() + float(max_wall_s)
+        build = model_builder(
+            settings,
+            env=self._env,
+            clock=self._clock,
+            roots=self._roots,
+            attempt_gate=usage.allow_attempt,
+        )
         models: dict[str, Model] = {}
         for name, declaration in settings.models.items():
             if name in given:
                 models[name] = given[name]
                 continue
             shared = declaration.config.get("adapter") in _HTTP_ADAPTERS
-            models[name] = build_model(
-                name,
-                declaration.config,
-                base_dir=declaration.base_dir,
-                env=self._env,
-                clock=self._clock,
-                rng=random.Random(0),
-                transport=self._transports.lend(name) if shared else None,
-                attempt_gate=usage.allow_attempt,
-                deadline=deadline,
-                roots=self._roots,
-            )
+            models[name] = build(name, self._transports.lend(name) if shared else None)
         return models
 
     # --- closing -----------------------------------------------------------
@@ -249,16 +243,14 @@ class Pipeline:
 
 def _check_model_names(given: Mapping[str, object], declared: Mapping[str, object]) -> None:
     """`UsageError` for a replacement model the pipeline does not declare."""
-    from converge_dsl.diagnostics import did_you_mean
+    from converge_dsl.diagnostics import unknown_name_hint
 
     for name in given:
         if name not in declared:
-            guess = did_you_mean(name, declared)
+            listed = f"declared: {', '.join(declared) or 'none'}"
             raise UsageError(
                 f"the pipeline declares no model {name!r}",
-                hint=f"did you mean {guess!r}?"
-                if guess
-                else f"declared: {', '.join(declared) or 'none'}",
+                hint=unknown_name_hint(name, declared, listed),
             )
 
 

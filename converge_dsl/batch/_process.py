@@ -28,8 +28,9 @@ from ._budget import SharedPool
 from ._cases import Case, CaseResult, error_result
 
 if TYPE_CHECKING:
-    from ._pipeline import MeterFactory, Pipeline
-    from ._run import BatchOptions
+    from ._options import BatchOptions
+    from ._pipeline import Pipeline
+    from ._schedule import MeterFactory
 
 # Cases handed to the pool per worker at a time.
 IN_FLIGHT_PER_WORKER = 2
@@ -49,8 +50,8 @@ def _start(
     path: Path, env: Mapping[str, str], roots: tuple[Path, ...], pool: SharedPool | None
 ) -> None:
     """The worker initializer: load the pipeline once (its errors fail every case)."""
-    from ._local import make_meter
     from ._pipeline import load
+    from ._schedule import make_meter
 
     _Worker.loop = asyncio.new_event_loop()
     _Worker.meter = make_meter(pool, SystemClock())
@@ -62,7 +63,7 @@ def _start(
 
 def _run(case: Case, path: Path) -> CaseResult:
     """Run one case in this worker (never raises for the case's own failure)."""
-    from ._local import run_case
+    from ._schedule import run_case
 
     pipeline, loop = _Worker.pipeline, _Worker.loop
     if pipeline is None or loop is None:

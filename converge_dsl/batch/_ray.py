@@ -27,7 +27,7 @@ from ._budget import BatchLimits, LocalPool
 from ._cases import Case, CaseResult, error_result
 
 if TYPE_CHECKING:
-    from ._run import BatchOptions
+    from ._options import BatchOptions
 
 
 def _ray() -> Any:
@@ -93,15 +93,15 @@ class _CaseRunner:
     ) -> None:
         from converge_dsl.clock import SystemClock
 
-        from ._local import make_meter
         from ._pipeline import load
+        from ._schedule import make_meter
 
         self._path = path
         self._pipeline = load(path, env=env, allow_roots=roots, max_connections=max_connections)
         self._meter = make_meter(pool, SystemClock())
 
     async def run(self, case: Case) -> CaseResult:
-        from ._local import run_case
+        from ._schedule import run_case
 
         return await run_case(self._pipeline, case, self._meter)
 

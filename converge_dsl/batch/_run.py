@@ -19,46 +19,17 @@ raises. The batch-wide `limits` count what earlier runs of the batch spent
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from converge_dsl.errors import UsageError
 
-from ._budget import BatchLimits
 from ._cases import Case, CaseResult, check_resumable, read_cases, read_done, recognise
+from ._options import EXECUTORS, BatchOptions
 
-EXECUTORS = ("local", "process", "ray")
-DEFAULT_LOCAL_CONCURRENCY = 16
-
-
-@dataclass(frozen=True)
-class BatchOptions:
-    """Everything `converge-dsl run PIPELINE --cases ... --out ...` can say."""
-
-    pipeline: Path
-    cases: Path
-    out: Path
-    executor: str = "local"
-    concurrency: int | None = None
-    resume: bool = False
-    limits: BatchLimits = field(default_factory=BatchLimits)
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    allow_roots: tuple[Path, ...] = ()
-    ray_address: str | None = None
-
-    def workers(self) -> int:
-        """The concurrency: given, else 16 cases (`local`) or one per CPU."""
-        if self.concurrency is not None:
-            if self.concurrency < 1:
-                raise UsageError("--concurrency must be at least 1")
-            return self.concurrency
-        if self.executor == "local":
-            return DEFAULT_LOCAL_CONCURRENCY
-        return max(1, os.cpu_count() or 1)
+__all__ = ["EXECUTORS", "BatchOptions", "BatchSummary", "run_batch"]
 
 
 @dataclass

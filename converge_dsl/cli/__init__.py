@@ -298,7 +298,7 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
         io.stdout.write(_top_help())
         return EXIT_OK if args else EXIT_USAGE
     if args[0] == "--version":
-        from converge_dsl import __version__
+        from converge_dsl._version import __version__
 
         io.stdout.write(f"converge-dsl {__version__}\n")
         return EXIT_OK

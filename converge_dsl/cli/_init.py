@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl import __version__
+    from converge_dsl._version import __version__
     from converge_dsl.cli._init_files import project_files
 
     folder = Path(args.dir)

@@ -44,7 +44,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from converge_dsl import __version__
+from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
 
 from ._sources import SOURCES, SourceKey, sandbox_settings

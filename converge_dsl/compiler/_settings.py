@@ -21,7 +21,7 @@ from typing import Any
 import jsonschema
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, unknown_name_hint
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
 from converge_dsl.engine.types import ProposedFact, Provenance
 from converge_dsl.errors import PipelineInvalid, UsageError
@@ -79,12 +79,9 @@ def resolve_inputs(declared: Mapping[str, Any], given: Mapping[str, Any]) -> dic
     """Declared inputs with defaults applied; raises `UsageError` for unknown or missing ones."""
     for name in given:
         if name not in declared:
-            guess = did_you_mean(name, declared)
+            listed = f"declared inputs: {', '.join(sorted(declared)) or 'none'}"
             raise UsageError(
-                f"unknown input {name!r}",
-                hint=f"did you mean {guess!r}?"
-                if guess
-                else f"declared inputs: {', '.join(sorted(declared)) or 'none'}",
+                f"unknown input {name!r}", hint=unknown_name_hint(name, declared, listed)
             )
     values: dict[str, Any] = {}
     for name, spec in declared.items():

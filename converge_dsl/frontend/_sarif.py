@@ -101,7 +101,7 @@ def render_sarif(
     `root` is the source root files are made relative to (default: the working
     directory); its absolute `file:` URI is `%SRCROOT%` in `originalUriBaseIds`.
     """
-    from converge_dsl import __version__
+    from converge_dsl._version import __version__
 
     base = Path(os.path.abspath(root if root is not None else Path.cwd()))
     shown: list[tuple[Diagnostic, int | None]] = [(d, None) for d in diagnostics]

@@ -20,7 +20,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ._model import PipelineGraph, Source
+from ._model import PipelineGraph, source_value
 from ._svg import svg
 from ._text import MARKERS
 
@@ -42,17 +42,6 @@ def _asset(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
 
-def _source(source: Source | None) -> dict[str, Any] | None:
-    if source is None:
-        return None
-    return {
-        "file": source.file,
-        "line": source.line,
-        "column": source.column,
-        "lines": source.lines,
-    }
-
-
 def _data(graph: PipelineGraph) -> dict[str, Any]:
     nodes = {
         node.id: {
@@ -62,7 +51,7 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
             "reachable": node.reachable,
             "details": [list(pair) for pair in node.details],
             "schema": node.schema,
-            "source": _source(node.source),
+            "source": source_value(node.source, "lines"),
         }
         for node in graph.nodes
     }
@@ -79,7 +68,7 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
                 *([["message", i.message]] if i.message else []),
             ],
             "schema": None,
-            "source": _source(i.source),
+            "source": source_value(i.source, "lines"),
         }
         for index, i in enumerate(graph.invariants)
     }

@@ -17,18 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._model import PipelineGraph, Source
-
-
-def _source(source: Source | None) -> dict[str, Any] | None:
-    if source is None:
-        return None
-    return {
-        "file": source.file,
-        "line": source.line,
-        "column": source.column,
-        "end_line": source.end_line,
-    }
+from ._model import PipelineGraph, source_value
 
 
 def document(graph: PipelineGraph) -> dict[str, Any]:
@@ -47,7 +36,7 @@ def document(graph: PipelineGraph) -> dict[str, Any]:
                 "reachable": node.reachable,
                 "details": dict(node.details),
                 "schema": None if node.schema is None else json.loads(node.schema),
-                "source": _source(node.source),
+                "source": source_value(node.source, "end_line"),
             }
             for node in graph.nodes
         ],
@@ -62,7 +51,7 @@ def document(graph: PipelineGraph) -> dict[str, Any]:
                 "critical": i.critical,
                 "check": i.check,
                 "message": i.message,
-                "source": _source(i.source),
+                "source": source_value(i.source, "end_line"),
             }
             for i in graph.invariants
         ],

@@ -14,7 +14,7 @@ Renderers (`_mermaid`, `_dot`, `_json`, `_html`) read only this model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 NodeKind = Literal["suggestor", "key", "model", "pack"]
 Relation = Literal["reads", "writes", "calls", "provides"]
@@ -33,6 +33,21 @@ class Source:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
+
+
+def source_value(
+    source: Source | None, last: Literal["end_line", "lines"]
+) -> dict[str, Any] | None:
+    """`source` as a JSON value: file, line, column and then `last` (`end_line` in the
+    JSON document for tools, `lines` in the HTML page's data); None for no source."""
+    if source is None:
+        return None
+    return {
+        "file": source.file,
+        "line": source.line,
+        "column": source.column,
+        last: source.end_line if last == "end_line" else source.lines,
+    }
 
 
 @dataclass(frozen=True, slots=True)

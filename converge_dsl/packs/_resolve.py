@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from converge_dsl import __version__
+from converge_dsl._version import __version__
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import PackError
 from converge_dsl.packs._index import IndexEntry, PackIndex

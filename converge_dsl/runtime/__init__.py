@@ -6,6 +6,8 @@ Public surface:
   `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
+  `model_builder(settings, env=, clock=, roots=, attempt_gate=)` (builds one run's
+  declared models by name, all with the run's deadline; `build_models` and `batch` use it),
   `outcome(compiled, result, decided) -> RunOutcome` (every stop but `converged` with at
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
@@ -42,7 +44,7 @@ from ._documents import (
     schema_text,
 )
 from ._engine import SUGGESTOR_BUILDERS, build_engine
-from ._models import build_models
+from ._models import build_models, model_builder
 from ._options import RunOptions
 from ._orchestrate import load_document, run_pipeline
 from ._outcome import (
@@ -81,6 +83,7 @@ __all__ = [
     "exported_schemas",
     "find_cleared_span",
     "load_document",
+    "model_builder",
     "not_run_document",
     "outcome",
     "pipeline_digest",

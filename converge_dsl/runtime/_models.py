@@ -10,14 +10,22 @@ cassettes; `--record` wraps every model in a recorder.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from converge_dsl.clock import Clock
 from converge_dsl.compiler import PipelineSettings
 from converge_dsl.errors import UsageError
 from converge_dsl.models.port import Model
 
 from ._options import RunOptions
+
+if TYPE_CHECKING:
+    import httpx
+
+# Builds one declared model of a run by name, sending through the transport if one is given.
+ModelBuilder = Callable[[str, "httpx.AsyncBaseTransport | None"], Model]
 
 
 def _cassette(path: Path, option: str, name: str) -> Model:
@@ -40,20 +48,58 @@ def _cassette(path: Path, option: str, name: str) -> Model:
         ) from None
 
 
+def model_builder(
+    settings: PipelineSettings,
+    *,
+    env: Mapping[str, str],
+    clock: Clock,
+    roots: tuple[Path, ...],
+    attempt_gate: Callable[[], bool] | None = None,
+) -> ModelBuilder:
+    """What builds the models `settings` declares for one run, each as its declaration says.
+
+    Every model it builds shares the run's budget: provider retries and
+    failovers ask `attempt_gate` (the run's usage meter) first, and none starts
+    past the run's wall-clock deadline, `settings.budget.max_wall_s` from now
+    (read once, here, on `clock`). Files a model names must lie in the
+    pipeline's folder or one of `roots`. `converge-dsl run` and a loaded
+    `Pipeline` (`batch`) build their runs' models through it.
+    """
+    from converge_dsl.models import build_model
+
+    max_wall_s = settings.budget.max_wall_s
+    deadline = None if max_wall_s is None else clock.monotonic() + float(max_wall_s)
+
+    def build(name: str, transport: httpx.AsyncBaseTransport | None) -> Model:
+        declaration = settings.models[name]
+        return build_model(
+            name,
+            declaration.config,
+            base_dir=declaration.base_dir,
+            env=env,
+            clock=clock,
+            rng=random.Random(0),
+            transport=transport,
+            attempt_gate=attempt_gate,
+            deadline=deadline,
+            roots=roots,
+        )
+
+    return build
+
+
 def build_models(
     settings: PipelineSettings,
     options: RunOptions,
     attempt_gate: Callable[[], bool] | None = None,
 ) -> dict[str, Model]:
-    """Build every model `settings` declares.
-
-    Provider retries and failovers are bounded by the run's budget: each asks
-    `attempt_gate` (the run's usage meter) first, and none starts past the
-    run's wall-clock deadline (`settings.budget.max_wall_s` from now, on the
-    run's clock). Files a model names must lie in the pipeline's folder or
-    one of `options.roots`. An override of an undeclared model is a `UsageError`.
+    """Build every model `settings` declares, through `model_builder` (the run's
+    `attempt_gate` and wall-clock deadline; files in the pipeline's folder or one
+    of `options.roots`), unless a cassette stands in for it (`--replay`,
+    `--model NAME=CASSETTE`); `--record` wraps each in a recorder. An override of
+    an undeclared model is a `UsageError`.
     """
-    from converge_dsl.models import RecordingModel, build_model
+    from converge_dsl.models import RecordingModel
 
     declared = settings.models
     for name in options.model_overrides:
@@ -62,11 +108,15 @@ def build_models(
                 f"--model {name}=...: the pipeline declares no model {name!r}",
                 hint=f"declared models: {', '.join(sorted(declared)) or 'none'}",
             )
-    max_wall_s = settings.budget.max_wall_s
-    deadline = None if max_wall_s is None else options.clock.monotonic() + float(max_wall_s)
-    roots = options.roots
+    build = model_builder(
+        settings,
+        env=options.env,
+        clock=options.clock,
+        roots=options.roots,
+        attempt_gate=attempt_gate,
+    )
     models: dict[str, Model] = {}
-    for name, declaration in declared.items():
+    for name in declared:
         override = options.model_overrides.get(name)
         model: Model
         if options.replay is not None:
@@ -74,17 +124,7 @@ def build_models(
         elif override is not None:
             model = _cassette(Path(override), f"--model {name}={override}", name)
         else:
-            model = build_model(
-                name,
-                declaration.config,
-                base_dir=declaration.base_dir,
-                env=options.env,
-                clock=options.clock,
-                rng=random.Random(0),
-                attempt_gate=attempt_gate,
-                deadline=deadline,
-                roots=roots,
-            )
+            model = build(name, None)
         if options.record is not None:
             model = RecordingModel(model, options.record, append=True, name=name)
         models[name] = model

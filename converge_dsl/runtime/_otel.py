@@ -183,7 +183,7 @@ class Telemetry:
         warn: Warn,
         exporter: SpanExporter | None = None,
     ) -> None:
-        from converge_dsl import __version__
+        from converge_dsl._version import __version__
 
         self.settings = settings
         self._warn = warn

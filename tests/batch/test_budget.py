@@ -96,3 +96,28 @@ class _Usage:
     def __init__(self, input_tokens: int, output_tokens: int) -> None:
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+
+
+class _Watched(LocalPool):
+    """A pool that remembers the fewest calls (made and held) it ever counted after a hold."""
+
+    def __init__(self, limits: BatchLimits) -> None:
+        super().__init__(limits)
+        self.fewest: int | None = None
+
+    def add(self, calls: int, tokens: int, held_calls: int, held_tokens: int) -> None:
+        super().add(calls, tokens, held_calls, held_tokens)
+        made, _, held, _ = self.counts()
+        self.fewest = made + held if self.fewest is None else min(self.fewest, made + held)
+
+
+def test_a_settled_call_never_leaves_the_pool_between_held_and_made() -> None:
+    # Other processes read a shared pool between two of a case's updates: a call
+    # given back before it is counted would let one of them take the batch's last call.
+    pool = _Watched(BatchLimits(max_model_calls=1))
+    meter = PooledMeter(Budget(), pool)
+    reservation = meter.reserve(5)
+    assert reservation is not None
+    reservation.settle()
+    assert pool.counts() == (1, 0, 0, 0)
+    assert pool.fewest == 1

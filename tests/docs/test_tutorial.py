@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from converge_dsl import __version__
+from converge_dsl._version import __version__
 from converge_dsl.cli._init_files import project_files
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial.md"

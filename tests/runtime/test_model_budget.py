@@ -35,11 +35,17 @@ suggestors:
 """
 
 
+def _failing(server: FakeProviderServer, folder: Path) -> Path:
+    """The pipeline, its model at `server`, which answers 500 with `Retry-After: 2`."""
+    server.reset(FakeReply(status=500, retry_after="2"))
+    pipeline = folder / "retry.yaml"
+    pipeline.write_text(PIPELINE.format(url=server.openai_base_url), encoding="utf-8")
+    return pipeline
+
+
 def test_retries_stop_at_the_run_deadline(tmp_path: Path) -> None:
     with FakeProviderServer() as server:
-        server.reset(FakeReply(status=500, retry_after="2"))
-        pipeline = tmp_path / "retry.yaml"
-        pipeline.write_text(PIPELINE.format(url=server.openai_base_url), encoding="utf-8")
+        pipeline = _failing(server, tmp_path)
         options = RunOptions(pipeline=pipeline, env={"TEST_KEY": "sk-test"}, clock=FakeClock())
         outcome = asyncio.run(run_pipeline(options))
         attempts = len(server.requests)
@@ -52,3 +58,16 @@ def test_retries_stop_at_the_run_deadline(tmp_path: Path) -> None:
     assert attempts == 3
     assert outcome.result.usage.model_calls == 3
     assert not outcome.result.context.get("hypotheses")
+
+
+def test_a_loaded_pipeline_stops_retries_at_the_same_deadline(tmp_path: Path) -> None:
+    # `batch.load` builds its runs' models through the runtime's `model_builder` too.
+    from converge_dsl.batch import load
+
+    with FakeProviderServer() as server:
+        loaded = load(_failing(server, tmp_path), env={"TEST_KEY": "sk-test"}, clock=FakeClock())
+        document = loaded.run()
+        attempts = len(server.requests)
+    assert document.stop_reason == "time_budget_exhausted"
+    assert attempts == 3
+    assert document.usage.model_calls == 3

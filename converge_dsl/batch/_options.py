@@ -1,0 +1,46 @@
+"""`BatchOptions`: everything `converge-dsl run PIPELINE --cases ... --out ...` can say.
+
+The lowest layer of a batch run with `_schedule`: the executors (`_local`,
+`_process`, `_ray`) and `run_batch` (`_run`) read these options; nothing here
+knows how a pipeline is loaded or run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from converge_dsl.errors import UsageError
+
+from ._budget import BatchLimits
+
+EXECUTORS = ("local", "process", "ray")
+DEFAULT_LOCAL_CONCURRENCY = 16
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Everything `converge-dsl run PIPELINE --cases ... --out ...` can say."""
+
+    pipeline: Path
+    cases: Path
+    out: Path
+    executor: str = "local"
+    concurrency: int | None = None
+    resume: bool = False
+    limits: BatchLimits = field(default_factory=BatchLimits)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    allow_roots: tuple[Path, ...] = ()
+    ray_address: str | None = None
+
+    def workers(self) -> int:
+        """The concurrency: given, else 16 cases (`local`) or one per CPU."""
+        if self.concurrency is not None:
+            if self.concurrency < 1:
+                raise UsageError("--concurrency must be at least 1")
+            return self.concurrency
+        if self.executor == "local":
+            return DEFAULT_LOCAL_CONCURRENCY
+        return max(1, os.cpu_count() or 1)
