@@ -111,6 +111,11 @@ def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
         generator.visit(ast)
     except jinja2.TemplateSyntaxError as exc:
         return Generated(None, frozenset(names) - set(env.globals), exc)
+    except jinja2.TemplateRuntimeError as exc:
+        # Jinja folds constant parts while it generates code; a part that always
+        # fails (`[0]['m'] and x`: an undefined value tested for truth) raises here.
+        refusal = jinja2.TemplateSyntaxError(f"a constant part always fails: {exc}", 1)
+        return Generated(None, frozenset(names) - set(env.globals), refusal)
     stream: Any = generator.stream  # a StringIO when no stream is given
     code = compile(stream.getvalue(), "<template>", "exec")
     return Generated(code, frozenset(names) - set(env.globals))

@@ -11,7 +11,8 @@ Jinja's parser does: whatever it accepts, Jinja accepts with the same free
 names, filters and `inputs.X` / `inputs['X']` reads, and the same tree shape
 (`_mininodes`, read by the data-field checks). Anything else (statements,
 comments, `is` tests, conditionals, slices, escapes in strings, line breaks
-inside a block, braces inside a `{{ }}` block...) returns None and goes to
+inside a block, braces inside a `{{ }}` block, an attribute or item of a
+literal, which Jinja folds while it compiles...) returns None and goes to
 Jinja, which also words errors.
 
 Accepted grammar (Jinja's levels; `cmp` is ==, !=, <, <=, >, >=, in, not in)::
@@ -148,6 +149,10 @@ class _Parser:
 
     def postfix(self, node: n.Node) -> n.Node:
         while True:
+            if isinstance(node, (n.Const, n.List, n.Dict)) and self.values[self.pos] in (".", "["):
+                # Jinja folds a lookup on a literal while it compiles, and may fail
+                # there (`[0]['m'] and x`): Jinja decides.
+                raise _Refused
             if self.take("."):
                 attr = self.name()
                 if isinstance(node, n.Name) and node.name == "inputs":

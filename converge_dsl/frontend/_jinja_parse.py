@@ -21,7 +21,8 @@ ParseResult = tuple["nodes.Template | None", tuple[str, int | None] | None]
 
 @lru_cache(maxsize=4096)
 def parse(text: str, expression: bool) -> ParseResult:
-    """(the AST, None), or (None, (message, line within the template)) when it does not parse."""
+    """(the AST, None); (None, (message, line within the template)) when it does not parse;
+    (the AST, (message, line)) when it parses but does not compile (`_folding_failure`)."""
     import jinja2
     from jinja2 import nodes
     from jinja2.parser import Parser
@@ -43,7 +44,25 @@ def parse(text: str, expression: bool) -> ParseResult:
             ast = env.parse(text)
     except jinja2.TemplateSyntaxError as exc:
         return None, (exc.message or "syntax error", exc.lineno)
-    return ast, None
+    return ast, _folding_failure(ast, env)
+
+
+def _folding_failure(ast: nodes.Template, env: Any) -> tuple[str, int | None] | None:
+    """The error Jinja raises when it folds the constant parts of `ast` as it compiles.
+
+    A part that always fails (`[0]['m'] and x`: an undefined value tested for
+    truth) is refused by the compiler (`_sandbox_codegen.generate`), in the same words.
+    """
+    import copy
+
+    import jinja2
+    from jinja2.optimizer import optimize
+
+    try:
+        optimize(copy.deepcopy(ast), env)  # the optimizer rewrites the tree it is given
+    except jinja2.TemplateRuntimeError as exc:
+        return f"a constant part always fails: {exc}", getattr(exc, "lineno", None) or 1
+    return None
 
 
 class _AnyName(dict[str, Any]):

@@ -45,7 +45,7 @@ def _analyse(text: str, expression: bool) -> Analysis:
     from jinja2 import nodes
 
     ast, error = parse(text, expression)
-    if ast is None:
+    if ast is None or error is not None:
         return error, frozenset(), (), (), ()
     free = free_names(ast) - _GLOBALS
     filters = tuple(node.name for node in ast.find_all(nodes.Filter))

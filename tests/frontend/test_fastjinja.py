@@ -82,6 +82,9 @@ def test_richer_expressions_match_jinja(text: str) -> None:
         "x if y else z",
         "'a\\'b'",
         "a\n and b",
+        "[0]['m'] and a",  # Jinja folds a lookup on a literal as it compiles
+        "{'a': 1}.b",
+        "'s'.upper()",
     ],
 )
 def test_outside_the_subset_goes_to_jinja(text: str) -> None:
@@ -113,6 +116,7 @@ def test_whatever_the_fast_path_accepts_jinja_accepts_alike(parts: list[tuple[st
     assert sorted(quick[1]) == sorted(n.name for n in ast.find_all(nodes.Filter))
     if set(quick[1]) <= set(env.filters):  # Jinja's name analysis refuses unknown filters
         assert quick[0] == jinja2.meta.find_undeclared_variables(ast)
+        compile_expression(text)  # and the compiler, folding constants, accepts it too
     reads = [
         n.attr
         for n in ast.find_all(nodes.Getattr)
