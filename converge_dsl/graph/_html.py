@@ -105,12 +105,10 @@ def _invariants(graph: PipelineGraph) -> str:
 
 
 def _summary(graph: PipelineGraph) -> str:
-    counts = [
-        f"{len(graph.of_kind('suggestor'))} suggestors",
-        f"{len(graph.of_kind('key'))} keys",
-        f"{len(graph.of_kind('model'))} models",
-        f"{len(graph.of_kind('pack'))} packs",
-    ]
+    counts = []
+    for kind in ("suggestor", "key", "model", "pack"):
+        number = len(graph.of_kind(kind))
+        counts.append(f"{number} {kind}{'' if number == 1 else 's'}")
     warnings = []
     if graph.unreachable_keys:
         warnings.append(f"unreachable keys: {', '.join(graph.unreachable_keys)}")

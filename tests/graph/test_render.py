@@ -71,3 +71,9 @@ def test_every_format_starts_with_a_line_recognise_accepts(tmp_path: Path) -> No
     assert not recognise(b"<!DOCTYPE html>")
     assert not recognise(b'{"graph": "something else"}')
     assert not recognise(b"digraph G {")
+
+
+def test_the_html_summary_counts_in_words(tmp_path: Path) -> None:
+    graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
+    page = render(graph, "html")
+    assert "1 suggestor · 2 keys · 0 models · 0 packs" in page
