@@ -151,3 +151,35 @@ def test_a_case_that_cannot_run_is_an_error_located_at_the_case(tmp_path: Path) 
     code, xml, _ = cli("test", tmp_path, "--format", "junit")
     assert code == 1
     assert '<error type="CD961"' in xml
+
+
+def _hostile_case(tmp_path: Path, name: str) -> Path:
+    """A failing test file of the `init` project whose one case is called `name`."""
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app.yaml\n"
+        f"cases:\n  - name: {json.dumps(name)}\n    expect: {{stop_reason: cancelled}}\n"
+    )
+    return test_file
+
+
+def test_junit_output_holds_no_character_xml_cannot_in_names(tmp_path: Path) -> None:
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(ROOT / "tests" / "data" / "junit" / "junit-10.xsd"))
+    test_file = _hostile_case(tmp_path, "<b>&amp; ]]> \x1b[31mred\x1b[0m \x01 {{ x }}")
+    code, out, _ = cli("test", test_file, "--format", "junit")
+    assert code == 1
+    schema.validate(out)  # raises on a character XML 1.0 cannot hold
+    case = schema.to_dict(out)["testsuite"][0]["testcase"][0]
+    assert case["@name"] == "<b>&amp; ]]> \\x1b[31mred\\x1b[0m \\x01 {{ x }}"
+
+
+def test_human_output_escapes_control_characters_in_case_names(tmp_path: Path) -> None:
+    test_file = _hostile_case(tmp_path, "a \x1b]0;title\x07 b")
+    code, out, _ = cli("test", test_file)
+    assert code == 1
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "::a \\x1b]0;title\\x07 b (" in out
