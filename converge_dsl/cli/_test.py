@@ -74,17 +74,14 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     for test in tests:
         reports.extend(run_test_file(test))
     if args.update:
-        written = update_snapshots(reports)
-        reports = [_accepted(r) for r in reports]
-        for path, count in written.items():
+        update = update_snapshots(reports)
+        reports = list(update.reports)
+        for path, count in update.written.items():
             io.stderr.write(f"updated {count} snapshot value(s) in {path}\n")
+        for where in update.shared:
+            io.stderr.write(
+                f"not updated: {where}: the value is shared through a YAML anchor"
+                " with other cases; edit it by hand\n"
+            )
     io.stdout.write(render_report(reports, args.format, color=io.color))
     return EXIT_OK if all(r.passed for r in reports) else EXIT_FAILURE
-
-
-def _accepted(report: CaseReport) -> CaseReport:
-    """The report once `--update` wrote its snapshot values: only other failures remain."""
-    import dataclasses
-
-    kept = tuple(f for f in report.failures if not f.updatable)
-    return dataclasses.replace(report, failures=kept)

@@ -183,3 +183,44 @@ def test_human_output_escapes_control_characters_in_case_names(tmp_path: Path) -
     assert "\x1b" not in out
     assert "\x07" not in out
     assert "::a \\x1b]0;title\\x07 b (" in out
+
+
+def test_update_writes_through_a_symbolic_link_and_keeps_the_mode(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    real = tmp_path / "app.test.yaml"
+    real.write_text(real.read_text().replace("stop_reason: converged", "stop_reason: cancelled"))
+    real.chmod(0o640)
+    link = tmp_path / "link.test.yaml"
+    link.symlink_to(real.name)
+    code, _, err = cli("test", "--update", link)
+    assert code == 0
+    assert "updated 2 snapshot value(s)" in err
+    assert link.is_symlink()
+    assert "stop_reason: cancelled" not in real.read_text()
+    assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [
+        ".pre-commit-config.yaml"
+    ]
+
+
+def test_update_leaves_a_value_shared_through_an_anchor_and_says_so(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app.yaml\ncases:\n"
+        "  - name: a\n    inputs: {request: Please update my billing address}\n"
+        "    expect: &shared\n      snapshot:\n        summaries: {summary: x}\n"
+        "  - name: b\n    expect: *shared\n"
+        "  - name: c\n    expect:\n      stop_reason: cancelled  # kept\n"
+    )
+    test_file.write_text(text)
+    code, out, err = cli("test", "--update", test_file)
+    assert code == 1  # a and b still fail: no one value suits both
+    assert "updated 1 snapshot value(s)" in err
+    assert err.count("the value is shared through a YAML anchor") == 2
+    assert "app.test.yaml:9:20: cases[0].expect.snapshot.summaries" in err
+    assert "FAIL " in out
+    assert test_file.read_text() == text.replace("cancelled  # kept", "converged  # kept")
