@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
+from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._validate import add_allow_root
 
 if TYPE_CHECKING:
@@ -63,13 +63,25 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     # Every file is read and checked before any case runs: an invalid one stops all.
     tests: list[TestFile] = []
     invalid: list[Diagnostic] = []
-    for path in test_files(args.paths):
+    paths = test_files(args.paths)
+    for path in paths:
         try:
             tests.append(read_test_file(path, allow_roots=args.allow_root))
         except PipelineInvalid as exc:
             invalid.extend(exc.diagnostics)
     if invalid:
-        raise PipelineInvalid(invalid)
+        from converge_dsl.cli._render import render
+
+        # As `validate` reports them (JSON on standard output), counting the files read.
+        json_out = args.format == "json"
+        render(
+            invalid,
+            "json" if json_out else "human",
+            io.stdout if json_out else io.stderr,
+            files=len(paths),
+            color=not json_out and io.style(io.stderr).color,
+        )
+        return EXIT_INVALID
     reports: list[CaseReport] = []
     for test in tests:
         reports.extend(run_test_file(test))

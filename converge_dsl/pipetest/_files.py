@@ -37,6 +37,10 @@ def test_files(paths: Sequence[str]) -> list[Path]:
             if not path.name.endswith(TEST_SUFFIXES):
                 raise UsageError(f"{raw} is not a test file", hint=_hint_for(path))
             found.append(path)
+        elif path.exists():  # a FIFO, a socket, a device: nothing to read a test from
+            raise UsageError(
+                f"{raw} is not a regular file or a folder", hint="give test files or folders"
+            )
         else:
             raise UsageError(f"no such file or folder: {raw}", hint="give test files or folders")
     return list(dict.fromkeys(found))

@@ -224,3 +224,21 @@ def test_update_leaves_a_value_shared_through_an_anchor_and_says_so(tmp_path: Pa
     assert "app.test.yaml:9:20: cases[0].expect.snapshot.summaries" in err
     assert "FAIL " in out
     assert test_file.read_text() == text.replace("cancelled  # kept", "converged  # kept")
+
+
+def test_invalid_test_files_are_counted_in_the_summary(tmp_path: Path) -> None:
+    (tmp_path / "empty.test.yaml").write_text("")
+    (tmp_path / "broken.test.yaml").write_text("a: [")
+    code, out, err = cli("test", tmp_path)
+    assert (code, out) == (2, "")
+    assert err.endswith("\n2 errors in 2 files\n")
+
+
+def test_a_path_that_is_neither_file_nor_folder_is_named_as_such(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo.test.yaml"
+    os.mkfifo(fifo)
+    code, out, err = cli("test", fifo)
+    assert (code, out) == (3, "")
+    assert "is not a regular file or a folder" in err
