@@ -89,7 +89,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         update = update_snapshots(reports)
         reports = list(update.reports)
         for path, count in update.written.items():
-            io.stderr.write(f"updated {count} snapshot value(s) in {path}\n")
+            io.note(f"updated {count} snapshot value(s) in {path}")
         for where in update.shared:
             io.stderr.write(
                 f"not updated: {where}: the value is shared through a YAML anchor"

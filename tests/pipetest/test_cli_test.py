@@ -242,3 +242,13 @@ def test_a_path_that_is_neither_file_nor_folder_is_named_as_such(tmp_path: Path)
     code, out, err = cli("test", fifo)
     assert (code, out) == (3, "")
     assert "is not a regular file or a folder" in err
+
+
+def test_quiet_drops_the_update_note(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    text = test_file.read_text().replace("stop_reason: converged", "stop_reason: cancelled")
+    test_file.write_text(text)
+    code, _, err = cli("test", "-q", "--update", test_file)
+    assert (code, err) == (0, "")
+    assert "stop_reason: cancelled" not in test_file.read_text()
