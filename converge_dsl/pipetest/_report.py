@@ -134,7 +134,9 @@ def render_json(reports: Sequence[CaseReport]) -> str:
         "errors": totals.errors,
         "seconds": round(totals.seconds, 3),
     }
-    return json.dumps({"summary": summary, "cases": cases}, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps({"summary": summary, "cases": cases}, indent=2, ensure_ascii=False)
+    # A file name that is not UTF-8 (lone surrogates in Python): the output stays UTF-8 (U+FFFD).
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") + "\n"
 
 
 def _case_json(report: CaseReport) -> dict[str, Any]:

@@ -252,3 +252,18 @@ def test_quiet_drops_the_update_note(tmp_path: Path) -> None:
     code, _, err = cli("test", "-q", "--update", test_file)
     assert (code, err) == (0, "")
     assert "stop_reason: cancelled" not in test_file.read_text()
+
+
+def test_json_output_is_utf8_when_a_file_name_is_not(tmp_path: Path) -> None:
+    import os
+
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    odd = tmp_path / os.fsdecode(b"odd\xff.test.yaml")
+    odd.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app.yaml\n"
+        "cases: [{name: c, expect: {stop_reason: converged}}]\n"
+    )
+    code, out, _ = cli("test", odd, "--format", "json")
+    assert code == 0
+    out.encode("utf-8")  # no lone surrogate left to write
+    assert json.loads(out)["cases"][0]["file"].endswith("odd\ufffd.test.yaml")
