@@ -228,8 +228,8 @@ def test_update_leaves_a_value_shared_through_an_anchor_and_says_so(tmp_path: Pa
 
 def test_invalid_test_files_are_counted_in_the_summary(tmp_path: Path) -> None:
     (tmp_path / "empty.test.yaml").write_text("")
-    (tmp_path / "broken.test.yaml").write_text("a: [")
-    code, out, err = cli("test", tmp_path)
+    (tmp_path / "broken.test.yaml").write_text("kind: PipelineTest\na: [")
+    code, out, err = cli("test", tmp_path / "empty.test.yaml", tmp_path / "broken.test.yaml")
     assert (code, out) == (2, "")
     assert err.endswith("\n2 errors in 2 files\n")
 
@@ -267,3 +267,32 @@ def test_json_output_is_utf8_when_a_file_name_is_not(tmp_path: Path) -> None:
     assert code == 0
     out.encode("utf-8")  # no lone surrogate left to write
     assert json.loads(out)["cases"][0]["file"].endswith("odd\ufffd.test.yaml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "services:\n  web: {image: nginx}\n",  # docker-compose.test.yaml
+        "apiVersion: tekton.dev/v1\nkind: PipelineTest\n",  # another tool's kind of that name
+        "",
+    ],
+)
+def test_a_folder_scan_skips_other_tools_files_of_the_name(tmp_path: Path, text: str) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    other = tmp_path / "docker-compose.test.yaml"
+    other.write_text(text)
+    code, out, err = cli("test", tmp_path)
+    assert (code, err) == (0, "")
+    assert "docker-compose" not in out
+    code, _, err = cli("test", other)  # named directly: read, and reported
+    assert code == 2
+    assert "docker-compose.test.yaml:1:1" in err
+
+
+def test_a_folder_scan_keeps_a_broken_test_file_that_says_it_is_one(tmp_path: Path) -> None:
+    (tmp_path / "a.test.yaml").write_text("kind: PipelineTest\ncases: [\n")
+    (tmp_path / "b.test.yaml").write_text('{"apiVersion": "converge-dsl/v1", "kind": "x"}\n')
+    code, out, err = cli("test", tmp_path)
+    assert (code, out) == (2, "")
+    assert "a.test.yaml:" in err
+    assert "b.test.yaml:" in err
