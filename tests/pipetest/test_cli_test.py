@@ -296,3 +296,25 @@ def test_a_folder_scan_keeps_a_broken_test_file_that_says_it_is_one(tmp_path: Pa
     assert (code, out) == (2, "")
     assert "a.test.yaml:" in err
     assert "b.test.yaml:" in err
+
+
+def test_files_a_test_names_follow_the_pipelines_root_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONVERGE_DSL_ALLOW_ROOTS")
+    assert cli("init", tmp_path / "app", "--name", "app")[0] == 0
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("the first line of a file outside the test's folder\n")
+    test_file = tmp_path / "app" / "x.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: ../secret.yaml\n"
+        "models: {default: {script: ../secret.yaml}}\ncases: [{name: c, expect: {}}]\n"
+    )
+    code, out, err = cli("test", test_file)
+    assert (code, out) == (2, "")
+    assert err.count("error[CD220]: ") == 2
+    assert "pipeline '../secret.yaml' is outside the test file's folder; it is not read" in err
+    assert "the first line of a file outside" not in err
+    assert "--allow-root DIR" in err
+    code, out, err = cli("test", test_file, "--allow-root", tmp_path)
+    assert "CD220" not in err  # allowed: read, and reported as the pipeline it is not
