@@ -207,9 +207,17 @@ _SAYS_OURS = re.compile(
     re.M,
 )
 
+# A top-level `apiVersion:` that names another API than converge-dsl's (one that
+# does not even mention it: `converge-dls/v1` is a typo of ours, reported by validate).
+_OTHER_API = re.compile(
+    r"""^["']?apiVersion["']?[ \t]*:[ \t]*["']?(?![^\s"'#]*converge)[^\s"'#]""",
+    re.M | re.I,
+)
+
 
 def _says_pipeline(path: Path) -> bool:
-    """For `only_pipelines`: the file names converge-dsl (`_SAYS_OURS`) and is a pipeline.
+    """For `only_pipelines`: the file names converge-dsl (`_SAYS_OURS`), names no other
+    API at the top (`apiVersion: tekton.dev/v1` with `kind: Pipeline`) and is a pipeline.
 
     Another tool's YAML (a compose file, a Helm template that is not YAML at
     all) is skipped unread by the loader; a file that cannot be read is kept, so
@@ -219,6 +227,8 @@ def _says_pipeline(path: Path) -> bool:
         text = path.read_bytes().decode("utf-8-sig", errors="replace")
     except OSError:
         return True
+    if _OTHER_API.search(text) is not None:
+        return False  # `kind: Pipeline` of another tool's API (Tekton's `tekton.dev/v1`)
     return _SAYS_OURS.search(text) is not None and _is_pipeline(path)
 
 

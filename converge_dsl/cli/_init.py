@@ -64,7 +64,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         # "x": fails rather than overwrite a file made since the check above.
         with (folder / relative).open("x", encoding="utf-8") as handle:
             handle.write(text)
-    shown = shlex.quote(args.dir.rstrip("/") or ".")
+    from converge_dsl.frontend import terminal_safe
+
+    # Quoted for the shell, and the folder's name is the user's text: control characters escaped.
+    shown = terminal_safe(shlex.quote(args.dir.rstrip("/") or "."))
     io.stdout.write(f"created {len(files)} files in {shown}:\n")
     for relative in files:
         io.stdout.write(f"  {relative}\n")

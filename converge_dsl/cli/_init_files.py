@@ -22,7 +22,7 @@ _PIPELINE = """\
 # and `converge-dsl test` (runs {name}.test.yaml).
 apiVersion: converge-dsl/v1
 kind: Pipeline
-name: {name}
+name: {name_yaml}
 description: Summarise a request and flag it when it is urgent.
 inputs:
   request:
@@ -146,7 +146,13 @@ A converge-dsl project, made by `converge-dsl init`.
 
 def project_files(name: str, version: str) -> dict[str, str]:
     """The files of a new project called `name` (relative path -> text)."""
-    values = {"name": name, "schemas": SCHEMAS, "repository": REPOSITORY, "version": version}
+    values = {
+        "name": name,
+        "name_yaml": _yaml_text(name),
+        "schemas": SCHEMAS,
+        "repository": REPOSITORY,
+        "version": version,
+    }
     return {
         f"{name}.yaml": _PIPELINE.format(**values),
         f"{name}.script.yaml": _SCRIPT.format(**values),
@@ -154,3 +160,13 @@ def project_files(name: str, version: str) -> dict[str, str]:
         ".pre-commit-config.yaml": _PRE_COMMIT.format(**values),
         "README.md": _README.format(**values),
     }
+
+
+def _yaml_text(name: str) -> str:
+    """`name` as a YAML value that reads back as that text: quoted when YAML would
+    read it as something else (`9`, `true`, `null`, `on`), or YAML 1.1 and 1.2 differ
+    on (`1e3`): every name that starts with a digit is quoted."""
+    import yaml
+
+    plain = not name[:1].isdigit() and yaml.safe_load(name) == name
+    return name if plain else f'"{name}"'

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
+from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._validate import add_allow_root
 
 if TYPE_CHECKING:
@@ -63,28 +63,37 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     # Every file is read and checked before any case runs: an invalid one stops all.
     tests: list[TestFile] = []
     invalid: list[Diagnostic] = []
-    for path in test_files(args.paths):
+    paths = test_files(args.paths)
+    for path in paths:
         try:
             tests.append(read_test_file(path, allow_roots=args.allow_root))
         except PipelineInvalid as exc:
             invalid.extend(exc.diagnostics)
     if invalid:
-        raise PipelineInvalid(invalid)
+        from converge_dsl.cli._render import render
+
+        # As `validate` reports them (JSON on standard output), counting the files read.
+        json_out = args.format == "json"
+        render(
+            invalid,
+            "json" if json_out else "human",
+            io.stdout if json_out else io.stderr,
+            files=len(paths),
+            color=not json_out and io.style(io.stderr).color,
+        )
+        return EXIT_INVALID
     reports: list[CaseReport] = []
     for test in tests:
         reports.extend(run_test_file(test))
     if args.update:
-        written = update_snapshots(reports)
-        reports = [_accepted(r) for r in reports]
-        for path, count in written.items():
-            io.stderr.write(f"updated {count} snapshot value(s) in {path}\n")
+        update = update_snapshots(reports)
+        reports = list(update.reports)
+        for path, count in update.written.items():
+            io.note(f"updated {count} snapshot value(s) in {path}")
+        for where in update.shared:
+            io.stderr.write(
+                f"not updated: {where}: the value is shared through a YAML anchor"
+                " with other cases; edit it by hand\n"
+            )
     io.stdout.write(render_report(reports, args.format, color=io.color))
     return EXIT_OK if all(r.passed for r in reports) else EXIT_FAILURE
-
-
-def _accepted(report: CaseReport) -> CaseReport:
-    """The report once `--update` wrote its snapshot values: only other failures remain."""
-    import dataclasses
-
-    kept = tuple(f for f in report.failures if not f.updatable)
-    return dataclasses.replace(report, failures=kept)

@@ -12,7 +12,8 @@ Files a pipeline names must lie inside its folder, or a folder allowed with
 `--allow-root DIR` (repeatable) or `CONVERGE_DSL_ALLOW_ROOTS`.
 With `--only-pipelines`, a file named directly is checked only when it says
 it is a converge-dsl pipeline (an `apiVersion: converge-dsl/...` or `kind:
-Pipeline` line, and no other kind): the pre-commit hook passes every changed
+Pipeline` line, no other tool's `apiVersion` and no other kind): the
+pre-commit hook passes every changed
 YAML file this way, and other tools' YAML is skipped.
 Exit codes: 0 valid; 1 only warnings under `--strict`; 2 errors; 3 usage error.
 """

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote_from_bytes
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic
@@ -56,7 +56,12 @@ def artifact_location(file: str, root: Path) -> dict[str, str] | None:
         relative = absolute.relative_to(root)
     except ValueError:
         return {"uri": absolute.as_uri()}
-    return {"uri": quote(relative.as_posix(), safe="/"), "uriBaseId": SRCROOT}
+    # The name's bytes, as the file system holds them: a name that is not UTF-8
+    # (a lone surrogate in Python) is percent-encoded byte by byte, never an error.
+    return {
+        "uri": quote_from_bytes(os.fsencode(relative.as_posix()), safe="/"),
+        "uriBaseId": SRCROOT,
+    }
 
 
 def _region(d: Diagnostic) -> dict[str, int]:
@@ -121,10 +126,18 @@ def render_sarif(
                         "rules": [_rule(code) for code in rules],
                     }
                 },
-                "originalUriBaseIds": {SRCROOT: {"uri": base.as_uri().rstrip("/") + "/"}},
+                "originalUriBaseIds": {SRCROOT: {"uri": _folder_uri(base)}},
                 "columnKind": "unicodeCodePoints",
                 "results": [_result(d, count, index[d.code], base) for d, count in shown],
             }
         ],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    # A file name that is not UTF-8 may reach a message: the log stays UTF-8 (U+FFFD).
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _folder_uri(folder: Path) -> str:
+    """The `file:` URI of `folder`, ending in one `/` (the root is `file:///`)."""
+    uri = folder.as_uri()
+    return uri if uri.endswith("/") else uri + "/"

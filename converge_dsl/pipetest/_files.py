@@ -3,10 +3,17 @@
 A file must be named `*.test.yaml` (or `*.test.yml`); a folder is searched
 (recursively) for them. No path at all means the working folder. A
 path that does not exist, or folders holding no test file, are a `UsageError`.
+
+In a folder (and in pytest's collection), a file of that name is a test
+file only when it says so (`says_test_file`: a `kind: PipelineTest` or
+`apiVersion: converge-dsl/...` line, and no other tool's `apiVersion`):
+other tools' files share the name (`docker-compose.test.yaml`). A file named
+directly is always read, so a broken one is reported.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +32,7 @@ def test_files(paths: Sequence[str]) -> list[Path]:
                 p
                 for suffix in TEST_SUFFIXES
                 for p in path.rglob(f"*{suffix}")
-                if p.is_file() and not _hidden(p.relative_to(path))
+                if p.is_file() and not _hidden(p.relative_to(path)) and says_test_file(p)
             )
             if not inside:
                 raise UsageError(
@@ -37,6 +44,10 @@ def test_files(paths: Sequence[str]) -> list[Path]:
             if not path.name.endswith(TEST_SUFFIXES):
                 raise UsageError(f"{raw} is not a test file", hint=_hint_for(path))
             found.append(path)
+        elif path.exists():  # a FIFO, a socket, a device: nothing to read a test from
+            raise UsageError(
+                f"{raw} is not a regular file or a folder", hint="give test files or folders"
+            )
         else:
             raise UsageError(f"no such file or folder: {raw}", hint="give test files or folders")
     return list(dict.fromkeys(found))
@@ -57,3 +68,27 @@ def _hidden(relative: Path) -> bool:
         part.startswith(".") or part in {"node_modules", "__pycache__"}
         for part in relative.parts[:-1]
     )
+
+
+# A line saying a file is a converge-dsl test: `kind: PipelineTest` or
+# `apiVersion: converge-dsl/...`, in block or flow style, quoted or not.
+_SAYS_TEST = re.compile(
+    r"""(?:^|[{,])[ \t]*["']?(?:apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/"""
+    r"""|kind["']?[ \t]*:[ \t]*["']?PipelineTest\b)""",
+    re.M,
+)
+# A top-level `apiVersion:` naming another tool's API (not even mentioning converge).
+_OTHER_API = re.compile(
+    r"""^["']?apiVersion["']?[ \t]*:[ \t]*["']?(?![^\s"'#]*converge)[^\s"'#]""",
+    re.M | re.I,
+)
+
+
+def says_test_file(path: Path) -> bool:
+    """Whether the `*.test.yaml` file at `path` says it is converge-dsl's (see the
+    module docstring); a file that cannot be read is kept, so its reader says why."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+    except OSError:
+        return True
+    return _SAYS_TEST.search(text) is not None and _OTHER_API.search(text) is None

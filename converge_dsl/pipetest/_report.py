@@ -16,13 +16,16 @@ import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, format_path
 
 from ._expect import Failure
 from ._runner import CaseReport
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 REPORT_FORMATS = ("human", "json", "junit")
 
@@ -109,10 +112,13 @@ def format_failures(report: CaseReport, *, color: bool = False) -> str:
 
 
 def render_human(reports: Sequence[CaseReport], *, color: bool = False) -> str:
+    from converge_dsl.frontend import terminal_safe
+
     lines: list[str] = []
     for report in reports:
         status = "PASS" if report.passed else ("ERROR" if report.error else "FAIL")
-        lines.append(f"{status} {report.test_id} ({report.seconds:.2f}s)\n")
+        # The case's name and file are the user's text: escaped, as diagnostics escape theirs.
+        lines.append(f"{status} {terminal_safe(report.test_id)} ({report.seconds:.2f}s)\n")
         if not report.passed:
             lines.append(format_failures(report, color=color) + "\n")
     lines.append(Totals.of(reports).line() + "\n")
@@ -128,7 +134,9 @@ def render_json(reports: Sequence[CaseReport]) -> str:
         "errors": totals.errors,
         "seconds": round(totals.seconds, 3),
     }
-    return json.dumps({"summary": summary, "cases": cases}, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps({"summary": summary, "cases": cases}, indent=2, ensure_ascii=False)
+    # A file name that is not UTF-8 (lone surrogates in Python): the output stays UTF-8 (U+FFFD).
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") + "\n"
 
 
 def _case_json(report: CaseReport) -> dict[str, Any]:
@@ -176,7 +184,7 @@ def render_junit(reports: Sequence[CaseReport]) -> str:
         by_file.setdefault(report.test.display, []).append(report)
     for file, items in by_file.items():
         sub = Totals.of(items)
-        suite = ET.SubElement(
+        suite = _element(
             root,
             "testsuite",
             name=file,
@@ -188,7 +196,7 @@ def render_junit(reports: Sequence[CaseReport]) -> str:
             file=file,
         )
         for report in items:
-            case = ET.SubElement(
+            case = _element(
                 suite,
                 "testcase",
                 name=report.case.name,
@@ -196,19 +204,24 @@ def render_junit(reports: Sequence[CaseReport]) -> str:
                 time=f"{report.seconds:.3f}",
             )
             if report.error is not None:
-                element = ET.SubElement(
-                    case, "error", type=codes.TEST_CASE_ERROR, message=_xml_safe(report.error)
-                )
+                element = _element(case, "error", type=codes.TEST_CASE_ERROR, message=report.error)
                 element.text = _xml_safe(format_failures(report))
             elif report.failures:
                 first = report.failures[0]
                 message = f"{report.where(first)}: {first.title} differs"
-                element = ET.SubElement(
-                    case, "failure", type=codes.TEST_FAILED, message=_xml_safe(message)
-                )
+                element = _element(case, "failure", type=codes.TEST_FAILED, message=message)
                 element.text = _xml_safe(format_failures(report))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _element(parent: ET.Element, tag: str, **attributes: str) -> ET.Element:
+    """A child element whose every attribute is `_xml_safe`: names of cases and files
+    are the user's text and may hold characters XML 1.0 cannot."""
+    import xml.etree.ElementTree as ET
+
+    safe = {name: _xml_safe(value) for name, value in attributes.items()}
+    return ET.SubElement(parent, tag, safe)
 
 
 def _xml_safe(text: str) -> str:

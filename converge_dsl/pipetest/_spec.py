@@ -3,7 +3,9 @@
 A test file (`*.test.yaml`, `kind: PipelineTest`) goes through the strict
 loader of the front end and `schemas/pipeline-test.v1.json`, like a pipeline.
 What the schema cannot see is checked here, each problem located in the test
-file (docs/errors.md): a file it names that is not there (CD230), a key,
+file (docs/errors.md): a file it names outside its folder and the allowed
+roots, or not a regular file (CD220, CD221, as for a pipeline's files), a file
+it names that is not there (CD230), a key,
 input, model or invariant the pipeline lacks (CD231, with "did you mean"), a
 `matches` RE2 cannot run (CD232), two cases of one name (CD233), a model that
 gives none or several of `script`, `cassette`, inline `rules` (CD234).
@@ -211,6 +213,21 @@ class _Reader:
         )
 
     def file(self, named: str, path: JsonPath, what: str) -> Path | None:
+        from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
+
+        # The rule of the files a pipeline names: inside the test file's folder or an
+        # allowed root, and a regular file, else refused before it is read.
+        roots = user_roots([os.fspath(root) for root in self.allow_roots], self.env)
+        try:
+            referenced_path(named, self.base, roots, field=what)
+        except ReferenceRefused as exc:
+            hint = (
+                (exc.hint or "")
+                .replace("a pipeline names", "a test names")
+                .replace("its folder", "the test file's folder")
+            )
+            self.problem(exc.code, exc.message.replace("pipeline's", "test file's"), path, hint)
+            return None
         target = self.base / named
         if target.is_file():
             return target

@@ -4,47 +4,108 @@ A snapshot expectation is `stop_reason`, `counts.KEY` or `snapshot.KEY`
 (`Failure.updatable`). The file is rewritten with a ruamel.yaml round trip,
 so comments, key order and the quoting of untouched values are kept; nothing
 else of the file changes. Files with nothing to update are not written.
+
+The file is rewritten in place of its real file: a symbolic link stays a
+link (its target is updated) and the file keeps its permissions. An
+expectation reached through a YAML anchor (`expect: &common ...` used again
+as `*common`) may be shared by other cases, which a value from one run would
+break: it is not written, its failure stays, and `SnapshotUpdate.shared`
+names it so the user edits it by hand.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
-from collections.abc import Sequence
+import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._runner import CaseReport
 
+_Where = tuple[str | int, ...]
 
-def update_snapshots(reports: Sequence[CaseReport]) -> dict[Path, int]:
-    """Rewrite the snapshot expectations `reports` failed; return file -> values written."""
-    by_file: dict[Path, list[tuple[tuple[str | int, ...], Any]]] = {}
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SnapshotUpdate:
+    """What `update_snapshots` did: values written per file, the reports with the
+    written failures gone, and the failures left because their value is shared."""
+
+    written: Mapping[Path, int]
+    reports: tuple[CaseReport, ...]
+    shared: tuple[str, ...] = ()  # `file:line:col: path` of each expectation not written
+
+
+def update_snapshots(reports: Sequence[CaseReport]) -> SnapshotUpdate:
+    """Rewrite the snapshot expectations `reports` failed (see the module docstring)."""
+    by_file: dict[Path, list[tuple[_Where, Any]]] = {}
     for report in reports:
         for failure in report.failures:
             if failure.updatable:
                 by_file.setdefault(report.test.path, []).append((failure.path, failure.snapshot))
     written: dict[Path, int] = {}
+    refused: set[tuple[Path, _Where]] = set()
     for path, changes in by_file.items():
-        _rewrite(path, changes)
-        written[path] = len(changes)
-    return written
+        kept = _rewrite(path, changes)
+        refused.update((path, where) for where in kept)
+        if len(kept) < len(changes):
+            written[path] = len(changes) - len(kept)
+    after = tuple(
+        dataclasses.replace(
+            report,
+            failures=tuple(
+                f
+                for f in report.failures
+                if not f.updatable or (report.test.path, f.path) in refused
+            ),
+        )
+        for report in reports
+    )
+    shared = tuple(
+        report.where(f)
+        for report in reports
+        for f in report.failures
+        if f.updatable and (report.test.path, f.path) in refused
+    )
+    return SnapshotUpdate(written, after, shared)
 
 
-def _rewrite(path: Path, changes: Sequence[tuple[tuple[str | int, ...], Any]]) -> None:
+def _rewrite(path: Path, changes: Sequence[tuple[_Where, Any]]) -> list[_Where]:
+    """Write `changes` into the file at `path`; return those not written (shared)."""
     yaml = _round_trip()
-    document = yaml.load(path.read_text(encoding="utf-8"))
+    target = path.resolve()  # a symbolic link is followed, not replaced
+    document = yaml.load(target.read_text(encoding="utf-8"))
+    refused: list[_Where] = []
     for where, value in changes:
-        parent = document
+        parent, anchored = document, False
         for step in where[:-1]:
             parent = parent[step]
+            anchored = anchored or _anchored(parent)
+        if anchored or _anchored(parent[where[-1]]):
+            refused.append(where)
+            continue
         parent[where[-1]] = _node(value, parent[where[-1]])
+    if len(refused) == len(changes):
+        return refused
     out = io.StringIO()
     yaml.dump(document, out)
     # Written beside, then renamed: an interrupted update leaves the old file whole.
-    partial = path.with_name(f".{path.name}.update")
-    partial.write_text(out.getvalue(), encoding="utf-8")
-    os.replace(partial, path)
+    partial = target.with_name(f".{target.name}.update")
+    try:
+        partial.write_text(out.getvalue(), encoding="utf-8")
+        os.chmod(partial, stat.S_IMODE(target.stat().st_mode))
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return refused
+
+
+def _anchored(node: Any) -> bool:
+    """Whether `node` carries a YAML anchor, so an alias elsewhere may share it."""
+    anchor = getattr(node, "anchor", None)
+    return getattr(anchor, "value", None) is not None
 
 
 def _node(value: Any, old: Any) -> Any:

@@ -1,7 +1,9 @@
 """The pytest plugin of converge-dsl (entry point `pytest11`: `converge_dsl`).
 
 Collection: every `*.test.yaml` / `*.test.yml` file pytest walks over becomes
-a `PipelineTestFile`, one `PipelineTestItem` per case, named
+a `PipelineTestFile` when it says it is one (a `kind: PipelineTest` or
+`apiVersion: converge-dsl/...` line; another tool's `docker-compose.test.yaml`
+is left alone unless named on the command line), one `PipelineTestItem` per case, named
 `file.test.yaml::case name`. A failing case shows the diff `converge-dsl test`
 prints (located at the expectation's file:line); an invalid test file is a
 collection error showing its located diagnostics. Turn collection off with
@@ -50,6 +52,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     if not parent.config.getini(_INI):
         return None
+    if not parent.session.isinitpath(file_path):
+        from converge_dsl.pipetest._files import says_test_file
+
+        if not says_test_file(file_path):
+            return None  # another tool's file of that name (`docker-compose.test.yaml`)
     return PipelineTestFile.from_parent(parent, path=file_path)
 
 

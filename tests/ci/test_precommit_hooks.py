@@ -94,6 +94,8 @@ def test_given_every_yaml_file_the_hook_checks_what_a_folder_scan_finds(
         ("docker-compose.yml", "services:\n  web: {image: nginx}\n"),
         ("chart/templates/deploy.yaml", "kind: Deployment\nspec: {{ .Values.spec }}\n"),
         ("k8s.yaml", "apiVersion: apps/v1\nkind: Deployment\n"),
+        ("tekton.yaml", "apiVersion: tekton.dev/v1\nkind: Pipeline\nspec: {tasks: []}\n"),
+        ("quoted.yaml", '"apiVersion": "tekton.dev/v1beta1"\n"kind": "Pipeline"\n'),
         ("p.script.yaml", "apiVersion: converge-dsl/v1\nkind: ModelScript\nrules: []\n"),
         ("mkdocs.yml", "site_name: x\n"),
     ],
@@ -114,6 +116,7 @@ def test_other_yaml_files_pass_the_hook(
         "{apiVersion: converge-dsl/v1, kind: Pipeline, name: p, sugestors: []}\n",
         "kind: Pipeline\nname: p\nsugestors: []\n",  # no apiVersion: still ours
         '"apiVersion": "converge-dsl/v2"\nkind: Pipline\n',  # misspelled kind
+        "apiVersion: converge-dls/v1\nkind: Pipeline\nname: p\n",  # misspelled API
         "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: [\n",  # does not load
     ],
 )

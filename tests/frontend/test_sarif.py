@@ -125,3 +125,26 @@ def test_the_schema_check_can_fail() -> None:
     log = json.loads(render_sarif([]))
     log["runs"][0]["results"] = [{"message": {"text": "x"}, "locations": [{"bad": 1}]}]
     assert _schema_errors(log) != []
+
+
+def test_a_file_name_that_is_not_utf8_is_percent_encoded_byte_by_byte(tmp_path: Path) -> None:
+    name = os.fsdecode(b"bad\xff name.yaml")  # a lone surrogate, as Python holds such a name
+    found = [
+        Diagnostic("CD100", Severity.ERROR, f"in {name}", name, 1, 1, 1, 2),
+    ]
+    text = render_sarif(found, root=tmp_path)
+    text.encode("utf-8")  # the log is UTF-8 text, whatever the file's name
+    log = json.loads(text)
+    assert _schema_errors(log) == []
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "bad%FF%20name.yaml"
+    assert log["runs"][0]["results"][0]["message"]["text"] == "in bad\ufffd name.yaml"
+
+
+def test_the_file_system_root_as_source_root_is_file_uri_with_three_slashes() -> None:
+    found = [Diagnostic("CD100", Severity.ERROR, "x", "/a b.yaml", 1, 1, 1, 2)]
+    log = json.loads(render_sarif(found, root=Path("/")))
+    assert _schema_errors(log) == []
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == "file:///"
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": "a%20b.yaml", "uriBaseId": "%SRCROOT%"}

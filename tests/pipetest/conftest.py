@@ -39,3 +39,5 @@ def expected(name: str, actual: str) -> str:
 @pytest.fixture
 def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # relative paths in the messages, as a user types them
+    # The test files of data/ run the example pipelines, outside their own folder.
+    monkeypatch.setenv("CONVERGE_DSL_ALLOW_ROOTS", str(ROOT / "pipelines"))

@@ -151,3 +151,170 @@ def test_a_case_that_cannot_run_is_an_error_located_at_the_case(tmp_path: Path) 
     code, xml, _ = cli("test", tmp_path, "--format", "junit")
     assert code == 1
     assert '<error type="CD961"' in xml
+
+
+def _hostile_case(tmp_path: Path, name: str) -> Path:
+    """A failing test file of the `init` project whose one case is called `name`."""
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app.yaml\n"
+        f"cases:\n  - name: {json.dumps(name)}\n    expect: {{stop_reason: cancelled}}\n"
+    )
+    return test_file
+
+
+def test_junit_output_holds_no_character_xml_cannot_in_names(tmp_path: Path) -> None:
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(ROOT / "tests" / "data" / "junit" / "junit-10.xsd"))
+    test_file = _hostile_case(tmp_path, "<b>&amp; ]]> \x1b[31mred\x1b[0m \x01 {{ x }}")
+    code, out, _ = cli("test", test_file, "--format", "junit")
+    assert code == 1
+    schema.validate(out)  # raises on a character XML 1.0 cannot hold
+    case = schema.to_dict(out)["testsuite"][0]["testcase"][0]
+    assert case["@name"] == "<b>&amp; ]]> \\x1b[31mred\\x1b[0m \\x01 {{ x }}"
+
+
+def test_human_output_escapes_control_characters_in_case_names(tmp_path: Path) -> None:
+    test_file = _hostile_case(tmp_path, "a \x1b]0;title\x07 b")
+    code, out, _ = cli("test", test_file)
+    assert code == 1
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "::a \\x1b]0;title\\x07 b (" in out
+
+
+def test_update_writes_through_a_symbolic_link_and_keeps_the_mode(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    real = tmp_path / "app.test.yaml"
+    real.write_text(real.read_text().replace("stop_reason: converged", "stop_reason: cancelled"))
+    real.chmod(0o640)
+    link = tmp_path / "link.test.yaml"
+    link.symlink_to(real.name)
+    code, _, err = cli("test", "--update", link)
+    assert code == 0
+    assert "updated 2 snapshot value(s)" in err
+    assert link.is_symlink()
+    assert "stop_reason: cancelled" not in real.read_text()
+    assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [
+        ".pre-commit-config.yaml"
+    ]
+
+
+def test_update_leaves_a_value_shared_through_an_anchor_and_says_so(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    text = (
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app.yaml\ncases:\n"
+        "  - name: a\n    inputs: {request: Please update my billing address}\n"
+        "    expect: &shared\n      snapshot:\n        summaries: {summary: x}\n"
+        "  - name: b\n    expect: *shared\n"
+        "  - name: c\n    expect:\n      stop_reason: cancelled  # kept\n"
+    )
+    test_file.write_text(text)
+    code, out, err = cli("test", "--update", test_file)
+    assert code == 1  # a and b still fail: no one value suits both
+    assert "updated 1 snapshot value(s)" in err
+    assert err.count("the value is shared through a YAML anchor") == 2
+    assert "app.test.yaml:9:20: cases[0].expect.snapshot.summaries" in err
+    assert "FAIL " in out
+    assert test_file.read_text() == text.replace("cancelled  # kept", "converged  # kept")
+
+
+def test_invalid_test_files_are_counted_in_the_summary(tmp_path: Path) -> None:
+    (tmp_path / "empty.test.yaml").write_text("")
+    (tmp_path / "broken.test.yaml").write_text("kind: PipelineTest\na: [")
+    code, out, err = cli("test", tmp_path / "empty.test.yaml", tmp_path / "broken.test.yaml")
+    assert (code, out) == (2, "")
+    assert err.endswith("\n2 errors in 2 files\n")
+
+
+def test_a_path_that_is_neither_file_nor_folder_is_named_as_such(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo.test.yaml"
+    os.mkfifo(fifo)
+    code, out, err = cli("test", fifo)
+    assert (code, out) == (3, "")
+    assert "is not a regular file or a folder" in err
+
+
+def test_quiet_drops_the_update_note(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    text = test_file.read_text().replace("stop_reason: converged", "stop_reason: cancelled")
+    test_file.write_text(text)
+    code, _, err = cli("test", "-q", "--update", test_file)
+    assert (code, err) == (0, "")
+    assert "stop_reason: cancelled" not in test_file.read_text()
+
+
+def test_json_output_is_utf8_when_a_file_name_is_not(tmp_path: Path) -> None:
+    import os
+
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    odd = tmp_path / os.fsdecode(b"odd\xff.test.yaml")
+    odd.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: app.yaml\n"
+        "cases: [{name: c, expect: {stop_reason: converged}}]\n"
+    )
+    code, out, _ = cli("test", odd, "--format", "json")
+    assert code == 0
+    out.encode("utf-8")  # no lone surrogate left to write
+    assert json.loads(out)["cases"][0]["file"].endswith("odd\ufffd.test.yaml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "services:\n  web: {image: nginx}\n",  # docker-compose.test.yaml
+        "apiVersion: tekton.dev/v1\nkind: PipelineTest\n",  # another tool's kind of that name
+        "",
+    ],
+)
+def test_a_folder_scan_skips_other_tools_files_of_the_name(tmp_path: Path, text: str) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    other = tmp_path / "docker-compose.test.yaml"
+    other.write_text(text)
+    code, out, err = cli("test", tmp_path)
+    assert (code, err) == (0, "")
+    assert "docker-compose" not in out
+    code, _, err = cli("test", other)  # named directly: read, and reported
+    assert code == 2
+    assert "docker-compose.test.yaml:1:1" in err
+
+
+def test_a_folder_scan_keeps_a_broken_test_file_that_says_it_is_one(tmp_path: Path) -> None:
+    (tmp_path / "a.test.yaml").write_text("kind: PipelineTest\ncases: [\n")
+    (tmp_path / "b.test.yaml").write_text('{"apiVersion": "converge-dsl/v1", "kind": "x"}\n')
+    code, out, err = cli("test", tmp_path)
+    assert (code, out) == (2, "")
+    assert "a.test.yaml:" in err
+    assert "b.test.yaml:" in err
+
+
+def test_files_a_test_names_follow_the_pipelines_root_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONVERGE_DSL_ALLOW_ROOTS")
+    assert cli("init", tmp_path / "app", "--name", "app")[0] == 0
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("the first line of a file outside the test's folder\n")
+    test_file = tmp_path / "app" / "x.test.yaml"
+    test_file.write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: ../secret.yaml\n"
+        "models: {default: {script: ../secret.yaml}}\ncases: [{name: c, expect: {}}]\n"
+    )
+    code, out, err = cli("test", test_file)
+    assert (code, out) == (2, "")
+    assert err.count("error[CD220]: ") == 2
+    assert "pipeline '../secret.yaml' is outside the test file's folder; it is not read" in err
+    assert "the first line of a file outside" not in err
+    assert "--allow-root DIR" in err
+    code, out, err = cli("test", test_file, "--allow-root", tmp_path)
+    assert "CD220" not in err  # allowed: read, and reported as the pipeline it is not

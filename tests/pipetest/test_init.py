@@ -119,3 +119,19 @@ def test_init_into_the_working_folder(tmp_path: Path, monkeypatch: pytest.Monkey
     code, out, _ = cli("init", "--name", "here")
     assert code == 0
     assert "created 5 files in .:" in out
+
+
+@pytest.mark.parametrize("name", ["9", "2024", "1e3", "true", "null", "on"])
+def test_a_name_yaml_reads_as_no_text_makes_a_valid_project(tmp_path: Path, name: str) -> None:
+    assert cli("init", tmp_path, "--name", name)[0] == 0
+    code, out, err = cli("validate", tmp_path)
+    assert code == 0, err
+    code, out, err = cli("test", tmp_path)
+    assert code == 0, out + err
+
+
+def test_init_escapes_control_characters_in_the_folder_it_names(tmp_path: Path) -> None:
+    code, out, _ = cli("init", tmp_path / "a\x1b[31mb", "--name", "demo")
+    assert code == 0
+    assert "\x1b" not in out
+    assert "a\\x1b[31mb" in out

@@ -114,3 +114,14 @@ def test_the_plugin_costs_nothing_until_a_test_file_is_collected() -> None:
     loaded = ast.literal_eval(done.stdout)
     assert "converge_dsl.pipetest.pytest_plugin" in loaded
     assert [m for m in loaded if m.startswith(("converge_dsl.batch", "converge_dsl.engine"))] == []
+
+
+def test_another_tools_file_of_the_name_is_not_collected(tmp_path: Path) -> None:
+    _copy_example(tmp_path, "incident-triage")
+    (tmp_path / "docker-compose.test.yaml").write_text("services:\n  web: {image: nginx}\n")
+    done = _pytest(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout
+    named = _pytest(tmp_path, "docker-compose.test.yaml")  # named: read, and reported
+    assert named.returncode == 2
+    assert "docker-compose.test.yaml:1:1" in named.stdout
