@@ -214,6 +214,12 @@ def _one_request(
             return _body(response, url, cap, repository)
     except httpx.TimeoutException:
         raise _slow(url, repository, deadline_s) from None
+    except httpx.InvalidURL as exc:  # not an HTTPError: a bad url or a hostile Location
+        raise PackError(
+            f"cannot ask for {url!r}: not a valid URL ({exc}) (repository {repository!r})",
+            hint="a repository url is http(s)://HOST[:PORT]/PATH, without spaces "
+            "or control characters",
+        ) from None
     except httpx.HTTPError as exc:
         if watchdog.fired:
             raise _slow(url, repository, deadline_s) from None
