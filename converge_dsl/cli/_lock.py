@@ -9,7 +9,7 @@ unreadable lock file (empty, merge-conflict markers, ...) is replaced with a
 warning. Exit 0 on success, 1 when the packs cannot be resolved or fetched
 (the message explains the conflict). `--format json` prints one object
 (`pipeline`, `lock_file`, `packs`: name, version, repository, sha256), or
-`{"error": ...}` as the `pack` commands do.
+`{"error": ...}` as the `pack` commands do (a cache folder that cannot be used too).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from converge_dsl.errors import PackError, UsageError
+from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
@@ -43,24 +43,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.cli._pack import emit, report, warner
+    from converge_dsl.cli._pack import guarded
+
+    return guarded(_lock, args, io)
+
+
+def _lock(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.cli._pack import emit, warner
     from converge_dsl.packs import PackCache, lock_path, lock_pipeline
 
     if not args.pipeline.is_file():
-        error = UsageError(f"no such pipeline file: {args.pipeline}")
-        if args.format != "json":
-            raise error
-        return report(error, io, args.format)
-    try:
-        lock = lock_pipeline(
-            args.pipeline,
-            cache=PackCache(args.cache),
-            warn=warner(io),
-            allow_downgrade=args.allow_downgrade,
-            repin=args.repin,
-        )
-    except PackError as exc:
-        return report(exc, io, args.format)
+        raise UsageError(f"no such pipeline file: {args.pipeline}")
+    lock = lock_pipeline(
+        args.pipeline,
+        cache=PackCache(args.cache),
+        warn=warner(io),
+        allow_downgrade=args.allow_downgrade,
+        repin=args.repin,
+    )
     text = (
         f"locked {len(lock.packs)} pack(s) of {args.pipeline.name} "
         f"into {lock_path(args.pipeline).name}\n"

@@ -350,11 +350,32 @@ _ACTIONS = {
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    return guarded(_ACTIONS[args.action], args, io)
+
+
+def guarded(
+    action: Callable[[argparse.Namespace, CommandIO], int], args: argparse.Namespace, io: CommandIO
+) -> int:
+    """Run `action`; a pack error is `error[CODE]: ...`, and under `--format json` every failure
+    is one `{"error": ...}` object on standard output (invalid files excepted: their
+    diagnostics are rendered as `validate` renders them).
+
+    Without `--format json` other errors go on to the command line's last boundary, which
+    prints the same text.
+    """
     try:
-        return _ACTIONS[args.action](args, io)
+        return action(args, io)
+    except PipelineInvalid:
+        raise
     except PackError as exc:
         return report(exc, io, args.format)
-    except UsageError as exc:
+    except ConvergeError as exc:
         if args.format != "json":
             raise  # the command line reports it
         return report(exc, io, args.format)
+    except OSError as exc:  # a cache or output folder that cannot be used
+        if args.format != "json":
+            raise
+        where = f" {exc.filename!r}" if exc.filename else ""
+        error = ConvergeError(f"cannot use{where}: {exc.strerror or type(exc).__name__}")
+        return report(error, io, args.format)

@@ -12,7 +12,8 @@
 - without a specifier, the newest version is resolved (against the
   repositories including the new one) and a compatible range written
   (`default_specifier`);
-- the requirement is added (`add_pack_requirement`: comments and layout
+- the requirement is added (`add_pack_requirement`: comments, layout, CRLF
+  line ends and a BOM kept), the file replaced atomically (through a link, mode
   kept), the pipeline re-locked, and the file restored byte for byte when
   anything fails (an unknown pack, an unreachable repository, a refusal);
 - the first repository that has a pack provides it, so when an earlier one
@@ -22,6 +23,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
@@ -31,7 +33,7 @@ from converge_dsl import codes
 from converge_dsl.errors import PackError, UsageError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._edit import add_pack_requirement, add_repository, default_specifier
-from converge_dsl.packs._files import Notice
+from converge_dsl.packs._files import Notice, write_atomic
 from converge_dsl.packs._lockfile import lock_hint
 from converge_dsl.packs._workspace import PipelinePacks, lock_pipeline
 
@@ -116,13 +118,27 @@ def _entry_text(entry: str | Mapping[str, str]) -> str:
     return entry
 
 
-def _read(pipeline: Path) -> str:
+_BOM = b"\xef\xbb\xbf"
+
+
+def _read(pipeline: Path) -> bytes:
     try:
-        return pipeline.read_text(encoding="utf-8")
+        data = pipeline.read_bytes()
+        data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{pipeline} is not UTF-8 text") from None
     except OSError as exc:
         raise UsageError(f"cannot read {pipeline}: {exc.strerror or exc}") from None
+    return data
+
+
+def _write(pipeline: Path, data: bytes) -> None:
+    """Replace the pipeline file's content atomically: never half written, mode kept.
+
+    The file a link points at is the one replaced, so the link stays a link.
+    """
+    target = Path(os.path.realpath(pipeline))
+    write_atomic(target, data, mode=stat.S_IMODE(target.stat().st_mode))
 
 
 def add_pack(
@@ -141,8 +157,11 @@ def add_pack(
     from converge_dsl.packs._resolve import resolve
 
     original = _read(pipeline)
+    bom = _BOM if original.startswith(_BOM) else b""
+    # Decoded as it is (no newline translation): the edit keeps CRLF line ends.
+    text = original[len(bom) :].decode("utf-8")
     info = PipelinePacks.read(pipeline)
-    text, added, wanted = original, None, None
+    added, wanted = None, None
     if repo is not None:
         entry = repository_entry(repo, pipeline)
         wanted = listed_as(entry, info.repositories, pipeline.parent)
@@ -156,11 +175,11 @@ def add_pack(
             {name: SpecifierSet()}, list(info.open(client).values()), requester="pack add"
         )
         specifier = default_specifier(found[name].entry.version)
-    pipeline.write_text(add_pack_requirement(text, name, specifier), encoding="utf-8")
+    _write(pipeline, bom + add_pack_requirement(text, name, specifier).encode("utf-8"))
     try:
         lock = lock_pipeline(pipeline, cache=cache or PackCache(), client=client, warn=warn)
     except BaseException:
-        pipeline.write_text(original, encoding="utf-8")
+        _write(pipeline, original)
         raise
     locked = lock.packs[name]
     if wanted is not None and locked.repository != wanted and warn is not None:

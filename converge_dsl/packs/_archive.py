@@ -202,6 +202,22 @@ def _check_member(member: tarfile.TarInfo, seen: set[str], where: str) -> str:
     return normal
 
 
+def _check_tree(name: str, is_file: bool, files: set[str], folders: set[str]) -> None:
+    """Refuse a member that makes a file of a folder's name or a folder of a file's name.
+
+    Such an archive cannot be unpacked (one path would be both), so it is refused
+    here, by name, before anything is written.
+    """
+    parents = [parent.as_posix() for parent in PurePosixPath(name).parents][:-1]
+    clash = next((parent for parent in parents if parent in files), None)
+    if clash is not None:
+        raise PackError(f"archive member {name!r} is inside {clash!r}, which is a file")
+    if is_file and name in folders:
+        raise PackError(f"archive member {name!r} is a file, but other members are inside it")
+    folders.update(parents)
+    (files if is_file else folders).add(name)
+
+
 def _member_data(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, where: str) -> bytes:
     """The member's real data, read within the member cap and checked against its header."""
     source = tar.extractfile(member)
@@ -219,6 +235,8 @@ def read_members(archive: bytes, where: str = "pack archive") -> list[Member]:
     `where` names the archive in messages (e.g. "demo 1.0.0 from path:repo").
     """
     seen: set[str] = set()
+    files: set[str] = set()
+    folders: set[str] = set()
     total = 0
     members: list[Member] = []
     stream = io.BufferedReader(_Expanded(archive, expanded_cap(), where), _OUT_CHUNK)
@@ -228,6 +246,7 @@ def read_members(archive: bytes, where: str = "pack archive") -> list[Member]:
                 if len(members) >= MAX_MEMBERS:
                     raise _too_large(where, f"it has over {MAX_MEMBERS} members")
                 name = _check_member(member, seen, where)
+                _check_tree(name, not member.isdir(), files, folders)
                 data = None if member.isdir() else _member_data(tar, member, name, where)
                 total += len(data or b"")
                 if total > MAX_TOTAL_BYTES:

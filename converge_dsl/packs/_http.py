@@ -184,6 +184,17 @@ def http_get(
     )
 
 
+def _status_hint(status: int) -> str:
+    """What an HTTP status other than 200, 404 or a redirect asks the user to do."""
+    if status in (429, 503):
+        return "the repository is busy or rate-limiting requests; retry later"
+    if status >= 500:
+        return "the repository's server failed; retry later, or tell its owner"
+    if status in (401, 403):
+        return "the repository refused access; check the url (only public repositories work)"
+    return "check the repository's url; it should serve the files pack publish writes"
+
+
 def _one_request(
     client: httpx.Client, url: str, cap: int, repository: str, limits: tuple[float, float, float]
 ) -> bytes | str | None:
@@ -210,10 +221,19 @@ def _one_request(
             if status == 404:
                 return None
             if status != 200:
-                raise PackError(f"GET {url} answered HTTP {status} (repository {repository})")
+                raise PackError(
+                    f"GET {url} answered HTTP {status} (repository {repository})",
+                    hint=_status_hint(status),
+                )
             return _body(response, url, cap, repository)
     except httpx.TimeoutException:
         raise _slow(url, repository, deadline_s) from None
+    except httpx.InvalidURL as exc:  # not an HTTPError: a bad url or a hostile Location
+        raise PackError(
+            f"cannot ask for {url!r}: not a valid URL ({exc}) (repository {repository!r})",
+            hint="a repository url is http(s)://HOST[:PORT]/PATH, without spaces "
+            "or control characters",
+        ) from None
     except httpx.HTTPError as exc:
         if watchdog.fired:
             raise _slow(url, repository, deadline_s) from None

@@ -16,6 +16,7 @@ names) exists only for `pack list`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,14 +29,32 @@ from converge_dsl.packs._files import SHA256, parse_json
 from converge_dsl.packs._manifest import parse_specifier, parse_version
 
 NAMES_FILE = "names.json"
+# What a pipeline's `packs:` admits (schemas/pipeline.v1.json): no '/', no leading '.'.
+SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
+
+
+def check_name(name: object, where: str = "") -> str:
+    """`name` when it can name a pack: a repository path is only ever built from such a name.
+
+    Names come from hostile places too (`names.json`, an index's `requires.packs`,
+    a lock file), so a name with '/', '..' or control characters is refused here
+    rather than read as a path or a URL.
+    """
+    if isinstance(name, str) and SAFE_NAME.match(name):
+        return name
+    raise PackError(
+        f"{where + ': ' if where else ''}{name!r} is not a pack name",
+        hint="a pack name is lowercase letters, digits, '-', '_' and '.', "
+        "starting with a letter or digit",
+    )
 
 
 def index_path(name: str) -> str:
-    return f"index/{name}.json"
+    return f"index/{check_name(name)}.json"
 
 
 def archive_path(name: str, version: str) -> str:
-    return f"archives/{name}/{name}-{version}.tar.gz"
+    return f"archives/{check_name(name)}/{name}-{version}.tar.gz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +135,8 @@ def _problem(raw: Any) -> str | None:
     if not isinstance(packs, dict) or not all(isinstance(v, str) for v in packs.values()):
         return "field 'requires.packs' is not an object of specifiers"
     for name, text in packs.items():
+        if not SAFE_NAME.match(name):
+            return f"field 'requires.packs' names {name!r}, which is not a pack name"
         if parse_specifier(text) is None:
             return f"field 'requires.packs.{name}' ({text!r}) is not a specifier"
     converge = requires.get("converge-dsl")

@@ -44,6 +44,7 @@ from packaging.version import Version
 from converge_dsl import codes
 from converge_dsl.errors import PackError
 from converge_dsl.packs._files import SHA256, parse_json, write_atomic
+from converge_dsl.packs._index import SAFE_NAME
 from converge_dsl.packs._manifest import parse_specifier, parse_version
 
 if TYPE_CHECKING:
@@ -173,7 +174,9 @@ def _strings(value: Any) -> bool:
 
 def _locked_pack(name: str, raw: Any, where: str) -> LockedPack:
     problem = None
-    if not isinstance(raw, dict):
+    if not SAFE_NAME.match(name):
+        problem = "it is not a pack name"
+    elif not isinstance(raw, dict):
         problem = "it is not an object"
     elif not isinstance(raw.get("version"), str) or parse_version(raw["version"]) is None:
         problem = "'version' is not a version"

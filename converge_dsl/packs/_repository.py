@@ -44,6 +44,7 @@ from converge_dsl.packs._index import (
     IndexEntry,
     PackIndex,
     archive_path,
+    check_name,
     index_path,
     parse_index,
 )
@@ -107,9 +108,9 @@ class _FileRepository:
         if data is None:
             return []
         names = parse_json(data, f"{self.id} {NAMES_FILE}")
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list):
             raise PackError(f"{self.id} {NAMES_FILE}: not a list of pack names")
-        return sorted(names)
+        return sorted(check_name(n, f"{self.id} {NAMES_FILE}") for n in names)
 
 
 class FolderRepository(_FileRepository):
@@ -230,7 +231,7 @@ class BuiltinRepository:
         return sorted(p.name for p in self.root.iterdir() if (p / "pack.yaml").is_file())
 
     def fetch_index(self, name: str) -> PackIndex | None:
-        folder = self.root / name
+        folder = self.root / check_name(name)
         if not (folder / "pack.yaml").is_file():
             return None
         from converge_dsl.packs._archive import build_archive, sha256_hex

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 
-from converge_dsl.errors import PackError
+from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
@@ -39,10 +39,13 @@ from converge_dsl.packs._lockfile import (
 )
 from converge_dsl.packs._manifest import Pack, load_pack, parse_specifier
 from converge_dsl.packs._repository import Repository, open_repositories
-from converge_dsl.packs._yaml import load_document
+from converge_dsl.packs._yaml import load_document, schema_diagnostics
 
 if TYPE_CHECKING:
     import httpx
+
+PIPELINE_SCHEMA = "pipeline.v1.json"
+_OURS = (("packs",), ("repositories",))  # the fields `lock` and `pack` read of a pipeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +59,17 @@ class PipelinePacks:
 
     @classmethod
     def read(cls, path: Path, data: Mapping[str, Any] | None = None) -> PipelinePacks:
+        """The pipeline's `packs:` and `repositories:`.
+
+        `data` is the already validated document (`validate`, `run`); without it the
+        file is loaded here (`lock`, `pack`) and those two fields are checked against
+        the pipeline schema, so a malformed entry is a located diagnostic
+        (`PipelineInvalid`), never a guess at what it meant.
+        """
+        doc = None
         if data is None:
-            loaded = load_document(path).data
-            data = loaded if isinstance(loaded, Mapping) else {}
+            doc = load_document(path)
+            data = doc.data if isinstance(doc.data, Mapping) else {}
         packs = data.get("packs") or {}
         repositories = data.get("repositories") or ()
         if not isinstance(packs, Mapping):
@@ -68,6 +79,10 @@ class PipelinePacks:
                 f"{path.name}: repositories: must be a list",
                 hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
             )
+        if doc is not None:
+            found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
+            if found:
+                raise PipelineInvalid(found)
         return cls(
             path=path,
             name=str(data.get("name", path.stem)),

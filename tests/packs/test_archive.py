@@ -3,6 +3,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import tarfile
 import time
 from pathlib import Path
@@ -101,6 +102,7 @@ def _oversize() -> tuple[tarfile.TarInfo, bytes]:
         (_symlink(), "is a link"),
         (_hardlink(), "is a link"),
         (_oversize(), "over the"),
+        (_file("pack.yaml/inside.md"), "is inside 'pack.yaml', which is a file"),
     ],
 )
 def test_unsafe_members_are_refused_and_nothing_is_unpacked(
@@ -111,6 +113,23 @@ def test_unsafe_members_are_refused_and_nothing_is_unpacked(
     with pytest.raises(PackError, match=reason):
         unpack(archive, target)
     assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("names", "reason"),
+    [
+        (["a/b.md", "a"], "archive member 'a' is a file, but other members are inside it"),
+        (["a/b/c.md", "a/b"], "archive member 'a/b' is a file, but other members are inside it"),
+        (["./a", "a/b.md"], "archive member 'a/b.md' is inside 'a', which is a file"),
+    ],
+)
+def test_a_path_both_file_and_folder_is_refused_by_name(
+    tmp_path: Path, names: list[str], reason: str
+) -> None:
+    archive = _tar_gz([_file(name) for name in names])
+    with pytest.raises(PackError, match=re.escape(reason)):
+        unpack(archive, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl.cli import run
+from converge_dsl.packs import publish
 
 from .conftest import make_pack
 from .test_edit_and_cli import PIPELINE
@@ -84,6 +85,24 @@ def test_an_error_is_a_json_object_too(tmp_path: Path) -> None:
     assert no_file["error"]["message"].startswith("no such pipeline file")
     no_file = _json("pack", "verify", str(tmp_path / "absent.yaml"), code=3)
     assert "error" in no_file
+
+
+def test_a_folder_that_cannot_be_used_is_a_json_error_too(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    publish(make_pack(tmp_path, "alpha", "1.4.0"), repo)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE)
+    cache = str(tmp_path / "cache")
+    added = run(
+        ["pack", "add", "alpha", str(pipeline), "--cache", cache], io.StringIO(), io.StringIO()
+    )
+    assert added == 0
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("")
+    for argv in (["lock"], ["pack", "fetch"], ["pack", "verify"]):
+        failed = _json(*argv, str(pipeline), "--cache", str(a_file), code=1)
+        assert failed["error"]["message"].startswith(f"cannot use '{a_file}"), argv
+        assert set(failed["error"]) == {"code", "message", "hint"}
 
 
 def test_an_invalid_pack_prints_its_diagnostics_as_json(tmp_path: Path) -> None:

@@ -80,6 +80,11 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _status(self, rest: str) -> None:
+        self.send_response(int(rest.partition("/")[0]))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def _redirect(self, location: str) -> None:
         self.send_response(302)
         self.send_header("Location", location)
@@ -179,3 +184,23 @@ def test_lock_reports_the_refusal_with_its_code(tmp_path: Path, hostile: str) ->
     out, err = io.StringIO(), io.StringIO()
     run(["validate", str(pipeline)], out, err)
     assert "CD100" not in out.getvalue() + err.getvalue()  # redirect_hosts is in the schema
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [
+        (429, "the repository is busy or rate-limiting requests; retry later"),
+        (503, "the repository is busy or rate-limiting requests; retry later"),
+        (500, "the repository's server failed; retry later, or tell its owner"),
+        (403, "the repository refused access; check the url (only public repositories work)"),
+        (410, "check the repository's url; it should serve the files pack publish writes"),
+    ],
+)
+def test_an_error_status_names_what_to_do(hostile: str, status: int, hint: str) -> None:
+    with pytest.raises(PackError) as caught:
+        HttpRepository(f"{hostile}/status/{status}").fetch_index("alpha")
+    assert caught.value.message == (
+        f"GET {hostile}/status/{status}/index/alpha.json answered HTTP {status} "
+        f"(repository {hostile}/status/{status}/)"
+    )
+    assert caught.value.hint == hint
