@@ -243,8 +243,15 @@ def run(
 
 
 def _report(stderr: TextIO, text: str) -> None:
-    """Say why the command failed, if standard error still takes it."""
+    """Say why the command failed, if standard error still takes it.
+
+    The text may quote untrusted input (a trace's ids, a file's names): its
+    control characters are escaped so that it cannot drive the terminal.
+    """
     from converge_dsl._files import flush_checked, write_all
+    from converge_dsl.frontend import terminal_safe
+
+    text = terminal_safe(text)
 
     with contextlib.suppress(ConvergeError):
         write_all(stderr, text, "standard error")

@@ -385,7 +385,8 @@ def _with_report(args: argparse.Namespace, io: CommandIO) -> int:
 
     report: Path = args.report
     args.report = None
-    check_report_output(report, "--report")
+    others = {f"--{name}": getattr(args, name, None) for name in ("trace", "record", "out")}
+    check_report_output(report, "--report", others=others)
     with tempfile.TemporaryDirectory(prefix="converge-report-") as folder:
         if args.trace is None:
             args.trace = Path(folder) / "trace.jsonl"

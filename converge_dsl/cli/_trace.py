@@ -3,7 +3,10 @@
 A trace is JSONL, one event per line with a `type`. Every compaction writes an
 `agent_span_cleared` event holding the cleared messages verbatim; this command
 finds the one with the given reduction id and prints its turns (`--format
-json` prints the cleared turns). Exit codes: 0, 1 not found, 3 usage error.
+json` prints the cleared turns). The turns quote model output and tool
+results verbatim, so the human form escapes control characters (a trace
+cannot drive the terminal); the JSON form escapes them by JSON's rules.
+Exit codes: 0, 1 not found, 3 usage error.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ def _part(part: PartLine) -> str:
 
 
 def render_span(event: SpanCleared) -> str:
+    """The human form of `event`, with control characters escaped (`terminal_safe`)."""
+    from converge_dsl.frontend import terminal_safe
+
     lines = [
         f"{event.reduction_id}: turns {event.first_turn}-{event.last_turn} of agent "
         f"{event.suggestor} (cycle {event.cycle})"
@@ -60,7 +66,7 @@ def render_span(event: SpanCleared) -> str:
             for part in message.parts:
                 body = _part(part).replace("\n", "\n    ")
                 lines.append(f"[{message.role}] {body}")
-    return "\n".join(lines) + "\n"
+    return terminal_safe("\n".join(lines)) + "\n"
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:

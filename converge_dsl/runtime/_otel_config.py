@@ -174,6 +174,21 @@ def _first(env: Mapping[str, str], *names: str) -> str:
     return ""
 
 
+def display_url(url: str) -> str:
+    """`url` as a message may show it: without user, password, query or fragment.
+
+    Plain string cutting, so it never fails on a malformed URL (which a refusal
+    must still show): everything up to the last `@` of the authority goes.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, path = rest[:cut], rest[cut:]
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{path}"
+
+
 def _refuse(variable: str, value: str, why: str, hint: str) -> OtelRefused:
     return OtelRefused(codes.OTEL_BAD_CONFIG, f"{variable}={value!r}: {why}", hint=hint)
 
@@ -217,15 +232,17 @@ def _endpoint(env: Mapping[str, str]) -> str:
     specific = _get(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     variable = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" if specific else "OTEL_EXPORTER_OTLP_ENDPOINT"
     base = specific or _get(env, "OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_ENDPOINT
-    parts = urlsplit(base)
+    shown = display_url(base)
+    try:
+        parts = urlsplit(base)
+        parts.port  # noqa: B018 - a port out of range raises
+    except ValueError as exc:
+        why = "the port is not a number from 1 to 65535" if "ort" in str(exc) else "not a URL"
+        raise _refuse(variable, shown, why, f"e.g. {variable}=http://127.0.0.1:4318") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise _refuse(
-            variable, base, "not an http(s) URL", f"e.g. {variable}=http://127.0.0.1:4318"
+            variable, shown, "not an http(s) URL", f"e.g. {variable}=http://127.0.0.1:4318"
         )
-    try:
-        parts.port  # noqa: B018 - a port out of range raises
-    except ValueError:
-        raise _refuse(variable, base, "the port is not a number from 1 to 65535", "") from None
     return base if specific else base.rstrip("/") + TRACES_PATH
 
 

@@ -17,7 +17,9 @@ may be overwritten.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from converge_dsl._files import flush_checked, open_output, write_all
@@ -48,13 +50,24 @@ def render_report(trace: Path) -> str:
     return MARK + "\n" + body
 
 
-def check_report_output(output: Path, option: str) -> None:
+def check_report_output(
+    output: Path, option: str, *, others: Mapping[str, Path | None] | None = None
+) -> None:
     """Refuse `output` now (a `UsageError`), before a run, if a report could not go there.
 
     An existing file is opened without truncating it (so it must be a report we
     wrote, or empty); a new one must have an existing folder. Nothing is created.
+    `others` are the run's other outputs by option: the report may not share a
+    file with one (the run would write it first and the report be refused at the end).
     """
     from converge_dsl.errors import UsageError
+
+    for other_option, other in (others or {}).items():
+        if other is not None and os.path.realpath(other) == os.path.realpath(output):
+            raise UsageError(
+                f"{option} and {other_option} name the same file {str(output)!r}",
+                hint="give each its own file",
+            )
 
     if output.exists() or output.is_symlink():
         open_output(output, option, "report file", recognise=is_report_line, append=True).close()

@@ -45,6 +45,11 @@ _REQUEST_KEYS = ("max_tokens", "temperature")
 
 
 def _warn(options: RunOptions, text: str) -> None:
+    # A collector's answer (an HTTP reason phrase, an error body) is quoted in
+    # the warning: escaped, it cannot drive the terminal.
+    from converge_dsl.frontend import terminal_safe
+
+    text = terminal_safe(text)
     if options.on_warning is not None:
         options.on_warning(text)
     else:

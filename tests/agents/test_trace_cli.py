@@ -147,3 +147,32 @@ def test_unreadable_trace_lines_are_usage_errors(
     out, err = io.StringIO(), io.StringIO()
     assert cli(["trace", "expand", str(path), "x"], out, err) == 3
     assert err.getvalue().startswith(f"error: {path}{problem}")
+
+
+def _hostile(path: Path, tmp_path: Path) -> Path:
+    """`path` with a reduction id and a message text full of terminal controls."""
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    for event in events:
+        if event["type"] == "agent_span_cleared":
+            event["turns"][0]["messages"][0]["parts"][0]["text"] = (
+                "\x1b[2J\x1b]0;title\x07wiped\r\x1b[31mred\u202eevil"
+            )
+    cleared = next(e for e in events if e["type"] == "agent_span_cleared")
+    events.append({**cleared, "reduction_id": "\x1b[31mr2\x9b2J"})
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return hostile
+
+
+def test_expand_escapes_terminal_controls_from_the_trace(tmp_path: Path) -> None:
+    path = _hostile(trace_file(tmp_path), tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(["trace", "expand", str(path), "rev.c1.r1"], out, err) == 0, err.getvalue()
+    assert out.getvalue() == (EXPECTED / "trace_expand_hostile.txt").read_text()
+
+
+def test_errors_escape_terminal_controls_from_the_trace(tmp_path: Path) -> None:
+    path = _hostile(trace_file(tmp_path), tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(["trace", "expand", str(path), "zz"], out, err) == 1
+    assert err.getvalue() == (EXPECTED / "trace_expand_hostile_error.txt").read_text()

@@ -177,3 +177,22 @@ def test_a_missing_certificate_file_is_refused_before_the_run(tmp_path: Path) ->
     settings = otel_settings({"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": str(pem)}, flag=True)
     assert settings is not None
     assert settings.certificate == str(pem)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "shown"),
+    [
+        ("ftp://user:pa55@collector", "'ftp://collector': not an http(s) URL"),
+        ("http://user:pa55@h:99999/x?k=pa55", "'http://h:99999/x': the port is not a number"),
+        ("http://:pa55@/v1", "'http:///v1': not an http(s) URL"),
+        ("http://user:pa55@[::1", "'http://[::1': not a URL"),
+        ("user:pa55@host:4318", "'host:4318': not an http(s) URL"),
+    ],
+)
+def test_a_refused_endpoint_is_shown_without_its_credentials(endpoint: str, shown: str) -> None:
+    with pytest.raises(OtelRefused) as caught:
+        otel_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, flag=True)
+    message = str(caught.value)
+    assert "pa55" not in message
+    assert f"OTEL_EXPORTER_OTLP_ENDPOINT={shown}" in message
+    assert "hint: e.g. OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318" in message

@@ -376,3 +376,22 @@ def test_an_exporter_the_sdk_refuses_is_a_usage_error(
     with pytest.raises(OtelRefused, match=r"\[CD981\]: the trace exporter cannot be set up: "):
         asyncio.run(run_pipeline(options))
     assert logging.getLogger("opentelemetry").propagate  # given back as it was
+
+
+def test_a_collector_answer_cannot_drive_the_terminal() -> None:
+    class Hostile(InMemorySpanExporter):
+        def export(self, spans: Any) -> Any:
+            raise ConnectionError("503 \x1b[2J\x1b]0;title\x07Bad\r\x9b")
+
+    warnings: list[str] = []
+    options = RunOptions(
+        pipeline=ROOT / "pipelines" / "support-triage.yaml",
+        env={},
+        clock=FakeClock(),
+        span_exporter=Hostile(),
+        on_warning=warnings.append,
+    )
+    assert asyncio.run(run_pipeline(options)).exit_code == 0
+    (warning,) = warnings
+    assert "503 \\x1b[2J\\x1b]0;title\\x07Bad\\x0d\\x9b)" in warning
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in warning)

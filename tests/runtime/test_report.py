@@ -196,3 +196,20 @@ def test_the_benchmark_trace_fits_the_trace_schema(tmp_path: Path) -> None:
     assert {x["type"] for x in lines} >= {"agent_compaction", "agent_summary_taken"}
     for line in lines:
         assert validator.is_valid(line), (line, next(validator.iter_errors(line)).message)
+
+
+@pytest.mark.parametrize("option", ["--trace", "--record"])
+def test_run_report_refuses_the_file_of_another_output_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shared = "same.jsonl"
+    pipeline = ROOT / "pipelines" / "support-triage.yaml"
+    code, out, err = _cli("run", str(pipeline), option, shared, "--report", f"./{shared}")
+    assert code == 3, err
+    assert err == (
+        f"error: --report and {option} name the same file '{shared}'\n"
+        "  hint: give each its own file\n"
+    )
+    assert "stop:" not in out
+    assert not (tmp_path / shared).exists()  # nothing ran, nothing written
