@@ -34,6 +34,7 @@ from converge_dsl.errors import PackError, UsageError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._edit import add_pack_requirement, add_repository, default_specifier
 from converge_dsl.packs._files import Notice, write_atomic
+from converge_dsl.packs._index import check_name
 from converge_dsl.packs._lockfile import lock_hint
 from converge_dsl.packs._workspace import PipelinePacks, lock_pipeline
 
@@ -156,6 +157,7 @@ def add_pack(
 
     from converge_dsl.packs._resolve import resolve
 
+    check_name(name)  # before the file is touched: a diagnostic would point at the edit
     original = _read(pipeline)
     bom = _BOM if original.startswith(_BOM) else b""
     # Decoded as it is (no newline translation): the edit keeps CRLF line ends.

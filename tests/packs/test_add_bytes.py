@@ -72,3 +72,17 @@ def test_a_linked_pipeline_stays_a_link_and_keeps_its_mode(project: Path) -> Non
         "pipeline.yaml",
         "real.yaml",
     ]
+
+
+@pytest.mark.parametrize("name", ["Bad Name", "../x", "a/b"])
+def test_a_name_that_is_no_pack_name_is_refused_before_the_file_is_touched(
+    project: Path, name: str
+) -> None:
+    before = "".join(f"{line}\n" for line in LINES).encode()
+    project.write_bytes(before)
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["pack", "add", name, ">=1", str(project), "--cache", "cache", "--format", "json"]
+    assert run(argv, out, err, {}) == 1
+    assert out.getvalue().startswith('{\n  "error": {')
+    assert f"{name!r} is not a pack name" in err.getvalue()
+    assert project.read_bytes() == before

@@ -307,3 +307,17 @@ def test_an_archive_whose_pack_yaml_is_broken_is_refused(repo: Path, tmp_path: P
     assert err.startswith(
         f"error[CD570]: the archive of routes 1.1.0 in path:{repo} holds an invalid pack.yaml: "
     )
+
+
+def test_terminal_controls_in_a_pack_are_shown_not_sent(tmp_path: Path) -> None:
+    folder = make_pack(tmp_path, "alpha", "1.0.0")
+    text = (folder / "pack.yaml").read_text(encoding="utf-8")
+    hostile = '"\\e]0;owned\\a\\e[2J\\u202Edone\\x9b"'
+    (folder / "pack.yaml").write_text(
+        text.replace("description: test pack alpha", f"description: {hostile}"), encoding="utf-8"
+    )
+    publish(folder, tmp_path / "repo")
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["pack", "info", "alpha", "--repo", str(tmp_path / "repo")], out, err, {}) == 0
+    second = out.getvalue().splitlines()[1]
+    assert second == "  \\x1b]0;owned\\x07\\x1b[2J\\u202edone\\x9b"
