@@ -25,6 +25,7 @@ is needed at all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -153,7 +154,7 @@ def otel_settings(
     return OtelSettings(
         exporter,
         _endpoint(env),
-        headers=_pairs(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"),
+        headers=_headers(env),
         timeout_s=_timeout(env),
         compression=_compression(env),
         certificate=_certificate(env),
@@ -264,6 +265,31 @@ def _pairs(env: Mapping[str, str], *names: str) -> tuple[tuple[str, str], ...]:
             )
         pairs.append((unquote(key.strip()), unquote(value.strip())))
     return tuple(pairs)
+
+
+# An HTTP field name (RFC 9110 token) and a value HTTP can carry (no line break or
+# other control character, Latin-1, no leading blank).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[^\x00-\x20\x7f-\x9f][^\x00-\x08\x0a-\x1f\x7f-\x9f]*)?")
+
+
+def _headers(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The OTLP headers, each one HTTP can send: refused now, and by position, never
+    by value (a value is often a credential, and the SDK's own error quotes it)."""
+    names = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+    variable = next((n for n in names if _get(env, n)), names[1])
+    pairs = _pairs(env, *names)
+    for number, (key, value) in enumerate(pairs, start=1):
+        latin = all(ord(c) < 0x100 for c in value)
+        if not _HEADER_NAME.fullmatch(key) or not latin or not _HEADER_VALUE.fullmatch(value):
+            what = "name" if not _HEADER_NAME.fullmatch(key) else f"value of {key!r}"
+            raise OtelRefused(
+                codes.OTEL_BAD_CONFIG,
+                f"{variable}: header {number} has a {what} HTTP cannot send "
+                "(a line break, a control or non-Latin-1 character, or a leading blank)",
+                hint="URL-encode the header as key=value; its value is not shown here",
+            )
+    return pairs
 
 
 def _timeout(env: Mapping[str, str]) -> float:

@@ -183,7 +183,13 @@ def not_run_diagnostics(
     if located is not None:
         return (located,)
     usage = isinstance(error, UsageError)
-    code = codes.NOT_RUN_USAGE if usage else codes.NOT_RUN_ERROR
+    # An error that carries its own stable code (OpenTelemetry's CD981...) keeps it;
+    # other codes (a model's E_CONFIG) are not diagnostic codes.
+    own = getattr(error, "code", None)
+    if isinstance(own, str) and own.startswith("CD"):
+        code = own
+    else:
+        code = codes.NOT_RUN_USAGE if usage else codes.NOT_RUN_ERROR
     span = inputs_at if usage and inputs_at is not None else SourceSpan(str(pipeline), 1, 1, 1, 1)
     return (Diagnostic.at(code, error.message, span, hint=error.hint),)
 

@@ -287,3 +287,15 @@ def test_a_collector_that_never_answers_holds_the_run_no_longer_than_its_timeout
     assert json.loads(out)["stop_reason"] == "converged"
     assert f"could not be sent to 'http://127.0.0.1:{port}/v1/traces'" in err
     assert elapsed < 4.0  # the run, then one second of waiting at most
+
+
+def test_a_refused_setting_keeps_its_code_in_the_json_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")
+    code, out, err = _cli(["run", str(TRIAGE), "--otel", "--format", "json"])
+    assert code == 3
+    (diagnostic,) = json.loads(out)["diagnostics"]
+    assert diagnostic["code"] == "CD981"
+    assert diagnostic["message"].startswith("OpenTelemetry [CD981]: OTEL_EXPORTER_OTLP_TIMEOUT=")
+    assert "error: OpenTelemetry [CD981]" in err

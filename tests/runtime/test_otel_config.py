@@ -196,3 +196,28 @@ def test_a_refused_endpoint_is_shown_without_its_credentials(endpoint: str, show
     assert "pa55" not in message
     assert f"OTEL_EXPORTER_OTLP_ENDPOINT={shown}" in message
     assert "hint: e.g. OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318" in message
+
+
+@pytest.mark.parametrize(
+    ("headers", "what"),
+    [
+        ("api-key=ok,authorization=Bearer%20pa55%0A", "header 2 has a value of 'authorization'"),
+        ("a=pa55%0D%0Ax-evil: 1", "header 1 has a value of 'a'"),
+        ("x=%20pa55", "header 1 has a value of 'x'"),
+        ("x=pa55%E2%82%AC", "header 1 has a value of 'x'"),
+        ("b%20c=pa55", "header 1 has a name"),
+        ("k%FF=pa55", "header 1 has a name"),
+    ],
+)
+def test_a_header_http_cannot_send_is_refused_without_its_value(headers: str, what: str) -> None:
+    with pytest.raises(OtelRefused) as caught:
+        otel_settings({"OTEL_EXPORTER_OTLP_HEADERS": headers}, flag=True)
+    message = str(caught.value)
+    assert f"OTEL_EXPORTER_OTLP_HEADERS: {what} HTTP cannot send" in message
+    assert "pa55" not in message
+
+
+def test_a_header_value_may_hold_latin_1_and_tabs() -> None:
+    settings = otel_settings({"OTEL_EXPORTER_OTLP_HEADERS": "x=caf%C3%A9%09ok,y="}, flag=True)
+    assert settings is not None
+    assert settings.headers == (("x", "café\tok"), ("y", ""))
