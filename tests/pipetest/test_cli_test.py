@@ -318,3 +318,15 @@ def test_files_a_test_names_follow_the_pipelines_root_rule(
     assert "--allow-root DIR" in err
     code, out, err = cli("test", test_file, "--allow-root", tmp_path)
     assert "CD220" not in err  # allowed: read, and reported as the pipeline it is not
+
+
+def test_update_keeps_crlf_line_ends_and_a_byte_order_mark(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    text = test_file.read_text().replace("stop_reason: converged", "stop_reason: cancelled")
+    before = b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode()
+    test_file.write_bytes(before)
+    code, _, err = cli("test", "--update", test_file)
+    assert code == 0, err
+    after = test_file.read_bytes()
+    assert after == before.replace(b"stop_reason: cancelled", b"stop_reason: converged")
