@@ -81,6 +81,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             files=len(paths),
             color=not json_out and io.style(io.stderr).color,
         )
+        if args.format == "junit":  # the human text went to standard error
+            from converge_dsl.pipetest import render_junit_invalid
+
+            io.stdout.write(render_junit_invalid(invalid))
         return EXIT_INVALID
     reports: list[CaseReport] = []
     for test in tests:

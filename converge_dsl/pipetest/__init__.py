@@ -11,7 +11,8 @@ Public surface:
   test file); `TestFile`, `TestCase`, `ModelSource`; `test_files(paths)`.
 - `run_test_file(test)` -> list of `CaseReport`; `run_case(test, case)`.
 - `Failure` (one broken expectation), `format_failures(report)` (the readable diff),
-  `render_report(reports, format)` (`human`, `json` or `junit`; `REPORT_FORMATS`).
+  `render_report(reports, format)` (`human`, `json` or `junit`; `REPORT_FORMATS`),
+  `render_junit_invalid(diagnostics)` (JUnit XML for test files that cannot be read).
 - `display_name(path)`: a path as messages show it (relative to the working folder).
 - `update_snapshots(reports)`: `--update`, a round trip that keeps comments.
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
@@ -28,7 +29,12 @@ from converge_dsl._lazy import lazy_names
 if TYPE_CHECKING:
     from converge_dsl.pipetest._expect import Failure, subset_mismatch
     from converge_dsl.pipetest._files import test_files
-    from converge_dsl.pipetest._report import REPORT_FORMATS, format_failures, render_report
+    from converge_dsl.pipetest._report import (
+        REPORT_FORMATS,
+        format_failures,
+        render_junit_invalid,
+        render_report,
+    )
     from converge_dsl.pipetest._runner import CaseReport, run_case, run_test_file
     from converge_dsl.pipetest._spec import (
         ModelSource,
@@ -45,6 +51,7 @@ _WHERE: dict[str, str] = {
     "test_files": "converge_dsl.pipetest._files",
     "format_failures": "converge_dsl.pipetest._report",
     "render_report": "converge_dsl.pipetest._report",
+    "render_junit_invalid": "converge_dsl.pipetest._report",
     "REPORT_FORMATS": "converge_dsl.pipetest._report",
     "display_name": "converge_dsl.pipetest._spec",
     "CaseReport": "converge_dsl.pipetest._runner",
@@ -68,6 +75,7 @@ __all__ = [
     "display_name",
     "format_failures",
     "read_test_file",
+    "render_junit_invalid",
     "render_report",
     "run_case",
     "run_test_file",

@@ -215,6 +215,46 @@ def render_junit(reports: Sequence[CaseReport]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
+def render_junit_invalid(diagnostics: Sequence[Diagnostic]) -> str:
+    """JUnit XML for test files that could not be read: one `testsuite` per file
+    with one `testcase` in error holding its located diagnostics, so a CI system
+    that reads the XML shows why instead of finding no report."""
+    import xml.etree.ElementTree as ET
+
+    from converge_dsl.frontend import render_human
+
+    by_file: dict[str, list[Diagnostic]] = {}
+    for d in diagnostics:
+        by_file.setdefault(d.file, []).append(d)
+    root = ET.Element(
+        "testsuites",
+        name="converge-dsl test",
+        tests=str(len(by_file)),
+        failures="0",
+        errors=str(len(by_file)),
+        time="0.000",
+    )
+    for file, found in by_file.items():
+        suite = _element(
+            root,
+            "testsuite",
+            name=file,
+            tests="1",
+            failures="0",
+            errors="1",
+            skipped="0",
+            time="0.000",
+            file=file,
+        )
+        case = _element(suite, "testcase", name="(test file)", classname=file, time="0.000")
+        first = found[0]
+        message = f"{first.file}:{first.line}:{first.column}: {first.message}"
+        element = _element(case, "error", type=first.code, message=message)
+        element.text = _xml_safe(render_human(found, {}, False))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
 def _element(parent: ET.Element, tag: str, **attributes: str) -> ET.Element:
     """A child element whose every attribute is `_xml_safe`: names of cases and files
     are the user's text and may hold characters XML 1.0 cannot."""

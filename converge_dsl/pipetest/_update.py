@@ -6,7 +6,8 @@ so comments, key order and the quoting of untouched values are kept; nothing
 else of the file changes. Files with nothing to update are not written.
 
 The file is rewritten in place of its real file: a symbolic link stays a
-link (its target is updated) and the file keeps its permissions. An
+link (its target is updated) and the file keeps its permissions, its line
+ends (CRLF or LF) and its UTF-8 byte-order mark. An
 expectation reached through a YAML anchor (`expect: &common ...` used again
 as `*common`) may be shared by other cases, which a value from one run would
 break: it is not written, its failure stays, and `SnapshotUpdate.shared`
@@ -15,6 +16,7 @@ names it so the user edits it by hand.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import io
 import os
@@ -76,7 +78,9 @@ def _rewrite(path: Path, changes: Sequence[tuple[_Where, Any]]) -> list[_Where]:
     """Write `changes` into the file at `path`; return those not written (shared)."""
     yaml = _round_trip()
     target = path.resolve()  # a symbolic link is followed, not replaced
-    document = yaml.load(target.read_text(encoding="utf-8"))
+    raw = target.read_bytes()
+    text = raw.decode("utf-8-sig")
+    document = yaml.load(text)
     refused: list[_Where] = []
     for where, value in changes:
         parent, anchored = document, False
@@ -91,10 +95,15 @@ def _rewrite(path: Path, changes: Sequence[tuple[_Where, Any]]) -> list[_Where]:
         return refused
     out = io.StringIO()
     yaml.dump(document, out)
+    # The file's own line ends and byte-order mark, so only the updated lines differ.
+    written = out.getvalue().replace("\r\n", "\n")  # ruamel keeps a comment's "\r"
+    if "\r\n" in text.split("\n", 1)[0] + "\n":
+        written = written.replace("\n", "\r\n")
+    data = (codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b"") + written.encode()
     # Written beside, then renamed: an interrupted update leaves the old file whole.
     partial = target.with_name(f".{target.name}.update")
     try:
-        partial.write_text(out.getvalue(), encoding="utf-8")
+        partial.write_bytes(data)
         os.chmod(partial, stat.S_IMODE(target.stat().st_mode))
         os.replace(partial, target)
     finally:

@@ -318,3 +318,30 @@ def test_files_a_test_names_follow_the_pipelines_root_rule(
     assert "--allow-root DIR" in err
     code, out, err = cli("test", test_file, "--allow-root", tmp_path)
     assert "CD220" not in err  # allowed: read, and reported as the pipeline it is not
+
+
+def test_update_keeps_crlf_line_ends_and_a_byte_order_mark(tmp_path: Path) -> None:
+    assert cli("init", tmp_path, "--name", "app")[0] == 0
+    test_file = tmp_path / "app.test.yaml"
+    text = test_file.read_text().replace("stop_reason: converged", "stop_reason: cancelled")
+    before = b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode()
+    test_file.write_bytes(before)
+    code, _, err = cli("test", "--update", test_file)
+    assert code == 0, err
+    after = test_file.read_bytes()
+    assert after == before.replace(b"stop_reason: cancelled", b"stop_reason: converged")
+
+
+def test_junit_output_reports_an_invalid_test_file(tmp_path: Path) -> None:
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(ROOT / "tests" / "data" / "junit" / "junit-10.xsd"))
+    code, out, err = cli("test", "tests/pipetest/data/names.test.yaml", "--format", "junit")
+    assert code == 2
+    assert "error[CD231]" in err
+    schema.validate(out)
+    suite = schema.to_dict(out)["testsuite"][0]
+    assert (suite["@name"], suite["@errors"]) == ("tests/pipetest/data/names.test.yaml", "1")
+    error = suite["testcase"][0]["error"][0]
+    assert error["@message"].startswith("tests/pipetest/data/names.test.yaml:")
+    assert "error[CD231]" in error["$"]
