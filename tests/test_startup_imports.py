@@ -9,9 +9,8 @@ adapters, asyncio, pydantic, httpx or jinja2; a pipeline with an agent and a
 scripted model adds its checks but still none of the engine, asyncio,
 pydantic or httpx. Neither imports `dataclasses`, `inspect`, `shutil` or
 `difflib` (`LEAN_FORBIDDEN`: each costs milliseconds of a short command).
-The time budget compares the sum of the imports' own times with
-`python -c pass`'s, as a ratio with a wide margin (best of a few runs on
-both sides): never an absolute time.
+How long the imports take is a benchmark's figure, not a test's:
+`python bench/peers.py` prints `validate-small/python-startup`.
 """
 
 from __future__ import annotations
@@ -73,10 +72,6 @@ LEAN_FORBIDDEN = (
 )
 ALWAYS_FORBIDDEN += LEAN_FORBIDDEN
 RULES_FORBIDDEN = (*ALWAYS_FORBIDDEN, "jinja2", "converge_dsl.agents", "converge_dsl.packs")
-RATIO_BUDGET = 12.0
-"""Most the imports of `validate` may take, in own time, per unit of `python -c pass`'s
-imports (about 5 today for the agent example, 4 for rules; a slow machine
-slows both sides alike)."""
 
 
 def _imports(*args: str, exit_code: int = 0) -> dict[str, int]:
@@ -107,13 +102,6 @@ def _forbidden_in(modules: dict[str, int], forbidden: tuple[str, ...]) -> list[s
         for name in modules
         if any(name == bad or name.startswith(bad + ".") for bad in forbidden)
     )
-
-
-def _ratio(pipeline: Path) -> float:
-    """Best-of-3 own import time of `validate pipeline` over that of `python -c pass`."""
-    base = min(sum(_imports("-c", "pass").values()) for _ in range(3))
-    ours = min(sum(_validate(pipeline).values()) for _ in range(3))
-    return ours / base
 
 
 @pytest.fixture(scope="module")
@@ -206,10 +194,3 @@ def test_an_unknown_name_still_gets_its_guess(tmp_path: Path) -> None:
     path.write_text(RULES_ONLY.replace("  - name: triage", "  - nmae: triage"), encoding="utf-8")
     modules = _validate(path, exit_code=2)
     assert "difflib" in modules
-
-
-def test_validate_import_time_stays_within_a_wide_ratio_of_python_startup(
-    rules_only: Path,
-) -> None:
-    assert _ratio(rules_only) <= RATIO_BUDGET
-    assert _ratio(ROOT / "pipelines" / "agent-review.yaml") <= RATIO_BUDGET
