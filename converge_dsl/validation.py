@@ -19,6 +19,7 @@ at once for a pipeline with nothing for it (no agent, no pack).
   raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
   actually fetched) and `plan` call.
+- `says_ours(path, kind)`: whether a file says it is converge-dsl's file of that kind
 - `pipeline_files(paths)`: the pipeline files named by files and folders
   (what `validate PATH...` checks); `check_paths(paths)` checks them all into
   `CheckedFiles`.
@@ -55,6 +56,7 @@ __all__ = [
     "check_pipeline",
     "load_pipeline",
     "pipeline_files",
+    "says_ours",
 ]
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
@@ -200,11 +202,10 @@ def _is_pipeline(path: Path) -> bool:
 
 
 # A line saying a file is converge-dsl's: `apiVersion: converge-dsl/...` or
-# `kind: Pipeline`, in block or flow style, keys and values quoted or not.
-_SAYS_OURS = re.compile(
+# `kind: KIND`, in block or flow style, keys and values quoted or not.
+_SAYS_OURS = (
     r"""(?:^|[{,])[ \t]*["']?(?:apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/"""
-    r"""|kind["']?[ \t]*:[ \t]*["']?Pipeline\b)""",
-    re.M,
+    r"""|kind["']?[ \t]*:[ \t]*["']?KIND\b)"""
 )
 
 # A top-level `apiVersion:` that names another API than converge-dsl's (one that
@@ -215,6 +216,20 @@ _OTHER_API = re.compile(
 )
 
 
+def says_ours(path: Path, kind: str) -> bool:
+    """Whether the file at `path` says it is a converge-dsl file of `kind` (`Pipeline`,
+    `PipelineTest`): a line `apiVersion: converge-dsl/...` or `kind: KIND`, and no
+    top-level `apiVersion` of another tool (Tekton's `tekton.dev/v1` has a `kind:
+    Pipeline` too). A file that cannot be read is kept, so its reader says why."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+    except OSError:
+        return True
+    if _OTHER_API.search(text) is not None:
+        return False
+    return re.search(_SAYS_OURS.replace("KIND", re.escape(kind)), text, re.M) is not None
+
+
 def _says_pipeline(path: Path) -> bool:
     """For `only_pipelines`: the file names converge-dsl (`_SAYS_OURS`), names no other
     API at the top (`apiVersion: tekton.dev/v1` with `kind: Pipeline`) and is a pipeline.
@@ -223,13 +238,7 @@ def _says_pipeline(path: Path) -> bool:
     all) is skipped unread by the loader; a file that cannot be read is kept, so
     `validate` reports why.
     """
-    try:
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
-    except OSError:
-        return True
-    if _OTHER_API.search(text) is not None:
-        return False  # `kind: Pipeline` of another tool's API (Tekton's `tekton.dev/v1`)
-    return _SAYS_OURS.search(text) is not None and _is_pipeline(path)
+    return says_ours(path, "Pipeline") and _is_pipeline(path)
 
 
 def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> list[Path]:

@@ -13,7 +13,6 @@ directly is always read, so a broken one is reported.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -70,25 +69,9 @@ def _hidden(relative: Path) -> bool:
     )
 
 
-# A line saying a file is a converge-dsl test: `kind: PipelineTest` or
-# `apiVersion: converge-dsl/...`, in block or flow style, quoted or not.
-_SAYS_TEST = re.compile(
-    r"""(?:^|[{,])[ \t]*["']?(?:apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/"""
-    r"""|kind["']?[ \t]*:[ \t]*["']?PipelineTest\b)""",
-    re.M,
-)
-# A top-level `apiVersion:` naming another tool's API (not even mentioning converge).
-_OTHER_API = re.compile(
-    r"""^["']?apiVersion["']?[ \t]*:[ \t]*["']?(?![^\s"'#]*converge)[^\s"'#]""",
-    re.M | re.I,
-)
-
-
 def says_test_file(path: Path) -> bool:
     """Whether the `*.test.yaml` file at `path` says it is converge-dsl's (see the
     module docstring); a file that cannot be read is kept, so its reader says why."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
-    except OSError:
-        return True
-    return _SAYS_TEST.search(text) is not None and _OTHER_API.search(text) is None
+    from converge_dsl.validation import says_ours
+
+    return says_ours(path, "PipelineTest")

@@ -119,6 +119,13 @@ def _get(env: Mapping[str, str], name: str) -> str:
     return env.get(name, "").strip()
 
 
+def _traces_variable(env: Mapping[str, str], setting: str) -> str:
+    """`OTEL_EXPORTER_OTLP_TRACES_<SETTING>` when it is set, else `OTEL_EXPORTER_OTLP_<SETTING>`
+    (the specification's rule: the per-signal variable wins)."""
+    specific = f"OTEL_EXPORTER_OTLP_TRACES_{setting}"
+    return specific if _get(env, specific) else f"OTEL_EXPORTER_OTLP_{setting}"
+
+
 def _true(env: Mapping[str, str], name: str) -> bool:
     return _get(env, name).lower() == "true"
 
@@ -213,11 +220,7 @@ def _exporter(env: Mapping[str, str]) -> str:
 
 
 def _protocol(env: Mapping[str, str]) -> None:
-    variable = (
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-        if _get(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-        else "OTEL_EXPORTER_OTLP_PROTOCOL"
-    )
+    variable = _traces_variable(env, "PROTOCOL")
     value = _get(env, variable)
     if value and value not in PROTOCOLS:
         raise _refuse(
@@ -230,8 +233,8 @@ def _protocol(env: Mapping[str, str]) -> None:
 
 def _endpoint(env: Mapping[str, str]) -> str:
     """The full traces URL: the traces variable as given, else the base one + `/v1/traces`."""
+    variable = _traces_variable(env, "ENDPOINT")
     specific = _get(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    variable = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" if specific else "OTEL_EXPORTER_OTLP_ENDPOINT"
     base = specific or _get(env, "OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_ENDPOINT
     shown = display_url(base)
     try:
@@ -293,11 +296,7 @@ def _headers(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def _timeout(env: Mapping[str, str]) -> float:
-    variable = (
-        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"
-        if _get(env, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-        else "OTEL_EXPORTER_OTLP_TIMEOUT"
-    )
+    variable = _traces_variable(env, "TIMEOUT")
     raw = _get(env, variable)
     if not raw:
         return DEFAULT_TIMEOUT_S
@@ -311,11 +310,7 @@ def _timeout(env: Mapping[str, str]) -> float:
 
 
 def _compression(env: Mapping[str, str]) -> str | None:
-    variable = (
-        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"
-        if _get(env, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION")
-        else "OTEL_EXPORTER_OTLP_COMPRESSION"
-    )
+    variable = _traces_variable(env, "COMPRESSION")
     raw = _get(env, variable).lower()
     if raw in ("", "none"):
         return None
