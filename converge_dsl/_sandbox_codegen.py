@@ -103,6 +103,16 @@ def parse(env: jinja2.Environment, source: str, *, expression: bool) -> jinja2.n
     return jinja2.nodes.Template(body, lineno=1)
 
 
+def folding_failure(exc: jinja2.TemplateRuntimeError) -> str:
+    """The message for a constant part that always fails.
+
+    Jinja folds constant parts while it generates code; one that always fails
+    (`[0]['m'] and x`: an undefined value tested for truth) raises then. The
+    compiler (`generate`) and `validate` (`frontend._jinja_parse`) say it alike.
+    """
+    return f"a constant part always fails: {exc}"
+
+
 def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
     """Generate and compile the code of `ast` (consumed), collecting the names it reads."""
     generator = env.code_generator_class(env, None, "<template>", None, False, env.optimized)
@@ -112,9 +122,7 @@ def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
     except jinja2.TemplateSyntaxError as exc:
         return Generated(None, frozenset(names) - set(env.globals), exc)
     except jinja2.TemplateRuntimeError as exc:
-        # Jinja folds constant parts while it generates code; a part that always
-        # fails (`[0]['m'] and x`: an undefined value tested for truth) raises here.
-        refusal = jinja2.TemplateSyntaxError(f"a constant part always fails: {exc}", 1)
+        refusal = jinja2.TemplateSyntaxError(folding_failure(exc), 1)
         return Generated(None, frozenset(names) - set(env.globals), refusal)
     stream: Any = generator.stream  # a StringIO when no stream is given
     code = compile(stream.getvalue(), "<template>", "exec")

@@ -86,13 +86,18 @@ def defined_codes() -> dict[str, str]:
     return {value: name for name, value in vars(codes).items() if name.isupper()}
 
 
+def _digits(word: str) -> str:
+    """What follows `CD` in `word`, upper case, a letter O typed for a zero read as the zero."""
+    return word.strip().upper().removeprefix("CD").replace("O", "0")
+
+
 def _normalise(word: str, names: dict[str, str]) -> str:
     """`cd203`, `203`, `UNKNOWN_CONTEXT_KEY` -> `CD203` (unchanged when nothing fits)."""
     text = word.strip()
     upper = text.upper()
     if upper in names.values():
         return next(code for code, name in names.items() if name == upper)
-    digits = upper.removeprefix("CD").replace("O", "0")  # a letter O typed for a zero
+    digits = _digits(text)
     if re.fullmatch(r"\d{1,3}", digits):
         return "CD" + digits.zfill(3)
     return text
@@ -105,9 +110,10 @@ def find(word: str) -> Explanation:
     names = defined_codes()
     code = _normalise(word, names)
     if code not in names:
-        # Letter O typed for a zero compares as the zero, so `CD2O4x` suggests CD204.
-        typed = "CD" + word.strip().upper().removeprefix("CD").replace("O", "0")
-        guess = did_you_mean(typed, names) or did_you_mean(word.upper(), names.values())
+        # `CD2O4x` compares as `CD204X`, so it suggests CD204.
+        guess = did_you_mean("CD" + _digits(word), names) or did_you_mean(
+            word.upper(), names.values()
+        )
         raise UsageError(
             f"unknown diagnostic code {word!r}",
             hint=f"did you mean {guess!r}?"

@@ -50,18 +50,19 @@ def parse(text: str, expression: bool) -> ParseResult:
 def _folding_failure(ast: nodes.Template, env: Any) -> tuple[str, int | None] | None:
     """The error Jinja raises when it folds the constant parts of `ast` as it compiles.
 
-    A part that always fails (`[0]['m'] and x`: an undefined value tested for
-    truth) is refused by the compiler (`_sandbox_codegen.generate`), in the same words.
+    The compiler (`_sandbox_codegen.generate`) refuses such a part in the same words.
     """
     import copy
 
     import jinja2
     from jinja2.optimizer import optimize
 
+    from converge_dsl._sandbox_codegen import folding_failure
+
     try:
         optimize(copy.deepcopy(ast), env)  # the optimizer rewrites the tree it is given
     except jinja2.TemplateRuntimeError as exc:
-        return f"a constant part always fails: {exc}", getattr(exc, "lineno", None) or 1
+        return folding_failure(exc), getattr(exc, "lineno", None) or 1
     return None
 
 
