@@ -137,6 +137,12 @@ class CommandIO(Record):
             self.stderr.write(text if text.endswith("\n") else text + "\n")
 
 
+def environment_error(exc: OSError) -> ConvergeError:
+    """An `OSError` (a folder, a disk, a permission) in the words the command line uses."""
+    where = f" {exc.filename!r}" if exc.filename else ""
+    return ConvergeError(f"cannot use{where}: {exc.strerror or type(exc).__name__}")
+
+
 class Command(Protocol):
     """A command module. One that sets `BURST = True` does bounded work and ends:
     the console entry point keeps the cyclic garbage collector off for it."""
@@ -228,9 +234,7 @@ def run(
     except OSError as exc:
         # The last boundary for the environment: a full disk, a missing folder,
         # a permission. Commands translate the ones they expect with more context.
-        where = f" {exc.filename!r}" if exc.filename else ""
-        reason = exc.strerror or exc.__class__.__name__
-        _report(stderr, f"error: cannot use{where}: {reason}\n")
+        _report(stderr, f"error: {environment_error(exc)}\n")
         return EXIT_FAILURE
     except UnicodeDecodeError as exc:
         _report(

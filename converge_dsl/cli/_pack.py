@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl.cli import environment_error
 from converge_dsl.errors import ConvergeError, PackError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
@@ -376,6 +377,4 @@ def guarded(
     except OSError as exc:  # a cache or output folder that cannot be used
         if args.format != "json":
             raise
-        where = f" {exc.filename!r}" if exc.filename else ""
-        error = ConvergeError(f"cannot use{where}: {exc.strerror or type(exc).__name__}")
-        return report(error, io, args.format)
+        return report(environment_error(exc), io, args.format)

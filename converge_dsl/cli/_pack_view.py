@@ -8,30 +8,21 @@ only lays them out for a terminal.
 from __future__ import annotations
 
 import io
-import re
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from converge_dsl.packs import PackInfo, SuggestorInfo, VerifyReport
 
 
-# Terminal controls (C0 but newline and tab, DEL, C1) and bidirectional overrides.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def visible(text: str) -> str:
-    """`text` with every terminal control shown as an escape (`\\x1b`), newlines kept.
-
-    A pack's texts (descriptions, schema titles) and an index's fields come from a
-    repository, so they must not be able to move the cursor, retitle or clear the
-    user's terminal, or reorder a line.
-    """
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-
-
 def info_text(info: PackInfo) -> str:
-    """`pack info`: the pack, its versions, then each suggestor in full (`visible`)."""
-    return visible(_info_text(info))
+    """`pack info`: the pack, its versions, then each suggestor in full.
+
+    A pack's texts come from a repository: they are shown through `terminal_safe`,
+    so they cannot move the cursor, retitle or clear the terminal, or reorder a line.
+    """
+    from converge_dsl.frontend import terminal_safe
+
+    return terminal_safe(_info_text(info))
 
 
 def _info_text(info: PackInfo) -> str:

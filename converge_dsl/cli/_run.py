@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel
 
+from converge_dsl.cli import environment_error
 from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
@@ -329,12 +330,6 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
     )
 
 
-def _environment_error(exc: OSError) -> ConvergeError:
-    """An `OSError` (a folder, a disk, a permission) in the words the command line uses."""
-    where = f" {exc.filename!r}" if exc.filename else ""
-    return ConvergeError(f"cannot use{where}: {exc.strerror or type(exc).__name__}")
-
-
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     """Run; print the result. A run that never started prints its run result too (JSON)."""
     from converge_dsl.frontend import terminal_safe
@@ -355,7 +350,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         # else as one error line, by the command line. JSON: the run-result document.
         if human:
             raise
-        error = exc if isinstance(exc, ConvergeError) else _environment_error(exc)
+        error = exc if isinstance(exc, ConvergeError) else environment_error(exc)
         io.stdout.write(not_run_document(error, args.pipeline).model_dump_json(indent=2) + "\n")
         if isinstance(exc, PipelineInvalid):
             return exc.exit_code  # its diagnostics are the document's
