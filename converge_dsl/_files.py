@@ -28,6 +28,7 @@ write and flush goes through it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -85,6 +86,14 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """True when `a` and `b` name one file (the same resolved path, or a hard link)."""
+    with contextlib.suppress(OSError):
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def special_kind(mode: int) -> str | None:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel
 
-from converge_dsl.cli import environment_error
+from converge_dsl.cli import QUIET, environment_error
 from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
@@ -155,12 +155,11 @@ class _Progress:
     """Per-cycle progress: a rich live line on a terminal, plain lines otherwise."""
 
     def __init__(self, io: CommandIO) -> None:
-        from converge_dsl.cli import QUIET, VERBOSE
+        from converge_dsl.cli import VERBOSE
 
         self._stream = io.stderr
         self._console: Any = None
         self._status: Any = None
-        self._quiet = io.verbosity == QUIET
         self._verbose = io.verbosity >= VERBOSE
         style = io.style(io.stderr)
         if style.live:
@@ -172,8 +171,6 @@ class _Progress:
 
     def __call__(self, event: BaseModel) -> None:
         kind = getattr(event, "type", "")
-        if self._quiet:
-            return
         if kind == "cycle_started":
             names: list[str] = list(event.candidates)  # type: ignore[attr-defined]
             text = f"cycle {event.cycle}: {len(names)} suggestor(s) running"  # type: ignore[attr-defined]
@@ -342,7 +339,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if args.report is not None:
         return _with_report(args, io)
     human = args.format == "human"
-    progress = _Progress(io) if human else None
+    # Under --quiet no listener at all: with none, the engine builds no events.
+    progress = _Progress(io) if human and io.verbosity != QUIET else None
     try:
         out = asyncio.run(run_pipeline(_options(args, io, progress)))
     except (ConvergeError, OSError) as exc:

@@ -18,6 +18,7 @@ from converge_dsl._governor import deadline_passed
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._data import held_text, same_fact
+from converge_dsl.engine._opening import pending_event
 from converge_dsl.engine._runstate import EventLog, RunState, Stop
 from converge_dsl.engine.budget import StopReason
 from converge_dsl.engine.invariants import Invariant, InvariantClass
@@ -147,18 +148,10 @@ class Admission:
         if hitl:
             why = self._gate.needs_human(proposal)
             if why is not None:
-                self._state.pending.append(PendingProposal(proposal, name, cycle, why))
+                held = PendingProposal(proposal, name, cycle, why)
+                self._state.pending.append(held)
                 if self._log.enabled:
-                    self._log.emit(
-                        ev.ProposalPending(
-                            cycle=cycle,
-                            suggestor=name,
-                            key=key,
-                            id=proposal.id,
-                            reason=why,
-                            data=proposal.data,
-                        )
-                    )
+                    self._log.emit(pending_event(held))
                 return
         self.promote(
             name, proposal, cycle, gate=gate, approver=approver, evidence=self._evidence_of(name)

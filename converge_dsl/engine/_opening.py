@@ -62,13 +62,16 @@ def emit_still_pending(log: EventLog, pending: Iterable[PendingProposal]) -> Non
     if not log.enabled:
         return
     for item in pending:
-        log.emit(
-            ev.ProposalPending(
-                cycle=item.cycle,
-                suggestor=item.suggestor,
-                key=item.proposal.key,
-                id=item.id,
-                reason=item.reason,
-                data=item.proposal.data,
-            )
-        )
+        log.emit(pending_event(item))
+
+
+def pending_event(item: PendingProposal) -> ev.ProposalPending:
+    """The `ProposalPending` event of a proposal held for a human."""
+    return ev.ProposalPending(
+        cycle=item.cycle,
+        suggestor=item.suggestor,
+        key=item.proposal.key,
+        id=item.id,
+        reason=item.reason,
+        data=item.proposal.data,
+    )

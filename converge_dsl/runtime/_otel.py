@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
@@ -50,6 +49,7 @@ from converge_dsl import codes
 from converge_dsl.clock import Clock
 
 from ._otel_config import OtelRefused, OtelSettings
+from ._otel_config import display_url as display
 from ._otel_genai import ModelFacts
 from ._otel_spans import SpanRecorder
 from ._trace import wall_clock
@@ -161,16 +161,6 @@ def sampler(settings: OtelSettings) -> Sampler:
         name, TraceIdRatioBased(settings.sampler_arg)
     )
     return ParentBased(root) if settings.sampler.startswith("parentbased_") else root
-
-
-def display(endpoint: str) -> str:
-    """`endpoint` as a message may show it: without credentials or a query."""
-    parts = urlsplit(endpoint)
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class Telemetry:

@@ -18,20 +18,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from converge_dsl._files import same_file
 from converge_dsl.compiler import ModelDeclaration
 from converge_dsl.errors import UsageError
 
 from ._checkpoint import CHECKPOINT_FILE, LOCK_FILE, check_folder
 from ._options import RunOptions
 from ._trace import open_output
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """True when `a` and `b` name one file (the same resolved path, or a hard link)."""
-    with contextlib.suppress(OSError):
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _read_files(
@@ -93,14 +86,14 @@ def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -
             options.checkpoint, "--resume" if resuming else "--checkpoint", create=not resuming
         )
     outputs = [(p, o) for p, o in ((options.trace, "--trace"), (options.record, "--record")) if p]
-    if len(outputs) == 2 and _same_file(outputs[0][0], outputs[1][0]):
+    if len(outputs) == 2 and same_file(outputs[0][0], outputs[1][0]):
         raise UsageError(
             f"--trace and --record name the same file {str(outputs[0][0])!r}",
             hint="give each its own file",
         )
     for path, option in outputs:
         for read, what in _read_files(models, options):
-            if _same_file(path, read):
+            if same_file(path, read):
                 raise UsageError(
                     f"{option} {str(path)!r} is {what}; it would be overwritten",
                     hint=f"give {option} a file of its own (e.g. run.jsonl)",

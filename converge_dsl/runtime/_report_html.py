@@ -17,7 +17,6 @@ may be overwritten.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,10 +59,11 @@ def check_report_output(
     `others` are the run's other outputs by option: the report may not share a
     file with one (the run would write it first and the report be refused at the end).
     """
+    from converge_dsl._files import same_file
     from converge_dsl.errors import UsageError
 
     for other_option, other in (others or {}).items():
-        if other is not None and os.path.realpath(other) == os.path.realpath(output):
+        if other is not None and same_file(Path(other), output):
             raise UsageError(
                 f"{option} and {other_option} name the same file {str(output)!r}",
                 hint="give each its own file",
