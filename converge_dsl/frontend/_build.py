@@ -222,18 +222,17 @@ class Builder(Replayer):
             self.mute(event)
             self.fail(codes.BAD_KEY, _COLLECTION_KEY, tree.span(self.file, self.node))
             return None
-        span = self.span_of(marks)
         if tag == _MERGE:
             self.fail(
                 codes.BAD_KEY,
                 "merge keys ('<<') are not supported",
-                span,
+                self.span_of(marks),
                 hint="repeat the keys; merge keys are a YAML 1.1 extension",
             )
             if record is not None:
                 self.close_anchor(record, text, 1, 0)
             return None
-        key = self.scalar_at(tag, explicit, text, style, span, is_key=True)
+        key = self.scalar_at(tag, explicit, text, style, marks, is_key=True)
         if record is not None:
             self.close_anchor(record, key, 1, 0)
         if type(key) is not str:
@@ -241,7 +240,7 @@ class Builder(Replayer):
                 self.fail(
                     codes.BAD_KEY,
                     f"mapping key {text!r} is not a string",
-                    span,
+                    self.span_of(marks),
                     hint=f"quote it: '{text}'",
                 )
             return None
@@ -345,13 +344,15 @@ class Builder(Replayer):
         explicit: bool,
         text: str,
         style: str | None,
-        span: SourceSpan,
+        marks: tuple[int, ...],
         *,
         is_key: bool,
     ) -> Any:
+        """`scalar` for a key (or an anchored value) located by its `marks`; the span
+        is built only for a problem."""
         value = read_scalar(tag, text, plain=not style, explicit=explicit)
         if type(value) is Problem:
-            self.problem(value, tag, span)
+            self.problem(value, tag, self.span_of(marks))
             return text
         if type(value) is float and not is_key and text_lost(text, value):
             self.inexact.append((tuple(self.path), text))

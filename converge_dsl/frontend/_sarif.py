@@ -30,6 +30,7 @@ from urllib.parse import quote_from_bytes
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend._cap import Omitted
+from converge_dsl.frontend._render import _as_diagnostic
 
 SRCROOT = "%SRCROOT%"
 _DOCS_URI = "https://github.com/converge-dsl/converge-dsl/blob/main/docs/errors.md"
@@ -110,7 +111,7 @@ def render_sarif(
 
     base = Path(os.path.abspath(root if root is not None else Path.cwd()))
     shown: list[tuple[Diagnostic, int | None]] = [(d, None) for d in diagnostics]
-    shown += [(o.first._replace(message=o.message, hint=None), o.count) for o in omitted]
+    shown += [(_as_diagnostic(o), o.count) for o in omitted]
     rules = sorted({d.code for d, _ in shown})
     index = {code: position for position, code in enumerate(rules)}
     log = {

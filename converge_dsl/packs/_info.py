@@ -25,7 +25,7 @@ from typing import Any
 from packaging.version import Version
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import did_you_mean, unknown_name_hint
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.packs._files import PackRefused
 from converge_dsl.packs._index import IndexEntry, PackIndex
@@ -118,8 +118,9 @@ def split_reference(text: str) -> tuple[str, str | None]:
 
 
 def _unknown_pack(repository: Repository, name: str) -> PackRefused:
-    guess = did_you_mean(name, repository.names())
-    hint = f"did you mean {guess!r}?" if guess else "list the packs with: converge-dsl pack list"
+    hint = unknown_name_hint(
+        name, repository.names(), "list the packs with: converge-dsl pack list"
+    )
     return PackRefused(codes.PACK_UNKNOWN, f"{repository.id} has no pack {name!r}", hint=hint)
 
 

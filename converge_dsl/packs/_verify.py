@@ -32,6 +32,7 @@ from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import LockedPack, lock_hint
+from converge_dsl.packs._manifest import parse_version
 from converge_dsl.packs._repository import Repository
 from converge_dsl.packs._trust import yanked_pin_notice
 from converge_dsl.packs._workspace import (
@@ -165,7 +166,8 @@ class _Check:
             return
         entry = None
         if index is not None:
-            entry = next((e for e in index.entries if str(e.version) == locked.version), None)
+            version = parse_version(locked.version)
+            entry = None if version is None else index.entry(version)
         relock = lock_hint(self.pipeline)
         if entry is None:
             self.problem(

@@ -197,10 +197,9 @@ def subset_mismatch(expected: Any, actual: Any, path: JsonPath = ()) -> str | No
     value; a list when `actual` is a list of the same length matching item by
     item; anything else when equal (`1` and `1.0` are equal, `true` and `1` not).
     """
-    here = format_path(path) if path else "<root>"
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
-            return f"{here}: expected a mapping, got {_json(actual)}"
+            return f"{format_path(path)}: expected a mapping, got {_json(actual)}"
         for key, value in expected.items():
             if key not in actual:
                 guess = did_you_mean(str(key), [str(k) for k in actual])
@@ -212,16 +211,17 @@ def subset_mismatch(expected: Any, actual: Any, path: JsonPath = ()) -> str | No
         return None
     if isinstance(expected, list):
         if not isinstance(actual, list):
-            return f"{here}: expected a list, got {_json(actual)}"
+            return f"{format_path(path)}: expected a list, got {_json(actual)}"
         if len(expected) != len(actual):
-            return f"{here}: expected {len(expected)} items, got {len(actual)}: {_json(actual)}"
+            found = f"expected {len(expected)} items, got {len(actual)}: {_json(actual)}"
+            return f"{format_path(path)}: {found}"
         for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
             found = subset_mismatch(want, got, (*path, index))
             if found is not None:
                 return found
         return None
     if isinstance(expected, bool) != isinstance(actual, bool) or expected != actual:
-        return f"{here}: expected {_json(expected)}, got {_json(actual)}"
+        return f"{format_path(path)}: expected {_json(expected)}, got {_json(actual)}"
     return None
 
 

@@ -28,7 +28,7 @@ from converge_dsl.diagnostics import (
     JsonPath,
     SourceSpan,
     best_first,
-    did_you_mean,
+    unknown_name_hint,
 )
 from converge_dsl.errors import PipelineInvalid
 
@@ -234,12 +234,11 @@ class _Reader:
         folder = target.parent
         found = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
         choices = [n for n in found if _could_be(what, n)]
-        guess = did_you_mean(Path(named).name, choices)
         self.problem(
             codes.TEST_FILE_MISSING,
             f"{what} file {named!r} is not there",
             path,
-            f"did you mean {guess!r}?" if guess else "paths are relative to the test file",
+            unknown_name_hint(Path(named).name, choices, "paths are relative to the test file"),
         )
         return None
 
@@ -349,13 +348,12 @@ class _Reader:
     ) -> None:
         if name in known:
             return
-        guess = did_you_mean(name, known)
         listed = ", ".join(known) or "none"
         self.problem(
             codes.TEST_UNKNOWN_NAME,
             f"pipeline {pipeline.name!r} has no {what} {name!r}",
             path,
-            f"did you mean {guess!r}?" if guess else f"its {what}s: {listed}",
+            unknown_name_hint(name, known, f"its {what}s: {listed}"),
             on_key=isinstance(known, Mapping) or what in {"model"} or path[-1] == name,
         )
 
