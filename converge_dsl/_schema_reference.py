@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._json_pointer import resolve
 from converge_dsl._resources import schemas_folder
 
 Schema = Mapping[str, Any]
@@ -71,20 +72,12 @@ class _Page:
         self.sections: list[str] = []
         self.done: set[str] = set()
 
-    def resolve(self, pointer: Sequence[str]) -> Schema:
-        """The node at a JSON pointer's parts (`$defs`, `x`, ...) inside this schema."""
-        node: Any = self.root
-        for part in pointer:
-            node = node[part.replace("~1", "/").replace("~0", "~")]
-        resolved: Schema = node
-        return resolved
-
     def details(self, node: Schema) -> str:
         """`_details` of `node`, or of what it points at inside a `$defs` entry
         (`#/$defs/x/y`: a shared field, described where it is defined)."""
         parts = str(node.get("$ref", "")).split("/")
         if len(parts) > 3 and not node.get("description"):
-            return _details(self.resolve(parts[1:]))
+            return _details(resolve(self.root, node["$ref"]))
         return _details(node)
 
     def anchor(self, name: str) -> str:
@@ -96,7 +89,7 @@ class _Page:
             parts = str(node["$ref"]).split("/")
             if parts[:2] == ["#", "$defs"] and len(parts) == 3:
                 return f"[{parts[2]}](#{self.anchor(parts[2])})"
-            return self.type_of(self.resolve(parts[1:]), path)
+            return self.type_of(resolve(self.root, node["$ref"]), path)
         if "const" in node:
             return _code(node["const"])
         if "enum" in node:
