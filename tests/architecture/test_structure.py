@@ -2,7 +2,8 @@
 
 - No module imports another package's private module (a name starting with
   `_`), at module level, inside a function, or through `importlib`.
-- No module over 400 lines and no function over 60 lines in `converge_dsl/`,
+- No module over 600 lines and no function over 80 lines in `converge_dsl/` (a guard
+  against monsters, not a target: modules are cut by concern),
   except the solver modules whose length is one algorithm (listed below).
 - Comments and docstrings point at sections of `docs/architecture.md` that
   exist, and at no design document outside the repository.
@@ -22,8 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "converge_dsl"
-MAX_MODULE_LINES = 400
-MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
 # Modules whose length is one algorithm, kept whole so it reads in one place (none today).
 ONE_ALGORITHM: set[str] = set()
 
