@@ -29,8 +29,9 @@ from ._cases import Case, CaseResult, error_result
 
 if TYPE_CHECKING:
     from ._options import BatchOptions
+    from ._outputs import CaseOutputs
     from ._pipeline import Pipeline
-    from ._schedule import MeterFactory
+    from ._schedule import MeterFactory, SinkFactory
 
 # Cases handed to the pool per worker at a time.
 IN_FLIGHT_PER_WORKER = 2
@@ -44,17 +45,24 @@ class _Worker:
     pipeline: Pipeline | None = None
     loop: asyncio.AbstractEventLoop | None = None
     meter: MeterFactory | None = None
+    sinks: SinkFactory | None = None
 
 
 def _start(
-    path: Path, env: Mapping[str, str], roots: tuple[Path, ...], pool: SharedPool | None
+    path: Path,
+    env: Mapping[str, str],
+    roots: tuple[Path, ...],
+    pool: SharedPool | None,
+    outputs: CaseOutputs,
 ) -> None:
     """The worker initializer: load the pipeline once (its errors fail every case)."""
     from ._pipeline import load
     from ._schedule import make_meter
 
+    clock = SystemClock()
     _Worker.loop = asyncio.new_event_loop()
-    _Worker.meter = make_meter(pool, SystemClock())
+    _Worker.meter = make_meter(pool, clock)
+    _Worker.sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
     try:
         _Worker.pipeline = load(path, env=env, allow_roots=roots)
     except ConvergeError:
@@ -69,7 +77,7 @@ def _run(case: Case, path: Path) -> CaseResult:
     if pipeline is None or loop is None:
         error = ConvergeError("the worker process could not load the pipeline")
         return error_result(case, error, path)
-    return loop.run_until_complete(run_case(pipeline, case, _Worker.meter))
+    return loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks))
 
 
 def run_in_processes(
@@ -84,7 +92,7 @@ def run_in_processes(
     if options.limits.any:
         pool = SharedPool(options.limits, context)
         pool.add(spent[0], spent[1], 0, 0)
-    start_args = (options.pipeline, dict(options.env), options.allow_roots, pool)
+    start_args = (options.pipeline, dict(options.env), options.allow_roots, pool, options.outputs)
     return _results(options.pipeline, workers, todo, context, start_args)
 
 

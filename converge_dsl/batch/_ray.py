@@ -28,6 +28,7 @@ from ._cases import Case, CaseResult, error_result
 
 if TYPE_CHECKING:
     from ._options import BatchOptions
+    from ._outputs import CaseOutputs
 
 
 def _ray() -> Any:
@@ -89,21 +90,25 @@ class _CaseRunner:
         env: Mapping[str, str],
         roots: tuple[Path, ...],
         pool: RayPool | None,
+        *,
         max_connections: int,
+        outputs: CaseOutputs,
     ) -> None:
         from converge_dsl.clock import SystemClock
 
         from ._pipeline import load
         from ._schedule import make_meter
 
+        clock = SystemClock()
         self._path = path
         self._pipeline = load(path, env=env, allow_roots=roots, max_connections=max_connections)
-        self._meter = make_meter(pool, SystemClock())
+        self._meter = make_meter(pool, clock)
+        self._sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
 
     async def run(self, case: Case) -> CaseResult:
         from ._schedule import run_case
 
-        return await run_case(self._pipeline, case, self._meter)
+        return await run_case(self._pipeline, case, self._meter, self._sinks)
 
 
 def run_on_ray(
@@ -130,7 +135,8 @@ def run_on_ray(
             dict(options.env),
             options.allow_roots,
             pool,
-            max(64, per_actor),
+            max_connections=max(64, per_actor),
+            outputs=options.outputs.resolved(),  # an actor's working folder is not ours
         )
         for _ in range(min(cpus, max(1, len(todo))))
     ]

@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import json
 import shlex
+from dataclasses import replace
 from io import StringIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -195,8 +196,9 @@ class _Progress:
             self._stream.write(text + "\n")
 
     def stop(self) -> None:
-        if self._status is not None:
-            self._status.stop()
+        status, self._status = self._status, None
+        if status is not None:
+            status.stop()
 
 
 _DATA_WIDTH = 100
@@ -298,7 +300,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
 def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
     from converge_dsl.cli import _ENTRY
-    from converge_dsl.runtime import RunOptions
+    from converge_dsl.runtime import OtelOptions, RunOptions
 
     if args.resume is True:
         raise UsageError("--resume needs DIR (the --checkpoint folder of the run to continue)")
@@ -310,43 +312,73 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         pipeline=args.pipeline,
         inputs=parse_inputs(args),
         model_overrides=pairs(args.model, "--model"),
-        trace=args.trace,
         checkpoint=args.checkpoint,
         resume=args.resume,
-        record=args.record,
         replay=args.replay,
-        listeners=() if progress is None else (progress,),
         decisions=parse_decisions(args),
         on_fetch=io.note,
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
         freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
-        otel=args.otel,
-        otel_content=args.otel_content,
-        on_warning=lambda line: io.stderr.write(line + "\n"),
+        otel=OtelOptions(
+            flag=args.otel,
+            content=args.otel_content,
+            on_warning=lambda line: io.stderr.write(line + "\n"),
+        ),
+        sinks=_sinks(args, io, progress),
     )
+
+
+def _sinks(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> tuple[Any, ...]:
+    """The run's outputs, in the order they hear it: report, trace, cassette, progress."""
+    from converge_dsl.runtime import ListenerSink, RecordSink, ReportSink, TraceSink
+
+    sinks: list[Any] = []
+    if args.report is not None:
+        sinks.append(
+            ReportSink(
+                args.report,
+                trace=args.trace,
+                on_written=lambda path: io.stderr.write(f"report written to {path}\n"),
+            )
+        )
+    if args.trace is not None:
+        sinks.append(TraceSink(args.trace))
+    if args.record is not None:
+        sinks.append(RecordSink(args.record))
+    if progress is not None:
+        sinks.append(ListenerSink(progress))
+    return tuple(sinks)
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     """Run; print the result. A run that never started prints its run result too (JSON)."""
-    from converge_dsl.frontend import terminal_safe
-    from converge_dsl.runtime import not_run_document, run_pipeline
+    from converge_dsl.runtime import ResultSink, not_run_document, run_pipeline
 
     if args.cases is not None:
         from converge_dsl.cli._batch import execute_batch
 
         return execute_batch(args, io)
-    if args.report is not None:
-        return _with_report(args, io)
     human = args.format == "human"
     # Under --quiet no listener at all: with none, the engine builds no events.
     progress = _Progress(io) if human and io.verbosity != QUIET else None
+    printed: list[RunOutcome] = []
+
+    def show(out: RunOutcome) -> None:
+        printed.append(out)
+        if progress is not None:
+            progress.stop()
+        _show(out, args, io)
+
+    options = _options(args, io, progress)
+    options = replace(options, sinks=(*options.sinks, ResultSink(show)))
     try:
-        out = asyncio.run(run_pipeline(_options(args, io, progress)))
+        out = asyncio.run(run_pipeline(options))
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
-        # else as one error line, by the command line. JSON: the run-result document.
-        if human:
+        # else as one error line, by the command line. JSON: the run-result document,
+        # unless the result sink has begun to print it.
+        if human or printed:
             raise
         error = exc if isinstance(exc, ConvergeError) else environment_error(exc)
         io.stdout.write(not_run_document(error, args.pipeline).model_dump_json(indent=2) + "\n")
@@ -356,8 +388,16 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     finally:
         if progress is not None:
             progress.stop()
+    return out.exit_code
+
+
+def _show(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:
+    """The result sink of the command line: the diagnostics on standard error, the result
+    (human text or the JSON document) on standard output, how to continue a pause."""
+    from converge_dsl.frontend import terminal_safe
+
     io.stderr.write(terminal_safe(_error_text(out)))
-    if human:
+    if args.format == "human":
         buffer = StringIO()
         _print_human(out, buffer)
         io.stdout.write(terminal_safe(buffer.getvalue()))
@@ -366,25 +406,3 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         io.stdout.write("\n")
     if out.result.pause is not None:
         io.stderr.write(terminal_safe(_pause_hint(out, args)))
-    return out.exit_code
-
-
-def _with_report(args: argparse.Namespace, io: CommandIO) -> int:
-    """`run --report FILE`: the run (traced, into a temporary file without `--trace`),
-    then the report of its trace."""
-    import tempfile
-
-    from converge_dsl.runtime import check_report_output, write_report
-
-    report: Path = args.report
-    args.report = None
-    others = {f"--{name}": getattr(args, name, None) for name in ("trace", "record", "out")}
-    check_report_output(report, "--report", others=others)
-    with tempfile.TemporaryDirectory(prefix="converge-report-") as folder:
-        if args.trace is None:
-            args.trace = Path(folder) / "trace.jsonl"
-        code = execute(args, io)
-        if args.trace.is_file() and args.trace.stat().st_size:
-            write_report(args.trace, report, "--report")
-            io.stderr.write(f"report written to {report}\n")
-    return code

@@ -11,7 +11,8 @@ Strictness (each problem is a located `Diagnostic`; all of them are raised
 together as `PipelineInvalid`): duplicate keys, tabs and syntax errors, tags
 outside the core schema, more than one document, non-UTF-8 bytes, characters
 YAML forbids (located where they are), `<<` merge keys, alias expansion beyond
-`MAX_ALIAS_NODES`, nesting deeper than `MAX_DEPTH`, files over `MAX_BYTES`;
+`MAX_ALIAS_NODES`, nesting deeper than `MAX_DEPTH`, files over `max_bytes()`
+(`MAX_BYTES` unless `CONVERGE_DSL_MAX_FILE_BYTES` says otherwise);
 and, through `_scalars`, scalars in keys and values alike: YAML 1.1 traps
 (`yes`/`no`/`on`/`off`/`y`/`n`, octal and sexagesimal numbers), non-decimal
 numbers (`0x1F`, `0o10`, `1e3`), numbers JSON cannot hold and tags that do not
@@ -22,7 +23,8 @@ match their text. Floats whose text is lost (`1.10`) are listed in
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from yaml.composer import ComposerError
 from yaml.events import StreamEndEvent
 
 from converge_dsl import codes
-from converge_dsl.errors import PipelineInvalid
+from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend._anchors import MAX_ALIAS_NODES, MAX_DEPTH
 from converge_dsl.frontend._build import Builder, Restart, untagged_texts
 from converge_dsl.frontend._load_problems import (
@@ -46,8 +48,35 @@ from converge_dsl.frontend._marks import NodeSourceMap
 from converge_dsl.frontend.document import LoadedDocument
 
 MAX_BYTES = 8 * 1024 * 1024
+# The environment variable that sets the file-size cap (docs/reference.md, "Environment").
+MAX_BYTES_VARIABLE = "CONVERGE_DSL_MAX_FILE_BYTES"
+_TOO_LARGE_HINT = f"split the file or shorten it, or raise the limit with {MAX_BYTES_VARIABLE}=N"
 
-__all__ = ["MAX_ALIAS_NODES", "MAX_BYTES", "MAX_DEPTH", "load_file", "load_text", "paused_gc"]
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_BYTES",
+    "MAX_BYTES_VARIABLE",
+    "MAX_DEPTH",
+    "load_file",
+    "load_text",
+    "max_bytes",
+    "paused_gc",
+]
+
+
+def max_bytes(env: Mapping[str, str] | None = None) -> int:
+    """The size cap of a loaded file: `CONVERGE_DSL_MAX_FILE_BYTES` of `env` (default: the
+    process's environment) when set, else `MAX_BYTES`. A value that is not a positive
+    whole number is a `UsageError`."""
+    raw = (os.environ if env is None else env).get(MAX_BYTES_VARIABLE, "").strip()
+    if not raw:
+        return MAX_BYTES
+    if not raw.isdigit() or int(raw) < 1:
+        raise UsageError(
+            f"{MAX_BYTES_VARIABLE}={raw!r} is not a positive whole number of bytes",
+            hint=f"e.g. {MAX_BYTES_VARIABLE}={2 * MAX_BYTES}, or unset it for {MAX_BYTES}",
+        )
+    return int(raw)
 
 
 def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
@@ -56,14 +85,15 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
     `display` is the file name written into diagnostics (default: `path` as given).
     """
     name = display if display is not None else str(path)
+    limit = max_bytes()
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
+        if size > limit:
             raise invalid(
                 codes.TOO_LARGE,
-                f"file is {size} bytes; the limit is {MAX_BYTES}",
+                f"file is {size} bytes; the limit is {limit}",
                 point(name, 1, 1),
-                hint="split the file or shorten it",
+                hint=_TOO_LARGE_HINT,
             )
         raw = path.read_bytes()
     except OSError as exc:
@@ -86,12 +116,13 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
 
 def load_text(text: str, file: str) -> LoadedDocument:
     """Strictly load YAML text; `file` names it in diagnostics. Raises `PipelineInvalid`."""
-    if len(text) > MAX_BYTES:
+    limit = max_bytes()
+    if len(text) > limit:
         raise invalid(
             codes.TOO_LARGE,
-            f"text is {len(text)} characters; the limit is {MAX_BYTES}",
+            f"text is {len(text)} characters; the limit is {limit}",
             point(file, 1, 1),
-            hint="split the file or shorten it",
+            hint=_TOO_LARGE_HINT,
         )
     with paused_gc():
         return _load(text, file)

@@ -1,9 +1,17 @@
 """The runtime: run orchestration, trace writer, checkpoints, result documents.
 
 Public surface:
-- `run_pipeline(options)` (async) -> `RunOutcome`: load, settings, usage meter, models,
-  compile, run. `RunOptions` is everything `converge-dsl run` can say;
+- `run_pipeline(options)` (async) -> `RunOutcome`: load, then the one run assembly.
+  `RunOptions` is what makes a `converge-dsl run`;
   `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
+- `assemble_run(plan)` (async) -> `RunOutcome`: the one run assembly every run goes
+  through (single runs, batch cases, tests, the Python API); `RunPlan` is one run of a
+  loaded pipeline, `Checkpointing` its checkpoint folder.
+- `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
+  `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
+  `OtelSink` (OpenTelemetry, `OtelOptions`), `ListenerSink` (a live listener),
+  `ResultSink` (the run-result document); `check_outputs(sinks, reads)` is their one
+  same-file check.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
   `model_builder(settings, env=, clock=, roots=, attempt_gate=)` (builds one run's
@@ -31,6 +39,7 @@ Public surface:
 
 from __future__ import annotations
 
+from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
 from ._documents import (
@@ -45,7 +54,7 @@ from ._documents import (
 )
 from ._engine import SUGGESTOR_BUILDERS, build_engine
 from ._models import build_models, model_builder
-from ._options import RunOptions
+from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
 from ._outcome import (
     EXIT_BY_STOP,
@@ -54,8 +63,11 @@ from ._outcome import (
     outcome,
     run_error_diagnostic,
 )
+from ._outputs import check_outputs
 from ._report_html import check_report_output, render_report, write_report
+from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
+from ._telemetry import OtelSink
 from ._trace import TraceWriter
 from ._trace_read import find_cleared_span, read_trace
 
@@ -66,18 +78,31 @@ __all__ = [
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",
+    "Checkpointing",
     "DiagnosticModel",
     "FactModel",
+    "ListenerSink",
+    "OtelOptions",
+    "OtelSink",
+    "Output",
     "PendingModel",
+    "RecordSink",
+    "ReportSink",
+    "ResultSink",
     "RunOptions",
     "RunOutcome",
+    "RunPlan",
     "RunResultDocument",
+    "RunSink",
     "StatefulSuggestor",
     "TraceLine",
+    "TraceSink",
     "TraceWriter",
     "UsageModel",
+    "assemble_run",
     "build_engine",
     "build_models",
+    "check_outputs",
     "check_report_output",
     "checkpoint_key",
     "exported_schemas",

@@ -96,11 +96,9 @@ def build_models(
     """Build every model `settings` declares, through `model_builder` (the run's
     `attempt_gate` and wall-clock deadline; files in the pipeline's folder or one
     of `options.roots`), unless a cassette stands in for it (`--replay`,
-    `--model NAME=CASSETTE`); `--record` wraps each in a recorder. An override of
-    an undeclared model is a `UsageError`.
+    `--model NAME=CASSETTE`; `--record` is a sink, `_sinks.RecordSink`). An
+    override of an undeclared model is a `UsageError`.
     """
-    from converge_dsl.models import RecordingModel
-
     declared = settings.models
     for name in options.model_overrides:
         if name not in declared:
@@ -125,7 +123,5 @@ def build_models(
             model = _cassette(Path(override), f"--model {name}={override}", name)
         else:
             model = build(name, None)
-        if options.record is not None:
-            model = RecordingModel(model, options.record, append=True, name=name)
         models[name] = model
     return models
