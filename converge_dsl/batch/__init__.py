@@ -16,7 +16,8 @@ Public surface:
 - `BatchLimits`, `BudgetPool`, `LocalPool`, `SharedPool`, `PooledMeter`: the
   batch-wide `--max-model-calls` / `--max-tokens` over every case.
 - `BatchOptions` and `run_batch(options, on_result)` -> `BatchSummary`: a whole
-  batch on an executor (`local`, `process`, `ray`), resumable, one line per case.
+  batch on an executor (`local`, `process`, `ray`), resumable, one line per case;
+  `CaseOutputs` says what each case's run writes (a trace, a report, OpenTelemetry).
 - `EXECUTORS`: the executor names.
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     )
     from converge_dsl.batch._cases import Case, CaseResult, Done, read_cases, read_done
     from converge_dsl.batch._options import EXECUTORS, BatchOptions
+    from converge_dsl.batch._outputs import CaseOutputs
     from converge_dsl.batch._pipeline import Pipeline, load
     from converge_dsl.batch._run import BatchSummary, run_batch
 
@@ -56,6 +58,7 @@ _WHERE: dict[str, str] = {
     "load": "converge_dsl.batch._pipeline",
     "EXECUTORS": "converge_dsl.batch._options",
     "BatchOptions": "converge_dsl.batch._options",
+    "CaseOutputs": "converge_dsl.batch._outputs",
     "BatchSummary": "converge_dsl.batch._run",
     "run_batch": "converge_dsl.batch._run",
 }
@@ -68,6 +71,7 @@ __all__ = [
     "BatchSummary",
     "BudgetPool",
     "Case",
+    "CaseOutputs",
     "CaseResult",
     "Done",
     "LocalPool",

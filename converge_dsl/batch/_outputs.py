@@ -19,7 +19,6 @@ process or a Ray actor too, so `CaseOutputs` is plain, picklable data):
 
 from __future__ import annotations
 
-import contextlib
 import html
 import os
 from collections.abc import Mapping
@@ -29,7 +28,7 @@ from typing import IO
 
 from converge_dsl.clock import Clock
 from converge_dsl.errors import UsageError
-from converge_dsl.runtime._sinks import Output, RunSink
+from converge_dsl.runtime import REPORT_MARK, Output, RunSink, write_page
 
 from ._cases import Case, CaseResult, recognise
 
@@ -189,22 +188,10 @@ class BatchReportSink(BatchSink):
 
     def close(self) -> None:
         """Write the page, once every case is in (or the batch stopped)."""
-        from converge_dsl._files import flush_checked, open_output, write_all
-        from converge_dsl.runtime._report_html import is_report_line
-
-        page = self.page()
-        name = f"report file {str(self.path)!r}"
-        stream = open_output(
-            self.path, "--report", "report file", recognise=is_report_line, append=False
-        )
-        with contextlib.closing(stream):
-            write_all(stream, page, name)
-            flush_checked(stream, name)
+        write_page(self.page(), self.path, "--report")
 
     def page(self) -> str:
         """The batch page: a table of the cases, by index, each linking its report."""
-        from converge_dsl.runtime._report_html import MARK
-
         folder = case_folder(self.path)
         rows = []
         for result in sorted(self._rows, key=lambda r: r.index):
@@ -227,7 +214,7 @@ class BatchReportSink(BatchSink):
             for name in ("case", "id", "stop reason", "cycles", "model calls", "exit")
         )
         return (
-            f"{MARK}\n<html><head><meta charset='utf-8'>"
+            f"{REPORT_MARK}\n<html><head><meta charset='utf-8'>"
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
             f"<title>{title}</title></head><body><h1>{title}</h1>"
             f"<p>{len(rows)} case(s) run; each case's report is in "

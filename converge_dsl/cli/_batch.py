@@ -12,6 +12,11 @@ usage of every case together (each case keeps its pipeline's own budget too).
 event loop; `process` runs `--concurrency` worker processes (one per CPU);
 `ray` runs async Ray actors (the `ray` extra; `--ray-address` joins a cluster).
 
+Outputs per case (`converge_dsl.batch._outputs`): `--trace DIR` writes
+`DIR/<index>.jsonl`, `--report R.html` a batch page linking `R/<index>.html`,
+`--otel` exports each case as its own trace; `--record` and `--checkpoint`
+are refused, each with its reason (`_SINGLE_RUN_ONLY`).
+
 Progress goes to standard error: a live bar on a terminal (cases done, rate,
 ETA, stop reasons), a plain line per tenth of the batch otherwise; a summary
 table at the end (`--format json`: one JSON object on standard output).
@@ -118,8 +123,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
     """Run the batch; progress on stderr, the summary at the end."""
-    from converge_dsl.batch import BatchLimits, BatchOptions, run_batch
-    from converge_dsl.batch._outputs import CaseOutputs
+    from converge_dsl.batch import BatchLimits, BatchOptions, CaseOutputs, run_batch
     from converge_dsl.cli._batch_view import Progress, summary_json, summary_table
 
     _check(args)

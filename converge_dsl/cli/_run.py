@@ -20,6 +20,8 @@ checkpoint keeps the run's inputs, so `--resume DIR` needs no `--input`; the
 command printed at a pause works as printed.
 With `--cases CASES.jsonl --out RESULTS.jsonl` the command is a batch run
 over many inputs (`converge_dsl.cli._batch`; `--resume` then takes no folder).
+Every output is a sink of the one run assembly (docs/architecture.md §12):
+`--report`, `--trace`, `--record`, the progress and the result document.
 Human output shows live progress per cycle (rich on a terminal, plain lines
 otherwise), then the facts grouped by key (id and content, a compact one-line
 `data` when the fact has data, confidence and source), then the stop reason.
@@ -113,8 +115,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """Where a run's events go: a trace, a report, OpenTelemetry."""
-    parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
-    parser.add_argument("--report", type=Path, metavar="FILE.html", help="write an HTML report")
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="write events as JSONL (with --cases: a folder, one trace per case)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE.html",
+        help="write an HTML report (with --cases: a page linking one report per case)",
+    )
     parser.add_argument(
         "--otel",
         action="store_true",

@@ -33,7 +33,8 @@ Public surface:
   `schema_text(...)` give `schemas/*.v1.json`).
 - `render_report(trace)` and `write_report(trace, output)`: a trace as one
   self-contained HTML page (`converge-dsl report`); `check_report_output(output, option)`
-  refuses an unusable output before a run.
+  refuses an unusable output before a run; `write_page(page, output, option)` writes a
+  page that starts with `REPORT_MARK` the same checked way (a batch's page).
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
 
@@ -64,7 +65,8 @@ from ._outcome import (
     run_error_diagnostic,
 )
 from ._outputs import check_outputs
-from ._report_html import check_report_output, render_report, write_report
+from ._report_html import MARK as REPORT_MARK
+from ._report_html import check_report_output, render_report, write_page, write_report
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
 from ._telemetry import OtelSink
@@ -74,6 +76,7 @@ from ._trace_read import find_cleared_span, read_trace
 __all__ = [
     "CHECKPOINT_FILE",
     "EXIT_BY_STOP",
+    "REPORT_MARK",
     "SUGGESTOR_BUILDERS",
     "Checkpoint",
     "CheckpointRefused",
@@ -117,5 +120,6 @@ __all__ = [
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",
+    "write_page",
     "write_report",
 ]

@@ -229,14 +229,19 @@ def test_sdk_disabled_turns_otel_off_and_says_so(monkeypatch: pytest.MonkeyPatch
     assert "OTEL_SDK_DISABLED=true: --otel is ignored" in err
 
 
-def test_otel_is_an_option_of_a_single_run(tmp_path: Path) -> None:
+def test_otel_under_cases_without_the_sdk_is_refused_before_any_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under --cases, --otel exports each case (tests/batch/test_outputs_under_cases.py);
+    without the SDK it is refused once, before any case runs."""
+    monkeypatch.setitem(sys.modules, "converge_dsl.runtime._otel", None)
     cases = tmp_path / "cases.jsonl"
     cases.write_text("{}\n", encoding="utf-8")
-    code, _, err = _cli(
-        ["run", str(TRIAGE), "--cases", str(cases), "--out", str(tmp_path / "o.jsonl"), "--otel"]
-    )
+    out = tmp_path / "o.jsonl"
+    code, _, err = _cli(["run", str(TRIAGE), "--cases", str(cases), "--out", str(out), "--otel"])
     assert code == 3
-    assert "--otel is an option of a single run" in err
+    assert "error: OpenTelemetry [CD980]: --otel needs the OpenTelemetry SDK" in err
+    assert not out.exists()
 
 
 def test_a_run_without_otel_never_imports_opentelemetry(tmp_path: Path) -> None:
