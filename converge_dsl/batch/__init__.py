@@ -9,7 +9,8 @@ Public surface:
   replaces declared models by name for that run, e.g. a scripted one in a test);
   `keys`, `models`, `invariants` name what the pipeline declares;
   `run_many(cases, concurrency=16)` and `arun_many(...)` yield one per case in
-  input order; `outcome(inputs, meter=None)` gives the `RunOutcome`.
+  input order; `outcome(inputs, meter=None, sinks=())` gives the `RunOutcome`
+  (`sinks`: the run's outputs, `converge_dsl.runtime.RunSink`).
 - `Case`, `CaseResult` (a finished case: index, id, run result, exit code, and its
   result `line()`), `read_cases(path)`, `read_done(path)` -> `Done` (the cases a
   results file holds and their usage; a torn last line is cut).
