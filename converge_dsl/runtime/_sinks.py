@@ -10,11 +10,12 @@ A sink whose write failed keeps the error in `failure`: the run re-raises it
 when the engine swallowed it. `model` may wrap each of the run's models
 (`--record`); `exchange` hears each model call's request and answer.
 
-The sinks of one run: the checkpoint and `--record` (made by the assembly from
-`RunOptions`), then `RunOptions.sinks` in order: `--trace` (`TraceSink`),
-`--report` (`ReportSink`), OpenTelemetry (`OtelSink`, `_telemetry`), the live
-progress (`ListenerSink`) and the result document (`ResultSink`). A batch adds
-its own over the case results (`converge_dsl.batch._outputs`).
+The sinks of one run: the checkpoint folder (made by the assembly from the
+plan, `_outputs.CheckpointSink`), then `RunOptions.sinks` in order (the
+command line's: `--report` `ReportSink`, `--trace` `TraceSink`, `--record`
+`RecordSink`, the live progress `ListenerSink`, the result document
+`ResultSink`), then OpenTelemetry (`OtelSink`, `_telemetry`). A batch adds its
+own over the case results (`converge_dsl.batch._outputs`).
 """
 
 from __future__ import annotations
