@@ -127,6 +127,7 @@ PACK_VERSION_UNKNOWN = "CD573"  # pack info NAME@VERSION: the repository has no 
 PACK_UNKNOWN = "CD574"  # pack info: the repository has no such pack, or not a pack name
 PUBLISH_KEY_UNUSED = "CD575"  # warning: pack publish --sign-key signed nothing (already published)
 PACK_FROM_EARLIER_REPOSITORY = "CD576"  # warning: pack add --repo: an earlier repository has it
+NEWER_VERSION_AVAILABLE = "CD577"  # note: lock keeps a pin although a newer version fits
 
 # --- CD6xx compile and run time (600 to 649: the compiler) -------------------------
 COMPILE_TEMPLATE_SYNTAX = "CD600"  # a template or expression does not compile (compiler)

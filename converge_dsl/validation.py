@@ -20,9 +20,10 @@ at once for a pipeline with nothing for it (no agent, no pack).
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
   actually fetched) and `plan` call.
 - `says_ours(path, kind)`: whether a file says it is converge-dsl's file of that kind
-- `pipeline_files(paths)`: the pipeline files named by files and folders
-  (what `validate PATH...` checks); `check_paths(paths)` checks them all into
-  `CheckedFiles`.
+- `pipeline_files(paths)`: the pipeline files named by files and folders, and
+  the packs among them (a `pack.yaml` saying `kind: Pack`): what `validate
+  PATH...` checks; `check_paths(paths)` checks them all into `CheckedFiles`, each
+  pack as `pack publish` would (`converge_dsl.packs.load_pack`).
 - `check_model_scripts`, `check_model_config`, `check_agents`, `check_packs`: the
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
@@ -38,8 +39,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl._record import Record
-from converge_dsl.diagnostics import Diagnostic, best_first
+from converge_dsl.diagnostics import Diagnostic, Severity, best_first
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
 from converge_dsl.frontend import Check, CheckedPipeline, LoadedDocument, PipelineFacts
@@ -178,6 +180,34 @@ def load_pipeline(
     return checked.document
 
 
+def _top_kind(path: Path) -> object:
+    """The `kind` at the top of the file (None when only `apiVersion` is there);
+    `_UNREAD` when it does not load as a mapping, `_NOT_OURS` for a file that cannot
+    name a kind or is a mapping with neither `apiVersion` nor `kind`."""
+    import yaml
+
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+        if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
+            return _NOT_OURS  # cannot name a kind or an API version
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, ValueError, RecursionError, yaml.YAMLError):
+        return _UNREAD
+    if not isinstance(data, dict):
+        return _UNREAD
+    if "kind" not in data and "apiVersion" not in data:
+        return _NOT_OURS
+    return data.get("kind")
+
+
+_UNREAD, _NOT_OURS = object(), object()
+
+
+def _is_pack(path: Path) -> bool:
+    """A pack's manifest: a `pack.yaml` that says `kind: Pack` at the top."""
+    return path.name == "pack.yaml" and _top_kind(path) == "Pack"
+
+
 def _is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
@@ -185,20 +215,8 @@ def _is_pipeline(path: Path) -> bool:
     mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
     cassette). Everything else, broken files included, is checked as a pipeline.
     """
-    import yaml
-
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-        if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
-            return False  # cannot name a kind or an API version: not ours
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, ValueError, RecursionError, yaml.YAMLError):
-        return True
-    if not isinstance(data, dict):
-        return True
-    if "kind" not in data and "apiVersion" not in data:
-        return False
-    return data.get("kind") not in OTHER_KINDS
+    kind = _top_kind(path)
+    return kind is not _NOT_OURS and kind not in OTHER_KINDS
 
 
 # A line saying a file is converge-dsl's: `apiVersion: converge-dsl/...` or
@@ -246,8 +264,9 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
 
     In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
     the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
-    or that load as a mapping with neither `apiVersion` nor `kind`. A folder
-    with no pipeline file, or a path that does not exist, is a `UsageError`.
+    or that load as a mapping with neither `apiVersion` nor `kind`; a `pack.yaml`
+    saying `kind: Pack` is kept as a pack. A folder with neither, or a path that
+    does not exist, is a `UsageError`.
     With `only_pipelines`, a file named directly is kept only when it says it is
     a converge-dsl pipeline (`_says_pipeline`), as a pre-commit hook needs.
     """
@@ -256,11 +275,12 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
         path = Path(raw)
         if path.is_dir():
             inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
-            chosen = [p for p in inside if p.is_file() and _is_pipeline(p)]
+            chosen = [p for p in inside if p.is_file() and (_is_pipeline(p) or _is_pack(p))]
             if not chosen:
                 raise UsageError(
                     f"no pipeline files found in {raw}",
-                    hint="a folder is searched for *.yaml and *.yml pipeline files",
+                    hint="a folder is searched for *.yaml and *.yml pipeline files "
+                    "and pack.yaml pack manifests",
                 )
             found.extend(chosen)
         elif path.is_file():
@@ -316,6 +336,11 @@ def check_paths(
     sources: dict[str, str] = {}
     for path in files:
         name = _display(path)
+        if not only_pipelines and _is_pack(path):
+            diagnostics.extend(_pack_diagnostics(path, name))
+            with contextlib.suppress(OSError):
+                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
+            continue
         checked = check_pipeline(path, display=name, roots=roots)
         diagnostics.extend(checked.diagnostics)
         if checked.document is not None:
@@ -324,3 +349,19 @@ def check_paths(
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
     return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)
+
+
+def _pack_diagnostics(path: Path, name: str) -> list[Diagnostic]:
+    """A pack manifest checked as `pack publish` checks it (schema, files, templates)."""
+    from converge_dsl.errors import PackError
+    from converge_dsl.packs import load_pack
+
+    folder = name.rpartition("/")[0] or "."
+    try:
+        load_pack(path.parent, display=folder)
+    except PipelineInvalid as exc:
+        return list(exc.diagnostics)
+    except PackError as exc:
+        code = getattr(exc, "code", codes.PACK_BAD_FILE)
+        return [Diagnostic(code, Severity.ERROR, exc.message, name, 1, 1, 1, 1, hint=exc.hint)]
+    return []

@@ -170,6 +170,9 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             io.stdout.write("".join(f"{e.code}  {terminal_safe(e.title)}\n" for e in entries))
         return 0
     entry = find(args.code)
+    typed = args.code.strip().upper().removeprefix("CD")
+    if "O" in typed and re.fullmatch(r"[0-9O]{1,3}", typed):
+        io.note(f"note: read {terminal_safe(args.code)!r} as {entry.code} (a letter O for a zero)")
     style = io.style(io.stdout)
     if args.format == "json":
         io.stdout.write(json.dumps(asdict(entry), indent=2, ensure_ascii=False) + "\n")

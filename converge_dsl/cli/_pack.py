@@ -1,7 +1,7 @@
 """`converge-dsl pack SUBCOMMAND`: publish, list, inspect, fetch, verify, add and yank packs.
 
 - `pack publish PACK_DIR --repo REPO_DIR [--sign-key KEY_FILE]`
-- `pack list [--repo REPO]`, `pack info NAME[@VERSION] [--repo REPO]` (its suggestors,
+- `pack list [REPO | --repo REPO]`, `pack info NAME[@VERSION] [--repo REPO]` (its suggestors,
   parameters, input schema outline, output, invariants and versions)
   (REPO: `builtin` (default), a folder, or an http(s) URL)
 - `pack fetch PIPELINE`: install every locked pack of the pipeline into the
@@ -68,6 +68,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="sign the archive with this ed25519 key (written by: pack keygen)",
     )
     listing = sub.add_parser("list", help="list the packs of a repository")
+    listing.add_argument(
+        "repository", nargs="?", metavar="REPO", help=f"the repository: {_REPO_HELP}"
+    )
     listing.add_argument("--repo", default="builtin", metavar="REPO", help=_REPO_HELP)
     info = sub.add_parser("info", help="a pack's suggestors, parameters, input and versions")
     info.add_argument("name", metavar="NAME[@VERSION]", help="the pack (default: newest version)")
@@ -201,7 +204,9 @@ def _publish(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _list(args: argparse.Namespace, io: CommandIO) -> int:
-    repository = _repository(args.repo)
+    if args.repository is not None and args.repo != "builtin":
+        raise UsageError("pack list takes one repository: REPO or --repo REPO, not both")
+    repository = _repository(args.repository or args.repo)
     packs: list[dict[str, object]] = []
     for name in repository.names():
         index = repository.fetch_index(name)

@@ -17,14 +17,15 @@ it lacks; it never touches the network and never writes the cache.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 
-from converge_dsl.errors import PackError, PipelineInvalid
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.errors import PackError, PipelineInvalid, UsageError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
@@ -147,30 +148,36 @@ def lock_pipeline(
     warn: Callable[[str], object] | None = None,
     allow_downgrade: bool = False,
     repin: bool = False,
+    upgrade: Collection[str] | None = None,
 ) -> LockFile:
     """Resolve, fetch, verify and write the pipeline's lock section; returns it.
 
-    Versions pinned by a readable previous lock are kept when they still fit;
-    `warn` hears that an unreadable lock file is being replaced, and, once the
-    lock is written, each kept pin that is yanked (a `Notice`, CD572). A pin that
+    Versions pinned by a readable previous lock are kept when they still fit,
+    except those of the packs named in `upgrade` (all of them when it is
+    empty), which move to the newest live version that fits; a name that is
+    no pack of the pipeline or its lock is a `UsageError`. `warn` hears that an
+    unreadable lock file is being replaced, and, once the lock is written, each
+    kept pin that is yanked (CD572) and each pin a newer fitting version could
+    replace (CD577), as `Notice`s with the command that moves it. A pin that
     would move to a lower version (unless `allow_downgrade`) or to another
     digest for the same version (unless `repin`) is refused before anything
     is fetched or written (`_trust.check_pin_moves`).
     """
     from converge_dsl.packs._resolve import resolve
     from converge_dsl.packs._signing import verify
-    from converge_dsl.packs._trust import check_pin_moves, yanked_pin_notice
+    from converge_dsl.packs._trust import check_pin_moves
 
     info = PipelinePacks.read(pipeline, data)
     repositories = info.open(client)
     previous = None
     with contextlib.suppress(PackError):  # an unreadable lock is replaced (write_lock warns)
         previous = read_lock(pipeline)
+    kept = _kept_pins(info, previous, upgrade)
     resolved = resolve(
         info.specifiers(),
         list(repositories.values()),
         requester=info.requester,
-        locked=previous.versions() if previous else None,
+        locked=kept,
     )
     for pinned in resolved.values():
         entry = pinned.entry
@@ -186,16 +193,67 @@ def lock_pipeline(
             repin=repin,
             index_of=lambda where, name: _index_of(repositories, where, name),
             command=lock_hint(pipeline).removeprefix("run: "),
+            moving=set(upgrade or ()),  # named packs only: `--upgrade` alone moves none down
         )
     _install_all(lock, repositories, cache or PackCache())
     write_lock(pipeline, lock, warn=warn)
-    for pinned in resolved.values():  # only a pin the previous lock held can be yanked
-        if pinned.entry.yanked and warn is not None:
-            command = lock_hint(pipeline).removeprefix("run: ")
-            requested = info.packs.get(pinned.name)
-            version = str(pinned.entry.version)
-            warn(yanked_pin_notice(pinned.name, version, pinned.repository, requested, command))
+    if warn is not None:
+        for notice in _pin_notices(pipeline, info, resolved.values(), repositories):
+            warn(notice)
     return lock
+
+
+def _kept_pins(
+    info: PipelinePacks, previous: LockFile | None, upgrade: Collection[str] | None
+) -> dict[str, Any] | None:
+    """The previous lock's pins that re-locking keeps (all but the upgraded packs)."""
+    known = set(info.packs) | set(previous.packs if previous else ())
+    for name in upgrade or ():
+        if name not in known:
+            close = did_you_mean(name, known)
+            raise UsageError(
+                f"lock --upgrade {name}: the pipeline has no pack {name!r}",
+                hint=f"did you mean {close!r}?"
+                if close
+                else f"its packs: {', '.join(sorted(known)) or 'none'}",
+            )
+    if previous is None:
+        return None
+    pins = previous.versions()
+    if upgrade is None:
+        return pins
+    return {} if not upgrade else {n: v for n, v in pins.items() if n not in set(upgrade)}
+
+
+def _pin_notices(
+    pipeline: Path,
+    info: PipelinePacks,
+    resolved: Iterable[Any],
+    repositories: Mapping[str, Repository],
+) -> Iterator[str]:
+    """CD572 for each yanked pin the lock kept, CD577 for each pin a newer version fits."""
+    from converge_dsl.packs._trust import newer_version_notice, newest_live, yanked_pin_notice
+
+    command = lock_hint(pipeline).removeprefix("run: ")
+    for pinned in resolved:
+        name, version = pinned.name, pinned.entry.version
+        requested = info.packs.get(name)
+        index = _index_of(repositories, pinned.repository, name)
+        if pinned.entry.yanked:  # only a pin the previous lock held can be yanked
+            yield yanked_pin_notice(
+                name,
+                str(version),
+                repository=pinned.repository,
+                specifier=requested,
+                command=command,
+                index=index,
+            )
+        elif requested is not None and index is not None:
+            newest = newest_live(index, requested)
+            if newest is not None and newest > version:
+                yield newer_version_notice(
+                    name, str(version), newest, specifier=requested, command=command
+                )
 
 
 def _index_of(repositories: Mapping[str, Repository], where: str, name: str) -> PackIndex | None:

@@ -135,3 +135,21 @@ def test_init_escapes_control_characters_in_the_folder_it_names(tmp_path: Path) 
     assert code == 0
     assert "\x1b" not in out
     assert "a\\x1b[31mb" in out
+
+
+def test_the_local_hooks_run_what_the_published_hooks_run(tmp_path: Path) -> None:
+    """`init`'s local hooks and `.pre-commit-hooks.yaml` run the same commands on the same files."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    published = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
+    assert cli("init", tmp_path, "--name", "demo")[0] == 0
+    config = yaml.safe_load((tmp_path / ".pre-commit-config.yaml").read_text())
+    (repo,) = config["repos"]
+    assert repo["repo"] == "local"
+    local = {h["id"]: h for h in repo["hooks"]}
+    assert local.keys() == published.keys()
+    for name, hook in local.items():
+        assert hook["language"] == "system"
+        same = ("entry", "types_or", "pass_filenames", "require_serial")
+        assert {k: hook.get(k) for k in same} == {k: published[name].get(k) for k in same}
