@@ -34,6 +34,8 @@ class RunOptions:
     clock: Clock = field(default_factory=SystemClock)
     listeners: tuple[Callable[[BaseModel], None], ...] = ()
     decisions: Mapping[str, bool] = field(default_factory=dict)
+    # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
+    decided_by: Mapping[str, str] = field(default_factory=dict)
     # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
     on_fetch: Callable[[str], object] | None = None
     allow_roots: tuple[Path, ...] = ()

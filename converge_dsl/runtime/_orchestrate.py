@@ -123,7 +123,7 @@ async def _run_locked(
                 settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
             )
         _freeze(options)
-        sink.set_spans(compiled.spans)
+        sink.set_spans(compiled.spans, {document.file: document.text})
         if telemetry is not None:
             describe_run(telemetry, compiled, options)
         engine = build_engine(compiled, sink, options.clock, meter)
@@ -216,6 +216,8 @@ async def _execute(
     A checkpoint taken before any cycle finished holds no state: it starts afresh.
     """
     if store is not None and checkpoint is not None:
-        return await continue_run(engine, store, checkpoint.state, seeds, options.decisions)
+        return await continue_run(
+            engine, store, checkpoint, seeds, options.decisions, given_by=options.decided_by
+        )
     result = await engine.run(seeds, on_cycle_end=None if store is None else store.save)
     return result, {}

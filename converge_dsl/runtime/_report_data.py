@@ -12,8 +12,12 @@ are seconds from the run's start, rounded to microseconds. Long texts are cut
 line that is not JSON, not an event object, or an event missing a field the
 report reads is a `UsageError` naming `file:line`.
 
-Source excerpts of the suggestors are read from the files their spans name,
-relative to the current folder or to the trace's folder, when they exist.
+Source excerpts of the suggestors come from the trace alone: the run wrote
+them on its `run_started` line (`excerpts`, cut from the text it loaded).
+The report reads no file but the trace (docs/architecture.md §12), whatever
+path a span names (`/etc/passwd`, `../../secret`); a suggestor without an
+excerpt in the trace (a trace from an older converge-dsl, or an edited one)
+gets none, and `why` says so.
 """
 
 from __future__ import annotations
@@ -25,9 +29,14 @@ from typing import Any
 
 from converge_dsl.errors import UsageError
 
+from ._trace import MAX_EXCERPT_LINES
+
 MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_TEXT = 400
-MAX_EXCERPT_LINES = 40
+NO_EXCERPT = (
+    "no excerpt: the trace does not hold this suggestor's source "
+    "(a report shows only what the run recorded; it reads no other file)"
+)
 # The row lists of the page's data, one per section.
 TABLES = (
     "ex", "mc", "facts", "rej", "hitl", "usage", "inv",
@@ -101,6 +110,7 @@ class _Fold:
         self.names: dict[str, int] = {}
         self.spans: dict[str, dict[str, Any]] = {}
         self.meta: dict[str, Any] = {}
+        self.excerpts: dict[str, str] = {}
         self.running: dict[str, int] = {}  # suggestor -> cycle of its current execution
         self.held: dict[tuple[str, str], list[Any]] = {}  # (key, id) -> its `hitl` row
         self.rows: dict[str, list[list[Any]]] = {name: [] for name in TABLES}
@@ -168,6 +178,11 @@ class _Fold:
             handler(event)
 
     def _run_started(self, event: dict[str, Any]) -> None:
+        excerpts = event.get("excerpts")
+        if isinstance(excerpts, dict):
+            self.excerpts.update(
+                (name, text) for name, text in excerpts.items() if isinstance(text, str)
+            )
         timing = _timing(event)
         if timing is not None:
             self.rel(timing[0])
@@ -308,21 +323,13 @@ class _Fold:
         self.rows[table].append(row)
 
 
-def _excerpt(span: dict[str, Any], folders: tuple[Path, ...]) -> dict[str, Any]:
-    """The span's location and, when its file can be read, its lines."""
-    file, line, end = str(span.get("file")), int(span["line"]), int(span["end_line"])
-    out: dict[str, Any] = {"file": file, "line": line, "text": None}
-    for folder in folders:
-        candidate = folder / file
-        try:
-            if not candidate.is_file() or candidate.stat().st_size > MAX_LINE_BYTES:
-                continue
-            lines = candidate.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            continue
-        last = min(end, line + MAX_EXCERPT_LINES - 1, len(lines))
-        out["text"] = "\n".join(lines[line - 1 : last]).rstrip()
-        break
+def _excerpt(span: dict[str, Any], text: str | None) -> dict[str, Any]:
+    """The span's location and the excerpt the trace holds for it (else `why` there is none)."""
+    out: dict[str, Any] = {"file": str(span.get("file")), "line": int(span["line"]), "text": None}
+    if text is None:
+        out["why"] = NO_EXCERPT
+    else:
+        out["text"] = "\n".join(text.splitlines()[:MAX_EXCERPT_LINES])
     return out
 
 
@@ -343,9 +350,8 @@ def report_data(path: Path) -> dict[str, Any]:
             ) from None
     if not seen:
         raise UsageError(f"{path}: the trace holds no event", hint=_HINT)
-    folders = (Path.cwd(), path.parent)
     names = list(fold.names)
-    sources = {name: _excerpt(span, folders) for name, span in fold.spans.items()}
+    sources = {name: _excerpt(span, fold.excerpts.get(name)) for name, span in fold.spans.items()}
     files = [str(span.get("file")) for span in fold.spans.values()]
     pipeline = Path(files[0]).name if files else None
     return {
