@@ -46,12 +46,14 @@ _KINDS = (
 class ReadRefused(UsageError):
     """A file to read is not a regular file (CD930) or is over its cap (CD931); exit 3.
 
-    `code` is the stable code, `path` the file as given, `what` what it was read as.
+    `code` is the stable code, `reason` why, `path` the file as given, `what` what it
+    was read as.
     """
 
     def __init__(self, code: str, path: Path, what: str, reason: str, *, hint: str) -> None:
         super().__init__(f"cannot read {what} {str(path)!r} [{code}]: {reason}", hint=hint)
         self.code = code
+        self.reason = reason
         self.path = path
         self.what = what
 

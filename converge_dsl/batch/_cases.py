@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._reading import read_bytes, read_text
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
 def read_cases(path: Path) -> list[Case]:
     """Every case of the cases file `path`; `UsageError` when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "--cases file")
     except UnicodeDecodeError as exc:
         raise UsageError(f"--cases {path} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
@@ -134,7 +135,7 @@ def read_done(path: Path) -> Done:
     a `UsageError`: the file is not ours, or was edited.
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, "--out file")
     except FileNotFoundError:
         return Done()
     except OSError as exc:

@@ -33,6 +33,7 @@ from yaml.composer import ComposerError
 from yaml.events import StreamEndEvent
 
 from converge_dsl import codes
+from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend._anchors import MAX_ALIAS_NODES, MAX_DEPTH
 from converge_dsl.frontend._build import Builder, Restart, untagged_texts
@@ -65,7 +66,9 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
                 point(name, 1, 1),
                 hint="split the file or shorten it",
             )
-        raw = path.read_bytes()
+        raw = read_bytes(path, "file", cap=MAX_BYTES)
+    except ReadRefused as exc:
+        raise invalid(exc.code, exc.reason, point(name, 1, 1)) from None
     except OSError as exc:
         raise invalid(
             codes.UNREADABLE, f"cannot read file: {exc.strerror or exc}", point(name, 1, 1)

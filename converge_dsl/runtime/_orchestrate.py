@@ -73,7 +73,7 @@ def load_document(
     """
     from converge_dsl import validation
 
-    if not path.is_file():
+    if not path.exists():  # a FIFO or device too: the reader refuses it (CD930)
         raise UsageError(f"no such pipeline file: {path}")
     return validation.load_pipeline(path, fetch=True, on_fetch=on_fetch, roots=roots)
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._reading import open_regular
 from converge_dsl.errors import UsageError
 
 from ._trace import MAX_EXCERPT_LINES
@@ -48,7 +49,7 @@ _HINT = "give the JSONL file written by `converge-dsl run --trace`"
 def bounded_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, event object) of each non-blank line, each line read with a bound."""
     try:
-        stream = path.open("rb")
+        stream = open_regular(path, "trace")
     except OSError as exc:
         raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
     with stream:
