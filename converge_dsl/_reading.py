@@ -109,20 +109,26 @@ def read_bytes(path: Path, what: str, *, cap: int = DEFAULT_CAP) -> bytes:
     See `open_regular` for what is refused before anything is read.
     """
     with open_regular(path, what) as stream:
+        if os.fstat(stream.fileno()).st_size > cap:  # refused before a byte is read
+            raise _too_large(path, what, cap)
         chunks: list[bytes] = []
         held = 0
         while chunk := stream.read(min(_CHUNK, cap + 1 - held)):
             chunks.append(chunk)
             held += len(chunk)
-            if held > cap:
-                raise ReadRefused(
-                    codes.READ_TOO_LARGE,
-                    path,
-                    what,
-                    f"it is over {cap} bytes, the most read for a {what}",
-                    hint=f"give a smaller {what}",
-                )
+            if held > cap:  # it grew while it was read
+                raise _too_large(path, what, cap)
         return b"".join(chunks)
+
+
+def _too_large(path: Path, what: str, cap: int) -> ReadRefused:
+    return ReadRefused(
+        codes.READ_TOO_LARGE,
+        path,
+        what,
+        f"it is over {cap} bytes, the most read for a {what}",
+        hint=f"give a smaller {what}",
+    )
 
 
 def read_text(path: Path, what: str, *, cap: int = DEFAULT_CAP) -> str:

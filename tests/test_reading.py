@@ -344,3 +344,31 @@ def test_a_missing_file_and_a_folder_stay_os_errors(tmp_path: Path) -> None:
         read_bytes(tmp_path / "absent", "thing")
     with pytest.raises(IsADirectoryError):
         read_bytes(tmp_path, "thing")
+
+
+def _sparse(kind: str, path: Path) -> Path:
+    """A file of 1 GiB that holds nothing (sparse): read whole, it would take that memory."""
+    path.unlink(missing_ok=True)
+    with path.open("wb") as handle:
+        handle.truncate(1 << 30)
+    return path
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "run --inputs FILE",
+        "run --decisions FILE",
+        "run --resume DIR (journal)",
+        "run --resume DIR (kept decisions)",
+        "run --cases --out FILE (kept results)",
+        "run --replay CASSETTE",
+    ],
+)
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path: Path, entry: str) -> None:
+    call, expected, word = ENTRIES[entry]
+    code, out, err, took = _cli(*call(tmp_path, _sparse, "sparse"))
+    said = out + err
+    assert took < 2, f"{entry} took {took:.1f} s"
+    assert (code, "Traceback" in said) == (expected, False), said
+    assert codes.READ_TOO_LARGE in said or word in said, said

@@ -232,6 +232,7 @@ class CheckpointStore:
             "inputs": _json_inputs(inputs),
         }
         self._stateful = stateful(suggestors)
+        clear_decisions(self.folder)  # kept for the old journal's pause: they fit no other
         self._snapshot(None)
 
     def resume(self, checkpoint: Checkpoint, suggestors: Iterable[Suggestor] = ()) -> None:

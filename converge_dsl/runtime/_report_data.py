@@ -324,13 +324,19 @@ class _Fold:
         self.rows[table].append(row)
 
 
+def _cut_excerpt(text: str) -> str:
+    """At most `MAX_EXCERPT_LINES` lines of `MAX_TEXT` characters: a trace can hold any size."""
+    lines = text.splitlines()[:MAX_EXCERPT_LINES]
+    return "\n".join(line if len(line) <= MAX_TEXT else _cut(line) for line in lines)
+
+
 def _excerpt(span: dict[str, Any], text: str | None) -> dict[str, Any]:
     """The span's location and the excerpt the trace holds for it (else `why` there is none)."""
     out: dict[str, Any] = {"file": str(span.get("file")), "line": int(span["line"]), "text": None}
     if text is None:
         out["why"] = NO_EXCERPT
     else:
-        out["text"] = "\n".join(text.splitlines()[:MAX_EXCERPT_LINES])
+        out["text"] = _cut_excerpt(text)
     return out
 
 

@@ -108,7 +108,12 @@ def test_a_decisions_file_planted_before_the_pause_is_refused(
     ckpt = tmp_path / "ck"
     _pause(pipeline, ckpt)  # an earlier run made the folder a checkpoint folder
     (ckpt / DECISIONS_FILE).write_text(json.dumps({"spend-all-money": True, "s2": True}))
-    _pause(pipeline, ckpt)
+    _pause(pipeline, ckpt)  # a fresh run: what the folder held for the old journal is dropped
+    code, doc, _ = _resume(pipeline, ckpt)
+    assert code == 6
+    assert "spend-all-money" not in _promoted(doc)
+    # Planted again, now between the pause and the resume: refused.
+    (ckpt / DECISIONS_FILE).write_text(json.dumps({"spend-all-money": True, "s2": True}))
     _refused(*_resume(pipeline, ckpt), ckpt)
     _still_paused(pipeline, ckpt)
 
@@ -184,3 +189,16 @@ def test_sealed_decisions_of_this_pause_are_used_and_traced_with_who_gave_them(
         "spend-all-money": ("approved", "cli"),
         "s2": ("rejected", "file:mine.json"),
     }
+
+
+def test_a_fresh_run_in_the_folder_drops_the_decisions_kept_for_the_old_journal(
+    pipeline: Path, tmp_path: Path
+) -> None:
+    ckpt = tmp_path / "ck"
+    _pause(pipeline, ckpt)
+    assert _resume(pipeline, ckpt, "--approve", "spend-all-money")[0] == 6
+    _pause(pipeline, ckpt)  # a new run: the kept approval belonged to the old pause
+    assert not (ckpt / DECISIONS_FILE).exists()
+    code, doc, err = _resume(pipeline, ckpt, "--reject", "spend-all-money", "--approve", "s2")
+    assert code == 0, err
+    assert _promoted(doc) == ["s2"]

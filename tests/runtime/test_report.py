@@ -269,3 +269,21 @@ def test_excerpts_come_from_the_trace_even_when_the_file_changed(agent_trace: Pa
     lines[0] = json.dumps(first)
     agent_trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert report_data(agent_trace)["sources"]["reviewer"]["text"] == "as the run loaded it"
+
+
+@pytest.mark.parametrize(
+    "excerpts",
+    [["not", "a", "map"], {"s1": 5}, {"s1": None}, "text", {"s1": ("x" * 5000 + "\n") * 500}],
+    ids=["list", "number", "null", "string", "huge"],
+)
+def test_odd_excerpts_in_a_trace_are_bounded_or_left_out(tmp_path: Path, excerpts: Any) -> None:
+    trace = _hostile_trace(tmp_path, ["p.yaml"])
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["excerpts"] = excerpts
+    lines[0] = json.dumps(first)
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    source = report_data(trace)["sources"]["s1"]
+    text = source["text"]
+    assert text is None or len(text) <= 40 * 401
+    assert (text is None) == ("why" in source)
