@@ -173,6 +173,8 @@ class _Fold:
     def add(self, event: dict[str, Any]) -> None:
         span, suggestor = event.get("span"), event.get("suggestor")
         if isinstance(span, dict) and isinstance(suggestor, str) and suggestor not in self.spans:
+            if not isinstance(span.get("file"), str) or type(span.get("line")) is not int:
+                raise TypeError("its span has no file name and line number")
             self.spans[suggestor] = span
         handler = self.handlers.get(event["type"])
         if handler is not None:
@@ -332,7 +334,7 @@ def _cut_excerpt(text: str) -> str:
 
 def _excerpt(span: dict[str, Any], text: str | None) -> dict[str, Any]:
     """The span's location and the excerpt the trace holds for it (else `why` there is none)."""
-    out: dict[str, Any] = {"file": str(span.get("file")), "line": int(span["line"]), "text": None}
+    out: dict[str, Any] = {"file": span["file"], "line": span["line"], "text": None}
     if text is None:
         out["why"] = NO_EXCERPT
     else:

@@ -287,3 +287,21 @@ def test_odd_excerpts_in_a_trace_are_bounded_or_left_out(tmp_path: Path, excerpt
     text = source["text"]
     assert text is None or len(text) <= 40 * 401
     assert (text is None) == ("why" in source)
+
+
+@pytest.mark.parametrize(
+    "span",
+    [{"file": "x"}, {"file": "x", "line": "abc"}, {"line": 1}, {"file": 3, "line": 1},
+     {"file": "x", "line": True}],
+)  # fmt: skip
+def test_a_malformed_span_is_a_located_error(tmp_path: Path, span: dict[str, Any]) -> None:
+    trace = tmp_path / "t.jsonl"
+    lines = [
+        {"seq": 0, "type": "run_started", "suggestors": 1, "seeds": 0},
+        {"seq": 1, "type": "suggestor_started", "cycle": 1, "suggestor": "s", "span": span},
+    ]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, _, err = _cli("report", str(trace), "-o", str(tmp_path / "p.html"))
+    assert code == 3, err
+    assert f"{trace}:2: malformed suggestor_started event" in err
+    assert "Traceback" not in err
