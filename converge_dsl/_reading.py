@@ -28,20 +28,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from converge_dsl import codes
+from converge_dsl._files import special_kind
 from converge_dsl.errors import UsageError
 
 # The default cap of `read_bytes`: larger than any file the tool reads whole.
 DEFAULT_CAP = 256 << 20
 _CHUNK = 1 << 20
-
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISDIR, "a folder"),
-)
-
 
 class ReadRefused(UsageError):
     """A file to read is not a regular file (CD930) or is over its cap (CD931); exit 3.
@@ -59,7 +51,7 @@ class ReadRefused(UsageError):
 
 
 def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return special_kind(mode) or ("a folder" if stat.S_ISDIR(mode) else "not a regular file")
 
 
 def _not_regular(path: Path, what: str, kind: str) -> ReadRefused:

@@ -3,7 +3,8 @@
 Public surface:
 - `run_pipeline(options)` (async) -> `RunOutcome`: load, settings, usage meter, models,
   compile, run. `RunOptions` is everything `converge-dsl run` can say;
-  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
+  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human
+  (`decided_by={id: who}` says who gave each decision; the trace says `api` otherwise).
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
   `model_builder(settings, env=, clock=, roots=, attempt_gate=)` (builds one run's
