@@ -35,6 +35,7 @@ from converge_dsl.errors import UsageError
 DEFAULT_CAP = 256 << 20
 _CHUNK = 1 << 20
 
+
 class ReadRefused(UsageError):
     """A file to read is not a regular file (CD930) or is over its cap (CD931); exit 3.
 

@@ -35,7 +35,7 @@ async def continue_run(
 ) -> tuple[RunResult, Mapping[str, bool]]:
     """Resume from a checkpoint; a paused one goes on once every pending id is decided.
 
-    `start` None (no cycle had finished) runs afresh from `seeds`. Returns the
+    `checkpoint.state` None (no cycle had finished) runs afresh from `seeds`. Returns the
     result and the decisions still waiting (a run that stays paused). Raises
     `UsageError` for decisions on a checkpoint with nothing pending and for ids
     that are not pending, `CheckpointRefused` (CD932) for kept decisions that
