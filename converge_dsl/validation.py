@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from converge_dsl import codes
+from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, Severity, best_first
 from converge_dsl.errors import PipelineInvalid, UsageError
@@ -187,11 +188,11 @@ def _top_kind(path: Path) -> object:
     import yaml
 
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_bytes(path, "pipeline").decode("utf-8-sig")
         if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
             return _NOT_OURS  # cannot name a kind or an API version
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, ValueError, RecursionError, yaml.YAMLError):
+    except (OSError, ValueError, RecursionError, yaml.YAMLError, ReadRefused):
         return _UNREAD
     if not isinstance(data, dict):
         return _UNREAD
@@ -240,8 +241,8 @@ def says_ours(path: Path, kind: str) -> bool:
     top-level `apiVersion` of another tool (Tekton's `tekton.dev/v1` has a `kind:
     Pipeline` too). A file that cannot be read is kept, so its reader says why."""
     try:
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
-    except OSError:
+        text = read_bytes(path, "file").decode("utf-8-sig", errors="replace")
+    except (OSError, ReadRefused):
         return True
     if _OTHER_API.search(text) is not None:
         return False
@@ -283,7 +284,7 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
                     "and pack.yaml pack manifests",
                 )
             found.extend(chosen)
-        elif path.is_file():
+        elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
             if not only_pipelines or _says_pipeline(path):
                 found.append(path)
         else:
@@ -346,8 +347,8 @@ def check_paths(
         if checked.document is not None:
             sources[name] = checked.document.text
         elif checked.diagnostics:
-            with contextlib.suppress(OSError):
-                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
+            with contextlib.suppress(OSError, ReadRefused):
+                sources[name] = read_bytes(path, "pipeline").decode("utf-8", errors="replace")
     return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._reading import read_bytes, read_text
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
 def read_cases(path: Path) -> list[Case]:
     """Every case of the cases file `path`; `UsageError` when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "--cases file")
     except UnicodeDecodeError as exc:
         raise UsageError(f"--cases {path} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
@@ -129,36 +130,67 @@ def read_done(path: Path) -> Done:
     """The cases `path` (a results file) already holds, and their usage.
 
     A last line without its newline (a batch killed while writing it) is
-    ignored and cut from the file, so appending continues on a line of its own.
+    ignored and cut from the file, so appending continues on a line of its own;
+    it is cut only once every complete line is known to be a result line and
+    the cut line starts like one, so a file that is not ours is never changed.
     A missing file holds nothing. Any other line that is not a result line is
     a `UsageError`: the file is not ours, or was edited.
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, "--out file")
     except FileNotFoundError:
         return Done()
     except OSError as exc:
         raise UsageError(f"cannot read --out {path}: {exc.strerror}") from None
     end = data.rfind(b"\n") + 1
+    done = _done(path, data[:end])
     if end < len(data):
-        with open(path, "r+b") as handle:
-            handle.truncate(end)
-            os.fsync(handle.fileno())
+        if not LINE_START.startswith(data[end:]) and not recognise(data[end:]):
+            raise _not_results(path, data.count(b"\n") + 1)
+        _cut(path, end)
+    return done
+
+
+def _not_results(path: Path, number: int) -> UsageError:
+    return UsageError(
+        f"--out {path}: line {number} is not a result line of a batch run",
+        hint="give --out a new file, or the results file of this batch",
+    )
+
+
+def _cut(path: Path, end: int) -> None:
+    """Cut the results file `path` at `end`, never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        os.ftruncate(fd, end)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_COUNTS = ("model_calls", "input_tokens", "output_tokens")
+
+
+def _done(path: Path, data: bytes) -> Done:
+    """What the complete result lines `data` of `path` hold (`UsageError` for any other line)."""
     done = Done()
-    for number, raw in enumerate(data[:end].splitlines(), start=1):
+    for number, raw in enumerate(data.splitlines(), start=1):
         try:
             line = json.loads(raw) if recognise(raw) else None
         except ValueError:
             line = None
-        if not isinstance(line, dict) or not isinstance(line.get("index"), int):
-            raise UsageError(
-                f"--out {path}: line {number} is not a result line of a batch run",
-                hint="give --out a new file, or the results file of this batch",
-            )
+        usage = line.get("usage") or {} if isinstance(line, dict) else None
+        counts = [usage.get(name, 0) for name in _COUNTS] if isinstance(usage, dict) else None
+        if (
+            not isinstance(line, dict)
+            or not isinstance(line.get("index"), int)
+            or counts is None
+            or not all(type(count) is int for count in counts)
+        ):
+            raise _not_results(path, number)
         done.ids[line["index"]] = line.get("id")
-        usage = line.get("usage") or {}
-        done.model_calls += int(usage.get("model_calls", 0))
-        done.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        done.model_calls += counts[0]
+        done.tokens += counts[1] + counts[2]
     return done
 
 

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl._reading import read_text
 from converge_dsl.cli import environment_error
 from converge_dsl.errors import ConvergeError, PackError, PipelineInvalid, UsageError
 
@@ -160,7 +161,7 @@ def _repository(text: str) -> Repository:
 def _read_key(path: Path) -> str:
     """The text of a signing key file (its content is checked when it is used)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path, "--sign-key file")
     except OSError as exc:
         raise UsageError(f"cannot read --sign-key {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

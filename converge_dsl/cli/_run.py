@@ -164,6 +164,13 @@ def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
     return decisions
 
 
+def decision_sources(args: argparse.Namespace, decisions: dict[str, bool]) -> dict[str, str]:
+    """Who gave each decision: `cli` (`--approve`, `--reject`), else `file:NAME` (`--decisions`)."""
+    typed = {*args.approve, *args.reject}
+    named = f"file:{Path(args.decisions).name}" if args.decisions is not None else "cli"
+    return {item: "cli" if item in typed else named for item in decisions}
+
+
 class _Progress:
     """Per-cycle progress: a rich live line on a terminal, plain lines otherwise."""
 
@@ -327,7 +334,8 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         checkpoint=args.checkpoint,
         resume=args.resume,
         replay=args.replay,
-        decisions=parse_decisions(args),
+        decisions=(decisions := parse_decisions(args)),
+        decided_by=decision_sources(args, decisions),
         on_fetch=io.note,
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,

@@ -111,7 +111,7 @@ class Run:
             budget=self._budget,
             decided=decided,
         )
-        staged = [item for item, approve in decided if approve]
+        staged = [item for item, approve, _ in decided if approve]
         wall = self._budget.max_wall_s
         try:
             # Every template, expression and validation of the run checks its deadline.

@@ -35,6 +35,7 @@ from yaml.composer import ComposerError
 from yaml.events import StreamEndEvent
 
 from converge_dsl import codes
+from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend._anchors import MAX_ALIAS_NODES, MAX_DEPTH
 from converge_dsl.frontend._build import Builder, Restart, untagged_texts
@@ -95,7 +96,9 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
                 point(name, 1, 1),
                 hint=_TOO_LARGE_HINT,
             )
-        raw = path.read_bytes()
+        raw = read_bytes(path, "file", cap=limit)
+    except ReadRefused as exc:
+        raise invalid(exc.code, exc.reason, point(name, 1, 1)) from None
     except OSError as exc:
         raise invalid(
             codes.UNREADABLE, f"cannot read file: {exc.strerror or exc}", point(name, 1, 1)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._reading import read_text
 from converge_dsl.engine.types import canonical_json
 from converge_dsl.models._common import (
     emit_increments,
@@ -224,7 +225,7 @@ class ReplayModel(ModelDefaults):
         """The replay of `cassette`, standing in for the model recorded as `name`."""
         path = Path(cassette)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, "cassette")
         except UnicodeDecodeError as exc:
             raise ModelError(
                 ModelErrorCode.CONFIG,

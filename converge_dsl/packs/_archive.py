@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from converge_dsl._reading import read_bytes
 from converge_dsl.codes import PACK_ARCHIVE_TOO_LARGE
 from converge_dsl.errors import PackError
 from converge_dsl.packs._files import PackRefused
@@ -101,7 +102,7 @@ def build_archive(folder: Path) -> bytes:
                 info.mode = 0o755
                 tar.addfile(info)
             else:
-                data = path.read_bytes()
+                data = read_bytes(path, "pack file")
                 info.size = len(data)
                 info.mode = 0o644
                 tar.addfile(info, io.BytesIO(data))
@@ -317,4 +318,4 @@ def matches(archive: bytes, folder: Path) -> bool:
                 seen.add(name)
     if seen != set(files):
         return False
-    return all((folder / name).read_bytes() == data for name, data in files.items())
+    return all(read_bytes(folder / name, "pack file") == data for name, data in files.items())

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from converge_dsl import codes
+from converge_dsl._reading import read_bytes
 from converge_dsl.errors import PackError
 from converge_dsl.packs._files import SHA256, parse_json, write_atomic
 from converge_dsl.packs._index import SAFE_NAME
@@ -152,7 +153,7 @@ def _read_sections(path: Path) -> dict[str, Any]:
     Raises `PackError` when the file cannot be read or is not a lock file.
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, "lock file")
     except FileNotFoundError:
         return {}
     except OSError as exc:

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._reading import read_bytes
+
 from ._runner import CaseReport
 
 _Where = tuple[str | int, ...]
@@ -78,7 +80,7 @@ def _rewrite(path: Path, changes: Sequence[tuple[_Where, Any]]) -> list[_Where]:
     """Write `changes` into the file at `path`; return those not written (shared)."""
     yaml = _round_trip()
     target = path.resolve()  # a symbolic link is followed, not replaced
-    raw = target.read_bytes()
+    raw = read_bytes(target, "test file")
     text = raw.decode("utf-8-sig")
     document = yaml.load(text)
     refused: list[_Where] = []

@@ -3,7 +3,8 @@
 Public surface:
 - `run_pipeline(options)` (async) -> `RunOutcome`: load, then the one run assembly.
   `RunOptions` is what makes a `converge-dsl run`;
-  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
+  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human
+  (`decided_by={id: who}` says who gave each decision; the trace says `api` otherwise).
 - `assemble_run(plan)` (async) -> `RunOutcome`: the one run assembly every run goes
   through (single runs, batch cases, tests, the Python API); `RunPlan` is one run of a
   loaded pipeline, `Checkpointing` its checkpoint folder.

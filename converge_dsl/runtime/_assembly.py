@@ -64,6 +64,8 @@ class Checkpointing:
     resume: bool = False
     decisions: Mapping[str, bool] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
+    # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
+    decided_by: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
         if plan.freeze:
             gc.freeze()  # see `RunOptions.freeze_compiled`
         for sink in sinks:
-            sink.on_compiled(compiled)
+            sink.on_compiled(compiled, {plan.document.file: plan.document.text})
         engine = build_engine(compiled, hub, plan.clock, meter)
         digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
         if store is not None and checkpoint is not None:
@@ -208,6 +210,13 @@ async def _execute(
     A checkpoint taken before any cycle finished holds no state: it starts afresh.
     """
     if store is not None and checkpoint is not None and plan.checkpoint is not None:
-        return await continue_run(engine, store, checkpoint.state, seeds, plan.checkpoint.decisions)
+        return await continue_run(
+            engine,
+            store,
+            checkpoint,
+            seeds,
+            plan.checkpoint.decisions,
+            given_by=plan.checkpoint.decided_by,
+        )
     result = await engine.run(seeds, on_cycle_end=None if store is None else store.save)
     return result, {}

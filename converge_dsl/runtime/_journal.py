@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._reading import read_bytes
 from converge_dsl.errors import RunError
 
 from ._checkpoint_key import CheckpointRefused, key_id
@@ -110,7 +111,7 @@ def read_journal(path: Path, key: bytes) -> JournalRead:
 
     Raises `FileNotFoundError` when there is no file (the caller says what that means).
     """
-    raw = path.read_bytes()
+    raw = read_bytes(path, "checkpoint journal")
     cut = raw.rfind(b"\n") + 1
     records: list[Record] = []
     previous, start = "", 0

@@ -56,6 +56,8 @@ class RunOptions:
     decisions: Mapping[str, bool] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     clock: Clock = field(default_factory=SystemClock)
+    # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
+    decided_by: Mapping[str, str] = field(default_factory=dict)
     # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
     on_fetch: Callable[[str], object] | None = None
     allow_roots: tuple[Path, ...] = ()

@@ -47,7 +47,7 @@ def load_document(
     """
     from converge_dsl import validation
 
-    if not path.is_file():
+    if not path.exists():  # a FIFO or device too: the reader refuses it (CD930)
         raise UsageError(f"no such pipeline file: {path}")
     return validation.load_pipeline(path, fetch=True, on_fetch=on_fetch, roots=roots)
 
@@ -79,7 +79,11 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             checkpoint=None
             if store_dir is None
             else Checkpointing(
-                store_dir, options.resume is not None, options.decisions, options.env
+                store_dir,
+                options.resume is not None,
+                options.decisions,
+                options.env,
+                options.decided_by,
             ),
             freeze=options.freeze_compiled,
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,8 +73,9 @@ class RunSink:
     def open(self, clock: Clock) -> None:
         """Create the files (before compilation: compiled suggestors emit events)."""
 
-    def on_compiled(self, compiled: CompiledPipeline) -> None:
-        """The compiled pipeline (suggestor spans, models, kinds)."""
+    def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
+        """The compiled pipeline (suggestor spans, models, kinds) and the texts the run
+        loaded, by file name (the trace keeps its excerpts from them)."""
 
     def on_event(self, event: BaseModel) -> None:
         """One engine event (called only when `listens`)."""
@@ -128,9 +129,9 @@ class TraceSink(RunSink):
     def open(self, clock: Clock) -> None:
         self._writer = TraceWriter({}, self.path, wall=wall_clock(clock))
 
-    def on_compiled(self, compiled: CompiledPipeline) -> None:
+    def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
         if self._writer is not None:
-            self._writer.set_spans(compiled.spans)
+            self._writer.set_spans(compiled.spans, sources)
 
     def on_event(self, event: BaseModel) -> None:
         if self._writer is not None:
@@ -184,9 +185,9 @@ class ReportSink(RunSink):
             self._own.open(clock)
         self.listens = self._own is not None
 
-    def on_compiled(self, compiled: CompiledPipeline) -> None:
+    def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
         if self._own is not None:
-            self._own.on_compiled(compiled)
+            self._own.on_compiled(compiled, sources)
 
     def on_event(self, event: BaseModel) -> None:
         if self._own is not None:

@@ -227,7 +227,7 @@ class OtelSink(RunSink):
         telemetry = start_telemetry(options, env, clock)
         return None if telemetry is None else cls(telemetry, replayed)
 
-    def on_compiled(self, compiled: CompiledPipeline) -> None:
+    def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
         describe_run(self.telemetry, compiled, self._replayed)
 
     def close(self) -> None:

@@ -110,3 +110,36 @@ def test_read_done_cuts_a_torn_last_line_only(tmp_path: Path) -> None:
     out.write_text('{"index":0}\nnot ours\n')
     with pytest.raises(UsageError, match="line 2 is not a result line"):
         read_done(out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"my notes\nthe last line, without its newline",
+        b"not a result line\n" + b'{"index": 0, "id": "c0"}',
+        b"a single line, no newline",
+    ],
+    ids=["foreign", "foreign-first-line", "one-torn-foreign-line"],
+)
+def test_resume_never_cuts_a_file_that_is_not_a_results_file(tmp_path: Path, text: bytes) -> None:
+    """`--out` naming someone's file: refused, and not one byte of it is cut first."""
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "c0", "word": "a"}])
+    out = tmp_path / "notes.txt"
+    out.write_bytes(text)
+    code, err = _resume(cases, out)
+    assert code == 3, err
+    assert "is not a result line" in err
+    assert out.read_bytes() == text
+
+
+@pytest.mark.parametrize(
+    "usage",
+    ["[1]", '"many"', '{"model_calls": "3"}', '{"input_tokens": 1.5}', '{"output_tokens": null}'],
+)
+def test_resume_reports_a_result_line_with_malformed_usage(tmp_path: Path, usage: str) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "c0", "word": "a"}])
+    out = tmp_path / "results.jsonl"
+    out.write_text(f'{{"index": 0, "id": "c0", "usage": {usage}}}\n')
+    code, err = _resume(cases, out)
+    assert (code, "Traceback" in err) == (3, False), err
+    assert "line 1 is not a result line" in err

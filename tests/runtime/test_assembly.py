@@ -42,7 +42,7 @@ class Journal(RunSink):
     def open(self, clock: Clock) -> None:
         self.heard.append("open")
 
-    def on_compiled(self, compiled: object) -> None:
+    def on_compiled(self, compiled: object, sources: object) -> None:
         self.heard.append("compiled")
 
     def on_event(self, event: BaseModel) -> None:
