@@ -207,7 +207,7 @@ class Pipeline:
             if name in given:
                 models[name] = given[name]
                 continue
-            shared = declaration.config.get("adapter") in _HTTP_ADAPTERS
+            shared = declaration.spec.adapter in _HTTP_ADAPTERS
             models[name] = build(name, self._transports.lend(name) if shared else None)
         return models
 

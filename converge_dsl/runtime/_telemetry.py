@@ -111,30 +111,35 @@ def model_facts(
     The requested model is the declaration's `model` (HTTP adapters), else the
     built model's id without its adapter prefix (`scripted:triage.script.yaml`).
     """
+    from converge_dsl.frontend import HttpModelSpec
+
     from ._otel_genai import ModelFacts
 
     facts: dict[str, Any] = {}
     for name, declaration in settings.models.items():
-        config = declaration.config
-        adapter = str(config.get("adapter", ""))
+        spec = declaration.spec
+        adapter = spec.adapter
+        http = spec if isinstance(spec, HttpModelSpec) else None
         built = models.get(name)
         model_id = built.model_id() if built is not None else name
-        request_model = str(config.get("model") or model_id.removeprefix(f"{adapter}:"))
+        request_model = str(
+            (http.model if http is not None else None) or model_id.removeprefix(f"{adapter}:")
+        )
         replayed = options.replay is not None or name in options.model_overrides
         address: str | None = None
         port: int | None = None
-        base_url = config.get("base_url")
-        if isinstance(base_url, str) and not replayed:
-            parts = urlsplit(base_url)
+        if http is not None and isinstance(http.base_url, str) and not replayed:
+            parts = urlsplit(http.base_url)
             address = parts.hostname
             try:
                 port = parts.port or (443 if parts.scheme == "https" else 80)
             except ValueError:
                 port = None
+        numbers = {} if http is None else http.numbers
         request = tuple(
-            (key, config[key])
+            (key, value)
             for key in _REQUEST_KEYS
-            if isinstance(config.get(key), int | float) and not isinstance(config.get(key), bool)
+            if isinstance(value := numbers.get(key), int | float) and not isinstance(value, bool)
         )
         facts[name] = ModelFacts(
             adapter,

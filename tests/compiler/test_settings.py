@@ -67,7 +67,12 @@ def test_model_declarations_name_the_files_each_model_reads() -> None:
     models = compile_settings(_document(), inputs={}).models
     assert list(models) == ["main", "old"]
     main, old = models["main"], models["old"]
-    assert dict(main.config) == {"adapter": "scripted", "script": "main.script.yaml"}
+    assert (main.spec.adapter, main.spec.files, main.spec.record) == (
+        "scripted",
+        {"script": "main.script.yaml"},
+        None,
+    )
+    assert main.spec.path == ("models", "main")
     assert dict(main.files) == {"script": Path("/work/p/main.script.yaml")}
     assert dict(old.files) == {"cassette": Path("/work/p/../tapes/old.jsonl")}
     assert main.base_dir == Path("/work/p")
