@@ -52,7 +52,7 @@ class Pipeline:
     release the shared connection pools.
     """
 
-    __slots__ = ("_clock", "_document", "_env", "_path", "_roots", "_transports")
+    __slots__ = ("_clock", "_document", "_env", "_manifest", "_path", "_roots", "_transports")
 
     def __init__(
         self,
@@ -65,7 +65,10 @@ class Pipeline:
         max_connections: int,
     ) -> None:
         self._path = path
+        from converge_dsl.frontend import build_manifest
+
         self._document = document
+        self._manifest = build_manifest(document)  # once: every run's settings read it
         self._env = dict(env)
         self._clock = clock
         self._roots = roots
@@ -76,7 +79,7 @@ class Pipeline:
 
     @property
     def name(self) -> str:
-        return str(self._document.data.get("name", ""))
+        return self._manifest.name
 
     @property
     def path(self) -> Path:
@@ -92,19 +95,17 @@ class Pipeline:
         """The context keys a run may hold: the built-in ones, then the declared ones."""
         from converge_dsl.keys import BUILTIN_KEYS
 
-        declared = [k.get("name") for k in self._document.data.get("keys") or ()]
-        return BUILTIN_KEYS + tuple(str(name) for name in declared if name)
+        return BUILTIN_KEYS + tuple(k.name for k in self._manifest.keys)
 
     @property
     def models(self) -> tuple[str, ...]:
         """The names of the declared models (`run(..., models=...)` may replace them)."""
-        return tuple(self._document.data.get("models") or {})
+        return tuple(self._manifest.models)
 
     @property
     def invariants(self) -> tuple[str, ...]:
         """The names of the declared invariants."""
-        items = self._document.data.get("invariants") or ()
-        return tuple(str(i.get("name")) for i in items if i.get("name"))
+        return tuple(i.name for i in self._manifest.invariants)
 
     # --- running -----------------------------------------------------------
 
@@ -168,7 +169,7 @@ class Pipeline:
         from converge_dsl.engine import UsageMeter
         from converge_dsl.runtime import SUGGESTOR_BUILDERS, TraceWriter, build_engine, outcome
 
-        settings = compile_settings(self._document, inputs=dict(inputs or {}))
+        settings = compile_settings(self._manifest, inputs=dict(inputs or {}))
         _check_model_names(models or {}, settings.models)
         usage = (meter or (lambda b: UsageMeter(b, clock=self._clock)))(settings.budget)
         sink = TraceWriter({})

@@ -46,21 +46,23 @@ from converge_dsl.frontend._check import (
 from converge_dsl.frontend._facts import Check, PipelineFacts, TemplateSite, suggestor_sites
 from converge_dsl.frontend._loader import load_file, load_text
 from converge_dsl.frontend._manifest import (
-    HTTP_NUMBERS,
-    AccountSpec,
     BudgetSpec,
-    HttpModelSpec,
     InputSpec,
     InvariantSpec,
     KeySpec,
-    ModelSpec,
     PackRequirement,
     PipelineManifest,
     PromotionSpec,
-    ReplayModelSpec,
     RepositorySpec,
-    ScriptedModelSpec,
     build_manifest,
+)
+from converge_dsl.frontend._model_specs import (
+    HTTP_NUMBERS,
+    AccountSpec,
+    HttpModelSpec,
+    ModelSpec,
+    ReplayModelSpec,
+    ScriptedModelSpec,
     model_spec,
 )
 from converge_dsl.frontend._render import (

@@ -18,38 +18,10 @@ from types import MappingProxyType
 from typing import Any
 
 from converge_dsl._record import Record
-from converge_dsl.diagnostics import JsonPath, SourceSpan
+from converge_dsl.diagnostics import JsonPath
+from converge_dsl.frontend._located import Located, Number
+from converge_dsl.frontend._model_specs import ModelSpec, model_spec
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
-
-Number = int | float
-# The `models.<name>` fields that name a file the model reads.
-READ_FIELDS = ("script", "cassette")
-
-
-class Located(Record):
-    """A record at a JSON path of a document; `span` is looked up when asked for.
-
-    Equality, hash and repr leave the source map out: two loads of one text
-    declare equal records.
-    """
-
-    __slots__ = ()
-    path: JsonPath
-    source_map: SourceMap | None
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._fields if name != "source_map")
-
-    def __repr__(self) -> str:
-        fields = ", ".join(
-            f"{name}={getattr(self, name)!r}" for name in self._fields if name != "source_map"
-        )
-        return f"{self.__class__.__qualname__}({fields})"
-
-    @property
-    def span(self) -> SourceSpan | None:
-        """Where the record is written (None for a record not read from a document)."""
-        return None if self.source_map is None else self.source_map.span(self.path)
 
 
 class KeySpec(Located):
@@ -97,156 +69,6 @@ class InputSpec(Located):
         self.default = default
         self.path = path
         self.source_map = source_map
-
-
-class AccountSpec(Located):
-    """One entry of a model's account roster: a label and the variable holding its API key."""
-
-    _fields = ("name", "api_key_env", "path", "source_map")
-    __slots__ = _fields
-
-    def __init__(
-        self, name: str, api_key_env: str, path: JsonPath, source_map: SourceMap | None = None
-    ) -> None:
-        self.name = name
-        self.api_key_env = api_key_env
-        self.path = path
-        self.source_map = source_map
-
-
-class ModelSpec(Located):
-    """A `models.<name>` entry; one subclass per adapter.
-
-    Built by `model_spec`, which converts without checking: from a schema-checked
-    document the values have the schema's types; the models factory checks a
-    hand-written configuration before it converts one.
-    """
-
-    __slots__ = ()
-    name: str
-    adapter: str
-    record: str | None
-
-    @property
-    def files(self) -> Mapping[str, str]:
-        """Each field naming a file the model reads (`script`, `cassette`) -> the path written."""
-        return {f: v for f in READ_FIELDS if isinstance(v := getattr(self, f, None), str)}
-
-    @property
-    def details(self) -> tuple[tuple[str, str], ...]:
-        """(field, value) of the fields that say what the model is, as the graph shows them."""
-        return tuple(
-            (f, str(v))
-            for f in ("model", "base_url", "script")
-            if (v := getattr(self, f, None)) is not None
-        )
-
-
-class ScriptedModelSpec(ModelSpec):
-    """`adapter: scripted`: replies from a model script."""
-
-    _fields = ("name", "adapter", "script", "record", "path", "source_map")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        name: str,
-        script: str,
-        record: str | None,
-        path: JsonPath,
-        source_map: SourceMap | None = None,
-    ) -> None:
-        self.name = name
-        self.adapter = "scripted"
-        self.script = script
-        self.record = record
-        self.path = path
-        self.source_map = source_map
-
-
-class ReplayModelSpec(ModelSpec):
-    """`adapter: replay`: answers from a recorded cassette."""
-
-    _fields = ("name", "adapter", "cassette", "record", "path", "source_map")
-    __slots__ = _fields
-
-    def __init__(
-        self, name: str, cassette: str, path: JsonPath, source_map: SourceMap | None = None
-    ) -> None:
-        self.name = name
-        self.adapter = "replay"
-        self.cassette = cassette
-        self.record: str | None = None
-        self.path = path
-        self.source_map = source_map
-
-
-class HttpModelSpec(ModelSpec):
-    """`adapter: openai` or `anthropic`: a provider over HTTP with an account roster.
-
-    `accounts` is None when none are written (one keyless account); `numbers`
-    holds the numeric settings written (`timeout_s`, `retries`, ...) by name.
-    """
-
-    _fields = (
-        "name",
-        "adapter",
-        "base_url",
-        "model",
-        "accounts",
-        "numbers",
-        "stream",
-        "structured_output",
-        "max_connections",
-        "limits",
-        "record",
-        "path",
-        "source_map",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        adapter: str,
-        base_url: str,
-        model: str,
-        accounts: tuple[AccountSpec, ...] | None,
-        numbers: Mapping[str, Number],
-        stream: bool | None,
-        structured_output: str | None,
-        max_connections: int | None,
-        limits: Mapping[str, int] | None,
-        record: str | None,
-        path: JsonPath,
-        source_map: SourceMap | None = None,
-    ) -> None:
-        self.name = name
-        self.adapter = adapter
-        self.base_url = base_url
-        self.model = model
-        self.accounts = accounts
-        self.numbers = numbers
-        self.stream = stream
-        self.structured_output = structured_output
-        self.max_connections = max_connections
-        self.limits = limits
-        self.record = record
-        self.path = path
-        self.source_map = source_map
-
-
-# The numeric settings of an HTTP model (`HttpModelSpec.numbers`).
-HTTP_NUMBERS = (
-    "timeout_s",
-    "connect_timeout_s",
-    "read_timeout_s",
-    "max_retry_wait_s",
-    "retries",
-    "max_tokens",
-    "temperature",
-)
 
 
 class BudgetSpec(Located):
@@ -490,44 +312,6 @@ def _str(value: object) -> str | None:
 
 def _strings(value: object) -> tuple[str, ...] | None:
     return None if value is None else tuple(str(v) for v in value)  # type: ignore[attr-defined]
-
-
-def model_spec(
-    name: str, raw: Mapping[str, Any], path: JsonPath = (), source_map: SourceMap | None = None
-) -> ModelSpec:
-    """The typed record of one `models.<name>` entry; converts, checks nothing.
-
-    An adapter other than scripted and replay reads as HTTP. Values are kept as
-    written (the models factory checks a hand-written entry before converting it).
-    """
-    adapter = raw.get("adapter")
-    record = raw.get("record")
-    if adapter == "scripted":
-        return ScriptedModelSpec(name, raw.get("script"), record, path, source_map)  # type: ignore[arg-type]
-    if adapter == "replay":
-        return ReplayModelSpec(name, raw.get("cassette"), path, source_map)  # type: ignore[arg-type]
-    accounts = raw.get("accounts")
-    roster = None
-    if isinstance(accounts, list):
-        roster = tuple(
-            AccountSpec(a.get("name"), a.get("api_key_env"), (*path, "accounts", i), source_map)
-            for i, a in enumerate(accounts)
-        )
-    return HttpModelSpec(
-        name=name,
-        adapter=str(adapter),
-        base_url=raw.get("base_url"),  # type: ignore[arg-type]
-        model=raw.get("model"),  # type: ignore[arg-type]
-        accounts=roster,
-        numbers=MappingProxyType({f: raw[f] for f in HTTP_NUMBERS if raw.get(f) is not None}),
-        stream=raw.get("stream"),
-        structured_output=raw.get("structured_output"),
-        max_connections=raw.get("max_connections"),
-        limits=raw.get("limits"),
-        record=record,
-        path=path,
-        source_map=source_map,
-    )
 
 
 def _repository(index: int, raw: object, source_map: SourceMap) -> RepositorySpec:

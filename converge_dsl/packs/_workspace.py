@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 
 from converge_dsl.errors import PackError, PipelineInvalid
+from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
@@ -58,18 +59,23 @@ class PipelinePacks:
     repositories: tuple[Any, ...]
 
     @classmethod
-    def read(cls, path: Path, data: Mapping[str, Any] | None = None) -> PipelinePacks:
+    def read(cls, path: Path, manifest: PipelineManifest | None = None) -> PipelinePacks:
         """The pipeline's `packs:` and `repositories:`.
 
-        `data` is the already validated document (`validate`, `run`); without it the
+        `manifest` is the validated document's (`validate`, `run`); without it the
         file is loaded here (`lock`, `pack`) and those two fields are checked against
         the pipeline schema, so a malformed entry is a located diagnostic
         (`PipelineInvalid`), never a guess at what it meant.
         """
-        doc = None
-        if data is None:
-            doc = load_document(path)
-            data = doc.data if isinstance(doc.data, Mapping) else {}
+        if manifest is not None:
+            return cls(
+                path=path,
+                name=manifest.name,
+                packs={p.name: p.specifier for p in manifest.packs},
+                repositories=tuple(r.written for r in manifest.repositories),
+            )
+        doc = load_document(path)
+        data = doc.data if isinstance(doc.data, Mapping) else {}
         packs = data.get("packs") or {}
         repositories = data.get("repositories") or ()
         if not isinstance(packs, Mapping):
@@ -79,10 +85,9 @@ class PipelinePacks:
                 f"{path.name}: repositories: must be a list",
                 hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
             )
-        if doc is not None:
-            found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
-            if found:
-                raise PipelineInvalid(found)
+        found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
+        if found:
+            raise PipelineInvalid(found)
         return cls(
             path=path,
             name=str(data.get("name", path.stem)),
@@ -140,7 +145,7 @@ def _install_all(
 
 def lock_pipeline(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
@@ -161,7 +166,7 @@ def lock_pipeline(
     from converge_dsl.packs._signing import verify
     from converge_dsl.packs._trust import check_pin_moves, yanked_pin_notice
 
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     repositories = info.open(client)
     previous = None
     with contextlib.suppress(PackError):  # an unreadable lock is replaced (write_lock warns)
@@ -223,7 +228,7 @@ def _current_lock(info: PipelinePacks) -> LockFile | None:
 
 def load_locked_packs(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
@@ -234,7 +239,7 @@ def load_locked_packs(
     Packs the cache lacks are fetched and verified; `on_fetch` hears one line
     (`fetched_message`) per pack actually downloaded.
     """
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     lock = _current_lock(info)
     if lock is None:
         return {}
@@ -249,7 +254,7 @@ def fetch_hint(pipeline: Path) -> str:
 
 def read_locked_packs(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     shown: Path | None = None,
@@ -261,7 +266,7 @@ def read_locked_packs(
     pipeline no longer lists, a bad signature, or an altered unpacked folder.
     `shown` names the pipeline in hints (default: `pipeline`).
     """
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     lock = _current_lock(info)
     if lock is None:
         return {}, []

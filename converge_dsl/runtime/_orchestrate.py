@@ -41,7 +41,7 @@ from converge_dsl.compiler import (
 from converge_dsl.engine import Engine, ProposedFact, UsageMeter
 from converge_dsl.engine.state import RunResult
 from converge_dsl.errors import ConvergeError, UsageError
-from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.frontend import LoadedDocument, PipelineManifest, build_manifest
 from converge_dsl.models.port import Model
 
 if TYPE_CHECKING:
@@ -89,21 +89,23 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
     try:
         document = load_document(options.pipeline, options.on_fetch, options.roots)
         _freeze(options)
-        check_outputs(declare_models(document), options)
+        manifest = build_manifest(document)  # once: the outputs' check and the settings
+        check_outputs(declare_models(manifest), options)
         store_dir = options.checkpoint or options.resume
         with folder_lock(store_dir, "--resume" if options.resume else "--checkpoint"):
-            return await _run_locked(document, options, store_dir, telemetry)
+            return await _run_locked(manifest, options, store_dir, telemetry)
     finally:
         if telemetry is not None:
             telemetry.close()  # bounded: a collector that is down only costs a warning
 
 
 async def _run_locked(
-    document: LoadedDocument,
+    manifest: PipelineManifest,
     options: RunOptions,
     store_dir: Path | None,
     telemetry: Telemetry | None = None,
 ) -> RunOutcome:
+    document = manifest.document
     listeners = options.listeners
     if telemetry is not None:
         listeners = (*listeners, telemetry.recorder)
@@ -113,7 +115,7 @@ async def _run_locked(
     try:
         checkpoint = _read_checkpoint(store, document, options)
         inputs = options.inputs or (checkpoint.inputs if checkpoint is not None else {})
-        settings = compile_settings(document, inputs=inputs)
+        settings = compile_settings(manifest, inputs=inputs)
         meter = UsageMeter(settings.budget, clock=options.clock)
         models = build_models(settings, options, attempt_gate=meter.allow_attempt)
         models = _traced(models, sink, options, telemetry)
