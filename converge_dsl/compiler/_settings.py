@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema
 
@@ -38,6 +38,8 @@ from converge_dsl.frontend import (
 from converge_dsl.keys import BUILTIN_KEYS
 
 from ._common import text_and_data
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +161,34 @@ def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mappi
 
 def budget_of(spec: BudgetSpec) -> Budget:
     """The engine's `Budget` of `budget:` (the engine's defaults for what is not written)."""
-    return Budget(**spec.written())
+    default = Budget()
+    return Budget(
+        max_cycles=_or(spec.max_cycles, default.max_cycles),
+        max_facts=_or(spec.max_facts, default.max_facts),
+        max_model_calls=_or(spec.max_model_calls, default.max_model_calls),
+        max_tokens=_or(spec.max_tokens, default.max_tokens),
+        max_wall_s=_or(spec.max_wall_s, default.max_wall_s),
+        max_concurrency=_or(spec.max_concurrency, default.max_concurrency),
+    )
 
 
 def promotion_of(spec: PromotionSpec, schemas: Mapping[str, Mapping[str, Any]]) -> PromotionPolicy:
-    """The engine's `PromotionPolicy` of `promotion:`, with the key schemas."""
-    return PromotionPolicy(**spec.written(), key_schemas=schemas)
+    """The engine's `PromotionPolicy` of `promotion:` (its defaults for what is not
+    written), with the key schemas."""
+    default = PromotionPolicy()
+    return PromotionPolicy(
+        min_confidence=_or(spec.min_confidence, default.min_confidence),
+        max_content_length=_or(spec.max_content_length, default.max_content_length),
+        require_provenance=_or(spec.require_provenance, default.require_provenance),
+        forbidden_terms=_or(spec.forbidden_terms, default.forbidden_terms),
+        gated_keys=_or(spec.gated_keys, default.gated_keys),
+        confidence_threshold=_or(spec.confidence_threshold, default.confidence_threshold),
+        key_schemas=schemas,
+    )
+
+
+def _or(value: _T | None, default: _T) -> _T:
+    return default if value is None else value
 
 
 def _seed(spec: Mapping[str, Any], source: Provenance) -> ProposedFact:

@@ -19,7 +19,8 @@ Public surface:
   schema-checked pipeline's declarations (`KeySpec`, `InputSpec`, `ModelSpec` with
   `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
   `PromotionSpec`, `PackRequirement`, `RepositorySpec`, `InvariantSpec`); `model_spec`
-  converts one `models.<name>` mapping; `HTTP_NUMBERS`, the numeric settings of an
+  converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
+  `HTTP_NUMBERS`, the numeric settings of an
   HTTP model
 - templates: `TemplateSite`, `suggestor_sites(path, body)`, `template_problems(...)`,
   `expression_error(text)`
@@ -64,6 +65,7 @@ from converge_dsl.frontend._model_specs import (
     ReplayModelSpec,
     ScriptedModelSpec,
     model_spec,
+    roster_accounts,
 )
 from converge_dsl.frontend._render import (
     SourceTexts,
@@ -121,6 +123,7 @@ __all__ = [
     "render_human",
     "render_json",
     "render_sarif",
+    "roster_accounts",
     "schema_diagnostics",
     "suggestor_sites",
     "summary_line",

@@ -6,8 +6,6 @@ The records hold the path and the document's source map and find their
 
 from __future__ import annotations
 
-from typing import Any
-
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend.document import SourceMap
@@ -26,7 +24,7 @@ class Located(Record):
     path: JsonPath
     source_map: SourceMap | None
 
-    def _values(self) -> tuple[Any, ...]:
+    def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields if name != "source_map")
 
     def __repr__(self) -> str:

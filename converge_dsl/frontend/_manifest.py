@@ -107,10 +107,6 @@ class BudgetSpec(Located):
         self.path = path
         self.source_map = source_map
 
-    def written(self) -> dict[str, Any]:
-        """The limits the pipeline writes, by field name."""
-        return _written(self)
-
 
 class PromotionSpec(Located):
     """`promotion:`; a setting not written is None (the engine's policy holds the defaults)."""
@@ -147,18 +143,6 @@ class PromotionSpec(Located):
         self.confidence_threshold = confidence_threshold
         self.path = path
         self.source_map = source_map
-
-    def written(self) -> dict[str, Any]:
-        """The settings the pipeline writes, by field name."""
-        return _written(self)
-
-
-def _written(spec: Located) -> dict[str, Any]:
-    return {
-        f: v
-        for f in spec._fields
-        if f not in ("path", "source_map") and (v := getattr(spec, f)) is not None
-    }
 
 
 class PackRequirement(Located):

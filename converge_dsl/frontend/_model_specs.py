@@ -8,7 +8,7 @@ factory checks a hand-written configuration before it converts one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -52,6 +52,11 @@ class ModelSpec(Located):
     def files(self) -> Mapping[str, str]:
         """Each field naming a file the model reads (`script`, `cassette`) -> the path written."""
         return {f: v for f in READ_FIELDS if isinstance(v := getattr(self, f, None), str)}
+
+    @property
+    def named_files(self) -> Mapping[str, str]:
+        """Each field naming a file, read or written (`script`, `cassette`, `record`) -> path."""
+        return {**self.files, **({"record": self.record} if isinstance(self.record, str) else {})}
 
     @property
     def details(self) -> tuple[tuple[str, str], ...]:
@@ -206,3 +211,10 @@ def model_spec(
         path=path,
         source_map=source_map,
     )
+
+
+def roster_accounts(models: Iterable[ModelSpec]) -> Iterator[AccountSpec]:
+    """Every account of the HTTP models' rosters, in model then roster order."""
+    for model in models:
+        if isinstance(model, HttpModelSpec):
+            yield from model.accounts or ()

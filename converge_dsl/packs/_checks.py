@@ -116,8 +116,11 @@ def check_pack_uses(
     doc: LoadedDocument,
     packs: Mapping[str, Pack] | None,
     solvers: SolverRegistry | None = None,
+    manifest: PipelineManifest | None = None,
 ) -> Iterator[Diagnostic]:
-    """Each `kind: pack` suggestor against its pack; nothing when `packs` is None."""
+    """Each `kind: pack` suggestor against its pack; nothing when `packs` is None.
+
+    `manifest` is the document's (built here when needed and not given)."""
     data = _data(doc)
     used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
     for index, item in _pack_suggestors(data):
@@ -156,19 +159,18 @@ def check_pack_uses(
             used.setdefault(pack_name, set()).add(suggestor)
         yield from _parameter_problems(doc, item, path, use, pack)
     if used and packs:
-        yield from _template_problems(data, {n: packs[n] for n in sorted(used)}, used)
+        manifest = manifest or build_manifest(doc)
+        yield from _template_problems(manifest, {n: packs[n] for n in sorted(used)}, used)
 
 
 def _template_problems(
-    data: Mapping[str, Any], packs: Mapping[str, Pack], used: Mapping[str, set[str]]
+    manifest: PipelineManifest, packs: Mapping[str, Pack], used: Mapping[str, set[str]]
 ) -> Iterator[Diagnostic]:
     from converge_dsl.keys import BUILTIN_KEYS
     from converge_dsl.packs._lint import template_diagnostics
 
-    inputs = frozenset(data.get("inputs") or {})
-    keys = frozenset(BUILTIN_KEYS) | {
-        k["name"] for k in data.get("keys") or () if isinstance(k, Mapping) and "name" in k
-    }
+    inputs = frozenset(manifest.inputs)
+    keys = frozenset(BUILTIN_KEYS) | {k.name for k in manifest.keys}
     for name, pack in packs.items():
         yield from template_diagnostics(pack, suggestors=used[name], inputs=inputs, keys=keys)
 
@@ -272,7 +274,7 @@ def check_pipeline_packs(
         except PackError as exc:
             code = getattr(exc, "code", codes.PACK_NOT_INSTALLABLE)  # a PackRefused's own
             yield _at(doc, code, exc.message, ("packs",), hint=exc.hint, on_key=True)
-    yield from check_pack_uses(doc, packs)
+    yield from check_pack_uses(doc, packs, manifest=manifest)
 
 
 def _not_fetched(

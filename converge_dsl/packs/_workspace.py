@@ -20,7 +20,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 
@@ -56,7 +56,7 @@ class PipelinePacks:
     path: Path
     name: str
     packs: Mapping[str, str]
-    repositories: tuple[Any, ...]
+    repositories: tuple[object, ...]
 
     @classmethod
     def read(cls, path: Path, manifest: PipelineManifest | None = None) -> PipelinePacks:
@@ -290,7 +290,7 @@ def read_locked_packs(
     return found, missing
 
 
-def repository_keys(specs: Sequence[Any]) -> dict[str, tuple[str, ...]]:
+def repository_keys(specs: Sequence[object]) -> dict[str, tuple[str, ...]]:
     """Repository id -> trusted keys of a pipeline's `repositories:`, without opening any.
 
     The ids are those `open_repositories` gives (`builtin`, `path:LABEL`,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from converge_dsl import codes
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from converge_dsl.models.port import Model
 
     from ._otel import Telemetry
+    from ._otel_genai import ModelFacts
 
 # Request settings of a model declaration that the GenAI conventions name.
 _REQUEST_KEYS = ("max_tokens", "temperature")
@@ -105,7 +106,7 @@ def start_telemetry(options: RunOptions) -> Telemetry | None:
 
 def model_facts(
     settings: PipelineSettings, options: RunOptions, models: Mapping[str, Model]
-) -> dict[str, Any]:
+) -> dict[str, ModelFacts]:
     """`ModelFacts` by model name, from the declarations (and what replaced them).
 
     The requested model is the declaration's `model` (HTTP adapters), else the
@@ -115,7 +116,7 @@ def model_facts(
 
     from ._otel_genai import ModelFacts
 
-    facts: dict[str, Any] = {}
+    facts: dict[str, ModelFacts] = {}
     for name, declaration in settings.models.items():
         spec = declaration.spec
         adapter = spec.adapter

@@ -136,21 +136,18 @@ def test_models_are_one_record_per_adapter(manifest: PipelineManifest) -> None:
 
 def test_budget_and_promotion_hold_only_what_is_written(manifest: PipelineManifest) -> None:
     assert manifest.budget == BudgetSpec(max_cycles=9, max_wall_s=5)
-    assert manifest.budget.written() == {"max_cycles": 9, "max_wall_s": 5}
     assert manifest.promotion == PromotionSpec(
         min_confidence=0.7, forbidden_terms=("secret",), gated_keys=("risks",)
     )
-    assert manifest.promotion.written() == {
-        "min_confidence": 0.7,
-        "forbidden_terms": ("secret",),
-        "gated_keys": ("risks",),
-    }
 
 
 def test_packs_and_repositories(manifest: PipelineManifest) -> None:
-    assert manifest.packs == (PackRequirement("optimization", ">=1.0,<2", ("packs", "optimization")),)
+    assert manifest.packs == (
+        PackRequirement("optimization", ">=1.0,<2", ("packs", "optimization")),
+    )
     builtin, folder, remote = manifest.repositories
-    assert builtin.builtin and builtin.written == "builtin"
+    assert builtin.builtin
+    assert builtin.written == "builtin"
     assert folder == RepositorySpec(
         folder="./repo",
         url=None,
@@ -160,7 +157,10 @@ def test_packs_and_repositories(manifest: PipelineManifest) -> None:
         path=("repositories", 1),
     )
     assert not folder.builtin
-    assert (remote.url, remote.redirect_hosts) == ("https://packs.example.org", ("cdn.example.org",))
+    assert (remote.url, remote.redirect_hosts) == (
+        "https://packs.example.org",
+        ("cdn.example.org",),
+    )
 
 
 def test_invariants(manifest: PipelineManifest) -> None:
@@ -192,7 +192,8 @@ def test_seeds_and_suggestors_stay_the_documents_own(manifest: PipelineManifest)
 
 def test_every_record_finds_its_span(manifest: PipelineManifest) -> None:
     fast = manifest.models["fast"]
-    assert isinstance(fast, HttpModelSpec) and fast.accounts is not None
+    assert isinstance(fast, HttpModelSpec)
+    assert fast.accounts is not None
     lines = [
         (manifest.keys[1], 7),
         (manifest.inputs["region"], 10),
@@ -206,7 +207,8 @@ def test_every_record_finds_its_span(manifest: PipelineManifest) -> None:
     ]
     for record, line in lines:
         span = record.span
-        assert span is not None and (span.file, span.line) == ("p.yaml", line), record
+        assert span is not None, record
+        assert (span.file, span.line) == ("p.yaml", line), record
 
 
 def test_a_record_not_read_from_a_document_has_no_span() -> None:
@@ -215,7 +217,8 @@ def test_a_record_not_read_from_a_document_has_no_span() -> None:
 
 def test_equality_leaves_the_source_map_out() -> None:
     one, two = build_manifest(_document()), build_manifest(_document())
-    assert one.models == two.models and one.keys == two.keys
+    assert one.models == two.models
+    assert one.keys == two.keys
     assert hash(one.invariants) == hash(two.invariants)
     assert "source_map" not in repr(one.keys[0])
 
@@ -228,7 +231,8 @@ def test_records_are_frozen(manifest: PipelineManifest) -> None:
     for record in (manifest, manifest.keys[0], manifest.models["main"], manifest.budget):
         with pytest.raises(AttributeError):
             record.unknown = 1  # type: ignore[union-attr]
-    assert isinstance(manifest.keys, tuple) and isinstance(manifest.invariants, tuple)
+    assert isinstance(manifest.keys, tuple)
+    assert isinstance(manifest.invariants, tuple)
 
 
 def test_a_minimal_pipeline_has_empty_sections() -> None:
@@ -240,7 +244,7 @@ def test_a_minimal_pipeline_has_empty_sections() -> None:
         (),
     )
     assert (dict(manifest.inputs), dict(manifest.models)) == ({}, {})
-    assert (manifest.budget.written(), manifest.promotion.written()) == ({}, {})
+    assert (manifest.budget, manifest.promotion) == (BudgetSpec(), PromotionSpec())
     assert (manifest.on_error, manifest.description, tuple(manifest.seeds)) == (None, None, ())
 
 
