@@ -64,9 +64,9 @@ class Pipeline:
         roots: tuple[Path, ...],
         max_connections: int,
     ) -> None:
-        self._path = path
         from converge_dsl.frontend import build_manifest
 
+        self._path = path
         self._document = document
         self._manifest = build_manifest(document)  # once: every run's settings read it
         self._env = dict(env)

@@ -20,8 +20,7 @@ Public surface:
   `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
   `PromotionSpec`, `PackRequirement`, `RepositorySpec`, `InvariantSpec`); `model_spec`
   converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
-  `HTTP_NUMBERS`, the numeric settings of an
-  HTTP model
+  `HTTP_NUMBERS`, the numeric settings of an HTTP model
 - templates: `TemplateSite`, `suggestor_sites(path, body)`, `template_problems(...)`,
   `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,

@@ -4,13 +4,14 @@ The runtime calls it once per entry with the entry's typed record from the
 manifest (`converge_dsl.frontend.ModelSpec`); a hand-written mapping (the
 Python API, tests) is checked for its adapter, fields and roster, then
 converted to that record, so both are built, and refused, alike. Paths are
-relative to the pipeline's folder and must resolve inside it or one of the allowed `roots`
-(`converge_dsl._files.referenced_path`, the check `validate` makes), before
-anything is read or written; API keys are read from the environment mapping it is given (never from
-YAML). Configuration mistakes raise `ModelError(E_CONFIG)` with a hint; a
-missing environment variable is named, its value never shown. Any adapter but
-`replay` may add `record: PATH` to record its calls into a cassette; the HTTP
-adapters take `accounts` optionally (none means one keyless account).
+relative to the pipeline's folder and must resolve inside it or one of the
+allowed `roots` (`converge_dsl._files.referenced_path`, the check `validate`
+makes), before anything is read or written; API keys are read from the
+environment mapping it is given (never from YAML). Configuration mistakes
+raise `ModelError(E_CONFIG)` with a hint; a missing environment variable is
+named, its value never shown. Any adapter but `replay` may add `record: PATH`
+to record its calls into a cassette; the HTTP adapters take `accounts`
+optionally (none means one keyless account).
 """
 
 from __future__ import annotations
