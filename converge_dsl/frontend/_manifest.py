@@ -13,7 +13,7 @@ the defaults. Seeds and suggestors stay the raw mappings they are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -294,8 +294,8 @@ def _str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _strings(value: object) -> tuple[str, ...] | None:
-    return None if value is None else tuple(str(v) for v in value)  # type: ignore[attr-defined]
+def _strings(value: Iterable[object] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(str(v) for v in value)
 
 
 def _repository(index: int, raw: object, source_map: SourceMap) -> RepositorySpec:
