@@ -45,7 +45,13 @@ from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, Severity, best_first
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
-from converge_dsl.frontend import Check, CheckedPipeline, LoadedDocument, PipelineFacts
+from converge_dsl.frontend import (
+    Check,
+    CheckedPipeline,
+    LoadedDocument,
+    PipelineFacts,
+    roster_accounts,
+)
 from converge_dsl.frontend import check_pipeline as _frontend_check
 
 __all__ = [
@@ -81,7 +87,7 @@ def check_model_scripts(
 
 def check_model_config(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """`converge_dsl.models.check_model_config`, imported only for a pipeline with accounts."""
-    if any(model.get("accounts") for model in facts.data.get("models", {}).values()):
+    if any(True for _ in roster_accounts(facts.manifest.models.values())):
         from converge_dsl.models import check_model_config as check
 
         yield from check(facts)

@@ -59,7 +59,7 @@ class Pipeline:
     release the shared connection pools.
     """
 
-    __slots__ = ("_clock", "_document", "_env", "_path", "_roots", "_transports")
+    __slots__ = ("_clock", "_document", "_env", "_manifest", "_path", "_roots", "_transports")
 
     def __init__(
         self,
@@ -71,8 +71,11 @@ class Pipeline:
         roots: tuple[Path, ...],
         max_connections: int,
     ) -> None:
+        from converge_dsl.frontend import build_manifest
+
         self._path = path
         self._document = document
+        self._manifest = build_manifest(document)  # once: every run's settings read it
         self._env = dict(env)
         self._clock = clock
         self._roots = roots
@@ -83,7 +86,7 @@ class Pipeline:
 
     @property
     def name(self) -> str:
-        return str(self._document.data.get("name", ""))
+        return self._manifest.name
 
     @property
     def path(self) -> Path:
@@ -99,19 +102,17 @@ class Pipeline:
         """The context keys a run may hold: the built-in ones, then the declared ones."""
         from converge_dsl.keys import BUILTIN_KEYS
 
-        declared = [k.get("name") for k in self._document.data.get("keys") or ()]
-        return BUILTIN_KEYS + tuple(str(name) for name in declared if name)
+        return BUILTIN_KEYS + tuple(k.name for k in self._manifest.keys)
 
     @property
     def models(self) -> tuple[str, ...]:
         """The names of the declared models (`run(..., models=...)` may replace them)."""
-        return tuple(self._document.data.get("models") or {})
+        return tuple(self._manifest.models)
 
     @property
     def invariants(self) -> tuple[str, ...]:
         """The names of the declared invariants."""
-        items = self._document.data.get("invariants") or ()
-        return tuple(str(i.get("name")) for i in items if i.get("name"))
+        return tuple(i.name for i in self._manifest.invariants)
 
     # --- running -----------------------------------------------------------
 
@@ -211,7 +212,7 @@ class Pipeline:
             if name in given:
                 models[name] = given[name]
                 continue
-            shared = declaration.config.get("adapter") in _HTTP_ADAPTERS
+            shared = declaration.spec.adapter in _HTTP_ADAPTERS
             models[name] = build(name, self._transports.lend(name) if shared else None)
         return models
 

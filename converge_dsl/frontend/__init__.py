@@ -15,6 +15,12 @@ Public surface:
   (`checks` default: the front end's own `CHECKS`)
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
   the front end's `CHECKS` and `check` (registers into them)
+- the manifest: `build_manifest(doc)` -> `PipelineManifest`, the typed records of a
+  schema-checked pipeline's declarations (`KeySpec`, `InputSpec`, `ModelSpec` with
+  `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
+  `PromotionSpec`, `PackRequirement`, `RepositorySpec`, `InvariantSpec`); `model_spec`
+  converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
+  `HTTP_NUMBERS`, the numeric settings of an HTTP model
 - templates: `TemplateSite`, `suggestor_sites(path, body)`, `template_problems(...)`,
   `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
@@ -39,6 +45,27 @@ from converge_dsl.frontend._check import (
 )
 from converge_dsl.frontend._facts import Check, PipelineFacts, TemplateSite, suggestor_sites
 from converge_dsl.frontend._loader import load_file, load_text
+from converge_dsl.frontend._manifest import (
+    BudgetSpec,
+    InputSpec,
+    InvariantSpec,
+    KeySpec,
+    PackRequirement,
+    PipelineManifest,
+    PromotionSpec,
+    RepositorySpec,
+    build_manifest,
+)
+from converge_dsl.frontend._model_specs import (
+    HTTP_NUMBERS,
+    AccountSpec,
+    HttpModelSpec,
+    ModelSpec,
+    ReplayModelSpec,
+    ScriptedModelSpec,
+    model_spec,
+    roster_accounts,
+)
 from converge_dsl.frontend._render import (
     SourceTexts,
     render_github,
@@ -57,16 +84,31 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS",
+    "HTTP_NUMBERS",
     "MAX_PER_CODE",
+    "AccountSpec",
+    "BudgetSpec",
     "Check",
     "CheckedPipeline",
+    "HttpModelSpec",
+    "InputSpec",
+    "InvariantSpec",
+    "KeySpec",
     "LoadedDocument",
+    "ModelSpec",
     "NodeLocation",
     "Omitted",
+    "PackRequirement",
     "PipelineFacts",
+    "PipelineManifest",
+    "PromotionSpec",
+    "ReplayModelSpec",
+    "RepositorySpec",
+    "ScriptedModelSpec",
     "SourceMap",
     "SourceTexts",
     "TemplateSite",
+    "build_manifest",
     "cap",
     "check",
     "check_document",
@@ -75,10 +117,12 @@ __all__ = [
     "load_file",
     "load_pipeline",
     "load_text",
+    "model_spec",
     "render_github",
     "render_human",
     "render_json",
     "render_sarif",
+    "roster_accounts",
     "schema_diagnostics",
     "suggestor_sites",
     "summary_line",

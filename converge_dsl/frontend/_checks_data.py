@@ -37,13 +37,13 @@ def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
             yield from _unsafe(facts, "output.schema", schema, (*path, "output", "schema"))
     if not facts.key_schemas:
         return
-    for i, key in enumerate(facts.data.get("keys", [])):
-        schema = key.get("schema")
+    for key in facts.manifest.keys:
+        schema = key.schema
         if not isinstance(schema, dict):
             continue
-        base: JsonPath = ("keys", i, "schema")
-        yield from _unsafe(facts, f"key {key['name']!r}", schema, base)
-        yield from _meta_errors(facts, key["name"], schema, base)
+        base: JsonPath = (*key.path, "schema")
+        yield from _unsafe(facts, f"key {key.name!r}", schema, base)
+        yield from _meta_errors(facts, key.name, schema, base)
 
 
 def _unsafe(facts: PipelineFacts, what: str, schema: Any, base: JsonPath) -> Iterator[Diagnostic]:

@@ -18,8 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from converge_dsl.models.port import AccountBinding, AccountRoster, ModelError, ModelErrorCode
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend import AccountSpec
 
 ANONYMOUS = "anonymous"
 KEY_ENV_PATTERN = re.compile(r"(?:[A-Za-z0-9_]*_)?(?:API_KEY|KEY|TOKEN)(?:_[0-9]+)?")
@@ -55,17 +59,30 @@ class Account:
         return f"Account(label={self.label!r}, env={self.env_var!r})"
 
 
-def accounts_from_config(model_name: str, raw: object, env: Mapping[str, str]) -> list[Account]:
-    """Read `accounts: [{name, api_key_env}]`; no accounts means one keyless account."""
+def roster_problem(model_name: str, raw: object) -> ModelError | None:
+    """The error of a hand-written `accounts` value that is not `[{name, api_key_env}]`."""
     if raw is None:
-        return [Account(ANONYMOUS, None, None)]
+        return None
     if not isinstance(raw, list) or not raw:
-        raise _config(model_name, "`accounts` must be a non-empty list of {name, api_key_env}")
-    accounts: list[Account] = []
+        return _config(model_name, "`accounts` must be a non-empty list of {name, api_key_env}")
     for index, entry in enumerate(raw):
         if not isinstance(entry, Mapping) or set(entry) != {"name", "api_key_env"}:
-            raise _config(model_name, f"accounts[{index}] must be {{name, api_key_env}} exactly")
-        label, variable = entry["name"], entry["api_key_env"]
+            return _config(model_name, f"accounts[{index}] must be {{name, api_key_env}} exactly")
+    return None
+
+
+def accounts_from_config(
+    model_name: str, roster: Sequence[AccountSpec] | None, env: Mapping[str, str]
+) -> list[Account]:
+    """The accounts of a roster (`roster_problem` ran on a hand-written one); none means
+    one keyless account."""
+    if roster is None:
+        return [Account(ANONYMOUS, None, None)]
+    if not roster:
+        raise _config(model_name, "`accounts` must be a non-empty list of {name, api_key_env}")
+    accounts: list[Account] = []
+    for index, entry in enumerate(roster):
+        label, variable = entry.name, entry.api_key_env
         if not isinstance(label, str) or not isinstance(variable, str) or not label or not variable:
             raise _config(model_name, f"accounts[{index}] name and api_key_env must be strings")
         if any(a.label == label for a in accounts):

@@ -84,7 +84,7 @@ class LockFile:
     """One pipeline's section of `converge.lock`."""
 
     packs_requested: Mapping[str, str]
-    repositories: tuple[Any, ...]
+    repositories: tuple[object, ...]
     packs: Mapping[str, LockedPack]
 
     def versions(self) -> dict[str, Version]:
@@ -102,7 +102,7 @@ class LockFile:
 
 def lock_from_resolution(
     packs_requested: Mapping[str, str],
-    repositories: Sequence[Any],
+    repositories: Sequence[object],
     resolved: Mapping[str, Resolved],
 ) -> LockFile:
     pinned = {
@@ -131,7 +131,7 @@ def lock_hint(pipeline: Path) -> str:
     return f"run: converge-dsl lock {shown}"
 
 
-def missing_repository_hint(pipeline: Path, repositories: Sequence[Any]) -> str | None:
+def missing_repository_hint(pipeline: Path, repositories: Sequence[object]) -> str | None:
     """A hint naming the first folder repository of `pipeline` that does not exist.
 
     `lock` would fail on it, so `lock_hint` would send the user in a circle.
@@ -304,7 +304,7 @@ def write_lock(
 
 
 def stale_reasons(
-    lock: LockFile, packs_requested: Mapping[str, str], repositories: Sequence[Any]
+    lock: LockFile, packs_requested: Mapping[str, str], repositories: Sequence[object]
 ) -> Iterator[str]:
     """Why `lock` no longer matches the pipeline (nothing when it is current)."""
     for name, text in sorted(packs_requested.items()):
@@ -325,7 +325,7 @@ def stale_reasons(
 
 
 def lock_problems(
-    pipeline: Path, packs_requested: Mapping[str, str], repositories: Sequence[Any]
+    pipeline: Path, packs_requested: Mapping[str, str], repositories: Sequence[object]
 ) -> list[tuple[str, str]]:
     """`(code, message)` for each reason the lock of `pipeline` cannot be used; [] if current.
 

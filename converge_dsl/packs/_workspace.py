@@ -20,12 +20,13 @@ import contextlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid, UsageError
+from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
@@ -44,6 +45,9 @@ from converge_dsl.packs._yaml import load_document, schema_diagnostics
 
 if TYPE_CHECKING:
     import httpx
+    from packaging.version import Version
+
+    from converge_dsl.packs._resolve import Resolved
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
 _OURS = (("packs",), ("repositories",))  # the fields `lock` and `pack` read of a pipeline
@@ -56,21 +60,26 @@ class PipelinePacks:
     path: Path
     name: str
     packs: Mapping[str, str]
-    repositories: tuple[Any, ...]
+    repositories: tuple[object, ...]
 
     @classmethod
-    def read(cls, path: Path, data: Mapping[str, Any] | None = None) -> PipelinePacks:
+    def read(cls, path: Path, manifest: PipelineManifest | None = None) -> PipelinePacks:
         """The pipeline's `packs:` and `repositories:`.
 
-        `data` is the already validated document (`validate`, `run`); without it the
+        `manifest` is the validated document's (`validate`, `run`); without it the
         file is loaded here (`lock`, `pack`) and those two fields are checked against
         the pipeline schema, so a malformed entry is a located diagnostic
         (`PipelineInvalid`), never a guess at what it meant.
         """
-        doc = None
-        if data is None:
-            doc = load_document(path)
-            data = doc.data if isinstance(doc.data, Mapping) else {}
+        if manifest is not None:
+            return cls(
+                path=path,
+                name=manifest.name,
+                packs={p.name: p.specifier for p in manifest.packs},
+                repositories=tuple(r.written for r in manifest.repositories),
+            )
+        doc = load_document(path)
+        data = doc.data if isinstance(doc.data, Mapping) else {}
         packs = data.get("packs") or {}
         repositories = data.get("repositories") or ()
         if not isinstance(packs, Mapping):
@@ -80,10 +89,9 @@ class PipelinePacks:
                 f"{path.name}: repositories: must be a list",
                 hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
             )
-        if doc is not None:
-            found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
-            if found:
-                raise PipelineInvalid(found)
+        found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
+        if found:
+            raise PipelineInvalid(found)
         return cls(
             path=path,
             name=str(data.get("name", path.stem)),
@@ -141,7 +149,7 @@ def _install_all(
 
 def lock_pipeline(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
@@ -167,7 +175,7 @@ def lock_pipeline(
     from converge_dsl.packs._signing import verify
     from converge_dsl.packs._trust import check_pin_moves
 
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     repositories = info.open(client)
     previous = None
     with contextlib.suppress(PackError):  # an unreadable lock is replaced (write_lock warns)
@@ -205,7 +213,7 @@ def lock_pipeline(
 
 def _kept_pins(
     info: PipelinePacks, previous: LockFile | None, upgrade: Collection[str] | None
-) -> dict[str, Any] | None:
+) -> dict[str, Version] | None:
     """The previous lock's pins that re-locking keeps (all but the upgraded packs)."""
     known = set(info.packs) | set(previous.packs if previous else ())
     for name in upgrade or ():
@@ -228,7 +236,7 @@ def _kept_pins(
 def _pin_notices(
     pipeline: Path,
     info: PipelinePacks,
-    resolved: Iterable[Any],
+    resolved: Iterable[Resolved],
     repositories: Mapping[str, Repository],
 ) -> Iterator[str]:
     """CD572 for each yanked pin the lock kept, CD577 for each pin a newer version fits."""
@@ -281,7 +289,7 @@ def _current_lock(info: PipelinePacks) -> LockFile | None:
 
 def load_locked_packs(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
@@ -292,7 +300,7 @@ def load_locked_packs(
     Packs the cache lacks are fetched and verified; `on_fetch` hears one line
     (`fetched_message`) per pack actually downloaded.
     """
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     lock = _current_lock(info)
     if lock is None:
         return {}
@@ -307,7 +315,7 @@ def fetch_hint(pipeline: Path) -> str:
 
 def read_locked_packs(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     shown: Path | None = None,
@@ -319,7 +327,7 @@ def read_locked_packs(
     pipeline no longer lists, a bad signature, or an altered unpacked folder.
     `shown` names the pipeline in hints (default: `pipeline`).
     """
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     lock = _current_lock(info)
     if lock is None:
         return {}, []
@@ -343,7 +351,7 @@ def read_locked_packs(
     return found, missing
 
 
-def repository_keys(specs: Sequence[Any]) -> dict[str, tuple[str, ...]]:
+def repository_keys(specs: Sequence[object]) -> dict[str, tuple[str, ...]]:
     """Repository id -> trusted keys of a pipeline's `repositories:`, without opening any.
 
     The ids are those `open_repositories` gives (`builtin`, `path:LABEL`,

@@ -74,7 +74,7 @@ def model_builder(
         declaration = settings.models[name]
         return build_model(
             name,
-            declaration.config,
+            declaration.spec,
             base_dir=declaration.base_dir,
             env=env,
             clock=clock,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from converge_dsl.models.port import Model
 
     from ._otel import Telemetry
+    from ._otel_genai import ModelFacts
 
 # Request settings of a model declaration that the GenAI conventions name.
 _REQUEST_KEYS = ("max_tokens", "temperature")
@@ -110,36 +111,41 @@ def start_telemetry(options: OtelOptions, env: Mapping[str, str], clock: Clock) 
 
 def model_facts(
     settings: PipelineSettings, replayed: Callable[[str], bool], models: Mapping[str, Model]
-) -> dict[str, Any]:
+) -> dict[str, ModelFacts]:
     """`ModelFacts` by model name, from the declarations (and what replaced them).
 
     The requested model is the declaration's `model` (HTTP adapters), else the
     built model's id without its adapter prefix (`scripted:triage.script.yaml`).
     """
+    from converge_dsl.frontend import HttpModelSpec
+
     from ._otel_genai import ModelFacts
 
-    facts: dict[str, Any] = {}
+    facts: dict[str, ModelFacts] = {}
     for name, declaration in settings.models.items():
-        config = declaration.config
-        adapter = str(config.get("adapter", ""))
+        spec = declaration.spec
+        adapter = spec.adapter
+        http = spec if isinstance(spec, HttpModelSpec) else None
         built = models.get(name)
         model_id = built.model_id() if built is not None else name
-        request_model = str(config.get("model") or model_id.removeprefix(f"{adapter}:"))
+        request_model = str(
+            (http.model if http is not None else None) or model_id.removeprefix(f"{adapter}:")
+        )
         replay = replayed(name)
         address: str | None = None
         port: int | None = None
-        base_url = config.get("base_url")
-        if isinstance(base_url, str) and not replay:
-            parts = urlsplit(base_url)
+        if http is not None and isinstance(http.base_url, str) and not replay:
+            parts = urlsplit(http.base_url)
             address = parts.hostname
             try:
                 port = parts.port or (443 if parts.scheme == "https" else 80)
             except ValueError:
                 port = None
+        numbers = {} if http is None else http.numbers
         request = tuple(
-            (key, config[key])
+            (key, value)
             for key in _REQUEST_KEYS
-            if isinstance(config.get(key), int | float) and not isinstance(config.get(key), bool)
+            if isinstance(value := numbers.get(key), int | float) and not isinstance(value, bool)
         )
         facts[name] = ModelFacts(
             adapter,
