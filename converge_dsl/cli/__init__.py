@@ -37,8 +37,7 @@ EXIT_USAGE = 3
 EXIT_INTERRUPTED = 130
 
 
-# No dataclass here or on `validate`'s path: importing `dataclasses` (and `inspect`)
-# and building each class costs start-up (tests/test_startup_imports.py).
+# A plain slotted class: no dataclass on `validate`'s path (docs/architecture.md §5).
 class _EntryPoint:
     """Whether `run` was called by the console entry point (`main`), whose process ends with it."""
 

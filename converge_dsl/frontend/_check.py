@@ -3,7 +3,7 @@
 `check_pipeline(path, checks=...)` never raises for a user error: it returns
 every diagnostic, best first. `load_pipeline(path, checks=...)` returns the
 document or raises `PipelineInvalid`. `checks` defaults to the front end's own
-`CHECKS`; `converge_dsl.validation` passes the composed list (front end,
+`CHECKS`; `converge_dsl.validation` passes the composed tuple (front end,
 model scripts, agents, packs) that `validate` and `run` use.
 """
 

@@ -1,11 +1,10 @@
 """OpenTelemetry export of a run: the SDK set up from `OtelSettings`, and its bounded end.
 
-`start_telemetry(options, clock, warn)` -> `Telemetry | None` (None when
-export is off, `_otel_config`). The runtime imports this module only when
-export is on; it is the one place that imports the OpenTelemetry SDK. Without
-the SDK installed, `--otel` is an `OtelRefused` (CD980, exit 3) saying how to
-install it; export asked for by `OTEL_*` variables alone is a warning, and the
-run goes on without it.
+`Telemetry(settings, clock, warn, exporter=None)`: one run's export, made by
+`_telemetry.start_telemetry(options)` when export is on; that is the only
+importer of this module, the one place that imports the OpenTelemetry SDK
+(without it, `start_telemetry` refuses `--otel` or warns; see there). A
+setting the SDK refuses is an `OtelRefused` (CD981) raised from here.
 
 `Telemetry.recorder` (a `SpanRecorder`) listens to the run's events. Spans go
 through a batch processor to the exporter on a background thread, so a slow

@@ -8,11 +8,12 @@ with that exporter). Only then is the OpenTelemetry SDK imported
 (`OtelRefused`, CD980, a usage error: exit 3) before any work, and export asked
 for by `OTEL_*` variables alone is a warning (`options.on_warning`).
 
-`describe_run(telemetry, settings, models, specs)` tells the recorder what its
-spans say about the pipeline (its name, each suggestor's kind, each model's
-provider, requested model and server) and gives it the secret mask of the
-run's models (their `redact`, the redactor of `converge_dsl.models`), through
-which every recorded prompt and answer passes.
+`describe_run(telemetry, compiled, options)` tells the recorder what its
+spans say about the compiled pipeline (its name, each suggestor's kind, each
+model's provider, requested model and server; `options` says which models a
+replay or `--model` replaced) and gives it the secret mask of the run's models
+(their `redact`, the redactor of `converge_dsl.models`), through which every
+recorded prompt and answer passes.
 """
 
 from __future__ import annotations
