@@ -115,6 +115,10 @@ TEMPLATES = st.lists(
 ).map("".join)
 
 
+# (text, whether it is a bare expression)
+CASES = st.one_of(EXPRESSIONS.map(lambda e: (e, True)), TEMPLATES.map(lambda t: (t, False)))
+
+
 def _jinja_only(monkeypatch: Any) -> None:
     monkeypatch.setattr(_templates, "analyse", lambda text, expression: None)
 
@@ -152,17 +156,10 @@ _SETTINGS = settings(
 
 
 @_SETTINGS
-@given(EXPRESSIONS)
-def test_expressions_read_alike(monkeypatch: Any, text: str) -> None:
-    both = _names(text, True, monkeypatch)
-    if both is not None:
-        assert _normal(both[0]) == _normal(both[1])
-
-
-@_SETTINGS
-@given(TEMPLATES)
-def test_templates_read_alike(monkeypatch: Any, text: str) -> None:
-    both = _names(text, False, monkeypatch)
+@given(CASES)
+def test_templates_and_expressions_read_alike(monkeypatch: Any, case: tuple[str, bool]) -> None:
+    text, expression = case
+    both = _names(text, expression, monkeypatch)
     if both is not None:
         assert _normal(both[0]) == _normal(both[1])
 
@@ -172,13 +169,13 @@ def test_templates_read_alike(monkeypatch: Any, text: str) -> None:
 def test_expression_verdicts_agree(monkeypatch: Any, text: str) -> None:
     fast = _templates.expression_error(text)
     with monkeypatch.context() as patch:
-        patch.setattr(_templates, "analyse", lambda text, expression: None)
+        _jinja_only(patch)
         slow = _templates.expression_error(text)
     assert fast == slow
 
 
 @_SETTINGS
-@given(st.one_of(EXPRESSIONS.map(lambda e: (e, True)), TEMPLATES.map(lambda t: (t, False))))
+@given(CASES)
 def test_data_findings_agree(case: tuple[str, bool]) -> None:
     text, expression = case
     both = _findings(text, expression)
