@@ -12,7 +12,7 @@ same modules' names through star imports instead::
 (A type checker that saw `__getattr__` would read a name it has not resolved
 yet, in an import cycle, as `Any`.) The first access imports the module and
 caches the value in the package, so later accesses are plain attribute reads
-and importing the package stays cheap (docs/architecture.md §2).
+and importing the package stays cheap (docs/architecture.md §3).
 `tests/architecture/test_lazy_exports.py` holds the star imports to the
 table's modules. Modules are imported with `__import__`, the path of an
 `import` statement, so `python -X importtime` lists them.
