@@ -1,4 +1,4 @@
-"""The command line: `main()` only wraps `run(argv, stdout, stderr) -> int`.
+"""The command line: `main()` wraps `run(argv, stdout, stderr) -> int` and ends the process.
 
 Each command lives in its own module (`_validate`, `_run`, ...) exposing
 `configure(parser)` and `execute(args, io) -> int`. Only the module of the
