@@ -28,7 +28,8 @@ at once for a pipeline with nothing for it (no agent, no pack).
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
 
-To add a check that `validate` and `run` both run, append it to `CHECKS`.
+`CHECKS` is a tuple composed once here: a check that `validate` and `run` both run
+is added to it.
 """
 
 from __future__ import annotations
@@ -117,13 +118,13 @@ def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check(facts)
 
 
-CHECKS: list[Check] = [
+CHECKS: tuple[Check, ...] = (
     *FRONTEND_CHECKS,
     check_model_scripts,
     check_model_config,
     check_agents,
     check_packs,
-]
+)
 
 
 def _to_stderr(line: str) -> None:
@@ -132,7 +133,7 @@ def _to_stderr(line: str) -> None:
 
 def _checks(
     roots: Sequence[Path] | None, on_fetch: Callable[[str], object] | None = None
-) -> list[Check]:
+) -> tuple[Check, ...]:
     """`CHECKS` with the model-file check bound to `roots` and, given `on_fetch`, the
     cache-only pack check replaced by the one that fetches."""
 
@@ -148,7 +149,7 @@ def _checks(
     replaced: dict[Check, Check] = {check_model_scripts: check_model_files}
     if on_fetch is not None:
         replaced[check_packs] = check_and_fetch_packs
-    return [replaced.get(c, c) for c in CHECKS]
+    return tuple(replaced.get(c, c) for c in CHECKS)
 
 
 def check_pipeline(

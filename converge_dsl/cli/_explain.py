@@ -144,10 +144,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# Reads one page and prints it: no long-lived allocations worth collecting.
-BURST = True
-
-
 def _human(entry: Explanation) -> str:
     """The section as terminal text: fences dropped, examples indented by four spaces."""
     text = _FENCE.sub(

@@ -24,7 +24,6 @@ from converge_dsl.cli._inputs import add_input_arguments, parse_inputs
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
 
-BURST = True
 FORMATS = ("mermaid", "dot", "json", "html")
 
 

@@ -339,7 +339,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         on_fetch=io.note,
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
-        freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
+        freeze_compiled=_ENTRY.ends_process,  # the console entry point: one run, no teardown
         otel=OtelOptions(
             flag=args.otel,
             content=args.otel_content,

@@ -14,7 +14,7 @@ Public surface:
   `check_document(doc, base_dir, checks=...)` -> `CheckedPipeline` for a loaded document
   (`checks` default: the front end's own `CHECKS`)
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
-  the front end's `CHECKS` and `check` (registers into them)
+  the front end's `CHECKS` (a tuple)
 - the manifest: `build_manifest(doc)` -> `PipelineManifest`, the typed records of a
   schema-checked pipeline's declarations (`KeySpec`, `InputSpec`, `ModelSpec` with
   `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
@@ -35,105 +35,72 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from converge_dsl._lazy import lazy_names
-from converge_dsl.frontend._cap import MAX_PER_CODE, Omitted, cap
-from converge_dsl.frontend._check import (
-    CheckedPipeline,
-    check_document,
-    check_pipeline,
-    load_pipeline,
-)
-from converge_dsl.frontend._facts import Check, PipelineFacts, TemplateSite, suggestor_sites
-from converge_dsl.frontend._loader import load_file, load_text
-from converge_dsl.frontend._manifest import (
-    BudgetSpec,
-    InputSpec,
-    InvariantSpec,
-    KeySpec,
-    PackRequirement,
-    PipelineManifest,
-    PromotionSpec,
-    RepositorySpec,
-    build_manifest,
-)
-from converge_dsl.frontend._model_specs import (
-    HTTP_NUMBERS,
-    AccountSpec,
-    HttpModelSpec,
-    ModelSpec,
-    ReplayModelSpec,
-    ScriptedModelSpec,
-    model_spec,
-    roster_accounts,
-)
-from converge_dsl.frontend._render import (
-    SourceTexts,
-    render_github,
-    render_human,
-    render_json,
-    summary_line,
-    terminal_safe,
-)
-from converge_dsl.frontend._sarif import render_sarif
-from converge_dsl.frontend._schema import schema_diagnostics
-from converge_dsl.frontend._semantic import CHECKS, check
-from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
+from converge_dsl._lazy import lazy_exports
 
-if TYPE_CHECKING:
-    from converge_dsl.frontend._templates import expression_error, template_problems
-
-__all__ = [
-    "CHECKS",
-    "HTTP_NUMBERS",
-    "MAX_PER_CODE",
-    "AccountSpec",
-    "BudgetSpec",
-    "Check",
-    "CheckedPipeline",
-    "HttpModelSpec",
-    "InputSpec",
-    "InvariantSpec",
-    "KeySpec",
-    "LoadedDocument",
-    "ModelSpec",
-    "NodeLocation",
-    "Omitted",
-    "PackRequirement",
-    "PipelineFacts",
-    "PipelineManifest",
-    "PromotionSpec",
-    "ReplayModelSpec",
-    "RepositorySpec",
-    "ScriptedModelSpec",
-    "SourceMap",
-    "SourceTexts",
-    "TemplateSite",
-    "build_manifest",
-    "cap",
-    "check",
-    "check_document",
-    "check_pipeline",
-    "expression_error",
-    "load_file",
-    "load_pipeline",
-    "load_text",
-    "model_spec",
-    "render_github",
-    "render_human",
-    "render_json",
-    "render_sarif",
-    "roster_accounts",
-    "schema_diagnostics",
-    "suggestor_sites",
-    "summary_line",
-    "template_problems",
-    "terminal_safe",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "expression_error": "converge_dsl.frontend._templates",
-        "template_problems": "converge_dsl.frontend._templates",
-    },
-)
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.frontend._cap import *  # noqa: F403
+    from converge_dsl.frontend._check import *  # noqa: F403
+    from converge_dsl.frontend._facts import *  # noqa: F403
+    from converge_dsl.frontend._loader import *  # noqa: F403
+    from converge_dsl.frontend._manifest import *  # noqa: F403
+    from converge_dsl.frontend._model_specs import *  # noqa: F403
+    from converge_dsl.frontend._render import *  # noqa: F403
+    from converge_dsl.frontend._sarif import *  # noqa: F403
+    from converge_dsl.frontend._schema import *  # noqa: F403
+    from converge_dsl.frontend._semantic import *  # noqa: F403
+    from converge_dsl.frontend._templates import *  # noqa: F403
+    from converge_dsl.frontend.document import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.frontend._cap": ("MAX_PER_CODE", "Omitted", "cap"),
+            "converge_dsl.frontend._check": (
+                "CheckedPipeline",
+                "check_document",
+                "check_pipeline",
+                "load_pipeline",
+            ),
+            "converge_dsl.frontend._facts": (
+                "Check",
+                "PipelineFacts",
+                "TemplateSite",
+                "suggestor_sites",
+            ),
+            "converge_dsl.frontend._loader": ("load_file", "load_text"),
+            "converge_dsl.frontend._manifest": (
+                "BudgetSpec",
+                "InputSpec",
+                "InvariantSpec",
+                "KeySpec",
+                "PackRequirement",
+                "PipelineManifest",
+                "PromotionSpec",
+                "RepositorySpec",
+                "build_manifest",
+            ),
+            "converge_dsl.frontend._model_specs": (
+                "AccountSpec",
+                "HTTP_NUMBERS",
+                "HttpModelSpec",
+                "ModelSpec",
+                "ReplayModelSpec",
+                "ScriptedModelSpec",
+                "model_spec",
+                "roster_accounts",
+            ),
+            "converge_dsl.frontend._render": (
+                "SourceTexts",
+                "render_github",
+                "render_human",
+                "render_json",
+                "summary_line",
+                "terminal_safe",
+            ),
+            "converge_dsl.frontend._sarif": ("render_sarif",),
+            "converge_dsl.frontend._schema": ("schema_diagnostics",),
+            "converge_dsl.frontend._semantic": ("CHECKS",),
+            "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
+            "converge_dsl.frontend.document": ("LoadedDocument", "NodeLocation", "SourceMap"),
+        },
+    )

@@ -3,9 +3,7 @@
 PyYAML's C parser yields the document as a stream of events; `_build` turns
 them into the JSON-like data and a compact `MarkTree` of the marks (numbers in
 flat arrays, no JSON path stored), without composing PyYAML's node graph.
-Loading runs with the cyclic garbage collector paused (`paused_gc`): it makes
-tens of thousands of acyclic objects, which a collection would scan for
-nothing. Locations are materialised lazily (`_marks.NodeSourceMap`).
+Locations are materialised lazily (`_marks.NodeSourceMap`).
 
 Strictness (each problem is a located `Diagnostic`; all of them are raised
 together as `PipelineInvalid`): duplicate keys, tabs and syntax errors, tags
@@ -22,10 +20,8 @@ match their text. Floats whose text is lost (`1.10`) are listed in
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +34,7 @@ from converge_dsl import codes
 from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend._anchors import MAX_ALIAS_NODES, MAX_DEPTH
-from converge_dsl.frontend._build import Builder, Restart, untagged_texts
+from converge_dsl.frontend._build import Builder, untagged_texts
 from converge_dsl.frontend._load_problems import (
     character_diagnostic,
     invalid,
@@ -61,7 +57,6 @@ __all__ = [
     "load_file",
     "load_text",
     "max_bytes",
-    "paused_gc",
 ]
 
 
@@ -127,49 +122,20 @@ def load_text(text: str, file: str) -> LoadedDocument:
             point(file, 1, 1),
             hint=_TOO_LARGE_HINT,
         )
-    with paused_gc():
-        return _load(text, file)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a burst of allocations (restored after).
-
-    Loading creates tens of thousands of acyclic objects; each collection the
-    collector would run meanwhile walks all of them for nothing (a third of
-    the time of a cold load of a large file). Nested uses are harmless.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    return _load(text, file)
 
 
 def _load(text: str, file: str) -> LoadedDocument:
-    parser = CParser(text)
-    builder = Builder(parser, file)
     try:
-        try:
-            data = _document(parser, builder)
-        except Restart:  # a tag's meaning depends on texts further on: read them first
-            parser.dispose()
-            parser = CParser(text)
-            plain = untagged_texts(parser)
-            parser.dispose()
-            parser = CParser(text)
-            builder = Builder(parser, file, plain)
-            data = _document(parser, builder)
+        data, builder = _build(text, file, None)
+        if builder.needs_all_texts:  # a tag's meaning depends on texts further on
+            data, builder = _build(text, file, _untagged_texts(text))
     except yaml.MarkedYAMLError as exc:
         raise PipelineInvalid([syntax_diagnostic(exc, file, text)]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
         raise PipelineInvalid([character_diagnostic(exc, file, text)]) from None
     except yaml.YAMLError as exc:  # other unmarked errors
         raise invalid(codes.YAML_SYNTAX, str(exc), point(file, 1, 1)) from None
-    finally:
-        parser.dispose()
     if builder.problems:
         raise PipelineInvalid(builder.diagnostics())
     return LoadedDocument(
@@ -179,6 +145,24 @@ def _load(text: str, file: str) -> LoadedDocument:
         source_map=NodeSourceMap(file, builder.tree, builder.paths),
         inexact=tuple(builder.inexact),
     )
+
+
+def _build(text: str, file: str, plain: dict[str, str] | None) -> tuple[Any, Builder]:
+    """The document's data and the builder that holds the rest (`Builder`), in one pass."""
+    parser = CParser(text)
+    try:
+        builder = Builder(parser, file, plain)
+        return _document(parser, builder), builder
+    finally:
+        parser.dispose()
+
+
+def _untagged_texts(text: str) -> dict[str, str]:
+    parser = CParser(text)
+    try:
+        return untagged_texts(parser)
+    finally:
+        parser.dispose()
 
 
 def _document(parser: Any, builder: Builder) -> Any:

@@ -151,7 +151,7 @@ class ProviderClient:
         return self._transport
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
-        """Send `request` on the shared client, one connection hand-off at a time.
+        """Send `request` on the transport, one connection hand-off at a time.
 
         httpcore may hand one idle keep-alive connection to several requests
         queued in the same pass (encode/httpcore#1110, #1111); they then wait

@@ -1,10 +1,12 @@
-"""`HttpModel`: the OpenAI-compatible and Anthropic adapters over one shared httpx client.
+"""`HttpModel`: the OpenAI-compatible and Anthropic adapters over an httpx transport.
 
 The adapter composes three parts and keeps the run's budget gate explicit:
-- the transport (`ProviderClient`): one `httpx.AsyncClient` per model (HTTP/1.1
-  keep-alive, bounded pool), created on first use so a model can be built
-  outside an event loop; timeouts and httpx failures become `ModelError` there,
-  so no httpx exception escapes;
+- the HTTP side (`ProviderClient`): requests go straight to a connection pool
+  (`ShardedTransport`: HTTP/1.1 keep-alive, bounded), one per model and event
+  loop unless the caller lends one that several runs share (the batch runner
+  does); it is created on first use, so a model can be built outside an event
+  loop; timeouts and httpx failures become `ModelError` there, so no httpx
+  exception escapes;
 - wire decoding (`read_answer`, `status_error`): the answer, or the
   `ModelError` an HTTP status stands for;
 - the retry and failover policy (`RetryPolicy`), a pure decision per failure.
