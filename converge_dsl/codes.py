@@ -161,6 +161,7 @@ STOP_INVARIANT_FAILED = "CD913"  # an invariant's check itself failed
 STOP_RUN_FAILED = "CD914"  # the run failed outside any suggestor or invariant
 NOT_RUN_USAGE = "CD920"  # the run did not start: the command line is wrong
 NOT_RUN_ERROR = "CD921"  # the run did not start or could not finish (pack, model, trace, ...)
+API_KEY_WHITESPACE = "CD940"  # warning: an API key's variable holds whitespace around it (stripped)
 CHECKPOINT_TAMPERED = "CD950"  # a checkpoint record's MAC does not verify (edited, dropped, moved)
 CHECKPOINT_CORRUPT = "CD951"  # a checkpoint is torn, not a journal, or a record is malformed
 CHECKPOINT_FOREIGN = "CD952"  # a checkpoint of another pipeline or other inputs

@@ -11,14 +11,21 @@ An `api_key_env` name must look like a key's (`KEY_ENV_PATTERN`: ending in
 `_API_KEY`, `_KEY` or `_TOKEN`, optionally `_` and digits after) unless the
 user's environment lists it in `ALLOWED_KEY_ENVS` (comma-separated): a
 pipeline cannot send any variable (a database password) to its `base_url`.
+
+A key is used without the whitespace around it (a variable set from a file
+often ends in `\n` or `\r\n`, which no header may hold and which an
+error would otherwise quote); `warn` hears that it was stripped (CD940),
+never the key. A key that is only whitespace is not set.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence, Set
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
+from converge_dsl.codes import API_KEY_WHITESPACE
 from converge_dsl.models.port import AccountBinding, AccountRoster, ModelError, ModelErrorCode
 
 ANONYMOUS = "anonymous"
@@ -55,8 +62,26 @@ class Account:
         return f"Account(label={self.label!r}, env={self.env_var!r})"
 
 
-def accounts_from_config(model_name: str, raw: object, env: Mapping[str, str]) -> list[Account]:
-    """Read `accounts: [{name, api_key_env}]`; no accounts means one keyless account."""
+_WARNED: set[str] = set()  # once a process: a batch builds its models for every case
+
+
+def _to_stderr(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        sys.stderr.write(f"warning[{API_KEY_WHITESPACE}]: {message}\n")
+
+
+def accounts_from_config(
+    model_name: str,
+    raw: object,
+    env: Mapping[str, str],
+    warn: Callable[[str], object] = _to_stderr,
+) -> list[Account]:
+    """Read `accounts: [{name, api_key_env}]`; no accounts means one keyless account.
+
+    Each key is stripped of the whitespace around it; `warn` hears which
+    variable held some (default: a CD940 warning on standard error).
+    """
     if raw is None:
         return [Account(ANONYMOUS, None, None)]
     if not isinstance(raw, list) or not raw:
@@ -77,7 +102,12 @@ def accounts_from_config(model_name: str, raw: object, env: Mapping[str, str]) -
                 f"{variable}, which does not look like an API key's; it was not read",
                 hint=KEY_ENV_RULE,
             )
-        key = env.get(variable)
+        key = (env.get(variable) or "").strip()
+        if key and key != env[variable]:
+            warn(
+                f"model {model_name!r}: account {label!r}: the environment variable {variable} "
+                "holds whitespace around the key (a space, tab, CR or LF); it is used without it"
+            )
         if not key:
             raise ModelError(
                 ModelErrorCode.CONFIG,

@@ -26,6 +26,7 @@ from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.models._accounts import Account, accounts_from_config
 from converge_dsl.models._limits import limits_from, limits_problem
+from converge_dsl.models._redact import display_url
 from converge_dsl.models._wire import STRUCTURED_OUTPUTS
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.http import (
@@ -187,7 +188,7 @@ def _http_settings(
     if urlsplit(base_url).scheme not in ("http", "https"):
         raise config_error(
             name,
-            f"base_url {base_url!r} is not an http(s) URL",
+            f"base_url {display_url(base_url)!r} is not an http(s) URL",
             f"e.g. base_url: {_BASE_URL_EXAMPLES[adapter]}",
         )
     numbers: dict[str, Any] = {}

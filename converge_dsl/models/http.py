@@ -66,7 +66,7 @@ from converge_dsl.models._decode import (
 )
 from converge_dsl.models._limits import DEFAULT_LIMITS, ModelLimits
 from converge_dsl.models._openai import OpenAIWire
-from converge_dsl.models._redact import Redactor, redact_call, redact_message
+from converge_dsl.models._redact import Redactor, display_url, redact_call, redact_message
 from converge_dsl.models._retry import Action, Decision, RetryPolicy
 from converge_dsl.models._wire import (
     Answer,
@@ -341,7 +341,8 @@ class HttpModel(ModelDefaults):
         self, account: Account, content: bytes, names: ToolNames, stream: bool, relay: _Relay
     ) -> Answer:
         """One request on `account`: its answer, or the `ModelError` it failed with."""
-        where = f"{self._wire.provider} at {self._settings.base_url} (account {account.label})"
+        shown = display_url(self._settings.base_url)
+        where = f"{self._wire.provider} at {shown} (account {account.label})"
 
         async def read(response: httpx.Response) -> Answer:
             relay.status = response.status_code
