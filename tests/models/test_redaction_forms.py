@@ -94,7 +94,7 @@ SWEEP_FORMS = [
 
 
 @pytest.mark.parametrize(("wire", "stream", "name", "answer", "key"), SWEEP_FORMS)
-def test_no_form_of_the_key_is_in_any_error(
+def test_no_form_of_the_key_is_in_any_error(  # noqa: PLR0917 - the sweep's parameters
     wire: str,
     stream: bool,
     name: str,
@@ -194,8 +194,8 @@ def test_the_warning_reaches_stderr_with_its_code(capsys: pytest.CaptureFixture[
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
-        (f"Illegal header value b'Bearer {KEY}\\r\\n'", "Illegal header value b'Bearer [REDACTED]'"),
-        (f"Illegal header value b'Bearer {KEY}\\r'", "Illegal header value b'Bearer [REDACTED]\\r'"),
+        (f"Illegal header b'Bearer {KEY}\\r\\n'", "Illegal header b'Bearer [REDACTED]'"),
+        (f"Illegal header b'Bearer {KEY}\\r'", "Illegal header b'Bearer [REDACTED]\\r'"),
         (f'{{"k": "{KEY}\\r\\n"}}', '{"k": "[REDACTED]"}'),
         (f"echo {KEY}\r\n!", f"echo {MASK}!"),
         (f"cut {KEY[:4]}", f"cut {MASK}"),
