@@ -63,6 +63,16 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
+def _commands(pids: set[int]) -> list[str]:
+    shown = []
+    for pid in sorted(pids):
+        try:
+            shown.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            shown.append(f"{pid} (gone)")
+    return shown
+
+
 def _alive(pids: set[int]) -> set[int]:
     return pids & set(_parents())
 
@@ -94,15 +104,19 @@ def _kill_and_check(command: list[str], cwd: Path, wait_for: int) -> None:
         seen |= _descendants(child.pid)
         assert len(seen) >= wait_for, f"only {len(seen)} process(es) started"
         os.kill(child.pid, signal.SIGKILL)
+        killed = time.monotonic()
         child.wait()
         ended = _pipe_ends_within(child, 5.0)
         left = _alive(seen)
+        while left and time.monotonic() < killed + 5.0:  # one may still be on its way out
+            time.sleep(0.05)
+            left = _alive(seen)
     finally:
         for pid in _alive(_descendants(child.pid)) | _alive(seen if "seen" in dir() else set()):
             os.kill(pid, signal.SIGKILL)  # clean up after a failure
         child.kill()
         child.wait()
-    assert left == set(), f"still running 5 s after the kill: {sorted(left)}"
+    assert left == set(), f"still running 5 s after the kill: {_commands(left)}"
     assert ended, "the batch's output pipes are still held open"
 
 
