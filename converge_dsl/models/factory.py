@@ -22,11 +22,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from converge_dsl._files import ReferenceRefused, referenced_path
+from converge_dsl._urls import display_url
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.models._accounts import Account, accounts_from_config
 from converge_dsl.models._limits import limits_from, limits_problem
-from converge_dsl.models._redact import display_url
 from converge_dsl.models._wire import STRUCTURED_OUTPUTS
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.http import (

@@ -52,6 +52,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from converge_dsl._urls import display_url
 from converge_dsl.clock import Clock
 from converge_dsl.models._accounts import Account, AccountPool
 from converge_dsl.models._anthropic import AnthropicWire
@@ -66,7 +67,7 @@ from converge_dsl.models._decode import (
 )
 from converge_dsl.models._limits import DEFAULT_LIMITS, ModelLimits
 from converge_dsl.models._openai import OpenAIWire
-from converge_dsl.models._redact import Redactor, display_url, redact_call, redact_message
+from converge_dsl.models._redact import Redactor, redact_call, redact_message
 from converge_dsl.models._retry import Action, Decision, RetryPolicy
 from converge_dsl.models._wire import (
     Answer,

@@ -46,8 +46,8 @@ from opentelemetry.sdk.trace.sampling import (
 )
 
 from converge_dsl import codes
+from converge_dsl._urls import display_url as display
 from converge_dsl.clock import Clock
-from converge_dsl.models._redact import display_url as display
 
 from ._otel_config import OtelRefused, OtelSettings
 from ._otel_genai import ModelFacts

@@ -32,8 +32,8 @@ from urllib.parse import unquote, urlsplit
 
 from converge_dsl import codes
 from converge_dsl._record import Record
+from converge_dsl._urls import display_url
 from converge_dsl.errors import UsageError
-from converge_dsl.models._redact import display_url
 
 INSTALL_HINT = "pip install 'converge-dsl[otel]'"
 DEFAULT_ENDPOINT = "http://localhost:4318"

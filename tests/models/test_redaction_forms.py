@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
+from converge_dsl._urls import display_url
 from converge_dsl.cli import run
 from converge_dsl.models import ModelError, build_model
 from converge_dsl.models._accounts import accounts_from_config
-from converge_dsl.models._redact import MASK, Redactor, display_url
+from converge_dsl.models._redact import MASK, Redactor
 
 from ._helpers import ask, using
 from ._hostile import HostileServer, RawRequest, Sender, whole
