@@ -172,3 +172,21 @@ def test_jsonl_lines_split_on_newline_only(separator: str) -> None:
     assert jsonl_lines(text) == [f'{{"a": "x{separator}y"}}', '{"b": 1}']
     assert jsonl_lines("") == []
     assert jsonl_lines("a\n\nb") == ["a", "", "b"]
+
+
+def test_a_resumed_journal_with_a_second_hard_link_is_never_appended_to(tmp_path: Path) -> None:
+    from converge_dsl.errors import RunError
+    from converge_dsl.runtime import CHECKPOINT_FILE
+
+    folder = tmp_path / "ck"
+    store = CheckpointStore(folder, bytes(32))
+    text = "apiVersion: converge-dsl/v1\n"
+    store.start(pipeline_text=text, digest=pipeline_digest(text, {}), inputs={})
+    store.close()
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    os.link(folder / CHECKPOINT_FILE, elsewhere)
+    before = elsewhere.read_bytes()
+    checkpoint = CheckpointStore(folder, bytes(32)).read()
+    with pytest.raises(RunError, match="single link"):
+        CheckpointStore(folder, bytes(32)).resume(checkpoint)
+    assert elsewhere.read_bytes() == before

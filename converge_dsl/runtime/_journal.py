@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import errno
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -197,7 +199,11 @@ class Appender:
         except OSError as exc:
             raise _write_error(path, exc) from None
         try:
-            if os.fstat(self._fd).st_size != end:
+            info = os.fstat(self._fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                # A hard link would carry the appends to the file's other name too.
+                raise OSError(errno.EPERM, "it is not a regular file with a single link")
+            if info.st_size != end:
                 os.ftruncate(self._fd, end)
                 os.fsync(self._fd)
         except OSError as exc:
