@@ -22,9 +22,9 @@ reading never re-serialises anything.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
-import errno
 import os
 import stat
 import threading

@@ -15,20 +15,18 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from converge_dsl._urls import display_url
 from converge_dsl.cli import run
-from converge_dsl.models import ModelError, build_model
+from converge_dsl.models import ModelError
 from converge_dsl.models._accounts import accounts_from_config
 from converge_dsl.models._redact import MASK, Redactor
 
-from ._helpers import ask, using
-from ._hostile import HostileServer, RawRequest, Sender, whole
+from ._hostile import HostileServer, whole
 from .test_limits import KEY
-from .test_redaction_sweep import PIPELINE, SWEEP, Answer, everything_about
+from .test_redaction_sweep import PIPELINE, SWEEP, Answer, broken_call, echoing
 
 # How a key may reach us: with a CR, a LF, CRLF, spaces or a tab around it.
 VARIANTS = [KEY + "\r", KEY + "\n", f"  {KEY}\r\n", f"\t{KEY} "]
@@ -45,41 +43,6 @@ CUT: dict[str, Answer] = {
 def leaks(text: str, key: str = KEY) -> list[str]:
     """The prefixes of `key` of 4 characters or more that `text` shows."""
     return [key[:n] for n in range(4, len(key) + 1) if key[:n] in text]
-
-
-def echoing(answer: Answer) -> Any:
-    def respond(request: RawRequest, send: Sender) -> None:
-        assert request.api_key == KEY, "the key is sent without the whitespace around it"
-        send(answer(request.api_key))
-
-    return respond
-
-
-def model_for(server: HostileServer, wire: str, key: str, **extra: Any) -> Any:
-    config = {
-        "adapter": wire,
-        "base_url": server.url + ("/v1" if wire == "openai" else ""),
-        "model": "m",
-        "accounts": [{"name": "main", "api_key_env": "MAIN_KEY"}],
-        "retries": 0,
-        "timeout_s": 8,
-        **extra,
-    }
-    return build_model(
-        "fast", config, base_dir=Path("."), env={"MAIN_KEY": key}, clock=_clock(), rng=_rng()
-    )
-
-
-def _clock() -> Any:
-    from converge_dsl.clock import SystemClock
-
-    return SystemClock()
-
-
-def _rng() -> Any:
-    import random
-
-    return random.Random(0)
 
 
 SWEEP_FORMS = [
@@ -103,22 +66,7 @@ def test_no_form_of_the_key_is_in_any_error(  # noqa: PLR0917 - the sweep's para
     key: str,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    pieces: list[str] = []
-    with HostileServer(echoing(answer)) as server:
-        model = model_for(
-            server,
-            wire,
-            key,
-            stream=stream,
-            limits={"max_response_bytes": 8192, "max_sse_line_bytes": 4096},
-        )
-        with pytest.raises(ModelError) as caught:
-            using(
-                model, lambda m: m.call_speculating(ask(tools=True), pieces.append, pieces.append)
-            )
-        assert server.requests, "the request reached the server"
-    out, err = capfd.readouterr()
-    seen = everything_about(caught.value) + repr(pieces) + out + err
+    seen = broken_call(wire, stream, answer, capfd, key)
     assert leaks(seen) == [], seen
 
 
