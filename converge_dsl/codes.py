@@ -165,6 +165,7 @@ NOT_RUN_ERROR = "CD921"  # the run did not start or could not finish (pack, mode
 READ_NOT_REGULAR = "CD930"  # a file to read is a FIFO, device, socket or a link to one
 READ_TOO_LARGE = "CD931"  # a file to read is over the cap of what it is read as
 DECISIONS_REFUSED = "CD932"  # decisions in a checkpoint folder not sealed for this pause
+API_KEY_WHITESPACE = "CD940"  # warning: an API key's variable holds whitespace around it (stripped)
 CHECKPOINT_TAMPERED = "CD950"  # a checkpoint record's MAC does not verify (edited, dropped, moved)
 CHECKPOINT_CORRUPT = "CD951"  # a checkpoint is torn, not a journal, or a record is malformed
 CHECKPOINT_FOREIGN = "CD952"  # a checkpoint of another pipeline or other inputs

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from converge_dsl._reading import read_bytes, read_text
+from converge_dsl._reading import read_text
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
@@ -93,9 +93,11 @@ def read_cases(path: Path) -> list[Case]:
         raise UsageError(f"--cases {path} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise UsageError(f"cannot read --cases {path}: {exc.strerror}") from None
+    from converge_dsl._files import jsonl_lines
     from converge_dsl.diagnostics import SourceSpan
 
-    lines = ((number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip())
+    numbered = enumerate(jsonl_lines(text), 1)
+    lines = ((number, line) for number, line in numbered if line.strip())
     return [
         parse_case(index, line, SourceSpan(str(path), number, 1, number, len(line) + 1))
         for index, (number, line) in enumerate(lines)
@@ -126,28 +128,38 @@ class Done:
     tokens: int = 0
 
 
-def read_done(path: Path) -> Done:
+def read_done(path: Path, cases: Path | None = None) -> Done:
     """The cases `path` (a results file) already holds, and their usage.
 
-    A last line without its newline (a batch killed while writing it) is
-    ignored and cut from the file, so appending continues on a line of its own;
-    it is cut only once every complete line is known to be a result line and
-    the cut line starts like one, so a file that is not ours is never changed.
-    A missing file holds nothing. Any other line that is not a result line is
-    a `UsageError`: the file is not ours, or was edited.
+    Before a byte changes, `path` must be a results file this command wrote
+    (`converge_dsl._files.open_ours`: not a link, one hard link, a result
+    line first) and not the cases file `cases`; then every complete line must
+    be a result line. Only then is a last line without its newline (a batch
+    killed while writing it) cut from the file, so appending continues on a
+    line of its own. A missing file holds nothing. A refusal is a `UsageError`.
     """
-    try:
-        data = read_bytes(path, "--out file")
-    except FileNotFoundError:
+    from converge_dsl._files import open_ours, same_file
+
+    fd = open_ours(path, "--out", "results file", recognise=recognise)
+    if fd is None:
         return Done()
-    except OSError as exc:
-        raise UsageError(f"cannot read --out {path}: {exc.strerror}") from None
-    end = data.rfind(b"\n") + 1
-    done = _done(path, data[:end])
-    if end < len(data):
-        if not LINE_START.startswith(data[end:]) and not recognise(data[end:]):
-            raise _not_results(path, data.count(b"\n") + 1)
-        _cut(path, end)
+    with os.fdopen(fd, "r+b") as handle:
+        if cases is not None and same_file(path, cases):
+            raise UsageError(
+                f"--out {path} is the cases file; it is not changed",
+                hint="give --out the results file of this batch",
+            )
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read --out {path}: {exc.strerror}") from None
+        end = data.rfind(b"\n") + 1
+        done = _done(data[:end], path)
+        if end < len(data):
+            if not LINE_START.startswith(data[end:]) and not recognise(data[end:]):
+                raise _not_results(path, data.count(b"\n") + 1)  # a foreign last line
+            handle.truncate(end)
+            os.fsync(fd)
     return done
 
 
@@ -158,23 +170,13 @@ def _not_results(path: Path, number: int) -> UsageError:
     )
 
 
-def _cut(path: Path, end: int) -> None:
-    """Cut the results file `path` at `end`, never through a link."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        os.ftruncate(fd, end)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 _COUNTS = ("model_calls", "input_tokens", "output_tokens")
 
 
-def _done(path: Path, data: bytes) -> Done:
-    """What the complete result lines `data` of `path` hold (`UsageError` for any other line)."""
+def _done(data: bytes, path: Path) -> Done:
+    """What the complete result lines `data` of `path` hold; `UsageError` for any other line."""
     done = Done()
-    for number, raw in enumerate(data.splitlines(), start=1):
+    for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
         try:
             line = json.loads(raw) if recognise(raw) else None
         except ValueError:

@@ -77,7 +77,7 @@ def run_batch(
     workers = options.workers()
     sinks = _sinks(options)
     cases = read_cases(options.cases)
-    done = read_done(options.out) if options.resume else None
+    done = read_done(options.out, options.cases) if options.resume else None
     if done is not None:
         check_resumable(done.ids, cases, options.out)
     todo = [case for case in cases if done is None or case.index not in done.ids]

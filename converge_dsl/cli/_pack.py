@@ -325,11 +325,12 @@ def _yank(args: argparse.Namespace, io: CommandIO) -> int:
 def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
     import os
 
+    from converge_dsl._files import create_new
     from converge_dsl.packs import generate_key
 
     private, public = generate_key()
     try:  # created private (0600) and never over an existing file
-        descriptor = os.open(args.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        descriptor = create_new(args.key_file, 0o600)
     except FileExistsError:
         raise UsageError(f"{args.key_file} exists; refusing to overwrite a key") from None
     except FileNotFoundError:

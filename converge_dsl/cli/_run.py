@@ -46,6 +46,7 @@ from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
+    from converge_dsl.engine import Fact, Provenance
     from converge_dsl.runtime import RunOptions, RunOutcome
 
 
@@ -238,19 +239,53 @@ def _text(content: str) -> str:
     return content.rstrip("\n").replace("\n", "\n      ")
 
 
+# Facts listed per write: the listing of a huge run is never one string (or one document).
+_LISTED = 1000
+
+
 def _print_human(out: RunOutcome, stream: TextIO) -> None:
-    doc = out.document
-    for key, facts in doc.facts.items():
-        stream.write(f"\n{key} ({len(facts)})\n")
-        for fact in facts:
-            prov = fact.provenance
-            extra = "".join(
-                f" {k}={v}" for k, v in (("model", prov.model_id), ("account", prov.account)) if v
-            )
-            stream.write(
-                f"  - {fact.id}: {_text(fact.content)}\n{_data_line(fact.data)}"
-                f"    confidence {fact.confidence:.2f}  from {prov.source}{extra}\n"
-            )
+    """The human listing, written to `stream` a chunk of facts at a time, terminal-safe.
+
+    The facts are read from the result one chunk at a time, never through the
+    whole `document`: a run that stopped at its deadline holding millions of
+    facts lists them in a time of the order of writing them.
+    """
+    from converge_dsl.frontend import terminal_safe
+
+    sources: dict[Provenance, str] = {}
+    for key, facts in out.facts_by_key():
+        stream.write(terminal_safe(f"\n{key} ({len(facts)})\n"))
+        for start in range(0, len(facts), _LISTED):
+            chunk = facts[start : start + _LISTED]
+            stream.write(terminal_safe("".join(_listed(fact, sources) for fact in chunk)))
+    buffer = StringIO()
+    _print_tail(out, buffer)
+    stream.write(terminal_safe(buffer.getvalue()))
+
+
+def _listed(fact: Fact, sources: dict[Provenance, str]) -> str:
+    """One fact of the listing; `sources` keeps each provenance's text, made once."""
+    source = sources.get(fact.provenance)
+    if source is None:
+        prov = fact.provenance
+        pairs = (("model", prov.model_id), ("account", prov.account))
+        source = sources[prov] = prov.source + "".join(f" {k}={v}" for k, v in pairs if v)
+    data = "" if fact.data is None else _data_line(_plain_data(fact))
+    return (
+        f"  - {fact.id}: {_text(fact.content)}\n{data}"
+        f"    confidence {fact.confidence:.2f}  from {source}\n"
+    )
+
+
+def _plain_data(fact: Fact) -> Any:
+    from converge_dsl.runtime import FactModel
+
+    return FactModel.of(fact).data
+
+
+def _print_tail(out: RunOutcome, stream: TextIO) -> None:
+    """What the listing ends with: pending and held decisions, the stop, the usage."""
+    doc = out.summary
     if doc.pending:
         stream.write(f"\nawaiting a human decision ({len(doc.pending)})\n")
         for item in doc.pending:
@@ -418,9 +453,7 @@ def _show(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:
 
     io.stderr.write(terminal_safe(_error_text(out)))
     if args.format == "human":
-        buffer = StringIO()
-        _print_human(out, buffer)
-        io.stdout.write(terminal_safe(buffer.getvalue()))
+        _print_human(out, io.stdout)
     else:
         out.write_json(io.stdout)  # facts streamed: no one giant string
         io.stdout.write("\n")

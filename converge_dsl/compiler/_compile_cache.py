@@ -38,12 +38,12 @@ import json
 import marshal
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from converge_dsl._files import replace_file
 from converge_dsl._reading import ReadRefused, open_regular, read_bytes
 from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
@@ -180,15 +180,7 @@ class CompileCache:
             return
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, temp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".bin")
-            try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(MAGIC + self._mac(body) + body)
-                os.replace(temp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-                raise
+            replace_file(self.path, MAGIC + self._mac(body) + body, mode=0o600)
             self.stored = True
             self.prune()
         except OSError:

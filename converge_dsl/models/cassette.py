@@ -239,7 +239,9 @@ class ReplayModel(ModelDefaults):
                 hint=RECORD_HINT,
             ) from None
         recordings: dict[str, list[_Recording]] = {}
-        for number, line in enumerate(text.splitlines(), start=1):
+        from converge_dsl._files import jsonl_lines
+
+        for number, line in enumerate(jsonl_lines(text), start=1):
             if not line.strip():
                 continue
             if json_depth(line) > CASSETTE_MAX_DEPTH:

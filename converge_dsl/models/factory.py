@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from converge_dsl._files import ReferenceRefused, referenced_path
+from converge_dsl._urls import display_url
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.frontend import (
@@ -224,7 +225,7 @@ def _http_settings(
     if urlsplit(base_url).scheme not in ("http", "https"):
         raise config_error(
             name,
-            f"base_url {base_url!r} is not an http(s) URL",
+            f"base_url {display_url(base_url)!r} is not an http(s) URL",
             f"e.g. base_url: {_BASE_URL_EXAMPLES[adapter]}",
         )
     numbers: dict[str, Any] = {

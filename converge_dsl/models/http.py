@@ -54,6 +54,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from converge_dsl._urls import display_url
 from converge_dsl.clock import Clock
 from converge_dsl.models._accounts import Account, AccountPool
 from converge_dsl.models._anthropic import AnthropicWire
@@ -343,7 +344,8 @@ class HttpModel(ModelDefaults):
         self, account: Account, content: bytes, names: ToolNames, stream: bool, relay: _Relay
     ) -> Answer:
         """One request on `account`: its answer, or the `ModelError` it failed with."""
-        where = f"{self._wire.provider} at {self._settings.base_url} (account {account.label})"
+        shown = display_url(self._settings.base_url)
+        where = f"{self._wire.provider} at {shown} (account {account.label})"
 
         async def read(response: httpx.Response) -> Answer:
             relay.status = response.status_code

@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from converge_dsl._files import create_new
 from converge_dsl._reading import read_bytes
 from converge_dsl.codes import PACK_ARCHIVE_TOO_LARGE
 from converge_dsl.errors import PackError
@@ -279,7 +280,9 @@ def unpack(archive: bytes, destination: Path, where: str = "pack archive") -> No
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(member.data)
+            descriptor = create_new(target, 0o644)  # never through a member planted before
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(member.data)
         os.chmod(staging, 0o755)  # mkdtemp makes it 0700
         try:
             staging.rename(destination)

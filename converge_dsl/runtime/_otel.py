@@ -45,10 +45,10 @@ from opentelemetry.sdk.trace.sampling import (
 )
 
 from converge_dsl import codes
+from converge_dsl._urls import display_url as display
 from converge_dsl.clock import Clock
 
 from ._otel_config import OtelRefused, OtelSettings
-from ._otel_config import display_url as display
 from ._otel_genai import ModelFacts
 from ._otel_spans import SpanRecorder
 from ._trace import wall_clock
@@ -181,7 +181,46 @@ def otlp_exporter(settings: OtelSettings) -> SpanExporter:
         compression=Compression.Gzip
         if settings.compression == "gzip"
         else Compression.NoCompression,
+        session=capped_session(MAX_RESPONSE_BYTES),
     )
+
+
+# What a collector's answer may hold: an OTLP answer is a few bytes (a partial-success
+# message at most), so anything larger is refused as it arrives.
+MAX_RESPONSE_BYTES = 1 << 20
+_CHUNK = 64 * 1024
+
+
+class ResponseTooLarge(OSError):
+    """A collector answered more than the cap (the export fails; the run goes on)."""
+
+
+def capped_session(cap: int) -> Any:
+    """A `requests.Session` that reads at most `cap` bytes of any answer.
+
+    Every request streams its answer and reads it chunk by chunk; past `cap`
+    bytes the connection is closed and `ResponseTooLarge` raised, which the
+    exporter reports as a failed export. So a hostile collector answering an
+    endless body costs `cap` bytes of memory, not the body's size.
+    """
+    import requests
+
+    class CappedSession(requests.Session):
+        def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+            kwargs["stream"] = True
+            response = super().request(*args, **kwargs)
+            body = bytearray()
+            try:
+                for chunk in response.iter_content(_CHUNK):
+                    body += chunk
+                    if len(body) > cap:
+                        raise ResponseTooLarge(f"the collector's answer is over {cap} bytes")
+            finally:
+                response.close()
+            response._content = bytes(body)
+            return response
+
+    return CappedSession()
 
 
 def sampler(settings: OtelSettings) -> Sampler:

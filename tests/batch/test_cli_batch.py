@@ -189,3 +189,15 @@ def test_a_bad_case_is_reported_at_its_line_of_the_cases_file(
         ("CD920", str(cases), 4, 12),
         ("CD920", str(cases), 5, 7),
     ]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0c", "\r"])
+def test_a_case_holding_a_unicode_line_break_is_one_case(tmp_path: Path, separator: str) -> None:
+    from converge_dsl.batch._cases import read_cases
+
+    cases = tmp_path / "cases.jsonl"
+    raw = json.dumps({"id": "one", "word": f"a{separator}b"}, ensure_ascii=False)
+    cases.write_text(raw + "\n" + json.dumps({"id": "two"}) + "\n", encoding="utf-8", newline="")
+    read = read_cases(cases)
+    assert [(case.id, case.problem) for case in read] == [("one", None), ("two", None)]
+    assert read[0].inputs == {"word": f"a{separator}b"}
