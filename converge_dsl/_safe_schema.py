@@ -48,9 +48,10 @@ from converge_dsl._schema_bounds import canonical, size_problems
 from converge_dsl.errors import RunError
 
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
-SCHEMA_WORK = 20_000_000  # items and characters scanned, matched or worded by one validation
+SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
 SCHEMA_RUN_STEPS = 20_000_000  # keyword applications of every validation of one run
-_ERROR_COST = 64  # the work charged for making one error, besides its message
+_ERROR_COST = 512  # the work charged for making one error (an object of some size), and its text
+_UNWIDE = frozenset(("enum", "const"))  # hashed, not scanned: their width costs nothing per check
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
@@ -201,8 +202,10 @@ def _refuse_rs(uri: str) -> Any:
     raise ValueError(f"{uri}: references resolve only within the schema")
 
 
-def _width(value: Any) -> int:
-    return len(value) if isinstance(value, list | tuple | Mapping) else 0
+def _width(name: str, value: Any) -> int:
+    if name in _UNWIDE or not isinstance(value, list | tuple | Mapping):
+        return 0
+    return len(value)
 
 
 def _metered(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -212,7 +215,7 @@ def _metered(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     def keyword(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
         try:
-            spend(1, _width(value))
+            spend(1, _width(name, value))
             errors = func(validator, value, instance, schema)
             if errors is not None:
                 for error in errors:

@@ -60,7 +60,7 @@ def size_problems(schema: Any) -> list[tuple[Path, str]]:
     """(path inside `schema`, message) of every limit `schema` crosses; [] when within.
 
     Linear in the schema and stopping once past `MAX_SCHEMA_NODES` (located
-    at the schema's root, after the keywords found too wide until then).
+    at the schema's root, last: after the keywords found too wide until then).
     """
     problems: list[tuple[Path, str]] = []
     nodes = 0
@@ -78,13 +78,15 @@ def size_problems(schema: Any) -> list[tuple[Path, str]]:
             nodes += len(node)
             stack.extend((value, (*where, i), is_schema) for i, value in enumerate(node))
         if nodes > MAX_SCHEMA_NODES:
-            message = (
-                f"the schema has more than {MAX_SCHEMA_NODES} members and items in all; "
-                "checking data against it would cost in proportion"
-            )
-            problems.append(((), message))
             break
-    return sorted(problems, key=lambda problem: [str(p) for p in problem[0]])
+    problems.sort(key=lambda problem: [str(p) for p in problem[0]])
+    if nodes > MAX_SCHEMA_NODES:
+        message = (
+            f"the schema has more than {MAX_SCHEMA_NODES} members and items in all; "
+            "checking data against it would cost in proportion"
+        )
+        problems.append(((), message))
+    return problems
 
 
 def _keyword_problem(key: str, value: Any, where: Path) -> Iterator[tuple[Path, str]]:
