@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from converge_dsl._governor import Exhausted, governed
-from converge_dsl._schema_bounds import MAX_MEMBERS
 from converge_dsl._safe_schema import SCHEMA_STEPS, SCHEMA_WORK, python_validator
+from converge_dsl._schema_bounds import MAX_MEMBERS
 
 Case = Callable[[int], tuple[dict[str, Any], Any]]
 
