@@ -255,7 +255,8 @@ class _Trail:
             return
         if trail.anchor is None:
             if name in ("$ref", "$dynamicRef") and isinstance(value, str):
-                trail.anchor = [part for part in value.lstrip("#").split("/") if part]
+                parts = value.lstrip("#").split("/")
+                trail.anchor = [p.replace("~1", "/").replace("~0", "~") for p in parts if p]
             else:
                 trail.schema.extend((*_member_of(value, trail.subschema), name))
         trail.subschema = schema

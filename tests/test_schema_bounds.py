@@ -206,6 +206,12 @@ def test_a_crossed_bound_inside_a_ref_is_located_inside_its_target() -> None:
         python_validator(schema).best_error({"a": {"vals": [0] * 40_000}})
 
 
+def test_a_ref_target_with_escaped_parts_is_named_as_written() -> None:
+    schema = {"properties": {"a": {"$ref": "#/$defs/a~1b"}}, "$defs": {"a/b": HEAVY}}
+    with pytest.raises(Exhausted, match=r"keyword at /\$defs/a~1b/properties/vals/items/anyOf/"):
+        python_validator(schema).best_error({"a": {"vals": [0] * 40_000}})
+
+
 def test_the_runs_total_bounds_many_small_validations(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(safe, "SCHEMA_RUN_STEPS", 5_000)
     validator = python_validator({"type": "array", "items": {"type": "integer"}})
@@ -328,3 +334,24 @@ def test_validation_work_grows_at_most_linearly_with_the_data(
     assert grown <= times * base + empty
     for item in items:  # and one value charges no more than its share of the array
         assert charged(lambda item=item: list(validator.iter_errors(item))) <= base
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    schemas,
+    st.lists(json_values, min_size=1, max_size=30),
+    st.lists(json_values, min_size=1, max_size=30),
+)
+def test_checking_two_arrays_joined_costs_no_more_than_checking_each(
+    schema: dict[str, Any], first: list[Any], second: list[Any]
+) -> None:
+    # Super-linear work (all pairs of items, say) would cost more joined than apart.
+    # The second array's items are tagged ("b" is no string of the first), so joining
+    # makes no duplicate and no error of its own.
+    second = [["b", item] for item in second]
+    validator = python_validator(schema)
+
+    def cost(data: list[Any]) -> int:
+        return charged(lambda: list(validator.iter_errors(data)))
+
+    assert cost(first + second) <= cost(first) + cost(second) + cost([])
