@@ -54,6 +54,7 @@ KEY_SCHEMA_INVALID = "CD109"  # a keys[].schema that is not a valid JSON Schema 
 KEY_SCHEMA_REMOTE_REF = "CD110"  # a $ref in a key, output or pack schema that points outside it
 NUMBER_TEXT_LOST = "CD111"  # a float in free-form data whose text is lost (1.10 read as 1.1)
 SCHEMA_REGEX_NOT_LINEAR = "CD120"  # a schema pattern RE2 cannot run (backreference, lookaround)
+SCHEMA_TOO_LARGE = "CD130"  # a key, output or pack schema wider than a documented limit
 
 # --- CD2xx semantic errors ------------------------------------------------------
 DUPLICATE_NAME = "CD200"  # two suggestors share a name
@@ -174,6 +175,9 @@ CHECKPOINT_KEY_UNUSABLE = "CD954"  # the checkpoint key cannot be read, created,
 TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold
 TEST_CASE_ERROR = "CD961"  # a test case could not run (its inputs or models are refused)
 INIT_WOULD_OVERWRITE = "CD962"  # `init` would overwrite a file that is already there
+SCHEMA_WORK_EXCEEDED = "CD970"  # checking one value against a schema crossed its work bound
+SCHEMA_RUN_WORK_EXCEEDED = "CD971"  # the run's schema checks crossed their total bound
+SCHEMA_DEADLINE_PASSED = "CD972"  # the run's deadline passed while data was checked
 OTEL_NOT_INSTALLED = "CD980"  # --otel (or OTEL_* variables) without the OpenTelemetry SDK installed
 OTEL_BAD_CONFIG = "CD981"  # an OTEL_* variable asks for an unsupported exporter or is malformed
 OTEL_EXPORT_FAILED = "CD982"  # warning: spans could not be delivered to the collector in time

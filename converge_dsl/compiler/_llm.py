@@ -34,7 +34,14 @@ from typing import Any
 import jsonschema
 
 from converge_dsl import codes
-from converge_dsl._safe_schema import UnsafeSchema, python_validator
+from converge_dsl._governor import Exhausted
+from converge_dsl._safe_schema import (
+    GovernedValidator,
+    UnsafeSchema,
+    check_safe,
+    meta_error,
+    python_validator,
+)
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
@@ -120,6 +127,10 @@ class LlmSuggestor(CoreSuggestor):
             items = self._items(_text_of(answer))
         except _BadAnswer as exc:
             return AgentEffect((self._diagnostic(str(exc), cycle, provenance),))
+        except Exhausted as exc:  # the answer was too costly to check: located here
+            if exc.code is not None and exc.span is None:
+                exc.span = self.core.span
+            raise
         return AgentEffect(
             tuple(
                 self._proposal(with_item(scope, item, index), item, index, cycle, provenance)
@@ -215,8 +226,8 @@ def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _conform(validator: Any, value: Any, what: str, schema: str) -> None:
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+def _conform(validator: GovernedValidator, value: Any, what: str, schema: str) -> None:
+    error = validator.best_error(value)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "<root>"
         raise _BadAnswer(f"{what} does not match {schema} at {where}: {error.message}")
@@ -294,7 +305,10 @@ def _schemas(
     if "schema" in output:
         schema = output["schema"]
         try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
+            check_safe(schema, "output.schema")  # the size limits first: the rest is linear
+            error = meta_error(schema)
+            if error is not None:
+                raise error
             validator = python_validator(schema, "output.schema")
         except (jsonschema.exceptions.SchemaError, UnsafeSchema) as exc:
             raise ctx.invalid(
@@ -306,7 +320,11 @@ def _schemas(
     key_schema = ctx.key_schemas.get(target)
     if key_schema is None or output.get("format") != "json" or output.get("data") is not None:
         return None, None, None
-    return None, python_validator(key_schema), _array_of(key_schema)
+    return (
+        None,
+        python_validator(key_schema, f"the schema of key {target!r}"),
+        _array_of(key_schema),
+    )
 
 
 def _array_of(item: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -19,9 +19,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-import jsonschema
-
 from converge_dsl import codes
+from converge_dsl._safe_schema import meta_error
+from converge_dsl._schema_bounds import size_problems
 from converge_dsl.diagnostics import Diagnostic, unknown_name_hint
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
 from converge_dsl.engine.types import ProposedFact, Provenance
@@ -129,8 +129,9 @@ def declare_models(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mo
 def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mapping[str, Any]]:
     """The `keys[].schema` of a validated document (or its manifest) by key name.
 
-    Raises a located `PipelineInvalid` (CD605) for a schema that is not a valid
-    JSON Schema (draft 2020-12 unless its `$schema` says otherwise).
+    Raises a located `PipelineInvalid` for a schema that is not a valid JSON
+    Schema (draft 2020-12 unless its `$schema` says otherwise; CD605) or that
+    is wider than the limits of `converge_dsl._schema_bounds` (CD130).
     """
     manifest = _manifest(source)
     schemas: dict[str, Mapping[str, Any]] = {}
@@ -138,24 +139,19 @@ def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mappi
         schema = key.schema
         if schema is None:
             continue
-        try:
-            jsonschema.validators.validator_for(
-                schema, default=jsonschema.Draft202012Validator
-            ).check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            path = (*key.path, "schema", *exc.relative_path)
-            span = manifest.document.source_map.span(path)
-            raise PipelineInvalid(
-                [
-                    Diagnostic.at(
-                        codes.COMPILE_BAD_KEY_SCHEMA,
-                        f"the schema of key {key.name!r} is not a valid JSON Schema: {exc.message}",
-                        span,
-                        path=path,
-                    )
-                ]
-            ) from None
-        schemas[key.name] = schema
+        problem = size_problems(schema)  # the size limits first: the meta check is linear
+        if problem:
+            where, message = problem[0]
+            code, text = codes.SCHEMA_TOO_LARGE, f"the schema of key {key.name!r}: {message}"
+        elif (error := meta_error(schema)) is not None:
+            where, code = tuple(error.relative_path), codes.COMPILE_BAD_KEY_SCHEMA
+            text = f"the schema of key {key.name!r} is not a valid JSON Schema: {error.message}"
+        else:
+            schemas[key.name] = schema
+            continue
+        path = (*key.path, "schema", *where)
+        span = manifest.document.source_map.span(path)
+        raise PipelineInvalid([Diagnostic.at(code, text, span, path=path)])
     return MappingProxyType(schemas)
 
 

@@ -34,7 +34,10 @@ def explain(
         return _paused(state)
     explainer = _BUDGET.get(reason)
     if explainer is not None:
-        return (explainer(stop, state, budget, names),)
+        note = explainer(stop, state, budget, names)
+        # A located cause of a budget stop (a schema check cut by the deadline) is noted too.
+        located = (_failed(stop, state, names),) if stop.error is not None and stop.code else ()
+        return (note, *located)
     if reason is StopReason.CANCELLED:
         return (_cancelled(stop, state),)
     return (_failed(stop, state, names),)

@@ -192,12 +192,12 @@ def _unsafe_parameters(
     doc: LoadedDocument, path: JsonPath, use: str, pack: Pack, schema: Any
 ) -> list[Diagnostic]:
     """A diagnostic per `$ref` outside the pack's parameters schema or regex RE2 refuses."""
-    from converge_dsl._safe_schema import schema_problems
+    from converge_dsl._safe_schema import PROBLEM_CODES, schema_problems
 
     return [
         _at(
             doc,
-            codes.KEY_SCHEMA_REMOTE_REF if kind == "ref" else codes.SCHEMA_REGEX_NOT_LINEAR,
+            PROBLEM_CODES[kind],
             f"{use}: the parameters schema of pack {pack.name} {pack.version}, at "
             f"{''.join(f'/{p}' for p in where) or '/'}: {message}",
             path,
