@@ -24,7 +24,7 @@ from converge_dsl.agents._summarizer import ModelSummarizer, SpanSummarizer
 from converge_dsl.agents._tools import ToolBox
 from converge_dsl.compiler import CompileContext, CoreSuggestor, SuggestorCore, UsageRecorder
 from converge_dsl.diagnostics import JsonPath
-from converge_dsl.engine.types import AgentEffect, ContextView, Provenance
+from converge_dsl.engine.types import AgentEffect, ContextView, ProposedFact, Provenance
 from converge_dsl.errors import RunError
 from converge_dsl.models import metered_call
 from converge_dsl.models.port import (
@@ -79,11 +79,14 @@ class AgentSuggestor(CoreSuggestor):
             reason, message, hint=hint, span=self.core.span, suggestor=self.name, cycle=cycle
         )
 
-    async def _call_model(self, request: ModelRequest, cycle: int) -> Message | None:
+    async def _call_model(
+        self, request: ModelRequest, cycle: int, warnings: list[ProposedFact]
+    ) -> Message | None:
         """One model call of the turn loop under a reservation of the run's meter;
-        None when the run's budget refuses it (or refuses the model a retry)."""
+        None when the run's budget refuses it (or refuses the model a retry). An
+        answer past its token cap adds a warning to `warnings`."""
         try:
-            answer = await metered_call(self.model, request, self.meter)
+            metered = await metered_call(self.model, request, self.meter)
         except ModelError as exc:
             raise self._fail(
                 "model_error",
@@ -91,9 +94,22 @@ class AgentSuggestor(CoreSuggestor):
                 cycle,
                 exc.hint,
             ) from None
-        if answer is None:
+        if metered is None:
             return None
-        return answer.message
+        note = metered.overshoot_note()
+        if note is not None:
+            warnings.append(
+                self.core.diagnostic(
+                    f"budget:overshoot:turn-{request.turn}",
+                    cycle,
+                    f"turn {request.turn}: {note}",
+                    self.provenance(),
+                    turn=request.turn,
+                    max_tokens=metered.max_tokens,
+                    overshoot=metered.overshoot,
+                )
+            )
+        return metered.answer.message
 
     async def execute(self, ctx: ContextView) -> AgentEffect:
         spec, cycle = self.spec, ctx.cycle
@@ -108,8 +124,10 @@ class AgentSuggestor(CoreSuggestor):
             cycle=cycle,
         )
 
+        warnings: list[ProposedFact] = []
+
         async def call_model(request: ModelRequest) -> Message | None:
-            return await self._call_model(request, cycle)
+            return await self._call_model(request, cycle, warnings)
 
         def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[Any, ...], bool]:
             return tools.run(calls), tools.finished
@@ -139,7 +157,7 @@ class AgentSuggestor(CoreSuggestor):
                 "raise context_window, lower compaction.threshold, or clear turns sooner "
                 "(summarizer.clear_turns_older_than)",
             )
-        return AgentEffect.of(tools.proposals)
+        return AgentEffect.of((*tools.proposals, *warnings))
 
 
 def compile_agent(

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
-from converge_dsl.engine.types import ContextView, Provenance, canonical_json, freeze_json
+from converge_dsl.engine.types import (
+    ContextView,
+    ProposedFact,
+    Provenance,
+    canonical_json,
+    freeze_json,
+)
 from converge_dsl.errors import TemplateRunError
 
 from ._context import CompileContext
@@ -47,6 +53,19 @@ class SuggestorCore:
             when=None if when is None else ctx.expression(str(when), (*path, "when")),
             span=ctx.span(path),
             scopes=ctx.scopes,
+        )
+
+    def diagnostic(
+        self, kind: str, cycle: int, text: str, provenance: Provenance, **data: Any
+    ) -> ProposedFact:
+        """A `diagnostic` proposal `kind:<name>:<cycle>` saying `text` of this suggestor."""
+        return ProposedFact(
+            key="diagnostic",
+            id=f"{kind}:{self.name}:{cycle}",
+            content=f"{self.name} (at {self.span}) {text}",
+            confidence=1.0,
+            provenance=provenance,
+            data={"suggestor": self.name, "cycle": cycle, **data, "location": str(self.span)},
         )
 
     def accepts(self, view: ContextView) -> bool:

@@ -31,7 +31,7 @@ from converge_dsl._lazy import lazy_names
 
 if TYPE_CHECKING:
     from converge_dsl.models._config_checks import check_model_config
-    from converge_dsl.models._metered import CallMeter, metered_call
+    from converge_dsl.models._metered import CallMeter, Metered, metered_call
     from converge_dsl.models._script import Script, compile_script
     from converge_dsl.models._script_checks import check_model_scripts
     from converge_dsl.models._transport import ShardedTransport
@@ -63,6 +63,7 @@ _WHERE: dict[str, str] = {
     "AccountBinding": "converge_dsl.models.port",
     "AccountRoster": "converge_dsl.models.port",
     "CallMeter": "converge_dsl.models._metered",
+    "Metered": "converge_dsl.models._metered",
     "ShardedTransport": "converge_dsl.models._transport",
     "HttpModel": "converge_dsl.models.http",
     "HttpSettings": "converge_dsl.models.http",
@@ -99,6 +100,7 @@ __all__ = [
     "HttpModel",
     "HttpSettings",
     "Message",
+    "Metered",
     "Model",
     "ModelDefaults",
     "ModelError",

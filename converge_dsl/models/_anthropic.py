@@ -76,6 +76,7 @@ _STOP: Mapping[str, ModelStopReason] = {"tool_use": "tool_use", "max_tokens": "m
 class AnthropicWire:
     provider = "anthropic"
     path = "/v1/messages"
+    default_max_tokens: int | None = DEFAULT_MAX_TOKENS
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}

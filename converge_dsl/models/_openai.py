@@ -70,6 +70,7 @@ def _stop_reason(value: str) -> ModelStopReason:
 class OpenAIWire:
     provider = "openai"
     path = "/chat/completions"
+    default_max_tokens: int | None = None
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}

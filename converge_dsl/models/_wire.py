@@ -185,6 +185,7 @@ class StreamAssembler(Protocol):
 class WireFormat(Protocol):
     provider: str
     path: str
+    default_max_tokens: int | None  # the answer cap sent when nothing sets one (None: none)
 
     def headers(self, api_key: str | None) -> dict[str, str]: ...
 

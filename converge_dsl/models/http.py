@@ -208,6 +208,10 @@ class HttpModel(ModelDefaults):
     def model_id(self) -> str:
         return f"{self._wire.provider}:{self._settings.model}"
 
+    def default_max_tokens(self) -> int | None:
+        """The answer cap a request that names none is sent with (None: unbounded)."""
+        return self._settings.max_tokens or self._wire.default_max_tokens
+
     def provider_account(self) -> AccountBinding | None:
         return self._pool.binding()
 
