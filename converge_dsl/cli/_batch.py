@@ -41,6 +41,7 @@ _SINGLE_RUN_ONLY = (
     ("reject", "--reject"),
     ("decisions", "--decisions"),
     ("record", "--record"),
+    ("overwrite", "--overwrite"),
     ("replay", "--replay"),
     ("model", "--model"),
     ("otel", "--otel"),

@@ -95,6 +95,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--record", type=Path, metavar="CASSETTE", help="record model calls")
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --record: replace a cassette already there (else it is refused)",
+    )
+    parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
     )
     parser.add_argument(
@@ -306,6 +311,8 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         args.checkpoint = args.resume
     if args.record is not None and args.replay is not None:
         raise UsageError("--record and --replay cannot be combined")
+    if args.overwrite and args.record is None:
+        raise UsageError("--overwrite only applies to --record", hint="add --record CASSETTE")
     return RunOptions(
         pipeline=args.pipeline,
         inputs=parse_inputs(args),
@@ -314,6 +321,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         checkpoint=args.checkpoint,
         resume=args.resume,
         record=args.record,
+        overwrite=args.overwrite,
         replay=args.replay,
         listeners=() if progress is None else (progress,),
         decisions=parse_decisions(args),

@@ -107,7 +107,8 @@ def build_model(
         path = _file(name, config, "script", base_dir, roots)
         model = ScriptedModel(load_script(path, display=script), name=name, clock=clock)
     elif adapter == "replay":
-        return ReplayModel.from_file(_file(name, config, "cassette", base_dir, roots))
+        path = _file(name, config, "cassette", base_dir, roots)
+        return ReplayModel.from_file(path, attempt_gate=attempt_gate, clock=clock)
     else:
         settings, accounts = _http_settings(name, adapter, config, env)
         model = HttpModel(

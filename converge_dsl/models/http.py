@@ -75,7 +75,7 @@ from converge_dsl.models._wire import (
     WireFormat,
     WireSettings,
 )
-from converge_dsl.models.events import report_attempt
+from converge_dsl.models.events import note_gate, report_attempt
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -319,9 +319,14 @@ class HttpModel(ModelDefaults):
         (an allowed attempt has consumed a call from the gate)."""
         # The deadline first: the gate consumes a call when it allows the attempt.
         if self._deadline is not None and self._clock.monotonic() + wait > self._deadline:
+            note_gate("deadline")
             reason = f"the run's deadline leaves no time for another attempt (next in {wait:g} s)"
             hint = "raise the run's time budget, or fix the provider failure above"
-        elif self._attempt_gate is not None and not self._attempt_gate():
+        elif self._attempt_gate is not None:
+            allowed = self._attempt_gate()
+            note_gate("allowed" if allowed else "refused")
+            if allowed:
+                return
             reason = "the run's budget allows no further attempt"
             hint = "raise the run's budget, or fix the provider failure above"
         else:

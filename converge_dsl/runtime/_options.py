@@ -30,6 +30,8 @@ class RunOptions:
     resume: Path | None = None
     record: Path | None = None
     replay: Path | None = None
+    # `--overwrite`: `--record` replaces a cassette already there (else it is refused).
+    overwrite: bool = False
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     clock: Clock = field(default_factory=SystemClock)
     listeners: tuple[Callable[[BaseModel], None], ...] = ()

@@ -24,7 +24,6 @@ from converge_dsl.errors import UsageError
 
 from ._checkpoint import CHECKPOINT_FILE, LOCK_FILE, check_folder
 from ._options import RunOptions
-from ._trace import open_output
 
 
 def _read_files(
@@ -75,7 +74,8 @@ def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -
     An output may not be a file the run reads (the pipeline, a model script or
     cassette, the checkpoint), nor the other output. Every output goes through
     `open_output` (no link followed; an existing file must be one we wrote:
-    `--record` appends only to an empty file or a cassette); `--trace` is opened,
+    `--record` writes only to an empty file, or with `--overwrite` over a
+    cassette, never appending to an older recording); `--trace` is opened,
     and truncated, when the `TraceWriter` is made. A `--checkpoint` folder may
     not be a link, and an existing, non-empty one must hold our files.
     """
@@ -102,4 +102,24 @@ def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -
         if options.record.parent != Path():
             with contextlib.suppress(OSError):  # a missing parent: reported by the open below
                 options.record.parent.mkdir(parents=True, exist_ok=True)
-        open_output(options.record, "--record", "cassette", mode="a").close()
+        _start_recording(options.record, overwrite=options.overwrite)
+
+
+def _start_recording(path: Path, *, overwrite: bool) -> None:
+    """Start the `--record` cassette empty: a recording already there is refused unless
+    `overwrite` (appended to, its replay would answer from the older run too)."""
+    from converge_dsl._files import open_output as open_checked
+    from converge_dsl.models.cassette import is_cassette_line
+
+    with open_checked(
+        path, "--record", "cassette", recognise=is_cassette_line, append=True
+    ) as out:
+        holds = out.seek(0, os.SEEK_END) > 0
+    if holds and not overwrite:
+        raise UsageError(
+            f"--record {str(path)!r} already holds a recording; recording onto it would "
+            "mix two runs",
+            hint="add --overwrite to record afresh over it, or give --record a new file",
+        )
+    if holds:
+        open_checked(path, "--record", "cassette", recognise=is_cassette_line, append=False).close()
