@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -363,7 +364,14 @@ class ReplayModel(ModelDefaults):
         return self._default_max_tokens
 
     async def call(self, req: ModelRequest) -> ModelReturn:
-        recording = self._recording(req)
+        try:
+            recording = self._recording(req)
+        except ModelError:
+            # Not recorded: in the recorded run this call may have been cancelled in
+            # flight by what the later lines answer (a failing suggestor stops the
+            # run). Those answers come first, as they did then; a miss still stands.
+            await self._order.turn(sys.maxsize)
+            raise
         await self._order.turn(recording.line)
         try:
             return self._replay(recording)
