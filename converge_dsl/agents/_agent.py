@@ -33,6 +33,7 @@ from converge_dsl.models.port import (
     ModelError,
     ModelRequest,
     ToolCallPart,
+    ToolResultPart,
 )
 
 
@@ -102,8 +103,9 @@ class AgentSuggestor(CoreSuggestor):
                 self.core.diagnostic(
                     f"budget:overshoot:turn-{request.turn}",
                     cycle,
-                    f"turn {request.turn}: {note}",
+                    f"turn {request.turn}: {note} [{codes.TOKEN_CAP_IGNORED}]",
                     self.provenance(),
+                    code=codes.TOKEN_CAP_IGNORED,
                     turn=request.turn,
                     max_tokens=metered.max_tokens,
                     overshoot=metered.overshoot,
@@ -129,8 +131,12 @@ class AgentSuggestor(CoreSuggestor):
         async def call_model(request: ModelRequest) -> Message | None:
             return await self._call_model(request, cycle, warnings)
 
+        outcomes: list[ToolResultPart] = []
+
         def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[Any, ...], bool]:
-            return tools.run(calls), tools.finished
+            results = tools.run(calls)
+            outcomes.extend(results)
+            return results, tools.finished
 
         done = await drive(
             machine,
@@ -157,7 +163,44 @@ class AgentSuggestor(CoreSuggestor):
                 "raise context_window, lower compaction.threshold, or clear turns sooner "
                 "(summarizer.clear_turns_older_than)",
             )
+        if not tools.proposals and "context.propose" in spec.tools:
+            if done.status != "budget_exhausted":  # the budget's stop says why
+                warnings.append(self._idle_warning(done.status, done.turns, outcomes, cycle))
         return AgentEffect.of((*tools.proposals, *warnings))
+
+    def _idle_warning(
+        self, status: str, turns: int, outcomes: Sequence[ToolResultPart], cycle: int
+    ) -> ProposedFact:
+        """The warning of an execution that proposed nothing: every tool call failed
+        (CD923), or the model never proposed (CD922)."""
+        ended = f"ended ({status}) after {turns} turn{'s' if turns != 1 else ''}"
+        if outcomes and all(result.is_error for result in outcomes):
+            first = outcomes[0].output
+            return self.core.diagnostic(
+                "agent:tool-errors",
+                cycle,
+                f"{ended} without proposing anything: all {len(outcomes)} of its tool calls "
+                f"failed (first: {first}) [{codes.AGENT_TOOL_ERRORS}]",
+                self.provenance(),
+                code=codes.AGENT_TOOL_ERRORS,
+                status=status,
+                turns=turns,
+                tool_errors=len(outcomes),
+                first_error=first,
+            )
+        called = f"{len(outcomes)} tool call{'s' if len(outcomes) != 1 else ''}"
+        return self.core.diagnostic(
+            "agent:no-proposal",
+            cycle,
+            f"{ended} without proposing anything ({called}, none of them context.propose that "
+            f"succeeded) [{codes.AGENT_NO_PROPOSAL}]; set tool_choice (required, or "
+            "context.propose) or sharpen the goal",
+            self.provenance(),
+            code=codes.AGENT_NO_PROPOSAL,
+            status=status,
+            turns=turns,
+            tool_calls=len(outcomes),
+        )
 
 
 def compile_agent(

@@ -130,8 +130,9 @@ class LlmSuggestor(CoreSuggestor):
                 core.diagnostic(
                     "budget:overshoot",
                     cycle,
-                    note,
+                    f"{note} [{codes.TOKEN_CAP_IGNORED}]",
                     provenance,
+                    code=codes.TOKEN_CAP_IGNORED,
                     max_tokens=metered.max_tokens,
                     overshoot=metered.overshoot,
                 ),

@@ -118,6 +118,8 @@ class AnthropicWire:
                 }
             )
             body["tool_choice"] = {"type": "tool", "name": answer}
+        elif req.tools and req.tool_choice is not None:
+            body["tool_choice"] = _tool_choice(req.tool_choice, names)
         if tools:
             body["tools"] = tools
         return body
@@ -165,6 +167,15 @@ class AnthropicWire:
 SYSTEM_PREFIX = "[system] "
 ANSWER_FIELD = "answer"
 ANSWER_DESCRIPTION = "Give your answer: its input is the whole answer, shaped by the schema."
+
+
+def _tool_choice(choice: str, names: ToolNames) -> dict[str, Any]:
+    """The Anthropic `tool_choice`: `auto`, `any` (for `required`), or the named tool."""
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": names.wire(choice)}
 
 
 def _answer_schema(schema: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:

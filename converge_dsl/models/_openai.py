@@ -106,6 +106,8 @@ class OpenAIWire:
                 }
                 for tool in req.tools
             ]
+            if req.tool_choice is not None:
+                body["tool_choice"] = _tool_choice(req.tool_choice, names)
         return body
 
     def parse(self, data: Any, names: ToolNames) -> Answer:
@@ -140,6 +142,13 @@ class OpenAIWire:
         if isinstance(error, Mapping):
             return str(error.get("message", ""))
         return str(error) if error else None
+
+
+def _tool_choice(choice: str, names: ToolNames) -> str | dict[str, Any]:
+    """The OpenAI `tool_choice`: `auto`, `required`, or the named function."""
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": names.wire(choice)}}
 
 
 def _response_format(req: ModelRequest, settings: WireSettings) -> dict[str, Any] | None:
