@@ -163,9 +163,10 @@ class AgentSuggestor(CoreSuggestor):
                 "raise context_window, lower compaction.threshold, or clear turns sooner "
                 "(summarizer.clear_turns_older_than)",
             )
-        if not tools.proposals and "context.propose" in spec.tools:
-            if done.status != "budget_exhausted":  # the budget's stop says why
-                warnings.append(self._idle_warning(done.status, done.turns, outcomes, cycle))
+        # An execution the budget stopped is explained by the budget's stop.
+        idle = not tools.proposals and done.status != "budget_exhausted"
+        if idle and "context.propose" in spec.tools:
+            warnings.append(self._idle_warning(done.status, done.turns, outcomes, cycle))
         return AgentEffect.of((*tools.proposals, *warnings))
 
     def _idle_warning(

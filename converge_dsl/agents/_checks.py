@@ -131,7 +131,9 @@ def tool_choice_available(data: Mapping[str, Any], source_map: SourceMap) -> Ite
             continue
         if choice != "required" and choice in tools:
             continue
-        where = (*path, "tool_choice", "choice") if isinstance(raw, Mapping) else (*path, "tool_choice")
+        where = (
+            (*path, "tool_choice", "choice") if isinstance(raw, Mapping) else (*path, "tool_choice")
+        )
         wanted = "a tool" if choice == "required" else f"tool {choice!r}"
         yield Diagnostic.at(
             codes.AGENT_TOOL_CHOICE_UNAVAILABLE,

@@ -6,13 +6,13 @@ batch. Reservations, attempts and settled usage count in both, with the same
 rules as the case's own meter (docs/architecture.md §7): outstanding
 reservations count as calls, and their input estimates and answer caps as
 tokens, so concurrent cases never take the batch past its cap. A call's answer
-cap is bounded by what remains of the batch's `--max-tokens` (`try_reserve`,
-one step) and then by the case's own budget. Every change a case makes is one pool step (`try_take` checks and
-counts at once; settling a reservation moves its call from held to spent in
-one `add`): between two steps of one case, the case of another worker may
-act, and must never see a held or made call as free. A case refused by the
-batch's cap stops with the usual `model_call_budget_exhausted` or
-`token_budget_exhausted`.
+cap is bounded by what remains of the batch's `--max-tokens` (`try_reserve`, one
+step) and then by the case's own budget. Every change a case makes is one pool
+step (`try_take` checks and counts at once; settling a reservation moves its
+call from held to spent in one `add`): between two steps of one case, the case
+of another worker may act, and must never see a held or made call as free. A
+case refused by the batch's cap stops with the usual
+`model_call_budget_exhausted` or `token_budget_exhausted`.
 
 Pools: `LocalPool` (one event loop, plain counters), `SharedPool` (counters
 in shared memory under one lock, for the worker processes of the `process`
@@ -68,7 +68,9 @@ class BudgetPool(Protocol):
         """The cap that forbids `extra_calls` more calls now, or None."""
         ...
 
-    def try_reserve(self, estimate: int, wanted: int | None) -> tuple[StopReason | None, int | None]:
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
         """Hold one call, `estimate` and the answer cap it gets (`answer_room`) in one step:
         `(None, cap)`, or the cap's reason that refuses it and None."""
         ...
@@ -121,7 +123,9 @@ class LocalPool:
     def blocked(self, extra_calls: int) -> StopReason | None:
         return blocked_by(self.limits, self._counts, extra_calls)
 
-    def try_reserve(self, estimate: int, wanted: int | None) -> tuple[StopReason | None, int | None]:
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
         reason, cap = reserve_in(self.limits, self._counts, estimate, wanted)
         if reason is None:
             self.add(0, 0, 1, max(0, estimate) + (cap or 0))
@@ -163,7 +167,9 @@ class SharedPool:
         with self._lock:
             return blocked_by(self.limits, self._counts[:], extra_calls)
 
-    def try_reserve(self, estimate: int, wanted: int | None) -> tuple[StopReason | None, int | None]:
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
         with self._lock:
             reason, cap = reserve_in(self.limits, self._counts[:], estimate, wanted)
             if reason is None:

@@ -57,7 +57,9 @@ class _PoolState:
     def blocked(self, extra_calls: int) -> StopReason | None:
         return self._pool.blocked(extra_calls)
 
-    def try_reserve(self, estimate: int, wanted: int | None) -> tuple[StopReason | None, int | None]:
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
         return self._pool.try_reserve(estimate, wanted)
 
     def held_tokens(self) -> int:
@@ -85,7 +87,9 @@ class RayPool:
         reason: StopReason | None = _ray().get(self._actor.blocked.remote(extra_calls))
         return reason
 
-    def try_reserve(self, estimate: int, wanted: int | None) -> tuple[StopReason | None, int | None]:
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
         granted: tuple[StopReason | None, int | None] = _ray().get(
             self._actor.try_reserve.remote(estimate, wanted)
         )

@@ -4,19 +4,19 @@
 run's wall-clock deadline: the engine owns one (`Engine.usage`). Budgets are
 reservations (docs/architecture.md §7): before a model call, an LLM suggestor,
 agent or summarizer takes a `Reservation` (`reserve`) of one call, its input
-estimate and its answer's cap, and settles it with the real usage (`settle`)
-or gives it back (`release`). Outstanding reservations count against the
-limits, so concurrent calls never take the meter past `max_model_calls`.
-Under `max_tokens` the answer's cap is what remains of the budget after every
-spent and held token and the call's input estimate (`answer_room`): the call
-sends that cap as its `max_tokens`, and a call left less than
-`MIN_ANSWER_TOKENS` is refused (`token_budget_exhausted`). A call refused only
-because tokens are held by calls in flight waits for them (`reserve_call`). Every further attempt of a
-call that reaches a server (a provider retry or failover) consumes one more
-call through `allow_attempt`, the models' attempt gate. A refused call is
-remembered (`refused`) so the engine stops the run with the matching reason
-after the cycle instead of reporting a fixed point. `can_call`/`record` remain
-for callers that meter after the fact.
+estimate and its answer's cap, and settles it with the real usage (`settle`) or
+gives it back (`release`). Outstanding reservations count against the limits, so
+concurrent calls never take the meter past `max_model_calls`. Under `max_tokens`
+the answer's cap is what remains of the budget after every spent and held token
+and the call's input estimate (`answer_room`): the call sends that cap as its
+`max_tokens`, and a call left less than `MIN_ANSWER_TOKENS` is refused
+(`token_budget_exhausted`). A call refused only because tokens are held by calls
+in flight waits for them (`reserve_call`). Every further attempt of a call that
+reaches a server (a provider retry or failover) consumes one more call through
+`allow_attempt`, the models' attempt gate. A refused call is remembered
+(`refused`) so the engine stops the run with the matching reason after the cycle
+instead of reporting a fixed point. `can_call`/`record` remain for callers that
+meter after the fact.
 
 The meter also counts what each suggestor spent (`spent_by`, `refused_by`):
 the engine runs every `execute` with `SPENDER` set to the suggestor's name, so

@@ -185,9 +185,7 @@ class ProviderClient:
         response.request = request
         return response
 
-    def _failure(
-        self, exc: Exception, where: str, *, started: bool, total: float
-    ) -> ModelError:
+    def _failure(self, exc: Exception, where: str, *, started: bool, total: float) -> ModelError:
         """The `ModelError` for a timeout or httpx failure of an exchange with `where`
         that had `total` seconds in all."""
         limits = self._limits
@@ -205,7 +203,11 @@ class ProviderClient:
             return ModelError(
                 ModelErrorCode.TIMEOUT,
                 f"no complete answer from {where} within {total:g} s"
-                + ("" if total >= limits.timeout_s else f" (what timeout_s {limits.timeout_s:g} s left)"),
+                + (
+                    ""
+                    if total >= limits.timeout_s
+                    else f" (what timeout_s {limits.timeout_s:g} s left)"
+                ),
                 retryable=True,
                 hint="raise timeout_s, or check the server's load",
             )

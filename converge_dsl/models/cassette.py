@@ -6,7 +6,8 @@ model's `model_id` and account label (and the pipeline's name for the model,
 when given), and either the return or the error. A line also keeps what
 happened inside the call: `attempts` (each request an adapter sent: account,
 HTTP status, error code; written when there was more than one), `gates` (each
-budget decision on a further attempt: `allowed`, `refused`, `deadline`) and
+budget decision on a further attempt: `allowed`, `refused`, `deadline`, with
+its step) and `step` (the answer's place among the cassette's events) and
 `default_max_tokens` (the answer cap the model sends when a request names
 none). `ReplayModel` answers from a cassette with no network; a request with
 no recording fails with `E_REPLAY_MISS` naming the nearest recorded request
@@ -36,9 +37,10 @@ merely looks like a credential is kept as recorded. A line nested deeper than
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -100,10 +102,19 @@ class RecordingModel(ModelDefaults):
     """
 
     def __init__(
-        self, inner: ModelPort, cassette: Path, *, append: bool = False, name: str | None = None
+        self,
+        inner: ModelPort,
+        cassette: Path,
+        *,
+        append: bool = False,
+        name: str | None = None,
+        steps: Iterator[int] | None = None,
     ) -> None:
+        """`steps` numbers the events of the cassette (a budget decision, an answer) in
+        the order they happened; the recorders of one cassette share it."""
         self._inner = inner
         self._name = name
+        self._steps = steps if steps is not None else itertools.count(1)
         self._cassette = Path(cassette)
         self._cassette.parent.mkdir(parents=True, exist_ok=True)
         if not append:  # started afresh; refuses a link or a file that is not a cassette
@@ -169,7 +180,7 @@ class RecordingModel(ModelDefaults):
         if cap is not None:
             entry["default_max_tokens"] = cap
         attempts: list[AttemptReport] = []
-        gates: list[str] = []
+        gates: list[tuple[str, int]] = []
         outer = ATTEMPT_OBSERVER.get()
 
         def observe(report: AttemptReport) -> None:
@@ -177,7 +188,10 @@ class RecordingModel(ModelDefaults):
             if outer is not None:
                 outer(report)
 
-        observing, logging = ATTEMPT_OBSERVER.set(observe), GATE_LOG.set(gates)
+        def decided(decision: str) -> None:
+            gates.append((decision, next(self._steps)))
+
+        observing, logging = ATTEMPT_OBSERVER.set(observe), GATE_LOG.set(decided)
         try:
             result: ModelReturn = await pending
         except ModelError as exc:
@@ -190,6 +204,7 @@ class RecordingModel(ModelDefaults):
                 "retry_after": exc.retry_after,
                 "hint": exc.hint,
             }
+            entry["step"] = next(self._steps)
             self._append(entry)
             raise
         finally:
@@ -198,6 +213,7 @@ class RecordingModel(ModelDefaults):
         entry.update(_inside(attempts, gates))
         entry.update(self._account(result.account))
         entry["return"] = return_to_json(result)
+        entry["step"] = next(self._steps)
         self._append(entry)
         return result
 
@@ -227,7 +243,7 @@ class RecordingModel(ModelDefaults):
             ) from None
 
 
-def _inside(attempts: list[AttemptReport], gates: list[str]) -> dict[str, Any]:
+def _inside(attempts: list[AttemptReport], gates: list[tuple[str, int]]) -> dict[str, Any]:
     """The fields of a line that keep what happened inside its call (none for one attempt)."""
     fields: dict[str, Any] = {}
     if len(attempts) > 1:
@@ -235,7 +251,7 @@ def _inside(attempts: list[AttemptReport], gates: list[str]) -> dict[str, Any]:
             {"account": a.account, "status": a.status_code, "error": a.error} for a in attempts
         ]
     if gates:
-        fields["gates"] = list(gates)
+        fields["gates"] = [list(gate) for gate in gates]
     return fields
 
 
@@ -248,8 +264,19 @@ class _Recording:
     account: AccountBinding | None = None
     name: str | None = None
     attempts: tuple[Mapping[str, Any], ...] = ()
-    gates: tuple[str, ...] = ()
+    gates: tuple[tuple[str, int | None], ...] = ()
     default_max_tokens: int | None = None
+    step: int | None = None
+
+    @property
+    def order(self) -> int:
+        """Where its answer comes in the recorded run (its step, else its line)."""
+        return self.line if self.step is None else self.step
+
+    def steps(self) -> Iterator[int]:
+        """Every step of the recording: its budget decisions, then its answer."""
+        yield from (step for _, step in self.gates if step is not None)
+        yield self.order
 
 
 class ReplayModel(ModelDefaults):
@@ -280,7 +307,7 @@ class ReplayModel(ModelDefaults):
         self._clock = clock
         everything = [e for entries in recordings.values() for e in entries]
         self._order = order or ReplayOrder()
-        self._order.expect(e.line for e in everything)
+        self._order.expect(step for e in everything for step in e.steps())
         # The request names the model that answered it (its `model_id()`); a replay
         # stands in for those models, so a request also matches under their ids.
         self._recorded_models = sorted({str(e.request.get("model")) for e in everything})
@@ -372,32 +399,44 @@ class ReplayModel(ModelDefaults):
             # run). Those answers come first, as they did then; a miss still stands.
             await self._order.turn(sys.maxsize)
             raise
-        await self._order.turn(recording.line)
+        answer = recording.answer
+        for decision, step in recording.gates:
+            allowed = await self._decide(decision, step)
+            if not allowed:
+                if (
+                    isinstance(answer, ModelError)
+                    and answer.code is ModelErrorCode.BUDGET_EXHAUSTED
+                ):
+                    break  # refused as recorded: the recorded error follows
+                raise ModelError(
+                    ModelErrorCode.BUDGET_EXHAUSTED,
+                    f"replay of cassette {self._file}: the run's budget allows no further attempt",
+                    hint="raise the run's budget",
+                )
+        await self._order.turn(recording.order)
         try:
             return self._replay(recording)
         finally:
-            self._order.answered(recording.line)
+            self._order.answered(recording.order)
+
+    async def _decide(self, decision: str, step: int | None) -> bool:
+        """Ask the run's gate, at the recorded point, for a recorded further attempt."""
+        if step is not None:
+            await self._order.turn(step)
+        try:
+            return decision == "deadline" or self._gate is None or self._gate()
+        finally:
+            if step is not None:
+                self._order.answered(step)
 
     def _replay(self, recording: _Recording) -> ModelReturn:
-        """What happened in the recorded call, again: its attempts, budget decisions, answer."""
+        """What happened in the recorded call, again: its attempts and its answer."""
         if self._clock is not None:
             for attempt in recording.attempts:
                 started = self._clock.monotonic()
                 status, error = attempt.get("status"), attempt.get("error")
                 report_attempt(started, self._clock, attempt.get("account"), status, error)
         answer = recording.answer
-        for decision in recording.gates:
-            if decision == "deadline" or self._gate is None:
-                continue
-            if not self._gate():
-                if isinstance(answer, ModelError) and answer.code is ModelErrorCode.BUDGET_EXHAUSTED:
-                    break  # refused as recorded: the recorded error follows
-                raise ModelError(
-                    ModelErrorCode.BUDGET_EXHAUSTED,
-                    f"replay of cassette {self._file}: the run's budget allows no further "
-                    "attempt",
-                    hint="raise the run's budget",
-                )
         if isinstance(answer, ModelError):
             raise ModelError(
                 answer.code,
@@ -481,9 +520,18 @@ def _recording_from_json(number: int, entry: Mapping[str, Any]) -> _Recording:
         account,
         None if name is None else str(name),
         tuple(dict(a) for a in entry.get("attempts", ())),
-        tuple(str(g) for g in entry.get("gates", ())),
+        tuple(_gate(g) for g in entry.get("gates", ())),
         None if cap is None else int(cap),
+        None if entry.get("step") is None else int(entry["step"]),
     )
+
+
+def _gate(raw: Any) -> tuple[str, int | None]:
+    """A recorded budget decision: `[decision, step]` (or a bare decision)."""
+    if isinstance(raw, list):
+        decision, step = raw
+        return str(decision), int(step)
+    return str(raw), None
 
 
 def _answer_from_json(entry: Mapping[str, Any]) -> ModelReturn | ModelError:

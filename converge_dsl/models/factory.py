@@ -55,16 +55,22 @@ HTTP_KEYS = frozenset(
         "max_retry_wait_s",
         "max_connections",
         "limits",
+        "structured_output",
     }
 )
-OPENAI_KEYS = HTTP_KEYS | {"structured_output"}
 # The JSON Schema's model definitions (schemas/pipeline.v1.json) list the same keys
 # per adapter; tests/models/test_factory.py fails on any difference.
 ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
     "scripted": frozenset({"adapter", "script", "record"}),
     "replay": frozenset({"adapter", "cassette"}),
-    "openai": OPENAI_KEYS,
+    "openai": HTTP_KEYS,
     "anthropic": HTTP_KEYS,
+}
+# How each HTTP adapter can ask for a schema-shaped answer (`structured_output`):
+# Anthropic forces its answer tool (`json_schema`) or asks nothing (`none`).
+STRUCTURED_BY_ADAPTER: Mapping[str, tuple[str, ...]] = {
+    "openai": STRUCTURED_OUTPUTS,
+    "anthropic": ("json_schema", "none"),
 }
 # The OpenAI base URL includes its version path; the Anthropic one is the host only
 # (the adapter appends `/v1/messages`).
@@ -218,10 +224,11 @@ def _http_settings(
     if not isinstance(stream, bool):
         raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
     structured = config.get("structured_output", "json_schema")
-    if structured not in STRUCTURED_OUTPUTS:
+    allowed = STRUCTURED_BY_ADAPTER[adapter]
+    if structured not in allowed:
         raise config_error(
             name,
-            f"`structured_output` must be one of {', '.join(STRUCTURED_OUTPUTS)}",
+            f"`structured_output` must be one of {', '.join(allowed)}",
             f"fix models.{name}.structured_output",
         )
     limits = config.get("limits")

@@ -286,7 +286,7 @@ class HttpModel(ModelDefaults):
         while True:
             account, started, relay.status = self._pool.current(), self._clock.monotonic(), None
             try:
-                answer = await self._attempt(account, content, names, stream, relay, ends)
+                answer = await self._attempt(account, content, names, stream, relay, ends=ends)
             except ModelError as error:
                 report_attempt(started, self._clock, account.label, relay.status, error.code)
                 if relay.handed_out:
@@ -379,6 +379,7 @@ class HttpModel(ModelDefaults):
         names: ToolNames,
         stream: bool,
         relay: _Relay,
+        *,
         ends: float,
     ) -> Answer:
         """One request on `account` before the call `ends` (monotonic): its answer, or the

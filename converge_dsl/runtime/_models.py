@@ -9,6 +9,7 @@ cassettes; `--record` wraps every model in a recorder.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -131,6 +132,7 @@ def build_models(
     )
     models: dict[str, Model] = {}
     orders: dict[str, ReplayOrder] = {}  # one answer order per cassette file of the run
+    steps = itertools.count(1)  # the events of the --record cassette, numbered in order
 
     def replay(path: Path, option: str, name: str) -> Model:
         order = orders.setdefault(str(path.resolve()), ReplayOrder())
@@ -148,6 +150,6 @@ def build_models(
         else:
             model = build(name, None)
         if options.record is not None:
-            model = RecordingModel(model, options.record, append=True, name=name)
+            model = RecordingModel(model, options.record, append=True, name=name, steps=steps)
         models[name] = model
     return models

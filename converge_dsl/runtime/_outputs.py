@@ -111,9 +111,7 @@ def _start_recording(path: Path, *, overwrite: bool) -> None:
     from converge_dsl._files import open_output as open_checked
     from converge_dsl.models.cassette import is_cassette_line
 
-    with open_checked(
-        path, "--record", "cassette", recognise=is_cassette_line, append=True
-    ) as out:
+    with open_checked(path, "--record", "cassette", recognise=is_cassette_line, append=True) as out:
         holds = out.seek(0, os.SEEK_END) > 0
     if holds and not overwrite:
         raise UsageError(

@@ -138,7 +138,8 @@ default: {reply: ok}
     effect = run(agent)
     (warning,) = effect.proposals  # no proposal: the warning that every tool call failed
     assert (warning.key, warning.id) == ("diagnostic", "agent:tool-errors:rev:1")
-    assert warning.data["code"] == "CD923" and warning.data["tool_errors"] == 2
+    assert warning.data["code"] == "CD923"
+    assert warning.data["tool_errors"] == 2
     first = model.requests[1].messages[-1].parts[0]
     assert first.is_error
     assert "unknown tool 'context.reed'; did you mean 'context.read'?" in first.output

@@ -48,7 +48,10 @@ def agent(extra: str = "", script: str = READ_TWICE_THEN_STOP) -> tuple[Any, Rec
     ("extra", "expected"),
     [
         ("    tool_choice: required", ["required", "required", "required"]),
-        ("    tool_choice: {choice: context.propose, turns: first}", ["context.propose", None, None]),
+        (
+            "    tool_choice: {choice: context.propose, turns: first}",
+            ["context.propose", None, None],
+        ),
         ("    tool_choice: {choice: auto, turns: every}", ["auto", "auto", "auto"]),
         ("", [None, None, None]),
     ],
@@ -87,19 +90,22 @@ def test_both_wires_send_the_choice(choice: str, openai: Any, anthropic: Any) ->
 def _check(extra: str) -> list[Any]:
     from _harness import HEADER
 
-    text = HEADER + f"""suggestors:
+    text = (
+        HEADER
+        + f"""suggestors:
   - name: rev
     kind: agent
     model: main
     target: evaluations
     goal: "Review"
 {extra}"""
+    )
     document = load_text(text, "p.yaml")
 
     class Facts:
         data = document.data
         source_map = document.source_map
-        suggestors = [(("suggestors", 0), document.data["suggestors"][0])]
+        suggestors = ((("suggestors", 0), document.data["suggestors"][0]),)
 
     return [d for d in check_agents(Facts()) if d.code == codes.AGENT_TOOL_CHOICE_UNAVAILABLE]
 

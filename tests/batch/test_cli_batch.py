@@ -86,7 +86,9 @@ def test_batch_wide_token_cap(tmp_path: Path) -> None:
     lines = read_results(out)
     stops = [line["stop_reason"] for line in lines]
     assert stops == ["converged"] + ["token_budget_exhausted"] * 5
-    assert sum(line["usage"]["input_tokens"] + line["usage"]["output_tokens"] for line in lines) <= 20
+    assert (
+        sum(line["usage"]["input_tokens"] + line["usage"]["output_tokens"] for line in lines) <= 20
+    )
 
 
 def test_identical_results_across_local_and_process(tmp_path: Path) -> None:

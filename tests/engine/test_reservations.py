@@ -65,17 +65,21 @@ def test_an_estimate_that_leaves_no_useful_answer_cap_is_refused() -> None:
     assert meter.refused is StopReason.TOKEN_BUDGET_EXHAUSTED
     small = UsageMeter(Budget(max_tokens=100))
     asked = small.reserve(tokens_estimate=95, answer_cap=5)  # it asks for less than the minimum
-    assert asked is not None and asked.max_tokens == 5
+    assert asked is not None
+    assert asked.max_tokens == 5
 
 
 def test_a_cap_asked_for_is_kept_when_the_budget_leaves_more() -> None:
     meter = UsageMeter(Budget(max_tokens=1000))
     held = meter.reserve(tokens_estimate=10, answer_cap=50)
-    assert held is not None and held.max_tokens == 50
+    assert held is not None
+    assert held.max_tokens == 50
     second = meter.reserve(tokens_estimate=10, answer_cap=None)
-    assert second is not None and second.max_tokens == 1000 - 60 - 10
+    assert second is not None
+    assert second.max_tokens == 1000 - 60 - 10
     unbounded = UsageMeter(Budget()).reserve(tokens_estimate=10, answer_cap=None)
-    assert unbounded is not None and unbounded.max_tokens is None
+    assert unbounded is not None
+    assert unbounded.max_tokens is None
 
 
 def test_settling_past_the_cap_reports_the_overshoot() -> None:
@@ -84,7 +88,8 @@ def test_settling_past_the_cap_reports_the_overshoot() -> None:
     assert held is not None
     assert held.settle(Usage(12, 80)) == 30
     within = meter.reserve(tokens_estimate=10, answer_cap=50)
-    assert within is not None and within.settle(Usage(12, 50)) == 0
+    assert within is not None
+    assert within.settle(Usage(12, 50)) == 0
 
 
 def test_a_call_short_of_tokens_held_in_flight_waits_for_them() -> None:
@@ -94,13 +99,15 @@ def test_a_call_short_of_tokens_held_in_flight_waits_for_them() -> None:
 async def _short_of_tokens_held_in_flight() -> None:
     meter = UsageMeter(Budget(max_tokens=100))
     first = meter.reserve(tokens_estimate=10)
-    assert first is not None and first.max_tokens == 90
+    assert first is not None
+    assert first.max_tokens == 90
     waiting = asyncio.ensure_future(meter.reserve_call(tokens_estimate=10))
     await asyncio.sleep(0)
     assert not waiting.done()
     first.settle(Usage(10, 20))  # it used less than it held
     second = await waiting
-    assert second is not None and second.max_tokens == 100 - 30 - 10
+    assert second is not None
+    assert second.max_tokens == 100 - 30 - 10
     assert meter.refused is None
     second.settle(Usage(10, 60))
     assert await meter.reserve_call(tokens_estimate=10) is None  # spent, not held: refused

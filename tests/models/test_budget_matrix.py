@@ -107,9 +107,7 @@ def check(result: dict[str, Any], budget: int, server: FakeProviderServer) -> No
 @pytest.mark.parametrize("budget", [150, 260])
 def test_concurrent_llm_suggestors(server: FakeProviderServer, tmp_path: Path, budget: int) -> None:
     suggestors = [llm(f"s{i}", "hypotheses") for i in range(3)]
-    code, result, err = cli(
-        "run", pipeline(tmp_path, server, budget, suggestors), "--format", "json"
-    )
+    _, result, err = cli("run", pipeline(tmp_path, server, budget, suggestors), "--format", "json")
     check(result, budget, server)
     assert result["stop_reason"] in ("converged", "token_budget_exhausted"), err
     if not honours(server):

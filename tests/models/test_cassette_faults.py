@@ -138,7 +138,9 @@ def test_a_recorded_fault_replays_byte_identically(
         assert result["stop_reason"] == "token_budget_exhausted"
 
 
-def test_every_case_is_a_fault_the_recording_saw(server: FakeProviderServer, tmp_path: Path) -> None:
+def test_every_case_is_a_fault_the_recording_saw(
+    server: FakeProviderServer, tmp_path: Path
+) -> None:
     """The cassette keeps the attempts and the budget's decisions of a retried call."""
     server.queue(FAIL, FAIL)
     pipeline = write(tmp_path, server, {}, [llm("a")])
@@ -146,4 +148,5 @@ def test_every_case_is_a_fault_the_recording_saw(server: FakeProviderServer, tmp
     cli("run", pipeline, "--format", "json", "--record", cassette)
     (line,) = [json.loads(text) for text in cassette.read_text(encoding="utf-8").splitlines()]
     assert [a["status"] for a in line["attempts"]] == [500, 500, 200]
-    assert line["gates"] == ["allowed", "allowed"]
+    assert [decision for decision, _ in line["gates"]] == ["allowed", "allowed"]
+    assert line["step"] > max(step for _, step in line["gates"])

@@ -96,12 +96,14 @@ def test_record_writes_an_empty_file_and_refuses_a_recording_unless_overwrite(
     assert first
     code, _, err = cli("run", market, "--record", cassette)
     assert code == 3, err  # refused before any work, like every unusable output
-    assert "already holds a recording" in err and "--overwrite" in err
+    assert "already holds a recording" in err
+    assert "--overwrite" in err
     assert cassette.read_text() == first  # untouched
     assert cli("run", market, "--record", cassette, "--overwrite")[0] == 0
     assert cassette.read_text().count("\n") == first.count("\n")  # afresh, not appended
     code, _, err = cli("run", market, "--overwrite")
-    assert code != 0 and "--overwrite only applies to --record" in err
+    assert code != 0
+    assert "--overwrite only applies to --record" in err
 
 
 def test_a_model_record_file_that_is_foreign_is_not_truncated(market: Path) -> None:
