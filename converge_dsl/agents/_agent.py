@@ -100,12 +100,12 @@ class AgentSuggestor(CoreSuggestor):
         note = metered.overshoot_note()
         if note is not None:
             warnings.append(
-                self.core.diagnostic(
+                self.core.warning(
+                    codes.TOKEN_CAP_IGNORED,
                     f"budget:overshoot:turn-{request.turn}",
                     cycle,
-                    f"turn {request.turn}: {note} [{codes.TOKEN_CAP_IGNORED}]",
+                    f"turn {request.turn}: {note}",
                     self.provenance(),
-                    code=codes.TOKEN_CAP_IGNORED,
                     turn=request.turn,
                     max_tokens=metered.max_tokens,
                     overshoot=metered.overshoot,
@@ -177,27 +177,26 @@ class AgentSuggestor(CoreSuggestor):
         ended = f"ended ({status}) after {turns} turn{'s' if turns != 1 else ''}"
         if outcomes and all(result.is_error for result in outcomes):
             first = outcomes[0].output
-            return self.core.diagnostic(
+            return self.core.warning(
+                codes.AGENT_TOOL_ERRORS,
                 "agent:tool-errors",
                 cycle,
                 f"{ended} without proposing anything: all {len(outcomes)} of its tool calls "
-                f"failed (first: {first}) [{codes.AGENT_TOOL_ERRORS}]",
+                f"failed (first: {first})",
                 self.provenance(),
-                code=codes.AGENT_TOOL_ERRORS,
                 status=status,
                 turns=turns,
                 tool_errors=len(outcomes),
                 first_error=first,
             )
         called = f"{len(outcomes)} tool call{'s' if len(outcomes) != 1 else ''}"
-        return self.core.diagnostic(
+        return self.core.warning(
+            codes.AGENT_NO_PROPOSAL,
             "agent:no-proposal",
             cycle,
-            f"{ended} without proposing anything ({called}, none of them context.propose that "
-            f"succeeded) [{codes.AGENT_NO_PROPOSAL}]; set tool_choice (required, or "
-            "context.propose) or sharpen the goal",
+            f"{ended} without proposing anything ({called}, none of them a context.propose "
+            "that succeeded); set tool_choice (required, or context.propose) or sharpen the goal",
             self.provenance(),
-            code=codes.AGENT_NO_PROPOSAL,
             status=status,
             turns=turns,
             tool_calls=len(outcomes),

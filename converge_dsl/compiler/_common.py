@@ -55,17 +55,24 @@ class SuggestorCore:
             scopes=ctx.scopes,
         )
 
-    def diagnostic(
-        self, kind: str, cycle: int, text: str, provenance: Provenance, **data: Any
+    def warning(
+        self, code: str, kind: str, cycle: int, text: str, provenance: Provenance, **data: Any
     ) -> ProposedFact:
-        """A `diagnostic` proposal `kind:<name>:<cycle>` saying `text` of this suggestor."""
+        """A warning fact `kind:<name>:<cycle>` on `diagnostic` saying `text` of this
+        suggestor: its content reads `warning[CODE]: <name> (at <span>) <text>`."""
         return ProposedFact(
             key="diagnostic",
             id=f"{kind}:{self.name}:{cycle}",
-            content=f"{self.name} (at {self.span}) {text}",
+            content=f"warning[{code}]: {self.name} (at {self.span}) {text}",
             confidence=1.0,
             provenance=provenance,
-            data={"suggestor": self.name, "cycle": cycle, **data, "location": str(self.span)},
+            data={
+                "code": code,
+                "suggestor": self.name,
+                "cycle": cycle,
+                **data,
+                "location": str(self.span),
+            },
         )
 
     def accepts(self, view: ContextView) -> bool:

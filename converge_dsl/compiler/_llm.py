@@ -127,12 +127,12 @@ class LlmSuggestor(CoreSuggestor):
             ()
             if note is None
             else (
-                core.diagnostic(
+                core.warning(
+                    codes.TOKEN_CAP_IGNORED,
                     "budget:overshoot",
                     cycle,
-                    f"{note} [{codes.TOKEN_CAP_IGNORED}]",
+                    note,
                     provenance,
-                    code=codes.TOKEN_CAP_IGNORED,
                     max_tokens=metered.max_tokens,
                     overshoot=metered.overshoot,
                 ),

@@ -6,11 +6,11 @@ Public surface:
   `ToolResultPart`, offering `ToolSpec`s; `ModelReturn` with its `Usage`; `ModelError`
   with its `ModelErrorCode`; the streaming callbacks `OnIncrement` and `OnEarlyToolCall`;
   `AccountBinding` and `AccountRoster`, the non-secret account identities;
-- the adapters `ScriptedModel`, `RecordingModel`, `ReplayModel`, `HttpModel` (with its
-  `HttpSettings`), and `build_model`, the factory the runtime calls for each
-  `models.<name>` entry;
-`metered_call(model, request, meter)`, one call under a reservation of the
-run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
+- the adapters `ScriptedModel`, `RecordingModel`, `ReplayModel` (the replays of one
+  cassette in a run share a `ReplayOrder`), `HttpModel` (with its `HttpSettings`), and
+  `build_model`, the factory the runtime calls for each `models.<name>` entry;
+`metered_call(model, request, meter)` -> `Metered`, one call under a reservation of
+the run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
 pipeline check that scripts and cassettes exist and scripts load, and
 `check_model_config`, the check that every `api_key_env` names an API key
 variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`);
@@ -32,6 +32,7 @@ from converge_dsl._lazy import lazy_names
 if TYPE_CHECKING:
     from converge_dsl.models._config_checks import check_model_config
     from converge_dsl.models._metered import CallMeter, Metered, metered_call
+    from converge_dsl.models._replay_order import ReplayOrder
     from converge_dsl.models._script import Script, compile_script
     from converge_dsl.models._script_checks import check_model_scripts
     from converge_dsl.models._transport import ShardedTransport
@@ -64,6 +65,7 @@ _WHERE: dict[str, str] = {
     "AccountRoster": "converge_dsl.models.port",
     "CallMeter": "converge_dsl.models._metered",
     "Metered": "converge_dsl.models._metered",
+    "ReplayOrder": "converge_dsl.models._replay_order",
     "ShardedTransport": "converge_dsl.models._transport",
     "HttpModel": "converge_dsl.models.http",
     "HttpSettings": "converge_dsl.models.http",
@@ -112,6 +114,7 @@ __all__ = [
     "Part",
     "RecordingModel",
     "ReplayModel",
+    "ReplayOrder",
     "Script",
     "ScriptedModel",
     "ShardedTransport",

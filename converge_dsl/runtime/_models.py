@@ -25,7 +25,7 @@ from ._options import RunOptions
 if TYPE_CHECKING:
     import httpx
 
-    from converge_dsl.models._replay_order import ReplayOrder
+    from converge_dsl.models import ReplayOrder
 
 # Builds one declared model of a run by name, sending through the transport if one is given.
 ModelBuilder = Callable[[str, "httpx.AsyncBaseTransport | None"], Model]
@@ -113,8 +113,7 @@ def build_models(
     `--model NAME=CASSETTE`); `--record` wraps each in a recorder. An override of
     an undeclared model is a `UsageError`.
     """
-    from converge_dsl.models import RecordingModel
-    from converge_dsl.models._replay_order import ReplayOrder
+    from converge_dsl.models import RecordingModel, ReplayOrder
 
     declared = settings.models
     for name in options.model_overrides:
