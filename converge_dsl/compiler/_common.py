@@ -55,25 +55,27 @@ class SuggestorCore:
             scopes=ctx.scopes,
         )
 
+    def diagnostic(
+        self, kind: str, cycle: int, content: str, provenance: Provenance, **data: Any
+    ) -> ProposedFact:
+        """A `diagnostic` proposal `kind:<name>:<cycle>` of this suggestor: `content`,
+        and `data` between its name and cycle and its location."""
+        return ProposedFact(
+            key="diagnostic",
+            id=f"{kind}:{self.name}:{cycle}",
+            content=content,
+            confidence=1.0,
+            provenance=provenance,
+            data={"suggestor": self.name, **data, "cycle": cycle, "location": str(self.span)},
+        )
+
     def warning(
         self, code: str, kind: str, cycle: int, text: str, provenance: Provenance, **data: Any
     ) -> ProposedFact:
         """A warning fact `kind:<name>:<cycle>` on `diagnostic` saying `text` of this
         suggestor: its content reads `warning[CODE]: <name> (at <span>) <text>`."""
-        return ProposedFact(
-            key="diagnostic",
-            id=f"{kind}:{self.name}:{cycle}",
-            content=f"warning[{code}]: {self.name} (at {self.span}) {text}",
-            confidence=1.0,
-            provenance=provenance,
-            data={
-                "code": code,
-                "suggestor": self.name,
-                "cycle": cycle,
-                **data,
-                "location": str(self.span),
-            },
-        )
+        content = f"warning[{code}]: {self.name} (at {self.span}) {text}"
+        return self.diagnostic(kind, cycle, content, provenance, code=code, **data)
 
     def accepts(self, view: ContextView) -> bool:
         if self.when is not None:

@@ -209,19 +209,10 @@ class LlmSuggestor(CoreSuggestor):
         return items
 
     def _diagnostic(self, reason: str, cycle: int, provenance: Provenance) -> ProposedFact:
-        return ProposedFact(
-            key="diagnostic",
-            id=f"llm:invalid-output:{self.core.name}:{cycle}",
-            content=f"{self.core.name} (at {self.core.span}) gave no usable answer: {reason}",
-            confidence=1.0,
-            provenance=provenance,
-            data={
-                "suggestor": self.core.name,
-                "target": self.target,
-                "cycle": cycle,
-                "error": reason,
-                "location": str(self.core.span),
-            },
+        core = self.core
+        content = f"{core.name} (at {core.span}) gave no usable answer: {reason}"
+        return core.diagnostic(
+            "llm:invalid-output", cycle, content, provenance, target=self.target, error=reason
         )
 
 
