@@ -144,6 +144,7 @@ MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not c
 MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex could backtrack exponentially
 MODEL_SCRIPT_REGEX_NOT_LINEAR = "CD703"  # a model script regex RE2 cannot run (backreference)
 MODEL_KEY_ENV_REFUSED = "CD710"  # an account's api_key_env does not name an API key variable
+AGENT_TOOL_CHOICE_UNAVAILABLE = "CD720"  # an agent's tool_choice names a tool it does not have
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline
@@ -163,6 +164,9 @@ STOP_INVARIANT_FAILED = "CD913"  # an invariant's check itself failed
 STOP_RUN_FAILED = "CD914"  # the run failed outside any suggestor or invariant
 NOT_RUN_USAGE = "CD920"  # the run did not start: the command line is wrong
 NOT_RUN_ERROR = "CD921"  # the run did not start or could not finish (pack, model, trace, ...)
+AGENT_NO_PROPOSAL = "CD922"  # warning fact: an agent ended without proposing anything
+AGENT_TOOL_ERRORS = "CD923"  # warning fact: every tool call of an agent's execution failed
+TOKEN_CAP_IGNORED = "CD924"  # warning fact: an answer passed the max_tokens it was sent with
 READ_NOT_REGULAR = "CD930"  # a file to read is a FIFO, device, socket or a link to one
 READ_TOO_LARGE = "CD931"  # a file to read is over the cap of what it is read as
 DECISIONS_REFUSED = "CD932"  # decisions in a checkpoint folder not sealed for this pause

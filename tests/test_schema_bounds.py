@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from jsonschema._utils import equal
 
@@ -347,11 +348,16 @@ def test_checking_two_arrays_joined_costs_no_more_than_checking_each(
 ) -> None:
     # Super-linear work (all pairs of items, say) would cost more joined than apart.
     # The second array's items are tagged ("b" is no string of the first), so joining
-    # makes no duplicate and no error of its own.
+    # makes no duplicate and no error of its own. Keywords that look at positions
+    # (`prefixItems`) judge the second array's items differently once they move, so
+    # they are left to the growth test above.
+    assume("prefixItems" not in json.dumps(schema))
     second = [["b", item] for item in second]
     validator = python_validator(schema)
 
     def cost(data: list[Any]) -> int:
         return charged(lambda: list(validator.iter_errors(data)))
 
-    assert cost(first + second) <= cost(first) + cost(second) + cost([])
+    # An error's message may quote the array it judges: that costs its text once more.
+    quoted = 2 * len(json.dumps(first + second, default=str))
+    assert cost(first + second) <= cost(first) + cost(second) + cost([]) + quoted

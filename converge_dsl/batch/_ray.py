@@ -58,6 +58,14 @@ class _PoolState:
     def blocked(self, extra_calls: int) -> StopReason | None:
         return self._pool.blocked(extra_calls)
 
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        return self._pool.try_reserve(estimate, wanted)
+
+    def held_tokens(self) -> int:
+        return self._pool.held_tokens()
+
 
 class RayPool:
     """A `BudgetPool` whose counts live in a pool actor (each call one round trip)."""
@@ -79,6 +87,17 @@ class RayPool:
     def blocked(self, extra_calls: int) -> StopReason | None:
         reason: StopReason | None = _ray().get(self._actor.blocked.remote(extra_calls))
         return reason
+
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        granted: tuple[StopReason | None, int | None] = _ray().get(
+            self._actor.try_reserve.remote(estimate, wanted)
+        )
+        return granted
+
+    def held_tokens(self) -> int:
+        return int(_ray().get(self._actor.held_tokens.remote()))
 
 
 class _CaseRunner:

@@ -76,6 +76,12 @@ _SINGLE_RUN_ONLY = (
     ),
     ("replay", "--replay", "is an option of a single run, not of a batch (--cases)", _ONE_RUN_HINT),
     ("model", "--model", "is an option of a single run, not of a batch (--cases)", _ONE_RUN_HINT),
+    (
+        "overwrite",
+        "--overwrite",
+        "goes with --record, which records one run, not a batch",
+        "record one case: converge-dsl run PIPELINE --input NAME=VALUE --record CASSETTE",
+    ),
 )
 
 

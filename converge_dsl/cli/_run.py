@@ -99,6 +99,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--record", type=Path, metavar="CASSETTE", help="record model calls")
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --record: replace a cassette already there (else it is refused)",
+    )
+    parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
     )
     parser.add_argument(
@@ -362,6 +367,8 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         args.checkpoint = args.resume
     if args.record is not None and args.replay is not None:
         raise UsageError("--record and --replay cannot be combined")
+    if args.overwrite and args.record is None:
+        raise UsageError("--overwrite only applies to --record", hint="add --record CASSETTE")
     return RunOptions(
         pipeline=args.pipeline,
         inputs=parse_inputs(args),
@@ -400,7 +407,7 @@ def _sinks(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) 
     if args.trace is not None:
         sinks.append(TraceSink(args.trace))
     if args.record is not None:
-        sinks.append(RecordSink(args.record))
+        sinks.append(RecordSink(args.record, overwrite=args.overwrite))
     if progress is not None:
         sinks.append(ListenerSink(progress))
     return tuple(sinks)

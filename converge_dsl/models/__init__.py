@@ -6,11 +6,11 @@ Public surface:
   `ToolResultPart`, offering `ToolSpec`s; `ModelReturn` with its `Usage`; `ModelError`
   with its `ModelErrorCode`; the streaming callbacks `OnIncrement` and `OnEarlyToolCall`;
   `AccountBinding` and `AccountRoster`, the non-secret account identities;
-- the adapters `ScriptedModel`, `RecordingModel`, `ReplayModel`, `HttpModel` (with its
-  `HttpSettings`), and `build_model`, the factory the runtime calls for each
-  `models.<name>` entry;
-`metered_call(model, request, meter)`, one call under a reservation of the
-run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
+- the adapters `ScriptedModel`, `RecordingModel`, `ReplayModel` (the replays of one
+  cassette in a run share a `ReplayOrder`), `HttpModel` (with its `HttpSettings`), and
+  `build_model`, the factory the runtime calls for each `models.<name>` entry;
+`metered_call(model, request, meter)` -> `Metered`, one call under a reservation of
+the run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
 pipeline check that scripts and cassettes exist and scripts load, and
 `check_model_config`, the check that every `api_key_env` names an API key
 variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`);
@@ -32,6 +32,7 @@ from converge_dsl._lazy import lazy_exports
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.models._config_checks import *  # noqa: F403
     from converge_dsl.models._metered import *  # noqa: F403
+    from converge_dsl.models._replay_order import *  # noqa: F403
     from converge_dsl.models._script import *  # noqa: F403
     from converge_dsl.models._script_checks import *  # noqa: F403
     from converge_dsl.models._transport import *  # noqa: F403
@@ -45,7 +46,8 @@ else:
         __name__,
         {
             "converge_dsl.models._config_checks": ("check_model_config",),
-            "converge_dsl.models._metered": ("CallMeter", "metered_call"),
+            "converge_dsl.models._metered": ("CallMeter", "Metered", "metered_call"),
+            "converge_dsl.models._replay_order": ("ReplayOrder",),
             "converge_dsl.models._script": ("Script", "compile_script"),
             "converge_dsl.models._script_checks": ("check_model_scripts",),
             "converge_dsl.models._transport": ("ShardedTransport",),

@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -39,7 +39,7 @@ from converge_dsl.frontend import (
 )
 from converge_dsl.models._accounts import Account, accounts_from_config, roster_problem
 from converge_dsl.models._limits import limits_from, limits_problem
-from converge_dsl.models._wire import STRUCTURED_OUTPUTS
+from converge_dsl.models._wire import STRUCTURED_OUTPUTS, StructuredOutput
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.http import (
     DEFAULT_MAX_CONNECTIONS,
@@ -68,16 +68,22 @@ HTTP_KEYS = frozenset(
         "max_retry_wait_s",
         "max_connections",
         "limits",
+        "structured_output",
     }
 )
-OPENAI_KEYS = HTTP_KEYS | {"structured_output"}
 # The JSON Schema's model definitions (schemas/pipeline.v1.json) list the same keys
 # per adapter; tests/models/test_factory.py fails on any difference.
 ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
     "scripted": frozenset({"adapter", "script", "record"}),
     "replay": frozenset({"adapter", "cassette"}),
-    "openai": OPENAI_KEYS,
+    "openai": HTTP_KEYS,
     "anthropic": HTTP_KEYS,
+}
+# How each HTTP adapter can ask for a schema-shaped answer (`structured_output`):
+# Anthropic forces its answer tool (`json_schema`) or asks nothing (`none`).
+STRUCTURED_BY_ADAPTER: Mapping[str, tuple[str, ...]] = {
+    "openai": STRUCTURED_OUTPUTS,
+    "anthropic": ("json_schema", "none"),
 }
 # The OpenAI base URL includes its version path; the Anthropic one is the host only
 # (the adapter appends `/v1/messages`).
@@ -121,7 +127,8 @@ def build_model(
         model = ScriptedModel(load_script(path, display=script), name=name, clock=clock)
     elif isinstance(spec, ReplayModelSpec):
         cassette = require_str(name, spec.cassette, "cassette")
-        return ReplayModel.from_file(_file(name, cassette, "cassette", base_dir, roots))
+        path = _file(name, cassette, "cassette", base_dir, roots)
+        return ReplayModel.from_file(path, attempt_gate=attempt_gate, clock=clock)
     else:
         assert isinstance(spec, HttpModelSpec)
         settings, accounts = _http_settings(spec, env)
@@ -235,10 +242,11 @@ def _http_settings(
     if not isinstance(stream, bool):
         raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
     structured = spec.structured_output or "json_schema"
-    if structured not in STRUCTURED_OUTPUTS:
+    allowed = STRUCTURED_BY_ADAPTER[adapter]
+    if structured not in allowed:
         raise config_error(
             name,
-            f"`structured_output` must be one of {', '.join(STRUCTURED_OUTPUTS)}",
+            f"`structured_output` must be one of {', '.join(allowed)}",
             f"fix models.{name}.structured_output",
         )
     limits = spec.limits
@@ -251,7 +259,7 @@ def _http_settings(
         model=model,
         stream=stream,
         max_connections=_max_connections(name, spec.max_connections),
-        structured_output=structured,
+        structured_output=cast("StructuredOutput", structured),  # checked above
         limits=limits_from(limits),
         **numbers,
     )

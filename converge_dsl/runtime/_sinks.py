@@ -21,6 +21,8 @@ own over the case results (`converge_dsl.batch._outputs`).
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -31,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from converge_dsl.clock import Clock
-from converge_dsl.errors import RunError
+from converge_dsl.errors import RunError, UsageError
 
-from ._trace import TraceWriter, open_output, wall_clock
+from ._trace import TraceWriter, wall_clock
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import CompiledPipeline
@@ -214,22 +216,46 @@ class ReportSink(RunSink):
 
 
 class RecordSink(RunSink):
-    """`--record CASSETTE`: every model call of the run appended to a cassette."""
+    """`--record CASSETTE`: every attempt of every model call of the run, in order.
 
-    def __init__(self, path: Path) -> None:
+    The cassette starts empty: a recording already there is refused unless
+    `overwrite` (`--overwrite`), since appending to it would make its replay
+    answer from the older run too. One step counter numbers the events of all
+    the run's models, so a replay answers in the recorded order.
+    """
+
+    def __init__(self, path: Path, *, overwrite: bool = False) -> None:
         self.path = path
+        self._overwrite = overwrite
+        self._steps = itertools.count(1)
 
     def outputs(self) -> tuple[Output, ...]:
         return (Output(self.path, "--record", "cassette"),)
 
     def check(self) -> None:
-        """The cassette opens for appending (an empty file or a cassette); its folder is made."""
+        """The cassette is new, empty, or (with `overwrite`) a cassette; its folder is made."""
+        from converge_dsl._files import open_output as open_checked
+        from converge_dsl.models.cassette import is_cassette_line
+
         if self.path.parent != Path():
             with contextlib.suppress(OSError):  # a missing parent: reported by the open below
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-        open_output(self.path, "--record", "cassette", mode="a").close()
+        with open_checked(
+            self.path, "--record", "cassette", recognise=is_cassette_line, append=True
+        ) as out:
+            holds = out.seek(0, os.SEEK_END) > 0
+        if holds and not self._overwrite:
+            raise UsageError(
+                f"--record {str(self.path)!r} already holds a recording; recording onto it "
+                "would mix two runs",
+                hint="add --overwrite to record afresh over it, or give --record a new file",
+            )
+        if holds:
+            open_checked(
+                self.path, "--record", "cassette", recognise=is_cassette_line, append=False
+            ).close()
 
     def model(self, name: str, model: Model) -> Model:
         from converge_dsl.models import RecordingModel
 
-        return RecordingModel(model, self.path, append=True, name=name)
+        return RecordingModel(model, self.path, append=True, name=name, steps=self._steps)

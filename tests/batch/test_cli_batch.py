@@ -81,9 +81,14 @@ def test_batch_wide_model_call_cap(tmp_path: Path) -> None:
 def test_batch_wide_token_cap(tmp_path: Path) -> None:
     cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(6)])
     out = tmp_path / "results.jsonl"
-    batch("--cases", str(cases), "--out", str(out), "--max-tokens", "1", "--concurrency", "1")
-    stops = [line["stop_reason"] for line in read_results(out)]
+    # 20 tokens: room for one case's call (its input estimate plus the minimum answer cap)
+    batch("--cases", str(cases), "--out", str(out), "--max-tokens", "20", "--concurrency", "1")
+    lines = read_results(out)
+    stops = [line["stop_reason"] for line in lines]
     assert stops == ["converged"] + ["token_budget_exhausted"] * 5
+    assert (
+        sum(line["usage"]["input_tokens"] + line["usage"]["output_tokens"] for line in lines) <= 20
+    )
 
 
 def test_identical_results_across_local_and_process(tmp_path: Path) -> None:

@@ -91,8 +91,14 @@ def test_missing_env_var_is_named_never_valued(tmp_path: Path) -> None:
             "`structured_output` must be one of json_schema, json_object, none",
         ),
         (
-            {"adapter": "anthropic", "base_url": "http://x", "structured_output": "none"},
-            "unknown field 'structured_output' for adapter anthropic",
+            # Anthropic takes structured_output too, but has no json_object form.
+            {
+                "adapter": "anthropic",
+                "base_url": "http://x",
+                "model": "m",
+                "structured_output": "json_object",
+            },
+            "`structured_output` must be one of json_schema, none",
         ),
     ],
 )
