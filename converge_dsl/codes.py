@@ -121,6 +121,7 @@ REPOSITORY_TOO_SLOW = "CD563"  # a repository read or request missed its total d
 REPOSITORY_REDIRECT_REFUSED = "CD564"  # an HTTP redirect to another host, scheme, or too many
 LOCK_DOWNGRADE_REFUSED = "CD565"  # lock would move a pin to a lower version
 LOCK_REPIN_REFUSED = "CD566"  # lock would pin the same version to a different digest
+PACK_UNSATISFIABLE = "CD567"  # no version of a pack fits every requirement, or no repository has it
 REPOSITORY_ARCHIVE_MISMATCH = "CD570"  # a repository's archive does not match the lock or its index
 REPOSITORY_INDEX_MISMATCH = "CD571"  # a repository index lost a locked version or its digest
 LOCKED_PIN_YANKED = "CD572"  # warning: the lock pins a version its repository has yanked

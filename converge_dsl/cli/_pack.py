@@ -291,10 +291,16 @@ def report(exc: ConvergeError, io: CommandIO, format: str = "human") -> int:
 
     Under `--format json` it is also one `{"error": ...}` object on standard output.
     """
-    code = getattr(exc, "code", None)
-    io.stderr.write(f"{f'error[{code}]' if code else 'error'}: {exc}\n")
+    code, where = getattr(exc, "code", None), getattr(exc, "where", None)
+    text = str(exc)
+    if where:  # under the first line, as a located diagnostic shows its place
+        first, newline, rest = text.partition("\n")
+        text = f"{first}\n --> {where}{newline}{rest}"
+    io.stderr.write(f"{f'error[{code}]' if code else 'error'}: {text}\n")
     if format == "json":
         error = {"code": code, "message": exc.message, "hint": exc.hint}
+        if where:
+            error["where"] = where
         io.stdout.write(json.dumps({"error": error}, indent=2, ensure_ascii=False) + "\n")
     return exc.exit_code
 

@@ -41,11 +41,19 @@ from converge_dsl.errors import PackError
 
 
 class PackRefused(PackError):
-    """A refusal with a stable code (`converge_dsl.codes`, from CD560 on)."""
+    """A refusal with a stable code (`converge_dsl.codes`, from CD560 on).
 
-    def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
+    `packs` names the packs it is about; `where` (`FILE:LINE:COLUMN`, set by whoever
+    knows the file) is where the pipeline asks for the first of them.
+    """
+
+    def __init__(
+        self, code: str, message: str, *, hint: str | None = None, packs: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(message, hint=hint)
         self.code = code
+        self.packs = packs
+        self.where: str | None = None
 
 
 class Notice(str):

@@ -22,8 +22,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from converge_dsl._version import __version__
+from converge_dsl.codes import PACK_UNSATISFIABLE
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import PackError
+from converge_dsl.packs._files import PackRefused
 from converge_dsl.packs._index import IndexEntry, PackIndex
 from converge_dsl.packs._repository import Repository
 
@@ -66,6 +68,7 @@ class _Search:
         self.converge_version = converge_version
         self.indexes: dict[str, tuple[PackIndex, str] | None] = {}
         self.conflicts: list[str] = []
+        self.culprits: list[str] = []  # the pack each conflict is about, in the order met
         self.steps = 0
 
     def index(self, name: str) -> tuple[PackIndex, str] | None:
@@ -78,9 +81,10 @@ class _Search:
                     break
         return self.indexes[name]
 
-    def note(self, message: str) -> None:
+    def note(self, message: str, name: str) -> None:
         if message not in self.conflicts:
             self.conflicts.append(message)
+            self.culprits.append(name)
 
     def failure(self) -> str:
         """Every distinct conflict met, in the order met (at most `MAX_CONFLICTS`)."""
@@ -161,12 +165,12 @@ class _Search:
             return self.search(chosen, reqs, rest)
         located = self.index(name)
         if located is None:
-            self.note(self.unknown(name, reqs[name]))
+            self.note(self.unknown(name, reqs[name]), name)
             return None
         index, repository = located
         options = self.candidates(name, index, reqs[name])
         if not options:
-            self.note(self.explain(name, reqs[name], index))
+            self.note(self.explain(name, reqs[name], index), name)
         for entry in options:
             now = {**chosen, name: (entry, repository)}
             grown = dict(reqs)
@@ -179,7 +183,7 @@ class _Search:
                     if not spec.contains(now[dep][0].version, prereleases=True):
                         located_dep = self.index(dep)
                         assert located_dep is not None
-                        self.note(self.explain(dep, grown[dep], located_dep[0]))
+                        self.note(self.explain(dep, grown[dep], located_dep[0]), dep)
                         fits = False
                         break
                 elif dep not in queue:
@@ -210,9 +214,11 @@ def resolve(
     }
     found = search.search({}, reqs, tuple(sorted(roots)))
     if found is None:
-        raise PackError(
+        raise PackRefused(
+            PACK_UNSATISFIABLE,
             search.failure(),
             hint="relax a specifier, or publish a version that fits every requirement",
+            packs=tuple(dict.fromkeys(search.culprits)),
         )
     chosen, requirements = found
     return {

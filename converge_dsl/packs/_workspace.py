@@ -28,6 +28,7 @@ from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid, UsageError
 from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
+from converge_dsl.packs._files import PackRefused
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
     LockedPack,
@@ -181,12 +182,16 @@ def lock_pipeline(
     with contextlib.suppress(PackError):  # an unreadable lock is replaced (write_lock warns)
         previous = read_lock(pipeline)
     kept = _kept_pins(info, previous, upgrade)
-    resolved = resolve(
-        info.specifiers(),
-        list(repositories.values()),
-        requester=info.requester,
-        locked=kept,
-    )
+    try:
+        resolved = resolve(
+            info.specifiers(),
+            list(repositories.values()),
+            requester=info.requester,
+            locked=kept,
+        )
+    except PackRefused as exc:
+        exc.where = _where_asked(pipeline, exc.packs)
+        raise
     for pinned in resolved.values():
         entry = pinned.entry
         signature = dict(entry.signature) if entry.signature else None
@@ -209,6 +214,20 @@ def lock_pipeline(
         for notice in _pin_notices(pipeline, info, resolved.values(), repositories):
             warn(notice)
     return lock
+
+
+def _where_asked(pipeline: Path, packs: Sequence[str]) -> str | None:
+    """`FILE:LINE:COLUMN` of the first of `packs` the pipeline's `packs:` names."""
+    try:
+        doc = load_document(pipeline)
+    except (PackError, PipelineInvalid):
+        return None
+    shown = pipeline.name if pipeline.is_absolute() else pipeline.as_posix()
+    for name in packs:
+        with contextlib.suppress(KeyError, LookupError):
+            span = doc.source_map.span(("packs", name))
+            return f"{shown}:{span.line}:{span.column}"
+    return None
 
 
 def _kept_pins(

@@ -288,3 +288,17 @@ def test_upgrade_names_a_pack_of_the_pipeline(tmp_path: Path) -> None:
     assert code == 3
     assert "the pipeline has no pack 'alpah'" in err
     assert "did you mean 'alpha'?" in err
+
+
+def test_lock_that_no_version_fits_is_coded_and_points_at_the_specifier(tmp_path: Path) -> None:
+    pipeline = _locked(tmp_path)
+    pipeline.write_text(pipeline.read_text().replace('">=1"', '">=5"'))
+    code, _, err = _cli("lock", str(pipeline), "--cache", str(tmp_path / "cache"))
+    assert code == 1
+    first, where = err.splitlines()[:2]
+    assert first == "error[CD567]: no version of pack 'alpha' satisfies every requirement:"
+    line = next(n for n, text in enumerate(pipeline.read_text().splitlines(), 1) if ">=5" in text)
+    assert where.startswith(f" --> pipeline.yaml:{line}:")
+    cache = str(tmp_path / "cache")
+    code, out, _ = _cli("lock", str(pipeline), "--cache", cache, "--format", "json")
+    assert json.loads(out)["error"]["code"] == "CD567"
