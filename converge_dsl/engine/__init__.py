@@ -64,6 +64,7 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
     Suggestor,
+    SyncSuggestor,
     canonical_json,
     freeze_json,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "StopNote",
     "StopReason",
     "Suggestor",
+    "SyncSuggestor",
     "SuggestorBase",
     "SuggestorFailed",
     "SuggestorFinished",

@@ -107,3 +107,29 @@ def test_a_cancel_before_a_run_does_not_cancel_the_next_run() -> None:
     engine.register(FnSuggestor("s", [], lambda ctx: [_proposal("a")]))
     engine.cancel()
     assert asyncio.run(engine.run()).stop_reason is StopReason.CONVERGED
+
+
+def test_a_synchronous_suggestor_runs_inline_on_the_runs_own_task() -> None:
+    from converge_dsl.engine.testing import SyncFnSuggestor
+
+    tasks: list[object] = []
+
+    def propose(ctx: object) -> list[ProposedFact]:
+        tasks.append(asyncio.current_task())
+        return [_proposal("inline")]
+
+    inline = SyncFnSuggestor("inline", ["seeds"], propose)
+    awaited = FnSuggestor("awaited", ["seeds"], lambda ctx: [_proposal("awaited")])
+    engine = Engine()
+    engine.register_all([inline, awaited])
+
+    async def run() -> tuple[object, object]:
+        result = await engine.run([ProposedFact("seeds", "s", "go", 1.0, Provenance("seed"))])
+        return result, asyncio.current_task()
+
+    result, run_task = asyncio.run(run())
+    assert result.converged  # type: ignore[attr-defined]
+    assert [f.id for f in result.context.get("signals")] == ["inline", "awaited"]  # type: ignore[attr-defined]
+    # `accepts` asks `propose` too; every call ran on the run's task, none in a task of its own.
+    assert tasks and all(task is run_task for task in tasks)
+    assert inline.calls == 1 and awaited.calls == 1
