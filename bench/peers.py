@@ -367,9 +367,7 @@ class Bench:
                 best[name] = min(best[name], sides[name]())
         return best
 
-    def with_floor(
-        self, ours: Ours, theirs: Callable[[], Any] | None = None
-    ) -> dict[str, float]:
+    def with_floor(self, ours: Ours, theirs: Callable[[], Any] | None = None) -> dict[str, float]:
         """Best seconds of `engine`, `api`, `floor` (and `langgraph`), interleaved.
 
         The floor's facts are asserted equal to the engine's.

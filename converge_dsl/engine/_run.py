@@ -228,9 +228,7 @@ class Run:
         if all(inline):
             return [self._inline(cast(SyncSuggestor, s)) for s in accepted]
         done = {
-            i: self._inline(cast(SyncSuggestor, s))
-            for i, s in enumerate(accepted)
-            if inline[i]
+            i: self._inline(cast(SyncSuggestor, s)) for i, s in enumerate(accepted) if inline[i]
         }
         awaited = iter(await self._gather([s for i, s in enumerate(accepted) if not inline[i]]))
         return [done[i] if inline[i] else next(awaited) for i in range(len(accepted))]

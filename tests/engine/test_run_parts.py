@@ -131,5 +131,7 @@ def test_a_synchronous_suggestor_runs_inline_on_the_runs_own_task() -> None:
     assert result.converged  # type: ignore[attr-defined]
     assert [f.id for f in result.context.get("signals")] == ["inline", "awaited"]  # type: ignore[attr-defined]
     # `accepts` asks `propose` too; every call ran on the run's task, none in a task of its own.
-    assert tasks and all(task is run_task for task in tasks)
-    assert inline.calls == 1 and awaited.calls == 1
+    assert tasks
+    assert all(task is run_task for task in tasks)
+    assert inline.calls == 1
+    assert awaited.calls == 1
