@@ -67,6 +67,7 @@ from ._outcome import (
 from ._outputs import check_outputs
 from ._report_html import MARK as REPORT_MARK
 from ._report_html import check_report_output, render_report, write_page, write_report
+from ._reuse import CompiledRuns
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
 from ._telemetry import OtelSink
@@ -82,6 +83,7 @@ __all__ = [
     "CheckpointRefused",
     "CheckpointStore",
     "Checkpointing",
+    "CompiledRuns",
     "DiagnosticModel",
     "FactModel",
     "ListenerSink",
