@@ -22,16 +22,25 @@ pipelines come from `bench/shapes.py`):
 Our side goes through the public path: YAML file -> `runtime.load_document`
 (load + validate) -> `compile_settings` / `build_models` / `compile_pipeline`
 -> `build_engine` -> `Engine.run`, with no trace listener (as `run --format
-json` without `--trace`). LangGraph graphs are compiled once with no
-checkpointer. Each measurement is the minimum of 5 runs, the two engines
-interleaved (alternating which goes first), a garbage collection before each
-run and none forced during it.
+json` without `--trace`): that is `engine`. `api` is the public API a batch
+calls per case: `converge_dsl.load` once, then `Pipeline.arun()` timed whole
+(binding inputs, a fresh engine, the result document). `floor` is the
+minimal hand-written fixed-point loop of `bench/floor.py` on the same file
+(the same checks, its facts asserted equal to the engine's). LangGraph graphs
+are compiled once with no checkpointer. Each measurement is the minimum of 7
+runs, the sides interleaved (the order rotating every run), a garbage
+collection before each run and none forced during it. The figures of record
+are ratios to a baseline measured in the same run (the floor, LangGraph, one
+loopback latency, `python -c pass`), so they hold on a loaded machine.
 
 Prints one line per comparison, the chain growth exponent from 1k to 10k,
 and last (one line):
 
-    chain10k/langgraph: A  fan10k/langgraph: B  per-fact us: C  calls50/latency: D
-    calls200/latency: E  validate-small/python-startup: F
+    chain10k/langgraph: A  fan10k/langgraph: B  calls50/latency: C
+    calls200/latency: D  validate-small/python-startup: E  chain1k engine/floor: F
+    chain1k api/floor: G  facts engine/floor: H  batch cases/s local: I  process: J
+
+(I and J: `bench/batch.py`'s cases per second, 2,000 support-triage cases.)
 
 Usage: python bench/peers.py [--quick] [--repeats N] [--only facts|validate]
 (`--only facts` runs the 10^5-facts shape alone and prints its line; `--only
