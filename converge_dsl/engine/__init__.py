@@ -3,7 +3,8 @@
 It implements the suggestor contract of docs/architecture.md §7.
 
 Public surface:
-- the contract: `Suggestor` (protocol), `SuggestorBase`, `ContextKey`, `BUILTIN_KEYS`,
+- the contract: `Suggestor` (protocol), `SyncSuggestor` (one the engine runs inline),
+  `SuggestorBase`, `ContextKey`, `BUILTIN_KEYS`,
   `ContextView`, `ProposedFact`, `AgentEffect`, `Provenance`, `Fact`, `PromotionRecord`;
   `canonical_json`, `freeze_json`, `fact_to_data`, `fact_from_data`;
 - the loop: `Engine` (`on_error`: `OnError`), `Context`, `RunResult`, `StopReason`,

@@ -6,7 +6,8 @@ Public surface:
   `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
 - `assemble_run(plan)` (async) -> `RunOutcome`: the one run assembly every run goes
   through (single runs, batch cases, tests, the Python API); `RunPlan` is one run of a
-  loaded pipeline, `Checkpointing` its checkpoint folder.
+  loaded pipeline, `Checkpointing` its checkpoint folder, `CompiledRuns` what the runs of
+  one loaded pipeline share (compile once, run many).
 - `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
   `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
   `OtelSink` (OpenTelemetry, `OtelOptions`), `ListenerSink` (a live listener),
