@@ -246,14 +246,41 @@ def python_validator(schema: Mapping[str, Any], what: str = "the schema") -> Any
 
     Raises `UnsafeSchema` for a refused schema (`check_safe`); the caller
     checks the schema against its meta-schema itself (`check_schema`).
+    Validators are immutable: one is built per distinct schema text and
+    shared (a batch validates with the same schemas in every case).
     """
     import jsonschema.validators
     from referencing import Registry
 
+    try:
+        key: str | None = json.dumps(schema, sort_keys=True, default=_unkeyable)
+    except TypeError:
+        key = None
+    kept = None if key is None else _VALIDATORS.get(key)
+    if kept is not None:
+        return kept
     check_safe(schema, what)
     base = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
     registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-    return _safe_class(base)(schema, registry=registry)
+    validator = _safe_class(base)(schema, registry=registry)
+    if key is not None:
+        if len(_VALIDATORS) >= _KEEP_VALIDATORS:
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = validator
+    return validator
+
+
+# The validators built so far, by schema text (see `python_validator`).
+_VALIDATORS: dict[str, Any] = {}
+_KEEP_VALIDATORS = 256
+
+
+def _unkeyable(value: object) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | list):
+        return list(value)
+    raise TypeError(type(value).__name__)
 
 
 def fast_validator(schema: Mapping[str, Any], what: str = "the schema") -> Any:
