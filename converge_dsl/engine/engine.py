@@ -96,6 +96,10 @@ class Engine:
         self._registry.register(suggestor)
 
     def register_all(self, suggestors: Iterable[Suggestor]) -> None:
+        """`register` each, in order (a tuple registered before is not checked again)."""
+        if isinstance(suggestors, tuple):
+            self._registry.register_many(suggestors)
+            return
         for suggestor in suggestors:
             self._registry.register(suggestor)
 
