@@ -22,16 +22,25 @@ pipelines come from `bench/shapes.py`):
 Our side goes through the public path: YAML file -> `runtime.load_document`
 (load + validate) -> `compile_settings` / `build_models` / `compile_pipeline`
 -> `build_engine` -> `Engine.run`, with no trace listener (as `run --format
-json` without `--trace`). LangGraph graphs are compiled once with no
-checkpointer. Each measurement is the minimum of 5 runs, the two engines
-interleaved (alternating which goes first), a garbage collection before each
-run and none forced during it.
+json` without `--trace`): that is `engine`. `api` is the public API a batch
+calls per case: `converge_dsl.load` once, then `Pipeline.arun()` timed whole
+(binding inputs, a fresh engine, the result document). `floor` is the
+minimal hand-written fixed-point loop of `bench/floor.py` on the same file
+(the same checks, its facts asserted equal to the engine's). LangGraph graphs
+are compiled once with no checkpointer. Each measurement is the minimum of 7
+runs, the sides interleaved (the order rotating every run), a garbage
+collection before each run and none forced during it. The figures of record
+are ratios to a baseline measured in the same run (the floor, LangGraph, one
+loopback latency, `python -c pass`), so they hold on a loaded machine.
 
 Prints one line per comparison, the chain growth exponent from 1k to 10k,
 and last (one line):
 
-    chain10k/langgraph: A  fan10k/langgraph: B  per-fact us: C  calls50/latency: D
-    calls200/latency: E  validate-small/python-startup: F
+    chain10k/langgraph: A  fan10k/langgraph: B  calls50/latency: C
+    calls200/latency: D  validate-small/python-startup: E  chain1k engine/floor: F
+    chain1k api/floor: G  facts engine/floor: H  batch cases/s local: I  process: J
+
+(I and J: `bench/batch.py`'s cases per second, 2,000 support-triage cases.)
 
 Usage: python bench/peers.py [--quick] [--repeats N] [--only facts|validate]
 (`--only facts` runs the 10^5-facts shape alone and prints its line; `--only
@@ -58,6 +67,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from floor import Floor, assert_same  # noqa: E402
 from shapes import calls_yaml, chain_yaml, facts_yaml, fan_yaml  # noqa: E402
 
 LATENCY_S = 0.1
@@ -70,10 +80,13 @@ class Sizes:
     facts: int
     calls: tuple[int, int]
     repeats: int
+    cases: int
 
 
-FULL = Sizes(chain=(1_000, 10_000), fan=10_000, facts=100_000, calls=(50, 200), repeats=5)
-QUICK = Sizes(chain=(50, 500), fan=500, facts=2_000, calls=(5, 20), repeats=2)
+FULL = Sizes(
+    chain=(1_000, 10_000), fan=10_000, facts=100_000, calls=(50, 200), repeats=7, cases=2_000
+)
+QUICK = Sizes(chain=(50, 500), fan=500, facts=2_000, calls=(5, 20), repeats=2, cases=50)
 
 
 # -- our side -----------------------------------------------------------------------
@@ -96,6 +109,7 @@ class Ours:
         self._models: dict[str, Any] | None = None
         self._compiled: Any = None
         self._ready: tuple[Any, Any, dict[str, Any]] | None = None
+        self.facts: tuple[Any, ...] = ()
 
     def prepare(self) -> None:
         """Compile (once for pipelines without models) and build a fresh engine."""
@@ -144,12 +158,40 @@ class Ours:
         self._ready = None
         assert str(result.stop_reason) == "converged", result.stop_reason
         assert len(result.context) == self.expect_facts, len(result.context)
+        self.facts = result.context.facts()
 
     async def close(self) -> None:
         """Close reused models."""
         for model in (self._models or {}).values():
             await model.aclose()
         self._models = None
+
+
+class Api:
+    """The same file through the public API a batch calls per case: `load` once, `arun` timed."""
+
+    def __init__(self, ours: Ours) -> None:
+        from converge_dsl import load
+
+        self.pipeline = load(ours.path)
+        self.expect_facts = ours.expect_facts
+
+    async def run(self) -> None:
+        document = await self.pipeline.arun()
+        assert document.stop_reason == "converged", document.stop_reason
+        assert sum(map(len, document.facts.values())) == self.expect_facts
+
+
+class FloorSide:
+    """The floor loop (`bench/floor.py`) of the same file; checked against the engine once."""
+
+    def __init__(self, ours: Ours) -> None:
+        self.floor = Floor.of(ours.document.data)
+        self.facts = self.floor.run()
+        assert len(self.facts) == ours.expect_facts
+
+    def check(self, ours: Ours) -> None:
+        assert_same(self.facts, ours.facts)
 
 
 # -- the LangGraph side --------------------------------------------------------------
@@ -312,6 +354,45 @@ class Bench:
         self.runner.run(calls.run())
         return time.perf_counter() - started
 
+    def _time_api(self, api: Api) -> float:
+        gc.collect()
+        started = time.perf_counter()
+        self.runner.run(api.run())
+        return time.perf_counter() - started
+
+    def _time_floor(self, floor: FloorSide) -> float:
+        gc.collect()
+        started = time.perf_counter()
+        floor.floor.run()
+        return time.perf_counter() - started
+
+    def interleave(self, sides: dict[str, Callable[[], float]]) -> dict[str, float]:
+        """Each side's best seconds over the repeats, the order rotating every repeat."""
+        best = dict.fromkeys(sides, math.inf)
+        names = list(sides)
+        for r in range(self.repeats):
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                best[name] = min(best[name], sides[name]())
+        return best
+
+    def with_floor(self, ours: Ours, theirs: Callable[[], Any] | None = None) -> dict[str, float]:
+        """Best seconds of `engine`, `api`, `floor` (and `langgraph`), interleaved.
+
+        The floor's facts are asserted equal to the engine's.
+        """
+        api, floor = Api(ours), FloorSide(ours)
+        sides: dict[str, Callable[[], float]] = {
+            "engine": lambda: self._time_ours(ours),
+            "api": lambda: self._time_api(api),
+            "floor": lambda: self._time_floor(floor),
+        }
+        if theirs is not None:
+            sides["langgraph"] = lambda: self._time_lg_sync(theirs)
+        best = self.interleave(sides)
+        floor.check(ours)
+        return best
+
     def warm(self, ours: Ours) -> float:
         """Our best seconds with models reused after one untimed run (their clients set up)."""
         assert ours.reuse_models
@@ -390,40 +471,75 @@ def _line(label: str, ours: float, theirs: float, unit: str = "s", scale: float 
     )
 
 
+def _floor_line(label: str, best: dict[str, float]) -> str:
+    return (
+        f"{label}: engine/floor {best['engine'] / best['floor']:.2f}  "
+        f"api/floor {best['api'] / best['floor']:.2f}  "
+        f"(floor {best['floor'] * 1e3:.2f} ms, engine {best['engine'] * 1e3:.2f} ms, "
+        f"api {best['api'] * 1e3:.2f} ms)"
+    )
+
+
 def rule_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[str, float]:
     """Chains, fan-out and facts; prints a line each and returns the last line's figures."""
-    chain: dict[int, tuple[float, float]] = {}
+    chain: dict[int, dict[str, float]] = {}
     for n in sizes.chain:
         ours = Ours(folder, f"chain-{n}", chain_yaml(n), expect_facts=n + 1)
-        chain[n] = bench.pair(ours, lg_chain(n))
+        chain[n] = bench.with_floor(ours, lg_chain(n))
         del ours
-        print(_line(f"chain {n:,} rules", *chain[n]), flush=True)
+        print(_line(f"chain {n:,} rules", chain[n]["engine"], chain[n]["langgraph"]), flush=True)
+        print(_floor_line(f"chain {n:,} rules", chain[n]), flush=True)
     small, large = sizes.chain
     growth = math.log(large / small)
-    ours_exp = math.log(chain[large][0] / chain[small][0]) / growth
-    lg_exp = math.log(chain[large][1] / chain[small][1]) / growth
+    ours_exp = math.log(chain[large]["engine"] / chain[small]["engine"]) / growth
+    lg_exp = math.log(chain[large]["langgraph"] / chain[small]["langgraph"]) / growth
     print(
         f"chain growth exponent {small:,} -> {large:,}: ours {ours_exp:.2f}  langgraph {lg_exp:.2f}"
     )
     ours = Ours(folder, "fan", fan_yaml(sizes.fan), expect_facts=sizes.fan + 1)
-    fan = bench.pair(ours, lg_fan(sizes.fan))
+    fan = bench.with_floor(ours, lg_fan(sizes.fan))
     del ours
-    print(_line(f"fan-out {sizes.fan:,} rules", *fan), flush=True)
+    print(_line(f"fan-out {sizes.fan:,} rules", fan["engine"], fan["langgraph"]), flush=True)
+    print(_floor_line(f"fan-out {sizes.fan:,} rules", fan), flush=True)
+    facts = facts_shape(bench, sizes, folder)
     return {
-        "chain": chain[large][0] / chain[large][1],
-        "fan": fan[0] / fan[1],
-        "fact_us": facts_shape(bench, sizes, folder),
+        "chain": chain[large]["engine"] / chain[large]["langgraph"],
+        "fan": fan["engine"] / fan["langgraph"],
+        "chain_engine_floor": chain[small]["engine"] / chain[small]["floor"],
+        "chain_api_floor": chain[small]["api"] / chain[small]["floor"],
+        "facts_engine_floor": facts["engine"] / facts["floor"],
     }
 
 
-def facts_shape(bench: Bench, sizes: Sizes, folder: Path) -> float:
-    """10^5 facts promoted at the start of a run; prints its line, returns our us per fact."""
+def facts_shape(bench: Bench, sizes: Sizes, folder: Path) -> dict[str, float]:
+    """10^5 facts promoted at the start of a run; prints its lines, returns the best seconds."""
     ours = Ours(folder, "facts", facts_yaml(sizes.facts), expect_facts=sizes.facts)
-    facts = bench.pair(ours, lg_facts(sizes.facts))
+    facts = bench.with_floor(ours, lg_facts(sizes.facts))
     del ours
     per = 1e6 / sizes.facts
-    print(_line(f"{sizes.facts:,} facts, per fact", *facts, unit="us", scale=per), flush=True)
-    return facts[0] * per
+    print(
+        _line(
+            f"{sizes.facts:,} facts, per fact",
+            facts["engine"],
+            facts["langgraph"],
+            unit="us",
+            scale=per,
+        ),
+        flush=True,
+    )
+    print(_floor_line(f"{sizes.facts:,} facts", facts), flush=True)
+    return facts
+
+
+def batch_rates(sizes: Sizes, folder: Path) -> dict[str, float]:
+    """Cases per second of a batch of support-triage cases, `local` then `process` executor."""
+    from batch import PIPELINE, _cases, _rate
+
+    cases = _cases(folder, sizes.cases)
+    return {
+        executor: _rate(PIPELINE, cases, folder / f"{executor}.jsonl", executor, None)
+        for executor in ("local", "process")
+    }
 
 
 def call_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[int, float]:
@@ -457,7 +573,7 @@ def call_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[int, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Our engine vs LangGraph on the same shapes.")
     parser.add_argument("--quick", action="store_true", help="small shapes: a smoke run")
-    parser.add_argument("--repeats", type=int, default=None, help="runs per side (default 5)")
+    parser.add_argument("--repeats", type=int, default=None, help="runs per side (default 7)")
     parser.add_argument("--only", choices=("facts", "validate"), help="run one shape alone")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
@@ -474,13 +590,17 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(args.repeats or sizes.repeats)
     if args.only == "facts":
         with tempfile.TemporaryDirectory() as tmp:
-            fact_us = facts_shape(bench, sizes, Path(tmp))
+            facts = facts_shape(bench, sizes, Path(tmp))
         bench.runner.close()
-        print(f"per-fact us: {fact_us:.2f}")
+        print(
+            f"per-fact us: {facts['engine'] * 1e6 / sizes.facts:.2f}  "
+            f"facts engine/floor: {facts['engine'] / facts['floor']:.2f}"
+        )
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         rules = rule_shapes(bench, sizes, Path(tmp))
         calls = call_shapes(bench, sizes, Path(tmp))
+        rates = batch_rates(sizes, Path(tmp))
     bench.runner.close()
     example, validate_s, python_s = validate_vs_startup(bench.repeats)
     print(
@@ -490,9 +610,12 @@ def main(argv: list[str] | None = None) -> int:
     few, many = sizes.calls
     print(
         f"chain10k/langgraph: {rules['chain']:.3f}  fan10k/langgraph: {rules['fan']:.3f}  "
-        f"per-fact us: {rules['fact_us']:.2f}  calls50/latency: {calls[few]:.2f}  "
-        f"calls200/latency: {calls[many]:.2f}  "
-        f"validate-small/python-startup: {validate_s / python_s:.2f}"
+        f"calls50/latency: {calls[few]:.2f}  calls200/latency: {calls[many]:.2f}  "
+        f"validate-small/python-startup: {validate_s / python_s:.2f}  "
+        f"chain1k engine/floor: {rules['chain_engine_floor']:.2f}  "
+        f"chain1k api/floor: {rules['chain_api_floor']:.2f}  "
+        f"facts engine/floor: {rules['facts_engine_floor']:.2f}  "
+        f"batch cases/s local: {rates['local']:.1f}  process: {rates['process']:.1f}"
     )
     return 0
 

@@ -440,14 +440,29 @@ def python_validator(schema: Mapping[str, Any], what: str = "the schema") -> Gov
 
     Raises `UnsafeSchema` for a refused schema (`check_safe`); the caller
     checks the schema against its meta-schema itself (`meta_error`).
+    The python-jsonschema validator is immutable: one is built per distinct
+    schema text and shared (a batch validates with the same schemas in every
+    case); each call wraps it for its own `what`.
     """
     import jsonschema.validators
     from referencing import Registry
 
+    try:
+        key: str | None = json.dumps(schema, sort_keys=True, default=_unkeyable)
+    except TypeError:
+        key = None
+    kept = None if key is None else _VALIDATORS.get(key)
+    if kept is not None:
+        return GovernedValidator(kept, what)
     check_safe(schema, what)
     base = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
     registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-    return GovernedValidator(_safe_class(base)(schema, registry=registry), what)
+    validator = _safe_class(base)(schema, registry=registry)
+    if key is not None:
+        if len(_VALIDATORS) >= _KEEP_VALIDATORS:
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = validator
+    return GovernedValidator(validator, what)
 
 
 class GovernedValidator:
@@ -556,6 +571,19 @@ def meta_error(schema: Any) -> Any:
     except jsonschema.exceptions.SchemaError as exc:
         return exc
     return None
+
+
+# The validators built so far, by schema text (see `python_validator`).
+_VALIDATORS: dict[str, Any] = {}
+_KEEP_VALIDATORS = 256
+
+
+def _unkeyable(value: object) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | list):
+        return list(value)
+    raise TypeError(type(value).__name__)
 
 
 def fast_validator(schema: Mapping[str, Any], what: str = "the schema") -> Any:

@@ -179,3 +179,18 @@ def test_validate_and_run_refuse_remote_references_without_a_request(
         assert text.count("CD110") == 2, text
         assert "MARKER-7f3a" not in text
     assert _Recorder.hits == []
+
+
+def test_a_validator_is_built_once_per_schema_text() -> None:
+    from converge_dsl._safe_schema import python_validator
+    from converge_dsl.engine.types import freeze_json
+
+    schema = {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}
+    first = python_validator(schema)
+    # The same schema given again, frozen, or with its keys in another order: the same
+    # python-jsonschema validator inside the governed wrapper each caller gets.
+    assert python_validator(dict(reversed(list(schema.items())))).validator is first.validator
+    assert python_validator(freeze_json(schema)).validator is first.validator
+    assert python_validator({**schema, "required": ["other"]}).validator is not first.validator
+    assert not first.is_valid({"id": 1})
+    assert first.is_valid({"id": "a"})

@@ -59,7 +59,16 @@ class Pipeline:
     release the shared connection pools.
     """
 
-    __slots__ = ("_clock", "_document", "_env", "_manifest", "_path", "_roots", "_transports")
+    __slots__ = (
+        "_clock",
+        "_compiled",
+        "_document",
+        "_env",
+        "_manifest",
+        "_path",
+        "_roots",
+        "_transports",
+    )
 
     def __init__(
         self,
@@ -80,6 +89,9 @@ class Pipeline:
         self._clock = clock
         self._roots = roots
         self._transports = SharedTransports(max_connections)
+        from converge_dsl.runtime import CompiledRuns
+
+        self._compiled = CompiledRuns()  # compile once, run many (see `CompiledRuns`)
 
     def __repr__(self) -> str:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
@@ -190,6 +202,7 @@ class Pipeline:
             models=build,
             sinks=tuple(sinks),
             meter=meter,
+            reuse=self._compiled,
         )
         return await assemble_run(plan)
 

@@ -3,8 +3,10 @@
 For CPU-bound pipelines (solvers, large rule sets): `workers` processes
 (started with `spawn`, so nothing of the parent's threads or loops is
 inherited) each load and check the pipeline once in their initializer, keep
-one event loop, and run one case at a time. The parent keeps two cases per
-worker in flight and yields results as they finish. A batch-wide cap is one
+one event loop, and run one case at a time. The parent hands the cases over
+in chunks of `CHUNK` (one round trip between the processes per chunk, not
+per case), keeps two chunks per worker in flight and yields results as their
+chunk finishes. A batch-wide cap is one
 `SharedPool` in shared memory that every worker's case meters ask. A worker
 that dies (killed, out of memory) breaks the pool: it is made again, and the
 cases in flight are run again, except one that was in flight at
@@ -44,8 +46,9 @@ if TYPE_CHECKING:
     from ._pipeline import Pipeline
     from ._schedule import MeterFactory, SinkFactory
 
-# Cases handed to the pool per worker at a time.
+# Chunks handed to the pool per worker at a time, and cases per chunk.
 IN_FLIGHT_PER_WORKER = 2
+CHUNK = 8
 # A case in flight each time a worker died this many times fails instead of being retried.
 MAX_STRIKES = 2
 # How often a worker checks that the batch that started it is still alive.
@@ -113,15 +116,19 @@ def _start(  # noqa: PLR0917 (the pool passes initializer arguments by position)
         _Worker.pipeline = None  # the parent loaded it first; this should not happen
 
 
-def _run(case: Case, path: Path) -> CaseResult:
-    """Run one case in this worker (never raises for the case's own failure)."""
+def _run(cases: list[Case], path: Path) -> list[CaseResult]:
+    """Run a chunk of cases in this worker, one after the other (never raises for a
+    case's own failure)."""
     from ._schedule import run_case
 
     pipeline, loop = _Worker.pipeline, _Worker.loop
     if pipeline is None or loop is None:
         error = ConvergeError("the worker process could not load the pipeline")
-        return error_result(case, error, path)
-    return loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks))
+        return [error_result(case, error, path) for case in cases]
+    return [
+        loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks))
+        for case in cases
+    ]
 
 
 def run_in_processes(
@@ -172,23 +179,25 @@ def _through(
     """Run cases from `queue` (popped from its end) in `executor` until it is empty or the
     pool breaks. The cases in flight when a worker dies go back to the queue; one in
     flight at `MAX_STRIKES` breaks gets an error result instead."""
-    running: dict[Future[CaseResult], Case] = {}
+    running: dict[Future[list[CaseResult]], list[Case]] = {}
     while queue or running:
         while queue and len(running) < workers * IN_FLIGHT_PER_WORKER:
-            case = queue.pop()
-            running[executor.submit(_run, case, path)] = case
+            # Smaller chunks near the end, so that every worker keeps busy.
+            size = max(1, min(CHUNK, len(queue) // (workers * IN_FLIGHT_PER_WORKER)))
+            chunk = [queue.pop() for _ in range(size)]
+            running[executor.submit(_run, chunk, path)] = chunk
         done, _ = wait(running, return_when=FIRST_COMPLETED)
         lost: list[Case] = []
-        for future in sorted(done, key=lambda f: running[f].index):
-            case = running.pop(future)
+        for future in sorted(done, key=lambda f: running[f][0].index):
+            chunk = running.pop(future)
             try:
-                result = future.result()
+                results = future.result()
             except BrokenProcessPool:
-                lost.append(case)
+                lost.extend(chunk)
                 continue
-            yield result
+            yield from results
         if lost:
-            lost.extend(running.values())
+            lost.extend(case for chunk in running.values() for case in chunk)
             for case in sorted(lost, key=lambda c: -c.index):
                 strikes[case.index] = strikes.get(case.index, 0) + 1
                 if strikes[case.index] >= MAX_STRIKES:

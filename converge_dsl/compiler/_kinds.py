@@ -7,14 +7,17 @@
   per firing over the same scope, whose value must be JSON).
 Content is text: an object given as content (legacy) becomes the data when no
 data is given, its canonical JSON text the content (`text_and_data`).
-Both render over the cycle's shared render scope; neither does I/O.
+Both render over the cycle's shared render scope; neither does I/O, so both
+are synchronous suggestors (`SyncSuggestor`: the engine runs them inline). A
+suggestor whose every emission is literal (no template, no data expression)
+proposes the same facts every time: they are built once, at compile time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
@@ -34,7 +37,9 @@ from ._common import (
     text_and_data,
 )
 from ._context import CompileContext
-from ._template import CompiledExpression
+from ._template import CompiledExpression, CompiledTemplate
+
+_RENDERED = ("id", "content", "confidence", "data")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,18 +67,55 @@ class Emission:
         return text_and_data(content, data)
 
 
+def _literal(value: Any) -> bool:
+    """Whether a compiled value renders without reading any scope."""
+    if isinstance(value, CompiledTemplate):
+        return value.template is None
+    if isinstance(value, Mapping):
+        return all(_literal(v) for v in value.values())
+    if isinstance(value, tuple):
+        return all(_literal(v) for v in value)
+    return not isinstance(value, CompiledExpression)
+
+
 @dataclass(frozen=True, slots=True)
 class EmittingSuggestor(CoreSuggestor):
-    """A suggestor that renders a fixed list of emissions (kinds `seed` and `rule`)."""
+    """A suggestor that renders a fixed list of emissions (kinds `seed` and `rule`).
+
+    `fixed` is the effect of a suggestor whose emissions are all literal (built
+    once by `of`); otherwise every firing renders them.
+    """
 
     core: SuggestorCore
     kind: str
     emissions: tuple[Emission, ...]
+    fixed: AgentEffect | None = None
+    synchronous: ClassVar[bool] = True
+
+    @classmethod
+    def of(
+        cls, core: SuggestorCore, kind: str, emissions: tuple[Emission, ...]
+    ) -> EmittingSuggestor:
+        made = cls(core, kind, emissions)
+        if not all(_literal(getattr(e, f)) for e in emissions for f in _RENDERED):
+            return made
+        try:
+            fixed = made._render({}, 0)
+        except Exception:  # a literal that fails (a confidence of "high"): fails per firing
+            return made
+        return cls(core, kind, emissions, fixed)
 
     async def execute(self, ctx: ContextView) -> AgentEffect:
+        return self.propose(ctx)
+
+    def propose(self, ctx: ContextView) -> AgentEffect:
+        fixed = self.fixed
+        if fixed is not None:
+            return fixed
+        return self._render(self.core.scopes.scope(ctx), ctx.cycle)
+
+    def _render(self, scope: dict[str, Any], cycle: int) -> AgentEffect:
         core = self.core
-        scope = core.scopes.scope(ctx)
-        cycle = ctx.cycle
         provenance = Provenance(core.source)
         proposals = []
         for e in self.emissions:
@@ -122,10 +164,10 @@ def _emissions(
 def build_seed(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
     target = str(spec.get("target", "seeds"))
     emissions = _emissions(spec.get("facts"), (*path, "facts"), ctx, target, expression=False)
-    return EmittingSuggestor(SuggestorCore.of(spec, path, ctx, (target,)), "seed", emissions)
+    return EmittingSuggestor.of(SuggestorCore.of(spec, path, ctx, (target,)), "seed", emissions)
 
 
 def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
     emissions = _emissions(spec.get("emit"), (*path, "emit"), ctx, None, expression=True)
     targets = tuple(e.key for e in emissions)
-    return EmittingSuggestor(SuggestorCore.of(spec, path, ctx, targets), "rule", emissions)
+    return EmittingSuggestor.of(SuggestorCore.of(spec, path, ctx, targets), "rule", emissions)

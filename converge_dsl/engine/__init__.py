@@ -3,7 +3,8 @@
 It implements the suggestor contract of docs/architecture.md §7.
 
 Public surface:
-- the contract: `Suggestor` (protocol), `SuggestorBase`, `ContextKey`, `BUILTIN_KEYS`,
+- the contract: `Suggestor` (protocol), `SyncSuggestor` (one the engine runs inline),
+  `SuggestorBase`, `ContextKey`, `BUILTIN_KEYS`,
   `ContextView`, `ProposedFact`, `AgentEffect`, `Provenance`, `Fact`, `PromotionRecord`;
   `canonical_json`, `freeze_json`, `fact_to_data`, `fact_from_data`;
 - the loop: `Engine` (`on_error`: `OnError`), `Context`, `RunResult`, `StopReason`,
@@ -64,6 +65,7 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
     Suggestor,
+    SyncSuggestor,
     canonical_json,
     freeze_json,
 )
@@ -112,6 +114,7 @@ __all__ = [
     "SuggestorFailed",
     "SuggestorFinished",
     "SuggestorStarted",
+    "SyncSuggestor",
     "Timing",
     "UsageMeter",
     "UsageTotals",

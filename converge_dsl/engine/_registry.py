@@ -58,6 +58,36 @@ class Registry:
         else:
             self._always.append(index)
 
+    def register_many(self, suggestors: tuple[Suggestor, ...]) -> None:
+        """`register` each of `suggestors`, in order; into an empty registry, a tuple
+        registered before (the compiled suggestors of a pipeline run many times) is
+        copied from the registry it made then, with no check repeated."""
+        if self.suggestors:
+            for suggestor in suggestors:
+                self.register(suggestor)
+            return
+        kept = _MADE.get(id(suggestors))
+        if kept is None or kept[0] is not suggestors or kept[1] != self._known_keys:
+            for suggestor in suggestors:
+                self.register(suggestor)
+            if len(_MADE) >= _KEEP:
+                _MADE.clear()
+            _MADE[id(suggestors)] = (suggestors, self._known_keys, self._copy())
+            return
+        self._take(kept[2])
+
+    def _copy(self) -> Registry:
+        copy = Registry(self._known_keys)
+        copy._take(self)
+        return copy
+
+    def _take(self, other: Registry) -> None:
+        """Hold what `other` holds (copies: either may register more afterwards)."""
+        self.suggestors = list(other.suggestors)
+        self._names = set(other._names)
+        self._by_key = {key: list(indices) for key, indices in other._by_key.items()}
+        self._always = list(other._always)
+
     def candidates(self, dirty: Iterable[str]) -> list[int]:
         """Registration indices of suggestors under a dirty key or always candidates, sorted."""
         found: set[int] = set(self._always)
@@ -75,3 +105,8 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self.suggestors)
+
+
+# Registries made from a tuple of suggestors (the tuple kept alive with its registry).
+_MADE: dict[int, tuple[tuple[Suggestor, ...], frozenset[str], Registry]] = {}
+_KEEP = 16

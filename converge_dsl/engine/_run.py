@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from converge_dsl._governor import DeadlinePassed, Exhausted, run_deadline
 from converge_dsl.clock import Clock, SystemClock
@@ -30,7 +31,7 @@ from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys
 from converge_dsl.engine.budget import SPENDER, Budget, StopReason
 from converge_dsl.engine.state import EngineState, HitlPause, RunResult
-from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor
+from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor, SyncSuggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
 
 # (effect or failure, seconds it ran, monotonic time it finished)
@@ -214,12 +215,39 @@ class Run:
         raise Stop(StopReason.CONVERGED)
 
     async def _execute_all(self, accepted: list[Suggestor]) -> list[_Outcome]:
-        ctx, clock = self._state.context, self._clock
+        """Every accepted suggestor's outcome, in registration order.
+
+        A synchronous suggestor (`SyncSuggestor`: no I/O, no model call) runs
+        inline, with no task; the others run concurrently on the event loop.
+        Which runs first does not matter: they read the same view, and their
+        effects merge in registration order (docs/architecture.md §7).
+        """
         if not accepted:
             return []
+        inline = [getattr(s, "synchronous", False) is True for s in accepted]
+        if all(inline):
+            return [self._inline(cast(SyncSuggestor, s)) for s in accepted]
+        done = {
+            i: self._inline(cast(SyncSuggestor, s)) for i, s in enumerate(accepted) if inline[i]
+        }
+        awaited = iter(await self._gather([s for i, s in enumerate(accepted) if not inline[i]]))
+        return [done[i] if inline[i] else next(awaited) for i in range(len(accepted))]
+
+    def _inline(self, suggestor: SyncSuggestor) -> _Outcome:
+        clock = self._clock
+        start = clock.monotonic()
+        try:
+            effect: AgentEffect | BaseException = suggestor.propose(self._state.context)
+        except Exception as exc:
+            effect = exc
+        end = clock.monotonic()
+        return effect, end - start, end
+
+    async def _gather(self, waiting: list[Suggestor]) -> list[_Outcome]:
+        ctx, clock = self._state.context, self._clock
         limit = self._budget.max_concurrency
-        semaphore = asyncio.Semaphore(limit) if len(accepted) > limit else None
-        unfinished = {suggestor.name for suggestor in accepted}
+        semaphore = asyncio.Semaphore(limit) if len(waiting) > limit else None
+        unfinished = {suggestor.name for suggestor in waiting}
 
         async def one(suggestor: Suggestor) -> _Outcome:
             SPENDER.set(suggestor.name)  # this task's own context: its usage is the suggestor's
@@ -236,7 +264,7 @@ class Run:
             end = clock.monotonic()
             return effect, end - start, end
 
-        gathered = self._inflight = asyncio.gather(*(one(s) for s in accepted))
+        gathered = self._inflight = asyncio.gather(*(one(s) for s in waiting))
         wall = self._budget.max_wall_s
         watcher = (
             None
@@ -246,7 +274,7 @@ class Run:
         try:
             return await gathered
         except asyncio.CancelledError:
-            flight = tuple(s.name for s in accepted if s.name in unfinished)
+            flight = tuple(s.name for s in waiting if s.name in unfinished)
             if self._cancelled:
                 raise Stop(StopReason.CANCELLED, in_flight=flight) from None
             if self._timed_out:

@@ -39,7 +39,7 @@ from converge_dsl.engine._runstate import EventLog, RunState
 from converge_dsl.engine.budget import Budget, UsageMeter
 from converge_dsl.engine.events import EventSink
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, Invariant, InvariantClass
-from converge_dsl.engine.policy import PromotionGate, PromotionPolicy
+from converge_dsl.engine.policy import PromotionPolicy, gate_of
 from converge_dsl.engine.state import EngineState, HitlPause, PendingProposal, RunResult
 from converge_dsl.engine.types import ProposedFact, Suggestor
 from converge_dsl.errors import ConvergeError, UsageError
@@ -80,7 +80,7 @@ class Engine:
         self.policy = policy
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.on_error: OnError = on_error
-        self._gate = PromotionGate(policy)
+        self._gate = gate_of(policy)
         self._known_keys = frozenset(BUILTIN_KEYS) | frozenset(declared_keys)
         self._registry = Registry(self._known_keys)
         self._invariants: dict[InvariantClass, list[Invariant]] = {c: [] for c in INVARIANT_CLASSES}
@@ -96,6 +96,10 @@ class Engine:
         self._registry.register(suggestor)
 
     def register_all(self, suggestors: Iterable[Suggestor]) -> None:
+        """`register` each, in order (a tuple registered before is not checked again)."""
+        if isinstance(suggestors, tuple):
+            self._registry.register_many(suggestors)
+            return
         for suggestor in suggestors:
             self._registry.register(suggestor)
 

@@ -114,3 +114,25 @@ class PromotionGate:
                 f"confidence_threshold {threshold:g}"
             )
         return None
+
+
+# The gates compiled so far, by policy identity (the policy kept alive with its gate).
+_GATES: dict[int, tuple[PromotionPolicy, PromotionGate]] = {}
+_KEEP_GATES = 32
+
+
+def gate_of(policy: PromotionPolicy) -> PromotionGate:
+    """The `PromotionGate` of `policy`, compiled once per policy object.
+
+    A gate is immutable once built; the engines of many runs of one compiled
+    pipeline (a batch) share their settings' policy, so they share its gate
+    instead of compiling every key schema per run.
+    """
+    kept = _GATES.get(id(policy))
+    if kept is not None and kept[0] is policy:
+        return kept[1]
+    gate = PromotionGate(policy)
+    if len(_GATES) >= _KEEP_GATES:
+        _GATES.clear()
+    _GATES[id(policy)] = (policy, gate)
+    return gate

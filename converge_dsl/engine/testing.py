@@ -5,6 +5,8 @@ returns. By default it is idempotent: it accepts only while one of the
 proposals it would make is neither a fact nor rejected yet, so a set of
 them reaches a fixed point. `delay` awaits the given clock first (to shuffle
 finishing order, see `StepClock`); `fail` raises instead of proposing.
+`SyncFnSuggestor` is the same without `delay`, a synchronous suggestor
+(`SyncSuggestor`) the engine runs inline.
 `TickClock` is a fake clock that moves on every reading (time passes as work is done).
 """
 
@@ -94,3 +96,15 @@ class FnSuggestor(SuggestorBase):
 
     def provenance(self) -> Provenance:
         return self._provenance
+
+
+class SyncFnSuggestor(FnSuggestor):
+    """A synchronous `FnSuggestor` (no delay): the engine calls `propose` inline."""
+
+    synchronous = True
+
+    def propose(self, ctx: ContextView) -> AgentEffect:
+        self.calls += 1
+        if self._fail is not None:
+            raise self._fail
+        return AgentEffect(tuple(self._propose(ctx)))

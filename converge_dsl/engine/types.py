@@ -397,3 +397,19 @@ class Suggestor(Protocol):
     def provenance(self) -> Provenance: ...
 
     def complexity_hint(self) -> str | None: ...
+
+
+@runtime_checkable
+class SyncSuggestor(Suggestor, Protocol):
+    """A suggestor that does no I/O and calls no model: the engine runs it inline.
+
+    `synchronous` is True, and `propose(ctx)` returns what `await execute(ctx)`
+    would, with no await; the engine calls `propose` on the run's own task, so
+    a cycle of synchronous suggestors schedules nothing on the event loop
+    (docs/architecture.md §7).
+    """
+
+    @property
+    def synchronous(self) -> bool: ...
+
+    def propose(self, ctx: ContextView) -> AgentEffect: ...

@@ -28,7 +28,7 @@ from converge_dsl.compiler import CompileContext, RenderScopes
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
-from converge_dsl.packs._lockfile import lock_hint
+from converge_dsl.packs._lockfile import lock_hint, lock_path
 from converge_dsl.packs._manifest import Pack, SuggestorDef
 from converge_dsl.packs._registry import SolverRegistry, installed_solvers
 from converge_dsl.packs._suggestor import PackSolverSuggestor
@@ -76,11 +76,33 @@ def instantiate_template(spec: Mapping[str, Any], definition: SuggestorDef) -> d
     return body
 
 
+# The packs last loaded per pipeline file: (its loaded document, its lock's bytes, the packs).
+_LOADED: dict[str, tuple[object, bytes | None, Mapping[str, Pack]]] = {}
+_KEEP = 8
+
+
 def _packs(ctx: CompileContext) -> Mapping[str, Pack]:
+    """The pipeline's locked packs, loaded once per loaded document and lock file.
+
+    A pipeline loaded once and run many times (a batch) reads its packs once;
+    a changed lock file (or another load of the pipeline) reads them again.
+    """
     given: Mapping[str, Pack] | None = getattr(ctx, "packs", None)
     if given is not None:
         return given
-    return load_locked_packs(Path(ctx.source_map.file))
+    pipeline = Path(ctx.source_map.file)
+    try:
+        lock: bytes | None = lock_path(pipeline).read_bytes()
+    except OSError:
+        lock = None
+    kept = _LOADED.get(str(pipeline))
+    if kept is not None and kept[0] is ctx.document and kept[1] == lock:
+        return kept[2]
+    packs = load_locked_packs(pipeline)
+    if len(_LOADED) >= _KEEP:
+        _LOADED.clear()
+    _LOADED[str(pipeline)] = (ctx.document, lock, packs)
+    return packs
 
 
 def compile_pack_suggestor(

@@ -7,7 +7,8 @@ Public surface:
   (`decided_by={id: who}` says who gave each decision; the trace says `api` otherwise).
 - `assemble_run(plan)` (async) -> `RunOutcome`: the one run assembly every run goes
   through (single runs, batch cases, tests, the Python API); `RunPlan` is one run of a
-  loaded pipeline, `Checkpointing` its checkpoint folder.
+  loaded pipeline, `Checkpointing` its checkpoint folder, `CompiledRuns` what the runs of
+  one loaded pipeline share (compile once, run many).
 - `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
   `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
   `OtelSink` (OpenTelemetry, `OtelOptions`), `ListenerSink` (a live listener),
@@ -68,6 +69,7 @@ from ._outcome import (
 from ._outputs import check_outputs
 from ._report_html import MARK as REPORT_MARK
 from ._report_html import check_report_output, render_report, write_page, write_report
+from ._reuse import CompiledRuns
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
 from ._telemetry import OtelSink
@@ -83,6 +85,7 @@ __all__ = [
     "CheckpointRefused",
     "CheckpointStore",
     "Checkpointing",
+    "CompiledRuns",
     "DiagnosticModel",
     "FactModel",
     "ListenerSink",

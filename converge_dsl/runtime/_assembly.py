@@ -37,6 +37,7 @@ from ._engine import SUGGESTOR_BUILDERS, build_engine
 from ._outcome import RunOutcome, outcome
 from ._outputs import CheckpointSink, check_outputs
 from ._resume import continue_run
+from ._reuse import CompiledRuns
 from ._sinks import RunSink
 from ._suggestor_state import restore_states
 from ._trace import TraceWriter, wall_clock
@@ -87,6 +88,7 @@ class RunPlan:
     cache: CacheOpener | None = None
     checkpoint: Checkpointing | None = None
     freeze: bool = False
+    reuse: CompiledRuns | None = None
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
@@ -113,7 +115,12 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
     try:
         checkpoint = _read_checkpoint(store, plan)
         inputs = plan.inputs or (checkpoint.inputs if checkpoint is not None else {})
-        settings = compile_settings(plan.document, inputs=inputs)
+        reuse = plan.reuse
+        settings = (
+            compile_settings(plan.document, inputs=inputs)
+            if reuse is None
+            else reuse.settings(plan.document, inputs)
+        )
         meter = (plan.meter or (lambda b: UsageMeter(b, clock=plan.clock)))(settings.budget)
         for sink in sinks:
             sink.open(plan.clock)
@@ -121,11 +128,15 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
-        cache = None if plan.cache is None else plan.cache(settings.inputs)
-        with contextlib.nullcontext() if cache is None else cache.session():
-            compiled = compile_pipeline(
-                settings, models=models, usage=meter, events=hub, builders=SUGGESTOR_BUILDERS
-            )
+        compiled = None if reuse is None else reuse.compiled(inputs)
+        if compiled is None:
+            cache = None if plan.cache is None else plan.cache(settings.inputs)
+            with contextlib.nullcontext() if cache is None else cache.session():
+                compiled = compile_pipeline(
+                    settings, models=models, usage=meter, events=hub, builders=SUGGESTOR_BUILDERS
+                )
+            if reuse is not None:
+                reuse.offer(inputs, compiled)
         if plan.freeze:
             gc.freeze()  # see `RunOptions.freeze_compiled`
         for sink in sinks:

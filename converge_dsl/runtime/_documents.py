@@ -75,6 +75,9 @@ def _plain(data: Any) -> Any:
     return None if data is None else json.loads(canonical_json(data))
 
 
+_FACT_FIELDS = frozenset({"id", "content", "data", "confidence", "provenance"})
+
+
 class FactModel(_Frozen):
     id: str
     content: str = Field(description="text, for people and prompts")
@@ -83,14 +86,26 @@ class FactModel(_Frozen):
     provenance: ProvenanceModel
 
     @classmethod
-    def of(cls, fact: Fact) -> FactModel:
-        """Built without validation: the engine made the fact (text content, float confidence)."""
+    def of(
+        cls, fact: Fact, provenances: dict[Provenance, ProvenanceModel] | None = None
+    ) -> FactModel:
+        """Built without validation: the engine made the fact (text content, float confidence).
+
+        `provenances` shares one (frozen) `ProvenanceModel` among the facts of one
+        document that came from the same `Provenance`.
+        """
+        provenance = None if provenances is None else provenances.get(fact.provenance)
+        if provenance is None:
+            provenance = ProvenanceModel.of(fact.provenance)
+            if provenances is not None:
+                provenances[fact.provenance] = provenance
         return cls.model_construct(
+            set(_FACT_FIELDS),
             id=fact.id,
             content=fact.content,
             data=_plain(fact.data),
             confidence=fact.confidence,
-            provenance=ProvenanceModel.of(fact.provenance),
+            provenance=provenance,
         )
 
 
@@ -203,8 +218,9 @@ class RunResultDocument(_Frozen):
         held: dict[str, bool] | None = None,
     ) -> RunResultDocument:
         grouped: dict[str, list[FactModel]] = {}
+        provenances: dict[Provenance, ProvenanceModel] = {}
         for fact in facts:
-            grouped.setdefault(fact.key, []).append(FactModel.of(fact))
+            grouped.setdefault(fact.key, []).append(FactModel.of(fact, provenances))
         ordered = {k: grouped[k] for k in sorted(grouped, key=key_sort_key)}
         return cls(
             stop_reason=stop_reason,

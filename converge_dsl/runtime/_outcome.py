@@ -23,12 +23,13 @@ from converge_dsl.compiler import CompiledPipeline
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.state import RunResult
 from converge_dsl.engine.stops import StopNote
-from converge_dsl.engine.types import Fact
+from converge_dsl.engine.types import Fact, Provenance
 from converge_dsl.errors import ConvergeError, PipelineInvalid, RunError, UsageError
 
 from ._documents import (
     DiagnosticModel,
     FactModel,
+    ProvenanceModel,
     RunResultDocument,
     UsageModel,
     write_run_result,
@@ -81,7 +82,11 @@ class RunOutcome:
     @cached_property
     def document(self) -> RunResultDocument:
         """The run-result document with its facts (grouped by key, in key order)."""
-        facts = {key: [FactModel.of(fact) for fact in items] for key, items in self.facts_by_key()}
+        shared: dict[Provenance, ProvenanceModel] = {}
+        facts = {
+            key: [FactModel.of(fact, shared) for fact in items]
+            for key, items in self.facts_by_key()
+        }
         return self.summary.model_copy(update={"facts": facts})
 
     def write_json(self, stream: TextIO) -> None:

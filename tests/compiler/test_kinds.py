@@ -157,3 +157,40 @@ def test_literal_template_skips_jinja_but_renders_the_same(compile_yaml: Compile
     assert isinstance(emission.id, CompiledTemplate)
     assert emission.id.literal == "plain"
     assert _run(compiled.suggestors[0], _ctx())[0].content == "a {b} c"
+
+
+def test_a_literal_rule_proposes_facts_built_once_and_runs_synchronously(
+    compile_yaml: Compile,
+) -> None:
+    compiled = compile_yaml(
+        """\
+        suggestors:
+          - name: fixed
+            kind: rule
+            dependencies: [seeds]
+            emit:
+              - {key: strategies, id: s, content: plain, confidence: 0.5, data: "{'n': 1}"}
+          - name: literal
+            kind: rule
+            dependencies: [seeds]
+            emit: [{key: hypotheses, id: h, content: {text: plain}, confidence: 0.4}]
+          - name: templated
+            kind: rule
+            dependencies: [seeds]
+            emit: [{key: signals, id: "s-{{ cycle }}", content: x}]
+        """
+    )
+    fixed, literal, templated = compiled.suggestors
+    assert all(s.synchronous for s in compiled.suggestors)
+    ctx = _ctx(_fact("seeds", "a", "x"))
+    # A data expression is rendered per firing; literal emissions are built once.
+    assert fixed.fixed is None
+    assert literal.fixed is not None
+    assert literal.propose(ctx) is literal.propose(_ctx(cycle=9))
+    assert literal.propose(ctx) == asyncio.run(literal.execute(ctx))
+    (proposal,) = literal.propose(ctx).proposals
+    assert (proposal.id, proposal.content, proposal.confidence) == ("h", '{"text":"plain"}', 0.4)
+    assert proposal.provenance == Provenance("literal@t")
+    assert templated.fixed is None
+    assert [p.id for p in templated.propose(ctx).proposals] == ["s-3"]
+    assert fixed.propose(ctx).proposals[0].data == {"n": 1}

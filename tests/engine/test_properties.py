@@ -16,7 +16,7 @@ from converge_dsl.engine import (
     Provenance,
     RunResult,
 )
-from converge_dsl.engine.testing import FnSuggestor, StepClock
+from converge_dsl.engine.testing import FnSuggestor, StepClock, SyncFnSuggestor
 
 KEYS = ("seeds", "hypotheses", "strategies", "signals", "votes")
 
@@ -53,15 +53,22 @@ def _derive(index: int, reads: str, writes: str, fan: int):  # type: ignore[no-u
     return propose
 
 
-def _engine(spec: list[Spec], delays: list[int] | None = None) -> Engine:
+def _engine(
+    spec: list[Spec], delays: list[int] | None = None, inline: list[bool] | None = None
+) -> Engine:
+    """The engine of `spec`; `inline[i % len]` makes suggestor i synchronous (run inline)."""
     clock = StepClock()
     engine = Engine(clock=clock)
     for i, (reads, writes, fan) in enumerate(spec):
+        propose = _derive(i, KEYS[reads], KEYS[writes], fan)
+        if inline and inline[i % len(inline)]:
+            engine.register(SyncFnSuggestor(f"d{i}", [KEYS[reads]], propose, clock=clock))
+            continue
         engine.register(
             FnSuggestor(
                 f"d{i}",
                 [KEYS[reads]],
-                _derive(i, KEYS[reads], KEYS[writes], fan),
+                propose,
                 delay=delays[i % len(delays)] if delays else 0,
                 clock=clock,
             )
@@ -80,6 +87,20 @@ def _run(engine: Engine, state: EngineState | None = None) -> RunResult:
 @given(specs, st.lists(st.integers(0, 6), min_size=1, max_size=6))
 def test_finishing_order_never_changes_the_result(spec: list[Spec], delays: list[int]) -> None:
     assert _run(_engine(spec, delays)).fingerprint() == _run(_engine(spec)).fingerprint()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    specs,
+    st.lists(st.integers(0, 6), min_size=1, max_size=6),
+    st.lists(st.booleans(), min_size=1, max_size=6),
+)
+def test_running_some_suggestors_inline_never_changes_the_result(
+    spec: list[Spec], delays: list[int], inline: list[bool]
+) -> None:
+    mixed = _run(_engine(spec, delays, inline))
+    assert mixed.fingerprint() == _run(_engine(spec)).fingerprint()
+    assert mixed.context.facts() == _run(_engine(spec)).context.facts()
 
 
 @settings(max_examples=40, deadline=None)

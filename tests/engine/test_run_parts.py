@@ -26,6 +26,7 @@ from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._runstate import EventLog, RunState, Stop
 from converge_dsl.engine.invariants import INVARIANT_CLASSES
 from converge_dsl.engine.testing import FnSuggestor
+from converge_dsl.errors import ConvergeError
 from converge_dsl.keys import BUILTIN_KEYS
 
 
@@ -107,3 +108,57 @@ def test_a_cancel_before_a_run_does_not_cancel_the_next_run() -> None:
     engine.register(FnSuggestor("s", [], lambda ctx: [_proposal("a")]))
     engine.cancel()
     assert asyncio.run(engine.run()).stop_reason is StopReason.CONVERGED
+
+
+def test_a_synchronous_suggestor_runs_inline_on_the_runs_own_task() -> None:
+    from converge_dsl.engine.testing import SyncFnSuggestor
+
+    tasks: list[object] = []
+
+    def propose(ctx: object) -> list[ProposedFact]:
+        tasks.append(asyncio.current_task())
+        return [_proposal("inline")]
+
+    inline = SyncFnSuggestor("inline", ["seeds"], propose)
+    awaited = FnSuggestor("awaited", ["seeds"], lambda ctx: [_proposal("awaited")])
+    engine = Engine()
+    engine.register_all([inline, awaited])
+
+    async def run() -> tuple[object, object]:
+        result = await engine.run([ProposedFact("seeds", "s", "go", 1.0, Provenance("seed"))])
+        return result, asyncio.current_task()
+
+    result, run_task = asyncio.run(run())
+    assert result.converged  # type: ignore[attr-defined]
+    assert [f.id for f in result.context.get("signals")] == ["inline", "awaited"]  # type: ignore[attr-defined]
+    # `accepts` asks `propose` too; every call ran on the run's task, none in a task of its own.
+    assert tasks
+    assert all(task is run_task for task in tasks)
+    assert inline.calls == 1
+    assert awaited.calls == 1
+
+
+def test_a_tuple_registered_again_is_copied_and_still_refuses_duplicates() -> None:
+    from converge_dsl.engine import _registry
+
+    made = tuple(FnSuggestor(f"s{i}", ["seeds"], lambda ctx: []) for i in range(3))
+    first, second = Engine(), Engine()
+    first.register_all(made)
+    checks: list[object] = []
+    real = _registry.Registry.register
+
+    def counted(self: object, suggestor: object) -> None:
+        checks.append(suggestor)
+        real(self, suggestor)  # type: ignore[arg-type]
+
+    _registry.Registry.register = counted  # type: ignore[method-assign]
+    try:
+        second.register_all(made)
+        assert checks == []  # copied from the first registry, not checked again
+        assert second.suggestors == first.suggestors
+        second.register(FnSuggestor("extra", [], lambda ctx: []))
+        assert len(first.suggestors) == 3  # the copy is its own
+        with pytest.raises(ConvergeError, match="registered twice"):
+            second.register(FnSuggestor("s1", [], lambda ctx: []))
+    finally:
+        _registry.Registry.register = real  # type: ignore[method-assign]

@@ -111,3 +111,27 @@ def test_no_write_holds_more_than_one_chunk_of_facts(monkeypatch: pytest.MonkeyP
     per_fact = len(out.getvalue()) / len(facts)
     assert max(writes) < 100 * per_fact * 1.5
     assert len(json.loads(out.getvalue())["facts"]["signals"]) == 5_000
+
+
+def test_a_run_document_is_built_unvalidated_yet_validates_and_shares_provenances() -> None:
+    seed, rule = Provenance("seeds@p"), Provenance("r@p", model_id="m")
+    record = PromotionRecord("auto", "engine", 1)
+    facts = tuple(
+        Fact("signals", f"f{i}", f"text {i}", seed if i % 2 else rule, 0.5, record, {"n": i})
+        for i in range(6)
+    )
+    document = RunResultDocument.build(
+        stop_reason="converged", cycles=1, facts=facts, diagnostics=[], usage=UsageModel()
+    )
+    built = document.facts["signals"]
+    # One provenance model per provenance, shared by its facts (they are frozen).
+    assert built[1].provenance is built[3].provenance
+    assert built[0].provenance is not built[1].provenance
+    # The schema is the contract: validating what was built unvalidated changes nothing.
+    again = RunResultDocument.model_validate(document.model_dump())
+    assert again == document
+    assert again.model_dump_json() == document.model_dump_json()
+    assert (
+        built[0].model_fields_set
+        == FactModel.model_validate(built[0].model_dump()).model_fields_set
+    )

@@ -1,0 +1,89 @@
+"""Compile once, run many: what the runs of one loaded pipeline share (docs/architecture.md §12).
+
+A loaded `Pipeline` (`converge_dsl.batch`) runs many times; most of what a
+run is made of depends only on the document and the run's resolved inputs.
+`CompiledRuns` keeps, per distinct inputs:
+
+- the `PipelineSettings` (always: they are immutable; reading them checks
+  every key schema and builds the gate's validators);
+- the `CompiledPipeline`, when nothing in it belongs to one run: the pipeline
+  declares no models (so no suggestor holds a run's model, usage meter or
+  event sink) and no suggestor keeps per-run state (`StatefulSuggestor`).
+  Such a pipeline's suggestors are immutable functions of the context, so a
+  run only builds a fresh engine around them.
+
+A pipeline with models compiles its suggestors per run (each run has its own
+models and meter), from the shared settings. Inputs that are not JSON data
+are not kept (each such run resolves its own). At most `limit` inputs are
+kept; past that the oldest go.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl.compiler import compile_settings
+
+from ._suggestor_state import stateful
+
+if TYPE_CHECKING:
+    from converge_dsl.compiler import CompiledPipeline, PipelineSettings
+    from converge_dsl.frontend.document import LoadedDocument
+
+_Entry = tuple["PipelineSettings", "CompiledPipeline | None"]
+
+
+class CompiledRuns:
+    """The settings and compiled pipeline the runs of one document share (module docstring)."""
+
+    __slots__ = ("_entries", "_limit", "_lock")
+
+    def __init__(self, limit: int = 16) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def settings(self, document: LoadedDocument, inputs: Mapping[str, Any]) -> PipelineSettings:
+        """The settings for `inputs` (resolved once per distinct inputs)."""
+        key = _key(inputs)
+        entry = None if key is None else self._entries.get(key)
+        if entry is not None:
+            return entry[0]
+        settings = compile_settings(document, inputs=inputs)
+        if key is not None:
+            self._keep(key, (settings, None))
+        return settings
+
+    def compiled(self, inputs: Mapping[str, Any]) -> CompiledPipeline | None:
+        """The compiled pipeline a run with `inputs` may reuse, if one was kept."""
+        key = _key(inputs)
+        entry = None if key is None else self._entries.get(key)
+        return None if entry is None else entry[1]
+
+    def offer(self, inputs: Mapping[str, Any], compiled: CompiledPipeline) -> None:
+        """Keep `compiled` for the runs with `inputs` if nothing in it belongs to one run."""
+        key = _key(inputs)
+        if key is None or not reusable(compiled):
+            return
+        self._keep(key, (compiled.settings, compiled))
+
+    def _keep(self, key: str, entry: _Entry) -> None:
+        with self._lock:
+            if key not in self._entries and len(self._entries) >= self._limit:
+                del self._entries[next(iter(self._entries))]
+            self._entries[key] = entry
+
+
+def reusable(compiled: CompiledPipeline) -> bool:
+    """Whether another run may use `compiled` as it is (see the module docstring)."""
+    return not compiled.settings.models and not stateful(compiled.suggestors)
+
+
+def _key(inputs: Mapping[str, Any]) -> str | None:
+    try:
+        return json.dumps(inputs, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
