@@ -10,14 +10,14 @@ Public surface:
 - `plan_pipeline(document, inputs=...)` -> [`Plan`] — what `converge-dsl plan` shows: each
   agent's turns simulated by `simulate(spec, ...)` without a model; `MAX_ASSUMED_CHARS` bounds
   the assumed reply and tool-result sizes.
-- `check_agents(facts)` — the agents' semantic checks (CD4xx) as a pipeline check, composed
-  into `validate` by `converge_dsl.validation`.
+- `AGENT` — the `agent` suggestor kind (`SuggestorKind`: its spec `AgentSuggestorSpec`, its
+  checks CD4xx, its builder), registered by `converge_dsl.validation.KINDS`.
 - events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`
   (its `ClearedTurn`s of `MessageLine`s of `PartLine`s: `TextPartLine`, `ToolCallPartLine`,
   `ToolResultPartLine`), `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
 
 Names are imported on first use (PEP 562): the agent checks
-(`check_agents`) must not pay for the turn loop's imports.
+(`AGENT`'s checks) must not pay for the turn loop's imports.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         AgentSuggestor,
         compile_agent,
     )
-    from converge_dsl.agents._checks import check_agents
+    from converge_dsl.agents._kind import AGENT, AgentSuggestorSpec
     from converge_dsl.agents._events import (
         AgentFinished,
         AgentTurnStarted,
@@ -107,7 +107,8 @@ _WHERE: dict[str, str] = {
     "TokenCounter": "converge_dsl.agents._policy",
     "ToolCalled": "converge_dsl.agents._events",
     "TurnMachine": "converge_dsl.agents._machine",
-    "check_agents": "converge_dsl.agents._checks",
+    "AGENT": "converge_dsl.agents._kind",
+    "AgentSuggestorSpec": "converge_dsl.agents._kind",
     "compile_agent": "converge_dsl.agents._agent",
     "default_token_counter": "converge_dsl.agents._policy",
     "drive": "converge_dsl.agents._loop",
@@ -116,9 +117,11 @@ _WHERE: dict[str, str] = {
 }
 
 __all__ = [
+    "AGENT",
     "MAX_ASSUMED_CHARS",
     "AgentError",
     "AgentFinished",
+    "AgentSuggestorSpec",
     "AgentSpec",
     "AgentSuggestor",
     "AgentTurnStarted",
@@ -142,7 +145,6 @@ __all__ = [
     "ToolCalled",
     "ToolResultPartLine",
     "TurnMachine",
-    "check_agents",
     "compile_agent",
     "default_token_counter",
     "drive",

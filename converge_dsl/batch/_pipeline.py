@@ -166,7 +166,7 @@ class Pipeline:
         """
         from converge_dsl.compiler import compile_pipeline, compile_settings
         from converge_dsl.engine import UsageMeter
-        from converge_dsl.runtime import SUGGESTOR_BUILDERS, TraceWriter, build_engine, outcome
+        from converge_dsl.runtime import SUGGESTOR_KINDS, TraceWriter, build_engine, outcome
 
         settings = compile_settings(self._document, inputs=dict(inputs or {}))
         _check_model_names(models or {}, settings.models)
@@ -176,7 +176,7 @@ class Pipeline:
         try:
             built = self._models(settings, usage, models or {})
             compiled = compile_pipeline(
-                settings, models=built, usage=usage, events=sink, builders=SUGGESTOR_BUILDERS
+                settings, models=built, usage=usage, events=sink, kinds=SUGGESTOR_KINDS
             )
             engine = build_engine(compiled, sink, self._clock, usage)
             result = await engine.run(compiled.seeds)

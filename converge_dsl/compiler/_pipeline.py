@@ -2,10 +2,11 @@
 
 The document must already be valid (`converge_dsl.validation.load_pipeline`).
 `compile_settings` (see `_settings`) reads the pipeline's settings first;
-`compile_pipeline` then builds the suggestors by kind through the builder table
-it is given (kind -> `SuggestorBuilder`; the compiler's own `BUILDERS` hold
-seed, rule and llm: the caller adds `agent` and `pack`, which live above the
-compiler) and the invariants as the engine's `Invariant`s. Templates and
+`compile_pipeline` then builds each suggestor with the builder of its kind in
+the kind registry it is given (`converge_dsl.frontend.KindRegistry`; default:
+the front end's seed, rule and llm, whose builders live here; the caller hands
+down the registry with `agent` and `pack`, which live above the compiler) and
+the invariants as the engine's `Invariant`s. Templates and
 expressions are compiled here, once. Every object keeps its `SourceSpan`.
 """
 
@@ -23,20 +24,15 @@ from converge_dsl.engine import Budget, Invariant, OnError, PromotionPolicy
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, InvariantClass
 from converge_dsl.engine.types import ContextView, ProposedFact, Suggestor
 from converge_dsl.errors import PipelineInvalid
+from converge_dsl.diagnostics import JsonPath
+from converge_dsl.frontend import KINDS, KindRegistry, SuggestorKind
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
 
 from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
-from ._kinds import build_rule, build_seed
-from ._llm import build_llm
 from ._scope import RenderScopes
 from ._settings import PipelineSettings, compile_settings
 from ._template import CompiledExpression, CompiledTemplate
-
-BUILDERS: Mapping[str, SuggestorBuilder] = MappingProxyType(
-    {"seed": build_seed, "rule": build_rule, "llm": build_llm}
-)
-
 
 @dataclass(frozen=True, slots=True)
 class InvariantCheck:
@@ -70,6 +66,13 @@ class CompiledPipeline:
     invariants: tuple[Invariant, ...]
     models: Mapping[str, Model]
     spans: Mapping[str, SourceSpan] = field(default_factory=dict)
+    kinds: Mapping[str, str] = field(default_factory=dict)  # suggestor name -> kind name
+    registry: KindRegistry = KINDS
+
+    def kind_of(self, suggestor: str) -> SuggestorKind | None:
+        """The kind of the suggestor called `suggestor` (None for an unknown name)."""
+        name = self.kinds.get(suggestor)
+        return None if name is None else self.registry.get(name)
 
     @property
     def name(self) -> str:
@@ -124,7 +127,7 @@ def compile_context(
     models: Mapping[str, Model],
     usage: UsageRecorder,
     events: EventEmitter | None = None,
-    builders: Mapping[str, SuggestorBuilder] = BUILDERS,
+    kinds: KindRegistry = KINDS,
 ) -> CompileContext:
     """The `CompileContext` every builder of a pipeline receives.
 
@@ -144,7 +147,7 @@ def compile_context(
         declared_keys=settings.declared_keys,
         base_dir=Path(settings.file).parent,
         scopes=RenderScopes(settings.declared_keys, dict(settings.inputs)),
-        builders=MappingProxyType(dict(builders)),
+        kinds=kinds,
         key_schemas=settings.key_schemas,
     )
 
@@ -156,31 +159,25 @@ def compile_pipeline(
     models: Mapping[str, Model],
     usage: UsageRecorder,
     events: EventEmitter | None = None,
-    builders: Mapping[str, SuggestorBuilder] = BUILDERS,
+    kinds: KindRegistry = KINDS,
 ) -> CompiledPipeline:
     """Compile a validated document (with `inputs`) or its settings.
 
-    Suggestors are built through `builders` (kind -> builder; default: the
-    compiler's seed, rule and llm). Raises `PipelineInvalid` (located; a kind
-    with no builder is CD602) or `UsageError` (inputs).
+    Each suggestor is built by its kind's builder in `kinds` (default: the
+    front end's seed, rule and llm). Raises `PipelineInvalid` (located; a kind
+    the registry lacks is CD602) or `UsageError` (inputs).
     """
     settings = _settings_of(source, inputs)
-    ctx = compile_context(settings, models=models, usage=usage, events=events, builders=builders)
+    ctx = compile_context(settings, models=models, usage=usage, events=events, kinds=kinds)
     suggestors: list[Suggestor] = []
     spans: dict[str, SourceSpan] = {}
+    styles: dict[str, str] = {}
     for index, spec in enumerate(settings.document.data.get("suggestors") or ()):
         path = ("suggestors", index)
-        kind = str(spec.get("kind"))
-        builder = ctx.builders.get(kind)
-        if builder is None:
-            raise ctx.invalid(
-                codes.COMPILE_KIND_UNAVAILABLE,
-                f"suggestor kind {kind!r} is not available",
-                (*path, "kind"),
-            )
-        suggestor = builder(spec, path, ctx)
+        suggestor = build_suggestor(spec, path, ctx)
         suggestors.append(suggestor)
         spans[suggestor.name] = getattr(suggestor, "span", None) or ctx.span(path)
+        styles[suggestor.name] = str(spec.get("kind"))
     invariants = tuple(
         _invariant(spec, ("invariants", i), ctx)
         for i, spec in enumerate(settings.document.data.get("invariants") or ())
@@ -192,7 +189,23 @@ def compile_pipeline(
         invariants=invariants,
         models=ctx.models,
         spans=MappingProxyType(spans),
+        kinds=MappingProxyType(styles),
+        registry=kinds,
     )
+
+
+def build_suggestor(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor:
+    """One suggestor, built by its kind's builder in `ctx.kinds` (CD602 when there is none)."""
+    name = str(spec.get("kind"))
+    kind = ctx.kinds.get(name)
+    if kind is None:
+        raise ctx.invalid(
+            codes.COMPILE_KIND_UNAVAILABLE,
+            f"suggestor kind {name!r} is not available",
+            (*path, "kind"),
+        )
+    builder: SuggestorBuilder = kind.builder()
+    return builder(spec, path, ctx)
 
 
 def _invariant_class(value: object) -> InvariantClass:
@@ -217,10 +230,10 @@ def _invariant(
 
 
 __all__ = [
-    "BUILDERS",
     "CompiledPipeline",
     "InvariantCheck",
     "PipelineInvalid",
+    "build_suggestor",
     "compile_context",
     "compile_pipeline",
 ]

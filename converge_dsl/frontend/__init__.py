@@ -15,8 +15,12 @@ Public surface:
   (`checks` default: the front end's own `CHECKS`)
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
   the front end's `CHECKS` and `check` (registers into them)
-- templates: `TemplateSite`, `suggestor_sites(path, body)`, `template_problems(...)`,
-  `expression_error(text)`
+- suggestor kinds (docs/architecture.md §4): `SuggestorKind` (everything about one kind),
+  `SuggestorSpec` (a suggestor, typed), `GraphStyle`, `DataSite`, `KindRegistry` and the
+  front end's own `KINDS` (seed, rule, llm); `installed_kinds()`, the kinds of the
+  installed distributions' entry points (`ENTRY_POINT_GROUP`); `pipeline_schema(kinds)`,
+  the pipeline schema composed from kinds
+- templates: `TemplateSite`, `template_problems(...)`, `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
   `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from;
   `cap(diagnostics)` -> the first `MAX_PER_CODE` of each code and `Omitted` counts of the rest
@@ -37,7 +41,17 @@ from converge_dsl.frontend._check import (
     check_pipeline,
     load_pipeline,
 )
-from converge_dsl.frontend._facts import Check, PipelineFacts, TemplateSite, suggestor_sites
+from converge_dsl.frontend._facts import Check, PipelineFacts
+from converge_dsl.frontend._kinds import (
+    ENTRY_POINT_GROUP,
+    DataSite,
+    GraphStyle,
+    KindRegistry,
+    SuggestorKind,
+    SuggestorSpec,
+    TemplateSite,
+    installed_kinds,
+)
 from converge_dsl.frontend._loader import load_file, load_text
 from converge_dsl.frontend._render import (
     SourceTexts,
@@ -48,7 +62,8 @@ from converge_dsl.frontend._render import (
     terminal_safe,
 )
 from converge_dsl.frontend._sarif import render_sarif
-from converge_dsl.frontend._schema import schema_diagnostics
+from converge_dsl.frontend._registry import KINDS
+from converge_dsl.frontend._schema import pipeline_schema, schema_diagnostics
 from converge_dsl.frontend._semantic import CHECKS, check
 from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
 
@@ -57,21 +72,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS",
+    "ENTRY_POINT_GROUP",
+    "KINDS",
     "MAX_PER_CODE",
     "Check",
     "CheckedPipeline",
+    "DataSite",
+    "GraphStyle",
+    "KindRegistry",
     "LoadedDocument",
     "NodeLocation",
     "Omitted",
     "PipelineFacts",
     "SourceMap",
     "SourceTexts",
+    "SuggestorKind",
+    "SuggestorSpec",
     "TemplateSite",
     "cap",
     "check",
     "check_document",
     "check_pipeline",
     "expression_error",
+    "installed_kinds",
     "load_file",
     "load_pipeline",
     "load_text",
@@ -79,8 +102,8 @@ __all__ = [
     "render_human",
     "render_json",
     "render_sarif",
+    "pipeline_schema",
     "schema_diagnostics",
-    "suggestor_sites",
     "summary_line",
     "template_problems",
     "terminal_safe",

@@ -37,7 +37,7 @@ def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Suggestor, invariant and declared-key names are unique; declared keys are not built in."""
     yield from _duplicates(
         facts,
-        [((*p, "name"), s["name"]) for p, s in facts.suggestors],
+        [((*spec.path, "name"), spec.name) for spec in facts.specs],
         codes.DUPLICATE_NAME,
         "suggestor",
     )
@@ -60,15 +60,6 @@ def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
             )
 
 
-def unique_contributors(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    for path, s in facts.suggestors:
-        named = [
-            ((*path, "contributors", j, "name"), c.get("name", f"{c['kind']}-{j}"))
-            for j, c in enumerate(s.get("contributors", ()))
-        ]
-        yield from _duplicates(facts, named, codes.DUPLICATE_CONTRIBUTOR, "contributor")
-
-
 def known_keys(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Every key a suggestor reads or writes is built in or declared under `keys:`."""
     for path, key in facts.key_references:
@@ -82,30 +73,25 @@ def known_keys(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 
 def known_models(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    for path, s in facts.suggestors:
-        for where in (("model",), ("summarizer", "model")):
-            holder: Any = s
-            for part in where[:-1]:
-                holder = holder.get(part, {})
-            model = holder.get(where[-1])
-            if model is not None and model not in facts.models:
+    for spec in facts.specs:
+        for path, model in spec.model_references():
+            if model not in facts.models:
                 yield facts.error(
                     codes.UNKNOWN_MODEL,
                     f"unknown model {model!r}",
-                    (*path, *where),
+                    path,
                     hint=_suggest(model, facts.models) or "declare it under 'models:'",
                 )
 
 
 def declared_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    for path, s in facts.suggestors:
-        if s["kind"] == "pack":
-            pack = s["use"].split("/", 1)[0]
+    for spec in facts.specs:
+        for path, pack in spec.pack_references():
             if pack not in facts.packs:
                 yield facts.error(
                     codes.UNDECLARED_PACK,
                     f"pack {pack!r} is not declared",
-                    (*path, "use"),
+                    path,
                     hint=_suggest(pack, facts.packs)
                     or f"add it under 'packs:' ({pack}: \">=1.0\")",
                 )

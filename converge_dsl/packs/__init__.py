@@ -14,8 +14,9 @@ Public surface:
   `pack fetch`), `read_locked_packs(pipeline)` (the cache only: `validate`),
   `fetched_message(locked)`, `fetch_hint(pipeline)`;
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
-- `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`, which
-  builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
+- `PACK`, the `pack` suggestor kind (`SuggestorKind`, its spec `PackSuggestorSpec`),
+  registered by `converge_dsl.validation.KINDS`; `compile_pack_suggestor(spec, path, ctx)`,
+  its builder, which builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
 - `check_packs(facts)`, the pipeline check `validate` composes (cache only), and
   `fetching_pack_check(on_fetch)`, the one `run` composes (fetches what is missing);
   `check_pipeline_packs(doc)` and the finer checks `check_lock`, `check_pack_uses` (codes
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
         Added,
         add_pack,
     )
+    from converge_dsl.packs._kind import PACK, PackSuggestorSpec
     from converge_dsl.packs._archive import (
         build_archive,
         sha256_hex,
@@ -147,10 +149,12 @@ _WHERE: dict[str, str] = {
     "LockFile": "converge_dsl.packs._lockfile",
     "LockedPack": "converge_dsl.packs._lockfile",
     "Pack": "converge_dsl.packs._manifest",
+    "PACK": "converge_dsl.packs._kind",
     "PackCache": "converge_dsl.packs._cache",
     "PackIndex": "converge_dsl.packs._index",
     "PackInfo": "converge_dsl.packs._info",
     "PackSolverSuggestor": "converge_dsl.packs._suggestor",
+    "PackSuggestorSpec": "converge_dsl.packs._kind",
     "PackVerdict": "converge_dsl.packs._verify",
     "PipelinePacks": "converge_dsl.packs._workspace",
     "Published": "converge_dsl.packs._publish",
@@ -198,6 +202,7 @@ _WHERE: dict[str, str] = {
 
 __all__ = [
     "LOCK_FILE",
+    "PACK",
     "Added",
     "BuiltinRepository",
     "FolderRepository",
@@ -211,6 +216,7 @@ __all__ = [
     "PackIndex",
     "PackInfo",
     "PackSolverSuggestor",
+    "PackSuggestorSpec",
     "PackVerdict",
     "PipelinePacks",
     "Published",

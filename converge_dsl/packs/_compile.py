@@ -11,7 +11,7 @@ the lock file beside the pipeline), then:
   suggestor body (name from the pipeline, `target`/emit keys defaulting to
   `output`, `dependencies` to `[input]`, `model` to `default`; `when` and
   `description` from the pipeline) and builds it with the pipeline's builder
-  for that kind (`ctx.builders`), in a context whose templates also see
+  for that kind (`ctx.kinds`), in a context whose templates also see
   `params` (the `with:` values).
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl.compiler import CompileContext, RenderScopes
+from converge_dsl.compiler import CompileContext, RenderScopes, SuggestorBuilder
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
@@ -116,14 +116,15 @@ def compile_pack_suggestor(
         )
     params = dict(spec.get("with") or {})
     if definition.kind != "solver":
-        builder = ctx.builders.get(definition.kind)
-        if builder is None:
+        kind = ctx.kinds.get(definition.kind)
+        if kind is None:
             raise ctx.invalid(
                 codes.PACK_NOT_INSTALLABLE,
                 f"no builder for {definition.kind!r} suggestors",
                 (*path, "use"),
             )
         scoped = replace(ctx, scopes=_ParamScopes(ctx.scopes, params))
+        builder: SuggestorBuilder = kind.builder()
         return builder(instantiate_template(spec, definition), path, scoped)
     assert definition.solver is not None
     try:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
 from ._checkpoint_key import checkpoint_key
-from ._engine import SUGGESTOR_BUILDERS, build_engine
+from ._engine import SUGGESTOR_KINDS, build_engine
 from ._models import build_models
 from ._options import RunOptions
 from ._outcome import RunOutcome, outcome
@@ -120,7 +120,7 @@ async def _run_locked(
         cache = _compile_cache(document, settings.inputs, options)
         with contextlib.nullcontext() if cache is None else cache.session():
             compiled = compile_pipeline(
-                settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
+                settings, models=models, usage=meter, events=sink, kinds=SUGGESTOR_KINDS
             )
         _freeze(options)
         sink.set_spans(compiled.spans)
