@@ -55,5 +55,5 @@ PACK = SuggestorKind(
     parse_pack_spec,
     (),
     "converge_dsl.packs._compile:compile_pack_suggestor",
-    GraphStyle("#ccfbf1", "#0d9488", "#134e4a", "hexagon", "pack suggestor"),
+    GraphStyle("#ccfbf1", "#0d9488", "#134e4a", "box", "pack suggestor"),
 )

@@ -47,6 +47,7 @@ from opentelemetry.sdk.trace.sampling import (
 
 from converge_dsl import codes
 from converge_dsl.clock import Clock
+from converge_dsl.frontend import SuggestorKind
 
 from ._otel_config import OtelRefused, OtelSettings
 from ._otel_config import display_url as display
@@ -219,7 +220,7 @@ class Telemetry:
     def describe(
         self,
         pipeline: str,
-        kinds: Mapping[str, str],
+        kinds: Mapping[str, SuggestorKind],
         models: Mapping[str, ModelFacts],
         redact: Callable[[str], str],
     ) -> None:
