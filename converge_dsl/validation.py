@@ -175,9 +175,7 @@ def load_pipeline(
     `fetched pack NAME VERSION from REPOSITORY` for each.
     """
     checks = _checks(roots, on_fetch or _to_stderr) if fetch else _checks(roots)
-    checked = _frontend_check(
-        path, display=display or _display(path), checks=checks, kinds=KINDS
-    )
+    checked = _frontend_check(path, display=display or _display(path), checks=checks, kinds=KINDS)
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)
     return checked.document

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
         AgentSuggestor,
         compile_agent,
     )
-    from converge_dsl.agents._kind import AGENT, AgentSuggestorSpec
     from converge_dsl.agents._events import (
         AgentFinished,
         AgentTurnStarted,
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
         ToolCallPartLine,
         ToolResultPartLine,
     )
+    from converge_dsl.agents._kind import AGENT, AgentSuggestorSpec
     from converge_dsl.agents._loop import (
         Reducer,
         drive,
@@ -121,9 +121,9 @@ __all__ = [
     "MAX_ASSUMED_CHARS",
     "AgentError",
     "AgentFinished",
-    "AgentSuggestorSpec",
     "AgentSpec",
     "AgentSuggestor",
+    "AgentSuggestorSpec",
     "AgentTurnStarted",
     "ClearedTurn",
     "Compaction",

@@ -45,7 +45,9 @@ class AgentSuggestorSpec(SuggestorSpec):
             for j, contributor in enumerate(self.contributors)
             for field in ("text", "template")
         ]
-        found.append((("summarizer", "prompt"), self.summarizer.get("prompt"), SUMMARY_NAMES, False))
+        found.append(
+            (("summarizer", "prompt"), self.summarizer.get("prompt"), SUMMARY_NAMES, False)
+        )
         return (*super().templates(extra), *self.sites(extra, found))
 
     def key_references(self) -> tuple[tuple[JsonPath, str], ...]:

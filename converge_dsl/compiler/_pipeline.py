@@ -19,12 +19,11 @@ from types import MappingProxyType
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import SourceSpan
+from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.engine import Budget, Invariant, OnError, PromotionPolicy
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, InvariantClass
 from converge_dsl.engine.types import ContextView, ProposedFact, Suggestor
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend import KINDS, KindRegistry, SuggestorKind
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
@@ -33,6 +32,7 @@ from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecor
 from ._scope import RenderScopes
 from ._settings import PipelineSettings, compile_settings
 from ._template import CompiledExpression, CompiledTemplate
+
 
 @dataclass(frozen=True, slots=True)
 class InvariantCheck:

@@ -53,6 +53,7 @@ from converge_dsl.frontend._kinds import (
     installed_kinds,
 )
 from converge_dsl.frontend._loader import load_file, load_text
+from converge_dsl.frontend._registry import KINDS
 from converge_dsl.frontend._render import (
     SourceTexts,
     render_github,
@@ -62,7 +63,6 @@ from converge_dsl.frontend._render import (
     terminal_safe,
 )
 from converge_dsl.frontend._sarif import render_sarif
-from converge_dsl.frontend._registry import KINDS
 from converge_dsl.frontend._schema import pipeline_schema, schema_diagnostics
 from converge_dsl.frontend._semantic import CHECKS, check
 from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
@@ -98,11 +98,11 @@ __all__ = [
     "load_file",
     "load_pipeline",
     "load_text",
+    "pipeline_schema",
     "render_github",
     "render_human",
     "render_json",
     "render_sarif",
-    "pipeline_schema",
     "schema_diagnostics",
     "summary_line",
     "template_problems",

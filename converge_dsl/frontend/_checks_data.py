@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
-from converge_dsl.frontend._facts import PipelineFacts, TemplateSite
+from converge_dsl.frontend._facts import PipelineFacts
+from converge_dsl.frontend._kinds import TemplateSite
 
 if TYPE_CHECKING:
     from converge_dsl.frontend._datawalk import Finding

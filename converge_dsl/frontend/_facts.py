@@ -20,6 +20,7 @@ from converge_dsl.frontend.document import LoadedDocument, SourceMap
 from converge_dsl.keys import BUILTIN_KEYS
 from converge_dsl.template_names import CONTEXT_NAMES
 
+
 class PipelineFacts:
     """What checks read: the document plus indexes derived from it once.
 

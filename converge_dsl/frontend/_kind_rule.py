@@ -70,4 +70,3 @@ RULE = SuggestorKind(
     "converge_dsl.compiler._kinds:build_rule",
     GraphStyle("#dbeafe", "#2563eb", "#1e3a8a", "box", "rule"),
 )
-

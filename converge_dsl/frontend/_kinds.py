@@ -213,7 +213,7 @@ class SuggestorKind(Record):
     )
     __slots__ = _fields
 
-    def __init__(  # noqa: PLR0913, PLR0917 (the fields, in order)
+    def __init__(  # noqa: PLR0917 (the fields, in order)
         self,
         name: str,
         branch: str,
@@ -327,7 +327,7 @@ def installed_kinds() -> Mapping[str, SuggestorKind]:
         for point in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 kind = point.load()
-            except Exception:  # noqa: BLE001 (a broken plug-in is an unknown kind, not a crash)
+            except Exception:
                 continue
             if isinstance(kind, SuggestorKind):
                 found[kind.name] = kind

@@ -41,7 +41,6 @@ from converge_dsl.frontend._checks_usage import (
 from converge_dsl.frontend._facts import Check, PipelineFacts
 
 
-
 def kind_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Each suggestor kind's own checks, once for a pipeline that uses the kind."""
     for kind in facts.kinds_used:

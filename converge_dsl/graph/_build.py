@@ -66,9 +66,7 @@ class _Sources:
         )
 
 
-def _models_of(
-    spec: SuggestorSpec, suggestor: Suggestor, declared: Mapping[str, Any]
-) -> list[str]:
+def _models_of(spec: SuggestorSpec, suggestor: Suggestor, declared: Mapping[str, Any]) -> list[str]:
     named = [name for _, name in spec.model_references()]
     names = [*named, getattr(suggestor, "model_name", None)]
     return [str(n) for n in dict.fromkeys(names) if n is not None and str(n) in declared]

@@ -133,7 +133,8 @@ def render(graph: PipelineGraph) -> str:
         f"{MARKERS['html']} -->\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{title} · converge-dsl graph</title><style>{_asset('page.css')}{_kind_css(graph)}</style></head>\n"
+        f"<title>{title} · converge-dsl graph</title>"
+        f"<style>{_asset('page.css')}{_kind_css(graph)}</style></head>\n"
         f"<body><header><h1>{title}</h1>{description}{_summary(graph)}</header>\n"
         f'<main><div id="canvas">{svg(graph)}'
         '<div class="search"><input id="search" type="search" placeholder="Find a node"'

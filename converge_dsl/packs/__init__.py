@@ -45,7 +45,6 @@ if TYPE_CHECKING:
         Added,
         add_pack,
     )
-    from converge_dsl.packs._kind import PACK, PackSuggestorSpec
     from converge_dsl.packs._archive import (
         build_archive,
         sha256_hex,
@@ -79,6 +78,7 @@ if TYPE_CHECKING:
         SuggestorInfo,
         describe_pack,
     )
+    from converge_dsl.packs._kind import PACK, PackSuggestorSpec
     from converge_dsl.packs._lint import (
         template_diagnostics,
     )

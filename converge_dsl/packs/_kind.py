@@ -29,7 +29,9 @@ class PackSuggestorSpec(SuggestorSpec):
 
     def key_references(self) -> tuple[tuple[JsonPath, str], ...]:
         fields = ("input", "output")
-        own = tuple(((*self.path, f), self.raw[f]) for f in fields if isinstance(self.raw.get(f), str))
+        own = tuple(
+            ((*self.path, f), self.raw[f]) for f in fields if isinstance(self.raw.get(f), str)
+        )
         return (*super().key_references(), *own)
 
     def models_used(self) -> frozenset[str]:

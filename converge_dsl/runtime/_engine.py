@@ -17,7 +17,6 @@ from converge_dsl.engine import Engine, UsageMeter
 from converge_dsl.frontend import KindRegistry
 from converge_dsl.validation import KINDS
 
-
 SUGGESTOR_KINDS: KindRegistry = KINDS
 
 

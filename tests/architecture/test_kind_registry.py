@@ -23,18 +23,26 @@ OWN_MODULES: dict[str, frozenset[str]] = {
     "seed": frozenset({"frontend/_kind_seed.py", "compiler/_kinds.py"}),
     "rule": frozenset({"frontend/_kind_rule.py", "compiler/_kinds.py"}),
     "llm": frozenset({"frontend/_kind_llm.py", "compiler/_llm.py"}),
-    "agent": frozenset(
-        str(p.relative_to(PACKAGE)) for p in (PACKAGE / "agents").glob("*.py")
-    ),
+    "agent": frozenset(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "agents").glob("*.py")),
     "pack": frozenset(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "packs").glob("*.py")),
 }
 # Words that are kind names but mean something else in these modules (not a suggestor kind).
 OTHER_MEANINGS: dict[str, frozenset[str]] = {
     # graph node kinds: a pack *source* node, not a pack suggestor
     "pack": frozenset(
-        {"graph/_mermaid.py", "graph/_dot.py", "graph/_html.py", "graph/_svg.py",
-         "graph/_text.py", "graph/_layout.py", "graph/_model.py", "graph/_build.py",
-         "cli/__init__.py", "cli/_schema.py", "_schema_reference.py"}
+        {
+            "graph/_mermaid.py",
+            "graph/_dot.py",
+            "graph/_html.py",
+            "graph/_svg.py",
+            "graph/_text.py",
+            "graph/_layout.py",
+            "graph/_model.py",
+            "graph/_build.py",
+            "cli/__init__.py",
+            "cli/_schema.py",
+            "_schema_reference.py",
+        }
     ),
     # a scheduling solver's `rule` parameter; a pack definition's template kind
     # (`solver`, `rule`...), which the pack's own modules read
@@ -65,7 +73,9 @@ def kind_branches(tree: ast.AST) -> list[tuple[int, str]]:
                 values = part.elts if isinstance(part, ast.Tuple | ast.Set | ast.List) else [part]
                 found += [(node.lineno, v) for v in map(_literal, values) if v in names]
         elif isinstance(node, ast.Dict):
-            found += [(node.lineno, k) for k in map(_literal, filter(None, node.keys)) if k in names]
+            found += [
+                (node.lineno, k) for k in map(_literal, filter(None, node.keys)) if k in names
+            ]
         elif isinstance(node, ast.MatchValue):
             value = _literal(node.value)
             if value in names:

@@ -12,9 +12,8 @@ from pathlib import Path
 from converge_dsl import runtime
 from converge_dsl.clock import FakeClock
 from converge_dsl.compiler import compile_pipeline, compile_settings
-from converge_dsl.frontend import KINDS
 from converge_dsl.engine import Budget, Engine, UsageMeter
-from converge_dsl.frontend import load_text
+from converge_dsl.frontend import KINDS, load_text
 from converge_dsl.runtime import SUGGESTOR_KINDS, TraceWriter, build_engine
 
 RULES = """\
