@@ -1,7 +1,8 @@
 """Agent suggestors: the turn loop, tools, contributors, compaction, the span summarizer.
 
 Public surface:
-- `compile_agent(data, path, ctx)` -> `AgentSuggestor` — the builder of kind `agent`;
+- `compile_agent(spec, ctx)` -> `AgentSuggestor` — the builder of kind `agent` (from its
+  `AgentSuggestorSpec`);
   `AgentError`, the failure of an agent's run.
 - `parse_agent(data, path, ctx)` -> `AgentSpec` — the typed agent, without models (used by `plan`).
 - `TokenCounter`, `default_token_counter` — how turns are measured (about 4 characters a token).

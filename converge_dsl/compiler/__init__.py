@@ -25,8 +25,7 @@ Public surface:
   `ctx.source(name)` is the provenance source `name@pipeline`).
 - `compile_context(settings_or_document, *, inputs=None, models, usage, events=None,
   kinds=KINDS) -> CompileContext`: the context every builder receives (for
-  tools that compile only some suggestors); `build_suggestor(spec, path, ctx)` builds one
-  with its kind's builder.
+  tools that compile only some suggestors).
 - `SuggestorCore` (name, provenance source, dependencies, targets, `when`, span,
   `accepts` with the idempotent default), `CoreSuggestor` (mixin delegating the
   protocol's identity members to `self.core`), `UsageRecorder` (the usage-meter
@@ -53,7 +52,6 @@ from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecor
 from ._pipeline import (
     CompiledPipeline,
     InvariantCheck,
-    build_suggestor,
     compile_context,
     compile_pipeline,
 )
@@ -83,7 +81,6 @@ __all__ = [
     "SuggestorBuilder",
     "SuggestorCore",
     "UsageRecorder",
-    "build_suggestor",
     "compile_context",
     "compile_pipeline",
     "compile_settings",

@@ -5,10 +5,11 @@ in the kind registry it is given (`ctx.kinds`, a `converge_dsl.frontend.KindRegi
 default: the front end's seed, rule and llm, see docs/architecture.md §6). A
 builder is a plain function:
 
-    def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor
+    def build_rule(spec: RuleSpec, ctx: CompileContext) -> Suggestor
 
-- `spec` is the validated YAML mapping of the suggestor (JSON-like data);
-- `path` is its JSON path (`("suggestors", 3)`), so `ctx.span(path + ("emit", 0, "id"))`
+- `spec` is the suggestor's typed spec, parsed by its kind (`SuggestorSpec`: name,
+  dependencies, targets, `when`, and the kind's own fields); `spec.path` is its
+  JSON path (`("suggestors", 3)`), so `ctx.span((*spec.path, "emit", 0, "id"))`
   locates any of its nodes;
 - `ctx` gives the pipeline name, the source map, the compiled models, the usage
   meter, the event sink, the inputs, the declared keys (and their schemas,
@@ -33,7 +34,7 @@ from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.budget import Reservation, StopReason
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend import KindRegistry, LoadedDocument, SourceMap
+from converge_dsl.frontend import KindRegistry, LoadedDocument, SourceMap, SuggestorSpec
 from converge_dsl.models.port import Model
 from converge_dsl.templating import NAMES_HINT, TemplateCompileError
 
@@ -145,4 +146,4 @@ class CompileContext:
         return CompiledExpression.of_source(compiled, self.document, path)
 
 
-SuggestorBuilder = Callable[[Mapping[str, Any], JsonPath, CompileContext], Suggestor]
+SuggestorBuilder = Callable[[SuggestorSpec, CompileContext], Suggestor]

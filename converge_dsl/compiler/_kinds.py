@@ -24,6 +24,7 @@ from converge_dsl.engine.types import (
     Provenance,
     freeze_json,
 )
+from converge_dsl.frontend import RuleSpec, SeedSpec
 
 from ._common import (
     CoreSuggestor,
@@ -119,13 +120,13 @@ def _emissions(
     return tuple(out)
 
 
-def build_seed(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
-    target = str(spec.get("target", "seeds"))
-    emissions = _emissions(spec.get("facts"), (*path, "facts"), ctx, target, expression=False)
-    return EmittingSuggestor(SuggestorCore.of(spec, path, ctx, (target,)), "seed", emissions)
+def build_seed(spec: SeedSpec, ctx: CompileContext) -> EmittingSuggestor:
+    facts_path = (*spec.path, "facts")
+    emissions = _emissions(spec.facts, facts_path, ctx, spec.targets[0], expression=False)
+    return EmittingSuggestor(SuggestorCore.of(spec, ctx), spec.kind, emissions)
 
 
-def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
-    emissions = _emissions(spec.get("emit"), (*path, "emit"), ctx, None, expression=True)
+def build_rule(spec: RuleSpec, ctx: CompileContext) -> EmittingSuggestor:
+    emissions = _emissions(spec.emits, (*spec.path, "emit"), ctx, None, expression=True)
     targets = tuple(e.key for e in emissions)
-    return EmittingSuggestor(SuggestorCore.of(spec, path, ctx, targets), "rule", emissions)
+    return EmittingSuggestor(SuggestorCore.of(spec, ctx, targets), spec.kind, emissions)

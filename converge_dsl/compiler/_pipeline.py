@@ -12,7 +12,7 @@ expressions are compiled here, once. Every object keeps its `SourceSpan`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -24,7 +24,7 @@ from converge_dsl.engine import Budget, Invariant, OnError, PromotionPolicy
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, InvariantClass
 from converge_dsl.engine.types import ContextView, ProposedFact, Suggestor
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend import KINDS, KindRegistry, SuggestorKind
+from converge_dsl.frontend import KINDS, KindRegistry, SuggestorKind, SuggestorSpec
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.models.port import Model
 
@@ -172,12 +172,12 @@ def compile_pipeline(
     suggestors: list[Suggestor] = []
     spans: dict[str, SourceSpan] = {}
     styles: dict[str, str] = {}
-    for index, spec in enumerate(settings.document.data.get("suggestors") or ()):
-        path = ("suggestors", index)
-        suggestor = build_suggestor(spec, path, ctx)
+    for kind, spec in _specs(settings.document, ctx):
+        builder: SuggestorBuilder = kind.builder()
+        suggestor = builder(spec, ctx)
         suggestors.append(suggestor)
-        spans[suggestor.name] = getattr(suggestor, "span", None) or ctx.span(path)
-        styles[suggestor.name] = str(spec.get("kind"))
+        spans[suggestor.name] = getattr(suggestor, "span", None) or ctx.span(spec.path)
+        styles[suggestor.name] = kind.name
     invariants = tuple(
         _invariant(spec, ("invariants", i), ctx)
         for i, spec in enumerate(settings.document.data.get("invariants") or ())
@@ -194,18 +194,24 @@ def compile_pipeline(
     )
 
 
-def build_suggestor(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor:
-    """One suggestor, built by its kind's builder in `ctx.kinds` (CD602 when there is none)."""
-    name = str(spec.get("kind"))
-    kind = ctx.kinds.get(name)
-    if kind is None:
-        raise ctx.invalid(
-            codes.COMPILE_KIND_UNAVAILABLE,
-            f"suggestor kind {name!r} is not available",
-            (*path, "kind"),
-        )
-    builder: SuggestorBuilder = kind.builder()
-    return builder(spec, path, ctx)
+def _specs(
+    document: LoadedDocument, ctx: CompileContext
+) -> Iterator[tuple[SuggestorKind, SuggestorSpec]]:
+    """Each suggestor's kind in `ctx.kinds` and its typed spec, parsed by that kind.
+
+    A kind the registry lacks is a located `PipelineInvalid` (CD602).
+    """
+    for index, raw in enumerate(document.data.get("suggestors") or ()):
+        path: JsonPath = ("suggestors", index)
+        name = str(raw.get("kind"))
+        kind = ctx.kinds.get(name)
+        if kind is None:
+            raise ctx.invalid(
+                codes.COMPILE_KIND_UNAVAILABLE,
+                f"suggestor kind {name!r} is not available",
+                (*path, "kind"),
+            )
+        yield kind, kind.parse(path, raw)
 
 
 def _invariant_class(value: object) -> InvariantClass:
@@ -233,7 +239,6 @@ __all__ = [
     "CompiledPipeline",
     "InvariantCheck",
     "PipelineInvalid",
-    "build_suggestor",
     "compile_context",
     "compile_pipeline",
 ]

@@ -16,7 +16,8 @@ Public surface:
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
   the front end's `CHECKS` and `check` (registers into them)
 - suggestor kinds (docs/architecture.md §4): `SuggestorKind` (everything about one kind),
-  `SuggestorSpec` (a suggestor, typed), `GraphStyle`, `DataSite`, `KindRegistry` and the
+  `SuggestorSpec` (a suggestor, typed; the front end's kinds' `SeedSpec`, `RuleSpec`,
+  `LlmSpec`), `GraphStyle`, `DataSite`, `KindRegistry` and the
   front end's own `KINDS` (seed, rule, llm); `installed_kinds()`, the kinds of the
   installed distributions' entry points (`ENTRY_POINT_GROUP`); `pipeline_schema(kinds)`,
   the pipeline schema composed from kinds
@@ -42,6 +43,9 @@ from converge_dsl.frontend._check import (
     load_pipeline,
 )
 from converge_dsl.frontend._facts import Check, PipelineFacts
+from converge_dsl.frontend._kind_llm import LlmSpec
+from converge_dsl.frontend._kind_rule import RuleSpec
+from converge_dsl.frontend._kind_seed import SeedSpec
 from converge_dsl.frontend._kinds import (
     ENTRY_POINT_GROUP,
     DataSite,
@@ -80,10 +84,13 @@ __all__ = [
     "DataSite",
     "GraphStyle",
     "KindRegistry",
+    "LlmSpec",
     "LoadedDocument",
     "NodeLocation",
     "Omitted",
     "PipelineFacts",
+    "RuleSpec",
+    "SeedSpec",
     "SourceMap",
     "SourceTexts",
     "SuggestorKind",

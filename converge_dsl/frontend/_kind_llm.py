@@ -27,12 +27,27 @@ class LlmSpec(SuggestorSpec):
         return str(self.raw["model"])
 
     @property
+    def prompt(self) -> Mapping[str, Any]:
+        prompt: Mapping[str, Any] = self.raw.get("prompt") or {}
+        return prompt
+
+    @property
+    def max_tokens(self) -> int | None:
+        value = self.raw.get("max_tokens")
+        return None if value is None else int(value)
+
+    @property
+    def temperature(self) -> float | None:
+        value = self.raw.get("temperature")
+        return None if value is None else float(value)
+
+    @property
     def output(self) -> Mapping[str, Any]:
         output: Mapping[str, Any] = self.raw.get("output") or {}
         return output
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
-        prompt, output = self.raw.get("prompt") or {}, self.output
+        prompt, output = self.prompt, self.output
         found: list[tuple[JsonPath, object, frozenset[str], bool]] = [
             (("prompt", field), prompt.get(field), CONTEXT_NAMES, False)
             for field in ("system", "user")

@@ -15,7 +15,7 @@ Public surface:
   `fetched_message(locked)`, `fetch_hint(pipeline)`;
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
 - `PACK`, the `pack` suggestor kind (`SuggestorKind`, its spec `PackSuggestorSpec`),
-  registered by `converge_dsl.validation.KINDS`; `compile_pack_suggestor(spec, path, ctx)`,
+  registered by `converge_dsl.validation.KINDS`; `compile_pack_suggestor(spec, ctx)`,
   its builder, which builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
 - `check_packs(facts)`, the pipeline check `validate` composes (cache only), and
   `fetching_pack_check(on_fetch)`, the one `run` composes (fetches what is missing);

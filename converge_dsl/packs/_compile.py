@@ -1,6 +1,6 @@
 """Compile a pipeline's `kind: pack` entry into a suggestor.
 
-`compile_pack_suggestor(spec, path, ctx)` is the compiler's builder for
+`compile_pack_suggestor(spec, ctx)` is the compiler's builder for
 `kind: pack` (a `SuggestorBuilder`). It finds the pack among the pipeline's
 locked packs (`ctx.packs` when the context carries them, else loaded through
 the lock file beside the pipeline), then:
@@ -25,9 +25,9 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl.compiler import CompileContext, RenderScopes, SuggestorBuilder
-from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
+from converge_dsl.packs._kind import PackSuggestorSpec
 from converge_dsl.packs._lockfile import lock_hint
 from converge_dsl.packs._manifest import Pack, SuggestorDef
 from converge_dsl.packs._registry import SolverRegistry, installed_solvers
@@ -84,15 +84,14 @@ def _packs(ctx: CompileContext) -> Mapping[str, Pack]:
 
 
 def compile_pack_suggestor(
-    spec: Mapping[str, Any],
-    path: JsonPath,
+    suggestor: PackSuggestorSpec,
     ctx: CompileContext,
     *,
     solvers: SolverRegistry | None = None,
 ) -> Suggestor:
     """Build the suggestor of one `kind: pack` entry; raises a located `PipelineInvalid`."""
-    use = str(spec.get("use", ""))
-    pack_name, _, name = use.partition("/")
+    spec, path = suggestor.raw, suggestor.path
+    pack_name, _, name = suggestor.use.partition("/")
     try:
         packs = _packs(ctx)
     except PackError as exc:
@@ -125,7 +124,7 @@ def compile_pack_suggestor(
             )
         scoped = replace(ctx, scopes=_ParamScopes(ctx.scopes, params))
         builder: SuggestorBuilder = kind.builder()
-        return builder(instantiate_template(spec, definition), path, scoped)
+        return builder(kind.parse(path, instantiate_template(spec, definition)), scoped)
     assert definition.solver is not None
     try:
         solver = (solvers or installed_solvers()).get(definition.solver)

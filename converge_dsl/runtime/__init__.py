@@ -12,8 +12,9 @@ Public surface:
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
   stop reason `invalid`, `usage_error` or `error`).
-- `SUGGESTOR_KINDS`: every suggestor kind (the compiler's seed, rule, llm plus agent
-  and pack, imported on first use), the table `compile_pipeline` is given.
+- `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
+  seed, rule, llm plus agent and pack, imported on first use), the registry
+  `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),

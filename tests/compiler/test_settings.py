@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,10 @@ from converge_dsl.compiler import (
     compile_settings,
     declare_models,
 )
-from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine import Budget, Invariant, PromotionPolicy, Provenance, Suggestor
 from converge_dsl.engine.budget import UsageMeter
 from converge_dsl.errors import PipelineInvalid, UsageError
-from converge_dsl.frontend import KINDS, KindRegistry, load_text
+from converge_dsl.frontend import KINDS, KindRegistry, SuggestorSpec, load_text
 
 PIPELINE = """\
 apiVersion: converge-dsl/v1
@@ -114,10 +112,11 @@ def test_kinds_above_the_compiler_are_injected_not_imported() -> None:
 
     seen: list[KindRegistry] = []
 
-    def build_agent(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor:
+    def build_agent(spec: SuggestorSpec, ctx: CompileContext) -> Suggestor:
         seen.append(ctx.kinds)
-        seed = ctx.kinds.kind("seed").builder()
-        built: Suggestor = seed({"name": spec["name"], "kind": "seed", "facts": []}, path, ctx)
+        seed = ctx.kinds.kind("seed")
+        raw = {"name": spec.name, "kind": "seed", "facts": []}
+        built: Suggestor = seed.builder()(seed.parse(spec.path, raw), ctx)
         return built
 
     agent = KINDS.kind("seed")._replace(name="agent", build=build_agent)

@@ -123,15 +123,13 @@ class CounterSuggestor:
         return f"O(n), n = {len(self.numbers)}"
 
 
-def build_counter(raw: Mapping[str, Any], path: JsonPath, ctx: Any) -> CounterSuggestor:
+def build_counter(spec: CounterSpec, ctx: Any) -> CounterSuggestor:
     from converge_dsl.compiler import SuggestorCore
 
-    spec = parse_counter(path, raw)
-    target = spec.targets[0]
-    label = ctx.template(str(raw.get("label", "{{ n }}")), (*path, "label"), extra=frozenset({"n"}))
-    return CounterSuggestor(
-        SuggestorCore.of(raw, path, ctx, (target,)), label, spec.numbers, target
-    )
+    target, path = spec.targets[0], spec.path
+    text = str(spec.raw.get("label", "{{ n }}"))
+    label = ctx.template(text, (*path, "label"), extra=frozenset({"n"}))
+    return CounterSuggestor(SuggestorCore.of(spec, ctx), label, spec.numbers, target)
 
 
 COUNTER = SuggestorKind(
