@@ -11,7 +11,7 @@ stays cheap, and each returns at once for a pipeline with nothing for it.
 `KINDS` is every suggestor kind: the front end's seed, rule and llm plus
 `agent` (`converge_dsl.agents`) and `pack` (`converge_dsl.packs`), each module
 imported when a pipeline first names the kind; a kind's own checks run through
-the front end's `kind_checks` (docs/architecture.md §4).
+the front end's `kind_checks` (docs/architecture.md §16).
 
 - `check_pipeline(path, display=..., roots=...)` -> `CheckedPipeline`: never raises for a
   user error; packs are read from the cache only (no network, no writes). Files the
@@ -114,7 +114,7 @@ CHECKS: list[Check] = [
 ]
 
 # Every suggestor kind: the front end's seed, rule and llm, then agent and pack,
-# each imported the first time a pipeline names it (docs/architecture.md §4).
+# each imported the first time a pipeline names it (docs/architecture.md §16).
 KINDS: KindRegistry = FRONTEND_KINDS.with_kinds(
     {"agent": "converge_dsl.agents._kind:AGENT", "pack": "converge_dsl.packs._kind:PACK"}
 )

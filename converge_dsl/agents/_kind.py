@@ -1,7 +1,8 @@
-"""The `agent` suggestor kind: its typed spec, checks, builder and registration (§9).
+"""The `agent` suggestor kind: its typed spec, checks, builder and registration.
 
-Light on purpose: validate imports this module (not the turn loop) for a pipeline
-with an agent; the checks and the builder import their modules on first call.
+Light on purpose (docs/architecture.md §16): validate imports this module (not
+the turn loop) for a pipeline with an agent; the checks and the builder import
+their modules on first call.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ pipeline-test (the
 file `schemas/<NAME>.v1.json` shipped with converge-dsl). The pipeline schema
 is the one `validate` applies: with suggestor kinds installed from other
 distributions (entry points `converge_dsl.kinds`), the shipped one composed
-with their branches (docs/architecture.md §4).
+with their branches (docs/architecture.md §16).
 """
 
 from __future__ import annotations

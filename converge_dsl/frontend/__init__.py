@@ -15,7 +15,7 @@ Public surface:
   (`checks` default: the front end's own `CHECKS`)
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
   the front end's `CHECKS` and `check` (registers into them)
-- suggestor kinds (docs/architecture.md §4): `SuggestorKind` (everything about one kind),
+- suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
   `SuggestorSpec` (a suggestor, typed; the front end's kinds' `SeedSpec`, `RuleSpec`,
   `LlmSpec`), `GraphStyle`, `DataSite`, `KindRegistry` and the
   front end's own `KINDS` (seed, rule, llm); `installed_kinds()`, the kinds of the

@@ -1,4 +1,7 @@
-"""The `rule` suggestor kind's front end: its typed spec and its registration (§14)."""
+"""The `rule` suggestor kind's front end: its typed spec and its registration.
+
+What a kind carries and how it is registered: docs/architecture.md §16.
+"""
 
 from __future__ import annotations
 

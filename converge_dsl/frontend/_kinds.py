@@ -1,6 +1,6 @@
 """Suggestor kinds as objects: `SuggestorKind`, its typed `SuggestorSpec`, the `KindRegistry`.
 
-A kind carries everything about it (docs/architecture.md §4): its JSON-Schema
+A kind carries everything about it (docs/architecture.md §16): its JSON-Schema
 branch, a parser from the loaded mapping to a typed, immutable spec (name,
 dependencies, targets, the keys, models and packs it names, its template
 sites), its own checks, its compile builder, how the graph draws it and what

@@ -1,4 +1,4 @@
-"""The front end's own suggestor kinds: `KINDS` holds seed, rule and llm (§4).
+"""The front end's own suggestor kinds: `KINDS` holds seed, rule and llm (§16).
 
 Layers above add theirs (`converge_dsl.validation.KINDS` adds agent and pack)
 with `KindRegistry.with_kinds`; the registry is handed down, never looked up.

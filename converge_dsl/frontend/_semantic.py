@@ -3,7 +3,7 @@
 A check is a `Check` (`PipelineFacts -> Iterator[Diagnostic]`, see `_facts`).
 The front end's own checks are generic: names, keys, models, declared packs,
 templates, reachability and unused declarations; `kind_checks` runs the checks
-each suggestor kind the pipeline uses carries (docs/architecture.md §4). Checks that belong to a
+each suggestor kind the pipeline uses carries (docs/architecture.md §16). Checks that belong to a
 domain (model scripts, agents, packs) live in their packages and are composed
 with these by `converge_dsl.validation`, which `validate` and `run` call.
 

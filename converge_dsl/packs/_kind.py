@@ -1,4 +1,4 @@
-"""The `pack` suggestor kind: its typed spec, builder and registration (§10).
+"""The `pack` suggestor kind: its typed spec, builder and registration (docs/architecture.md §16).
 
 Light on purpose (validate imports it for a pipeline with a pack suggestor);
 the lock and pack checks stay with the `packs:` section they read

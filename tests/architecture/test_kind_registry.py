@@ -1,4 +1,4 @@
-"""No branch on a suggestor kind's name outside that kind's own modules (docs/architecture.md §4).
+"""No branch on a suggestor kind's name outside that kind's own modules (docs/architecture.md §16).
 
 Every layer reads a suggestor through its kind's object in the registry it is
 handed (`spec.targets`, `spec.templates()`, `kind.builder()`...). A comparison

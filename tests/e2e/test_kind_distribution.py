@@ -1,4 +1,4 @@
-"""A suggestor kind from another distribution needs no change to the core (§4).
+"""A suggestor kind from another distribution needs no change to the core (§16).
 
 `tests/data/kind_distribution` is a distribution of its own: the module
 `counter_kind` (the kind `counter`: its schema branch, a check, a builder and a

@@ -1,4 +1,4 @@
-"""Suggestor kinds as objects: the registry, typed specs, the composed schema (§4)."""
+"""Suggestor kinds as objects: the registry, typed specs, the composed schema (§16)."""
 
 from __future__ import annotations
 
