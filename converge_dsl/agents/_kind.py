@@ -66,9 +66,7 @@ class AgentSuggestorSpec(SuggestorSpec):
 
 
 def parse_agent_spec(path: JsonPath, raw: Mapping[str, Any]) -> AgentSuggestorSpec:
-    return AgentSuggestorSpec(
-        *SuggestorSpec.common("agent", path, raw, (str(raw.get("target", "")),))._values()
-    )
+    return AgentSuggestorSpec.common("agent", path, raw, (str(raw.get("target", "")),))
 
 
 def unique_contributors(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -76,20 +74,11 @@ def unique_contributors(facts: PipelineFacts) -> Iterator[Diagnostic]:
     for spec in facts.specs:
         if not isinstance(spec, AgentSuggestorSpec):
             continue
-        first: dict[str, JsonPath] = {}
-        for j, contributor in enumerate(spec.contributors):
-            name = contributor.get("name", f"{contributor['kind']}-{j}")
-            path = (*spec.path, "contributors", j, "name")
-            if name in first:
-                line = facts.source_map.span(first[name]).line
-                yield facts.error(
-                    codes.DUPLICATE_CONTRIBUTOR,
-                    f"contributor {name!r} is defined twice",
-                    path,
-                    hint=f"the first one is on line {line}; names must be unique",
-                )
-            else:
-                first[name] = path
+        named = [
+            ((*spec.path, "contributors", j, "name"), c.get("name", f"{c['kind']}-{j}"))
+            for j, c in enumerate(spec.contributors)
+        ]
+        yield from facts.duplicates(named, codes.DUPLICATE_CONTRIBUTOR, "contributor")
 
 
 def agent_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, did_you_mean
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.keys import BUILTIN_KEYS
 
@@ -16,40 +15,21 @@ def _suggest(word: str, candidates: frozenset[str] | set[str]) -> str | None:
     return f"did you mean {guess!r}?" if guess else None
 
 
-def _duplicates(
-    facts: PipelineFacts, items: Sequence[tuple[JsonPath, Any]], code: str, what: str
-) -> Iterator[Diagnostic]:
-    first: dict[str, JsonPath] = {}
-    for path, name in items:
-        if name in first:
-            line = facts.source_map.span(first[name]).line
-            yield facts.error(
-                code,
-                f"{what} {name!r} is defined twice",
-                path,
-                hint=f"the first one is on line {line}; names must be unique",
-            )
-        else:
-            first[name] = path
-
-
 def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Suggestor, invariant and declared-key names are unique; declared keys are not built in."""
-    yield from _duplicates(
-        facts,
+    yield from facts.duplicates(
         [((*spec.path, "name"), spec.name) for spec in facts.specs],
         codes.DUPLICATE_NAME,
         "suggestor",
     )
     invariants = facts.data.get("invariants", [])
-    yield from _duplicates(
-        facts,
+    yield from facts.duplicates(
         [(("invariants", i, "name"), v["name"]) for i, v in enumerate(invariants)],
         codes.DUPLICATE_INVARIANT,
         "invariant",
     )
     declared = [(("keys", i, "name"), k["name"]) for i, k in enumerate(facts.data.get("keys", []))]
-    yield from _duplicates(facts, declared, codes.DUPLICATE_KEY_DECLARATION, "key")
+    yield from facts.duplicates(declared, codes.DUPLICATE_KEY_DECLARATION, "key")
     for path, name in declared:
         if name in BUILTIN_KEYS:
             yield facts.error(

@@ -9,7 +9,7 @@ the shapes the schema guarantees.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,23 @@ class PipelineFacts:
                     TemplateSite((*path, "message"), invariant["message"], False, CONTEXT_NAMES)
                 )
         return tuple(sites)
+
+    def duplicates(
+        self, items: Iterable[tuple[JsonPath, object]], code: str, what: str
+    ) -> Iterator[Diagnostic]:
+        """An error at each (path, name) whose name came before, naming the first's line."""
+        first: dict[object, JsonPath] = {}
+        for path, name in items:
+            if name in first:
+                line = self.source_map.span(first[name]).line
+                yield self.error(
+                    code,
+                    f"{what} {name!r} is defined twice",
+                    path,
+                    hint=f"the first one is on line {line}; names must be unique",
+                )
+            else:
+                first[name] = path
 
     def error(
         self,

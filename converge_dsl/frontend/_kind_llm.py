@@ -77,7 +77,7 @@ class LlmSpec(SuggestorSpec):
 
 
 def parse_llm(path: JsonPath, raw: Mapping[str, Any]) -> LlmSpec:
-    return LlmSpec(*SuggestorSpec.common("llm", path, raw, (str(raw.get("target", "")),))._values())
+    return LlmSpec.common("llm", path, raw, (str(raw.get("target", "")),))
 
 
 LLM = SuggestorKind(

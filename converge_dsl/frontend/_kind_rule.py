@@ -61,7 +61,7 @@ class RuleSpec(SuggestorSpec):
 def parse_rule(path: JsonPath, raw: Mapping[str, Any]) -> RuleSpec:
     emits = raw.get("emit") or ()
     targets = tuple(dict.fromkeys(str(e["key"]) for e in emits if isinstance(e.get("key"), str)))
-    return RuleSpec(*SuggestorSpec.common("rule", path, raw, targets)._values())
+    return RuleSpec.common("rule", path, raw, targets)
 
 
 RULE = SuggestorKind(

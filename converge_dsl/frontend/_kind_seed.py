@@ -48,8 +48,7 @@ class SeedSpec(SuggestorSpec):
 
 
 def parse_seed(path: JsonPath, raw: Mapping[str, Any]) -> SeedSpec:
-    base = SuggestorSpec.common("seed", path, raw, (str(raw.get("target", "seeds")),))
-    return SeedSpec(*base._values())
+    return SeedSpec.common("seed", path, raw, (str(raw.get("target", "seeds")),))
 
 
 SEED = SuggestorKind(

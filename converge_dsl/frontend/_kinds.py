@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import JsonPath
@@ -98,10 +98,11 @@ class SuggestorSpec(Record):
     @classmethod
     def common(
         cls, kind: str, path: JsonPath, raw: Mapping[str, Any], targets: tuple[str, ...]
-    ) -> SuggestorSpec:
-        """The base spec of `raw`: the fields every kind shares."""
+    ) -> Self:
+        """The spec of `raw` with the fields every kind shares read (a kind adds none:
+        its own are properties over `raw`)."""
         when = raw.get("when")
-        return SuggestorSpec(
+        return cls(
             kind,
             str(raw.get("name", "")),
             path,

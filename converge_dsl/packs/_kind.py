@@ -45,9 +45,7 @@ class PackSuggestorSpec(SuggestorSpec):
 
 
 def parse_pack_spec(path: JsonPath, raw: Mapping[str, Any]) -> PackSuggestorSpec:
-    return PackSuggestorSpec(
-        *SuggestorSpec.common("pack", path, raw, (str(raw.get("output", "")),))._values()
-    )
+    return PackSuggestorSpec.common("pack", path, raw, (str(raw.get("output", "")),))
 
 
 PACK = SuggestorKind(

@@ -59,8 +59,7 @@ class CounterSpec(SuggestorSpec):
 
 
 def parse_counter(path: JsonPath, raw: Mapping[str, Any]) -> CounterSpec:
-    base = SuggestorSpec.common("counter", path, raw, (str(raw.get("target", "")),))
-    return CounterSpec(*base._values())
+    return CounterSpec.common("counter", path, raw, (str(raw.get("target", "")),))
 
 
 def empty_range(facts: PipelineFacts) -> Iterator[Diagnostic]:
