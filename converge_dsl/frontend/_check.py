@@ -69,7 +69,10 @@ def check_document(
     from converge_dsl.frontend._schema import schema_diagnostics
 
     kinds = KINDS if kinds is None else kinds
-    found = schema_diagnostics(document, PIPELINE_SCHEMA, _schema_kinds(document, kinds))
+    composed = _schema_kinds(document, kinds)
+    found = schema_diagnostics(document, PIPELINE_SCHEMA, composed)
+    if composed is not None:
+        found = _not_loaded(document, kinds, found)
     if not found:
         from converge_dsl.frontend._facts import PipelineFacts
         from converge_dsl.frontend._semantic import CHECKS, semantic_diagnostics
@@ -77,6 +80,33 @@ def check_document(
         facts = PipelineFacts(document, base_dir, kinds)
         found = semantic_diagnostics(facts, CHECKS if checks is None else checks)
     return CheckedPipeline(document, tuple(best_first(found)))
+
+
+def _not_loaded(
+    document: LoadedDocument, kinds: KindRegistry, found: list[Diagnostic]
+) -> list[Diagnostic]:
+    """`found`, with a kind an installed distribution fails to give reported as such
+    (`KIND_NOT_LOADED`) in place of the schema's "not allowed"."""
+    from converge_dsl import codes
+    from converge_dsl.frontend._kinds import broken_kinds
+
+    broken = broken_kinds()
+    if not broken:
+        return found
+    reported: list[Diagnostic] = []
+    for index, raw in enumerate(document.data.get("suggestors") or ()):
+        name = raw.get("kind") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name in broken and kinds.get(name) is None:
+            reported.append(
+                document.source_map.diagnostic(
+                    codes.KIND_NOT_LOADED,
+                    f"suggestor kind {name!r} could not be loaded: {broken[name]}",
+                    ("suggestors", index, "kind"),
+                    hint="fix or reinstall the distribution that provides it",
+                )
+            )
+    paths = {d.path for d in reported}
+    return reported + [d for d in found if d.path not in paths]
 
 
 def _schema_kinds(

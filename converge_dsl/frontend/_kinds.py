@@ -313,12 +313,14 @@ class KindRegistry:
 
 
 _INSTALLED: dict[str, SuggestorKind] | None = None
+_BROKEN: dict[str, str] = {}
 
 
 def installed_kinds() -> Mapping[str, SuggestorKind]:
     """The kinds of the installed distributions (entry points `converge_dsl.kinds`), once.
 
-    An entry point that does not load to a `SuggestorKind` is left out.
+    An entry point that fails to import, or names no `SuggestorKind`, is left
+    out and remembered with the reason (`broken_kinds`), so validate can say why.
     """
     global _INSTALLED  # noqa: PLW0603 (read once per process: the installed set is fixed)
     if _INSTALLED is None:
@@ -326,17 +328,28 @@ def installed_kinds() -> Mapping[str, SuggestorKind]:
 
         found: dict[str, SuggestorKind] = {}
         for point in entry_points(group=ENTRY_POINT_GROUP):
+            where = f"entry point {point.name} = {point.value}"
             try:
                 kind = point.load()
-            except Exception:
+            except Exception as exc:  # a plug-in's failure is reported (CD240), not raised
+                _BROKEN[point.name] = f"{where} fails to load ({type(exc).__name__}: {exc})"
                 continue
             if isinstance(kind, SuggestorKind):
                 found[kind.name] = kind
+            else:
+                _BROKEN[point.name] = f"{where} is not a SuggestorKind"
         _INSTALLED = found
     return _INSTALLED
+
+
+def broken_kinds() -> Mapping[str, str]:
+    """Entry-point name -> why it gave no kind (read with `installed_kinds`)."""
+    installed_kinds()
+    return _BROKEN
 
 
 def forget_installed_kinds() -> None:
     """Read the entry points again on next use (tests that install a distribution)."""
     global _INSTALLED  # noqa: PLW0603
     _INSTALLED = None
+    _BROKEN.clear()

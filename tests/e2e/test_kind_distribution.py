@@ -119,6 +119,16 @@ def test_validate_accepts_the_kind_and_locates_its_errors(tmp_path: Path) -> Non
 
 
 @pytest.mark.usefixtures("counter_kind")
+def test_a_kind_whose_entry_point_fails_is_reported_where_it_is_named(tmp_path: Path) -> None:
+    broken = COUNTING.replace("kind: counter", "kind: broken")
+    code, out, _ = _cli("validate", str(_pipeline(tmp_path, broken)), "--format", "json")
+    (found,) = json.loads(out)
+    assert code == 2
+    assert (found["code"], found["line"], found["path"]) == ("CD240", 6, "suggestors[0].kind")
+    assert "broken = counter_kind:NO_SUCH_KIND fails to load (AttributeError" in found["message"]
+
+
+@pytest.mark.usefixtures("counter_kind")
 def test_a_template_of_the_kind_is_checked_with_its_own_names(tmp_path: Path) -> None:
     wrong = COUNTING.replace("number {{ n }}", "number {{ m }}")
     code, out, _ = _cli("validate", str(_pipeline(tmp_path, wrong)), "--format", "json")

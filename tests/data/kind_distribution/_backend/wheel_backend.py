@@ -21,7 +21,9 @@ FILES = {
     "WHEEL": (
         "Wheel-Version: 1.0\nGenerator: wheel_backend\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     ),
-    "entry_points.txt": "[converge_dsl.kinds]\ncounter = counter_kind:COUNTER\n",
+    "entry_points.txt": (
+        "[converge_dsl.kinds]\ncounter = counter_kind:COUNTER\nbroken = counter_kind:NO_SUCH_KIND\n"
+    ),
 }
 
 
