@@ -31,7 +31,7 @@ def _attributes(graph: PipelineGraph, node: Node) -> str:
             "key": ("#ffffff", "#64748b"),
             "model": ("#f1f5f9", "#475569"),
             "pack": ("#fef9c3", "#ca8a04"),
-        }[node.kind]
+        }.get(node.kind, ("#f1f5f9", "#475569"))  # (a hand-built graph's unstyled suggestor)
     style = "filled,rounded" if node.kind == "suggestor" else "filled"
     if not node.reachable:
         style, color = style + ",dashed", "#dc2626"
