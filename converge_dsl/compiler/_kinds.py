@@ -12,11 +12,9 @@ Both render over the cycle's shared render scope; neither does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
@@ -24,7 +22,7 @@ from converge_dsl.engine.types import (
     Provenance,
     freeze_json,
 )
-from converge_dsl.frontend import RuleSpec, SeedSpec
+from converge_dsl.frontend import ProposalSpec, RuleSpec, SeedSpec
 
 from ._common import (
     CoreSuggestor,
@@ -92,41 +90,36 @@ class EmittingSuggestor(CoreSuggestor):
         return AgentEffect(tuple(proposals))
 
 
-def _data(item: Mapping[str, Any], where: JsonPath, ctx: CompileContext, expression: bool) -> Any:
-    raw = item.get("data")
-    if raw is None:
+def _data(item: ProposalSpec, ctx: CompileContext, expression: bool) -> Any:
+    if item.data is None:
         return None
     if expression:
-        return ctx.expression(str(raw), (*where, "data"))
-    return freeze_json(raw)
+        return ctx.expression(str(item.data), (*item.path, "data"))
+    return freeze_json(item.data)
 
 
 def _emissions(
-    items: Any, path: JsonPath, ctx: CompileContext, default_key: str | None, expression: bool
+    items: tuple[ProposalSpec, ...], ctx: CompileContext, expression: bool
 ) -> tuple[Emission, ...]:
-    out = []
-    for index, item in enumerate(items or ()):
-        where = (*path, index)
-        out.append(
-            Emission(
-                key=str(item.get("key", default_key)),
-                id=ctx.template(str(item["id"]), (*where, "id")),
-                content=compile_value(item["content"], (*where, "content"), ctx),
-                confidence=compile_value(item.get("confidence", 1.0), (*where, "confidence"), ctx),
-                data=_data(item, where, ctx, expression),
-                label=f"{path[-1]}[{index}]",
-            )
+    return tuple(
+        Emission(
+            key=item.key,
+            id=ctx.template(item.id, (*item.path, "id")),
+            content=compile_value(item.content, (*item.path, "content"), ctx),
+            confidence=compile_value(item.confidence, (*item.path, "confidence"), ctx),
+            data=_data(item, ctx, expression),
+            label=item.label,
         )
-    return tuple(out)
+        for item in items
+    )
 
 
 def build_seed(spec: SeedSpec, ctx: CompileContext) -> EmittingSuggestor:
-    facts_path = (*spec.path, "facts")
-    emissions = _emissions(spec.facts, facts_path, ctx, spec.targets[0], expression=False)
+    emissions = _emissions(spec.proposals, ctx, expression=False)
     return EmittingSuggestor(SuggestorCore.of(spec, ctx), spec.kind, emissions)
 
 
 def build_rule(spec: RuleSpec, ctx: CompileContext) -> EmittingSuggestor:
-    emissions = _emissions(spec.emits, (*spec.path, "emit"), ctx, None, expression=True)
+    emissions = _emissions(spec.proposals, ctx, expression=True)
     targets = tuple(e.key for e in emissions)
     return EmittingSuggestor(SuggestorCore.of(spec, ctx, targets), spec.kind, emissions)

@@ -17,9 +17,9 @@ Public surface:
   the front end's `CHECKS` and `check` (registers into them)
 - suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
   `SuggestorSpec` (a suggestor, typed; the front end's kinds' `SeedSpec`, `RuleSpec`,
-  `LlmSpec`), `GraphStyle`, `DataSite`, `KindRegistry` and the
-  front end's own `KINDS` (seed, rule, llm); `installed_kinds()`, the kinds of the
-  installed distributions' entry points (`ENTRY_POINT_GROUP`); `pipeline_schema(kinds)`,
+  `LlmSpec`; a seed's or rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
+  `KindRegistry` and the front end's own `KINDS` (seed, rule, llm); `installed_kinds()`,
+  the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`); `pipeline_schema(kinds)`,
   the pipeline schema composed from kinds
 - templates: `TemplateSite`, `template_problems(...)`, `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
@@ -51,6 +51,7 @@ from converge_dsl.frontend._kinds import (
     DataSite,
     GraphStyle,
     KindRegistry,
+    ProposalSpec,
     SuggestorKind,
     SuggestorSpec,
     TemplateSite,
@@ -89,6 +90,7 @@ __all__ = [
     "NodeLocation",
     "Omitted",
     "PipelineFacts",
+    "ProposalSpec",
     "RuleSpec",
     "SeedSpec",
     "SourceMap",

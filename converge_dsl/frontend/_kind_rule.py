@@ -12,6 +12,7 @@ from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend._kinds import (
     DataSite,
     GraphStyle,
+    ProposalSpec,
     SuggestorKind,
     SuggestorSpec,
     TemplateSite,
@@ -28,6 +29,11 @@ class RuleSpec(SuggestorSpec):
     @property
     def emits(self) -> tuple[Mapping[str, Any], ...]:
         return tuple(self.raw.get("emit") or ())
+
+    @property
+    def proposals(self) -> tuple[ProposalSpec, ...]:
+        """Its emits, typed."""
+        return ProposalSpec.each((*self.path, "emit"), self.emits, None)
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         found: list[tuple[JsonPath, object, frozenset[str], bool]] = []

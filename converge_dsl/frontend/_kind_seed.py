@@ -12,6 +12,7 @@ from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend._kinds import (
     DataSite,
     GraphStyle,
+    ProposalSpec,
     SuggestorKind,
     SuggestorSpec,
     TemplateSite,
@@ -27,6 +28,11 @@ class SeedSpec(SuggestorSpec):
     @property
     def facts(self) -> tuple[Mapping[str, Any], ...]:
         return tuple(self.raw.get("facts") or ())
+
+    @property
+    def proposals(self) -> tuple[ProposalSpec, ...]:
+        """Its facts, typed; each goes to its target."""
+        return ProposalSpec.each((*self.path, "facts"), self.facts, self.targets[0])
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         found = [

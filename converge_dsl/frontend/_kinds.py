@@ -66,6 +66,54 @@ class DataSite(Record):
         self.expression = expression
 
 
+class ProposalSpec(Record):
+    """One fact a seed or rule proposes, as written (a `facts` or `emit` entry).
+
+    `id` is a template; `content` a template (or, legacy, a JSON object); `confidence`
+    a number or a template; `data` a JSON value (seeds) or an expression's text
+    (rules), None when absent. `label` names the entry in errors (`emit[0]`).
+    """
+
+    _fields = ("path", "key", "id", "content", "confidence", "data", "label")
+    __slots__ = _fields
+
+    def __init__(  # noqa: PLR0917 (the fields, in order)
+        self,
+        path: JsonPath,
+        key: str,
+        id: str,
+        content: object,
+        confidence: object,
+        data: object,
+        label: str,
+    ) -> None:
+        self.path = path
+        self.key = key
+        self.id = id
+        self.content = content
+        self.confidence = confidence
+        self.data = data
+        self.label = label
+
+    @classmethod
+    def each(
+        cls, path: JsonPath, items: Sequence[Mapping[str, Any]], default_key: str | None
+    ) -> tuple[ProposalSpec, ...]:
+        """The entries of the list at `path` (`default_key` where one names no key)."""
+        return tuple(
+            cls(
+                (*path, index),
+                str(item.get("key", default_key)),
+                str(item["id"]),
+                item["content"],
+                item.get("confidence", 1.0),
+                item.get("data"),
+                f"{path[-1]}[{index}]",
+            )
+            for index, item in enumerate(items)
+        )
+
+
 class SuggestorSpec(Record):
     """What every suggestor declares, typed; a kind's spec adds its own fields.
 
