@@ -19,8 +19,8 @@ Public surface:
   `SuggestorSpec` (a suggestor, typed; the front end's kinds' `SeedSpec`, `RuleSpec`,
   `LlmSpec`; a seed's or rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
   `KindRegistry` and the front end's own `KINDS` (seed, rule, llm); `installed_kinds()`,
-  the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`); `pipeline_schema(kinds)`,
-  the pipeline schema composed from kinds
+  the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`);
+  `pipeline_schema(kinds)`, the pipeline schema composed from kinds
 - templates: `TemplateSite`, `template_problems(...)`, `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
   `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from;
