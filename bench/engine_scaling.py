@@ -9,7 +9,9 @@ small number of rules runs every cycle whatever N is, while the pipeline
 declares 1,004 keys. A render scope rebuilt over every declared key per
 cycle, or any other per-cycle work over all rules or keys, shows here.
 Compilation is outside the timed region (and slow at 100,000 rules: every
-template is compiled once per rule).
+template is compiled once per rule). The file of 100,000 rules is over the
+loader's default size cap (CD011): the bench raises the cap through its
+documented setting, `CONVERGE_DSL_MAX_FILE_BYTES`, to the file's size.
 
 Then one cycle of 100 suggestors that each await a 50 ms sleep (the engine's
 own concurrency, without a model client: `bench/peers.py` measures model
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import tempfile
 import time
@@ -76,10 +79,12 @@ def compile_text(text: str, folder: Path) -> Any:
     """load + validate + compile, as `converge-dsl run` does (no models)."""
     from converge_dsl.compiler import compile_pipeline, compile_settings
     from converge_dsl.engine import UsageMeter
+    from converge_dsl.frontend._loader import MAX_BYTES, MAX_BYTES_VARIABLE
     from converge_dsl.runtime import SUGGESTOR_KINDS, TraceWriter, load_document
 
     path = folder / "scaling.yaml"
     path.write_text(text, encoding="utf-8")
+    os.environ[MAX_BYTES_VARIABLE] = str(max(MAX_BYTES, path.stat().st_size))
     settings = compile_settings(load_document(path), inputs={})
     meter = UsageMeter(settings.budget, clock=SystemClock())
     return compile_pipeline(

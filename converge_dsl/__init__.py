@@ -16,11 +16,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from converge_dsl._lazy import lazy_names
-from converge_dsl._version import __version__
+from converge_dsl._lazy import lazy_exports
+from converge_dsl._version import __version__ as __version__
 
-if TYPE_CHECKING:
-    from converge_dsl.batch import Pipeline, load
-
-__getattr__ = lazy_names(__name__, {"Pipeline": "converge_dsl.batch", "load": "converge_dsl.batch"})
-__all__ = ["Pipeline", "__version__", "load"]
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.batch import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.batch": ("Pipeline", "load"),
+        },
+    )
+    __all__ += ["__version__"]

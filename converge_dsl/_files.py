@@ -24,6 +24,17 @@ Checked writes. `write_all` writes all of a text to a stream or raises
 takes nothing, or fails (a full disk, a closed pipe), is an error, never a
 silently shorter output. `CheckedStream` wraps a text stream so that every
 write and flush goes through it.
+
+Replacements and locks. `replace_file` is the one atomic replacement: the
+temporary file is made in the target's folder with `O_CREAT | O_EXCL |
+O_NOFOLLOW` under a name no one can plant in advance (a planted link or hard
+link at a fixed temporary name is never opened), its mode set with `fchmod`
+on the descriptor (never a `chmod` that would follow a link), written,
+fsynced and renamed over the target. `open_lock` opens a lock file the same
+way `open_output` opens an output: never through a link, never a FIFO, a
+device or a file with several hard links. `create_new` creates a file that
+must not exist (`init`, a new key). `jsonl_lines` splits JSON Lines on `\n`
+only: U+2028, U+2029, U+0085 and a lone CR are characters of a record.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -192,6 +204,35 @@ def open_output(
         raise
 
 
+def open_ours(
+    path: Path, option: str, what: str, *, recognise: Callable[[bytes], bool]
+) -> int | None:
+    """A read-write descriptor on the existing output `path`, checked; None when missing.
+
+    The checks of `open_output` (no link followed, a regular file with one
+    link whose first line `recognise` accepts), made before the caller reads
+    or changes a byte of it; a refusal is a `UsageError` naming `option`.
+    """
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ELOOP:
+            reason = "it is a symbolic link; outputs are never written through links"
+        raise _refused(path, option, what, reason) from None
+    problem = _not_ours(fd, recognise, what)
+    if problem is None and os.fstat(fd).st_size and not recognise(os.pread(fd, 64, 0)):
+        problem = f"its first line is not one of a {what} written by converge-dsl"
+    if problem is not None:
+        os.close(fd)
+        raise _refused(path, option, what, problem)
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _not_ours(fd: int, recognise: Callable[[bytes], bool], what: str) -> str | None:
     """Why the opened output `fd` may not be written, or None."""
     info = os.fstat(fd)
@@ -282,3 +323,102 @@ class CheckedStream:
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.stream, attribute)
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of JSON Lines `text`, split on `\n` only (a `\r` before it dropped).
+
+    `str.splitlines` also splits on U+2028, U+2029, U+0085, form feeds and
+    lone CRs, which JSON allows inside a string: a record holding one would
+    become two.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+# Attempts at a fresh temporary name before `replace_file` gives up (each is random).
+_TEMP_ATTEMPTS = 16
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def create_new(path: Path, mode: int = 0o666) -> int:
+    """A descriptor open for writing on `path`, made now (`O_EXCL | O_NOFOLLOW`).
+
+    `FileExistsError` when anything is there already, a dangling link included.
+    """
+    return os.open(path, _NEW_FLAGS, mode)
+
+
+def replace_file(
+    path: Path, data: bytes, *, mode: int | None = None, sync_folder: bool = False
+) -> None:
+    """Replace `path` by a file holding `data`, atomically; raises `OSError`.
+
+    The temporary file is `.NAME.<pid>.<random>.tmp` in `path`'s folder,
+    created with `O_EXCL | O_NOFOLLOW` (so nothing planted is written
+    through), given `mode` with `fchmod` (default: 0666 less the umask),
+    written whole, fsynced and renamed over `path` (a link at `path` is
+    replaced, not followed). With `sync_folder` the folder is fsynced too. On
+    any failure the temporary file is removed and `path` is as it was.
+    """
+    fd, temp = _fresh(path)
+    try:
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    if sync_folder:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def _fresh(path: Path) -> tuple[int, Path]:
+    """A new temporary file beside `path`: its descriptor and its path."""
+    for _ in range(_TEMP_ATTEMPTS):
+        temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+        try:
+            return create_new(temp, 0o666), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no fresh temporary name", str(path.parent))
+
+
+def open_lock(path: Path) -> int:
+    """A descriptor on the lock file `path` (made when missing), or `OSError`.
+
+    Like an output (`open_output`): a symbolic link is never followed
+    (`ELOOP`), and a FIFO, a device or a file with several hard links is
+    refused (`EPERM`, its reason in `strerror`). Nothing is written to it.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            reason = "it is a symbolic link; locks are never taken through links"
+            raise OSError(errno.ELOOP, reason) from None
+        raise
+    info = os.fstat(fd)
+    kind = special_kind(info.st_mode)
+    problem = f"it is {kind}, not a regular file" if kind else None
+    if problem is None and info.st_nlink > 1:
+        problem = f"it has {info.st_nlink} hard links"
+    if problem is not None:
+        os.close(fd)
+        raise OSError(errno.EPERM, problem)
+    return fd

@@ -14,8 +14,12 @@ raises `Exhausted`; past the deadline `spend` raises `DeadlinePassed`.
 - `governed(steps, work)` opens one budget (one render, one expression, one
   validation) bound to the current deadline; nested `governed` blocks share
   the outer budget, so a validation inside a render counts against the render.
+- `governed(..., pool=(name, total))` also draws on a run-wide pool: every
+  budget of that name opened inside one `run_deadline` shares `total` steps
+  (the run's total of JSON Schema validation); crossing it says so.
 - `spend(steps, size)` charges the current budget; with no budget open nothing
-  is counted (only the deadline is checked, when one is set).
+  is counted (only the deadline is checked, every `CLOCK_EVERY` calls, when one
+  is set).
 """
 
 from __future__ import annotations
@@ -40,7 +44,16 @@ _END = object()
 
 
 class Exhausted(RunError):
-    """A bound of the governor was crossed; `message` says which."""
+    """A bound of the governor was crossed; `message` says which.
+
+    `code` is the diagnostic code a caller that located the computation gives
+    it (a schema validation: which key, which keyword); None until then.
+    `pooled` is true when the run-wide pool, not the one budget, ran out.
+    """
+
+    code: str | None = None
+    pooled: bool = False
+    trail: Any = None  # where inside the computation, gathered by the caller that locates it
 
 
 class DeadlinePassed(Exhausted):
@@ -62,15 +75,21 @@ class Deadline(Record):
 
 
 _DEADLINE: ContextVar[Deadline | None] = ContextVar("converge_dsl_deadline", default=None)
+# Pool name -> steps the run has left; one dict per run, shared by the tasks it starts.
+_POOLS: ContextVar[dict[str, int] | None] = ContextVar("converge_dsl_pools", default=None)
+_UNBUDGETED_TICK = [0]  # `spend` calls with no budget open until the next clock read
 
 
 @contextmanager
 def run_deadline(clock: Clock, at: float | None) -> Iterator[None]:
-    """Make `at` (None: no deadline) the deadline of everything computed inside."""
+    """Make `at` (None: no deadline) the deadline of everything computed inside,
+    and open the run-wide pools (see `governed`)."""
     token = _DEADLINE.set(None if at is None else Deadline(clock, at))
+    pools = _POOLS.set({})
     try:
         yield
     finally:
+        _POOLS.reset(pools)
         _DEADLINE.reset(token)
 
 
@@ -83,9 +102,29 @@ def deadline_passed() -> bool:
 class Budget:
     """What one governed computation may still spend: steps, work, and the deadline."""
 
-    __slots__ = ("deadline", "max_steps", "max_work", "steps", "tick", "what", "work")
+    __slots__ = (
+        "deadline",
+        "max_steps",
+        "max_work",
+        "pool",
+        "pool_total",
+        "steps",
+        "tick",
+        "what",
+        "work",
+    )
 
-    def __init__(self, steps: int, work: int, what: str = "template") -> None:
+    def __init__(
+        self, steps: int, work: int, what: str = "template", pool: tuple[str, int] | None = None
+    ) -> None:
+        self.pool: str | None = None
+        self.pool_total = 0
+        pools = _POOLS.get() if pool is not None else None
+        if pool is not None and pools is not None:
+            name, total = pool
+            left = pools.setdefault(name, total)
+            if left < steps:  # the run's pool binds before this budget does
+                self.pool, self.pool_total, steps = name, total, max(left, 0)
         self.steps = self.max_steps = steps
         self.work = self.max_work = work
         self.what = what
@@ -97,6 +136,13 @@ class Budget:
         self.steps -= steps
         self.work -= size
         if self.steps < 0:
+            if self.pool is not None:
+                exc = Exhausted(
+                    f"{self.what} took the run past its total of {self.pool_total} steps "
+                    f"of {self.pool}"
+                )
+                exc.pooled = True
+                raise exc
             raise Exhausted(f"{self.what} exceeded its budget of {self.max_steps} steps")
         if self.work < 0:
             raise Exhausted(
@@ -117,25 +163,46 @@ BUDGET: ContextVar[Budget | None] = ContextVar("converge_dsl_budget", default=No
 
 
 @contextmanager
-def governed(steps: int, work: int, what: str = "template") -> Iterator[Budget]:
-    """Open a budget for one computation (or join the one already open)."""
+def governed(
+    steps: int, work: int, what: str = "template", pool: tuple[str, int] | None = None
+) -> Iterator[Budget]:
+    """Open a budget for one computation (or join the one already open).
+
+    With `pool` (name, total), the steps this budget spends are also taken
+    from the run's pool of that name, which starts at `total` in each
+    `run_deadline`; outside a run there is no pool.
+    """
     outer = BUDGET.get()
     if outer is not None:
         yield outer
         return
-    budget = Budget(steps, work, what)
+    budget = Budget(steps, work, what, pool)
     token = BUDGET.set(budget)
     try:
         yield budget
     finally:
         BUDGET.reset(token)
+        pools = _POOLS.get() if pool is not None else None
+        if pool is not None and pools is not None:
+            pools[pool[0]] = pools.get(pool[0], pool[1]) - (budget.max_steps - budget.steps)
 
 
 def spend(steps: int = 1, size: int = 0) -> None:
-    """Charge the current budget (see `Budget.spend`); nothing is counted without one."""
+    """Charge the current budget (see `Budget.spend`); without one, only the run's
+    deadline is checked (every `CLOCK_EVERY` calls)."""
     budget = BUDGET.get()
     if budget is not None:
         budget.spend(steps, size)
+        return
+    _UNBUDGETED_TICK[0] -= 1
+    if _UNBUDGETED_TICK[0] < 0:
+        _UNBUDGETED_TICK[0] = CLOCK_EVERY
+        deadline = _DEADLINE.get()
+        if deadline is not None and deadline.passed():
+            raise DeadlinePassed(
+                "the run's deadline (max_wall_s) passed while a computation ran",
+                hint="raise budget.max_wall_s, or make this computation do less work",
+            )
 
 
 def deep_size(value: Any, limit: int) -> int:

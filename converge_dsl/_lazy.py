@@ -1,14 +1,21 @@
-"""Names a package imports on first use (PEP 562), so importing it stays cheap.
+"""Packages whose public names are imported on first use (PEP 562).
 
-A package lists where each public name lives and hands the table over::
+A package names each export once, under the submodule that defines it, and
+takes its `__all__` and `__getattr__` from that table; type checkers read the
+same modules' names through star imports instead::
 
-    __getattr__ = lazy_names(__name__, {"Thing": "converge_dsl.pkg._thing"})
+    if TYPE_CHECKING:
+        from converge_dsl.pkg._thing import *
+    else:
+        __all__, __getattr__ = lazy_exports(__name__, {"converge_dsl.pkg._thing": ("Thing",)})
 
-(with the same names imported under `TYPE_CHECKING` for type checkers). The
-first access imports the module and caches the value in the package, so later
-accesses are plain attribute reads. Modules are imported with `__import__`, the
-path of an `import` statement, so `python -X importtime` lists them
-(`importlib.import_module` takes a path it does not see).
+(A type checker that saw `__getattr__` would read a name it has not resolved
+yet, in an import cycle, as `Any`.) The first access imports the module and
+caches the value in the package, so later accesses are plain attribute reads
+and importing the package stays cheap (docs/architecture.md §3).
+`tests/architecture/test_lazy_exports.py` holds the star imports to the
+table's modules. Modules are imported with `__import__`, the path of an
+`import` statement, so `python -X importtime` lists them.
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_names(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` for `package` that imports each name from `where[name]`."""
+def lazy_exports(
+    package: str, exports: Mapping[str, tuple[str, ...]]
+) -> tuple[list[str], Callable[[str], Any]]:
+    """(`__all__`, `__getattr__`) for `package`, whose `exports` map a submodule to its names."""
+    where = {name: module for module, names in exports.items() for name in names}
 
     def load(name: str) -> Any:
         module = where.get(name)
@@ -30,4 +40,4 @@ def lazy_names(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
         setattr(sys.modules[package], name, value)
         return value
 
-    return load
+    return sorted(where), load

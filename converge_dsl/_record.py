@@ -1,11 +1,9 @@
 """`Record`: value semantics for small immutable classes, with no code generated.
 
-`dataclasses` and `typing.NamedTuple` build each class's methods from source
-text (`exec`, `eval`, `compile`): on `validate`'s path that work, the import of
-`dataclasses` (with `inspect`) and the process's first compilation together
-cost more than the command's own checks (docs/architecture.md §5). A record
-class names its fields in order in `_fields`, makes them its `__slots__`, and
-writes its own `__init__` (plain attribute stores: the hot path stays cheap)::
+The records of `validate`'s path are `Record`s rather than frozen dataclasses
+because of start-up time (docs/architecture.md §5 gives the figure). A
+record class names its fields in order in `_fields`, makes them its
+`__slots__`, and writes its own `__init__` (plain attribute stores)::
 
     class Span(Record):
         _fields = ("file", "line")

@@ -11,28 +11,47 @@ module, so none of them can hang the process or reach outside the document:
 - `$ref` resolves only within the schema: the registries refuse to retrieve
   anything (no `file://`, no `http://`), and `remote_refs` finds every
   non-local reference for validate to report.
+- A schema wider than the documented limits (`converge_dsl._schema_bounds`:
+  members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
+  refused (`schema_problems` kind `size`), so no check of data costs in
+  proportion to a huge schema.
 - `python_validator` is python-jsonschema (Draft 2020-12 unless the schema
   says otherwise) extended so `pattern`, `patternProperties` and
-  `additionalProperties` use RE2 and every keyword charges one step to the
-  governor (`converge_dsl._governor`): validation observes the run's deadline.
+  `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
+  `unevaluated*` keywords run in linear time (JSON equality through
+  `canonical`), and every keyword application charges the governor
+  (`converge_dsl._governor`) one step plus the width of its value, and each
+  error it makes its message. Each validation is governed on its own
+  (`SCHEMA_STEPS`, `SCHEMA_WORK`) and draws on the run's total
+  (`SCHEMA_RUN_STEPS`), and watches the run's deadline. Crossing a bound
+  raises the governor's `Exhausted` located: which schema, which keyword at
+  which pointer, the data's pointer, and a code (`CD970` the bound of one
+  validation, `CD971` the run's total, `CD972` the deadline).
   `fast_validator` is jsonschema-rs with the linear `regex` crate and a
-  refusing retriever: the fast yes/no where it is used.
+  refusing retriever: the fast yes/no where it is used, on schemas within
+  the same limits.
 
 A schema these rules refuse raises `UnsafeSchema` when a validator is built.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from converge_dsl._governor import spend
+from converge_dsl import codes
+from converge_dsl._governor import DeadlinePassed, Exhausted, governed, spend
+from converge_dsl._schema_bounds import canonical, size_problems
 from converge_dsl.errors import RunError
 
-SCHEMA_STEPS = 1_000_000  # keyword applications of one governed validation
-SCHEMA_WORK = 10_000_000  # characters matched by regexes in one governed validation
+SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
+SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
+SCHEMA_RUN_STEPS = 20_000_000  # keyword applications of every validation of one run
+_ERROR_COST = 512  # the work charged for making one error (an object of some size), and its text
+_UNWIDE = frozenset(("enum", "const"))  # hashed, not scanned: their width costs nothing per check
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
@@ -113,12 +132,23 @@ def _patterns(schema: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[A
             stack.extend((value, (*where, i)) for i, value in enumerate(node))
 
 
+PROBLEM_CODES = {
+    "ref": codes.KEY_SCHEMA_REMOTE_REF,
+    "regex": codes.SCHEMA_REGEX_NOT_LINEAR,
+    "size": codes.SCHEMA_TOO_LARGE,
+}  # the diagnostic code of each kind of `schema_problems`
+
+
 def schema_problems(schema: Any) -> list[tuple[tuple[str | int, ...], str, str]]:
     """Every reason this module refuses `schema`: (path inside it, kind, message).
 
-    `kind` is `ref` (a reference outside the document) or `regex` (a pattern
-    RE2 cannot run). Validate reports each as a located diagnostic.
+    `kind` is `size` (wider than a documented limit; then the only kind
+    looked for), `ref` (a reference outside the document) or `regex` (a
+    pattern RE2 cannot run). Validate reports each as a located diagnostic.
     """
+    sized = size_problems(schema)
+    if sized:
+        return [(where, "size", message) for where, message in sized]
     problems: list[tuple[tuple[str | int, ...], str, str]] = []
     for where in remote_refs(schema):
         value = _at(schema, where)
@@ -154,10 +184,12 @@ def check_safe(schema: Any, what: str = "the schema") -> None:
     if problems:
         where, _, message = problems[0]
         pointer = "".join(f"/{p}" for p in where) or "/"
-        raise UnsafeSchema(
-            f"{what}: at {pointer}: {message}",
-            hint="use '#/$defs/NAME' references and RE2 regexes (no backreferences or lookaround)",
+        hint = (
+            "make the schema smaller (see the limits of schemas in the reference)"
+            if problems[0][1] == "size"
+            else "use '#/$defs/NAME' references and RE2 regexes (no backreferences or lookaround)"
         )
+        raise UnsafeSchema(f"{what}: at {pointer}: {message}", hint=hint)
 
 
 def _refuse_retrieval(uri: str) -> Any:
@@ -170,16 +202,171 @@ def _refuse_rs(uri: str) -> Any:
     raise ValueError(f"{uri}: references resolve only within the schema")
 
 
-def _metered(func: Callable[..., Any]) -> Callable[..., Any]:
-    """A keyword function that charges one step (and checks the deadline) per application."""
+def _width(name: str, value: Any) -> int:
+    if name in _UNWIDE or not isinstance(value, list | tuple | Mapping):
+        return 0
+    return len(value)
+
+
+def _metered(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """Keyword `name` charging one step plus the width of its value per application,
+    and each error it makes; a crossed bound is located on the way out."""
+    from jsonschema.exceptions import _unset
 
     def keyword(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
-        spend()
-        errors = func(validator, value, instance, schema)
-        if errors is not None:
-            yield from errors
+        try:
+            spend(1, _width(name, value))
+            errors = func(validator, value, instance, schema)
+            if errors is not None:
+                for error in errors:
+                    if error.validator is _unset:  # made here, not passed up from below
+                        spend(0, len(error.message) + _ERROR_COST)
+                    yield error
+        except Exhausted as exc:
+            _Trail.note(exc, name, value, instance, schema)
+            raise
 
     return keyword
+
+
+class _Trail:
+    """Where a bound was crossed, gathered while the exception leaves the keywords.
+
+    `schema` and `data` hold pointer parts innermost first; `anchor` is set
+    by the innermost local `$ref` (the keyword's absolute place is inside its
+    target). Parts are found by identity, and only on this failing path.
+    """
+
+    __slots__ = ("anchor", "data", "instance", "keyword", "schema", "subschema")
+
+    def __init__(self, keyword: str, instance: Any, subschema: Any) -> None:
+        self.keyword = keyword
+        self.schema: list[str | int] = [keyword]
+        self.data: list[str | int] = []
+        self.anchor: list[str] | None = None
+        self.instance = instance
+        self.subschema = subschema
+
+    @classmethod
+    def note(cls, exc: Exhausted, name: str, value: Any, instance: Any, schema: Any) -> None:
+        trail = exc.trail
+        if not isinstance(trail, cls):
+            exc.trail = cls(name, instance, schema)
+            return
+        if trail.anchor is None:
+            if name in ("$ref", "$dynamicRef") and isinstance(value, str):
+                parts = value.lstrip("#").split("/")
+                trail.anchor = [p.replace("~1", "/").replace("~0", "~") for p in parts if p]
+            else:
+                trail.schema.extend((*_member_of(value, trail.subschema), name))
+        trail.subschema = schema
+        if isinstance(trail.instance, Mapping | list) and trail.instance is not instance:
+            trail.data.extend(_member_of(instance, trail.instance))
+        trail.instance = instance
+
+    def pointers(self) -> tuple[str, str]:
+        schema = [*(self.anchor or ()), *reversed(self.schema)]
+        return _pointer(schema), _pointer(reversed(self.data))
+
+
+def _member_of(container: Any, inner: Any) -> tuple[str | int, ...]:
+    """The key or index under which `container` holds `inner` itself; () if none."""
+    if isinstance(container, Mapping):
+        for key, value in container.items():
+            if value is inner:
+                return (key,)
+    elif isinstance(container, list | tuple):
+        for index, value in enumerate(container):
+            if value is inner:
+                return (index,)
+    return ()
+
+
+def _pointer(parts: Any) -> str:
+    text = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    return text or "/"
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if unique and validator.is_type(instance, "array"):
+        seen: set[Any] = set()
+        for item in instance:
+            key = canonical(item)
+            if key in seen:
+                yield ValidationError(f"{instance!r} has non-unique elements")
+                return
+            seen.add(key)
+
+
+# id(enum list) -> (the list, its canonical keys): the list is kept alive with its entry.
+_ENUMS: dict[int, tuple[Any, frozenset[Any]]] = {}
+
+
+def _enum_keys(enums: Any) -> frozenset[Any]:
+    entry = _ENUMS.get(id(enums))
+    if entry is None or entry[0] is not enums:
+        if len(_ENUMS) > 4096:
+            _ENUMS.clear()
+        entry = (enums, frozenset(canonical(each) for each in enums))
+        _ENUMS[id(enums)] = entry
+    return entry[1]
+
+
+def _enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if isinstance(enums, list | tuple) and canonical(instance) not in _enum_keys(enums):
+        yield ValidationError(f"{instance!r} is not one of {enums!r}")
+
+
+def _const(validator: Any, const: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if canonical(instance) != canonical(const):
+        yield ValidationError(f"{const!r} was expected")
+
+
+def _unevaluated_items(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema._utils import extras_msg, find_evaluated_item_indexes_by_schema
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "array"):
+        return
+    evaluated = set(find_evaluated_item_indexes_by_schema(validator, instance, schema))
+    spend(1, len(instance))
+    unevaluated = [item for index, item in enumerate(instance) if index not in evaluated]
+    if unevaluated:
+        error = "Unevaluated items are not allowed (%s %s unexpected)"
+        yield ValidationError(error % extras_msg(unevaluated))
+
+
+def _unevaluated_properties(
+    validator: Any, extra: Any, instance: Any, schema: Any
+) -> Iterator[Any]:
+    from jsonschema._utils import extras_msg, find_evaluated_property_keys_by_schema
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated = set(find_evaluated_property_keys_by_schema(validator, instance, schema))
+    spend(1, len(instance))
+    bad = [
+        key
+        for key in instance
+        if key not in evaluated
+        and any(True for _ in validator.descend(instance[key], extra, path=key, schema_path=key))
+    ]
+    if bad and extra is False:
+        error = "Unevaluated properties are not allowed (%s %s unexpected)"
+        yield ValidationError(error % extras_msg(sorted(bad, key=str)))
+    elif bad:
+        error = (
+            "Unevaluated properties are not valid under "
+            "the given schema (%s %s unevaluated and invalid)"
+        )
+        yield ValidationError(error % extras_msg(bad))
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
@@ -234,18 +421,25 @@ def _additional_properties(
 def _safe_class(base: Any) -> Any:
     import jsonschema.validators
 
-    keywords = {name: _metered(func) for name, func in base.VALIDATORS.items()}
-    keywords["pattern"] = _metered(_pattern)
-    keywords["patternProperties"] = _metered(_pattern_properties)
-    keywords["additionalProperties"] = _metered(_additional_properties)
+    own = {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+        "uniqueItems": _unique_items,
+        "enum": _enum,
+        "const": _const,
+        "unevaluatedItems": _unevaluated_items,
+        "unevaluatedProperties": _unevaluated_properties,
+    }
+    keywords = {name: _metered(name, own.get(name, func)) for name, func in base.VALIDATORS.items()}
     return jsonschema.validators.extend(base, keywords)
 
 
-def python_validator(schema: Mapping[str, Any], what: str = "the schema") -> Any:
-    """A python-jsonschema validator for `schema`: RE2 regexes, local `$ref`s, metered.
+def python_validator(schema: Mapping[str, Any], what: str = "the schema") -> GovernedValidator:
+    """A python-jsonschema validator for `schema`: RE2 regexes, local `$ref`s, governed.
 
     Raises `UnsafeSchema` for a refused schema (`check_safe`); the caller
-    checks the schema against its meta-schema itself (`check_schema`).
+    checks the schema against its meta-schema itself (`meta_error`).
     """
     import jsonschema.validators
     from referencing import Registry
@@ -253,7 +447,115 @@ def python_validator(schema: Mapping[str, Any], what: str = "the schema") -> Any
     check_safe(schema, what)
     base = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
     registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-    return _safe_class(base)(schema, registry=registry)
+    return GovernedValidator(_safe_class(base)(schema, registry=registry), what)
+
+
+class GovernedValidator:
+    """A validator whose every check is one governed computation (see the module's doc).
+
+    `iter_errors` gathers the errors under the governor and returns an
+    iterator over them (the governor's work bound also bounds how many);
+    `is_valid` stops at the first. Other attributes are the wrapped
+    validator's. Raises the governor's `Exhausted`, located.
+    """
+
+    __slots__ = ("validator", "what")
+
+    def __init__(self, validator: Any, what: str) -> None:
+        self.validator = validator
+        self.what = what
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.validator, name)
+
+    def iter_errors(self, instance: Any) -> Iterator[Any]:
+        with self._governed():
+            return iter(list(self.validator.iter_errors(instance)))
+
+    def is_valid(self, instance: Any) -> bool:
+        with self._governed():
+            return next(self.validator.iter_errors(instance), None) is None
+
+    def best_error(self, instance: Any) -> Any:
+        """The error python-jsonschema's `best_match` picks, or None when `instance` fits."""
+        from jsonschema.exceptions import best_match
+
+        with self._governed():
+            return best_match(self.validator.iter_errors(instance))
+
+    @contextlib.contextmanager
+    def _governed(self) -> Iterator[None]:
+        pool = ("schema validation", SCHEMA_RUN_STEPS)
+        try:
+            with governed(SCHEMA_STEPS, SCHEMA_WORK, f"checking data against {self.what}", pool):
+                yield
+        except Exhausted as exc:
+            raise located(exc, self.what) from None
+        except RecursionError:
+            raise Exhausted(
+                f"checking data against {self.what}: the data nests too deeply to check",
+                hint="give data that nests less deeply",
+            ) from None
+
+
+_HINTS = {
+    codes.SCHEMA_WORK_EXCEEDED: "the data is too large or the schema too demanding for one "
+    "check: give smaller data (fewer items) or a simpler schema",
+    codes.SCHEMA_RUN_WORK_EXCEEDED: "the run checked more data than its total allows: "
+    "give less data, or split the work over several runs",
+    codes.SCHEMA_DEADLINE_PASSED: "raise budget.max_wall_s, or give less data to check",
+}
+
+
+def located(exc: Exhausted, what: str) -> Exhausted:
+    """`exc` (a crossed bound of a validation against `what`) with its place and code.
+
+    The message names the schema, the keyword and its pointer in the schema,
+    and the pointer of the data it was checking; `exc.code` is CD970 (the
+    bound of one validation), CD971 (the run's total) or CD972 (the deadline).
+    A bound crossed by an enclosing computation (a template) is returned as is.
+    """
+    if exc.code is not None:
+        return exc
+    trail = exc.trail
+    where = ""
+    if isinstance(trail, _Trail):
+        schema_at, data_at = trail.pointers()
+        where = f" (the {trail.keyword} keyword at {schema_at}, data at {data_at})"
+    if isinstance(exc, DeadlinePassed):
+        code = codes.SCHEMA_DEADLINE_PASSED
+        message = f"the run's deadline (max_wall_s) passed while checking data against {what}"
+    else:
+        code = codes.SCHEMA_RUN_WORK_EXCEEDED if exc.pooled else codes.SCHEMA_WORK_EXCEEDED
+        message = exc.message
+    exc.message = message + where
+    exc.args = (exc.message,)
+    exc.hint = _HINTS[code]
+    exc.code = code
+    return exc
+
+
+def meta_error(schema: Any) -> Any:
+    """The python-jsonschema `SchemaError` of a schema that breaks its meta-schema, or None.
+
+    jsonschema-rs answers the common case (a valid schema) in linear time;
+    python-jsonschema words the error of an invalid one. Call it on schemas
+    within the limits (`schema_problems`).
+    """
+    import jsonschema
+    import jsonschema_rs
+
+    try:
+        if jsonschema_rs.meta.is_valid(schema):
+            return None
+    except (ValueError, jsonschema_rs.ReferencingError):  # an unknown $schema: ask python
+        pass
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        base.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        return exc
+    return None
 
 
 def fast_validator(schema: Mapping[str, Any], what: str = "the schema") -> Any:

@@ -43,6 +43,11 @@ Every document converge-dsl reads is checked against a JSON Schema (draft
 lists every field of each kind, from the schemas' own descriptions. Editors
 that speak the YAML language server can check files as you type with a first
 line such as `# yaml-language-server: $schema=https://converge-dsl.dev/schemas/pipeline.v1.json`.
+
+Every file is read whole, up to a size cap: 8388608 bytes (8 MiB) unless the
+environment variable `CONVERGE_DSL_MAX_FILE_BYTES` gives another positive
+number of bytes (for `validate`, `run`, `test` and the Python API alike); a
+larger file is refused with CD011.
 """
 
 

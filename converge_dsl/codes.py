@@ -54,6 +54,7 @@ KEY_SCHEMA_INVALID = "CD109"  # a keys[].schema that is not a valid JSON Schema 
 KEY_SCHEMA_REMOTE_REF = "CD110"  # a $ref in a key, output or pack schema that points outside it
 NUMBER_TEXT_LOST = "CD111"  # a float in free-form data whose text is lost (1.10 read as 1.1)
 SCHEMA_REGEX_NOT_LINEAR = "CD120"  # a schema pattern RE2 cannot run (backreference, lookaround)
+SCHEMA_TOO_LARGE = "CD130"  # a key, output or pack schema wider than a documented limit
 
 # --- CD2xx semantic errors ------------------------------------------------------
 DUPLICATE_NAME = "CD200"  # two suggestors share a name
@@ -128,6 +129,7 @@ PACK_VERSION_UNKNOWN = "CD573"  # pack info NAME@VERSION: the repository has no 
 PACK_UNKNOWN = "CD574"  # pack info: the repository has no such pack, or not a pack name
 PUBLISH_KEY_UNUSED = "CD575"  # warning: pack publish --sign-key signed nothing (already published)
 PACK_FROM_EARLIER_REPOSITORY = "CD576"  # warning: pack add --repo: an earlier repository has it
+NEWER_VERSION_AVAILABLE = "CD577"  # note: lock keeps a pin although a newer version fits
 
 # --- CD6xx compile and run time (600 to 649: the compiler) -------------------------
 COMPILE_TEMPLATE_SYNTAX = "CD600"  # a template or expression does not compile (compiler)
@@ -143,6 +145,7 @@ MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not c
 MODEL_SCRIPT_SLOW_REGEX = "CD702"  # a model script regex could backtrack exponentially
 MODEL_SCRIPT_REGEX_NOT_LINEAR = "CD703"  # a model script regex RE2 cannot run (backreference)
 MODEL_KEY_ENV_REFUSED = "CD710"  # an account's api_key_env does not name an API key variable
+AGENT_TOOL_CHOICE_UNAVAILABLE = "CD720"  # an agent's tool_choice names a tool it does not have
 
 # --- CD9xx run failures --------------------------------------------------------------
 RUN_ERROR = "CD900"  # the run stopped on an error located in the pipeline
@@ -162,6 +165,13 @@ STOP_INVARIANT_FAILED = "CD913"  # an invariant's check itself failed
 STOP_RUN_FAILED = "CD914"  # the run failed outside any suggestor or invariant
 NOT_RUN_USAGE = "CD920"  # the run did not start: the command line is wrong
 NOT_RUN_ERROR = "CD921"  # the run did not start or could not finish (pack, model, trace, ...)
+AGENT_NO_PROPOSAL = "CD922"  # warning fact: an agent ended without proposing anything
+AGENT_TOOL_ERRORS = "CD923"  # warning fact: every tool call of an agent's execution failed
+TOKEN_CAP_IGNORED = "CD924"  # warning fact: an answer passed the max_tokens it was sent with
+READ_NOT_REGULAR = "CD930"  # a file to read is a FIFO, device, socket or a link to one
+READ_TOO_LARGE = "CD931"  # a file to read is over the cap of what it is read as
+DECISIONS_REFUSED = "CD932"  # decisions in a checkpoint folder not sealed for this pause
+API_KEY_WHITESPACE = "CD940"  # warning: an API key's variable holds whitespace around it (stripped)
 CHECKPOINT_TAMPERED = "CD950"  # a checkpoint record's MAC does not verify (edited, dropped, moved)
 CHECKPOINT_CORRUPT = "CD951"  # a checkpoint is torn, not a journal, or a record is malformed
 CHECKPOINT_FOREIGN = "CD952"  # a checkpoint of another pipeline or other inputs
@@ -170,6 +180,9 @@ CHECKPOINT_KEY_UNUSABLE = "CD954"  # the checkpoint key cannot be read, created,
 TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold
 TEST_CASE_ERROR = "CD961"  # a test case could not run (its inputs or models are refused)
 INIT_WOULD_OVERWRITE = "CD962"  # `init` would overwrite a file that is already there
+SCHEMA_WORK_EXCEEDED = "CD970"  # checking one value against a schema crossed its work bound
+SCHEMA_RUN_WORK_EXCEEDED = "CD971"  # the run's schema checks crossed their total bound
+SCHEMA_DEADLINE_PASSED = "CD972"  # the run's deadline passed while data was checked
 OTEL_NOT_INSTALLED = "CD980"  # --otel (or OTEL_* variables) without the OpenTelemetry SDK installed
 OTEL_BAD_CONFIG = "CD981"  # an OTEL_* variable asks for an unsupported exporter or is malformed
 OTEL_EXPORT_FAILED = "CD982"  # warning: spans could not be delivered to the collector in time

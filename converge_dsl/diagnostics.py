@@ -19,8 +19,7 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-# The records here are `Record`s, not dataclasses or NamedTuples: every command
-# imports this module, and those generate code at start-up (docs/architecture.md §5).
+# Every command imports this module: its records are `Record`s (docs/architecture.md §5).
 class SourceSpan(Record):
     """A region of a source file. Lines and columns are 1-based; `end_*` is exclusive."""
 

@@ -23,14 +23,16 @@ the front end's `kind_checks` (docs/architecture.md §16).
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
   actually fetched) and `plan` call.
 - `says_ours(path, kind)`: whether a file says it is converge-dsl's file of that kind
-- `pipeline_files(paths)`: the pipeline files named by files and folders
-  (what `validate PATH...` checks); `check_paths(paths)` checks them all into
-  `CheckedFiles`.
+- `pipeline_files(paths)`: the pipeline files named by files and folders, and
+  the packs among them (a `pack.yaml` saying `kind: Pack`): what `validate
+  PATH...` checks; `check_paths(paths)` checks them all into `CheckedFiles`, each
+  pack as `pack publish` would (`converge_dsl.packs.load_pack`).
 - `check_model_scripts`, `check_model_config`, `check_packs`: the
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
 
-To add a check that `validate` and `run` both run, append it to `CHECKS`.
+`CHECKS` is a tuple composed once here: a check that `validate` and `run` both run
+is added to it.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from converge_dsl import codes
+from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl._record import Record
-from converge_dsl.diagnostics import Diagnostic, best_first
+from converge_dsl.diagnostics import Diagnostic, Severity, best_first
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
 from converge_dsl.frontend import KINDS as FRONTEND_KINDS
@@ -52,6 +56,7 @@ from converge_dsl.frontend import (
     KindRegistry,
     LoadedDocument,
     PipelineFacts,
+    roster_accounts,
 )
 from converge_dsl.frontend import check_pipeline as _frontend_check
 
@@ -88,7 +93,7 @@ def check_model_scripts(
 
 def check_model_config(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """`converge_dsl.models.check_model_config`, imported only for a pipeline with accounts."""
-    if any(model.get("accounts") for model in facts.data.get("models", {}).values()):
+    if any(True for _ in roster_accounts(facts.manifest.models.values())):
         from converge_dsl.models import check_model_config as check
 
         yield from check(facts)
@@ -106,12 +111,12 @@ def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check(facts)
 
 
-CHECKS: list[Check] = [
+CHECKS: tuple[Check, ...] = (
     *FRONTEND_CHECKS,
     check_model_scripts,
     check_model_config,
     check_packs,
-]
+)
 
 # Every suggestor kind: the front end's seed, rule and llm, then agent and pack,
 # each imported the first time a pipeline names it (docs/architecture.md §16).
@@ -126,7 +131,7 @@ def _to_stderr(line: str) -> None:
 
 def _checks(
     roots: Sequence[Path] | None, on_fetch: Callable[[str], object] | None = None
-) -> list[Check]:
+) -> tuple[Check, ...]:
     """`CHECKS` with the model-file check bound to `roots` and, given `on_fetch`, the
     cache-only pack check replaced by the one that fetches."""
 
@@ -142,7 +147,7 @@ def _checks(
     replaced: dict[Check, Check] = {check_model_scripts: check_model_files}
     if on_fetch is not None:
         replaced[check_packs] = check_and_fetch_packs
-    return [replaced.get(c, c) for c in CHECKS]
+    return tuple(replaced.get(c, c) for c in CHECKS)
 
 
 def check_pipeline(
@@ -181,6 +186,34 @@ def load_pipeline(
     return checked.document
 
 
+def _top_kind(path: Path) -> object:
+    """The `kind` at the top of the file (None when only `apiVersion` is there);
+    `_UNREAD` when it does not load as a mapping, `_NOT_OURS` for a file that cannot
+    name a kind or is a mapping with neither `apiVersion` nor `kind`."""
+    import yaml
+
+    try:
+        text = read_bytes(path, "pipeline").decode("utf-8-sig")
+        if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
+            return _NOT_OURS  # cannot name a kind or an API version
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, ValueError, RecursionError, yaml.YAMLError, ReadRefused):
+        return _UNREAD
+    if not isinstance(data, dict):
+        return _UNREAD
+    if "kind" not in data and "apiVersion" not in data:
+        return _NOT_OURS
+    return data.get("kind")
+
+
+_UNREAD, _NOT_OURS = object(), object()
+
+
+def _is_pack(path: Path) -> bool:
+    """A pack's manifest: a `pack.yaml` that says `kind: Pack` at the top."""
+    return path.name == "pack.yaml" and _top_kind(path) == "Pack"
+
+
 def _is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
@@ -188,20 +221,8 @@ def _is_pipeline(path: Path) -> bool:
     mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
     cassette). Everything else, broken files included, is checked as a pipeline.
     """
-    import yaml
-
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-        if not any(word in text for word in ("ModelScript", "Pack", "apiVersion", "kind")):
-            return False  # cannot name a kind or an API version: not ours
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, ValueError, RecursionError, yaml.YAMLError):
-        return True
-    if not isinstance(data, dict):
-        return True
-    if "kind" not in data and "apiVersion" not in data:
-        return False
-    return data.get("kind") not in OTHER_KINDS
+    kind = _top_kind(path)
+    return kind is not _NOT_OURS and kind not in OTHER_KINDS
 
 
 # A line saying a file is converge-dsl's: `apiVersion: converge-dsl/...` or
@@ -225,8 +246,8 @@ def says_ours(path: Path, kind: str) -> bool:
     top-level `apiVersion` of another tool (Tekton's `tekton.dev/v1` has a `kind:
     Pipeline` too). A file that cannot be read is kept, so its reader says why."""
     try:
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
-    except OSError:
+        text = read_bytes(path, "file").decode("utf-8-sig", errors="replace")
+    except (OSError, ReadRefused):
         return True
     if _OTHER_API.search(text) is not None:
         return False
@@ -249,8 +270,9 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
 
     In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
     the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
-    or that load as a mapping with neither `apiVersion` nor `kind`. A folder
-    with no pipeline file, or a path that does not exist, is a `UsageError`.
+    or that load as a mapping with neither `apiVersion` nor `kind`; a `pack.yaml`
+    saying `kind: Pack` is kept as a pack. A folder with neither, or a path that
+    does not exist, is a `UsageError`.
     With `only_pipelines`, a file named directly is kept only when it says it is
     a converge-dsl pipeline (`_says_pipeline`), as a pre-commit hook needs.
     """
@@ -259,14 +281,15 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
         path = Path(raw)
         if path.is_dir():
             inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
-            chosen = [p for p in inside if p.is_file() and _is_pipeline(p)]
+            chosen = [p for p in inside if p.is_file() and (_is_pipeline(p) or _is_pack(p))]
             if not chosen:
                 raise UsageError(
                     f"no pipeline files found in {raw}",
-                    hint="a folder is searched for *.yaml and *.yml pipeline files",
+                    hint="a folder is searched for *.yaml and *.yml pipeline files "
+                    "and pack.yaml pack manifests",
                 )
             found.extend(chosen)
-        elif path.is_file():
+        elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
             if not only_pipelines or _says_pipeline(path):
                 found.append(path)
         else:
@@ -319,11 +342,32 @@ def check_paths(
     sources: dict[str, str] = {}
     for path in files:
         name = _display(path)
+        if not only_pipelines and _is_pack(path):
+            diagnostics.extend(_pack_diagnostics(path, name))
+            with contextlib.suppress(OSError):
+                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
+            continue
         checked = check_pipeline(path, display=name, roots=roots)
         diagnostics.extend(checked.diagnostics)
         if checked.document is not None:
             sources[name] = checked.document.text
         elif checked.diagnostics:
-            with contextlib.suppress(OSError):
-                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
+            with contextlib.suppress(OSError, ReadRefused):
+                sources[name] = read_bytes(path, "pipeline").decode("utf-8", errors="replace")
     return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)
+
+
+def _pack_diagnostics(path: Path, name: str) -> list[Diagnostic]:
+    """A pack manifest checked as `pack publish` checks it (schema, files, templates)."""
+    from converge_dsl.errors import PackError
+    from converge_dsl.packs import load_pack
+
+    folder = name.rpartition("/")[0] or "."
+    try:
+        load_pack(path.parent, display=folder)
+    except PipelineInvalid as exc:
+        return list(exc.diagnostics)
+    except PackError as exc:
+        code = getattr(exc, "code", codes.PACK_BAD_FILE)
+        return [Diagnostic(code, Severity.ERROR, exc.message, name, 1, 1, 1, 1, hint=exc.hint)]
+    return []

@@ -41,36 +41,22 @@ def test_environment_errors_are_reported_without_a_traceback(monkeypatch) -> Non
     assert err == "error: cannot use 'out.jsonl': No space left on device\n"
 
 
-def test_the_entry_point_keeps_the_collector_off_only_for_burst_commands() -> None:
-    import argparse
-    import gc
-    import io
-    import types
+def test_the_entry_point_leaves_the_collector_alone() -> None:
+    """`main` switches no global state but the process's end (`os._exit`, after a flush)."""
+    import subprocess
+    import sys
 
-    from converge_dsl import cli
-
-    seen: dict[str, bool] = {}
-
-    def command(name: str, burst: bool) -> types.SimpleNamespace:
-        def execute(args: argparse.Namespace, io_: cli.CommandIO) -> int:
-            seen[name] = gc.isenabled()
-            return 0
-
-        return types.SimpleNamespace(BURST=burst, configure=None, execute=execute)
-
-    streams = cli.CommandIO(io.StringIO(), io.StringIO())
-    was_enabled = gc.isenabled()
-    try:
-        cli._ENTRY.collector_paused = True
-        gc.disable()
-        cli._execute(command("validate", burst=True), argparse.Namespace(), streams)
-        gc.disable()
-        cli._execute(command("run", burst=False), argparse.Namespace(), streams)
-    finally:
-        cli._ENTRY.collector_paused = False
-        if was_enabled:
-            gc.enable()
-    assert seen == {"validate": False, "run": True}
+    script = (
+        "import gc, sys\n"
+        "from converge_dsl import cli\n"
+        "cli.run = lambda argv, out, err: print('collector', gc.isenabled()) or 7\n"
+        "cli.main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout == "collector True\n", done.stderr
+    assert done.returncode == 7
 
 
 def test_help_is_laid_out_at_the_terminal_width_as_argparse_lays_it_out(

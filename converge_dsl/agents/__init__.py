@@ -25,134 +25,56 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from converge_dsl._lazy import lazy_names
+from converge_dsl._lazy import lazy_exports
 
-if TYPE_CHECKING:
-    from converge_dsl.agents._agent import (
-        AgentError,
-        AgentSuggestor,
-        compile_agent,
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.agents._agent import *  # noqa: F403
+    from converge_dsl.agents._events import *  # noqa: F403
+    from converge_dsl.agents._kind import *  # noqa: F403
+    from converge_dsl.agents._loop import *  # noqa: F403
+    from converge_dsl.agents._machine import *  # noqa: F403
+    from converge_dsl.agents._planner import *  # noqa: F403
+    from converge_dsl.agents._policy import *  # noqa: F403
+    from converge_dsl.agents._spec import *  # noqa: F403
+    from converge_dsl.agents._summarizer import *  # noqa: F403
+    from converge_dsl.agents._summary_budget import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.agents._agent": ("AgentError", "AgentSuggestor", "compile_agent"),
+            "converge_dsl.agents._events": (
+                "AgentFinished",
+                "AgentTurnStarted",
+                "ClearedTurn",
+                "Compaction",
+                "ContributorFired",
+                "MessageLine",
+                "PartLine",
+                "SpanCleared",
+                "SummaryFallback",
+                "SummaryTaken",
+                "TextPartLine",
+                "ToolCallPartLine",
+                "ToolCalled",
+                "ToolResultPartLine",
+            ),
+            "converge_dsl.agents._kind": ("AGENT", "AgentSuggestorSpec"),
+            "converge_dsl.agents._loop": ("Reducer", "drive"),
+            "converge_dsl.agents._machine": ("TurnMachine",),
+            "converge_dsl.agents._planner": (
+                "MAX_ASSUMED_CHARS",
+                "Plan",
+                "plan_pipeline",
+                "simulate",
+            ),
+            "converge_dsl.agents._policy": (
+                "CompactionPolicy",
+                "TokenCounter",
+                "default_token_counter",
+            ),
+            "converge_dsl.agents._spec": ("AgentSpec", "parse_agent"),
+            "converge_dsl.agents._summarizer": ("ModelSummarizer", "SpanSummarizer", "side_call"),
+            "converge_dsl.agents._summary_budget": ("SummaryBudget",),
+        },
     )
-    from converge_dsl.agents._events import (
-        AgentFinished,
-        AgentTurnStarted,
-        ClearedTurn,
-        Compaction,
-        ContributorFired,
-        MessageLine,
-        PartLine,
-        SpanCleared,
-        SummaryFallback,
-        SummaryTaken,
-        TextPartLine,
-        ToolCalled,
-        ToolCallPartLine,
-        ToolResultPartLine,
-    )
-    from converge_dsl.agents._kind import AGENT, AgentSuggestorSpec
-    from converge_dsl.agents._loop import (
-        Reducer,
-        drive,
-    )
-    from converge_dsl.agents._machine import (
-        TurnMachine,
-    )
-    from converge_dsl.agents._planner import (
-        MAX_ASSUMED_CHARS,
-        Plan,
-        plan_pipeline,
-        simulate,
-    )
-    from converge_dsl.agents._policy import (
-        CompactionPolicy,
-        TokenCounter,
-        default_token_counter,
-    )
-    from converge_dsl.agents._spec import (
-        AgentSpec,
-        parse_agent,
-    )
-    from converge_dsl.agents._summarizer import (
-        ModelSummarizer,
-        SpanSummarizer,
-        side_call,
-    )
-    from converge_dsl.agents._summary_budget import SummaryBudget
-
-_WHERE: dict[str, str] = {
-    "ClearedTurn": "converge_dsl.agents._events",
-    "MessageLine": "converge_dsl.agents._events",
-    "PartLine": "converge_dsl.agents._events",
-    "TextPartLine": "converge_dsl.agents._events",
-    "ToolCallPartLine": "converge_dsl.agents._events",
-    "ToolResultPartLine": "converge_dsl.agents._events",
-    "MAX_ASSUMED_CHARS": "converge_dsl.agents._planner",
-    "Plan": "converge_dsl.agents._planner",
-    "plan_pipeline": "converge_dsl.agents._planner",
-    "simulate": "converge_dsl.agents._planner",
-    "AgentError": "converge_dsl.agents._agent",
-    "AgentFinished": "converge_dsl.agents._events",
-    "AgentSpec": "converge_dsl.agents._spec",
-    "AgentSuggestor": "converge_dsl.agents._agent",
-    "AgentTurnStarted": "converge_dsl.agents._events",
-    "Compaction": "converge_dsl.agents._events",
-    "CompactionPolicy": "converge_dsl.agents._policy",
-    "ContributorFired": "converge_dsl.agents._events",
-    "ModelSummarizer": "converge_dsl.agents._summarizer",
-    "Reducer": "converge_dsl.agents._loop",
-    "SpanCleared": "converge_dsl.agents._events",
-    "SpanSummarizer": "converge_dsl.agents._summarizer",
-    "SummaryBudget": "converge_dsl.agents._summary_budget",
-    "SummaryFallback": "converge_dsl.agents._events",
-    "SummaryTaken": "converge_dsl.agents._events",
-    "TokenCounter": "converge_dsl.agents._policy",
-    "ToolCalled": "converge_dsl.agents._events",
-    "TurnMachine": "converge_dsl.agents._machine",
-    "AGENT": "converge_dsl.agents._kind",
-    "AgentSuggestorSpec": "converge_dsl.agents._kind",
-    "compile_agent": "converge_dsl.agents._agent",
-    "default_token_counter": "converge_dsl.agents._policy",
-    "drive": "converge_dsl.agents._loop",
-    "parse_agent": "converge_dsl.agents._spec",
-    "side_call": "converge_dsl.agents._summarizer",
-}
-
-__all__ = [
-    "AGENT",
-    "MAX_ASSUMED_CHARS",
-    "AgentError",
-    "AgentFinished",
-    "AgentSpec",
-    "AgentSuggestor",
-    "AgentSuggestorSpec",
-    "AgentTurnStarted",
-    "ClearedTurn",
-    "Compaction",
-    "CompactionPolicy",
-    "ContributorFired",
-    "MessageLine",
-    "ModelSummarizer",
-    "PartLine",
-    "Plan",
-    "Reducer",
-    "SpanCleared",
-    "SpanSummarizer",
-    "SummaryBudget",
-    "SummaryFallback",
-    "SummaryTaken",
-    "TextPartLine",
-    "TokenCounter",
-    "ToolCallPartLine",
-    "ToolCalled",
-    "ToolResultPartLine",
-    "TurnMachine",
-    "compile_agent",
-    "default_token_counter",
-    "drive",
-    "parse_agent",
-    "plan_pipeline",
-    "side_call",
-    "simulate",
-]
-
-__getattr__ = lazy_names(__name__, _WHERE)

@@ -25,7 +25,7 @@ from converge_dsl.agents._summarizer import ModelSummarizer, SpanSummarizer
 from converge_dsl.agents._tools import ToolBox
 from converge_dsl.compiler import CompileContext, CoreSuggestor, SuggestorCore, UsageRecorder
 from converge_dsl.diagnostics import JsonPath
-from converge_dsl.engine.types import AgentEffect, ContextView, Provenance
+from converge_dsl.engine.types import AgentEffect, ContextView, ProposedFact, Provenance
 from converge_dsl.errors import RunError
 from converge_dsl.models import metered_call
 from converge_dsl.models.port import (
@@ -34,6 +34,7 @@ from converge_dsl.models.port import (
     ModelError,
     ModelRequest,
     ToolCallPart,
+    ToolResultPart,
 )
 
 
@@ -80,11 +81,14 @@ class AgentSuggestor(CoreSuggestor):
             reason, message, hint=hint, span=self.core.span, suggestor=self.name, cycle=cycle
         )
 
-    async def _call_model(self, request: ModelRequest, cycle: int) -> Message | None:
+    async def _call_model(
+        self, request: ModelRequest, cycle: int, warnings: list[ProposedFact]
+    ) -> Message | None:
         """One model call of the turn loop under a reservation of the run's meter;
-        None when the run's budget refuses it (or refuses the model a retry)."""
+        None when the run's budget refuses it (or refuses the model a retry). An
+        answer past its token cap adds a warning to `warnings`."""
         try:
-            answer = await metered_call(self.model, request, self.meter)
+            metered = await metered_call(self.model, request, self.meter)
         except ModelError as exc:
             raise self._fail(
                 "model_error",
@@ -92,9 +96,23 @@ class AgentSuggestor(CoreSuggestor):
                 cycle,
                 exc.hint,
             ) from None
-        if answer is None:
+        if metered is None:
             return None
-        return answer.message
+        note = metered.overshoot_note()
+        if note is not None:
+            warnings.append(
+                self.core.warning(
+                    codes.TOKEN_CAP_IGNORED,
+                    f"budget:overshoot:turn-{request.turn}",
+                    cycle,
+                    f"turn {request.turn}: {note}",
+                    self.provenance(),
+                    turn=request.turn,
+                    max_tokens=metered.max_tokens,
+                    overshoot=metered.overshoot,
+                )
+            )
+        return metered.answer.message
 
     async def execute(self, ctx: ContextView) -> AgentEffect:
         spec, cycle = self.spec, ctx.cycle
@@ -109,11 +127,17 @@ class AgentSuggestor(CoreSuggestor):
             cycle=cycle,
         )
 
+        warnings: list[ProposedFact] = []
+
         async def call_model(request: ModelRequest) -> Message | None:
-            return await self._call_model(request, cycle)
+            return await self._call_model(request, cycle, warnings)
+
+        outcomes: list[ToolResultPart] = []
 
         def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[Any, ...], bool]:
-            return tools.run(calls), tools.finished
+            results = tools.run(calls)
+            outcomes.extend(results)
+            return results, tools.finished
 
         done = await drive(
             machine,
@@ -140,7 +164,44 @@ class AgentSuggestor(CoreSuggestor):
                 "raise context_window, lower compaction.threshold, or clear turns sooner "
                 "(summarizer.clear_turns_older_than)",
             )
-        return AgentEffect.of(tools.proposals)
+        # An execution the budget stopped is explained by the budget's stop.
+        idle = not tools.proposals and done.status != "budget_exhausted"
+        if idle and "context.propose" in spec.tools:
+            warnings.append(self._idle_warning(done.status, done.turns, outcomes, cycle))
+        return AgentEffect.of((*tools.proposals, *warnings))
+
+    def _idle_warning(
+        self, status: str, turns: int, outcomes: Sequence[ToolResultPart], cycle: int
+    ) -> ProposedFact:
+        """The warning of an execution that proposed nothing: every tool call failed
+        (CD923), or the model never proposed (CD922)."""
+        ended = f"ended ({status}) after {turns} turn{'s' if turns != 1 else ''}"
+        if outcomes and all(result.is_error for result in outcomes):
+            first = outcomes[0].output
+            return self.core.warning(
+                codes.AGENT_TOOL_ERRORS,
+                "agent:tool-errors",
+                cycle,
+                f"{ended} without proposing anything: all {len(outcomes)} of its tool calls "
+                f"failed (first: {first})",
+                self.provenance(),
+                status=status,
+                turns=turns,
+                tool_errors=len(outcomes),
+                first_error=first,
+            )
+        called = f"{len(outcomes)} tool call{'s' if len(outcomes) != 1 else ''}"
+        return self.core.warning(
+            codes.AGENT_NO_PROPOSAL,
+            "agent:no-proposal",
+            cycle,
+            f"{ended} without proposing anything ({called}, none of them a context.propose "
+            "that succeeded); set tool_choice (required, or context.propose) or sharpen the goal",
+            self.provenance(),
+            status=status,
+            turns=turns,
+            tool_calls=len(outcomes),
+        )
 
 
 def compile_agent(

@@ -117,11 +117,37 @@ def can_propose(data: Mapping[str, Any], source_map: SourceMap) -> Iterator[Diag
             )
 
 
+def tool_choice_available(data: Mapping[str, Any], source_map: SourceMap) -> Iterator[Diagnostic]:
+    """A `tool_choice` that names a tool the agent lacks (or `required` without tools)."""
+    for path, agent in _agents(data):
+        raw = agent.get("tool_choice")
+        choice = raw.get("choice") if isinstance(raw, Mapping) else raw
+        tools = agent.get("tools", ("context.read", "context.propose", "finish"))
+        if choice is None or choice == "auto" or (choice == "required" and tools):
+            continue
+        if choice != "required" and choice in tools:
+            continue
+        where = (
+            (*path, "tool_choice", "choice") if isinstance(raw, Mapping) else (*path, "tool_choice")
+        )
+        wanted = "a tool" if choice == "required" else f"tool {choice!r}"
+        yield Diagnostic.at(
+            codes.AGENT_TOOL_CHOICE_UNAVAILABLE,
+            f"tool_choice asks agent {agent.get('name')!r} to call {wanted}, which its tools "
+            f"({', '.join(tools) or 'none'}) do not offer",
+            source_map.span(where),
+            path=where,
+            hint=f"add {choice if choice != 'required' else 'a tool'} to tools, or choose one of "
+            "its tools (or auto)",
+        )
+
+
 AGENT_CHECKS: tuple[AgentCheck, ...] = (
     compaction_order,
     summarizer_budget,
     turn_cadence,
     can_propose,
+    tool_choice_available,
 )
 
 

@@ -240,6 +240,7 @@ class TurnMachine:
             tools=self._tools,
             suggestor=self.spec.name,
             turn=self.turn,
+            tool_choice=self.spec.tool_choice_at(self.turn) if self._tools else None,
         )
 
     def feed_reduction(self, text: str, replacement: Literal["stub", "summary"]) -> None:

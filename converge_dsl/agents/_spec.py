@@ -58,6 +58,12 @@ class AgentSpec:
     tools: tuple[str, ...]
     contributors: tuple[ContributorSpec, ...]
     summarizer: SummarizerSpec | None
+    tool_choice: str | None = None  # auto, required or a tool name (None: the provider's)
+    tool_choice_first_only: bool = False  # the choice applies to the first turn only
+
+    def tool_choice_at(self, turn: int) -> str | None:
+        """The tool choice the request of `turn` (0 = the first) is sent with."""
+        return None if self.tool_choice_first_only and turn > 0 else self.tool_choice
 
 
 def _contributor(
@@ -133,4 +139,16 @@ def parse_agent(data: Mapping[str, Any], path: JsonPath, ctx: CompileContext) ->
             for i, c in enumerate(data.get("contributors") or ())
         ),
         summarizer=summarizer,
+        tool_choice=_tool_choice(data.get("tool_choice")),
+        tool_choice_first_only=(
+            isinstance(data.get("tool_choice"), Mapping)
+            and data["tool_choice"].get("turns") == "first"
+        ),
     )
+
+
+def _tool_choice(raw: Any) -> str | None:
+    """The choice of a (schema-valid) `tool_choice`: a value, or `{choice, turns}`."""
+    if isinstance(raw, Mapping):
+        return str(raw["choice"])
+    return None if raw is None else str(raw)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from converge_dsl.compiler import CompiledTemplate, UsageRecorder
+from converge_dsl.models import metered_call
 from converge_dsl.models.port import Message, Model, ModelRequest
 
 T = TypeVar("T")
@@ -65,18 +66,10 @@ class ModelSummarizer:
             ),
             suggestor=self._suggestor,
         )
-        if self._meter is None:
-            return (await self._model.call(request)).text
-        reservation = self._meter.reserve()
-        if reservation is None:
+        metered = await metered_call(self._model, request, self._meter)
+        if metered is None:
             raise RuntimeError("the run's model budget is spent")
-        try:
-            answer = await self._model.call(request)
-        except BaseException:  # failed or cancelled: the call was made all the same
-            reservation.settle()
-            raise
-        reservation.settle(answer.usage)
-        return answer.text
+        return metered.answer.text
 
 
 @dataclass(frozen=True, slots=True)

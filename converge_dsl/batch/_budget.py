@@ -4,13 +4,15 @@ Each case keeps its own budget (the pipeline's `budget:`); a `PooledMeter` is
 the case's usage meter that also asks one `BudgetPool` shared by the whole
 batch. Reservations, attempts and settled usage count in both, with the same
 rules as the case's own meter (docs/architecture.md §7): outstanding
-reservations count as calls, so concurrent cases never take the batch past
-its cap. Every change a case makes is one pool step (`try_take` checks and
-counts at once; settling a reservation moves its call from held to spent in
-one `add`): between two steps of one case, the case of another worker may
-act, and must never see a held or made call as free. A case refused by the
-batch's cap stops with the usual `model_call_budget_exhausted` or
-`token_budget_exhausted`.
+reservations count as calls, and their input estimates and answer caps as
+tokens, so concurrent cases never take the batch past its cap. A call's answer
+cap is bounded by what remains of the batch's `--max-tokens` (`try_reserve`, one
+step) and then by the case's own budget. Every change a case makes is one pool
+step (`try_take` checks and counts at once; settling a reservation moves its
+call from held to spent in one `add`): between two steps of one case, the case
+of another worker may act, and must never see a held or made call as free. A
+case refused by the batch's cap stops with the usual
+`model_call_budget_exhausted` or `token_budget_exhausted`.
 
 Pools: `LocalPool` (one event loop, plain counters), `SharedPool` (counters
 in shared memory under one lock, for the worker processes of the `process`
@@ -27,7 +29,10 @@ from typing import Any, Protocol
 
 from converge_dsl.clock import Clock
 from converge_dsl.engine import Budget, StopReason, UsageMeter
-from converge_dsl.engine.budget import Reservation
+from converge_dsl.engine.budget import answer_room
+
+POOL_POLL_S = 0.01
+"""How often a case whose call waits for tokens held by other cases' calls looks again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,28 @@ class BudgetPool(Protocol):
         """The cap that forbids `extra_calls` more calls now, or None."""
         ...
 
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        """Hold one call, `estimate` and the answer cap it gets (`answer_room`) in one step:
+        `(None, cap)`, or the cap's reason that refuses it and None."""
+        ...
+
+    def held_tokens(self) -> int:
+        """The tokens held by the reservations of every case."""
+        ...
+
+
+def reserve_in(
+    limits: BatchLimits, counts: Sequence[int], estimate: int, wanted: int | None
+) -> tuple[StopReason | None, int | None]:
+    """What `try_reserve` decides on `counts`: the refusing reason, or None and the cap."""
+    reason = blocked_by(limits, counts, 1)
+    if reason is not None:
+        return reason, None
+    fits, cap = answer_room(limits.max_tokens, counts[1] + counts[3], estimate, wanted)
+    return (None, cap) if fits else (StopReason.TOKEN_BUDGET_EXHAUSTED, None)
+
 
 def blocked_by(limits: BatchLimits, counts: Sequence[int], extra_calls: int) -> StopReason | None:
     """The cap of `limits` that `counts` (calls, tokens, held calls, held tokens) reach."""
@@ -95,6 +122,17 @@ class LocalPool:
 
     def blocked(self, extra_calls: int) -> StopReason | None:
         return blocked_by(self.limits, self._counts, extra_calls)
+
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        reason, cap = reserve_in(self.limits, self._counts, estimate, wanted)
+        if reason is None:
+            self.add(0, 0, 1, max(0, estimate) + (cap or 0))
+        return reason, cap
+
+    def held_tokens(self) -> int:
+        return self._counts[3]
 
     def counts(self) -> tuple[int, int, int, int]:
         a, b, c, d = self._counts
@@ -129,6 +167,19 @@ class SharedPool:
         with self._lock:
             return blocked_by(self.limits, self._counts[:], extra_calls)
 
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        with self._lock:
+            reason, cap = reserve_in(self.limits, self._counts[:], estimate, wanted)
+            if reason is None:
+                self._add(0, 0, 1, max(0, estimate) + (cap or 0))
+        return reason, cap
+
+    def held_tokens(self) -> int:
+        with self._lock:
+            return int(self._counts[3])
+
 
 class PooledMeter(UsageMeter):
     """A case's usage meter that also counts against the batch's `BudgetPool`.
@@ -151,20 +202,33 @@ class PooledMeter(UsageMeter):
             return own
         return self._pool.blocked(extra_calls)
 
-    def reserve(self, tokens_estimate: int = 0) -> Reservation | None:
-        tokens = max(0, tokens_estimate)
-        reason = self._pool.try_take(0, 1, tokens)
+    def _grant(
+        self, tokens_estimate: int, answer_cap: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        estimate = max(0, tokens_estimate)
+        reason, cap = self._pool.try_reserve(estimate, answer_cap)
         if reason is not None:
-            self._refuse(reason)
-            return None
+            return reason, None
+        pool_held = estimate + (cap or 0)
         self._own_only = True
         try:
-            reservation = super().reserve(tokens)
+            reason, own_cap = super()._grant(estimate, cap)
         finally:
             self._own_only = False
-        if reservation is None:
-            self._pool.add(0, 0, -1, -tokens)
-        return reservation
+        if reason is not None:
+            self._pool.add(0, 0, -1, -pool_held)
+            return reason, None
+        if own_cap != cap:  # the case's own budget left less: the batch gets the rest back
+            self._pool.add(0, 0, 0, estimate + (own_cap or 0) - pool_held)
+        return None, own_cap
+
+    async def _wait_freed(self) -> bool:
+        if self._held_tokens > 0:
+            return await super()._wait_freed()
+        if self._clock is None or self._pool.held_tokens() <= 0:
+            return False
+        await self._clock.sleep(POOL_POLL_S)  # held by another case's call: look again
+        return True
 
     def allow_attempt(self) -> bool:
         reason = self._pool.try_take(1, 0, 0)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._reading import read_text
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
@@ -87,14 +88,16 @@ def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
 def read_cases(path: Path) -> list[Case]:
     """Every case of the cases file `path`; `UsageError` when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "--cases file")
     except UnicodeDecodeError as exc:
         raise UsageError(f"--cases {path} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise UsageError(f"cannot read --cases {path}: {exc.strerror}") from None
+    from converge_dsl._files import jsonl_lines
     from converge_dsl.diagnostics import SourceSpan
 
-    lines = ((number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip())
+    numbered = enumerate(jsonl_lines(text), 1)
+    lines = ((number, line) for number, line in numbered if line.strip())
     return [
         parse_case(index, line, SourceSpan(str(path), number, 1, number, len(line) + 1))
         for index, (number, line) in enumerate(lines)
@@ -125,40 +128,71 @@ class Done:
     tokens: int = 0
 
 
-def read_done(path: Path) -> Done:
+def read_done(path: Path, cases: Path | None = None) -> Done:
     """The cases `path` (a results file) already holds, and their usage.
 
-    A last line without its newline (a batch killed while writing it) is
-    ignored and cut from the file, so appending continues on a line of its own.
-    A missing file holds nothing. Any other line that is not a result line is
-    a `UsageError`: the file is not ours, or was edited.
+    Before a byte changes, `path` must be a results file this command wrote
+    (`converge_dsl._files.open_ours`: not a link, one hard link, a result
+    line first) and not the cases file `cases`; then every complete line must
+    be a result line. Only then is a last line without its newline (a batch
+    killed while writing it) cut from the file, so appending continues on a
+    line of its own. A missing file holds nothing. A refusal is a `UsageError`.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    from converge_dsl._files import open_ours, same_file
+
+    fd = open_ours(path, "--out", "results file", recognise=recognise)
+    if fd is None:
         return Done()
-    except OSError as exc:
-        raise UsageError(f"cannot read --out {path}: {exc.strerror}") from None
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        with open(path, "r+b") as handle:
+    with os.fdopen(fd, "r+b") as handle:
+        if cases is not None and same_file(path, cases):
+            raise UsageError(
+                f"--out {path} is the cases file; it is not changed",
+                hint="give --out the results file of this batch",
+            )
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read --out {path}: {exc.strerror}") from None
+        end = data.rfind(b"\n") + 1
+        done = _done(data[:end], path)
+        if end < len(data):
+            if not LINE_START.startswith(data[end:]) and not recognise(data[end:]):
+                raise _not_results(path, data.count(b"\n") + 1)  # a foreign last line
             handle.truncate(end)
-            os.fsync(handle.fileno())
+            os.fsync(fd)
+    return done
+
+
+def _not_results(path: Path, number: int) -> UsageError:
+    return UsageError(
+        f"--out {path}: line {number} is not a result line of a batch run",
+        hint="give --out a new file, or the results file of this batch",
+    )
+
+
+_COUNTS = ("model_calls", "input_tokens", "output_tokens")
+
+
+def _done(data: bytes, path: Path) -> Done:
+    """What the complete result lines `data` of `path` hold; `UsageError` for any other line."""
     done = Done()
-    for number, raw in enumerate(data[:end].splitlines(), start=1):
+    for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
         try:
             line = json.loads(raw) if recognise(raw) else None
         except ValueError:
             line = None
-        if not isinstance(line, dict) or not isinstance(line.get("index"), int):
-            raise UsageError(
-                f"--out {path}: line {number} is not a result line of a batch run",
-                hint="give --out a new file, or the results file of this batch",
-            )
+        usage = line.get("usage") or {} if isinstance(line, dict) else None
+        counts = [usage.get(name, 0) for name in _COUNTS] if isinstance(usage, dict) else None
+        if (
+            not isinstance(line, dict)
+            or not isinstance(line.get("index"), int)
+            or counts is None
+            or not all(type(count) is int for count in counts)
+        ):
+            raise _not_results(path, number)
         done.ids[line["index"]] = line.get("id")
-        usage = line.get("usage") or {}
-        done.model_calls += int(usage.get("model_calls", 0))
-        done.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        done.model_calls += counts[0]
+        done.tokens += counts[1] + counts[2]
     return done
 
 

@@ -34,5 +34,8 @@ def run_locally(
         max_connections=max(64, workers),
     )
     gc.freeze()  # the loaded pipeline lives as long as the batch: no collection scans it
-    meter = make_meter(local_pool(options.limits, spent), SystemClock())
-    return drive(pipeline, finished(pipeline, todo, concurrency=workers, meter=meter))
+    clock = SystemClock()
+    meter = make_meter(local_pool(options.limits, spent), clock)
+    outputs = options.outputs
+    sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
+    return drive(pipeline, finished(pipeline, todo, concurrency=workers, meter=meter, sinks=sinks))

@@ -15,6 +15,7 @@ from pathlib import Path
 from converge_dsl.errors import UsageError
 
 from ._budget import BatchLimits
+from ._outputs import CaseOutputs
 
 EXECUTORS = ("local", "process", "ray")
 DEFAULT_LOCAL_CONCURRENCY = 16
@@ -34,6 +35,10 @@ class BatchOptions:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     allow_roots: tuple[Path, ...] = ()
     ray_address: str | None = None
+    # `--report R.html`: the batch page (each case's own report: `outputs.report`).
+    report: Path | None = None
+    # What each case's run writes (`--trace DIR`, `--report`, `--otel`; `_outputs`).
+    outputs: CaseOutputs = field(default_factory=CaseOutputs)
 
     def workers(self) -> int:
         """The concurrency: given, else 16 cases (`local`) or one per CPU."""

@@ -3,9 +3,9 @@
 What `converge_dsl.runtime.run_pipeline` does per run is split in two. Once,
 in `load`: read the YAML, validate it (the diagnostics of `validate`; a
 locked pack the cache lacks is fetched), and check the files it names. Per
-run: resolve the inputs into settings, make the run's usage meter, build the
-models (sharing each HTTP model's connection pool, `_shared`), compile the
-suggestors (templates come from the compiler's own cache) and run the engine.
+run: the runtime's one run assembly (`converge_dsl.runtime.assemble_run`,
+docs/architecture.md §12) with this pipeline's models (sharing each HTTP
+model's connection pool, `_shared`), the caller's meter and the run's sinks.
 
 A `Pipeline` is immutable: runs share nothing they could change (each has
 its own meter, models, compiled suggestors and engine), so any number may
@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,10 +35,9 @@ from ._shared import SharedTransports
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import PipelineSettings
-    from converge_dsl.engine import UsageMeter
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
-    from converge_dsl.runtime import RunOutcome, RunResultDocument
+    from converge_dsl.runtime import RunOutcome, RunResultDocument, RunSink
 
     from ._schedule import MeterFactory
 
@@ -52,7 +59,7 @@ class Pipeline:
     release the shared connection pools.
     """
 
-    __slots__ = ("_clock", "_document", "_env", "_path", "_roots", "_transports")
+    __slots__ = ("_clock", "_document", "_env", "_manifest", "_path", "_roots", "_transports")
 
     def __init__(
         self,
@@ -64,8 +71,11 @@ class Pipeline:
         roots: tuple[Path, ...],
         max_connections: int,
     ) -> None:
+        from converge_dsl.frontend import build_manifest
+
         self._path = path
         self._document = document
+        self._manifest = build_manifest(document)  # once: every run's settings read it
         self._env = dict(env)
         self._clock = clock
         self._roots = roots
@@ -76,7 +86,7 @@ class Pipeline:
 
     @property
     def name(self) -> str:
-        return str(self._document.data.get("name", ""))
+        return self._manifest.name
 
     @property
     def path(self) -> Path:
@@ -92,19 +102,17 @@ class Pipeline:
         """The context keys a run may hold: the built-in ones, then the declared ones."""
         from converge_dsl.keys import BUILTIN_KEYS
 
-        declared = [k.get("name") for k in self._document.data.get("keys") or ()]
-        return BUILTIN_KEYS + tuple(str(name) for name in declared if name)
+        return BUILTIN_KEYS + tuple(k.name for k in self._manifest.keys)
 
     @property
     def models(self) -> tuple[str, ...]:
         """The names of the declared models (`run(..., models=...)` may replace them)."""
-        return tuple(self._document.data.get("models") or {})
+        return tuple(self._manifest.models)
 
     @property
     def invariants(self) -> tuple[str, ...]:
         """The names of the declared invariants."""
-        items = self._document.data.get("invariants") or ()
-        return tuple(str(i.get("name")) for i in items if i.get("name"))
+        return tuple(i.name for i in self._manifest.invariants)
 
     # --- running -----------------------------------------------------------
 
@@ -157,39 +165,36 @@ class Pipeline:
         *,
         meter: MeterFactory | None = None,
         models: Mapping[str, Model] | None = None,
+        sinks: Sequence[RunSink] = (),
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
         `meter` makes the run's usage meter from its budget (default: a plain
         `UsageMeter` on the pipeline's clock); a batch passes one that also counts
         against the batch-wide cap. `models` replaces models by name (see `arun`).
+        `sinks` are the run's outputs (`converge_dsl.runtime.RunSink`: a trace, a
+        report, OpenTelemetry; a batch makes them per case).
         """
-        from converge_dsl.compiler import compile_pipeline, compile_settings
-        from converge_dsl.engine import UsageMeter
-        from converge_dsl.runtime import SUGGESTOR_KINDS, TraceWriter, build_engine, outcome
+        from converge_dsl.runtime import RunPlan, assemble_run
 
-        settings = compile_settings(self._document, inputs=dict(inputs or {}))
-        _check_model_names(models or {}, settings.models)
-        usage = (meter or (lambda b: UsageMeter(b, clock=self._clock)))(settings.budget)
-        sink = TraceWriter({})
-        built: dict[str, Model] = {}
-        try:
-            built = self._models(settings, usage, models or {})
-            compiled = compile_pipeline(
-                settings, models=built, usage=usage, events=sink, kinds=SUGGESTOR_KINDS
-            )
-            engine = build_engine(compiled, sink, self._clock, usage)
-            result = await engine.run(compiled.seeds)
-            if sink.failure is not None:
-                raise sink.failure
-        finally:
-            sink.close()
-            for model in built.values():
-                await model.aclose()
-        return outcome(compiled, result)
+        given = dict(models or {})
+
+        def build(settings: PipelineSettings, gate: Callable[[], bool]) -> dict[str, Model]:
+            _check_model_names(given, settings.models)
+            return self._models(settings, gate, given)
+
+        plan = RunPlan(
+            document=self._document,
+            inputs=dict(inputs or {}),
+            clock=self._clock,
+            models=build,
+            sinks=tuple(sinks),
+            meter=meter,
+        )
+        return await assemble_run(plan)
 
     def _models(
-        self, settings: PipelineSettings, usage: UsageMeter, given: Mapping[str, Model]
+        self, settings: PipelineSettings, gate: Callable[[], bool], given: Mapping[str, Model]
     ) -> dict[str, Model]:
         """The run's models: `given` ones as they are, the others built per run, HTTP
         ones over the shared connection pools."""
@@ -200,14 +205,14 @@ class Pipeline:
             env=self._env,
             clock=self._clock,
             roots=self._roots,
-            attempt_gate=usage.allow_attempt,
+            attempt_gate=gate,
         )
         models: dict[str, Model] = {}
         for name, declaration in settings.models.items():
             if name in given:
                 models[name] = given[name]
                 continue
-            shared = declaration.config.get("adapter") in _HTTP_ADAPTERS
+            shared = declaration.spec.adapter in _HTTP_ADAPTERS
             models[name] = build(name, self._transports.lend(name) if shared else None)
         return models
 

@@ -9,12 +9,23 @@ worker in flight and yields results as they finish. A batch-wide cap is one
 that dies (killed, out of memory) breaks the pool: it is made again, and the
 cases in flight are run again, except one that was in flight at
 `MAX_STRIKES` such deaths, which gets an error result.
+
+Workers die with the batch (`_die_with_parent`): on Linux the kernel kills
+a worker when the parent dies (`prctl(PR_SET_PDEATHSIG, SIGKILL)`), and on
+every system a watcher thread ends it within `WATCH_S` of being orphaned. So
+a batch killed with SIGKILL leaves no worker holding its standard output, and
+multiprocessing's resource tracker, whose pipe the workers also hold, sees
+it close and ends too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import sys
+import threading
+import time
 from collections.abc import Generator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -29,13 +40,44 @@ from ._cases import Case, CaseResult, error_result
 
 if TYPE_CHECKING:
     from ._options import BatchOptions
+    from ._outputs import CaseOutputs
     from ._pipeline import Pipeline
-    from ._schedule import MeterFactory
+    from ._schedule import MeterFactory, SinkFactory
 
 # Cases handed to the pool per worker at a time.
 IN_FLIGHT_PER_WORKER = 2
 # A case in flight each time a worker died this many times fails instead of being retried.
 MAX_STRIKES = 2
+# How often a worker checks that the batch that started it is still alive.
+WATCH_S = 0.5
+_PR_SET_PDEATHSIG = 1
+_SIGKILL = 9
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when process `parent` dies: a parent-death signal, and a watcher.
+
+    The signal (Linux) is immediate; the watcher covers other systems and a
+    parent that died before the signal was asked for (this process is then
+    already an orphan, so it ends at once).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watcher below still ends the worker
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="converge-dsl-parent-watch", daemon=True).start()
 
 
 class _Worker:
@@ -44,17 +86,27 @@ class _Worker:
     pipeline: Pipeline | None = None
     loop: asyncio.AbstractEventLoop | None = None
     meter: MeterFactory | None = None
+    sinks: SinkFactory | None = None
 
 
-def _start(
-    path: Path, env: Mapping[str, str], roots: tuple[Path, ...], pool: SharedPool | None
+def _start(  # noqa: PLR0917 (the pool passes initializer arguments by position)
+    path: Path,
+    env: Mapping[str, str],
+    roots: tuple[Path, ...],
+    pool: SharedPool | None,
+    outputs: CaseOutputs,
+    parent: int,
 ) -> None:
-    """The worker initializer: load the pipeline once (its errors fail every case)."""
+    """The worker initializer: die with `parent`, load the pipeline once (its errors fail
+    every case)."""
+    _die_with_parent(parent)
     from ._pipeline import load
     from ._schedule import make_meter
 
+    clock = SystemClock()
     _Worker.loop = asyncio.new_event_loop()
-    _Worker.meter = make_meter(pool, SystemClock())
+    _Worker.meter = make_meter(pool, clock)
+    _Worker.sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
     try:
         _Worker.pipeline = load(path, env=env, allow_roots=roots)
     except ConvergeError:
@@ -69,7 +121,7 @@ def _run(case: Case, path: Path) -> CaseResult:
     if pipeline is None or loop is None:
         error = ConvergeError("the worker process could not load the pipeline")
         return error_result(case, error, path)
-    return loop.run_until_complete(run_case(pipeline, case, _Worker.meter))
+    return loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks))
 
 
 def run_in_processes(
@@ -84,7 +136,14 @@ def run_in_processes(
     if options.limits.any:
         pool = SharedPool(options.limits, context)
         pool.add(spent[0], spent[1], 0, 0)
-    start_args = (options.pipeline, dict(options.env), options.allow_roots, pool)
+    start_args = (
+        options.pipeline,
+        dict(options.env),
+        options.allow_roots,
+        pool,
+        options.outputs,
+        os.getpid(),
+    )
     return _results(options.pipeline, workers, todo, context, start_args)
 
 

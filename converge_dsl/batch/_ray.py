@@ -28,6 +28,7 @@ from ._cases import Case, CaseResult, error_result
 
 if TYPE_CHECKING:
     from ._options import BatchOptions
+    from ._outputs import CaseOutputs
 
 
 def _ray() -> Any:
@@ -57,6 +58,14 @@ class _PoolState:
     def blocked(self, extra_calls: int) -> StopReason | None:
         return self._pool.blocked(extra_calls)
 
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        return self._pool.try_reserve(estimate, wanted)
+
+    def held_tokens(self) -> int:
+        return self._pool.held_tokens()
+
 
 class RayPool:
     """A `BudgetPool` whose counts live in a pool actor (each call one round trip)."""
@@ -79,6 +88,17 @@ class RayPool:
         reason: StopReason | None = _ray().get(self._actor.blocked.remote(extra_calls))
         return reason
 
+    def try_reserve(
+        self, estimate: int, wanted: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        granted: tuple[StopReason | None, int | None] = _ray().get(
+            self._actor.try_reserve.remote(estimate, wanted)
+        )
+        return granted
+
+    def held_tokens(self) -> int:
+        return int(_ray().get(self._actor.held_tokens.remote()))
+
 
 class _CaseRunner:
     """An actor's state: the pipeline, loaded once, and the batch's meter factory."""
@@ -89,21 +109,25 @@ class _CaseRunner:
         env: Mapping[str, str],
         roots: tuple[Path, ...],
         pool: RayPool | None,
+        *,
         max_connections: int,
+        outputs: CaseOutputs,
     ) -> None:
         from converge_dsl.clock import SystemClock
 
         from ._pipeline import load
         from ._schedule import make_meter
 
+        clock = SystemClock()
         self._path = path
         self._pipeline = load(path, env=env, allow_roots=roots, max_connections=max_connections)
-        self._meter = make_meter(pool, SystemClock())
+        self._meter = make_meter(pool, clock)
+        self._sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
 
     async def run(self, case: Case) -> CaseResult:
         from ._schedule import run_case
 
-        return await run_case(self._pipeline, case, self._meter)
+        return await run_case(self._pipeline, case, self._meter, self._sinks)
 
 
 def run_on_ray(
@@ -130,7 +154,8 @@ def run_on_ray(
             dict(options.env),
             options.allow_roots,
             pool,
-            max(64, per_actor),
+            max_connections=max(64, per_actor),
+            outputs=options.outputs.resolved(),  # an actor's working folder is not ours
         )
         for _ in range(min(cpus, max(1, len(todo))))
     ]

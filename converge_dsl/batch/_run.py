@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 
 from converge_dsl.errors import UsageError
 
-from ._cases import Case, CaseResult, check_resumable, read_cases, read_done, recognise
+from ._cases import Case, CaseResult, check_resumable, read_cases, read_done
 from ._options import EXECUTORS, BatchOptions
+from ._outputs import BatchReportSink, BatchSink, FolderSink, OutLinesSink
 
 __all__ = ["EXECUTORS", "BatchOptions", "BatchSummary", "run_batch"]
 
@@ -69,36 +70,56 @@ def run_batch(
     `on_start` hears the summary once the cases are known (total, skipped);
     `on_result` hears each result after its line is written.
     """
-    from converge_dsl._files import flush_checked, open_output, write_all
+    from converge_dsl.clock import SystemClock
 
     if options.executor not in EXECUTORS:
         raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
     workers = options.workers()
+    sinks = _sinks(options)
     cases = read_cases(options.cases)
-    done = read_done(options.out) if options.resume else None
+    done = read_done(options.out, options.cases) if options.resume else None
     if done is not None:
         check_resumable(done.ids, cases, options.out)
     todo = [case for case in cases if done is None or case.index not in done.ids]
     summary = BatchSummary(total=len(cases), skipped=len(cases) - len(todo))
     spent = (0, 0) if done is None else (done.model_calls, done.tokens)
+    clock = SystemClock()
+    options.outputs.check_otel(clock)
     results = _executor(options, workers, todo, spent)  # loads the pipeline: fails early
-    out = open_output(
-        options.out, "--out", "results file", recognise=recognise, append=options.resume
-    )
+    options.outputs.make_folders()
+    opened: list[BatchSink] = []
     started = time.monotonic()
-    on_start(summary)
     try:
+        for sink in sinks:
+            sink.open(clock)
+            opened.append(sink)
+        on_start(summary)
         for result in results:
-            write_all(out, result.line(), f"--out {options.out}")
-            flush_checked(out, f"--out {options.out}")
+            for sink in sinks:
+                sink.on_case(result)
             summary.add(result)
             summary.seconds = time.monotonic() - started
             on_result(result, summary)
     finally:
         results.close()
-        out.close()
+        for sink in reversed(opened):
+            sink.close()
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _sinks(options: BatchOptions) -> list[BatchSink]:
+    """The batch's own sinks (`--out`, the `--report` page), checked with the folders its
+    cases write into (`_outputs`) by the runtime's one same-file check."""
+    from converge_dsl.runtime import check_outputs
+
+    sinks: list[BatchSink] = [OutLinesSink(options.out, append=options.resume)]
+    if options.report is not None:
+        sinks.append(BatchReportSink(options.report, options.pipeline))
+    folders = FolderSink(options.outputs.folders())
+    reads = [(options.pipeline, "the pipeline"), (options.cases, "the --cases file")]
+    check_outputs([*sinks, folders], reads)
+    return sinks
 
 
 def _executor(

@@ -16,7 +16,7 @@ protocol `Pipeline` meets), so no import runs back up to `_pipeline`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -28,9 +28,11 @@ from ._cases import Case, CaseResult, cases_of, error_result
 
 if TYPE_CHECKING:
     from converge_dsl.engine import Budget, UsageMeter
-    from converge_dsl.runtime import RunOutcome
+    from converge_dsl.runtime import RunOutcome, RunSink
 
 MeterFactory = Callable[["Budget"], "UsageMeter"]
+# The sinks of one case's run (`_outputs.CaseOutputs.sinks`), made where it runs.
+SinkFactory = Callable[[Case], "Sequence[RunSink]"]
 T = TypeVar("T")
 
 # `ordered` starts a case only within this many cases (times the concurrency) of the
@@ -47,9 +49,14 @@ class Prepared(Protocol):
         ...
 
     async def outcome(
-        self, inputs: Mapping[str, Any] | None = None, *, meter: MeterFactory | None = None
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        meter: MeterFactory | None = None,
+        sinks: Sequence[RunSink] = (),
     ) -> RunOutcome:
-        """One run's outcome; `meter` makes the run's usage meter from its budget."""
+        """One run's outcome; `meter` makes the run's usage meter from its budget;
+        `sinks` are the run's outputs."""
         ...
 
     async def aclose(self) -> None:
@@ -57,12 +64,21 @@ class Prepared(Protocol):
         ...
 
 
-async def run_case(pipeline: Prepared, case: Case, meter: MeterFactory | None = None) -> CaseResult:
-    """Run one case to its result; its failure (of any kind) is its result, never raised."""
+async def run_case(
+    pipeline: Prepared,
+    case: Case,
+    meter: MeterFactory | None = None,
+    sinks: SinkFactory | None = None,
+) -> CaseResult:
+    """Run one case to its result; its failure (of any kind) is its result, never raised.
+
+    `sinks` makes the outputs of the case's run (none without it).
+    """
     if case.problem is not None:
         return error_result(case, UsageError(case.problem), pipeline.path)
     try:
-        out = await pipeline.outcome(case.inputs, meter=meter)
+        outputs = () if sinks is None else sinks(case)
+        out = await pipeline.outcome(case.inputs, meter=meter, sinks=outputs)
     except ConvergeError as exc:
         return error_result(case, exc, pipeline.path)
     except asyncio.CancelledError:
@@ -80,8 +96,11 @@ async def finished(
     concurrency: int,
     meter: MeterFactory | None = None,
     may_start: Callable[[int], bool] | None = None,
+    sinks: SinkFactory | None = None,
 ) -> AsyncIterator[CaseResult]:
     """Run `cases`, at most `concurrency` at once; yield each result as it finishes.
+
+    `sinks` makes each case's outputs (`run_case`).
 
     With `may_start`, a case starts only once `may_start(its index)` is true
     (checked again after each result is yielded; true whenever nothing runs).
@@ -101,7 +120,7 @@ async def finished(
             if running and may_start is not None and not may_start(case.index):
                 waiting.append(case)
                 return
-            task = asyncio.ensure_future(run_case(pipeline, case, meter))
+            task = asyncio.ensure_future(run_case(pipeline, case, meter, sinks))
             task.add_done_callback(done.put_nowait)
             running.add(task)
 

@@ -1,4 +1,4 @@
-"""The command line: `main()` only wraps `run(argv, stdout, stderr) -> int`.
+"""The command line: `main()` wraps `run(argv, stdout, stderr) -> int` and ends the process.
 
 Each command lives in its own module (`_validate`, `_run`, ...) exposing
 `configure(parser)` and `execute(args, io) -> int`. Only the module of the
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -38,15 +37,14 @@ EXIT_USAGE = 3
 EXIT_INTERRUPTED = 130
 
 
-# No dataclass here or on `validate`'s path: importing `dataclasses` (and `inspect`)
-# and building each class costs start-up (tests/test_startup_imports.py).
+# A plain slotted class: no dataclass on `validate`'s path (docs/architecture.md §5).
 class _EntryPoint:
-    """What the console entry point did before `run`: paused the garbage collector."""
+    """Whether `run` was called by the console entry point (`main`), whose process ends with it."""
 
-    __slots__ = ("collector_paused",)
+    __slots__ = ("ends_process",)
 
     def __init__(self) -> None:
-        self.collector_paused = False
+        self.ends_process = False
 
 
 _ENTRY = _EntryPoint()
@@ -144,8 +142,7 @@ def environment_error(exc: OSError) -> ConvergeError:
 
 
 class Command(Protocol):
-    """A command module. One that sets `BURST = True` does bounded work and ends:
-    the console entry point keeps the cyclic garbage collector off for it."""
+    """A command module: its arguments (`configure`) and what it does (`execute`)."""
 
     def configure(self, parser: argparse.ArgumentParser) -> None: ...
 
@@ -357,8 +354,6 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
     The command's `--format` chooses the rendering (JSON on stdout; human text
     on stderr, since stdout is the command's own output).
     """
-    if _ENTRY.collector_paused and not getattr(command, "BURST", False):
-        gc.enable()  # a run may go on for long: cycles must be collected
     try:
         return command.execute(args, io)
     except PipelineInvalid as exc:
@@ -371,18 +366,16 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def main() -> None:
-    """Console-script entry point.
+    """Console-script entry point: `run` over the process's arguments and streams, then exit.
 
-    Ends the process without the interpreter's teardown, which would free every
-    object of a large pipeline one by one (a tenth of `validate`'s time on a
-    10k-line file). Commands close what they write before they return; only the
-    standard streams are left to flush. mypy's command line ends the same way.
+    The process ends with `os._exit` once the standard streams are flushed,
+    without the interpreter's teardown, which frees every module and object
+    one by one: about a tenth of `validate`'s time on a small pipeline, which
+    the start-up target needs (docs/architecture.md §13). Commands close what
+    they write before they return. This is the command line's only global
+    switch.
     """
-    # Start-up and short commands are bursts of allocations that live until
-    # the process ends; collecting them is wasted time. `_execute` turns the
-    # collector back on for every command that is not a `BURST`.
-    gc.disable()
-    _ENTRY.collector_paused = True
+    _ENTRY.ends_process = True
     code = run(sys.argv[1:], sys.stdout, sys.stderr)
     for stream, name in ((sys.stdout, "standard output"), (sys.stderr, "standard error")):
         try:

@@ -12,6 +12,11 @@ usage of every case together (each case keeps its pipeline's own budget too).
 event loop; `process` runs `--concurrency` worker processes (one per CPU);
 `ray` runs async Ray actors (the `ray` extra; `--ray-address` joins a cluster).
 
+Outputs per case (`converge_dsl.batch._outputs`): `--trace DIR` writes
+`DIR/<index>.jsonl`, `--report R.html` a batch page linking `R/<index>.html`,
+`--otel` exports each case as its own trace; `--record` and `--checkpoint`
+are refused, each with its reason (`_SINGLE_RUN_ONLY`).
+
 Progress goes to standard error: a live bar on a terminal (cases done, rate,
 ETA, stop reasons), a plain line per tenth of the batch otherwise; a summary
 table at the end (`--format json`: one JSON object on standard output).
@@ -31,20 +36,52 @@ from converge_dsl.errors import UsageError
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
 
-# Options of a single run that a batch does not take.
+_INPUTS_HINT = "put each case's inputs on its line of the cases file"
+_ONE_RUN_HINT = "run that case alone: converge-dsl run PIPELINE --input NAME=VALUE ..."
+# Options of a single run that a batch does not take: (attribute, option, why, hint).
 _SINGLE_RUN_ONLY = (
-    ("input", "--input"),
-    ("inputs", "--inputs"),
-    ("trace", "--trace"),
-    ("checkpoint", "--checkpoint"),
-    ("approve", "--approve"),
-    ("reject", "--reject"),
-    ("decisions", "--decisions"),
-    ("record", "--record"),
-    ("replay", "--replay"),
-    ("model", "--model"),
-    ("otel", "--otel"),
-    ("otel_content", "--otel-content"),
+    ("input", "--input", "is an option of a single run, not of a batch (--cases)", _INPUTS_HINT),
+    ("inputs", "--inputs", "is an option of a single run, not of a batch (--cases)", _INPUTS_HINT),
+    (
+        "checkpoint",
+        "--checkpoint",
+        "saves one run to continue it; a batch is continued with --resume, which "
+        "skips the cases --out already holds",
+        "drop --checkpoint; after a stop, re-run the batch with --resume",
+    ),
+    (
+        "approve",
+        "--approve",
+        "decides a paused single run; a batch case that pauses ends as hitl_pause",
+        _ONE_RUN_HINT,
+    ),
+    (
+        "reject",
+        "--reject",
+        "decides a paused single run; a batch case that pauses ends as hitl_pause",
+        _ONE_RUN_HINT,
+    ),
+    (
+        "decisions",
+        "--decisions",
+        "decides a paused single run; a batch case that pauses ends as hitl_pause",
+        _ONE_RUN_HINT,
+    ),
+    (
+        "record",
+        "--record",
+        "writes the model calls of one run to one cassette; the cases of a batch "
+        "would mix theirs in it",
+        "record one case: converge-dsl run PIPELINE --input NAME=VALUE --record CASSETTE",
+    ),
+    ("replay", "--replay", "is an option of a single run, not of a batch (--cases)", _ONE_RUN_HINT),
+    ("model", "--model", "is an option of a single run, not of a batch (--cases)", _ONE_RUN_HINT),
+    (
+        "overwrite",
+        "--overwrite",
+        "goes with --record, which records one run, not a batch",
+        "record one case: converge-dsl run PIPELINE --input NAME=VALUE --record CASSETTE",
+    ),
 )
 
 
@@ -69,12 +106,11 @@ def _check(args: argparse.Namespace) -> None:
     """Refuse what a batch cannot take (`UsageError`)."""
     if args.out is None:
         raise UsageError("--cases needs --out RESULTS.jsonl", hint="name the results file")
-    for name, option in _SINGLE_RUN_ONLY:
+    for name, option, why, hint in _SINGLE_RUN_ONLY:
         if getattr(args, name, None):
-            raise UsageError(
-                f"{option} is an option of a single run, not of a batch (--cases)",
-                hint="put each case's inputs on its line of the cases file",
-            )
+            raise UsageError(f"{option} {why}", hint=hint)
+    if args.otel_content and not args.otel:
+        raise UsageError("with --cases, --otel-content needs --otel", hint="add --otel")
     if args.resume not in (None, True):
         raise UsageError(
             "with --cases, --resume takes no folder: it continues the batch in --out",
@@ -93,10 +129,16 @@ def _check(args: argparse.Namespace) -> None:
 
 def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
     """Run the batch; progress on stderr, the summary at the end."""
-    from converge_dsl.batch import BatchLimits, BatchOptions, run_batch
+    from converge_dsl.batch import BatchLimits, BatchOptions, CaseOutputs, run_batch
     from converge_dsl.cli._batch_view import Progress, summary_json, summary_table
 
     _check(args)
+    outputs = CaseOutputs(
+        trace=args.trace,
+        report=args.report,
+        otel=args.otel,
+        otel_content=args.otel_content,
+    )
     options = BatchOptions(
         pipeline=args.pipeline,
         cases=args.cases,
@@ -107,6 +149,8 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         limits=BatchLimits(args.max_model_calls, args.max_tokens),
         allow_roots=tuple(args.allow_root),
         ray_address=args.ray_address,
+        report=args.report,
+        outputs=outputs,
     )
     progress = Progress(io.stderr, io.style(io.stderr), io.environ, quiet=io.verbosity < 0)
     try:

@@ -32,10 +32,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("shell", metavar="SHELL", choices=SHELLS, help="bash, zsh or fish")
 
 
-# Builds every parser once and prints: nothing worth collecting.
-BURST = True
-
-
 def build_parser() -> argparse.ArgumentParser:
     """One argparse tree of the whole command line, as the completion scripts describe it."""
     from converge_dsl.cli import COMMANDS, _add_global_options, command_parser

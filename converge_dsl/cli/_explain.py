@@ -144,10 +144,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# Reads one page and prints it: no long-lived allocations worth collecting.
-BURST = True
-
-
 def _human(entry: Explanation) -> str:
     """The section as terminal text: fences dropped, examples indented by four spaces."""
     text = _FENCE.sub(
@@ -170,6 +166,9 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             io.stdout.write("".join(f"{e.code}  {terminal_safe(e.title)}\n" for e in entries))
         return 0
     entry = find(args.code)
+    typed = args.code.strip().upper().removeprefix("CD")
+    if "O" in typed and re.fullmatch(r"[0-9O]{1,3}", typed):
+        io.note(f"note: read {terminal_safe(args.code)!r} as {entry.code} (a letter O for a zero)")
     style = io.style(io.stdout)
     if args.format == "json":
         io.stdout.write(json.dumps(asdict(entry), indent=2, ensure_ascii=False) + "\n")

@@ -24,7 +24,6 @@ from converge_dsl.cli._inputs import add_input_arguments, parse_inputs
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
 
-BURST = True
 FORMATS = ("mermaid", "dot", "json", "html")
 
 
@@ -49,7 +48,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.graph import graph_pipeline, recognise, render
 
     graph = graph_pipeline(
-        args.pipeline, inputs=parse_inputs(args), roots=user_roots(args.allow_root)
+        args.pipeline,
+        inputs=parse_inputs(args),
+        roots=user_roots(args.allow_root),
+        on_fetch=io.note,
     )
     text = render(graph, args.graph_format)
     if args.output is None:

@@ -3,16 +3,21 @@
 Writes a pipeline (a seed, an llm suggestor on a scripted model, a rule, an
 invariant), its model script, a test file, a `.pre-commit-config.yaml` using
 converge-dsl's hooks and a README (`_init_files`). Right after it, `validate`,
-`run`, `test` and `pytest` pass in DIR. It never overwrites: when any of
-those files is already there, each is reported (CD962) and nothing is written.
+`run`, `test` and `pytest` pass in DIR. It writes all or nothing: every
+target is checked before any is written, and when any name is already taken
+(a file, a folder, a link, even a dangling one) each is reported (CD962) and
+nothing is written; a folder that cannot be written is refused first; a
+write that fails anyway removes the files written before it.
 
 Exit codes: 0 written; 1 a file is already there (nothing written); 3 usage
-error (DIR is a file, NAME is not a valid pipeline name).
+error (DIR is a file or cannot be written, NAME is not a valid pipeline name).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import shlex
 from pathlib import Path
@@ -55,15 +60,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             hint="use lower-case letters, digits, '-', '_' and '.'; start with a letter or a digit",
         )
     files = project_files(name, __version__)
-    there = [relative for relative in files if (folder / relative).exists()]
+    # A dangling link, a folder, anything at a name counts: `lexists`, not `exists`.
+    there = [relative for relative in files if os.path.lexists(folder / relative)]
     if there:
         _refuse(folder, there, io)
         return EXIT_FAILURE
-    folder.mkdir(parents=True, exist_ok=True)
-    for relative, text in files.items():
-        # "x": fails rather than overwrite a file made since the check above.
-        with (folder / relative).open("x", encoding="utf-8") as handle:
-            handle.write(text)
+    _check_writable(folder)
+    _write_all_or_none(folder, files)
     from converge_dsl.frontend import terminal_safe
 
     # Quoted for the shell, and the folder's name is the user's text: control characters escaped.
@@ -76,6 +79,47 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         " && converge-dsl test\n"
     )
     return EXIT_OK
+
+
+def _check_writable(folder: Path) -> None:
+    """`UsageError` unless `folder`, or the nearest folder above it that exists, is writable."""
+    existing = folder
+    while not os.path.lexists(existing) and existing.parent != existing:
+        existing = existing.parent
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"cannot write in {str(existing)!r}: it is not a folder you can write to; "
+            "nothing was written",
+            hint="init in a folder you can write to",
+        )
+
+
+def _write_all_or_none(folder: Path, files: dict[str, str]) -> None:
+    """Write every file of `files` new (never over anything), or none of them.
+
+    Each is created with `O_EXCL | O_NOFOLLOW` (`converge_dsl._files.create_new`),
+    so a name taken since the check is not written through; on any failure the
+    files written so far are removed and a `UsageError` says why.
+    """
+    from converge_dsl._files import create_new
+
+    written: list[Path] = []
+    path = folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for relative, text in files.items():
+            path = folder / relative
+            with os.fdopen(create_new(path), "w", encoding="utf-8") as handle:
+                written.append(path)
+                handle.write(text)
+    except OSError as exc:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise UsageError(
+            f"cannot write {str(path)!r}: {exc.strerror or exc}; nothing was written",
+            hint="init in an empty folder you can write to",
+        ) from None
 
 
 def _name_of(folder: Path) -> str:

@@ -1,8 +1,8 @@
 """The files `converge-dsl init` writes: `project_files(name, version)` -> path -> text.
 
 A pipeline with a seed, an llm suggestor on a scripted model, a rule and an
-invariant; its model script; a test file; a pre-commit configuration using
-this repository's hooks; a README. Every YAML file starts with its
+invariant; its model script; a test file; a pre-commit configuration with
+this repository's hooks as local hooks (nothing fetched); a README. Every YAML file starts with its
 `# yaml-language-server: $schema=` header. Right after `init`, `validate .`,
 `run NAME.yaml`, `test` and `pytest` pass (tests/cli/test_init.py runs them).
 """
@@ -10,7 +10,6 @@ this repository's hooks; a README. Every YAML file starts with its
 from __future__ import annotations
 
 SCHEMAS = "https://converge-dsl.dev/schemas"
-REPOSITORY = "https://github.com/converge-dsl/converge-dsl"
 
 _PIPELINE = """\
 # yaml-language-server: $schema={schemas}/pipeline.v1.json
@@ -114,15 +113,28 @@ cases:
         - {{key: signals, id: urgent, matches: "(?i)out of space"}}
 """
 
+# The hooks of the repository's `.pre-commit-hooks.yaml`, as local hooks that run
+# the converge-dsl installed beside pre-commit: no clone, no network, no release
+# tag needed (tests/pipetest/test_init.py holds the two to the same commands).
 _PRE_COMMIT = """\
 # pre-commit (https://pre-commit.com): `pre-commit install`, then every commit
-# validates the pipelines and runs their tests.
+# validates the pipelines and runs their tests with the converge-dsl installed
+# in this environment (`language: system`: nothing is fetched).
 repos:
-  - repo: {repository}
-    rev: v{version}
+  - repo: local
     hooks:
       - id: converge-dsl-validate
+        name: converge-dsl validate
+        entry: converge-dsl validate --only-pipelines
+        language: system
+        types_or: [yaml]
       - id: converge-dsl-test
+        name: converge-dsl test
+        entry: converge-dsl test
+        language: system
+        types_or: [yaml]
+        pass_filenames: false
+        require_serial: true
 """
 
 _README = """\
@@ -150,7 +162,6 @@ def project_files(name: str, version: str) -> dict[str, str]:
         "name": name,
         "name_yaml": _yaml_text(name),
         "schemas": SCHEMAS,
-        "repository": REPOSITORY,
         "version": version,
     }
     return {

@@ -96,8 +96,10 @@ def load_input_json(text: str, what: str) -> Any:
 
 def json_file(path: Path, option: str) -> Any:
     """The JSON in the file an option names; `UsageError` when it cannot be read or parsed."""
+    from converge_dsl._reading import read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, f"{option} file")
     except UnicodeDecodeError as exc:
         raise UsageError(
             f"{option} {path} is not UTF-8 text (byte {exc.start})",

@@ -35,6 +35,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="accept a pin that moves to a lower version than the lock has",
     )
     parser.add_argument(
+        "--upgrade",
+        nargs="*",
+        metavar="NAME",
+        help="move these packs (all, when no name follows) to the newest version that "
+        "fits, instead of keeping their pins",
+    )
+    parser.add_argument(
         "--repin",
         action="store_true",
         help="accept a different archive digest for a version the lock already pins",
@@ -60,6 +67,7 @@ def _lock(args: argparse.Namespace, io: CommandIO) -> int:
         warn=warner(io),
         allow_downgrade=args.allow_downgrade,
         repin=args.repin,
+        upgrade=args.upgrade,
     )
     text = (
         f"locked {len(lock.packs)} pack(s) of {args.pipeline.name} "

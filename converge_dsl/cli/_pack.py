@@ -1,7 +1,7 @@
 """`converge-dsl pack SUBCOMMAND`: publish, list, inspect, fetch, verify, add and yank packs.
 
 - `pack publish PACK_DIR --repo REPO_DIR [--sign-key KEY_FILE]`
-- `pack list [--repo REPO]`, `pack info NAME[@VERSION] [--repo REPO]` (its suggestors,
+- `pack list [REPO | --repo REPO]`, `pack info NAME[@VERSION] [--repo REPO]` (its suggestors,
   parameters, input schema outline, output, invariants and versions)
   (REPO: `builtin` (default), a folder, or an http(s) URL)
 - `pack fetch PIPELINE`: install every locked pack of the pipeline into the
@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl._reading import read_text
 from converge_dsl.cli import environment_error
 from converge_dsl.errors import ConvergeError, PackError, PipelineInvalid, UsageError
 
@@ -68,6 +69,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="sign the archive with this ed25519 key (written by: pack keygen)",
     )
     listing = sub.add_parser("list", help="list the packs of a repository")
+    listing.add_argument(
+        "repository", nargs="?", metavar="REPO", help=f"the repository: {_REPO_HELP}"
+    )
     listing.add_argument("--repo", default="builtin", metavar="REPO", help=_REPO_HELP)
     info = sub.add_parser("info", help="a pack's suggestors, parameters, input and versions")
     info.add_argument("name", metavar="NAME[@VERSION]", help="the pack (default: newest version)")
@@ -157,7 +161,7 @@ def _repository(text: str) -> Repository:
 def _read_key(path: Path) -> str:
     """The text of a signing key file (its content is checked when it is used)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path, "--sign-key file")
     except OSError as exc:
         raise UsageError(f"cannot read --sign-key {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -201,7 +205,9 @@ def _publish(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _list(args: argparse.Namespace, io: CommandIO) -> int:
-    repository = _repository(args.repo)
+    if args.repository is not None and args.repo != "builtin":
+        raise UsageError("pack list takes one repository: REPO or --repo REPO, not both")
+    repository = _repository(args.repository or args.repo)
     packs: list[dict[str, object]] = []
     for name in repository.names():
         index = repository.fetch_index(name)
@@ -319,11 +325,12 @@ def _yank(args: argparse.Namespace, io: CommandIO) -> int:
 def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
     import os
 
+    from converge_dsl._files import create_new
     from converge_dsl.packs import generate_key
 
     private, public = generate_key()
     try:  # created private (0600) and never over an existing file
-        descriptor = os.open(args.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        descriptor = create_new(args.key_file, 0o600)
     except FileExistsError:
         raise UsageError(f"{args.key_file} exists; refusing to overwrite a key") from None
     except FileNotFoundError:

@@ -20,6 +20,8 @@ checkpoint keeps the run's inputs, so `--resume DIR` needs no `--input`; the
 command printed at a pause works as printed.
 With `--cases CASES.jsonl --out RESULTS.jsonl` the command is a batch run
 over many inputs (`converge_dsl.cli._batch`; `--resume` then takes no folder).
+Every output is a sink of the one run assembly (docs/architecture.md §12):
+`--report`, `--trace`, `--record`, the progress and the result document.
 Human output shows live progress per cycle (rich on a terminal, plain lines
 otherwise), then the facts grouped by key (id and content, a compact one-line
 `data` when the fact has data, confidence and source), then the stop reason.
@@ -31,6 +33,7 @@ import argparse
 import asyncio
 import json
 import shlex
+from dataclasses import replace
 from io import StringIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -43,6 +46,7 @@ from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
+    from converge_dsl.engine import Fact, Provenance
     from converge_dsl.runtime import RunOptions, RunOutcome
 
 
@@ -95,6 +99,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--record", type=Path, metavar="CASSETTE", help="record model calls")
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --record: replace a cassette already there (else it is refused)",
+    )
+    parser.add_argument(
         "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
     )
     parser.add_argument(
@@ -112,8 +121,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """Where a run's events go: a trace, a report, OpenTelemetry."""
-    parser.add_argument("--trace", type=Path, metavar="FILE.jsonl", help="write events as JSONL")
-    parser.add_argument("--report", type=Path, metavar="FILE.html", help="write an HTML report")
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="write events as JSONL (with --cases: a folder, one trace per case)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE.html",
+        help="write an HTML report (with --cases: a page linking one report per case)",
+    )
     parser.add_argument(
         "--otel",
         action="store_true",
@@ -149,6 +168,13 @@ def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
                     hint="give one decision per id (--approve, --reject and --decisions together)",
                 )
     return decisions
+
+
+def decision_sources(args: argparse.Namespace, decisions: dict[str, bool]) -> dict[str, str]:
+    """Who gave each decision: `cli` (`--approve`, `--reject`), else `file:NAME` (`--decisions`)."""
+    typed = {*args.approve, *args.reject}
+    named = f"file:{Path(args.decisions).name}" if args.decisions is not None else "cli"
+    return {item: "cli" if item in typed else named for item in decisions}
 
 
 class _Progress:
@@ -195,8 +221,9 @@ class _Progress:
             self._stream.write(text + "\n")
 
     def stop(self) -> None:
-        if self._status is not None:
-            self._status.stop()
+        status, self._status = self._status, None
+        if status is not None:
+            status.stop()
 
 
 _DATA_WIDTH = 100
@@ -217,19 +244,53 @@ def _text(content: str) -> str:
     return content.rstrip("\n").replace("\n", "\n      ")
 
 
+# Facts listed per write: the listing of a huge run is never one string (or one document).
+_LISTED = 1000
+
+
 def _print_human(out: RunOutcome, stream: TextIO) -> None:
-    doc = out.document
-    for key, facts in doc.facts.items():
-        stream.write(f"\n{key} ({len(facts)})\n")
-        for fact in facts:
-            prov = fact.provenance
-            extra = "".join(
-                f" {k}={v}" for k, v in (("model", prov.model_id), ("account", prov.account)) if v
-            )
-            stream.write(
-                f"  - {fact.id}: {_text(fact.content)}\n{_data_line(fact.data)}"
-                f"    confidence {fact.confidence:.2f}  from {prov.source}{extra}\n"
-            )
+    """The human listing, written to `stream` a chunk of facts at a time, terminal-safe.
+
+    The facts are read from the result one chunk at a time, never through the
+    whole `document`: a run that stopped at its deadline holding millions of
+    facts lists them in a time of the order of writing them.
+    """
+    from converge_dsl.frontend import terminal_safe
+
+    sources: dict[Provenance, str] = {}
+    for key, facts in out.facts_by_key():
+        stream.write(terminal_safe(f"\n{key} ({len(facts)})\n"))
+        for start in range(0, len(facts), _LISTED):
+            chunk = facts[start : start + _LISTED]
+            stream.write(terminal_safe("".join(_listed(fact, sources) for fact in chunk)))
+    buffer = StringIO()
+    _print_tail(out, buffer)
+    stream.write(terminal_safe(buffer.getvalue()))
+
+
+def _listed(fact: Fact, sources: dict[Provenance, str]) -> str:
+    """One fact of the listing; `sources` keeps each provenance's text, made once."""
+    source = sources.get(fact.provenance)
+    if source is None:
+        prov = fact.provenance
+        pairs = (("model", prov.model_id), ("account", prov.account))
+        source = sources[prov] = prov.source + "".join(f" {k}={v}" for k, v in pairs if v)
+    data = "" if fact.data is None else _data_line(_plain_data(fact))
+    return (
+        f"  - {fact.id}: {_text(fact.content)}\n{data}"
+        f"    confidence {fact.confidence:.2f}  from {source}\n"
+    )
+
+
+def _plain_data(fact: Fact) -> Any:
+    from converge_dsl.runtime import FactModel
+
+    return FactModel.of(fact).data
+
+
+def _print_tail(out: RunOutcome, stream: TextIO) -> None:
+    """What the listing ends with: pending and held decisions, the stop, the usage."""
+    doc = out.summary
     if doc.pending:
         stream.write(f"\nawaiting a human decision ({len(doc.pending)})\n")
         for item in doc.pending:
@@ -298,7 +359,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
 def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
     from converge_dsl.cli import _ENTRY
-    from converge_dsl.runtime import RunOptions
+    from converge_dsl.runtime import OtelOptions, RunOptions
 
     if args.resume is True:
         raise UsageError("--resume needs DIR (the --checkpoint folder of the run to continue)")
@@ -306,47 +367,80 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         args.checkpoint = args.resume
     if args.record is not None and args.replay is not None:
         raise UsageError("--record and --replay cannot be combined")
+    if args.overwrite and args.record is None:
+        raise UsageError("--overwrite only applies to --record", hint="add --record CASSETTE")
     return RunOptions(
         pipeline=args.pipeline,
         inputs=parse_inputs(args),
         model_overrides=pairs(args.model, "--model"),
-        trace=args.trace,
         checkpoint=args.checkpoint,
         resume=args.resume,
-        record=args.record,
         replay=args.replay,
-        listeners=() if progress is None else (progress,),
-        decisions=parse_decisions(args),
+        decisions=(decisions := parse_decisions(args)),
+        decided_by=decision_sources(args, decisions),
         on_fetch=io.note,
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
-        freeze_compiled=_ENTRY.collector_paused,  # the console entry point: one run, no teardown
-        otel=args.otel,
-        otel_content=args.otel_content,
-        on_warning=lambda line: io.stderr.write(line + "\n"),
+        freeze_compiled=_ENTRY.ends_process,  # the console entry point: one run, no teardown
+        otel=OtelOptions(
+            flag=args.otel,
+            content=args.otel_content,
+            on_warning=lambda line: io.stderr.write(line + "\n"),
+        ),
+        sinks=_sinks(args, io, progress),
     )
+
+
+def _sinks(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> tuple[Any, ...]:
+    """The run's outputs, in the order they hear it: report, trace, cassette, progress."""
+    from converge_dsl.runtime import ListenerSink, RecordSink, ReportSink, TraceSink
+
+    sinks: list[Any] = []
+    if args.report is not None:
+        sinks.append(
+            ReportSink(
+                args.report,
+                trace=args.trace,
+                on_written=lambda path: io.stderr.write(f"report written to {path}\n"),
+            )
+        )
+    if args.trace is not None:
+        sinks.append(TraceSink(args.trace))
+    if args.record is not None:
+        sinks.append(RecordSink(args.record, overwrite=args.overwrite))
+    if progress is not None:
+        sinks.append(ListenerSink(progress))
+    return tuple(sinks)
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     """Run; print the result. A run that never started prints its run result too (JSON)."""
-    from converge_dsl.frontend import terminal_safe
-    from converge_dsl.runtime import not_run_document, run_pipeline
+    from converge_dsl.runtime import ResultSink, not_run_document, run_pipeline
 
     if args.cases is not None:
         from converge_dsl.cli._batch import execute_batch
 
         return execute_batch(args, io)
-    if args.report is not None:
-        return _with_report(args, io)
     human = args.format == "human"
     # Under --quiet no listener at all: with none, the engine builds no events.
     progress = _Progress(io) if human and io.verbosity != QUIET else None
+    printed: list[RunOutcome] = []
+
+    def show(out: RunOutcome) -> None:
+        printed.append(out)
+        if progress is not None:
+            progress.stop()
+        _show(out, args, io)
+
+    options = _options(args, io, progress)
+    options = replace(options, sinks=(*options.sinks, ResultSink(show)))
     try:
-        out = asyncio.run(run_pipeline(_options(args, io, progress)))
+        out = asyncio.run(run_pipeline(options))
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
-        # else as one error line, by the command line. JSON: the run-result document.
-        if human:
+        # else as one error line, by the command line. JSON: the run-result document,
+        # unless the result sink has begun to print it.
+        if human or printed:
             raise
         error = exc if isinstance(exc, ConvergeError) else environment_error(exc)
         io.stdout.write(not_run_document(error, args.pipeline).model_dump_json(indent=2) + "\n")
@@ -356,35 +450,19 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     finally:
         if progress is not None:
             progress.stop()
+    return out.exit_code
+
+
+def _show(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:
+    """The result sink of the command line: the diagnostics on standard error, the result
+    (human text or the JSON document) on standard output, how to continue a pause."""
+    from converge_dsl.frontend import terminal_safe
+
     io.stderr.write(terminal_safe(_error_text(out)))
-    if human:
-        buffer = StringIO()
-        _print_human(out, buffer)
-        io.stdout.write(terminal_safe(buffer.getvalue()))
+    if args.format == "human":
+        _print_human(out, io.stdout)
     else:
         out.write_json(io.stdout)  # facts streamed: no one giant string
         io.stdout.write("\n")
     if out.result.pause is not None:
         io.stderr.write(terminal_safe(_pause_hint(out, args)))
-    return out.exit_code
-
-
-def _with_report(args: argparse.Namespace, io: CommandIO) -> int:
-    """`run --report FILE`: the run (traced, into a temporary file without `--trace`),
-    then the report of its trace."""
-    import tempfile
-
-    from converge_dsl.runtime import check_report_output, write_report
-
-    report: Path = args.report
-    args.report = None
-    others = {f"--{name}": getattr(args, name, None) for name in ("trace", "record", "out")}
-    check_report_output(report, "--report", others=others)
-    with tempfile.TemporaryDirectory(prefix="converge-report-") as folder:
-        if args.trace is None:
-            args.trace = Path(folder) / "trace.jsonl"
-        code = execute(args, io)
-        if args.trace.is_file() and args.trace.stat().st_size:
-            write_report(args.trace, report, "--report")
-            io.stderr.write(f"report written to {report}\n")
-    return code

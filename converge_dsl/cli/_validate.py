@@ -53,12 +53,6 @@ def add_allow_root(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# One burst of mostly acyclic allocations over bounded input, then the process
-# ends: the console entry point leaves the cyclic collector off (see `cli.main`),
-# since a collection would only walk the loaded documents, for nothing.
-BURST = True
-
-
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl._files import user_roots
     from converge_dsl.validation import check_paths

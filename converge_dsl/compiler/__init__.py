@@ -1,14 +1,15 @@
 """The compiler: a validated pipeline document -> immutable typed pipeline objects.
 
 Public surface:
-- `compile_settings(document, *, inputs)` -> `PipelineSettings`: the cheap first step
-  (name, the engine's `Budget` and `PromotionPolicy` with the key schemas,
-  `on_error`, resolved inputs, declared keys and their schemas, seed facts with
-  their data, `ModelDeclaration`s by name, base dir). Raises `UsageError` for
-  unknown or missing inputs, a located `PipelineInvalid` (CD605) for a key
-  schema that is not a valid JSON Schema.
-- `declare_models(document) -> {name: ModelDeclaration}`: the typed `models:` entries
-  (the config handed to the models factory, the files each model reads).
+- `compile_settings(document_or_manifest, *, inputs)` -> `PipelineSettings`: the cheap
+  first step, read from the front end's `PipelineManifest` (name, the engine's `Budget`
+  and `PromotionPolicy` with the key schemas, `on_error`, resolved inputs, declared
+  keys and their schemas, seed facts with their data, `ModelDeclaration`s by name,
+  base dir, the manifest). Raises `UsageError` for unknown or missing inputs, a
+  located `PipelineInvalid` (CD605) for a key schema that is not a valid JSON Schema.
+- `declare_models(document_or_manifest) -> {name: ModelDeclaration}`: the typed
+  `models:` entries (the `ModelSpec` handed to the models factory, the files each
+  model reads).
 - `compile_pipeline(settings_or_document, *, inputs=None, models, usage, events=None,
   kinds=KINDS)` -> `CompiledPipeline` (the settings plus suggestors, the engine's
   `Invariant`s with an `InvariantCheck`, models, spans, each suggestor's kind
@@ -16,7 +17,8 @@ Public surface:
   registry (`converge_dsl.frontend.KindRegistry`; default: the front end's seed,
   rule and llm, whose builders live here); callers above hand down the one with
   agent and pack (`converge_dsl.validation.KINDS`).
-- `resolve_inputs(declared, given)`: declared inputs with defaults applied.
+- `resolve_inputs(declared, given)`: the declared inputs (`InputSpec`s by name) with
+  defaults applied.
 - `CompileContext`: what every suggestor builder receives (pipeline name,
   source map, models by name, usage meter, event sink, inputs, declared keys
   and their schemas, base dir, shared render scopes, the kind registry;
@@ -30,7 +32,7 @@ Public surface:
   `accepts` with the idempotent default), `CoreSuggestor` (mixin delegating the
   protocol's identity members to `self.core`), `UsageRecorder` (the usage-meter
   protocol LLM-backed suggestors record into), `EventEmitter` (the event sink type).
-- `SuggestorBuilder = Callable[[spec, path, CompileContext], Suggestor]`, what a
+- `SuggestorBuilder = Callable[[SuggestorSpec, CompileContext], Suggestor]`, what a
   `SuggestorKind`'s builder is.
 - `RenderScopes`, `with_item`: the render-time template context, updated per view version
   by the keys that changed; `RenderScopes.owns` answers the idempotent default from an index.

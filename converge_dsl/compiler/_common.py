@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
-from converge_dsl.engine.types import ContextView, Provenance, canonical_json, freeze_json
+from converge_dsl.engine.types import (
+    ContextView,
+    ProposedFact,
+    Provenance,
+    canonical_json,
+    freeze_json,
+)
 from converge_dsl.errors import TemplateRunError
 from converge_dsl.frontend import SuggestorSpec
 
@@ -49,6 +55,28 @@ class SuggestorCore:
             span=ctx.span(path),
             scopes=ctx.scopes,
         )
+
+    def diagnostic(
+        self, kind: str, cycle: int, content: str, provenance: Provenance, **data: Any
+    ) -> ProposedFact:
+        """A `diagnostic` proposal `kind:<name>:<cycle>` of this suggestor: `content`,
+        and `data` between its name and cycle and its location."""
+        return ProposedFact(
+            key="diagnostic",
+            id=f"{kind}:{self.name}:{cycle}",
+            content=content,
+            confidence=1.0,
+            provenance=provenance,
+            data={"suggestor": self.name, **data, "cycle": cycle, "location": str(self.span)},
+        )
+
+    def warning(
+        self, code: str, kind: str, cycle: int, text: str, provenance: Provenance, **data: Any
+    ) -> ProposedFact:
+        """A warning fact `kind:<name>:<cycle>` on `diagnostic` saying `text` of this
+        suggestor: its content reads `warning[CODE]: <name> (at <span>) <text>`."""
+        content = f"warning[{code}]: {self.name} (at {self.span}) {text}"
+        return self.diagnostic(kind, cycle, content, provenance, code=code, **data)
 
     def accepts(self, view: ContextView) -> bool:
         if self.when is not None:

@@ -38,12 +38,13 @@ import json
 import marshal
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from converge_dsl._files import replace_file
+from converge_dsl._reading import ReadRefused, open_regular, read_bytes
 from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
 
@@ -137,8 +138,11 @@ class CompileCache:
     def load(self) -> Entries:
         """The verified entries of the file; empty when absent or refused (`rejected`)."""
         try:
-            with self.path.open("rb") as file:
+            with open_regular(self.path, "compile cache file") as file:
                 data = file.read(MAX_FILE_BYTES + 1)
+        except ReadRefused as exc:
+            self.rejected = exc.reason
+            return {}
         except OSError:
             return {}
         head = len(MAGIC) + _MAC_BYTES
@@ -176,15 +180,7 @@ class CompileCache:
             return
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, temp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".bin")
-            try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(MAGIC + self._mac(body) + body)
-                os.replace(temp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-                raise
+            replace_file(self.path, MAGIC + self._mac(body) + body, mode=0o600)
             self.stored = True
             self.prune()
         except OSError:
@@ -242,7 +238,7 @@ def open_cache(
     except (ConvergeError, OSError):
         return None
     try:
-        lock: bytes | None = lock_file.read_bytes()
-    except OSError:
+        lock: bytes | None = read_bytes(lock_file, "lock file")
+    except (OSError, ReadRefused):
         lock = None
     return CompileCache(cache_root(env), key_bytes, cache_key(pipeline_text, inputs, lock))

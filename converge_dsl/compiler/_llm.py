@@ -15,12 +15,17 @@ an expression over them (the `when` language) whose value must be JSON.
 Defaults: id `<suggestor>-<index>`, content the item itself (a JSON item's
 canonical JSON text; content is always text), data the item for `json` and
 none for `text` and `lines`, confidence 0.7.
-Every call first reserves one call and its input estimate in the usage meter;
-the reservation is settled with the tokens the model reports (or, when the
-call fails, with none: it reached the model all the same). A refused
-reservation, or a model that refuses a retry for the run's budget, yields no
-proposal and leaves the refusal to the engine (the run stops with the budget's
-reason). Provenance is `name@pipeline` with the model id and account label.
+Every call first reserves one call, its input estimate and its answer's cap
+in the usage meter (`metered_call`: under a token budget the request is sent
+with the cap the budget leaves); the reservation is settled with the tokens
+the model reports, whether or not the answer then parses (or, when the call
+fails, with none: it reached the model all the same). A refused reservation,
+or a model that refuses a retry for the run's budget, yields no proposal and
+leaves the refusal to the engine (the run stops with the budget's reason). An
+answer longer than the cap it was sent with (a server that ignores the cap)
+adds a `diagnostic` proposal `budget:overshoot:<suggestor>:<cycle>`; an answer
+cut at the cap that does not parse says it was cut. Provenance is
+`name@pipeline` with the model id and account label.
 """
 
 from __future__ import annotations
@@ -34,7 +39,14 @@ from typing import Any
 import jsonschema
 
 from converge_dsl import codes
-from converge_dsl._safe_schema import UnsafeSchema, python_validator
+from converge_dsl._governor import Exhausted
+from converge_dsl._safe_schema import (
+    GovernedValidator,
+    UnsafeSchema,
+    check_safe,
+    meta_error,
+    python_validator,
+)
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
@@ -43,7 +55,7 @@ from converge_dsl.engine.types import (
     Provenance,
 )
 from converge_dsl.frontend import LlmSpec
-from converge_dsl.models import metered_call
+from converge_dsl.models import Metered, metered_call
 from converge_dsl.models.port import (
     Message,
     Model,
@@ -111,24 +123,47 @@ class LlmSuggestor(CoreSuggestor):
             suggestor=core.name,
             response_schema=self.response_schema if self.format == "json" else None,
         )
-        answer = await self._call(request)
-        if answer is None:
+        metered = await self._call(request)
+        if metered is None:
             return AgentEffect(())
+        answer = metered.answer
         provenance = Provenance(
             core.source, answer.model_id or self.model.model_id(), answer.account
+        )
+        note = metered.overshoot_note()
+        warnings = (
+            ()
+            if note is None
+            else (
+                core.warning(
+                    codes.TOKEN_CAP_IGNORED,
+                    "budget:overshoot",
+                    cycle,
+                    note,
+                    provenance,
+                    max_tokens=metered.max_tokens,
+                    overshoot=metered.overshoot,
+                ),
+            )
         )
         try:
             items = self._items(_text_of(answer))
         except _BadAnswer as exc:
-            return AgentEffect((self._diagnostic(str(exc), cycle, provenance),))
+            reason = str(exc) + _cut_note(answer, metered.max_tokens)
+            return AgentEffect((self._diagnostic(reason, cycle, provenance), *warnings))
+        except Exhausted as exc:  # the answer was too costly to check: located here
+            if exc.code is not None and exc.span is None:
+                exc.span = self.core.span
+            raise
         return AgentEffect(
             tuple(
                 self._proposal(with_item(scope, item, index), item, index, cycle, provenance)
                 for index, item in enumerate(items)
             )
+            + warnings
         )
 
-    async def _call(self, request: ModelRequest) -> ModelReturn | None:
+    async def _call(self, request: ModelRequest) -> Metered | None:
         """The model's answer under a reservation; None when the run's budget refused it."""
         chars = sum(len(t) for t in request.system) + len(request.messages[0].text_content)
         return await metered_call(self.model, request, self.usage, -(-chars // 4))
@@ -186,19 +221,10 @@ class LlmSuggestor(CoreSuggestor):
         return items
 
     def _diagnostic(self, reason: str, cycle: int, provenance: Provenance) -> ProposedFact:
-        return ProposedFact(
-            key="diagnostic",
-            id=f"llm:invalid-output:{self.core.name}:{cycle}",
-            content=f"{self.core.name} (at {self.core.span}) gave no usable answer: {reason}",
-            confidence=1.0,
-            provenance=provenance,
-            data={
-                "suggestor": self.core.name,
-                "target": self.target,
-                "cycle": cycle,
-                "error": reason,
-                "location": str(self.core.span),
-            },
+        core = self.core
+        content = f"{core.name} (at {core.span}) gave no usable answer: {reason}"
+        return core.diagnostic(
+            "llm:invalid-output", cycle, content, provenance, target=self.target, error=reason
         )
 
 
@@ -212,12 +238,23 @@ def _text_of(answer: ModelReturn) -> str:
     return answer.text
 
 
+def _cut_note(answer: ModelReturn, max_tokens: int | None) -> str:
+    """What to add to an unusable answer's reason when the model stopped at its token cap."""
+    if answer.stop_reason != "max_tokens":
+        return ""
+    cap = "" if max_tokens is None else f" ({max_tokens})"
+    return (
+        f"; the answer was cut at the token limit{cap}: raise the suggestor's max_tokens "
+        "(or the model's), or the run's budget.max_tokens when the budget set the cap"
+    )
+
+
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _conform(validator: Any, value: Any, what: str, schema: str) -> None:
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+def _conform(validator: GovernedValidator, value: Any, what: str, schema: str) -> None:
+    error = validator.best_error(value)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "<root>"
         raise _BadAnswer(f"{what} does not match {schema} at {where}: {error.message}")
@@ -296,7 +333,10 @@ def _schemas(
     if "schema" in output:
         schema = output["schema"]
         try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
+            check_safe(schema, "output.schema")  # the size limits first: the rest is linear
+            error = meta_error(schema)
+            if error is not None:
+                raise error
             validator = python_validator(schema, "output.schema")
         except (jsonschema.exceptions.SchemaError, UnsafeSchema) as exc:
             raise ctx.invalid(
@@ -308,7 +348,11 @@ def _schemas(
     key_schema = ctx.key_schemas.get(target)
     if key_schema is None or output.get("format") != "json" or output.get("data") is not None:
         return None, None, None
-    return None, python_validator(key_schema), _array_of(key_schema)
+    return (
+        None,
+        python_validator(key_schema, f"the schema of key {target!r}"),
+        _array_of(key_schema),
+    )
 
 
 def _array_of(item: Mapping[str, Any]) -> Mapping[str, Any]:

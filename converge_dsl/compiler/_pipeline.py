@@ -24,8 +24,14 @@ from converge_dsl.engine import Budget, Invariant, OnError, PromotionPolicy
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, InvariantClass
 from converge_dsl.engine.types import ContextView, ProposedFact, Suggestor
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend import KINDS, KindRegistry, SuggestorKind, SuggestorSpec
-from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.frontend import (
+    KINDS,
+    InvariantSpec,
+    KindRegistry,
+    LoadedDocument,
+    SuggestorKind,
+    SuggestorSpec,
+)
 from converge_dsl.models.port import Model
 
 from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
@@ -178,10 +184,7 @@ def compile_pipeline(
         suggestors.append(suggestor)
         spans[suggestor.name] = getattr(suggestor, "span", None) or ctx.span(spec.path)
         styles[suggestor.name] = kind.name
-    invariants = tuple(
-        _invariant(spec, ("invariants", i), ctx)
-        for i, spec in enumerate(settings.document.data.get("invariants") or ())
-    )
+    invariants = tuple(_invariant(spec, ctx) for spec in settings.manifest.invariants)
     return CompiledPipeline(
         settings=settings,
         span=ctx.span(()),
@@ -221,18 +224,17 @@ def _invariant_class(value: object) -> InvariantClass:
     raise ValueError(f"invariant class must be one of {', '.join(INVARIANT_CLASSES)}")
 
 
-def _invariant(
-    spec: Mapping[str, Any], path: tuple[str | int, ...], ctx: CompileContext
-) -> Invariant:
-    name, message = str(spec["name"]), spec.get("message")
+def _invariant(spec: InvariantSpec, ctx: CompileContext) -> Invariant:
+    name, message, path = spec.name, spec.message, spec.path
     check = InvariantCheck(
         name=name,
-        expression=ctx.expression(str(spec["check"]), (*path, "check")),
-        message=None if message is None else ctx.template(str(message), (*path, "message")),
+        expression=ctx.expression(spec.check, (*path, "check")),
+        message=None if message is None else ctx.template(message, (*path, "message")),
         scopes=ctx.scopes,
         span=ctx.span(path),
     )
-    return Invariant(name, _invariant_class(spec["class"]), bool(spec.get("critical", True)), check)
+    critical = True if spec.critical is None else spec.critical
+    return Invariant(name, _invariant_class(spec.klass), critical, check)
 
 
 __all__ = [

@@ -1,7 +1,8 @@
-"""compile_settings(document) -> PipelineSettings: the cheap first step of compilation.
+"""compile_settings(manifest) -> PipelineSettings: the cheap first step of compilation.
 
-Everything the runtime needs before it can compile suggestors: the run's
-budget (for the usage meter and the deadline), the promotion policy, the error
+It reads the front end's typed manifest (docs/architecture.md §6). Everything
+the runtime needs before it can compile suggestors: the run's budget (for the
+usage meter and the deadline), the promotion policy, the error
 policy, the resolved inputs, the declared keys, the seed facts and the typed
 model declarations (what the models factory is handed and which files each
 model reads). The budget, policy and error policy are the engine's own objects:
@@ -16,35 +17,42 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
-
-import jsonschema
+from typing import Any, TypeVar
 
 from converge_dsl import codes
+from converge_dsl._safe_schema import meta_error
+from converge_dsl._schema_bounds import size_problems
 from converge_dsl.diagnostics import Diagnostic, unknown_name_hint
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
 from converge_dsl.engine.types import ProposedFact, Provenance
 from converge_dsl.errors import PipelineInvalid, UsageError
-from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.frontend import (
+    BudgetSpec,
+    InputSpec,
+    LoadedDocument,
+    ModelSpec,
+    PipelineManifest,
+    PromotionSpec,
+    build_manifest,
+)
 from converge_dsl.keys import BUILTIN_KEYS
 
 from ._common import text_and_data
 
-# The fields of a `models.<name>` entry that name a file the model reads.
-_READ_FIELDS = ("script", "cassette")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
 class ModelDeclaration:
     """One `models.<name>` entry.
 
-    `config` is the entry as written (handed to the models factory with
+    `spec` is the entry's typed record (handed to the models factory with
     `base_dir`); `files` maps each field naming a file the model reads
     (`script`, `cassette`) to that path, resolved against the pipeline folder.
     """
 
     name: str
-    config: Mapping[str, Any]
+    spec: ModelSpec
     files: Mapping[str, Path]
     base_dir: Path
 
@@ -53,8 +61,8 @@ class ModelDeclaration:
 class PipelineSettings:
     """A validated pipeline's settings: all but its suggestors and invariants. Immutable.
 
-    `document` is the validated document the settings were read from; only the
-    compiler reads its data.
+    `manifest` is what the settings were read from; `document` is its document,
+    whose suggestors only the compiler reads.
     """
 
     name: str
@@ -68,6 +76,7 @@ class PipelineSettings:
     seeds: tuple[ProposedFact, ...]
     models: Mapping[str, ModelDeclaration]
     document: LoadedDocument
+    manifest: PipelineManifest
     key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def source(self, suggestor: str) -> str:
@@ -75,7 +84,7 @@ class PipelineSettings:
         return f"{suggestor}@{self.name}"
 
 
-def resolve_inputs(declared: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_inputs(declared: Mapping[str, InputSpec], given: Mapping[str, Any]) -> dict[str, Any]:
     """Declared inputs with defaults applied; raises `UsageError` for unknown or missing ones."""
     for name in given:
         if name not in declared:
@@ -85,68 +94,97 @@ def resolve_inputs(declared: Mapping[str, Any], given: Mapping[str, Any]) -> dic
             )
     values: dict[str, Any] = {}
     for name, spec in declared.items():
-        spec_map = spec or {}
         if name in given:
             values[name] = given[name]
-        elif "default" in spec_map:
-            values[name] = spec_map["default"]
-        elif spec_map.get("required", False):
+        elif spec.has_default:
+            values[name] = spec.default
+        elif spec.required:
             raise UsageError(f"input {name!r} is required", hint=f"pass --input {name}=VALUE")
     return values
 
 
-def declare_models(document: LoadedDocument) -> Mapping[str, ModelDeclaration]:
-    """The typed `models:` declarations of a validated document, in document order.
+def _manifest(source: LoadedDocument | PipelineManifest) -> PipelineManifest:
+    return source if isinstance(source, PipelineManifest) else build_manifest(source)
+
+
+def declare_models(source: LoadedDocument | PipelineManifest) -> Mapping[str, ModelDeclaration]:
+    """The typed `models:` declarations of a validated document or its manifest, in order.
 
     Needs no inputs: a tool may check the files a run reads before resolving them.
     """
-    base_dir = Path(document.file).parent
-    declared: Mapping[str, Any] = document.data.get("models") or {}
-    models: dict[str, ModelDeclaration] = {}
-    for name, config in declared.items():
-        entry: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
-        files = {
-            field: base_dir / value
-            for field in _READ_FIELDS
-            if isinstance(value := entry.get(field), str)
-        }
-        models[str(name)] = ModelDeclaration(
-            str(name), MappingProxyType(dict(entry)), MappingProxyType(files), base_dir
+    manifest = _manifest(source)
+    base_dir = Path(manifest.file).parent
+    models = {
+        name: ModelDeclaration(
+            name,
+            spec,
+            MappingProxyType({f: base_dir / value for f, value in spec.files.items()}),
+            base_dir,
         )
+        for name, spec in manifest.models.items()
+    }
     return MappingProxyType(models)
 
 
-def key_schemas(document: LoadedDocument) -> Mapping[str, Mapping[str, Any]]:
-    """The `keys[].schema` of a validated document by key name.
+def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mapping[str, Any]]:
+    """The `keys[].schema` of a validated document (or its manifest) by key name.
 
-    Raises a located `PipelineInvalid` (CD605) for a schema that is not a valid
-    JSON Schema (draft 2020-12 unless its `$schema` says otherwise).
+    Raises a located `PipelineInvalid` for a schema that is not a valid JSON
+    Schema (draft 2020-12 unless its `$schema` says otherwise; CD605) or that
+    is wider than the limits of `converge_dsl._schema_bounds` (CD130).
     """
+    manifest = _manifest(source)
     schemas: dict[str, Mapping[str, Any]] = {}
-    for index, key in enumerate(document.data.get("keys") or ()):
-        schema = key.get("schema")
+    for key in manifest.keys:
+        schema = key.schema
         if schema is None:
             continue
-        try:
-            jsonschema.validators.validator_for(
-                schema, default=jsonschema.Draft202012Validator
-            ).check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            path = ("keys", index, "schema", *exc.relative_path)
-            span = document.source_map.span(path)
-            raise PipelineInvalid(
-                [
-                    Diagnostic.at(
-                        codes.COMPILE_BAD_KEY_SCHEMA,
-                        f"the schema of key {key['name']!r} is not a valid JSON Schema: "
-                        f"{exc.message}",
-                        span,
-                        path=path,
-                    )
-                ]
-            ) from None
-        schemas[str(key["name"])] = schema
+        problem = size_problems(schema)  # the size limits first: the meta check is linear
+        if problem:
+            where, message = problem[0]
+            code, text = codes.SCHEMA_TOO_LARGE, f"the schema of key {key.name!r}: {message}"
+        elif (error := meta_error(schema)) is not None:
+            where, code = tuple(error.relative_path), codes.COMPILE_BAD_KEY_SCHEMA
+            text = f"the schema of key {key.name!r} is not a valid JSON Schema: {error.message}"
+        else:
+            schemas[key.name] = schema
+            continue
+        path = (*key.path, "schema", *where)
+        span = manifest.document.source_map.span(path)
+        raise PipelineInvalid([Diagnostic.at(code, text, span, path=path)])
     return MappingProxyType(schemas)
+
+
+def budget_of(spec: BudgetSpec) -> Budget:
+    """The engine's `Budget` of `budget:` (the engine's defaults for what is not written)."""
+    default = Budget()
+    return Budget(
+        max_cycles=_or(spec.max_cycles, default.max_cycles),
+        max_facts=_or(spec.max_facts, default.max_facts),
+        max_model_calls=_or(spec.max_model_calls, default.max_model_calls),
+        max_tokens=_or(spec.max_tokens, default.max_tokens),
+        max_wall_s=_or(spec.max_wall_s, default.max_wall_s),
+        max_concurrency=_or(spec.max_concurrency, default.max_concurrency),
+    )
+
+
+def promotion_of(spec: PromotionSpec, schemas: Mapping[str, Mapping[str, Any]]) -> PromotionPolicy:
+    """The engine's `PromotionPolicy` of `promotion:` (its defaults for what is not
+    written), with the key schemas."""
+    default = PromotionPolicy()
+    return PromotionPolicy(
+        min_confidence=_or(spec.min_confidence, default.min_confidence),
+        max_content_length=_or(spec.max_content_length, default.max_content_length),
+        require_provenance=_or(spec.require_provenance, default.require_provenance),
+        forbidden_terms=_or(spec.forbidden_terms, default.forbidden_terms),
+        gated_keys=_or(spec.gated_keys, default.gated_keys),
+        confidence_threshold=_or(spec.confidence_threshold, default.confidence_threshold),
+        key_schemas=schemas,
+    )
+
+
+def _or(value: _T | None, default: _T) -> _T:
+    return default if value is None else value
 
 
 def _seed(spec: Mapping[str, Any], source: Provenance) -> ProposedFact:
@@ -161,33 +199,35 @@ def _seed(spec: Mapping[str, Any], source: Provenance) -> ProposedFact:
     )
 
 
-def compile_settings(document: LoadedDocument, *, inputs: Mapping[str, Any]) -> PipelineSettings:
-    """The settings of a validated document.
+def compile_settings(
+    source: LoadedDocument | PipelineManifest, *, inputs: Mapping[str, Any]
+) -> PipelineSettings:
+    """The settings of a validated document or of its manifest (built once, reused).
 
     Raises `UsageError` for unknown or missing inputs, a located `PipelineInvalid`
     for a key schema that is not a valid JSON Schema.
     """
-    data = document.data
-    name = str(data["name"])
-    declared = tuple(
-        dict.fromkeys([*BUILTIN_KEYS, *(str(k["name"]) for k in data.get("keys") or ())])
-    )
-    resolved = resolve_inputs(data.get("inputs") or {}, inputs)
-    source = Provenance(f"seeds@{name}")  # one object shared by every seed
-    seeds = tuple(_seed(s, source) for s in data.get("seeds") or ())
-    schemas = key_schemas(document)
-    on_error: OnError = "diagnose" if data.get("on_error") == "diagnose" else "stop"
+    manifest = _manifest(source)
+    document = manifest.document
+    name = manifest.name
+    declared = tuple(dict.fromkeys([*BUILTIN_KEYS, *(k.name for k in manifest.keys)]))
+    resolved = resolve_inputs(manifest.inputs, inputs)
+    provenance = Provenance(f"seeds@{name}")  # one object shared by every seed
+    seeds = tuple(_seed(s, provenance) for s in manifest.seeds)
+    schemas = key_schemas(manifest)
+    on_error: OnError = "diagnose" if manifest.on_error == "diagnose" else "stop"
     return PipelineSettings(
         name=name,
         file=document.file,
         base_dir=Path(document.file).parent,
-        budget=Budget(**(data.get("budget") or {})),
-        promotion=PromotionPolicy(**(data.get("promotion") or {}), key_schemas=schemas),
+        budget=budget_of(manifest.budget),
+        promotion=promotion_of(manifest.promotion, schemas),
         on_error=on_error,
         inputs=MappingProxyType(resolved),
         declared_keys=declared,
         seeds=seeds,
-        models=declare_models(document),
+        models=declare_models(manifest),
         document=document,
         key_schemas=schemas,
+        manifest=manifest,
     )

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from converge_dsl import codes
-from converge_dsl._governor import deadline_passed
+from converge_dsl._governor import DeadlinePassed, Exhausted, deadline_passed
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._data import held_text, same_fact
@@ -141,7 +141,10 @@ class Admission:
             if same_fact(existing, proposal):
                 return
             self._conflict(name, existing, proposal, cycle)
-        reason = self._gate.rejection(proposal)
+        try:
+            reason = self._gate.rejection(proposal)
+        except Exhausted as exc:  # its data could not be checked within the bounds
+            self._unchecked(name, proposal, exc, cycle)
         if reason is not None:
             self._reject(name, proposal, reason, cycle)
             return
@@ -156,6 +159,16 @@ class Admission:
         self.promote(
             name, proposal, cycle, gate=gate, approver=approver, evidence=self._evidence_of(name)
         )
+
+    def _unchecked(self, name: str, proposal: ProposedFact, exc: Exhausted, cycle: int) -> NoReturn:
+        """Stop the run: checking `proposal`'s data crossed a bound of the governor
+        (`error`, or `time_budget_exhausted` for the deadline), naming the key and keyword."""
+        exc.message = f"proposal {proposal.id!r} to key {proposal.key!r}: {exc.message}"
+        exc.args = (exc.message,)
+        exc.suggestor, exc.cycle = name, cycle
+        timed_out = isinstance(exc, DeadlinePassed)
+        reason = StopReason.TIME_BUDGET_EXHAUSTED if timed_out else StopReason.ERROR
+        raise Stop(reason, exc, code=exc.code, suggestor=name) from None
 
     def admit_checked(
         self,

@@ -3,8 +3,10 @@
 Engine-internal. `json_problem` says why a value is not JSON data (NaN or an
 infinity, a key that is not a string, a Python object), naming the JSON
 pointer of the offending value. `KeySchemas` compiles each key's JSON Schema
-(Draft 2020-12) once and words the best error of a failing value as
-`data at /category: 'refund' is not one of ['billing', 'bug'] (enum)`.
+(Draft 2020-12) once, refusing one wider than the schema limits, and words the
+best error of a failing value as
+`data at /category: 'refund' is not one of ['billing', 'bug'] (enum)`; each
+check is governed (its bound, the run's total, the deadline).
 `same_fact` and `held_text` are admission's comparison and wording of a
 fact's content and data (same id: no-op or conflict).
 
@@ -24,8 +26,7 @@ from converge_dsl.engine.types import canonical_json
 from converge_dsl.errors import RunError
 
 if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
-
+    from converge_dsl._safe_schema import GovernedValidator
     from converge_dsl.engine.types import Fact, ProposedFact
 
 _MAX_MESSAGE = 300
@@ -105,26 +106,24 @@ class KeySchemas:
     __slots__ = ("_validators",)
 
     def __init__(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
-        self._validators: dict[str, Validator] = {}
+        self._validators: dict[str, GovernedValidator] = {}
         if not schemas:
             return
-        import jsonschema
-
-        from converge_dsl._safe_schema import UnsafeSchema, python_validator
+        from converge_dsl._safe_schema import UnsafeSchema, check_safe, meta_error, python_validator
 
         for key, schema in schemas.items():
             plain = json.loads(canonical_json(schema))  # lists, not the frozen tuples
+            what = f"the schema of key {key!r}"
             try:
-                jsonschema.Draft202012Validator.check_schema(plain)
-            except jsonschema.SchemaError as exc:
-                where_ = pointer_of(exc.absolute_path) or "/"
-                raise RunError(
-                    f"the schema of key {key!r} is not a valid JSON Schema: "
-                    f"at {where_}: {_short(exc.message)}",
-                    hint="fix `keys[].schema` (JSON Schema, draft 2020-12)",
-                ) from None
-            try:
-                self._validators[str(key)] = python_validator(plain, f"the schema of key {key!r}")
+                check_safe(plain, what)  # the size limits first: the checks below are linear
+                error = meta_error(plain)
+                if error is not None:
+                    where_ = pointer_of(error.absolute_path) or "/"
+                    raise RunError(
+                        f"{what} is not a valid JSON Schema: at {where_}: {_short(error.message)}",
+                        hint="fix `keys[].schema` (JSON Schema, draft 2020-12)",
+                    )
+                self._validators[str(key)] = python_validator(plain, what)
             except UnsafeSchema as exc:
                 raise RunError(exc.message, hint=exc.hint) from None
 
@@ -133,16 +132,18 @@ class KeySchemas:
 
     def problem(self, key: str, data_text: str | None) -> str | None:
         """Why the data (given as its canonical JSON text, None for null) breaks the key's
-        schema, or None when it fits or the key has no schema."""
+        schema, or None when it fits or the key has no schema.
+
+        Governed (`converge_dsl._safe_schema`): a check that crosses its bound, the
+        run's total or the deadline raises the governor's `Exhausted`, located."""
         validator = self._validators.get(key)
         if validator is None:
             return None
-        from jsonschema.exceptions import best_match
         from referencing.exceptions import Unresolvable
 
         instance = None if data_text is None else json.loads(data_text)
         try:
-            error = best_match(validator.iter_errors(instance))
+            error = validator.best_error(instance)
         except Unresolvable as exc:
             return f"the schema of key {key!r} has a $ref that does not resolve within it: {exc}"
         if error is None:

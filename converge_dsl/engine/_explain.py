@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from converge_dsl import codes
 from converge_dsl.diagnostics import Severity
 from converge_dsl.engine._runstate import RunState, Stop
-from converge_dsl.engine.budget import Budget, StopReason
+from converge_dsl.engine.budget import MIN_ANSWER_TOKENS, Budget, StopReason
 from converge_dsl.engine.stops import StopNote
 from converge_dsl.engine.types import Fact
 from converge_dsl.errors import KernelError, ModelFailure, RunError
@@ -34,7 +34,10 @@ def explain(
         return _paused(state)
     explainer = _BUDGET.get(reason)
     if explainer is not None:
-        return (explainer(stop, state, budget, names),)
+        note = explainer(stop, state, budget, names)
+        # A located cause of a budget stop (a schema check cut by the deadline) is noted too.
+        located = (_failed(stop, state, names),) if stop.error is not None and stop.code else ()
+        return (note, *located)
     if reason is StopReason.CANCELLED:
         return (_cancelled(stop, state),)
     return (_failed(stop, state, names),)
@@ -120,6 +123,12 @@ def _tokens(stop: Stop, state: RunState, budget: Budget, names: Collection[str])
     what += _earlier(total, counts) + _refused(
         meter.refused_by, meter.refused, stop.reason, "a call"
     )
+    limit = budget.max_tokens
+    if meter.refused is StopReason.TOKEN_BUDGET_EXHAUSTED and limit is not None and total < limit:
+        what += (
+            f" with {_plural(limit - total, 'token')} left (a call holds its input estimate "
+            f"plus an answer cap of at least {MIN_ANSWER_TOKENS})"
+        )
     return _budget_note(
         codes.STOP_TOKEN_BUDGET,
         "max_tokens",

@@ -17,8 +17,9 @@ from converge_dsl.engine._runstate import EventLog
 from converge_dsl.engine.budget import Budget
 from converge_dsl.engine.state import PendingProposal
 
-# A proposal a paused run held, and whether a human approved it.
-Decided = tuple[PendingProposal, bool]
+# A proposal a paused run held, whether a human approved it, and who gave the decision
+# (`cli`, `file:NAME`, `api`; None when the caller did not say).
+Decided = tuple[PendingProposal, bool, str | None]
 
 
 def emit_opening(
@@ -30,7 +31,7 @@ def emit_opening(
     budget: Budget,
     decided: Sequence[Decided],
 ) -> None:
-    """`RunStarted`, then one `ProposalDecided` per (pending proposal, approve) pair, in order."""
+    """`RunStarted`, then one `ProposalDecided` per (pending proposal, approve, by), in order."""
     if not log.enabled:
         return
     log.emit(
@@ -42,7 +43,7 @@ def emit_opening(
             timing=log.timing(),
         )
     )
-    for item, approve in decided:
+    for item, approve, by in decided:
         log.emit(
             ev.ProposalDecided(
                 cycle=item.cycle,
@@ -51,6 +52,7 @@ def emit_opening(
                 id=item.id,
                 decision="approved" if approve else "rejected",
                 reason=item.reason,
+                by=by,
                 data=item.proposal.data,
                 timing=log.timing(),
             )

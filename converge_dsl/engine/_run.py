@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from converge_dsl._governor import run_deadline
+from converge_dsl._governor import DeadlinePassed, Exhausted, run_deadline
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
@@ -111,7 +111,7 @@ class Run:
             budget=self._budget,
             decided=decided,
         )
-        staged = [item for item, approve in decided if approve]
+        staged = [item for item, approve, _ in decided if approve]
         wall = self._budget.max_wall_s
         try:
             # Every template, expression and validation of the run checks its deadline.
@@ -323,6 +323,10 @@ class Run:
     ) -> None:
         if isinstance(exc, asyncio.CancelledError):
             raise Stop(StopReason.CANCELLED)
+        if isinstance(exc, Exhausted) and exc.code is not None:  # a located schema check
+            timed_out = isinstance(exc, DeadlinePassed)
+            reason = StopReason.TIME_BUDGET_EXHAUSTED if timed_out else StopReason.ERROR
+            raise Stop(reason, _as_run_error(name, cycle, exc), code=exc.code, suggestor=name)
         self._check_time()  # a failure past the deadline is the deadline's
         error = _as_run_error(name, cycle, exc)
         if self._log.enabled:

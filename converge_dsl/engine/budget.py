@@ -3,15 +3,20 @@
 `Budget` bounds a run. `UsageMeter` counts model calls and tokens and knows the
 run's wall-clock deadline: the engine owns one (`Engine.usage`). Budgets are
 reservations (docs/architecture.md §7): before a model call, an LLM suggestor,
-agent or summarizer takes a `Reservation` (`reserve`) of one call and its token
-estimate, and settles it with the real usage (`settle`) or gives it back
-(`release`). Outstanding reservations count against the limits, so concurrent
-calls never take the meter past `max_model_calls`. Every further attempt of a
-call that reaches a server (a provider retry or failover) consumes one more
-call through `allow_attempt`, the models' attempt gate. A refused call is
-remembered (`refused`) so the engine stops the run with the matching reason
-after the cycle instead of reporting a fixed point. `can_call`/`record` remain
-for callers that meter after the fact.
+agent or summarizer takes a `Reservation` (`reserve`) of one call, its input
+estimate and its answer's cap, and settles it with the real usage (`settle`) or
+gives it back (`release`). Outstanding reservations count against the limits, so
+concurrent calls never take the meter past `max_model_calls`. Under `max_tokens`
+the answer's cap is what remains of the budget after every spent and held token
+and the call's input estimate (`answer_room`): the call sends that cap as its
+`max_tokens`, and a call left less than `MIN_ANSWER_TOKENS` is refused
+(`token_budget_exhausted`). A call refused only because tokens are held by calls
+in flight waits for them (`reserve_call`). Every further attempt of a call that
+reaches a server (a provider retry or failover) consumes one more call through
+`allow_attempt`, the models' attempt gate. A refused call is remembered
+(`refused`) so the engine stops the run with the matching reason after the cycle
+instead of reporting a fixed point. `can_call`/`record` remain for callers that
+meter after the fact.
 
 The meter also counts what each suggestor spent (`spent_by`, `refused_by`):
 the engine runs every `execute` with `SPENDER` set to the suggestor's name, so
@@ -21,6 +26,7 @@ a budget stop names the suggestors that spent the budget.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -51,6 +57,29 @@ class StopReason(StrEnum):
 # The wall-clock limit of a run that sets none (`budget.max_wall_s` raises it):
 # no run, and no template, expression or validation inside it, runs unbounded.
 DEFAULT_MAX_WALL_S = 600.0
+
+MIN_ANSWER_TOKENS = 16
+"""The smallest answer cap worth a call under a token budget; a call that asks
+for a smaller cap (its own `max_tokens`) needs only that."""
+
+
+def answer_room(
+    limit: int | None, taken: int, estimate: int, wanted: int | None
+) -> tuple[bool, int | None]:
+    """`(fits, cap)`: the answer cap a call may send under a token `limit`.
+
+    `taken` counts the tokens spent and held by reservations in flight,
+    `estimate` the call's input, `wanted` the cap it asks for (None: any).
+    Without a limit the cap is `wanted`; with one it is `wanted` bounded by
+    what remains, and the call fits only when that is at least
+    `MIN_ANSWER_TOKENS` (or `wanted`, when smaller).
+    """
+    if limit is None:
+        return True, wanted
+    room = limit - taken - max(0, estimate)
+    cap = room if wanted is None else min(wanted, room)
+    needed = MIN_ANSWER_TOKENS if wanted is None else min(wanted, MIN_ANSWER_TOKENS)
+    return cap >= max(1, needed), max(0, cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,27 +122,41 @@ class TokenUsage(Protocol):
 
 
 class Reservation:
-    """One model call (and its token estimate) held against the meter until settled.
+    """One model call (its input estimate and answer cap) held against the meter until settled.
 
-    `settle(usage)` counts the call with its real tokens; `release()` gives the
-    call back (it never reached a model). Only the first of the two has an
-    effect; later calls are ignored, so a `finally: release()` is always safe.
+    `max_tokens` is the answer cap the call must send (None: unbounded, no
+    token budget and no cap asked for); the reservation holds the estimate
+    plus that cap. `settle(usage)` counts the call with its real tokens and
+    returns by how many output tokens the answer passed its cap (0: within it,
+    or no cap: a server that ignores the cap is the one way past it);
+    `release()` gives the call back (it never reached a model). Only the
+    first of the two has an effect; later calls are ignored, so a
+    `finally: release()` is always safe.
     """
 
-    __slots__ = ("_meter", "_open", "_tokens")
+    __slots__ = ("_meter", "_open", "_tokens", "max_tokens")
 
-    def __init__(self, meter: UsageMeter, tokens: int) -> None:
+    def __init__(self, meter: UsageMeter, tokens: int, max_tokens: int | None = None) -> None:
         self._meter = meter
         self._tokens = tokens
         self._open = True
+        self.max_tokens = max_tokens
 
-    def settle(self, usage: TokenUsage | None = None) -> None:
-        """Count the reserved call with `usage`'s tokens (None: no tokens known)."""
-        if self._open:
-            self._open = False
-            tokens_in = 0 if usage is None else usage.input_tokens
-            tokens_out = 0 if usage is None else usage.output_tokens
-            self._meter._settle(self._tokens, tokens_in, tokens_out)  # the meter's bookkeeping
+    @property
+    def held_tokens(self) -> int:
+        """The tokens this reservation holds: the input estimate plus the answer cap."""
+        return self._tokens
+
+    def settle(self, usage: TokenUsage | None = None) -> int:
+        """Count the reserved call with `usage`'s tokens (None: no tokens known); the
+        output tokens by which the answer passed `max_tokens` (0 when within it)."""
+        if not self._open:
+            return 0
+        self._open = False
+        tokens_in = 0 if usage is None else usage.input_tokens
+        tokens_out = 0 if usage is None else usage.output_tokens
+        self._meter._settle(self._tokens, tokens_in, tokens_out)  # the meter's bookkeeping
+        return 0 if self.max_tokens is None else max(0, tokens_out - self.max_tokens)
 
     def release(self) -> None:
         """Give the reserved call back: it was never made."""
@@ -131,6 +174,7 @@ class UsageMeter:
         "_calls",
         "_clock",
         "_deadline",
+        "_freed",
         "_held_calls",
         "_held_tokens",
         "_input",
@@ -150,6 +194,7 @@ class UsageMeter:
         self._by: dict[str, list[int]] = {}
         self._calls = self._input = self._output = 0
         self._held_calls = self._held_tokens = 0
+        self._freed: asyncio.Event | None = None
         self.restore(start or UsageTotals())
 
     def begin(self, started: float) -> None:
@@ -206,20 +251,67 @@ class UsageMeter:
         """The run's deadline on the meter's clock (None: no time budget or no clock)."""
         return self._deadline
 
-    def reserve(self, tokens_estimate: int = 0) -> Reservation | None:
-        """Hold one model call and `tokens_estimate` tokens, or None when a limit forbids it.
+    def reserve(
+        self, tokens_estimate: int = 0, answer_cap: int | None = None
+    ) -> Reservation | None:
+        """Hold one model call, `tokens_estimate` input tokens and the answer's cap, or
+        None when a limit forbids it.
 
-        Outstanding reservations count as calls (and their estimates as tokens), so
-        concurrent callers never pass `max_model_calls`. A refusal is remembered
-        (see `refused`).
+        Outstanding reservations count as calls (and their estimates and caps as
+        tokens), so concurrent callers never pass `max_model_calls` or
+        `max_tokens`. The reservation's `max_tokens` is `answer_cap` bounded by
+        what remains of the token budget (`answer_room`). A refusal is
+        remembered (see `refused`).
         """
-        reason = self._blocked(extra_calls=1)
+        reason, cap = self._grant(tokens_estimate, answer_cap)
         if reason is not None:
             self._refuse(reason)
             return None
+        return self._hold(tokens_estimate, cap)
+
+    def _grant(
+        self, tokens_estimate: int, answer_cap: int | None
+    ) -> tuple[StopReason | None, int | None]:
+        """The limit that refuses the call, else None and the answer cap it gets."""
+        reason = self._blocked(extra_calls=1)
+        if reason is not None:
+            return reason, None
+        taken = self._input + self._output + self._held_tokens
+        fits, cap = answer_room(self._budget.max_tokens, taken, tokens_estimate, answer_cap)
+        return (None, cap) if fits else (StopReason.TOKEN_BUDGET_EXHAUSTED, None)
+
+    def _hold(self, tokens_estimate: int, cap: int | None) -> Reservation:
+        held = max(0, tokens_estimate) + (cap or 0)
         self._held_calls += 1
-        self._held_tokens += max(0, tokens_estimate)
-        return Reservation(self, max(0, tokens_estimate))
+        self._held_tokens += held
+        return Reservation(self, held, cap)
+
+    async def reserve_call(
+        self, tokens_estimate: int = 0, answer_cap: int | None = None
+    ) -> Reservation | None:
+        """`reserve`, waiting while the token budget is short only by what calls in flight
+        hold (they may settle for less than their caps); None when a limit forbids the call."""
+        while True:
+            reason, cap = self._grant(tokens_estimate, answer_cap)
+            if reason is None:
+                return self._hold(tokens_estimate, cap)
+            if reason is not StopReason.TOKEN_BUDGET_EXHAUSTED or not await self._wait_freed():
+                self._refuse(reason)
+                return None
+
+    async def _wait_freed(self) -> bool:
+        """Wait until a held reservation is settled or released; False when none is held."""
+        if self._held_tokens <= 0:
+            return False
+        if self._freed is None:
+            self._freed = asyncio.Event()
+        await self._freed.wait()
+        return True
+
+    def _freed_now(self) -> None:
+        if self._freed is not None:
+            self._freed.set()
+            self._freed = None
 
     def allow_attempt(self) -> bool:
         """The attempt gate: consume one call for a further attempt of a reserved call.
@@ -285,6 +377,7 @@ class UsageMeter:
     def _unhold(self, tokens: int) -> None:
         self._held_calls -= 1
         self._held_tokens -= tokens
+        self._freed_now()
 
     def _settle(self, held_tokens: int, tokens_in: int, tokens_out: int) -> None:
         """A reserved call was made: it stops being held and counts as spent.

@@ -138,10 +138,12 @@ class Engine:
         decisions: Mapping[str, bool],
         *,
         on_cycle_end: Callable[[EngineState], None] | None = None,
+        decided_by: Mapping[str, str] | None = None,
     ) -> RunResult:
         """Continue a paused run; `decisions` maps each pending id to approve (True) or not.
 
-        Each decision is emitted as a `ProposalDecided` event; approved proposals
+        Each decision is emitted as a `ProposalDecided` event, with who gave it
+        (`decided_by`: id -> `cli`, `file:NAME`, `api`) when known; approved proposals
         are promoted first (gate `human`); rejected ids are remembered and
         silently dropped if proposed again.
         """
@@ -159,8 +161,9 @@ class Engine:
                 f"no decision for pending proposal(s): {', '.join(undecided)}",
                 hint="approve or reject every pending proposal",
             )
-        decided = tuple((item, bool(decisions[item.id])) for item in pause.pending)
-        rejected = {item.id for item, approve in decided if not approve}
+        by = decided_by or {}
+        decided = tuple((item, bool(decisions[item.id]), by.get(item.id)) for item in pause.pending)
+        rejected = {item.id for item, approve, _ in decided if not approve}
         state = replace(
             pause.state,
             pending=(),
@@ -172,7 +175,7 @@ class Engine:
         self,
         seeds: Sequence[ProposedFact],
         state: EngineState | None,
-        decided: Sequence[tuple[PendingProposal, bool]],
+        decided: Sequence[tuple[PendingProposal, bool, str | None]],
         on_cycle_end: Callable[[EngineState], None] | None,
     ) -> RunResult:
         if self._current is not None:

@@ -114,9 +114,11 @@ class ProposalDecided(_Event):
 
     `cycle`, `suggestor`, `key`, `id`, `reason` (why it waited) and `data` are
     the pending proposal's; `decision` is `approved` (the fact is promoted next,
-    gate `human`) or `rejected` (the id is dropped whenever proposed again).
-    A resumed run emits one per pending proposal, in pending order, right
-    after `run_started`.
+    gate `human`) or `rejected` (the id is dropped whenever proposed again);
+    `by` is who gave it: `cli` (`--approve`, `--reject`), `file:NAME` (the
+    `--decisions` file the user named), `api` (a program's call), left out
+    when the caller did not say. A resumed run emits one per pending proposal,
+    in pending order, right after `run_started`.
     """
 
     type: Literal["proposal_decided"] = "proposal_decided"
@@ -126,6 +128,7 @@ class ProposalDecided(_Event):
     id: str
     decision: Literal["approved", "rejected"]
     reason: str
+    by: str | None = Field(default=None, exclude_if=_is_none)
     data: Any = Field(default=None, exclude_if=_is_none)
 
 

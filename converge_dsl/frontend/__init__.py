@@ -14,14 +14,21 @@ Public surface:
   `check_document(doc, base_dir, checks=...)` -> `CheckedPipeline` for a loaded document
   (`checks` default: the front end's own `CHECKS`)
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
-  the front end's `CHECKS` and `check` (registers into them)
+  the front end's `CHECKS` (a tuple)
 - suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
   `SuggestorSpec` (a suggestor, typed; the front end's kinds' `SeedSpec`, `RuleSpec`,
   `LlmSpec`; a seed's or rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
   `KindRegistry` and the front end's own `KINDS` (seed, rule, llm); `installed_kinds()`,
   the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`);
   `pipeline_schema(kinds)`, the pipeline schema composed from kinds
-- templates: `TemplateSite`, `template_problems(...)`, `expression_error(text)`
+- the manifest: `build_manifest(doc)` -> `PipelineManifest`, the typed records of a
+  schema-checked pipeline's declarations (`KeySpec`, `InputSpec`, `ModelSpec` with
+  `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
+  `PromotionSpec`, `PackRequirement`, `RepositorySpec`, `InvariantSpec`); `model_spec`
+  converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
+  `HTTP_NUMBERS`, the numeric settings of an HTTP model
+- templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
+  `template_problems(...)`, `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
   `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from;
   `cap(diagnostics)` -> the first `MAX_PER_CODE` of each code and `Omitted` counts of the rest
@@ -34,94 +41,87 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from converge_dsl._lazy import lazy_names
-from converge_dsl.frontend._cap import MAX_PER_CODE, Omitted, cap
-from converge_dsl.frontend._check import (
-    CheckedPipeline,
-    check_document,
-    check_pipeline,
-    load_pipeline,
-)
-from converge_dsl.frontend._facts import Check, PipelineFacts
-from converge_dsl.frontend._kind_llm import LlmSpec
-from converge_dsl.frontend._kind_rule import RuleSpec
-from converge_dsl.frontend._kind_seed import SeedSpec
-from converge_dsl.frontend._kinds import (
-    ENTRY_POINT_GROUP,
-    DataSite,
-    GraphStyle,
-    KindRegistry,
-    ProposalSpec,
-    SuggestorKind,
-    SuggestorSpec,
-    TemplateSite,
-    installed_kinds,
-)
-from converge_dsl.frontend._loader import load_file, load_text
-from converge_dsl.frontend._registry import KINDS
-from converge_dsl.frontend._render import (
-    SourceTexts,
-    render_github,
-    render_human,
-    render_json,
-    summary_line,
-    terminal_safe,
-)
-from converge_dsl.frontend._sarif import render_sarif
-from converge_dsl.frontend._schema import pipeline_schema, schema_diagnostics
-from converge_dsl.frontend._semantic import CHECKS, check
-from converge_dsl.frontend.document import LoadedDocument, NodeLocation, SourceMap
+from converge_dsl._lazy import lazy_exports
 
-if TYPE_CHECKING:
-    from converge_dsl.frontend._templates import expression_error, template_problems
-
-__all__ = [
-    "CHECKS",
-    "ENTRY_POINT_GROUP",
-    "KINDS",
-    "MAX_PER_CODE",
-    "Check",
-    "CheckedPipeline",
-    "DataSite",
-    "GraphStyle",
-    "KindRegistry",
-    "LlmSpec",
-    "LoadedDocument",
-    "NodeLocation",
-    "Omitted",
-    "PipelineFacts",
-    "ProposalSpec",
-    "RuleSpec",
-    "SeedSpec",
-    "SourceMap",
-    "SourceTexts",
-    "SuggestorKind",
-    "SuggestorSpec",
-    "TemplateSite",
-    "cap",
-    "check",
-    "check_document",
-    "check_pipeline",
-    "expression_error",
-    "installed_kinds",
-    "load_file",
-    "load_pipeline",
-    "load_text",
-    "pipeline_schema",
-    "render_github",
-    "render_human",
-    "render_json",
-    "render_sarif",
-    "schema_diagnostics",
-    "summary_line",
-    "template_problems",
-    "terminal_safe",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "expression_error": "converge_dsl.frontend._templates",
-        "template_problems": "converge_dsl.frontend._templates",
-    },
-)
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.frontend._cap import *  # noqa: F403
+    from converge_dsl.frontend._check import *  # noqa: F403
+    from converge_dsl.frontend._facts import *  # noqa: F403
+    from converge_dsl.frontend._kind_llm import *  # noqa: F403
+    from converge_dsl.frontend._kind_rule import *  # noqa: F403
+    from converge_dsl.frontend._kind_seed import *  # noqa: F403
+    from converge_dsl.frontend._kinds import *  # noqa: F403
+    from converge_dsl.frontend._loader import *  # noqa: F403
+    from converge_dsl.frontend._manifest import *  # noqa: F403
+    from converge_dsl.frontend._model_specs import *  # noqa: F403
+    from converge_dsl.frontend._registry import *  # noqa: F403
+    from converge_dsl.frontend._render import *  # noqa: F403
+    from converge_dsl.frontend._sarif import *  # noqa: F403
+    from converge_dsl.frontend._schema import *  # noqa: F403
+    from converge_dsl.frontend._semantic import *  # noqa: F403
+    from converge_dsl.frontend._templates import *  # noqa: F403
+    from converge_dsl.frontend.document import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.frontend._cap": ("MAX_PER_CODE", "Omitted", "cap"),
+            "converge_dsl.frontend._check": (
+                "CheckedPipeline",
+                "check_document",
+                "check_pipeline",
+                "load_pipeline",
+            ),
+            "converge_dsl.frontend._facts": ("Check", "PipelineFacts"),
+            "converge_dsl.frontend._kind_llm": ("LlmSpec",),
+            "converge_dsl.frontend._kind_rule": ("RuleSpec",),
+            "converge_dsl.frontend._kind_seed": ("SeedSpec",),
+            "converge_dsl.frontend._kinds": (
+                "DataSite",
+                "ENTRY_POINT_GROUP",
+                "GraphStyle",
+                "KindRegistry",
+                "ProposalSpec",
+                "SuggestorKind",
+                "SuggestorSpec",
+                "TemplateSite",
+                "installed_kinds",
+            ),
+            "converge_dsl.frontend._loader": ("load_file", "load_text"),
+            "converge_dsl.frontend._manifest": (
+                "BudgetSpec",
+                "InputSpec",
+                "InvariantSpec",
+                "KeySpec",
+                "PackRequirement",
+                "PipelineManifest",
+                "PromotionSpec",
+                "RepositorySpec",
+                "build_manifest",
+            ),
+            "converge_dsl.frontend._model_specs": (
+                "AccountSpec",
+                "HTTP_NUMBERS",
+                "HttpModelSpec",
+                "ModelSpec",
+                "ReplayModelSpec",
+                "ScriptedModelSpec",
+                "model_spec",
+                "roster_accounts",
+            ),
+            "converge_dsl.frontend._registry": ("KINDS",),
+            "converge_dsl.frontend._render": (
+                "SourceTexts",
+                "render_github",
+                "render_human",
+                "render_json",
+                "summary_line",
+                "terminal_safe",
+            ),
+            "converge_dsl.frontend._sarif": ("render_sarif",),
+            "converge_dsl.frontend._schema": ("pipeline_schema", "schema_diagnostics"),
+            "converge_dsl.frontend._semantic": ("CHECKS",),
+            "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
+            "converge_dsl.frontend.document": ("LoadedDocument", "NodeLocation", "SourceMap"),
+        },
+    )

@@ -7,6 +7,13 @@ plus the tree, not PyYAML's graph of nodes and marks. Anchors and aliases are
 replayed (`_anchors`). Problems under a skipped key or value (a collection
 key, a merge key, a duplicate key) are dropped, as the values themselves are:
 only the key is reported.
+
+One case looks ahead: whether a written tag on a plain scalar counts as
+explicit depends on whether the same text appears untagged anywhere in the
+document (`Builder.explicit`). When a text's answer is not known yet, the
+builder sets `needs_all_texts`, and the loader builds the document again
+with every untagged text's tag known (`untagged_texts`): rare (`!!int
+000123`), and the first pass's result is dropped.
 """
 
 from __future__ import annotations
@@ -31,21 +38,16 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import SourceSpan, format_path
 from converge_dsl.frontend import _anchors
 from converge_dsl.frontend._anchors import Pending, Replayer
-from converge_dsl.frontend._marks import MAP, SEQ
+from converge_dsl.frontend._marks import MAP, SEQ, Marks
 from converge_dsl.frontend._scalars import BOOL, STR, TAG, Problem, read_scalar, text_lost
 
 _MAP, _SEQ = TAG + "map", TAG + "seq"
 _MERGE = TAG + "merge"
-_NO_MARKS = (-1, -1, -1, -1)
 # Scalars up to this length are shared: one string object per distinct text (a
 # file of 10^5 seeds repeats `key: items` 10^5 times); keys are interned.
 _SHARED = 32
 _COLLECTION_KEY = "a mapping key must be a plain string, not a collection"
 _PLAIN_ONLY = "only plain YAML (strings, numbers, true/false, null, lists, mappings) is read"
-
-
-class Restart(Exception):
-    """Raised when a scalar's meaning depends on texts further on (see `Builder.explicit`)."""
 
 
 def untagged_texts(parser: Any) -> dict[str, str]:
@@ -69,11 +71,14 @@ class Builder(Replayer):
     `build(event)` returns the data of the node starting with `event`; then
     `tree`, `paths` (how many JSON paths were built, aliases expanded),
     `problems` and `inexact` hold the rest of the result. With `plain`
-    (every untagged text's tag, see `Restart`) written tags are read exactly.
+    (every untagged text's tag, `untagged_texts`) written tags are read
+    exactly; without it, `needs_all_texts` tells when the result must be
+    built again with it (see the module docstring).
     """
 
     def __init__(self, parser: Any, file: str, plain: dict[str, str] | None = None) -> None:
         super().__init__(parser, file, plain)
+        self.needs_all_texts = False
 
     # -- nodes -----------------------------------------------------------------------------
 
@@ -144,26 +149,26 @@ class Builder(Replayer):
 
     def sequence(self, node: int) -> list[Any]:
         items: list[Any] = []
-        edges: list[Any] = []
+        children: list[int] = []
         path, next_event, build = self.path, self.next, self.build
         path.append(0)
-        index = 0
         while True:
             event = next_event()
             if type(event) is SequenceEndEvent:
                 break
-            path[-1] = index
+            path[-1] = len(items)
             items.append(build(event))
-            edges += (self.node, None, *_NO_MARKS)
-            index += 1
+            children.append(self.node)
         path.pop()
         end: Any = event.end_mark
-        self.tree.close(node, end.line, end.column, edges)
+        self.tree.close(node, end.line, end.column, children)
         return items
 
     def mapping(self, node: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
-        edges: list[Any] = []
+        children: list[int] = []
+        keys: list[str] = []
+        key_marks: list[Marks] = []
         path, next_event = self.path, self.next
         while True:
             event = next_event()
@@ -175,28 +180,30 @@ class Builder(Replayer):
                 continue
             key, marks = found
             if key in result:
-                first = next(edges[at + 1] for at in range(1, len(edges), 6) if edges[at] == key)
+                first_line = key_marks[keys.index(key)][0]
                 self.fail(
                     codes.DUPLICATE_KEY,
                     f"duplicate key {key!r} in {format_path(tuple(path))}",
                     self.span_of(marks),
-                    hint=f"the first {key!r} is on line {first + 1}; keep one",
+                    hint=f"the first {key!r} is on line {first_line + 1}; keep one",
                 )
                 self.skip_value()
                 continue
             path.append(key)
             result[key] = self.build(next_event())
             path.pop()
-            edges += (self.node, key, *marks)
+            children.append(self.node)
+            keys.append(key)
+            key_marks.append(marks)
         end: Any = event.end_mark
-        self.tree.close(node, end.line, end.column, edges)
+        self.tree.close(node, end.line, end.column, children, keys=keys, key_marks=key_marks)
         return result
 
-    def key(self, event: Any) -> tuple[str, tuple[int, ...]] | None:
+    def key(self, event: Any) -> tuple[str, Marks] | None:
         """A mapping key and its marks; None (reported) when it cannot be one."""
         kind, tree = type(event), self.tree
         record = None
-        marks: tuple[int, ...]
+        marks: Marks
         if kind is ScalarEvent:
             start, end = event.start_mark, event.end_mark
             marks = (start.line, start.column, end.line, end.column)
@@ -215,7 +222,7 @@ class Builder(Replayer):
             if anchored.text is None:  # a collection
                 self.fail_at(anchored, codes.BAD_KEY, _COLLECTION_KEY)
                 return None
-            marks = tuple(tree.marks[4 * anchored.node : 4 * anchored.node + 4])
+            marks = tree.marks_of(anchored.node)
             tag, text, style = anchored.tag or STR, anchored.text, anchored.style
             explicit = anchored.explicit
         else:
@@ -246,7 +253,7 @@ class Builder(Replayer):
             return None
         return key, marks
 
-    def span_of(self, marks: tuple[int, ...]) -> SourceSpan:
+    def span_of(self, marks: Marks) -> SourceSpan:
         line, column, end_line, end_column = marks
         return SourceSpan(self.file, line + 1, column + 1, end_line + 1, end_column + 1)
 
@@ -271,7 +278,7 @@ class Builder(Replayer):
                     self.open_anchor(event.anchor, node, event.start_mark), None, 1, 0
                 )
         end = event.end_mark
-        self.tree.close(node, end.line, end.column, [])
+        self.tree.close(node, end.line, end.column, [])  # its children are dropped
         if record is not None:  # its aliases do not repeat the report (they are not as deep)
             self.close_anchor(record, None, 1, 0)
         self.fail(
@@ -315,8 +322,8 @@ class Builder(Replayer):
         A plain scalar's written tag counts unless it is `!!str`, or the tag
         the same text gets where it is written untagged anywhere in the
         document. That last case looks ahead: when the text has not been
-        seen untagged yet but would get this tag, the load restarts with every
-        untagged text known (`Restart`, rare: `!!int 000123`).
+        seen untagged yet but would get this tag, the answer is not known
+        before the end, and `needs_all_texts` asks for a second pass.
         """
         if style:
             return tag != STR
@@ -325,7 +332,7 @@ class Builder(Replayer):
         known = self.plain.get(text)
         if known is None and not self.complete:
             if self.resolver.resolve(ScalarNode, text, (True, False)) == tag:  # type: ignore[no-untyped-call]
-                raise Restart
+                self.needs_all_texts = True
             return True
         return tag != known
 
@@ -344,7 +351,7 @@ class Builder(Replayer):
         explicit: bool,
         text: str,
         style: str | None,
-        marks: tuple[int, ...],
+        marks: Marks,
         *,
         is_key: bool,
     ) -> Any:

@@ -3,7 +3,7 @@
 `check_pipeline(path, checks=...)` never raises for a user error: it returns
 every diagnostic, best first. `load_pipeline(path, checks=...)` returns the
 document or raises `PipelineInvalid`. `checks` defaults to the front end's own
-`CHECKS`; `converge_dsl.validation` passes the composed list (front end,
+`CHECKS`; `converge_dsl.validation` passes the composed tuple (front end,
 model scripts, agents, packs) that `validate` and `run` use.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend._loader import load_file, paused_gc
+from converge_dsl.frontend._loader import load_file
 from converge_dsl.frontend.document import LoadedDocument
 
 if TYPE_CHECKING:
@@ -138,12 +138,11 @@ def check_pipeline(
     kinds: KindRegistry | None = None,
 ) -> CheckedPipeline:
     """Check the pipeline file at `path`; `display` names it in diagnostics."""
-    with paused_gc():  # one short burst of acyclic allocations (see `paused_gc`)
-        try:
-            document = load_file(path, display=display)
-        except PipelineInvalid as exc:
-            return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
-        return check_document(document, path.parent, checks=checks, kinds=kinds)
+    try:
+        document = load_file(path, display=display)
+    except PipelineInvalid as exc:
+        return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
+    return check_document(document, path.parent, checks=checks, kinds=kinds)
 
 
 def load_pipeline(

@@ -29,43 +29,45 @@ _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
 
 def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Each key schema is valid JSON Schema 2020-12, refers only within itself and has
-    RE2 regexes; each llm `output.schema` refers only within itself and has RE2 regexes."""
+    """Each key schema is valid JSON Schema 2020-12, within the size limits, refers only
+    within itself and has RE2 regexes; each llm `output.schema` is within the limits,
+    refers only within itself and has RE2 regexes."""
     for spec in facts.specs:
         for label, where, schema in spec.schemas():
             yield from _unsafe(facts, label, schema, where)
     if not facts.key_schemas:
         return
-    for i, key in enumerate(facts.data.get("keys", [])):
-        schema = key.get("schema")
+    for key in facts.manifest.keys:
+        schema = key.schema
         if not isinstance(schema, dict):
             continue
-        base: JsonPath = ("keys", i, "schema")
-        yield from _unsafe(facts, f"key {key['name']!r}", schema, base)
-        yield from _meta_errors(facts, key["name"], schema, base)
+        base: JsonPath = (*key.path, "schema")
+        unsafe = list(_unsafe(facts, f"key {key.name!r}", schema, base))
+        yield from unsafe
+        if not any(d.code == codes.SCHEMA_TOO_LARGE for d in unsafe):
+            yield from _meta_errors(facts, key.name, schema, base)
+
+
+_UNSAFE_HINTS = {
+    "ref": "move the definition under '$defs' and refer to it as '#/$defs/NAME'",
+    "regex": "regexes run on RE2, in linear time: no backreferences or lookaround",
+    "size": "make the schema smaller: the limits of schemas are in the reference",
+}
 
 
 def _unsafe(facts: PipelineFacts, what: str, schema: Any, base: JsonPath) -> Iterator[Diagnostic]:
-    """A located error per `$ref` outside `schema` and per regex RE2 cannot run."""
-    if "$ref" not in str(schema) and "attern" not in str(schema):
+    """A located error per limit `schema` crosses, per `$ref` outside it and per regex
+    RE2 cannot run."""
+    from converge_dsl._schema_bounds import size_problems
+
+    if not size_problems(schema) and "$ref" not in str(schema) and "attern" not in str(schema):
         return  # the cheap common case: nothing to check
-    from converge_dsl._safe_schema import schema_problems
+    from converge_dsl._safe_schema import PROBLEM_CODES, schema_problems
 
     for where, kind, message in schema_problems(schema):
-        if kind == "ref":
-            yield facts.error(
-                codes.KEY_SCHEMA_REMOTE_REF,
-                f"{what}: {message}",
-                (*base, *where),
-                hint="move the definition under '$defs' and refer to it as '#/$defs/NAME'",
-            )
-        else:
-            yield facts.error(
-                codes.SCHEMA_REGEX_NOT_LINEAR,
-                f"{what}: {message}",
-                (*base, *where),
-                hint="regexes run on RE2, in linear time: no backreferences or lookaround",
-            )
+        yield facts.error(
+            PROBLEM_CODES[kind], f"{what}: {message}", (*base, *where), hint=_UNSAFE_HINTS[kind]
+        )
 
 
 def _meta_errors(

@@ -22,13 +22,13 @@ def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
         codes.DUPLICATE_NAME,
         "suggestor",
     )
-    invariants = facts.data.get("invariants", [])
+    manifest = facts.manifest
     yield from facts.duplicates(
-        [(("invariants", i, "name"), v["name"]) for i, v in enumerate(invariants)],
+        [((*v.path, "name"), v.name) for v in manifest.invariants],
         codes.DUPLICATE_INVARIANT,
         "invariant",
     )
-    declared = [(("keys", i, "name"), k["name"]) for i, k in enumerate(facts.data.get("keys", []))]
+    declared = [((*k.path, "name"), k.name) for k in manifest.keys]
     yield from facts.duplicates(declared, codes.DUPLICATE_KEY_DECLARATION, "key")
     for path, name in declared:
         if name in BUILTIN_KEYS:
@@ -78,18 +78,18 @@ def declared_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 
 def pack_specifiers(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    packs = facts.data.get("packs", {})
+    packs = facts.manifest.packs
     if not packs:
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    for name, spec in packs.items():
+    for pack in packs:
         try:
-            SpecifierSet(spec)
+            SpecifierSet(pack.specifier)
         except InvalidSpecifier:
             yield facts.error(
                 codes.BAD_SPECIFIER,
-                f"{spec!r} is not a PEP 440 version specifier",
-                ("packs", name),
+                f"{pack.specifier!r} is not a PEP 440 version specifier",
+                pack.path,
                 hint='write e.g. ">=1.0,<2" or "==1.2.0"',
             )

@@ -50,13 +50,13 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
         )
     texts = " ".join(site.text for site in facts.templates)
     referenced = {key for _, key in facts.key_references}
-    for i, key in enumerate(facts.data.get("keys", [])):
-        name = key["name"]
+    for key in facts.manifest.keys:
+        name = key.name
         if name not in referenced and name not in texts:
             yield facts.warning(
                 codes.UNUSED_KEY,
                 f"key {name!r} is declared but never used",
-                ("keys", i, "name"),
+                (*key.path, "name"),
                 hint="remove it, or read or write it",
             )
     for name in sorted(facts.inputs):

@@ -16,6 +16,7 @@ from typing import Any
 
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend._kinds import KindRegistry, SuggestorKind, SuggestorSpec, TemplateSite
+from converge_dsl.frontend._manifest import PipelineManifest, build_manifest
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
 from converge_dsl.keys import BUILTIN_KEYS
 from converge_dsl.template_names import CONTEXT_NAMES
@@ -50,30 +51,31 @@ class PipelineFacts:
         return self.document.source_map
 
     @cached_property
+    def manifest(self) -> PipelineManifest:
+        """The typed declarations of the document (docs/architecture.md §4)."""
+        return build_manifest(self.document)
+
+    @cached_property
     def declared_keys(self) -> frozenset[str]:
         """Built-in keys plus those under `keys:`."""
-        return frozenset(BUILTIN_KEYS) | {k["name"] for k in self.data.get("keys", [])}
+        return frozenset(BUILTIN_KEYS) | {k.name for k in self.manifest.keys}
 
     @cached_property
     def key_schemas(self) -> Mapping[str, Any]:
         """Declared key -> its `schema` (only keys that have one)."""
-        return {
-            k["name"]: k["schema"]
-            for k in self.data.get("keys", [])
-            if isinstance(k.get("schema"), dict)
-        }
+        return {k.name: k.schema for k in self.manifest.keys if isinstance(k.schema, dict)}
 
     @cached_property
     def models(self) -> frozenset[str]:
-        return frozenset(self.data.get("models", {}))
+        return frozenset(self.manifest.models)
 
     @cached_property
     def packs(self) -> frozenset[str]:
-        return frozenset(self.data.get("packs", {}))
+        return frozenset(p.name for p in self.manifest.packs)
 
     @cached_property
     def inputs(self) -> frozenset[str]:
-        return frozenset(self.data.get("inputs", {}))
+        return frozenset(self.manifest.inputs)
 
     @cached_property
     def specs(self) -> tuple[SuggestorSpec, ...]:
@@ -93,7 +95,7 @@ class PipelineFacts:
         for i, seed in enumerate(self.data.get("seeds", [])):
             if "key" in seed:
                 refs.append((("seeds", i, "key"), seed["key"]))
-        gated = self.data.get("promotion", {}).get("gated_keys") or ()
+        gated = self.manifest.promotion.gated_keys or ()
         refs.extend((("promotion", "gated_keys", i), key) for i, key in enumerate(gated))
         for spec in self.specs:
             refs.extend(spec.key_references())
@@ -112,12 +114,12 @@ class PipelineFacts:
     def templates(self) -> tuple[TemplateSite, ...]:
         """Every template and expression, with the names valid where it sits."""
         sites = [site for spec in self.specs for site in spec.templates()]
-        for k, invariant in enumerate(self.data.get("invariants", [])):
-            path: JsonPath = ("invariants", k)
-            sites.append(TemplateSite((*path, "check"), invariant["check"], True, CONTEXT_NAMES))
-            if isinstance(invariant.get("message"), str):
+        for invariant in self.manifest.invariants:
+            path = invariant.path
+            sites.append(TemplateSite((*path, "check"), invariant.check, True, CONTEXT_NAMES))
+            if invariant.message is not None:
                 sites.append(
-                    TemplateSite((*path, "message"), invariant["message"], False, CONTEXT_NAMES)
+                    TemplateSite((*path, "message"), invariant.message, False, CONTEXT_NAMES)
                 )
         return tuple(sites)
 

@@ -89,11 +89,18 @@ def _analysis_environment() -> Any:
 
 
 def free_names(ast: nodes.Template) -> frozenset[str]:
-    """The names `ast` reads from its context (Jinja's analysis, unknown filters allowed)."""
+    """The names `ast` reads from its context (Jinja's analysis, unknown filters allowed).
+
+    The code generator folds constant parts of the tree it visits in place (a
+    filter in a call's keyword argument), so it visits a copy: `ast` is the
+    shared parse of every template check.
+    """
+    import copy
+
     from jinja2.meta import TrackingCodeGenerator
 
     codegen = TrackingCodeGenerator(_analysis_environment())
-    codegen.visit(ast)
+    codegen.visit(copy.deepcopy(ast))
     return frozenset(codegen.undeclared_identifiers)
 
 

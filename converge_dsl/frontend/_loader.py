@@ -3,15 +3,14 @@
 PyYAML's C parser yields the document as a stream of events; `_build` turns
 them into the JSON-like data and a compact `MarkTree` of the marks (numbers in
 flat arrays, no JSON path stored), without composing PyYAML's node graph.
-Loading runs with the cyclic garbage collector paused (`paused_gc`): it makes
-tens of thousands of acyclic objects, which a collection would scan for
-nothing. Locations are materialised lazily (`_marks.NodeSourceMap`).
+Locations are materialised lazily (`_marks.NodeSourceMap`).
 
 Strictness (each problem is a located `Diagnostic`; all of them are raised
 together as `PipelineInvalid`): duplicate keys, tabs and syntax errors, tags
 outside the core schema, more than one document, non-UTF-8 bytes, characters
 YAML forbids (located where they are), `<<` merge keys, alias expansion beyond
-`MAX_ALIAS_NODES`, nesting deeper than `MAX_DEPTH`, files over `MAX_BYTES`;
+`MAX_ALIAS_NODES`, nesting deeper than `MAX_DEPTH`, files over `max_bytes()`
+(`MAX_BYTES` unless `CONVERGE_DSL_MAX_FILE_BYTES` says otherwise);
 and, through `_scalars`, scalars in keys and values alike: YAML 1.1 traps
 (`yes`/`no`/`on`/`off`/`y`/`n`, octal and sexagesimal numbers), non-decimal
 numbers (`0x1F`, `0o10`, `1e3`), numbers JSON cannot hold and tags that do not
@@ -21,9 +20,8 @@ match their text. Floats whose text is lost (`1.10`) are listed in
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +31,10 @@ from yaml.composer import ComposerError
 from yaml.events import StreamEndEvent
 
 from converge_dsl import codes
-from converge_dsl.errors import PipelineInvalid
+from converge_dsl._reading import ReadRefused, read_bytes
+from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend._anchors import MAX_ALIAS_NODES, MAX_DEPTH
-from converge_dsl.frontend._build import Builder, Restart, untagged_texts
+from converge_dsl.frontend._build import Builder, untagged_texts
 from converge_dsl.frontend._load_problems import (
     character_diagnostic,
     invalid,
@@ -46,8 +45,34 @@ from converge_dsl.frontend._marks import NodeSourceMap
 from converge_dsl.frontend.document import LoadedDocument
 
 MAX_BYTES = 8 * 1024 * 1024
+# The environment variable that sets the file-size cap (docs/reference.md, "Environment").
+MAX_BYTES_VARIABLE = "CONVERGE_DSL_MAX_FILE_BYTES"
+_TOO_LARGE_HINT = f"split the file or shorten it, or raise the limit with {MAX_BYTES_VARIABLE}=N"
 
-__all__ = ["MAX_ALIAS_NODES", "MAX_BYTES", "MAX_DEPTH", "load_file", "load_text", "paused_gc"]
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_BYTES",
+    "MAX_BYTES_VARIABLE",
+    "MAX_DEPTH",
+    "load_file",
+    "load_text",
+    "max_bytes",
+]
+
+
+def max_bytes(env: Mapping[str, str] | None = None) -> int:
+    """The size cap of a loaded file: `CONVERGE_DSL_MAX_FILE_BYTES` of `env` (default: the
+    process's environment) when set, else `MAX_BYTES`. A value that is not a positive
+    whole number is a `UsageError`."""
+    raw = (os.environ if env is None else env).get(MAX_BYTES_VARIABLE, "").strip()
+    if not raw:
+        return MAX_BYTES
+    if not raw.isdigit() or int(raw) < 1:
+        raise UsageError(
+            f"{MAX_BYTES_VARIABLE}={raw!r} is not a positive whole number of bytes",
+            hint=f"e.g. {MAX_BYTES_VARIABLE}={2 * MAX_BYTES}, or unset it for {MAX_BYTES}",
+        )
+    return int(raw)
 
 
 def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
@@ -56,16 +81,19 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
     `display` is the file name written into diagnostics (default: `path` as given).
     """
     name = display if display is not None else str(path)
+    limit = max_bytes()
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
+        if size > limit:
             raise invalid(
                 codes.TOO_LARGE,
-                f"file is {size} bytes; the limit is {MAX_BYTES}",
+                f"file is {size} bytes; the limit is {limit}",
                 point(name, 1, 1),
-                hint="split the file or shorten it",
+                hint=_TOO_LARGE_HINT,
             )
-        raw = path.read_bytes()
+        raw = read_bytes(path, "file", cap=limit)
+    except ReadRefused as exc:
+        raise invalid(exc.code, exc.reason, point(name, 1, 1)) from None
     except OSError as exc:
         raise invalid(
             codes.UNREADABLE, f"cannot read file: {exc.strerror or exc}", point(name, 1, 1)
@@ -86,56 +114,28 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
 
 def load_text(text: str, file: str) -> LoadedDocument:
     """Strictly load YAML text; `file` names it in diagnostics. Raises `PipelineInvalid`."""
-    if len(text) > MAX_BYTES:
+    limit = max_bytes()
+    if len(text) > limit:
         raise invalid(
             codes.TOO_LARGE,
-            f"text is {len(text)} characters; the limit is {MAX_BYTES}",
+            f"text is {len(text)} characters; the limit is {limit}",
             point(file, 1, 1),
-            hint="split the file or shorten it",
+            hint=_TOO_LARGE_HINT,
         )
-    with paused_gc():
-        return _load(text, file)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a burst of allocations (restored after).
-
-    Loading creates tens of thousands of acyclic objects; each collection the
-    collector would run meanwhile walks all of them for nothing (a third of
-    the time of a cold load of a large file). Nested uses are harmless.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    return _load(text, file)
 
 
 def _load(text: str, file: str) -> LoadedDocument:
-    parser = CParser(text)
-    builder = Builder(parser, file)
     try:
-        try:
-            data = _document(parser, builder)
-        except Restart:  # a tag's meaning depends on texts further on: read them first
-            parser.dispose()
-            parser = CParser(text)
-            plain = untagged_texts(parser)
-            parser.dispose()
-            parser = CParser(text)
-            builder = Builder(parser, file, plain)
-            data = _document(parser, builder)
+        data, builder = _build(text, file, None)
+        if builder.needs_all_texts:  # a tag's meaning depends on texts further on
+            data, builder = _build(text, file, _untagged_texts(text))
     except yaml.MarkedYAMLError as exc:
         raise PipelineInvalid([syntax_diagnostic(exc, file, text)]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
         raise PipelineInvalid([character_diagnostic(exc, file, text)]) from None
     except yaml.YAMLError as exc:  # other unmarked errors
         raise invalid(codes.YAML_SYNTAX, str(exc), point(file, 1, 1)) from None
-    finally:
-        parser.dispose()
     if builder.problems:
         raise PipelineInvalid(builder.diagnostics())
     return LoadedDocument(
@@ -145,6 +145,24 @@ def _load(text: str, file: str) -> LoadedDocument:
         source_map=NodeSourceMap(file, builder.tree, builder.paths),
         inexact=tuple(builder.inexact),
     )
+
+
+def _build(text: str, file: str, plain: dict[str, str] | None) -> tuple[Any, Builder]:
+    """The document's data and the builder that holds the rest (`Builder`), in one pass."""
+    parser = CParser(text)
+    try:
+        builder = Builder(parser, file, plain)
+        return _document(parser, builder), builder
+    finally:
+        parser.dispose()
+
+
+def _untagged_texts(text: str) -> dict[str, str]:
+    parser = CParser(text)
+    try:
+        return untagged_texts(parser)
+    finally:
+        parser.dispose()
 
 
 def _document(parser: Any, builder: Builder) -> Any:

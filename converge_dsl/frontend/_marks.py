@@ -16,11 +16,14 @@ the paths under an alias share the anchor's marks, as they always have.
 from __future__ import annotations
 
 from array import array
+from itertools import chain
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend.document import NodeLocation, SourceMap
 
 SEQ, MAP = 1, 2  # node kinds; a scalar's kind byte is 0 (plain) or its style's character
+# (line, column, end line, end column), 0-based as libyaml's marks are
+Marks = tuple[int, int, int, int]
 _WIDE = 16  # a mapping with more keys gets a key index on its first lookup
 
 
@@ -47,22 +50,39 @@ class MarkTree:
         self.count.append(0)
         return index
 
-    def close(self, node: int, end_line: int, end_column: int, edges: list[int]) -> None:
-        """Set a collection's end and its edges: [child, key or None, 4 key marks] * n."""
+    def close(
+        self,
+        node: int,
+        end_line: int,
+        end_column: int,
+        children: list[int],
+        *,
+        keys: list[str] | None = None,
+        key_marks: list[Marks] | None = None,
+    ) -> None:
+        """Set a collection's end and its children, in order.
+
+        A mapping gives each child's key and the key's marks; a sequence gives neither.
+        """
         self.marks[4 * node + 2] = end_line
         self.marks[4 * node + 3] = end_column
         self.first[node] = len(self.child)
-        self.count[node] = len(edges) // 6
-        self.child.extend(edges[0::6])
-        self.keys.extend(edges[1::6])  # type: ignore[arg-type]
-        keymarks = [0] * (len(edges) // 6 * 4)
-        for at in range(4):
-            keymarks[at::4] = edges[2 + at :: 6]
-        self.keymarks.extend(keymarks)
+        self.count[node] = len(children)
+        self.child.extend(children)
+        if keys is None or key_marks is None:
+            self.keys.extend([None] * len(children))
+            self.keymarks.extend([-1] * (4 * len(children)))
+        else:
+            self.keys.extend(keys)
+            self.keymarks.extend(chain.from_iterable(key_marks))
 
     def copy_marks(self, source: int, target: int) -> None:
         """Give node `target` the marks of node `source` (a recursive alias, once known)."""
         self.marks[4 * target : 4 * target + 4] = self.marks[4 * source : 4 * source + 4]
+
+    def marks_of(self, node: int) -> Marks:
+        line, column, end_line, end_column = self.marks[4 * node : 4 * node + 4]
+        return line, column, end_line, end_column
 
     def span(self, file: str, node: int) -> SourceSpan:
         line, column, end_line, end_column = self.marks[4 * node : 4 * node + 4]

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from converge_dsl._reading import ReadRefused, read_text
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend._cap import Omitted
 
@@ -46,8 +47,8 @@ class SourceTexts(Mapping[str, str]):
     def __getitem__(self, file: str) -> str:
         if file not in self._texts:
             try:
-                self._texts[file] = Path(file).read_text(encoding="utf-8") if file else None
-            except (OSError, UnicodeDecodeError, ValueError):
+                self._texts[file] = read_text(Path(file), "source file") if file else None
+            except (OSError, UnicodeDecodeError, ValueError, ReadRefused):
                 self._texts[file] = None
         text = self._texts[file]
         if text is None:

@@ -1,4 +1,4 @@
-"""The front end's semantic checks: a registry of small functions (`CHECKS`).
+"""The front end's semantic checks: a fixed sequence of small functions (`CHECKS`).
 
 A check is a `Check` (`PipelineFacts -> Iterator[Diagnostic]`, see `_facts`).
 The front end's own checks are generic: names, keys, models, declared packs,
@@ -7,14 +7,10 @@ each suggestor kind the pipeline uses carries (docs/architecture.md §16). Check
 domain (model scripts, agents, packs) live in their packages and are composed
 with these by `converge_dsl.validation`, which `validate` and `run` call.
 
-Adding a check is one line: define the function (in your own module) and
-register it where it should run::
-
-    from converge_dsl.validation import CHECKS
-    CHECKS.append(my_check)          # validate and run
-
-(`converge_dsl.frontend.CHECKS`, or the `check` decorator, reach only the
-front end's own `check_pipeline` / `check_document`.) Take the next free code
+`CHECKS` is a tuple, composed once: adding a check is adding it to this
+tuple (a generic check) or to `converge_dsl.validation.CHECKS` (a domain
+check), in the order it should run. A caller with checks of its own passes
+its sequence to `check_pipeline` / `check_document`. Take the next free code
 in docs/errors.md (`CD2xx` errors, `CD3xx` warnings) and document it there
 with an example.
 """
@@ -48,7 +44,7 @@ def kind_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
             yield from run(facts)
 
 
-CHECKS: list[Check] = [
+CHECKS: tuple[Check, ...] = (
     unique_names,
     kind_checks,
     known_keys,
@@ -62,13 +58,7 @@ CHECKS: list[Check] = [
     reachable_suggestors,
     unused_declarations,
     object_content,
-]
-
-
-def check(function: Check) -> Check:
-    """Register `function` in the front end's `CHECKS` (registration order = running order)."""
-    CHECKS.append(function)
-    return function
+)
 
 
 def semantic_diagnostics(

@@ -55,12 +55,16 @@ def render(graph: PipelineGraph, format: str) -> str:
 
 
 def graph_pipeline(
-    path: Path, *, inputs: Mapping[str, Any], roots: Sequence[Path] = ()
+    path: Path,
+    *,
+    inputs: Mapping[str, Any],
+    roots: Sequence[Path] = (),
+    on_fetch: Callable[[str], None] | None = None,
 ) -> PipelineGraph:
     """The graph of the pipeline at `path` (see the module docstring)."""
     from ._compile import compile_for_graph
 
-    return graph_of(compile_for_graph(path, inputs=inputs, roots=roots))
+    return graph_of(compile_for_graph(path, inputs=inputs, roots=roots, on_fetch=on_fetch))
 
 
 __all__ = [

@@ -111,8 +111,9 @@ class _Builder:
         data = self.document.data
         self.kinds = compiled.registry
         self.specs = list(self.kinds.specs(data))
-        self.packs: Mapping[str, Any] = data.get("packs") or {}
-        self.key_specs = {str(k.get("name")): i for i, k in enumerate(data.get("keys") or ())}
+        self.manifest = compiled.settings.manifest
+        self.key_specs = {k.name: k for k in self.manifest.keys}
+        self.packs = frozenset(p.name for p in self.manifest.packs)
         self.flows = [Flow(s.name, tuple(s.dependencies), _targets(s)) for s in compiled.suggestors]
         seeded = [str(seed.key) for seed in compiled.seeds]
         self.seed_counts = Counter(seeded)
@@ -177,12 +178,9 @@ class _Builder:
             writers = self._by_key("writes", f"key:{key}")
             readers = self._by_key("reads", f"key:{key}")
             details: list[tuple[str, str]] = []
-            spec_index = self.key_specs.get(key)
-            spec = (
-                (self.document.data.get("keys") or [])[spec_index] if spec_index is not None else {}
-            )
-            if spec.get("description"):
-                details.append(("description", str(spec["description"])))
+            declared = self.key_specs.get(key)
+            if declared is not None and declared.description:
+                details.append(("description", declared.description))
             if key in self.seed_counts:
                 count = self.seed_counts[key]
                 details.append(("seeded", f"{count} fact{'s' if count != 1 else ''}"))
@@ -203,7 +201,7 @@ class _Builder:
 
     def _key_source(self, key: str) -> Source | None:
         if key in self.key_specs:
-            return self.sources.of(("keys", self.key_specs[key]))
+            return self.sources.of(self.key_specs[key].path)
         for index, seed in enumerate(self.document.data.get("seeds") or ()):
             if str(seed.get("key", "seeds")) == key:
                 return self.sources.of(("seeds", index))
@@ -225,46 +223,40 @@ class _Builder:
     def _models(self) -> Iterator[Node]:
         for name, declaration in self.compiled.settings.models.items():
             users = self._by_key("calls", f"model:{name}")
-            config = declaration.config
-            details = [("adapter", str(config.get("adapter", "")))]
-            details += [(f, str(config[f])) for f in ("model", "base_url", "script") if f in config]
-            details.append(("called by", _joined(users)))
+            spec = declaration.spec
+            details = [("adapter", spec.adapter), *spec.details, ("called by", _joined(users))]
             yield Node(
                 f"model:{name}",
                 "model",
                 name,
-                str(config.get("adapter", "model")),
+                spec.adapter,
                 any(u in self.reach.suggestors for u in users),
                 tuple(details),
                 source=self.sources.of(("models", name)),
             )
 
     def _packs(self) -> Iterator[Node]:
-        for name, specifier in self.packs.items():
-            users = self._by_key("provides", f"pack:{name}")
+        for pack in self.manifest.packs:
+            users = self._by_key("provides", f"pack:{pack.name}")
             yield Node(
-                f"pack:{name}",
+                f"pack:{pack.name}",
                 "pack",
-                str(name),
+                pack.name,
                 "pack",
                 any(u in self.reach.suggestors for u in users),
-                (("version", str(specifier)), ("provides", _joined(users))),
-                source=self.sources.of(("packs", name)),
+                (("version", pack.specifier), ("provides", _joined(users))),
+                source=self.sources.of(pack.path),
             )
 
     def _invariants(self) -> Iterator[GraphInvariant]:
-        specs = list(self.document.data.get("invariants") or ())
-        for index, (spec, invariant) in enumerate(
-            zip(specs, self.compiled.invariants, strict=True)
-        ):
-            message = spec.get("message")
+        for spec, invariant in zip(self.manifest.invariants, self.compiled.invariants, strict=True):
             yield GraphInvariant(
                 name=invariant.name,
                 klass=str(invariant.invariant_class),
                 critical=bool(invariant.critical),
-                check=str(spec.get("check", "")),
-                message=None if message is None else str(message),
-                source=self.sources.of(("invariants", index)),
+                check=spec.check,
+                message=spec.message,
+                source=self.sources.of(spec.path),
             )
 
 

@@ -1,7 +1,7 @@
 """Load -> validate -> compile a pipeline for drawing, never running it.
 
-The pipeline is validated as `validate` does (reading packs from the cache
-only, never the network) and compiled as `run` compiles it
+The pipeline is validated as `validate` does and compiled as `run` compiles it
+(locked packs the cache lacks are fetched and verified first, as `run` does)
 (docs/architecture.md §1, §12), with every suggestor kind of the runtime.
 Models are never built: each declared model is an `OfflineModel` that refuses
 every call, so drawing needs no API key, reads no model script, and opens no
@@ -10,7 +10,7 @@ connection.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +43,18 @@ class OfflineModel(ModelDefaults):
 
 
 def compile_for_graph(
-    path: Path, *, inputs: Mapping[str, Any], roots: Sequence[Path] = ()
+    path: Path,
+    *,
+    inputs: Mapping[str, Any],
+    roots: Sequence[Path] = (),
+    on_fetch: Callable[[str], None] | None = None,
 ) -> CompiledPipeline:
     """The compiled pipeline at `path`; raises `PipelineInvalid` (exit 2) with the
-    diagnostics of `validate`, or `UsageError` for unknown or missing inputs."""
+    diagnostics of `validate`, or `UsageError` for unknown or missing inputs.
+    `on_fetch` hears one line per pack fetched into the cache."""
     from converge_dsl.validation import load_pipeline
 
-    document = load_pipeline(path, roots=roots)
+    document = load_pipeline(path, roots=roots, fetch=True, on_fetch=on_fetch)
     settings = compile_settings(document, inputs=inputs)
     models = {name: OfflineModel(name) for name in settings.models}
     return compile_pipeline(

@@ -11,15 +11,26 @@ An `api_key_env` name must look like a key's (`KEY_ENV_PATTERN`: ending in
 `_API_KEY`, `_KEY` or `_TOKEN`, optionally `_` and digits after) unless the
 user's environment lists it in `ALLOWED_KEY_ENVS` (comma-separated): a
 pipeline cannot send any variable (a database password) to its `base_url`.
+
+A key is used without the whitespace around it (a variable set from a file
+often ends in `\n` or `\r\n`, which no header may hold and which an
+error would otherwise quote); `warn` hears that it was stripped (CD940),
+never the key. A key that is only whitespace is not set.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence, Set
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
+from converge_dsl.codes import API_KEY_WHITESPACE
 from converge_dsl.models.port import AccountBinding, AccountRoster, ModelError, ModelErrorCode
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend import AccountSpec
 
 ANONYMOUS = "anonymous"
 KEY_ENV_PATTERN = re.compile(r"(?:[A-Za-z0-9_]*_)?(?:API_KEY|KEY|TOKEN)(?:_[0-9]+)?")
@@ -55,17 +66,46 @@ class Account:
         return f"Account(label={self.label!r}, env={self.env_var!r})"
 
 
-def accounts_from_config(model_name: str, raw: object, env: Mapping[str, str]) -> list[Account]:
-    """Read `accounts: [{name, api_key_env}]`; no accounts means one keyless account."""
+_WARNED: set[str] = set()  # once a process: a batch builds its models for every case
+
+
+def _to_stderr(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        sys.stderr.write(f"warning[{API_KEY_WHITESPACE}]: {message}\n")
+
+
+def roster_problem(model_name: str, raw: object) -> ModelError | None:
+    """The error of a hand-written `accounts` value that is not `[{name, api_key_env}]`."""
     if raw is None:
-        return [Account(ANONYMOUS, None, None)]
+        return None
     if not isinstance(raw, list) or not raw:
-        raise _config(model_name, "`accounts` must be a non-empty list of {name, api_key_env}")
-    accounts: list[Account] = []
+        return _config(model_name, "`accounts` must be a non-empty list of {name, api_key_env}")
     for index, entry in enumerate(raw):
         if not isinstance(entry, Mapping) or set(entry) != {"name", "api_key_env"}:
-            raise _config(model_name, f"accounts[{index}] must be {{name, api_key_env}} exactly")
-        label, variable = entry["name"], entry["api_key_env"]
+            return _config(model_name, f"accounts[{index}] must be {{name, api_key_env}} exactly")
+    return None
+
+
+def accounts_from_config(
+    model_name: str,
+    roster: Sequence[AccountSpec] | None,
+    env: Mapping[str, str],
+    warn: Callable[[str], object] = _to_stderr,
+) -> list[Account]:
+    """The accounts of a roster (`roster_problem` ran on a hand-written one); none means
+    one keyless account.
+
+    Each key is stripped of the whitespace around it; `warn` hears which
+    variable held some (default: a CD940 warning on standard error).
+    """
+    if roster is None:
+        return [Account(ANONYMOUS, None, None)]
+    if not roster:
+        raise _config(model_name, "`accounts` must be a non-empty list of {name, api_key_env}")
+    accounts: list[Account] = []
+    for index, entry in enumerate(roster):
+        label, variable = entry.name, entry.api_key_env
         if not isinstance(label, str) or not isinstance(variable, str) or not label or not variable:
             raise _config(model_name, f"accounts[{index}] name and api_key_env must be strings")
         if any(a.label == label for a in accounts):
@@ -77,7 +117,12 @@ def accounts_from_config(model_name: str, raw: object, env: Mapping[str, str]) -
                 f"{variable}, which does not look like an API key's; it was not read",
                 hint=KEY_ENV_RULE,
             )
-        key = env.get(variable)
+        key = (env.get(variable) or "").strip()
+        if key and key != env[variable]:
+            warn(
+                f"model {model_name!r}: account {label!r}: the environment variable {variable} "
+                "holds whitespace around the key (a space, tab, CR or LF); it is used without it"
+            )
         if not key:
             raise ModelError(
                 ModelErrorCode.CONFIG,

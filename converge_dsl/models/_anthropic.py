@@ -40,6 +40,7 @@ from converge_dsl.engine.types import canonical_json
 from converge_dsl.models._common import thaw_json
 from converge_dsl.models._sse import SseEvent
 from converge_dsl.models._wire import (
+    ANSWER_FIELD,
     Answer,
     ToolNames,
     WireSettings,
@@ -48,6 +49,7 @@ from converge_dsl.models._wire import (
     list_field,
     load_json,
     object_field,
+    object_schema,
     request_temperature,
     str_field,
     stream_error,
@@ -76,6 +78,7 @@ _STOP: Mapping[str, ModelStopReason] = {"tool_use": "tool_use", "max_tokens": "m
 class AnthropicWire:
     provider = "anthropic"
     path = "/v1/messages"
+    default_max_tokens: int | None = DEFAULT_MAX_TOKENS
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}
@@ -107,16 +110,18 @@ class AnthropicWire:
             }
             for tool in req.tools
         ]
-        if req.response_schema is not None:
+        if req.response_schema is not None and settings.structured_output != "none":
             answer = names.reserve_answer()
             tools.append(
                 {
                     "name": answer,
                     "description": ANSWER_DESCRIPTION,
-                    "input_schema": _answer_schema(req.response_schema, names),
+                    "input_schema": object_schema(req.response_schema, names),
                 }
             )
             body["tool_choice"] = {"type": "tool", "name": answer}
+        elif req.tools and req.tool_choice is not None:
+            body["tool_choice"] = _tool_choice(req.tool_choice, names)
         if tools:
             body["tools"] = tools
         return body
@@ -162,26 +167,16 @@ class AnthropicWire:
 
 
 SYSTEM_PREFIX = "[system] "
-ANSWER_FIELD = "answer"
 ANSWER_DESCRIPTION = "Give your answer: its input is the whole answer, shaped by the schema."
 
 
-def _answer_schema(schema: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:
-    """The answer tool's `input_schema`. A tool's input is an object, so a schema
-    for anything else (an array of items, say) is wrapped as the one required
-    property `ANSWER_FIELD`, which `_answer_of` unwraps. Its `$defs` (and
-    `definitions`) move to the wrapper's root, where its local `$ref`s look."""
-    plain: dict[str, Any] = thaw_json(schema)
-    if plain.get("type") == "object":
-        return plain
-    names.answer_field = ANSWER_FIELD
-    hoisted: dict[str, Any] = {k: plain.pop(k) for k in ("$defs", "definitions") if k in plain}
-    return {
-        "type": "object",
-        "properties": {ANSWER_FIELD: plain},
-        "required": [ANSWER_FIELD],
-        **hoisted,
-    }
+def _tool_choice(choice: str, names: ToolNames) -> dict[str, Any]:
+    """The Anthropic `tool_choice`: `auto`, `any` (for `required`), or the named tool."""
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": names.wire(choice)}
 
 
 def _answer_of(tool_input: Mapping[str, Any], names: ToolNames) -> str:

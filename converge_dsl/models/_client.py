@@ -9,7 +9,8 @@ machinery cost a fifth of a call's CPU and none of it applies (one fixed URL,
 no cookies, redirects are not followed). `post` sends one request and hands
 the response to a reader; every httpx failure and timeout is translated to a
 `ModelError` here, so none escapes. The connect/read/total timeouts are
-measured on the event loop: they guard real sockets.
+measured on the event loop: they guard real sockets (their model:
+docs/architecture.md §8, "Timeouts").
 """
 
 from __future__ import annotations
@@ -121,9 +122,9 @@ class ProviderClient:
                     f"the run's deadline ended the request to {where} after {total:g} s",
                     hint="raise the run's time budget (budget.max_wall_s), or check the server",
                 ) from None
-            raise self._failure(TimeoutError(), where, started=started) from None
+            raise self._failure(TimeoutError(), where, started=started, total=total) from None
         except httpx.HTTPError as exc:
-            raise self._failure(exc, where, started=started) from None
+            raise self._failure(exc, where, started=started, total=total) from None
 
     def _request(self, path: str, content: bytes, headers: Mapping[str, str]) -> httpx.Request:
         """The POST of `content` to `path`, with the client's headers and timeouts."""
@@ -151,7 +152,7 @@ class ProviderClient:
         return self._transport
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
-        """Send `request` on the shared client, one connection hand-off at a time.
+        """Send `request` on the transport, one connection hand-off at a time.
 
         httpcore may hand one idle keep-alive connection to several requests
         queued in the same pass (encode/httpcore#1110, #1111); they then wait
@@ -184,8 +185,9 @@ class ProviderClient:
         response.request = request
         return response
 
-    def _failure(self, exc: Exception, where: str, *, started: bool) -> ModelError:
-        """The `ModelError` for a timeout or httpx failure of an exchange with `where`."""
+    def _failure(self, exc: Exception, where: str, *, started: bool, total: float) -> ModelError:
+        """The `ModelError` for a timeout or httpx failure of an exchange with `where`
+        that had `total` seconds in all."""
         limits = self._limits
         if isinstance(exc, httpx.TimeoutException):
             connect = isinstance(exc, httpx.ConnectTimeout)
@@ -200,7 +202,12 @@ class ProviderClient:
         if isinstance(exc, TimeoutError):
             return ModelError(
                 ModelErrorCode.TIMEOUT,
-                f"no complete answer from {where} within {limits.timeout_s:g} s",
+                f"no complete answer from {where} within {total:g} s"
+                + (
+                    ""
+                    if total >= limits.timeout_s
+                    else f" (what timeout_s {limits.timeout_s:g} s left)"
+                ),
                 retryable=True,
                 hint="raise timeout_s, or check the server's load",
             )

@@ -106,9 +106,9 @@ def tool_to_json(tool: ToolSpec) -> dict[str, Any]:
 def normalise_request(req: ModelRequest) -> dict[str, Any]:
     """The request as plain JSON; equal requests give equal JSON.
 
-    `response_schema` appears only when set, so a request without one keeps
-    the key it had before requests could carry a schema (recorded cassettes
-    still replay).
+    `response_schema` and `tool_choice` appear only when set, so a request
+    without them keeps the key it had before requests could carry them
+    (recorded cassettes still replay).
     """
     normal = {
         "model": req.model,
@@ -123,6 +123,8 @@ def normalise_request(req: ModelRequest) -> dict[str, Any]:
     }
     if req.response_schema is not None:
         normal["response_schema"] = thaw_json(req.response_schema)
+    if req.tool_choice is not None:
+        normal["tool_choice"] = req.tool_choice
     return normal
 
 

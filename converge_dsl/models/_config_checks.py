@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.frontend import roster_accounts
 from converge_dsl.models._accounts import KEY_ENV_RULE, key_env_refused
 
 if TYPE_CHECKING:
@@ -27,13 +28,12 @@ def check_model_config(
 ) -> Iterator[Diagnostic]:
     """`MODEL_KEY_ENV_REFUSED` at each refused `api_key_env` (`env` default: `os.environ`)."""
     environment = os.environ if env is None else env
-    for name, model in facts.data.get("models", {}).items():
-        for index, account in enumerate(model.get("accounts") or ()):
-            variable = account.get("api_key_env")
-            if isinstance(variable, str) and key_env_refused(variable, environment):
-                yield facts.error(
-                    codes.MODEL_KEY_ENV_REFUSED,
-                    f"api_key_env {variable} does not look like an API key variable",
-                    ("models", name, "accounts", index, "api_key_env"),
-                    hint=KEY_ENV_RULE,
-                )
+    for account in roster_accounts(facts.manifest.models.values()):
+        variable = account.api_key_env
+        if isinstance(variable, str) and key_env_refused(variable, environment):
+            yield facts.error(
+                codes.MODEL_KEY_ENV_REFUSED,
+                f"api_key_env {variable} does not look like an API key variable",
+                (*account.path, "api_key_env"),
+                hint=KEY_ENV_RULE,
+            )

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from itertools import accumulate
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from converge_dsl.models.port import ModelError, ModelErrorCode
 
@@ -63,7 +63,7 @@ def limits_problem(raw: object) -> tuple[str, str] | None:
     return None
 
 
-def limits_from(raw: Mapping[str, Any] | None) -> ModelLimits:
+def limits_from(raw: Mapping[str, int] | None) -> ModelLimits:
     """The limits a checked `limits` mapping sets (the defaults for the rest)."""
     return ModelLimits(**dict(raw or {}))
 

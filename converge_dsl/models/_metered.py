@@ -1,17 +1,26 @@
 """One model call under a reservation of the run's usage meter.
 
-The llm suggestor and the agent's turn loop call a model the same way: hold
-one call (and a token estimate) before the request, settle it with the real
-usage after, and settle it too when the call failed or was cancelled in
-flight (it reached a model all the same). A model that refuses a retry for
-the run's budget (`E_BUDGET_EXHAUSTED`) ends the call with no answer, and the
-meter learns which budget stops the run (docs/architecture.md §7, §8).
+The llm suggestor, the agent's turn loop and the summarizer call a model the
+same way (docs/architecture.md §7, §8):
+- hold one call, the request's input estimate and its answer's cap before the
+  request; under a token budget the request is sent with the cap the meter
+  grants (its own `max_tokens`, or the model's configured one, bounded by
+  what remains of the budget after every other reservation in flight);
+- settle it with the usage the server reports, also when the answer is then
+  found unusable, and with none when the call failed or was cancelled in flight
+  (it reached a model all the same);
+- a model that refuses a retry for the run's budget (`E_BUDGET_EXHAUSTED`)
+  ends the call with no answer, and the meter learns which budget stops the run.
+A server that ignores the cap can answer with more output tokens than the cap:
+the call's `overshoot` says by how many, for the caller to report.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Protocol
 
+from converge_dsl.models._common import estimate_tokens, request_text
 from converge_dsl.models.port import (
     Model,
     ModelError,
@@ -23,30 +32,72 @@ from converge_dsl.models.port import (
 
 
 class Settleable(Protocol):
-    def settle(self, usage: Usage | None = None) -> None: ...
+    max_tokens: int | None
+
+    def settle(self, usage: Usage | None = None) -> int: ...
 
 
 class CallMeter(Protocol):
     """What a metered call needs of the run's usage meter."""
 
-    def reserve(self, tokens_estimate: int = 0) -> Settleable | None: ...
+    async def reserve_call(
+        self, tokens_estimate: int = 0, answer_cap: int | None = None
+    ) -> Settleable | None: ...
 
     def note_budget_refusal(self) -> object: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Metered:
+    """A metered call's answer; `max_tokens` is the cap it was sent with, `overshoot`
+    the output tokens by which the answer passed that cap (0: within it)."""
+
+    answer: ModelReturn
+    max_tokens: int | None = None
+    overshoot: int = 0
+
+    def overshoot_note(self) -> str | None:
+        """The report of an overshoot (None without one): what was used, held and capped."""
+        if self.overshoot <= 0:
+            return None
+        usage = self.answer.usage
+        return (
+            f"the model answered with {usage.output_tokens} output tokens, {self.overshoot} "
+            f"past the max_tokens {self.max_tokens} the request was sent with: the server "
+            "does not honour the cap, so the token budget can be passed by that much"
+        )
+
+
+def configured_cap(model: Model) -> int | None:
+    """The answer cap `model` sends when a request names none (None: unbounded)."""
+    cap = getattr(model, "default_max_tokens", None)
+    value = cap() if callable(cap) else None
+    return value if isinstance(value, int) else None
+
+
 async def metered_call(
-    model: Model, request: ModelRequest, meter: CallMeter | None, tokens_estimate: int = 0
-) -> ModelReturn | None:
+    model: Model,
+    request: ModelRequest,
+    meter: CallMeter | None,
+    tokens_estimate: int | None = None,
+) -> Metered | None:
     """`model.call(request)` counted by `meter`; None when the run's budget refused it.
 
+    `tokens_estimate` defaults to a quarter of the characters the model reads.
     Without a meter the call is made as it is. Any other `ModelError` is raised
     for the caller to translate.
     """
     if meter is None:
-        return await model.call(request)
-    reservation = meter.reserve(tokens_estimate)
+        return Metered(await model.call(request), request.max_tokens)
+    estimate = (
+        estimate_tokens(request_text(request)) if tokens_estimate is None else tokens_estimate
+    )
+    wanted = request.max_tokens if request.max_tokens is not None else configured_cap(model)
+    reservation = await meter.reserve_call(estimate, wanted)
     if reservation is None:
         return None
+    if reservation.max_tokens != wanted:  # the budget lowered the cap: send the lower one
+        request = replace(request, max_tokens=reservation.max_tokens)
     try:
         answer = await model.call(request)
     except ModelError as exc:
@@ -58,5 +109,5 @@ async def metered_call(
     except BaseException:  # cancelled in flight: the call was made all the same
         reservation.settle()
         raise
-    reservation.settle(answer.usage)
-    return answer
+    overshoot = reservation.settle(answer.usage)
+    return Metered(answer, reservation.max_tokens, overshoot)

@@ -9,8 +9,12 @@ A request with a `response_schema` asks for a schema-shaped answer as the
 model's `structured_output` setting says (`json_schema`: `response_format:
 {type: json_schema, json_schema: {name, schema, strict}}`; `json_object`:
 `{type: json_object, schema}`, the form llama.cpp and vLLM accept; `none`:
-nothing). `strict` is true only for a schema OpenAI's strict mode accepts as
-it is (see `strict_shaped`); other servers constrain decoding either way.
+nothing). `json_schema` wants an object at the root, so a schema for anything
+else (the usual array of items) is wrapped as the one property `answer` (as
+the Anthropic answer tool wraps it) and the answer unwrapped; `strict` is true
+for a schema OpenAI's strict mode accepts as it is (see `strict_shaped`),
+wrapped arrays of closed objects included; other servers constrain decoding
+either way.
 
 Streaming tool calls arrive as argument deltas keyed by `index`; a call is
 complete when a later index starts or the choice finishes, and is handed
@@ -36,10 +40,12 @@ from converge_dsl.models._wire import (
     list_field,
     load_json,
     object_field,
+    object_schema,
     request_temperature,
     str_field,
     stream_error,
     tool_input,
+    unwrap_answer,
     usage_from,
     wire_error,
 )
@@ -70,6 +76,7 @@ def _stop_reason(value: str) -> ModelStopReason:
 class OpenAIWire:
     provider = "openai"
     path = "/chat/completions"
+    default_max_tokens: int | None = None
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
@@ -90,7 +97,7 @@ class OpenAIWire:
         temperature = request_temperature(req, settings)
         if temperature is not None:
             body["temperature"] = temperature
-        response_format = _response_format(req, settings)
+        response_format = _response_format(req, settings, names)
         if response_format is not None:
             body["response_format"] = response_format
         if req.tools:
@@ -105,6 +112,8 @@ class OpenAIWire:
                 }
                 for tool in req.tools
             ]
+            if req.tool_choice is not None:
+                body["tool_choice"] = _tool_choice(req.tool_choice, names)
         return body
 
     def parse(self, data: Any, names: ToolNames) -> Answer:
@@ -123,6 +132,8 @@ class OpenAIWire:
             )
         finish = choices[0].get("finish_reason")
         expect(isinstance(finish, str), "choice has no finish_reason")
+        if content and names.answer_field is not None:
+            parts[0] = TextPart(unwrap_answer(content, names))
         return Answer(
             Message("assistant", tuple(parts)),
             _stop_reason(finish),
@@ -141,13 +152,27 @@ class OpenAIWire:
         return str(error) if error else None
 
 
-def _response_format(req: ModelRequest, settings: WireSettings) -> dict[str, Any] | None:
-    """The `response_format` asking for an answer shaped by the request's schema, or None."""
+def _tool_choice(choice: str, names: ToolNames) -> str | dict[str, Any]:
+    """The OpenAI `tool_choice`: `auto`, `required`, or the named function."""
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": names.wire(choice)}}
+
+
+def _response_format(
+    req: ModelRequest, settings: WireSettings, names: ToolNames
+) -> dict[str, Any] | None:
+    """The `response_format` asking for an answer shaped by the request's schema, or None.
+
+    `json_schema` wants an object at the root: any other schema is wrapped
+    (`object_schema`, closed so strict mode can take it) and the answer unwrapped."""
     if req.response_schema is None or settings.structured_output == "none":
         return None
     schema = thaw_json(req.response_schema)
     if settings.structured_output == "json_object":
         return {"type": "json_object", "schema": schema}
+    if schema.get("type") != "object":
+        schema = {**object_schema(schema, names), "additionalProperties": False}
     return {
         "type": "json_schema",
         "json_schema": {"name": ANSWER_TOOL, "schema": schema, "strict": strict_shaped(schema)},
@@ -306,7 +331,7 @@ class OpenAIStream:
     def finish(self) -> Answer:
         if self._finish is None:
             wire_error("the stream ended before the answer was complete (no finish_reason)")
-        text = "".join(self._text)
+        text = unwrap_answer("".join(self._text), self._names)
         parts: list[Part] = [TextPart(text)] if text else []
         parts.extend(self._calls[i] for i in sorted(self._calls))
         return Answer(

@@ -8,10 +8,18 @@ merely looks like a credential ("Bearer upstream-not-secret", "sk-...") is an
 answer like any other, and a record/replay round trip keeps it unchanged.
 `redact_message` and `redact_call` apply a redactor to every string of an
 answer (text, tool names, tool inputs at any depth).
+
+A secret is masked in every form a message may show it in (`secret_forms`):
+as given and with its surrounding whitespace stripped (an environment
+variable holding `KEY\r\n`), escaped as Python's `repr` and JSON write it
+(`b'Bearer KEY\\r'`), and cut: where a text holds the first `MIN_CUT`
+characters or more of a secret at the start of a word (a server echo that
+stopped inside it, `KEY[:6]...`), that prefix is masked too.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,25 +28,63 @@ from converge_dsl.models.port import Message, Part, TextPart, ToolCallPart
 MASK = "[REDACTED]"
 
 
+# The shortest prefix of a secret that is masked where an echo cut the secret.
+MIN_CUT = 4
+
+
+def secret_forms(secret: str) -> set[str]:
+    """Every way `secret` may be written in a message (see the module docstring)."""
+    forms = set()
+    for core in {secret, secret.strip()}:
+        forms |= {core, core.encode("unicode_escape").decode("ascii"), json.dumps(core)[1:-1]}
+    return {form for form in forms if form}
+
+
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every exact occurrence of each of `secrets` masked, longest first."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text
+    """`text` with each of `secrets` masked in every form (`secret_forms`), cut ones too."""
+    return Redactor(secrets)(text)
+
+
+def _mask_cut(text: str, secret: str) -> str:
+    """`text` with each prefix of `secret` of `MIN_CUT` characters or more masked where
+    it starts a word."""
+    head = secret[:MIN_CUT]
+    if len(head) < MIN_CUT:
+        return text
+    pieces: list[str] = []
+    done = 0
+    at = text.find(head)
+    while at >= 0:
+        end = at + MIN_CUT
+        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
+            end += 1
+        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "-_"):
+            pieces += [text[done:at], MASK]
+            done = end
+        at = text.find(head, end)
+    return "".join(pieces) + text[done:] if pieces else text
 
 
 class Redactor:
     """Masks the secrets of one model. Its repr shows how many, never which."""
 
-    __slots__ = ("_secrets",)
+    __slots__ = ("_cores", "_forms", "_secrets")
 
     def __init__(self, secrets: Iterable[str]) -> None:
         # The header values are `Bearer KEY` and `KEY`: masking the key masks both.
         # Longest first, so a key that contains another is masked whole.
         self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        forms = set().union(*map(secret_forms, self._secrets))
+        self._forms = tuple(sorted(forms, key=len, reverse=True))
+        cores = {s.strip() for s in self._secrets} - {""}
+        self._cores = tuple(sorted(cores, key=len, reverse=True))
 
     def __call__(self, text: str) -> str:
-        return redact_text(text, self._secrets)
+        for form in self._forms:
+            text = text.replace(form, MASK)
+        for core in self._cores:
+            text = _mask_cut(text, core)
+        return text
 
     def __repr__(self) -> str:
         return f"Redactor({len(self._secrets)} secrets)"

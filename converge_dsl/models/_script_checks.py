@@ -47,14 +47,15 @@ def check_model_scripts(
         from converge_dsl._files import user_roots
 
         roots = user_roots()
-    for name, model in facts.data.get("models", {}).items():
+    for model in facts.manifest.models.values():
+        named = model.named_files
         for field, read in FILE_FIELDS.items():
-            if not isinstance(model.get(field), str):
+            if field not in named:
                 continue
-            where = ("models", name, field)
+            where = (*model.path, field)
             try:
                 path = referenced_path(
-                    model[field], facts.base_dir, roots, field=f"{field} file", read=read
+                    named[field], facts.base_dir, roots, field=f"{field} file", read=read
                 )
             except ReferenceRefused as exc:
                 yield facts.error(exc.code, exc.message, where, hint=exc.hint)
@@ -65,12 +66,12 @@ def check_model_scripts(
                 what = "is a folder, not a file" if path.is_dir() else "not found"
                 yield facts.error(
                     codes.MISSING_FILE,
-                    f"{field} file {model[field]!r} {what}",
+                    f"{field} file {named[field]!r} {what}",
                     where,
                     hint="paths are relative to the pipeline file",
                 )
-            elif field == "script" and model.get("adapter") == "scripted":
-                display = (Path(facts.document.file).parent / model[field]).as_posix()
+            elif field == "script" and model.adapter == "scripted":
+                display = (Path(facts.document.file).parent / named[field]).as_posix()
                 yield from _script_problems(path, display)
 
 

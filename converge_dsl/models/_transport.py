@@ -1,12 +1,12 @@
-"""A transport that spreads one client's requests over several connection pools.
+"""A transport that spreads one model's requests over several connection pools.
 
 httpcore's connection pool re-checks every pooled connection (a socket poll
 each) whenever it assigns a request to a connection, so a single pool of 64
 keep-alive connections costs O(64) system calls per request event: 50
 concurrent calls on a warm pool spent more time scanning the pool than
 waiting for the server. Shards of `SHARD_SIZE` connections keep that cost
-constant while the model's one `httpx.AsyncClient` still holds up to
-`max_connections` connections. Each request goes to the shard with the fewest
+constant while the transport as a whole still holds up to `max_connections`
+connections. Each request goes to the shard with the fewest
 requests in flight (ties: the lowest index), so the spread is deterministic.
 All shards of all `https` models share one TLS context, made on first use:
 loading the certificate store costs 15-85 ms, which every model used to pay.

@@ -37,6 +37,8 @@ StructuredOutput = Literal["json_schema", "json_object", "none"]
 beside `type: json_object`, as llama.cpp and vLLM accept it), `none` (nothing)."""
 STRUCTURED_OUTPUTS: tuple[StructuredOutput, ...] = ("json_schema", "json_object", "none")
 ANSWER_TOOL = "answer"
+ANSWER_FIELD = "answer"
+"""The one property a schema-shaped answer that is not an object is wrapped in."""
 """The name of the tool a wire format forces to get a schema-shaped answer."""
 
 
@@ -185,6 +187,7 @@ class StreamAssembler(Protocol):
 class WireFormat(Protocol):
     provider: str
     path: str
+    default_max_tokens: int | None  # the answer cap sent when nothing sets one (None: none)
 
     def headers(self, api_key: str | None) -> dict[str, str]: ...
 
@@ -211,3 +214,41 @@ def early_call(
     part = ToolCallPart(call_id, name, tool_input(args, name))
     on_early_call(part)
     return part
+
+
+def object_schema(schema: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:
+    """`schema` as an object schema. A forced tool's input (Anthropic) and OpenAI's
+    strict structured outputs want an object, so a schema for anything else (an
+    array of items, say) is wrapped as the one required property `ANSWER_FIELD`,
+    which `unwrap_answer` (or the answer tool's reader) takes off again; `names`
+    remembers the wrapping. Its `$defs` (and `definitions`) move to the wrapper's
+    root, where its local `$ref`s look."""
+    from converge_dsl.models._common import thaw_json
+
+    plain: dict[str, Any] = thaw_json(schema)
+    if plain.get("type") == "object":
+        return plain
+    names.answer_field = ANSWER_FIELD
+    hoisted: dict[str, Any] = {k: plain.pop(k) for k in ("$defs", "definitions") if k in plain}
+    return {
+        "type": "object",
+        "properties": {ANSWER_FIELD: plain},
+        "required": [ANSWER_FIELD],
+        **hoisted,
+    }
+
+
+def unwrap_answer(text: str, names: ToolNames) -> str:
+    """The answer `text` without the `object_schema` wrapper (when the request had one).
+
+    Text that is not the wrapper (a cut or malformed answer) stays as it came, for
+    the caller to report."""
+    if names.answer_field is None:
+        return text
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    if not isinstance(data, dict) or set(data) != {names.answer_field}:
+        return text
+    return json.dumps(data[names.answer_field], ensure_ascii=False, separators=(",", ":"))

@@ -3,11 +3,24 @@
 `RecordingModel` wraps any model and appends one line per call: the stable
 key (sha256 of the normalised request), the normalised request, the recorded
 model's `model_id` and account label (and the pipeline's name for the model,
-when given), and either the return or the error. `ReplayModel` answers from a
-cassette with no network; a request with no recording fails with
-`E_REPLAY_MISS` naming the nearest recorded request and where it differs. A
-key recorded several times replays its answers in order, then keeps repeating
-the last one.
+when given), and either the return or the error. A line also keeps what
+happened inside the call: `attempts` (each request an adapter sent: account,
+HTTP status, error code; written when there was more than one), `gates` (each
+budget decision on a further attempt: `allowed`, `refused`, `deadline`, with
+its step) and `step` (the answer's place among the cassette's events) and
+`default_max_tokens` (the answer cap the model sends when a request names
+none). `ReplayModel` answers from a cassette with no network; a request with
+no recording fails with `E_REPLAY_MISS` naming the nearest recorded request
+and where it differs. A key recorded several times replays its answers in
+order, then keeps repeating the last one.
+
+A replay reproduces the run, not only the answers: it asks the run's attempt
+gate (the usage meter) once per recorded further attempt, so retries and
+failovers count as model calls again and a retry the budget refused is
+refused again (`E_BUDGET_EXHAUSTED`, the call budget's stop); it reports the
+recorded attempts to the attempt observer (the trace); and it gives its
+answers in the order they were recorded (`ReplayOrder`), so concurrent
+suggestors and agents meet the budget in the same order.
 
 Replay stands in for the recorded model: its `model_id()` and
 `provider_account()` are the recorded ones, and a return recorded without a
@@ -24,12 +37,15 @@ merely looks like a credential is kept as recorded. A line nested deeper than
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._reading import read_text
 from converge_dsl.engine.types import canonical_json
 from converge_dsl.models._common import (
     emit_increments,
@@ -39,6 +55,14 @@ from converge_dsl.models._common import (
     return_to_json,
 )
 from converge_dsl.models._limits import MAX_JSON_DEPTH, json_depth
+from converge_dsl.models._metered import configured_cap
+from converge_dsl.models._replay_order import ReplayOrder
+from converge_dsl.models.events import (
+    ATTEMPT_OBSERVER,
+    GATE_LOG,
+    AttemptReport,
+    report_attempt,
+)
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -79,10 +103,19 @@ class RecordingModel(ModelDefaults):
     """
 
     def __init__(
-        self, inner: ModelPort, cassette: Path, *, append: bool = False, name: str | None = None
+        self,
+        inner: ModelPort,
+        cassette: Path,
+        *,
+        append: bool = False,
+        name: str | None = None,
+        steps: Iterator[int] | None = None,
     ) -> None:
+        """`steps` numbers the events of the cassette (a budget decision, an answer) in
+        the order they happened; the recorders of one cassette share it."""
         self._inner = inner
         self._name = name
+        self._steps = steps if steps is not None else itertools.count(1)
         self._cassette = Path(cassette)
         self._cassette.parent.mkdir(parents=True, exist_ok=True)
         if not append:  # started afresh; refuses a link or a file that is not a cassette
@@ -101,6 +134,9 @@ class RecordingModel(ModelDefaults):
 
     def model_id(self) -> str:
         return self._inner.model_id()
+
+    def default_max_tokens(self) -> int | None:
+        return configured_cap(self._inner)
 
     def redact(self, text: str) -> str:
         """`text` with the wrapped model's secrets masked (unchanged when it has none)."""
@@ -141,9 +177,26 @@ class RecordingModel(ModelDefaults):
         }
         if self._name is not None:
             entry["name"] = self._name
+        cap = configured_cap(self._inner)
+        if cap is not None:
+            entry["default_max_tokens"] = cap
+        attempts: list[AttemptReport] = []
+        gates: list[tuple[str, int]] = []
+        outer = ATTEMPT_OBSERVER.get()
+
+        def observe(report: AttemptReport) -> None:
+            attempts.append(report)
+            if outer is not None:
+                outer(report)
+
+        def decided(decision: str) -> None:
+            gates.append((decision, next(self._steps)))
+
+        observing, logging = ATTEMPT_OBSERVER.set(observe), GATE_LOG.set(decided)
         try:
             result: ModelReturn = await pending
         except ModelError as exc:
+            entry.update(_inside(attempts, gates))
             entry.update(self._account(None))
             entry["error"] = {
                 "code": exc.code.value,
@@ -152,10 +205,16 @@ class RecordingModel(ModelDefaults):
                 "retry_after": exc.retry_after,
                 "hint": exc.hint,
             }
+            entry["step"] = next(self._steps)
             self._append(entry)
             raise
+        finally:
+            ATTEMPT_OBSERVER.reset(observing)
+            GATE_LOG.reset(logging)
+        entry.update(_inside(attempts, gates))
         entry.update(self._account(result.account))
         entry["return"] = return_to_json(result)
+        entry["step"] = next(self._steps)
         self._append(entry)
         return result
 
@@ -185,6 +244,18 @@ class RecordingModel(ModelDefaults):
             ) from None
 
 
+def _inside(attempts: list[AttemptReport], gates: list[tuple[str, int]]) -> dict[str, Any]:
+    """The fields of a line that keep what happened inside its call (none for one attempt)."""
+    fields: dict[str, Any] = {}
+    if len(attempts) > 1:
+        fields["attempts"] = [
+            {"account": a.account, "status": a.status_code, "error": a.error} for a in attempts
+        ]
+    if gates:
+        fields["gates"] = [list(gate) for gate in gates]
+    return fields
+
+
 @dataclass(frozen=True, slots=True)
 class _Recording:
     line: int
@@ -193,6 +264,20 @@ class _Recording:
     model_id: str = ""
     account: AccountBinding | None = None
     name: str | None = None
+    attempts: tuple[Mapping[str, Any], ...] = ()
+    gates: tuple[tuple[str, int | None], ...] = ()
+    default_max_tokens: int | None = None
+    step: int | None = None
+
+    @property
+    def order(self) -> int:
+        """Where its answer comes in the recorded run (its step, else its line)."""
+        return self.line if self.step is None else self.step
+
+    def steps(self) -> Iterator[int]:
+        """Every step of the recording: its budget decisions, then its answer."""
+        yield from (step for _, step in self.gates if step is not None)
+        yield self.order
 
 
 class ReplayModel(ModelDefaults):
@@ -204,12 +289,26 @@ class ReplayModel(ModelDefaults):
     """
 
     def __init__(
-        self, recordings: Mapping[str, list[_Recording]], file: str, *, name: str | None = None
+        self,
+        recordings: Mapping[str, list[_Recording]],
+        file: str,
+        *,
+        name: str | None = None,
+        attempt_gate: Callable[[], bool] | None = None,
+        order: ReplayOrder | None = None,
+        clock: Any = None,
     ) -> None:
+        """`attempt_gate` is the run's (see `HttpModel`); `order` is shared by the replays
+        of one cassette in a run (each replay has its own without); `clock` times the
+        replayed attempts' reports (none: they are not reported)."""
         self._recordings = recordings
         self._served: dict[str, int] = {}
         self._file = file
+        self._gate = attempt_gate
+        self._clock = clock
         everything = [e for entries in recordings.values() for e in entries]
+        self._order = order or ReplayOrder()
+        self._order.expect(step for e in everything for step in e.steps())
         # The request names the model that answered it (its `model_id()`); a replay
         # stands in for those models, so a request also matches under their ids.
         self._recorded_models = sorted({str(e.request.get("model")) for e in everything})
@@ -218,13 +317,23 @@ class ReplayModel(ModelDefaults):
         self._model_id = ids.pop() if len(ids) == 1 else f"replay:{file}"
         accounts = {e.account for e in mine}
         self._account = accounts.pop() if len(accounts) == 1 else None
+        caps = {e.default_max_tokens for e in mine}
+        self._default_max_tokens = caps.pop() if len(caps) == 1 else None
 
     @classmethod
-    def from_file(cls, cassette: Path, *, name: str | None = None) -> ReplayModel:
+    def from_file(
+        cls,
+        cassette: Path,
+        *,
+        name: str | None = None,
+        attempt_gate: Callable[[], bool] | None = None,
+        order: ReplayOrder | None = None,
+        clock: Any = None,
+    ) -> ReplayModel:
         """The replay of `cassette`, standing in for the model recorded as `name`."""
         path = Path(cassette)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, "cassette")
         except UnicodeDecodeError as exc:
             raise ModelError(
                 ModelErrorCode.CONFIG,
@@ -238,7 +347,9 @@ class ReplayModel(ModelDefaults):
                 hint=RECORD_HINT,
             ) from None
         recordings: dict[str, list[_Recording]] = {}
-        for number, line in enumerate(text.splitlines(), start=1):
+        from converge_dsl._files import jsonl_lines
+
+        for number, line in enumerate(jsonl_lines(text), start=1):
             if not line.strip():
                 continue
             if json_depth(line) > CASSETTE_MAX_DEPTH:
@@ -265,7 +376,9 @@ class ReplayModel(ModelDefaults):
                     f"cassette {path.name} line {number} is not a recording: {exc}",
                     hint=RERECORD_HINT,
                 ) from None
-        return cls(recordings, path.name, name=name)
+        return cls(
+            recordings, path.name, name=name, attempt_gate=attempt_gate, order=order, clock=clock
+        )
 
     def __repr__(self) -> str:
         return f"ReplayModel(cassette={self._file!r}, keys={len(self._recordings)})"
@@ -276,20 +389,56 @@ class ReplayModel(ModelDefaults):
     def provider_account(self) -> AccountBinding | None:
         return self._account
 
+    def default_max_tokens(self) -> int | None:
+        """The recorded model's answer cap for requests that name none."""
+        return self._default_max_tokens
+
     async def call(self, req: ModelRequest) -> ModelReturn:
-        key = request_key(req)
-        entries = self._recordings.get(key)
-        for recorded_model in self._recorded_models:
-            if entries:
-                break
-            key = request_key(replace(req, model=recorded_model))
-            entries = self._recordings.get(key)
-        if not entries:
-            key = request_key(req)
-            raise self._miss(req, key)
-        served = self._served.get(key, 0)
-        self._served[key] = served + 1
-        recording = entries[min(served, len(entries) - 1)]
+        try:
+            recording = self._recording(req)
+        except ModelError:
+            # Not recorded: in the recorded run this call may have been cancelled in
+            # flight by what the later lines answer (a failing suggestor stops the
+            # run). Those answers come first, as they did then; a miss still stands.
+            await self._order.turn(sys.maxsize)
+            raise
+        answer = recording.answer
+        for decision, step in recording.gates:
+            allowed = await self._decide(decision, step)
+            if not allowed:
+                if (
+                    isinstance(answer, ModelError)
+                    and answer.code is ModelErrorCode.BUDGET_EXHAUSTED
+                ):
+                    break  # refused as recorded: the recorded error follows
+                raise ModelError(
+                    ModelErrorCode.BUDGET_EXHAUSTED,
+                    f"replay of cassette {self._file}: the run's budget allows no further attempt",
+                    hint="raise the run's budget",
+                )
+        await self._order.turn(recording.order)
+        try:
+            return self._replay(recording)
+        finally:
+            self._order.answered(recording.order)
+
+    async def _decide(self, decision: str, step: int | None) -> bool:
+        """Ask the run's gate, at the recorded point, for a recorded further attempt."""
+        if step is not None:
+            await self._order.turn(step)
+        try:
+            return decision == "deadline" or self._gate is None or self._gate()
+        finally:
+            if step is not None:
+                self._order.answered(step)
+
+    def _replay(self, recording: _Recording) -> ModelReturn:
+        """What happened in the recorded call, again: its attempts and its answer."""
+        if self._clock is not None:
+            for attempt in recording.attempts:
+                started = self._clock.monotonic()
+                status, error = attempt.get("status"), attempt.get("error")
+                report_attempt(started, self._clock, attempt.get("account"), status, error)
         answer = recording.answer
         if isinstance(answer, ModelError):
             raise ModelError(
@@ -303,6 +452,22 @@ class ReplayModel(ModelDefaults):
             # The suggestor would have named the recorded model: replay names it too.
             return replace(answer, model_id=recording.model_id)
         return answer
+
+    def _recording(self, req: ModelRequest) -> _Recording:
+        """The recording that answers `req` now (`E_REPLAY_MISS` without one)."""
+        key = request_key(req)
+        entries = self._recordings.get(key)
+        for recorded_model in self._recorded_models:
+            if entries:
+                break
+            key = request_key(replace(req, model=recorded_model))
+            entries = self._recordings.get(key)
+        if not entries:
+            key = request_key(req)
+            raise self._miss(req, key)
+        served = self._served.get(key, 0)
+        self._served[key] = served + 1
+        return entries[min(served, len(entries) - 1)]
 
     async def call_streaming(self, req: ModelRequest, on_increment: OnIncrement) -> ModelReturn:
         result = await self.call(req)
@@ -349,6 +514,7 @@ def _recording_from_json(number: int, entry: Mapping[str, Any]) -> _Recording:
     provider = entry.get("provider")
     account = None if label is None else AccountBinding(str(provider or "replay"), str(label))
     name = entry.get("name")
+    cap = entry.get("default_max_tokens")
     return _Recording(
         number,
         entry["request"],
@@ -356,7 +522,19 @@ def _recording_from_json(number: int, entry: Mapping[str, Any]) -> _Recording:
         str(model_id or ""),
         account,
         None if name is None else str(name),
+        tuple(dict(a) for a in entry.get("attempts", ())),
+        tuple(_gate(g) for g in entry.get("gates", ())),
+        None if cap is None else int(cap),
+        None if entry.get("step") is None else int(entry["step"]),
     )
+
+
+def _gate(raw: Any) -> tuple[str, int | None]:
+    """A recorded budget decision: `[decision, step]` (or a bare decision)."""
+    if isinstance(raw, list):
+        decision, step = raw
+        return str(decision), int(step)
+    return str(raw), None
 
 
 def _answer_from_json(entry: Mapping[str, Any]) -> ModelReturn | ModelError:

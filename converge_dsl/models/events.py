@@ -44,6 +44,22 @@ ATTEMPT_OBSERVER: ContextVar[Callable[[AttemptReport], None] | None] = ContextVa
 )
 
 
+GATE_LOG: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "converge_dsl_gate_log", default=None
+)
+"""Who hears each budget decision on a further attempt of the current call: `allowed`
+and `refused` (the attempt gate's answer) or `deadline` (no time left). A recording
+model sets it for its call, so a replay asks the run's gate the same way, in the
+same order."""
+
+
+def note_gate(decision: str) -> None:
+    """Note one budget decision of the current call (if a recorder listens)."""
+    log = GATE_LOG.get()
+    if log is not None:
+        log(decision)
+
+
 def report_attempt(
     started: float, clock: Clock, account: str | None, status: int | None, error: str | None
 ) -> None:

@@ -1,13 +1,17 @@
 """`build_model`: turn one `models.<name>` entry of a pipeline into a `Model`.
 
-The compiler calls it once per entry. Paths are relative to the pipeline's
-folder and must resolve inside it or one of the allowed `roots`
-(`converge_dsl._files.referenced_path`, the check `validate` makes), before
-anything is read or written; API keys are read from the environment mapping it is given (never from
-YAML). Configuration mistakes raise `ModelError(E_CONFIG)` with a hint; a
-missing environment variable is named, its value never shown. Any adapter but
-`replay` may add `record: PATH` to record its calls into a cassette; the HTTP
-adapters take `accounts` optionally (none means one keyless account).
+The runtime calls it once per entry with the entry's typed record from the
+manifest (`converge_dsl.frontend.ModelSpec`); a hand-written mapping (the
+Python API, tests) is checked for its adapter, fields and roster, then
+converted to that record, so both are built, and refused, alike. Paths are
+relative to the pipeline's folder and must resolve inside it or one of the
+allowed `roots` (`converge_dsl._files.referenced_path`, the check `validate`
+makes), before anything is read or written; API keys are read from the
+environment mapping it is given (never from YAML). Configuration mistakes
+raise `ModelError(E_CONFIG)` with a hint; a missing environment variable is
+named, its value never shown. Any adapter but `replay` may add `record: PATH`
+to record its calls into a cassette; the HTTP adapters take `accounts`
+optionally (none means one keyless account).
 """
 
 from __future__ import annotations
@@ -16,17 +20,26 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
 
 from converge_dsl._files import ReferenceRefused, referenced_path
+from converge_dsl._urls import display_url
 from converge_dsl.clock import Clock
 from converge_dsl.diagnostics import did_you_mean
-from converge_dsl.models._accounts import Account, accounts_from_config
+from converge_dsl.frontend import (
+    HTTP_NUMBERS,
+    HttpModelSpec,
+    ModelSpec,
+    ReplayModelSpec,
+    ScriptedModelSpec,
+    model_spec,
+)
+from converge_dsl.models._accounts import Account, accounts_from_config, roster_problem
 from converge_dsl.models._limits import limits_from, limits_problem
-from converge_dsl.models._wire import STRUCTURED_OUTPUTS
+from converge_dsl.models._wire import STRUCTURED_OUTPUTS, StructuredOutput
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.http import (
     DEFAULT_MAX_CONNECTIONS,
@@ -55,16 +68,22 @@ HTTP_KEYS = frozenset(
         "max_retry_wait_s",
         "max_connections",
         "limits",
+        "structured_output",
     }
 )
-OPENAI_KEYS = HTTP_KEYS | {"structured_output"}
 # The JSON Schema's model definitions (schemas/pipeline.v1.json) list the same keys
 # per adapter; tests/models/test_factory.py fails on any difference.
 ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
     "scripted": frozenset({"adapter", "script", "record"}),
     "replay": frozenset({"adapter", "cassette"}),
-    "openai": OPENAI_KEYS,
+    "openai": HTTP_KEYS,
     "anthropic": HTTP_KEYS,
+}
+# How each HTTP adapter can ask for a schema-shaped answer (`structured_output`):
+# Anthropic forces its answer tool (`json_schema`) or asks nothing (`none`).
+STRUCTURED_BY_ADAPTER: Mapping[str, tuple[str, ...]] = {
+    "openai": STRUCTURED_OUTPUTS,
+    "anthropic": ("json_schema", "none"),
 }
 # The OpenAI base URL includes its version path; the Anthropic one is the host only
 # (the adapter appends `/v1/messages`).
@@ -76,7 +95,7 @@ _BASE_URL_EXAMPLES: Mapping[str, str] = {
 
 def build_model(
     name: str,
-    config: Mapping[str, Any],
+    config: ModelSpec | Mapping[str, Any],
     *,
     base_dir: Path,
     env: Mapping[str, str],
@@ -88,7 +107,7 @@ def build_model(
     wall_time: Callable[[], float] = time.time,
     roots: Sequence[Path] = (),
 ) -> Model:
-    """Build the model `name` from its configuration.
+    """Build the model `name` from its record (or a hand-written configuration).
 
     Files it names (`script`, `cassette`, `record`) must resolve inside
     `base_dir` or one of `roots`; else `ModelError(E_CONFIG)` before any is used.
@@ -98,21 +117,24 @@ def build_model(
     no retry starts past `deadline` (monotonic, on `clock`), and `wall_time`
     (epoch seconds) reads `Retry-After` dates. Other adapters never retry.
     """
-    adapter = _checked_adapter(name, config)
+    spec = config if isinstance(config, ModelSpec) else checked_spec(name, config)
     model: Model
-    if adapter == "scripted":
+    if isinstance(spec, ScriptedModelSpec):
         from converge_dsl.models._script_checks import load_script
 
-        script = require_str(name, config, "script")
-        path = _file(name, config, "script", base_dir, roots)
+        script = require_str(name, spec.script, "script")
+        path = _file(name, script, "script", base_dir, roots)
         model = ScriptedModel(load_script(path, display=script), name=name, clock=clock)
-    elif adapter == "replay":
-        return ReplayModel.from_file(_file(name, config, "cassette", base_dir, roots))
+    elif isinstance(spec, ReplayModelSpec):
+        cassette = require_str(name, spec.cassette, "cassette")
+        path = _file(name, cassette, "cassette", base_dir, roots)
+        return ReplayModel.from_file(path, attempt_gate=attempt_gate, clock=clock)
     else:
-        settings, accounts = _http_settings(name, adapter, config, env)
+        assert isinstance(spec, HttpModelSpec)
+        settings, accounts = _http_settings(spec, env)
         model = HttpModel(
             name,
-            WIRES[adapter],
+            WIRES[spec.adapter],
             settings,
             accounts,
             clock=clock,
@@ -122,15 +144,34 @@ def build_model(
             deadline=deadline,
             wall_time=wall_time,
         )
-    record = config.get("record")
-    if record is not None:
-        model = RecordingModel(model, _file(name, config, "record", base_dir, roots, read=False))
+    if spec.record is not None:
+        record = require_str(name, spec.record, "record")
+        model = RecordingModel(model, _file(name, record, "record", base_dir, roots, read=False))
     return model
+
+
+def checked_spec(name: str, config: Mapping[str, Any]) -> ModelSpec:
+    """The record of a hand-written `models.<name>` mapping, once its adapter, its
+    fields and its roster's shape are known ones (`ModelError(E_CONFIG)` if not)."""
+    adapter = config.get("adapter")
+    if adapter not in ALLOWED_KEYS:
+        raise _unknown(
+            name, f"unknown adapter {adapter!r}", str(adapter), ALLOWED_KEYS, "use one of"
+        )
+    allowed = ALLOWED_KEYS[str(adapter)]
+    for key in config:
+        if key not in allowed:
+            message = f"unknown field {key!r} for adapter {adapter}"
+            raise _unknown(name, message, str(key), allowed, "allowed")
+    problem = roster_problem(name, config.get("accounts"))
+    if problem is not None:
+        raise problem
+    return model_spec(name, config)
 
 
 def _file(
     name: str,
-    config: Mapping[str, Any],
+    raw: str,
     key: str,
     base_dir: Path,
     roots: Sequence[Path],
@@ -138,7 +179,6 @@ def _file(
     read: bool = True,
 ) -> Path:
     """The path of the file `models.<name>.<key>` names, checked to lie inside the roots."""
-    raw = require_str(name, config, key)
     try:
         return referenced_path(raw, base_dir, roots, field=f"{key} file", read=read)
     except ReferenceRefused as exc:
@@ -152,78 +192,64 @@ def _unknown(name: str, message: str, word: str, known: Iterable[str], label: st
     return config_error(name, message, hint)
 
 
-def _checked_adapter(name: str, config: Mapping[str, Any]) -> str:
-    """The entry's adapter, once it and every field of the entry are known ones."""
-    adapter = config.get("adapter")
-    if adapter not in ALLOWED_KEYS:
-        raise _unknown(
-            name, f"unknown adapter {adapter!r}", str(adapter), ALLOWED_KEYS, "use one of"
-        )
-    adapter = str(adapter)
-    allowed = ALLOWED_KEYS[adapter]
-    for key in config:
-        if key not in allowed:
-            message = f"unknown field {key!r} for adapter {adapter}"
-            raise _unknown(name, message, str(key), allowed, "allowed")
-    return adapter
-
-
 def config_error(name: str, problem: str, hint: str) -> ModelError:
     return ModelError(ModelErrorCode.CONFIG, f"model {name!r}: {problem}", hint=hint)
 
 
-def require_str(name: str, config: Mapping[str, Any], key: str) -> str:
-    value = config.get(key)
+def require_str(name: str, value: object, key: str) -> str:
+    """`value` (of `models.<name>.<key>`) as a non-empty string, else `ModelError(E_CONFIG)`."""
     if not isinstance(value, str) or not value:
         raise config_error(name, f"`{key}` must be a non-empty string", f"set models.{name}.{key}")
     return value
 
 
+# The numeric settings that must be whole numbers; the others are floats.
+_INTEGERS = frozenset({"retries", "max_tokens"})
+
+
+def _number(name: str, key: str, value: object) -> int | float:
+    """A numeric HTTP setting, checked to be a non-negative number of its kind."""
+    kind = int if key in _INTEGERS else float
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value < 0
+        or (kind is int and not isinstance(value, int))
+    ):
+        raise config_error(
+            name, f"`{key}` must be a non-negative {kind.__name__}", f"fix models.{name}.{key}"
+        )
+    return kind(value)
+
+
 def _http_settings(
-    name: str, adapter: str, config: Mapping[str, Any], env: Mapping[str, str]
+    spec: HttpModelSpec, env: Mapping[str, str]
 ) -> tuple[HttpSettings, list[Account]]:
     """The settings and accounts of an `openai` or `anthropic` `models.<name>` entry."""
-    base_url, model = require_str(name, config, "base_url"), require_str(name, config, "model")
+    name, adapter = spec.name, spec.adapter
+    base_url = require_str(name, spec.base_url, "base_url")
+    model = require_str(name, spec.model, "model")
     if urlsplit(base_url).scheme not in ("http", "https"):
         raise config_error(
             name,
-            f"base_url {base_url!r} is not an http(s) URL",
+            f"base_url {display_url(base_url)!r} is not an http(s) URL",
             f"e.g. base_url: {_BASE_URL_EXAMPLES[adapter]}",
         )
-    numbers: dict[str, Any] = {}
-    for key, kind in (
-        ("timeout_s", float),
-        ("connect_timeout_s", float),
-        ("read_timeout_s", float),
-        ("max_retry_wait_s", float),
-        ("retries", int),
-        ("max_tokens", int),
-        ("temperature", float),
-    ):
-        value = config.get(key)
-        if value is None:
-            continue
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or value < 0
-            or (kind is int and not isinstance(value, int))
-        ):
-            raise config_error(
-                name, f"`{key}` must be a non-negative {kind.__name__}", f"fix models.{name}.{key}"
-            )
-        numbers[key] = kind(value)
-    stream = config.get("stream", False)
+    numbers: dict[str, Any] = {
+        key: _number(name, key, spec.numbers[key]) for key in HTTP_NUMBERS if key in spec.numbers
+    }
+    stream = False if spec.stream is None else spec.stream
     if not isinstance(stream, bool):
         raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
-    structured = config.get("structured_output", "json_schema")
-    if structured not in STRUCTURED_OUTPUTS:
+    structured = spec.structured_output or "json_schema"
+    allowed = STRUCTURED_BY_ADAPTER[adapter]
+    if structured not in allowed:
         raise config_error(
             name,
-            f"`structured_output` must be one of {', '.join(STRUCTURED_OUTPUTS)}",
+            f"`structured_output` must be one of {', '.join(allowed)}",
             f"fix models.{name}.structured_output",
         )
-    limits = config.get("limits")
+    limits = spec.limits
     problem = None if limits is None else limits_problem(limits)
     if problem is not None:
         field, message = problem
@@ -232,17 +258,18 @@ def _http_settings(
         base_url=base_url,
         model=model,
         stream=stream,
-        max_connections=_max_connections(name, config),
-        structured_output=structured,
+        max_connections=_max_connections(name, spec.max_connections),
+        structured_output=cast("StructuredOutput", structured),  # checked above
         limits=limits_from(limits),
         **numbers,
     )
-    return settings, accounts_from_config(name, config.get("accounts"), env)
+    return settings, accounts_from_config(name, spec.accounts, env)
 
 
-def _max_connections(name: str, config: Mapping[str, Any]) -> int:
+def _max_connections(name: str, value: object) -> int:
     """`models.<name>.max_connections`: an integer from 1 to `MAX_CONNECTIONS_LIMIT`."""
-    value = config.get("max_connections", DEFAULT_MAX_CONNECTIONS)
+    if value is None:
+        return DEFAULT_MAX_CONNECTIONS
     if (
         isinstance(value, bool)
         or not isinstance(value, int)

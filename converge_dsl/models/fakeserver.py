@@ -6,6 +6,11 @@ told per request to misbehave: delay, fail with a status (429 with
 Retry-After, 500, ...), reject given API keys with 401, send garbage, cut a
 stream halfway, or drip chunks slowly. Replies queued with `queue` are served
 in order, then `default`. Every request is recorded (path, headers, body).
+Usage counts a quarter of the answer's characters as its output tokens. A
+server made with `honour_max_tokens=True` cuts an answer longer than the
+request's `max_tokens` (or `max_completion_tokens`) at that many tokens and
+says so (`finish_reason: length`, `stop_reason: max_tokens`), as a real one
+does; by default it ignores the cap.
 It runs in a background thread, so it is independent of the caller's loop.
 """
 
@@ -16,7 +21,7 @@ import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -36,6 +41,7 @@ class FakeReply:
     drip_s: float = 0.0
     chunks: int = 4
     input_tokens: int = 10  # the usage count reported (tests send negative ones)
+    cut_at_limit: bool = False  # the answer stopped at the request's max_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +64,23 @@ class _State:
     reject_keys: set[str] = field(default_factory=set)
     requests: list[SeenRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    honour_max_tokens: bool = False
 
     def next_reply(self, seen: SeenRequest) -> FakeReply:
         with self.lock:
             self.requests.append(seen)
-            return self.queued.popleft() if self.queued else self.default
+            reply = self.queued.popleft() if self.queued else self.default
+        return capped(reply, seen.body) if self.honour_max_tokens else reply
+
+
+def capped(reply: FakeReply, body: Any) -> FakeReply:
+    """`reply` cut at the request's answer cap (a quarter of its characters a token)."""
+    limit = None
+    if isinstance(body, dict):
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if not isinstance(limit, int) or len(reply.text) // 4 <= limit:
+        return reply
+    return replace(reply, text=reply.text[: max(4, limit * 4)], cut_at_limit=True)
 
 
 def split_text(text: str, pieces: int) -> list[str]:
@@ -93,10 +111,17 @@ def openai_events(reply: FakeReply) -> list[bytes]:
         events.append({"choices": [{"index": 0, "delta": {"tool_calls": [head]}}]})
         tail = {"index": index, "function": {"arguments": text[half:]}}
         events.append({"choices": [{"index": 0, "delta": {"tool_calls": [tail]}}]})
-    finish = "tool_calls" if reply.tool_calls else "stop"
-    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": _finish(reply)}]})
     events.append({"choices": [], "usage": _openai_usage(reply)})
     return [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+
+
+def _finish(reply: FakeReply) -> str:
+    return "length" if reply.cut_at_limit else "tool_calls" if reply.tool_calls else "stop"
+
+
+def _stop(reply: FakeReply) -> str:
+    return "max_tokens" if reply.cut_at_limit else "tool_use" if reply.tool_calls else "end_turn"
 
 
 def _openai_usage(reply: FakeReply) -> dict[str, int]:
@@ -114,11 +139,10 @@ def openai_body(reply: FakeReply) -> dict[str, Any]:
             }
             for i, (name, arguments) in enumerate(reply.tool_calls)
         ]
-    finish = "tool_calls" if reply.tool_calls else "stop"
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
         "usage": _openai_usage(reply),
     }
 
@@ -141,11 +165,10 @@ def anthropic_events(reply: FakeReply) -> list[bytes]:
     first_tool = 1 if reply.text else 0
     for offset, (name, arguments) in enumerate(reply.tool_calls):
         events.extend(_anthropic_tool_events(first_tool + offset, offset, name, arguments))
-    stop = "tool_use" if reply.tool_calls else "end_turn"
     events.append(
         {
             "type": "message_delta",
-            "delta": {"stop_reason": stop},
+            "delta": {"stop_reason": _stop(reply)},
             "usage": {"output_tokens": max(1, len(reply.text) // 4)},
         }
     )
@@ -201,7 +224,7 @@ def anthropic_body(reply: FakeReply) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": _stop(reply),
         "usage": {
             "input_tokens": reply.input_tokens,
             "output_tokens": max(1, len(reply.text) // 4),
@@ -320,8 +343,8 @@ class _Server(ThreadingHTTPServer):
 class FakeProviderServer:
     """Start with `start()` (or `with`); stop with `stop()`."""
 
-    def __init__(self) -> None:
-        self._state = _State()
+    def __init__(self, *, honour_max_tokens: bool = False) -> None:
+        self._state = _State(honour_max_tokens=honour_max_tokens)
         self._server = _Server(self._state)
         self._thread = threading.Thread(
             target=self._server.serve_forever, daemon=True, kwargs={"poll_interval": 0.05}

@@ -1,10 +1,12 @@
-"""`HttpModel`: the OpenAI-compatible and Anthropic adapters over one shared httpx client.
+"""`HttpModel`: the OpenAI-compatible and Anthropic adapters over an httpx transport.
 
 The adapter composes three parts and keeps the run's budget gate explicit:
-- the transport (`ProviderClient`): one `httpx.AsyncClient` per model (HTTP/1.1
-  keep-alive, bounded pool), created on first use so a model can be built
-  outside an event loop; timeouts and httpx failures become `ModelError` there,
-  so no httpx exception escapes;
+- the HTTP side (`ProviderClient`): requests go straight to a connection pool
+  (`ShardedTransport`: HTTP/1.1 keep-alive, bounded), one per model and event
+  loop unless the caller lends one that several runs share (the batch runner
+  does); it is created on first use, so a model can be built outside an event
+  loop; timeouts and httpx failures become `ModelError` there, so no httpx
+  exception escapes;
 - wire decoding (`read_answer`, `status_error`): the answer, or the
   `ModelError` an HTTP status stands for;
 - the retry and failover policy (`RetryPolicy`), a pure decision per failure.
@@ -32,8 +34,9 @@ Retry policy, per call:
 - Every read is capped (`limits`, see `_limits.ModelLimits`): crossing a cap
   is `E_LIMIT`, never retried.
 Waits use the injected clock; the connect/read/total timeouts are measured by the transport
-on the event loop (they guard real sockets). `timeout_s` bounds each attempt as a whole
-(connect, headers, body: a dripping server cannot stretch it), and so does the run's `deadline`.
+on the event loop (they guard real sockets). `timeout_s` bounds the whole call: each attempt
+gets what is left of it (connect, headers, body: a dripping server cannot stretch it), and no
+retry starts that could not finish within it; the run's `deadline` bounds it too.
 
 Redaction by construction: every failure leaves the adapter through `_run`, which passes its
 message and hint through the model's one `Redactor` (the exact keys of its accounts); so do
@@ -52,6 +55,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from converge_dsl._urls import display_url
 from converge_dsl.clock import Clock
 from converge_dsl.models._accounts import Account, AccountPool
 from converge_dsl.models._anthropic import AnthropicWire
@@ -75,7 +79,7 @@ from converge_dsl.models._wire import (
     WireFormat,
     WireSettings,
 )
-from converge_dsl.models.events import report_attempt
+from converge_dsl.models.events import note_gate, report_attempt
 from converge_dsl.models.port import (
     AccountBinding,
     AccountRoster,
@@ -98,13 +102,22 @@ WIRES: Mapping[str, WireFormat] = {"openai": OpenAIWire(), "anthropic": Anthropi
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+
+
 @dataclass(frozen=True, slots=True)
 class HttpSettings:
+    """One HTTP model's configuration. Timeouts (docs/architecture.md §8, "Timeouts"):
+    `timeout_s` bounds the whole call, every attempt and every wait between them;
+    `connect_timeout_s` (at most `timeout_s`) one connection; `read_timeout_s`
+    (default `timeout_s`, never a smaller hidden one) the silence between two reads."""
+
     base_url: str
     model: str
-    timeout_s: float = 120.0
-    connect_timeout_s: float = 10.0
-    read_timeout_s: float = 60.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout_s: float | None = None  # None: `timeout_s`
     retries: int = 3
     max_tokens: int | None = None
     temperature: float | None = None
@@ -184,11 +197,13 @@ class HttpModel(ModelDefaults):
         self._attempt_gate = attempt_gate
         self._deadline = deadline
         self._wall_time = wall_time
+        timeout = settings.timeout_s
+        read = timeout if settings.read_timeout_s is None else settings.read_timeout_s
         limits = ClientLimits(
             settings.base_url,
-            settings.timeout_s,
-            settings.connect_timeout_s,
-            settings.read_timeout_s,
+            timeout,
+            min(settings.connect_timeout_s, timeout),
+            min(read, timeout),
             settings.max_connections,
         )
         self._client = ProviderClient(limits, self._redact, transport)
@@ -207,6 +222,10 @@ class HttpModel(ModelDefaults):
 
     def model_id(self) -> str:
         return f"{self._wire.provider}:{self._settings.model}"
+
+    def default_max_tokens(self) -> int | None:
+        """The answer cap a request that names none is sent with (None: unbounded)."""
+        return self._settings.max_tokens or self._wire.default_max_tokens
 
     def provider_account(self) -> AccountBinding | None:
         return self._pool.binding()
@@ -266,10 +285,11 @@ class HttpModel(ModelDefaults):
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         relay = _Relay(on_increment, on_early_call, self._redact)
         policy = self._policy
+        ends = self._clock.monotonic() + self._settings.timeout_s  # the whole call's end
         while True:
             account, started, relay.status = self._pool.current(), self._clock.monotonic(), None
             try:
-                answer = await self._attempt(account, content, names, stream, relay)
+                answer = await self._attempt(account, content, names, stream, relay, ends=ends)
             except ModelError as error:
                 report_attempt(started, self._clock, account.label, relay.status, error.code)
                 if relay.handed_out:
@@ -280,6 +300,7 @@ class HttpModel(ModelDefaults):
                     raise
                 if decision.action is Action.REJECTED:
                     raise self._all_rejected(error) from None
+                self._check_time(error, decision.wait, ends)
                 self._check_budget(error, decision.wait)
                 if decision.action is Action.RETRY:
                     await self._clock.sleep(decision.wait)
@@ -310,14 +331,31 @@ class HttpModel(ModelDefaults):
         if decision.select is not None:
             self._pool.select(decision.select)
 
+    def _check_time(self, last: ModelError, wait: float, ends: float) -> None:
+        """Raise `E_TIMEOUT` when the call's `timeout_s` leaves no time for another attempt
+        `wait` s from now."""
+        if self._clock.monotonic() + wait < ends:
+            return
+        raise ModelError(
+            ModelErrorCode.TIMEOUT,
+            f"model {self.name!r}: timeout_s ({self._settings.timeout_s:g} s) bounds the whole "
+            f"call and leaves no time for another attempt; last error: {last.message}",
+            hint=f"raise models.{self.name}.timeout_s, or fix the provider failure above",
+        )
+
     def _check_budget(self, last: ModelError, wait: float) -> None:
         """Raise `E_BUDGET_EXHAUSTED` unless the run allows another attempt `wait` s from now
         (an allowed attempt has consumed a call from the gate)."""
         # The deadline first: the gate consumes a call when it allows the attempt.
         if self._deadline is not None and self._clock.monotonic() + wait > self._deadline:
+            note_gate("deadline")
             reason = f"the run's deadline leaves no time for another attempt (next in {wait:g} s)"
             hint = "raise the run's time budget, or fix the provider failure above"
-        elif self._attempt_gate is not None and not self._attempt_gate():
+        elif self._attempt_gate is not None:
+            allowed = self._attempt_gate()
+            note_gate("allowed" if allowed else "refused")
+            if allowed:
+                return
             reason = "the run's budget allows no further attempt"
             hint = "raise the run's budget, or fix the provider failure above"
         else:
@@ -338,10 +376,19 @@ class HttpModel(ModelDefaults):
         )
 
     async def _attempt(
-        self, account: Account, content: bytes, names: ToolNames, stream: bool, relay: _Relay
+        self,
+        account: Account,
+        content: bytes,
+        names: ToolNames,
+        stream: bool,
+        relay: _Relay,
+        *,
+        ends: float,
     ) -> Answer:
-        """One request on `account`: its answer, or the `ModelError` it failed with."""
-        where = f"{self._wire.provider} at {self._settings.base_url} (account {account.label})"
+        """One request on `account` before the call `ends` (monotonic): its answer, or the
+        `ModelError` it failed with."""
+        shown = display_url(self._settings.base_url)
+        where = f"{self._wire.provider} at {shown} (account {account.label})"
 
         async def read(response: httpx.Response) -> Answer:
             relay.status = response.status_code
@@ -369,7 +416,7 @@ class HttpModel(ModelDefaults):
                 raise undecodable(exc, where) from None
 
         headers = self._wire.headers(account.key)
-        total, by_deadline = self._attempt_time()
+        total, by_deadline = self._attempt_time(ends)
         return await self._client.post(
             self._wire.path,
             content,
@@ -380,10 +427,11 @@ class HttpModel(ModelDefaults):
             by_deadline=by_deadline,
         )
 
-    def _attempt_time(self) -> tuple[float, bool]:
-        """Seconds this attempt may take in all, and whether the run's deadline (not
-        `timeout_s`) sets them; `E_BUDGET_EXHAUSTED` when the deadline has passed."""
-        total = self._settings.timeout_s
+    def _attempt_time(self, ends: float) -> tuple[float, bool]:
+        """Seconds this attempt may take in all (what is left of the call's `timeout_s`),
+        and whether the run's deadline (not `timeout_s`) sets them; `E_BUDGET_EXHAUSTED`
+        when the deadline has passed."""
+        total = max(0.0, ends - self._clock.monotonic())
         if self._deadline is None:
             return total, False
         left = self._deadline - self._clock.monotonic()

@@ -81,7 +81,9 @@ class ModelRequest:
     accepted by local adapters. `response_schema` (a JSON Schema, or None) is
     the shape the answer text must have as JSON: adapters ask the provider to
     constrain its answer to it (structured outputs); the caller still
-    validates the decoded answer.
+    validates the decoded answer. `tool_choice` (with `tools`) says whether the
+    model must call a tool: `auto` (it may), `required` (it must call one) or
+    a tool's name (it must call that one); None leaves it to the provider.
     """
 
     model: str
@@ -94,6 +96,7 @@ class ModelRequest:
     suggestor: str | None = None
     turn: int | None = None
     response_schema: Mapping[str, Any] | None = None
+    tool_choice: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,228 +38,88 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from converge_dsl._lazy import lazy_names
+from converge_dsl._lazy import lazy_exports
 
-if TYPE_CHECKING:
-    from converge_dsl.packs._add import (
-        Added,
-        add_pack,
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.packs._add import *  # noqa: F403
+    from converge_dsl.packs._archive import *  # noqa: F403
+    from converge_dsl.packs._cache import *  # noqa: F403
+    from converge_dsl.packs._checks import *  # noqa: F403
+    from converge_dsl.packs._compile import *  # noqa: F403
+    from converge_dsl.packs._edit import *  # noqa: F403
+    from converge_dsl.packs._index import *  # noqa: F403
+    from converge_dsl.packs._info import *  # noqa: F403
+    from converge_dsl.packs._kind import *  # noqa: F403
+    from converge_dsl.packs._lint import *  # noqa: F403
+    from converge_dsl.packs._lockfile import *  # noqa: F403
+    from converge_dsl.packs._manifest import *  # noqa: F403
+    from converge_dsl.packs._publish import *  # noqa: F403
+    from converge_dsl.packs._registry import *  # noqa: F403
+    from converge_dsl.packs._repository import *  # noqa: F403
+    from converge_dsl.packs._resolve import *  # noqa: F403
+    from converge_dsl.packs._signing import *  # noqa: F403
+    from converge_dsl.packs._suggestor import *  # noqa: F403
+    from converge_dsl.packs._verify import *  # noqa: F403
+    from converge_dsl.packs._workspace import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.packs._add": ("Added", "add_pack"),
+            "converge_dsl.packs._archive": ("build_archive", "sha256_hex", "unpack"),
+            "converge_dsl.packs._cache": ("PackCache",),
+            "converge_dsl.packs._checks": (
+                "check_lock",
+                "check_pack_uses",
+                "check_packs",
+                "check_pipeline_packs",
+                "fetching_pack_check",
+            ),
+            "converge_dsl.packs._compile": ("compile_pack_suggestor", "instantiate_template"),
+            "converge_dsl.packs._edit": (
+                "add_pack_requirement",
+                "add_repository",
+                "default_specifier",
+            ),
+            "converge_dsl.packs._index": ("IndexEntry", "PackIndex"),
+            "converge_dsl.packs._info": ("PackInfo", "SuggestorInfo", "describe_pack"),
+            "converge_dsl.packs._kind": ("PACK", "PackSuggestorSpec"),
+            "converge_dsl.packs._lint": ("template_diagnostics",),
+            "converge_dsl.packs._lockfile": (
+                "LOCK_FILE",
+                "LockFile",
+                "LockedPack",
+                "lock_hint",
+                "lock_path",
+                "read_lock",
+            ),
+            "converge_dsl.packs._manifest": (
+                "InvariantDef",
+                "Pack",
+                "SuggestorDef",
+                "load_pack",
+                "parse_specifier",
+            ),
+            "converge_dsl.packs._publish": ("Published", "publish", "yank"),
+            "converge_dsl.packs._registry": ("SolverRegistry", "installed_solvers"),
+            "converge_dsl.packs._repository": (
+                "BuiltinRepository",
+                "FolderRepository",
+                "HttpRepository",
+                "Repository",
+                "open_repositories",
+            ),
+            "converge_dsl.packs._resolve": ("Requirement", "Resolved", "resolve"),
+            "converge_dsl.packs._signing": ("generate_key",),
+            "converge_dsl.packs._suggestor": ("PackSolverSuggestor",),
+            "converge_dsl.packs._verify": ("PackVerdict", "VerifyReport", "verify_pipeline"),
+            "converge_dsl.packs._workspace": (
+                "PipelinePacks",
+                "fetch_hint",
+                "fetched_message",
+                "load_locked_packs",
+                "lock_pipeline",
+                "read_locked_packs",
+            ),
+        },
     )
-    from converge_dsl.packs._archive import (
-        build_archive,
-        sha256_hex,
-        unpack,
-    )
-    from converge_dsl.packs._cache import (
-        PackCache,
-    )
-    from converge_dsl.packs._checks import (
-        check_lock,
-        check_pack_uses,
-        check_packs,
-        check_pipeline_packs,
-        fetching_pack_check,
-    )
-    from converge_dsl.packs._compile import (
-        compile_pack_suggestor,
-        instantiate_template,
-    )
-    from converge_dsl.packs._edit import (
-        add_pack_requirement,
-        add_repository,
-        default_specifier,
-    )
-    from converge_dsl.packs._index import (
-        IndexEntry,
-        PackIndex,
-    )
-    from converge_dsl.packs._info import (
-        PackInfo,
-        SuggestorInfo,
-        describe_pack,
-    )
-    from converge_dsl.packs._kind import PACK, PackSuggestorSpec
-    from converge_dsl.packs._lint import (
-        template_diagnostics,
-    )
-    from converge_dsl.packs._lockfile import (
-        LOCK_FILE,
-        LockedPack,
-        LockFile,
-        lock_hint,
-        lock_path,
-        read_lock,
-    )
-    from converge_dsl.packs._manifest import (
-        InvariantDef,
-        Pack,
-        SuggestorDef,
-        load_pack,
-        parse_specifier,
-    )
-    from converge_dsl.packs._publish import (
-        Published,
-        publish,
-        yank,
-    )
-    from converge_dsl.packs._registry import (
-        SolverRegistry,
-        installed_solvers,
-    )
-    from converge_dsl.packs._repository import (
-        BuiltinRepository,
-        FolderRepository,
-        HttpRepository,
-        Repository,
-        open_repositories,
-    )
-    from converge_dsl.packs._resolve import (
-        Requirement,
-        Resolved,
-        resolve,
-    )
-    from converge_dsl.packs._signing import (
-        generate_key,
-    )
-    from converge_dsl.packs._suggestor import (
-        PackSolverSuggestor,
-    )
-    from converge_dsl.packs._verify import (
-        PackVerdict,
-        VerifyReport,
-        verify_pipeline,
-    )
-    from converge_dsl.packs._workspace import (
-        PipelinePacks,
-        fetch_hint,
-        fetched_message,
-        load_locked_packs,
-        lock_pipeline,
-        read_locked_packs,
-    )
-
-_WHERE: dict[str, str] = {
-    "Added": "converge_dsl.packs._add",
-    "BuiltinRepository": "converge_dsl.packs._repository",
-    "FolderRepository": "converge_dsl.packs._repository",
-    "HttpRepository": "converge_dsl.packs._repository",
-    "IndexEntry": "converge_dsl.packs._index",
-    "InvariantDef": "converge_dsl.packs._manifest",
-    "LOCK_FILE": "converge_dsl.packs._lockfile",
-    "LockFile": "converge_dsl.packs._lockfile",
-    "LockedPack": "converge_dsl.packs._lockfile",
-    "Pack": "converge_dsl.packs._manifest",
-    "PACK": "converge_dsl.packs._kind",
-    "PackCache": "converge_dsl.packs._cache",
-    "PackIndex": "converge_dsl.packs._index",
-    "PackInfo": "converge_dsl.packs._info",
-    "PackSolverSuggestor": "converge_dsl.packs._suggestor",
-    "PackSuggestorSpec": "converge_dsl.packs._kind",
-    "PackVerdict": "converge_dsl.packs._verify",
-    "PipelinePacks": "converge_dsl.packs._workspace",
-    "Published": "converge_dsl.packs._publish",
-    "Repository": "converge_dsl.packs._repository",
-    "Requirement": "converge_dsl.packs._resolve",
-    "Resolved": "converge_dsl.packs._resolve",
-    "SolverRegistry": "converge_dsl.packs._registry",
-    "SuggestorDef": "converge_dsl.packs._manifest",
-    "SuggestorInfo": "converge_dsl.packs._info",
-    "VerifyReport": "converge_dsl.packs._verify",
-    "add_pack": "converge_dsl.packs._add",
-    "add_pack_requirement": "converge_dsl.packs._edit",
-    "add_repository": "converge_dsl.packs._edit",
-    "build_archive": "converge_dsl.packs._archive",
-    "check_lock": "converge_dsl.packs._checks",
-    "check_pack_uses": "converge_dsl.packs._checks",
-    "check_packs": "converge_dsl.packs._checks",
-    "check_pipeline_packs": "converge_dsl.packs._checks",
-    "compile_pack_suggestor": "converge_dsl.packs._compile",
-    "default_specifier": "converge_dsl.packs._edit",
-    "describe_pack": "converge_dsl.packs._info",
-    "fetch_hint": "converge_dsl.packs._workspace",
-    "fetched_message": "converge_dsl.packs._workspace",
-    "fetching_pack_check": "converge_dsl.packs._checks",
-    "generate_key": "converge_dsl.packs._signing",
-    "installed_solvers": "converge_dsl.packs._registry",
-    "instantiate_template": "converge_dsl.packs._compile",
-    "load_locked_packs": "converge_dsl.packs._workspace",
-    "load_pack": "converge_dsl.packs._manifest",
-    "lock_hint": "converge_dsl.packs._lockfile",
-    "lock_path": "converge_dsl.packs._lockfile",
-    "lock_pipeline": "converge_dsl.packs._workspace",
-    "open_repositories": "converge_dsl.packs._repository",
-    "parse_specifier": "converge_dsl.packs._manifest",
-    "publish": "converge_dsl.packs._publish",
-    "read_lock": "converge_dsl.packs._lockfile",
-    "read_locked_packs": "converge_dsl.packs._workspace",
-    "resolve": "converge_dsl.packs._resolve",
-    "sha256_hex": "converge_dsl.packs._archive",
-    "template_diagnostics": "converge_dsl.packs._lint",
-    "unpack": "converge_dsl.packs._archive",
-    "verify_pipeline": "converge_dsl.packs._verify",
-    "yank": "converge_dsl.packs._publish",
-}
-
-__all__ = [
-    "LOCK_FILE",
-    "PACK",
-    "Added",
-    "BuiltinRepository",
-    "FolderRepository",
-    "HttpRepository",
-    "IndexEntry",
-    "InvariantDef",
-    "LockFile",
-    "LockedPack",
-    "Pack",
-    "PackCache",
-    "PackIndex",
-    "PackInfo",
-    "PackSolverSuggestor",
-    "PackSuggestorSpec",
-    "PackVerdict",
-    "PipelinePacks",
-    "Published",
-    "Repository",
-    "Requirement",
-    "Resolved",
-    "SolverRegistry",
-    "SuggestorDef",
-    "SuggestorInfo",
-    "VerifyReport",
-    "add_pack",
-    "add_pack_requirement",
-    "add_repository",
-    "build_archive",
-    "check_lock",
-    "check_pack_uses",
-    "check_packs",
-    "check_pipeline_packs",
-    "compile_pack_suggestor",
-    "default_specifier",
-    "describe_pack",
-    "fetch_hint",
-    "fetched_message",
-    "fetching_pack_check",
-    "generate_key",
-    "installed_solvers",
-    "instantiate_template",
-    "load_locked_packs",
-    "load_pack",
-    "lock_hint",
-    "lock_path",
-    "lock_pipeline",
-    "open_repositories",
-    "parse_specifier",
-    "publish",
-    "read_lock",
-    "read_locked_packs",
-    "resolve",
-    "sha256_hex",
-    "template_diagnostics",
-    "unpack",
-    "verify_pipeline",
-    "yank",
-]
-
-__getattr__ = lazy_names(__name__, _WHERE)

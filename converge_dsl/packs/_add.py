@@ -30,6 +30,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._reading import read_bytes
 from converge_dsl.errors import PackError, UsageError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._edit import add_pack_requirement, add_repository, default_specifier
@@ -124,7 +125,7 @@ _BOM = b"\xef\xbb\xbf"
 
 def _read(pipeline: Path) -> bytes:
     try:
-        data = pipeline.read_bytes()
+        data = read_bytes(pipeline, "pipeline")
         data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{pipeline} is not UTF-8 text") from None

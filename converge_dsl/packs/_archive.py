@@ -40,6 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from converge_dsl._files import create_new
+from converge_dsl._reading import read_bytes
 from converge_dsl.codes import PACK_ARCHIVE_TOO_LARGE
 from converge_dsl.errors import PackError
 from converge_dsl.packs._files import PackRefused
@@ -101,7 +103,7 @@ def build_archive(folder: Path) -> bytes:
                 info.mode = 0o755
                 tar.addfile(info)
             else:
-                data = path.read_bytes()
+                data = read_bytes(path, "pack file")
                 info.size = len(data)
                 info.mode = 0o644
                 tar.addfile(info, io.BytesIO(data))
@@ -278,7 +280,9 @@ def unpack(archive: bytes, destination: Path, where: str = "pack archive") -> No
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(member.data)
+            descriptor = create_new(target, 0o644)  # never through a member planted before
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(member.data)
         os.chmod(staging, 0o755)  # mkdtemp makes it 0700
         try:
             staging.rename(destination)
@@ -317,4 +321,4 @@ def matches(archive: bytes, folder: Path) -> bool:
                 seen.add(name)
     if seen != set(files):
         return False
-    return all((folder / name).read_bytes() == data for name, data in files.items())
+    return all(read_bytes(folder / name, "pack file") == data for name, data in files.items())

@@ -34,6 +34,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PackError
 from converge_dsl.packs._files import write_atomic
 from converge_dsl.packs._lockfile import LockedPack
@@ -74,8 +75,8 @@ class PackCache:
 
         path = self._archive_file(sha256)
         try:
-            data = path.read_bytes()
-        except OSError:  # absent, or not a readable file: fetched again
+            data = read_bytes(path, "cached pack archive")
+        except (OSError, ReadRefused):  # absent, or not a readable file: fetched again
             return None
         if sha256_hex(data) != sha256:
             if drop_corrupt:

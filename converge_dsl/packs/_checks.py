@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid
-from converge_dsl.frontend import LoadedDocument
+from converge_dsl.frontend import LoadedDocument, PipelineManifest, build_manifest
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import Check, PipelineFacts
@@ -74,27 +74,30 @@ def _data(doc: LoadedDocument) -> Mapping[str, Any]:
     return doc.data if isinstance(doc.data, Mapping) else {}
 
 
-def check_lock(doc: LoadedDocument, pipeline: Path | None = None) -> Iterator[Diagnostic]:
+def check_lock(
+    doc: LoadedDocument, pipeline: Path | None = None, manifest: PipelineManifest | None = None
+) -> Iterator[Diagnostic]:
     """`LOCK_MISSING` / `LOCK_STALE` (one per reason), located at `packs:`.
 
     `pipeline` is where the file is (default: `doc.file`); the hint names
-    `doc.file`, as the user wrote it.
+    `doc.file`, as the user wrote it. `manifest` is the document's (built here
+    when not given).
     """
     from converge_dsl.packs._lockfile import lock_hint, lock_problems, missing_repository_hint
 
-    data = _data(doc)
-    packs = _requested(data)
+    manifest = manifest or build_manifest(doc)
+    packs = _requested(manifest)
     if not _well_formed(packs):
         return  # the front end reports the malformed specifier (BAD_SPECIFIER) first
-    repositories = tuple(data.get("repositories") or ())
+    repositories = tuple(r.written for r in manifest.repositories)
     where = pipeline or Path(doc.file)
     hint = missing_repository_hint(where, repositories) or lock_hint(Path(doc.file))
     for code, message in lock_problems(where, packs, repositories):
         yield _at(doc, code, message, ("packs",), hint=hint, on_key=True)
 
 
-def _requested(data: Mapping[str, Any]) -> dict[str, str]:
-    return {str(k): str(v) for k, v in (data.get("packs") or {}).items()}
+def _requested(manifest: PipelineManifest) -> dict[str, str]:
+    return {p.name: p.specifier for p in manifest.packs}
 
 
 def _well_formed(packs: Mapping[str, str]) -> bool:
@@ -113,8 +116,11 @@ def check_pack_uses(
     doc: LoadedDocument,
     packs: Mapping[str, Pack] | None,
     solvers: SolverRegistry | None = None,
+    manifest: PipelineManifest | None = None,
 ) -> Iterator[Diagnostic]:
-    """Each `kind: pack` suggestor against its pack; nothing when `packs` is None."""
+    """Each `kind: pack` suggestor against its pack; nothing when `packs` is None.
+
+    `manifest` is the document's (built here when needed and not given)."""
     data = _data(doc)
     used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
     for index, item in _pack_suggestors(data):
@@ -153,19 +159,18 @@ def check_pack_uses(
             used.setdefault(pack_name, set()).add(suggestor)
         yield from _parameter_problems(doc, item, path, use, pack)
     if used and packs:
-        yield from _template_problems(data, {n: packs[n] for n in sorted(used)}, used)
+        manifest = manifest or build_manifest(doc)
+        yield from _template_problems(manifest, {n: packs[n] for n in sorted(used)}, used)
 
 
 def _template_problems(
-    data: Mapping[str, Any], packs: Mapping[str, Pack], used: Mapping[str, set[str]]
+    manifest: PipelineManifest, packs: Mapping[str, Pack], used: Mapping[str, set[str]]
 ) -> Iterator[Diagnostic]:
     from converge_dsl.keys import BUILTIN_KEYS
     from converge_dsl.packs._lint import template_diagnostics
 
-    inputs = frozenset(data.get("inputs") or {})
-    keys = frozenset(BUILTIN_KEYS) | {
-        k["name"] for k in data.get("keys") or () if isinstance(k, Mapping) and "name" in k
-    }
+    inputs = frozenset(manifest.inputs)
+    keys = frozenset(BUILTIN_KEYS) | {k.name for k in manifest.keys}
     for name, pack in packs.items():
         yield from template_diagnostics(pack, suggestors=used[name], inputs=inputs, keys=keys)
 
@@ -187,12 +192,12 @@ def _unsafe_parameters(
     doc: LoadedDocument, path: JsonPath, use: str, pack: Pack, schema: Any
 ) -> list[Diagnostic]:
     """A diagnostic per `$ref` outside the pack's parameters schema or regex RE2 refuses."""
-    from converge_dsl._safe_schema import schema_problems
+    from converge_dsl._safe_schema import PROBLEM_CODES, schema_problems
 
     return [
         _at(
             doc,
-            codes.KEY_SCHEMA_REMOTE_REF if kind == "ref" else codes.SCHEMA_REGEX_NOT_LINEAR,
+            PROBLEM_CODES[kind],
             f"{use}: the parameters schema of pack {pack.name} {pack.version}, at "
             f"{''.join(f'/{p}' for p in where) or '/'}: {message}",
             path,
@@ -235,6 +240,7 @@ def check_pipeline_packs(
     cache: PackCache | None = None,
     fetch: bool = False,
     on_fetch: Callable[[str], object] | None = None,
+    manifest: PipelineManifest | None = None,
 ) -> Iterator[Diagnostic]:
     """Every pack check: lock first, then (when the lock is usable) the pack suggestors.
 
@@ -244,37 +250,39 @@ def check_pipeline_packs(
     hears one line per pack downloaded.
     """
     pipeline = pipeline or Path(doc.file)
-    problems = list(check_lock(doc, pipeline))
+    manifest = manifest or build_manifest(doc)
+    problems = list(check_lock(doc, pipeline, manifest))
     yield from problems
     packs: Mapping[str, Pack] | None = None
-    requested = _requested(_data(doc))
+    requested = _requested(manifest)
     if not problems and requested and _well_formed(requested):
         try:
             if fetch:
                 from converge_dsl.packs._workspace import load_locked_packs
 
-                packs = load_locked_packs(pipeline, _data(doc), cache=cache, on_fetch=on_fetch)
+                packs = load_locked_packs(pipeline, manifest, cache=cache, on_fetch=on_fetch)
             else:
                 from converge_dsl.packs._workspace import read_locked_packs
 
                 found, missing = read_locked_packs(
-                    pipeline, _data(doc), cache=cache, shown=Path(doc.file)
+                    pipeline, manifest, cache=cache, shown=Path(doc.file)
                 )
                 packs = found
-                yield from _not_fetched(doc, missing)
+                yield from _not_fetched(doc, missing, requested)
         except PipelineInvalid as exc:
             yield from exc.diagnostics
         except PackError as exc:
             code = getattr(exc, "code", codes.PACK_NOT_INSTALLABLE)  # a PackRefused's own
             yield _at(doc, code, exc.message, ("packs",), hint=exc.hint, on_key=True)
-    yield from check_pack_uses(doc, packs)
+    yield from check_pack_uses(doc, packs, manifest=manifest)
 
 
-def _not_fetched(doc: LoadedDocument, missing: list[LockedPack]) -> Iterator[Diagnostic]:
+def _not_fetched(
+    doc: LoadedDocument, missing: list[LockedPack], declared: Mapping[str, str]
+) -> Iterator[Diagnostic]:
     """`PACK_NOT_FETCHED` per locked pack the cache lacks, at its `packs:` entry if it has one."""
     from converge_dsl.packs._workspace import fetch_hint
 
-    declared = _requested(_data(doc))
     for locked in missing:
         path: JsonPath = ("packs", locked.name) if locked.name in declared else ("packs",)
         yield _at(
@@ -305,7 +313,9 @@ def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
     writes the cache.
     """
     if _uses_packs(facts):
-        yield from check_pipeline_packs(facts.document, pipeline=_pipeline_path(facts))
+        yield from check_pipeline_packs(
+            facts.document, pipeline=_pipeline_path(facts), manifest=facts.manifest
+        )
 
 
 def fetching_pack_check(on_fetch: Callable[[str], object] | None = None) -> Check:
@@ -317,7 +327,11 @@ def fetching_pack_check(on_fetch: Callable[[str], object] | None = None) -> Chec
     def check_and_fetch_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if _uses_packs(facts):
             yield from check_pipeline_packs(
-                facts.document, pipeline=_pipeline_path(facts), fetch=True, on_fetch=on_fetch
+                facts.document,
+                pipeline=_pipeline_path(facts),
+                fetch=True,
+                on_fetch=on_fetch,
+                manifest=facts.manifest,
             )
 
     return check_and_fetch_packs

@@ -22,13 +22,11 @@ the text of a warning with such a code (a yanked pin, CD572).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,30 +66,17 @@ SHA256 = re.compile(r"[0-9a-f]{64}\Z")  # an archive digest as indexes and locks
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Replace `path` with `data` atomically (temporary file + fsync + rename).
+    """Replace `path` with `data` atomically (`converge_dsl._files.replace_file`).
 
     Raises `PackError` naming the file when the folder cannot be written.
     """
+    from converge_dsl._files import replace_file
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-        )
+        replace_file(path, data, mode=mode)
     except OSError as exc:
         raise PackError(f"cannot write {path.name}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(exc, OSError):
-            raise PackError(f"cannot write {path.name}: {exc.strerror or exc}") from None
-        raise
 
 
 def parse_json(data: bytes | str, where: str) -> Any:

@@ -118,8 +118,13 @@ def split_reference(text: str) -> tuple[str, str | None]:
 
 
 def _unknown_pack(repository: Repository, name: str) -> PackRefused:
+    shown = "" if repository.id == "builtin" else f" --repo {repository.id}"
+    listing = f"converge-dsl pack list{shown}"
     hint = unknown_name_hint(
-        name, repository.names(), "list the packs with: converge-dsl pack list"
+        name,
+        repository.names(),
+        f"a pack of another repository needs --repo REPO (a folder or an http(s) URL), "
+        f"e.g. converge-dsl pack info {name} --repo ./pack-repo; {listing} lists the packs here",
     )
     return PackRefused(codes.PACK_UNKNOWN, f"{repository.id} has no pack {name!r}", hint=hint)
 

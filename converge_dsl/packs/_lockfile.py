@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from converge_dsl import codes
+from converge_dsl._reading import read_bytes
 from converge_dsl.errors import PackError
 from converge_dsl.packs._files import SHA256, parse_json, write_atomic
 from converge_dsl.packs._index import SAFE_NAME
@@ -83,7 +84,7 @@ class LockFile:
     """One pipeline's section of `converge.lock`."""
 
     packs_requested: Mapping[str, str]
-    repositories: tuple[Any, ...]
+    repositories: tuple[object, ...]
     packs: Mapping[str, LockedPack]
 
     def versions(self) -> dict[str, Version]:
@@ -101,7 +102,7 @@ class LockFile:
 
 def lock_from_resolution(
     packs_requested: Mapping[str, str],
-    repositories: Sequence[Any],
+    repositories: Sequence[object],
     resolved: Mapping[str, Resolved],
 ) -> LockFile:
     pinned = {
@@ -130,7 +131,7 @@ def lock_hint(pipeline: Path) -> str:
     return f"run: converge-dsl lock {shown}"
 
 
-def missing_repository_hint(pipeline: Path, repositories: Sequence[Any]) -> str | None:
+def missing_repository_hint(pipeline: Path, repositories: Sequence[object]) -> str | None:
     """A hint naming the first folder repository of `pipeline` that does not exist.
 
     `lock` would fail on it, so `lock_hint` would send the user in a circle.
@@ -152,7 +153,7 @@ def _read_sections(path: Path) -> dict[str, Any]:
     Raises `PackError` when the file cannot be read or is not a lock file.
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, "lock file")
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -303,7 +304,7 @@ def write_lock(
 
 
 def stale_reasons(
-    lock: LockFile, packs_requested: Mapping[str, str], repositories: Sequence[Any]
+    lock: LockFile, packs_requested: Mapping[str, str], repositories: Sequence[object]
 ) -> Iterator[str]:
     """Why `lock` no longer matches the pipeline (nothing when it is current)."""
     for name, text in sorted(packs_requested.items()):
@@ -324,7 +325,7 @@ def stale_reasons(
 
 
 def lock_problems(
-    pipeline: Path, packs_requested: Mapping[str, str], repositories: Sequence[Any]
+    pipeline: Path, packs_requested: Mapping[str, str], repositories: Sequence[object]
 ) -> list[tuple[str, str]]:
     """`(code, message)` for each reason the lock of `pipeline` cannot be used; [] if current.
 

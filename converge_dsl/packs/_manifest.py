@@ -22,6 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from converge_dsl import codes
+from converge_dsl._reading import read_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend.document import LoadedDocument
@@ -123,7 +124,7 @@ class _Builder:
             )
             return None
         try:
-            value = json.loads(target.read_text(encoding="utf-8"))
+            value = json.loads(read_text(target, "pack file"))
         except RecursionError:
             self.error(codes.PACK_BAD_FILE, f"JSON Schema {relative!r} is nested too deeply", path)
             return None
@@ -152,7 +153,7 @@ class _Builder:
                     )
                     continue
                 try:
-                    prompt[role] = target.read_text(encoding="utf-8")
+                    prompt[role] = read_text(target, "pack file")
                 except (OSError, UnicodeDecodeError) as exc:
                     self.error(
                         codes.PACK_BAD_FILE,

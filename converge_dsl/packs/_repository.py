@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from converge_dsl._resources import builtin_packs_folder
 from converge_dsl.errors import PackError
@@ -259,7 +259,7 @@ class BuiltinRepository:
         return self._archives[key]
 
 
-def open_repository(spec: Any, base: Path, client: httpx.Client | None = None) -> Repository:
+def open_repository(spec: object, base: Path, client: httpx.Client | None = None) -> Repository:
     """One adapter from one `repositories:` entry of a pipeline."""
     if spec == BUILTIN:
         return BuiltinRepository()
@@ -278,7 +278,7 @@ def open_repository(spec: Any, base: Path, client: httpx.Client | None = None) -
 
 
 def open_repositories(
-    specs: Sequence[Any] | None, base: Path, client: httpx.Client | None = None
+    specs: Sequence[object] | None, base: Path, client: httpx.Client | None = None
 ) -> list[Repository]:
     """Adapters in the order written; no `repositories:` means `[builtin]`."""
     return [open_repository(s, base, client) for s in (specs if specs else [BUILTIN])]

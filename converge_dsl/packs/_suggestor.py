@@ -156,7 +156,7 @@ class PackSolverSuggestor:
             return None, [_not_an_object(fact, content)]
         problem = json.loads(canonical_json({**content, **self.params}))
         schema = self.definition.input_schema or self.solver.input_schema()
-        validator = python_validator(schema)  # RE2 regexes, local $refs, governed
+        validator = python_validator(schema, "the input schema")  # RE2, local $refs, governed
         errors = sorted(validator.iter_errors(problem), key=lambda e: list(e.absolute_path))
         reasons = [
             f"input {'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"

@@ -22,11 +22,16 @@ about: `yanked_pin_notice` (CD572) says how to move off it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from packaging.version import Version
 
-from converge_dsl.codes import LOCK_DOWNGRADE_REFUSED, LOCK_REPIN_REFUSED, LOCKED_PIN_YANKED
+from converge_dsl.codes import (
+    LOCK_DOWNGRADE_REFUSED,
+    LOCK_REPIN_REFUSED,
+    LOCKED_PIN_YANKED,
+    NEWER_VERSION_AVAILABLE,
+)
 from converge_dsl.packs._files import Notice, PackRefused
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import LockedPack, LockFile
@@ -55,18 +60,21 @@ def check_pin_moves(
     repin: bool,
     index_of: Callable[[str, str], PackIndex | None],
     command: str,
+    moving: Collection[str] = (),
 ) -> None:
     """Raise `PackRefused` for the first pin move not allowed (see the module docstring).
 
     `index_of(repository id, name)` reads an index again to explain a
-    downgrade; `command` is the lock command as the user typed it (for hints).
+    downgrade; `command` is the lock command as the user typed it (for hints);
+    the packs in `moving` were named by `lock --upgrade`, so a move down is theirs
+    to ask for (off a yanked pin).
     """
     for name, new in sorted(lock.packs.items()):
         old = previous.packs.get(name)
         if old is None:
             continue
         if Version(new.version) < Version(old.version) and not allow_downgrade:
-            if _admitted(lock.packs_requested, name, old.version):
+            if name not in moving and _admitted(lock.packs_requested, name, old.version):
                 why = _why_lower(old, new, index_of(old.repository, name))
                 raise PackRefused(
                     LOCK_DOWNGRADE_REFUSED,
@@ -98,18 +106,59 @@ def _admitted(requested: Mapping[str, str], name: str, version: str) -> bool:
 
 
 def yanked_pin_notice(
-    name: str, version: str, repository: str, specifier: str | None, command: str
+    name: str,
+    version: str,
+    *,
+    repository: str,
+    specifier: str | None,
+    command: str,
+    index: PackIndex | None = None,
 ) -> Notice:
     """The warning for a pin the lock keeps although `repository` has yanked it.
 
     `specifier` is the pipeline's own requirement on `name` (None for a pack
-    only other packs require); `command` re-locks, as the user typed it.
+    only other packs require); `command` re-locks, as the user typed it
+    (`converge-dsl lock PIPELINE`); `index` is the repository's index of `name`.
+    The hint is a command that works: `lock --upgrade NAME` when a live version
+    fits the specifier (with `--allow-downgrade` when that version is lower),
+    else which specifier to widen.
     """
-    excluded = f"{specifier},!={version}" if specifier else f"!={version}"
+    target = newest_live(index, specifier) if index is not None else None
+    upgrade = f"{command} --upgrade {name}"
+    if target is not None:
+        hint = f"to move to {name} {target}, run: {upgrade}"
+    else:
+        wanted = f"'{specifier}'" if specifier else "its requirements"
+        hint = (
+            f"no live version of {name} fits {wanted}: widen packs: {name} in the pipeline, "
+            f"then run: {upgrade}"
+        )
     return Notice(
         LOCKED_PIN_YANKED,
         f"{name} {version}, pinned by the lock, is yanked in {repository}; "
         "the lock keeps it until you move off it",
-        hint=f'to move off it, exclude it in packs: (e.g. {name}: "{excluded}"), '
-        f"then run: {command}",
+        hint=hint,
+    )
+
+
+def newest_live(index: PackIndex, specifier: str | None) -> Version | None:
+    """The newest version of `index` that is not yanked and that `specifier` admits."""
+    spec = parse_specifier(specifier) if specifier is not None else None
+    live = [
+        e.version
+        for e in index.entries
+        if not e.yanked and (spec is None or spec.contains(e.version, prereleases=False))
+    ]
+    return max(live, default=None)
+
+
+def newer_version_notice(
+    name: str, pinned: str, newer: Version, *, specifier: str, command: str
+) -> Notice:
+    """The note `lock` gives when the lock keeps `pinned` although `newer` fits too."""
+    upgrade = f"{command} --upgrade {name}"
+    return Notice(
+        NEWER_VERSION_AVAILABLE,
+        f"{name} {newer} is published and fits '{specifier}'; the lock keeps {pinned}",
+        hint=f"to move to it, run: {upgrade}",
     )

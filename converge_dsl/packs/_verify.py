@@ -199,9 +199,10 @@ class _Check:
             notice = yanked_pin_notice(
                 locked.name,
                 locked.version,
-                repository.id,
-                self.packs.get(locked.name),
-                command,
+                repository=repository.id,
+                specifier=self.packs.get(locked.name),
+                command=command,
+                index=index,
             )
             self.warnings.append(Finding(notice.code, str(notice), notice.hint))
 

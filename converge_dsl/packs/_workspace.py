@@ -17,14 +17,16 @@ it lacks; it never touches the network and never writes the cache.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 
-from converge_dsl.errors import PackError, PipelineInvalid
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.errors import PackError, PipelineInvalid, UsageError
+from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
@@ -43,6 +45,9 @@ from converge_dsl.packs._yaml import load_document, schema_diagnostics
 
 if TYPE_CHECKING:
     import httpx
+    from packaging.version import Version
+
+    from converge_dsl.packs._resolve import Resolved
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
 _OURS = (("packs",), ("repositories",))  # the fields `lock` and `pack` read of a pipeline
@@ -55,21 +60,26 @@ class PipelinePacks:
     path: Path
     name: str
     packs: Mapping[str, str]
-    repositories: tuple[Any, ...]
+    repositories: tuple[object, ...]
 
     @classmethod
-    def read(cls, path: Path, data: Mapping[str, Any] | None = None) -> PipelinePacks:
+    def read(cls, path: Path, manifest: PipelineManifest | None = None) -> PipelinePacks:
         """The pipeline's `packs:` and `repositories:`.
 
-        `data` is the already validated document (`validate`, `run`); without it the
+        `manifest` is the validated document's (`validate`, `run`); without it the
         file is loaded here (`lock`, `pack`) and those two fields are checked against
         the pipeline schema, so a malformed entry is a located diagnostic
         (`PipelineInvalid`), never a guess at what it meant.
         """
-        doc = None
-        if data is None:
-            doc = load_document(path)
-            data = doc.data if isinstance(doc.data, Mapping) else {}
+        if manifest is not None:
+            return cls(
+                path=path,
+                name=manifest.name,
+                packs={p.name: p.specifier for p in manifest.packs},
+                repositories=tuple(r.written for r in manifest.repositories),
+            )
+        doc = load_document(path)
+        data = doc.data if isinstance(doc.data, Mapping) else {}
         packs = data.get("packs") or {}
         repositories = data.get("repositories") or ()
         if not isinstance(packs, Mapping):
@@ -79,10 +89,9 @@ class PipelinePacks:
                 f"{path.name}: repositories: must be a list",
                 hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
             )
-        if doc is not None:
-            found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
-            if found:
-                raise PipelineInvalid(found)
+        found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
+        if found:
+            raise PipelineInvalid(found)
         return cls(
             path=path,
             name=str(data.get("name", path.stem)),
@@ -140,37 +149,43 @@ def _install_all(
 
 def lock_pipeline(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
     warn: Callable[[str], object] | None = None,
     allow_downgrade: bool = False,
     repin: bool = False,
+    upgrade: Collection[str] | None = None,
 ) -> LockFile:
     """Resolve, fetch, verify and write the pipeline's lock section; returns it.
 
-    Versions pinned by a readable previous lock are kept when they still fit;
-    `warn` hears that an unreadable lock file is being replaced, and, once the
-    lock is written, each kept pin that is yanked (a `Notice`, CD572). A pin that
+    Versions pinned by a readable previous lock are kept when they still fit,
+    except those of the packs named in `upgrade` (all of them when it is
+    empty), which move to the newest live version that fits; a name that is
+    no pack of the pipeline or its lock is a `UsageError`. `warn` hears that an
+    unreadable lock file is being replaced, and, once the lock is written, each
+    kept pin that is yanked (CD572) and each pin a newer fitting version could
+    replace (CD577), as `Notice`s with the command that moves it. A pin that
     would move to a lower version (unless `allow_downgrade`) or to another
     digest for the same version (unless `repin`) is refused before anything
     is fetched or written (`_trust.check_pin_moves`).
     """
     from converge_dsl.packs._resolve import resolve
     from converge_dsl.packs._signing import verify
-    from converge_dsl.packs._trust import check_pin_moves, yanked_pin_notice
+    from converge_dsl.packs._trust import check_pin_moves
 
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     repositories = info.open(client)
     previous = None
     with contextlib.suppress(PackError):  # an unreadable lock is replaced (write_lock warns)
         previous = read_lock(pipeline)
+    kept = _kept_pins(info, previous, upgrade)
     resolved = resolve(
         info.specifiers(),
         list(repositories.values()),
         requester=info.requester,
-        locked=previous.versions() if previous else None,
+        locked=kept,
     )
     for pinned in resolved.values():
         entry = pinned.entry
@@ -186,16 +201,67 @@ def lock_pipeline(
             repin=repin,
             index_of=lambda where, name: _index_of(repositories, where, name),
             command=lock_hint(pipeline).removeprefix("run: "),
+            moving=set(upgrade or ()),  # named packs only: `--upgrade` alone moves none down
         )
     _install_all(lock, repositories, cache or PackCache())
     write_lock(pipeline, lock, warn=warn)
-    for pinned in resolved.values():  # only a pin the previous lock held can be yanked
-        if pinned.entry.yanked and warn is not None:
-            command = lock_hint(pipeline).removeprefix("run: ")
-            requested = info.packs.get(pinned.name)
-            version = str(pinned.entry.version)
-            warn(yanked_pin_notice(pinned.name, version, pinned.repository, requested, command))
+    if warn is not None:
+        for notice in _pin_notices(pipeline, info, resolved.values(), repositories):
+            warn(notice)
     return lock
+
+
+def _kept_pins(
+    info: PipelinePacks, previous: LockFile | None, upgrade: Collection[str] | None
+) -> dict[str, Version] | None:
+    """The previous lock's pins that re-locking keeps (all but the upgraded packs)."""
+    known = set(info.packs) | set(previous.packs if previous else ())
+    for name in upgrade or ():
+        if name not in known:
+            close = did_you_mean(name, known)
+            raise UsageError(
+                f"lock --upgrade {name}: the pipeline has no pack {name!r}",
+                hint=f"did you mean {close!r}?"
+                if close
+                else f"its packs: {', '.join(sorted(known)) or 'none'}",
+            )
+    if previous is None:
+        return None
+    pins = previous.versions()
+    if upgrade is None:
+        return pins
+    return {} if not upgrade else {n: v for n, v in pins.items() if n not in set(upgrade)}
+
+
+def _pin_notices(
+    pipeline: Path,
+    info: PipelinePacks,
+    resolved: Iterable[Resolved],
+    repositories: Mapping[str, Repository],
+) -> Iterator[str]:
+    """CD572 for each yanked pin the lock kept, CD577 for each pin a newer version fits."""
+    from converge_dsl.packs._trust import newer_version_notice, newest_live, yanked_pin_notice
+
+    command = lock_hint(pipeline).removeprefix("run: ")
+    for pinned in resolved:
+        name, version = pinned.name, pinned.entry.version
+        requested = info.packs.get(name)
+        index = _index_of(repositories, pinned.repository, name)
+        if pinned.entry.yanked:  # only a pin the previous lock held can be yanked
+            yield yanked_pin_notice(
+                name,
+                str(version),
+                repository=pinned.repository,
+                specifier=requested,
+                command=command,
+                index=index,
+            )
+        elif requested is not None and index is not None:
+            newest = newest_live(index, requested)
+            if newest is not None and newest > version:
+                yield newer_version_notice(
+                    name, str(version), newest, specifier=requested, command=command
+                )
 
 
 def _index_of(repositories: Mapping[str, Repository], where: str, name: str) -> PackIndex | None:
@@ -223,7 +289,7 @@ def _current_lock(info: PipelinePacks) -> LockFile | None:
 
 def load_locked_packs(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
@@ -234,7 +300,7 @@ def load_locked_packs(
     Packs the cache lacks are fetched and verified; `on_fetch` hears one line
     (`fetched_message`) per pack actually downloaded.
     """
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     lock = _current_lock(info)
     if lock is None:
         return {}
@@ -249,7 +315,7 @@ def fetch_hint(pipeline: Path) -> str:
 
 def read_locked_packs(
     pipeline: Path,
-    data: Mapping[str, Any] | None = None,
+    manifest: PipelineManifest | None = None,
     *,
     cache: PackCache | None = None,
     shown: Path | None = None,
@@ -261,7 +327,7 @@ def read_locked_packs(
     pipeline no longer lists, a bad signature, or an altered unpacked folder.
     `shown` names the pipeline in hints (default: `pipeline`).
     """
-    info = PipelinePacks.read(pipeline, data)
+    info = PipelinePacks.read(pipeline, manifest)
     lock = _current_lock(info)
     if lock is None:
         return {}, []
@@ -285,7 +351,7 @@ def read_locked_packs(
     return found, missing
 
 
-def repository_keys(specs: Sequence[Any]) -> dict[str, tuple[str, ...]]:
+def repository_keys(specs: Sequence[object]) -> dict[str, tuple[str, ...]]:
     """Repository id -> trusted keys of a pipeline's `repositories:`, without opening any.
 
     The ids are those `open_repositories` gives (`builtin`, `path:LABEL`,

@@ -24,62 +24,35 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from converge_dsl._lazy import lazy_names
+from converge_dsl._lazy import lazy_exports
 
-if TYPE_CHECKING:
-    from converge_dsl.pipetest._expect import Failure, subset_mismatch
-    from converge_dsl.pipetest._files import test_files
-    from converge_dsl.pipetest._report import (
-        REPORT_FORMATS,
-        format_failures,
-        render_junit_invalid,
-        render_report,
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.pipetest._expect import *  # noqa: F403
+    from converge_dsl.pipetest._files import *  # noqa: F403
+    from converge_dsl.pipetest._report import *  # noqa: F403
+    from converge_dsl.pipetest._runner import *  # noqa: F403
+    from converge_dsl.pipetest._spec import *  # noqa: F403
+    from converge_dsl.pipetest._update import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.pipetest._expect": ("Failure", "subset_mismatch"),
+            "converge_dsl.pipetest._files": ("test_files",),
+            "converge_dsl.pipetest._report": (
+                "REPORT_FORMATS",
+                "format_failures",
+                "render_junit_invalid",
+                "render_report",
+            ),
+            "converge_dsl.pipetest._runner": ("CaseReport", "run_case", "run_test_file"),
+            "converge_dsl.pipetest._spec": (
+                "ModelSource",
+                "TestCase",
+                "TestFile",
+                "display_name",
+                "read_test_file",
+            ),
+            "converge_dsl.pipetest._update": ("update_snapshots",),
+        },
     )
-    from converge_dsl.pipetest._runner import CaseReport, run_case, run_test_file
-    from converge_dsl.pipetest._spec import (
-        ModelSource,
-        TestCase,
-        TestFile,
-        display_name,
-        read_test_file,
-    )
-    from converge_dsl.pipetest._update import update_snapshots
-
-_WHERE: dict[str, str] = {
-    "Failure": "converge_dsl.pipetest._expect",
-    "subset_mismatch": "converge_dsl.pipetest._expect",
-    "test_files": "converge_dsl.pipetest._files",
-    "format_failures": "converge_dsl.pipetest._report",
-    "render_report": "converge_dsl.pipetest._report",
-    "render_junit_invalid": "converge_dsl.pipetest._report",
-    "REPORT_FORMATS": "converge_dsl.pipetest._report",
-    "display_name": "converge_dsl.pipetest._spec",
-    "CaseReport": "converge_dsl.pipetest._runner",
-    "run_case": "converge_dsl.pipetest._runner",
-    "run_test_file": "converge_dsl.pipetest._runner",
-    "ModelSource": "converge_dsl.pipetest._spec",
-    "TestCase": "converge_dsl.pipetest._spec",
-    "TestFile": "converge_dsl.pipetest._spec",
-    "read_test_file": "converge_dsl.pipetest._spec",
-    "update_snapshots": "converge_dsl.pipetest._update",
-}
-__getattr__ = lazy_names(__name__, _WHERE)
-
-__all__ = [
-    "REPORT_FORMATS",
-    "CaseReport",
-    "Failure",
-    "ModelSource",
-    "TestCase",
-    "TestFile",
-    "display_name",
-    "format_failures",
-    "read_test_file",
-    "render_junit_invalid",
-    "render_report",
-    "run_case",
-    "run_test_file",
-    "subset_mismatch",
-    "test_files",
-    "update_snapshots",
-]

@@ -19,11 +19,13 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import io
-import os
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from converge_dsl._files import replace_file
+from converge_dsl._reading import read_bytes
 
 from ._runner import CaseReport
 
@@ -78,7 +80,7 @@ def _rewrite(path: Path, changes: Sequence[tuple[_Where, Any]]) -> list[_Where]:
     """Write `changes` into the file at `path`; return those not written (shared)."""
     yaml = _round_trip()
     target = path.resolve()  # a symbolic link is followed, not replaced
-    raw = target.read_bytes()
+    raw = read_bytes(target, "test file")
     text = raw.decode("utf-8-sig")
     document = yaml.load(text)
     refused: list[_Where] = []
@@ -101,13 +103,7 @@ def _rewrite(path: Path, changes: Sequence[tuple[_Where, Any]]) -> list[_Where]:
         written = written.replace("\n", "\r\n")
     data = (codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b"") + written.encode()
     # Written beside, then renamed: an interrupted update leaves the old file whole.
-    partial = target.with_name(f".{target.name}.update")
-    try:
-        partial.write_bytes(data)
-        os.chmod(partial, stat.S_IMODE(target.stat().st_mode))
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
+    replace_file(target, data, mode=stat.S_IMODE(target.stat().st_mode))
     return refused
 
 

@@ -1,9 +1,18 @@
 """The runtime: run orchestration, trace writer, checkpoints, result documents.
 
 Public surface:
-- `run_pipeline(options)` (async) -> `RunOutcome`: load, settings, usage meter, models,
-  compile, run. `RunOptions` is everything `converge-dsl run` can say;
-  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human.
+- `run_pipeline(options)` (async) -> `RunOutcome`: load, then the one run assembly.
+  `RunOptions` is what makes a `converge-dsl run`;
+  `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human
+  (`decided_by={id: who}` says who gave each decision; the trace says `api` otherwise).
+- `assemble_run(plan)` (async) -> `RunOutcome`: the one run assembly every run goes
+  through (single runs, batch cases, tests, the Python API); `RunPlan` is one run of a
+  loaded pipeline, `Checkpointing` its checkpoint folder.
+- `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
+  `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
+  `OtelSink` (OpenTelemetry, `OtelOptions`), `ListenerSink` (a live listener),
+  `ResultSink` (the run-result document); `check_outputs(sinks, reads)` is their one
+  same-file check.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
   `model_builder(settings, env=, clock=, roots=, attempt_gate=)` (builds one run's
@@ -26,12 +35,14 @@ Public surface:
   `schema_text(...)` give `schemas/*.v1.json`).
 - `render_report(trace)` and `write_report(trace, output)`: a trace as one
   self-contained HTML page (`converge-dsl report`); `check_report_output(output, option)`
-  refuses an unusable output before a run.
+  refuses an unusable output before a run; `write_page(page, output, option)` writes a
+  page that starts with `REPORT_MARK` the same checked way (a batch's page).
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
 
 from __future__ import annotations
 
+from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
 from ._documents import (
@@ -46,7 +57,7 @@ from ._documents import (
 )
 from ._engine import SUGGESTOR_KINDS, build_engine
 from ._models import build_models, model_builder
-from ._options import RunOptions
+from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
 from ._outcome import (
     EXIT_BY_STOP,
@@ -55,30 +66,48 @@ from ._outcome import (
     outcome,
     run_error_diagnostic,
 )
-from ._report_html import check_report_output, render_report, write_report
+from ._outputs import check_outputs
+from ._report_html import MARK as REPORT_MARK
+from ._report_html import check_report_output, render_report, write_page, write_report
+from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
+from ._telemetry import OtelSink
 from ._trace import TraceWriter
 from ._trace_read import find_cleared_span, read_trace
 
 __all__ = [
     "CHECKPOINT_FILE",
     "EXIT_BY_STOP",
+    "REPORT_MARK",
     "SUGGESTOR_KINDS",
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",
+    "Checkpointing",
     "DiagnosticModel",
     "FactModel",
+    "ListenerSink",
+    "OtelOptions",
+    "OtelSink",
+    "Output",
     "PendingModel",
+    "RecordSink",
+    "ReportSink",
+    "ResultSink",
     "RunOptions",
     "RunOutcome",
+    "RunPlan",
     "RunResultDocument",
+    "RunSink",
     "StatefulSuggestor",
     "TraceLine",
+    "TraceSink",
     "TraceWriter",
     "UsageModel",
+    "assemble_run",
     "build_engine",
     "build_models",
+    "check_outputs",
     "check_report_output",
     "checkpoint_key",
     "exported_schemas",
@@ -93,5 +122,6 @@ __all__ = [
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",
+    "write_page",
     "write_report",
 ]

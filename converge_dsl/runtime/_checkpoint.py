@@ -19,7 +19,8 @@ key (CD953), the format (CD951) and the pipeline and inputs (CD952); a last
 record torn by a kill mid-append is ignored and cut before the next append.
 
 A run paused for a human also checkpoints its pending proposals; decisions
-given so far for it are kept in `DIR/decisions.json`, written atomically.
+given so far for it are kept in `DIR/decisions.json`, sealed with the key and
+bound to the pause and to each proposal's content (`_decisions`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 from converge_dsl import codes
 from converge_dsl.engine.state import (
     EngineState,
+    PendingProposal,
     fact_to_data,
     pending_to_data,
     usage_to_data,
@@ -44,6 +46,7 @@ from converge_dsl.errors import ConvergeError, UsageError
 
 from ._checkpoint_folder import LOCK_FILE, check_folder, folder_lock
 from ._checkpoint_key import CheckpointRefused, key_id
+from ._decisions import Decision, clear_decisions, load_decisions, save_decisions
 from ._journal import Appender, Record, atomic_write, read_journal, seal
 from ._suggestor_state import StatefulSuggestor, stateful
 
@@ -58,7 +61,6 @@ __all__ = [  # the folder's lock and checks live beside the store, imported from
 ]
 
 CHECKPOINT_FILE = "checkpoint.jsonl"
-DECISIONS_FILE = "decisions.json"
 FORMAT = "converge-dsl/checkpoint/v2"
 COMPACT_BYTES = 4 << 20
 
@@ -230,6 +232,7 @@ class CheckpointStore:
             "inputs": _json_inputs(inputs),
         }
         self._stateful = stateful(suggestors)
+        clear_decisions(self.folder)  # kept for the old journal's pause: they fit no other
         self._snapshot(None)
 
     def resume(self, checkpoint: Checkpoint, suggestors: Iterable[Suggestor] = ()) -> None:
@@ -305,30 +308,20 @@ class CheckpointStore:
         self._compact_at = max(self._compact_floor, 2 * len(line))
         self._written = _Written.of(state, states)
 
-    # -- decisions of a paused run ----------------------------------------------
+    # -- decisions of a paused run (`_decisions`) -------------------------------
 
-    def save_decisions(self, decisions: Mapping[str, bool]) -> None:
-        """Remember human decisions given so far for a paused run (id -> approve)."""
-        text = json.dumps(dict(sorted(decisions.items())))
-        atomic_write(self.folder, DECISIONS_FILE, text.encode("utf-8"))
+    def save_decisions(
+        self, run: str, decisions: Mapping[str, Decision], pending: Sequence[PendingProposal]
+    ) -> None:
+        """Seal the decisions given so far for the pause `run` (the journal's last MAC)."""
+        save_decisions(self.folder, self._key, run, decisions, pending)
 
-    def load_decisions(self) -> dict[str, bool]:
-        """Decisions saved by `save_decisions` (empty if none); a corrupt file is refused."""
-        try:
-            data = json.loads((self.folder / DECISIONS_FILE).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError, RecursionError):
-            data = None
-        if not isinstance(data, dict) or not all(isinstance(v, bool) for v in data.values()):
-            raise UsageError(
-                f"{DECISIONS_FILE!r} in the checkpoint folder is corrupt; it is not read",
-                hint="delete it and give every decision again with --approve/--reject",
-            )
-        return {str(k): v for k, v in data.items()}
+    def load_decisions(self, run: str, pending: Sequence[PendingProposal]) -> dict[str, Decision]:
+        """The sealed decisions kept for the pause `run`; CD932 for anything else."""
+        return load_decisions(self.folder, self._key, run, pending)
 
     def clear_decisions(self) -> None:
-        (self.folder / DECISIONS_FILE).unlink(missing_ok=True)
+        clear_decisions(self.folder)
 
 
 @dataclass(frozen=True, slots=True)

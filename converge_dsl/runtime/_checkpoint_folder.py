@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from converge_dsl._files import open_lock
 from converge_dsl.errors import UsageError
 
 LOCK_FILE = ".lock"
@@ -53,7 +54,7 @@ def folder_lock(folder: Path | None, option: str) -> Iterator[None]:
     import fcntl
 
     try:
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_lock(folder / LOCK_FILE)
     except OSError as exc:
         raise UsageError(
             f"cannot lock {option} folder {str(folder)!r}: {exc.strerror or exc}",

@@ -294,6 +294,11 @@ class TraceLine(BaseModel):
     span: SpanModel | None = Field(
         default=None, description="source span of the suggestor concerned"
     )
+    excerpts: dict[str, str] | None = Field(
+        default=None,
+        description="on the `run_started` line: each suggestor's source lines, as the run "
+        "loaded them (what `converge-dsl report` shows; it reads no file)",
+    )
     time: str | None = Field(
         default=None,
         description="wall-clock time the line was written, RFC 3339 in UTC "

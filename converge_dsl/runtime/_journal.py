@@ -22,10 +22,11 @@ reading never re-serialises anything.
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import hmac
 import json
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._reading import read_bytes
 from converge_dsl.errors import RunError
 
 from ._checkpoint_key import CheckpointRefused, key_id
@@ -110,7 +112,7 @@ def read_journal(path: Path, key: bytes) -> JournalRead:
 
     Raises `FileNotFoundError` when there is no file (the caller says what that means).
     """
-    raw = path.read_bytes()
+    raw = read_bytes(path, "checkpoint journal")
     cut = raw.rfind(b"\n") + 1
     records: list[Record] = []
     previous, start = "", 0
@@ -153,25 +155,17 @@ def _write_error(path: Path, exc: OSError) -> RunError:
 def atomic_write(folder: Path, name: str, data: bytes) -> None:
     """Replace `folder/name` by temp file + fsync + rename + fsync of the folder.
 
-    A failure (full disk, folder gone) raises `RunError` and leaves the previous
+    Through `converge_dsl._files.replace_file`: the temporary file is made
+    new (`O_EXCL | O_NOFOLLOW`), so one planted in the folder is never
+    written through. A failure (full disk, folder gone) raises `RunError` and leaves the previous
     `folder/name` as it was; the temp file is removed.
     """
-    temp = folder / f".{name}.{os.getpid()}.tmp"
+    from converge_dsl._files import replace_file
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with temp.open("wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, folder / name)
-        directory = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        replace_file(folder / name, data, sync_folder=True)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
         raise _write_error(folder / name, exc) from None
 
 
@@ -206,7 +200,11 @@ class Appender:
         except OSError as exc:
             raise _write_error(path, exc) from None
         try:
-            if os.fstat(self._fd).st_size != end:
+            info = os.fstat(self._fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                # A hard link would carry the appends to the file's other name too.
+                raise OSError(errno.EPERM, "it is not a regular file with a single link")
+            if info.st_size != end:
                 os.ftruncate(self._fd, end)
                 os.fsync(self._fd)
         except OSError as exc:

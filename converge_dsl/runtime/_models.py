@@ -24,13 +24,24 @@ from ._options import RunOptions
 if TYPE_CHECKING:
     import httpx
 
+    from converge_dsl.models import ReplayOrder
+
 # Builds one declared model of a run by name, sending through the transport if one is given.
 ModelBuilder = Callable[[str, "httpx.AsyncBaseTransport | None"], Model]
 
 
-def _cassette(path: Path, option: str, name: str) -> Model:
+def _cassette(
+    path: Path,
+    option: str,
+    name: str,
+    *,
+    attempt_gate: Callable[[], bool] | None,
+    order: ReplayOrder | None,
+    clock: Clock,
+) -> Model:
     """The replay of a cassette named on the command line, standing in for the model
-    recorded as `name`; a bad cassette is a `UsageError`."""
+    recorded as `name` (asking `attempt_gate` as the recorded model did, answering in
+    `order`); a bad cassette is a `UsageError`."""
     from converge_dsl.models import ModelError, ReplayModel
     from converge_dsl.models.cassette import RECORD_HINT
 
@@ -41,7 +52,9 @@ def _cassette(path: Path, option: str, name: str) -> Model:
     if not path.exists():
         raise UsageError(f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT)
     try:
-        return ReplayModel.from_file(path, name=name)
+        return ReplayModel.from_file(
+            path, name=name, attempt_gate=attempt_gate, order=order, clock=clock
+        )
     except ModelError as exc:
         raise UsageError(
             f"{option}: {exc.message.removeprefix(f'{exc.code.value}: ')}", hint=exc.hint
@@ -74,7 +87,7 @@ def model_builder(
         declaration = settings.models[name]
         return build_model(
             name,
-            declaration.config,
+            declaration.spec,
             base_dir=declaration.base_dir,
             env=env,
             clock=clock,
@@ -96,10 +109,10 @@ def build_models(
     """Build every model `settings` declares, through `model_builder` (the run's
     `attempt_gate` and wall-clock deadline; files in the pipeline's folder or one
     of `options.roots`), unless a cassette stands in for it (`--replay`,
-    `--model NAME=CASSETTE`); `--record` wraps each in a recorder. An override of
-    an undeclared model is a `UsageError`.
+    `--model NAME=CASSETTE`; `--record` is a sink, `_sinks.RecordSink`). An
+    override of an undeclared model is a `UsageError`.
     """
-    from converge_dsl.models import RecordingModel
+    from converge_dsl.models import ReplayOrder
 
     declared = settings.models
     for name in options.model_overrides:
@@ -116,16 +129,22 @@ def build_models(
         attempt_gate=attempt_gate,
     )
     models: dict[str, Model] = {}
+    orders: dict[str, ReplayOrder] = {}  # one answer order per cassette file of the run
+
+    def replay(path: Path, option: str, name: str) -> Model:
+        order = orders.setdefault(str(path.resolve()), ReplayOrder())
+        return _cassette(
+            path, option, name, attempt_gate=attempt_gate, order=order, clock=options.clock
+        )
+
     for name in declared:
         override = options.model_overrides.get(name)
         model: Model
         if options.replay is not None:
-            model = _cassette(options.replay, f"--replay {options.replay}", name)
+            model = replay(options.replay, f"--replay {options.replay}", name)
         elif override is not None:
-            model = _cassette(Path(override), f"--model {name}={override}", name)
+            model = replay(Path(override), f"--model {name}={override}", name)
         else:
             model = build(name, None)
-        if options.record is not None:
-            model = RecordingModel(model, options.record, append=True, name=name)
         models[name] = model
     return models

@@ -1,4 +1,9 @@
-"""`RunOptions`: everything `converge-dsl run` can say, as the runtime receives it."""
+"""`RunOptions`: what makes a run of `converge-dsl run`, as the runtime receives it.
+
+Where the run's results go is not an option each: it is the list of `sinks`
+(`_sinks.RunSink`: `--trace`, `--report`, `--record`, the live progress, the
+result document), checked and driven by the one run assembly (`_assembly`).
+"""
 
 from __future__ import annotations
 
@@ -6,34 +11,53 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl.clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from ._sinks import RunSink
+
+
+@dataclass(frozen=True)
+class OtelOptions:
+    """OpenTelemetry export (`converge_dsl.runtime._telemetry`).
+
+    `flag` (`--otel`) turns it on (so does an OTEL_* variable of the run's
+    environment naming an exporter); `content` (`--otel-content`) records
+    prompts and answers (redacted); `exporter` (an SDK `SpanExporter`) replaces
+    the configured exporter (tests, embedding applications). `on_warning` hears
+    each warning line (export failures); None writes them to standard error.
+    """
+
+    flag: bool = False
+    content: bool = False
+    exporter: Any = None
+    on_warning: Callable[[str], object] | None = None
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Everything `converge-dsl run` can say. Paths are as the user gave them.
+    """What makes one run of `converge-dsl run`. Paths are as the user gave them.
 
     `allow_roots` are the folders (`--allow-root DIR`) where files the pipeline
     names may lie besides its own folder; those of `CONVERGE_DSL_ALLOW_ROOTS`
-    in `env` are added (`roots`).
+    in `env` are added (`roots`). `checkpoint`/`resume`/`decisions` journal a
+    run and continue it (the checkpoint is read as well as written, so it is
+    not only a sink). `sinks` are the run's outputs, in the order they hear it.
     """
 
     pipeline: Path
     inputs: Mapping[str, Any] = field(default_factory=dict)
     model_overrides: Mapping[str, str] = field(default_factory=dict)
-    trace: Path | None = None
+    replay: Path | None = None
     checkpoint: Path | None = None
     resume: Path | None = None
-    record: Path | None = None
-    replay: Path | None = None
+    decisions: Mapping[str, bool] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     clock: Clock = field(default_factory=SystemClock)
-    listeners: tuple[Callable[[BaseModel], None], ...] = ()
-    decisions: Mapping[str, bool] = field(default_factory=dict)
+    # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
+    decided_by: Mapping[str, str] = field(default_factory=dict)
     # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
     on_fetch: Callable[[str], object] | None = None
     allow_roots: tuple[Path, ...] = ()
@@ -43,15 +67,8 @@ class RunOptions:
     # once it is compiled, every live object goes to the collector's permanent
     # generation (`gc.freeze`), so collections during the run skip them.
     freeze_compiled: bool = False
-    # OpenTelemetry export (`converge_dsl.runtime._telemetry`): `--otel` turns it on (so does
-    # an OTEL_* variable of `env` naming an exporter); `--otel-content` records prompts and
-    # answers (redacted); `span_exporter` (an SDK `SpanExporter`) replaces the configured
-    # exporter (tests, embedding applications). `on_warning` hears each warning line
-    # (export failures); None writes them to standard error.
-    otel: bool = False
-    otel_content: bool = False
-    span_exporter: Any = None
-    on_warning: Callable[[str], object] | None = None
+    otel: OtelOptions = field(default_factory=OtelOptions)
+    sinks: tuple[RunSink, ...] = ()
 
     @property
     def roots(self) -> tuple[Path, ...]:

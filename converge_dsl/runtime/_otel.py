@@ -1,11 +1,10 @@
 """OpenTelemetry export of a run: the SDK set up from `OtelSettings`, and its bounded end.
 
-`start_telemetry(options, clock, warn)` -> `Telemetry | None` (None when
-export is off, `_otel_config`). The runtime imports this module only when
-export is on; it is the one place that imports the OpenTelemetry SDK. Without
-the SDK installed, `--otel` is an `OtelRefused` (CD980, exit 3) saying how to
-install it; export asked for by `OTEL_*` variables alone is a warning, and the
-run goes on without it.
+`Telemetry(settings, clock, warn, exporter=None)`: one run's export, made by
+`_telemetry.start_telemetry(options)` when export is on; that is the only
+importer of this module, the one place that imports the OpenTelemetry SDK
+(without it, `start_telemetry` refuses `--otel` or warns; see there). A
+setting the SDK refuses is an `OtelRefused` (CD981) raised from here.
 
 `Telemetry.recorder` (a `SpanRecorder`) listens to the run's events. Spans go
 through a batch processor to the exporter on a background thread, so a slow
@@ -46,11 +45,11 @@ from opentelemetry.sdk.trace.sampling import (
 )
 
 from converge_dsl import codes
+from converge_dsl._urls import display_url as display
 from converge_dsl.clock import Clock
 from converge_dsl.frontend import SuggestorKind
 
 from ._otel_config import OtelRefused, OtelSettings
-from ._otel_config import display_url as display
 from ._otel_genai import ModelFacts
 from ._otel_spans import SpanRecorder
 from ._trace import wall_clock
@@ -67,6 +66,37 @@ def _reason(message: str) -> str:
     """The gist of an exporter failure: the system error when there is one."""
     found = _ERRNO.search(message)
     return found.group(0).strip() if found else message[:160]
+
+
+class _QuietLogger:
+    """Keeps the SDK's logger from propagating while any export is open.
+
+    Runs export at once (batch cases on one loop, nested runs): each saving and
+    restoring the flag itself would interleave and leave it off, so the first to
+    enter saves it and the last to leave gives it back.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = 0
+        self._saved = True
+
+    def enter(self) -> None:
+        with self._lock:
+            logger = logging.getLogger(_LOGGER)
+            if self._open == 0:
+                self._saved = logger.propagate
+                logger.propagate = False
+            self._open += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._open -= 1
+            if self._open == 0:
+                logging.getLogger(_LOGGER).propagate = self._saved
+
+
+_QUIET = _QuietLogger()
 
 
 class _Problems(logging.Handler):
@@ -152,7 +182,46 @@ def otlp_exporter(settings: OtelSettings) -> SpanExporter:
         compression=Compression.Gzip
         if settings.compression == "gzip"
         else Compression.NoCompression,
+        session=capped_session(MAX_RESPONSE_BYTES),
     )
+
+
+# What a collector's answer may hold: an OTLP answer is a few bytes (a partial-success
+# message at most), so anything larger is refused as it arrives.
+MAX_RESPONSE_BYTES = 1 << 20
+_CHUNK = 64 * 1024
+
+
+class ResponseTooLarge(OSError):
+    """A collector answered more than the cap (the export fails; the run goes on)."""
+
+
+def capped_session(cap: int) -> Any:
+    """A `requests.Session` that reads at most `cap` bytes of any answer.
+
+    Every request streams its answer and reads it chunk by chunk; past `cap`
+    bytes the connection is closed and `ResponseTooLarge` raised, which the
+    exporter reports as a failed export. So a hostile collector answering an
+    endless body costs `cap` bytes of memory, not the body's size.
+    """
+    import requests
+
+    class CappedSession(requests.Session):
+        def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+            kwargs["stream"] = True
+            response = super().request(*args, **kwargs)
+            body = bytearray()
+            try:
+                for chunk in response.iter_content(_CHUNK):
+                    body += chunk
+                    if len(body) > cap:
+                        raise ResponseTooLarge(f"the collector's answer is over {cap} bytes")
+            finally:
+                response.close()
+            response._content = bytes(body)
+            return response
+
+    return CappedSession()
 
 
 def sampler(settings: OtelSettings) -> Sampler:
@@ -179,10 +248,9 @@ class Telemetry:
         self.settings = settings
         self._warn = warn
         self._problems = _Problems()
-        logger = logging.getLogger(_LOGGER)
-        self._saved = (logger.propagate, logger.level)
-        logger.addHandler(self._problems)
-        logger.propagate = False
+        logging.getLogger(_LOGGER).addHandler(self._problems)
+        _QUIET.enter()
+        self._quiet = True
         attributes: dict[str, Any] = {"service.version": __version__, **dict(settings.resource)}
         attributes |= {"service.name": settings.service_name, "telemetry.sdk.language": "python"}
         attributes["telemetry.sdk.name"] = "opentelemetry"
@@ -255,9 +323,10 @@ class Telemetry:
 
     def _restore(self) -> None:
         """Give the SDK's logger back as it was."""
-        logger = logging.getLogger(_LOGGER)
-        logger.removeHandler(self._problems)
-        logger.propagate, _ = self._saved
+        logging.getLogger(_LOGGER).removeHandler(self._problems)
+        if self._quiet:
+            self._quiet = False
+            _QUIET.leave()
 
     def _wait(self, done: threading.Event) -> bool:
         """Wait for the flush: at most `flush_s`, and at most `_GRACE_S` after the exporter

@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 from converge_dsl import codes
 from converge_dsl._record import Record
+from converge_dsl._urls import display_url
 from converge_dsl.errors import UsageError
 
 INSTALL_HINT = "pip install 'converge-dsl[otel]'"
@@ -180,21 +181,6 @@ def _first(env: Mapping[str, str], *names: str) -> str:
         if value:
             return value
     return ""
-
-
-def display_url(url: str) -> str:
-    """`url` as a message may show it: without user, password, query or fragment.
-
-    Plain string cutting, so it never fails on a malformed URL (which a refusal
-    must still show): everything up to the last `@` of the authority goes.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority, path = rest[:cut], rest[cut:]
-    path = path.split("?", 1)[0].split("#", 1)[0]
-    return f"{scheme}{sep}{authority.rpartition('@')[2]}{path}"
 
 
 def _refuse(variable: str, value: str, why: str, hint: str) -> OtelRefused:

@@ -70,7 +70,9 @@ class RunOutcome:
         # task's result on some paths, and a whole compiled pipeline's repr is huge.
         return f"RunOutcome(exit_code={self.exit_code}, result={self.result!r})"
 
-    def _facts_by_key(self) -> Iterator[tuple[str, Sequence[Fact]]]:
+    def facts_by_key(self) -> Iterator[tuple[str, Sequence[Fact]]]:
+        """Each key (in key order) with its facts (in promotion order), straight from the
+        result: what `document` and `write_json` show, without building either."""
         context = self.result.context
         keys = context.keys()  # key sort order
         for key in keys:
@@ -79,12 +81,12 @@ class RunOutcome:
     @cached_property
     def document(self) -> RunResultDocument:
         """The run-result document with its facts (grouped by key, in key order)."""
-        facts = {key: [FactModel.of(fact) for fact in items] for key, items in self._facts_by_key()}
+        facts = {key: [FactModel.of(fact) for fact in items] for key, items in self.facts_by_key()}
         return self.summary.model_copy(update={"facts": facts})
 
     def write_json(self, stream: TextIO) -> None:
         """Write `document` as `model_dump_json(indent=2)` would, facts streamed; no newline."""
-        write_run_result(self.summary, self._facts_by_key(), stream)
+        write_run_result(self.summary, self.facts_by_key(), stream)
 
 
 def run_error_diagnostic(error: ConvergeError) -> Diagnostic | None:

@@ -1,4 +1,4 @@
-"""Output-path checks: `--checkpoint`, `--record` and `--trace` are refused before any work.
+"""Output checks: every output of a run is refused before any work, over its list of sinks.
 
 Every output file is opened by the one opener (`_trace.open_output`, over
 `converge_dsl._files.open_output`): never through a link, never over a file
@@ -6,16 +6,18 @@ that is not ours. Command-line outputs may lie anywhere the user names them
 (the user's own word); files the pipeline names lie inside its folder or an
 allowed root (`converge_dsl._files.referenced_path`).
 
-An output may not be a file the run reads (the pipeline, a model script or
+`check_outputs(sinks, reads)` is the one same-file check (docs/architecture.md
+§12): no output may be a file the run reads (the pipeline, a model script or
 cassette named by the typed model declarations, a `--model`/`--replay`
-cassette, the checkpoint), nor the other output.
+cassette, the checkpoint, a batch's cases), nor another output; then each
+sink checks its own path (`RunSink.check`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl._files import same_file
@@ -24,28 +26,7 @@ from converge_dsl.errors import UsageError
 
 from ._checkpoint import CHECKPOINT_FILE, LOCK_FILE, check_folder
 from ._options import RunOptions
-from ._trace import open_output
-
-
-def _read_files(
-    models: Mapping[str, ModelDeclaration], options: RunOptions
-) -> list[tuple[Path, str]]:
-    """The files a run reads (never to be overwritten by an output): path and what it is."""
-    found = [(options.pipeline, "the pipeline")]
-    for name, declaration in models.items():
-        found.extend(
-            (path, f"the {field_name} of model {name!r}")
-            for field_name, path in declaration.files.items()
-        )
-    found.extend(
-        (Path(cassette), f"the cassette of --model {name}")
-        for name, cassette in options.model_overrides.items()
-    )
-    if options.replay is not None:
-        found.append((options.replay, "the --replay cassette"))
-    if options.checkpoint is not None:
-        found.append((options.checkpoint / CHECKPOINT_FILE, "the checkpoint file"))
-    return found
+from ._sinks import Output, RunSink
 
 
 def _check_checkpoint_folder(folder: Path, option: str) -> None:
@@ -68,38 +49,69 @@ def _check_checkpoint_folder(folder: Path, option: str) -> None:
             )
 
 
-def check_outputs(models: Mapping[str, ModelDeclaration], options: RunOptions) -> None:
-    """Refuse unusable `--checkpoint` / `--record` / `--trace` paths before any work (`UsageError`).
+class CheckpointSink(RunSink):
+    """`--checkpoint DIR` (or `--resume DIR`): the run's journal folder.
 
-    `models` are the pipeline's model declarations (`compiler.declare_models`).
-    An output may not be a file the run reads (the pipeline, a model script or
-    cassette, the checkpoint), nor the other output. Every output goes through
-    `open_output` (no link followed; an existing file must be one we wrote:
-    `--record` appends only to an empty file or a cassette); `--trace` is opened,
-    and truncated, when the `TraceWriter` is made. A `--checkpoint` folder may
-    not be a link, and an existing, non-empty one must hold our files.
+    The run also reads from it (`--resume`), so the assembly drives its store
+    (`_assembly`); as an output it is checked like any other.
     """
+
+    def __init__(self, folder: Path, resuming: bool) -> None:
+        self.folder = folder
+        self._option = "--resume" if resuming else "--checkpoint"
+        self._resuming = resuming
+
+    def outputs(self) -> tuple[Output, ...]:
+        return (Output(self.folder, self._option, "checkpoint folder"),)
+
+    def check(self) -> None:
+        """The folder is not a link, and an existing, non-empty one holds our files."""
+        _check_checkpoint_folder(self.folder, self._option)
+        check_folder(self.folder, self._option, create=not self._resuming)
+
+
+def read_files(
+    models: Mapping[str, ModelDeclaration], options: RunOptions
+) -> list[tuple[Path, str]]:
+    """The files a run reads (never to be overwritten by an output): path and what it is."""
+    found = [(options.pipeline, "the pipeline")]
+    for name, declaration in models.items():
+        found.extend(
+            (path, f"the {field_name} of model {name!r}")
+            for field_name, path in declaration.files.items()
+        )
+    found.extend(
+        (Path(cassette), f"the cassette of --model {name}")
+        for name, cassette in options.model_overrides.items()
+    )
+    if options.replay is not None:
+        found.append((options.replay, "the --replay cassette"))
     if options.checkpoint is not None:
-        resuming = options.checkpoint == options.resume
-        _check_checkpoint_folder(options.checkpoint, "--resume" if resuming else "--checkpoint")
-        check_folder(
-            options.checkpoint, "--resume" if resuming else "--checkpoint", create=not resuming
-        )
-    outputs = [(p, o) for p, o in ((options.trace, "--trace"), (options.record, "--record")) if p]
-    if len(outputs) == 2 and same_file(outputs[0][0], outputs[1][0]):
-        raise UsageError(
-            f"--trace and --record name the same file {str(outputs[0][0])!r}",
-            hint="give each its own file",
-        )
-    for path, option in outputs:
-        for read, what in _read_files(models, options):
-            if same_file(path, read):
-                raise UsageError(
-                    f"{option} {str(path)!r} is {what}; it would be overwritten",
-                    hint=f"give {option} a file of its own (e.g. run.jsonl)",
-                )
-    if options.record is not None:
-        if options.record.parent != Path():
-            with contextlib.suppress(OSError):  # a missing parent: reported by the open below
-                options.record.parent.mkdir(parents=True, exist_ok=True)
-        open_output(options.record, "--record", "cassette", mode="a").close()
+        found.append((options.checkpoint / CHECKPOINT_FILE, "the checkpoint file"))
+    return found
+
+
+def check_outputs(sinks: Sequence[RunSink], reads: Sequence[tuple[Path, str]]) -> None:
+    """Refuse unusable outputs before any work (`UsageError`; see the module docstring).
+
+    `reads` are the files the run reads, each with what it is (`read_files`).
+    """
+    seen: list[Output] = []
+    for sink in sinks:
+        for output in sink.outputs():
+            for other in seen:
+                if same_file(output.path, other.path):
+                    raise UsageError(
+                        f"{other.option} and {output.option} name the same file "
+                        f"{str(output.path)!r}",
+                        hint="give each its own file",
+                    )
+            for read, what in reads:
+                if same_file(output.path, read):
+                    raise UsageError(
+                        f"{output.option} {str(output.path)!r} is {what}; it would be overwritten",
+                        hint=f"give {output.option} a {output.what} of its own",
+                    )
+            seen.append(output)
+    for sink in sinks:
+        sink.check()

@@ -12,8 +12,12 @@ are seconds from the run's start, rounded to microseconds. Long texts are cut
 line that is not JSON, not an event object, or an event missing a field the
 report reads is a `UsageError` naming `file:line`.
 
-Source excerpts of the suggestors are read from the files their spans name,
-relative to the current folder or to the trace's folder, when they exist.
+Source excerpts of the suggestors come from the trace alone: the run wrote
+them on its `run_started` line (`excerpts`, cut from the text it loaded).
+The report reads no file but the trace (docs/architecture.md §12), whatever
+path a span names (`/etc/passwd`, `../../secret`); a suggestor without an
+excerpt in the trace (a trace from an older converge-dsl, or an edited one)
+gets none, and `why` says so.
 """
 
 from __future__ import annotations
@@ -23,11 +27,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._reading import open_regular
 from converge_dsl.errors import UsageError
+
+from ._trace import MAX_EXCERPT_LINES
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_TEXT = 400
-MAX_EXCERPT_LINES = 40
+NO_EXCERPT = (
+    "no excerpt: the trace does not hold this suggestor's source "
+    "(a report shows only what the run recorded; it reads no other file)"
+)
 # The row lists of the page's data, one per section.
 TABLES = (
     "ex", "mc", "facts", "rej", "hitl", "usage", "inv",
@@ -39,7 +49,7 @@ _HINT = "give the JSONL file written by `converge-dsl run --trace`"
 def bounded_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, event object) of each non-blank line, each line read with a bound."""
     try:
-        stream = path.open("rb")
+        stream = open_regular(path, "trace")
     except OSError as exc:
         raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
     with stream:
@@ -101,6 +111,7 @@ class _Fold:
         self.names: dict[str, int] = {}
         self.spans: dict[str, dict[str, Any]] = {}
         self.meta: dict[str, Any] = {}
+        self.excerpts: dict[str, str] = {}
         self.running: dict[str, int] = {}  # suggestor -> cycle of its current execution
         self.held: dict[tuple[str, str], list[Any]] = {}  # (key, id) -> its `hitl` row
         self.rows: dict[str, list[list[Any]]] = {name: [] for name in TABLES}
@@ -162,12 +173,19 @@ class _Fold:
     def add(self, event: dict[str, Any]) -> None:
         span, suggestor = event.get("span"), event.get("suggestor")
         if isinstance(span, dict) and isinstance(suggestor, str) and suggestor not in self.spans:
+            if not isinstance(span.get("file"), str) or type(span.get("line")) is not int:
+                raise TypeError("its span has no file name and line number")
             self.spans[suggestor] = span
         handler = self.handlers.get(event["type"])
         if handler is not None:
             handler(event)
 
     def _run_started(self, event: dict[str, Any]) -> None:
+        excerpts = event.get("excerpts")
+        if isinstance(excerpts, dict):
+            self.excerpts.update(
+                (name, text) for name, text in excerpts.items() if isinstance(text, str)
+            )
         timing = _timing(event)
         if timing is not None:
             self.rel(timing[0])
@@ -308,21 +326,19 @@ class _Fold:
         self.rows[table].append(row)
 
 
-def _excerpt(span: dict[str, Any], folders: tuple[Path, ...]) -> dict[str, Any]:
-    """The span's location and, when its file can be read, its lines."""
-    file, line, end = str(span.get("file")), int(span["line"]), int(span["end_line"])
-    out: dict[str, Any] = {"file": file, "line": line, "text": None}
-    for folder in folders:
-        candidate = folder / file
-        try:
-            if not candidate.is_file() or candidate.stat().st_size > MAX_LINE_BYTES:
-                continue
-            lines = candidate.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            continue
-        last = min(end, line + MAX_EXCERPT_LINES - 1, len(lines))
-        out["text"] = "\n".join(lines[line - 1 : last]).rstrip()
-        break
+def _cut_excerpt(text: str) -> str:
+    """At most `MAX_EXCERPT_LINES` lines of `MAX_TEXT` characters: a trace can hold any size."""
+    lines = text.splitlines()[:MAX_EXCERPT_LINES]
+    return "\n".join(line if len(line) <= MAX_TEXT else _cut(line) for line in lines)
+
+
+def _excerpt(span: dict[str, Any], text: str | None) -> dict[str, Any]:
+    """The span's location and the excerpt the trace holds for it (else `why` there is none)."""
+    out: dict[str, Any] = {"file": span["file"], "line": span["line"], "text": None}
+    if text is None:
+        out["why"] = NO_EXCERPT
+    else:
+        out["text"] = _cut_excerpt(text)
     return out
 
 
@@ -343,9 +359,8 @@ def report_data(path: Path) -> dict[str, Any]:
             ) from None
     if not seen:
         raise UsageError(f"{path}: the trace holds no event", hint=_HINT)
-    folders = (Path.cwd(), path.parent)
     names = list(fold.names)
-    sources = {name: _excerpt(span, folders) for name, span in fold.spans.items()}
+    sources = {name: _excerpt(span, fold.excerpts.get(name)) for name, span in fold.spans.items()}
     files = [str(span.get("file")) for span in fold.spans.values()]
     pipeline = Path(files[0]).name if files else None
     return {

@@ -79,7 +79,12 @@ def check_report_output(
 
 def write_report(trace: Path, output: Path, option: str = "-o") -> int:
     """Write the report of `trace` to `output`; the number of bytes written."""
-    page = render_report(trace)
+    return write_page(render_report(trace), output, option)
+
+
+def write_page(page: str, output: Path, option: str) -> int:
+    """Write `page` (it starts with `MARK`) to `output` through the checked opener: only
+    an empty file or a report we wrote is overwritten. The number of bytes written."""
     stream = open_output(output, option, "report file", recognise=is_report_line, append=False)
     name = f"report file {str(output)!r}"
     with stream:

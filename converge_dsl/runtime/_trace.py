@@ -45,6 +45,24 @@ def deterministic_line(line: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in line.items() if key not in NONDETERMINISTIC_FIELDS}
 
 
+# The most lines of a suggestor's source a trace keeps for its report.
+MAX_EXCERPT_LINES = 40
+
+
+def source_excerpts(spans: Mapping[str, SourceSpan], texts: Mapping[str, str]) -> dict[str, str]:
+    """Suggestor -> the lines of its span (at most `MAX_EXCERPT_LINES`) in the loaded `texts`."""
+    out: dict[str, str] = {}
+    split: dict[str, list[str]] = {}
+    for name, span in spans.items():
+        text = texts.get(span.file)
+        if text is None:
+            continue
+        lines = split.setdefault(span.file, text.splitlines())
+        last = min(span.end_line, span.line + MAX_EXCERPT_LINES - 1, len(lines))
+        out[name] = "\n".join(lines[span.line - 1 : last]).rstrip()
+    return out
+
+
 def wall_clock(clock: Clock) -> WallClock:
     """`clock` when it also tells the time of day, else the system's wall clock."""
     return clock if isinstance(clock, WallClock) else SystemClock()
@@ -61,6 +79,7 @@ class TraceWriter:
         wall: WallClock | None = None,
     ) -> None:
         self._spans = dict(spans)
+        self._excerpts: dict[str, str] = {}
         self._wall = wall or SystemClock()
         self._listeners = listeners
         self._seq = 0
@@ -75,9 +94,17 @@ class TraceWriter:
         """True when events go somewhere (a file or a listener); else the engine builds none."""
         return self._file is not None or bool(self._listeners)
 
-    def set_spans(self, spans: Mapping[str, SourceSpan]) -> None:
-        """Source spans by suggestor name (known once the pipeline is compiled)."""
+    def set_spans(
+        self, spans: Mapping[str, SourceSpan], texts: Mapping[str, str] | None = None
+    ) -> None:
+        """Source spans by suggestor name (known once the pipeline is compiled).
+
+        `texts` maps a source file's name (as spans give it) to the text the run
+        loaded: each suggestor's excerpt is cut from it and written on the
+        `run_started` line (`excerpts`), so that a report never reads a file.
+        """
         self._spans = dict(spans)
+        self._excerpts = source_excerpts(spans, texts or {})
 
     def line(self, event: BaseModel) -> dict[str, Any]:
         data = event.model_dump(mode="json")
@@ -90,6 +117,8 @@ class TraceWriter:
             "span": None if span is None else span.model_dump(),
             "time": rfc3339(self._wall.wall()),
         }
+        if line["type"] == "run_started" and self._excerpts:
+            line["excerpts"] = self._excerpts
         self._seq += 1
         return line
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from converge_dsl._reading import open_regular
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -32,7 +33,7 @@ _FROM_RUN = "give the JSONL file written by `converge-dsl run --trace`"
 def read_trace(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, decoded JSON) of each non-blank line; unreadable input is a UsageError."""
     try:
-        with path.open("rb") as stream:
+        with open_regular(path, "trace") as stream:
             for number, raw in enumerate(stream, start=1):
                 try:
                     line = raw.decode("utf-8")

@@ -136,7 +136,10 @@ default: {reply: ok}
 """
     agent, model, sink = build(script=script)
     effect = run(agent)
-    assert effect.proposals == ()
+    (warning,) = effect.proposals  # no proposal: the warning that every tool call failed
+    assert (warning.key, warning.id) == ("diagnostic", "agent:tool-errors:rev:1")
+    assert warning.data["code"] == "CD923"
+    assert warning.data["tool_errors"] == 2
     first = model.requests[1].messages[-1].parts[0]
     assert first.is_error
     assert "unknown tool 'context.reed'; did you mean 'context.read'?" in first.output

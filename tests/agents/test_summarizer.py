@@ -126,7 +126,8 @@ def test_custom_prompt_gets_its_own_version() -> None:
 def test_every_failure_falls_back_to_the_stub(script: str, budget: str, expected: str) -> None:
     agent, main, sink = build(script, budget)
     effect = run(agent, fact("seeds", "s1", "a" * 120))
-    assert effect.proposals == ()
+    # It only reads: no proposal, and the warning that it proposed nothing.
+    assert [p.id for p in effect.proposals] == ["agent:no-proposal:rev:1"]
     assert sink.of("agent_finished")[0].status == "max_turns"  # the loop went on
     assert outcomes(sink) == [(f"rev.c1.r{i}", expected) for i in (1, 2, 3)]
     fallback = sink.of("agent_summary_fallback")[0]

@@ -81,9 +81,14 @@ def test_batch_wide_model_call_cap(tmp_path: Path) -> None:
 def test_batch_wide_token_cap(tmp_path: Path) -> None:
     cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(6)])
     out = tmp_path / "results.jsonl"
-    batch("--cases", str(cases), "--out", str(out), "--max-tokens", "1", "--concurrency", "1")
-    stops = [line["stop_reason"] for line in read_results(out)]
+    # 20 tokens: room for one case's call (its input estimate plus the minimum answer cap)
+    batch("--cases", str(cases), "--out", str(out), "--max-tokens", "20", "--concurrency", "1")
+    lines = read_results(out)
+    stops = [line["stop_reason"] for line in lines]
     assert stops == ["converged"] + ["token_budget_exhausted"] * 5
+    assert (
+        sum(line["usage"]["input_tokens"] + line["usage"]["output_tokens"] for line in lines) <= 20
+    )
 
 
 def test_identical_results_across_local_and_process(tmp_path: Path) -> None:
@@ -189,3 +194,15 @@ def test_a_bad_case_is_reported_at_its_line_of_the_cases_file(
         ("CD920", str(cases), 4, 12),
         ("CD920", str(cases), 5, 7),
     ]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0c", "\r"])
+def test_a_case_holding_a_unicode_line_break_is_one_case(tmp_path: Path, separator: str) -> None:
+    from converge_dsl.batch._cases import read_cases
+
+    cases = tmp_path / "cases.jsonl"
+    raw = json.dumps({"id": "one", "word": f"a{separator}b"}, ensure_ascii=False)
+    cases.write_text(raw + "\n" + json.dumps({"id": "two"}) + "\n", encoding="utf-8", newline="")
+    read = read_cases(cases)
+    assert [(case.id, case.problem) for case in read] == [("one", None), ("two", None)]
+    assert read[0].inputs == {"word": f"a{separator}b"}

@@ -53,3 +53,18 @@ def test_ray_shares_the_batch_cap(local_ray: None, tmp_path: Path) -> None:
     lines = read_results(out)
     assert len(lines) == 8
     assert sum(line["usage"]["model_calls"] for line in lines) == 3
+
+
+def test_ray_writes_each_case_trace_and_report_on_the_driver_paths(
+    local_ray: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Relative `--trace`/`--report` paths mean the driver's folder, not an actor's."""
+    monkeypatch.chdir(tmp_path)
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": w} for w in ("a", "b")])
+    code = _batch(
+        cases, tmp_path / "r.jsonl", "--executor", "ray", "--trace", "traces", "--report", "R.html"
+    )
+    assert code == 0
+    assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == ["0.jsonl", "1.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "R").iterdir()) == ["0.html", "1.html"]
+    assert '<a href="R/1.html">1</a>' in (tmp_path / "R.html").read_text(encoding="utf-8")

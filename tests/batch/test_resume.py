@@ -110,3 +110,87 @@ def test_read_done_cuts_a_torn_last_line_only(tmp_path: Path) -> None:
     out.write_text('{"index":0}\nnot ours\n')
     with pytest.raises(UsageError, match="line 2 is not a result line"):
         read_done(out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"my notes\nthe last line, without its newline",
+        b"not a result line\n" + b'{"index": 0, "id": "c0"}',
+        b"a single line, no newline",
+    ],
+    ids=["foreign", "foreign-first-line", "one-torn-foreign-line"],
+)
+def test_resume_never_cuts_a_file_that_is_not_a_results_file(tmp_path: Path, text: bytes) -> None:
+    """`--out` naming someone's file: refused, and not one byte of it is cut first."""
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "c0", "word": "a"}])
+    out = tmp_path / "notes.txt"
+    out.write_bytes(text)
+    code, err = _resume(cases, out)
+    assert code == 3, err
+    assert "not a result" in err or "not overwritten" in err
+    assert out.read_bytes() == text
+
+
+@pytest.mark.parametrize(
+    "usage",
+    ["[1]", '"many"', '{"model_calls": "3"}', '{"input_tokens": 1.5}', '{"output_tokens": null}'],
+)
+def test_resume_reports_a_result_line_with_malformed_usage(tmp_path: Path, usage: str) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "c0", "word": "a"}])
+    out = tmp_path / "results.jsonl"
+    out.write_text(f'{{"index": 0, "id": "c0", "usage": {usage}}}\n')
+    code, err = _resume(cases, out)
+    assert (code, "Traceback" in err) == (3, False), err
+    assert "line 1 is not a result line" in err
+
+
+TORN = '{"index":0,"id":null,"usage":{}}\n{"index":1,"id"'
+
+
+@pytest.mark.parametrize("how", ["symlink", "hardlink", "foreign", "torn foreign", "cases"])
+def test_resume_checks_out_is_a_results_file_before_changing_a_byte(
+    tmp_path: Path, how: str
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": "a"}, {"word": "b"}])
+    out = tmp_path / "results.jsonl"
+    victim = tmp_path / "victim.txt"
+    victim.write_text(TORN)
+    if how == "symlink":
+        out.symlink_to(victim)
+    elif how == "hardlink":
+        os.link(victim, out)
+    elif how == "cases":
+        out, victim = cases, cases
+        victim.write_text(cases.read_text() + '{"word": "c"')  # a torn last line too
+    else:
+        victim = out
+        out.write_text("my notes\nand more" if how == "foreign" else '{"not": "ours"}\n{"a"')
+    before = victim.read_bytes()
+    code, err = _resume(cases, out)
+    assert code == 3, err
+    assert victim.read_bytes() == before
+    assert "--out" in err
+
+
+def test_resume_refuses_out_given_as_the_cases_file_even_when_it_looks_like_results(
+    tmp_path: Path,
+) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"index": 0, "word": "a"}\n{"index": 1, "word": "b"')
+    before = cases.read_bytes()
+    code, err = _resume(cases, cases)
+    assert code == 3
+    assert "cases file" in err
+    assert cases.read_bytes() == before
+
+
+def test_a_result_holding_a_unicode_line_separator_stays_one_line(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "a", "word": "x\u2028y\u2029z\x85"}])
+    out = tmp_path / "results.jsonl"
+    assert _resume(cases, out)[0] == 0
+    with out.open("a", encoding="utf-8") as handle:  # our own lines keep such characters raw
+        handle.write(json.dumps({"index": 1, "id": "\u2028", "usage": {}}, ensure_ascii=False))
+        handle.write("\n")
+    done = read_done(out)
+    assert done.ids == {0: "a", 1: "\u2028"}

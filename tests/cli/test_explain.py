@@ -133,3 +133,15 @@ def test_a_colour_terminal_gets_the_section_rendered_and_no_colour_the_plain_tex
         assert ("\x1b[" in out.getvalue()) is coloured
         plain = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())  # same text, uncut, unwrapped
         assert plain == (EXPECTED / "explain_CD002.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("word", ["CD2O3", "cd2o3", "2O3"])
+def test_a_letter_o_read_as_a_zero_is_said(word: str) -> None:
+    code, out, err = _run("explain", word)
+    assert (code, out.split(" ", 1)[0]) == (0, "CD203")
+    assert err == f"note: read {word!r} as CD203 (a letter O for a zero)\n"
+
+
+@pytest.mark.parametrize("word", ["CD203", "203", "UNKNOWN_CONTEXT_KEY"])
+def test_a_code_written_as_it_is_needs_no_note(word: str) -> None:
+    assert _run("explain", word)[2] == ""

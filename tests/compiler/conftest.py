@@ -49,8 +49,15 @@ class Usage_:
     def can_call(self) -> bool:
         return True
 
-    def reserve(self, tokens_estimate: int = 0) -> Reservation | None:
-        return Reservation(self, 0)  # type: ignore[arg-type]  # settles into `record`
+    def reserve(
+        self, tokens_estimate: int = 0, answer_cap: int | None = None
+    ) -> Reservation | None:
+        return Reservation(self, 0, answer_cap)  # type: ignore[arg-type]  # settles into `record`
+
+    async def reserve_call(
+        self, tokens_estimate: int = 0, answer_cap: int | None = None
+    ) -> Reservation | None:
+        return self.reserve(tokens_estimate, answer_cap)
 
     def _unhold(self, tokens: int) -> None:
         return None

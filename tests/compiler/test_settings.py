@@ -64,7 +64,12 @@ def test_model_declarations_name_the_files_each_model_reads() -> None:
     models = compile_settings(_document(), inputs={}).models
     assert list(models) == ["main", "old"]
     main, old = models["main"], models["old"]
-    assert dict(main.config) == {"adapter": "scripted", "script": "main.script.yaml"}
+    assert (main.spec.adapter, main.spec.files, main.spec.record) == (
+        "scripted",
+        {"script": "main.script.yaml"},
+        None,
+    )
+    assert main.spec.path == ("models", "main")
     assert dict(main.files) == {"script": Path("/work/p/main.script.yaml")}
     assert dict(old.files) == {"cassette": Path("/work/p/../tapes/old.jsonl")}
     assert main.base_dir == Path("/work/p")
@@ -125,3 +130,26 @@ def test_kinds_above_the_compiler_are_injected_not_imported() -> None:
     assert [s.name for s in compiled.suggestors] == ["a"]
     assert seen[0] is kinds  # a builder sees the registry (a pack builds other kinds)
     assert compiled.kind_of("a") is agent
+
+
+def test_settings_read_the_manifest_they_are_given() -> None:
+    from converge_dsl.frontend import build_manifest
+
+    manifest = build_manifest(_document())
+    settings = compile_settings(manifest, inputs={})
+    assert settings.manifest is manifest
+    assert settings.document is manifest.document
+    assert settings == compile_settings(manifest.document, inputs={})
+
+
+def test_what_the_pipeline_does_not_write_takes_the_engines_defaults() -> None:
+    from converge_dsl.compiler._settings import budget_of, promotion_of
+    from converge_dsl.frontend import BudgetSpec, PromotionSpec
+
+    assert budget_of(BudgetSpec()) == Budget()
+    assert budget_of(BudgetSpec(max_tokens=7)) == Budget(max_tokens=7)
+    assert promotion_of(PromotionSpec(), {}) == PromotionPolicy()
+    written = PromotionSpec(require_provenance=False, gated_keys=("risks",))
+    assert promotion_of(written, {"risks": {"type": "object"}}) == PromotionPolicy(
+        require_provenance=False, gated_keys=("risks",), key_schemas={"risks": {"type": "object"}}
+    )

@@ -23,7 +23,9 @@ def _yaml_blocks() -> list[str]:
     return re.findall(r"^```yaml\n(.*?)^```$", text, flags=re.DOTALL | re.MULTILINE)
 
 
-@pytest.mark.parametrize("name", ["hello.yaml", "hello.script.yaml", "hello.test.yaml"])
+@pytest.mark.parametrize(
+    "name", ["hello.yaml", "hello.script.yaml", "hello.test.yaml", ".pre-commit-config.yaml"]
+)
 def test_the_tutorial_shows_each_file_init_writes(name: str) -> None:
     assert project_files("hello", __version__)[name] in _yaml_blocks()
 

@@ -229,14 +229,19 @@ def test_sdk_disabled_turns_otel_off_and_says_so(monkeypatch: pytest.MonkeyPatch
     assert "OTEL_SDK_DISABLED=true: --otel is ignored" in err
 
 
-def test_otel_is_an_option_of_a_single_run(tmp_path: Path) -> None:
+def test_otel_under_cases_without_the_sdk_is_refused_before_any_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under --cases, --otel exports each case (tests/batch/test_outputs_under_cases.py);
+    without the SDK it is refused once, before any case runs."""
+    monkeypatch.setitem(sys.modules, "converge_dsl.runtime._otel", None)
     cases = tmp_path / "cases.jsonl"
     cases.write_text("{}\n", encoding="utf-8")
-    code, _, err = _cli(
-        ["run", str(TRIAGE), "--cases", str(cases), "--out", str(tmp_path / "o.jsonl"), "--otel"]
-    )
+    out = tmp_path / "o.jsonl"
+    code, _, err = _cli(["run", str(TRIAGE), "--cases", str(cases), "--out", str(out), "--otel"])
     assert code == 3
-    assert "--otel is an option of a single run" in err
+    assert "error: OpenTelemetry [CD980]: --otel needs the OpenTelemetry SDK" in err
+    assert not out.exists()
 
 
 def test_a_run_without_otel_never_imports_opentelemetry(tmp_path: Path) -> None:
@@ -299,3 +304,80 @@ def test_a_refused_setting_keeps_its_code_in_the_json_result(
     assert diagnostic["code"] == "CD981"
     assert diagnostic["message"].startswith("OpenTelemetry [CD981]: OTEL_EXPORTER_OTLP_TIMEOUT=")
     assert "error: OpenTelemetry [CD981]" in err
+
+
+class _Flooding(BaseHTTPRequestHandler):
+    """A hostile collector: answers every export with a body of 1.5 GiB, streamed."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(3 << 29))
+        self.end_headers()
+        chunk = b"\0" * (1 << 16)  # the same 64 KiB again and again: the test holds no more
+        try:
+            for _ in range((3 << 29) // len(chunk)):
+                self.wfile.write(chunk)
+        except OSError:
+            return  # the exporter hung up: what it should do past its cap
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class _Plain(BaseHTTPRequestHandler):
+    """A well-behaved collector: an empty answer to every export."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def _export_to(handler: type[BaseHTTPRequestHandler]) -> tuple[int, int, str]:
+    """Run the triage example exporting to a loopback collector; (exit, peak RSS KiB, stderr)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    probe = (
+        "import io, resource, sys\n"
+        "from converge_dsl.cli import run\n"
+        "err = io.StringIO()\n"
+        f"code = run(['run', {str(TRIAGE)!r}, '--otel'], io.StringIO(), err)\n"
+        "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print(err.getvalue())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    first, _, err = done.stdout.partition("\n")
+    code, peak_kib = (int(word) for word in first.split())
+    return code, peak_kib, err or done.stderr
+
+
+def test_a_collector_answering_a_huge_body_costs_its_cap_not_the_body() -> None:
+    """Measured against the same run exporting to a plain collector, in the same test."""
+    pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK (the otel extra)")
+    code, baseline_kib, _ = _export_to(_Plain)
+    assert code == 0
+    code, peak_kib, err = _export_to(_Flooding)
+    assert code == 0, err
+    assert peak_kib - baseline_kib < 64 * 1024, f"peak RSS {peak_kib} KiB, {baseline_kib} plain"
+    assert "warning[CD982]" in err
+    assert "over 1048576 bytes" in err

@@ -64,12 +64,15 @@ def test_trace_may_not_overwrite_the_replayed_cassette(market: Path) -> None:
     assert (code, "is the --replay cassette" in err) == (3, True)
 
 
-def test_record_appends_only_to_a_cassette_and_trace_starts_afresh(market: Path) -> None:
+def test_record_overwrites_only_a_cassette_and_trace_starts_afresh(market: Path) -> None:
     trace, cassette = market.parent / "t.jsonl", market.parent / "c.jsonl"
-    for _ in range(2):
-        assert cli("run", market, "--trace", trace, "--record", cassette)[0] == 0
+    assert cli("run", market, "--trace", trace, "--record", cassette)[0] == 0
+    once = cassette.read_text()
+    argv = ("run", market, "--trace", trace, "--record", cassette, "--overwrite")
+    assert cli(*argv)[0] == 0
     assert trace.read_text().count('"run_started"') == 1
     assert all("key" in json.loads(line) for line in cassette.read_text().splitlines())
+    assert cassette.read_text().count("\n") == once.count("\n")  # afresh, not appended
     code, _, err = cli("run", market, "--record", trace)
     assert code == 3
     assert "is not a cassette" in err

@@ -16,6 +16,7 @@ from converge_dsl.engine import (
     SuggestorBase,
     UsageMeter,
 )
+from converge_dsl.engine.budget import MIN_ANSWER_TOKENS
 from converge_dsl.models.port import Usage
 
 
@@ -46,14 +47,71 @@ def test_settle_counts_the_real_usage_and_release_gives_the_call_back() -> None:
     assert meter.refused is None
 
 
-def test_token_estimates_hold_against_the_token_budget() -> None:
+def test_token_estimates_and_answer_caps_hold_against_the_token_budget() -> None:
     meter = UsageMeter(Budget(max_tokens=100))
-    held = meter.reserve(tokens_estimate=100)
+    held = meter.reserve(tokens_estimate=60)
     assert held is not None
+    assert held.max_tokens == 40  # the answer may take what the estimate leaves
+    assert held.held_tokens == 100
     assert meter.reserve() is None
     assert meter.refused is StopReason.TOKEN_BUDGET_EXHAUSTED
     held.settle(Usage(10, 10))
     assert meter.can_call()
+
+
+def test_an_estimate_that_leaves_no_useful_answer_cap_is_refused() -> None:
+    meter = UsageMeter(Budget(max_tokens=100))
+    assert meter.reserve(tokens_estimate=100 - MIN_ANSWER_TOKENS + 1) is None
+    assert meter.refused is StopReason.TOKEN_BUDGET_EXHAUSTED
+    small = UsageMeter(Budget(max_tokens=100))
+    asked = small.reserve(tokens_estimate=95, answer_cap=5)  # it asks for less than the minimum
+    assert asked is not None
+    assert asked.max_tokens == 5
+
+
+def test_a_cap_asked_for_is_kept_when_the_budget_leaves_more() -> None:
+    meter = UsageMeter(Budget(max_tokens=1000))
+    held = meter.reserve(tokens_estimate=10, answer_cap=50)
+    assert held is not None
+    assert held.max_tokens == 50
+    second = meter.reserve(tokens_estimate=10, answer_cap=None)
+    assert second is not None
+    assert second.max_tokens == 1000 - 60 - 10
+    unbounded = UsageMeter(Budget()).reserve(tokens_estimate=10, answer_cap=None)
+    assert unbounded is not None
+    assert unbounded.max_tokens is None
+
+
+def test_settling_past_the_cap_reports_the_overshoot() -> None:
+    meter = UsageMeter(Budget(max_tokens=1000))
+    held = meter.reserve(tokens_estimate=10, answer_cap=50)
+    assert held is not None
+    assert held.settle(Usage(12, 80)) == 30
+    within = meter.reserve(tokens_estimate=10, answer_cap=50)
+    assert within is not None
+    assert within.settle(Usage(12, 50)) == 0
+
+
+def test_a_call_short_of_tokens_held_in_flight_waits_for_them() -> None:
+    asyncio.run(_short_of_tokens_held_in_flight())
+
+
+async def _short_of_tokens_held_in_flight() -> None:
+    meter = UsageMeter(Budget(max_tokens=100))
+    first = meter.reserve(tokens_estimate=10)
+    assert first is not None
+    assert first.max_tokens == 90
+    waiting = asyncio.ensure_future(meter.reserve_call(tokens_estimate=10))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    first.settle(Usage(10, 20))  # it used less than it held
+    second = await waiting
+    assert second is not None
+    assert second.max_tokens == 100 - 30 - 10
+    assert meter.refused is None
+    second.settle(Usage(10, 60))
+    assert await meter.reserve_call(tokens_estimate=10) is None  # spent, not held: refused
+    assert meter.refused is StopReason.TOKEN_BUDGET_EXHAUSTED
 
 
 def test_every_further_attempt_consumes_a_call() -> None:

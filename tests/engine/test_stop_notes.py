@@ -62,7 +62,8 @@ class Caller(SuggestorBase):
 
     async def execute(self, ctx: ContextView) -> AgentEffect:
         for _ in range(self.calls):
-            reservation = self.meter.reserve(self.tokens)
+            half = self.tokens // 2  # its input estimate, and its answer's cap
+            reservation = self.meter.reserve(half, answer_cap=self.tokens - half)
             if reservation is None:
                 return AgentEffect.empty()
             await asyncio.sleep(0)  # others run meanwhile: attribution is per task
@@ -109,7 +110,9 @@ def test_token_budget_names_who_spent_the_tokens() -> None:
     engine = metered_engine(Budget(max_tokens=55), {"a": 1, "b": 2})
     note = only_note(run(engine))
     assert note.code == codes.STOP_TOKEN_BUDGET
-    assert "'b' used 40 tokens, 'a' 20" in note.message
+    # The budget holds: the call that would pass 55 is refused, not made.
+    assert "50 tokens used; 'b' used 30 tokens, 'a' 20" in note.message
+    assert "'b' was refused a call with 5 tokens left" in note.message
     assert note.suggestor == "b"
 
 

@@ -153,3 +153,34 @@ def test_loading_many_seeds_keeps_memory_small() -> None:
     # measured: peak 66 MB, retained 45 MB; with the node graph: 390 and 167
     assert peak < 90 * 2**20, peak
     assert retained < 65 * 2**20, retained
+
+
+@pytest.mark.parametrize(
+    ("text", "second_pass"),
+    [
+        ("a: !!int 000123\nb: 000123\n", True),  # a written tag whose text is seen untagged later
+        ("b: 000123\na: !!int 000123\n", False),  # seen before: known on the first pass
+        ("a: !!int 12\n", True),
+        ("a: !!str 12\nb: '12'\n", False),
+    ],
+)
+def test_a_tag_whose_meaning_depends_on_later_texts_asks_for_a_second_pass(
+    text: str, second_pass: bool
+) -> None:
+    from yaml._yaml import CParser
+
+    from converge_dsl.frontend._build import Builder
+
+    parser = CParser(text)
+    builder = Builder(parser, "f.yaml")
+    for _ in range(2):  # the stream's and the document's start
+        parser.get_event()
+    builder.build(parser.get_event())
+    parser.dispose()
+    assert builder.needs_all_texts is second_pass
+
+
+def test_a_duplicate_key_names_the_line_of_the_first() -> None:
+    (problem,) = _problems("x: 1\nz:\n  a: 1\n  b: 2\n  a: 3\n")
+    assert problem.code == "CD002"
+    assert problem.hint == "the first 'a' is on line 3; keep one"

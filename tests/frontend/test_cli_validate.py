@@ -116,7 +116,51 @@ def test_folder_reports_broken_pipelines_it_cannot_recognise(
 
 
 def test_folder_with_no_pipeline_is_a_usage_error(tmp_path: Path) -> None:
-    (tmp_path / "pack.yaml").write_text("kind: Pack\nname: p\n", encoding="utf-8")
+    (tmp_path / "m.script.yaml").write_text("kind: ModelScript\nrules: []\n", encoding="utf-8")
+    (tmp_path / "notes.yaml").write_text("kind: Pack\nname: p\n", encoding="utf-8")  # no manifest
     code, _, err = _run("validate", str(tmp_path))
     assert code == 3
     assert f"no pipeline files found in {tmp_path}" in err
+
+
+def test_a_folder_with_a_pack_manifest_checks_the_pack(tmp_path: Path) -> None:
+    (tmp_path / "pack.yaml").write_text("kind: Pack\nname: p\n", encoding="utf-8")
+    code, out, _ = _run("validate", str(tmp_path))
+    assert code == 2
+    assert "pack.yaml:1:1" in out
+
+
+MY_PACK = DATA / "docs" / "my-pack"
+
+
+def test_a_pack_is_checked_as_publish_checks_it(tmp_path: Path) -> None:
+    assert _run("validate", str(MY_PACK)) == (0, "1 file valid\n", "")
+    assert _run("validate", str(MY_PACK / "pack.yaml"))[0] == 0
+    broken = tmp_path / "my-pack"
+    import shutil
+
+    shutil.copytree(MY_PACK, broken)
+    text = (broken / "pack.yaml").read_text(encoding="utf-8")
+    (broken / "pack.yaml").write_text(text.replace("version: 1.0.0", "version: one"), "utf-8")
+    (broken / "schemas" / "tasks.input.json").unlink()
+    code, out, _ = _run("validate", "--format", "json", str(broken))
+    found = json.loads(out)
+    assert code == 2
+    assert [d["code"] for d in found] == ["CD104"]  # the schema stage stops first
+    assert found[0]["file"].endswith("my-pack/pack.yaml")
+    assert found[0]["line"] == 5
+    (broken / "pack.yaml").write_text(text, "utf-8")
+    code, out, _ = _run("validate", "--format", "json", str(broken))
+    assert code == 2
+    assert [d["code"] for d in json.loads(out)] == ["CD552"]
+
+
+def test_a_folder_of_pipelines_and_packs_checks_both(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(MY_PACK, tmp_path / "packs" / "my-pack")
+    shutil.copy(DATA / "docs" / "pipeline.yaml", tmp_path / "pipeline.yaml")
+    assert _run("validate", str(tmp_path)) == (0, "2 files valid\n", "")
+    # The pre-commit hook's --only-pipelines still leaves packs alone.
+    manifest = str(tmp_path / "packs" / "my-pack" / "pack.yaml")
+    assert _run("validate", "--only-pipelines", manifest) == (0, "0 files valid\n", "")

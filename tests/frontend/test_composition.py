@@ -106,3 +106,9 @@ def test_the_front_end_docstring_names_every_public_name() -> None:
 
     documented = set(re.findall(r"`([A-Za-z_]+)", frontend.__doc__ or ""))
     assert set(frontend.__all__) <= documented
+
+
+def test_the_check_sequences_are_composed_once_and_cannot_change() -> None:
+    assert type(frontend.CHECKS) is tuple
+    assert type(validation.CHECKS) is tuple
+    assert not hasattr(frontend, "check")  # no registrar that mutates a module's list

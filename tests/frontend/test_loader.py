@@ -97,3 +97,31 @@ def test_source_map_covers_aliases_sequences_and_mappings() -> None:
     assert doc.source_map.get(("items", 5)) is None
     assert doc.source_map.get(("items", "x")) is None
     assert doc.source_map.locate(("items", 1, "name", 0)).span.line == 4
+
+
+def test_the_size_cap_is_a_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CONVERGE_DSL_MAX_FILE_BYTES` moves the cap both ways; the hint names it."""
+    path = tmp_path / "big.yaml"
+    path.write_text("a: 1234567890\n", encoding="utf-8")
+    monkeypatch.setenv(_loader.MAX_BYTES_VARIABLE, "10")
+    with pytest.raises(PipelineInvalid) as caught:
+        load_file(path, display="big.yaml")
+    problem = caught.value.diagnostics[0]
+    assert (problem.code, problem.message) == ("CD011", "file is 14 bytes; the limit is 10")
+    assert "CONVERGE_DSL_MAX_FILE_BYTES" in (problem.hint or "")
+    with pytest.raises(PipelineInvalid):
+        load_text("a: 1234567890\n", "t.yaml")
+    monkeypatch.setattr(_loader, "MAX_BYTES", 10)
+    monkeypatch.setenv(_loader.MAX_BYTES_VARIABLE, "100")
+    assert load_file(path).data == {"a": 1234567890}
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "8M", "1.5"])
+def test_a_size_cap_that_is_not_a_number_of_bytes_is_a_usage_error(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.errors import UsageError
+
+    monkeypatch.setenv(_loader.MAX_BYTES_VARIABLE, value)
+    with pytest.raises(UsageError, match="CONVERGE_DSL_MAX_FILE_BYTES"):
+        load_text("a: 1\n", "t.yaml")

@@ -198,3 +198,19 @@ def test_recording_write_failure_is_a_model_error_naming_the_cassette(tmp_path: 
         asyncio.run(recording.call(ModelRequest("m", (Message.text("user", "hi"),))))
     assert caught.value.code is ModelErrorCode.CONFIG
     assert f"cannot write cassette '{folder}'" in caught.value.message
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_an_answer_holding_a_unicode_line_break_replays_whole(
+    tmp_path: Path, separator: str
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    script = SCRIPT.replace('"Nothing to add."', f'"one\\u{ord(separator):04x}two"')
+    scripted = ScriptedModel.from_text(script, "s.yaml", clock=FakeClock())
+    recorded = asyncio.run(RecordingModel(scripted, cassette).call(turn("Next", 1)))
+    line = cassette.read_text(encoding="utf-8").rstrip("\n").rsplit("\n", 1)[-1]
+    if separator not in line:  # the recorder escapes it: write it raw, as valid JSON may
+        line = line.replace(json.dumps(separator)[1:-1], separator)
+        cassette.write_text(cassette.read_text().rsplit("\n", 2)[0] + "\n" + line + "\n")
+    replayed = asyncio.run(ReplayModel.from_file(cassette).call(turn("Next", 1)))
+    assert replayed.text == recorded.text == f"one{separator}two"

@@ -91,8 +91,14 @@ def test_missing_env_var_is_named_never_valued(tmp_path: Path) -> None:
             "`structured_output` must be one of json_schema, json_object, none",
         ),
         (
-            {"adapter": "anthropic", "base_url": "http://x", "structured_output": "none"},
-            "unknown field 'structured_output' for adapter anthropic",
+            # Anthropic takes structured_output too, but has no json_object form.
+            {
+                "adapter": "anthropic",
+                "base_url": "http://x",
+                "model": "m",
+                "structured_output": "json_object",
+            },
+            "`structured_output` must be one of json_schema, none",
         ),
     ],
 )
@@ -192,3 +198,71 @@ def test_the_base_url_hint_names_each_wire_formats_own_root(tmp_path: Path) -> N
     with pytest.raises(ModelError) as caught:
         build({"adapter": "anthropic", "base_url": "ftp://x", "model": "m"}, tmp_path)
     assert caught.value.hint == "e.g. base_url: http://127.0.0.1:8080"
+
+
+HTTP_ENTRY: dict[str, Any] = {
+    "adapter": "openai",
+    "base_url": "http://127.0.0.1:9/v1",
+    "model": "m",
+    "accounts": [{"name": "a", "api_key_env": "A_KEY"}, {"name": "b", "api_key_env": "B_KEY"}],
+    "timeout_s": 5,
+    "retries": 2,
+    "max_connections": 3,
+    "limits": {"max_response_bytes": 4096},
+}
+
+
+def _manifest_model(tmp_path: Path, entry: dict[str, Any]) -> Any:
+    """The `ModelSpec` the manifest reads from a pipeline declaring `entry` as `fast`."""
+    import json
+
+    from converge_dsl.frontend import build_manifest, load_text
+
+    header = "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: p\n"
+    text = f"{header}models:\n  fast: {json.dumps(entry)}\n"
+    return build_manifest(load_text(text, str(tmp_path / "p.yaml"))).models["fast"]
+
+
+def test_a_manifest_record_builds_the_model_its_mapping_builds(tmp_path: Path) -> None:
+    env = {"A_KEY": "ka", "B_KEY": "kb"}
+    spec = _manifest_model(tmp_path, HTTP_ENTRY)
+    typed = build_model(
+        "fast", spec, base_dir=tmp_path, env=env, clock=FakeClock(), rng=random.Random(1)
+    )
+    mapped = build(HTTP_ENTRY, tmp_path, env)
+    assert isinstance(typed, HttpModel)
+    assert isinstance(mapped, HttpModel)
+    assert typed._settings == mapped._settings
+    assert typed._settings.retries == 2
+    assert typed._settings.max_connections == 3
+    assert typed.account_roster() == mapped.account_roster()
+
+
+def test_a_manifest_record_is_refused_with_the_mappings_message(tmp_path: Path) -> None:
+    entry = {**HTTP_ENTRY, "accounts": [{"name": "a", "api_key_env": "MISSING_KEY"}]}
+    with pytest.raises(ModelError) as typed:
+        build_model(
+            "fast",
+            _manifest_model(tmp_path, entry),
+            base_dir=tmp_path,
+            env={},
+            clock=FakeClock(),
+            rng=random.Random(1),
+        )
+    with pytest.raises(ModelError) as mapped:
+        build(entry, tmp_path)
+    assert typed.value.message == mapped.value.message
+    assert "MISSING_KEY, which is not set" in typed.value.message
+    assert typed.value.hint == mapped.value.hint
+
+
+def test_a_scripted_record_reads_its_script_and_records(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(SCRIPT)
+    spec = _manifest_model(
+        tmp_path, {"adapter": "scripted", "script": "s.yaml", "record": "out.jsonl"}
+    )
+    model = build_model(
+        "fast", spec, base_dir=tmp_path, env={}, clock=FakeClock(), rng=random.Random(1)
+    )
+    assert isinstance(model, RecordingModel)
+    assert (tmp_path / "out.jsonl").exists()

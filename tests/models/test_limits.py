@@ -35,7 +35,8 @@ SMALL = {"max_response_bytes": 65536, "max_sse_line_bytes": 4096, "max_sse_event
 ROOMY = {**SMALL, "max_response_bytes": 4 * 1024 * 1024}
 
 
-def hostile_model(server: HostileServer, wire: str, **extra: Any) -> Model:
+def hostile_model(server: HostileServer, wire: str, *, key: str = KEY, **extra: Any) -> Model:
+    """A `wire` model of `server` whose account's variable holds `key`."""
     config: dict[str, Any] = {
         "adapter": wire,
         "base_url": server.url + ("/v1" if wire == "openai" else ""),
@@ -50,7 +51,7 @@ def hostile_model(server: HostileServer, wire: str, **extra: Any) -> Model:
         "fast",
         config,
         base_dir=Path("."),
-        env={"MAIN_KEY": KEY},
+        env={"MAIN_KEY": key},
         clock=build.get("clock", FakeClock()),
         rng=random.Random(7),
         deadline=build.get("deadline"),

@@ -82,7 +82,48 @@ def test_openai_streamed_body_carries_the_schema_too(server: FakeProviderServer)
     using(http_model(server, "openai", stream=True), lambda m: m.call(shaped()))
     body = server.requests[0].body
     assert body["stream"] is True
-    assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert body["response_format"]["json_schema"]["schema"] == wrapped(SCHEMA)
+
+
+def wrapped(schema: Any) -> dict[str, Any]:
+    """An array-root schema as OpenAI's json_schema mode gets it: the one property `answer`."""
+    return {
+        "type": "object",
+        "properties": {"answer": schema},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_array_schemas_are_wrapped_so_strict_is_possible(
+    server: FakeProviderServer, stream: bool
+) -> None:
+    closed_array = {**SCHEMA, "items": CLOSED_ITEM}
+    server.reset(FakeReply(text=json.dumps({"answer": [{"name": "Lipton"}]})))
+    answer = using(
+        http_model(server, "openai", stream=stream), lambda m: m.call(shaped(schema=closed_array))
+    )
+    response_format = server.requests[0].body["response_format"]["json_schema"]
+    assert response_format["schema"] == wrapped(closed_array)
+    assert response_format["strict"] is True
+    assert json.loads(answer.text) == [{"name": "Lipton"}]  # unwrapped again
+
+
+def test_openai_an_answer_that_ignores_the_wrapper_is_kept(server: FakeProviderServer) -> None:
+    server.reset(FakeReply(text='[{"name": "Lipton"}]'))
+    answer = using(http_model(server, "openai"), lambda m: m.call(shaped()))
+    assert json.loads(answer.text) == [{"name": "Lipton"}]
+
+
+def test_anthropic_structured_output_none_asks_for_nothing(server: FakeProviderServer) -> None:
+    server.reset(FakeReply(text='[{"name": "Lipton"}]'))
+    model = http_model(server, "anthropic", structured_output="none")
+    answer = using(model, lambda m: m.call(shaped()))
+    body = server.requests[0].body
+    assert "tool_choice" not in body
+    assert "tools" not in body
+    assert json.loads(answer.text) == [{"name": "Lipton"}]
 
 
 def test_openai_strict_only_for_schemas_strict_mode_accepts(server: FakeProviderServer) -> None:

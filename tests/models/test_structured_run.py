@@ -44,6 +44,12 @@ suggestors:
       content: "{{{{ item.name }}}}"
 """
 SCHEMA = {"type": "array", "items": {"type": "object", "required": ["name"]}}
+WRAPPED = {  # json_schema mode wants an object: the array is its one property
+    "type": "object",
+    "properties": {"answer": SCHEMA},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 LAX = {"strict": False}  # the schema leaves objects open: strict mode would refuse it
 ITEMS = [{"name": "Lipton"}, {"name": "Twinings"}]
 
@@ -62,7 +68,7 @@ def run(server: FakeProviderServer, tmp_path: Path, adapter: str, extra: str = "
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ("", {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA, **LAX}}),
+        ("", {"type": "json_schema", "json_schema": {"name": "answer", "schema": WRAPPED, **LAX}}),
         ("structured_output: json_object", {"type": "json_object", "schema": SCHEMA}),
     ],
 )

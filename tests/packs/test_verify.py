@@ -205,11 +205,11 @@ def test_relocking_warns_about_a_yanked_pin_and_the_hint_moves_off_it(tmp_path: 
     assert err == (
         "warning[CD572]: alpha 1.1.0, pinned by the lock, is yanked in path:repo; the lock "
         "keeps it until you move off it\n"
-        '  hint: to move off it, exclude it in packs: (e.g. alpha: ">=1,!=1.1.0"), then run: '
-        "converge-dsl lock pipeline.yaml\n"
+        "  hint: to move to alpha 1.0.0, run: converge-dsl lock pipeline.yaml --upgrade alpha\n"
     )
-    pipeline.write_text(pipeline.read_text().replace('">=1"', '">=1,!=1.1.0"'))
-    code, out, err = _cli("lock", str(pipeline), "--cache", cache)
+    hinted = err.rsplit("run: ", 1)[1].split()
+    assert hinted[:3] == ["converge-dsl", "lock", "pipeline.yaml"]
+    code, out, err = _cli("lock", str(pipeline), *hinted[3:], "--cache", cache)
     assert (code, err) == (0, "")
     lock = read_lock(pipeline)
     assert lock is not None
@@ -259,3 +259,32 @@ def test_offline_reports_an_altered_cache_copy_without_repairing_it(tmp_path: Pa
     assert code == 1
     assert "does not match its locked archive (altered)" in err
     assert (readme / "readme.md").read_text() == "TAMPERED\n"  # offline never writes the cache
+
+
+def test_lock_notes_a_newer_version_and_upgrade_moves_to_it(tmp_path: Path) -> None:
+    pipeline = _locked(tmp_path)
+    publish(make_pack(tmp_path, "alpha", "1.1.0"), tmp_path / "repo")
+    cache = str(tmp_path / "cache")
+    code, out, err = _cli("lock", str(pipeline), "--cache", cache)
+    assert code == 0
+    assert "alpha 1.0.0" in out
+    assert err == (
+        "warning[CD577]: alpha 1.1.0 is published and fits '>=1'; the lock keeps 1.0.0\n"
+        "  hint: to move to it, run: converge-dsl lock pipeline.yaml --upgrade alpha\n"
+    )
+    hinted = err.rsplit("run: ", 1)[1].split()
+    code, out, err = _cli("lock", str(pipeline), *hinted[3:], "--cache", cache)
+    assert (code, err) == (0, "")
+    lock = read_lock(pipeline)
+    assert lock is not None
+    assert lock.packs["alpha"].version == "1.1.0"
+    code, out, err = _cli("lock", str(pipeline), "--upgrade", "--cache", cache)  # all packs
+    assert (code, err) == (0, "")
+
+
+def test_upgrade_names_a_pack_of_the_pipeline(tmp_path: Path) -> None:
+    pipeline = _locked(tmp_path)
+    code, _, err = _cli("lock", str(pipeline), "--upgrade", "alpah", "--cache", str(tmp_path))
+    assert code == 3
+    assert "the pipeline has no pack 'alpah'" in err
+    assert "did you mean 'alpha'?" in err

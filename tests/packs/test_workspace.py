@@ -159,3 +159,19 @@ def test_republishing_a_version_with_other_content_is_refused(tmp_path: Path) ->
         publish(changed, repo)
     done = publish(make_pack(tmp_path, "alpha", "1.0.0"), repo)
     assert (done.name, done.entry.version.public, done.created) == ("alpha", "1.0.0", False)
+
+
+def test_a_validated_pipelines_manifest_gives_what_the_file_gives(tmp_path: Path) -> None:
+    from converge_dsl.frontend import build_manifest, load_file
+    from converge_dsl.packs import PipelinePacks
+
+    _published(tmp_path)
+    pipeline = write_pipeline(tmp_path, '{alpha: ">=1,<2"}')
+    manifest = build_manifest(load_file(pipeline))
+    from_manifest = PipelinePacks.read(pipeline, manifest)
+    assert from_manifest == PipelinePacks.read(pipeline)
+    assert from_manifest.packs == {"alpha": ">=1,<2"}
+    assert from_manifest.repositories == tuple(r.written for r in manifest.repositories)
+    cache = PackCache(tmp_path / "cache")
+    lock_pipeline(pipeline, manifest, cache=cache)
+    assert set(load_locked_packs(pipeline, manifest, cache=cache)) == {"alpha"}

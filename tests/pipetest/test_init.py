@@ -135,3 +135,86 @@ def test_init_escapes_control_characters_in_the_folder_it_names(tmp_path: Path) 
     assert code == 0
     assert "\x1b" not in out
     assert "a\\x1b[31mb" in out
+
+
+def test_the_local_hooks_run_what_the_published_hooks_run(tmp_path: Path) -> None:
+    """`init`'s local hooks and `.pre-commit-hooks.yaml` run the same commands on the same files."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    published = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
+    assert cli("init", tmp_path, "--name", "demo")[0] == 0
+    config = yaml.safe_load((tmp_path / ".pre-commit-config.yaml").read_text())
+    (repo,) = config["repos"]
+    assert repo["repo"] == "local"
+    local = {h["id"]: h for h in repo["hooks"]}
+    assert local.keys() == published.keys()
+    for name, hook in local.items():
+        assert hook["language"] == "system"
+        same = ("entry", "types_or", "pass_filenames", "require_serial")
+        assert {k: hook.get(k) for k in same} == {k: published[name].get(k) for k in same}
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "link", "folder"])
+def test_init_refuses_any_name_already_taken_and_writes_nothing(tmp_path: Path, kind: str) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    taken = project / "demo.test.yaml"  # not the first file written: a partial write shows
+    if kind == "dangling link":
+        taken.symlink_to(tmp_path / "nowhere")
+    elif kind == "link":
+        (tmp_path / "mine.txt").write_text("mine\n")
+        taken.symlink_to(tmp_path / "mine.txt")
+    else:
+        taken.mkdir()
+    code, _, err = cli("init", project, "--name", "demo")
+    assert code == 1
+    assert "demo.test.yaml is already there" in err
+    assert sorted(p.name for p in project.iterdir()) == ["demo.test.yaml"]
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in any folder")
+def test_init_in_a_folder_it_cannot_write_writes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    project.chmod(0o555)
+    try:
+        code, _, err = cli("init", project / "sub", "--name", "demo")
+    finally:
+        project.chmod(0o755)
+    assert code == 3
+    assert "nothing was written" in err
+    assert list(project.iterdir()) == []
+
+
+def test_a_write_that_fails_midway_removes_what_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl import _files
+
+    made: list[Path] = []
+    real = _files.create_new
+
+    def full_on_the_third(path: Path, mode: int = 0o666) -> int:
+        made.append(path)
+        if len(made) == 3:
+            raise OSError(28, "No space left on device")
+        return real(path, mode)
+
+    monkeypatch.setattr(_files, "create_new", full_on_the_third)
+    code, _, err = cli("init", tmp_path, "--name", "demo")
+    assert code == 3
+    assert "No space left on device" in err
+    assert "nothing was written" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_says_it_cannot_be_written_is_refused_before_any_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "access", lambda path, mode, **kwargs: False)
+    code, _, err = cli("init", tmp_path, "--name", "demo")
+    assert code == 3
+    assert "is not a folder you can write to; nothing was written" in err
+    assert list(tmp_path.iterdir()) == []

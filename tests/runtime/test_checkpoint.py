@@ -314,16 +314,25 @@ def test_a_failed_append_stops_the_run_and_keeps_the_last_checkpoint(
     assert checkpoint.state.cycle >= 1
 
 
-def test_decisions_are_kept_and_cleared(tmp_path: Path) -> None:
+def test_decisions_are_kept_sealed_and_cleared(tmp_path: Path) -> None:
+    from converge_dsl.engine import ProposedFact
+    from converge_dsl.engine.state import PendingProposal
+
     store = CheckpointStore(tmp_path / "ck", KEY)
-    assert store.load_decisions() == {}
-    store.save_decisions({"b": False, "a": True})
-    assert store.load_decisions() == {"a": True, "b": False}
+    store.folder.mkdir()
+    pending = [
+        PendingProposal(ProposedFact("strategies", i, "x"), "p", 1, "gated") for i in ("a", "b")
+    ]
+    assert store.load_decisions("run", pending) == {}
+    store.save_decisions("run", {"b": (False, "cli"), "a": (True, "api")}, pending)
+    assert store.load_decisions("run", pending) == {"a": (True, "api"), "b": (False, "cli")}
+    with pytest.raises(UsageError, match=r"CD932.*another run"):
+        store.load_decisions("other run", pending)
     store.clear_decisions()
-    assert store.load_decisions() == {}
-    (store.folder / "decisions.json").write_text('{"a": "yes"}')
-    with pytest.raises(UsageError, match="corrupt"):
-        store.load_decisions()
+    assert store.load_decisions("run", pending) == {}
+    (store.folder / "decisions.json").write_text('{"a": true}')
+    with pytest.raises(UsageError, match=r"CD932.*not a decisions record sealed"):
+        store.load_decisions("run", pending)
 
 
 def test_check_folder_refuses_a_file_and_creates_a_missing_folder(tmp_path: Path) -> None:

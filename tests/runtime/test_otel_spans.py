@@ -27,7 +27,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from converge_dsl.clock import FAKE_WALL_START, FakeClock
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
-from converge_dsl.runtime import RunOptions, run_pipeline
+from converge_dsl.runtime import OtelOptions, RunOptions, TraceSink, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 # The example pipelines, without their tests and model scripts.
@@ -46,10 +46,10 @@ def _run(
         pipeline=pipeline,
         env=extra.pop("env", {}),
         clock=FakeClock(),
-        span_exporter=exporter,
-        otel_content=content,
-        trace=trace,
-        on_warning=extra.pop("on_warning", None),
+        otel=OtelOptions(
+            exporter=exporter, content=content, on_warning=extra.pop("on_warning", None)
+        ),
+        sinks=() if trace is None else (TraceSink(trace),),
     )
     outcome = asyncio.run(run_pipeline(options))
     return list(exporter.get_finished_spans()), outcome
@@ -288,8 +288,7 @@ def test_a_broken_exporter_never_fails_the_run() -> None:
         pipeline=ROOT / "pipelines" / "support-triage.yaml",
         env={},
         clock=FakeClock(),
-        span_exporter=Broken(),
-        on_warning=warnings.append,
+        otel=OtelOptions(exporter=Broken(), on_warning=warnings.append),
     )
     outcome = asyncio.run(run_pipeline(options))
     assert outcome.exit_code == 0
@@ -372,7 +371,9 @@ def test_an_exporter_the_sdk_refuses_is_a_usage_error(
         raise ValueError("bad certificate")
 
     monkeypatch.setattr(_otel, "otlp_exporter", refuse)
-    options = RunOptions(pipeline=ROOT / "pipelines" / "support-triage.yaml", env={}, otel=True)
+    options = RunOptions(
+        pipeline=ROOT / "pipelines" / "support-triage.yaml", env={}, otel=OtelOptions(flag=True)
+    )
     with pytest.raises(OtelRefused, match=r"\[CD981\]: the trace exporter cannot be set up: "):
         asyncio.run(run_pipeline(options))
     assert logging.getLogger("opentelemetry").propagate  # given back as it was
@@ -388,8 +389,7 @@ def test_a_collector_answer_cannot_drive_the_terminal() -> None:
         pipeline=ROOT / "pipelines" / "support-triage.yaml",
         env={},
         clock=FakeClock(),
-        span_exporter=Hostile(),
-        on_warning=warnings.append,
+        otel=OtelOptions(exporter=Hostile(), on_warning=warnings.append),
     )
     assert asyncio.run(run_pipeline(options)).exit_code == 0
     (warning,) = warnings

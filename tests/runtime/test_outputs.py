@@ -86,13 +86,24 @@ def test_a_new_trace_anywhere_and_our_own_trace_again_are_written(
     assert trace.read_text().count("\n") == first.count("\n")
 
 
-def test_record_appends_to_a_cassette_and_to_an_empty_file(market: Path) -> None:
+def test_record_writes_an_empty_file_and_refuses_a_recording_unless_overwrite(
+    market: Path,
+) -> None:
     cassette = market.parent / "c.jsonl"
     cassette.write_text("")
     assert cli("run", market, "--record", cassette)[0] == 0
-    lines = cassette.read_text().count("\n")
-    assert cli("run", market, "--record", cassette)[0] == 0
-    assert cassette.read_text().count("\n") == 2 * lines
+    first = cassette.read_text()
+    assert first
+    code, _, err = cli("run", market, "--record", cassette)
+    assert code == 3, err  # refused before any work, like every unusable output
+    assert "already holds a recording" in err
+    assert "--overwrite" in err
+    assert cassette.read_text() == first  # untouched
+    assert cli("run", market, "--record", cassette, "--overwrite")[0] == 0
+    assert cassette.read_text().count("\n") == first.count("\n")  # afresh, not appended
+    code, _, err = cli("run", market, "--overwrite")
+    assert code != 0
+    assert "--overwrite only applies to --record" in err
 
 
 def test_a_model_record_file_that_is_foreign_is_not_truncated(market: Path) -> None:

@@ -213,3 +213,95 @@ def test_run_report_refuses_the_file_of_another_output_before_running(
     )
     assert "stop:" not in out
     assert not (tmp_path / shared).exists()  # nothing ran, nothing written
+
+
+# -- a report reads no file but the trace (docs/architecture.md §12) ---------------------
+
+
+def _hostile_trace(tmp_path: Path, files: list[str]) -> Path:
+    """A trace whose suggestors' spans name `files` and which holds no excerpt for them."""
+    lines = [{"seq": 0, "type": "run_started", "suggestors": len(files), "seeds": 0}]
+    for number, file in enumerate(files, start=1):
+        span = {"file": file, "line": 1, "column": 1, "end_line": 40, "end_column": 1}
+        lines.append(
+            {"seq": number, "type": "suggestor_started", "cycle": 1, "suggestor": f"s{number}",
+             "span": span}
+        )  # fmt: skip
+    trace = tmp_path / "case" / "deep" / "hostile.jsonl"
+    trace.parent.mkdir(parents=True)
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return trace
+
+
+def test_a_hostile_trace_does_not_pull_local_files_into_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("CANARY-SECRET-TEXT\n", encoding="utf-8")
+    monkeypatch.setenv("CONVERGE_CANARY_VARIABLE", "CANARY-ENV-VALUE")
+    files = [
+        "/etc/passwd",
+        "/proc/self/environ",
+        "../../outside/secret.txt",  # relative to the trace's folder
+        str(outside / "secret.txt"),
+        "outside/secret.txt",  # relative to the current folder
+    ]
+    trace = _hostile_trace(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    page_path = tmp_path / "page.html"
+    code, _, err = _cli("report", str(trace), "-o", str(page_path))
+    assert code == 0, err
+    page = page_path.read_bytes()
+    for canary in (b"root:x:0", b"CANARY-ENV-VALUE", b"CANARY-SECRET-TEXT"):
+        assert canary not in page
+    data = report_data(trace)
+    assert all(source["text"] is None for source in data["sources"].values())
+    assert all("reads no other file" in source["why"] for source in data["sources"].values())
+
+
+def test_excerpts_come_from_the_trace_even_when_the_file_changed(agent_trace: Path) -> None:
+    first = json.loads(agent_trace.read_text(encoding="utf-8").splitlines()[0])
+    assert first["type"] == "run_started"
+    assert "kind: agent" in first["excerpts"]["reviewer"]
+    first["excerpts"]["reviewer"] = "as the run loaded it"
+    lines = agent_trace.read_text(encoding="utf-8").splitlines()
+    lines[0] = json.dumps(first)
+    agent_trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert report_data(agent_trace)["sources"]["reviewer"]["text"] == "as the run loaded it"
+
+
+@pytest.mark.parametrize(
+    "excerpts",
+    [["not", "a", "map"], {"s1": 5}, {"s1": None}, "text", {"s1": ("x" * 5000 + "\n") * 500}],
+    ids=["list", "number", "null", "string", "huge"],
+)
+def test_odd_excerpts_in_a_trace_are_bounded_or_left_out(tmp_path: Path, excerpts: Any) -> None:
+    trace = _hostile_trace(tmp_path, ["p.yaml"])
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["excerpts"] = excerpts
+    lines[0] = json.dumps(first)
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    source = report_data(trace)["sources"]["s1"]
+    text = source["text"]
+    assert text is None or len(text) <= 40 * 401
+    assert (text is None) == ("why" in source)
+
+
+@pytest.mark.parametrize(
+    "span",
+    [{"file": "x"}, {"file": "x", "line": "abc"}, {"line": 1}, {"file": 3, "line": 1},
+     {"file": "x", "line": True}],
+)  # fmt: skip
+def test_a_malformed_span_is_a_located_error(tmp_path: Path, span: dict[str, Any]) -> None:
+    trace = tmp_path / "t.jsonl"
+    lines = [
+        {"seq": 0, "type": "run_started", "suggestors": 1, "seeds": 0},
+        {"seq": 1, "type": "suggestor_started", "cycle": 1, "suggestor": "s", "span": span},
+    ]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, _, err = _cli("report", str(trace), "-o", str(tmp_path / "p.html"))
+    assert code == 3, err
+    assert f"{trace}:2: malformed suggestor_started event" in err
+    assert "Traceback" not in err

@@ -160,7 +160,7 @@
     box.textContent = ""; var dl = el("dl");
     pairs.forEach(function (p) { if (p[1] === null || p[1] === undefined || p[1] === "") return; dl.appendChild(el("dt", null, p[0])); var dd = el("dd"); if (p[2]) dd.appendChild(el("pre", null, p[1])); else dd.textContent = p[1]; dl.appendChild(dd); });
     box.appendChild(dl);
-    if (source) { box.appendChild(el("dt", null, "source " + source.file + ":" + source.line)); box.appendChild(el("pre", null, source.text || "(file not found beside the trace)")); }
+    if (source) { box.appendChild(el("dt", null, "source " + source.file + ":" + source.line)); box.appendChild(el("pre", null, source.text || source.why || "(no excerpt)")); }
   }
   var factBox = $("fact-detail");
   var factList = table($("facts"), "Facts", ["key", "id", "confidence", "content", "suggestor"], ["c-k", "c-id", "c-n", "c-w", "c-s"], D.facts,

@@ -1,0 +1,94 @@
+"""Schema checks of data: time against size, for `uniqueItems` and for wide schemas.
+
+Run `python bench/schema_bounds.py`. For each case and size n it prints the
+seconds one governed check takes, the governor's charges (steps plus work) and,
+from the second size on, the ratios of time and charges to the previous size
+(the size doubles: linear growth shows ratios near 2, quadratic near 4).
+
+- `uniqueItems`: an array of n integers and strings, alternating, all distinct;
+- `enum x items`: n strings, each checked against an `enum` of 1,000 values;
+- `wide object`: an object of n members against `properties` of n members (up
+  to the limit of 1,000, then objects of 1,000 members: n/1000 of them);
+- `anyOf x items`: n integers against 100 object branches and one integer one,
+  until the bound of one check stops it (printed as `bound`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from converge_dsl._governor import Exhausted, governed
+from converge_dsl._safe_schema import SCHEMA_STEPS, SCHEMA_WORK, python_validator
+from converge_dsl._schema_bounds import MAX_MEMBERS
+
+Case = Callable[[int], tuple[dict[str, Any], Any]]
+
+
+def unique_items(n: int) -> tuple[dict[str, Any], Any]:
+    return {"type": "array", "uniqueItems": True}, [i if i % 2 else f"s{i:07d}" for i in range(n)]
+
+
+def enum_items(n: int) -> tuple[dict[str, Any], Any]:
+    values = [f"v{i:04d}" for i in range(1_000)]
+    return {"items": {"enum": values}}, [values[i % 1_000] for i in range(n)]
+
+
+def wide_object(n: int) -> tuple[dict[str, Any], Any]:
+    width = min(n, MAX_MEMBERS)
+    schema = {"properties": {f"p{i:04d}": {"type": "integer"} for i in range(width)}}
+    one = {f"p{i:04d}": i for i in range(width)}
+    if n <= MAX_MEMBERS:
+        return schema, one
+    return {"items": schema}, [one] * (n // MAX_MEMBERS)
+
+
+def any_of_items(n: int) -> tuple[dict[str, Any], Any]:
+    branches = [{"type": "object", "required": [f"k{i}"]} for i in range(100)]
+    return {"items": {"anyOf": [*branches, {"type": "integer"}]}}, list(range(n))
+
+
+CASES: dict[str, Case] = {
+    "uniqueItems": unique_items,
+    "enum x items": enum_items,
+    "wide object": wide_object,
+    "anyOf x items": any_of_items,
+}
+SIZES = (1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000)
+SMALL = (25, 50, 100, 200, 400, 800, 1_600)  # anyOf x items meets its bound sooner
+
+
+def measure(case: Case, n: int) -> tuple[float, int | None]:
+    """(seconds, charges) of one governed check; charges None when a bound stopped it."""
+    schema, data = case(n)
+    validator = python_validator(schema)
+    start = time.perf_counter()
+    try:
+        # The check joins this budget, of its own bounds, so the charges can be read.
+        with governed(SCHEMA_STEPS, SCHEMA_WORK, "bench") as outer:
+            validator.best_error(data)
+        charges: int | None = (outer.max_steps - outer.steps) + (outer.max_work - outer.work)
+    except Exhausted:
+        charges = None
+    return time.perf_counter() - start, charges
+
+
+def main() -> None:
+    print(f"{'case':<15} {'n':>7} {'seconds':>9} {'charges':>11} {'t ratio':>8} {'c ratio':>8}")
+    for name, case in CASES.items():
+        before: tuple[float, int | None] | None = None
+        for n in SMALL if case is any_of_items else SIZES:
+            seconds, charges = measure(case, n)
+            shown = "bound" if charges is None else str(charges)
+            ratios = ""
+            if before is not None and before[0] > 0:
+                ratios = f"{seconds / before[0]:8.2f}"
+                if charges is not None and before[1]:
+                    ratios += f" {charges / before[1]:8.2f}"
+            print(f"{name:<15} {n:>7} {seconds:>9.4f} {shown:>11} {ratios}")
+            before = (seconds, charges)
+
+
+if __name__ == "__main__":
+    main()

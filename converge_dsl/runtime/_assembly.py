@@ -1,0 +1,222 @@
+"""The one run assembly: settings -> meter -> models -> compile -> engine -> close.
+
+`assemble_run(plan)` runs one loaded pipeline to a stop and returns its
+`RunOutcome` (docs/architecture.md §12). Every way of running goes through
+it: `converge-dsl run` (`_orchestrate.run_pipeline`), each case of a batch,
+`converge-dsl test`, the pytest plugin and the Python API (all through
+`converge_dsl.batch.Pipeline.outcome`). What differs between them is data in
+the `RunPlan`: where the models come from, how the usage meter is made,
+whether a compile cache or a checkpoint is used, and the run's `RunSink`s.
+
+The order, once: the outputs are checked (one same-file check over the sinks,
+then each sink's own), the checkpoint folder is locked and (`--resume`) read,
+the inputs resolve into settings, the run's one `UsageMeter` is made before
+anything that records into it (the models, with its attempt gate; the
+compiled suggestors; the engine), the sinks are opened and hear every event,
+the engine runs, the sinks hear the outcome, and everything is closed
+whatever happened (sinks, checkpoint store, models).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl.clock import Clock
+from converge_dsl.compiler import compile_pipeline, compile_settings
+from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter
+from converge_dsl.errors import ConvergeError
+
+from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
+from ._checkpoint_key import checkpoint_key
+from ._engine import SUGGESTOR_KINDS, build_engine
+from ._outcome import RunOutcome, outcome
+from ._outputs import CheckpointSink, check_outputs
+from ._resume import continue_run
+from ._sinks import RunSink
+from ._suggestor_state import restore_states
+from ._trace import TraceWriter, wall_clock
+from ._traced_model import CallTracer
+
+if TYPE_CHECKING:
+    from converge_dsl.compiler import CompileCache, PipelineSettings
+    from converge_dsl.engine.state import RunResult
+    from converge_dsl.frontend.document import LoadedDocument
+    from converge_dsl.models.port import Model
+
+# The run's models from its settings and its meter's attempt gate.
+ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model"]]
+# The run's usage meter from its budget (a batch's counts against the batch-wide cap).
+MeterFactory = Callable[[Budget], UsageMeter]
+# The compile cache of a run from its resolved inputs (None: compile afresh).
+CacheOpener = Callable[[Mapping[str, object]], "CompileCache | None"]
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """A run journalled into `folder` (`--checkpoint`), or continued from it (`resume`)."""
+
+    folder: Path
+    resume: bool = False
+    decisions: Mapping[str, bool] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
+    decided_by: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything one run is made of, once its pipeline is loaded (see the module docstring).
+
+    `reads` are the files the run reads (no output may be one). `freeze`: a
+    process that runs this one pipeline moves what is alive once it is
+    compiled to the collector's permanent generation (`RunOptions.freeze_compiled`).
+    """
+
+    document: LoadedDocument
+    inputs: Mapping[str, Any]
+    clock: Clock
+    models: ModelMaker
+    sinks: tuple[RunSink, ...] = ()
+    reads: Sequence[tuple[Path, str]] = ()
+    meter: MeterFactory | None = None
+    cache: CacheOpener | None = None
+    checkpoint: Checkpointing | None = None
+    freeze: bool = False
+
+    def all_sinks(self) -> tuple[RunSink, ...]:
+        """The checkpoint folder (an output too), then the plan's sinks in order."""
+        if self.checkpoint is None:
+            return self.sinks
+        return (CheckpointSink(self.checkpoint.folder, self.checkpoint.resume), *self.sinks)
+
+
+async def assemble_run(plan: RunPlan) -> RunOutcome:
+    """Run `plan` to a stop (see the module docstring); raises the run's `ConvergeError`."""
+    sinks = plan.all_sinks()
+    check_outputs(sinks, plan.reads)
+    folder = None if plan.checkpoint is None else plan.checkpoint.folder
+    option = (
+        "--resume" if plan.checkpoint is not None and plan.checkpoint.resume else "--checkpoint"
+    )
+    with folder_lock(folder, option):
+        return await _run(plan, sinks)
+
+
+async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
+    models: dict[str, Model] = {}
+    store = _store(plan.checkpoint)
+    try:
+        checkpoint = _read_checkpoint(store, plan)
+        inputs = plan.inputs or (checkpoint.inputs if checkpoint is not None else {})
+        settings = compile_settings(plan.document, inputs=inputs)
+        meter = (plan.meter or (lambda b: UsageMeter(b, clock=plan.clock)))(settings.budget)
+        for sink in sinks:
+            sink.open(plan.clock)
+        hub = TraceWriter(
+            {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
+        )
+        models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
+        cache = None if plan.cache is None else plan.cache(settings.inputs)
+        with contextlib.nullcontext() if cache is None else cache.session():
+            compiled = compile_pipeline(
+                settings, models=models, usage=meter, events=hub, kinds=SUGGESTOR_KINDS
+            )
+        if plan.freeze:
+            gc.freeze()  # see `RunOptions.freeze_compiled`
+        for sink in sinks:
+            sink.on_compiled(compiled, {plan.document.file: plan.document.text})
+        engine = build_engine(compiled, hub, plan.clock, meter)
+        digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
+        if store is not None and checkpoint is not None:
+            checkpoint.check_digest(digest)
+            restore_states(compiled.suggestors, checkpoint.suggestors)
+            store.resume(checkpoint, compiled.suggestors)
+        elif store is not None:
+            store.start(
+                pipeline_text=plan.document.text,
+                digest=digest,
+                inputs=plan.inputs,
+                suggestors=compiled.suggestors,
+            )
+        result, decided = await _execute(engine, compiled.seeds, store, checkpoint, plan)
+        _raise_failure(sinks)  # a write that failed inside a suggestor: still fatal
+        if store is not None and result.pause is not None:
+            store.save(result.state)  # the pending proposals: enough to continue
+        if store is not None:
+            store.close()  # every record on disk before the run reports
+        out = outcome(compiled, result, decided)
+        for sink in sinks:
+            sink.on_result(out)
+        _raise_failure(sinks)
+    finally:
+        if store is not None:
+            with contextlib.suppress(ConvergeError):  # already failing: keep that error
+                store.close()
+        for sink in sinks:
+            sink.close()  # also one never opened: it may hold what it was made with
+        for model in models.values():
+            await model.aclose()
+    return out
+
+
+def _raise_failure(sinks: Sequence[RunSink]) -> None:
+    for sink in sinks:
+        if sink.failure is not None:
+            raise sink.failure
+
+
+def _wrapped(
+    models: dict[str, Model], sinks: Sequence[RunSink], hub: TraceWriter, clock: Clock
+) -> dict[str, Model]:
+    """The run's models, as each sink wraps them, then traced when events go somewhere."""
+    for sink in sinks:
+        models = {name: sink.model(name, model) for name, model in models.items()}
+    if not hub.listening:
+        return models
+    exchanges = next((s.exchange for s in sinks if s.exchange is not None), None)
+    tracer = CallTracer(hub, clock, exchanges)
+    return {name: tracer.wrap(name, model) for name, model in models.items()}
+
+
+def _store(checkpointing: Checkpointing | None) -> CheckpointStore | None:
+    if checkpointing is None:
+        return None
+    return CheckpointStore(checkpointing.folder, checkpoint_key(checkpointing.env))
+
+
+def _read_checkpoint(store: CheckpointStore | None, plan: RunPlan) -> Checkpoint | None:
+    """With `--resume`: the verified checkpoint, refused if made from another pipeline text."""
+    if store is None or plan.checkpoint is None or not plan.checkpoint.resume:
+        return None
+    checkpoint = store.read()
+    checkpoint.check_pipeline(plan.document.text)
+    return checkpoint
+
+
+async def _execute(
+    engine: Engine,
+    seeds: tuple[ProposedFact, ...],
+    store: CheckpointStore | None,
+    checkpoint: Checkpoint | None,
+    plan: RunPlan,
+) -> tuple[RunResult, Mapping[str, bool]]:
+    """A fresh run from the seeds, or (with `--resume`) the continuation of a checkpoint.
+
+    A checkpoint taken before any cycle finished holds no state: it starts afresh.
+    """
+    if store is not None and checkpoint is not None and plan.checkpoint is not None:
+        return await continue_run(
+            engine,
+            store,
+            checkpoint,
+            seeds,
+            plan.checkpoint.decisions,
+            given_by=plan.checkpoint.decided_by,
+        )
+    result = await engine.run(seeds, on_cycle_end=None if store is None else store.save)
+    return result, {}
