@@ -80,7 +80,7 @@ def compile_text(text: str, folder: Path) -> Any:
     from converge_dsl.compiler import compile_pipeline, compile_settings
     from converge_dsl.engine import UsageMeter
     from converge_dsl.frontend._loader import MAX_BYTES, MAX_BYTES_VARIABLE
-    from converge_dsl.runtime import SUGGESTOR_BUILDERS, TraceWriter, load_document
+    from converge_dsl.runtime import SUGGESTOR_KINDS, TraceWriter, load_document
 
     path = folder / "scaling.yaml"
     path.write_text(text, encoding="utf-8")
@@ -88,7 +88,7 @@ def compile_text(text: str, folder: Path) -> Any:
     settings = compile_settings(load_document(path), inputs={})
     meter = UsageMeter(settings.budget, clock=SystemClock())
     return compile_pipeline(
-        settings, models={}, usage=meter, events=TraceWriter({}), builders=SUGGESTOR_BUILDERS
+        settings, models={}, usage=meter, events=TraceWriter({}), kinds=SUGGESTOR_KINDS
     )
 
 

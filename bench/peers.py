@@ -117,7 +117,7 @@ class Ours:
         from converge_dsl.compiler import compile_pipeline, compile_settings
         from converge_dsl.engine import UsageMeter
         from converge_dsl.runtime import (
-            SUGGESTOR_BUILDERS,
+            SUGGESTOR_KINDS,
             RunOptions,
             TraceWriter,
             build_engine,
@@ -139,7 +139,7 @@ class Ours:
             else:
                 models = self._models
             compiled = compile_pipeline(
-                settings, models=models, usage=meter, events=sink, builders=SUGGESTOR_BUILDERS
+                settings, models=models, usage=meter, events=sink, kinds=SUGGESTOR_KINDS
             )
             if not settings.models:
                 self._compiled = compiled

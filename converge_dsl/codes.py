@@ -83,6 +83,7 @@ TEST_UNKNOWN_NAME = "CD231"  # a test names a key, input, model or invariant the
 TEST_BAD_REGEX = "CD232"  # a test's `matches` is not a regular expression RE2 can run
 TEST_DUPLICATE_CASE = "CD233"  # two cases of a test file share a name
 TEST_BAD_MODEL = "CD234"  # a test's model gives none or several of script, cassette, rules
+KIND_NOT_LOADED = "CD240"  # an installed distribution's suggestor kind does not load
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies

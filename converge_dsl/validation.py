@@ -4,11 +4,14 @@
 and below `runtime`. `CHECKS` is the front end's own checks
 (`converge_dsl.frontend.CHECKS`), then the model-file check
 (`converge_dsl.models.check_model_scripts`), the model-configuration check
-(`converge_dsl.models.check_model_config`), the agents' checks
-(`converge_dsl.agents.check_agents`) and the pack checks
-(`converge_dsl.packs.check_packs`). Each domain check is imported on its
-first call, so `import converge_dsl.validation` stays cheap, and each returns
-at once for a pipeline with nothing for it (no agent, no pack).
+(`converge_dsl.models.check_model_config`) and the pack checks
+(`converge_dsl.packs.check_packs`, of the `packs:` section and the lock). Each
+domain check is imported on its first call, so `import converge_dsl.validation`
+stays cheap, and each returns at once for a pipeline with nothing for it.
+`KINDS` is every suggestor kind: the front end's seed, rule and llm plus
+`agent` (`converge_dsl.agents`) and `pack` (`converge_dsl.packs`), each module
+imported when a pipeline first names the kind; a kind's own checks run through
+the front end's `kind_checks` (docs/architecture.md §16).
 
 - `check_pipeline(path, display=..., roots=...)` -> `CheckedPipeline`: never raises for a
   user error; packs are read from the cache only (no network, no writes). Files the
@@ -24,7 +27,7 @@ at once for a pipeline with nothing for it (no agent, no pack).
   the packs among them (a `pack.yaml` saying `kind: Pack`): what `validate
   PATH...` checks; `check_paths(paths)` checks them all into `CheckedFiles`, each
   pack as `pack publish` would (`converge_dsl.packs.load_pack`).
-- `check_model_scripts`, `check_model_config`, `check_agents`, `check_packs`: the
+- `check_model_scripts`, `check_model_config`, `check_packs`: the
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
 
@@ -46,9 +49,11 @@ from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, Severity, best_first
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
+from converge_dsl.frontend import KINDS as FRONTEND_KINDS
 from converge_dsl.frontend import (
     Check,
     CheckedPipeline,
+    KindRegistry,
     LoadedDocument,
     PipelineFacts,
     roster_accounts,
@@ -57,8 +62,8 @@ from converge_dsl.frontend import check_pipeline as _frontend_check
 
 __all__ = [
     "CHECKS",
+    "KINDS",
     "CheckedFiles",
-    "check_agents",
     "check_model_config",
     "check_model_scripts",
     "check_packs",
@@ -94,20 +99,8 @@ def check_model_config(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check(facts)
 
 
-def _has_agent(facts: PipelineFacts) -> bool:
-    return any(spec["kind"] == "agent" for _, spec in facts.suggestors)
-
-
 def _uses_packs(facts: PipelineFacts) -> bool:
-    return bool(facts.packs) or any(spec["kind"] == "pack" for _, spec in facts.suggestors)
-
-
-def check_agents(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """`converge_dsl.agents.check_agents`, imported only for a pipeline with an agent."""
-    if _has_agent(facts):
-        from converge_dsl.agents import check_agents as check
-
-        yield from check(facts)
+    return bool(facts.packs) or any(spec.pack_references() for spec in facts.specs)
 
 
 def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -122,8 +115,13 @@ CHECKS: tuple[Check, ...] = (
     *FRONTEND_CHECKS,
     check_model_scripts,
     check_model_config,
-    check_agents,
     check_packs,
+)
+
+# Every suggestor kind: the front end's seed, rule and llm, then agent and pack,
+# each imported the first time a pipeline names it (docs/architecture.md §16).
+KINDS: KindRegistry = FRONTEND_KINDS.with_kinds(
+    {"agent": "converge_dsl.agents._kind:AGENT", "pack": "converge_dsl.packs._kind:PACK"}
 )
 
 
@@ -163,7 +161,7 @@ def check_pipeline(
     `CONVERGE_DSL_ALLOW_ROOTS`).
     """
     checks = CHECKS if roots is None else _checks(roots)
-    return _frontend_check(path, display=display or _display(path), checks=checks)
+    return _frontend_check(path, display=display or _display(path), checks=checks, kinds=KINDS)
 
 
 def load_pipeline(
@@ -182,7 +180,7 @@ def load_pipeline(
     `fetched pack NAME VERSION from REPOSITORY` for each.
     """
     checks = _checks(roots, on_fetch or _to_stderr) if fetch else _checks(roots)
-    checked = _frontend_check(path, display=display or _display(path), checks=checks)
+    checked = _frontend_check(path, display=display or _display(path), checks=checks, kinds=KINDS)
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)
     return checked.document

@@ -1,7 +1,8 @@
 """Agent suggestors: the turn loop, tools, contributors, compaction, the span summarizer.
 
 Public surface:
-- `compile_agent(data, path, ctx)` -> `AgentSuggestor` — the builder of kind `agent`;
+- `compile_agent(spec, ctx)` -> `AgentSuggestor` — the builder of kind `agent` (from its
+  `AgentSuggestorSpec`);
   `AgentError`, the failure of an agent's run.
 - `parse_agent(data, path, ctx)` -> `AgentSpec` — the typed agent, without models (used by `plan`).
 - `TokenCounter`, `default_token_counter` — how turns are measured (about 4 characters a token).
@@ -10,14 +11,14 @@ Public surface:
 - `plan_pipeline(document, inputs=...)` -> [`Plan`] — what `converge-dsl plan` shows: each
   agent's turns simulated by `simulate(spec, ...)` without a model; `MAX_ASSUMED_CHARS` bounds
   the assumed reply and tool-result sizes.
-- `check_agents(facts)` — the agents' semantic checks (CD4xx) as a pipeline check, composed
-  into `validate` by `converge_dsl.validation`.
+- `AGENT` — the `agent` suggestor kind (`SuggestorKind`: its spec `AgentSuggestorSpec`, its
+  checks CD4xx, its builder), registered by `converge_dsl.validation.KINDS`.
 - events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`
   (its `ClearedTurn`s of `MessageLine`s of `PartLine`s: `TextPartLine`, `ToolCallPartLine`,
   `ToolResultPartLine`), `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
 
 Names are imported on first use (PEP 562): the agent checks
-(`check_agents`) must not pay for the turn loop's imports.
+(`AGENT`'s checks) must not pay for the turn loop's imports.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.agents._agent import *  # noqa: F403
-    from converge_dsl.agents._checks import *  # noqa: F403
     from converge_dsl.agents._events import *  # noqa: F403
+    from converge_dsl.agents._kind import *  # noqa: F403
     from converge_dsl.agents._loop import *  # noqa: F403
     from converge_dsl.agents._machine import *  # noqa: F403
     from converge_dsl.agents._planner import *  # noqa: F403
@@ -42,7 +43,6 @@ else:
         __name__,
         {
             "converge_dsl.agents._agent": ("AgentError", "AgentSuggestor", "compile_agent"),
-            "converge_dsl.agents._checks": ("check_agents",),
             "converge_dsl.agents._events": (
                 "AgentFinished",
                 "AgentTurnStarted",
@@ -59,6 +59,7 @@ else:
                 "ToolCalled",
                 "ToolResultPartLine",
             ),
+            "converge_dsl.agents._kind": ("AGENT", "AgentSuggestorSpec"),
             "converge_dsl.agents._loop": ("Reducer", "drive"),
             "converge_dsl.agents._machine": ("TurnMachine",),
             "converge_dsl.agents._planner": (

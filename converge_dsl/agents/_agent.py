@@ -9,13 +9,14 @@ made under a reservation of the run's meter, settled with the model's usage.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl import codes
 from converge_dsl.agents._contributors import TurnEnv
 from converge_dsl.agents._events import AgentFinished, EventSink
+from converge_dsl.agents._kind import AgentSuggestorSpec
 from converge_dsl.agents._loop import Reducer, drive
 from converge_dsl.agents._machine import TurnMachine
 from converge_dsl.agents._policy import TokenCounter, default_token_counter
@@ -204,15 +205,15 @@ class AgentSuggestor(CoreSuggestor):
 
 
 def compile_agent(
-    data: Mapping[str, Any],
-    path: JsonPath,
+    suggestor: AgentSuggestorSpec,
     ctx: CompileContext,
     *,
     summarizer: SpanSummarizer | None = None,
     counter: TokenCounter = default_token_counter,
 ) -> AgentSuggestor:
     """The builder of kind `agent`. `summarizer` overrides the model-backed one (tests)."""
-    spec = parse_agent(data, path, ctx)
+    path = suggestor.path
+    spec = parse_agent(suggestor.raw, path, ctx)
     model = _model(ctx, spec.model, (*path, "model"))
     if summarizer is None and spec.summarizer is not None:
         summarizer = ModelSummarizer(
@@ -223,7 +224,7 @@ def compile_agent(
             meter=ctx.usage,
         )
     return AgentSuggestor(
-        core=SuggestorCore.of(data, path, ctx, (spec.target,)),
+        core=SuggestorCore.of(suggestor, ctx),
         spec=spec,
         model=model,
         reducer=Reducer(spec.summarizer, summarizer, ctx.usage),

@@ -9,24 +9,20 @@ the agent's arithmetic reveals.
 Codes (`converge_dsl.codes`, documented in docs/errors.md): `COMPACTION_ORDER`
 (error), `SUMMARIZER_NEVER_CALLED` (the arithmetic is shown),
 `REMINDER_NEVER_FIRES`, `TURNS_NEVER_CLEARED`, `AGENT_CANNOT_PROPOSE` (warnings).
-`check_agents` is the pipeline check (a `converge_dsl.frontend.Check`) that
-`converge_dsl.validation` composes: it returns at once for a pipeline with no
-agent, and imports nothing of the turn loop, the engine or the models (the
-summarizer budget's arithmetic lives in `_summary_budget`).
+`agent_diagnostics` runs them all; the `agent` kind (`_kind.AGENT`) carries it
+as one of its checks. Nothing here imports the turn loop, the engine or the
+models (the summarizer budget's arithmetic lives in `_summary_budget`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from converge_dsl import codes
 from converge_dsl.agents._summary_budget import SummaryBudget
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend.document import SourceMap
-
-if TYPE_CHECKING:
-    from converge_dsl.frontend import PipelineFacts
 
 AgentCheck = Callable[[Mapping[str, Any], SourceMap], Iterator[Diagnostic]]
 
@@ -159,9 +155,3 @@ def agent_diagnostics(data: Mapping[str, Any], source_map: SourceMap) -> Iterato
     """Every agent check, in order."""
     for check in AGENT_CHECKS:
         yield from check(data, source_map)
-
-
-def check_agents(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """The agents' checks (CD4xx) of a pipeline; nothing when it has no agent."""
-    if any(s["kind"] == "agent" for _, s in facts.suggestors):
-        yield from agent_diagnostics(facts.data, facts.source_map)

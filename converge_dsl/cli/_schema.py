@@ -2,7 +2,10 @@
 
 NAME is one of pipeline, pack, model-script, run-result, trace-event,
 pipeline-test (the
-file `schemas/<NAME>.v1.json` shipped with converge-dsl).
+file `schemas/<NAME>.v1.json` shipped with converge-dsl). The pipeline schema
+is the one `validate` applies: with suggestor kinds installed from other
+distributions (entry points `converge_dsl.kinds`), the shipped one composed
+with their branches (docs/architecture.md §16).
 """
 
 from __future__ import annotations
@@ -34,5 +37,19 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         text = read_schema_text(f"{name}.v1.json")
     except (FileNotFoundError, OSError):
         raise UsageError(f"schema {name!r} is not available in this installation") from None
+    if name == "pipeline":
+        text = _composed_pipeline(text)
     io.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
+
+
+def _composed_pipeline(shipped: str) -> str:
+    """The shipped pipeline schema, or, with kinds installed from elsewhere, its composition."""
+    from converge_dsl.frontend import installed_kinds, pipeline_schema
+    from converge_dsl.validation import KINDS
+
+    if not any(name not in KINDS for name in installed_kinds()):
+        return shipped
+    import json
+
+    return json.dumps(pipeline_schema(KINDS.all()), indent=2, ensure_ascii=False) + "\n"

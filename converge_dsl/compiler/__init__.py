@@ -11,27 +11,29 @@ Public surface:
   `models:` entries (the `ModelSpec` handed to the models factory, the files each
   model reads).
 - `compile_pipeline(settings_or_document, *, inputs=None, models, usage, events=None,
-  builders=BUILDERS)` -> `CompiledPipeline` (the settings plus suggestors, the engine's
-  `Invariant`s with an `InvariantCheck`, models, spans). `inputs` only with a document.
+  kinds=KINDS)` -> `CompiledPipeline` (the settings plus suggestors, the engine's
+  `Invariant`s with an `InvariantCheck`, models, spans, each suggestor's kind
+  `kind_of(name)`). `inputs` only with a document. `kinds` is the suggestor-kind
+  registry (`converge_dsl.frontend.KindRegistry`; default: the front end's seed,
+  rule and llm, whose builders live here); callers above hand down the one with
+  agent and pack (`converge_dsl.validation.KINDS`).
 - `resolve_inputs(declared, given)`: the declared inputs (`InputSpec`s by name) with
   defaults applied.
 - `CompileContext`: what every suggestor builder receives (pipeline name,
   source map, models by name, usage meter, event sink, inputs, declared keys
-  and their schemas, base dir, shared render scopes, the builder table;
+  and their schemas, base dir, shared render scopes, the kind registry;
   `ctx.template(src, path)` / `ctx.expression(src, path)` compile once with
   located errors;
   `ctx.source(name)` is the provenance source `name@pipeline`).
 - `compile_context(settings_or_document, *, inputs=None, models, usage, events=None,
-  builders=BUILDERS) -> CompileContext`: the context every builder receives (for
+  kinds=KINDS) -> CompileContext`: the context every builder receives (for
   tools that compile only some suggestors).
 - `SuggestorCore` (name, provenance source, dependencies, targets, `when`, span,
   `accepts` with the idempotent default), `CoreSuggestor` (mixin delegating the
   protocol's identity members to `self.core`), `UsageRecorder` (the usage-meter
   protocol LLM-backed suggestors record into), `EventEmitter` (the event sink type).
-- `SuggestorBuilder = Callable[[spec, path, CompileContext], Suggestor]` and
-  `BUILDERS: {kind: SuggestorBuilder}` (seed, rule, llm). The kinds that live above
-  the compiler (`agent`, `pack`) are added by the caller:
-  `compile_pipeline(..., builders={**BUILDERS, "agent": compile_agent})`.
+- `SuggestorBuilder = Callable[[SuggestorSpec, CompileContext], Suggestor]`, what a
+  `SuggestorKind`'s builder is.
 - `RenderScopes`, `with_item`: the render-time template context, updated per view version
   by the keys that changed; `RenderScopes.owns` answers the idempotent default from an index.
 - `CompileCache`, `open_cache(env, pipeline_text, inputs, lock_file, secret)`,
@@ -50,7 +52,6 @@ from ._common import CoreSuggestor, SuggestorCore
 from ._compile_cache import LOCK_FILE, CompileCache, open_cache
 from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
 from ._pipeline import (
-    BUILDERS,
     CompiledPipeline,
     InvariantCheck,
     compile_context,
@@ -67,7 +68,6 @@ from ._settings import (
 from ._template import CompiledExpression, CompiledTemplate
 
 __all__ = [
-    "BUILDERS",
     "LOCK_FILE",
     "CompileCache",
     "CompileContext",

@@ -21,6 +21,7 @@ from converge_dsl.engine.types import (
     freeze_json,
 )
 from converge_dsl.errors import TemplateRunError
+from converge_dsl.frontend import SuggestorSpec
 
 from ._context import CompileContext
 from ._scope import RenderScopes
@@ -41,16 +42,16 @@ class SuggestorCore:
 
     @classmethod
     def of(
-        cls, spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext, targets: tuple[str, ...]
+        cls, spec: SuggestorSpec, ctx: CompileContext, targets: tuple[str, ...] | None = None
     ) -> SuggestorCore:
-        name = str(spec["name"])
-        when = spec.get("when")
+        """The core of `spec`, writing `targets` (default: the spec's own)."""
+        when, path = spec.when, spec.path
         return cls(
-            name=name,
-            source=ctx.source(name),
-            dependencies=tuple(str(k) for k in spec.get("dependencies") or ()),
-            targets=tuple(dict.fromkeys(targets)),
-            when=None if when is None else ctx.expression(str(when), (*path, "when")),
+            name=spec.name,
+            source=ctx.source(spec.name),
+            dependencies=spec.dependencies,
+            targets=tuple(dict.fromkeys(spec.targets if targets is None else targets)),
+            when=None if when is None else ctx.expression(when, (*path, "when")),
             span=ctx.span(path),
             scopes=ctx.scopes,
         )

@@ -1,20 +1,21 @@
 """What every suggestor builder receives, and the builder signature.
 
-The compiler dispatches each `suggestors[i]` entry on its `kind` through the
-builder table it is given (`ctx.builders`; the compiler's own `BUILDERS` hold
-seed, rule and llm, see `converge_dsl.compiler._pipeline`). A builder is a
-plain function:
+The compiler builds each `suggestors[i]` entry with the builder of its kind
+in the kind registry it is given (`ctx.kinds`, a `converge_dsl.frontend.KindRegistry`;
+default: the front end's seed, rule and llm, see docs/architecture.md §6). A
+builder is a plain function:
 
-    def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor
+    def build_rule(spec: RuleSpec, ctx: CompileContext) -> Suggestor
 
-- `spec` is the validated YAML mapping of the suggestor (JSON-like data);
-- `path` is its JSON path (`("suggestors", 3)`), so `ctx.span(path + ("emit", 0, "id"))`
+- `spec` is the suggestor's typed spec, parsed by its kind (`SuggestorSpec`: name,
+  dependencies, targets, `when`, and the kind's own fields); `spec.path` is its
+  JSON path (`("suggestors", 3)`), so `ctx.span((*spec.path, "emit", 0, "id"))`
   locates any of its nodes;
 - `ctx` gives the pipeline name, the source map, the compiled models, the usage
   meter, the event sink, the inputs, the declared keys (and their schemas,
   `ctx.key_schemas`), the base directory and
-  the shared render scopes (`ctx.scopes.scope(view)`), the builder table
-  (`ctx.builders`, for builders that build other kinds, e.g. a pack's template),
+  the shared render scopes (`ctx.scopes.scope(view)`), the kind registry
+  (`ctx.kinds`, for builders that build other kinds, e.g. a pack's template),
   plus `ctx.template(...)` and `ctx.expression(...)` which compile once and
   report a located `PipelineInvalid` on error.
 A builder returns an immutable object implementing the `Suggestor` protocol and
@@ -33,7 +34,7 @@ from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.budget import Reservation, StopReason
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend import LoadedDocument, SourceMap
+from converge_dsl.frontend import KindRegistry, LoadedDocument, SourceMap, SuggestorSpec
 from converge_dsl.models.port import Model
 from converge_dsl.templating import NAMES_HINT, TemplateCompileError
 
@@ -79,7 +80,7 @@ class CompileContext:
     declared_keys: tuple[str, ...]
     base_dir: Path
     scopes: RenderScopes
-    builders: Mapping[str, SuggestorBuilder]
+    kinds: KindRegistry
     key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
@@ -151,4 +152,4 @@ class CompileContext:
         return CompiledExpression.of_source(compiled, self.document, path)
 
 
-SuggestorBuilder = Callable[[Mapping[str, Any], JsonPath, CompileContext], Suggestor]
+SuggestorBuilder = Callable[[SuggestorSpec, CompileContext], Suggestor]

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
@@ -27,6 +26,7 @@ from converge_dsl.engine.types import (
     Provenance,
     freeze_json,
 )
+from converge_dsl.frontend import ProposalSpec, RuleSpec, SeedSpec
 
 from ._common import (
     CoreSuggestor,
@@ -133,41 +133,36 @@ class EmittingSuggestor(CoreSuggestor):
         return AgentEffect(tuple(proposals))
 
 
-def _data(item: Mapping[str, Any], where: JsonPath, ctx: CompileContext, expression: bool) -> Any:
-    raw = item.get("data")
-    if raw is None:
+def _data(item: ProposalSpec, ctx: CompileContext, expression: bool) -> Any:
+    if item.data is None:
         return None
     if expression:
-        return ctx.expression(str(raw), (*where, "data"))
-    return freeze_json(raw)
+        return ctx.expression(str(item.data), (*item.path, "data"))
+    return freeze_json(item.data)
 
 
 def _emissions(
-    items: Any, path: JsonPath, ctx: CompileContext, default_key: str | None, expression: bool
+    items: tuple[ProposalSpec, ...], ctx: CompileContext, expression: bool
 ) -> tuple[Emission, ...]:
-    out = []
-    for index, item in enumerate(items or ()):
-        where = (*path, index)
-        out.append(
-            Emission(
-                key=str(item.get("key", default_key)),
-                id=ctx.template(str(item["id"]), (*where, "id")),
-                content=compile_value(item["content"], (*where, "content"), ctx),
-                confidence=compile_value(item.get("confidence", 1.0), (*where, "confidence"), ctx),
-                data=_data(item, where, ctx, expression),
-                label=f"{path[-1]}[{index}]",
-            )
+    return tuple(
+        Emission(
+            key=item.key,
+            id=ctx.template(item.id, (*item.path, "id")),
+            content=compile_value(item.content, (*item.path, "content"), ctx),
+            confidence=compile_value(item.confidence, (*item.path, "confidence"), ctx),
+            data=_data(item, ctx, expression),
+            label=item.label,
         )
-    return tuple(out)
+        for item in items
+    )
 
 
-def build_seed(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
-    target = str(spec.get("target", "seeds"))
-    emissions = _emissions(spec.get("facts"), (*path, "facts"), ctx, target, expression=False)
-    return EmittingSuggestor.of(SuggestorCore.of(spec, path, ctx, (target,)), "seed", emissions)
+def build_seed(spec: SeedSpec, ctx: CompileContext) -> EmittingSuggestor:
+    emissions = _emissions(spec.proposals, ctx, expression=False)
+    return EmittingSuggestor.of(SuggestorCore.of(spec, ctx), spec.kind, emissions)
 
 
-def build_rule(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> EmittingSuggestor:
-    emissions = _emissions(spec.get("emit"), (*path, "emit"), ctx, None, expression=True)
+def build_rule(spec: RuleSpec, ctx: CompileContext) -> EmittingSuggestor:
+    emissions = _emissions(spec.proposals, ctx, expression=True)
     targets = tuple(e.key for e in emissions)
-    return EmittingSuggestor.of(SuggestorCore.of(spec, path, ctx, targets), "rule", emissions)
+    return EmittingSuggestor.of(SuggestorCore.of(spec, ctx, targets), spec.kind, emissions)

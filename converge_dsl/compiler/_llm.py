@@ -54,6 +54,7 @@ from converge_dsl.engine.types import (
     ProposedFact,
     Provenance,
 )
+from converge_dsl.frontend import LlmSpec
 from converge_dsl.models import Metered, metered_call
 from converge_dsl.models.port import (
     Message,
@@ -268,8 +269,9 @@ def _strip_fence(text: str) -> str:
     return stripped
 
 
-def build_llm(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> LlmSuggestor:
-    model_name = str(spec["model"])
+def build_llm(spec: LlmSpec, ctx: CompileContext) -> LlmSuggestor:
+    path = spec.path
+    model_name = spec.model
     model = ctx.models.get(model_name)
     if model is None:
         raise ctx.invalid(
@@ -278,14 +280,14 @@ def build_llm(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> L
             (*path, "model"),
             hint=f"declared models: {', '.join(sorted(ctx.models)) or 'none'}",
         )
-    target = str(spec["target"])
-    prompt = spec.get("prompt") or {}
-    output = spec.get("output") or {"format": "text"}
+    target = spec.targets[0]
+    prompt = spec.prompt
+    output = spec.output or {"format": "text"}
     out_path = (*path, "output")
     validator, item_validator, response_schema = _schemas(output, target, out_path, ctx)
     item_id = output.get("id")
     return LlmSuggestor(
-        core=SuggestorCore.of(spec, path, ctx, (target,)),
+        core=SuggestorCore.of(spec, ctx),
         model_name=model_name,
         model=model,
         usage=ctx.usage,
@@ -308,8 +310,8 @@ def build_llm(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> L
             ctx,
             ITEM_NAMES,
         ),
-        max_tokens=spec.get("max_tokens"),
-        temperature=spec.get("temperature"),
+        max_tokens=spec.max_tokens,
+        temperature=spec.temperature,
         item_data=None
         if output.get("data") is None
         else ctx.expression(str(output["data"]), (*out_path, "data"), extra=ITEM_NAMES),

@@ -2,40 +2,42 @@
 
 The document must already be valid (`converge_dsl.validation.load_pipeline`).
 `compile_settings` (see `_settings`) reads the pipeline's settings first;
-`compile_pipeline` then builds the suggestors by kind through the builder table
-it is given (kind -> `SuggestorBuilder`; the compiler's own `BUILDERS` hold
-seed, rule and llm: the caller adds `agent` and `pack`, which live above the
-compiler) and the invariants as the engine's `Invariant`s. Templates and
+`compile_pipeline` then builds each suggestor with the builder of its kind in
+the kind registry it is given (`converge_dsl.frontend.KindRegistry`; default:
+the front end's seed, rule and llm, whose builders live here; the caller hands
+down the registry with `agent` and `pack`, which live above the compiler) and
+the invariants as the engine's `Invariant`s. Templates and
 expressions are compiled here, once. Every object keeps its `SourceSpan`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import SourceSpan
+from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.engine import Budget, Invariant, OnError, PromotionPolicy
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, InvariantClass
 from converge_dsl.engine.types import ContextView, ProposedFact, Suggestor
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend import InvariantSpec, LoadedDocument
+from converge_dsl.frontend import (
+    KINDS,
+    InvariantSpec,
+    KindRegistry,
+    LoadedDocument,
+    SuggestorKind,
+    SuggestorSpec,
+)
 from converge_dsl.models.port import Model
 
 from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
-from ._kinds import build_rule, build_seed
-from ._llm import build_llm
 from ._scope import RenderScopes
 from ._settings import PipelineSettings, compile_settings
 from ._template import CompiledExpression, CompiledTemplate
-
-BUILDERS: Mapping[str, SuggestorBuilder] = MappingProxyType(
-    {"seed": build_seed, "rule": build_rule, "llm": build_llm}
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,13 @@ class CompiledPipeline:
     invariants: tuple[Invariant, ...]
     models: Mapping[str, Model]
     spans: Mapping[str, SourceSpan] = field(default_factory=dict)
+    kinds: Mapping[str, str] = field(default_factory=dict)  # suggestor name -> kind name
+    registry: KindRegistry = KINDS
+
+    def kind_of(self, suggestor: str) -> SuggestorKind | None:
+        """The kind of the suggestor called `suggestor` (None for an unknown name)."""
+        name = self.kinds.get(suggestor)
+        return None if name is None else self.registry.get(name)
 
     @property
     def name(self) -> str:
@@ -124,7 +133,7 @@ def compile_context(
     models: Mapping[str, Model],
     usage: UsageRecorder,
     events: EventEmitter | None = None,
-    builders: Mapping[str, SuggestorBuilder] = BUILDERS,
+    kinds: KindRegistry = KINDS,
 ) -> CompileContext:
     """The `CompileContext` every builder of a pipeline receives.
 
@@ -144,7 +153,7 @@ def compile_context(
         declared_keys=settings.declared_keys,
         base_dir=Path(settings.file).parent,
         scopes=RenderScopes(settings.declared_keys, dict(settings.inputs)),
-        builders=MappingProxyType(dict(builders)),
+        kinds=kinds,
         key_schemas=settings.key_schemas,
     )
 
@@ -156,31 +165,25 @@ def compile_pipeline(
     models: Mapping[str, Model],
     usage: UsageRecorder,
     events: EventEmitter | None = None,
-    builders: Mapping[str, SuggestorBuilder] = BUILDERS,
+    kinds: KindRegistry = KINDS,
 ) -> CompiledPipeline:
     """Compile a validated document (with `inputs`) or its settings.
 
-    Suggestors are built through `builders` (kind -> builder; default: the
-    compiler's seed, rule and llm). Raises `PipelineInvalid` (located; a kind
-    with no builder is CD602) or `UsageError` (inputs).
+    Each suggestor is built by its kind's builder in `kinds` (default: the
+    front end's seed, rule and llm). Raises `PipelineInvalid` (located; a kind
+    the registry lacks is CD602) or `UsageError` (inputs).
     """
     settings = _settings_of(source, inputs)
-    ctx = compile_context(settings, models=models, usage=usage, events=events, builders=builders)
+    ctx = compile_context(settings, models=models, usage=usage, events=events, kinds=kinds)
     suggestors: list[Suggestor] = []
     spans: dict[str, SourceSpan] = {}
-    for index, spec in enumerate(settings.document.data.get("suggestors") or ()):
-        path = ("suggestors", index)
-        kind = str(spec.get("kind"))
-        builder = ctx.builders.get(kind)
-        if builder is None:
-            raise ctx.invalid(
-                codes.COMPILE_KIND_UNAVAILABLE,
-                f"suggestor kind {kind!r} is not available",
-                (*path, "kind"),
-            )
-        suggestor = builder(spec, path, ctx)
+    styles: dict[str, str] = {}
+    for kind, spec in _specs(settings.document, ctx):
+        builder: SuggestorBuilder = kind.builder()
+        suggestor = builder(spec, ctx)
         suggestors.append(suggestor)
-        spans[suggestor.name] = getattr(suggestor, "span", None) or ctx.span(path)
+        spans[suggestor.name] = getattr(suggestor, "span", None) or ctx.span(spec.path)
+        styles[suggestor.name] = kind.name
     invariants = tuple(_invariant(spec, ctx) for spec in settings.manifest.invariants)
     return CompiledPipeline(
         settings=settings,
@@ -189,7 +192,29 @@ def compile_pipeline(
         invariants=invariants,
         models=ctx.models,
         spans=MappingProxyType(spans),
+        kinds=MappingProxyType(styles),
+        registry=kinds,
     )
+
+
+def _specs(
+    document: LoadedDocument, ctx: CompileContext
+) -> Iterator[tuple[SuggestorKind, SuggestorSpec]]:
+    """Each suggestor's kind in `ctx.kinds` and its typed spec, parsed by that kind.
+
+    A kind the registry lacks is a located `PipelineInvalid` (CD602).
+    """
+    for index, raw in enumerate(document.data.get("suggestors") or ()):
+        path: JsonPath = ("suggestors", index)
+        name = str(raw.get("kind"))
+        kind = ctx.kinds.get(name)
+        if kind is None:
+            raise ctx.invalid(
+                codes.COMPILE_KIND_UNAVAILABLE,
+                f"suggestor kind {name!r} is not available",
+                (*path, "kind"),
+            )
+        yield kind, kind.parse(path, raw)
 
 
 def _invariant_class(value: object) -> InvariantClass:
@@ -213,7 +238,6 @@ def _invariant(spec: InvariantSpec, ctx: CompileContext) -> Invariant:
 
 
 __all__ = [
-    "BUILDERS",
     "CompiledPipeline",
     "InvariantCheck",
     "PipelineInvalid",

@@ -15,14 +15,20 @@ Public surface:
   (`checks` default: the front end's own `CHECKS`)
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
   the front end's `CHECKS` (a tuple)
+- suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
+  `SuggestorSpec` (a suggestor, typed; the front end's kinds' `SeedSpec`, `RuleSpec`,
+  `LlmSpec`; a seed's or rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
+  `KindRegistry` and the front end's own `KINDS` (seed, rule, llm); `installed_kinds()`,
+  the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`);
+  `pipeline_schema(kinds)`, the pipeline schema composed from kinds
 - the manifest: `build_manifest(doc)` -> `PipelineManifest`, the typed records of a
   schema-checked pipeline's declarations (`KeySpec`, `InputSpec`, `ModelSpec` with
   `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
   `PromotionSpec`, `PackRequirement`, `RepositorySpec`, `InvariantSpec`); `model_spec`
   converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
   `HTTP_NUMBERS`, the numeric settings of an HTTP model
-- templates: `TemplateSite`, `suggestor_sites(path, body)`, `template_problems(...)`,
-  `expression_error(text)`
+- templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
+  `template_problems(...)`, `expression_error(text)`
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
   `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from;
   `cap(diagnostics)` -> the first `MAX_PER_CODE` of each code and `Omitted` counts of the rest
@@ -41,9 +47,14 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._cap import *  # noqa: F403
     from converge_dsl.frontend._check import *  # noqa: F403
     from converge_dsl.frontend._facts import *  # noqa: F403
+    from converge_dsl.frontend._kind_llm import *  # noqa: F403
+    from converge_dsl.frontend._kind_rule import *  # noqa: F403
+    from converge_dsl.frontend._kind_seed import *  # noqa: F403
+    from converge_dsl.frontend._kinds import *  # noqa: F403
     from converge_dsl.frontend._loader import *  # noqa: F403
     from converge_dsl.frontend._manifest import *  # noqa: F403
     from converge_dsl.frontend._model_specs import *  # noqa: F403
+    from converge_dsl.frontend._registry import *  # noqa: F403
     from converge_dsl.frontend._render import *  # noqa: F403
     from converge_dsl.frontend._sarif import *  # noqa: F403
     from converge_dsl.frontend._schema import *  # noqa: F403
@@ -61,11 +72,20 @@ else:
                 "check_pipeline",
                 "load_pipeline",
             ),
-            "converge_dsl.frontend._facts": (
-                "Check",
-                "PipelineFacts",
+            "converge_dsl.frontend._facts": ("Check", "PipelineFacts"),
+            "converge_dsl.frontend._kind_llm": ("LlmSpec",),
+            "converge_dsl.frontend._kind_rule": ("RuleSpec",),
+            "converge_dsl.frontend._kind_seed": ("SeedSpec",),
+            "converge_dsl.frontend._kinds": (
+                "DataSite",
+                "ENTRY_POINT_GROUP",
+                "GraphStyle",
+                "KindRegistry",
+                "ProposalSpec",
+                "SuggestorKind",
+                "SuggestorSpec",
                 "TemplateSite",
-                "suggestor_sites",
+                "installed_kinds",
             ),
             "converge_dsl.frontend._loader": ("load_file", "load_text"),
             "converge_dsl.frontend._manifest": (
@@ -89,6 +109,7 @@ else:
                 "model_spec",
                 "roster_accounts",
             ),
+            "converge_dsl.frontend._registry": ("KINDS",),
             "converge_dsl.frontend._render": (
                 "SourceTexts",
                 "render_github",
@@ -98,7 +119,7 @@ else:
                 "terminal_safe",
             ),
             "converge_dsl.frontend._sarif": ("render_sarif",),
-            "converge_dsl.frontend._schema": ("schema_diagnostics",),
+            "converge_dsl.frontend._schema": ("pipeline_schema", "schema_diagnostics"),
             "converge_dsl.frontend._semantic": ("CHECKS",),
             "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
             "converge_dsl.frontend.document": ("LoadedDocument", "NodeLocation", "SourceMap"),

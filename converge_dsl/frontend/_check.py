@@ -21,8 +21,9 @@ from converge_dsl.frontend.document import LoadedDocument
 
 if TYPE_CHECKING:
     from converge_dsl.frontend._facts import Check
+    from converge_dsl.frontend._kinds import KindRegistry, SuggestorKind
 
-PIPELINE_SCHEMA = "pipeline.v1.json"
+PIPELINE_SCHEMA = "pipeline.v1.json"  # (the composed one is `_schema.pipeline_schema`)
 
 
 class CheckedPipeline(Record):
@@ -56,40 +57,103 @@ def check_document(
     base_dir: Path | None = None,
     *,
     checks: Sequence[Check] | None = None,
+    kinds: KindRegistry | None = None,
 ) -> CheckedPipeline:
     """Schema and semantic checks of an already loaded pipeline document.
 
     Semantic checks (`checks`, default: the front end's `CHECKS`) run only when
-    the schema passes, so each may trust the shapes.
+    the schema passes, so each may trust the shapes. `kinds` are the suggestor
+    kinds (default: the front end's seed, rule and llm).
     """
+    from converge_dsl.frontend._registry import KINDS
     from converge_dsl.frontend._schema import schema_diagnostics
 
-    found = schema_diagnostics(document, PIPELINE_SCHEMA)
+    kinds = KINDS if kinds is None else kinds
+    composed = _schema_kinds(document, kinds)
+    found = schema_diagnostics(document, PIPELINE_SCHEMA, composed)
+    if composed is not None:
+        found = _not_loaded(document, kinds, found)
     if not found:
         from converge_dsl.frontend._facts import PipelineFacts
         from converge_dsl.frontend._semantic import CHECKS, semantic_diagnostics
 
-        facts = PipelineFacts(document, base_dir)
+        facts = PipelineFacts(document, base_dir, kinds)
         found = semantic_diagnostics(facts, CHECKS if checks is None else checks)
     return CheckedPipeline(document, tuple(best_first(found)))
 
 
+def _not_loaded(
+    document: LoadedDocument, kinds: KindRegistry, found: list[Diagnostic]
+) -> list[Diagnostic]:
+    """`found`, with a kind an installed distribution fails to give reported as such
+    (`KIND_NOT_LOADED`) in place of the schema's "not allowed"."""
+    from converge_dsl import codes
+    from converge_dsl.frontend._kinds import broken_kinds
+
+    broken = broken_kinds()
+    if not broken:
+        return found
+    reported: list[Diagnostic] = []
+    for index, raw in enumerate(document.data.get("suggestors") or ()):
+        name = raw.get("kind") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name in broken and kinds.get(name) is None:
+            reported.append(
+                document.source_map.diagnostic(
+                    codes.KIND_NOT_LOADED,
+                    f"suggestor kind {name!r} could not be loaded: {broken[name]}",
+                    ("suggestors", index, "kind"),
+                    hint="fix or reinstall the distribution that provides it",
+                )
+            )
+    paths = {d.path for d in reported}
+    return reported + [d for d in found if d.path not in paths]
+
+
+def _schema_kinds(
+    document: LoadedDocument, kinds: KindRegistry
+) -> tuple[SuggestorKind, ...] | None:
+    """The kinds to compose the schema from; None for the shipped schema.
+
+    The shipped schema serves when every kind the document names is built in
+    and registered; otherwise the schema is composed from every kind there is
+    (the registry's and the installed distributions'), so a kind from elsewhere
+    is checked by its own branch and an unknown one is a located error naming
+    the kinds that exist.
+    """
+    from converge_dsl.frontend._schema import builtin_kind_names
+
+    suggestors = document.data.get("suggestors") if isinstance(document.data, dict) else None
+    named = {s.get("kind") for s in suggestors or () if isinstance(s, dict)}
+    builtin = builtin_kind_names()
+    if all(name in builtin and kinds.get(name) is not None for name in named):
+        return None
+    return kinds.all()
+
+
 def check_pipeline(
-    path: Path, *, display: str | None = None, checks: Sequence[Check] | None = None
+    path: Path,
+    *,
+    display: str | None = None,
+    checks: Sequence[Check] | None = None,
+    kinds: KindRegistry | None = None,
 ) -> CheckedPipeline:
     """Check the pipeline file at `path`; `display` names it in diagnostics."""
     try:
         document = load_file(path, display=display)
     except PipelineInvalid as exc:
         return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
-    return check_document(document, path.parent, checks=checks)
+    return check_document(document, path.parent, checks=checks, kinds=kinds)
 
 
 def load_pipeline(
-    path: Path, *, display: str | None = None, checks: Sequence[Check] | None = None
+    path: Path,
+    *,
+    display: str | None = None,
+    checks: Sequence[Check] | None = None,
+    kinds: KindRegistry | None = None,
 ) -> LoadedDocument:
     """The checked document at `path`; raises `PipelineInvalid` on any error."""
-    checked = check_pipeline(path, display=display, checks=checks)
+    checked = check_pipeline(path, display=display, checks=checks, kinds=kinds)
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)
     return checked.document

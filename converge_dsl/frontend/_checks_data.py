@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
-from converge_dsl.frontend._facts import PipelineFacts, TemplateSite
+from converge_dsl.frontend._facts import PipelineFacts
+from converge_dsl.frontend._kinds import TemplateSite
 
 if TYPE_CHECKING:
     from converge_dsl.frontend._datawalk import Finding
@@ -31,11 +32,9 @@ def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Each key schema is valid JSON Schema 2020-12, within the size limits, refers only
     within itself and has RE2 regexes; each llm `output.schema` is within the limits,
     refers only within itself and has RE2 regexes."""
-    for path, s in facts.suggestors:
-        output = s.get("output") if s.get("kind") == "llm" else None
-        schema = output.get("schema") if isinstance(output, Mapping) else None
-        if isinstance(schema, dict):
-            yield from _unsafe(facts, "output.schema", schema, (*path, "output", "schema"))
+    for spec in facts.specs:
+        for label, where, schema in spec.schemas():
+            yield from _unsafe(facts, label, schema, where)
     if not facts.key_schemas:
         return
     for key in facts.manifest.keys:
@@ -162,17 +161,18 @@ def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
     from converge_dsl.frontend._dataschema import DataShape
 
     shapes: dict[JsonPath, Any] = {}
-    for path, s in facts.suggestors:
-        output = s.get("output", {})
-        if s.get("kind") != "llm" or output.get("format") != "json":
-            continue  # a text or lines item is a string
-        schema = output.get("schema")
+    for spec in facts.specs:
+        items = spec.items()
+        if items is None:
+            continue  # no item, or a text one
+        where, schema = items
         label = "item (output.schema)"
-        if not isinstance(schema, dict):
-            schema = facts.key_schemas.get(s.get("target", ""))
-            label = f"item (key {s.get('target')!r} data)"
+        if schema is None:
+            target = spec.targets[0] if spec.targets else ""
+            schema = facts.key_schemas.get(target)
+            label = f"item (key {target!r} data)"
         if isinstance(schema, dict):
-            shapes[(*path, "output")] = DataShape(schema, schema, label)
+            shapes[where] = DataShape(schema, schema, label)
     return shapes
 
 
@@ -219,16 +219,13 @@ def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:
     for i, seed in enumerate(facts.data.get("seeds", [])):
         if "data" in seed:
             yield from check(seed.get("key", "seeds"), seed["data"], ("seeds", i))
-    for path, s in facts.suggestors:
-        if s["kind"] == "seed":
-            for j, fact in enumerate(s.get("facts", ())):
-                if "data" in fact:
-                    yield from check(s.get("target", "seeds"), fact["data"], (*path, "facts", j))
-        for j, emit in enumerate(s.get("emit", ()) if s["kind"] == "rule" else ()):
-            if isinstance(emit.get("data"), str) and validators.get(emit["key"]) is not None:
-                value = _constant(emit["data"])
-                if value is not _NOT_CONSTANT:
-                    yield from check(emit["key"], value, (*path, "emit", j), in_yaml=False)
+    for site in (site for spec in facts.specs for site in spec.data_sites()):
+        if not site.expression:
+            yield from check(site.key, site.value, site.path)
+        elif validators.get(site.key) is not None:
+            value = _constant(site.value)
+            if value is not _NOT_CONSTANT:
+                yield from check(site.key, value, site.path, in_yaml=False)
 
 
 def _data_errors(

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, did_you_mean
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.keys import BUILTIN_KEYS
 
@@ -16,40 +15,21 @@ def _suggest(word: str, candidates: frozenset[str] | set[str]) -> str | None:
     return f"did you mean {guess!r}?" if guess else None
 
 
-def _duplicates(
-    facts: PipelineFacts, items: Sequence[tuple[JsonPath, Any]], code: str, what: str
-) -> Iterator[Diagnostic]:
-    first: dict[str, JsonPath] = {}
-    for path, name in items:
-        if name in first:
-            line = facts.source_map.span(first[name]).line
-            yield facts.error(
-                code,
-                f"{what} {name!r} is defined twice",
-                path,
-                hint=f"the first one is on line {line}; names must be unique",
-            )
-        else:
-            first[name] = path
-
-
 def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Suggestor, invariant and declared-key names are unique; declared keys are not built in."""
-    yield from _duplicates(
-        facts,
-        [((*p, "name"), s["name"]) for p, s in facts.suggestors],
+    yield from facts.duplicates(
+        [((*spec.path, "name"), spec.name) for spec in facts.specs],
         codes.DUPLICATE_NAME,
         "suggestor",
     )
     manifest = facts.manifest
-    yield from _duplicates(
-        facts,
+    yield from facts.duplicates(
         [((*v.path, "name"), v.name) for v in manifest.invariants],
         codes.DUPLICATE_INVARIANT,
         "invariant",
     )
     declared = [((*k.path, "name"), k.name) for k in manifest.keys]
-    yield from _duplicates(facts, declared, codes.DUPLICATE_KEY_DECLARATION, "key")
+    yield from facts.duplicates(declared, codes.DUPLICATE_KEY_DECLARATION, "key")
     for path, name in declared:
         if name in BUILTIN_KEYS:
             yield facts.error(
@@ -58,15 +38,6 @@ def unique_names(facts: PipelineFacts) -> Iterator[Diagnostic]:
                 path,
                 hint="remove it from 'keys:'; built-in keys need no declaration",
             )
-
-
-def unique_contributors(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    for path, s in facts.suggestors:
-        named = [
-            ((*path, "contributors", j, "name"), c.get("name", f"{c['kind']}-{j}"))
-            for j, c in enumerate(s.get("contributors", ()))
-        ]
-        yield from _duplicates(facts, named, codes.DUPLICATE_CONTRIBUTOR, "contributor")
 
 
 def known_keys(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -82,30 +53,25 @@ def known_keys(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 
 def known_models(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    for path, s in facts.suggestors:
-        for where in (("model",), ("summarizer", "model")):
-            holder: Any = s
-            for part in where[:-1]:
-                holder = holder.get(part, {})
-            model = holder.get(where[-1])
-            if model is not None and model not in facts.models:
+    for spec in facts.specs:
+        for path, model in spec.model_references():
+            if model not in facts.models:
                 yield facts.error(
                     codes.UNKNOWN_MODEL,
                     f"unknown model {model!r}",
-                    (*path, *where),
+                    path,
                     hint=_suggest(model, facts.models) or "declare it under 'models:'",
                 )
 
 
 def declared_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    for path, s in facts.suggestors:
-        if s["kind"] == "pack":
-            pack = s["use"].split("/", 1)[0]
+    for spec in facts.specs:
+        for path, pack in spec.pack_references():
             if pack not in facts.packs:
                 yield facts.error(
                     codes.UNDECLARED_PACK,
                     f"pack {pack!r} is not declared",
-                    (*path, "use"),
+                    path,
                     hint=_suggest(pack, facts.packs)
                     or f"add it under 'packs:' ({pack}: \">=1.0\")",
                 )

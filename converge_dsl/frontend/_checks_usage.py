@@ -25,26 +25,21 @@ def templates_compile(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 def reachable_suggestors(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Warn about suggestors none of whose dependencies can ever hold facts."""
-    for path, s in facts.suggestors:
-        deps = s.get("dependencies") or []
+    for spec in facts.specs:
+        deps = spec.dependencies
         if deps and not any(key in facts.produced_keys for key in deps):
             yield facts.warning(
                 codes.NEVER_RUNS,
-                f"suggestor {s['name']!r} never runs: nothing produces "
+                f"suggestor {spec.name!r} never runs: nothing produces "
                 + ", ".join(repr(k) for k in deps),
-                (*path, "dependencies"),
+                (*spec.path, "dependencies"),
                 hint="add a seed or suggestor that targets one of these keys",
             )
 
 
 def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Warn about models, declared keys and inputs that nothing uses."""
-    used_models = set()
-    for _, s in facts.suggestors:
-        used_models.add(s.get("model"))
-        used_models.add(s.get("summarizer", {}).get("model"))
-        if s["kind"] == "pack":
-            used_models.add("default")  # pack llm/agent templates run on model `default`
+    used_models = {model for spec in facts.specs for model in spec.models_used()}
     for name in sorted(facts.models - used_models):
         yield facts.warning(
             codes.UNUSED_MODEL,
@@ -80,10 +75,8 @@ def object_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
     places: list[tuple[tuple[str | int, ...], object]] = [
         (("seeds", i), seed) for i, seed in enumerate(facts.data.get("seeds") or ())
     ]
-    for path, s in facts.suggestors:
-        field = {"seed": "facts", "rule": "emit"}.get(str(s["kind"]))
-        if field is not None:
-            places += [((*path, field, i), item) for i, item in enumerate(s.get(field) or ())]
+    for spec in facts.specs:
+        places += spec.content_items()
     for path, item in places:
         if isinstance(item, dict) and isinstance(item.get("content"), dict):
             yield facts.warning(

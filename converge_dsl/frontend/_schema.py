@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._record import Record
 from converge_dsl._resources import read_schema_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean, format_path
 from converge_dsl.frontend.document import LoadedDocument
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend._kinds import SuggestorKind
 
 _JSON_TYPES = {
     dict: "a mapping",
@@ -67,12 +70,71 @@ def _validator(name: str) -> Any:
     return jsonschema_rs.validator_for(load_schema(name))
 
 
-def schema_diagnostics(doc: LoadedDocument, schema_name: str) -> list[Diagnostic]:
-    """Every schema violation of `doc` against `schemas/<schema_name>`, located."""
-    validator = _validator(schema_name)
+PIPELINE_SCHEMA = "pipeline.v1.json"
+
+
+def pipeline_schema(kinds: Sequence[SuggestorKind]) -> dict[str, Any]:
+    """The pipeline schema whose `suggestors` items are one branch per kind, in order.
+
+    The shipped `schemas/pipeline.v1.json` is this for the built-in kinds (a
+    test holds that); a kind from elsewhere adds its own `$defs`.
+    """
+    import copy
+
+    schema = copy.deepcopy(load_schema(PIPELINE_SCHEMA))
+    defs: dict[str, Any] = schema["$defs"]
+    for kind in kinds:
+        if kind.schema is not None:
+            defs.update(kind.schema)
+    suggestor = defs["suggestor"]
+    suggestor["properties"]["kind"]["enum"] = [kind.name for kind in kinds]
+    suggestor["allOf"] = [
+        {
+            "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
+            "then": {"$ref": f"#/$defs/{kind.branch}"},
+        }
+        for kind in kinds
+    ]
+    return schema
+
+
+@lru_cache(maxsize=1)
+def builtin_kind_names() -> frozenset[str]:
+    """The kinds the shipped pipeline schema knows."""
+    suggestor = load_schema(PIPELINE_SCHEMA)["$defs"]["suggestor"]
+    return frozenset(suggestor["properties"]["kind"]["enum"])
+
+
+_COMPOSED: dict[tuple[int, ...], tuple[dict[str, Any], Any]] = {}
+
+
+def _composed(kinds: Sequence[SuggestorKind]) -> tuple[dict[str, Any], Any]:
+    """The composed pipeline schema of `kinds` and its validator (once per process)."""
+    marker = tuple(id(kind) for kind in kinds)
+    found = _COMPOSED.get(marker)
+    if found is None:
+        import jsonschema_rs
+
+        schema = pipeline_schema(kinds)
+        found = _COMPOSED[marker] = (schema, jsonschema_rs.validator_for(schema))
+    return found
+
+
+def schema_diagnostics(
+    doc: LoadedDocument, schema_name: str, kinds: Sequence[SuggestorKind] | None = None
+) -> list[Diagnostic]:
+    """Every schema violation of `doc` against `schemas/<schema_name>`, located.
+
+    With `kinds`, the schema is the pipeline schema composed from them.
+    """
+    if kinds is None:
+        validator = _validator(schema_name)
+    else:
+        schema, validator = _composed(kinds)
     if validator.is_valid(doc.data):
         return _text_lost(doc, validator, set())
-    schema = load_schema(schema_name)
+    if kinds is None:
+        schema = load_schema(schema_name)
     seen: set[tuple[str, int, int, str]] = set()
     out: list[Diagnostic] = []
     suggest = Suggestions()

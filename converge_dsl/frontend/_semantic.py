@@ -2,7 +2,8 @@
 
 A check is a `Check` (`PipelineFacts -> Iterator[Diagnostic]`, see `_facts`).
 The front end's own checks are generic: names, keys, models, declared packs,
-templates, reachability and unused declarations. Checks that belong to a
+templates, reachability and unused declarations; `kind_checks` runs the checks
+each suggestor kind the pipeline uses carries (docs/architecture.md §16). Checks that belong to a
 domain (model scripts, agents, packs) live in their packages and are composed
 with these by `converge_dsl.validation`, which `validate` and `run` call.
 
@@ -16,7 +17,7 @@ with an example.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend._checks_data import constant_data, data_fields, key_schemas_valid
@@ -25,7 +26,6 @@ from converge_dsl.frontend._checks_declared import (
     known_keys,
     known_models,
     pack_specifiers,
-    unique_contributors,
     unique_names,
 )
 from converge_dsl.frontend._checks_usage import (
@@ -36,9 +36,17 @@ from converge_dsl.frontend._checks_usage import (
 )
 from converge_dsl.frontend._facts import Check, PipelineFacts
 
+
+def kind_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Each suggestor kind's own checks, once for a pipeline that uses the kind."""
+    for kind in facts.kinds_used:
+        for run in kind.checks:
+            yield from run(facts)
+
+
 CHECKS: tuple[Check, ...] = (
     unique_names,
-    unique_contributors,
+    kind_checks,
     known_keys,
     known_models,
     declared_packs,

@@ -16,6 +16,7 @@ from typing import Any
 from converge_dsl.compiler import CompiledPipeline
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import Suggestor
+from converge_dsl.frontend import GraphStyle, SuggestorSpec
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.keys import BUILTIN_KEYS
 
@@ -65,15 +66,9 @@ class _Sources:
         )
 
 
-def _models_of(
-    spec: Mapping[str, Any], suggestor: Suggestor, declared: Mapping[str, Any]
-) -> list[str]:
-    summarizer = spec.get("summarizer")
-    names = [
-        spec.get("model"),
-        summarizer.get("model") if isinstance(summarizer, Mapping) else None,
-        getattr(suggestor, "model_name", None),
-    ]
+def _models_of(spec: SuggestorSpec, suggestor: Suggestor, declared: Mapping[str, Any]) -> list[str]:
+    named = [name for _, name in spec.model_references()]
+    names = [*named, getattr(suggestor, "model_name", None)]
     return [str(n) for n in dict.fromkeys(names) if n is not None and str(n) in declared]
 
 
@@ -82,22 +77,21 @@ def _joined(names: Sequence[str], empty: str = "none") -> str:
 
 
 def _suggestor_details(
-    spec: Mapping[str, Any], suggestor: Suggestor, flow: Flow, models: list[str], live: bool
+    spec: SuggestorSpec, suggestor: Suggestor, flow: Flow, models: list[str], live: bool
 ) -> tuple[tuple[str, str], ...]:
     """What the HTML panel and the JSON say of a suggestor, in reading order."""
     details = [
-        ("kind", str(spec.get("kind"))),
+        ("kind", spec.kind),
         ("reads", _joined(flow.dependencies, "nothing: always a candidate")),
         ("writes", _joined(flow.targets)),
+        *spec.details(),
     ]
-    if spec.get("kind") == "pack":
-        details.append(("uses", str(spec.get("use", ""))))
-    if spec.get("when") is not None:
-        details.append(("when", str(spec["when"])))
+    if spec.when is not None:
+        details.append(("when", spec.when))
     if models:
         details.append(("models", _joined(models)))
-    if spec.get("description"):
-        details.append(("description", str(spec["description"])))
+    if spec.raw.get("description"):
+        details.append(("description", str(spec.raw["description"])))
     hint = suggestor.complexity_hint()
     if hint:
         details.append(("complexity", hint))
@@ -115,7 +109,8 @@ class _Builder:
         self.document = compiled.settings.document
         self.sources = _Sources(self.document)
         data = self.document.data
-        self.specs: list[Mapping[str, Any]] = list(data.get("suggestors") or ())
+        self.kinds = compiled.registry
+        self.specs = list(self.kinds.specs(data))
         self.manifest = compiled.settings.manifest
         self.key_specs = {k.name: k for k in self.manifest.keys}
         self.packs = frozenset(p.name for p in self.manifest.packs)
@@ -136,7 +131,13 @@ class _Builder:
             nodes=tuple(nodes),
             edges=tuple(self.edges),
             invariants=tuple(self._invariants()),
+            styles=self._styles(),
         )
+
+    def _styles(self) -> tuple[tuple[str, GraphStyle], ...]:
+        """Every registered kind's style, then those of other kinds the pipeline uses."""
+        names = dict.fromkeys((*self.kinds.names, *(spec.kind for spec in self.specs)))
+        return tuple((name, self.kinds.kind(name).graph) for name in names)
 
     def _suggestors(self) -> Iterator[Node]:
         declared = self.compiled.settings.models
@@ -145,21 +146,20 @@ class _Builder:
         ):
             live = flow.name in self.reach.suggestors
             node_id = f"suggestor:{flow.name}"
-            kind = str(spec.get("kind"))
             models = _models_of(spec, suggestor, declared)
             self.edges += [
                 Edge(f"key:{k}", node_id, "reads", k in self.reach.keys) for k in flow.dependencies
             ]
             self.edges += [Edge(node_id, f"key:{k}", "writes", live) for k in flow.targets]
             self.edges += [Edge(node_id, f"model:{m}", "calls", live) for m in models]
-            pack = str(spec.get("use", "")).partition("/")[0] if kind == "pack" else ""
-            if pack in self.packs:
-                self.edges.append(Edge(f"pack:{pack}", node_id, "provides", live))
+            for _, pack in spec.pack_references():
+                if pack in self.packs:
+                    self.edges.append(Edge(f"pack:{pack}", node_id, "provides", live))
             yield Node(
                 node_id,
                 "suggestor",
                 flow.name,
-                kind,
+                spec.kind,
                 live,
                 _suggestor_details(spec, suggestor, flow, models, live),
                 source=self.sources.of(("suggestors", index)),

@@ -23,7 +23,7 @@ from converge_dsl.models.port import (
     ModelRequest,
     ModelReturn,
 )
-from converge_dsl.runtime import SUGGESTOR_BUILDERS
+from converge_dsl.runtime import SUGGESTOR_KINDS
 
 
 class OfflineModel(ModelDefaults):
@@ -58,5 +58,5 @@ def compile_for_graph(
     settings = compile_settings(document, inputs=inputs)
     models = {name: OfflineModel(name) for name in settings.models}
     return compile_pipeline(
-        settings, models=models, usage=UsageMeter(settings.budget), builders=SUGGESTOR_BUILDERS
+        settings, models=models, usage=UsageMeter(settings.budget), kinds=SUGGESTOR_KINDS
     )

@@ -12,14 +12,8 @@ from __future__ import annotations
 from ._model import Node, PipelineGraph
 from ._text import header, invariant_line, subtitle
 
-_FILL = {
-    "seed": ("#dcfce7", "#16a34a"),
-    "rule": ("#dbeafe", "#2563eb"),
-    "llm": ("#f3e8ff", "#9333ea"),
-    "agent": ("#ffedd5", "#ea580c"),
-    "pack": ("#ccfbf1", "#0d9488"),
-}
 _SHAPE = {"key": "ellipse", "suggestor": "box", "model": "cylinder", "pack": "folder"}
+_KIND_SHAPE = {"box": "box", "hexagon": "hexagon"}
 
 
 def quote(text: str) -> str:
@@ -27,21 +21,24 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _attributes(node: Node) -> str:
-    fill, color = {
-        "key": ("#ffffff", "#64748b"),
-        "model": ("#f1f5f9", "#475569"),
-        "pack": ("#fef9c3", "#ca8a04"),
-    }.get(node.kind, ("#dbeafe", "#2563eb"))
-    if node.kind == "suggestor":
-        fill, color = _FILL.get(node.style, (fill, color))
+def _attributes(graph: PipelineGraph, node: Node) -> str:
+    shape = _SHAPE[node.kind]
+    kind = graph.style_of(node)
+    if kind is not None:  # a suggestor: its kind's own style
+        fill, color, shape = kind.fill, kind.stroke, _KIND_SHAPE.get(kind.shape, "box")
+    else:
+        fill, color = {
+            "key": ("#ffffff", "#64748b"),
+            "model": ("#f1f5f9", "#475569"),
+            "pack": ("#fef9c3", "#ca8a04"),
+        }.get(node.kind, ("#f1f5f9", "#475569"))  # (a hand-built graph's unstyled suggestor)
     style = "filled,rounded" if node.kind == "suggestor" else "filled"
     if not node.reachable:
         style, color = style + ",dashed", "#dc2626"
     label = f"{node.name}\n{subtitle(node)}"
     pairs = {
         "label": quote(label),
-        "shape": _SHAPE[node.kind],
+        "shape": shape,
         "style": quote(style),
         "fillcolor": quote(fill),
         "color": quote(color),
@@ -58,7 +55,7 @@ def render(graph: PipelineGraph) -> str:
         '  node [fontname="Helvetica", fontsize=11];',
         '  edge [fontname="Helvetica", fontsize=9, color="#64748b"];',
     ]
-    lines += [f"  {quote(node.id)} [{_attributes(node)}];" for node in graph.nodes]
+    lines += [f"  {quote(node.id)} [{_attributes(graph, node)}];" for node in graph.nodes]
     for edge in graph.edges:
         attributes = []
         if edge.relation in ("calls", "provides"):

@@ -25,17 +25,20 @@ from ._svg import svg
 from ._text import MARKERS
 
 _HERE = Path(__file__).resolve().parent
-_LEGEND = (
-    ("kind-key", "context key"),
-    ("kind-suggestor style-seed", "seed"),
-    ("kind-suggestor style-rule", "rule"),
-    ("kind-suggestor style-llm", "llm"),
-    ("kind-suggestor style-agent", "agent"),
-    ("kind-suggestor style-pack", "pack suggestor"),
+_LEGEND_OTHERS = (
     ("kind-model", "model"),
     ("kind-pack", "pack"),
     ("kind-key dead", "unreachable / never fires"),
 )
+
+
+def _kind_css(graph: PipelineGraph) -> str:
+    """One rule per suggestor kind, from its own `GraphStyle` (page.css has the rest)."""
+    return "".join(
+        f".kind-suggestor.style-{name} .shape {{ fill: {style.fill}; stroke: {style.stroke}; }} "
+        f".kind-suggestor.style-{name} .bar {{ fill: {style.stroke}; }}\n"
+        for name, style in graph.styles
+    )
 
 
 def _asset(name: str) -> str:
@@ -81,12 +84,14 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _legend() -> str:
+def _legend(graph: PipelineGraph) -> str:
+    kinds = tuple((f"kind-suggestor style-{name}", style.label) for name, style in graph.styles)
+    entries = (("kind-key", "context key"), *kinds, *_LEGEND_OTHERS)
     items = "".join(
         f'<li><svg width="26" height="16" aria-hidden="true"><g class="{css}">'
         f'<rect class="shape" x="1" y="1" width="24" height="14" rx="4"/></g></svg>'
         f"{escape(text)}</li>"
-        for css, text in _LEGEND
+        for css, text in entries
     )
     return f'<section id="legend"><h2>Legend</h2><ul>{items}</ul></section>'
 
@@ -128,7 +133,8 @@ def render(graph: PipelineGraph) -> str:
         f"{MARKERS['html']} -->\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{title} · converge-dsl graph</title><style>{_asset('page.css')}</style></head>\n"
+        f"<title>{title} · converge-dsl graph</title>"
+        f"<style>{_asset('page.css')}{_kind_css(graph)}</style></head>\n"
         f"<body><header><h1>{title}</h1>{description}{_summary(graph)}</header>\n"
         f'<main><div id="canvas">{svg(graph)}'
         '<div class="search"><input id="search" type="search" placeholder="Find a node"'
@@ -138,7 +144,7 @@ def render(graph: PipelineGraph) -> str:
         '<button type="button" id="fit" title="fit to the window (0)">fit</button></div></div>\n'
         '<aside id="panel"><section id="details"><h2>Details</h2>'
         '<p class="hint">Click a node to see its YAML source. Drag to pan, scroll to zoom.</p>'
-        f"</section>{_invariants(graph)}{_legend()}</aside></main>\n"
+        f"</section>{_invariants(graph)}{_legend(graph)}</aside></main>\n"
         f'<script type="application/json" id="graph-data">{_script_json(_data(graph))}</script>\n'
         f"<script>{_asset('page.js')}</script>\n</body></html>\n"
     )

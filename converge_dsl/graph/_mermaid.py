@@ -14,15 +14,10 @@ from ._model import Node, PipelineGraph
 from ._text import header, invariant_line, short_ids, subtitle
 
 _SHAPES = {"key": ('(["', '"])'), "suggestor": ('["', '"]'), "model": ('[("', '")]')}
-_SHAPES["pack"] = ('{{"', '"}}')
+_SHAPES["pack"] = _HEXAGON = ('{{"', '"}}')
 _ARROWS = {"reads": "-->", "writes": "-->", "calls": "-.->", "provides": "-.->"}
-CLASSES = (
-    ("key", "fill:#ffffff,stroke:#64748b,color:#0f172a"),
-    ("seed", "fill:#dcfce7,stroke:#16a34a,color:#14532d"),
-    ("rule", "fill:#dbeafe,stroke:#2563eb,color:#1e3a8a"),
-    ("llm", "fill:#f3e8ff,stroke:#9333ea,color:#581c87"),
-    ("agent", "fill:#ffedd5,stroke:#ea580c,color:#7c2d12"),
-    ("pack", "fill:#ccfbf1,stroke:#0d9488,color:#134e4a"),
+_KEY = ("key", "fill:#ffffff,stroke:#64748b,color:#0f172a")
+_OTHERS = (
     ("model", "fill:#f1f5f9,stroke:#475569,color:#1e293b"),
     ("packsource", "fill:#fef9c3,stroke:#ca8a04,color:#713f12"),
     ("invariant", "fill:#fff7ed,stroke:#c2410c,color:#431407"),
@@ -43,10 +38,24 @@ def escape(text: str) -> str:
     return "".join(_ENTITIES.get(char, char) for char in text)
 
 
+def classes(graph: PipelineGraph) -> tuple[tuple[str, str], ...]:
+    """The `classDef`s: keys, one per suggestor kind (its own style), then the rest."""
+    kinds = tuple(
+        (name, f"fill:{style.fill},stroke:{style.stroke},color:{style.text}")
+        for name, style in graph.styles
+    )
+    return (_KEY, *kinds, *_OTHERS)
+
+
 def _class(node: Node) -> str:
     if node.kind == "suggestor":
-        return node.style if node.style in {name for name, _ in CLASSES} else "rule"
+        return node.style  # each kind has its class (`classes`)
     return {"key": "key", "model": "model", "pack": "packsource"}[node.kind]
+
+
+def _shape(graph: PipelineGraph, node: Node) -> tuple[str, str]:
+    style = graph.style_of(node)
+    return _HEXAGON if style is not None and style.shape == "hexagon" else _SHAPES[node.kind]
 
 
 def render(graph: PipelineGraph) -> str:
@@ -54,7 +63,7 @@ def render(graph: PipelineGraph) -> str:
     ids = short_ids(graph)
     lines = [header(graph, "mermaid"), "flowchart LR"]
     for node in graph.nodes:
-        opening, closing = _SHAPES[node.kind]
+        opening, closing = _shape(graph, node)
         label = f"{escape(node.name)}<br/><small>{escape(subtitle(node))}</small>"
         lines.append(f"  {ids[node.id]}{opening}{label}{closing}")
     for edge in graph.edges:
@@ -66,7 +75,7 @@ def render(graph: PipelineGraph) -> str:
         for index, invariant in enumerate(graph.invariants):
             lines.append(f'    i{index}["{escape(invariant_line(invariant))}"]')
         lines.append("  end")
-    lines += [f"  classDef {name} {style}" for name, style in CLASSES]
+    lines += [f"  classDef {name} {style}" for name, style in classes(graph)]
     groups: dict[str, list[str]] = {}
     for node in graph.nodes:
         groups.setdefault(_class(node), []).append(ids[node.id])

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from converge_dsl.frontend import GraphStyle
+
 NodeKind = Literal["suggestor", "key", "model", "pack"]
 Relation = Literal["reads", "writes", "calls", "provides"]
 NODE_KINDS: tuple[NodeKind, ...] = ("key", "suggestor", "model", "pack")
@@ -104,6 +106,12 @@ class PipelineGraph:
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
     invariants: tuple[GraphInvariant, ...]
+    # Suggestor kind -> how it is drawn (each kind's own `GraphStyle`), registry order.
+    styles: tuple[tuple[str, GraphStyle], ...] = ()
+
+    def style_of(self, node: Node) -> GraphStyle | None:
+        """The drawing style of a suggestor node's kind (None for other nodes)."""
+        return dict(self.styles).get(node.style) if node.kind == "suggestor" else None
 
     def of_kind(self, kind: NodeKind) -> tuple[Node, ...]:
         return tuple(node for node in self.nodes if node.kind == kind)

@@ -14,8 +14,9 @@ Public surface:
   `pack fetch`), `read_locked_packs(pipeline)` (the cache only: `validate`),
   `fetched_message(locked)`, `fetch_hint(pipeline)`;
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
-- `compile_pack_suggestor(spec, path, ctx)`: the compiler's builder for `kind: pack`, which
-  builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
+- `PACK`, the `pack` suggestor kind (`SuggestorKind`, its spec `PackSuggestorSpec`),
+  registered by `converge_dsl.validation.KINDS`; `compile_pack_suggestor(spec, ctx)`,
+  its builder, which builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
 - `check_packs(facts)`, the pipeline check `validate` composes (cache only), and
   `fetching_pack_check(on_fetch)`, the one `run` composes (fetches what is missing);
   `check_pipeline_packs(doc)` and the finer checks `check_lock`, `check_pack_uses` (codes
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.packs._edit import *  # noqa: F403
     from converge_dsl.packs._index import *  # noqa: F403
     from converge_dsl.packs._info import *  # noqa: F403
+    from converge_dsl.packs._kind import *  # noqa: F403
     from converge_dsl.packs._lint import *  # noqa: F403
     from converge_dsl.packs._lockfile import *  # noqa: F403
     from converge_dsl.packs._manifest import *  # noqa: F403
@@ -81,6 +83,7 @@ else:
             ),
             "converge_dsl.packs._index": ("IndexEntry", "PackIndex"),
             "converge_dsl.packs._info": ("PackInfo", "SuggestorInfo", "describe_pack"),
+            "converge_dsl.packs._kind": ("PACK", "PackSuggestorSpec"),
             "converge_dsl.packs._lint": ("template_diagnostics",),
             "converge_dsl.packs._lockfile": (
                 "LOCK_FILE",

@@ -297,7 +297,7 @@ def _not_fetched(
 
 
 def _uses_packs(facts: PipelineFacts) -> bool:
-    return bool(facts.packs) or any(s["kind"] == "pack" for _, s in facts.suggestors)
+    return bool(facts.packs) or any(spec.pack_references() for spec in facts.specs)
 
 
 def _pipeline_path(facts: PipelineFacts) -> Path | None:

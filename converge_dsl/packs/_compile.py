@@ -1,6 +1,6 @@
 """Compile a pipeline's `kind: pack` entry into a suggestor.
 
-`compile_pack_suggestor(spec, path, ctx)` is the compiler's builder for
+`compile_pack_suggestor(spec, ctx)` is the compiler's builder for
 `kind: pack` (a `SuggestorBuilder`). It finds the pack among the pipeline's
 locked packs (`ctx.packs` when the context carries them, else loaded through
 the lock file beside the pipeline), then:
@@ -11,7 +11,7 @@ the lock file beside the pipeline), then:
   suggestor body (name from the pipeline, `target`/emit keys defaulting to
   `output`, `dependencies` to `[input]`, `model` to `default`; `when` and
   `description` from the pipeline) and builds it with the pipeline's builder
-  for that kind (`ctx.builders`), in a context whose templates also see
+  for that kind (`ctx.kinds`), in a context whose templates also see
   `params` (the `with:` values).
 """
 
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl.compiler import CompileContext, RenderScopes
-from converge_dsl.diagnostics import JsonPath
+from converge_dsl.compiler import CompileContext, RenderScopes, SuggestorBuilder
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
+from converge_dsl.packs._kind import PackSuggestorSpec
 from converge_dsl.packs._lockfile import lock_hint, lock_path
 from converge_dsl.packs._manifest import Pack, SuggestorDef
 from converge_dsl.packs._registry import SolverRegistry, installed_solvers
@@ -106,15 +106,14 @@ def _packs(ctx: CompileContext) -> Mapping[str, Pack]:
 
 
 def compile_pack_suggestor(
-    spec: Mapping[str, Any],
-    path: JsonPath,
+    suggestor: PackSuggestorSpec,
     ctx: CompileContext,
     *,
     solvers: SolverRegistry | None = None,
 ) -> Suggestor:
     """Build the suggestor of one `kind: pack` entry; raises a located `PipelineInvalid`."""
-    use = str(spec.get("use", ""))
-    pack_name, _, name = use.partition("/")
+    spec, path = suggestor.raw, suggestor.path
+    pack_name, _, name = suggestor.use.partition("/")
     try:
         packs = _packs(ctx)
     except PackError as exc:
@@ -138,15 +137,16 @@ def compile_pack_suggestor(
         )
     params = dict(spec.get("with") or {})
     if definition.kind != "solver":
-        builder = ctx.builders.get(definition.kind)
-        if builder is None:
+        kind = ctx.kinds.get(definition.kind)
+        if kind is None:
             raise ctx.invalid(
                 codes.PACK_NOT_INSTALLABLE,
                 f"no builder for {definition.kind!r} suggestors",
                 (*path, "use"),
             )
         scoped = replace(ctx, scopes=_ParamScopes(ctx.scopes, params))
-        return builder(instantiate_template(spec, definition), path, scoped)
+        builder: SuggestorBuilder = kind.builder()
+        return builder(kind.parse(path, instantiate_template(spec, definition)), scoped)
     assert definition.solver is not None
     try:
         solver = (solvers or installed_solvers()).get(definition.solver)

@@ -18,16 +18,19 @@ from typing import Any
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
 from converge_dsl.frontend import (
+    KINDS,
     LoadedDocument,
     NodeLocation,
     SourceMap,
-    suggestor_sites,
     template_problems,
 )
 from converge_dsl.packs._manifest import Pack
 from converge_dsl.template_names import CONTEXT_NAMES
 
 PARAMS = frozenset({"params"})
+# The kinds a pack template may be of: the front end's and the agent, named by
+# reference so that packs import nothing of agents (docs/architecture.md §10).
+TEMPLATE_KINDS = KINDS.with_kinds({"agent": "converge_dsl.agents._kind:AGENT"})
 
 
 def _text_document(file: str, text: str) -> LoadedDocument:
@@ -83,7 +86,7 @@ def template_diagnostics(
         path: JsonPath = ("suggestors", name, "template")
         written = doc.data["suggestors"][name].get("template") or {}
         body = {**written, "kind": definition.kind}
-        for site in suggestor_sites(path, body, PARAMS):
+        for site in TEMPLATE_KINDS.spec(path, body).templates(PARAMS):
             found.extend(
                 template_problems(
                     doc,

@@ -22,8 +22,9 @@ Public surface:
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
   stop reason `invalid`, `usage_error` or `error`).
-- `SUGGESTOR_BUILDERS`: every suggestor kind (the compiler's seed, rule, llm plus agent
-  and pack, imported on first use), the table `compile_pipeline` is given.
+- `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
+  seed, rule, llm plus agent and pack, imported on first use), the registry
+  `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
@@ -55,7 +56,7 @@ from ._documents import (
     exported_schemas,
     schema_text,
 )
-from ._engine import SUGGESTOR_BUILDERS, build_engine
+from ._engine import SUGGESTOR_KINDS, build_engine
 from ._models import build_models, model_builder
 from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
@@ -80,7 +81,7 @@ __all__ = [
     "CHECKPOINT_FILE",
     "EXIT_BY_STOP",
     "REPORT_MARK",
-    "SUGGESTOR_BUILDERS",
+    "SUGGESTOR_KINDS",
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",

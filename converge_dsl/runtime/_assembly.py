@@ -33,7 +33,7 @@ from converge_dsl.errors import ConvergeError
 
 from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
 from ._checkpoint_key import checkpoint_key
-from ._engine import SUGGESTOR_BUILDERS, build_engine
+from ._engine import SUGGESTOR_KINDS, build_engine
 from ._outcome import RunOutcome, outcome
 from ._outputs import CheckpointSink, check_outputs
 from ._resume import continue_run
@@ -133,7 +133,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             cache = None if plan.cache is None else plan.cache(settings.inputs)
             with contextlib.nullcontext() if cache is None else cache.session():
                 compiled = compile_pipeline(
-                    settings, models=models, usage=meter, events=hub, builders=SUGGESTOR_BUILDERS
+                    settings, models=models, usage=meter, events=hub, kinds=SUGGESTOR_KINDS
                 )
             if reuse is not None:
                 reuse.offer(inputs, compiled)

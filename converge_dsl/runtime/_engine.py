@@ -1,40 +1,23 @@
-"""From a compiled pipeline to a ready engine, and the table of every suggestor kind.
+"""From a compiled pipeline to a ready engine, and the registry of every suggestor kind.
 
-`SUGGESTOR_BUILDERS` is the compiler's own builders (seed, rule, llm) plus
-`agent` and `pack`, which live above the compiler: the runtime composes them,
-importing each package only when a pipeline uses that kind (a rules-only run
-never imports the agents or packs).
+`SUGGESTOR_KINDS` is `converge_dsl.validation.KINDS`: the front end's seed,
+rule and llm plus `agent` and `pack`, each package imported only when a
+pipeline uses its kind (a rules-only run never imports the agents or packs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import Any
+from collections.abc import Callable
 
 from pydantic import BaseModel
 
 from converge_dsl.clock import Clock
-from converge_dsl.compiler import BUILDERS, CompileContext, CompiledPipeline, SuggestorBuilder
-from converge_dsl.diagnostics import JsonPath
-from converge_dsl.engine import Engine, Suggestor, UsageMeter
+from converge_dsl.compiler import CompiledPipeline
+from converge_dsl.engine import Engine, UsageMeter
+from converge_dsl.frontend import KindRegistry
+from converge_dsl.validation import KINDS
 
-
-def _agent(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor:
-    from converge_dsl.agents import compile_agent
-
-    return compile_agent(spec, path, ctx)
-
-
-def _pack(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor:
-    from converge_dsl.packs import compile_pack_suggestor
-
-    return compile_pack_suggestor(spec, path, ctx)
-
-
-SUGGESTOR_BUILDERS: Mapping[str, SuggestorBuilder] = MappingProxyType(
-    {**BUILDERS, "agent": _agent, "pack": _pack}
-)
+SUGGESTOR_KINDS: KindRegistry = KINDS
 
 
 def build_engine(

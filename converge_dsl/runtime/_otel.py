@@ -47,6 +47,7 @@ from opentelemetry.sdk.trace.sampling import (
 from converge_dsl import codes
 from converge_dsl._urls import display_url as display
 from converge_dsl.clock import Clock
+from converge_dsl.frontend import SuggestorKind
 
 from ._otel_config import OtelRefused, OtelSettings
 from ._otel_genai import ModelFacts
@@ -287,7 +288,7 @@ class Telemetry:
     def describe(
         self,
         pipeline: str,
-        kinds: Mapping[str, str],
+        kinds: Mapping[str, SuggestorKind],
         models: Mapping[str, ModelFacts],
         redact: Callable[[str], str],
     ) -> None:

@@ -30,6 +30,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from pydantic import BaseModel
 
+from converge_dsl.frontend import SuggestorKind
 from converge_dsl.models.port import ModelRequest, ModelReturn
 
 from . import _otel_genai as genai
@@ -75,7 +76,7 @@ class SpanRecorder:
         self.content = content
         self._redact = redact
         self._pipeline = ""
-        self._kinds: Mapping[str, str] = {}
+        self._kinds: Mapping[str, SuggestorKind] = {}
         self._models: Mapping[str, ModelFacts] = {}
         self._run: Span | None = None
         self._cycle = 0
@@ -88,7 +89,7 @@ class SpanRecorder:
     def describe(
         self,
         pipeline: str,
-        kinds: Mapping[str, str],
+        kinds: Mapping[str, SuggestorKind],
         models: Mapping[str, ModelFacts],
         redact: Callable[[str], str] | None = None,
     ) -> None:
@@ -233,16 +234,17 @@ class SpanRecorder:
     # -- suggestor executions ----------------------------------------------------------
 
     def _on_suggestor_started(self, event: Any, at: int) -> None:
-        name, kind = event.suggestor, self._kinds.get(event.suggestor, "")
+        name, kind = event.suggestor, self._kinds.get(event.suggestor)
         attributes: Attributes = {
             "converge_dsl.suggestor.name": name,
-            "converge_dsl.suggestor.kind": kind,
+            "converge_dsl.suggestor.kind": "" if kind is None else kind.telemetry,
             "converge_dsl.cycle.number": event.cycle,
         }
         span_name = f"suggestor {name}"
-        if kind == "agent":  # the GenAI conventions' agent invocation
-            span_name = f"invoke_agent {name}"
-            attributes |= {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
+        operation = None if kind is None else kind.operation
+        if operation is not None:  # a GenAI conventions' operation (an agent's invoke_agent)
+            span_name = f"{operation} {name}"
+            attributes |= {"gen_ai.operation.name": operation, "gen_ai.agent.name": name}
         parent = self._cycles.get(event.cycle) or self._run
         self._executions[(event.cycle, name)] = _Execution(
             self._start(span_name, parent, at, attributes)

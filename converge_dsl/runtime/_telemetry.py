@@ -19,7 +19,7 @@ which every recorded prompt and answer passes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -40,7 +40,7 @@ from ._sinks import RunSink
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import CompiledPipeline, PipelineSettings
-    from converge_dsl.engine import Suggestor
+    from converge_dsl.frontend import SuggestorKind
     from converge_dsl.models.port import Model
 
     from ._otel import Telemetry
@@ -158,18 +158,10 @@ def model_facts(
     return facts
 
 
-# The compiled suggestor classes that carry no `kind` of their own.
-_KINDS = {"LlmSuggestor": "llm", "AgentSuggestor": "agent", "PackSolverSuggestor": "pack"}
-
-
-def suggestor_kinds(suggestors: Sequence[Suggestor]) -> dict[str, str]:
-    """Each compiled suggestor's kind (`seed`, `rule`, `llm`, `agent`, `pack`) by name."""
-    kinds: dict[str, str] = {}
-    for suggestor in suggestors:
-        kind = getattr(suggestor, "kind", None)
-        name = type(suggestor).__name__
-        kinds[suggestor.name] = kind if isinstance(kind, str) else _KINDS.get(name, name)
-    return kinds
+def suggestor_kinds(compiled: CompiledPipeline) -> dict[str, SuggestorKind]:
+    """Each compiled suggestor's kind by name (what spans call it: `SuggestorKind.telemetry`)."""
+    kinds = {s.name: compiled.kind_of(s.name) for s in compiled.suggestors}
+    return {name: kind for name, kind in kinds.items() if kind is not None}
 
 
 def secret_mask(models: Mapping[str, Model]) -> Callable[[str], str]:
@@ -198,7 +190,7 @@ def describe_run(
     settings, models = compiled.settings, compiled.models
     telemetry.describe(
         settings.name,
-        suggestor_kinds(compiled.suggestors),
+        suggestor_kinds(compiled),
         model_facts(settings, replayed, models),
         secret_mask(models),
     )

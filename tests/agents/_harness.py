@@ -16,7 +16,7 @@ from converge_dsl.engine.types import AgentEffect, Fact, PromotionRecord, Proven
 from converge_dsl.frontend import load_text
 from converge_dsl.models import ScriptedModel
 from converge_dsl.models.port import Model
-from converge_dsl.runtime import SUGGESTOR_BUILDERS
+from converge_dsl.runtime import SUGGESTOR_KINDS
 
 HEADER = """apiVersion: converge-dsl/v1
 kind: Pipeline
@@ -62,7 +62,7 @@ def compile_agents(
         models=models,
         usage=meter or UsageMeter(Budget()),
         events=sink,
-        builders=SUGGESTOR_BUILDERS,
+        kinds=SUGGESTOR_KINDS,
     )
     return {s.name: s for s in compiled.suggestors if isinstance(s, AgentSuggestor)}
 

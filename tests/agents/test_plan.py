@@ -22,7 +22,7 @@ from converge_dsl.compiler import compile_pipeline
 from converge_dsl.engine.budget import Budget, UsageMeter
 from converge_dsl.engine.context import Context
 from converge_dsl.models import ScriptedModel
-from converge_dsl.runtime import SUGGESTOR_BUILDERS
+from converge_dsl.runtime import SUGGESTOR_KINDS
 from converge_dsl.validation import load_pipeline
 
 EXPECTED = Path(__file__).parent / "expected"
@@ -83,7 +83,7 @@ def real_run(path: Path) -> tuple[list[Any], int, int]:
         models={"main": main, "cheap": cheap},
         usage=UsageMeter(Budget()),
         events=sink,
-        builders=SUGGESTOR_BUILDERS,
+        kinds=SUGGESTOR_KINDS,
     )
     agent = next(s for s in compiled.suggestors if isinstance(s, AgentSuggestor))
     facts = [fact(p.key, p.id, str(p.content)) for p in compiled.seeds]

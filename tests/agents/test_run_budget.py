@@ -12,7 +12,7 @@ from converge_dsl.compiler import compile_pipeline
 from converge_dsl.engine import Budget, Engine, StopReason
 from converge_dsl.engine.testing import TickClock
 from converge_dsl.frontend import load_text
-from converge_dsl.runtime import SUGGESTOR_BUILDERS
+from converge_dsl.runtime import SUGGESTOR_KINDS
 
 LOOPING = """rules:
   - match: {}
@@ -54,7 +54,7 @@ def test_a_looping_agent_stops_the_run_with_the_budget_reason(
         models=models,
         usage=engine.usage,
         events=sink,
-        builders=SUGGESTOR_BUILDERS,
+        kinds=SUGGESTOR_KINDS,
     )
     engine.register_all(compiled.suggestors)
     result = asyncio.run(engine.run(compiled.seeds))

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _harness import Recorder, Recording, compile_agents, fact, run, scripted
 
 from converge_dsl import codes
-from converge_dsl.agents import check_agents
+from converge_dsl.agents._checks import agent_diagnostics
 from converge_dsl.frontend import load_text
 from converge_dsl.models._anthropic import AnthropicWire
 from converge_dsl.models._openai import OpenAIWire
@@ -101,13 +101,8 @@ def _check(extra: str) -> list[Any]:
 {extra}"""
     )
     document = load_text(text, "p.yaml")
-
-    class Facts:
-        data = document.data
-        source_map = document.source_map
-        suggestors = ((("suggestors", 0), document.data["suggestors"][0]),)
-
-    return [d for d in check_agents(Facts()) if d.code == codes.AGENT_TOOL_CHOICE_UNAVAILABLE]
+    found = agent_diagnostics(document.data, document.source_map)
+    return [d for d in found if d.code == codes.AGENT_TOOL_CHOICE_UNAVAILABLE]
 
 
 def test_a_choice_of_a_tool_the_agent_lacks_is_located() -> None:

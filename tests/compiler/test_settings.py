@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,18 +10,16 @@ import pytest
 
 from converge_dsl import codes
 from converge_dsl.compiler import (
-    BUILDERS,
     CompileContext,
     InvariantCheck,
     compile_pipeline,
     compile_settings,
     declare_models,
 )
-from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine import Budget, Invariant, PromotionPolicy, Provenance, Suggestor
 from converge_dsl.engine.budget import UsageMeter
 from converge_dsl.errors import PipelineInvalid, UsageError
-from converge_dsl.frontend import load_text
+from converge_dsl.frontend import KINDS, KindRegistry, SuggestorSpec, load_text
 
 PIPELINE = """\
 apiVersion: converge-dsl/v1
@@ -113,21 +110,26 @@ suggestors:
 def test_kinds_above_the_compiler_are_injected_not_imported() -> None:
     settings = compile_settings(_document(AGENT), inputs={})
     meter = UsageMeter(settings.budget)
-    assert set(BUILDERS) == {"seed", "rule", "llm"}
+    assert KINDS.names == ("seed", "rule", "llm")
     with pytest.raises(PipelineInvalid) as caught:
         compile_pipeline(settings, models={}, usage=meter)
     assert caught.value.diagnostics[0].code == codes.COMPILE_KIND_UNAVAILABLE
 
-    seen: list[Mapping[str, Any]] = []
+    seen: list[KindRegistry] = []
 
-    def build_agent(spec: Mapping[str, Any], path: JsonPath, ctx: CompileContext) -> Suggestor:
-        seen.append(ctx.builders)
-        return BUILDERS["seed"]({"name": spec["name"], "kind": "seed", "facts": []}, path, ctx)
+    def build_agent(spec: SuggestorSpec, ctx: CompileContext) -> Suggestor:
+        seen.append(ctx.kinds)
+        seed = ctx.kinds.kind("seed")
+        raw = {"name": spec.name, "kind": "seed", "facts": []}
+        built: Suggestor = seed.builder()(seed.parse(spec.path, raw), ctx)
+        return built
 
-    builders = {**BUILDERS, "agent": build_agent}
-    compiled = compile_pipeline(settings, models={}, usage=meter, builders=builders)
+    agent = KINDS.kind("seed")._replace(name="agent", build=build_agent)
+    kinds = KINDS.with_kinds({"agent": agent})
+    compiled = compile_pipeline(settings, models={}, usage=meter, kinds=kinds)
     assert [s.name for s in compiled.suggestors] == ["a"]
-    assert dict(seen[0]) == builders  # a builder sees the table (a pack builds other kinds)
+    assert seen[0] is kinds  # a builder sees the registry (a pack builds other kinds)
+    assert compiled.kind_of("a") is agent
 
 
 def test_settings_read_the_manifest_they_are_given() -> None:

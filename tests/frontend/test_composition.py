@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 from converge_dsl import codes, frontend, validation
+from converge_dsl.frontend._semantic import kind_checks
 
 PIPELINE = textwrap.dedent(
     """\
@@ -26,7 +27,7 @@ PIPELINE = textwrap.dedent(
       - {name: p, kind: pack, use: demo/note, with: {topic: t}, input: seeds, output: strategies}
     """
 )
-DOMAIN = {codes.AGENT_CANNOT_PROPOSE, codes.LOCK_MISSING, codes.MISSING_FILE}
+DOMAIN = {codes.LOCK_MISSING, codes.MISSING_FILE}  # an agent's own checks come with its kind
 
 
 def _codes(checked: frontend.CheckedPipeline) -> set[str]:
@@ -36,9 +37,10 @@ def _codes(checked: frontend.CheckedPipeline) -> set[str]:
 def test_domain_checks_come_through_validation_only(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(PIPELINE, encoding="utf-8")
-    alone = frontend.check_pipeline(path)
+    alone = frontend.check_pipeline(path, kinds=validation.KINDS)
     composed = validation.check_pipeline(path)
     assert not _codes(alone) & DOMAIN
+    assert codes.AGENT_CANNOT_PROPOSE in _codes(alone)
     assert _codes(composed) >= DOMAIN
     assert _codes(alone) <= _codes(composed)
     assert [d for d in composed.diagnostics if d.code not in DOMAIN] == list(alone.diagnostics)
@@ -50,17 +52,27 @@ def test_validation_checks_are_the_front_ends_then_the_domains_in_order() -> Non
     assert names[len(frontend.CHECKS) :] == [
         "check_model_scripts",
         "check_model_config",
-        "check_agents",
         "check_packs",
     ]
+
+
+def test_the_front_end_alone_knows_its_own_kinds_only(tmp_path: Path) -> None:
+    """An agent is an unknown kind to the front end's own registry (seed, rule, llm):
+    a located schema error naming the kinds there are, never a crash."""
+    path = tmp_path / "p.yaml"
+    path.write_text(PIPELINE, encoding="utf-8")
+    found = frontend.check_pipeline(path).diagnostics
+    assert {d.code for d in found} == {codes.NOT_ALLOWED_VALUE}
+    assert [d.path for d in found] == [("suggestors", 0, "kind"), ("suggestors", 1, "kind")]
+    assert [d.hint for d in found] == ["allowed: seed, rule, llm"] * 2
 
 
 def test_the_front_end_checks_any_given_sequence(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(PIPELINE, encoding="utf-8")
-    assert frontend.check_pipeline(path, checks=()).diagnostics == ()
-    only_agents = frontend.check_pipeline(path, checks=[validation.check_agents])
-    assert _codes(only_agents) == {codes.AGENT_CANNOT_PROPOSE}
+    assert frontend.check_pipeline(path, checks=(), kinds=validation.KINDS).diagnostics == ()
+    only_kinds = frontend.check_pipeline(path, checks=[kind_checks], kinds=validation.KINDS)
+    assert _codes(only_kinds) == {codes.AGENT_CANNOT_PROPOSE}
 
 
 def test_importing_validation_imports_no_domain_package_module() -> None:

@@ -1,4 +1,4 @@
-"""The runtime's composition: one usage meter, injected builders, no raw YAML."""
+"""The runtime's composition: one usage meter, the kind registry, no raw YAML."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 from converge_dsl import runtime
 from converge_dsl.clock import FakeClock
-from converge_dsl.compiler import BUILDERS, compile_pipeline, compile_settings
+from converge_dsl.compiler import compile_pipeline, compile_settings
 from converge_dsl.engine import Budget, Engine, UsageMeter
-from converge_dsl.frontend import load_text
-from converge_dsl.runtime import SUGGESTOR_BUILDERS, TraceWriter, build_engine
+from converge_dsl.frontend import KINDS, load_text
+from converge_dsl.runtime import SUGGESTOR_KINDS, TraceWriter, build_engine
 
 RULES = """\
 apiVersion: converge-dsl/v1
@@ -40,7 +40,7 @@ def test_engine_uses_the_meter_it_is_given() -> None:
 def test_build_engine_takes_the_compiled_objects_and_the_runs_meter() -> None:
     settings = compile_settings(load_text(RULES, "p.yaml"), inputs={})
     meter = UsageMeter(settings.budget)
-    compiled = compile_pipeline(settings, models={}, usage=meter, builders=SUGGESTOR_BUILDERS)
+    compiled = compile_pipeline(settings, models={}, usage=meter, kinds=SUGGESTOR_KINDS)
     engine = build_engine(compiled, TraceWriter({}), FakeClock(), meter)
     assert engine.usage is meter
     assert (engine.budget, engine.policy) == (settings.budget, settings.promotion)
@@ -48,9 +48,9 @@ def test_build_engine_takes_the_compiled_objects_and_the_runs_meter() -> None:
     assert asyncio.run(engine.run(compiled.seeds)).stop_reason == "converged"
 
 
-def test_the_runtime_adds_agent_and_pack_to_the_compilers_builders() -> None:
-    assert set(SUGGESTOR_BUILDERS) == {*BUILDERS, "agent", "pack"}
-    assert all(SUGGESTOR_BUILDERS[kind] is BUILDERS[kind] for kind in BUILDERS)
+def test_the_runtime_adds_agent_and_pack_to_the_front_ends_kinds() -> None:
+    assert SUGGESTOR_KINDS.names == (*KINDS.names, "agent", "pack")
+    assert all(SUGGESTOR_KINDS.kind(name) is KINDS.kind(name) for name in KINDS.names)
 
 
 def test_a_rules_only_run_imports_neither_agents_nor_packs(tmp_path: Path) -> None:

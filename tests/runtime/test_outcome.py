@@ -20,7 +20,7 @@ from converge_dsl.errors import PackError, PipelineInvalid, RunError, UsageError
 from converge_dsl.frontend import load_text
 from converge_dsl.runtime import (
     EXIT_BY_STOP,
-    SUGGESTOR_BUILDERS,
+    SUGGESTOR_KINDS,
     TraceWriter,
     build_engine,
     not_run_document,
@@ -54,7 +54,7 @@ invariants:
 def compiled_pipeline(extra: str = "") -> CompiledPipeline:
     document = load_text(PIPELINE.format(extra=extra), "p.yaml")
     settings = compile_settings(document, inputs={})
-    return compile_pipeline(settings, models={}, usage=None, builders=SUGGESTOR_BUILDERS)  # type: ignore[arg-type]
+    return compile_pipeline(settings, models={}, usage=None, kinds=SUGGESTOR_KINDS)  # type: ignore[arg-type]
 
 
 def finished(compiled: CompiledPipeline) -> RunResult:
