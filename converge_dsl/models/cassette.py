@@ -7,20 +7,24 @@ when given), and either the return or the error. A line also keeps what
 happened inside the call: `attempts` (each request an adapter sent: account,
 HTTP status, error code; written when there was more than one), `gates` (each
 budget decision on a further attempt: `allowed`, `refused`, `deadline`, with
-its step) and `step` (the answer's place among the cassette's events) and
-`default_max_tokens` (the answer cap the model sends when a request names
-none). `ReplayModel` answers from a cassette with no network; a request with
-no recording fails with `E_REPLAY_MISS` naming the nearest recorded request
-and where it differs. A key recorded several times replays its answers in
-order, then keeps repeating the last one.
+its step), `started` (the call's place among the cassette's events when it
+began), `step` (the answer's place) and `default_max_tokens` (the answer cap
+the model sends when a request names none). `ReplayModel` answers from a
+cassette with no network; a request with no recording fails with
+`E_REPLAY_MISS` naming the nearest recorded request and where it differs. A
+key recorded several times replays its answers in order, then keeps repeating
+the last one.
 
 A replay reproduces the run, not only the answers: it asks the run's attempt
 gate (the usage meter) once per recorded further attempt, so retries and
 failovers count as model calls again and a retry the budget refused is
 refused again (`E_BUDGET_EXHAUSTED`, the call budget's stop); it reports the
-recorded attempts to the attempt observer (the trace); and it gives its
-answers in the order they were recorded (`ReplayOrder`), so concurrent
-suggestors and agents meet the budget in the same order.
+recorded attempts to the attempt observer (the trace); and it starts its
+calls and gives its answers in the order they were recorded (`ReplayOrder`),
+so concurrent suggestors and agents reserve and meet the budget in the same
+order: a call that started before another caller's answer in the recorded run
+(it was in flight, holding its share of the budget) starts before it again,
+though a replay's answers take no time.
 
 Replay stands in for the recorded model: its `model_id()` and
 `provider_account()` are the recorded ones, and a return recorded without a
@@ -180,6 +184,7 @@ class RecordingModel(ModelDefaults):
         cap = configured_cap(self._inner)
         if cap is not None:
             entry["default_max_tokens"] = cap
+        entry["started"] = next(self._steps)
         attempts: list[AttemptReport] = []
         gates: list[tuple[str, int]] = []
         outer = ATTEMPT_OBSERVER.get()
@@ -268,6 +273,7 @@ class _Recording:
     gates: tuple[tuple[str, int | None], ...] = ()
     default_max_tokens: int | None = None
     step: int | None = None
+    started: int | None = None
 
     @property
     def order(self) -> int:
@@ -275,7 +281,9 @@ class _Recording:
         return self.line if self.step is None else self.step
 
     def steps(self) -> Iterator[int]:
-        """Every step of the recording: its budget decisions, then its answer."""
+        """Every step of the recording: its start, its budget decisions, then its answer."""
+        if self.started is not None:
+            yield self.started
         yield from (step for _, step in self.gates if step is not None)
         yield self.order
 
@@ -402,6 +410,9 @@ class ReplayModel(ModelDefaults):
             # run). Those answers come first, as they did then; a miss still stands.
             await self._order.turn(sys.maxsize)
             raise
+        if recording.started is not None:  # a line recorded before `started` has none
+            await self._order.turn(recording.started)
+            self._order.answered(recording.started)
         answer = recording.answer
         for decision, step in recording.gates:
             allowed = await self._decide(decision, step)
@@ -526,6 +537,7 @@ def _recording_from_json(number: int, entry: Mapping[str, Any]) -> _Recording:
         tuple(_gate(g) for g in entry.get("gates", ())),
         None if cap is None else int(cap),
         None if entry.get("step") is None else int(entry["step"]),
+        None if entry.get("started") is None else int(entry["started"]),
     )
 
 

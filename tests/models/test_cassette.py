@@ -13,6 +13,7 @@ from converge_dsl.clock import FakeClock
 from converge_dsl.models import (
     Message,
     Model,
+    ModelDefaults,
     ModelError,
     ModelErrorCode,
     ModelRequest,
@@ -214,3 +215,57 @@ def test_an_answer_holding_a_unicode_line_break_replays_whole(
         cassette.write_text(cassette.read_text().rsplit("\n", 2)[0] + "\n" + line + "\n")
     replayed = asyncio.run(ReplayModel.from_file(cassette).call(turn("Next", 1)))
     assert replayed.text == recorded.text == f"one{separator}two"
+
+
+class _Gated(ModelDefaults):
+    """Answers `a0` at once; `b0` only once `a1` was asked (both in flight first)."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    def model_id(self) -> str:
+        return "gated"
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        if req.suggestor == "b":
+            await self.asked.wait()
+        elif req.turn == 1:
+            self.asked.set()
+        else:
+            await asyncio.sleep(0)  # b's call starts while a's first is in flight
+        return ModelReturn(message=Message.text("assistant", f"{req.suggestor}{req.turn}"))
+
+
+def _logged(model: Model, log: list[str]) -> Model:
+    class Logged(ModelDefaults):
+        def model_id(self) -> str:
+            return model.model_id()
+
+        async def call(self, req: ModelRequest) -> ModelReturn:
+            log.append(f"{req.suggestor}{req.turn}")
+            return await model.call(req)
+
+    return Logged()
+
+
+async def _two_callers(model: Model) -> None:
+    def ask_as(name: str, number: int) -> ModelRequest:
+        return ModelRequest("m", (Message.text("user", "go"),), suggestor=name, turn=number)
+
+    async def first() -> None:
+        await model.call(ask_as("a", 0))
+        await model.call(ask_as("a", 1))
+
+    await asyncio.gather(first(), model.call(ask_as("b", 0)))
+
+
+def test_a_replay_starts_concurrent_calls_in_the_recorded_order(tmp_path: Path) -> None:
+    """A call that started before another caller's next one starts first in the replay
+    too, though a replay answers at once (what it reserves meets the budget in order)."""
+    cassette = tmp_path / "c.jsonl"
+    recorded: list[str] = []
+    asyncio.run(_two_callers(_logged(RecordingModel(_Gated(), cassette), recorded)))
+    assert recorded == ["a0", "b0", "a1"]
+    replayed: list[str] = []
+    asyncio.run(_two_callers(_logged(ReplayModel.from_file(cassette), replayed)))
+    assert replayed == recorded
