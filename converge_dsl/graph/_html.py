@@ -33,9 +33,14 @@ _LEGEND_OTHERS = (
 
 
 def _kind_css(graph: PipelineGraph) -> str:
-    """One rule per suggestor kind, from its own `GraphStyle` (page.css has the rest)."""
+    """One rule per suggestor kind, from its own `GraphStyle` (page.css has the rest).
+
+    A dead suggestor keeps page.css's dead style (red, hatched): the kind's colours
+    apply to the others only.
+    """
     return "".join(
-        f".kind-suggestor.style-{name} .shape {{ fill: {style.fill}; stroke: {style.stroke}; }} "
+        f".kind-suggestor.style-{name}:not(.dead) .shape "
+        f"{{ fill: {style.fill}; stroke: {style.stroke}; }} "
         f".kind-suggestor.style-{name} .bar {{ fill: {style.stroke}; }}\n"
         for name, style in graph.styles
     )
