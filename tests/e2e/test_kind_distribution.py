@@ -159,7 +159,7 @@ def test_graph_draws_the_kind_in_its_own_style(tmp_path: Path) -> None:
     code, out, _ = _cli("graph", str(_pipeline(tmp_path)), "--format", "dot")
     assert 'fillcolor="#fee2e2"' in out
     code, out, _ = _cli("graph", str(_pipeline(tmp_path)), "--format", "html")
-    assert ".kind-suggestor.style-counter .shape { fill: #fee2e2;" in out
+    assert ".kind-suggestor.style-counter:not(.dead) .shape { fill: #fee2e2;" in out
 
 
 @pytest.mark.usefixtures("counter_kind")
