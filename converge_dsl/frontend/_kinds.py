@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from converge_dsl._record import Record
-from converge_dsl.diagnostics import JsonPath
+from converge_dsl.diagnostics import Diagnostic, JsonPath
 from converge_dsl.template_names import CONTEXT_NAMES
 
-if TYPE_CHECKING:
-    from converge_dsl.frontend._facts import Check
+# A kind's check is a `frontend.Check` (`PipelineFacts -> Iterator[Diagnostic]`); the
+# facts read the kinds, so the facts' class is not named here (no import circle).
+KindCheck = Callable[[Any], Iterator[Diagnostic]]
 
 ENTRY_POINT_GROUP = "converge_dsl.kinds"
 
@@ -268,7 +269,7 @@ class SuggestorKind(Record):
         branch: str,
         schema: Mapping[str, Any] | None,
         parse: Parser,
-        checks: tuple[Check, ...],
+        checks: tuple[KindCheck, ...],
         build: Callable[..., Any] | str,
         graph: GraphStyle,
         telemetry: str | None = None,
