@@ -19,9 +19,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from converge_dsl._governor import Exhausted, governed
-from converge_dsl._safe_schema import SCHEMA_STEPS, SCHEMA_WORK, python_validator
-from converge_dsl._schema_bounds import MAX_MEMBERS
+from converge_dsl.sandbox import (
+    MAX_MEMBERS,
+    SCHEMA_STEPS,
+    SCHEMA_WORK,
+    Exhausted,
+    governed,
+    python_validator,
+)
 
 Case = Callable[[int], tuple[dict[str, Any], Any]]
 

@@ -88,6 +88,16 @@ def user_roots(
     return tuple(Path(os.path.realpath(Path(root).expanduser())) for root in (*given, *listed))
 
 
+def display_name(path: Path) -> str:
+    """The path as the user reads it: relative to the working folder when inside it."""
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:  # outside the working folder: as given
+        return str(path)
+
+
 def _inside(path: Path, roots: Sequence[Path]) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 

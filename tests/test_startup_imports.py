@@ -49,7 +49,7 @@ ALWAYS_FORBIDDEN = (
     "converge_dsl.engine",
     "converge_dsl.compiler",
     "converge_dsl.runtime",
-    "converge_dsl.templating",
+    "converge_dsl.sandbox._templating",
     "converge_dsl.models.http",
     "converge_dsl.models.port",
     "converge_dsl.agents._agent",

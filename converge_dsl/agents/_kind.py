@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath
 from converge_dsl.frontend import GraphStyle, SuggestorKind, SuggestorSpec, TemplateSite
-from converge_dsl.template_names import CONTEXT_NAMES
+from converge_dsl.sandbox import CONTEXT_NAMES
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import PipelineFacts

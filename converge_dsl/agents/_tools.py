@@ -20,7 +20,6 @@ from typing import Any
 
 import jsonschema
 
-from converge_dsl._safe_schema import python_validator
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine.types import (
     ContextView,
@@ -30,6 +29,7 @@ from converge_dsl.engine.types import (
     canonical_json,
 )
 from converge_dsl.models.port import ToolCallPart, ToolResultPart, ToolSpec
+from converge_dsl.sandbox import python_validator
 
 TOOL_SPECS: dict[str, ToolSpec] = {
     "context.read": ToolSpec(

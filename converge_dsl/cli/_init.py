@@ -132,9 +132,9 @@ def _name_of(folder: Path) -> str:
 def _refuse(folder: Path, there: list[str], io: CommandIO) -> None:
 
     from converge_dsl import codes
+    from converge_dsl._files import display_name
     from converge_dsl.cli._render import render
     from converge_dsl.diagnostics import Diagnostic, SourceSpan
-    from converge_dsl.pipetest import display_name
 
     found = []
     for relative in there:

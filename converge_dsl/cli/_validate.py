@@ -6,7 +6,7 @@ PATH may be a file or a folder. In a folder, every `*.yaml`/`*.yml` file
 neither `apiVersion` nor `kind` (not a converge-dsl file: a CI workflow); a
 file that does not load, or has `apiVersion` and no or a misspelled `kind`, is
 validated (so its errors are reported). A folder with no pipeline file is a
-usage error (`converge_dsl.validation.pipeline_files`). Packs are read from the
+usage error (`converge_dsl.cli._discovery.pipeline_files`). Packs are read from the
 pack cache only (`converge-dsl pack fetch` fills it).
 Files a pipeline names must lie inside its folder, or a folder allowed with
 `--allow-root DIR` (repeatable) or `CONVERGE_DSL_ALLOW_ROOTS`.
@@ -55,7 +55,7 @@ def add_allow_root(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl._files import user_roots
-    from converge_dsl.validation import check_paths
+    from converge_dsl.cli._discovery import check_paths
 
     checked = check_paths(
         args.paths, roots=user_roots(args.allow_root), only_pipelines=args.only_pipelines

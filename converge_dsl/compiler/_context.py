@@ -36,7 +36,7 @@ from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import KindRegistry, LoadedDocument, SourceMap, SuggestorSpec
 from converge_dsl.models.port import Model
-from converge_dsl.templating import NAMES_HINT, TemplateCompileError
+from converge_dsl.sandbox import NAMES_HINT, TemplateCompileError
 
 from ._scope import RenderScopes
 from ._sources import SOURCES, Source

@@ -39,14 +39,6 @@ from typing import Any
 import jsonschema
 
 from converge_dsl import codes
-from converge_dsl._governor import Exhausted
-from converge_dsl._safe_schema import (
-    GovernedValidator,
-    UnsafeSchema,
-    check_safe,
-    meta_error,
-    python_validator,
-)
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
@@ -61,6 +53,14 @@ from converge_dsl.models.port import (
     Model,
     ModelRequest,
     ModelReturn,
+)
+from converge_dsl.sandbox import (
+    Exhausted,
+    GovernedValidator,
+    UnsafeSchema,
+    check_safe,
+    meta_error,
+    python_validator,
 )
 
 from ._common import (

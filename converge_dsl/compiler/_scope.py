@@ -28,8 +28,7 @@ from typing import Any
 
 from converge_dsl.engine import Context
 from converge_dsl.engine.types import ContextView, Fact, FrozenDict, ProposedFact
-from converge_dsl.template_names import CONTEXT_NAMES, FACT_FIELDS
-from converge_dsl.templating import GLOBALS, register_record
+from converge_dsl.sandbox import CONTEXT_NAMES, FACT_FIELDS, GLOBALS, register_record
 
 # A template reading a field a fact lacks is told the fields (`fact.contnet`).
 register_record(Fact, "a fact", FACT_FIELDS)

@@ -20,8 +20,6 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from converge_dsl import codes
-from converge_dsl._safe_schema import meta_error
-from converge_dsl._schema_bounds import size_problems
 from converge_dsl.diagnostics import Diagnostic, unknown_name_hint
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
 from converge_dsl.engine.types import ProposedFact, Provenance
@@ -36,6 +34,7 @@ from converge_dsl.frontend import (
     build_manifest,
 )
 from converge_dsl.keys import BUILTIN_KEYS
+from converge_dsl.sandbox import meta_error, size_problems
 
 from ._common import text_and_data
 
@@ -131,7 +130,7 @@ def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mappi
 
     Raises a located `PipelineInvalid` for a schema that is not a valid JSON
     Schema (draft 2020-12 unless its `$schema` says otherwise; CD605) or that
-    is wider than the limits of `converge_dsl._schema_bounds` (CD130).
+    is wider than the limits of `converge_dsl.sandbox` (CD130).
     """
     manifest = _manifest(source)
     schemas: dict[str, Mapping[str, Any]] = {}

@@ -2,7 +2,7 @@
 
 `SOURCES.get(text, expression=...)` returns the `Source` of a template (or
 expression): the names it reads and its compiled template, from one Jinja parse
-and one code generation (`converge_dsl.templating.generated`). Entries are keyed
+and one code generation (`converge_dsl.sandbox.generated`). Entries are keyed
 by (sandbox settings, kind, text): a template compiles to the same code wherever
 it is used, so ten thousand suggestors emitting `content: "{{ cycle }}"`
 compile it once. A template without Jinja syntax (`f12`, `x`) is a literal:
@@ -28,14 +28,14 @@ from typing import Any
 
 import jinja2
 
-from converge_dsl._sandbox_codegen import literal_text
-from converge_dsl.templating import (
+from converge_dsl.sandbox import (
     MAX_OUTPUT,
     TemplateCompileError,
     code_error,
     environment,
     from_code,
     generated,
+    literal_text,
 )
 
 # About 4 KB each for a one-line template: the table keeps at most a few tens of MB

@@ -19,7 +19,7 @@ import jinja2
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.errors import TemplateRunError
 from converge_dsl.frontend import LoadedDocument
-from converge_dsl.templating import TemplateRenderError, as_json_data, evaluate, render
+from converge_dsl.sandbox import TemplateRenderError, as_json_data, evaluate, render
 
 from ._sources import SOURCES, Source
 

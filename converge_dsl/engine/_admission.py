@@ -14,7 +14,6 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from converge_dsl import codes
-from converge_dsl._governor import DeadlinePassed, Exhausted, deadline_passed
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._data import held_text, same_fact
@@ -33,6 +32,7 @@ from converge_dsl.engine.types import (
     Suggestor,
 )
 from converge_dsl.errors import ConvergeError, KernelError, RunError
+from converge_dsl.sandbox import DeadlinePassed, Exhausted, deadline_passed
 
 _ENGINE_PROVENANCE = Provenance("engine")
 _SEED_PROVENANCE = Provenance("seed")

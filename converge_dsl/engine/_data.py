@@ -26,8 +26,8 @@ from converge_dsl.engine.types import canonical_json
 from converge_dsl.errors import RunError
 
 if TYPE_CHECKING:
-    from converge_dsl._safe_schema import GovernedValidator
     from converge_dsl.engine.types import Fact, ProposedFact
+    from converge_dsl.sandbox import GovernedValidator
 
 _MAX_MESSAGE = 300
 
@@ -109,7 +109,7 @@ class KeySchemas:
         self._validators: dict[str, GovernedValidator] = {}
         if not schemas:
             return
-        from converge_dsl._safe_schema import UnsafeSchema, check_safe, meta_error, python_validator
+        from converge_dsl.sandbox import UnsafeSchema, check_safe, meta_error, python_validator
 
         for key, schema in schemas.items():
             plain = json.loads(canonical_json(schema))  # lists, not the frozen tuples
@@ -134,7 +134,7 @@ class KeySchemas:
         """Why the data (given as its canonical JSON text, None for null) breaks the key's
         schema, or None when it fits or the key has no schema.
 
-        Governed (`converge_dsl._safe_schema`): a check that crosses its bound, the
+        Governed (`converge_dsl.sandbox`): a check that crosses its bound, the
         run's total or the deadline raises the governor's `Exhausted`, located."""
         validator = self._validators.get(key)
         if validator is None:

@@ -20,7 +20,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from converge_dsl._governor import DeadlinePassed, Exhausted, run_deadline
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
@@ -33,6 +32,7 @@ from converge_dsl.engine.budget import SPENDER, Budget, StopReason
 from converge_dsl.engine.state import EngineState, HitlPause, RunResult
 from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor, SyncSuggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
+from converge_dsl.sandbox import DeadlinePassed, Exhausted, run_deadline
 
 # (effect or failure, seconds it ran, monotonic time it finished)
 _Outcome = tuple[AgentEffect | BaseException, float, float]

@@ -1,7 +1,7 @@
 """Semantic checks of structured data: key schemas, data fields read by templates, constant data.
 
 - `key_schemas_valid`: every `keys[].schema` is a JSON Schema 2020-12 whose
-  `$ref`s stay inside it and whose regexes run on RE2 (`converge_dsl._safe_schema`);
+  `$ref`s stay inside it and whose regexes run on RE2 (`converge_dsl.sandbox`);
   every llm `output.schema` too.
 - `data_fields`: templates and expressions that mention facts, `data_of` or
   `item` are walked (`_datawalk`) against the key schemas, on the fast path's
@@ -58,11 +58,11 @@ _UNSAFE_HINTS = {
 def _unsafe(facts: PipelineFacts, what: str, schema: Any, base: JsonPath) -> Iterator[Diagnostic]:
     """A located error per limit `schema` crosses, per `$ref` outside it and per regex
     RE2 cannot run."""
-    from converge_dsl._schema_bounds import size_problems
+    from converge_dsl.sandbox import size_problems
 
     if not size_problems(schema) and "$ref" not in str(schema) and "attern" not in str(schema):
         return  # the cheap common case: nothing to check
-    from converge_dsl._safe_schema import PROBLEM_CODES, schema_problems
+    from converge_dsl.sandbox import PROBLEM_CODES, schema_problems
 
     for where, kind, message in schema_problems(schema):
         yield facts.error(
@@ -247,7 +247,7 @@ def _validator(schema: Any) -> Any:
     """A validator for a key schema; None when it is not usable (invalid, refused)."""
     import jsonschema_rs
 
-    from converge_dsl._safe_schema import UnsafeSchema, fast_validator
+    from converge_dsl.sandbox import UnsafeSchema, fast_validator
 
     if not jsonschema_rs.meta.is_valid(schema):
         return None

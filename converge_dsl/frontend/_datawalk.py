@@ -24,7 +24,7 @@ from converge_dsl._record import Record
 from converge_dsl.diagnostics import Severity, did_you_mean
 from converge_dsl.frontend._dataschema import DataShape
 from converge_dsl.frontend._mininodes import Const, Slot
-from converge_dsl.template_names import FACT_FIELDS
+from converge_dsl.sandbox import FACT_FIELDS
 
 _FACT_EXTRA = frozenset({"promotion"})  # admitted facts also carry their promotion record
 _MAPPING_METHODS = frozenset({"get", "items", "keys", "values"})

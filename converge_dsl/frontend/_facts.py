@@ -19,7 +19,7 @@ from converge_dsl.frontend._kinds import KindRegistry, SuggestorKind, SuggestorS
 from converge_dsl.frontend._manifest import PipelineManifest, build_manifest
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
 from converge_dsl.keys import BUILTIN_KEYS
-from converge_dsl.template_names import CONTEXT_NAMES
+from converge_dsl.sandbox import CONTEXT_NAMES
 
 
 class PipelineFacts:

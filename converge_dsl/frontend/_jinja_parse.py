@@ -1,7 +1,7 @@
 """One Jinja parse per template, shared by every template check.
 
 `parse(text, expression)` parses a template (or a bare expression, exactly as
-`converge_dsl.templating.compile_expression` reads it) in the shared sandboxed
+`converge_dsl.sandbox.compile_expression` reads it) in the shared sandboxed
 environment and caches the AST, so the name checks and the data-field checks
 read one tree. `free_names(ast)` is Jinja's own free-name analysis, run in an
 environment that knows every filter and test name: Jinja's code generator
@@ -27,7 +27,7 @@ def parse(text: str, expression: bool) -> ParseResult:
     from jinja2 import nodes
     from jinja2.parser import Parser
 
-    from converge_dsl.templating import environment
+    from converge_dsl.sandbox import environment
 
     env = environment()
     try:
@@ -50,14 +50,14 @@ def parse(text: str, expression: bool) -> ParseResult:
 def _folding_failure(ast: nodes.Template, env: Any) -> tuple[str, int | None] | None:
     """The error Jinja raises when it folds the constant parts of `ast` as it compiles.
 
-    The compiler (`_sandbox_codegen.generate`) refuses such a part in the same words.
+    The compiler (`converge_dsl.sandbox._codegen.generate`) refuses such a part in the same words.
     """
     import copy
 
     import jinja2
     from jinja2.optimizer import optimize
 
-    from converge_dsl._sandbox_codegen import folding_failure
+    from converge_dsl.sandbox import folding_failure
 
     try:
         optimize(copy.deepcopy(ast), env)  # the optimizer rewrites the tree it is given
@@ -107,6 +107,6 @@ def free_names(ast: nodes.Template) -> frozenset[str]:
 @lru_cache(maxsize=1)
 def known_tests() -> frozenset[str]:
     """The tests (`x is defined`, ...) the sandboxed environment offers."""
-    from converge_dsl.templating import environment
+    from converge_dsl.sandbox import environment
 
     return frozenset(environment().tests)

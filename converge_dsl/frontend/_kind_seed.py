@@ -17,7 +17,7 @@ from converge_dsl.frontend._kinds import (
     SuggestorSpec,
     TemplateSite,
 )
-from converge_dsl.template_names import CONTEXT_NAMES
+from converge_dsl.sandbox import CONTEXT_NAMES
 
 
 class SeedSpec(SuggestorSpec):

@@ -24,7 +24,7 @@ from typing import Any, Self
 
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, JsonPath
-from converge_dsl.template_names import CONTEXT_NAMES
+from converge_dsl.sandbox import CONTEXT_NAMES
 
 # A kind's check is a `frontend.Check` (`PipelineFacts -> Iterator[Diagnostic]`); the
 # facts read the kinds, so the facts' class is not named here (no import circle).

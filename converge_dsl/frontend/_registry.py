@@ -11,4 +11,4 @@ from converge_dsl.frontend._kind_rule import RULE
 from converge_dsl.frontend._kind_seed import SEED
 from converge_dsl.frontend._kinds import KindRegistry
 
-KINDS = KindRegistry({"seed": SEED, "rule": RULE, "llm": LLM})
+KINDS: KindRegistry = KindRegistry({"seed": SEED, "rule": RULE, "llm": LLM})

@@ -1,7 +1,7 @@
 """Compile-time checks of templates and expressions, located in the YAML file.
 
 `template_problems` parses one template (or expression) in the shared
-sandboxed environment (`converge_dsl.templating`) and reports syntax errors,
+sandboxed environment (`converge_dsl.sandbox`) and reports syntax errors,
 unknown names, unknown filters and undeclared `inputs.NAME`. Jinja only knows
 the line *within* the template; `LoadedDocument.template_span` maps it onto the file: block
 scalars (`|`, `>`) start on the line after their key, quoted and plain
@@ -20,10 +20,10 @@ from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_m
 from converge_dsl.frontend._fastjinja import analyse
 from converge_dsl.frontend._jinja_parse import free_names, known_tests, parse
 from converge_dsl.frontend.document import LoadedDocument
-from converge_dsl.template_names import ALLOWED_FILTERS
+from converge_dsl.sandbox import ALLOWED_FILTERS
 
 _MARKERS = ("{{", "{%", "{#")
-_GLOBALS = frozenset({"range"})  # the sandbox's globals (`converge_dsl.templating.GLOBALS`)
+_GLOBALS = frozenset({"range"})  # the sandbox's globals (`converge_dsl.sandbox.GLOBALS`)
 
 
 def needs_parse(text: str, *, expression: bool) -> bool:
@@ -68,14 +68,14 @@ def _analyse(text: str, expression: bool) -> Analysis:
 def expression_error(text: str) -> str | None:
     """None when `text` compiles as a sandbox expression, else the compiler's message.
 
-    Exactly `converge_dsl.templating.compile_expression`'s verdict; jinja2 is
+    Exactly `converge_dsl.sandbox.compile_expression`'s verdict; jinja2 is
     imported only when the fast path cannot answer (outside its subset, or a
     filter the sandbox does not offer).
     """
     quick = analyse(text, expression=True)
     if quick is not None and ALLOWED_FILTERS.issuperset(quick[1]):
         return None
-    from converge_dsl.templating import TemplateCompileError, compile_expression
+    from converge_dsl.sandbox import TemplateCompileError, compile_expression
 
     try:
         compile_expression(text)

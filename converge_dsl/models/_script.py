@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
-from converge_dsl._governor import spend
 from converge_dsl._record import Record
-from converge_dsl._safe_schema import UnsafeSchema, compile_regex
 from converge_dsl.diagnostics import Diagnostic, SourceSpan, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, load_file, load_text, schema_diagnostics
+from converge_dsl.sandbox import UnsafeSchema, compile_regex, spend
 
 if TYPE_CHECKING:  # the port's dataclasses are imported when a script is run, not checked
     from converge_dsl.models.port import ModelErrorCode, ModelRequest

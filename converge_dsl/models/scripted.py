@@ -20,7 +20,6 @@ from typing import Any
 import jsonschema
 import referencing.exceptions
 
-from converge_dsl._safe_schema import UnsafeSchema, python_validator
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.models._common import (
     emit_increments,
@@ -48,6 +47,7 @@ from converge_dsl.models.port import (
     TextPart,
     ToolCallPart,
 )
+from converge_dsl.sandbox import UnsafeSchema, python_validator
 
 _RETRYABLE = frozenset(
     {ModelErrorCode.TIMEOUT, ModelErrorCode.RATE_LIMITED, ModelErrorCode.PROVIDER}

@@ -179,8 +179,8 @@ def _template_problems(
 def _parameters_validator(schema_text: str) -> Any:
     """A compiled jsonschema-rs validator per distinct parameters schema (None if it cannot).
 
-    Linear-time regexes and no retrieval (`converge_dsl._safe_schema`)."""
-    from converge_dsl._safe_schema import fast_validator
+    Linear-time regexes and no retrieval (`converge_dsl.sandbox`)."""
+    from converge_dsl.sandbox import fast_validator
 
     try:
         return fast_validator(json.loads(schema_text))
@@ -192,7 +192,7 @@ def _unsafe_parameters(
     doc: LoadedDocument, path: JsonPath, use: str, pack: Pack, schema: Any
 ) -> list[Diagnostic]:
     """A diagnostic per `$ref` outside the pack's parameters schema or regex RE2 refuses."""
-    from converge_dsl._safe_schema import PROBLEM_CODES, schema_problems
+    from converge_dsl.sandbox import PROBLEM_CODES, schema_problems
 
     return [
         _at(
@@ -219,7 +219,7 @@ def _parameter_problems(
     fast = _parameters_validator(json.dumps(definition.parameters, sort_keys=True))
     if fast is not None and fast.is_valid(given):
         return
-    from converge_dsl._safe_schema import python_validator  # to word the errors
+    from converge_dsl.sandbox import python_validator  # to word the errors
 
     validator = python_validator(definition.parameters)
     for error in validator.iter_errors(given):

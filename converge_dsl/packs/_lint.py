@@ -25,7 +25,7 @@ from converge_dsl.frontend import (
     template_problems,
 )
 from converge_dsl.packs._manifest import Pack
-from converge_dsl.template_names import CONTEXT_NAMES
+from converge_dsl.sandbox import CONTEXT_NAMES
 
 PARAMS = frozenset({"params"})
 # The kinds a pack template may be of: the front end's and the agent, named by

@@ -37,8 +37,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from converge_dsl._governor import deadline_passed
-from converge_dsl._safe_schema import python_validator
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
@@ -49,8 +47,15 @@ from converge_dsl.engine.types import (
 )
 from converge_dsl.errors import RunError
 from converge_dsl.packs._manifest import InvariantDef, SuggestorDef
+from converge_dsl.sandbox import (
+    GLOBALS,
+    TemplateRenderError,
+    compile_expression,
+    deadline_passed,
+    evaluate,
+    python_validator,
+)
 from converge_dsl.solvers import PlanCheck, Solver, SolverError
-from converge_dsl.templating import GLOBALS, TemplateRenderError, compile_expression, evaluate
 
 DIAGNOSTIC_KEY = "diagnostic"
 _JSON_TYPES = (

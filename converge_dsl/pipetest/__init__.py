@@ -13,7 +13,6 @@ Public surface:
 - `Failure` (one broken expectation), `format_failures(report)` (the readable diff),
   `render_report(reports, format)` (`human`, `json` or `junit`; `REPORT_FORMATS`),
   `render_junit_invalid(diagnostics)` (JUnit XML for test files that cannot be read).
-- `display_name(path)`: a path as messages show it (relative to the working folder).
 - `update_snapshots(reports)`: `--update`, a round trip that keeps comments.
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
 
@@ -50,7 +49,6 @@ else:
                 "ModelSource",
                 "TestCase",
                 "TestFile",
-                "display_name",
                 "read_test_file",
             ),
             "converge_dsl.pipetest._update": ("update_snapshots",),

@@ -175,7 +175,7 @@ def _describe(item: Mapping[str, Any]) -> str:
 
 def _mismatch(item: Mapping[str, Any], fact: FactView) -> str | None:
     """Why `fact` does not match `item` (None when it does), as readable text."""
-    from converge_dsl._safe_schema import search
+    from converge_dsl.sandbox import search
 
     if "content" in item and fact.content != item["content"]:
         return f"content {fact.content!r}"

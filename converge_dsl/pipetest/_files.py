@@ -72,6 +72,6 @@ def _hidden(relative: Path) -> bool:
 def says_test_file(path: Path) -> bool:
     """Whether the `*.test.yaml` file at `path` says it is converge-dsl's (see the
     module docstring); a file that cannot be read is kept, so its reader says why."""
-    from converge_dsl.validation import says_ours
+    from converge_dsl._file_kinds import says_ours
 
     return says_ours(path, "PipelineTest")

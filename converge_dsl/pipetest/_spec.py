@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._files import display_name
 from converge_dsl.diagnostics import (
     Diagnostic,
     JsonPath,
@@ -88,16 +89,6 @@ class TestFile:
 
     def span(self, path: JsonPath) -> SourceSpan:
         return self.document.source_map.span(path)
-
-
-def display_name(path: Path) -> str:
-    """The path as the user reads it: relative to the working folder when inside it."""
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def is_test_file(path: Path) -> bool:
@@ -358,7 +349,7 @@ class _Reader:
         )
 
     def check_regexes(self, expect: Mapping[str, Any], base: JsonPath) -> None:
-        from converge_dsl._safe_schema import regex_problem
+        from converge_dsl.sandbox import regex_problem
 
         for i, item in enumerate(expect.get("facts") or ()):
             pattern = item.get("matches")

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 import jsonschema
 
-from converge_dsl._safe_schema import fast_validator, python_validator
 from converge_dsl.diagnostics import did_you_mean, format_path
+from converge_dsl.sandbox import fast_validator, python_validator
 from converge_dsl.solvers._protocol import PlanCheck, SolverError, SolverPlan
 
 JsonObject = dict[str, Any]

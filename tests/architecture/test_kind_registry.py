@@ -41,7 +41,6 @@ OTHER_MEANINGS: dict[str, frozenset[str]] = {
             "graph/_build.py",
             "cli/__init__.py",
             "cli/_schema.py",
-            "_schema_reference.py",
         }
     ),
     # a scheduling solver's `rule` parameter; a pack definition's template kind

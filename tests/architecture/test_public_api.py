@@ -34,6 +34,7 @@ PACKAGES = (
     "converge_dsl.packs",
     "converge_dsl.pipetest",
     "converge_dsl.runtime",
+    "converge_dsl.sandbox",
     "converge_dsl.solvers",
     "converge_dsl.validation",
 )

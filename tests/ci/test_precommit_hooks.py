@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+from converge_dsl._file_kinds import OTHER_KINDS
 from converge_dsl.cli import COMMANDS, run
-from converge_dsl.validation import OTHER_KINDS, pipeline_files
+from converge_dsl.cli._discovery import pipeline_files
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"

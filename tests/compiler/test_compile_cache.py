@@ -79,7 +79,7 @@ def test_a_second_compilation_takes_every_template_from_the_cache(
 
 
 def _globals() -> dict[str, Any]:
-    from converge_dsl.templating import GLOBALS
+    from converge_dsl.sandbox._templating import GLOBALS
 
     return dict(GLOBALS)
 
@@ -161,7 +161,7 @@ def test_a_stale_file_costs_misses_never_wrong_code(
         source = fresh.get("{{ 2 + 2 }}")
     assert again.hit
     assert again.stored
-    from converge_dsl.templating import render
+    from converge_dsl.sandbox._templating import render
 
     assert render(source.compiled, _globals()) == "4"
 

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from converge_dsl import codes, templating
-from converge_dsl._sandbox_codegen import literal_text
+from converge_dsl import codes
 from converge_dsl.compiler import _sources, compile_context, compile_pipeline
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import load_text
+from converge_dsl.sandbox import _templating as templating
+from converge_dsl.sandbox._codegen import literal_text
 
 HEADER = "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: t\n"
 

@@ -9,7 +9,7 @@ from converge_dsl.engine import Budget, Engine, StopReason
 from converge_dsl.engine.budget import DEFAULT_MAX_WALL_S
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.engine.types import ContextView
-from converge_dsl.templating import GLOBALS, compile_expression, evaluate
+from converge_dsl.sandbox._templating import GLOBALS, compile_expression, evaluate
 
 BURNER = compile_expression("(range(1000) | list | map('abs') | list) != []")
 

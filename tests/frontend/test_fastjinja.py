@@ -11,7 +11,7 @@ from jinja2.parser import Parser
 
 from converge_dsl.frontend import _fastjinja
 from converge_dsl.frontend._templates import expression_error
-from converge_dsl.templating import (
+from converge_dsl.sandbox._templating import (
     TemplateCompileError,
     compile_expression,
     environment,

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from converge_dsl._governor import run_deadline
 from converge_dsl.clock import FakeClock
 from converge_dsl.packs._manifest import InvariantDef
 from converge_dsl.packs._suggestor import evaluate_invariant
-from converge_dsl.templating import TemplateRenderError
+from converge_dsl.sandbox._governor import run_deadline
+from converge_dsl.sandbox._templating import TemplateRenderError
 
 _BOUNDED = textwrap.dedent(
     """\

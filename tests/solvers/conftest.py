@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from converge_dsl.sandbox._templating import compile_expression
 from converge_dsl.solvers import Solver, SolverPlan
-from converge_dsl.templating import compile_expression
 
 PACK_FOLDER = Path(__file__).resolve().parents[2] / "builtin_packs" / "optimization"
 

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from converge_dsl.engine.types import freeze_json
+from converge_dsl.sandbox._templating import undeclared_names
 from converge_dsl.solvers import ENTRY_POINT_GROUP, Solver
-from converge_dsl.templating import undeclared_names
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "builtin_packs" / "optimization"

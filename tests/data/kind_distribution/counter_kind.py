@@ -20,7 +20,7 @@ from converge_dsl.frontend import (
     SuggestorSpec,
     TemplateSite,
 )
-from converge_dsl.template_names import CONTEXT_NAMES
+from converge_dsl.sandbox import CONTEXT_NAMES
 
 EMPTY_RANGE = "COUNTER01"
 LABEL_NAMES = CONTEXT_NAMES | {"n"}

@@ -5,12 +5,12 @@ are compiled here, once, in a `jinja2.sandbox.ImmutableSandboxedEnvironment`
 with `StrictUndefined`, autoescape off and a small explicit allowlist of
 filters and globals. Nothing of Python is reachable: no `range` beyond a
 bound, no `lipsum`, `cycler`, `joiner` or `namespace`. `generated(source)`
-parses and code-generates once (`converge_dsl._sandbox_codegen`), giving the
+parses and code-generates once (`converge_dsl.sandbox._codegen`), giving the
 code and the names read; `from_code` makes the template of such code (the
 compiler's table of sources and its on-disk cache use the two).
 
 Rendering is bounded as well as sandboxed (`render`, `evaluate`; the bounds
-and their checks live in `converge_dsl._sandbox_limits`, re-exported here), because a
+and their checks live in `converge_dsl.sandbox._limits`, re-exported here), because a
 CPU-bound render cannot be preempted (the run's wall-clock budget is checked
 between cycles only), so every operation checks its result size *before*
 building it:
@@ -33,7 +33,7 @@ building it:
 - string methods that pad, format or translate (`ljust`, `format`, `format_map`,
   ...) are refused, `%` formatting of text or bytes too;
 - steps, work and the run's deadline are the one governor's
-  (`converge_dsl._governor`): a render past the deadline stops with a refusal.
+  (`converge_dsl.sandbox._governor`): a render past the deadline stops with a refusal.
 A violation raises `TemplateRenderError` (no location: the caller, which knows
 the template's span, the suggestor and the cycle, adds it).
 
@@ -55,10 +55,12 @@ import jinja2.nodes
 import jinja2.sandbox
 from jinja2.environment import TemplateExpression
 
-from converge_dsl._governor import Exhausted, governed
-from converge_dsl._sandbox_codegen import BoundedCodeGenerator, Generated, generate, parse
-from converge_dsl._sandbox_data import BadValue, fromjson, json_data
-from converge_dsl._sandbox_limits import (
+from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.errors import ConvergeError
+from converge_dsl.sandbox._codegen import BoundedCodeGenerator, Generated, generate, parse
+from converge_dsl.sandbox._data import BadValue, fromjson, json_data
+from converge_dsl.sandbox._governor import Exhausted, governed
+from converge_dsl.sandbox._limits import (
     FILTER_CHECKS,
     MAX_EXPONENT,
     MAX_INT_BITS,
@@ -85,9 +87,7 @@ from converge_dsl._sandbox_limits import (
     produce,
     spend,
 )
-from converge_dsl.diagnostics import did_you_mean
-from converge_dsl.errors import ConvergeError
-from converge_dsl.template_names import ALLOWED_FILTERS
+from converge_dsl.sandbox._names import ALLOWED_FILTERS
 
 __all__ = [
     "GLOBALS",
@@ -99,6 +99,7 @@ __all__ = [
     "MAX_SIZE",
     "MAX_STEPS",
     "MAX_WORK",
+    "NAMES_HINT",
     "TemplateCompileError",
     "TemplateRenderError",
     "as_json_data",
@@ -384,7 +385,7 @@ def evaluate(expression: Callable[..., Any], scope: dict[str, Any]) -> Any:
 
 
 def as_json_data(value: Any) -> Any:
-    """A value an expression gave, as JSON data (see `_sandbox_limits.json_data`).
+    """A value an expression gave, as JSON data (see `_data.json_data`).
 
     Raises `TemplateRenderError` (no line: the caller locates it) naming the JSON
     pointer of the first part that is not JSON, or the size bound it passes.

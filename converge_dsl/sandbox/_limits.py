@@ -1,4 +1,4 @@
-"""The bounds a template render runs under (see `converge_dsl.templating`).
+"""The bounds a template render runs under (see `converge_dsl.sandbox._templating`).
 
 A CPU-bound render cannot be preempted, so every operation checks its result
 size *before* building it: a step budget, integer width, string, bytes and list
@@ -8,7 +8,7 @@ or compared (`deep_size`), the work of a whole render, the output size.
 `templating` wires these checks into its sandboxed environment; a crossed
 bound raises `Limit` (or the governor's `Exhausted`), which `templating`
 translates into `TemplateRenderError`. Steps, work and the run's deadline are
-counted by the one governor (`converge_dsl._governor`), whose budget
+counted by the one governor (`converge_dsl.sandbox._governor`), whose budget
 `templating` opens around each render.
 """
 
@@ -25,7 +25,7 @@ import jinja2
 import jinja2.exceptions
 from jinja2.filters import make_attrgetter
 
-from converge_dsl._governor import charge_deep, deep_size, spend
+from converge_dsl.sandbox._governor import charge_deep, deep_size, spend
 
 __all__ = ["spend"]  # re-exported for the sandbox modules; the rest are used by name
 

@@ -9,8 +9,8 @@ import pytest
 from converge_dsl.compiler import RenderScopes
 from converge_dsl.engine import Context, Fact, PromotionRecord, ProposedFact, Provenance
 from converge_dsl.engine.types import freeze_json
-from converge_dsl.template_names import ALLOWED_FILTERS, CONTEXT_NAMES, FACT_FIELDS
-from converge_dsl.templating import (
+from converge_dsl.sandbox._names import ALLOWED_FILTERS, CONTEXT_NAMES, FACT_FIELDS
+from converge_dsl.sandbox._templating import (
     GLOBALS,
     MAX_SIZE,
     TemplateRenderError,

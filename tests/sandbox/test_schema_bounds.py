@@ -14,18 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from jsonschema._utils import equal
 
-from converge_dsl import _safe_schema as safe
 from converge_dsl import codes
-from converge_dsl._governor import DeadlinePassed, Exhausted, governed, run_deadline
-from converge_dsl._safe_schema import UnsafeSchema, fast_validator, python_validator
-from converge_dsl._schema_bounds import (
-    MAX_BRANCHES,
-    MAX_ENUM,
-    MAX_MEMBERS,
-    MAX_SCHEMA_NODES,
-    canonical,
-    size_problems,
-)
 from converge_dsl.clock import FakeClock
 from converge_dsl.engine import (
     Budget,
@@ -37,6 +26,17 @@ from converge_dsl.engine import (
 )
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.engine.types import ContextView
+from converge_dsl.sandbox import _safe_schema as safe
+from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, run_deadline
+from converge_dsl.sandbox._safe_schema import UnsafeSchema, fast_validator, python_validator
+from converge_dsl.sandbox._schema_bounds import (
+    MAX_BRANCHES,
+    MAX_ENUM,
+    MAX_MEMBERS,
+    MAX_SCHEMA_NODES,
+    canonical,
+    size_problems,
+)
 
 MIXED = [i if i % 2 else f"s{i:05d}" for i in range(40_000)]  # items of one size
 

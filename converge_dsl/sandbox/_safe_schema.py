@@ -11,7 +11,7 @@ module, so none of them can hang the process or reach outside the document:
 - `$ref` resolves only within the schema: the registries refuse to retrieve
   anything (no `file://`, no `http://`), and `remote_refs` finds every
   non-local reference for validate to report.
-- A schema wider than the documented limits (`converge_dsl._schema_bounds`:
+- A schema wider than the documented limits (`converge_dsl.sandbox._schema_bounds`:
   members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
   refused (`schema_problems` kind `size`), so no check of data costs in
   proportion to a huge schema.
@@ -20,7 +20,7 @@ module, so none of them can hang the process or reach outside the document:
   `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
   `unevaluated*` keywords run in linear time (JSON equality through
   `canonical`), and every keyword application charges the governor
-  (`converge_dsl._governor`) one step plus the width of its value, and each
+  (`converge_dsl.sandbox._governor`) one step plus the width of its value, and each
   error it makes its message. Each validation is governed on its own
   (`SCHEMA_STEPS`, `SCHEMA_WORK`) and draws on the run's total
   (`SCHEMA_RUN_STEPS`), and watches the run's deadline. Crossing a bound
@@ -43,9 +43,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._governor import DeadlinePassed, Exhausted, governed, spend
-from converge_dsl._schema_bounds import canonical, size_problems
 from converge_dsl.errors import RunError
+from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
+from converge_dsl.sandbox._schema_bounds import canonical, size_problems
 
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from converge_dsl._governor import spend
+from converge_dsl.sandbox._governor import spend
 
 MAX_SCHEMA_NODES = 20_000
 MAX_MEMBERS = 1_000

@@ -17,7 +17,11 @@ import pytest
 
 from converge_dsl.cli import run
 from converge_dsl.frontend import expression_error
-from converge_dsl.templating import TemplateCompileError, compile_expression, compile_template
+from converge_dsl.sandbox._templating import (
+    TemplateCompileError,
+    compile_expression,
+    compile_template,
+)
 
 ALWAYS_FAILING = [
     ("[0]['m'] and a", "'list object' has no attribute 'm'"),

@@ -1,6 +1,6 @@
 """One parse and one code generation per template, with the names it reads found on the way.
 
-The sandbox (`converge_dsl.templating`) compiles templates and expressions
+The sandbox (`converge_dsl.sandbox._templating`) compiles templates and expressions
 with these helpers, given its environment:
 
 - `parse(env, source, expression=...)`: the Jinja AST of a template, or of a
@@ -30,7 +30,14 @@ import jinja2.compiler
 import jinja2.nodes
 import jinja2.parser
 
-__all__ = ["BoundedCodeGenerator", "Generated", "generate", "literal_text", "parse"]
+__all__ = [
+    "BoundedCodeGenerator",
+    "Generated",
+    "folding_failure",
+    "generate",
+    "literal_text",
+    "parse",
+]
 
 # What makes a text a template (a line statement prefix is not configured).
 _DELIMITERS = ("{{", "{%", "{#")

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from converge_dsl._governor import DeadlinePassed, governed, run_deadline, spend
 from converge_dsl.clock import FakeClock
-from converge_dsl.templating import (
+from converge_dsl.sandbox._governor import DeadlinePassed, governed, run_deadline, spend
+from converge_dsl.sandbox._templating import (
     GLOBALS,
     TemplateRenderError,
     compile_expression,
@@ -29,7 +29,7 @@ _BOUNDED = textwrap.dedent(
     """\
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-    from converge_dsl.templating import GLOBALS, TemplateRenderError, compile_template, render
+    from converge_dsl.sandbox import GLOBALS, TemplateRenderError, compile_template, render
     try:
         render(compile_template(sys.argv[1]), dict(GLOBALS))
     except TemplateRenderError as exc:

@@ -1,6 +1,6 @@
 """Data in the sandbox: the `fromjson` filter and the JSON check of expression values.
 
-Both are bounded like everything in the sandbox (`converge_dsl._sandbox_limits`):
+Both are bounded like everything in the sandbox (`converge_dsl.sandbox._limits`):
 `fromjson` refuses text over `MAX_SIZE` before parsing and charges what it reads
 and builds; `json_data` estimates the JSON text size of a value with a walk that
 stops early before converting it, so shared references cannot make it unbounded.
@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 import jinja2.exceptions
 
-from converge_dsl._sandbox_limits import MAX_SIZE, Limit, produce, spend, text_size
+from converge_dsl.sandbox._limits import MAX_SIZE, Limit, produce, spend, text_size
 
 
 class BadValue(jinja2.exceptions.TemplateRuntimeError):

@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from converge_dsl._governor import run_deadline
-from converge_dsl._safe_schema import (
+from converge_dsl.cli import run
+from converge_dsl.clock import FakeClock
+from converge_dsl.errors import RunError
+from converge_dsl.sandbox._governor import run_deadline
+from converge_dsl.sandbox._safe_schema import (
     UnsafeSchema,
     fast_validator,
     python_validator,
     regex_problem,
     schema_problems,
 )
-from converge_dsl.cli import run
-from converge_dsl.clock import FakeClock
-from converge_dsl.errors import RunError
 
 LONG = "a" * 30_000 + "!"
 CATASTROPHIC = ["^(a+)+$", "(a|aa)+$", "a*a*a*a*a*a*a*b", "(a{1,10}){1,10}$", ".*.*.*.*.*.*="]
@@ -85,7 +85,7 @@ def test_validation_observes_the_run_deadline() -> None:
     clock = FakeClock()
     validator = python_validator({"type": "array", "items": {"type": "integer"}})
     with run_deadline(clock, 1.0):
-        from converge_dsl._governor import governed
+        from converge_dsl.sandbox._governor import governed
 
         clock.advance(2)
         with governed(10**6, 10**7, "validation"), pytest.raises(RunError, match="deadline"):
@@ -182,8 +182,8 @@ def test_validate_and_run_refuse_remote_references_without_a_request(
 
 
 def test_a_validator_is_built_once_per_schema_text() -> None:
-    from converge_dsl._safe_schema import python_validator
     from converge_dsl.engine.types import freeze_json
+    from converge_dsl.sandbox._safe_schema import python_validator
 
     schema = {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}
     first = python_validator(schema)

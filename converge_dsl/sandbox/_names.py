@@ -2,7 +2,7 @@
 
 The front end checks templates against these lists on its fast path (which
 must not pay for importing jinja2); the sandboxed environment in
-`converge_dsl.templating` enforces `ALLOWED_FILTERS`, and the compiler's
+`converge_dsl.sandbox._templating` enforces `ALLOWED_FILTERS`, and the compiler's
 render scopes and the pack template checks start from `CONTEXT_NAMES`, and
 `FACT_FIELDS` names what a template may read of a fact. One definition serves
 them all.

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from converge_dsl.templating import (
+from converge_dsl.sandbox._templating import (
     GLOBALS,
     MAX_INT_BITS,
     MAX_WORK,

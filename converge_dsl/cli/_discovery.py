@@ -1,0 +1,121 @@
+"""Which files `validate PATH...` checks, and checking them all.
+
+- `pipeline_files(paths)`: the pipeline files named by files and folders, and
+  the packs among them (a `pack.yaml` saying `kind: Pack`);
+- `check_paths(paths)` checks them all into `CheckedFiles`: each pipeline with
+  every check of `converge_dsl.validation`, each pack as `pack publish` would
+  (`converge_dsl.packs.load_pack`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from converge_dsl import codes
+from converge_dsl._file_kinds import is_pack, is_pipeline, says_pipeline
+from converge_dsl._files import display_name
+from converge_dsl._reading import ReadRefused, read_bytes
+from converge_dsl._record import Record
+from converge_dsl.diagnostics import Diagnostic, Severity, best_first
+from converge_dsl.errors import PipelineInvalid, UsageError
+from converge_dsl.validation import check_pipeline
+
+
+def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> list[Path]:
+    """The pipeline files named by `paths` (folders expanded, sorted, de-duplicated).
+
+    In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
+    the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
+    or that load as a mapping with neither `apiVersion` nor `kind`; a `pack.yaml`
+    saying `kind: Pack` is kept as a pack. A folder with neither, or a path that
+    does not exist, is a `UsageError`.
+    With `only_pipelines`, a file named directly is kept only when it says it is
+    a converge-dsl pipeline (`says_pipeline`), as a pre-commit hook needs.
+    """
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
+            chosen = [p for p in inside if p.is_file() and (is_pipeline(p) or is_pack(p))]
+            if not chosen:
+                raise UsageError(
+                    f"no pipeline files found in {raw}",
+                    hint="a folder is searched for *.yaml and *.yml pipeline files "
+                    "and pack.yaml pack manifests",
+                )
+            found.extend(chosen)
+        elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
+            if not only_pipelines or says_pipeline(path):
+                found.append(path)
+        else:
+            raise UsageError(
+                f"no such file or folder: {raw}", hint="give pipeline files or folders"
+            )
+    unique: dict[Path, None] = dict.fromkeys(found)
+    return list(unique)
+
+
+class CheckedFiles(Record):
+    """Every pipeline file `validate PATH...` checked, their diagnostics and their texts."""
+
+    _fields = ("files", "diagnostics", "sources")
+    __slots__ = _fields
+
+    def __init__(
+        self, files: tuple[Path, ...], diagnostics: tuple[Diagnostic, ...], sources: dict[str, str]
+    ) -> None:
+        self.files = files
+        self.diagnostics = diagnostics  # best first, over all files
+        self.sources = sources  # display name -> text, for excerpts
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed)."""
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def check_paths(
+    paths: Sequence[str],
+    *,
+    roots: Sequence[Path] | None = None,
+    only_pipelines: bool = False,
+) -> CheckedFiles:
+    """`check_pipeline` (with `roots`) on every file of `pipeline_files(paths,
+    only_pipelines=...)`; raises `UsageError` as it does."""
+    files = pipeline_files(paths, only_pipelines=only_pipelines)
+    diagnostics: list[Diagnostic] = []
+    sources: dict[str, str] = {}
+    for path in files:
+        name = display_name(path)
+        if not only_pipelines and is_pack(path):
+            diagnostics.extend(_pack_diagnostics(path, name))
+            with contextlib.suppress(OSError):
+                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
+            continue
+        checked = check_pipeline(path, display=name, roots=roots)
+        diagnostics.extend(checked.diagnostics)
+        if checked.document is not None:
+            sources[name] = checked.document.text
+        elif checked.diagnostics:
+            with contextlib.suppress(OSError, ReadRefused):
+                sources[name] = read_bytes(path, "pipeline").decode("utf-8", errors="replace")
+    return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)
+
+
+def _pack_diagnostics(path: Path, name: str) -> list[Diagnostic]:
+    """A pack manifest checked as `pack publish` checks it (schema, files, templates)."""
+    from converge_dsl.errors import PackError
+    from converge_dsl.packs import load_pack
+
+    folder = name.rpartition("/")[0] or "."
+    try:
+        load_pack(path.parent, display=folder)
+    except PipelineInvalid as exc:
+        return list(exc.diagnostics)
+    except PackError as exc:
+        code = getattr(exc, "code", codes.PACK_BAD_FILE)
+        return [Diagnostic(code, Severity.ERROR, exc.message, name, 1, 1, 1, 1, hint=exc.hint)]
+    return []

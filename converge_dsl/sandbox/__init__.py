@@ -1,0 +1,95 @@
+"""Everything that computes a user-controlled value, bounded (docs/architecture.md §3).
+
+Templates, expressions, regexes and JSON Schema validation of data written by a
+pipeline or a pack run here, and only here, under the one resource governor.
+
+Public surface:
+- templates and expressions: `compile_template`, `compile_expression`, `render`,
+  `evaluate` in the one sandboxed environment (`environment`), raising
+  `TemplateCompileError` and `TemplateRenderError` (`code_error` words a
+  compiled expression's error, `NAMES_HINT` lists the names a template may use);
+  `generated(source)` parses and code-generates once and `from_code` makes the
+  template of such code (the compiler's source table and cache); `GLOBALS`, the
+  sandbox's globals, and `register_record`, which lets a record type be read by
+  templates; `as_json_data`, a rendered value as JSON data; `MAX_OUTPUT`, the
+  longest text a render may produce; `literal_text` and `folding_failure`, what a
+  template folds to at compile time;
+- the names templates may use, importable without jinja2: `ALLOWED_FILTERS`,
+  `CONTEXT_NAMES`, `FACT_FIELDS`;
+- the governor: `governed(steps, work)` opens a budget, `spend` charges it,
+  `Exhausted` and `DeadlinePassed` say a bound or the deadline was crossed;
+  `run_deadline(clock, at)` sets a run's deadline and `deadline_passed()` tells
+  whether a failure happened past it;
+- JSON Schemas written by users: `check_safe` and `schema_problems` refuse what
+  could not be validated in bounded time (`UnsafeSchema`, `PROBLEM_CODES`,
+  `meta_error`, `regex_problem`), `size_problems` and `MAX_MEMBERS` their size
+  bounds; `fast_validator` and `python_validator` build a `GovernedValidator`
+  (`SCHEMA_STEPS`, `SCHEMA_WORK` its budget); `compile_regex` and `search` run a
+  regex in linear time.
+
+Names are imported on first use (PEP 562): the front end's fast path reads the
+template names without importing jinja2.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from converge_dsl._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.sandbox._codegen import *  # noqa: F403
+    from converge_dsl.sandbox._governor import *  # noqa: F403
+    from converge_dsl.sandbox._names import *  # noqa: F403
+    from converge_dsl.sandbox._safe_schema import *  # noqa: F403
+    from converge_dsl.sandbox._schema_bounds import *  # noqa: F403
+    from converge_dsl.sandbox._templating import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.sandbox._codegen": ("folding_failure", "literal_text"),
+            "converge_dsl.sandbox._governor": (
+                "DeadlinePassed",
+                "Exhausted",
+                "deadline_passed",
+                "governed",
+                "run_deadline",
+                "spend",
+            ),
+            "converge_dsl.sandbox._names": ("ALLOWED_FILTERS", "CONTEXT_NAMES", "FACT_FIELDS"),
+            "converge_dsl.sandbox._safe_schema": (
+                "GovernedValidator",
+                "PROBLEM_CODES",
+                "SCHEMA_STEPS",
+                "SCHEMA_WORK",
+                "UnsafeSchema",
+                "check_safe",
+                "compile_regex",
+                "fast_validator",
+                "meta_error",
+                "python_validator",
+                "regex_problem",
+                "schema_problems",
+                "search",
+            ),
+            "converge_dsl.sandbox._schema_bounds": ("MAX_MEMBERS", "size_problems"),
+            "converge_dsl.sandbox._templating": (
+                "GLOBALS",
+                "MAX_OUTPUT",
+                "NAMES_HINT",
+                "TemplateCompileError",
+                "TemplateRenderError",
+                "as_json_data",
+                "code_error",
+                "compile_expression",
+                "compile_template",
+                "environment",
+                "evaluate",
+                "from_code",
+                "generated",
+                "register_record",
+                "render",
+            ),
+        },
+    )
