@@ -122,7 +122,12 @@ def test_validate_imports_neither_completion_nor_explain() -> None:
         check=True,
     )
     assert done.stdout.strip() == str(
-        ["converge_dsl.cli._render", "converge_dsl.cli._terminal", "converge_dsl.cli._validate"]
+        [
+            "converge_dsl.cli._discovery",
+            "converge_dsl.cli._render",
+            "converge_dsl.cli._terminal",
+            "converge_dsl.cli._validate",
+        ]
     )
 
 
