@@ -200,14 +200,16 @@ class ProviderClient:
                 hint=f"raise {phase}_timeout_s, or check the server",
             )
         if isinstance(exc, TimeoutError):
+            # A first attempt gets all of timeout_s but the instant spent before it.
+            whole = limits.timeout_s - total <= 0.01 * limits.timeout_s
+            within = (
+                f"timeout_s ({limits.timeout_s:g} s)"
+                if whole
+                else f"the {total:.3g} s that timeout_s ({limits.timeout_s:g} s) left it"
+            )
             return ModelError(
                 ModelErrorCode.TIMEOUT,
-                f"no complete answer from {where} within {total:g} s"
-                + (
-                    ""
-                    if total >= limits.timeout_s
-                    else f" (what timeout_s {limits.timeout_s:g} s left)"
-                ),
+                f"no complete answer from {where} within {within}",
                 retryable=True,
                 hint="raise timeout_s, or check the server's load",
             )

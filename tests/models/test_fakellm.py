@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import json
 import random
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from converge_dsl.clock import FakeClock
 from converge_dsl.models import Model, ModelReturn, build_model
 
+from ._fakellm import running_fakellm
 from ._helpers import ask, using
 
 pytest.importorskip("fakellm", reason="fakellm (the `dev` extra) is not installed")
@@ -52,49 +48,11 @@ rules:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def fakellm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Start `fakellm serve` on 127.0.0.1 (a free port); yield its base URL."""
-    folder = tmp_path_factory.mktemp("fakellm")
-    config = folder / "fakellm.yaml"
-    config.write_text(RULES, encoding="utf-8")
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "fakellm.cli", "serve"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
-    log = (folder / "server.log").open("wb")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
-    try:
-        _wait_ready(url, process, folder / "server.log")
+    """`fakellm serve` on 127.0.0.1 (a free port), for the whole module."""
+    with running_fakellm(tmp_path_factory.mktemp("fakellm"), RULES) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"fakellm exited with {process.returncode}: {log.read_text()}")
-        try:
-            if httpx.get(f"{url}/_fakellm/stats", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"fakellm did not start within 20 s: {log.read_text()}")
 
 
 def fakellm_model(url: str, wire: str) -> Model:
