@@ -80,7 +80,10 @@ def test_batch_wide_model_call_cap(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("flag", "value", "code", "setting"),
-    [("--max-model-calls", "2", "CD904", "max_model_calls"), ("--max-tokens", "20", "CD903", "max_tokens")],
+    [
+        ("--max-model-calls", "2", "CD904", "max_model_calls"),
+        ("--max-tokens", "20", "CD903", "max_tokens"),
+    ],
 )
 def test_a_case_refused_by_the_batch_cap_names_that_cap_not_its_own_budget(
     tmp_path: Path, flag: str, value: str, code: str, setting: str
