@@ -104,6 +104,11 @@ class ScriptedModel(ModelDefaults):
     def model_id(self) -> str:
         return self._id
 
+    @property
+    def script_file(self) -> str:
+        """The script's file, as messages name it."""
+        return self._script.file
+
     async def call(self, req: ModelRequest) -> ModelReturn:
         return await self._answer(req, None)
 
