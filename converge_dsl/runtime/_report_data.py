@@ -114,6 +114,7 @@ class _Fold:
         self.excerpts: dict[str, str] = {}
         self.running: dict[str, int] = {}  # suggestor -> cycle of its current execution
         self.held: dict[tuple[str, str], list[Any]] = {}  # (key, id) -> its `hitl` row
+        self.call_turns: dict[int, int | None] = {}  # call number -> the agent turn it served
         self.rows: dict[str, list[list[Any]]] = {name: [] for name in TABLES}
         self.handlers = self._handlers()
 
@@ -124,6 +125,7 @@ class _Fold:
             "suggestor_started": self._suggestor_started,
             "suggestor_finished": self._suggestor_ended,
             "suggestor_failed": self._suggestor_ended,
+            "model_call_started": self._model_call_started,
             "model_call_finished": self._model_call,
             "fact_promoted": self._fact,
             "proposal_rejected": lambda e: self._proposal("rej", e),
@@ -213,9 +215,18 @@ class _Fold:
             ]
         )
 
+    def _model_call_started(self, event: dict[str, Any]) -> None:
+        turn = event.get("turn")
+        self.call_turns[int(event["call"])] = None if turn is None else int(turn)
+
     def _model_call(self, event: dict[str, Any]) -> None:
+        """One `mc` row: ..., the call's purpose (`turn`, `summary`, `answer`; None in an
+        older trace) and its agent turn."""
         at, duration = _timing(event) or (0.0, 0.0)
         suggestor = event["suggestor"]
+        purpose = event.get("purpose")
+        if purpose is not None and purpose not in ("turn", "summary", "answer"):
+            raise ValueError(f"unknown purpose {purpose!r}")
         self.rows["mc"].append(
             [
                 int(event["call"]),
@@ -229,6 +240,8 @@ class _Fold:
                 int(event["output_tokens"]),
                 event["status_code"],
                 self.running.get(suggestor),
+                purpose,
+                self.call_turns.get(int(event["call"])),
             ]
         )
 

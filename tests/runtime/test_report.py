@@ -46,6 +46,10 @@ def test_the_data_of_an_agent_run(agent_trace: Path) -> None:
     assert 0 <= start <= end
     assert len(data["mc"]) == 7
     assert all(call[1] == reviewer and call[10] == 1 for call in data["mc"])
+    # what each call was for: the agent's turns 0-5, and one summary call (turn None)
+    for_ = [(call[11], call[12]) for call in data["mc"]]
+    assert sorted(t for p, t in for_ if p == "turn") == list(range(6))
+    assert [t for p, t in for_ if p == "summary"] == [None]
     evaluation = next(f for f in data["facts"] if f[0] == "evaluations")
     assert evaluation[4] == pytest.approx(0.8)
     assert evaluation[5] == "reviewer@agent-review"

@@ -13,6 +13,8 @@
     return e;
   }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
+  /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
+  function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
   function ms(s) { return s === null || s === undefined ? "" : (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms"; }
   var query = "";
 
@@ -98,6 +100,7 @@
   var view = [t0, t1 + (t1 - t0) * 0.02 || 1], dimmed = null;
   function size() { cv.width = cv.clientWidth * devicePixelRatio; cv.height = (TOP + lanes * LH + 8) * devicePixelRatio; cv.style.height = (TOP + lanes * LH + 8) + "px"; }
   function X(t) { return (t - view[0]) / (view[1] - view[0]) * cv.clientWidth; }
+  var SUMMARY = "#7c3aed";
   var hues = ["#2f6fed", "#1f9d63", "#8b5cf6", "#0e9aa7", "#c2410c", "#be185d", "#4d7c0f", "#1e40af"];
   function draw() {
     ctx.setTransform(devicePixelRatio, 0, 0, devicePixelRatio, 0, 0);
@@ -124,7 +127,7 @@
       var ma = byCycleIndex ? X(slot[m[10]]) : X(m[3]), mb = byCycleIndex ? ma + 3 : X(m[4]);
       if (mb < 0 || ma > w) continue;
       ctx.globalAlpha = dimmed && !dimmed[m[1]] ? 0.15 : 1;
-      ctx.fillStyle = m[5] === "ok" ? "#f59e0b" : "#d9434f";
+      ctx.fillStyle = m[5] !== "ok" ? "#d9434f" : m[11] === "summary" ? SUMMARY : "#f59e0b";
       ctx.fillRect(ma, TOP + k * LH + LH - 8, Math.max(mb - ma, 2), 3);
     }
     ctx.globalAlpha = 1;
@@ -132,7 +135,7 @@
   function hit(px, py) {
     var k = Math.floor((py - TOP) / LH); if (k < 0) return null;
     var t = view[0] + px / cv.clientWidth * (view[1] - view[0]), tol = 3 / cv.clientWidth * (view[1] - view[0]);
-    for (var j = 0; j < MC.length; j++) { var m = MC[j]; if (execLane[m[1] + ":" + m[10]] === k && (py - TOP) % LH > LH - 9 && !byCycleIndex && m[3] - tol <= t && t <= m[4] + tol) return "model call " + m[0] + " (" + m[2] + ") by " + nm(m[1]) + "\n" + m[5] + (m[9] ? " HTTP " + m[9] : "") + ", " + ms(m[4] - m[3]) + ", " + m[6] + " attempt(s), " + (m[7] + m[8]) + " tokens"; }
+    for (var j = 0; j < MC.length; j++) { var m = MC[j]; if (execLane[m[1] + ":" + m[10]] === k && (py - TOP) % LH > LH - 9 && !byCycleIndex && m[3] - tol <= t && t <= m[4] + tol) return (m[11] === "summary" ? "summary call " + m[0] + " (" + m[2] + ") by the summarizer of " : "model call " + m[0] + " (" + m[2] + ") by ") + nm(m[1]) + (m[11] === "turn" ? ", turn " + m[12] : "") + "\n" + m[5] + (m[9] ? " HTTP " + m[9] : "") + ", " + ms(m[4] - m[3]) + ", " + m[6] + " attempt(s), " + (m[7] + m[8]) + " tokens"; }
     for (var i = 0; i < EX.length; i++) { var x = xs(EX[i]); if (lane[i] === k && x[0] - tol <= t && t <= x[1] + tol) { var r = EX[i]; return nm(r[0]) + " \u2014 cycle " + r[1] + "\n" + (r[5] ? "failed: " + r[5] : r[4] + " proposal(s)") + (byCycleIndex ? "" : ", " + ms(r[3] - r[2])); } }
     return null;
   }
@@ -189,8 +192,8 @@
     function (r) { return [r[0] === null ? "" : r[0], nm(r[1]), r[2], r[3], DECISION[r[5]] || r[5], r[4]]; });
 
   /* -- model calls ------------------------------------------------------------------- */
-  table($("calls"), "Model calls", ["call", "suggestor", "model", "status", "latency", "tokens in/out", "attempts"], ["c-n", "c-s", "c-k", "c-k", "c-n", "c-k", "c-n"], MC,
-    function (m) { return [m[0], nm(m[1]), m[2], m[5] + (m[9] ? " (" + m[9] + ")" : ""), ms(m[4] - m[3]), m[7] + " / " + m[8], m[6]]; });
+  table($("calls"), "Model calls", ["call", "suggestor", "for", "model", "status", "latency", "tokens in/out", "attempts"], ["c-n", "c-s", "c-k", "c-k", "c-k", "c-n", "c-k", "c-n"], MC,
+    function (m) { return [m[0], nm(m[1]), purpose(m), m[2], m[5] + (m[9] ? " (" + m[9] + ")" : ""), ms(m[4] - m[3]), m[7] + " / " + m[8], m[6]]; });
 
   /* -- agents ------------------------------------------------------------------------ */
   var agentRows = [];
