@@ -309,3 +309,22 @@ def test_a_malformed_span_is_a_located_error(tmp_path: Path, span: dict[str, Any
     assert code == 3, err
     assert f"{trace}:2: malformed suggestor_started event" in err
     assert "Traceback" not in err
+
+
+def test_an_excerpt_ends_with_its_suggestor_not_on_the_next_ones_first_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    trace = tmp_path / "t.jsonl"
+    assert _cli("run", "pipelines/market-entry.yaml", "--trace", str(trace))[0] == 0
+    data = report_data(trace)
+    seed = data["sources"]["target-market"]["text"]
+    assert seed.splitlines()[0] == "  - name: target-market"
+    assert "competitor-scan" not in seed
+    kinds = dict(zip(data["names"], data["kinds"], strict=True))
+    assert (kinds["target-market"], kinds["competitor-scan"], kinds["differentiate"]) == (
+        "seed",
+        "llm",
+        "rule",
+    )
+    assert data["meta"]["cycles"] == 4  # the header's and the Cycles card's one count
