@@ -156,13 +156,16 @@ def load_pipeline(
     fetch: bool = False,
     on_fetch: Callable[[str], object] | None = None,
     roots: Sequence[Path] | None = None,
+    on_warning: Callable[[Diagnostic], object] | None = None,
 ) -> LoadedDocument:
     """The validated document at `path`; raises `PipelineInvalid` with every diagnostic.
 
     The diagnostics of `check_pipeline` (with `roots` as there). With `fetch`
     (what `run` asks), locked packs the cache lacks are fetched and verified
     instead of reported; `on_fetch` (default: a line on standard error) hears
-    `fetched pack NAME VERSION from REPOSITORY` for each.
+    `fetched pack NAME VERSION from REPOSITORY` for each. `on_warning` hears
+    each warning of a valid pipeline (best first), so a run reports what
+    `validate` would.
     """
     checks = _checks(roots, on_fetch or _to_stderr) if fetch else _checks(roots)
     checked = _frontend_check(
@@ -170,4 +173,7 @@ def load_pipeline(
     )
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)
+    if on_warning is not None:
+        for diagnostic in checked.diagnostics:
+            on_warning(diagnostic)
     return checked.document

@@ -8,9 +8,10 @@ Public surface:
 - `TokenCounter`, `default_token_counter` — how turns are measured (about 4 characters a token).
 - `TurnMachine` (sans-I/O turn loop); `drive`, `Reducer` (its async driver, compaction filler).
 - `SpanSummarizer` protocol, `ModelSummarizer`, `side_call`; `CompactionPolicy`, `SummaryBudget`.
-- `plan_pipeline(document, inputs=...)` -> [`Plan`] — what `converge-dsl plan` shows: each
-  agent's turns simulated by `simulate(spec, ...)` without a model; `MAX_ASSUMED_CHARS` bounds
-  the assumed reply and tool-result sizes.
+- `plan_pipeline(document, inputs=...)` -> `PipelinePlan` (its `Plan`s and `PlanTotal`) —
+  what `converge-dsl plan` shows: each agent's turns simulated by `simulate(spec, ...)`
+  without calling a model (a scripted agent answered by its script), with the calls and
+  tokens expected; `MAX_ASSUMED_CHARS` bounds the assumed reply and tool-result sizes.
 - `AGENT` — the `agent` suggestor kind (`SuggestorKind`: its spec `AgentSuggestorSpec`, its
   checks CD4xx, its builder), registered by `converge_dsl.validation.KINDS`.
 - events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`
@@ -64,7 +65,9 @@ else:
             "converge_dsl.agents._machine": ("TurnMachine",),
             "converge_dsl.agents._planner": (
                 "MAX_ASSUMED_CHARS",
+                "PipelinePlan",
                 "Plan",
+                "PlanTotal",
                 "plan_pipeline",
                 "simulate",
             ),

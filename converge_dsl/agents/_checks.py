@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl.agents._kind import DEFAULT_TOOLS
 from converge_dsl.agents._summary_budget import SummaryBudget
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend.document import SourceMap
@@ -122,7 +123,7 @@ def tool_choice_available(data: Mapping[str, Any], source_map: SourceMap) -> Ite
     for path, agent in _agents(data):
         raw = agent.get("tool_choice")
         choice = raw.get("choice") if isinstance(raw, Mapping) else raw
-        tools = agent.get("tools", ("context.read", "context.propose", "finish"))
+        tools = agent.get("tools", DEFAULT_TOOLS)
         if choice is None or choice == "auto" or (choice == "required" and tools):
             continue
         if choice != "required" and choice in tools:

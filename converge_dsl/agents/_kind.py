@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from converge_dsl.frontend import PipelineFacts
 
 TURN_NAMES = CONTEXT_NAMES | {"goal", "turn", "conversation"}
+# An agent's tools when it names none (schemas/pipeline.v1.json).
+DEFAULT_TOOLS = ("context.read", "context.propose", "finish")
 # A summarizer prompt is rendered with the cleared span only (agents/_summarizer.py).
 SUMMARY_NAMES = frozenset({"span"})
 
@@ -63,6 +65,41 @@ class AgentSuggestorSpec(SuggestorSpec):
         model = self.summarizer.get("model")
         summarizer = (((*self.path, "summarizer", "model"), model),) if model is not None else ()
         return (*super().model_references(), *summarizer)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return tuple(self.raw.get("tools", DEFAULT_TOOLS))
+
+    def contributor_names(self) -> tuple[str, ...]:
+        """Each contributor as `name (kind)`, its default name `<kind>-<index>`."""
+        named = (
+            (c.get("name") or f"{c['kind']}-{j}", c["kind"])
+            for j, c in enumerate(self.contributors)
+        )
+        return tuple(f"{name} ({kind})" for name, kind in named)
+
+    def side_reads(self) -> tuple[str, ...]:
+        keys = (str(key) for c in self.contributors for key in c.get("keys") or ())
+        return tuple(dict.fromkeys(keys))
+
+    def side_calls(self) -> tuple[tuple[str, str], ...]:
+        model = self.summarizer.get("model")
+        return (("summarizer", str(model)),) if model is not None else ()
+
+    def parts(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        found = [("tools", self.tools), ("contributors", self.contributor_names())]
+        return tuple((label, items) for label, items in found if items)
+
+    def details(self) -> tuple[tuple[str, str], ...]:
+        found = [("tools", ", ".join(self.tools) or "none")]
+        if self.contributors:
+            found.append(("contributors", ", ".join(self.contributor_names())))
+        summarizer = self.summarizer
+        if summarizer:
+            older = summarizer.get("clear_turns_older_than")
+            clears = f", clears turns older than {older}" if older is not None else ""
+            found.append(("summarizer", f"model {summarizer.get('model')}{clears}"))
+        return (*super().details(), *tuple(found))
 
 
 def parse_agent_spec(path: JsonPath, raw: Mapping[str, Any]) -> AgentSuggestorSpec:

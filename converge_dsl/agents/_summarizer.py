@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from converge_dsl.compiler import CompiledTemplate, UsageRecorder
 from converge_dsl.models import metered_call
+from converge_dsl.models.events import CALL_PURPOSE
 from converge_dsl.models.port import Message, Model, ModelRequest
 
 T = TypeVar("T")
@@ -66,7 +67,11 @@ class ModelSummarizer:
             ),
             suggestor=self._suggestor,
         )
-        metered = await metered_call(self._model, request, self._meter)
+        said = CALL_PURPOSE.set("summary")  # the trace tells this call from the agent's turns
+        try:
+            metered = await metered_call(self._model, request, self._meter)
+        finally:
+            CALL_PURPOSE.reset(said)
         if metered is None:
             raise RuntimeError("the run's model budget is spent")
         return metered.answer.text

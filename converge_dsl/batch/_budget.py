@@ -12,7 +12,9 @@ step (`try_take` checks and counts at once; settling a reservation moves its
 call from held to spent in one `add`): between two steps of one case, the case
 of another worker may act, and must never see a held or made call as free. A
 case refused by the batch's cap stops with the usual
-`model_call_budget_exhausted` or `token_budget_exhausted`.
+`model_call_budget_exhausted` or `token_budget_exhausted`, its note naming the
+batch's cap and the flag that sets it (`BatchLimits.cap`, the meter's
+`refused_cap`), not the pipeline's own budget.
 
 Pools: `LocalPool` (one event loop, plain counters), `SharedPool` (counters
 in shared memory under one lock, for the worker processes of the `process`
@@ -29,7 +31,7 @@ from typing import Any, Protocol
 
 from converge_dsl.clock import Clock
 from converge_dsl.engine import Budget, StopReason, UsageMeter
-from converge_dsl.engine.budget import answer_room
+from converge_dsl.engine.budget import OuterCap, answer_room
 
 POOL_POLL_S = 0.01
 """How often a case whose call waits for tokens held by other cases' calls looks again."""
@@ -45,6 +47,14 @@ class BatchLimits:
     @property
     def any(self) -> bool:
         return self.max_model_calls is not None or self.max_tokens is not None
+
+    def cap(self, reason: StopReason) -> OuterCap | None:
+        """The cap that refuses with `reason`, named by the flag that sets it."""
+        if reason is StopReason.MODEL_CALL_BUDGET_EXHAUSTED and self.max_model_calls is not None:
+            return OuterCap("--max-model-calls", self.max_model_calls, "the batch")
+        if reason is StopReason.TOKEN_BUDGET_EXHAUSTED and self.max_tokens is not None:
+            return OuterCap("--max-tokens", self.max_tokens, "the batch")
+        return None
 
 
 class BudgetPool(Protocol):
@@ -186,27 +196,40 @@ class PooledMeter(UsageMeter):
 
     A reservation or a further attempt is taken from the batch first (refused
     there: the case stops with that budget reason), then from the case's own
-    budget (refused there: the batch gets it back).
+    budget (refused there: the batch gets it back). A refusal by the batch is
+    remembered with the batch's cap (`refused_cap`).
     """
 
-    __slots__ = ("_own_only", "_pool")
+    __slots__ = ("_own_only", "_pool", "_pool_said")
 
     def __init__(self, budget: Budget, pool: BudgetPool, *, clock: Clock | None = None) -> None:
         super().__init__(budget, clock=clock)
         self._pool = pool
         self._own_only = False
+        # The reason of the batch's refusal in the last check, which the caller's
+        # `_refuse` (right after it, no await between) records with the batch's cap.
+        self._pool_said: StopReason | None = None
 
     def _blocked(self, *, extra_calls: int) -> StopReason | None:
         own = super()._blocked(extra_calls=extra_calls)
+        self._pool_said = None
         if own is not None or self._own_only:
             return own
-        return self._pool.blocked(extra_calls)
+        self._pool_said = self._pool.blocked(extra_calls)
+        return self._pool_said
+
+    def _refuse(self, reason: StopReason, cap: OuterCap | None = None) -> None:
+        if cap is None and self._pool_said is reason:
+            cap = self._pool.limits.cap(reason)
+        self._pool_said = None
+        super()._refuse(reason, cap)
 
     def _grant(
         self, tokens_estimate: int, answer_cap: int | None
     ) -> tuple[StopReason | None, int | None]:
         estimate = max(0, tokens_estimate)
         reason, cap = self._pool.try_reserve(estimate, answer_cap)
+        self._pool_said = reason
         if reason is not None:
             return reason, None
         pool_held = estimate + (cap or 0)
@@ -233,7 +256,7 @@ class PooledMeter(UsageMeter):
     def allow_attempt(self) -> bool:
         reason = self._pool.try_take(1, 0, 0)
         if reason is not None:
-            self._refuse(reason)
+            self._refuse(reason, self._pool.limits.cap(reason))
             return False
         self._own_only = True
         try:

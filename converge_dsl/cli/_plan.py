@@ -3,9 +3,12 @@
 For each agent (or the one named by `--agent`): per turn, the contributors
 that fire (persisted or transient), the estimated tokens before the call,
 where compaction triggers, and which summarizer calls fit the budget and
-which fall back to the stub. The simulation runs the real turn machine and
-compaction policy (`converge_dsl.agents.simulate`) with assumed reply and
-tool-result sizes. Exit codes: 0, 2 invalid pipeline, 3 usage error.
+which fall back to the stub, how it stops, and the model calls and tokens
+one execution expects; then their total against the pipeline's budget. The
+simulation runs the real turn machine and compaction policy
+(`converge_dsl.agents.simulate`) with assumed reply and tool-result sizes, or
+the model script of an agent on a scripted model. Exit codes: 0, 2 invalid
+pipeline, 3 usage error.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from converge_dsl.cli._inputs import add_input_arguments, parse_inputs
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
-    from converge_dsl.agents import Plan
+    from converge_dsl.agents import Plan, PlanTotal
     from converge_dsl.cli import CommandIO
 
 
@@ -37,7 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=400,
         metavar="N",
-        help="size of each model reply, in characters (default 400)",
+        help="size of each model reply, in characters (default 400; an agent on a "
+        "scripted model gets its script's replies)",
     )
     parser.add_argument(
         "--assume-tool-result-chars",
@@ -48,11 +52,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_input_arguments(parser)
     parser.add_argument(
-        "--format", choices=("human", "json"), default="human", help="json: the plans as JSON"
+        "--format",
+        choices=("human", "json"),
+        default="human",
+        help="json: the plans and their total as JSON",
     )
 
 
-def _human(plans: list[Plan]) -> str:
+def _human(plans: tuple[Plan, ...], total: PlanTotal) -> str:
     lines: list[str] = []
     for plan in plans:
         a = plan.assumptions
@@ -60,10 +67,12 @@ def _human(plans: list[Plan]) -> str:
             f"agent {plan.agent}: window {plan.context_window} tokens, compaction at "
             f"{plan.threshold_tokens:g}, emergency at {plan.emergency_tokens:g}"
         )
-        lines.append(
-            f"assuming replies of {a['reply_chars']} chars and tool results of "
-            f"{a['tool_result_chars']} chars per turn"
+        replies = (
+            f"replies of {a['reply_chars']} chars"
+            if plan.replies == "assumed"
+            else f"replies from its {plan.replies}"
         )
+        lines.append(f"assuming {replies} and tool results of {a['tool_result_chars']} chars")
         lines.append(f"{'turn':>4}  {'tokens':>7}  {'contributors':<34}  compaction / summary")
         for row in plan.turns:
             fired = (
@@ -91,8 +100,45 @@ def _human(plans: list[Plan]) -> str:
                 f"{row.turn:>4}  {row.estimated_tokens:>7}  {fired:<34}  {'; '.join(notes) or '-'}"
             )
         end = f"stops: {plan.status}" + (f" ({plan.detail})" if plan.detail else "")
-        lines += [end, ""]
-    return "\n".join(lines)
+        side = _plural(plan.summary_calls, "summary call")
+        expects = (
+            f"expects: {_plural(plan.model_calls, 'model call')} "
+            f"({_plural(plan.model_calls - plan.summary_calls, 'turn')}, {side}), "
+            f"~{plan.tokens:,} tokens per execution"
+        )
+        lines += [end, expects, ""]
+    lines.append(_total(total, len(plans)))
+    return "\n".join(lines) + "\n"
+
+
+def _plural(count: int, unit: str) -> str:
+    return f"{count:,} {unit}" + ("" if count == 1 else "s")
+
+
+def _total(total: PlanTotal, agents: int) -> str:
+    """The total line: calls and tokens of one execution of each agent, against the budget."""
+    each = "the agent" if agents == 1 else f"each of the {agents} agents"
+    line = (
+        f"total: {_plural(total.model_calls, 'model call')}, ~{total.tokens:,} tokens "
+        f"for one execution of {each}"
+    )
+    limits = [
+        _against(name, limit, used)
+        for name, limit, used in (
+            ("max_model_calls", total.max_model_calls, total.model_calls),
+            ("max_tokens", total.max_tokens, total.tokens),
+        )
+        if limit is not None
+    ]
+    return line + (
+        f"; {'; '.join(limits)}" if limits else "; the budget sets no call or token limit"
+    )
+
+
+def _against(setting: str, limit: int, used: int) -> str:
+    if used > limit:
+        return f"over budget.{setting} {limit:,} by {used - limit:,}"
+    return f"within budget.{setting} {limit:,}"
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
@@ -111,7 +157,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 f"{MAX_ASSUMED_CHARS:,} already forces an emergency compaction every turn",
             )
     document = load_pipeline(args.pipeline)
-    plans = plan_pipeline(
+    planned = plan_pipeline(
         document,
         inputs=parse_inputs(args),
         agent=args.agent,
@@ -120,7 +166,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         tool_result_chars=args.assume_tool_result_chars,
     )
     if args.format == "json":
-        io.stdout.write(json.dumps([asdict(p) for p in plans], indent=2) + "\n")
+        io.stdout.write(json.dumps(asdict(planned), indent=2) + "\n")
     else:
-        io.stdout.write(_human(plans))
+        io.stdout.write(_human(planned.plans, planned.total))
     return 0

@@ -45,7 +45,10 @@ from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, pars
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from converge_dsl.cli import CommandIO
+    from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.engine import Fact, Provenance
     from converge_dsl.runtime import RunOptions, RunOutcome
 
@@ -379,6 +382,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         decisions=(decisions := parse_decisions(args)),
         decided_by=decision_sources(args, decisions),
         on_fetch=io.note,
+        on_warning=_warner(io),
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
         freeze_compiled=_ENTRY.ends_process,  # the console entry point: one run, no teardown
@@ -389,6 +393,17 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         ),
         sinks=_sinks(args, io, progress),
     )
+
+
+def _warner(io: CommandIO) -> Callable[[Diagnostic], None]:
+    """Each warning of the pipeline's validation, on standard error as `validate` shows it."""
+    from converge_dsl.cli._render import render
+
+    def warn(diagnostic: Diagnostic) -> None:
+        render([diagnostic], "human", io.stderr, color=io.color, summary=False)
+        io.stderr.write("\n")
+
+    return warn
 
 
 def _sinks(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> tuple[Any, ...]:

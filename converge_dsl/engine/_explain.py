@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from converge_dsl import codes
 from converge_dsl.diagnostics import Severity
 from converge_dsl.engine._runstate import RunState, Stop
-from converge_dsl.engine.budget import MIN_ANSWER_TOKENS, Budget, StopReason
+from converge_dsl.engine.budget import MIN_ANSWER_TOKENS, Budget, OuterCap, StopReason, UsageMeter
 from converge_dsl.engine.stops import StopNote
 from converge_dsl.engine.types import Fact
 from converge_dsl.errors import KernelError, ModelFailure, RunError
@@ -86,9 +86,25 @@ def _budget_note(
     counts: Mapping[str, float],
     names: Collection[str],
     culprit: str | None = None,
+    cap: OuterCap | None = None,
 ) -> StopNote:
-    """The note of a budget stop, about `culprit` if it is a suggestor, else the top spender."""
+    """The note of a budget stop, about `culprit` if it is a suggestor, else the top spender.
+
+    With `cap` (a cap beyond the run's budget made the refusal) the note names
+    that cap and its flag, and no setting of the pipeline (nor locates there).
+    """
+    if cap is not None:  # about the suggestor the cap refused
+        culprit = state.usage.refused_by
     suggestor = culprit if culprit is not None and culprit in names else _top(counts, names)
+    if cap is not None:
+        return StopNote(
+            code=code,
+            message=f"{cap.owner}'s cap {cap.setting} {cap.limit} reached{what}",
+            suggestor=suggestor,
+            cycle=state.context.cycle,
+            hint=f"raise {cap.setting} (the cap of {cap.owner} as a whole; "
+            f"this run's own budget.{setting} was not reached)",
+        )
     return StopNote(
         code=code,
         message=f"{setting} {limit} reached{what}",
@@ -97,6 +113,11 @@ def _budget_note(
         cycle=state.context.cycle,
         hint=f"raise budget.{setting}, or make the suggestors named stop sooner (`when`)",
     )
+
+
+def _outer(meter: UsageMeter, stop: Stop) -> OuterCap | None:
+    """The cap beyond the run's budget that refused the call this stop is about, if one did."""
+    return meter.refused_cap if meter.refused is stop.reason else None
 
 
 def _calls(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) -> StopNote:
@@ -112,6 +133,7 @@ def _calls(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) 
         state=state,
         counts=counts,
         names=names,
+        cap=_outer(meter, stop),
     )
 
 
@@ -123,8 +145,8 @@ def _tokens(stop: Stop, state: RunState, budget: Budget, names: Collection[str])
     what += _earlier(total, counts) + _refused(
         meter.refused_by, meter.refused, stop.reason, "a call"
     )
-    limit = budget.max_tokens
-    if meter.refused is StopReason.TOKEN_BUDGET_EXHAUSTED and limit is not None and total < limit:
+    limit, cap = budget.max_tokens, _outer(meter, stop)
+    if cap is None and meter.refused is stop.reason and limit is not None and total < limit:
         what += (
             f" with {_plural(limit - total, 'token')} left (a call holds its input estimate "
             f"plus an answer cap of at least {MIN_ANSWER_TOKENS})"
@@ -137,6 +159,7 @@ def _tokens(stop: Stop, state: RunState, budget: Budget, names: Collection[str])
         state=state,
         counts=counts,
         names=names,
+        cap=cap,
     )
 
 

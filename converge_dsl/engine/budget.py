@@ -21,7 +21,10 @@ meter after the fact.
 The meter also counts what each suggestor spent (`spent_by`, `refused_by`):
 the engine runs every `execute` with `SPENDER` set to the suggestor's name, so
 calls, attempts and tokens are attributed to whoever made them, which is how
-a budget stop names the suggestors that spent the budget.
+a budget stop names the suggestors that spent the budget. A meter that also
+counts against a cap beyond the run's own budget (a batch's `--max-model-calls`)
+remembers, with a refusal that cap made, its `OuterCap` (`refused_cap`), so the
+stop names the cap that was the cause rather than the run's own setting.
 """
 
 from __future__ import annotations
@@ -96,6 +99,19 @@ class Budget:
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class OuterCap:
+    """A cap beyond the run's own `Budget` that refused one of its calls, as a stop names it.
+
+    `setting` is how the user sets it (`--max-model-calls`), `limit` its value,
+    `owner` whose cap it is (`the batch`).
+    """
+
+    setting: str
+    limit: int
+    owner: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +197,7 @@ class UsageMeter:
         "_output",
         "_refused",
         "_refused_by",
+        "_refused_cap",
     )
 
     def __init__(
@@ -191,6 +208,7 @@ class UsageMeter:
         self._deadline: float | None = None
         self._refused: StopReason | None = None
         self._refused_by: str | None = None
+        self._refused_cap: OuterCap | None = None
         self._by: dict[str, list[int]] = {}
         self._calls = self._input = self._output = 0
         self._held_calls = self._held_tokens = 0
@@ -203,6 +221,7 @@ class UsageMeter:
         self._deadline = None if limit is None or self._clock is None else started + limit
         self._refused = None
         self._refused_by = None
+        self._refused_cap = None
         self._by = {}
 
     def record(
@@ -236,6 +255,11 @@ class UsageMeter:
     def refused_by(self) -> str | None:
         """The suggestor whose call or attempt was refused first (None: none, or not in one)."""
         return self._refused_by
+
+    @property
+    def refused_cap(self) -> OuterCap | None:
+        """The cap beyond the run's budget that made the first refusal (None: the run's own)."""
+        return self._refused_cap
 
     @property
     def totals(self) -> UsageTotals:
@@ -369,10 +393,11 @@ class UsageMeter:
             return StopReason.TIME_BUDGET_EXHAUSTED
         return None
 
-    def _refuse(self, reason: StopReason) -> None:
+    def _refuse(self, reason: StopReason, cap: OuterCap | None = None) -> None:
         if self._refused is None:
             self._refused = reason
             self._refused_by = SPENDER.get()
+            self._refused_cap = cap
 
     def _unhold(self, tokens: int) -> None:
         self._held_calls -= 1

@@ -217,6 +217,20 @@ class SuggestorSpec(Record):
         """What a drawing says of it beyond reads, writes and models (`uses`...)."""
         return ()
 
+    def side_reads(self) -> tuple[str, ...]:
+        """Keys it reads besides `dependencies`, which never make it a candidate (an
+        agent's contributors inject their facts): a drawing's `informs` edges."""
+        return ()
+
+    def side_calls(self) -> tuple[tuple[str, str], ...]:
+        """(part, model) of each call it makes besides its own model's (an agent's
+        `summarizer`): a drawing's `summarizes` edges."""
+        return ()
+
+    def parts(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Labelled parts a drawing marks on its node (an agent's `tools`, `contributors`)."""
+        return ()
+
 
 Parser = Callable[[JsonPath, Mapping[str, Any]], SuggestorSpec]
 

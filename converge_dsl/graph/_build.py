@@ -2,15 +2,22 @@
 
 Dependencies and targets are read from the compiled suggestors (what the
 engine will index and what they propose to); the suggestor's kind, pack and
-models, and every node's YAML source, from the validated document the compiled
-pipeline carries, whose entries are in the same order as its suggestors.
+models, what its kind draws besides (`SuggestorSpec.side_reads`, `side_calls`,
+`parts`), and every node's YAML source, from the validated document the
+compiled pipeline carries, whose entries are in the same order as its
+suggestors. A pack node shows the version the pipeline's lock pins (its
+specifier when there is no lock). An invariant lists the keys its check reads
+(`keys_read`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from converge_dsl.compiler import CompiledPipeline
@@ -70,6 +77,31 @@ def _models_of(spec: SuggestorSpec, suggestor: Suggestor, declared: Mapping[str,
     named = [name for _, name in spec.model_references()]
     names = [*named, getattr(suggestor, "model_name", None)]
     return [str(n) for n in dict.fromkeys(names) if n is not None and str(n) in declared]
+
+
+def _called(spec: SuggestorSpec, suggestor: Suggestor, models: list[str]) -> list[str]:
+    """The models of `calls` edges: all but those only a side call uses (a summarizer's)."""
+    own = {str(spec.raw.get("model")), str(getattr(suggestor, "model_name", None))}
+    side = {model for _, model in spec.side_calls()}
+    return [m for m in models if m in own or m not in side]
+
+
+def keys_read(check: str, keys: Sequence[str]) -> tuple[str, ...]:
+    """The keys of `keys` an invariant's `check` reads, in `keys`' order: named by the
+    context API (`count('k')`, `has('k')`, `fact('k', ...)`, `data_of('k')`) or through
+    `facts.k`, `proposals.k`, `facts['k']`. Only known key names are looked for, so a
+    string that is no key's name is never taken for one."""
+    found = []
+    for key in keys:
+        name = re.escape(key)
+        quoted = f"""['"]{name}['"]"""
+        pattern = (
+            rf"\b(?:count|has|fact|data_of)\(\s*{quoted}"
+            rf"|\b(?:facts|proposals)(?:\.{name}\b|\[\s*{quoted}\s*\])"
+        )
+        if re.search(pattern, check):
+            found.append(key)
+    return tuple(found)
 
 
 def _joined(names: Sequence[str], empty: str = "none") -> str:
@@ -151,7 +183,18 @@ class _Builder:
                 Edge(f"key:{k}", node_id, "reads", k in self.reach.keys) for k in flow.dependencies
             ]
             self.edges += [Edge(node_id, f"key:{k}", "writes", live) for k in flow.targets]
-            self.edges += [Edge(node_id, f"model:{m}", "calls", live) for m in models]
+            self.edges += [
+                Edge(f"key:{k}", node_id, "informs", live and k in self.reach.keys)
+                for k in spec.side_reads()
+                if k not in flow.dependencies
+            ]
+            called = _called(spec, suggestor, models)
+            self.edges += [Edge(node_id, f"model:{m}", "calls", live) for m in called]
+            self.edges += [
+                Edge(node_id, f"model:{m}", "summarizes", live)
+                for _, m in spec.side_calls()
+                if m in models
+            ]
             for _, pack in spec.pack_references():
                 if pack in self.packs:
                     self.edges.append(Edge(f"pack:{pack}", node_id, "provides", live))
@@ -163,12 +206,14 @@ class _Builder:
                 live,
                 _suggestor_details(spec, suggestor, flow, models, live),
                 source=self.sources.of(("suggestors", index)),
+                parts=spec.parts(),
             )
 
     def _used_keys(self) -> list[str]:
         used = set(self.seed_counts)
         for flow in self.flows:
             used.update(flow.dependencies, flow.targets)
+        used.update(k for spec in self.specs for k in spec.side_reads())
         return [k for k in self.compiled.declared_keys if k in used or k in self.key_specs]
 
     def _keys(self) -> Iterator[Node]:
@@ -185,6 +230,12 @@ class _Builder:
                 count = self.seed_counts[key]
                 details.append(("seeded", f"{count} fact{'s' if count != 1 else ''}"))
             details += [("written by", _joined(writers)), ("read by", _joined(readers))]
+            informed = self._by_key("informs", f"key:{key}")
+            if informed:
+                details.append(("informs", _joined(informed)))
+            checked = [i.name for i in self.manifest.invariants if key in self._checks(i.check)]
+            if checked:
+                details.append(("checked by", _joined(checked)))
             if not live:
                 details.append(("unreachable", "no seed and no suggestor that can fire writes it"))
             schema = schemas.get(key)
@@ -235,16 +286,39 @@ class _Builder:
                 source=self.sources.of(("models", name)),
             )
 
+    def _checks(self, check: str) -> tuple[str, ...]:
+        return keys_read(check, self.compiled.declared_keys)
+
+    def _locked(self) -> Mapping[str, Any]:
+        """Pack name -> its pin in the pipeline's lock (empty without a lock)."""
+        from converge_dsl.errors import ConvergeError
+        from converge_dsl.packs import read_lock
+
+        settings = self.compiled.settings
+        with contextlib.suppress(ConvergeError, OSError):
+            lock = read_lock(settings.base_dir / Path(settings.file).name)
+            return {} if lock is None else dict(lock.packs)
+        return {}
+
     def _packs(self) -> Iterator[Node]:
+        locked = self._locked() if self.manifest.packs else {}
         for pack in self.manifest.packs:
             users = self._by_key("provides", f"pack:{pack.name}")
+            pin = locked.get(pack.name)
+            version: tuple[tuple[str, str], ...] = (("version", pack.specifier),)
+            if pin is not None:
+                version = (
+                    ("version", str(pin.version)),
+                    ("requires", pack.specifier),
+                    ("locked", f"{pin.repository}, sha256 {str(pin.sha256)[:16]}"),
+                )
             yield Node(
                 f"pack:{pack.name}",
                 "pack",
                 pack.name,
                 "pack",
                 any(u in self.reach.suggestors for u in users),
-                (("version", pack.specifier), ("provides", _joined(users))),
+                (*version, ("provides", _joined(users))),
                 source=self.sources.of(pack.path),
             )
 
@@ -257,6 +331,7 @@ class _Builder:
                 check=spec.check,
                 message=spec.message,
                 source=self.sources.of(spec.path),
+                keys=self._checks(spec.check),
             )
 
 

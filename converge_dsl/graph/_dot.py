@@ -3,7 +3,8 @@
 Node ids are the graph's own (`key:seeds`, `suggestor:classify`), quoted.
 Keys are ellipses, suggestors boxes filled by kind, models cylinders, packs
 folders; an unreachable key, a suggestor that never fires and an unused model
-or pack are dashed and red. `calls` and `provides` edges are dotted. The
+or pack are dashed and red. `informs`, `calls`, `summarizes` and `provides`
+edges are dotted, with their name. The
 invariants are one note node, a line each.
 """
 
@@ -58,7 +59,7 @@ def render(graph: PipelineGraph) -> str:
     lines += [f"  {quote(node.id)} [{_attributes(graph, node)}];" for node in graph.nodes]
     for edge in graph.edges:
         attributes = []
-        if edge.relation in ("calls", "provides"):
+        if edge.relation in ("informs", "calls", "summarizes", "provides"):
             attributes += ["style=dotted", f"label={quote(edge.relation)}"]
         if not edge.reachable:
             attributes.append('color="#dc2626"')

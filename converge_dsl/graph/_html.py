@@ -6,11 +6,12 @@ module, inlined), and the nodes' details and YAML source excerpts as a JSON
 block. It loads nothing at view time: no CDN, no font, no network.
 
 The script gives pan (drag), zoom (wheel, `+`/`-` buttons and keys, `0` to
-fit), a search box that marks the nodes whose name holds the text (Enter
-shows the first and centres it), and a click (or Enter on a focused node)
-shows the node's details and its source: `file:line` and the lines
-themselves. `#node=<id>` in the address selects a node when the page opens
-(`#node=suggestor:classify`).
+fit), a search box that marks the nodes whose name holds the text (Enter shows
+the first and centres it), and a click (or Enter on a focused node) shows the
+node's details and its source: `file:line` and the lines themselves, a long
+line wrapped under itself. An invariant lists the keys its check reads;
+selecting it marks them, and a click on one selects that key. `#node=<id>` in
+the address selects a node when the page opens (`#node=suggestor:classify`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from ._svg import svg
 from ._text import MARKERS
 
 _HERE = Path(__file__).resolve().parent
+# The edges that are not plain reads and writes, named in the legend when the graph has one.
+_LEGEND_EDGES = (
+    ("informs", "read by a contributor (no dependency)"),
+    ("calls", "calls a model"),
+    ("summarizes", "summarizer's calls"),
+    ("provides", "pack provides"),
+)
 _LEGEND_OTHERS = (
     ("kind-model", "model"),
     ("kind-pack", "pack"),
@@ -74,7 +82,9 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
                 ["critical", "yes" if i.critical else "no"],
                 ["check", i.check],
                 *([["message", i.message]] if i.message else []),
+                ["reads", ", ".join(i.keys) or "no key by name"],
             ],
+            "keys": list(i.keys),
             "schema": None,
             "source": source_value(i.source, "lines"),
         }
@@ -98,7 +108,22 @@ def _legend(graph: PipelineGraph) -> str:
         f"{escape(text)}</li>"
         for css, text in entries
     )
+    used = {edge.relation for edge in graph.edges}
+    items += "".join(
+        f'<li><svg width="26" height="16" aria-hidden="true"><path class="swatch rel-{rel}" '
+        f'd="M1,8 L25,8"/></svg>{escape(text)}</li>'
+        for rel, text in _LEGEND_EDGES
+        if rel in used
+    )
     return f'<section id="legend"><h2>Legend</h2><ul>{items}</ul></section>'
+
+
+def _key_links(keys: tuple[str, ...]) -> str:
+    """The keys an invariant reads, each a mark that selects the key's node."""
+    if not keys:
+        return ""
+    marks = "".join(f'<span class="key">{escape(k)}</span>' for k in keys)
+    return f'<span class="inv-keys">reads {marks}</span>'
 
 
 def _invariants(graph: PipelineGraph) -> str:
@@ -108,7 +133,7 @@ def _invariants(graph: PipelineGraph) -> str:
         f'<li><button type="button" class="invariant" data-id="invariant:{index}">'
         f'<span class="inv-name">{escape(i.name)}</span> <span class="inv-class">'
         f"{escape(i.klass)}{'' if i.critical else ', not critical'}</span>"
-        f"<code>{escape(i.check)}</code></button></li>"
+        f"<code>{escape(i.check)}</code>{_key_links(i.keys)}</button></li>"
         for index, i in enumerate(graph.invariants)
     )
     return f'<section id="invariants"><h2>Invariants</h2><ul>{items}</ul></section>'

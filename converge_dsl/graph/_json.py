@@ -2,9 +2,10 @@
 
     {"graph": "converge-dsl/graph/v1", "pipeline", "file", "description",
      "nodes": [{"id", "kind", "name", "style", "reachable", "details": {label: text},
-                "schema": JSON Schema or null, "source": {file, line, column, end_line} or null}],
+                "schema": JSON Schema or null, "source": {file, line, column, end_line} or null,
+                "parts": {label: [item, ...]}}],
      "edges": [{"from", "to", "relation", "reachable"}],
-     "invariants": [{"name", "class", "critical", "check", "message", "source"}],
+     "invariants": [{"name", "class", "critical", "check", "message", "source", "keys"}],
      "unreachable_keys": [...], "never_firing_suggestors": [...]}
 
 The first line holds the format's name, so an output file is recognised as
@@ -37,6 +38,7 @@ def document(graph: PipelineGraph) -> dict[str, Any]:
                 "details": dict(node.details),
                 "schema": None if node.schema is None else json.loads(node.schema),
                 "source": source_value(node.source, "end_line"),
+                "parts": {label: list(items) for label, items in node.parts},
             }
             for node in graph.nodes
         ],
@@ -52,6 +54,7 @@ def document(graph: PipelineGraph) -> dict[str, Any]:
                 "check": i.check,
                 "message": i.message,
                 "source": source_value(i.source, "end_line"),
+                "keys": list(i.keys),
             }
             for i in graph.invariants
         ],

@@ -238,7 +238,9 @@ def layout(graph: PipelineGraph) -> Layout:
     flow_ids = [n.id for n in graph.nodes if n.kind in ("key", "suggestor")]
     flow_edges = list(
         dict.fromkeys(
-            (e.source, e.target) for e in graph.edges if e.relation in ("reads", "writes")
+            (e.source, e.target)
+            for e in graph.edges
+            if e.relation in ("reads", "writes", "informs")
         )
     )
     back = _break_cycles(flow_ids, flow_edges)

@@ -1,11 +1,12 @@
 """The graph as a Mermaid flowchart (`graph --format mermaid`), left to right.
 
 Keys are stadiums, suggestors rectangles styled by kind (`classDef`), models
-cylinders, packs hexagons. `reads`/`writes` are solid arrows, `calls` and
-`provides` dotted ones. An unreachable key, a suggestor that never fires and an
-unused model or pack get the `unreachable` class (dashed, red). Invariants are
-a subgraph of notes. Labels are quoted, with entities for the
-characters its syntax reserves (HTML entities, see `escape`).
+cylinders, packs hexagons. `reads`/`writes` are solid arrows, `informs`,
+`calls`, `summarizes` and `provides` dotted ones with their name. An
+unreachable key, a suggestor that never fires and an unused model or pack get
+the `unreachable` class (dashed, red). Invariants are a subgraph of notes.
+Labels are quoted, with entities for the characters its syntax reserves (HTML
+entities, see `escape`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from ._text import header, invariant_line, short_ids, subtitle
 
 _SHAPES = {"key": ('(["', '"])'), "suggestor": ('["', '"]'), "model": ('[("', '")]')}
 _SHAPES["pack"] = _HEXAGON = ('{{"', '"}}')
-_ARROWS = {"reads": "-->", "writes": "-->", "calls": "-.->", "provides": "-.->"}
+_ARROWS = {
+    "reads": "-->",
+    "writes": "-->",
+    "informs": "-.->",
+    "calls": "-.->",
+    "summarizes": "-.->",
+    "provides": "-.->",
+}
+_LABELLED = ("informs", "calls", "summarizes", "provides")
 _KEY = ("key", "fill:#ffffff,stroke:#64748b,color:#0f172a")
 _OTHERS = (
     ("model", "fill:#f1f5f9,stroke:#475569,color:#1e293b"),
@@ -68,7 +77,7 @@ def render(graph: PipelineGraph) -> str:
         lines.append(f"  {ids[node.id]}{opening}{label}{closing}")
     for edge in graph.edges:
         arrow = _ARROWS[edge.relation]
-        text = f"|{edge.relation}|" if edge.relation in ("calls", "provides") else ""
+        text = f"|{edge.relation}|" if edge.relation in _LABELLED else ""
         lines.append(f"  {ids[edge.source]} {arrow}{text} {ids[edge.target]}")
     if graph.invariants:
         lines.append('  subgraph invariants["invariants"]')

@@ -1,12 +1,17 @@
 """The typed graph of a compiled pipeline: nodes, edges, invariants (immutable).
 
-Nodes are the pipeline's suggestors, the context keys they read, write or
-seed (and every key the pipeline declares), the models they call and the packs
-they come from. Edges are `reads` (key -> suggestor, a dependency), `writes`
-(suggestor -> key, a target), `calls` (suggestor -> model) and `provides`
-(pack -> suggestor). `reachable` says what static reachability found
-(`_reach`): a key that can ever hold a fact, a suggestor that can ever become
-a candidate, a model or pack used by such a suggestor.
+Nodes are the pipeline's suggestors, the context keys they read, write or seed
+(and every key the pipeline declares), the models they call and the packs they
+come from (with the version the lock pins, when there is a lock). Edges are
+`reads` (key -> suggestor, a dependency), `writes` (suggestor -> key, a
+target), `informs` (key -> suggestor: read without being a dependency, as an
+agent's contributors read their keys), `calls` (suggestor -> model),
+`summarizes` (suggestor -> model: an agent's summarizer) and `provides` (pack
+-> suggestor). A suggestor node carries its kind's `parts` (an agent's tools
+and contributors); an invariant, the keys its check reads. `reachable` says
+what static reachability found (`_reach`): a key that can ever hold a fact, a
+suggestor that can ever become a candidate, a model or pack used by such a
+suggestor.
 
 Renderers (`_mermaid`, `_dot`, `_json`, `_html`) read only this model.
 """
@@ -19,7 +24,7 @@ from typing import Any, Literal
 from converge_dsl.frontend import GraphStyle
 
 NodeKind = Literal["suggestor", "key", "model", "pack"]
-Relation = Literal["reads", "writes", "calls", "provides"]
+Relation = Literal["reads", "writes", "informs", "calls", "summarizes", "provides"]
 NODE_KINDS: tuple[NodeKind, ...] = ("key", "suggestor", "model", "pack")
 
 
@@ -70,6 +75,8 @@ class Node:
     details: tuple[tuple[str, str], ...] = ()
     schema: str | None = None
     source: Source | None = None
+    # Labelled parts drawn on a suggestor's node (an agent's tools, contributors).
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,7 @@ class GraphInvariant:
     check: str
     message: str | None
     source: Source | None
+    keys: tuple[str, ...] = ()  # the keys its check reads (`_build.keys_read`)
 
 
 @dataclass(frozen=True, slots=True)

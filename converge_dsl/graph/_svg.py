@@ -4,8 +4,10 @@ Each node is a `<g class="node ..." data-id="...">` that the page's script
 makes clickable and focusable; edges are drawn first, under the nodes, each a
 `<path class="edge ..." data-from data-to>`. Flow edges leave a node's right
 side and enter the next one's left side through their dummy points; edges
-reversed to break a cycle are arcs under the nodes; `calls` and `provides`
-join the side bands. Colours live in the page's stylesheet (classes), so the
+reversed to break a cycle are arcs under the nodes; `calls`, `summarizes` and
+`provides` join the side bands (`informs` is a flow edge, dashed). A
+suggestor's parts (an agent's tools and contributors) are small marks along
+its bottom edge. Colours live in the page's stylesheet (classes), so the
 SVG carries only geometry and text.
 """
 
@@ -84,13 +86,14 @@ class _Columns:
         return self.columns.get(round(box.cx, 1), (box.x, box.x + box.width, box.y, bottom))
 
 
-def _to_model(source: Box, target: Box, columns: _Columns) -> str:
+def _to_model(source: Box, target: Box, columns: _Columns, shift: float = 0.0) -> str:
     """Down from a suggestor to a model of the band below; round its column when
-    another node of the column stands below it."""
+    another node of the column stands below it. `shift` moves a second edge to the
+    same model (a summarizer's) off the first."""
     _, right, _, lowest = columns.of(source)
     if lowest <= source.y + source.height:
-        return _vertical(source.cx, source.y + source.height, target.cx, target.y)
-    lane, start = right + 14, source.x + source.width - 14
+        return _vertical(source.cx + shift, source.y + source.height, target.cx + shift, target.y)
+    lane, start = right + 14 + shift, source.x + source.width - 14 - shift
     bottom, turn = source.y + source.height, target.y - 34
     return (
         f"M{_f(start)},{_f(bottom)} C{_f(start)},{_f(bottom + 12)} {_f(lane)},{_f(bottom + 2)} "
@@ -118,6 +121,8 @@ def _edge_path(edge: Edge, shape: Layout, columns: _Columns) -> str:
     source, target = shape.boxes[edge.source], shape.boxes[edge.target]
     if edge.relation == "calls":
         return _to_model(source, target, columns)
+    if edge.relation == "summarizes":
+        return _to_model(source, target, columns, 22.0)
     if edge.relation == "provides":
         return _from_pack(source, target, columns)
     if (edge.source, edge.target) in shape.reversed_edges:
@@ -190,6 +195,22 @@ def _badges(node: Node, box: Box) -> str:
     return "".join(out)
 
 
+def _parts(node: Node, box: Box) -> str:
+    """A mark per labelled part along the bottom edge (`tools 3`), named in full in its title."""
+    out, left = [], box.x + 12
+    for label, items in node.parts:
+        text = f"{label} {len(items)}"
+        width = 10 + 6.0 * len(text)
+        out.append(
+            f'<g class="part"><title>{escape(label)}: {escape(", ".join(items))}</title>'
+            f'<rect x="{_f(left)}" y="{_f(box.y + box.height - 7)}" width="{_f(width)}" '
+            f'height="14" rx="7"/><text x="{_f(left + width / 2)}" '
+            f'y="{_f(box.y + box.height + 3)}">{escape(text)}</text></g>'
+        )
+        left += width + 4
+    return "".join(out)
+
+
 def _node(node: Node, box: Box) -> str:
     dead = "" if node.reachable else " dead"
     label = f"{node.name}: {subtitle(node)}"
@@ -199,7 +220,7 @@ def _node(node: Node, box: Box) -> str:
         f"<title>{escape(label)}</title>{_shape(node, box)}"
         f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}">{escape(node.name)}</text>'
         f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}">{escape(subtitle(node))}</text>'
-        f"{_badges(node, box)}</g>"
+        f"{_badges(node, box)}{_parts(node, box)}</g>"
     )
 
 

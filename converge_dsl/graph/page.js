@@ -72,8 +72,11 @@
   function excerpt(source) {
     var pre = element("pre", "excerpt");
     source.lines.forEach(function (line, index) {
-      pre.appendChild(element("span", "ln", String(source.line + index)));
-      pre.appendChild(document.createTextNode(line + "\n"));
+      /* one block per line: a long line wraps under itself, its number hanging to the left */
+      var row = element("span", "line");
+      row.appendChild(element("span", "ln", String(source.line + index)));
+      row.appendChild(document.createTextNode(line === "" ? "\u200b" : line));
+      pre.appendChild(row);
     });
     return pre;
   }
@@ -81,6 +84,8 @@
   function highlight(id) {
     var near = {};
     near[id] = true;
+    /* an invariant: the keys its check reads */
+    ((data.nodes[id] && data.nodes[id].keys) || []).forEach(function (key) { near["key:" + key] = true; });
     svg.querySelectorAll(".edge").forEach(function (edge) {
       var on = edge.getAttribute("data-from") === id || edge.getAttribute("data-to") === id;
       edge.classList.toggle("near", on);
@@ -91,7 +96,7 @@
       node.classList.toggle("near", !!near[nodeId]);
       node.classList.toggle("selected", nodeId === id);
     });
-    svg.classList.toggle("focus", !!data.nodes[id] && data.nodes[id].kind !== "invariant");
+    svg.classList.toggle("focus", !!data.nodes[id] && (data.nodes[id].kind !== "invariant" || (data.nodes[id].keys || []).length > 0));
     document.querySelectorAll(".invariant").forEach(function (button) {
       button.classList.toggle("selected", button.getAttribute("data-id") === id);
     });
@@ -142,7 +147,10 @@
     });
   });
   document.querySelectorAll(".invariant").forEach(function (button) {
-    button.addEventListener("click", function () { show(button.getAttribute("data-id")); });
+    button.addEventListener("click", function (event) {
+      var key = event.target.closest && event.target.closest(".key");
+      show(key ? "key:" + key.textContent : button.getAttribute("data-id"));
+    });
   });
   document.getElementById("zoom-in").addEventListener("click", function () { zoomCentre(1.25); });
   document.getElementById("zoom-out").addEventListener("click", function () { zoomCentre(0.8); });

@@ -86,9 +86,13 @@ class ScriptError(Record):
 
 
 class ScriptOutcome(Record):
-    """What to answer: text and/or tool calls, or an error; after `delay_s` seconds."""
+    """What to answer: text and/or tool calls, or an error; after `delay_s` seconds.
 
-    _fields = ("reply", "tool_calls", "error", "delay_s")
+    `off_schema`: the reply is given as written even where it does not fit the
+    request's response schema (a model ignoring the schema, on purpose).
+    """
+
+    _fields = ("reply", "tool_calls", "error", "delay_s", "off_schema")
     __slots__ = _fields
 
     def __init__(
@@ -97,11 +101,13 @@ class ScriptOutcome(Record):
         tool_calls: tuple[ScriptToolCall, ...],
         error: ScriptError | None,
         delay_s: float,
+        off_schema: bool = False,
     ) -> None:
         self.reply = reply
         self.tool_calls = tool_calls
         self.error = error
         self.delay_s = delay_s
+        self.off_schema = off_schema
 
 
 class ScriptRule(Record):
@@ -232,6 +238,7 @@ def _outcome(raw: Mapping[str, Any]) -> ScriptOutcome:
             retry_after=error.get("retry_after"),
         ),
         delay_s=float(raw.get("delay_s", 0.0)),
+        off_schema=bool(raw.get("off_schema", False)),
     )
 
 

@@ -11,6 +11,12 @@ report nothing: their call is one attempt.
 
 Every field but `timing` is deterministic under deterministic models (the
 call number counts calls in the order they start within a run).
+
+`purpose` says what a call is for within its suggestor: `turn` (one of an
+agent's turns, with its number), `summary` (an agent's summarizer side call:
+the caller says so through `CALL_PURPOSE`) or `answer` (any other call, such as
+an llm suggestor's one call), so a trace and its report tell a summary call
+from a turn.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from converge_dsl.clock import Clock
 from converge_dsl.engine.events import Timing
+
+Purpose = Literal["turn", "summary", "answer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,11 @@ class AttemptReport:
 ATTEMPT_OBSERVER: ContextVar[Callable[[AttemptReport], None] | None] = ContextVar(
     "converge_dsl_attempt_observer", default=None
 )
+
+
+CALL_PURPOSE: ContextVar[Purpose | None] = ContextVar("converge_dsl_call_purpose", default=None)
+"""What the current model call is for, when its caller says so (the agents' summarizer
+sets `summary`); a traced call reads it for its `purpose`."""
 
 
 GATE_LOG: ContextVar[Callable[[str], None] | None] = ContextVar(
@@ -77,6 +90,11 @@ class _ModelEvent(BaseModel):
     call: int = Field(description="1-based number of the call in its run, in order of start")
     model: str = Field(description="the model's name in the pipeline (`models.<name>`)")
     suggestor: str | None = Field(description="the suggestor that made the call, when known")
+    purpose: Purpose | None = Field(
+        default=None,
+        description='what the call is for: "turn" (an agent\'s turn), "summary" (an agent\'s '
+        'summarizer side call) or "answer" (any other call); absent in older traces',
+    )
 
 
 class ModelCallStarted(_ModelEvent):
@@ -105,3 +123,12 @@ class ModelCallFinished(_ModelEvent):
 
 
 MODEL_EVENTS: tuple[type[BaseModel], ...] = (ModelCallStarted, ModelCallAttempt, ModelCallFinished)
+
+
+def purpose_of(turn: int | None) -> Purpose:
+    """The `purpose` of a call whose request has `turn`: what `CALL_PURPOSE` says, else a
+    `turn` when it has one, else an `answer`."""
+    said = CALL_PURPOSE.get()
+    if said is not None:
+        return said
+    return "turn" if turn is not None else "answer"

@@ -7,7 +7,10 @@ returns, run after run. Streaming splits the reply into word increments.
 A request with a `response_schema` gets only a reply that is JSON conforming
 to it, as a server constraining its decoding would give: any other scripted
 reply is `E_SCRIPT`, naming the rule that gave it and the JSON pointer of the
-first failure, so a script that disagrees with its pipeline fails loudly.
+first failure, so a script that disagrees with its pipeline fails loudly. A
+reply marked `off_schema: true` is given as written instead, as a model that
+ignores the schema would give it, so the caller's handling of a non-conforming
+answer can be tested offline.
 """
 
 from __future__ import annotations
@@ -101,6 +104,11 @@ class ScriptedModel(ModelDefaults):
     def model_id(self) -> str:
         return self._id
 
+    @property
+    def script_file(self) -> str:
+        """The script's file, as messages name it."""
+        return self._script.file
+
     async def call(self, req: ModelRequest) -> ModelReturn:
         return await self._answer(req, None)
 
@@ -143,7 +151,7 @@ class ScriptedModel(ModelDefaults):
                 hint=(f"{recovery}; " if recovery else "")
                 + f"this failure is scripted by {where}: edit the model script to change it",
             )
-        if req.response_schema is not None:
+        if req.response_schema is not None and not outcome.off_schema:
             self._check_schema(req.response_schema, outcome.reply or "", rule)
         parts: list[Part] = []
         if outcome.reply:
@@ -172,7 +180,8 @@ class ScriptedModel(ModelDefaults):
             f"model script {self._script.file}: {where} gives a reply that does not fit "
             f"the request's response schema: {problem}",
             hint="a model constrained to the schema would never answer this: make the reply "
-            "JSON that fits the llm suggestor's output schema (or its key's schema)",
+            "JSON that fits the llm suggestor's output schema (or its key's schema), or mark "
+            "it `off_schema: true` to test how the pipeline handles a non-conforming answer",
         )
 
 

@@ -13,6 +13,9 @@ CD5xx, documented in docs/errors.md):
   missing, unreadable, or no longer matches `packs:` / `repositories:`;
 - `PACK_NOT_FETCHED`: a locked pack is not in the cache (validate only; the
   hint names `converge-dsl pack fetch`);
+- `LOCKED_PIN_YANKED` (a warning): the lock pins a version its repository has
+  yanked since, as far as the repositories read without the network tell
+  (folders, `builtin`); the hint is the `lock --upgrade NAME` that moves off it;
 - `PACK_NOT_INSTALLABLE`: a locked pack cannot be installed or used (digest,
   signature, archive, network, an altered cache folder);
 - `UNKNOWN_PACK_SUGGESTOR`, `SOLVER_NOT_INSTALLED`, `BAD_PACK_PARAMETER`:
@@ -269,12 +272,27 @@ def check_pipeline_packs(
                 )
                 packs = found
                 yield from _not_fetched(doc, missing, requested)
+            yield from _yanked(doc, pipeline, manifest, requested)
         except PipelineInvalid as exc:
             yield from exc.diagnostics
         except PackError as exc:
             code = getattr(exc, "code", codes.PACK_NOT_INSTALLABLE)  # a PackRefused's own
             yield _at(doc, code, exc.message, ("packs",), hint=exc.hint, on_key=True)
     yield from check_pack_uses(doc, packs, manifest=manifest)
+
+
+def _yanked(
+    doc: LoadedDocument, pipeline: Path, manifest: PipelineManifest, declared: Mapping[str, str]
+) -> Iterator[Diagnostic]:
+    """A `LOCKED_PIN_YANKED` warning per yanked pin, at its `packs:` entry if it has one."""
+    from converge_dsl.diagnostics import Severity
+    from converge_dsl.packs._workspace import yanked_pins
+
+    for name, notice in yanked_pins(pipeline, manifest, shown=Path(doc.file)):
+        path: JsonPath = ("packs", name) if name in declared else ("packs",)
+        yield doc.source_map.diagnostic(
+            notice.code, str(notice), path, hint=notice.hint, on_key=True, severity=Severity.WARNING
+        )
 
 
 def _not_fetched(

@@ -12,6 +12,10 @@ each pinned pack from the cache (downloading only what is missing, and saying
 so through `on_fetch`). `read_locked_packs` is what `validate` calls: the
 same refusal, then only what the cache already holds, and the pinned packs
 it lacks; it never touches the network and never writes the cache.
+`yanked_pins` is what `validate` and `run` add: a CD572 notice for each pin
+its repository has yanked since, read from the repositories that need no
+network (folders, `builtin`); one served over HTTP is checked by `lock` and
+`pack verify`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid, UsageError
 from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
-from converge_dsl.packs._files import PackRefused
+from converge_dsl.packs._files import Notice, PackRefused
 from converge_dsl.packs._index import PackIndex
 from converge_dsl.packs._lockfile import (
     LockedPack,
@@ -41,7 +45,12 @@ from converge_dsl.packs._lockfile import (
     write_lock,
 )
 from converge_dsl.packs._manifest import Pack, load_pack, parse_specifier
-from converge_dsl.packs._repository import Repository, open_repositories
+from converge_dsl.packs._repository import (
+    BUILTIN,
+    Repository,
+    open_repositories,
+    open_repository,
+)
 from converge_dsl.packs._yaml import load_document, schema_diagnostics
 
 if TYPE_CHECKING:
@@ -368,6 +377,52 @@ def read_locked_packs(
         else:
             found[name] = _open_locked(name, locked, folder)
     return found, missing
+
+
+def yanked_pins(
+    pipeline: Path, manifest: PipelineManifest | None = None, *, shown: Path | None = None
+) -> list[tuple[str, Notice]]:
+    """(pack name, CD572 notice) for each pin of the lock that its repository has yanked.
+
+    Only repositories read without the network are asked (folders and
+    `builtin`), each index within its byte cap; one that cannot be read says
+    nothing here (`lock` and `pack verify` report it). `shown` names the
+    pipeline in the hint (`lock --upgrade NAME`; default: `pipeline`).
+    """
+    from packaging.version import Version as parse_version
+
+    from converge_dsl.packs._trust import yanked_pin_notice
+
+    info = PipelinePacks.read(pipeline, manifest)
+    lock = _current_lock(info)
+    if lock is None:
+        return []
+    local = {
+        repository.id: repository
+        for spec in info.repositories or (BUILTIN,)
+        if not (isinstance(spec, Mapping) and "url" in spec)
+        for repository in (open_repository(spec, pipeline.parent),)
+    }
+    command = lock_hint(shown or pipeline).removeprefix("run: ")
+    found: list[tuple[str, Notice]] = []
+    for name, locked in sorted(lock.packs.items()):
+        repository = local.get(locked.repository)
+        index = None
+        if repository is not None:
+            with contextlib.suppress(PackError):
+                index = repository.fetch_index(name)
+        entry = index.entry(parse_version(locked.version)) if index is not None else None
+        if entry is not None and entry.yanked:
+            notice = yanked_pin_notice(
+                name,
+                locked.version,
+                repository=locked.repository,
+                specifier=info.packs.get(name),
+                command=command,
+                index=index,
+            )
+            found.append((name, notice))
+    return found
 
 
 def repository_keys(specs: Sequence[object]) -> dict[str, tuple[str, ...]]:

@@ -315,6 +315,11 @@ class TraceLine(BaseModel):
         description="on the `run_started` line: each suggestor's source lines, as the run "
         "loaded them (what `converge-dsl report` shows; it reads no file)",
     )
+    kinds: dict[str, str] | None = Field(
+        default=None,
+        description="on the `run_started` line: each suggestor's kind (`rule`, `llm`, "
+        "`agent`...), so a report draws it in its kind's colours",
+    )
     time: str | None = Field(
         default=None,
         description="wall-clock time the line was written, RFC 3339 in UTC "

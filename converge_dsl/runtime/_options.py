@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
+    from converge_dsl.diagnostics import Diagnostic
+
     from ._sinks import RunSink
 
 
@@ -60,6 +62,8 @@ class RunOptions:
     decided_by: Mapping[str, str] = field(default_factory=dict)
     # Hears `fetched pack NAME VERSION from REPOSITORY` for each pack fetched into the cache.
     on_fetch: Callable[[str], object] | None = None
+    # Hears each warning of the pipeline's validation (what `validate` shows), before the run.
+    on_warning: Callable[[Diagnostic], object] | None = None
     allow_roots: tuple[Path, ...] = ()
     # Use the on-disk compile cache (`--no-cache` turns it off; so does CONVERGE_DSL_NO_CACHE=1).
     compile_cache: bool = True

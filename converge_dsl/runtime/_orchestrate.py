@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl.compiler import LOCK_FILE, CompileCache, declare_models, open_cache
+from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.errors import UsageError
 from converge_dsl.frontend.document import LoadedDocument
 
@@ -39,17 +40,21 @@ def load_document(
     path: Path,
     on_fetch: Callable[[str], object] | None = None,
     roots: Sequence[Path] | None = None,
+    on_warning: Callable[[Diagnostic], object] | None = None,
 ) -> LoadedDocument:
     """Load and validate (the same diagnostics as `validate`); raises `PipelineInvalid`.
 
     Locked packs the cache lacks are fetched first; `on_fetch` hears one line for each.
-    Files the pipeline names must lie in its folder or one of `roots`.
+    Files the pipeline names must lie in its folder or one of `roots`. `on_warning`
+    hears each warning `validate` would show (a yanked pin, a key never read...).
     """
     from converge_dsl import validation
 
     if not path.exists():  # a FIFO or device too: the reader refuses it (CD930)
         raise UsageError(f"no such pipeline file: {path}")
-    return validation.load_pipeline(path, fetch=True, on_fetch=on_fetch, roots=roots)
+    return validation.load_pipeline(
+        path, fetch=True, on_fetch=on_fetch, roots=roots, on_warning=on_warning
+    )
 
 
 async def run_pipeline(options: RunOptions) -> RunOutcome:
@@ -62,7 +67,9 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
     # `--otel` without the SDK: refused before any work.
     otel = OtelSink.start(options.otel, options.env, options.clock, _replayed(options))
     try:
-        document = load_document(options.pipeline, options.on_fetch, options.roots)
+        document = load_document(
+            options.pipeline, options.on_fetch, options.roots, options.on_warning
+        )
         if options.freeze_compiled:
             gc.freeze()  # see `RunOptions.freeze_compiled`
         store_dir = options.checkpoint or options.resume

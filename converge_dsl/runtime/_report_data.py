@@ -17,12 +17,17 @@ them on its `run_started` line (`excerpts`, cut from the text it loaded).
 The report reads no file but the trace (docs/architecture.md §12), whatever
 path a span names (`/etc/passwd`, `../../secret`); a suggestor without an
 excerpt in the trace (a trace from an older converge-dsl, or an edited one)
-gets none, and `why` says so.
+gets none, and `why` says so. So do their kinds (`kinds`, one per name, None
+for a name that is not a suggestor): the page draws each execution in its
+kind's colours, the ones the graph draws it in (`_report_html` adds them).
+`meta.cycles` is the one count of cycles the header and the Cycles card show:
+the run's own (`run_finished`), else the highest cycle the trace names.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,7 @@ from converge_dsl.errors import UsageError
 from ._trace import MAX_EXCERPT_LINES
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
+KIND_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")  # a kind name a trace may give
 MAX_TEXT = 400
 NO_EXCERPT = (
     "no excerpt: the trace does not hold this suggestor's source "
@@ -112,8 +118,11 @@ class _Fold:
         self.spans: dict[str, dict[str, Any]] = {}
         self.meta: dict[str, Any] = {}
         self.excerpts: dict[str, str] = {}
+        self.kinds: dict[str, str] = {}  # suggestor -> kind name (`run_started`'s `kinds`)
+        self.last_cycle = 0  # the highest cycle an event names
         self.running: dict[str, int] = {}  # suggestor -> cycle of its current execution
         self.held: dict[tuple[str, str], list[Any]] = {}  # (key, id) -> its `hitl` row
+        self.call_turns: dict[int, int | None] = {}  # call number -> the agent turn it served
         self.rows: dict[str, list[list[Any]]] = {name: [] for name in TABLES}
         self.handlers = self._handlers()
 
@@ -124,6 +133,7 @@ class _Fold:
             "suggestor_started": self._suggestor_started,
             "suggestor_finished": self._suggestor_ended,
             "suggestor_failed": self._suggestor_ended,
+            "model_call_started": self._model_call_started,
             "model_call_finished": self._model_call,
             "fact_promoted": self._fact,
             "proposal_rejected": lambda e: self._proposal("rej", e),
@@ -176,6 +186,9 @@ class _Fold:
             if not isinstance(span.get("file"), str) or type(span.get("line")) is not int:
                 raise TypeError("its span has no file name and line number")
             self.spans[suggestor] = span
+        cycle = event.get("cycle")
+        if type(cycle) is int and cycle > self.last_cycle:
+            self.last_cycle = cycle
         handler = self.handlers.get(event["type"])
         if handler is not None:
             handler(event)
@@ -185,6 +198,13 @@ class _Fold:
         if isinstance(excerpts, dict):
             self.excerpts.update(
                 (name, text) for name, text in excerpts.items() if isinstance(text, str)
+            )
+        kinds = event.get("kinds")
+        if isinstance(kinds, dict):
+            self.kinds.update(
+                (name, kind)
+                for name, kind in kinds.items()
+                if isinstance(kind, str) and KIND_NAME.fullmatch(kind)
             )
         timing = _timing(event)
         if timing is not None:
@@ -213,9 +233,18 @@ class _Fold:
             ]
         )
 
+    def _model_call_started(self, event: dict[str, Any]) -> None:
+        turn = event.get("turn")
+        self.call_turns[int(event["call"])] = None if turn is None else int(turn)
+
     def _model_call(self, event: dict[str, Any]) -> None:
+        """One `mc` row: ..., the call's purpose (`turn`, `summary`, `answer`; None in an
+        older trace) and its agent turn."""
         at, duration = _timing(event) or (0.0, 0.0)
         suggestor = event["suggestor"]
+        purpose = event.get("purpose")
+        if purpose is not None and purpose not in ("turn", "summary", "answer"):
+            raise ValueError(f"unknown purpose {purpose!r}")
         self.rows["mc"].append(
             [
                 int(event["call"]),
@@ -229,6 +258,8 @@ class _Fold:
                 int(event["output_tokens"]),
                 event["status_code"],
                 self.running.get(suggestor),
+                purpose,
+                self.call_turns.get(int(event["call"])),
             ]
         )
 
@@ -360,12 +391,15 @@ def report_data(path: Path) -> dict[str, Any]:
     if not seen:
         raise UsageError(f"{path}: the trace holds no event", hint=_HINT)
     names = list(fold.names)
+    # One count of cycles for the page: the run's own (`run_finished`), else the last seen.
+    fold.meta.setdefault("cycles", fold.last_cycle)
     sources = {name: _excerpt(span, fold.excerpts.get(name)) for name, span in fold.spans.items()}
     files = [str(span.get("file")) for span in fold.spans.values()]
     pipeline = Path(files[0]).name if files else None
     return {
         "meta": {"trace": path.name, "pipeline": pipeline, "events": seen, **fold.meta},
         "names": names,
+        "kinds": [fold.kinds.get(name) for name in names],
         "sources": sources,
         **fold.rows,
     }

@@ -6,7 +6,8 @@ files of `_report_assets`, written by hand: no library is vendored and nothing
 is fetched at view time). Sections: a timeline of cycles with one bar per
 suggestor execution and the model calls inside them, the facts (click one for
 its data, provenance and the suggestor's source excerpt), the gate (rejected
-proposals with the reason, pending and decided approvals), the model calls,
+proposals with the reason, pending and decided approvals), the model calls
+(an agent's turns told from its summarizer's calls),
 the agents' turns, messages, compactions, summaries and stub fallbacks, and
 the budgets (usage against each limit over time, and the stop reason). A
 search box filters every list. The output is opened by
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from converge_dsl._files import flush_checked, open_output, write_all
@@ -34,9 +35,31 @@ def is_report_line(line: bytes) -> bool:
     return line.startswith(MARK.encode())
 
 
+def kind_styles(kinds: Iterable[str | None]) -> dict[str, dict[str, str]]:
+    """Kind name -> its colours and legend label, from the kind's own `GraphStyle`: the
+    one table the graph draws with too. A kind no installed registry knows is left out
+    (the page draws it grey)."""
+    from ._engine import SUGGESTOR_KINDS
+
+    styles: dict[str, dict[str, str]] = {}
+    for name in dict.fromkeys(k for k in kinds if k is not None):
+        kind = SUGGESTOR_KINDS.get(name)
+        if kind is not None:
+            style = kind.graph
+            styles[name] = {
+                "fill": style.fill,
+                "stroke": style.stroke,
+                "text": style.text,
+                "label": style.label,
+            }
+    return styles
+
+
 def render_report(trace: Path) -> str:
     """The HTML page of the trace at `trace` (a bad trace is a `UsageError` at file:line)."""
-    data = json.dumps(report_data(trace), ensure_ascii=False, separators=(",", ":"))
+    found = report_data(trace)
+    found["styles"] = kind_styles(found["kinds"])
+    data = json.dumps(found, ensure_ascii=False, separators=(",", ":"))
     # Inside <script>, "</script" or "<!--" would end or confuse the element: "<" is
     # only ever inside a JSON string here, where "\\u003c" means the same.
     data = data.replace("<", "\\u003c")

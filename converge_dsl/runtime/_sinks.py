@@ -133,7 +133,7 @@ class TraceSink(RunSink):
 
     def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
         if self._writer is not None:
-            self._writer.set_spans(compiled.spans, sources)
+            self._writer.set_spans(compiled.spans, sources, compiled.kinds)
 
     def on_event(self, event: BaseModel) -> None:
         if self._writer is not None:

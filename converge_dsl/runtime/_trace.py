@@ -58,7 +58,13 @@ def source_excerpts(spans: Mapping[str, SourceSpan], texts: Mapping[str, str]) -
         if text is None:
             continue
         lines = split.setdefault(span.file, text.splitlines())
-        last = min(span.end_line, span.line + MAX_EXCERPT_LINES - 1, len(lines))
+        end = span.end_line
+        # A block item ends where the next one starts: that line is not its own
+        # when only indentation (or the next item's `- `) comes before the end.
+        before = lines[end - 1][: span.end_column - 1] if end <= len(lines) else ""
+        if end > span.line and not before.replace("-", " ").strip():
+            end -= 1
+        last = min(end, span.line + MAX_EXCERPT_LINES - 1, len(lines))
         out[name] = "\n".join(lines[span.line - 1 : last]).rstrip()
     return out
 
@@ -80,6 +86,7 @@ class TraceWriter:
     ) -> None:
         self._spans = dict(spans)
         self._excerpts: dict[str, str] = {}
+        self._kinds: dict[str, str] = {}
         self._wall = wall or SystemClock()
         self._listeners = listeners
         self._seq = 0
@@ -95,16 +102,22 @@ class TraceWriter:
         return self._file is not None or bool(self._listeners)
 
     def set_spans(
-        self, spans: Mapping[str, SourceSpan], texts: Mapping[str, str] | None = None
+        self,
+        spans: Mapping[str, SourceSpan],
+        texts: Mapping[str, str] | None = None,
+        kinds: Mapping[str, str] | None = None,
     ) -> None:
         """Source spans by suggestor name (known once the pipeline is compiled).
 
         `texts` maps a source file's name (as spans give it) to the text the run
         loaded: each suggestor's excerpt is cut from it and written on the
         `run_started` line (`excerpts`), so that a report never reads a file.
+        `kinds` (suggestor -> kind name) goes there too (`kinds`): the report
+        draws each execution in its kind's colours.
         """
         self._spans = dict(spans)
         self._excerpts = source_excerpts(spans, texts or {})
+        self._kinds = dict(kinds or {})
 
     def line(self, event: BaseModel) -> dict[str, Any]:
         data = event.model_dump(mode="json")
@@ -117,8 +130,11 @@ class TraceWriter:
             "span": None if span is None else span.model_dump(),
             "time": rfc3339(self._wall.wall()),
         }
-        if line["type"] == "run_started" and self._excerpts:
-            line["excerpts"] = self._excerpts
+        if line["type"] == "run_started":
+            if self._excerpts:
+                line["excerpts"] = self._excerpts
+            if self._kinds:
+                line["kinds"] = self._kinds
         self._seq += 1
         return line
 

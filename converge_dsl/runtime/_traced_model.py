@@ -6,7 +6,9 @@ somewhere. The wrapper emits `model_call_started`, one `model_call_attempt`
 per request an adapter reports (`converge_dsl.models.events.ATTEMPT_OBSERVER`),
 and `model_call_finished` with the status, the tokens and the latency
 (`timing.duration_s`). The suggestor is the engine's `SPENDER` of the task
-making the call. Prompts and answers are never put in these events.
+making the call, the purpose what the call is for (`models.events.purpose_of`:
+an agent's turn, its summarizer's side call, or an answer). Prompts and answers
+are never put in these events.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from converge_dsl.models.events import (
     ModelCallAttempt,
     ModelCallFinished,
     ModelCallStarted,
+    purpose_of,
 )
 from converge_dsl.models.port import (
     AccountBinding,
@@ -123,7 +126,12 @@ class TracedModel(ModelDefaults):
     ) -> ModelReturn:
         tracer = self._tracer
         call, suggestor, started = tracer.next_call(), SPENDER.get(), tracer.now()
-        common: dict[str, object] = {"call": call, "model": self._name, "suggestor": suggestor}
+        common: dict[str, object] = {
+            "call": call,
+            "model": self._name,
+            "suggestor": suggestor,
+            "purpose": purpose_of(req.turn),
+        }
         tracer.emit(
             ModelCallStarted.model_validate(
                 {**common, "turn": req.turn, "timing": tracer.timing(started)}

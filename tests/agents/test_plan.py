@@ -71,17 +71,18 @@ def write(tmp_path: Path, *, seed: str, window: int, turns: int, summarizer: str
     return path
 
 
-def real_run(path: Path) -> tuple[list[Any], int, int]:
-    """Compaction events of a real scripted run, and its reply and tool-result sizes."""
+def real_run(path: Path) -> tuple[list[Any], int, int, UsageMeter]:
+    """Compaction events of a real scripted run, its reply and tool-result sizes, its meter."""
     document = load_pipeline(path)
     main = Recording(ScriptedModel.from_file(path.parent / "main.script.yaml"))
     cheap = ScriptedModel.from_file(path.parent / "cheap.script.yaml")
     sink = Recorder()
+    meter = UsageMeter(Budget())
     compiled = compile_pipeline(
         document,
         inputs={},
         models={"main": main, "cheap": cheap},
-        usage=UsageMeter(Budget()),
+        usage=meter,
         events=sink,
         kinds=SUGGESTOR_KINDS,
     )
@@ -90,14 +91,20 @@ def real_run(path: Path) -> tuple[list[Any], int, int]:
     asyncio.run(agent.execute(Context.from_facts(facts, cycle=1)))
     reply = len(message_text(main.returns[0].message))
     tool = next(m for m in main.requests[1].messages if m.role == "tool")
-    return sink.of("agent_compaction"), reply, len(message_text(tool))
+    return sink.of("agent_compaction"), reply, len(message_text(tool)), meter
 
 
 def plan_json(path: Path, *args: str) -> list[dict[str, Any]]:
+    """The plans of `plan --format json`."""
+    plans: list[dict[str, Any]] = plan_document(path, *args)["plans"]
+    return plans
+
+
+def plan_document(path: Path, *args: str) -> dict[str, Any]:
     out, err = io.StringIO(), io.StringIO()
     code = cli(["plan", str(path), "--format", "json", *args], out, err)
     assert code == 0, err.getvalue()
-    result: list[dict[str, Any]] = json.loads(out.getvalue())
+    result: dict[str, Any] = json.loads(out.getvalue())
     return result
 
 
@@ -114,17 +121,26 @@ def test_plan_agrees_with_a_real_run(
     tmp_path: Path, seed: str, window: int, turns: int, summarizer: str
 ) -> None:
     path = write(tmp_path, seed=seed, window=window, turns=turns, summarizer=summarizer)
-    real, reply, tool = real_run(path)
+    real, _, tool, meter = real_run(path)
     assert real, "each case must compact at least once"
-    plan = plan_json(
-        path, "--assume-reply-chars", str(reply), "--assume-tool-result-chars", str(tool)
-    )
+    # The replies come from the agent's model script; only the tool results are assumed.
+    document = plan_document(path, "--assume-tool-result-chars", str(tool))
+    plan = document["plans"]
     planned = [
         (row["turn"], c["level"], c["first_turn"], c["last_turn"], c["replacement"])
         for row in plan[0]["turns"]
         for c in row["compactions"]
     ]
     assert planned == [(c.turn, c.level, c.first_turn, c.last_turn, c.replacement) for c in real]
+    assert plan[0]["replies"] == "model script main.script.yaml"
+    used = meter.totals
+    assert (plan[0]["model_calls"], plan[0]["tokens"]) == (used.model_calls, used.tokens)
+    assert document["total"] == {
+        "model_calls": used.model_calls,
+        "tokens": used.tokens,
+        "max_model_calls": None,
+        "max_tokens": None,
+    }
 
 
 def test_plan_reports_summary_budget_decisions(tmp_path: Path) -> None:
@@ -146,8 +162,6 @@ def test_plan_human_output_of_the_example_pipeline() -> None:
         [
             "plan",
             str(root / "pipelines" / "agent-review.yaml"),
-            "--assume-reply-chars",
-            "150",
             "--assume-tool-result-chars",
             "250",
         ],
@@ -186,3 +200,80 @@ def test_sized_messages_are_built_once_per_size() -> None:
     assert sized_result(1000) is sized_result(1000)
     with pytest.raises(ValueError, match="exceeds"):
         sized_reply(MAX_ASSUMED_CHARS + 1)
+
+
+HTTP_AGENT = """apiVersion: converge-dsl/v1
+kind: Pipeline
+name: remote
+models:
+  remote: {adapter: openai, base_url: "http://127.0.0.1:9/v1", model: m,
+           accounts: [{name: main, api_key_env: TEST_API_KEY}]}
+  local: {adapter: scripted, script: local.script.yaml}
+budget: {max_model_calls: 6, max_tokens: 900}
+seeds:
+  - {id: s1, content: "a seed"}
+suggestors:
+  - {name: far, kind: agent, model: remote, target: evaluations, goal: Review, max_turns: 4}
+  - {name: near, kind: agent, model: local, target: evaluations, goal: Review, max_turns: 9}
+"""
+LOCAL_SCRIPT = """apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {suggestor: near, turn: 0}
+    tool_calls: [{name: context.read, input: {key: seeds}}]
+  - match: {suggestor: near, turn: 1}
+    tool_calls: [{name: finish, input: {summary: done}}]
+"""
+
+
+def _remote(tmp_path: Path, script: str = LOCAL_SCRIPT) -> Path:
+    path = tmp_path / "remote.yaml"
+    path.write_text(HTTP_AGENT)
+    (tmp_path / "local.script.yaml").write_text(script)
+    return path
+
+
+def test_plan_reads_the_script_of_a_scripted_agent_and_assumes_the_others(tmp_path: Path) -> None:
+    document = plan_document(_remote(tmp_path), "--assume-reply-chars", "100")
+    far, near = document["plans"]
+    assert (far["replies"], far["status"], len(far["turns"])) == ("assumed", "max_turns", 4)
+    assert far["model_calls"] == 4
+    # each turn: what the request measures, and the assumed reply of 100 characters
+    assert far["tokens"] == sum(row["estimated_tokens"] for row in far["turns"]) + 4 * 25
+    assert (near["replies"], near["status"], len(near["turns"])) == (
+        "model script local.script.yaml",
+        "finished",
+        2,
+    )
+    assert near["model_calls"] == 2
+    assert document["total"] == {
+        "model_calls": 6,
+        "tokens": far["tokens"] + near["tokens"],
+        "max_model_calls": 6,
+        "max_tokens": 900,
+    }
+
+
+def test_plan_totals_the_agents_against_the_budget(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(["plan", str(_remote(tmp_path)), "--assume-reply-chars", "100"], out, err) == 0
+    lines = out.getvalue().splitlines()
+    plans = plan_document(_remote(tmp_path), "--assume-reply-chars", "100")
+    tokens = plans["total"]["tokens"]
+    far = plans["plans"][0]["tokens"]
+    assert f"expects: 4 model calls (4 turns, 0 summary calls), ~{far:,} tokens per execution" in (
+        lines
+    )
+    assert lines[-1] == (
+        f"total: 6 model calls, ~{tokens:,} tokens for one execution of each of the 2 agents; "
+        f"within budget.max_model_calls 6; over budget.max_tokens 900 by {tokens - 900:,}"
+    )
+
+
+def test_a_request_the_script_cannot_answer_stops_the_plan_there(tmp_path: Path) -> None:
+    script = LOCAL_SCRIPT[: LOCAL_SCRIPT.index("  - match: {suggestor: near, turn: 1}")]
+    plan = plan_json(_remote(tmp_path, script), "--agent", "near")[0]
+    assert (plan["status"], plan["model_calls"], len(plan["turns"])) == ("model_error", 1, 2)
+    assert plan["detail"].startswith(
+        "E_SCRIPT: no rule of model script local.script.yaml matches the request"
+    )

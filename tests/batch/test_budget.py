@@ -6,6 +6,7 @@ import pytest
 
 from converge_dsl.batch import BatchLimits, LocalPool, PooledMeter, SharedPool
 from converge_dsl.engine import Budget, StopReason
+from converge_dsl.engine.budget import OuterCap
 
 
 @pytest.mark.parametrize("make_pool", [LocalPool, SharedPool])
@@ -121,3 +122,36 @@ def test_a_settled_call_never_leaves_the_pool_between_held_and_made() -> None:
     reservation.settle()
     assert pool.counts() == (1, 0, 0, 0)
     assert pool.fewest == 1
+
+
+@pytest.mark.parametrize("make_pool", [LocalPool, SharedPool])
+def test_a_refusal_by_the_batch_names_the_batch_cap_and_its_flag(make_pool) -> None:  # type: ignore[no-untyped-def]
+    pool = make_pool(BatchLimits(max_model_calls=1, max_tokens=1000))
+    first, second = PooledMeter(Budget(max_model_calls=5), pool), PooledMeter(Budget(), pool)
+    assert first.reserve() is not None
+    assert second.reserve() is None
+    assert second.refused_cap == OuterCap("--max-model-calls", 1, "the batch")
+    third = PooledMeter(Budget(), pool)
+    assert not third.allow_attempt()
+    assert third.refused_cap == OuterCap("--max-model-calls", 1, "the batch")
+
+
+def test_a_refusal_by_the_case_budget_names_no_batch_cap() -> None:
+    pool = LocalPool(BatchLimits(max_model_calls=10, max_tokens=1000))
+    meter = PooledMeter(Budget(max_model_calls=1), pool)
+    assert meter.reserve(0, 10) is not None
+    assert meter.reserve(0, 10) is None  # its own cap of 1
+    assert meter.refused == StopReason.MODEL_CALL_BUDGET_EXHAUSTED
+    assert meter.refused_cap is None
+    tokens = PooledMeter(Budget(max_tokens=10), pool)
+    assert tokens.reserve(20) is None
+    assert tokens.refused == StopReason.TOKEN_BUDGET_EXHAUSTED
+    assert tokens.refused_cap is None
+
+
+def test_a_token_refusal_by_the_batch_names_max_tokens() -> None:
+    pool = LocalPool(BatchLimits(max_tokens=30))
+    meter = PooledMeter(Budget(max_tokens=1000), pool)
+    assert meter.reserve(40) is None
+    assert meter.refused == StopReason.TOKEN_BUDGET_EXHAUSTED
+    assert meter.refused_cap == OuterCap("--max-tokens", 30, "the batch")

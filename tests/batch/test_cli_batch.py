@@ -78,6 +78,30 @@ def test_batch_wide_model_call_cap(tmp_path: Path) -> None:
     assert stops.count("model_call_budget_exhausted") == 6
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "code", "setting"),
+    [
+        ("--max-model-calls", "2", "CD904", "max_model_calls"),
+        ("--max-tokens", "20", "CD903", "max_tokens"),
+    ],
+)
+def test_a_case_refused_by_the_batch_cap_names_that_cap_not_its_own_budget(
+    tmp_path: Path, flag: str, value: str, code: str, setting: str
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(4)])
+    out = tmp_path / "results.jsonl"
+    batch("--cases", str(cases), "--out", str(out), flag, value, "--concurrency", "1")
+    refused = read_results(out)[-1]["diagnostics"]
+    assert [(d["code"], d["path"], d.get("suggestor")) for d in refused] == [
+        (code, "suggestors[0]", "answer")
+    ]
+    assert refused[0]["message"].startswith(f"the batch's cap {flag} {value} reached: ")
+    assert refused[0]["hint"] == (
+        f"raise {flag} (the cap of the batch as a whole; "
+        f"this run's own budget.{setting} was not reached)"
+    )
+
+
 def test_batch_wide_token_cap(tmp_path: Path) -> None:
     cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(6)])
     out = tmp_path / "results.jsonl"

@@ -186,3 +186,45 @@ def test_search_marks_the_matching_nodes(browser: Any, pages: dict[str, Path]) -
     assert browser.find_elements("css selector", ".node.match") == []
     assert browser.find_element("id", "search-count").text == ""
     assert _errors(browser) == []
+
+
+@pytest.fixture(scope="module")
+def agent_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _page(tmp_path_factory.mktemp("agent-page"), "pipelines/agent-review.yaml", "a.html")
+
+
+def test_long_source_lines_wrap_in_the_panel(
+    browser: Any, agent_page: Path, artifacts: Path
+) -> None:
+    _open(browser, agent_page, "#node=suggestor:reviewer")
+    pre = browser.find_element("css selector", "#details pre")
+    width, scroll = browser.execute_script(
+        "return [arguments[0].clientWidth, arguments[0].scrollWidth]", pre
+    )
+    assert scroll <= width + 1  # nothing cut, nothing to scroll sideways
+    assert "expected_summary_bytes: 60, cost_floor_multiple: 2}" in pre.text  # whole
+    lines = pre.find_elements("css selector", ".line")
+    assert len(lines) == 20
+    tall = [line for line in lines if line.size["height"] > 20]
+    assert tall  # some lines wrap onto a second row
+    browser.save_screenshot(str(artifacts / "graph-agent-source.png"))
+
+
+def test_an_agents_parts_and_an_invariants_keys_are_drawn(
+    browser: Any, agent_page: Path, artifacts: Path
+) -> None:
+    _open(browser, agent_page)
+    assert _errors(browser) == []
+    parts = browser.find_elements("css selector", '.node[data-id="suggestor:reviewer"] .part')
+    assert [p.text for p in parts] == ["tools 3", "contributors 2"]
+    informs = browser.find_elements(
+        "css selector", '.edge.rel-informs[data-from="key:constraints"]'
+    )
+    assert len(informs) == 1
+    assert len(browser.find_elements("css selector", ".edge.rel-summarizes")) == 1
+    browser.find_element("css selector", ".invariant").click()
+    near = {n.get_attribute("data-id") for n in browser.find_elements("css selector", ".node.near")}
+    assert near == {"key:strategies", "key:evaluations"}
+    browser.save_screenshot(str(artifacts / "graph-invariant-keys.png"))
+    browser.find_element("css selector", ".invariant .key").click()
+    assert browser.find_element("css selector", "#details h3").text == "strategies"

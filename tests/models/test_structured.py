@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from converge_dsl.errors import PipelineInvalid
 from converge_dsl.models import (
     Message,
     ModelError,
@@ -270,6 +271,51 @@ def test_scripted_default_reply_that_is_not_json_is_named() -> None:
         scripted_call(shaped("anything"))
     assert "model script s.yaml: the default reply gives a reply" in str(info.value)
     assert "the reply is not JSON" in str(info.value)
+
+
+OFF_SCHEMA = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {contains: bad}
+    reply: '[{"title": "Twinings"}]'
+    off_schema: true
+  - match: {contains: prose}
+    reply: "sorry, no idea"
+    off_schema: true
+  - match: {contains: checked}
+    reply: "sorry, no idea"
+    off_schema: false
+"""
+
+
+def test_an_off_schema_reply_is_given_as_written_on_purpose() -> None:
+    model = ScriptedModel.from_text(OFF_SCHEMA, "s.yaml")
+    answer = asyncio.run(model.call(shaped("bad")))
+    assert answer.text == '[{"title": "Twinings"}]'
+    assert asyncio.run(model.call(shaped("prose"))).text == "sorry, no idea"
+    with pytest.raises(ModelError) as info:
+        asyncio.run(model.call(shaped("checked")))  # `false` is the default: checked
+    assert "the reply is not JSON" in str(info.value)
+    assert "mark it `off_schema: true`" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("outcome", "where", "says"),
+    [
+        ("{tool_calls: [{name: finish}], off_schema: true}", ("default",), "'reply'"),
+        ("{reply: x, off_schema: 'yes'}", ("default", "off_schema"), "boolean"),
+    ],
+)
+def test_off_schema_needs_a_reply_and_is_a_boolean(
+    outcome: str, where: tuple[str, ...], says: str
+) -> None:
+    text = f"apiVersion: converge-dsl/v1\nkind: ModelScript\ndefault: {outcome}\n"
+    with pytest.raises(PipelineInvalid) as info:
+        ScriptedModel.from_text(text, "s.yaml")
+    first = info.value.diagnostics[0]
+    assert (first.file, first.line, first.path) == ("s.yaml", 3, where)
+    assert says in first.message
 
 
 def test_scripted_check_of_a_schema_with_a_dangling_reference_says_so() -> None:

@@ -88,3 +88,38 @@ def test_anthropic_run_takes_the_forced_tools_input_as_the_answer(
     body = server.requests[0].body
     assert body["tool_choice"] == {"type": "tool", "name": "answer"}
     assert body["tools"][0]["input_schema"]["properties"]["answer"] == SCHEMA
+
+
+OFF_SCHEMA_SCRIPT = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {contains: tea}
+    reply: '[{"title": "Twinings"}]'
+    off_schema: true
+default: {reply: "sorry, no idea", off_schema: true}
+"""
+
+
+@pytest.mark.parametrize(
+    ("seed", "reason"),
+    [
+        ("tea", "answer does not match output.schema at 0: 'name' is a required property"),
+        ("coffee", "answer is not JSON: Expecting value: line 1 column 1 (char 0)"),
+    ],
+)
+def test_an_off_schema_scripted_answer_becomes_a_diagnostic_fact_offline(
+    tmp_path: Path, seed: str, reason: str
+) -> None:
+    pipeline = tmp_path / "p.yaml"
+    text = PIPELINE.format(adapter="scripted", url="", extra="")
+    text = text.replace('base_url: ""\n    model: m\n', "script: p.script.yaml\n")
+    text = text.replace("    accounts: [{name: main, api_key_env: TEST_KEY}]\n", "")
+    pipeline.write_text(text.replace("content: tea", f"content: {seed}"), encoding="utf-8")
+    (tmp_path / "p.script.yaml").write_text(OFF_SCHEMA_SCRIPT, encoding="utf-8")
+    outcome = asyncio.run(run_pipeline(RunOptions(pipeline=pipeline, clock=FakeClock())))
+    assert outcome.error is None
+    assert outcome.result.stop_reason == "converged"
+    facts = {f.id: f for f in outcome.result.context.facts() if f.key != "seeds"}
+    assert list(facts) == ["llm:invalid-output:scan:1"]
+    assert facts["llm:invalid-output:scan:1"].data["error"] == reason

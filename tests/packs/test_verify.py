@@ -302,3 +302,31 @@ def test_lock_that_no_version_fits_is_coded_and_points_at_the_specifier(tmp_path
     cache = str(tmp_path / "cache")
     code, out, _ = _cli("lock", str(pipeline), "--cache", cache, "--format", "json")
     assert json.loads(out)["error"]["code"] == "CD567"
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_validate_and_run_warn_at_a_yanked_pin_and_the_hint_moves_off_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setenv("CONVERGE_DSL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    pipeline = _locked(tmp_path, ("1.0.0", "1.1.0"))
+    yank(tmp_path / "repo", "alpha", "1.1.0")
+    code, out, err = _cli(command, "pipeline.yaml")
+    shown = out if command == "validate" else err
+    assert code == 0, shown
+    assert shown.startswith(
+        "warning[CD572]: alpha 1.1.0, pinned by the lock, is yanked in path:repo; the lock "
+        "keeps it until you move off it\n"
+        " --> pipeline.yaml:4:9\n"
+        "  |\n"
+        '4 | packs: {alpha: ">=1"}\n'
+        "  |         ^^^^^\n"
+        "  = hint: to move to alpha 1.0.0, run: converge-dsl lock pipeline.yaml --upgrade alpha\n"
+    )
+    hinted = shown.split("\n")[5].rsplit("run: ", 1)[1].split()
+    assert hinted[:3] == ["converge-dsl", "lock", "pipeline.yaml"]
+    assert _cli(*hinted[1:])[0] == 0
+    assert read_lock(pipeline).packs["alpha"].version == "1.0.0"  # type: ignore[union-attr]
+    code, out, err = _cli(command, "pipeline.yaml")
+    assert "CD572" not in out + err

@@ -92,3 +92,18 @@ def test_each_pipeline_is_loaded_once_per_test_file(
     code, out, _ = cli("test", tmp_path / "t.test.yaml")
     assert code == 0, out
     assert len(loads) == 1
+
+
+def test_an_inline_off_schema_reply_tests_a_non_conforming_answer_offline(tmp_path: Path) -> None:
+    _triage(tmp_path)
+    (tmp_path / "off.test.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: incident-triage.yaml\n"
+        "cases:\n  - name: prose instead of JSON\n"
+        "    models: {analyst: {rules: [{match: {suggestor: hypothesise},\n"
+        "      reply: 'I think it was the deploy.', off_schema: true}]}}\n"
+        "    expect:\n      facts:\n"
+        "        - {key: diagnostic, id: 'llm:invalid-output:hypothesise:2', contains: not JSON}\n"
+        "      absent: [{key: hypotheses}]\n"
+    )
+    code, out, _ = cli("test", tmp_path / "off.test.yaml")
+    assert code == 0, out

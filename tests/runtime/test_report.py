@@ -46,6 +46,10 @@ def test_the_data_of_an_agent_run(agent_trace: Path) -> None:
     assert 0 <= start <= end
     assert len(data["mc"]) == 7
     assert all(call[1] == reviewer and call[10] == 1 for call in data["mc"])
+    # what each call was for: the agent's turns 0-5, and one summary call (turn None)
+    for_ = [(call[11], call[12]) for call in data["mc"]]
+    assert sorted(t for p, t in for_ if p == "turn") == list(range(6))
+    assert [t for p, t in for_ if p == "summary"] == [None]
     evaluation = next(f for f in data["facts"] if f[0] == "evaluations")
     assert evaluation[4] == pytest.approx(0.8)
     assert evaluation[5] == "reviewer@agent-review"
@@ -305,3 +309,22 @@ def test_a_malformed_span_is_a_located_error(tmp_path: Path, span: dict[str, Any
     assert code == 3, err
     assert f"{trace}:2: malformed suggestor_started event" in err
     assert "Traceback" not in err
+
+
+def test_an_excerpt_ends_with_its_suggestor_not_on_the_next_ones_first_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    trace = tmp_path / "t.jsonl"
+    assert _cli("run", "pipelines/market-entry.yaml", "--trace", str(trace))[0] == 0
+    data = report_data(trace)
+    seed = data["sources"]["target-market"]["text"]
+    assert seed.splitlines()[0] == "  - name: target-market"
+    assert "competitor-scan" not in seed
+    kinds = dict(zip(data["names"], data["kinds"], strict=True))
+    assert (kinds["target-market"], kinds["competitor-scan"], kinds["differentiate"]) == (
+        "seed",
+        "llm",
+        "rule",
+    )
+    assert data["meta"]["cycles"] == 4  # the header's and the Cycles card's one count

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -197,3 +199,72 @@ def _count_all(driver: Any) -> str:
             "document.getElementById('report-data').textContent).facts.length)"
         )
     )
+
+
+@pytest.fixture(scope="module")
+def market_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    page = tmp_path_factory.mktemp("market") / "market-entry.html"
+    argv = ["run", str(ROOT / "pipelines" / "market-entry.yaml"), "--report", str(page)]
+    assert run(argv, io.StringIO(), io.StringIO()) == 0
+    return page
+
+
+def _rgb(hex_colour: str) -> list[int]:
+    return [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
+
+
+def test_the_timeline_draws_each_kind_in_the_graphs_colours_as_its_legend_says(
+    browser: Any, market_page: Path, artifacts: Path
+) -> None:
+    from converge_dsl.runtime import SUGGESTOR_KINDS
+
+    _open(browser, market_page)
+    assert _errors(browser) == []
+    legend = browser.find_elements("css selector", "#legend span")
+    assert [item.text for item in legend] == [
+        "seed execution",
+        "llm execution",
+        "rule execution",
+        "model call",
+        "failed",
+    ]
+    for item, kind in zip(legend, ("seed", "llm", "rule"), strict=False):
+        swatch = item.find_element("tag name", "i").value_of_css_property("background-color")
+        style = SUGGESTOR_KINDS.kind(kind).graph  # the one table the graph draws with
+        assert swatch == "rgba({}, {}, {}, 1)".format(*_rgb(style.fill))
+        painted = browser.execute_script(
+            "var c = document.getElementById('timeline'), d = c.getContext('2d')"
+            ".getImageData(0, 0, c.width, c.height).data, n = 0, k = arguments[0];"
+            "for (var i = 0; i < d.length; i += 4)"
+            " if (d[i] === k[0] && d[i + 1] === k[1] && d[i + 2] === k[2]) n++; return n;",
+            _rgb(style.fill),
+        )
+        assert painted > 20, kind  # its bars are drawn in its fill
+    # every execution is named, the short first and last ones too
+    labels = json.loads(browser.find_element("id", "timeline").get_attribute("data-labels"))
+    assert labels[0] == "target-market"
+    assert "evaluator" in labels
+    assert len(labels) == 5
+    browser.save_screenshot(str(artifacts / "report-kinds.png"))
+
+
+def test_the_header_and_the_cycles_card_count_the_same_cycles(
+    browser: Any, market_page: Path
+) -> None:
+    _open(browser, market_page)
+    stats = browser.find_element("id", "stats").text
+    found = re.search(r"cycles (\d+)", stats)
+    assert found is not None
+    cycles = found.group(1)
+    card = next(
+        c for c in browser.find_elements("css selector", "#charts .chart") if "Cycles" in c.text
+    )
+    assert f"used {cycles} of 20" in card.text
+
+
+def test_the_summarizer_calls_are_told_from_the_turns(browser: Any, example_page: Path) -> None:
+    _open(browser, example_page)
+    rows = [r.text for r in browser.find_elements("css selector", "#calls .row")]
+    assert [r.split("\n")[2] for r in rows].count("summary") == 1
+    assert sum(1 for r in rows if "\nturn " in r) == 6
+    assert "summarizer call" in browser.find_element("id", "legend").text

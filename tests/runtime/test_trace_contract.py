@@ -68,6 +68,14 @@ def test_the_agent_example_traces_its_model_calls(tmp_path: Path) -> None:
     assert all(x["timing"]["duration_s"] >= 0 for x in finished)
     assert started[0]["suggestor"] == "reviewer"
     assert started[0]["turn"] == 0
+    # the summarizer's side call is told from the agent's turns
+    summaries = [x for x in started if x["purpose"] == "summary"]
+    assert [(x["suggestor"], x["turn"]) for x in summaries] == [("reviewer", None)]
+    turns = [x for x in started if x["purpose"] == "turn"]
+    assert [x["turn"] for x in turns] == list(range(len(turns)))
+    assert len(turns) + len(summaries) == len(started)
+    purposes = {x["call"]: x["purpose"] for x in started}
+    assert all(x["purpose"] == purposes[x["call"]] for x in finished)
 
 
 def test_the_schema_refuses_unknown_types_and_undocumented_fields() -> None:

@@ -13,6 +13,8 @@
     return e;
   }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
+  /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
+  function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
   function ms(s) { return s === null || s === undefined ? "" : (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms"; }
   var query = "";
 
@@ -88,34 +90,62 @@
   /* lanes: greedy, per start time; a lane is free once its last bar has ended */
   var order = EX.map(function (_, i) { return i; }).sort(function (a, b) { return xs(EX[a])[0] - xs(EX[b])[0]; });
   var laneEnd = [], lane = new Int32Array(EX.length), execLane = {};
+  /* a bar too narrow for its name keeps room for it after the bar in its lane (at the first
+     view's scale), so the first and last executions, short as they often are, get labels too */
+  var perPx = (t1 - t0) * 1.02 / Math.max(cv.clientWidth, 1); /* the first view: t0 to t1 and 2% */
+  ctx.font = "11px system-ui,sans-serif";
+  function inside(px, wide) { return px > wide + 8; } /* the whole name fits in the bar */
+  function labelRoom(i) { var x = xs(EX[i]), wide = ctx.measureText(nm(EX[i][0])).width; return inside((x[1] - x[0]) / perPx, wide) ? 0 : (wide + 12) * perPx; }
   order.forEach(function (i) {
     var x = xs(EX[i]), k = 0;
     while (k < laneEnd.length && laneEnd[k] > x[0] + 1e-9) k++;
-    laneEnd[k] = Math.max(x[1], x[0] + (t1 - t0) * 1e-4); lane[i] = k;
+    laneEnd[k] = Math.max(x[1] + labelRoom(i), x[0] + (t1 - t0) * 1e-4); lane[i] = k;
     execLane[EX[i][0] + ":" + EX[i][1]] = k;
   });
   var lanes = Math.max(1, Math.min(laneEnd.length, 60)), LH = lanes <= 6 ? 24 : 16, TOP = 22;
   var view = [t0, t1 + (t1 - t0) * 0.02 || 1], dimmed = null;
   function size() { cv.width = cv.clientWidth * devicePixelRatio; cv.height = (TOP + lanes * LH + 8) * devicePixelRatio; cv.style.height = (TOP + lanes * LH + 8) + "px"; }
   function X(t) { return (t - view[0]) / (view[1] - view[0]) * cv.clientWidth; }
-  var hues = ["#2f6fed", "#1f9d63", "#8b5cf6", "#0e9aa7", "#c2410c", "#be185d", "#4d7c0f", "#1e40af"];
+  /* colours: each execution in its kind's colours (the kinds' own graph styles, as the graph
+     draws them); the legend below is made from the same table, so the two always agree */
+  var SUMMARY = "#7c3aed", CALL = "#f59e0b", FAILED = "#d9434f";
+  var KINDS = D.kinds || [], STYLES = D.styles || {};
+  var OTHER = { fill: "#e5e7eb", stroke: "#6b7280", text: "#111827", label: "other kind" };
+  function styleOf(i) { return STYLES[KINDS[i]] || OTHER; }
+  /* the next bar's start in each lane, so a narrow bar's name is drawn after it only where it fits */
+  var nextStart = new Float64Array(EX.length).fill(Infinity), prevEnd = new Float64Array(EX.length).fill(-Infinity), lastIn = {};
+  order.forEach(function (i) { var k = lane[i], j = lastIn[k]; if (j !== undefined) { nextStart[j] = xs(EX[i])[0]; prevEnd[i] = xs(EX[j])[1]; } lastIn[k] = i; });
   function draw() {
     ctx.setTransform(devicePixelRatio, 0, 0, devicePixelRatio, 0, 0);
     var w = cv.clientWidth, h = TOP + lanes * LH + 8;
     ctx.clearRect(0, 0, w, h); ctx.font = "11px system-ui,sans-serif";
+    var labelled = []; /* the names drawn whole, in `data-labels` (what a test or a reader can check) */
+    var labelEnd = -Infinity; /* a cycle's label is drawn where it does not run into the one before */
     cycles.forEach(function (c, i) {
       var span = byCycleIndex ? [i, i + 0.95] : byCycle[c], a = X(span[0]), b = X(span[1]);
       if (b < 0 || a > w) return;
       ctx.fillStyle = i % 2 ? "#eef2f8" : "#f6f8fb"; ctx.fillRect(a, TOP - 4, Math.max(b - a, 2), h - TOP);
-      if (b - a > 24) { ctx.fillStyle = "#6b7280"; ctx.fillText("cycle " + c, a + 3, 13); }
+      var text = "cycle " + c, at = Math.max(a + 3, 2);
+      if (at >= labelEnd + 6) { ctx.fillStyle = "#6b7280"; ctx.fillText(text, at, 13); labelEnd = at + ctx.measureText(text).width; }
     });
     for (var i = 0; i < EX.length; i++) {
       var r = EX[i], x = xs(r), a = X(x[0]), b = X(x[1]);
       if (b < 0 || a > w || lane[i] >= lanes) continue;
       ctx.globalAlpha = dimmed && !dimmed[r[0]] ? 0.15 : 1;
-      ctx.fillStyle = r[5] ? "#d9434f" : hues[r[0] % hues.length];
-      ctx.fillRect(a, TOP + lane[i] * LH, Math.max(b - a, 2), LH - 5);
-      if (b - a > 50) { ctx.fillStyle = "#fff"; ctx.fillText(nm(r[0]).slice(0, Math.floor((b - a) / 6)), a + 4, TOP + lane[i] * LH + (LH - 5) / 2 + 4); }
+      var st = styleOf(r[0]), y = TOP + lane[i] * LH, bw = Math.max(b - a, 2), ty = y + (LH - 5) / 2 + 4;
+      ctx.fillStyle = r[5] ? FAILED : st.fill; ctx.fillRect(a, y, bw, LH - 5);
+      ctx.strokeStyle = r[5] ? FAILED : st.stroke; ctx.lineWidth = 1; ctx.strokeRect(a + 0.5, y + 0.5, bw - 1, LH - 6);
+      var name = nm(r[0]), after = Math.min(X(nextStart[i]), w) - b - 8, before = a - Math.max(X(prevEnd[i]), 0) - 8;
+      var wide = ctx.measureText(name).width;
+      if (inside(b - a, wide) || after >= wide || before >= wide) labelled.push(name);
+      if (inside(b - a, wide)) { ctx.fillStyle = r[5] ? "#fff" : st.text; ctx.fillText(name, a + 4, ty); }
+      else { /* beside the bar: after it, else before it (the last one, at the edge), else cut */
+        ctx.fillStyle = r[5] ? FAILED : st.text;
+        if (after >= wide) ctx.fillText(name, b + 4, ty);
+        else if (before >= wide) ctx.fillText(name, a - 4 - wide, ty);
+        else if (b - a > 50) { ctx.fillStyle = r[5] ? "#fff" : st.text; ctx.fillText(name.slice(0, Math.floor((b - a - 8) / 6)), a + 4, ty); }
+        else if (Math.max(after, before) > 30) ctx.fillText(name.slice(0, Math.floor(Math.max(after, before) / 6)), after >= before ? b + 4 : a - 4 - Math.max(after, before), ty);
+      }
     }
     ctx.fillStyle = "#f59e0b";
     for (var j = 0; j < MC.length; j++) {
@@ -124,15 +154,16 @@
       var ma = byCycleIndex ? X(slot[m[10]]) : X(m[3]), mb = byCycleIndex ? ma + 3 : X(m[4]);
       if (mb < 0 || ma > w) continue;
       ctx.globalAlpha = dimmed && !dimmed[m[1]] ? 0.15 : 1;
-      ctx.fillStyle = m[5] === "ok" ? "#f59e0b" : "#d9434f";
+      ctx.fillStyle = m[5] !== "ok" ? FAILED : m[11] === "summary" ? SUMMARY : CALL;
       ctx.fillRect(ma, TOP + k * LH + LH - 8, Math.max(mb - ma, 2), 3);
     }
     ctx.globalAlpha = 1;
+    cv.setAttribute("data-labels", JSON.stringify(labelled));
   }
   function hit(px, py) {
     var k = Math.floor((py - TOP) / LH); if (k < 0) return null;
     var t = view[0] + px / cv.clientWidth * (view[1] - view[0]), tol = 3 / cv.clientWidth * (view[1] - view[0]);
-    for (var j = 0; j < MC.length; j++) { var m = MC[j]; if (execLane[m[1] + ":" + m[10]] === k && (py - TOP) % LH > LH - 9 && !byCycleIndex && m[3] - tol <= t && t <= m[4] + tol) return "model call " + m[0] + " (" + m[2] + ") by " + nm(m[1]) + "\n" + m[5] + (m[9] ? " HTTP " + m[9] : "") + ", " + ms(m[4] - m[3]) + ", " + m[6] + " attempt(s), " + (m[7] + m[8]) + " tokens"; }
+    for (var j = 0; j < MC.length; j++) { var m = MC[j]; if (execLane[m[1] + ":" + m[10]] === k && (py - TOP) % LH > LH - 9 && !byCycleIndex && m[3] - tol <= t && t <= m[4] + tol) return (m[11] === "summary" ? "summary call " + m[0] + " (" + m[2] + ") by the summarizer of " : "model call " + m[0] + " (" + m[2] + ") by ") + nm(m[1]) + (m[11] === "turn" ? ", turn " + m[12] : "") + "\n" + m[5] + (m[9] ? " HTTP " + m[9] : "") + ", " + ms(m[4] - m[3]) + ", " + m[6] + " attempt(s), " + (m[7] + m[8]) + " tokens"; }
     for (var i = 0; i < EX.length; i++) { var x = xs(EX[i]); if (lane[i] === k && x[0] - tol <= t && t <= x[1] + tol) { var r = EX[i]; return nm(r[0]) + " \u2014 cycle " + r[1] + "\n" + (r[5] ? "failed: " + r[5] : r[4] + " proposal(s)") + (byCycleIndex ? "" : ", " + ms(r[3] - r[2])); } }
     return null;
   }
@@ -154,6 +185,16 @@
   $("tl-note").textContent = EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
   size(); draw();
   window.addEventListener("resize", function () { size(); draw(); });
+  /* the legend: the kinds this run executed, in their colours, then the marks */
+  var legend = $("legend"), shown = {};
+  function swatch(fill, stroke, text) {
+    var item = el("span"), box = el("i"); box.style.background = fill; box.style.border = "1px solid " + stroke;
+    item.appendChild(box); item.appendChild(document.createTextNode(text)); legend.appendChild(item);
+  }
+  EX.forEach(function (r) { var k = KINDS[r[0]] || ""; if (!shown[k]) { shown[k] = true; var st = styleOf(r[0]); swatch(st.fill, st.stroke, (STYLES[k] ? st.label : k || "suggestor") + " execution"); } });
+  swatch(CALL, CALL, "model call");
+  if (MC.some(function (m) { return m[11] === "summary"; })) swatch(SUMMARY, SUMMARY, "summarizer call");
+  swatch(FAILED, FAILED, "failed");
 
   /* -- facts ------------------------------------------------------------------------- */
   function detail(box, pairs, source) {
@@ -189,8 +230,8 @@
     function (r) { return [r[0] === null ? "" : r[0], nm(r[1]), r[2], r[3], DECISION[r[5]] || r[5], r[4]]; });
 
   /* -- model calls ------------------------------------------------------------------- */
-  table($("calls"), "Model calls", ["call", "suggestor", "model", "status", "latency", "tokens in/out", "attempts"], ["c-n", "c-s", "c-k", "c-k", "c-n", "c-k", "c-n"], MC,
-    function (m) { return [m[0], nm(m[1]), m[2], m[5] + (m[9] ? " (" + m[9] + ")" : ""), ms(m[4] - m[3]), m[7] + " / " + m[8], m[6]]; });
+  table($("calls"), "Model calls", ["call", "suggestor", "for", "model", "status", "latency", "tokens in/out", "attempts"], ["c-n", "c-s", "c-k", "c-k", "c-k", "c-n", "c-k", "c-n"], MC,
+    function (m) { return [m[0], nm(m[1]), purpose(m), m[2], m[5] + (m[9] ? " (" + m[9] + ")" : ""), ms(m[4] - m[3]), m[7] + " / " + m[8], m[6]]; });
 
   /* -- agents ------------------------------------------------------------------------ */
   var agentRows = [];
@@ -230,7 +271,12 @@
     box.appendChild(svg); charts.appendChild(box);
   }
   function series(col) { return U.filter(function (u) { return u[col] !== null; }).map(function (u) { return [byCycleIndex || u[0] === null ? u[1] : u[0], u[col]]; }); }
-  chart("Cycles", U.map(function (u) { return [byCycleIndex || u[0] === null ? u[1] : u[0], u[1]]; }), B.max_cycles);
+  /* the Cycles card counts what the header counts (meta.cycles: the run's own count, which
+     includes the last cycle, where nothing ran and the run converged or stopped) */
+  var cyclePts = U.map(function (u) { return [byCycleIndex || u[0] === null ? u[1] : u[0], u[1]]; });
+  var lastPt = cyclePts.length ? cyclePts[cyclePts.length - 1] : [0, 0];
+  if (M.cycles > lastPt[1]) cyclePts.push([byCycleIndex ? M.cycles : lastPt[0] + (M.duration ? Math.max(0, M.duration - lastPt[0]) : 0), M.cycles]);
+  chart("Cycles", cyclePts, B.max_cycles);
   chart("Facts", series(2), B.max_facts);
   chart("Model calls", series(3), B.max_model_calls);
   chart("Tokens", series(4), B.max_tokens);
