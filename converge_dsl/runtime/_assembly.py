@@ -20,7 +20,6 @@ whatever happened (sinks, checkpoint store, models).
 from __future__ import annotations
 
 import contextlib
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl.clock import Clock
 from converge_dsl.compiler import compile_pipeline, compile_settings
-from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter
+from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter, freeze_alive
 from converge_dsl.errors import ConvergeError
 
 from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
@@ -138,7 +137,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             if reuse is not None:
                 reuse.offer(inputs, compiled)
         if plan.freeze:
-            gc.freeze()  # see `RunOptions.freeze_compiled`
+            freeze_alive()  # see `RunOptions.freeze_compiled`
         for sink in sinks:
             sink.on_compiled(compiled, {plan.document.file: plan.document.text})
         engine = build_engine(compiled, hub, plan.clock, meter)
