@@ -35,7 +35,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl._governor import deadline_passed
 from converge_dsl._safe_schema import python_validator
@@ -51,6 +51,9 @@ from converge_dsl.errors import RunError
 from converge_dsl.packs._manifest import InvariantDef, SuggestorDef
 from converge_dsl.solvers import PlanCheck, Solver, SolverError
 from converge_dsl.templating import GLOBALS, TemplateRenderError, compile_expression, evaluate
+
+if TYPE_CHECKING:
+    from converge_dsl.compiler import RunParts
 
 DIAGNOSTIC_KEY = "diagnostic"
 _JSON_TYPES = (
@@ -115,6 +118,10 @@ class PackSolverSuggestor:
     @property
     def dependencies(self) -> tuple[str, ...]:
         return (self.input_key,)
+
+    def for_run(self, run: RunParts) -> PackSolverSuggestor:
+        """Itself: it holds nothing of a run (`converge_dsl.compiler.RunParts`)."""
+        return self
 
     @property
     def plan_id(self) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl.clock import Clock
-from converge_dsl.compiler import compile_pipeline, compile_settings
+from converge_dsl.compiler import RunParts, compile_pipeline, compile_settings
 from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter, freeze_alive
 from converge_dsl.errors import ConvergeError
 
@@ -127,7 +127,8 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
-        compiled = None if reuse is None else reuse.compiled(inputs)
+        parts = RunParts(models=models, usage=meter, events=hub)
+        compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
             cache = None if plan.cache is None else plan.cache(settings.inputs)
             with contextlib.nullcontext() if cache is None else cache.session():
