@@ -150,11 +150,12 @@ class ScriptedModel(ModelDefaults):
         parts: list[Part] = []
         if outcome.reply:
             parts.append(TextPart(outcome.reply))
-        call_id = _call_ids(req)
-        parts.extend(
-            ToolCallPart(call.id or call_id(i), call.name, thaw_json(call.input))
-            for i, call in enumerate(outcome.tool_calls)
-        )
+        if outcome.tool_calls:
+            call_id = _call_ids(req)
+            parts.extend(
+                ToolCallPart(call.id or call_id(i), call.name, thaw_json(call.input))
+                for i, call in enumerate(outcome.tool_calls)
+            )
         message = Message("assistant", tuple(parts))
         return ModelReturn(
             message=message,
@@ -189,18 +190,24 @@ def schema_problem(text: str, schema: Mapping[str, Any]) -> str | None:
     The verdict on a (text, schema) pair is kept: a batch asks it of the same
     scripted reply and response schema in every case.
     """
-    plain = thaw_json(schema)
     try:
-        key = (text, json.dumps(plain, sort_keys=True))
+        key = (text, json.dumps(schema, sort_keys=True, default=_plain))
     except (TypeError, ValueError):
-        return _schema_problem(text, plain)
+        return _schema_problem(text, thaw_json(schema))
     if key in _VERDICTS:
         return _VERDICTS[key]
-    verdict = _schema_problem(text, plain)
+    verdict = _schema_problem(text, thaw_json(schema))
     if len(_VERDICTS) >= _KEEP_VERDICTS:
         _VERDICTS.clear()
     _VERDICTS[key] = verdict
     return verdict
+
+
+def _plain(value: object) -> Any:
+    """A frozen mapping (a `MappingProxyType`) as `json.dumps` takes it."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(type(value).__name__)
 
 
 def _schema_problem(text: str, plain: Any) -> str | None:

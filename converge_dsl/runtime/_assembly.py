@@ -142,18 +142,19 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
         for sink in sinks:
             sink.on_compiled(compiled, {plan.document.file: plan.document.text})
         engine = build_engine(compiled, hub, plan.clock, meter)
-        digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
-        if store is not None and checkpoint is not None:
-            checkpoint.check_digest(digest)
-            restore_states(compiled.suggestors, checkpoint.suggestors)
-            store.resume(checkpoint, compiled.suggestors)
-        elif store is not None:
-            store.start(
-                pipeline_text=plan.document.text,
-                digest=digest,
-                inputs=plan.inputs,
-                suggestors=compiled.suggestors,
-            )
+        if store is not None:
+            digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
+            if checkpoint is not None:
+                checkpoint.check_digest(digest)
+                restore_states(compiled.suggestors, checkpoint.suggestors)
+                store.resume(checkpoint, compiled.suggestors)
+            else:
+                store.start(
+                    pipeline_text=plan.document.text,
+                    digest=digest,
+                    inputs=plan.inputs,
+                    suggestors=compiled.suggestors,
+                )
         result, decided = await _execute(engine, compiled.seeds, store, checkpoint, plan)
         _raise_failure(sinks)  # a write that failed inside a suggestor: still fatal
         if store is not None and result.pause is not None:
