@@ -73,6 +73,9 @@ _DATA_DESCRIPTION = "the fact's JSON data (what rules and solvers read), or null
 def _plain(data: Any) -> Any:
     """Frozen JSON (FrozenDict, tuples) as plain JSON values, in canonical key order
     (what `json.loads(canonical_json(data))` gives, without the text between)."""
+    kind = type(data)
+    if kind is str or kind is int or kind is float or kind is bool or data is None:
+        return data
     if isinstance(data, Mapping):
         return {key: _plain(data[key]) for key in sorted(data)}
     if isinstance(data, tuple | list):
