@@ -3,7 +3,9 @@
 Run `python bench/schema_bounds.py`. For each case and size n it prints the
 seconds one governed check takes, the governor's charges (steps plus work) and,
 from the second size on, the ratios of time and charges to the previous size
-(the size doubles: linear growth shows ratios near 2, quadratic near 4).
+(the size doubles: linear growth shows ratios near 2, quadratic near 4). It
+times python-jsonschema's governed check, never the quick yes of small data
+(`converge_dsl.sandbox._schema_quick`).
 
 - `uniqueItems`: an array of n integers and strings, alternating, all distinct;
 - `enum x items`: n strings, each checked against an `enum` of 1,000 values;
@@ -24,6 +26,7 @@ from converge_dsl.sandbox import (
     SCHEMA_STEPS,
     SCHEMA_WORK,
     Exhausted,
+    GovernedValidator,
     governed,
     python_validator,
 )
@@ -67,7 +70,8 @@ SMALL = (25, 50, 100, 200, 400, 800, 1_600)  # anyOf x items meets its bound soo
 def measure(case: Case, n: int) -> tuple[float, int | None]:
     """(seconds, charges) of one governed check; charges None when a bound stopped it."""
     schema, data = case(n)
-    validator = python_validator(schema)
+    # python-jsonschema's governed check, without the quick yes (`bench/schema_quick.py`).
+    validator = GovernedValidator(python_validator(schema).validator, "bench")
     start = time.perf_counter()
     try:
         # The check joins this budget, of its own bounds, so the charges can be read.

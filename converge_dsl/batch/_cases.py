@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from converge_dsl._reading import read_text
 from converge_dsl.errors import ConvergeError, UsageError
@@ -52,18 +52,46 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
-    """A finished case: its run result and exit code (as `converge-dsl run` would exit)."""
+    """A finished case: its run result and exit code (as `converge-dsl run` would exit).
+
+    `body` is the run result as plain JSON values (`RunResultDocument.model_dump(mode="json")`),
+    what its result line holds: a batch writes the line (or sends the case to the
+    parent process) without building a model per fact. `document` is the
+    `RunResultDocument`, made from `body` each time it is asked for.
+    """
 
     index: int
     id: CaseId
-    document: RunResultDocument
+    body: Mapping[str, Any]
     exit_code: int
+
+    @classmethod
+    def of(
+        cls, index: int, case_id: CaseId, document: RunResultDocument, exit_code: int
+    ) -> CaseResult:
+        """The result of a case whose run result is `document`."""
+        return cls(index, case_id, document.model_dump(mode="json"), exit_code)
+
+    @property
+    def document(self) -> RunResultDocument:
+        """The run result (`run-result.v1`), validated from `body`."""
+        from converge_dsl.runtime import RunResultDocument
+
+        return RunResultDocument.model_validate(self.body)
+
+    @property
+    def stop_reason(self) -> str:
+        return str(self.body["stop_reason"])
+
+    @property
+    def usage(self) -> Mapping[str, int]:
+        """`model_calls`, `input_tokens` and `output_tokens` of the run."""
+        return cast("Mapping[str, int]", self.body["usage"])
 
     def line(self) -> str:
         """The result line (JSON, one line, newline-terminated)."""
-        body = self.document.model_dump(mode="json")
         head = {"index": self.index, "id": self.id, "exit_code": self.exit_code}
-        return json.dumps({**head, **body}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return json.dumps({**head, **self.body}, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _no_constant(name: str) -> Any:
@@ -212,4 +240,4 @@ def error_result(case: Case, error: ConvergeError, pipeline: Path) -> CaseResult
     from converge_dsl.runtime import not_run_document
 
     document = not_run_document(error, pipeline, inputs_at=case.span)
-    return CaseResult(case.index, case.id, document, error.exit_code)
+    return CaseResult.of(case.index, case.id, document, error.exit_code)

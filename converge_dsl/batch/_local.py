@@ -8,11 +8,11 @@ result as soon as it is done (the batch writes it at once).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from converge_dsl.clock import SystemClock
+from converge_dsl.engine import freeze_alive
 
 from ._cases import Case, CaseResult
 from ._schedule import drive, finished, local_pool, make_meter
@@ -33,7 +33,7 @@ def run_locally(
         allow_roots=options.allow_roots,
         max_connections=max(64, workers),
     )
-    gc.freeze()  # the loaded pipeline lives as long as the batch: no collection scans it
+    freeze_alive()  # the loaded pipeline lives as long as the batch: no collection scans it
     clock = SystemClock()
     meter = make_meter(local_pool(options.limits, spent), clock)
     outputs = options.outputs

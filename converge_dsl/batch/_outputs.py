@@ -195,16 +195,16 @@ class BatchReportSink(BatchSink):
         folder = case_folder(self.path)
         rows = []
         for result in sorted(self._rows, key=lambda r: r.index):
-            doc = result.document
+            body = result.body
             own = folder / f"{result.index}.html"
             label = html.escape(str(result.index))
             link = f'<a href="{html.escape(folder.name)}/{result.index}.html">{label}</a>'
             cells = (
                 link if own.is_file() else label,
                 html.escape("" if result.id is None else str(result.id)),
-                html.escape(doc.stop_reason),
-                str(doc.cycles),
-                str(doc.usage.model_calls),
+                html.escape(result.stop_reason),
+                str(body["cycles"]),
+                str(result.usage["model_calls"]),
                 str(result.exit_code),
             )
             rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")

@@ -48,11 +48,11 @@ class BatchSummary:
 
     def add(self, result: CaseResult) -> None:
         self.run += 1
-        self.stops[result.document.stop_reason] += 1
+        self.stops[result.stop_reason] += 1
         self.failed += result.exit_code != 0
-        usage = result.document.usage
-        self.model_calls += usage.model_calls
-        self.tokens += usage.input_tokens + usage.output_tokens
+        usage = result.usage
+        self.model_calls += usage["model_calls"]
+        self.tokens += usage["input_tokens"] + usage["output_tokens"]
 
     @property
     def exit_code(self) -> int:

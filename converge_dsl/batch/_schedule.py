@@ -86,7 +86,7 @@ async def run_case(
     except Exception as exc:  # a bug in one case must not stop the batch
         error = ConvergeError(f"the case failed: {type(exc).__name__}: {exc}")
         return error_result(case, error, pipeline.path)
-    return CaseResult(case.index, case.id, out.document, out.exit_code)
+    return CaseResult(case.index, case.id, out.plain, out.exit_code)
 
 
 async def finished(

@@ -34,6 +34,9 @@ Public surface:
   protocol LLM-backed suggestors record into), `EventEmitter` (the event sink type).
 - `SuggestorBuilder = Callable[[SuggestorSpec, CompileContext], Suggestor]`, what a
   `SuggestorKind`'s builder is.
+- `RunParts` (models, usage meter, event sink): what belongs to one run; a compiled
+  suggestor other runs may use has `for_run(parts)` (the seed, rule, llm and pack
+  solver suggestors do).
 - `RenderScopes`, `with_item`: the render-time template context, updated per view version
   by the keys that changed; `RenderScopes.owns` answers the idempotent default from an index.
 - `CompileCache`, `open_cache(env, pipeline_text, inputs, lock_file, secret)`,
@@ -50,7 +53,7 @@ from __future__ import annotations
 
 from ._common import CoreSuggestor, SuggestorCore
 from ._compile_cache import LOCK_FILE, CompileCache, open_cache
-from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
+from ._context import CompileContext, EventEmitter, RunParts, SuggestorBuilder, UsageRecorder
 from ._pipeline import (
     CompiledPipeline,
     InvariantCheck,
@@ -80,6 +83,7 @@ __all__ = [
     "ModelDeclaration",
     "PipelineSettings",
     "RenderScopes",
+    "RunParts",
     "SuggestorBuilder",
     "SuggestorCore",
     "UsageRecorder",

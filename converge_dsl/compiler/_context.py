@@ -68,6 +68,22 @@ EventEmitter = Callable[[Any], None]
 
 
 @dataclass(frozen=True, slots=True)
+class RunParts:
+    """What belongs to one run of a compiled pipeline: its models by name, its usage
+    meter and its event sink (what `compile_pipeline` is given for the first run).
+
+    A compiled suggestor that another run may use as it is, or with these
+    parts put in, has `for_run(parts) -> Suggestor` (itself when it holds none
+    of them); the runtime then compiles a pipeline once and hands each run
+    the suggestors' `for_run` (docs/architecture.md §12).
+    """
+
+    models: Mapping[str, Model]
+    usage: UsageRecorder
+    events: EventEmitter | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CompileContext:
     """Everything a suggestor builder may use. Immutable; shared by all builders of a pipeline."""
 

@@ -36,7 +36,7 @@ from ._common import (
     render_value,
     text_and_data,
 )
-from ._context import CompileContext
+from ._context import CompileContext, RunParts
 from ._template import CompiledExpression, CompiledTemplate
 
 _RENDERED = ("id", "content", "confidence", "data")
@@ -104,6 +104,10 @@ class EmittingSuggestor(CoreSuggestor):
         except Exception:  # a literal that fails (a confidence of "high"): fails per firing
             return made
         return cls(core, kind, emissions, fixed)
+
+    def for_run(self, run: RunParts) -> EmittingSuggestor:
+        """Itself: it holds nothing of a run."""
+        return self
 
     async def execute(self, ctx: ContextView) -> AgentEffect:
         return self.propose(ctx)

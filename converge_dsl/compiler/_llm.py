@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -71,7 +71,7 @@ from ._common import (
     render_value,
     text_and_data,
 )
-from ._context import CompileContext, UsageRecorder
+from ._context import CompileContext, RunParts, UsageRecorder
 from ._scope import with_item
 from ._template import CompiledExpression, CompiledTemplate
 
@@ -102,6 +102,10 @@ class LlmSuggestor(CoreSuggestor):
     item_data: CompiledExpression | None = None
     item_validator: Any = None  # validates each item against the target key's schema
     response_schema: Mapping[str, Any] | None = None
+
+    def for_run(self, run: RunParts) -> LlmSuggestor:
+        """This suggestor in another run: that run's model and usage meter."""
+        return replace(self, model=run.models[self.model_name], usage=run.usage)
 
     async def execute(self, ctx: ContextView) -> AgentEffect:
         core = self.core

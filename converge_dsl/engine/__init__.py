@@ -16,11 +16,13 @@ Public surface:
   `ProposalPending`, `ProposalDecided`, `HitlPaused`, `InvariantChecked`, `CycleFinished`,
   `RunFinished`),
   `Timing`, `EventSink`, `ENGINE_EVENT_ADAPTER`, `deterministic_dump`;
-- reference suggestors: `SeedSuggestor`, `ReactOnceSuggestor`.
+- reference suggestors: `SeedSuggestor`, `ReactOnceSuggestor`;
+- the collector: `freeze_alive` (what a process keeps to its end, frozen for good).
 """
 
 from __future__ import annotations
 
+from converge_dsl.engine._gc import freeze_alive
 from converge_dsl.engine.budget import Budget, StopReason, UsageMeter, UsageTotals
 from converge_dsl.engine.context import Context
 from converge_dsl.engine.engine import Engine, OnError
@@ -122,5 +124,6 @@ __all__ = [
     "deterministic_dump",
     "fact_from_data",
     "fact_to_data",
+    "freeze_alive",
     "freeze_json",
 ]

@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from converge_dsl.engine.types import canonical_json
+from converge_dsl.engine.types import FrozenDict, canonical_json
 from converge_dsl.errors import RunError
 
 if TYPE_CHECKING:
@@ -44,6 +44,38 @@ def where(pointer: str) -> str:
 
 def json_problem(value: Any) -> str | None:
     """Why `value` is not JSON data, or None if it is (the first problem in document order)."""
+    if _plainly_json(value):
+        return None
+    return _first_problem(value)
+
+
+def _plainly_json(value: Any) -> bool:
+    """True when `value` is JSON made of the plain types alone (what the gate nearly always
+    sees), walked without naming pointers; False when it holds anything else, which
+    `_first_problem` then looks at."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind is FrozenDict or kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            stack.extend(item.values())
+        elif kind is tuple or kind is list:
+            stack.extend(item)
+        else:
+            return False
+    return True
+
+
+def _first_problem(value: Any) -> str | None:
+    """`json_problem` in document order, naming the pointer of the first problem."""
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         pointer, item = stack.pop()

@@ -101,12 +101,15 @@ def freeze_json(value: Any) -> Any:
     Keys are kept as they are: a key that is not a string is the promotion
     gate's to refuse (see `json_problem`), not silently renamed here.
     """
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value  # the leaves, answered before the isinstance checks
     if isinstance(value, FrozenDict):
         return value
     if isinstance(value, Mapping):
-        return FrozenDict((k, freeze_json(v)) for k, v in value.items())
+        return FrozenDict({k: freeze_json(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return tuple(freeze_json(v) for v in value)
+        return tuple([freeze_json(v) for v in value])
     return value
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from converge_dsl import codes
 from converge_dsl._files import ReferenceRefused, referenced_path
 from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.errors import ConvergeError
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import PipelineFacts
@@ -84,6 +85,11 @@ def _script_problems(path: Path, display: str) -> Iterator[Diagnostic]:
         yield from exc.diagnostics
 
 
+# The scripts loaded so far: (path, display) -> (the file's bytes, its script).
+_LOADED: dict[tuple[str, str], tuple[bytes, Script]] = {}
+_KEEP_LOADED = 64
+
+
 def load_script(path: Path, *, display: str) -> Script:
     """The script at `path` (named `display` in messages), as `validate` and `run` load it.
 
@@ -91,7 +97,44 @@ def load_script(path: Path, *, display: str) -> Script:
     not well-formed, too large) keeps its located diagnostics without an
     excerpt; one that loads as something other than a mapping is one CD222
     diagnostic that names what it holds, never its text.
+
+    The file is read on every call; a script is parsed and checked again only
+    when its bytes differ from those of the last load of that path (a batch
+    builds its scripted model once per case; a script edited between two runs
+    is the new one in the second).
     """
+    raw = _bytes(path)
+    kept = None if raw is None else _LOADED.get((str(path), display))
+    if kept is not None and kept[0] == raw:
+        return kept[1]
+    script, text = _load_script(path, display)
+    if raw is not None and _text_of(raw) == text:  # parsed from the bytes read above
+        if len(_LOADED) >= _KEEP_LOADED:
+            del _LOADED[next(iter(_LOADED))]
+        _LOADED[(str(path), display)] = (raw, script)
+    return script
+
+
+def _bytes(path: Path) -> bytes | None:
+    """The bytes of `path`, or None when it cannot be read (the loader then says why)."""
+    from converge_dsl._reading import read_bytes
+
+    try:
+        return read_bytes(path, "model script")
+    except (OSError, ConvergeError):
+        return None
+
+
+def _text_of(raw: bytes) -> str | None:
+    """The text the loader reads from `raw` (UTF-8, less a byte-order mark), or None."""
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return None
+
+
+def _load_script(path: Path, display: str) -> tuple[Script, str]:
+    """The script at `path` and the text it was compiled from (see `load_script`)."""
     from converge_dsl.errors import PipelineInvalid
     from converge_dsl.frontend import load_file
     from converge_dsl.models._script import compile_script
@@ -115,7 +158,7 @@ def load_script(path: Path, *, display: str) -> Script:
                 )
             ]
         )
-    return compile_script(doc)
+    return compile_script(doc), doc.text
 
 
 def unquoted(diagnostic: Diagnostic) -> Diagnostic:

@@ -1,8 +1,10 @@
 """The scripted adapter: the embedded default model, answering from a YAML script.
 
-No network, no global state: the only clock it touches is the injected one
-(for `delay_s`), so the same script and the same requests give the same
-returns, run after run. Streaming splits the reply into word increments.
+No network, and no global state but one cache of pure verdicts (a reply
+against a response schema, `schema_problem`): the only clock it touches is
+the injected one (for `delay_s`), so the same script and the same requests
+give the same returns, run after run. Streaming splits the reply into word
+increments.
 
 A request with a `response_schema` gets only a reply that is JSON conforming
 to it, as a server constraining its decoding would give: any other scripted
@@ -156,11 +158,12 @@ class ScriptedModel(ModelDefaults):
         parts: list[Part] = []
         if outcome.reply:
             parts.append(TextPart(outcome.reply))
-        call_id = _call_ids(req)
-        parts.extend(
-            ToolCallPart(call.id or call_id(i), call.name, thaw_json(call.input))
-            for i, call in enumerate(outcome.tool_calls)
-        )
+        if outcome.tool_calls:
+            call_id = _call_ids(req)
+            parts.extend(
+                ToolCallPart(call.id or call_id(i), call.name, thaw_json(call.input))
+                for i, call in enumerate(outcome.tool_calls)
+            )
         message = Message("assistant", tuple(parts))
         return ModelReturn(
             message=message,
@@ -185,13 +188,42 @@ class ScriptedModel(ModelDefaults):
         )
 
 
+# The verdicts of `schema_problem` so far, by (reply text, schema text).
+_VERDICTS: dict[tuple[str, str], str | None] = {}
+_KEEP_VERDICTS = 256
+
+
 def schema_problem(text: str, schema: Mapping[str, Any]) -> str | None:
-    """Why `text` is not JSON conforming to `schema` (naming the JSON pointer), or None."""
+    """Why `text` is not JSON conforming to `schema` (naming the JSON pointer), or None.
+
+    The verdict on a (text, schema) pair is kept: a batch asks it of the same
+    scripted reply and response schema in every case.
+    """
+    try:
+        key = (text, json.dumps(schema, sort_keys=True, default=_plain))
+    except (TypeError, ValueError):
+        return _schema_problem(text, thaw_json(schema))
+    if key in _VERDICTS:
+        return _VERDICTS[key]
+    verdict = _schema_problem(text, thaw_json(schema))
+    if len(_VERDICTS) >= _KEEP_VERDICTS:
+        _VERDICTS.clear()
+    _VERDICTS[key] = verdict
+    return verdict
+
+
+def _plain(value: object) -> Any:
+    """A frozen mapping (a `MappingProxyType`) as `json.dumps` takes it."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(type(value).__name__)
+
+
+def _schema_problem(text: str, plain: Any) -> str | None:
     try:
         value = json.loads(text)
     except ValueError as exc:
         return f"the reply is not JSON ({exc})"
-    plain = thaw_json(schema)
     try:
         validator = python_validator(plain, "the response schema")
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))

@@ -35,7 +35,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl.engine.types import (
     AgentEffect,
@@ -56,6 +56,9 @@ from converge_dsl.sandbox import (
     python_validator,
 )
 from converge_dsl.solvers import PlanCheck, Solver, SolverError
+
+if TYPE_CHECKING:
+    from converge_dsl.compiler import RunParts
 
 DIAGNOSTIC_KEY = "diagnostic"
 _JSON_TYPES = (
@@ -120,6 +123,10 @@ class PackSolverSuggestor:
     @property
     def dependencies(self) -> tuple[str, ...]:
         return (self.input_key,)
+
+    def for_run(self, run: RunParts) -> PackSolverSuggestor:
+        """Itself: it holds nothing of a run (`converge_dsl.compiler.RunParts`)."""
+        return self
 
     @property
     def plan_id(self) -> str:

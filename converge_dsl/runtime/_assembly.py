@@ -20,15 +20,14 @@ whatever happened (sinks, checkpoint store, models).
 from __future__ import annotations
 
 import contextlib
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl.clock import Clock
-from converge_dsl.compiler import compile_pipeline, compile_settings
-from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter
+from converge_dsl.compiler import RunParts, compile_pipeline, compile_settings
+from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter, freeze_alive
 from converge_dsl.errors import ConvergeError
 
 from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
@@ -128,7 +127,8 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
-        compiled = None if reuse is None else reuse.compiled(inputs)
+        parts = RunParts(models=models, usage=meter, events=hub)
+        compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
             cache = None if plan.cache is None else plan.cache(settings.inputs)
             with contextlib.nullcontext() if cache is None else cache.session():
@@ -138,22 +138,23 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             if reuse is not None:
                 reuse.offer(inputs, compiled)
         if plan.freeze:
-            gc.freeze()  # see `RunOptions.freeze_compiled`
+            freeze_alive()  # see `RunOptions.freeze_compiled`
         for sink in sinks:
             sink.on_compiled(compiled, {plan.document.file: plan.document.text})
         engine = build_engine(compiled, hub, plan.clock, meter)
-        digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
-        if store is not None and checkpoint is not None:
-            checkpoint.check_digest(digest)
-            restore_states(compiled.suggestors, checkpoint.suggestors)
-            store.resume(checkpoint, compiled.suggestors)
-        elif store is not None:
-            store.start(
-                pipeline_text=plan.document.text,
-                digest=digest,
-                inputs=plan.inputs,
-                suggestors=compiled.suggestors,
-            )
+        if store is not None:
+            digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
+            if checkpoint is not None:
+                checkpoint.check_digest(digest)
+                restore_states(compiled.suggestors, checkpoint.suggestors)
+                store.resume(checkpoint, compiled.suggestors)
+            else:
+                store.start(
+                    pipeline_text=plan.document.text,
+                    digest=digest,
+                    inputs=plan.inputs,
+                    suggestors=compiled.suggestors,
+                )
         result, decided = await _execute(engine, compiled.seeds, store, checkpoint, plan)
         _raise_failure(sinks)  # a write that failed inside a suggestor: still fatal
         if store is not None and result.pause is not None:

@@ -13,7 +13,7 @@ suggestor the event concerns, when there is one).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +21,7 @@ from pydantic_core import to_json
 
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
 from converge_dsl.engine.state import PendingProposal
-from converge_dsl.engine.types import Fact, Provenance, canonical_json, key_sort_key
+from converge_dsl.engine.types import Fact, Provenance, key_sort_key
 
 SCHEMA_BASE = "https://converge-dsl.dev/schemas/"
 
@@ -71,8 +71,16 @@ _DATA_DESCRIPTION = "the fact's JSON data (what rules and solvers read), or null
 
 
 def _plain(data: Any) -> Any:
-    """Frozen JSON (FrozenDict, tuples) as plain JSON values, in canonical key order."""
-    return None if data is None else json.loads(canonical_json(data))
+    """Frozen JSON (FrozenDict, tuples) as plain JSON values, in canonical key order
+    (what `json.loads(canonical_json(data))` gives, without the text between)."""
+    kind = type(data)
+    if kind is str or kind is int or kind is float or kind is bool or data is None:
+        return data
+    if isinstance(data, Mapping):
+        return {key: _plain(data[key]) for key in sorted(data)}
+    if isinstance(data, tuple | list):
+        return [_plain(item) for item in data]
+    return data
 
 
 _FACT_FIELDS = frozenset({"id", "content", "data", "confidence", "provenance"})
@@ -242,7 +250,7 @@ _FACTS_FIELD = '\n  "facts": {}'
 _CHUNK = 1024  # facts serialised per call; a chunk's text is all that is held at once
 
 
-def _fact_plain(fact: Fact, provenances: dict[Provenance, dict[str, Any]]) -> dict[str, Any]:
+def fact_plain(fact: Fact, provenances: dict[Provenance, dict[str, Any]]) -> dict[str, Any]:
     """`FactModel.of(fact)` as plain JSON values, in its field order."""
     provenance = provenances.get(fact.provenance)
     if provenance is None:
@@ -288,7 +296,7 @@ def write_run_result(
         stream.write(",\n    " if wrote_key else "\n    ")
         stream.write(to_json(str(key)).decode("utf-8") + ": [")
         for start in range(0, len(items), _CHUNK):
-            chunk = [_fact_plain(fact, provenances) for fact in items[start : start + _CHUNK]]
+            chunk = [fact_plain(fact, provenances) for fact in items[start : start + _CHUNK]]
             text = to_json(chunk, indent=2).decode("utf-8")
             # "[\n  {...},\n  {...}\n]": the objects, indented four more (JSON text
             # has no raw newline inside a string, so every newline is layout).

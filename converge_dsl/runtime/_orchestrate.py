@@ -18,12 +18,12 @@ verifies it first and takes its inputs when none are given.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl.compiler import LOCK_FILE, CompileCache, declare_models, open_cache
 from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.engine import freeze_alive
 from converge_dsl.errors import UsageError
 from converge_dsl.frontend.document import LoadedDocument
 
@@ -71,7 +71,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             options.pipeline, options.on_fetch, options.roots, options.on_warning
         )
         if options.freeze_compiled:
-            gc.freeze()  # see `RunOptions.freeze_compiled`
+            freeze_alive()  # see `RunOptions.freeze_compiled`
         store_dir = options.checkpoint or options.resume
         plan = RunPlan(
             document=document,

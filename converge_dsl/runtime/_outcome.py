@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from converge_dsl import codes
 from converge_dsl.compiler import CompiledPipeline
@@ -32,6 +32,7 @@ from ._documents import (
     ProvenanceModel,
     RunResultDocument,
     UsageModel,
+    fact_plain,
     write_run_result,
 )
 
@@ -88,6 +89,18 @@ class RunOutcome:
             for key, items in self.facts_by_key()
         }
         return self.summary.model_copy(update={"facts": facts})
+
+    @cached_property
+    def plain(self) -> dict[str, Any]:
+        """`document.model_dump(mode="json")`, made from the result's facts without a model
+        per fact (what a batch writes each case's result line from)."""
+        body = self.summary.model_dump(mode="json")
+        provenances: dict[Provenance, dict[str, Any]] = {}
+        body["facts"] = {
+            key: [fact_plain(fact, provenances) for fact in items]
+            for key, items in self.facts_by_key()
+        }
+        return body
 
     def write_json(self, stream: TextIO) -> None:
         """Write `document` as `model_dump_json(indent=2)` would, facts streamed; no newline."""

@@ -6,15 +6,17 @@ run is made of depends only on the document and the run's resolved inputs.
 
 - the `PipelineSettings` (always: they are immutable; reading them checks
   every key schema and builds the gate's validators);
-- the `CompiledPipeline`, when nothing in it belongs to one run: the pipeline
-  declares no models (so no suggestor holds a run's model, usage meter or
-  event sink) and no suggestor keeps per-run state (`StatefulSuggestor`).
-  Such a pipeline's suggestors are immutable functions of the context, so a
-  run only builds a fresh engine around them.
+- the `CompiledPipeline`, when another run may use it: no suggestor keeps
+  per-run state (`StatefulSuggestor`), and either the pipeline declares no
+  models (so no suggestor holds a run's model, usage meter or event sink) or
+  every suggestor takes another run's parts (`for_run`, see
+  `converge_dsl.compiler.RunParts`: the seed, rule, llm and pack solver
+  kinds). A run then gets each suggestor's `for_run` with its own models,
+  meter and sink, and builds a fresh engine around them.
 
-A pipeline with models compiles its suggestors per run (each run has its own
-models and meter), from the shared settings. Inputs that are not JSON data
-are not kept (each such run resolves its own). At most `limit` inputs are
+Any other pipeline with models compiles its suggestors per run (each run has
+its own models and meter), from the shared settings. Inputs that are not JSON
+data are not kept (each such run resolves its own). At most `limit` inputs are
 kept; past that the oldest go.
 """
 
@@ -23,6 +25,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
+from functools import cache
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl.compiler import compile_settings
@@ -30,7 +35,7 @@ from converge_dsl.compiler import compile_settings
 from ._suggestor_state import stateful
 
 if TYPE_CHECKING:
-    from converge_dsl.compiler import CompiledPipeline, PipelineSettings
+    from converge_dsl.compiler import CompiledPipeline, PipelineSettings, RunParts
     from converge_dsl.frontend.document import LoadedDocument
 
 _Entry = tuple["PipelineSettings", "CompiledPipeline | None"]
@@ -57,14 +62,16 @@ class CompiledRuns:
             self._keep(key, (settings, None))
         return settings
 
-    def compiled(self, inputs: Mapping[str, Any]) -> CompiledPipeline | None:
-        """The compiled pipeline a run with `inputs` may reuse, if one was kept."""
+    def compiled(self, inputs: Mapping[str, Any], run: RunParts) -> CompiledPipeline | None:
+        """The compiled pipeline kept for `inputs`, as the run of `run`'s parts uses it
+        (None if none was kept)."""
         key = _key(inputs)
         entry = None if key is None else self._entries.get(key)
-        return None if entry is None else entry[1]
+        kept = None if entry is None else entry[1]
+        return None if kept is None else for_run(kept, run)
 
     def offer(self, inputs: Mapping[str, Any], compiled: CompiledPipeline) -> None:
-        """Keep `compiled` for the runs with `inputs` if nothing in it belongs to one run."""
+        """Keep `compiled` for the runs with `inputs` if another run may use it."""
         key = _key(inputs)
         if key is None or not reusable(compiled):
             return
@@ -78,8 +85,27 @@ class CompiledRuns:
 
 
 def reusable(compiled: CompiledPipeline) -> bool:
-    """Whether another run may use `compiled` as it is (see the module docstring)."""
-    return not compiled.settings.models and not stateful(compiled.suggestors)
+    """Whether another run may use `compiled`, through `for_run` (see the module docstring)."""
+    if stateful(compiled.suggestors):
+        return False
+    return not compiled.settings.models or all(_for_runs(type(s)) for s in compiled.suggestors)
+
+
+def for_run(compiled: CompiledPipeline, run: RunParts) -> CompiledPipeline:
+    """`compiled` (`reusable`) with the parts of another run: each suggestor's `for_run`
+    and the run's models; as it is when it declares no models."""
+    if not compiled.settings.models:
+        return compiled
+    suggestors = tuple(s.for_run(run) for s in compiled.suggestors)  # type: ignore[attr-defined]
+    if all(a is b for a, b in zip(suggestors, compiled.suggestors, strict=True)):
+        suggestors = compiled.suggestors  # the engine registers a tuple it knows only once
+    return replace(compiled, suggestors=suggestors, models=MappingProxyType(dict(run.models)))
+
+
+@cache
+def _for_runs(kind: type) -> bool:
+    """Whether the instances of `kind` take another run's parts (`for_run`)."""
+    return callable(getattr(kind, "for_run", None))
 
 
 def _key(inputs: Mapping[str, Any]) -> str | None:

@@ -46,6 +46,7 @@ from converge_dsl import codes
 from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems
+from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
 
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
@@ -453,16 +454,17 @@ def python_validator(schema: Mapping[str, Any], what: str = "the schema") -> Gov
         key = None
     kept = None if key is None else _VALIDATORS.get(key)
     if kept is not None:
-        return GovernedValidator(kept, what)
+        return GovernedValidator(kept[0], what, kept[1])
     check_safe(schema, what)
     base = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
     registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
     validator = _safe_class(base)(schema, registry=registry)
+    quick = QuickCheck.of(schema)
     if key is not None:
         if len(_VALIDATORS) >= _KEEP_VALIDATORS:
             _VALIDATORS.clear()
-        _VALIDATORS[key] = validator
-    return GovernedValidator(validator, what)
+        _VALIDATORS[key] = (validator, quick)
+    return GovernedValidator(validator, what, quick)
 
 
 class GovernedValidator:
@@ -471,32 +473,33 @@ class GovernedValidator:
     `iter_errors` gathers the errors under the governor and returns an
     iterator over them (the governor's work bound also bounds how many);
     `is_valid` stops at the first. Other attributes are the wrapped
-    validator's. Raises the governor's `Exhausted`, located.
+    validator's. Raises the governor's `Exhausted`, located. `fits` (`_schema_quick`) answers first.
     """
 
-    __slots__ = ("validator", "what")
+    __slots__ = ("fits", "validator", "what")
 
-    def __init__(self, validator: Any, what: str) -> None:
+    def __init__(self, validator: Any, what: str, fits: QuickCheck = NEVER) -> None:
         self.validator = validator
         self.what = what
+        self.fits = fits
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.validator, name)
 
     def iter_errors(self, instance: Any) -> Iterator[Any]:
         with self._governed():
-            return iter(list(self.validator.iter_errors(instance)))
+            return iter(() if self.fits(instance) else list(self.validator.iter_errors(instance)))
 
     def is_valid(self, instance: Any) -> bool:
         with self._governed():
-            return next(self.validator.iter_errors(instance), None) is None
+            return self.fits(instance) or next(self.validator.iter_errors(instance), None) is None
 
     def best_error(self, instance: Any) -> Any:
         """The error python-jsonschema's `best_match` picks, or None when `instance` fits."""
         from jsonschema.exceptions import best_match
 
         with self._governed():
-            return best_match(self.validator.iter_errors(instance))
+            return None if self.fits(instance) else best_match(self.validator.iter_errors(instance))
 
     @contextlib.contextmanager
     def _governed(self) -> Iterator[None]:
@@ -574,7 +577,7 @@ def meta_error(schema: Any) -> Any:
 
 
 # The validators built so far, by schema text (see `python_validator`).
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, tuple[Any, QuickCheck]] = {}
 _KEEP_VALIDATORS = 256
 
 

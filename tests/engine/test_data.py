@@ -7,6 +7,8 @@ import urllib.request
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from converge_dsl.engine import (
     Engine,
@@ -16,6 +18,7 @@ from converge_dsl.engine import (
     Provenance,
     SeedSuggestor,
     StopReason,
+    freeze_json,
 )
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.errors import RunError
@@ -218,3 +221,36 @@ def test_events_carry_data_when_there_is_some() -> None:
     assert promoted["a"].data == {"k": (1,)}
     assert promoted["a"].model_dump(mode="json")["data"] == {"k": [1]}
     assert "data" not in promoted["b"].model_dump(mode="json")  # no data, no field
+
+
+class _Text(str):
+    pass
+
+
+_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),  # NaN and the infinities included: not JSON
+    st.text(max_size=3),
+    st.builds(_Text, st.text(max_size=3)),  # a str subclass: JSON all the same
+    st.builds(object),
+)
+_KEYS = st.one_of(st.text(max_size=3), st.integers(), st.none())
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(_KEYS, inner, max_size=3),
+        st.dictionaries(st.text(max_size=3), inner, max_size=3).map(freeze_json),
+    ),
+    max_leaves=12,
+)
+
+
+@given(_VALUES)
+def test_the_quick_look_at_plain_data_answers_as_the_full_walk(value: Any) -> None:
+    from converge_dsl.engine._data import _first_problem, json_problem
+
+    assert json_problem(value) == _first_problem(value)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance
+from converge_dsl.engine import _gc, freeze_alive
 from converge_dsl.engine._gc import quiet_collector
 from converge_dsl.engine.testing import FnSuggestor
 
@@ -19,6 +20,7 @@ def _collector_restored() -> Iterator[None]:
     gc.unfreeze()
     yield
     gc.unfreeze()
+    _gc._Frozen.for_good = False
     if enabled:
         gc.enable()
     else:
@@ -81,3 +83,32 @@ def test_a_run_s_cyclic_garbage_is_still_collected() -> None:
         node.self = node  # type: ignore[attr-defined]
         del node
         assert gc.collect() >= 1
+
+
+def test_after_freeze_alive_runs_neither_freeze_nor_count_the_frozen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gc.enable()
+    freeze_alive()
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+
+    def walked() -> int:  # walks every frozen object: once per run was a batch's cost
+        raise AssertionError("the frozen objects were counted")
+
+    monkeypatch.setattr(gc, "get_freeze_count", walked)
+    with quiet_collector():
+        pass
+    monkeypatch.undo()
+    assert gc.get_freeze_count() == frozen  # nothing given back: they stay frozen
+
+
+def test_a_run_inside_a_run_does_not_count_the_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    gc.enable()
+    with quiet_collector():
+        monkeypatch.setattr(gc, "get_freeze_count", lambda: pytest.fail("counted"))
+        with quiet_collector():
+            pass
+        monkeypatch.undo()
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0

@@ -182,3 +182,39 @@ def test_scripted_timeout_carries_a_recovery_hint_and_the_rule() -> None:
         "with a provider, raise timeout_s or check the server's load; "
         "this failure is scripted by default: edit the model script to change it"
     )
+
+
+def test_a_script_is_parsed_once_while_its_bytes_stay_the_same(tmp_path: Path) -> None:
+    from converge_dsl.models._script_checks import load_script
+
+    path = tmp_path / "s.script.yaml"
+    path.write_text(SCRIPT)
+    first = load_script(path, display="s.script.yaml")
+    assert load_script(path, display="s.script.yaml") is first
+
+
+def test_a_script_changed_between_two_loads_is_read_again(tmp_path: Path) -> None:
+    from converge_dsl.models._script_checks import load_script
+
+    path = tmp_path / "s.script.yaml"
+    path.write_text(SCRIPT)
+    load_script(path, display="s.script.yaml")
+    # Same size and, within the file system's clock tick, the same times: only the bytes differ.
+    path.write_text(SCRIPT.replace("Nothing to add.", "Nothing to say.", 1))
+    script = load_script(path, display="s.script.yaml")
+    assert script.default is not None
+    assert script.default.reply == "Nothing to say."
+    path.write_text("rules: [")
+    with pytest.raises(PipelineInvalid):
+        load_script(path, display="s.script.yaml")
+
+
+def test_a_reply_is_checked_against_the_schema_it_is_given_now() -> None:
+    from converge_dsl.models.scripted import schema_problem
+
+    schema: dict[str, object] = {"type": "array", "items": {"type": "object"}}
+    assert schema_problem("[{}]", schema) is None
+    schema["items"] = {"type": "string"}  # the same object, another schema
+    problem = schema_problem("[{}]", schema)
+    assert problem is not None
+    assert "/0" in problem

@@ -7,6 +7,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from converge_dsl.engine import Fact, PromotionRecord, Provenance
 from converge_dsl.engine.types import freeze_json
@@ -135,3 +137,21 @@ def test_a_run_document_is_built_unvalidated_yet_validates_and_shares_provenance
         built[0].model_fields_set
         == FactModel.model_validate(built[0].model_dump()).model_fields_set
     )
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_plain_data_is_the_canonical_json_read_back(value: object) -> None:
+    from converge_dsl.engine.types import canonical_json
+
+
+    frozen = freeze_json(value)
+    expected = json.loads(canonical_json(frozen))
+    assert documents._plain(frozen) == expected
+    assert json.dumps(documents._plain(frozen)) == json.dumps(expected)  # the same key order too

@@ -9,8 +9,11 @@ import pytest
 
 import converge_dsl
 from converge_dsl.engine.policy import PromotionPolicy, gate_of
+from converge_dsl.models import ScriptedModel
 from converge_dsl.runtime import _assembly, _reuse
 
+ROOT = Path(__file__).resolve().parents[2]
+ECHO_PATH = ROOT / "tests" / "batch" / "data" / "echo.yaml"
 RULES = """\
 apiVersion: converge-dsl/v1
 kind: Pipeline
@@ -59,7 +62,7 @@ def test_a_pipeline_without_models_compiles_once_per_inputs(
     assert [r.cycles for r in runs] == [runs[0].cycles] * 4
 
 
-def test_a_pipeline_with_models_shares_its_settings_and_compiles_per_run(
+def test_a_pipeline_with_models_compiles_once_and_each_run_has_its_own_model_and_meter(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from tests.batch.conftest import ECHO
@@ -69,9 +72,46 @@ def test_a_pipeline_with_models_shares_its_settings_and_compiles_per_run(
     pipeline = converge_dsl.load(ECHO)
     first, second = pipeline.run({"word": "tea"}), pipeline.run({"word": "tea"})
     assert first.facts == second.facts
-    assert first.usage.model_calls == second.usage.model_calls == 1
-    assert len(compiles) == 2  # the run's own models and meter are bound in
+    assert first.usage.model_calls == second.usage.model_calls == 1  # a meter per run
+    other = ScriptedModel.from_text(OTHER_SCRIPT, "other.script.yaml")
+    third = pipeline.run({"word": "tea"}, models={"default": other})
+    assert third.facts["hypotheses"][0].content == "said something else"  # this run's model
+    assert pipeline.run({"word": "tea"}).facts == first.facts
+    assert len(compiles) == 1
     assert len(settings) == 1
+
+
+OTHER_SCRIPT = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+default: {reply: "said something else"}
+"""
+
+
+def test_a_pipeline_whose_suggestor_may_hold_its_run_compiles_per_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl.compiler import _llm
+
+    # A suggestor without `for_run` may keep the run's model or meter it was compiled with.
+    monkeypatch.delattr(_llm.LlmSuggestor, "for_run")
+    _reuse._for_runs.cache_clear()
+    compiles = _counting(monkeypatch, _assembly, "compile_pipeline")
+    try:
+        pipeline = converge_dsl.load(ECHO_PATH)
+        first, second = pipeline.run({"word": "tea"}), pipeline.run({"word": "tea"})
+    finally:
+        _reuse._for_runs.cache_clear()
+    assert first.facts == second.facts
+    assert len(compiles) == 2
+
+
+def test_an_agent_pipeline_compiles_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiles = _counting(monkeypatch, _assembly, "compile_pipeline")
+    pipeline = converge_dsl.load(ROOT / "pipelines" / "agent-review.yaml")
+    first, second = pipeline.run(), pipeline.run()
+    assert first.facts == second.facts
+    assert len(compiles) == 2  # an agent keeps per-run state
 
 
 def test_inputs_that_are_not_json_are_never_kept() -> None:

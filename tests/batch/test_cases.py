@@ -1,0 +1,34 @@
+"""A case's result: its line and document, made from the run's plain JSON values."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+import converge_dsl
+from converge_dsl.batch import CaseResult
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(
+    path
+    for path in (ROOT / "pipelines").glob("*.yaml")
+    if not path.name.endswith((".script.yaml", ".test.yaml"))
+)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_a_result_line_is_the_documents_line_without_a_model_per_fact(path: Path) -> None:
+    pipeline = converge_dsl.load(path)
+    outcome = asyncio.run(pipeline.outcome())
+    document = outcome.document
+    assert document.facts  # every example promotes facts
+    quick = CaseResult(3, "c", outcome.plain, outcome.exit_code)
+    modelled = CaseResult.of(3, "c", document, outcome.exit_code)
+    assert quick.line() == modelled.line()  # byte for byte
+    assert quick.document == document
+    assert quick.stop_reason == document.stop_reason
+    assert quick.usage == document.usage.model_dump()
+    assert json.loads(quick.line())["index"] == 3
