@@ -13,11 +13,19 @@ symbols, folding, rename and semantic tokens read the same analysis
 
 from __future__ import annotations
 
+import os
+
 from converge_dsl.lsp._server import Explain, build_server
 
 __all__ = ["build_server", "serve"]
 
 
 def serve(explain: Explain | None = None) -> None:
-    """Serve the language server on standard input and output until the client exits."""
-    build_server(explain).start_io()
+    """Serve the language server on standard input and output until the client exits.
+
+    The server reads and writes copies of the two descriptors, which it closes
+    when it stops: the process's own streams stay open for the command line's
+    last flush.
+    """
+    with os.fdopen(os.dup(0), "rb") as stdin, os.fdopen(os.dup(1), "wb") as stdout:
+        build_server(explain).start_io(stdin, stdout)

@@ -84,10 +84,10 @@ class PipelineServer(LanguageServer):
         for pipeline in self.state.pipelines_reading(path):
             self.schedule(pipeline)
         if kind in (SCRIPT, TEST) and not self.state.pipelines_reading(path):
-            for pipeline in self._pipelines_naming(path, kind, text):
+            for pipeline in self.pipelines_naming(path, kind, text):
                 self.schedule(pipeline)
 
-    def _pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
+    def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""
         if kind == TEST:
             from converge_dsl.lsp._related import tested_pipeline
