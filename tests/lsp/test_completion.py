@@ -45,14 +45,16 @@ async def test_schema_keys_of_a_suggestor_by_its_kind(session: Session, typed: s
     text = typed.replace("    target: evaluations\n", "    target: evaluations\n    \n")
     labels = await _labels(session, "typed.yaml", text, "evaluations\n    \n", 16)
     assert {"description", "max_tokens", "temperature"} <= set(labels)
-    assert "emit" not in labels and "model" not in labels
+    assert "emit" not in labels
+    assert "model" not in labels
 
 
 async def test_schema_keys_deep_inside(session: Session, typed: str) -> None:
     text = typed.replace("      format: json\n", "      format: json\n      \n")
     labels = await _labels(session, "typed.yaml", text, "format: json\n      \n", 19)
-    assert "data" in labels and "format" not in labels
-    text = typed.replace("budget", "budget").replace("models:\n", "budget:\n  max_\nmodels:\n")
+    assert "data" in labels
+    assert "format" not in labels
+    text = typed.replace("models:\n", "budget:\n  max_\nmodels:\n")
     labels = await _labels(session, "typed.yaml", text, "  max_\n", 6)
     assert {"max_cycles", "max_facts", "max_tokens", "max_wall_s"} <= set(labels)
 
