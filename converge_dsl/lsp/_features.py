@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
+from converge_dsl.lsp._index import Place
 from converge_dsl.lsp._lookup import Subject
 
 if TYPE_CHECKING:
@@ -26,3 +27,38 @@ def register(server: PipelineServer) -> None:
         subject = Subject.of(ls, params.text_document.uri)
         items = [] if subject is None else complete(subject, params.position)
         return lsp.CompletionList(is_incomplete=False, items=items)
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(ls: PipelineServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        from converge_dsl.lsp._hover import hover
+
+        subject = Subject.of(ls, params.text_document.uri)
+        return None if subject is None else hover(subject, params.position)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def definition(ls: PipelineServer, params: lsp.DefinitionParams) -> list[lsp.Location]:
+        from converge_dsl.lsp._navigate import definitions
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        if subject is None:
+            return []
+        return [_location(ls, place) for _, place in definitions(subject, params.position)]
+
+    @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    def references(ls: PipelineServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
+        from converge_dsl.lsp._navigate import occurrences, symbol_at
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        symbol = None if subject is None else symbol_at(subject, params.position)
+        if subject is None or symbol is None:
+            return []
+        places = occurrences(subject, symbol)
+        if not params.context.include_declaration:
+            places = [p for p in places if not p.defines]
+        return [_location(ls, place) for place in places]
+
+
+def _location(server: PipelineServer, place: Place) -> lsp.Location:
+    return lsp.Location(
+        server.uri(place.path), server.state.lines(str(place.path)).range(place.span)
+    )

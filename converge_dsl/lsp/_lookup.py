@@ -60,17 +60,22 @@ class Subject:
         self.analysis = analysis
 
     @classmethod
-    def of(cls, server: PipelineServer, uri: str) -> Subject | None:
+    def of(cls, server: PipelineServer, uri: str, *, fresh: bool = False) -> Subject | None:
+        """The file at `uri`; with `fresh`, a pipeline whose latest analysis is of another
+        text is analysed now (positions must be the text's own)."""
         path = server.path(uri)
         text = server.state.text(path) if path is not None else None
         if path is None or text is None:
             return None
         subject = cls(server, path, text, None)
-        subject.analysis = subject._analysis()
+        subject.analysis = subject._analysis(fresh)
         return subject
 
-    def _analysis(self) -> Analysis | None:
+    def _analysis(self, fresh: bool) -> Analysis | None:
         state = self.server.state
+        latest = state.latest.get(self.path)
+        if fresh and self.kind == PIPELINE and (latest is None or latest.text != self.text):
+            state.remember(analyse(self.path, self.text, state.display(self.path)))
         pipelines = [self.path] if self.kind == PIPELINE else []
         if self.kind != PIPELINE:
             pipelines = sorted(state.pipelines_reading(self.path))

@@ -83,10 +83,11 @@ class Workspace:
         before = self.found.get(source, {})
         self.found[source] = found
         touched = set(before) | set(found)
-        return {
-            file: [d for per_source in self.found.values() for d in per_source.get(file, ())]
-            for file in sorted(touched)
-        }
+        return {file: self.published(file) for file in sorted(touched)}
+
+    def published(self, path: Path) -> list[lsp.Diagnostic]:
+        """The diagnostics last published for `path`, from every pipeline."""
+        return [d for per_source in self.found.values() for d in per_source.get(path, ())]
 
     def pipelines_reading(self, path: Path) -> set[Path]:
         return set(self.related.get(path, ()))
