@@ -122,6 +122,6 @@ async def test_references_of_a_key_and_a_suggestor_across_files(
         ("typed.yaml", 29, 37, 44),  # facts.tickets
     ]
     assert await references("typed.yaml", "name: summarise", 7) == [
-        ("typed.script.yaml", 5, 23, 32),
+        ("typed.script.yaml", 5, 24, 33),
         ("typed.yaml", 30, 11, 20),
     ]
