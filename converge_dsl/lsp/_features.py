@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
@@ -17,6 +18,7 @@ TRIGGERS = [".", "'", '"', "|", " ", "[", ",", "("]
 
 def register(server: PipelineServer) -> None:
     """Every feature beyond diagnostics, each from its own module."""
+    _register_actions(server)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=TRIGGERS)
@@ -62,3 +64,29 @@ def _location(server: PipelineServer, place: Place) -> lsp.Location:
     return lsp.Location(
         server.uri(place.path), server.state.lines(str(place.path)).range(place.span)
     )
+
+
+def _register_actions(server: PipelineServer) -> None:
+    from converge_dsl.lsp._actions import LOCK_COMMAND
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+    )
+    def code_action(ls: PipelineServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        from converge_dsl.lsp._actions import actions
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        return [] if subject is None else actions(subject, list(params.context.diagnostics))
+
+    @server.command(LOCK_COMMAND)
+    async def lock(ls: PipelineServer, uri: str) -> str:
+        from converge_dsl.lsp._actions import run_lock
+
+        path = ls.path(uri)
+        if path is None:
+            return ""
+        loop = asyncio.get_running_loop()
+        output = await loop.run_in_executor(None, run_lock, str(path), str(path.parent))
+        ls.changed(path)
+        return output

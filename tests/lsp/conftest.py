@@ -135,3 +135,18 @@ async def client(lsp_client: LanguageClient, project: Path) -> AsyncIterator[Non
 @pytest.fixture
 def session(client: LanguageClient, project: Path) -> Session:
     return Session(client, project)
+
+
+def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """`text` with `edits` applied (ASCII texts: UTF-16 units are characters)."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+
+    def offset(position: lsp.Position) -> int:
+        return offsets[position.line] + position.character
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
