@@ -22,7 +22,7 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend import LoadedDocument
 from converge_dsl.lsp._lookup import Subject
-from converge_dsl.lsp._positions import Lines, value_at
+from converge_dsl.lsp._positions import Lines, last_line, value_at
 
 LOCK_COMMAND = "converge-dsl.lock"
 _GUESS = re.compile(r"did you mean '([^']+)'\?")
@@ -107,7 +107,7 @@ def _append_to_list(
     last = document.source_map.span((*path, len(items) - 1))
     dash = lines.line(last.line)[: last.column - 1].rstrip()
     indent = len(dash) - 1 if dash.endswith("-") else last.column - 1
-    end = _last_line(document, (*path, len(items) - 1))
+    end = last_line(document, document.source_map.span((*path, len(items) - 1)))
     return _insert(lines, end + 1, 1, " " * indent + "- " + item + "\n")
 
 

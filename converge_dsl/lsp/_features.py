@@ -19,6 +19,7 @@ TRIGGERS = [".", "'", '"', "|", " ", "[", ",", "("]
 def register(server: PipelineServer) -> None:
     """Every feature beyond diagnostics, each from its own module."""
     _register_actions(server)
+    _register_outline(server)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=TRIGGERS)
@@ -90,3 +91,25 @@ def _register_actions(server: PipelineServer) -> None:
         output = await loop.run_in_executor(None, run_lock, str(path), str(path.parent))
         ls.changed(path)
         return output
+
+
+def _register_outline(server: PipelineServer) -> None:
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    def document_symbol(
+        ls: PipelineServer, params: lsp.DocumentSymbolParams
+    ) -> list[lsp.DocumentSymbol]:
+        from converge_dsl.lsp._outline import symbols
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        document = None if subject is None else subject.own_document
+        if subject is None or document is None:
+            return []
+        return symbols(document, subject.lines)
+
+    @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    def folding_range(ls: PipelineServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+        from converge_dsl.lsp._outline import folding
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        document = None if subject is None else subject.own_document
+        return [] if document is None else folding(document)

@@ -155,3 +155,13 @@ def value_at(data: Any, path: JsonPath) -> Any:
         else:
             return None
     return data
+
+
+def last_line(document: LoadedDocument, span: SourceSpan) -> int:
+    """The last line a node's text is on: a block collection's span ends where the next
+    token starts (a line below, at or before its indentation)."""
+    if span.end_line <= span.line:
+        return span.end_line
+    line = document.line(span.end_line)
+    indentation = len(line) - len(line.lstrip())
+    return span.end_line - 1 if span.end_column <= indentation + 1 else span.end_line
