@@ -6,6 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidRequest
 
 from converge_dsl.lsp._index import Place
 from converge_dsl.lsp._lookup import Subject
@@ -20,6 +21,7 @@ def register(server: PipelineServer) -> None:
     """Every feature beyond diagnostics, each from its own module."""
     _register_actions(server)
     _register_outline(server)
+    _register_rename(server)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=TRIGGERS)
@@ -113,3 +115,33 @@ def _register_outline(server: PipelineServer) -> None:
         subject = Subject.of(ls, params.text_document.uri, fresh=True)
         document = None if subject is None else subject.own_document
         return [] if document is None else folding(document)
+
+
+def _register_rename(server: PipelineServer) -> None:
+    @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+    def prepare_rename(ls: PipelineServer, params: lsp.PrepareRenameParams) -> lsp.Range | None:
+        from converge_dsl.lsp._rename import renameable
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        found = None if subject is None else renameable(subject, params.position)
+        return None if found is None or subject is None else subject.lines.range(found[1].span)
+
+    @server.feature(lsp.TEXT_DOCUMENT_RENAME)
+    def rename(ls: PipelineServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+        from converge_dsl.lsp._rename import RenameRefused, rename
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        if subject is None:
+            return None
+        try:
+            by_file = rename(subject, params.position, params.new_name)
+        except RenameRefused as exc:
+            raise JsonRpcInvalidRequest(str(exc)) from None
+        changes = {
+            ls.uri(path): [
+                lsp.TextEdit(ls.state.lines(str(path)).range(p.span), params.new_name)
+                for p in places
+            ]
+            for path, places in by_file.items()
+        }
+        return lsp.WorkspaceEdit(changes=changes)

@@ -51,6 +51,10 @@ class Session:
         )
         return uri
 
+    def versions_by_name(self) -> set[str]:
+        """The names of the files this session opened."""
+        return {uri.rsplit("/", 1)[-1] for uri in self.versions}
+
     def replace(self, name: str, text: str) -> int:
         """Send the whole new text of `name`; the new version."""
         uri = self.uri(name)
