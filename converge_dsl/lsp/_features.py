@@ -22,6 +22,7 @@ def register(server: PipelineServer) -> None:
     _register_actions(server)
     _register_outline(server)
     _register_rename(server)
+    _register_tokens(server)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=TRIGGERS)
@@ -145,3 +146,22 @@ def _register_rename(server: PipelineServer) -> None:
             for path, places in by_file.items()
         }
         return lsp.WorkspaceEdit(changes=changes)
+
+
+def _register_tokens(server: PipelineServer) -> None:
+    from converge_dsl.lsp._tokens import TYPES
+
+    legend = lsp.SemanticTokensLegend(token_types=TYPES, token_modifiers=[])
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, legend)
+    def semantic_tokens(ls: PipelineServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
+        from converge_dsl.lsp._tokens import encode, tokens
+
+        subject = Subject.of(ls, params.text_document.uri, fresh=True)
+        analysis = None if subject is None else subject.analysis
+        if subject is None or analysis is None or analysis.text != subject.text:
+            return lsp.SemanticTokens(data=[])
+        if analysis.document is None or analysis.facts is None:
+            return lsp.SemanticTokens(data=[])
+        found = tokens(analysis.document, analysis.facts)
+        return lsp.SemanticTokens(data=encode(found, subject.lines))
