@@ -81,9 +81,9 @@ class Analysis(Record):
         return tuple(dict.fromkeys(p.resolve() for p in found))
 
 
-def analyse(path: Path, text: str, display: str) -> Analysis:
+def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analysis:
     """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
-    checks the file."""
+    checks the file; without `facts`, the editor model is left for `with_facts`."""
     from converge_dsl.frontend import check_document, load_text
     from converge_dsl.validation import CHECKS, KINDS
 
@@ -92,8 +92,18 @@ def analyse(path: Path, text: str, display: str) -> Analysis:
     except PipelineInvalid as exc:
         return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
     checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS)
-    facts = PipelineFacts(document, path.parent, KINDS)
-    return Analysis(path, text, document, _readable(facts), checked.diagnostics)
+    analysis = Analysis(path, text, document, None, checked.diagnostics)
+    return with_facts(analysis) if facts else analysis
+
+
+def with_facts(analysis: Analysis) -> Analysis:
+    """`analysis` with the pipeline's facts (None when its suggestors cannot be read)."""
+    from converge_dsl.validation import KINDS
+
+    if analysis.document is None:
+        return analysis
+    facts = PipelineFacts(analysis.document, analysis.path.parent, KINDS)
+    return analysis._replace(facts=_readable(facts))
 
 
 def _readable(facts: PipelineFacts) -> PipelineFacts | None:

@@ -11,13 +11,14 @@ answers by position.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument
-from converge_dsl.lsp._positions import Lines, Point, path_at, value_at
+from converge_dsl.lsp._positions import Lines, Point, last_line, path_at, value_at
 
 MARK = "zzconvergedslcursor"
 _CLOSERS = {"[": "]", "{": "}"}
@@ -59,16 +60,21 @@ def context_at(text: str, point: Point, fallback: LoadedDocument | None) -> Cont
     line, column = point
     current = lines.line(line)
     before, after = current[: column - 1], current[column - 1 :]
-    for patched in _patches(before, after):
-        candidate = "\n".join([*lines.lines[: line - 1], patched, *lines.lines[line:]])
-        try:
-            document = load_text(candidate, "cursor")
-        except PipelineInvalid:
-            continue
-        found = _marked(document.data, ())
-        if found is not None:
-            path, on_key, prefix = found
-            return Context(path, on_key, prefix, document.data, document)
+    window = _window(lines, line, fallback) if fallback is not None else None
+    whole = Window((), 1, len(lines.lines))
+    for part in (window, whole) if window is not None else (whole,):
+        for patched in _patches(before, after):
+            chosen = lines.lines[part.first - 1 : part.last]
+            chosen[line - part.first] = patched
+            try:
+                document = load_text("\n".join(chosen), "cursor")
+            except PipelineInvalid:
+                continue
+            found = _marked(document.data, ())
+            if found is not None:
+                path, on_key, prefix = found
+                data = part.wrap(document.data)
+                return Context(part.outer(path), on_key, prefix, data, document)
     if fallback is None:
         return None
     hit = path_at(fallback, point)
@@ -76,6 +82,68 @@ def context_at(text: str, point: Point, fallback: LoadedDocument | None) -> Cont
     if not hit.on_key and hit.span is not None and hit.span.line == line:
         prefix = before[hit.span.column - 1 :].lstrip("'\"")  # the scalar's text so far
     return Context(hit.path, hit.on_key, prefix, fallback.data, fallback)
+
+
+class Window:
+    """The lines of one entry of a top-level section (`suggestors[41]`, `models.fast`),
+    `first` to `last`, and the path of that entry: what the cursor's line is loaded with, so
+    a completion in a 10,000-line pipeline loads a dozen lines."""
+
+    __slots__ = ("first", "last", "prefix")
+
+    def __init__(self, prefix: JsonPath, first: int, last: int) -> None:
+        self.prefix = prefix
+        self.first = first
+        self.last = last
+
+    def outer(self, path: JsonPath) -> JsonPath:
+        """A path in the window's text as a path in the whole document."""
+        if not self.prefix:
+            return path
+        return (*self.prefix, *path[1:])
+
+    def wrap(self, data: Any) -> Any:
+        """The window's data placed at its path (what the schema's branches read)."""
+        if not self.prefix:
+            return data
+        section, step = self.prefix
+        entry = data[0] if isinstance(data, list) and data else (data or {}).get(step)
+        if isinstance(step, int):
+            return {section: [None] * step + [entry]}
+        return {section: {step: entry}}
+
+
+_SMALL = 400  # lines: below this, the whole text is loaded
+
+
+def _window(lines: Lines, line: int, good: LoadedDocument) -> Window | None:
+    """The entry of a top-level list or mapping holding `line`, from the last good document.
+
+    Its start is above the cursor, where the text has not changed since; its end
+    moves by as many lines as the text gained or lost (the edit is at the cursor).
+    """
+    if len(lines.lines) < _SMALL or not isinstance(good.data, dict):
+        return None
+    source_map = good.source_map
+    grown = len(lines.lines) - len(good.text.split("\n"))
+    for section, value in good.data.items():
+        if not isinstance(value, dict | list) or not value:
+            continue
+        span = source_map.span((section,))
+        if not span.line <= line <= last_line(good, span) + grown:
+            continue
+        steps: list[str | int] = list(value) if isinstance(value, dict) else list(range(len(value)))
+        starts = [source_map.locate((section, s)) for s in steps]
+        firsts = [(loc.key_span or loc.span).line for loc in starts]
+        index = bisect_right(firsts, line) - 1
+        if index < 0:
+            return None
+        end = firsts[index + 1] - 1 if index + 1 < len(firsts) else last_line(good, span)
+        last = end + grown
+        if last < line or last > len(lines.lines):
+            return None
+        return Window((section, steps[index]), firsts[index], last)
+    return None
 
 
 def _patches(before: str, after: str) -> Iterator[str]:

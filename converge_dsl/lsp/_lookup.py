@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
-from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST, Analysis, analyse, file_kind
+from converge_dsl.lsp._analysis import (
+    PIPELINE,
+    SCRIPT,
+    TEST,
+    Analysis,
+    analyse,
+    file_kind,
+    with_facts,
+)
 from converge_dsl.lsp._context import Context, context_at
 from converge_dsl.lsp._positions import Lines, Point
 
@@ -76,6 +84,8 @@ class Subject:
         latest = state.latest.get(self.path)
         if fresh and self.kind == PIPELINE and (latest is None or latest.text != self.text):
             state.remember(analyse(self.path, self.text, state.display(self.path)))
+        elif fresh and latest is not None and latest.facts is None and latest.document:
+            state.remember(with_facts(latest))  # its editor model is still being made
         pipelines = [self.path] if self.kind == PIPELINE else []
         if self.kind != PIPELINE:
             pipelines = sorted(state.pipelines_reading(self.path))

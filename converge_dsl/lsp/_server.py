@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,7 +29,15 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from converge_dsl._version import __version__
-from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST, Analysis, analyse, file_kind
+from converge_dsl.lsp._analysis import (
+    PIPELINE,
+    SCRIPT,
+    TEST,
+    Analysis,
+    analyse,
+    file_kind,
+    with_facts,
+)
 from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._workspace import Workspace
 
@@ -118,17 +127,23 @@ class PipelineServer(LanguageServer):
         display = self.state.display(path)
         loop = asyncio.get_running_loop()
         try:
-            analysis = await loop.run_in_executor(self._worker, analyse, path, text, display)
+            analysis = await loop.run_in_executor(
+                self._worker, functools.partial(analyse, path, text, display, facts=False)
+            )
+            if self.state.text(path) != text:
+                return  # a newer text is scheduled; it publishes
+            self.publish(analysis)
+            # The editor model after the diagnostics: they are what the user waits for.
+            analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
                 lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
             )
             return
-        if self.state.text(path) != text:
-            return  # a newer text is scheduled; it publishes
         if self._pending.get(path) is asyncio.current_task():
             del self._pending[path]
-        self.publish(analysis)
+        if self.state.text(path) == text:
+            self.state.remember(analysis)
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""
