@@ -120,3 +120,45 @@ async def test_names_in_a_model_script_and_a_test(session: Session, project: Pat
     session.open("typed.test.yaml", test)
     text = test.replace("[has-strategy]", "[]")
     assert await _labels(session, "typed.test.yaml", text, "invariants: [", 13) == ["has-strategy"]
+
+
+async def test_completion_in_a_long_pipeline_reads_the_entry_at_the_cursor(
+    session: Session, project: Path
+) -> None:
+    typed = (project / "typed.yaml").read_text(encoding="utf-8")
+    head, rest = typed.split("suggestors:\n", 1)
+    escalate = rest.split("  - name: summarise", 1)[0]
+    copies = "".join(escalate.replace("name: escalate", f"name: escalate-{i}") for i in range(60))
+    text = (
+        f"{head}suggestors:\n{copies}  - name: summarise{rest.split('  - name: summarise', 1)[1]}"
+    )
+    assert text.count("\n") > 400  # past the size under which the whole text is loaded
+    session.open("typed.yaml", text)
+    await session.diagnostics("typed.yaml", 1)
+    middle = text.index("name: escalate-30")
+    edited = text[:middle] + text[middle:].replace("    when:", "    de\n    when:", 1)
+    spot = edited.index("    de\n", middle) + 6
+    session.replace("typed.yaml", edited)
+    result = await session.client.text_document_completion_async(
+        lsp.CompletionParams(
+            lsp.TextDocumentIdentifier(session.uri("typed.yaml")), _pos(edited, spot)
+        )
+    )
+    assert isinstance(result, lsp.CompletionList)
+    assert [i.label for i in result.items] == ["description"]
+    # Broken far above the cursor: the entry at the cursor still loads on its own.
+    broken = edited.replace("name: typed", "name: [typed", 1)
+    version = session.replace("typed.yaml", broken)
+    assert [d.code for d in await session.diagnostics("typed.yaml", version)] == ["CD001"]
+    spot = broken.index("    de\n", broken.index("name: escalate-30")) + 6
+    result = await session.client.text_document_completion_async(
+        lsp.CompletionParams(
+            lsp.TextDocumentIdentifier(session.uri("typed.yaml")), _pos(broken, spot)
+        )
+    )
+    assert isinstance(result, lsp.CompletionList)
+    assert [i.label for i in result.items] == ["description"]
+
+
+def _pos(text: str, index: int) -> lsp.Position:
+    return lsp.Position(text.count("\n", 0, index), index - (text.rfind("\n", 0, index) + 1))
