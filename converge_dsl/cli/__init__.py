@@ -63,6 +63,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("converge_dsl.cli._test", "run pipeline tests (*.test.yaml) and check expectations"),
     "init": ("converge_dsl.cli._init", "start a project: a pipeline, its model script and tests"),
     "explain": ("converge_dsl.cli._explain", "print what a diagnostic code means, with an example"),
+    "lsp": ("converge_dsl.cli._lsp", "serve the language server over stdio (editors)"),
     "completion": (
         "converge_dsl.cli._completion",
         "print a shell completion script (bash, zsh, fish)",

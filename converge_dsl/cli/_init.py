@@ -104,11 +104,16 @@ def _write_all_or_none(folder: Path, files: dict[str, str]) -> None:
     from converge_dsl._files import create_new
 
     written: list[Path] = []
+    made: list[Path] = []  # the sub-folders made for them (`.converge-dsl/schemas`...)
     path = folder
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for relative, text in files.items():
             path = folder / relative
+            for parent in reversed(path.relative_to(folder).parents[:-1]):
+                if not os.path.lexists(folder / parent):
+                    (folder / parent).mkdir()
+                    made.append(folder / parent)
             with os.fdopen(create_new(path), "w", encoding="utf-8") as handle:
                 written.append(path)
                 handle.write(text)
@@ -116,6 +121,9 @@ def _write_all_or_none(folder: Path, files: dict[str, str]) -> None:
         for path in written:
             with contextlib.suppress(OSError):
                 path.unlink()
+        for made_folder in reversed(made):
+            with contextlib.suppress(OSError):
+                made_folder.rmdir()
         raise UsageError(
             f"cannot write {str(path)!r}: {exc.strerror or exc}; nothing was written",
             hint="init in an empty folder you can write to",

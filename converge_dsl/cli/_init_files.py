@@ -3,13 +3,26 @@
 A pipeline with a seed, an llm suggestor on a scripted model, a rule and an
 invariant; its model script; a test file; a pre-commit configuration with
 this repository's hooks as local hooks (nothing fetched); a README. Every YAML file starts with its
-`# yaml-language-server: $schema=` header. Right after `init`, `validate .`,
+`# yaml-language-server: $schema=` header, which names a copy of the installed
+schemas that `init` writes beside it (`.converge-dsl/schemas/`): editors
+check the files offline, against the schemas of the converge-dsl that made
+them. The editor configuration works offline too: VS Code's YAML settings
+map the files to those copies and turn the schema store off, and Helix runs
+`converge-dsl lsp` beside its YAML server (docs/editors.md). Right after `init`, `validate .`,
 `run NAME.yaml`, `test` and `pytest` pass (tests/cli/test_init.py runs them).
 """
 
 from __future__ import annotations
 
-SCHEMAS = "https://converge-dsl.dev/schemas"
+import json
+
+SCHEMAS = ".converge-dsl/schemas"
+# The schemas copied into the project, by the kind of file they check.
+SCHEMA_FILES = {
+    "pipeline": "pipeline.v1.json",
+    "script": "model-script.v1.json",
+    "test": "pipeline-test.v1.json",
+}
 
 _PIPELINE = """\
 # yaml-language-server: $schema={schemas}/pipeline.v1.json
@@ -148,6 +161,8 @@ A converge-dsl project, made by `converge-dsl init`.
 | `{name}.script.yaml` | the scripted model's answers (offline, deterministic) |
 | `{name}.test.yaml` | the pipeline's tests: inputs, models and expectations |
 | `.pre-commit-config.yaml` | validate and test on every commit |
+| `.converge-dsl/schemas/` | the JSON Schemas of these files, for editors (offline) |
+| `.vscode/`, `.helix/` | editor settings: the schemas, and the `converge-dsl lsp` language server |
 
     converge-dsl validate .
     converge-dsl run {name}.yaml --input request="The printer is on fire"
@@ -158,19 +173,49 @@ A converge-dsl project, made by `converge-dsl init`.
 
 def project_files(name: str, version: str) -> dict[str, str]:
     """The files of a new project called `name` (relative path -> text)."""
+    from converge_dsl._resources import read_schema_text
+
     values = {
         "name": name,
         "name_yaml": _yaml_text(name),
         "schemas": SCHEMAS,
         "version": version,
     }
+    schemas = {f"{SCHEMAS}/{file}": read_schema_text(file) for file in SCHEMA_FILES.values()}
     return {
         f"{name}.yaml": _PIPELINE.format(**values),
         f"{name}.script.yaml": _SCRIPT.format(**values),
         f"{name}.test.yaml": _TEST.format(**values),
         ".pre-commit-config.yaml": _PRE_COMMIT.format(**values),
         "README.md": _README.format(**values),
+        **schemas,
+        ".vscode/settings.json": _vscode_settings(name),
+        ".helix/languages.toml": _HELIX,
     }
+
+
+def _vscode_settings(name: str) -> str:
+    """VS Code's YAML extension: each file to its local schema; no schema store (no network)."""
+    files = {"pipeline": f"{name}.yaml", "script": "*.script.yaml", "test": "*.test.yaml"}
+    settings = {
+        "yaml.schemaStore.enable": False,
+        "yaml.schemas": {f"./{SCHEMAS}/{SCHEMA_FILES[k]}": [files[k]] for k in SCHEMA_FILES},
+    }
+    return json.dumps(settings, indent=2) + "\n"
+
+
+# Helix: converge-dsl's server beside the YAML server for this project's YAML files.
+_HELIX = """\
+# Helix (https://helix-editor.com): `converge-dsl lsp` checks the pipelines as
+# `converge-dsl validate` does, beside the YAML language server (docs/editors.md).
+[language-server.converge-dsl]
+command = "converge-dsl"
+args = ["lsp"]
+
+[[language]]
+name = "yaml"
+language-servers = ["converge-dsl", "yaml-language-server"]
+"""
 
 
 def _yaml_text(name: str) -> str:

@@ -92,6 +92,9 @@ class PipelineTestItem(pytest.Item):
         super().__init__(**kwargs)
         self.test = test
         self.case = case
+        # No fixtures; plugins that wrap every call read an item's `funcargs`
+        # (pytest-lsp's hook returns without yielding when an item has none).
+        self.funcargs: dict[str, Any] = {}
 
     def runtest(self) -> None:
         from converge_dsl.pipetest import run_case

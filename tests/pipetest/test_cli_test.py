@@ -202,7 +202,10 @@ def test_update_writes_through_a_symbolic_link_and_keeps_the_mode(tmp_path: Path
     assert "stop_reason: cancelled" not in real.read_text()
     assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [
-        ".pre-commit-config.yaml"
+        ".converge-dsl",  # what init wrote: no temporary file is left beside them
+        ".helix",
+        ".pre-commit-config.yaml",
+        ".vscode",
     ]
 
 

@@ -21,6 +21,9 @@ FILES = {
     "demo.test.yaml",
     ".pre-commit-config.yaml",
     "README.md",
+    ".converge-dsl",
+    ".vscode",
+    ".helix",
 }
 
 
@@ -108,7 +111,9 @@ def test_the_files_carry_schema_headers_and_the_hooks(tmp_path: Path) -> None:
     assert cli("init", tmp_path, "--name", "demo")[0] == 0
     for name in ("demo.yaml", "demo.script.yaml", "demo.test.yaml"):
         first = (tmp_path / name).read_text().splitlines()[0]
-        assert first.startswith("# yaml-language-server: $schema=https://"), name
+        assert first.startswith("# yaml-language-server: $schema=.converge-dsl/schemas/"), name
+        schema = first.split("$schema=", 1)[1]
+        assert (tmp_path / schema).is_file(), name  # offline: the schema is in the project
     hooks = (tmp_path / ".pre-commit-config.yaml").read_text()
     assert "id: converge-dsl-validate" in hooks
     assert "id: converge-dsl-test" in hooks
@@ -118,7 +123,7 @@ def test_init_into_the_working_folder(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.chdir(tmp_path)
     code, out, _ = cli("init", "--name", "here")
     assert code == 0
-    assert "created 5 files in .:" in out
+    assert "created 10 files in .:" in out
 
 
 @pytest.mark.parametrize("name", ["9", "2024", "1e3", "true", "null", "on"])

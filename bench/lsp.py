@@ -1,0 +1,175 @@
+"""Benchmark: `converge-dsl lsp` over stdio on a 1,000-suggestor pipeline, against `validate`.
+
+Generates the pipeline of `bench/validate.py` (1,000 suggestors of every kind,
+about 9,000 lines) in a temporary folder, starts `python -m converge_dsl lsp`
+as an editor does and drives it with pygls's client:
+
+  (a) one full `validate` of the file in this process
+      (`converge_dsl.validation.check_pipeline`), the median of `--repeat` runs;
+  (b) edit -> diagnostics: a one-character edit (`didChange`, incremental) and
+      the time until the diagnostics of that version are published, one edit at
+      a time, `--edits` of them (p50 and p95); the server's debounce (50 ms) is
+      part of it, as it is for a user;
+  (c) completion: the time of a `textDocument/completion` request inside
+      a rule half-way down (a `dependencies` list, an expression after `count('`, a
+      template after `facts.`), `--completions` of them (p50 and p95).
+
+Each time is printed in milliseconds and as a ratio to (a), with the load
+average beside them. Last line:
+`lsp edit-p95/validate: X  completion-p95/validate: Y`.
+The issue's absolute targets (p95 <= 150 ms and <= 50 ms) are for a quiet
+machine; the ratios are what compare across machines and loads.
+
+Run: .venv/bin/python bench/lsp.py [--suggestors N] [--edits E] [--completions C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from validate import generate  # the same generated pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _validate_time(path: Path, repeat: int) -> float:
+    from converge_dsl.validation import check_pipeline
+
+    check_pipeline(path)  # imports and caches warm, as in the long-lived server
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        check_pipeline(path)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _at(text: str, needle: str, offset: int, start: int = 0) -> lsp.Position:
+    """The position `offset` characters after the first `needle` from `start` on."""
+    index = text.index(needle, start) + offset
+    return lsp.Position(text.count("\n", 0, index), index - (text.rfind("\n", 0, index) + 1))
+
+
+class Driver:
+    """A pygls client on the server, keeping when each version's diagnostics arrive."""
+
+    def __init__(self) -> None:
+        self.client = LanguageClient("bench", "1")
+        self.published: dict[int, float] = {}
+        self.event = asyncio.Event()
+
+        @self.client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def published(params: lsp.PublishDiagnosticsParams) -> None:
+            if params.version is not None:
+                self.published[params.version] = time.perf_counter()
+                self.event.set()
+
+    async def start(self, folder: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        await self.client.start_io(sys.executable, "-m", "converge_dsl", "lsp", env=env)
+        await self.client.initialize_async(
+            lsp.InitializeParams(
+                capabilities=lsp.ClientCapabilities(), root_uri=folder.as_uri(), process_id=None
+            )
+        )
+        self.client.initialized(lsp.InitializedParams())
+
+    async def wait_for(self, version: int, timeout: float = 60) -> float:
+        deadline = time.perf_counter() + timeout
+        while version not in self.published:
+            self.event.clear()
+            await asyncio.wait_for(self.event.wait(), max(deadline - time.perf_counter(), 0.01))
+        return self.published[version]
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+
+async def _run(path: Path, edits: int, completions: int) -> tuple[list[float], list[float]]:
+    driver = Driver()
+    await driver.start(path.parent)
+    uri = path.as_uri()
+    text = path.read_text(encoding="utf-8")
+    driver.client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "yaml", 1, text))
+    )
+    await driver.wait_for(1)
+    edit_times = []
+    where = _at(text, "description: Generated", 13)
+    for version in range(2, edits + 2):
+        # A one-character edit: insert an `x` in the description, then take it out again.
+        insert = version % 2 == 0
+        end = lsp.Position(where.line, where.character + (0 if insert else 1))
+        change = lsp.TextDocumentContentChangePartial(
+            range=lsp.Range(where, end), text="x" if insert else ""
+        )
+        sent = time.perf_counter()
+        driver.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version), [change]
+            )
+        )
+        edit_times.append(await driver.wait_for(version) - sent)
+    middle = text.index("name: rule-", len(text) // 2)
+    spots = [("dependencies: [", 15), ("count('", 7), ("{{ facts.", 9)]
+    completion_times = []
+    for index in range(completions):
+        needle, offset = spots[index % len(spots)]
+        position = _at(text, needle, offset, middle)
+        start = time.perf_counter()
+        result = await driver.client.text_document_completion_async(
+            lsp.CompletionParams(lsp.TextDocumentIdentifier(uri), position)
+        )
+        completion_times.append(time.perf_counter() - start)
+        items = result.items if isinstance(result, lsp.CompletionList) else result or []
+        if not items:
+            sys.exit(f"no completion at {needle!r} (line {position.line + 1})")
+    await driver.stop()
+    return edit_times, completion_times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--suggestors", type=int, default=1000)
+    parser.add_argument("--edits", type=int, default=50)
+    parser.add_argument("--completions", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"bench-{args.suggestors}.yaml"
+        path.write_text(generate(args.suggestors), encoding="utf-8")
+        validate = _validate_time(path, args.repeat)
+        edits, completions = asyncio.run(_run(path, args.edits, args.completions))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"pipeline: {args.suggestors} suggestors; load average {load}")
+    print(f"validate (one, in process):      {validate * 1000:7.1f} ms")
+    for label, values in (("edit -> diagnostics", edits), ("completion", completions)):
+        for q, name in ((0.5, "p50"), (0.95, "p95")):
+            value = _p(values, q)
+            print(f"{label + ' ' + name + ':':32} {value * 1000:7.1f} ms  ({value / validate:.2f})")
+    print(
+        f"lsp edit-p95/validate: {_p(edits, 0.95) / validate:.2f}  "
+        f"completion-p95/validate: {_p(completions, 0.95) / validate:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""One analysis of a pipeline text: `validate`'s own checks, run on what the editor holds.
+
+`analyse(path, text, display)` loads the text with the front end's strict loader
+and checks it with `converge_dsl.validation`'s composition (`CHECKS`, every
+suggestor kind in `KINDS`) through `check_document`: exactly what
+`validation.check_pipeline` runs on a file, with the editor's text in place of
+the file's bytes. A check added to `validation.CHECKS` appears here unchanged.
+No check is implemented in this package.
+
+The analysis keeps what the other features read: the loaded document (data
+and source map, for positions) and the pipeline's facts (specs, declared keys,
+models, templates), built when the document loads and its specs can be read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from converge_dsl._record import Record
+from converge_dsl.diagnostics import Diagnostic, best_first
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import LoadedDocument, PipelineFacts
+
+PIPELINE, SCRIPT, TEST, PACK, OTHER = "Pipeline", "ModelScript", "PipelineTest", "Pack", "other"
+
+# The top-level `kind:` of a converge-dsl file, as `validate` tells its files apart.
+_KIND = re.compile(r"""^["']?kind["']?[ \t]*:[ \t]*["']?([A-Za-z]+)""", re.M)
+_API = re.compile(r"""^["']?apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/""", re.M)
+
+
+def file_kind(text: str) -> str:
+    """`Pipeline`, `ModelScript`, `PipelineTest`, `Pack` or `other`, from the file's top lines.
+
+    A file that names converge-dsl's API (or a pipeline's kind) and no other
+    kind of ours is a pipeline, broken ones included, as `validate` reads a folder.
+    """
+    found = _KIND.search(text)
+    kind = found.group(1) if found else None
+    if kind in (SCRIPT, TEST, PACK):
+        return kind
+    if kind == PIPELINE or _API.search(text) is not None:
+        return PIPELINE
+    return OTHER
+
+
+class Analysis(Record):
+    """A pipeline text as `validate` sees it.
+
+    `document` is None when the text does not load (then `diagnostics` are the
+    loader's); `facts` is None when its suggestors cannot be read (a text that
+    does not pass the schema may still give them).
+    """
+
+    _fields = ("path", "text", "document", "facts", "diagnostics")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        path: Path,
+        text: str,
+        document: LoadedDocument | None,
+        facts: PipelineFacts | None,
+        diagnostics: tuple[Diagnostic, ...],
+    ) -> None:
+        self.path = path
+        self.text = text
+        self.document = document
+        self.facts = facts
+        self.diagnostics = diagnostics
+
+    def related_files(self) -> tuple[Path, ...]:
+        """The files whose change can change this analysis: model scripts and
+        cassettes its models read, and the lock file beside it."""
+        folder = self.path.parent
+        found = [folder / "converge.lock"]
+        if self.facts is not None:
+            for model in self.facts.manifest.models.values():
+                found.extend(folder / name for name in model.files.values())
+        return tuple(dict.fromkeys(p.resolve() for p in found))
+
+
+def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analysis:
+    """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
+    checks the file; without `facts`, the editor model is left for `with_facts`."""
+    from converge_dsl.frontend import check_document, load_text
+    from converge_dsl.validation import CHECKS, KINDS
+
+    try:
+        document = load_text(text.removeprefix("\ufeff"), display)
+    except PipelineInvalid as exc:
+        return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
+    checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS)
+    analysis = Analysis(path, text, document, None, checked.diagnostics)
+    return with_facts(analysis) if facts else analysis
+
+
+def with_facts(analysis: Analysis) -> Analysis:
+    """`analysis` with the pipeline's facts (None when its suggestors cannot be read)."""
+    from converge_dsl.validation import KINDS
+
+    if analysis.document is None:
+        return analysis
+    facts = PipelineFacts(analysis.document, analysis.path.parent, KINDS)
+    return analysis._replace(facts=_readable(facts))
+
+
+def _readable(facts: PipelineFacts) -> PipelineFacts | None:
+    """`facts` when its manifest and specs can be read, else None.
+
+    The kinds' parsers and the manifest trust the schema's shapes; a text that
+    fails the schema may break them. What breaks is then only this editor
+    model (the last good one stays in use), never the diagnostics, which
+    `check_document` has already made.
+    """
+    try:
+        _touch(
+            facts.specs,
+            facts.manifest.models.values(),
+            facts.declared_keys,
+            facts.templates,
+            facts.key_references,
+        )
+    except Exception:  # any shape the schema would have refused
+        return None
+    return facts
+
+
+def _touch(*parts: Iterable[object]) -> None:
+    for part in parts:
+        for _ in part:
+            pass

@@ -1,0 +1,169 @@
+"""The pipeline's names and every place they are written: keys, suggestors, models, inputs.
+
+Everything is read from the analysis `validate` made (the facts' specs, key
+references, model references and template sites) and located through the
+loader's source map; a name inside a template or expression is located on its
+line of the template (`LoadedDocument.template_span`). A model script's
+`match.suggestor` and a test file's invariants and inputs are read from those
+files loaded by the same loader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from converge_dsl.diagnostics import JsonPath, SourceSpan
+from converge_dsl.frontend import LoadedDocument, PipelineFacts
+from converge_dsl.lsp import _names
+from converge_dsl.lsp._positions import value_at
+
+KEY, SUGGESTOR, MODEL, INPUT, INVARIANT = "key", "suggestor", "model", "input", "invariant"
+_FUNCTIONS = "|".join(_names.KEY_FUNCTIONS)
+
+
+def mention_patterns(kind: str, name: str) -> list[re.Pattern[str]]:
+    """Where a template or expression names `name` (group 1 is the name)."""
+    word = re.escape(name)
+    if kind == KEY:
+        return [
+            re.compile(rf"\b(?:facts|proposals)\.({word})\b"),
+            re.compile(rf"\b(?:{_FUNCTIONS})\(\s*['\"]({word})['\"]"),
+        ]
+    if kind == INPUT:
+        return [re.compile(rf"\binputs\.({word})\b")]
+    return []
+
+
+class Place:
+    """One occurrence of a name: the file, its span (the name's text only), and whether it is
+    where the name is defined."""
+
+    __slots__ = ("defines", "path", "span")
+
+    def __init__(self, path: Path, span: SourceSpan, defines: bool = False) -> None:
+        self.path = path
+        self.span = span
+        self.defines = defines
+
+    def __repr__(self) -> str:
+        return f"Place({self.path.name}:{self.span.line}:{self.span.column}, {self.defines})"
+
+
+def name_span(document: LoadedDocument, path: JsonPath, on_key: bool = False) -> SourceSpan:
+    """The span of the text of a scalar (quotes left out) or of a mapping key."""
+    location = document.source_map.locate(path)
+    if on_key and location.key_span is not None:
+        span = location.key_span
+        text = document.line(span.line)[span.column - 1 : span.end_column - 1]
+        quoted = text[:1] in ("'", '"')
+    else:
+        span = location.span
+        quoted = location.style in ("'", '"')
+    if quoted and span.line == span.end_line:
+        return SourceSpan(span.file, span.line, span.column + 1, span.end_line, span.end_column - 1)
+    return span
+
+
+def mentions(
+    document: LoadedDocument, facts: PipelineFacts, kind: str, name: str
+) -> Iterator[tuple[JsonPath, SourceSpan]]:
+    """Each place a template or expression names `name` (of `kind`)."""
+    patterns = mention_patterns(kind, name)
+    if not patterns:
+        return
+    for site in facts.templates:
+        for lineno, text in enumerate(site.text.split("\n"), start=1):
+            for pattern in patterns:
+                for match in pattern.finditer(text):
+                    whole = document.template_span(site.path, lineno, match.group(0))
+                    start = whole.column + match.start(1) - match.start(0)
+                    yield (
+                        site.path,
+                        SourceSpan(whole.file, whole.line, start, whole.line, start + len(name)),
+                    )
+
+
+def places(
+    path: Path, document: LoadedDocument, facts: PipelineFacts, kind: str, name: str
+) -> list[Place]:
+    """Every occurrence of `name` in the pipeline: definitions first."""
+    found: list[Place] = []
+    for where, on_key, defines in _paths(facts, kind, name):
+        found.append(Place(path, name_span(document, where, on_key), defines))
+    found.extend(Place(path, span) for _, span in mentions(document, facts, kind, name))
+    return found
+
+
+def _paths(facts: PipelineFacts, kind: str, name: str) -> Iterator[tuple[JsonPath, bool, bool]]:
+    """(JSON path, on the key, a definition) of each structural occurrence."""
+    manifest = facts.manifest
+    if kind == KEY:
+        for declared in manifest.keys:
+            if declared.name == name:
+                yield (*declared.path, "name"), False, True
+        for where, key in facts.key_references:
+            if key == name:
+                yield where, False, False
+    elif kind == SUGGESTOR:
+        for spec in facts.specs:
+            if spec.name == name:
+                yield (*spec.path, "name"), False, True
+    elif kind == MODEL:
+        if name in manifest.models:
+            yield ("models", name), True, True
+        for spec in facts.specs:
+            for where, model in spec.model_references():
+                if model == name:
+                    yield where, False, False
+    elif kind == INPUT:
+        if name in manifest.inputs:
+            yield ("inputs", name), True, True
+    elif kind == INVARIANT:
+        for invariant in manifest.invariants:
+            if invariant.name == name:
+                yield (*invariant.path, "name"), False, True
+
+
+def writers(facts: PipelineFacts, key: str) -> list[tuple[str, JsonPath]]:
+    """(label, path of its key or name) of the seeds and suggestors that write `key`."""
+    found: list[tuple[str, JsonPath]] = [
+        (f"seed {seed.get('id')!r}", ("seeds", index, "key" if "key" in seed else "id"))
+        for index, seed in enumerate(facts.data.get("seeds") or ())
+        if seed.get("key", "seeds") == key
+    ]
+    found += [(spec.name, (*spec.path, "name")) for spec in facts.specs if key in spec.targets]
+    return found
+
+
+def readers(facts: PipelineFacts, key: str) -> list[str]:
+    """The suggestors that depend on `key` or name it in a template or expression."""
+    patterns = mention_patterns(KEY, key)
+    found = []
+    for spec in facts.specs:
+        texts = [site.text for site in spec.templates()]
+        if key in spec.dependencies or any(p.search(t) for p in patterns for t in texts):
+            found.append(spec.name)
+    return found
+
+
+def script_matches(document: LoadedDocument, name: str) -> Iterator[JsonPath]:
+    """The `rules[i].match.suggestor` paths of a model script that name `name`."""
+    for index, rule in enumerate(value_at(document.data, ("rules",)) or ()):
+        if isinstance(rule, dict) and value_at(rule, ("match", "suggestor")) == name:
+            yield ("rules", index, "match", "suggestor")
+
+
+def test_references(document: LoadedDocument, kind: str, name: str) -> Iterator[JsonPath]:
+    """The paths of a test file naming `name`: an invariant expected, an input given."""
+    for index, case in enumerate(value_at(document.data, ("cases",)) or ()):
+        if not isinstance(case, dict):
+            continue
+        base: JsonPath = ("cases", index)
+        if kind == INVARIANT:
+            for j, item in enumerate(value_at(case, ("expect", "invariants")) or ()):
+                if item == name:
+                    yield (*base, "expect", "invariants", j)
+        if kind == INPUT and name in (case.get("inputs") or {}):
+            yield (*base, "inputs", name)

@@ -1,0 +1,60 @@
+"""Rename a declared context key, a suggestor, a model, an input or an invariant everywhere.
+
+The edits replace the name's own text at each place `_navigate.occurrences`
+finds (the pipeline's values and keys, the names inside its templates and
+expressions, its model scripts' `match.suggestor`, its tests' invariants and
+inputs): every other byte of each file, comments, anchors and quoting
+included, stays as it was. A built-in key cannot be renamed, and the new name
+must be one the schema accepts there.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lsprotocol import types as lsp
+
+from converge_dsl.keys import BUILTIN_KEYS
+from converge_dsl.lsp._index import INPUT, KEY, Place
+from converge_dsl.lsp._lookup import Subject
+from converge_dsl.lsp._navigate import Symbol, occurrences, symbol_at
+from converge_dsl.lsp._positions import contains
+
+_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-_.]*$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RenameRefused(Exception):
+    """Why a rename cannot be made (the server answers with this message)."""
+
+
+def renameable(subject: Subject, position: lsp.Position) -> tuple[Symbol, Place] | None:
+    """The symbol at the cursor and the place the cursor is on, when it can be renamed."""
+    symbol = symbol_at(subject, position)
+    if symbol is None or (symbol[0] == KEY and symbol[1] in BUILTIN_KEYS):
+        return None
+    point = subject.point(position)
+    for place in occurrences(subject, symbol):
+        if place.path == subject.path and contains(place.span, point):
+            return symbol, place
+    return None
+
+
+def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path, list[Place]]:
+    """The places to write `new_name` at, by file; raises `RenameRefused`."""
+    found = renameable(subject, position)
+    if found is None:
+        raise RenameRefused("nothing to rename here (a built-in key keeps its name)")
+    (kind, name), _ = found
+    # A key is a key's pattern; an input is read as `inputs.NAME`; the rest are names.
+    pattern = _KEY if kind == KEY else _IDENTIFIER if kind == INPUT else _NAME
+    if not pattern.match(new_name):
+        raise RenameRefused(f"{new_name!r} is not a valid {kind} name")
+    if kind == KEY and new_name in BUILTIN_KEYS:
+        raise RenameRefused(f"{new_name!r} is a built-in key")
+    by_file: dict[Path, list[Place]] = {}
+    for place in occurrences(subject, (kind, name)):
+        by_file.setdefault(place.path, []).append(place)
+    return by_file

@@ -1,0 +1,222 @@
+"""The language server: pygls over stdio, one `Workspace`, diagnostics as `validate` makes them.
+
+Opening or changing a pipeline schedules its analysis after `debounce` seconds;
+a change in the meantime starts the wait again, and the text analysed is the
+one the editor holds when the wait ends (the latest only). Analyses run one
+at a time off the event loop (a worker thread), so completion and hover answer
+while a large pipeline is checked; an analysis whose text has been replaced by
+the time it ends is dropped, and the newer one publishes. A change to a file a
+pipeline reads (its model script, cassette, the lock file; open, saved or
+changed on disk) re-checks that pipeline; a model script or test opened
+before its pipeline finds it in its folder.
+
+The editor features (completion, hover, navigation, actions, symbols,
+rename, semantic tokens) are registered by their own modules and read
+`Workspace.model`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from converge_dsl._version import __version__
+from converge_dsl.lsp._analysis import (
+    PIPELINE,
+    SCRIPT,
+    TEST,
+    Analysis,
+    analyse,
+    file_kind,
+    with_facts,
+)
+from converge_dsl.lsp._diagnostics import by_file
+from converge_dsl.lsp._workspace import Workspace
+
+DEBOUNCE_S = 0.05
+
+# A code's explanation (`converge-dsl explain`'s text), given by the command line.
+Explain = Callable[[str], str | None]
+
+
+class PipelineServer(LanguageServer):
+    """pygls's server plus the converge-dsl workspace and the analysis scheduler."""
+
+    def __init__(self, explain: Explain | None = None, debounce: float = DEBOUNCE_S) -> None:
+        super().__init__("converge-dsl", __version__)
+        self.explain: Explain = explain or (lambda code: None)
+        self.debounce = debounce
+        self.state = Workspace(Path.cwd().resolve())
+        self._pending: dict[Path, asyncio.Task[None]] = {}
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="converge-dsl-check")
+
+    # --- files ------------------------------------------------------------------
+
+    def path(self, uri: str) -> Path | None:
+        path = to_fs_path(uri)
+        return Path(path).resolve() if path else None
+
+    def uri(self, path: Path) -> str:
+        return from_fs_path(str(path)) or path.as_uri()
+
+    def opened(self, uri: str, text: str, version: int | None) -> None:
+        path = self.path(uri)
+        if path is None:
+            return
+        self.state.open[path] = text
+        if version is not None:
+            self.state.versions[path] = version
+        self.changed(path, text)
+
+    def closed(self, uri: str) -> None:
+        path = self.path(uri)
+        if path is not None:
+            self.state.open.pop(path, None)
+            self.state.versions.pop(path, None)
+
+    def changed(self, path: Path, text: str | None = None) -> None:
+        """`path` has new text: schedule the analyses it changes."""
+        text = self.state.text(path) if text is None else text
+        if text is None:
+            return
+        kind = file_kind(text)
+        if kind == PIPELINE:
+            self.schedule(path)
+        for pipeline in self.state.pipelines_reading(path):
+            self.schedule(pipeline)
+        if kind in (SCRIPT, TEST) and not self.state.pipelines_reading(path):
+            for pipeline in self.pipelines_naming(path, kind, text):
+                self.schedule(pipeline)
+
+    def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
+        """The pipelines beside a model script that name it, or the one a test names."""
+        if kind == TEST:
+            from converge_dsl.lsp._related import tested_pipeline
+
+            named = tested_pipeline(path, text)
+            return [named] if named is not None else []
+        found = []
+        for candidate in sorted(path.parent.glob("*.y*ml")):
+            other = self.state.text(candidate.resolve())
+            if other and path.name in other and file_kind(other) == PIPELINE:
+                found.append(candidate.resolve())
+        return found
+
+    # --- analysis ---------------------------------------------------------------
+
+    def schedule(self, path: Path) -> None:
+        """Analyse `path` after the debounce; an earlier wait for it is cancelled."""
+        pending = self._pending.pop(path, None)
+        if pending is not None:
+            pending.cancel()
+        self._pending[path] = asyncio.get_running_loop().create_task(self._check(path))
+
+    async def _check(self, path: Path) -> None:
+        await asyncio.sleep(self.debounce)
+        text = self.state.text(path)
+        if text is None:
+            return
+        display = self.state.display(path)
+        loop = asyncio.get_running_loop()
+        try:
+            analysis = await loop.run_in_executor(
+                self._worker, functools.partial(analyse, path, text, display, facts=False)
+            )
+            if self.state.text(path) != text:
+                return  # a newer text is scheduled; it publishes
+            self.publish(analysis)
+            # The editor model after the diagnostics: they are what the user waits for.
+            analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
+        except Exception as exc:  # an editor keeps its server through any text
+            self.window_log_message(
+                lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
+            )
+            return
+        if self._pending.get(path) is asyncio.current_task():
+            del self._pending[path]
+        if self.state.text(path) == text:
+            self.state.remember(analysis)
+
+    def publish(self, analysis: Analysis) -> None:
+        """Keep `analysis` and publish the diagnostics of every file it changes."""
+        self.state.remember(analysis)
+        grouped = by_file(analysis.diagnostics, self.state.lines)
+        found = {self.state.path_of(file): items for file, items in grouped.items()}
+        found.setdefault(analysis.path, [])
+        for file, items in self.state.publishable(analysis.path, found).items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(
+                    uri=self.uri(file), diagnostics=items, version=self.state.versions.get(file)
+                )
+            )
+
+    async def settle(self) -> None:
+        """Wait until no analysis is pending (for `shutdown`)."""
+        while self._pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*self._pending.values(), return_exceptions=True)
+            self._pending = {p: t for p, t in self._pending.items() if not t.done()}
+
+
+def build_server(explain: Explain | None = None, debounce: float = DEBOUNCE_S) -> PipelineServer:
+    """A server with every feature registered (not started)."""
+    from converge_dsl.lsp import _features
+
+    server = PipelineServer(explain, debounce)
+    _register_sync(server)
+    _features.register(server)
+    return server
+
+
+def _register_sync(server: PipelineServer) -> None:
+    @server.feature(lsp.INITIALIZED)
+    def initialized(ls: PipelineServer, params: lsp.InitializedParams) -> None:
+        root = ls.workspace.root_path
+        if root:
+            ls.state.root = Path(root).resolve()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: PipelineServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        ls.opened(doc.uri, doc.text, doc.version)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: PipelineServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        ls.opened(doc.uri, doc.source, params.text_document.version)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: PipelineServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        path = ls.path(params.text_document.uri)
+        if path is not None:
+            ls.changed(path)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: PipelineServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.closed(params.text_document.uri)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: PipelineServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        for change in params.changes:
+            path = ls.path(change.uri)
+            if path is not None and path not in ls.state.open:
+                for pipeline in ls.state.pipelines_reading(path) | _if_pipeline(ls, path):
+                    ls.schedule(pipeline)
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(ls: PipelineServer, params: None) -> None:
+        await ls.settle()
+        ls._worker.shutdown(wait=False)
+
+
+def _if_pipeline(server: PipelineServer, path: Path) -> set[Path]:
+    """{path} when it is a pipeline the server has analysed (changed on disk)."""
+    return {path} if path in server.state.latest else set()

@@ -1,0 +1,93 @@
+"""What the server knows: the open texts, each pipeline's latest and last good analysis.
+
+A pipeline is analysed from the editor's text when it is open, else from disk.
+`latest` is the last analysis made; `good` the last one whose document loaded
+and whose suggestors could be read (what completion, hover and navigation
+read while the text is broken mid-edit). `related` indexes, for each model
+script, cassette or lock file, the pipelines whose analysis reads it, so a
+change there re-checks them. Diagnostics are kept per pipeline that found them
+and published per file as the union over pipelines (a model script two
+pipelines use shows both's findings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from lsprotocol import types as lsp
+
+from converge_dsl.lsp._analysis import Analysis
+from converge_dsl.lsp._positions import Lines
+
+
+class Workspace:
+    """The state of one server session (one editor)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.open: dict[Path, str] = {}
+        self.versions: dict[Path, int] = {}
+        self.latest: dict[Path, Analysis] = {}
+        self.good: dict[Path, Analysis] = {}
+        self.related: dict[Path, set[Path]] = {}
+        self.found: dict[Path, dict[Path, list[lsp.Diagnostic]]] = {}
+
+    def display(self, path: Path) -> str:
+        """How diagnostics name `path`: relative to the workspace root when inside it, as
+        `validate` run from the root names it."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def path_of(self, file: str) -> Path:
+        """The file a diagnostic's `file` names (a display name of `display`)."""
+        path = Path(file)
+        return (path if path.is_absolute() else self.root / path).resolve()
+
+    def text(self, path: Path) -> str | None:
+        """The editor's text of `path` when it is open, else the file's; None if unreadable."""
+        if path in self.open:
+            return self.open[path]
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            return path.read_text(encoding="utf-8")
+        return None
+
+    def lines(self, file: str) -> Lines:
+        return Lines(self.text(self.path_of(file)) or "")
+
+    def remember(self, analysis: Analysis) -> None:
+        """Keep `analysis` as the latest of its pipeline (and the last good one when it is)."""
+        path = analysis.path
+        self.latest[path] = analysis
+        if analysis.facts is not None:
+            self.good[path] = analysis
+        for files in self.related.values():
+            files.discard(path)
+        for related in analysis.related_files():
+            self.related.setdefault(related, set()).add(path)
+
+    def model(self, path: Path) -> Analysis | None:
+        """The analysis the editor features read: the latest when its text is the
+        current one and its facts are readable, else the last good one."""
+        latest = self.latest.get(path)
+        if latest is not None and latest.facts is not None and latest.text == self.text(path):
+            return latest
+        return self.good.get(path) or latest
+
+    def publishable(
+        self, source: Path, found: dict[Path, list[lsp.Diagnostic]]
+    ) -> dict[Path, list[lsp.Diagnostic]]:
+        """Record what `source` found now; the union per file of every file that changed."""
+        before = self.found.get(source, {})
+        self.found[source] = found
+        touched = set(before) | set(found)
+        return {file: self.published(file) for file in sorted(touched)}
+
+    def published(self, path: Path) -> list[lsp.Diagnostic]:
+        """The diagnostics last published for `path`, from every pipeline."""
+        return [d for per_source in self.found.values() for d in per_source.get(path, ())]
+
+    def pipelines_reading(self, path: Path) -> set[Path]:
+        return set(self.related.get(path, ()))

@@ -1,0 +1,156 @@
+"""A real client over stdio: `python -m converge_dsl lsp` in a subprocess, driven by pytest-lsp.
+
+`client` is initialised on a project folder (a copy of `tests/lsp/data` under
+the test's temporary folder, the server's workspace root); `Session` opens,
+edits and waits for the diagnostics of a given version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls.protocol import default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+DATA = Path(__file__).parent / "data"
+SERVER = [sys.executable, "-m", "converge_dsl", "lsp"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    shutil.copytree(DATA, folder)
+    return folder
+
+
+class Session:
+    """A client and the project it edits."""
+
+    def __init__(self, client: LanguageClient, root: Path) -> None:
+        self.client = client
+        self.root = root
+        self.versions: dict[str, int] = {}
+
+    def uri(self, name: str) -> str:
+        return (self.root / name).as_uri()
+
+    def open(self, name: str, text: str | None = None) -> str:
+        uri = self.uri(name)
+        body = (self.root / name).read_text(encoding="utf-8") if text is None else text
+        self.versions[uri] = 1
+        self.client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "yaml", 1, body))
+        )
+        return uri
+
+    def versions_by_name(self) -> set[str]:
+        """The names of the files this session opened."""
+        return {uri.rsplit("/", 1)[-1] for uri in self.versions}
+
+    def replace(self, name: str, text: str) -> int:
+        """Send the whole new text of `name`; the new version."""
+        uri = self.uri(name)
+        self.versions[uri] += 1
+        self.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                [lsp.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+        return self.versions[uri]
+
+    async def diagnostics(
+        self, name: str, version: int | None = None, timeout: float = 30
+    ) -> list[lsp.Diagnostic]:
+        """The diagnostics published for `name` (for `version`, when given)."""
+        uri = self.uri(name)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            published = self.client.diagnostics.get(uri)
+            if published is not None and (
+                version is None or VERSIONS[id(self.client)].get(uri) == version
+            ):
+                return list(published)
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AssertionError(f"no diagnostics for {name} (version {version})")
+            try:
+                await asyncio.wait_for(
+                    self.client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS),
+                    remaining,
+                )
+            except TimeoutError:
+                continue
+
+    def position(self, name: str, needle: str, offset: int = 0) -> lsp.Position:
+        """The position of the first `needle` in the file's text, plus `offset` characters."""
+        text = (self.root / name).read_text(encoding="utf-8")
+        return at(text, needle, offset)
+
+
+def at(text: str, needle: str, offset: int = 0) -> lsp.Position:
+    index = text.index(needle) + offset
+    line = text.count("\n", 0, index)
+    return lsp.Position(line, index - (text.rfind("\n", 0, index) + 1))
+
+
+# The version each file's diagnostics were last published for, per client.
+VERSIONS: dict[int, dict[str, int | None]] = {}
+
+
+def make_client() -> LanguageClient:
+    """pytest-lsp's test client, also keeping the version of each publication."""
+    client = LanguageClient(converter_factory=default_converter)
+    features = dict(DEFAULT_CLIENT_FEATURES)
+    keep = features.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    register_lsp_features(client, features)
+    versions = VERSIONS.setdefault(id(client), {})
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def published(ls: LanguageClient, params: lsp.PublishDiagnosticsParams) -> None:
+        versions[params.uri] = params.version
+        keep(ls, params)
+
+    return client
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client))
+async def client(lsp_client: LanguageClient, project: Path) -> AsyncIterator[None]:
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=project.as_uri(),
+            workspace_folders=[lsp.WorkspaceFolder(project.as_uri(), "project")],
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def session(client: LanguageClient, project: Path) -> Session:
+    return Session(client, project)
+
+
+def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """`text` with `edits` applied (ASCII texts: UTF-16 units are characters)."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+
+    def offset(position: lsp.Position) -> int:
+        return offsets[position.line] + position.character
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text

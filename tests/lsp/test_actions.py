@@ -1,0 +1,81 @@
+"""Code actions over stdio: validate's hints as quick fixes, applied and checked again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from lsprotocol import types as lsp
+
+from tests.lsp.conftest import apply
+
+if TYPE_CHECKING:
+    from tests.lsp.conftest import Session
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _actions(
+    session: Session, name: str, diagnostics: list[lsp.Diagnostic]
+) -> dict[str, lsp.CodeAction]:
+    found = await session.client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(session.uri(name)),
+            range=diagnostics[0].range,
+            context=lsp.CodeActionContext(diagnostics=diagnostics),
+        )
+    )
+    assert found is not None
+    return {a.title: a for a in found if isinstance(a, lsp.CodeAction)}
+
+
+def _edits(session: Session, action: lsp.CodeAction, name: str) -> list[lsp.TextEdit]:
+    assert action.edit is not None
+    assert action.edit.changes is not None
+    return list(action.edit.changes[session.uri(name)])
+
+
+async def test_did_you_mean_and_declare_key(session: Session, project: Path) -> None:
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    session.open("broken.yaml", text)
+    unknown = [d for d in await session.diagnostics("broken.yaml", 1) if d.code == "CD203"]
+    found = await _actions(session, "broken.yaml", unknown)
+    assert sorted(found) == ["Declare key 'strategy'", "Replace 'strategy' with 'strategies'"]
+    fixed = apply(
+        text, _edits(session, found["Replace 'strategy' with 'strategies'"], "broken.yaml")
+    )
+    assert "dependencies: [strategies]" in fixed
+    version = session.replace("broken.yaml", fixed)
+    assert await session.diagnostics("broken.yaml", version) == []
+
+    session.replace("broken.yaml", text)
+    declared = apply(text, _edits(session, found["Declare key 'strategy'"], "broken.yaml"))
+    assert "\nkeys:\n  - name: strategy\nmodels:\n" in declared
+    version = session.replace("broken.yaml", declared)
+    assert "CD203" not in {d.code for d in await session.diagnostics("broken.yaml", version)}
+
+
+async def test_declare_key_in_a_keys_list_and_add_a_dependency(
+    session: Session, project: Path
+) -> None:
+    text = (project / "typed.yaml").read_text(encoding="utf-8")
+    text = text.replace("target: evaluations", "target: verdicts")
+    session.open("typed.yaml", text)
+    unknown = [d for d in await session.diagnostics("typed.yaml", 1) if d.code == "CD203"]
+    found = await _actions(session, "typed.yaml", unknown)
+    declared = apply(text, _edits(session, found["Declare key 'verdicts'"], "typed.yaml"))
+    assert "        priority: {type: integer}\n  - {name: verdicts}\nmodels:" in declared
+    version = session.replace("typed.yaml", declared)
+    assert await session.diagnostics("typed.yaml", version) == []
+
+    # The wording of the reads-against-dependencies check: "add 'K' to dependencies".
+    reads = lsp.Diagnostic(
+        range=unknown[0].range,
+        message="'summarise' reads 'tickets' but is not re-run when 'tickets' changes",
+        code="CD3xx",
+        data={"hint": "add 'tickets' to dependencies", "path": ["suggestors", 1, "prompt"]},
+    )
+    found = await _actions(session, "typed.yaml", [reads])
+    added = apply(declared, _edits(session, found["Add 'tickets' to dependencies"], "typed.yaml"))
+    assert "    dependencies: [strategies, tickets]\n" in added

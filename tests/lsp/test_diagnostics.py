@@ -1,0 +1,101 @@
+"""Diagnostics over stdio are `validate`'s: the same codes, ranges, messages and hints, in
+every file a pipeline's check reports on; edits are debounced; a broken text keeps the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from lsprotocol import types as lsp
+
+from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.validation import check_pipeline
+
+if TYPE_CHECKING:
+    from tests.lsp.conftest import Session
+
+pytestmark = pytest.mark.asyncio
+
+
+def _validate(project: Path, name: str) -> dict[str, list[tuple[object, ...]]]:
+    """`validate`'s findings for `name` (run from the project folder), by file, as tuples."""
+    path = project / name
+    checked = check_pipeline(path, display=name)
+    found: dict[str, list[tuple[object, ...]]] = {}
+    for d in checked.diagnostics:
+        found.setdefault(d.file, []).append(_expected(d))
+    return found
+
+
+def _expected(d: Diagnostic) -> tuple[object, ...]:
+    message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+    severity = 1 if d.is_error else 2
+    return (d.code, severity, d.line - 1, d.column - 1, d.end_line - 1, d.end_column - 1, message)
+
+
+def _got(items: list[lsp.Diagnostic]) -> list[tuple[object, ...]]:
+    return [
+        (
+            d.code,
+            int(d.severity or 0),
+            d.range.start.line,
+            d.range.start.character,
+            d.range.end.line,
+            d.range.end.character,
+            d.message,
+        )
+        for d in items
+    ]
+
+
+async def test_diagnostics_are_validates_in_every_file(session: Session, project: Path) -> None:
+    session.open("broken.yaml")
+    expected = _validate(project, "broken.yaml")
+    assert set(expected) == {"broken.yaml", "broken.script.yaml"}
+    assert _got(await session.diagnostics("broken.yaml", 1)) == expected["broken.yaml"]
+    script = await session.diagnostics("broken.script.yaml")
+    assert _got(script) == expected["broken.script.yaml"]
+    codes = {d.code for d in script} | {d.code for d in await session.diagnostics("broken.yaml", 1)}
+    assert codes == {"CD100", "CD203", "CD300"}
+
+
+async def test_an_edit_publishes_the_latest_text_only(session: Session, project: Path) -> None:
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    session.open("broken.yaml", text)
+    await session.diagnostics("broken.yaml", 1)
+    fixed = text.replace("dependencies: [strategy]", "dependencies: [strategies]")
+    for step in range(5):  # five quick edits: only the last text is analysed and published
+        version = session.replace("broken.yaml", fixed if step == 4 else text + "#" * step)
+    published = await session.diagnostics("broken.yaml", version)
+    assert published == []
+    assert version == 6
+
+
+async def test_a_malformed_text_mid_edit_is_reported_and_the_server_lives(
+    session: Session, project: Path
+) -> None:
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    session.open("broken.yaml", text)
+    await session.diagnostics("broken.yaml", 1)
+    version = session.replace("broken.yaml", text.replace("  - name: niche", "  - name: [niche"))
+    published = await session.diagnostics("broken.yaml", version)
+    assert [d.code for d in published] == ["CD001"]
+    version = session.replace("broken.yaml", text)
+    assert {d.code for d in await session.diagnostics("broken.yaml", version)} == {
+        "CD203",
+        "CD300",
+    }
+
+
+async def test_a_model_script_change_rechecks_its_pipeline(session: Session, project: Path) -> None:
+    session.open("broken.yaml")
+    assert await session.diagnostics("broken.script.yaml")
+    script = (project / "broken.script.yaml").read_text(encoding="utf-8")
+    fixed = script.replace("    colour: red\n", "")
+    (project / "broken.script.yaml").write_text(fixed, encoding="utf-8")
+    session.open("broken.script.yaml", fixed)
+    session.client.text_document_did_save(
+        lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(session.uri("broken.script.yaml")))
+    )
+    assert await session.diagnostics("broken.script.yaml", 1) == []

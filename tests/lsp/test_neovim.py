@@ -1,0 +1,98 @@
+"""End to end with a real editor: Neovim's built-in LSP client, headless, on a project
+`init` wrote, with the network off.
+
+`init` makes the project; a typo goes into its pipeline; Neovim (`nvim
+--headless`, Debian's package) opens it with `converge-dsl lsp` attached
+(`neovim/drive.lua`), receives the diagnostics, asks for a completion and a
+definition, and writes what it got. Where `unshare -n` can take the network
+away (root, Linux), the editor and the server run without one. Without
+Neovim the test is skipped, except in CI, where `.ci/run` installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+
+from tests.lsp.conftest import at
+
+DRIVE = Path(__file__).parent / "neovim" / "drive.lua"
+
+
+def _nvim() -> str:
+    found = shutil.which("nvim")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("nvim is missing in CI: .ci/run installs the neovim package")
+        pytest.skip("nvim is not installed (apt-get install neovim): the editor test needs it")
+    return found
+
+
+def _offline(command: list[str]) -> list[str]:
+    """`command` in a network namespace of its own, when one can be made."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return command
+    probe = subprocess.run([unshare, "-n", "true"], capture_output=True, check=False)
+    return [unshare, "-n", *command] if probe.returncode == 0 else command
+
+
+def _position(text: str, needle: str, offset: int) -> lsp.Position:
+    return at(text, needle, offset)
+
+
+def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> None:
+    nvim = _nvim()
+    init = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "init", "demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert init.returncode == 0, init.stderr
+    project = tmp_path / "demo"
+    pipeline = project / "demo.yaml"
+    text = pipeline.read_text(encoding="utf-8").replace(
+        "    dependencies: [summaries]", "    dependencies: [summary]"
+    )
+    pipeline.write_text(text, encoding="utf-8")
+    complete = _position(text, "dependencies: [seeds]", 15)
+    define = _position(text, "    model: default", 12)
+    out = tmp_path / "nvim.json"
+    env = {
+        **os.environ,
+        "CONVERGE_FILE": str(pipeline),
+        "CONVERGE_OUT": str(out),
+        "CONVERGE_PYTHON": sys.executable,
+        "CONVERGE_ROOT": str(project),
+        "COMPLETE_LINE": str(complete.line),
+        "COMPLETE_CHAR": str(complete.character),
+        "DEFINE_LINE": str(define.line),
+        "DEFINE_CHAR": str(define.character),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    command = _offline([nvim, "--headless", "--clean", "-n", "-u", str(DRIVE)])
+    done = subprocess.run(
+        command, cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False
+    )
+    assert out.exists(), (done.returncode, done.stdout, done.stderr)
+    got = json.loads(out.read_text(encoding="utf-8"))
+    typo = text.count("\n", 0, text.index("[summary]"))
+    found = sorted((d["code"], d["line"]) for d in got["diagnostics"])
+    assert found == [("CD203", typo), ("CD300", typo)]  # the unknown key, and what it leaves
+    unknown = next(d for d in got["diagnostics"] if d["code"] == "CD203")
+    assert "did you mean 'summaries'?" in unknown["message"]
+    assert "summaries" in got["completion"]
+    assert "seeds" in got["completion"]
+    models = text.count("\n", 0, text.index("  default: {adapter"))
+    assert got["definition"] == [{"uri": pipeline.as_uri(), "line": models, "character": 2}]

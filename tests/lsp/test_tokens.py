@@ -1,0 +1,62 @@
+"""Semantic tokens over stdio: the Jinja inside strings, block scalars included."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from lsprotocol import types as lsp
+
+from converge_dsl.lsp._tokens import TYPES
+
+if TYPE_CHECKING:
+    from tests.lsp.conftest import Session
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _tokens(session: Session, name: str) -> list[tuple[int, str, str]]:
+    """(line, text, type) of each token, decoded from the relative encoding."""
+    types = TYPES  # the legend the server announces
+    session.open(name)
+    result = await session.client.text_document_semantic_tokens_full_async(
+        lsp.SemanticTokensParams(lsp.TextDocumentIdentifier(session.uri(name)))
+    )
+    assert result is not None
+    assert isinstance(result, lsp.SemanticTokens)
+    lines = (session.root / name).read_text(encoding="utf-8").split("\n")
+    found, line, start = [], 0, 0
+    data = result.data
+    for index in range(0, len(data), 5):
+        delta_line, delta_start, length, kind, _ = data[index : index + 5]
+        line += delta_line
+        start = start + delta_start if delta_line == 0 else delta_start
+        found.append((line + 1, lines[line][start : start + length], types[kind]))
+    return found
+
+
+async def test_tokens_of_expressions_and_templates(session: Session) -> None:
+    found = await _tokens(session, "typed.yaml")
+    assert found[:4] == [
+        (25, "count", "function"),
+        (25, "'tickets'", "string"),
+        (25, ">", "operator"),
+        (25, "0", "number"),
+    ]
+    line = [(text, kind) for number, text, kind in found if number == 29]
+    assert line[:5] == [
+        ("{{", "keyword"),
+        ("facts", "variable"),
+        ("tickets", "property"),
+        ("|", "operator"),
+        ("selectattr", "function"),
+    ]
+    assert not any(text == "Escalate" for _, text, _ in found)  # the text outside `{{ }}`
+
+
+async def test_tokens_in_a_block_scalar(session: Session) -> None:
+    found = await _tokens(session, "broken.yaml")
+    assert (65, "{%", "keyword") in found
+    assert (65, "for", "keyword") in found
+    assert (65, "strategies", "property") in found
+    assert (66, "endfor", "keyword") in found
