@@ -23,8 +23,14 @@ import timeit
 from pathlib import Path
 from typing import Any
 
-from converge_dsl.sandbox import SCHEMA_STEPS, SCHEMA_WORK, GovernedValidator, governed, python_validator
 from converge_dsl.frontend import load_file
+from converge_dsl.sandbox import (
+    SCHEMA_STEPS,
+    SCHEMA_WORK,
+    GovernedValidator,
+    governed,
+    python_validator,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "pipelines" / "support-triage.script.yaml"

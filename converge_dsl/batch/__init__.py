@@ -12,8 +12,9 @@ Public surface:
   input order; `outcome(inputs, meter=None, sinks=())` gives the `RunOutcome`
   (`sinks`: the run's outputs, `converge_dsl.runtime.RunSink`).
 - `Case`, `CaseResult` (a finished case: index, id, run result as plain JSON `body`
-  and as a `document`, exit code, and its result `line()`), `read_cases(path)`, `read_done(path)` -> `Done` (the cases a
-  results file holds and their usage; a torn last line is cut).
+  and as a `document`, exit code, and its result `line()`), `read_cases(path)`,
+  `read_done(path)` -> `Done` (the cases a results file holds and their usage; a
+  torn last line is cut).
 - `BatchLimits`, `BudgetPool`, `LocalPool`, `SharedPool`, `PooledMeter`: the
   batch-wide `--max-model-calls` / `--max-tokens` over every case.
 - `BatchOptions` and `run_batch(options, on_result)` -> `BatchSummary`: a whole

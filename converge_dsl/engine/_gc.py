@@ -53,10 +53,7 @@ def quiet_collector() -> Iterator[None]:
     """Freeze the objects older than the run for the run's duration (see the module doc)."""
     with _lock:
         freeze = not (
-            _Frozen.by_run
-            or _Frozen.for_good
-            or not gc.isenabled()
-            or gc.get_freeze_count()
+            _Frozen.by_run or _Frozen.for_good or not gc.isenabled() or gc.get_freeze_count()
         )
         if freeze:
             gc.freeze()

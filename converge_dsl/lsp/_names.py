@@ -7,7 +7,7 @@ change in one import.
 
 from __future__ import annotations
 
-from converge_dsl.template_names import ALLOWED_FILTERS, CONTEXT_NAMES, FACT_FIELDS
+from converge_dsl.sandbox import ALLOWED_FILTERS, CONTEXT_NAMES, FACT_FIELDS
 
 __all__ = ["ALLOWED_FILTERS", "CONTEXT_NAMES", "FACT_FIELDS", "KEY_FUNCTIONS", "globals_names"]
 
@@ -17,6 +17,6 @@ KEY_FUNCTIONS = ("count", "has", "fact", "data_of")
 
 def globals_names() -> frozenset[str]:
     """The sandbox's globals (`range`); imports the sandbox (and jinja2) on first use."""
-    from converge_dsl.templating import GLOBALS
+    from converge_dsl.sandbox import GLOBALS
 
     return frozenset(GLOBALS)

@@ -8,8 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance
-from converge_dsl.engine import _gc, freeze_alive
+from converge_dsl.engine import (
+    Budget,
+    ContextView,
+    Engine,
+    ProposedFact,
+    Provenance,
+    _gc,
+    freeze_alive,
+)
 from converge_dsl.engine._gc import quiet_collector
 from converge_dsl.engine.testing import FnSuggestor
 

@@ -150,7 +150,6 @@ _JSON = st.recursive(
 def test_plain_data_is_the_canonical_json_read_back(value: object) -> None:
     from converge_dsl.engine.types import canonical_json
 
-
     frozen = freeze_json(value)
     expected = json.loads(canonical_json(frozen))
     assert documents._plain(frozen) == expected

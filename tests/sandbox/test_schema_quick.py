@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from converge_dsl.engine.types import freeze_json
 from converge_dsl.sandbox import GovernedValidator, python_validator
 from converge_dsl.sandbox._schema_quick import NEVER, QUICK_PRODUCT, QuickCheck
-from converge_dsl.engine.types import freeze_json
 
 NAMES = ("a", "b", "c")
 COUNTS = (
