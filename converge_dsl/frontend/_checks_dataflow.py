@@ -3,19 +3,19 @@
 Every template and expression's key reads (`_dataflow.reads`, once per text) are
 held against what the pipeline declares and what its suggestors write:
 
-- `key_reads`: a key read by name is built in or declared (CD250, at the key's
-  characters inside the string, with "did you mean"); a key named at run time
-  is a note that the analysis stops there (CD251), never a guess.
-- `dependency_reads`: a suggestor with dependencies that reads a key it is not
-  re-run on is warned (CD252), except a key it writes itself (the guard of the
-  idempotency contract: `not has('evaluations')` in the suggestor that writes
-  `evaluations`) and a key its `when` reads only as a stop (`not has('risks')`,
-  `count('risks') < 3`: facts only grow, so a re-run could only turn it off,
-  `_dataflow.stop_guards`); `dependencies: auto` cannot drift.
-- `unproduced_reads`: the one rule for keys nothing writes (no seed, no
-  suggestor's target): a suggestor none of whose dependencies can hold a fact
-  never runs (CD300); a template of a suggestor or invariant that reads such a
-  key otherwise is warned where it reads it (CD253).
+- `key_flow`, one pass over the reads of every suggestor and invariant:
+  - a key read by name is built in or declared (CD250, at the key's characters
+    inside the string, with "did you mean"); a key named at run time is a note
+    that the analysis stops there (CD251), never a guess;
+  - the one rule for keys nothing writes (no seed, no suggestor's target): a
+    suggestor none of whose dependencies can hold a fact never runs (CD300); a
+    template that reads such a key otherwise is warned where it reads it (CD253);
+  - a suggestor with dependencies that reads a key it is not re-run on is warned
+    (CD252), except a key it writes itself (the guard of the idempotency
+    contract: `not has('evaluations')` in the suggestor that writes
+    `evaluations`) and a key its `when` reads only as a stop (`not has('risks')`,
+    `count('risks') < 3`: facts only grow, so a re-run could only turn it off;
+    `_dataflow.stop_guards`). `dependencies: auto` cannot drift.
 - `same_id_other_content`: two emits (seeds, rule emits, pipeline seeds) with one
   literal id into one key and other literal content or constant data: whichever
   comes second is a conflict that stops the run (CD256).
@@ -46,25 +46,23 @@ _MARKERS = ("{{", "{%", "{#")
 def _located(
     facts: PipelineFacts,
     site: TemplateSite,
-    read: KeyRead,
-    nth: int,
+    found: tuple[KeyRead, ...],
+    index: int,
     *,
     code: str,
     message: str,
     hint: str,
     severity: Severity = Severity.WARNING,
 ) -> Diagnostic:
-    span = read_span(facts.document, site.path, site.text, read, nth)
+    span = read_span(facts.document, site.path, site.text, found[index], _nth(found, index))
     return Diagnostic.at(code, message, span, path=site.path, hint=hint, severity=severity)
 
 
-def _counted(found: tuple[KeyRead, ...]) -> Iterator[tuple[KeyRead, int]]:
-    """Each read with how many equal reads came before it in its template."""
-    seen: dict[KeyRead, int] = {}
-    for read in found:
-        nth = seen.get(read, 0)
-        seen[read] = nth + 1
-        yield read, nth
+def _nth(found: tuple[KeyRead, ...], index: int) -> int:
+    """How many reads equal to `found[index]` come before it in its template (asked only
+    for a finding, so the common case hashes nothing)."""
+    read = found[index]
+    return sum(1 for other in found[:index] if other == read)
 
 
 def _owner(owner: object) -> str:
@@ -72,120 +70,143 @@ def _owner(owner: object) -> str:
     return f"{kind} {getattr(owner, 'name', '')!r}"
 
 
-def key_reads(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Keys read by name are built in or declared (CD250); a key named at run time is a note."""
-    declared = facts.declared_keys
+def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """One pass over every template's key reads: unknown keys (CD250), keys named at run
+    time (CD251), keys nothing writes (CD300, CD253) and reads that are no dependency
+    (CD252), each key reported once per suggestor or invariant."""
+    declared, produced = facts.declared_keys, facts.produced_keys
     guesses: dict[str, str | None] = {}
     for owner, sites in facts.owned_templates:
+        said: set[str] = set()
+        spec = owner if isinstance(owner, SuggestorSpec) else None
+        if spec is not None:
+            yield from _never_runs(facts, spec, said)
+        triggers = spec.triggers() if spec is not None else ()
+        allowed = {*triggers, *spec.targets} if spec is not None and triggers else None
         for site in sites:
-            for read, nth in _counted(reads(site.text, site.expression)):
+            found = reads(site.text, site.expression)
+            stops: frozenset[str] | None = None
+            for index, read in enumerate(found):
                 key = read.key
                 if key is None:
-                    if nth == 0:
-                        yield _located(
-                            facts,
-                            site,
-                            read,
-                            0,
-                            code=codes.KEY_NAMED_AT_RUN_TIME,
-                            message=f"{read.written} names its key at run time: the keys, "
-                            "dependencies and data it reads are not checked here",
-                            hint=_named_later_hint(owner),
-                            severity=Severity.NOTE,
-                        )
+                    if _nth(found, index) == 0:
+                        yield _named_later(facts, owner, site, found, index)
                 elif key not in declared:
                     if key not in guesses:
                         guesses[key] = did_you_mean(key, sorted(declared))
-                    guess = guesses[key]
-                    what = "expression" if site.expression else "template"
-                    yield _located(
-                        facts,
-                        site,
-                        read,
-                        nth,
-                        code=codes.UNKNOWN_READ_KEY,
-                        message=f"{what} reads unknown context key {key!r}",
-                        hint=f"did you mean {guess!r}?"
-                        if guess
-                        else f"declare it: keys: [{{name: {key}}}]",
-                        severity=Severity.ERROR,
-                    )
+                    yield _unknown(facts, site, found, index, guesses[key])
+                elif key in said:
+                    continue
+                elif key not in produced:
+                    said.add(key)
+                    yield _never_written(facts, owner, site, found, index)
+                elif allowed is not None and key not in allowed:
+                    if stops is None:
+                        stops = stop_guards(site.text) if site.path[-1] == "when" else frozenset()
+                    if key not in stops:
+                        said.add(key)
+                        yield _not_dependency(facts, owner, site, found, index)
 
 
-def _named_later_hint(owner: object) -> str:
+def _never_runs(facts: PipelineFacts, spec: SuggestorSpec, said: set[str]) -> Iterator[Diagnostic]:
+    deps = spec.dependencies
+    if deps and not any(key in facts.produced_keys for key in deps):
+        said.update(deps)
+        yield facts.warning(
+            codes.NEVER_RUNS,
+            f"suggestor {spec.name!r} never runs: nothing produces "
+            + ", ".join(repr(k) for k in deps),
+            (*spec.path, "dependencies"),
+            hint="add a seed or suggestor that targets one of these keys",
+        )
+
+
+def _named_later(
+    facts: PipelineFacts,
+    owner: object,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+) -> Diagnostic:
     hint = "name the key with a literal, e.g. count('tickets'), to have it checked"
     if isinstance(owner, SuggestorSpec) and owner.auto_dependencies:
         hint += "; `dependencies: auto` cannot include it"
-    return hint
+    return _located(
+        facts,
+        site,
+        found,
+        index,
+        code=codes.KEY_NAMED_AT_RUN_TIME,
+        message=f"{found[index].written} names its key at run time: the keys, dependencies "
+        "and data it reads are not checked here",
+        hint=hint,
+        severity=Severity.NOTE,
+    )
 
 
-def dependency_reads(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """A suggestor re-run on some keys reads only those and its own (CD252)."""
-    declared, produced = facts.declared_keys, facts.produced_keys
-    for owner, sites in facts.owned_templates:
-        if not isinstance(owner, SuggestorSpec) or not owner.triggers():
-            continue  # an invariant, or a candidate every cycle
-        triggers = owner.triggers()
-        allowed = {*triggers, *owner.targets}
-        reported: set[str] = set()
-        for site in sites:
-            stops = stop_guards(site.text) if site.path[-1] == "when" else frozenset()
-            for read, nth in _counted(reads(site.text, site.expression)):
-                key = read.key
-                if key is None or key in allowed or key in reported or key in stops:
-                    continue
-                if key not in declared or key not in produced:
-                    continue  # CD250 or CD253 says what is wrong with it
-                reported.add(key)
-                listed = ", ".join((*triggers, key))
-                yield _located(
-                    facts,
-                    site,
-                    read,
-                    nth,
-                    code=codes.READ_NOT_DEPENDENCY,
-                    message=f"{owner.name!r} reads {key!r} but is not re-run when {key!r} "
-                    f"changes: it decides on the {key!r} of its last run",
-                    hint=f"add it to its dependencies ([{listed}]), or write `dependencies: auto`",
-                )
+def _unknown(
+    facts: PipelineFacts,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+    guess: str | None,
+) -> Diagnostic:
+    key = found[index].key
+    return _located(
+        facts,
+        site,
+        found,
+        index,
+        code=codes.UNKNOWN_READ_KEY,
+        message=f"{'expression' if site.expression else 'template'} reads unknown context "
+        f"key {key!r}",
+        hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
+        severity=Severity.ERROR,
+    )
 
 
-def unproduced_reads(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Keys nothing writes: a suggestor that depends only on those never runs (CD300); a
-    template that reads one otherwise is warned where it reads it (CD253)."""
-    declared, produced = facts.declared_keys, facts.produced_keys
-    for owner, sites in facts.owned_templates:
-        said: set[str] = set()
-        if isinstance(owner, SuggestorSpec):
-            deps = owner.dependencies
-            if deps and not any(key in produced for key in deps):
-                said.update(deps)
-                yield facts.warning(
-                    codes.NEVER_RUNS,
-                    f"suggestor {owner.name!r} never runs: nothing produces "
-                    + ", ".join(repr(k) for k in deps),
-                    (*owner.path, "dependencies"),
-                    hint="add a seed or suggestor that targets one of these keys",
-                )
-        for site in sites:
-            for read, nth in _counted(reads(site.text, site.expression)):
-                key = read.key
-                if key is None or key in produced or key not in declared or key in said:
-                    continue
-                said.add(key)
-                guess = did_you_mean(key, sorted(produced - {"diagnostic"}))
-                yield _located(
-                    facts,
-                    site,
-                    read,
-                    nth,
-                    code=codes.READ_NEVER_WRITTEN,
-                    message=f"{_owner(owner)} reads {key!r}, which no seed or suggestor "
-                    f"writes: {read.written} never sees a fact",
-                    hint=(f"did you mean {guess!r}? " if guess else "")
-                    + f"write {key!r} (a seed, or a suggestor that targets it), or read a key "
-                    "that is written",
-                )
+def _never_written(
+    facts: PipelineFacts,
+    owner: object,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+) -> Diagnostic:
+    read = found[index]
+    guess = did_you_mean(str(read.key), sorted(facts.produced_keys - {"diagnostic"}))
+    return _located(
+        facts,
+        site,
+        found,
+        index,
+        code=codes.READ_NEVER_WRITTEN,
+        message=f"{_owner(owner)} reads {read.key!r}, which no seed or suggestor writes: "
+        f"{read.written} never sees a fact",
+        hint=(f"did you mean {guess!r}? " if guess else "")
+        + f"write {read.key!r} (a seed, or a suggestor that targets it), or read a key that "
+        "is written",
+    )
+
+
+def _not_dependency(
+    facts: PipelineFacts,
+    owner: SuggestorSpec,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+) -> Diagnostic:
+    key = found[index].key
+    listed = ", ".join((*owner.triggers(), str(key)))
+    return _located(
+        facts,
+        site,
+        found,
+        index,
+        code=codes.READ_NOT_DEPENDENCY,
+        message=f"{owner.name!r} reads {key!r} but is not re-run when {key!r} changes: it "
+        f"decides on the {key!r} of its last run",
+        hint=f"add it to its dependencies ([{listed}]), or write `dependencies: auto`",
+    )
 
 
 def _literal(text: object) -> str | None:
@@ -198,27 +219,28 @@ def _literal(text: object) -> str | None:
 _UNKNOWN = object()  # data an expression computes
 
 
-def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, Any, str, Any]]:
-    """(who, path, key, id, content, data) of every fact proposed as written."""
-    from converge_dsl.frontend._checks_data import constant
-
+def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str, Any]]:
+    """(who, path, key, id, content, data) of every fact proposed with a literal id and
+    content; data is `_UNKNOWN` where an expression computes it (constant ones are read)."""
     for index, seed in enumerate(facts.data.get("seeds") or ()):
         item_id, content = _literal(seed.get("id")), _literal(seed.get("content"))
         if item_id is not None and content is not None:
             key = str(seed.get("key", "seeds"))
             yield "seeds", ("seeds", index), key, item_id, content, seed.get("data")
     for spec in facts.specs:
-        proposals = spec.proposal_specs()
-        if not proposals:
-            continue
-        data = {site.path: site for site in spec.data_sites()}
-        for proposal in proposals:
-            item_id, content = _literal(proposal.id), _literal(proposal.content)
+        data: dict[JsonPath, Any] | None = None
+        for proposal in spec.proposal_specs():
+            item_id = _literal(proposal.id)
+            content = _literal(proposal.content) if item_id is not None else None
             if item_id is None or content is None:
                 continue
+            if data is None:  # only for a suggestor with a literal emit
+                data = {site.path: site for site in spec.data_sites()}
             site = data.get(proposal.path)
             value = None if site is None else site.value
             if site is not None and site.expression:
+                from converge_dsl.frontend._checks_data import constant
+
                 value = constant(site.value, _UNKNOWN)
             yield spec.name, proposal.path, proposal.key, item_id, content, value
 
@@ -250,16 +272,20 @@ def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
 def refires_on_own_output(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """A suggestor re-run on its own output (or every cycle) whose emit changes each time,
     with no guard in its `when` (CD257)."""
-    for spec in facts.specs:
+    for spec, owned in facts.owned_templates:
+        if not isinstance(spec, SuggestorSpec) or spec.when is None:
+            continue  # an invariant; without `when`, the idempotent default fires once
+        triggers = spec.triggers()
+        if triggers and not any(key in triggers for key in spec.targets):
+            continue  # not re-run on what it writes
         proposals = spec.proposal_specs()
-        if spec.when is None or not proposals:
-            continue  # without `when`, the idempotent default fires once
+        if not proposals:
+            continue
         guard = reads(spec.when, True)
         if any(read.key is None for read in guard) or "cycle" in _names(spec.when, True):
             continue  # a guard the analysis cannot see through, or one bounded by cycles
         guarded = {read.key for read in guard}
-        triggers = spec.triggers()
-        sites = {site.path: site for site in spec.templates()}
+        sites = {site.path: site for site in owned}
         reported: set[str] = set()
         for proposal in proposals:
             key = proposal.key
@@ -304,9 +330,10 @@ def _changing(
         site = sites.get((*path, field))
         if site is None:
             continue
-        for read, nth in _counted(reads(site.text, site.expression)):
+        found = reads(site.text, site.expression)
+        for index, read in enumerate(found):
             if read.key == key:
-                span = read_span(facts.document, site.path, site.text, read, nth)
+                span = read_span(facts.document, site.path, site.text, read, _nth(found, index))
                 return span, site.path, repr(key)
         if every_cycle and "cycle" in _names(site.text, site.expression):
             return word_span(facts.document, site.path, site.text, "cycle"), site.path, "`cycle`"

@@ -1,7 +1,7 @@
 """Semantic checks of how a pipeline uses what it declares: templates and leftovers.
 
 Reachability (a suggestor whose dependencies nothing writes) is part of the data flow
-(`_checks_dataflow.unproduced_reads`)."""
+(`_checks_dataflow.key_flow`)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from converge_dsl._record import Record
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend._mininodes import Slot
 
@@ -42,18 +41,28 @@ _MENTIONS = re.compile(r"facts|proposals|count|has|fact|data_of")
 _MARKERS = ("{{", "{%")
 
 
-class KeyRead(Record):
+class KeyRead(tuple[str | None, str, str]):
     """One read of a context key: `key` (None: named at run time), through `via` (`facts`,
     `count`...) written as `style`: `.` (`facts.K`), `[` (`facts['K']`), `get`
-    (`facts.get('K')`), `(` (`count('K')`) or `` (the whole namespace)."""
+    (`facts.get('K')`), `(` (`count('K')`) or `` (the whole namespace). A tuple, so the
+    checks compare and hash reads cheaply (a pipeline has thousands)."""
 
-    _fields = ("key", "via", "style")
-    __slots__ = _fields
+    __slots__ = ()
 
-    def __init__(self, key: str | None, via: str, style: str) -> None:
-        self.key = key
-        self.via = via
-        self.style = style
+    def __new__(cls, key: str | None, via: str, style: str) -> KeyRead:
+        return tuple.__new__(cls, (key, via, style))
+
+    @property
+    def key(self) -> str | None:
+        return self[0]
+
+    @property
+    def via(self) -> str:
+        return self[1]
+
+    @property
+    def style(self) -> str:
+        return self[2]
 
     @property
     def written(self) -> str:

@@ -24,11 +24,9 @@ from collections.abc import Iterable, Iterator
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend._checks_data import constant_data, data_fields, key_schemas_valid
 from converge_dsl.frontend._checks_dataflow import (
-    dependency_reads,
-    key_reads,
+    key_flow,
     refires_on_own_output,
     same_id_other_content,
-    unproduced_reads,
 )
 from converge_dsl.frontend._checks_declared import (
     declared_packs,
@@ -61,11 +59,9 @@ CHECKS: tuple[Check, ...] = (
     pack_specifiers,
     key_schemas_valid,
     templates_compile,
-    key_reads,
+    key_flow,
     data_fields,
     constant_data,
-    unproduced_reads,
-    dependency_reads,
     same_id_other_content,
     refires_on_own_output,
     unused_declarations,
