@@ -25,13 +25,16 @@ held against what the pipeline declares and what its suggestors write:
   proposes another fact, or conflicts with its last one (CD257). A `when` that
   reads `cycle` is a bound.
 
+`bound_template_reads` holds a pack's template suggestor, as a pipeline binds it
+(`dependencies`, else its `input`), to the same rules (the pack checks call it).
+
 Where the analysis cannot decide (a key named at run time, data not constant),
 it says nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from converge_dsl import codes
@@ -39,12 +42,13 @@ from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan,
 from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards, word_span
 from converge_dsl.frontend._facts import PipelineFacts
 from converge_dsl.frontend._kinds import SuggestorSpec, TemplateSite
+from converge_dsl.frontend.document import LoadedDocument
 
 _MARKERS = ("{{", "{%", "{#")
 
 
 def _located(
-    facts: PipelineFacts,
+    doc: LoadedDocument,
     site: TemplateSite,
     found: tuple[KeyRead, ...],
     index: int,
@@ -54,7 +58,7 @@ def _located(
     hint: str,
     severity: Severity = Severity.WARNING,
 ) -> Diagnostic:
-    span = read_span(facts.document, site.path, site.text, found[index], _nth(found, index))
+    span = read_span(doc, site.path, site.text, found[index], _nth(found, index))
     return Diagnostic.at(code, message, span, path=site.path, hint=hint, severity=severity)
 
 
@@ -94,18 +98,18 @@ def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
                 elif key not in declared:
                     if key not in guesses:
                         guesses[key] = did_you_mean(key, sorted(declared))
-                    yield _unknown(facts, site, found, index, guesses[key])
+                    yield _unknown(facts.document, site, found, index, guesses[key])
                 elif key in said:
                     continue
                 elif key not in produced:
                     said.add(key)
                     yield _never_written(facts, owner, site, found, index)
-                elif allowed is not None and key not in allowed:
+                elif spec is not None and allowed is not None and key not in allowed:
                     if stops is None:
                         stops = stop_guards(site.text) if site.path[-1] == "when" else frozenset()
                     if key not in stops:
                         said.add(key)
-                        yield _not_dependency(facts, owner, site, found, index)
+                        yield _not_dependency(facts, spec, site, found, index)
 
 
 def _never_runs(facts: PipelineFacts, spec: SuggestorSpec, said: set[str]) -> Iterator[Diagnostic]:
@@ -132,7 +136,7 @@ def _named_later(
     if isinstance(owner, SuggestorSpec) and owner.auto_dependencies:
         hint += "; `dependencies: auto` cannot include it"
     return _located(
-        facts,
+        facts.document,
         site,
         found,
         index,
@@ -145,7 +149,7 @@ def _named_later(
 
 
 def _unknown(
-    facts: PipelineFacts,
+    doc: LoadedDocument,
     site: TemplateSite,
     found: tuple[KeyRead, ...],
     index: int,
@@ -153,7 +157,7 @@ def _unknown(
 ) -> Diagnostic:
     key = found[index].key
     return _located(
-        facts,
+        doc,
         site,
         found,
         index,
@@ -163,6 +167,17 @@ def _unknown(
         hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
         severity=Severity.ERROR,
     )
+
+
+def unknown_reads(
+    doc: LoadedDocument, site: TemplateSite, keys: frozenset[str]
+) -> Iterator[Diagnostic]:
+    """CD250 for each key `site` reads by name that is not among `keys` (a pack's template,
+    located in its own file, against the keys of the pipeline that uses it)."""
+    found = reads(site.text, site.expression)
+    for index, read in enumerate(found):
+        if read.key is not None and read.key not in keys:
+            yield _unknown(doc, site, found, index, did_you_mean(read.key, sorted(keys)))
 
 
 def _never_written(
@@ -175,7 +190,7 @@ def _never_written(
     read = found[index]
     guess = did_you_mean(str(read.key), sorted(facts.produced_keys - {"diagnostic"}))
     return _located(
-        facts,
+        facts.document,
         site,
         found,
         index,
@@ -198,7 +213,7 @@ def _not_dependency(
     key = found[index].key
     listed = ", ".join((*owner.triggers(), str(key)))
     return _located(
-        facts,
+        facts.document,
         site,
         found,
         index,
@@ -301,7 +316,7 @@ def refires_on_own_output(facts: PipelineFacts) -> Iterator[Diagnostic]:
                 codes.REFIRES_ON_OWN_OUTPUT,
                 f"{spec.name!r} writes {key!r}, {rerun}, and its {proposal.label} reads {what}: "
                 "each run proposes another fact (or conflicts with its last one), so the run "
-                "stops only at max_cycles",
+                "stops only on a budget (max_cycles, max_facts)",
                 span,
                 path=path,
                 hint=f"guard it: make its `when` read {key!r} (e.g. `not has({key!r})`) or "
@@ -338,3 +353,41 @@ def _changing(
         if every_cycle and "cycle" in _names(site.text, site.expression):
             return word_span(facts.document, site.path, site.text, "cycle"), site.path, "`cycle`"
     return None
+
+
+def bound_template_reads(
+    facts: PipelineFacts, path: JsonPath, body: Mapping[str, Any], use: str
+) -> Iterator[Diagnostic]:
+    """The key reads of a pack's template suggestor as the pipeline binds it (`body`: the
+    suggestor it stands for, `path`: the pipeline's `kind: pack` entry): keys nothing in
+    the pipeline writes (CD253) and keys the binding is not re-run on (CD252), located at
+    its `use` (the pack's own files name the template; unknown keys are reported there)."""
+    spec = facts.kinds.spec(path, body)
+    triggers = spec.triggers()
+    allowed = {*triggers, *spec.targets}
+    declared, produced = facts.declared_keys, facts.produced_keys
+    said: set[str] = set()
+    for site in spec.templates(frozenset({"params"})):
+        stops = stop_guards(site.text) if site.path[-1] == "when" else frozenset()
+        for read in reads(site.text, site.expression):
+            key = read.key
+            if key is None or key in said or key not in declared:
+                continue
+            if key not in produced:
+                said.add(key)
+                yield facts.warning(
+                    codes.READ_NEVER_WRITTEN,
+                    f"{spec.name!r} ({use}) reads {key!r} in its pack template "
+                    f"({read.written}), which no seed or suggestor writes",
+                    (*path, "use"),
+                    hint=f"write {key!r} (a seed, or a suggestor that targets it)",
+                )
+            elif triggers and key not in allowed and key not in stops:
+                said.add(key)
+                yield facts.warning(
+                    codes.READ_NOT_DEPENDENCY,
+                    f"{spec.name!r} ({use}) reads {key!r} in its pack template "
+                    f"({read.written}) but is not re-run when {key!r} changes",
+                    (*path, "use"),
+                    hint=f"give it dependencies: [{', '.join((*triggers, key))}]",
+                )
