@@ -83,9 +83,18 @@ def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
     for owner, sites in facts.owned_templates:
         said: set[str] = set()
         spec = owner if isinstance(owner, SuggestorSpec) else None
-        if spec is not None:
-            yield from _never_runs(facts, spec, said)
-        triggers = spec.triggers() if spec is not None else ()
+        never = spec is not None and _never_runs(spec, produced)
+        if never and spec is not None:
+            said.update(spec.dependencies)
+            yield facts.warning(
+                codes.NEVER_RUNS,
+                f"suggestor {spec.name!r} never runs: nothing produces "
+                + ", ".join(repr(k) for k in spec.dependencies),
+                (*spec.path, "dependencies"),
+                hint="add a seed or suggestor that targets one of these keys",
+            )
+        triggers = spec.triggers() if spec is not None and not never else ()
+        # (a suggestor that never runs has no dependency to miss)
         allowed = {*triggers, *spec.targets} if spec is not None and triggers else None
         for site in sites:
             found = reads(site.text, site.expression)
@@ -112,17 +121,10 @@ def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
                         yield _not_dependency(facts, spec, site, found, index)
 
 
-def _never_runs(facts: PipelineFacts, spec: SuggestorSpec, said: set[str]) -> Iterator[Diagnostic]:
+def _never_runs(spec: SuggestorSpec, produced: frozenset[str]) -> bool:
+    """It has dependencies and nothing can write any of them."""
     deps = spec.dependencies
-    if deps and not any(key in facts.produced_keys for key in deps):
-        said.update(deps)
-        yield facts.warning(
-            codes.NEVER_RUNS,
-            f"suggestor {spec.name!r} never runs: nothing produces "
-            + ", ".join(repr(k) for k in deps),
-            (*spec.path, "dependencies"),
-            hint="add a seed or suggestor that targets one of these keys",
-        )
+    return bool(deps) and not any(key in produced for key in deps)
 
 
 def _named_later(
