@@ -15,7 +15,7 @@ for a finding.
 from __future__ import annotations
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
-from converge_dsl.frontend.document import LoadedDocument, _lines
+from converge_dsl.frontend.document import LoadedDocument
 
 _BLANK = frozenset(" \t\n\r")
 
@@ -29,13 +29,10 @@ def offset_span(
         return None
     span = location.span
     block = location.style in ("|", ">")
-    lines = _lines(doc.text)
     found: list[tuple[int, int]] = []  # (line, column) of text[start], text[start + 1], ...
     index = 0
     for number in range(span.line + 1 if block else span.line, span.end_line + 1):
-        if number > len(lines):
-            break
-        source = lines[number - 1]
+        source = doc.line(number)
         begin = span.column - 1 if number == span.line else 0
         stop = span.end_column - 1 if number == span.end_line else len(source)
         for column, char in enumerate(f"{source[begin:stop]}\n", start=begin + 1):

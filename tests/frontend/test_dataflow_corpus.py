@@ -54,4 +54,5 @@ def test_each_finding_has_a_whole_span(path: Path, monkeypatch: pytest.MonkeyPat
         assert finding["end_line"] == finding["line"]
         assert finding["end_column"] > finding["column"]
         marked = lines[finding["line"] - 1][finding["column"] - 1 : finding["end_column"] - 1]
-        assert marked.strip() == marked and marked
+        assert marked
+        assert marked.strip() == marked
