@@ -80,6 +80,7 @@ budget: {{max_cycles: 50, max_facts: 100000, max_model_calls: 2000, max_wall_s: 
 promotion: {{min_confidence: 0.5, max_content_length: 10000, forbidden_terms: [guaranteed]}}
 seeds:
   - {{id: market, content: "{{{{ inputs.market }}}}"}}
+  - {{id: rules, key: constraints, content: "Two engineers, no weekend work"}}
 suggestors:
 """
 
@@ -122,7 +123,7 @@ _KINDS = (
   - name: agent-{i}
     kind: agent
     model: fast
-    dependencies: [strategies]
+    dependencies: [strategies, constraints]
     target: evaluations
     goal: "Evaluate strategy {i} against {{{{ count('constraints') }}}} constraints."
     max_turns: 12

@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -399,6 +398,8 @@ def replace_file(
 
 def _fresh(path: Path) -> tuple[int, Path]:
     """A new temporary file beside `path`: its descriptor and its path."""
+    import secrets  # here: hmac, hashlib and random cost `validate`, which writes nothing
+
     for _ in range(_TEMP_ATTEMPTS):
         temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
         try:

@@ -7,7 +7,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 
 - CD0xx load: strict YAML (pipelines, packs, model scripts)
 - CD1xx schema: JSON Schema violations
-- CD2xx semantic errors of the front end
+- CD2xx semantic errors of the front end; 250 to 269 the data-flow analysis (errors,
+  warnings and notes)
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
 - CD4xx agent checks (converge_dsl.agents)
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
@@ -84,6 +85,15 @@ TEST_BAD_REGEX = "CD232"  # a test's `matches` is not a regular expression RE2 c
 TEST_DUPLICATE_CASE = "CD233"  # two cases of a test file share a name
 TEST_BAD_MODEL = "CD234"  # a test's model gives none or several of script, cassette, rules
 KIND_NOT_LOADED = "CD240"  # an installed distribution's suggestor kind does not load
+# Data flow (250 to 269): what templates read, against keys, dependencies and schemas.
+UNKNOWN_READ_KEY = "CD250"  # a template reads a context key neither built in nor declared
+KEY_NAMED_AT_RUN_TIME = "CD251"  # note: a key read is named at run time (the analysis stops)
+READ_NOT_DEPENDENCY = "CD252"  # warning: a suggestor reads a key it is not re-run on
+READ_NEVER_WRITTEN = "CD253"  # warning: a template reads a key nothing writes
+FIELD_NOT_IN_SCHEMA = "CD254"  # warning: a template reads a field its (open) schema never names
+TYPE_MISMATCH = "CD255"  # warning: a field ordered or computed with a literal of another type
+SAME_ID_OTHER_CONTENT = "CD256"  # warning: two emits give one literal id other literal content
+REFIRES_ON_OWN_OUTPUT = "CD257"  # warning: a suggestor re-runs on its own output, unguarded
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies

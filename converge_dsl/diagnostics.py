@@ -15,8 +15,12 @@ from converge_dsl._record import Record
 
 
 class Severity(StrEnum):
+    """How much a finding matters: an error fails validation, a warning fails it under
+    `--strict`, a note (where an analysis stops short) never does."""
+
     ERROR = "error"
     WARNING = "warning"
+    NOTE = "note"
 
 
 # Every command imports this module: its records are `Record`s (docs/architecture.md §5).
@@ -128,6 +132,10 @@ class Diagnostic(Record):
         return self.severity is Severity.ERROR
 
     @property
+    def is_note(self) -> bool:
+        return self.severity is Severity.NOTE
+
+    @property
     def span(self) -> SourceSpan:
         return SourceSpan(self.file, self.line, self.column, self.end_line, self.end_column)
 
@@ -148,11 +156,14 @@ class Diagnostic(Record):
 
 
 def best_first(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """Errors before warnings, then by file and position (stable for equal keys)."""
+    """Errors, then warnings, then notes, each by file and position (stable for equal keys)."""
     return sorted(
         diagnostics,
-        key=lambda d: (not d.is_error, d.file, d.line, d.column, d.code),
+        key=lambda d: (_RANK[d.severity], d.file, d.line, d.column, d.code),
     )
+
+
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:

@@ -104,6 +104,9 @@ class _Page:
             if word in node:
                 forms = enumerate(node[word], start=1)
                 return " or ".join(self.type_of(part, f"{path}~{n}") for n, part in forms)
+        if isinstance(node.get("if"), Mapping) and "else" in node and "then" not in node:
+            # `if: X, else: Y` (no `then`): what X matches, or else Y
+            return f"{self.type_of(node['if'], path)} or {self.type_of(node['else'], path)}"
         kinds = [str(kind) for kind in _as_list(node.get("type"))]
         if "array" in kinds and isinstance(node.get("items"), Mapping):
             return "list of " + self.type_of(node["items"], path + "[]")

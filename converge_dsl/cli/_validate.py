@@ -15,7 +15,8 @@ it is a converge-dsl pipeline (an `apiVersion: converge-dsl/...` or `kind:
 Pipeline` line, no other tool's `apiVersion` and no other kind): the
 pre-commit hook passes every changed
 YAML file this way, and other tools' YAML is skipped.
-Exit codes: 0 valid; 1 only warnings under `--strict`; 2 errors; 3 usage error.
+Exit codes: 0 valid; 1 only warnings under `--strict` (notes never fail); 2 errors; 3 usage
+error.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from converge_dsl.cli._render import FORMATS, render
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="pipeline files or folders")
     parser.add_argument("--format", choices=FORMATS, default="human", help="output format")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 when there are warnings (notes do not count)"
+    )
     parser.add_argument(
         "--only-pipelines",
         action="store_true",
@@ -73,6 +76,6 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     )
     if not checked.ok:
         return EXIT_INVALID
-    if checked.diagnostics and args.strict:
+    if args.strict and any(not d.is_note for d in checked.diagnostics):
         return EXIT_FAILURE
     return EXIT_OK

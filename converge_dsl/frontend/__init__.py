@@ -28,7 +28,10 @@ Public surface:
   converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
   `HTTP_NUMBERS`, the numeric settings of an HTTP model
 - templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
-  `template_problems(...)`, `expression_error(text)`
+  `template_problems(...)`, `expression_error(text)`; the data flow of a pack's template
+  (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
+  pipeline lacks, and `bound_template_reads(facts, path, body, use)`, its reads against
+  the pipeline suggestor that binds it
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
   `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from;
   `cap(diagnostics)` -> the first `MAX_PER_CODE` of each code and `Omitted` counts of the rest
@@ -46,6 +49,7 @@ from converge_dsl._lazy import lazy_exports
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._cap import *  # noqa: F403
     from converge_dsl.frontend._check import *  # noqa: F403
+    from converge_dsl.frontend._checks_dataflow import *  # noqa: F403
     from converge_dsl.frontend._facts import *  # noqa: F403
     from converge_dsl.frontend._kind_llm import *  # noqa: F403
     from converge_dsl.frontend._kind_rule import *  # noqa: F403
@@ -72,6 +76,7 @@ else:
                 "check_pipeline",
                 "load_pipeline",
             ),
+            "converge_dsl.frontend._checks_dataflow": ("bound_template_reads", "unknown_reads"),
             "converge_dsl.frontend._facts": ("Check", "PipelineFacts"),
             "converge_dsl.frontend._kind_llm": ("LlmSpec",),
             "converge_dsl.frontend._kind_rule": ("RuleSpec",),

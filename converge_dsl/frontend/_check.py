@@ -137,12 +137,28 @@ def check_pipeline(
     checks: Sequence[Check] | None = None,
     kinds: KindRegistry | None = None,
 ) -> CheckedPipeline:
-    """Check the pipeline file at `path`; `display` names it in diagnostics."""
+    """Check the pipeline file at `path`; `display` names it in diagnostics.
+
+    While it is checked, the loaded document (and every object older) sits in the
+    collector's permanent generation (`gc.freeze`, given back after): the checks
+    allocate a few objects per template, and a full collection among them would
+    otherwise walk the whole document again (a quarter of the checks' time for a
+    thousand rules). Nothing is collected less: what the checks make is collected
+    as before. Already frozen objects, or a disabled collector, leave it alone.
+    """
     try:
         document = load_file(path, display=display)
     except PipelineInvalid as exc:
         return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
-    return check_document(document, path.parent, checks=checks, kinds=kinds)
+    import gc
+
+    if not gc.isenabled() or gc.get_freeze_count():
+        return check_document(document, path.parent, checks=checks, kinds=kinds)
+    gc.freeze()
+    try:
+        return check_document(document, path.parent, checks=checks, kinds=kinds)
+    finally:
+        gc.unfreeze()
 
 
 def load_pipeline(

@@ -158,7 +158,7 @@ def data_fields(facts: PipelineFacts) -> Iterator[Diagnostic]:
 
 def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
     """llm suggestor output path -> the shape of its `item` (output.schema, else the key's)."""
-    from converge_dsl.frontend._dataschema import DataShape
+    from converge_dsl.frontend._dataschema import DataShape, item_schema
 
     shapes: dict[JsonPath, Any] = {}
     for spec in facts.specs:
@@ -166,13 +166,17 @@ def _item_shapes(facts: PipelineFacts) -> dict[JsonPath, Any]:
         if items is None:
             continue  # no item, or a text one
         where, schema = items
-        label = "item (output.schema)"
-        if schema is None:
-            target = spec.targets[0] if spec.targets else ""
-            schema = facts.key_schemas.get(target)
-            label = f"item (key {target!r} data)"
+        if schema is not None:
+            node = item_schema(schema)  # output.schema checks the whole answer
+            if node is not None:
+                source = f"output.schema of {spec.name!r}"
+                shapes[where] = DataShape(schema, node, "item (output.schema)", source)
+            continue
+        target = spec.targets[0] if spec.targets else ""
+        schema = facts.key_schemas.get(target)
         if isinstance(schema, dict):
-            shapes[where] = DataShape(schema, schema, label)
+            label, source = f"item (key {target!r} data)", f"the schema of key {target!r}"
+            shapes[where] = DataShape(schema, schema, label, source)
     return shapes
 
 
@@ -181,28 +185,27 @@ def _item_for(site: TemplateSite, items: Mapping[JsonPath, Any]) -> Any:
 
 
 def _locate(facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str) -> SourceSpan:
-    """The span of `needle` on line `lineno` of the template (the field name, the literal)."""
-    doc = facts.document
+    """The span of `needle` (`.field`, `['field']`, a literal, a bare field name) in the
+    template, searched from its line `lineno` on (a folded scalar joins lines: then
+    anywhere), mapped through the source map; the field name or the literal is marked."""
+    from converge_dsl.frontend._dataflow import text_span
+
+    text = site.text
     if needle.startswith("."):
-        candidates = [(needle, 1)]
+        pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
     elif needle.startswith("["):
-        word = needle[2:-2]
-        candidates = [(f"['{word}']", 2), (f'["{word}"]', 2)]
+        pattern = rf"\[\s*(?P<q>['\"])(?P<mark>{re.escape(needle[2:-2])})(?P=q)"
     elif needle.startswith("'"):
-        word = needle[1:-1]
-        candidates = [(f"'{word}'", 0), (f'"{word}"', 0)]
+        pattern = rf"(?P<mark>(?P<q>['\"]){re.escape(needle[1:-1])}(?P=q))"
     else:
-        candidates = [(needle, 0)]
-    whole = facts.source_map.span(site.path)
-    # A folded scalar (`>`) joins its lines: Jinja's line 1 may be any line of the block.
-    others = range(1, whole.end_line - whole.line + 2)
-    for line in (lineno, *(n for n in others if n != lineno)):
-        for text, skip in candidates:
-            span = doc.template_span(site.path, line, text)
-            if span.line == span.end_line and span.end_column - span.column == len(text):
-                end = span.end_column - (skip if text.startswith("[") else 0)
-                return SourceSpan(span.file, span.line, span.column + skip, span.line, end)
-    return doc.template_span(site.path, lineno)
+        pattern = rf"(?<![\w])(?P<mark>{re.escape(needle)})(?![\w])"
+    start = 0
+    for _ in range(lineno - 1):
+        start = text.find("\n", start) + 1 or len(text)
+    match = re.compile(pattern).search(text, start) or re.search(pattern, text)
+    if match is None:
+        return facts.document.template_span(site.path, lineno)
+    return text_span(facts.document, site.path, text, *match.span("mark"))
 
 
 def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -262,6 +265,12 @@ class _NotConstant:
 
 
 _NOT_CONSTANT = _NotConstant()
+
+
+def constant(text: str, otherwise: Any) -> Any:
+    """The value of an expression made of literals only, else `otherwise`."""
+    value = _constant(text)
+    return otherwise if value is _NOT_CONSTANT else value
 
 
 def _constant(text: str) -> Any:

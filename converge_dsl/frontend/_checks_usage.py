@@ -1,4 +1,7 @@
-"""Semantic checks of how a pipeline uses what it declares: templates, reachability, leftovers."""
+"""Semantic checks of how a pipeline uses what it declares: templates and leftovers.
+
+Reachability (a suggestor whose dependencies nothing writes) is part of the data flow
+(`_checks_dataflow.key_flow`)."""
 
 from __future__ import annotations
 
@@ -21,20 +24,6 @@ def templates_compile(facts: PipelineFacts) -> Iterator[Diagnostic]:
             names=site.names,
             inputs=facts.inputs,
         )
-
-
-def reachable_suggestors(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Warn about suggestors none of whose dependencies can ever hold facts."""
-    for spec in facts.specs:
-        deps = spec.dependencies
-        if deps and not any(key in facts.produced_keys for key in deps):
-            yield facts.warning(
-                codes.NEVER_RUNS,
-                f"suggestor {spec.name!r} never runs: nothing produces "
-                + ", ".join(repr(k) for k in deps),
-                (*spec.path, "dependencies"),
-                hint="add a seed or suggestor that targets one of these keys",
-            )
 
 
 def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:

@@ -32,6 +32,17 @@ _SAME_LIST = frozenset(
     {"sort", "unique", "list", "reverse", "selectattr", "rejectattr", "select", "reject"}
 )
 _ONE = frozenset({"first", "last", "random"})
+_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow"})
+_ORDER = {"lt": "<", "lteq": "<=", "gt": ">", "gteq": ">="}
+# selectattr/rejectattr tests: those that compare for equality, and those that order.
+_EQUAL_TESTS = frozenset({"eq", "equalto", "==", "sameas"})
+_UNEQUAL_TESTS = frozenset({"ne", "!="})
+_ORDER_TESTS = {
+    "lt": "<", "lessthan": "<", "<": "<", "le": "<=", "<=": "<=",
+    "gt": ">", "greaterthan": ">", ">": ">", "ge": ">=", ">=": ">=",
+}  # fmt: skip
+# The position of `attribute` among a filter's positional arguments (Jinja's signatures).
+_ATTRIBUTE_AT = {"sum": 0, "groupby": 0, "unique": 1, "min": 1, "max": 1, "sort": 2}
 # Jinja node classes that are expressions (`Output` holds them directly, not in an `Expr`).
 _EXPRESSIONS = frozenset(
     {"Name", "Getattr", "Getitem", "Call", "Filter", "Compare", "Const", "List", "Dict", "Tuple"}
@@ -163,6 +174,11 @@ class Walker:
         if kind == "Compare":
             self._compare(node, scope)
             return None
+        if kind in _BINARY:
+            left, right = self.value(node.left, scope), self.value(node.right, scope)
+            self._operand(left, node.operator, node.right)
+            self._operand(right, node.operator, node.left)
+            return None
         for child in node.iter_child_nodes():
             self.value(child, scope)
         return None
@@ -183,18 +199,20 @@ class Walker:
         if isinstance(base, _Fact):
             if name == "data":
                 schema = self.schemas.get(base.key)
-                return (
-                    None if schema is None else DataShape(schema, schema, f"key {base.key!r} data")
+                if schema is None:
+                    return None
+                return DataShape(
+                    schema, schema, f"key {base.key!r} data", f"the schema of key {base.key!r}"
                 )
             if name not in FACT_FIELDS and name not in _FACT_EXTRA:
                 self._unknown_attribute(name, lineno, mark)
             return None
         if isinstance(base, DataShape):
             known, shape, names = base.field(name)
-            shape = (
-                None if shape is None else DataShape(shape.root, shape.node, f"{base.label}.{name}")
-            )
-            if known is False and name not in _MAPPING_METHODS:
+            shape = None if shape is None else shape.at(shape.node, f"{base.label}.{name}")
+            if name in _MAPPING_METHODS:
+                return shape
+            if known is False:
                 guess = did_you_mean(name, names)
                 self.findings.append(
                     Finding(
@@ -206,6 +224,22 @@ class Walker:
                         lineno,
                         _needle(name, mark),
                         Severity.ERROR,
+                    )
+                )
+            elif known is None and base.unnamed(name):
+                guess = did_you_mean(name, names)
+                self.findings.append(
+                    Finding(
+                        codes.FIELD_NOT_IN_SCHEMA,
+                        f"{base.label} has no field {name!r}: {base.source} names only "
+                        f"{', '.join(names)}, so reading it fails at run time unless the data "
+                        "has it anyway",
+                        f"did you mean {guess!r}? (or add {name!r} to the schema's properties)"
+                        if guess
+                        else f"add {name!r} to the schema's properties, or read a field it names",
+                        lineno,
+                        _needle(name, mark),
+                        Severity.WARNING,
                     )
                 )
             return shape
@@ -273,6 +307,8 @@ class Walker:
         paths = self._attribute_arguments(node)
         for text, lineno in paths:
             self._path(element, text, lineno)
+        if node.name in ("selectattr", "rejectattr"):
+            self._tested(node, element)
         if node.name in _ONE:
             return element
         if node.name in _SAME_LIST and isinstance(base, _Facts | _List):
@@ -291,6 +327,9 @@ class Walker:
         first: Any = node.args[0] if node.args else None
         if node.name in ("selectattr", "rejectattr") and type(first).__name__ == "Const":
             found.append((self.const(first), first.lineno))
+        at = _ATTRIBUTE_AT.get(node.name)
+        if at is not None and len(node.args) > at and type(node.args[at]).__name__ == "Const":
+            found.append((self.const(node.args[at]), node.args[at].lineno))
         return [(text, lineno) for text, lineno in found if isinstance(text, str)]
 
     def _path(self, element: Any, text: str, lineno: int | None) -> Any:
@@ -319,6 +358,9 @@ class Walker:
             elif operand.op in ("in", "notin"):
                 for literal in _items(operand.expr):
                     self._literal(left_value, literal)
+            elif operand.op in _ORDER:
+                self._operand(left_value, _ORDER[operand.op], operand.expr)
+                self._operand(right_value, _ORDER[operand.op], left)
             left, left_value = operand.expr, right_value
 
     def _literal(self, shape: Any, literal: Any) -> None:
@@ -339,6 +381,64 @@ class Walker:
                 Severity.WARNING,
             )
         )
+
+    def _operand(self, shape: Any, operator: str, literal: Any) -> None:
+        """A finding when `operator` between the data at `shape` and the literal fails."""
+        if not isinstance(shape, DataShape) or type(literal).__name__ != "Const":
+            return
+        value = self.const(literal)
+        why = shape.operand_problem(operator, value)
+        if why is None:
+            return
+        self.findings.append(
+            Finding(
+                codes.TYPE_MISMATCH,
+                f"{shape.label} {operator} {value!r} fails at run time: {why}",
+                "use a literal of its type, or convert one side first (`| int`, `| string`)",
+                literal.lineno,
+                repr(value) if isinstance(value, str) else str(value),
+                Severity.WARNING,
+            )
+        )
+
+    def _tested(self, node: Any, element: Any) -> None:
+        """`selectattr('data.x', 'eq', 'v')` (or `rejectattr`): the test's literal against
+        the schema of the attribute it reads."""
+        args = node.args
+        if len(args) < 3 or not all(type(a).__name__ == "Const" for a in args[:2]):
+            return
+        path, test = self.const(args[0]), self.const(args[1])
+        if not isinstance(path, str) or not isinstance(test, str):
+            return
+        shape = self._path(element, path, None)
+        if not isinstance(shape, DataShape):
+            return
+        literal = args[2]
+        if test in _ORDER_TESTS:
+            self._operand(shape, _ORDER_TESTS[test], literal)
+            return
+        if test not in _EQUAL_TESTS and test not in _UNEQUAL_TESTS and test != "in":
+            return
+        for item in _items(literal) if test == "in" else [literal]:
+            if type(item).__name__ != "Const":
+                continue
+            value = self.const(item)
+            problem = shape.literal_problem(value)
+            if problem is None:
+                continue
+            kind, why = problem
+            keeps = (node.name == "selectattr") == (test not in _UNEQUAL_TESTS)
+            self.findings.append(
+                Finding(
+                    codes.OUTSIDE_ENUM if kind == "enum" else codes.MISMATCHED_LITERAL,
+                    f"{node.name}({path!r}, {test!r}, ...) {'keeps' if keeps else 'drops'} "
+                    f"{'no' if keeps else 'every'} fact: {why} ({shape.source})",
+                    "test with one of the values the schema allows",
+                    item.lineno,
+                    repr(value) if isinstance(value, str) else str(value),
+                    Severity.WARNING,
+                )
+            )
 
 
 def _items(node: Any) -> list[Any]:

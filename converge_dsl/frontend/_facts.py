@@ -16,7 +16,7 @@ from typing import Any
 
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
 from converge_dsl.frontend._kinds import KindRegistry, SuggestorKind, SuggestorSpec, TemplateSite
-from converge_dsl.frontend._manifest import PipelineManifest, build_manifest
+from converge_dsl.frontend._manifest import InvariantSpec, PipelineManifest, build_manifest
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
 from converge_dsl.keys import BUILTIN_KEYS
 from converge_dsl.sandbox import CONTEXT_NAMES
@@ -113,15 +113,25 @@ class PipelineFacts:
     @cached_property
     def templates(self) -> tuple[TemplateSite, ...]:
         """Every template and expression, with the names valid where it sits."""
-        sites = [site for spec in self.specs for site in spec.templates()]
+        return tuple(site for _, sites in self.owned_templates for site in sites)
+
+    @cached_property
+    def owned_templates(
+        self,
+    ) -> tuple[tuple[SuggestorSpec | InvariantSpec, tuple[TemplateSite, ...]], ...]:
+        """Each suggestor's and invariant's templates and expressions, in document order."""
+        owned: list[tuple[SuggestorSpec | InvariantSpec, tuple[TemplateSite, ...]]] = [
+            (spec, spec.templates()) for spec in self.specs
+        ]
         for invariant in self.manifest.invariants:
             path = invariant.path
-            sites.append(TemplateSite((*path, "check"), invariant.check, True, CONTEXT_NAMES))
+            sites = [TemplateSite((*path, "check"), invariant.check, True, CONTEXT_NAMES)]
             if invariant.message is not None:
                 sites.append(
                     TemplateSite((*path, "message"), invariant.message, False, CONTEXT_NAMES)
                 )
-        return tuple(sites)
+            owned.append((invariant, tuple(sites)))
+        return tuple(owned)
 
     def duplicates(
         self, items: Iterable[tuple[JsonPath, object]], code: str, what: str

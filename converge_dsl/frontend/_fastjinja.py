@@ -19,8 +19,9 @@ Accepted grammar (Jinja's levels; `cmp` is ==, !=, <, <=, >, >=, in, not in)::
 
     or      := not (('and' | 'or') not)*   (Jinja's or and and levels, flattened)
     not     := 'not' not | compare         compare := math (cmp math)*
-    math    := unary (('+' | '-' | '~' | '*' | '/' | '//' | '%' | '**') unary)*
-               (Jinja's four arithmetic levels, flattened: names and operands are the same)
+    math    := concat (('+' | '-') concat)*      concat := math2 ('~' math2)*
+    math2   := pow (('*' | '/' | '//' | '%') pow)*  pow := unary ('**' unary)*
+               (Jinja's four arithmetic levels and nodes: Add, Sub, Concat, Mul, Div...)
     unary   := ('-' | '+') unary | primary postfix*, then ('|' NAME call?)* unless after a sign
     postfix := '.' NAME | '[' or ']' | call
     primary := NAME | STRING | NUMBER | true | false | none | '(' or ')'
@@ -51,7 +52,13 @@ _CONSTANTS["None"] = None
 # Names Jinja gives a meaning in expressions; anything but the operators below is refused.
 _RESERVED = frozenset({"and", "or", "not", "in", "is", "if", "else", "for", "recursive"})
 _COMPARE = {"==": "eq", "!=": "ne", ">=": "gteq", "<=": "lteq", ">": "gt", "<": "lt"}
-_ARITHMETIC = frozenset({"+", "-", "~", "*", "/", "//", "%", "**"})
+# Jinja's arithmetic levels, loosest first; None is the concatenation level (`~`).
+_LEVELS: tuple[dict[str, type[n.BinExpr]] | None, ...] = (
+    {"+": n.Add, "-": n.Sub},
+    None,
+    {"*": n.Mul, "/": n.Div, "//": n.FloorDiv, "%": n.Mod},
+    {"**": n.Pow},
+)
 _MAX_DEPTH = 32
 
 
@@ -104,7 +111,7 @@ class _Parser:
 
     def negation(self) -> n.Node:
         if self.take("not"):
-            return n.Op([self.negation()])
+            return n.Not(self.negation())
         return self.compare()
 
     def compare(self) -> n.Node:
@@ -127,16 +134,32 @@ class _Parser:
         return n.Compare(first, ops) if ops else first
 
     def arithmetic(self) -> n.Node:
-        """Every arithmetic level as one: the walk reads their operands only."""
-        parts = [self.unary(True)]
-        while self.values[self.pos] in _ARITHMETIC and self.kinds[self.pos] == "op":
+        """`+` and `-` over `~` over `*`, `/`, `//`, `%` over `**`: Jinja's levels and nodes
+        (the walk checks each operator's two operands)."""
+        return self._binary(0)
+
+    def _binary(self, level: int) -> n.Node:
+        if level == len(_LEVELS):
+            return self.unary(True)
+        operators = _LEVELS[level]
+        left = self._binary(level + 1)
+        if operators is None:  # `~`: one Concat of every operand
+            parts = [left]
+            while self.values[self.pos] == "~" and self.kinds[self.pos] == "op":
+                self.pos += 1
+                parts.append(self._binary(level + 1))
+            return left if len(parts) == 1 else n.Concat(parts)
+        while self.values[self.pos] in operators and self.kinds[self.pos] == "op":
+            node_class = operators[self.values[self.pos]]
             self.pos += 1
-            parts.append(self.unary(True))
-        return parts[0] if len(parts) == 1 else n.Op(parts)
+            left = node_class(left, self._binary(level + 1))
+        return left
 
     def unary(self, with_filter: bool) -> n.Node:
-        if self.take("-") or self.take("+"):
-            node: n.Node = n.Op([self.unary(False)])
+        if self.values[self.pos] in ("-", "+") and self.kinds[self.pos] == "op":
+            sign = n.Neg if self.values[self.pos] == "-" else n.Pos
+            self.pos += 1
+            node: n.Node = sign(self.unary(False))
         else:
             node = self.primary()
         node = self.postfix(node)

@@ -35,6 +35,9 @@ class RuleSpec(SuggestorSpec):
         """Its emits, typed."""
         return ProposalSpec.each((*self.path, "emit"), self.emits, None)
 
+    def proposal_specs(self) -> tuple[ProposalSpec, ...]:
+        return self.proposals
+
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         found: list[tuple[JsonPath, object, frozenset[str], bool]] = []
         for j, emit in enumerate(self.emits):

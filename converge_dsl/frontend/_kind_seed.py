@@ -34,6 +34,9 @@ class SeedSpec(SuggestorSpec):
         """Its facts, typed; each goes to its target."""
         return ProposalSpec.each((*self.path, "facts"), self.facts, self.targets[0])
 
+    def proposal_specs(self) -> tuple[ProposalSpec, ...]:
+        return self.proposals
+
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         found = [
             (("facts", j, field), fact.get(field), CONTEXT_NAMES, False)

@@ -31,6 +31,7 @@ from converge_dsl.sandbox import CONTEXT_NAMES
 KindCheck = Callable[[Any], Iterator[Diagnostic]]
 
 ENTRY_POINT_GROUP = "converge_dsl.kinds"
+AUTO = "auto"  # `dependencies: auto`: what its templates read (docs/reference.md)
 
 # Extra names per place on top of `CONTEXT_NAMES`, which every template sees
 # (docs/architecture.md §3).
@@ -149,17 +150,38 @@ class SuggestorSpec(Record):
         cls, kind: str, path: JsonPath, raw: Mapping[str, Any], targets: tuple[str, ...]
     ) -> Self:
         """The spec of `raw` with the fields every kind shares read (a kind adds none:
-        its own are properties over `raw`)."""
+        its own are properties over `raw`). `dependencies: auto` are the keys its
+        templates read, less its targets (`_dataflow.inferred_dependencies`)."""
         when = raw.get("when")
-        return cls(
+        written = raw.get("dependencies")
+        spec = cls(
             kind,
             str(raw.get("name", "")),
             path,
             raw,
-            tuple(str(k) for k in raw.get("dependencies") or ()),
+            tuple(str(k) for k in written) if isinstance(written, list) else (),
             targets,
             when if isinstance(when, str) else None,
         )
+        if written == AUTO:
+            from converge_dsl.frontend._dataflow import inferred_dependencies
+
+            spec = spec._replace(dependencies=inferred_dependencies(spec))
+        return spec
+
+    @property
+    def auto_dependencies(self) -> bool:
+        """Its dependencies are inferred from its templates (`dependencies: auto`)."""
+        return self.raw.get("dependencies") == AUTO
+
+    def triggers(self) -> tuple[str, ...]:
+        """The keys whose change makes it a candidate again (none: a candidate every cycle)."""
+        return self.dependencies
+
+    def proposal_specs(self) -> tuple[ProposalSpec, ...]:
+        """The facts it proposes as written (id, content, data), when the kind knows them
+        before the run (a seed's facts, a rule's emits); () when a model decides."""
+        return ()
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         """Every template and expression with the names in scope there (plus `extra`)."""
@@ -178,8 +200,10 @@ class SuggestorSpec(Record):
         )
 
     def key_references(self) -> tuple[tuple[JsonPath, str], ...]:
-        """Every place in the suggestor that names a context key, with the key."""
-        deps = tuple(((*self.path, "dependencies", i), k) for i, k in enumerate(self.dependencies))
+        """Every place in the suggestor that names a context key, with the key (inferred
+        dependencies name none: their reads are checked where they are written)."""
+        written = () if self.auto_dependencies else self.dependencies
+        deps = tuple(((*self.path, "dependencies", i), k) for i, k in enumerate(written))
         target = self.raw.get("target")
         return (*deps, *((((*self.path, "target"), target),) if isinstance(target, str) else ()))
 

@@ -3,8 +3,11 @@
 The data-field walk (`_datawalk`) reads both these and Jinja's own nodes, by
 class name and field names only, so a template the fast path accepts is never
 parsed by Jinja. Only expression nodes exist here (the fast path has no
-statements); `Op` stands for every boolean, arithmetic and unary operator,
-whose operands are all the walk needs.
+statements); arithmetic has Jinja's binary nodes (`Add`, `Sub`, `Mul`, `Div`,
+`FloorDiv`, `Mod`, `Pow`, each with its `operator`) and `Concat`, whose
+operands the walk checks against their types; `Not`, `Neg` and `Pos` are
+Jinja's unary nodes; `Op` stands for `and` and `or`, whose operands are all
+the walks need.
 """
 
 from __future__ import annotations
@@ -134,8 +137,79 @@ class Dict(Node):
 
 
 class Op(Node):
-    """and, or, not, arithmetic, concatenation, unary minus: only the operands matter."""
+    """`and` and `or` (flattened: both are monotone, so the walks need only the operands)."""
 
     nodes: list[Node]
     __slots__ = ("nodes",)
     fields = ("nodes",)
+
+
+class BinExpr(Node):
+    """A binary arithmetic operator (Jinja's `BinExpr`): `left operator right`."""
+
+    left: Node
+    right: Node
+    operator: str = ""
+    __slots__ = ("left", "right")
+    fields = ("left", "right")
+
+
+class Add(BinExpr):
+    __slots__ = ()
+    operator = "+"
+
+
+class Sub(BinExpr):
+    __slots__ = ()
+    operator = "-"
+
+
+class Mul(BinExpr):
+    __slots__ = ()
+    operator = "*"
+
+
+class Div(BinExpr):
+    __slots__ = ()
+    operator = "/"
+
+
+class FloorDiv(BinExpr):
+    __slots__ = ()
+    operator = "//"
+
+
+class Mod(BinExpr):
+    __slots__ = ()
+    operator = "%"
+
+
+class Pow(BinExpr):
+    __slots__ = ()
+    operator = "**"
+
+
+class Concat(Node):
+    """`a ~ b ~ c`: string concatenation of every operand (Jinja's `Concat`)."""
+
+    nodes: list[Node]
+    __slots__ = ("nodes",)
+    fields = ("nodes",)
+
+
+class Not(Node):
+    node: Node
+    __slots__ = ("node",)
+    fields = ("node",)
+
+
+class Neg(Node):
+    node: Node
+    __slots__ = ("node",)
+    fields = ("node",)
+
+
+class Pos(Node):
+    node: Node
+    __slots__ = ("node",)
+    fields = ("node",)

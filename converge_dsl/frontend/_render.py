@@ -106,8 +106,11 @@ def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
     return head + marked + tail, len(head), max(1, len(marked))
 
 
+_COLOURS = {"error": "bold red", "warning": "bold yellow", "note": "bold cyan"}
+
+
 def _segments(diagnostic: Diagnostic, sources: SourceTexts) -> list[list[Segment]]:
-    colour = "bold red" if diagnostic.is_error else "bold yellow"
+    colour = _COLOURS[diagnostic.severity.value]
     lines: list[list[Segment]] = [
         [
             (f"{diagnostic.severity.value}[{diagnostic.code}]", colour),
@@ -178,19 +181,23 @@ def render_human(
 
 
 def summary_line(diagnostics: Sequence[Diagnostic], files: int) -> str:
-    """`2 errors, 1 warning in 3 files` (or `3 files valid`); counts above 9,999 get commas.
+    """`2 errors, 1 warning in 3 files` (or `3 files valid`, `3 files valid, 1 note`);
+    counts above 9,999 get commas.
 
     `diagnostics` is every finding, shown or omitted by `cap`.
     """
     errors = sum(1 for d in diagnostics if d.is_error)
-    warnings = len(diagnostics) - errors
+    notes = sum(1 for d in diagnostics if d.is_note)
+    warnings = len(diagnostics) - errors - notes
     where = f"{files} file" + ("" if files == 1 else "s")
-    if not diagnostics:
-        return f"{where} valid\n"
-    parts = [f"{_count(errors)} error" + ("" if errors == 1 else "s")] if errors else []
-    if warnings:
-        parts.append(f"{_count(warnings)} warning" + ("" if warnings == 1 else "s"))
-    return f"{', '.join(parts)} in {where}\n"
+    counted = [
+        f"{_count(number)} {word}" + ("" if number == 1 else "s")
+        for number, word in ((errors, "error"), (warnings, "warning"), (notes, "note"))
+        if number
+    ]
+    if not errors and not warnings:
+        return f"{where} valid" + "".join(f", {part}" for part in counted) + "\n"
+    return f"{', '.join(counted)} in {where}\n"
 
 
 def _count(number: int) -> str:
@@ -230,7 +237,8 @@ def render_github(diagnostics: Sequence[Diagnostic], omitted: Sequence[Omitted] 
             ]
         )
         message = d.message + (f" (hint: {d.hint})" if d.hint else "")
-        lines.append(f"::{d.severity.value} {properties}::{_escape_data(message)}")
+        level = "notice" if d.is_note else d.severity.value  # GitHub's word for a note
+        lines.append(f"::{level} {properties}::{_escape_data(message)}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -80,7 +80,7 @@ def _result(d: Diagnostic, count: int | None, rule: int, root: Path) -> dict[str
     return {
         "ruleId": d.code,
         "ruleIndex": rule,
-        "level": "error" if d.is_error else "warning",
+        "level": d.severity.value,  # SARIF's levels include error, warning and note
         "message": {"text": text},
         "locations": [physical] if location else [],
         **({"properties": {"omitted": count}} if count is not None else {}),

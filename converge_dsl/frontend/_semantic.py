@@ -2,8 +2,10 @@
 
 A check is a `Check` (`PipelineFacts -> Iterator[Diagnostic]`, see `_facts`).
 The front end's own checks are generic: names, keys, models, declared packs,
-templates, reachability and unused declarations; `kind_checks` runs the checks
-each suggestor kind the pipeline uses carries (docs/architecture.md §16). Checks that belong to a
+templates, the data flow (`_checks_dataflow`: the keys templates read, against
+declarations, dependencies and what is written) and unused declarations;
+`kind_checks` runs the checks each suggestor kind the pipeline uses carries
+(docs/architecture.md §16). Checks that belong to a
 domain (model scripts, agents, packs) live in their packages and are composed
 with these by `converge_dsl.validation`, which `validate` and `run` call.
 
@@ -21,6 +23,11 @@ from collections.abc import Iterable, Iterator
 
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend._checks_data import constant_data, data_fields, key_schemas_valid
+from converge_dsl.frontend._checks_dataflow import (
+    key_flow,
+    refires_on_own_output,
+    same_id_other_content,
+)
 from converge_dsl.frontend._checks_declared import (
     declared_packs,
     known_keys,
@@ -30,7 +37,6 @@ from converge_dsl.frontend._checks_declared import (
 )
 from converge_dsl.frontend._checks_usage import (
     object_content,
-    reachable_suggestors,
     templates_compile,
     unused_declarations,
 )
@@ -53,9 +59,11 @@ CHECKS: tuple[Check, ...] = (
     pack_specifiers,
     key_schemas_valid,
     templates_compile,
+    key_flow,
     data_fields,
     constant_data,
-    reachable_suggestors,
+    same_id_other_content,
+    refires_on_own_output,
     unused_declarations,
     object_content,
 )

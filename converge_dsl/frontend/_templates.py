@@ -65,6 +65,13 @@ def _analyse(text: str, expression: bool) -> Analysis:
     return None, free, filters, tuple(inputs), tests
 
 
+def names_read(text: str, *, expression: bool) -> frozenset[str]:
+    """The free names `text` reads (none when it does not compile)."""
+    if not needs_parse(text, expression=expression):
+        return frozenset()
+    return _analyse(text, expression)[1]
+
+
 def expression_error(text: str) -> str | None:
     """None when `text` compiles as a sandbox expression, else the compiler's message.
 

@@ -43,6 +43,7 @@ from converge_dsl._lazy import lazy_exports
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.packs._add import *  # noqa: F403
     from converge_dsl.packs._archive import *  # noqa: F403
+    from converge_dsl.packs._bind import *  # noqa: F403
     from converge_dsl.packs._cache import *  # noqa: F403
     from converge_dsl.packs._checks import *  # noqa: F403
     from converge_dsl.packs._compile import *  # noqa: F403
@@ -75,7 +76,8 @@ else:
                 "check_pipeline_packs",
                 "fetching_pack_check",
             ),
-            "converge_dsl.packs._compile": ("compile_pack_suggestor", "instantiate_template"),
+            "converge_dsl.packs._bind": ("instantiate_template",),
+            "converge_dsl.packs._compile": ("compile_pack_suggestor",),
             "converge_dsl.packs._edit": (
                 "add_pack_requirement",
                 "add_repository",

@@ -120,10 +120,13 @@ def check_pack_uses(
     packs: Mapping[str, Pack] | None,
     solvers: SolverRegistry | None = None,
     manifest: PipelineManifest | None = None,
+    facts: PipelineFacts | None = None,
 ) -> Iterator[Diagnostic]:
     """Each `kind: pack` suggestor against its pack; nothing when `packs` is None.
 
-    `manifest` is the document's (built here when needed and not given)."""
+    `manifest` is the document's (built here when needed and not given). With the
+    pipeline's `facts`, a template suggestor's reads are held against its binding
+    (`frontend.bound_template_reads`: keys nothing writes, keys it is not re-run on)."""
     data = _data(doc)
     used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
     for index, item in _pack_suggestors(data):
@@ -160,6 +163,12 @@ def check_pack_uses(
                 )
         else:
             used.setdefault(pack_name, set()).add(suggestor)
+            if facts is not None:
+                from converge_dsl.frontend import bound_template_reads
+                from converge_dsl.packs._bind import instantiate_template
+
+                body = instantiate_template(item, definition)
+                yield from bound_template_reads(facts, path, body, use)
         yield from _parameter_problems(doc, item, path, use, pack)
     if used and packs:
         manifest = manifest or build_manifest(doc)
@@ -244,8 +253,10 @@ def check_pipeline_packs(
     fetch: bool = False,
     on_fetch: Callable[[str], object] | None = None,
     manifest: PipelineManifest | None = None,
+    facts: PipelineFacts | None = None,
 ) -> Iterator[Diagnostic]:
-    """Every pack check: lock first, then (when the lock is usable) the pack suggestors.
+    """Every pack check: lock first, then (when the lock is usable) the pack suggestors
+    (with `facts`, their templates' reads as bound too: `check_pack_uses`).
 
     `pipeline` is the file's path when `doc.file` is only its display name.
     Without `fetch`, packs come from the cache only (`PACK_NOT_FETCHED` for
@@ -278,7 +289,7 @@ def check_pipeline_packs(
         except PackError as exc:
             code = getattr(exc, "code", codes.PACK_NOT_INSTALLABLE)  # a PackRefused's own
             yield _at(doc, code, exc.message, ("packs",), hint=exc.hint, on_key=True)
-    yield from check_pack_uses(doc, packs, manifest=manifest)
+    yield from check_pack_uses(doc, packs, manifest=manifest, facts=facts)
 
 
 def _yanked(
@@ -332,7 +343,7 @@ def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """
     if _uses_packs(facts):
         yield from check_pipeline_packs(
-            facts.document, pipeline=_pipeline_path(facts), manifest=facts.manifest
+            facts.document, pipeline=_pipeline_path(facts), manifest=facts.manifest, facts=facts
         )
 
 
@@ -350,6 +361,7 @@ def fetching_pack_check(on_fetch: Callable[[str], object] | None = None) -> Chec
                 fetch=True,
                 on_fetch=on_fetch,
                 manifest=facts.manifest,
+                facts=facts,
             )
 
     return check_and_fetch_packs

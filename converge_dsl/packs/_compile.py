@@ -17,7 +17,6 @@ the lock file beside the pipeline), then:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -27,9 +26,10 @@ from converge_dsl import codes
 from converge_dsl.compiler import CompileContext, RenderScopes, SuggestorBuilder
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
+from converge_dsl.packs._bind import instantiate_template
 from converge_dsl.packs._kind import PackSuggestorSpec
 from converge_dsl.packs._lockfile import lock_hint, lock_path
-from converge_dsl.packs._manifest import Pack, SuggestorDef
+from converge_dsl.packs._manifest import Pack
 from converge_dsl.packs._registry import SolverRegistry, installed_solvers
 from converge_dsl.packs._suggestor import PackSolverSuggestor
 from converge_dsl.packs._workspace import load_locked_packs
@@ -55,25 +55,6 @@ class _ParamScopes(RenderScopes):
 
     def own_sources(self, view: ContextView, key: str) -> frozenset[str]:
         return self._base.own_sources(view, key)
-
-
-def instantiate_template(spec: Mapping[str, Any], definition: SuggestorDef) -> dict[str, Any]:
-    """The pipeline suggestor body a rule/llm/agent pack suggestor stands for."""
-    body: dict[str, Any] = json.loads(json.dumps(definition.template or {}))
-    body["name"] = spec["name"]
-    body["kind"] = definition.kind
-    output = spec.get("output")
-    if definition.kind == "rule":
-        for item in body.get("emit", []):
-            item.setdefault("key", output)
-    else:
-        body.setdefault("target", output)
-        body.setdefault("model", "default")
-    for field_name in ("when", "description"):
-        if field_name in spec:
-            body[field_name] = spec[field_name]
-    body["dependencies"] = list(spec.get("dependencies") or [spec.get("input")])
-    return body
 
 
 # The packs last loaded per pipeline file: (its loaded document, its lock's bytes, the packs).

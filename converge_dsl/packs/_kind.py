@@ -34,6 +34,10 @@ class PackSuggestorSpec(SuggestorSpec):
         )
         return (*super().key_references(), *own)
 
+    def triggers(self) -> tuple[str, ...]:
+        """Its dependencies, else its `input` (what the compiled suggestor is indexed under)."""
+        return self.dependencies or ((str(self.raw["input"]),) if "input" in self.raw else ())
+
     def models_used(self) -> frozenset[str]:
         return frozenset({"default"})  # a pack's llm or agent template runs on model `default`
 

@@ -7,7 +7,8 @@ errors, unknown names (templates see the pipeline's names plus `params`) and
 unknown filters, each located in `pack.yaml` or in the prompt file, named
 `DISPLAY/RELATIVE` (`Pack.display`). `pack publish` refuses a pack with any;
 `validate` runs it for the pack suggestors a pipeline uses, adding what only
-the pipeline knows: its declared inputs and context keys.
+the pipeline knows: its declared inputs and context keys (those the templates
+write, and those they read: CD250, at the key inside the template).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from converge_dsl.frontend import (
     LoadedDocument,
     NodeLocation,
     SourceMap,
+    TemplateSite,
     template_problems,
+    unknown_reads,
 )
 from converge_dsl.packs._manifest import Pack
 from converge_dsl.sandbox import CONTEXT_NAMES
@@ -97,6 +100,8 @@ def template_diagnostics(
                     inputs=inputs,
                 )
             )
+            if keys is not None:
+                found.extend(unknown_reads(doc, site, keys))
         prompt = definition.template.get("prompt") or {}
         for role, relative in sorted(definition.prompt_files.items()):
             text = prompt.get(role)
@@ -112,6 +117,9 @@ def template_diagnostics(
                         inputs=inputs,
                     )
                 )
+                if keys is not None:
+                    site = TemplateSite((), text, False, CONTEXT_NAMES | PARAMS)
+                    found.extend(unknown_reads(file_doc, site, keys))
         if keys is not None:
             found.extend(_unknown_keys(doc, path, written, keys))
     return found

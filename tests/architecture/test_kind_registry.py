@@ -45,7 +45,7 @@ OTHER_MEANINGS: dict[str, frozenset[str]] = {
     ),
     # a scheduling solver's `rule` parameter; a pack definition's template kind
     # (`solver`, `rule`...), which the pack's own modules read
-    "rule": frozenset({"solvers/scheduling.py", "packs/_compile.py", "packs/_info.py"}),
+    "rule": frozenset({"solvers/scheduling.py", "packs/_bind.py", "packs/_info.py"}),
     "agent": frozenset({"solvers/assignment.py"}),
     "seed": frozenset(
         {"engine/reference.py", "engine/_admission.py", "engine/_explain.py", "graph/_svg.py"}

@@ -61,7 +61,8 @@ def test_every_code_validate_can_report_is_exercised() -> None:
     """Every load, schema, semantic, agent and pipeline-side pack code has an example here."""
     from converge_dsl import codes
 
-    outputs = "".join(p.with_suffix(".expected").read_text("utf-8") for p in INVALID)
+    corpus = sorted((DATA / "dataflow").glob("*.expected"))  # the data-flow mistakes
+    outputs = "".join(p.with_suffix(".expected").read_text("utf-8") for p in INVALID + corpus)
     elsewhere = {
         codes.TOO_LARGE: "tests/frontend/test_loader.py",
         codes.UNREADABLE: "tests/frontend/test_loader.py",
@@ -88,3 +89,4 @@ def test_every_code_validate_can_report_is_exercised() -> None:
     assert len(reported) >= 50
     for code in reported:
         assert f"[{code}]" in outputs, code
+    assert "[CD250]" in outputs

@@ -1,0 +1,395 @@
+"""Semantic checks of the data flow: what templates read, against keys, dependencies and runs.
+
+Every template and expression's key reads (`_dataflow.reads`, once per text) are
+held against what the pipeline declares and what its suggestors write:
+
+- `key_flow`, one pass over the reads of every suggestor and invariant:
+  - a key read by name is built in or declared (CD250, at the key's characters
+    inside the string, with "did you mean"); a key named at run time is a note
+    that the analysis stops there (CD251), never a guess;
+  - the one rule for keys nothing writes (no seed, no suggestor's target): a
+    suggestor none of whose dependencies can hold a fact never runs (CD300); a
+    template that reads such a key otherwise is warned where it reads it (CD253);
+  - a suggestor with dependencies that reads a key it is not re-run on is warned
+    (CD252), except a key it writes itself (the guard of the idempotency
+    contract: `not has('evaluations')` in the suggestor that writes
+    `evaluations`) and a key its `when` reads only as a stop (`not has('risks')`,
+    `count('risks') < 3`: facts only grow, so a re-run could only turn it off;
+    `_dataflow.stop_guards`). `dependencies: auto` cannot drift.
+- `same_id_other_content`: two emits (seeds, rule emits, pipeline seeds) with one
+  literal id into one key and other literal content or constant data: whichever
+  comes second is a conflict that stops the run (CD256).
+- `refires_on_own_output`: a suggestor with a `when` that writes a key it is
+  re-run on, whose emit reads that key while its `when` does not (no guard),
+  or one run every cycle (no dependencies) whose emit reads `cycle`: each run
+  proposes another fact, or conflicts with its last one (CD257). A `when` that
+  reads `cycle` is a bound.
+
+`bound_template_reads` holds a pack's template suggestor, as a pipeline binds it
+(`dependencies`, else its `input`), to the same rules (the pack checks call it).
+
+Where the analysis cannot decide (a key named at run time, data not constant),
+it says nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
+from converge_dsl.frontend._dataflow import KeyRead, read_span, reads, stop_guards, word_span
+from converge_dsl.frontend._facts import PipelineFacts
+from converge_dsl.frontend._kinds import SuggestorSpec, TemplateSite
+from converge_dsl.frontend.document import LoadedDocument
+
+_MARKERS = ("{{", "{%", "{#")
+
+
+def _located(
+    doc: LoadedDocument,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+    *,
+    code: str,
+    message: str,
+    hint: str,
+    severity: Severity = Severity.WARNING,
+) -> Diagnostic:
+    span = read_span(doc, site.path, site.text, found[index], _nth(found, index))
+    return Diagnostic.at(code, message, span, path=site.path, hint=hint, severity=severity)
+
+
+def _nth(found: tuple[KeyRead, ...], index: int) -> int:
+    """How many reads equal to `found[index]` come before it in its template (asked only
+    for a finding, so the common case hashes nothing)."""
+    read = found[index]
+    return sum(1 for other in found[:index] if other == read)
+
+
+def _owner(owner: object) -> str:
+    kind = "suggestor" if isinstance(owner, SuggestorSpec) else "invariant"
+    return f"{kind} {getattr(owner, 'name', '')!r}"
+
+
+def key_flow(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """One pass over every template's key reads: unknown keys (CD250), keys named at run
+    time (CD251), keys nothing writes (CD300, CD253) and reads that are no dependency
+    (CD252), each key reported once per suggestor or invariant."""
+    declared, produced = facts.declared_keys, facts.produced_keys
+    guesses: dict[str, str | None] = {}
+    for owner, sites in facts.owned_templates:
+        said: set[str] = set()
+        spec = owner if isinstance(owner, SuggestorSpec) else None
+        never = spec is not None and _never_runs(spec, produced)
+        if never and spec is not None:
+            said.update(spec.dependencies)
+            yield facts.warning(
+                codes.NEVER_RUNS,
+                f"suggestor {spec.name!r} never runs: nothing produces "
+                + ", ".join(repr(k) for k in spec.dependencies),
+                (*spec.path, "dependencies"),
+                hint="add a seed or suggestor that targets one of these keys",
+            )
+        triggers = spec.triggers() if spec is not None and not never else ()
+        # (a suggestor that never runs has no dependency to miss)
+        allowed = {*triggers, *spec.targets} if spec is not None and triggers else None
+        for site in sites:
+            found = reads(site.text, site.expression)
+            stops: frozenset[str] | None = None
+            for index, read in enumerate(found):
+                key = read.key
+                if key is None:
+                    if _nth(found, index) == 0:
+                        yield _named_later(facts, owner, site, found, index)
+                elif key not in declared:
+                    if key not in guesses:
+                        guesses[key] = did_you_mean(key, sorted(declared))
+                    yield _unknown(facts.document, site, found, index, guesses[key])
+                elif key in said:
+                    continue
+                elif key not in produced:
+                    said.add(key)
+                    yield _never_written(facts, owner, site, found, index)
+                elif spec is not None and allowed is not None and key not in allowed:
+                    if stops is None:
+                        stops = stop_guards(site.text) if site.path[-1] == "when" else frozenset()
+                    if key not in stops:
+                        said.add(key)
+                        yield _not_dependency(facts, spec, site, found, index)
+
+
+def _never_runs(spec: SuggestorSpec, produced: frozenset[str]) -> bool:
+    """It has dependencies and nothing can write any of them."""
+    deps = spec.dependencies
+    return bool(deps) and not any(key in produced for key in deps)
+
+
+def _named_later(
+    facts: PipelineFacts,
+    owner: object,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+) -> Diagnostic:
+    hint = "name the key with a literal, e.g. count('tickets'), to have it checked"
+    if isinstance(owner, SuggestorSpec) and owner.auto_dependencies:
+        hint += "; `dependencies: auto` cannot include it"
+    return _located(
+        facts.document,
+        site,
+        found,
+        index,
+        code=codes.KEY_NAMED_AT_RUN_TIME,
+        message=f"{found[index].written} names its key at run time: the keys, dependencies "
+        "and data it reads are not checked here",
+        hint=hint,
+        severity=Severity.NOTE,
+    )
+
+
+def _unknown(
+    doc: LoadedDocument,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+    guess: str | None,
+) -> Diagnostic:
+    key = found[index].key
+    return _located(
+        doc,
+        site,
+        found,
+        index,
+        code=codes.UNKNOWN_READ_KEY,
+        message=f"{'expression' if site.expression else 'template'} reads unknown context "
+        f"key {key!r}",
+        hint=f"did you mean {guess!r}?" if guess else f"declare it: keys: [{{name: {key}}}]",
+        severity=Severity.ERROR,
+    )
+
+
+def unknown_reads(
+    doc: LoadedDocument, site: TemplateSite, keys: frozenset[str]
+) -> Iterator[Diagnostic]:
+    """CD250 for each key `site` reads by name that is not among `keys` (a pack's template,
+    located in its own file, against the keys of the pipeline that uses it)."""
+    found = reads(site.text, site.expression)
+    for index, read in enumerate(found):
+        if read.key is not None and read.key not in keys:
+            yield _unknown(doc, site, found, index, did_you_mean(read.key, sorted(keys)))
+
+
+def _never_written(
+    facts: PipelineFacts,
+    owner: object,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+) -> Diagnostic:
+    read = found[index]
+    guess = did_you_mean(str(read.key), sorted(facts.produced_keys - {"diagnostic"}))
+    return _located(
+        facts.document,
+        site,
+        found,
+        index,
+        code=codes.READ_NEVER_WRITTEN,
+        message=f"{_owner(owner)} reads {read.key!r}, which no seed or suggestor writes: "
+        f"{read.written} never sees a fact",
+        hint=(f"did you mean {guess!r}? " if guess else "")
+        + f"write {read.key!r} (a seed, or a suggestor that targets it), or read a key that "
+        "is written",
+    )
+
+
+def _not_dependency(
+    facts: PipelineFacts,
+    owner: SuggestorSpec,
+    site: TemplateSite,
+    found: tuple[KeyRead, ...],
+    index: int,
+) -> Diagnostic:
+    key = found[index].key
+    listed = ", ".join((*owner.triggers(), str(key)))
+    return _located(
+        facts.document,
+        site,
+        found,
+        index,
+        code=codes.READ_NOT_DEPENDENCY,
+        message=f"{owner.name!r} reads {key!r} but is not re-run when {key!r} changes: it "
+        f"decides on the {key!r} of its last run",
+        hint=f"add it to its dependencies ([{listed}]), or write `dependencies: auto`",
+    )
+
+
+def _literal(text: object) -> str | None:
+    """The text a literal template renders (less one trailing newline); None for a template."""
+    if not isinstance(text, str) or any(marker in text for marker in _MARKERS) or "\r" in text:
+        return None
+    return text[:-1] if text.endswith("\n") else text
+
+
+_UNKNOWN = object()  # data an expression computes
+
+
+def _emits(facts: PipelineFacts) -> Iterator[tuple[str, JsonPath, str, str, str, Any]]:
+    """(who, path, key, id, content, data) of every fact proposed with a literal id and
+    content; data is `_UNKNOWN` where an expression computes it (constant ones are read)."""
+    for index, seed in enumerate(facts.data.get("seeds") or ()):
+        item_id, content = _literal(seed.get("id")), _literal(seed.get("content"))
+        if item_id is not None and content is not None:
+            key = str(seed.get("key", "seeds"))
+            yield "seeds", ("seeds", index), key, item_id, content, seed.get("data")
+    for spec in facts.specs:
+        data: dict[JsonPath, Any] | None = None
+        for proposal in spec.proposal_specs():
+            item_id = _literal(proposal.id)
+            content = _literal(proposal.content) if item_id is not None else None
+            if item_id is None or content is None:
+                continue
+            if data is None:  # only for a suggestor with a literal emit
+                data = {site.path: site for site in spec.data_sites()}
+            site = data.get(proposal.path)
+            value = None if site is None else site.value
+            if site is not None and site.expression:
+                from converge_dsl.frontend._checks_data import constant
+
+                value = constant(site.value, _UNKNOWN)
+            yield spec.name, proposal.path, proposal.key, item_id, content, value
+
+
+def same_id_other_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Two emits of one literal id into one key disagree on literal content or data (CD256)."""
+    first: dict[tuple[str, str], tuple[str, JsonPath, str, Any]] = {}
+    for who, path, key, item_id, content, data in _emits(facts):
+        earlier = first.setdefault((key, item_id), (who, path, content, data))
+        if earlier[1] == path:
+            continue
+        other, where, content_before, data_before = earlier
+        if content == content_before and (
+            data is _UNKNOWN or data_before is _UNKNOWN or data == data_before
+        ):
+            continue
+        what = "content" if content != content_before else "data"
+        line = facts.source_map.span(where).line
+        by = "twice" if other == who else f"as {other!r} does (line {line})"
+        yield facts.warning(
+            codes.SAME_ID_OTHER_CONTENT,
+            f"{who!r} proposes id {item_id!r} to key {key!r} {by}, with other {what}: "
+            "whichever comes second is a conflict that stops the run",
+            (*path, "id"),
+            hint=f"give one of them another id, or the same content and data (line {line})",
+        )
+
+
+def refires_on_own_output(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """A suggestor re-run on its own output (or every cycle) whose emit changes each time,
+    with no guard in its `when` (CD257)."""
+    for spec, owned in facts.owned_templates:
+        if not isinstance(spec, SuggestorSpec) or spec.when is None:
+            continue  # an invariant; without `when`, the idempotent default fires once
+        triggers = spec.triggers()
+        if triggers and not any(key in triggers for key in spec.targets):
+            continue  # not re-run on what it writes
+        proposals = spec.proposal_specs()
+        if not proposals:
+            continue
+        guard = reads(spec.when, True)
+        if any(read.key is None for read in guard) or "cycle" in _names(spec.when, True):
+            continue  # a guard the analysis cannot see through, or one bounded by cycles
+        guarded = {read.key for read in guard}
+        sites = {site.path: site for site in owned}
+        reported: set[str] = set()
+        for proposal in proposals:
+            key = proposal.key
+            if key in guarded or key in reported or (triggers and key not in triggers):
+                continue
+            found = _changing(facts, sites, proposal.path, key, every_cycle=not triggers)
+            if found is None:
+                continue
+            span, path, what = found
+            reported.add(key)
+            rerun = f"is re-run when {key!r} changes" if triggers else "is a candidate every cycle"
+            yield Diagnostic.at(
+                codes.REFIRES_ON_OWN_OUTPUT,
+                f"{spec.name!r} writes {key!r}, {rerun}, and its {proposal.label} reads {what}: "
+                "each run proposes another fact (or conflicts with its last one), so the run "
+                "stops only on a budget (max_cycles, max_facts)",
+                span,
+                path=path,
+                hint=f"guard it: make its `when` read {key!r} (e.g. `not has({key!r})`) or "
+                "`cycle`, or give it dependencies it does not write",
+                severity=Severity.WARNING,
+            )
+
+
+def _names(text: str, expression: bool) -> frozenset[str]:
+    from converge_dsl.frontend._templates import names_read
+
+    return names_read(text, expression=expression)
+
+
+def _changing(
+    facts: PipelineFacts,
+    sites: dict[JsonPath, TemplateSite],
+    path: JsonPath,
+    key: str,
+    *,
+    every_cycle: bool,
+) -> tuple[SourceSpan, JsonPath, str] | None:
+    """Where the id, content or data of the emit at `path` first reads `key` (or `cycle`,
+    for a suggestor run every cycle): (span, path, what it reads)."""
+    for field in ("id", "content", "data"):
+        site = sites.get((*path, field))
+        if site is None:
+            continue
+        found = reads(site.text, site.expression)
+        for index, read in enumerate(found):
+            if read.key == key:
+                span = read_span(facts.document, site.path, site.text, read, _nth(found, index))
+                return span, site.path, repr(key)
+        if every_cycle and "cycle" in _names(site.text, site.expression):
+            return word_span(facts.document, site.path, site.text, "cycle"), site.path, "`cycle`"
+    return None
+
+
+def bound_template_reads(
+    facts: PipelineFacts, path: JsonPath, body: Mapping[str, Any], use: str
+) -> Iterator[Diagnostic]:
+    """The key reads of a pack's template suggestor as the pipeline binds it (`body`: the
+    suggestor it stands for, `path`: the pipeline's `kind: pack` entry): keys nothing in
+    the pipeline writes (CD253) and keys the binding is not re-run on (CD252), located at
+    its `use` (the pack's own files name the template; unknown keys are reported there)."""
+    spec = facts.kinds.spec(path, body)
+    triggers = spec.triggers()
+    allowed = {*triggers, *spec.targets}
+    declared, produced = facts.declared_keys, facts.produced_keys
+    said: set[str] = set()
+    for site in spec.templates(frozenset({"params"})):
+        stops = stop_guards(site.text) if site.path[-1] == "when" else frozenset()
+        for read in reads(site.text, site.expression):
+            key = read.key
+            if key is None or key in said or key not in declared:
+                continue
+            if key not in produced:
+                said.add(key)
+                yield facts.warning(
+                    codes.READ_NEVER_WRITTEN,
+                    f"{spec.name!r} ({use}) reads {key!r} in its pack template "
+                    f"({read.written}), which no seed or suggestor writes",
+                    (*path, "use"),
+                    hint=f"write {key!r} (a seed, or a suggestor that targets it)",
+                )
+            elif triggers and key not in allowed and key not in stops:
+                said.add(key)
+                yield facts.warning(
+                    codes.READ_NOT_DEPENDENCY,
+                    f"{spec.name!r} ({use}) reads {key!r} in its pack template "
+                    f"({read.written}) but is not re-run when {key!r} changes",
+                    (*path, "use"),
+                    hint=f"give it dependencies: [{', '.join((*triggers, key))}]",
+                )

@@ -1,0 +1,325 @@
+"""What each template and expression reads from the context: its key reads, found once per text.
+
+`reads(text, expression)` lists every read of a context key, in the order
+written: through `facts.K`, `facts['K']`, `facts.get('K')` (and the same of
+`proposals`), `count('K')`, `has('K')`, `fact('K', ...)` and `data_of('K')`.
+A read whose key is not a literal (`facts[name]`, `count(inputs.key)`, a bare
+`facts | length`, `facts.items()`) has `key` None: the analysis stops there and
+says so (never guesses). A name the template binds itself (`{% for fact in ...
+%}`, `{% set count = ... %}`) is its own, and reads nothing.
+
+Trees come from the fast path (`_fastjinja.parsed`) when it accepts the text,
+else from Jinja's parse (`_jinja_parse.parse`, shared with the other checks):
+both are read by class and field names. A fast-path tree is shared by every
+text that differs only in its literals, so its reads are found once per tree,
+with literals as `Slot`s, and resolved per text. `read_span` locates a read in
+the file, at the key's own characters inside the string.
+
+`inferred_dependencies(spec)` is `dependencies: auto`: the keys its templates
+read with a literal name, less the keys it writes (a suggestor is not re-run on
+its own output; its guard reads that key), in the order first read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl.diagnostics import JsonPath, SourceSpan
+from converge_dsl.frontend._mininodes import Slot
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend._kinds import SuggestorSpec
+    from converge_dsl.frontend.document import LoadedDocument
+
+NAMESPACES = frozenset({"facts", "proposals"})
+FUNCTIONS = frozenset({"count", "has", "fact", "data_of"})
+_WHOLE = frozenset({"items", "keys", "values"})  # mapping methods that read every key
+_MENTIONS = re.compile(r"facts|proposals|count|has|fact|data_of")
+_MARKERS = ("{{", "{%")
+
+
+class KeyRead(tuple[str | None, str, str]):
+    """One read of a context key: `key` (None: named at run time), through `via` (`facts`,
+    `count`...) written as `style`: `.` (`facts.K`), `[` (`facts['K']`), `get`
+    (`facts.get('K')`), `(` (`count('K')`) or `` (the whole namespace). A tuple, so the
+    checks compare and hash reads cheaply (a pipeline has thousands)."""
+
+    __slots__ = ()
+
+    def __new__(cls, key: str | None, via: str, style: str) -> KeyRead:
+        return tuple.__new__(cls, (key, via, style))
+
+    @property
+    def key(self) -> str | None:
+        return self[0]
+
+    @property
+    def via(self) -> str:
+        return self[1]
+
+    @property
+    def style(self) -> str:
+        return self[2]
+
+    @property
+    def written(self) -> str:
+        """How the read is written, for messages: `count('K')`, `facts.K`, `facts[...]`."""
+        key = "..." if self.key is None else repr(self.key)
+        if self.style == ".":
+            return f"{self.via}.{self.key}"
+        if self.style == "[":
+            return f"{self.via}[{key}]"
+        if self.style == "get":
+            return f"{self.via}.get({key})"
+        if self.style == "(":
+            return f"{self.via}({key}, ...)" if self.via == "fact" else f"{self.via}({key})"
+        return self.via
+
+
+# A read before its literal is resolved: (via, style, the key: text, a `Slot`, another
+# literal, or `_NAMED_LATER`).
+_Raw = tuple[str, str, object]
+_NAMED_LATER = object()
+
+
+@lru_cache(maxsize=8192)
+def reads(text: str, expression: bool) -> tuple[KeyRead, ...]:
+    """Every key read of one template (or expression), in the order written."""
+    if _MENTIONS.search(text) is None or not (expression or any(m in text for m in _MARKERS)):
+        return ()
+    from converge_dsl.frontend._fastjinja import parsed
+
+    trees = parsed(text, expression=expression)
+    found: list[KeyRead] = []
+    if trees is not None:
+        for _, tree, literals in trees:
+            for via, style, ref in _tree_reads(tree):
+                _add(found, via, style, literals[ref.index] if isinstance(ref, Slot) else ref)
+        return tuple(found)
+    from converge_dsl.frontend._jinja_parse import parse
+
+    ast, error = parse(text, expression)
+    if ast is None or error is not None:
+        return ()  # the template checks report it
+    raw: list[_Raw] = []
+    _walk(ast, _bound(ast), raw)
+    for via, style, ref in raw:
+        _add(found, via, style, ref)
+    return tuple(found)
+
+
+def _add(found: list[KeyRead], via: str, style: str, key: object) -> None:
+    if key is _NAMED_LATER or isinstance(key, str):
+        found.append(KeyRead(key if isinstance(key, str) else None, via, style))
+    # another literal (`facts[0]`) names no key: the template fails at run time, not here
+
+
+# id(tree) -> (tree, its reads): the tree is kept with its entry, so an id is never reused
+# while it is cached (trees are shared by the fast path's caches).
+_TREES: dict[int, tuple[Any, tuple[_Raw, ...]]] = {}
+
+
+def _tree_reads(tree: Any) -> tuple[_Raw, ...]:
+    entry = _TREES.get(id(tree))
+    if entry is None or entry[0] is not tree:
+        if len(_TREES) > 8192:
+            _TREES.clear()
+        raw: list[_Raw] = []
+        _walk(tree, frozenset(), raw)
+        entry = _TREES[id(tree)] = (tree, tuple(raw))
+    return entry[1]
+
+
+def _bound(ast: Any) -> frozenset[str]:
+    """The names a Jinja template binds anywhere (`for` targets, `set`, macro arguments)."""
+    from jinja2 import nodes
+
+    return frozenset(
+        node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")
+    )
+
+
+def _free(node: Any, names: frozenset[str], bound: frozenset[str]) -> bool:
+    """`node` is a `Name` among `names` that the template does not bind."""
+    return type(node).__name__ == "Name" and node.name in names and node.name not in bound
+
+
+def _argument(args: list[Any]) -> object:
+    """The first argument as a key: its literal (a value or a `Slot`), or `_NAMED_LATER`."""
+    first = args[0]
+    return first.value if type(first).__name__ == "Const" else _NAMED_LATER
+
+
+def _walk(node: Any, bound: frozenset[str], out: list[_Raw]) -> None:
+    """Append the reads under `node` (Jinja's nodes or the fast path's) to `out`, in order."""
+    kind = type(node).__name__
+    children: Iterable[Any]
+    if kind == "Call":
+        callee, args = node.node, node.args
+        if args and _free(callee, FUNCTIONS, bound):
+            out.append((callee.name, "(", _argument(args)))
+        elif (
+            args
+            and type(callee).__name__ == "Getattr"
+            and callee.attr == "get"
+            and _free(callee.node, NAMESPACES, bound)
+        ):
+            out.append((callee.node.name, "get", _argument(args)))
+        elif not _free(callee, FUNCTIONS, bound):
+            _walk(callee, bound, out)
+        extra = [getattr(node, "dyn_args", None), getattr(node, "dyn_kwargs", None)]
+        children = [*args, *(k.value for k in node.kwargs), *(e for e in extra if e is not None)]
+    elif kind == "Getattr" and _free(node.node, NAMESPACES, bound):
+        whole = node.attr in _WHOLE
+        out.append((node.node.name, "" if whole else ".", _NAMED_LATER if whole else node.attr))
+        return
+    elif kind == "Getitem" and _free(node.node, NAMESPACES, bound):
+        out.append((node.node.name, "[", _argument([node.arg])))
+        children = [node.arg]
+    elif kind == "Name":
+        if _free(node, NAMESPACES, bound):
+            out.append((node.name, "", _NAMED_LATER))
+        return
+    else:
+        children = node.iter_child_nodes()
+    for child in children:
+        _walk(child, bound, out)
+
+
+@lru_cache(maxsize=4096)
+def stop_guards(text: str) -> frozenset[str]:
+    """The keys an expression reads only as a stop: `not has('K')`, `count('K') == 0`,
+    `count('K') < 3`, under `and`/`or` only. Facts are append-only, so such a read can
+    only turn the expression false as `K` grows: a suggestor needs no re-run on `K`."""
+    from converge_dsl.frontend._fastjinja import parsed
+
+    trees = parsed(text, expression=True)
+    if trees is not None:
+        (_, tree, literals), *_ = trees
+    else:
+        from converge_dsl.frontend._jinja_parse import parse
+
+        ast, error = parse(text, True)
+        if ast is None or error is not None:
+            return frozenset()
+        tree, literals = ast.body[0].nodes[0], ()  # type: ignore[attr-defined]
+    polarity: dict[str, set[int]] = {}
+    _polarity(tree, 1, literals, polarity)
+    return frozenset(key for key, signs in polarity.items() if signs == {-1})
+
+
+_STOPS = {"lt": -1, "lteq": -1, "eq": 0, "ne": 1, "gt": 1, "gteq": 1}  # count('K') OP number
+_MIRROR = {"lt": "gt", "lteq": "gteq", "gt": "lt", "gteq": "lteq", "eq": "eq", "ne": "ne"}
+
+
+def _polarity(node: Any, sign: int, literals: tuple[object, ...], out: dict[str, set[int]]) -> None:
+    """Record, per key read under `node`, the sign of its effect on the whole (1: a new fact
+    can turn it true, -1: only false, 0: either)."""
+    kind = type(node).__name__
+    if kind in ("Op", "And", "Or"):
+        for child in node.iter_child_nodes():
+            _polarity(child, sign, literals, out)
+        return
+    if kind == "Not":
+        _polarity(node.node, -sign, literals, out)
+        return
+    if kind == "Compare" and len(node.ops) == 1:
+        left, op, right = node.expr, node.ops[0].op, node.ops[0].expr
+        if _counts(right) is not None:
+            left, right, op = right, left, _MIRROR.get(op, op)
+        counted, number = _counts(left), _number(right, literals)
+        key = literals[counted.index] if isinstance(counted, Slot) else counted
+        if isinstance(key, str) and op in _STOPS and number is not None:
+            stop = -1 if op == "eq" and number == 0 else _STOPS[op]
+            out.setdefault(key, set()).add(sign * stop)
+            return
+    found: list[_Raw] = []
+    _walk(node, frozenset(), found)
+    for via, style, ref in found:
+        key = literals[ref.index] if isinstance(ref, Slot) else ref
+        if isinstance(key, str):
+            # `has('K')` and a bare `count('K')` grow true as K does; any other read: either
+            effect = sign if kind == "Call" and style == "(" and via in ("has", "count") else 0
+            out.setdefault(key, set()).add(effect)
+
+
+def _counts(node: Any) -> object:
+    """The key literal (text or `Slot`) when `node` is `count('K')`, else None."""
+    if type(node).__name__ != "Call" or not node.args or node.kwargs:
+        return None
+    callee, first = node.node, node.args[0]
+    if type(callee).__name__ != "Name" or callee.name != "count":
+        return None
+    return first.value if type(first).__name__ == "Const" else None
+
+
+def _number(node: Any, literals: tuple[object, ...]) -> float | None:
+    if type(node).__name__ != "Const":
+        return None
+    value = literals[node.value.index] if isinstance(node.value, Slot) else node.value
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def inferred_dependencies(spec: SuggestorSpec) -> tuple[str, ...]:
+    """`dependencies: auto`: the keys `spec`'s templates read by name, less its own targets."""
+    own = set(spec.targets)
+    keys: dict[str, None] = {}
+    for site in spec.templates():
+        for read in reads(site.text, site.expression):
+            if read.key is not None and read.key not in own:
+                keys[read.key] = None
+    return tuple(keys)
+
+
+def _pattern(read: KeyRead) -> re.Pattern[str]:
+    """Where `read` is written in its template; group `key` is what a diagnostic marks."""
+    via = rf"(?<![\w.])(?P<via>{read.via})"
+    if read.key is None:
+        tail = {
+            "": r"(?:\s*\.\s*(?:items|keys|values)\b|\b(?!\s*[\[(.]))",
+            "(": r"\s*\((?!\s*['\"])",
+            "[": r"\s*\[(?!\s*['\"])",
+            "get": r"\s*\.\s*get\s*\((?!\s*['\"])",
+        }[read.style]
+        return re.compile(via + tail)
+    key = re.escape(read.key)
+    if read.style == ".":
+        return re.compile(rf"{via}\s*\.\s*(?P<key>{key})(?!\w)")
+    opener = {"[": r"\s*\[", "get": r"\s*\.\s*get\s*\(", "(": r"\s*\("}[read.style]
+    return re.compile(rf"{via}{opener}\s*(?P<q>['\"])(?P<key>{key})(?P=q)")
+
+
+def read_span(
+    doc: LoadedDocument, path: JsonPath, text: str, read: KeyRead, nth: int = 0
+) -> SourceSpan:
+    """Where the `nth` (0-based) read like `read` of the template at `path` is, in the file:
+    the key's characters inside the string (the function or namespace for a key named at
+    run time), mapped through the source map; the template's first line if not found."""
+    matches = list(_pattern(read).finditer(text))
+    if not matches:
+        return doc.template_span(path, None)
+    match = matches[min(nth, len(matches) - 1)]
+    return text_span(doc, path, text, *match.span("via" if read.key is None else "key"))
+
+
+def word_span(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:
+    """Where the first whole-word `word` of the template at `path` is, in the file."""
+    match = re.search(rf"(?<![\w.]){re.escape(word)}(?!\w)", text)
+    if match is None:
+        return doc.template_span(path, None)
+    return text_span(doc, path, text, *match.span())
+
+
+def text_span(doc: LoadedDocument, path: JsonPath, text: str, start: int, end: int) -> SourceSpan:
+    """`text[start:end]` of the template at `path` in the file: through the source map,
+    else found on its line (`LoadedDocument.template_span`)."""
+    from converge_dsl.frontend._offsets import offset_span
+
+    span = offset_span(doc, path, text, start, end)
+    if span is not None:
+        return span
+    lineno = text.count("\n", 0, start) + 1
+    return doc.template_span(path, lineno, text[start:end])

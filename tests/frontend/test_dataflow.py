@@ -1,0 +1,242 @@
+"""What templates read (`_dataflow`), where a read is in the file (`_offsets`), and the checks
+of the data flow (`_checks_dataflow`) on the cases the corpus does not show."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.frontend import _fastjinja, check_document, load_text
+from converge_dsl.frontend._dataflow import KeyRead, reads, stop_guards
+from converge_dsl.frontend._offsets import offset_span
+
+HEAD = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: t
+keys: [{name: tickets}, {name: notes}]
+seeds:
+  - {id: t1, key: tickets, content: a ticket}
+suggestors:
+"""
+
+
+def _found(suggestors: str, head: str = HEAD) -> list[Diagnostic]:
+    return list(check_document(load_text(head + suggestors, "p.yaml"), None).diagnostics)
+
+
+def _codes(suggestors: str, head: str = HEAD) -> list[str]:
+    return [d.code for d in _found(suggestors, head)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expression", "found"),
+    [
+        ("count('a') > 0 and has('b')", True, [("a", "count", "("), ("b", "has", "(")]),
+        ("facts.a[0].data.x == 'z'", True, [("a", "facts", ".")]),
+        ("facts['a'] | length", True, [("a", "facts", "[")]),
+        ("facts.get('a')", True, [("a", "facts", "get")]),
+        ("proposals.a | length == 0", True, [("a", "proposals", ".")]),
+        ("fact('a', 'x').content", True, [("a", "fact", "(")]),
+        ("{{ data_of('a') | map(attribute='x') | join }}", False, [("a", "data_of", "(")]),
+        ("count(inputs.key)", True, [(None, "count", "(")]),
+        ("facts[name]", True, [(None, "facts", "[")]),
+        ("{{ facts | tojson }}", False, [(None, "facts", "")]),
+        ("{{ facts.items() | list }}", False, [(None, "facts", "")]),
+        ("facts[0]", True, []),  # no key at all: the run fails, not this analysis
+        # names the template binds are its own
+        ("{% for fact in facts.a %}{{ fact.content }}{{ fact('b') }}{% endfor %}", False,
+         [("a", "facts", ".")]),
+        ("{% set count = 3 %}{{ count('a') }}", False, []),
+        ("{% if x %}{{ has('a') }}{% endif %}", False, [("a", "has", "(")]),
+        ("plain text with the word facts", False, []),
+    ],
+)  # fmt: skip
+def test_reads_lists_every_key_read_in_order(
+    text: str, expression: bool, found: list[tuple[Any, str, str]]
+) -> None:
+    assert [tuple(read) for read in reads(text, expression)] == found
+
+
+def test_a_read_compares_and_says_how_it_is_written() -> None:
+    read = KeyRead("a", "fact", "(")
+    assert read == ("a", "fact", "(")
+    assert (read.key, read.via, read.style, read.written) == ("a", "fact", "(", "fact('a', ...)")
+    assert KeyRead(None, "facts", "[").written == "facts[...]"
+
+
+@pytest.mark.parametrize(
+    ("text", "stops"),
+    [
+        ("not has('a')", {"a"}),
+        ("count('a') == 0 and count('b') < 3 and 2 >= count('c')", {"a", "b", "c"}),
+        ("has('a')", set()),
+        ("count('a') > 0", set()),
+        ("count('a') == 2", set()),
+        ("not (has('a') and not has('b'))", {"a"}),
+        ("not has('a') and facts.a | length > 1", set()),  # read another way too
+        ("not count('a')", {"a"}),
+    ],
+)
+def test_stop_guards_are_the_keys_that_can_only_turn_a_when_off(text: str, stops: set[str]) -> None:
+    assert stop_guards(text) == stops
+
+
+_ATOMS = ["count('a')", "has('b')", "facts.c", "facts['d']", "fact('e', 'x')", "data_of('f')",
+          "proposals.g", "facts[x]", "count(inputs.k)", "1", "'z'", "x"]  # fmt: skip
+EXPRESSIONS = st.recursive(
+    st.sampled_from(_ATOMS),
+    lambda inner: st.one_of(
+        st.tuples(inner, inner, st.sampled_from(["and", "or", "==", "<", "+", "~", "*"])).map(
+            lambda t: f"{t[0]} {t[2]} {t[1]}"
+        ),
+        inner.map(lambda e: f"not {e}"),
+        inner.map(lambda e: f"-{e}"),
+        inner.map(lambda e: f"({e})"),
+        inner.map(lambda e: f"{e} | length"),
+        st.tuples(inner, inner).map(lambda t: f"[{t[0]}, {t[1]}]"),
+    ),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(EXPRESSIONS)
+def test_the_fast_path_and_jinja_read_the_same_keys(text: str) -> None:
+    """What the fast path's tree gives is what Jinja's gives (the stop guards too)."""
+    if _fastjinja.parsed(text, expression=True) is None:
+        return
+    fast, guards = reads.__wrapped__(text, True), stop_guards.__wrapped__(text)
+    original = _fastjinja.parsed
+    try:
+        _fastjinja.parsed = lambda *a, **k: None  # type: ignore[assignment]
+        assert reads.__wrapped__(text, True) == fast
+        assert stop_guards.__wrapped__(text) == guards
+    finally:
+        _fastjinja.parsed = original  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    "scalar",
+    [
+        'x: "say \\"hi\\" {{ count(\'zz\') }}"',
+        "x: 'it''s {{ count(\"zz\") }}'",
+        "x: plain {{ count('zz') }}\n  more",
+        "x: |\n  first\n    {{ count('zz') }}\n",
+        "x: >-\n  folded\n  text {{ count('zz') }}\n  end\n",
+        "x: \"line \\n then {{ count('zz') }}\"",
+    ],
+)
+def test_a_template_offset_is_found_in_the_file_whatever_the_style(scalar: str) -> None:
+    document = load_text(scalar + "\n", "p.yaml")
+    text = document.data["x"]
+    start = text.index("zz")
+    span = offset_span(document, ("x",), text, start, start + 2)
+    assert span is not None
+    line = document.text.splitlines()[span.line - 1]
+    assert line[span.column - 1 : span.end_column - 1] == "zz"
+
+
+def test_an_offset_the_source_cannot_hold_is_none() -> None:
+    document = load_text("x: \"\\x41{{ count('zz') }}\"\n", "p.yaml")
+    text = document.data["x"]  # the escape is one character of the value, four of the source
+    assert offset_span(document, ("x",), text, 0, 1) is None
+
+
+def _rule(name: str, deps: str, when: str | None, emit: str) -> str:
+    guard = f"    when: {when!r}\n" if when else ""
+    return (
+        f"  - name: {name}\n    kind: rule\n    dependencies: {deps}\n{guard}    emit: [{emit}]\n"
+    )
+
+
+def test_the_guard_on_the_key_a_suggestor_writes_is_no_missing_dependency() -> None:
+    rule = _rule("r", "[tickets]", "not has('notes')", "{key: notes, id: nn, content: c}")
+    assert _codes(rule) == []
+
+
+def test_a_stop_on_another_key_is_no_missing_dependency_but_a_positive_read_is() -> None:
+    writer = _rule("w", "[tickets]", None, "{key: strategies, id: s, content: c}")
+    stop = _rule("r", "[tickets]", "not has('strategies')", "{key: notes, id: nn, content: c}")
+    assert _codes(writer + stop) == []
+    go = _rule("r", "[tickets]", "has('strategies')", "{key: notes, id: nn, content: c}")
+    assert _codes(writer + go) == [codes.READ_NOT_DEPENDENCY]
+
+
+def test_dependencies_auto_are_what_the_templates_read_less_what_it_writes() -> None:
+    writer = _rule("w", "[tickets]", None, "{key: strategies, id: s, content: c}")
+    auto = _rule(
+        "r", "auto", "has('strategies') and not has('notes')",
+        "{key: notes, id: nn, content: \"{{ count('tickets') }}\"}",
+    )  # fmt: skip
+    document = load_text(HEAD + writer + auto, "p.yaml")
+    checked = check_document(document, None)
+    assert checked.diagnostics == ()
+    from converge_dsl.frontend import KINDS
+
+    spec = KINDS.spec(("suggestors", 1), document.data["suggestors"][1])
+    assert spec.dependencies == ("strategies", "tickets")
+    assert spec.key_references() == ((("suggestors", 1, "emit", 0, "key"), "notes"),)
+
+
+def test_dependencies_auto_reach_the_engine(tmp_path: Any) -> None:
+    from converge_dsl.cli import run
+
+    pipeline = tmp_path / "p.yaml"
+    auto = _rule(
+        "r", "auto", "has('tickets') and not has('notes')",
+        "{key: notes, id: nn, content: \"{{ count('tickets') }} tickets\"}",
+    )  # fmt: skip
+    pipeline.write_text(HEAD + auto, encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["run", str(pipeline), "--format", "json"], out, err) == 0
+    assert '"1 tickets"' in out.getvalue()
+
+
+def test_a_literal_id_with_the_same_content_is_no_conflict() -> None:
+    a = _rule("a", "[tickets]", None, "{key: notes, id: x, content: same}")
+    b = _rule("b", "[tickets]", None, "{key: notes, id: x, content: same}")
+    c = _rule("c", "[tickets]", None, "{key: notes, id: \"{{ 'x' }}\", content: other}")
+    assert _codes(a + b + c) == []
+
+
+def test_a_rule_bounded_by_cycle_or_guarded_does_not_refire() -> None:
+    bounded = _rule(
+        "r", "[notes]", "cycle < 3", "{key: notes, id: \"n-{{ count('notes') }}\", content: c}"
+    )
+    guarded = _rule(
+        "g",
+        "[notes]",
+        "count('notes') < 3",
+        "{key: notes, id: \"n-{{ count('notes') }}\", content: c}",
+    )
+    idempotent = _rule(
+        "i", "[notes]", None, "{key: notes, id: \"{{ count('notes') }}\", content: c}"
+    )
+    assert codes.REFIRES_ON_OWN_OUTPUT not in _codes(bounded + guarded + idempotent)
+
+
+def test_a_note_never_fails_validate(tmp_path: Any) -> None:
+    from converge_dsl.cli import run
+
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        HEAD.replace("seeds:", "inputs: {k: {default: tickets}}\nseeds:")
+        + _rule("r", "[tickets]", None, '{key: notes, id: nn, content: "{{ count(inputs.k) }}"}'),
+        encoding="utf-8",
+    )
+    for fmt, marker in (("human", "note[CD251]"), ("github", "::notice "), ("sarif", '"note"')):
+        out = io.StringIO()
+        assert (
+            run(["validate", "--strict", "--format", fmt, str(pipeline)], out, io.StringIO()) == 0
+        )
+        assert marker in out.getvalue()
+    out = io.StringIO()
+    run(["validate", str(pipeline)], out, io.StringIO())
+    assert out.getvalue().endswith("1 file valid, 1 note\n")
