@@ -165,7 +165,7 @@ def load_pipeline(
     instead of reported; `on_fetch` (default: a line on standard error) hears
     `fetched pack NAME VERSION from REPOSITORY` for each. `on_warning` hears
     each warning of a valid pipeline (best first), so a run reports what
-    `validate` would.
+    `validate` would; notes (where an analysis stops short) are `validate`'s alone.
     """
     checks = _checks(roots, on_fetch or _to_stderr) if fetch else _checks(roots)
     checked = _frontend_check(
@@ -175,5 +175,6 @@ def load_pipeline(
         raise PipelineInvalid(checked.diagnostics)
     if on_warning is not None:
         for diagnostic in checked.diagnostics:
-            on_warning(diagnostic)
+            if not diagnostic.is_note:
+                on_warning(diagnostic)
     return checked.document

@@ -100,7 +100,8 @@ def _children(schema: Schema, step: str | int) -> Iterator[Schema]:
 def _expand(
     root: Schema, schema: Any, value: Any, definitions: set[str], depth: int
 ) -> Iterator[Schema]:
-    """`schema` and what it applies through `$ref`, `allOf`, `anyOf`, `oneOf` and `if`."""
+    """`schema` and what it applies through `$ref`, `allOf`, `anyOf`, `oneOf` and `if`
+    (its `then` where the value meets it, else its `else`)."""
     if not isinstance(schema, dict) or depth > 32:
         return
     yield schema
@@ -112,8 +113,9 @@ def _expand(
         for branch in schema.get(keyword) or ():
             yield from _expand(root, branch, value, definitions, depth + 1)
     condition = schema.get("if")
-    if isinstance(condition, dict) and matches(condition, value):
-        yield from _expand(root, schema.get("then"), value, definitions, depth + 1)
+    if isinstance(condition, dict):
+        branch = "then" if matches(condition, value) else "else"
+        yield from _expand(root, schema.get(branch), value, definitions, depth + 1)
 
 
 def expand(root: Schema, schema: Any, value: Any = None) -> Iterator[Schema]:
@@ -131,8 +133,13 @@ def _resolve(root: Schema, reference: str) -> Any:
 
 
 def matches(condition: Schema, value: Any) -> bool:
-    """Whether `value` meets an `if` of `const`/`enum` properties (what the pipeline schema's
-    branches test); any other `if` is taken as met, so every branch is offered."""
+    """Whether `value` meets an `if` of a `const`/`enum`, or of `const`/`enum` properties
+    (what the pipeline schema's branches test); any other `if` is taken as met, so every
+    branch is offered."""
+    if "const" in condition:
+        return bool(value == condition["const"])
+    if "enum" in condition:
+        return value in condition["enum"]
     if not isinstance(value, dict):
         return False
     if any(name not in value for name in condition.get("required") or ()):
