@@ -44,6 +44,7 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineManifest, build_manifest
+from converge_dsl.packs._kind import PackSuggestorSpec, parse_pack_spec
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import Check, PipelineFacts
@@ -106,10 +107,11 @@ def _well_formed(packs: Mapping[str, str]) -> bool:
     return all(parse_specifier(text) is not None for text in packs.values())
 
 
-def _pack_suggestors(data: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+def _pack_suggestors(data: Mapping[str, Any]) -> Iterator[PackSuggestorSpec]:
+    """The pipeline's pack suggestors, typed."""
     for index, item in enumerate(data.get("suggestors") or ()):
         if isinstance(item, Mapping) and item.get("kind") == "pack":
-            yield index, item
+            yield parse_pack_spec(("suggestors", index), item)
 
 
 def check_pack_uses(
@@ -123,9 +125,8 @@ def check_pack_uses(
     `manifest` is the document's (built here when needed and not given)."""
     data = _data(doc)
     used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
-    for index, item in _pack_suggestors(data):
-        path: JsonPath = ("suggestors", index)
-        use = str(item.get("use", ""))
+    for spec in _pack_suggestors(data):
+        path, use = spec.path, spec.use
         pack_name, slash, suggestor = use.partition("/")
         pack = (packs or {}).get(pack_name) if slash else None  # the schema checks the form
         if pack is None:
@@ -157,7 +158,7 @@ def check_pack_uses(
                 )
         else:
             used.setdefault(pack_name, set()).add(suggestor)
-        yield from _parameter_problems(doc, item, path, use, pack)
+        yield from _parameter_problems(doc, spec, pack)
     if used and packs:
         manifest = manifest or build_manifest(doc)
         yield from _template_problems(manifest, {n: packs[n] for n in sorted(used)}, used)
@@ -208,10 +209,11 @@ def _unsafe_parameters(
 
 
 def _parameter_problems(
-    doc: LoadedDocument, item: Mapping[str, Any], path: JsonPath, use: str, pack: Pack
+    doc: LoadedDocument, spec: PackSuggestorSpec, pack: Pack
 ) -> Iterator[Diagnostic]:
-    definition = pack.suggestors[use.partition("/")[2]]
-    given = dict(item.get("with") or {})
+    path, use = spec.path, spec.use
+    definition = pack.suggestors[spec.suggestor]
+    given = dict(spec.parameters)
     unsafe = _unsafe_parameters(doc, path, use, pack, definition.parameters)
     if unsafe:
         yield from unsafe
