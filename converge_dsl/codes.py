@@ -149,6 +149,7 @@ COMPILE_KIND_UNAVAILABLE = "CD602"  # a suggestor kind whose builder is not inst
 COMPILE_UNKNOWN_MODEL = "CD603"  # an llm suggestor names a model that was not built
 COMPILE_BAD_OUTPUT_SCHEMA = "CD604"  # an llm output.schema is not a valid JSON Schema
 COMPILE_BAD_KEY_SCHEMA = "CD605"  # a key's schema (keys[].schema) is not a valid JSON Schema
+COMPILE_MISSING_FIELD = "CD606"  # a pack's template lacks a field its suggestor kind requires
 
 # --- CD7xx model scripts and model configuration -----------------------------------
 MODEL_SCRIPT_BAD_REGEX = "CD701"  # a model script rule's match.regex does not compile

@@ -4,7 +4,8 @@ Public surface:
 - `compile_agent(spec, ctx)` -> `AgentSuggestor` — the builder of kind `agent` (from its
   `AgentSuggestorSpec`);
   `AgentError`, the failure of an agent's run.
-- `parse_agent(data, path, ctx)` -> `AgentSpec` — the typed agent, without models (used by `plan`).
+- `parse_agent(spec, ctx)` -> `AgentSpec` — an agent's typed spec with its templates compiled,
+  without models (used by `plan`).
 - `TokenCounter`, `default_token_counter` — how turns are measured (about 4 characters a token).
 - `TurnMachine` (sans-I/O turn loop); `drive`, `Reducer` (its async driver, compaction filler).
 - `SpanSummarizer` protocol, `ModelSummarizer`, `side_call`; `CompactionPolicy`, `SummaryBudget`.
@@ -12,8 +13,10 @@ Public surface:
   what `converge-dsl plan` shows: each agent's turns simulated by `simulate(spec, ...)`
   without calling a model (a scripted agent answered by its script), with the calls and
   tokens expected; `MAX_ASSUMED_CHARS` bounds the assumed reply and tool-result sizes.
-- `AGENT` — the `agent` suggestor kind (`SuggestorKind`: its spec `AgentSuggestorSpec`, its
-  checks CD4xx, its builder), registered by `converge_dsl.validation.KINDS`.
+- `AGENT` — the `agent` suggestor kind (`SuggestorKind`: its spec `AgentSuggestorSpec` with
+  its parts `AgentContributor`, `AgentSummarizer`, `AgentCompaction`, `AgentToolChoice`; its
+  checks CD4xx, its builder), registered by `converge_dsl.validation.KINDS`;
+  `parse_agents(data)`, the typed agents of a pipeline's data.
 - events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`
   (its `ClearedTurn`s of `MessageLine`s of `PartLine`s: `TextPartLine`, `ToolCallPartLine`,
   `ToolResultPartLine`), `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
@@ -60,7 +63,15 @@ else:
                 "ToolCalled",
                 "ToolResultPartLine",
             ),
-            "converge_dsl.agents._kind": ("AGENT", "AgentSuggestorSpec"),
+            "converge_dsl.agents._kind": (
+                "AGENT",
+                "AgentCompaction",
+                "AgentContributor",
+                "AgentSuggestorSpec",
+                "AgentSummarizer",
+                "AgentToolChoice",
+                "parse_agents",
+            ),
             "converge_dsl.agents._loop": ("Reducer", "drive"),
             "converge_dsl.agents._machine": ("TurnMachine",),
             "converge_dsl.agents._planner": (

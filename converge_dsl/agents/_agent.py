@@ -213,7 +213,7 @@ def compile_agent(
 ) -> AgentSuggestor:
     """The builder of kind `agent`. `summarizer` overrides the model-backed one (tests)."""
     path = suggestor.path
-    spec = parse_agent(suggestor.raw, path, ctx)
+    spec = parse_agent(suggestor, ctx)
     model = _model(ctx, spec.model, (*path, "model"))
     if summarizer is None and spec.summarizer is not None:
         summarizer = ModelSummarizer(

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
 from converge_dsl.agents._contributors import TurnEnv
+from converge_dsl.agents._kind import parse_agents
 from converge_dsl.agents._loop import Reducer, drive
 from converge_dsl.agents._machine import TurnMachine
 from converge_dsl.agents._policy import TokenCounter, default_token_counter, message_text
@@ -444,11 +445,7 @@ def _agents(
     render scopes."""
     settings = compile_settings(document, inputs=inputs)
     ctx = compile_context(settings, models={}, usage=UsageMeter(Budget()))
-    specs = [
-        parse_agent(spec, ("suggestors", index), ctx)
-        for index, spec in enumerate(document.data.get("suggestors") or ())
-        if spec.get("kind") == "agent"
-    ]
+    specs = [parse_agent(agent, ctx) for agent in parse_agents(document.data)]
     record = PromotionRecord("plan", "plan", 0)
     seeds = Context.from_facts(
         (Fact(s.key, s.id, s.content, s.provenance, s.confidence, record) for s in settings.seeds),

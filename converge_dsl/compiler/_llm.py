@@ -34,19 +34,18 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
 
 import jsonschema
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
     ProposedFact,
     Provenance,
 )
-from converge_dsl.frontend import LlmSpec
+from converge_dsl.frontend import LlmOutput, LlmSpec
 from converge_dsl.models import Metered, metered_call
 from converge_dsl.models.port import (
     Message,
@@ -93,14 +92,14 @@ class LlmSuggestor(CoreSuggestor):
     system: CompiledTemplate | None
     user: CompiledTemplate
     format: str
-    validator: Any  # a jsonschema validator of the whole answer (output.schema) or None
+    validator: GovernedValidator | None  # of the whole answer (output.schema)
     item_id: CompiledTemplate | None
     item_content: Any
     item_confidence: Any
     max_tokens: int | None
     temperature: float | None
     item_data: CompiledExpression | None = None
-    item_validator: Any = None  # validates each item against the target key's schema
+    item_validator: GovernedValidator | None = None  # each item against the key's schema
     response_schema: Mapping[str, Any] | None = None
 
     def for_run(self, run: RunParts) -> LlmSuggestor:
@@ -253,7 +252,7 @@ def _cut_note(answer: ModelReturn, max_tokens: int | None) -> str:
     )
 
 
-def _not_json(name: str) -> Any:
+def _not_json(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
@@ -284,32 +283,29 @@ def build_llm(spec: LlmSpec, ctx: CompileContext) -> LlmSuggestor:
             (*path, "model"),
             hint=f"declared models: {', '.join(sorted(ctx.models)) or 'none'}",
         )
-    target = spec.targets[0]
-    prompt = spec.prompt
-    output = spec.output or {"format": "text"}
-    out_path = (*path, "output")
-    validator, item_validator, response_schema = _schemas(output, target, out_path, ctx)
-    item_id = output.get("id")
+    prompt, output = spec.prompt, spec.output
+    out_path = output.path
+    validator, item_validator, response_schema = _schemas(output, ctx)
     return LlmSuggestor(
         core=SuggestorCore.of(spec, ctx),
         model_name=model_name,
         model=model,
         usage=ctx.usage,
-        target=target,
+        target=output.key,
         system=None
-        if "system" not in prompt
-        else ctx.template(str(prompt["system"]), (*path, "prompt", "system")),
-        user=ctx.template(str(prompt["user"]), (*path, "prompt", "user")),
-        format=str(output.get("format", "text")),
+        if prompt.system is None
+        else ctx.template(prompt.system, (*prompt.path, "system")),
+        user=ctx.template(prompt.user, (*prompt.path, "user")),
+        format=output.format,
         validator=validator,
         item_id=None
-        if item_id is None
-        else ctx.template(str(item_id), (*out_path, "id"), extra=ITEM_NAMES),
+        if output.id is None
+        else ctx.template(output.id, (*out_path, "id"), extra=ITEM_NAMES),
         item_content=None
-        if "content" not in output
-        else compile_value(output["content"], (*out_path, "content"), ctx, ITEM_NAMES),
+        if output.content is None
+        else compile_value(output.content, (*out_path, "content"), ctx, ITEM_NAMES),
         item_confidence=compile_value(
-            output.get("confidence", DEFAULT_LLM_CONFIDENCE),
+            DEFAULT_LLM_CONFIDENCE if output.confidence is None else output.confidence,
             (*out_path, "confidence"),
             ctx,
             ITEM_NAMES,
@@ -317,16 +313,16 @@ def build_llm(spec: LlmSpec, ctx: CompileContext) -> LlmSuggestor:
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
         item_data=None
-        if output.get("data") is None
-        else ctx.expression(str(output["data"]), (*out_path, "data"), extra=ITEM_NAMES),
+        if output.data is None
+        else ctx.expression(output.data, (*out_path, "data"), extra=ITEM_NAMES),
         item_validator=item_validator,
         response_schema=response_schema,
     )
 
 
 def _schemas(
-    output: Mapping[str, Any], target: str, out_path: JsonPath, ctx: CompileContext
-) -> tuple[Any, Any, Mapping[str, Any] | None]:
+    output: LlmOutput, ctx: CompileContext
+) -> tuple[GovernedValidator | None, GovernedValidator | None, Mapping[str, Any] | None]:
     """(answer validator, item validator, response schema) of an llm `output`.
 
     `output.schema` checks the whole answer. Without it, a `json` answer whose
@@ -334,8 +330,8 @@ def _schemas(
     items checked against that schema, and the expected answer is derived: an
     array of such items.
     """
-    if "schema" in output:
-        schema = output["schema"]
+    schema = output.schema
+    if schema is not None:
         try:
             check_safe(schema, "output.schema")  # the size limits first: the rest is linear
             error = meta_error(schema)
@@ -346,11 +342,12 @@ def _schemas(
             raise ctx.invalid(
                 codes.COMPILE_BAD_OUTPUT_SCHEMA,
                 f"output.schema is not a valid JSON Schema: {exc.message}",
-                (*out_path, "schema"),
+                (*output.path, "schema"),
             ) from None
         return validator, None, schema
+    target = output.key
     key_schema = ctx.key_schemas.get(target)
-    if key_schema is None or output.get("format") != "json" or output.get("data") is not None:
+    if key_schema is None or not output.json or output.data is not None:
         return None, None, None
     return (
         None,

@@ -16,8 +16,10 @@ Public surface:
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
   the front end's `CHECKS` (a tuple)
 - suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
-  `SuggestorSpec` (a suggestor, typed; the front end's kinds' `SeedSpec`, `RuleSpec`,
-  `LlmSpec`; a seed's or rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
+  `SuggestorSpec` (a suggestor, typed; `SpecHead`, the fields every kind's spec shares;
+  `required(...)`, how a parser reads a field the schema requires; the front end's kinds'
+  `SeedSpec`, `RuleSpec`, `LlmSpec` with its `LlmPrompt` and `LlmOutput`; a seed's or
+  rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
   `KindRegistry` and the front end's own `KINDS` (seed, rule, llm); `installed_kinds()`,
   the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`);
   `pipeline_schema(kinds)`, the pipeline schema composed from kinds
@@ -78,7 +80,7 @@ else:
             ),
             "converge_dsl.frontend._checks_dataflow": ("bound_template_reads", "unknown_reads"),
             "converge_dsl.frontend._facts": ("Check", "PipelineFacts"),
-            "converge_dsl.frontend._kind_llm": ("LlmSpec",),
+            "converge_dsl.frontend._kind_llm": ("LlmOutput", "LlmPrompt", "LlmSpec"),
             "converge_dsl.frontend._kind_rule": ("RuleSpec",),
             "converge_dsl.frontend._kind_seed": ("SeedSpec",),
             "converge_dsl.frontend._kinds": (
@@ -87,10 +89,12 @@ else:
                 "GraphStyle",
                 "KindRegistry",
                 "ProposalSpec",
+                "SpecHead",
                 "SuggestorKind",
                 "SuggestorSpec",
                 "TemplateSite",
                 "installed_kinds",
+                "required",
             ),
             "converge_dsl.frontend._loader": ("load_file", "load_text"),
             "converge_dsl.frontend._manifest": (

@@ -62,12 +62,12 @@ def unused_declarations(facts: PipelineFacts) -> Iterator[Diagnostic]:
 def object_content(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Warn about a JSON object given as `content`: it is read as data, for one version."""
     places: list[tuple[tuple[str | int, ...], object]] = [
-        (("seeds", i), seed) for i, seed in enumerate(facts.data.get("seeds") or ())
+        (("seeds", i), seed.get("content")) for i, seed in enumerate(facts.data.get("seeds") or ())
     ]
     for spec in facts.specs:
         places += spec.content_items()
-    for path, item in places:
-        if isinstance(item, dict) and isinstance(item.get("content"), dict):
+    for path, content in places:
+        if isinstance(content, dict):
             yield facts.warning(
                 codes.OBJECT_CONTENT,
                 "content is a JSON object: it is read as the fact's data, and its JSON text "

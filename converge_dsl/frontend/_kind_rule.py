@@ -13,6 +13,7 @@ from converge_dsl.frontend._kinds import (
     DataSite,
     GraphStyle,
     ProposalSpec,
+    SpecHead,
     SuggestorKind,
     SuggestorSpec,
     TemplateSite,
@@ -21,56 +22,66 @@ from converge_dsl.sandbox import CONTEXT_NAMES
 
 
 class RuleSpec(SuggestorSpec):
-    """A `rule` suggestor: proposes each `emit` entry when its `when` holds; emits' keys are
-    its targets."""
+    """A `rule` suggestor: proposes each `emit` entry (`proposals`, typed) when its `when`
+    holds; the emits' keys are its targets."""
 
-    __slots__ = ()
+    _fields = (*SuggestorSpec._fields, "proposals")
+    __slots__ = ("proposals",)
 
-    @property
-    def emits(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.raw.get("emit") or ())
-
-    @property
-    def proposals(self) -> tuple[ProposalSpec, ...]:
-        """Its emits, typed."""
-        return ProposalSpec.each((*self.path, "emit"), self.emits, None)
+    def __init__(
+        self,
+        head: SpecHead,
+        *,
+        proposals: tuple[ProposalSpec, ...],
+        missing: tuple[JsonPath, ...] = (),
+    ) -> None:
+        super().__init__(*head, missing=missing)
+        self.proposals = proposals
 
     def proposal_specs(self) -> tuple[ProposalSpec, ...]:
         return self.proposals
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         found: list[tuple[JsonPath, object, frozenset[str], bool]] = []
-        for j, emit in enumerate(self.emits):
+        for j, emit in enumerate(self.proposals):
             found += [
-                (("emit", j, field), emit.get(field), CONTEXT_NAMES, False)
-                for field in ("id", "content", "confidence")
+                (("emit", j, field), value, CONTEXT_NAMES, False)
+                for field, value in (
+                    ("id", emit.id),
+                    ("content", emit.content),
+                    ("confidence", emit.confidence),
+                )
             ]
-            found.append((("emit", j, "data"), emit.get("data"), CONTEXT_NAMES, True))
+            found.append((("emit", j, "data"), emit.data, CONTEXT_NAMES, True))
         return (*super().templates(extra), *self.sites(extra, found))
 
     def key_references(self) -> tuple[tuple[JsonPath, str], ...]:
-        emits = tuple(
-            ((*self.path, "emit", j, "key"), e["key"])
-            for j, e in enumerate(self.emits)
-            if isinstance(e.get("key"), str)
-        )
-        return (*super().key_references(), *emits)
+        emits = tuple(((*emit.path, "key"), emit.key) for emit in self.proposals)
+        return (*self.dependency_references(), *emits)
+
+    def model_references(self) -> tuple[tuple[JsonPath, str], ...]:
+        return ()
 
     def data_sites(self) -> tuple[DataSite, ...]:
         return tuple(
-            DataSite(emit["key"], (*self.path, "emit", j), emit["data"], True)
-            for j, emit in enumerate(self.emits)
-            if isinstance(emit.get("data"), str) and isinstance(emit.get("key"), str)
+            DataSite(emit.key, emit.path, emit.data, True)
+            for emit in self.proposals
+            if isinstance(emit.data, str)
         )
 
-    def content_items(self) -> tuple[tuple[JsonPath, Any], ...]:
-        return tuple(((*self.path, "emit", j), emit) for j, emit in enumerate(self.emits))
+    def content_items(self) -> tuple[tuple[JsonPath, object], ...]:
+        return tuple((emit.path, emit.content) for emit in self.proposals)
 
 
 def parse_rule(path: JsonPath, raw: Mapping[str, Any]) -> RuleSpec:
-    emits = raw.get("emit") or ()
-    targets = tuple(dict.fromkeys(str(e["key"]) for e in emits if isinstance(e.get("key"), str)))
-    return RuleSpec.common("rule", path, raw, targets)
+    missing: list[JsonPath] = []
+    proposals = ProposalSpec.each((*path, "emit"), raw.get("emit") or (), None, missing)
+    targets = tuple(dict.fromkeys(emit.key for emit in proposals))
+    return RuleSpec(
+        SuggestorSpec.head("rule", path, raw, targets),
+        proposals=proposals,
+        missing=tuple(missing),
+    )
 
 
 RULE = SuggestorKind(

@@ -13,51 +13,77 @@ from converge_dsl.frontend._kinds import (
     DataSite,
     GraphStyle,
     ProposalSpec,
+    SpecHead,
     SuggestorKind,
     SuggestorSpec,
     TemplateSite,
 )
 from converge_dsl.sandbox import CONTEXT_NAMES
 
+DEFAULT_TARGET = "seeds"
+
 
 class SeedSpec(SuggestorSpec):
-    """A `seed` suggestor: fixed `facts` (templated id and content) proposed to one target."""
+    """A `seed` suggestor: fixed `facts` (templated id and content) proposed to one target.
 
-    __slots__ = ()
+    `target` is the key as written (None: `seeds`, its one `targets` entry);
+    `proposals` its facts, typed, each to that key.
+    """
 
-    @property
-    def facts(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.raw.get("facts") or ())
+    _fields = (*SuggestorSpec._fields, "target", "proposals")
+    __slots__ = ("proposals", "target")
 
-    @property
-    def proposals(self) -> tuple[ProposalSpec, ...]:
-        """Its facts, typed; each goes to its target."""
-        return ProposalSpec.each((*self.path, "facts"), self.facts, self.targets[0])
+    def __init__(
+        self,
+        head: SpecHead,
+        *,
+        target: str | None,
+        proposals: tuple[ProposalSpec, ...],
+        missing: tuple[JsonPath, ...] = (),
+    ) -> None:
+        super().__init__(*head, missing=missing)
+        self.target = target
+        self.proposals = proposals
 
     def proposal_specs(self) -> tuple[ProposalSpec, ...]:
         return self.proposals
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         found = [
-            (("facts", j, field), fact.get(field), CONTEXT_NAMES, False)
-            for j, fact in enumerate(self.facts)
-            for field in ("id", "content")
+            (("facts", j, field), value, CONTEXT_NAMES, False)
+            for j, fact in enumerate(self.proposals)
+            for field, value in (("id", fact.id), ("content", fact.content))
         ]
         return (*super().templates(extra), *self.sites(extra, found))
 
+    def key_references(self) -> tuple[tuple[JsonPath, str], ...]:
+        return (*self.dependency_references(), *self.references("target", self.target))
+
+    def model_references(self) -> tuple[tuple[JsonPath, str], ...]:
+        return ()
+
     def data_sites(self) -> tuple[DataSite, ...]:
         return tuple(
-            DataSite(self.targets[0], (*self.path, "facts", j), fact["data"], False)
-            for j, fact in enumerate(self.facts)
-            if "data" in fact
+            DataSite(self.targets[0], fact.path, fact.data, False)
+            for fact in self.proposals
+            if fact.has_data
         )
 
-    def content_items(self) -> tuple[tuple[JsonPath, Any], ...]:
-        return tuple(((*self.path, "facts", j), fact) for j, fact in enumerate(self.facts))
+    def content_items(self) -> tuple[tuple[JsonPath, object], ...]:
+        return tuple((fact.path, fact.content) for fact in self.proposals)
 
 
 def parse_seed(path: JsonPath, raw: Mapping[str, Any]) -> SeedSpec:
-    return SeedSpec.common("seed", path, raw, (str(raw.get("target", "seeds")),))
+    target = raw.get("target")
+    key = str(raw.get("target", DEFAULT_TARGET))
+    missing: list[JsonPath] = []
+    proposals = ProposalSpec.each((*path, "facts"), raw.get("facts") or (), key, missing)
+    return SeedSpec(
+        SuggestorSpec.head("seed", path, raw, (key,)),
+        target=target if isinstance(target, str) else None,
+        proposals=proposals,
+        missing=tuple(missing),
+    )
 
 
 SEED = SuggestorKind(

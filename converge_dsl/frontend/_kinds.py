@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, JsonPath
@@ -73,10 +73,11 @@ class ProposalSpec(Record):
 
     `id` is a template; `content` a template (or, legacy, a JSON object); `confidence`
     a number or a template; `data` a JSON value (seeds) or an expression's text
-    (rules), None when absent. `label` names the entry in errors (`emit[0]`).
+    (rules), None when absent (`has_data` tells a seed's `data: null` from none).
+    `label` names the entry in errors (`emit[0]`).
     """
 
-    _fields = ("path", "key", "id", "content", "confidence", "data", "label")
+    _fields = ("path", "key", "id", "content", "confidence", "data", "label", "has_data")
     __slots__ = _fields
 
     def __init__(  # noqa: PLR0917 (the fields, in order)
@@ -88,6 +89,7 @@ class ProposalSpec(Record):
         confidence: object,
         data: object,
         label: str,
+        has_data: bool | None = None,
     ) -> None:
         self.path = path
         self.key = key
@@ -96,35 +98,83 @@ class ProposalSpec(Record):
         self.confidence = confidence
         self.data = data
         self.label = label
+        self.has_data = data is not None if has_data is None else has_data
 
     @classmethod
     def each(
-        cls, path: JsonPath, items: Sequence[Mapping[str, Any]], default_key: str | None
+        cls,
+        path: JsonPath,
+        items: Sequence[Mapping[str, Any]],
+        default_key: str | None,
+        missing: list[JsonPath] | None = None,
     ) -> tuple[ProposalSpec, ...]:
-        """The entries of the list at `path` (`default_key` where one names no key)."""
+        """The entries of the list at `path` (`default_key` where one names no key).
+
+        An entry without `id` or `content` (a pack's template, which no schema
+        checked) gets `""` and its path is added to `missing`.
+        """
         return tuple(
             cls(
                 (*path, index),
                 str(item.get("key", default_key)),
-                str(item["id"]),
-                item["content"],
+                str(required(item, "id", (*path, index), missing, "")),
+                required(item, "content", (*path, index), missing, ""),
                 item.get("confidence", 1.0),
                 item.get("data"),
                 f"{path[-1]}[{index}]",
+                "data" in item,
             )
             for index, item in enumerate(items)
         )
 
 
+def required(
+    mapping: Mapping[str, Any],
+    field: str,
+    path: JsonPath,
+    missing: list[JsonPath] | None,
+    default: Any,
+) -> Any:
+    """`mapping[field]`, a field the schema requires; when absent (only in a pack's template,
+    which no schema checked), `default`, and `(*path, field)` is added to `missing`."""
+    if field in mapping:
+        return mapping[field]
+    if missing is not None:
+        missing.append((*path, field))
+    return default
+
+
+# The fields every kind's spec shares, in `SuggestorSpec._fields` order (`SuggestorSpec.head`).
+SpecHead = tuple[
+    str, str, JsonPath, Mapping[str, Any], tuple[str, ...], tuple[str, ...], str | None, str | None
+]
+
+
 class SuggestorSpec(Record):
     """What every suggestor declares, typed; a kind's spec adds its own fields.
 
-    `path` locates it in the document (its span is `source_map.span(path)`);
-    `raw` is the mapping it was read from (what builders read today).
-    `dependencies` are the keys it reads, `targets` the keys it writes.
+    `path` locates it in the document (its span is `source_map.span(path)`; the
+    parts a kind's spec adds keep their own paths). `raw` is the mapping it was
+    read from: the built-in kinds read everything they need from it once, in
+    their parser, and nothing reads it afterwards; a kind of another
+    distribution may keep reading it. `dependencies` are the keys it reads,
+    `targets` the keys it writes, `description` its `description` (None when
+    not written). `missing` lists the paths of fields the schema requires that a
+    pack's template (which no schema checked) leaves out: its builder refuses it
+    (CD606).
     """
 
-    _fields = ("kind", "name", "path", "raw", "dependencies", "targets", "when")
+    _fields: ClassVar[tuple[str, ...]] = (
+        "kind",
+        "name",
+        "path",
+        "raw",
+        "dependencies",
+        "targets",
+        "when",
+        "description",
+        "missing",
+    )
     __slots__ = _fields
 
     def __init__(  # noqa: PLR0917 (the fields, in order)
@@ -136,6 +186,8 @@ class SuggestorSpec(Record):
         dependencies: tuple[str, ...],
         targets: tuple[str, ...],
         when: str | None,
+        description: str | None = None,
+        missing: tuple[JsonPath, ...] = (),
     ) -> None:
         self.kind = kind
         self.name = name
@@ -144,30 +196,28 @@ class SuggestorSpec(Record):
         self.dependencies = dependencies
         self.targets = targets
         self.when = when
+        self.description = description
+        self.missing = missing
 
-    @classmethod
-    def common(
-        cls, kind: str, path: JsonPath, raw: Mapping[str, Any], targets: tuple[str, ...]
-    ) -> Self:
-        """The spec of `raw` with the fields every kind shares read (a kind adds none:
-        its own are properties over `raw`). `dependencies: auto` are the keys its
-        templates read, less its targets (`_dataflow.inferred_dependencies`)."""
-        when = raw.get("when")
+    @staticmethod
+    def head(
+        kind: str, path: JsonPath, raw: Mapping[str, Any], targets: tuple[str, ...]
+    ) -> SpecHead:
+        """The fields every kind shares, read from `raw` (a kind's spec with fields of its
+        own is made as `KindSpec(*SuggestorSpec.head(...), own=...)`). `dependencies:
+        auto` reads as none here: the kind's `parse` infers them from the whole spec."""
+        when, description = raw.get("when"), raw.get("description")
         written = raw.get("dependencies")
-        spec = cls(
+        return (
             kind,
             str(raw.get("name", "")),
             path,
             raw,
-            tuple(str(k) for k in written) if isinstance(written, list) else (),
+            tuple(str(k) for k in written) if isinstance(written, (list, tuple)) else (),
             targets,
             when if isinstance(when, str) else None,
+            description if isinstance(description, str) else None,
         )
-        if written == AUTO:
-            from converge_dsl.frontend._dataflow import inferred_dependencies
-
-            spec = spec._replace(dependencies=inferred_dependencies(spec))
-        return spec
 
     @property
     def auto_dependencies(self) -> bool:
@@ -182,6 +232,14 @@ class SuggestorSpec(Record):
         """The facts it proposes as written (id, content, data), when the kind knows them
         before the run (a seed's facts, a rule's emits); () when a model decides."""
         return ()
+
+    @classmethod
+    def common(
+        cls, kind: str, path: JsonPath, raw: Mapping[str, Any], targets: tuple[str, ...]
+    ) -> Self:
+        """The spec of `raw` with the fields every kind shares read (for a kind whose spec
+        adds no field: its own are then properties over `raw`)."""
+        return cls(*cls.head(kind, path, raw, targets))
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
         """Every template and expression with the names in scope there (plus `extra`)."""
@@ -200,17 +258,27 @@ class SuggestorSpec(Record):
         )
 
     def key_references(self) -> tuple[tuple[JsonPath, str], ...]:
-        """Every place in the suggestor that names a context key, with the key (inferred
-        dependencies name none: their reads are checked where they are written)."""
+        """Every place in the suggestor that names a context key, with the key.
+
+        Here: its dependencies and, for a kind of another distribution, a `target`
+        written in its mapping; the built-in kinds answer from their typed fields.
+        """
+        return (*self.dependency_references(), *self.references("target", self.raw.get("target")))
+
+    def dependency_references(self) -> tuple[tuple[JsonPath, str], ...]:
+        """Each key of `dependencies`, at its place (inferred dependencies name none: their
+        reads are checked where they are written)."""
         written = () if self.auto_dependencies else self.dependencies
-        deps = tuple(((*self.path, "dependencies", i), k) for i, k in enumerate(written))
-        target = self.raw.get("target")
-        return (*deps, *((((*self.path, "target"), target),) if isinstance(target, str) else ()))
+        return tuple(((*self.path, "dependencies", i), k) for i, k in enumerate(written))
+
+    def references(self, field: str, name: object) -> tuple[tuple[JsonPath, str], ...]:
+        """`((path of field, name),)` when `name` (written at `field`) is text, else `()`."""
+        return (((*self.path, field), name),) if isinstance(name, str) else ()
 
     def model_references(self) -> tuple[tuple[JsonPath, str], ...]:
-        """Every place that names a model declared under `models`."""
-        model = self.raw.get("model")
-        return (((*self.path, "model"), model),) if isinstance(model, str) else ()
+        """Every place that names a model declared under `models` (here: a `model` written
+        in the mapping of a kind of another distribution)."""
+        return self.references("model", self.raw.get("model"))
 
     def models_used(self) -> frozenset[str]:
         """The models it runs on, named or implied."""
@@ -224,8 +292,9 @@ class SuggestorSpec(Record):
         """Data it proposes that is known before the run."""
         return ()
 
-    def content_items(self) -> tuple[tuple[JsonPath, Any], ...]:
-        """The items whose `content` it proposes as given (a legacy object is data)."""
+    def content_items(self) -> tuple[tuple[JsonPath, object], ...]:
+        """(path, `content` as written) of each item whose content it proposes as given (an
+        object given as content, the legacy form, is data)."""
         return ()
 
     def schemas(self) -> tuple[tuple[str, JsonPath, Any], ...]:
@@ -257,6 +326,21 @@ class SuggestorSpec(Record):
 
 
 Parser = Callable[[JsonPath, Mapping[str, Any]], SuggestorSpec]
+
+
+def _inferring(parse: Parser) -> Parser:
+    """`parse`, then a spec written with `dependencies: auto` given the keys its templates
+    read, less its targets (`_dataflow.inferred_dependencies`): one place for every kind."""
+
+    def parse_spec(path: JsonPath, raw: Mapping[str, Any]) -> SuggestorSpec:
+        spec = parse(path, raw)
+        if not spec.auto_dependencies:
+            return spec
+        from converge_dsl.frontend._dataflow import inferred_dependencies
+
+        return spec._replace(dependencies=inferred_dependencies(spec))
+
+    return parse_spec
 
 
 class GraphStyle(Record):
@@ -316,7 +400,7 @@ class SuggestorKind(Record):
         self.name = name
         self.branch = branch
         self.schema = schema
-        self.parse = parse
+        self.parse = _inferring(parse)
         self.checks = checks
         self.build = build
         self.graph = graph

@@ -122,8 +122,8 @@ def _suggestor_details(
         details.append(("when", spec.when))
     if models:
         details.append(("models", _joined(models)))
-    if spec.raw.get("description"):
-        details.append(("description", str(spec.raw["description"])))
+    if spec.description:
+        details.append(("description", spec.description))
     hint = suggestor.complexity_hint()
     if hint:
         details.append(("complexity", hint))

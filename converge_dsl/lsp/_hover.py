@@ -79,9 +79,8 @@ def _suggestor(facts: PipelineFacts, name: str) -> str | None:
     for spec in facts.specs:
         if spec.name == name:
             lines = [f"**suggestor `{name}`** ({spec.kind})"]
-            about = spec.raw.get("description")
-            if isinstance(about, str):
-                lines.append(about)
+            if spec.description is not None:
+                lines.append(spec.description)
             lines.append(
                 "reads: " + (", ".join(spec.dependencies) or "nothing (always a candidate)")
             )

@@ -10,26 +10,27 @@ compiler's builder (`_compile`) and validate's checks (`_checks`) both read it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
+from converge_dsl.packs._kind import PackSuggestorSpec
 from converge_dsl.packs._manifest import SuggestorDef
 
 
-def instantiate_template(spec: Mapping[str, Any], definition: SuggestorDef) -> dict[str, Any]:
-    """The pipeline suggestor body a rule/llm/agent pack suggestor stands for."""
+def instantiate_template(spec: PackSuggestorSpec, definition: SuggestorDef) -> dict[str, Any]:
+    """The pipeline suggestor body a rule/llm/agent pack suggestor stands for (a mapping for
+    the kind's parser: the pack's template is data of the pack, which no schema checked)."""
     body: dict[str, Any] = json.loads(json.dumps(definition.template or {}))
-    body["name"] = spec["name"]
+    body["name"] = spec.name
     body["kind"] = definition.kind
-    output = spec.get("output")
     if definition.kind == "rule":
         for item in body.get("emit", []):
-            item.setdefault("key", output)
+            item.setdefault("key", spec.output)
     else:
-        body.setdefault("target", output)
+        body.setdefault("target", spec.output)
         body.setdefault("model", "default")
-    for field_name in ("when", "description"):
-        if field_name in spec:
-            body[field_name] = spec[field_name]
-    body["dependencies"] = list(spec.get("dependencies") or [spec.get("input")])
+    if spec.when is not None:
+        body["when"] = spec.when
+    if spec.description is not None:
+        body["description"] = spec.description
+    body["dependencies"] = list(spec.dependencies or [spec.input])
     return body

@@ -47,6 +47,7 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineManifest, build_manifest
+from converge_dsl.packs._kind import PackSuggestorSpec, parse_pack_spec
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import Check, PipelineFacts
@@ -109,10 +110,11 @@ def _well_formed(packs: Mapping[str, str]) -> bool:
     return all(parse_specifier(text) is not None for text in packs.values())
 
 
-def _pack_suggestors(data: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+def _pack_suggestors(data: Mapping[str, Any]) -> Iterator[PackSuggestorSpec]:
+    """The pipeline's pack suggestors, typed."""
     for index, item in enumerate(data.get("suggestors") or ()):
         if isinstance(item, Mapping) and item.get("kind") == "pack":
-            yield index, item
+            yield parse_pack_spec(("suggestors", index), item)
 
 
 def check_pack_uses(
@@ -129,9 +131,8 @@ def check_pack_uses(
     (`frontend.bound_template_reads`: keys nothing writes, keys it is not re-run on)."""
     data = _data(doc)
     used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
-    for index, item in _pack_suggestors(data):
-        path: JsonPath = ("suggestors", index)
-        use = str(item.get("use", ""))
+    for spec in _pack_suggestors(data):
+        path, use = spec.path, spec.use
         pack_name, slash, suggestor = use.partition("/")
         pack = (packs or {}).get(pack_name) if slash else None  # the schema checks the form
         if pack is None:
@@ -167,9 +168,9 @@ def check_pack_uses(
                 from converge_dsl.frontend import bound_template_reads
                 from converge_dsl.packs._bind import instantiate_template
 
-                body = instantiate_template(item, definition)
+                body = instantiate_template(spec, definition)
                 yield from bound_template_reads(facts, path, body, use)
-        yield from _parameter_problems(doc, item, path, use, pack)
+        yield from _parameter_problems(doc, spec, pack)
     if used and packs:
         manifest = manifest or build_manifest(doc)
         yield from _template_problems(manifest, {n: packs[n] for n in sorted(used)}, used)
@@ -220,10 +221,11 @@ def _unsafe_parameters(
 
 
 def _parameter_problems(
-    doc: LoadedDocument, item: Mapping[str, Any], path: JsonPath, use: str, pack: Pack
+    doc: LoadedDocument, spec: PackSuggestorSpec, pack: Pack
 ) -> Iterator[Diagnostic]:
-    definition = pack.suggestors[use.partition("/")[2]]
-    given = dict(item.get("with") or {})
+    path, use = spec.path, spec.use
+    definition = pack.suggestors[spec.suggestor]
+    given = dict(spec.parameters)
     unsafe = _unsafe_parameters(doc, path, use, pack, definition.parameters)
     if unsafe:
         yield from unsafe

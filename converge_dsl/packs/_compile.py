@@ -10,9 +10,10 @@ the lock file beside the pipeline), then:
 - `rule`, `llm`, `agent`: instantiates the pack's template as a pipeline
   suggestor body (name from the pipeline, `target`/emit keys defaulting to
   `output`, `dependencies` to `[input]`, `model` to `default`; `when` and
-  `description` from the pipeline) and builds it with the pipeline's builder
-  for that kind (`ctx.kinds`), in a context whose templates also see
-  `params` (the `with:` values).
+  `description` from the pipeline), parses it with that kind's parser and
+  builds it with the kind's builder (`ctx.kinds`), in a context whose templates
+  also see `params` (the `with:` values). No schema checked the pack's
+  template: a field its kind requires that it lacks is refused (CD606).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from converge_dsl.errors import PackError
 from converge_dsl.packs._bind import instantiate_template
 from converge_dsl.packs._kind import PackSuggestorSpec
 from converge_dsl.packs._lockfile import lock_hint, lock_path
-from converge_dsl.packs._manifest import Pack
+from converge_dsl.packs._manifest import Pack, SuggestorDef
 from converge_dsl.packs._registry import SolverRegistry, installed_solvers
 from converge_dsl.packs._suggestor import PackSolverSuggestor
 from converge_dsl.packs._workspace import load_locked_packs
@@ -93,8 +94,8 @@ def compile_pack_suggestor(
     solvers: SolverRegistry | None = None,
 ) -> Suggestor:
     """Build the suggestor of one `kind: pack` entry; raises a located `PipelineInvalid`."""
-    spec, path = suggestor.raw, suggestor.path
-    pack_name, _, name = suggestor.use.partition("/")
+    path = suggestor.path
+    pack_name, name = suggestor.pack, suggestor.suggestor
     try:
         packs = _packs(ctx)
     except PackError as exc:
@@ -116,18 +117,9 @@ def compile_pack_suggestor(
             f"pack {pack_name} {pack.version} has no suggestor {name!r}",
             (*path, "use"),
         )
-    params = dict(spec.get("with") or {})
+    params = dict(suggestor.parameters)
     if definition.kind != "solver":
-        kind = ctx.kinds.get(definition.kind)
-        if kind is None:
-            raise ctx.invalid(
-                codes.PACK_NOT_INSTALLABLE,
-                f"no builder for {definition.kind!r} suggestors",
-                (*path, "use"),
-            )
-        scoped = replace(ctx, scopes=_ParamScopes(ctx.scopes, params))
-        builder: SuggestorBuilder = kind.builder()
-        return builder(kind.parse(path, instantiate_template(spec, definition)), scoped)
+        return _template_suggestor(suggestor, definition, pack, params, ctx)
     assert definition.solver is not None
     try:
         solver = (solvers or installed_solvers()).get(definition.solver)
@@ -136,12 +128,45 @@ def compile_pack_suggestor(
             codes.SOLVER_NOT_INSTALLED, exc.message, (*path, "use"), hint=exc.hint
         ) from None
     return PackSolverSuggestor(
-        name=str(spec["name"]),
-        input_key=str(spec["input"]),
-        output_key=str(spec["output"]),
+        name=suggestor.name,
+        input_key=suggestor.input,
+        output_key=suggestor.output,
         solver=solver,
         definition=definition,
         invariants=pack.invariants_for(definition.name),
         params=params,
-        source=ctx.source(str(spec["name"])),
+        source=ctx.source(suggestor.name),
     )
+
+
+def _template_suggestor(
+    suggestor: PackSuggestorSpec,
+    definition: SuggestorDef,
+    pack: Pack,
+    params: dict[str, Any],
+    ctx: CompileContext,
+) -> Suggestor:
+    """A rule/llm/agent pack suggestor, built by its kind's builder; a field the template
+    lacks is CD606 (the pack's template is not schema-checked)."""
+    path = suggestor.path
+    kind = ctx.kinds.get(definition.kind)
+    if kind is None:
+        raise ctx.invalid(
+            codes.PACK_NOT_INSTALLABLE,
+            f"no builder for {definition.kind!r} suggestors",
+            (*path, "use"),
+        )
+    spec = kind.parse(path, instantiate_template(suggestor, definition))
+    if spec.missing:
+        where = spec.missing[0]
+        raise ctx.invalid(
+            codes.COMPILE_MISSING_FIELD,
+            f"the template of {suggestor.use} (pack {pack.name} {pack.version}) lacks "
+            f"{'.'.join(str(p) for p in where[len(path) :])}, which a suggestor of kind "
+            f"{kind.name} requires",
+            (*path, "use"),
+            hint="the pack must be fixed by its author",
+        )
+    scoped = replace(ctx, scopes=_ParamScopes(ctx.scopes, params))
+    builder: SuggestorBuilder = kind.builder()
+    return builder(spec, scoped)

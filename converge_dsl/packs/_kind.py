@@ -8,31 +8,52 @@ the lock and pack checks stay with the `packs:` section they read
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from converge_dsl.diagnostics import JsonPath
-from converge_dsl.frontend import GraphStyle, SuggestorKind, SuggestorSpec
+from converge_dsl.frontend import GraphStyle, SpecHead, SuggestorKind, SuggestorSpec
 
 
 class PackSuggestorSpec(SuggestorSpec):
-    """A `pack` suggestor: `use` names PACK/SUGGESTOR; it reads `input`, writes `output`."""
+    """A `pack` suggestor: `use` names PACK/SUGGESTOR (`pack`, `suggestor`); it reads its
+    `input` key and writes its `output` key (the bindings), with `parameters` (its
+    `with:` values, checked against the pack's parameters schema; empty when not
+    written)."""
 
-    __slots__ = ()
+    _fields = (*SuggestorSpec._fields, "use", "input", "output", "parameters")
+    __slots__ = ("input", "output", "parameters", "use")
 
-    @property
-    def use(self) -> str:
-        return str(self.raw["use"])
+    def __init__(
+        self,
+        head: SpecHead,
+        *,
+        use: str,
+        input: str,
+        output: str,
+        parameters: Mapping[str, Any],
+    ) -> None:
+        super().__init__(*head)
+        self.use = use
+        self.input = input
+        self.output = output
+        self.parameters = parameters
 
     @property
     def pack(self) -> str:
         return self.use.split("/", 1)[0]
 
+    @property
+    def suggestor(self) -> str:
+        """The pack's suggestor it uses (after the `/` of `use`; empty when there is none)."""
+        return self.use.partition("/")[2]
+
     def key_references(self) -> tuple[tuple[JsonPath, str], ...]:
-        fields = ("input", "output")
-        own = tuple(
-            ((*self.path, f), self.raw[f]) for f in fields if isinstance(self.raw.get(f), str)
-        )
-        return (*super().key_references(), *own)
+        own = (*self.references("input", self.input), *self.references("output", self.output))
+        return (*self.dependency_references(), *own)
+
+    def model_references(self) -> tuple[tuple[JsonPath, str], ...]:
+        return ()
 
     def triggers(self) -> tuple[str, ...]:
         """Its dependencies, else its `input` (what the compiled suggestor is indexed under)."""
@@ -49,7 +70,14 @@ class PackSuggestorSpec(SuggestorSpec):
 
 
 def parse_pack_spec(path: JsonPath, raw: Mapping[str, Any]) -> PackSuggestorSpec:
-    return PackSuggestorSpec.common("pack", path, raw, (str(raw.get("output", "")),))
+    output = str(raw.get("output", ""))
+    return PackSuggestorSpec(
+        SuggestorSpec.head("pack", path, raw, (output,)),
+        use=str(raw.get("use", "")),
+        input=str(raw.get("input", "")),
+        output=output,
+        parameters=MappingProxyType(dict(raw.get("with") or {})),
+    )
 
 
 PACK = SuggestorKind(

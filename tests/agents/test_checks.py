@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from converge_dsl.agents._checks import agent_diagnostics
+from converge_dsl.agents._kind import parse_agents
 from converge_dsl.frontend import load_text
 
 BASE = """apiVersion: converge-dsl/v1
@@ -22,7 +23,7 @@ def found(extra: str) -> list[tuple[str, str, int, str]]:
     document = load_text(BASE + extra, "p.yaml")
     return [
         (d.code, d.severity.value, d.line, d.message)
-        for d in agent_diagnostics(document.data, document.source_map)
+        for d in agent_diagnostics(parse_agents(document.data), document.source_map)
     ]
 
 

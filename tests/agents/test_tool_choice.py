@@ -14,6 +14,7 @@ from _harness import Recorder, Recording, compile_agents, fact, run, scripted
 
 from converge_dsl import codes
 from converge_dsl.agents._checks import agent_diagnostics
+from converge_dsl.agents._kind import parse_agents
 from converge_dsl.frontend import load_text
 from converge_dsl.models._anthropic import AnthropicWire
 from converge_dsl.models._openai import OpenAIWire
@@ -101,7 +102,7 @@ def _check(extra: str) -> list[Any]:
 {extra}"""
     )
     document = load_text(text, "p.yaml")
-    found = agent_diagnostics(document.data, document.source_map)
+    found = agent_diagnostics(parse_agents(document.data), document.source_map)
     return [d for d in found if d.code == codes.AGENT_TOOL_CHOICE_UNAVAILABLE]
 
 
