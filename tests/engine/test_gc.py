@@ -23,8 +23,11 @@ from converge_dsl.engine.testing import FnSuggestor
 
 @pytest.fixture(autouse=True)
 def _collector_restored() -> Iterator[None]:
+    # A run earlier in this process (the CLI's, in process) may have frozen for good:
+    # each test starts, and leaves, with nothing frozen.
     enabled = gc.isenabled()
     gc.unfreeze()
+    _gc._Frozen.for_good = False
     yield
     gc.unfreeze()
     _gc._Frozen.for_good = False
