@@ -22,7 +22,7 @@ Public surface:
 
 from __future__ import annotations
 
-from converge_dsl.engine._gc import freeze_alive
+from converge_dsl._collector import freeze_alive
 from converge_dsl.engine.budget import Budget, StopReason, UsageMeter, UsageTotals
 from converge_dsl.engine.context import Context
 from converge_dsl.engine.engine import Engine, OnError

@@ -20,11 +20,11 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from converge_dsl._collector import quiet_collector
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._explain import explain
-from converge_dsl.engine._gc import quiet_collector
 from converge_dsl.engine._opening import Decided, emit_opening, emit_still_pending
 from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys

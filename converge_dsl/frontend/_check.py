@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl._collector import quiet_collector
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
@@ -140,7 +141,7 @@ def check_pipeline(
     """Check the pipeline file at `path`; `display` names it in diagnostics.
 
     While it is checked, the loaded document (and every object older) sits in the
-    collector's permanent generation (`gc.freeze`, given back after): the checks
+    collector's permanent generation (`_collector.quiet_collector`): the checks
     allocate a few objects per template, and a full collection among them would
     otherwise walk the whole document again (a quarter of the checks' time for a
     thousand rules). Nothing is collected less: what the checks make is collected
@@ -150,15 +151,8 @@ def check_pipeline(
         document = load_file(path, display=display)
     except PipelineInvalid as exc:
         return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
-    import gc
-
-    if not gc.isenabled() or gc.get_freeze_count():
+    with quiet_collector():
         return check_document(document, path.parent, checks=checks, kinds=kinds)
-    gc.freeze()
-    try:
-        return check_document(document, path.parent, checks=checks, kinds=kinds)
-    finally:
-        gc.unfreeze()
 
 
 def load_pipeline(

@@ -1,24 +1,20 @@
-"""The collector during a run: objects older than the run are frozen for it, then given back."""
+"""The collector during a run or a check: objects older are frozen for it, then given back."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from converge_dsl.engine import (
-    Budget,
-    ContextView,
-    Engine,
-    ProposedFact,
-    Provenance,
-    _gc,
-    freeze_alive,
-)
-from converge_dsl.engine._gc import quiet_collector
+from converge_dsl import _collector
+from converge_dsl._collector import quiet_collector
+from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.engine import Budget, ContextView, Engine, ProposedFact, Provenance, freeze_alive
 from converge_dsl.engine.testing import FnSuggestor
+from converge_dsl.frontend import PipelineFacts, check_pipeline
 
 
 @pytest.fixture(autouse=True)
@@ -27,10 +23,10 @@ def _collector_restored() -> Iterator[None]:
     # each test starts, and leaves, with nothing frozen.
     enabled = gc.isenabled()
     gc.unfreeze()
-    _gc._Frozen.for_good = False
+    _collector._Frozen.for_good = False
     yield
     gc.unfreeze()
-    _gc._Frozen.for_good = False
+    _collector._Frozen.for_good = False
     if enabled:
         gc.enable()
     else:
@@ -121,4 +117,24 @@ def test_a_run_inside_a_run_does_not_count_the_frozen(monkeypatch: pytest.Monkey
             pass
         monkeypatch.undo()
         assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_check_freezes_the_loaded_document_and_gives_it_back(tmp_path: Path) -> None:
+    gc.enable()
+    seen: list[int] = []
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: p\nseeds: [{id: s, content: x}]\n",
+        encoding="utf-8",
+    )
+
+    def probe(_: PipelineFacts) -> Iterator[Diagnostic]:
+        seen.append(gc.get_freeze_count())
+        yield from ()
+
+    checked = check_pipeline(path, checks=[probe])
+    assert checked.ok
+    assert len(seen) == 1
+    assert seen[0] > 0  # the loaded document and every object older
     assert gc.get_freeze_count() == 0

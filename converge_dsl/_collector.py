@@ -1,6 +1,8 @@
-"""The run's one switch of global state: the collector skips what is older than the run.
+"""The one switch of global state: the collector skips what is older than a run or a check.
 
-Engine-internal (docs/architecture.md §7). A run allocates a few objects per
+The only place that calls `gc.freeze` (docs/architecture.md §7): the engine's
+run and validate's checks (`frontend.check_pipeline`) both go through
+`quiet_collector()`. A run allocates a few objects per
 fact and frees almost none until it ends, so each full collection of
 CPython's cyclic collector walks every object alive, the compiled pipeline
 and the caller's included. `quiet_collector()` moves the objects alive when
