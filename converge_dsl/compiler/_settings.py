@@ -31,6 +31,7 @@ from converge_dsl.frontend import (
     ModelSpec,
     PipelineManifest,
     PromotionSpec,
+    ProposalSpec,
     build_manifest,
 )
 from converge_dsl.keys import BUILTIN_KEYS
@@ -186,13 +187,14 @@ def _or(value: _T | None, default: _T) -> _T:
     return default if value is None else value
 
 
-def _seed(spec: Mapping[str, Any], source: Provenance) -> ProposedFact:
-    content, data = text_and_data(spec["content"], spec.get("data"))
+def _seed(spec: ProposalSpec, source: Provenance) -> ProposedFact:
+    content, data = text_and_data(spec.content, spec.data)
+    confidence = spec.confidence
     return ProposedFact(
-        key=str(spec.get("key", "seeds")),
-        id=str(spec["id"]),
+        key=spec.key,
+        id=spec.id,
         content=content,
-        confidence=float(spec.get("confidence", 1.0)),
+        confidence=float(confidence) if isinstance(confidence, int | float) else 1.0,
         provenance=source,
         data=data,
     )

@@ -1,14 +1,15 @@
 """`build_manifest(document) -> PipelineManifest`: the typed view of a schema-checked pipeline.
 
-Everything a pipeline declares besides its seeds and suggestors, as frozen
-records: the header, the declared keys with their schemas, the inputs, the
+Everything a pipeline declares besides its suggestors, as frozen records: the
+header, the declared keys with their schemas, the inputs, the
 models (one record per adapter, with the account roster), the budget, the
-promotion policy, the packs' specifiers, the repositories and the invariants
-(docs/architecture.md §4). The records trust the shapes the JSON Schema
-guarantees and check nothing themselves; each keeps its JSON path and finds its
+promotion policy, the packs' specifiers, the repositories, the invariants and
+the seeds (`ProposalSpec`s, as a seed suggestor's facts are; docs/architecture.md
+§4). The records trust the shapes the JSON Schema guarantees and check nothing
+themselves; each keeps its JSON path and finds its
 `SourceSpan` on demand, so later errors stay located. Defaults are not filled
 in: a field not written is `None` (or empty), and the engine's own classes hold
-the defaults. Seeds and suggestors stay the raw mappings they are.
+the defaults. Suggestors stay the raw mappings they are: their kinds parse them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import JsonPath
+from converge_dsl.frontend._kinds import ProposalSpec
 from converge_dsl.frontend._located import Located, Number
 from converge_dsl.frontend._model_specs import ModelSpec, model_spec
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
@@ -222,8 +224,8 @@ class InvariantSpec(Located):
 class PipelineManifest(Record):
     """A schema-checked pipeline as typed records (see the module docstring).
 
-    `models` and `inputs` are read-only mappings in document order; `seeds` and
-    `suggestors` are the document's own lists; `document` is the document the
+    `models` and `inputs` are read-only mappings in document order; `seeds` the
+    `seeds:` entries, typed; `suggestors` the document's own list; `document` is the document the
     manifest was built from (the compiler reads its suggestors and source map).
     """
 
@@ -261,7 +263,7 @@ class PipelineManifest(Record):
         packs: tuple[PackRequirement, ...],
         repositories: tuple[RepositorySpec, ...],
         invariants: tuple[InvariantSpec, ...],
-        seeds: Sequence[Mapping[str, Any]],
+        seeds: tuple[ProposalSpec, ...],
         suggestors: Sequence[Mapping[str, Any]],
         document: LoadedDocument,
     ) -> None:
@@ -381,7 +383,7 @@ def build_manifest(document: LoadedDocument) -> PipelineManifest:
         invariants=tuple(
             _invariant(i, v, where) for i, v in enumerate(data.get("invariants") or ())
         ),
-        seeds=data.get("seeds") or (),
+        seeds=ProposalSpec.each(("seeds",), data.get("seeds") or (), "seeds"),
         suggestors=data.get("suggestors") or (),
         document=document,
     )

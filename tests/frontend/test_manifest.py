@@ -184,10 +184,15 @@ def test_invariants(manifest: PipelineManifest) -> None:
     )
 
 
-def test_seeds_and_suggestors_stay_the_documents_own(manifest: PipelineManifest) -> None:
+def test_suggestors_stay_the_documents_own_and_seeds_are_typed(
+    manifest: PipelineManifest,
+) -> None:
     data = manifest.document.data
-    assert manifest.seeds is data["seeds"]
     assert manifest.suggestors is data["suggestors"]
+    assert [(s.path, s.key, s.id, s.content) for s in manifest.seeds] == [
+        (("seeds", i), s.get("key", "seeds"), s["id"], s["content"])
+        for i, s in enumerate(data["seeds"])
+    ]
 
 
 def test_every_record_finds_its_span(manifest: PipelineManifest) -> None:
