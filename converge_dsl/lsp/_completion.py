@@ -5,7 +5,9 @@
 - a value: a context key where the schema wants one (`dependencies`,
   `target`, `emit[].key`, `keys` of contributors...), a model under `model`,
   the pipeline's suggestor names in a model script's `match.suggestor`, its
-  invariants and inputs in a test file, else the values an `enum` allows;
+  invariants and inputs in a test file, pack names under `packs:` and their
+  versions as specifiers, `PACK/SUGGESTOR` after `use:` (`_packs`, offline),
+  else the values an `enum` allows;
 - inside a template or expression: keys after `facts.`, `proposals.` and
   `count('` (`has`, `fact`, `data_of`), inputs after `inputs.`, the fields of
   the output schema after `item.` and of a key's schema after `data.`, allowed
@@ -20,7 +22,7 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from converge_dsl.frontend import PipelineFacts
-from converge_dsl.lsp import _names, _schema_nav
+from converge_dsl.lsp import _names, _packs, _schema_nav
 from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST
 from converge_dsl.lsp._context import Context
 from converge_dsl.lsp._lookup import Subject
@@ -60,9 +62,18 @@ def complete(subject: Subject, position: lsp.Position) -> list[lsp.CompletionIte
 def _schema_keys(subject: Subject, context: Context) -> list[lsp.CompletionItem]:
     found = _schema_nav.at(subject.schema, context.parent, context.data)
     taken = context.siblings()
-    return [
-        _item(name, Kind.Property, _description(subject.schema, sub), insert=f"{name}: ")
+    offered = [
+        (name, Kind.Property, _description(subject.schema, sub))
         for name, sub in found.properties().items()
+    ]
+    if subject.kind == PIPELINE and context.parent == ("packs",) and subject.facts is not None:
+        offered += [
+            (name, Kind.Module, about)
+            for name, about in _packs.pack_names(subject.facts, subject.path)
+        ]
+    return [
+        _item(name, kind, about, insert=f"{name}: ")
+        for name, kind, about in offered
         if name not in taken and name.startswith(context.prefix)
     ]
 
@@ -77,7 +88,7 @@ def _values(subject: Subject, context: Context) -> list[lsp.CompletionItem]:
     facts = subject.facts
     items: list[lsp.CompletionItem] = []
     if facts is not None:
-        items.extend(_names_for(subject.kind, context, found, facts))
+        items.extend(_names_for(subject, context, found, facts))
     items.extend(
         _item(_yaml_value(v), Kind.EnumMember, found.description()) for v in found.values()
     )
@@ -85,10 +96,15 @@ def _values(subject: Subject, context: Context) -> list[lsp.CompletionItem]:
 
 
 def _names_for(
-    kind: str, context: Context, found: _schema_nav.SchemaAt, facts: PipelineFacts
+    subject: Subject, context: Context, found: _schema_nav.SchemaAt, facts: PipelineFacts
 ) -> list[lsp.CompletionItem]:
-    path = context.path
+    kind, path = subject.kind, context.path
     last = next((step for step in reversed(path) if isinstance(step, str)), "")
+    if kind == PIPELINE and len(path) == 2 and path[0] == "packs":
+        offers = _packs.specifiers(facts, subject.path, str(path[1]))
+        return [_item(text, Kind.Value, about) for text, about in offers]
+    if kind == PIPELINE and path[:1] == ("suggestors",) and path[2:] == ("use",):
+        return [_item(use, Kind.Function, about) for use, about in _packs.uses(facts, subject.path)]
     if kind == PIPELINE and found.definitions & _KEY_DEFS:
         return key_items(facts)
     if kind == PIPELINE and last == "model":

@@ -83,6 +83,8 @@ class Subject:
         state = self.server.state
         latest = state.latest.get(self.path)
         if fresh and self.kind == PIPELINE and (latest is None or latest.text != self.text):
+            if latest is not None and latest.facts is None and latest.document is not None:
+                state.keep_good(with_facts(latest))  # the last text's model, not made yet
             state.remember(analyse(self.path, self.text, state.display(self.path)))
         elif fresh and latest is not None and latest.facts is None and latest.document:
             state.remember(with_facts(latest))  # its editor model is still being made

@@ -19,7 +19,7 @@ from lsprotocol import types as lsp
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
-from converge_dsl.lsp import _index, _names
+from converge_dsl.lsp import _index, _names, _packs
 from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST, file_kind
 from converge_dsl.lsp._index import INPUT, INVARIANT, KEY, MODEL, SUGGESTOR, Place
 from converge_dsl.lsp._lookup import Subject
@@ -160,10 +160,15 @@ def _neighbours(
 def definitions(subject: Subject, position: lsp.Position) -> list[tuple[Path, Place]]:
     """Where the name at the cursor is defined: a key's declaration and the seeds and
     suggestors that write it; a model's or input's entry; a suggestor's name. From a test's
-    `pipeline:` or a model's `script:`, the file."""
+    `pipeline:` or a model's `script:`, the file; from a pack suggestor's `use:`, its
+    definition in the cached `pack.yaml`."""
     file = _file_named(subject, position)
     if file is not None:
         return [(file, Place(file, SourceSpan(str(file), 1, 1, 1, 1), True))]
+    source = _pack_source(subject, position)
+    if source is not None:
+        pack_file = Path(source.file)
+        return [(pack_file, Place(pack_file, source, True))]
     symbol = symbol_at(subject, position)
     if symbol is None:
         return []
@@ -176,6 +181,18 @@ def definitions(subject: Subject, position: lsp.Position) -> list[tuple[Path, Pl
             for _, where in _index.writers(facts, name):
                 found.append(Place(path, _index.name_span(document, where)))
     return [(p.path, p) for p in found]
+
+
+def _pack_source(subject: Subject, position: lsp.Position) -> SourceSpan | None:
+    """From a pack suggestor's `use:`, its definition in the cached pack (`_packs`)."""
+    document, facts = subject.own_document, subject.facts
+    if subject.kind != PIPELINE or document is None or facts is None:
+        return None
+    hit = path_at(document, subject.point(position))
+    value = value_at(document.data, hit.path)
+    if hit.on_key or hit.path[:1] != ("suggestors",) or hit.path[2:] != ("use",):
+        return None
+    return _packs.suggestor_source(facts, subject.path, value) if isinstance(value, str) else None
 
 
 def _file_named(subject: Subject, position: lsp.Position) -> Path | None:

@@ -144,6 +144,8 @@ class PipelineServer(LanguageServer):
             del self._pending[path]
         if self.state.text(path) == text:
             self.state.remember(analysis)
+        else:  # typed on meanwhile: still the last good model until a newer one is
+            self.state.keep_good(analysis)
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""

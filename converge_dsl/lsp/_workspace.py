@@ -68,6 +68,11 @@ class Workspace:
         for related in analysis.related_files():
             self.related.setdefault(related, set()).add(path)
 
+    def keep_good(self, analysis: Analysis) -> None:
+        """Keep `analysis` (of a text already edited) as the last good one, when it is."""
+        if analysis.facts is not None:
+            self.good[analysis.path] = analysis
+
     def model(self, path: Path) -> Analysis | None:
         """The analysis the editor features read: the latest when its text is the
         current one and its facts are readable, else the last good one."""
