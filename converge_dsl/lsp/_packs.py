@@ -41,8 +41,8 @@ def specifiers(facts: PipelineFacts, pipeline: Path, name: str) -> list[Offer]:
     from converge_dsl.packs import default_specifier
 
     locked = _locked_version(pipeline, name)
-    for repository, found, versions in _published(facts, pipeline):
-        if found != name or not versions:
+    for repository, _, versions in _published(facts, pipeline, only=name):
+        if not versions:
             continue
         offers = [(default_specifier(versions[-1]), f"compatible with {versions[-1]}")]
         for version in reversed(versions[-_SPECIFIERS_PER_PACK:]):
@@ -75,9 +75,11 @@ def suggestor_source(facts: PipelineFacts, pipeline: Path, use: str) -> SourceSp
     return None
 
 
-def _published(facts: PipelineFacts, pipeline: Path) -> list[tuple[str, str, list[Version]]]:
+def _published(
+    facts: PipelineFacts, pipeline: Path, only: str | None = None
+) -> list[tuple[str, str, list[Version]]]:
     """(repository id, pack name, its unyanked versions oldest first), in the order the
-    pipeline lists its offline repositories."""
+    pipeline lists its offline repositories; with `only`, that pack's alone."""
     from converge_dsl.packs import open_repositories
 
     written = [r.written for r in facts.manifest.repositories if r.url is None]
@@ -90,7 +92,7 @@ def _published(facts: PipelineFacts, pipeline: Path) -> list[tuple[str, str, lis
         return []
     for repository in repositories:
         try:
-            for name in repository.names():
+            for name in [only] if only is not None else repository.names():
                 index = repository.fetch_index(name)
                 if index is not None:
                     versions = [e.version for e in index.entries if not e.yanked]
