@@ -19,14 +19,16 @@ from converge_dsl.frontend import PipelineFacts, check_pipeline
 
 @pytest.fixture(autouse=True)
 def _collector_restored() -> Iterator[None]:
-    # A run earlier in this process (the CLI's, in process) may have frozen for good:
-    # each test starts, and leaves, with nothing frozen.
+    # Each test starts, and leaves, with nothing frozen: a run earlier in this process
+    # may have frozen for good (a local batch), and a run abandoned mid-way (its loop
+    # closed under it) holds its freeze until the collector finalizes its coroutine.
     enabled = gc.isenabled()
     gc.unfreeze()
-    _collector._Frozen.for_good = False
+    gc.collect()
+    _collector._Frozen.for_good = _collector._Frozen.by_run = False
     yield
     gc.unfreeze()
-    _collector._Frozen.for_good = False
+    _collector._Frozen.for_good = _collector._Frozen.by_run = False
     if enabled:
         gc.enable()
     else:
