@@ -1,4 +1,6 @@
-"""`resolve(root, ref)`: the node a local JSON reference (`#`, `#/a/b`) names.
+"""`resolve(root, ref)`: the node a local JSON reference (`#`, `#/a/b`) names;
+`pointer(parts)` and `error_pointer(error)`: the JSON pointer of a path, and of what a
+JSON Schema error is about.
 
 The one walker for the `$ref`s of key schemas (`frontend`) and of pack input
 schemas (`pack info`'s outline): RFC 6901 escapes (`~1` is `/`, `~0` is `~`),
@@ -8,7 +10,7 @@ not resolve (a remote reference, a missing member, an index past the end).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -26,3 +28,18 @@ def resolve(root: Any, ref: str) -> Any:
         else:
             return None
     return node
+
+
+def pointer(parts: Iterable[object]) -> str:
+    """The RFC 6901 pointer of the path `parts` (`""` is the whole document)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def error_pointer(error: Any) -> str:
+    """The pointer of what a python-jsonschema `error` is about: where it was found,
+    and for a missing `required` property, that property's place."""
+    path = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, Mapping):
+        missing = [n for n in error.validator_value if n not in error.instance]
+        path.extend(missing[:1])
+    return pointer(path)
