@@ -36,10 +36,16 @@ def pointer(parts: Iterable[object]) -> str:
 
 
 def error_pointer(error: Any) -> str:
-    """The pointer of what a python-jsonschema `error` is about: where it was found,
-    and for a missing `required` property, that property's place."""
+    """The pointer of what a python-jsonschema `error` is about: where it was found;
+    for a missing `required` property, that property's place; for a property
+    `additionalProperties: false` refuses (no `patternProperties` beside it), that one."""
     path = list(error.absolute_path)
-    if error.validator == "required" and isinstance(error.instance, Mapping):
-        missing = [n for n in error.validator_value if n not in error.instance]
-        path.extend(missing[:1])
+    instance, schema = error.instance, error.schema
+    if not isinstance(instance, Mapping) or not isinstance(schema, Mapping):
+        return pointer(path)
+    if error.validator == "required":
+        path.extend([n for n in error.validator_value if n not in instance][:1])
+    elif error.validator == "additionalProperties" and "patternProperties" not in schema:
+        known = schema.get("properties", {})
+        path.extend([n for n in instance if n not in known][:1])
     return pointer(path)
