@@ -39,7 +39,9 @@ suggestors:
     prompt: {{user: "List competitors of {{{{ facts.seeds[0].content }}}}"}}
     output:
       format: json
-      schema: {{type: array, items: {{type: object, required: [name], properties: {{name: {{type: string}}}}}}}}
+      schema:
+        type: array
+        items: {{type: object, required: [name], properties: {{name: {{type: string}}}}}}
       id: "c-{{{{ index }}}}"
       content: "{{{{ item.name }}}}"
 {retries}"""
@@ -71,7 +73,7 @@ def write(tmp_path: Path, retries: str = "", budget: str = "") -> Path:
 
 def trace_of(path: Path) -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return [line["event"] if "event" in line else line for line in lines]
+    return [line.get("event", line) for line in lines]
 
 
 def model_calls(trace: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
