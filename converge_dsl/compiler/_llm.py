@@ -8,7 +8,10 @@ absent, each item must satisfy the key's schema (the item is the fact's data);
 `response_schema` records the expected answer (`output.schema`, or an array of
 such items) for the model port. An answer that does not parse or conform yields
 one `diagnostic` proposal (id `llm:invalid-output:<suggestor>:<cycle>`) and
-none of its items.
+none of its items, unless `output.retries` (default 0) asks again: the request,
+the unusable answer and the errors located in it (JSON pointers, at most 5, or
+the JSON error's position), each attempt one more metered call traced with
+purpose `repair` (docs/architecture.md §8); the last attempt's answer decides.
 
 `id`, `content`, `confidence` are templates over `item` and `index`; `data` is
 an expression over them (the `when` language) whose value must be JSON.
@@ -150,7 +153,9 @@ class LlmSuggestor(CoreSuggestor):
                 items = self._items(_text_of(answer))
             except _BadAnswer as exc:
                 if attempt < self.retries:
-                    request = _repair_request(request, answer, exc)
+                    request = _repair_request(
+                        request, answer, exc, json_answer=self.format == "json"
+                    )
                     continue
                 reason = str(exc) + _cut_note(answer, metered.max_tokens)
                 return AgentEffect((self._diagnostic(reason, cycle, provenance), *warnings))
@@ -316,14 +321,14 @@ def _conform(
 _MAX_REPAIR_ERRORS = 5
 
 
-def _repair_request(request: ModelRequest, answer: ModelReturn, bad: _BadAnswer) -> ModelRequest:
+def _repair_request(
+    request: ModelRequest, answer: ModelReturn, bad: _BadAnswer, *, json_answer: bool
+) -> ModelRequest:
     """`request` asked again: the unusable answer, then what is wrong with it."""
     listed = "\n".join(f"- {error}" for error in bad.errors)
-    ask = (
-        "Your answer cannot be used:\n"
-        f"{listed}\n"
-        "Answer again with the whole corrected answer, as JSON only."
-    )
+    form = "as JSON only" if json_answer else "as text, calling no tool"
+    ask = f"Your answer cannot be used:\n{listed}\nAnswer again with the whole corrected answer, "
+    ask += f"{form}."
     said = Message.text("assistant", answer.text or "(no text)")
     return replace(request, messages=(*request.messages, said, Message.text("user", ask)))
 
