@@ -21,6 +21,7 @@ import pytest
 from converge_dsl.cli import run as cli_run
 from converge_dsl.engine import Context, Fact, PromotionRecord, Provenance
 from converge_dsl.models import Message, ModelRequest, ModelReturn, Usage
+from converge_dsl.runtime._report_data import report_data
 
 PIPELINE = """\
 apiVersion: converge-dsl/v1
@@ -94,6 +95,11 @@ def test_an_off_schema_answer_is_repaired_in_two_calls(tmp_path: Path) -> None:
     assert [f["content"] for f in result["facts"]["competitors"]] == ["Twinings", "Lipton"]
     assert "diagnostic" not in result["facts"]
     assert model_calls(trace_of(trace)) == [(1, "answer", "ok"), (2, "repair", "ok")]
+    calls = report_data(trace)["mc"]  # the report's model calls say what each was for
+    assert [(call[0], call[11], call[12]) for call in calls] == [
+        (1, "answer", None),
+        (2, "repair", None),
+    ]
 
 
 def test_a_repair_the_budget_refuses_stops_with_the_budget_diagnostic(tmp_path: Path) -> None:
