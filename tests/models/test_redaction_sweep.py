@@ -88,6 +88,19 @@ SOFT_OPENAI: dict[str, Answer] = {
     ),
 }
 
+SOFT_ANTHROPIC: dict[str, Answer] = {
+    "stream tool input not JSON": lambda k: sse(
+        data({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+        *an_block_events("tool_use", f"{{{k}"),
+        data({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+        data({"type": "message_stop"}),
+    ),
+}
+SOFT = [
+    *(("openai", stream, name) for name in SOFT_OPENAI for stream in (False, True)),
+    *(("anthropic", True, name) for name in SOFT_ANTHROPIC),
+]
+
 OPENAI: dict[str, Answer] = {
     "stream error chunk": lambda k: sse(data({"error": {"message": f"boom {k}"}})),
     "stream error string": lambda k: sse(data({"error": k})),
@@ -174,14 +187,14 @@ def test_the_key_is_in_no_error_of_any_broken_answer(
     assert KEY not in text, text
 
 
-@pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("name", list(SOFT_OPENAI))
+@pytest.mark.parametrize(("wire", "stream", "name"), SOFT)
 def test_a_malformed_tool_call_comes_back_named_and_masked(
-    name: str, stream: bool, capfd: pytest.CaptureFixture[str]
+    wire: str, stream: bool, name: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
+    answers = SOFT_OPENAI if wire == "openai" else SOFT_ANTHROPIC
     pieces: list[object] = []
-    with HostileServer(echoing(SOFT_OPENAI[name])) as server:
-        model = hostile_model(server, "openai", stream=stream)
+    with HostileServer(echoing(answers[name])) as server:
+        model = hostile_model(server, wire, stream=stream)
         result = using(
             model, lambda m: m.call_speculating(ask(tools=True), pieces.append, pieces.append)
         )
