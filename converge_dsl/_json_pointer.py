@@ -1,4 +1,6 @@
-"""`resolve(root, ref)`: the node a local JSON reference (`#`, `#/a/b`) names.
+"""`resolve(root, ref)`: the node a local JSON reference (`#`, `#/a/b`) names;
+`pointer(parts)` and `error_pointer(error)`: the JSON pointer of a path, and of what a
+JSON Schema error is about.
 
 The one walker for the `$ref`s of key schemas (`frontend`) and of pack input
 schemas (`pack info`'s outline): RFC 6901 escapes (`~1` is `/`, `~0` is `~`),
@@ -8,7 +10,7 @@ not resolve (a remote reference, a missing member, an index past the end).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -26,3 +28,24 @@ def resolve(root: Any, ref: str) -> Any:
         else:
             return None
     return node
+
+
+def pointer(parts: Iterable[object]) -> str:
+    """The RFC 6901 pointer of the path `parts` (`""` is the whole document)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def error_pointer(error: Any) -> str:
+    """The pointer of what a python-jsonschema `error` is about: where it was found;
+    for a missing `required` property, that property's place; for a property
+    `additionalProperties: false` refuses (no `patternProperties` beside it), that one."""
+    path = list(error.absolute_path)
+    instance, schema = error.instance, error.schema
+    if not isinstance(instance, Mapping) or not isinstance(schema, Mapping):
+        return pointer(path)
+    if error.validator == "required":
+        path.extend([n for n in error.validator_value if n not in instance][:1])
+    elif error.validator == "additionalProperties" and "patternProperties" not in schema:
+        known = schema.get("properties", {})
+        path.extend([n for n in instance if n not in known][:1])
+    return pointer(path)

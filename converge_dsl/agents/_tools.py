@@ -1,8 +1,10 @@
 """The agent tools: `context.read`, `context.propose`, `finish`.
 
-Tool input is validated against the tool's JSON Schema; a bad call, an
-unknown tool, or a tool error becomes an error *result* sent back to the
-model (tool errors are soft). Proposals are collected into the agent's
+Tool input is validated against the tool's JSON Schema; a bad call (its
+error names the JSON pointer of the field at fault), a call whose arguments
+are not a JSON object (the position of the JSON error), an unknown tool, or a
+tool error becomes an error *result* sent back to the model (tool errors are
+soft). Proposals are collected into the agent's
 effect; the engine's promotion gate decides on them like any other.
 
 `context.read` returns each fact's `id`, `content` (text), `data` (JSON;
@@ -20,6 +22,7 @@ from typing import Any
 
 import jsonschema
 
+from converge_dsl._json_pointer import error_pointer
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine.types import (
     ContextView,
@@ -77,8 +80,7 @@ def _schema_error(name: str, data: Mapping[str, Any]) -> str | None:
     error = jsonschema.exceptions.best_match(_VALIDATORS[name].iter_errors(dict(data)))
     if error is None:
         return None
-    where = "input" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.path)
-    return f"invalid input for {name}: {where}: {error.message}"
+    return f"invalid input for {name} at {error_pointer(error) or 'the root'}: {error.message}"
 
 
 def _fact_json(fact: Fact) -> dict[str, Any]:
@@ -115,6 +117,13 @@ class ToolBox:
             return ToolResultPart(
                 call.id,
                 f"unknown tool {call.name!r}{extra} (available: {', '.join(self.enabled)})",
+                is_error=True,
+            )
+        if call.problem is not None:  # the model wrote arguments no one can read
+            return ToolResultPart(
+                call.id,
+                f"invalid call of {call.name}: {call.problem}; call it again with the "
+                "arguments as one JSON object",
                 is_error=True,
             )
         problem = _schema_error(call.name, call.input)

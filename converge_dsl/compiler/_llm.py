@@ -8,7 +8,10 @@ absent, each item must satisfy the key's schema (the item is the fact's data);
 `response_schema` records the expected answer (`output.schema`, or an array of
 such items) for the model port. An answer that does not parse or conform yields
 one `diagnostic` proposal (id `llm:invalid-output:<suggestor>:<cycle>`) and
-none of its items.
+none of its items, unless `output.retries` (default 0) asks again: the request,
+the unusable answer and the errors located in it (JSON pointers, at most 5, or
+the JSON error's position), each attempt one more metered call traced with
+purpose `repair` (docs/architecture.md §8); the last attempt's answer decides.
 
 `id`, `content`, `confidence` are templates over `item` and `index`; `data` is
 an expression over them (the `when` language) whose value must be JSON.
@@ -39,6 +42,7 @@ from typing import Any, NoReturn
 import jsonschema
 
 from converge_dsl import codes
+from converge_dsl._json_pointer import error_pointer, pointer
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
@@ -47,6 +51,7 @@ from converge_dsl.engine.types import (
 )
 from converge_dsl.frontend import LlmOutput, LlmSpec
 from converge_dsl.models import Metered, metered_call
+from converge_dsl.models.events import CALL_PURPOSE
 from converge_dsl.models.port import (
     Message,
     Model,
@@ -79,7 +84,13 @@ DEFAULT_LLM_CONFIDENCE = 0.7
 
 
 class _BadAnswer(Exception):
-    """The answer does not parse or conform (becomes a diagnostic proposal)."""
+    """The answer does not parse or conform (becomes a diagnostic proposal, or a repair
+    request). `errors` are what a repair request tells the model: each located in the
+    answer (a JSON pointer, or the position of a JSON error) with its message."""
+
+    def __init__(self, reason: str, errors: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.errors = errors or (reason,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +112,7 @@ class LlmSuggestor(CoreSuggestor):
     item_data: CompiledExpression | None = None
     item_validator: GovernedValidator | None = None  # each item against the key's schema
     response_schema: Mapping[str, Any] | None = None
+    retries: int = 0  # further requests for an unusable answer, each with its errors
 
     def for_run(self, run: RunParts) -> LlmSuggestor:
         """This suggestor in another run: that run's model and usage meter."""
@@ -126,50 +138,69 @@ class LlmSuggestor(CoreSuggestor):
             suggestor=core.name,
             response_schema=self.response_schema if self.format == "json" else None,
         )
-        metered = await self._call(request)
-        if metered is None:
-            return AgentEffect(())
-        answer = metered.answer
-        provenance = Provenance(
-            core.source, answer.model_id or self.model.model_id(), answer.account
-        )
+        warning: ProposedFact | None = None
+        for attempt in range(self.retries + 1):
+            metered = await self._call(request, repair=attempt > 0)
+            if metered is None:  # the budget refused this attempt: the engine stops the run
+                return AgentEffect(())
+            answer = metered.answer
+            provenance = Provenance(
+                core.source, answer.model_id or self.model.model_id(), answer.account
+            )
+            warning = self._overshoot(metered, cycle, provenance) or warning
+            warnings = () if warning is None else (warning,)
+            try:
+                items = self._items(_text_of(answer))
+            except _BadAnswer as exc:
+                if attempt < self.retries:
+                    request = _repair_request(
+                        request, answer, exc, json_answer=self.format == "json"
+                    )
+                    continue
+                reason = str(exc) + _cut_note(answer, metered.max_tokens)
+                return AgentEffect((self._diagnostic(reason, cycle, provenance), *warnings))
+            except Exhausted as exc:  # the answer was too costly to check: located here
+                if exc.code is not None and exc.span is None:
+                    exc.span = self.core.span
+                raise
+            return AgentEffect(
+                tuple(
+                    self._proposal(with_item(scope, item, index), item, index, cycle, provenance)
+                    for index, item in enumerate(items)
+                )
+                + warnings
+            )
+        raise AssertionError("unreachable: the last attempt returns")  # pragma: no cover
+
+    def _overshoot(
+        self, metered: Metered, cycle: int, provenance: Provenance
+    ) -> ProposedFact | None:
+        """The warning of an answer past the cap it was sent with (None: within it)."""
         note = metered.overshoot_note()
-        warnings = (
-            ()
-            if note is None
-            else (
-                core.warning(
-                    codes.TOKEN_CAP_IGNORED,
-                    "budget:overshoot",
-                    cycle,
-                    note,
-                    provenance,
-                    max_tokens=metered.max_tokens,
-                    overshoot=metered.overshoot,
-                ),
-            )
-        )
-        try:
-            items = self._items(_text_of(answer))
-        except _BadAnswer as exc:
-            reason = str(exc) + _cut_note(answer, metered.max_tokens)
-            return AgentEffect((self._diagnostic(reason, cycle, provenance), *warnings))
-        except Exhausted as exc:  # the answer was too costly to check: located here
-            if exc.code is not None and exc.span is None:
-                exc.span = self.core.span
-            raise
-        return AgentEffect(
-            tuple(
-                self._proposal(with_item(scope, item, index), item, index, cycle, provenance)
-                for index, item in enumerate(items)
-            )
-            + warnings
+        if note is None:
+            return None
+        return self.core.warning(
+            codes.TOKEN_CAP_IGNORED,
+            "budget:overshoot",
+            cycle,
+            note,
+            provenance,
+            max_tokens=metered.max_tokens,
+            overshoot=metered.overshoot,
         )
 
-    async def _call(self, request: ModelRequest) -> Metered | None:
-        """The model's answer under a reservation; None when the run's budget refused it."""
-        chars = sum(len(t) for t in request.system) + len(request.messages[0].text_content)
-        return await metered_call(self.model, request, self.usage, -(-chars // 4))
+    async def _call(self, request: ModelRequest, *, repair: bool = False) -> Metered | None:
+        """The model's answer under a reservation; None when the run's budget refused it.
+        A repair attempt is traced as such (purpose `repair`)."""
+        chars = sum(len(t) for t in request.system) + sum(
+            len(m.text_content) for m in request.messages
+        )
+        said = CALL_PURPOSE.set("repair") if repair else None
+        try:
+            return await metered_call(self.model, request, self.usage, -(-chars // 4))
+        finally:
+            if said is not None:
+                CALL_PURPOSE.reset(said)
 
     def _proposal(
         self, scope: dict[str, Any], item: Any, index: int, cycle: int, provenance: Provenance
@@ -209,8 +240,9 @@ class LlmSuggestor(CoreSuggestor):
             data = json.loads(_strip_fence(text), parse_constant=_not_json)
         except ValueError as exc:
             raise _BadAnswer(f"answer is not JSON: {exc}") from None
+        located = self.retries > 0  # only a repair request needs every error located
         if self.validator is not None:
-            _conform(self.validator, data, "answer", "output.schema")
+            _conform(self.validator, data, "answer", "output.schema", located=located)
         if isinstance(data, list):
             items = data
         elif isinstance(data, dict):
@@ -218,9 +250,11 @@ class LlmSuggestor(CoreSuggestor):
         else:
             raise _BadAnswer(f"answer is a JSON {type(data).__name__}, not an array or object")
         if self.item_validator is not None:
+            schema = f"the schema of key {self.target!r}"
             for index, item in enumerate(items):
+                at = () if isinstance(data, dict) else (index,)
                 what = f"answer item {index}"
-                _conform(self.item_validator, item, what, f"the schema of key {self.target!r}")
+                _conform(self.item_validator, item, what, schema, located=located, at=at)
         return items
 
     def _diagnostic(self, reason: str, cycle: int, provenance: Provenance) -> ProposedFact:
@@ -256,11 +290,47 @@ def _not_json(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _conform(validator: GovernedValidator, value: Any, what: str, schema: str) -> None:
+def _conform(
+    validator: GovernedValidator,
+    value: Any,
+    what: str,
+    schema: str,
+    *,
+    located: bool = False,
+    at: tuple[int, ...] = (),
+) -> None:
+    """Raise `_BadAnswer` unless `value` (found at `at` in the answer) fits `validator`;
+    `located`: with every error (up to `_MAX_REPAIR_ERRORS`) by its pointer in the answer."""
     error = validator.best_error(value)
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "<root>"
-        raise _BadAnswer(f"{what} does not match {schema} at {where}: {error.message}")
+    if error is None:
+        return
+    where = "/".join(str(p) for p in error.absolute_path) or "<root>"
+    reason = f"{what} does not match {schema} at {where}: {error.message}"
+    if not located:
+        raise _BadAnswer(reason)
+    found = sorted(
+        validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+    )
+    errors = tuple(
+        f"at {pointer(at) + error_pointer(e) or 'the root'}: {e.message}"
+        for e in found[:_MAX_REPAIR_ERRORS]
+    )
+    raise _BadAnswer(reason, errors)
+
+
+_MAX_REPAIR_ERRORS = 5
+
+
+def _repair_request(
+    request: ModelRequest, answer: ModelReturn, bad: _BadAnswer, *, json_answer: bool
+) -> ModelRequest:
+    """`request` asked again: the unusable answer, then what is wrong with it."""
+    listed = "\n".join(f"- {error}" for error in bad.errors)
+    form = "as JSON only" if json_answer else "as text, calling no tool"
+    ask = f"Your answer cannot be used:\n{listed}\nAnswer again with the whole corrected answer, "
+    ask += f"{form}."
+    said = Message.text("assistant", answer.text or "(no text)")
+    return replace(request, messages=(*request.messages, said, Message.text("user", ask)))
 
 
 def _strip_fence(text: str) -> str:
@@ -317,6 +387,7 @@ def build_llm(spec: LlmSpec, ctx: CompileContext) -> LlmSuggestor:
         else ctx.expression(output.data, (*out_path, "data"), extra=ITEM_NAMES),
         item_validator=item_validator,
         response_schema=response_schema,
+        retries=output.retries,
     )
 
 

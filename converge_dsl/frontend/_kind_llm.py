@@ -42,10 +42,11 @@ class LlmOutput(Record):
     `output`); `schema` the JSON Schema of the whole answer (None when not
     written). Each item's proposal: `id`, `content` (templates) and `confidence`
     (a number or a template) over `item` and `index`, `data` an expression over
-    them; each None when not written (the compiler's defaults apply).
+    them; each None when not written (the compiler's defaults apply). `retries`: how
+    many times an unusable answer is asked again with its errors (0 when not written).
     """
 
-    _fields = ("path", "key", "format", "schema", "id", "content", "confidence", "data")
+    _fields = ("path", "key", "format", "schema", "id", "content", "confidence", "data", "retries")
     __slots__ = _fields
 
     def __init__(  # noqa: PLR0917 (the fields, in order)
@@ -58,6 +59,7 @@ class LlmOutput(Record):
         content: object,
         confidence: object,
         data: str | None,
+        retries: int = 0,
     ) -> None:
         self.path = path
         self.key = key
@@ -67,6 +69,7 @@ class LlmOutput(Record):
         self.content = content
         self.confidence = confidence
         self.data = data
+        self.retries = retries
 
     @property
     def json(self) -> bool:
@@ -159,6 +162,7 @@ def parse_llm(path: JsonPath, raw: Mapping[str, Any]) -> LlmSpec:
             output.get("content"),
             output.get("confidence"),
             _text(output.get("data")),
+            int(output.get("retries", 0)),
         ),
         max_tokens=None if max_tokens is None else int(max_tokens),
         temperature=None if temperature is None else float(temperature),

@@ -59,12 +59,15 @@ def part_to_json(part: Part) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ToolCallPart):
-        return {
+        shown: dict[str, Any] = {
             "type": "tool_call",
             "id": part.id,
             "name": part.name,
             "input": thaw_json(part.input),
         }
+        if part.problem is not None:  # only then: well-formed calls keep their old JSON
+            shown["problem"] = part.problem
+        return shown
     return {
         "type": "tool_result",
         "call_id": part.call_id,
@@ -78,7 +81,13 @@ def part_from_json(data: Mapping[str, Any]) -> Part:
     if kind == "text":
         return TextPart(str(data["text"]))
     if kind == "tool_call":
-        return ToolCallPart(str(data["id"]), str(data["name"]), dict(data.get("input") or {}))
+        problem = data.get("problem")
+        return ToolCallPart(
+            str(data["id"]),
+            str(data["name"]),
+            dict(data.get("input") or {}),
+            None if problem is None else str(problem),
+        )
     if kind == "tool_result":
         return ToolResultPart(str(data["call_id"]), str(data["output"]), bool(data.get("is_error")))
     raise ValueError(f"unknown message part type {kind!r}")

@@ -44,7 +44,7 @@ from converge_dsl.models._wire import (
     request_temperature,
     str_field,
     stream_error,
-    tool_input,
+    tool_call,
     unwrap_answer,
     usage_from,
     wire_error,
@@ -127,9 +127,7 @@ class OpenAIWire:
             function = object_field(raw, "function", "tool call")
             name = names.local(str_field(function, "name", "tool call"))
             arguments = str_field(function, "arguments", "tool call")
-            parts.append(
-                ToolCallPart(str_field(raw, "id", "tool call"), name, tool_input(arguments, name))
-            )
+            parts.append(tool_call(str_field(raw, "id", "tool call"), name, arguments))
         finish = choices[0].get("finish_reason")
         expect(isinstance(finish, str), "choice has no finish_reason")
         if content and names.answer_field is not None:

@@ -103,7 +103,10 @@ def _redact_json(redact: Callable[[str], str], value: Any) -> Any:
 def redact_call(redact: Callable[[str], str], call: ToolCallPart) -> ToolCallPart:
     """`call` with every string in it redacted (the same object when nothing changes)."""
     redacted = ToolCallPart(
-        redact(call.id), redact(call.name), _redact_json(redact, dict(call.input))
+        redact(call.id),
+        redact(call.name),
+        _redact_json(redact, dict(call.input)),
+        None if call.problem is None else redact(call.problem),
     )
     return call if redacted == call else redacted
 

@@ -118,10 +118,38 @@ def str_field(data: Mapping[str, Any], name: str, what: str) -> str:
 
 
 def tool_input(text: str, tool: str) -> dict[str, Any]:
-    """The arguments of a tool call: a JSON object (empty text means no arguments)."""
+    """The input of a forced answer tool: a JSON object (empty text means none). Not
+    JSON is `E_WIRE` here: the answer's text is read from it, not a tool run."""
     value = load_json(text, f"arguments of tool call {tool!r}") if text.strip() else {}
     expect(isinstance(value, dict), f"arguments of tool call {tool!r} are not a JSON object")
     return value
+
+
+def tool_call(call_id: str, tool: str, text: str) -> ToolCallPart:
+    """The tool call `call_id` of `tool` whose arguments are the JSON text `text` (empty
+    text means no arguments). Arguments that are not a JSON object are the model's
+    mistake, not the wire's: the call keeps no input and says what is wrong (`problem`,
+    with the position of a JSON error), for the agent to answer as a soft tool error."""
+    if not text.strip():
+        return ToolCallPart(call_id, tool, {})
+    problem = _arguments_problem(text)
+    if problem is not None:
+        return ToolCallPart(call_id, tool, {}, problem)
+    return ToolCallPart(call_id, tool, json.loads(text))
+
+
+def _arguments_problem(text: str) -> str | None:
+    """Why the arguments `text` are not a JSON object, or None."""
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        return f"the arguments nest {depth} levels deep, more than the {MAX_JSON_DEPTH} allowed"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # a JSON error says its line and column
+        return f"the arguments are not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return f"the arguments are a JSON {type(value).__name__}, not an object"
+    return None
 
 
 def usage_from(data: Any, input_name: str, output_name: str) -> Usage | None:
@@ -210,8 +238,7 @@ def early_call(
     on_early_call: OnEarlyToolCall, names: ToolNames, call_id: str, wire_name: str, args: str
 ) -> ToolCallPart:
     """Finish one streamed tool call and hand it over at once."""
-    name = names.local(wire_name)
-    part = ToolCallPart(call_id, name, tool_input(args, name))
+    part = tool_call(call_id, names.local(wire_name), args)
     on_early_call(part)
     return part
 

@@ -14,9 +14,10 @@ call number counts calls in the order they start within a run).
 
 `purpose` says what a call is for within its suggestor: `turn` (one of an
 agent's turns, with its number), `summary` (an agent's summarizer side call:
-the caller says so through `CALL_PURPOSE`) or `answer` (any other call, such as
-an llm suggestor's one call), so a trace and its report tell a summary call
-from a turn.
+the caller says so through `CALL_PURPOSE`), `repair` (an llm suggestor asking
+again for an answer that was not JSON or did not fit its schema, `output.retries`)
+or `answer` (any other call, such as an llm suggestor's first call), so a trace
+and its report tell a summary or a repair call from a turn.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from converge_dsl.clock import Clock
 from converge_dsl.engine.events import Timing
 
-Purpose = Literal["turn", "summary", "answer"]
+Purpose = Literal["turn", "summary", "answer", "repair"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +94,8 @@ class _ModelEvent(BaseModel):
     purpose: Purpose | None = Field(
         default=None,
         description='what the call is for: "turn" (an agent\'s turn), "summary" (an agent\'s '
-        'summarizer side call) or "answer" (any other call); absent in older traces',
+        'summarizer side call), "repair" (an llm suggestor asking again for an unusable '
+        'answer, output.retries) or "answer" (any other call); absent in older traces',
     )
 
 

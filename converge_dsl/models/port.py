@@ -29,9 +29,14 @@ class TextPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
+    """A tool call the model asked for. `problem` says why its arguments could not be
+    read (not JSON, or not a JSON object: the model's mistake, answered as a soft tool
+    error), with `input` then empty; None for a well-formed call."""
+
     id: str
     name: str
     input: Mapping[str, Any]
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,12 +238,12 @@ class _Fold:
         self.call_turns[int(event["call"])] = None if turn is None else int(turn)
 
     def _model_call(self, event: dict[str, Any]) -> None:
-        """One `mc` row: ..., the call's purpose (`turn`, `summary`, `answer`; None in an
+        """One `mc` row: ..., the call's purpose (`turn`, `summary`, `answer`, `repair`; None in an
         older trace) and its agent turn."""
         at, duration = _timing(event) or (0.0, 0.0)
         suggestor = event["suggestor"]
         purpose = event.get("purpose")
-        if purpose is not None and purpose not in ("turn", "summary", "answer"):
+        if purpose is not None and purpose not in ("turn", "summary", "answer", "repair"):
             raise ValueError(f"unknown purpose {purpose!r}")
         self.rows["mc"].append(
             [

@@ -146,7 +146,7 @@ default: {reply: ok}
     second = model.requests[2].messages[-1].parts[0]
     assert second.is_error
     assert second.output == (
-        "invalid input for context.propose: input: 'content' is a required property"
+        "invalid input for context.propose at /content: 'content' is a required property"
     )
     assert [e.is_error for e in sink.of("agent_tool_called")] == [True, True]
 

@@ -241,7 +241,7 @@ def test_an_answer_nested_5000_deep_is_e_wire_not_a_recursion_error(
     assert f"levels deep, more than the {MAX_JSON_DEPTH} allowed" in error.message
 
 
-def test_nested_tool_call_arguments_are_e_wire() -> None:
+def test_nested_tool_call_arguments_are_a_soft_problem_not_a_recursion_error() -> None:
     body = {
         "choices": [
             {
@@ -264,8 +264,12 @@ def test_nested_tool_call_arguments_are_e_wire() -> None:
         send(whole(json.dumps(body).encode()))
 
     with HostileServer(respond) as server:
-        error = failure(server, "openai")
-    assert "arguments of tool call 't' nests 5000 levels deep" in error.message
+        result = using(hostile_model(server, "openai"), lambda m: m.call(ask(tools=True)))
+    (call,) = result.tool_calls
+    assert (call.name, call.input) == ("t", {})
+    assert call.problem == (
+        f"the arguments nest 5000 levels deep, more than the {MAX_JSON_DEPTH} allowed"
+    )
 
 
 def test_an_error_body_nested_too_deep_is_quoted_not_decoded() -> None:

@@ -76,16 +76,34 @@ COMMON: dict[str, Answer] = {
     "stream cut after the key": lambda k: head(kind="text/event-stream") + f"data: {k}".encode(),
 }
 
-OPENAI: dict[str, Answer] = {
+# Tool-call arguments that are not a JSON object are the model's mistake: the call
+# comes back with its problem named (a soft tool error for the agent), not an error.
+SOFT_OPENAI: dict[str, Answer] = {
     "tool-call arguments not JSON": lambda k: oa_whole_call("t", f"{{{k}"),
     "tool-call arguments not an object": lambda k: oa_whole_call(k, json.dumps([k])),
-    "stream error chunk": lambda k: sse(data({"error": {"message": f"boom {k}"}})),
-    "stream error string": lambda k: sse(data({"error": k})),
     "stream tool-call arguments not JSON": lambda k: sse(
         data(oa_choice(tool_calls=[{"index": 0, "id": "c", "function": {"name": k}}])),
         data(oa_choice(tool_calls=[{"index": 0, "function": {"arguments": f"{{{k}"}}])),
         data({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
     ),
+}
+
+SOFT_ANTHROPIC: dict[str, Answer] = {
+    "stream tool input not JSON": lambda k: sse(
+        data({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+        *an_block_events("tool_use", f"{{{k}"),
+        data({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+        data({"type": "message_stop"}),
+    ),
+}
+SOFT = [
+    *(("openai", stream, name) for name in SOFT_OPENAI for stream in (False, True)),
+    *(("anthropic", True, name) for name in SOFT_ANTHROPIC),
+]
+
+OPENAI: dict[str, Answer] = {
+    "stream error chunk": lambda k: sse(data({"error": {"message": f"boom {k}"}})),
+    "stream error string": lambda k: sse(data({"error": k})),
     "stream content not text": lambda k: sse(data(oa_choice(content={k: k}))),
 }
 
@@ -169,6 +187,25 @@ def test_the_key_is_in_no_error_of_any_broken_answer(
     assert KEY not in text, text
 
 
+@pytest.mark.parametrize(("wire", "stream", "name"), SOFT)
+def test_a_malformed_tool_call_comes_back_named_and_masked(
+    wire: str, stream: bool, name: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    answers = SOFT_OPENAI if wire == "openai" else SOFT_ANTHROPIC
+    pieces: list[object] = []
+    with HostileServer(echoing(answers[name])) as server:
+        model = hostile_model(server, wire, stream=stream)
+        result = using(
+            model, lambda m: m.call_speculating(ask(tools=True), pieces.append, pieces.append)
+        )
+    (call,) = result.tool_calls
+    assert call.input == {}
+    assert call.problem is not None
+    assert call.problem.startswith("the arguments are ")
+    out, err = capfd.readouterr()
+    assert KEY not in "\n".join((repr(result), repr(pieces), out, err))
+
+
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_an_answer_echoing_the_key_is_returned_masked(wire: str) -> None:
     body = {
@@ -229,7 +266,6 @@ suggestors:
 
 CLI = [
     ("openai", False, "200 body not JSON"),
-    ("openai", False, "tool-call arguments not JSON"),
     ("openai", True, "stream line not JSON"),
     ("openai", True, "stream error chunk"),
     ("openai", False, "500 JSON body"),
