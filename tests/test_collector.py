@@ -19,6 +19,8 @@ from converge_dsl.frontend import PipelineFacts, check_pipeline
 
 @pytest.fixture(autouse=True)
 def _collector_restored() -> Iterator[None]:
+    # Counts of frozen objects are compared by halves: a frozen object that its last
+    # reference leaves is freed, so an exact count drifts by the few freed meanwhile.
     # Each test starts, and leaves, with nothing frozen: a run earlier in this process
     # may have frozen for good (a local batch), and a run abandoned mid-way (its loop
     # closed under it) holds its freeze until the collector finalizes its coroutine.
@@ -59,8 +61,8 @@ def test_nested_runs_unfreeze_once_at_the_outermost() -> None:
         frozen = gc.get_freeze_count()
         assert frozen > 0
         with quiet_collector():
-            assert gc.get_freeze_count() >= frozen
-        assert gc.get_freeze_count() >= frozen  # the inner one gave nothing back
+            assert gc.get_freeze_count() > frozen // 2
+        assert gc.get_freeze_count() > frozen // 2  # the inner one gave nothing back
     assert gc.get_freeze_count() == 0
 
 
@@ -70,7 +72,7 @@ def test_a_caller_s_own_freeze_is_left_alone() -> None:
     frozen = gc.get_freeze_count()
     with quiet_collector():
         pass
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() > frozen // 2
 
 
 def test_a_disabled_collector_is_left_alone() -> None:
@@ -108,7 +110,7 @@ def test_after_freeze_alive_runs_neither_freeze_nor_count_the_frozen(
     with quiet_collector():
         pass
     monkeypatch.undo()
-    assert gc.get_freeze_count() == frozen  # nothing given back: they stay frozen
+    assert gc.get_freeze_count() > frozen // 2  # nothing given back: they stay frozen
 
 
 def test_a_run_inside_a_run_does_not_count_the_frozen(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,8 +86,17 @@ class Subject:
             if latest is not None and latest.facts is None and latest.document is not None:
                 state.keep_good(with_facts(latest))  # the last text's model, not made yet
             state.remember(analyse(self.path, self.text, state.display(self.path)))
-        elif fresh and latest is not None and latest.facts is None and latest.document:
-            state.remember(with_facts(latest))  # its editor model is still being made
+        elif (
+            latest is not None
+            and latest.facts is None
+            and latest.document is not None
+            and (fresh or self.path not in state.good)
+        ):  # its editor model is still being made
+            made = with_facts(latest)
+            if latest.text == self.text:
+                state.remember(made)
+            else:
+                state.keep_good(made)
         pipelines = [self.path] if self.kind == PIPELINE else []
         if self.kind != PIPELINE:
             pipelines = sorted(state.pipelines_reading(self.path))
