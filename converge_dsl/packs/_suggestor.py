@@ -23,12 +23,14 @@ A native-solver pack suggestor behaves like the Converge PackSuggestor:
     reviewer sees the real figure; pipelines can gate the key for a human);
   * otherwise the plan goes to the promotion gate as is.
 A malformed input or a `SolverError` also becomes a `diagnostic` proposal,
-never a crash. A solve runs on a worker thread, so a long one leaves the event
-loop to the other cases and model calls; a problem of at most
-`INLINE_PROBLEM_CHARS` characters of JSON is solved in far less time than the
-hop to a thread costs, so it is solved inline (`bench/batch.py`: about a tenth
-of a support-triage case). A `diagnostic` proposal's content is the summary and the
+never a crash. A `diagnostic` proposal's content is the summary and the
 failures in words; its data `{"suggestor", "summary", "failed"}`.
+
+A solve runs on a worker thread, so a long one leaves the event loop to the
+other cases and model calls; a problem of at most `INLINE_PROBLEM_CHARS`
+characters of JSON solves in far less time than the hop to a thread costs, so
+it is solved inline (the hop was about a tenth of a support-triage case's CPU,
+`bench/batch.py`).
 
 `rule`, `llm` and `agent` pack suggestors are compiled in `_compile`.
 """
