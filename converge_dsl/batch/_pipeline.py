@@ -9,7 +9,10 @@ model's connection pool, `_shared`), the caller's meter and the run's sinks.
 
 A `Pipeline` is immutable: runs share nothing they could change (each has
 its own meter, models, compiled suggestors and engine), so any number may
-run at once, on one event loop or on several threads.
+run at once, on one event loop or on several threads. It pickles as what
+`load` checked (the document, environment, roots, clock): a worker process
+gets it without loading and validating again, with its own pools and compile
+cache.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class Pipeline:
         "_document",
         "_env",
         "_manifest",
+        "_max_connections",
         "_path",
         "_roots",
         "_transports",
@@ -88,6 +92,7 @@ class Pipeline:
         self._env = dict(env)
         self._clock = clock
         self._roots = roots
+        self._max_connections = max_connections
         self._transports = SharedTransports(max_connections)
         from converge_dsl.runtime import CompiledRuns
 
@@ -95,6 +100,10 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        arguments = (self._path, self._document, self._env, self._clock, self._roots)
+        return (_unpickled, (*arguments, self._max_connections))
 
     @property
     def name(self) -> str:
@@ -257,6 +266,19 @@ class Pipeline:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _unpickled(  # noqa: PLR0917 (pickle passes the arguments by position)
+    path: Path,
+    document: LoadedDocument,
+    env: Mapping[str, str],
+    clock: Clock,
+    roots: tuple[Path, ...],
+    max_connections: int,
+) -> Pipeline:
+    return Pipeline(
+        path, document, env=env, clock=clock, roots=roots, max_connections=max_connections
+    )
 
 
 def _check_model_names(given: Mapping[str, object], declared: Mapping[str, object]) -> None:

@@ -2,8 +2,9 @@
 
 For CPU-bound pipelines (solvers, large rule sets): `workers` processes
 (started with `spawn`, so nothing of the parent's threads or loops is
-inherited) each load and check the pipeline once in their initializer, keep
-one event loop, and run one case at a time. The parent hands the cases over
+inherited) each get the pipeline the parent loaded and checked (a `Pipeline`
+pickles as its checked document: not loaded again), keep one event loop, and
+run one case at a time. The parent hands the cases over
 in chunks of `CHUNK` (one round trip between the processes per chunk, not
 per case), keeps two chunks per worker in flight and yields results as their
 chunk finishes. A batch-wide cap is one
@@ -28,13 +29,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl.clock import SystemClock
+from converge_dsl.engine import freeze_alive
 from converge_dsl.errors import ConvergeError
 
 from ._budget import SharedPool
@@ -92,39 +94,28 @@ class _Worker:
     sinks: SinkFactory | None = None
 
 
-def _start(  # noqa: PLR0917 (the pool passes initializer arguments by position)
-    path: Path,
-    env: Mapping[str, str],
-    roots: tuple[Path, ...],
-    pool: SharedPool | None,
-    outputs: CaseOutputs,
-    parent: int,
-) -> None:
-    """The worker initializer: die with `parent`, load the pipeline once (its errors fail
-    every case)."""
+def _start(pipeline: Pipeline, pool: SharedPool | None, outputs: CaseOutputs, parent: int) -> None:
+    """The worker initializer: die with `parent`, keep the pipeline the parent loaded
+    (pickled as what `load` checked: not loaded again) for the batch, frozen."""
     _die_with_parent(parent)
-    from ._pipeline import load
     from ._schedule import make_meter
 
     clock = SystemClock()
     _Worker.loop = asyncio.new_event_loop()
     _Worker.meter = make_meter(pool, clock)
     _Worker.sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
-    try:
-        _Worker.pipeline = load(path, env=env, allow_roots=roots)
-    except ConvergeError:
-        _Worker.pipeline = None  # the parent loaded it first; this should not happen
+    _Worker.pipeline = pipeline
+    freeze_alive()  # as the `local` executor: no collection scans the loaded pipeline
 
 
-def _run(cases: list[Case], path: Path) -> list[CaseResult]:
+def _run(cases: list[Case]) -> list[CaseResult]:
     """Run a chunk of cases in this worker, one after the other (never raises for a
     case's own failure)."""
     from ._schedule import run_case
 
     pipeline, loop = _Worker.pipeline, _Worker.loop
-    if pipeline is None or loop is None:
-        error = ConvergeError("the worker process could not load the pipeline")
-        return [error_result(case, error, path) for case in cases]
+    assert pipeline is not None, "the worker initializer has run"
+    assert loop is not None, "the worker initializer has run"
     return [
         loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks))
         for case in cases
@@ -137,20 +128,13 @@ def run_in_processes(
     """The `process` executor: check the pipeline loads here, then run `todo` in workers."""
     from ._pipeline import load
 
-    load(options.pipeline, env=options.env, allow_roots=options.allow_roots)  # fail early
+    pipeline = load(options.pipeline, env=options.env, allow_roots=options.allow_roots)
     context = multiprocessing.get_context("spawn")
     pool = None
     if options.limits.any:
         pool = SharedPool(options.limits, context)
         pool.add(spent[0], spent[1], 0, 0)
-    start_args = (
-        options.pipeline,
-        dict(options.env),
-        options.allow_roots,
-        pool,
-        options.outputs,
-        os.getpid(),
-    )
+    start_args = (pipeline, pool, options.outputs, os.getpid())
     return _results(options.pipeline, workers, todo, context, start_args)
 
 
@@ -185,7 +169,7 @@ def _through(
             # Smaller chunks near the end, so that every worker keeps busy.
             size = max(1, min(CHUNK, len(queue) // (workers * IN_FLIGHT_PER_WORKER)))
             chunk = [queue.pop() for _ in range(size)]
-            running[executor.submit(_run, chunk, path)] = chunk
+            running[executor.submit(_run, chunk)] = chunk
         done, _ = wait(running, return_when=FIRST_COMPLETED)
         lost: list[Case] = []
         for future in sorted(done, key=lambda f: running[f][0].index):

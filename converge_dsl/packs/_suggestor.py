@@ -26,6 +26,12 @@ A malformed input or a `SolverError` also becomes a `diagnostic` proposal,
 never a crash. A `diagnostic` proposal's content is the summary and the
 failures in words; its data `{"suggestor", "summary", "failed"}`.
 
+A solve runs on a worker thread, so a long one leaves the event loop to the
+other cases and model calls; a problem of at most `INLINE_PROBLEM_CHARS`
+characters of JSON solves in far less time than the hop to a thread costs, so
+it is solved inline (the hop was about a tenth of a support-triage case's CPU,
+`bench/batch.py`).
+
 `rule`, `llm` and `agent` pack suggestors are compiled in `_compile`.
 """
 
@@ -55,12 +61,15 @@ from converge_dsl.sandbox import (
     evaluate,
     python_validator,
 )
-from converge_dsl.solvers import PlanCheck, Solver, SolverError
+from converge_dsl.solvers import PlanCheck, Solver, SolverError, SolverPlan
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import RunParts
 
 DIAGNOSTIC_KEY = "diagnostic"
+# The largest problem (characters of its JSON) solved on the loop, not on a thread: with
+# every built-in solver at most cubic, this few items solve in well under a millisecond.
+INLINE_PROBLEM_CHARS = 2_000
 _JSON_TYPES = (
     (Mapping, "an object"),
     ((list, tuple), "an array"),
@@ -162,11 +171,17 @@ class PackSolverSuggestor:
 
     def problem(self, ctx: ContextView) -> tuple[dict[str, Any] | None, list[str]]:
         """The problem to solve, or None with the reasons it is unusable."""
+        problem, reasons, _ = self._problem(ctx)
+        return problem, reasons
+
+    def _problem(self, ctx: ContextView) -> tuple[dict[str, Any] | None, list[str], int]:
+        """`problem`, and the length of the problem's JSON text."""
         fact = ctx.get(self.input_key)[0]
         content, _ = input_data(fact)
         if not isinstance(content, Mapping):
-            return None, [_not_an_object(fact, content)]
-        problem = json.loads(canonical_json({**content, **self.params}))
+            return None, [_not_an_object(fact, content)], 0
+        text = canonical_json({**content, **self.params})
+        problem = json.loads(text)
         schema = self.definition.input_schema or self.solver.input_schema()
         validator = python_validator(schema, "the input schema")  # RE2, local $refs, governed
         errors = sorted(validator.iter_errors(problem), key=lambda e: list(e.absolute_path))
@@ -174,7 +189,7 @@ class PackSolverSuggestor:
             f"input {'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
             for e in errors
         ]
-        return (None, reasons) if reasons else (problem, [])
+        return (None, reasons, len(text)) if reasons else (problem, [], len(text))
 
     @property
     def deprecation_id(self) -> str:
@@ -201,11 +216,15 @@ class PackSolverSuggestor:
         return effect if notice is None else AgentEffect.of([*effect.proposals, notice])
 
     async def _solve(self, ctx: ContextView) -> AgentEffect:
-        problem, reasons = self.problem(ctx)
+        problem, reasons, size = self._problem(ctx)
         if problem is None:
             return self._reject("the input does not fit the pack's input schema", reasons)
         try:
-            answer = await asyncio.to_thread(self.solver.solve, problem)
+            answer: SolverPlan
+            if size <= INLINE_PROBLEM_CHARS:
+                answer = self.solver.solve(problem)
+            else:
+                answer = await asyncio.to_thread(self.solver.solve, problem)
             checks = list(self.solver.check(problem, answer.plan))
         except SolverError as exc:
             return self._reject(f"the solver could not solve the problem: {exc.message}", [])

@@ -4,7 +4,10 @@
 `write_run_result` prints it with its facts streamed from the engine's facts
 (no model object per fact, no one giant string), byte for byte what
 `model_dump_json(indent=2)` of the whole document gives. Documents of facts
-the engine built are assembled with `model_construct` (not validated again).
+the engine built are assembled with `model_construct` (not validated again),
+or, for a whole run's facts (`fact_models`), validated by pydantic-core in
+one call from their plain values, which costs less than building each model
+in Python (`bench/peers.py`, `api`).
 `TraceLine` is one line of a `--trace` JSONL file: the engine event's own
 fields, plus `seq` (0-based order), `type`, and `span` (the source span of the
 suggestor the event concerns, when there is one).
@@ -14,9 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any, TextIO
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic_core import to_json
 
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
@@ -269,6 +273,19 @@ def fact_plain(fact: Fact, provenances: dict[Provenance, dict[str, Any]]) -> dic
         "confidence": fact.confidence,
         "provenance": provenance,
     }
+
+
+def fact_models(facts: Iterable[tuple[str, Sequence[Fact]]]) -> dict[str, list[FactModel]]:
+    """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel`s, equal to
+    `FactModel.of` of each: one validation of their plain values (`fact_plain`)."""
+    provenances: dict[Provenance, dict[str, Any]] = {}
+    plain = {key: [fact_plain(fact, provenances) for fact in items] for key, items in facts}
+    return _fact_lists().validate_python(plain)
+
+
+@cache
+def _fact_lists() -> TypeAdapter[dict[str, list[FactModel]]]:
+    return TypeAdapter(dict[str, list[FactModel]])
 
 
 def write_run_result(

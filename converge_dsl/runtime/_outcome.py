@@ -28,10 +28,9 @@ from converge_dsl.errors import ConvergeError, PipelineInvalid, RunError, UsageE
 
 from ._documents import (
     DiagnosticModel,
-    FactModel,
-    ProvenanceModel,
     RunResultDocument,
     UsageModel,
+    fact_models,
     fact_plain,
     write_run_result,
 )
@@ -83,12 +82,7 @@ class RunOutcome:
     @cached_property
     def document(self) -> RunResultDocument:
         """The run-result document with its facts (grouped by key, in key order)."""
-        shared: dict[Provenance, ProvenanceModel] = {}
-        facts = {
-            key: [FactModel.of(fact, shared) for fact in items]
-            for key, items in self.facts_by_key()
-        }
-        return self.summary.model_copy(update={"facts": facts})
+        return self.summary.model_copy(update={"facts": fact_models(self.facts_by_key())})
 
     @cached_property
     def plain(self) -> dict[str, Any]:

@@ -114,3 +114,21 @@ def test_a_pipeline_is_immutable_and_shared_across_threads() -> None:
         "answered c",
         "answered d",
     ]
+
+
+def test_a_pickled_pipeline_is_the_loaded_one_without_loading_again(tmp_path) -> None:
+    import pickle
+    import shutil
+
+    copy = tmp_path / "echo.yaml"
+    for file in ECHO.parent.iterdir():
+        if file.is_file():
+            shutil.copy(file, tmp_path / file.name)
+    shutil.copy(ECHO, copy)
+    pipeline = converge_dsl.load(copy, env={"SOME_KEY": "x"})
+    text = copy.read_text(encoding="utf-8")
+    copy.write_text(text.replace("kind: Pipeline", "kind: Broken"), encoding="utf-8")
+    again = pickle.loads(pickle.dumps(pipeline))
+    assert (again.name, again.path, again.keys) == (pipeline.name, pipeline.path, pipeline.keys)
+    result = again.run(inputs={"word": "tea"})  # what load checked, not the broken file
+    assert result == pipeline.run(inputs={"word": "tea"})

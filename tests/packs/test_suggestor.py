@@ -177,3 +177,33 @@ def test_text_content_that_is_not_json_is_not_read() -> None:
     (proposal,) = asyncio.run(_suggestor(CountingSolver()).execute(view)).proposals
     assert proposal.id == "pack:rejected:budgeter"
     assert "it has no data" in str(proposal.content)
+
+
+@dataclass
+class ThreadNoting(CountingSolver):
+    """A `CountingSolver` that notes the thread each solve ran on."""
+
+    threads: list[int] | None = None
+
+    def solve(self, problem: Mapping[str, Any]) -> SolverPlan:
+        import threading
+
+        assert self.threads is not None
+        self.threads.append(threading.get_ident())
+        return super().solve(problem)
+
+
+def test_a_small_problem_is_solved_on_the_loop_a_large_one_on_a_thread() -> None:
+    import threading
+
+    from converge_dsl.packs._suggestor import INLINE_PROBLEM_CHARS
+
+    solver = ThreadNoting(threads=[])
+    suggestor = _suggestor(solver)
+    large = [1] * (INLINE_PROBLEM_CHARS // 2)
+    for costs in ([1, 2], large):
+        effect = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": costs}))))
+        assert effect.proposals[0].data["plan"] == {"total_cost": sum(costs)}
+    assert solver.threads is not None
+    assert solver.threads[0] == threading.get_ident()
+    assert solver.threads[1] != threading.get_ident()

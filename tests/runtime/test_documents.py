@@ -154,3 +154,15 @@ def test_plain_data_is_the_canonical_json_read_back(value: object) -> None:
     expected = json.loads(canonical_json(frozen))
     assert documents._plain(frozen) == expected
     assert json.dumps(documents._plain(frozen)) == json.dumps(expected)  # the same key order too
+
+
+def test_fact_models_are_those_fact_model_of_builds() -> None:
+    groups = [("signals", _facts(12)), ("seeds", _facts(3, "seeds", data=False))]
+    made = documents.fact_models(groups)
+    expected = {key: [FactModel.of(fact) for fact in items] for key, items in groups}
+    assert made == expected
+    assert list(made) == ["signals", "seeds"]  # the order given
+    pairs = [(a, b) for key in made for a, b in zip(made[key], expected[key], strict=True)]
+    assert all(a.model_dump_json() == b.model_dump_json() for a, b in pairs)
+    assert all(a.model_fields_set == b.model_fields_set for a, b in pairs)
+    assert all(a.provenance.model_fields_set == b.provenance.model_fields_set for a, b in pairs)
