@@ -9,8 +9,9 @@ caught by the schema (`tools` is an enum) and by the front end's `known_keys`
 Codes (`converge_dsl.codes`, documented in docs/errors.md): `COMPACTION_ORDER`
 (error), `SUMMARIZER_NEVER_CALLED` (the arithmetic is shown),
 `REMINDER_NEVER_FIRES`, `TURNS_NEVER_CLEARED`, `AGENT_CANNOT_PROPOSE` (warnings).
-`agent_diagnostics` runs them all; the `agent` kind (`_kind.AGENT`) carries it
-as one of its checks. Nothing here imports the turn loop, the engine or the
+`agent_diagnostics` runs them all; `agent_checks(facts)` runs them over a
+pipeline's agents, and the `agent` kind (`_kind.AGENT`) names it as one of its
+checks (a reference, imported on first use). Nothing here imports the turn loop, the engine or the
 models (the summarizer budget's arithmetic lives in `_summary_budget`).
 """
 
@@ -19,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from converge_dsl import codes
-from converge_dsl.agents._kind import AgentSuggestorSpec
+from converge_dsl.agents._kind import AgentSuggestorSpec, agent_specs
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity
+from converge_dsl.frontend import PipelineFacts
 from converge_dsl.frontend.document import SourceMap
 
 AgentCheck = Callable[[Sequence[AgentSuggestorSpec], SourceMap], Iterator[Diagnostic]]
@@ -149,3 +151,8 @@ def agent_diagnostics(
     """Every agent check, in order, over the pipeline's agents (`_kind.agent_specs`)."""
     for check in AGENT_CHECKS:
         yield from check(agents, source_map)
+
+
+def agent_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """The agents' checks over the pipeline's agents (CD4xx)."""
+    yield from agent_diagnostics(agent_specs(facts.specs), facts.source_map)

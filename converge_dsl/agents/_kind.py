@@ -342,19 +342,12 @@ def unique_contributors(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from facts.duplicates(named, codes.DUPLICATE_CONTRIBUTOR, "contributor")
 
 
-def agent_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """The agents' arithmetic checks (CD4xx; `_checks`, imported on first use)."""
-    from converge_dsl.agents._checks import agent_diagnostics
-
-    yield from agent_diagnostics(agent_specs(facts.specs), facts.source_map)
-
-
 AGENT = SuggestorKind(
     "agent",
     "agentSuggestor",
     None,
     parse_agent_spec,
-    (unique_contributors, agent_checks),
+    (unique_contributors, "converge_dsl.agents._checks:agent_checks"),
     "converge_dsl.agents._agent:compile_agent",
     GraphStyle("#ffedd5", "#ea580c", "#7c2d12", "box", "agent"),
     operation="invoke_agent",

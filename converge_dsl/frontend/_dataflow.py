@@ -15,9 +15,10 @@ text that differs only in its literals, so its reads are found once per tree,
 with literals as `Slot`s, and resolved per text. `read_span` locates a read in
 the file, at the key's own characters inside the string.
 
-`inferred_dependencies(spec)` is `dependencies: auto`: the keys its templates
-read with a literal name, less the keys it writes (a suggestor is not re-run on
-its own output; its guard reads that key), in the order first read.
+`inferred_dependencies(templates, own)` is `dependencies: auto`: the keys a
+suggestor's templates read with a literal name, less the keys it writes (a
+suggestor is not re-run on its own output; its guard reads that key), in the
+order first read.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend._mininodes import Slot
 
 if TYPE_CHECKING:
-    from converge_dsl.frontend._kinds import SuggestorSpec
     from converge_dsl.frontend.document import LoadedDocument
 
 NAMESPACES = frozenset({"facts", "proposals"})
@@ -263,12 +263,15 @@ def _number(node: Any, literals: tuple[object, ...]) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def inferred_dependencies(spec: SuggestorSpec) -> tuple[str, ...]:
-    """`dependencies: auto`: the keys `spec`'s templates read by name, less its own targets."""
-    own = set(spec.targets)
+def inferred_dependencies(
+    templates: Iterable[tuple[str, bool]], own: Iterable[str]
+) -> tuple[str, ...]:
+    """`dependencies: auto`: the keys the `(text, is an expression)` templates read by name,
+    less `own` (the suggestor's targets)."""
+    own = set(own)
     keys: dict[str, None] = {}
-    for site in spec.templates():
-        for read in reads(site.text, site.expression):
+    for text, expression in templates:
+        for read in reads(text, expression):
             if read.key is not None and read.key not in own:
                 keys[read.key] = None
     return tuple(keys)

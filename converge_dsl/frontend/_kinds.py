@@ -338,7 +338,8 @@ def _inferring(parse: Parser) -> Parser:
             return spec
         from converge_dsl.frontend._dataflow import inferred_dependencies
 
-        return spec._replace(dependencies=inferred_dependencies(spec))
+        templates = ((site.text, site.expression) for site in spec.templates())
+        return spec._replace(dependencies=inferred_dependencies(templates, spec.targets))
 
     return parse_spec
 
@@ -366,7 +367,8 @@ class SuggestorKind(Record):
     - `schema`: the `$defs` it adds to the pipeline schema; its branch is
       `$defs[branch]`. Built-in kinds' defs are in the shipped schema (`None`).
     - `parse(path, mapping) -> SuggestorSpec` (the mapping passed the schema).
-    - `checks`: semantic checks, run once for a pipeline that uses the kind.
+    - `checks`: semantic checks, run once for a pipeline that uses the kind: callables
+      or `"module:function"` references (`check_functions()` imports them on first use).
     - `build`: the compile builder, a callable or a `"module:function"` reference.
     - `graph`: its `GraphStyle`; `telemetry`: the name spans and reports give
       it, `operation` the OpenTelemetry GenAI operation of its execution (or None).
@@ -391,7 +393,7 @@ class SuggestorKind(Record):
         branch: str,
         schema: Mapping[str, Any] | None,
         parse: Parser,
-        checks: tuple[KindCheck, ...],
+        checks: tuple[KindCheck | str, ...],
         build: Callable[..., Any] | str,
         graph: GraphStyle,
         telemetry: str | None = None,
@@ -406,6 +408,10 @@ class SuggestorKind(Record):
         self.graph = graph
         self.telemetry = telemetry or name
         self.operation = operation
+
+    def check_functions(self) -> tuple[KindCheck, ...]:
+        """Its checks, a `"module:function"` reference imported on first use."""
+        return tuple(c if callable(c) else _resolve(c) for c in self.checks)
 
     def builder(self) -> Callable[..., Any]:
         """The compile builder `(mapping, path, CompileContext) -> Suggestor`."""

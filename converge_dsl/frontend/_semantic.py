@@ -46,7 +46,7 @@ from converge_dsl.frontend._facts import Check, PipelineFacts
 def kind_checks(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Each suggestor kind's own checks, once for a pipeline that uses the kind."""
     for kind in facts.kinds_used:
-        for run in kind.checks:
+        for run in kind.check_functions():
             yield from run(facts)
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 
-from converge_dsl.lsp._server import Explain, build_server
+from converge_dsl.lsp._features import build_server
+from converge_dsl.lsp._server import Explain
 
 __all__ = ["build_server", "serve"]
 

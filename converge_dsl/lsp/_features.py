@@ -1,20 +1,25 @@
-"""Registers each editor feature's handlers on the server (one module a feature)."""
+"""`build_server`: the server with its synchronisation and every editor feature's handlers (one module a feature)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidRequest
 
 from converge_dsl.lsp._index import Place
 from converge_dsl.lsp._lookup import Subject
-
-if TYPE_CHECKING:
-    from converge_dsl.lsp._server import PipelineServer
+from converge_dsl.lsp._server import DEBOUNCE_S, Explain, PipelineServer, register_sync
 
 TRIGGERS = [".", "'", '"', "|", " ", "[", ",", "("]
+
+
+def build_server(explain: Explain | None = None, debounce: float = DEBOUNCE_S) -> PipelineServer:
+    """A server with every feature registered (not started)."""
+    server = PipelineServer(explain, debounce)
+    register_sync(server)
+    register(server)
+    return server
 
 
 def register(server: PipelineServer) -> None:

@@ -168,17 +168,9 @@ class PipelineServer(LanguageServer):
             self._pending = {p: t for p, t in self._pending.items() if not t.done()}
 
 
-def build_server(explain: Explain | None = None, debounce: float = DEBOUNCE_S) -> PipelineServer:
-    """A server with every feature registered (not started)."""
-    from converge_dsl.lsp import _features
+def register_sync(server: PipelineServer) -> None:
+    """The document synchronisation: open, change, save, close, watched files, shutdown."""
 
-    server = PipelineServer(explain, debounce)
-    _register_sync(server)
-    _features.register(server)
-    return server
-
-
-def _register_sync(server: PipelineServer) -> None:
     @server.feature(lsp.INITIALIZED)
     def initialized(ls: PipelineServer, params: lsp.InitializedParams) -> None:
         root = ls.workspace.root_path
