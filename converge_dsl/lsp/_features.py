@@ -1,4 +1,7 @@
-"""`build_server`: the server with its synchronisation and every editor feature's handlers (one module a feature)."""
+"""`build_server`: the server, its document synchronisation and every editor feature.
+
+Each feature's handlers are registered here, from its own module.
+"""
 
 from __future__ import annotations
 
