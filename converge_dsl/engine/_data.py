@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._json_pointer import pointer as pointer_of
 from converge_dsl.engine.types import FrozenDict, canonical_json
 from converge_dsl.errors import RunError
 
@@ -30,11 +31,6 @@ if TYPE_CHECKING:
     from converge_dsl.sandbox import GovernedValidator
 
 _MAX_MESSAGE = 300
-
-
-def pointer_of(parts: Iterable[str | int]) -> str:
-    """The JSON pointer (RFC 6901) of a path: `/items/0/name`; the root is ``."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def where(pointer: str) -> str:

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._json_pointer import pointer
 from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems
@@ -284,8 +285,7 @@ def _member_of(container: Any, inner: Any) -> tuple[str | int, ...]:
 
 
 def _pointer(parts: Any) -> str:
-    text = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-    return text or "/"
+    return pointer(parts) or "/"
 
 
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
