@@ -22,12 +22,12 @@ Only a freeze made by someone else is found by asking.
 
 from __future__ import annotations
 
+import _thread
 import gc
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()  # `threading` is not imported for one lock: validate's start-up
 
 
 class _Frozen:

@@ -22,7 +22,7 @@ def _top_kind(path: Path) -> object:
     """The `kind` at the top of the file (None when only `apiVersion` is there);
     `_UNREAD` when it does not load as a mapping, `_NOT_OURS` for a file that cannot
     name a kind or is a mapping with neither `apiVersion` nor `kind`."""
-    import yaml
+    from converge_dsl._pyyaml import yaml
 
     try:
         text = read_bytes(path, "pipeline").decode("utf-8-sig")

@@ -222,7 +222,7 @@ def _yaml_text(name: str) -> str:
     """`name` as a YAML value that reads back as that text: quoted when YAML would
     read it as something else (`9`, `true`, `null`, `on`), or YAML 1.1 and 1.2 differ
     on (`1e3`): every name that starts with a digit is quoted."""
-    import yaml
+    from converge_dsl._pyyaml import yaml
 
     plain = not name[:1].isdigit() and yaml.safe_load(name) == name
     return name if plain else f'"{name}"'

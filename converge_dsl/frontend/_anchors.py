@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-from yaml.composer import ComposerError
-
 from converge_dsl import codes
+from converge_dsl._pyyaml import yaml
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, format_path
 from converge_dsl.frontend._marks import MAP, SEQ, MarkTree
 
@@ -110,7 +108,7 @@ class Replayer:
     def open_anchor(self, name: str, node: int, mark: Any) -> _Anchor:
         first = self.anchors.get(name)
         if first is not None:
-            raise ComposerError(
+            raise yaml.composer.ComposerError(
                 "found duplicate anchor; first occurrence", first.mark, "second occurrence", mark
             )
         record = _Anchor(node, mark, len(self.path), len(self.problems), len(self.inexact))
@@ -140,7 +138,7 @@ class Replayer:
     def anchor_of(self, event: Any) -> _Anchor:
         record = self.anchors.get(event.anchor)
         if record is None:
-            raise ComposerError(None, None, "found undefined alias", event.start_mark)
+            raise yaml.composer.ComposerError(None, None, "found undefined alias", event.start_mark)
         return record
 
     def alias(self, event: Any) -> Any:

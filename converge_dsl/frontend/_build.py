@@ -21,25 +21,23 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import yaml
-from yaml.composer import ComposerError
-from yaml.events import (
-    AliasEvent,
-    MappingEndEvent,
-    MappingStartEvent,
-    ScalarEvent,
-    SequenceEndEvent,
-    SequenceStartEvent,
-    StreamEndEvent,
-)
-from yaml.nodes import ScalarNode
-
 from converge_dsl import codes
+from converge_dsl._pyyaml import yaml
 from converge_dsl.diagnostics import SourceSpan, format_path
 from converge_dsl.frontend import _anchors
 from converge_dsl.frontend._anchors import Pending, Replayer
 from converge_dsl.frontend._marks import MAP, SEQ, Marks
 from converge_dsl.frontend._scalars import BOOL, STR, TAG, Problem, read_scalar, text_lost
+
+ComposerError = yaml.composer.ComposerError
+ScalarNode = yaml.nodes.ScalarNode
+AliasEvent = yaml.events.AliasEvent
+MappingEndEvent = yaml.events.MappingEndEvent
+MappingStartEvent = yaml.events.MappingStartEvent
+ScalarEvent = yaml.events.ScalarEvent
+SequenceEndEvent = yaml.events.SequenceEndEvent
+SequenceStartEvent = yaml.events.SequenceStartEvent
+StreamEndEvent = yaml.events.StreamEndEvent
 
 _MAP, _SEQ = TAG + "map", TAG + "seq"
 _MERGE = TAG + "merge"

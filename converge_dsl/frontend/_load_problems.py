@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import re
-
-import yaml
-from yaml.nodes import Node
+from functools import cache
 
 from converge_dsl import codes
+from converge_dsl._pyyaml import yaml
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
 from converge_dsl.errors import PipelineInvalid
 
 
-def node_span(file: str, node: Node) -> SourceSpan:
+def node_span(file: str, node: yaml.nodes.Node) -> SourceSpan:
     start, end = node.start_mark, node.end_mark
     return SourceSpan(file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
 
@@ -56,16 +55,19 @@ def syntax_diagnostic(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagno
     )
 
 
-# Characters YAML 1.2 allows in a stream (its c-printable production).
-_NOT_PRINTABLE = re.compile(
-    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
+@cache
+def _not_printable() -> re.Pattern[str]:
+    """Characters outside YAML 1.2's c-printable production (compiled on the error path
+    only: the class spans all of Unicode and costs milliseconds to compile)."""
+    return re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 _NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
 
 
 def character_diagnostic(exc: yaml.reader.ReaderError, file: str, text: str) -> Diagnostic:
     """A character the YAML reader refused, located where it is (not at 1:1)."""
-    found = _NOT_PRINTABLE.search(text)
+    found = _not_printable().search(text)
     if found is None:  # pragma: no cover - the reader refuses only these characters
         return Diagnostic.at(codes.YAML_SYNTAX, str(exc), point(file, 1, 1))
     at = found.start()

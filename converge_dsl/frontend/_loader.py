@@ -25,12 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-from yaml._yaml import CParser
-from yaml.composer import ComposerError
-from yaml.events import StreamEndEvent
-
 from converge_dsl import codes
+from converge_dsl._pyyaml import yaml
 from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PipelineInvalid, UsageError
 from converge_dsl.frontend._anchors import MAX_ALIAS_NODES, MAX_DEPTH
@@ -149,7 +145,7 @@ def _load(text: str, file: str) -> LoadedDocument:
 
 def _build(text: str, file: str, plain: dict[str, str] | None) -> tuple[Any, Builder]:
     """The document's data and the builder that holds the rest (`Builder`), in one pass."""
-    parser = CParser(text)
+    parser = yaml._yaml.CParser(text)
     try:
         builder = Builder(parser, file, plain)
         return _document(parser, builder), builder
@@ -158,7 +154,7 @@ def _build(text: str, file: str, plain: dict[str, str] | None) -> tuple[Any, Bui
 
 
 def _untagged_texts(text: str) -> dict[str, str]:
-    parser = CParser(text)
+    parser = yaml._yaml.CParser(text)
     try:
         return untagged_texts(parser)
     finally:
@@ -169,7 +165,7 @@ def _document(parser: Any, builder: Builder) -> Any:
     """The data of the stream's single document, built from its events."""
     parser.get_event()  # the stream's start
     event = parser.get_event()
-    if isinstance(event, StreamEndEvent):
+    if isinstance(event, yaml.events.StreamEndEvent):
         raise invalid(
             codes.EMPTY_DOCUMENT,
             "the file holds no YAML document",
@@ -181,8 +177,8 @@ def _document(parser: Any, builder: Builder) -> Any:
     data = builder.build(event)
     parser.get_event()  # the document's end
     event = parser.get_event()
-    if not isinstance(event, StreamEndEvent):
-        raise ComposerError(
+    if not isinstance(event, yaml.events.StreamEndEvent):
+        raise yaml.composer.ComposerError(
             "expected a single document in the stream",
             start,
             "but found another document",

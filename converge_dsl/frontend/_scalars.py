@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from converge_dsl import codes
@@ -223,6 +222,8 @@ def text_lost(text: str, value: float) -> bool:
         return False
     if len(text) > _MAX_EXACT_TEXT:
         return True
+    from decimal import Decimal, InvalidOperation  # rarely needed: not on every start-up
+
     try:
         written, kept = Decimal(text), Decimal(shortest)
     except InvalidOperation:  # pragma: no cover - both texts are valid decimals

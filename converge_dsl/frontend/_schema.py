@@ -77,17 +77,18 @@ def pipeline_schema(kinds: Sequence[SuggestorKind]) -> dict[str, Any]:
     """The pipeline schema whose `suggestors` items are one branch per kind, in order.
 
     The shipped `schemas/pipeline.v1.json` is this for the built-in kinds (a
-    test holds that); a kind from elsewhere adds its own `$defs`.
+    test holds that); a kind from elsewhere adds its own `$defs`. The parts it does
+    not change are shared with the cached shipped schema (a deep copy costs more
+    than validate's whole check of a small file): read it, never change it.
     """
-    import copy
-
-    schema = copy.deepcopy(load_schema(PIPELINE_SCHEMA))
-    defs: dict[str, Any] = schema["$defs"]
+    shipped = load_schema(PIPELINE_SCHEMA)
+    defs: dict[str, Any] = dict(shipped["$defs"])
     for kind in kinds:
         if kind.schema is not None:
             defs.update(kind.schema)
-    suggestor = defs["suggestor"]
-    suggestor["properties"]["kind"]["enum"] = [kind.name for kind in kinds]
+    suggestor = defs["suggestor"] = dict(defs["suggestor"])
+    properties = suggestor["properties"] = dict(suggestor["properties"])
+    properties["kind"] = {**properties["kind"], "enum": [kind.name for kind in kinds]}
     suggestor["allOf"] = [
         {
             "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
@@ -95,7 +96,7 @@ def pipeline_schema(kinds: Sequence[SuggestorKind]) -> dict[str, Any]:
         }
         for kind in kinds
     ]
-    return schema
+    return {**shipped, "$defs": defs}
 
 
 @lru_cache(maxsize=1)
