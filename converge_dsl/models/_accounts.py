@@ -7,10 +7,8 @@ a run); failover moves the selection, so later requests stick to the account
 that worked. `RosterState` is that bookkeeping as an immutable value, so the
 retry policy can decide a failover without touching the pool.
 
-An `api_key_env` name must look like a key's (`KEY_ENV_PATTERN`: ending in
-`_API_KEY`, `_KEY` or `_TOKEN`, optionally `_` and digits after) unless the
-user's environment lists it in `ALLOWED_KEY_ENVS` (comma-separated): a
-pipeline cannot send any variable (a database password) to its `base_url`.
+An `api_key_env` name must pass `_key_env.key_env_refused`: a pipeline cannot
+send any variable (a database password) to its `base_url`.
 
 A key is used without the whitespace around it (a variable set from a file
 often ends in `\n` or `\r\n`, which no header may hold and which an
@@ -20,36 +18,19 @@ never the key. A key that is only whitespace is not set.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from converge_dsl.codes import API_KEY_WHITESPACE
+from converge_dsl.models._key_env import KEY_ENV_RULE, key_env_refused
 from converge_dsl.models.port import AccountBinding, AccountRoster, ModelError, ModelErrorCode
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import AccountSpec
 
 ANONYMOUS = "anonymous"
-KEY_ENV_PATTERN = re.compile(r"(?:[A-Za-z0-9_]*_)?(?:API_KEY|KEY|TOKEN)(?:_[0-9]+)?")
-ALLOWED_KEY_ENVS = "CONVERGE_DSL_ALLOWED_KEY_ENVS"
-KEY_ENV_RULE = (
-    "an api_key_env name must end in _API_KEY, _KEY or _TOKEN (optionally followed by "
-    f"_ and digits), or be listed in the environment variable {ALLOWED_KEY_ENVS} "
-    "(comma-separated names)"
-)
-
-
-def key_env_refused(variable: str, env: Mapping[str, str]) -> bool:
-    """Whether `variable` may not be read as an API key, given the user's environment `env`."""
-    if KEY_ENV_PATTERN.fullmatch(variable):
-        return False
-    allowed = {name.strip() for name in env.get(ALLOWED_KEY_ENVS, "").split(",")}
-    return variable not in allowed
-
-
 class Account:
     __slots__ = ("_key", "env_var", "label")
 

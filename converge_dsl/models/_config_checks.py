@@ -3,7 +3,7 @@
 `check_model_config` is a `converge_dsl.frontend.Check`, composed by
 `converge_dsl.validation`: it refuses an account's `api_key_env` that does not
 name an API key variable (`MODEL_KEY_ENV_REFUSED`), with the rule `run`
-applies (`_accounts.key_env_refused`) against the environment of the user
+applies (`_key_env.key_env_refused`) against the environment of the user
 running `validate`. The schema already holds the shapes and the `limits`
 ranges. It imports neither the HTTP adapters nor the engine.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend import roster_accounts
-from converge_dsl.models._accounts import KEY_ENV_RULE, key_env_refused
+from converge_dsl.models._key_env import KEY_ENV_RULE, key_env_refused
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import PipelineFacts

@@ -19,7 +19,7 @@ from converge_dsl.cli import run
 from converge_dsl.clock import FakeClock
 from converge_dsl.frontend import PipelineFacts, load_text, schema_diagnostics
 from converge_dsl.models import ModelError, ModelErrorCode, build_model, check_model_config
-from converge_dsl.models._accounts import ALLOWED_KEY_ENVS, key_env_refused
+from converge_dsl.models._key_env import ALLOWED_KEY_ENVS, key_env_refused
 
 PIPELINE = """\
 apiVersion: converge-dsl/v1
