@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from converge_dsl.frontend import AccountSpec
 
 ANONYMOUS = "anonymous"
+
+
 class Account:
     __slots__ = ("_key", "env_var", "label")
 
