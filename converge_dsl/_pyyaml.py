@@ -10,8 +10,9 @@ loads with uses none of them, and the resolver it asks about plain scalars
 uses a few, chosen by the scalar's first character. So while PyYAML's modules
 are executed, `re.compile` called from them returns a `LazyPattern`, which
 compiles on its first use and then answers every attribute of the
-`re.Pattern` it wraps. `bench/startup.py` gives the figure (docs/architecture.md
-§5); patterns compiled by any other module are untouched.
+`re.Pattern` it wraps. docs/architecture.md §5 gives the figures (instruction
+counts, and `bench/peers.py`'s validate-small/python-startup); patterns compiled
+by any other module are untouched.
 """
 
 from __future__ import annotations
