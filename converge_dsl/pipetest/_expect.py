@@ -1,30 +1,128 @@
-"""Check a case's expectations against a finished run: `failures(expect, run)` -> `Failure`s.
+"""A case's expectations, typed, and their check against a finished run.
 
-`RunView` is what the checks read: the stop reason, the facts (key -> id ->
-content and data, in the run's order), the usage, and a callable telling
-whether a named invariant holds on the final context. Each `Failure` names
-the expectation's JSON path in the test file, what was expected and what the
-run gave (both as readable text), and for a snapshot expectation (`stop_reason`,
-`counts.KEY`, `snapshot.KEY`) the value `--update` writes in its place.
+`Expectations.of(raw)` reads an `expect:` mapping that the test file's schema
+has checked (`expectation_problems(raw)` checks one given from Python, as the
+pytest plugin's `run(expect=...)` does); `failures(expect, run, base)` ->
+`Failure`s. `RunView` is what the checks read: the stop reason, the facts (key
+-> id -> content and data, in the run's order), the usage, and a callable
+telling whether a named invariant holds on the final context. Each `Failure`
+names the expectation's JSON path in the test file, what was expected and what
+the run gave (both as readable text), and for a snapshot expectation
+(`stop_reason`, `counts.KEY`, `snapshot.KEY`) the value `--update` writes in
+its place.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from converge_dsl._json_types import JsonValue
 from converge_dsl.diagnostics import JsonPath, did_you_mean, format_path
 
 _MISSING = object()
 
 
 @dataclass(frozen=True, slots=True)
+class FactExpectation:
+    """A fact that must be present (`facts:`) or absent (`absent:`, key and id only).
+
+    `data` is a JSON subset of the fact's data; `has_data` tells `data: null`
+    (the data must be null) from no `data` at all.
+    """
+
+    key: str
+    id: str | None = None
+    content: str | None = None
+    contains: str | None = None
+    matches: str | None = None
+    data: JsonValue = None
+    has_data: bool = False
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> FactExpectation:
+        return cls(
+            key=str(raw["key"]),
+            id=raw.get("id"),
+            content=raw.get("content"),
+            contains=raw.get("contains"),
+            matches=raw.get("matches"),
+            data=raw.get("data"),
+            has_data="data" in raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Expectations:
+    """What must hold after a case's run; each part is checked only when given."""
+
+    stop_reason: str | None = None
+    facts: tuple[FactExpectation, ...] = ()
+    absent: tuple[FactExpectation, ...] = ()
+    counts: Mapping[str, int] = field(default_factory=dict)
+    max_model_calls: int | None = None
+    max_tokens: int | None = None
+    invariants: tuple[str, ...] = ()
+    snapshot: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> Expectations:
+        """The typed form of an `expect:` mapping the schema has checked."""
+        usage: Mapping[str, int] = raw.get("usage") or {}
+        return cls(
+            stop_reason=raw.get("stop_reason"),
+            facts=tuple(FactExpectation.of(item) for item in raw.get("facts") or ()),
+            absent=tuple(FactExpectation.of(item) for item in raw.get("absent") or ()),
+            counts={str(key): int(n) for key, n in (raw.get("counts") or {}).items()},
+            max_model_calls=usage.get("max_model_calls"),
+            max_tokens=usage.get("max_tokens"),
+            invariants=tuple(str(name) for name in raw.get("invariants") or ()),
+            snapshot={
+                str(key): {str(i): str(c) for i, c in facts.items()}
+                for key, facts in (raw.get("snapshot") or {}).items()
+            },
+        )
+
+
+def expectation_problems(raw: object) -> list[str]:
+    """Why `raw` is not an `expect:` mapping as a test file writes it (empty when it is).
+
+    The test file's own schema judges it, as the one case of a test file, so the
+    problems read as `validate`'s do: one line each, its place inside `expect`
+    first (`facts[0]: unknown field 'kye' (did you mean 'key'?)`).
+    """
+    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.frontend import load_text, schema_diagnostics
+    from converge_dsl.pipetest._spec import SCHEMA_NAME
+
+    case = {"name": "expect", "expect": raw}
+    body = {"apiVersion": "converge-dsl/v1", "kind": "PipelineTest", "cases": [case]}
+    try:
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return [f"expect: holds a value that is not JSON ({exc})"]
+    try:
+        document = load_text(text, "<expect>")
+    except PipelineInvalid as exc:
+        return [d.message for d in exc.diagnostics]
+    prefix = ("cases", 0, "expect")
+    out = []
+    for problem in schema_diagnostics(document, SCHEMA_NAME):
+        if problem.is_error:
+            inside = problem.path[len(prefix) :] if problem.path[:3] == prefix else ()
+            message = problem.message.replace(format_path(prefix), "expect")
+            hint = f" ({problem.hint})" if problem.hint else ""
+            out.append(f"{format_path(('expect', *inside))}: {message}{hint}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
 class FactView:
     id: str
     content: str
-    data: Any
+    data: JsonValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +152,10 @@ class Failure:
         return self.snapshot is not _MISSING
 
 
-def failures(expect: Mapping[str, Any], run: RunView, base: JsonPath) -> list[Failure]:
+def failures(expect: Expectations, run: RunView, base: JsonPath) -> list[Failure]:
     """Every expectation of `expect` (at `base` in the test file) that `run` breaks."""
     out: list[Failure] = []
-    stop = expect.get("stop_reason")
+    stop = expect.stop_reason
     if stop is not None and stop != run.stop_reason:
         why = "".join(f"\n{note}" for note in run.notes)
         out.append(
@@ -65,11 +163,11 @@ def failures(expect: Mapping[str, Any], run: RunView, base: JsonPath) -> list[Fa
                 (*base, "stop_reason"), "stop reason", stop, run.stop_reason + why, run.stop_reason
             )
         )
-    for index, item in enumerate(expect.get("facts") or ()):
+    for index, item in enumerate(expect.facts):
         out.extend(_present(item, run, (*base, "facts", index)))
-    for index, item in enumerate(expect.get("absent") or ()):
+    for index, item in enumerate(expect.absent):
         out.extend(_absent(item, run, (*base, "absent", index)))
-    for key, count in (expect.get("counts") or {}).items():
+    for key, count in expect.counts.items():
         actual = len(run.facts.get(key, ()))
         if actual != count:
             listed = _listing(run.facts.get(key, ()))
@@ -82,8 +180,8 @@ def failures(expect: Mapping[str, Any], run: RunView, base: JsonPath) -> list[Fa
                     actual,
                 )
             )
-    out.extend(_usage(expect.get("usage") or {}, run, (*base, "usage")))
-    for index, name in enumerate(expect.get("invariants") or ()):
+    out.extend(_usage(expect, run, (*base, "usage")))
+    for index, name in enumerate(expect.invariants):
         broken = run.holds(name)
         if broken is not None:
             out.append(
@@ -94,7 +192,7 @@ def failures(expect: Mapping[str, Any], run: RunView, base: JsonPath) -> list[Fa
                     f"violated: {broken}",
                 )
             )
-    for key, expected in (expect.get("snapshot") or {}).items():
+    for key, expected in expect.snapshot.items():
         actual_map = {f.id: f.content for f in run.facts.get(key, ())}
         if dict(expected) != actual_map:
             out.append(
@@ -109,18 +207,18 @@ def failures(expect: Mapping[str, Any], run: RunView, base: JsonPath) -> list[Fa
     return out
 
 
-def _present(item: Mapping[str, Any], run: RunView, path: JsonPath) -> Iterator[Failure]:
-    key = item["key"]
+def _present(item: FactExpectation, run: RunView, path: JsonPath) -> Iterator[Failure]:
+    key = item.key
     facts = run.facts.get(key, ())
     wanted = _describe(item)
-    if "id" in item:
-        chosen = [f for f in facts if f.id == item["id"]]
+    if item.id is not None:
+        chosen = [f for f in facts if f.id == item.id]
         if not chosen:
-            guess = did_you_mean(item["id"], [f.id for f in facts])
+            guess = did_you_mean(item.id, [f.id for f in facts])
             hint = f" (did you mean {guess!r}?)" if guess else ""
             yield Failure(
                 path,
-                f"fact {key}/{item['id']}",
+                f"fact {key}/{item.id}",
                 "present" + (f": {wanted}" if wanted else ""),
                 f"absent{hint}{_listing(facts)}",
             )
@@ -140,57 +238,57 @@ def _present(item: Mapping[str, Any], run: RunView, path: JsonPath) -> Iterator[
         yield Failure(path, f"a fact of {key!r}", wanted, f"none matches{_listing(chosen)}")
 
 
-def _absent(item: Mapping[str, Any], run: RunView, path: JsonPath) -> Iterator[Failure]:
-    facts = run.facts.get(item["key"], ())
-    if "id" in item:
-        if any(f.id == item["id"] for f in facts):
-            yield Failure(path, f"fact {item['key']}/{item['id']}", "absent", "present")
+def _absent(item: FactExpectation, run: RunView, path: JsonPath) -> Iterator[Failure]:
+    facts = run.facts.get(item.key, ())
+    if item.id is not None:
+        if any(f.id == item.id for f in facts):
+            yield Failure(path, f"fact {item.key}/{item.id}", "absent", "present")
     elif facts:
-        yield Failure(path, f"facts of {item['key']!r}", "none", f"{len(facts)}{_listing(facts)}")
+        yield Failure(path, f"facts of {item.key!r}", "none", f"{len(facts)}{_listing(facts)}")
 
 
-def _usage(limits: Mapping[str, int], run: RunView, path: JsonPath) -> Iterator[Failure]:
-    calls = limits.get("max_model_calls")
+def _usage(expect: Expectations, run: RunView, path: JsonPath) -> Iterator[Failure]:
+    calls = expect.max_model_calls
     if calls is not None and run.model_calls > calls:
         yield Failure(
             (*path, "max_model_calls"), "model calls", f"at most {calls}", str(run.model_calls)
         )
-    tokens = limits.get("max_tokens")
+    tokens = expect.max_tokens
     if tokens is not None and run.tokens > tokens:
         yield Failure((*path, "max_tokens"), "tokens", f"at most {tokens}", str(run.tokens))
 
 
-def _describe(item: Mapping[str, Any]) -> str:
+def _describe(item: FactExpectation) -> str:
     parts = []
-    if "content" in item:
-        parts.append(f"content {item['content']!r}")
-    if "contains" in item:
-        parts.append(f"content containing {item['contains']!r}")
-    if "matches" in item:
-        parts.append(f"content matching /{item['matches']}/")
-    if "data" in item:
-        parts.append(f"data including {_json(item['data'])}")
+    if item.content is not None:
+        parts.append(f"content {item.content!r}")
+    if item.contains is not None:
+        parts.append(f"content containing {item.contains!r}")
+    if item.matches is not None:
+        parts.append(f"content matching /{item.matches}/")
+    if item.has_data:
+        parts.append(f"data including {_json(item.data)}")
     return ", ".join(parts)
 
 
-def _mismatch(item: Mapping[str, Any], fact: FactView) -> str | None:
+def _mismatch(item: FactExpectation, fact: FactView) -> str | None:
     """Why `fact` does not match `item` (None when it does), as readable text."""
     from converge_dsl.sandbox import search
 
-    if "content" in item and fact.content != item["content"]:
+    if item.content is not None and fact.content != item.content:
         return f"content {fact.content!r}"
-    if "contains" in item and item["contains"] not in fact.content:
+    if item.contains is not None and item.contains not in fact.content:
         return f"content {fact.content!r}"
-    if "matches" in item and not search(item["matches"], fact.content):
+    if item.matches is not None and not search(item.matches, fact.content):
         return f"content {fact.content!r}"
-    if "data" in item:
-        where = subset_mismatch(item["data"], fact.data, ("data",))
+    if item.has_data:
+        where = subset_mismatch(item.data, fact.data, ("data",))
         if where is not None:
             return where
     return None
 
 
-def subset_mismatch(expected: Any, actual: Any, path: JsonPath = ()) -> str | None:
+def subset_mismatch(expected: JsonValue, actual: JsonValue, path: JsonPath = ()) -> str | None:
     """Where `expected` is not a JSON subset of `actual`, or None.
 
     A mapping matches when each of its keys is in `actual` with a matching
@@ -239,6 +337,6 @@ def _yaml_lines(mapping: Mapping[str, str]) -> str:
     )
 
 
-def _json(value: Any) -> str:
+def _json(value: JsonValue) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     return text if len(text) <= 200 else text[:197] + "..."

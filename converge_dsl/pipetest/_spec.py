@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._files import display_name
+from converge_dsl._json_types import JsonObject
 from converge_dsl.diagnostics import (
     Diagnostic,
     JsonPath,
@@ -32,6 +33,8 @@ from converge_dsl.diagnostics import (
     unknown_name_hint,
 )
 from converge_dsl.errors import PipelineInvalid
+
+from ._expect import Expectations
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
@@ -59,7 +62,6 @@ class ModelSource:
 class TestCase:
     """One case: run `pipeline` with `inputs` and `models`, then check `expect`.
 
-    `expect` is the mapping as written (the schema has checked its shape);
     `path` is where the case sits in the test file, for locating failures.
     """
 
@@ -68,9 +70,9 @@ class TestCase:
     index: int
     name: str
     pipeline: Path
-    inputs: Mapping[str, Any]
+    inputs: JsonObject
     models: Mapping[str, ModelSource]
-    expect: Mapping[str, Any]
+    expect: Expectations
     path: JsonPath
     span: SourceSpan
 
@@ -187,9 +189,10 @@ class _Reader:
         pipeline = self.pipeline(str(named), pipeline_path)
         models = {**default_models, **self.models(raw.get("models") or {}, (*where, "models"))}
         inputs = {**(self.data.get("inputs") or {}), **(raw.get("inputs") or {})}
+        expect = Expectations.of(raw["expect"])
         if pipeline is not None:
-            self.check_names(pipeline, raw, where, models)
-        self.check_regexes(raw["expect"], (*where, "expect"))
+            self.check_names(pipeline, raw, expect, where, models)
+        self.check_regexes(expect, (*where, "expect"))
         if pipeline is None:
             return None
         return TestCase(
@@ -198,7 +201,7 @@ class _Reader:
             pipeline=pipeline.path,
             inputs=inputs,
             models=models,
-            expect=raw["expect"],
+            expect=expect,
             path=where,
             span=self.document.source_map.span(where),
         )
@@ -308,6 +311,7 @@ class _Reader:
         self,
         pipeline: Pipeline,
         raw: Mapping[str, Any],
+        expect: Expectations,
         where: JsonPath,
         models: Mapping[str, ModelSource],
     ) -> None:
@@ -317,15 +321,14 @@ class _Reader:
         for name in models:
             at = (*where, "models", name) if name in (raw.get("models") or {}) else ("models", name)
             self.unknown(name, pipeline.models, "model", pipeline, at)
-        expect = raw["expect"]
         base = (*where, "expect")
-        for group in ("facts", "absent"):
-            for i, item in enumerate(expect.get(group) or ()):
-                self.unknown(item["key"], pipeline.keys, "key", pipeline, (*base, group, i, "key"))
-        for group in ("counts", "snapshot"):
-            for key in expect.get(group) or {}:
+        for group, items in (("facts", expect.facts), ("absent", expect.absent)):
+            for i, item in enumerate(items):
+                self.unknown(item.key, pipeline.keys, "key", pipeline, (*base, group, i, "key"))
+        for group, keyed in (("counts", expect.counts), ("snapshot", expect.snapshot)):
+            for key in keyed:
                 self.unknown(key, pipeline.keys, "key", pipeline, (*base, group, key))
-        for i, name in enumerate(expect.get("invariants") or ()):
+        for i, name in enumerate(expect.invariants):
             at = (*base, "invariants", i)
             self.unknown(name, pipeline.invariants, "invariant", pipeline, at)
 
@@ -348,11 +351,11 @@ class _Reader:
             on_key=isinstance(known, Mapping) or what in {"model"} or path[-1] == name,
         )
 
-    def check_regexes(self, expect: Mapping[str, Any], base: JsonPath) -> None:
+    def check_regexes(self, expect: Expectations, base: JsonPath) -> None:
         from converge_dsl.sandbox import regex_problem
 
-        for i, item in enumerate(expect.get("facts") or ()):
-            pattern = item.get("matches")
+        for i, item in enumerate(expect.facts):
+            pattern = item.matches
             reason = None if pattern is None else regex_problem(pattern)
             if reason is not None:
                 self.problem(

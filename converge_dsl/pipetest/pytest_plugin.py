@@ -31,6 +31,7 @@ import pytest
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.models import Model
+    from converge_dsl.pipetest._expect import RunView
     from converge_dsl.pipetest._runner import CaseReport
     from converge_dsl.pipetest._spec import TestCase, TestFile
     from converge_dsl.runtime import RunResultDocument
@@ -200,12 +201,16 @@ class PipelineTester:
 
         self._check(view_of_document(result), expect)
 
-    def _check(self, view: Any, expect: Mapping[str, Any]) -> None:
+    def _check(self, view: RunView, expect: Mapping[str, Any]) -> None:
         from converge_dsl.diagnostics import format_path
-        from converge_dsl.pipetest._expect import failures
+        from converge_dsl.pipetest._expect import Expectations, expectation_problems, failures
         from converge_dsl.pipetest._report import diff_text
 
-        found = failures(expect, view, ())
+        problems = expectation_problems(expect)
+        if problems:
+            listed = "".join(f"\n  {problem}" for problem in problems)
+            pytest.fail(f"`expect` is not written as a test file writes it:{listed}", pytrace=False)
+        found = failures(Expectations.of(expect), view, ())
         if found:
             text = "\n".join(
                 f"{format_path(f.path)}: {f.title} differs\n{diff_text(f)}" for f in found

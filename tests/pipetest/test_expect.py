@@ -9,7 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from converge_dsl.pipetest import subset_mismatch
-from converge_dsl.pipetest._expect import FactView, RunView, failures
+from converge_dsl.pipetest._expect import (
+    Expectations,
+    FactView,
+    RunView,
+    expectation_problems,
+    failures,
+)
 
 
 def _view(**facts: list[tuple[str, str, Any]]) -> RunView:
@@ -43,7 +49,7 @@ VIEW = _view(
     ],
 )
 def test_expectations_that_hold(expect: dict[str, Any]) -> None:
-    assert failures(expect, VIEW, ("expect",)) == []
+    assert failures(Expectations.of(expect), VIEW, ("expect",)) == []
 
 
 @pytest.mark.parametrize(
@@ -71,14 +77,16 @@ def test_expectations_that_hold(expect: dict[str, Any]) -> None:
 def test_expectations_that_fail_name_their_path(
     expect: dict[str, Any], path: tuple[str | int, ...], actual: str
 ) -> None:
-    (failure,) = failures(expect, VIEW, ("expect",))
+    (failure,) = failures(Expectations.of(expect), VIEW, ("expect",))
     assert failure.path == path
     assert failure.actual.startswith(actual)
 
 
 def test_only_snapshot_expectations_are_updatable() -> None:
     found = failures(
-        {"stop_reason": "error", "counts": {"tickets": 3}, "usage": {"max_model_calls": 0}},
+        Expectations.of(
+            {"stop_reason": "error", "counts": {"tickets": 3}, "usage": {"max_model_calls": 0}}
+        ),
         VIEW,
         (),
     )
@@ -88,6 +96,41 @@ def test_only_snapshot_expectations_are_updatable() -> None:
         ("usage", False),
     ]
     assert [f.snapshot for f in found if f.updatable] == ["converged", 1]
+
+
+def test_data_null_is_an_expectation_and_no_data_is_none() -> None:
+    view = _view(signals=[("escalate", "Escalate T-1", None)], tickets=[("t1", "T-1", {"a": 1})])
+    null = {"facts": [{"key": "tickets", "data": None}]}
+    (failure,) = failures(Expectations.of(null), view, ())
+    assert failure.actual == 'data: expected null, got {"a": 1}'
+    assert failures(Expectations.of({"facts": [{"key": "signals", "data": None}]}), view, ()) == []
+    assert failures(Expectations.of({"facts": [{"key": "tickets"}]}), view, ()) == []
+
+
+@pytest.mark.parametrize(
+    ("expect", "problem"),
+    [
+        ({"facts": [{"kye": "tickets"}]}, "expect.facts[0].kye: unknown key 'kye' in expect."),
+        ({"stop_reason": "done"}, "expect.stop_reason: "),
+        ({"counts": {"tickets": -1}}, "expect.counts.tickets: "),
+        ({"usage": {"max_calls": 1}}, "expect.usage.max_calls: unknown key"),
+        ({"facts": [{"key": "tickets", "data": object()}]}, "expect: holds a value that is not"),
+        (["stop_reason"], "expect: "),
+    ],
+)
+def test_expectation_problems_locate_what_the_schema_refuses(expect: Any, problem: str) -> None:
+    found = expectation_problems(expect)
+    assert found, expect
+    assert found[0].startswith(problem), found
+
+
+def test_expectation_problems_say_did_you_mean() -> None:
+    (found,) = expectation_problems({"facts": [{"key": "tickets", "contans": "billing"}]})
+    assert "did you mean 'contains'" in found
+
+
+def test_a_well_written_expectation_has_no_problems() -> None:
+    assert expectation_problems({"facts": [{"key": "tickets", "data": {"a": [1]}}]}) == []
 
 
 @pytest.mark.parametrize(

@@ -94,11 +94,20 @@ def test_a_broken_expectation_fails_with_the_diff(pipeline_tester):
     result = pipeline_tester.run(pipeline, models={"analyst": pipeline_tester.script(
         "incident-triage.script.yaml", name="analyst")})
     pipeline_tester.check(result, {"counts": {"hypotheses": 7}})
+
+
+def test_a_misspelt_expectation_fails_before_anything_is_checked(pipeline_tester):
+    pipeline = pipeline_tester.load("incident-triage.yaml")
+    result = pipeline_tester.run(pipeline, models={"analyst": pipeline_tester.script(
+        "incident-triage.script.yaml", name="analyst")})
+    pipeline_tester.check(result, {"count": {"hypotheses": 1}})
 """
     )
     done = _pytest(tmp_path, "test_triage.py")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1 failed, 1 passed" in done.stdout
+    assert "2 failed, 1 passed" in done.stdout
+    assert "`expect` is not written as a test file writes it:" in done.stdout
+    assert "did you mean 'counts'" in done.stdout
     assert "counts.hypotheses: count of 'hypotheses' differs" in done.stdout
     assert "expected: 7" in done.stdout
 

@@ -1,0 +1,21 @@
+"""The types of JSON values as the package passes them around.
+
+`JsonValue` is what `json.loads` (or the YAML loader, after the schema has
+checked a document) gives: text, numbers, booleans, null, lists and
+mappings of them. Code that reads one narrows it with `isinstance`, as the
+data is the user's and its shape is only what a schema promised.
+`JsonObject` is a mapping of them (inputs, a fact's data); `JsonSchema` is a
+JSON Schema document (a key schema, a pack's input schema), which the
+package hands to jsonschema-rs and reads only through the few members it
+names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+JsonScalar: TypeAlias = str | int | float | bool | None
+JsonValue: TypeAlias = JsonScalar | Sequence["JsonValue"] | Mapping[str, "JsonValue"]
+JsonObject: TypeAlias = Mapping[str, JsonValue]
+JsonSchema: TypeAlias = Mapping[str, JsonValue]
