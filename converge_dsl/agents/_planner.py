@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
+from converge_dsl._json_types import JsonObject
 from converge_dsl.agents._contributors import TurnEnv
 from converge_dsl.agents._kind import parse_agents
 from converge_dsl.agents._loop import Reducer, drive
@@ -363,7 +364,7 @@ def _summarizer(
 def plan_pipeline(
     document: LoadedDocument,
     *,
-    inputs: Mapping[str, Any],
+    inputs: JsonObject,
     agent: str | None = None,
     turns: int | None = None,
     reply_chars: int = 400,
@@ -439,7 +440,7 @@ def _scripted_models(
 
 
 def _agents(
-    document: LoadedDocument, inputs: Mapping[str, Any]
+    document: LoadedDocument, inputs: JsonObject
 ) -> tuple[PipelineSettings, list[AgentSpec], Context, RenderScopes]:
     """The settings, the agent specs of the pipeline, a context holding its seeds, and the
     render scopes."""

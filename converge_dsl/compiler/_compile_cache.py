@@ -44,6 +44,7 @@ from types import CodeType
 from typing import Any
 
 from converge_dsl._files import replace_file
+from converge_dsl._json_types import JsonObject
 from converge_dsl._reading import ReadRefused, open_regular, read_bytes
 from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
@@ -78,7 +79,7 @@ def cache_root(env: Mapping[str, str]) -> Path:
     return platformdirs.user_cache_path("converge-dsl") / "compiled"
 
 
-def cache_key(pipeline_text: str, inputs: Mapping[str, Any], lock: bytes | None) -> str:
+def cache_key(pipeline_text: str, inputs: JsonObject, lock: bytes | None) -> str:
     """The hex SHA-256 naming a pipeline's cache file (see the module docstring)."""
     digest = hashlib.sha256(MAGIC)
     parts = (
@@ -222,7 +223,7 @@ class CompileCache:
 def open_cache(
     env: Mapping[str, str],
     pipeline_text: str,
-    inputs: Mapping[str, Any],
+    inputs: JsonObject,
     lock_file: Path,
     secret: Callable[[], bytes],
 ) -> CompileCache | None:

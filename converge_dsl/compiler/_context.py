@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from converge_dsl import codes
+from converge_dsl._json_types import JsonObject, JsonSchema
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan
 from converge_dsl.engine.budget import Reservation, StopReason
 from converge_dsl.engine.types import Suggestor
@@ -92,12 +93,12 @@ class CompileContext:
     models: Mapping[str, Model]
     usage: UsageRecorder
     events: EventEmitter | None
-    inputs: Mapping[str, Any]
+    inputs: JsonObject
     declared_keys: tuple[str, ...]
     base_dir: Path
     scopes: RenderScopes
     kinds: KindRegistry
-    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    key_schemas: Mapping[str, JsonSchema] = field(default_factory=dict)
 
     @property
     def source_map(self) -> SourceMap:

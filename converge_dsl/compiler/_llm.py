@@ -34,7 +34,6 @@ cut at the cap that does not parse says it was cut. Provenance is
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -43,6 +42,7 @@ import jsonschema
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import error_pointer, pointer
+from converge_dsl._json_types import JsonSchema
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
@@ -111,7 +111,7 @@ class LlmSuggestor(CoreSuggestor):
     temperature: float | None
     item_data: CompiledExpression | None = None
     item_validator: GovernedValidator | None = None  # each item against the key's schema
-    response_schema: Mapping[str, Any] | None = None
+    response_schema: JsonSchema | None = None
     retries: int = 0  # further requests for an unusable answer, each with its errors
 
     def for_run(self, run: RunParts) -> LlmSuggestor:
@@ -393,7 +393,7 @@ def build_llm(spec: LlmSpec, ctx: CompileContext) -> LlmSuggestor:
 
 def _schemas(
     output: LlmOutput, ctx: CompileContext
-) -> tuple[GovernedValidator | None, GovernedValidator | None, Mapping[str, Any] | None]:
+) -> tuple[GovernedValidator | None, GovernedValidator | None, JsonSchema | None]:
     """(answer validator, item validator, response schema) of an llm `output`.
 
     `output.schema` checks the whole answer. Without it, a `json` answer whose
@@ -427,7 +427,7 @@ def _schemas(
     )
 
 
-def _array_of(item: Mapping[str, Any]) -> Mapping[str, Any]:
+def _array_of(item: JsonSchema) -> JsonSchema:
     """A schema of an array of `item`s. The item's `$defs` and `definitions` move to
     the root, so its local `$ref`s (`#/$defs/...`) still point at them."""
     moved = ("$defs", "definitions", "$schema")

@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._json_types import JsonObject
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.engine import Budget, Invariant, OnError, PromotionPolicy
 from converge_dsl.engine.invariants import INVARIANT_CLASSES, InvariantClass
@@ -93,7 +93,7 @@ class CompiledPipeline:
         return self.settings.declared_keys
 
     @property
-    def inputs(self) -> Mapping[str, Any]:
+    def inputs(self) -> JsonObject:
         return self.settings.inputs
 
     @property
@@ -117,7 +117,7 @@ class CompiledPipeline:
 
 
 def _settings_of(
-    source: LoadedDocument | PipelineSettings, inputs: Mapping[str, Any] | None
+    source: LoadedDocument | PipelineSettings, inputs: JsonObject | None
 ) -> PipelineSettings:
     if isinstance(source, PipelineSettings):
         if inputs is not None:
@@ -129,7 +129,7 @@ def _settings_of(
 def compile_context(
     source: LoadedDocument | PipelineSettings,
     *,
-    inputs: Mapping[str, Any] | None = None,
+    inputs: JsonObject | None = None,
     models: Mapping[str, Model],
     usage: UsageRecorder,
     events: EventEmitter | None = None,
@@ -161,7 +161,7 @@ def compile_context(
 def compile_pipeline(
     source: LoadedDocument | PipelineSettings,
     *,
-    inputs: Mapping[str, Any] | None = None,
+    inputs: JsonObject | None = None,
     models: Mapping[str, Model],
     usage: UsageRecorder,
     events: EventEmitter | None = None,

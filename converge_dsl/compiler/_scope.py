@@ -23,9 +23,9 @@ context's source index in O(1); `own_sources(view, key)` is the set itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.engine import Context
 from converge_dsl.engine.types import ContextView, Fact, FrozenDict, ProposedFact
 from converge_dsl.sandbox import CONTEXT_NAMES, FACT_FIELDS, GLOBALS, register_record
@@ -57,7 +57,7 @@ class RenderScopes:
         "names",
     )
 
-    def __init__(self, keys: tuple[str, ...], inputs: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, keys: tuple[str, ...], inputs: JsonObject | None = None) -> None:
         self._keys = keys
         self._declared = frozenset(keys)
         self._inputs = dict(inputs or {})

@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from converge_dsl import codes
+from converge_dsl._json_types import JsonObject, JsonSchema, JsonValue
 from converge_dsl.diagnostics import Diagnostic, unknown_name_hint
 from converge_dsl.engine import Budget, OnError, PromotionPolicy
 from converge_dsl.engine.types import ProposedFact, Provenance
@@ -71,20 +72,20 @@ class PipelineSettings:
     budget: Budget
     promotion: PromotionPolicy
     on_error: OnError
-    inputs: Mapping[str, Any]
+    inputs: JsonObject
     declared_keys: tuple[str, ...]
     seeds: tuple[ProposedFact, ...]
     models: Mapping[str, ModelDeclaration]
     document: LoadedDocument
     manifest: PipelineManifest
-    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    key_schemas: Mapping[str, JsonSchema] = field(default_factory=dict)
 
     def source(self, suggestor: str) -> str:
         """The provenance source of a suggestor: `name@pipeline`."""
         return f"{suggestor}@{self.name}"
 
 
-def resolve_inputs(declared: Mapping[str, InputSpec], given: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_inputs(declared: Mapping[str, InputSpec], given: JsonObject) -> dict[str, JsonValue]:
     """Declared inputs with defaults applied; raises `UsageError` for unknown or missing ones."""
     for name in given:
         if name not in declared:
@@ -92,7 +93,7 @@ def resolve_inputs(declared: Mapping[str, InputSpec], given: Mapping[str, Any]) 
             raise UsageError(
                 f"unknown input {name!r}", hint=unknown_name_hint(name, declared, listed)
             )
-    values: dict[str, Any] = {}
+    values: dict[str, JsonValue] = {}
     for name, spec in declared.items():
         if name in given:
             values[name] = given[name]
@@ -126,7 +127,7 @@ def declare_models(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mo
     return MappingProxyType(models)
 
 
-def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mapping[str, Any]]:
+def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, JsonSchema]:
     """The `keys[].schema` of a validated document (or its manifest) by key name.
 
     Raises a located `PipelineInvalid` for a schema that is not a valid JSON
@@ -134,7 +135,7 @@ def key_schemas(source: LoadedDocument | PipelineManifest) -> Mapping[str, Mappi
     is wider than the limits of `converge_dsl.sandbox` (CD130).
     """
     manifest = _manifest(source)
-    schemas: dict[str, Mapping[str, Any]] = {}
+    schemas: dict[str, JsonSchema] = {}
     for key in manifest.keys:
         schema = key.schema
         if schema is None:
@@ -168,7 +169,7 @@ def budget_of(spec: BudgetSpec) -> Budget:
     )
 
 
-def promotion_of(spec: PromotionSpec, schemas: Mapping[str, Mapping[str, Any]]) -> PromotionPolicy:
+def promotion_of(spec: PromotionSpec, schemas: Mapping[str, JsonSchema]) -> PromotionPolicy:
     """The engine's `PromotionPolicy` of `promotion:` (its defaults for what is not
     written), with the key schemas."""
     default = PromotionPolicy()
@@ -201,7 +202,7 @@ def _seed(spec: ProposalSpec, source: Provenance) -> ProposedFact:
 
 
 def compile_settings(
-    source: LoadedDocument | PipelineManifest, *, inputs: Mapping[str, Any]
+    source: LoadedDocument | PipelineManifest, *, inputs: JsonObject
 ) -> PipelineSettings:
     """The settings of a validated document or of its manifest (built once, reused).
 

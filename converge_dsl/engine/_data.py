@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl._json_pointer import pointer as pointer_of
+from converge_dsl._json_types import JsonSchema
 from converge_dsl.engine.types import FrozenDict, canonical_json
 from converge_dsl.errors import RunError
 
@@ -133,7 +134,7 @@ class KeySchemas:
 
     __slots__ = ("_validators",)
 
-    def __init__(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(self, schemas: Mapping[str, JsonSchema]) -> None:
         self._validators: dict[str, GovernedValidator] = {}
         if not schemas:
             return

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from converge_dsl._json_types import JsonSchema
 from converge_dsl.engine._data import KeySchemas, json_problem
 from converge_dsl.engine.types import FrozenDict, ProposedFact, canonical_json, freeze_json
 
@@ -31,7 +31,7 @@ class PromotionPolicy:
     forbidden_terms: tuple[str, ...] = ()
     gated_keys: tuple[str, ...] = ()
     confidence_threshold: float | None = None
-    key_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=FrozenDict)
+    key_schemas: Mapping[str, JsonSchema] = field(default_factory=FrozenDict)
     """Key -> JSON Schema (draft 2020-12) that the data of every fact on that key must fit."""
 
     def __post_init__(self) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from converge_dsl._json_types import JsonSchema, JsonValue
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend._kinds import ProposalSpec
@@ -36,7 +37,7 @@ class KeySpec(Located):
         self,
         name: str,
         description: str | None,
-        schema: Mapping[str, Any] | None,
+        schema: JsonSchema | None,
         path: JsonPath,
         source_map: SourceMap | None = None,
     ) -> None:
@@ -60,7 +61,7 @@ class InputSpec(Located):
         description: str | None,
         required: bool,
         has_default: bool,
-        default: object,
+        default: JsonValue,
         path: JsonPath,
         source_map: SourceMap | None = None,
     ) -> None:
@@ -287,7 +288,7 @@ class PipelineManifest(Record):
     def file(self) -> str:
         return self.document.file
 
-    def key_schemas(self) -> dict[str, Mapping[str, Any]]:
+    def key_schemas(self) -> dict[str, JsonSchema]:
         """Declared key -> its `schema` (only the keys that have one), in document order."""
         return {k.name: k.schema for k in self.keys if k.schema is not None}
 

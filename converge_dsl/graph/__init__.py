@@ -18,9 +18,10 @@ Public surface:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+
+from converge_dsl._json_types import JsonObject
 
 from ._build import graph_of
 from ._model import Edge, GraphInvariant, Node, PipelineGraph, Source
@@ -57,7 +58,7 @@ def render(graph: PipelineGraph, format: str) -> str:
 def graph_pipeline(
     path: Path,
     *,
-    inputs: Mapping[str, Any],
+    inputs: JsonObject,
     roots: Sequence[Path] = (),
     on_fetch: Callable[[str], None] | None = None,
 ) -> PipelineGraph:

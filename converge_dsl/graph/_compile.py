@@ -10,10 +10,10 @@ connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.compiler import CompiledPipeline, compile_pipeline, compile_settings
 from converge_dsl.engine import UsageMeter
 from converge_dsl.models.port import (
@@ -45,7 +45,7 @@ class OfflineModel(ModelDefaults):
 def compile_for_graph(
     path: Path,
     *,
-    inputs: Mapping[str, Any],
+    inputs: JsonObject,
     roots: Sequence[Path] = (),
     on_fetch: Callable[[str], None] | None = None,
 ) -> CompiledPipeline:

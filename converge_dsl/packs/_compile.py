@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._json_types import JsonObject
 from converge_dsl.compiler import CompileContext, RenderScopes, SuggestorBuilder
 from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
@@ -41,7 +42,7 @@ class _ParamScopes(RenderScopes):
 
     __slots__ = ("_base", "_cache", "_params")
 
-    def __init__(self, base: RenderScopes, params: Mapping[str, Any]) -> None:
+    def __init__(self, base: RenderScopes, params: JsonObject) -> None:
         # Deliberately not calling RenderScopes.__init__: every method is delegated.
         self._base = base
         self._params = dict(params)

@@ -25,6 +25,7 @@ from typing import Any
 from packaging.version import Version
 
 from converge_dsl import codes
+from converge_dsl._json_types import JsonSchema
 from converge_dsl.diagnostics import did_you_mean, unknown_name_hint
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.packs._files import PackRefused
@@ -195,7 +196,7 @@ def _fetch_pack(repository: Repository, name: str, entry: IndexEntry) -> Pack:
     return pack
 
 
-def _solver_schema(solver: str | None) -> Mapping[str, Any] | None:
+def _solver_schema(solver: str | None) -> JsonSchema | None:
     """The installed solver's own input schema (None when it is not installed or fails)."""
     if solver is None:
         return None
@@ -224,7 +225,8 @@ def _output(definition: SuggestorDef) -> tuple[str, ...]:
         )
     if definition.kind == "rule":
         lines = []
-        for item in template.get("emit") or ():
+        emit = template.get("emit")
+        for item in emit if isinstance(emit, list) else ():
             if isinstance(item, Mapping):
                 key = item.get("key", "the pipeline's output: key")
                 lines.append(f"fact {item.get('id', '?')} in {key}")
@@ -237,12 +239,13 @@ def _output(definition: SuggestorDef) -> tuple[str, ...]:
     for field_name in ("id", "content", "confidence"):
         if field_name in spec:
             words.append(f"{field_name}: {spec[field_name]}")
-    if isinstance(spec.get("schema"), Mapping):
-        words.append(f"each item: {type_summary(spec['schema'])}")
+    schema = spec.get("schema")
+    if isinstance(schema, Mapping):
+        words.append(f"each item: {type_summary(schema)}")
     return ("; ".join(words),)
 
 
-def _parameters(schema: Mapping[str, Any]) -> tuple[OutlineLine, ...]:
+def _parameters(schema: JsonSchema) -> tuple[OutlineLine, ...]:
     """The `with:` parameters as an outline; () when none are accepted."""
     lines = outline(schema)
     if not lines and schema.get("additionalProperties", True) is not False:

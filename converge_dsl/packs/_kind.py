@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend import GraphStyle, SpecHead, SuggestorKind, SuggestorSpec
 
@@ -31,7 +32,7 @@ class PackSuggestorSpec(SuggestorSpec):
         use: str,
         input: str,
         output: str,
-        parameters: Mapping[str, Any],
+        parameters: JsonObject,
     ) -> None:
         super().__init__(*head)
         self.use = use

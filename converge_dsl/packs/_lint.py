@@ -102,9 +102,10 @@ def template_diagnostics(
             )
             if keys is not None:
                 found.extend(unknown_reads(doc, site, keys))
-        prompt = definition.template.get("prompt") or {}
+        prompt = definition.template.get("prompt")
+        texts = prompt if isinstance(prompt, Mapping) else {}
         for role, relative in sorted(definition.prompt_files.items()):
-            text = prompt.get(role)
+            text = texts.get(role)
             if isinstance(text, str):
                 file_doc = _text_document(f"{pack.display}/{relative}", text)
                 found.extend(

@@ -22,6 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from converge_dsl import codes
+from converge_dsl._json_types import JsonObject, JsonSchema
 from converge_dsl._reading import read_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, best_first
 from converge_dsl.errors import PipelineInvalid
@@ -40,10 +41,10 @@ class SuggestorDef:
     kind: str
     description: str = ""
     complexity: str | None = None
-    parameters: Mapping[str, Any] = field(default_factory=dict)
+    parameters: JsonSchema = field(default_factory=dict)
     solver: str | None = None
-    input_schema: Mapping[str, Any] | None = None
-    template: Mapping[str, Any] | None = None
+    input_schema: JsonSchema | None = None
+    template: JsonObject | None = None  # the suggestor it stands for, as a pipeline writes it
     prompt_files: Mapping[str, str] = field(default_factory=dict)  # role -> path in the pack
 
 
@@ -116,7 +117,7 @@ class _Builder:
         span = self.doc.source_map.span(path)
         self.found.append(Diagnostic.at(code, message, span, path=path, hint=hint))
 
-    def read_json(self, relative: str, path: JsonPath) -> Mapping[str, Any] | None:
+    def read_json(self, relative: str, path: JsonPath) -> JsonSchema | None:
         target = _inside(self.folder, relative)
         if target is None:
             self.error(
@@ -138,7 +139,7 @@ class _Builder:
             return None
         return value
 
-    def template(self, raw: Mapping[str, Any], path: JsonPath) -> Mapping[str, Any]:
+    def template(self, raw: Mapping[str, Any], path: JsonPath) -> JsonObject:
         body = dict(raw.get("template", {}))
         files = raw.get("prompt_files") or {}
         if files:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from converge_dsl._json_pointer import resolve
+from converge_dsl._json_types import JsonSchema, JsonValue
 
 MAX_DEPTH = 6
 MAX_LINES = 300
@@ -60,7 +60,7 @@ class OutlineLine:
         return "  " * self.depth + self.text
 
 
-def _json(value: Any) -> str:
+def _json(value: JsonValue) -> str:
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -73,14 +73,14 @@ def _short(text: str) -> str:
 
 
 class _Walker:
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: JsonSchema) -> None:
         self.root = root
         self.lines: list[OutlineLine] = []
         self.cut = False
 
     def resolve(
-        self, schema: Any, seen: frozenset[str]
-    ) -> tuple[Mapping[str, Any], frozenset[str], str | None]:
+        self, schema: JsonValue, seen: frozenset[str]
+    ) -> tuple[JsonSchema, frozenset[str], str | None]:
         """`schema` with its local `$ref`s merged in; the third item names a recursive ref."""
         for _ in range(32):  # a chain of refs longer than this is treated as recursive
             if not isinstance(schema, Mapping):
@@ -97,7 +97,7 @@ class _Walker:
             schema, seen = {**target, **rest}, seen | {ref}
         return {}, seen, "$ref"
 
-    def type_text(self, schema: Any, seen: frozenset[str], level: int = 0) -> str:
+    def type_text(self, schema: JsonValue, seen: frozenset[str], level: int = 0) -> str:
         resolved, seen, recursive = self.resolve(schema, seen)
         if recursive is not None:
             return f"(recursive: {recursive})"
@@ -137,7 +137,7 @@ class _Walker:
                 parts.append(kind)
         return " | ".join(parts) or "any"
 
-    def facts(self, schema: Mapping[str, Any]) -> list[str]:
+    def facts(self, schema: JsonSchema) -> list[str]:
         """Bounds, uniqueness and default of one (resolved) schema, as words."""
         words = []
         for key, template in _BOUNDS:
@@ -163,7 +163,7 @@ class _Walker:
         return True
 
     def field(
-        self, name: str, schema: Any, required: bool, depth: int, seen: frozenset[str]
+        self, name: str, schema: JsonValue, required: bool, depth: int, seen: frozenset[str]
     ) -> None:
         resolved, _, _ = self.resolve(schema, seen)
         words = [self.type_text(schema, seen), *self.facts(resolved)]
@@ -174,7 +174,7 @@ class _Walker:
         if self.emit(depth, text):
             self.children(schema, depth + 1, seen)
 
-    def children(self, schema: Any, depth: int, seen: frozenset[str]) -> None:
+    def children(self, schema: JsonValue, depth: int, seen: frozenset[str]) -> None:
         """The fields inside `schema`: its properties, its items' and its alternatives'."""
         resolved, seen, recursive = self.resolve(schema, seen)
         if recursive is not None:
@@ -210,21 +210,21 @@ class _Walker:
                 self.children(alternative, depth, seen)
 
 
-def _has_shape(schema: Any) -> bool:
+def _has_shape(schema: JsonValue) -> bool:
     return isinstance(schema, Mapping) and bool(schema)
 
 
-def _has_fields(schema: Mapping[str, Any]) -> bool:
+def _has_fields(schema: JsonSchema) -> bool:
     return any(k in schema for k in ("properties", "items", "oneOf", "anyOf"))
 
 
-def _all_typed(alternatives: Sequence[Any]) -> bool:
+def _all_typed(alternatives: Sequence[JsonValue]) -> bool:
     """Whether every alternative says what it is (a type, ref, enum or const)."""
     keys = ("type", "$ref", "enum", "const", "properties", "items")
     return all(isinstance(a, Mapping) and any(k in a for k in keys) for a in alternatives)
 
 
-def _required_group(alternative: Any) -> str:
+def _required_group(alternative: JsonValue) -> str:
     """`{a, b}` for an alternative that only requires fields (`{required: [a, b], ...}`)."""
     if not isinstance(alternative, Mapping):
         return ""
@@ -234,7 +234,7 @@ def _required_group(alternative: Any) -> str:
     return "{" + ", ".join(str(r) for r in required) + "}"
 
 
-def outline(schema: Mapping[str, Any] | None) -> tuple[OutlineLine, ...]:
+def outline(schema: JsonSchema | None) -> tuple[OutlineLine, ...]:
     """The fields of `schema` (top-level properties at depth 0); () when it has none."""
     if not isinstance(schema, Mapping):
         return ()
@@ -245,7 +245,7 @@ def outline(schema: Mapping[str, Any] | None) -> tuple[OutlineLine, ...]:
     return tuple(walker.lines)
 
 
-def type_summary(schema: Mapping[str, Any] | None) -> str:
+def type_summary(schema: JsonSchema | None) -> str:
     """The one-line type of `schema` with its bounds (`object`, `array of string`, ...)."""
     if not isinstance(schema, Mapping):
         return "any"

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
@@ -126,7 +127,7 @@ class PackSolverSuggestor:
     solver: Solver
     definition: SuggestorDef
     invariants: tuple[InvariantDef, ...]
-    params: Mapping[str, Any]
+    params: JsonObject
     source: str
 
     @property

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from converge_dsl._json_types import JsonObject
+
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.models import Model
@@ -172,7 +174,7 @@ class PipelineTester:
     def run(
         self,
         pipeline: Pipeline,
-        inputs: Mapping[str, Any] | None = None,
+        inputs: JsonObject | None = None,
         *,
         models: Mapping[str, Model] | None = None,
         expect: Mapping[str, Any] | None = None,

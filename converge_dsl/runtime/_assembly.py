@@ -23,8 +23,9 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import Clock
 from converge_dsl.compiler import RunParts, compile_pipeline, compile_settings
 from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter, freeze_alive
@@ -53,7 +54,7 @@ ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model
 # The run's usage meter from its budget (a batch's counts against the batch-wide cap).
 MeterFactory = Callable[[Budget], UsageMeter]
 # The compile cache of a run from its resolved inputs (None: compile afresh).
-CacheOpener = Callable[[Mapping[str, object]], "CompileCache | None"]
+CacheOpener = Callable[[JsonObject], "CompileCache | None"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class RunPlan:
     """
 
     document: LoadedDocument
-    inputs: Mapping[str, Any]
+    inputs: JsonObject
     clock: Clock
     models: ModelMaker
     sinks: tuple[RunSink, ...] = ()

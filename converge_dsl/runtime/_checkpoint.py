@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._json_types import JsonObject, JsonValue
 from converge_dsl.engine.state import (
     EngineState,
     PendingProposal,
@@ -74,7 +75,7 @@ def pipeline_digest(pipeline_text: str, inputs: Any) -> str:
     return _sha(pipeline_text + "\0" + json.dumps(inputs, sort_keys=True, default=str))
 
 
-def _json_inputs(inputs: Mapping[str, Any]) -> Any:
+def _json_inputs(inputs: JsonObject) -> Any:
     return json.loads(json.dumps(dict(inputs), sort_keys=True, default=str))
 
 
@@ -87,10 +88,10 @@ class Checkpoint:
     """
 
     state: EngineState | None
-    inputs: Mapping[str, Any]
+    inputs: JsonObject
     pipeline_sha256: str
     digest: str
-    suggestors: Mapping[str, Any] = field(default_factory=dict)
+    suggestors: Mapping[str, JsonValue] = field(default_factory=dict)
     last_mac: str = ""
     records: int = 1
     end: int = 0
@@ -222,7 +223,7 @@ class CheckpointStore:
         *,
         pipeline_text: str,
         digest: str,
-        inputs: Mapping[str, Any],
+        inputs: JsonObject,
         suggestors: Iterable[Suggestor] = (),
     ) -> None:
         """Begin a fresh journal (replacing any old one) with a snapshot of no state yet."""
@@ -284,7 +285,7 @@ class CheckpointStore:
         if out is not None:
             out.close()
 
-    def _states(self) -> dict[str, Any]:
+    def _states(self) -> dict[str, JsonValue]:
         return {s.name: s.checkpoint_state() for s in self._stateful}
 
     def _snapshot(self, state: EngineState | None) -> None:
@@ -333,10 +334,10 @@ class _Written:
     scalars: tuple[Any, ...] = ()
     pending: tuple[Any, ...] = ()
     rejected: tuple[str, ...] = ()
-    states: Mapping[str, Any] = field(default_factory=dict)
+    states: Mapping[str, JsonValue] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, state: EngineState | None, states: Mapping[str, Any]) -> _Written:
+    def of(cls, state: EngineState | None, states: Mapping[str, JsonValue]) -> _Written:
         if state is None:
             return cls(states=dict(states))
         return cls(
@@ -348,7 +349,7 @@ class _Written:
             dict(states),
         )
 
-    def delta(self, state: EngineState, states: Mapping[str, Any]) -> dict[str, Any] | None:
+    def delta(self, state: EngineState, states: Mapping[str, JsonValue]) -> dict[str, Any] | None:
         """The record body of what `state` adds; None when it adds nothing."""
         new = state.facts[self.facts :]
         body: dict[str, Any] = {}

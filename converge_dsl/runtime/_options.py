@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class RunOptions:
     """
 
     pipeline: Path
-    inputs: Mapping[str, Any] = field(default_factory=dict)
+    inputs: JsonObject = field(default_factory=dict)
     model_overrides: Mapping[str, str] = field(default_factory=dict)
     replay: Path | None = None
     checkpoint: Path | None = None

@@ -18,9 +18,10 @@ verifies it first and takes its inputs when none are given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.compiler import LOCK_FILE, CompileCache, declare_models, open_cache
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.engine import freeze_alive
@@ -106,7 +107,7 @@ def _replayed(options: RunOptions) -> Callable[[str], bool]:
 
 
 def _compile_cache(
-    document: LoadedDocument, inputs: Mapping[str, object], options: RunOptions
+    document: LoadedDocument, inputs: JsonObject, options: RunOptions
 ) -> CompileCache | None:
     """The pipeline's on-disk compile cache (`compiler.open_cache`)."""
     return open_cache(

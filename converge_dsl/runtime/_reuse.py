@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl.compiler import compile_settings
 
 from ._suggestor_state import stateful
@@ -51,7 +51,7 @@ class CompiledRuns:
         self._limit = limit
         self._lock = threading.Lock()
 
-    def settings(self, document: LoadedDocument, inputs: Mapping[str, Any]) -> PipelineSettings:
+    def settings(self, document: LoadedDocument, inputs: JsonObject) -> PipelineSettings:
         """The settings for `inputs` (resolved once per distinct inputs)."""
         key = _key(inputs)
         entry = None if key is None else self._entries.get(key)
@@ -62,7 +62,7 @@ class CompiledRuns:
             self._keep(key, (settings, None))
         return settings
 
-    def compiled(self, inputs: Mapping[str, Any], run: RunParts) -> CompiledPipeline | None:
+    def compiled(self, inputs: JsonObject, run: RunParts) -> CompiledPipeline | None:
         """The compiled pipeline kept for `inputs`, as the run of `run`'s parts uses it
         (None if none was kept)."""
         key = _key(inputs)
@@ -70,7 +70,7 @@ class CompiledRuns:
         kept = None if entry is None else entry[1]
         return None if kept is None else for_run(kept, run)
 
-    def offer(self, inputs: Mapping[str, Any], compiled: CompiledPipeline) -> None:
+    def offer(self, inputs: JsonObject, compiled: CompiledPipeline) -> None:
         """Keep `compiled` for the runs with `inputs` if another run may use it."""
         key = _key(inputs)
         if key is None or not reusable(compiled):
@@ -108,7 +108,7 @@ def _for_runs(kind: type) -> bool:
     return callable(getattr(kind, "for_run", None))
 
 
-def _key(inputs: Mapping[str, Any]) -> str | None:
+def _key(inputs: JsonObject) -> str | None:
     try:
         return json.dumps(inputs, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import cache
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
+from converge_dsl._json_types import JsonValue
 from converge_dsl.engine.types import Suggestor
 
 
@@ -24,11 +25,11 @@ class StatefulSuggestor(Protocol):
     @property
     def name(self) -> str: ...
 
-    def checkpoint_state(self) -> Any:
+    def checkpoint_state(self) -> JsonValue:
         """The per-run state as JSON data (compared between cycles, so cheap to build)."""
         ...
 
-    def restore_checkpoint_state(self, data: Any) -> None:
+    def restore_checkpoint_state(self, data: JsonValue) -> None:
         """Continue from `data`, a value `checkpoint_state` returned."""
         ...
 
@@ -51,7 +52,7 @@ def _keeps_state(kind: type) -> bool:
     )
 
 
-def restore_states(suggestors: Iterable[Suggestor], states: Mapping[str, Any]) -> None:
+def restore_states(suggestors: Iterable[Suggestor], states: Mapping[str, JsonValue]) -> None:
     """Give each stateful suggestor its state from `states` (by name; absent = untouched)."""
     for suggestor in stateful(suggestors):
         if suggestor.name in states:

@@ -44,6 +44,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
+from converge_dsl._json_types import JsonSchema
 from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems
@@ -436,7 +437,7 @@ def _safe_class(base: Any) -> Any:
     return jsonschema.validators.extend(base, keywords)
 
 
-def python_validator(schema: Mapping[str, Any], what: str = "the schema") -> GovernedValidator:
+def python_validator(schema: JsonSchema, what: str = "the schema") -> GovernedValidator:
     """A python-jsonschema validator for `schema`: RE2 regexes, local `$ref`s, governed.
 
     Raises `UnsafeSchema` for a refused schema (`check_safe`); the caller
@@ -589,7 +590,7 @@ def _unkeyable(value: object) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def fast_validator(schema: Mapping[str, Any], what: str = "the schema") -> Any:
+def fast_validator(schema: JsonSchema, what: str = "the schema") -> Any:
     """A jsonschema-rs validator: the linear `regex` crate, no retrieval. Raises `UnsafeSchema`."""
     import jsonschema_rs
 
