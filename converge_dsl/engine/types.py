@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from converge_dsl._json_types import JsonValue
 from converge_dsl.keys import BUILTIN_KEYS
 
 _BUILTIN_ORDER = {name: index for index, name in enumerate(BUILTIN_KEYS)}
@@ -183,7 +184,7 @@ class ProposedFact:
     content: Content
     confidence: float = 1.0
     provenance: Provenance = field(default_factory=lambda: Provenance(""))
-    data: Any = None
+    data: JsonValue = None
 
     def __post_init__(self) -> None:
         if type(self.key) is not ContextKey:
@@ -239,7 +240,7 @@ class Fact:
     content: Content
     provenance: Provenance
     confidence: float
-    data: Any
+    data: JsonValue
     logical_time: int
     _basis: PromotionRecord
 
@@ -251,7 +252,7 @@ class Fact:
         provenance: Provenance,
         confidence: float,
         promotion: PromotionRecord,
-        data: Any = None,
+        data: JsonValue = None,
     ) -> None:
         values = (key, id, content, provenance, confidence, data, promotion, promotion.logical_time)
         for name, value in zip(_FACT_SLOTS, values, strict=True):

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
+from converge_dsl._json_types import JsonObject
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, JsonPath
 from converge_dsl.sandbox import CONTEXT_NAMES
@@ -146,7 +147,7 @@ def required(
 
 # The fields every kind's spec shares, in `SuggestorSpec._fields` order (`SuggestorSpec.head`).
 SpecHead = tuple[
-    str, str, JsonPath, Mapping[str, Any], tuple[str, ...], tuple[str, ...], str | None, str | None
+    str, str, JsonPath, JsonObject, tuple[str, ...], tuple[str, ...], str | None, str | None
 ]
 
 
@@ -182,7 +183,7 @@ class SuggestorSpec(Record):
         kind: str,
         name: str,
         path: JsonPath,
-        raw: Mapping[str, Any],
+        raw: JsonObject,
         dependencies: tuple[str, ...],
         targets: tuple[str, ...],
         when: str | None,

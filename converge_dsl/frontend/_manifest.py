@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from converge_dsl._json_types import JsonSchema, JsonValue
+from converge_dsl._json_types import JsonObject, JsonSchema, JsonValue
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend._kinds import ProposalSpec
@@ -265,7 +265,7 @@ class PipelineManifest(Record):
         repositories: tuple[RepositorySpec, ...],
         invariants: tuple[InvariantSpec, ...],
         seeds: tuple[ProposalSpec, ...],
-        suggestors: Sequence[Mapping[str, Any]],
+        suggestors: Sequence[JsonObject],
         document: LoadedDocument,
     ) -> None:
         self.name = name

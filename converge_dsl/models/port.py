@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from converge_dsl._json_types import JsonSchema
 from converge_dsl.errors import ModelFailure
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -74,7 +75,7 @@ class ToolSpec:
 
     name: str
     description: str
-    input_schema: Mapping[str, Any]
+    input_schema: JsonSchema
 
 
 @dataclass(frozen=True, slots=True)
