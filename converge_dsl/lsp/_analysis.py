@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from converge_dsl._collector import quiet_collector
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
@@ -83,17 +84,25 @@ class Analysis(Record):
 
 def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analysis:
     """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
-    checks the file; without `facts`, the editor model is left for `with_facts`."""
+    checks the file; without `facts`, the editor model is left for `with_facts`.
+
+    The objects alive before it (the server, the analyses it keeps) sit in the
+    collector's permanent generation meanwhile (`_collector.quiet_collector`):
+    they hold no garbage, and a full collection walking them cost 60-100 ms in
+    every second or third analysis of a 1,000-suggestor pipeline
+    (`bench/lsp.py`).
+    """
     from converge_dsl.frontend import check_document, load_text
     from converge_dsl.validation import CHECKS, KINDS
 
-    try:
-        document = load_text(text.removeprefix("\ufeff"), display)
-    except PipelineInvalid as exc:
-        return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
-    checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS)
-    analysis = Analysis(path, text, document, None, checked.diagnostics)
-    return with_facts(analysis) if facts else analysis
+    with quiet_collector():
+        try:
+            document = load_text(text.removeprefix("\ufeff"), display)
+        except PipelineInvalid as exc:
+            return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
+        checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS)
+        analysis = Analysis(path, text, document, None, checked.diagnostics)
+        return with_facts(analysis) if facts else analysis
 
 
 def with_facts(analysis: Analysis) -> Analysis:
@@ -102,8 +111,9 @@ def with_facts(analysis: Analysis) -> Analysis:
 
     if analysis.document is None:
         return analysis
-    facts = PipelineFacts(analysis.document, analysis.path.parent, KINDS)
-    return analysis._replace(facts=_readable(facts))
+    with quiet_collector():
+        facts = PipelineFacts(analysis.document, analysis.path.parent, KINDS)
+        return analysis._replace(facts=_readable(facts))
 
 
 def _readable(facts: PipelineFacts) -> PipelineFacts | None:
