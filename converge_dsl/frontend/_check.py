@@ -21,23 +21,32 @@ from converge_dsl.frontend._loader import load_file
 from converge_dsl.frontend.document import LoadedDocument
 
 if TYPE_CHECKING:
-    from converge_dsl.frontend._facts import Check
+    from converge_dsl.frontend._facts import Check, PipelineFacts
     from converge_dsl.frontend._kinds import KindRegistry, SuggestorKind
 
 PIPELINE_SCHEMA = "pipeline.v1.json"  # (the composed one is `_schema.pipeline_schema`)
 
 
 class CheckedPipeline(Record):
-    """The outcome of validating one file: the document (None if it did not load) and findings."""
+    """The outcome of validating one file: the document (None if it did not load) and findings.
 
-    _fields = ("document", "diagnostics")
+    `facts` are what the semantic checks read (None when they did not run: the
+    document did not load or failed the schema), for a caller that reads the
+    pipeline further (the language server) without reading it again.
+    """
+
+    _fields = ("document", "diagnostics", "facts")
     __slots__ = _fields
 
     def __init__(
-        self, document: LoadedDocument | None, diagnostics: tuple[Diagnostic, ...]
+        self,
+        document: LoadedDocument | None,
+        diagnostics: tuple[Diagnostic, ...],
+        facts: PipelineFacts | None = None,
     ) -> None:
         self.document = document
         self.diagnostics = diagnostics
+        self.facts = facts
 
     @property
     def ok(self) -> bool:
@@ -74,13 +83,14 @@ def check_document(
     found = schema_diagnostics(document, PIPELINE_SCHEMA, composed)
     if composed is not None:
         found = _not_loaded(document, kinds, found)
-    if not found:
-        from converge_dsl.frontend._facts import PipelineFacts
-        from converge_dsl.frontend._semantic import CHECKS, semantic_diagnostics
+    if found:
+        return CheckedPipeline(document, tuple(best_first(found)))
+    from converge_dsl.frontend._facts import PipelineFacts
+    from converge_dsl.frontend._semantic import CHECKS, semantic_diagnostics
 
-        facts = PipelineFacts(document, base_dir, kinds)
-        found = semantic_diagnostics(facts, CHECKS if checks is None else checks)
-    return CheckedPipeline(document, tuple(best_first(found)))
+    facts = PipelineFacts(document, base_dir, kinds)
+    found = semantic_diagnostics(facts, CHECKS if checks is None else checks)
+    return CheckedPipeline(document, tuple(best_first(found)), facts)
 
 
 def _not_loaded(

@@ -51,25 +51,29 @@ class Analysis(Record):
 
     `document` is None when the text does not load (then `diagnostics` are the
     loader's); `facts` is None when its suggestors cannot be read (a text that
-    does not pass the schema may still give them).
+    does not pass the schema may still give them). `checked` holds, until
+    `with_facts`, the facts the checks read, so the editor model is built from
+    what the checks already computed.
     """
 
-    _fields = ("path", "text", "document", "facts", "diagnostics")
+    _fields = ("path", "text", "document", "facts", "diagnostics", "checked")
     __slots__ = _fields
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 (positional, as the fields are ordered)
         self,
         path: Path,
         text: str,
         document: LoadedDocument | None,
         facts: PipelineFacts | None,
         diagnostics: tuple[Diagnostic, ...],
+        checked: PipelineFacts | None = None,
     ) -> None:
         self.path = path
         self.text = text
         self.document = document
         self.facts = facts
         self.diagnostics = diagnostics
+        self.checked = checked
 
     def related_files(self) -> tuple[Path, ...]:
         """The files whose change can change this analysis: model scripts and
@@ -101,7 +105,7 @@ def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analy
         except PipelineInvalid as exc:
             return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
         checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS)
-        analysis = Analysis(path, text, document, None, checked.diagnostics)
+        analysis = Analysis(path, text, document, None, checked.diagnostics, checked.facts)
         return with_facts(analysis) if facts else analysis
 
 
@@ -112,8 +116,8 @@ def with_facts(analysis: Analysis) -> Analysis:
     if analysis.document is None:
         return analysis
     with quiet_collector():
-        facts = PipelineFacts(analysis.document, analysis.path.parent, KINDS)
-        return analysis._replace(facts=_readable(facts))
+        facts = analysis.checked or PipelineFacts(analysis.document, analysis.path.parent, KINDS)
+        return analysis._replace(facts=_readable(facts), checked=None)
 
 
 def _readable(facts: PipelineFacts) -> PipelineFacts | None:
