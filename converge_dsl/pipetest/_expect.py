@@ -22,6 +22,9 @@ from typing import Any
 from converge_dsl._json_types import JsonValue
 from converge_dsl.diagnostics import JsonPath, did_you_mean, format_path
 
+# The schema of a test file (`_spec` reads files with it; `expect:` is checked against it).
+SCHEMA_NAME = "pipeline-test.v1.json"
+
 _MISSING = object()
 
 
@@ -95,7 +98,6 @@ def expectation_problems(raw: object) -> list[str]:
     """
     from converge_dsl.errors import PipelineInvalid
     from converge_dsl.frontend import load_text, schema_diagnostics
-    from converge_dsl.pipetest._spec import SCHEMA_NAME
 
     case = {"name": "expect", "expect": raw}
     body = {"apiVersion": "converge-dsl/v1", "kind": "PipelineTest", "cases": [case]}

@@ -34,14 +34,13 @@ from converge_dsl.diagnostics import (
 )
 from converge_dsl.errors import PipelineInvalid
 
-from ._expect import Expectations
+from ._expect import SCHEMA_NAME, Expectations
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.frontend import LoadedDocument
     from converge_dsl.models import Script
 
-SCHEMA_NAME = "pipeline-test.v1.json"
 TEST_SUFFIXES = (".test.yaml", ".test.yml")
 _NOT_PIPELINES = (*TEST_SUFFIXES, ".script.yaml", ".script.yml")
 
