@@ -8,7 +8,7 @@ as an editor does and drives it with pygls's client:
       (`converge_dsl.validation.check_pipeline`), the median of `--repeat` runs;
   (b) edit -> diagnostics: a one-character edit (`didChange`, incremental) and
       the time until the diagnostics of that version are published, one edit at
-      a time, `--edits` of them (p50 and p95); the server's debounce (25 ms) is
+      a time, `--edits` of them (p50 and p95); the server's debounce (10 ms) is
       part of it, as it is for a user;
   (c) completion: the time of a `textDocument/completion` request inside
       a rule half-way down (a `dependencies` list, an expression after `count('`, a

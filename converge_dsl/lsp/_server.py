@@ -43,8 +43,10 @@ from converge_dsl.lsp._workspace import Workspace
 
 # The pause in typing an analysis waits for: long enough to take the changes an editor
 # sends in one burst (a paste, a multi-cursor edit, a completion with its edits) as
-# one text, short beside the analysis itself (about 80 ms for 1,000 suggestors).
-DEBOUNCE_S = 0.025
+# one text (they arrive within a few milliseconds of each other), short beside the
+# analysis itself (about 75 ms for 1,000 suggestors). Keystrokes come further apart
+# than any debounce worth having; a change during an analysis waits for it to end.
+DEBOUNCE_S = 0.010
 
 # A code's explanation (`converge-dsl explain`'s text), given by the command line.
 Explain = Callable[[str], str | None]
