@@ -11,7 +11,8 @@ whether a compile cache or a checkpoint is used, and the run's `RunSink`s.
 The order, once: the outputs are checked (one same-file check over the sinks,
 then each sink's own), the checkpoint folder is locked and (`--resume`) read,
 the inputs resolve into settings, the run's one `UsageMeter` is made before
-anything that records into it (the models, with its attempt gate; the
+anything that records into it (the models, with its attempt gate, each
+behind the answer cache when the plan has one, then as the sinks wrap them; the
 compiled suggestors; the engine), the sinks are opened and hear every event,
 the engine runs, the sinks hear the outcome, and everything is closed
 whatever happened (sinks, checkpoint store, models).
@@ -31,6 +32,7 @@ from converge_dsl.compiler import RunParts, compile_pipeline, compile_settings
 from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter, freeze_alive
 from converge_dsl.errors import ConvergeError
 
+from ._answer_cache import AnswerCaching
 from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
 from ._checkpoint_key import checkpoint_key
 from ._engine import SUGGESTOR_KINDS, build_engine
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from converge_dsl.compiler import CompileCache, PipelineSettings
     from converge_dsl.engine.state import RunResult
     from converge_dsl.frontend.document import LoadedDocument
+    from converge_dsl.models.caching import AnswerCache
     from converge_dsl.models.port import Model
 
 # The run's models from its settings and its meter's attempt gate.
@@ -73,7 +76,8 @@ class Checkpointing:
 class RunPlan:
     """Everything one run is made of, once its pipeline is loaded (see the module docstring).
 
-    `reads` are the files the run reads (no output may be one). `freeze`: a
+    `reads` are the files the run reads (no output may be one). `answers`: the
+    answer cache the run's models are wrapped in (docs/cache.md). `freeze`: a
     process that runs this one pipeline moves what is alive once it is
     compiled to the collector's permanent generation (`RunOptions.freeze_compiled`).
     """
@@ -89,6 +93,7 @@ class RunPlan:
     checkpoint: Checkpointing | None = None
     freeze: bool = False
     reuse: CompiledRuns | None = None
+    answers: AnswerCaching | None = None
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
@@ -112,6 +117,7 @@ async def assemble_run(plan: RunPlan) -> RunOutcome:
 async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
     models: dict[str, Model] = {}
     store = _store(plan.checkpoint)
+    answers = None if plan.answers is None else plan.answers.open(plan.clock)
     try:
         checkpoint = _read_checkpoint(store, plan)
         inputs = plan.inputs or (checkpoint.inputs if checkpoint is not None else {})
@@ -127,7 +133,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
         hub = TraceWriter(
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
-        models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
+        models = _wrapped(_cached(plan, answers, settings, meter), sinks, hub, plan.clock)
         parts = RunParts(models=models, usage=meter, events=hub)
         compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
@@ -162,7 +168,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             store.save(result.state)  # the pending proposals: enough to continue
         if store is not None:
             store.close()  # every record on disk before the run reports
-        out = outcome(compiled, result, decided)
+        out = outcome(compiled, result, decided, answers)
         for sink in sinks:
             sink.on_result(out)
         _raise_failure(sinks)
@@ -175,6 +181,16 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
         for model in models.values():
             await model.aclose()
     return out
+
+
+def _cached(
+    plan: RunPlan, answers: AnswerCache | None, settings: PipelineSettings, meter: UsageMeter
+) -> dict[str, Model]:
+    """The run's models, each behind the run's answer cache when it has one."""
+    built = plan.models(settings, meter.allow_attempt)
+    if answers is None:
+        return built
+    return {name: answers.wrap(name, model) for name, model in built.items()}
 
 
 def _raise_failure(sinks: Sequence[RunSink]) -> None:
