@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from converge_dsl.models.answer_store import (
     MemoryAnswerStore,
     SqliteAnswerStore,
 )
-from converge_dsl.models.caching import AnswerCache, CacheMiss, CachedModel
+from converge_dsl.models.caching import AnswerCache, CachedModel, CacheMiss
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 from converge_dsl.models.port import Message, Usage
 
