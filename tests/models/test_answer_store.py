@@ -107,8 +107,10 @@ def test_rows_changed_behind_the_stores_back_fail_their_check(tmp_path: Path) ->
         db.execute("UPDATE answers SET value = substr(value, 1, 3) WHERE key = 'k1'")
         db.execute("UPDATE answers SET format = 0 WHERE key = 'k2'")
     k1, k2 = store.get("k1", 2.0), store.get("k2", 2.0)
-    assert k1 is not None and verify(k1) is not None
-    assert k2 is not None and verify(k2) is not None
+    assert k1 is not None
+    assert verify(k1) is not None
+    assert k2 is not None
+    assert verify(k2) is not None
 
 
 def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:

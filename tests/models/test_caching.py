@@ -188,7 +188,8 @@ def test_a_cached_answer_counts_toward_no_budget() -> None:
     meter = UsageMeter(Budget(max_model_calls=2))
     first = asyncio.run(metered_call(model, request(), meter))
     again = [asyncio.run(metered_call(model, request(), meter)) for _ in range(5)]
-    assert first is not None and not first.cached
+    assert first is not None
+    assert not first.cached
     assert all(m is not None and m.cached for m in again)
     assert meter.totals.model_calls == 1
     assert meter.totals.tokens == 10

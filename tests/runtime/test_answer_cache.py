@@ -152,7 +152,7 @@ def test_rerunning_calls_only_what_changed(tmp_path: Path, monkeypatch: pytest.M
         (newest_c,) = [r for r in store.rows(suggestor="ask-c") if "Beta two" in r.request]
         assert store.delete(newest_c.key)
         store.close()
-        code, out, err = cli("run", pipeline, "--offline", "--cache-dir", cache_dir)
+        code, _out, err = cli("run", pipeline, "--offline", "--cache-dir", cache_dir)
         assert counts(url)["c"] == 2  # offline: nothing sent
     assert code == 1
     assert "error[CD973]: E_CACHE_MISS: --offline: no cached answer for suggestor 'ask-c'" in err
