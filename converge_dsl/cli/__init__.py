@@ -58,6 +58,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("converge_dsl.cli._trace", "inspect a run trace (expand cleared turns)"),
     "report": ("converge_dsl.cli._report_page", "render a run trace as a self-contained HTML page"),
     "lock": ("converge_dsl.cli._lock", "resolve pack specifiers into converge.lock"),
+    "cache": ("converge_dsl.cli._cache", "look into and tidy the answer cache of model calls"),
     "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
     "graph": ("converge_dsl.cli._graph", "draw a pipeline: Mermaid, DOT, JSON or an HTML page"),
     "test": ("converge_dsl.cli._test", "run pipeline tests (*.test.yaml) and check expectations"),

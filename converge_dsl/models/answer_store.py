@@ -233,7 +233,7 @@ class SqliteAnswerStore:
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise CacheStoreError(
-                f"cannot open the answer cache {str(self.path)!r}: {exc}",
+                f"answer cache [{codes.CACHE_STORE_FAILED}]: cannot open {str(self.path)!r}: {exc}",
                 hint="give a writable folder with --cache-dir, or run without --cache",
             ) from None
 
@@ -243,7 +243,8 @@ class SqliteAnswerStore:
             yield self._db
         except sqlite3.Error as exc:
             raise CacheStoreError(
-                f"the answer cache {str(self.path)!r} failed while {doing}: {exc}",
+                f"answer cache [{codes.CACHE_STORE_FAILED}]: {str(self.path)!r} failed while "
+                f"{doing}: {exc}",
                 hint="`converge-dsl cache clear` starts it afresh",
             ) from None
 

@@ -43,7 +43,7 @@ Public surface:
 
 from __future__ import annotations
 
-from ._answer_cache import AnswerCaching, caching_from
+from ._answer_cache import AnswerCaching, cache_folder, caching_from
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
@@ -112,6 +112,7 @@ __all__ = [
     "assemble_run",
     "build_engine",
     "build_models",
+    "cache_folder",
     "caching_from",
     "check_outputs",
     "check_report_output",
