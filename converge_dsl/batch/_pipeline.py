@@ -63,6 +63,7 @@ class Pipeline:
     """
 
     __slots__ = (
+        "_answers",
         "_clock",
         "_compiled",
         "_document",
@@ -97,6 +98,13 @@ class Pipeline:
         from converge_dsl.runtime import CompiledRuns
 
         self._compiled = CompiledRuns()  # compile once, run many (see `CompiledRuns`)
+        from converge_dsl.runtime import caching_from
+
+        # The answer cache, when CONVERGE_DSL_CACHE_MODE turns it on (docs/cache.md);
+        # a worker process opens its own connection to the same store.
+        self._answers = caching_from(
+            flag=False, offline=False, cache_dir=None, env=self._env, warn=_warn
+        )
 
     def __repr__(self) -> str:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
@@ -212,6 +220,7 @@ class Pipeline:
             sinks=tuple(sinks),
             meter=meter,
             reuse=self._compiled,
+            answers=self._answers,
         )
         return await assemble_run(plan)
 
@@ -313,6 +322,13 @@ def _sync(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return loop.run_until_complete(coroutine())
     finally:
         loop.close()
+
+
+def _warn(line: str) -> None:
+    """A warning of the answer cache (a cached answer that failed its check), on stderr."""
+    import sys
+
+    sys.stderr.write(line + "\n")
 
 
 def load(

@@ -12,7 +12,8 @@ a problem, never an answer.
 `SqliteAnswerStore` keeps the rows in one SQLite file (stdlib `sqlite3`) in
 WAL mode, so several processes on one machine read and write the same file at
 once (each write is one short transaction; a writer waits up to
-`BUSY_TIMEOUT_S` for another). Its size is bounded: a `put` past `max_bytes`
+`BUSY_TIMEOUT_S` for another), and the runs of one process on several
+threads share one connection, one operation at a time. Its size is bounded: a `put` past `max_bytes`
 removes the least recently used rows until the rows fill at most 90 % of it.
 `MemoryAnswerStore` keeps rows in a dict, for tests. Every failure of SQLite
 is a `CacheStoreError` (a `ConvergeError`), never a `sqlite3` exception.
@@ -24,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -223,6 +225,7 @@ class SqliteAnswerStore:
         self.folder = folder
         self.path = folder / STORE_FILE
         self.max_bytes = max_bytes
+        self._lock = threading.RLock()
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -239,8 +242,10 @@ class SqliteAnswerStore:
 
     @contextlib.contextmanager
     def _guard(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """One operation at a time on the connection (runs on several threads share it)."""
         try:
-            yield self._db
+            with self._lock:
+                yield self._db
         except sqlite3.Error as exc:
             raise CacheStoreError(
                 f"answer cache [{codes.CACHE_STORE_FAILED}]: {str(self.path)!r} failed while "
