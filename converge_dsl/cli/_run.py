@@ -160,6 +160,7 @@ def caching(args: argparse.Namespace, io: CommandIO) -> AnswerCaching | None:
         cache_dir=args.cache_dir,
         env=os.environ,  # the run's environment, as `RunOptions.env` reads it
         warn=lambda line: io.stderr.write(line + "\n"),
+        explain=args.explain_cache,
     )
 
 

@@ -108,7 +108,9 @@ class AnswerCache:
     """One run's view of an answer store (see the module docstring).
 
     `warn` hears each warning line (a row that failed its check, a store that
-    failed); `wall` gives the epoch seconds rows are stamped with.
+    failed); `wall` gives the epoch seconds rows are stamped with. `explain`
+    says why each miss missed (the nearest cached request and a diff), which
+    costs a look through the suggestor's rows: offline misses always say it.
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class AnswerCache:
         *,
         mode: CacheMode = "read-write",
         offline: bool = False,
+        explain: bool = False,
         clock: Clock,
         warn: Callable[[str], object] | None = None,
         wall: Callable[[], float] = time.time,
@@ -124,6 +127,7 @@ class AnswerCache:
         self.store = store
         self.mode: CacheMode = mode
         self.offline = offline
+        self.explain = explain
         self._clock = clock
         self._warn = warn
         self._wall = wall
@@ -301,7 +305,11 @@ class CachedModel(ModelDefaults):
                 if on_increment is not None:
                     emit_increments(answer.text, on_increment)
                 return answer
-        why = cache.nearest(self._identity_json, request, req.suggestor)
+        why = (
+            cache.nearest(self._identity_json, request, req.suggestor)
+            if cache.offline or cache.explain
+            else None
+        )
         cache.record(CallRecord(req.suggestor, self._name, key, "miss", why))
         if cache.offline:
             raise CacheMiss(

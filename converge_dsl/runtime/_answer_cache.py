@@ -39,11 +39,17 @@ class AnswerCaching:
     mode: CacheMode = "read-write"
     offline: bool = False
     warn: Callable[[str], object] | None = None
+    explain: bool = False
 
     def open(self, clock: Clock) -> AnswerCache:
         """One run's view of the store."""
         return AnswerCache(
-            self.store, mode=self.mode, offline=self.offline, clock=clock, warn=self.warn
+            self.store,
+            mode=self.mode,
+            offline=self.offline,
+            explain=self.explain,
+            clock=clock,
+            warn=self.warn,
         )
 
 
@@ -79,6 +85,7 @@ def caching_from(
     cache_dir: Path | None,
     env: Mapping[str, str],
     warn: Callable[[str], object] | None = None,
+    explain: bool = False,
 ) -> AnswerCaching | None:
     """The run's caching from `--cache`/`--offline`/`--cache-dir` and the environment."""
     mode = cache_mode(env)
@@ -89,5 +96,9 @@ def caching_from(
     if mode is None or mode == "off":
         return None
     return AnswerCaching(
-        SqliteAnswerStore(cache_folder(cache_dir, env)), mode=mode, offline=offline, warn=warn
+        SqliteAnswerStore(cache_folder(cache_dir, env)),
+        mode=mode,
+        offline=offline,
+        warn=warn,
+        explain=explain,
     )
