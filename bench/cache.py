@@ -9,7 +9,8 @@ answers every request after 100 ms. In the same run this measures, with one
 - hit: the miss pass's requests again, HITS times over: look-up, check, decode.
 Each figure is the median of its calls; the ratios are to the uncached call.
 Targets (docs/cache.md): hit <= 0.02 of an uncached call; miss path <= 1.05.
-Usage: python bench/cache.py   (last lines: `hit / uncached call: X`, `miss path / uncached call: Y`)
+Usage: python bench/cache.py
+(last lines: `hit / uncached call: X`, `miss path / uncached call: Y`)
 """
 
 from __future__ import annotations

@@ -119,8 +119,19 @@ def test_rerunning_calls_only_what_changed(tmp_path: Path, monkeypatch: pytest.M
         assert json.loads(first)["usage"]["model_calls"] == 3
         assert "cached_calls" not in json.loads(first)["usage"]
 
-        code, second, _ = cli("run", pipeline, *flags)
+        trace, report = tmp_path / "second.jsonl", tmp_path / "second.html"
+        code, second, _ = cli("run", pipeline, *flags, "--trace", trace, "--report", report)
         assert code == 0
+        finished = [
+            json.loads(line)
+            for line in trace.read_text(encoding="utf-8").splitlines()
+            if '"model_call_finished"' in line
+        ]
+        assert [event.get("cached") for event in finished] == [True, True, True]
+        assert "remote (cached)" in report.read_text(encoding="utf-8")
+        code, human, _ = cli("run", pipeline, "--cache", "--cache-dir", cache_dir)
+        assert code == 0
+        assert "; 3 cached answer(s), counted toward no budget" in human
         assert counts(url) == {"a": 1, "b-one": 1, "c": 1}  # no request at all
         assert json.loads(second)["usage"] == {
             "model_calls": 0,
