@@ -22,6 +22,10 @@ Public surface:
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
   stop reason `invalid`, `usage_error` or `error`).
+- `AnswerCaching` (a run's answer cache: its store, mode, offline; `RunPlan.answers`,
+  `RunOptions.answers`), `caching_from(flag=, offline=, cache_dir=, env=)` (from
+  `--cache`/`--offline`/`--cache-dir` and the cache mode variable; docs/cache.md) and
+  `cache_folder(cache_dir, env)` (where the store lives).
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
