@@ -1,7 +1,7 @@
 """`converge-dsl cache stats|ls|show KEY|prune|clear`: look into and tidy the answer cache.
 
 Every action reads the cache folder `--cache-dir` gives (else
-`CONVERGE_DSL_CACHE_DIR`, else the user cache folder; docs/cache.md) and
+`$CONVERGE_DSL_CACHE/answers`, else the user cache folder's; docs/cache.md) and
 prints text, or one JSON object under `--format json`. `ls` lists the
 entries, most recently used first (`--suggestor NAME` keeps one
 suggestor's); `show KEY` prints one entry (a unique prefix of its key is

@@ -498,6 +498,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if args.cases is not None:
         from converge_dsl.cli._batch import execute_batch
 
+        if args.cache or args.offline or args.explain_cache or args.cache_dir is not None:
+            raise UsageError(
+                "--cache, --offline, --cache-dir and --explain-cache apply to a single run",
+                hint="a batch (--cases) uses the answer cache when CONVERGE_DSL_CACHE_MODE "
+                "says so, in the folder CONVERGE_DSL_CACHE names (docs/cache.md)",
+            )
+
         return execute_batch(args, io)
     human = args.format == "human"
     # Under --quiet no listener at all: with none, the engine builds no events.

@@ -9,7 +9,8 @@ writes (or reads only when `CONVERGE_DSL_CACHE_MODE=read-only`); without
 either, `CONVERGE_DSL_CACHE_MODE` decides, and when it is unset the cache is
 off (the default of `run`, `batch`, `test` and the Python API: a cached
 answer for a sampled request is a choice the user makes). `--cache-dir`
-(else `CONVERGE_DSL_CACHE_DIR`, else the user cache folder) says where.
+(else the `answers` folder of `CONVERGE_DSL_CACHE`, the cache root the compile
+cache uses too, else of the user cache folder) says where.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from converge_dsl.models.answer_store import AnswerStore, SqliteAnswerStore, def
 from converge_dsl.models.caching import CACHE_MODES, AnswerCache, CacheMode
 
 MODE_VARIABLE = "CONVERGE_DSL_CACHE_MODE"
-DIR_VARIABLE = "CONVERGE_DSL_CACHE_DIR"
+DIR_VARIABLE = "CONVERGE_DSL_CACHE"  # the cache root the compile cache uses too
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,11 @@ def cache_mode(env: Mapping[str, str]) -> CacheMode | None:
 
 
 def cache_folder(cache_dir: Path | None, env: Mapping[str, str]) -> Path:
-    """`--cache-dir`, else `CONVERGE_DSL_CACHE_DIR`, else the user cache folder."""
+    """`--cache-dir`, else `answers` in `CONVERGE_DSL_CACHE`, else in the user cache folder."""
     if cache_dir is not None:
         return cache_dir
     named = env.get(DIR_VARIABLE, "").strip()
-    return Path(named) if named else default_cache_dir()
+    return Path(named) / "answers" if named else default_cache_dir()
 
 
 def caching_from(

@@ -79,3 +79,13 @@ def test_an_unknown_key_is_cd977(tmp_path: Path) -> None:
     code, _, err = cli("cache", "show", "ffff", "--cache-dir", tmp_path)
     assert code == 3
     assert err.startswith("error: answer cache [CD977]: no entry has a key starting 'ffff'")
+
+
+def test_a_batch_takes_the_cache_from_the_environment_not_the_flags(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("{}\n", encoding="utf-8")
+    code, _, err = cli(
+        "run", "pipelines/market-entry.yaml", "--cases", cases, "--out", tmp_path / "o", "--cache"
+    )
+    assert code == 3
+    assert "--cache, --offline, --cache-dir and --explain-cache apply to a single run" in err
