@@ -10,6 +10,8 @@ from pathlib import Path
 from converge_dsl.cli import run
 from converge_dsl.models.answer_store import STORE_FILE, CacheRow, SqliteAnswerStore
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def cli(*argv: str | Path) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
@@ -85,7 +87,13 @@ def test_a_batch_takes_the_cache_from_the_environment_not_the_flags(tmp_path: Pa
     cases = tmp_path / "cases.jsonl"
     cases.write_text("{}\n", encoding="utf-8")
     code, _, err = cli(
-        "run", "pipelines/market-entry.yaml", "--cases", cases, "--out", tmp_path / "o", "--cache"
+        "run",
+        ROOT / "pipelines" / "market-entry.yaml",
+        "--cases",
+        cases,
+        "--out",
+        tmp_path / "o",
+        "--cache",
     )
     assert code == 3
     assert "--cache, --offline, --cache-dir and --explain-cache apply to a single run" in err
