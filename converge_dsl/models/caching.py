@@ -46,6 +46,7 @@ from converge_dsl.models.port import (
     ModelErrorCode,
     ModelRequest,
     ModelReturn,
+    OnEarlyToolCall,
     OnIncrement,
 )
 
@@ -272,6 +273,16 @@ class CachedModel(ModelDefaults):
             req, on_increment, lambda: self._inner.call_streaming(req, on_increment)
         )
 
+    async def call_speculating(
+        self, req: ModelRequest, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> ModelReturn:
+        return await self._cached(
+            req,
+            on_increment,
+            lambda: self._inner.call_speculating(req, on_increment, on_early_call),
+            on_early_call,
+        )
+
     def provider_account(self) -> AccountBinding | None:
         return self._inner.provider_account()
 
@@ -289,6 +300,7 @@ class CachedModel(ModelDefaults):
         req: ModelRequest,
         on_increment: OnIncrement | None,
         make: Callable[[], Awaitable[ModelReturn]],
+        on_early_call: OnEarlyToolCall | None = None,
     ) -> ModelReturn:
         cache = self._cache
         request = model_request_json(req)
@@ -304,6 +316,9 @@ class CachedModel(ModelDefaults):
                 mark_cached()
                 if on_increment is not None:
                     emit_increments(answer.text, on_increment)
+                if on_early_call is not None:  # every early call is one of the answer's
+                    for tool_call in answer.tool_calls:
+                        on_early_call(tool_call)
                 return answer
         why = (
             cache.nearest(self._identity_json, request, req.suggestor)

@@ -225,3 +225,23 @@ def test_an_api_key_reaches_neither_the_key_nor_the_store(tmp_path: Path) -> Non
     stored: CacheRow = SqliteAnswerStore(tmp_path).rows()[0]
     assert KEYS["main"] not in stored.identity + stored.request + stored.value + stored.key
     assert '"origin":"http://127.0.0.1:' in stored.identity
+
+
+def test_a_speculating_hit_hands_over_the_answers_tool_calls() -> None:
+    from converge_dsl.models import ToolCallPart
+
+    class Calling(Counting):
+        async def call(self, req: ModelRequest) -> ModelReturn:
+            self.calls += 1
+            part = ToolCallPart("c1", "look", {"q": "tea"})
+            return ModelReturn(Message("assistant", (part,)), stop_reason="tool_use")
+
+    answers, _ = cache()
+    inner = Calling()
+    model = answers.wrap("remote", inner)
+    first: list[object] = []
+    asyncio.run(model.call_speculating(request(), lambda _: None, first.append))
+    again: list[object] = []
+    answer = asyncio.run(model.call_speculating(request(), lambda _: None, again.append))
+    assert inner.calls == 1
+    assert again == first == list(answer.tool_calls)
