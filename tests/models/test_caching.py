@@ -245,3 +245,10 @@ def test_a_speculating_hit_hands_over_the_answers_tool_calls() -> None:
     answer = asyncio.run(model.call_speculating(request(), lambda _: None, again.append))
     assert inner.calls == 1
     assert again == first == list(answer.tool_calls)
+
+
+def test_an_offline_miss_with_nothing_cached_for_the_suggestor_says_so() -> None:
+    offline, _ = cache(mode="read-only", offline=True)
+    with pytest.raises(CacheMiss) as caught:
+        asyncio.run(offline.wrap("remote", Counting()).call(request()))
+    assert "nothing is cached for suggestor 'ask'" in caught.value.message
