@@ -1,0 +1,184 @@
+"""Starting the service: load every pipeline, open the state, bind, serve until stopped.
+
+`prepare(options)` does everything that can fail before a socket is bound:
+each pipeline is loaded, validated and checked (`converge_dsl.load`; an
+invalid one raises its `PipelineInvalid`, which the command line prints as
+`validate` does), names must be unique (CD994), tokens are read (CD992), a
+non-loopback host needs tokens, and the state opens (CD993). `serve(options)`
+binds the socket, says where it listens, and runs uvicorn until SIGINT or
+SIGTERM; the runs in flight then continue at the next start on the same state.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from converge_dsl import codes
+from converge_dsl.clock import SystemClock
+from converge_dsl.diagnostics import Diagnostic, best_first
+from converge_dsl.errors import PipelineInvalid
+
+from ._errors import ServeFailed, ServeRefused
+from ._service import Limits, RunService
+from ._store import RunStore
+from ._tokens import Tokens, read_tokens
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from converge_dsl.batch import Pipeline
+
+    from ._app import HttpLimits
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What `converge-dsl serve` was asked for."""
+
+    pipelines: Sequence[Path]
+    host: str = "127.0.0.1"
+    port: int = 8080
+    state: Path = Path(".converge-serve")
+    token_file: Path | None = None
+    limits: Limits = field(default_factory=Limits)
+    body_cap: int = 1 << 20
+    wait_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A service ready to bind: its application and what it serves."""
+
+    app: Starlette
+    service: RunService
+    names: tuple[str, ...]
+
+
+def _secrets(pipelines: Sequence[Pipeline], plain: Sequence[str]) -> tuple[str, ...]:
+    """The values never to show in an error: the tokens, and the models' API keys."""
+    out = list(plain)
+    for pipeline in pipelines:
+        for model in pipeline.document.data.get("models", {}).values():
+            if isinstance(model, dict):
+                name = model.get("api_key_env")
+                value = pipeline.env.get(name) if isinstance(name, str) else None
+                if value:
+                    out.append(value)
+    return tuple(out)
+
+
+def prepare(options: ServeOptions) -> Prepared:
+    """Load and check everything before binding (see the module docstring)."""
+    from converge_dsl.batch import load
+    from converge_dsl.models._redact import redact_text
+
+    from ._app import HttpLimits, build_app
+
+    tokens: Tokens | None = None
+    plain: tuple[str, ...] = ()
+    if options.token_file is not None:
+        tokens, plain = read_tokens(options.token_file)
+    if tokens is None and not _loopback(options.host):
+        raise ServeRefused(
+            codes.SERVE_TOKEN_FILE,
+            f"--host {options.host} listens beyond this machine without --token-file",
+            hint="give --token-file FILE, or serve on 127.0.0.1",
+        )
+    loaded: dict[str, Pipeline] = {}
+    invalid: list[Diagnostic] = []
+    for path in options.pipelines:
+        try:
+            pipeline = load(path)
+        except PipelineInvalid as exc:  # every file is checked: all their problems at once
+            invalid.extend(exc.diagnostics)
+            continue
+        if pipeline.name in loaded:
+            raise ServeRefused(
+                codes.SERVE_DUPLICATE_PIPELINE,
+                f"pipelines {str(loaded[pipeline.name].path)!r} and {str(path)!r} are both "
+                f"named {pipeline.name!r}",
+                hint="rename one (its `name:`): a run is started by the pipeline's name",
+            )
+        loaded[pipeline.name] = pipeline
+    if invalid:
+        raise PipelineInvalid(best_first(invalid))
+    if not loaded:
+        raise ServeRefused(
+            codes.SERVE_NOT_FOUND,
+            "no pipeline to serve",
+            hint="name pipeline files or folders holding them",
+        )
+    secrets = _secrets(list(loaded.values()), plain)
+    store = RunStore(options.state)
+    service = RunService(
+        loaded,
+        store,
+        options.state,
+        options.limits,
+        clock=SystemClock(),
+        new_id=lambda: uuid.uuid4().hex,
+        redact=lambda text: redact_text(text, secrets),
+    )
+    app = build_app(service, tokens, HttpLimits(options.body_cap, options.wait_s))
+    return Prepared(app, service, tuple(loaded))
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; `ServeFailed` when the address cannot be used."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ServeFailed(
+            codes.SERVE_STATE_UNUSABLE,
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="choose another --port (0 picks a free one), or stop what uses it",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
+    """Prepare, bind, tell `on_ready` the base URL, and serve until a signal stops it."""
+    import uvicorn
+
+    prepared = prepare(options)
+    sock = bind(options.host, options.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    on_ready(f"http://{shown}:{port}")
+    config = uvicorn.Config(
+        prepared.app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=5,
+        limit_concurrency=max(64, 4 * sum(1 for _ in prepared.names) * 64),
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+        prepared.service.store.close()
