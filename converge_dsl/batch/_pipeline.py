@@ -220,6 +220,7 @@ class Pipeline:
         models: Mapping[str, Model] | None = None,
         sinks: Sequence[RunSink] = (),
         checkpoint: Checkpointing | None = None,
+        budget: Callable[[Budget], Budget] | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -230,7 +231,8 @@ class Pipeline:
         report, OpenTelemetry; a batch makes them per case). `checkpoint` journals the
         run into a folder, or continues it from there with decisions on a pause
         (`converge_dsl.runtime.Checkpointing`, what `--checkpoint`/`--resume` make; the
-        service keeps one per run).
+        service keeps one per run). `budget` makes the run's budget from the
+        pipeline's (a service's request lowers it).
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
@@ -249,6 +251,7 @@ class Pipeline:
             meter=meter,
             reuse=self._compiled,
             checkpoint=checkpoint,
+            budget=budget,
         )
         return await assemble_run(plan)
 

@@ -49,7 +49,7 @@ from ._store import FINISHED, RunRow, RunStore
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
-    from converge_dsl.engine import Budget, UsageMeter
+    from converge_dsl.engine import Budget
     from converge_dsl.runtime import RunOutcome
 
 # Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
@@ -298,7 +298,6 @@ class RunService:
             ended.set()
 
     async def _outcome(self, pipeline: Pipeline, row: RunRow, sink: EventSink) -> RunOutcome:
-        from converge_dsl.engine import UsageMeter
         from converge_dsl.runtime import CHECKPOINT_FILE, Checkpointing
 
         folder = self._folder / row.id
@@ -316,17 +315,16 @@ class RunService:
             decided_by=dict.fromkeys(decisions, DECIDED_BY),
         )
         request = RunRequest.of(row.request)
-        limits = self._limits
-        clock = self._clock
+        most = self._limits.max_run_s
 
-        def meter(budget: Budget) -> UsageMeter:
-            lowered = request.lowered(budget)
-            if limits.max_run_s is not None:
-                lowered = RunRequest({}, {"max_wall_s": limits.max_run_s}).lowered(lowered)
-            return UsageMeter(lowered, clock=clock)
+        def budget(pipeline_budget: Budget) -> Budget:
+            lowered = request.lowered(pipeline_budget)
+            if most is not None:
+                lowered = RunRequest({}, {"max_wall_s": most}).lowered(lowered)
+            return lowered
 
         return await pipeline.outcome(
-            request.inputs, meter=meter, sinks=(sink,), checkpoint=checkpoint
+            request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
         )
 
 
