@@ -37,8 +37,8 @@ from converge_dsl.errors import UsageError
 from ._shared import SharedTransports
 
 if TYPE_CHECKING:
-    from converge_dsl.compiler import PipelineSettings
     from converge_dsl._json_types import JsonSchema
+    from converge_dsl.compiler import PipelineSettings
     from converge_dsl.engine import Budget
     from converge_dsl.frontend import InputSpec
     from converge_dsl.frontend.document import LoadedDocument

@@ -18,7 +18,8 @@ Public surface:
   rule and llm, whose builders live here); callers above hand down the one with
   agent and pack (`converge_dsl.validation.KINDS`).
 - `resolve_inputs(declared, given)`: the declared inputs (`InputSpec`s by name) with
-  defaults applied; `budget_of(spec)`: the engine's `Budget` of a `budget:` section.
+  defaults applied; `budget_of(spec)`: the engine's `Budget` of a `budget:` section;
+  `key_schemas(document_or_manifest)`: the declared keys' schemas by key name.
 - `CompileContext`: what every suggestor builder receives (pipeline name,
   source map, models by name, usage meter, event sink, inputs, declared keys
   and their schemas, base dir, shared render scopes, the kind registry;
@@ -89,6 +90,7 @@ __all__ = [
     "SuggestorBuilder",
     "SuggestorCore",
     "UsageRecorder",
+    "budget_of",
     "compile_context",
     "compile_pipeline",
     "compile_settings",
@@ -96,6 +98,5 @@ __all__ = [
     "key_schemas",
     "open_cache",
     "resolve_inputs",
-    "budget_of",
     "with_item",
 ]

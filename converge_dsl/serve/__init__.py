@@ -3,8 +3,8 @@
 Public surface:
 - `ServeOptions` (what the command was asked for), `Limits` (per pipeline:
   runs at once, runs waiting, longest run), `serve(options, on_ready)` (load,
-  validate, bind, serve until a signal) and `prepare(options)` (everything but
-  binding: the Starlette application and its `RunService`).
+  validate, bind, serve until a signal) and `prepare(options)` -> `Prepared`
+  (everything but binding: the Starlette application and its `RunService`).
 - `RunService`: queues, runs, pauses, cancels and recovers runs through the
   Python API's run (`Pipeline.outcome`, the one run assembly), with
   `RunStore`, the SQLite state (runs, events, results) of `--state DIR`.

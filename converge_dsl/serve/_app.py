@@ -29,14 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
-from starlette.responses import StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError
 
-from ._openapi import document
+from ._openapi import component_name, document
 from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
 from ._store import FINISHED, RunRow
 from ._tokens import Tokens
@@ -65,9 +70,9 @@ def _problems(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
 
 def _redacted(problem: Problem, redact: Callable[[str], str]) -> dict[str, Any]:
     data = problem.data()
-    data["message"] = redact(data["message"])
-    if "hint" in data:
-        data["hint"] = redact(data["hint"])
+    for field in ("message", "hint", "text"):
+        if field in data:
+            data[field] = redact(data[field])
     return data
 
 
@@ -85,36 +90,30 @@ def run_view(row: RunRow, *, result: bool = True) -> dict[str, Any]:
     return view
 
 
-def build_app(
-    service: RunService,
-    tokens: Tokens | None,
-    limits: HttpLimits,
-) -> Starlette:
-    """The application over `service` (see the module docstring)."""
-    redact = service.redact
-    openapi = document(service.pipelines)
+Handler = Callable[[Request], Awaitable[Response]]
 
-    Handler = Callable[[Request], Awaitable[Response]]
 
-    def guarded(handler: Handler, *, open_route: bool = False) -> Handler:
+class _Api:
+    """The route handlers over one service (see the module docstring)."""
+
+    def __init__(self, service: RunService, tokens: Tokens | None, limits: HttpLimits) -> None:
+        self.service = service
+        self.tokens = tokens
+        self.limits = limits
+        self.openapi = document(service.pipelines)
+
+    def guarded(self, handler: Handler, *, open_route: bool = False) -> Handler:
+        """`handler` behind the token check, its refusals answered as JSON errors."""
+        redact = self.service.redact
+
         async def call(request: Request) -> Response:
             try:
                 if (
                     not open_route
-                    and tokens is not None
-                    and not tokens.allows(request.headers.get("authorization"))
+                    and self.tokens is not None
+                    and not self.tokens.allows(request.headers.get("authorization"))
                 ):
-                    raise Refused(
-                        401,
-                        (
-                            Problem(
-                                codes.SERVE_UNAUTHORIZED,
-                                "a valid bearer token is needed",
-                                "",
-                                "send Authorization: Bearer TOKEN with a token of --token-file",
-                            ),
-                        ),
-                    )
+                    raise Refused(401, (_UNAUTHORIZED,))
                 return await handler(request)
             except Refused as error:
                 response = _problems(error, redact)
@@ -127,81 +126,81 @@ def build_app(
 
         return call
 
-    async def body(request: Request) -> Any:
+    async def body(self, request: Request) -> Any:
+        """The JSON body, read up to the cap (413 past it); None when empty."""
+        cap = self.limits.body_cap
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.body_cap:
-            raise _too_large(limits.body_cap)
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            raise _too_large(cap)
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
-            if size > limits.body_cap:
-                raise _too_large(limits.body_cap)
+            if size > cap:
+                raise _too_large(cap)
             chunks.append(chunk)
         raw = b"".join(chunks)
         return None if not raw.strip() else parse_json(raw)
 
-    def run_id(request: Request) -> str:
+    def run_id(self, request: Request) -> str:
+        """The run id of the path, once it has the form of one (and the run exists)."""
         ident = str(request.path_params["id"])
         if not RUN_ID.fullmatch(ident):
             raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
+        self.service.get(ident)
         return ident
 
-    async def start_run(request: Request) -> Response:
+    async def start_run(self, request: Request) -> Response:
+        service = self.service
         name = str(request.path_params["name"])
         pipeline = service.pipelines.get(name)
         if pipeline is None:
             from converge_dsl.diagnostics import did_you_mean
 
             close = did_you_mean(name, list(service.pipelines))
-            raise refused(
-                404,
-                codes.SERVE_NOT_FOUND,
-                f"no pipeline {name[:64]!r}",
-                "",
-                f"did you mean {close!r}?" if close else f"served: {', '.join(service.pipelines)}",
+            hint = (
+                f"did you mean {close!r}?" if close else f"served: {', '.join(service.pipelines)}"
             )
-        checked = run_request(pipeline, await body(request))
+            raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
+        checked = run_request(pipeline, await self.body(request))
         run = service.submit(name, checked)
         if request.query_params.get("wait", "").lower() in ("1", "true", "yes"):
-            row = await service.wait(run, limits.wait_s)
-            if row.status in FINISHED or row.status == "paused":
-                return JSONResponse(run_view(row))
-            return JSONResponse(run_view(row), status_code=202)
+            row = await service.wait(run, self.limits.wait_s)
+            stopped = row.status in FINISHED or row.status == "paused"
+            return JSONResponse(run_view(row), status_code=200 if stopped else 202)
         return JSONResponse(
-            run_view(service.get(run)), status_code=202, headers={"Location": f"/v1/runs/{run}"}
+            run_view(service.get(run)),
+            status_code=202,
+            headers={"Location": f"/v1/runs/{run}"},
         )
 
-    async def get_run(request: Request) -> Response:
-        return JSONResponse(run_view(service.get(run_id(request))))
+    async def get_run(self, request: Request) -> Response:
+        return JSONResponse(run_view(self.service.get(self.run_id(request))))
 
-    async def cancel_run(request: Request) -> Response:
-        return JSONResponse(run_view(service.cancel(run_id(request))))
+    async def cancel_run(self, request: Request) -> Response:
+        return JSONResponse(run_view(self.service.cancel(self.run_id(request))))
 
-    async def decide(request: Request) -> Response:
-        ident = run_id(request)
-        service.get(ident)
-        decisions = decisions_request(await body(request))
-        return JSONResponse(run_view(service.decide(ident, decisions)))
+    async def decide(self, request: Request) -> Response:
+        ident = self.run_id(request)
+        decisions = decisions_request(await self.body(request))
+        return JSONResponse(run_view(self.service.decide(ident, decisions)))
 
-    async def events(request: Request) -> Response:
-        ident = run_id(request)
-        service.get(ident)
+    async def events(self, request: Request) -> Response:
+        ident = self.run_id(request)
         header = request.headers.get("last-event-id", "")
         last = int(header) if header.strip().isdigit() else -1
         return StreamingResponse(
-            _stream(service, ident, last),
+            _stream(self.service, ident, last),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store"},
         )
 
-    async def report(request: Request) -> Response:
-        ident = run_id(request)
-        service.get(ident)
-        lines = [line for _, line in service.store.events(ident)]
-        live = service.live(ident)
+    async def report(self, request: Request) -> Response:
+        ident = self.run_id(request)
+        lines = [line for _, line in self.service.store.events(ident)]
+        live = self.service.live(ident)
         if live is not None:
-            lines += [line for seq, line in live.lines[live.stored :]]
+            lines += [line for _, line in live.lines[live.stored :]]
         if not lines:
             raise refused(
                 404,
@@ -212,24 +211,27 @@ def build_app(
             )
         return HTMLResponse(await asyncio.to_thread(_render, lines))
 
-    async def pipelines(request: Request) -> Response:
+    async def pipelines(self, request: Request) -> Response:
+        schemas = self.openapi["components"]["schemas"]
         listed = {
             name: {
-                "inputs": openapi["components"]["schemas"].get(f"{_component(name)}Inputs", {}),
+                "description": pipeline.document.data.get("description"),
+                "inputs": schemas.get(f"{component_name(name)}Inputs", {}),
                 "keys": list(pipeline.keys),
-                "queue_depth": service.queue_depth(name),
+                "queue_depth": self.service.queue_depth(name),
             }
-            for name, pipeline in service.pipelines.items()
+            for name, pipeline in self.service.pipelines.items()
         }
         return JSONResponse({"pipelines": listed})
 
-    async def openapi_document(request: Request) -> Response:
-        return JSONResponse(openapi)
+    async def openapi_document(self, request: Request) -> Response:
+        return JSONResponse(self.openapi)
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "pipelines": len(service.pipelines)})
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "pipelines": len(self.service.pipelines)})
 
-    async def metrics(request: Request) -> Response:
+    async def metrics(self, request: Request) -> Response:
+        service = self.service
         text = service.metrics.text(
             service.store.counts(),
             {name: service.queue_depth(name) for name in service.pipelines},
@@ -237,7 +239,7 @@ def build_app(
         )
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
-    async def not_found(request: Request) -> Response:
+    async def not_found(self, request: Request) -> Response:
         raise refused(
             404,
             codes.SERVE_NOT_FOUND,
@@ -245,6 +247,20 @@ def build_app(
             "",
             "see GET /v1/openapi.json",
         )
+
+
+_UNAUTHORIZED = Problem(
+    codes.SERVE_UNAUTHORIZED,
+    "a valid bearer token is needed",
+    "",
+    "send Authorization: Bearer TOKEN with a token of --token-file",
+)
+
+
+def build_app(service: RunService, tokens: Tokens | None, limits: HttpLimits) -> Starlette:
+    """The application over `service` (see the module docstring)."""
+    api = _Api(service, tokens, limits)
+    guarded = api.guarded
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -255,28 +271,23 @@ def build_app(
             await service.stop()
 
     routes = [
-        Route("/v1/pipelines/{name}/runs", guarded(start_run), methods=["POST"]),
-        Route("/v1/runs/{id}", guarded(get_run), methods=["GET"]),
-        Route("/v1/runs/{id}", guarded(cancel_run), methods=["DELETE"]),
-        Route("/v1/runs/{id}/events", guarded(events), methods=["GET"]),
-        Route("/v1/runs/{id}/report", guarded(report), methods=["GET"]),
-        Route("/v1/runs/{id}/decisions", guarded(decide), methods=["POST"]),
-        Route("/v1/pipelines", guarded(pipelines), methods=["GET"]),
-        Route("/v1/openapi.json", guarded(openapi_document), methods=["GET"]),
-        Route("/healthz", guarded(health, open_route=True), methods=["GET"]),
-        Route("/metrics", guarded(metrics), methods=["GET"]),
+        Route("/v1/pipelines/{name}/runs", guarded(api.start_run), methods=["POST"]),
+        Route("/v1/runs/{id}", guarded(api.get_run), methods=["GET"]),
+        Route("/v1/runs/{id}", guarded(api.cancel_run), methods=["DELETE"]),
+        Route("/v1/runs/{id}/events", guarded(api.events), methods=["GET"]),
+        Route("/v1/runs/{id}/report", guarded(api.report), methods=["GET"]),
+        Route("/v1/runs/{id}/decisions", guarded(api.decide), methods=["POST"]),
+        Route("/v1/pipelines", guarded(api.pipelines), methods=["GET"]),
+        Route("/v1/openapi.json", guarded(api.openapi_document), methods=["GET"]),
+        Route("/healthz", guarded(api.health, open_route=True), methods=["GET"]),
+        Route("/metrics", guarded(api.metrics), methods=["GET"]),
         Route(
-            "/{rest:path}", guarded(not_found), methods=["GET", "POST", "DELETE", "PUT", "PATCH"]
+            "/{rest:path}",
+            guarded(api.not_found),
+            methods=["GET", "POST", "DELETE", "PUT", "PATCH"],
         ),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
-
-
-def _component(name: str) -> str:
-    return (
-        "".join(part.capitalize() for part in name.replace("_", "-").split("-") if part)
-        or "Pipeline"
-    )
 
 
 def _too_large(cap: int) -> Refused:

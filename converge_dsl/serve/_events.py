@@ -13,6 +13,7 @@ service, which writes them with the run's result (and in between, every
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -58,10 +59,8 @@ class LiveRun:
     async def changed(self, timeout: float) -> None:
         """Wait (at most `timeout` seconds) for a new line or the end."""
         event = self._changed
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), timeout)
-        except TimeoutError:
-            pass
 
     def unstored(self) -> list[tuple[int, str]]:
         """The lines not yet handed to the store (marked stored now)."""

@@ -113,13 +113,12 @@ def _histogram(name: str, histogram: Histogram, **labels: str) -> list[str]:
     return out
 
 
+def _escape(value: str) -> str:
+    """A label value as the text format quotes it (backslash, quote and newline escaped)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def _labels(**labels: str) -> str:
     if not labels:
         return ""
-    text = ",".join(
-        f'{key}="{value.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'.replace(
-            "\n", "\\n"
-        )
-        for key, value in labels.items()
-    )
-    return "{" + text + "}"
+    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items()) + "}"

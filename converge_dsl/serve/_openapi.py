@@ -78,166 +78,159 @@ def _result_schema(pipeline: Pipeline) -> dict[str, Any]:
     }
 
 
-def _name(pipeline: str) -> str:
-    return "".join(part.capitalize() for part in pipeline.replace("_", "-").split("-") if part)
+def component_name(pipeline: str) -> str:
+    """The prefix of a pipeline's component schemas: `market-entry` -> `MarketEntry`."""
+    name = "".join(part.capitalize() for part in pipeline.replace("_", "-").split("-") if part)
+    return name or "Pipeline"
+
+
+def _run_path(name: str, base: str) -> dict[str, Any]:
+    """`POST /v1/pipelines/{name}/runs` of one pipeline, its body and result its own."""
+    body = {
+        "type": "object",
+        "properties": {
+            "inputs": {"$ref": f"#/components/schemas/{base}Inputs"},
+            "budget": {"$ref": "#/components/schemas/Budget"},
+        },
+        "additionalProperties": False,
+    }
+    result = {"$ref": f"#/components/schemas/{base}Result"}
+    waited = {"allOf": [_RUN, {"type": "object", "properties": {"result": result}}]}
+    return {
+        "post": {
+            "operationId": f"run_{name.replace('-', '_')}",
+            "summary": f"Start a run of {name}",
+            "parameters": [
+                {
+                    "name": "wait",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "boolean"},
+                    "description": "Answer with the run's result once it stops (bounded).",
+                },
+            ],
+            "requestBody": {"required": False, "content": {"application/json": {"schema": body}}},
+            "responses": {
+                "200": _json(waited, "The run stopped within the wait: its result."),
+                "202": _json(_RUN, "The run is queued (or still running after the wait)."),
+                **_errors(401, 404, 413, 422, 429),
+            },
+        }
+    }
+
+
+def _typed(media: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {media: {"schema": {"type": "string"}}}}
+
+
+def _run_paths() -> dict[str, Any]:
+    """The routes of one run, the same for every pipeline."""
+    run_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    last = {
+        "name": "Last-Event-ID",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "Resume after this event.",
+    }
+    decisions = {"$ref": "#/components/schemas/Decisions"}
+    return {
+        "/v1/runs/{id}": {
+            "get": {
+                "operationId": "get_run",
+                "parameters": [run_id],
+                "responses": {"200": _json(_RUN, "The run."), **_errors(401, 404)},
+            },
+            "delete": {
+                "operationId": "cancel_run",
+                "parameters": [run_id],
+                "responses": {
+                    "200": _json(_RUN, "The run, cancelled or being cancelled."),
+                    **_errors(401, 404),
+                },
+            },
+        },
+        "/v1/runs/{id}/events": {
+            "get": {
+                "operationId": "run_events",
+                "parameters": [run_id, last],
+                "responses": {
+                    "200": _typed("text/event-stream", "Server-Sent Events: one trace line each."),
+                    **_errors(401, 404),
+                },
+            }
+        },
+        "/v1/runs/{id}/report": {
+            "get": {
+                "operationId": "run_report",
+                "parameters": [run_id],
+                "responses": {
+                    "200": _typed("text/html", "The run's HTML report."),
+                    **_errors(401, 404),
+                },
+            }
+        },
+        "/v1/runs/{id}/decisions": {
+            "post": {
+                "operationId": "decide_run",
+                "parameters": [run_id],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": decisions}},
+                },
+                "responses": {
+                    "200": _json(_RUN, "The run, queued to resume."),
+                    **_errors(401, 404, 409, 422),
+                },
+            }
+        },
+    }
+
+
+def _service_paths() -> dict[str, Any]:
+    """The routes of the service itself."""
+    return {
+        "/v1/pipelines": {
+            "get": {
+                "operationId": "list_pipelines",
+                "responses": {
+                    "200": _json({"type": "object"}, "Each pipeline and its inputs."),
+                    **_errors(401),
+                },
+            }
+        },
+        "/healthz": {
+            "get": {
+                "operationId": "health",
+                "security": [],
+                "responses": {"200": _json({"type": "object"}, "The service is up.")},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "operationId": "metrics",
+                "responses": {
+                    "200": _typed("text/plain", "Prometheus text format."),
+                    **_errors(401),
+                },
+            }
+        },
+    }
 
 
 def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
     """The service's OpenAPI document (see the module docstring)."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = dict(_COMMON)
-    run_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
     for name, pipeline in pipelines.items():
-        base = _name(name) or "Pipeline"
+        base = component_name(name)
         schemas[f"{base}Inputs"] = _inputs_schema(pipeline)
         schemas[f"{base}Result"] = _result_schema(pipeline)
-        paths[f"/v1/pipelines/{name}/runs"] = {
-            "post": {
-                "operationId": f"run_{name.replace('-', '_')}",
-                "summary": f"Start a run of {name}",
-                "parameters": [
-                    {
-                        "name": "wait",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "boolean"},
-                        "description": "Answer with the run's result once it stops (bounded).",
-                    },
-                ],
-                "requestBody": {
-                    "required": False,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "properties": {
-                                    "inputs": {"$ref": f"#/components/schemas/{base}Inputs"},
-                                    "budget": {"$ref": "#/components/schemas/Budget"},
-                                },
-                                "additionalProperties": False,
-                            }
-                        }
-                    },
-                },
-                "responses": {
-                    "200": _json(
-                        {
-                            "allOf": [
-                                _RUN,
-                                {
-                                    "type": "object",
-                                    "properties": {
-                                        "result": {"$ref": f"#/components/schemas/{base}Result"}
-                                    },
-                                },
-                            ]
-                        },
-                        "The run stopped within the wait: its result.",
-                    ),
-                    "202": _json(_RUN, "The run is queued (or still running after the wait)."),
-                    **_errors(401, 404, 413, 422, 429),
-                },
-            }
-        }
-    paths["/v1/pipelines"] = {
-        "get": {
-            "operationId": "list_pipelines",
-            "summary": "The pipelines",
-            "responses": {
-                "200": _json({"type": "object"}, "Each pipeline and its inputs."),
-                **_errors(401),
-            },
-        }
-    }
-    paths["/v1/runs/{id}"] = {
-        "get": {
-            "operationId": "get_run",
-            "parameters": [run_id],
-            "responses": {"200": _json(_RUN, "The run."), **_errors(401, 404)},
-        },
-        "delete": {
-            "operationId": "cancel_run",
-            "parameters": [run_id],
-            "responses": {
-                "200": _json(_RUN, "The run, cancelled or being cancelled."),
-                **_errors(401, 404),
-            },
-        },
-    }
-    paths["/v1/runs/{id}/events"] = {
-        "get": {
-            "operationId": "run_events",
-            "parameters": [
-                run_id,
-                {
-                    "name": "Last-Event-ID",
-                    "in": "header",
-                    "required": False,
-                    "schema": {"type": "string"},
-                    "description": "Resume after this event.",
-                },
-            ],
-            "responses": {
-                "200": {
-                    "description": "Server-Sent Events: one trace line per event.",
-                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
-                },
-                **_errors(401, 404),
-            },
-        }
-    }
-    paths["/v1/runs/{id}/report"] = {
-        "get": {
-            "operationId": "run_report",
-            "parameters": [run_id],
-            "responses": {
-                "200": {
-                    "description": "The run's HTML report.",
-                    "content": {"text/html": {"schema": {"type": "string"}}},
-                },
-                **_errors(401, 404),
-            },
-        }
-    }
-    paths["/v1/runs/{id}/decisions"] = {
-        "post": {
-            "operationId": "decide_run",
-            "parameters": [run_id],
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/json": {"schema": {"$ref": "#/components/schemas/Decisions"}}
-                },
-            },
-            "responses": {
-                "200": _json(_RUN, "The run, queued to resume."),
-                **_errors(401, 404, 409, 422),
-            },
-        }
-    }
-    paths["/healthz"] = {
-        "get": {
-            "operationId": "health",
-            "security": [],
-            "responses": {"200": _json({"type": "object"}, "The service is up.")},
-        }
-    }
-    paths["/metrics"] = {
-        "get": {
-            "operationId": "metrics",
-            "responses": {
-                "200": {
-                    "description": "Prometheus text format.",
-                    "content": {"text/plain": {"schema": {"type": "string"}}},
-                },
-                **_errors(401),
-            },
-        }
-    }
+        paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base)
     return {
         "openapi": "3.1.0",
         "info": {"title": "converge-dsl serve", "version": __version__},
-        "paths": paths,
+        "paths": {**paths, **_run_paths(), **_service_paths()},
         "components": {
             "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

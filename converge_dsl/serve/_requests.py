@@ -44,9 +44,17 @@ class Problem:
     hint: str | None = None
 
     def data(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "pointer": self.pointer} | (
-            {} if self.hint is None else {"hint": self.hint}
-        )
+        """As JSON: the fields, and `text`, the line the command line would print."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message, "pointer": self.pointer}
+        if self.hint is not None:
+            out["hint"] = self.hint
+        out["text"] = self.text()
+        return out
+
+    def text(self) -> str:
+        where = f" (at {self.pointer})" if self.pointer else ""
+        hint = "" if self.hint is None else f"\n  hint: {self.hint}"
+        return f"error[{self.code}]: {self.message}{where}{hint}"
 
 
 class Refused(ConvergeError):

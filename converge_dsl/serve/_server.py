@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
     from converge_dsl.batch import Pipeline
 
-    from ._app import HttpLimits
-
 
 @dataclass(frozen=True)
 class ServeOptions:
@@ -76,7 +74,7 @@ def _secrets(pipelines: Sequence[Pipeline], plain: Sequence[str]) -> tuple[str, 
 def prepare(options: ServeOptions) -> Prepared:
     """Load and check everything before binding (see the module docstring)."""
     from converge_dsl.batch import load
-    from converge_dsl.models._redact import redact_text
+    from converge_dsl.models import redact_text
 
     from ._app import HttpLimits, build_app
 

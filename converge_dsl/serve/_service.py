@@ -195,7 +195,7 @@ class RunService:
                 "",
                 "decisions apply to a run whose status is paused",
             )
-        pending = [p.get("id") for p in (row.result or {}).get("pending") or []]
+        pending = _pending_ids(row.result)
         unknown = [item for item in decisions if item not in pending]
         if unknown:
             from converge_dsl.diagnostics import did_you_mean
@@ -286,7 +286,14 @@ class RunService:
     def _end(
         self, run: str, live: LiveRun, status: str, reason: str, body: JsonObject | None
     ) -> None:
-        self.store.finish(run, status, reason, body, live.unstored(), self._now())
+        self.store.finish(
+            run,
+            status=status,
+            stop_reason=reason,
+            body=body,
+            events=live.unstored(),
+            now=self._now(),
+        )
         self.metrics.ended(run, status, self._clock.monotonic())
         live.end()
         self._live.pop(run, None)
@@ -326,6 +333,14 @@ class RunService:
         return await pipeline.outcome(
             request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
         )
+
+
+def _pending_ids(result: JsonObject | None) -> list[str]:
+    """The ids of the proposals a paused run's result lists as pending."""
+    pending = (result or {}).get("pending")
+    if not isinstance(pending, list):
+        return []
+    return [str(item.get("id")) for item in pending if isinstance(item, dict)]
 
 
 def _paused_on_disk(folder: Path, env: Mapping[str, str]) -> bool:

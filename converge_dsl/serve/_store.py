@@ -139,7 +139,8 @@ class RunStore:
             [
                 (
                     "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
-                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', ?, ?)",
+                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
+                    "?, ?)",
                     (run, pipeline, json.dumps(request), now, now),
                 )
             ]
@@ -176,6 +177,7 @@ class RunStore:
     def finish(
         self,
         run: str,
+        *,
         status: str,
         stop_reason: str | None,
         body: JsonObject | None,

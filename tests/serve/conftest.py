@@ -30,8 +30,18 @@ class Server:
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "converge_dsl", "serve", *map(str, paths),
-             "--port", "0", "--state", str(state), *options],
+            [
+                sys.executable,
+                "-m",
+                "converge_dsl",
+                "serve",
+                *map(str, paths),
+                "--port",
+                "0",
+                "--state",
+                str(state),
+                *options,
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,

@@ -24,8 +24,18 @@ MARKET = ROOT / "pipelines" / "market-entry.yaml"
 def served(tmp_path: Path, servers: list[Server]) -> tuple[str, dict[str, str]]:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# who may call\n{TOKEN}\n")
-    server = Server([DATA, MARKET], tmp_path / "state", "--token-file", str(tokens),
-                    "--workers", "1", "--queue", "2", "--wait-timeout", "20")
+    server = Server(
+        [DATA, MARKET],
+        tmp_path / "state",
+        "--token-file",
+        str(tokens),
+        "--workers",
+        "1",
+        "--queue",
+        "2",
+        "--wait-timeout",
+        "20",
+    )
     servers.append(server)
     return server.ready(), {"Authorization": f"Bearer {TOKEN}"}
 
@@ -79,8 +89,9 @@ def test_events_stream_and_resume_with_last_event_id(
             "status": "done",
             "stop_reason": "converged",
         }
-        again = http.get(f"/v1/runs/{run['id']}/events",
-                         headers={"Last-Event-ID": str(ids[-3])}).text
+        again = http.get(
+            f"/v1/runs/{run['id']}/events", headers={"Last-Event-ID": str(ids[-3])}
+        ).text
     resumed = [b for b in again.split("\n\n") if b.startswith("id: ")]
     assert [int(b.split("\n")[0][4:]) for b in resumed] == ids[-2:]
 
@@ -137,8 +148,11 @@ def test_pause_decision_resume(served: tuple[str, dict[str, str]]) -> None:
     facts = run["result"]["facts"]
     assert [f["id"] for f in facts["strategies"]] == ["s1"]
     assert [f["id"] for f in facts["evaluations"]] == ["e-1"]
-    decided = [json.loads(b.split("data: ", 1)[1]) for b in events.split("\n\n")
-               if '"proposal_decided"' in b]
+    decided = [
+        json.loads(b.split("data: ", 1)[1])
+        for b in events.split("\n\n")
+        if '"proposal_decided"' in b
+    ]
     assert [(d["id"], d["decision"], d["by"]) for d in decided] == [
         ("s1", "approved", "http"),
         ("s2", "rejected", "http"),
@@ -158,28 +172,38 @@ def test_bad_inputs_are_located_json_errors(served: tuple[str, dict[str, str]]) 
     with client(url, headers) as http:
         answers = {
             "unknown_and_missing": http.post(
-                "/v1/pipelines/echo/runs", json={"inputs": {"txet": "x"}}),
+                "/v1/pipelines/echo/runs", json={"inputs": {"txet": "x"}}
+            ),
             "budget_raised": http.post(
                 "/v1/pipelines/echo/runs",
-                json={"inputs": {"text": "x"}, "budget": {"max_cycles": 11, "max_tokens": -1}}),
+                json={"inputs": {"text": "x"}, "budget": {"max_cycles": 11, "max_tokens": -1}},
+            ),
             "not_json": http.post("/v1/pipelines/echo/runs", content=b"{nope"),
             "not_an_object": http.post("/v1/pipelines/echo/runs", json=[1]),
             "no_pipeline": http.post("/v1/pipelines/ecko/runs", json={}),
         }
     statuses = {name: answer.status_code for name, answer in answers.items()}
-    assert statuses == {"unknown_and_missing": 422, "budget_raised": 422, "not_json": 400,
-                        "not_an_object": 422, "no_pipeline": 404}
+    assert statuses == {
+        "unknown_and_missing": 422,
+        "budget_raised": 422,
+        "not_json": 400,
+        "not_an_object": 422,
+        "no_pipeline": 404,
+    }
     _expected("bad_inputs.json", {name: answer.json() for name, answer in answers.items()})
 
 
 def test_a_lowered_budget_is_the_runs(served: tuple[str, dict[str, str]]) -> None:
     url, headers = served
     with client(url, headers) as http:
-        run = http.post("/v1/pipelines/echo/runs?wait=true",
-                        json={"inputs": {"text": "x"}, "budget": {"max_model_calls": 0.5}})
+        run = http.post(
+            "/v1/pipelines/echo/runs?wait=true",
+            json={"inputs": {"text": "x"}, "budget": {"max_model_calls": 0.5}},
+        )
         assert run.status_code == 422
-        run = http.post("/v1/pipelines/market-entry/runs?wait=true",
-                        json={"budget": {"max_cycles": 1}}).json()
+        run = http.post(
+            "/v1/pipelines/market-entry/runs?wait=true", json={"budget": {"max_cycles": 1}}
+        ).json()
     assert run["stop_reason"] == "cycle_budget_exhausted"
 
 
@@ -244,13 +268,33 @@ def test_curl_session(served: tuple[str, dict[str, str]]) -> None:
 
     def curl(*args: str) -> str:
         done = subprocess.run(
-            ["curl", "-sS", "--max-time", "30", "-H", f"Authorization: {headers['Authorization']}",
-             *args], capture_output=True, text=True, timeout=60, check=True)
+            [
+                "curl",
+                "-sS",
+                "--max-time",
+                "30",
+                "-H",
+                f"Authorization: {headers['Authorization']}",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         return done.stdout
 
-    run = json.loads(curl("-X", "POST", "-H", "Content-Type: application/json",
-                          "-d", '{"inputs": {"text": "from curl"}}',
-                          f"{url}/v1/pipelines/echo/runs?wait=true"))
+    run = json.loads(
+        curl(
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            '{"inputs": {"text": "from curl"}}',
+            f"{url}/v1/pipelines/echo/runs?wait=true",
+        )
+    )
     assert run["result"]["facts"]["echoes"][0]["content"] == "echo: from curl"
     stream = curl("-N", f"{url}/v1/runs/{run['id']}/events")
     assert stream.rstrip().endswith('{"status": "done", "stop_reason": "converged"}')
@@ -264,7 +308,9 @@ def test_an_invalid_pipeline_stops_the_server(tmp_path: Path, servers: list[Serv
     servers.append(server)
     assert server.exit_code() == 2
     text = "".join(server.stderr)
-    assert "error[CD" in text and "bad.yaml:" in text and "^" in text
+    assert "error[CD" in text
+    assert "bad.yaml:" in text
+    assert "^" in text
     assert " on http://" not in text
 
 

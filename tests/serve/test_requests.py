@@ -35,8 +35,11 @@ def test_a_good_request() -> None:
 
 
 def test_every_problem_is_located() -> None:
-    found = problems(lambda: run_request(ECHO, {"inputs": {"tex": 1}, "extra": 1,
-                                                "budget": {"max_facts": True, "depth": 1}}))
+    found = problems(
+        lambda: run_request(
+            ECHO, {"inputs": {"tex": 1}, "extra": 1, "budget": {"max_facts": True, "depth": 1}}
+        )
+    )
     assert found == [
         ("CD983", "/extra"),
         ("CD984", "/inputs/tex"),
@@ -47,10 +50,9 @@ def test_every_problem_is_located() -> None:
 
 
 def test_a_budget_may_lower_never_raise() -> None:
-    assert problems(lambda: run_request(ECHO, {"inputs": {"text": "x"},
-                                               "budget": {"max_model_calls": 6}})) == [
-        ("CD986", "/budget/max_model_calls")
-    ]
+    assert problems(
+        lambda: run_request(ECHO, {"inputs": {"text": "x"}, "budget": {"max_model_calls": 6}})
+    ) == [("CD986", "/budget/max_model_calls")]
     request = RunRequest({}, {"max_cycles": 2, "max_wall_s": 1.5, "max_tokens": 7})
     lowered = request.lowered(Budget(max_cycles=10, max_tokens=None, max_wall_s=600))
     assert (lowered.max_cycles, lowered.max_wall_s, lowered.max_tokens) == (2, 1.5, 7)

@@ -76,7 +76,6 @@ def test_two_kills_every_run_finished_exactly_once(tmp_path: Path, servers: list
     with httpx.Client(base_url=url, timeout=30) as http:
         for run in gated:
             assert http.post(f"/v1/runs/{run}/decisions", json={"approve": ["s1", "s2"]}).is_success
-        _until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated),
-               60)
+        _until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
         finished = http.get(f"/v1/runs/{gated[0]}").json()
     assert [f["id"] for f in finished["result"]["facts"]["strategies"]] == ["s1", "s2"]

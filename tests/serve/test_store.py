@@ -17,8 +17,12 @@ def test_a_run_ends_exactly_once(tmp_path: Path) -> None:
     store.add("a", "p", {"inputs": {"x": 1}}, 1.0)
     assert store.start("a", 2.0)
     assert not store.start("a", 2.0)  # a second worker finds it taken
-    assert store.finish("a", "done", "converged", {"facts": {}}, [(0, "{}")], 3.0)
-    assert not store.finish("a", "done", "converged", {"facts": {}}, [], 4.0)
+    assert store.finish(
+        "a", status="done", stop_reason="converged", body={"facts": {}}, events=[(0, "{}")], now=3.0
+    )
+    assert not store.finish(
+        "a", status="done", stop_reason="converged", body={"facts": {}}, events=[], now=4.0
+    )
     assert store.results("a") == [{"facts": {}}]
     row = store.get("a")
     assert row is not None
@@ -32,18 +36,27 @@ def test_recover_queues_running_runs_and_keeps_paused_ones(tmp_path: Path) -> No
         store.add(run, "p", {}, 1.0)
     store.start("a", 2.0)
     store.start("b", 2.0)
-    store.finish("b", "paused", "hitl_pause", {"pending": [{"id": "s1"}]}, [], 3.0)
+    store.finish(
+        "b",
+        status="paused",
+        stop_reason="hitl_pause",
+        body={"pending": [{"id": "s1"}]},
+        events=[],
+        now=3.0,
+    )
     store.close()
     again = RunStore(tmp_path)
     assert [row.id for row in again.recover(4.0)] == ["a", "c", "d"]
     assert again.results("b") == []  # a pause is not an end
     paused = again.get("b")
-    assert paused is not None and paused.status == "paused"
+    assert paused is not None
+    assert paused.status == "paused"
     assert paused.result == {"pending": [{"id": "s1"}]}
     assert again.decide("b", {"s1": True}, 5.0)
     assert not again.decide("b", {"s1": True}, 5.0)
     decided = again.get("b")
-    assert decided is not None and decided.decisions == {"s1": True}
+    assert decided is not None
+    assert decided.decisions == {"s1": True}
 
 
 def test_cancel_only_what_waits(tmp_path: Path) -> None:

@@ -46,5 +46,5 @@ def test_a_bad_token_file_is_refused(tmp_path: Path, text: str, reason: str) -> 
 
 
 def test_a_missing_token_file_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ServeRefused, match="CD992.*cannot be read"):
+    with pytest.raises(ServeRefused, match=r"CD992.*cannot be read"):
         read_tokens(tmp_path / "none")
