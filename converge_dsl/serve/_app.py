@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 RUN_ID = re.compile(r"[0-9a-f]{32}")
 # How long an event stream waits for news before it sends a keep-alive comment.
 KEEPALIVE_S = 15.0
+# How often an event stream looks whether a queued run has started.
+QUEUED_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -310,7 +312,12 @@ def _render(lines: list[str]) -> str:
 
 
 async def _stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
-    """The run's events after `last`: stored ones, then live ones as they come; then `end`."""
+    """The run's events after `last`: stored ones, then live ones as they come; then `end`.
+
+    The stream ends when the run stops or pauses; until then a comment every
+    `KEEPALIVE_S` keeps idle connections open (a client that goes away ends it).
+    """
+    waited = 0.0
     while True:
         for seq, line in service.store.events(run, last):
             yield f"id: {seq}\ndata: {line}\n\n"
@@ -336,4 +343,8 @@ async def _stream(service: RunService, run: str, last: int) -> AsyncIterator[str
             }
             yield f"event: end\ndata: {json.dumps(end)}\n\n"
             return
-        await asyncio.sleep(0.05)  # queued: not started yet
+        waited += QUEUED_POLL_S  # queued: not started yet
+        if waited >= KEEPALIVE_S:
+            waited = 0.0
+            yield ": keep-alive\n\n"
+        await asyncio.sleep(QUEUED_POLL_S)

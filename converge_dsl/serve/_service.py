@@ -21,6 +21,8 @@ run's result, status and remaining events are stored in one transaction
   killed before its first record starts afresh); paused runs stay paused.
 - `stop` cancels the workers without touching the runs' status: a run cut
   short by a shutdown continues at the next start.
+- The checkpoint folder of a run that ended (done, cancelled) is removed once
+  its result is stored; a paused run keeps its folder until it ends.
 
 Errors a run stops on become its result (`not_run_document`), with every
 message passed through the redactor (`redact`).
@@ -94,6 +96,7 @@ class RunService:
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, asyncio.Event] = {}
         self._cancelling: set[str] = set()
+        self._cleanups: set[asyncio.Task[None]] = set()
 
     def _now(self) -> float:
         return time.time()
@@ -118,8 +121,9 @@ class RunService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._workers = []
-        for name, pipeline in self.pipelines.items():
-            del name
+        if self._cleanups:
+            await asyncio.wait(self._cleanups, timeout=10)
+        for pipeline in self.pipelines.values():
             with contextlib.suppress(ConvergeError, OSError):
                 await pipeline.aclose()
 
@@ -298,6 +302,14 @@ class RunService:
         live.end()
         self._live.pop(run, None)
         self._signal(run)
+        if status != "paused":  # the result is stored: the journal is no longer needed
+            task = asyncio.create_task(self._forget(run))
+            self._cleanups.add(task)
+            task.add_done_callback(self._cleanups.discard)
+
+    async def _forget(self, run: str) -> None:
+        """Remove the checkpoint folder of a run that ended (off the event loop)."""
+        await asyncio.to_thread(shutil.rmtree, self._folder / run, True)
 
     def _signal(self, run: str) -> None:
         ended = self._ended.pop(run, None)

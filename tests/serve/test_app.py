@@ -254,7 +254,7 @@ def test_pipelines_metrics_and_unknown_run(served: tuple[str, dict[str, str]]) -
         metrics = http.get("/metrics").text
         missing = http.get("/v1/runs/" + "0" * 32)
         odd = http.get("/v1/runs/..%2F..%2Fetc")
-    assert sorted(listed) == ["echo", "gated", "market-entry", "slow"]
+    assert sorted(listed) == ["echo", "gated", "market-entry", "slow", "steady"]
     assert listed["echo"]["inputs"]["required"] == ["text"]
     assert 'converge_runs{pipeline="echo",status="done",stop_reason="converged"}' in metrics
     assert 'converge_model_calls_total{pipeline="echo"}' in metrics
