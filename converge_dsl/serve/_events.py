@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -30,24 +31,35 @@ FLUSH_LINES = 256
 
 
 class LiveRun:
-    """The attempt in progress of one run: its lines, and a wake-up for the streams."""
+    """The attempt in progress of one run: its lines, and a wake-up for the streams.
 
-    def __init__(self, first: int) -> None:
+    Lines are added on the thread the run executes on; the streams wait on
+    `loop`, the service's, which `add` wakes through `call_soon_threadsafe`.
+    `unstored` may be called from either thread (a lock keeps it whole).
+    """
+
+    def __init__(self, first: int, loop: asyncio.AbstractEventLoop) -> None:
         self.first = first
         self.lines: list[tuple[int, str]] = []
         self.stored = 0  # how many of `lines` are in the store
         self.ended = False
+        self._loop = loop
+        self._lock = threading.Lock()
         self._changed = asyncio.Event()
+        self._waking = False
 
     def add(self, seq: int, line: str) -> None:
         self.lines.append((seq, line))
-        self._wake()
+        if not self._waking:  # one wake-up call for a burst of lines
+            self._waking = True
+            self._loop.call_soon_threadsafe(self._wake)
 
     def end(self) -> None:
         self.ended = True
         self._wake()
 
     def _wake(self) -> None:
+        self._waking = False
         self._changed.set()
         self._changed = asyncio.Event()
 
@@ -64,9 +76,11 @@ class LiveRun:
 
     def unstored(self) -> list[tuple[int, str]]:
         """The lines not yet handed to the store (marked stored now)."""
-        out = self.lines[self.stored :]
-        self.stored = len(self.lines)
-        return out
+        with self._lock:
+            end = len(self.lines)
+            out = self.lines[self.stored : end]
+            self.stored = end
+            return out
 
 
 class EventSink(RunSink):

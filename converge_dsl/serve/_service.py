@@ -24,7 +24,10 @@ run's result, status and remaining events are stored in one transaction
 - The checkpoint folder of a run that ended (done, cancelled) is removed once
   its result is stored; a paused run keeps its folder until it ends.
 
-Errors a run stops on become its result (`not_run_document`), with every
+Runs execute on event loops of their own threads (`_loops`), so a run
+waiting for the disk (its checkpoint journal's syncs) stalls neither the
+HTTP layer nor other runs; their events reach the streams through the
+service's loop. Errors a run stops on become its result (`not_run_document`), with every
 message passed through the redactor (`redact`).
 """
 
@@ -45,6 +48,7 @@ from converge_dsl.clock import Clock
 from converge_dsl.errors import ConvergeError
 
 from ._events import EventSink, LiveRun
+from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
 from ._store import FINISHED, RunRow, RunStore
@@ -52,20 +56,24 @@ from ._store import FINISHED, RunRow, RunStore
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.engine import Budget
-    from converge_dsl.runtime import RunOutcome
 
 # Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
 DECIDED_BY = "http"
 CHECKPOINTS = "checkpoints"
+# How long a cancelled run may take to stop on its loop (close its models and journal).
+CANCEL_S = 10.0
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds)."""
+    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds);
+    the threads the runs execute on."""
 
     concurrency: int = 4
     queue: int = 64
     max_run_s: float | None = None
+    # Event loops (threads) the runs execute on (`_loops`), shared by every pipeline.
+    loops: int = 4
 
 
 class RunService:
@@ -97,6 +105,7 @@ class RunService:
         self._ended: dict[str, asyncio.Event] = {}
         self._cancelling: set[str] = set()
         self._cleanups: set[asyncio.Task[None]] = set()
+        self._loops: RunLoops | None = None
 
     def _now(self) -> float:
         return time.time()
@@ -106,6 +115,7 @@ class RunService:
     async def start(self) -> None:
         """Recover the stored runs (see the module docstring), then start the workers."""
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
+        self._loops = RunLoops(self._limits.loops)
         for row in self.store.recover(self._now()):
             if row.pipeline in self._queues:
                 self._queues[row.pipeline].put_nowait(row.id)
@@ -123,6 +133,12 @@ class RunService:
         self._workers = []
         if self._cleanups:
             await asyncio.wait(self._cleanups, timeout=10)
+        if self._loops is not None:
+            await self._loops.close(self._close_pools)
+            self._loops = None
+
+    async def _close_pools(self) -> None:
+        """Close the pipelines' connection pools of the running loop."""
         for pipeline in self.pipelines.values():
             with contextlib.suppress(ConvergeError, OSError):
                 await pipeline.aclose()
@@ -249,15 +265,23 @@ class RunService:
     async def _execute(self, name: str, run: str) -> None:
         row = self.get(run)
         pipeline = self.pipelines[name]
-        live = LiveRun(self.store.next_event(run))
+        live = LiveRun(self.store.next_event(run), asyncio.get_running_loop())
         self._live[run] = live
 
         def flush() -> None:
             self.store.add_events(run, live.unstored())
 
         started = self._clock.monotonic()
+        assert self._loops is not None  # started
+        remote = self._loops.submit(self._outcome(pipeline, row, EventSink(live, flush)))
         try:
-            out = await self._outcome(pipeline, row, EventSink(live, flush))
+            try:
+                body = await remote.result()
+            except asyncio.CancelledError:
+                remote.cancel()  # a DELETE or a shutdown: the run's task stops first
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(remote.result(), CANCEL_S)
+                raise
         except asyncio.CancelledError:
             if run not in self._cancelling:
                 flush()
@@ -272,7 +296,6 @@ class RunService:
             error = ConvergeError(f"{codes.SERVE_RUN_FAILED}: the run failed: {exc!r}")
             self._end(run, live, "done", *self._failed(pipeline, error))
             return
-        body = out.plain
         reason = str(body.get("stop_reason"))
         self.metrics.finished(name, body, self._clock.monotonic() - started)
         self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body)
@@ -316,7 +339,8 @@ class RunService:
         if ended is not None:
             ended.set()
 
-    async def _outcome(self, pipeline: Pipeline, row: RunRow, sink: EventSink) -> RunOutcome:
+    async def _outcome(self, pipeline: Pipeline, row: RunRow, sink: EventSink) -> JsonObject:
+        """The run, on a run loop: its run-result document as JSON (`RunOutcome.plain`)."""
         from converge_dsl.runtime import CHECKPOINT_FILE, Checkpointing
 
         folder = self._folder / row.id
@@ -342,9 +366,10 @@ class RunService:
                 lowered = RunRequest({}, {"max_wall_s": most}).lowered(lowered)
             return lowered
 
-        return await pipeline.outcome(
+        out = await pipeline.outcome(
             request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
         )
+        return out.plain
 
 
 def _pending_ids(result: JsonObject | None) -> list[str]:
