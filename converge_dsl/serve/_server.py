@@ -171,7 +171,12 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         lifespan="on",
         timeout_keep_alive=5,
         timeout_graceful_shutdown=5,
-        limit_concurrency=max(64, 4 * sum(1 for _ in prepared.names) * 64),
+        # Connections at once: every run a pipeline may hold (running and waiting), and as
+        # many again for event streams and reads; past that uvicorn answers 503.
+        limit_concurrency=2
+        * len(prepared.names)
+        * (options.limits.concurrency + options.limits.queue)
+        + 64,
         server_header=False,
     )
     server = uvicorn.Server(config)
