@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
 from converge_dsl._json_types import JsonObject
+from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
@@ -36,25 +37,35 @@ BUDGET_FIELDS = ("max_cycles", "max_facts", "max_model_calls", "max_tokens", "ma
 
 @dataclass(frozen=True)
 class Problem:
-    """One located problem of a request: code, message, JSON pointer into the body, hint."""
+    """One located problem of a request: code, message, JSON pointer into the body, hint;
+    `declared` is where in the pipeline the rule it breaks is written (an input's
+    declaration, a budget limit), when there is such a place."""
 
     code: str
     message: str
     pointer: str
     hint: str | None = None
+    declared: SourceSpan | None = None
 
     def data(self) -> dict[str, Any]:
         """As JSON: the fields, and `text`, the line the command line would print."""
         out: dict[str, Any] = {"code": self.code, "message": self.message, "pointer": self.pointer}
         if self.hint is not None:
             out["hint"] = self.hint
+        if self.declared is not None:
+            where = self.declared
+            out["declared_at"] = {"file": where.file, "line": where.line, "column": where.column}
         out["text"] = self.text()
         return out
 
     def text(self) -> str:
         where = f" (at {self.pointer})" if self.pointer else ""
+        declared = self.declared
+        rule = (
+            "" if declared is None else f"\n --> {declared.file}:{declared.line}:{declared.column}"
+        )
         hint = "" if self.hint is None else f"\n  hint: {self.hint}"
-        return f"error[{self.code}]: {self.message}{where}{hint}"
+        return f"error[{self.code}]: {self.message}{where}{rule}{hint}"
 
 
 class Refused(ConvergeError):
@@ -177,12 +188,17 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
         )
         inputs = {}
     declared = pipeline.declared_inputs
+    section = pipeline.document.source_map.span(("inputs",))
     for name in inputs:
         if name not in declared:
             error = _usage(lambda n=name: resolve_inputs(declared, {n: None}))
             problems.append(
                 Problem(
-                    codes.SERVE_UNKNOWN_INPUT, error.message, pointer(("inputs", name)), error.hint
+                    codes.SERVE_UNKNOWN_INPUT,
+                    error.message,
+                    pointer(("inputs", name)),
+                    error.hint,
+                    section,
                 )
             )
     for name, spec in declared.items():
@@ -195,9 +211,10 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
                     error.message,
                     pointer(("inputs", name)),
                     f'add "{name}" to the request\'s "inputs"',
+                    spec.span,
                 )
             )
-    budget = _budget(pipeline.budget, body.get("budget"), problems)
+    budget = _budget(pipeline, body.get("budget"), problems)
     if problems:
         raise Refused(422, tuple(problems))
     return RunRequest(dict(inputs), budget)
@@ -212,7 +229,8 @@ def _usage(call: Any) -> UsageError:
     raise AssertionError("resolve_inputs accepted what the service refuses")  # pragma: no cover
 
 
-def _budget(limits: Budget, asked: Any, problems: list[Problem]) -> dict[str, float]:
+def _budget(pipeline: Pipeline, asked: Any, problems: list[Problem]) -> dict[str, float]:
+    limits = pipeline.budget
     if asked is None:
         return {}
     if not isinstance(asked, dict):
@@ -253,6 +271,7 @@ def _budget(limits: Budget, asked: Any, problems: list[Problem]) -> dict[str, fl
                     "limit, never raise it",
                     where,
                     f"ask for at most {limit}, or raise budget.{name} in the pipeline",
+                    pipeline.document.source_map.span(("budget", name)),
                 )
             )
             continue

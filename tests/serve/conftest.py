@@ -23,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 START_S = 60.0
 
 
+def _shown(path: Path) -> str:
+    """A path inside the repository as the server is given it: relative (it runs there)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 class Server:
     """One service process (see the module docstring)."""
 

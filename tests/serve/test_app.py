@@ -16,7 +16,7 @@ import pytest
 from .conftest import DATA, ROOT, Server
 
 EXPECTED = Path(__file__).parent / "expected"
-TOKEN = "test-token-0123456789abcdef"
+TOKEN = "c0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
 MARKET = ROOT / "pipelines" / "market-entry.yaml"
 
 
