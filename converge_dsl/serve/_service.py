@@ -22,7 +22,8 @@ run's result, status and remaining events are stored in one transaction
 - `stop` cancels the workers without touching the runs' status: a run cut
   short by a shutdown continues at the next start.
 - The checkpoint folder of a run that ended (done, cancelled) is removed once
-  its result is stored; a paused run keeps its folder until it ends.
+  its result is stored; a paused run keeps its folder until it ends. Stored
+  runs, events and results are kept (no retention yet).
 
 Runs execute on event loops of their own threads (`_loops`), so a run
 waiting for the disk (its checkpoint journal's syncs) stalls neither the
@@ -197,6 +198,7 @@ class RunService:
         row = self.get(run)
         if self.store.cancel(run, self._now()):
             self._signal(run)
+            self._forget_later(run)  # a paused run's journal is no longer needed
             return self.get(run)
         task = self._tasks.get(run)
         if task is not None:
@@ -326,9 +328,12 @@ class RunService:
         self._live.pop(run, None)
         self._signal(run)
         if status != "paused":  # the result is stored: the journal is no longer needed
-            task = asyncio.create_task(self._forget(run))
-            self._cleanups.add(task)
-            task.add_done_callback(self._cleanups.discard)
+            self._forget_later(run)
+
+    def _forget_later(self, run: str) -> None:
+        task = asyncio.create_task(self._forget(run))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
 
     async def _forget(self, run: str) -> None:
         """Remove the checkpoint folder of a run that ended (off the event loop)."""

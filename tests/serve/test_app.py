@@ -159,6 +159,23 @@ def test_pause_decision_resume(served: tuple[str, dict[str, str]]) -> None:
     ]
 
 
+def test_cancel_a_paused_run(served: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
+        folder = tmp_path / "state" / "checkpoints" / paused["id"]
+        assert folder.is_dir()
+        cancelled = http.delete(f"/v1/runs/{paused['id']}").json()
+        late = http.post(f"/v1/runs/{paused['id']}/decisions", json={"approve": ["s1"]})
+    assert cancelled["status"] == "cancelled"
+    assert late.status_code == 409
+    assert late.json()["errors"][0]["message"].endswith("is cancelled, not paused for a decision")
+    deadline = time.monotonic() + 10
+    while folder.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
 def _expected(name: str, body: Any) -> None:
     path = EXPECTED / name
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
