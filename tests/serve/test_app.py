@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from openapi_spec_validator import validate
 
 from .conftest import DATA, ROOT, Server
 
@@ -269,6 +270,7 @@ def test_pipelines_metrics_and_unknown_run(served: tuple[str, dict[str, str]]) -
         http.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "m"}})
         listed = http.get("/v1/pipelines").json()["pipelines"]
         metrics = http.get("/metrics").text
+        served_spec = http.get("/v1/openapi.json").json()
         missing = http.get("/v1/runs/" + "0" * 32)
         odd = http.get("/v1/runs/..%2F..%2Fetc")
     assert sorted(listed) == ["echo", "gated", "market-entry", "slow", "steady"]
@@ -277,6 +279,10 @@ def test_pipelines_metrics_and_unknown_run(served: tuple[str, dict[str, str]]) -
     assert 'converge_model_calls_total{pipeline="echo"}' in metrics
     assert "converge_request_latency_seconds_count" in metrics
     assert missing.status_code == odd.status_code == 404
+    validate(served_spec)
+    assert sorted(p for p in served_spec["paths"] if p.startswith("/v1/pipelines/")) == [
+        f"/v1/pipelines/{name}/runs" for name in ["echo", "gated", "market-entry", "slow", "steady"]
+    ]
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
