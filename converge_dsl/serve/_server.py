@@ -11,13 +11,14 @@ SIGTERM; the runs in flight then continue at the next start on the same state.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.clock import SystemClock
@@ -155,15 +156,39 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _server(config: Any, on_started: Callable[[], object]) -> Any:
+    """uvicorn's server, telling `on_started` once it serves (signals handled, service
+    started), and ending `serve` normally after a SIGINT or SIGTERM it shut down
+    gracefully for (uvicorn raises the signal again once stopped: exit 130 or -15)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                on_started()
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals.clear()  # handled: the shutdown is complete
+
+    return Server(config)
+
+
 def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
-    """Prepare, bind, tell `on_ready` the base URL, and serve until a signal stops it."""
+    """Prepare, bind, serve; tell `on_ready` the base URL once requests are served (and
+    signals handled); return when a signal has stopped it."""
     import uvicorn
 
     prepared = prepare(options)
     sock = bind(options.host, options.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    on_ready(f"http://{shown}:{port}")
+    url = f"http://{shown}:{port}"
     config = uvicorn.Config(
         prepared.app,
         log_level="warning",
@@ -179,7 +204,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         + 64,
         server_header=False,
     )
-    server = uvicorn.Server(config)
+    server = _server(config, lambda: on_ready(url))
     try:
         server.run(sockets=[sock])
     finally:

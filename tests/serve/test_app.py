@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -342,3 +343,16 @@ def test_serving_beyond_loopback_needs_tokens(tmp_path: Path, servers: list[Serv
     servers.append(server)
     assert server.exit_code() == 3
     assert "CD992" in "".join(server.stderr)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_it_with_exit_0(
+    tmp_path: Path, servers: list[Server], sig: signal.Signals
+) -> None:
+    server = Server([DATA / "echo.yaml"], tmp_path / "state")
+    servers.append(server)
+    url = server.ready()
+    assert httpx.get(f"{url}/healthz", timeout=10).json() == {"status": "ok", "pipelines": 1}
+    server.process.send_signal(sig)
+    assert server.exit_code() == 0
+    assert "".join(server.stderr).count("\n") == 1  # the serving line, nothing else
