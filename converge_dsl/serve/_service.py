@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
-from converge_dsl.clock import Clock
+from converge_dsl.clock import Clock, SystemClock, WallClock
 from converge_dsl.errors import ConvergeError
 
 from ._events import EventSink, LiveRun
@@ -97,6 +96,7 @@ class RunService:
         self._folder = state / CHECKPOINTS
         self._limits = limits
         self._clock = clock
+        self._wall: WallClock = clock if isinstance(clock, WallClock) else SystemClock()
         self._new_id = new_id
         self.redact = redact
         self._queues: dict[str, asyncio.Queue[str]] = {}
@@ -109,7 +109,8 @@ class RunService:
         self._loops: RunLoops | None = None
 
     def _now(self) -> float:
-        return time.time()
+        """Seconds since the epoch, from the injected wall clock (what the store records)."""
+        return self._wall.wall().timestamp()
 
     # --- life -------------------------------------------------------------------------
 
@@ -177,7 +178,7 @@ class RunService:
                 codes.SERVE_NOT_FOUND,
                 f"no run {run!r}",
                 "",
-                "list a pipeline's runs by starting them: POST /v1/pipelines/NAME/runs",
+                "a run id is one that POST /v1/pipelines/NAME/runs answered with",
             )
         return row
 
