@@ -1,11 +1,13 @@
 """Starting the service: load every pipeline, open the state, bind, serve until stopped.
 
 `prepare(options)` does everything that can fail before a socket is bound:
-each pipeline is loaded, validated and checked (`converge_dsl.load`; an
-invalid one raises its `PipelineInvalid`, which the command line prints as
-`validate` does), names must be unique (CD994), tokens are read (CD992), a
-non-loopback host needs tokens, and the state opens (CD993). `serve(options)`
-binds the socket, says where it listens, and runs uvicorn until SIGINT or
+each pipeline is loaded, validated and checked (`converge_dsl.load`) and its
+key schemas compiled (an invalid one raises its `PipelineInvalid`, every
+file's problems at once, which the command line prints as `validate` does;
+suggestors compile at a pipeline's first run, then once per inputs), names
+must be unique (CD994), tokens are read (CD992), a non-loopback host needs
+tokens, and the state opens (CD993). `serve(options)` binds the socket, runs
+uvicorn, says where it listens once it serves, and returns after SIGINT or
 SIGTERM; the runs in flight then continue at the next start on the same state.
 """
 
@@ -94,6 +96,7 @@ def prepare(options: ServeOptions) -> Prepared:
     for path in options.pipelines:
         try:
             pipeline = load(path)
+            pipeline.key_schemas  # noqa: B018 (compiled now: a bad schema stops the start)
         except PipelineInvalid as exc:  # every file is checked: all their problems at once
             invalid.extend(exc.diagnostics)
             continue
