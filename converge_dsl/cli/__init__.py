@@ -65,6 +65,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("converge_dsl.cli._init", "start a project: a pipeline, its model script and tests"),
     "explain": ("converge_dsl.cli._explain", "print what a diagnostic code means, with an example"),
     "lsp": ("converge_dsl.cli._lsp", "serve the language server over stdio (editors)"),
+    "serve": ("converge_dsl.cli._serve", "serve pipelines over HTTP: runs, events, decisions"),
     "completion": (
         "converge_dsl.cli._completion",
         "print a shell completion script (bash, zsh, fish)",

@@ -17,7 +17,8 @@ variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validat
 `compile_script(document)` -> `Script`, a model script's checks and compilation
 from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
-many times share one per model).
+many times share one per model); `redact_text(text, secrets)`, the redactor's masking
+of secret values in any text (a service's error answers use it).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -32,6 +33,7 @@ from converge_dsl._lazy import lazy_exports
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.models._config_checks import *  # noqa: F403
     from converge_dsl.models._metered import *  # noqa: F403
+    from converge_dsl.models._redact import *  # noqa: F403
     from converge_dsl.models._replay_order import *  # noqa: F403
     from converge_dsl.models._script import *  # noqa: F403
     from converge_dsl.models._script_checks import *  # noqa: F403
@@ -47,6 +49,7 @@ else:
         {
             "converge_dsl.models._config_checks": ("check_model_config",),
             "converge_dsl.models._metered": ("CallMeter", "Metered", "metered_call"),
+            "converge_dsl.models._redact": ("redact_text",),
             "converge_dsl.models._replay_order": ("ReplayOrder",),
             "converge_dsl.models._script": ("Script", "compile_script"),
             "converge_dsl.models._script_checks": ("check_model_scripts",),

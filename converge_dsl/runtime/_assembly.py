@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model"]]
 # The run's usage meter from its budget (a batch's counts against the batch-wide cap).
 MeterFactory = Callable[[Budget], UsageMeter]
+# The budget of one run from its pipeline's (a service's request may lower it).
+BudgetRule = Callable[[Budget], Budget]
 # The compile cache of a run from its resolved inputs (None: compile afresh).
 CacheOpener = Callable[[JsonObject], "CompileCache | None"]
 
@@ -94,6 +96,7 @@ class RunPlan:
     freeze: bool = False
     reuse: CompiledRuns | None = None
     answers: AnswerCaching | None = None
+    budget: BudgetRule | None = None
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
@@ -127,7 +130,8 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             if reuse is None
             else reuse.settings(plan.document, inputs)
         )
-        meter = (plan.meter or (lambda b: UsageMeter(b, clock=plan.clock)))(settings.budget)
+        budget = settings.budget if plan.budget is None else plan.budget(settings.budget)
+        meter = (plan.meter or (lambda b: UsageMeter(b, clock=plan.clock)))(budget)
         for sink in sinks:
             sink.open(plan.clock)
         hub = TraceWriter(
@@ -148,7 +152,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             freeze_alive()  # see `RunOptions.freeze_compiled`
         for sink in sinks:
             sink.on_compiled(compiled, {plan.document.file: plan.document.text})
-        engine = build_engine(compiled, hub, plan.clock, meter)
+        engine = build_engine(compiled, hub, plan.clock, meter, budget=budget)
         if store is not None:
             digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
             if checkpoint is not None:
