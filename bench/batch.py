@@ -5,7 +5,10 @@
   scripted model, with the `local` (16 at once on one loop), `process` (one
   worker per CPU) and `ray` (one actor per CPU, a local Ray started by the
   executor) executors. Loading the pipeline and starting Ray are outside the
-  timed region; starting the worker processes and actors is inside.
+  timed region; starting the worker processes and actors is inside. Beside
+  each, the CPU time this process spent per case (`local`: the whole case;
+  `process`, `ray`: the parent's share), which a loaded machine changes far
+  less than the wall time.
 - D: the wall time of 200 separate `converge-dsl run PIPELINE --format json`
   processes, one after the other, over the wall time of one `converge-dsl run
   PIPELINE --cases 200.jsonl --out ...` process (start-up included in both).
@@ -68,15 +71,26 @@ def _cases(folder: Path, count: int) -> Path:
 
 def _rate(pipeline: Path, cases: Path, out: Path, executor: str, concurrency: int | None) -> float:
     """Cases per second of one batch; every case must converge."""
+    return _measured(pipeline, cases, out, executor, concurrency)[0]
+
+
+def _measured(
+    pipeline: Path, cases: Path, out: Path, executor: str, concurrency: int | None
+) -> tuple[float, float]:
+    """Cases per second of one batch, and the CPU time per case of this process (with
+    `local` the whole case; with `process` and `ray` what the parent spends on one:
+    handing it over, taking its result, writing its line)."""
     from converge_dsl.batch import BatchOptions, run_batch
 
     options = BatchOptions(
         pipeline=pipeline, cases=cases, out=out, executor=executor, concurrency=concurrency
     )
+    started = time.process_time()
     summary = run_batch(options)
+    cpu = time.process_time() - started
     if summary.failed or not summary.run:
         raise SystemExit(f"the batch did not converge everywhere: {summary}")
-    return summary.run / summary.seconds
+    return summary.run / summary.seconds, cpu / summary.run
 
 
 def _speed_up(folder: Path, count: int) -> float:
@@ -140,9 +154,13 @@ def main() -> None:
             if executor == "ray" and (args.no_ray or not _has_ray()):
                 rates[executor] = "-"
                 continue
-            rate = _rate(PIPELINE, cases, folder / f"{executor}.jsonl", executor, None)
+            rate, cpu = _measured(PIPELINE, cases, folder / f"{executor}.jsonl", executor, None)
             rates[executor] = f"{rate:.1f}"
-            print(f"{executor}: {args.cases} cases, {rate:.1f} cases/s")
+            whose = "per case" if executor == "local" else "of the parent per case"
+            print(
+                f"{executor}: {args.cases} cases, {rate:.1f} cases/s, "
+                f"CPU {whose} {cpu * 1e6:.0f} us"
+            )
         speed_up = _speed_up(folder, args.processes)
         efficiency = _efficiency(folder, args.latency_cases)
     print(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -57,13 +57,16 @@ class CaseResult:
     `body` is the run result as plain JSON values (`RunResultDocument.model_dump(mode="json")`),
     what its result line holds: a batch writes the line (or sends the case to the
     parent process) without building a model per fact. `document` is the
-    `RunResultDocument`, made from `body` each time it is asked for.
+    `RunResultDocument`, made from `body` each time it is asked for. `text` is the
+    result line once `with_line` has written it: a worker process writes it, so the
+    parent process of a `process` batch only copies it to `--out`.
     """
 
     index: int
     id: CaseId
     body: Mapping[str, Any]
     exit_code: int
+    text: str | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -90,8 +93,14 @@ class CaseResult:
 
     def line(self) -> str:
         """The result line (JSON, one line, newline-terminated)."""
+        if self.text is not None:
+            return self.text
         head = {"index": self.index, "id": self.id, "exit_code": self.exit_code}
         return json.dumps({**head, **self.body}, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    def with_line(self) -> CaseResult:
+        """This result holding its result line (`text`), written now."""
+        return replace(self, text=self.line())
 
 
 def _no_constant(name: str) -> Any:

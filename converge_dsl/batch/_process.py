@@ -110,14 +110,16 @@ def _start(pipeline: Pipeline, pool: SharedPool | None, outputs: CaseOutputs, pa
 
 def _run(cases: list[Case]) -> list[CaseResult]:
     """Run a chunk of cases in this worker, one after the other (never raises for a
-    case's own failure)."""
+    case's own failure); each result holds its result line, written here, so the
+    parent only copies it to `--out` (writing it there took a third of the parent's
+    time per case: `bench/batch.py`, parent CPU per case)."""
     from ._schedule import run_case
 
     pipeline, loop = _Worker.pipeline, _Worker.loop
     assert pipeline is not None, "the worker initializer has run"
     assert loop is not None, "the worker initializer has run"
     return [
-        loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks))
+        loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks)).with_line()
         for case in cases
     ]
 

@@ -4,7 +4,8 @@ A run builds its models afresh (each run has its own usage meter, attempt gate
 and deadline, and a scripted model counts its rules' uses per run), but an
 HTTP model's connections are kept: every run's model sends through the one
 `ShardedTransport` of its model name on the running event loop, lent to it
-(`_Lent`: the run's model closing its client leaves the pool open).
+(`LentTransport`: the run's model closing its client leaves the pool open).
+httpx is imported only when a pool is lent: a batch on a scripted model never loads it.
 `SharedTransports.aclose()` closes the pools of the running loop.
 """
 
@@ -14,26 +15,13 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING
 
-import httpx
-
 if TYPE_CHECKING:
+    import httpx
+
     from converge_dsl.models import ShardedTransport
 
 # How long an idle keep-alive connection stays in a shared pool (seconds).
 KEEPALIVE_S = 30.0
-
-
-class _Lent(httpx.AsyncBaseTransport):
-    """A shared pool lent to one run's model: closing it does not close the pool."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        return None
 
 
 class SharedTransports:
@@ -46,7 +34,7 @@ class SharedTransports:
 
     def lend(self, model: str) -> httpx.AsyncBaseTransport:
         """The running loop's pool for `model`, lent (the borrower cannot close it)."""
-        from converge_dsl.models import ShardedTransport
+        from converge_dsl.models import LentTransport, ShardedTransport
 
         loop = asyncio.get_running_loop()
         key = (id(loop), model)
@@ -55,7 +43,7 @@ class SharedTransports:
             if found is None or found[0] is not loop:
                 found = (loop, ShardedTransport(self._max_connections, KEEPALIVE_S))
                 self._pools[key] = found
-        return _Lent(found[1])
+        return LentTransport(found[1])
 
     async def aclose(self) -> None:
         """Close the running loop's pools (they are made again if used after)."""

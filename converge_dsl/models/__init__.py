@@ -17,8 +17,9 @@ variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validat
 `compile_script(document)` -> `Script`, a model script's checks and compilation
 from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
-many times share one per model); `redact_text(text, secrets)`, the redactor's masking
-of secret values in any text (a service's error answers use it).
+many times share one per model), `LentTransport`, such a pool lent to one run
+(closing it leaves the pool open), and `redact_text(text, secrets)`, the redactor's
+masking of secret values in any text (a service's error answers use it).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -53,7 +54,7 @@ else:
             "converge_dsl.models._replay_order": ("ReplayOrder",),
             "converge_dsl.models._script": ("Script", "compile_script"),
             "converge_dsl.models._script_checks": ("check_model_scripts",),
-            "converge_dsl.models._transport": ("ShardedTransport",),
+            "converge_dsl.models._transport": ("LentTransport", "ShardedTransport"),
             "converge_dsl.models.cassette": ("RecordingModel", "ReplayModel"),
             "converge_dsl.models.factory": ("build_model",),
             "converge_dsl.models.http": ("HttpModel", "HttpSettings"),

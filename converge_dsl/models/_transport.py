@@ -79,6 +79,19 @@ class _ReleasingStream(httpx.AsyncByteStream):
                 self._release()
 
 
+class LentTransport(httpx.AsyncBaseTransport):
+    """A shared pool lent to one run's model: closing it does not close the pool."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        return None
+
+
 class ShardedTransport(httpx.AsyncBaseTransport):
     """Up to `max_connections` connections, in pools of at most `SHARD_SIZE`."""
 

@@ -20,10 +20,8 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
-
-import httpx
 
 from converge_dsl._files import ReferenceRefused, referenced_path
 from converge_dsl._urls import display_url
@@ -41,15 +39,16 @@ from converge_dsl.models._accounts import Account, accounts_from_config, roster_
 from converge_dsl.models._limits import limits_from, limits_problem
 from converge_dsl.models._wire import STRUCTURED_OUTPUTS, StructuredOutput
 from converge_dsl.models.cassette import RecordingModel, ReplayModel
-from converge_dsl.models.http import (
-    DEFAULT_MAX_CONNECTIONS,
-    MAX_CONNECTIONS_LIMIT,
-    WIRES,
-    HttpModel,
-    HttpSettings,
-)
 from converge_dsl.models.port import Model, ModelError, ModelErrorCode
 from converge_dsl.models.scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    import httpx
+
+    from converge_dsl.models.http import HttpSettings
+
+# The HTTP adapters (httpx, httpcore) are imported by the functions that build an
+# HTTP model: a worker process of a batch on a scripted model never loads them.
 
 HTTP_KEYS = frozenset(
     {
@@ -131,6 +130,8 @@ def build_model(
         return ReplayModel.from_file(path, attempt_gate=attempt_gate, clock=clock)
     else:
         assert isinstance(spec, HttpModelSpec)
+        from converge_dsl.models.http import WIRES, HttpModel
+
         settings, accounts = _http_settings(spec, env)
         model = HttpModel(
             name,
@@ -226,6 +227,8 @@ def _http_settings(
     spec: HttpModelSpec, env: Mapping[str, str]
 ) -> tuple[HttpSettings, list[Account]]:
     """The settings and accounts of an `openai` or `anthropic` `models.<name>` entry."""
+    from converge_dsl.models.http import HttpSettings
+
     name, adapter = spec.name, spec.adapter
     base_url = require_str(name, spec.base_url, "base_url")
     model = require_str(name, spec.model, "model")
@@ -268,6 +271,8 @@ def _http_settings(
 
 def _max_connections(name: str, value: object) -> int:
     """`models.<name>.max_connections`: an integer from 1 to `MAX_CONNECTIONS_LIMIT`."""
+    from converge_dsl.models.http import DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_LIMIT
+
     if value is None:
         return DEFAULT_MAX_CONNECTIONS
     if (

@@ -270,7 +270,9 @@ def code_error(result: Generated) -> TemplateCompileError | None:
 def from_code(code: CodeType, *, expression: bool = False) -> Any:
     """The template (or expression callable) of code from `generated`."""
     env = environment()
-    template = env.template_class.from_code(env, code, env.make_globals(None), None)
+    # A plain dict of the globals, not Jinja's ChainMap over the environment's: each
+    # render copies the globals' names into a set, which a ChainMap makes slowly.
+    template = env.template_class.from_code(env, code, dict(env.make_globals(None)), None)
     return TemplateExpression(template, False) if expression else template
 
 

@@ -76,10 +76,10 @@ def _validators(schema_text: str) -> tuple[Any, Any]:
     return fast_validator(schema), python_validator(schema)
 
 
-def _validate(schema: Mapping[str, Any], problem: Any) -> None:
+def _validate(validators: tuple[Any, Any], problem: Any) -> None:
     # jsonschema-rs is the fast yes/no; the Python validator picks the most
     # relevant error (best_match) only when there is one to report.
-    fast, thorough = _validators(json.dumps(schema, sort_keys=True))
+    fast, thorough = validators
     if fast.is_valid(problem):
         return
     error = jsonschema.exceptions.best_match(thorough.iter_errors(problem))
@@ -193,10 +193,16 @@ class BaseSolver:
     def input_schema(self) -> Mapping[str, Any]:
         return copy.deepcopy(self.SCHEMA)
 
+    @classmethod
+    @functools.cache
+    def _validators(cls) -> tuple[Any, Any]:
+        """The validators of `SCHEMA`, made once per solver class (not per problem)."""
+        return _validators(json.dumps(cls.SCHEMA, sort_keys=True))
+
     def prepare(self, problem: Mapping[str, Any]) -> JsonObject:
         """Thaw and schema-validate `problem`; raises `SolverError` naming the bad field."""
         plain = thaw(problem)
-        _validate(self.SCHEMA, plain)
+        _validate(self._validators(), plain)
         return plain  # type: ignore[no-any-return]
 
     def solve(self, problem: Mapping[str, Any]) -> SolverPlan:
