@@ -7,8 +7,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 
 - CD0xx load: strict YAML (pipelines, packs, model scripts)
 - CD1xx schema: JSON Schema violations
-- CD2xx semantic errors of the front end; 250 to 269 the data-flow analysis (errors,
-  warnings and notes)
+- CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
+  warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
 - CD4xx agent checks (converge_dsl.agents)
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
@@ -94,6 +94,11 @@ FIELD_NOT_IN_SCHEMA = "CD254"  # warning: a template reads a field its (open) sc
 TYPE_MISMATCH = "CD255"  # warning: a field ordered or computed with a literal of another type
 SAME_ID_OTHER_CONTENT = "CD256"  # warning: two emits give one literal id other literal content
 REFIRES_ON_OWN_OUTPUT = "CD257"  # warning: a suggestor re-runs on its own output, unguarded
+UNKNOWN_TOOL_SERVER = "CD260"  # mcp:SERVER/... names a server not declared under tools:
+TOOL_NOT_ALLOWED = "CD261"  # mcp:SERVER/TOOL names a tool outside the server's allow-list
+TOOL_HOST_NOT_DECLARED = "CD262"  # an HTTP tool server's url reaches a host its hosts omit
+TOOL_CWD_REFUSED = "CD263"  # a stdio tool server's cwd is outside the roots or not a folder
+TOOL_ENV_TWICE = "CD264"  # a stdio tool server's variable is both passed and set
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies

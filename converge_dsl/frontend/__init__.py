@@ -28,7 +28,10 @@ Public surface:
   `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
   `PromotionSpec`, `PackRequirement`, `RepositorySpec`, `InvariantSpec`); `model_spec`
   converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
-  `HTTP_NUMBERS`, the numeric settings of an HTTP model
+  `HTTP_NUMBERS`, the numeric settings of an HTTP model; the tool servers (`tools:`):
+  `ToolServerSpec` with `StdioServerSpec` and `HttpServerSpec`, `tool_server_spec` converts
+  one `tools.<name>` mapping, `tool_reference(name)` reads an agent's `mcp:SERVER/TOOL`
+  (`MCP_PREFIX`, `EVERY_TOOL`)
 - templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
   `template_problems(...)`, `expression_error(text)`; the data flow of a pack's template
   (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
@@ -66,6 +69,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._schema import *  # noqa: F403
     from converge_dsl.frontend._semantic import *  # noqa: F403
     from converge_dsl.frontend._templates import *  # noqa: F403
+    from converge_dsl.frontend._tool_specs import *  # noqa: F403
     from converge_dsl.frontend.document import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
@@ -131,6 +135,15 @@ else:
             "converge_dsl.frontend._schema": ("pipeline_schema", "schema_diagnostics"),
             "converge_dsl.frontend._semantic": ("CHECKS",),
             "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
+            "converge_dsl.frontend._tool_specs": (
+                "EVERY_TOOL",
+                "HttpServerSpec",
+                "MCP_PREFIX",
+                "StdioServerSpec",
+                "ToolServerSpec",
+                "tool_reference",
+                "tool_server_spec",
+            ),
             "converge_dsl.frontend.document": ("LoadedDocument", "NodeLocation", "SourceMap"),
         },
     )
