@@ -152,7 +152,7 @@ def tool_server_spec(
     name: str, raw: Mapping[str, Any], path: JsonPath = (), source_map: SourceMap | None = None
 ) -> ToolServerSpec:
     """The typed record of one schema-checked `tools.<name>` entry; converts, checks nothing."""
-    limits = {
+    limits: dict[str, Any] = {
         "allow": _strings(raw.get("allow")),
         "start_timeout_s": raw.get("start_timeout_s"),
         "call_timeout_s": raw.get("call_timeout_s"),
