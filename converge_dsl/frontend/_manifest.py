@@ -86,6 +86,7 @@ class BudgetSpec(Located):
         "max_tokens",
         "max_wall_s",
         "max_concurrency",
+        "max_tool_calls",
         "path",
         "source_map",
     )
@@ -100,6 +101,7 @@ class BudgetSpec(Located):
         max_tokens: int | None = None,
         max_wall_s: Number | None = None,
         max_concurrency: int | None = None,
+        max_tool_calls: int | None = None,
         path: JsonPath = ("budget",),
         source_map: SourceMap | None = None,
     ) -> None:
@@ -109,6 +111,7 @@ class BudgetSpec(Located):
         self.max_tokens = max_tokens
         self.max_wall_s = max_wall_s
         self.max_concurrency = max_concurrency
+        self.max_tool_calls = max_tool_calls
         self.path = path
         self.source_map = source_map
 

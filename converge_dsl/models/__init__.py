@@ -17,7 +17,8 @@ variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validat
 `compile_script(document)` -> `Script`, a model script's checks and compilation
 from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
-many times share one per model).
+many times share one per model); `Redactor`, which masks known secret values in every
+form a text may show them (the tool servers' results use it too).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -32,6 +33,7 @@ from converge_dsl._lazy import lazy_exports
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.models._config_checks import *  # noqa: F403
     from converge_dsl.models._metered import *  # noqa: F403
+    from converge_dsl.models._redact import *  # noqa: F403
     from converge_dsl.models._replay_order import *  # noqa: F403
     from converge_dsl.models._script import *  # noqa: F403
     from converge_dsl.models._script_checks import *  # noqa: F403
@@ -54,6 +56,7 @@ else:
             "converge_dsl.models.cassette": ("RecordingModel", "ReplayModel"),
             "converge_dsl.models.factory": ("build_model",),
             "converge_dsl.models.http": ("HttpModel", "HttpSettings"),
+            "converge_dsl.models._redact": ("Redactor",),
             "converge_dsl.models.port": (
                 "AccountBinding",
                 "AccountRoster",

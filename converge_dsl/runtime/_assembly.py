@@ -19,6 +19,7 @@ whatever happened (sinks, checkpoint store, models).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from converge_dsl.engine.state import RunResult
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models.port import Model
+    from converge_dsl.tools import RunTools
 
 # The run's models from its settings and its meter's attempt gate.
 ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model"]]
@@ -111,6 +113,7 @@ async def assemble_run(plan: RunPlan) -> RunOutcome:
 
 async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
     models: dict[str, Model] = {}
+    tools: RunTools | None = None
     store = _store(plan.checkpoint)
     try:
         checkpoint = _read_checkpoint(store, plan)
@@ -128,13 +131,19 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
-        parts = RunParts(models=models, usage=meter, events=hub)
+        tools = _tools(settings)
+        parts = RunParts(models=models, usage=meter, events=hub, tools=tools)
         compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
             cache = None if plan.cache is None else plan.cache(settings.inputs)
             with contextlib.nullcontext() if cache is None else cache.session():
                 compiled = compile_pipeline(
-                    settings, models=models, usage=meter, events=hub, kinds=SUGGESTOR_KINDS
+                    settings,
+                    models=models,
+                    usage=meter,
+                    events=hub,
+                    kinds=SUGGESTOR_KINDS,
+                    tools=tools,
                 )
             if reuse is not None:
                 reuse.offer(inputs, compiled)
@@ -172,9 +181,25 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
                 store.close()
         for sink in sinks:
             sink.close()  # also one never opened: it may hold what it was made with
-        for model in models.values():
-            await model.aclose()
+        await _release(models, tools)
     return out
+
+
+async def _release(models: Mapping[str, Model], tools: RunTools | None) -> None:
+    for model in models.values():
+        await model.aclose()
+    if tools is not None:
+        await asyncio.to_thread(tools.close)  # every server, its process group too
+
+
+def _tools(settings: PipelineSettings) -> RunTools | None:
+    """The run's MCP tool servers (started on first use), or None when it declares none."""
+    manifest = settings.manifest
+    if not manifest.tools:
+        return None
+    from converge_dsl.tools import RunTools
+
+    return RunTools(manifest.tools, settings.base_dir, max_calls=manifest.budget.max_tool_calls)
 
 
 def _raise_failure(sinks: Sequence[RunSink]) -> None:

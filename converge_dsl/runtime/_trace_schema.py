@@ -39,6 +39,7 @@ def trace_events() -> tuple[type[BaseModel], ...]:
         agent.AgentTurnStarted,
         agent.ContributorFired,
         agent.ToolCalled,
+        agent.McpToolCalled,
         agent.Compaction,
         agent.SpanCleared,
         agent.SummaryTaken,

@@ -9,6 +9,9 @@ Public surface:
   with an environment built from nothing, or streamable HTTP to declared hosts);
   `FakeToolServer` with its `FakeTool`s (Python functions, for tests)
 - `child_environment(spec, parent)`, the whole environment of a stdio server's child
+- `RunTools`: the servers of one run as agents list and call them (started on first use,
+  arguments checked against the server's input schema, `budget.max_tool_calls`, results
+  redacted, failures as error text; `close()` stops them all); `tool_name(server, tool)`
 
 The `mcp` SDK (the `mcp` extra) is imported only when a real server starts.
 """
@@ -24,6 +27,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.tools._fake import *  # noqa: F403
     from converge_dsl.tools._mcp import *  # noqa: F403
     from converge_dsl.tools._port import *  # noqa: F403
+    from converge_dsl.tools._run import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
         __name__,
@@ -40,5 +44,6 @@ else:
                 "ToolServer",
                 "cap_result",
             ),
+            "converge_dsl.tools._run": ("RunTools", "tool_name"),
         },
     )
