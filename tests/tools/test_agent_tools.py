@@ -11,7 +11,7 @@ from pathlib import Path
 
 from converge_dsl.cli import run
 
-from ._servers import FIXTURE
+from ._servers import FIXTURE, http_fixture
 
 PIPELINE = """\
 apiVersion: converge-dsl/v1
@@ -24,9 +24,13 @@ tools:
   time:
     command: [mcp-server-time, --local-timezone, UTC]
     allow: [convert_time]
+  web:
+    url: {url}
+    hosts: [127.0.0.1]
+    allow: [echo]
 models:
   default: {{adapter: scripted, script: agent.script.yaml}}
-budget: {{max_tool_calls: 3}}
+budget: {{max_tool_calls: 4}}
 seeds: [{{id: task, content: compare the times}}]
 suggestors:
   - name: clerk
@@ -35,7 +39,7 @@ suggestors:
     dependencies: [seeds]
     target: evaluations
     goal: Convert a time and report.
-    tools: [context.propose, finish, "mcp:fixture/*", "mcp:time/convert_time"]
+    tools: [context.propose, finish, "mcp:fixture/*", "mcp:time/convert_time", "mcp:web/echo"]
 """
 
 SCRIPT = """\
@@ -53,12 +57,14 @@ rules:
       - name: "mcp:time/convert_time"
         input: {source_timezone: Europe/Paris, time: "14:30", target_timezone: Asia/Tokyo}
   - match: {suggestor: clerk, turn: 4}
-    tool_calls: [{name: "mcp:fixture/echo", input: {text: over-budget}}]
+    tool_calls: [{name: "mcp:web/echo", input: {text: echoed-over-http}}]
   - match: {suggestor: clerk, turn: 5}
+    tool_calls: [{name: "mcp:fixture/echo", input: {text: over-budget}}]
+  - match: {suggestor: clerk, turn: 6}
     tool_calls:
       - name: context.propose
         input: {id: tokyo, content: "14:30 in Paris is 22:30 in Tokyo", confidence: 0.9}
-  - match: {suggestor: clerk, turn: 6}
+  - match: {suggestor: clerk, turn: 7}
     tool_calls: [{name: finish, input: {summary: done}}]
 default: {reply: Done.}
 """
@@ -79,21 +85,25 @@ def _running_with(marker: str) -> list[int]:
     return found
 
 
-def test_an_agent_calls_mcp_tools_of_two_servers(tmp_path: Path) -> None:
+def test_an_agent_calls_mcp_tools_over_stdio_and_http(tmp_path: Path) -> None:
     marker = str(tmp_path / "no-extra-tool")
-    (tmp_path / "agent.yaml").write_text(
-        PIPELINE.format(
-            python=json.dumps(sys.executable), fixture=json.dumps(str(FIXTURE)), marker=marker
-        )
-    )
-    (tmp_path / "agent.script.yaml").write_text(SCRIPT)
     out, err = io.StringIO(), io.StringIO()
     trace = tmp_path / "trace.jsonl"
-    code = run(
-        ["run", str(tmp_path / "agent.yaml"), "--format", "json", "--trace", str(trace)],
-        out,
-        err,
-    )
+    with http_fixture() as web:
+        (tmp_path / "agent.yaml").write_text(
+            PIPELINE.format(
+                python=json.dumps(sys.executable),
+                fixture=json.dumps(str(FIXTURE)),
+                marker=marker,
+                url=web.url,
+            )
+        )
+        (tmp_path / "agent.script.yaml").write_text(SCRIPT)
+        code = run(
+            ["run", str(tmp_path / "agent.yaml"), "--format", "json", "--trace", str(trace)],
+            out,
+            err,
+        )
     assert code == 0, err.getvalue()
     result = json.loads(out.getvalue())
     facts = result["facts"] if "facts" in result else result["context"]
@@ -102,7 +112,9 @@ def test_an_agent_calls_mcp_tools_of_two_servers(tmp_path: Path) -> None:
     assert "echoed-by-fixture" in events
     assert "invalid input for mcp:fixture/echo: at /text: 'text' is a required property" in events
     assert "index-down" in events
+    assert '"server":"web","tool":"echo","arguments":{"text":"echoed-over-http"},' in events
+    assert '"output":"echoed-over-http","is_error":false' in events
     assert '\\"time_difference\\": \\"+8.0h\\"' in events
-    assert "budget.max_tool_calls (3) is spent" in events
+    assert "budget.max_tool_calls (4) is spent" in events
     assert "over-budget" not in events.split("is spent")[1]
     assert _running_with(marker) == []
