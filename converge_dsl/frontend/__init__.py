@@ -18,9 +18,9 @@ Public surface:
 - suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
   `SuggestorSpec` (a suggestor, typed; `SpecHead`, the fields every kind's spec shares;
   `required(...)`, how a parser reads a field the schema requires; the front end's kinds'
-  `SeedSpec`, `RuleSpec`, `LlmSpec` with its `LlmPrompt` and `LlmOutput`; a seed's or
-  rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
-  `KindRegistry` and the front end's own `KINDS` (seed, rule, llm); `installed_kinds()`,
+  `SeedSpec`, `RuleSpec`, `LlmSpec` with its `LlmPrompt` and `LlmOutput`, `ToolCallSpec`; a
+  seed's or rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
+  `KindRegistry` and the front end's own `KINDS` (seed, rule, llm, tool); `installed_kinds()`,
   the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`);
   `pipeline_schema(kinds)`, the pipeline schema composed from kinds
 - the manifest: `build_manifest(doc)` -> `PipelineManifest`, the typed records of a
@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._kind_llm import *  # noqa: F403
     from converge_dsl.frontend._kind_rule import *  # noqa: F403
     from converge_dsl.frontend._kind_seed import *  # noqa: F403
+    from converge_dsl.frontend._kind_tool import *  # noqa: F403
     from converge_dsl.frontend._kinds import *  # noqa: F403
     from converge_dsl.frontend._loader import *  # noqa: F403
     from converge_dsl.frontend._manifest import *  # noqa: F403
@@ -87,6 +88,7 @@ else:
             "converge_dsl.frontend._kind_llm": ("LlmOutput", "LlmPrompt", "LlmSpec"),
             "converge_dsl.frontend._kind_rule": ("RuleSpec",),
             "converge_dsl.frontend._kind_seed": ("SeedSpec",),
+            "converge_dsl.frontend._kind_tool": ("ToolCallSpec",),
             "converge_dsl.frontend._kinds": (
                 "DataSite",
                 "ENTRY_POINT_GROUP",

@@ -23,7 +23,7 @@ Public surface:
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
   stop reason `invalid`, `usage_error` or `error`).
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
-  seed, rule, llm plus agent and pack, imported on first use), the registry
+  seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
