@@ -17,7 +17,7 @@ Public surface:
   its parts `AgentContributor`, `AgentSummarizer`, `AgentCompaction`, `AgentToolChoice`; its
   checks CD4xx, its builder), registered by `converge_dsl.validation.KINDS`;
   `parse_agents(data)`, the typed agents of a pipeline's data.
-- events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `McpToolCalled`, `Compaction`,
+- events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`,
   `SpanCleared` (its `ClearedTurn`s of `MessageLine`s of `PartLine`s: `TextPartLine`,
   `ToolCallPartLine`, `ToolResultPartLine`), `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
 
@@ -53,7 +53,6 @@ else:
                 "ClearedTurn",
                 "Compaction",
                 "ContributorFired",
-                "McpToolCalled",
                 "MessageLine",
                 "PartLine",
                 "SpanCleared",

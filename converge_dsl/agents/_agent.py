@@ -9,14 +9,13 @@ made under a reservation of the run's meter, settled with the model's usage.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._json_types import JsonObject
 from converge_dsl.agents._contributors import TurnEnv
-from converge_dsl.agents._events import AgentFinished, EventSink, McpToolCalled
+from converge_dsl.agents._events import AgentFinished, EventSink
 from converge_dsl.agents._kind import AgentSuggestorSpec
 from converge_dsl.agents._loop import Reducer, drive
 from converge_dsl.agents._machine import TurnMachine
@@ -124,27 +123,6 @@ class AgentSuggestor(CoreSuggestor):
             )
         return metered.answer.message
 
-    def _traced_mcp(self, cycle: int) -> Callable[[str, str, JsonObject, str, bool], None] | None:
-        """A trace event for each MCP call (None without a sink)."""
-        sink = self.sink
-        if sink is None:
-            return None
-
-        def traced(server: str, tool: str, arguments: JsonObject, text: str, error: bool) -> None:
-            sink(
-                McpToolCalled(
-                    suggestor=self.name,
-                    cycle=cycle,
-                    server=server,
-                    tool=tool,
-                    arguments=dict(arguments),
-                    output=text[:2000],
-                    is_error=error,
-                )
-            )
-
-        return traced
-
     async def _mcp_tools(self, cycle: int) -> tuple[ToolSpec, ...]:
         """The MCP tools its `tools` name, listed by their servers (started on first use);
         a server that cannot start fails the agent, located at the agent."""
@@ -176,7 +154,7 @@ class AgentSuggestor(CoreSuggestor):
             mcp=await self._mcp_tools(cycle),
             caller=self.tools,
             suggestor=self.name,
-            on_mcp=self._traced_mcp(cycle),
+            cycle=cycle,
         )
         machine = TurnMachine(
             spec,

@@ -61,18 +61,6 @@ class ToolCalled(_Event):
     is_error: bool
 
 
-class McpToolCalled(_Event):
-    """An agent's call of an MCP tool (`mcp:SERVER/TOOL`): its arguments and its result as
-    the model saw it (capped and redacted), whether an error."""
-
-    type: Literal["agent_mcp_tool_called"] = "agent_mcp_tool_called"
-    server: str
-    tool: str
-    arguments: dict[str, Any]
-    output: str = Field(description="the result's text, cut to its first 2,000 characters")
-    is_error: bool
-
-
 class _Line(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

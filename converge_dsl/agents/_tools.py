@@ -20,14 +20,13 @@ still accepted, and becomes the fact's data with its JSON text as content).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
 
 from converge_dsl._json_pointer import error_pointer
-from converge_dsl._json_types import JsonObject
 from converge_dsl.compiler import ToolCaller
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine.types import (
@@ -116,7 +115,7 @@ class ToolBox:
     mcp: tuple[ToolSpec, ...] = ()
     caller: ToolCaller | None = None
     suggestor: str = ""
-    on_mcp: Callable[[str, str, JsonObject, str, bool], None] | None = None
+    cycle: int = 0
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -141,9 +140,10 @@ class ToolBox:
             return self._one(call)
         if call.name not in {spec.name for spec in self.mcp}:
             return self._one(call)
-        text, is_error = await self.caller.call(self.suggestor, *reference, call.input)
-        if self.on_mcp is not None:
-            self.on_mcp(*reference, call.input, text, is_error)
+        server, tool = reference
+        text, is_error = await self.caller.call(
+            self.suggestor, self.cycle, server, tool, call.input
+        )
         return ToolResultPart(call.id, text, is_error=is_error)
 
     def _one(self, call: ToolCallPart) -> ToolResultPart:

@@ -71,7 +71,7 @@ class ToolCaller(Protocol):
     async def listing(self, server: str) -> tuple[ToolSpec, ...]: ...
 
     async def call(
-        self, suggestor: str, server: str, tool: str, arguments: JsonObject
+        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
     ) -> tuple[str, bool]: ...
 
 

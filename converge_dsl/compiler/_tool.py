@@ -55,7 +55,7 @@ class ToolSuggestor(CoreSuggestor):
             return AgentEffect((self._error("the run has no tool servers", cycle, provenance),))
         arguments = _plain(render_value(self.arguments, scope, core.name, cycle))
         assert isinstance(arguments, dict)
-        text, is_error = await self.tools.call(core.name, self.server, self.tool, arguments)
+        text, is_error = await self.tools.call(core.name, cycle, self.server, self.tool, arguments)
         if is_error:
             return AgentEffect((self._error(text, cycle, provenance),))
         try:

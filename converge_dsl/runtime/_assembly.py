@@ -131,7 +131,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
-        tools = _tools(settings)
+        tools = _tools(settings, hub)
         parts = RunParts(models=models, usage=meter, events=hub, tools=tools)
         compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
@@ -192,14 +192,19 @@ async def _release(models: Mapping[str, Model], tools: RunTools | None) -> None:
         await asyncio.to_thread(tools.close)  # every server, its process group too
 
 
-def _tools(settings: PipelineSettings) -> RunTools | None:
+def _tools(settings: PipelineSettings, hub: TraceWriter) -> RunTools | None:
     """The run's MCP tool servers (started on first use), or None when it declares none."""
     manifest = settings.manifest
     if not manifest.tools:
         return None
     from converge_dsl.tools import RunTools
 
-    return RunTools(manifest.tools, settings.base_dir, max_calls=manifest.budget.max_tool_calls)
+    return RunTools(
+        manifest.tools,
+        settings.base_dir,
+        max_calls=settings.budget.max_tool_calls,
+        events=hub if hub.listening else None,
+    )
 
 
 def _raise_failure(sinks: Sequence[RunSink]) -> None:

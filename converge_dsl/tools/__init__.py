@@ -11,7 +11,8 @@ Public surface:
 - `child_environment(spec, parent)`, the whole environment of a stdio server's child
 - `RunTools`: the servers of one run as agents list and call them (started on first use,
   arguments checked against the server's input schema, `budget.max_tool_calls`, results
-  redacted, failures as error text; `close()` stops them all); `tool_name(server, tool)`
+  redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
+  stops them all); `tool_name(server, tool)`
 
 The `mcp` SDK (the `mcp` extra) is imported only when a real server starts.
 """
@@ -24,6 +25,7 @@ from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.tools._environment import *  # noqa: F403
+    from converge_dsl.tools._events import *  # noqa: F403
     from converge_dsl.tools._fake import *  # noqa: F403
     from converge_dsl.tools._mcp import *  # noqa: F403
     from converge_dsl.tools._port import *  # noqa: F403
@@ -33,6 +35,7 @@ else:
         __name__,
         {
             "converge_dsl.tools._environment": ("child_environment",),
+            "converge_dsl.tools._events": ("McpToolCalled",),
             "converge_dsl.tools._fake": ("FakeTool", "FakeToolServer"),
             "converge_dsl.tools._mcp": ("McpToolServer",),
             "converge_dsl.tools._port": (

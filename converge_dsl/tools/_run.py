@@ -26,6 +26,7 @@ from converge_dsl.frontend import MCP_PREFIX, HttpServerSpec, StdioServerSpec, T
 from converge_dsl.models import Redactor
 from converge_dsl.models.port import ToolSpec
 from converge_dsl.sandbox import UnsafeSchema, python_validator
+from converge_dsl.tools._events import McpToolCalled
 from converge_dsl.tools._port import ServerInfo, ToolFailure, ToolServer
 
 ServerFactory = Callable[[ToolServerSpec, Path, Mapping[str, str]], ToolServer]
@@ -53,12 +54,14 @@ class RunTools:
         environ: Mapping[str, str] | None = None,
         max_calls: int | None = None,
         factory: ServerFactory = _real_server,
+        events: Callable[[McpToolCalled], None] | None = None,
     ) -> None:
         self.specs = specs
         self.base_dir = base_dir
         self.environ = dict(os.environ if environ is None else environ)
         self.max_calls = max_calls
         self.factory = factory
+        self.events = events
         self.calls = 0
         self.servers: dict[str, ToolServer] = {}
         self._infos: dict[str, ServerInfo] = {}
@@ -100,9 +103,27 @@ class RunTools:
         )
 
     async def call(
+        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+    ) -> tuple[str, bool]:
+        """One call (see the module docstring), traced; `suggestor` is the caller."""
+        text, is_error = await self._answer(suggestor, server, tool, arguments)
+        if self.events is not None:
+            self.events(
+                McpToolCalled(
+                    suggestor=suggestor,
+                    cycle=cycle,
+                    server=server,
+                    tool=tool,
+                    arguments=dict(arguments),
+                    output=text[:2000],
+                    is_error=is_error,
+                )
+            )
+        return text, is_error
+
+    async def _answer(
         self, suggestor: str, server: str, tool: str, arguments: JsonObject
     ) -> tuple[str, bool]:
-        """One call (see the module docstring); `suggestor` is the caller, for messages."""
         spec = self.specs.get(server)
         if spec is None or tool not in spec.allow:
             return f"tool {tool_name(server, tool)!r} is not allowed for {suggestor!r}", True

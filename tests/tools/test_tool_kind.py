@@ -51,7 +51,8 @@ def _run(tmp_path: Path, text: str, *argv: str) -> tuple[int, str, str]:
 
 
 def test_a_tool_suggestor_maps_the_result_to_facts(tmp_path: Path) -> None:
-    code, out, err = _run(tmp_path, PIPELINE, "run", "--format", "json")
+    trace = tmp_path / "trace.jsonl"
+    code, out, err = _run(tmp_path, PIPELINE, "run", "--format", "json", "--trace", str(trace))
     assert code == 0, err
     text = json.dumps(json.loads(out))
     assert '"id": "tokyo-1430"' in text
@@ -59,6 +60,17 @@ def test_a_tool_suggestor_maps_the_result_to_facts(tmp_path: Path) -> None:
     assert '"data": "Asia/Tokyo"' in text
     assert "tool:error:bad-zone:1" in text
     assert "Invalid timezone" in text
+    calls = [json.loads(line) for line in trace.read_text().splitlines()]
+    calls = [c for c in calls if c["type"] == "mcp_tool_called"]
+    assert sorted((c["suggestor"], c["is_error"]) for c in calls) == [
+        ("bad-zone", True),
+        ("tokyo-time", False),
+    ]
+    assert {
+        "source_timezone": "Europe/Paris",
+        "time": "14:30",
+        "target_timezone": "Asia/Tokyo",
+    } in [c["arguments"] for c in calls]
 
 
 def test_validate_checks_the_call_without_starting_a_server(tmp_path: Path) -> None:
