@@ -7,10 +7,13 @@ Public surface:
 - `Pipeline`: immutable, safe to run concurrently. `run(inputs)` and
   `await arun(inputs)` return the `RunResultDocument` of one run (`models=`
   replaces declared models by name for that run, e.g. a scripted one in a test);
-  `keys`, `models`, `invariants` name what the pipeline declares;
+  `keys`, `models`, `invariants` name what the pipeline declares (`declared_inputs`,
+  `key_schemas`, `budget`, `document` and `env` give the rest, e.g. to a service);
   `run_many(cases, concurrency=16)` and `arun_many(...)` yield one per case in
-  input order; `outcome(inputs, meter=None, sinks=())` gives the `RunOutcome`
-  (`sinks`: the run's outputs, `converge_dsl.runtime.RunSink`).
+  input order; `outcome(inputs, meter=None, sinks=(), checkpoint=None, budget=None)`
+  gives the `RunOutcome` (`sinks`: the run's outputs, `converge_dsl.runtime.RunSink`;
+  `checkpoint`: a journal folder to write or resume, `converge_dsl.runtime.Checkpointing`;
+  `budget`: the run's budget made from the pipeline's).
 - `Case`, `CaseResult` (a finished case: index, id, run result as plain JSON `body`
   and as a `document`, exit code, and its result `line()`), `read_cases(path)`,
   `read_done(path)` -> `Done` (the cases a results file holds and their usage; a

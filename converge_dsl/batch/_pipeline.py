@@ -37,10 +37,13 @@ from converge_dsl.errors import UsageError
 from ._shared import SharedTransports
 
 if TYPE_CHECKING:
+    from converge_dsl._json_types import JsonSchema
     from converge_dsl.compiler import PipelineSettings
+    from converge_dsl.engine import Budget
+    from converge_dsl.frontend import InputSpec
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
-    from converge_dsl.runtime import RunOutcome, RunResultDocument, RunSink
+    from converge_dsl.runtime import Checkpointing, RunOutcome, RunResultDocument, RunSink
 
     from ._schedule import MeterFactory
 
@@ -63,6 +66,7 @@ class Pipeline:
     """
 
     __slots__ = (
+        "_answers",
         "_clock",
         "_compiled",
         "_document",
@@ -97,6 +101,13 @@ class Pipeline:
         from converge_dsl.runtime import CompiledRuns
 
         self._compiled = CompiledRuns()  # compile once, run many (see `CompiledRuns`)
+        from converge_dsl.runtime import caching_from
+
+        # The answer cache, when CONVERGE_DSL_CACHE_MODE turns it on (docs/cache.md);
+        # a worker process opens its own connection to the same store.
+        self._answers = caching_from(
+            flag=False, offline=False, cache_dir=None, env=self._env, warn=_warn
+        )
 
     def __repr__(self) -> str:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
@@ -117,6 +128,35 @@ class Pipeline:
     def inputs(self) -> Mapping[str, Any]:
         """The declared inputs (name -> declaration), as the pipeline writes them."""
         return dict(self._document.data.get("inputs") or {})
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The environment the pipeline's models (and its checkpoint key) are read from."""
+        return dict(self._env)
+
+    @property
+    def declared_inputs(self) -> Mapping[str, InputSpec]:
+        """The typed `inputs:` declarations (name -> `InputSpec`: required, default, where)."""
+        return self._manifest.inputs
+
+    @property
+    def key_schemas(self) -> Mapping[str, JsonSchema]:
+        """The declared keys' `schema`s by key name (keys without one are left out)."""
+        from converge_dsl.compiler import key_schemas
+
+        return key_schemas(self._manifest)
+
+    @property
+    def budget(self) -> Budget:
+        """The budget of one run, as `budget:` writes it (the engine's defaults elsewhere)."""
+        from converge_dsl.compiler import budget_of
+
+        return budget_of(self._manifest.budget)
+
+    @property
+    def document(self) -> LoadedDocument:
+        """The loaded, validated document (its text, file, and source map)."""
+        return self._document
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -187,6 +227,8 @@ class Pipeline:
         meter: MeterFactory | None = None,
         models: Mapping[str, Model] | None = None,
         sinks: Sequence[RunSink] = (),
+        checkpoint: Checkpointing | None = None,
+        budget: Callable[[Budget], Budget] | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -194,7 +236,11 @@ class Pipeline:
         `UsageMeter` on the pipeline's clock); a batch passes one that also counts
         against the batch-wide cap. `models` replaces models by name (see `arun`).
         `sinks` are the run's outputs (`converge_dsl.runtime.RunSink`: a trace, a
-        report, OpenTelemetry; a batch makes them per case).
+        report, OpenTelemetry; a batch makes them per case). `checkpoint` journals the
+        run into a folder, or continues it from there with decisions on a pause
+        (`converge_dsl.runtime.Checkpointing`, what `--checkpoint`/`--resume` make; the
+        service keeps one per run). `budget` makes the run's budget from the
+        pipeline's (a service's request lowers it).
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
@@ -212,6 +258,9 @@ class Pipeline:
             sinks=tuple(sinks),
             meter=meter,
             reuse=self._compiled,
+            answers=self._answers,
+            checkpoint=checkpoint,
+            budget=budget,
         )
         return await assemble_run(plan)
 
@@ -313,6 +362,13 @@ def _sync(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return loop.run_until_complete(coroutine())
     finally:
         loop.close()
+
+
+def _warn(line: str) -> None:
+    """A warning of the answer cache (a cached answer that failed its check), on stderr."""
+    import sys
+
+    sys.stderr.write(line + "\n")
 
 
 def load(

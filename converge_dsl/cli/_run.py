@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 from dataclasses import replace
 from io import StringIO
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.engine import Fact, Provenance
-    from converge_dsl.runtime import RunOptions, RunOutcome
+    from converge_dsl.runtime import AnswerCaching, RunOptions, RunOutcome
 
 
 _JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
@@ -114,12 +115,71 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compile without the on-disk compile cache (also: CONVERGE_DSL_NO_CACHE=1)",
     )
+    add_cache_arguments(parser)
     _add_output_arguments(parser)
     from converge_dsl.cli._batch import add_batch_arguments
     from converge_dsl.cli._validate import add_allow_root
 
     add_allow_root(parser)
     add_batch_arguments(parser)
+
+
+def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
+    """The answer cache's options (docs/cache.md)."""
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="answer model calls from the answer cache and store new answers "
+        "(also: CONVERGE_DSL_CACHE_MODE=read-write|read-only|off)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="answer model calls only from the answer cache; a miss is an error (CD973)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="the answer cache's folder (default: the user cache folder)",
+    )
+    parser.add_argument(
+        "--explain-cache",
+        action="store_true",
+        help="say per model call: hit, or miss and why (on standard error)",
+    )
+
+
+def caching(args: argparse.Namespace, io: CommandIO) -> AnswerCaching | None:
+    """The run's answer caching from the command line and the environment."""
+    from converge_dsl.runtime import caching_from
+
+    return caching_from(
+        flag=args.cache or args.explain_cache,
+        offline=args.offline,
+        cache_dir=args.cache_dir,
+        env=os.environ,  # the run's environment, as `RunOptions.env` reads it
+        warn=lambda line: io.stderr.write(line + "\n"),
+        explain=args.explain_cache,
+    )
+
+
+def explain_cache(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:
+    """`--explain-cache`: each cached call, hit or miss and why, on standard error."""
+    if not args.explain_cache:
+        return
+    if args.format == "json":
+        document = {"calls": [record.as_json() for record in out.cache_calls]}
+        io.stderr.write(json.dumps(document, indent=2) + "\n")
+        return
+    io.stderr.write(f"answer cache: {len(out.cache_calls)} call(s)\n")
+    for record in out.cache_calls:
+        io.stderr.write(
+            f"  {record.outcome:4}  {record.suggestor or '-'} (model {record.model}, "
+            f"key {record.key[:16]})\n"
+        )
+        if record.why is not None:
+            io.stderr.write("".join(f"        {line}\n" for line in record.why.split("\n")))
 
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -313,6 +373,8 @@ def _print_tail(out: RunOutcome, stream: TextIO) -> None:
             f"; {usage.model_calls} model call(s), "
             f"{usage.input_tokens + usage.output_tokens} token(s)"
         )
+    if usage.cached_calls:
+        stream.write(f"; {usage.cached_calls} cached answer(s), counted toward no budget")
     stream.write("\n")
 
 
@@ -385,6 +447,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
         on_warning=_warner(io),
         allow_roots=tuple(args.allow_root),
         compile_cache=not args.no_cache,
+        answers=caching(args, io),
         freeze_compiled=_ENTRY.ends_process,  # the console entry point: one run, no teardown
         otel=OtelOptions(
             flag=args.otel,
@@ -435,6 +498,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if args.cases is not None:
         from converge_dsl.cli._batch import execute_batch
 
+        if args.cache or args.offline or args.explain_cache or args.cache_dir is not None:
+            raise UsageError(
+                "--cache, --offline, --cache-dir and --explain-cache apply to a single run",
+                hint="a batch (--cases) uses the answer cache when CONVERGE_DSL_CACHE_MODE "
+                "says so, in the folder CONVERGE_DSL_CACHE names (docs/cache.md)",
+            )
+
         return execute_batch(args, io)
     human = args.format == "human"
     # Under --quiet no listener at all: with none, the engine builds no events.
@@ -474,6 +544,7 @@ def _show(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:
     from converge_dsl.frontend import terminal_safe
 
     io.stderr.write(terminal_safe(_error_text(out)))
+    explain_cache(out, args, io)
     if args.format == "human":
         _print_human(out, io.stdout)
     else:

@@ -18,7 +18,8 @@ Public surface:
   rule and llm, whose builders live here); callers above hand down the one with
   agent and pack (`converge_dsl.validation.KINDS`).
 - `resolve_inputs(declared, given)`: the declared inputs (`InputSpec`s by name) with
-  defaults applied.
+  defaults applied; `budget_of(spec)`: the engine's `Budget` of a `budget:` section;
+  `key_schemas(document_or_manifest)`: the declared keys' schemas by key name.
 - `CompileContext`: what every suggestor builder receives (pipeline name,
   source map, models by name, usage meter, event sink, inputs, declared keys
   and their schemas, base dir, shared render scopes, the kind registry;
@@ -72,8 +73,10 @@ from ._scope import RenderScopes, with_item
 from ._settings import (
     ModelDeclaration,
     PipelineSettings,
+    budget_of,
     compile_settings,
     declare_models,
+    key_schemas,
     resolve_inputs,
 )
 from ._template import CompiledExpression, CompiledTemplate
@@ -96,10 +99,12 @@ __all__ = [
     "SuggestorCore",
     "ToolCaller",
     "UsageRecorder",
+    "budget_of",
     "compile_context",
     "compile_pipeline",
     "compile_settings",
     "declare_models",
+    "key_schemas",
     "open_cache",
     "resolve_inputs",
     "with_item",

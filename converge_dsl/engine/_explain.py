@@ -315,7 +315,10 @@ def _error_code(stop: Stop, error: Exception) -> str:
     if stop.reason is StopReason.INVARIANT_VIOLATED:
         return codes.STOP_INVARIANT_VIOLATED
     if isinstance(error, ModelFailure) or isinstance(error.__cause__, ModelFailure):
-        return codes.STOP_MODEL_FAILED
+        own = getattr(error, "diagnostic_code", None) or getattr(
+            error.__cause__, "diagnostic_code", None
+        )
+        return own if isinstance(own, str) else codes.STOP_MODEL_FAILED
     if isinstance(error, RunError) and error.span is not None:
         return codes.RUN_ERROR
     if isinstance(error, KernelError):

@@ -10,7 +10,9 @@ same way (docs/architecture.md §7, §8):
   found unusable, and with none when the call failed or was cancelled in flight
   (it reached a model all the same);
 - a model that refuses a retry for the run's budget (`E_BUDGET_EXHAUSTED`)
-  ends the call with no answer, and the meter learns which budget stops the run.
+  ends the call with no answer, and the meter learns which budget stops the run;
+- an answer from the answer cache (`caching.CALL_NOTE` marked cached) gives
+  its reservation back: it counts toward no budget.
 A server that ignores the cap can answer with more output tokens than the cap:
 the call's `overshoot` says by how many, for the caller to report.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from converge_dsl.models._common import estimate_tokens, request_text
+from converge_dsl.models.caching import CALL_NOTE, CallNote
 from converge_dsl.models.port import (
     Model,
     ModelError,
@@ -35,6 +38,8 @@ class Settleable(Protocol):
     max_tokens: int | None
 
     def settle(self, usage: Usage | None = None) -> int: ...
+
+    def release(self) -> None: ...
 
 
 class CallMeter(Protocol):
@@ -55,6 +60,7 @@ class Metered:
     answer: ModelReturn
     max_tokens: int | None = None
     overshoot: int = 0
+    cached: bool = False
 
     def overshoot_note(self) -> str | None:
         """The report of an overshoot (None without one): what was used, held and capped."""
@@ -98,6 +104,8 @@ async def metered_call(
         return None
     if reservation.max_tokens != wanted:  # the budget lowered the cap: send the lower one
         request = replace(request, max_tokens=reservation.max_tokens)
+    note = CallNote()
+    token = CALL_NOTE.set(note)
     try:
         answer = await model.call(request)
     except ModelError as exc:
@@ -109,5 +117,10 @@ async def metered_call(
     except BaseException:  # cancelled in flight: the call was made all the same
         reservation.settle()
         raise
+    finally:
+        CALL_NOTE.reset(token)
+    if note.cached:
+        reservation.release()
+        return Metered(answer, reservation.max_tokens, 0, cached=True)
     overshoot = reservation.settle(answer.usage)
     return Metered(answer, reservation.max_tokens, overshoot)

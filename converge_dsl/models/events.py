@@ -122,6 +122,11 @@ class ModelCallFinished(_ModelEvent):
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str | None = None
+    cached: bool | None = Field(
+        default=None,
+        description="true when the answer came from the answer cache (only present then)",
+        exclude_if=lambda value: value is None,
+    )
 
 
 MODEL_EVENTS: tuple[type[BaseModel], ...] = (ModelCallStarted, ModelCallAttempt, ModelCallFinished)

@@ -223,6 +223,21 @@ class HttpModel(ModelDefaults):
     def model_id(self) -> str:
         return f"{self._wire.provider}:{self._settings.model}"
 
+    def cache_identity(self) -> dict[str, Any]:
+        """Who answers, for the answer cache's key: the wire format, the base URL's origin
+        and path (never its user info), the model and the parameters that change an answer."""
+        split = urlsplit(self._settings.base_url)
+        port = f":{split.port}" if split.port is not None else ""
+        return {
+            "wire": self._wire.provider,
+            "origin": f"{split.scheme.lower()}://{(split.hostname or '').lower()}{port}",
+            "path": split.path.rstrip("/"),
+            "model": self._settings.model,
+            "max_tokens": self.default_max_tokens(),
+            "temperature": self._settings.temperature,
+            "structured_output": self._settings.structured_output,
+        }
+
     def default_max_tokens(self) -> int | None:
         """The answer cap a request that names none is sent with (None: unbounded)."""
         return self._settings.max_tokens or self._wire.default_max_tokens

@@ -147,6 +147,7 @@ class ModelErrorCode(StrEnum):
     CONFIG = "E_CONFIG"
     SCRIPT = "E_SCRIPT"
     LIMIT = "E_LIMIT"
+    CACHE_MISS = "E_CACHE_MISS"
 
 
 class ModelError(ModelFailure):

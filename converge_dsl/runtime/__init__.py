@@ -22,6 +22,10 @@ Public surface:
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
   stop reason `invalid`, `usage_error` or `error`).
+- `AnswerCaching` (a run's answer cache: its store, mode, offline; `RunPlan.answers`,
+  `RunOptions.answers`), `caching_from(flag=, offline=, cache_dir=, env=)` (from
+  `--cache`/`--offline`/`--cache-dir` and the cache mode variable; docs/cache.md) and
+  `cache_folder(cache_dir, env)` (where the store lives).
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
@@ -43,6 +47,7 @@ Public surface:
 
 from __future__ import annotations
 
+from ._answer_cache import AnswerCaching, cache_folder, caching_from
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
@@ -82,6 +87,7 @@ __all__ = [
     "EXIT_BY_STOP",
     "REPORT_MARK",
     "SUGGESTOR_KINDS",
+    "AnswerCaching",
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",
@@ -110,6 +116,8 @@ __all__ = [
     "assemble_run",
     "build_engine",
     "build_models",
+    "cache_folder",
+    "caching_from",
     "check_outputs",
     "check_report_output",
     "checkpoint_key",

@@ -11,7 +11,8 @@ whether a compile cache or a checkpoint is used, and the run's `RunSink`s.
 The order, once: the outputs are checked (one same-file check over the sinks,
 then each sink's own), the checkpoint folder is locked and (`--resume`) read,
 the inputs resolve into settings, the run's one `UsageMeter` is made before
-anything that records into it (the models, with its attempt gate; the
+anything that records into it (the models, with its attempt gate, each
+behind the answer cache when the plan has one, then as the sinks wrap them; the
 compiled suggestors; the engine), the sinks are opened and hear every event,
 the engine runs, the sinks hear the outcome, and everything is closed
 whatever happened (sinks, checkpoint store, models).
@@ -32,6 +33,7 @@ from converge_dsl.compiler import RunParts, compile_pipeline, compile_settings
 from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter, freeze_alive
 from converge_dsl.errors import ConvergeError
 
+from ._answer_cache import AnswerCaching
 from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
 from ._checkpoint_key import checkpoint_key
 from ._engine import SUGGESTOR_KINDS, build_engine
@@ -45,9 +47,10 @@ from ._trace import TraceWriter, wall_clock
 from ._traced_model import CallTracer
 
 if TYPE_CHECKING:
-    from converge_dsl.compiler import CompileCache, PipelineSettings
+    from converge_dsl.compiler import CompileCache, CompiledPipeline, PipelineSettings
     from converge_dsl.engine.state import RunResult
     from converge_dsl.frontend.document import LoadedDocument
+    from converge_dsl.models.caching import AnswerCache
     from converge_dsl.models.port import Model
     from converge_dsl.tools import RunTools
 
@@ -55,6 +58,8 @@ if TYPE_CHECKING:
 ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model"]]
 # The run's usage meter from its budget (a batch's counts against the batch-wide cap).
 MeterFactory = Callable[[Budget], UsageMeter]
+# The budget of one run from its pipeline's (a service's request may lower it).
+BudgetRule = Callable[[Budget], Budget]
 # The compile cache of a run from its resolved inputs (None: compile afresh).
 CacheOpener = Callable[[JsonObject], "CompileCache | None"]
 
@@ -75,7 +80,8 @@ class Checkpointing:
 class RunPlan:
     """Everything one run is made of, once its pipeline is loaded (see the module docstring).
 
-    `reads` are the files the run reads (no output may be one). `freeze`: a
+    `reads` are the files the run reads (no output may be one). `answers`: the
+    answer cache the run's models are wrapped in (docs/cache.md). `freeze`: a
     process that runs this one pipeline moves what is alive once it is
     compiled to the collector's permanent generation (`RunOptions.freeze_compiled`).
     """
@@ -91,6 +97,8 @@ class RunPlan:
     checkpoint: Checkpointing | None = None
     freeze: bool = False
     reuse: CompiledRuns | None = None
+    answers: AnswerCaching | None = None
+    budget: BudgetRule | None = None
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
@@ -115,6 +123,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
     models: dict[str, Model] = {}
     tools: RunTools | None = None
     store = _store(plan.checkpoint)
+    answers = None if plan.answers is None else plan.answers.open(plan.clock)
     try:
         checkpoint = _read_checkpoint(store, plan)
         inputs = plan.inputs or (checkpoint.inputs if checkpoint is not None else {})
@@ -124,13 +133,14 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             if reuse is None
             else reuse.settings(plan.document, inputs)
         )
-        meter = (plan.meter or (lambda b: UsageMeter(b, clock=plan.clock)))(settings.budget)
+        budget = settings.budget if plan.budget is None else plan.budget(settings.budget)
+        meter = (plan.meter or (lambda b: UsageMeter(b, clock=plan.clock)))(budget)
         for sink in sinks:
             sink.open(plan.clock)
         hub = TraceWriter(
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
-        models = _wrapped(plan.models(settings, meter.allow_attempt), sinks, hub, plan.clock)
+        models = _wrapped(_cached(plan, answers, settings, meter), sinks, hub, plan.clock)
         tools = _tools(settings, hub)
         parts = RunParts(models=models, usage=meter, events=hub, tools=tools)
         compiled = None if reuse is None else reuse.compiled(inputs, parts)
@@ -151,27 +161,16 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             freeze_alive()  # see `RunOptions.freeze_compiled`
         for sink in sinks:
             sink.on_compiled(compiled, {plan.document.file: plan.document.text})
-        engine = build_engine(compiled, hub, plan.clock, meter)
+        engine = build_engine(compiled, hub, plan.clock, meter, budget=budget)
         if store is not None:
-            digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
-            if checkpoint is not None:
-                checkpoint.check_digest(digest)
-                restore_states(compiled.suggestors, checkpoint.suggestors)
-                store.resume(checkpoint, compiled.suggestors)
-            else:
-                store.start(
-                    pipeline_text=plan.document.text,
-                    digest=digest,
-                    inputs=plan.inputs,
-                    suggestors=compiled.suggestors,
-                )
+            _open_store(store, checkpoint, compiled, plan)
         result, decided = await _execute(engine, compiled.seeds, store, checkpoint, plan)
         _raise_failure(sinks)  # a write that failed inside a suggestor: still fatal
         if store is not None and result.pause is not None:
             store.save(result.state)  # the pending proposals: enough to continue
         if store is not None:
             store.close()  # every record on disk before the run reports
-        out = outcome(compiled, result, decided)
+        out = outcome(compiled, result, decided, answers)
         for sink in sinks:
             sink.on_result(out)
         _raise_failure(sinks)
@@ -183,6 +182,28 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             sink.close()  # also one never opened: it may hold what it was made with
         await _release(models, tools)
     return out
+
+
+def _open_store(
+    store: CheckpointStore,
+    checkpoint: Checkpoint | None,
+    compiled: CompiledPipeline,
+    plan: RunPlan,
+) -> None:
+    """Resume the checkpoint (its digest checked, the suggestors' states restored) or
+    start a new one."""
+    digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
+    if checkpoint is not None:
+        checkpoint.check_digest(digest)
+        restore_states(compiled.suggestors, checkpoint.suggestors)
+        store.resume(checkpoint, compiled.suggestors)
+    else:
+        store.start(
+            pipeline_text=plan.document.text,
+            digest=digest,
+            inputs=plan.inputs,
+            suggestors=compiled.suggestors,
+        )
 
 
 async def _release(models: Mapping[str, Model], tools: RunTools | None) -> None:
@@ -205,6 +226,16 @@ def _tools(settings: PipelineSettings, hub: TraceWriter) -> RunTools | None:
         max_calls=settings.budget.max_tool_calls,
         events=hub if hub.listening else None,
     )
+
+
+def _cached(
+    plan: RunPlan, answers: AnswerCache | None, settings: PipelineSettings, meter: UsageMeter
+) -> dict[str, Model]:
+    """The run's models, each behind the run's answer cache when it has one."""
+    built = plan.models(settings, meter.allow_attempt)
+    if answers is None:
+        return built
+    return {name: answers.wrap(name, model) for name, model in built.items()}
 
 
 def _raise_failure(sinks: Sequence[RunSink]) -> None:

@@ -125,6 +125,12 @@ class UsageModel(_Frozen):
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_calls: int | None = Field(
+        default=None,
+        description="model calls answered from the answer cache, which count toward no "
+        "budget (only present when there were any)",
+        exclude_if=_is_none,
+    )
 
 
 class DiagnosticModel(_Frozen):

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from converge_dsl.clock import Clock
 from converge_dsl.compiler import CompiledPipeline
-from converge_dsl.engine import Engine, UsageMeter
+from converge_dsl.engine import Budget, Engine, UsageMeter
 from converge_dsl.frontend import KindRegistry
 from converge_dsl.validation import KINDS
 
@@ -25,16 +25,19 @@ def build_engine(
     sink: Callable[[BaseModel], None],
     clock: Clock,
     usage: UsageMeter | None = None,
+    *,
+    budget: Budget | None = None,
 ) -> Engine:
     """The engine for a compiled pipeline, its suggestors registered in order.
 
     `usage` is the run's meter (the one the compiled suggestors and models
-    record into and ask first); without it the engine makes its own. A sink
+    record into and ask first); without it the engine makes its own. `budget`
+    replaces the compiled pipeline's for this run. A sink
     with a false `listening` attribute (a `TraceWriter` with no file and no
     listener) is not given to the engine, so no event objects are built.
     """
     engine = Engine(
-        budget=compiled.budget,
+        budget=compiled.budget if budget is None else budget,
         policy=compiled.promotion,
         invariants=compiled.invariants,
         clock=clock,

@@ -19,6 +19,7 @@ from converge_dsl.clock import Clock, SystemClock
 if TYPE_CHECKING:
     from converge_dsl.diagnostics import Diagnostic
 
+    from ._answer_cache import AnswerCaching
     from ._sinks import RunSink
 
 
@@ -73,6 +74,8 @@ class RunOptions:
     # generation (`gc.freeze`), so collections during the run skip them.
     freeze_compiled: bool = False
     otel: OtelOptions = field(default_factory=OtelOptions)
+    # The answer cache of the run's model calls (`--cache`, `--offline`; docs/cache.md).
+    answers: AnswerCaching | None = None
     sinks: tuple[RunSink, ...] = ()
 
     @property

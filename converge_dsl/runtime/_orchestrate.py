@@ -94,6 +94,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
                 options.decided_by,
             ),
             freeze=options.freeze_compiled,
+            answers=options.answers,
         )
         return await assemble_run(plan)
     finally:

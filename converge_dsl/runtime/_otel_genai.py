@@ -116,6 +116,8 @@ def call_finished(facts: ModelFacts | None, event: Any) -> Attributes:
         attributes["converge_dsl.model.account"] = event.account
     if event.status != "ok":
         attributes["error.type"] = event.status
+    if getattr(event, "cached", None):
+        attributes["converge_dsl.model.cached"] = True  # answered from the answer cache
     return attributes
 
 

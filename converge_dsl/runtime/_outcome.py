@@ -25,6 +25,7 @@ from converge_dsl.engine.state import RunResult
 from converge_dsl.engine.stops import StopNote
 from converge_dsl.engine.types import Fact, Provenance
 from converge_dsl.errors import ConvergeError, PipelineInvalid, RunError, UsageError
+from converge_dsl.models.caching import AnswerCache, CallRecord
 
 from ._documents import (
     DiagnosticModel,
@@ -65,6 +66,8 @@ class RunOutcome:
     exit_code: int
     error: ConvergeError | None
     diagnostics: tuple[Diagnostic, ...] = ()
+    # Each cached model call of the run, hit or miss and why (`run --explain-cache`).
+    cache_calls: tuple[CallRecord, ...] = ()
 
     def __repr__(self) -> str:
         # Short on purpose, like `RunResult.__repr__`: asyncio formats a finished
@@ -152,8 +155,10 @@ def outcome(
     compiled: CompiledPipeline,
     result: RunResult,
     decided: Mapping[str, bool] | None = None,
+    answers: AnswerCache | None = None,
 ) -> RunOutcome:
-    """The run-result document and exit code of `result` (`decided`: ids already decided)."""
+    """The run-result document and exit code of `result` (`decided`: ids already decided;
+    `answers`: the run's answer cache, whose hits the usage counts as `cached_calls`)."""
     stop = str(result.stop_reason)
     found = [(note_diagnostic(note, compiled), note) for note in result.notes]
     if not found and result.error is not None:  # a result the engine did not explain
@@ -172,12 +177,19 @@ def outcome(
             model_calls=usage.model_calls,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
+            cached_calls=None if answers is None or not answers.hits else answers.hits,
         ),
         pending=tuple(item for item in pending if item.id not in (decided or {})),
         held=dict(decided or {}) if pending else {},
     )
     return RunOutcome(
-        compiled, result, document, EXIT_BY_STOP.get(stop, 1), result.error, diagnostics
+        compiled,
+        result,
+        document,
+        EXIT_BY_STOP.get(stop, 1),
+        result.error,
+        diagnostics,
+        () if answers is None else tuple(answers.records),
     )
 
 

@@ -249,7 +249,8 @@ class _Fold:
             [
                 int(event["call"]),
                 self.name(suggestor),
-                str(event["model"]),
+                # An answer from the answer cache is marked where the model is named.
+                str(event["model"]) + (" (cached)" if event.get("cached") else ""),
                 self.rel(at - duration),
                 self.rel(at),
                 str(event["status"]),

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from converge_dsl.clock import Clock
 from converge_dsl.engine import Timing
 from converge_dsl.engine.budget import SPENDER
+from converge_dsl.models.caching import CALL_NOTE, CallNote
 from converge_dsl.models.events import (
     ATTEMPT_OBSERVER,
     AttemptReport,
@@ -155,6 +156,8 @@ class TracedModel(ModelDefaults):
             )
 
         token = ATTEMPT_OBSERVER.set(observe)
+        note, outer = CallNote(), CALL_NOTE.get()
+        noting = CALL_NOTE.set(note)
         try:
             answer = await make()
         except ModelError as exc:
@@ -171,8 +174,11 @@ class TracedModel(ModelDefaults):
             raise
         finally:
             ATTEMPT_OBSERVER.reset(token)
+            CALL_NOTE.reset(noting)
+        if note.cached and outer is not None:
+            outer.cached = True
         self._exchange(call, req, answer)
-        self._finished(common, started, attempts, status="ok", answer=answer)
+        self._finished(common, started, attempts, status="ok", answer=answer, cached=note.cached)
         return answer
 
     def _exchange(self, call: int, req: ModelRequest, answer: ModelReturn | None) -> None:
@@ -188,6 +194,7 @@ class TracedModel(ModelDefaults):
         *,
         status: str,
         answer: ModelReturn | None = None,
+        cached: bool = False,
     ) -> None:
         tracer = self._tracer
         end = tracer.now()
@@ -203,6 +210,7 @@ class TracedModel(ModelDefaults):
                 "input_tokens": 0 if answer is None else answer.usage.input_tokens,
                 "output_tokens": 0 if answer is None else answer.usage.output_tokens,
                 "stop_reason": None if answer is None else answer.stop_reason,
+                "cached": True if cached else None,
                 "timing": tracer.timing(end, end - started),
             }
         )

@@ -35,6 +35,7 @@ PACKAGES = (
     "converge_dsl.pipetest",
     "converge_dsl.runtime",
     "converge_dsl.sandbox",
+    "converge_dsl.serve",
     "converge_dsl.solvers",
     "converge_dsl.tools",
     "converge_dsl.validation",

@@ -1,0 +1,160 @@
+"""`converge-dsl cache stats|ls|show KEY|prune|clear`: look into and tidy the answer cache.
+
+Every action reads the cache folder `--cache-dir` gives (else
+`$CONVERGE_DSL_CACHE/answers`, else the user cache folder's; docs/cache.md) and
+prints text, or one JSON object under `--format json`. `ls` lists the
+entries, most recently used first (`--suggestor NAME` keeps one
+suggestor's); `show KEY` prints one entry (a unique prefix of its key is
+enough), with whether it passes its check; `prune --max-bytes N` removes the
+least recently used entries until the rest fill at most N bytes; `clear`
+removes every entry. A key that names no entry is CD977 (exit 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.cli import CommandIO
+    from converge_dsl.models.answer_store import CacheRow, SqliteAnswerStore
+
+
+class _NoEntry(UsageError):
+    code = codes.CACHE_NO_ENTRY
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from converge_dsl.cli._pack import add_format
+
+    sub = parser.add_subparsers(
+        dest="action", metavar="ACTION", required=True, help="what to do (each has --help)"
+    )
+    actions = {
+        "stats": sub.add_parser("stats", help="how many entries, how many bytes, where"),
+        "ls": sub.add_parser("ls", help="list the entries, most recently used first"),
+        "show": sub.add_parser("show", help="print one entry: its request and its answer"),
+        "prune": sub.add_parser("prune", help="remove least recently used entries past a size"),
+        "clear": sub.add_parser("clear", help="remove every entry"),
+    }
+    actions["ls"].add_argument("--suggestor", metavar="NAME", help="only this suggestor's")
+    actions["show"].add_argument("key", metavar="KEY", help="the entry's key (or a prefix)")
+    actions["prune"].add_argument(
+        "--max-bytes",
+        type=int,
+        metavar="N",
+        help="the size to prune down to (default: the cache's bound)",
+    )
+    for action in actions.values():
+        action.add_argument(
+            "--cache-dir", type=Path, metavar="DIR", help="the answer cache's folder"
+        )
+        add_format(action)
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.models.answer_store import SqliteAnswerStore
+    from converge_dsl.runtime import cache_folder
+
+    store = SqliteAnswerStore(cache_folder(args.cache_dir, os.environ))
+    try:
+        return _ACTIONS[args.action](store, args, io)
+    finally:
+        store.close()
+
+
+def _emit(args: argparse.Namespace, io: CommandIO, text: str, data: dict[str, Any]) -> int:
+    from converge_dsl.cli._pack import emit
+
+    emit(args, io, text, data)
+    return 0
+
+
+def _stats(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+    stats = store.stats()
+    data = {
+        "entries": stats.entries,
+        "bytes": stats.bytes,
+        "max_bytes": stats.max_bytes,
+        "location": stats.location,
+    }
+    text = (
+        f"{stats.entries} entries, {stats.bytes:,} of {stats.max_bytes:,} bytes\n"
+        f"in {stats.location}\n"
+    )
+    return _emit(args, io, text, data)
+
+
+def _summary(row: CacheRow) -> dict[str, Any]:
+    from converge_dsl.models.answer_store import verify
+
+    return {
+        "key": row.key,
+        "kind": row.kind,
+        "suggestor": row.suggestor,
+        "identity": json.loads(row.identity) if verify(row) is None else row.identity,
+        "created": row.created,
+        "last_used": row.last_used,
+        "duration_s": row.duration_s,
+        "bytes": row.size,
+        "problem": verify(row),
+    }
+
+
+def _ls(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+    rows = store.rows(suggestor=args.suggestor)
+    lines = [
+        f"{row.key[:16]}  {row.kind:5}  {row.suggestor or '-':20}  {row.size:>8} B  "
+        f"{row.duration_s:.3f} s{'  (fails its check)' if _summary(row)['problem'] else ''}\n"
+        for row in rows
+    ]
+    return _emit(args, io, "".join(lines), {"entries": [_summary(row) for row in rows]})
+
+
+def _show(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.diagnostics import did_you_mean
+
+    rows = store.rows()
+    found = [row for row in rows if row.key.startswith(args.key)]
+    if len(found) != 1:
+        what = "no entry" if not found else f"{len(found)} entries"
+        guess = did_you_mean(args.key, [row.key for row in rows])
+        raise _NoEntry(
+            f"answer cache [{codes.CACHE_NO_ENTRY}]: {what} has a key starting {args.key!r}",
+            hint=f"did you mean {guess}?" if guess else "`converge-dsl cache ls` lists the keys",
+        )
+    row = found[0]
+    data = _summary(row)
+    problem = data["problem"]
+    data["request"] = json.loads(row.request) if problem is None else row.request
+    data["answer"] = json.loads(row.value) if problem is None else row.value
+    text = (
+        f"key: {row.key}\nkind: {row.kind}\nsuggestor: {row.suggestor}\n"
+        f"identity: {row.identity}\ntook: {row.duration_s:.3f} s\n"
+        f"check: {problem or 'ok'}\n"
+        f"request:\n{json.dumps(data['request'], indent=2, ensure_ascii=False)}\n"
+        f"answer:\n{json.dumps(data['answer'], indent=2, ensure_ascii=False)}\n"
+    )
+    return _emit(args, io, text, data)
+
+
+def _prune(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+    limit = store.max_bytes if args.max_bytes is None else args.max_bytes
+    if limit < 0:
+        raise UsageError("--max-bytes must be 0 or more")
+    removed = store.prune(limit)
+    return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
+
+
+def _clear(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+    removed = store.clear()
+    return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
+
+
+_ACTIONS = {"stats": _stats, "ls": _ls, "show": _show, "prune": _prune, "clear": _clear}

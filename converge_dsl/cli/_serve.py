@@ -1,0 +1,140 @@
+"""`converge-dsl serve PIPELINE|FOLDER...`: the pipelines as an HTTP service.
+
+Only reads the options and starts it: the service is `converge_dsl.serve`
+(docs/serve.md). Needs the `serve` extra; without it, a usage error says so
+(CD995). Exit codes: 0 after SIGINT/SIGTERM; 2 an invalid pipeline (its
+diagnostics printed as `validate` prints them, nothing served); 3 a usage
+error (options, token file); 1 the state or the address cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from converge_dsl import codes
+from converge_dsl.cli import EXIT_OK, CommandIO
+from converge_dsl.errors import UsageError
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PIPELINE|FOLDER",
+        help="pipeline files, or folders holding them",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only)",
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=8080,
+        help="port to listen on (default: 8080; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        default=Path(".converge-serve"),
+        metavar="DIR",
+        help="folder of the runs, events and checkpoints (SQLite, WAL)",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="bearer tokens, one a line (or sha256:HEX); needed beyond loopback",
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive,
+        default=4,
+        metavar="N",
+        help="runs of one pipeline at once (default: 4)",
+    )
+    parser.add_argument(
+        "--queue",
+        type=_positive,
+        default=64,
+        metavar="N",
+        help="runs of one pipeline waiting; more are refused with 429 (default: 64)",
+    )
+    parser.add_argument(
+        "--body-cap",
+        type=_positive,
+        default=1 << 20,
+        metavar="BYTES",
+        help="largest request body (default: 1 MiB)",
+    )
+    parser.add_argument(
+        "--wait-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="longest ?wait=true before the answer is 202 (default: 60)",
+    )
+    parser.add_argument(
+        "--max-run-seconds", type=_seconds, metavar="S", help="lower every run's max_wall_s to this"
+    )
+
+
+def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            f"serve [{codes.SERVE_NOT_INSTALLED}]: serve needs the serve extra "
+            f"({exc.name} is not installed)",
+            hint="pip install 'converge-dsl[serve]'",
+        ) from None
+    from converge_dsl._file_kinds import is_pack
+    from converge_dsl.cli._discovery import pipeline_files
+    from converge_dsl.serve import Limits, ServeOptions, serve
+
+    files = [p for p in pipeline_files(list(args.paths)) if not is_pack(p)]
+    options = ServeOptions(
+        pipelines=files,
+        host=args.host,
+        port=args.port,
+        state=args.state,
+        token_file=args.token_file,
+        limits=Limits(args.workers, args.queue, args.max_run_seconds),
+        body_cap=args.body_cap,
+        wait_s=args.wait_timeout,
+    )
+    serve(options, lambda url: io.note(f"serving {len(files)} pipeline(s) on {url}"))
+    return EXIT_OK

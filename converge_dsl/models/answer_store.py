@@ -1,0 +1,357 @@
+"""Where cached answers live: the `AnswerStore` port, its SQLite adapter and a fake.
+
+A row holds one answer: its key (`_answer_key.answer_key`), the kind of call,
+the callee's identity and the request (canonical JSON, so a miss can be
+explained against the nearest row), the answer's value (JSON), when it was
+stored and how long the call took, when it was last used, its size, and a
+digest (sha256 over format, key, request and value). `verify(row)` checks a row
+as it is read: a row of another format, with a digest that does not match
+(corrupt, truncated, copied under another key) or a value that is not JSON is
+a problem, never an answer.
+
+`SqliteAnswerStore` keeps the rows in one SQLite file (stdlib `sqlite3`) in
+WAL mode, so several processes on one machine read and write the same file at
+once (each write is one short transaction; a writer waits up to
+`BUSY_TIMEOUT_S` for another), and the runs of one process on several
+threads share one connection, one operation at a time. Its size is bounded: a `put` past `max_bytes`
+removes the least recently used rows until the rows fill at most 90 % of it.
+`MemoryAnswerStore` keeps rows in a dict, for tests. Every failure of SQLite
+is a `CacheStoreError` (a `ConvergeError`), never a `sqlite3` exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from converge_dsl import codes
+from converge_dsl.errors import ConvergeError
+from converge_dsl.models._answer_key import CACHE_FORMAT
+
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+BUSY_TIMEOUT_S = 30.0
+STORE_FILE = "answers.sqlite3"
+
+
+class CacheStoreError(ConvergeError):
+    """The cache's store could not be opened, read or written."""
+
+    exit_code = 3
+    code = codes.CACHE_STORE_FAILED
+
+
+@dataclass(frozen=True, slots=True)
+class CacheRow:
+    """One stored answer as the store keeps it (see the module docstring)."""
+
+    key: str
+    kind: str
+    identity: str
+    suggestor: str | None
+    request: str
+    value: str
+    created: float
+    duration_s: float
+    last_used: float
+    format: int = CACHE_FORMAT
+    digest: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.request) + len(self.value) + len(self.identity)
+
+    def sealed(self) -> CacheRow:
+        """This row with its digest."""
+        return replace(self, digest=row_digest(self))
+
+
+def row_digest(row: CacheRow) -> str:
+    text = "\0".join((str(row.format), row.key, row.kind, row.identity, row.request, row.value))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def verify(row: CacheRow) -> str | None:
+    """Why `row` cannot be trusted as an answer, or None when it can."""
+    if row.format != CACHE_FORMAT:
+        return f"it was written in cache format {row.format}, not {CACHE_FORMAT}"
+    if row.digest != row_digest(row):
+        return "its digest does not match its content (corrupt, truncated or foreign)"
+    try:
+        json.loads(row.value)
+        json.loads(row.request)
+    except ValueError:
+        return "its value is not JSON"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    entries: int
+    bytes: int
+    max_bytes: int
+    location: str
+
+
+class AnswerStore(Protocol):
+    """The port of the answer cache's storage."""
+
+    def get(self, key: str, now: float) -> CacheRow | None:
+        """The row of `key` (marked used at `now`), unchecked; None when there is none."""
+        ...
+
+    def put(self, row: CacheRow) -> None:
+        """Store `row` (sealed), replacing one of the same key; prune past the size bound."""
+        ...
+
+    def rows(self, suggestor: str | None = None, kind: str | None = None) -> list[CacheRow]:
+        """Rows, most recently used first (only `suggestor`'s / `kind`'s when given)."""
+        ...
+
+    def delete(self, key: str) -> bool: ...
+
+    def prune(self, max_bytes: int) -> int:
+        """Remove least recently used rows until they fill at most `max_bytes`; how many."""
+        ...
+
+    def clear(self) -> int: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryAnswerStore:
+    """An `AnswerStore` in memory (tests); rows may be replaced by hand to corrupt them."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.data: dict[str, CacheRow] = {}
+
+    def get(self, key: str, now: float) -> CacheRow | None:
+        row = self.data.get(key)
+        if row is not None:
+            self.data[key] = replace(row, last_used=now)
+        return row
+
+    def put(self, row: CacheRow) -> None:
+        self.data[row.key] = row.sealed()
+        if sum(r.size for r in self.data.values()) > self.max_bytes:
+            self.prune(self.max_bytes * 9 // 10)
+
+    def rows(self, suggestor: str | None = None, kind: str | None = None) -> list[CacheRow]:
+        found = [
+            r
+            for r in self.data.values()
+            if (suggestor is None or r.suggestor == suggestor) and (kind is None or r.kind == kind)
+        ]
+        return sorted(found, key=lambda r: -r.last_used)
+
+    def delete(self, key: str) -> bool:
+        return self.data.pop(key, None) is not None
+
+    def prune(self, max_bytes: int) -> int:
+        removed = 0
+        for row in sorted(self.data.values(), key=lambda r: r.last_used):
+            if sum(r.size for r in self.data.values()) <= max_bytes:
+                break
+            del self.data[row.key]
+            removed += 1
+        return removed
+
+    def clear(self) -> int:
+        count = len(self.data)
+        self.data.clear()
+        return count
+
+    def stats(self) -> StoreStats:
+        size = sum(r.size for r in self.data.values())
+        return StoreStats(len(self.data), size, self.max_bytes, "memory")
+
+    def close(self) -> None:
+        return None
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY,
+    format INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    suggestor TEXT,
+    request TEXT NOT NULL,
+    value TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    created REAL NOT NULL,
+    duration_s REAL NOT NULL,
+    last_used REAL NOT NULL,
+    size INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS answers_by_use ON answers (last_used);
+CREATE INDEX IF NOT EXISTS answers_by_suggestor ON answers (suggestor, last_used);
+"""
+_COLUMNS = (
+    "key, kind, identity, suggestor, request, value, created, duration_s, last_used, format, digest"
+)
+
+
+def _row(values: tuple[object, ...]) -> CacheRow:
+    key, kind, identity, suggestor, request, value, created, duration, used, fmt, digest = values
+    return CacheRow(
+        key=str(key),
+        kind=str(kind),
+        identity=str(identity),
+        suggestor=None if suggestor is None else str(suggestor),
+        request=str(request),
+        value=str(value),
+        created=float(created),  # type: ignore[arg-type]
+        duration_s=float(duration),  # type: ignore[arg-type]
+        last_used=float(used),  # type: ignore[arg-type]
+        format=int(fmt),  # type: ignore[call-overload]
+        digest=str(digest),
+    )
+
+
+class SqliteAnswerStore:
+    """An `AnswerStore` in `folder`/answers.sqlite3 (see the module docstring)."""
+
+    def __init__(self, folder: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.folder = folder
+        self.path = folder / STORE_FILE
+        self.max_bytes = max_bytes
+        self._lock = threading.RLock()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise CacheStoreError(
+                f"answer cache [{codes.CACHE_STORE_FAILED}]: cannot open {str(self.path)!r}: {exc}",
+                hint="give a writable folder with --cache-dir, or run without --cache",
+            ) from None
+
+    @contextlib.contextmanager
+    def _guard(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """One operation at a time on the connection (runs on several threads share it)."""
+        try:
+            with self._lock:
+                yield self._db
+        except sqlite3.Error as exc:
+            raise CacheStoreError(
+                f"answer cache [{codes.CACHE_STORE_FAILED}]: {str(self.path)!r} failed while "
+                f"{doing}: {exc}",
+                hint="`converge-dsl cache clear` starts it afresh",
+            ) from None
+
+    def get(self, key: str, now: float) -> CacheRow | None:
+        with self._guard("reading"):
+            found = self._db.execute(
+                f"SELECT {_COLUMNS} FROM answers WHERE key = ?", (key,)
+            ).fetchone()
+            if found is None:
+                return None
+            self._db.execute("UPDATE answers SET last_used = ? WHERE key = ?", (now, key))
+        return _row(tuple(found))
+
+    def put(self, row: CacheRow) -> None:
+        sealed = row.sealed()
+        with self._guard("writing"):
+            self._db.execute(
+                f"INSERT OR REPLACE INTO answers ({_COLUMNS}, size) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sealed.key,
+                    sealed.kind,
+                    sealed.identity,
+                    sealed.suggestor,
+                    sealed.request,
+                    sealed.value,
+                    sealed.created,
+                    sealed.duration_s,
+                    sealed.last_used,
+                    sealed.format,
+                    sealed.digest,
+                    sealed.size,
+                ),
+            )
+            total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM answers").fetchone()[0]
+        if int(total) > self.max_bytes:
+            self.prune(self.max_bytes * 9 // 10)
+
+    def rows(self, suggestor: str | None = None, kind: str | None = None) -> list[CacheRow]:
+        where, args = [], []
+        if suggestor is not None:
+            where.append("suggestor = ?")
+            args.append(suggestor)
+        if kind is not None:
+            where.append("kind = ?")
+            args.append(kind)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        with self._guard("listing"):
+            found = self._db.execute(
+                f"SELECT {_COLUMNS} FROM answers{clause} ORDER BY last_used DESC", args
+            ).fetchall()
+        return [_row(tuple(values)) for values in found]
+
+    def delete(self, key: str) -> bool:
+        with self._guard("deleting"):
+            return self._db.execute("DELETE FROM answers WHERE key = ?", (key,)).rowcount > 0
+
+    def prune(self, max_bytes: int) -> int:
+        """One transaction: the oldest rows past `max_bytes` go (see the protocol)."""
+        with self._guard("pruning"):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                removed = 0
+                total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM answers").fetchone()
+                excess = int(total[0]) - max_bytes
+                if excess > 0:
+                    doomed: list[str] = []
+                    for key, size in self._db.execute(
+                        "SELECT key, size FROM answers ORDER BY last_used ASC"
+                    ):
+                        if excess <= 0:
+                            break
+                        doomed.append(str(key))
+                        excess -= int(size)
+                    self._db.executemany(
+                        "DELETE FROM answers WHERE key = ?", [(k,) for k in doomed]
+                    )
+                    removed = len(doomed)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return removed
+
+    def clear(self) -> int:
+        with self._guard("clearing"):
+            return self._db.execute("DELETE FROM answers").rowcount
+
+    def stats(self) -> StoreStats:
+        with self._guard("counting"):
+            count, size = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM answers"
+            ).fetchone()
+        return StoreStats(int(count), int(size), self.max_bytes, str(self.path))
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+
+
+def default_cache_dir() -> Path:
+    """The user cache folder's `answers` folder (platformdirs)."""
+    import platformdirs
+
+    return platformdirs.user_cache_path("converge-dsl") / "answers"

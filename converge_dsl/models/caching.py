@@ -1,0 +1,356 @@
+"""The answer cache as a model-port decorator: `CachedModel` around any `Model`.
+
+A run's `AnswerCache` holds the store (`answer_store.AnswerStore`), the mode
+(`read-write`: answer from the store and store new answers; `read-only`:
+answer from it, store nothing), `offline` (a miss is an error, never a call)
+and what the run saw: the hits, the misses and why (`records`, what
+`run --explain-cache` prints). `AnswerCache.wrap(name, model)` caches a model
+that says who it is (`cache_identity()`: the HTTP adapters); a model that does
+not (scripted, replay, a test's fake) answers locally and deterministically,
+and is returned as it is: caching it would only hide an edit of its script.
+
+A hit returns the stored `ModelReturn` exactly as the wrapped model returned
+it (its text replayed as one increment to a streaming caller) and marks the
+call's `CALL_NOTE` as cached: the metered call gives its reservation back (a
+cached answer counts toward no budget) and the traced call says `cached`. A
+row that fails its check (`answer_store.verify`) or a store that cannot be
+read is a miss and a warning (CD974), never an answer. An offline miss is a
+`CacheMiss` (CD973) naming the suggestor, with a diff against the nearest
+cached request of the same suggestor. Two processes missing the same key at
+once both call the model; the later write replaces the earlier row.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from converge_dsl import codes
+from converge_dsl.clock import Clock
+from converge_dsl.engine.types import canonical_json
+from converge_dsl.models._answer_key import answer_key, model_request_json
+from converge_dsl.models._common import emit_increments, return_from_json, return_to_json
+from converge_dsl.models.answer_store import AnswerStore, CacheRow, CacheStoreError, verify
+from converge_dsl.models.port import (
+    AccountBinding,
+    AccountRoster,
+    Model,
+    ModelDefaults,
+    ModelError,
+    ModelErrorCode,
+    ModelRequest,
+    ModelReturn,
+    OnEarlyToolCall,
+    OnIncrement,
+)
+
+CacheMode = Literal["read-write", "read-only", "off"]
+CACHE_MODES: tuple[CacheMode, ...] = ("read-write", "read-only", "off")
+MODEL_KIND = "model"
+DIFF_LINES = 40
+
+
+class CallNote:
+    """What the layers under a model call tell the layers above it (`cached`)."""
+
+    __slots__ = ("cached",)
+
+    def __init__(self) -> None:
+        self.cached = False
+
+
+CALL_NOTE: ContextVar[CallNote | None] = ContextVar("converge_dsl_call_note", default=None)
+"""Set by a caller (the metered call, the traced call) around one model call; a cache hit
+marks it."""
+
+
+def mark_cached() -> None:
+    note = CALL_NOTE.get()
+    if note is not None:
+        note.cached = True
+
+
+class CacheMiss(ModelError):
+    """`--offline` and no cached answer: the error names the suggestor and shows a diff."""
+
+    diagnostic_code = codes.CACHE_OFFLINE_MISS
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(ModelErrorCode.CACHE_MISS, message, hint=hint)
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One cached model's call: `hit`, `miss` (stored or not), with why it missed."""
+
+    suggestor: str | None
+    model: str
+    key: str
+    outcome: Literal["hit", "miss"]
+    why: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "suggestor": self.suggestor,
+            "model": self.model,
+            "key": self.key,
+            "outcome": self.outcome,
+            "why": self.why,
+        }
+
+
+class AnswerCache:
+    """One run's view of an answer store (see the module docstring).
+
+    `warn` hears each warning line (a row that failed its check, a store that
+    failed); `wall` gives the epoch seconds rows are stamped with. `explain`
+    says why each miss missed (the nearest cached request and a diff), which
+    costs a look through the suggestor's rows: offline misses always say it.
+    """
+
+    def __init__(
+        self,
+        store: AnswerStore,
+        *,
+        mode: CacheMode = "read-write",
+        offline: bool = False,
+        explain: bool = False,
+        clock: Clock,
+        warn: Callable[[str], object] | None = None,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.mode: CacheMode = mode
+        self.offline = offline
+        self.explain = explain
+        self._clock = clock
+        self._warn = warn
+        self._wall = wall
+        self._lock = threading.Lock()
+        self.records: list[CallRecord] = []
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def wall_now(self) -> float:
+        return self._wall()
+
+    @property
+    def hits(self) -> int:
+        return sum(1 for r in self.records if r.outcome == "hit")
+
+    def wrap(self, name: str, model: Model) -> Model:
+        """`model` behind the cache, or `model` itself when it says not who it is."""
+        identity = getattr(model, "cache_identity", None)
+        if self.mode == "off" or not callable(identity):
+            return model
+        return CachedModel(name, model, identity(), self)
+
+    def warn(self, text: str) -> None:
+        line = f"warning[{codes.CACHE_ENTRY_UNREADABLE}]: {text}"
+        if self._warn is not None:
+            self._warn(line)
+
+    def lookup(self, key: str) -> CacheRow | None:
+        """The verified row of `key`; a row failing its check, or a failing store, is None
+        and a warning."""
+        try:
+            with self._lock:
+                row = self.store.get(key, self._wall())
+        except CacheStoreError as exc:
+            self.warn(f"{exc.message}; the call is made as if nothing were cached")
+            return None
+        if row is None:
+            return None
+        problem = verify(row)
+        if problem is not None:
+            self.warn(f"cached answer {key[:16]} is not used: {problem}")
+            return None
+        return row
+
+    def save(self, row: CacheRow) -> None:
+        if self.mode != "read-write":
+            return
+        try:
+            with self._lock:
+                self.store.put(row)
+        except CacheStoreError as exc:
+            self.warn(f"{exc.message}; the answer was not cached")
+
+    def record(self, record: CallRecord) -> None:
+        with self._lock:
+            self.records.append(record)
+
+    def nearest(self, identity: str, request: Mapping[str, Any], suggestor: str | None) -> str:
+        """Why `request` missed, against the most alike cached request of `suggestor`."""
+        try:
+            with self._lock:
+                rows = self.store.rows(suggestor=suggestor, kind=MODEL_KIND)[:50]
+        except CacheStoreError as exc:
+            return f"the cache could not be read ({exc.message})"
+        if not rows:
+            return f"nothing is cached for suggestor {suggestor!r}"
+        wanted = canonical_json(request)
+        best = max(
+            rows,
+            key=lambda row: difflib.SequenceMatcher(
+                None, wanted, row.request, autojunk=False
+            ).quick_ratio(),
+        )
+        if best.identity != identity:
+            why = "the model differs (" + _first_difference(best.identity, identity) + ")"
+        else:
+            why = "the request differs at " + _first_difference(best.request, wanted)
+        return f"{why}; the nearest cached request is {best.key[:16]}\n" + request_diff(
+            best.request, wanted
+        )
+
+
+def _first_difference(before: str, after: str) -> str:
+    from converge_dsl.models.cassette import first_difference
+
+    return first_difference(json.loads(before), json.loads(after)) or "<nothing>"
+
+
+def request_diff(cached: str, wanted: str) -> str:
+    """A unified diff from the cached request's JSON to the wanted one (indented JSON)."""
+
+    def lines(text: str) -> list[str]:
+        return json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False).split(
+            "\n"
+        )
+
+    diff = list(
+        difflib.unified_diff(lines(cached), lines(wanted), "cached", "this run", lineterm="", n=1)
+    )
+    if len(diff) > DIFF_LINES:
+        diff = [*diff[:DIFF_LINES], f"... ({len(diff) - DIFF_LINES} more lines)"]
+    return "\n".join(diff)
+
+
+class CachedModel(ModelDefaults):
+    """`inner` behind `cache`: a verified stored answer, or `inner`'s answer, then stored."""
+
+    def __init__(
+        self, name: str, inner: Model, identity: Mapping[str, Any], cache: AnswerCache
+    ) -> None:
+        self._name = name
+        self._inner = inner
+        self._identity = dict(identity)
+        self._identity_json = canonical_json(self._identity)
+        self._cache = cache
+
+    def __repr__(self) -> str:
+        return f"CachedModel({self._inner!r})"
+
+    def model_id(self) -> str:
+        return self._inner.model_id()
+
+    def default_max_tokens(self) -> int | None:
+        cap = getattr(self._inner, "default_max_tokens", None)
+        value = cap() if callable(cap) else None
+        return value if isinstance(value, int) else None
+
+    def redact(self, text: str) -> str:
+        redactor = getattr(self._inner, "redact", None)
+        return redactor(text) if callable(redactor) else text
+
+    def cache_identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        return await self._cached(req, None, lambda: self._inner.call(req))
+
+    async def call_streaming(self, req: ModelRequest, on_increment: OnIncrement) -> ModelReturn:
+        return await self._cached(
+            req, on_increment, lambda: self._inner.call_streaming(req, on_increment)
+        )
+
+    async def call_speculating(
+        self, req: ModelRequest, on_increment: OnIncrement, on_early_call: OnEarlyToolCall
+    ) -> ModelReturn:
+        return await self._cached(
+            req,
+            on_increment,
+            lambda: self._inner.call_speculating(req, on_increment, on_early_call),
+            on_early_call,
+        )
+
+    def provider_account(self) -> AccountBinding | None:
+        return self._inner.provider_account()
+
+    def account_roster(self) -> AccountRoster | None:
+        return self._inner.account_roster()
+
+    def select_account(self, label: str) -> None:
+        self._inner.select_account(label)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def _cached(
+        self,
+        req: ModelRequest,
+        on_increment: OnIncrement | None,
+        make: Callable[[], Awaitable[ModelReturn]],
+        on_early_call: OnEarlyToolCall | None = None,
+    ) -> ModelReturn:
+        cache = self._cache
+        request = model_request_json(req)
+        key = answer_key(MODEL_KIND, self._identity, request)
+        row = cache.lookup(key)
+        if row is not None:
+            try:
+                answer = return_from_json(json.loads(row.value))
+            except (ValueError, KeyError, TypeError) as exc:
+                cache.warn(f"cached answer {key[:16]} is not used: {exc}")
+            else:
+                cache.record(CallRecord(req.suggestor, self._name, key, "hit"))
+                mark_cached()
+                if on_increment is not None:
+                    emit_increments(answer.text, on_increment)
+                if on_early_call is not None:  # every early call is one of the answer's
+                    for tool_call in answer.tool_calls:
+                        on_early_call(tool_call)
+                return answer
+        why = (
+            cache.nearest(self._identity_json, request, req.suggestor)
+            if cache.offline or cache.explain
+            else None
+        )
+        cache.record(CallRecord(req.suggestor, self._name, key, "miss", why))
+        if cache.offline:
+            raise CacheMiss(
+                f"--offline: no cached answer for suggestor {req.suggestor!r} "
+                f"(model {self._name!r}, key {key[:16]}): {why}",
+                hint="run once without --offline (with --cache) to fill the cache",
+            )
+        started = self._clock_now()
+        answer = await make()
+        duration = self._clock_now() - started
+        value = self.redact(canonical_json(return_to_json(answer)))
+        now = cache.wall_now()
+        cache.save(
+            CacheRow(
+                key=key,
+                kind=MODEL_KIND,
+                identity=self._identity_json,
+                suggestor=req.suggestor,
+                request=canonical_json(request),
+                value=value,
+                created=now,
+                duration_s=duration,
+                last_used=now,
+            )
+        )
+        return answer
+
+    def _clock_now(self) -> float:
+        return self._cache.clock.monotonic()

@@ -1,0 +1,34 @@
+"""`converge-dsl serve`: loaded pipelines as a durable HTTP service (docs/serve.md).
+
+Public surface:
+- `ServeOptions` (what the command was asked for), `Limits` (per pipeline:
+  runs at once, runs waiting, longest run), `serve(options, on_ready)` (load,
+  validate, bind, serve until a signal) and `prepare(options)` -> `Prepared`
+  (everything but binding: the Starlette application and its `RunService`).
+- `RunService`: queues, runs, pauses, cancels and recovers runs through the
+  Python API's run (`Pipeline.outcome`, the one run assembly), with
+  `RunStore`, the SQLite state (runs, events, results) of `--state DIR`.
+- `document(pipelines)`: the OpenAPI document made from the pipelines' inputs.
+
+Layered above `converge_dsl.batch` and `converge_dsl.runtime`: the service is
+no second run machinery, only queues, state and HTTP around them. Needs the
+`serve` extra (Starlette, uvicorn) for `_app` and `_server`.
+"""
+
+from __future__ import annotations
+
+from ._openapi import document
+from ._server import Prepared, ServeOptions, prepare, serve
+from ._service import Limits, RunService
+from ._store import RunStore
+
+__all__ = [
+    "Limits",
+    "Prepared",
+    "RunService",
+    "RunStore",
+    "ServeOptions",
+    "document",
+    "prepare",
+    "serve",
+]

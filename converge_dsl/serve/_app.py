@@ -1,0 +1,350 @@
+"""The HTTP face of the run service: a Starlette application (`build_app`).
+
+Routes (docs/serve.md): `POST /v1/pipelines/{name}/runs` (`?wait=true`
+waits at most `wait_s` and answers the run with its result, else 202),
+`GET /v1/runs/{id}`, `GET /v1/runs/{id}/events` (Server-Sent Events,
+resumable with `Last-Event-ID`), `GET /v1/runs/{id}/report` (HTML),
+`DELETE /v1/runs/{id}`, `POST /v1/runs/{id}/decisions`, `GET /v1/pipelines`,
+`GET /v1/openapi.json`, `GET /healthz` (no token needed) and `GET /metrics`.
+
+Every refusal is `{"errors": [{code, message, pointer, hint}]}` with its
+status; each message passes through the redactor. A token is needed on every
+route but `/healthz` when the service has tokens. Bodies are read up to
+`body_cap` bytes (413 past it). Run ids are checked against their form
+before any use: no path on the server is made from a request but the
+pipeline names and run ids the service itself made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+
+from converge_dsl import codes
+from converge_dsl.errors import ConvergeError
+
+from ._openapi import component_name, document
+from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
+from ._store import FINISHED, RunRow
+from ._tokens import Tokens
+
+if TYPE_CHECKING:
+    from ._service import RunService
+
+RUN_ID = re.compile(r"[0-9a-f]{32}")
+# How long an event stream waits for news before it sends a keep-alive comment.
+KEEPALIVE_S = 15.0
+# How often an event stream looks whether a queued run has started.
+QUEUED_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """The request body cap (bytes) and the longest `?wait=true` (seconds)."""
+
+    body_cap: int = 1 << 20
+    wait_s: float = 60.0
+
+
+def _problems(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
+    body = {"errors": [_redacted(p, redact) for p in error.problems]}
+    headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+    return JSONResponse(body, status_code=error.status, headers=headers)
+
+
+def _redacted(problem: Problem, redact: Callable[[str], str]) -> dict[str, Any]:
+    data = problem.data()
+    for field in ("message", "hint", "text"):
+        if field in data:
+            data[field] = redact(data[field])
+    return data
+
+
+def run_view(row: RunRow, *, result: bool = True) -> dict[str, Any]:
+    """A run as the API shows it."""
+    view: dict[str, Any] = {
+        "id": row.id,
+        "pipeline": row.pipeline,
+        "status": row.status,
+        "stop_reason": row.stop_reason,
+        "attempts": row.attempts,
+    }
+    if result and row.result is not None:
+        view["result"] = row.result
+    return view
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _Api:
+    """The route handlers over one service (see the module docstring)."""
+
+    def __init__(self, service: RunService, tokens: Tokens | None, limits: HttpLimits) -> None:
+        self.service = service
+        self.tokens = tokens
+        self.limits = limits
+        self.openapi = document(service.pipelines)
+
+    def guarded(self, handler: Handler, *, open_route: bool = False) -> Handler:
+        """`handler` behind the token check, its refusals answered as JSON errors."""
+        redact = self.service.redact
+
+        async def call(request: Request) -> Response:
+            try:
+                if (
+                    not open_route
+                    and self.tokens is not None
+                    and not self.tokens.allows(request.headers.get("authorization"))
+                ):
+                    raise Refused(401, (_UNAUTHORIZED,))
+                return await handler(request)
+            except Refused as error:
+                response = _problems(error, redact)
+                if error.status == 401:
+                    response.headers["WWW-Authenticate"] = "Bearer"
+                return response
+            except ConvergeError as error:
+                problem = Problem(codes.SERVE_RUN_FAILED, str(error), "")
+                return _problems(Refused(500, (problem,)), redact)
+
+        return call
+
+    async def body(self, request: Request) -> Any:
+        """The JSON body, read up to the cap (413 past it); None when empty."""
+        cap = self.limits.body_cap
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            raise _too_large(cap)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                raise _too_large(cap)
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        return None if not raw.strip() else parse_json(raw)
+
+    def run_id(self, request: Request) -> str:
+        """The run id of the path, once it has the form of one (and the run exists)."""
+        ident = str(request.path_params["id"])
+        if not RUN_ID.fullmatch(ident):
+            raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
+        self.service.get(ident)
+        return ident
+
+    async def start_run(self, request: Request) -> Response:
+        service = self.service
+        name = str(request.path_params["name"])
+        pipeline = service.pipelines.get(name)
+        if pipeline is None:
+            from converge_dsl.diagnostics import did_you_mean
+
+            close = did_you_mean(name, list(service.pipelines))
+            hint = (
+                f"did you mean {close!r}?" if close else f"served: {', '.join(service.pipelines)}"
+            )
+            raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
+        checked = run_request(pipeline, await self.body(request))
+        run = service.submit(name, checked)
+        if request.query_params.get("wait", "").lower() in ("1", "true", "yes"):
+            row = await service.wait(run, self.limits.wait_s)
+            stopped = row.status in FINISHED or row.status == "paused"
+            return JSONResponse(run_view(row), status_code=200 if stopped else 202)
+        return JSONResponse(
+            run_view(service.get(run)),
+            status_code=202,
+            headers={"Location": f"/v1/runs/{run}"},
+        )
+
+    async def get_run(self, request: Request) -> Response:
+        return JSONResponse(run_view(self.service.get(self.run_id(request))))
+
+    async def cancel_run(self, request: Request) -> Response:
+        return JSONResponse(run_view(self.service.cancel(self.run_id(request))))
+
+    async def decide(self, request: Request) -> Response:
+        ident = self.run_id(request)
+        decisions = decisions_request(await self.body(request))
+        return JSONResponse(run_view(self.service.decide(ident, decisions)))
+
+    async def events(self, request: Request) -> Response:
+        ident = self.run_id(request)
+        header = request.headers.get("last-event-id", "")
+        last = int(header) if header.strip().isdigit() else -1
+        return StreamingResponse(
+            _stream(self.service, ident, last),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store"},
+        )
+
+    async def report(self, request: Request) -> Response:
+        ident = self.run_id(request)
+        lines = [line for _, line in self.service.store.events(ident)]
+        live = self.service.live(ident)
+        if live is not None:
+            lines += [line for _, line in live.lines[live.stored :]]
+        if not lines:
+            raise refused(
+                404,
+                codes.SERVE_NOT_FOUND,
+                f"run {ident!r} has no events yet",
+                "",
+                "ask again once the run has started",
+            )
+        return HTMLResponse(await asyncio.to_thread(_render, lines))
+
+    async def pipelines(self, request: Request) -> Response:
+        schemas = self.openapi["components"]["schemas"]
+        listed = {
+            name: {
+                "description": pipeline.document.data.get("description"),
+                "inputs": schemas.get(f"{component_name(name)}Inputs", {}),
+                "keys": list(pipeline.keys),
+                "queue_depth": self.service.queue_depth(name),
+            }
+            for name, pipeline in self.service.pipelines.items()
+        }
+        return JSONResponse({"pipelines": listed})
+
+    async def openapi_document(self, request: Request) -> Response:
+        return JSONResponse(self.openapi)
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "pipelines": len(self.service.pipelines)})
+
+    async def metrics(self, request: Request) -> Response:
+        service = self.service
+        text = service.metrics.text(
+            service.store.counts(),
+            {name: service.queue_depth(name) for name in service.pipelines},
+            service.running(),
+        )
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    async def not_found(self, request: Request) -> Response:
+        raise refused(
+            404,
+            codes.SERVE_NOT_FOUND,
+            f"no route {request.url.path[:100]!r}",
+            "",
+            "see GET /v1/openapi.json",
+        )
+
+
+_UNAUTHORIZED = Problem(
+    codes.SERVE_UNAUTHORIZED,
+    "a valid bearer token is needed",
+    "",
+    "send Authorization: Bearer TOKEN with a token of --token-file",
+)
+
+
+def build_app(service: RunService, tokens: Tokens | None, limits: HttpLimits) -> Starlette:
+    """The application over `service` (see the module docstring)."""
+    api = _Api(service, tokens, limits)
+    guarded = api.guarded
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await service.start()
+        try:
+            yield
+        finally:
+            await service.stop()
+
+    routes = [
+        Route("/v1/pipelines/{name}/runs", guarded(api.start_run), methods=["POST"]),
+        Route("/v1/runs/{id}", guarded(api.get_run), methods=["GET"]),
+        Route("/v1/runs/{id}", guarded(api.cancel_run), methods=["DELETE"]),
+        Route("/v1/runs/{id}/events", guarded(api.events), methods=["GET"]),
+        Route("/v1/runs/{id}/report", guarded(api.report), methods=["GET"]),
+        Route("/v1/runs/{id}/decisions", guarded(api.decide), methods=["POST"]),
+        Route("/v1/pipelines", guarded(api.pipelines), methods=["GET"]),
+        Route("/v1/openapi.json", guarded(api.openapi_document), methods=["GET"]),
+        Route("/healthz", guarded(api.health, open_route=True), methods=["GET"]),
+        Route("/metrics", guarded(api.metrics), methods=["GET"]),
+        Route(
+            "/{rest:path}",
+            guarded(api.not_found),
+            methods=["GET", "POST", "DELETE", "PUT", "PATCH"],
+        ),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _too_large(cap: int) -> Refused:
+    return refused(
+        413,
+        codes.SERVE_BODY_TOO_LARGE,
+        f"the request body is over {cap} bytes",
+        "",
+        "send less, or start the server with a larger --body-cap",
+    )
+
+
+def _render(lines: list[str]) -> str:
+    from converge_dsl.runtime import render_report
+
+    with tempfile.TemporaryDirectory(prefix="converge-serve-") as folder:
+        path = Path(folder) / "trace.jsonl"
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return render_report(path)
+
+
+async def _stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
+    """The run's events after `last`: stored ones, then live ones as they come; then `end`.
+
+    The stream ends when the run stops or pauses; until then a comment every
+    `KEEPALIVE_S` keeps idle connections open (a client that goes away ends it).
+    """
+    waited = 0.0
+    while True:
+        for seq, line in service.store.events(run, last):
+            yield f"id: {seq}\ndata: {line}\n\n"
+            last = seq
+        live = service.live(run)
+        if live is not None:
+            for seq, line in live.after(last):
+                yield f"id: {seq}\ndata: {line}\n\n"
+                last = seq
+            if not live.ended:
+                await live.changed(KEEPALIVE_S)
+                if not live.after(last) and not live.ended:
+                    yield ": keep-alive\n\n"
+                continue
+        row = service.store.get(run)
+        if row is None or row.status in FINISHED or row.status == "paused":
+            for seq, line in service.store.events(run, last):
+                yield f"id: {seq}\ndata: {line}\n\n"
+                last = seq
+            end = {
+                "status": None if row is None else row.status,
+                "stop_reason": None if row is None else row.stop_reason,
+            }
+            yield f"event: end\ndata: {json.dumps(end)}\n\n"
+            return
+        waited += QUEUED_POLL_S  # queued: not started yet
+        if waited >= KEEPALIVE_S:
+            waited = 0.0
+            yield ": keep-alive\n\n"
+        await asyncio.sleep(QUEUED_POLL_S)

@@ -1,0 +1,113 @@
+"""Event loops on threads of their own, where the service's runs execute.
+
+A run writes its checkpoint journal as it goes and waits for the disk when it
+closes it (`converge_dsl.runtime`'s journal syncs): on the service's own loop
+that wait would stall every request and every other run. `RunLoops(n)` starts
+`n` threads, each running an event loop; `submit(coroutine)` runs a coroutine
+on the next one (round robin) and returns its `Remote`: `await remote.result()`
+on the service's loop gives what the coroutine returned or raised, once its
+task has really ended there; `remote.cancel()` cancels that task. `close()` lets
+`on_close(loop)` release what each loop holds (connection pools), then stops
+and joins the threads. The runs share the interpreter: what the threads buy is
+that waiting for the disk, or for a model, never blocks another run or the
+HTTP layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+# How long `close` waits for a loop's clean-up and its thread (seconds).
+CLOSE_S = 10.0
+
+
+class Remote(Generic[T]):
+    """A coroutine running on another thread's loop, seen from the service's loop."""
+
+    def __init__(
+        self,
+        coroutine: Coroutine[Any, Any, T],
+        loop: asyncio.AbstractEventLoop,
+        home: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._loop = loop
+        self._done: asyncio.Future[T] = home.create_future()
+        self._task: asyncio.Task[T] | None = None
+        self._cancelled = False
+
+        def start() -> None:
+            if self._cancelled:
+                coroutine.close()
+                home.call_soon_threadsafe(self._settle, None)
+                return
+            self._task = loop.create_task(coroutine)
+            self._task.add_done_callback(lambda t: home.call_soon_threadsafe(self._settle, t))
+
+        loop.call_soon_threadsafe(start)
+
+    def _settle(self, task: asyncio.Task[T] | None) -> None:
+        if self._done.done():
+            return
+        if task is None or task.cancelled():
+            self._done.cancel()
+        elif (error := task.exception()) is not None:
+            self._done.set_exception(error)
+        else:
+            self._done.set_result(task.result())
+
+    def cancel(self) -> None:
+        """Cancel the task on its loop (its `result()` then raises `CancelledError`)."""
+        self._cancelled = True
+
+        def stop() -> None:
+            if self._task is not None:
+                self._task.cancel()
+
+        self._loop.call_soon_threadsafe(stop)
+
+    async def result(self) -> T:
+        """What the coroutine returned or raised, once its task has ended (shielded: a
+        cancelled caller leaves the task alone, see `cancel`)."""
+        return await asyncio.shield(self._done)
+
+
+class RunLoops:
+    """`n` event loops on their own threads (see the module docstring)."""
+
+    def __init__(self, n: int) -> None:
+        self._loops: list[asyncio.AbstractEventLoop] = []
+        self._threads: list[threading.Thread] = []
+        for index in range(max(1, n)):
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=loop.run_forever, name=f"converge-run-loop-{index}", daemon=True
+            )
+            thread.start()
+            self._loops.append(loop)
+            self._threads.append(thread)
+        self._next = itertools.cycle(self._loops)
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> Remote[T]:
+        """Run `coroutine` on the next loop (called on the service's loop)."""
+        return Remote(coroutine, next(self._next), asyncio.get_running_loop())
+
+    async def close(self, on_close: Callable[[], Coroutine[Any, Any, object]]) -> None:
+        """Run `on_close()` on every loop, then stop the loops and join their threads."""
+        for loop in self._loops:
+            future = asyncio.run_coroutine_threadsafe(on_close(), loop)
+            try:
+                await asyncio.wait_for(asyncio.wrap_future(future), CLOSE_S)
+            except (TimeoutError, Exception):  # a pool that will not close must not stop shutdown
+                future.cancel()
+        for loop in self._loops:
+            loop.call_soon_threadsafe(loop.stop)
+        for thread in self._threads:
+            await asyncio.to_thread(thread.join, CLOSE_S)
+        for loop, thread in zip(self._loops, self._threads, strict=True):
+            if not thread.is_alive():
+                loop.close()

@@ -1,0 +1,311 @@
+"""The OpenAPI 3.1 document of a service, generated from its pipelines' declarations.
+
+Each pipeline gets its own run route (`/v1/pipelines/{name}/runs` written
+out with the name) whose request body schema is made from its `inputs:`
+(each input a property, with its description and default; the required ones
+listed) and whose result schema lists its keys, each fact's `data` held to
+the key's `schema` where it declares one. The other routes are the same for
+every pipeline. `document(pipelines)` is plain JSON (`GET /v1/openapi.json`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl._version import __version__
+
+from ._requests import BUDGET_FIELDS
+
+if TYPE_CHECKING:
+    from converge_dsl.batch import Pipeline
+
+_ERROR = {"$ref": "#/components/schemas/Errors"}
+_RUN = {"$ref": "#/components/schemas/Run"}
+
+
+def _json(schema: Mapping[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    words = {
+        401: "A missing or wrong bearer token.",
+        404: "No such pipeline or run.",
+        409: "The run is not in a state that allows this.",
+        413: "The request body is over the cap.",
+        422: "The request is refused; every problem is located by a JSON pointer.",
+        429: "The pipeline's queue is full; retry after Retry-After seconds.",
+    }
+    return {str(s): _json(_ERROR, words[s]) for s in statuses}
+
+
+def _inputs_schema(pipeline: Pipeline) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, spec in pipeline.declared_inputs.items():
+        item: dict[str, Any] = {}
+        if spec.description:
+            item["description"] = spec.description
+        if spec.has_default:
+            item["default"] = spec.default
+        properties[name] = item
+        if spec.required and not spec.has_default:
+            required.append(name)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _result_schema(pipeline: Pipeline) -> dict[str, Any]:
+    keys: dict[str, Any] = {}
+    schemas = pipeline.key_schemas
+    for key in pipeline.keys:
+        fact: dict[str, Any] = {"$ref": "#/components/schemas/Fact"}
+        if key in schemas:
+            fact = {"allOf": [fact, {"type": "object", "properties": {"data": schemas[key]}}]}
+        keys[key] = {"type": "array", "items": fact}
+    return {
+        "allOf": [
+            {"$ref": "#/components/schemas/RunResult"},
+            {"type": "object", "properties": {"facts": {"type": "object", "properties": keys}}},
+        ]
+    }
+
+
+def component_name(pipeline: str) -> str:
+    """The prefix of a pipeline's component schemas: `market-entry` -> `MarketEntry`."""
+    name = "".join(part.capitalize() for part in pipeline.replace("_", "-").split("-") if part)
+    return name or "Pipeline"
+
+
+def _run_path(name: str, base: str) -> dict[str, Any]:
+    """`POST /v1/pipelines/{name}/runs` of one pipeline, its body and result its own."""
+    body = {
+        "type": "object",
+        "properties": {
+            "inputs": {"$ref": f"#/components/schemas/{base}Inputs"},
+            "budget": {"$ref": "#/components/schemas/Budget"},
+        },
+        "additionalProperties": False,
+    }
+    result = {"$ref": f"#/components/schemas/{base}Result"}
+    waited = {"allOf": [_RUN, {"type": "object", "properties": {"result": result}}]}
+    return {
+        "post": {
+            "operationId": f"run_{name.replace('-', '_')}",
+            "summary": f"Start a run of {name}",
+            "parameters": [
+                {
+                    "name": "wait",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "boolean"},
+                    "description": "Answer with the run's result once it stops (bounded).",
+                },
+            ],
+            "requestBody": {"required": False, "content": {"application/json": {"schema": body}}},
+            "responses": {
+                "200": _json(waited, "The run stopped within the wait: its result."),
+                "202": _json(_RUN, "The run is queued (or still running after the wait)."),
+                **_errors(401, 404, 413, 422, 429),
+            },
+        }
+    }
+
+
+def _typed(media: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {media: {"schema": {"type": "string"}}}}
+
+
+def _run_paths() -> dict[str, Any]:
+    """The routes of one run, the same for every pipeline."""
+    run_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    last = {
+        "name": "Last-Event-ID",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "Resume after this event.",
+    }
+    decisions = {"$ref": "#/components/schemas/Decisions"}
+    return {
+        "/v1/runs/{id}": {
+            "get": {
+                "operationId": "get_run",
+                "parameters": [run_id],
+                "responses": {"200": _json(_RUN, "The run."), **_errors(401, 404)},
+            },
+            "delete": {
+                "operationId": "cancel_run",
+                "parameters": [run_id],
+                "responses": {
+                    "200": _json(_RUN, "The run, cancelled or being cancelled."),
+                    **_errors(401, 404),
+                },
+            },
+        },
+        "/v1/runs/{id}/events": {
+            "get": {
+                "operationId": "run_events",
+                "parameters": [run_id, last],
+                "responses": {
+                    "200": _typed("text/event-stream", "Server-Sent Events: one trace line each."),
+                    **_errors(401, 404),
+                },
+            }
+        },
+        "/v1/runs/{id}/report": {
+            "get": {
+                "operationId": "run_report",
+                "parameters": [run_id],
+                "responses": {
+                    "200": _typed("text/html", "The run's HTML report."),
+                    **_errors(401, 404),
+                },
+            }
+        },
+        "/v1/runs/{id}/decisions": {
+            "post": {
+                "operationId": "decide_run",
+                "parameters": [run_id],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": decisions}},
+                },
+                "responses": {
+                    "200": _json(_RUN, "The run, queued to resume."),
+                    **_errors(401, 404, 409, 422),
+                },
+            }
+        },
+    }
+
+
+def _service_paths() -> dict[str, Any]:
+    """The routes of the service itself."""
+    return {
+        "/v1/pipelines": {
+            "get": {
+                "operationId": "list_pipelines",
+                "responses": {
+                    "200": _json({"type": "object"}, "Each pipeline and its inputs."),
+                    **_errors(401),
+                },
+            }
+        },
+        "/healthz": {
+            "get": {
+                "operationId": "health",
+                "security": [],
+                "responses": {"200": _json({"type": "object"}, "The service is up.")},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "operationId": "metrics",
+                "responses": {
+                    "200": _typed("text/plain", "Prometheus text format."),
+                    **_errors(401),
+                },
+            }
+        },
+    }
+
+
+def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
+    """The service's OpenAPI document (see the module docstring)."""
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = dict(_COMMON)
+    for name, pipeline in pipelines.items():
+        base = component_name(name)
+        schemas[f"{base}Inputs"] = _inputs_schema(pipeline)
+        schemas[f"{base}Result"] = _result_schema(pipeline)
+        paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "converge-dsl serve", "version": __version__},
+        "paths": {**paths, **_run_paths(), **_service_paths()},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+_COMMON: dict[str, Any] = {
+    "Budget": {
+        "type": "object",
+        "description": "Limits that may lower the pipeline's budget, never raise it.",
+        "properties": {
+            name: {"type": "number" if name == "max_wall_s" else "integer", "exclusiveMinimum": 0}
+            for name in BUDGET_FIELDS
+        },
+        "additionalProperties": False,
+    },
+    "Decisions": {
+        "type": "object",
+        "properties": {
+            "approve": {"type": "array", "items": {"type": "string"}},
+            "reject": {"type": "array", "items": {"type": "string"}},
+            "decisions": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        },
+        "additionalProperties": False,
+    },
+    "Run": {
+        "type": "object",
+        "required": ["id", "pipeline", "status"],
+        "properties": {
+            "id": {"type": "string"},
+            "pipeline": {"type": "string"},
+            "status": {"enum": ["queued", "running", "paused", "done", "cancelled"]},
+            "stop_reason": {"type": ["string", "null"]},
+            "attempts": {"type": "integer"},
+            "result": {"$ref": "#/components/schemas/RunResult"},
+        },
+    },
+    "RunResult": {
+        "type": "object",
+        "description": "The run-result document (schemas/run-result.v1.json).",
+        "properties": {
+            "stop_reason": {"type": "string"},
+            "facts": {"type": "object"},
+            "diagnostics": {"type": "array", "items": {"type": "object"}},
+            "pending": {"type": "array", "items": {"type": "object"}},
+            "usage": {"type": "object"},
+        },
+    },
+    "Fact": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "content": {"type": "string"},
+            "confidence": {"type": "number"},
+        },
+    },
+    "Errors": {
+        "type": "object",
+        "required": ["errors"],
+        "properties": {
+            "errors": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["code", "message", "pointer"],
+                    "properties": {
+                        "code": {"type": "string"},
+                        "message": {"type": "string"},
+                        "pointer": {"type": "string", "description": "RFC 6901, into the body."},
+                        "hint": {"type": "string"},
+                    },
+                },
+            }
+        },
+    },
+}

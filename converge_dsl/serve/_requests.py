@@ -1,0 +1,330 @@
+"""What a request asks for, checked before a run is queued: inputs, budget, decisions.
+
+`run_request(pipeline, body)` reads the body of `POST /v1/pipelines/{name}/runs`,
+`{"inputs": {...}, "budget": {...}}` (both optional), and returns the
+`RunRequest` to store, or raises `Refused` with every problem found, each a
+`Problem` located by a JSON pointer into the body. Inputs are checked as
+`--input` is (`converge_dsl.compiler.resolve_inputs`: the same messages and
+"did you mean" hints; JSON nested at most `MAX_DEPTH` deep); a budget may
+lower any limit of the pipeline's `budget:` but never raise one.
+`decisions_request(body)` reads `POST /v1/runs/{id}/decisions`:
+`{"approve": [ID...], "reject": [ID...]}` or `{"decisions": {ID: true|false}}`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl._json_pointer import pointer
+from converge_dsl._json_types import JsonObject
+from converge_dsl.diagnostics import SourceSpan
+from converge_dsl.errors import ConvergeError, UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.batch import Pipeline
+    from converge_dsl.engine import Budget
+
+MAX_DEPTH = 64
+# The limits a request may lower: integers, and the wall-clock seconds.
+BUDGET_FIELDS = ("max_cycles", "max_facts", "max_model_calls", "max_tokens", "max_wall_s")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One located problem of a request: code, message, JSON pointer into the body, hint;
+    `declared` is where in the pipeline the rule it breaks is written (an input's
+    declaration, a budget limit), when there is such a place."""
+
+    code: str
+    message: str
+    pointer: str
+    hint: str | None = None
+    declared: SourceSpan | None = None
+
+    def data(self) -> dict[str, Any]:
+        """As JSON: the fields, and `text`, the line the command line would print."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message, "pointer": self.pointer}
+        if self.hint is not None:
+            out["hint"] = self.hint
+        if self.declared is not None:
+            where = self.declared
+            out["declared_at"] = {"file": where.file, "line": where.line, "column": where.column}
+        out["text"] = self.text()
+        return out
+
+    def text(self) -> str:
+        where = f" (at {self.pointer})" if self.pointer else ""
+        declared = self.declared
+        rule = (
+            "" if declared is None else f"\n --> {declared.file}:{declared.line}:{declared.column}"
+        )
+        hint = "" if self.hint is None else f"\n  hint: {self.hint}"
+        return f"error[{self.code}]: {self.message}{where}{rule}{hint}"
+
+
+class Refused(ConvergeError):
+    """A request the service answers with `status` and `problems` (never a traceback)."""
+
+    def __init__(
+        self, status: int, problems: tuple[Problem, ...], *, retry_after: int | None = None
+    ) -> None:
+        super().__init__(problems[0].message if problems else "refused")
+        self.status = status
+        self.problems = problems
+        self.retry_after = retry_after
+
+
+def refused(
+    status: int, code: str, message: str, where: str = "", hint: str | None = None
+) -> Refused:
+    return Refused(status, (Problem(code, message, where, hint),))
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The inputs and the lowered budget limits one run was asked with (stored as JSON)."""
+
+    inputs: JsonObject
+    budget: Mapping[str, float]
+
+    def data(self) -> JsonObject:
+        return {"inputs": dict(self.inputs), "budget": dict(self.budget)}
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> RunRequest:
+        return cls(dict(data.get("inputs") or {}), dict(data.get("budget") or {}))
+
+    def lowered(self, budget: Budget) -> Budget:
+        """`budget` with this request's limits where they are lower."""
+        return dataclasses.replace(budget, **_lowered(budget, self.budget))
+
+
+def _lowered(budget: Budget, asked: Mapping[str, float]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in asked.items():
+        limit = getattr(budget, name)
+        if limit is None or value <= limit:
+            out[name] = value if name == "max_wall_s" else int(value)
+    return out
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON of a body (strict: no NaN, nested at most `MAX_DEPTH`), or `Refused` (400)."""
+
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not standard JSON")
+
+    try:
+        value = json.loads(raw, parse_constant=constant)
+    except RecursionError:
+        raise _too_deep() from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise refused(
+            400,
+            codes.SERVE_BAD_BODY,
+            f"the request body is not JSON: {exc}",
+            "",
+            "send a JSON object with Content-Type: application/json",
+        ) from None
+    if _depth(value) > MAX_DEPTH:
+        raise _too_deep()
+    return value
+
+
+def _too_deep() -> Refused:
+    return refused(
+        400,
+        codes.SERVE_BAD_BODY,
+        f"the request body nests deeper than {MAX_DEPTH} levels",
+        "",
+        f"flatten the value to at most {MAX_DEPTH} levels of arrays and objects",
+    )
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def _object(body: Any, what: str) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise refused(422, codes.SERVE_BAD_BODY, f"{what} must be a JSON object", "")
+    return body
+
+
+def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
+    """The checked request (see the module docstring); `Refused` (422) with every problem."""
+    from converge_dsl.compiler import resolve_inputs
+
+    body = {} if body is None else _object(body, "the request body")
+    problems: list[Problem] = []
+    for name in body:
+        if name not in ("inputs", "budget"):
+            problems.append(
+                Problem(
+                    codes.SERVE_BAD_BODY,
+                    f"unknown field {name!r}",
+                    pointer((name,)),
+                    "a run request holds `inputs` and `budget`",
+                )
+            )
+    inputs = body.get("inputs") or {}
+    if not isinstance(inputs, dict):
+        problems.append(
+            Problem(codes.SERVE_BAD_BODY, "`inputs` must be a JSON object", pointer(("inputs",)))
+        )
+        inputs = {}
+    declared = pipeline.declared_inputs
+    section = pipeline.document.source_map.span(("inputs",))
+    for name in inputs:
+        if name not in declared:
+            error = _usage(lambda n=name: resolve_inputs(declared, {n: None}))
+            problems.append(
+                Problem(
+                    codes.SERVE_UNKNOWN_INPUT,
+                    error.message,
+                    pointer(("inputs", name)),
+                    error.hint,
+                    section,
+                )
+            )
+    for name, spec in declared.items():
+        if spec.required and not spec.has_default and name not in inputs:
+            given = {n: v for n, v in inputs.items() if n in declared}
+            error = _usage(lambda g=given: resolve_inputs(declared, g))
+            problems.append(
+                Problem(
+                    codes.SERVE_MISSING_INPUT,
+                    error.message,
+                    pointer(("inputs", name)),
+                    f'add "{name}" to the request\'s "inputs"',
+                    spec.span,
+                )
+            )
+    budget = _budget(pipeline, body.get("budget"), problems)
+    if problems:
+        raise Refused(422, tuple(problems))
+    return RunRequest(dict(inputs), budget)
+
+
+def _usage(call: Any) -> UsageError:
+    """The `UsageError` that `resolve_inputs` raises for a given problem (its exact words)."""
+    try:
+        call()
+    except UsageError as exc:
+        return exc
+    raise AssertionError("resolve_inputs accepted what the service refuses")  # pragma: no cover
+
+
+def _budget(pipeline: Pipeline, asked: Any, problems: list[Problem]) -> dict[str, float]:
+    limits = pipeline.budget
+    if asked is None:
+        return {}
+    if not isinstance(asked, dict):
+        problems.append(
+            Problem(codes.SERVE_BAD_BODY, "`budget` must be a JSON object", pointer(("budget",)))
+        )
+        return {}
+    out: dict[str, float] = {}
+    for name, value in asked.items():
+        where = pointer(("budget", name))
+        if name not in BUDGET_FIELDS:
+            problems.append(
+                Problem(
+                    codes.SERVE_BAD_BODY,
+                    f"unknown budget limit {name!r}",
+                    where,
+                    f"a request may lower: {', '.join(BUDGET_FIELDS)}",
+                )
+            )
+            continue
+        number = name == "max_wall_s"
+        kinds = (int, float) if number else (int,)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, kinds)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            what = "a positive number" if number else "a positive integer"
+            problems.append(Problem(codes.SERVE_BAD_BODY, f"budget.{name} must be {what}", where))
+            continue
+        limit = getattr(limits, name)
+        if limit is not None and value > limit:
+            problems.append(
+                Problem(
+                    codes.SERVE_BUDGET_RAISED,
+                    f"budget.{name} {value} is above the pipeline's {limit}: a request may lower a "
+                    "limit, never raise it",
+                    where,
+                    f"ask for at most {limit}, or raise budget.{name} in the pipeline",
+                    pipeline.document.source_map.span(("budget", name)),
+                )
+            )
+            continue
+        out[name] = value
+    return out
+
+
+def decisions_request(body: Any) -> dict[str, bool]:
+    """`{id: approve}` from a decisions body, or `Refused` (422) naming what is wrong."""
+    body = _object(body, "the request body")
+    problems: list[Problem] = []
+    out: dict[str, bool] = {}
+    for name, value in body.items():
+        if name in ("approve", "reject"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                problems.append(
+                    Problem(
+                        codes.SERVE_BAD_DECISION,
+                        f"`{name}` must be a list of proposal ids",
+                        pointer((name,)),
+                    )
+                )
+                continue
+            out.update(dict.fromkeys(value, name == "approve"))
+        elif name == "decisions":
+            if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
+                problems.append(
+                    Problem(
+                        codes.SERVE_BAD_DECISION,
+                        "`decisions` must map proposal ids to true or false",
+                        pointer((name,)),
+                    )
+                )
+                continue
+            out.update(value)
+        else:
+            problems.append(
+                Problem(
+                    codes.SERVE_BAD_DECISION,
+                    f"unknown field {name!r}",
+                    pointer((name,)),
+                    'send {"approve": [ID...], "reject": [ID...]}',
+                )
+            )
+    if not out and not problems:
+        problems.append(
+            Problem(
+                codes.SERVE_BAD_DECISION,
+                "no decision given",
+                "",
+                'send {"approve": [ID...], "reject": [ID...]}',
+            )
+        )
+    if problems:
+        raise Refused(422, tuple(problems))
+    return out

@@ -1,0 +1,215 @@
+"""Starting the service: load every pipeline, open the state, bind, serve until stopped.
+
+`prepare(options)` does everything that can fail before a socket is bound:
+each pipeline is loaded, validated and checked (`converge_dsl.load`) and its
+key schemas compiled (an invalid one raises its `PipelineInvalid`, every
+file's problems at once, which the command line prints as `validate` does;
+suggestors compile at a pipeline's first run, then once per inputs), names
+must be unique (CD994), tokens are read (CD992), a non-loopback host needs
+tokens, and the state opens (CD993). `serve(options)` binds the socket, runs
+uvicorn, says where it listens once it serves, and returns after SIGINT or
+SIGTERM; the runs in flight then continue at the next start on the same state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl.clock import SystemClock
+from converge_dsl.diagnostics import Diagnostic, best_first
+from converge_dsl.errors import PipelineInvalid
+
+from ._errors import ServeFailed, ServeRefused
+from ._service import Limits, RunService
+from ._store import RunStore
+from ._tokens import Tokens, read_tokens
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from converge_dsl.batch import Pipeline
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What `converge-dsl serve` was asked for."""
+
+    pipelines: Sequence[Path]
+    host: str = "127.0.0.1"
+    port: int = 8080
+    state: Path = Path(".converge-serve")
+    token_file: Path | None = None
+    limits: Limits = field(default_factory=Limits)
+    body_cap: int = 1 << 20
+    wait_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A service ready to bind: its application and what it serves."""
+
+    app: Starlette
+    service: RunService
+    names: tuple[str, ...]
+
+
+def _secrets(pipelines: Sequence[Pipeline], plain: Sequence[str]) -> tuple[str, ...]:
+    """The values never to show in an error: the tokens, and the models' API keys."""
+    out = list(plain)
+    for pipeline in pipelines:
+        for model in pipeline.document.data.get("models", {}).values():
+            if isinstance(model, dict):
+                name = model.get("api_key_env")
+                value = pipeline.env.get(name) if isinstance(name, str) else None
+                if value:
+                    out.append(value)
+    return tuple(out)
+
+
+def prepare(options: ServeOptions) -> Prepared:
+    """Load and check everything before binding (see the module docstring)."""
+    from converge_dsl.batch import load
+    from converge_dsl.models import redact_text
+
+    from ._app import HttpLimits, build_app
+
+    tokens: Tokens | None = None
+    plain: tuple[str, ...] = ()
+    if options.token_file is not None:
+        tokens, plain = read_tokens(options.token_file)
+    if tokens is None and not _loopback(options.host):
+        raise ServeRefused(
+            codes.SERVE_TOKEN_FILE,
+            f"--host {options.host} listens beyond this machine without --token-file",
+            hint="give --token-file FILE, or serve on 127.0.0.1",
+        )
+    loaded: dict[str, Pipeline] = {}
+    invalid: list[Diagnostic] = []
+    for path in options.pipelines:
+        try:
+            pipeline = load(path)
+            pipeline.key_schemas  # noqa: B018 (compiled now: a bad schema stops the start)
+        except PipelineInvalid as exc:  # every file is checked: all their problems at once
+            invalid.extend(exc.diagnostics)
+            continue
+        if pipeline.name in loaded:
+            raise ServeRefused(
+                codes.SERVE_DUPLICATE_PIPELINE,
+                f"pipelines {str(loaded[pipeline.name].path)!r} and {str(path)!r} are both "
+                f"named {pipeline.name!r}",
+                hint="rename one (its `name:`): a run is started by the pipeline's name",
+            )
+        loaded[pipeline.name] = pipeline
+    if invalid:
+        raise PipelineInvalid(best_first(invalid))
+    if not loaded:
+        raise ServeRefused(
+            codes.SERVE_NOT_FOUND,
+            "no pipeline to serve",
+            hint="name pipeline files or folders holding them",
+        )
+    secrets = _secrets(list(loaded.values()), plain)
+    store = RunStore(options.state)
+    service = RunService(
+        loaded,
+        store,
+        options.state,
+        options.limits,
+        clock=SystemClock(),
+        new_id=lambda: uuid.uuid4().hex,
+        redact=lambda text: redact_text(text, secrets),
+    )
+    app = build_app(service, tokens, HttpLimits(options.body_cap, options.wait_s))
+    return Prepared(app, service, tuple(loaded))
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; `ServeFailed` when the address cannot be used."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ServeFailed(
+            codes.SERVE_STATE_UNUSABLE,
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="choose another --port (0 picks a free one), or stop what uses it",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _server(config: Any, on_started: Callable[[], object]) -> Any:
+    """uvicorn's server, telling `on_started` once it serves (signals handled, service
+    started), and ending `serve` normally after a SIGINT or SIGTERM it shut down
+    gracefully for (uvicorn raises the signal again once stopped: exit 130 or -15)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                on_started()
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals.clear()  # handled: the shutdown is complete
+
+    return Server(config)
+
+
+def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
+    """Prepare, bind, serve; tell `on_ready` the base URL once requests are served (and
+    signals handled); return when a signal has stopped it."""
+    import uvicorn
+
+    prepared = prepare(options)
+    sock = bind(options.host, options.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}"
+    config = uvicorn.Config(
+        prepared.app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=5,
+        # Connections at once: every run a pipeline may hold (running and waiting), and as
+        # many again for event streams and reads; past that uvicorn answers 503.
+        limit_concurrency=2
+        * len(prepared.names)
+        * (options.limits.concurrency + options.limits.queue)
+        + 64,
+        server_header=False,
+    )
+    server = _server(config, lambda: on_ready(url))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+        prepared.service.store.close()

@@ -1,0 +1,408 @@
+"""The run service: queues, runs, pauses, cancels and recovers runs; no HTTP here.
+
+`RunService(pipelines, store, limits, ...)` owns, per pipeline, a queue of
+at most `limits.queue` waiting runs and `limits.concurrency` workers. A run
+is the Python API's run of the loaded pipeline (`Pipeline.outcome`, so the
+one run assembly of docs/architecture.md §12) with two outputs: its events
+(`EventSink`) and its checkpoint folder `STATE/checkpoints/RUN`
+(`converge_dsl.runtime.Checkpointing`, the journal of `--checkpoint`). The
+run's result, status and remaining events are stored in one transaction
+(`RunStore.finish`), so a run ends exactly once.
+
+- `submit` queues a run (`Refused` 429 with a `Retry-After` when the
+  pipeline's queue is full); `wait` waits (bounded) for it to stop.
+- A run that stops with `hitl_pause` is `paused`: its checkpoint holds the
+  pending proposals. `decide` queues it again with decisions; the worker
+  resumes it from the checkpoint with them (`--resume DIR --approve ...`).
+- `cancel` cancels a queued or paused run at once and a running one by
+  cancelling its task (status `cancelled`, no result).
+- `start` recovers: runs the store says were `running` when the server
+  died are queued again and continue from their checkpoint journal (a run
+  killed before its first record starts afresh); paused runs stay paused.
+- `stop` cancels the workers without touching the runs' status: a run cut
+  short by a shutdown continues at the next start.
+- The checkpoint folder of a run that ended (done, cancelled) is removed once
+  its result is stored; a paused run keeps its folder until it ends. Stored
+  runs, events and results are kept (no retention yet).
+
+Runs execute on event loops of their own threads (`_loops`), so a run
+waiting for the disk (its checkpoint journal's syncs) stalls neither the
+HTTP layer nor other runs; their events reach the streams through the
+service's loop. Errors a run stops on become its result (`not_run_document`), with every
+message passed through the redactor (`redact`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl._json_types import JsonObject
+from converge_dsl.clock import Clock, SystemClock, WallClock
+from converge_dsl.errors import ConvergeError
+
+from ._events import EventSink, LiveRun
+from ._loops import RunLoops
+from ._metrics import Metrics
+from ._requests import Refused, RunRequest, refused
+from ._store import FINISHED, RunRow, RunStore
+
+if TYPE_CHECKING:
+    from converge_dsl.batch import Pipeline
+    from converge_dsl.engine import Budget
+
+# Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
+DECIDED_BY = "http"
+CHECKPOINTS = "checkpoints"
+# How long a cancelled run may take to stop on its loop (close its models and journal).
+CANCEL_S = 10.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds);
+    the threads the runs execute on."""
+
+    concurrency: int = 4
+    queue: int = 64
+    max_run_s: float | None = None
+    # Event loops (threads) the runs execute on (`_loops`), shared by every pipeline.
+    loops: int = 4
+
+
+class RunService:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        pipelines: Mapping[str, Pipeline],
+        store: RunStore,
+        state: Path,
+        limits: Limits,
+        *,
+        clock: Clock,
+        new_id: Callable[[], str],
+        redact: Callable[[str], str],
+    ) -> None:
+        self.pipelines = dict(pipelines)
+        self.store = store
+        self.metrics = Metrics()
+        self._folder = state / CHECKPOINTS
+        self._limits = limits
+        self._clock = clock
+        self._wall: WallClock = clock if isinstance(clock, WallClock) else SystemClock()
+        self._new_id = new_id
+        self.redact = redact
+        self._queues: dict[str, asyncio.Queue[str]] = {}
+        self._workers: list[asyncio.Task[None]] = []
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._live: dict[str, LiveRun] = {}
+        self._ended: dict[str, asyncio.Event] = {}
+        self._cancelling: set[str] = set()
+        self._cleanups: set[asyncio.Task[None]] = set()
+        self._loops: RunLoops | None = None
+
+    def _now(self) -> float:
+        """Seconds since the epoch, from the injected wall clock (what the store records)."""
+        return self._wall.wall().timestamp()
+
+    # --- life -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Recover the stored runs (see the module docstring), then start the workers."""
+        self._queues = {name: asyncio.Queue() for name in self.pipelines}
+        self._loops = RunLoops(self._limits.loops)
+        for row in self.store.recover(self._now()):
+            if row.pipeline in self._queues:
+                self._queues[row.pipeline].put_nowait(row.id)
+        for name in self.pipelines:
+            for _ in range(self._limits.concurrency):
+                self._workers.append(asyncio.create_task(self._work(name)))
+
+    async def stop(self) -> None:
+        """Cancel the workers and runs in flight; their status stays (see the module)."""
+        for task in self._workers:
+            task.cancel()
+        for task in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._workers = []
+        if self._cleanups:
+            await asyncio.wait(self._cleanups, timeout=10)
+        if self._loops is not None:
+            await self._loops.close(self._close_pools)
+            self._loops = None
+
+    async def _close_pools(self) -> None:
+        """Close the pipelines' connection pools of the running loop."""
+        for pipeline in self.pipelines.values():
+            with contextlib.suppress(ConvergeError, OSError):
+                await pipeline.aclose()
+
+    def queue_depth(self, pipeline: str) -> int:
+        queue = self._queues.get(pipeline)
+        return 0 if queue is None else queue.qsize()
+
+    def running(self) -> int:
+        return len(self._tasks)
+
+    # --- requests ---------------------------------------------------------------------
+
+    def submit(self, pipeline: str, request: RunRequest) -> str:
+        """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full."""
+        queue = self._queues[pipeline]
+        if queue.qsize() >= self._limits.queue:
+            self.metrics.rejected(pipeline)
+            raise Refused(
+                429,
+                (_queue_full(pipeline, self._limits.queue),),
+                retry_after=1,
+            )
+        run = self._new_id()
+        self.store.add(run, pipeline, request.data(), self._now())
+        self.metrics.submitted(run, self._clock.monotonic())
+        queue.put_nowait(run)
+        return run
+
+    def get(self, run: str) -> RunRow:
+        row = self.store.get(run)
+        if row is None:
+            raise refused(
+                404,
+                codes.SERVE_NOT_FOUND,
+                f"no run {run!r}",
+                "",
+                "a run id is one that POST /v1/pipelines/NAME/runs answered with",
+            )
+        return row
+
+    def live(self, run: str) -> LiveRun | None:
+        return self._live.get(run)
+
+    async def wait(self, run: str, timeout: float) -> RunRow:
+        """The run once it stops (done, paused, cancelled), or as it is after `timeout` s."""
+        ended = self._ended.setdefault(run, asyncio.Event())
+        row = self.get(run)
+        if row.status in FINISHED or row.status == "paused":
+            return row
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended.wait(), timeout)
+        return self.get(run)
+
+    def cancel(self, run: str) -> RunRow:
+        row = self.get(run)
+        if self.store.cancel(run, self._now()):
+            self._signal(run)
+            self._forget_later(run)  # a paused run's journal is no longer needed
+            return self.get(run)
+        task = self._tasks.get(run)
+        if task is not None:
+            self._cancelling.add(run)
+            task.cancel()
+        return row
+
+    def decide(self, run: str, decisions: Mapping[str, bool]) -> RunRow:
+        """Queue the paused `run` again with `decisions` (unknown ids refused, 422)."""
+        row = self.get(run)
+        if row.status != "paused":
+            raise refused(
+                409,
+                codes.SERVE_BAD_DECISION,
+                f"run {run!r} is {row.status}, not paused for a decision",
+                "",
+                "decisions apply to a run whose status is paused",
+            )
+        pending = _pending_ids(row.result)
+        unknown = [item for item in decisions if item not in pending]
+        if unknown:
+            from converge_dsl.diagnostics import did_you_mean
+
+            from ._requests import Problem
+
+            problems = []
+            for item in unknown:
+                close = did_you_mean(item, [str(p) for p in pending])
+                problems.append(
+                    Problem(
+                        codes.SERVE_BAD_DECISION,
+                        f"no pending proposal has id {item!r}",
+                        "",
+                        f"did you mean {close!r}?"
+                        if close
+                        else f"pending: {', '.join(str(p) for p in pending)}",
+                    )
+                )
+            raise Refused(422, tuple(problems))
+        if not self.store.decide(run, decisions, self._now()):
+            raise refused(409, codes.SERVE_BAD_DECISION, f"run {run!r} is no longer paused", "")
+        self._ended.pop(run, None)
+        self._queues[row.pipeline].put_nowait(run)
+        return self.get(run)
+
+    # --- running ----------------------------------------------------------------------
+
+    async def _work(self, pipeline: str) -> None:
+        queue = self._queues[pipeline]
+        while True:
+            run = await queue.get()
+            if not self.store.start(run, self._now()):
+                continue  # cancelled while it waited
+            task = asyncio.create_task(self._execute(pipeline, run))
+            self._tasks[run] = task
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                raise
+            finally:
+                self._tasks.pop(run, None)
+
+    async def _execute(self, name: str, run: str) -> None:
+        row = self.get(run)
+        pipeline = self.pipelines[name]
+        live = LiveRun(self.store.next_event(run), asyncio.get_running_loop())
+        self._live[run] = live
+
+        def flush() -> None:
+            self.store.add_events(run, live.unstored())
+
+        started = self._clock.monotonic()
+        assert self._loops is not None  # started
+        remote = self._loops.submit(self._outcome(pipeline, row, EventSink(live, flush)))
+        try:
+            try:
+                body = await remote.result()
+            except asyncio.CancelledError:
+                remote.cancel()  # a DELETE or a shutdown: the run's task stops first
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(remote.result(), CANCEL_S)
+                raise
+        except asyncio.CancelledError:
+            if run not in self._cancelling:
+                flush()
+                raise  # a shutdown: the run stays running and continues at the next start
+            self._cancelling.discard(run)
+            self._end(run, live, "cancelled", "cancelled", None)
+            return
+        except ConvergeError as exc:
+            self._end(run, live, "done", *self._failed(pipeline, exc))
+            return
+        except Exception as exc:  # a fault of this service, not of the request
+            error = ConvergeError(f"{codes.SERVE_RUN_FAILED}: the run failed: {exc!r}")
+            self._end(run, live, "done", *self._failed(pipeline, error))
+            return
+        reason = str(body.get("stop_reason"))
+        self.metrics.finished(name, body, self._clock.monotonic() - started)
+        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body)
+
+    def _failed(self, pipeline: Pipeline, error: ConvergeError) -> tuple[str, JsonObject]:
+        from converge_dsl.runtime import not_run_document
+
+        body: dict[str, Any] = not_run_document(error, pipeline.path).model_dump(mode="json")
+        for item in body.get("diagnostics") or []:
+            item["message"] = self.redact(str(item.get("message", "")))
+            if item.get("hint"):
+                item["hint"] = self.redact(str(item["hint"]))
+        return str(body.get("stop_reason")), body
+
+    def _end(
+        self, run: str, live: LiveRun, status: str, reason: str, body: JsonObject | None
+    ) -> None:
+        self.store.finish(
+            run,
+            status=status,
+            stop_reason=reason,
+            body=body,
+            events=live.unstored(),
+            now=self._now(),
+        )
+        self.metrics.ended(run, status, self._clock.monotonic())
+        live.end()
+        self._live.pop(run, None)
+        self._signal(run)
+        if status != "paused":  # the result is stored: the journal is no longer needed
+            self._forget_later(run)
+
+    def _forget_later(self, run: str) -> None:
+        task = asyncio.create_task(self._forget(run))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
+
+    async def _forget(self, run: str) -> None:
+        """Remove the checkpoint folder of a run that ended (off the event loop)."""
+        await asyncio.to_thread(shutil.rmtree, self._folder / run, True)
+
+    def _signal(self, run: str) -> None:
+        ended = self._ended.pop(run, None)
+        if ended is not None:
+            ended.set()
+
+    async def _outcome(self, pipeline: Pipeline, row: RunRow, sink: EventSink) -> JsonObject:
+        """The run, on a run loop: its run-result document as JSON (`RunOutcome.plain`)."""
+        from converge_dsl.runtime import CHECKPOINT_FILE, Checkpointing
+
+        folder = self._folder / row.id
+        resume = (folder / CHECKPOINT_FILE).is_file()
+        if not resume and folder.exists():
+            shutil.rmtree(folder)  # killed before its first record: nothing to continue
+        decisions = dict(row.decisions)
+        if decisions and not _paused_on_disk(folder, pipeline.env):
+            decisions = {}  # applied before a crash: the journal already goes on from them
+        checkpoint = Checkpointing(
+            folder,
+            resume=resume,
+            decisions=decisions,
+            env=pipeline.env,
+            decided_by=dict.fromkeys(decisions, DECIDED_BY),
+        )
+        request = RunRequest.of(row.request)
+        most = self._limits.max_run_s
+
+        def budget(pipeline_budget: Budget) -> Budget:
+            lowered = request.lowered(pipeline_budget)
+            if most is not None:
+                lowered = RunRequest({}, {"max_wall_s": most}).lowered(lowered)
+            return lowered
+
+        out = await pipeline.outcome(
+            request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
+        )
+        return out.plain
+
+
+def _pending_ids(result: JsonObject | None) -> list[str]:
+    """The ids of the proposals a paused run's result lists as pending."""
+    pending = (result or {}).get("pending")
+    if not isinstance(pending, list):
+        return []
+    return [str(item.get("id")) for item in pending if isinstance(item, dict)]
+
+
+def _paused_on_disk(folder: Path, env: Mapping[str, str]) -> bool:
+    """Whether the checkpoint in `folder` holds proposals waiting for a decision."""
+    from converge_dsl.runtime import CHECKPOINT_FILE, CheckpointStore, checkpoint_key
+
+    if not (folder / CHECKPOINT_FILE).is_file():
+        return False
+    checkpoint = CheckpointStore(folder, checkpoint_key(env)).read()
+    return checkpoint.state is not None and bool(checkpoint.state.pending)
+
+
+def _queue_full(pipeline: str, size: int) -> Any:
+    from ._requests import Problem
+
+    return Problem(
+        codes.SERVE_QUEUE_FULL,
+        f"the queue of pipeline {pipeline!r} is full ({size} runs waiting)",
+        "",
+        "retry after the number of seconds Retry-After gives, or start the server with a "
+        "larger --queue",
+    )

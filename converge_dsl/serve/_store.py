@@ -1,0 +1,301 @@
+"""The service's durable state: runs, their events and results in one SQLite file (WAL).
+
+`RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
+is one row of `runs` with its status: `queued` -> `running` -> `done`, or
+`paused` (waiting for a human; `decide` queues it again with the decisions),
+or `cancelled`. Events are rows of `events` numbered from 0 per run; the
+result of a run that ended is a row of `results`, written in the same
+transaction that marks the run `done`, so a run ends exactly once: `finish`
+refuses a run that is not `running` (a second worker, or a run recovered
+after a crash that had already ended). `recover()` at start moves every
+`running` run back to `queued` (the server died under it: it continues from
+its checkpoint) and returns the queued ones in arrival order.
+
+Every call is synchronous and short (one transaction); the service calls it
+from its event loop. A process killed mid-transaction loses that transaction
+only (WAL); `synchronous=NORMAL` keeps every committed one across a kill.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from converge_dsl import codes
+from converge_dsl._json_types import JsonObject
+
+from ._errors import ServeFailed
+
+STATE_FILE = "runs.sqlite3"
+STATUSES = ("queued", "running", "paused", "done", "cancelled")
+FINISHED = frozenset({"done", "cancelled"})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    pipeline TEXT NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    stop_reason TEXT,
+    decisions TEXT,
+    result TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status, seq);
+CREATE TABLE IF NOT EXISTS events (
+    run TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (run, seq)
+);
+CREATE TABLE IF NOT EXISTS results (
+    run TEXT NOT NULL,
+    body TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_run ON results (run);
+"""
+
+
+class StateError(ServeFailed):
+    """The state folder or its database cannot be used (CD993)."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(codes.SERVE_STATE_UNUSABLE, message, hint=hint)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run as stored: its request (inputs, budget), status and result when ended."""
+
+    id: str
+    pipeline: str
+    request: JsonObject
+    status: str
+    stop_reason: str | None
+    decisions: Mapping[str, bool]
+    attempts: int
+    result: JsonObject | None
+    created: float
+    updated: float
+
+
+class RunStore:
+    """The SQLite state of one service (see the module docstring); thread-safe."""
+
+    def __init__(self, folder: Path) -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                folder / STATE_FILE, check_same_thread=False, isolation_level=None
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StateError(
+                f"cannot open the state in {str(folder)!r}: {exc}",
+                hint="give --state a folder you can write to, used by one server at a time",
+            ) from None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                for sql, args in statements:
+                    self._db.execute(sql, args)
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise StateError(f"cannot read the state: {exc}") from None
+
+    # --- runs -----------------------------------------------------------------
+
+    def add(self, run: str, pipeline: str, request: JsonObject, now: float) -> None:
+        """A new queued run."""
+        self._write(
+            [
+                (
+                    "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
+                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
+                    "?, ?)",
+                    (run, pipeline, json.dumps(request), now, now),
+                )
+            ]
+        )
+
+    def get(self, run: str) -> RunRow | None:
+        rows = self._read(_SELECT + " WHERE id = ?", (run,))
+        return _row(rows[0]) if rows else None
+
+    def runs(self, status: str | None = None) -> list[RunRow]:
+        """Every run (of `status`), in arrival order."""
+        if status is None:
+            return [_row(r) for r in self._read(_SELECT + " ORDER BY seq")]
+        return [_row(r) for r in self._read(_SELECT + " WHERE status = ? ORDER BY seq", (status,))]
+
+    def counts(self) -> dict[tuple[str, str, str], int]:
+        """(pipeline, status, stop reason or "") -> how many runs."""
+        rows = self._read(
+            "SELECT pipeline, status, COALESCE(stop_reason, ''), COUNT(*) FROM runs "
+            "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        )
+        return {(name, status, reason): count for name, status, reason, count in rows}
+
+    def start(self, run: str, now: float) -> bool:
+        """Mark a queued run running (one more attempt); False if it is no longer queued."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
+                "WHERE id = ? AND status = 'queued'",
+                (now, run),
+            )
+            return cursor.rowcount == 1
+
+    def finish(
+        self,
+        run: str,
+        *,
+        status: str,
+        stop_reason: str | None,
+        body: JsonObject | None,
+        events: Sequence[tuple[int, str]],
+        now: float,
+    ) -> bool:
+        """End a running run (`done`, `paused` or `cancelled`) with its last events and its
+        result, in one transaction; False (nothing written) if it was not running. The
+        result of a run that ended is also added to `results` (a pause's is not: the run
+        goes on)."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                cursor = self._db.execute(
+                    "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
+                    "updated = ? WHERE id = ? AND status = 'running'",
+                    (status, stop_reason, None if body is None else json.dumps(body), now, run),
+                )
+                if cursor.rowcount != 1:
+                    self._db.execute("ROLLBACK")
+                    return False
+                self._insert_events(run, events)
+                if body is not None and status != "paused":
+                    self._db.execute(
+                        "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
+                        (run, json.dumps(body), now),
+                    )
+                self._db.execute("COMMIT")
+                return True
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
+
+    def cancel(self, run: str, now: float) -> bool:
+        """Cancel a queued or paused run at once; False if it is in another state."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', updated = ? "
+                "WHERE id = ? AND status IN ('queued', 'paused')",
+                (now, run),
+            )
+            return cursor.rowcount == 1
+
+    def decide(self, run: str, decisions: Mapping[str, bool], now: float) -> bool:
+        """Queue a paused run again with `decisions`; False if it is not paused."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE runs SET status = 'queued', decisions = ?, updated = ? "
+                "WHERE id = ? AND status = 'paused'",
+                (json.dumps(dict(decisions)), now, run),
+            )
+            return cursor.rowcount == 1
+
+    def recover(self, now: float) -> list[RunRow]:
+        """After a restart: running runs are queued again; every queued run, oldest first."""
+        self._write(
+            [("UPDATE runs SET status = 'queued', updated = ? WHERE status = 'running'", (now,))]
+        )
+        return self.runs("queued")
+
+    # --- events and results ---------------------------------------------------------------
+
+    def _insert_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
+        self._db.executemany(
+            "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)",
+            [(run, seq, line) for seq, line in events],
+        )
+
+    def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
+        if events:
+            with self._lock:
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    self._insert_events(run, events)
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise StateError(f"cannot write the state: {exc}") from None
+
+    def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
+        """The stored events of `run` numbered above `after`, in order."""
+        rows = self._read(
+            "SELECT seq, line FROM events WHERE run = ? AND seq > ? ORDER BY seq", (run, after)
+        )
+        for seq, line in rows:
+            yield int(seq), str(line)
+
+    def next_event(self, run: str) -> int:
+        """The number the next event of `run` takes (a resumed run goes on numbering)."""
+        rows = self._read("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run = ?", (run,))
+        return int(rows[0][0])
+
+    def results(self, run: str) -> list[JsonObject]:
+        """Every result recorded for `run` (one for a run that ended; more would be a fault)."""
+        rows = self._read("SELECT body FROM results WHERE run = ? ORDER BY rowid", (run,))
+        return [json.loads(body) for (body,) in rows]
+
+
+_SELECT = (
+    "SELECT id, pipeline, request, status, stop_reason, decisions, attempts, result, created, "
+    "updated "
+    "FROM runs"
+)
+
+
+def _row(row: tuple[Any, ...]) -> RunRow:
+    ident, pipeline, request, status, reason, decisions, attempts, result, created, updated = row
+    return RunRow(
+        id=ident,
+        pipeline=pipeline,
+        request=json.loads(request),
+        status=status,
+        stop_reason=reason,
+        decisions=json.loads(decisions) if decisions else {},
+        attempts=int(attempts),
+        result=json.loads(result) if result else None,
+        created=float(created),
+        updated=float(updated),
+    )

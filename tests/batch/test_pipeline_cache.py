@@ -1,0 +1,72 @@
+"""A loaded pipeline (batch, test, the Python API) uses the answer cache its environment names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.batch import load
+from converge_dsl.clock import FakeClock
+from converge_dsl.errors import UsageError
+from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
+
+PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: cached
+inputs: {{topic: {{description: the topic}}}}
+models:
+  remote:
+    adapter: openai
+    base_url: "{url}"
+    model: m
+    accounts: [{{name: main, api_key_env: TEST_KEY}}]
+seeds:
+  - {{id: topic, content: "a topic"}}
+suggestors:
+  - name: ask
+    kind: llm
+    model: remote
+    dependencies: [seeds]
+    target: hypotheses
+    prompt: {{user: "Say something about {{{{ inputs.topic }}}}"}}
+    output: {{format: text, id: said}}
+"""
+
+
+def test_cases_share_the_cache_the_environment_turns_on(tmp_path: Path) -> None:
+    with FakeProviderServer() as server:
+        server.reset(FakeReply(text="tea is good"))
+        path = tmp_path / "p.yaml"
+        path.write_text(PIPELINE.format(url=server.openai_base_url), encoding="utf-8")
+        env = {
+            "TEST_KEY": "sk-test",
+            "CONVERGE_DSL_CACHE_MODE": "read-write",
+            "CONVERGE_DSL_CACHE": str(tmp_path / "cache"),
+        }
+        with load(path, env=env, clock=FakeClock()) as pipeline:
+            cases = [{"topic": "tea"}, {"topic": "coffee"}, {"topic": "tea"}]
+            documents = list(pipeline.run_many(cases, concurrency=1))
+        assert len(server.requests) == 2
+    assert [d.usage.cached_calls for d in documents] == [None, None, 1]
+    assert [d.usage.model_calls for d in documents] == [1, 1, 0]
+    assert (tmp_path / "cache" / "answers" / "answers.sqlite3").exists()
+
+
+def test_without_the_variable_nothing_is_cached(tmp_path: Path) -> None:
+    with FakeProviderServer() as server:
+        path = tmp_path / "p.yaml"
+        path.write_text(PIPELINE.format(url=server.openai_base_url), encoding="utf-8")
+        env = {"TEST_KEY": "sk-test", "CONVERGE_DSL_CACHE": str(tmp_path / "cache")}
+        with load(path, env=env, clock=FakeClock()) as pipeline:
+            list(pipeline.run_many([{"topic": "tea"}, {"topic": "tea"}], concurrency=1))
+        assert len(server.requests) == 2
+    assert not (tmp_path / "cache" / "answers").exists()
+
+
+def test_a_mode_that_is_none_of_the_three_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(PIPELINE.format(url="http://127.0.0.1:9/v1"), encoding="utf-8")
+    with pytest.raises(UsageError, match=r"CD976"):
+        load(path, env={"TEST_KEY": "k", "CONVERGE_DSL_CACHE_MODE": "on"})

@@ -1,0 +1,121 @@
+"""The answer store: SQLite and in-memory adapters behave alike; rows are checked on read."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.models.answer_store import (
+    STORE_FILE,
+    AnswerStore,
+    CacheRow,
+    CacheStoreError,
+    MemoryAnswerStore,
+    SqliteAnswerStore,
+    verify,
+)
+
+
+def row(key: str, *, suggestor: str = "s", used: float = 1.0, value: str = '{"a": 1}') -> CacheRow:
+    return CacheRow(
+        key=key,
+        kind="model",
+        identity='{"model":"m"}',
+        suggestor=suggestor,
+        request='{"messages":[]}',
+        value=value,
+        created=used,
+        duration_s=0.5,
+        last_used=used,
+    )
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> AnswerStore:
+    if request.param == "sqlite":
+        return SqliteAnswerStore(tmp_path / "cache", max_bytes=10_000)
+    return MemoryAnswerStore(max_bytes=10_000)
+
+
+def test_a_stored_row_reads_back_sealed_and_verified(store: AnswerStore) -> None:
+    store.put(row("k1"))
+    found = store.get("k1", now=5.0)
+    assert found is not None
+    assert verify(found) is None
+    assert found.value == '{"a": 1}'
+    assert store.get("missing", now=5.0) is None
+    assert store.rows()[0].last_used == 5.0  # reading marks it used
+
+
+def test_rows_filter_by_suggestor_most_recent_first(store: AnswerStore) -> None:
+    store.put(row("k1", suggestor="a", used=1.0))
+    store.put(row("k2", suggestor="b", used=2.0))
+    store.put(row("k3", suggestor="a", used=3.0))
+    assert [r.key for r in store.rows(suggestor="a")] == ["k3", "k1"]
+    assert store.stats().entries == 3
+
+
+def test_prune_removes_least_recently_used_first(store: AnswerStore) -> None:
+    for number in range(5):
+        store.put(row(f"k{number}", used=float(number)))
+    size = store.rows()[0].size
+    assert store.prune(size * 2) == 3
+    assert sorted(r.key for r in store.rows()) == ["k3", "k4"]
+
+
+def test_a_put_past_the_bound_prunes_to_nine_tenths(store: AnswerStore) -> None:
+    big = "x" * 3000
+    for number in range(5):
+        store.put(row(f"k{number}", used=float(number), value=f'"{big}"'))
+    stats = store.stats()
+    assert stats.bytes <= 10_000
+    assert "k4" in {r.key for r in store.rows()}
+
+
+def test_delete_and_clear(store: AnswerStore) -> None:
+    store.put(row("k1"))
+    store.put(row("k2"))
+    assert store.delete("k1")
+    assert not store.delete("k1")
+    assert store.clear() == 1
+    assert store.stats().entries == 0
+
+
+def test_a_changed_value_fails_its_check() -> None:
+    sealed = row("k1").sealed()
+    assert verify(sealed) is None
+    assert "digest" in (verify(CacheRow(**{**_fields(sealed), "value": '{"a": 2}'})) or "")
+    truncated = CacheRow(**{**_fields(sealed), "value": sealed.value[:3]})
+    assert "digest" in (verify(truncated) or "")
+    foreign = CacheRow(**{**_fields(sealed), "format": 99})
+    assert "format 99" in (verify(foreign) or "")
+    moved = CacheRow(**{**_fields(sealed), "key": "another"})
+    assert verify(moved) is not None
+
+
+def _fields(value: CacheRow) -> dict[str, object]:
+    return {name: getattr(value, name) for name in CacheRow.__slots__}
+
+
+def test_rows_changed_behind_the_stores_back_fail_their_check(tmp_path: Path) -> None:
+    store = SqliteAnswerStore(tmp_path)
+    store.put(row("k1"))
+    store.put(row("k2"))
+    with sqlite3.connect(tmp_path / STORE_FILE) as db:
+        db.execute("UPDATE answers SET value = substr(value, 1, 3) WHERE key = 'k1'")
+        db.execute("UPDATE answers SET format = 0 WHERE key = 'k2'")
+    k1, k2 = store.get("k1", 2.0), store.get("k2", 2.0)
+    assert k1 is not None
+    assert verify(k1) is not None
+    assert k2 is not None
+    assert verify(k2) is not None
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / STORE_FILE).write_bytes(b"not a database at all" * 100)
+    with pytest.raises(CacheStoreError) as caught:
+        SqliteAnswerStore(tmp_path)
+    assert caught.value.code == "CD975"
+    assert "--cache-dir" in (caught.value.hint or "")

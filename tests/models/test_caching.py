@@ -1,0 +1,254 @@
+"""The answer cache decorator: hits, misses, checked rows, offline misses, budgets, secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.clock import FakeClock
+from converge_dsl.engine import Budget, UsageMeter
+from converge_dsl.models import ModelDefaults, ModelRequest, ModelReturn, ToolSpec, metered_call
+from converge_dsl.models._answer_key import ROUTING_FIELDS, answer_key, model_request_json
+from converge_dsl.models.answer_store import (
+    STORE_FILE,
+    CacheRow,
+    MemoryAnswerStore,
+    SqliteAnswerStore,
+)
+from converge_dsl.models.caching import AnswerCache, CachedModel, CacheMiss
+from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
+from converge_dsl.models.port import Message, Usage
+
+from ._helpers import KEYS, http_model
+
+
+class Counting(ModelDefaults):
+    """A model that answers with a numbered text and says who it is."""
+
+    def __init__(self, identity: dict[str, Any] | None = None) -> None:
+        self.calls = 0
+        self.identity = identity or {"wire": "test", "model": "m"}
+
+    def model_id(self) -> str:
+        return "test:m"
+
+    def cache_identity(self) -> dict[str, Any]:
+        return dict(self.identity)
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        self.calls += 1
+        return ModelReturn(
+            Message.text("assistant", f"answer {self.calls}"),
+            Usage(7, 3),
+            model_id="test:m-2024",
+            account="main",
+        )
+
+
+def request(text: str = "hello", **extra: Any) -> ModelRequest:
+    return ModelRequest(model="m", messages=(Message.text("user", text),), suggestor="ask", **extra)
+
+
+def cache(store: Any = None, **options: Any) -> tuple[AnswerCache, list[str]]:
+    warnings: list[str] = []
+    made = AnswerCache(
+        store if store is not None else MemoryAnswerStore(),
+        clock=FakeClock(),
+        warn=warnings.append,
+        wall=lambda: 1000.0,
+        **options,
+    )
+    return made, warnings
+
+
+def test_a_second_identical_call_is_answered_from_the_cache() -> None:
+    answers, _ = cache()
+    inner = Counting()
+    model = answers.wrap("remote", inner)
+    first = asyncio.run(model.call(request()))
+    second = asyncio.run(model.call(request()))
+    assert inner.calls == 1
+    assert second == first  # the ModelReturn exactly as the port returned it
+    assert [r.outcome for r in answers.records] == ["miss", "hit"]
+    assert answers.hits == 1
+
+
+def test_what_reaches_the_wire_is_in_the_key_and_routing_is_not() -> None:
+    base = model_request_json(request())
+    identity = {"model": "m"}
+    key = answer_key("model", identity, base)
+    for changed in (
+        request("other"),
+        request(temperature=0.7),
+        request(max_tokens=10),
+        request(system=("be brief",)),
+        request(response_schema={"type": "object"}),
+        request(tools=(ToolSpec("t", "d", {"type": "object"}),)),
+        request(tool_choice="required"),
+    ):
+        assert answer_key("model", identity, model_request_json(changed)) != key
+    routed = dataclasses.replace(request(), suggestor="other", turn=3)
+    assert answer_key("model", identity, model_request_json(routed)) == key
+    assert answer_key("model", {"model": "n"}, base) != key
+    assert answer_key("tool", identity, base) != key  # the kind of call is in the key
+
+
+def test_every_request_field_is_keyed_or_named_as_routing() -> None:
+    keyed = set(model_request_json(request(response_schema={}, tool_choice="auto")))
+    fields = {f.name for f in dataclasses.fields(ModelRequest)}
+    assert fields == keyed | ROUTING_FIELDS
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("corrupt", "digest"),
+        ("truncated", "digest"),
+        ("foreign", "format"),
+    ],
+)
+def test_a_damaged_row_is_a_miss_and_a_warning(damage: str, said: str) -> None:
+    store = MemoryAnswerStore()
+    answers, warnings = cache(store)
+    inner = Counting()
+    model = answers.wrap("remote", inner)
+    asyncio.run(model.call(request()))
+    (key,) = store.data
+    good = store.data[key]
+    spoiled = {
+        "corrupt": dataclasses.replace(good, value=good.value.replace("answer 1", "answer 9")),
+        "truncated": dataclasses.replace(good, value=good.value[: len(good.value) // 2]),
+        "foreign": dataclasses.replace(good, format=0),
+    }[damage]
+    store.data[key] = spoiled
+    answer = asyncio.run(model.call(request()))
+    assert answer.text == "answer 2"  # asked again, never the damaged answer
+    assert inner.calls == 2
+    assert len(warnings) == 1
+    assert warnings[0].startswith("warning[CD974]: cached answer ")
+    assert said in warnings[0]
+
+
+def test_a_damaged_sqlite_row_is_a_miss_and_a_warning(tmp_path: Path) -> None:
+    import sqlite3
+
+    answers, warnings = cache(SqliteAnswerStore(tmp_path))
+    inner = Counting()
+    model = answers.wrap("remote", inner)
+    asyncio.run(model.call(request()))
+    with sqlite3.connect(tmp_path / STORE_FILE) as db:
+        db.execute("UPDATE answers SET value = substr(value, 1, 10)")
+    assert asyncio.run(model.call(request())).text == "answer 2"
+    assert "digest" in warnings[0]
+
+
+def test_read_only_answers_but_stores_nothing() -> None:
+    store = MemoryAnswerStore()
+    answers, _ = cache(store, mode="read-only")
+    asyncio.run(answers.wrap("remote", Counting()).call(request()))
+    assert not store.data
+
+
+def test_an_offline_miss_names_the_suggestor_and_shows_a_diff() -> None:
+    store = MemoryAnswerStore()
+    online, _ = cache(store)
+    asyncio.run(online.wrap("remote", Counting()).call(request("summarise the tea market")))
+    offline, _ = cache(store, mode="read-only", offline=True)
+    inner = Counting()
+    with pytest.raises(CacheMiss) as caught:
+        asyncio.run(offline.wrap("remote", inner).call(request("summarise the coffee market")))
+    assert inner.calls == 0
+    message = caught.value.message
+    assert "suggestor 'ask'" in message
+    assert "the request differs at messages[0].parts[0].text" in message
+    assert re.search(r'^- +"text": "summarise the tea market",$', message, re.M)
+    assert re.search(r'^\+ +"text": "summarise the coffee market",$', message, re.M)
+    assert caught.value.diagnostic_code == "CD973"
+
+
+def test_a_model_that_says_not_who_it_is_is_not_cached() -> None:
+    answers, _ = cache()
+    plain = ModelDefaults()
+    assert answers.wrap("m", plain) is plain  # type: ignore[arg-type]
+    off, _ = cache(mode="off")
+    inner = Counting()
+    assert off.wrap("m", inner) is inner
+
+
+def test_a_cached_answer_counts_toward_no_budget() -> None:
+    answers, _ = cache()
+    model = answers.wrap("remote", Counting())
+    # A call needs room for one more call to be asked at all (docs/cache.md); once
+    # answered from the cache its reservation is given back, so cached calls never add up.
+    meter = UsageMeter(Budget(max_model_calls=2))
+    first = asyncio.run(metered_call(model, request(), meter))
+    again = [asyncio.run(metered_call(model, request(), meter)) for _ in range(5)]
+    assert first is not None
+    assert not first.cached
+    assert all(m is not None and m.cached for m in again)
+    assert meter.totals.model_calls == 1
+    assert meter.totals.tokens == 10
+
+
+def test_a_streaming_hit_hands_its_text_over_as_increments() -> None:
+    answers, _ = cache()
+    model = answers.wrap("remote", Counting())
+    asyncio.run(model.call(request()))
+    seen: list[str] = []
+    answer = asyncio.run(model.call_streaming(request(), seen.append))
+    assert "".join(seen) == answer.text == "answer 1"
+
+
+def test_an_api_key_reaches_neither_the_key_nor_the_store(tmp_path: Path) -> None:
+    with FakeProviderServer() as server:
+        server.reset(FakeReply(text="fine"))
+        inner = http_model(server, "openai")
+        answers, _ = cache(SqliteAnswerStore(tmp_path))
+        model = answers.wrap("remote", inner)
+        assert isinstance(model, CachedModel)
+
+        async def twice() -> None:
+            await model.call(request())
+            await model.call(request())
+            await model.aclose()
+
+        asyncio.run(twice())
+        assert len(server.requests) == 1
+        assert server.requests[0].api_key == KEYS["main"]
+    for path in tmp_path.iterdir():
+        assert KEYS["main"].encode() not in path.read_bytes()
+    stored: CacheRow = SqliteAnswerStore(tmp_path).rows()[0]
+    assert KEYS["main"] not in stored.identity + stored.request + stored.value + stored.key
+    assert '"origin":"http://127.0.0.1:' in stored.identity
+
+
+def test_a_speculating_hit_hands_over_the_answers_tool_calls() -> None:
+    from converge_dsl.models import ToolCallPart
+
+    class Calling(Counting):
+        async def call(self, req: ModelRequest) -> ModelReturn:
+            self.calls += 1
+            part = ToolCallPart("c1", "look", {"q": "tea"})
+            return ModelReturn(Message("assistant", (part,)), stop_reason="tool_use")
+
+    answers, _ = cache()
+    inner = Calling()
+    model = answers.wrap("remote", inner)
+    first: list[object] = []
+    asyncio.run(model.call_speculating(request(), lambda _: None, first.append))
+    again: list[object] = []
+    answer = asyncio.run(model.call_speculating(request(), lambda _: None, again.append))
+    assert inner.calls == 1
+    assert again == first == list(answer.tool_calls)
+
+
+def test_an_offline_miss_with_nothing_cached_for_the_suggestor_says_so() -> None:
+    offline, _ = cache(mode="read-only", offline=True)
+    with pytest.raises(CacheMiss) as caught:
+        asyncio.run(offline.wrap("remote", Counting()).call(request()))
+    assert "nothing is cached for suggestor 'ask'" in caught.value.message

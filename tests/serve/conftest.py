@@ -1,0 +1,107 @@
+"""A real `converge-dsl serve` process on 127.0.0.1 for the tests of tests/serve.
+
+`Server(paths, state, *options)` starts `python -m converge_dsl serve ... --port 0`,
+waits (bounded) for the line saying where it listens, and is always stopped:
+`stop()` sends SIGTERM and waits, `kill()` sends SIGKILL (the crash tests).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+START_S = 60.0
+
+
+def _shown(path: Path) -> str:
+    """A path inside the repository as the server is given it: relative (it runs there)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+class Server:
+    """One service process (see the module docstring)."""
+
+    def __init__(self, paths: list[Path], state: Path, *options: str) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "converge_dsl",
+                "serve",
+                *map(str, paths),
+                "--port",
+                "0",
+                "--state",
+                str(state),
+                *options,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+            cwd=ROOT,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = ""
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line)
+            self.lines.put(line)
+        self.lines.put("")
+
+    def ready(self) -> str:
+        """The base URL once it listens; fails with what it printed if it stops first."""
+        while True:
+            try:
+                line = self.lines.get(timeout=START_S)
+            except queue.Empty:
+                raise AssertionError("the server did not start in time") from None
+            if " on http://" in line:
+                self.url = line.rsplit(" on ", 1)[1].strip()
+                return self.url
+            if not line:
+                self.process.wait(timeout=10)
+                raise AssertionError(f"the server stopped: {''.join(self.stderr)}")
+
+    def exit_code(self, timeout: float = 30.0) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    """Every server a test starts, stopped when it ends."""
+    started: list[Server] = []
+    yield started
+    for server in started:
+        server.stop()

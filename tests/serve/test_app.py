@@ -1,0 +1,358 @@
+"""The HTTP API end to end: a real server on 127.0.0.1, driven by httpx and by curl."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from openapi_spec_validator import validate
+
+from .conftest import DATA, ROOT, Server
+
+EXPECTED = Path(__file__).parent / "expected"
+TOKEN = "c0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
+MARKET = ROOT / "pipelines" / "market-entry.yaml"
+
+
+@pytest.fixture
+def served(tmp_path: Path, servers: list[Server]) -> tuple[str, dict[str, str]]:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"# who may call\n{TOKEN}\n")
+    server = Server(
+        [DATA, MARKET],
+        tmp_path / "state",
+        "--token-file",
+        str(tokens),
+        "--workers",
+        "1",
+        "--queue",
+        "2",
+        "--wait-timeout",
+        "20",
+    )
+    servers.append(server)
+    return server.ready(), {"Authorization": f"Bearer {TOKEN}"}
+
+
+def client(url: str, headers: dict[str, str]) -> httpx.Client:
+    return httpx.Client(base_url=url, headers=headers, timeout=30)
+
+
+def test_start_and_wait_answers_the_run_result(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        answer = http.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "hi"}})
+    assert answer.status_code == 200
+    run = answer.json()
+    assert run["status"] == "done"
+    assert run["stop_reason"] == "converged"
+    assert run["result"]["facts"]["echoes"][0]["data"] == {"text": "hi"}
+    assert run["result"]["facts"]["notes"][0]["content"] == "noted"
+
+
+def test_start_without_wait_is_202_then_get(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        answer = http.post("/v1/pipelines/market-entry/runs", json={"inputs": {"market": "M"}})
+        assert answer.status_code == 202
+        run = answer.json()
+        assert answer.headers["location"] == f"/v1/runs/{run['id']}"
+        deadline = time.monotonic() + 20
+        while run["status"] not in ("done", "cancelled") and time.monotonic() < deadline:
+            time.sleep(0.05)
+            run = http.get(f"/v1/runs/{run['id']}").json()
+    assert run["stop_reason"] == "converged"
+    assert "Target market: M" in json.dumps(run["result"]["facts"])
+
+
+def test_events_stream_and_resume_with_last_event_id(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        run = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "a"}}).json()
+        with http.stream("GET", f"/v1/runs/{run['id']}/events") as stream:
+            text = "".join(stream.iter_text())
+        blocks = [b for b in text.split("\n\n") if b.strip()]
+        ids = [int(b.split("\n")[0][4:]) for b in blocks if b.startswith("id: ")]
+        assert ids == list(range(len(ids)))
+        first = json.loads(blocks[0].split("data: ", 1)[1])
+        assert first["type"] == "run_started"
+        assert blocks[-1].startswith("event: end")
+        assert json.loads(blocks[-1].split("data: ", 1)[1]) == {
+            "status": "done",
+            "stop_reason": "converged",
+        }
+        again = http.get(
+            f"/v1/runs/{run['id']}/events", headers={"Last-Event-ID": str(ids[-3])}
+        ).text
+    resumed = [b for b in again.split("\n\n") if b.startswith("id: ")]
+    assert [int(b.split("\n")[0][4:]) for b in resumed] == ids[-2:]
+
+
+def test_report_is_the_html_report_of_the_run(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        run = http.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "r"}})
+        page = http.get(f"/v1/runs/{run.json()['id']}/report")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "converge-dsl run report" in page.text
+    assert "echo" in page.text
+
+
+def test_cancel_a_running_run(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        run = http.post("/v1/pipelines/slow/runs").json()
+        deadline = time.monotonic() + 10
+        while http.get(f"/v1/runs/{run['id']}").json()["status"] != "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        http.delete(f"/v1/runs/{run['id']}")
+        while (state := http.get(f"/v1/runs/{run['id']}").json())["status"] == "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    assert state["status"] == "cancelled"
+    assert "result" not in state
+
+
+def test_pause_decision_resume(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
+        assert paused["status"] == "paused"
+        assert [p["id"] for p in paused["result"]["pending"]] == ["s1", "s2"]
+        ident = paused["id"]
+        unknown = http.post(f"/v1/runs/{ident}/decisions", json={"approve": ["s3"]})
+        assert unknown.status_code == 422
+        assert unknown.json()["errors"][0]["hint"] == "pending: s1, s2"
+        half = http.post(f"/v1/runs/{ident}/decisions", json={"approve": ["s1"]})
+        assert half.status_code == 200
+        deadline = time.monotonic() + 20
+        while (run := http.get(f"/v1/runs/{ident}").json())["status"] != "paused":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert [p["id"] for p in run["result"]["pending"]] == ["s2"]  # one still undecided
+        http.post(f"/v1/runs/{ident}/decisions", json={"reject": ["s2"]})
+        while (run := http.get(f"/v1/runs/{ident}").json())["status"] != "done":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        events = http.get(f"/v1/runs/{ident}/events").text
+    facts = run["result"]["facts"]
+    assert [f["id"] for f in facts["strategies"]] == ["s1"]
+    assert [f["id"] for f in facts["evaluations"]] == ["e-1"]
+    decided = [
+        json.loads(b.split("data: ", 1)[1])
+        for b in events.split("\n\n")
+        if '"proposal_decided"' in b
+    ]
+    assert [(d["id"], d["decision"], d["by"]) for d in decided] == [
+        ("s1", "approved", "http"),
+        ("s2", "rejected", "http"),
+    ]
+
+
+def test_cancel_a_paused_run(served: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
+        folder = tmp_path / "state" / "checkpoints" / paused["id"]
+        assert folder.is_dir()
+        cancelled = http.delete(f"/v1/runs/{paused['id']}").json()
+        late = http.post(f"/v1/runs/{paused['id']}/decisions", json={"approve": ["s1"]})
+    assert cancelled["status"] == "cancelled"
+    assert late.status_code == 409
+    assert late.json()["errors"][0]["message"].endswith("is cancelled, not paused for a decision")
+    deadline = time.monotonic() + 10
+    while folder.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def _expected(name: str, body: Any) -> None:
+    path = EXPECTED / name
+    text = json.dumps(body, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def test_bad_inputs_are_located_json_errors(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        answers = {
+            "unknown_and_missing": http.post(
+                "/v1/pipelines/echo/runs", json={"inputs": {"txet": "x"}}
+            ),
+            "budget_raised": http.post(
+                "/v1/pipelines/echo/runs",
+                json={"inputs": {"text": "x"}, "budget": {"max_cycles": 11, "max_tokens": -1}},
+            ),
+            "not_json": http.post("/v1/pipelines/echo/runs", content=b"{nope"),
+            "not_an_object": http.post("/v1/pipelines/echo/runs", json=[1]),
+            "no_pipeline": http.post("/v1/pipelines/ecko/runs", json={}),
+        }
+    statuses = {name: answer.status_code for name, answer in answers.items()}
+    assert statuses == {
+        "unknown_and_missing": 422,
+        "budget_raised": 422,
+        "not_json": 400,
+        "not_an_object": 422,
+        "no_pipeline": 404,
+    }
+    _expected("bad_inputs.json", {name: answer.json() for name, answer in answers.items()})
+
+
+def test_a_lowered_budget_is_the_runs(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        run = http.post(
+            "/v1/pipelines/echo/runs?wait=true",
+            json={"inputs": {"text": "x"}, "budget": {"max_model_calls": 0.5}},
+        )
+        assert run.status_code == 422
+        run = http.post(
+            "/v1/pipelines/market-entry/runs?wait=true", json={"budget": {"max_cycles": 1}}
+        ).json()
+    assert run["stop_reason"] == "cycle_budget_exhausted"
+
+
+def test_missing_or_wrong_token_is_401(served: tuple[str, dict[str, str]]) -> None:
+    url, _ = served
+    with httpx.Client(base_url=url, timeout=10) as http:
+        missing = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "x"}})
+        wrong = http.get("/v1/pipelines", headers={"Authorization": "Bearer not-the-token"})
+        health = http.get("/healthz")
+    assert missing.status_code == wrong.status_code == 401
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert missing.json()["errors"][0]["code"] == "CD987"
+    assert TOKEN not in missing.text
+    assert health.status_code == 200
+
+
+def test_a_full_queue_is_429_with_retry_after(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        runs = [http.post("/v1/pipelines/slow/runs") for _ in range(4)]
+        statuses = [r.status_code for r in runs]
+        for answer in runs:
+            if answer.status_code == 202:
+                http.delete(f"/v1/runs/{answer.json()['id']}")
+        metrics = http.get("/metrics").text
+    # one worker takes the first; the queue holds two; the fourth is refused
+    assert statuses == [202, 202, 202, 429]
+    assert runs[3].headers["retry-after"] == "1"
+    assert runs[3].json()["errors"][0]["code"] == "CD988"
+    assert 'converge_rejected_total{pipeline="slow"} 1' in metrics
+
+
+def test_body_over_the_cap_is_413(tmp_path: Path, servers: list[Server]) -> None:
+    server = Server([DATA / "echo.yaml"], tmp_path / "state", "--body-cap", "100")
+    servers.append(server)
+    url = server.ready()
+    big = {"inputs": {"text": "x" * 200}}
+    answer = httpx.post(f"{url}/v1/pipelines/echo/runs", json=big, timeout=10)
+    assert answer.status_code == 413
+    assert answer.json()["errors"][0]["code"] == "CD989"
+
+
+def test_pipelines_metrics_and_unknown_run(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        http.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "m"}})
+        listed = http.get("/v1/pipelines").json()["pipelines"]
+        metrics = http.get("/metrics").text
+        served_spec = http.get("/v1/openapi.json").json()
+        missing = http.get("/v1/runs/" + "0" * 32)
+        odd = http.get("/v1/runs/..%2F..%2Fetc")
+    assert sorted(listed) == ["echo", "gated", "market-entry", "slow", "steady"]
+    assert listed["echo"]["inputs"]["required"] == ["text"]
+    assert 'converge_runs{pipeline="echo",status="done",stop_reason="converged"}' in metrics
+    assert 'converge_model_calls_total{pipeline="echo"}' in metrics
+    assert "converge_request_latency_seconds_count" in metrics
+    assert missing.status_code == odd.status_code == 404
+    validate(served_spec)
+    assert sorted(p for p in served_spec["paths"] if p.startswith("/v1/pipelines/")) == [
+        f"/v1/pipelines/{name}/runs" for name in ["echo", "gated", "market-entry", "slow", "steady"]
+    ]
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl_session(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+
+    def curl(*args: str) -> str:
+        done = subprocess.run(
+            [
+                "curl",
+                "-sS",
+                "--max-time",
+                "30",
+                "-H",
+                f"Authorization: {headers['Authorization']}",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return done.stdout
+
+    run = json.loads(
+        curl(
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            '{"inputs": {"text": "from curl"}}',
+            f"{url}/v1/pipelines/echo/runs?wait=true",
+        )
+    )
+    assert run["result"]["facts"]["echoes"][0]["content"] == "echo: from curl"
+    stream = curl("-N", f"{url}/v1/runs/{run['id']}/events")
+    assert stream.rstrip().endswith('{"status": "done", "stop_reason": "converged"}')
+    assert curl(f"{url}/v1/runs/{run['id']}/report").startswith("<!DOCTYPE html>")
+
+
+def test_an_invalid_pipeline_stops_the_server(tmp_path: Path, servers: list[Server]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((DATA / "echo.yaml").read_text().replace("kind: rule", "kind: rulez"))
+    server = Server([bad, DATA / "gated.yaml"], tmp_path / "state")
+    servers.append(server)
+    assert server.exit_code() == 2
+    text = "".join(server.stderr)
+    assert "error[CD" in text
+    assert "bad.yaml:" in text
+    assert "^" in text
+    assert " on http://" not in text
+
+
+def test_serving_beyond_loopback_needs_tokens(tmp_path: Path, servers: list[Server]) -> None:
+    server = Server([DATA / "echo.yaml"], tmp_path / "state", "--host", "0.0.0.0")
+    servers.append(server)
+    assert server.exit_code() == 3
+    assert "CD992" in "".join(server.stderr)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_it_with_exit_0(
+    tmp_path: Path, servers: list[Server], sig: signal.Signals
+) -> None:
+    server = Server([DATA / "echo.yaml"], tmp_path / "state")
+    servers.append(server)
+    url = server.ready()
+    assert httpx.get(f"{url}/healthz", timeout=10).json() == {"status": "ok", "pipelines": 1}
+    server.process.send_signal(sig)
+    assert server.exit_code() == 0
+    assert "".join(server.stderr).count("\n") == 1  # the serving line, nothing else

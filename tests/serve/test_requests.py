@@ -1,0 +1,77 @@
+"""Run and decision requests: checked as `--input` is, budgets only lowered, located errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from converge_dsl.batch import load
+from converge_dsl.engine import Budget
+from converge_dsl.serve._requests import (
+    MAX_DEPTH,
+    Refused,
+    RunRequest,
+    decisions_request,
+    parse_json,
+    run_request,
+)
+
+from .conftest import DATA
+
+ECHO = load(DATA / "echo.yaml")
+
+
+def problems(call: Any) -> list[tuple[str, str]]:
+    with pytest.raises(Refused) as caught:
+        call()
+    return [(p.code, p.pointer) for p in caught.value.problems]
+
+
+def test_a_good_request() -> None:
+    request = run_request(ECHO, {"inputs": {"text": "x"}, "budget": {"max_cycles": 3}})
+    assert request == RunRequest({"text": "x"}, {"max_cycles": 3})
+    assert run_request(ECHO, {"inputs": {"text": "x"}}).budget == {}
+
+
+def test_every_problem_is_located() -> None:
+    found = problems(
+        lambda: run_request(
+            ECHO, {"inputs": {"tex": 1}, "extra": 1, "budget": {"max_facts": True, "depth": 1}}
+        )
+    )
+    assert found == [
+        ("CD983", "/extra"),
+        ("CD984", "/inputs/tex"),
+        ("CD985", "/inputs/text"),
+        ("CD983", "/budget/max_facts"),
+        ("CD983", "/budget/depth"),
+    ]
+
+
+def test_a_budget_may_lower_never_raise() -> None:
+    assert problems(
+        lambda: run_request(ECHO, {"inputs": {"text": "x"}, "budget": {"max_model_calls": 6}})
+    ) == [("CD986", "/budget/max_model_calls")]
+    request = RunRequest({}, {"max_cycles": 2, "max_wall_s": 1.5, "max_tokens": 7})
+    lowered = request.lowered(Budget(max_cycles=10, max_tokens=None, max_wall_s=600))
+    assert (lowered.max_cycles, lowered.max_wall_s, lowered.max_tokens) == (2, 1.5, 7)
+    kept = RunRequest({}, {"max_cycles": 20}).lowered(Budget(max_cycles=10))
+    assert kept.max_cycles == 10
+
+
+def test_json_is_strict_and_bounded() -> None:
+    assert problems(lambda: parse_json(b"[NaN]")) == [("CD983", "")]
+    deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
+    assert problems(lambda: parse_json(deep)) == [("CD983", "")]
+    assert problems(lambda: parse_json(b"[" * 100_000)) == [("CD983", "")]
+
+
+def test_decisions() -> None:
+    assert decisions_request({"approve": ["a"], "reject": ["b"]}) == {"a": True, "b": False}
+    assert decisions_request({"decisions": {"a": False}}) == {"a": False}
+    assert problems(lambda: decisions_request({})) == [("CD991", "")]
+    assert problems(lambda: decisions_request({"approve": "a", "x": 1})) == [
+        ("CD991", "/approve"),
+        ("CD991", "/x"),
+    ]

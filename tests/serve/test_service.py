@@ -1,0 +1,81 @@
+"""Crash safety: 200 runs, the server SIGKILLed twice mid-load, restarted on the same state.
+
+Afterwards every run finished exactly once (one result each, naming its own
+input) and every paused run is still waiting; a decision then finishes it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import httpx
+
+from converge_dsl.serve._store import STATE_FILE
+
+from .conftest import DATA, Server
+
+RUNS = 200
+GATED = 10
+
+
+def _done(state: Path) -> int:
+    with sqlite3.connect(state / STATE_FILE, timeout=5) as db:
+        row = db.execute("SELECT COUNT(*) FROM runs WHERE status IN ('done', 'paused')")
+        return int(row.fetchone()[0])
+
+
+def _until(predicate: object, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_two_kills_every_run_finished_exactly_once(tmp_path: Path, servers: list[Server]) -> None:
+    state = tmp_path / "state"
+    paths = [DATA / "steady.yaml", DATA / "gated.yaml"]
+    options = ("--workers", "4", "--queue", "1000")
+    server = Server(paths, state, *options)
+    servers.append(server)
+    url = server.ready()
+    ids: dict[str, str] = {}
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for n in range(RUNS):
+            if n % (RUNS // GATED) == 0:
+                answer = http.post("/v1/pipelines/gated/runs")
+            else:
+                answer = http.post("/v1/pipelines/steady/runs", json={"inputs": {"number": n}})
+            assert answer.status_code == 202
+            ids[answer.json()["id"]] = "gated" if n % (RUNS // GATED) == 0 else str(n)
+    for share in (0.25, 0.6):
+        _until(lambda share=share: _done(state) >= RUNS * share, 120)
+        server.kill()
+        server = Server(paths, state, *options)
+        servers.append(server)
+        url = server.ready()
+    _until(lambda: _done(state) == RUNS, 180)
+    with sqlite3.connect(state / STATE_FILE) as db:
+        statuses = dict(db.execute("SELECT id, status FROM runs").fetchall())
+        attempts = dict(db.execute("SELECT id, attempts FROM runs").fetchall())
+        results: dict[str, list[str]] = {}
+        for run, body in db.execute("SELECT run, body FROM results"):
+            results.setdefault(run, []).append(body)
+    assert len(statuses) == RUNS
+    gated = [run for run, what in ids.items() if what == "gated"]
+    assert sorted(statuses[run] for run in gated) == ["paused"] * GATED
+    for run, what in ids.items():
+        if what == "gated":
+            assert run not in results
+            continue
+        assert statuses[run] == "done"
+        assert len(results[run]) == 1, run  # exactly once
+        assert f'"content": "run {what}"' in results[run][0]
+    assert max(attempts.values()) >= 2  # some runs were cut short and continued
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for run in gated:
+            assert http.post(f"/v1/runs/{run}/decisions", json={"approve": ["s1", "s2"]}).is_success
+        _until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
+        finished = http.get(f"/v1/runs/{gated[0]}").json()
+    assert [f["id"] for f in finished["result"]["facts"]["strategies"]] == ["s1", "s2"]
