@@ -7,8 +7,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 
 - CD0xx load: strict YAML (pipelines, packs, model scripts)
 - CD1xx schema: JSON Schema violations
-- CD2xx semantic errors of the front end; 250 to 269 the data-flow analysis (errors,
-  warnings and notes)
+- CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
+  warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
 - CD4xx agent checks (converge_dsl.agents)
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
@@ -94,6 +94,11 @@ FIELD_NOT_IN_SCHEMA = "CD254"  # warning: a template reads a field its (open) sc
 TYPE_MISMATCH = "CD255"  # warning: a field ordered or computed with a literal of another type
 SAME_ID_OTHER_CONTENT = "CD256"  # warning: two emits give one literal id other literal content
 REFIRES_ON_OWN_OUTPUT = "CD257"  # warning: a suggestor re-runs on its own output, unguarded
+UNKNOWN_TOOL_SERVER = "CD260"  # mcp:SERVER/... names a server not declared under tools:
+TOOL_NOT_ALLOWED = "CD261"  # mcp:SERVER/TOOL names a tool outside the server's allow-list
+TOOL_HOST_NOT_DECLARED = "CD262"  # an HTTP tool server's url reaches a host its hosts omit
+TOOL_CWD_REFUSED = "CD263"  # a stdio tool server's cwd is outside the roots or not a folder
+TOOL_ENV_TWICE = "CD264"  # a stdio tool server's variable is both passed and set
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies
@@ -192,6 +197,10 @@ CHECKPOINT_KEY_UNUSABLE = "CD954"  # the checkpoint key cannot be read, created,
 TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold
 TEST_CASE_ERROR = "CD961"  # a test case could not run (its inputs or models are refused)
 INIT_WOULD_OVERWRITE = "CD962"  # `init` would overwrite a file that is already there
+TOOL_SERVER_NOT_STARTED = "CD963"  # a tool server did not start (not found, exited, timed out)
+TOOL_CALL_TIMED_OUT = "CD964"  # a tool call passed its server's call_timeout_s (server stopped)
+TOOL_SERVER_GONE = "CD965"  # a tool server exited or closed the connection during a call
+TOOL_HOST_REFUSED = "CD966"  # an HTTP tool server's client was sent to a host not declared
 SCHEMA_WORK_EXCEEDED = "CD970"  # checking one value against a schema crossed its work bound
 SCHEMA_RUN_WORK_EXCEEDED = "CD971"  # the run's schema checks crossed their total bound
 SCHEMA_DEADLINE_PASSED = "CD972"  # the run's deadline passed while data was checked

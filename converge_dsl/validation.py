@@ -8,7 +8,7 @@ and below `runtime`. `CHECKS` is the front end's own checks
 (`converge_dsl.packs.check_packs`, of the `packs:` section and the lock). Each
 domain check is imported on its first call, so `import converge_dsl.validation`
 stays cheap, and each returns at once for a pipeline with nothing for it.
-`KINDS` is every suggestor kind: the front end's seed, rule and llm plus
+`KINDS` is every suggestor kind: the front end's seed, rule, llm and tool plus
 `agent` (`converge_dsl.agents`) and `pack` (`converge_dsl.packs`), each module
 imported when a pipeline first names the kind; a kind's own checks run through
 the front end's `kind_checks` (docs/architecture.md §16).
@@ -103,7 +103,7 @@ CHECKS: tuple[Check, ...] = (
     check_packs,
 )
 
-# Every suggestor kind: the front end's seed, rule and llm, then agent and pack,
+# Every suggestor kind: the front end's seed, rule, llm and tool, then agent and pack,
 # each imported the first time a pipeline names it (docs/architecture.md §16).
 KINDS: KindRegistry = FRONTEND_KINDS.with_kinds(
     {"agent": "converge_dsl.agents._kind:AGENT", "pack": "converge_dsl.packs._kind:PACK"}

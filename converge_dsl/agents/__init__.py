@@ -17,9 +17,9 @@ Public surface:
   its parts `AgentContributor`, `AgentSummarizer`, `AgentCompaction`, `AgentToolChoice`; its
   checks CD4xx, its builder), registered by `converge_dsl.validation.KINDS`;
   `parse_agents(data)`, the typed agents of a pipeline's data.
-- events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`, `SpanCleared`
-  (its `ClearedTurn`s of `MessageLine`s of `PartLine`s: `TextPartLine`, `ToolCallPartLine`,
-  `ToolResultPartLine`), `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
+- events: `AgentTurnStarted`, `ContributorFired`, `ToolCalled`, `Compaction`,
+  `SpanCleared` (its `ClearedTurn`s of `MessageLine`s of `PartLine`s: `TextPartLine`,
+  `ToolCallPartLine`, `ToolResultPartLine`), `SummaryTaken`, `SummaryFallback`, `AgentFinished`.
 
 Names are imported on first use (PEP 562): the agent checks
 (`AGENT`'s checks) must not pay for the turn loop's imports.

@@ -23,10 +23,17 @@ from converge_dsl.agents._policy import TokenCounter, default_token_counter
 from converge_dsl.agents._spec import AgentSpec, parse_agent
 from converge_dsl.agents._summarizer import ModelSummarizer, SpanSummarizer
 from converge_dsl.agents._tools import ToolBox
-from converge_dsl.compiler import CompileContext, CoreSuggestor, SuggestorCore, UsageRecorder
+from converge_dsl.compiler import (
+    CompileContext,
+    CoreSuggestor,
+    SuggestorCore,
+    ToolCaller,
+    UsageRecorder,
+)
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.engine.types import AgentEffect, ContextView, ProposedFact, Provenance
-from converge_dsl.errors import RunError
+from converge_dsl.errors import ConvergeError, RunError
+from converge_dsl.frontend import EVERY_TOOL, tool_reference
 from converge_dsl.models import metered_call
 from converge_dsl.models.port import (
     Message,
@@ -35,6 +42,7 @@ from converge_dsl.models.port import (
     ModelRequest,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
 )
 
 
@@ -61,6 +69,7 @@ class AgentSuggestor(CoreSuggestor):
     meter: UsageRecorder | None = None
     sink: EventSink | None = None
     counter: TokenCounter = default_token_counter
+    tools: ToolCaller | None = None
 
     def provenance(self) -> Provenance:
         return Provenance(self.core.source, model_id=self.model.model_id())
@@ -114,11 +123,39 @@ class AgentSuggestor(CoreSuggestor):
             )
         return metered.answer.message
 
+    async def _mcp_tools(self, cycle: int) -> tuple[ToolSpec, ...]:
+        """The MCP tools its `tools` name, listed by their servers (started on first use);
+        a server that cannot start fails the agent, located at the agent."""
+        wanted = [r for name in self.spec.tools if (r := tool_reference(name)) is not None]
+        if not wanted:
+            return ()
+        if self.tools is None:
+            raise self._fail("tool_server", "the run has no tool servers", cycle)
+        offered: dict[str, ToolSpec] = {}
+        for server, tool in wanted:
+            try:
+                listed = await self.tools.listing(server)
+            except ConvergeError as exc:
+                raise self._fail("tool_server", exc.message, cycle, exc.hint) from None
+            for found in listed:
+                if tool == EVERY_TOOL or found.name.endswith(f"/{tool}"):
+                    offered.setdefault(found.name, found)
+        return tuple(offered.values())
+
     async def execute(self, ctx: ContextView) -> AgentEffect:
         spec, cycle = self.spec, ctx.cycle
         scope = self.core.scopes.scope(ctx)
         goal = spec.goal.render(scope, suggestor=self.name, cycle=cycle)
-        tools = ToolBox(spec.tools, ctx, spec.target, self.provenance())
+        tools = ToolBox(
+            spec.tools,
+            ctx,
+            spec.target,
+            self.provenance(),
+            mcp=await self._mcp_tools(cycle),
+            caller=self.tools,
+            suggestor=self.name,
+            cycle=cycle,
+        )
         machine = TurnMachine(
             spec,
             TurnEnv(scope, ctx, goal, self.name),
@@ -134,8 +171,8 @@ class AgentSuggestor(CoreSuggestor):
 
         outcomes: list[ToolResultPart] = []
 
-        def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[Any, ...], bool]:
-            results = tools.run(calls)
+        async def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[Any, ...], bool]:
+            results = await tools.execute(calls)
             outcomes.extend(results)
             return results, tools.finished
 
@@ -231,6 +268,7 @@ def compile_agent(
         meter=ctx.usage,
         sink=ctx.events,
         counter=counter,
+        tools=ctx.tools,
     )
 
 

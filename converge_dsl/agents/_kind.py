@@ -24,6 +24,7 @@ from converge_dsl.frontend import (
     SuggestorSpec,
     TemplateSite,
     required,
+    tool_reference,
 )
 from converge_dsl.sandbox import CONTEXT_NAMES
 
@@ -219,6 +220,13 @@ class AgentSuggestorSpec(SuggestorSpec):
     def side_calls(self) -> tuple[tuple[str, str], ...]:
         summarizer = self.summarizer
         return () if summarizer is None else (("summarizer", summarizer.model),)
+
+    def tool_references(self) -> tuple[tuple[JsonPath, str, str], ...]:
+        return tuple(
+            ((*self.path, "tools", i), *reference)
+            for i, name in enumerate(self.tools)
+            if (reference := tool_reference(name)) is not None
+        )
 
     def parts(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         found = [("tools", self.tools), ("contributors", self.contributor_names())]

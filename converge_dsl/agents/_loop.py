@@ -24,7 +24,7 @@ from converge_dsl.models.port import Message, ModelRequest, ToolCallPart, ToolRe
 # The model step: a reply, or None when the run's model budget forbids the call.
 ModelStep = Callable[[ModelRequest], Awaitable[Message | None]]
 # The tool step: results in call order, and whether `finish` was called.
-ToolStep = Callable[[Sequence[ToolCallPart]], tuple[tuple[ToolResultPart, ...], bool]]
+ToolStep = Callable[[Sequence[ToolCallPart]], Awaitable[tuple[tuple[ToolResultPart, ...], bool]]]
 
 
 class Reducer:
@@ -141,5 +141,5 @@ async def drive(
             else:
                 machine.feed_reply(reply)
         elif isinstance(step, CallTools):
-            results, finished = run_tools(step.calls)
+            results, finished = await run_tools(step.calls)
             machine.feed_tool_results(results, finished=finished)

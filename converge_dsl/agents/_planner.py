@@ -65,6 +65,7 @@ from converge_dsl.models.port import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
 )
 
 # 4 M characters are about 1 M tokens: more than any model's context window.
@@ -267,7 +268,10 @@ def simulate(
     spec = replace(spec, max_turns=limit)
     scope = scopes.scope(ctx)
     goal = spec.goal.render(scope, suggestor=spec.name, cycle=ctx.cycle)
-    tools = tuple(TOOL_SPECS[name] for name in spec.tools)
+    # An MCP tool is offered by its name alone: plan starts no server.
+    tools = tuple(
+        TOOL_SPECS.get(name) or ToolSpec(name, "", {"type": "object"}) for name in spec.tools
+    )
     machine = TurnMachine(
         spec, TurnEnv(scope, ctx, goal, spec.name), tools, counter=counter, cycle=ctx.cycle
     )
@@ -276,7 +280,7 @@ def simulate(
     events: list[BaseModel] = []
     call_model = _turn_model(model, tally, reply_chars, counter, machine.estimate)
 
-    def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[ToolResultPart, ...], bool]:
+    async def run_tools(calls: Sequence[ToolCallPart]) -> tuple[tuple[ToolResultPart, ...], bool]:
         sized = sized_result(tool_result_chars)
         finished = any(call.name == "finish" and call.name in spec.tools for call in calls)
         return tuple(ToolResultPart(call.id, sized.output) for call in calls), finished

@@ -1,4 +1,8 @@
-"""The agent tools: `context.read`, `context.propose`, `finish`.
+"""The agent tools: `context.read`, `context.propose`, `finish`, and MCP tools.
+
+An MCP tool (`mcp:SERVER/TOOL`) is listed, checked and called through the run's
+`ToolCaller` (`converge_dsl.tools.RunTools`): its input schema is the server's,
+its result is capped and redacted there, and its failures are error results.
 
 Tool input is validated against the tool's JSON Schema; a bad call (its
 error names the JSON pointer of the field at fault), a call whose arguments
@@ -23,6 +27,7 @@ from typing import Any
 import jsonschema
 
 from converge_dsl._json_pointer import error_pointer
+from converge_dsl.compiler import ToolCaller
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine.types import (
     ContextView,
@@ -31,6 +36,7 @@ from converge_dsl.engine.types import (
     Provenance,
     canonical_json,
 )
+from converge_dsl.frontend import tool_reference
 from converge_dsl.models.port import ToolCallPart, ToolResultPart, ToolSpec
 from converge_dsl.sandbox import python_validator
 
@@ -94,7 +100,11 @@ def _fact_json(fact: Fact) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class ToolBox:
-    """The tools of one agent execution, and the proposals they collected."""
+    """The tools of one agent execution, and the proposals they collected.
+
+    `enabled` are its built-in tools; `mcp` the MCP tools offered (listed by the
+    run's `caller`), `suggestor` the agent's name (for the caller's messages).
+    """
 
     enabled: tuple[str, ...]
     ctx: ContextView
@@ -102,21 +112,48 @@ class ToolBox:
     provenance: Provenance
     proposals: list[ProposedFact] = field(default_factory=list)
     finished: bool = False
+    mcp: tuple[ToolSpec, ...] = ()
+    caller: ToolCaller | None = None
+    suggestor: str = ""
+    cycle: int = 0
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(TOOL_SPECS[name] for name in self.enabled)
+        builtin = tuple(TOOL_SPECS[name] for name in self.enabled if name in TOOL_SPECS)
+        return (*builtin, *self.mcp)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self.specs)
 
     def run(self, calls: Sequence[ToolCallPart]) -> tuple[ToolResultPart, ...]:
+        """The results of `calls` of built-in tools (an MCP tool's call is unknown here)."""
         return tuple(self._one(call) for call in calls)
 
+    async def execute(self, calls: Sequence[ToolCallPart]) -> tuple[ToolResultPart, ...]:
+        """The results of `calls`, MCP tools' through the run's caller, in order."""
+        return tuple([await self._any(call) for call in calls])
+
+    async def _any(self, call: ToolCallPart) -> ToolResultPart:
+        reference = tool_reference(call.name)
+        if reference is None or call.problem is not None or self.caller is None:
+            return self._one(call)
+        if call.name not in {spec.name for spec in self.mcp}:
+            return self._one(call)
+        server, tool = reference
+        text, is_error = await self.caller.call(
+            self.suggestor, self.cycle, server, tool, call.input
+        )
+        return ToolResultPart(call.id, text, is_error=is_error)
+
     def _one(self, call: ToolCallPart) -> ToolResultPart:
-        if call.name not in self.enabled:
-            guess = did_you_mean(call.name, self.enabled)
+        names = self.names
+        if call.name not in names:
+            guess = did_you_mean(call.name, names)
             extra = f"; did you mean {guess!r}?" if guess else ""
             return ToolResultPart(
                 call.id,
-                f"unknown tool {call.name!r}{extra} (available: {', '.join(self.enabled)})",
+                f"unknown tool {call.name!r}{extra} (available: {', '.join(names)})",
                 is_error=True,
             )
         if call.problem is not None:  # the model wrote arguments no one can read

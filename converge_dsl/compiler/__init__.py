@@ -32,10 +32,11 @@ Public surface:
 - `SuggestorCore` (name, provenance source, dependencies, targets, `when`, span,
   `accepts` with the idempotent default), `CoreSuggestor` (mixin delegating the
   protocol's identity members to `self.core`), `UsageRecorder` (the usage-meter
-  protocol LLM-backed suggestors record into), `EventEmitter` (the event sink type).
+  protocol LLM-backed suggestors record into), `EventEmitter` (the event sink type),
+  `ToolCaller` (the run's MCP tools, as agents list and call them).
 - `SuggestorBuilder = Callable[[SuggestorSpec, CompileContext], Suggestor]`, what a
   `SuggestorKind`'s builder is.
-- `RunParts` (models, usage meter, event sink): what belongs to one run; a compiled
+- `RunParts` (models, usage meter, event sink, MCP tools): what belongs to one run; a compiled
   suggestor other runs may use has `for_run(parts)` (the seed, rule, llm and pack
   solver suggestors do).
 - `RenderScopes`, `with_item`: the render-time template context, updated per view version
@@ -54,7 +55,14 @@ from __future__ import annotations
 
 from ._common import CoreSuggestor, SuggestorCore
 from ._compile_cache import LOCK_FILE, CompileCache, open_cache
-from ._context import CompileContext, EventEmitter, RunParts, SuggestorBuilder, UsageRecorder
+from ._context import (
+    CompileContext,
+    EventEmitter,
+    RunParts,
+    SuggestorBuilder,
+    ToolCaller,
+    UsageRecorder,
+)
 from ._pipeline import (
     CompiledPipeline,
     InvariantCheck,
@@ -89,6 +97,7 @@ __all__ = [
     "RunParts",
     "SuggestorBuilder",
     "SuggestorCore",
+    "ToolCaller",
     "UsageRecorder",
     "budget_of",
     "compile_context",

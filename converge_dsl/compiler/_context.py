@@ -12,8 +12,8 @@ builder is a plain function:
   JSON path (`("suggestors", 3)`), so `ctx.span((*spec.path, "emit", 0, "id"))`
   locates any of its nodes;
 - `ctx` gives the pipeline name, the source map, the compiled models, the usage
-  meter, the event sink, the inputs, the declared keys (and their schemas,
-  `ctx.key_schemas`), the base directory and
+  meter, the event sink, the run's MCP tools (`ctx.tools`, a `ToolCaller`), the
+  inputs, the declared keys (and their schemas, `ctx.key_schemas`), the base directory and
   the shared render scopes (`ctx.scopes.scope(view)`), the kind registry
   (`ctx.kinds`, for builders that build other kinds, e.g. a pack's template),
   plus `ctx.template(...)` and `ctx.expression(...)` which compile once and
@@ -36,7 +36,7 @@ from converge_dsl.engine.budget import Reservation, StopReason
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import KindRegistry, LoadedDocument, SourceMap, SuggestorSpec
-from converge_dsl.models.port import Model
+from converge_dsl.models.port import Model, ToolSpec
 from converge_dsl.sandbox import NAMES_HINT, TemplateCompileError
 
 from ._scope import RenderScopes
@@ -64,6 +64,17 @@ class UsageRecorder(Protocol):
     def note_budget_refusal(self) -> StopReason: ...
 
 
+class ToolCaller(Protocol):
+    """The MCP tools of one run (`converge_dsl.tools.RunTools`): the tools a server
+    offers, and calls whose failures come back as error text (tool errors are soft)."""
+
+    async def listing(self, server: str) -> tuple[ToolSpec, ...]: ...
+
+    async def call(
+        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+    ) -> tuple[str, bool]: ...
+
+
 # The engine's `EventSink`: a callable taking a pydantic event.
 EventEmitter = Callable[[Any], None]
 
@@ -82,6 +93,7 @@ class RunParts:
     models: Mapping[str, Model]
     usage: UsageRecorder
     events: EventEmitter | None = None
+    tools: ToolCaller | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +111,7 @@ class CompileContext:
     scopes: RenderScopes
     kinds: KindRegistry
     key_schemas: Mapping[str, JsonSchema] = field(default_factory=dict)
+    tools: ToolCaller | None = None  # the run's MCP tool servers (None: the pipeline has none)
 
     @property
     def source_map(self) -> SourceMap:

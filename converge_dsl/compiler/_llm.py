@@ -94,25 +94,135 @@ class _BadAnswer(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ItemMapping:
+    """How an answer's text becomes proposals to `target` (an llm answer, a tool's
+    result): `format` splits it into items, `validator` checks a json answer
+    (`output.schema`), `item_validator` each item (the key's schema); `id`,
+    `content`, `confidence` templates and the `data` expression make each item's
+    proposal; `located`: every schema error is located (for a repair request).
+    `name` is the suggestor's."""
+
+    name: str
+    target: str
+    format: str
+    validator: GovernedValidator | None
+    item_id: CompiledTemplate | None
+    item_content: Any
+    item_confidence: Any
+    item_data: CompiledExpression | None = None
+    item_validator: GovernedValidator | None = None
+    located: bool = False
+
+    def proposal(
+        self, scope: dict[str, Any], item: Any, index: int, cycle: int, provenance: Provenance
+    ) -> ProposedFact:
+        name = self.name
+        item_id = (
+            f"{name}-{index}"
+            if self.item_id is None
+            else self.item_id.render(scope, suggestor=name, cycle=cycle)
+        )
+        content = (
+            item
+            if self.item_content is None
+            else render_value(self.item_content, scope, name, cycle)
+        )
+        if self.item_data is not None:
+            what = "output.data"
+            data = self.item_data.evaluate_data(scope, what=what, suggestor=name, cycle=cycle)
+        else:
+            data = item if self.format == "json" else None
+        text, data = text_and_data(content, data)
+        return ProposedFact(
+            key=self.target,
+            id=item_id,
+            content=text,
+            confidence=render_confidence(self.item_confidence, scope, name, cycle),
+            provenance=provenance,
+            data=data,
+        )
+
+    def items(self, text: str) -> list[Any]:
+        if self.format == "text":
+            return [text.strip()] if text.strip() else []
+        if self.format == "lines":
+            return [line.strip() for line in text.splitlines() if line.strip()]
+        try:
+            data = json.loads(_strip_fence(text), parse_constant=_not_json)
+        except ValueError as exc:
+            raise _BadAnswer(f"answer is not JSON: {exc}") from None
+        located = self.located
+        if self.validator is not None:
+            _conform(self.validator, data, "answer", "output.schema", located=located)
+        if isinstance(data, list):
+            items = data
+        elif isinstance(data, dict):
+            items = [data]
+        else:
+            raise _BadAnswer(f"answer is a JSON {type(data).__name__}, not an array or object")
+        if self.item_validator is not None:
+            schema = f"the schema of key {self.target!r}"
+            for index, item in enumerate(items):
+                at = () if isinstance(data, dict) else (index,)
+                what = f"answer item {index}"
+                _conform(self.item_validator, item, what, schema, located=located, at=at)
+        return items
+
+
+def compile_mapping(
+    name: str, output: LlmOutput, ctx: CompileContext, *, default_confidence: float
+) -> tuple[ItemMapping, JsonSchema | None]:
+    """The `ItemMapping` of an `output` (its templates compiled once) and the answer's
+    expected schema (None when nothing describes it)."""
+    out_path = output.path
+    validator, item_validator, response_schema = _schemas(output, ctx)
+    mapping = ItemMapping(
+        name=name,
+        target=output.key,
+        format=output.format,
+        validator=validator,
+        item_id=None
+        if output.id is None
+        else ctx.template(output.id, (*out_path, "id"), extra=ITEM_NAMES),
+        item_content=None
+        if output.content is None
+        else compile_value(output.content, (*out_path, "content"), ctx, ITEM_NAMES),
+        item_confidence=compile_value(
+            default_confidence if output.confidence is None else output.confidence,
+            (*out_path, "confidence"),
+            ctx,
+            ITEM_NAMES,
+        ),
+        item_data=None
+        if output.data is None
+        else ctx.expression(output.data, (*out_path, "data"), extra=ITEM_NAMES),
+        item_validator=item_validator,
+        located=output.retries > 0,  # only a repair request needs every error located
+    )
+    return mapping, response_schema
+
+
+@dataclass(frozen=True, slots=True)
 class LlmSuggestor(CoreSuggestor):
     core: SuggestorCore
     model_name: str
     model: Model
     usage: UsageRecorder
-    target: str
     system: CompiledTemplate | None
     user: CompiledTemplate
-    format: str
-    validator: GovernedValidator | None  # of the whole answer (output.schema)
-    item_id: CompiledTemplate | None
-    item_content: Any
-    item_confidence: Any
+    mapping: ItemMapping  # how the answer's items become proposals
     max_tokens: int | None
     temperature: float | None
-    item_data: CompiledExpression | None = None
-    item_validator: GovernedValidator | None = None  # each item against the key's schema
     response_schema: JsonSchema | None = None
     retries: int = 0  # further requests for an unusable answer, each with its errors
+
+    @property
+    def target(self) -> str:
+        return self.mapping.target
+
+    @property
+    def format(self) -> str:
+        return self.mapping.format
 
     def for_run(self, run: RunParts) -> LlmSuggestor:
         """This suggestor in another run: that run's model and usage meter."""
@@ -150,7 +260,7 @@ class LlmSuggestor(CoreSuggestor):
             warning = self._overshoot(metered, cycle, provenance) or warning
             warnings = () if warning is None else (warning,)
             try:
-                items = self._items(_text_of(answer))
+                items = self.mapping.items(_text_of(answer))
             except _BadAnswer as exc:
                 if attempt < self.retries:
                     request = _repair_request(
@@ -165,7 +275,9 @@ class LlmSuggestor(CoreSuggestor):
                 raise
             return AgentEffect(
                 tuple(
-                    self._proposal(with_item(scope, item, index), item, index, cycle, provenance)
+                    self.mapping.proposal(
+                        with_item(scope, item, index), item, index, cycle, provenance
+                    )
                     for index, item in enumerate(items)
                 )
                 + warnings
@@ -201,61 +313,6 @@ class LlmSuggestor(CoreSuggestor):
         finally:
             if said is not None:
                 CALL_PURPOSE.reset(said)
-
-    def _proposal(
-        self, scope: dict[str, Any], item: Any, index: int, cycle: int, provenance: Provenance
-    ) -> ProposedFact:
-        name = self.core.name
-        item_id = (
-            f"{name}-{index}"
-            if self.item_id is None
-            else self.item_id.render(scope, suggestor=name, cycle=cycle)
-        )
-        content = (
-            item
-            if self.item_content is None
-            else render_value(self.item_content, scope, name, cycle)
-        )
-        if self.item_data is not None:
-            what = "output.data"
-            data = self.item_data.evaluate_data(scope, what=what, suggestor=name, cycle=cycle)
-        else:
-            data = item if self.format == "json" else None
-        text, data = text_and_data(content, data)
-        return ProposedFact(
-            key=self.target,
-            id=item_id,
-            content=text,
-            confidence=render_confidence(self.item_confidence, scope, name, cycle),
-            provenance=provenance,
-            data=data,
-        )
-
-    def _items(self, text: str) -> list[Any]:
-        if self.format == "text":
-            return [text.strip()] if text.strip() else []
-        if self.format == "lines":
-            return [line.strip() for line in text.splitlines() if line.strip()]
-        try:
-            data = json.loads(_strip_fence(text), parse_constant=_not_json)
-        except ValueError as exc:
-            raise _BadAnswer(f"answer is not JSON: {exc}") from None
-        located = self.retries > 0  # only a repair request needs every error located
-        if self.validator is not None:
-            _conform(self.validator, data, "answer", "output.schema", located=located)
-        if isinstance(data, list):
-            items = data
-        elif isinstance(data, dict):
-            items = [data]
-        else:
-            raise _BadAnswer(f"answer is a JSON {type(data).__name__}, not an array or object")
-        if self.item_validator is not None:
-            schema = f"the schema of key {self.target!r}"
-            for index, item in enumerate(items):
-                at = () if isinstance(data, dict) else (index,)
-                what = f"answer item {index}"
-                _conform(self.item_validator, item, what, schema, located=located, at=at)
-        return items
 
     def _diagnostic(self, reason: str, cycle: int, provenance: Provenance) -> ProposedFact:
         core = self.core
@@ -354,38 +411,21 @@ def build_llm(spec: LlmSpec, ctx: CompileContext) -> LlmSuggestor:
             hint=f"declared models: {', '.join(sorted(ctx.models)) or 'none'}",
         )
     prompt, output = spec.prompt, spec.output
-    out_path = output.path
-    validator, item_validator, response_schema = _schemas(output, ctx)
+    mapping, response_schema = compile_mapping(
+        spec.name, output, ctx, default_confidence=DEFAULT_LLM_CONFIDENCE
+    )
     return LlmSuggestor(
         core=SuggestorCore.of(spec, ctx),
         model_name=model_name,
         model=model,
         usage=ctx.usage,
-        target=output.key,
         system=None
         if prompt.system is None
         else ctx.template(prompt.system, (*prompt.path, "system")),
         user=ctx.template(prompt.user, (*prompt.path, "user")),
-        format=output.format,
-        validator=validator,
-        item_id=None
-        if output.id is None
-        else ctx.template(output.id, (*out_path, "id"), extra=ITEM_NAMES),
-        item_content=None
-        if output.content is None
-        else compile_value(output.content, (*out_path, "content"), ctx, ITEM_NAMES),
-        item_confidence=compile_value(
-            DEFAULT_LLM_CONFIDENCE if output.confidence is None else output.confidence,
-            (*out_path, "confidence"),
-            ctx,
-            ITEM_NAMES,
-        ),
+        mapping=mapping,
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
-        item_data=None
-        if output.data is None
-        else ctx.expression(output.data, (*out_path, "data"), extra=ITEM_NAMES),
-        item_validator=item_validator,
         response_schema=response_schema,
         retries=output.retries,
     )

@@ -34,7 +34,7 @@ from converge_dsl.frontend import (
 )
 from converge_dsl.models.port import Model
 
-from ._context import CompileContext, EventEmitter, SuggestorBuilder, UsageRecorder
+from ._context import CompileContext, EventEmitter, SuggestorBuilder, ToolCaller, UsageRecorder
 from ._scope import RenderScopes
 from ._settings import PipelineSettings, compile_settings
 from ._template import CompiledExpression, CompiledTemplate
@@ -134,6 +134,7 @@ def compile_context(
     usage: UsageRecorder,
     events: EventEmitter | None = None,
     kinds: KindRegistry = KINDS,
+    tools: ToolCaller | None = None,
 ) -> CompileContext:
     """The `CompileContext` every builder of a pipeline receives.
 
@@ -155,6 +156,7 @@ def compile_context(
         scopes=RenderScopes(settings.declared_keys, dict(settings.inputs)),
         kinds=kinds,
         key_schemas=settings.key_schemas,
+        tools=tools,
     )
 
 
@@ -166,6 +168,7 @@ def compile_pipeline(
     usage: UsageRecorder,
     events: EventEmitter | None = None,
     kinds: KindRegistry = KINDS,
+    tools: ToolCaller | None = None,
 ) -> CompiledPipeline:
     """Compile a validated document (with `inputs`) or its settings.
 
@@ -174,7 +177,9 @@ def compile_pipeline(
     the registry lacks is CD602) or `UsageError` (inputs).
     """
     settings = _settings_of(source, inputs)
-    ctx = compile_context(settings, models=models, usage=usage, events=events, kinds=kinds)
+    ctx = compile_context(
+        settings, models=models, usage=usage, events=events, kinds=kinds, tools=tools
+    )
     suggestors: list[Suggestor] = []
     spans: dict[str, SourceSpan] = {}
     styles: dict[str, str] = {}

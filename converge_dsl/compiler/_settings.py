@@ -166,6 +166,7 @@ def budget_of(spec: BudgetSpec) -> Budget:
         max_tokens=_or(spec.max_tokens, default.max_tokens),
         max_wall_s=_or(spec.max_wall_s, default.max_wall_s),
         max_concurrency=_or(spec.max_concurrency, default.max_concurrency),
+        max_tool_calls=_or(spec.max_tool_calls, default.max_tool_calls),
     )
 
 

@@ -95,6 +95,7 @@ class Budget:
     max_tokens: int | None = None
     max_wall_s: float | None = DEFAULT_MAX_WALL_S
     max_concurrency: int = 32
+    max_tool_calls: int | None = None  # MCP tool calls; counted by the run's tools
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:

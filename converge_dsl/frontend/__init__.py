@@ -18,9 +18,9 @@ Public surface:
 - suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
   `SuggestorSpec` (a suggestor, typed; `SpecHead`, the fields every kind's spec shares;
   `required(...)`, how a parser reads a field the schema requires; the front end's kinds'
-  `SeedSpec`, `RuleSpec`, `LlmSpec` with its `LlmPrompt` and `LlmOutput`; a seed's or
-  rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
-  `KindRegistry` and the front end's own `KINDS` (seed, rule, llm); `installed_kinds()`,
+  `SeedSpec`, `RuleSpec`, `LlmSpec` with its `LlmPrompt` and `LlmOutput`, `ToolCallSpec`; a
+  seed's or rule's typed entries `ProposalSpec`), `GraphStyle`, `DataSite`,
+  `KindRegistry` and the front end's own `KINDS` (seed, rule, llm, tool); `installed_kinds()`,
   the kinds of the installed distributions' entry points (`ENTRY_POINT_GROUP`);
   `pipeline_schema(kinds)`, the pipeline schema composed from kinds
 - the manifest: `build_manifest(doc)` -> `PipelineManifest`, the typed records of a
@@ -28,7 +28,10 @@ Public surface:
   `ScriptedModelSpec`, `ReplayModelSpec`, `HttpModelSpec` and `AccountSpec`, `BudgetSpec`,
   `PromotionSpec`, `PackRequirement`, `RepositorySpec`, `InvariantSpec`); `model_spec`
   converts one `models.<name>` mapping, `roster_accounts(models)` yields their accounts;
-  `HTTP_NUMBERS`, the numeric settings of an HTTP model
+  `HTTP_NUMBERS`, the numeric settings of an HTTP model; the tool servers (`tools:`):
+  `ToolServerSpec` with `StdioServerSpec` and `HttpServerSpec`, `tool_server_spec` converts
+  one `tools.<name>` mapping, `tool_reference(name)` reads an agent's `mcp:SERVER/TOOL`
+  (`MCP_PREFIX`, `EVERY_TOOL`)
 - templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
   `template_problems(...)`, `expression_error(text)`; the data flow of a pack's template
   (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
@@ -56,6 +59,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._kind_llm import *  # noqa: F403
     from converge_dsl.frontend._kind_rule import *  # noqa: F403
     from converge_dsl.frontend._kind_seed import *  # noqa: F403
+    from converge_dsl.frontend._kind_tool import *  # noqa: F403
     from converge_dsl.frontend._kinds import *  # noqa: F403
     from converge_dsl.frontend._loader import *  # noqa: F403
     from converge_dsl.frontend._manifest import *  # noqa: F403
@@ -66,6 +70,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._schema import *  # noqa: F403
     from converge_dsl.frontend._semantic import *  # noqa: F403
     from converge_dsl.frontend._templates import *  # noqa: F403
+    from converge_dsl.frontend._tool_specs import *  # noqa: F403
     from converge_dsl.frontend.document import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
@@ -83,6 +88,7 @@ else:
             "converge_dsl.frontend._kind_llm": ("LlmOutput", "LlmPrompt", "LlmSpec"),
             "converge_dsl.frontend._kind_rule": ("RuleSpec",),
             "converge_dsl.frontend._kind_seed": ("SeedSpec",),
+            "converge_dsl.frontend._kind_tool": ("ToolCallSpec",),
             "converge_dsl.frontend._kinds": (
                 "DataSite",
                 "ENTRY_POINT_GROUP",
@@ -131,6 +137,15 @@ else:
             "converge_dsl.frontend._schema": ("pipeline_schema", "schema_diagnostics"),
             "converge_dsl.frontend._semantic": ("CHECKS",),
             "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
+            "converge_dsl.frontend._tool_specs": (
+                "EVERY_TOOL",
+                "HttpServerSpec",
+                "MCP_PREFIX",
+                "StdioServerSpec",
+                "ToolServerSpec",
+                "tool_reference",
+                "tool_server_spec",
+            ),
             "converge_dsl.frontend.document": ("LoadedDocument", "NodeLocation", "SourceMap"),
         },
     )

@@ -73,7 +73,7 @@ def check_document(
 
     Semantic checks (`checks`, default: the front end's `CHECKS`) run only when
     the schema passes, so each may trust the shapes. `kinds` are the suggestor
-    kinds (default: the front end's seed, rule and llm).
+    kinds (default: the front end's seed, rule, llm and tool).
     """
     from converge_dsl.frontend._registry import KINDS
     from converge_dsl.frontend._schema import schema_diagnostics

@@ -289,6 +289,11 @@ class SuggestorSpec(Record):
         """Every place that names a pack declared under `packs`, with the pack."""
         return ()
 
+    def tool_references(self) -> tuple[tuple[JsonPath, str, str], ...]:
+        """Every place that names a tool of a server declared under `tools`: (path, server,
+        tool), tool `*` for every tool the server allows."""
+        return ()
+
     def data_sites(self) -> tuple[DataSite, ...]:
         """Data it proposes that is known before the run."""
         return ()

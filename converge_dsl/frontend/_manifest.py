@@ -2,7 +2,8 @@
 
 Everything a pipeline declares besides its suggestors, as frozen records: the
 header, the declared keys with their schemas, the inputs, the
-models (one record per adapter, with the account roster), the budget, the
+models (one record per adapter, with the account roster), the tool servers
+(`tools:`, one record per MCP server), the budget, the
 promotion policy, the packs' specifiers, the repositories, the invariants and
 the seeds (`ProposalSpec`s, as a seed suggestor's facts are; docs/architecture.md
 §4). The records trust the shapes the JSON Schema guarantees and check nothing
@@ -24,6 +25,7 @@ from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend._kinds import ProposalSpec
 from converge_dsl.frontend._located import Located, Number
 from converge_dsl.frontend._model_specs import ModelSpec, model_spec
+from converge_dsl.frontend._tool_specs import ToolServerSpec, tool_server_spec
 from converge_dsl.frontend.document import LoadedDocument, SourceMap
 
 
@@ -84,6 +86,7 @@ class BudgetSpec(Located):
         "max_tokens",
         "max_wall_s",
         "max_concurrency",
+        "max_tool_calls",
         "path",
         "source_map",
     )
@@ -98,6 +101,7 @@ class BudgetSpec(Located):
         max_tokens: int | None = None,
         max_wall_s: Number | None = None,
         max_concurrency: int | None = None,
+        max_tool_calls: int | None = None,
         path: JsonPath = ("budget",),
         source_map: SourceMap | None = None,
     ) -> None:
@@ -107,6 +111,7 @@ class BudgetSpec(Located):
         self.max_tokens = max_tokens
         self.max_wall_s = max_wall_s
         self.max_concurrency = max_concurrency
+        self.max_tool_calls = max_tool_calls
         self.path = path
         self.source_map = source_map
 
@@ -225,7 +230,7 @@ class InvariantSpec(Located):
 class PipelineManifest(Record):
     """A schema-checked pipeline as typed records (see the module docstring).
 
-    `models` and `inputs` are read-only mappings in document order; `seeds` the
+    `models`, `tools` and `inputs` are read-only mappings in document order; `seeds` the
     `seeds:` entries, typed; `suggestors` the document's own list; `document` is the document the
     manifest was built from (the compiler reads its suggestors and source map).
     """
@@ -237,6 +242,7 @@ class PipelineManifest(Record):
         "keys",
         "inputs",
         "models",
+        "tools",
         "budget",
         "promotion",
         "on_error",
@@ -259,6 +265,7 @@ class PipelineManifest(Record):
         inputs: Mapping[str, InputSpec],
         models: Mapping[str, ModelSpec],
         budget: BudgetSpec,
+        tools: Mapping[str, ToolServerSpec] = MappingProxyType({}),
         promotion: PromotionSpec,
         on_error: str | None,
         packs: tuple[PackRequirement, ...],
@@ -274,6 +281,7 @@ class PipelineManifest(Record):
         self.keys = keys
         self.inputs = inputs
         self.models = models
+        self.tools = tools
         self.budget = budget
         self.promotion = promotion
         self.on_error = on_error
@@ -356,6 +364,10 @@ def build_manifest(document: LoadedDocument) -> PipelineManifest:
         str(n): model_spec(str(n), config, ("models", n), where)
         for n, config in _section(data, "models").items()
     }
+    tools = {
+        str(n): tool_server_spec(str(n), config, ("tools", n), where)
+        for n, config in _section(data, "tools").items()
+    }
     promotion = _section(data, "promotion")
     return PipelineManifest(
         name=str(data["name"]),
@@ -364,6 +376,7 @@ def build_manifest(document: LoadedDocument) -> PipelineManifest:
         keys=keys,
         inputs=MappingProxyType(inputs),
         models=MappingProxyType(models),
+        tools=MappingProxyType(tools),
         budget=BudgetSpec(**_section(data, "budget"), source_map=where),
         promotion=PromotionSpec(
             **{

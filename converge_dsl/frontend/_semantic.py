@@ -35,6 +35,7 @@ from converge_dsl.frontend._checks_declared import (
     pack_specifiers,
     unique_names,
 )
+from converge_dsl.frontend._checks_tools import tool_references, tool_servers
 from converge_dsl.frontend._checks_usage import (
     object_content,
     templates_compile,
@@ -57,6 +58,8 @@ CHECKS: tuple[Check, ...] = (
     known_models,
     declared_packs,
     pack_specifiers,
+    tool_servers,
+    tool_references,
     key_schemas_valid,
     templates_compile,
     key_flow,

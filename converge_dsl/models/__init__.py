@@ -18,8 +18,9 @@ variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validat
 from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
 many times share one per model), `LentTransport`, such a pool lent to one run
-(closing it leaves the pool open), and `redact_text(text, secrets)`, the redactor's
-masking of secret values in any text (a service's error answers use it).
+(closing it leaves the pool open); `Redactor`, which masks known secret values in every
+form a text may show them (the tool servers' results use it too), and `redact_text(text,
+secrets)`, its masking of secret values in any text (a service's error answers use it).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -50,7 +51,7 @@ else:
         {
             "converge_dsl.models._config_checks": ("check_model_config",),
             "converge_dsl.models._metered": ("CallMeter", "Metered", "metered_call"),
-            "converge_dsl.models._redact": ("redact_text",),
+            "converge_dsl.models._redact": ("Redactor", "redact_text"),
             "converge_dsl.models._replay_order": ("ReplayOrder",),
             "converge_dsl.models._script": ("Script", "compile_script"),
             "converge_dsl.models._script_checks": ("check_model_scripts",),

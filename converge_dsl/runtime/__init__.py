@@ -27,7 +27,7 @@ Public surface:
   `--cache`/`--offline`/`--cache-dir` and the cache mode variable; docs/cache.md) and
   `cache_folder(cache_dir, env)` (where the store lives).
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
-  seed, rule, llm plus agent and pack, imported on first use), the registry
+  seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;

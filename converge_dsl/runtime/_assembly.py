@@ -20,6 +20,7 @@ whatever happened (sinks, checkpoint store, models).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,11 +47,12 @@ from ._trace import TraceWriter, wall_clock
 from ._traced_model import CallTracer
 
 if TYPE_CHECKING:
-    from converge_dsl.compiler import CompileCache, PipelineSettings
+    from converge_dsl.compiler import CompileCache, CompiledPipeline, PipelineSettings
     from converge_dsl.engine.state import RunResult
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models.caching import AnswerCache
     from converge_dsl.models.port import Model
+    from converge_dsl.tools import RunTools
 
 # The run's models from its settings and its meter's attempt gate.
 ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model"]]
@@ -119,6 +121,7 @@ async def assemble_run(plan: RunPlan) -> RunOutcome:
 
 async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
     models: dict[str, Model] = {}
+    tools: RunTools | None = None
     store = _store(plan.checkpoint)
     answers = None if plan.answers is None else plan.answers.open(plan.clock)
     try:
@@ -138,13 +141,19 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(_cached(plan, answers, settings, meter), sinks, hub, plan.clock)
-        parts = RunParts(models=models, usage=meter, events=hub)
+        tools = _tools(settings, hub)
+        parts = RunParts(models=models, usage=meter, events=hub, tools=tools)
         compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
             cache = None if plan.cache is None else plan.cache(settings.inputs)
             with contextlib.nullcontext() if cache is None else cache.session():
                 compiled = compile_pipeline(
-                    settings, models=models, usage=meter, events=hub, kinds=SUGGESTOR_KINDS
+                    settings,
+                    models=models,
+                    usage=meter,
+                    events=hub,
+                    kinds=SUGGESTOR_KINDS,
+                    tools=tools,
                 )
             if reuse is not None:
                 reuse.offer(inputs, compiled)
@@ -154,18 +163,7 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
             sink.on_compiled(compiled, {plan.document.file: plan.document.text})
         engine = build_engine(compiled, hub, plan.clock, meter, budget=budget)
         if store is not None:
-            digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
-            if checkpoint is not None:
-                checkpoint.check_digest(digest)
-                restore_states(compiled.suggestors, checkpoint.suggestors)
-                store.resume(checkpoint, compiled.suggestors)
-            else:
-                store.start(
-                    pipeline_text=plan.document.text,
-                    digest=digest,
-                    inputs=plan.inputs,
-                    suggestors=compiled.suggestors,
-                )
+            _open_store(store, checkpoint, compiled, plan)
         result, decided = await _execute(engine, compiled.seeds, store, checkpoint, plan)
         _raise_failure(sinks)  # a write that failed inside a suggestor: still fatal
         if store is not None and result.pause is not None:
@@ -182,9 +180,52 @@ async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
                 store.close()
         for sink in sinks:
             sink.close()  # also one never opened: it may hold what it was made with
-        for model in models.values():
-            await model.aclose()
+        await _release(models, tools)
     return out
+
+
+def _open_store(
+    store: CheckpointStore,
+    checkpoint: Checkpoint | None,
+    compiled: CompiledPipeline,
+    plan: RunPlan,
+) -> None:
+    """Resume the checkpoint (its digest checked, the suggestors' states restored) or
+    start a new one."""
+    digest = pipeline_digest(plan.document.text, dict(compiled.inputs))
+    if checkpoint is not None:
+        checkpoint.check_digest(digest)
+        restore_states(compiled.suggestors, checkpoint.suggestors)
+        store.resume(checkpoint, compiled.suggestors)
+    else:
+        store.start(
+            pipeline_text=plan.document.text,
+            digest=digest,
+            inputs=plan.inputs,
+            suggestors=compiled.suggestors,
+        )
+
+
+async def _release(models: Mapping[str, Model], tools: RunTools | None) -> None:
+    for model in models.values():
+        await model.aclose()
+    if tools is not None:
+        await asyncio.to_thread(tools.close)  # every server, its process group too
+
+
+def _tools(settings: PipelineSettings, hub: TraceWriter) -> RunTools | None:
+    """The run's MCP tool servers (started on first use), or None when it declares none."""
+    manifest = settings.manifest
+    if not manifest.tools:
+        return None
+    from converge_dsl.tools import RunTools
+
+    return RunTools(
+        manifest.tools,
+        settings.base_dir,
+        max_calls=settings.budget.max_tool_calls,
+        events=hub if hub.listening else None,
+    )
 
 
 def _cached(

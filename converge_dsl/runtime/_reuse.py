@@ -10,7 +10,7 @@ run is made of depends only on the document and the run's resolved inputs.
   per-run state (`StatefulSuggestor`), and either the pipeline declares no
   models (so no suggestor holds a run's model, usage meter or event sink) or
   every suggestor takes another run's parts (`for_run`, see
-  `converge_dsl.compiler.RunParts`: the seed, rule, llm and pack solver
+  `converge_dsl.compiler.RunParts`: the seed, rule, llm, tool and pack solver
   kinds). A run then gets each suggestor's `for_run` with its own models,
   meter and sink, and builds a fresh engine around them.
 

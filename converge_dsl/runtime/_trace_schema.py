@@ -20,6 +20,7 @@ def trace_events() -> tuple[type[BaseModel], ...]:
     from converge_dsl import agents as agent
     from converge_dsl.engine import events as engine
     from converge_dsl.models.events import MODEL_EVENTS
+    from converge_dsl.tools import McpToolCalled
 
     return (
         engine.RunStarted,
@@ -39,6 +40,7 @@ def trace_events() -> tuple[type[BaseModel], ...]:
         agent.AgentTurnStarted,
         agent.ContributorFired,
         agent.ToolCalled,
+        McpToolCalled,
         agent.Compaction,
         agent.SpanCleared,
         agent.SummaryTaken,

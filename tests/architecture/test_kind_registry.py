@@ -23,6 +23,7 @@ OWN_MODULES: dict[str, frozenset[str]] = {
     "seed": frozenset({"frontend/_kind_seed.py", "compiler/_kinds.py"}),
     "rule": frozenset({"frontend/_kind_rule.py", "compiler/_kinds.py"}),
     "llm": frozenset({"frontend/_kind_llm.py", "compiler/_llm.py"}),
+    "tool": frozenset({"frontend/_kind_tool.py", "compiler/_tool.py"}),
     "agent": frozenset(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "agents").glob("*.py")),
     "pack": frozenset(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "packs").glob("*.py")),
 }
@@ -47,6 +48,8 @@ OTHER_MEANINGS: dict[str, frozenset[str]] = {
     # (`solver`, `rule`...), which the pack's own modules read
     "rule": frozenset({"solvers/scheduling.py", "packs/_bind.py", "packs/_info.py"}),
     "agent": frozenset({"solvers/assignment.py"}),
+    # SARIF's `tool` object; a message role `tool` (a tool result in the wire formats)
+    "tool": frozenset({"frontend/_sarif.py", "models/_common.py", "models/_openai.py"}),
     "seed": frozenset(
         {"engine/reference.py", "engine/_admission.py", "engine/_explain.py", "graph/_svg.py"}
     ),

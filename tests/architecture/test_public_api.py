@@ -37,6 +37,7 @@ PACKAGES = (
     "converge_dsl.sandbox",
     "converge_dsl.serve",
     "converge_dsl.solvers",
+    "converge_dsl.tools",
     "converge_dsl.validation",
 )
 PINNED = Path(__file__).parent / "expected" / "public_api.json"

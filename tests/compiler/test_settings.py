@@ -110,7 +110,7 @@ suggestors:
 def test_kinds_above_the_compiler_are_injected_not_imported() -> None:
     settings = compile_settings(_document(AGENT), inputs={})
     meter = UsageMeter(settings.budget)
-    assert KINDS.names == ("seed", "rule", "llm")
+    assert KINDS.names == ("seed", "rule", "llm", "tool")
     with pytest.raises(PipelineInvalid) as caught:
         compile_pipeline(settings, models={}, usage=meter)
     assert caught.value.diagnostics[0].code == codes.COMPILE_KIND_UNAVAILABLE

@@ -92,7 +92,7 @@ def test_without_the_distribution_the_kind_is_a_located_error(tmp_path: Path) ->
     assert [(d["code"], d["line"], d["path"]) for d in found] == [
         ("CD103", 6, "suggestors[0].kind")
     ]
-    assert found[0]["hint"] == "allowed: seed, rule, llm, agent, pack"
+    assert found[0]["hint"] == "allowed: seed, rule, llm, tool, agent, pack"
 
 
 @pytest.mark.usefixtures("counter_kind")

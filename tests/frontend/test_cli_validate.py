@@ -23,7 +23,7 @@ def _in_data(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_folders_are_expanded_and_non_pipelines_skipped() -> None:
     code, out, _ = _run("validate", "valid")
-    assert (code, out) == (0, "3 files valid\n")
+    assert (code, out) == (0, "4 files valid\n")
 
 
 def test_exit_codes() -> None:

@@ -57,14 +57,14 @@ def test_validation_checks_are_the_front_ends_then_the_domains_in_order() -> Non
 
 
 def test_the_front_end_alone_knows_its_own_kinds_only(tmp_path: Path) -> None:
-    """An agent is an unknown kind to the front end's own registry (seed, rule, llm):
+    """An agent is an unknown kind to the front end's own registry (seed, rule, llm, tool):
     a located schema error naming the kinds there are, never a crash."""
     path = tmp_path / "p.yaml"
     path.write_text(PIPELINE, encoding="utf-8")
     found = frontend.check_pipeline(path).diagnostics
     assert {d.code for d in found} == {codes.NOT_ALLOWED_VALUE}
     assert [d.path for d in found] == [("suggestors", 0, "kind"), ("suggestors", 1, "kind")]
-    assert [d.hint for d in found] == ["allowed: seed, rule, llm"] * 2
+    assert [d.hint for d in found] == ["allowed: seed, rule, llm, tool"] * 2
 
 
 def test_the_front_end_checks_any_given_sequence(tmp_path: Path) -> None:

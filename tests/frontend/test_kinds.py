@@ -64,7 +64,8 @@ def test_the_shipped_pipeline_schema_is_the_composition_of_the_built_in_kinds() 
 
 def test_a_composition_without_a_kind_refuses_it() -> None:
     composed = pipeline_schema([KINDS.kind(name) for name in KINDS.names])
-    assert composed["$defs"]["suggestor"]["properties"]["kind"]["enum"] == ["seed", "rule", "llm"]
+    kinds = composed["$defs"]["suggestor"]["properties"]["kind"]["enum"]
+    assert kinds == ["seed", "rule", "llm", "tool"]
 
 
 def test_each_spec_says_what_it_reads_and_writes() -> None:
@@ -122,9 +123,9 @@ def test_the_registry_is_immutable_and_resolves_references_lazily() -> None:
         registry.kind("no-such-kind")
 
 
-def test_the_front_end_registers_seed_rule_and_llm_and_validation_agent_and_pack() -> None:
-    assert KINDS.names == ("seed", "rule", "llm")
-    assert ALL_KINDS.names == ("seed", "rule", "llm", "agent", "pack")
+def test_the_front_end_registers_seed_rule_llm_and_tool_and_validation_agent_and_pack() -> None:
+    assert KINDS.names == ("seed", "rule", "llm", "tool")
+    assert ALL_KINDS.names == ("seed", "rule", "llm", "tool", "agent", "pack")
 
 
 def test_naming_the_kinds_imports_no_agent_or_pack_module() -> None:

@@ -1,0 +1,107 @@
+"""Semantic checks of the tool servers (`tools:`) and of the tools suggestors name.
+
+Nothing here starts a server: a reference is checked against what the pipeline
+declares (the server, its allow-list), a server's declaration against what the
+schema cannot say (the url's host among `hosts`, `cwd` inside the pipeline's
+folder or the allowed roots, a variable both passed and set). Codes CD260-CD264
+(docs/errors.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from converge_dsl import codes
+from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
+from converge_dsl.diagnostics import Diagnostic, did_you_mean
+from converge_dsl.frontend._facts import PipelineFacts
+from converge_dsl.frontend._tool_specs import EVERY_TOOL, HttpServerSpec, StdioServerSpec
+
+
+def _guess(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
+    guess = did_you_mean(word, sorted(candidates))
+    return f"did you mean {guess!r}?" if guess else None
+
+
+def tool_references(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Each `mcp:SERVER/TOOL` a suggestor names: a declared server, a tool it allows."""
+    servers = facts.manifest.tools
+    for spec in facts.specs:
+        for path, server, tool in spec.tool_references():
+            declared = servers.get(server)
+            if declared is None:
+                yield facts.error(
+                    codes.UNKNOWN_TOOL_SERVER,
+                    f"tool server {server!r} is not declared",
+                    path,
+                    hint=_guess(server, list(servers))
+                    or f"declare it under 'tools:' ({server}: {{command: [...], allow: [...]}})",
+                )
+            elif tool != EVERY_TOOL and tool not in declared.allow:
+                yield facts.error(
+                    codes.TOOL_NOT_ALLOWED,
+                    f"tool {tool!r} is not in the allow-list of server {server!r} "
+                    f"({', '.join(declared.allow)})",
+                    path,
+                    hint=_guess(tool, declared.allow)
+                    or f"add {tool} to tools.{server}.allow, or name an allowed tool",
+                )
+
+
+def tool_servers(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """Each declared server's host, working folder and environment make sense."""
+    for server in facts.manifest.tools.values():
+        if isinstance(server, HttpServerSpec):
+            if server.host not in {h.lower() for h in server.hosts}:
+                yield facts.error(
+                    codes.TOOL_HOST_NOT_DECLARED,
+                    f"the url of tool server {server.name!r} reaches host {server.host!r}, "
+                    "which its hosts do not list",
+                    (*server.path, "url"),
+                    hint=f"add {server.host!r} to tools.{server.name}.hosts, or fix the url",
+                )
+        elif isinstance(server, StdioServerSpec):
+            yield from _stdio(facts, server)
+
+
+def _stdio(facts: PipelineFacts, server: StdioServerSpec) -> Iterator[Diagnostic]:
+    for name in sorted(set(server.env_pass) & set(server.env_set)):
+        yield facts.error(
+            codes.TOOL_ENV_TWICE,
+            f"variable {name!r} of tool server {server.name!r} is both passed and set",
+            (*server.path, "env", "set", name),
+            on_key=True,
+            hint="keep it under one of env.pass (the parent's value) or env.set (this value)",
+        )
+    if server.cwd is None or facts.base_dir is None:
+        return
+    where = (*server.path, "cwd")
+    try:
+        folder = referenced_path(
+            server.cwd, facts.base_dir, user_roots(), field="working folder", read=False
+        )
+    except ReferenceRefused as refused:
+        yield facts.error(
+            codes.TOOL_CWD_REFUSED,
+            f"working folder {server.cwd!r} of tool server {server.name!r} is outside the "
+            "pipeline's folder",
+            where,
+            hint=refused.hint,
+        )
+        return
+    if not Path(folder).is_dir():
+        yield facts.error(
+            codes.TOOL_CWD_REFUSED,
+            f"working folder {server.cwd!r} of tool server {server.name!r} is not a folder",
+            where,
+            hint=_guess(server.cwd, _siblings(folder)) or "create it, or name an existing folder",
+        )
+
+
+def _siblings(folder: Path) -> list[str]:
+    try:
+        return [entry.name for entry in os.scandir(folder.parent) if entry.is_dir()]
+    except OSError:
+        return []

@@ -1,0 +1,52 @@
+"""MCP tool servers: the tools port, its adapter on the `mcp` SDK and a fake one.
+
+Public surface:
+- the port: `ToolServer` (start -> `ServerInfo` with its `ToolInfo`s, async call ->
+  `ToolResult`, close), `ToolFailure` (a server that did not start, timed out or went
+  away; codes CD963-CD966), `ServerLimits` (a server's timeouts and result cap, with
+  their defaults), `cap_result` (a result cut at the cap, marked)
+- adapters: `McpToolServer` (the `mcp` SDK over stdio, in a process group of its own
+  with an environment built from nothing, or streamable HTTP to declared hosts);
+  `FakeToolServer` with its `FakeTool`s (Python functions, for tests)
+- `child_environment(spec, parent)`, the whole environment of a stdio server's child
+- `RunTools`: the servers of one run as agents list and call them (started on first use,
+  arguments checked against the server's input schema, `budget.max_tool_calls`, results
+  redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
+  stops them all); `tool_name(server, tool)`
+
+The `mcp` SDK (the `mcp` extra) is imported only when a real server starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from converge_dsl._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.tools._environment import *  # noqa: F403
+    from converge_dsl.tools._events import *  # noqa: F403
+    from converge_dsl.tools._fake import *  # noqa: F403
+    from converge_dsl.tools._mcp import *  # noqa: F403
+    from converge_dsl.tools._port import *  # noqa: F403
+    from converge_dsl.tools._run import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.tools._environment": ("child_environment",),
+            "converge_dsl.tools._events": ("McpToolCalled",),
+            "converge_dsl.tools._fake": ("FakeTool", "FakeToolServer"),
+            "converge_dsl.tools._mcp": ("McpToolServer",),
+            "converge_dsl.tools._port": (
+                "ServerInfo",
+                "ServerLimits",
+                "ToolFailure",
+                "ToolInfo",
+                "ToolResult",
+                "ToolServer",
+                "cap_result",
+            ),
+            "converge_dsl.tools._run": ("RunTools", "tool_name"),
+        },
+    )

@@ -1,0 +1,132 @@
+"""The tools port: what a pipeline needs of an MCP server, whatever reaches it.
+
+A `ToolServer` is started once (`start() -> ServerInfo`: its name, version and
+tools as `tools/list` gives them), answers `call(tool, arguments)` with a
+`ToolResult`, and is stopped with `close()` (idempotent; for a child process,
+its whole process group). Failures of the server itself (it cannot start, a
+call times out, it goes away) raise `ToolFailure` with a stable code; a tool
+that answers with an error is a `ToolResult` with `is_error`, not a failure.
+Results are capped (`cap_result`) at the server's `max_result_bytes`, marked as
+cut. The limits a pipeline leaves out have their defaults here
+(`ServerLimits.of`). Adapters: `McpToolServer` (the `mcp` SDK) and
+`FakeToolServer` (tools answered by Python functions, for tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Protocol
+
+from converge_dsl._json_types import JsonObject, JsonSchema, JsonValue
+from converge_dsl.errors import ConvergeError
+from converge_dsl.frontend import ToolServerSpec
+
+DEFAULT_START_TIMEOUT_S = 10.0
+DEFAULT_CALL_TIMEOUT_S = 30.0
+DEFAULT_MAX_RESULT_BYTES = 65_536
+
+
+class ToolFailure(ConvergeError):
+    """A tool server failed: it did not start, a call timed out, or it went away.
+
+    `code` is one of the CD96x codes (docs/errors.md); `server` names it.
+    """
+
+    def __init__(self, code: str, server: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+        self.server = server
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """A server's timeouts (seconds) and the cap on one result's bytes."""
+
+    start_timeout_s: float = DEFAULT_START_TIMEOUT_S
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+
+    @classmethod
+    def of(cls, spec: ToolServerSpec) -> ServerLimits:
+        """The limits `spec` writes, the defaults for the others."""
+        return cls(
+            start_timeout_s=float(spec.start_timeout_s or DEFAULT_START_TIMEOUT_S),
+            call_timeout_s=float(spec.call_timeout_s or DEFAULT_CALL_TIMEOUT_S),
+            max_result_bytes=spec.max_result_bytes or DEFAULT_MAX_RESULT_BYTES,
+        )
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """One tool of a server's `tools/list`: its name, description and input schema."""
+
+    name: str
+    description: str
+    input_schema: JsonSchema
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What a started server says of itself: name, version and tools (in its order)."""
+
+    name: str
+    version: str
+    tools: tuple[ToolInfo, ...]
+
+    def tool(self, name: str) -> ToolInfo | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def digest(self) -> str:
+        """A digest of the tool list (names and input schemas, canonical JSON)."""
+        listed = sorted([t.name, t.input_schema] for t in self.tools)
+        text = json.dumps(listed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's answer: its text parts joined (`text`), its structured content (None when
+    it gave none or it was over the cap), whether the tool reported an error, and, when
+    the answer was over the cap, `cut` with the answer's size in bytes."""
+
+    text: str
+    structured: JsonValue = None
+    is_error: bool = False
+    cut: bool = False
+    size: int = 0
+
+
+class ToolServer(Protocol):
+    """The tools port (see the module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def start(self) -> ServerInfo: ...
+
+    async def call(self, tool: str, arguments: JsonObject) -> ToolResult: ...
+
+    def close(self) -> None: ...
+
+
+def cap_result(text: str, structured: JsonValue, is_error: bool, max_bytes: int) -> ToolResult:
+    """The result with `text` cut to `max_bytes` (at a character boundary, with a marker
+    naming both sizes) and `structured` dropped when its JSON is over `max_bytes`."""
+    data = text.encode("utf-8")
+    size = len(data)
+    shape = None if structured is None else json.dumps(structured, ensure_ascii=False)
+    structured_size = 0 if shape is None else len(shape.encode("utf-8"))
+    if size <= max_bytes and structured_size <= max_bytes:
+        return ToolResult(text, structured, is_error, size=size)
+    kept = data[:max_bytes].decode("utf-8", errors="ignore")
+    total = max(size, structured_size)
+    marker = f"\n[result cut: {total} bytes, over the cap of {max_bytes}]"
+    return ToolResult(
+        kept + marker,
+        structured if structured_size <= max_bytes else None,
+        is_error,
+        cut=True,
+        size=total,
+    )

@@ -1,0 +1,170 @@
+"""`RunTools`: the MCP tool servers of one run, as agents list and call them.
+
+Each declared server is started on its first use in the run (once, whatever
+the number of agents asking at the same time) and every started server is
+stopped by `close()`, which the runtime calls when the run ends, however it
+ends. `listing(server)` gives the allowed tools as the model is offered them
+(`mcp:SERVER/TOOL`, the input schema from the server's `tools/list`);
+`call(...)` checks the arguments against that schema before anything is sent,
+counts the call against `budget.max_tool_calls`, and answers `(text, is_error)`:
+a tool's error, a refused or malformed call, a server that failed (its
+`ToolFailure` message and code) are all error text for the model (tool errors
+are soft). Every result is redacted of the values the run hands its servers
+(passed variables, header values) before the model sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from converge_dsl._json_types import JsonObject, JsonSchema
+from converge_dsl.frontend import MCP_PREFIX, HttpServerSpec, StdioServerSpec, ToolServerSpec
+from converge_dsl.models import Redactor
+from converge_dsl.models.port import ToolSpec
+from converge_dsl.sandbox import UnsafeSchema, python_validator
+from converge_dsl.tools._events import McpToolCalled
+from converge_dsl.tools._port import ServerInfo, ToolFailure, ToolServer
+
+ServerFactory = Callable[[ToolServerSpec, Path, Mapping[str, str]], ToolServer]
+
+
+def _real_server(spec: ToolServerSpec, base_dir: Path, environ: Mapping[str, str]) -> ToolServer:
+    from converge_dsl.tools._mcp import McpToolServer
+
+    return McpToolServer(spec, base_dir, environ)
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The name an agent's model calls a server's tool by."""
+    return f"{MCP_PREFIX}{server}/{tool}"
+
+
+class RunTools:
+    """The tool servers of one run (see the module docstring)."""
+
+    def __init__(
+        self,
+        specs: Mapping[str, ToolServerSpec],
+        base_dir: Path,
+        *,
+        environ: Mapping[str, str] | None = None,
+        max_calls: int | None = None,
+        factory: ServerFactory = _real_server,
+        events: Callable[[McpToolCalled], None] | None = None,
+    ) -> None:
+        self.specs = specs
+        self.base_dir = base_dir
+        self.environ = dict(os.environ if environ is None else environ)
+        self.max_calls = max_calls
+        self.factory = factory
+        self.events = events
+        self.calls = 0
+        self.servers: dict[str, ToolServer] = {}
+        self._infos: dict[str, ServerInfo] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.redact = Redactor(self._secrets())
+
+    def _secrets(self) -> list[str]:
+        found: list[str] = []
+        for spec in self.specs.values():
+            names = spec.env_pass if isinstance(spec, StdioServerSpec) else ()
+            if isinstance(spec, HttpServerSpec):
+                names = tuple(spec.headers.values())
+            found += [self.environ[n] for n in names if self.environ.get(n)]
+        return found
+
+    async def started(self, server: str) -> ServerInfo:
+        """The server's `ServerInfo`, starting it on first use (`ToolFailure` if it cannot)."""
+        info = self._infos.get(server)
+        if info is not None:
+            return info
+        lock = self._locks.setdefault(server, asyncio.Lock())
+        async with lock:
+            info = self._infos.get(server)
+            if info is None:
+                instance = self.factory(self.specs[server], self.base_dir, self.environ)
+                self.servers[server] = instance
+                info = await asyncio.to_thread(instance.start)
+                self._infos[server] = info
+        return info
+
+    async def listing(self, server: str) -> tuple[ToolSpec, ...]:
+        """The server's allowed tools, named `mcp:SERVER/TOOL`, in the server's order."""
+        info = await self.started(server)
+        allowed = set(self.specs[server].allow)
+        return tuple(
+            ToolSpec(tool_name(server, t.name), t.description, dict(t.input_schema))
+            for t in info.tools
+            if t.name in allowed
+        )
+
+    async def call(
+        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+    ) -> tuple[str, bool]:
+        """One call (see the module docstring), traced; `suggestor` is the caller."""
+        text, is_error = await self._answer(suggestor, server, tool, arguments)
+        if self.events is not None:
+            self.events(
+                McpToolCalled(
+                    suggestor=suggestor,
+                    cycle=cycle,
+                    server=server,
+                    tool=tool,
+                    arguments=dict(arguments),
+                    output=text[:2000],
+                    is_error=is_error,
+                )
+            )
+        return text, is_error
+
+    async def _answer(
+        self, suggestor: str, server: str, tool: str, arguments: JsonObject
+    ) -> tuple[str, bool]:
+        spec = self.specs.get(server)
+        if spec is None or tool not in spec.allow:
+            return f"tool {tool_name(server, tool)!r} is not allowed for {suggestor!r}", True
+        try:
+            info = await self.started(server)
+        except ToolFailure as failure:
+            return f"{failure.code}: {self.redact(failure.message)}", True
+        declared = info.tool(tool)
+        if declared is None:
+            return f"server {server!r} does not offer tool {tool!r}", True
+        problem = _input_problem(declared.input_schema, arguments)
+        if problem is not None:
+            return f"invalid input for {tool_name(server, tool)}: {problem}", True
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            return f"budget.max_tool_calls ({self.max_calls}) is spent; no more tool calls", True
+        self.calls += 1
+        try:
+            result = await self.servers[server].call(tool, arguments)
+        except ToolFailure as failure:
+            return f"{failure.code}: {self.redact(failure.message)}", True
+        text = result.text
+        if result.structured is not None and not text:
+            text = json.dumps(result.structured, ensure_ascii=False, sort_keys=True)
+        return self.redact(text), result.is_error
+
+    def close(self) -> None:
+        """Stop every started server (each stops its own process group)."""
+        for server in self.servers.values():
+            server.close()
+
+
+def _input_problem(schema: JsonSchema, arguments: JsonObject) -> str | None:
+    import jsonschema
+
+    from converge_dsl._json_pointer import error_pointer
+
+    try:
+        validator = python_validator(schema, "the tool's input schema")
+    except (UnsafeSchema, jsonschema.exceptions.SchemaError):
+        return None  # a schema this project will not apply: the server checks its input
+    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
+    if error is None:
+        return None
+    return f"at {error_pointer(error) or 'the root'}: {error.message}"
