@@ -48,12 +48,21 @@ def symbol_at(subject: Subject, position: lsp.Position) -> Symbol | None:
 
 
 def _in_test(hit: Hit, value: object) -> Symbol | None:
+    """A name in a test file: an invariant, an input, a model, a key, a matched suggestor."""
     path = hit.path
     if len(path) >= 2 and path[-2] == "invariants" and isinstance(value, str):
         return INVARIANT, value
-    if hit.on_key and len(path) >= 2 and path[-2] == "inputs":
-        return INPUT, str(path[-1])
+    if hit.on_key and len(path) >= 2 and path[-2] in _TEST_KEYS:
+        return _TEST_KEYS[str(path[-2])], str(path[-1])
+    if len(path) >= 3 and path[-1] == "key" and path[-3] in ("facts", "absent"):
+        return (KEY, value) if isinstance(value, str) else None
+    if path[-2:] == ("match", "suggestor") and isinstance(value, str):
+        return SUGGESTOR, value
     return None
+
+
+# The mappings of a test file whose keys are names of the pipeline.
+_TEST_KEYS = {"inputs": INPUT, "models": MODEL, "counts": KEY, "snapshot": KEY}
 
 
 def _structural(facts: PipelineFacts, hit: Hit, value: object) -> Symbol | None:
@@ -124,15 +133,27 @@ def occurrences(subject: Subject, symbol: Symbol) -> list[Place]:
     for other, other_document in _neighbours(subject, path, facts):
         other_kind = file_kind(other_document.text)
         if other_kind == SCRIPT and kind == SUGGESTOR:
-            paths: Iterator[JsonPath] = _index.script_matches(other_document, name)
-        elif other_kind == TEST and kind in (INVARIANT, INPUT):
+            paths: Iterator[tuple[JsonPath, bool]] = (
+                (p, False) for p in _index.script_matches(other_document, name)
+            )
+        elif other_kind == TEST:
             paths = _index.test_references(other_document, kind, name)
         else:
             continue
         places.extend(
-            Place(other, _index.name_span(other_document, p, on_key=kind == INPUT)) for p in paths
+            Place(other, _index.name_span(other_document, p, on_key=on_key)) for p, on_key in paths
         )
-    return places
+    return _distinct(places)
+
+
+def _distinct(places: list[Place]) -> list[Place]:
+    """`places` less repeats: a path through an alias (`*name`) is its anchor's node, written
+    once (the first of a place, a definition, is kept)."""
+    seen: dict[tuple[Path, int, int, int, int], Place] = {}
+    for place in places:
+        span = place.span
+        seen.setdefault((place.path, span.line, span.column, span.end_line, span.end_column), place)
+    return list(seen.values())
 
 
 def _neighbours(
