@@ -181,14 +181,14 @@ def _named_in(
     where = value_at(document.data, base)
     if not isinstance(where, dict):
         return
-    expect = where.get("expect") if isinstance(where.get("expect"), dict) else {}
+    expect = _mapping(where.get("expect"))
     if kind == KEY:
         for field in ("facts", "absent"):
             for j, item in enumerate(_list(expect.get(field))):
                 if isinstance(item, dict) and item.get("key") == name:
                     yield (*base, "expect", field, j, "key"), False
         for field in ("counts", "snapshot"):
-            if isinstance(expect.get(field), dict) and name in expect[field]:
+            if name in _mapping(expect.get(field)):
                 yield (*base, "expect", field, name), True
     elif kind == INVARIANT:
         for j, item in enumerate(_list(expect.get("invariants"))):
@@ -201,13 +201,15 @@ def _named_in(
         if isinstance(where.get("models"), dict) and name in where["models"]:
             yield (*base, "models", name), True
     elif kind == SUGGESTOR:
-        models = where.get("models") if isinstance(where.get("models"), dict) else {}
-        for model, replacement in models.items():
-            rules = replacement.get("rules") if isinstance(replacement, dict) else None
-            for j, rule in enumerate(_list(rules)):
+        for model, replacement in _mapping(where.get("models")).items():
+            for j, rule in enumerate(_list(_mapping(replacement).get("rules"))):
                 if isinstance(rule, dict) and value_at(rule, ("match", "suggestor")) == name:
                     yield (*base, "models", model, "rules", j, "match", "suggestor"), False
 
 
 def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
