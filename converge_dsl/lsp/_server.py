@@ -8,7 +8,9 @@ while a large pipeline is checked; an analysis whose text has been replaced by
 the time it ends is dropped, and the newer one publishes. A change to a file a
 pipeline reads (its model script, cassette, the lock file; open, saved or
 changed on disk) re-checks that pipeline; a model script or test opened
-before its pipeline finds it in its folder.
+before its pipeline finds it in its folder. An open test file shows its own
+findings, as `converge-dsl test` reads it (`_analysis.check_test`), checked
+again when its pipeline is.
 
 The editor features (completion, hover, navigation, actions, symbols,
 rename, semantic tokens) are registered by their own modules and read
@@ -29,12 +31,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from converge_dsl._version import __version__
+from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.lsp._analysis import (
     PIPELINE,
     SCRIPT,
     TEST,
     Analysis,
     analyse,
+    check_test,
     file_kind,
     with_facts,
 )
@@ -95,6 +99,8 @@ class PipelineServer(LanguageServer):
         kind = file_kind(text)
         if kind == PIPELINE:
             self.schedule(path)
+        if kind == TEST and path in self.state.open:
+            self.schedule_test(path)
         for pipeline in self.state.pipelines_reading(path):
             self.schedule(pipeline)
         if kind in (SCRIPT, TEST) and not self.state.pipelines_reading(path):
@@ -124,6 +130,42 @@ class PipelineServer(LanguageServer):
             pending.cancel()
         self._pending[path] = asyncio.get_running_loop().create_task(self._check(path))
 
+    def schedule_test(self, path: Path) -> None:
+        """Check the test file at `path` after the debounce (its own findings)."""
+        pending = self._pending.pop(path, None)
+        if pending is not None:
+            pending.cancel()
+        self._pending[path] = asyncio.get_running_loop().create_task(self._check_test(path))
+
+    def tests_of(self, pipeline: Path) -> list[Path]:
+        """The open test files that test `pipeline`."""
+        from converge_dsl.lsp._related import tested_pipeline
+
+        return [
+            path
+            for path, text in sorted(self.state.open.items())
+            if file_kind(text) == TEST and tested_pipeline(path, text) == pipeline
+        ]
+
+    async def _check_test(self, path: Path) -> None:
+        await asyncio.sleep(self.debounce)
+        text = self.state.text(path)
+        if text is None:
+            return
+        display = self.state.display(path)
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.run_in_executor(self._worker, check_test, path, text, display)
+        except Exception as exc:  # an editor keeps its server through any text
+            self.window_log_message(
+                lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
+            )
+            return
+        if self._pending.get(path) is asyncio.current_task():
+            del self._pending[path]
+        if self.state.text(path) == text:
+            self.publish_found(path, found)
+
     async def _check(self, path: Path) -> None:
         await asyncio.sleep(self.debounce)
         text = self.state.text(path)
@@ -138,6 +180,8 @@ class PipelineServer(LanguageServer):
             if self.state.text(path) != text:
                 return  # a newer text is scheduled; it publishes
             self.publish(analysis)
+            for test in self.tests_of(path):  # what they name may have come or gone
+                self.schedule_test(test)
             # The editor model after the diagnostics: they are what the user waits for.
             analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
         except Exception as exc:  # an editor keeps its server through any text
@@ -155,10 +199,14 @@ class PipelineServer(LanguageServer):
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""
         self.state.remember(analysis)
-        grouped = by_file(analysis.diagnostics, self.state.lines)
+        self.publish_found(analysis.path, analysis.diagnostics)
+
+    def publish_found(self, source: Path, diagnostics: tuple[Diagnostic, ...]) -> None:
+        """Publish what the check of `source` found, in every file it changes."""
+        grouped = by_file(diagnostics, self.state.lines)
         found = {self.state.path_of(file): items for file, items in grouped.items()}
-        found.setdefault(analysis.path, [])
-        for file, items in self.state.publishable(analysis.path, found).items():
+        found.setdefault(source, [])
+        for file, items in self.state.publishable(source, found).items():
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(
                     uri=self.uri(file), diagnostics=items, version=self.state.versions.get(file)
