@@ -170,3 +170,20 @@ async def test_a_stale_lock_offers_to_run_lock_and_the_command_refreshes_it(
     assert after != before
     assert "1.0.0" in after
     assert "CD501" not in {d.code for d in await session.diagnostics("packed.yaml", 1)}
+
+
+async def test_a_lock_written_on_disk_checks_the_pipeline_again(
+    session: Session, project: Path
+) -> None:
+    pinned = PIPELINE.replace('">=1.0,<2"', '"==1.0.0"')
+    (project / "packed.yaml").write_text(pinned, encoding="utf-8")
+    session.open("packed.yaml", pinned)
+    assert "CD501" in {d.code for d in await session.diagnostics("packed.yaml", 1)}
+    _cli("lock", "packed.yaml")  # as in a terminal beside the editor
+    session.client.diagnostics.pop(session.uri("packed.yaml"))
+    session.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent((project / "converge.lock").as_uri(), lsp.FileChangeType.Changed)]
+        )
+    )
+    assert "CD501" not in {d.code for d in await session.diagnostics("packed.yaml", 1)}
