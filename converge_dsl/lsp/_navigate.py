@@ -181,11 +181,15 @@ def _neighbours(
 def definitions(subject: Subject, position: lsp.Position) -> list[tuple[Path, Place]]:
     """Where the name at the cursor is defined: a key's declaration and the seeds and
     suggestors that write it; a model's or input's entry; a suggestor's name. From a test's
-    `pipeline:` or a model's `script:`, the file; from a pack suggestor's `use:`, its
-    definition in the cached `pack.yaml`."""
+    `pipeline:` or a model's `script:`, the file; from a pipeline's `name:`, back to the
+    `pipeline:` of each test file beside it that tests it; from a pack suggestor's `use:`,
+    its definition in the cached `pack.yaml`."""
     file = _file_named(subject, position)
     if file is not None:
         return [(file, Place(file, SourceSpan(str(file), 1, 1, 1, 1), True))]
+    tests = _tests_of_name(subject, position)
+    if tests:
+        return [(place.path, place) for place in tests]
     source = _pack_source(subject, position)
     if source is not None:
         pack_file = Path(source.file)
@@ -202,6 +206,22 @@ def definitions(subject: Subject, position: lsp.Position) -> list[tuple[Path, Pl
             for _, where in _index.writers(facts, name):
                 found.append(Place(path, _index.name_span(document, where)))
     return [(p.path, p) for p in found]
+
+
+def _tests_of_name(subject: Subject, position: lsp.Position) -> list[Place]:
+    """From a pipeline's `name:`, the `pipeline:` of each test file that tests it."""
+    found = pipeline_of(subject)
+    document = subject.own_document
+    if subject.kind != PIPELINE or found is None or document is None:
+        return []
+    if path_at(document, subject.point(position)).path != ("name",):
+        return []
+    path, _, facts = found
+    return [
+        Place(other, _index.name_span(other_document, ("pipeline",)), True)
+        for other, other_document in _neighbours(subject, path, facts)
+        if file_kind(other_document.text) == TEST
+    ]
 
 
 def _pack_source(subject: Subject, position: lsp.Position) -> SourceSpan | None:

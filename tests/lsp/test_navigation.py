@@ -99,6 +99,8 @@ async def test_definition_of_a_key_a_model_and_a_suggestor(session: Session, typ
     ]
     session.open("typed.test.yaml")
     assert await definition("typed.test.yaml", "pipeline: typed", 11) == [("typed.yaml", 1, 1, 1)]
+    # And back: from the pipeline's name to the test files that test it.
+    assert await definition("typed.yaml", "name: typed", 7) == [("typed.test.yaml", 4, 11, 21)]
 
 
 async def test_references_of_a_key_and_a_suggestor_across_files(
