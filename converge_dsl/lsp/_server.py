@@ -10,7 +10,7 @@ pipeline reads (its model script, cassette, the lock file; open, saved or
 changed on disk) re-checks that pipeline; a model script or test opened
 before its pipeline finds it in its folder. An open test file shows its own
 findings, as `converge-dsl test` reads it (`_analysis.check_test`), checked
-again when its pipeline is.
+again when its pipeline is opened, saved or changed on disk.
 
 The editor features (completion, hover, navigation, actions, symbols,
 rename, semantic tokens) are registered by their own modules and read
@@ -147,6 +147,14 @@ class PipelineServer(LanguageServer):
             if file_kind(text) == TEST and tested_pipeline(path, text) == pipeline
         ]
 
+    def pipeline_on_disk(self, uri: str) -> None:
+        """The file at `uri` was opened, saved or changed on disk: the open tests of it
+        are checked again (a test reads its pipeline from disk, as `converge-dsl test`
+        does, so an edit not yet saved changes nothing for them)."""
+        path = self.path(uri)
+        for test in [] if path is None else self.tests_of(path):
+            self.schedule_test(test)
+
     async def _check_test(self, path: Path) -> None:
         await asyncio.sleep(self.debounce)
         text = self.state.text(path)
@@ -180,8 +188,6 @@ class PipelineServer(LanguageServer):
             if self.state.text(path) != text:
                 return  # a newer text is scheduled; it publishes
             self.publish(analysis)
-            for test in self.tests_of(path):  # what they name may have come or gone
-                self.schedule_test(test)
             # The editor model after the diagnostics: they are what the user waits for.
             analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
         except Exception as exc:  # an editor keeps its server through any text
@@ -234,6 +240,7 @@ def register_sync(server: PipelineServer) -> None:
     def did_open(ls: PipelineServer, params: lsp.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.opened(doc.uri, doc.text, doc.version)
+        ls.pipeline_on_disk(doc.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: PipelineServer, params: lsp.DidChangeTextDocumentParams) -> None:
@@ -245,6 +252,7 @@ def register_sync(server: PipelineServer) -> None:
         path = ls.path(params.text_document.uri)
         if path is not None:
             ls.changed(path)
+        ls.pipeline_on_disk(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: PipelineServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -253,6 +261,7 @@ def register_sync(server: PipelineServer) -> None:
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: PipelineServer, params: lsp.DidChangeWatchedFilesParams) -> None:
         for change in params.changes:
+            ls.pipeline_on_disk(change.uri)
             path = ls.path(change.uri)
             if path is not None and path not in ls.state.open:
                 for pipeline in ls.state.pipelines_reading(path) | _if_pipeline(ls, path):
