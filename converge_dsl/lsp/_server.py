@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -65,6 +65,8 @@ class PipelineServer(LanguageServer):
         self.debounce = debounce
         self.state = Workspace(Path.cwd().resolve())
         self._pending: dict[Path, asyncio.Task[None]] = {}
+        self._waiting: set[Path] = set()  # whose pending check still waits for the pause
+        self._finishing: set[asyncio.Task[None]] = set()  # replaced checks past their wait
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="converge-dsl-check")
 
     # --- files ------------------------------------------------------------------
@@ -125,17 +127,29 @@ class PipelineServer(LanguageServer):
 
     def schedule(self, path: Path) -> None:
         """Analyse `path` after the debounce; an earlier wait for it is cancelled."""
-        pending = self._pending.pop(path, None)
-        if pending is not None:
-            pending.cancel()
-        self._pending[path] = asyncio.get_running_loop().create_task(self._check(path))
+        self._replace_pending(path, self._check(path))
 
     def schedule_test(self, path: Path) -> None:
         """Check the test file at `path` after the debounce (its own findings)."""
+        self._replace_pending(path, self._check_test(path))
+
+    def _replace_pending(self, path: Path, check: Coroutine[None, None, None]) -> None:
+        """Make `check` the pending check of `path`. An earlier one still waiting for the
+        pause is cancelled; one past it runs to its end, unpublished when its text is
+        replaced, so the editor model it makes is kept as the last good one."""
         pending = self._pending.pop(path, None)
-        if pending is not None:
+        if pending is not None and path in self._waiting:
             pending.cancel()
-        self._pending[path] = asyncio.get_running_loop().create_task(self._check_test(path))
+        elif pending is not None and not pending.done():
+            self._finishing.add(pending)
+            pending.add_done_callback(self._finishing.discard)
+        self._waiting.add(path)
+        self._pending[path] = asyncio.get_running_loop().create_task(check)
+
+    async def _pause(self, path: Path) -> None:
+        """Wait for the pause in typing; after it, the check is no longer cancelled."""
+        await asyncio.sleep(self.debounce)
+        self._waiting.discard(path)
 
     def tests_of(self, pipeline: Path) -> list[Path]:
         """The open test files that test `pipeline`."""
@@ -156,7 +170,7 @@ class PipelineServer(LanguageServer):
             self.schedule_test(test)
 
     async def _check_test(self, path: Path) -> None:
-        await asyncio.sleep(self.debounce)
+        await self._pause(path)
         text = self.state.text(path)
         if text is None:
             return
@@ -175,7 +189,7 @@ class PipelineServer(LanguageServer):
             self.publish_found(path, found)
 
     async def _check(self, path: Path) -> None:
-        await asyncio.sleep(self.debounce)
+        await self._pause(path)
         text = self.state.text(path)
         if text is None:
             return
@@ -221,9 +235,11 @@ class PipelineServer(LanguageServer):
 
     async def settle(self) -> None:
         """Wait until no analysis is pending (for `shutdown`)."""
-        while self._pending:
+        while self._pending or self._finishing:
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*self._pending.values(), return_exceptions=True)
+                await asyncio.gather(
+                    *self._pending.values(), *self._finishing, return_exceptions=True
+                )
             self._pending = {p: t for p, t in self._pending.items() if not t.done()}
 
 
