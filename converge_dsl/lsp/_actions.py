@@ -111,14 +111,6 @@ def _append_to_list(
     return _insert(lines, end + 1, 1, " " * indent + "- " + item + "\n")
 
 
-def _last_line(document: LoadedDocument, path: JsonPath) -> int:
-    """The last line an item occupies (a block collection's span ends on the next line)."""
-    span = document.source_map.span(path)
-    return (
-        span.end_line - 1 if span.end_column == 1 and span.end_line > span.line else span.end_line
-    )
-
-
 def _declare(
     subject: Subject, document: LoadedDocument, diagnostic: lsp.Diagnostic, key: str
 ) -> lsp.CodeAction:

@@ -109,6 +109,24 @@ def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analy
         return with_facts(analysis) if facts else analysis
 
 
+def check_test(path: Path, text: str, display: str) -> tuple[Diagnostic, ...]:
+    """A test file's own findings (named `display`), as `converge-dsl test` reads the file
+    before it runs it (`pipetest.read_test_file`: its schema, the files it names, the
+    keys, inputs, models and invariants it names that its pipeline lacks). A pipeline's
+    findings are its own analysis's; the pipeline is read from disk, as the command does.
+    """
+    from converge_dsl.errors import ConvergeError
+    from converge_dsl.pipetest import read_test_file
+
+    try:
+        read_test_file(path, text=text, display=display)
+    except PipelineInvalid as exc:
+        return tuple(d for d in exc.diagnostics if d.file == display)
+    except ConvergeError:  # not a file any more: nothing to show in it
+        return ()
+    return ()
+
+
 def with_facts(analysis: Analysis) -> Analysis:
     """`analysis` with the pipeline's facts (None when its suggestors cannot be read)."""
     from converge_dsl.validation import KINDS

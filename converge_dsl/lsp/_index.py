@@ -54,16 +54,21 @@ class Place:
 def name_span(document: LoadedDocument, path: JsonPath, on_key: bool = False) -> SourceSpan:
     """The span of the text of a scalar (quotes left out) or of a mapping key."""
     location = document.source_map.locate(path)
-    if on_key and location.key_span is not None:
-        span = location.key_span
-        text = document.line(span.line)[span.column - 1 : span.end_column - 1]
-        quoted = text[:1] in ("'", '"')
-    else:
-        span = location.span
-        quoted = location.style in ("'", '"')
-    if quoted and span.line == span.end_line:
-        return SourceSpan(span.file, span.line, span.column + 1, span.end_line, span.end_column - 1)
-    return span
+    span = location.key_span if on_key and location.key_span is not None else location.span
+    if span.line != span.end_line:
+        return span
+    text = document.line(span.line)[span.column - 1 : span.end_column - 1]
+    # A node's span starts at its anchor or tag (`&name`, `!tag`): the name is after them.
+    properties = _PROPERTIES.match(text)
+    skip = properties.end() if properties else 0
+    start, text = span.column + skip, text[skip:]
+    quoted = len(text) > 1 and text[:1] in ("'", '"') and text[-1:] == text[:1]
+    if quoted:
+        return SourceSpan(span.file, span.line, start + 1, span.end_line, span.end_column - 1)
+    return SourceSpan(span.file, span.line, start, span.end_line, span.end_column)
+
+
+_PROPERTIES = re.compile(r"(?:[&!][^\s]*\s+)*")
 
 
 def mentions(
@@ -155,15 +160,56 @@ def script_matches(document: LoadedDocument, name: str) -> Iterator[JsonPath]:
             yield ("rules", index, "match", "suggestor")
 
 
-def test_references(document: LoadedDocument, kind: str, name: str) -> Iterator[JsonPath]:
-    """The paths of a test file naming `name`: an invariant expected, an input given."""
+def test_references(
+    document: LoadedDocument, kind: str, name: str
+) -> Iterator[tuple[JsonPath, bool]]:
+    """(path, on the key) of each place a test file names `name`: a key in an expectation
+    (`facts`, `absent`, `counts`, `snapshot`), an invariant expected, an input given, a
+    model replaced, a suggestor matched by an inline rule; at the file's level and each case's."""
+    bases: list[JsonPath] = [()]
     for index, case in enumerate(value_at(document.data, ("cases",)) or ()):
-        if not isinstance(case, dict):
-            continue
-        base: JsonPath = ("cases", index)
-        if kind == INVARIANT:
-            for j, item in enumerate(value_at(case, ("expect", "invariants")) or ()):
-                if item == name:
-                    yield (*base, "expect", "invariants", j)
-        if kind == INPUT and name in (case.get("inputs") or {}):
-            yield (*base, "inputs", name)
+        if isinstance(case, dict):
+            bases.append(("cases", index))
+    for base in bases:
+        yield from _named_in(document, base, kind, name)
+
+
+def _named_in(
+    document: LoadedDocument, base: JsonPath, kind: str, name: str
+) -> Iterator[tuple[JsonPath, bool]]:
+    """The places under `base` (the file, or one case) that name `name`."""
+    where = value_at(document.data, base)
+    if not isinstance(where, dict):
+        return
+    expect = _mapping(where.get("expect"))
+    if kind == KEY:
+        for field in ("facts", "absent"):
+            for j, item in enumerate(_list(expect.get(field))):
+                if isinstance(item, dict) and item.get("key") == name:
+                    yield (*base, "expect", field, j, "key"), False
+        for field in ("counts", "snapshot"):
+            if name in _mapping(expect.get(field)):
+                yield (*base, "expect", field, name), True
+    elif kind == INVARIANT:
+        for j, item in enumerate(_list(expect.get("invariants"))):
+            if item == name:
+                yield (*base, "expect", "invariants", j), False
+    elif kind == INPUT:
+        if isinstance(where.get("inputs"), dict) and name in where["inputs"]:
+            yield (*base, "inputs", name), True
+    elif kind == MODEL:
+        if isinstance(where.get("models"), dict) and name in where["models"]:
+            yield (*base, "models", name), True
+    elif kind == SUGGESTOR:
+        for model, replacement in _mapping(where.get("models")).items():
+            for j, rule in enumerate(_list(_mapping(replacement).get("rules"))):
+                if isinstance(rule, dict) and value_at(rule, ("match", "suggestor")) == name:
+                    yield (*base, "models", model, "rules", j, "match", "suggestor"), False
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}

@@ -48,12 +48,21 @@ def symbol_at(subject: Subject, position: lsp.Position) -> Symbol | None:
 
 
 def _in_test(hit: Hit, value: object) -> Symbol | None:
+    """A name in a test file: an invariant, an input, a model, a key, a matched suggestor."""
     path = hit.path
     if len(path) >= 2 and path[-2] == "invariants" and isinstance(value, str):
         return INVARIANT, value
-    if hit.on_key and len(path) >= 2 and path[-2] == "inputs":
-        return INPUT, str(path[-1])
+    if hit.on_key and len(path) >= 2 and path[-2] in _TEST_KEYS:
+        return _TEST_KEYS[str(path[-2])], str(path[-1])
+    if len(path) >= 3 and path[-1] == "key" and path[-3] in ("facts", "absent"):
+        return (KEY, value) if isinstance(value, str) else None
+    if path[-2:] == ("match", "suggestor") and isinstance(value, str):
+        return SUGGESTOR, value
     return None
+
+
+# The mappings of a test file whose keys are names of the pipeline.
+_TEST_KEYS = {"inputs": INPUT, "models": MODEL, "counts": KEY, "snapshot": KEY}
 
 
 def _structural(facts: PipelineFacts, hit: Hit, value: object) -> Symbol | None:
@@ -124,15 +133,27 @@ def occurrences(subject: Subject, symbol: Symbol) -> list[Place]:
     for other, other_document in _neighbours(subject, path, facts):
         other_kind = file_kind(other_document.text)
         if other_kind == SCRIPT and kind == SUGGESTOR:
-            paths: Iterator[JsonPath] = _index.script_matches(other_document, name)
-        elif other_kind == TEST and kind in (INVARIANT, INPUT):
+            paths: Iterator[tuple[JsonPath, bool]] = (
+                (p, False) for p in _index.script_matches(other_document, name)
+            )
+        elif other_kind == TEST:
             paths = _index.test_references(other_document, kind, name)
         else:
             continue
         places.extend(
-            Place(other, _index.name_span(other_document, p, on_key=kind == INPUT)) for p in paths
+            Place(other, _index.name_span(other_document, p, on_key=on_key)) for p, on_key in paths
         )
-    return places
+    return _distinct(places)
+
+
+def _distinct(places: list[Place]) -> list[Place]:
+    """`places` less repeats: a path through an alias (`*name`) is its anchor's node, written
+    once (the first of a place, a definition, is kept)."""
+    seen: dict[tuple[Path, int, int, int, int], Place] = {}
+    for place in places:
+        span = place.span
+        seen.setdefault((place.path, span.line, span.column, span.end_line, span.end_column), place)
+    return list(seen.values())
 
 
 def _neighbours(
@@ -160,11 +181,15 @@ def _neighbours(
 def definitions(subject: Subject, position: lsp.Position) -> list[tuple[Path, Place]]:
     """Where the name at the cursor is defined: a key's declaration and the seeds and
     suggestors that write it; a model's or input's entry; a suggestor's name. From a test's
-    `pipeline:` or a model's `script:`, the file; from a pack suggestor's `use:`, its
-    definition in the cached `pack.yaml`."""
+    `pipeline:` or a model's `script:`, the file; from a pipeline's `name:`, back to the
+    `pipeline:` of each test file beside it that tests it; from a pack suggestor's `use:`,
+    its definition in the cached `pack.yaml`."""
     file = _file_named(subject, position)
     if file is not None:
         return [(file, Place(file, SourceSpan(str(file), 1, 1, 1, 1), True))]
+    tests = _tests_of_name(subject, position)
+    if tests:
+        return [(place.path, place) for place in tests]
     source = _pack_source(subject, position)
     if source is not None:
         pack_file = Path(source.file)
@@ -181,6 +206,22 @@ def definitions(subject: Subject, position: lsp.Position) -> list[tuple[Path, Pl
             for _, where in _index.writers(facts, name):
                 found.append(Place(path, _index.name_span(document, where)))
     return [(p.path, p) for p in found]
+
+
+def _tests_of_name(subject: Subject, position: lsp.Position) -> list[Place]:
+    """From a pipeline's `name:`, the `pipeline:` of each test file that tests it."""
+    found = pipeline_of(subject)
+    document = subject.own_document
+    if subject.kind != PIPELINE or found is None or document is None:
+        return []
+    if path_at(document, subject.point(position)).path != ("name",):
+        return []
+    path, _, facts = found
+    return [
+        Place(other, _index.name_span(other_document, ("pipeline",)), True)
+        for other, other_document in _neighbours(subject, path, facts)
+        if file_kind(other_document.text) == TEST
+    ]
 
 
 def _pack_source(subject: Subject, position: lsp.Position) -> SourceSpan | None:

@@ -8,7 +8,9 @@ while a large pipeline is checked; an analysis whose text has been replaced by
 the time it ends is dropped, and the newer one publishes. A change to a file a
 pipeline reads (its model script, cassette, the lock file; open, saved or
 changed on disk) re-checks that pipeline; a model script or test opened
-before its pipeline finds it in its folder.
+before its pipeline finds it in its folder. An open test file shows its own
+findings, as `converge-dsl test` reads it (`_analysis.check_test`), checked
+again when its pipeline is opened, saved or changed on disk.
 
 The editor features (completion, hover, navigation, actions, symbols,
 rename, semantic tokens) are registered by their own modules and read
@@ -20,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,12 +31,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from converge_dsl._version import __version__
+from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.lsp._analysis import (
     PIPELINE,
     SCRIPT,
     TEST,
     Analysis,
     analyse,
+    check_test,
     file_kind,
     with_facts,
 )
@@ -61,6 +65,8 @@ class PipelineServer(LanguageServer):
         self.debounce = debounce
         self.state = Workspace(Path.cwd().resolve())
         self._pending: dict[Path, asyncio.Task[None]] = {}
+        self._waiting: set[Path] = set()  # whose pending check still waits for the pause
+        self._finishing: set[asyncio.Task[None]] = set()  # replaced checks past their wait
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="converge-dsl-check")
 
     # --- files ------------------------------------------------------------------
@@ -95,6 +101,8 @@ class PipelineServer(LanguageServer):
         kind = file_kind(text)
         if kind == PIPELINE:
             self.schedule(path)
+        if kind == TEST and path in self.state.open:
+            self.schedule_test(path)
         for pipeline in self.state.pipelines_reading(path):
             self.schedule(pipeline)
         if kind in (SCRIPT, TEST) and not self.state.pipelines_reading(path):
@@ -119,13 +127,69 @@ class PipelineServer(LanguageServer):
 
     def schedule(self, path: Path) -> None:
         """Analyse `path` after the debounce; an earlier wait for it is cancelled."""
+        self._replace_pending(path, self._check(path))
+
+    def schedule_test(self, path: Path) -> None:
+        """Check the test file at `path` after the debounce (its own findings)."""
+        self._replace_pending(path, self._check_test(path))
+
+    def _replace_pending(self, path: Path, check: Coroutine[None, None, None]) -> None:
+        """Make `check` the pending check of `path`. An earlier one still waiting for the
+        pause is cancelled; one past it runs to its end, unpublished when its text is
+        replaced, so the editor model it makes is kept as the last good one."""
         pending = self._pending.pop(path, None)
-        if pending is not None:
+        if pending is not None and path in self._waiting:
             pending.cancel()
-        self._pending[path] = asyncio.get_running_loop().create_task(self._check(path))
+        elif pending is not None and not pending.done():
+            self._finishing.add(pending)
+            pending.add_done_callback(self._finishing.discard)
+        self._waiting.add(path)
+        self._pending[path] = asyncio.get_running_loop().create_task(check)
+
+    async def _pause(self, path: Path) -> None:
+        """Wait for the pause in typing; after it, the check is no longer cancelled."""
+        await asyncio.sleep(self.debounce)
+        self._waiting.discard(path)
+
+    def tests_of(self, pipeline: Path) -> list[Path]:
+        """The open test files that test `pipeline`."""
+        from converge_dsl.lsp._related import tested_pipeline
+
+        return [
+            path
+            for path, text in sorted(self.state.open.items())
+            if file_kind(text) == TEST and tested_pipeline(path, text) == pipeline
+        ]
+
+    def pipeline_on_disk(self, uri: str) -> None:
+        """The file at `uri` was opened, saved or changed on disk: the open tests of it
+        are checked again (a test reads its pipeline from disk, as `converge-dsl test`
+        does, so an edit not yet saved changes nothing for them)."""
+        path = self.path(uri)
+        for test in [] if path is None else self.tests_of(path):
+            self.schedule_test(test)
+
+    async def _check_test(self, path: Path) -> None:
+        await self._pause(path)
+        text = self.state.text(path)
+        if text is None:
+            return
+        display = self.state.display(path)
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.run_in_executor(self._worker, check_test, path, text, display)
+        except Exception as exc:  # an editor keeps its server through any text
+            self.window_log_message(
+                lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
+            )
+            return
+        if self._pending.get(path) is asyncio.current_task():
+            del self._pending[path]
+        if self.state.text(path) == text:
+            self.publish_found(path, found)
 
     async def _check(self, path: Path) -> None:
-        await asyncio.sleep(self.debounce)
+        await self._pause(path)
         text = self.state.text(path)
         if text is None:
             return
@@ -155,10 +219,14 @@ class PipelineServer(LanguageServer):
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""
         self.state.remember(analysis)
-        grouped = by_file(analysis.diagnostics, self.state.lines)
+        self.publish_found(analysis.path, analysis.diagnostics)
+
+    def publish_found(self, source: Path, diagnostics: tuple[Diagnostic, ...]) -> None:
+        """Publish what the check of `source` found, in every file it changes."""
+        grouped = by_file(diagnostics, self.state.lines)
         found = {self.state.path_of(file): items for file, items in grouped.items()}
-        found.setdefault(analysis.path, [])
-        for file, items in self.state.publishable(analysis.path, found).items():
+        found.setdefault(source, [])
+        for file, items in self.state.publishable(source, found).items():
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(
                     uri=self.uri(file), diagnostics=items, version=self.state.versions.get(file)
@@ -167,9 +235,11 @@ class PipelineServer(LanguageServer):
 
     async def settle(self) -> None:
         """Wait until no analysis is pending (for `shutdown`)."""
-        while self._pending:
+        while self._pending or self._finishing:
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*self._pending.values(), return_exceptions=True)
+                await asyncio.gather(
+                    *self._pending.values(), *self._finishing, return_exceptions=True
+                )
             self._pending = {p: t for p, t in self._pending.items() if not t.done()}
 
 
@@ -186,6 +256,7 @@ def register_sync(server: PipelineServer) -> None:
     def did_open(ls: PipelineServer, params: lsp.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.opened(doc.uri, doc.text, doc.version)
+        ls.pipeline_on_disk(doc.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: PipelineServer, params: lsp.DidChangeTextDocumentParams) -> None:
@@ -197,6 +268,7 @@ def register_sync(server: PipelineServer) -> None:
         path = ls.path(params.text_document.uri)
         if path is not None:
             ls.changed(path)
+        ls.pipeline_on_disk(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: PipelineServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -205,6 +277,7 @@ def register_sync(server: PipelineServer) -> None:
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: PipelineServer, params: lsp.DidChangeWatchedFilesParams) -> None:
         for change in params.changes:
+            ls.pipeline_on_disk(change.uri)
             path = ls.path(change.uri)
             if path is not None and path not in ls.state.open:
                 for pipeline in ls.state.pipelines_reading(path) | _if_pipeline(ls, path):

@@ -101,16 +101,24 @@ def read_test_file(
     *,
     env: Mapping[str, str] | None = None,
     allow_roots: Sequence[str | os.PathLike[str]] = (),
+    text: str | None = None,
+    display: str | None = None,
 ) -> TestFile:
     """Load, validate and check the test file at `path`, and load its pipelines.
 
+    With `text`, that is the file's text (an editor's, not yet saved); `display`
+    names the file in diagnostics (default: relative to the working folder).
     Raises `PipelineInvalid` with every located problem of the test file (or
     of a pipeline it names), `UsageError` when `path` is not a file.
     """
-    from converge_dsl.frontend import load_file, schema_diagnostics
+    from converge_dsl.frontend import load_file, load_text, schema_diagnostics
 
-    display = display_name(path)
-    document = load_file(path, display=display)
+    display = display or display_name(path)
+    document = (
+        load_file(path, display=display)
+        if text is None
+        else load_text(text.removeprefix("\ufeff"), display)
+    )
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))

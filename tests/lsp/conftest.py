@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, Union
 
 import pytest
 import pytest_lsp
@@ -107,9 +108,31 @@ def at(text: str, needle: str, offset: int = 0) -> lsp.Position:
 VERSIONS: dict[int, dict[str, int | None]] = {}
 
 
+def converter() -> Any:
+    """pygls's converter, reading a code action that runs a command as a code action.
+
+    lsprotocol's hook for `Command | CodeAction` takes anything with a `command` field
+    for a bare Command, so a CodeAction whose `command` is a Command object came back
+    as a Command whose name is that object's text: the wire is right, the test
+    client's reading is not. A bare Command's `command` is a string.
+    """
+    made = default_converter()
+
+    def command_or_action(value: Any, _: type) -> lsp.Command | lsp.CodeAction:
+        is_command = isinstance(value.get("command"), str)
+        found: lsp.Command | lsp.CodeAction = made.structure(
+            value, lsp.Command if is_command else lsp.CodeAction
+        )
+        return found
+
+    made.register_structure_hook(lsp.Command | lsp.CodeAction, command_or_action)
+    made.register_structure_hook(Union[lsp.Command, lsp.CodeAction], command_or_action)  # noqa: UP007
+    return made
+
+
 def make_client() -> LanguageClient:
     """pytest-lsp's test client, also keeping the version of each publication."""
-    client = LanguageClient(converter_factory=default_converter)
+    client = LanguageClient(converter_factory=converter)
     features = dict(DEFAULT_CLIENT_FEATURES)
     keep = features.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     register_lsp_features(client, features)

@@ -69,13 +69,16 @@ async def test_declare_key_in_a_keys_list_and_add_a_dependency(
     version = session.replace("typed.yaml", declared)
     assert await session.diagnostics("typed.yaml", version) == []
 
-    # The wording of the reads-against-dependencies check: "add 'K' to dependencies".
-    reads = lsp.Diagnostic(
-        range=unknown[0].range,
-        message="'summarise' reads 'tickets' but is not re-run when 'tickets' changes",
-        code="CD3xx",
-        data={"hint": "add 'tickets' to dependencies", "path": ["suggestors", 1, "prompt"]},
+    # validate's finding that a suggestor reads a key it is not re-run on (CD252).
+    reading = declared.replace(
+        "for {{ inputs.queue }}", "for {{ inputs.queue }} of {{ facts.tickets }}"
     )
-    found = await _actions(session, "typed.yaml", [reads])
-    added = apply(declared, _edits(session, found["Add 'tickets' to dependencies"], "typed.yaml"))
+    version = session.replace("typed.yaml", reading)
+    reads = [d for d in await session.diagnostics("typed.yaml", version) if d.code == "CD252"]
+    assert len(reads) == 1
+    found = await _actions(session, "typed.yaml", reads)
+    assert list(found) == ["Add 'tickets' to dependencies"]
+    added = apply(reading, _edits(session, found["Add 'tickets' to dependencies"], "typed.yaml"))
     assert "    dependencies: [strategies, tickets]\n" in added
+    version = session.replace("typed.yaml", added)
+    assert await session.diagnostics("typed.yaml", version) == []

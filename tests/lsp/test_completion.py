@@ -162,3 +162,25 @@ async def test_completion_in_a_long_pipeline_reads_the_entry_at_the_cursor(
 
 def _pos(text: str, index: int) -> lsp.Position:
     return lsp.Position(text.count("\n", 0, index), index - (text.rfind("\n", 0, index) + 1))
+
+
+async def test_match_fields_in_a_model_script(session: Session, project: Path) -> None:
+    session.open("typed.yaml")
+    script = (project / "typed.script.yaml").read_text(encoding="utf-8")
+    session.open("typed.script.yaml", script)
+    text = script.replace(
+        "  - match: {suggestor: summarise}\n", "  - match:\n      suggestor: summarise\n      \n"
+    )
+    labels = await _labels(session, "typed.script.yaml", text, "summarise\n      \n", 16)
+    assert labels == ["contains", "turn", "regex"]  # `suggestor` is there already
+
+
+async def test_context_keys_in_a_contributors_keys(session: Session, project: Path) -> None:
+    text = (Path(__file__).resolve().parents[2] / "pipelines" / "agent-review.yaml").read_text(
+        encoding="utf-8"
+    )
+    (project / "agent-review.yaml").write_text(text, encoding="utf-8")
+    session.open("agent-review.yaml", text)
+    edited = text.replace("keys: [constraints], persist", "keys: [constraints, ], persist")
+    labels = await _labels(session, "agent-review.yaml", edited, "[constraints, ]", 14)
+    assert {"strategies", "evaluations", "seeds"} <= set(labels)

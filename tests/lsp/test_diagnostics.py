@@ -99,3 +99,38 @@ async def test_a_model_script_change_rechecks_its_pipeline(session: Session, pro
         lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(session.uri("broken.script.yaml")))
     )
     assert await session.diagnostics("broken.script.yaml", 1) == []
+
+
+async def test_a_test_file_shows_its_own_findings_and_follows_its_pipeline(
+    session: Session, project: Path
+) -> None:
+    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.pipetest import read_test_file
+
+    test = (project / "typed.test.yaml").read_text(encoding="utf-8")
+    typo = test.replace("[has-strategy]", "[has-strategies]")
+    (project / "typed.test.yaml").write_text(typo, encoding="utf-8")
+    with pytest.raises(PipelineInvalid) as raised:  # what `converge-dsl test` reports
+        read_test_file(project / "typed.test.yaml", display="typed.test.yaml")
+    expected = [_expected(d) for d in raised.value.diagnostics]
+    assert [e[0] for e in expected] == ["CD231"]
+    session.open("typed.test.yaml", typo)
+    found = await session.diagnostics("typed.test.yaml", 1)
+    assert _got(found) == expected
+    assert "did you mean 'has-strategy'?" in found[0].message
+
+    # The pipeline's invariant is renamed to the name the test gives: the test is checked again.
+    pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
+    renamed = pipeline.replace("name: has-strategy", "name: has-strategies")
+    (project / "typed.yaml").write_text(renamed, encoding="utf-8")
+    session.client.diagnostics.pop(session.uri("typed.test.yaml"))
+    session.open("typed.yaml", renamed)
+    # A check of the test file scheduled before the rename may publish first: the last
+    # publication is the one that counts.
+    published = await session.diagnostics("typed.test.yaml", 1)
+    for _ in range(3):
+        if not published:
+            break
+        session.client.diagnostics.pop(session.uri("typed.test.yaml"))
+        published = await session.diagnostics("typed.test.yaml", 1)
+    assert published == []

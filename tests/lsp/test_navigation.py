@@ -99,6 +99,8 @@ async def test_definition_of_a_key_a_model_and_a_suggestor(session: Session, typ
     ]
     session.open("typed.test.yaml")
     assert await definition("typed.test.yaml", "pipeline: typed", 11) == [("typed.yaml", 1, 1, 1)]
+    # And back: from the pipeline's name to the test files that test it.
+    assert await definition("typed.yaml", "name: typed", 7) == [("typed.test.yaml", 4, 11, 21)]
 
 
 async def test_references_of_a_key_and_a_suggestor_across_files(
@@ -115,6 +117,9 @@ async def test_references_of_a_key_and_a_suggestor_across_files(
         return _where(session, found)
 
     assert await references("typed.yaml", "[tickets]", 1) == [
+        ("typed.test.yaml", 12, 17, 24),  # expect.facts[0].key
+        ("typed.test.yaml", 13, 24, 31),  # expect.counts (the alias in case 2 is this node)
+        ("typed.test.yaml", 22, 22, 29),  # expect.absent[0].key
         ("typed.yaml", 9, 11, 18),  # keys[0].name
         ("typed.yaml", 20, 11, 18),  # seeds[0].key
         ("typed.yaml", 24, 20, 27),  # dependencies
@@ -123,5 +128,6 @@ async def test_references_of_a_key_and_a_suggestor_across_files(
     ]
     assert await references("typed.yaml", "name: summarise", 7) == [
         ("typed.script.yaml", 5, 24, 33),
+        ("typed.test.yaml", 19, 32, 41),  # an inline rule's match
         ("typed.yaml", 30, 11, 20),
     ]

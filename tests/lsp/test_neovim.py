@@ -4,9 +4,14 @@
 `init` makes the project; a typo goes into its pipeline; Neovim (`nvim
 --headless`, Debian's package) opens it with `converge-dsl lsp` attached
 (`neovim/drive.lua`), receives the diagnostics, asks for a completion and a
-definition, and writes what it got. Where `unshare -n` can take the network
-away (root, Linux), the editor and the server run without one. Without
-Neovim the test is skipped, except in CI, where `.ci/run` installs it.
+definition, and writes what it got. The network is off in two ways: `init`,
+Neovim and the server run in a network namespace of their own (`unshare -n`,
+only the loopback) where one can be made (root on Linux; the test says which
+in its output), and in any case every Python process of the test loads
+`neovim/offline/sitecustomize.py`, which refuses and writes down any
+connection or name lookup beyond the loopback: the test checks that `init`
+and the server loaded it and that nothing was refused. Without Neovim the test
+is skipped, except in CI, where `.ci/run` installs it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from lsprotocol import types as lsp
 from tests.lsp.conftest import at
 
 DRIVE = Path(__file__).parent / "neovim" / "drive.lua"
+OFFLINE = Path(__file__).parent / "neovim" / "offline"
 
 
 def _nvim() -> str:
@@ -35,13 +41,14 @@ def _nvim() -> str:
     return found
 
 
-def _offline(command: list[str]) -> list[str]:
-    """`command` in a network namespace of its own, when one can be made."""
+def _namespace() -> list[str]:
+    """The prefix that runs a command in a network namespace of its own (only the
+    loopback), or [] when none can be made here."""
     unshare = shutil.which("unshare")
     if unshare is None:
-        return command
+        return []
     probe = subprocess.run([unshare, "-n", "true"], capture_output=True, check=False)
-    return [unshare, "-n", *command] if probe.returncode == 0 else command
+    return [unshare, "-n"] if probe.returncode == 0 else []
 
 
 def _position(text: str, needle: str, offset: int) -> lsp.Position:
@@ -50,9 +57,18 @@ def _position(text: str, needle: str, offset: int) -> lsp.Position:
 
 def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> None:
     nvim = _nvim()
+    offline = _namespace()
+    print("network off by:", "unshare -n and the socket guard" if offline else "the socket guard")
+    log = tmp_path / "offline.log"
+    guarded = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(OFFLINE), os.environ.get("PYTHONPATH")])),
+        "CONVERGE_OFFLINE_LOG": str(log),
+    }
     init = subprocess.run(
-        [sys.executable, "-m", "converge_dsl", "init", "demo"],
+        [*offline, sys.executable, "-m", "converge_dsl", "init", "demo"],
         cwd=tmp_path,
+        env=guarded,
         capture_output=True,
         text=True,
         check=False,
@@ -68,7 +84,7 @@ def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> No
     define = _position(text, "    model: default", 12)
     out = tmp_path / "nvim.json"
     env = {
-        **os.environ,
+        **guarded,
         "CONVERGE_FILE": str(pipeline),
         "CONVERGE_OUT": str(out),
         "CONVERGE_PYTHON": sys.executable,
@@ -81,7 +97,7 @@ def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> No
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
     }
-    command = _offline([nvim, "--headless", "--clean", "-n", "-u", str(DRIVE)])
+    command = [*offline, nvim, "--headless", "--clean", "-n", "-u", str(DRIVE)]
     done = subprocess.run(
         command, cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False
     )
@@ -96,3 +112,6 @@ def test_neovim_gets_diagnostics_completion_and_definition(tmp_path: Path) -> No
     assert "seeds" in got["completion"]
     models = text.count("\n", 0, text.index("  default: {adapter"))
     assert got["definition"] == [{"uri": pipeline.as_uri(), "line": models, "character": 2}]
+    guard = log.read_text(encoding="utf-8").splitlines()
+    assert not [line for line in guard if line.startswith("refused")], guard
+    assert len([line for line in guard if line.startswith("loaded")]) >= 2  # init, the server

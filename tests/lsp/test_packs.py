@@ -140,3 +140,50 @@ def lsp_path(uri: str) -> str:
     from urllib.parse import unquote, urlparse
 
     return unquote(urlparse(uri).path)
+
+
+async def test_a_stale_lock_offers_to_run_lock_and_the_command_refreshes_it(
+    session: Session, project: Path
+) -> None:
+    pinned = PIPELINE.replace('">=1.0,<2"', '"==1.0.0"')  # the lock holds 1.1.0
+    (project / "packed.yaml").write_text(pinned, encoding="utf-8")
+    session.open("packed.yaml", pinned)
+    stale = [d for d in await session.diagnostics("packed.yaml", 1) if d.code == "CD501"]
+    assert len(stale) == 1, stale
+    found = await session.client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(session.uri("packed.yaml")),
+            range=stale[0].range,
+            context=lsp.CodeActionContext(diagnostics=stale),
+        )
+    )
+    actions = [a for a in found or () if isinstance(a, lsp.CodeAction)]
+    assert [a.title for a in actions] == ["Run converge-dsl lock"]
+    command = actions[0].command
+    assert command is not None
+    before = (project / "converge.lock").read_text(encoding="utf-8")
+    session.client.diagnostics.pop(session.uri("packed.yaml"))
+    await session.client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command.command, command.arguments)
+    )
+    after = (project / "converge.lock").read_text(encoding="utf-8")
+    assert after != before
+    assert "1.0.0" in after
+    assert "CD501" not in {d.code for d in await session.diagnostics("packed.yaml", 1)}
+
+
+async def test_a_lock_written_on_disk_checks_the_pipeline_again(
+    session: Session, project: Path
+) -> None:
+    pinned = PIPELINE.replace('">=1.0,<2"', '"==1.0.0"')
+    (project / "packed.yaml").write_text(pinned, encoding="utf-8")
+    session.open("packed.yaml", pinned)
+    assert "CD501" in {d.code for d in await session.diagnostics("packed.yaml", 1)}
+    _cli("lock", "packed.yaml")  # as in a terminal beside the editor
+    session.client.diagnostics.pop(session.uri("packed.yaml"))
+    session.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent((project / "converge.lock").as_uri(), lsp.FileChangeType.Changed)]
+        )
+    )
+    assert "CD501" not in {d.code for d in await session.diagnostics("packed.yaml", 1)}

@@ -45,39 +45,71 @@ async def _rename(session: Session, name: str, needle: str, offset: int, new: st
     return edited
 
 
+# An anchored key declaration and its alias, and a comment on the line: the rename
+# writes the name after the anchor and leaves the alias and the comment as they were.
+ANCHORED = (
+    ("  - name: tickets", "  - name: &ticket-key tickets  # anchored: tickets keep it"),
+    ("dependencies: [tickets]", "dependencies: [*ticket-key]"),
+)
+
+
 async def test_renames_across_files_keep_everything_else(session: Session, project: Path) -> None:
+    pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
+    for old, new in ANCHORED:
+        pipeline = pipeline.replace(old, new)
+    (project / "typed.yaml").write_text(pipeline, encoding="utf-8")
+    tests_before = (project / "typed.test.yaml").read_text(encoding="utf-8")
     for name in FILES:
         session.open(name)
-    before = (project / "typed.yaml").read_text(encoding="utf-8")
-    assert await _rename(session, "typed.yaml", "[tickets]", 1, "requests") == {"typed.yaml"}
-    assert await _rename(session, "typed.yaml", "name: summarise", 7, "summarize") == {
+    assert await _rename(session, "typed.yaml", "facts.tickets", 6, "requests") == {
         "typed.yaml",
-        "typed.script.yaml",
+        "typed.test.yaml",
     }
-    assert await _rename(session, "typed.yaml", "  queue:", 3, "inbox") == {"typed.yaml"}
+    assert await _rename(session, "typed.yaml", "name: summarise", 7, "summarize") == set(FILES)
+    assert await _rename(session, "typed.yaml", "  queue:", 3, "inbox") == {
+        "typed.yaml",
+        "typed.test.yaml",
+    }
     assert await _rename(session, "typed.yaml", "name: has-strategy", 7, "any-strategy") == {
+        "typed.yaml",
+        "typed.test.yaml",
+    }
+    # From the test file: its model replacement names the pipeline's model.
+    assert await _rename(session, "typed.test.yaml", "  default:", 6, "primary") == {
         "typed.yaml",
         "typed.test.yaml",
     }
     after = (project / "typed.yaml").read_text(encoding="utf-8")
     expected = (
-        before.replace("name: tickets", "name: requests")
+        pipeline.replace("&ticket-key tickets  #", "&ticket-key requests  #")
         .replace("key: tickets", "key: requests")
-        .replace("[tickets]", "[requests]")
         .replace("count('tickets')", "count('requests')")
         .replace("facts.tickets", "facts.requests")
         .replace("summarise", "summarize")
         .replace("  queue:", "  inbox:")
         .replace("inputs.queue", "inputs.inbox")
         .replace("has-strategy", "any-strategy")
+        .replace("  default: {adapter", "  primary: {adapter")
+        .replace("model: default", "model: primary")
     )
-    assert after == expected  # comments, descriptions ("Incoming tickets") untouched
+    assert after == expected  # comments, the alias, descriptions ("Incoming tickets") untouched
+    assert "[*ticket-key]" in after
     assert "suggestor: summarize" in (project / "typed.script.yaml").read_text(encoding="utf-8")
-    assert "[any-strategy]" in (project / "typed.test.yaml").read_text(encoding="utf-8")
+    tests_after = (project / "typed.test.yaml").read_text(encoding="utf-8")
+    assert tests_after == (
+        tests_before.replace("key: tickets", "key: requests")
+        .replace("{tickets: 1,", "{requests: 1,")
+        .replace("suggestor: summarise", "suggestor: summarize")
+        .replace("{queue:", "{inbox:")
+        .replace("has-strategy", "any-strategy")
+        .replace("      default:\n", "      primary:\n")
+    )
+    assert "counts: *counts" in tests_after  # the alias stays an alias
     validate = [sys.executable, "-m", "converge_dsl", "validate", "typed.yaml"]
     assert subprocess.run(validate, cwd=project, check=False).returncode == 0
     test = [sys.executable, "-m", "converge_dsl", "test", "typed.test.yaml"]
-    assert subprocess.run(test, cwd=project, check=False, capture_output=True).returncode == 0
+    done = subprocess.run(test, cwd=project, check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 async def test_a_built_in_key_and_a_bad_name_are_refused(session: Session) -> None:
