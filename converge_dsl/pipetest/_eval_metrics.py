@@ -1,4 +1,4 @@
-"""Scoring one case of an evaluation: `score(metric, case, result, latency_ms)` -> 0..1 or None.
+"""Scoring one case of an evaluation: `score(metric, case, result)` -> 0..1 or None.
 
 A score is 1.0 for a pass and 0.0 for a fail, or a fraction for the set
 measures (precision, recall, F1); None when the metric does not apply to the
@@ -22,14 +22,14 @@ _MISSING = object()
 _Z95 = 1.959963984540054
 
 
-def score(metric: Metric, case: EvalCase, result: Mapping[str, Any], latency_ms: float) -> float | None:
+def score(metric: Metric, case: EvalCase, result: Mapping[str, Any]) -> float | None:
     """The case's score under `metric` (see the module docstring)."""
     spec = metric.spec
     kind = metric.kind
     if kind == "stop_reason":
         return float(result.get("stop_reason") == spec["equals"])
     if kind == "usage":
-        return float(_within_usage(spec, result.get("usage") or {}, latency_ms))
+        return float(_within_usage(spec, result.get("usage") or {}))
     values = field_values(result, str(spec["key"]), str(spec.get("field", "")))
     if kind == "regex":
         return float(bool(values) and all(_matches(str(spec["pattern"]), v) for v in values))
@@ -48,7 +48,7 @@ def score(metric: Metric, case: EvalCase, result: Mapping[str, Any], latency_ms:
         return float(found == expected)
     if kind == "subset":
         return float(is_subset(expected, found))
-    tolerance = float(spec["tolerance"])
+    tolerance = float(str(spec["tolerance"]))
     return float(_is_number(found) and _is_number(expected) and abs(found - expected) <= tolerance)  # type: ignore[operator]
 
 
@@ -129,14 +129,12 @@ def _matches(pattern: str, value: object) -> bool:
 def _conforms(schema: object, value: object) -> bool:
     import jsonschema
 
-    return jsonschema.Draft202012Validator(schema).is_valid(value)  # type: ignore[arg-type]
+    return bool(jsonschema.Draft202012Validator(schema).is_valid(value))
 
 
-def _within_usage(spec: Mapping[str, Any], usage: Mapping[str, Any], latency_ms: float) -> bool:
+def _within_usage(spec: Mapping[str, Any], usage: Mapping[str, Any]) -> bool:
     tokens = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-    if "max_tokens" in spec and tokens > spec["max_tokens"]:
-        return False
-    return not ("max_latency_ms" in spec and latency_ms > spec["max_latency_ms"])
+    return not ("max_tokens" in spec and tokens > spec["max_tokens"])
 
 
 def wilson(passes: float, n: int) -> tuple[float, float]:

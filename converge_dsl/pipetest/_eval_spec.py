@@ -32,7 +32,7 @@ from converge_dsl._json_types import JsonObject, JsonValue
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, best_first, unknown_name_hint
 from converge_dsl.errors import PipelineInvalid
 
-from ._spec import ModelSource, _Reader
+from ._spec import _Reader
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
@@ -76,7 +76,6 @@ class EvalFile:
     pipeline: Pipeline
     dataset: Path
     cases: tuple[EvalCase, ...]
-    configurations: Mapping[str, Mapping[str, ModelSource]]
     metrics: tuple[Metric, ...]
     threshold: float | None
     tolerance: float
@@ -109,10 +108,6 @@ def read_eval_file(
     pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
     dataset = _dataset_path(reader, str(data["dataset"]))
     cases = _cases(reader, dataset, display_name(dataset)) if dataset else ()
-    configurations = {
-        name: reader.models(spec.get("models") or {}, ("configurations", name, "models"))
-        for name, spec in (data.get("configurations") or {}).items()
-    }
     metrics = _metrics(reader, data["metrics"], pipeline, cases)
     if reader.problems or pipeline is None or dataset is None:
         raise PipelineInvalid(best_first(reader.problems))
@@ -123,7 +118,6 @@ def read_eval_file(
         pipeline=pipeline,
         dataset=dataset,
         cases=cases,
-        configurations=configurations or {"default": {}},
         metrics=metrics,
         threshold=data.get("threshold"),
         tolerance=float(data.get("tolerance", 0.0)),

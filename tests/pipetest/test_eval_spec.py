@@ -60,7 +60,6 @@ def test_a_jsonl_evaluation_loads_its_cases_and_metrics(tmp_path: Path) -> None:
         ("pattern", "regex", None),
     ]
     assert loaded.threshold == 0.8
-    assert list(loaded.configurations) == ["default"]
 
 
 def test_a_csv_dataset_reads_input_and_expected_columns(tmp_path: Path) -> None:
