@@ -33,7 +33,9 @@ FORMATS = ("human", "json")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="an evaluation file (*.eval.yaml)")
     parser.add_argument(
-        "--baseline", metavar="RESULTS", help="an earlier `eval --format json` result to compare with"
+        "--baseline",
+        metavar="RESULTS",
+        help="an earlier `eval --format json` result to compare with",
     )
     parser.add_argument("--format", choices=FORMATS, default="human", help="output format")
     parser.add_argument("-o", "--output", metavar="PATH", help="write the output here")
@@ -70,11 +72,16 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     changes = compare(result, baseline, evaluation.tolerance) if baseline is not None else []
     regressed = [c for c in changes if c.verdict == "regressed"]
     if args.format == "json":
-        document = result.as_json()
+        document = dict(result.as_json())
         if baseline is not None:
             document["changes"] = [
-                {"case": c.case, "metric": c.metric, "before": c.before, "after": c.after,
-                 "verdict": c.verdict}
+                {
+                    "case": c.case,
+                    "metric": c.metric,
+                    "before": c.before,
+                    "after": c.after,
+                    "verdict": c.verdict,
+                }
                 for c in changes
             ]
         text = json.dumps(document, indent=2) + "\n"

@@ -90,9 +90,9 @@ def is_subset(expected: object, found: object) -> bool:
         return isinstance(found, list) and all(
             any(is_subset(e, f) for f in found) for e in expected
         )
-    return expected == found and type(expected) is type(found) or (
-        _is_number(expected) and _is_number(found) and expected == found
-    )
+    if _is_number(expected) and _is_number(found):
+        return expected == found
+    return type(expected) is type(found) and expected == found
 
 
 def set_score(got: Sequence[JsonValue], expected: object, measure: str) -> float:
@@ -112,7 +112,9 @@ def set_score(got: Sequence[JsonValue], expected: object, measure: str) -> float
 def _hashable(value: object) -> object:
     import json
 
-    return value if isinstance(value, str | int | float | bool) else json.dumps(value, sort_keys=True)
+    return (
+        value if isinstance(value, str | int | float | bool) else json.dumps(value, sort_keys=True)
+    )
 
 
 def _is_number(value: object) -> bool:

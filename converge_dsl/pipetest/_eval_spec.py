@@ -179,7 +179,7 @@ def _cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, ...]
                 line,
                 1,
                 (),
-                "a case is {\"name\": ..., \"inputs\": {...}, \"expected\": {...}}",
+                'a case is {"name": ..., "inputs": {...}, "expected": {...}}',
                 False,
             )
         )

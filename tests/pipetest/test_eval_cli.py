@@ -30,7 +30,9 @@ def test_a_changed_prompt_regresses_exactly_three_known_cases(tmp_path: Path) ->
         "  regressed: refund-failed / category: 1.000 -> 0.000",
         "  regressed: vat-number / category: 1.000 -> 0.000",
     ]
-    code, out, _ = cli("eval", EVAL / "classify-v2.eval.yaml", "--baseline", base, "--format", "json")
+    code, out, _ = cli(
+        "eval", EVAL / "classify-v2.eval.yaml", "--baseline", base, "--format", "json"
+    )
     changes = json.loads(out)["changes"]
     assert [(c["case"], c["verdict"]) for c in changes] == [
         ("double-charge", "regressed"),

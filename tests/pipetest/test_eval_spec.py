@@ -1,4 +1,4 @@
-"""Evaluation files: loaded with the strict loader, checked against eval.v1.json and their dataset."""
+"""Evaluation files: the strict loader, eval.v1.json, and the checks of their dataset."""
 
 from __future__ import annotations
 
