@@ -127,3 +127,14 @@ def test_the_schema_command_prints_the_eval_schema() -> None:
     code, out, _ = cli("schema", "eval")
     assert code == 0
     assert '"const": "Evaluation"' in out
+
+
+def test_validate_checks_an_evaluation_file_named_or_found_in_a_folder(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "cases.jsonl", _JSONL)
+    assert cli("validate", tmp_path)[0] == 0
+    path.write_text(path.read_text().replace("cases.jsonl", "cases.jsnl"))
+    for target in (path, tmp_path):
+        code, out, _ = cli("validate", target)
+        assert code == 2
+        assert "error[CD800]: dataset 'cases.jsnl' is neither JSONL nor CSV" in out
+        assert "incident.eval.yaml:4:10" in out
