@@ -124,8 +124,9 @@ def render_human(result: EvalResult, changes: list[Change] | None) -> str:
     for a in result.aggregates:
         if a.confusion:
             lines.extend(_confusion(a.metric, a.confusion))
-    lines.append("worst cases:")
-    for case in result.worst():
+    worst = [case for case in result.worst() if case.mean < 1.0]
+    lines.append("worst cases:" if worst else "worst cases: none, every case scored 1")
+    for case in worst:
         failed = ", ".join(m for m, s in case.scores.items() if s is not None and s < 1.0)
         lines.append(f"  {case.name}: {case.mean:.3f}" + (f" ({failed})" if failed else ""))
     tokens_in = sum(c.input_tokens for c in result.cases)
