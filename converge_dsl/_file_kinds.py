@@ -55,8 +55,8 @@ def is_evaluation(path: Path) -> bool:
 def is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
-    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack` or `PipelineTest` at the top. None at all: a
-    mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
+    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack` or `PipelineTest` at the
+    top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
     cassette). Everything else, broken files included, is checked as a pipeline.
     """
     kind = _top_kind(path)

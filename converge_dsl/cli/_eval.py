@@ -18,14 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
-
-if TYPE_CHECKING:
-    from converge_dsl.pipetest._eval_run import Change, EvalResult
 
 FORMATS = ("human", "json")
 
@@ -86,6 +83,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             ]
         text = json.dumps(document, indent=2) + "\n"
     else:
+        from converge_dsl.pipetest._eval_report import render_human
+
         text = render_human(result, changes if baseline is not None else None)
     if args.output:
         try:
@@ -112,49 +111,3 @@ def _baseline(named: str) -> dict[str, Any]:
             hint="write one with `eval FILE --format json -o PATH`",
         )
     return data
-
-
-def render_human(result: EvalResult, changes: list[Change] | None) -> str:
-    lines = [f"{result.evaluation}: {len(result.cases)} cases"]
-    for a in result.aggregates:
-        interval = f" [{a.interval[0]:.3f}, {a.interval[1]:.3f}]" if a.interval else ""
-        bar = f" (threshold {a.threshold:g})" if a.threshold is not None else ""
-        mark = "ok  " if a.passed else "FAIL"
-        lines.append(f"  {mark} {a.metric}: {a.mean:.3f}{interval} over {a.cases} cases{bar}")
-    for a in result.aggregates:
-        if a.confusion:
-            lines.extend(_confusion(a.metric, a.confusion))
-    worst = [case for case in result.worst() if case.mean < 1.0]
-    lines.append("worst cases:" if worst else "worst cases: none, every case scored 1")
-    for case in worst:
-        failed = ", ".join(m for m, s in case.scores.items() if s is not None and s < 1.0)
-        lines.append(f"  {case.name}: {case.mean:.3f}" + (f" ({failed})" if failed else ""))
-    tokens_in = sum(c.input_tokens for c in result.cases)
-    tokens_out = sum(c.output_tokens for c in result.cases)
-    lines.append(f"usage: {tokens_in} input tokens, {tokens_out} output tokens")
-    lines.append(f"time: {result.seconds:.2f}s")
-    overall = f"overall: {result.overall:.3f}"
-    if result.threshold is not None:
-        overall += f" (threshold {result.threshold:g})"
-    lines.append(f"{overall}: {'passed' if result.passed else 'FAILED'}")
-    if changes is not None:
-        lines.append("against the baseline:")
-        if not changes:
-            lines.append("  no change")
-        for c in changes:
-            before = "-" if c.before is None else f"{c.before:.3f}"
-            after = "-" if c.after is None else f"{c.after:.3f}"
-            lines.append(f"  {c.verdict}: {c.case} / {c.metric}: {before} -> {after}")
-    return "\n".join(lines) + "\n"
-
-
-def _confusion(metric: str, cells: Any) -> list[str]:
-    expected = sorted({e for e, _ in cells})
-    found = sorted({f for _, f in cells} | set(expected))
-    width = max(len(x) for x in [*found, *expected, "expected"]) + 2
-    lines = [f"confusion of {metric} (rows expected, columns found):"]
-    lines.append("  " + "".ljust(width) + "".join(f.rjust(width) for f in found))
-    for e in expected:
-        row = "".join(str(cells.get((e, f), 0)).rjust(width) for f in found)
-        lines.append("  " + e.ljust(width) + row)
-    return lines
