@@ -1,12 +1,12 @@
-"""`converge-dsl eval FILE [--baseline RESULTS] [--format human|json] [-o PATH]`.
+"""`converge-dsl eval FILE [--baseline RESULTS] [--format human|json|junit] [-o PATH]`.
 
 Runs an evaluation file (`*.eval.yaml`, `kind: Evaluation`): every case of its
 dataset through the batch scheduler, each result scored by the metrics. Prints
 per-metric means (with 95% Wilson intervals for pass/fail metrics), a
 confusion matrix for each exact match, the worst cases, the tokens used and
 the time taken. `--format json` prints the result document that a later
-`--baseline` reads. With `--baseline`, lists per case and metric what
-improved, regressed (beyond the file's `tolerance`), is new or gone.
+`--baseline` reads; `--format junit` one testcase per metric. With
+`--baseline`, lists per case and metric what improved, regressed (beyond the file's `tolerance`), is new or gone.
 
 Exit codes: 0 thresholds met and no regression; 1 a threshold missed or a
 case regressed; 2 the evaluation file (or its dataset or pipeline) is
@@ -24,7 +24,7 @@ from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
 
-FORMATS = ("human", "json")
+FORMATS = ("human", "json", "junit")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +82,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 for c in changes
             ]
         text = json.dumps(document, indent=2) + "\n"
+    elif args.format == "junit":
+        from converge_dsl.pipetest._eval_report import render_junit
+
+        text = render_junit(result)
     else:
         from converge_dsl.pipetest._eval_report import render_human
 

@@ -57,3 +57,26 @@ def _confusion(metric: str, cells: Mapping[tuple[str, str], int]) -> list[str]:
         row = "".join(str(cells.get((e, f), 0)).rjust(width) for f in found)
         lines.append("  " + e.ljust(width) + row)
     return lines
+
+
+def render_junit(result: EvalResult) -> str:
+    """JUnit XML: one testsuite, one testcase per metric (a failure when it misses its
+    threshold) and one for the overall threshold."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name=result.evaluation, time=f"{result.seconds:.3f}")
+    failures = 0
+    for a in result.aggregates:
+        case = ET.SubElement(suite, "testcase", classname=result.evaluation, name=a.metric)
+        if not a.passed:
+            failures += 1
+            failure = ET.SubElement(case, "failure", message=f"{a.mean:.3f} < {a.threshold:g}")
+            failure.text = render_human(result, None)
+    overall = ET.SubElement(suite, "testcase", classname=result.evaluation, name="overall")
+    if result.threshold is not None and result.overall < result.threshold:
+        failures += 1
+        message = f"{result.overall:.3f} < {result.threshold:g}"
+        ET.SubElement(overall, "failure", message=message).text = render_human(result, None)
+    suite.set("tests", str(len(result.aggregates) + 1))
+    suite.set("failures", str(failures))
+    return ET.tostring(suite, encoding="unicode") + "\n"

@@ -63,3 +63,19 @@ def test_an_invalid_evaluation_file_exits_2_with_located_errors(tmp_path: Path) 
     code, _, err = cli("eval", path)
     assert code == 2
     assert "x.eval.yaml:1:1" in err or "x.eval.yaml:" in err
+
+
+def test_junit_output_has_one_testcase_per_metric() -> None:
+    from xml.etree import ElementTree as ET
+
+    code, out, _ = cli("eval", EVAL / "classify-v2.eval.yaml", "--format", "junit")
+    assert code == 1
+    suite = ET.fromstring(out)
+    names = [(c.get("name"), c.find("failure") is not None) for c in suite.iter("testcase")]
+    assert names == [
+        ("category", True),
+        ("conforms", False),
+        ("converged", False),
+        ("tokens", False),
+        ("overall", False),
+    ]
