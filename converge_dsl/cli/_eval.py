@@ -6,7 +6,8 @@ per-metric means (with 95% Wilson intervals for pass/fail metrics), a
 confusion matrix for each exact match, the worst cases, the tokens used and
 the time taken. `--format json` prints the result document that a later
 `--baseline` reads; `--format junit` one testcase per metric. With
-`--baseline`, lists per case and metric what improved, regressed (beyond the file's `tolerance`), is new or gone.
+`--baseline`, lists per case and metric what improved, regressed (beyond the
+file's `tolerance`), is new or gone.
 
 Exit codes: 0 thresholds met and no regression; 1 a threshold missed or a
 case regressed; 2 the evaluation file (or its dataset or pipeline) is
