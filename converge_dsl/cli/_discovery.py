@@ -33,7 +33,8 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
     Evaluation` as an evaluation file. A folder with neither, or a path that
     does not exist, is a `UsageError`.
     With `only_pipelines`, a file named directly is kept only when it says it is
-    a converge-dsl pipeline (`says_pipeline`), as a pre-commit hook needs.
+    a converge-dsl pipeline (`says_pipeline`) or an evaluation file, as a pre-commit
+    hook needs.
     """
     found: list[Path] = []
     for raw in paths:
@@ -53,7 +54,7 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
                 )
             found.extend(chosen)
         elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
-            if not only_pipelines or says_pipeline(path):
+            if not only_pipelines or says_pipeline(path) or is_evaluation(path):
                 found.append(path)
         else:
             raise UsageError(
@@ -100,7 +101,7 @@ def check_paths(
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
             continue
-        if not only_pipelines and is_evaluation(path):
+        if is_evaluation(path):
             diagnostics.extend(_evaluation_diagnostics(path, roots))
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
