@@ -3,8 +3,9 @@
 - `says_ours(path, kind)`: the file says it is converge-dsl's file of `kind`
   (`Pipeline`, `PipelineTest`): `validate --only-pipelines` and `test` pick
   files with it.
-- `is_pipeline(path)`, `is_pack(path)`, `says_pipeline(path)`: how a folder's
-  YAML files are sorted into pipelines, pack manifests and other tools' files.
+- `is_pipeline(path)`, `is_pack(path)`, `is_evaluation(path)`, `says_pipeline(path)`: how a
+  folder's YAML files are sorted into pipelines, pack manifests, evaluation files and
+  other tools' files.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from converge_dsl._reading import ReadRefused, read_bytes
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
-OTHER_KINDS = frozenset({"ModelScript", "Pack", "PipelineTest"})
+OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest"})
 
 
 def _top_kind(path: Path) -> object:
@@ -46,11 +47,16 @@ def is_pack(path: Path) -> bool:
     return path.name == "pack.yaml" and _top_kind(path) == "Pack"
 
 
+def is_evaluation(path: Path) -> bool:
+    """An evaluation file: a `*.eval.yaml` (or `.yml`) that says `kind: Evaluation` at the top."""
+    return path.name.endswith((".eval.yaml", ".eval.yml")) and _top_kind(path) == "Evaluation"
+
+
 def is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
-    Another kind: `kind` is `ModelScript`, `Pack` or `PipelineTest` at the top. None at all: a
-    mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
+    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack` or `PipelineTest` at the
+    top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
     cassette). Everything else, broken files included, is checked as a pipeline.
     """
     kind = _top_kind(path)

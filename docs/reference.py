@@ -32,6 +32,7 @@ DOCUMENTS = (
     ("model-script.v1.json", "model-script", "Model script"),
     ("pack.v1.json", "pack", "Pack"),
     ("pipeline-test.v1.json", "pipeline-test", "Pipeline test"),
+    ("eval.v1.json", "eval", "Evaluation"),
 )
 _HEAD = """\
 # Language reference

@@ -62,6 +62,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pack": ("converge_dsl.cli._pack", "publish, list, inspect, verify, add and fetch packs"),
     "graph": ("converge_dsl.cli._graph", "draw a pipeline: Mermaid, DOT, JSON or an HTML page"),
     "test": ("converge_dsl.cli._test", "run pipeline tests (*.test.yaml) and check expectations"),
+    "diff": ("converge_dsl.cli._diff", "compare two run results: facts, stop reasons, usage"),
+    "eval": ("converge_dsl.cli._eval", "evaluate a pipeline over a dataset (*.eval.yaml)"),
     "init": ("converge_dsl.cli._init", "start a project: a pipeline, its model script and tests"),
     "explain": ("converge_dsl.cli._explain", "print what a diagnostic code means, with an example"),
     "lsp": ("converge_dsl.cli._lsp", "serve the language server over stdio (editors)"),

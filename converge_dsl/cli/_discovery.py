@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from converge_dsl import codes
-from converge_dsl._file_kinds import is_pack, is_pipeline, says_pipeline
+from converge_dsl._file_kinds import is_evaluation, is_pack, is_pipeline, says_pipeline
 from converge_dsl._files import display_name
 from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl._record import Record
@@ -29,17 +29,23 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
     In a folder, every `*.yaml`/`*.yml` file (recursively) is a pipeline, except
     the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
     or that load as a mapping with neither `apiVersion` nor `kind`; a `pack.yaml`
-    saying `kind: Pack` is kept as a pack. A folder with neither, or a path that
+    saying `kind: Pack` is kept as a pack, a `*.eval.yaml` saying `kind:
+    Evaluation` as an evaluation file. A folder with neither, or a path that
     does not exist, is a `UsageError`.
     With `only_pipelines`, a file named directly is kept only when it says it is
-    a converge-dsl pipeline (`says_pipeline`), as a pre-commit hook needs.
+    a converge-dsl pipeline (`says_pipeline`) or an evaluation file, as a pre-commit
+    hook needs.
     """
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             inside = sorted(p for pattern in ("*.yaml", "*.yml") for p in path.rglob(pattern))
-            chosen = [p for p in inside if p.is_file() and (is_pipeline(p) or is_pack(p))]
+            chosen = [
+                p
+                for p in inside
+                if p.is_file() and (is_pipeline(p) or is_pack(p) or is_evaluation(p))
+            ]
             if not chosen:
                 raise UsageError(
                     f"no pipeline files found in {raw}",
@@ -48,7 +54,7 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
                 )
             found.extend(chosen)
         elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
-            if not only_pipelines or says_pipeline(path):
+            if not only_pipelines or says_pipeline(path) or is_evaluation(path):
                 found.append(path)
         else:
             raise UsageError(
@@ -95,6 +101,11 @@ def check_paths(
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
             continue
+        if is_evaluation(path):
+            diagnostics.extend(_evaluation_diagnostics(path, roots))
+            with contextlib.suppress(OSError):
+                sources[name] = path.read_bytes().decode("utf-8", errors="replace")
+            continue
         checked = check_pipeline(path, display=name, roots=roots)
         diagnostics.extend(checked.diagnostics)
         if checked.document is not None:
@@ -103,6 +114,17 @@ def check_paths(
             with contextlib.suppress(OSError, ReadRefused):
                 sources[name] = read_bytes(path, "pipeline").decode("utf-8", errors="replace")
     return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)
+
+
+def _evaluation_diagnostics(path: Path, roots: Sequence[Path] | None) -> list[Diagnostic]:
+    """An evaluation file checked as `eval` reads it (schema, dataset, metrics, pipeline)."""
+    from converge_dsl.pipetest import read_eval_file
+
+    try:
+        read_eval_file(path, allow_roots=list(roots or ()))
+    except PipelineInvalid as exc:
+        return list(exc.diagnostics)
+    return []
 
 
 def _pack_diagnostics(path: Path, name: str) -> list[Diagnostic]:

@@ -1,7 +1,7 @@
 """`converge-dsl schema NAME`: print a published JSON Schema.
 
 NAME is one of pipeline, pack, model-script, run-result, trace-event,
-pipeline-test (the
+pipeline-test, eval (the
 file `schemas/<NAME>.v1.json` shipped with converge-dsl). The pipeline schema
 is the one `validate` applies: with suggestor kinds installed from other
 distributions (entry points `converge_dsl.kinds`), the shipped one composed
@@ -15,7 +15,7 @@ import argparse
 from converge_dsl.cli import EXIT_OK, CommandIO
 from converge_dsl.errors import UsageError
 
-NAMES = ("pipeline", "pack", "model-script", "run-result", "trace-event", "pipeline-test")
+NAMES = ("pipeline", "pack", "model-script", "run-result", "trace-event", "pipeline-test", "eval")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,8 @@ Public surface:
   `render_junit_invalid(diagnostics)` (JUnit XML for test files that cannot be read).
 - `update_snapshots(reports)`: `--update`, a round trip that keeps comments.
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
+- Evaluations (`*.eval.yaml`, `kind: Evaluation`): `read_eval_file(path)` -> `EvalFile`,
+  `run_eval(evaluation)` -> `EvalResult`, `compare(result, baseline, tolerance)`.
 
 Names are imported on first use (PEP 562).
 """
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.pipetest._eval_run import *  # noqa: F403
+    from converge_dsl.pipetest._eval_spec import *  # noqa: F403
     from converge_dsl.pipetest._expect import *  # noqa: F403
     from converge_dsl.pipetest._files import *  # noqa: F403
     from converge_dsl.pipetest._report import *  # noqa: F403
@@ -36,6 +40,8 @@ else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
+            "converge_dsl.pipetest._eval_run": ("EvalResult", "compare", "run_eval"),
+            "converge_dsl.pipetest._eval_spec": ("EvalFile", "read_eval_file"),
             "converge_dsl.pipetest._expect": ("Failure", "subset_mismatch"),
             "converge_dsl.pipetest._files": ("test_files",),
             "converge_dsl.pipetest._report": (

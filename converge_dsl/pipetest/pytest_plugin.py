@@ -6,7 +6,9 @@ a `PipelineTestFile` when it says it is one (a `kind: PipelineTest` or
 is left alone unless named on the command line), one `PipelineTestItem` per case, named
 `file.test.yaml::case name`. A failing case shows the diff `converge-dsl test`
 prints (located at the expectation's file:line); an invalid test file is a
-collection error showing its located diagnostics. Turn collection off with
+collection error showing its located diagnostics. An evaluation file
+(`*.eval.yaml`, `kind: Evaluation`) is one item, `file.eval.yaml::thresholds`,
+that fails with the evaluation's table when a threshold is missed. Turn collection off with
 the ini option `converge_dsl_tests = false` (this repository does, since its
 own suite runs the example tests itself) or with `-p no:converge_dsl`.
 
@@ -51,6 +53,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name.endswith((".eval.yaml", ".eval.yml")) and parent.config.getini(_INI):
+        from converge_dsl._file_kinds import is_evaluation
+
+        if parent.session.isinitpath(file_path) or is_evaluation(file_path):
+            return EvaluationFile.from_parent(parent, path=file_path)
+        return None
     if not file_path.name.endswith((".test.yaml", ".test.yml")):
         return None
     if not parent.config.getini(_INI):
@@ -118,6 +126,48 @@ class PipelineTestItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.span.line - 1, self.name
+
+
+class EvaluationFailed(AssertionError):
+    """An evaluation that missed a threshold (its text is the result's table)."""
+
+
+class EvaluationFile(pytest.File):
+    """An evaluation file: one test, which fails when a threshold is missed."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        yield EvaluationItem.from_parent(self, name="thresholds")
+
+
+class EvaluationItem(pytest.Item):
+    """A whole evaluation: read, run over its dataset, checked against its thresholds."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.funcargs: dict[str, Any] = {}
+
+    def runtest(self) -> None:
+        from converge_dsl.pipetest import read_eval_file, run_eval
+        from converge_dsl.pipetest._eval_report import render_human
+
+        evaluation = read_eval_file(self.path)
+        try:
+            result = run_eval(evaluation)
+        finally:
+            evaluation.pipeline.close()
+        if not result.passed:
+            raise EvaluationFailed(render_human(result, None))
+
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | Any:
+        if isinstance(excinfo.value, EvaluationFailed):
+            return str(excinfo.value)
+        text = _converge_error_text(excinfo.value)
+        return text if text is not None else super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, self.name
 
 
 def _converge_error_text(error: BaseException) -> str | None:

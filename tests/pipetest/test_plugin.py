@@ -1,4 +1,4 @@
-"""The pytest plugin: *.test.yaml collected one item per case; the `pipeline_tester` fixture.
+"""The pytest plugin: *.test.yaml one item per case, *.eval.yaml one item; the fixture.
 
 Each test runs pytest in a subprocess in a folder of its own (the plugin is
 the installed `pytest11` entry point, as users get it).
@@ -134,3 +134,17 @@ def test_another_tools_file_of_the_name_is_not_collected(tmp_path: Path) -> None
     named = _pytest(tmp_path, "docker-compose.test.yaml")  # named: read, and reported
     assert named.returncode == 2
     assert "docker-compose.test.yaml:1:1" in named.stdout
+
+
+def test_an_evaluation_file_is_one_item_that_fails_with_its_table(tmp_path: Path) -> None:
+    shutil.copytree(PIPELINES / "support-triage", tmp_path / "triage")
+    done = _pytest(tmp_path, "-v")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "triage.eval.yaml::thresholds PASSED" in done.stdout
+    pipeline = tmp_path / "triage" / "ticket.yaml"
+    changed = "Treat any ticket that mentions an error as a bug. Answer with a JSON array only."
+    pipeline.write_text(pipeline.read_text().replace("Answer with a JSON array only.", changed))
+    done = _pytest(tmp_path, "-v")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "triage.eval.yaml::thresholds FAILED" in done.stdout
+    assert "FAIL category: 0.885 [0.770, 0.946] over 52 cases (threshold 0.9)" in done.stdout

@@ -1,0 +1,150 @@
+"""Scoring one case of an evaluation: `score(metric, case, result)` -> 0..1 or None.
+
+A score is 1.0 for a pass and 0.0 for a fail, or a fraction for the set
+measures (precision, recall, F1); None when the metric does not apply to the
+case (the case gives no expected value the metric compares with). `result` is
+a run-result document (`converge-dsl schema run-result`): facts grouped by key,
+`stop_reason`, `usage`. `wilson(passes, n)` is the 95% Wilson interval of a
+proportion, for the aggregates of pass/fail metrics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from converge_dsl._json_types import JsonValue
+
+from ._eval_spec import EvalCase, Metric
+
+_MISSING = object()
+_Z95 = 1.959963984540054
+
+
+def score(metric: Metric, case: EvalCase, result: Mapping[str, Any]) -> float | None:
+    """The case's score under `metric` (see the module docstring)."""
+    spec = metric.spec
+    kind = metric.kind
+    if kind == "stop_reason":
+        return float(result.get("stop_reason") == spec["equals"])
+    if kind == "usage":
+        return float(_within_usage(spec, result.get("usage") or {}))
+    values = field_values(result, str(spec["key"]), str(spec.get("field", "")))
+    if kind == "regex":
+        return float(bool(values) and all(_matches(str(spec["pattern"]), v) for v in values))
+    if kind == "schema":
+        return float(bool(values) and all(_conforms(spec["schema"], v) for v in values))
+    expected = case.expected.get(str(spec["expected"]), _MISSING)
+    if expected is _MISSING:
+        return None
+    if kind == "set":
+        got = values if "field" in spec else fact_ids(result, str(spec["key"]))
+        return set_score(got, expected, str(spec["measure"]))
+    if not values:
+        return 0.0
+    found = values[0]
+    if kind == "exact":
+        return float(found == expected)
+    if kind == "subset":
+        return float(is_subset(expected, found))
+    tolerance = float(str(spec["tolerance"]))
+    return float(_is_number(found) and _is_number(expected) and abs(found - expected) <= tolerance)  # type: ignore[operator]
+
+
+def field_values(result: Mapping[str, Any], key: str, pointer: str) -> list[JsonValue]:
+    """The value at JSON pointer `pointer` in the data of each fact of `key` that has it."""
+    out: list[JsonValue] = []
+    for fact in (result.get("facts") or {}).get(key, []):
+        value = _at(fact.get("data"), pointer)
+        if value is not _MISSING:
+            out.append(value)  # type: ignore[arg-type]
+    return out
+
+
+def fact_ids(result: Mapping[str, Any], key: str) -> list[JsonValue]:
+    return [fact.get("id") for fact in (result.get("facts") or {}).get(key, [])]
+
+
+def _at(value: object, pointer: str) -> object:
+    if pointer in ("", "/"):
+        return value
+    for raw in pointer.lstrip("/").split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _MISSING
+    return value
+
+
+def is_subset(expected: object, found: object) -> bool:
+    """Whether every field of `expected` is in `found` with a value it is a subset of."""
+    if isinstance(expected, dict):
+        return isinstance(found, dict) and all(
+            k in found and is_subset(v, found[k]) for k, v in expected.items()
+        )
+    if isinstance(expected, list):
+        return isinstance(found, list) and all(
+            any(is_subset(e, f) for f in found) for e in expected
+        )
+    if _is_number(expected) and _is_number(found):
+        return expected == found
+    return type(expected) is type(found) and expected == found
+
+
+def set_score(got: Sequence[JsonValue], expected: object, measure: str) -> float:
+    """Precision, recall or F1 of the values `got` against the list `expected`."""
+    found = {_hashable(v) for v in got}
+    wanted = {_hashable(v) for v in (expected if isinstance(expected, list) else [expected])}
+    hits = len(found & wanted)
+    precision = hits / len(found) if found else float(not wanted)
+    recall = hits / len(wanted) if wanted else 1.0
+    if measure == "precision":
+        return precision
+    if measure == "recall":
+        return recall
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+def _hashable(value: object) -> object:
+    import json
+
+    return (
+        value if isinstance(value, str | int | float | bool) else json.dumps(value, sort_keys=True)
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _matches(pattern: str, value: object) -> bool:
+    import re2
+
+    text = value if isinstance(value, str) else str(value)
+    return re2.search(pattern, text) is not None
+
+
+def _conforms(schema: object, value: object) -> bool:
+    import jsonschema
+
+    return bool(jsonschema.Draft202012Validator(schema).is_valid(value))
+
+
+def _within_usage(spec: Mapping[str, Any], usage: Mapping[str, Any]) -> bool:
+    tokens = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+    return not ("max_tokens" in spec and tokens > spec["max_tokens"])
+
+
+def wilson(passes: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of `passes` successes in `n` trials ((0, 1) for none)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = passes / n
+    z2 = _Z95 * _Z95
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = _Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))

@@ -1,0 +1,310 @@
+"""An evaluation file's typed form: `read_eval_file(path)` -> `EvalFile`, or `PipelineInvalid`.
+
+An evaluation file (`*.eval.yaml`, `kind: Evaluation`) goes through the strict
+loader of the front end and `schemas/eval.v1.json`, like a test file; the files
+it names follow the test file's rules (CD220, CD221, CD230: `_spec._Reader`).
+What the schema cannot see is checked here, each problem located in the
+evaluation file: a dataset that is not there or not `.jsonl`/`.csv` (CD800), a
+dataset line that is not a case (CD801, located at the dataset's line), a key
+the pipeline lacks or an expected value no case gives (CD802, "did you mean"),
+a pattern RE2 cannot run (CD803), two metrics or cases of one name (CD804), a
+metric with none or several measures (CD805).
+
+A JSONL line is `{"name": ..., "inputs": {...}, "expected": {...}}` (`name`
+optional: `case-N`); a CSV file's columns are `name`, `input.X` and
+`expected.X`, each cell read as JSON when it parses and as text otherwise.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl._files import display_name
+from converge_dsl._json_types import JsonObject, JsonValue
+from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, best_first, unknown_name_hint
+from converge_dsl.errors import PipelineInvalid
+
+from ._spec import _Reader
+
+if TYPE_CHECKING:
+    from converge_dsl.batch import Pipeline
+    from converge_dsl.frontend import LoadedDocument
+
+EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
+SCHEMA_NAME = "eval.v1.json"
+MEASURES = ("exact", "subset", "numeric", "regex", "set", "schema", "stop_reason", "usage")
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One metric: its `name`, which measure (`kind`, one of `MEASURES`), the measure's
+    settings as written (`spec`), its pass threshold over the cases' mean score,
+    and where it sits in the evaluation file."""
+
+    name: str
+    kind: str
+    spec: JsonObject
+    threshold: float | None
+    path: JsonPath
+
+
+@dataclass(frozen=True, slots=True)
+class EvalCase:
+    """One dataset case: a name, the pipeline's inputs and the expected values."""
+
+    name: str
+    inputs: JsonObject
+    expected: JsonObject
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvalFile:
+    """A loaded, checked evaluation file, its dataset and its pipeline (loaded once)."""
+
+    path: Path
+    display: str
+    document: LoadedDocument
+    pipeline: Pipeline
+    dataset: Path
+    cases: tuple[EvalCase, ...]
+    metrics: tuple[Metric, ...]
+    threshold: float | None
+    tolerance: float
+
+
+def is_eval_file(path: Path) -> bool:
+    return path.name.endswith(EVAL_SUFFIXES)
+
+
+def read_eval_file(
+    path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    allow_roots: Sequence[str | os.PathLike[str]] = (),
+) -> EvalFile:
+    """Load, validate and check the evaluation file at `path`, its dataset and pipeline.
+
+    Raises `PipelineInvalid` with every located problem (of the evaluation file,
+    its dataset, or the pipeline it names).
+    """
+    from converge_dsl.frontend import load_file, schema_diagnostics
+
+    display = display_name(path)
+    document = load_file(path, display=display)
+    problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
+    if problems:
+        raise PipelineInvalid(best_first(problems))
+    reader = _Reader(path, document, env, allow_roots)
+    data: Mapping[str, Any] = document.data
+    pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
+    dataset = _dataset_path(reader, str(data["dataset"]))
+    cases = _cases(reader, dataset, display_name(dataset)) if dataset else ()
+    metrics = _metrics(reader, data["metrics"], pipeline, cases)
+    if reader.problems or pipeline is None or dataset is None:
+        raise PipelineInvalid(best_first(reader.problems))
+    return EvalFile(
+        path=path,
+        display=display,
+        document=document,
+        pipeline=pipeline,
+        dataset=dataset,
+        cases=cases,
+        metrics=metrics,
+        threshold=data.get("threshold"),
+        tolerance=float(data.get("tolerance", 0.0)),
+    )
+
+
+def _dataset_path(reader: _Reader, named: str) -> Path | None:
+    if not named.endswith((".jsonl", ".csv")):
+        reader.problem(
+            codes.EVAL_DATASET_MISSING,
+            f"dataset {named!r} is neither JSONL nor CSV",
+            ("dataset",),
+            "name a .jsonl file (one case a line) or a .csv file (name, input.X, expected.X)",
+        )
+        return None
+    before = len(reader.problems)
+    found = reader.file(named, ("dataset",), "dataset")
+    if found is None and len(reader.problems) > before:
+        last = reader.problems[-1]
+        if last.code == codes.TEST_FILE_MISSING:
+            reader.problems[-1] = _recode(last, codes.EVAL_DATASET_MISSING)
+    return found
+
+
+def _recode(diagnostic: Diagnostic, code: str) -> Diagnostic:
+    fields = {name: getattr(diagnostic, name) for name in diagnostic._fields}
+    return Diagnostic(**{**fields, "code": code})
+
+
+def _cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, ...]:
+    from converge_dsl._reading import ReadRefused, read_bytes
+
+    try:
+        text = read_bytes(dataset, "dataset").decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError, ReadRefused) as exc:
+        reader.problem(codes.EVAL_BAD_CASE, f"dataset cannot be read: {exc}", ("dataset",), None)
+        return ()
+    rows = _jsonl_rows(text) if dataset.suffix == ".jsonl" else _csv_rows(text)
+    out: list[EvalCase] = []
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        problem = _row_problem(row)
+        if problem is None and isinstance(row, dict):
+            name = str(row.get("name") or f"case-{len(out) + 1}")
+            if name in seen:
+                problem = f"two cases are named {name!r} (the first on line {seen[name]})"
+            else:
+                seen[name] = line
+                out.append(EvalCase(name, row.get("inputs", {}), row.get("expected", {}), line))
+                continue
+        reader.problems.append(
+            Diagnostic(
+                codes.EVAL_BAD_CASE,
+                Severity.ERROR,
+                str(problem),
+                display,
+                line,
+                1,
+                line,
+                1,
+                (),
+                'a case is {"name": ..., "inputs": {...}, "expected": {...}}',
+                False,
+            )
+        )
+    return tuple(out)
+
+
+def _row_problem(row: object) -> str | None:
+    if isinstance(row, str):
+        return row
+    if not isinstance(row, dict):
+        return "a case must be a JSON object"
+    extra = sorted(set(row) - {"name", "inputs", "expected"})
+    if extra:
+        return f"a case has no field {extra[0]!r}"
+    for field in ("inputs", "expected"):
+        if not isinstance(row.get(field, {}), dict):
+            return f"a case's {field!r} must be an object"
+    return None
+
+
+def _jsonl_rows(text: str) -> list[tuple[int, object]]:
+    rows: list[tuple[int, object]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, json.loads(line)))
+        except ValueError as exc:
+            rows.append((number, f"line {number} is not JSON: {exc}"))
+    return rows
+
+
+def _csv_rows(text: str) -> list[tuple[int, object]]:
+    reader = csv.DictReader(io.StringIO(text))
+    rows: list[tuple[int, object]] = []
+    for row in reader:
+        case: dict[str, JsonValue] = {}
+        inputs: dict[str, JsonValue] = {}
+        expected: dict[str, JsonValue] = {}
+        problem = None
+        for column, cell in row.items():
+            if column is None or cell is None:
+                problem = "a row has more or fewer cells than the header"
+                continue
+            value = _cell(cell)
+            if column == "name":
+                case["name"] = cell
+            elif column.startswith("input."):
+                inputs[column.removeprefix("input.")] = value
+            elif column.startswith("expected."):
+                expected[column.removeprefix("expected.")] = value
+            else:
+                problem = f"column {column!r} is neither name, input.X nor expected.X"
+        case.update(inputs=inputs, expected=expected)
+        rows.append((reader.line_num, problem or case))
+    return rows
+
+
+def _cell(cell: str) -> JsonValue:
+    try:
+        value: JsonValue = json.loads(cell)
+    except ValueError:
+        return cell
+    return value
+
+
+def _metrics(
+    reader: _Reader,
+    raw: Sequence[Mapping[str, Any]],
+    pipeline: Pipeline | None,
+    cases: Sequence[EvalCase],
+) -> tuple[Metric, ...]:
+    out: list[Metric] = []
+    seen: dict[str, int] = {}
+    expected_names = sorted({name for case in cases for name in case.expected})
+    for index, item in enumerate(raw):
+        where: JsonPath = ("metrics", index)
+        name = str(item["name"])
+        if name in seen:
+            line = reader.document.source_map.span(("metrics", seen[name], "name")).line
+            reader.problem(
+                codes.EVAL_DUPLICATE,
+                f"two metrics are named {name!r}",
+                (*where, "name"),
+                f"the first is on line {line}; give each metric its own name",
+            )
+        seen.setdefault(name, index)
+        given = [m for m in MEASURES if m in item]
+        if len(given) != 1:
+            reader.problem(
+                codes.EVAL_BAD_METRIC,
+                f"metric {name!r} must give exactly one measure",
+                where,
+                f"one of: {', '.join(MEASURES)}",
+            )
+            continue
+        kind = given[0]
+        spec: JsonObject = dict(item[kind])
+        at: JsonPath = (*where, kind)
+        key = spec.get("key")
+        if pipeline is not None and isinstance(key, str):
+            reader.unknown(key, pipeline.keys, "key", pipeline, (*at, "key"))
+        wanted = spec.get("expected")
+        if isinstance(wanted, str) and cases and wanted not in expected_names:
+            reader.problem(
+                codes.EVAL_UNKNOWN_NAME,
+                f"no case of the dataset gives an expected {wanted!r}",
+                (*at, "expected"),
+                unknown_name_hint(wanted, expected_names, f"expected: {', '.join(expected_names)}"),
+            )
+        if kind == "regex":
+            _check_pattern(reader, str(spec["pattern"]), (*at, "pattern"))
+        threshold = item.get("threshold")
+        out.append(Metric(name, kind, spec, None if threshold is None else float(threshold), where))
+    return tuple(out)
+
+
+def _check_pattern(reader: _Reader, pattern: str, path: JsonPath) -> None:
+    from converge_dsl.sandbox import regex_problem
+
+    reason = regex_problem(pattern)
+    if reason is not None:
+        reader.problem(
+            codes.EVAL_BAD_REGEX,
+            f"pattern is not a regular expression RE2 can run: {reason}",
+            path,
+            "use RE2 syntax: no backreferences or lookaround; escape ( [ . with \\",
+        )

@@ -1,0 +1,114 @@
+"""What changed between two run results: `diff_results(a, b)` -> `RunDiff`.
+
+Facts are matched by (key, id). A fact only in B is added, only in A removed;
+one in both is changed when its content, its confidence or its data differ,
+the data compared by JSON path (`/category`: A's value -> B's value). The stop
+reasons and the usage counts are compared too. Provenance is not compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from converge_dsl._json_pointer import pointer
+
+
+@dataclass(frozen=True, slots=True)
+class FactChange:
+    key: str
+    id: str
+    change: str  # added, removed, changed
+    fields: tuple[tuple[str, Any, Any], ...]  # (what: content, confidence or /data/path, a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class RunDiff:
+    facts: tuple[FactChange, ...]
+    stop_reason: tuple[str, str] | None
+    usage: tuple[tuple[str, Any, Any], ...]
+
+    @property
+    def same(self) -> bool:
+        return not self.facts and self.stop_reason is None and not self.usage
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "same": self.same,
+            "facts": [
+                {
+                    "key": f.key,
+                    "id": f.id,
+                    "change": f.change,
+                    "fields": [{"what": w, "a": a, "b": b} for w, a, b in f.fields],
+                }
+                for f in self.facts
+            ],
+            "stop_reason": list(self.stop_reason) if self.stop_reason else None,
+            "usage": [{"what": w, "a": a, "b": b} for w, a, b in self.usage],
+        }
+
+    def text(self) -> str:
+        lines: list[str] = []
+        for f in self.facts:
+            sign = {"added": "+", "removed": "-", "changed": "~"}[f.change]
+            lines.append(f"{sign} {f.key}/{f.id}")
+            lines.extend(f"    {w}: {a!r} -> {b!r}" for w, a, b in f.fields)
+        if self.stop_reason:
+            lines.append(f"stop reason: {self.stop_reason[0]} -> {self.stop_reason[1]}")
+        lines.extend(f"usage {w}: {a} -> {b}" for w, a, b in self.usage)
+        return "\n".join(lines or ["no difference"]) + "\n"
+
+
+def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
+    """The difference from run result `a` to run result `b` (run-result documents as JSON)."""
+    before, after = _facts(a), _facts(b)
+    changes: list[FactChange] = []
+    for where in sorted(before.keys() | after.keys()):
+        old, new = before.get(where), after.get(where, {})
+        if old is None:
+            changes.append(FactChange(*where, "added", (("content", None, new.get("content")),)))
+        elif where not in after:
+            changes.append(FactChange(*where, "removed", (("content", old.get("content"), None),)))
+        else:
+            fields = [
+                (name, old.get(name), new.get(name))
+                for name in ("content", "confidence")
+                if old.get(name) != new.get(name)
+            ]
+            fields.extend(
+                (f"/data{p}", x, y)
+                for p, x, y in _data_changes(old.get("data"), new.get("data"), ())
+            )
+            if fields:
+                changes.append(FactChange(*where, "changed", tuple(fields)))
+    stop = (str(a.get("stop_reason")), str(b.get("stop_reason")))
+    usage_a, usage_b = a.get("usage") or {}, b.get("usage") or {}
+    usage = tuple(
+        (name, usage_a.get(name), usage_b.get(name))
+        for name in sorted(usage_a.keys() | usage_b.keys())
+        if usage_a.get(name) != usage_b.get(name)
+    )
+    return RunDiff(tuple(changes), None if stop[0] == stop[1] else stop, usage)
+
+
+def _facts(result: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]]:
+    return {
+        (str(key), str(fact.get("id"))): fact
+        for key, facts in (result.get("facts") or {}).items()
+        for fact in facts
+    }
+
+
+def _data_changes(
+    a: object, b: object, path: tuple[str | int, ...]
+) -> Iterator[tuple[str, Any, Any]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for name in sorted(a.keys() | b.keys()):
+            yield from _data_changes(a.get(name), b.get(name), (*path, name))
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for index, (x, y) in enumerate(zip(a, b, strict=True)):
+            yield from _data_changes(x, y, (*path, index))
+    elif a != b:
+        yield pointer(path), a, b

@@ -1,0 +1,81 @@
+"""`converge-dsl eval`: aggregates, thresholds, and the comparison with a baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import DATA, cli
+
+EVAL = DATA / "eval"
+
+
+def test_the_evaluation_passes_its_thresholds_with_a_confusion_matrix() -> None:
+    code, out, _ = cli("eval", EVAL / "classify.eval.yaml")
+    assert code == 0, out
+    assert "ok   category: 1.000 [0.722, 1.000] over 10 cases (threshold 0.9)" in out
+    assert "  billing            0         4         0" in out
+    assert out.splitlines()[-1] == "overall: 1.000 (threshold 0.9): passed"
+
+
+def test_a_changed_prompt_regresses_exactly_three_known_cases(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    code, _, _ = cli("eval", EVAL / "classify.eval.yaml", "--format", "json", "-o", base)
+    assert code == 0
+    code, out, _ = cli("eval", EVAL / "classify-v2.eval.yaml", "--baseline", base)
+    assert code == 1
+    listed = out.split("against the baseline:\n", 1)[1].splitlines()
+    assert listed == [
+        "  regressed: double-charge / category: 1.000 -> 0.000",
+        "  regressed: refund-failed / category: 1.000 -> 0.000",
+        "  regressed: vat-number / category: 1.000 -> 0.000",
+    ]
+    code, out, _ = cli(
+        "eval", EVAL / "classify-v2.eval.yaml", "--baseline", base, "--format", "json"
+    )
+    changes = json.loads(out)["changes"]
+    assert [(c["case"], c["verdict"]) for c in changes] == [
+        ("double-charge", "regressed"),
+        ("refund-failed", "regressed"),
+        ("vat-number", "regressed"),
+    ]
+
+
+def test_the_same_evaluation_against_its_own_baseline_shows_no_change(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    cli("eval", EVAL / "classify.eval.yaml", "--format", "json", "-o", base)
+    code, out, _ = cli("eval", EVAL / "classify.eval.yaml", "--baseline", base)
+    assert code == 0
+    assert out.endswith("against the baseline:\n  no change\n")
+
+
+def test_a_baseline_that_is_not_a_result_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    code, _, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", bad)
+    assert code == 3
+    assert "is not an evaluation result" in err
+
+
+def test_an_invalid_evaluation_file_exits_2_with_located_errors(tmp_path: Path) -> None:
+    path = tmp_path / "x.eval.yaml"
+    path.write_text("apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: p.yaml\n")
+    code, _, err = cli("eval", path)
+    assert code == 2
+    assert "x.eval.yaml:1:1" in err or "x.eval.yaml:" in err
+
+
+def test_junit_output_has_one_testcase_per_metric() -> None:
+    from xml.etree import ElementTree as ET
+
+    code, out, _ = cli("eval", EVAL / "classify-v2.eval.yaml", "--format", "junit")
+    assert code == 1
+    suite = ET.fromstring(out)
+    names = [(c.get("name"), c.find("failure") is not None) for c in suite.iter("testcase")]
+    assert names == [
+        ("category", True),
+        ("conforms", False),
+        ("converged", False),
+        ("tokens", False),
+        ("overall", False),
+    ]

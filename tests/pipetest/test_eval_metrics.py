@@ -1,0 +1,81 @@
+"""The measures of an evaluation, case by case, and the Wilson interval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from converge_dsl.pipetest._eval_metrics import is_subset, score, set_score, wilson
+from converge_dsl.pipetest._eval_spec import EvalCase, Metric
+
+_RESULT: dict[str, Any] = {
+    "stop_reason": "converged",
+    "usage": {"model_calls": 1, "input_tokens": 30, "output_tokens": 12},
+    "facts": {
+        "tickets": [
+            {"id": "t-1", "data": {"category": "bug", "urgency": 3, "tags": ["a", "b"]}},
+            {"id": "t-2", "data": {"category": "billing", "urgency": 1.5, "tags": ["c"]}},
+        ]
+    },
+}
+_CASE = EvalCase(
+    "c",
+    {},
+    {"category": "bug", "urgency": 2.6, "ids": ["t-1", "t-3"], "shape": {"tags": ["b"]}},
+    1,
+)
+
+
+def _score(kind: str, **spec: Any) -> float | None:
+    return score(Metric("m", kind, spec, None, ("metrics", 0)), _CASE, _RESULT)
+
+
+def test_exact_match_reads_the_first_fact_at_the_field() -> None:
+    assert _score("exact", key="tickets", field="/category", expected="category") == 1.0
+    assert _score("exact", key="tickets", field="/urgency", expected="category") == 0.0
+    assert _score("exact", key="nothing", field="/category", expected="category") == 0.0
+
+
+def test_a_case_without_the_expected_value_is_not_scored() -> None:
+    assert _score("exact", key="tickets", field="/category", expected="absent") is None
+
+
+def test_numeric_tolerance_and_json_subset() -> None:
+    assert _score("numeric", key="tickets", field="/urgency", expected="urgency", tolerance=0.5)
+    assert not _score("numeric", key="tickets", field="/urgency", expected="urgency", tolerance=0.3)
+    assert _score("subset", key="tickets", expected="shape") == 1.0
+    assert is_subset({"a": [1]}, {"a": [2, 1], "b": 0})
+    assert not is_subset({"a": True}, {"a": 1})
+
+
+def test_regex_and_schema_hold_for_every_fact() -> None:
+    assert _score("regex", key="tickets", field="/category", pattern="^b") == 1.0
+    assert _score("regex", key="tickets", field="/category", pattern="^bug$") == 0.0
+    schema = {"type": "object", "required": ["urgency"]}
+    assert _score("schema", key="tickets", schema=schema) == 1.0
+    assert _score("schema", key="tickets", schema={"required": ["missing"]}) == 0.0
+
+
+def test_set_measures_over_fact_ids() -> None:
+    assert _score("set", key="tickets", expected="ids", measure="precision") == 0.5
+    assert _score("set", key="tickets", expected="ids", measure="recall") == 0.5
+    assert _score("set", key="tickets", expected="ids", measure="f1") == 0.5
+    assert set_score(["a"], [], "precision") == 0.0
+    assert set_score([], [], "f1") == 1.0
+
+
+def test_stop_reason_and_usage_bounds() -> None:
+    assert _score("stop_reason", equals="converged") == 1.0
+    assert _score("stop_reason", equals="budget") == 0.0
+    assert _score("usage", max_tokens=42) == 1.0
+    assert _score("usage", max_tokens=41) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("passes", "n", "low", "high"),
+    [(10, 10, 0.7225, 1.0), (7, 10, 0.3968, 0.8922), (0, 0, 0.0, 1.0)],
+)
+def test_the_wilson_interval(passes: int, n: int, low: float, high: float) -> None:
+    got = wilson(passes, n)
+    assert got == pytest.approx((low, high), abs=1e-4)

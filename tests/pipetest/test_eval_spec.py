@@ -1,0 +1,140 @@
+"""Evaluation files: the strict loader, eval.v1.json, and the checks of their dataset."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from converge_dsl import codes
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.pipetest._eval_spec import read_eval_file
+
+from .conftest import ROOT, cli
+
+_EVAL = """\
+apiVersion: converge-dsl/v1
+kind: Evaluation
+pipeline: incident-triage.yaml
+dataset: {dataset}
+threshold: 0.8
+metrics:
+  - name: top cause
+    exact: {{key: hypotheses, field: /id, expected: {expected}}}
+    threshold: 0.9
+  - name: causes
+    set: {{key: hypotheses, expected: causes, measure: f1}}
+  - name: converged
+    stop_reason: {{equals: converged}}
+  - name: pattern
+    regex: {{key: hypotheses, field: /cause, pattern: "{pattern}"}}
+"""
+
+
+def _folder(tmp_path: Path, dataset: str, text: str, **fields: str) -> Path:
+    for name in ("incident-triage.yaml", "incident-triage.script.yaml"):
+        shutil.copy(ROOT / "pipelines" / name, tmp_path / name)
+    (tmp_path / dataset).write_text(text, encoding="utf-8")
+    values = {"dataset": dataset, "expected": "top", "pattern": "query|database"} | fields
+    path = tmp_path / "incident.eval.yaml"
+    path.write_text(_EVAL.format(**values), encoding="utf-8")
+    return path
+
+
+_JSONL = (
+    '{"name": "checkout", "inputs": {"service": "checkout"},'
+    ' "expected": {"top": "bad-deploy", "causes": ["bad-deploy", "db-saturation"]}}\n'
+    '{"inputs": {"service": "search"}, "expected": {"top": "db-saturation"}}\n'
+)
+
+
+def test_a_jsonl_evaluation_loads_its_cases_and_metrics(tmp_path: Path) -> None:
+    loaded = read_eval_file(_folder(tmp_path, "cases.jsonl", _JSONL))
+    assert [c.name for c in loaded.cases] == ["checkout", "case-2"]
+    assert loaded.cases[0].inputs == {"service": "checkout"}
+    assert [(m.name, m.kind, m.threshold) for m in loaded.metrics] == [
+        ("top cause", "exact", 0.9),
+        ("causes", "set", None),
+        ("converged", "stop_reason", None),
+        ("pattern", "regex", None),
+    ]
+    assert loaded.threshold == 0.8
+
+
+def test_a_csv_dataset_reads_input_and_expected_columns(tmp_path: Path) -> None:
+    text = 'name,input.service,expected.top,expected.causes\nc1,checkout,bad-deploy,"[""a""]"\n'
+    loaded = read_eval_file(_folder(tmp_path, "cases.csv", text))
+    (case,) = loaded.cases
+    assert (case.name, case.inputs, case.expected) == (
+        "c1",
+        {"service": "checkout"},
+        {"top": "bad-deploy", "causes": ["a"]},
+    )
+
+
+def _codes(path: Path) -> list[tuple[str, int, str]]:
+    with pytest.raises(PipelineInvalid) as caught:
+        read_eval_file(path)
+    return [(d.code, d.line, d.message) for d in caught.value.diagnostics]
+
+
+def test_a_dataset_line_that_is_not_a_case_is_located_at_its_line(tmp_path: Path) -> None:
+    text = _JSONL + "not json\n" + '{"inputs": [], "expected": {}}\n'
+    found = _codes(_folder(tmp_path, "cases.jsonl", text))
+    assert [(c, line) for c, line, _ in found] == [
+        (codes.EVAL_BAD_CASE, 3),
+        (codes.EVAL_BAD_CASE, 4),
+    ]
+
+
+def test_an_unknown_expected_name_and_a_bad_pattern_are_located_with_a_guess(
+    tmp_path: Path,
+) -> None:
+    path = _folder(tmp_path, "cases.jsonl", _JSONL, expected="tpo", pattern="(?=x)")
+    with pytest.raises(PipelineInvalid) as caught:
+        read_eval_file(path)
+    found = {d.code: d for d in caught.value.diagnostics}
+    assert set(found) == {codes.EVAL_UNKNOWN_NAME, codes.EVAL_BAD_REGEX}
+    assert found[codes.EVAL_UNKNOWN_NAME].hint == "did you mean 'top'?"
+    assert found[codes.EVAL_UNKNOWN_NAME].line == 8
+    assert found[codes.EVAL_BAD_REGEX].line == 15
+
+
+def test_a_missing_dataset_and_a_dataset_of_another_format_are_refused(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "cases.jsonl", _JSONL)
+    path.write_text(path.read_text().replace("cases.jsonl", "cases.jsnl"))
+    assert [c for c, _, _ in _codes(path)] == [codes.EVAL_DATASET_MISSING]
+    path.write_text(path.read_text().replace("cases.jsnl", "other.jsonl"))
+    assert [c for c, _, _ in _codes(path)] == [codes.EVAL_DATASET_MISSING]
+
+
+def test_a_schema_error_is_located_in_the_evaluation_file(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "cases.jsonl", _JSONL)
+    path.write_text(path.read_text().replace("measure: f1", "measure: f2"))
+    ((code, line, _),) = _codes(path)
+    assert line == 11
+    assert code.startswith("CD")
+
+
+def test_two_metrics_of_one_name_are_refused(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "cases.jsonl", _JSONL)
+    path.write_text(path.read_text().replace("name: causes", "name: pattern"))
+    assert [c for c, _, _ in _codes(path)] == [codes.EVAL_DUPLICATE]
+
+
+def test_the_schema_command_prints_the_eval_schema() -> None:
+    code, out, _ = cli("schema", "eval")
+    assert code == 0
+    assert '"const": "Evaluation"' in out
+
+
+def test_validate_checks_an_evaluation_file_named_or_found_in_a_folder(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "cases.jsonl", _JSONL)
+    assert cli("validate", tmp_path)[0] == 0
+    path.write_text(path.read_text().replace("cases.jsonl", "cases.jsnl"))
+    for target in (path, tmp_path):
+        code, out, _ = cli("validate", target)
+        assert code == 2
+        assert "error[CD800]: dataset 'cases.jsnl' is neither JSONL nor CSV" in out
+        assert "incident.eval.yaml:4:10" in out

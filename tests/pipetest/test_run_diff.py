@@ -1,0 +1,60 @@
+"""`converge-dsl diff A B`: facts added, removed and changed, stop reasons, usage."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from converge_dsl.pipetest._run_diff import diff_results
+
+from .conftest import ROOT, cli
+
+
+def _run(folder: Path, out: str) -> Path:
+    code, text, err = cli("run", folder / "incident-triage.yaml", "--format", "json")
+    assert code == 0, err
+    (folder / out).write_text(text)
+    return folder / out
+
+
+def test_a_changed_answer_shows_the_changed_fact_and_nothing_else(tmp_path: Path) -> None:
+    for name in ("incident-triage.yaml", "incident-triage.script.yaml"):
+        shutil.copy(ROOT / "pipelines" / name, tmp_path / name)
+    a = _run(tmp_path, "a.json")
+    script = tmp_path / "incident-triage.script.yaml"
+    script.write_text(script.read_text().replace('"likelihood": 0.8', '"likelihood": 0.7'))
+    b = _run(tmp_path, "b.json")
+    code, out, _ = cli("diff", a, b)
+    assert code == 1
+    assert out == (
+        "~ hypotheses/bad-deploy\n"
+        "    content: 'v2.31 introduced a slow query (likelihood 0.8)'"
+        " -> 'v2.31 introduced a slow query (likelihood 0.7)'\n"
+        "    confidence: 0.8 -> 0.7\n"
+        "    /data/likelihood: 0.8 -> 0.7\n"
+    )
+    assert cli("diff", a, a) == (0, "no difference\n", "")
+    code, out, _ = cli("diff", a, b, "--format", "json")
+    assert json.loads(out)["facts"][0]["fields"][2] == {
+        "what": "/data/likelihood",
+        "a": 0.8,
+        "b": 0.7,
+    }
+
+
+def test_added_and_removed_facts_stop_reasons_and_usage() -> None:
+    a = {"stop_reason": "converged", "usage": {"model_calls": 1}, "facts": {"k": [{"id": "x"}]}}
+    b = {"stop_reason": "budget", "usage": {"model_calls": 2}, "facts": {"k": [{"id": "y"}]}}
+    found = diff_results(a, b)
+    assert [(f.id, f.change) for f in found.facts] == [("x", "removed"), ("y", "added")]
+    assert found.stop_reason == ("converged", "budget")
+    assert found.usage == (("model_calls", 1, 2),)
+
+
+def test_a_file_that_is_not_a_run_result_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("[]")
+    code, _, err = cli("diff", bad, bad)
+    assert code == 3
+    assert "is not a run result" in err
