@@ -24,6 +24,9 @@ Public surface:
   batch on an executor (`local`, `process`, `ray`), resumable, one line per case;
   `CaseOutputs` says what each case's run writes (a trace, a report, OpenTelemetry).
 - `EXECUTORS`: the executor names.
+- `ordered(pipeline, cases, concurrency=N)` and `drive(pipeline, stream)`: the local
+  scheduler under `run_many`, for callers that score each case as it finishes (an
+  evaluation).
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
 """
@@ -41,6 +44,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.batch._outputs import *  # noqa: F403
     from converge_dsl.batch._pipeline import *  # noqa: F403
     from converge_dsl.batch._run import *  # noqa: F403
+    from converge_dsl.batch._schedule import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
         __name__,
@@ -57,5 +61,6 @@ else:
             "converge_dsl.batch._outputs": ("CaseOutputs",),
             "converge_dsl.batch._pipeline": ("Pipeline", "load"),
             "converge_dsl.batch._run": ("BatchSummary", "run_batch"),
+            "converge_dsl.batch._schedule": ("drive", "ordered"),
         },
     )

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 MeterFactory = Callable[["Budget"], "UsageMeter"]
 # The sinks of one case's run (`_outputs.CaseOutputs.sinks`), made where it runs.
 SinkFactory = Callable[[Case], "Sequence[RunSink]"]
+__all__ = ["drive", "ordered"]
+
 T = TypeVar("T")
 
 # `ordered` starts a case only within this many cases (times the concurrency) of the

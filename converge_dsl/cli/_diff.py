@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.pipetest._run_diff import diff_results
+    from converge_dsl.pipetest import diff_results
 
     found = diff_results(_result(args.a), _result(args.b))
     if args.format == "json":

@@ -45,8 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.errors import PipelineInvalid
-    from converge_dsl.pipetest._eval_run import compare, run_eval
-    from converge_dsl.pipetest._eval_spec import read_eval_file
+    from converge_dsl.pipetest import compare, read_eval_file, run_eval
 
     path = Path(args.file)
     if not path.is_file():
@@ -84,13 +83,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             ]
         text = json.dumps(document, indent=2) + "\n"
     elif args.format == "junit":
-        from converge_dsl.pipetest._eval_report import render_junit
+        from converge_dsl.pipetest import render_eval_junit
 
-        text = render_junit(result)
+        text = render_eval_junit(result)
     else:
-        from converge_dsl.pipetest._eval_report import render_human
+        from converge_dsl.pipetest import render_eval_human
 
-        text = render_human(result, changes if baseline is not None else None)
+        text = render_eval_human(result, changes if baseline is not None else None)
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")

@@ -76,6 +76,15 @@ class LlmOutput(Record):
         """Whether the answer is JSON (its items are JSON values, not text)."""
         return self.format == "json"
 
+    def item_templates(self) -> list[tuple[JsonPath, object, frozenset[str], bool]]:
+        """The templates over each item (path under the spec, text, names, is an expression)."""
+        return [
+            (("output", "id"), self.id, ITEM_NAMES, False),
+            (("output", "content"), self.content, ITEM_NAMES, False),
+            (("output", "confidence"), self.confidence, ITEM_NAMES, False),
+            (("output", "data"), self.data, ITEM_NAMES, True),
+        ]
+
 
 class LlmSpec(SuggestorSpec):
     """An `llm` suggestor: a prompt to `model` whose answer's items become proposals to
@@ -108,10 +117,7 @@ class LlmSpec(SuggestorSpec):
         found: list[tuple[JsonPath, object, frozenset[str], bool]] = [
             (("prompt", "system"), prompt.system, CONTEXT_NAMES, False),
             (("prompt", "user"), prompt.user, CONTEXT_NAMES, False),
-            (("output", "id"), output.id, ITEM_NAMES, False),
-            (("output", "content"), output.content, ITEM_NAMES, False),
-            (("output", "confidence"), output.confidence, ITEM_NAMES, False),
-            (("output", "data"), output.data, ITEM_NAMES, True),
+            *output.item_templates(),
         ]
         return (*super().templates(extra), *self.sites(extra, found))
 

@@ -17,7 +17,6 @@ from converge_dsl._json_types import JsonObject, JsonSchema
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend._kind_llm import LlmOutput
 from converge_dsl.frontend._kinds import (
-    ITEM_NAMES,
     GraphStyle,
     SpecHead,
     SuggestorKind,
@@ -68,16 +67,10 @@ class ToolCallSpec(SuggestorSpec):
         yield from walk(("arguments",), self.arguments)
 
     def templates(self, extra: frozenset[str] = frozenset()) -> tuple[TemplateSite, ...]:
-        output = self.output
         found: list[tuple[JsonPath, object, frozenset[str], bool]] = [
             (path, text, CONTEXT_NAMES, False) for path, text in self.argument_templates()
         ]
-        found += [
-            (("output", "id"), output.id, ITEM_NAMES, False),
-            (("output", "content"), output.content, ITEM_NAMES, False),
-            (("output", "confidence"), output.confidence, ITEM_NAMES, False),
-            (("output", "data"), output.data, ITEM_NAMES, True),
-        ]
+        found += self.output.item_templates()
         return (*super().templates(extra), *self.sites(extra, found))
 
     def key_references(self) -> tuple[tuple[JsonPath, str], ...]:

@@ -16,7 +16,9 @@ Public surface:
 - `update_snapshots(reports)`: `--update`, a round trip that keeps comments.
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
 - Evaluations (`*.eval.yaml`, `kind: Evaluation`): `read_eval_file(path)` -> `EvalFile`,
-  `run_eval(evaluation)` -> `EvalResult`, `compare(result, baseline, tolerance)`.
+  `run_eval(evaluation)` -> `EvalResult`, `compare(result, baseline, tolerance)`,
+  `render_eval_human(result, changes)` and `render_eval_junit(result)`.
+- `diff_results(a, b)` -> `RunDiff`: what differs between two run results (`converge-dsl diff`).
 
 Names are imported on first use (PEP 562).
 """
@@ -28,11 +30,13 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.pipetest._eval_report import *  # noqa: F403
     from converge_dsl.pipetest._eval_run import *  # noqa: F403
     from converge_dsl.pipetest._eval_spec import *  # noqa: F403
     from converge_dsl.pipetest._expect import *  # noqa: F403
     from converge_dsl.pipetest._files import *  # noqa: F403
     from converge_dsl.pipetest._report import *  # noqa: F403
+    from converge_dsl.pipetest._run_diff import *  # noqa: F403
     from converge_dsl.pipetest._runner import *  # noqa: F403
     from converge_dsl.pipetest._spec import *  # noqa: F403
     from converge_dsl.pipetest._update import *  # noqa: F403
@@ -40,6 +44,7 @@ else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
+            "converge_dsl.pipetest._eval_report": ("render_eval_human", "render_eval_junit"),
             "converge_dsl.pipetest._eval_run": ("EvalResult", "compare", "run_eval"),
             "converge_dsl.pipetest._eval_spec": ("EvalFile", "read_eval_file"),
             "converge_dsl.pipetest._expect": ("Failure", "subset_mismatch"),
@@ -50,6 +55,7 @@ else:
                 "render_junit_invalid",
                 "render_report",
             ),
+            "converge_dsl.pipetest._run_diff": ("RunDiff", "diff_results"),
             "converge_dsl.pipetest._runner": ("CaseReport", "run_case", "run_test_file"),
             "converge_dsl.pipetest._spec": (
                 "ModelSource",

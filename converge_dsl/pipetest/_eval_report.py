@@ -1,4 +1,4 @@
-"""An evaluation's result as text: `render_human(result, changes)`.
+"""An evaluation's result as text: `render_eval_human(result, changes)`.
 
 Per-metric means (with their 95% Wilson interval when every score is a pass or
 a fail) and thresholds, a confusion matrix per exact match of a categorical
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from ._eval_run import Change, EvalResult
 
 
-def render_human(result: EvalResult, changes: Sequence[Change] | None) -> str:
+def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> str:
     lines = [f"{result.evaluation}: {len(result.cases)} cases"]
     for a in result.aggregates:
         interval = f" [{a.interval[0]:.3f}, {a.interval[1]:.3f}]" if a.interval else ""
@@ -59,7 +59,7 @@ def _confusion(metric: str, cells: Mapping[tuple[str, str], int]) -> list[str]:
     return lines
 
 
-def render_junit(result: EvalResult) -> str:
+def render_eval_junit(result: EvalResult) -> str:
     """JUnit XML: one testsuite, one testcase per metric (a failure when it misses its
     threshold) and one for the overall threshold."""
     from xml.etree import ElementTree as ET
@@ -71,12 +71,12 @@ def render_junit(result: EvalResult) -> str:
         if not a.passed:
             failures += 1
             failure = ET.SubElement(case, "failure", message=f"{a.mean:.3f} < {a.threshold:g}")
-            failure.text = render_human(result, None)
+            failure.text = render_eval_human(result, None)
     overall = ET.SubElement(suite, "testcase", classname=result.evaluation, name="overall")
     if result.threshold is not None and result.overall < result.threshold:
         failures += 1
         message = f"{result.overall:.3f} < {result.threshold:g}"
-        ET.SubElement(overall, "failure", message=message).text = render_human(result, None)
+        ET.SubElement(overall, "failure", message=message).text = render_eval_human(result, None)
     suite.set("tests", str(len(result.aggregates) + 1))
     suite.set("failures", str(failures))
     return ET.tostring(suite, encoding="unicode") + "\n"

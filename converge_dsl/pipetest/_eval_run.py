@@ -113,7 +113,7 @@ def run_eval(
     clock: Callable[[], float] = time.perf_counter,
 ) -> EvalResult:
     """Run every case of `evaluation` and score it (see the module docstring)."""
-    from converge_dsl.batch._schedule import drive, ordered
+    from converge_dsl.batch import drive, ordered
 
     started = clock()
     pipeline = evaluation.pipeline

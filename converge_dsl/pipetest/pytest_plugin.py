@@ -148,7 +148,7 @@ class EvaluationItem(pytest.Item):
 
     def runtest(self) -> None:
         from converge_dsl.pipetest import read_eval_file, run_eval
-        from converge_dsl.pipetest._eval_report import render_human
+        from converge_dsl.pipetest._eval_report import render_eval_human
 
         evaluation = read_eval_file(self.path)
         try:
@@ -156,7 +156,7 @@ class EvaluationItem(pytest.Item):
         finally:
             evaluation.pipeline.close()
         if not result.passed:
-            raise EvaluationFailed(render_human(result, None))
+            raise EvaluationFailed(render_eval_human(result, None))
 
     def repr_failure(  # type: ignore[override]
         self, excinfo: pytest.ExceptionInfo[BaseException]
