@@ -10,8 +10,9 @@ Public surface:
   cassette in a run share a `ReplayOrder`), `HttpModel` (with its `HttpSettings`), and
   `build_model`, the factory the runtime calls for each `models.<name>` entry;
 `metered_call(model, request, meter)` -> `Metered`, one call under a reservation of
-the run's usage meter (its `CallMeter` protocol); `check_model_scripts`, the
-pipeline check that scripts and cassettes exist and scripts load, and
+the run's usage meter (its `CallMeter` protocol); `CALL_NOTE`, a `CallNote` the
+metered and traced calls set around one call and the answer cache marks cached;
+`check_model_scripts`, the pipeline check that scripts and cassettes exist and scripts load, and
 `check_model_config`, the check that every `api_key_env` names an API key
 variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`);
 `compile_script(document)` -> `Script`, a model script's checks and compilation
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.models._call_note import *  # noqa: F403
     from converge_dsl.models._config_checks import *  # noqa: F403
     from converge_dsl.models._metered import *  # noqa: F403
     from converge_dsl.models._redact import *  # noqa: F403
@@ -49,6 +51,7 @@ else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
+            "converge_dsl.models._call_note": ("CALL_NOTE", "CallNote"),
             "converge_dsl.models._config_checks": ("check_model_config",),
             "converge_dsl.models._metered": ("CallMeter", "Metered", "metered_call"),
             "converge_dsl.models._redact": ("Redactor", "redact_text"),

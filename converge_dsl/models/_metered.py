@@ -11,7 +11,7 @@ same way (docs/architecture.md §7, §8):
   (it reached a model all the same);
 - a model that refuses a retry for the run's budget (`E_BUDGET_EXHAUSTED`)
   ends the call with no answer, and the meter learns which budget stops the run;
-- an answer from the answer cache (`caching.CALL_NOTE` marked cached) gives
+- an answer from the answer cache (`CALL_NOTE` marked cached by `caching`) gives
   its reservation back: it counts toward no budget.
 A server that ignores the cap can answer with more output tokens than the cap:
 the call's `overshoot` says by how many, for the caller to report.
@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from converge_dsl.models._call_note import CALL_NOTE, CallNote
 from converge_dsl.models._common import estimate_tokens, request_text
-from converge_dsl.models.caching import CALL_NOTE, CallNote
 from converge_dsl.models.port import (
     Model,
     ModelError,

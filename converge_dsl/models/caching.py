@@ -27,7 +27,6 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,6 +34,7 @@ from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.engine.types import canonical_json
 from converge_dsl.models._answer_key import answer_key, model_request_json
+from converge_dsl.models._call_note import mark_cached
 from converge_dsl.models._common import emit_increments, return_from_json, return_to_json
 from converge_dsl.models.answer_store import AnswerStore, CacheRow, CacheStoreError, verify
 from converge_dsl.models.port import (
@@ -54,26 +54,6 @@ CacheMode = Literal["read-write", "read-only", "off"]
 CACHE_MODES: tuple[CacheMode, ...] = ("read-write", "read-only", "off")
 MODEL_KIND = "model"
 DIFF_LINES = 40
-
-
-class CallNote:
-    """What the layers under a model call tell the layers above it (`cached`)."""
-
-    __slots__ = ("cached",)
-
-    def __init__(self) -> None:
-        self.cached = False
-
-
-CALL_NOTE: ContextVar[CallNote | None] = ContextVar("converge_dsl_call_note", default=None)
-"""Set by a caller (the metered call, the traced call) around one model call; a cache hit
-marks it."""
-
-
-def mark_cached() -> None:
-    note = CALL_NOTE.get()
-    if note is not None:
-        note.cached = True
 
 
 class CacheMiss(ModelError):

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from converge_dsl.clock import Clock
 from converge_dsl.engine import Timing
 from converge_dsl.engine.budget import SPENDER
-from converge_dsl.models.caching import CALL_NOTE, CallNote
+from converge_dsl.models import CALL_NOTE, CallNote
 from converge_dsl.models.events import (
     ATTEMPT_OBSERVER,
     AttemptReport,
