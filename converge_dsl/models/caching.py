@@ -38,14 +38,12 @@ from converge_dsl.models._call_note import mark_cached
 from converge_dsl.models._common import emit_increments, return_from_json, return_to_json
 from converge_dsl.models.answer_store import AnswerStore, CacheRow, CacheStoreError, verify
 from converge_dsl.models.port import (
-    AccountBinding,
-    AccountRoster,
     Model,
-    ModelDefaults,
     ModelError,
     ModelErrorCode,
     ModelRequest,
     ModelReturn,
+    ModelWrapper,
     OnEarlyToolCall,
     OnIncrement,
 )
@@ -215,7 +213,7 @@ def request_diff(cached: str, wanted: str) -> str:
     return "\n".join(diff)
 
 
-class CachedModel(ModelDefaults):
+class CachedModel(ModelWrapper):
     """`inner` behind `cache`: a verified stored answer, or `inner`'s answer, then stored."""
 
     def __init__(
@@ -262,18 +260,6 @@ class CachedModel(ModelDefaults):
             lambda: self._inner.call_speculating(req, on_increment, on_early_call),
             on_early_call,
         )
-
-    def provider_account(self) -> AccountBinding | None:
-        return self._inner.provider_account()
-
-    def account_roster(self) -> AccountRoster | None:
-        return self._inner.account_roster()
-
-    def select_account(self, label: str) -> None:
-        self._inner.select_account(label)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     async def _cached(
         self,

@@ -69,12 +69,12 @@ from converge_dsl.models.events import (
 )
 from converge_dsl.models.port import (
     AccountBinding,
-    AccountRoster,
     ModelDefaults,
     ModelError,
     ModelErrorCode,
     ModelRequest,
     ModelReturn,
+    ModelWrapper,
     OnEarlyToolCall,
     OnIncrement,
 )
@@ -99,7 +99,7 @@ def is_cassette_line(line: bytes) -> bool:
     return isinstance(entry, dict) and "key" in entry and "request" in entry
 
 
-class RecordingModel(ModelDefaults):
+class RecordingModel(ModelWrapper):
     """Forwards every call to `inner` and records it into `cassette` (started afresh).
 
     `name` is the pipeline's name for the model; `ReplayModel.from_file(...,
@@ -159,18 +159,6 @@ class RecordingModel(ModelDefaults):
         return await self._record(
             req, self._inner.call_speculating(req, on_increment, on_early_call)
         )
-
-    def provider_account(self) -> AccountBinding | None:
-        return self._inner.provider_account()
-
-    def account_roster(self) -> AccountRoster | None:
-        return self._inner.account_roster()
-
-    def select_account(self, label: str) -> None:
-        self._inner.select_account(label)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     async def _record(self, req: ModelRequest, pending: Any) -> ModelReturn:
         entry: dict[str, Any] = {

@@ -262,3 +262,22 @@ class ModelDefaults:
 
     async def aclose(self) -> None:
         return None
+
+
+class ModelWrapper(ModelDefaults):
+    """A model around another (`_inner`, set by the subclass): accounts and closing are the
+    inner model's; a wrapper (recording, caching, tracing) overrides the calls it changes."""
+
+    _inner: Model
+
+    def provider_account(self) -> AccountBinding | None:
+        return self._inner.provider_account()
+
+    def account_roster(self) -> AccountRoster | None:
+        return self._inner.account_roster()
+
+    def select_account(self, label: str) -> None:
+        self._inner.select_account(label)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

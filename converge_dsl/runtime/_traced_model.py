@@ -30,13 +30,11 @@ from converge_dsl.models.events import (
     purpose_of,
 )
 from converge_dsl.models.port import (
-    AccountBinding,
-    AccountRoster,
     Model,
-    ModelDefaults,
     ModelError,
     ModelRequest,
     ModelReturn,
+    ModelWrapper,
     OnEarlyToolCall,
     OnIncrement,
 )
@@ -78,7 +76,7 @@ class CallTracer:
         return self._clock.monotonic()
 
 
-class TracedModel(ModelDefaults):
+class TracedModel(ModelWrapper):
     """Forwards every call to `inner`, emitting the model-call events around it."""
 
     def __init__(self, name: str, inner: Model, tracer: CallTracer) -> None:
@@ -109,18 +107,6 @@ class TracedModel(ModelDefaults):
         return await self._traced(
             req, lambda: self._inner.call_speculating(req, on_increment, on_early_call)
         )
-
-    def provider_account(self) -> AccountBinding | None:
-        return self._inner.provider_account()
-
-    def account_roster(self) -> AccountRoster | None:
-        return self._inner.account_roster()
-
-    def select_account(self, label: str) -> None:
-        self._inner.select_account(label)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     async def _traced(
         self, req: ModelRequest, make: Callable[[], Awaitable[ModelReturn]]
