@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
+from converge_dsl.cli._inputs import json_file
 from converge_dsl.errors import UsageError
 
 
@@ -35,14 +36,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _result(named: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(named).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {named}: {exc.strerror}") from None
-    except ValueError:
-        raise UsageError(
-            f"{named} is not JSON", hint="give run results (run --format json)"
-        ) from None
+    data = json_file(Path(named), "run result")
     if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
         raise UsageError(
             f"{named} is not a run result", hint="give run results (run --format json)"

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
+from converge_dsl.cli._inputs import json_file
 from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
 
@@ -101,14 +102,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _baseline(named: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(named).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read baseline {named}: {exc.strerror}") from None
-    except ValueError:
-        raise UsageError(
-            f"baseline {named} is not JSON", hint="write one with `eval FILE --format json -o PATH`"
-        ) from None
+    data = json_file(Path(named), "baseline")
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise UsageError(
             f"baseline {named} is not an evaluation result",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -58,3 +59,19 @@ def test_a_file_that_is_not_a_run_result_is_a_usage_error(tmp_path: Path) -> Non
     code, _, err = cli("diff", bad, bad)
     assert code == 3
     assert "is not a run result" in err
+
+
+def test_a_file_that_is_not_json_is_named_as_a_run_result(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("{not json")
+    code, _, err = cli("diff", bad, bad)
+    assert code == 3
+    assert f"run result {bad} is not JSON" in err
+
+
+def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "result.json"
+    os.mkfifo(fifo)
+    code, _, err = cli("diff", fifo, fifo)
+    assert code == 3
+    assert "FIFO" in err or "fifo" in err
