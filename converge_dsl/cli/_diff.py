@@ -1,9 +1,15 @@
-"""`converge-dsl diff A B [--format text|json]`: what changed between two run results.
+"""`converge-dsl diff A B [--format text|json|html] [-o PATH]`: what changed between two runs.
 
-A and B are run-result documents (`converge-dsl run --format json`). Prints
+A and B are two run results (`converge-dsl run --format json`) or two batch
+results files (`run --cases CASES --out RESULTS.jsonl`). For run results:
 the facts added, removed and changed (content, confidence, data by JSON
-path), the stop reasons and the usage counts that differ. Exit codes: 0 the
-same; 1 they differ; 3 usage error (a file that is not a run result).
+path), the stop reasons and the usage counts that differ. For results files:
+the cases matched by id (`#INDEX` for a case without one), each case's diff,
+and the cases only in A and only in B. `--format html` writes a
+self-contained page, A beside B, filterable. Exit codes: 0 the same; 1 they
+differ; 2 a results file has a line that is not a result line, or names a
+case twice (located errors, CD816-CD817); 3 usage error (a file that is
+neither, or one of each kind).
 """
 
 from __future__ import annotations
@@ -13,32 +19,98 @@ import json
 from pathlib import Path
 from typing import Any
 
-from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
+from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._inputs import json_file
 from converge_dsl.errors import UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="a run result (run --format json)")
-    parser.add_argument("b", metavar="B", help="the run result to compare with A")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("a", metavar="A", help="a run result (run --format json) or results file")
+    parser.add_argument("b", metavar="B", help="the run result or results file to compare with A")
+    parser.add_argument(
+        "--format", choices=("text", "json", "html"), default="text", help="output format"
+    )
+    parser.add_argument("-o", "--output", metavar="PATH", help="write the output here")
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.pipetest import diff_results
+    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.pipetest import diff_batches, diff_results, read_batch_results
 
-    found = diff_results(_result(args.a), _result(args.b))
-    if args.format == "json":
-        io.stdout.write(json.dumps(found.as_json(), indent=2) + "\n")
+    a_text, b_text = _batch_text(args.a), _batch_text(args.b)
+    if (a_text is None) != (b_text is None):
+        batch_file = args.a if a_text is not None else args.b
+        raise UsageError(
+            f"{batch_file} is a batch results file and the other a run result",
+            hint="compare two run results (run --format json) or two results files "
+            "(run --cases CASES --out RESULTS.jsonl)",
+        )
+    if a_text is not None and b_text is not None:
+        try:
+            found: Any = diff_batches(
+                read_batch_results(a_text, args.a), read_batch_results(b_text, args.b)
+            )
+        except PipelineInvalid as exc:
+            from converge_dsl.cli._render import render
+
+            json_out = args.format == "json"
+            render(
+                exc.diagnostics,
+                "json" if json_out else "human",
+                io.stdout if json_out else io.stderr,
+                files=2,
+                color=not json_out and io.style(io.stderr).color,
+            )
+            return EXIT_INVALID
+        kind = "batch"
     else:
-        io.stdout.write(found.text())
+        found = diff_results(_result(args.a), _result(args.b))
+        kind = "run"
+    if args.format == "json":
+        text = json.dumps(found.as_json(), indent=2) + "\n"
+    elif args.format == "html":
+        from converge_dsl.pipetest import render_diff_html
+
+        text = render_diff_html(found.as_json(), kind, args.a, args.b)
+    else:
+        text = found.text()
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    else:
+        io.stdout.write(text)
     return EXIT_OK if found.same else EXIT_FAILURE
+
+
+def _batch_text(named: str) -> str | None:
+    """The text of `named` when it is a batch results file, else None (read as a run
+    result later, so that its errors are a run result's)."""
+    from converge_dsl._reading import open_regular, read_text
+    from converge_dsl.pipetest import is_batch_results
+
+    path = Path(named)
+    try:
+        with open_regular(path, "run result or results file") as handle:  # a FIFO is refused
+            head = handle.read(16)
+    except OSError:
+        return None  # reported by the run result's reader
+    if not is_batch_results(head.decode("utf-8", "replace")):
+        return None
+    try:
+        return read_text(path, "results file")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"results file {named} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read results file {named}: {exc.strerror}") from None
 
 
 def _result(named: str) -> dict[str, Any]:
     data = json_file(Path(named), "run result")
     if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
         raise UsageError(
-            f"{named} is not a run result", hint="give run results (run --format json)"
+            f"{named} is not a run result",
+            hint="give run results (run --format json) or results files (run --cases --out)",
         )
     return data

@@ -1,11 +1,12 @@
-"""`converge-dsl eval FILE [--baseline RESULTS] [--format human|json|junit] [-o PATH]`.
+"""`converge-dsl eval FILE [--baseline RESULTS] [--format human|json|junit|html] [-o PATH]`.
 
 Runs an evaluation file (`*.eval.yaml`, `kind: Evaluation`): every case of its
 dataset through the batch scheduler, each result scored by the metrics. Prints
 per-metric means (with 95% Wilson intervals for pass/fail metrics), a
 confusion matrix for each exact match, the worst cases, the tokens used and
 the time taken. `--format json` prints the result document that a later
-`--baseline` reads; `--format junit` one testcase per metric. With
+`--baseline` reads; `--format junit` one testcase per metric; `--format html`
+a self-contained page drawn from that document (`pipetest.render_eval_html`). With
 `--baseline`, lists per case and metric what improved, regressed (beyond the
 file's `tolerance`), is new or gone.
 
@@ -26,7 +27,7 @@ from converge_dsl.cli._inputs import json_file
 from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
 
-FORMATS = ("human", "json", "junit")
+FORMATS = ("human", "json", "junit", "html")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +70,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     result = run_eval(evaluation, concurrency=max(1, args.concurrency))
     changes = compare(result, baseline, evaluation.tolerance) if baseline is not None else []
     regressed = [c for c in changes if c.verdict == "regressed"]
-    if args.format == "json":
+    if args.format in ("json", "html"):
         document = dict(result.as_json())
         if baseline is not None:
             document["changes"] = [
@@ -82,7 +83,12 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 }
                 for c in changes
             ]
-        text = json.dumps(document, indent=2) + "\n"
+        if args.format == "html":
+            from converge_dsl.pipetest import render_eval_html
+
+            text = render_eval_html(document)
+        else:
+            text = json.dumps(document, indent=2) + "\n"
     elif args.format == "junit":
         from converge_dsl.pipetest import render_eval_junit
 

@@ -18,7 +18,11 @@ Public surface:
 - Evaluations (`*.eval.yaml`, `kind: Evaluation`): `read_eval_file(path)` -> `EvalFile`,
   `run_eval(evaluation)` -> `EvalResult`, `compare(result, baseline, tolerance)`,
   `render_eval_human(result, changes)` and `render_eval_junit(result)`.
-- `diff_results(a, b)` -> `RunDiff`: what differs between two run results (`converge-dsl diff`).
+- `diff_results(a, b)` -> `RunDiff`: what differs between two run results (`converge-dsl diff`);
+  `read_batch_results(text, display)` and `diff_batches(a, b)` -> `BatchDiff`: what differs
+  between two batch results files, case by case (`is_batch_results(text)` tells them apart).
+- `render_eval_html(document)` and `render_diff_html(document, kind, a, b)`: the self-contained
+  HTML pages of `eval --format html` and `diff --format html`.
 
 Names are imported on first use (PEP 562).
 """
@@ -30,11 +34,13 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.pipetest._batch_diff import *  # noqa: F403
     from converge_dsl.pipetest._eval_report import *  # noqa: F403
     from converge_dsl.pipetest._eval_run import *  # noqa: F403
     from converge_dsl.pipetest._eval_spec import *  # noqa: F403
     from converge_dsl.pipetest._expect import *  # noqa: F403
     from converge_dsl.pipetest._files import *  # noqa: F403
+    from converge_dsl.pipetest._html_pages import *  # noqa: F403
     from converge_dsl.pipetest._report import *  # noqa: F403
     from converge_dsl.pipetest._run_diff import *  # noqa: F403
     from converge_dsl.pipetest._runner import *  # noqa: F403
@@ -44,11 +50,18 @@ else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
+            "converge_dsl.pipetest._batch_diff": (
+                "BatchDiff",
+                "diff_batches",
+                "is_batch_results",
+                "read_batch_results",
+            ),
             "converge_dsl.pipetest._eval_report": ("render_eval_human", "render_eval_junit"),
             "converge_dsl.pipetest._eval_run": ("EvalResult", "compare", "run_eval"),
             "converge_dsl.pipetest._eval_spec": ("EvalFile", "read_eval_file"),
             "converge_dsl.pipetest._expect": ("Failure", "subset_mismatch"),
             "converge_dsl.pipetest._files": ("test_files",),
+            "converge_dsl.pipetest._html_pages": ("render_diff_html", "render_eval_html"),
             "converge_dsl.pipetest._report": (
                 "REPORT_FORMATS",
                 "format_failures",

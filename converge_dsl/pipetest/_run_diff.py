@@ -1,8 +1,8 @@
 """What changed between two run results: `diff_results(a, b)` -> `RunDiff`.
 
-Facts are matched by (key, id). A fact only in B is added, only in A removed;
-one in both is changed when its content, its confidence or its data differ,
-the data compared by JSON path (`/category`: A's value -> B's value). The stop
+Facts are matched by (key, id). A fact only in B is added, only in A removed
+(with its content, and its data when it has some); one in both is changed when
+its content, its confidence or its data differ, the data compared by JSON path (`/category`: A's value -> B's value). The stop
 reasons and the usage counts are compared too. Provenance is not compared.
 """
 
@@ -68,9 +68,9 @@ def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
     for where in sorted(before.keys() | after.keys()):
         old, new = before.get(where), after.get(where, {})
         if old is None:
-            changes.append(FactChange(*where, "added", (("content", None, new.get("content")),)))
+            changes.append(FactChange(*where, "added", _whole(new, after=True)))
         elif where not in after:
-            changes.append(FactChange(*where, "removed", (("content", old.get("content"), None),)))
+            changes.append(FactChange(*where, "removed", _whole(old, after=False)))
         else:
             fields = [
                 (name, old.get(name), new.get(name))
@@ -91,6 +91,14 @@ def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
         if usage_a.get(name) != usage_b.get(name)
     )
     return RunDiff(tuple(changes), None if stop[0] == stop[1] else stop, usage)
+
+
+def _whole(fact: Mapping[str, Any], *, after: bool) -> tuple[tuple[str, Any, Any], ...]:
+    """The content and the data (when it has some) of a fact only one side holds."""
+    fields = [("content", fact.get("content"))]
+    if fact.get("data") is not None:
+        fields.append(("/data", fact.get("data")))
+    return tuple((what, None, value) if after else (what, value, None) for what, value in fields)
 
 
 def _facts(result: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]]:

@@ -1,0 +1,54 @@
+/* converge-dsl eval and diff pages: helpers shared by eval.js and diff.js. No network, no
+   library: every value from the data goes into the page through textContent, never as HTML. */
+var D = JSON.parse(document.getElementById("page-data").textContent);
+function $(id) { return document.getElementById(id); }
+function el(tag, cls, text) {
+  var e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+function add(parent) { for (var i = 1; i < arguments.length; i++) if (arguments[i]) parent.appendChild(arguments[i]); return parent; }
+function isNum(v) { return typeof v === "number" && isFinite(v); }
+function fmt(v) {
+  if (v === null || v === undefined) return "-";
+  if (isNum(v)) return Number.isInteger(v) ? String(v) : String(Math.round(v * 1000) / 1000);
+  if (typeof v === "string") return v;
+  return JSON.stringify(v);
+}
+/* a score or a mean: three decimals, as the text output prints them */
+function fix3(v) { return isNum(v) ? v.toFixed(3) : fmt(v); }
+function json(v) { return v === undefined ? "" : JSON.stringify(v, null, 2); }
+function stat(name, value) {
+  var s = el("span", "stat", name + " "); s.appendChild(el("b", null, value)); $("stats").appendChild(s);
+}
+function section(id, title) {
+  var s = el("section"); s.id = id;
+  var h = el("h2", null, title); s.appendChild(h); $("main").appendChild(s);
+  return s;
+}
+function table(heads, numeric) {
+  var t = el("table"), head = el("tr");
+  heads.forEach(function (h, i) { head.appendChild(el("th", numeric && numeric[i] ? "num" : null, h)); });
+  add(t, add(el("thead"), head)); var body = el("tbody"); t.appendChild(body);
+  return { table: t, body: body };
+}
+function showDetail(title, value) {
+  var box = $("detail"); box.textContent = "";
+  add(box, el("h3", null, title), el("pre", null, json(value)));
+  $("detail-pane").hidden = false;
+}
+$("close-pane").addEventListener("click", function () { $("detail-pane").hidden = true; });
+document.addEventListener("keydown", function (e) { if (e.key === "Escape") $("detail-pane").hidden = true; });
+/* filters: each registers a function run on every change of the search box or a checkbox */
+var filters = [];
+function refilter() { var q = $("search").value.trim().toLowerCase(); filters.forEach(function (f) { f(q); }); }
+$("search").addEventListener("input", refilter);
+function checkbox(host, label, checked, cls) {
+  var l = el("label", "chip"), box = el("input"); box.type = "checkbox"; box.checked = checked;
+  if (cls) box.dataset.filter = cls;
+  box.addEventListener("change", refilter);
+  add(host, add(l, box, cls ? el("span", "badge " + cls, label) : el("span", null, label)));
+  return box;
+}
+function ready() { document.body.setAttribute("data-ready", "1"); }

@@ -1,0 +1,146 @@
+/* The page of `converge-dsl diff A B`: A's values on the left, B's on the right, one row per
+   difference (a fact's content, confidence, or data at a JSON path), each fact under its
+   key/id. For two batch results files, one block per case that differs, then the cases
+   only in A and only in B. The search box and the added / removed / changed boxes filter. */
+(function () {
+  "use strict";
+  var X = D.diff, batch = D.kind === "batch";
+  var cases = batch ? X.cases : [{ "case": null, facts: X.facts, stop_reason: X.stop_reason, usage: X.usage }];
+  $("title").textContent = "Diff: " + D.a + " \u2192 " + D.b;
+  document.title = "converge-dsl diff: " + D.a + " \u2192 " + D.b;
+  $("verdict").textContent = X.same ? "the same" : "different";
+  $("verdict").className = "badge " + (X.same ? "ok" : "changed");
+  var totals = { added: 0, removed: 0, changed: 0 };
+  cases.forEach(function (c) { c.facts.forEach(function (f) { totals[f.change] = (totals[f.change] || 0) + 1; }); });
+  if (batch) {
+    stat("cases differ", cases.length); stat("the same", X.unchanged);
+    stat("only in A", X.only_a.length); stat("only in B", X.only_b.length);
+  }
+  ["added", "removed", "changed"].forEach(function (k) { stat("facts " + k, totals[k]); });
+
+  var sec = section("differences", batch ? "Cases that differ " : "Differences ");
+  var count = el("small", "count"); sec.firstChild.appendChild(count);
+  var tools = el("div", "tools"), boxes = {};
+  ["added", "removed", "changed"].forEach(function (k) { boxes[k] = checkbox(tools, k + " " + totals[k], true, k); });
+  sec.appendChild(tools);
+  var side = el("div", "sides"); sec.appendChild(side);
+  var groups = [];  /* {host, rows: [{trs, hay, change}]} */
+
+  /* a string's changed middle marked, the common start and end left plain */
+  function marked(text, other, cls) {
+    var pre = el("pre");
+    if (typeof other !== "string" || other === text) { pre.textContent = text; return pre; }
+    var i = 0, n = Math.min(text.length, other.length);
+    while (i < n && text[i] === other[i]) i++;
+    var j = 0;
+    while (j < n - i && text[text.length - 1 - j] === other[other.length - 1 - j]) j++;
+    add(pre, document.createTextNode(text.slice(0, i)), el("mark", cls, text.slice(i, text.length - j)),
+        document.createTextNode(text.slice(text.length - j)));
+    return pre;
+  }
+  function cell(side, value, other, what) {
+    var td = el("td", side + (value === null || value === undefined ? " none" : ""));
+    if (value === null || value === undefined) { td.textContent = "\u2014"; return td; }
+    var mark = side === "a" ? "del" : "ins", raw = what === "content" && typeof value === "string";
+    var text = raw ? value : json(value);
+    if (typeof value === "string" && typeof other === "string") {
+      td.appendChild(marked(text, raw ? other : json(other), mark));  /* two texts: the middle that differs */
+    } else if (other === null || other === undefined) {
+      td.appendChild(el("pre", null, text));
+    } else {
+      td.appendChild(add(el("pre"), el("mark", mark, text)));  /* a number, a list...: all of it */
+    }
+    return td;
+  }
+  /* a JSON path that may break after each "/" */
+  function path(text) {
+    var code = el("code");
+    text.split("/").forEach(function (part, i) {
+      if (i) { code.appendChild(document.createTextNode("/")); code.appendChild(el("wbr")); }
+      code.appendChild(document.createTextNode(part));
+    });
+    return code;
+  }
+  function block(host, c) {
+    var t = el("table", "side");
+    t.appendChild(add(el("colgroup"), el("col", "what"), el("col"), el("col")));
+    var head = el("tr"); ["what", "A: " + D.a, "B: " + D.b].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    add(t, add(el("thead"), head));
+    var body = el("tbody"); t.appendChild(body);
+    var rows = [];
+    c.facts.forEach(function (f) {
+      var trs = [], top = el("tr", "fact");
+      var name = el("td"); name.colSpan = 3;
+      add(name, el("span", "badge " + f.change, f.change), document.createTextNode(f.key + "/" + f.id));
+      top.appendChild(name); trs.push(top);
+      var hay = [c["case"] || "", f.change, f.key + "/" + f.id];
+      f.fields.forEach(function (w) {
+        var tr = el("tr");
+        add(tr, add(el("td"), path(w.what)), cell("a", w.a, w.b, w.what), cell("b", w.b, w.a, w.what));
+        trs.push(tr); hay.push(w.what, json(w.a), json(w.b));
+      });
+      trs.forEach(function (tr) { tr.dataset.change = f.change; body.appendChild(tr); });
+      rows.push({ trs: trs, change: f.change, hay: hay.join(" ").toLowerCase() });
+    });
+    var extra = [];
+    if (c.stop_reason) extra.push(["stop reason", c.stop_reason[0], c.stop_reason[1]]);
+    (c.usage || []).forEach(function (u) { extra.push(["usage " + u.what, u.a, u.b]); });
+    if (extra.length) {  /* the stop reasons and usage: one group under its own head */
+      var top = el("tr", "fact"), name = el("td", null, "the run"); name.colSpan = 3;
+      var trs = [top], hay = [c["case"] || "", "run"];
+      top.appendChild(name); body.appendChild(top);
+      extra.forEach(function (e) {
+        var tr = el("tr", "run");
+        add(tr, add(el("td"), el("code", null, e[0])), cell("a", e[1], e[2], "content"), cell("b", e[2], e[1], "content"));
+        body.appendChild(tr); trs.push(tr); hay.push(e.join(" "));
+      });
+      rows.push({ trs: trs, change: null, hay: hay.join(" ").toLowerCase() });
+    }
+    host.appendChild(t);
+    return rows;
+  }
+  cases.forEach(function (c) {
+    var host = side;
+    if (batch) {
+      host = el("details", "case"); host.open = true; host.dataset["case"] = c["case"];
+      host.appendChild(el("summary", null, "case " + c["case"] + " (" + c.facts.length + " facts differ)"));
+      side.appendChild(host);
+    }
+    groups.push({ host: host, rows: block(host, c) });
+  });
+  if (!cases.length) side.appendChild(el("div", "empty", X.same ? "no difference" : "no case differs in its facts"));
+  else if (!batch && !cases[0].facts.length && !cases[0].stop_reason && !cases[0].usage.length) {
+    side.textContent = ""; side.appendChild(el("div", "empty", "no difference"));
+  }
+
+  if (batch) {
+    var ls = section("unmatched", "Cases in one file only");
+    var lists = el("div", "lists"); ls.appendChild(lists);
+    [["only in A: " + D.a, X.only_a, "only-a"], ["only in B: " + D.b, X.only_b, "only-b"]].forEach(function (l) {
+      var box = el("div"); box.id = l[2];
+      box.appendChild(el("h3", null, l[0] + " (" + l[1].length + ")"));
+      if (!l[1].length) box.appendChild(el("div", "empty", "none"));
+      var ul = el("ul");
+      var items = l[1].map(function (n) { var li = el("li", null, n); ul.appendChild(li); return li; });
+      box.appendChild(ul); lists.appendChild(box);
+      filters.push(function (q) { items.forEach(function (li) { li.hidden = !!q && li.textContent.toLowerCase().indexOf(q) < 0; }); });
+    });
+  }
+
+  var all = 0; groups.forEach(function (g) { all += g.rows.length; });
+  filters.push(function (q) {
+    var shown = 0;
+    groups.forEach(function (g) {
+      var any = false;
+      g.rows.forEach(function (r) {
+        var on = (r.change === null || boxes[r.change].checked) && (!q || r.hay.indexOf(q) >= 0);
+        r.trs.forEach(function (tr) { tr.hidden = !on; });
+        if (on) { shown++; any = true; }
+      });
+      if (batch) g.host.hidden = !any;
+    });
+    count.textContent = shown === all ? String(all) : shown + " of " + all;
+  });
+  refilter();
+  ready();
+})();

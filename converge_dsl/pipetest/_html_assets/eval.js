@@ -1,0 +1,204 @@
+/* The page of an evaluation's result document (`eval --format json`): drawn from whatever
+   the document holds. Every metric gets a card (its mean, interval, threshold, pass or fail
+   and any other field it carries), every confusion a matrix; the cases are a filterable
+   table with one column per metric; `changes` (with --baseline) a filterable list. */
+(function () {
+  "use strict";
+  var R = D.result, metrics = R.metrics || [], cases = R.cases || [];
+  var KNOWN_TOP = ["evaluation", "passed", "overall", "threshold", "seconds", "usage", "metrics", "cases", "changes"];
+  var KNOWN_METRIC = ["name", "mean", "cases", "interval", "threshold", "passed", "confusion"];
+  var KNOWN_CASE = ["name", "scores", "stop_reason"];
+  var names = metrics.map(function (m) { return m.name; });
+  cases.forEach(function (c) {
+    Object.keys(c.scores || {}).forEach(function (m) { if (names.indexOf(m) < 0) names.push(m); });
+  });
+
+  $("title").textContent = "Evaluation: " + (R.evaluation || "");
+  document.title = "converge-dsl eval: " + (R.evaluation || "");
+  var verdict = $("verdict");
+  verdict.textContent = R.passed ? "passed" : "FAILED";
+  verdict.className = "badge " + (R.passed ? "ok" : "bad");
+  stat("cases", cases.length);
+  stat("overall", fix3(R.overall) + (R.threshold !== null && R.threshold !== undefined ? " (threshold " + fmt(R.threshold) + ")" : ""));
+  if (isNum(R.seconds)) stat("time", R.seconds.toFixed(2) + " s");
+  Object.keys(R.usage || {}).forEach(function (k) { stat(k.replace(/_/g, " "), fmt(R.usage[k])); });
+
+  /* -- metrics ------------------------------------------------------------------- */
+  var sec = section("metrics", "Metrics ");
+  add(sec.firstChild, el("small", "count", metrics.length));
+  var cards = el("div", "cards"); sec.appendChild(cards);
+  metrics.forEach(function (m) {
+    var failed = m.passed === false;
+    var card = el("div", "card" + (failed ? " failed" : "")); card.dataset.metric = m.name;
+    var top = el("div", "top");
+    add(top, el("span", "name", m.name), el("span", "badge " + (failed ? "bad" : "ok"), failed ? "FAIL" : "pass"));
+    card.appendChild(top);
+    var mean = el("div", "mean", fix3(m.mean));
+    card.appendChild(mean);
+    var bits = [];
+    if (m.interval) bits.push("95% interval [" + fix3(m.interval[0]) + ", " + fix3(m.interval[1]) + "]");
+    if (m.cases !== undefined) bits.push(m.cases + " cases");
+    if (m.threshold !== null && m.threshold !== undefined) bits.push("threshold " + fmt(m.threshold));
+    card.appendChild(el("div", "sub", bits.join(" · ")));
+    if (isNum(m.mean)) card.appendChild(bar(m));
+    var extra = Object.keys(m).filter(function (k) { return KNOWN_METRIC.indexOf(k) < 0; });
+    if (extra.length) {
+      var dl = el("dl");
+      extra.forEach(function (k) { add(dl, el("dt", null, k), el("dd", null, fmt(m[k]))); });
+      card.appendChild(dl);
+    }
+    cards.appendChild(card);
+  });
+  if (!metrics.length) sec.appendChild(el("div", "empty", "no metric"));
+
+  /* the mean on a 0..1 scale (wider when a value passes 1), its interval, its threshold */
+  function bar(m) {
+    var NS = "http://www.w3.org/2000/svg", top = Math.max(1, m.mean, m.threshold || 0, m.interval ? m.interval[1] : 0);
+    var svg = document.createElementNS(NS, "svg"); svg.setAttribute("viewBox", "0 0 200 26"); svg.setAttribute("preserveAspectRatio", "none");
+    function rect(x, w, y, h, fill) {
+      var r = document.createElementNS(NS, "rect");
+      r.setAttribute("x", x); r.setAttribute("y", y); r.setAttribute("width", Math.max(0, w)); r.setAttribute("height", h); r.setAttribute("fill", fill);
+      svg.appendChild(r);
+    }
+    function x(v) { return 200 * Math.max(0, v) / top; }
+    rect(0, 200, 9, 8, "#eef0f3");
+    rect(0, x(m.mean), 9, 8, m.passed === false ? "#d9434f" : "#1f9d63");
+    if (m.interval) rect(x(m.interval[0]), x(m.interval[1]) - x(m.interval[0]), 5, 16, "rgba(29,35,48,0.18)");
+    if (isNum(m.threshold)) rect(x(m.threshold) - 1, 2, 1, 24, "#1d2330");
+    var t = document.createElementNS(NS, "title");
+    t.textContent = "mean " + fmt(m.mean) + (m.interval ? ", interval " + fmt(m.interval[0]) + " to " + fmt(m.interval[1]) : "") + (isNum(m.threshold) ? ", threshold " + fmt(m.threshold) : "");
+    svg.appendChild(t);
+    return svg;
+  }
+
+  /* -- confusion matrices --------------------------------------------------------- */
+  var withConfusion = metrics.filter(function (m) { return m.confusion && m.confusion.length; });
+  if (withConfusion.length) {
+    var cs = section("confusion", "Confusion ");
+    add(cs.firstChild, el("small", null, "rows expected, columns found"));
+    var host = el("div", "matrices"); cs.appendChild(host);
+    withConfusion.forEach(function (m) {
+      var cells = {}, expected = [], found = [];
+      m.confusion.forEach(function (c) {
+        var e = String(c.expected), f = String(c.found);
+        cells[e + "\u0000" + f] = (cells[e + "\u0000" + f] || 0) + c.count;
+        if (expected.indexOf(e) < 0) expected.push(e);
+        if (found.indexOf(f) < 0) found.push(f);
+      });
+      expected.sort(); expected.forEach(function (e) { if (found.indexOf(e) < 0) found.push(e); }); found.sort();
+      var box = el("div", "matrix"); box.dataset.metric = m.name;
+      var t = table(["expected \\ found"].concat(found));
+      t.table.insertBefore(el("caption", null, m.name), t.table.firstChild);
+      expected.forEach(function (e) {
+        var tr = el("tr"); tr.appendChild(el("th", null, e));
+        found.forEach(function (f) {
+          var n = cells[e + "\u0000" + f] || 0;
+          tr.appendChild(el("td", n === 0 ? "zero" : e === f ? "hit" : "miss", n));
+        });
+        t.body.appendChild(tr);
+      });
+      host.appendChild(add(box, t.table));
+    });
+  }
+
+  /* -- worst cases ---------------------------------------------------------------- */
+  function scoreOf(v) { return isNum(v) ? v : null; }
+  function caseMean(c) {
+    var given = names.map(function (m) { return scoreOf((c.scores || {})[m]); }).filter(function (v) { return v !== null; });
+    return given.length ? given.reduce(function (a, b) { return a + b; }, 0) / given.length : 1;
+  }
+  function failing(c) { return names.filter(function (m) { var v = scoreOf((c.scores || {})[m]); return v !== null && v < 1; }); }
+  var worst = cases.slice().sort(function (a, b) { return caseMean(a) - caseMean(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); })
+    .filter(function (c) { return caseMean(c) < 1; }).slice(0, 5);
+  var ws = section("worst", "Worst cases ");
+  if (!worst.length) ws.appendChild(el("div", "empty", "none: every case scored 1"));
+  else {
+    var wt = table(["case", "mean", "below 1 on"], [false, true, false]);
+    worst.forEach(function (c) {
+      var tr = el("tr", "pick");
+      add(tr, el("td", null, c.name), el("td", "num", fix3(caseMean(c))), el("td", null, failing(c).join(", ")));
+      tr.addEventListener("click", function () { showDetail("case " + c.name, c); });
+      wt.body.appendChild(tr);
+    });
+    ws.appendChild(wt.table);
+  }
+
+  /* -- against the baseline ------------------------------------------------------- */
+  if (R.changes) {
+    var bs = section("baseline", "Against the baseline ");
+    var verdicts = ["regressed", "improved", "new", "gone"], counts = {};
+    R.changes.forEach(function (c) { counts[c.verdict] = (counts[c.verdict] || 0) + 1; });
+    var tools = el("div", "tools"), boxes = {};
+    verdicts.concat(Object.keys(counts).filter(function (v) { return verdicts.indexOf(v) < 0; })).forEach(function (v) {
+      boxes[v] = checkbox(tools, v + " " + (counts[v] || 0), true, v);
+    });
+    var bcount = el("span", "count"); tools.appendChild(bcount);
+    bs.appendChild(tools);
+    if (!R.changes.length) bs.appendChild(el("div", "empty", "no change"));
+    else {
+      var bt = table(["case", "metric", "before", "after", "verdict"], [false, false, true, true, false]);
+      var rows = R.changes.map(function (c) {
+        var tr = el("tr"); tr.dataset.verdict = c.verdict;
+        add(tr, el("td", null, c["case"]), el("td", null, c.metric), el("td", "num", fix3(c.before)), el("td", "num", fix3(c.after)));
+        tr.appendChild(add(el("td"), el("span", "badge " + c.verdict, c.verdict)));
+        bt.body.appendChild(tr);
+        return { tr: tr, c: c, hay: [c["case"], c.metric, c.verdict].join(" ").toLowerCase() };
+      });
+      var sc = el("div", "scroll"); sc.appendChild(bt.table); bs.appendChild(sc);
+      filters.push(function (q) {
+        var shown = 0;
+        rows.forEach(function (r) {
+          var on = (!boxes[r.c.verdict] || boxes[r.c.verdict].checked) && (!q || r.hay.indexOf(q) >= 0);
+          r.tr.hidden = !on; if (on) shown++;
+        });
+        bcount.textContent = shown + " of " + rows.length;
+      });
+    }
+  }
+
+  /* -- the cases ------------------------------------------------------------------ */
+  var extraCols = [];
+  cases.forEach(function (c) {
+    Object.keys(c).forEach(function (k) {
+      if (KNOWN_CASE.indexOf(k) < 0 && extraCols.indexOf(k) < 0 && (c[k] === null || typeof c[k] !== "object")) extraCols.push(k);
+    });
+  });
+  var cs2 = section("cases", "Cases ");
+  var ccount = el("small", "count"); cs2.firstChild.appendChild(ccount);
+  var ctools = el("div", "tools"), onlyFailing = checkbox(ctools, "only cases below 1", false);
+  onlyFailing.id = "only-failing";
+  ctools.appendChild(el("span", "count", "click a case for its whole result"));
+  cs2.appendChild(ctools);
+  var ct = table(["case", "stop reason", "mean"].concat(names, extraCols),
+                 [false, false, true].concat(names.map(function () { return true; }), extraCols.map(function () { return false; })));
+  var crows = cases.map(function (c) {
+    var tr = el("tr", "pick"), mean = caseMean(c);
+    add(tr, el("td", null, c.name), el("td", c.stop_reason === "converged" ? null : "s0", c.stop_reason), el("td", "num", fix3(mean)));
+    names.forEach(function (m) {
+      var v = (c.scores || {})[m];
+      tr.appendChild(el("td", "num " + (v === null || v === undefined ? "sn" : !isNum(v) ? "" : v >= 1 ? "s1" : v <= 0 ? "s0" : "sp"), fmt(v)));
+    });
+    extraCols.forEach(function (k) { tr.appendChild(el("td", null, fmt(c[k]))); });
+    tr.addEventListener("click", function () { showDetail("case " + c.name, c); });
+    ct.body.appendChild(tr);
+    return { tr: tr, below: mean < 1, hay: JSON.stringify(c).toLowerCase() };
+  });
+  var csc = el("div", "scroll"); csc.appendChild(ct.table); cs2.appendChild(csc);
+  filters.push(function (q) {
+    var shown = 0;
+    crows.forEach(function (r) {
+      var on = (!onlyFailing.checked || r.below) && (!q || r.hay.indexOf(q) >= 0);
+      r.tr.hidden = !on; if (on) shown++;
+    });
+    ccount.textContent = shown === crows.length ? String(crows.length) : shown + " of " + crows.length;
+  });
+
+  /* -- anything else the document holds -------------------------------------------- */
+  var rest = Object.keys(R).filter(function (k) { return KNOWN_TOP.indexOf(k) < 0; });
+  if (rest.length) {
+    var os = section("more", "More ");
+    rest.forEach(function (k) { add(os, el("h3", null, k), el("pre", null, json(R[k]))); });
+  }
+  refilter();
+  ready();
+})();

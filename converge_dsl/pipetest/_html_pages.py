@@ -1,0 +1,74 @@
+"""The HTML pages of `eval --format html` and `diff --format html`: one self-contained file each.
+
+A page holds its data (the command's own JSON document, compact, in a
+`<script type="application/json">` element), its style and its script (the
+hand-written files of `_html_assets`: nothing is vendored, nothing fetched at
+view time, and a Content-Security-Policy allows no source outside the page).
+The script draws the page from the data with `textContent` only, so no value of
+the data is ever read as HTML.
+
+- `render_eval_html(document)`: the result document of `eval --format json`
+  (with its `changes` under `--baseline`), drawn from whatever it holds: a card
+  per metric with its mean, interval, threshold and any other field the metric
+  carries, a confusion matrix per metric that has one, the worst cases, the
+  changes against the baseline, and a filterable table of the cases.
+- `render_diff_html(document, kind, a, b)`: the `diff --format json` document of
+  two run results (`kind` "run") or two batch results files ("batch"), A's
+  values beside B's, filterable by text and by added / removed / changed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+_ASSETS = Path(__file__).resolve().parent / "_html_assets"
+MARK = "<!DOCTYPE html><!-- converge-dsl {what} page -->"
+
+
+def render_eval_html(document: Mapping[str, Any]) -> str:
+    """The page of an evaluation's result document (see the module docstring)."""
+    title = f"Evaluation: {document.get('evaluation', '')}"
+    return _page("eval", title, {"result": document})
+
+
+def render_diff_html(document: Mapping[str, Any], kind: str, a: str, b: str) -> str:
+    """The page of a diff document of two run results (`kind` "run") or two batch
+    results files ("batch"), `a` and `b` their names."""
+    return _page("diff", f"Diff: {a} \u2192 {b}", {"kind": kind, "a": a, "b": b, "diff": document})
+
+
+def _finite(value: Any) -> Any:
+    """`value` with each NaN or infinity made null (JSON has neither: the page would not parse)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
+    text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
+    # Inside <script>, "</script" or "<!--" would end or confuse the element: "<" is
+    # only ever inside a JSON string here, where "\\u003c" means the same.
+    text = text.replace("<", "\\u003c")
+    js = (_ASSETS / "common.js").read_text(encoding="utf-8") + (
+        _ASSETS / f"{what}.js"
+    ).read_text(encoding="utf-8")
+    parts = {
+        "@TITLE@": html.escape(title),
+        "@CSS@": (_ASSETS / "page.css").read_text(encoding="utf-8"),
+        "@DATA@": text,
+        "@JS@": js,
+    }
+    page = (_ASSETS / "page.html").read_text(encoding="utf-8")
+    # One pass, so that nothing inserted is itself searched for a placeholder.
+    body = re.sub("@(?:TITLE|CSS|DATA|JS)@", lambda m: parts[m.group(0)], page)
+    return MARK.format(what=what) + "\n" + body
