@@ -59,9 +59,8 @@ def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
     # Inside <script>, "</script" or "<!--" would end or confuse the element: "<" is
     # only ever inside a JSON string here, where "\\u003c" means the same.
     text = text.replace("<", "\\u003c")
-    js = (_ASSETS / "common.js").read_text(encoding="utf-8") + (
-        _ASSETS / f"{what}.js"
-    ).read_text(encoding="utf-8")
+    scripts = ("common.js", f"{what}.js")
+    js = "".join((_ASSETS / name).read_text(encoding="utf-8") for name in scripts)
     parts = {
         "@TITLE@": html.escape(title),
         "@CSS@": (_ASSETS / "page.css").read_text(encoding="utf-8"),

@@ -2,8 +2,9 @@
 
 Facts are matched by (key, id). A fact only in B is added, only in A removed
 (with its content, and its data when it has some); one in both is changed when
-its content, its confidence or its data differ, the data compared by JSON path (`/category`: A's value -> B's value). The stop
-reasons and the usage counts are compared too. Provenance is not compared.
+its content, its confidence or its data differ, the data compared by JSON path
+(`/category`: A's value -> B's value). The stop reasons and the usage counts
+are compared too. Provenance is not compared.
 """
 
 from __future__ import annotations
