@@ -4,8 +4,10 @@ A batch results file (`converge-dsl run --cases CASES --out RESULTS.jsonl`)
 holds one result line per case, in the order the cases finished: the case's
 run result with its `index` and `id` first. Cases are matched by name: the
 case's `id`, or `#INDEX` for a case given without one. For each case in both
-files, the fact diff of its two run results (`diff_results`); then the cases
-only in A and only in B.
+files, the diff of its two run results (`diff_results`); then the cases only
+in A and only in B, and the usage counts summed over the cases in both. The
+text shows the facts of each case and the usage of the whole batch: a changed
+prompt changes the tokens of every case, and those lines would hide the facts.
 
 `read_batch_results(text, display)` reads a file's text; a line that is not a
 result line (CD816) or that names a case an earlier line named (CD817) is a
@@ -47,12 +49,14 @@ class CaseDiff:
 
 @dataclass(frozen=True, slots=True)
 class BatchDiff:
-    """The cases that differ (in A's order), how many are the same, and the unmatched."""
+    """The cases that differ (in A's order), how many are the same, the unmatched, and the
+    usage counts, summed over the cases in both files, that differ."""
 
     cases: tuple[CaseDiff, ...]
     unchanged: int
     only_a: tuple[str, ...]
     only_b: tuple[str, ...]
+    usage: tuple[tuple[str, Any, Any], ...]
 
     @property
     def same(self) -> bool:
@@ -65,18 +69,30 @@ class BatchDiff:
             "cases": [{"case": c.case, **c.diff.as_json()} for c in self.cases],
             "only_a": list(self.only_a),
             "only_b": list(self.only_b),
+            "usage": [{"what": w, "a": a, "b": b} for w, a, b in self.usage],
         }
 
     def text(self) -> str:
+        """Each case whose facts or stop reason differ, the unmatched cases, then the usage
+        summed over the matched cases (a case whose usage alone differs is only counted)."""
         lines: list[str] = []
         for c in self.cases:
-            lines.append(f"case {c.case}:")
-            lines.extend("  " + line for line in c.diff.text().splitlines())
+            if not c.diff.same_facts:
+                lines.append(f"case {c.case}:")
+                lines.extend("  " + line for line in c.diff.lines())
         lines.extend(f"only in A: {name}" for name in self.only_a)
         lines.extend(f"only in B: {name}" for name in self.only_b)
+        matched = len(self.cases) + self.unchanged
+        lines.extend(
+            f"usage of the {matched} cases in both, {w}: {a} -> {b}" for w, a, b in self.usage
+        )
         if not lines:
             return f"no difference ({self.unchanged} cases)\n"
-        lines.append(f"{len(self.cases)} cases differ, {self.unchanged} the same")
+        facts = sum(1 for c in self.cases if not c.diff.same_facts)
+        lines.append(
+            f"{facts} cases differ in their facts or stop reason, "
+            f"{len(self.cases) - facts} in their usage only, {self.unchanged} not at all"
+        )
         return "\n".join(lines) + "\n"
 
 
@@ -164,9 +180,29 @@ def diff_batches(a: Sequence[CaseResultLine], b: Sequence[CaseResultLine]) -> Ba
             unchanged += 1
         else:
             changed.append(CaseDiff(case.name, found))
+    matched = [(case.body, after[case.name].body) for case in a if case.name in after]
     return BatchDiff(
         tuple(changed),
         unchanged,
         tuple(c.name for c in a if c.name not in after),
         tuple(c.name for c in b if c.name not in before),
+        _usage_totals(matched),
+    )
+
+
+def _usage_totals(
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+) -> tuple[tuple[str, Any, Any], ...]:
+    """Each numeric usage count summed over A's and over B's results, where the sums differ."""
+    totals_a: dict[str, float] = {}
+    totals_b: dict[str, float] = {}
+    for body_a, body_b in pairs:
+        for body, totals in ((body_a, totals_a), (body_b, totals_b)):
+            for name, value in (body.get("usage") or {}).items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    totals[name] = totals.get(name, 0) + value
+    return tuple(
+        (name, totals_a.get(name, 0), totals_b.get(name, 0))
+        for name in sorted(totals_a.keys() | totals_b.keys())
+        if totals_a.get(name, 0) != totals_b.get(name, 0)
     )

@@ -50,7 +50,18 @@ class RunDiff:
             "usage": [{"what": w, "a": a, "b": b} for w, a, b in self.usage],
         }
 
+    @property
+    def same_facts(self) -> bool:
+        """Whether the facts and the stop reasons are the same (the usage may differ)."""
+        return not self.facts and self.stop_reason is None
+
     def text(self) -> str:
+        lines = self.lines()
+        lines.extend(f"usage {w}: {a} -> {b}" for w, a, b in self.usage)
+        return "\n".join(lines or ["no difference"]) + "\n"
+
+    def lines(self) -> list[str]:
+        """The lines of the facts and the stop reasons that differ (not the usage)."""
         lines: list[str] = []
         for f in self.facts:
             sign = {"added": "+", "removed": "-", "changed": "~"}[f.change]
@@ -58,8 +69,7 @@ class RunDiff:
             lines.extend(f"    {w}: {a!r} -> {b!r}" for w, a, b in f.fields)
         if self.stop_reason:
             lines.append(f"stop reason: {self.stop_reason[0]} -> {self.stop_reason[1]}")
-        lines.extend(f"usage {w}: {a} -> {b}" for w, a, b in self.usage)
-        return "\n".join(lines or ["no difference"]) + "\n"
+        return lines
 
 
 def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:

@@ -5,7 +5,12 @@
 (function () {
   "use strict";
   var X = D.diff, batch = D.kind === "batch";
-  var cases = batch ? X.cases : [{ "case": null, facts: X.facts, stop_reason: X.stop_reason, usage: X.usage }];
+  /* a batch shows each case whose facts or stop reason differ, and its usage summed */
+  var cases = !batch ? [{ "case": null, facts: X.facts, stop_reason: X.stop_reason, usage: X.usage }]
+    : X.cases.filter(function (c) { return c.facts.length || c.stop_reason; })
+        .map(function (c) { return { "case": c["case"], facts: c.facts, stop_reason: c.stop_reason, usage: [] }; });
+  var usageOnly = !batch ? [] : X.cases.filter(function (c) { return !c.facts.length && !c.stop_reason; })
+    .map(function (c) { return c["case"]; });
   $("title").textContent = "Diff: " + D.a + " \u2192 " + D.b;
   document.title = "converge-dsl diff: " + D.a + " \u2192 " + D.b;
   $("verdict").textContent = X.same ? "the same" : "different";
@@ -13,7 +18,7 @@
   var totals = { added: 0, removed: 0, changed: 0 };
   cases.forEach(function (c) { c.facts.forEach(function (f) { totals[f.change] = (totals[f.change] || 0) + 1; }); });
   if (batch) {
-    stat("cases differ", cases.length); stat("the same", X.unchanged);
+    stat("cases differ", cases.length); stat("in usage only", usageOnly.length); stat("the same", X.unchanged);
     stat("only in A", X.only_a.length); stat("only in B", X.only_b.length);
   }
   ["added", "removed", "changed"].forEach(function (k) { stat("facts " + k, totals[k]); });
@@ -125,6 +130,27 @@
       box.appendChild(ul); lists.appendChild(box);
       filters.push(function (q) { items.forEach(function (li) { li.hidden = !!q && li.textContent.toLowerCase().indexOf(q) < 0; }); });
     });
+  }
+
+  if (batch) {
+    var us = section("usage", "Usage ");
+    us.firstChild.appendChild(el("small", null, "summed over the cases in both files"));
+    if (!X.usage.length) us.appendChild(el("div", "empty", "the same"));
+    else {
+      var ut = el("table", "side");
+      ut.appendChild(add(el("colgroup"), el("col", "what"), el("col"), el("col")));
+      var uh = el("tr"); ["what", "A: " + D.a, "B: " + D.b].forEach(function (h) { uh.appendChild(el("th", null, h)); });
+      add(ut, add(el("thead"), uh));
+      var ub = el("tbody"); ut.appendChild(ub);
+      X.usage.forEach(function (u) { ub.appendChild(add(el("tr"), add(el("td"), el("code", null, u.what)), cell("a", u.a, u.b, "content"), cell("b", u.b, u.a, "content"))); });
+      us.appendChild(ut);
+    }
+    if (usageOnly.length) {
+      var more = el("details", "case"); more.id = "usage-only";
+      more.appendChild(el("summary", null, usageOnly.length + " cases differ in their usage only"));
+      more.appendChild(el("pre", null, usageOnly.join(", ")));
+      us.appendChild(more);
+    }
   }
 
   var all = 0; groups.forEach(function (g) { all += g.rows.length; });
