@@ -17,11 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._inputs import json_file
 from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.diagnostics import Diagnostic
+    from converge_dsl.pipetest import CaseResultLine
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,22 +50,26 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             "(run --cases CASES --out RESULTS.jsonl)",
         )
     if a_text is not None and b_text is not None:
-        try:
-            found: Any = diff_batches(
-                read_batch_results(a_text, args.a), read_batch_results(b_text, args.b)
-            )
-        except PipelineInvalid as exc:
+        problems: list[Diagnostic] = []
+        sides: list[tuple[CaseResultLine, ...]] = []
+        for text, named in ((a_text, args.a), (b_text, args.b)):
+            try:
+                sides.append(read_batch_results(text, named))
+            except PipelineInvalid as exc:
+                problems.extend(exc.diagnostics)
+        if problems:
             from converge_dsl.cli._render import render
 
             json_out = args.format == "json"
             render(
-                exc.diagnostics,
+                problems,
                 "json" if json_out else "human",
                 io.stdout if json_out else io.stderr,
                 files=2,
                 color=not json_out and io.style(io.stderr).color,
             )
             return EXIT_INVALID
+        found: Any = diff_batches(*sides)
         kind = "batch"
     else:
         found = diff_results(_result(args.a), _result(args.b))

@@ -19,8 +19,9 @@ Public surface:
   `run_eval(evaluation)` -> `EvalResult`, `compare(result, baseline, tolerance)`,
   `render_eval_human(result, changes)` and `render_eval_junit(result)`.
 - `diff_results(a, b)` -> `RunDiff`: what differs between two run results (`converge-dsl diff`);
-  `read_batch_results(text, display)` and `diff_batches(a, b)` -> `BatchDiff`: what differs
-  between two batch results files, case by case (`is_batch_results(text)` tells them apart).
+  `read_batch_results(text, display)` -> `CaseResultLine`s, `diff_batches(a, b)` -> `BatchDiff`:
+  what differs between two batch results files, case by case (`is_batch_results(text)` tells
+  them apart).
 - `render_eval_html(document)` and `render_diff_html(document, kind, a, b)`: the self-contained
   HTML pages of `eval --format html` and `diff --format html`.
 
@@ -52,6 +53,7 @@ else:
         {
             "converge_dsl.pipetest._batch_diff": (
                 "BatchDiff",
+                "CaseResultLine",
                 "diff_batches",
                 "is_batch_results",
                 "read_batch_results",
