@@ -1,0 +1,98 @@
+"""The HTML pages of `eval` and `diff`: self-contained, the data inert inside them.
+
+What the pages show is checked in a real browser (test_html_pages_browser.py);
+here, what a page is made of: one file, a strict Content-Security-Policy, no
+address of anything outside it, and data that cannot end its script element.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from converge_dsl.pipetest import render_diff_html, render_eval_html
+
+from .conftest import DATA, cli
+
+HOSTILE = '</script><script>window.pwned=1</script><!-- <img src=x onerror="pwned=2">'
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+
+
+def _data(page: str) -> Any:
+    found = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', page, re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def _document(**more: Any) -> dict[str, Any]:
+    return {
+        "evaluation": HOSTILE,
+        "passed": False,
+        "overall": 0.5,
+        "threshold": 0.9,
+        "seconds": 0.1,
+        "usage": {"input_tokens": 3, "output_tokens": 4},
+        "metrics": [
+            {"name": HOSTILE, "mean": float("nan"), "cases": 1, "interval": None,
+             "threshold": 1.0, "passed": False, "confusion": []},
+        ],
+        "cases": [{"name": HOSTILE, "stop_reason": "converged", "scores": {HOSTILE: 0.0}}],
+        **more,
+    }  # fmt: skip
+
+
+def test_a_page_is_one_file_that_names_nothing_outside_it() -> None:
+    empty = {"same": True, "facts": [], "stop_reason": None, "usage": []}
+    for page in (
+        render_eval_html(_document(evaluation="t")),
+        render_diff_html(empty, "run", "a", "b"),
+    ):
+        assert page.startswith("<!DOCTYPE html><!-- converge-dsl ")
+        assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in page
+        # the page's own markup, style and script (the data is JSON text, never markup)
+        own = re.sub(r'(<script id="page-data"[^>]*>).*?(</script>)', r"\1\2", page, flags=re.S)
+        assert not re.search(r"<(link|img|iframe|object|embed)\b|\bsrc=|\bhref=|url\(", own)
+        assert "@import" not in own
+        # the one address is the SVG namespace, a name, never fetched
+        assert set(re.findall(r"https?://[^\s\"')]+", own)) <= {"http://www.w3.org/2000/svg"}
+
+
+def test_data_cannot_end_its_script_element_and_reads_back_the_same() -> None:
+    page = render_eval_html(_document())
+    assert HOSTILE not in page
+    assert page.count("</script>") == 2  # the data's and the script's own
+    assert "<!-- <img" not in page
+    data = _data(page)
+    assert data["result"]["evaluation"] == HOSTILE
+    assert data["result"]["cases"][0]["scores"] == {HOSTILE: 0.0}
+    # the title is the one place the page writes data as HTML: escaped
+    assert "<title>Evaluation: &lt;/script&gt;&lt;script&gt;" in page
+
+
+def test_a_mean_that_is_not_a_number_is_written_as_null() -> None:
+    assert _data(render_eval_html(_document()))["result"]["metrics"][0]["mean"] is None
+
+
+def test_the_diff_page_carries_both_names_and_the_kind() -> None:
+    document = {"same": True, "unchanged": 2, "cases": [], "only_a": [], "only_b": [], "usage": []}
+    data = _data(render_diff_html(document, "batch", "a.jsonl", HOSTILE))
+    assert (data["kind"], data["a"], data["b"], data["diff"]) == (
+        "batch",
+        "a.jsonl",
+        HOSTILE,
+        document,
+    )
+
+
+def test_eval_writes_its_page_from_the_document_json_prints(tmp_path: Path) -> None:
+    page, document = tmp_path / "eval.html", tmp_path / "eval.json"
+    evaluation = DATA / "eval" / "classify.eval.yaml"
+    assert cli("eval", evaluation, "--format", "html", "-o", page)[0] == 0
+    assert cli("eval", evaluation, "--format", "json", "-o", document)[0] == 0
+    shown = _data(page.read_text(encoding="utf-8"))["result"]
+    printed = json.loads(document.read_text(encoding="utf-8"))
+    shown.pop("seconds")
+    printed.pop("seconds")
+    assert shown == printed
