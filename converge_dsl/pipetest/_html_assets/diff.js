@@ -11,7 +11,7 @@
         .map(function (c) { return { "case": c["case"], facts: c.facts, stop_reason: c.stop_reason, usage: [] }; });
   var usageOnly = !batch ? [] : X.cases.filter(function (c) { return !c.facts.length && !c.stop_reason; })
     .map(function (c) { return c["case"]; });
-  $("title").textContent = "Diff: " + D.a + " \u2192 " + D.b;
+  $("title").textContent = "Diff: A " + D.a + " \u2192 B " + D.b;
   document.title = "converge-dsl diff: " + D.a + " \u2192 " + D.b;
   $("verdict").textContent = X.same ? "the same" : "different";
   $("verdict").className = "badge " + (X.same ? "ok" : "changed");
@@ -69,14 +69,14 @@
   function block(host, c) {
     var t = el("table", "side");
     t.appendChild(add(el("colgroup"), el("col", "what"), el("col"), el("col")));
-    var head = el("tr"); ["what", "A: " + D.a, "B: " + D.b].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    var head = el("tr"); ["what", "A", "B"].forEach(function (h, i) { var th = el("th", null, h); th.title = ["", D.a, D.b][i]; head.appendChild(th); });
     add(t, add(el("thead"), head));
     var body = el("tbody"); t.appendChild(body);
     var rows = [];
     c.facts.forEach(function (f) {
       var trs = [], top = el("tr", "fact");
       var name = el("td"); name.colSpan = 3;
-      add(name, el("span", "badge " + f.change, f.change), document.createTextNode(f.key + "/" + f.id));
+      add(name, el("span", "badge " + f.change, f.change), document.createTextNode(" " + f.key + "/" + f.id));
       top.appendChild(name); trs.push(top);
       var hay = [c["case"] || "", f.change, f.key + "/" + f.id];
       f.fields.forEach(function (w) {
@@ -108,7 +108,8 @@
     var host = side;
     if (batch) {
       host = el("details", "case"); host.open = true; host.dataset["case"] = c["case"];
-      host.appendChild(el("summary", null, "case " + c["case"] + " (" + c.facts.length + " facts differ)"));
+      var n = c.facts.length + (c.stop_reason ? 1 : 0);
+      host.appendChild(el("summary", null, "case " + c["case"] + " (" + n + (n === 1 ? " difference)" : " differences)")));
       side.appendChild(host);
     }
     groups.push({ host: host, rows: block(host, c) });
@@ -121,7 +122,7 @@
   if (batch) {
     var ls = section("unmatched", "Cases in one file only");
     var lists = el("div", "lists"); ls.appendChild(lists);
-    [["only in A: " + D.a, X.only_a, "only-a"], ["only in B: " + D.b, X.only_b, "only-b"]].forEach(function (l) {
+    [["only in A", X.only_a, "only-a"], ["only in B", X.only_b, "only-b"]].forEach(function (l) {
       var box = el("div"); box.id = l[2];
       box.appendChild(el("h3", null, l[0] + " (" + l[1].length + ")"));
       if (!l[1].length) box.appendChild(el("div", "empty", "none"));
@@ -139,7 +140,7 @@
     else {
       var ut = el("table", "side");
       ut.appendChild(add(el("colgroup"), el("col", "what"), el("col"), el("col")));
-      var uh = el("tr"); ["what", "A: " + D.a, "B: " + D.b].forEach(function (h) { uh.appendChild(el("th", null, h)); });
+      var uh = el("tr"); ["what", "A", "B"].forEach(function (h, i) { var th = el("th", null, h); th.title = ["", D.a, D.b][i]; uh.appendChild(th); });
       add(ut, add(el("thead"), uh));
       var ub = el("tbody"); ut.appendChild(ub);
       X.usage.forEach(function (u) { ub.appendChild(add(el("tr"), add(el("td"), el("code", null, u.what)), cell("a", u.a, u.b, "content"), cell("b", u.b, u.a, "content"))); });

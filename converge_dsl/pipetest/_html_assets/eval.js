@@ -40,7 +40,7 @@
     if (m.cases !== undefined) bits.push(m.cases + " cases");
     if (m.threshold !== null && m.threshold !== undefined) bits.push("threshold " + fmt(m.threshold));
     card.appendChild(el("div", "sub", bits.join(" · ")));
-    if (isNum(m.mean)) card.appendChild(bar(m));
+    if (isNum(m.mean) && scoreOf(m.mean) !== null && (!isNum(m.threshold) || scoreOf(m.threshold) !== null)) card.appendChild(bar(m));
     var extra = Object.keys(m).filter(function (k) { return KNOWN_METRIC.indexOf(k) < 0; });
     if (extra.length) {
       var dl = el("dl");
@@ -51,9 +51,9 @@
   });
   if (!metrics.length) sec.appendChild(el("div", "empty", "no metric"));
 
-  /* the mean on a 0..1 scale (wider when a value passes 1), its interval, its threshold */
+  /* the mean on a 0..1 scale, its interval, its threshold */
   function bar(m) {
-    var NS = "http://www.w3.org/2000/svg", top = Math.max(1, m.mean, m.threshold || 0, m.interval ? m.interval[1] : 0);
+    var NS = "http://www.w3.org/2000/svg", top = 1;
     var svg = document.createElementNS(NS, "svg"); svg.setAttribute("viewBox", "0 0 200 26"); svg.setAttribute("preserveAspectRatio", "none");
     function rect(x, w, y, h, fill) {
       var r = document.createElementNS(NS, "rect");
@@ -102,7 +102,9 @@
   }
 
   /* -- worst cases ---------------------------------------------------------------- */
-  function scoreOf(v) { return isNum(v) ? v : null; }
+  /* a score from 0 (fail) to 1 (pass); any other value a metric gives (seconds, a count) is
+     shown, not averaged */
+  function scoreOf(v) { return isNum(v) && v >= 0 && v <= 1 ? v : null; }
   function caseMean(c) {
     var given = names.map(function (m) { return scoreOf((c.scores || {})[m]); }).filter(function (v) { return v !== null; });
     return given.length ? given.reduce(function (a, b) { return a + b; }, 0) / given.length : 1;
@@ -176,7 +178,8 @@
     add(tr, el("td", null, c.name), el("td", c.stop_reason === "converged" ? null : "s0", c.stop_reason), el("td", "num", fix3(mean)));
     names.forEach(function (m) {
       var v = (c.scores || {})[m];
-      tr.appendChild(el("td", "num " + (v === null || v === undefined ? "sn" : !isNum(v) ? "" : v >= 1 ? "s1" : v <= 0 ? "s0" : "sp"), fmt(v)));
+      var cls = v === null || v === undefined ? "sn" : scoreOf(v) === null ? "" : v === 1 ? "s1" : v === 0 ? "s0" : "sp";
+      tr.appendChild(el("td", "num " + cls, fmt(v)));
     });
     extraCols.forEach(function (k) { tr.appendChild(el("td", null, fmt(c[k]))); });
     tr.addEventListener("click", function () { showDetail("case " + c.name, c); });

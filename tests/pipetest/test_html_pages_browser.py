@@ -1,0 +1,273 @@
+"""The pages of `eval --format html` and `diff --format html` in a real headless Chromium.
+
+The shipped evaluation, after the prompt change docs/eval.md shows, against its
+baseline: the metric cards (the failed one marked), the confusion matrix, the
+regressions, the cases table and its filters, a case's whole result on a click.
+A document with metrics of kinds this page has never heard of: each still gets
+its card with every field it carries. The diff of two runs and of two batch
+results files of the shipped examples, one prompt changed (the changes of
+test_example_diffs.py): A beside B, filtered by text and by change. Data that
+looks like markup shows as text. Screenshots are saved under the `artifacts`
+folder (tests/conftest.py); the `browser` fixture skips, saying why, where
+Chromium, its driver or selenium is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.pipetest import render_eval_html
+
+from .conftest import ROOT, cli
+from .test_example_diffs import CHANGES, PromptChange, _copy, _run
+
+BROWSER_WINDOW = (1400, 1500)
+LOAD_BOUND_S = 20.0
+HOSTILE = '</script><img src=x onerror="window.pwned=1"><b>bold</b>'
+
+
+def _open(driver: Any, page: Path) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(page.as_uri())
+    WebDriverWait(driver, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+
+
+def _errors(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _visible_rows(driver: Any, css: str) -> list[Any]:
+    return [r for r in driver.find_elements("css selector", css) if r.is_displayed()]
+
+
+def _type(driver: Any, text: str) -> None:
+    box = driver.find_element("id", "search")
+    box.clear()
+    box.send_keys(text)
+
+
+def _count(driver: Any, section: str) -> str:
+    return str(driver.find_element("css selector", f"#{section} h2 .count").text)
+
+
+@pytest.fixture(scope="module")
+def eval_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped evaluation after docs/eval.md's prompt change, against the baseline."""
+    folder = tmp_path_factory.mktemp("eval-page")
+    example = folder / "support-triage"
+    shutil.copytree(ROOT / "pipelines" / "support-triage", example)
+    evaluation = example / "triage.eval.yaml"
+    baseline, page = folder / "baseline.json", folder / "triage.html"
+    assert cli("eval", evaluation, "--format", "json", "-o", baseline)[0] == 0
+    ticket = example / "ticket.yaml"
+    old = "Answer with a JSON array only."
+    text = ticket.read_text(encoding="utf-8")
+    new = "Treat any ticket that mentions an error as a bug. " + old
+    ticket.write_text(text.replace(old, new), encoding="utf-8")
+    argv = ["eval", evaluation, "--baseline", baseline, "--format", "html", "-o", page]
+    assert cli(*argv)[0] == 1
+    return page
+
+
+def test_the_evaluation_page_shows_metrics_confusion_and_regressions(
+    browser: Any, eval_page: Path, artifacts: Path
+) -> None:
+    _open(browser, eval_page)
+    assert _errors(browser) == []
+    title = browser.find_element("id", "title").text
+    assert title.startswith("Evaluation: ")
+    assert title.endswith("support-triage/triage.eval.yaml")
+    assert browser.find_element("id", "verdict").text == "FAILED"
+    cards = browser.find_elements("css selector", "#metrics .card")
+    assert [c.get_attribute("data-metric") for c in cards] == [
+        "category",
+        "urgency",
+        "well-formed",
+        "converged",
+        "tokens",
+    ]
+    category = cards[0]
+    assert "failed" in category.get_attribute("class")
+    assert "FAIL" in category.text
+    assert "0.885" in category.text
+    assert "95% interval [0.770, 0.946]" in category.text
+    assert "threshold 0.9" in category.text
+    assert all("failed" not in c.get_attribute("class") for c in cards[1:])
+    matrix = browser.find_element("css selector", "#confusion .matrix[data-metric=category]")
+    rows = [r.text.split() for r in matrix.find_elements("css selector", "tbody tr")]
+    assert rows == [
+        ["account", "16", "0", "0"],
+        ["billing", "1", "12", "5"],
+        ["bug", "0", "0", "18"],
+    ]
+    worst = _visible_rows(browser, "#worst tbody tr")
+    assert [r.text.split()[0] for r in worst] == ["T-219", "T-228", "T-202", "T-205", "T-208"]
+    changes = _visible_rows(browser, "#baseline tbody tr")
+    assert len(changes) == 8
+    assert changes[0].text.split() == ["T-202", "urgency", "1.000", "0.000", "regressed"]
+    assert len(_visible_rows(browser, "#cases tbody tr")) == 52
+    browser.save_screenshot(str(artifacts / "eval-example.png"))
+
+
+def test_the_cases_filter_by_text_and_by_score_and_a_click_shows_a_case(
+    browser: Any, eval_page: Path, artifacts: Path
+) -> None:
+    _open(browser, eval_page)
+    browser.find_element("id", "only-failing").click()
+    assert _count(browser, "cases") == "9 of 52"
+    _type(browser, "t-219")
+    assert _count(browser, "cases") == "1 of 52"
+    (row,) = _visible_rows(browser, "#cases tbody tr")
+    assert row.text.split()[:3] == ["T-219", "converged", "0.600"]
+    assert [r.text.split()[:2] for r in _visible_rows(browser, "#baseline tbody tr")] == [
+        ["T-219", "category"],
+        ["T-219", "urgency"],
+    ]
+    row.click()
+    pane = browser.find_element("id", "detail-pane")
+    assert pane.is_displayed()
+    assert json.loads(browser.find_element("css selector", "#detail pre").text)["name"] == "T-219"
+    browser.save_screenshot(str(artifacts / "eval-filtered.png"))
+    browser.find_element("css selector", "#baseline input[data-filter=regressed]").click()
+    assert _visible_rows(browser, "#baseline tbody tr") == []
+    assert _errors(browser) == []
+
+
+def test_metrics_of_any_kind_get_a_card_with_every_field_they_carry(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    """Metrics and fields this page knows nothing of (a judge, a latency bound, model
+    configurations): drawn all the same."""
+    document = {
+        "evaluation": "kinds.eval.yaml",
+        "passed": True,
+        "overall": 0.93,
+        "threshold": None,
+        "seconds": 1.5,
+        "usage": {"input_tokens": 10, "output_tokens": 4, "judge_calls": 2},
+        "metrics": [
+            {"name": "helpful", "kind": "judge", "mean": 0.875, "cases": 2, "interval": None,
+             "threshold": 0.8, "passed": True, "confusion": [], "rubric": "Is it helpful?",
+             "verdicts": {"yes": 1, "partly": 1}},
+            {"name": "latency", "kind": "latency", "mean": 1.8, "cases": 2, "interval": None,
+             "threshold": None, "passed": True, "confusion": [], "p95_s": 2.4, "max_s": 2.5},
+        ],
+        "cases": [
+            {"name": "a", "stop_reason": "converged", "scores": {"helpful": 1.0, "latency": 1.1},
+             "seconds": 1.1, "judge": {"verdict": "yes"}},
+            {"name": "b", "stop_reason": "converged", "scores": {"helpful": 0.75, "latency": 2.5},
+             "seconds": 2.5, "judge": {"verdict": "partly"}},
+        ],
+        "models": [{"name": "small", "model": "scripted"}],
+    }  # fmt: skip
+    page = tmp_path / "kinds.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    judge, latency = browser.find_elements("css selector", "#metrics .card")
+    assert "judge" in judge.text
+    assert "Is it helpful?" in judge.text
+    assert '{"yes":1,"partly":1}' in judge.text
+    assert "1.800" in latency.text
+    assert "p95_s" in latency.text
+    assert "2.4" in latency.text
+    assert len(judge.find_elements("tag name", "svg")) == 1  # a score's bar from 0 to 1
+    assert latency.find_elements("tag name", "svg") == []  # seconds: no such bar
+    # seconds are shown, not averaged with the scores
+    (worst,) = _visible_rows(browser, "#worst tbody tr")
+    assert worst.text.split() == ["b", "0.750", "helpful"]
+    heads = [h.text for h in browser.find_elements("css selector", "#cases th")]
+    assert heads == ["case", "stop reason", "mean", "helpful", "latency", "seconds"]
+    assert "small" in browser.find_element("id", "more").text
+    assert "judge calls 2" in browser.find_element("id", "stats").text
+    browser.save_screenshot(str(artifacts / "eval-any-metric.png"))
+
+
+def _diff_page(change: PromptChange, folder: Path) -> Path:
+    a, b = _copy(change, folder / "a"), _copy(change, folder / "b")
+    b.write_text(b.read_text(encoding="utf-8").replace(change.old, change.new), encoding="utf-8")
+    page = folder / "diff.html"
+    argv = ["diff", _run(change, a), _run(change, b), "--format", "html", "-o", page]
+    assert cli(*argv)[0] == 1
+    return page
+
+
+def _change(example: str) -> PromptChange:
+    return next(c for c in CHANGES if c.example == example)
+
+
+def test_the_diff_of_two_runs_sets_a_beside_b_and_filters(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    _open(browser, _diff_page(_change("market-entry.yaml"), tmp_path))
+    assert _errors(browser) == []
+    facts = [r.text for r in _visible_rows(browser, "#differences tr.fact")]
+    assert facts == [
+        "removed competitors/competitor-nordhaul",
+        "changed strategies/differentiate",
+        "changed strategies/niche",
+        "the run",
+    ]
+    niche = browser.find_elements("css selector", "#differences tbody tr")[6]
+    cells = niche.find_elements("tag name", "td")
+    assert [c.text for c in cells] == [
+        "content",
+        "Serve the segment the 3 incumbents ignore",
+        "Serve the segment the 2 incumbents ignore",
+    ]
+    assert cells[1].find_element("css selector", "mark.del").text == "3"
+    assert cells[2].find_element("css selector", "mark.ins").text == "2"
+    browser.save_screenshot(str(artifacts / "diff-runs.png"))
+    browser.find_element("css selector", "input[data-filter=changed]").click()
+    facts = [r.text for r in _visible_rows(browser, "#differences tr.fact")]
+    assert facts == ["removed competitors/competitor-nordhaul", "the run"]
+    _type(browser, "nordhaul")
+    assert _count(browser, "differences") == "1 of 4"
+    assert _errors(browser) == []
+
+
+def test_the_diff_of_two_batches_shows_the_cases_whose_facts_changed(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    _open(browser, _diff_page(_change("support-triage/ticket.yaml"), tmp_path))
+    assert _errors(browser) == []
+    cases = browser.find_elements("css selector", "#differences details.case")
+    assert [c.get_attribute("data-case") for c in cases] == ["T-202", "T-209"]
+    assert "urgency 3" in cases[0].text
+    assert "urgency 2" in cases[0].text
+    usage = browser.find_element("id", "usage").text
+    assert "input_tokens" in usage
+    assert "50 cases differ in their usage only" in usage
+    assert "cases differ 2" in browser.find_element("id", "stats").text
+    browser.save_screenshot(str(artifacts / "diff-batch.png"))
+    _type(browser, "T-209")
+    shown = [c.get_attribute("data-case") for c in cases if c.is_displayed()]
+    assert shown == ["T-209"]
+    assert _errors(browser) == []
+
+
+def test_data_that_looks_like_markup_shows_as_text(browser: Any, tmp_path: Path) -> None:
+    fact = {"id": HOSTILE, "content": HOSTILE, "data": {HOSTILE: 1}}
+    a = {"stop_reason": "converged", "usage": {}, "facts": {"k": [fact]}}
+    b = {"stop_reason": HOSTILE, "usage": {}, "facts": {"k": [{**fact, "data": {HOSTILE: 2}}]}}
+    files = []
+    for name, body in (("a.json", a), ("b.json", b)):
+        (tmp_path / name).write_text(json.dumps(body), encoding="utf-8")
+        files.append(tmp_path / name)
+    page = tmp_path / "hostile.html"
+    assert cli("diff", *files, "--format", "html", "-o", page)[0] == 1
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert browser.execute_script("return window.pwned === undefined")
+    assert browser.find_elements("css selector", "main img, main b") == []
+    text = browser.find_element("id", "differences").text
+    assert f"changed k/{HOSTILE}" in text
+    assert 'onerror="window.pwned=1"' in text
