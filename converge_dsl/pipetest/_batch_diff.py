@@ -84,7 +84,8 @@ class BatchDiff:
         lines.extend(f"only in B: {name}" for name in self.only_b)
         matched = len(self.cases) + self.unchanged
         lines.extend(
-            f"usage of the {matched} cases in both, {w}: {a} -> {b}" for w, a, b in self.usage
+            f"usage {w}, summed over the {matched} cases in both: {a} -> {b}"
+            for w, a, b in self.usage
         )
         if not lines:
             return f"no difference ({self.unchanged} cases)\n"

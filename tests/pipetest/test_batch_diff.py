@@ -66,7 +66,7 @@ def test_the_text_shows_facts_by_case_the_unmatched_and_the_summed_usage(tmp_pat
         "      /data/urgency: 2 -> 3\n"
         "only in A: gone\n"
         "only in B: new\n"
-        "usage of the 2 cases in both, input_tokens: 20 -> 22\n"
+        "usage input_tokens, summed over the 2 cases in both: 20 -> 22\n"
         "1 cases differ in their facts or stop reason, 1 in their usage only, 0 not at all\n"
     )
     code, out, _ = cli("diff", a, b, "--format", "json")
