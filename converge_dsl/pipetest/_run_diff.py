@@ -4,7 +4,8 @@ Facts are matched by (key, id). A fact only in B is added, only in A removed
 (with its content, and its data when it has some); one in both is changed when
 its content, its confidence or its data differ, the data compared by JSON path
 (`/category`: A's value -> B's value). The stop reasons and the usage counts
-are compared too. Provenance is not compared.
+are compared too. Provenance is not compared. A side where a fact, a field of
+its data or a usage count is not there at all is `ABSENT`, told from a null.
 """
 
 from __future__ import annotations
@@ -14,6 +15,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl._json_pointer import pointer
+
+
+class _Absent:
+    """The value on the side where a fact, or a field of its data, is not there at all
+    (told from a JSON null): `(absent)` in the text, no `a` or `b` in the JSON."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Any = _Absent()
+
+
+def _sides(what: str, a: Any, b: Any) -> dict[str, Any]:
+    found = {"what": what, "a": a, "b": b}
+    return {k: v for k, v in found.items() if v is not ABSENT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +59,12 @@ class RunDiff:
                     "key": f.key,
                     "id": f.id,
                     "change": f.change,
-                    "fields": [{"what": w, "a": a, "b": b} for w, a, b in f.fields],
+                    "fields": [_sides(w, a, b) for w, a, b in f.fields],
                 }
                 for f in self.facts
             ],
             "stop_reason": list(self.stop_reason) if self.stop_reason else None,
-            "usage": [{"what": w, "a": a, "b": b} for w, a, b in self.usage],
+            "usage": [_sides(w, a, b) for w, a, b in self.usage],
         }
 
     @property
@@ -97,7 +114,7 @@ def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
     stop = (str(a.get("stop_reason")), str(b.get("stop_reason")))
     usage_a, usage_b = a.get("usage") or {}, b.get("usage") or {}
     usage = tuple(
-        (name, usage_a.get(name), usage_b.get(name))
+        (name, usage_a.get(name, ABSENT), usage_b.get(name, ABSENT))
         for name in sorted(usage_a.keys() | usage_b.keys())
         if usage_a.get(name) != usage_b.get(name)
     )
@@ -109,7 +126,7 @@ def _whole(fact: Mapping[str, Any], *, after: bool) -> tuple[tuple[str, Any, Any
     fields = [("content", fact.get("content"))]
     if fact.get("data") is not None:
         fields.append(("/data", fact.get("data")))
-    return tuple((what, None, value) if after else (what, value, None) for what, value in fields)
+    return tuple((what, ABSENT, v) if after else (what, v, ABSENT) for what, v in fields)
 
 
 def _facts(result: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]]:
@@ -125,7 +142,7 @@ def _data_changes(
 ) -> Iterator[tuple[str, Any, Any]]:
     if isinstance(a, dict) and isinstance(b, dict):
         for name in sorted(a.keys() | b.keys()):
-            yield from _data_changes(a.get(name), b.get(name), (*path, name))
+            yield from _data_changes(a.get(name, ABSENT), b.get(name, ABSENT), (*path, name))
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for index, (x, y) in enumerate(zip(a, b, strict=True)):
             yield from _data_changes(x, y, (*path, index))

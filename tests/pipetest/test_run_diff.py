@@ -75,3 +75,13 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
     code, _, err = cli("diff", fifo, fifo)
     assert code == 3
     assert "FIFO" in err or "fifo" in err
+
+
+def test_a_field_that_is_not_there_is_told_from_a_null() -> None:
+    a = {"facts": {"k": [{"id": "x", "data": {"due": None}}]}}
+    b = {"facts": {"k": [{"id": "x", "data": {"due": None, "deadline": 30}}]}}
+    found = diff_results(a, b)
+    assert found.text() == "~ k/x\n    /data/deadline: (absent) -> 30\n"
+    assert found.as_json()["facts"][0]["fields"] == [{"what": "/data/deadline", "b": 30}]
+    nulled = diff_results(b, {"facts": {"k": [{"id": "x", "data": {"due": 1, "deadline": 30}}]}})
+    assert nulled.text() == "~ k/x\n    /data/due: None -> 1\n"
