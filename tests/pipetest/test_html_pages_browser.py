@@ -136,6 +136,13 @@ def test_the_cases_filter_by_text_and_by_score_and_a_click_shows_a_case(
     assert pane.is_displayed()
     assert json.loads(browser.find_element("css selector", "#detail pre").text)["name"] == "T-219"
     browser.save_screenshot(str(artifacts / "eval-filtered.png"))
+    browser.find_element("id", "close-pane").click()
+    assert not pane.is_displayed()
+    from selenium.webdriver.common.keys import Keys
+
+    _visible_rows(browser, "#worst tbody tr")[2].send_keys(Keys.ENTER)  # focused: Enter
+    assert pane.is_displayed()
+    assert json.loads(browser.find_element("css selector", "#detail pre").text)["name"] == "T-202"
     browser.find_element("css selector", "#baseline input[data-filter=regressed]").click()
     assert _visible_rows(browser, "#baseline tbody tr") == []
     assert _errors(browser) == []

@@ -38,6 +38,12 @@ function showDetail(title, value) {
   add(box, el("h3", null, title), el("pre", null, json(value)));
   $("detail-pane").hidden = false;
 }
+/* a row that shows `value` on a click, or on Enter once focused */
+function pickable(tr, title, value) {
+  tr.tabIndex = 0;
+  tr.addEventListener("click", function () { showDetail(title, value); });
+  tr.addEventListener("keydown", function (e) { if (e.key === "Enter") showDetail(title, value); });
+}
 $("close-pane").addEventListener("click", function () { $("detail-pane").hidden = true; });
 document.addEventListener("keydown", function (e) { if (e.key === "Escape") $("detail-pane").hidden = true; });
 /* filters: each registers a function run on every change of the search box or a checkbox */

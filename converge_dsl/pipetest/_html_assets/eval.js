@@ -119,7 +119,7 @@
     worst.forEach(function (c) {
       var tr = el("tr", "pick");
       add(tr, el("td", null, c.name), el("td", "num", fix3(caseMean(c))), el("td", null, failing(c).join(", ")));
-      tr.addEventListener("click", function () { showDetail("case " + c.name, c); });
+      pickable(tr, "case " + c.name, c);
       wt.body.appendChild(tr);
     });
     ws.appendChild(wt.table);
@@ -182,7 +182,7 @@
       tr.appendChild(el("td", "num " + cls, fmt(v)));
     });
     extraCols.forEach(function (k) { tr.appendChild(el("td", null, fmt(c[k]))); });
-    tr.addEventListener("click", function () { showDetail("case " + c.name, c); });
+    pickable(tr, "case " + c.name, c);
     ct.body.appendChild(tr);
     return { tr: tr, below: mean < 1, hay: JSON.stringify(c).toLowerCase() };
   });
