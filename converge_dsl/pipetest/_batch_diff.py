@@ -11,7 +11,9 @@ prompt changes the tokens of every case, and those lines would hide the facts.
 
 `read_batch_results(text, display)` reads a file's text; a line that is not a
 result line (CD816) or that names a case an earlier line named (CD817) is a
-located diagnostic, all of them raised together as `PipelineInvalid`.
+located diagnostic, all of them raised together as `PipelineInvalid`. A last
+line cut short (no newline, not JSON: a batch killed while writing it) is
+left out, as `run --resume` leaves it out.
 """
 
 from __future__ import annotations
@@ -107,12 +109,16 @@ def read_batch_results(text: str, display: str) -> tuple[CaseResultLine, ...]:
     found: list[CaseResultLine] = []
     seen: dict[str, int] = {}
     problems: list[Diagnostic] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # "\n" only: a JSON string may hold U+2028 and the like, which splitlines() splits on
+    raws = text.removeprefix("\ufeff").split("\n")
+    for number, raw in enumerate(raws, start=1):
         if not raw.strip():
             continue
         try:
             line = json.loads(raw)
         except ValueError as exc:
+            if number == len(raws):
+                continue  # a last line without its newline: a batch killed while writing it
             column = getattr(exc, "colno", 1)
             problems.append(_bad_line(display, number, column, f"line {number} is not JSON"))
             continue

@@ -116,3 +116,17 @@ def test_html_goes_to_the_output_file(tmp_path: Path) -> None:
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html><!-- converge-dsl diff page -->")
     assert '"kind":"batch"' in text
+
+
+def test_a_last_line_cut_short_by_a_kill_is_left_out() -> None:
+    text = _line(0, "x", 1) + "\n" + _line(1, "y", 1)[:40]
+    assert [c.name for c in read_batch_results(text, "a.jsonl")] == ["x"]
+    with pytest.raises(PipelineInvalid):  # with its newline, it is a broken line
+        read_batch_results(text + "\n", "a.jsonl")
+
+
+def test_a_line_separator_inside_a_string_does_not_split_a_line() -> None:
+    line = _line(0, "x\u2028y", 1).replace("\\u2028", "\u2028")
+    assert "\u2028" in line
+    (case,) = read_batch_results(line + "\n", "a.jsonl")
+    assert case.name == "x\u2028y"
