@@ -184,14 +184,16 @@
     extraCols.forEach(function (k) { tr.appendChild(el("td", null, fmt(c[k]))); });
     pickable(tr, "case " + c.name, c);
     ct.body.appendChild(tr);
-    return { tr: tr, below: mean < 1, hay: JSON.stringify(c).toLowerCase() };
+    return { tr: tr, below: mean < 1, c: c, hay: null };
   });
   var csc = el("div", "scroll"); csc.appendChild(ct.table); cs2.appendChild(csc);
   filters.push(function (q) {
     var shown = 0;
     crows.forEach(function (r) {
+      if (q && r.hay === null) r.hay = JSON.stringify(r.c).toLowerCase();  /* on the first search */
       var on = (!onlyFailing.checked || r.below) && (!q || r.hay.indexOf(q) >= 0);
-      r.tr.hidden = !on; if (on) shown++;
+      if (r.tr.hidden === on) r.tr.hidden = !on;
+      if (on) shown++;
     });
     ccount.textContent = shown === crows.length ? String(crows.length) : shown + " of " + crows.length;
   });
