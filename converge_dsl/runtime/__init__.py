@@ -51,6 +51,7 @@ from ._answer_cache import AnswerCaching, cache_folder, caching_from
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
+from ._checkpoint_sqlite import SqliteJournal, SqliteJournals
 from ._documents import (
     DiagnosticModel,
     FactModel,
@@ -62,6 +63,7 @@ from ._documents import (
     schema_text,
 )
 from ._engine import SUGGESTOR_KINDS, build_engine
+from ._journal_media import FolderJournal, JournalMedium
 from ._models import build_models, model_builder
 from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
@@ -93,6 +95,8 @@ __all__ = [
     "CheckpointStore",
     "Checkpointing",
     "CompiledRuns",
+    "FolderJournal",
+    "JournalMedium",
     "DiagnosticModel",
     "FactModel",
     "ListenerSink",
@@ -108,6 +112,8 @@ __all__ = [
     "RunPlan",
     "RunResultDocument",
     "RunSink",
+    "SqliteJournal",
+    "SqliteJournals",
     "StatefulSuggestor",
     "TraceLine",
     "TraceSink",

@@ -4,10 +4,11 @@
 at most `limits.queue` waiting runs and `limits.concurrency` workers. A run
 is the Python API's run of the loaded pipeline (`Pipeline.outcome`, so the
 one run assembly of docs/architecture.md §12) with two outputs: its events
-(`EventSink`) and its checkpoint folder `STATE/checkpoints/RUN`
-(`converge_dsl.runtime.Checkpointing`, the journal of `--checkpoint`). The
-run's result, status and remaining events are stored in one transaction
-(`RunStore.finish`), so a run ends exactly once.
+(`EventSink`) and its checkpoint journal, the journal of `--checkpoint` kept
+in the service's database (`RunStore.checkpoints`); each checkpoint record is
+committed with the events the run made since the previous one. The run's
+result, status and remaining events are stored, and its journal deleted, in
+one transaction (`RunStore.finish`), so a run ends exactly once.
 
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the
   pipeline's queue is full); `wait` waits (bounded) for it to stop.
@@ -21,12 +22,12 @@ run's result, status and remaining events are stored in one transaction
   killed before its first record starts afresh); paused runs stay paused.
 - `stop` cancels the workers without touching the runs' status: a run cut
   short by a shutdown continues at the next start.
-- The checkpoint folder of a run that ended (done, cancelled) is removed once
-  its result is stored; a paused run keeps its folder until it ends. Stored
-  runs, events and results are kept (no retention yet).
+- The journal of a run that ended (done, cancelled) is deleted with the
+  transaction that stores its result; a paused run keeps it until it ends.
+  Stored runs, events and results are kept (no retention yet).
 
 Runs execute on event loops of their own threads (`_loops`), so a run
-waiting for the disk (its checkpoint journal's syncs) stalls neither the
+waiting for the disk (its checkpoint journal's commits) stalls neither the
 HTTP layer nor other runs; their events reach the streams through the
 service's loop. Errors a run stops on become its result (`not_run_document`), with every
 message passed through the redactor (`redact`).
@@ -36,8 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,10 +56,10 @@ from ._store import FINISHED, RunRow, RunStore
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.engine import Budget
+    from converge_dsl.runtime import JournalMedium
 
 # Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
 DECIDED_BY = "http"
-CHECKPOINTS = "checkpoints"
 # How long a cancelled run may take to stop on its loop (close its models and journal).
 CANCEL_S = 10.0
 
@@ -93,7 +93,7 @@ class RunService:
         self.pipelines = dict(pipelines)
         self.store = store
         self.metrics = Metrics()
-        self._folder = state / CHECKPOINTS
+        self._state = state
         self._limits = limits
         self._clock = clock
         self._wall: WallClock = clock if isinstance(clock, WallClock) else SystemClock()
@@ -105,7 +105,6 @@ class RunService:
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, asyncio.Event] = {}
         self._cancelling: set[str] = set()
-        self._cleanups: set[asyncio.Task[None]] = set()
         self._loops: RunLoops | None = None
 
     def _now(self) -> float:
@@ -133,8 +132,6 @@ class RunService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._workers = []
-        if self._cleanups:
-            await asyncio.wait(self._cleanups, timeout=10)
         if self._loops is not None:
             await self._loops.close(self._close_pools)
             self._loops = None
@@ -197,9 +194,8 @@ class RunService:
 
     def cancel(self, run: str) -> RunRow:
         row = self.get(run)
-        if self.store.cancel(run, self._now()):
+        if self.store.cancel(run, self._now()):  # a paused run's journal goes with it
             self._signal(run)
-            self._forget_later(run)  # a paused run's journal is no longer needed
             return self.get(run)
         task = self._tasks.get(run)
         if task is not None:
@@ -274,9 +270,13 @@ class RunService:
         def flush() -> None:
             self.store.add_events(run, live.unstored())
 
+        def alongside() -> list[tuple[str, Any]]:
+            return self.store.event_statements(run, live.unstored())
+
         started = self._clock.monotonic()
         assert self._loops is not None  # started
-        remote = self._loops.submit(self._outcome(pipeline, row, EventSink(live, flush)))
+        outcome = self._outcome(pipeline, row, EventSink(live, flush), alongside)
+        remote = self._loops.submit(outcome)
         try:
             try:
                 body = await remote.result()
@@ -328,40 +328,35 @@ class RunService:
         live.end()
         self._live.pop(run, None)
         self._signal(run)
-        if status != "paused":  # the result is stored: the journal is no longer needed
-            self._forget_later(run)
-
-    def _forget_later(self, run: str) -> None:
-        task = asyncio.create_task(self._forget(run))
-        self._cleanups.add(task)
-        task.add_done_callback(self._cleanups.discard)
-
-    async def _forget(self, run: str) -> None:
-        """Remove the checkpoint folder of a run that ended (off the event loop)."""
-        await asyncio.to_thread(shutil.rmtree, self._folder / run, True)
 
     def _signal(self, run: str) -> None:
         ended = self._ended.pop(run, None)
         if ended is not None:
             ended.set()
 
-    async def _outcome(self, pipeline: Pipeline, row: RunRow, sink: EventSink) -> JsonObject:
+    async def _outcome(
+        self,
+        pipeline: Pipeline,
+        row: RunRow,
+        sink: EventSink,
+        alongside: Callable[[], Sequence[tuple[str, Any]]],
+    ) -> JsonObject:
         """The run, on a run loop: its run-result document as JSON (`RunOutcome.plain`)."""
-        from converge_dsl.runtime import CHECKPOINT_FILE, Checkpointing
+        from converge_dsl.runtime import Checkpointing
 
-        folder = self._folder / row.id
-        resume = (folder / CHECKPOINT_FILE).is_file()
-        if not resume and folder.exists():
-            shutil.rmtree(folder)  # killed before its first record: nothing to continue
+        journals = self.store.checkpoints
+        journal = journals.journal(row.id, alongside=alongside)
+        resume = journals.exists(row.id)  # none: killed before its first record, start afresh
         decisions = dict(row.decisions)
-        if decisions and not _paused_on_disk(folder, pipeline.env):
+        if decisions and not (resume and _paused_in(journal, pipeline.env)):
             decisions = {}  # applied before a crash: the journal already goes on from them
         checkpoint = Checkpointing(
-            folder,
+            self._state,
             resume=resume,
             decisions=decisions,
             env=pipeline.env,
             decided_by=dict.fromkeys(decisions, DECIDED_BY),
+            journal=journal,
         )
         request = RunRequest.of(row.request)
         most = self._limits.max_run_s
@@ -386,13 +381,11 @@ def _pending_ids(result: JsonObject | None) -> list[str]:
     return [str(item.get("id")) for item in pending if isinstance(item, dict)]
 
 
-def _paused_on_disk(folder: Path, env: Mapping[str, str]) -> bool:
-    """Whether the checkpoint in `folder` holds proposals waiting for a decision."""
-    from converge_dsl.runtime import CHECKPOINT_FILE, CheckpointStore, checkpoint_key
+def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:
+    """Whether the checkpoint in `journal` holds proposals waiting for a decision."""
+    from converge_dsl.runtime import CheckpointStore, checkpoint_key
 
-    if not (folder / CHECKPOINT_FILE).is_file():
-        return False
-    checkpoint = CheckpointStore(folder, checkpoint_key(env)).read()
+    checkpoint = CheckpointStore(None, checkpoint_key(env), medium=journal).read()
     return checkpoint.state is not None and bool(checkpoint.state.pending)
 
 

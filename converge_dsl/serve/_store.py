@@ -7,7 +7,11 @@ or `cancelled`. Events are rows of `events` numbered from 0 per run; the
 result of a run that ended is a row of `results`, written in the same
 transaction that marks the run `done`, so a run ends exactly once: `finish`
 refuses a run that is not `running` (a second worker, or a run recovered
-after a crash that had already ended). `recover()` at start moves every
+after a crash that had already ended). The runs' checkpoint journals live in
+the same file (`checkpoints`, `converge_dsl.runtime.SqliteJournals`): each
+record is committed with the run's events written since the last one, and a
+run's journal is deleted in the transaction that stores its result (or
+cancels it). `recover()` at start moves every
 `running` run back to `queued` (the server died under it: it continues from
 its checkpoint) and returns the queued ones in arrival order.
 
@@ -107,6 +111,12 @@ class RunStore:
                 hint="give --state a folder you can write to, used by one server at a time",
             ) from None
         self._lock = threading.Lock()
+        from converge_dsl.runtime import SqliteJournals
+
+        try:
+            self.checkpoints = SqliteJournals(self._db, self._lock, str(folder / STATE_FILE))
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot open the state in {str(folder)!r}: {exc}") from None
 
     def close(self) -> None:
         with self._lock:
@@ -205,6 +215,9 @@ class RunStore:
                         "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
                         (run, json.dumps(body), now),
                     )
+                if status != "paused":  # the result is stored: the journal is not needed
+                    for sql, args in self.checkpoints.removal(run):
+                        self._db.execute(sql, args)
                 self._db.execute("COMMIT")
                 return True
             except sqlite3.Error as exc:
@@ -213,14 +226,25 @@ class RunStore:
                 raise StateError(f"cannot write the state: {exc}") from None
 
     def cancel(self, run: str, now: float) -> bool:
-        """Cancel a queued or paused run at once; False if it is in another state."""
+        """Cancel a queued or paused run at once (its journal removed with it); False if it
+        is in another state."""
         with self._lock:
-            cursor = self._db.execute(
-                "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', updated = ? "
-                "WHERE id = ? AND status IN ('queued', 'paused')",
-                (now, run),
-            )
-            return cursor.rowcount == 1
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                cursor = self._db.execute(
+                    "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', "
+                    "updated = ? WHERE id = ? AND status IN ('queued', 'paused')",
+                    (now, run),
+                )
+                if cursor.rowcount == 1:
+                    for sql, args in self.checkpoints.removal(run):
+                        self._db.execute(sql, args)
+                self._db.execute("COMMIT")
+                return cursor.rowcount == 1
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
 
     def decide(self, run: str, decisions: Mapping[str, bool], now: float) -> bool:
         """Queue a paused run again with `decisions`; False if it is not paused."""
@@ -246,6 +270,16 @@ class RunStore:
             "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)",
             [(run, seq, line) for seq, line in events],
         )
+
+    @staticmethod
+    def event_statements(
+        run: str, events: Sequence[tuple[int, str]]
+    ) -> list[tuple[str, Sequence[Any]]]:
+        """The statements storing `events` of `run` (to commit with a checkpoint record)."""
+        return [
+            ("INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)", (run, seq, line))
+            for seq, line in events
+        ]
 
     def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
         if events:
