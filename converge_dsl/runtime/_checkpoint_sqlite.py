@@ -4,23 +4,33 @@
 the tables `checkpoint_records` (one row per record: the same sealed line as
 `checkpoint.jsonl` holds, so reading verifies it with the same code) and
 `checkpoint_decisions`. `journal(run, alongside=...)` is that run's
-`JournalMedium` (see `_journal_media` for the contract):
+`JournalMedium` (see `_journal_media` for the contract). It differs from the
+folder's in when a record becomes durable:
 
-- each record is written by one transaction, with the statements `alongside`
-  gives at that moment (a service stores the run's new events with it: one
-  commit for both), so a record is kept across a killed process as soon as
-  `append` returns. In WAL mode with `synchronous=NORMAL` (what the owner of
-  the connection sets) a commit does not wait for the disk: a power loss may
-  lose the last commits, and a resume then starts from the record before them,
-  as after a kill mid-cycle; `flush` therefore has nothing to wait for.
+- Writes are queued in order, per run, and committed in groups: a thread
+  commits every write queued by every run in one transaction at most
+  `GROUP_COMMIT_S` after the first of them, with the statements `alongside`
+  gave when each record was queued (a service's new events: one commit for
+  both). So a record survives a killed process once its group is committed
+  (`flush` waits for that), not when `append` returns: a kill loses at most
+  the records of the last `GROUP_COMMIT_S`, and a resume starts from the
+  record before them, as after a kill mid-cycle. `close` does not wait: the
+  group commit, or the owner's transaction (`take`), writes the rest.
+- The owner ends a run in one transaction of its own: `take(run)` gives the
+  run's queued writes (to keep a pause's last records with its status) and
+  `removal(run)` the statements deleting its journal (a run that ended); the
+  writes of a short run that ended are then never written at all. Both are
+  called holding `lock`, as the group commit takes its writes, so no write
+  of a run lands after its removal.
 - `replace` deletes the run's records and inserts the snapshot in one
   transaction; SQLite never leaves a torn record, so `reopen` only checks.
+  Reading a journal first commits what it has queued.
 - `hold` admits one run per id in this process (the database has one owner).
 
-`removal(run)` gives the statements that delete a run's journal, for the
-owner to run in the transaction that stores the run's result, so a run that
-ended never leaves its journal behind. The connection is shared with its
-owner: every use holds `lock`.
+In WAL mode with `synchronous=NORMAL` (what the owner of the connection sets)
+a commit does not wait for the disk: a power loss may lose the last commits.
+The connection is shared with its owner: every use holds `lock`. `close()`
+commits what is queued and stops the thread.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -35,6 +46,8 @@ from converge_dsl.errors import RunError, UsageError
 
 # One SQL statement and its arguments.
 Statement = tuple[str, Sequence[Any]]
+# How long the group commit gathers writes into one transaction (seconds).
+GROUP_COMMIT_S = 0.05
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS checkpoint_records (
@@ -59,8 +72,17 @@ class SqliteJournals:
         self.where = where
         self._held: set[str] = set()
         self._held_lock = threading.Lock()
+        # Queued writes by run, in order, each marked whether it is the journal's own (or
+        # given `alongside`); `_cond` guards them and wakes the committer.
+        self._queued: dict[str, list[tuple[Statement, bool]]] = {}
+        self._cond = threading.Condition()
+        self._closing = False
+        self._error: sqlite3.Error | None = None
         with lock:
             db.executescript(_SCHEMA)
+        self._thread = threading.Thread(target=self._commit_loop, name="journal-commit")
+        self._thread.daemon = True
+        self._thread.start()
 
     def journal(
         self, run: str, *, alongside: Callable[[], Sequence[Statement]] | None = None
@@ -69,18 +91,31 @@ class SqliteJournals:
         return SqliteJournal(self, run, alongside or (lambda: ()))
 
     def exists(self, run: str) -> bool:
-        """Whether `run` has a journal (a snapshot was written)."""
+        """Whether `run` has a journal (a snapshot was written or queued)."""
+        with self._cond:
+            if self._queued.get(run):
+                return True
         rows = self.query("SELECT 1 FROM checkpoint_records WHERE run = ? LIMIT 1", (run,))
         return bool(rows)
 
     def runs(self) -> set[str]:
-        """The ids that have a journal."""
+        """The ids that have a journal in the database."""
         return {str(r[0]) for r in self.query("SELECT DISTINCT run FROM checkpoint_records")}
 
-    @staticmethod
-    def removal(run: str) -> list[Statement]:
-        """The statements deleting the journal and decisions of `run`."""
+    def take(self, run: str) -> list[Statement]:
+        """The queued writes of `run`, no longer queued: the caller commits them (holding
+        `lock`, see the module docstring)."""
+        with self._cond:
+            return [statement for statement, _ in self._queued.pop(run, [])]
+
+    def removal(self, run: str) -> list[Statement]:
+        """The statements deleting the journal and decisions of `run`, after the statements
+        queued `alongside` its records (its own queued writes are dropped; call holding
+        `lock`)."""
+        with self._cond:
+            queued = self._queued.pop(run, [])
         return [
+            *(statement for statement, own in queued if not own),
             ("DELETE FROM checkpoint_records WHERE run = ?", (run,)),
             ("DELETE FROM checkpoint_decisions WHERE run = ?", (run,)),
         ]
@@ -89,18 +124,74 @@ class SqliteJournals:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
-    def commit(self, statements: Sequence[Statement]) -> None:
-        """Run `statements` in one transaction (all or none)."""
+    def queue(
+        self, run: str, statements: Sequence[Statement], alongside: Sequence[Statement] = ()
+    ) -> None:
+        """Queue the journal's `statements` of `run`, then `alongside`, for the next group
+        commit."""
+        with self._cond:
+            if self._error is not None:
+                raise self._error
+            was_idle = not self._queued
+            queued = self._queued.setdefault(run, [])
+            queued.extend((statement, True) for statement in statements)
+            queued.extend((statement, False) for statement in alongside)
+            if was_idle:
+                self._cond.notify_all()
+
+    def commit_now(self, run: str | None = None) -> None:
+        """Commit the queued writes of `run` (of every run when None) at once."""
         with self._lock:
+            with self._cond:
+                if run is None:
+                    groups, self._queued = list(self._queued.values()), {}
+                else:
+                    groups = [self._queued.pop(run, [])]
+            self._commit([statement for group in groups for statement, _ in group])
+
+    def close(self) -> None:
+        """Commit what is queued and stop the group commit."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join(timeout=10)
+        self.commit_now()
+
+    def _commit(self, statements: Sequence[Statement]) -> None:
+        """Run `statements` in one transaction, holding `lock` (all or none)."""
+        if not statements:
+            return
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            for sql, args in statements:
+                self._db.execute(sql, args)
+            self._db.execute("COMMIT")
+        except sqlite3.Error:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+
+    def commit(self, statements: Sequence[Statement]) -> None:
+        with self._lock:
+            self._commit(statements)
+
+    def _commit_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queued and not self._closing:
+                    self._cond.wait()
+                if self._closing:
+                    return
+                deadline = time.monotonic() + GROUP_COMMIT_S
+                while not self._closing and (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                for sql, args in statements:
-                    self._db.execute(sql, args)
-                self._db.execute("COMMIT")
-            except sqlite3.Error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
+                self.commit_now()
+            except sqlite3.Error as exc:
+                with self._cond:
+                    self._error = exc
+                    self._cond.notify_all()
+                return
 
     @contextlib.contextmanager
     def hold(self, run: str, option: str) -> Iterator[None]:
@@ -139,6 +230,7 @@ class SqliteJournal:
 
     def read(self) -> bytes:
         try:
+            self._journals.commit_now(self._run)
             rows = self._journals.query(
                 "SELECT line FROM checkpoint_records WHERE run = ? ORDER BY seq", (self._run,)
             )
@@ -149,7 +241,7 @@ class SqliteJournal:
         return b"".join(bytes(line) for (line,) in rows)
 
     def replace(self, line: bytes) -> None:
-        self._write(
+        self._queue(
             [
                 ("DELETE FROM checkpoint_records WHERE run = ?", (self._run,)),
                 (
@@ -162,6 +254,7 @@ class SqliteJournal:
 
     def reopen(self, end: int) -> None:
         try:
+            self._journals.commit_now(self._run)
             rows = self._journals.query(
                 "SELECT COUNT(*), COALESCE(SUM(LENGTH(line)), 0) FROM checkpoint_records "
                 "WHERE run = ?",
@@ -175,7 +268,7 @@ class SqliteJournal:
         self._next = count
 
     def append(self, line: bytes) -> None:
-        self._write(
+        self._queue(
             [
                 (
                     "INSERT INTO checkpoint_records (run, seq, line) VALUES (?, ?, ?)",
@@ -186,13 +279,19 @@ class SqliteJournal:
         self._next += 1
 
     def flush(self) -> None:
-        """Nothing to wait for: each record was committed by `append` (see the module)."""
+        """Commit every write queued so far (at once, not waiting for the group)."""
+        try:
+            self._journals.commit_now(self._run)
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
 
     def close(self) -> None:
-        """Nothing to release: the connection is the owner's."""
+        """Nothing to wait for: the group commit or the owner writes the rest (see the
+        module docstring)."""
 
     def read_decisions(self) -> bytes | None:
         try:
+            self._journals.commit_now(self._run)
             rows = self._journals.query(
                 "SELECT line FROM checkpoint_decisions WHERE run = ?", (self._run,)
             )
@@ -201,7 +300,7 @@ class SqliteJournal:
         return bytes(rows[0][0]) if rows else None
 
     def write_decisions(self, line: bytes) -> None:
-        self._write(
+        self._queue(
             [
                 (
                     "INSERT OR REPLACE INTO checkpoint_decisions (run, line) VALUES (?, ?)",
@@ -212,18 +311,16 @@ class SqliteJournal:
         )
 
     def clear_decisions(self) -> None:
-        self._write(
+        self._queue(
             [("DELETE FROM checkpoint_decisions WHERE run = ?", (self._run,))], alongside=False
         )
 
     def hold(self, option: str) -> contextlib.AbstractContextManager[None]:
         return self._journals.hold(self._run, option)
 
-    def _write(self, statements: list[Statement], *, alongside: bool = True) -> None:
-        if alongside:
-            statements = [*statements, *self._alongside()]
+    def _queue(self, statements: list[Statement], *, alongside: bool = True) -> None:
         try:
-            self._journals.commit(statements)
+            self._journals.queue(self._run, statements, self._alongside() if alongside else ())
         except sqlite3.Error as exc:
             raise self._failed(exc) from None
 

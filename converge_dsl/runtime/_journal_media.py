@@ -8,9 +8,12 @@ every adapter meets and `tests/runtime/test_checkpoint.py` checks on each:
   when there is none); `replace(line)` makes the journal that one record,
   atomically (a reader sees the old journal or the new one); `reopen(end)`
   continues a journal read before, its bytes after `end` (a torn last record)
-  dropped; `append(line)` adds one record, kept across a killed process as
-  soon as it returns; `flush()` waits until every record is durable;
-  `close()` flushes and releases it.
+  dropped; `append(line)` adds one record; `flush()` waits until every
+  record is durable; `close()` releases it. When a record survives a killed
+  process is the adapter's: the folder's as soon as `append` returns (and
+  `close` flushes), SQLite's once its group is committed (at most
+  `GROUP_COMMIT_S` later, at `flush`, or with its owner's transaction). A
+  record lost so is a cycle the resumed run does again.
 - The sealed decisions of a paused run are one more record beside the
   journal: `read_decisions()` (None when there are none), `write_decisions`,
   `clear_decisions`.

@@ -346,7 +346,9 @@ class RunService:
 
         journals = self.store.checkpoints
         journal = journals.journal(row.id, alongside=alongside)
-        resume = journals.exists(row.id)  # none: killed before its first record, start afresh
+        # A first attempt has no journal; a later one without one was killed before its
+        # first record was committed: it starts afresh.
+        resume = row.attempts > 1 and journals.exists(row.id)
         decisions = dict(row.decisions)
         if decisions and not (resume and _paused_in(journal, pipeline.env)):
             decisions = {}  # applied before a crash: the journal already goes on from them

@@ -119,6 +119,7 @@ class RunStore:
             raise StateError(f"cannot open the state in {str(folder)!r}: {exc}") from None
 
     def close(self) -> None:
+        self.checkpoints.close()  # commits the journals' queued records
         with self._lock:
             self._db.close()
 
@@ -215,9 +216,13 @@ class RunStore:
                         "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
                         (run, json.dumps(body), now),
                     )
-                if status != "paused":  # the result is stored: the journal is not needed
-                    for sql, args in self.checkpoints.removal(run):
-                        self._db.execute(sql, args)
+                journal = (  # a pause keeps its last records, an end drops the journal
+                    self.checkpoints.take(run)
+                    if status == "paused"
+                    else self.checkpoints.removal(run)
+                )
+                for sql, args in journal:
+                    self._db.execute(sql, args)
                 self._db.execute("COMMIT")
                 return True
             except sqlite3.Error as exc:

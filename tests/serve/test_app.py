@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
