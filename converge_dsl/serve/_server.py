@@ -28,7 +28,7 @@ from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 
 from ._errors import ServeFailed, ServeRefused
-from ._service import Limits, RunService
+from ._service import Limits, Retention, RunService
 from ._store import RunStore
 from ._tokens import Tokens, read_tokens
 
@@ -50,6 +50,7 @@ class ServeOptions:
     limits: Limits = field(default_factory=Limits)
     body_cap: int = 1 << 20
     wait_s: float = 60.0
+    retention: Retention = field(default_factory=Retention)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def prepare(options: ServeOptions) -> Prepared:
         clock=SystemClock(),
         new_id=lambda: uuid.uuid4().hex,
         redact=lambda text: redact_text(text, secrets),
+        retention=options.retention,
     )
     app = build_app(service, tokens, HttpLimits(options.body_cap, options.wait_s))
     return Prepared(app, service, tuple(loaded))

@@ -76,6 +76,20 @@ class Limits:
     loops: int = 4
 
 
+@dataclass(frozen=True)
+class Retention:
+    """Which finished runs are deleted: past the newest `keep_runs`, or older than
+    `days`; looked at every `every_s` seconds (nothing is deleted when both are None)."""
+
+    keep_runs: int | None = None
+    days: float | None = None
+    every_s: float = 60.0
+
+    @property
+    def active(self) -> bool:
+        return self.keep_runs is not None or self.days is not None
+
+
 class RunService:
     """See the module docstring."""
 
@@ -89,8 +103,10 @@ class RunService:
         clock: Clock,
         new_id: Callable[[], str],
         redact: Callable[[str], str],
+        retention: Retention | None = None,
     ) -> None:
         self.pipelines = dict(pipelines)
+        self._retention = retention or Retention()
         self.store = store
         self.metrics = Metrics()
         self._state = state
@@ -123,6 +139,23 @@ class RunService:
         for name in self.pipelines:
             for _ in range(self._limits.concurrency):
                 self._workers.append(asyncio.create_task(self._work(name)))
+        if self._retention.active:
+            self._workers.append(asyncio.create_task(self._prune_every()))
+
+    async def _prune_every(self) -> None:
+        """Apply the retention now and every `Retention.every_s` (on the injected clock)."""
+        while True:
+            self.prune()
+            await self._clock.sleep(self._retention.every_s)
+
+    def prune(self) -> list[str]:
+        """Delete the finished runs the retention no longer keeps; their ids."""
+        rule = self._retention
+        before = None if rule.days is None else self._now() - rule.days * 86400
+        gone = self.store.prune(keep=rule.keep_runs, before=before)
+        for run in gone:
+            self._ended.pop(run, None)
+        return gone
 
     async def stop(self) -> None:
         """Cancel the workers and runs in flight; their status stays (see the module)."""
@@ -151,8 +184,21 @@ class RunService:
 
     # --- requests ---------------------------------------------------------------------
 
-    def submit(self, pipeline: str, request: RunRequest) -> str:
-        """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full."""
+    def submit(self, pipeline: str, request: RunRequest, key: str | None = None) -> str:
+        """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full.
+
+        With an idempotency `key`: the run first queued with that key when the request is
+        the same (pipeline, inputs, budget), nothing queued; `Refused` (409) naming the
+        first difference when it is not.
+        """
+        digest = None
+        if key is not None:
+            digest = _digest(pipeline, request.data())
+            first = self.store.idempotent(key)
+            if first is not None:
+                if first[0] == digest:
+                    return first[1]
+                raise _conflict(key, pipeline, request.data(), self.store.get(first[1]))
         queue = self._queues[pipeline]
         if queue.qsize() >= self._limits.queue:
             self.metrics.rejected(pipeline)
@@ -162,7 +208,8 @@ class RunService:
                 retry_after=1,
             )
         run = self._new_id()
-        self.store.add(run, pipeline, request.data(), self._now())
+        idempotency = None if key is None or digest is None else (key, digest)
+        self.store.add(run, pipeline, request.data(), self._now(), idempotency)
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
         return run
@@ -389,6 +436,48 @@ def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:
 
     checkpoint = CheckpointStore(None, checkpoint_key(env), medium=journal).read()
     return checkpoint.state is not None and bool(checkpoint.state.pending)
+
+
+def _digest(pipeline: str, request: JsonObject) -> str:
+    """What makes two requests the same: the pipeline and the checked request."""
+    import hashlib
+    import json
+
+    text = json.dumps([pipeline, request], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _conflict(key: str, pipeline: str, request: JsonObject, first: RunRow | None) -> Refused:
+    """409: `key` was first given with another request; located at the first difference."""
+    from ._requests import Problem
+
+    if first is not None and first.pipeline != pipeline:
+        where, what = "", f"pipeline {first.pipeline!r}"
+    else:
+        where = _first_difference(first.request if first is not None else {}, request)
+        what = "another request body"
+    return Refused(
+        409,
+        (
+            Problem(
+                codes.SERVE_IDEMPOTENCY_CONFLICT,
+                f"Idempotency-Key {key[:64]!r} was first used with {what}",
+                where,
+                "send a new Idempotency-Key for a new request, or the first request's body "
+                "unchanged to get its run",
+            ),
+        ),
+    )
+
+
+def _first_difference(first: Any, second: Any, pointer: str = "") -> str:
+    """The JSON pointer of the first place where `second` differs from `first`."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        for name in sorted({*first, *second}):
+            if name not in first or name not in second or first[name] != second[name]:
+                escaped = str(name).replace("~", "~0").replace("/", "~1")
+                return _first_difference(first.get(name), second.get(name), f"{pointer}/{escaped}")
+    return pointer
 
 
 def _queue_full(pipeline: str, size: int) -> Any:

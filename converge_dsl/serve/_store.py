@@ -66,6 +66,12 @@ CREATE TABLE IF NOT EXISTS results (
     at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS results_run ON results (run);
+CREATE TABLE IF NOT EXISTS idempotency (
+    key TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    run TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idempotency_run ON idempotency (run);
 """
 
 
@@ -144,18 +150,76 @@ class RunStore:
 
     # --- runs -----------------------------------------------------------------
 
-    def add(self, run: str, pipeline: str, request: JsonObject, now: float) -> None:
-        """A new queued run."""
-        self._write(
-            [
+    def add(
+        self,
+        run: str,
+        pipeline: str,
+        request: JsonObject,
+        now: float,
+        idempotency: tuple[str, str] | None = None,
+    ) -> None:
+        """A new queued run; `idempotency` (key, digest of the request) is kept with it."""
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (
+                "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
+                "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
+                "?, ?)",
+                (run, pipeline, json.dumps(request), now, now),
+            )
+        ]
+        if idempotency is not None:
+            statements.append(
                 (
-                    "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
-                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
-                    "?, ?)",
-                    (run, pipeline, json.dumps(request), now, now),
+                    "INSERT INTO idempotency (key, digest, run) VALUES (?, ?, ?)",
+                    (*idempotency, run),
                 )
+            )
+        self._write(statements)
+
+    def idempotent(self, key: str) -> tuple[str, str] | None:
+        """The digest and run id an idempotency key was first given with, if any."""
+        rows = self._read("SELECT digest, run FROM idempotency WHERE key = ?", (key,))
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def prune(self, *, keep: int | None, before: float | None) -> list[str]:
+        """Delete the finished runs (done, cancelled) past the newest `keep` finished ones
+        or last changed before `before` (seconds since the epoch), with their events,
+        results, checkpoint journals and idempotency keys, in one transaction; the ids
+        deleted. A paused, queued or running run is never deleted."""
+        chosen: set[str] = set()
+        finished = "status IN ('done', 'cancelled')"
+        if keep is not None:
+            rows = self._read(
+                f"SELECT id FROM runs WHERE {finished} ORDER BY updated DESC, seq DESC "
+                "LIMIT -1 OFFSET ?",
+                (keep,),
+            )
+            chosen.update(str(r[0]) for r in rows)
+        if before is not None:
+            rows = self._read(f"SELECT id FROM runs WHERE {finished} AND updated < ?", (before,))
+            chosen.update(str(r[0]) for r in rows)
+        gone: list[str] = []
+        for run in sorted(chosen):
+            statements: list[tuple[str, Sequence[Any]]] = [
+                (f"DELETE FROM runs WHERE id = ? AND {finished}", (run,)),
+                ("DELETE FROM events WHERE run = ?", (run,)),
+                ("DELETE FROM results WHERE run = ?", (run,)),
+                ("DELETE FROM idempotency WHERE run = ?", (run,)),
             ]
-        )
+            with self._lock:
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    cursor = self._db.execute(*statements[0])
+                    if cursor.rowcount == 1:  # still finished: nothing else runs it
+                        for sql, args in [*statements[1:], *self.checkpoints.removal(run)]:
+                            self._db.execute(sql, args)
+                        gone.append(run)
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise StateError(f"cannot write the state: {exc}") from None
+        return gone
 
     def get(self, run: str) -> RunRow | None:
         rows = self._read(_SELECT + " WHERE id = ?", (run,))
