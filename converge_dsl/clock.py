@@ -43,11 +43,7 @@ def rfc3339(moment: datetime) -> str:
     """`moment` as an RFC 3339 UTC timestamp with microseconds: `2026-01-01T00:00:00.000000Z`."""
     from datetime import UTC
 
-    m = moment.astimezone(UTC)  # formatted by hand: a trace stamps every line (strftime is slow)
-    return (
-        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}"
-        f".{m.microsecond:06d}Z"
-    )
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class SystemClock:

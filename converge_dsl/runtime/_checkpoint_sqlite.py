@@ -98,10 +98,6 @@ class SqliteJournals:
         rows = self.query("SELECT 1 FROM checkpoint_records WHERE run = ? LIMIT 1", (run,))
         return bool(rows)
 
-    def runs(self) -> set[str]:
-        """The ids that have a journal in the database."""
-        return {str(r[0]) for r in self.query("SELECT DISTINCT run FROM checkpoint_records")}
-
     def take(self, run: str) -> list[Statement]:
         """The queued writes of `run`, no longer queued: the caller commits them (holding
         `lock`, see the module docstring)."""
@@ -170,10 +166,6 @@ class SqliteJournals:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise
-
-    def commit(self, statements: Sequence[Statement]) -> None:
-        with self._lock:
-            self._commit(statements)
 
     def _commit_loop(self) -> None:
         while True:

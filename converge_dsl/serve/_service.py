@@ -24,7 +24,11 @@ one transaction (`RunStore.finish`), so a run ends exactly once.
   short by a shutdown continues at the next start.
 - The journal of a run that ended (done, cancelled) is deleted with the
   transaction that stores its result; a paused run keeps it until it ends.
-  Stored runs, events and results are kept (no retention yet).
+- `submit` with an idempotency key answers the run first queued with that key
+  and the same request, and refuses (409) the key with another request.
+- A `Retention` deletes finished runs (past the newest N, or older than D
+  days) with their events, results, journals and keys, on a task that sleeps
+  on the injected clock between passes; paused runs are never deleted.
 
 Runs execute on event loops of their own threads (`_loops`), so a run
 waiting for the disk (its checkpoint journal's commits) stalls neither the
@@ -145,7 +149,8 @@ class RunService:
     async def _prune_every(self) -> None:
         """Apply the retention now and every `Retention.every_s` (on the injected clock)."""
         while True:
-            self.prune()
+            with contextlib.suppress(ConvergeError):  # a busy or failing state: next pass
+                self.prune()
             await self._clock.sleep(self._retention.every_s)
 
     def prune(self) -> list[str]:
