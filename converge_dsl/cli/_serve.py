@@ -109,6 +109,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-run-seconds", type=_seconds, metavar="S", help="lower every run's max_wall_s to this"
     )
+    _retention_options(parser)
+
+
+def _retention_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep-runs",
         type=_positive,

@@ -34,7 +34,10 @@ Public surface:
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
   `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),
   `checkpoint_key(env)` (the per-user key), `StatefulSuggestor` (per-run state of a
-  suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`.
+  suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`;
+  where a journal is kept is the port `JournalMedium`: `FolderJournal` (a
+  `--checkpoint` folder) or `SqliteJournals` (one database of many runs' journals,
+  each a `SqliteJournal`, as `converge-dsl serve` keeps them).
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
