@@ -11,6 +11,11 @@
 - Overhead per run = baseline runs/s / service runs/s (target <= 1.3 at
   concurrency 50): what the HTTP layer, the SQLite state, the event store
   and the checkpoint journal add to one run.
+- CPU per run, which a machine loaded by others disturbs less than the
+  rates: the CPU time of this process over the timed `Pipeline.arun` runs,
+  and the CPU time of the server process (its threads together, from
+  /proc) over wrk's requests; their ratio is the CPU overhead per run.
+  The load average is printed before each model.
 
 Two models: `scripted` (pipelines/market-entry.yaml: two scripted model calls,
 four cycles) and `loopback` (two model calls in a row through the openai
@@ -19,6 +24,7 @@ adapter to `bench/loopback.py`, its own process, answering after 100 ms).
 Prints one line per model:
 
     serve MODEL c=50: req/s R  p50 A ms  p99 B ms  errors E  arun runs/s S  overhead per run: O
+      cpu per run: serve X ms  arun Y ms  ratio Z
 
 Usage: python bench/serve.py [--model scripted|loopback|both] [--seconds S]
 [--concurrency N] [--runs N]. Needs `wrk` on PATH (`apt-get install wrk`).
@@ -73,13 +79,16 @@ wrk.headers["Authorization"] = "Bearer {token}"
 """
 
 
-def baseline(pipeline: Path, inputs: dict[str, str], runs: int, concurrency: int) -> float:
-    """Runs per second of `Pipeline.arun`, `concurrency` at once, after a warm-up."""
+def baseline(
+    pipeline: Path, inputs: dict[str, str], runs: int, concurrency: int
+) -> tuple[float, float]:
+    """Runs per second of `Pipeline.arun`, `concurrency` at once, after a warm-up; and the
+    CPU seconds per run of this process."""
     from converge_dsl import load
 
     loaded = load(pipeline)
 
-    async def main() -> float:
+    async def main() -> tuple[float, float]:
         gate = asyncio.Semaphore(concurrency)
 
         async def one() -> None:
@@ -88,11 +97,11 @@ def baseline(pipeline: Path, inputs: dict[str, str], runs: int, concurrency: int
                 assert result.stop_reason == "converged", result.stop_reason
 
         await asyncio.gather(*(one() for _ in range(min(runs, 2 * concurrency))))
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one() for _ in range(runs)))
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         await loaded.aclose()
-        return runs / elapsed
+        return runs / elapsed, cpu / runs
 
     return asyncio.run(main())
 
@@ -141,6 +150,12 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.wait(timeout=10)
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, every thread) the process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _ms(text: str) -> float:
     number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
@@ -177,11 +192,12 @@ def drive(
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p50 = _ms(re.search(r"\s50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
     p99 = _ms(re.search(r"\s99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     errors = int(non2xx.group(1)) if non2xx else 0
     errors += sum(int(n) for n in socket.groups()) if socket else 0
-    return {"rate": rate, "p50": p50, "p99": p99, "errors": errors}
+    return {"rate": rate, "p50": p50, "p99": p99, "errors": errors, "requests": requests}
 
 
 def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
@@ -204,13 +220,16 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         else:
             pipeline, name, inputs = SCRIPTED, "market-entry", {"market": "Baltic 3PL"}
         try:
-            arun = baseline(pipeline, inputs, runs, concurrency)
+            print(f"load average {os.getloadavg()}", flush=True)
+            arun, arun_cpu = baseline(pipeline, inputs, runs, concurrency)
             server, url = _serve(pipeline, folder, concurrency)
             try:
                 body = json.dumps({"inputs": inputs})
+                cpu = _cpu_s(server.pid)
                 figures = drive(
                     url, name, body, seconds=seconds, concurrency=concurrency, folder=folder
                 )
+                serve_cpu = (_cpu_s(server.pid) - cpu) / max(1, figures["requests"])
             finally:
                 _stop(server)
         finally:
@@ -221,7 +240,9 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         f"serve {model} c={concurrency}: req/s {figures['rate']:.0f}  "
         f"p50 {figures['p50']:.1f} ms  p99 {figures['p99']:.1f} ms  "
         f"errors {figures['errors']:.0f}  arun runs/s {arun:.0f}  "
-        f"overhead per run: {arun / figures['rate']:.2f}",
+        f"overhead per run: {arun / figures['rate']:.2f}\n"
+        f"  cpu per run: serve {1000 * serve_cpu:.2f} ms  arun {1000 * arun_cpu:.2f} ms  "
+        f"ratio {serve_cpu / arun_cpu:.2f}",
         flush=True,
     )
 

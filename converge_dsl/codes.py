@@ -235,3 +235,5 @@ SERVE_STATE_UNUSABLE = "CD993"  # the --state folder or its database cannot be u
 SERVE_DUPLICATE_PIPELINE = "CD994"  # two served pipelines share one name
 SERVE_NOT_INSTALLED = "CD995"  # `serve` without the serve extra installed
 SERVE_RUN_FAILED = "CD996"  # a run stopped on an error inside the service (message redacted)
+SERVE_IDEMPOTENCY_CONFLICT = "CD997"  # an Idempotency-Key reused with another request body
+SERVE_BAD_IDEMPOTENCY_KEY = "CD998"  # an Idempotency-Key header that is empty, too long or not text

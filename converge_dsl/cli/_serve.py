@@ -109,6 +109,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-run-seconds", type=_seconds, metavar="S", help="lower every run's max_wall_s to this"
     )
+    _retention_options(parser)
+
+
+def _retention_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-runs",
+        type=_positive,
+        metavar="N",
+        help="keep the newest N finished runs; older ones are deleted with their events "
+        "(paused runs are never deleted)",
+    )
+    parser.add_argument(
+        "--retention-days",
+        type=_seconds,
+        metavar="D",
+        help="delete finished runs that ended more than D days ago, with their events",
+    )
+    parser.add_argument(
+        "--retention-interval",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="how often the retention is applied (default: 60 seconds)",
+    )
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
@@ -123,7 +147,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         ) from None
     from converge_dsl._file_kinds import is_pack
     from converge_dsl.cli._discovery import pipeline_files
-    from converge_dsl.serve import Limits, ServeOptions, serve
+    from converge_dsl.serve import Limits, Retention, ServeOptions, serve
 
     files = [p for p in pipeline_files(list(args.paths)) if not is_pack(p)]
     options = ServeOptions(
@@ -135,6 +159,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         limits=Limits(args.workers, args.queue, args.max_run_seconds),
         body_cap=args.body_cap,
         wait_s=args.wait_timeout,
+        retention=Retention(args.keep_runs, args.retention_days, args.retention_interval),
     )
     serve(options, lambda url: io.note(f"serving {len(files)} pipeline(s) on {url}"))
     return EXIT_OK

@@ -12,9 +12,11 @@ answer (text, tool names, tool inputs at any depth).
 A secret is masked in every form a message may show it in (`secret_forms`):
 as given and with its surrounding whitespace stripped (an environment
 variable holding `KEY\r\n`), escaped as Python's `repr` and JSON write it
-(`b'Bearer KEY\\r'`), and cut: where a text holds the first `MIN_CUT`
-characters or more of a secret at the start of a word (a server echo that
-stopped inside it, `KEY[:6]...`), that prefix is masked too.
+(`b'Bearer KEY\\r'`), and cut: where a whole word of a text is the first
+`MIN_CUT` characters or more of a secret (a server echo that stopped inside
+it, `KEY[:6]...`), that prefix is masked too. A word that merely starts like
+a secret and then goes on otherwise (`sk-live-other` beside the key
+`sk-live-abc`) is another word, and is shown as it is.
 """
 
 from __future__ import annotations
@@ -45,9 +47,13 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     return Redactor(secrets)(text)
 
 
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char in "-_"
+
+
 def _mask_cut(text: str, secret: str) -> str:
     """`text` with each prefix of `secret` of `MIN_CUT` characters or more masked where
-    it starts a word."""
+    it is a whole word (it starts one, and the word ends where the prefix does)."""
     head = secret[:MIN_CUT]
     if len(head) < MIN_CUT:
         return text
@@ -58,7 +64,9 @@ def _mask_cut(text: str, secret: str) -> str:
         end = at + MIN_CUT
         while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
             end += 1
-        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "-_"):
+        starts = at == 0 or not _word_char(text[at - 1])
+        ends = end == len(text) or not _word_char(text[end])
+        if starts and ends:
             pieces += [text[done:at], MASK]
             done = end
         at = text.find(head, end)

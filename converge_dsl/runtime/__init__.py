@@ -34,7 +34,10 @@ Public surface:
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
   `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),
   `checkpoint_key(env)` (the per-user key), `StatefulSuggestor` (per-run state of a
-  suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`.
+  suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`;
+  where a journal is kept is the port `JournalMedium`: `FolderJournal` (a
+  `--checkpoint` folder) or `SqliteJournals` (one database of many runs' journals,
+  each a `SqliteJournal`, as `converge-dsl serve` keeps them).
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
@@ -51,6 +54,7 @@ from ._answer_cache import AnswerCaching, cache_folder, caching_from
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
+from ._checkpoint_sqlite import SqliteJournal, SqliteJournals
 from ._documents import (
     DiagnosticModel,
     FactModel,
@@ -62,6 +66,7 @@ from ._documents import (
     schema_text,
 )
 from ._engine import SUGGESTOR_KINDS, build_engine
+from ._journal_media import FolderJournal, JournalMedium
 from ._models import build_models, model_builder
 from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
@@ -95,6 +100,8 @@ __all__ = [
     "CompiledRuns",
     "DiagnosticModel",
     "FactModel",
+    "FolderJournal",
+    "JournalMedium",
     "ListenerSink",
     "OtelOptions",
     "OtelSink",
@@ -108,6 +115,8 @@ __all__ = [
     "RunPlan",
     "RunResultDocument",
     "RunSink",
+    "SqliteJournal",
+    "SqliteJournals",
     "StatefulSuggestor",
     "TraceLine",
     "TraceSink",

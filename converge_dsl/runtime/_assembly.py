@@ -34,9 +34,10 @@ from converge_dsl.engine import Budget, Engine, ProposedFact, UsageMeter, freeze
 from converge_dsl.errors import ConvergeError
 
 from ._answer_cache import AnswerCaching
-from ._checkpoint import Checkpoint, CheckpointStore, folder_lock, pipeline_digest
+from ._checkpoint import Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import checkpoint_key
 from ._engine import SUGGESTOR_KINDS, build_engine
+from ._journal_media import FolderJournal, JournalMedium
 from ._outcome import RunOutcome, outcome
 from ._outputs import CheckpointSink, check_outputs
 from ._resume import continue_run
@@ -66,7 +67,11 @@ CacheOpener = Callable[[JsonObject], "CompileCache | None"]
 
 @dataclass(frozen=True)
 class Checkpointing:
-    """A run journalled into `folder` (`--checkpoint`), or continued from it (`resume`)."""
+    """A run journalled into `folder` (`--checkpoint`), or continued from it (`resume`).
+
+    `journal` keeps the journal elsewhere than in a folder (`_journal_media`; a
+    service's database, `SqliteJournals`): `folder` is then not used.
+    """
 
     folder: Path
     resume: bool = False
@@ -74,6 +79,11 @@ class Checkpointing:
     env: Mapping[str, str] = field(default_factory=dict)
     # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
     decided_by: Mapping[str, str] = field(default_factory=dict)
+    journal: JournalMedium | None = None
+
+    def medium(self) -> JournalMedium:
+        """Where the journal is kept: `journal`, else the folder's files."""
+        return self.journal if self.journal is not None else FolderJournal(self.folder)
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ class RunPlan:
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
-        if self.checkpoint is None:
+        if self.checkpoint is None or self.checkpoint.journal is not None:
             return self.sinks
         return (CheckpointSink(self.checkpoint.folder, self.checkpoint.resume), *self.sinks)
 
@@ -111,18 +121,19 @@ async def assemble_run(plan: RunPlan) -> RunOutcome:
     """Run `plan` to a stop (see the module docstring); raises the run's `ConvergeError`."""
     sinks = plan.all_sinks()
     check_outputs(sinks, plan.reads)
-    folder = None if plan.checkpoint is None else plan.checkpoint.folder
-    option = (
-        "--resume" if plan.checkpoint is not None and plan.checkpoint.resume else "--checkpoint"
-    )
-    with folder_lock(folder, option):
-        return await _run(plan, sinks)
+    if plan.checkpoint is None:
+        return await _run(plan, sinks, None)
+    medium = plan.checkpoint.medium()
+    with medium.hold("--resume" if plan.checkpoint.resume else "--checkpoint"):
+        return await _run(plan, sinks, medium)
 
 
-async def _run(plan: RunPlan, sinks: tuple[RunSink, ...]) -> RunOutcome:
+async def _run(
+    plan: RunPlan, sinks: tuple[RunSink, ...], medium: JournalMedium | None
+) -> RunOutcome:
     models: dict[str, Model] = {}
     tools: RunTools | None = None
-    store = _store(plan.checkpoint)
+    store = _store(plan.checkpoint, medium)
     answers = None if plan.answers is None else plan.answers.open(plan.clock)
     try:
         checkpoint = _read_checkpoint(store, plan)
@@ -257,10 +268,12 @@ def _wrapped(
     return {name: tracer.wrap(name, model) for name, model in models.items()}
 
 
-def _store(checkpointing: Checkpointing | None) -> CheckpointStore | None:
-    if checkpointing is None:
+def _store(
+    checkpointing: Checkpointing | None, medium: JournalMedium | None
+) -> CheckpointStore | None:
+    if checkpointing is None or medium is None:
         return None
-    return CheckpointStore(checkpointing.folder, checkpoint_key(checkpointing.env))
+    return CheckpointStore(checkpointing.folder, checkpoint_key(checkpointing.env), medium=medium)
 
 
 def _read_checkpoint(store: CheckpointStore | None, plan: RunPlan) -> Checkpoint | None:

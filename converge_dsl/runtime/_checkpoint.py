@@ -47,8 +47,9 @@ from converge_dsl.errors import ConvergeError, UsageError
 
 from ._checkpoint_folder import LOCK_FILE, check_folder, folder_lock
 from ._checkpoint_key import CheckpointRefused, key_id
-from ._decisions import Decision, clear_decisions, load_decisions, save_decisions
-from ._journal import Appender, Record, atomic_write, read_journal, seal
+from ._decisions import Decision, decisions_line, decisions_refused, verify_decisions
+from ._journal import Record, parse_journal, seal
+from ._journal_media import CHECKPOINT_FILE, FolderJournal, JournalMedium
 from ._suggestor_state import StatefulSuggestor, stateful
 
 __all__ = [  # the folder's lock and checks live beside the store, imported from here too
@@ -61,7 +62,6 @@ __all__ = [  # the folder's lock and checks live beside the store, imported from
     "pipeline_digest",
 ]
 
-CHECKPOINT_FILE = "checkpoint.jsonl"
 FORMAT = "converge-dsl/checkpoint/v2"
 COMPACT_BYTES = 4 << 20
 
@@ -116,7 +116,7 @@ def _foreign(message: str) -> CheckpointRefused:
     )
 
 
-def _rebuild(path: Path, records: Sequence[Record]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _rebuild(where: str, records: Sequence[Record]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The engine-state data and suggestor states after `records` (snapshot + deltas)."""
     head = records[0].body
     state: dict[str, Any] | None = None if head["state"] is None else dict(head["state"])
@@ -138,33 +138,40 @@ def _rebuild(path: Path, records: Sequence[Record]) -> tuple[dict[str, Any] | No
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointRefused(
                 codes.CHECKPOINT_CORRUPT,
-                f"record {record.number} of {str(path)!r} is malformed ({exc})",
+                f"record {record.number} of {where!r} is malformed ({exc})",
                 hint="start the run again without --resume",
             ) from None
     return state, states
 
 
 class CheckpointStore:
-    """The checkpoint journal of one folder, sealed with `key`.
+    """The checkpoint journal of one folder (or of `medium`), sealed with `key`.
 
     `read()` verifies and rebuilds a checkpoint; `start(...)` begins a fresh
     journal, `resume(checkpoint, ...)` continues one; then `save(state)` after
-    each cycle appends what changed. `close()` releases the journal.
+    each cycle appends what changed. `close()` releases the journal. Where the
+    records are kept is the medium's business (`_journal_media`): the folder's
+    files by default.
     """
 
     def __init__(
         self,
-        folder: Path,
+        folder: Path | None,
         key: bytes,
         *,
         compact_bytes: int = COMPACT_BYTES,
         random_bytes: Callable[[int], bytes] = os.urandom,
+        medium: JournalMedium | None = None,
     ) -> None:
+        if medium is None:
+            assert folder is not None, "a checkpoint store needs a folder or a medium"
+            medium = FolderJournal(folder)
         self.folder = folder
+        self.medium = medium
         self._key = key
         self._compact_floor = compact_bytes
         self._random = random_bytes
-        self._out: Appender | None = None
+        self._open = False
         self._mac = ""
         self._seq = 0
         self._since_snapshot = 0
@@ -175,39 +182,43 @@ class CheckpointStore:
 
     @property
     def file(self) -> Path:
+        assert self.folder is not None
         return self.folder / CHECKPOINT_FILE
 
     # -- reading --------------------------------------------------------------
 
     def read(self) -> Checkpoint:
         """The last complete checkpoint; `UsageError` if absent, `CheckpointRefused` if unusable."""
+        where = self.medium.where
         try:
-            journal = read_journal(self.file, self._key)
+            raw = self.medium.read()
         except FileNotFoundError:
             raise UsageError(
-                f"no checkpoint in {str(self.folder)!r}", hint="run with --checkpoint DIR first"
+                f"no checkpoint in {where!r}", hint="run with --checkpoint DIR first"
             ) from None
         except OSError as exc:
             raise UsageError(
-                f"cannot read checkpoint in {str(self.folder)!r}: {exc.strerror or exc}"
+                f"cannot read checkpoint in {where!r}: {exc.strerror or exc}"
             ) from None
+        label = str(self.file) if self.folder is not None else where
+        journal = parse_journal(raw, self._key, label)
         head = journal.records[0].body
         if head.get("format") != FORMAT or head.get("kind") != "snapshot":
             raise CheckpointRefused(
                 codes.CHECKPOINT_CORRUPT,
-                f"checkpoint {str(self.file)!r} is torn or corrupt: its first record is not a "
+                f"checkpoint {label!r} is torn or corrupt: its first record is not a "
                 f"{FORMAT} snapshot",
                 hint="start the run again without --resume",
             )
         try:
-            data, states = _rebuild(self.file, journal.records)
+            data, states = _rebuild(label, journal.records)
             state = None if data is None else EngineState.from_data(data)
             inputs, text_sha, digest = head["inputs"], head["pipeline_text"], head["pipeline"]
         except (ConvergeError, KeyError, TypeError, RecursionError) as exc:
             detail = exc.message if isinstance(exc, ConvergeError) else repr(exc)
             raise CheckpointRefused(
                 codes.CHECKPOINT_CORRUPT,
-                f"checkpoint {str(self.file)!r} is unreadable: {detail}",
+                f"checkpoint {label!r} is unreadable: {detail}",
                 hint="start the run again without --resume",
             ) from None
         last = journal.records[-1]
@@ -233,7 +244,7 @@ class CheckpointStore:
             "inputs": _json_inputs(inputs),
         }
         self._stateful = stateful(suggestors)
-        clear_decisions(self.folder)  # kept for the old journal's pause: they fit no other
+        self.medium.clear_decisions()  # kept for the old journal's pause: they fit no other
         self._snapshot(None)
 
     def resume(self, checkpoint: Checkpoint, suggestors: Iterable[Suggestor] = ()) -> None:
@@ -244,7 +255,8 @@ class CheckpointStore:
             "inputs": dict(checkpoint.inputs),
         }
         self._stateful = stateful(suggestors)
-        self._out = Appender(self.file, checkpoint.end)
+        self.medium.reopen(checkpoint.end)
+        self._open = True
         self._mac, self._seq = checkpoint.last_mac, checkpoint.records - 1
         self._since_snapshot = 0
         self._compact_at = max(self._compact_floor, 2 * checkpoint.end)
@@ -257,7 +269,7 @@ class CheckpointStore:
         count = written.facts
         tip = facts[count - 1] if 0 < count <= len(facts) else written.last
         moved = len(facts) < count or (tip is not written.last and tip != written.last)
-        if self._out is None or moved:
+        if not self._open or moved:
             self._snapshot(state)
             return
         states = self._states()
@@ -269,21 +281,21 @@ class CheckpointStore:
         if self._since_snapshot + len(line) > self._compact_at:
             self._snapshot(state)
             return
-        self._out.append(line)
+        self.medium.append(line)
         self._mac, self._seq = mac, self._seq + 1
         self._since_snapshot += len(line)
         self._written = _Written.of(state, states)
 
     def flush(self) -> None:
-        """Wait until every record saved so far is on disk (`RunError` if one failed)."""
-        if self._out is not None:
-            self._out.flush()
+        """Wait until every record saved so far is durable (`RunError` if one failed)."""
+        if self._open:
+            self.medium.flush()
 
     def close(self) -> None:
         """Flush and release the journal (`RunError` if a record failed to reach the disk)."""
-        out, self._out = self._out, None
-        if out is not None:
-            out.close()
+        opened, self._open = self._open, False
+        if opened:
+            self.medium.close()
 
     def _states(self) -> dict[str, JsonValue]:
         return {s.name: s.checkpoint_state() for s in self._stateful}
@@ -302,9 +314,8 @@ class CheckpointStore:
             "suggestors": states,
         }
         mac, line = seal(self._key, "", canonical_json(body).encode("utf-8"))
-        self.close()
-        atomic_write(self.folder, CHECKPOINT_FILE, line)
-        self._out = Appender(self.file, len(line))
+        self.medium.replace(line)
+        self._open = True
         self._mac, self._seq, self._since_snapshot = mac, 0, 0
         self._compact_at = max(self._compact_floor, 2 * len(line))
         self._written = _Written.of(state, states)
@@ -315,14 +326,19 @@ class CheckpointStore:
         self, run: str, decisions: Mapping[str, Decision], pending: Sequence[PendingProposal]
     ) -> None:
         """Seal the decisions given so far for the pause `run` (the journal's last MAC)."""
-        save_decisions(self.folder, self._key, run, decisions, pending)
+        self.medium.write_decisions(decisions_line(self._key, run, decisions, pending))
 
     def load_decisions(self, run: str, pending: Sequence[PendingProposal]) -> dict[str, Decision]:
         """The sealed decisions kept for the pause `run`; CD932 for anything else."""
-        return load_decisions(self.folder, self._key, run, pending)
+        where = self.medium.decisions_where
+        try:
+            raw = self.medium.read_decisions()
+        except OSError as exc:
+            raise decisions_refused(where, f"it cannot be read ({exc.strerror or exc})") from None
+        return {} if raw is None else verify_decisions(where, self._key, raw, run, pending)
 
     def clear_decisions(self) -> None:
-        clear_decisions(self.folder)
+        self.medium.clear_decisions()
 
 
 @dataclass(frozen=True, slots=True)

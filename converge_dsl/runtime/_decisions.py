@@ -62,6 +62,16 @@ def save_decisions(
     pending: Sequence[PendingProposal],
 ) -> None:
     """Seal `decisions` (id -> (approve, by)) for the pause `run` of `pending`, atomically."""
+    atomic_write(folder, DECISIONS_FILE, decisions_line(key, run, decisions, pending))
+
+
+def decisions_line(
+    key: bytes,
+    run: str,
+    decisions: Mapping[str, Decision],
+    pending: Sequence[PendingProposal],
+) -> bytes:
+    """The sealed record of `decisions` for the pause `run` of `pending`."""
     digests = {item.id: proposal_digest(item) for item in pending}
     body = {
         "kind": "decisions",
@@ -72,8 +82,7 @@ def save_decisions(
             for item, (approve, by) in sorted(decisions.items())
         ],
     }
-    _, line = seal(key, _DOMAIN, canonical_json(body).encode("utf-8"))
-    atomic_write(folder, DECISIONS_FILE, line)
+    return seal(key, _DOMAIN, canonical_json(body).encode("utf-8"))[1]
 
 
 def clear_decisions(folder: Path) -> None:
@@ -81,16 +90,16 @@ def clear_decisions(folder: Path) -> None:
     (folder / DECISIONS_FILE).unlink(missing_ok=True)
 
 
-def _refused(path: Path, reason: str) -> CheckpointRefused:
+def decisions_refused(where: str, reason: str) -> CheckpointRefused:
     return CheckpointRefused(
         codes.DECISIONS_REFUSED,
-        f"{str(path)!r}: {reason}; no decision in it is applied and the run stays paused",
+        f"{where!r}: {reason}; no decision in it is applied and the run stays paused",
         hint="delete the file, then give the decisions yourself with --resume DIR "
         "--approve ID... --reject ID... (or --decisions FILE)",
     )
 
 
-def _verified_body(path: Path, key: bytes, raw: bytes) -> dict[str, Any]:
+def _verified_body(where: str, key: bytes, raw: bytes) -> dict[str, Any]:
     """The body of the sealed record `raw`, or CD932 when it is not one this key sealed."""
     try:
         data = json.loads(raw)
@@ -102,11 +111,11 @@ def _verified_body(path: Path, key: bytes, raw: bytes) -> dict[str, Any]:
         or not isinstance(data["mac"], str)
         or not isinstance(data["record"], dict)
     ):
-        raise _refused(path, "it is not a decisions record sealed by converge-dsl")
+        raise decisions_refused(where, "it is not a decisions record sealed by converge-dsl")
     expected, line = seal(key, _DOMAIN, canonical_json(data["record"]).encode("utf-8"))
     if line != raw or not hmac.compare_digest(expected, data["mac"]):
-        raise _refused(
-            path, "its seal does not verify with your checkpoint key (it was forged or edited)"
+        raise decisions_refused(
+            where, "its seal does not verify with your checkpoint key (it was forged or edited)"
         )
     return data["record"]
 
@@ -124,19 +133,26 @@ def load_decisions(
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise _refused(path, f"it cannot be read ({exc.strerror or exc})") from None
-    body = _verified_body(path, key, raw)
+        raise decisions_refused(str(path), f"it cannot be read ({exc.strerror or exc})") from None
+    return verify_decisions(str(path), key, raw, run, pending)
+
+
+def verify_decisions(
+    where: str, key: bytes, raw: bytes, run: str, pending: Sequence[PendingProposal]
+) -> dict[str, Decision]:
+    """The decisions of the sealed record `raw` (kept at `where`), or CD932 (see the module)."""
+    body = _verified_body(where, key, raw)
     if body.get("kind") != "decisions" or body.get("format") != FORMAT:
-        raise _refused(path, "it is not a decisions record")
+        raise decisions_refused(where, "it is not a decisions record")
     if body.get("run") != run:
-        raise _refused(path, "it was sealed for another run or an earlier pause")
+        raise decisions_refused(where, "it was sealed for another run or an earlier pause")
     digests = {item.id: proposal_digest(item) for item in pending}
     out: dict[str, Decision] = {}
     for entry in body.get("decisions") or ():
         ident = entry.get("id") if isinstance(entry, dict) else None
         if not isinstance(ident, str) or digests.get(ident) != entry.get("digest"):
-            raise _refused(
-                path, f"its decision on {ident!r} was given for other content than is pending"
+            raise decisions_refused(
+                where, f"its decision on {ident!r} was given for other content than is pending"
             )
         out[ident] = (bool(entry.get("approve")), str(entry.get("by")))
     return out

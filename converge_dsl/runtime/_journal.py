@@ -78,7 +78,7 @@ def _describe(number: int, body: bytes) -> str:
     return f"record {number}" + (f" (cycle {cycle})" if isinstance(cycle, int) else "")
 
 
-def _bad_mac(path: Path, key: bytes, number: int, body: bytes) -> CheckpointRefused:
+def _bad_mac(where: str, key: bytes, number: int, body: bytes) -> CheckpointRefused:
     if number == 0:
         try:
             sealed_with = json.loads(body).get("key_id")
@@ -87,22 +87,22 @@ def _bad_mac(path: Path, key: bytes, number: int, body: bytes) -> CheckpointRefu
         if isinstance(sealed_with, str) and sealed_with != key_id(key):
             return CheckpointRefused(
                 codes.CHECKPOINT_OTHER_KEY,
-                f"{str(path)!r} was sealed with another key (key id {sealed_with}; "
+                f"{where!r} was sealed with another key (key id {sealed_with}; "
                 f"this user's key id is {key_id(key)})",
                 hint="resume as the user who made it, with the same config folder",
             )
     return CheckpointRefused(
         codes.CHECKPOINT_TAMPERED,
-        f"{_describe(number, body)} of {str(path)!r} does not match its MAC: it was edited, "
+        f"{_describe(number, body)} of {where!r} does not match its MAC: it was edited, "
         "or records were removed or reordered",
         hint="a checkpoint is only read as written; start the run again without --resume",
     )
 
 
-def _corrupt(path: Path, what: str) -> CheckpointRefused:
+def _corrupt(where: str, what: str) -> CheckpointRefused:
     return CheckpointRefused(
         codes.CHECKPOINT_CORRUPT,
-        f"checkpoint {str(path)!r} is torn or corrupt: {what}; it is not read",
+        f"checkpoint {where!r} is torn or corrupt: {what}; it is not read",
         hint="start the run again without --resume",
     )
 
@@ -112,7 +112,11 @@ def read_journal(path: Path, key: bytes) -> JournalRead:
 
     Raises `FileNotFoundError` when there is no file (the caller says what that means).
     """
-    raw = read_bytes(path, "checkpoint journal")
+    return parse_journal(read_bytes(path, "checkpoint journal"), key, str(path))
+
+
+def parse_journal(raw: bytes, key: bytes, where: str) -> JournalRead:
+    """Every complete record of the journal bytes `raw` (read from `where`), verified."""
     cut = raw.rfind(b"\n") + 1
     records: list[Record] = []
     previous, start = "", 0
@@ -125,21 +129,21 @@ def read_journal(path: Path, key: bytes) -> JournalRead:
             and line[_BODY_AT - len(_MIDDLE) : _BODY_AT] == _MIDDLE
             and line.endswith(b"}\n")
         ):
-            raise _corrupt(path, f"record {number} is not a sealed record")
+            raise _corrupt(where, f"record {number} is not a sealed record")
         mac, body = line[len(_PREFIX) : len(_PREFIX) + _MAC_HEX], line[_BODY_AT:-2]
         expected, _ = seal(key, previous, body)
         if not hmac.compare_digest(expected.encode("ascii"), mac):
-            raise _bad_mac(path, key, number, body)
+            raise _bad_mac(where, key, number, body)
         try:
             data = json.loads(body)
         except (ValueError, RecursionError):
             data = None
         if not isinstance(data, dict):
-            raise _corrupt(path, f"record {number} is not a JSON object")
+            raise _corrupt(where, f"record {number} is not a JSON object")
         records.append(Record(number, data, expected))
         previous, start = expected, stop
     if not records:
-        raise _corrupt(path, "it holds no complete record")
+        raise _corrupt(where, "it holds no complete record")
     return JournalRead(tuple(records), cut, torn=cut < len(raw))
 
 

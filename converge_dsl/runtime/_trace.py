@@ -85,6 +85,7 @@ class TraceWriter:
         wall: WallClock | None = None,
     ) -> None:
         self._spans = dict(spans)
+        self._span_data: dict[str, dict[str, Any] | None] = {}
         self._excerpts: dict[str, str] = {}
         self._kinds: dict[str, str] = {}
         self._wall = wall or SystemClock()
@@ -116,18 +117,18 @@ class TraceWriter:
         draws each execution in its kind's colours.
         """
         self._spans = dict(spans)
+        self._span_data = {}
         self._excerpts = source_excerpts(spans, texts or {})
         self._kinds = dict(kinds or {})
 
     def line(self, event: BaseModel) -> dict[str, Any]:
         data = event.model_dump(mode="json")
         suggestor = data.get("suggestor")
-        span = SpanModel.of(self._spans.get(suggestor)) if isinstance(suggestor, str) else None
         line = {
             "seq": self._seq,
             "type": data.pop("type", type(event).__name__),
             **data,
-            "span": None if span is None else span.model_dump(),
+            "span": self._span(suggestor) if isinstance(suggestor, str) else None,
             "time": rfc3339(self._wall.wall()),
         }
         if line["type"] == "run_started":
@@ -137,6 +138,14 @@ class TraceWriter:
                 line["kinds"] = self._kinds
         self._seq += 1
         return line
+
+    def _span(self, suggestor: str) -> dict[str, Any] | None:
+        """The span of `suggestor` as a line holds it (made once per suggestor: every
+        line of it shares the dict, which nothing changes)."""
+        if suggestor not in self._span_data:
+            span = SpanModel.of(self._spans.get(suggestor))
+            self._span_data[suggestor] = None if span is None else span.model_dump()
+        return self._span_data[suggestor]
 
     def __call__(self, event: BaseModel) -> None:
         if self.failure is not None:

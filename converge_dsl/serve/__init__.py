@@ -2,7 +2,8 @@
 
 Public surface:
 - `ServeOptions` (what the command was asked for), `Limits` (per pipeline:
-  runs at once, runs waiting, longest run), `serve(options, on_ready)` (load,
+  runs at once, runs waiting, longest run), `Retention` (which finished runs
+  are deleted, and how often that is looked at), `serve(options, on_ready)` (load,
   validate, bind, serve until a signal) and `prepare(options)` -> `Prepared`
   (everything but binding: the Starlette application and its `RunService`).
 - `RunService`: queues, runs, pauses, cancels and recovers runs through the
@@ -19,12 +20,13 @@ from __future__ import annotations
 
 from ._openapi import document
 from ._server import Prepared, ServeOptions, prepare, serve
-from ._service import Limits, RunService
+from ._service import Limits, Retention, RunService
 from ._store import RunStore
 
 __all__ = [
     "Limits",
     "Prepared",
+    "Retention",
     "RunService",
     "RunStore",
     "ServeOptions",

@@ -64,6 +64,28 @@ class HttpLimits:
     wait_s: float = 60.0
 
 
+# The longest Idempotency-Key header kept (characters).
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The request's `Idempotency-Key` header (None without one); 400 (CD998) when it is
+    empty, longer than `MAX_IDEMPOTENCY_KEY` or not printable ASCII."""
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not all(" " <= c <= "~" for c in key):
+        raise refused(
+            400,
+            codes.SERVE_BAD_IDEMPOTENCY_KEY,
+            f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
+            f"characters (it has {len(key)})",
+            "",
+            "send a short unique string per request, such as a UUID",
+        )
+    return key
+
+
 def _problems(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
     body = {"errors": [_redacted(p, redact) for p in error.problems]}
     headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
@@ -165,7 +187,7 @@ class _Api:
             )
             raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
         checked = run_request(pipeline, await self.body(request))
-        run = service.submit(name, checked)
+        run = service.submit(name, checked, _idempotency_key(request))
         if request.query_params.get("wait", "").lower() in ("1", "true", "yes"):
             row = await service.wait(run, self.limits.wait_s)
             stopped = row.status in FINISHED or row.status == "paused"

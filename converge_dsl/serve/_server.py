@@ -28,7 +28,7 @@ from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 
 from ._errors import ServeFailed, ServeRefused
-from ._service import Limits, RunService
+from ._service import Limits, Retention, RunService
 from ._store import RunStore
 from ._tokens import Tokens, read_tokens
 
@@ -50,6 +50,7 @@ class ServeOptions:
     limits: Limits = field(default_factory=Limits)
     body_cap: int = 1 << 20
     wait_s: float = 60.0
+    retention: Retention = field(default_factory=Retention)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def prepare(options: ServeOptions) -> Prepared:
         clock=SystemClock(),
         new_id=lambda: uuid.uuid4().hex,
         redact=lambda text: redact_text(text, secrets),
+        retention=options.retention,
     )
     app = build_app(service, tokens, HttpLimits(options.body_cap, options.wait_s))
     return Prepared(app, service, tuple(loaded))
@@ -162,7 +164,13 @@ def bind(host: str, port: int) -> socket.socket:
 def _server(config: Any, on_started: Callable[[], object]) -> Any:
     """uvicorn's server, telling `on_started` once it serves (signals handled, service
     started), and ending `serve` normally after a SIGINT or SIGTERM it shut down
-    gracefully for (uvicorn raises the signal again once stopped: exit 130 or -15)."""
+    gracefully for. uvicorn's own `capture_signals` raises a caught signal again once
+    the server stopped (exit 130 or -15); this one installs the same handler
+    (`handle_exit`: a graceful shutdown, a second SIGINT forces it) and only puts the
+    previous handlers back."""
+    import signal
+    import threading
+
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -173,11 +181,17 @@ def _server(config: Any, on_started: Callable[[], object]) -> Any:
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            with super().capture_signals():
-                try:
-                    yield
-                finally:
-                    self._captured_signals.clear()  # handled: the shutdown is complete
+            if threading.current_thread() is not threading.main_thread():
+                yield  # signals reach the main thread only (as in uvicorn)
+                return
+            previous = {
+                sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     return Server(config)
 

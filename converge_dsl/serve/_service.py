@@ -4,10 +4,11 @@
 at most `limits.queue` waiting runs and `limits.concurrency` workers. A run
 is the Python API's run of the loaded pipeline (`Pipeline.outcome`, so the
 one run assembly of docs/architecture.md §12) with two outputs: its events
-(`EventSink`) and its checkpoint folder `STATE/checkpoints/RUN`
-(`converge_dsl.runtime.Checkpointing`, the journal of `--checkpoint`). The
-run's result, status and remaining events are stored in one transaction
-(`RunStore.finish`), so a run ends exactly once.
+(`EventSink`) and its checkpoint journal, the journal of `--checkpoint` kept
+in the service's database (`RunStore.checkpoints`); each checkpoint record is
+committed with the events the run made since the previous one. The run's
+result, status and remaining events are stored, and its journal deleted, in
+one transaction (`RunStore.finish`), so a run ends exactly once.
 
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the
   pipeline's queue is full); `wait` waits (bounded) for it to stop.
@@ -21,12 +22,16 @@ run's result, status and remaining events are stored in one transaction
   killed before its first record starts afresh); paused runs stay paused.
 - `stop` cancels the workers without touching the runs' status: a run cut
   short by a shutdown continues at the next start.
-- The checkpoint folder of a run that ended (done, cancelled) is removed once
-  its result is stored; a paused run keeps its folder until it ends. Stored
-  runs, events and results are kept (no retention yet).
+- The journal of a run that ended (done, cancelled) is deleted with the
+  transaction that stores its result; a paused run keeps it until it ends.
+- `submit` with an idempotency key answers the run first queued with that key
+  and the same request, and refuses (409) the key with another request.
+- A `Retention` deletes finished runs (past the newest N, or older than D
+  days) with their events, results, journals and keys, on a task that sleeps
+  on the injected clock between passes; paused runs are never deleted.
 
 Runs execute on event loops of their own threads (`_loops`), so a run
-waiting for the disk (its checkpoint journal's syncs) stalls neither the
+waiting for the disk (its checkpoint journal's commits) stalls neither the
 HTTP layer nor other runs; their events reach the streams through the
 service's loop. Errors a run stops on become its result (`not_run_document`), with every
 message passed through the redactor (`redact`).
@@ -36,8 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,10 +60,10 @@ from ._store import FINISHED, RunRow, RunStore
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.engine import Budget
+    from converge_dsl.runtime import JournalMedium
 
 # Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
 DECIDED_BY = "http"
-CHECKPOINTS = "checkpoints"
 # How long a cancelled run may take to stop on its loop (close its models and journal).
 CANCEL_S = 10.0
 
@@ -76,6 +80,20 @@ class Limits:
     loops: int = 4
 
 
+@dataclass(frozen=True)
+class Retention:
+    """Which finished runs are deleted: past the newest `keep_runs`, or older than
+    `days`; looked at every `every_s` seconds (nothing is deleted when both are None)."""
+
+    keep_runs: int | None = None
+    days: float | None = None
+    every_s: float = 60.0
+
+    @property
+    def active(self) -> bool:
+        return self.keep_runs is not None or self.days is not None
+
+
 class RunService:
     """See the module docstring."""
 
@@ -89,11 +107,13 @@ class RunService:
         clock: Clock,
         new_id: Callable[[], str],
         redact: Callable[[str], str],
+        retention: Retention | None = None,
     ) -> None:
         self.pipelines = dict(pipelines)
+        self._retention = retention or Retention()
         self.store = store
         self.metrics = Metrics()
-        self._folder = state / CHECKPOINTS
+        self._state = state
         self._limits = limits
         self._clock = clock
         self._wall: WallClock = clock if isinstance(clock, WallClock) else SystemClock()
@@ -105,7 +125,6 @@ class RunService:
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, asyncio.Event] = {}
         self._cancelling: set[str] = set()
-        self._cleanups: set[asyncio.Task[None]] = set()
         self._loops: RunLoops | None = None
 
     def _now(self) -> float:
@@ -124,6 +143,24 @@ class RunService:
         for name in self.pipelines:
             for _ in range(self._limits.concurrency):
                 self._workers.append(asyncio.create_task(self._work(name)))
+        if self._retention.active:
+            self._workers.append(asyncio.create_task(self._prune_every()))
+
+    async def _prune_every(self) -> None:
+        """Apply the retention now and every `Retention.every_s` (on the injected clock)."""
+        while True:
+            with contextlib.suppress(ConvergeError):  # a busy or failing state: next pass
+                self.prune()
+            await self._clock.sleep(self._retention.every_s)
+
+    def prune(self) -> list[str]:
+        """Delete the finished runs the retention no longer keeps; their ids."""
+        rule = self._retention
+        before = None if rule.days is None else self._now() - rule.days * 86400
+        gone = self.store.prune(keep=rule.keep_runs, before=before)
+        for run in gone:
+            self._ended.pop(run, None)
+        return gone
 
     async def stop(self) -> None:
         """Cancel the workers and runs in flight; their status stays (see the module)."""
@@ -133,8 +170,6 @@ class RunService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._workers = []
-        if self._cleanups:
-            await asyncio.wait(self._cleanups, timeout=10)
         if self._loops is not None:
             await self._loops.close(self._close_pools)
             self._loops = None
@@ -154,8 +189,21 @@ class RunService:
 
     # --- requests ---------------------------------------------------------------------
 
-    def submit(self, pipeline: str, request: RunRequest) -> str:
-        """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full."""
+    def submit(self, pipeline: str, request: RunRequest, key: str | None = None) -> str:
+        """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full.
+
+        With an idempotency `key`: the run first queued with that key when the request is
+        the same (pipeline, inputs, budget), nothing queued; `Refused` (409) naming the
+        first difference when it is not.
+        """
+        digest = None
+        if key is not None:
+            digest = _digest(pipeline, request.data())
+            first = self.store.idempotent(key)
+            if first is not None:
+                if first[0] == digest:
+                    return first[1]
+                raise _conflict(key, pipeline, request.data(), self.store.get(first[1]))
         queue = self._queues[pipeline]
         if queue.qsize() >= self._limits.queue:
             self.metrics.rejected(pipeline)
@@ -165,7 +213,8 @@ class RunService:
                 retry_after=1,
             )
         run = self._new_id()
-        self.store.add(run, pipeline, request.data(), self._now())
+        idempotency = None if key is None or digest is None else (key, digest)
+        self.store.add(run, pipeline, request.data(), self._now(), idempotency)
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
         return run
@@ -197,9 +246,8 @@ class RunService:
 
     def cancel(self, run: str) -> RunRow:
         row = self.get(run)
-        if self.store.cancel(run, self._now()):
+        if self.store.cancel(run, self._now()):  # a paused run's journal goes with it
             self._signal(run)
-            self._forget_later(run)  # a paused run's journal is no longer needed
             return self.get(run)
         task = self._tasks.get(run)
         if task is not None:
@@ -274,9 +322,13 @@ class RunService:
         def flush() -> None:
             self.store.add_events(run, live.unstored())
 
+        def alongside() -> list[tuple[str, Any]]:
+            return self.store.event_statements(run, live.unstored())
+
         started = self._clock.monotonic()
         assert self._loops is not None  # started
-        remote = self._loops.submit(self._outcome(pipeline, row, EventSink(live, flush)))
+        outcome = self._outcome(pipeline, row, EventSink(live, flush), alongside)
+        remote = self._loops.submit(outcome)
         try:
             try:
                 body = await remote.result()
@@ -328,40 +380,37 @@ class RunService:
         live.end()
         self._live.pop(run, None)
         self._signal(run)
-        if status != "paused":  # the result is stored: the journal is no longer needed
-            self._forget_later(run)
-
-    def _forget_later(self, run: str) -> None:
-        task = asyncio.create_task(self._forget(run))
-        self._cleanups.add(task)
-        task.add_done_callback(self._cleanups.discard)
-
-    async def _forget(self, run: str) -> None:
-        """Remove the checkpoint folder of a run that ended (off the event loop)."""
-        await asyncio.to_thread(shutil.rmtree, self._folder / run, True)
 
     def _signal(self, run: str) -> None:
         ended = self._ended.pop(run, None)
         if ended is not None:
             ended.set()
 
-    async def _outcome(self, pipeline: Pipeline, row: RunRow, sink: EventSink) -> JsonObject:
+    async def _outcome(
+        self,
+        pipeline: Pipeline,
+        row: RunRow,
+        sink: EventSink,
+        alongside: Callable[[], Sequence[tuple[str, Any]]],
+    ) -> JsonObject:
         """The run, on a run loop: its run-result document as JSON (`RunOutcome.plain`)."""
-        from converge_dsl.runtime import CHECKPOINT_FILE, Checkpointing
+        from converge_dsl.runtime import Checkpointing
 
-        folder = self._folder / row.id
-        resume = (folder / CHECKPOINT_FILE).is_file()
-        if not resume and folder.exists():
-            shutil.rmtree(folder)  # killed before its first record: nothing to continue
+        journals = self.store.checkpoints
+        journal = journals.journal(row.id, alongside=alongside)
+        # A first attempt has no journal; a later one without one was killed before its
+        # first record was committed: it starts afresh.
+        resume = row.attempts > 1 and journals.exists(row.id)
         decisions = dict(row.decisions)
-        if decisions and not _paused_on_disk(folder, pipeline.env):
+        if decisions and not (resume and _paused_in(journal, pipeline.env)):
             decisions = {}  # applied before a crash: the journal already goes on from them
         checkpoint = Checkpointing(
-            folder,
+            self._state,
             resume=resume,
             decisions=decisions,
             env=pipeline.env,
             decided_by=dict.fromkeys(decisions, DECIDED_BY),
+            journal=journal,
         )
         request = RunRequest.of(row.request)
         most = self._limits.max_run_s
@@ -386,14 +435,54 @@ def _pending_ids(result: JsonObject | None) -> list[str]:
     return [str(item.get("id")) for item in pending if isinstance(item, dict)]
 
 
-def _paused_on_disk(folder: Path, env: Mapping[str, str]) -> bool:
-    """Whether the checkpoint in `folder` holds proposals waiting for a decision."""
-    from converge_dsl.runtime import CHECKPOINT_FILE, CheckpointStore, checkpoint_key
+def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:
+    """Whether the checkpoint in `journal` holds proposals waiting for a decision."""
+    from converge_dsl.runtime import CheckpointStore, checkpoint_key
 
-    if not (folder / CHECKPOINT_FILE).is_file():
-        return False
-    checkpoint = CheckpointStore(folder, checkpoint_key(env)).read()
+    checkpoint = CheckpointStore(None, checkpoint_key(env), medium=journal).read()
     return checkpoint.state is not None and bool(checkpoint.state.pending)
+
+
+def _digest(pipeline: str, request: JsonObject) -> str:
+    """What makes two requests the same: the pipeline and the checked request."""
+    import hashlib
+    import json
+
+    text = json.dumps([pipeline, request], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _conflict(key: str, pipeline: str, request: JsonObject, first: RunRow | None) -> Refused:
+    """409: `key` was first given with another request; located at the first difference."""
+    from ._requests import Problem
+
+    if first is not None and first.pipeline != pipeline:
+        where, what = "", f"pipeline {first.pipeline!r}"
+    else:
+        where = _first_difference(first.request if first is not None else {}, request)
+        what = "another request body"
+    return Refused(
+        409,
+        (
+            Problem(
+                codes.SERVE_IDEMPOTENCY_CONFLICT,
+                f"Idempotency-Key {key[:64]!r} was first used with {what}",
+                where,
+                "send a new Idempotency-Key for a new request, or the first request's body "
+                "unchanged to get its run",
+            ),
+        ),
+    )
+
+
+def _first_difference(first: Any, second: Any, pointer: str = "") -> str:
+    """The JSON pointer of the first place where `second` differs from `first`."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        for name in sorted({*first, *second}):
+            if name not in first or name not in second or first[name] != second[name]:
+                escaped = str(name).replace("~", "~0").replace("/", "~1")
+                return _first_difference(first.get(name), second.get(name), f"{pointer}/{escaped}")
+    return pointer
 
 
 def _queue_full(pipeline: str, size: int) -> Any:

@@ -7,7 +7,11 @@ or `cancelled`. Events are rows of `events` numbered from 0 per run; the
 result of a run that ended is a row of `results`, written in the same
 transaction that marks the run `done`, so a run ends exactly once: `finish`
 refuses a run that is not `running` (a second worker, or a run recovered
-after a crash that had already ended). `recover()` at start moves every
+after a crash that had already ended). The runs' checkpoint journals live in
+the same file (`checkpoints`, `converge_dsl.runtime.SqliteJournals`): each
+record is committed with the run's events written since the last one, and a
+run's journal is deleted in the transaction that stores its result (or
+cancels it). `recover()` at start moves every
 `running` run back to `queued` (the server died under it: it continues from
 its checkpoint) and returns the queued ones in arrival order.
 
@@ -62,6 +66,12 @@ CREATE TABLE IF NOT EXISTS results (
     at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS results_run ON results (run);
+CREATE TABLE IF NOT EXISTS idempotency (
+    key TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    run TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idempotency_run ON idempotency (run);
 """
 
 
@@ -107,8 +117,15 @@ class RunStore:
                 hint="give --state a folder you can write to, used by one server at a time",
             ) from None
         self._lock = threading.Lock()
+        from converge_dsl.runtime import SqliteJournals
+
+        try:
+            self.checkpoints = SqliteJournals(self._db, self._lock, str(folder / STATE_FILE))
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot open the state in {str(folder)!r}: {exc}") from None
 
     def close(self) -> None:
+        self.checkpoints.close()  # commits the journals' queued records
         with self._lock:
             self._db.close()
 
@@ -133,18 +150,76 @@ class RunStore:
 
     # --- runs -----------------------------------------------------------------
 
-    def add(self, run: str, pipeline: str, request: JsonObject, now: float) -> None:
-        """A new queued run."""
-        self._write(
-            [
+    def add(
+        self,
+        run: str,
+        pipeline: str,
+        request: JsonObject,
+        now: float,
+        idempotency: tuple[str, str] | None = None,
+    ) -> None:
+        """A new queued run; `idempotency` (key, digest of the request) is kept with it."""
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (
+                "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
+                "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
+                "?, ?)",
+                (run, pipeline, json.dumps(request), now, now),
+            )
+        ]
+        if idempotency is not None:
+            statements.append(
                 (
-                    "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
-                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
-                    "?, ?)",
-                    (run, pipeline, json.dumps(request), now, now),
+                    "INSERT INTO idempotency (key, digest, run) VALUES (?, ?, ?)",
+                    (*idempotency, run),
                 )
+            )
+        self._write(statements)
+
+    def idempotent(self, key: str) -> tuple[str, str] | None:
+        """The digest and run id an idempotency key was first given with, if any."""
+        rows = self._read("SELECT digest, run FROM idempotency WHERE key = ?", (key,))
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def prune(self, *, keep: int | None, before: float | None) -> list[str]:
+        """Delete the finished runs (done, cancelled) past the newest `keep` finished ones
+        or last changed before `before` (seconds since the epoch), with their events,
+        results, checkpoint journals and idempotency keys, in one transaction; the ids
+        deleted. A paused, queued or running run is never deleted."""
+        chosen: set[str] = set()
+        finished = "status IN ('done', 'cancelled')"
+        if keep is not None:
+            rows = self._read(
+                f"SELECT id FROM runs WHERE {finished} ORDER BY updated DESC, seq DESC "
+                "LIMIT -1 OFFSET ?",
+                (keep,),
+            )
+            chosen.update(str(r[0]) for r in rows)
+        if before is not None:
+            rows = self._read(f"SELECT id FROM runs WHERE {finished} AND updated < ?", (before,))
+            chosen.update(str(r[0]) for r in rows)
+        gone: list[str] = []
+        for run in sorted(chosen):
+            statements: list[tuple[str, Sequence[Any]]] = [
+                (f"DELETE FROM runs WHERE id = ? AND {finished}", (run,)),
+                ("DELETE FROM events WHERE run = ?", (run,)),
+                ("DELETE FROM results WHERE run = ?", (run,)),
+                ("DELETE FROM idempotency WHERE run = ?", (run,)),
             ]
-        )
+            with self._lock:
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    cursor = self._db.execute(*statements[0])
+                    if cursor.rowcount == 1:  # still finished: nothing else runs it
+                        for sql, args in [*statements[1:], *self.checkpoints.removal(run)]:
+                            self._db.execute(sql, args)
+                        gone.append(run)
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise StateError(f"cannot write the state: {exc}") from None
+        return gone
 
     def get(self, run: str) -> RunRow | None:
         rows = self._read(_SELECT + " WHERE id = ?", (run,))
@@ -205,6 +280,13 @@ class RunStore:
                         "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
                         (run, json.dumps(body), now),
                     )
+                journal = (  # a pause keeps its last records, an end drops the journal
+                    self.checkpoints.take(run)
+                    if status == "paused"
+                    else self.checkpoints.removal(run)
+                )
+                for sql, args in journal:
+                    self._db.execute(sql, args)
                 self._db.execute("COMMIT")
                 return True
             except sqlite3.Error as exc:
@@ -213,14 +295,25 @@ class RunStore:
                 raise StateError(f"cannot write the state: {exc}") from None
 
     def cancel(self, run: str, now: float) -> bool:
-        """Cancel a queued or paused run at once; False if it is in another state."""
+        """Cancel a queued or paused run at once (its journal removed with it); False if it
+        is in another state."""
         with self._lock:
-            cursor = self._db.execute(
-                "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', updated = ? "
-                "WHERE id = ? AND status IN ('queued', 'paused')",
-                (now, run),
-            )
-            return cursor.rowcount == 1
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                cursor = self._db.execute(
+                    "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', "
+                    "updated = ? WHERE id = ? AND status IN ('queued', 'paused')",
+                    (now, run),
+                )
+                if cursor.rowcount == 1:
+                    for sql, args in self.checkpoints.removal(run):
+                        self._db.execute(sql, args)
+                self._db.execute("COMMIT")
+                return cursor.rowcount == 1
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
 
     def decide(self, run: str, decisions: Mapping[str, bool], now: float) -> bool:
         """Queue a paused run again with `decisions`; False if it is not paused."""
@@ -246,6 +339,16 @@ class RunStore:
             "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)",
             [(run, seq, line) for seq, line in events],
         )
+
+    @staticmethod
+    def event_statements(
+        run: str, events: Sequence[tuple[int, str]]
+    ) -> list[tuple[str, Sequence[Any]]]:
+        """The statements storing `events` of `run` (to commit with a checkpoint record)."""
+        return [
+            ("INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)", (run, seq, line))
+            for seq, line in events
+        ]
 
     def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
         if events:

@@ -159,6 +159,28 @@ def test_the_redactor_masks_every_form(text: str, shown: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "sk-hostage taken",  # starts like the key (`sk-host`), then another word
+        "an sk-hosting plan",
+        f"one character off: {KEY[:10]}X{KEY[11:]}",
+        f"all but the last: {KEY[:-1]}X",
+        f"{KEY[:6]}_other",
+        f"the key then more: {KEY[:12]}zzz",
+    ],
+)
+def test_a_word_that_only_starts_like_a_secret_is_shown_as_it_is(text: str) -> None:
+    """Near misses: only the secret, its encodings and its cut echoes are masked."""
+    assert Redactor([KEY])(text) == text
+    assert Redactor([KEY + "\r\n"])(text) == text
+
+
+def test_a_cut_echo_beside_a_near_miss_is_masked_alone() -> None:
+    text = f"sk-hostage, then {KEY[:9]}... and {KEY[:9]}more"
+    assert Redactor([KEY])(text) == f"sk-hostage, then {MASK}... and {KEY[:9]}more"
+
+
+@pytest.mark.parametrize(
     "url",
     [
         "http://user:pa/ss@collector:4318/v1/traces",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -165,17 +167,19 @@ def test_cancel_a_paused_run(served: tuple[str, dict[str, str]], tmp_path: Path)
     url, headers = served
     with client(url, headers) as http:
         paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
-        folder = tmp_path / "state" / "checkpoints" / paused["id"]
-        assert folder.is_dir()
+        assert paused["id"] in _journals(tmp_path / "state")
         cancelled = http.delete(f"/v1/runs/{paused['id']}").json()
         late = http.post(f"/v1/runs/{paused['id']}/decisions", json={"approve": ["s1"]})
     assert cancelled["status"] == "cancelled"
     assert late.status_code == 409
     assert late.json()["errors"][0]["message"].endswith("is cancelled, not paused for a decision")
-    deadline = time.monotonic() + 10
-    while folder.exists():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    assert paused["id"] not in _journals(tmp_path / "state")  # removed with the cancel
+
+
+def _journals(state: Path) -> set[str]:
+    """The run ids with a checkpoint journal in the service's database."""
+    with contextlib.closing(sqlite3.connect(state / "runs.sqlite3")) as db:
+        return {run for (run,) in db.execute("SELECT DISTINCT run FROM checkpoint_records")}
 
 
 def _expected(name: str, body: Any) -> None:
@@ -356,3 +360,71 @@ def test_a_signal_stops_it_with_exit_0(
     server.process.send_signal(sig)
     assert server.exit_code() == 0
     assert "".join(server.stderr).count("\n") == 1  # the serving line, nothing else
+
+
+def test_a_retried_post_with_its_idempotency_key_answers_the_first_run(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    url, headers = served
+    body = {"inputs": {"text": "once"}}
+    with client(url, {**headers, "Idempotency-Key": "order-17"}) as http:
+        first = http.post("/v1/pipelines/echo/runs?wait=true", json=body)
+        again = http.post("/v1/pipelines/echo/runs?wait=true", content=json.dumps(body, indent=1))
+        other = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "twice"}})
+        elsewhere = http.post("/v1/pipelines/steady/runs", json={"inputs": {"number": 1}})
+    with client(url, headers) as http:
+        fresh = http.post("/v1/pipelines/echo/runs?wait=true", json=body)
+        bad = http.post(
+            "/v1/pipelines/echo/runs", json=body, headers={"Idempotency-Key": "x" * 256}
+        )
+    assert first.status_code == again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert again.json()["result"] == first.json()["result"]
+    assert fresh.json()["id"] != first.json()["id"]  # no key: a new run
+    assert other.status_code == elsewhere.status_code == 409
+    assert bad.status_code == 400
+    _expected(
+        "idempotency.json",
+        {"other body": other.json(), "other pipeline": elsewhere.json(), "bad key": bad.json()},
+    )
+
+
+def test_retention_deletes_old_finished_runs_and_keeps_paused_ones(tmp_path: Path) -> None:
+    server = Server([DATA], tmp_path / "state", "--keep-runs", "2", "--retention-interval", "0.1")
+    try:
+        url = server.ready()
+        with client(url, {}) as http:
+            paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
+            done = [
+                http.post(
+                    "/v1/pipelines/echo/runs?wait=true",
+                    json={"inputs": {"text": str(n)}},
+                    headers={"Idempotency-Key": f"k{n}"},
+                ).json()
+                for n in range(4)
+            ]
+            deadline = time.monotonic() + 20
+            while http.get(f"/v1/runs/{done[1]['id']}").status_code != 404:
+                assert time.monotonic() < deadline, "the retention did not delete the old runs"
+                time.sleep(0.05)
+            statuses = {run["id"]: http.get(f"/v1/runs/{run['id']}").status_code for run in done}
+            events = http.get(f"/v1/runs/{done[0]['id']}/events")
+            kept = http.get(f"/v1/runs/{paused['id']}").json()
+            reused = http.post(
+                "/v1/pipelines/echo/runs",
+                json={"inputs": {"text": "new"}},
+                headers={"Idempotency-Key": "k0"},
+            )
+    finally:
+        server.stop()
+    assert paused["status"] == "paused"
+    assert [statuses[run["id"]] for run in done] == [404, 404, 200, 200]
+    assert events.status_code == 404
+    assert kept["status"] == "paused"  # never deleted, however old
+    assert reused.status_code == 202  # the key went with its run
+    with contextlib.closing(sqlite3.connect(tmp_path / "state" / "runs.sqlite3")) as db:
+        left = {run for (run,) in db.execute("SELECT DISTINCT run FROM events")}
+        results = {run for (run,) in db.execute("SELECT run FROM results")}
+    assert left.isdisjoint({done[0]["id"], done[1]["id"]})
+    assert results.isdisjoint({done[0]["id"], done[1]["id"]})
+    assert paused["id"] in _journals(tmp_path / "state")

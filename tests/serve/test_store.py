@@ -88,3 +88,66 @@ def test_an_unusable_state_is_cd993(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(ServeFailed, match=r"serve \[CD993\]: cannot open the state"):
         RunStore(tmp_path / "file")
+
+
+def _ended(store: RunStore, run: str, at: float, status: str = "done") -> None:
+    store.add(run, "p", {}, at)
+    store.start(run, at)
+    body = {"pending": [{"id": "s1"}]} if status == "paused" else {"facts": {}}
+    reason = "hitl_pause" if status == "paused" else "converged"
+    store.finish(run, status=status, stop_reason=reason, body=body, events=[(0, "{}")], now=at)
+
+
+def test_prune_keeps_the_newest_finished_runs_and_every_paused_one(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    for n in range(5):
+        _ended(store, f"r{n}", float(n))
+    _ended(store, "held", 0.0, status="paused")
+    store.add("waiting", "p", {}, 0.0)
+    assert sorted(store.prune(keep=2, before=None)) == ["r0", "r1", "r2"]
+    assert [row.id for row in store.runs()] == ["r3", "r4", "held", "waiting"]
+    assert list(store.events("r0")) == []
+    assert store.results("r0") == []
+    assert store.prune(keep=2, before=None) == []
+    assert store.prune(keep=None, before=3.5) == ["r3"]
+
+
+def test_the_service_applies_the_retention_on_its_clock(tmp_path: Path) -> None:
+    """`--retention-days 1`, looked at every hour of a fake clock: a run that ended a day
+    before the clock's time goes; a newer one and a paused one stay."""
+    import asyncio
+
+    from converge_dsl.clock import FakeClock
+    from converge_dsl.serve import Limits, Retention, RunService
+
+    clock = FakeClock()
+    start = clock.wall().timestamp()
+    store = RunStore(tmp_path)
+    _ended(store, "old", start)
+    _ended(store, "held", start, status="paused")
+    _ended(store, "new", start + 20 * 3600)
+    service = RunService(
+        {},
+        store,
+        tmp_path,
+        Limits(),
+        clock=clock,
+        new_id=lambda: "x",
+        redact=str,
+        retention=Retention(days=1, every_s=3600),
+    )
+
+    async def main() -> None:
+        await service.start()
+        try:
+            for _ in range(10_000):  # bounded: each turn of the task sleeps an hour
+                if len(clock.sleeps) >= 30:
+                    break
+                await asyncio.sleep(0)
+        finally:
+            await service.stop()
+
+    asyncio.run(main())
+    assert 30 <= len(clock.sleeps) < 40
+    assert set(clock.sleeps) == {3600}
+    assert [row.id for row in store.runs()] == ["held", "new"]
