@@ -72,9 +72,11 @@ class CallRecord:
     key: str
     outcome: Literal["hit", "miss"]
     why: str | None = None
+    kind: str = MODEL_KIND  # `tool`: an MCP tool call (`model` is then `mcp:SERVER/TOOL`)
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "suggestor": self.suggestor,
             "model": self.model,
             "key": self.key,
@@ -166,11 +168,18 @@ class AnswerCache:
         with self._lock:
             self.records.append(record)
 
-    def nearest(self, identity: str, request: Mapping[str, Any], suggestor: str | None) -> str:
-        """Why `request` missed, against the most alike cached request of `suggestor`."""
+    def nearest(
+        self,
+        identity: str,
+        request: Mapping[str, Any],
+        suggestor: str | None,
+        kind: str = MODEL_KIND,
+    ) -> str:
+        """Why `request` missed, against the most alike cached request (of `kind`) of
+        `suggestor`."""
         try:
             with self._lock:
-                rows = self.store.rows(suggestor=suggestor, kind=MODEL_KIND)[:50]
+                rows = self.store.rows(suggestor=suggestor, kind=kind)[:50]
         except CacheStoreError as exc:
             return f"the cache could not be read ({exc.message})"
         if not rows:
@@ -183,7 +192,8 @@ class AnswerCache:
             ).quick_ratio(),
         )
         if best.identity != identity:
-            why = "the model differs (" + _first_difference(best.identity, identity) + ")"
+            callee = "model" if kind == MODEL_KIND else "server"
+            why = f"the {callee} differs (" + _first_difference(best.identity, identity) + ")"
         else:
             why = "the request differs at " + _first_difference(best.request, wanted)
         return f"{why}; the nearest cached request is {best.key[:16]}\n" + request_diff(
