@@ -26,6 +26,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
+from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import RunError
 from converge_dsl.frontend import HttpServerSpec, StdioServerSpec, ToolServerSpec
 from converge_dsl.tools._port import ServerInfo, ToolInfo, ToolResult, ToolServer
@@ -167,7 +168,7 @@ class LockedToolServer:
                     f"changed since the lock: {_changes(self._locked.info(), live)}; "
                     "no call was made",
                     hint=f"{self._relock} (after checking the server's new tools)",
-                    span=self._spec.span,
+                    span=_declared_at(self._spec),
                 )
             self._live = live
 
@@ -177,6 +178,13 @@ class LockedToolServer:
 
     def close(self) -> None:
         self._inner.close()
+
+
+def _declared_at(spec: ToolServerSpec) -> SourceSpan | None:
+    """The server's name in `tools:` (None for a record not read from a document)."""
+    if spec.source_map is None:
+        return None
+    return spec.source_map.key_span(spec.path)
 
 
 def _changes(locked: ServerInfo, live: ServerInfo) -> str:
