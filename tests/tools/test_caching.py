@@ -109,6 +109,9 @@ def test_cache_ls_and_show_show_the_tool_entries(tmp_path: Path) -> None:
     assert json.loads(shown["answer"]["text"]) == [{"word": "alpha", "length": 5}]
     _, out, _ = cli("cache", "stats", *where, "--format", "json")
     assert json.loads(out)["entries"] == 2
+    assert json.loads(out)["kinds"] == {"tool": 2}
+    _, out, _ = cli("cache", "stats", *where)
+    assert out.startswith("2 entries (2 tool), ")
 
 
 def _tools(cache: AnswerCache, server: FakeToolServer, max_calls: int | None = None) -> RunTools:
@@ -152,3 +155,53 @@ def test_a_cached_result_is_the_exact_result_and_counts_toward_no_budget() -> No
         "cut": False,
         "size": 4,
     }
+
+
+AGENT = """\
+  - name: clerk
+    kind: agent
+    model: default
+    dependencies: [seeds]
+    target: strategies
+    goal: Measure a word.
+    tools: [context.propose, finish, "mcp:words/*"]
+"""
+
+AGENT_SCRIPT = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {suggestor: clerk, turn: 0}
+    tool_calls: [{name: "mcp:words/lookup", input: {word: omega}}]
+  - match: {suggestor: clerk, turn: 1}
+    tool_calls:
+      - name: context.propose
+        input: {id: omega, content: "omega has 5 letters", confidence: 0.9}
+  - match: {suggestor: clerk, turn: 2}
+    tool_calls: [{name: finish, input: {summary: done}}]
+default: {reply: Done.}
+"""
+
+
+def test_an_agent_runs_offline_with_its_tools_listed_from_the_lock(tmp_path: Path) -> None:
+    pipeline = folder(tmp_path)
+    text = pipeline.read_text().replace("suggestors:\n", "suggestors:\n" + AGENT)
+    text = text.replace(
+        "seeds:", "models:\n  default: {adapter: scripted, script: agent.script.yaml}\nseeds:"
+    )
+    pipeline.write_text(text)
+    (tmp_path / "agent.script.yaml").write_text(AGENT_SCRIPT)
+    assert cli("lock", str(pipeline))[0] == 0
+    trace = tmp_path / "trace.jsonl"
+    code, first, err = _cached_run(pipeline, "--cache")
+    assert code == 0, err
+    assert calls(tmp_path) == 3  # the agent's call and the two tool suggestors'
+    (tmp_path / "bin" / "counting").unlink()  # no server can start now
+    code, offline, err = _cached_run(pipeline, "--offline", "--trace", str(trace))
+    assert code == 0, err
+    assert _without_usage(offline) == _without_usage(first)
+    assert '"id": "omega"' in offline
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    told = [e["output"] for e in events if e["type"] == "mcp_tool_called"]
+    assert '[{"word": "omega", "length": 5}]' in told
+    assert running(str(tmp_path)) == []
