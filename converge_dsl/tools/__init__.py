@@ -18,6 +18,9 @@ Public surface:
   redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
   stops them all); `tool_name(server, tool)`
 
+`converge_dsl.tools.caching` (imported by itself) puts a server behind the run's
+answer cache: `CachedToolServer`, `caching_tools(cache)` (docs/cache.md).
+
 The `mcp` SDK (the `mcp` extra) is imported only when a real server starts.
 """
 
