@@ -200,6 +200,8 @@ class RunTools:
         try:
             result = await self.servers[server].call(tool, arguments)
         except ToolFailure as failure:
+            if self.on_called is not None:
+                self.on_called()  # it reached the server, or tried to
             return f"{failure.code}: {self.redact(failure.message)}", True
         if result.cached:
             self.calls -= 1  # a cached answer counts toward no budget
