@@ -23,7 +23,7 @@ the front end's `kind_checks` (docs/architecture.md §16).
   raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
   actually fetched) and `plan` call.
-- `check_model_scripts`, `check_model_config`, `check_packs`: the
+- `check_model_scripts`, `check_model_config`, `check_packs`, `check_tool_lock`: the
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
 

@@ -133,6 +133,12 @@ class AnswerCache:
             return model
         return CachedModel(name, model, identity(), self)
 
+    @staticmethod
+    def key(kind: str, identity: Mapping[str, Any], request: Mapping[str, Any]) -> str:
+        """The key of `request` of `kind` sent to `identity` (`_answer_key.answer_key`):
+        what another port's cache (the MCP tools') keys its calls with."""
+        return answer_key(kind, identity, request)
+
     def warn(self, text: str) -> None:
         line = f"warning[{codes.CACHE_ENTRY_UNREADABLE}]: {text}"
         if self._warn is not None:

@@ -9,17 +9,18 @@ Public surface:
   with an environment built from nothing, or streamable HTTP to declared hosts);
   `FakeToolServer` with its `FakeTool`s (Python functions, for tests)
 - the lock: `LockedServer` (a server as `converge-dsl lock` pins it: transport identity,
-  name and version, tool-list digest and tools), `lock_server` (start, read, stop),
+  name and version, tool-list digest and tools), `locked_server(spec, info)` (that record
+  of a started server), `lock_server` (start, read, stop),
   `LockedToolServer` (a run held to the pin: `ToolListChanged`, CD267),
   `transport_identity(spec)`
 - `child_environment(spec, parent)`, the whole environment of a stdio server's child
 - `RunTools`: the servers of one run as agents list and call them (started on first use,
   arguments checked against the server's input schema, `budget.max_tool_calls`, results
   redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
-  stops them all); `tool_name(server, tool)`
+  stops them all); `tool_name(server, tool)`; `ServerFactory`, how a run makes a server
 
-`converge_dsl.tools.caching` (imported by itself) puts a server behind the run's
-answer cache: `CachedToolServer`, `caching_tools(cache)` (docs/cache.md).
+The module `converge_dsl.tools.caching` (imported by itself) puts a server behind
+the run's answer cache (docs/cache.md).
 
 The `mcp` SDK (the `mcp` extra) is imported only when a real server starts.
 """

@@ -2,7 +2,7 @@
 
 MCP tool calls share the run's `models.caching.AnswerCache` (one store, one
 mode, one record of hits and misses, docs/cache.md) with the model calls.
-The key (`answer_key`, kind `tool`) is the cache's format version, the
+The key (`AnswerCache.key`, kind `tool`) is the cache's format version, the
 server's identity (`transport_identity`: what is started or reached) with the
 digest of its tool list, and the request: the tool's name and its arguments
 as canonical JSON. The value is stored redacted as the run's results are
@@ -30,7 +30,6 @@ from converge_dsl.engine.budget import SPENDER
 from converge_dsl.engine.types import canonical_json
 from converge_dsl.errors import RunError
 from converge_dsl.frontend import ToolServerSpec
-from converge_dsl.models._answer_key import answer_key
 from converge_dsl.models.answer_store import CacheRow
 from converge_dsl.models.caching import AnswerCache, CallRecord
 from converge_dsl.tools._locked import transport_identity
@@ -101,8 +100,8 @@ class CachedToolServer:
         cache, identity = self._cache, self._identity
         if identity is None:  # the run's tools start a server before its first call
             identity = {"server": transport_identity(self._spec), "tools": None}
-        request = {"tool": tool, "arguments": dict(arguments)}
-        key = answer_key(TOOL_KIND, identity, request)
+        request = {"name": tool, "arguments": dict(arguments)}
+        key = cache.key(TOOL_KIND, identity, request)
         suggestor = SPENDER.get()
         called = tool_name(self._spec.name, tool)
         row = cache.lookup(key)

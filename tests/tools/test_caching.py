@@ -105,7 +105,7 @@ def test_cache_ls_and_show_show_the_tool_entries(tmp_path: Path) -> None:
     code, out, _ = cli("cache", "show", key[:12], *where, "--format", "json")
     assert code == 0
     shown = json.loads(out)
-    assert shown["request"] == {"tool": "lookup", "arguments": {"word": "alpha"}}
+    assert shown["request"] == {"name": "lookup", "arguments": {"word": "alpha"}}
     assert json.loads(shown["answer"]["text"]) == [{"word": "alpha", "length": 5}]
     _, out, _ = cli("cache", "stats", *where, "--format", "json")
     assert json.loads(out)["entries"] == 2
