@@ -99,6 +99,9 @@ TOOL_NOT_ALLOWED = "CD261"  # mcp:SERVER/TOOL names a tool outside the server's 
 TOOL_HOST_NOT_DECLARED = "CD262"  # an HTTP tool server's url reaches a host its hosts omit
 TOOL_CWD_REFUSED = "CD263"  # a stdio tool server's cwd is outside the roots or not a folder
 TOOL_ENV_TWICE = "CD264"  # a stdio tool server's variable is both passed and set
+TOOL_NOT_OFFERED = "CD265"  # a tool a pipeline names is not in its server's locked tool list
+TOOL_SERVER_NOT_LOCKED = "CD266"  # warning: a tool server is not in the lock (or not as declared)
+TOOL_LIST_CHANGED = "CD267"  # at run: a server's tool list differs from the one locked
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies
@@ -209,6 +212,7 @@ TOOL_SERVER_NOT_STARTED = "CD963"  # a tool server did not start (not found, exi
 TOOL_CALL_TIMED_OUT = "CD964"  # a tool call passed its server's call_timeout_s (server stopped)
 TOOL_SERVER_GONE = "CD965"  # a tool server exited or closed the connection during a call
 TOOL_HOST_REFUSED = "CD966"  # an HTTP tool server's client was sent to a host not declared
+STOP_TOOL_CALL_BUDGET = "CD967"  # max_tool_calls reached (a tool suggestor's call was refused)
 SCHEMA_WORK_EXCEEDED = "CD970"  # checking one value against a schema crossed its work bound
 SCHEMA_RUN_WORK_EXCEEDED = "CD971"  # the run's schema checks crossed their total bound
 SCHEMA_DEADLINE_PASSED = "CD972"  # the run's deadline passed while data was checked

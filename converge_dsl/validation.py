@@ -5,7 +5,8 @@ and below `runtime`. `CHECKS` is the front end's own checks
 (`converge_dsl.frontend.CHECKS`), then the model-file check
 (`converge_dsl.models.check_model_scripts`), the model-configuration check
 (`converge_dsl.models.check_model_config`) and the pack checks
-(`converge_dsl.packs.check_packs`, of the `packs:` section and the lock). Each
+(`converge_dsl.packs.check_packs`, of the `packs:` section and the lock) and
+the tool-server lock check (`converge_dsl.packs.check_tool_lock`). Each
 domain check is imported on its first call, so `import converge_dsl.validation`
 stays cheap, and each returns at once for a pipeline with nothing for it.
 `KINDS` is every suggestor kind: the front end's seed, rule, llm and tool plus
@@ -22,7 +23,7 @@ the front end's `kind_checks` (docs/architecture.md §16).
   raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
   actually fetched) and `plan` call.
-- `check_model_scripts`, `check_model_config`, `check_packs`: the
+- `check_model_scripts`, `check_model_config`, `check_packs`, `check_tool_lock`: the
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
 
@@ -59,6 +60,7 @@ __all__ = [
     "check_model_scripts",
     "check_packs",
     "check_pipeline",
+    "check_tool_lock",
     "load_pipeline",
 ]
 
@@ -84,6 +86,15 @@ def check_model_config(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check(facts)
 
 
+def check_tool_lock(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """`converge_dsl.packs.check_tool_lock` (the lock only, no server started), imported
+    only for a pipeline with tool servers."""
+    if facts.manifest.tools:
+        from converge_dsl.packs import check_tool_lock as check
+
+        yield from check(facts)
+
+
 def _uses_packs(facts: PipelineFacts) -> bool:
     return bool(facts.packs) or any(spec.pack_references() for spec in facts.specs)
 
@@ -101,6 +112,7 @@ CHECKS: tuple[Check, ...] = (
     check_model_scripts,
     check_model_config,
     check_packs,
+    check_tool_lock,
 )
 
 # Every suggestor kind: the front end's seed, rule, llm and tool, then agent and pack,

@@ -83,9 +83,12 @@ def _stats(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) ->
         "bytes": stats.bytes,
         "max_bytes": stats.max_bytes,
         "location": stats.location,
+        "kinds": dict(stats.kinds),
     }
+    kinds = ", ".join(f"{n} {kind}" for kind, n in stats.kinds)
     text = (
-        f"{stats.entries} entries, {stats.bytes:,} of {stats.max_bytes:,} bytes\n"
+        f"{stats.entries} entries{f' ({kinds})' if kinds else ''}, "
+        f"{stats.bytes:,} of {stats.max_bytes:,} bytes\n"
         f"in {stats.location}\n"
     )
     return _emit(args, io, text, data)

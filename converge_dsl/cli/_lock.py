@@ -1,4 +1,5 @@
-"""`converge-dsl lock PIPELINE`: resolve the pipeline's packs into its lock file.
+"""`converge-dsl lock PIPELINE`: resolve the pipeline's packs, and pin its tool servers,
+into its lock file.
 
 Every specifier in `packs:` is resolved (transitively) against the pipeline's
 `repositories:`, every pinned archive is fetched into the cache and verified,
@@ -6,9 +7,13 @@ and the pipeline's section of `converge.lock` (one per folder, beside the
 pipeline) is replaced; the other pipelines' sections are kept. Versions
 already pinned by an existing lock are kept when they still fit; an
 unreadable lock file (empty, merge-conflict markers, ...) is replaced with a
-warning. Exit 0 on success, 1 when the packs cannot be resolved or fetched
-(the message explains the conflict). `--format json` prints one object
-(`pipeline`, `lock_file`, `packs`: name, version, repository, sha256), or
+warning. Each MCP tool server under `tools:` is started (within its
+`start_timeout_s`), its name, version and tool list read, and stopped: the
+lock pins them (docs/tools.md). Exit 0 on success, 1 when the packs cannot be
+resolved or fetched (the message explains the conflict) or a tool server does
+not start. `--format json` prints one object (`pipeline`, `lock_file`,
+`packs`: name, version, repository, sha256; `tools`: name, server, version,
+digest, tools), or
 `{"error": ...}` as the `pack` commands do (a cache folder that cannot be used too).
 """
 
@@ -84,6 +89,24 @@ def _lock(args: argparse.Namespace, io: CommandIO) -> int:
                 "sha256": pinned.sha256,
             }
         )
+    tools: list[dict[str, object]] = []
+    if lock.tools:
+        text += f"locked {len(lock.tools)} tool server(s)\n"
+    for name, server in sorted(lock.tools.items()):
+        names = server.tool_names()
+        text += (
+            f"  {name}  {server.server_name} {server.server_version}  {server.digest[:23]}  "
+            f"{len(names)} tool(s)\n"
+        )
+        tools.append(
+            {
+                "name": name,
+                "server": server.server_name,
+                "version": server.server_version,
+                "digest": server.digest,
+                "tools": list(names),
+            }
+        )
     data = {"pipeline": str(args.pipeline), "lock_file": str(lock_path(args.pipeline))}
-    emit(args, io, text, {**data, "packs": packs})
+    emit(args, io, text, {**data, "packs": packs, "tools": tools})
     return 0

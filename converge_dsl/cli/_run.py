@@ -175,7 +175,7 @@ def explain_cache(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> N
     io.stderr.write(f"answer cache: {len(out.cache_calls)} call(s)\n")
     for record in out.cache_calls:
         io.stderr.write(
-            f"  {record.outcome:4}  {record.suggestor or '-'} (model {record.model}, "
+            f"  {record.outcome:4}  {record.suggestor or '-'} ({record.kind} {record.model}, "
             f"key {record.key[:16]})\n"
         )
         if record.why is not None:

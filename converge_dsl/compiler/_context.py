@@ -74,6 +74,13 @@ class ToolCaller(Protocol):
         self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
     ) -> tuple[str, bool]: ...
 
+    async def answer(
+        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+    ) -> tuple[str, bool] | None:
+        """`call`, but None when `budget.max_tool_calls` refused it (the run then stops
+        with `tool_call_budget_exhausted`)."""
+        ...
+
 
 # The engine's `EventSink`: a callable taking a pydantic event.
 EventEmitter = Callable[[Any], None]

@@ -8,7 +8,9 @@ the answer an llm suggestor's `output` maps (`ItemMapping`, the same code): a
 `json` result's items become proposals. A tool's error, a refused call or a
 failed server, and a result that does not parse or conform, yield one
 `diagnostic` proposal (`tool:error:<suggestor>:<cycle>`,
-`tool:invalid-output:<suggestor>:<cycle>`) and no item.
+`tool:invalid-output:<suggestor>:<cycle>`) and no item. A call refused by
+`budget.max_tool_calls` proposes nothing: the run stops after the cycle with
+`tool_call_budget_exhausted`, as an llm suggestor's refused call does.
 """
 
 from __future__ import annotations
@@ -55,7 +57,10 @@ class ToolSuggestor(CoreSuggestor):
             return AgentEffect((self._error("the run has no tool servers", cycle, provenance),))
         arguments = _plain(render_value(self.arguments, scope, core.name, cycle))
         assert isinstance(arguments, dict)
-        text, is_error = await self.tools.call(core.name, cycle, self.server, self.tool, arguments)
+        answered = await self.tools.answer(core.name, cycle, self.server, self.tool, arguments)
+        if answered is None:  # budget.max_tool_calls: the run stops after this cycle
+            return AgentEffect(())
+        text, is_error = answered
         if is_error:
             return AgentEffect((self._error(text, cycle, provenance),))
         try:

@@ -137,6 +137,23 @@ def _calls(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) 
     )
 
 
+def _tool_calls(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) -> StopNote:
+    meter = state.usage
+    counts = {name: float(count) for name, count in meter.tool_calls_by().items()}
+    what = ": " + ranked(counts, "tool call", "made")
+    what += _refused(meter.refused_by, meter.refused, stop.reason, "a tool call")
+    return _budget_note(
+        codes.STOP_TOOL_CALL_BUDGET,
+        "max_tool_calls",
+        budget.max_tool_calls,
+        what,
+        state=state,
+        counts=counts,
+        names=names,
+        culprit=meter.refused_by,
+    )
+
+
 def _tokens(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) -> StopNote:
     meter, spent = state.usage, state.usage.spent_by()
     counts = {name: float(usage.tokens) for name, usage in spent.items()}
@@ -219,6 +236,7 @@ def _time(stop: Stop, state: RunState, budget: Budget, names: Collection[str]) -
 
 _BUDGET: dict[StopReason, Callable[[Stop, RunState, Budget, Collection[str]], StopNote]] = {
     StopReason.MODEL_CALL_BUDGET_EXHAUSTED: _calls,
+    StopReason.TOOL_CALL_BUDGET_EXHAUSTED: _tool_calls,
     StopReason.TOKEN_BUDGET_EXHAUSTED: _tokens,
     StopReason.CYCLE_BUDGET_EXHAUSTED: _cycles,
     StopReason.FACT_BUDGET_EXHAUSTED: _facts,
@@ -319,6 +337,9 @@ def _error_code(stop: Stop, error: Exception) -> str:
             error.__cause__, "diagnostic_code", None
         )
         return own if isinstance(own, str) else codes.STOP_MODEL_FAILED
+    own = getattr(error, "diagnostic_code", None)
+    if isinstance(error, RunError) and isinstance(own, str):
+        return own
     if isinstance(error, RunError) and error.span is not None:
         return codes.RUN_ERROR
     if isinstance(error, KernelError):

@@ -50,6 +50,7 @@ class StopReason(StrEnum):
     FACT_BUDGET_EXHAUSTED = "fact_budget_exhausted"
     TOKEN_BUDGET_EXHAUSTED = "token_budget_exhausted"
     MODEL_CALL_BUDGET_EXHAUSTED = "model_call_budget_exhausted"
+    TOOL_CALL_BUDGET_EXHAUSTED = "tool_call_budget_exhausted"
     TIME_BUDGET_EXHAUSTED = "time_budget_exhausted"
     INVARIANT_VIOLATED = "invariant_violated"
     HITL_PAUSE = "hitl_pause"
@@ -199,6 +200,7 @@ class UsageMeter:
         "_refused",
         "_refused_by",
         "_refused_cap",
+        "_tools_by",
     )
 
     def __init__(
@@ -211,6 +213,7 @@ class UsageMeter:
         self._refused_by: str | None = None
         self._refused_cap: OuterCap | None = None
         self._by: dict[str, list[int]] = {}
+        self._tools_by: dict[str, int] = {}
         self._calls = self._input = self._output = 0
         self._held_calls = self._held_tokens = 0
         self._freed: asyncio.Event | None = None
@@ -224,6 +227,7 @@ class UsageMeter:
         self._refused_by = None
         self._refused_cap = None
         self._by = {}
+        self._tools_by = {}
 
     def record(
         self, *, model_calls: int = 1, input_tokens: int = 0, output_tokens: int = 0
@@ -243,6 +247,22 @@ class UsageMeter:
             row[0] += calls
             row[1] += tokens_in
             row[2] += tokens_out
+
+    def count_tool_call(self) -> None:
+        """One MCP tool call made, for the current `SPENDER` (the run's tools count them
+        against `max_tool_calls`; the meter keeps who made them for the stop's note)."""
+        name = SPENDER.get()
+        if name is not None:
+            self._tools_by[name] = self._tools_by.get(name, 0) + 1
+
+    def refuse_tool_call(self) -> None:
+        """`max_tool_calls` refused a call: the run stops after the cycle
+        (`tool_call_budget_exhausted`)."""
+        self._refuse(StopReason.TOOL_CALL_BUDGET_EXHAUSTED)
+
+    def tool_calls_by(self) -> Mapping[str, int]:
+        """Suggestor name -> the MCP tool calls it made since `begin`."""
+        return dict(self._tools_by)
 
     def spent_by(self) -> Mapping[str, UsageTotals]:
         """Suggestor name -> what it spent since `begin` (calls, attempts and tokens).

@@ -97,6 +97,7 @@ class StoreStats:
     bytes: int
     max_bytes: int
     location: str
+    kinds: tuple[tuple[str, int], ...] = ()  # (kind, entries), by kind: `model`, `tool`
 
 
 class AnswerStore(Protocol):
@@ -172,7 +173,12 @@ class MemoryAnswerStore:
 
     def stats(self) -> StoreStats:
         size = sum(r.size for r in self.data.values())
-        return StoreStats(len(self.data), size, self.max_bytes, "memory")
+        kinds: dict[str, int] = {}
+        for row in self.data.values():
+            kinds[row.kind] = kinds.get(row.kind, 0) + 1
+        return StoreStats(
+            len(self.data), size, self.max_bytes, "memory", tuple(sorted(kinds.items()))
+        )
 
     def close(self) -> None:
         return None
@@ -343,7 +349,16 @@ class SqliteAnswerStore:
             count, size = self._db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM answers"
             ).fetchone()
-        return StoreStats(int(count), int(size), self.max_bytes, str(self.path))
+            kinds = self._db.execute(
+                "SELECT kind, COUNT(*) FROM answers GROUP BY kind ORDER BY kind"
+            ).fetchall()
+        return StoreStats(
+            int(count),
+            int(size),
+            self.max_bytes,
+            str(self.path),
+            tuple((str(kind), int(n)) for kind, n in kinds),
+        )
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):

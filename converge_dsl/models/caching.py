@@ -72,9 +72,11 @@ class CallRecord:
     key: str
     outcome: Literal["hit", "miss"]
     why: str | None = None
+    kind: str = MODEL_KIND  # `tool`: an MCP tool call (`model` is then `mcp:SERVER/TOOL`)
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "suggestor": self.suggestor,
             "model": self.model,
             "key": self.key,
@@ -131,6 +133,12 @@ class AnswerCache:
             return model
         return CachedModel(name, model, identity(), self)
 
+    @staticmethod
+    def key(kind: str, identity: Mapping[str, Any], request: Mapping[str, Any]) -> str:
+        """The key of `request` of `kind` sent to `identity` (`_answer_key.answer_key`):
+        what another port's cache (the MCP tools') keys its calls with."""
+        return answer_key(kind, identity, request)
+
     def warn(self, text: str) -> None:
         line = f"warning[{codes.CACHE_ENTRY_UNREADABLE}]: {text}"
         if self._warn is not None:
@@ -166,11 +174,18 @@ class AnswerCache:
         with self._lock:
             self.records.append(record)
 
-    def nearest(self, identity: str, request: Mapping[str, Any], suggestor: str | None) -> str:
-        """Why `request` missed, against the most alike cached request of `suggestor`."""
+    def nearest(
+        self,
+        identity: str,
+        request: Mapping[str, Any],
+        suggestor: str | None,
+        kind: str = MODEL_KIND,
+    ) -> str:
+        """Why `request` missed, against the most alike cached request (of `kind`) of
+        `suggestor`."""
         try:
             with self._lock:
-                rows = self.store.rows(suggestor=suggestor, kind=MODEL_KIND)[:50]
+                rows = self.store.rows(suggestor=suggestor, kind=kind)[:50]
         except CacheStoreError as exc:
             return f"the cache could not be read ({exc.message})"
         if not rows:
@@ -183,7 +198,8 @@ class AnswerCache:
             ).quick_ratio(),
         )
         if best.identity != identity:
-            why = "the model differs (" + _first_difference(best.identity, identity) + ")"
+            callee = "model" if kind == MODEL_KIND else "server"
+            why = f"the {callee} differs (" + _first_difference(best.identity, identity) + ")"
         else:
             why = "the request differs at " + _first_difference(best.request, wanted)
         return f"{why}; the nearest cached request is {best.key[:16]}\n" + request_diff(

@@ -14,6 +14,9 @@ Public surface:
   `pack fetch`), `read_locked_packs(pipeline)` (the cache only: `validate`),
   `fetched_message(locked)`, `fetch_hint(pipeline)`;
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
+- the pipeline's MCP tool servers in it: `lock_tool_servers(pipeline)` (each started, read,
+  stopped), `locked_tool_servers(pipeline)` (what a run holds them to) and
+  `check_tool_lock(facts)`, validate's check (CD265, CD266);
 - `PACK`, the `pack` suggestor kind (`SuggestorKind`, its spec `PackSuggestorSpec`),
   registered by `converge_dsl.validation.KINDS`; `compile_pack_suggestor(spec, ctx)`,
   its builder, which builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
@@ -60,6 +63,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.packs._resolve import *  # noqa: F403
     from converge_dsl.packs._signing import *  # noqa: F403
     from converge_dsl.packs._suggestor import *  # noqa: F403
+    from converge_dsl.packs._tool_lock import *  # noqa: F403
     from converge_dsl.packs._verify import *  # noqa: F403
     from converge_dsl.packs._workspace import *  # noqa: F403
 else:
@@ -114,6 +118,11 @@ else:
             "converge_dsl.packs._resolve": ("Requirement", "Resolved", "resolve"),
             "converge_dsl.packs._signing": ("generate_key",),
             "converge_dsl.packs._suggestor": ("PackSolverSuggestor",),
+            "converge_dsl.packs._tool_lock": (
+                "check_tool_lock",
+                "lock_tool_servers",
+                "locked_tool_servers",
+            ),
             "converge_dsl.packs._verify": ("PackVerdict", "VerifyReport", "verify_pipeline"),
             "converge_dsl.packs._workspace": (
                 "PipelinePacks",

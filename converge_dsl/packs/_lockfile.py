@@ -18,7 +18,15 @@ The lock is JSON, written with sorted keys so it diffs well:
          "pipeline": {"packs": {"optimization": ">=1,<2"}, "repositories": ["builtin"]},
          "packs": {"optimization": {"version": "1.0.0", "sha256": "...",
                                     "repository": "builtin", "requires": {},
-                                    "requested-by": ["pipeline 'demo'"], "signature": null}}}}}
+                                    "requested-by": ["pipeline 'demo'"], "signature": null}},
+         "tools": {"time": {"transport": {"transport": "stdio", "command": [...], ...},
+                            "server": {"name": "mcp-time", "version": "1.9.4"},
+                            "digest": "sha256:...",
+                            "tools": [{"name": "convert_time", "description": "...",
+                                       "input_schema": {...}}]}}}}}
+
+`tools` (present when the pipeline declares tool servers) pins each MCP server
+as `lock` found it (`converge_dsl.tools.LockedServer`, docs/tools.md).
 
 `pipeline` records the inputs a section was resolved from, so `stale_reasons`
 can say precisely what changed since (a pack added, a specifier edited, the
@@ -47,6 +55,7 @@ from converge_dsl.errors import PackError
 from converge_dsl.packs._files import SHA256, parse_json, write_atomic
 from converge_dsl.packs._index import SAFE_NAME
 from converge_dsl.packs._manifest import parse_specifier, parse_version
+from converge_dsl.tools import LockedServer
 
 if TYPE_CHECKING:
     from converge_dsl.packs._resolve import Resolved
@@ -86,24 +95,29 @@ class LockFile:
     packs_requested: Mapping[str, str]
     repositories: tuple[object, ...]
     packs: Mapping[str, LockedPack]
+    tools: Mapping[str, LockedServer] = field(default_factory=dict)
 
     def versions(self) -> dict[str, Version]:
         return {n: Version(p.version) for n, p in self.packs.items()}
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        section: dict[str, Any] = {
             "pipeline": {
                 "packs": dict(self.packs_requested),
                 "repositories": list(self.repositories),
             },
             "packs": {name: self.packs[name].as_json() for name in sorted(self.packs)},
         }
+        if self.tools:
+            section["tools"] = {name: self.tools[name].as_json() for name in sorted(self.tools)}
+        return section
 
 
 def lock_from_resolution(
     packs_requested: Mapping[str, str],
     repositories: Sequence[object],
     resolved: Mapping[str, Resolved],
+    tools: Mapping[str, LockedServer] | None = None,
 ) -> LockFile:
     pinned = {
         name: LockedPack(
@@ -117,7 +131,7 @@ def lock_from_resolution(
         )
         for name, r in resolved.items()
     }
-    return LockFile(dict(packs_requested), tuple(repositories), pinned)
+    return LockFile(dict(packs_requested), tuple(repositories), pinned, dict(tools or {}))
 
 
 def lock_path(pipeline: Path) -> Path:
@@ -209,18 +223,28 @@ def _locked_pack(name: str, raw: Any, where: str) -> LockedPack:
 def _section(raw: Any, where: str) -> LockFile:
     pipeline = raw.get("pipeline") if isinstance(raw, dict) else None
     packs = raw.get("packs") if isinstance(raw, dict) else None
+    tools = raw.get("tools") if isinstance(raw, dict) else None
     if (
         not isinstance(pipeline, dict)
         or not _strings(pipeline.get("packs") or {})
         or not isinstance(pipeline.get("repositories") or [], list)
         or not isinstance(packs or {}, dict)
+        or not isinstance(tools or {}, dict)
     ):
         raise PackError(f"{where} is malformed")
     return LockFile(
         dict(pipeline.get("packs") or {}),
         tuple(pipeline.get("repositories") or ()),
         {str(n): _locked_pack(str(n), p, where) for n, p in (packs or {}).items()},
+        {str(n): _locked_tools(str(n), s, where) for n, s in (tools or {}).items()},
     )
+
+
+def _locked_tools(name: str, raw: Any, where: str) -> LockedServer:
+    try:
+        return LockedServer.from_json(name, raw)
+    except ValueError as exc:
+        raise PackError(f"{where}: the entry of tool server {name!r} is malformed: {exc}") from None
 
 
 def read_lock(pipeline: Path) -> LockFile | None:

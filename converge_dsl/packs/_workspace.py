@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
     from converge_dsl.packs._resolve import Resolved
+    from converge_dsl.tools import ServerFactory
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
 _OURS = (("packs",), ("repositories",))  # the fields `lock` and `pack` read of a pipeline
@@ -167,8 +168,14 @@ def lock_pipeline(
     allow_downgrade: bool = False,
     repin: bool = False,
     upgrade: Collection[str] | None = None,
+    tool_factory: ServerFactory | None = None,
 ) -> LockFile:
     """Resolve, fetch, verify and write the pipeline's lock section; returns it.
+
+    The section also pins each MCP tool server the pipeline declares
+    (`_tool_lock.lock_tool_servers`: each started, read and stopped; made by
+    `tool_factory`, default the `mcp` SDK's); one that does not start fails the
+    lock before anything is written.
 
     Versions pinned by a readable previous lock are kept when they still fit,
     except those of the packs named in `upgrade` (all of them when it is
@@ -206,6 +213,8 @@ def lock_pipeline(
         signature = dict(entry.signature) if entry.signature else None
         keys = repositories[pinned.repository].trusted_keys
         verify(signature, keys, pinned.name, str(entry.version), entry.sha256)
+    from converge_dsl.packs._tool_lock import lock_tool_servers
+
     lock = lock_from_resolution(info.packs, info.repositories, resolved)
     if previous is not None:
         check_pin_moves(
@@ -217,6 +226,7 @@ def lock_pipeline(
             command=lock_hint(pipeline).removeprefix("run: "),
             moving=set(upgrade or ()),  # named packs only: `--upgrade` alone moves none down
         )
+    lock = replace(lock, tools=lock_tool_servers(pipeline, factory=tool_factory))
     _install_all(lock, repositories, cache or PackCache())
     write_lock(pipeline, lock, warn=warn)
     if warn is not None:

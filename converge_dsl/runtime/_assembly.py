@@ -152,7 +152,7 @@ async def _run(
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(_cached(plan, answers, settings, meter), sinks, hub, plan.clock)
-        tools = _tools(settings, hub)
+        tools = _tools(settings, hub, meter, answers)
         parts = RunParts(models=models, usage=meter, events=hub, tools=tools)
         compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
@@ -224,18 +224,28 @@ async def _release(models: Mapping[str, Model], tools: RunTools | None) -> None:
         await asyncio.to_thread(tools.close)  # every server, its process group too
 
 
-def _tools(settings: PipelineSettings, hub: TraceWriter) -> RunTools | None:
-    """The run's MCP tool servers (started on first use), or None when it declares none."""
+def _tools(
+    settings: PipelineSettings, hub: TraceWriter, meter: UsageMeter, answers: AnswerCache | None
+) -> RunTools | None:
+    """The run's MCP tool servers (started on first use), or None when it declares none;
+    held to the lock when it pins them, behind the answer cache when the run has one."""
     manifest = settings.manifest
     if not manifest.tools:
         return None
+    from converge_dsl.packs import lock_hint, locked_tool_servers
     from converge_dsl.tools import RunTools
+    from converge_dsl.tools.caching import caching_tools
 
     return RunTools(
         manifest.tools,
         settings.base_dir,
         max_calls=settings.budget.max_tool_calls,
         events=hub if hub.listening else None,
+        locked=locked_tool_servers(settings.base_dir / Path(manifest.file).name),
+        relock=lock_hint(Path(manifest.file)),
+        wrap=None if answers is None else caching_tools(answers),
+        on_refused=meter.refuse_tool_call,
+        on_called=meter.count_tool_call,
     )
 
 

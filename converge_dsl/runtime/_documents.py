@@ -201,10 +201,10 @@ class RunResultDocument(_Frozen):
     stop_reason: str = Field(
         description="why the run stopped: converged, cycle_budget_exhausted, "
         "fact_budget_exhausted, token_budget_exhausted, model_call_budget_exhausted, "
-        "time_budget_exhausted, invariant_violated, hitl_pause, cancelled or error; "
-        "invalid (the pipeline failed validation) or usage_error (the command line is "
-        "wrong) when the run never started. Every reason but converged comes with at "
-        "least one diagnostic"
+        "tool_call_budget_exhausted, time_budget_exhausted, invariant_violated, hitl_pause, "
+        "cancelled or error; invalid (the pipeline failed validation) or usage_error (the "
+        "command line is wrong) when the run never started. Every reason but converged comes "
+        "with at least one diagnostic"
     )
     converged: bool
     cycles: int

@@ -42,6 +42,7 @@ EXIT_BY_STOP: Mapping[str, int] = {
     "fact_budget_exhausted": 4,
     "token_budget_exhausted": 4,
     "model_call_budget_exhausted": 4,
+    "tool_call_budget_exhausted": 4,
     "time_budget_exhausted": 4,
     "invariant_violated": 5,
     "hitl_pause": 6,

@@ -8,11 +8,19 @@ Public surface:
 - adapters: `McpToolServer` (the `mcp` SDK over stdio, in a process group of its own
   with an environment built from nothing, or streamable HTTP to declared hosts);
   `FakeToolServer` with its `FakeTool`s (Python functions, for tests)
+- the lock: `LockedServer` (a server as `converge-dsl lock` pins it: transport identity,
+  name and version, tool-list digest and tools), `locked_server(spec, info)` (that record
+  of a started server), `lock_server` (start, read, stop),
+  `LockedToolServer` (a run held to the pin: `ToolListChanged`, CD267),
+  `transport_identity(spec)`
 - `child_environment(spec, parent)`, the whole environment of a stdio server's child
 - `RunTools`: the servers of one run as agents list and call them (started on first use,
   arguments checked against the server's input schema, `budget.max_tool_calls`, results
   redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
-  stops them all); `tool_name(server, tool)`
+  stops them all); `tool_name(server, tool)`; `ServerFactory`, how a run makes a server
+
+The module `converge_dsl.tools.caching` (imported by itself) puts a server behind
+the run's answer cache (docs/cache.md).
 
 The `mcp` SDK (the `mcp` extra) is imported only when a real server starts.
 """
@@ -27,6 +35,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.tools._environment import *  # noqa: F403
     from converge_dsl.tools._events import *  # noqa: F403
     from converge_dsl.tools._fake import *  # noqa: F403
+    from converge_dsl.tools._locked import *  # noqa: F403
     from converge_dsl.tools._mcp import *  # noqa: F403
     from converge_dsl.tools._port import *  # noqa: F403
     from converge_dsl.tools._run import *  # noqa: F403
@@ -37,6 +46,14 @@ else:
             "converge_dsl.tools._environment": ("child_environment",),
             "converge_dsl.tools._events": ("McpToolCalled",),
             "converge_dsl.tools._fake": ("FakeTool", "FakeToolServer"),
+            "converge_dsl.tools._locked": (
+                "LockedServer",
+                "LockedToolServer",
+                "ToolListChanged",
+                "lock_server",
+                "locked_server",
+                "transport_identity",
+            ),
             "converge_dsl.tools._mcp": ("McpToolServer",),
             "converge_dsl.tools._port": (
                 "ServerInfo",
@@ -47,6 +64,6 @@ else:
                 "ToolServer",
                 "cap_result",
             ),
-            "converge_dsl.tools._run": ("RunTools", "tool_name"),
+            "converge_dsl.tools._run": ("RunTools", "ServerFactory", "tool_name"),
         },
     )

@@ -89,13 +89,15 @@ class ServerInfo:
 class ToolResult:
     """A tool's answer: its text parts joined (`text`), its structured content (None when
     it gave none or it was over the cap), whether the tool reported an error, and, when
-    the answer was over the cap, `cut` with the answer's size in bytes."""
+    the answer was over the cap, `cut` with the answer's size in bytes. `cached`: it was
+    answered from the answer cache, no server was called."""
 
     text: str
     structured: JsonValue = None
     is_error: bool = False
     cut: bool = False
     size: int = 0
+    cached: bool = False
 
 
 class ToolServer(Protocol):

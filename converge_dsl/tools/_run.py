@@ -11,6 +11,17 @@ a tool's error, a refused or malformed call, a server that failed (its
 `ToolFailure` message and code) are all error text for the model (tool errors
 are soft). Every result is redacted of the values the run hands its servers
 (passed variables, header values) before the model sees it.
+
+A server the lock records as declared (`locked`, the same transport identity)
+is a `LockedToolServer`: its tools are the locked ones, it starts on its first
+call and its tool list is checked against the lock before that call
+(`ToolListChanged`, a hard error). `wrap` puts each server behind another port
+(the answer cache: `tools.caching`). A tool suggestor's call (`answer`) refused
+by `budget.max_tool_calls` is told to `on_refused` (the meter, so the run
+stops with `tool_call_budget_exhausted`, as for an llm suggestor's refused
+model call; an agent's refused call stays an error result its model sees),
+and each call made (not answered from the cache) to `on_called` (the meter,
+which says who made them).
 """
 
 from __future__ import annotations
@@ -27,9 +38,12 @@ from converge_dsl.models import Redactor
 from converge_dsl.models.port import ToolSpec
 from converge_dsl.sandbox import UnsafeSchema, python_validator
 from converge_dsl.tools._events import McpToolCalled
+from converge_dsl.tools._locked import LockedServer, LockedToolServer, transport_identity
 from converge_dsl.tools._port import ServerInfo, ToolFailure, ToolServer
 
 ServerFactory = Callable[[ToolServerSpec, Path, Mapping[str, str]], ToolServer]
+# A server put behind another port, given its declaration and the run's redactor.
+ServerWrapper = Callable[[ToolServer, ToolServerSpec, Callable[[str], str]], ToolServer]
 
 
 def _real_server(spec: ToolServerSpec, base_dir: Path, environ: Mapping[str, str]) -> ToolServer:
@@ -55,6 +69,11 @@ class RunTools:
         max_calls: int | None = None,
         factory: ServerFactory = _real_server,
         events: Callable[[McpToolCalled], None] | None = None,
+        locked: Mapping[str, LockedServer] | None = None,
+        relock: str = "run: converge-dsl lock PIPELINE",
+        wrap: ServerWrapper | None = None,
+        on_refused: Callable[[], None] | None = None,
+        on_called: Callable[[], None] | None = None,
     ) -> None:
         self.specs = specs
         self.base_dir = base_dir
@@ -62,6 +81,15 @@ class RunTools:
         self.max_calls = max_calls
         self.factory = factory
         self.events = events
+        self.locked = {
+            name: record
+            for name, record in (locked or {}).items()
+            if name in specs and record.transport == transport_identity(specs[name])
+        }
+        self.relock = relock
+        self.wrap = wrap
+        self.on_refused = on_refused
+        self.on_called = on_called
         self.calls = 0
         self.servers: dict[str, ToolServer] = {}
         self._infos: dict[str, ServerInfo] = {}
@@ -86,11 +114,19 @@ class RunTools:
         async with lock:
             info = self._infos.get(server)
             if info is None:
-                instance = self.factory(self.specs[server], self.base_dir, self.environ)
+                instance = self._server(server)
                 self.servers[server] = instance
                 info = await asyncio.to_thread(instance.start)
                 self._infos[server] = info
         return info
+
+    def _server(self, server: str) -> ToolServer:
+        spec = self.specs[server]
+        instance = self.factory(spec, self.base_dir, self.environ)
+        record = self.locked.get(server)
+        if record is not None:
+            instance = LockedToolServer(instance, record, spec, self.relock)
+        return instance if self.wrap is None else self.wrap(instance, spec, self.redact)
 
     async def listing(self, server: str) -> tuple[ToolSpec, ...]:
         """The server's allowed tools, named `mcp:SERVER/TOOL`, in the server's order."""
@@ -105,9 +141,27 @@ class RunTools:
     async def call(
         self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
     ) -> tuple[str, bool]:
-        """One call (see the module docstring), traced; `suggestor` is the caller."""
-        text, is_error = await self._answer(suggestor, server, tool, arguments)
+        """An agent's call (see the module docstring), traced; `suggestor` is the caller. A
+        call `budget.max_tool_calls` refuses is an error text the model sees."""
+        answered = await self._traced(suggestor, cycle, server, tool, arguments)
+        return (self._spent(), True) if answered is None else answered
+
+    async def answer(
+        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+    ) -> tuple[str, bool] | None:
+        """A tool suggestor's call: `call`, but None when `budget.max_tool_calls` refused
+        it, which `on_refused` hears (the run stops after the cycle)."""
+        answered = await self._traced(suggestor, cycle, server, tool, arguments)
+        if answered is None and self.on_refused is not None:
+            self.on_refused()
+        return answered
+
+    async def _traced(
+        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+    ) -> tuple[str, bool] | None:
+        answered = await self._answer(suggestor, server, tool, arguments)
         if self.events is not None:
+            text, is_error = (self._spent(), True) if answered is None else answered
             self.events(
                 McpToolCalled(
                     suggestor=suggestor,
@@ -119,11 +173,14 @@ class RunTools:
                     is_error=is_error,
                 )
             )
-        return text, is_error
+        return answered
+
+    def _spent(self) -> str:
+        return f"budget.max_tool_calls ({self.max_calls}) is spent; no more tool calls"
 
     async def _answer(
         self, suggestor: str, server: str, tool: str, arguments: JsonObject
-    ) -> tuple[str, bool]:
+    ) -> tuple[str, bool] | None:
         spec = self.specs.get(server)
         if spec is None or tool not in spec.allow:
             return f"tool {tool_name(server, tool)!r} is not allowed for {suggestor!r}", True
@@ -138,12 +195,18 @@ class RunTools:
         if problem is not None:
             return f"invalid input for {tool_name(server, tool)}: {problem}", True
         if self.max_calls is not None and self.calls >= self.max_calls:
-            return f"budget.max_tool_calls ({self.max_calls}) is spent; no more tool calls", True
+            return None
         self.calls += 1
         try:
             result = await self.servers[server].call(tool, arguments)
         except ToolFailure as failure:
+            if self.on_called is not None:
+                self.on_called()  # it reached the server, or tried to
             return f"{failure.code}: {self.redact(failure.message)}", True
+        if result.cached:
+            self.calls -= 1  # a cached answer counts toward no budget
+        elif self.on_called is not None:
+            self.on_called()
         text = result.text
         if result.structured is not None and not text:
             text = json.dumps(result.structured, ensure_ascii=False, sort_keys=True)

@@ -53,6 +53,7 @@ def test_validation_checks_are_the_front_ends_then_the_domains_in_order() -> Non
         "check_model_scripts",
         "check_model_config",
         "check_packs",
+        "check_tool_lock",
     ]
 
 

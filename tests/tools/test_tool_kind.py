@@ -84,3 +84,32 @@ def test_validate_checks_the_call_without_starting_a_server(tmp_path: Path) -> N
         out + err
     )
     assert "did you mean 'convert_time'?" in out + err
+
+
+def test_a_tool_suggestor_refused_by_max_tool_calls_stops_the_run(tmp_path: Path) -> None:
+    from ._counting import calls, cli, folder, running
+
+    pipeline = folder(tmp_path, calls=1)
+    code, out, err = cli("run", str(pipeline), "--format", "json")
+    assert code == 4, err
+    result = json.loads(out)
+    assert result["stop_reason"] == "tool_call_budget_exhausted"
+    assert [f["id"] for f in result["facts"].get("diagnostic", [])] == []  # no tool:error fact
+    assert calls(tmp_path) == 1
+    (note,) = result["diagnostics"]
+    assert note["code"] == "CD967"
+    assert note["message"] == (
+        "max_tool_calls 1 reached: 'measure' made 1 tool call; 'measure-again' was refused a "
+        "tool call"
+    )
+    code, _, err = cli("run", str(pipeline))
+    expected = Path(__file__).resolve().parent / "data" / "tool_call_budget.expected"
+    assert err.replace(str(tmp_path), "DIR") == expected.read_text()
+    assert running(str(tmp_path)) == []
+    # cached answers count toward no budget: a run that hits twice is within max_tool_calls 1
+    cache = str(tmp_path / "cache")
+    pipeline.write_text(pipeline.read_text().replace("max_tool_calls: 1", "max_tool_calls: 2"))
+    assert cli("run", str(pipeline), "--cache", "--cache-dir", cache)[0] == 0
+    pipeline.write_text(pipeline.read_text().replace("max_tool_calls: 2", "max_tool_calls: 1"))
+    code, out, err = cli("run", str(pipeline), "--cache", "--cache-dir", cache)
+    assert code == 0, err

@@ -1,0 +1,156 @@
+"""The answer cache over the tools port: `CachedToolServer` around any `ToolServer`.
+
+MCP tool calls share the run's `models.caching.AnswerCache` (one store, one
+mode, one record of hits and misses, docs/cache.md) with the model calls.
+The key (`AnswerCache.key`, kind `tool`) is the cache's format version, the
+server's identity (`transport_identity`: what is started or reached) with the
+digest of its tool list, and the request: the tool's name and its arguments
+as canonical JSON. The value is stored redacted as the run's results are
+(the values the run hands its servers). The digest is the lock's when the server is locked (the
+inner server is then a `LockedToolServer`, whose `start` starts nothing), else
+the live `tools/list`'s (the server is started for it). The value is the
+result exactly as the server gave it (text, structured content, error flag,
+cut and size); a hit returns it marked `cached` (it counts toward no budget).
+
+With `--offline`, a miss is `ToolCacheMiss` (CD973), naming the suggestor or
+agent (the engine's `SPENDER`) and showing how the call differs from the
+nearest cached call of that suggestor; no server is started when every call
+hits. A row that fails its check is a miss and a warning (CD974), as for a model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from converge_dsl import codes
+from converge_dsl._json_types import JsonObject
+from converge_dsl.engine.budget import SPENDER
+from converge_dsl.engine.types import canonical_json
+from converge_dsl.errors import RunError
+from converge_dsl.frontend import ToolServerSpec
+from converge_dsl.models.answer_store import CacheRow
+from converge_dsl.models.caching import AnswerCache, CallRecord
+from converge_dsl.tools._locked import transport_identity
+from converge_dsl.tools._port import ServerInfo, ToolResult, ToolServer
+from converge_dsl.tools._run import ServerWrapper, tool_name
+
+TOOL_KIND = "tool"
+
+
+class ToolCacheMiss(RunError):
+    """`--offline` and no cached result for a tool call (CD973, like a model call's)."""
+
+    diagnostic_code = codes.CACHE_OFFLINE_MISS
+
+
+def result_to_json(result: ToolResult) -> dict[str, Any]:
+    return {
+        "text": result.text,
+        "structured": result.structured,
+        "is_error": result.is_error,
+        "cut": result.cut,
+        "size": result.size,
+    }
+
+
+def result_from_json(value: Any) -> ToolResult:
+    """The stored result; `ValueError` when `value` is not one."""
+    if not isinstance(value, dict) or not isinstance(value.get("text"), str):
+        raise ValueError("the stored value is not a tool result")
+    return ToolResult(
+        value["text"],
+        value.get("structured"),
+        bool(value.get("is_error")),
+        bool(value.get("cut")),
+        int(value.get("size") or 0),
+        cached=True,
+    )
+
+
+class CachedToolServer:
+    """`inner` behind `cache` (see the module docstring)."""
+
+    def __init__(
+        self,
+        inner: ToolServer,
+        spec: ToolServerSpec,
+        cache: AnswerCache,
+        redact: Callable[[str], str] = str,
+    ) -> None:
+        self._inner = inner
+        self._spec = spec
+        self._cache = cache
+        self._redact = redact
+        self._identity: dict[str, Any] | None = None
+        self._identity_json = ""
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    def start(self) -> ServerInfo:
+        info = self._inner.start()
+        self._identity = {"server": transport_identity(self._spec), "tools": info.digest()}
+        self._identity_json = canonical_json(self._identity)
+        return info
+
+    async def call(self, tool: str, arguments: JsonObject) -> ToolResult:
+        cache, identity = self._cache, self._identity
+        if identity is None:  # the run's tools start a server before its first call
+            identity = {"server": transport_identity(self._spec), "tools": None}
+        request = {"name": tool, "arguments": dict(arguments)}
+        key = cache.key(TOOL_KIND, identity, request)
+        suggestor = SPENDER.get()
+        called = tool_name(self._spec.name, tool)
+        row = cache.lookup(key)
+        if row is not None:
+            try:
+                result = result_from_json(json.loads(row.value))
+            except (ValueError, TypeError) as exc:
+                cache.warn(f"cached tool result {key[:16]} is not used: {exc}")
+            else:
+                cache.record(CallRecord(suggestor, called, key, "hit", kind=TOOL_KIND))
+                return result
+        why = (
+            cache.nearest(self._identity_json, request, suggestor, kind=TOOL_KIND)
+            if cache.offline or cache.explain
+            else None
+        )
+        cache.record(CallRecord(suggestor, called, key, "miss", why, kind=TOOL_KIND))
+        if cache.offline:
+            raise ToolCacheMiss(
+                f"--offline: no cached result for tool {called} of suggestor {suggestor!r} "
+                f"(key {key[:16]}): {why}",
+                hint="run once without --offline (with --cache) to fill the cache",
+                suggestor=suggestor,
+            )
+        started = cache.clock.monotonic()
+        result = await self._inner.call(tool, arguments)
+        duration = cache.clock.monotonic() - started
+        now = cache.wall_now()
+        cache.save(
+            CacheRow(
+                key=key,
+                kind=TOOL_KIND,
+                identity=self._identity_json,
+                suggestor=suggestor,
+                request=canonical_json(request),
+                value=self._redact(canonical_json(result_to_json(result))),
+                created=now,
+                duration_s=duration,
+                last_used=now,
+            )
+        )
+        return result
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def caching_tools(cache: AnswerCache) -> ServerWrapper | None:
+    """The run's wrapper putting each tool server behind `cache` (None when it is off)."""
+    if cache.mode == "off":
+        return None
+    return lambda server, spec, redact: CachedToolServer(server, spec, cache, redact)
