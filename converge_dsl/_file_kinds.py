@@ -16,7 +16,7 @@ from pathlib import Path
 from converge_dsl._reading import ReadRefused, read_bytes
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
-OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest"})
+OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest", "RunConfig"})
 
 
 def _top_kind(path: Path) -> object:
@@ -55,7 +55,7 @@ def is_evaluation(path: Path) -> bool:
 def is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
-    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack` or `PipelineTest` at the
+    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack`, `PipelineTest` or `RunConfig` at the
     top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
     cassette). Everything else, broken files included, is checked as a pipeline.
     """

@@ -289,10 +289,8 @@ class CachedModel(ModelWrapper):
         request = model_request_json(req)
         key = answer_key(MODEL_KIND, self._identity, request)
         probe = CACHE_PROBE.get()
-        if probe is not None and probe.request is req:  # asked just before, unreserved
-            answer = probe.answer
-        else:
-            answer = self._answer(key)
+        # Looked up just before the call was reserved (or not, for a hit): not again.
+        answer = probe.answer if probe is not None and probe.request is req else self._answer(key)
         if answer is not None:
             cache.record(CallRecord(req.suggestor, self._name, key, "hit"))
             mark_cached()

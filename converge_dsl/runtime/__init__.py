@@ -25,7 +25,12 @@ Public surface:
 - `AnswerCaching` (a run's answer cache: its store, mode, offline; `RunPlan.answers`,
   `RunOptions.answers`), `caching_from(flag=, offline=, cache_dir=, env=)` (from
   `--cache`/`--offline`/`--cache-dir` and the cache mode variable; docs/cache.md) and
-  `cache_folder(cache_dir, env)` (where the store lives).
+  `cache_folder(cache_dir, env)` (where the store lives); `CacheSettings` (the same
+  decision as plain values that pickle: a batch's workers open their own store from it)
+  and `cache_settings(env=, cache=, offline=, explain=, cache_dir=, config=)` (flag, then
+  environment, then run configuration, then default).
+- `read_run_config(path)` -> `RunConfig` (`run --config FILE`: kind `RunConfig`, its
+  `cache:` a `CacheConfig`; located diagnostics in `PipelineInvalid`).
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
@@ -47,7 +52,13 @@ Public surface:
 
 from __future__ import annotations
 
-from ._answer_cache import AnswerCaching, cache_folder, caching_from
+from ._answer_cache import (
+    AnswerCaching,
+    CacheSettings,
+    cache_folder,
+    cache_settings,
+    caching_from,
+)
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
@@ -76,6 +87,7 @@ from ._outputs import check_outputs
 from ._report_html import MARK as REPORT_MARK
 from ._report_html import check_report_output, render_report, write_page, write_report
 from ._reuse import CompiledRuns
+from ._run_config import CacheConfig, RunConfig, read_run_config
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
 from ._telemetry import OtelSink
@@ -88,6 +100,8 @@ __all__ = [
     "REPORT_MARK",
     "SUGGESTOR_KINDS",
     "AnswerCaching",
+    "CacheConfig",
+    "CacheSettings",
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",
@@ -103,6 +117,7 @@ __all__ = [
     "RecordSink",
     "ReportSink",
     "ResultSink",
+    "RunConfig",
     "RunOptions",
     "RunOutcome",
     "RunPlan",
@@ -117,6 +132,7 @@ __all__ = [
     "build_engine",
     "build_models",
     "cache_folder",
+    "cache_settings",
     "caching_from",
     "check_outputs",
     "check_report_output",
@@ -128,6 +144,7 @@ __all__ = [
     "not_run_document",
     "outcome",
     "pipeline_digest",
+    "read_run_config",
     "read_trace",
     "render_report",
     "run_error_diagnostic",

@@ -222,7 +222,8 @@ def test_a_hit_needs_no_room_in_a_spent_call_budget() -> None:
         ]
 
     first, refused, *hits = asyncio.run(calls())
-    assert first is not None and not first.cached
+    assert first is not None
+    assert not first.cached
     assert refused is None
     assert all(hit is not None and hit.cached and hit.answer.text == "answer 1" for hit in hits)
     assert inner.calls == 1
