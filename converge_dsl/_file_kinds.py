@@ -55,9 +55,9 @@ def is_evaluation(path: Path) -> bool:
 def is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
-    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack`, `PipelineTest` or `RunConfig` at the
-    top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
-    cassette). Everything else, broken files included, is checked as a pipeline.
+    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack`, `PipelineTest` or
+    `RunConfig` at the top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI
+    workflow, an old YAML cassette). Everything else, broken files included, is checked as a pipeline.
     """
     kind = _top_kind(path)
     return kind is not _NOT_OURS and kind not in OTHER_KINDS

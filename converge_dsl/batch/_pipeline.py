@@ -137,6 +137,11 @@ class Pipeline:
         return dict(self._document.data.get("inputs") or {})
 
     @property
+    def cache(self) -> CacheSettings:
+        """Where and how the runs' model calls are cached (mode `off`: not at all)."""
+        return self._cache
+
+    @property
     def env(self) -> Mapping[str, str]:
         """The environment the pipeline's models (and its checkpoint key) are read from."""
         return dict(self._env)
