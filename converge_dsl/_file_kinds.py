@@ -57,7 +57,8 @@ def is_pipeline(path: Path) -> bool:
 
     Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack`, `PipelineTest` or
     `RunConfig` at the top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI
-    workflow, an old YAML cassette). Everything else, broken files included, is checked as a pipeline.
+    workflow, an old YAML cassette). Everything else, broken files included, is checked as a
+    pipeline.
     """
     kind = _top_kind(path)
     return kind is not _NOT_OURS and kind not in OTHER_KINDS
