@@ -3,9 +3,9 @@
 - `says_ours(path, kind)`: the file says it is converge-dsl's file of `kind`
   (`Pipeline`, `PipelineTest`): `validate --only-pipelines` and `test` pick
   files with it.
-- `is_pipeline(path)`, `is_pack(path)`, `is_evaluation(path)`, `says_pipeline(path)`: how a
-  folder's YAML files are sorted into pipelines, pack manifests, evaluation files and
-  other tools' files.
+- `is_pipeline(path)`, `is_pack(path)`, `is_evaluation(path)`, `is_run_config(path)`,
+  `says_pipeline(path)`: how a folder's YAML files are sorted into pipelines, pack
+  manifests, evaluation files, run configurations and other tools' files.
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ def is_pack(path: Path) -> bool:
 def is_evaluation(path: Path) -> bool:
     """An evaluation file: a `*.eval.yaml` (or `.yml`) that says `kind: Evaluation` at the top."""
     return path.name.endswith((".eval.yaml", ".eval.yml")) and _top_kind(path) == "Evaluation"
+
+
+def is_run_config(path: Path) -> bool:
+    """A run configuration (`run --config`): a YAML file that says `kind: RunConfig` at the top."""
+    return path.suffix in {".yaml", ".yml"} and _top_kind(path) == "RunConfig"
 
 
 def is_pipeline(path: Path) -> bool:

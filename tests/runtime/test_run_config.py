@@ -115,3 +115,20 @@ def test_flag_then_environment_then_configuration_then_default(  # noqa: PLR0917
 def test_a_mode_variable_that_is_none_of_the_three_is_refused() -> None:
     with pytest.raises(UsageError, match="CD976"):
         cache_settings(env={"CONVERGE_DSL_CACHE_MODE": "on"}, config=CONFIG)
+
+
+def test_validate_checks_a_run_configuration_as_run_reads_it(tmp_path: Path) -> None:
+    (tmp_path / "dev.run.yaml").write_text(
+        (HERE / "data" / "bad-mode.run.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (tmp_path / "ok.run.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: RunConfig\ncache: {mode: read-only}\n",
+        encoding="utf-8",
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["validate", str(tmp_path)], out, err)
+    assert code == 2
+    text = out.getvalue() + err.getvalue()
+    assert "error[CD978]: cache.mode 'read-wrte' is not a cache mode" in text
+    assert "dev.run.yaml:4:9" in text
+    assert "1 error in 2 files" in text
