@@ -125,13 +125,14 @@ def cache_settings(
 ) -> CacheSettings:
     """The run's cache settings: flag, then environment, then configuration, then default."""
     said = config or CacheConfig()
+    from_env = cache_mode(env)  # a value that is no mode is refused, whatever a flag says
     mode: CacheMode
     if offline:
         mode = "read-only"
     elif cache:
         mode = "read-write"
     else:
-        mode = cache_mode(env) or said.mode or "off"
+        mode = from_env or said.mode or "off"
         if explain and mode == "off":
             mode = "read-write"
     if cache_dir is None and not env.get(DIR_VARIABLE, "").strip() and said.folder is not None:

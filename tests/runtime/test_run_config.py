@@ -112,9 +112,10 @@ def test_flag_then_environment_then_configuration_then_default(  # noqa: PLR0917
         assert settings.folder == folder
 
 
-def test_a_mode_variable_that_is_none_of_the_three_is_refused() -> None:
+@pytest.mark.parametrize("flags", [{}, {"cache": True}, {"offline": True}])
+def test_a_mode_variable_that_is_none_of_the_three_is_refused(flags: dict[str, bool]) -> None:
     with pytest.raises(UsageError, match="CD976"):
-        cache_settings(env={"CONVERGE_DSL_CACHE_MODE": "on"}, config=CONFIG)
+        cache_settings(env={"CONVERGE_DSL_CACHE_MODE": "on"}, config=CONFIG, **flags)
 
 
 def test_validate_checks_a_run_configuration_as_run_reads_it(tmp_path: Path) -> None:
