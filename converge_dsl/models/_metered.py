@@ -118,6 +118,9 @@ async def metered_call(
     try:
         answer = await model.call(request)
     except ModelError as exc:
+        if exc.code is ModelErrorCode.CACHE_MISS:  # `--offline`: nothing reached a model
+            reservation.release()
+            raise
         reservation.settle()
         if exc.code is not ModelErrorCode.BUDGET_EXHAUSTED:
             raise

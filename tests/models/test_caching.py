@@ -171,6 +171,14 @@ def test_an_offline_miss_names_the_suggestor_and_shows_a_diff() -> None:
     assert caught.value.diagnostic_code == "CD973"
 
 
+def test_an_offline_miss_counts_toward_no_budget() -> None:
+    offline, _ = cache(mode="read-only", offline=True)
+    meter = UsageMeter(Budget(max_model_calls=3))
+    with pytest.raises(CacheMiss):
+        asyncio.run(metered_call(offline.wrap("remote", Counting()), request(), meter))
+    assert meter.totals.model_calls == 0
+
+
 def test_a_model_that_says_not_who_it_is_is_not_cached() -> None:
     answers, _ = cache()
     plain = ModelDefaults()
