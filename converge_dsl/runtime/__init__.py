@@ -30,7 +30,7 @@ Public surface:
   and `cache_settings(env=, cache=, offline=, explain=, cache_dir=, config=)` (flag, then
   environment, then run configuration, then default).
 - `read_run_config(path)` -> `RunConfig` (`run --config FILE`: kind `RunConfig`, its
-  `cache:` a `CacheConfig`; located diagnostics in `PipelineInvalid`).
+  `cache:` a `CacheConfig`; located diagnostics in `PipelineInvalid`), the front end's.
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
@@ -51,6 +51,8 @@ Public surface:
 """
 
 from __future__ import annotations
+
+from converge_dsl.frontend import CacheConfig, RunConfig, read_run_config
 
 from ._answer_cache import (
     AnswerCaching,
@@ -87,7 +89,6 @@ from ._outputs import check_outputs
 from ._report_html import MARK as REPORT_MARK
 from ._report_html import check_report_output, render_report, write_page, write_report
 from ._reuse import CompiledRuns
-from ._run_config import CacheConfig, RunConfig, read_run_config
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
 from ._telemetry import OtelSink

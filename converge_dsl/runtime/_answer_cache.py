@@ -10,7 +10,7 @@ own connection to the same folder with the same settings.
 
 `cache_settings(...)` decides, for each of the mode and the folder, by the
 first layer that says it: a command-line flag, then an environment variable,
-then the run configuration (`--config FILE`, `_run_config`), then the default.
+then the run configuration (`--config FILE`, `frontend.read_run_config`), then the default.
 - mode: `--offline` (read-only, a miss is an error) or `--cache` (read-write);
   else `CONVERGE_DSL_CACHE_MODE`; else the configuration's `cache.mode`; else
   off (the default of `run`, `batch`, `test` and the Python API: a cached
@@ -32,10 +32,9 @@ from pathlib import Path
 from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.errors import UsageError
+from converge_dsl.frontend import CacheConfig
 from converge_dsl.models.answer_store import AnswerStore, SqliteAnswerStore, default_cache_dir
 from converge_dsl.models.caching import CACHE_MODES, AnswerCache, CacheMode
-
-from ._run_config import CacheConfig
 
 MODE_VARIABLE = "CONVERGE_DSL_CACHE_MODE"
 DIR_VARIABLE = "CONVERGE_DSL_CACHE"  # the cache root the compile cache uses too

@@ -6,24 +6,29 @@ loader. Every problem is located in the file and raised together as
 `PipelineInvalid`: a schema violation, a `cache.mode` that is none of
 `read-write`, `read-only`, `off` (CD978, with "did you mean"), a `cache.dir`
 that names something other than a folder (CD979). `cache.dir` is relative to
-the file's folder. What the file says is the lowest layer but the defaults: a
+the file's folder. The modes are the schema's (`MODES`, the answer cache's
+`CACHE_MODES`). What the file says is the lowest layer but the defaults: a
 command-line flag wins over an environment variable, which wins over the file
-(`_answer_cache.cache_settings`).
+(`converge_dsl.runtime.cache_settings`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from converge_dsl import codes
 from converge_dsl._files import display_name
 from converge_dsl.diagnostics import Diagnostic, best_first, unknown_name_hint
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.models.caching import CACHE_MODES, CacheMode
+
+from ._loader import load_file
+from ._schema import load_schema, schema_diagnostics
 
 SCHEMA_NAME = "run-config.v1.json"
+CacheModeName = Literal["read-write", "read-only", "off"]
+MODES: tuple[CacheModeName, ...] = ("read-write", "read-only", "off")
 _MODE = ("cache", "mode")
 _DIR = ("cache", "dir")
 
@@ -32,7 +37,7 @@ _DIR = ("cache", "dir")
 class CacheConfig:
     """The `cache:` of a run configuration: its mode and folder (None: not said)."""
 
-    mode: CacheMode | None = None
+    mode: CacheModeName | None = None
     folder: Path | None = None
 
 
@@ -46,21 +51,19 @@ class RunConfig:
 
 def read_run_config(path: Path) -> RunConfig:
     """Load and check the run configuration at `path` (see the module docstring)."""
-    from converge_dsl.frontend import load_file, schema_diagnostics
-
     document = load_file(path, display=display_name(path))
     data: Any = document.data
     cache = data.get("cache") if isinstance(data, dict) else None
     cache = cache if isinstance(cache, dict) else {}
     problems: list[Diagnostic] = []
     mode = cache.get("mode")
-    if isinstance(mode, str) and mode not in CACHE_MODES:
+    if isinstance(mode, str) and mode not in MODES:
         problems.append(
             document.source_map.diagnostic(
                 codes.RUN_CONFIG_BAD_CACHE_MODE,
                 f"cache.mode {mode!r} is not a cache mode",
                 _MODE,
-                hint=unknown_name_hint(mode, CACHE_MODES, f"use one of {', '.join(CACHE_MODES)}"),
+                hint=unknown_name_hint(mode, MODES, f"use one of {', '.join(MODES)}"),
             )
         )
     problems.extend(
@@ -79,4 +82,11 @@ def read_run_config(path: Path) -> RunConfig:
         )
     if problems:
         raise PipelineInvalid(best_first(problems))
-    return RunConfig(path, CacheConfig(mode if mode in CACHE_MODES else None, folder))
+    said = next((m for m in MODES if m == mode), None)
+    return RunConfig(path, CacheConfig(said, folder))
+
+
+def schema_modes() -> tuple[str, ...]:
+    """The modes the schema lists for `cache.mode` (`MODES`, held equal by a test)."""
+    cache = load_schema(SCHEMA_NAME)["properties"]["cache"]["properties"]["mode"]
+    return tuple(cache["enum"])

@@ -15,7 +15,10 @@ import pytest
 
 from converge_dsl.cli import run
 from converge_dsl.errors import PipelineInvalid, UsageError
-from converge_dsl.runtime import CacheConfig, cache_settings, read_run_config
+from converge_dsl.frontend import CacheConfig, read_run_config
+from converge_dsl.frontend._run_config import MODES, schema_modes
+from converge_dsl.models.caching import CACHE_MODES
+from converge_dsl.runtime import cache_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -32,7 +35,7 @@ def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("name", ["bad-mode", "dir-is-a-file"])
 def test_a_bad_cache_in_a_run_configuration_is_located(name: str) -> None:
     out, err = io.StringIO(), io.StringIO()
-    config = f"tests/runtime/data/{name}.run.yaml"
+    config = f"tests/frontend/data/{name}.run.yaml"
     code = run(["run", "pipelines/market-entry.yaml", "--config", config], out, err)
     assert code == 2
     assert out.getvalue() == ""
@@ -133,3 +136,7 @@ def test_validate_checks_a_run_configuration_as_run_reads_it(tmp_path: Path) -> 
     assert "error[CD978]: cache.mode 'read-wrte' is not a cache mode" in text
     assert "dev.run.yaml:4:9" in text
     assert "1 error in 2 files" in text
+
+
+def test_the_modes_are_the_schemas_and_the_caches() -> None:
+    assert MODES == schema_modes() == CACHE_MODES
