@@ -3,9 +3,9 @@
 - `says_ours(path, kind)`: the file says it is converge-dsl's file of `kind`
   (`Pipeline`, `PipelineTest`): `validate --only-pipelines` and `test` pick
   files with it.
-- `is_pipeline(path)`, `is_pack(path)`, `is_evaluation(path)`, `says_pipeline(path)`: how a
-  folder's YAML files are sorted into pipelines, pack manifests, evaluation files and
-  other tools' files.
+- `is_pipeline(path)`, `is_pack(path)`, `is_evaluation(path)`, `is_run_config(path)`,
+  `says_pipeline(path)`: how a folder's YAML files are sorted into pipelines, pack
+  manifests, evaluation files, run configurations and other tools' files.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from converge_dsl._reading import ReadRefused, read_bytes
 
 # Files in a folder that say one of these kinds at the top are not pipelines.
-OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest"})
+OTHER_KINDS = frozenset({"Evaluation", "ModelScript", "Pack", "PipelineTest", "RunConfig"})
 
 
 def _top_kind(path: Path) -> object:
@@ -52,12 +52,18 @@ def is_evaluation(path: Path) -> bool:
     return path.name.endswith((".eval.yaml", ".eval.yml")) and _top_kind(path) == "Evaluation"
 
 
+def is_run_config(path: Path) -> bool:
+    """A run configuration (`run --config`): a YAML file that says `kind: RunConfig` at the top."""
+    return path.suffix in {".yaml", ".yml"} and _top_kind(path) == "RunConfig"
+
+
 def is_pipeline(path: Path) -> bool:
     """False only for a file that loads and is another converge-dsl kind, or none at all.
 
-    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack` or `PipelineTest` at the
-    top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI workflow, an old YAML
-    cassette). Everything else, broken files included, is checked as a pipeline.
+    Another kind: `kind` is `Evaluation`, `ModelScript`, `Pack`, `PipelineTest` or
+    `RunConfig` at the top. None at all: a mapping with neither `apiVersion` nor `kind` (a CI
+    workflow, an old YAML cassette). Everything else, broken files included, is checked as a
+    pipeline.
     """
     kind = _top_kind(path)
     return kind is not _NOT_OURS and kind not in OTHER_KINDS

@@ -33,6 +33,7 @@ DOCUMENTS = (
     ("pack.v1.json", "pack", "Pack"),
     ("pipeline-test.v1.json", "pipeline-test", "Pipeline test"),
     ("eval.v1.json", "eval", "Evaluation"),
+    ("run-config.v1.json", "run-config", "Run configuration"),
 )
 _HEAD = """\
 # Language reference

@@ -67,6 +67,8 @@ class CaseResult:
     body: Mapping[str, Any]
     exit_code: int
     text: str | None = field(default=None, compare=False, repr=False)
+    # The run's calls through the answer cache, hit or miss and why (`CallRecord.as_json`).
+    cache_calls: tuple[Mapping[str, Any], ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def of(

@@ -32,6 +32,7 @@ def run_locally(
         env=options.env,
         allow_roots=options.allow_roots,
         max_connections=max(64, workers),
+        cache=options.cache,
     )
     freeze_alive()  # the loaded pipeline lives as long as the batch: no collection scans it
     clock = SystemClock()

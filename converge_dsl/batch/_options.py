@@ -11,11 +11,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converge_dsl.errors import UsageError
 
 from ._budget import BatchLimits
 from ._outputs import CaseOutputs
+
+if TYPE_CHECKING:
+    from converge_dsl.runtime import CacheSettings
 
 EXECUTORS = ("local", "process", "ray")
 DEFAULT_LOCAL_CONCURRENCY = 16
@@ -39,6 +43,8 @@ class BatchOptions:
     report: Path | None = None
     # What each case's run writes (`--trace DIR`, `--report`, `--otel`; `_outputs`).
     outputs: CaseOutputs = field(default_factory=CaseOutputs)
+    # The answer cache of every case, in every executor (None: as `env` says; docs/cache.md).
+    cache: CacheSettings | None = None
 
     def workers(self) -> int:
         """The concurrency: given, else 16 cases (`local`) or one per CPU."""

@@ -43,7 +43,13 @@ if TYPE_CHECKING:
     from converge_dsl.frontend import InputSpec
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
-    from converge_dsl.runtime import Checkpointing, RunOutcome, RunResultDocument, RunSink
+    from converge_dsl.runtime import (
+        CacheSettings,
+        Checkpointing,
+        RunOutcome,
+        RunResultDocument,
+        RunSink,
+    )
 
     from ._schedule import MeterFactory
 
@@ -67,6 +73,7 @@ class Pipeline:
 
     __slots__ = (
         "_answers",
+        "_cache",
         "_clock",
         "_compiled",
         "_document",
@@ -87,6 +94,7 @@ class Pipeline:
         clock: Clock,
         roots: tuple[Path, ...],
         max_connections: int,
+        cache: CacheSettings | None = None,
     ) -> None:
         from converge_dsl.frontend import build_manifest
 
@@ -101,20 +109,19 @@ class Pipeline:
         from converge_dsl.runtime import CompiledRuns
 
         self._compiled = CompiledRuns()  # compile once, run many (see `CompiledRuns`)
-        from converge_dsl.runtime import caching_from
+        from converge_dsl.runtime import cache_settings
 
-        # The answer cache, when CONVERGE_DSL_CACHE_MODE turns it on (docs/cache.md);
-        # a worker process opens its own connection to the same store.
-        self._answers = caching_from(
-            flag=False, offline=False, cache_dir=None, env=self._env, warn=_warn
-        )
+        # The answer cache as `cache` says, else as the environment does (docs/cache.md);
+        # a worker process (or Ray actor) opens its own connection to the same store.
+        self._cache = cache or cache_settings(env=self._env)
+        self._answers = self._cache.caching(_warn)
 
     def __repr__(self) -> str:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         arguments = (self._path, self._document, self._env, self._clock, self._roots)
-        return (_unpickled, (*arguments, self._max_connections))
+        return (_unpickled, (*arguments, self._max_connections, self._cache))
 
     @property
     def name(self) -> str:
@@ -128,6 +135,11 @@ class Pipeline:
     def inputs(self) -> Mapping[str, Any]:
         """The declared inputs (name -> declaration), as the pipeline writes them."""
         return dict(self._document.data.get("inputs") or {})
+
+    @property
+    def cache(self) -> CacheSettings:
+        """Where and how the runs' model calls are cached (mode `off`: not at all)."""
+        return self._cache
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -324,9 +336,16 @@ def _unpickled(  # noqa: PLR0917 (pickle passes the arguments by position)
     clock: Clock,
     roots: tuple[Path, ...],
     max_connections: int,
+    cache: CacheSettings,
 ) -> Pipeline:
     return Pipeline(
-        path, document, env=env, clock=clock, roots=roots, max_connections=max_connections
+        path,
+        document,
+        env=env,
+        clock=clock,
+        roots=roots,
+        max_connections=max_connections,
+        cache=cache,
     )
 
 
@@ -379,6 +398,7 @@ def load(
     allow_roots: Iterable[str | os.PathLike[str]] = (),
     on_fetch: Callable[[str], object] | None = None,
     max_connections: int = 64,
+    cache: CacheSettings | None = None,
 ) -> Pipeline:
     """Load, validate and check the pipeline at `path` once; return it ready to run.
 
@@ -388,7 +408,9 @@ def load(
     the process's); `clock` the injected clock; `allow_roots` folders besides the
     pipeline's own where files it names may lie (`CONVERGE_DSL_ALLOW_ROOTS` in
     `env` adds more); `on_fetch` hears a line per pack fetched into the cache;
-    `max_connections` bounds each HTTP model's shared connection pool.
+    `max_connections` bounds each HTTP model's shared connection pool; `cache` says
+    where and how the runs' model calls are cached (`converge_dsl.runtime.cache_settings`;
+    default: as `CONVERGE_DSL_CACHE_MODE` and `CONVERGE_DSL_CACHE` of `env` say).
     """
     from converge_dsl._files import user_roots
     from converge_dsl.runtime import load_document
@@ -404,4 +426,5 @@ def load(
         clock=clock or SystemClock(),
         roots=roots,
         max_connections=max_connections,
+        cache=cache,
     )

@@ -130,7 +130,9 @@ def run_in_processes(
     """The `process` executor: check the pipeline loads here, then run `todo` in workers."""
     from ._pipeline import load
 
-    pipeline = load(options.pipeline, env=options.env, allow_roots=options.allow_roots)
+    pipeline = load(
+        options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
+    )  # pickled to each worker with its cache settings: one store, one mode
     context = multiprocessing.get_context("spawn")
     pool = None
     if options.limits.any:

@@ -27,6 +27,8 @@ from ._budget import BatchLimits, LocalPool
 from ._cases import Case, CaseResult, error_result
 
 if TYPE_CHECKING:
+    from converge_dsl.runtime import CacheSettings
+
     from ._options import BatchOptions
     from ._outputs import CaseOutputs
 
@@ -112,6 +114,7 @@ class _CaseRunner:
         *,
         max_connections: int,
         outputs: CaseOutputs,
+        cache: CacheSettings | None,
     ) -> None:
         from converge_dsl.clock import SystemClock
 
@@ -120,7 +123,9 @@ class _CaseRunner:
 
         clock = SystemClock()
         self._path = path
-        self._pipeline = load(path, env=env, allow_roots=roots, max_connections=max_connections)
+        self._pipeline = load(
+            path, env=env, allow_roots=roots, max_connections=max_connections, cache=cache
+        )
         self._meter = make_meter(pool, clock)
         self._sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
 
@@ -137,7 +142,8 @@ def run_on_ray(
     from ._pipeline import load
 
     ray = _ray()
-    load(options.pipeline, env=options.env, allow_roots=options.allow_roots)  # fail early
+    # Loaded here first, so an invalid pipeline fails before any actor starts.
+    load(options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache)
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=options.ray_address, logging_level="ERROR", log_to_driver=False)
@@ -156,6 +162,7 @@ def run_on_ray(
             pool,
             max_connections=max(64, per_actor),
             outputs=options.outputs.resolved(),  # an actor's working folder is not ours
+            cache=options.cache,  # its folder absolute: every actor shares the one store
         )
         for _ in range(min(cpus, max(1, len(todo))))
     ]

@@ -35,7 +35,8 @@ __all__ = ["EXECUTORS", "BatchOptions", "BatchSummary", "run_batch"]
 
 @dataclass
 class BatchSummary:
-    """What a batch did: cases in all, skipped (already in `--out`), run, by stop reason."""
+    """What a batch did: cases in all, skipped (already in `--out`), run, by stop reason;
+    model calls, calls answered from the answer cache, tokens."""
 
     total: int = 0
     skipped: int = 0
@@ -43,6 +44,7 @@ class BatchSummary:
     stops: Counter[str] = field(default_factory=Counter)
     failed: int = 0
     model_calls: int = 0
+    cached_calls: int = 0
     tokens: int = 0
     seconds: float = 0.0
 
@@ -52,6 +54,7 @@ class BatchSummary:
         self.failed += result.exit_code != 0
         usage = result.usage
         self.model_calls += usage["model_calls"]
+        self.cached_calls += usage.get("cached_calls") or 0
         self.tokens += usage["input_tokens"] + usage["output_tokens"]
 
     @property

@@ -88,7 +88,8 @@ async def run_case(
     except Exception as exc:  # a bug in one case must not stop the batch
         error = ConvergeError(f"the case failed: {type(exc).__name__}: {exc}")
         return error_result(case, error, pipeline.path)
-    return CaseResult(case.index, case.id, out.plain, out.exit_code)
+    calls = tuple(record.as_json() for record in out.cache_calls)
+    return CaseResult(case.index, case.id, out.plain, out.exit_code, cache_calls=calls)
 
 
 async def finished(

@@ -11,6 +11,10 @@ usage of every case together (each case keeps its pipeline's own budget too).
 `--executor local` (default) runs `--concurrency` cases (16) at once on one
 event loop; `process` runs `--concurrency` worker processes (one per CPU);
 `ray` runs async Ray actors (the `ray` extra; `--ray-address` joins a cluster).
+The answer cache (`--cache`, `--offline`, `--cache-dir`, `--config`, the
+environment) is decided once here and given to every executor alike, so all
+cases share one store; `--explain-cache` says per case, at the end, what hit
+and what missed and why (`_batch_view.CacheExplainer`, docs/cache.md).
 
 Outputs per case (`converge_dsl.batch._outputs`): `--trace DIR` writes
 `DIR/<index>.jsonl`, `--report R.html` a batch page linking `R/<index>.html`,
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
+    from converge_dsl.batch import BatchSummary
     from converge_dsl.cli import CommandIO
 
 _INPUTS_HINT = "put each case's inputs on its line of the cases file"
@@ -129,8 +134,14 @@ def _check(args: argparse.Namespace) -> None:
 
 def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
     """Run the batch; progress on stderr, the summary at the end."""
-    from converge_dsl.batch import BatchLimits, BatchOptions, CaseOutputs, run_batch
-    from converge_dsl.cli._batch_view import Progress, summary_json, summary_table
+    from converge_dsl.batch import BatchLimits, BatchOptions, CaseOutputs, CaseResult, run_batch
+    from converge_dsl.cli._batch_view import (
+        CacheExplainer,
+        Progress,
+        summary_json,
+        summary_table,
+    )
+    from converge_dsl.cli._run import cache_settings
 
     _check(args)
     outputs = CaseOutputs(
@@ -151,12 +162,22 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         ray_address=args.ray_address,
         report=args.report,
         outputs=outputs,
+        cache=cache_settings(args),
     )
     progress = Progress(io.stderr, io.style(io.stderr), io.environ, quiet=io.verbosity < 0)
+    explainer = CacheExplainer() if args.explain_cache else None
+
+    def finished(result: CaseResult, summary: BatchSummary) -> None:
+        if explainer is not None:
+            explainer.add(result)
+        progress.update(result, summary)
+
     try:
-        summary = run_batch(options, on_result=progress.update, on_start=progress.start)
+        summary = run_batch(options, on_result=finished, on_start=progress.start)
     finally:
         progress.stop()
+    if explainer is not None:
+        explainer.write(io.stderr, as_json=args.format == "json")
     if args.format == "json":
         io.stdout.write(json.dumps(summary_json(summary), indent=2) + "\n")
     else:

@@ -8,6 +8,7 @@ a terminal, plain text otherwise) or, with `--format json`, one JSON object.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -98,6 +99,7 @@ def summary_rows(summary: BatchSummary, out: Path) -> list[tuple[str, str]]:
     rows += [
         ("not converged", str(summary.failed)),
         ("model calls", str(summary.model_calls)),
+        *([("cached answers", str(summary.cached_calls))] if summary.cached_calls else []),
         ("tokens", str(summary.tokens)),
         ("seconds", f"{summary.seconds:.2f}"),
         ("cases/s", f"{rate:.1f}"),
@@ -135,6 +137,57 @@ def summary_json(summary: BatchSummary) -> dict[str, Any]:
         "stop_reasons": dict(sorted(summary.stops.items())),
         "not_converged": summary.failed,
         "model_calls": summary.model_calls,
+        "cached_calls": summary.cached_calls,
         "tokens": summary.tokens,
         "seconds": round(summary.seconds, 3),
     }
+
+
+class CacheExplainer:
+    """`--explain-cache` with `--cases`: each case's calls through the answer cache, kept as
+    the cases finish and shown in case order once the batch is done (docs/cache.md).
+
+    Human: one total line, then a block per case that missed (its misses and why); cases
+    answered wholly from the cache are in the total only. JSON: every case with its calls.
+    """
+
+    def __init__(self) -> None:
+        self._cases: list[CaseResult] = []
+
+    def add(self, result: CaseResult) -> None:
+        self._cases.append(result)
+
+    def write(self, stream: TextIO, *, as_json: bool) -> None:
+        cases = sorted(self._cases, key=lambda result: result.index)
+        if as_json:
+            document = {
+                "cases": [
+                    {"index": c.index, "id": c.id, "calls": [dict(call) for call in c.cache_calls]}
+                    for c in cases
+                ]
+            }
+            stream.write(json.dumps(document, indent=2) + "\n")
+            return
+        calls = [call for case in cases for call in case.cache_calls]
+        hits = sum(1 for call in calls if call["outcome"] == "hit")
+        stream.write(
+            f"answer cache: {len(calls)} call(s) in {len(cases)} case(s): "
+            f"{hits} hit(s), {len(calls) - hits} miss(es)\n"
+        )
+        for case in cases:
+            missed = [call for call in case.cache_calls if call["outcome"] != "hit"]
+            if not missed:
+                continue
+            named = "" if case.id is None else f" (id {json.dumps(case.id)})"
+            stream.write(
+                f"  case {case.index}{named}: {len(case.cache_calls) - len(missed)} hit(s), "
+                f"{len(missed)} miss(es)\n"
+            )
+            for call in missed:
+                stream.write(
+                    f"    miss  {call['suggestor'] or '-'} (model {call['model']}, "
+                    f"key {str(call['key'])[:16]})\n"
+                )
+                why = call.get("why")
+                if why:
+                    stream.write("".join(f"          {line}\n" for line in str(why).split("\n")))

@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from converge_dsl import codes
-from converge_dsl._file_kinds import is_evaluation, is_pack, is_pipeline, says_pipeline
+from converge_dsl._file_kinds import (
+    is_evaluation,
+    is_pack,
+    is_pipeline,
+    is_run_config,
+    says_pipeline,
+)
 from converge_dsl._files import display_name
 from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl._record import Record
@@ -30,8 +36,9 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
     the files that load and say `kind: ModelScript`, `Pack` or `PipelineTest` at the top,
     or that load as a mapping with neither `apiVersion` nor `kind`; a `pack.yaml`
     saying `kind: Pack` is kept as a pack, a `*.eval.yaml` saying `kind:
-    Evaluation` as an evaluation file. A folder with neither, or a path that
-    does not exist, is a `UsageError`.
+    Evaluation` as an evaluation file, a file saying `kind: RunConfig` as a run
+    configuration. A folder with none of them, or a path that does not exist, is a
+    `UsageError`.
     With `only_pipelines`, a file named directly is kept only when it says it is
     a converge-dsl pipeline (`says_pipeline`) or an evaluation file, as a pre-commit
     hook needs.
@@ -44,7 +51,8 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
             chosen = [
                 p
                 for p in inside
-                if p.is_file() and (is_pipeline(p) or is_pack(p) or is_evaluation(p))
+                if p.is_file()
+                and (is_pipeline(p) or is_pack(p) or is_evaluation(p) or is_run_config(p))
             ]
             if not chosen:
                 raise UsageError(
@@ -101,8 +109,12 @@ def check_paths(
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
             continue
-        if is_evaluation(path):
-            diagnostics.extend(_evaluation_diagnostics(path, roots))
+        if is_evaluation(path) or is_run_config(path):
+            diagnostics.extend(
+                _evaluation_diagnostics(path, roots)
+                if is_evaluation(path)
+                else _run_config_diagnostics(path)
+            )
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
             continue
@@ -122,6 +134,17 @@ def _evaluation_diagnostics(path: Path, roots: Sequence[Path] | None) -> list[Di
 
     try:
         read_eval_file(path, allow_roots=list(roots or ()))
+    except PipelineInvalid as exc:
+        return list(exc.diagnostics)
+    return []
+
+
+def _run_config_diagnostics(path: Path) -> list[Diagnostic]:
+    """A run configuration checked as `run --config` reads it (schema, cache mode, folder)."""
+    from converge_dsl.runtime import read_run_config
+
+    try:
+        read_run_config(path)
     except PipelineInvalid as exc:
         return list(exc.diagnostics)
     return []

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.engine import Fact, Provenance
-    from converge_dsl.runtime import AnswerCaching, RunOptions, RunOutcome
+    from converge_dsl.runtime import AnswerCaching, CacheSettings, RunOptions, RunOutcome
 
 
 _JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
@@ -146,22 +146,37 @@ def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--explain-cache",
         action="store_true",
-        help="say per model call: hit, or miss and why (on standard error)",
+        help="say per model call: hit, or miss and why (on standard error; "
+        "with --cases, per case at the end)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="RUN.yaml",
+        help="a run configuration (kind RunConfig: `cache: {mode, dir}`); "
+        "flags and environment variables win over it",
+    )
+
+
+def cache_settings(args: argparse.Namespace) -> CacheSettings:
+    """The run's (or batch's) answer cache settings: flag, environment, `--config`, default."""
+    from converge_dsl.runtime import cache_settings as decide
+    from converge_dsl.runtime import read_run_config
+
+    config = None if args.config is None else read_run_config(args.config).cache
+    return decide(
+        env=os.environ,  # the run's environment, as `RunOptions.env` reads it
+        cache=args.cache,
+        offline=args.offline,
+        explain=args.explain_cache,
+        cache_dir=args.cache_dir,
+        config=config,
     )
 
 
 def caching(args: argparse.Namespace, io: CommandIO) -> AnswerCaching | None:
-    """The run's answer caching from the command line and the environment."""
-    from converge_dsl.runtime import caching_from
-
-    return caching_from(
-        flag=args.cache or args.explain_cache,
-        offline=args.offline,
-        cache_dir=args.cache_dir,
-        env=os.environ,  # the run's environment, as `RunOptions.env` reads it
-        warn=lambda line: io.stderr.write(line + "\n"),
-        explain=args.explain_cache,
-    )
+    """The run's answer caching from the command line, the environment and `--config`."""
+    return cache_settings(args).caching(lambda line: io.stderr.write(line + "\n"))
 
 
 def explain_cache(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:
@@ -497,13 +512,6 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
 
     if args.cases is not None:
         from converge_dsl.cli._batch import execute_batch
-
-        if args.cache or args.offline or args.explain_cache or args.cache_dir is not None:
-            raise UsageError(
-                "--cache, --offline, --cache-dir and --explain-cache apply to a single run",
-                hint="a batch (--cases) uses the answer cache when CONVERGE_DSL_CACHE_MODE "
-                "says so, in the folder CONVERGE_DSL_CACHE names (docs/cache.md)",
-            )
 
         return execute_batch(args, io)
     human = args.format == "human"

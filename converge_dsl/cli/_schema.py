@@ -1,7 +1,7 @@
 """`converge-dsl schema NAME`: print a published JSON Schema.
 
 NAME is one of pipeline, pack, model-script, run-result, trace-event,
-pipeline-test, eval (the
+pipeline-test, eval, run-config (the
 file `schemas/<NAME>.v1.json` shipped with converge-dsl). The pipeline schema
 is the one `validate` applies: with suggestor kinds installed from other
 distributions (entry points `converge_dsl.kinds`), the shipped one composed
@@ -15,7 +15,16 @@ import argparse
 from converge_dsl.cli import EXIT_OK, CommandIO
 from converge_dsl.errors import UsageError
 
-NAMES = ("pipeline", "pack", "model-script", "run-result", "trace-event", "pipeline-test", "eval")
+NAMES = (
+    "pipeline",
+    "pack",
+    "model-script",
+    "run-result",
+    "trace-event",
+    "pipeline-test",
+    "eval",
+    "run-config",
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

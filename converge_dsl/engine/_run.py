@@ -144,7 +144,7 @@ class Run:
         accepted = self._accepted(dirty, cycle)
         if not accepted and not state.promoted:
             self._converge()
-        usage_stop = state.usage.exhausted(reached=True)
+        usage_stop = state.usage.stop_before_cycle()
         if accepted and usage_stop is not None:
             raise Stop(usage_stop)
         if log.enabled:

@@ -189,6 +189,7 @@ class UsageMeter:
     __slots__ = (
         "_budget",
         "_by",
+        "_cache_ahead",
         "_calls",
         "_clock",
         "_deadline",
@@ -217,7 +218,19 @@ class UsageMeter:
         self._calls = self._input = self._output = 0
         self._held_calls = self._held_tokens = 0
         self._freed: asyncio.Event | None = None
+        self._cache_ahead = False
         self.restore(start or UsageTotals())
+
+    def answers_from_cache(self) -> None:
+        """The run's models answer from the answer cache, whose answers need no budget: a
+        cycle starts even once usage has reached a limit (`stop_before_cycle`), and the run
+        stops at the end of a cycle in which a call was refused."""
+        self._cache_ahead = True
+
+    def stop_before_cycle(self) -> StopReason | None:
+        """The budget stop reason before a cycle with candidates starts: usage has reached a
+        limit (None with an answer cache ahead of the models, see `answers_from_cache`)."""
+        return None if self._cache_ahead else self.exhausted(reached=True)
 
     def begin(self, started: float) -> None:
         """Start a run at clock time `started`: the deadline is `started + max_wall_s`."""

@@ -37,6 +37,8 @@ Public surface:
   (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
   pipeline lacks, and `bound_template_reads(facts, path, body, use)`, its reads against
   the pipeline suggestor that binds it
+- run configurations (`run --config FILE`, kind `RunConfig`): `read_run_config(path)` ->
+  `RunConfig`, its `cache:` a `CacheConfig` (located diagnostics in `PipelineInvalid`)
 - renderers: `render_human`, `render_json`, `render_github`, `render_sarif`, `summary_line`,
   `terminal_safe`; `SourceTexts`, the file texts `render_human` reads excerpts from;
   `cap(diagnostics)` -> the first `MAX_PER_CODE` of each code and `Omitted` counts of the rest
@@ -66,6 +68,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._model_specs import *  # noqa: F403
     from converge_dsl.frontend._registry import *  # noqa: F403
     from converge_dsl.frontend._render import *  # noqa: F403
+    from converge_dsl.frontend._run_config import *  # noqa: F403
     from converge_dsl.frontend._sarif import *  # noqa: F403
     from converge_dsl.frontend._schema import *  # noqa: F403
     from converge_dsl.frontend._semantic import *  # noqa: F403
@@ -133,6 +136,7 @@ else:
                 "summary_line",
                 "terminal_safe",
             ),
+            "converge_dsl.frontend._run_config": ("CacheConfig", "RunConfig", "read_run_config"),
             "converge_dsl.frontend._sarif": ("render_sarif",),
             "converge_dsl.frontend._schema": ("pipeline_schema", "schema_diagnostics"),
             "converge_dsl.frontend._semantic": ("CHECKS",),

@@ -11,8 +11,12 @@ same way (docs/architecture.md §7, §8):
   (it reached a model all the same);
 - a model that refuses a retry for the run's budget (`E_BUDGET_EXHAUSTED`)
   ends the call with no answer, and the meter learns which budget stops the run;
-- an answer from the answer cache (`CALL_NOTE` marked cached by `caching`) gives
-  its reservation back: it counts toward no budget.
+- the answer cache is asked first (`cached_answer`, through the wrappers): a hit
+  is answered with no reservation at all, so it counts toward no budget and is
+  given even once a budget is spent; a miss is reserved as above and not looked
+  up again (`CACHE_PROBE`), so the budget stays exact for the calls that reach a
+  model. An answer the cache gives without that probe (`CALL_NOTE` marked
+  cached) gives its reservation back.
 A server that ignores the cap can answer with more output tokens than the cap:
 the call's `overshoot` says by how many, for the caller to report.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from converge_dsl.models._call_note import CALL_NOTE, CallNote
+from converge_dsl.models._call_note import CACHE_PROBE, CALL_NOTE, CacheProbe, CallNote
 from converge_dsl.models._common import estimate_tokens, request_text
 from converge_dsl.models.port import (
     Model,
@@ -31,6 +35,7 @@ from converge_dsl.models.port import (
     ModelRequest,
     ModelReturn,
     Usage,
+    cached_answer,
 )
 
 
@@ -95,6 +100,9 @@ async def metered_call(
     """
     if meter is None:
         return Metered(await model.call(request), request.max_tokens)
+    hit = cached_answer(model, request)
+    if hit is not None:
+        return await _unreserved(model, request, hit)
     estimate = (
         estimate_tokens(request_text(request)) if tokens_estimate is None else tokens_estimate
     )
@@ -106,9 +114,13 @@ async def metered_call(
         request = replace(request, max_tokens=reservation.max_tokens)
     note = CallNote()
     token = CALL_NOTE.set(note)
+    probed = CACHE_PROBE.set(CacheProbe(request, None))  # looked up above: a miss
     try:
         answer = await model.call(request)
     except ModelError as exc:
+        if exc.code is ModelErrorCode.CACHE_MISS:  # `--offline`: nothing reached a model
+            reservation.release()
+            raise
         reservation.settle()
         if exc.code is not ModelErrorCode.BUDGET_EXHAUSTED:
             raise
@@ -118,9 +130,23 @@ async def metered_call(
         reservation.settle()
         raise
     finally:
+        CACHE_PROBE.reset(probed)
         CALL_NOTE.reset(token)
     if note.cached:
         reservation.release()
         return Metered(answer, reservation.max_tokens, 0, cached=True)
     overshoot = reservation.settle(answer.usage)
     return Metered(answer, reservation.max_tokens, overshoot)
+
+
+async def _unreserved(model: Model, request: ModelRequest, hit: ModelReturn) -> Metered:
+    """The call of `request` that the cache answers with `hit`, through every wrapper (so
+    the trace and the report see a cached call), holding no reservation."""
+    token = CALL_NOTE.set(CallNote())
+    probed = CACHE_PROBE.set(CacheProbe(request, hit))
+    try:
+        answer = await model.call(request)
+    finally:
+        CACHE_PROBE.reset(probed)
+        CALL_NOTE.reset(token)
+    return Metered(answer, request.max_tokens, 0, cached=True)

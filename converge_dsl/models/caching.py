@@ -11,8 +11,10 @@ and is returned as it is: caching it would only hide an edit of its script.
 
 A hit returns the stored `ModelReturn` exactly as the wrapped model returned
 it (its text replayed as one increment to a streaming caller) and marks the
-call's `CALL_NOTE` as cached: the metered call gives its reservation back (a
-cached answer counts toward no budget) and the traced call says `cached`. A
+call's `CALL_NOTE` as cached: the traced call says `cached`. A cached answer
+counts toward no budget: the metered call asks `cached_answer(req)` before it
+reserves anything and, on a hit, makes the call unreserved; the cache then
+answers it from that look-up (`CACHE_PROBE`), and a miss is not looked up twice. A
 row that fails its check (`answer_store.verify`) or a store that cannot be
 read is a miss and a warning (CD974), never an answer. An offline miss is a
 `CacheMiss` (CD973) naming the suggestor, with a diff against the nearest
@@ -34,7 +36,7 @@ from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.engine.types import canonical_json
 from converge_dsl.models._answer_key import answer_key, model_request_json
-from converge_dsl.models._call_note import mark_cached
+from converge_dsl.models._call_note import CACHE_PROBE, mark_cached
 from converge_dsl.models._common import emit_increments, return_from_json, return_to_json
 from converge_dsl.models.answer_store import AnswerStore, CacheRow, CacheStoreError, verify
 from converge_dsl.models.port import (
@@ -277,6 +279,21 @@ class CachedModel(ModelWrapper):
             on_early_call,
         )
 
+    def cached_answer(self, req: ModelRequest) -> ModelReturn | None:
+        """The verified cached answer to `req` (None: a miss), asked before a call is
+        reserved; the call that follows is counted as a hit or a miss, not this look-up."""
+        return self._answer(answer_key(MODEL_KIND, self._identity, model_request_json(req)))
+
+    def _answer(self, key: str) -> ModelReturn | None:
+        row = self._cache.lookup(key)
+        if row is None:
+            return None
+        try:
+            return return_from_json(json.loads(row.value))
+        except (ValueError, KeyError, TypeError) as exc:
+            self._cache.warn(f"cached answer {key[:16]} is not used: {exc}")
+            return None
+
     async def _cached(
         self,
         req: ModelRequest,
@@ -287,21 +304,18 @@ class CachedModel(ModelWrapper):
         cache = self._cache
         request = model_request_json(req)
         key = answer_key(MODEL_KIND, self._identity, request)
-        row = cache.lookup(key)
-        if row is not None:
-            try:
-                answer = return_from_json(json.loads(row.value))
-            except (ValueError, KeyError, TypeError) as exc:
-                cache.warn(f"cached answer {key[:16]} is not used: {exc}")
-            else:
-                cache.record(CallRecord(req.suggestor, self._name, key, "hit"))
-                mark_cached()
-                if on_increment is not None:
-                    emit_increments(answer.text, on_increment)
-                if on_early_call is not None:  # every early call is one of the answer's
-                    for tool_call in answer.tool_calls:
-                        on_early_call(tool_call)
-                return answer
+        probe = CACHE_PROBE.get()
+        # Looked up just before the call was reserved (or not, for a hit): not again.
+        answer = probe.answer if probe is not None and probe.request is req else self._answer(key)
+        if answer is not None:
+            cache.record(CallRecord(req.suggestor, self._name, key, "hit"))
+            mark_cached()
+            if on_increment is not None:
+                emit_increments(answer.text, on_increment)
+            if on_early_call is not None:  # every early call is one of the answer's
+                for tool_call in answer.tool_calls:
+                    on_early_call(tool_call)
+            return answer
         why = (
             cache.nearest(self._identity_json, request, req.suggestor)
             if cache.offline or cache.explain

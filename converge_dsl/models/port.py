@@ -264,6 +264,13 @@ class ModelDefaults:
         return None
 
 
+def cached_answer(model: Model, req: ModelRequest) -> ModelReturn | None:
+    """`model.cached_answer(req)` when it has one (a cache, or a wrapper around one), else None."""
+    probe = getattr(model, "cached_answer", None)
+    answer = probe(req) if callable(probe) else None
+    return answer if isinstance(answer, ModelReturn) else None
+
+
 class ModelWrapper(ModelDefaults):
     """A model around another (`_inner`, set by the subclass): accounts and closing are the
     inner model's; a wrapper (recording, caching, tracing) overrides the calls it changes."""
@@ -278,6 +285,11 @@ class ModelWrapper(ModelDefaults):
 
     def select_account(self, label: str) -> None:
         self._inner.select_account(label)
+
+    def cached_answer(self, req: ModelRequest) -> ModelReturn | None:
+        """The answer cache's answer to `req` under this wrapper, asked before a call is
+        reserved (None: a miss, or no cache under it)."""
+        return cached_answer(self._inner, req)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -25,7 +25,12 @@ Public surface:
 - `AnswerCaching` (a run's answer cache: its store, mode, offline; `RunPlan.answers`,
   `RunOptions.answers`), `caching_from(flag=, offline=, cache_dir=, env=)` (from
   `--cache`/`--offline`/`--cache-dir` and the cache mode variable; docs/cache.md) and
-  `cache_folder(cache_dir, env)` (where the store lives).
+  `cache_folder(cache_dir, env)` (where the store lives); `CacheSettings` (the same
+  decision as plain values that pickle: a batch's workers open their own store from it)
+  and `cache_settings(env=, cache=, offline=, explain=, cache_dir=, config=)` (flag, then
+  environment, then run configuration, then default).
+- `read_run_config(path)` -> `RunConfig` (`run --config FILE`: kind `RunConfig`, its
+  `cache:` a `CacheConfig`; located diagnostics in `PipelineInvalid`), the front end's.
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
@@ -50,7 +55,15 @@ Public surface:
 
 from __future__ import annotations
 
-from ._answer_cache import AnswerCaching, cache_folder, caching_from
+from converge_dsl.frontend import CacheConfig, RunConfig, read_run_config
+
+from ._answer_cache import (
+    AnswerCaching,
+    CacheSettings,
+    cache_folder,
+    cache_settings,
+    caching_from,
+)
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
@@ -93,6 +106,8 @@ __all__ = [
     "REPORT_MARK",
     "SUGGESTOR_KINDS",
     "AnswerCaching",
+    "CacheConfig",
+    "CacheSettings",
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",
@@ -110,6 +125,7 @@ __all__ = [
     "RecordSink",
     "ReportSink",
     "ResultSink",
+    "RunConfig",
     "RunOptions",
     "RunOutcome",
     "RunPlan",
@@ -126,6 +142,7 @@ __all__ = [
     "build_engine",
     "build_models",
     "cache_folder",
+    "cache_settings",
     "caching_from",
     "check_outputs",
     "check_report_output",
@@ -137,6 +154,7 @@ __all__ = [
     "not_run_document",
     "outcome",
     "pipeline_digest",
+    "read_run_config",
     "read_trace",
     "render_report",
     "run_error_diagnostic",

@@ -3,14 +3,24 @@
 `AnswerCaching` says which store a run reads and writes and how (`mode`,
 `offline`); the assembly opens one `models.caching.AnswerCache` per run from
 it, so each run (a batch case, a test case) counts its own hits while all of
-them share one store. `caching_from(...)` decides it from the command line and
-the environment: `--offline` reads only and never calls; `--cache` reads and
-writes (or reads only when `CONVERGE_DSL_CACHE_MODE=read-only`); without
-either, `CONVERGE_DSL_CACHE_MODE` decides, and when it is unset the cache is
-off (the default of `run`, `batch`, `test` and the Python API: a cached
-answer for a sampled request is a choice the user makes). `--cache-dir`
-(else the `answers` folder of `CONVERGE_DSL_CACHE`, the cache root the compile
-cache uses too, else of the user cache folder) says where.
+them share one store. `CacheSettings` is the same decision before any store is
+opened: plain values (mode, folder, offline, explain) that pickle, so a batch
+decides once and every executor's workers (processes, Ray actors) open their
+own connection to the same folder with the same settings.
+
+`cache_settings(...)` decides, for each of the mode and the folder, by the
+first layer that says it: a command-line flag, then an environment variable,
+then the run configuration (`--config FILE`, `frontend.read_run_config`), then the default.
+- mode: `--offline` (read-only, a miss is an error) or `--cache` (read-write);
+  else `CONVERGE_DSL_CACHE_MODE`; else the configuration's `cache.mode`; else
+  off (the default of `run`, `batch`, `test` and the Python API: a cached
+  answer for a sampled request is a choice the user makes). `--explain-cache`
+  keeps the mode the other layers give and turns the cache on (read-write)
+  where they leave it off.
+- folder: `--cache-dir`; else the `answers` folder of `CONVERGE_DSL_CACHE` (the
+  cache root the compile cache uses too); else the configuration's
+  `cache.dir`; else the `answers` folder of the user cache folder.
+`caching_from(...)` is the same without a configuration, opened at once.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from pathlib import Path
 from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.errors import UsageError
+from converge_dsl.frontend import CacheConfig
 from converge_dsl.models.answer_store import AnswerStore, SqliteAnswerStore, default_cache_dir
 from converge_dsl.models.caching import CACHE_MODES, AnswerCache, CacheMode
 
@@ -79,6 +90,57 @@ def cache_folder(cache_dir: Path | None, env: Mapping[str, str]) -> Path:
     return Path(named) / "answers" if named else default_cache_dir()
 
 
+@dataclass(frozen=True)
+class CacheSettings:
+    """Where and how a run's model calls are cached, decided once (see the module
+    docstring); `folder` is absolute, so a worker in another working folder finds it."""
+
+    mode: CacheMode = "off"
+    folder: Path = Path()
+    offline: bool = False
+    explain: bool = False
+
+    def caching(self, warn: Callable[[str], object] | None = None) -> AnswerCaching | None:
+        """The store opened from these settings (None when the cache is off)."""
+        if self.mode == "off":
+            return None
+        return AnswerCaching(
+            SqliteAnswerStore(self.folder),
+            mode=self.mode,
+            offline=self.offline,
+            warn=warn,
+            explain=self.explain,
+        )
+
+
+def cache_settings(
+    *,
+    env: Mapping[str, str],
+    cache: bool = False,
+    offline: bool = False,
+    explain: bool = False,
+    cache_dir: Path | None = None,
+    config: CacheConfig | None = None,
+) -> CacheSettings:
+    """The run's cache settings: flag, then environment, then configuration, then default."""
+    said = config or CacheConfig()
+    from_env = cache_mode(env)  # a value that is no mode is refused, whatever a flag says
+    mode: CacheMode
+    if offline:
+        mode = "read-only"
+    elif cache:
+        mode = "read-write"
+    else:
+        mode = from_env or said.mode or "off"
+        if explain and mode == "off":
+            mode = "read-write"
+    if cache_dir is None and not env.get(DIR_VARIABLE, "").strip() and said.folder is not None:
+        folder = said.folder
+    else:
+        folder = cache_folder(cache_dir, env)
+    return CacheSettings(mode, folder.absolute(), offline=offline, explain=explain)
+
+
 def caching_from(
     *,
     flag: bool,
@@ -89,17 +151,7 @@ def caching_from(
     explain: bool = False,
 ) -> AnswerCaching | None:
     """The run's caching from `--cache`/`--offline`/`--cache-dir` and the environment."""
-    mode = cache_mode(env)
-    if offline:
-        mode = "read-only"
-    elif flag:
-        mode = "read-only" if mode == "read-only" else "read-write"
-    if mode is None or mode == "off":
-        return None
-    return AnswerCaching(
-        SqliteAnswerStore(cache_folder(cache_dir, env)),
-        mode=mode,
-        offline=offline,
-        warn=warn,
-        explain=explain,
+    settings = cache_settings(
+        env=env, cache=flag, offline=offline, explain=explain, cache_dir=cache_dir
     )
+    return settings.caching(warn)

@@ -256,6 +256,7 @@ def _cached(
     built = plan.models(settings, meter.allow_attempt)
     if answers is None:
         return built
+    meter.answers_from_cache()  # a reached budget stops the run only when a call is refused
     return {name: answers.wrap(name, model) for name, model in built.items()}
 
 

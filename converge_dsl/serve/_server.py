@@ -79,6 +79,7 @@ def prepare(options: ServeOptions) -> Prepared:
     """Load and check everything before binding (see the module docstring)."""
     from converge_dsl.batch import load
     from converge_dsl.models import redact_text
+    from converge_dsl.runtime import CacheSettings
 
     from ._app import HttpLimits, build_app
 
@@ -96,7 +97,9 @@ def prepare(options: ServeOptions) -> Prepared:
     invalid: list[Diagnostic] = []
     for path in options.pipelines:
         try:
-            pipeline = load(path)
+            # Never the answer cache, whatever the environment says (docs/cache.md): a
+            # server's stored answer to a sampled request would be served to everyone.
+            pipeline = load(path, cache=CacheSettings(mode="off"))
             pipeline.key_schemas  # noqa: B018 (compiled now: a bad schema stops the start)
         except PipelineInvalid as exc:  # every file is checked: all their problems at once
             invalid.extend(exc.diagnostics)

@@ -83,7 +83,9 @@ def test_an_unknown_key_is_cd977(tmp_path: Path) -> None:
     assert err.startswith("error: answer cache [CD977]: no entry has a key starting 'ffff'")
 
 
-def test_a_batch_takes_the_cache_from_the_environment_not_the_flags(tmp_path: Path) -> None:
+def test_a_batch_takes_the_cache_flags(tmp_path: Path) -> None:
+    """The flags reach the batch (tests/batch/test_batch_cache.py runs them against a server):
+    scripted models are never cached, so the cache is opened and stays empty."""
     cases = tmp_path / "cases.jsonl"
     cases.write_text("{}\n", encoding="utf-8")
     code, _, err = cli(
@@ -94,6 +96,10 @@ def test_a_batch_takes_the_cache_from_the_environment_not_the_flags(tmp_path: Pa
         "--out",
         tmp_path / "o",
         "--cache",
+        "--cache-dir",
+        tmp_path / "answers",
+        "--explain-cache",
     )
-    assert code == 3
-    assert "--cache, --offline, --cache-dir and --explain-cache apply to a single run" in err
+    assert code == 0, err
+    assert "answer cache: 0 call(s) in 1 case(s): 0 hit(s), 0 miss(es)" in err
+    assert (tmp_path / "answers" / "answers.sqlite3").exists()

@@ -22,7 +22,7 @@ from converge_dsl.models.answer_store import (
 )
 from converge_dsl.models.caching import AnswerCache, CachedModel, CacheMiss
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
-from converge_dsl.models.port import Message, Usage
+from converge_dsl.models.port import Message, ModelWrapper, Usage
 
 from ._helpers import KEYS, http_model
 
@@ -171,6 +171,14 @@ def test_an_offline_miss_names_the_suggestor_and_shows_a_diff() -> None:
     assert caught.value.diagnostic_code == "CD973"
 
 
+def test_an_offline_miss_counts_toward_no_budget() -> None:
+    offline, _ = cache(mode="read-only", offline=True)
+    meter = UsageMeter(Budget(max_model_calls=3))
+    with pytest.raises(CacheMiss):
+        asyncio.run(metered_call(offline.wrap("remote", Counting()), request(), meter))
+    assert meter.totals.model_calls == 0
+
+
 def test_a_model_that_says_not_who_it_is_is_not_cached() -> None:
     answers, _ = cache()
     plain = ModelDefaults()
@@ -183,8 +191,7 @@ def test_a_model_that_says_not_who_it_is_is_not_cached() -> None:
 def test_a_cached_answer_counts_toward_no_budget() -> None:
     answers, _ = cache()
     model = answers.wrap("remote", Counting())
-    # A call needs room for one more call to be asked at all (docs/cache.md); once
-    # answered from the cache its reservation is given back, so cached calls never add up.
+    # A hit is answered before anything is reserved (docs/cache.md): cached calls never add up.
     meter = UsageMeter(Budget(max_model_calls=2))
     first = asyncio.run(metered_call(model, request(), meter))
     again = [asyncio.run(metered_call(model, request(), meter)) for _ in range(5)]
@@ -193,6 +200,71 @@ def test_a_cached_answer_counts_toward_no_budget() -> None:
     assert all(m is not None and m.cached for m in again)
     assert meter.totals.model_calls == 1
     assert meter.totals.tokens == 10
+
+
+class Wrapped(ModelWrapper):
+    """A wrapper as the run puts around the cache (tracing, recording): it passes calls on."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def model_id(self) -> str:
+        return self._inner.model_id()  # type: ignore[no-any-return]
+
+    async def call(self, req: ModelRequest) -> ModelReturn:
+        return await self._inner.call(req)  # type: ignore[no-any-return]
+
+
+def test_a_hit_needs_no_room_in_a_spent_call_budget() -> None:
+    answers, _ = cache()
+    inner = Counting()
+    model = Wrapped(answers.wrap("remote", inner))
+    meter = UsageMeter(Budget(max_model_calls=1))
+
+    async def calls() -> list[Any]:
+        return [
+            await metered_call(model, request("tea"), meter),  # a miss: the one call allowed
+            await metered_call(model, request("coffee"), meter),  # a miss: refused
+            await metered_call(model, request("tea"), meter),  # a hit: needs no reservation
+            await metered_call(model, request("tea"), meter),
+        ]
+
+    first, refused, *hits = asyncio.run(calls())
+    assert first is not None
+    assert not first.cached
+    assert refused is None
+    assert all(hit is not None and hit.cached and hit.answer.text == "answer 1" for hit in hits)
+    assert inner.calls == 1
+    assert meter.totals.model_calls == 1
+    assert answers.hits == 2
+    assert [r.outcome for r in answers.records] == ["miss", "hit", "hit"]  # refused: not asked
+
+
+def test_misses_stay_within_the_call_budget_under_concurrency() -> None:
+    answers, _ = cache()
+
+    class Slow(Counting):
+        async def call(self, req: ModelRequest) -> ModelReturn:
+            await asyncio.sleep(0.01)  # every miss in flight at once
+            return await super().call(req)
+
+    inner = Slow()
+    model = Wrapped(answers.wrap("remote", inner))
+    meter = UsageMeter(Budget(max_model_calls=5))
+
+    async def calls() -> list[Any]:
+        cached = await metered_call(model, request("cached"), meter)
+        assert cached is not None
+        wanted = [request(f"miss {n}") if n % 2 else request("cached") for n in range(40)]
+        return await asyncio.gather(*(metered_call(model, r, meter) for r in wanted))
+
+    done = asyncio.run(calls())
+    hits = [m for m in done[0::2] if m is not None and m.cached]
+    misses = [m for m in done[1::2] if m is not None]
+    assert len(hits) == 20  # every hit answered, none reserved
+    assert len(misses) == 4  # the budget's 5 calls less the first
+    assert inner.calls == 5
+    assert meter.totals.model_calls == 5
 
 
 def test_a_streaming_hit_hands_its_text_over_as_increments() -> None:

@@ -50,6 +50,7 @@ PIPELINE = """\
 apiVersion: converge-dsl/v1
 kind: Pipeline
 name: chain
+budget: {{max_model_calls: {calls}}}
 keys: [{{name: drafts}}, {{name: reviews}}]
 models:
   remote:
@@ -65,7 +66,7 @@ suggestors:
     model: remote
     dependencies: [seeds]
     target: hypotheses
-    prompt: {{user: "step-a: say one word about {{{{ facts.seeds[0].content }}}}"}}
+    prompt: {{user: "step-a{edit}: say one word about {{{{ facts.seeds[0].content }}}}"}}
     output: {{format: text, id: a}}
   - name: ask-b
     kind: llm
@@ -85,6 +86,10 @@ suggestors:
 
 
 USAGE = re.compile(r'"usage": \{[^}]*\}')
+
+
+def chain(url: str, *, version: str, edit: str = "", calls: int = 20) -> str:
+    return PIPELINE.format(url=url, version=version, edit=edit, calls=calls)
 
 
 def cli(*argv: str | Path) -> tuple[int, str, str]:
@@ -110,7 +115,7 @@ def test_rerunning_calls_only_what_changed(tmp_path: Path, monkeypatch: pytest.M
     cache_dir = tmp_path / "answers"
     with running_fakellm(tmp_path, RULES) as url:
         pipeline = tmp_path / "chain.yaml"
-        pipeline.write_text(PIPELINE.format(url=url, version="first"), encoding="utf-8")
+        pipeline.write_text(chain(url, version="first"), encoding="utf-8")
         flags = ("--format", "json", "--cache", "--cache-dir", cache_dir)
 
         code, first, _ = cli("run", pipeline, *flags)
@@ -144,7 +149,7 @@ def test_rerunning_calls_only_what_changed(tmp_path: Path, monkeypatch: pytest.M
         assert len(USAGE.findall(first)) == 1
         assert without_usage(second) == without_usage(first)
 
-        pipeline.write_text(PIPELINE.format(url=url, version="second"), encoding="utf-8")
+        pipeline.write_text(chain(url, version="second"), encoding="utf-8")
         code, third, err = cli("run", pipeline, *flags, "--explain-cache")
         assert code == 0
         assert counts(url) == {"a": 1, "b-one": 1, "b-two": 1, "c": 2}
@@ -170,3 +175,25 @@ def test_rerunning_calls_only_what_changed(tmp_path: Path, monkeypatch: pytest.M
     assert "chain.yaml:" in err  # located at the suggestor
     assert '-          "text": "step-c: review Beta one"' in err
     assert '+          "text": "step-c: review Beta two"' in err
+
+
+def test_a_spent_call_budget_still_takes_cached_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ask-a's prompt changes (one request), its answer does not: ask-b and ask-c ask what they
+    asked before. Under max_model_calls 1, the one call is ask-a's; the others need none."""
+    monkeypatch.setenv("CACHE_TEST_KEY", "sk-cache-test-0123456789")
+    monkeypatch.delenv("CONVERGE_DSL_CACHE_MODE", raising=False)
+    flags = ("--format", "json", "--cache", "--cache-dir", tmp_path / "answers")
+    with running_fakellm(tmp_path, RULES) as url:
+        pipeline = tmp_path / "chain.yaml"
+        pipeline.write_text(chain(url, version="first"), encoding="utf-8")
+        assert cli("run", pipeline, *flags)[0] == 0
+        pipeline.write_text(chain(url, version="first", edit=" now", calls=1), encoding="utf-8")
+        code, out, _ = cli("run", pipeline, *flags)
+        assert counts(url) == {"a": 2, "b-one": 1, "c": 1}
+    result = json.loads(out)
+    assert (code, result["stop_reason"]) == (0, "converged")
+    assert result["usage"]["model_calls"] == 1
+    assert result["usage"]["cached_calls"] == 2
+    assert result["facts"]["reviews"][0]["content"] == "Gamma"

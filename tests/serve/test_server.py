@@ -40,3 +40,13 @@ def test_two_pipelines_of_one_name(tmp_path: Path) -> None:
     copy.write_text((DATA / "gated.yaml").read_text())
     with pytest.raises(ServeRefused, match=r"serve \[CD994\]: pipelines .* are both named 'gated'"):
         prepare(ServeOptions([DATA / "gated.yaml", copy], state=tmp_path / "s"))
+
+
+def test_a_server_never_uses_the_answer_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/cache.md: `serve` is off whatever the environment says."""
+    monkeypatch.setenv("CONVERGE_DSL_CACHE_MODE", "read-write")
+    monkeypatch.setenv("CONVERGE_DSL_CACHE", str(tmp_path / "cache"))
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "s"))
+    assert [p.cache.mode for p in prepared.service.pipelines.values()] == ["off"]
