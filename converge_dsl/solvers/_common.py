@@ -215,6 +215,18 @@ class BaseSolver:
             # A plan so malformed that the invariants cannot even be read.
             return (PlanCheck("plan-well-formed", False, True, f"malformed plan: {exc!r}"),)
 
+    def solve_valid(self, problem: JsonObject) -> SolverPlan:
+        """`solve` of a plain JSON problem its caller has just checked against
+        `input_schema()` (the pack suggestor does): not copied, not checked again."""
+        return self._solve(problem)
+
+    def check_valid(self, problem: JsonObject, plan: Mapping[str, Any]) -> tuple[PlanCheck, ...]:
+        """`check` of a problem as `solve_valid` takes it."""
+        try:
+            return self._check(problem, thaw(plan))
+        except (KeyError, TypeError, ValueError) as exc:
+            return (PlanCheck("plan-well-formed", False, True, f"malformed plan: {exc!r}"),)
+
     def _solve(self, problem: JsonObject) -> SolverPlan:
         raise NotImplementedError
 
