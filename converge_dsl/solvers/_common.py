@@ -19,8 +19,6 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-import jsonschema
-
 from converge_dsl.diagnostics import did_you_mean, format_path
 from converge_dsl.sandbox import fast_validator, python_validator
 from converge_dsl.solvers._protocol import PlanCheck, SolverError, SolverPlan
@@ -82,7 +80,7 @@ def _validate(validators: tuple[Any, Any], problem: Any) -> None:
     fast, thorough = validators
     if fast.is_valid(problem):
         return
-    error = jsonschema.exceptions.best_match(thorough.iter_errors(problem))
+    error = thorough.best_error(problem)
     if error is None:
         return
     if error.validator in ("oneOf", "anyOf"):
