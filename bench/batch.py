@@ -18,9 +18,11 @@
   process) answering after 100 ms, `local` executor at concurrency 100:
   ideal = 500 x 2 x 0.1 s / 100 = 1 s.
 
-Prints one line per figure and last (one line):
+Prints one line per figure, each with the one-minute load average when it was
+measured, and last (one line; L the load average then):
 
-    cases/s local: A  process: B  ray: C  compile-once speed-up: D  latency-bound efficiency: E
+    cases/s local: A  process: B  ray: C  compile-once speed-up: D
+    latency-bound efficiency: E  (load L)
 
 Usage: python bench/batch.py [--cases N] [--processes N] [--latency-cases N] [--no-ray]
 (smaller sizes are for a smoke test; the figures of record use the defaults).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -61,6 +64,12 @@ suggestors:
     prompt: {{user: "second"}}
     output: {{format: text, id: second}}
 """
+
+
+def load_average() -> str:
+    """The one-minute load average now, to print beside a figure (a loaded machine
+    changes wall rates far more than CPU times or ratios)."""
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def _cases(folder: Path, count: int) -> Path:
@@ -109,7 +118,10 @@ def _speed_up(folder: Path, count: int) -> float:
         capture_output=True,
     )
     batch = time.perf_counter() - started
-    print(f"{count} separate processes: {separate:.1f} s  one batch: {batch:.2f} s")
+    print(
+        f"{count} separate processes: {separate:.1f} s  one batch: {batch:.2f} s  "
+        f"({load_average()})"
+    )
     return separate / batch
 
 
@@ -135,7 +147,10 @@ def _efficiency(folder: Path, count: int, concurrency: int = 100, latency: float
         server.wait()
     measured = count / rate
     ideal = count * 2 * latency / concurrency
-    print(f"latency-bound: {count} cases in {measured:.2f} s (ideal {ideal:.2f} s)")
+    print(
+        f"latency-bound: {count} cases in {measured:.2f} s (ideal {ideal:.2f} s)  "
+        f"({load_average()})"
+    )
     return ideal / measured
 
 
@@ -159,13 +174,15 @@ def main() -> None:
             whose = "per case" if executor == "local" else "of the parent per case"
             print(
                 f"{executor}: {args.cases} cases, {rate:.1f} cases/s, "
-                f"CPU {whose} {cpu * 1e6:.0f} us"
+                f"CPU {whose} {cpu * 1e6:.0f} us  ({load_average()})",
+                flush=True,
             )
         speed_up = _speed_up(folder, args.processes)
         efficiency = _efficiency(folder, args.latency_cases)
     print(
         f"cases/s local: {rates['local']}  process: {rates['process']}  ray: {rates['ray']}  "
-        f"compile-once speed-up: {speed_up:.1f}  latency-bound efficiency: {efficiency:.2f}"
+        f"compile-once speed-up: {speed_up:.1f}  latency-bound efficiency: {efficiency:.2f}  "
+        f"({load_average()})"
     )
 
 

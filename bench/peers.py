@@ -33,12 +33,12 @@ collection before each run and none forced during it. The figures of record
 are ratios to a baseline measured in the same run (the floor, LangGraph, one
 loopback latency, `python -c pass`), so they hold on a loaded machine.
 
-Prints one line per comparison, the chain growth exponent from 1k to 10k,
-and last (one line):
+Prints one line per comparison, each with the one-minute load average when
+it was measured, the chain growth exponent from 1k to 10k, and last (one line):
 
     chain10k/langgraph: A  fan10k/langgraph: B  calls50/latency: C
     calls200/latency: D  validate-small/python-startup: E  chain1k engine/floor: F
-    chain1k api/floor: G  facts engine/floor: H  batch cases/s local: I  process: J
+    chain1k api/floor: G  facts engine/floor: H  batch cases/s local: I  process: J  (load L)
 
 (I and J: `bench/batch.py`'s cases per second, 2,000 support-triage cases.)
 
@@ -67,6 +67,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from batch import load_average  # noqa: E402
 from floor import Floor, assert_same  # noqa: E402
 from shapes import calls_yaml, chain_yaml, facts_yaml, fan_yaml  # noqa: E402
 
@@ -467,7 +468,7 @@ def validate_vs_startup(repeats: int) -> tuple[Path, float, float]:
 def _line(label: str, ours: float, theirs: float, unit: str = "s", scale: float = 1.0) -> str:
     return (
         f"{label}: ours {ours * scale:.3f} {unit}  langgraph {theirs * scale:.3f} {unit}  "
-        f"ratio {ours / theirs:.3f}"
+        f"ratio {ours / theirs:.3f}  ({load_average()})"
     )
 
 
@@ -476,7 +477,7 @@ def _floor_line(label: str, best: dict[str, float]) -> str:
         f"{label}: engine/floor {best['engine'] / best['floor']:.2f}  "
         f"api/floor {best['api'] / best['floor']:.2f}  "
         f"(floor {best['floor'] * 1e3:.2f} ms, engine {best['engine'] * 1e3:.2f} ms, "
-        f"api {best['api'] * 1e3:.2f} ms)"
+        f"api {best['api'] * 1e3:.2f} ms)  ({load_average()})"
     )
 
 
@@ -536,10 +537,11 @@ def batch_rates(sizes: Sizes, folder: Path) -> dict[str, float]:
     from batch import PIPELINE, _cases, _rate
 
     cases = _cases(folder, sizes.cases)
-    return {
-        executor: _rate(PIPELINE, cases, folder / f"{executor}.jsonl", executor, None)
-        for executor in ("local", "process")
-    }
+    rates = {}
+    for executor in ("local", "process"):
+        rates[executor] = _rate(PIPELINE, cases, folder / f"{executor}.jsonl", executor, None)
+        print(f"batch {executor}: {rates[executor]:.1f} cases/s  ({load_average()})", flush=True)
+    return rates
 
 
 def call_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[int, float]:
@@ -615,7 +617,8 @@ def main(argv: list[str] | None = None) -> int:
         f"chain1k engine/floor: {rules['chain_engine_floor']:.2f}  "
         f"chain1k api/floor: {rules['chain_api_floor']:.2f}  "
         f"facts engine/floor: {rules['facts_engine_floor']:.2f}  "
-        f"batch cases/s local: {rates['local']:.1f}  process: {rates['process']:.1f}"
+        f"batch cases/s local: {rates['local']:.1f}  process: {rates['process']:.1f}  "
+        f"({load_average()})"
     )
     return 0
 

@@ -120,8 +120,12 @@ class Pipeline:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
+        from converge_dsl.sandbox import meta_valid_texts
+
         arguments = (self._path, self._document, self._env, self._clock, self._roots)
-        return (_unpickled, (*arguments, self._max_connections, self._cache))
+        # The key schemas this process found valid: a worker does not check them again.
+        checked = meta_valid_texts(self.key_schemas.values())
+        return (_unpickled, (*arguments, self._max_connections, self._cache, checked))
 
     @property
     def name(self) -> str:
@@ -337,7 +341,11 @@ def _unpickled(  # noqa: PLR0917 (pickle passes the arguments by position)
     roots: tuple[Path, ...],
     max_connections: int,
     cache: CacheSettings,
+    checked: tuple[str, ...] = (),
 ) -> Pipeline:
+    from converge_dsl.sandbox import remember_meta_valid
+
+    remember_meta_valid(checked)
     return Pipeline(
         path,
         document,

@@ -38,8 +38,6 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-import jsonschema
-
 from converge_dsl import codes
 from converge_dsl._json_pointer import error_pointer, pointer
 from converge_dsl._json_types import JsonSchema
@@ -445,16 +443,17 @@ def _schemas(
     if schema is not None:
         try:
             check_safe(schema, "output.schema")  # the size limits first: the rest is linear
-            error = meta_error(schema)
-            if error is not None:
-                raise error
-            validator = python_validator(schema, "output.schema")
-        except (jsonschema.exceptions.SchemaError, UnsafeSchema) as exc:
+            error = meta_error(schema)  # python-jsonschema's `SchemaError`, or None
+            problem = None if error is None else str(error.message)
+        except UnsafeSchema as exc:
+            problem = exc.message
+        if problem is not None:
             raise ctx.invalid(
                 codes.COMPILE_BAD_OUTPUT_SCHEMA,
-                f"output.schema is not a valid JSON Schema: {exc.message}",
+                f"output.schema is not a valid JSON Schema: {problem}",
                 (*output.path, "schema"),
             ) from None
+        validator = python_validator(schema, "output.schema")
         return validator, None, schema
     target = output.key
     key_schema = ctx.key_schemas.get(target)

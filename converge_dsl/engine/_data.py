@@ -168,12 +168,14 @@ class KeySchemas:
         validator = self._validators.get(key)
         if validator is None:
             return None
-        from referencing.exceptions import Unresolvable
-
         instance = None if data_text is None else json.loads(data_text)
         try:
             error = validator.best_error(instance)
-        except Unresolvable as exc:
+        except Exception as exc:  # the referencing library is imported once data did not fit
+            from referencing.exceptions import Unresolvable
+
+            if not isinstance(exc, Unresolvable):
+                raise
             return f"the schema of key {key!r} has a $ref that does not resolve within it: {exc}"
         if error is None:
             return None

@@ -16,6 +16,8 @@ or pydantic.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,9 +87,13 @@ def _script_problems(path: Path, display: str) -> Iterator[Diagnostic]:
         yield from exc.diagnostics
 
 
-# The scripts loaded so far: (path, display) -> (the file's bytes, its script).
-_LOADED: dict[tuple[str, str], tuple[bytes, Script]] = {}
+# The scripts loaded so far: (path, display) -> (the file's signature when it was
+# read, its bytes, its script).
+_LOADED: dict[tuple[str, str], tuple[tuple[int, int, int, int] | None, bytes, Script]] = {}
 _KEEP_LOADED = 64
+# A file modified more recently than this before a load is not known by its signature
+# (file systems stamp times in ticks of up to 2 s; the wall clock is read only for this).
+_SETTLED_NS = 2_000_000_000
 
 
 def load_script(path: Path, *, display: str) -> Script:
@@ -98,21 +104,42 @@ def load_script(path: Path, *, display: str) -> Script:
     excerpt; one that loads as something other than a mapping is one CD222
     diagnostic that names what it holds, never its text.
 
-    The file is read on every call; a script is parsed and checked again only
-    when its bytes differ from those of the last load of that path (a batch
-    builds its scripted model once per case; a script edited between two runs
-    is the new one in the second).
+    A script is parsed and checked again only when the file changed since the
+    last load of that path: while its (inode, device, mtime_ns, size) are those
+    of the last load, the script of that load is returned without reading the
+    file; otherwise the file is read and parsed again unless its bytes are those
+    of the last load (a batch builds its scripted model once per case; a script
+    edited between two runs is the new one in the second). A file modified less
+    than `_SETTLED_NS` before it was read is compared by its bytes until it has
+    settled: an edit within the file system's clock tick keeps its signature.
     """
+    key = (str(path), display)
+    kept = _LOADED.get(key)
+    signature = _signature(path)
+    if kept is not None and signature is not None and kept[0] == signature:
+        return kept[2]
     raw = _bytes(path)
-    kept = None if raw is None else _LOADED.get((str(path), display))
-    if kept is not None and kept[0] == raw:
-        return kept[1]
+    if signature is not None and time.time_ns() - signature[2] < _SETTLED_NS:
+        signature = None  # too fresh to tell an edit in the same clock tick by its time
+    if kept is not None and raw is not None and kept[1] == raw:
+        _LOADED[key] = (signature, raw, kept[2])
+        return kept[2]
     script, text = _load_script(path, display)
     if raw is not None and _text_of(raw) == text:  # parsed from the bytes read above
         if len(_LOADED) >= _KEEP_LOADED:
             del _LOADED[next(iter(_LOADED))]
-        _LOADED[(str(path), display)] = (raw, script)
+        _LOADED[key] = (signature, raw, script)
     return script
+
+
+def _signature(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells that the file at `path` changed (None when it cannot be read): its
+    inode, device, modification time (ns) and size."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_size)
 
 
 def _bytes(path: Path) -> bytes | None:

@@ -22,9 +22,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import referencing.exceptions
-
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.models._common import (
     emit_increments,
@@ -225,14 +222,18 @@ def _schema_problem(text: str, plain: Any) -> str | None:
     except ValueError as exc:
         return f"the reply is not JSON ({exc})"
     try:
-        validator = python_validator(plain, "the response schema")
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    except jsonschema.exceptions.SchemaError as exc:
-        return f"the schema is not valid: {exc.message}"
+        error = python_validator(plain, "the response schema").best_error(value)
     except UnsafeSchema as exc:
         return exc.message
-    except referencing.exceptions.Unresolvable as exc:
-        return f"the schema has a reference that does not resolve: {exc}"
+    except Exception as exc:  # python-jsonschema's, imported only when data did not fit
+        import jsonschema
+        import referencing.exceptions
+
+        if isinstance(exc, jsonschema.exceptions.SchemaError):
+            return f"the schema is not valid: {exc.message}"
+        if isinstance(exc, referencing.exceptions.Unresolvable):
+            return f"the schema has a reference that does not resolve: {exc}"
+        raise
     if error is None:
         return None
     pointer = "".join(f"/{_escape(str(p))}" for p in error.absolute_path)

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl._json_types import JsonObject
@@ -62,10 +62,11 @@ from converge_dsl.sandbox import (
     evaluate,
     python_validator,
 )
-from converge_dsl.solvers import PlanCheck, Solver, SolverError, SolverPlan
+from converge_dsl.solvers import PlanCheck, PrecheckedSolver, Solver, SolverError, SolverPlan
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import RunParts
+    from converge_dsl.sandbox import GovernedValidator
 
 DIAGNOSTIC_KEY = "diagnostic"
 # The largest problem (characters of its JSON) solved on the loop, not on a thread: with
@@ -129,6 +130,10 @@ class PackSolverSuggestor:
     invariants: tuple[InvariantDef, ...]
     params: JsonObject
     source: str
+    # The input schema's validator, made on first use and kept (it holds nothing of a run).
+    _validator: GovernedValidator | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def dependencies(self) -> tuple[str, ...]:
@@ -183,14 +188,24 @@ class PackSolverSuggestor:
             return None, [_not_an_object(fact, content)], 0
         text = canonical_json({**content, **self.params})
         problem = json.loads(text)
-        schema = self.definition.input_schema or self.solver.input_schema()
-        validator = python_validator(schema, "the input schema")  # RE2, local $refs, governed
-        errors = sorted(validator.iter_errors(problem), key=lambda e: list(e.absolute_path))
+        errors = sorted(
+            self._input_validator().iter_errors(problem), key=lambda e: list(e.absolute_path)
+        )
         reasons = [
             f"input {'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
             for e in errors
         ]
         return (None, reasons, len(text)) if reasons else (problem, [], len(text))
+
+    def _input_validator(self) -> GovernedValidator:
+        """The validator of the pack's input schema (else the solver's): RE2, local
+        `$ref`s, governed; made once."""
+        validator = self._validator
+        if validator is None:
+            schema = self.definition.input_schema or self.solver.input_schema()
+            validator = python_validator(schema, "the input schema")
+            object.__setattr__(self, "_validator", validator)
+        return validator
 
     @property
     def deprecation_id(self) -> str:
@@ -222,11 +237,17 @@ class PackSolverSuggestor:
             return self._reject("the input does not fit the pack's input schema", reasons)
         try:
             answer: SolverPlan
+            solver = self.solver
+            solve: Callable[[dict[str, Any]], SolverPlan] = solver.solve
+            check: Callable[[dict[str, Any], Any], tuple[PlanCheck, ...]] = solver.check
+            if self.definition.input_schema is None and isinstance(solver, PrecheckedSolver):
+                # `problem` was just checked against the solver's own schema: once is enough.
+                solve, check = solver.solve_valid, solver.check_valid
             if size <= INLINE_PROBLEM_CHARS:
-                answer = self.solver.solve(problem)
+                answer = solve(problem)
             else:
-                answer = await asyncio.to_thread(self.solver.solve, problem)
-            checks = list(self.solver.check(problem, answer.plan))
+                answer = await asyncio.to_thread(solve, problem)
+            checks = list(check(problem, answer.plan))
         except SolverError as exc:
             return self._reject(f"the solver could not solve the problem: {exc.message}", [])
         except Exception as exc:

@@ -22,7 +22,8 @@ Public surface:
   whether a failure happened past it;
 - JSON Schemas written by users: `check_safe` and `schema_problems` refuse what
   could not be validated in bounded time (`UnsafeSchema`, `PROBLEM_CODES`,
-  `meta_error`, `regex_problem`), `size_problems` and `MAX_MEMBERS` their size
+  `meta_error`, `regex_problem`; `meta_valid_texts` and `remember_meta_valid`
+  hand the schemas one process found valid to another), `size_problems` and `MAX_MEMBERS` their size
   bounds; `fast_validator` and `python_validator` build a `GovernedValidator`
   (`SCHEMA_STEPS`, `SCHEMA_WORK` its budget); `compile_regex` and `search` run a
   regex in linear time.
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.sandbox._names import *  # noqa: F403
     from converge_dsl.sandbox._safe_schema import *  # noqa: F403
     from converge_dsl.sandbox._schema_bounds import *  # noqa: F403
+    from converge_dsl.sandbox._schema_meta import *  # noqa: F403
     from converge_dsl.sandbox._templating import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
@@ -67,13 +69,17 @@ else:
                 "check_safe",
                 "compile_regex",
                 "fast_validator",
-                "meta_error",
                 "python_validator",
                 "regex_problem",
                 "schema_problems",
                 "search",
             ),
             "converge_dsl.sandbox._schema_bounds": ("MAX_MEMBERS", "size_problems"),
+            "converge_dsl.sandbox._schema_meta": (
+                "meta_error",
+                "meta_valid_texts",
+                "remember_meta_valid",
+            ),
             "converge_dsl.sandbox._templating": (
                 "GLOBALS",
                 "MAX_OUTPUT",

@@ -444,11 +444,9 @@ def python_validator(schema: JsonSchema, what: str = "the schema") -> GovernedVa
     checks the schema against its meta-schema itself (`meta_error`).
     The python-jsonschema validator is immutable: one is built per distinct
     schema text and shared (a batch validates with the same schemas in every
-    case); each call wraps it for its own `what`.
+    case); each call wraps it for its own `what`. It is built when first needed:
+    data its `QuickCheck` answers never needs it (nor python-jsonschema).
     """
-    import jsonschema.validators
-    from referencing import Registry
-
     try:
         key: str | None = json.dumps(schema, sort_keys=True, default=_unkeyable)
     except TypeError:
@@ -457,15 +455,33 @@ def python_validator(schema: JsonSchema, what: str = "the schema") -> GovernedVa
     if kept is not None:
         return GovernedValidator(kept[0], what, kept[1])
     check_safe(schema, what)
-    base = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
-    registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-    validator = _safe_class(base)(schema, registry=registry)
-    quick = QuickCheck.of(schema)
+    deferred, quick = _Deferred(schema), QuickCheck.of(schema)
     if key is not None:
         if len(_VALIDATORS) >= _KEEP_VALIDATORS:
             _VALIDATORS.clear()
-        _VALIDATORS[key] = (validator, quick)
-    return GovernedValidator(validator, what, quick)
+        _VALIDATORS[key] = (deferred, quick)
+    return GovernedValidator(deferred, what, quick)
+
+
+class _Deferred:
+    """The python-jsonschema validator of one (safe) schema, built on first use."""
+
+    __slots__ = ("_built", "_schema")
+
+    def __init__(self, schema: JsonSchema) -> None:
+        self._schema, self._built = schema, None
+
+    def get(self) -> Any:
+        if self._built is None:
+            import jsonschema.validators
+            from referencing import Registry
+
+            base = jsonschema.validators.validator_for(
+                self._schema, jsonschema.Draft202012Validator
+            )
+            registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+            self._built = _safe_class(base)(self._schema, registry=registry)
+        return self._built
 
 
 class GovernedValidator:
@@ -477,12 +493,17 @@ class GovernedValidator:
     validator's. Raises the governor's `Exhausted`, located. `fits` (`_schema_quick`) answers first.
     """
 
-    __slots__ = ("fits", "validator", "what")
+    __slots__ = ("_held", "fits", "what")
 
     def __init__(self, validator: Any, what: str, fits: QuickCheck = NEVER) -> None:
-        self.validator = validator
+        self._held = validator  # a python-jsonschema validator, or one `_Deferred`
         self.what = what
         self.fits = fits
+
+    @property
+    def validator(self) -> Any:  # the python-jsonschema validator (built now if deferred)
+        held = self._held
+        return held.get() if isinstance(held, _Deferred) else held
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.validator, name)
@@ -497,10 +518,12 @@ class GovernedValidator:
 
     def best_error(self, instance: Any) -> Any:
         """The error python-jsonschema's `best_match` picks, or None when `instance` fits."""
-        from jsonschema.exceptions import best_match
-
         with self._governed():
-            return None if self.fits(instance) else best_match(self.validator.iter_errors(instance))
+            if self.fits(instance):
+                return None
+            from jsonschema.exceptions import best_match
+
+            return best_match(self.validator.iter_errors(instance))
 
     @contextlib.contextmanager
     def _governed(self) -> Iterator[None]:
@@ -552,29 +575,6 @@ def located(exc: Exhausted, what: str) -> Exhausted:
     exc.hint = _HINTS[code]
     exc.code = code
     return exc
-
-
-def meta_error(schema: Any) -> Any:
-    """The python-jsonschema `SchemaError` of a schema that breaks its meta-schema, or None.
-
-    jsonschema-rs answers the common case (a valid schema) in linear time;
-    python-jsonschema words the error of an invalid one. Call it on schemas
-    within the limits (`schema_problems`).
-    """
-    import jsonschema
-    import jsonschema_rs
-
-    try:
-        if jsonschema_rs.meta.is_valid(schema):
-            return None
-    except (ValueError, jsonschema_rs.ReferencingError):  # an unknown $schema: ask python
-        pass
-    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        base.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as exc:
-        return exc
-    return None
 
 
 # The validators built so far, by schema text (see `python_validator`).

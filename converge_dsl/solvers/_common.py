@@ -19,8 +19,6 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-import jsonschema
-
 from converge_dsl.diagnostics import did_you_mean, format_path
 from converge_dsl.sandbox import fast_validator, python_validator
 from converge_dsl.solvers._protocol import PlanCheck, SolverError, SolverPlan
@@ -82,7 +80,7 @@ def _validate(validators: tuple[Any, Any], problem: Any) -> None:
     fast, thorough = validators
     if fast.is_valid(problem):
         return
-    error = jsonschema.exceptions.best_match(thorough.iter_errors(problem))
+    error = thorough.best_error(problem)
     if error is None:
         return
     if error.validator in ("oneOf", "anyOf"):
@@ -213,6 +211,18 @@ class BaseSolver:
             return self._check(self.prepare(problem), thaw(plan))
         except (KeyError, TypeError, ValueError) as exc:
             # A plan so malformed that the invariants cannot even be read.
+            return (PlanCheck("plan-well-formed", False, True, f"malformed plan: {exc!r}"),)
+
+    def solve_valid(self, problem: JsonObject) -> SolverPlan:
+        """`solve` of a plain JSON problem its caller has just checked against
+        `input_schema()` (the pack suggestor does): not copied, not checked again."""
+        return self._solve(problem)
+
+    def check_valid(self, problem: JsonObject, plan: Mapping[str, Any]) -> tuple[PlanCheck, ...]:
+        """`check` of a problem as `solve_valid` takes it."""
+        try:
+            return self._check(problem, thaw(plan))
+        except (KeyError, TypeError, ValueError) as exc:
             return (PlanCheck("plan-well-formed", False, True, f"malformed plan: {exc!r}"),)
 
     def _solve(self, problem: JsonObject) -> SolverPlan:

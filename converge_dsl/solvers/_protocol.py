@@ -64,3 +64,20 @@ class Solver(Protocol):
     def check(self, problem: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[PlanCheck, ...]:
         """The plan invariants evaluated on `plan` (capacities, windows, budget, ...)."""
         ...
+
+
+@runtime_checkable
+class PrecheckedSolver(Protocol):
+    """A solver that also takes a plain problem its caller has just checked against its
+    `input_schema()` (the pack suggestor does), without copying or checking it again.
+    The built-in solvers are ones."""
+
+    def solve_valid(self, problem: dict[str, Any]) -> SolverPlan:
+        """`solve` of such a problem."""
+        ...
+
+    def check_valid(
+        self, problem: dict[str, Any], plan: Mapping[str, Any]
+    ) -> tuple[PlanCheck, ...]:
+        """`check` of such a problem."""
+        ...

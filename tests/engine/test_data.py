@@ -254,3 +254,18 @@ def test_the_quick_look_at_plain_data_answers_as_the_full_walk(value: Any) -> No
     from converge_dsl.engine._data import _first_problem, json_problem
 
     assert json_problem(value) == _first_problem(value)
+
+
+def test_data_that_fits_a_key_schema_is_checked_without_python_jsonschema() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from converge_dsl.engine._data import KeySchemas\n"
+        "schemas = KeySchemas({'k': {'type': 'object', 'required': ['id']}})\n"
+        "assert schemas.problem('k', '{\"id\": 1}') is None\n"
+        "assert not {'jsonschema', 'referencing'} & set(sys.modules)\n"
+        "assert schemas.problem('k', '{}') is not None\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -207,6 +208,33 @@ def test_a_script_changed_between_two_loads_is_read_again(tmp_path: Path) -> Non
     path.write_text("rules: [")
     with pytest.raises(PipelineInvalid):
         load_script(path, display="s.script.yaml")
+
+
+def test_a_settled_script_is_not_read_again_until_its_signature_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.models import _script_checks
+
+    path = tmp_path / "s.script.yaml"
+    path.write_text(SCRIPT)
+    os.utime(path, ns=(10**18, 10**18))  # modified long before it is read: settled
+    reads: list[Path] = []
+    read = _script_checks._bytes
+
+    def counted(where: Path) -> bytes | None:
+        reads.append(where)
+        return read(where)
+
+    monkeypatch.setattr(_script_checks, "_bytes", counted)
+    first = _script_checks.load_script(path, display="s.script.yaml")
+    assert _script_checks.load_script(path, display="s.script.yaml") is first
+    assert len(reads) == 1
+    path.write_text(SCRIPT.replace("Nothing to add.", "Nothing more.", 1))
+    os.utime(path, ns=(10**18 + 1, 10**18 + 1))
+    script = _script_checks.load_script(path, display="s.script.yaml")
+    assert script.default is not None
+    assert script.default.reply == "Nothing more."
+    assert len(reads) == 2
 
 
 def test_a_reply_is_checked_against_the_schema_it_is_given_now() -> None:

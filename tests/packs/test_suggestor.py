@@ -207,3 +207,50 @@ def test_a_small_problem_is_solved_on_the_loop_a_large_one_on_a_thread() -> None
     assert solver.threads is not None
     assert solver.threads[0] == threading.get_ident()
     assert solver.threads[1] != threading.get_ident()
+
+
+@dataclass
+class PrecheckedCounting(CountingSolver):
+    """A `CountingSolver` that also takes a problem checked by its caller (and says so)."""
+
+    prechecked: int = 0
+
+    def solve_valid(self, problem: dict[str, Any]) -> SolverPlan:
+        self.prechecked += 1
+        return self.solve(problem)
+
+    def check_valid(
+        self, problem: dict[str, Any], plan: Mapping[str, Any]
+    ) -> tuple[PlanCheck, ...]:
+        self.prechecked += 1
+        return self.check(problem, plan)
+
+
+def test_a_prechecked_solver_takes_the_input_the_suggestor_checked_once() -> None:
+    solver = PrecheckedCounting()
+    suggestor = _suggestor(solver)
+    effect = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
+    assert [p.id for p in effect.proposals] == ["budgeter-plan"]
+    assert solver.prechecked == 2
+    bad = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": "x"}))))
+    assert [p.id for p in bad.proposals] == ["pack:rejected:budgeter"]
+    assert solver.prechecked == 2
+
+
+def test_a_pack_schema_of_its_own_is_checked_by_the_solver_too() -> None:
+    solver = PrecheckedCounting()
+    definition = SuggestorDef(
+        name="count", kind="solver", solver=solver.name, input_schema={"type": "object"}
+    )
+    suggestor = PackSolverSuggestor(
+        name="budgeter",
+        input_key="constraints",
+        output_key="strategies",
+        solver=solver,
+        definition=definition,
+        invariants=(),
+        params={},
+        source="budgeter@demo",
+    )
+    asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
+    assert solver.prechecked == 0

@@ -1,0 +1,91 @@
+"""Checks of schemas against their meta-schema, each schema once per process.
+
+`meta_error(schema)` is python-jsonschema's `SchemaError` of a schema that
+breaks its meta-schema, or None; jsonschema-rs answers the common case (a valid
+schema) and python-jsonschema is imported only to word an error. A schema found
+valid is remembered by its text, so the front end, the compiler and the engine
+do not check it again; `meta_valid_texts` and `remember_meta_valid` hand what
+one process found valid to another (a batch's parent to its workers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+_KEEP = 256
+
+
+def _plain(value: object) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | list):
+        return list(value)
+    raise TypeError(type(value).__name__)
+
+
+def meta_error(schema: Any) -> Any:
+    """The python-jsonschema `SchemaError` of a schema that breaks its meta-schema, or None.
+
+    jsonschema-rs answers the common case (a valid schema) in linear time;
+    python-jsonschema words the error of an invalid one. Call it on schemas
+    within the limits (`schema_problems`). A schema found valid once in this
+    process (or named by `remember_meta_valid`) is not checked again.
+    """
+    try:
+        key: str | None = json.dumps(schema, sort_keys=True, default=_plain)
+    except TypeError:
+        key = None
+    if key is not None and key in _META_VALID:
+        return None
+    error = _meta_error(schema)
+    if error is None and key is not None:
+        if len(_META_VALID) >= _KEEP:
+            _META_VALID.clear()
+        _META_VALID.add(key)
+    return error
+
+
+def _meta_error(schema: Any) -> Any:
+    import jsonschema_rs
+
+    try:
+        if jsonschema_rs.meta.is_valid(schema):
+            return None
+    except (ValueError, jsonschema_rs.ReferencingError):  # an unknown $schema: ask python
+        pass
+    import jsonschema
+
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        base.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        return exc
+    return None
+
+
+def meta_valid_texts(schemas: Iterable[Any]) -> tuple[str, ...]:
+    """The texts by which `meta_error` knows `schemas` (each checked now if it was not)
+    that are valid against their meta-schema: what `remember_meta_valid` takes in
+    another process."""
+    texts = []
+    for schema in schemas:
+        if meta_error(schema) is None:
+            with contextlib.suppress(TypeError):
+                texts.append(json.dumps(schema, sort_keys=True, default=_plain))
+    return tuple(texts)
+
+
+def remember_meta_valid(texts: Iterable[str]) -> None:
+    """Take the schemas of `texts` (from `meta_valid_texts` in the process that checked
+    them: a batch's parent) as valid against their meta-schema, unchecked."""
+    for text in texts:
+        if len(_META_VALID) >= _KEEP:
+            _META_VALID.clear()
+        _META_VALID.add(text)
+
+
+# The texts of the schemas known to be valid against their meta-schema (`meta_error`).
+_META_VALID: set[str] = set()
