@@ -319,6 +319,9 @@ def _error_code(stop: Stop, error: Exception) -> str:
             error.__cause__, "diagnostic_code", None
         )
         return own if isinstance(own, str) else codes.STOP_MODEL_FAILED
+    own = getattr(error.__cause__, "diagnostic_code", None)
+    if isinstance(own, str):  # a failure with a code of its own (a tool replay's miss)
+        return own
     if isinstance(error, RunError) and error.span is not None:
         return codes.RUN_ERROR
     if isinstance(error, KernelError):

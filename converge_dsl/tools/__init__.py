@@ -8,7 +8,12 @@ Public surface:
 - adapters: `McpToolServer` (the `mcp` SDK over stdio, in a process group of its own
   with an environment built from nothing, or streamable HTTP to declared hosts);
   `FakeToolServer` with its `FakeTool`s (Python functions, for tests)
-- `child_environment(spec, parent)`, the whole environment of a stdio server's child
+- `child_environment(spec, parent)`, the whole environment of a stdio server's child;
+  `server_secrets(spec, parent)`, the values a run hands a server (redacted everywhere)
+- cassettes: `recording(factory, cassette, steps)` wraps each server in a
+  `RecordingToolServer` (`--record`); `ToolReplay.from_file(cassette, order=...)`
+  stands in for them (`ToolReplay.server` is a `ServerFactory`, its servers are
+  `ReplayToolServer`s; a call it lacks is `ToolReplayMiss`, CD968)
 - `RunTools`: the servers of one run as agents list and call them (started on first use,
   arguments checked against the server's input schema, `budget.max_tool_calls`, results
   redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.tools._cassette import *  # noqa: F403
     from converge_dsl.tools._environment import *  # noqa: F403
     from converge_dsl.tools._events import *  # noqa: F403
     from converge_dsl.tools._fake import *  # noqa: F403
@@ -34,11 +40,20 @@ else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
-            "converge_dsl.tools._environment": ("child_environment",),
+            "converge_dsl.tools._cassette": (
+                "RecordingToolServer",
+                "ReplayToolServer",
+                "ToolReplay",
+                "ToolReplayMiss",
+                "is_tool_line",
+                "recording",
+            ),
+            "converge_dsl.tools._environment": ("child_environment", "server_secrets"),
             "converge_dsl.tools._events": ("McpToolCalled",),
             "converge_dsl.tools._fake": ("FakeTool", "FakeToolServer"),
             "converge_dsl.tools._mcp": ("McpToolServer",),
             "converge_dsl.tools._port": (
+                "ServerFactory",
                 "ServerInfo",
                 "ServerLimits",
                 "ToolFailure",
