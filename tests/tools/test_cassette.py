@@ -55,7 +55,7 @@ suggestors:
     kind: tool
     call: mcp:fixture/echo
     dependencies: [seeds]
-    arguments: {{text: '{{"id": "loud", "content": "{{{{ fact(''seeds'', ''meeting'').content }}}}"}}'}}
+    arguments: {{text: '{{"id": "loud", "content": "{{{{ facts.seeds[0].content }}}}"}}'}}
     target: hypotheses
   - name: clerk
     kind: agent
