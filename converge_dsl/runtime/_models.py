@@ -174,4 +174,4 @@ def tool_replay(path: Path, orders: dict[str, ReplayOrder]) -> ServerFactory:
     try:
         return ToolReplay.from_file(path, order=order).server
     except ToolReplayMiss as exc:
-        raise UsageError(f"{option}: [{exc.code}] {exc.message}", hint=exc.hint) from None
+        raise UsageError(f"[{exc.code}]: {option}: {exc.message}", hint=exc.hint) from None

@@ -27,6 +27,7 @@ from pathlib import Path
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject, JsonSchema
 from converge_dsl.clock import Clock
+from converge_dsl.engine.events import Timing
 from converge_dsl.frontend import MCP_PREFIX, ToolServerSpec
 from converge_dsl.models import Redactor
 from converge_dsl.models.port import ToolSpec
@@ -120,11 +121,24 @@ class RunTools:
         )
 
     async def call(
-        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+        self,
+        suggestor: str,
+        cycle: int,
+        server: str,
+        tool: str,
+        arguments: JsonObject,
+        *,
+        call_id: str | None = None,
     ) -> tuple[str, bool]:
-        """One call (see the module docstring), traced; `suggestor` is the caller."""
+        """One call (see the module docstring), traced; `suggestor` is the caller, `call_id`
+        the id of the model's tool call (an agent's)."""
+        started = None if self.clock is None else self.clock.monotonic()
         text, is_error = await self._answer(suggestor, server, tool, arguments)
         if self.events is not None:
+            timing = None
+            if self.clock is not None and started is not None:
+                at = self.clock.monotonic()
+                timing = Timing(at=at, duration_s=at - started)
             self.events(
                 McpToolCalled(
                     suggestor=suggestor,
@@ -134,6 +148,8 @@ class RunTools:
                     arguments=dict(arguments),
                     output=text[:2000],
                     is_error=is_error,
+                    call_id=call_id,
+                    timing=timing,
                 )
             )
         return text, is_error

@@ -173,3 +173,18 @@ def test_a_call_the_cassette_lacks_is_a_located_error(tmp_path: Path) -> None:
     assert "nearest recorded call: line " in message
     assert "differs at arguments.target_timezone" in message
     assert "error[CD968]" in err
+
+
+def test_a_tool_line_that_is_not_a_recording_is_refused_before_the_run(tmp_path: Path) -> None:
+    pipeline = _write(tmp_path, "m", "http://127.0.0.1:1/mcp", "no-such-program", "nope")
+    cassette = tmp_path / "run.cassette.jsonl"
+    line = {"v": 2, "kind": "mcp", "key": "k", "request": {"server": "time", "op": "call"}}
+    cassette.write_text("\n\n" + json.dumps(line) + "\n")
+    code, out, err = _cli("run", pipeline, "--replay", cassette)
+    assert code == 3
+    assert out == ""
+    assert err == (
+        "error: [CD969]: --replay " + str(cassette) + ": cassette run.cassette.jsonl line 3 "
+        "is not a tool recording: it holds neither an answer nor a failure\n"
+        "  hint: record the cassette again (`--record CASSETTE`); do not edit it by hand\n"
+    )
