@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
     from converge_dsl.runtime import Checkpointing, RunOutcome, RunResultDocument, RunSink
+    from converge_dsl.tools import ServerFactory
 
     from ._schedule import MeterFactory
 
@@ -171,6 +172,11 @@ class Pipeline:
         return tuple(self._manifest.models)
 
     @property
+    def tool_servers(self) -> tuple[str, ...]:
+        """The names of the MCP tool servers it declares (`tools:`), in order."""
+        return tuple(self._manifest.tools)
+
+    @property
     def invariants(self) -> tuple[str, ...]:
         """The names of the declared invariants."""
         return tuple(i.name for i in self._manifest.invariants)
@@ -229,6 +235,7 @@ class Pipeline:
         sinks: Sequence[RunSink] = (),
         checkpoint: Checkpointing | None = None,
         budget: Callable[[Budget], Budget] | None = None,
+        tool_servers: ServerFactory | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -240,7 +247,8 @@ class Pipeline:
         run into a folder, or continues it from there with decisions on a pause
         (`converge_dsl.runtime.Checkpointing`, what `--checkpoint`/`--resume` make; the
         service keeps one per run). `budget` makes the run's budget from the
-        pipeline's (a service's request lowers it).
+        pipeline's (a service's request lowers it). `tool_servers` makes the run's MCP
+        tool servers (a test's cassettes; by default the real ones).
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
@@ -261,6 +269,7 @@ class Pipeline:
             answers=self._answers,
             checkpoint=checkpoint,
             budget=budget,
+            tool_servers=tool_servers,
         )
         return await assemble_run(plan)
 
