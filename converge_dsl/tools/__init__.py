@@ -14,6 +14,8 @@ Public surface:
   `RecordingToolServer` (`--record`); `ToolReplay.from_file(cassette, order=...)`
   stands in for them (`ToolReplay.server` is a `ServerFactory`, its servers are
   `ReplayToolServer`s; a call it lacks is `ToolReplayMiss`, CD968)
+- `ServerPool`: servers started once and lent to many runs (a batch worker's), a
+  server that failed dropped and started afresh; `close()` stops them
 - `RunTools`: the servers of one run as agents list and call them (started on first use,
   arguments checked against the server's input schema, `budget.max_tool_calls`, results
   redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
@@ -34,6 +36,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.tools._events import *  # noqa: F403
     from converge_dsl.tools._fake import *  # noqa: F403
     from converge_dsl.tools._mcp import *  # noqa: F403
+    from converge_dsl.tools._pool import *  # noqa: F403
     from converge_dsl.tools._port import *  # noqa: F403
     from converge_dsl.tools._run import *  # noqa: F403
 else:
@@ -52,6 +55,7 @@ else:
             "converge_dsl.tools._events": ("McpToolCalled",),
             "converge_dsl.tools._fake": ("FakeTool", "FakeToolServer"),
             "converge_dsl.tools._mcp": ("McpToolServer",),
+            "converge_dsl.tools._pool": ("ServerPool",),
             "converge_dsl.tools._port": (
                 "ServerFactory",
                 "ServerInfo",
