@@ -48,7 +48,6 @@ else:
                 "ReplayToolServer",
                 "ToolReplay",
                 "ToolReplayMiss",
-                "is_tool_line",
                 "recording",
             ),
             "converge_dsl.tools._environment": ("child_environment", "server_secrets"),
