@@ -102,12 +102,20 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             ),
             freeze=options.freeze_compiled,
             answers=options.answers,
-            tool_servers=None if options.replay is None else tool_replay(options.replay, orders),
+            tool_servers=tool_replay(options.replay, orders)
+            if options.replay is not None and _declares_tools(document)
+            else None,
         )
         return await assemble_run(plan)
     finally:
         if otel is not None:
             otel.close()
+
+
+def _declares_tools(document: LoadedDocument) -> bool:
+    """Whether the pipeline declares MCP tool servers (a replay then answers them too)."""
+    data = document.data
+    return isinstance(data, dict) and bool(data.get("tools"))
 
 
 def _replayed(options: RunOptions) -> Callable[[str], bool]:

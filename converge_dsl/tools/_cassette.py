@@ -284,11 +284,16 @@ class ToolReplay:
         path = Path(cassette)
         try:
             text = read_text(path, "cassette")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        except UnicodeDecodeError as exc:
             raise ToolReplayMiss(
                 codes.TOOL_CASSETTE_INVALID,
-                f"cannot read cassette {path.name}: {reason}",
+                f"cassette {path.name} is not UTF-8 text (byte {exc.start}); it is not a recording",
+                hint=RECORD_HINT,
+            ) from None
+        except OSError as exc:
+            raise ToolReplayMiss(
+                codes.TOOL_CASSETTE_INVALID,
+                f"cannot read cassette {path.name}: {exc.strerror}",
                 hint=RECORD_HINT,
             ) from None
         recorded: list[_Recorded] = []
