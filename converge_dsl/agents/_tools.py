@@ -142,7 +142,7 @@ class ToolBox:
             return self._one(call)
         server, tool = reference
         text, is_error = await self.caller.call(
-            self.suggestor, self.cycle, server, tool, call.input
+            self.suggestor, self.cycle, server, tool, call.input, call_id=call.id
         )
         return ToolResultPart(call.id, text, is_error=is_error)
 

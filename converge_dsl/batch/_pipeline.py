@@ -5,7 +5,8 @@ in `load`: read the YAML, validate it (the diagnostics of `validate`; a
 locked pack the cache lacks is fetched), and check the files it names. Per
 run: the runtime's one run assembly (`converge_dsl.runtime.assemble_run`,
 docs/architecture.md §12) with this pipeline's models (sharing each HTTP
-model's connection pool, `_shared`), the caller's meter and the run's sinks.
+model's connection pool, `_shared`), its MCP tool servers (started once, lent to
+every run: `converge_dsl.tools.ServerPool`), the caller's meter and the run's sinks.
 
 A `Pipeline` is immutable: runs share nothing they could change (each has
 its own meter, models, compiled suggestors and engine), so any number may
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         RunResultDocument,
         RunSink,
     )
+    from converge_dsl.tools import ServerFactory
 
     from ._schedule import MeterFactory
 
@@ -82,6 +84,7 @@ class Pipeline:
         "_max_connections",
         "_path",
         "_roots",
+        "_tools",
         "_transports",
     )
 
@@ -106,6 +109,9 @@ class Pipeline:
         self._roots = roots
         self._max_connections = max_connections
         self._transports = SharedTransports(max_connections)
+        from converge_dsl.tools import ServerPool
+
+        self._tools = ServerPool()  # stdio and HTTP tool servers: started once for every run
         from converge_dsl.runtime import CompiledRuns
 
         self._compiled = CompiledRuns()  # compile once, run many (see `CompiledRuns`)
@@ -187,6 +193,11 @@ class Pipeline:
         return tuple(self._manifest.models)
 
     @property
+    def tool_servers(self) -> tuple[str, ...]:
+        """The names of the MCP tool servers it declares (`tools:`), in order."""
+        return tuple(self._manifest.tools)
+
+    @property
     def invariants(self) -> tuple[str, ...]:
         """The names of the declared invariants."""
         return tuple(i.name for i in self._manifest.invariants)
@@ -245,6 +256,7 @@ class Pipeline:
         sinks: Sequence[RunSink] = (),
         checkpoint: Checkpointing | None = None,
         budget: Callable[[Budget], Budget] | None = None,
+        tool_servers: ServerFactory | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -256,7 +268,9 @@ class Pipeline:
         run into a folder, or continues it from there with decisions on a pause
         (`converge_dsl.runtime.Checkpointing`, what `--checkpoint`/`--resume` make; the
         service keeps one per run). `budget` makes the run's budget from the
-        pipeline's (a service's request lowers it).
+        pipeline's (a service's request lowers it). `tool_servers` makes the run's MCP
+        tool servers (a test's cassettes); by default they are lent by the pipeline's
+        pool, started once for all its runs and stopped by `close`/`aclose`.
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
@@ -277,6 +291,7 @@ class Pipeline:
             answers=self._answers,
             checkpoint=checkpoint,
             budget=budget,
+            tool_servers=tool_servers or self._tools.lend,
         )
         return await assemble_run(plan)
 
@@ -311,14 +326,17 @@ class Pipeline:
         try:
             return await self.arun(inputs, models=models)
         finally:
-            await self._transports.aclose()
+            await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection pools of the running loop (runs after this make new ones)."""
+        """Close the connection pools of the running loop and stop the tool servers (runs
+        after this make new ones)."""
         await self._transports.aclose()
+        await asyncio.to_thread(self._tools.close)
 
     def close(self) -> None:
-        """Nothing to do outside a loop: `run` and `run_many` close their loop's pools."""
+        """Stop the tool servers (`run` and `run_many` close their loop's connection pools)."""
+        self._tools.close()
 
     def __enter__(self) -> Pipeline:
         return self

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.util
 import os
 import sys
 import threading
@@ -105,6 +106,8 @@ def _start(pipeline: Pipeline, pool: SharedPool | None, outputs: CaseOutputs, pa
     _Worker.meter = make_meter(pool, clock)
     _Worker.sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
     _Worker.pipeline = pipeline
+    # The worker's tool servers stop when it ends (multiprocessing runs no atexit hook).
+    multiprocessing.util.Finalize(None, pipeline.close, exitpriority=10)
     freeze_alive()  # as the `local` executor: no collection scans the loaded pipeline
 
 

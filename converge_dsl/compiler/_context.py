@@ -71,7 +71,14 @@ class ToolCaller(Protocol):
     async def listing(self, server: str) -> tuple[ToolSpec, ...]: ...
 
     async def call(
-        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+        self,
+        suggestor: str,
+        cycle: int,
+        server: str,
+        tool: str,
+        arguments: JsonObject,
+        *,
+        call_id: str | None = None,
     ) -> tuple[str, bool]: ...
 
     async def answer(

@@ -337,8 +337,12 @@ def _error_code(stop: Stop, error: Exception) -> str:
             error.__cause__, "diagnostic_code", None
         )
         return own if isinstance(own, str) else codes.STOP_MODEL_FAILED
-    own = getattr(error, "diagnostic_code", None)
-    if isinstance(error, RunError) and isinstance(own, str):
+    # A failure with a code of its own: a run error's (a changed tool list), else its
+    # cause's (a tool replay's miss).
+    own = getattr(error, "diagnostic_code", None) if isinstance(error, RunError) else None
+    if not isinstance(own, str):
+        own = getattr(error.__cause__, "diagnostic_code", None)
+    if isinstance(own, str):
         return own
     if isinstance(error, RunError) and error.span is not None:
         return codes.RUN_ERROR

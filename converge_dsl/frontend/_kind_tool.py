@@ -135,5 +135,5 @@ TOOL = SuggestorKind(
     (),
     "converge_dsl.compiler._tool:build_tool",
     GraphStyle("#ecfeff", "#0891b2", "#164e63", "box", "tool"),
-    operation="execute_tool",
+    # No GenAI operation of its own: each of its calls is an `execute_tool` span.
 )

@@ -10,7 +10,8 @@ budget decision on a further attempt: `allowed`, `refused`, `deadline`, with
 its step), `started` (the call's place among the cassette's events when it
 began), `step` (the answer's place) and `default_max_tokens` (the answer cap
 the model sends when a request names none). `ReplayModel` answers from a
-cassette with no network; a request with no recording fails with
+cassette with no network (skipping the lines of tool servers, `"kind": "mcp"`,
+which `converge_dsl.tools` replays); a request with no recording fails with
 `E_REPLAY_MISS` naming the nearest recorded request and where it differs. A
 key recorded several times replays its answers in order, then keeps repeating
 the last one.
@@ -81,6 +82,8 @@ from converge_dsl.models.port import (
 from converge_dsl.models.port import Model as ModelPort
 
 CASSETTE_VERSION = 2
+# The `kind` of a line that records an MCP tool server, not a model (skipped here).
+TOOL_LINE_KIND = "mcp"
 # A line wraps a request and an answer, each nested at most MAX_JSON_DEPTH deep.
 CASSETTE_MAX_DEPTH = 2 * MAX_JSON_DEPTH
 RECORD_HINT = (
@@ -357,6 +360,8 @@ class ReplayModel(ModelDefaults):
                 )
             try:
                 entry = json.loads(line)
+                if isinstance(entry, dict) and entry.get("kind") == TOOL_LINE_KIND:
+                    continue  # a tool server's line: replayed by `converge_dsl.tools`
                 recordings.setdefault(str(entry["key"]), []).append(
                     _recording_from_json(number, entry)
                 )

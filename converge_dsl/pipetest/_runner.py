@@ -2,7 +2,8 @@
 
 Each case runs its pipeline (loaded once per test file, `_spec`) through the
 public API (`Pipeline.outcome`, with the case's models put in place of the
-pipeline's), then its expectations are checked (`_expect`). A case whose
+pipeline's, and MCP tool servers answered from the case's cassettes), then its
+expectations are checked (`_expect`). A case whose
 inputs the pipeline refuses, or whose model cannot be built, is a case
 error (CD961), not a crash.
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl.diagnostics import SourceSpan, format_path
@@ -24,8 +26,10 @@ from ._spec import ModelSource, TestCase, TestFile
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
+    from converge_dsl.frontend import ToolServerSpec
     from converge_dsl.models import Model
     from converge_dsl.runtime import RunOutcome, RunResultDocument
+    from converge_dsl.tools import ServerFactory, ToolServer
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +105,33 @@ def _run(pipeline: Pipeline, case: TestCase) -> RunOutcome:
     async def go() -> RunOutcome:
         try:
             models = {name: build_model(source) for name, source in case.models.items()}
-            return await pipeline.outcome(case.inputs, models=models)
+            servers = tool_servers(case.tools)
+            return await pipeline.outcome(case.inputs, models=models, tool_servers=servers)
         finally:
             await pipeline.aclose()
 
     return asyncio.run(go())
+
+
+def tool_servers(cassettes: Mapping[str, Path]) -> ServerFactory | None:
+    """What makes a case's MCP tool servers: those named in `cassettes` answered from
+    them (one replay per cassette file, none started), the others the real ones."""
+    if not cassettes:
+        return None
+    from converge_dsl.tools import McpToolServer, ToolReplay
+
+    replays: dict[Path, ToolReplay] = {}
+    for path in cassettes.values():
+        if path.resolve() not in replays:
+            replays[path.resolve()] = ToolReplay.from_file(path)
+
+    def make(spec: ToolServerSpec, base_dir: Path, environ: Mapping[str, str]) -> ToolServer:
+        cassette = cassettes.get(spec.name)
+        if cassette is None:
+            return McpToolServer(spec, base_dir, environ)
+        return replays[cassette.resolve()].server(spec, base_dir, environ)
+
+    return make
 
 
 def build_model(source: ModelSource) -> Model:

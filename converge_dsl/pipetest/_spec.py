@@ -59,7 +59,8 @@ class ModelSource:
 
 @dataclass(frozen=True, slots=True)
 class TestCase:
-    """One case: run `pipeline` with `inputs` and `models`, then check `expect`.
+    """One case: run `pipeline` with `inputs` and `models` (and MCP tool servers answered
+    from cassettes, `tools`), then check `expect`.
 
     `path` is where the case sits in the test file, for locating failures.
     """
@@ -74,6 +75,7 @@ class TestCase:
     expect: Expectations
     path: JsonPath
     span: SourceSpan
+    tools: Mapping[str, Path] = field(default_factory=dict)  # server -> its cassette
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,7 @@ class _Reader:
         out: list[TestCase] = []
         seen: dict[str, int] = {}
         default_models = self.models(self.data.get("models") or {}, ("models",))
+        default_tools = self.tools(self.data.get("tools") or {}, ("tools",))
         for index, raw in enumerate(self.data["cases"]):
             where: JsonPath = ("cases", index)
             name = str(raw["name"])
@@ -170,7 +173,7 @@ class _Reader:
                     f"the first is on line {first}; give each case its own name",
                 )
             seen.setdefault(name, index)
-            case = self.case(index, raw, where, default_models)
+            case = self.case(index, raw, where, default_models, default_tools)
             if case is not None:
                 out.append(case)
         return tuple(out)
@@ -181,6 +184,7 @@ class _Reader:
         raw: Mapping[str, Any],
         where: JsonPath,
         default_models: Mapping[str, ModelSource],
+        default_tools: Mapping[str, Path],
     ) -> TestCase | None:
         own = "pipeline" in raw
         named = raw.get("pipeline", self.data.get("pipeline"))
@@ -195,10 +199,15 @@ class _Reader:
         pipeline_path = (*where, "pipeline") if own else ("pipeline",)
         pipeline = self.pipeline(str(named), pipeline_path)
         models = {**default_models, **self.models(raw.get("models") or {}, (*where, "models"))}
+        tools = {**default_tools, **self.tools(raw.get("tools") or {}, (*where, "tools"))}
         inputs = {**(self.data.get("inputs") or {}), **(raw.get("inputs") or {})}
         expect = Expectations.of(raw["expect"])
         if pipeline is not None:
             self.check_names(pipeline, raw, expect, where, models)
+            own_tools = raw.get("tools") or {}
+            for name in tools:
+                at = (*where, "tools", name) if name in own_tools else ("tools", name)
+                self.unknown(name, pipeline.tool_servers, "tool server", pipeline, at)
         self.check_regexes(expect, (*where, "expect"))
         if pipeline is None:
             return None
@@ -211,6 +220,7 @@ class _Reader:
             expect=expect,
             path=where,
             span=self.document.source_map.span(where),
+            tools=tools,
         )
 
     def file(self, named: str, path: JsonPath, what: str) -> Path | None:
@@ -292,6 +302,16 @@ class _Reader:
                     out[name] = ModelSource(name, script=target, inline=script)
             else:
                 out[name] = ModelSource(name, cassette=target)
+        return out
+
+    def tools(self, raw: Mapping[str, Any], where: JsonPath) -> dict[str, Path]:
+        """Tool server -> the cassette that answers it (the schema requires `cassette`)."""
+        out: dict[str, Path] = {}
+        for name, spec in raw.items():
+            path = (*where, name, "cassette")
+            target = self.file(str(spec["cassette"]), path, "cassette")
+            if target is not None:
+                out[name] = target
         return out
 
     def script_file(self, target: Path) -> Script | None:

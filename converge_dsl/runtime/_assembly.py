@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models.caching import AnswerCache
     from converge_dsl.models.port import Model
-    from converge_dsl.tools import RunTools
+    from converge_dsl.tools import RunTools, ServerFactory
 
 # The run's models from its settings and its meter's attempt gate.
 ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model"]]
@@ -94,6 +94,8 @@ class RunPlan:
     answer cache the run's models are wrapped in (docs/cache.md). `freeze`: a
     process that runs this one pipeline moves what is alive once it is
     compiled to the collector's permanent generation (`RunOptions.freeze_compiled`).
+    `tool_servers` makes the run's MCP tool servers (None: the real ones; a replay
+    stands in for them under `--replay`, a batch worker lends its own).
     """
 
     document: LoadedDocument
@@ -109,6 +111,7 @@ class RunPlan:
     reuse: CompiledRuns | None = None
     answers: AnswerCaching | None = None
     budget: BudgetRule | None = None
+    tool_servers: ServerFactory | None = None
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
@@ -152,7 +155,7 @@ async def _run(
             {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
         )
         models = _wrapped(_cached(plan, answers, settings, meter), sinks, hub, plan.clock)
-        tools = _tools(settings, hub, meter, answers)
+        tools = _tools(settings, hub, plan, sinks, meter, answers=answers)
         parts = RunParts(models=models, usage=meter, events=hub, tools=tools)
         compiled = None if reuse is None else reuse.compiled(inputs, parts)
         if compiled is None:
@@ -225,9 +228,16 @@ async def _release(models: Mapping[str, Model], tools: RunTools | None) -> None:
 
 
 def _tools(
-    settings: PipelineSettings, hub: TraceWriter, meter: UsageMeter, answers: AnswerCache | None
+    settings: PipelineSettings,
+    hub: TraceWriter,
+    plan: RunPlan,
+    sinks: Sequence[RunSink],
+    meter: UsageMeter,
+    *,
+    answers: AnswerCache | None,
 ) -> RunTools | None:
-    """The run's MCP tool servers (started on first use), or None when it declares none;
+    """The run's MCP tool servers (started on first use, made by the plan's factory as
+    each sink wraps it, no call past the run's deadline), or None when it declares none;
     held to the lock when it pins them, behind the answer cache when the run has one."""
     manifest = settings.manifest
     if not manifest.tools:
@@ -236,6 +246,13 @@ def _tools(
     from converge_dsl.tools import RunTools
     from converge_dsl.tools.caching import caching_tools
 
+    factory = plan.tool_servers
+    if factory is None:
+        from converge_dsl.tools import McpToolServer
+
+        factory = McpToolServer
+    for sink in sinks:
+        factory = sink.tool_servers(factory)
     return RunTools(
         manifest.tools,
         settings.base_dir,
@@ -246,6 +263,9 @@ def _tools(
         wrap=None if answers is None else caching_tools(answers),
         on_refused=meter.refuse_tool_call,
         on_called=meter.count_tool_call,
+        factory=factory,
+        clock=plan.clock,
+        deadline=lambda: meter.deadline,
     )
 
 

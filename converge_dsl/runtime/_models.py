@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import httpx
 
     from converge_dsl.models import ReplayOrder
+    from converge_dsl.tools import ServerFactory
 
 # Builds one declared model of a run by name, sending through the transport if one is given.
 ModelBuilder = Callable[[str, "httpx.AsyncBaseTransport | None"], Model]
@@ -105,12 +106,14 @@ def build_models(
     settings: PipelineSettings,
     options: RunOptions,
     attempt_gate: Callable[[], bool] | None = None,
+    orders: dict[str, ReplayOrder] | None = None,
 ) -> dict[str, Model]:
     """Build every model `settings` declares, through `model_builder` (the run's
     `attempt_gate` and wall-clock deadline; files in the pipeline's folder or one
     of `options.roots`), unless a cassette stands in for it (`--replay`,
     `--model NAME=CASSETTE`; `--record` is a sink, `_sinks.RecordSink`). An
-    override of an undeclared model is a `UsageError`.
+    override of an undeclared model is a `UsageError`. `orders` holds the answer order
+    of each cassette file (by resolved path), shared with the run's tool replay.
     """
     from converge_dsl.models import ReplayOrder
 
@@ -129,9 +132,11 @@ def build_models(
         attempt_gate=attempt_gate,
     )
     models: dict[str, Model] = {}
-    orders: dict[str, ReplayOrder] = {}  # one answer order per cassette file of the run
+    if orders is None:
+        orders = {}  # one answer order per cassette file of the run
 
     def replay(path: Path, option: str, name: str) -> Model:
+        assert orders is not None
         order = orders.setdefault(str(path.resolve()), ReplayOrder())
         return _cassette(
             path, option, name, attempt_gate=attempt_gate, order=order, clock=options.clock
@@ -148,3 +153,25 @@ def build_models(
             model = build(name, None)
         models[name] = model
     return models
+
+
+def tool_replay(path: Path, orders: dict[str, ReplayOrder]) -> ServerFactory:
+    """`--replay CASSETTE` for the run's MCP tool servers: each answered from the cassette,
+    none started, in the order shared with the models' replay of the same file; a bad
+    cassette is a `UsageError`."""
+    from converge_dsl.models import ReplayOrder
+    from converge_dsl.models.cassette import RECORD_HINT
+    from converge_dsl.tools import ToolReplay, ToolReplayMiss
+
+    option = f"--replay {path}"
+    if path.is_dir():
+        raise UsageError(
+            f"{option}: {str(path)!r} is a folder, not a cassette file", hint=RECORD_HINT
+        )
+    if not path.exists():
+        raise UsageError(f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT)
+    order = orders.setdefault(str(path.resolve()), ReplayOrder())
+    try:
+        return ToolReplay.from_file(path, order=order).server
+    except ToolReplayMiss as exc:
+        raise UsageError(f"[{exc.code}]: {option}: {exc.message}", hint=exc.hint) from None

@@ -3,11 +3,11 @@
 `run_pipeline(options)` is the entry point of a single run (`converge-dsl run`
 is a thin shell over it). It loads and validates the pipeline, turns the
 options into a `RunPlan` (models built from the declarations or answered by
-cassettes, the compile cache, the checkpoint, the sinks of `options.sinks`
-plus OpenTelemetry when asked for) and hands it to `_assembly.assemble_run`,
-which does the rest in the one order every run follows. It returns a
-`RunOutcome` or raises a `ConvergeError` (`PipelineInvalid` exit 2,
-`UsageError` exit 3, ...).
+cassettes, MCP tool servers answered by the `--replay` cassette too, the
+compile cache, the checkpoint, the sinks of `options.sinks` plus OpenTelemetry
+when asked for) and hands it to `_assembly.assemble_run`, which does the rest
+in the one order every run follows. It returns a `RunOutcome` or raises a
+`ConvergeError` (`PipelineInvalid` exit 2, `UsageError` exit 3, ...).
 
 Human in the loop: a run that stops with `hitl_pause` checkpoints its pending
 proposals (with `checkpoint`). `resume` + `decisions` (id -> approve) continues
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converge_dsl._json_types import JsonObject
 from converge_dsl.compiler import LOCK_FILE, CompileCache, declare_models, open_cache
@@ -30,11 +31,14 @@ from converge_dsl.frontend.document import LoadedDocument
 
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint_key import checkpoint_key
-from ._models import build_models
+from ._models import build_models, tool_replay
 from ._options import RunOptions
 from ._outcome import RunOutcome
 from ._outputs import read_files
 from ._telemetry import OtelSink
+
+if TYPE_CHECKING:
+    from converge_dsl.models import ReplayOrder
 
 
 def load_document(
@@ -74,11 +78,14 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
         if options.freeze_compiled:
             freeze_alive()  # see `RunOptions.freeze_compiled`
         store_dir = options.checkpoint or options.resume
+        orders: dict[str, ReplayOrder] = {}  # a cassette's order, its models' and tools'
         plan = RunPlan(
             document=document,
             inputs=options.inputs,
             clock=options.clock,
-            models=lambda settings, gate: build_models(settings, options, attempt_gate=gate),
+            models=lambda settings, gate: build_models(
+                settings, options, attempt_gate=gate, orders=orders
+            ),
             sinks=(*options.sinks, *(() if otel is None else (otel,))),
             reads=read_files(declare_models(document), options),
             cache=(lambda inputs: _compile_cache(document, inputs, options))
@@ -95,11 +102,20 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             ),
             freeze=options.freeze_compiled,
             answers=options.answers,
+            tool_servers=tool_replay(options.replay, orders)
+            if options.replay is not None and _declares_tools(document)
+            else None,
         )
         return await assemble_run(plan)
     finally:
         if otel is not None:
             otel.close()
+
+
+def _declares_tools(document: LoadedDocument) -> bool:
+    """Whether the pipeline declares MCP tool servers (a replay then answers them too)."""
+    data = document.data
+    return isinstance(data, dict) and bool(data.get("tools"))
 
 
 def _replayed(options: RunOptions) -> Callable[[str], bool]:

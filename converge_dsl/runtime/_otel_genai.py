@@ -4,16 +4,19 @@
 (provider, requested model, adapter, server); `call_started`,
 `call_attempt` and `call_finished` turn the model-call events
 (`converge_dsl.models.events`) into `gen_ai.*` (and `server.*`, `http.*`,
-`error.type`, `converge_dsl.model.*`) attributes; `content(request, answer,
-redact)` gives the opt-in content attributes (`gen_ai.system_instructions`,
-`gen_ai.input.messages`, `gen_ai.output.messages`, JSON), every string of
-them first through `redact`. Nothing here sees a prompt or an answer but
+`error.type`, `converge_dsl.model.*`) attributes; `tool_call(event)` does the
+same for an MCP tool call (`execute_tool`, `gen_ai.tool.*`, `error.type`, its
+server) and `tool_content(event, redact)` gives its arguments and result (opt-in);
+`content(request, answer, redact)` gives the opt-in content attributes
+(`gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages`,
+JSON), every string of them first through `redact`. Nothing here sees a prompt or an answer but
 `content`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +33,8 @@ from converge_dsl.models.port import (
 Attributes = dict[str, Any]
 # Our model stop reasons as the GenAI conventions' finish reasons.
 FINISH_REASONS = {"end_turn": "stop", "tool_use": "tool_call", "max_tokens": "length"}
+# A tool result that is a failure of the server, not of the tool, starts with its code.
+_TOOL_FAILURE = re.compile(r"^(CD\d{3}): ")
 
 
 class ModelFacts(Record):
@@ -173,3 +178,36 @@ def _redact_json(redact: Callable[[str], str], value: Any) -> Any:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_name(event: Any) -> str:
+    """The name the caller calls an MCP tool by (`mcp:SERVER/TOOL`)."""
+    return f"mcp:{event.server}/{event.tool}"
+
+
+def tool_call(event: Any) -> Attributes:
+    """The attributes of an MCP tool call's span (an `mcp_tool_called` event):
+    `error.type` is the server's failure code (CD96x) or `tool_error`."""
+    attributes: Attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool_name(event),
+        "gen_ai.tool.type": "extension",
+        "converge_dsl.tool.server": event.server,
+        "converge_dsl.tool.tool": event.tool,
+        "converge_dsl.suggestor.name": event.suggestor,
+        "converge_dsl.cycle.number": event.cycle,
+    }
+    if event.call_id is not None:
+        attributes["gen_ai.tool.call.id"] = event.call_id
+    if event.is_error:
+        failure = _TOOL_FAILURE.match(event.output)
+        attributes["error.type"] = failure.group(1) if failure else "tool_error"
+    return attributes
+
+
+def tool_content(event: Any, redact: Callable[[str], str]) -> Attributes:
+    """The opt-in content of a tool call: its arguments (JSON) and its result, redacted."""
+    return {
+        "gen_ai.tool.call.arguments": _json(_redact_json(redact, dict(event.arguments))),
+        "gen_ai.tool.call.result": redact(event.output),
+    }

@@ -1,5 +1,5 @@
-"""Run events -> OpenTelemetry spans: one per run, cycle, suggestor execution, agent turn
-and model call, parented run > cycle > suggestor > (turn >) model call.
+"""Run events -> OpenTelemetry spans: one per run, cycle, suggestor execution, agent turn,
+model call and MCP tool call, parented run > cycle > suggestor > (turn >) model or tool call.
 
 `SpanRecorder` is an event listener (`TraceWriter` calls it with every event
 of the run, the same events the JSONL trace is written from, documented in
@@ -14,8 +14,9 @@ facts its proposals became (promotion happens after every execution of the
 cycle); it ends at its execution's own end time. Spans still open when the run
 finishes (a stop mid-cycle) end with the run.
 
-Model-call spans follow the GenAI semantic conventions (`_otel_genai`); the
-others carry `converge_dsl.*` attributes. No prompt, answer, fact text or error
+Model-call and tool-call spans follow the GenAI semantic conventions
+(`_otel_genai`: `chat`, `execute_tool`); the others carry `converge_dsl.*`
+attributes. No prompt, answer, tool argument or result, fact text or error
 message (it may quote an answer) is recorded unless `content` is on; then they
 are, each string first through `redact` (the run's models' secret masks).
 """
@@ -385,6 +386,27 @@ class SpanRecorder:
         span = self._calls.get(call)
         if self.content and span is not None:
             span.set_attributes(genai.content(request, answer, self._redact))
+
+    # -- MCP tool calls ----------------------------------------------------------------
+
+    def _on_mcp_tool_called(self, event: Any, at: int) -> None:
+        """One span per tool call, under the caller's turn (an agent's) or execution,
+        from the call's start to its end (its event comes when it ends)."""
+        timing = event.timing
+        start = (
+            at
+            if timing is None or timing.duration_s is None
+            else at - round(timing.duration_s * 1e9)
+        )
+        parent = self._call_parent(event.suggestor, None)
+        span = self._start(
+            f"execute_tool {genai.tool_name(event)}", parent, start, genai.tool_call(event)
+        )
+        if self.content:
+            span.set_attributes(genai.tool_content(event, self._redact))
+        if event.is_error:
+            span.set_status(Status(StatusCode.ERROR))
+        span.end(end_time=at)
 
     _on_suggestor_failed = _on_suggestor_finished
     _on_agent_contributor_fired = _agent_event

@@ -8,7 +8,8 @@ once the suggestors are compiled, `on_event` for each engine event (only when
 checks are written once over the list of sinks (`_outputs.check_outputs`).
 A sink whose write failed keeps the error in `failure`: the run re-raises it
 when the engine swallowed it. `model` may wrap each of the run's models
-(`--record`); `exchange` hears each model call's request and answer.
+(`--record`), and `tool_servers` what makes its MCP tool servers; `exchange`
+hears each model call's request and answer.
 
 The sinks of one run: the checkpoint folder (made by the assembly from the
 plan, `_outputs.CheckpointSink`), then `RunOptions.sinks` in order (the
@@ -40,6 +41,7 @@ from ._trace import TraceWriter, wall_clock
 if TYPE_CHECKING:
     from converge_dsl.compiler import CompiledPipeline
     from converge_dsl.models.port import Model
+    from converge_dsl.tools import ServerFactory
 
     from ._outcome import RunOutcome
 
@@ -85,6 +87,11 @@ class RunSink:
     def model(self, name: str, model: Model) -> Model:
         """The run's model `name`, wrapped when this output needs to see its calls."""
         return model
+
+    def tool_servers(self, factory: ServerFactory) -> ServerFactory:
+        """What makes the run's MCP tool servers, wrapped when this output needs to see
+        their calls (`--record`)."""
+        return factory
 
     def on_result(self, outcome: RunOutcome) -> None:
         """The run's outcome (not called when the run raised)."""
@@ -216,12 +223,13 @@ class ReportSink(RunSink):
 
 
 class RecordSink(RunSink):
-    """`--record CASSETTE`: every attempt of every model call of the run, in order.
+    """`--record CASSETTE`: every attempt of every model call of the run, in order, and
+    every MCP tool server's start and calls (`converge_dsl.tools.recording`).
 
     The cassette starts empty: a recording already there is refused unless
     `overwrite` (`--overwrite`), since appending to it would make its replay
     answer from the older run too. One step counter numbers the events of all
-    the run's models, so a replay answers in the recorded order.
+    the run's models and tool servers, so a replay answers in the recorded order.
     """
 
     def __init__(self, path: Path, *, overwrite: bool = False) -> None:
@@ -259,3 +267,8 @@ class RecordSink(RunSink):
         from converge_dsl.models import RecordingModel
 
         return RecordingModel(model, self.path, append=True, name=name, steps=self._steps)
+
+    def tool_servers(self, factory: ServerFactory) -> ServerFactory:
+        from converge_dsl.tools import recording
+
+        return recording(factory, self.path, self._steps)

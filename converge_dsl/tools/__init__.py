@@ -13,7 +13,14 @@ Public surface:
   of a started server), `lock_server` (start, read, stop),
   `LockedToolServer` (a run held to the pin: `ToolListChanged`, CD267),
   `transport_identity(spec)`
-- `child_environment(spec, parent)`, the whole environment of a stdio server's child
+- `child_environment(spec, parent)`, the whole environment of a stdio server's child;
+  `server_secrets(spec, parent)`, the values a run hands a server (redacted everywhere)
+- cassettes: `recording(factory, cassette, steps)` wraps each server in a
+  `RecordingToolServer` (`--record`); `ToolReplay.from_file(cassette, order=...)`
+  stands in for them (`ToolReplay.server` is a `ServerFactory`, its servers are
+  `ReplayToolServer`s; a call it lacks is `ToolReplayMiss`, CD968)
+- `ServerPool`: servers started once and lent to many runs (a batch worker's), a
+  server that failed dropped and started afresh; `close()` stops them
 - `RunTools`: the servers of one run as agents list and call them (started on first use,
   arguments checked against the server's input schema, `budget.max_tool_calls`, results
   redacted, failures as error text, each call a `McpToolCalled` trace event; `close()`
@@ -32,18 +39,27 @@ from typing import TYPE_CHECKING
 from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
+    from converge_dsl.tools._cassette import *  # noqa: F403
     from converge_dsl.tools._environment import *  # noqa: F403
     from converge_dsl.tools._events import *  # noqa: F403
     from converge_dsl.tools._fake import *  # noqa: F403
     from converge_dsl.tools._locked import *  # noqa: F403
     from converge_dsl.tools._mcp import *  # noqa: F403
+    from converge_dsl.tools._pool import *  # noqa: F403
     from converge_dsl.tools._port import *  # noqa: F403
     from converge_dsl.tools._run import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
-            "converge_dsl.tools._environment": ("child_environment",),
+            "converge_dsl.tools._cassette": (
+                "RecordingToolServer",
+                "ReplayToolServer",
+                "ToolReplay",
+                "ToolReplayMiss",
+                "recording",
+            ),
+            "converge_dsl.tools._environment": ("child_environment", "server_secrets"),
             "converge_dsl.tools._events": ("McpToolCalled",),
             "converge_dsl.tools._fake": ("FakeTool", "FakeToolServer"),
             "converge_dsl.tools._locked": (
@@ -55,7 +71,9 @@ else:
                 "transport_identity",
             ),
             "converge_dsl.tools._mcp": ("McpToolServer",),
+            "converge_dsl.tools._pool": ("ServerPool",),
             "converge_dsl.tools._port": (
+                "ServerFactory",
                 "ServerInfo",
                 "ServerLimits",
                 "ToolFailure",

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from converge_dsl.engine.events import Timing
+
 
 class McpToolCalled(BaseModel):
     """A call of an MCP tool (`mcp:SERVER/TOOL`) by an agent or a tool suggestor: its
@@ -18,6 +20,9 @@ class McpToolCalled(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     type: Literal["mcp_tool_called"] = "mcp_tool_called"
+    timing: Timing | None = Field(
+        default=None, description="when the call ended (`at`) and how long it took"
+    )
     suggestor: str
     cycle: int
     server: str
@@ -25,3 +30,6 @@ class McpToolCalled(BaseModel):
     arguments: dict[str, Any]
     output: str = Field(description="the result's text, cut to its first 2,000 characters")
     is_error: bool
+    call_id: str | None = Field(
+        default=None, description="the id of the model's tool call (an agent's), else null"
+    )

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from converge_dsl._json_types import JsonObject, JsonSchema, JsonValue
@@ -111,6 +113,11 @@ class ToolServer(Protocol):
     async def call(self, tool: str, arguments: JsonObject) -> ToolResult: ...
 
     def close(self) -> None: ...
+
+
+# What makes a run's servers: a server's declaration, the pipeline's folder and the
+# run's environment -> the port (the real adapter, a recorder around it, a replay).
+ServerFactory = Callable[[ToolServerSpec, Path, Mapping[str, str]], ToolServer]
 
 
 def cap_result(text: str, structured: JsonValue, is_error: bool, max_bytes: int) -> ToolResult:

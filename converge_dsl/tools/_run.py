@@ -9,8 +9,11 @@ ends. `listing(server)` gives the allowed tools as the model is offered them
 counts the call against `budget.max_tool_calls`, and answers `(text, is_error)`:
 a tool's error, a refused or malformed call, a server that failed (its
 `ToolFailure` message and code) are all error text for the model (tool errors
-are soft). Every result is redacted of the values the run hands its servers
-(passed variables, header values) before the model sees it.
+are soft). A call is bounded by its server's `call_timeout_s` and by what is
+left of the run's deadline (`budget.max_wall_s`), whichever comes first; one cut
+at the deadline stops its server like a call timeout. Every result is redacted
+of the values the run hands its servers (passed variables, header values)
+before the model sees it.
 
 A server the lock records as declared (`locked`, the same transport identity)
 is a `LockedToolServer`: its tools are the locked ones, it starts on its first
@@ -32,16 +35,27 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl._json_types import JsonObject, JsonSchema
-from converge_dsl.frontend import MCP_PREFIX, HttpServerSpec, StdioServerSpec, ToolServerSpec
+from converge_dsl.clock import Clock
+from converge_dsl.engine.events import Timing
+from converge_dsl.frontend import MCP_PREFIX, ToolServerSpec
 from converge_dsl.models import Redactor
 from converge_dsl.models.port import ToolSpec
 from converge_dsl.sandbox import UnsafeSchema, python_validator
+from converge_dsl.tools._cassette import ReplayToolServer
+from converge_dsl.tools._environment import server_secrets
 from converge_dsl.tools._events import McpToolCalled
 from converge_dsl.tools._locked import LockedServer, LockedToolServer, transport_identity
-from converge_dsl.tools._port import ServerInfo, ToolFailure, ToolServer
+from converge_dsl.tools._port import (
+    ServerFactory,
+    ServerInfo,
+    ServerLimits,
+    ToolFailure,
+    ToolResult,
+    ToolServer,
+)
 
-ServerFactory = Callable[[ToolServerSpec, Path, Mapping[str, str]], ToolServer]
 # A server put behind another port, given its declaration and the run's redactor.
 ServerWrapper = Callable[[ToolServer, ToolServerSpec, Callable[[str], str]], ToolServer]
 
@@ -74,7 +88,11 @@ class RunTools:
         wrap: ServerWrapper | None = None,
         on_refused: Callable[[], None] | None = None,
         on_called: Callable[[], None] | None = None,
+        clock: Clock | None = None,
+        deadline: Callable[[], float | None] | None = None,
     ) -> None:
+        """`deadline()` reads the run's deadline on `clock` (None: no time budget); no
+        call outlasts it."""
         self.specs = specs
         self.base_dir = base_dir
         self.environ = dict(os.environ if environ is None else environ)
@@ -90,6 +108,8 @@ class RunTools:
         self.wrap = wrap
         self.on_refused = on_refused
         self.on_called = on_called
+        self.clock = clock
+        self.deadline = deadline
         self.calls = 0
         self.servers: dict[str, ToolServer] = {}
         self._infos: dict[str, ServerInfo] = {}
@@ -97,13 +117,7 @@ class RunTools:
         self.redact = Redactor(self._secrets())
 
     def _secrets(self) -> list[str]:
-        found: list[str] = []
-        for spec in self.specs.values():
-            names = spec.env_pass if isinstance(spec, StdioServerSpec) else ()
-            if isinstance(spec, HttpServerSpec):
-                names = tuple(spec.headers.values())
-            found += [self.environ[n] for n in names if self.environ.get(n)]
-        return found
+        return [s for spec in self.specs.values() for s in server_secrets(spec, self.environ)]
 
     async def started(self, server: str) -> ServerInfo:
         """The server's `ServerInfo`, starting it on first use (`ToolFailure` if it cannot)."""
@@ -116,7 +130,12 @@ class RunTools:
             if info is None:
                 instance = self._server(server)
                 self.servers[server] = instance
-                info = await asyncio.to_thread(instance.start)
+                if isinstance(instance, ReplayToolServer):
+                    # Nothing to wait for; a thread hop would let a replay's waiting
+                    # calls take it for a stall and answer out of the recorded order.
+                    info = instance.start()
+                else:
+                    info = await asyncio.to_thread(instance.start)
                 self._infos[server] = info
         return info
 
@@ -139,11 +158,19 @@ class RunTools:
         )
 
     async def call(
-        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+        self,
+        suggestor: str,
+        cycle: int,
+        server: str,
+        tool: str,
+        arguments: JsonObject,
+        *,
+        call_id: str | None = None,
     ) -> tuple[str, bool]:
-        """An agent's call (see the module docstring), traced; `suggestor` is the caller. A
-        call `budget.max_tool_calls` refuses is an error text the model sees."""
-        answered = await self._traced(suggestor, cycle, server, tool, arguments)
+        """An agent's call (see the module docstring), traced; `suggestor` is the caller,
+        `call_id` the id of the model's tool call. A call `budget.max_tool_calls` refuses
+        is an error text the model sees."""
+        answered = await self._traced(suggestor, cycle, server, tool, arguments, call_id=call_id)
         return (self._spent(), True) if answered is None else answered
 
     async def answer(
@@ -151,17 +178,29 @@ class RunTools:
     ) -> tuple[str, bool] | None:
         """A tool suggestor's call: `call`, but None when `budget.max_tool_calls` refused
         it, which `on_refused` hears (the run stops after the cycle)."""
-        answered = await self._traced(suggestor, cycle, server, tool, arguments)
+        answered = await self._traced(suggestor, cycle, server, tool, arguments, call_id=None)
         if answered is None and self.on_refused is not None:
             self.on_refused()
         return answered
 
     async def _traced(
-        self, suggestor: str, cycle: int, server: str, tool: str, arguments: JsonObject
+        self,
+        suggestor: str,
+        cycle: int,
+        server: str,
+        tool: str,
+        arguments: JsonObject,
+        *,
+        call_id: str | None,
     ) -> tuple[str, bool] | None:
+        started = None if self.clock is None else self.clock.monotonic()
         answered = await self._answer(suggestor, server, tool, arguments)
         if self.events is not None:
             text, is_error = (self._spent(), True) if answered is None else answered
+            timing = None
+            if self.clock is not None and started is not None:
+                at = self.clock.monotonic()
+                timing = Timing(at=at, duration_s=at - started)
             self.events(
                 McpToolCalled(
                     suggestor=suggestor,
@@ -171,6 +210,8 @@ class RunTools:
                     arguments=dict(arguments),
                     output=text[:2000],
                     is_error=is_error,
+                    call_id=call_id,
+                    timing=timing,
                 )
             )
         return answered
@@ -198,7 +239,7 @@ class RunTools:
             return None
         self.calls += 1
         try:
-            result = await self.servers[server].call(tool, arguments)
+            result = await self._bounded(self.servers[server], tool, arguments)
         except ToolFailure as failure:
             if self.on_called is not None:
                 self.on_called()  # it reached the server, or tried to
@@ -211,6 +252,29 @@ class RunTools:
         if result.structured is not None and not text:
             text = json.dumps(result.structured, ensure_ascii=False, sort_keys=True)
         return self.redact(text), result.is_error
+
+    async def _bounded(self, instance: ToolServer, tool: str, arguments: JsonObject) -> ToolResult:
+        """The call, cut at the run's deadline when that comes before the server's own
+        `call_timeout_s`; a call cut there stops its server (the run stops on time)."""
+        remaining = None
+        deadline = None if self.deadline is None else self.deadline()
+        if deadline is not None and self.clock is not None:
+            remaining = max(0.0, deadline - self.clock.monotonic())
+        limit = ServerLimits.of(self.specs[instance.name]).call_timeout_s
+        if remaining is None or remaining >= limit:
+            return await instance.call(tool, arguments)
+        try:
+            async with asyncio.timeout(remaining):
+                return await instance.call(tool, arguments)
+        except TimeoutError:
+            await asyncio.to_thread(instance.close)
+            raise ToolFailure(
+                codes.TOOL_CALL_TIMED_OUT,
+                instance.name,
+                f"tool server {instance.name!r}: the run's deadline (budget.max_wall_s) passed "
+                "during a call; the server was stopped",
+                hint="raise budget.max_wall_s, or find why the tool is slow",
+            ) from None
 
     def close(self) -> None:
         """Stop every started server (each stops its own process group)."""

@@ -2,9 +2,10 @@
 
 `stdio_transport(program, env, cwd, max_line_bytes)` starts the child with
 exactly `env` (see `_environment`), in a new session (so its process group is
-its own), and yields the SDK's message streams and the `ChildProcess`. On exit,
-on a timeout or an interrupt, the whole process group is killed (SIGTERM, then
-SIGKILL after a grace period) and reaped. A message line longer than
+its own; on Linux it is also sent SIGKILL when this process dies, however it
+dies, `with_parent_death`), and yields the SDK's message streams and the
+`ChildProcess`. On exit, on a timeout or an interrupt, the whole process group
+is killed (SIGTERM, then SIGKILL after a grace period) and reaped. A message line longer than
 `max_line_bytes` is never held: it is skipped as it arrives and the request it
 answers gets an error naming its size (so a 50 MB answer costs no 50 MB).
 """
@@ -16,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -42,6 +44,32 @@ class ChildProcess:
 
     def stderr_text(self) -> str:
         return bytes(self.stderr_tail).decode("utf-8", errors="replace").strip()
+
+
+# Run in the child before the server: ask Linux to SIGKILL it when its parent dies
+# (prctl(PR_SET_PDEATHSIG), kept across exec), then become the server. A parent that died
+# before the request is seen as a new parent process id: the child stops at once.
+_LAUNCHER = """\
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+if os.getppid() != int(sys.argv[1]):
+    os._exit(1)
+try:
+    os.execv(sys.argv[2], sys.argv[2:])
+except OSError as exc:
+    sys.stderr.write(f"cannot run {sys.argv[2]}: {exc.strerror}\\n")
+    os._exit(127)
+"""
+
+
+def with_parent_death(program: Sequence[str]) -> list[str]:
+    """`program` started so that it dies with this process, even by SIGKILL: on Linux,
+    through a launcher that sets the parent-death signal and execs it (same process id,
+    same program, same environment); elsewhere as it is (a server then ends when its
+    stdin closes, which most do; docs/tools.md)."""
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return list(program)
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *program]
 
 
 def kill_group(pid: int, sig: int) -> None:
@@ -109,7 +137,7 @@ async def stdio_transport(
 ]:
     """The child's message streams (see the module docstring)."""
     process = await anyio.open_process(
-        list(program),
+        with_parent_death(program),
         env=env,
         cwd=cwd,
         start_new_session=True,

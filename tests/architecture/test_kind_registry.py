@@ -48,8 +48,11 @@ OTHER_MEANINGS: dict[str, frozenset[str]] = {
     # (`solver`, `rule`...), which the pack's own modules read
     "rule": frozenset({"solvers/scheduling.py", "packs/_bind.py", "packs/_info.py"}),
     "agent": frozenset({"solvers/assignment.py"}),
-    # SARIF's `tool` object; a message role `tool` (a tool result in the wire formats)
-    "tool": frozenset({"frontend/_sarif.py", "models/_common.py", "models/_openai.py"}),
+    # SARIF's `tool` object; a message role `tool` (a tool result in the wire formats);
+    # the tool a cassette's line records a call of
+    "tool": frozenset(
+        {"frontend/_sarif.py", "models/_common.py", "models/_openai.py", "tools/_cassette.py"}
+    ),
     "seed": frozenset(
         {"engine/reference.py", "engine/_admission.py", "engine/_explain.py", "graph/_svg.py"}
     ),

@@ -26,7 +26,7 @@ def test_a_failing_case_prints_a_located_diff_and_exits_1() -> None:
     assert untimed(out) == expected("failing.expected", untimed(out))
 
 
-@pytest.mark.parametrize("name", ["names", "schema", "inline"])
+@pytest.mark.parametrize("name", ["names", "schema", "inline", "tools"])
 def test_an_invalid_test_file_is_reported_like_a_pipeline_with_exit_2(name: str) -> None:
     code, out, err = cli("test", f"tests/pipetest/data/{name}.test.yaml")
     assert (code, out) == (2, "")

@@ -96,16 +96,19 @@ def test_the_span_tree_mirrors_the_trace(pipeline: Path, tmp_path: Path) -> None
     executions = [s for s in spans if "converge_dsl.suggestor.kind" in (s.attributes or {})]
     calls = [s for s in spans if s.kind is SpanKind.CLIENT]
     turns = [s for s in spans if s.name.startswith("turn ")]
+    tools = [s for s in spans if s.name.startswith("execute_tool ")]
     assert len(cycles) == types["cycle_started"]
     assert len(executions) == types["suggestor_started"]
     assert len(calls) == types["model_call_started"]
     assert len(turns) == types["agent_turn_started"]
-    assert len(spans) == 1 + len(cycles) + len(executions) + len(calls) + len(turns)
+    assert len(tools) == types["mcp_tool_called"]
+    assert len(spans) == 1 + len(cycles) + len(executions) + len(calls) + len(turns) + len(tools)
 
     assert all(by_id[s.parent.span_id] is root for s in cycles)  # type: ignore[union-attr]
     assert all(by_id[s.parent.span_id] in cycles for s in executions)  # type: ignore[union-attr]
     assert all(by_id[s.parent.span_id] in executions for s in turns)  # type: ignore[union-attr]
     assert all(by_id[s.parent.span_id] in executions + turns for s in calls)  # type: ignore[union-attr]
+    assert all(by_id[s.parent.span_id] in executions + turns for s in tools)  # type: ignore[union-attr]
 
     # Facts promoted, as the trace counts them per suggestor (seeds, in cycle 0, run none).
     promoted = Counter(
@@ -395,3 +398,94 @@ def test_a_collector_answer_cannot_drive_the_terminal() -> None:
     (warning,) = warnings
     assert "503 \\x1b[2J\\x1b]0;title\\x07Bad\\x0d\\x9b)" in warning
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in warning)
+
+
+TOOLS = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: tool-spans
+tools:
+  fixture:
+    command: [{python}, {fixture}, stdio, "0"]
+    allow: [echo, fail, getenv]
+    env: {{pass: [SPAN_SECRET]}}
+models:
+  default: {{adapter: scripted, script: tools.script.yaml}}
+seeds: [{{id: go, content: go}}]
+suggestors:
+  - name: look
+    kind: tool
+    call: mcp:fixture/echo
+    dependencies: [seeds]
+    arguments: {{text: '{{"id": "seen", "content": "looked"}}'}}
+    target: hypotheses
+  - name: clerk
+    kind: agent
+    model: default
+    dependencies: [hypotheses]
+    target: evaluations
+    goal: Look things up.
+    tools: [finish, "mcp:fixture/*"]
+"""
+
+TOOLS_SCRIPT = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+rules:
+  - match: {suggestor: clerk, turn: 0}
+    tool_calls: [{name: "mcp:fixture/getenv", input: {name: SPAN_SECRET}}]
+  - match: {suggestor: clerk, turn: 1}
+    tool_calls: [{name: "mcp:fixture/fail", input: {reason: index-down}}]
+  - match: {suggestor: clerk, turn: 2}
+    tool_calls: [{name: finish, input: {}}]
+default: {reply: Done.}
+"""
+
+
+@pytest.mark.parametrize("content", [False, True], ids=["plain", "content"])
+def test_every_tool_call_is_an_execute_tool_span(
+    tmp_path: Path, content: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    fixture = ROOT / "tests" / "tools" / "fastmcp_server.py"
+    pipeline = tmp_path / "tools.yaml"
+    pipeline.write_text(
+        TOOLS.format(python=json.dumps(sys.executable), fixture=json.dumps(str(fixture)))
+    )
+    (tmp_path / "tools.script.yaml").write_text(TOOLS_SCRIPT)
+    secret = "span-secret-0123456789"
+    monkeypatch.setenv("SPAN_SECRET", secret)  # the run's servers see the process's variables
+    spans, outcome = _run(pipeline, content=content)
+    assert outcome.document.stop_reason == "converged"
+    tools = sorted(
+        (s for s in spans if s.name.startswith("execute_tool ")), key=lambda s: s.start_time
+    )
+    assert [s.name for s in tools] == [
+        "execute_tool mcp:fixture/echo",
+        "execute_tool mcp:fixture/getenv",
+        "execute_tool mcp:fixture/fail",
+    ]
+    by_id = {span.context.span_id: span for span in spans}
+    look, getenv, fail = tools
+    for span in tools:
+        attributes = span.attributes or {}
+        assert attributes["gen_ai.operation.name"] == "execute_tool"
+        assert attributes["converge_dsl.tool.server"] == "fixture"
+        assert span.kind is SpanKind.INTERNAL
+        assert span.start_time <= span.end_time  # type: ignore[operator]
+    assert by_id[look.parent.span_id].name == "suggestor look"  # type: ignore[union-attr]
+    assert "gen_ai.tool.call.id" not in (look.attributes or {})  # a tool suggestor has none
+    assert by_id[getenv.parent.span_id].name == "turn 0"  # type: ignore[union-attr]
+    assert getenv.attributes["gen_ai.tool.call.id"]
+    assert getenv.status.status_code is StatusCode.UNSET
+    assert fail.status.status_code is StatusCode.ERROR
+    assert fail.attributes["error.type"] == "tool_error"
+    carried = "\n".join(_strings(spans))
+    assert secret not in carried
+    if content:
+        assert getenv.attributes["gen_ai.tool.call.arguments"] == '{"name":"SPAN_SECRET"}'
+        assert getenv.attributes["gen_ai.tool.call.result"] == "[REDACTED]"
+        assert "index-down" in fail.attributes["gen_ai.tool.call.result"]
+    else:
+        assert "index-down" not in carried

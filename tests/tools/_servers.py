@@ -14,7 +14,7 @@ from pathlib import Path
 from converge_dsl.frontend import HttpServerSpec, StdioServerSpec
 
 FIXTURE = Path(__file__).resolve().parent / "fastmcp_server.py"
-FIXTURE_TOOLS = ("echo", "hang", "crash", "fail", "big", "getenv", "spawn")
+FIXTURE_TOOLS = ("echo", "hang", "crash", "fail", "big", "getenv", "spawn", "linger")
 
 
 def stdio_fixture(

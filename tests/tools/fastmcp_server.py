@@ -2,8 +2,9 @@
 
 Run as a program: `python fastmcp_server.py stdio` or `python fastmcp_server.py
 http PORT` (streamable HTTP on 127.0.0.1). Its tools echo, hang, crash the
-server, fail, answer N megabytes, read a variable of its environment, and start
-a grandchild process (to show the process group is killed). With the file
+server, fail, answer N megabytes, read a variable of its environment, start
+a grandchild process (to show the process group is killed), and outlive the end
+of its stdin (`linger`). With the file
 named by its third argument present, it also offers `extra` (a changed tool list).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,12 +67,27 @@ def spawn() -> str:
     return str(child.pid)
 
 
+@server.tool()
+def linger(seconds: float = 300.0) -> str:
+    """Keep the process alive for `seconds` even after its stdin closes (a thread that is
+    not a daemon), as a server that ignores the end of its input does."""
+    threading.Thread(target=time.sleep, args=(seconds,)).start()
+    if len(sys.argv) > 3:
+        Path(sys.argv[3] + ".lingering").touch()  # a test waits for it
+    return "lingering"
+
+
 if len(sys.argv) > 3 and Path(sys.argv[3]).exists():
 
     @server.tool()
     def extra(text: str) -> str:
         """A tool that appears after the lock."""
         return text
+
+
+if len(sys.argv) > 3:  # each start leaves a line (a test counts the starts)
+    with open(sys.argv[3] + ".starts", "a", encoding="utf-8") as starts:
+        starts.write(f"{os.getpid()}\n")
 
 
 if __name__ == "__main__":

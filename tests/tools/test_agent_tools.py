@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from converge_dsl.cli import run
+from converge_dsl.runtime._trace import deterministic_line
 
 from ._servers import FIXTURE, http_fixture
 
@@ -99,13 +100,12 @@ def test_an_agent_calls_mcp_tools_over_stdio_and_http(tmp_path: Path) -> None:
             )
         )
         (tmp_path / "agent.script.yaml").write_text(SCRIPT)
-        code = run(
-            ["run", str(tmp_path / "agent.yaml"), "--format", "json", "--trace", str(trace)],
-            out,
-            err,
-        )
+        cassette = tmp_path / "agent.cassette.jsonl"
+        argv = ["run", str(tmp_path / "agent.yaml"), "--format", "json", "--trace", str(trace)]
+        code = run([*argv, "--record", str(cassette)], out, err)
     assert code == 0, err.getvalue()
-    result = json.loads(out.getvalue())
+    recorded = out.getvalue()
+    result = json.loads(recorded)
     facts = result["facts"] if "facts" in result else result["context"]
     assert "22:30 in Tokyo" in json.dumps(facts)
     events = trace.read_text()
@@ -118,3 +118,18 @@ def test_an_agent_calls_mcp_tools_over_stdio_and_http(tmp_path: Path) -> None:
     assert "budget.max_tool_calls (4) is spent" in events
     assert "over-budget" not in events.split("is spent")[1]
     assert _running_with(marker) == []
+
+    # Replayed with every server gone: the HTTP one stopped, the stdio ones not found.
+    text = (tmp_path / "agent.yaml").read_text()
+    text = text.replace(json.dumps(sys.executable), "no-such-python")
+    (tmp_path / "agent.yaml").write_text(text.replace("[mcp-server-time,", "[no-such-server,"))
+    replayed, err = io.StringIO(), io.StringIO()
+    second = tmp_path / "replayed.jsonl"
+    argv = ["run", str(tmp_path / "agent.yaml"), "--format", "json", "--trace", str(second)]
+    assert run([*argv, "--replay", str(cassette)], replayed, err) == 0, err.getvalue()
+    assert replayed.getvalue() == recorded
+
+    def lines(path: Path) -> list[dict[str, object]]:
+        return [deterministic_line(json.loads(x)) for x in path.read_text().splitlines()]
+
+    assert lines(second) == lines(trace)

@@ -52,8 +52,25 @@ def _run(tmp_path: Path, text: str, *argv: str) -> tuple[int, str, str]:
 
 def test_a_tool_suggestor_maps_the_result_to_facts(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
-    code, out, err = _run(tmp_path, PIPELINE, "run", "--format", "json", "--trace", str(trace))
+    cassette = tmp_path / "kind.cassette.jsonl"
+    code, out, err = _run(
+        tmp_path,
+        PIPELINE,
+        "run",
+        "--format",
+        "json",
+        "--trace",
+        str(trace),
+        "--record",
+        str(cassette),
+    )
     assert code == 0, err
+    # Replayed with no server: the same result, the server's command never looked up.
+    gone = PIPELINE.replace("[mcp-server-time,", "[no-such-server,")
+    again, replayed, err = _run(
+        tmp_path, gone, "run", "--format", "json", "--replay", str(cassette)
+    )
+    assert (again, replayed) == (code, out), err
     text = json.dumps(json.loads(out))
     assert '"id": "tokyo-1430"' in text
     assert "22:30 in Tokyo (+8.0h)" in text

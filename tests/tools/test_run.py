@@ -1,0 +1,79 @@
+"""The run's deadline covers tool calls: a call is bounded by the smaller of its server's
+`call_timeout_s` and what is left of `budget.max_wall_s`; a run that reaches its deadline
+during a call of a hanging server stops with `time_budget_exhausted`, the server stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import sys
+from pathlib import Path
+
+from converge_dsl.cli import run
+from converge_dsl.clock import FakeClock
+from converge_dsl.tools import McpToolServer, RunTools
+
+from ._servers import FIXTURE, stdio_fixture
+from .test_agent_tools import _running_with
+
+PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: deadline
+tools:
+  fixture:
+    command: [{python}, {fixture}, stdio, "0", {marker}]
+    allow: [hang]
+    call_timeout_s: 120
+budget: {{max_wall_s: 3}}
+seeds: [{{id: go, content: go}}]
+suggestors:
+  - name: wait
+    kind: tool
+    call: mcp:fixture/hang
+    dependencies: [seeds]
+    arguments: {{}}
+    target: signals
+"""
+
+
+def test_a_run_that_reaches_its_deadline_in_a_tool_call_stops_on_time(tmp_path: Path) -> None:
+    marker = str(tmp_path / "deadline-marker")
+    pipeline = tmp_path / "deadline.yaml"
+    pipeline.write_text(
+        PIPELINE.format(
+            python=json.dumps(sys.executable), fixture=json.dumps(str(FIXTURE)), marker=marker
+        )
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["run", str(pipeline), "--format", "json"], out, err)
+    result = json.loads(out.getvalue())
+    assert result["stop_reason"] == "time_budget_exhausted", err.getvalue()
+    assert code != 0
+    assert _running_with(marker) == []
+
+
+def test_a_call_is_cut_at_the_deadline_before_its_own_timeout(tmp_path: Path) -> None:
+    """Without the engine watching: the tools' own bound stops the call and the server."""
+    marker = tmp_path / "cut-marker"
+    spec = stdio_fixture(marker=marker, call_timeout_s=120)
+    clock = FakeClock()
+    deadline = clock.monotonic() + 1.0
+    made: list[McpToolServer] = []
+
+    def factory(*args: object) -> McpToolServer:
+        made.append(McpToolServer(*args))  # type: ignore[arg-type]
+        return made[-1]
+
+    tools = RunTools(
+        {"fixture": spec}, tmp_path, factory=factory, clock=clock, deadline=lambda: deadline
+    )
+    try:
+        text, is_error = asyncio.run(tools.call("wait", 1, "fixture", "hang", {}))
+    finally:
+        tools.close()
+    assert is_error
+    assert text.startswith("CD964: tool server 'fixture': the run's deadline")
+    assert "the server was stopped" in text
+    assert _running_with(str(marker)) == []
