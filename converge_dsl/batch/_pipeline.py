@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from converge_dsl.models import Model
     from converge_dsl.runtime import Checkpointing, RunOutcome, RunResultDocument, RunSink
 
+    from ._cases import ModelOverride
     from ._schedule import MeterFactory
 
 T = TypeVar("T")
@@ -229,6 +230,7 @@ class Pipeline:
         sinks: Sequence[RunSink] = (),
         checkpoint: Checkpointing | None = None,
         budget: Callable[[Budget], Budget] | None = None,
+        overrides: Mapping[str, ModelOverride] | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -240,7 +242,9 @@ class Pipeline:
         run into a folder, or continues it from there with decisions on a pause
         (`converge_dsl.runtime.Checkpointing`, what `--checkpoint`/`--resume` make; the
         service keeps one per run). `budget` makes the run's budget from the
-        pipeline's (a service's request lowers it).
+        pipeline's (a service's request lowers it). `overrides` declares models anew
+        for this run by name (`ModelOverride`: an evaluation's configuration), built
+        as declared ones are; a name the pipeline does not declare is a `UsageError`.
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
@@ -248,6 +252,9 @@ class Pipeline:
 
         def build(settings: PipelineSettings, gate: Callable[[], bool]) -> dict[str, Model]:
             _check_model_names(given, settings.models)
+            if overrides:
+                _check_model_names(overrides, settings.models)
+                settings = _overridden(settings, overrides)
             return self._models(settings, gate, given)
 
         plan = RunPlan(
@@ -328,6 +335,23 @@ def _unpickled(  # noqa: PLR0917 (pickle passes the arguments by position)
     return Pipeline(
         path, document, env=env, clock=clock, roots=roots, max_connections=max_connections
     )
+
+
+def _overridden(
+    settings: PipelineSettings, overrides: Mapping[str, ModelOverride]
+) -> PipelineSettings:
+    """`settings` whose models of the overrides' names are declared as they say."""
+    from dataclasses import replace
+
+    from converge_dsl.compiler import ModelDeclaration
+    from converge_dsl.models.factory import checked_spec
+
+    models = dict(settings.models)
+    for name, override in overrides.items():
+        spec = checked_spec(name, override.spec)
+        files = {field: override.base_dir / value for field, value in spec.files.items()}
+        models[name] = ModelDeclaration(name, spec, files, override.base_dir)
+    return replace(settings, models=models)
 
 
 def _check_model_names(given: Mapping[str, object], declared: Mapping[str, object]) -> None:
