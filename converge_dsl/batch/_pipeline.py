@@ -43,7 +43,13 @@ if TYPE_CHECKING:
     from converge_dsl.frontend import InputSpec
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
-    from converge_dsl.runtime import Checkpointing, RunOutcome, RunResultDocument, RunSink
+    from converge_dsl.runtime import (
+        AnswerCaching,
+        Checkpointing,
+        RunOutcome,
+        RunResultDocument,
+        RunSink,
+    )
 
     from ._cases import ModelOverride
     from ._schedule import MeterFactory
@@ -112,6 +118,16 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
+
+    def with_answers(self, answers: AnswerCaching | None) -> Pipeline:
+        """This pipeline, its runs' model calls behind `answers` (`--cache`, `--offline`:
+        `converge_dsl.runtime.caching_from`) instead of the environment's cache mode.
+        A worker process's copy takes the environment's again."""
+        copy = _unpickled(
+            self._path, self._document, self._env, self._clock, self._roots, self._max_connections
+        )
+        copy._answers = answers
+        return copy
 
     def __reduce__(self) -> tuple[Any, ...]:
         arguments = (self._path, self._document, self._env, self._clock, self._roots)

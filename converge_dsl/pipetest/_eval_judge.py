@@ -129,9 +129,7 @@ class Judges:
             for rubric in self._evaluation.rubrics.values()
         }
 
-    async def _verdict(
-        self, rubric: Rubric, case: EvalCase, run: Mapping[str, Any]
-    ) -> Verdict:
+    async def _verdict(self, rubric: Rubric, case: EvalCase, run: Mapping[str, Any]) -> Verdict:
         from converge_dsl.errors import ConvergeError
         from converge_dsl.models import Message, ModelError, ModelRequest
         from converge_dsl.sandbox import GLOBALS, render
@@ -164,7 +162,10 @@ class Judges:
         except ModelError as exc:
             message = exc.message.removeprefix(f"{exc.code.value}: ")
             return self._bad(
-                rubric, case, codes.EVAL_JUDGE_FAILED, f"judge call failed: {exc.code.value}: {message}"
+                rubric,
+                case,
+                codes.EVAL_JUDGE_FAILED,
+                f"judge call failed: {exc.code.value}: {message}",
             )
         score, reason, problem = parse_verdict(answer.text, rubric.verdict)
         if problem is not None:
@@ -182,7 +183,9 @@ class Judges:
             codes.EVAL_JUDGE_FAILED: "check the judge model (its cassette, the answer cache, the "
             "provider); `converge-dsl explain CD807`",
         }.get(code, "a rubric reads `case` and `run`")
-        message = f"judge {rubric.model!r} of metric {rubric.metric!r}, case {case.name!r}: {problem}"
+        message = (
+            f"judge {rubric.model!r} of metric {rubric.metric!r}, case {case.name!r}: {problem}"
+        )
         diagnostic = source_map.diagnostic(code, message, rubric.path, hint=hint)
         return Verdict(rubric.metric, 0.0, problem, diagnostic)
 

@@ -5,8 +5,9 @@ measures (precision, recall, F1); None when the metric does not apply to the
 case (the case gives no expected value the metric compares with). `result` is
 a run-result document (`converge-dsl schema run-result`): facts grouped by key,
 `stop_reason`, `usage`; `seconds` the case's wall time (the `latency` measure).
-A `judge` metric is scored by its judge (`_eval_judge`), not here (None). `wilson(passes, n)` is the 95% Wilson interval of a
-proportion, for the aggregates of pass/fail metrics.
+A `judge` metric is scored by its judge (`_eval_judge`), not here (None).
+`wilson(passes, n)` is the 95% Wilson interval of a proportion, for the
+aggregates of pass/fail metrics.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from converge_dsl._json_types import JsonObject
 
 from ._eval_judge import JudgeOptions, Judges, Verdict
 from ._eval_metrics import field_values, score, wilson
-from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalCase, EvalFile, Metric
+from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
 
 if TYPE_CHECKING:
     from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
@@ -127,8 +127,14 @@ class EvalResult:
             extra["configuration"] = self.configuration
         if self.problems:
             extra["problems"] = [
-                {"code": d.code, "message": d.message, "file": d.file, "line": d.line,
-                 "column": d.column, "hint": d.hint}
+                {
+                    "code": d.code,
+                    "message": d.message,
+                    "file": d.file,
+                    "line": d.line,
+                    "column": d.column,
+                    "hint": d.hint,
+                }
                 for d in self.problems
             ]
         if self.not_run:
@@ -419,6 +425,21 @@ class Change:
     before: float | None
     after: float | None
     verdict: str  # improved, regressed, new, gone
+
+
+def baseline_of(baseline: Mapping[str, Any], configuration: str) -> Mapping[str, Any]:
+    """The part of a baseline document for `configuration`: the configuration of that
+    name in a document of several (none: an empty result), else the document itself."""
+    several = baseline.get("configurations")
+    if not isinstance(several, list):
+        return baseline
+    for item in several:
+        if (
+            isinstance(item, dict)
+            and item.get("configuration", DEFAULT_CONFIGURATION) == configuration
+        ):
+            return item
+    return {"cases": []}
 
 
 def compare(result: EvalResult, baseline: Mapping[str, Any], tolerance: float) -> list[Change]:

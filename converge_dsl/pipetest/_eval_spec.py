@@ -400,9 +400,9 @@ def _row_problem(row: object) -> str | None:
     extra = sorted(set(row) - {"name", "inputs", "expected"})
     if extra:
         return f"a case has no field {extra[0]!r}"
-    for field in ("inputs", "expected"):
-        if not isinstance(row.get(field, {}), dict):
-            return f"a case's {field!r} must be an object"
+    for part in ("inputs", "expected"):
+        if not isinstance(row.get(part, {}), dict):
+            return f"a case's {part!r} must be an object"
     return None
 
 
