@@ -87,6 +87,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--cache-dir", type=Path, metavar="DIR", help="the answer cache's folder")
     group.add_argument(
+        "--no-timings",
+        action="store_true",
+        help="write every wall time as 0, so that reruns print the same bytes",
+    )
+    group.add_argument(
         "--record", type=Path, metavar="CASSETTE", help="record the judges' calls into a cassette"
     )
     group.add_argument(
@@ -182,6 +187,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
 
         evaluation = replace(evaluation, pipeline=evaluation.pipeline.with_answers(caching))
     results = run_configurations(evaluation, settings)
+    if args.no_timings:
+        results = tuple(result.untimed() for result in results)
     if len(results) > 1:
         return _several(results, baseline, evaluation.tolerance, args, io)
     result = results[0]
