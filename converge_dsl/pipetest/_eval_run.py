@@ -324,7 +324,7 @@ def _results(
 def _launched(cases: list[Case], pool: LocalPool | None) -> Iterator[Case]:
     """The cases, until the evaluation's caps are spent (then none is started)."""
     for case in cases:
-        if pool is not None and pool.blocked(0) is not None:
+        if pool is not None and pool.blocked(1) is not None:
             return
         yield case
 
