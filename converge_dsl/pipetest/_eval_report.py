@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from ._eval_run import Change, EvalResult
 
+# The judges' errors shown with their excerpt in the human output (all are in the JSON).
+SHOWN_PROBLEMS = 3
+
 
 def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> str:
     lines = [f"{result.evaluation}: {len(result.cases)} cases"]
@@ -36,11 +39,14 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
             f"not run: {len(result.not_run)} case(s), the evaluation's caps were spent "
             f"({', '.join(result.not_run[:5])}{', ...' if len(result.not_run) > 5 else ''})"
         )
-    for problem in result.problems:
-        lines.append(
-            f"error[{problem.code}]: {problem.message}\n  --> {problem.file}:{problem.line}:"
-            f"{problem.column}" + (f"\n  = hint: {problem.hint}" if problem.hint else "")
-        )
+    if result.problems:
+        from converge_dsl.frontend import render_human
+
+        shown = result.problems[:SHOWN_PROBLEMS]
+        lines.append(render_human(shown, {}).rstrip("\n"))
+        more = len(result.problems) - len(shown)
+        if more:
+            lines.append(f"... and {more} more judge error(s) (all in --format json)")
     lines.append(f"time: {result.seconds:.2f}s")
     overall = f"overall: {result.overall:.3f}"
     if result.threshold is not None:

@@ -115,8 +115,9 @@ def test_a_bad_verdict_is_a_located_error_that_fails_the_evaluation(
         f"error[{codes.EVAL_BAD_VERDICT}]: judge 'grader' of metric 'fits', case "
         f"'double-charge': {problem}"
     )
-    assert f"--> {path.name}:12:7" in out or f"judged.eval.yaml:12:7" in out
-    assert out.count(f"error[{codes.EVAL_BAD_VERDICT}]") == 10
+    assert "judged.eval.yaml:12:7\n" in out
+    assert out.count(f"error[{codes.EVAL_BAD_VERDICT}]") == 3
+    assert "... and 7 more judge error(s) (all in --format json)" in out
 
 
 def test_parse_verdict_unwraps_a_fenced_block_and_checks_the_form() -> None:
