@@ -77,8 +77,10 @@ def test_the_json_and_junit_outputs_hold_one_part_per_configuration(tmp_path: Pa
         ("all-bugs", False),
     ]
     code, out, _ = cli("eval", path, "--format", "junit")
+    assert code == 1
     assert out.startswith("<testsuites>\n<testsuite ")
-    assert 'name="compared.eval.yaml [all-bugs]"' in out or "[all-bugs]" in out
+    assert 'compared.eval.yaml [shipped]" ' in out
+    assert 'compared.eval.yaml [all-bugs]" ' in out
     assert out.count("<testsuite ") == 2
     assert out.count("<failure ") == 1
 

@@ -81,7 +81,7 @@ def test_a_judge_sees_what_the_run_proposed(tmp_path: Path) -> None:
     # reading the run's facts, gives exactly those three cases its low score.
     path = _folder(tmp_path, _SCRIPTED, _FAIR)
     shutil.copy(EVAL / "classify-v2.yaml", tmp_path / "classify.yaml")
-    code, out, _ = cli("eval", path, "--format", "json")
+    _, out, _ = cli("eval", path, "--format", "json")
     cases = json.loads(out)["cases"]
     low = sorted(c["name"] for c in cases if c["scores"]["fits"] < 1)
     assert low == ["double-charge", "refund-failed", "vat-number"]
@@ -89,7 +89,7 @@ def test_a_judge_sees_what_the_run_proposed(tmp_path: Path) -> None:
 
 
 def test_a_pass_fail_verdict_scores_one_or_zero(tmp_path: Path) -> None:
-    script = "default: {reply: '{\"pass\": false, \"reason\": \"no\"}'}\n"
+    script = 'default: {reply: \'{"pass": false, "reason": "no"}\'}\n'
     path = _folder(tmp_path, _SCRIPTED, script, verdict="pass")
     code, out, _ = cli("eval", path)
     assert code == 1
@@ -100,7 +100,10 @@ def test_a_pass_fail_verdict_scores_one_or_zero(tmp_path: Path) -> None:
     ("reply", "problem"),
     [
         ("looks fine to me", "the answer is not JSON: 'looks fine to me'"),
-        ('{\\"score\\": 1.5, \\"reason\\": \\"great\\"}', "the verdict's score 1.5 is not in [0, 1]"),
+        (
+            '{\\"score\\": 1.5, \\"reason\\": \\"great\\"}',
+            "the verdict's score 1.5 is not in [0, 1]",
+        ),
         ('{\\"score\\": 1}', "the verdict gives no `reason` (text)"),
     ],
 )
@@ -145,7 +148,7 @@ def test_a_judged_evaluation_reruns_byte_identically_from_its_cassette(tmp_path:
     # The judge now says otherwise: only the cassette gives the recorded verdicts.
     (tmp_path / "judge.script.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
-        "default: {reply: '{\"score\": 0, \"reason\": \"changed\"}'}\n"
+        'default: {reply: \'{"score": 0, "reason": "changed"}\'}\n'
     )
     code, replayed, err = cli(
         "eval", path, "--replay", cassette, "--format", "json", "--no-timings"
