@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,14 +76,19 @@ class Judges:
         env: Mapping[str, str],
         clock: Clock,
         options: JudgeOptions = JudgeOptions(),
+        steps: Iterator[int] | None = None,
+        fresh: bool = True,
     ) -> None:
+        """`steps` numbers the recorded calls (shared by the judges of every configuration
+        of one evaluation); `fresh`: the first model recorded starts the cassette afresh
+        (else every one appends to it)."""
         self._evaluation = evaluation
         self._env = env
         self._clock = clock
         self._options = options
         self._models: dict[str, Model] = {}
-        self._steps = itertools.count(1)
-        self._recorded = False
+        self._steps = steps if steps is not None else itertools.count(1)
+        self._recorded = not fresh
 
     @property
     def any(self) -> bool:

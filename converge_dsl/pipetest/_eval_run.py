@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl._json_types import JsonObject
+from converge_dsl.clock import SystemClock
 
 from ._eval_judge import JudgeOptions, Judges, Verdict
 from ._eval_metrics import field_values, score, wilson
@@ -207,26 +208,56 @@ def run_configurations(
     *,
     clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[EvalResult, ...]:
-    """One `EvalResult` per configuration of `evaluation`, in their order."""
-    return tuple(_run_one(evaluation, c, settings, clock) for c in evaluation.configurations)
+    """One `EvalResult` per configuration of `evaluation`, in their order.
+
+    The evaluation's caps (`settings.limits`) hold for every configuration together:
+    each runs under what the earlier ones left. The judges' calls (one cassette for
+    all configurations with `--record`) count toward no cap.
+    """
+    import itertools
+    from dataclasses import replace
+
+    results: list[EvalResult] = []
+    steps = itertools.count(1)  # numbers the recorded judges' calls of the whole evaluation
+    limits = settings.limits
+    for index, configuration in enumerate(evaluation.configurations):
+        judges = Judges(
+            evaluation,
+            env=dict(os.environ if settings.env is None else settings.env),
+            clock=SystemClock(),
+            options=settings.judges,
+            steps=steps,
+            fresh=index == 0,
+        )
+        left = replace(settings, limits=limits)
+        result = _run_one(evaluation, configuration, left, judges, clock)
+        results.append(result)
+        limits = _remaining(limits, result.cases)
+    return tuple(results)
+
+
+def _remaining(limits: BatchLimits | None, cases: Sequence[CaseScores]) -> BatchLimits | None:
+    """What `limits` leave once `cases` ran (None: no cap)."""
+    if limits is None or not limits.any:
+        return limits
+    from converge_dsl.batch import BatchLimits
+
+    calls = sum(c.model_calls for c in cases)
+    tokens = sum(c.input_tokens + c.output_tokens for c in cases)
+    return BatchLimits(
+        None if limits.max_model_calls is None else max(0, limits.max_model_calls - calls),
+        None if limits.max_tokens is None else max(0, limits.max_tokens - tokens),
+    )
 
 
 def _run_one(
     evaluation: EvalFile,
     configuration: Configuration,
     settings: EvalSettings,
+    judges: Judges,
     clock: Callable[[], float],
 ) -> EvalResult:
-    from converge_dsl.clock import SystemClock
-
     started = clock()
-    pipeline = evaluation.pipeline
-    judges = Judges(
-        evaluation,
-        env=dict(os.environ if settings.env is None else settings.env),
-        clock=SystemClock(),
-        options=settings.judges,
-    )
     not_run: list[str] = []
     scored: list[CaseScores] = []
     problems: list[Diagnostic] = []
@@ -259,7 +290,6 @@ def _run_one(
                 int(usage.get("model_calls", 0)),
             )
         )
-    del pipeline
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)
     overall = sum(a.mean for a in aggregates) / len(aggregates) if aggregates else 1.0
     return EvalResult(

@@ -190,3 +190,33 @@ def test_the_process_executor_gives_the_same_scores(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 1, err
     assert elsewhere == local
+
+
+def test_the_evaluations_cap_holds_for_every_configuration_together(tmp_path: Path) -> None:
+    path = _folder(tmp_path)
+    code, out, _ = cli(
+        "eval", path, "--max-model-calls", "13", "--concurrency", "1", "--format", "json"
+    )
+    assert code == 1
+    shipped, bugs = json.loads(out)["configurations"]
+    assert (len(shipped["cases"]), "not_run" in shipped) == (10, False)
+    assert (len(bugs["cases"]), len(bugs["not_run"])) == (3, 7)
+
+
+def test_the_judges_of_every_configuration_record_into_one_cassette(tmp_path: Path) -> None:
+    path = _folder(tmp_path)
+    (tmp_path / "judge.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
+        'default: {reply: \'{"score": 1, "reason": "fine"}\'}\n'
+    )
+    text = path.read_text().replace(
+        "metrics:\n",
+        "judges:\n  grader: {adapter: scripted, script: judge.script.yaml}\nmetrics:\n"
+        "  - name: judged\n    judge: {model: grader, rubric: '{{ run.facts.labels }}'}\n",
+    )
+    path.write_text(text)
+    cassette = tmp_path / "judges.cassette.jsonl"
+    recorded = cli("eval", path, "--record", cassette, "--format", "json", "--no-timings")[1]
+    assert len(cassette.read_text().splitlines()) == 20
+    replayed = cli("eval", path, "--replay", cassette, "--format", "json", "--no-timings")[1]
+    assert replayed == recorded
