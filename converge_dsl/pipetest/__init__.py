@@ -16,8 +16,9 @@ Public surface:
 - `update_snapshots(reports)`: `--update`, a round trip that keeps comments.
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
 - Evaluations (`*.eval.yaml`, `kind: Evaluation`): `read_eval_file(path)` -> `EvalFile`,
-  `run_eval(evaluation)` -> `EvalResult`, `run_configurations(evaluation, EvalSettings)`
-  -> one per model configuration (`JudgeOptions`: the judges' cache and cassette),
+  `run_eval(evaluation)` -> `EvalResult`, `run_configurations(evaluation, settings)`
+  -> one per model configuration (`EvalSettings`: concurrency, executor, budgets;
+  `JudgeOptions`: the judges' cache and cassette),
   `compare(result, baseline, tolerance)` (`baseline_of` picks a configuration's part),
   `render_eval_human(result, changes)` and `render_eval_junit(result)`, and for several
   configurations `render_configurations_human` and `render_configurations_junit`;
