@@ -89,6 +89,8 @@ class Judges:
         self._models: dict[str, Model] = {}
         self._steps = steps if steps is not None else itertools.count(1)
         self._recorded = not fresh
+        # The judges' calls and tokens (answered calls; cached answers included).
+        self.usage = [0, 0, 0]
 
     @property
     def any(self) -> bool:
@@ -164,6 +166,9 @@ class Judges:
                 turn=0,
             )
             answer = await model.call(request)
+            self.usage[0] += 1
+            self.usage[1] += answer.usage.input_tokens
+            self.usage[2] += answer.usage.output_tokens
         except ModelError as exc:
             message = exc.message.removeprefix(f"{exc.code.value}: ")
             return self._bad(

@@ -34,6 +34,9 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
     tokens_in = sum(c.input_tokens for c in result.cases)
     tokens_out = sum(c.output_tokens for c in result.cases)
     lines.append(f"usage: {tokens_in} input tokens, {tokens_out} output tokens")
+    if any(result.judge_usage):
+        calls, judge_in, judge_out = result.judge_usage
+        lines.append(f"judges: {calls} call(s), {judge_in} input tokens, {judge_out} output tokens")
     if result.not_run:
         lines.append(
             f"not run: {len(result.not_run)} case(s), the evaluation's caps were spent "

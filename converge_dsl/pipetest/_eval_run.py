@@ -109,6 +109,8 @@ class EvalResult:
     configuration: str = DEFAULT_CONFIGURATION
     problems: tuple[Diagnostic, ...] = ()
     not_run: tuple[str, ...] = ()
+    # The judges' (model calls, input tokens, output tokens), outside the cases' usage.
+    judge_usage: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def passed(self) -> bool:
@@ -148,6 +150,13 @@ class EvalResult:
             ]
         if self.not_run:
             extra["not_run"] = list(self.not_run)
+        if any(self.judge_usage):
+            calls, tokens_in, tokens_out = self.judge_usage
+            extra["judge_usage"] = {
+                "model_calls": calls,
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+            }
         return {
             **extra,
             "evaluation": self.evaluation,
@@ -302,6 +311,7 @@ def _run_one(
         configuration.name,
         tuple(problems),
         tuple(not_run),
+        (judges.usage[0], judges.usage[1], judges.usage[2]),
     )
 
 

@@ -74,6 +74,8 @@ def test_a_judge_scores_each_case_from_its_rendered_rubric(tmp_path: Path) -> No
     fits = {m["name"]: m for m in result["metrics"]}["fits"]
     assert fits["mean"] == 1.0
     assert {c["reasons"]["fits"] for c in result["cases"]} == {"right"}
+    assert result["judge_usage"]["model_calls"] == 10
+    assert result["usage"]["input_tokens"] < result["judge_usage"]["input_tokens"]
 
 
 def test_a_judge_sees_what_the_run_proposed(tmp_path: Path) -> None:
