@@ -30,12 +30,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._inputs import json_file
 from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.pipetest import EvalSettings
+    from converge_dsl.runtime import AnswerCaching
 
 FORMATS = ("human", "json", "junit")
 
@@ -99,8 +103,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _settings(args: argparse.Namespace, io: CommandIO) -> Any:
-    """The evaluation's `EvalSettings` from the command line (`UsageError` when they clash)."""
+def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, AnswerCaching | None]:
+    """The evaluation's `EvalSettings` and answer caching from the command line
+    (`UsageError` when they clash)."""
     import os
 
     from converge_dsl.batch import BatchLimits, CaseBudget
@@ -137,9 +142,12 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> Any:
         warn=lambda line: io.stderr.write(line + "\n"),
     )
     if args.cache and args.executor != "local":
-        env.setdefault("CONVERGE_DSL_CACHE_MODE", "read-write")
         if args.cache_dir is not None:
-            env["CONVERGE_DSL_CACHE"] = str(args.cache_dir.resolve().parent)
+            raise UsageError(
+                "--cache-dir runs on the local executor only",
+                hint="workers find the cache through CONVERGE_DSL_CACHE (docs/cache.md)",
+            )
+        env.setdefault("CONVERGE_DSL_CACHE_MODE", "read-write")  # the workers' pipelines
     case_budget = None
     if any(
         v is not None
