@@ -336,15 +336,17 @@ def _results(
     """(index, result or None when never started, verdicts) of every case, in case order."""
     from converge_dsl.batch import drive, ordered
 
-    cases = _cases(evaluation, configuration, settings)
     if settings.executor != "local":
+        cases = _cases(evaluation, configuration, settings)
         yield from _elsewhere(evaluation, cases, settings, judges)
         return
     pipeline = evaluation.pipeline
     pool, meter = _pool(settings.limits)
-    launched = _launched(cases, pool)
-    plain = configuration.models or settings.case_budget
-    items: Any = launched if plain else ((c.index, c.inputs) for c in launched)
+    items: Any
+    if configuration.models or settings.case_budget or pool is not None:
+        items = _launched(_cases(evaluation, configuration, settings), pool)
+    else:  # plain inputs, as `Pipeline.run_many` gives them
+        items = enumerate(dict(case.inputs) for case in evaluation.cases)
     stream = ordered(pipeline, items, concurrency=settings.concurrency, meter=meter)
     if not judges.any and pool is None:
         for index, finished in drive(pipeline, stream):
@@ -357,7 +359,7 @@ def _results(
             following += 1
         yield index, done, verdicts
         following = index + 1
-    for index in range(following, len(cases)):
+    for index in range(following, len(evaluation.cases)):
         yield index, None, ()
 
 
