@@ -4,7 +4,8 @@
 under new names) of `ticket.yaml` on its scripted model, `local` scheduling,
 8 cases at once. A: the batch run alone (the scheduler's results, consumed);
 B: `run_eval` of the same cases with the 5 metrics of `triage.eval.yaml`
-(exact, numeric, schema, stop reason, usage), scoring and aggregates included.
+(exact, numeric, schema, stop reason, usage; its judged metric left out),
+scoring and aggregates included.
 Both are measured in this run, best of `--repeat`, loading outside the timed region.
 
 Prints one line:
@@ -29,8 +30,14 @@ EXAMPLE = ROOT / "pipelines" / "support-triage"
 
 
 def _folder(tmp: Path, cases: int) -> Path:
-    for name in ("ticket.yaml", "ticket.script.yaml", "triage.eval.yaml"):
+    for name in ("ticket.yaml", "ticket.script.yaml"):
         shutil.copy(EXAMPLE / name, tmp / name)
+    # The five metrics without a judge: the judged `summary` metric and `judges:` left out.
+    text = (EXAMPLE / "triage.eval.yaml").read_text(encoding="utf-8")
+    text = text.split("  - name: summary\n", 1)[0]
+    head, rest = text.split("judges:\n", 1)
+    text = head + rest.split("\n", 1)[1]
+    (tmp / "triage.eval.yaml").write_text(text, encoding="utf-8")
     rows = [json.loads(line) for line in (EXAMPLE / "tickets.jsonl").read_text().splitlines()]
     with (tmp / "tickets.jsonl").open("w", encoding="utf-8") as out:
         for i in range(cases):
@@ -40,7 +47,7 @@ def _folder(tmp: Path, cases: int) -> Path:
 
 
 def main() -> int:
-    from converge_dsl.batch._schedule import drive, ordered
+    from converge_dsl.batch import drive, ordered
     from converge_dsl.pipetest import read_eval_file, run_eval
 
     parser = argparse.ArgumentParser()

@@ -26,7 +26,11 @@ Public surface:
 - `EXECUTORS`: the executor names.
 - `ordered(pipeline, cases, concurrency=N)` and `drive(pipeline, stream)`: the local
   scheduler under `run_many`, for callers that score each case as it finishes (an
-  evaluation).
+  evaluation). A case given as a `Case` carries its own `models` (`ModelOverride`:
+  a model declared anew for its run) and `budget` (`CaseBudget`: lower limits);
+  each `CaseResult` holds its wall time (`seconds`, never in its result line).
+- `run_cases(options, cases)`: such cases on any executor (`process`, `ray` too),
+  results as they finish, with no cases or results file.
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
 """
@@ -56,11 +60,19 @@ else:
                 "PooledMeter",
                 "SharedPool",
             ),
-            "converge_dsl.batch._cases": ("Case", "CaseResult", "Done", "read_cases", "read_done"),
+            "converge_dsl.batch._cases": (
+                "Case",
+                "CaseBudget",
+                "CaseResult",
+                "Done",
+                "ModelOverride",
+                "read_cases",
+                "read_done",
+            ),
             "converge_dsl.batch._options": ("BatchOptions", "EXECUTORS"),
             "converge_dsl.batch._outputs": ("CaseOutputs",),
             "converge_dsl.batch._pipeline": ("Pipeline", "load"),
-            "converge_dsl.batch._run": ("BatchSummary", "run_batch"),
+            "converge_dsl.batch._run": ("BatchSummary", "run_batch", "run_cases"),
             "converge_dsl.batch._schedule": ("drive", "ordered"),
         },
     )

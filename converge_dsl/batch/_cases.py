@@ -28,6 +28,7 @@ from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.diagnostics import SourceSpan
+    from converge_dsl.engine import Budget
     from converge_dsl.runtime import RunResultDocument
 
 CaseId = str | int | None
@@ -36,11 +37,49 @@ LINE_START = b'{"index":'
 
 
 @dataclass(frozen=True, slots=True)
+class ModelOverride:
+    """A model of the pipeline declared anew for one run: a `models.<name>` mapping as
+    the pipeline language writes it (`adapter: scripted`, `openai`, ...) and the folder
+    the files it names are relative to. Plain data: it pickles to a worker process."""
+
+    spec: Mapping[str, Any]
+    base_dir: Path
+
+
+@dataclass(frozen=True, slots=True)
+class CaseBudget:
+    """Limits of one case's run below its pipeline's `budget:` (None: the pipeline's).
+
+    Called with the pipeline's budget, it gives the run's: each limit the lower of the two.
+    """
+
+    max_model_calls: int | None = None
+    max_tokens: int | None = None
+    max_wall_s: float | None = None
+
+    def __call__(self, budget: Budget) -> Budget:
+        return replace(
+            budget,
+            max_model_calls=_lower(budget.max_model_calls, self.max_model_calls),
+            max_tokens=_lower(budget.max_tokens, self.max_tokens),
+            max_wall_s=_lower(budget.max_wall_s, self.max_wall_s),
+        )
+
+
+def _lower(given: Any, limit: Any) -> Any:
+    if limit is None:
+        return given
+    return limit if given is None else min(given, limit)
+
+
+@dataclass(frozen=True, slots=True)
 class Case:
     """One case: its position, its id and its inputs (or why it cannot run).
 
     `span` is its line in the cases file (None for cases given through the
-    API): where a problem with its inputs is reported.
+    API): where a problem with its inputs is reported. `models` declares some
+    of the pipeline's models anew for this case's run (an evaluation's
+    configuration); `budget` lowers its run's budget.
     """
 
     index: int
@@ -48,6 +87,8 @@ class Case:
     inputs: Mapping[str, Any]
     problem: str | None = None
     span: SourceSpan | None = None
+    models: Mapping[str, ModelOverride] | None = None
+    budget: CaseBudget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +110,9 @@ class CaseResult:
     text: str | None = field(default=None, compare=False, repr=False)
     # The run's calls through the answer cache, hit or miss and why (`CallRecord.as_json`).
     cache_calls: tuple[Mapping[str, Any], ...] = field(default=(), compare=False, repr=False)
+    # The case's wall time (seconds), kept out of `body` and its line: a result line
+    # stays the same from run to run.
+    seconds: float = field(default=0.0, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -143,9 +187,14 @@ def read_cases(path: Path) -> list[Case]:
     ]
 
 
-def cases_of(inputs: Iterator[tuple[int, Mapping[str, Any]]]) -> Iterator[Case]:
-    """API cases (index, inputs mapping) as `Case`s; `id` is kept out of the inputs."""
-    for index, given in inputs:
+def cases_of(inputs: Iterator[tuple[int, Mapping[str, Any]] | Case]) -> Iterator[Case]:
+    """API cases (index, inputs mapping) as `Case`s; `id` is kept out of the inputs.
+    A `Case` is taken as it is."""
+    for item in inputs:
+        if isinstance(item, Case):
+            yield item
+            continue
+        index, given = item
         if not isinstance(given, Mapping):
             yield Case(index, None, {}, f"case {index}: a case is a mapping of inputs")
             continue

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     )
     from converge_dsl.tools import ServerFactory
 
+    from ._cases import ModelOverride
     from ._schedule import MeterFactory
 
 T = TypeVar("T")
@@ -124,6 +125,19 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"Pipeline(name={self.name!r}, path={str(self._path)!r})"
+
+    def with_cache(self, cache: CacheSettings) -> Pipeline:
+        """This pipeline, its runs' model calls cached as `cache` says (`--cache`,
+        `--offline`: `converge_dsl.runtime.cache_settings`); a worker's copy too."""
+        return Pipeline(
+            self._path,
+            self._document,
+            env=self._env,
+            clock=self._clock,
+            roots=self._roots,
+            max_connections=self._max_connections,
+            cache=cache,
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         from converge_dsl.sandbox import meta_valid_texts
@@ -257,6 +271,7 @@ class Pipeline:
         checkpoint: Checkpointing | None = None,
         budget: Callable[[Budget], Budget] | None = None,
         tool_servers: ServerFactory | None = None,
+        overrides: Mapping[str, ModelOverride] | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -271,6 +286,9 @@ class Pipeline:
         pipeline's (a service's request lowers it). `tool_servers` makes the run's MCP
         tool servers (a test's cassettes); by default they are lent by the pipeline's
         pool, started once for all its runs and stopped by `close`/`aclose`.
+        `overrides` declares models anew for this run by name (`ModelOverride`: an
+        evaluation's configuration), built as declared ones are; a name the pipeline
+        does not declare is a `UsageError`.
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
@@ -278,6 +296,9 @@ class Pipeline:
 
         def build(settings: PipelineSettings, gate: Callable[[], bool]) -> dict[str, Model]:
             _check_model_names(given, settings.models)
+            if overrides:
+                _check_model_names(overrides, settings.models)
+                settings = _overridden(settings, overrides)
             return self._models(settings, gate, given)
 
         plan = RunPlan(
@@ -373,6 +394,23 @@ def _unpickled(  # noqa: PLR0917 (pickle passes the arguments by position)
         max_connections=max_connections,
         cache=cache,
     )
+
+
+def _overridden(
+    settings: PipelineSettings, overrides: Mapping[str, ModelOverride]
+) -> PipelineSettings:
+    """`settings` whose models of the overrides' names are declared as they say."""
+    from dataclasses import replace
+
+    from converge_dsl.compiler import ModelDeclaration
+    from converge_dsl.models.factory import checked_spec
+
+    models = dict(settings.models)
+    for name, override in overrides.items():
+        spec = checked_spec(name, override.spec)
+        files = {field: override.base_dir / value for field, value in spec.files.items()}
+        models[name] = ModelDeclaration(name, spec, files, override.base_dir)
+    return replace(settings, models=models)
 
 
 def _check_model_names(given: Mapping[str, object], declared: Mapping[str, object]) -> None:

@@ -30,7 +30,7 @@ from ._cases import Case, CaseResult, check_resumable, read_cases, read_done
 from ._options import EXECUTORS, BatchOptions
 from ._outputs import BatchReportSink, BatchSink, FolderSink, OutLinesSink
 
-__all__ = ["EXECUTORS", "BatchOptions", "BatchSummary", "run_batch"]
+__all__ = ["EXECUTORS", "BatchOptions", "BatchSummary", "run_batch", "run_cases"]
 
 
 @dataclass
@@ -109,6 +109,17 @@ def run_batch(
             sink.close()
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def run_cases(options: BatchOptions, cases: list[Case]) -> Generator[CaseResult, None, None]:
+    """Run `cases` (made by the caller, each with its own models and budget) on the
+    executor of `options` and yield each result as it finishes, with no files:
+    `options.cases`, `out`, `resume` and the outputs are not read. The pipeline is
+    loaded first (an invalid one raises before any case runs); `options.limits`
+    caps the cases' usage together. Close the generator to stop early."""
+    if options.executor not in EXECUTORS:
+        raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
+    return _executor(options, options.workers(), cases, (0, 0))
 
 
 def _sinks(options: BatchOptions) -> list[BatchSink]:

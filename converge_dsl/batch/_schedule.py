@@ -16,7 +16,9 @@ protocol `Pipeline` meets), so no import runs back up to `_pipeline`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -24,7 +26,7 @@ from converge_dsl.clock import Clock
 from converge_dsl.errors import ConvergeError, UsageError
 
 from ._budget import BatchLimits, BudgetPool, LocalPool, PooledMeter
-from ._cases import Case, CaseResult, cases_of, error_result
+from ._cases import Case, CaseResult, ModelOverride, cases_of, error_result
 
 if TYPE_CHECKING:
     from converge_dsl.engine import Budget, UsageMeter
@@ -56,9 +58,12 @@ class Prepared(Protocol):
         *,
         meter: MeterFactory | None = None,
         sinks: Sequence[RunSink] = (),
+        budget: Callable[[Budget], Budget] | None = None,
+        overrides: Mapping[str, ModelOverride] | None = None,
     ) -> RunOutcome:
         """One run's outcome; `meter` makes the run's usage meter from its budget;
-        `sinks` are the run's outputs."""
+        `sinks` are the run's outputs; `budget` makes the run's budget from the
+        pipeline's; `overrides` declares some of its models anew for this run."""
         ...
 
     async def aclose(self) -> None:
@@ -71,16 +76,31 @@ async def run_case(
     case: Case,
     meter: MeterFactory | None = None,
     sinks: SinkFactory | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> CaseResult:
     """Run one case to its result; its failure (of any kind) is its result, never raised.
 
-    `sinks` makes the outputs of the case's run (none without it).
+    `sinks` makes the outputs of the case's run (none without it). The case's
+    `models` and `budget` apply to its run; the result holds its wall time on `clock`.
     """
+    started = clock()
+    result = await _run_case(pipeline, case, meter, sinks)
+    return replace(result, seconds=clock() - started)
+
+
+async def _run_case(
+    pipeline: Prepared, case: Case, meter: MeterFactory | None, sinks: SinkFactory | None
+) -> CaseResult:
     if case.problem is not None:
         return error_result(case, UsageError(case.problem), pipeline.path)
     try:
         outputs = () if sinks is None else sinks(case)
-        out = await pipeline.outcome(case.inputs, meter=meter, sinks=outputs)
+        if case.models is None and case.budget is None:
+            out = await pipeline.outcome(case.inputs, meter=meter, sinks=outputs)
+        else:
+            out = await pipeline.outcome(
+                case.inputs, meter=meter, sinks=outputs, budget=case.budget, overrides=case.models
+            )
     except ConvergeError as exc:
         return error_result(case, exc, pipeline.path)
     except asyncio.CancelledError:
@@ -143,14 +163,15 @@ async def finished(
 
 async def ordered(
     pipeline: Prepared,
-    cases: Iterable[tuple[int, Mapping[str, Any]]],
+    cases: Iterable[tuple[int, Mapping[str, Any]] | Case],
     *,
     concurrency: int,
     meter: MeterFactory | None = None,
 ) -> AsyncIterator[tuple[int, CaseResult]]:
     """Run `cases` (index, inputs) and yield (index, result) in the order of the indexes.
 
-    Indexes are those of `enumerate`: 0, 1, 2... A case starts only within
+    A `Case` among them runs as it is (its own models and budget: an evaluation's
+    configuration). Indexes are those of `enumerate`: 0, 1, 2... A case starts only within
     `WINDOW_FACTOR * concurrency` of the first result not yet yielded.
     """
     buffer: dict[int, CaseResult] = {}

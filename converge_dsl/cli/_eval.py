@@ -10,6 +10,17 @@ a self-contained page drawn from that document (`pipetest.render_eval_html`). Wi
 `--baseline`, lists per case and metric what improved, regressed (beyond the
 file's `tolerance`), is new or gone.
 
+With `configurations:` in the file, the dataset runs once per configuration
+and the metrics are shown side by side; every configuration must meet the
+thresholds. `--executor` runs the cases on one event loop (`local`), worker
+processes or Ray; `--max-model-calls`/`--max-tokens` cap the whole
+evaluation (no case starts once they are spent: those cases are listed as not
+run, a failure); `--case-max-model-calls`, `--case-max-tokens`,
+`--case-max-wall-s` lower each case's budget. `--cache`/`--offline` answer
+model calls (the pipeline's and the judges') from the answer cache as `run`
+does; `--record`/`--replay` record the judges' calls into a cassette or
+answer them from one.
+
 Exit codes: 0 thresholds met and no regression; 1 a threshold missed or a
 case regressed; 2 the evaluation file (or its dataset or pipeline) is
 invalid; 3 usage error.
@@ -20,12 +31,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._inputs import json_file
 from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.pipetest import EvalSettings
+    from converge_dsl.runtime import CacheSettings
 
 FORMATS = ("human", "json", "junit", "html")
 
@@ -43,11 +58,104 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--concurrency", type=int, default=8, metavar="N", help="cases run at once (default 8)"
     )
     add_allow_root(parser)
+    _add_run_options(parser)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How the cases run: executor, budgets, the answer cache, the judges' cassette."""
+    group = parser.add_argument_group("running the cases")
+    group.add_argument(
+        "--executor",
+        choices=("local", "process", "ray"),
+        default="local",
+        help="local: one event loop (default); process: worker processes; ray: Ray actors",
+    )
+    group.add_argument("--ray-address", metavar="ADDRESS", help="the Ray cluster to run on")
+    group.add_argument(
+        "--max-model-calls", type=int, metavar="N", help="cap for the whole evaluation"
+    )
+    group.add_argument("--max-tokens", type=int, metavar="N", help="cap for the whole evaluation")
+    group.add_argument("--case-max-model-calls", type=int, metavar="N", help="cap for each case")
+    group.add_argument("--case-max-tokens", type=int, metavar="N", help="cap for each case")
+    group.add_argument(
+        "--case-max-wall-s", type=float, metavar="S", help="wall-time cap for each case"
+    )
+    group.add_argument(
+        "--cache",
+        action="store_true",
+        help="answer model calls from the answer cache and store new answers",
+    )
+    group.add_argument(
+        "--offline",
+        action="store_true",
+        help="answer model calls only from the answer cache; a miss is an error",
+    )
+    group.add_argument("--cache-dir", type=Path, metavar="DIR", help="the answer cache's folder")
+    group.add_argument(
+        "--no-timings",
+        action="store_true",
+        help="write every wall time as 0, so that reruns print the same bytes",
+    )
+    group.add_argument(
+        "--record", type=Path, metavar="CASSETTE", help="record the judges' calls into a cassette"
+    )
+    group.add_argument(
+        "--replay", type=Path, metavar="CASSETTE", help="answer the judges from a cassette"
+    )
+
+
+def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, CacheSettings]:
+    """The evaluation's `EvalSettings` and cache settings from the command line
+    (`UsageError` when they clash)."""
+    import os
+
+    from converge_dsl.batch import BatchLimits, CaseBudget
+    from converge_dsl.pipetest import EvalSettings, JudgeOptions
+    from converge_dsl.runtime import cache_settings
+
+    for option, value in (
+        ("--max-model-calls", args.max_model_calls),
+        ("--max-tokens", args.max_tokens),
+        ("--case-max-model-calls", args.case_max_model_calls),
+        ("--case-max-tokens", args.case_max_tokens),
+        ("--case-max-wall-s", args.case_max_wall_s),
+    ):
+        if value is not None and value <= 0:
+            raise UsageError(f"{option} must be above 0")
+    if args.record is not None and args.replay is not None:
+        raise UsageError("--record and --replay cannot be combined")
+    if args.replay is not None and not args.replay.is_file():
+        raise UsageError(f"--replay: no cassette file {str(args.replay)!r}")
+    if args.ray_address is not None and args.executor != "ray":
+        raise UsageError("--ray-address needs --executor ray")
+    env = dict(os.environ)
+    # Decided once and handed to the pipeline, so every executor's workers cache alike.
+    cache = cache_settings(
+        env=env, cache=args.cache, offline=args.offline, cache_dir=args.cache_dir
+    )
+    caching = cache.caching(lambda line: io.stderr.write(line + "\n"))
+    case_budget = None
+    if any(
+        v is not None
+        for v in (args.case_max_model_calls, args.case_max_tokens, args.case_max_wall_s)
+    ):
+        case_budget = CaseBudget(
+            args.case_max_model_calls, args.case_max_tokens, args.case_max_wall_s
+        )
+    return EvalSettings(
+        concurrency=max(1, args.concurrency),
+        executor=args.executor,
+        limits=BatchLimits(args.max_model_calls, args.max_tokens),
+        case_budget=case_budget,
+        judges=JudgeOptions(caching=caching, record=args.record, replay=args.replay),
+        env=env,
+        ray_address=args.ray_address,
+    ), cache
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.errors import PipelineInvalid
-    from converge_dsl.pipetest import compare, read_eval_file, run_eval
+    from converge_dsl.pipetest import compare, read_eval_file, run_configurations
 
     path = Path(args.file)
     if not path.is_file():
@@ -67,22 +175,26 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             color=not json_out and io.style(io.stderr).color,
         )
         return EXIT_INVALID
-    result = run_eval(evaluation, concurrency=max(1, args.concurrency))
-    changes = compare(result, baseline, evaluation.tolerance) if baseline is not None else []
+    settings, cache = _settings(args, io)
+    if cache != evaluation.pipeline.cache:
+        from dataclasses import replace
+
+        evaluation = replace(evaluation, pipeline=evaluation.pipeline.with_cache(cache))
+    results = run_configurations(evaluation, settings)
+    if args.no_timings:
+        results = tuple(result.untimed() for result in results)
+    if len(results) > 1:
+        return _several(results, baseline, evaluation.tolerance, args, io)
+    result = results[0]
+    from converge_dsl.pipetest import baseline_of
+
+    before = baseline_of(baseline, result.configuration) if baseline is not None else None
+    changes = compare(result, before, evaluation.tolerance) if before is not None else []
     regressed = [c for c in changes if c.verdict == "regressed"]
     if args.format in ("json", "html"):
         document = dict(result.as_json())
         if baseline is not None:
-            document["changes"] = [
-                {
-                    "case": c.case,
-                    "metric": c.metric,
-                    "before": c.before,
-                    "after": c.after,
-                    "verdict": c.verdict,
-                }
-                for c in changes
-            ]
+            document["changes"] = _changes_json(changes)
         if args.format == "html":
             from converge_dsl.pipetest import render_eval_html
 
@@ -97,6 +209,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         from converge_dsl.pipetest import render_eval_human
 
         text = render_eval_human(result, changes if baseline is not None else None)
+    _write(text, args, io)
+    return EXIT_OK if result.passed and not regressed else EXIT_FAILURE
+
+
+def _write(text: str, args: argparse.Namespace, io: CommandIO) -> None:
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
@@ -104,12 +221,72 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
     else:
         io.stdout.write(text)
-    return EXIT_OK if result.passed and not regressed else EXIT_FAILURE
+
+
+def _changes_json(changes: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "case": c.case,
+            "metric": c.metric,
+            "before": c.before,
+            "after": c.after,
+            "verdict": c.verdict,
+        }
+        for c in changes
+    ]
+
+
+def _several(
+    results: Any,
+    baseline: dict[str, Any] | None,
+    tolerance: float,
+    args: argparse.Namespace,
+    io: CommandIO,
+) -> int:
+    """Several configurations: each compared with the baseline's of its name, side by side."""
+    from converge_dsl.pipetest import (
+        baseline_of,
+        compare,
+        render_configurations_human,
+        render_configurations_junit,
+    )
+
+    changes = {
+        r.configuration: compare(r, baseline_of(baseline, r.configuration), tolerance)
+        for r in results
+        if baseline is not None
+    }
+    regressed = any(c.verdict == "regressed" for found in changes.values() for c in found)
+    if args.format in ("json", "html"):
+        configurations = []
+        for r in results:
+            document = dict(r.as_json())
+            if baseline is not None:
+                document["changes"] = _changes_json(changes[r.configuration])
+            configurations.append(document)
+        whole = {
+            "evaluation": results[0].evaluation,
+            "passed": all(r.passed for r in results),
+            "configurations": configurations,
+        }
+        if args.format == "html":
+            from converge_dsl.pipetest import render_eval_html
+
+            text = render_eval_html(whole)
+        else:
+            text = json.dumps(whole, indent=2) + "\n"
+    elif args.format == "junit":
+        text = render_configurations_junit(results)
+    else:
+        text = render_configurations_human(results, changes if baseline is not None else None)
+    _write(text, args, io)
+    return EXIT_OK if all(r.passed for r in results) and not regressed else EXIT_FAILURE
 
 
 def _baseline(named: str) -> dict[str, Any]:
     data = json_file(Path(named), "baseline")
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+    several = isinstance(data, dict) and isinstance(data.get("configurations"), list)
+    if not isinstance(data, dict) or not (several or isinstance(data.get("cases"), list)):
         raise UsageError(
             f"baseline {named} is not an evaluation result",
             hint="write one with `eval FILE --format json -o PATH`",

@@ -16,8 +16,13 @@ Public surface:
 - `update_snapshots(reports)`: `--update`, a round trip that keeps comments.
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
 - Evaluations (`*.eval.yaml`, `kind: Evaluation`): `read_eval_file(path)` -> `EvalFile`,
-  `run_eval(evaluation)` -> `EvalResult`, `compare(result, baseline, tolerance)`,
-  `render_eval_human(result, changes)` and `render_eval_junit(result)`.
+  `run_eval(evaluation)` -> `EvalResult`, `run_configurations(evaluation, settings)`
+  -> one per model configuration (`EvalSettings`: concurrency, executor, budgets;
+  `JudgeOptions`: the judges' cache and cassette),
+  `compare(result, baseline, tolerance)` (`baseline_of` picks a configuration's part),
+  `render_eval_human(result, changes)` and `render_eval_junit(result)`, and for several
+  configurations `render_configurations_human` and `render_configurations_junit`;
+  `parse_verdict(text, verdict)` reads a judge's answer.
 - `diff_results(a, b)` -> `RunDiff`: what differs between two run results (`converge-dsl diff`);
   `read_batch_results(text, display)` -> `CaseResultLine`s, `diff_batches(a, b)` -> `BatchDiff`:
   what differs between two batch results files, case by case (`is_batch_results(text)` tells
@@ -36,6 +41,7 @@ from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.pipetest._batch_diff import *  # noqa: F403
+    from converge_dsl.pipetest._eval_judge import *  # noqa: F403
     from converge_dsl.pipetest._eval_report import *  # noqa: F403
     from converge_dsl.pipetest._eval_run import *  # noqa: F403
     from converge_dsl.pipetest._eval_spec import *  # noqa: F403
@@ -58,8 +64,21 @@ else:
                 "is_batch_results",
                 "read_batch_results",
             ),
-            "converge_dsl.pipetest._eval_report": ("render_eval_human", "render_eval_junit"),
-            "converge_dsl.pipetest._eval_run": ("EvalResult", "compare", "run_eval"),
+            "converge_dsl.pipetest._eval_judge": ("JudgeOptions", "parse_verdict"),
+            "converge_dsl.pipetest._eval_report": (
+                "render_configurations_human",
+                "render_configurations_junit",
+                "render_eval_human",
+                "render_eval_junit",
+            ),
+            "converge_dsl.pipetest._eval_run": (
+                "EvalResult",
+                "EvalSettings",
+                "baseline_of",
+                "compare",
+                "run_configurations",
+                "run_eval",
+            ),
             "converge_dsl.pipetest._eval_spec": ("EvalFile", "read_eval_file"),
             "converge_dsl.pipetest._expect": ("Failure", "subset_mismatch"),
             "converge_dsl.pipetest._files": ("test_files",),

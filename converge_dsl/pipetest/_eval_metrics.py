@@ -4,8 +4,10 @@ A score is 1.0 for a pass and 0.0 for a fail, or a fraction for the set
 measures (precision, recall, F1); None when the metric does not apply to the
 case (the case gives no expected value the metric compares with). `result` is
 a run-result document (`converge-dsl schema run-result`): facts grouped by key,
-`stop_reason`, `usage`. `wilson(passes, n)` is the 95% Wilson interval of a
-proportion, for the aggregates of pass/fail metrics.
+`stop_reason`, `usage`; `seconds` the case's wall time (the `latency` measure).
+A `judge` metric is scored by its judge (`_eval_judge`), not here (None).
+`wilson(passes, n)` is the 95% Wilson interval of a proportion, for the
+aggregates of pass/fail metrics.
 """
 
 from __future__ import annotations
@@ -22,10 +24,16 @@ _MISSING = object()
 _Z95 = 1.959963984540054
 
 
-def score(metric: Metric, case: EvalCase, result: Mapping[str, Any]) -> float | None:
+def score(
+    metric: Metric, case: EvalCase, result: Mapping[str, Any], seconds: float = 0.0
+) -> float | None:
     """The case's score under `metric` (see the module docstring)."""
     spec = metric.spec
     kind = metric.kind
+    if kind == "judge":
+        return None
+    if kind == "latency":
+        return float(seconds <= float(str(spec["max_seconds"])))
     if kind == "stop_reason":
         return float(result.get("stop_reason") == spec["equals"])
     if kind == "usage":
@@ -136,7 +144,9 @@ def _conforms(schema: object, value: object) -> bool:
 
 def _within_usage(spec: Mapping[str, Any], usage: Mapping[str, Any]) -> bool:
     tokens = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-    return not ("max_tokens" in spec and tokens > spec["max_tokens"])
+    calls = int(usage.get("model_calls", 0))
+    over_tokens = "max_tokens" in spec and tokens > spec["max_tokens"]
+    return not over_tokens and not ("max_model_calls" in spec and calls > spec["max_model_calls"])
 
 
 def wilson(passes: float, n: int) -> tuple[float, float]:

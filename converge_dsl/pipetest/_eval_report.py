@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from ._eval_run import Change, EvalResult
 
+# The judges' errors shown with their excerpt in the human output (all are in the JSON).
+SHOWN_PROBLEMS = 3
+
 
 def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> str:
     lines = [f"{result.evaluation}: {len(result.cases)} cases"]
@@ -31,6 +34,22 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
     tokens_in = sum(c.input_tokens for c in result.cases)
     tokens_out = sum(c.output_tokens for c in result.cases)
     lines.append(f"usage: {tokens_in} input tokens, {tokens_out} output tokens")
+    if any(result.judge_usage):
+        calls, judge_in, judge_out = result.judge_usage
+        lines.append(f"judges: {calls} call(s), {judge_in} input tokens, {judge_out} output tokens")
+    if result.not_run:
+        lines.append(
+            f"not run: {len(result.not_run)} case(s), the evaluation's caps were spent "
+            f"({', '.join(result.not_run[:5])}{', ...' if len(result.not_run) > 5 else ''})"
+        )
+    if result.problems:
+        from converge_dsl.frontend import render_human
+
+        shown = result.problems[:SHOWN_PROBLEMS]
+        lines.append(render_human(shown, {}).rstrip("\n"))
+        more = len(result.problems) - len(shown)
+        if more:
+            lines.append(f"... and {more} more judge error(s) (all in --format json)")
     lines.append(f"time: {result.seconds:.2f}s")
     overall = f"overall: {result.overall:.3f}"
     if result.threshold is not None:
@@ -80,3 +99,53 @@ def render_eval_junit(result: EvalResult) -> str:
     suite.set("tests", str(len(result.aggregates) + 1))
     suite.set("failures", str(failures))
     return ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def render_configurations_human(
+    results: Sequence[EvalResult], changes: Mapping[str, Sequence[Change]] | None
+) -> str:
+    """Each configuration's evaluation (as `render_eval_human`), then the metrics side by
+    side: one column per configuration, each mean marked `!` when it misses its threshold."""
+    parts = []
+    for result in results:
+        own = None if changes is None else changes.get(result.configuration, [])
+        parts.append(f"== configuration {result.configuration}\n" + render_eval_human(result, own))
+    names = [r.configuration for r in results]
+    metrics = [a.metric for a in results[0].aggregates]
+    width = max(len(m) for m in [*metrics, "overall", "metric"]) + 2
+    column = max(10, *(len(n) + 2 for n in names))
+    lines = [
+        "side by side:",
+        "  " + "metric".ljust(width) + "".join(n.rjust(column) for n in names),
+    ]
+    for index, metric in enumerate(metrics):
+        cells = []
+        for result in results:
+            a = result.aggregates[index]
+            cells.append((f"{a.mean:.3f}" + ("" if a.passed else "!")).rjust(column))
+        lines.append("  " + metric.ljust(width) + "".join(cells))
+    overall = [(f"{r.overall:.3f}" + ("" if r.passed else "!")).rjust(column) for r in results]
+    lines.append("  " + "overall".ljust(width) + "".join(overall))
+    verdicts = ["passed" if r.passed else "FAILED" for r in results]
+    lines.append("  " + "".ljust(width) + "".join(v.rjust(column) for v in verdicts))
+    return "\n".join(parts) + "\n".join(lines) + "\n"
+
+
+def render_configurations_junit(results: Sequence[EvalResult]) -> str:
+    """JUnit XML: one testsuite per configuration (named `FILE [NAME]`), each as
+    `render_eval_junit` writes it."""
+    body = "".join(
+        render_eval_junit(result).replace(
+            f'name="{_xml(result.evaluation)}"',
+            f'name="{_xml(result.evaluation)} [{_xml(result.configuration)}]"',
+            1,
+        )
+        for result in results
+    )
+    return f"<testsuites>\n{body}</testsuites>\n"
+
+
+def _xml(text: str) -> str:
+    from xml.sax.saxutils import quoteattr
+
+    return quoteattr(text)[1:-1]

@@ -1,8 +1,16 @@
-"""Running an evaluation: `run_eval(evaluation)` -> `EvalResult`, `compare(result, baseline)`.
+"""Running an evaluation: `run_configurations(evaluation, settings)` -> one `EvalResult`
+per model configuration (`run_eval`: the first's), `compare(result, baseline)`.
 
-The dataset's cases run through the batch machinery (`converge_dsl.batch`'s
-scheduler, `concurrency` cases at a time, each case's failure its own result);
-each result is scored by every metric (`_eval_metrics.score`). A metric's
+The dataset's cases run through the batch machinery once per configuration
+(`converge_dsl.batch`: the local scheduler, `concurrency` cases at a time, or
+`run_cases` on the `process` or `ray` executor; each case's failure its own
+result, each run with its configuration's models, `ModelOverride`, and the
+per-case budget, `CaseBudget`); each result is scored by every metric
+(`_eval_metrics.score`, a judge metric by its judge, `_eval_judge`). The
+evaluation's own caps (`EvalSettings.limits`) count every case's usage
+together: once they are spent no further case is started (`not_run`, a
+failure), on the local executor; the others start every case and the spent
+cap refuses their model calls. A metric's
 aggregate is the mean score over the cases it applies to, with the 95% Wilson
 interval when every score is a pass or a fail; it passes when the mean reaches
 its threshold. The evaluation passes when every metric does and the mean of
@@ -15,27 +23,56 @@ evaluation's tolerance), new or gone.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl._json_types import JsonObject
+from converge_dsl.clock import SystemClock
 
+from ._eval_judge import JudgeOptions, Judges, Verdict
 from ._eval_metrics import field_values, score, wilson
-from ._eval_spec import EvalFile, Metric
+from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
+
+if TYPE_CHECKING:
+    from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
+    from converge_dsl.diagnostics import Diagnostic
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How an evaluation runs: cases at once, the executor (`local`, `process`, `ray`),
+    the evaluation's own caps over every case (`limits`), each case's budget, and where
+    the judges' answers come from (`judges`)."""
+
+    concurrency: int = 8
+    executor: str = "local"
+    limits: BatchLimits | None = None
+    case_budget: CaseBudget | None = None
+    judges: JudgeOptions = field(default_factory=JudgeOptions)
+    env: Mapping[str, str] | None = None
+    ray_address: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CaseScores:
-    """One case's scores by metric name (None: the metric does not apply) and its run."""
+    """One case's scores by metric name (None: the metric does not apply) and its run:
+    stop reason, usage, wall time (`seconds`, the one value that differs between
+    reruns) and each judge's reason by metric."""
 
     name: str
     scores: Mapping[str, float | None]
     stop_reason: str
     input_tokens: int
     output_tokens: int
+    seconds: float = 0.0
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    model_calls: int = 0
 
     @property
     def mean(self) -> float:
@@ -59,23 +96,69 @@ class Aggregate:
 
 @dataclass(frozen=True, slots=True)
 class EvalResult:
+    """One configuration's evaluation. `problems`: judges' bad verdicts and failed calls
+    (located diagnostics); `not_run`: cases never started, the evaluation's caps spent.
+    Either fails the evaluation."""
+
     evaluation: str
     cases: tuple[CaseScores, ...]
     aggregates: tuple[Aggregate, ...]
     overall: float
     threshold: float | None
     seconds: float
+    configuration: str = DEFAULT_CONFIGURATION
+    problems: tuple[Diagnostic, ...] = ()
+    not_run: tuple[str, ...] = ()
+    # The judges' (model calls, input tokens, output tokens), outside the cases' usage.
+    judge_usage: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def passed(self) -> bool:
         overall = self.threshold is None or self.overall >= self.threshold
-        return overall and all(a.passed for a in self.aggregates)
+        broken = bool(self.problems or self.not_run)
+        return overall and not broken and all(a.passed for a in self.aggregates)
+
+    def untimed(self) -> EvalResult:
+        """This result with every wall time 0 (`eval --no-timings`): two runs of a
+        deterministic evaluation then print the same bytes."""
+        from dataclasses import replace
+
+        cases = tuple(replace(case, seconds=0.0) for case in self.cases)
+        return replace(self, cases=cases, seconds=0.0)
 
     def worst(self, count: int = 5) -> list[CaseScores]:
         return sorted(self.cases, key=lambda c: (c.mean, c.name))[:count]
 
     def as_json(self) -> JsonObject:
+        """The result document (`--format json`, what `--baseline` reads). `seconds`
+        (overall and per case) are wall times: the only values that differ between
+        two runs of a deterministic evaluation."""
+        extra: dict[str, Any] = {}
+        if self.configuration != DEFAULT_CONFIGURATION:
+            extra["configuration"] = self.configuration
+        if self.problems:
+            extra["problems"] = [
+                {
+                    "code": d.code,
+                    "message": d.message,
+                    "file": d.file,
+                    "line": d.line,
+                    "column": d.column,
+                    "hint": d.hint,
+                }
+                for d in self.problems
+            ]
+        if self.not_run:
+            extra["not_run"] = list(self.not_run)
+        if any(self.judge_usage):
+            calls, tokens_in, tokens_out = self.judge_usage
+            extra["judge_usage"] = {
+                "model_calls": calls,
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+            }
         return {
+            **extra,
             "evaluation": self.evaluation,
             "passed": self.passed,
             "overall": self.overall,
@@ -99,11 +182,20 @@ class EvalResult:
                 }
                 for a in self.aggregates
             ],
-            "cases": [
-                {"name": c.name, "stop_reason": c.stop_reason, "scores": dict(c.scores)}
-                for c in self.cases
-            ],
+            "cases": [_case_json(c) for c in self.cases],
         }
+
+
+def _case_json(case: CaseScores) -> JsonObject:
+    out: dict[str, Any] = {
+        "name": case.name,
+        "stop_reason": case.stop_reason,
+        "scores": dict(case.scores),
+        "seconds": case.seconds,
+    }
+    if case.reasons:
+        out["reasons"] = dict(case.reasons)
+    return out
 
 
 def run_eval(
@@ -111,20 +203,87 @@ def run_eval(
     *,
     concurrency: int = 8,
     clock: Callable[[], float] = time.perf_counter,
+    settings: EvalSettings | None = None,
 ) -> EvalResult:
-    """Run every case of `evaluation` and score it (see the module docstring)."""
-    from converge_dsl.batch import drive, ordered
+    """Run every case of `evaluation` and score it: its first configuration's result
+    (see the module docstring; `run_configurations` gives every configuration's)."""
+    chosen = settings or EvalSettings(concurrency=concurrency)
+    return run_configurations(evaluation, chosen, clock=clock)[0]
 
+
+def run_configurations(
+    evaluation: EvalFile,
+    settings: EvalSettings,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[EvalResult, ...]:
+    """One `EvalResult` per configuration of `evaluation`, in their order.
+
+    The evaluation's caps (`settings.limits`) hold for every configuration together:
+    each runs under what the earlier ones left. The judges' calls (one cassette for
+    all configurations with `--record`) count toward no cap.
+    """
+    import itertools
+    from dataclasses import replace
+
+    results: list[EvalResult] = []
+    steps = itertools.count(1)  # numbers the recorded judges' calls of the whole evaluation
+    limits = settings.limits
+    for index, configuration in enumerate(evaluation.configurations):
+        judges = Judges(
+            evaluation,
+            env=dict(os.environ if settings.env is None else settings.env),
+            clock=SystemClock(),
+            options=settings.judges,
+            steps=steps,
+            fresh=index == 0,
+        )
+        left = replace(settings, limits=limits)
+        result = _run_one(evaluation, configuration, left, judges, clock)
+        results.append(result)
+        limits = _remaining(limits, result.cases)
+    return tuple(results)
+
+
+def _remaining(limits: BatchLimits | None, cases: Sequence[CaseScores]) -> BatchLimits | None:
+    """What `limits` leave once `cases` ran (None: no cap)."""
+    if limits is None or not limits.any:
+        return limits
+    from converge_dsl.batch import BatchLimits
+
+    calls = sum(c.model_calls for c in cases)
+    tokens = sum(c.input_tokens + c.output_tokens for c in cases)
+    return BatchLimits(
+        None if limits.max_model_calls is None else max(0, limits.max_model_calls - calls),
+        None if limits.max_tokens is None else max(0, limits.max_tokens - tokens),
+    )
+
+
+def _run_one(
+    evaluation: EvalFile,
+    configuration: Configuration,
+    settings: EvalSettings,
+    judges: Judges,
+    clock: Callable[[], float],
+) -> EvalResult:
     started = clock()
-    pipeline = evaluation.pipeline
-    inputs = [dict(case.inputs) for case in evaluation.cases]
-    stream = ordered(pipeline, enumerate(inputs), concurrency=concurrency)
+    not_run: list[str] = []
     scored: list[CaseScores] = []
+    problems: list[Diagnostic] = []
     confusion: dict[str, Counter[tuple[str, str]]] = {m.name: Counter() for m in evaluation.metrics}
-    for index, result in drive(pipeline, stream):
+    for index, result, verdicts in _results(evaluation, configuration, settings, judges):
         case = evaluation.cases[index]
+        if result is None:
+            not_run.append(case.name)
+            continue
         body = result.body
-        scores = {m.name: score(m, case, body) for m in evaluation.metrics}
+        scores = {m.name: score(m, case, body, result.seconds) for m in evaluation.metrics}
+        reasons: dict[str, str] = {}
+        for verdict in verdicts:
+            scores[verdict.metric] = verdict.score
+            reasons[verdict.metric] = verdict.reason
+            if verdict.problem is not None:
+                problems.append(verdict.problem)
         for metric in evaluation.metrics:
             _count(confusion[metric.name], metric, case.expected, body)
         usage = body.get("usage") or {}
@@ -135,6 +294,9 @@ def run_eval(
                 str(body.get("stop_reason", "error")),
                 int(usage.get("input_tokens", 0)),
                 int(usage.get("output_tokens", 0)),
+                result.seconds,
+                reasons,
+                int(usage.get("model_calls", 0)),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)
@@ -146,7 +308,135 @@ def run_eval(
         overall,
         evaluation.threshold,
         clock() - started,
+        configuration.name,
+        tuple(problems),
+        tuple(not_run),
+        (judges.usage[0], judges.usage[1], judges.usage[2]),
     )
+
+
+_Scored = tuple[int, "CaseResult | None", Sequence[Verdict]]
+
+
+def _cases(
+    evaluation: EvalFile, configuration: Configuration, settings: EvalSettings
+) -> list[Case]:
+    from converge_dsl.batch import Case
+
+    models = dict(configuration.models) or None
+    return [
+        Case(index, case.name, dict(case.inputs), models=models, budget=settings.case_budget)
+        for index, case in enumerate(evaluation.cases)
+    ]
+
+
+def _results(
+    evaluation: EvalFile, configuration: Configuration, settings: EvalSettings, judges: Judges
+) -> Iterator[_Scored]:
+    """(index, result or None when never started, verdicts) of every case, in case order."""
+    from converge_dsl.batch import drive, ordered
+
+    if settings.executor != "local":
+        cases = _cases(evaluation, configuration, settings)
+        yield from _elsewhere(evaluation, cases, settings, judges)
+        return
+    pipeline = evaluation.pipeline
+    pool, meter = _pool(settings.limits)
+    items: Any
+    if configuration.models or settings.case_budget or pool is not None:
+        items = _launched(_cases(evaluation, configuration, settings), pool)
+    else:  # plain inputs, as `Pipeline.run_many` gives them
+        items = enumerate(dict(case.inputs) for case in evaluation.cases)
+    stream = ordered(pipeline, items, concurrency=settings.concurrency, meter=meter)
+    if not judges.any and pool is None:
+        for index, finished in drive(pipeline, stream):
+            yield index, finished, ()
+        return
+    following = 0
+    for index, done, verdicts in drive(pipeline, _judged(evaluation, stream, judges, settings)):
+        while following < index:  # skipped: never launched (the caps were spent)
+            yield following, None, ()
+            following += 1
+        yield index, done, verdicts
+        following = index + 1
+    for index in range(following, len(evaluation.cases)):
+        yield index, None, ()
+
+
+def _launched(cases: list[Case], pool: LocalPool | None) -> Iterator[Case]:
+    """The cases, until the evaluation's caps are spent (then none is started)."""
+    for case in cases:
+        if pool is not None and pool.blocked(1) is not None:
+            return
+        yield case
+
+
+def _pool(limits: BatchLimits | None) -> tuple[LocalPool | None, Any]:
+    if limits is None or not limits.any:
+        return None, None
+    from converge_dsl.batch import LocalPool, PooledMeter
+    from converge_dsl.clock import SystemClock
+
+    pool = LocalPool(limits)
+    clock = SystemClock()
+    return pool, lambda budget: PooledMeter(budget, pool, clock=clock)
+
+
+async def _judged(
+    evaluation: EvalFile,
+    stream: AsyncIterator[tuple[int, CaseResult]],
+    judges: Judges,
+    settings: EvalSettings,
+) -> AsyncIterator[_Scored]:
+    """`stream`'s results with their judges' verdicts, judged `concurrency` cases at a
+    time while the later cases run; in the stream's order."""
+    window: deque[tuple[int, CaseResult, asyncio.Future[dict[str, Verdict]]]] = deque()
+    try:
+        async for index, result in stream:
+            case = evaluation.cases[index]
+            task = asyncio.ensure_future(judges.verdicts(case, result.body))
+            window.append((index, result, task))
+            while window and (len(window) > settings.concurrency or window[0][2].done()):
+                first, done, judging = window.popleft()
+                yield first, done, tuple((await judging).values())
+        while window:
+            first, done, judging = window.popleft()
+            yield first, done, tuple((await judging).values())
+    finally:
+        for _, _, pending in window:
+            pending.cancel()
+        await judges.aclose()
+
+
+def _elsewhere(
+    evaluation: EvalFile, cases: list[Case], settings: EvalSettings, judges: Judges
+) -> Iterator[_Scored]:
+    """The cases on the `process` or `ray` executor (`converge_dsl.batch.run_cases`),
+    judged here as they come, yielded in case order."""
+    from converge_dsl.batch import BatchLimits, BatchOptions, run_cases
+
+    env = dict(os.environ if settings.env is None else settings.env)
+    options = BatchOptions(
+        pipeline=evaluation.pipeline.path,
+        cases=evaluation.dataset,
+        out=Path(os.devnull),
+        executor=settings.executor,
+        concurrency=settings.concurrency,
+        limits=settings.limits or BatchLimits(),
+        env=env,
+        allow_roots=evaluation.roots,
+        ray_address=settings.ray_address,
+    )
+    results = sorted(run_cases(options, cases), key=lambda r: r.index)
+    loop = asyncio.new_event_loop()
+    try:
+        for result in results:
+            case = evaluation.cases[result.index]
+            verdicts = loop.run_until_complete(judges.verdicts(case, result.body))
+            yield result.index, result, tuple(verdicts.values())
+    finally:
+        loop.run_until_complete(judges.aclose())
+        loop.close()
 
 
 def _count(
@@ -185,6 +475,21 @@ class Change:
     before: float | None
     after: float | None
     verdict: str  # improved, regressed, new, gone
+
+
+def baseline_of(baseline: Mapping[str, Any], configuration: str) -> Mapping[str, Any]:
+    """The part of a baseline document for `configuration`: the configuration of that
+    name in a document of several (none: an empty result), else the document itself."""
+    several = baseline.get("configurations")
+    if not isinstance(several, list):
+        return baseline
+    for item in several:
+        if (
+            isinstance(item, dict)
+            and item.get("configuration", DEFAULT_CONFIGURATION) == configuration
+        ):
+            return item
+    return {"cases": []}
 
 
 def compare(result: EvalResult, baseline: Mapping[str, Any], tolerance: float) -> list[Change]:

@@ -8,7 +8,17 @@ evaluation file: a dataset that is not there or not `.jsonl`/`.csv` (CD800), a
 dataset line that is not a case (CD801, located at the dataset's line), a key
 the pipeline lacks or an expected value no case gives (CD802, "did you mean"),
 a pattern RE2 cannot run (CD803), two metrics or cases of one name (CD804), a
-metric with none or several measures (CD805).
+metric with none or several measures (CD805), a judge's rubric that is not a
+template or reads a name other than `case` and `run` (CD808), a judge or a
+configuration naming a model that is not declared (CD809, "did you mean"), a
+model declaration that cannot be built or names a file that is not there
+(CD810), two configurations of one name (CD811).
+
+`judges:` and a configuration's `models:` declare models as a pipeline does
+(the same adapters and fields, files relative to the evaluation file); a
+configuration's models replace the pipeline's of those names for its runs
+(`converge_dsl.batch.ModelOverride`). No configuration: one, the pipeline as
+declared, named `default`.
 
 A JSONL line is `{"name": ..., "inputs": {...}, "expected": {...}}` (`name`
 optional: `case-N`); a CSV file's columns are `name`, `input.X` and
@@ -22,25 +32,46 @@ import io
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._files import display_name
 from converge_dsl._json_types import JsonObject, JsonValue
-from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, best_first, unknown_name_hint
+from converge_dsl.diagnostics import (
+    Diagnostic,
+    JsonPath,
+    Severity,
+    SourceSpan,
+    best_first,
+    unknown_name_hint,
+)
 from converge_dsl.errors import PipelineInvalid
 
 from ._spec import _Reader
 
 if TYPE_CHECKING:
-    from converge_dsl.batch import Pipeline
+    from converge_dsl.batch import ModelOverride, Pipeline
     from converge_dsl.frontend import LoadedDocument
 
 EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
 SCHEMA_NAME = "eval.v1.json"
-MEASURES = ("exact", "subset", "numeric", "regex", "set", "schema", "stop_reason", "usage")
+MEASURES = (
+    "exact",
+    "subset",
+    "numeric",
+    "regex",
+    "set",
+    "schema",
+    "stop_reason",
+    "usage",
+    "latency",
+    "judge",
+)
+# The names a judge's rubric reads: the case and its run.
+RUBRIC_NAMES = ("case", "run")
+DEFAULT_CONFIGURATION = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +98,28 @@ class EvalCase:
 
 
 @dataclass(frozen=True, slots=True)
+class Configuration:
+    """A model configuration to compare: its name and the pipeline's models it declares
+    anew (none: the pipeline as declared)."""
+
+    name: str
+    models: Mapping[str, ModelOverride]
+
+
+@dataclass(frozen=True, slots=True)
+class Rubric:
+    """A judge metric's compiled parts: the judge model's name, the system message,
+    the rubric template (sandboxed) and the verdict's form (`score` or `pass`)."""
+
+    metric: str
+    model: str
+    system: str
+    template: Any
+    verdict: str
+    path: JsonPath
+
+
+@dataclass(frozen=True, slots=True)
 class EvalFile:
     """A loaded, checked evaluation file, its dataset and its pipeline (loaded once)."""
 
@@ -79,6 +132,14 @@ class EvalFile:
     metrics: tuple[Metric, ...]
     threshold: float | None
     tolerance: float
+    configurations: tuple[Configuration, ...] = (Configuration(DEFAULT_CONFIGURATION, {}),)
+    # The judge models by name (`models.<name>` mappings, files relative to `path`'s folder).
+    judges: Mapping[str, ModelOverride] = field(default_factory=dict)
+    rubrics: Mapping[str, Rubric] = field(default_factory=dict)
+    roots: tuple[Path, ...] = ()
+
+    def span(self, path: JsonPath) -> SourceSpan:
+        return self.document.source_map.span(path)
 
 
 def is_eval_file(path: Path) -> bool:
@@ -108,9 +169,15 @@ def read_eval_file(
     pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
     dataset = _dataset_path(reader, str(data["dataset"]))
     cases = _cases(reader, dataset, display_name(dataset)) if dataset else ()
+    judges = _models(reader, data.get("judges") or {}, ("judges",))
     metrics = _metrics(reader, data["metrics"], pipeline, cases)
+    rubrics = _rubrics(reader, metrics, judges)
+    configurations = _configurations(reader, data.get("configurations"), pipeline)
     if reader.problems or pipeline is None or dataset is None:
         raise PipelineInvalid(best_first(reader.problems))
+    from converge_dsl._files import user_roots
+
+    roots = user_roots([os.fspath(root) for root in allow_roots], env)
     return EvalFile(
         path=path,
         display=display,
@@ -121,7 +188,146 @@ def read_eval_file(
         metrics=metrics,
         threshold=data.get("threshold"),
         tolerance=float(data.get("tolerance", 0.0)),
+        configurations=configurations,
+        judges=judges,
+        rubrics=rubrics,
+        roots=tuple(roots),
     )
+
+
+def _models(reader: _Reader, raw: Mapping[str, Any], where: JsonPath) -> dict[str, ModelOverride]:
+    """Model declarations (`judges:`, a configuration's `models:`), each checked as the
+    models factory checks a pipeline's, its files there (CD810)."""
+    from converge_dsl.batch import ModelOverride
+    from converge_dsl.models import ModelError
+    from converge_dsl.models.factory import checked_spec
+
+    out: dict[str, ModelOverride] = {}
+    for name, spec in raw.items():
+        at: JsonPath = (*where, name)
+        try:
+            checked = checked_spec(name, spec)
+        except ModelError as exc:
+            message = exc.message.removeprefix(f"{exc.code.value}: ")
+            reader.problem(codes.EVAL_BAD_MODEL, message, at, exc.hint, on_key=True)
+            continue
+        found = True
+        for field_name, value in checked.files.items():
+            before = len(reader.problems)
+            if reader.file(value, (*at, field_name), field_name) is None:
+                found = False
+                for i in range(before, len(reader.problems)):
+                    reader.problems[i] = _recode(reader.problems[i], codes.EVAL_BAD_MODEL)
+        if found:
+            out[name] = ModelOverride(dict(spec), reader.base.resolve())
+    return out
+
+
+def _configurations(
+    reader: _Reader, raw: Sequence[Mapping[str, Any]] | None, pipeline: Pipeline | None
+) -> tuple[Configuration, ...]:
+    if not raw:
+        return (Configuration(DEFAULT_CONFIGURATION, {}),)
+    out: list[Configuration] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(raw):
+        where: JsonPath = ("configurations", index)
+        name = str(item["name"])
+        if name in seen:
+            line = reader.document.source_map.span(("configurations", seen[name], "name")).line
+            reader.problem(
+                codes.EVAL_BAD_CONFIGURATION,
+                f"two configurations are named {name!r}",
+                (*where, "name"),
+                f"the first is on line {line}; give each configuration its own name",
+            )
+        seen.setdefault(name, index)
+        declared = item.get("models") or {}
+        if pipeline is not None:
+            for model in declared:
+                if model not in pipeline.models:
+                    listed = ", ".join(pipeline.models) or "none"
+                    reader.problem(
+                        codes.EVAL_UNKNOWN_MODEL,
+                        f"pipeline {pipeline.name!r} declares no model {model!r}",
+                        (*where, "models", model),
+                        unknown_name_hint(model, pipeline.models, f"its models: {listed}"),
+                        on_key=True,
+                    )
+        models = _models(reader, declared, (*where, "models"))
+        out.append(Configuration(name, models))
+    return tuple(out)
+
+
+def _rubrics(
+    reader: _Reader, metrics: Sequence[Metric], judges: Mapping[str, ModelOverride]
+) -> dict[str, Rubric]:
+    """Each judge metric's rubric, compiled in the sandbox (CD808), its model known (CD809)."""
+    from converge_dsl.sandbox import (
+        GLOBALS,
+        TemplateCompileError,
+        compile_template,
+        generated,
+    )
+
+    declared = reader.data.get("judges") or {}
+    out: dict[str, Rubric] = {}
+    for metric in metrics:
+        if metric.kind != "judge":
+            continue
+        spec = metric.spec
+        at: JsonPath = (*metric.path, "judge")
+        model = str(spec["model"])
+        if model not in declared:
+            listed = ", ".join(declared) or "none (add `judges:` to the evaluation file)"
+            reader.problem(
+                codes.EVAL_UNKNOWN_MODEL,
+                f"no judge model {model!r} is declared under `judges`",
+                (*at, "model"),
+                unknown_name_hint(model, list(declared), f"judges: {listed}"),
+            )
+        source = str(spec["rubric"])
+        try:
+            names = generated(source).names
+            template = compile_template(source)
+        except TemplateCompileError as exc:
+            reader.problem(
+                codes.EVAL_BAD_RUBRIC,
+                f"rubric of metric {metric.name!r} is not a template: {exc.message}",
+                (*at, "rubric"),
+                "a rubric is a Jinja template over `case` and `run`",
+            )
+            continue
+        unknown = sorted(n for n in names if n not in RUBRIC_NAMES and n not in GLOBALS)
+        if unknown:
+            reader.problem(
+                codes.EVAL_BAD_RUBRIC,
+                f"rubric of metric {metric.name!r} reads {unknown[0]!r}, which it is not given",
+                (*at, "rubric"),
+                unknown_name_hint(
+                    unknown[0],
+                    RUBRIC_NAMES,
+                    "a rubric reads `case` (name, inputs, expected) and `run` "
+                    "(facts by key, stop_reason, usage)",
+                ),
+            )
+            continue
+        verdict = str(spec.get("verdict", "score"))
+        system = JUDGE_SYSTEM_PASS if verdict == "pass" else JUDGE_SYSTEM
+        out[metric.name] = Rubric(
+            metric.name, model, str(spec.get("system", system)), template, verdict, at
+        )
+    return out
+
+
+JUDGE_SYSTEM = (
+    "You are a strict evaluator. Judge the answer by the rubric. Reply with one JSON object "
+    'only: {"score": a number from 0 to 1, "reason": one sentence}.'
+)
+JUDGE_SYSTEM_PASS = (
+    "You are a strict evaluator. Judge the answer by the rubric. Reply with one JSON object "
+    'only: {"pass": true or false, "reason": one sentence}.'
+)
 
 
 def _dataset_path(reader: _Reader, named: str) -> Path | None:
@@ -194,9 +400,9 @@ def _row_problem(row: object) -> str | None:
     extra = sorted(set(row) - {"name", "inputs", "expected"})
     if extra:
         return f"a case has no field {extra[0]!r}"
-    for field in ("inputs", "expected"):
-        if not isinstance(row.get(field, {}), dict):
-            return f"a case's {field!r} must be an object"
+    for part in ("inputs", "expected"):
+        if not isinstance(row.get(part, {}), dict):
+            return f"a case's {part!r} must be an object"
     return None
 
 
@@ -280,8 +486,14 @@ def _metrics(
         spec: JsonObject = dict(item[kind])
         at: JsonPath = (*where, kind)
         key = spec.get("key")
-        if pipeline is not None and isinstance(key, str):
-            reader.unknown(key, pipeline.keys, "key", pipeline, (*at, "key"))
+        if pipeline is not None and isinstance(key, str) and key not in pipeline.keys:
+            listed = ", ".join(pipeline.keys)
+            reader.problem(
+                codes.EVAL_UNKNOWN_NAME,
+                f"pipeline {pipeline.name!r} has no key {key!r} for metric {name!r}",
+                (*at, "key"),
+                unknown_name_hint(key, pipeline.keys, f"its keys: {listed}"),
+            )
         wanted = spec.get("expected")
         if isinstance(wanted, str) and cases and wanted not in expected_names:
             reader.problem(

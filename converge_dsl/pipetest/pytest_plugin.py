@@ -8,7 +8,8 @@ is left alone unless named on the command line), one `PipelineTestItem` per case
 prints (located at the expectation's file:line); an invalid test file is a
 collection error showing its located diagnostics. An evaluation file
 (`*.eval.yaml`, `kind: Evaluation`) is one item, `file.eval.yaml::thresholds`,
-that fails with the evaluation's table when a threshold is missed. Turn collection off with
+that fails with the evaluation's table when a threshold is missed (by any of its
+model configurations: then with the tables side by side). Turn collection off with
 the ini option `converge_dsl_tests = false` (this repository does, since its
 own suite runs the example tests itself) or with `-p no:converge_dsl`.
 
@@ -147,16 +148,23 @@ class EvaluationItem(pytest.Item):
         self.funcargs: dict[str, Any] = {}
 
     def runtest(self) -> None:
-        from converge_dsl.pipetest import read_eval_file, run_eval
-        from converge_dsl.pipetest._eval_report import render_eval_human
+        from converge_dsl.pipetest import (
+            EvalSettings,
+            read_eval_file,
+            render_configurations_human,
+            render_eval_human,
+            run_configurations,
+        )
 
         evaluation = read_eval_file(self.path)
         try:
-            result = run_eval(evaluation)
+            results = run_configurations(evaluation, EvalSettings())
         finally:
             evaluation.pipeline.close()
-        if not result.passed:
-            raise EvaluationFailed(render_eval_human(result, None))
+        if not all(result.passed for result in results):
+            if len(results) == 1:
+                raise EvaluationFailed(render_eval_human(results[0], None))
+            raise EvaluationFailed(render_configurations_human(results, None))
 
     def repr_failure(  # type: ignore[override]
         self, excinfo: pytest.ExceptionInfo[BaseException]

@@ -68,3 +68,33 @@ def test_ray_writes_each_case_trace_and_report_on_the_driver_paths(
     assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == ["0.jsonl", "1.jsonl"]
     assert sorted(p.name for p in (tmp_path / "R").iterdir()) == ["0.html", "1.html"]
     assert '<a href="R/1.html">1</a>' in (tmp_path / "R.html").read_text(encoding="utf-8")
+
+
+def test_ray_runs_cases_with_their_own_models(local_ray: None, tmp_path: Path) -> None:
+    from converge_dsl.batch import BatchOptions, Case, ModelOverride, run_cases
+
+    (tmp_path / "other.script.yaml").write_text(
+        'apiVersion: converge-dsl/v1\nkind: ModelScript\ndefault: {reply: "said it otherwise"}\n'
+    )
+    models = {
+        "default": ModelOverride({"adapter": "scripted", "script": "other.script.yaml"}, tmp_path)
+    }
+    options = BatchOptions(pipeline=ECHO, cases=ECHO, out=tmp_path / "unused", executor="ray")
+    cases = [Case(i, i, {"word": "tea"}, models=models if i % 2 else None) for i in range(4)]
+    results = sorted(run_cases(options, cases), key=lambda r: r.index)
+    answers = [r.body["facts"]["hypotheses"][0]["content"] for r in results]
+    assert answers == ["said it", "said it otherwise"] * 2
+    assert all(r.seconds > 0 for r in results)
+
+
+def test_an_evaluation_on_ray_gives_the_local_scores(local_ray: None, tmp_path: Path) -> None:
+    from tests.pipetest.test_eval_configurations import _folder
+
+    path = _folder(tmp_path)
+
+    def evaluate(*extra: str) -> str:
+        out = io.StringIO()
+        cli(["eval", str(path), "--format", "json", "--no-timings", *extra], out, io.StringIO())
+        return out.getvalue()
+
+    assert evaluate("--executor", "ray", "--concurrency", "2") == evaluate()

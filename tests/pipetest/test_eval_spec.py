@@ -138,3 +138,14 @@ def test_validate_checks_an_evaluation_file_named_or_found_in_a_folder(tmp_path:
         assert code == 2
         assert "error[CD800]: dataset 'cases.jsnl' is neither JSONL nor CSV" in out
         assert "incident.eval.yaml:4:10" in out
+
+
+def test_judges_and_configurations_declare_models_as_the_pipeline_schema_does() -> None:
+    import json
+
+    schemas = ROOT / "schemas"
+    pipeline = json.loads((schemas / "pipeline.v1.json").read_text())["$defs"]
+    evaluation = json.loads((schemas / "eval.v1.json").read_text())["$defs"]
+    names = ("model", "scriptedModel", "openaiModel", "anthropicModel", "replayModel")
+    for name in (*names, "account", "modelLimits"):
+        assert evaluation[name] == pipeline[name], name

@@ -148,3 +148,17 @@ def test_an_evaluation_file_is_one_item_that_fails_with_its_table(tmp_path: Path
     assert done.returncode == 1, done.stdout + done.stderr
     assert "triage.eval.yaml::thresholds FAILED" in done.stdout
     assert "FAIL category: 0.885 [0.770, 0.946] over 52 cases (threshold 0.9)" in done.stdout
+
+
+def test_an_evaluation_fails_when_one_of_its_configurations_misses_a_threshold(
+    tmp_path: Path,
+) -> None:
+    from .test_eval_configurations import _folder
+
+    folder = tmp_path / "compared"
+    folder.mkdir()
+    _folder(folder)
+    done = _pytest(tmp_path, "-v")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "compared.eval.yaml::thresholds FAILED" in done.stdout
+    assert "  category        1.000    0.300!" in done.stdout

@@ -1,0 +1,236 @@
+"""An LLM judge's verdicts: `Judges(evaluation).verdicts(case, run)` -> score by metric.
+
+A judge metric (`judge: {model, rubric, system, verdict}`) renders its rubric
+in the pipelines' sandbox over `case` (`name`, `inputs`, `expected`) and `run`
+(`facts` by key, each `id`, `content`, `data`, `confidence`; `stop_reason`;
+`usage`), and asks the judge model (declared under `judges:` as a pipeline
+declares a model) with the system message and the rubric as the user
+message. The request's `suggestor` is `judge:METRIC` (a model script can
+match on it).
+
+The verdict is the answer's text as one JSON object (a fenced ```json block
+is unwrapped): with `verdict: score` (the default) `{"score": 0..1, "reason":
+"..."}`, with `verdict: pass` `{"pass": true|false, "reason": "..."}` (1 or
+0). Anything else is a bad verdict (CD806) and a failed call (a provider
+error, a replay or cache miss) a judge failure (CD807); either scores the case
+0 and is a diagnostic located at the metric's `judge` in the evaluation file.
+
+The judge models go through the model stack of runs: each is built once per
+evaluation by the models factory, behind the answer cache when the
+evaluation has one (`--cache`, `--offline`), recorded into a cassette
+(`--record`) or answered from one (`--replay`), so a judged evaluation reruns
+offline with the same verdicts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic
+
+from ._eval_spec import EvalCase, EvalFile, Rubric
+
+if TYPE_CHECKING:
+    from converge_dsl.clock import Clock
+    from converge_dsl.models import Model
+    from converge_dsl.runtime import AnswerCaching
+
+# The judge's answer cap: a verdict is one short object.
+JUDGE_MAX_TOKENS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One judge metric's verdict on one case: its score (0 when `problem`), its reason."""
+
+    metric: str
+    score: float
+    reason: str
+    problem: Diagnostic | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeOptions:
+    """Where the judges' answers come from besides their models: the answer cache,
+    a cassette recorded (`record`) or replayed (`replay`)."""
+
+    caching: AnswerCaching | None = None
+    record: Path | None = None
+    replay: Path | None = None
+
+
+class Judges:
+    """The judge models of one evaluation on one event loop, built on first use."""
+
+    def __init__(
+        self,
+        evaluation: EvalFile,
+        *,
+        env: Mapping[str, str],
+        clock: Clock,
+        options: JudgeOptions = JudgeOptions(),
+        steps: Iterator[int] | None = None,
+        fresh: bool = True,
+    ) -> None:
+        """`steps` numbers the recorded calls (shared by the judges of every configuration
+        of one evaluation); `fresh`: the first model recorded starts the cassette afresh
+        (else every one appends to it)."""
+        self._evaluation = evaluation
+        self._env = env
+        self._clock = clock
+        self._options = options
+        self._models: dict[str, Model] = {}
+        self._steps = steps if steps is not None else itertools.count(1)
+        self._recorded = not fresh
+        # The judges' calls and tokens (answered calls; cached answers included).
+        self.usage = [0, 0, 0]
+
+    @property
+    def any(self) -> bool:
+        return bool(self._evaluation.rubrics)
+
+    def _model(self, name: str) -> Model:
+        found = self._models.get(name)
+        if found is not None:
+            return found
+        from converge_dsl.models import ReplayModel, build_model
+        from converge_dsl.models.cassette import RecordingModel
+
+        options = self._options
+        model: Model
+        if options.replay is not None:
+            model = ReplayModel.from_file(options.replay, name=name, clock=self._clock)
+        else:
+            declared = self._evaluation.judges[name]
+            model = build_model(
+                name,
+                declared.spec,
+                base_dir=declared.base_dir,
+                env=self._env,
+                clock=self._clock,
+                rng=random.Random(0),
+                roots=self._evaluation.roots,
+            )
+            if options.caching is not None:
+                model = options.caching.open(self._clock).wrap(name, model)
+            if options.record is not None:
+                append = self._recorded
+                self._recorded = True
+                model = RecordingModel(
+                    model, options.record, append=append, name=name, steps=self._steps
+                )
+        self._models[name] = model
+        return model
+
+    async def verdicts(self, case: EvalCase, run: Mapping[str, Any]) -> dict[str, Verdict]:
+        """Every judge metric's verdict on `case`, whose run result is `run`."""
+        return {
+            rubric.metric: await self._verdict(rubric, case, run)
+            for rubric in self._evaluation.rubrics.values()
+        }
+
+    async def _verdict(self, rubric: Rubric, case: EvalCase, run: Mapping[str, Any]) -> Verdict:
+        from converge_dsl.errors import ConvergeError
+        from converge_dsl.models import Message, ModelError, ModelRequest
+        from converge_dsl.sandbox import GLOBALS, render
+
+        scope = {
+            **GLOBALS,
+            "case": {"name": case.name, "inputs": case.inputs, "expected": case.expected},
+            "run": {
+                "facts": run.get("facts") or {},
+                "stop_reason": run.get("stop_reason"),
+                "usage": run.get("usage") or {},
+            },
+        }
+        try:
+            text = render(rubric.template, scope)
+        except ConvergeError as exc:
+            return self._bad(rubric, case, codes.EVAL_BAD_RUBRIC, f"rubric failed: {exc.message}")
+        try:
+            model = self._model(rubric.model)
+            request = ModelRequest(
+                model=model.model_id(),
+                messages=(Message.text("user", text),),
+                system=(rubric.system,),
+                max_tokens=JUDGE_MAX_TOKENS,
+                temperature=0.0,
+                suggestor=f"judge:{rubric.metric}",
+                turn=0,
+            )
+            answer = await model.call(request)
+            self.usage[0] += 1
+            self.usage[1] += answer.usage.input_tokens
+            self.usage[2] += answer.usage.output_tokens
+        except ModelError as exc:
+            message = exc.message.removeprefix(f"{exc.code.value}: ")
+            return self._bad(
+                rubric,
+                case,
+                codes.EVAL_JUDGE_FAILED,
+                f"judge call failed: {exc.code.value}: {message}",
+            )
+        score, reason, problem = parse_verdict(answer.text, rubric.verdict)
+        if problem is not None:
+            return self._bad(rubric, case, codes.EVAL_BAD_VERDICT, problem)
+        return Verdict(rubric.metric, score, reason)
+
+    def _bad(self, rubric: Rubric, case: EvalCase, code: str, problem: str) -> Verdict:
+        source_map = self._evaluation.document.source_map
+        hint = {
+            codes.EVAL_BAD_VERDICT: (
+                'a verdict is {"score": 0..1, "reason": "..."}'
+                if rubric.verdict == "score"
+                else 'a verdict is {"pass": true|false, "reason": "..."}'
+            ),
+            codes.EVAL_JUDGE_FAILED: "check the judge model (its cassette, the answer cache, the "
+            "provider); `converge-dsl explain CD807`",
+        }.get(code, "a rubric reads `case` and `run`")
+        message = (
+            f"judge {rubric.model!r} of metric {rubric.metric!r}, case {case.name!r}: {problem}"
+        )
+        diagnostic = source_map.diagnostic(code, message, rubric.path, hint=hint)
+        return Verdict(rubric.metric, 0.0, problem, diagnostic)
+
+    async def aclose(self) -> None:
+        for model in self._models.values():
+            await model.aclose()
+        self._models.clear()
+
+
+def parse_verdict(text: str, verdict: str) -> tuple[float, str, str | None]:
+    """(score, reason, None) from a judge's answer, or (0, "", what is wrong with it)."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return 0.0, "", f"the answer is not JSON: {_short(text)!r}"
+    if not isinstance(value, dict):
+        return 0.0, "", "the answer is not a JSON object"
+    reason = value.get("reason")
+    if not isinstance(reason, str):
+        return 0.0, "", "the verdict gives no `reason` (text)"
+    if verdict == "pass":
+        passed = value.get("pass")
+        if not isinstance(passed, bool):
+            return 0.0, "", "the verdict gives no `pass` (true or false)"
+        return float(passed), reason, None
+    score = value.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return 0.0, "", "the verdict gives no `score` (a number from 0 to 1)"
+    if not 0.0 <= float(score) <= 1.0:
+        return 0.0, "", f"the verdict's score {score} is not in [0, 1]"
+    return float(score), reason, None
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

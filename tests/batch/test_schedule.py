@@ -1,0 +1,80 @@
+"""The case scheduler: cases with their own models and budget, their wall time, any executor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import converge_dsl
+from converge_dsl.batch import (
+    BatchOptions,
+    Case,
+    CaseBudget,
+    ModelOverride,
+    drive,
+    ordered,
+    run_cases,
+)
+from converge_dsl.engine import Budget
+
+from .conftest import ECHO
+
+_OTHER = """\
+apiVersion: converge-dsl/v1
+kind: ModelScript
+default: {reply: "said it otherwise"}
+"""
+
+
+def _override(tmp_path: Path) -> dict[str, ModelOverride]:
+    (tmp_path / "other.script.yaml").write_text(_OTHER, encoding="utf-8")
+    spec = {"adapter": "scripted", "script": "other.script.yaml"}
+    return {"default": ModelOverride(spec, tmp_path)}
+
+
+def _answers(results: list[object]) -> list[str]:
+    return [r.body["facts"]["hypotheses"][0]["content"] for r in results]  # type: ignore[attr-defined]
+
+
+def test_a_case_runs_with_the_models_it_declares_anew_and_keeps_its_time(tmp_path: Path) -> None:
+    pipeline = converge_dsl.load(ECHO)
+    models = _override(tmp_path)
+    cases = [Case(0, "a", {"word": "tea"}), Case(1, "b", {"word": "tea"}, models=models)]
+    results = [r for _, r in drive(pipeline, ordered(pipeline, cases, concurrency=2))]
+    assert _answers(results) == ["said it", "said it otherwise"]
+    assert all(r.seconds > 0 for r in results)
+    assert '"seconds"' not in results[1].line()
+    assert results[0].body == converge_dsl.load(ECHO).run({"word": "tea"}).model_dump(mode="json")
+
+
+def test_a_case_budget_takes_the_lower_of_each_limit() -> None:
+    budget = Budget(max_model_calls=3, max_tokens=None, max_wall_s=600)
+    lowered = CaseBudget(max_model_calls=10, max_tokens=50, max_wall_s=2)(budget)
+    assert (lowered.max_model_calls, lowered.max_tokens, lowered.max_wall_s) == (3, 50, 2)
+    assert CaseBudget()(budget) == budget
+
+
+def test_a_case_budget_stops_the_case_at_its_own_limit() -> None:
+    pipeline = converge_dsl.load(ECHO)
+    cases = [Case(0, None, {"word": "tea"}, budget=CaseBudget(max_tokens=1))]
+    ((_, result),) = list(drive(pipeline, ordered(pipeline, cases, concurrency=1)))
+    assert result.stop_reason == "token_budget_exhausted"
+
+
+def test_a_model_the_pipeline_does_not_declare_is_the_cases_usage_error(tmp_path: Path) -> None:
+    pipeline = converge_dsl.load(ECHO)
+    models = {"defualt": _override(tmp_path)["default"]}
+    cases = [Case(0, None, {"word": "tea"}, models=models)]
+    ((_, result),) = list(drive(pipeline, ordered(pipeline, cases, concurrency=1)))
+    assert result.stop_reason == "usage_error"
+    assert "declares no model 'defualt'" in result.body["diagnostics"][0]["message"]
+
+
+def test_run_cases_runs_overridden_cases_in_worker_processes(tmp_path: Path) -> None:
+    models = _override(tmp_path)
+    options = BatchOptions(
+        pipeline=ECHO, cases=ECHO, out=tmp_path / "unused", executor="process", concurrency=2
+    )
+    cases = [Case(i, i, {"word": "tea"}, models=models if i % 2 else None) for i in range(4)]
+    results = sorted(run_cases(options, cases), key=lambda r: r.index)
+    assert _answers(results) == ["said it", "said it otherwise"] * 2
+    assert not (tmp_path / "unused").exists()
