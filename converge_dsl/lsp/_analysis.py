@@ -86,9 +86,22 @@ class Analysis(Record):
         return tuple(dict.fromkeys(p.resolve() for p in found))
 
 
-def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analysis:
+def analyse(
+    path: Path,
+    text: str,
+    display: str,
+    *,
+    facts: bool = True,
+    previous: Analysis | None = None,
+) -> Analysis:
     """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
     checks the file; without `facts`, the editor model is left for `with_facts`.
+
+    `previous`, an earlier analysis of the same file whose text loaded, lets the load
+    re-read only the entry an edit lies in (`load_text`'s `previous`) and the checks
+    re-use the specs of the suggestors it did not touch (`check_document`'s
+    `previous`); the document, and so every diagnostic, is the one a check of the
+    whole text gives.
 
     The objects alive before it (the server, the analyses it keeps) sit in the
     collector's permanent generation meanwhile (`_collector.quiet_collector`):
@@ -101,10 +114,12 @@ def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analy
 
     with quiet_collector():
         try:
-            document = load_text(text.removeprefix("\ufeff"), display)
+            earlier = None if previous is None else previous.document
+            document = load_text(text.removeprefix("\ufeff"), display, previous=earlier)
         except PipelineInvalid as exc:
             return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
-        checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS)
+        made = None if previous is None else previous.facts or previous.checked
+        checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS, previous=made)
         analysis = Analysis(path, text, document, None, checked.diagnostics, checked.facts)
         return with_facts(analysis) if facts else analysis
 

@@ -194,10 +194,12 @@ class PipelineServer(LanguageServer):
         if text is None:
             return
         display = self.state.display(path)
+        previous = self.state.loaded(path)
         loop = asyncio.get_running_loop()
         try:
             analysis = await loop.run_in_executor(
-                self._worker, functools.partial(analyse, path, text, display, facts=False)
+                self._worker,
+                functools.partial(analyse, path, text, display, facts=False, previous=previous),
             )
             if self.state.text(path) != text:
                 return  # a newer text is scheduled; it publishes
