@@ -379,6 +379,7 @@ def load(
     allow_roots: Iterable[str | os.PathLike[str]] = (),
     on_fetch: Callable[[str], object] | None = None,
     max_connections: int = 64,
+    text: str | None = None,
 ) -> Pipeline:
     """Load, validate and check the pipeline at `path` once; return it ready to run.
 
@@ -388,7 +389,8 @@ def load(
     the process's); `clock` the injected clock; `allow_roots` folders besides the
     pipeline's own where files it names may lie (`CONVERGE_DSL_ALLOW_ROOTS` in
     `env` adds more); `on_fetch` hears a line per pack fetched into the cache;
-    `max_connections` bounds each HTTP model's shared connection pool.
+    `max_connections` bounds each HTTP model's shared connection pool; `text`, when
+    given, is the file's text (an editor's, not yet saved).
     """
     from converge_dsl._files import user_roots
     from converge_dsl.runtime import load_document
@@ -396,7 +398,7 @@ def load(
     environment = dict(os.environ if env is None else env)
     roots = user_roots(tuple(Path(p) for p in allow_roots), environment)
     file = Path(path)
-    document = load_document(file, on_fetch, roots)
+    document = load_document(file, on_fetch, roots, text=text)
     return Pipeline(
         file,
         document,

@@ -150,8 +150,10 @@ def check_pipeline(
     display: str | None = None,
     checks: Sequence[Check] | None = None,
     kinds: KindRegistry | None = None,
+    text: str | None = None,
 ) -> CheckedPipeline:
-    """Check the pipeline file at `path`; `display` names it in diagnostics.
+    """Check the pipeline file at `path`; `display` names it in diagnostics. With `text`,
+    that is the file's text (an editor's, not yet saved).
 
     While it is checked, the loaded document (and every object older) sits in the
     collector's permanent generation (`_collector.quiet_collector`): the checks
@@ -160,8 +162,13 @@ def check_pipeline(
     thousand rules). Nothing is collected less: what the checks make is collected
     as before. Already frozen objects, or a disabled collector, leave it alone.
     """
+    from converge_dsl.frontend._loader import load_text
+
     try:
-        document = load_file(path, display=display)
+        if text is None:
+            document = load_file(path, display=display)
+        else:
+            document = load_text(text.removeprefix("\ufeff"), display or str(path))
     except PipelineInvalid as exc:
         return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
     with quiet_collector():

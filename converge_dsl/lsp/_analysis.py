@@ -15,7 +15,7 @@ models, templates), built when the document loads and its specs can be read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from converge_dsl._collector import quiet_collector
@@ -124,22 +124,35 @@ def analyse(
         return with_facts(analysis) if facts else analysis
 
 
-def check_test(path: Path, text: str, display: str) -> tuple[Diagnostic, ...]:
+def check_test(
+    path: Path, text: str, display: str, open_texts: Mapping[Path, str] | None = None
+) -> tuple[Diagnostic, ...]:
     """A test file's own findings (named `display`), as `converge-dsl test` reads the file
     before it runs it (`pipetest.read_test_file`: its schema, the files it names, the
     keys, inputs, models and invariants it names that its pipeline lacks). A pipeline's
-    findings are its own analysis's; the pipeline is read from disk, as the command does.
+    findings are its own analysis's. The pipeline is read from the editor's text when it
+    is among `open_texts` (resolved path -> text), else from disk, as the command does.
     """
     from converge_dsl.errors import ConvergeError
     from converge_dsl.pipetest import read_test_file
 
     try:
-        read_test_file(path, text=text, display=display)
+        read_test_file(path, text=text, display=display, pipelines=open_texts)
     except PipelineInvalid as exc:
         return tuple(d for d in exc.diagnostics if d.file == display)
     except ConvergeError:  # not a file any more: nothing to show in it
         return ()
     return ()
+
+
+def names_for_tests(analysis: Analysis) -> object:
+    """What a test file's findings read of this pipeline: whether it is valid, and the
+    keys, inputs, models and invariants it declares (a change re-checks its open tests)."""
+    facts = analysis.facts or analysis.checked
+    if facts is None or any(d.is_error for d in analysis.diagnostics):
+        return None
+    invariants = frozenset(i.name for i in facts.manifest.invariants)
+    return facts.declared_keys, facts.inputs, facts.models, invariants
 
 
 def with_facts(analysis: Analysis) -> Analysis:

@@ -186,3 +186,37 @@ async def test_random_edits_publish_what_validate_finds_in_the_same_text(
 def at_offset(text: str, offset: int) -> lsp.Position:
     line = text.count("\n", 0, offset)
     return lsp.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
+
+
+async def _published_codes(session: Session, name: str, want: list[str]) -> list[str]:
+    """The codes published for `name` once they are `want`, or the last of a few
+    publications (a check scheduled before the latest edit may publish first)."""
+    codes: list[str] = []
+    for _ in range(4):
+        codes = [str(d.code) for d in await session.diagnostics(name, 1)]
+        if codes == want:
+            break
+        session.client.diagnostics.pop(session.uri(name))
+    return codes
+
+
+async def test_a_test_file_reads_its_open_pipelines_unsaved_text(
+    session: Session, project: Path
+) -> None:
+    """A name added to the open pipeline, not saved, clears the test's finding; taking it
+    out brings the finding back, and the file on disk is never read for it."""
+    test = (project / "typed.test.yaml").read_text(encoding="utf-8")
+    typo = test.replace("[has-strategy]", "[has-strategies]")
+    (project / "typed.test.yaml").write_text(typo, encoding="utf-8")
+    pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
+    session.open("typed.yaml", pipeline)
+    session.open("typed.test.yaml", typo)
+    assert await _published_codes(session, "typed.test.yaml", ["CD231"]) == ["CD231"]
+
+    renamed = pipeline.replace("name: has-strategy", "name: has-strategies")
+    session.replace("typed.yaml", renamed)
+    assert await _published_codes(session, "typed.test.yaml", []) == []
+    assert (project / "typed.yaml").read_text(encoding="utf-8") == pipeline  # not saved
+
+    session.replace("typed.yaml", pipeline)
+    assert await _published_codes(session, "typed.test.yaml", ["CD231"]) == ["CD231"]
