@@ -291,3 +291,24 @@ def test_the_same_text_is_the_same_document() -> None:
     before = load_text(PIPELINE, FILE)
     assert load_text(PIPELINE, FILE, previous=before) is before
     assert load_text(PIPELINE, "other.yaml", previous=before).file == "other.yaml"
+
+
+def test_the_checks_take_the_specs_of_the_suggestors_the_edit_did_not_touch() -> None:
+    text = (ROOT / "tests" / "data" / "valid" / "full.yaml").read_text(encoding="utf-8")
+    document = load_text(text, FILE)
+    facts = check_document(document, ROOT, checks=CHECKS, kinds=KINDS).facts
+    assert facts is not None
+    first = facts.data["suggestors"][0]["name"]
+    edited = text.replace(f"name: {first}", f"name: {first}x", 1)
+    again = load_text(edited, FILE, previous=document)
+    checked = check_document(again, ROOT, checks=CHECKS, kinds=KINDS, previous=facts)
+    assert checked.facts is not None
+    specs, earlier = checked.facts.specs, facts.specs
+    assert specs[0] is not earlier[0]
+    assert specs[0].name == f"{first}x"
+    assert all(new is old for new, old in zip(specs[1:], earlier[1:], strict=True))
+    sites = [made for _, made in checked.facts.owned_templates]
+    before = [made for _, made in facts.owned_templates]
+    assert sites[1] is before[1]
+    whole = check_document(load_text(edited, FILE), ROOT, checks=CHECKS, kinds=KINDS)
+    assert checked.diagnostics == whole.diagnostics
