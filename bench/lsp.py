@@ -9,7 +9,11 @@ as an editor does and drives it with pygls's client:
   (b) edit -> diagnostics: a one-character edit (`didChange`, incremental) and
       the time until the diagnostics of that version are published, one edit at
       a time, `--edits` of them (p50 and p95); the server's debounce (10 ms) is
-      part of it, as it is for a user;
+      part of it, as it is for a user. The edits go round three places, each
+      typed and then taken out again: an `x` in the pipeline's description (a
+      top-level entry), an `x` in the description of a rule half-way down (a
+      suggestor), and Enter at the end of that line (a line added, then removed:
+      everything below it moves); the p50 of each place is printed too;
   (c) completion: the time of a `textDocument/completion` request inside
       a rule half-way down (a `dependencies` list, an expression after `count('`, a
       template after `facts.`), `--completions` of them (p50 and p95).
@@ -25,6 +29,10 @@ the server spent on the edits (read from /proc on Linux: its user and system
 time before and after them, over the number of edits) against validate's own
 CPU time (`time.process_time`) is printed too: what one edit costs, the load
 aside (`edit cpu/validate cpu`).
+
+The server runs the `converge_dsl` this process imports (its checkout is put on
+the server's PYTHONPATH), so `PYTHONPATH=OTHER-CHECKOUT python bench/lsp.py`
+measures another checkout with the same benchmark (before/after comparisons).
 
 Run: .venv/bin/python bench/lsp.py [--suggestors N] [--edits E] [--completions C]
 """
@@ -46,7 +54,12 @@ from pygls.lsp.client import LanguageClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validate import generate  # the same generated pipeline
 
-ROOT = Path(__file__).resolve().parent.parent
+
+def _checkout() -> Path:
+    """The checkout of the `converge_dsl` this process imports (the server runs it too)."""
+    import converge_dsl
+
+    return Path(converge_dsl.__file__).resolve().parent.parent
 
 
 def _validate_time(path: Path, repeat: int) -> tuple[float, float]:
@@ -106,8 +119,12 @@ class Driver:
                 self.event.set()
 
     async def start(self, folder: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        await self.client.start_io(sys.executable, "-m", "converge_dsl", "lsp", env=env)
+        env = {**os.environ, "PYTHONPATH": str(_checkout())}
+        # In the pipeline's folder, as an editor starts it: `-m` puts the working
+        # folder first on the path, and the code measured is the one on PYTHONPATH.
+        await self.client.start_io(
+            sys.executable, "-m", "converge_dsl", "lsp", env=env, cwd=str(folder)
+        )
         await self.client.initialize_async(
             lsp.InitializeParams(
                 capabilities=lsp.ClientCapabilities(), root_uri=folder.as_uri(), process_id=None
@@ -128,10 +145,34 @@ class Driver:
         await self.client.stop()
 
 
+def _places(text: str) -> list[tuple[str, lsp.Position, str]]:
+    """Where the edits go: (name, position, what is typed there and then taken out)."""
+    middle = text.index("description: Turns", len(text) // 2)
+    line_end = text.index("\n", middle)
+    return [
+        ("top-level entry", _at(text, "description: Generated", 13), "x"),
+        ("suggestor", _at(text, "description: Turns", 13, middle), "x"),
+        ("new line", _at(text, "\n", 0, line_end), "\n"),
+    ]
+
+
+def _change(where: lsp.Position, typed: str, insert: bool) -> lsp.TextDocumentContentChangePartial:
+    """Type `typed` at `where`, or (not `insert`) take it out again."""
+    if insert:
+        return lsp.TextDocumentContentChangePartial(range=lsp.Range(where, where), text=typed)
+    end = (
+        lsp.Position(where.line + 1, 0)
+        if typed == "\n"
+        else lsp.Position(where.line, where.character + len(typed))
+    )
+    return lsp.TextDocumentContentChangePartial(range=lsp.Range(where, end), text="")
+
+
 async def _run(
     path: Path, edits: int, completions: int
-) -> tuple[list[float], list[float], float | None]:
-    """The edit times, the completion times, and the server's CPU seconds per edit."""
+) -> tuple[list[tuple[str, float]], list[float], float | None]:
+    """The edit times (with their place), the completion times, and the server's CPU
+    seconds per edit."""
     before = set(_children())
     driver = Driver()
     await driver.start(path.parent)
@@ -143,22 +184,19 @@ async def _run(
     )
     await driver.wait_for(1)
     edit_times = []
+    places = _places(text)
     cpu_start = _cpu_seconds(server) if server is not None else None
-    where = _at(text, "description: Generated", 13)
     for version in range(2, edits + 2):
-        # A one-character edit: insert an `x` in the description, then take it out again.
-        insert = version % 2 == 0
-        end = lsp.Position(where.line, where.character + (0 if insert else 1))
-        change = lsp.TextDocumentContentChangePartial(
-            range=lsp.Range(where, end), text="x" if insert else ""
-        )
+        # A one-character edit, typed at one of the places, then taken out again.
+        name, where, typed = places[(version - 2) // 2 % len(places)]
+        change = _change(where, typed, insert=version % 2 == 0)
         sent = time.perf_counter()
         driver.client.text_document_did_change(
             lsp.DidChangeTextDocumentParams(
                 lsp.VersionedTextDocumentIdentifier(uri=uri, version=version), [change]
             )
         )
-        edit_times.append(await driver.wait_for(version) - sent)
+        edit_times.append((name, await driver.wait_for(version) - sent))
     # The editor model made after the last diagnostics is part of an edit's cost too.
     await asyncio.sleep(0.2)
     cpu_end = _cpu_seconds(server) if server is not None else None
@@ -194,19 +232,26 @@ def main() -> None:
         validate, validate_cpu = _validate_time(path, args.repeat)
         edits, completions, edit_cpu = asyncio.run(_run(path, args.edits, args.completions))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"pipeline: {args.suggestors} suggestors; load average {load}")
+    print(f"pipeline: {args.suggestors} suggestors; load average {load}; code: {_checkout()}")
     print(f"validate (one, in process):      {validate * 1000:7.1f} ms")
     print(f"validate CPU time:               {validate_cpu * 1000:7.1f} ms")
-    for label, values in (("edit -> diagnostics", edits), ("completion", completions)):
+    edit_times = [seconds for _, seconds in edits]
+    for label, values in (("edit -> diagnostics", edit_times), ("completion", completions)):
         for q, name in ((0.5, "p50"), (0.95, "p95")):
             value = _p(values, q)
             print(f"{label + ' ' + name + ':':32} {value * 1000:7.1f} ms  ({value / validate:.2f})")
+        if label.startswith("edit"):
+            for place in dict.fromkeys(name for name, _ in edits):
+                value = _p([s for name, s in edits if name == place], 0.5)
+                print(
+                    f"{'  p50, ' + place + ':':32} {value * 1000:7.1f} ms  ({value / validate:.2f})"
+                )
     if edit_cpu is not None:
         ratio = edit_cpu / validate_cpu
         print(f"server CPU time per edit:        {edit_cpu * 1000:7.1f} ms  ({ratio:.2f})")
         print(f"lsp edit cpu/validate cpu: {ratio:.2f}")
     print(
-        f"lsp edit-p95/validate: {_p(edits, 0.95) / validate:.2f}  "
+        f"lsp edit-p95/validate: {_p(edit_times, 0.95) / validate:.2f}  "
         f"completion-p95/validate: {_p(completions, 0.95) / validate:.2f}"
     )
 

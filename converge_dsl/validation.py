@@ -169,8 +169,10 @@ def load_pipeline(
     on_fetch: Callable[[str], object] | None = None,
     roots: Sequence[Path] | None = None,
     on_warning: Callable[[Diagnostic], object] | None = None,
+    text: str | None = None,
 ) -> LoadedDocument:
     """The validated document at `path`; raises `PipelineInvalid` with every diagnostic.
+    With `text`, that is the file's text (an editor's, not yet saved).
 
     The diagnostics of `check_pipeline` (with `roots` as there). With `fetch`
     (what `run` asks), locked packs the cache lacks are fetched and verified
@@ -181,7 +183,7 @@ def load_pipeline(
     """
     checks = _checks(roots, on_fetch or _to_stderr) if fetch else _checks(roots)
     checked = _frontend_check(
-        path, display=display or display_name(path), checks=checks, kinds=KINDS
+        path, display=display or display_name(path), checks=checks, kinds=KINDS, text=text
     )
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)

@@ -45,7 +45,8 @@ Every document converge-dsl reads is checked against a JSON Schema (draft
 2020-12) before anything else; `converge-dsl schema NAME` prints it. This page
 lists every field of each kind, from the schemas' own descriptions. Editors
 that speak the YAML language server can check files as you type with a first
-line such as `# yaml-language-server: $schema=https://converge-dsl.dev/schemas/pipeline.v1.json`.
+line such as `# yaml-language-server: $schema=../schemas/pipeline.v1.json`
+(a path to the schema, relative to the file; `converge-dsl init` writes a copy).
 
 Every file is read whole, up to a size cap: 8388608 bytes (8 MiB) unless the
 environment variable `CONVERGE_DSL_MAX_FILE_BYTES` gives another positive

@@ -463,6 +463,7 @@ def load(
     on_fetch: Callable[[str], object] | None = None,
     max_connections: int = 64,
     cache: CacheSettings | None = None,
+    text: str | None = None,
 ) -> Pipeline:
     """Load, validate and check the pipeline at `path` once; return it ready to run.
 
@@ -474,7 +475,8 @@ def load(
     `env` adds more); `on_fetch` hears a line per pack fetched into the cache;
     `max_connections` bounds each HTTP model's shared connection pool; `cache` says
     where and how the runs' model calls are cached (`converge_dsl.runtime.cache_settings`;
-    default: as `CONVERGE_DSL_CACHE_MODE` and `CONVERGE_DSL_CACHE` of `env` say).
+    default: as `CONVERGE_DSL_CACHE_MODE` and `CONVERGE_DSL_CACHE` of `env` say); `text`,
+    when given, is the file's text (an editor's, not yet saved).
     """
     from converge_dsl._files import user_roots
     from converge_dsl.runtime import load_document
@@ -482,7 +484,7 @@ def load(
     environment = dict(os.environ if env is None else env)
     roots = user_roots(tuple(Path(p) for p in allow_roots), environment)
     file = Path(path)
-    document = load_document(file, on_fetch, roots)
+    document = load_document(file, on_fetch, roots, text=text)
     return Pipeline(
         file,
         document,

@@ -99,6 +99,7 @@ class Replayer:
         self.resolver = yaml.resolver.Resolver()
         self.strings: dict[str, str] = {}  # short scalar texts, shared (`_build._SHARED`)
         self.sizes: dict[int, int] = {}  # node -> nodes it expands to (slow replays only)
+        self.plain_only = True  # no anchor, alias or tag met yet (`MarkTree.plain`)
 
     def scalar(self, tag: str, explicit: bool, text: str, style: str | None, node: int) -> Any:
         raise NotImplementedError  # pragma: no cover - `Builder.scalar`
@@ -106,6 +107,7 @@ class Replayer:
     # -- anchors and aliases ---------------------------------------------------------------
 
     def open_anchor(self, name: str, node: int, mark: Any) -> _Anchor:
+        self.plain_only = False
         first = self.anchors.get(name)
         if first is not None:
             raise yaml.composer.ComposerError(
@@ -136,6 +138,7 @@ class Replayer:
         record.done = True
 
     def anchor_of(self, event: Any) -> _Anchor:
+        self.plain_only = False
         record = self.anchors.get(event.anchor)
         if record is None:
             raise yaml.composer.ComposerError(None, None, "found undefined alias", event.start_mark)

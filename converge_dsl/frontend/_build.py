@@ -95,6 +95,7 @@ class Builder(Replayer):
             if tag is None or tag == "!":
                 tag = self.resolved(event.implicit[0], text)
             else:
+                self.plain_only = False
                 explicit = self.explicit(tag, text, style)
             anchor = event.anchor
             record = None if anchor is None else self.open_anchor(anchor, node, start)
@@ -123,6 +124,8 @@ class Builder(Replayer):
         record = None if anchor is None else self.open_anchor(anchor, node, start)
         self.deepest = max(self.deepest, depth)
         tag = event.tag
+        if tag is not None:
+            self.plain_only = False
         forbidden = None
         if tag is not None and tag not in ("!", _MAP if kind == MAP else _SEQ):
             forbidden = Pending(
@@ -210,6 +213,7 @@ class Builder(Replayer):
             if tag is None or tag == "!":
                 tag = self.resolved(event.implicit[0], text)
             else:
+                self.plain_only = False
                 explicit = self.explicit(tag, text, style)
             if event.anchor is not None:  # an anchored key: a node of its own
                 record = self.open_anchor(event.anchor, tree.add(_kind(style), *marks), start)

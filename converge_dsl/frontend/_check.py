@@ -68,12 +68,15 @@ def check_document(
     *,
     checks: Sequence[Check] | None = None,
     kinds: KindRegistry | None = None,
+    previous: PipelineFacts | None = None,
 ) -> CheckedPipeline:
     """Schema and semantic checks of an already loaded pipeline document.
 
     Semantic checks (`checks`, default: the front end's `CHECKS`) run only when
     the schema passes, so each may trust the shapes. `kinds` are the suggestor
-    kinds (default: the front end's seed, rule, llm and tool).
+    kinds (default: the front end's seed, rule, llm and tool). `previous`, the
+    facts of an earlier text of the same file, lends the specs of the entries
+    the load re-used (`PipelineFacts`); the findings are the same without it.
     """
     from converge_dsl.frontend._registry import KINDS
     from converge_dsl.frontend._schema import schema_diagnostics
@@ -88,7 +91,7 @@ def check_document(
     from converge_dsl.frontend._facts import PipelineFacts
     from converge_dsl.frontend._semantic import CHECKS, semantic_diagnostics
 
-    facts = PipelineFacts(document, base_dir, kinds)
+    facts = PipelineFacts(document, base_dir, kinds, previous=previous)
     found = semantic_diagnostics(facts, CHECKS if checks is None else checks)
     return CheckedPipeline(document, tuple(best_first(found)), facts)
 
@@ -147,8 +150,10 @@ def check_pipeline(
     display: str | None = None,
     checks: Sequence[Check] | None = None,
     kinds: KindRegistry | None = None,
+    text: str | None = None,
 ) -> CheckedPipeline:
-    """Check the pipeline file at `path`; `display` names it in diagnostics.
+    """Check the pipeline file at `path`; `display` names it in diagnostics. With `text`,
+    that is the file's text (an editor's, not yet saved).
 
     While it is checked, the loaded document (and every object older) sits in the
     collector's permanent generation (`_collector.quiet_collector`): the checks
@@ -157,8 +162,13 @@ def check_pipeline(
     thousand rules). Nothing is collected less: what the checks make is collected
     as before. Already frozen objects, or a disabled collector, leave it alone.
     """
+    from converge_dsl.frontend._loader import load_text
+
     try:
-        document = load_file(path, display=display)
+        if text is None:
+            document = load_file(path, display=display)
+        else:
+            document = load_text(text.removeprefix("\ufeff"), display or str(path))
     except PipelineInvalid as exc:
         return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
     with quiet_collector():

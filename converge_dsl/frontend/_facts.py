@@ -5,6 +5,13 @@ the facts (document, data, source map, declared keys/models/packs/inputs)
 and yields diagnostics built with `facts.error(...)` / `facts.warning(...)`.
 Checks run only on documents that passed the JSON Schema, so they may trust
 the shapes the schema guarantees.
+
+Facts made with `previous` (the facts of an earlier text of the same pipeline,
+as an editor checks one text after another) take the suggestor specs and
+their template sites of the entries whose data is the very same object
+(`KindRegistry.specs`): those are functions of that data and place alone.
+Every other index is built afresh, so the checks see what they would see
+without it.
 """
 
 from __future__ import annotations
@@ -34,12 +41,20 @@ class PipelineFacts:
         document: LoadedDocument,
         base_dir: Path | None = None,
         kinds: KindRegistry | None = None,
+        *,
+        previous: PipelineFacts | None = None,
     ) -> None:
         from converge_dsl.frontend._registry import KINDS
 
         self.document = document
         self.base_dir = base_dir  # folder of the pipeline file, for relative paths
         self.kinds = KINDS if kinds is None else kinds
+        # What `previous` had built (never `previous` itself: no chain of old facts is kept).
+        made = vars(previous) if previous is not None and previous.kinds is self.kinds else {}
+        self._earlier_specs: tuple[SuggestorSpec, ...] = made.get("specs", ())
+        self._earlier_sites: tuple[
+            tuple[SuggestorSpec | InvariantSpec, tuple[TemplateSite, ...]], ...
+        ] = made.get("owned_templates", ())
 
     @property
     def data(self) -> Mapping[str, Any]:
@@ -80,7 +95,9 @@ class PipelineFacts:
     @cached_property
     def specs(self) -> tuple[SuggestorSpec, ...]:
         """The typed suggestor specs, in registration order."""
-        return tuple(self.kinds.specs(self.data))
+        specs = tuple(self.kinds.specs(self.data, self._earlier_specs))
+        self._earlier_specs = ()
+        return specs
 
     @cached_property
     def kinds_used(self) -> tuple[SuggestorKind, ...]:
@@ -120,9 +137,12 @@ class PipelineFacts:
         self,
     ) -> tuple[tuple[SuggestorSpec | InvariantSpec, tuple[TemplateSite, ...]], ...]:
         """Each suggestor's and invariant's templates and expressions, in document order."""
-        owned: list[tuple[SuggestorSpec | InvariantSpec, tuple[TemplateSite, ...]]] = [
-            (spec, spec.templates()) for spec in self.specs
-        ]
+        earlier = {id(owner): (owner, sites) for owner, sites in self._earlier_sites}
+        self._earlier_sites = ()
+        owned: list[tuple[SuggestorSpec | InvariantSpec, tuple[TemplateSite, ...]]] = []
+        for spec in self.specs:
+            owner, made = earlier.get(id(spec), (None, ()))
+            owned.append((spec, made if owner is spec else spec.templates()))
         for invariant in self.manifest.invariants:
             path = invariant.path
             sites = [TemplateSite((*path, "check"), invariant.check, True, CONTEXT_NAMES)]

@@ -19,7 +19,7 @@ the group `converge_dsl.kinds` (`importlib.metadata` is imported only then).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from converge_dsl._json_types import JsonObject
@@ -489,10 +489,24 @@ class KindRegistry:
         """The typed spec of one suggestor mapping (which passed the schema)."""
         return self.kind(str(raw.get("kind"))).parse(path, raw)
 
-    def specs(self, data: Mapping[str, Any]) -> Iterator[SuggestorSpec]:
-        """The typed specs of a pipeline's `suggestors`, in registration order."""
+    def specs(
+        self, data: Mapping[str, Any], earlier: Iterable[SuggestorSpec] = ()
+    ) -> Iterator[SuggestorSpec]:
+        """The typed specs of a pipeline's `suggestors`, in registration order.
+
+        `earlier`: specs this registry made of an earlier text of the pipeline (an
+        editor's). One whose mapping is the very object at the same place is taken as
+        it is: a spec is its kind's parse of its place and mapping, and the loader
+        (`load_text`'s `previous`) hands on the objects of the entries that did not
+        change.
+        """
+        made = {id(spec.raw): spec for spec in earlier}
         for index, raw in enumerate(data.get("suggestors") or ()):
-            yield self.spec(("suggestors", index), raw)
+            path = ("suggestors", index)
+            spec = made.get(id(raw))
+            if spec is None or spec.raw is not raw or spec.path != path:
+                spec = self.spec(path, raw)
+            yield spec
 
 
 _INSTALLED: dict[str, SuggestorKind] | None = None

@@ -108,8 +108,13 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
     return load_text(text.removeprefix("\ufeff"), name)
 
 
-def load_text(text: str, file: str) -> LoadedDocument:
-    """Strictly load YAML text; `file` names it in diagnostics. Raises `PipelineInvalid`."""
+def load_text(text: str, file: str, *, previous: LoadedDocument | None = None) -> LoadedDocument:
+    """Strictly load YAML text; `file` names it in diagnostics. Raises `PipelineInvalid`.
+
+    `previous`, a document loaded before from another text of the same file (an
+    editor's earlier text), lets the load re-use the entries whose text did not
+    change (`_reload`); the result is the same document a load without it makes.
+    """
     limit = max_bytes()
     if len(text) > limit:
         raise invalid(
@@ -118,6 +123,12 @@ def load_text(text: str, file: str) -> LoadedDocument:
             point(file, 1, 1),
             hint=_TOO_LARGE_HINT,
         )
+    if previous is not None and previous.file == file:
+        from converge_dsl.frontend._reload import reload
+
+        document = reload(previous, text)
+        if document is not None:
+            return document
     return _load(text, file)
 
 
@@ -134,6 +145,7 @@ def _load(text: str, file: str) -> LoadedDocument:
         raise invalid(codes.YAML_SYNTAX, str(exc), point(file, 1, 1)) from None
     if builder.problems:
         raise PipelineInvalid(builder.diagnostics())
+    builder.tree.plain = builder.plain_only
     return LoadedDocument(
         file=file,
         text=text,

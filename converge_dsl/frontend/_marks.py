@@ -11,6 +11,12 @@ per step (a linear search of a mapping's keys, in C; a key index is built on
 first use for a wide mapping). An alias's edge leads to its anchor's node, so
 the paths under an alias share the anchor's marks, as they always have.
 `NodeLocation` objects are made on lookup only.
+
+A tree that `_reload` made from an earlier one also holds line shifts
+(`MarkTree.moved`): node -> lines to add to the marks of that node and of
+everything under it (and to the key that names it), summed along the path. An
+edit that adds or removes lines moves the entries after it by a few numbers
+there instead of rewriting the marks of every node below the edit.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ _WIDE = 16  # a mapping with more keys gets a key index on its first lookup
 class MarkTree:
     """The loader's record of every node: marks, kinds and child edges (see the module doc)."""
 
-    __slots__ = ("child", "count", "first", "keymarks", "keys", "kind", "marks")
+    __slots__ = ("child", "count", "first", "keymarks", "keys", "kind", "marks", "moved", "plain")
 
     def __init__(self) -> None:
         self.marks = array("i")  # 4 per node
@@ -40,6 +46,9 @@ class MarkTree:
         self.child = array("i")  # per edge: the child's node number
         self.keymarks = array("i")  # 4 per edge; -1 for a sequence item
         self.keys: list[str | None] = []  # per edge: the mapping key, None for a sequence item
+        self.moved: dict[int, int] = {}  # node -> lines its subtree moved by (see the module doc)
+        # no anchor, alias or tag: each entry's data and marks depend on its own text only
+        self.plain = False
 
     def add(self, kind: int, line: int, column: int, end_line: int, end_column: int) -> int:
         """A new node; returns its number."""
@@ -106,10 +115,17 @@ class NodeSourceMap(SourceMap):
         self._paths = paths  # how many JSON paths have a location (aliases expanded)
         self._wide: dict[int, dict[str | None, int]] = {}
 
-    def _walk(self, path: JsonPath) -> tuple[int, int, int]:
-        """(node, edge that reached it or -1, how many steps of `path` were found)."""
+    @property
+    def tree(self) -> MarkTree:
+        """The marks this map reads (`_reload` builds the next document's from it)."""
+        return self._tree
+
+    def _walk(self, path: JsonPath) -> tuple[int, int, int, int]:
+        """(node, edge that reached it or -1, how many steps of `path` were found, the lines
+        its marks moved by)."""
         tree = self._tree
-        node, edge = 0, -1
+        moved = tree.moved
+        node, edge, shift = 0, -1, 0
         for depth, step in enumerate(path):
             kind = tree.kind[node]
             first, count = tree.first[node], tree.count[node]
@@ -130,28 +146,36 @@ class NodeSourceMap(SourceMap):
             else:
                 found = -1
             if found < 0:
-                return node, edge, depth
+                return node, edge, depth, shift
             node, edge = tree.child[found], found
-        return node, edge, len(path)
+            if moved:
+                shift += moved.get(node, 0)
+        return node, edge, len(path), shift
 
-    def _location(self, node: int, edge: int) -> NodeLocation:
+    def _location(self, node: int, edge: int, shift: int) -> NodeLocation:
         tree = self._tree
         key_span = None
         if edge >= 0 and tree.keymarks[4 * edge] >= 0:
             line, column, end_line, end_column = tree.keymarks[4 * edge : 4 * edge + 4]
-            key_span = SourceSpan(self.file, line + 1, column + 1, end_line + 1, end_column + 1)
+            key_span = SourceSpan(
+                self.file, line + shift + 1, column + 1, end_line + shift + 1, end_column + 1
+            )
         kind = tree.kind[node]
         style = chr(kind) if kind > MAP else None
-        return NodeLocation(span=tree.span(self.file, node), key_span=key_span, style=style)
+        line, column, end_line, end_column = tree.marks[4 * node : 4 * node + 4]
+        span = SourceSpan(
+            self.file, line + shift + 1, column + 1, end_line + shift + 1, end_column + 1
+        )
+        return NodeLocation(span=span, key_span=key_span, style=style)
 
     def get(self, path: JsonPath) -> NodeLocation | None:
-        node, edge, found = self._walk(tuple(path))
-        return self._location(node, edge) if found == len(path) else None
+        node, edge, found, shift = self._walk(tuple(path))
+        return self._location(node, edge, shift) if found == len(path) else None
 
     def locate(self, path: JsonPath) -> NodeLocation:
         """The location of `path`, or of its nearest ancestor that has one."""
-        node, edge, _ = self._walk(tuple(path))
-        return self._location(node, edge)
+        node, edge, _, shift = self._walk(tuple(path))
+        return self._location(node, edge, shift)
 
     def __len__(self) -> int:
         return self._paths

@@ -15,7 +15,7 @@ models, templates), built when the document loads and its specs can be read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from converge_dsl._collector import quiet_collector
@@ -86,9 +86,22 @@ class Analysis(Record):
         return tuple(dict.fromkeys(p.resolve() for p in found))
 
 
-def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analysis:
+def analyse(
+    path: Path,
+    text: str,
+    display: str,
+    *,
+    facts: bool = True,
+    previous: Analysis | None = None,
+) -> Analysis:
     """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
     checks the file; without `facts`, the editor model is left for `with_facts`.
+
+    `previous`, an earlier analysis of the same file whose text loaded, lets the load
+    re-read only the entry an edit lies in (`load_text`'s `previous`) and the checks
+    re-use the specs of the suggestors it did not touch (`check_document`'s
+    `previous`); the document, and so every diagnostic, is the one a check of the
+    whole text gives.
 
     The objects alive before it (the server, the analyses it keeps) sit in the
     collector's permanent generation meanwhile (`_collector.quiet_collector`):
@@ -101,30 +114,45 @@ def analyse(path: Path, text: str, display: str, *, facts: bool = True) -> Analy
 
     with quiet_collector():
         try:
-            document = load_text(text.removeprefix("\ufeff"), display)
+            earlier = None if previous is None else previous.document
+            document = load_text(text.removeprefix("\ufeff"), display, previous=earlier)
         except PipelineInvalid as exc:
             return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
-        checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS)
+        made = None if previous is None else previous.facts or previous.checked
+        checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS, previous=made)
         analysis = Analysis(path, text, document, None, checked.diagnostics, checked.facts)
         return with_facts(analysis) if facts else analysis
 
 
-def check_test(path: Path, text: str, display: str) -> tuple[Diagnostic, ...]:
+def check_test(
+    path: Path, text: str, display: str, open_texts: Mapping[Path, str] | None = None
+) -> tuple[Diagnostic, ...]:
     """A test file's own findings (named `display`), as `converge-dsl test` reads the file
     before it runs it (`pipetest.read_test_file`: its schema, the files it names, the
     keys, inputs, models and invariants it names that its pipeline lacks). A pipeline's
-    findings are its own analysis's; the pipeline is read from disk, as the command does.
+    findings are its own analysis's. The pipeline is read from the editor's text when it
+    is among `open_texts` (resolved path -> text), else from disk, as the command does.
     """
     from converge_dsl.errors import ConvergeError
     from converge_dsl.pipetest import read_test_file
 
     try:
-        read_test_file(path, text=text, display=display)
+        read_test_file(path, text=text, display=display, pipelines=open_texts)
     except PipelineInvalid as exc:
         return tuple(d for d in exc.diagnostics if d.file == display)
     except ConvergeError:  # not a file any more: nothing to show in it
         return ()
     return ()
+
+
+def names_for_tests(analysis: Analysis) -> object:
+    """What a test file's findings read of this pipeline: whether it is valid, and the
+    keys, inputs, models and invariants it declares (a change re-checks its open tests)."""
+    facts = analysis.facts or analysis.checked
+    if facts is None or any(d.is_error for d in analysis.diagnostics):
+        return None
+    invariants = frozenset(i.name for i in facts.manifest.invariants)
+    return facts.declared_keys, facts.inputs, facts.models, invariants
 
 
 def with_facts(analysis: Analysis) -> Analysis:

@@ -9,8 +9,10 @@ the time it ends is dropped, and the newer one publishes. A change to a file a
 pipeline reads (its model script, cassette, the lock file; open, saved or
 changed on disk) re-checks that pipeline; a model script or test opened
 before its pipeline finds it in its folder. An open test file shows its own
-findings, as `converge-dsl test` reads it (`_analysis.check_test`), checked
-again when its pipeline is opened, saved or changed on disk.
+findings, as `converge-dsl test` reads it (`_analysis.check_test`), with its
+pipeline's text as the editor holds it when that is open; it is checked again
+when its pipeline is opened, saved or changed on disk, and when an edit of the
+pipeline changes what the test can name (its keys, inputs, models, invariants).
 
 The editor features (completion, hover, navigation, actions, symbols,
 rename, semantic tokens) are registered by their own modules and read
@@ -40,6 +42,7 @@ from converge_dsl.lsp._analysis import (
     analyse,
     check_test,
     file_kind,
+    names_for_tests,
     with_facts,
 )
 from converge_dsl.lsp._diagnostics import by_file
@@ -163,8 +166,8 @@ class PipelineServer(LanguageServer):
 
     def pipeline_on_disk(self, uri: str) -> None:
         """The file at `uri` was opened, saved or changed on disk: the open tests of it
-        are checked again (a test reads its pipeline from disk, as `converge-dsl test`
-        does, so an edit not yet saved changes nothing for them)."""
+        are checked again (a test reads its pipeline from the editor's text while it is
+        open, else from disk, and an edit re-checks them when the names they read change)."""
         path = self.path(uri)
         for test in [] if path is None else self.tests_of(path):
             self.schedule_test(test)
@@ -177,7 +180,9 @@ class PipelineServer(LanguageServer):
         display = self.state.display(path)
         loop = asyncio.get_running_loop()
         try:
-            found = await loop.run_in_executor(self._worker, check_test, path, text, display)
+            found = await loop.run_in_executor(
+                self._worker, check_test, path, text, display, dict(self.state.open)
+            )
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
                 lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
@@ -194,14 +199,20 @@ class PipelineServer(LanguageServer):
         if text is None:
             return
         display = self.state.display(path)
+        previous = self.state.loaded(path)
         loop = asyncio.get_running_loop()
         try:
             analysis = await loop.run_in_executor(
-                self._worker, functools.partial(analyse, path, text, display, facts=False)
+                self._worker,
+                functools.partial(analyse, path, text, display, facts=False, previous=previous),
             )
             if self.state.text(path) != text:
                 return  # a newer text is scheduled; it publishes
+            before = self.state.latest.get(path)
             self.publish(analysis)
+            if before is None or names_for_tests(before) != names_for_tests(analysis):
+                for test in self.tests_of(path):  # they read this text's names
+                    self.schedule_test(test)
             # The editor model after the diagnostics: they are what the user waits for.
             analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
         except Exception as exc:  # an editor keeps its server through any text

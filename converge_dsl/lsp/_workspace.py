@@ -68,6 +68,14 @@ class Workspace:
         for related in analysis.related_files():
             self.related.setdefault(related, set()).add(path)
 
+    def loaded(self, path: Path) -> Analysis | None:
+        """The latest analysis of `path` whose text loaded (the next analysis re-uses
+        the entries an edit did not touch)."""
+        for analysis in (self.latest.get(path), self.good.get(path)):
+            if analysis is not None and analysis.document is not None:
+                return analysis
+        return None
+
     def keep_good(self, analysis: Analysis) -> None:
         """Keep `analysis` (of a text already edited) as the last good one, when it is."""
         if analysis.facts is not None:

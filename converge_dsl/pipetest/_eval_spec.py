@@ -164,7 +164,7 @@ def read_eval_file(
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))
-    reader = _Reader(path, document, env, allow_roots)
+    reader = _Reader(path, document, env, allow_roots, {})
     data: Mapping[str, Any] = document.data
     pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
     dataset = _dataset_path(reader, str(data["dataset"]))

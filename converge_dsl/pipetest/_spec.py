@@ -105,11 +105,14 @@ def read_test_file(
     allow_roots: Sequence[str | os.PathLike[str]] = (),
     text: str | None = None,
     display: str | None = None,
+    pipelines: Mapping[Path, str] | None = None,
 ) -> TestFile:
     """Load, validate and check the test file at `path`, and load its pipelines.
 
     With `text`, that is the file's text (an editor's, not yet saved); `display`
-    names the file in diagnostics (default: relative to the working folder).
+    names the file in diagnostics (default: relative to the working folder);
+    `pipelines`, the texts an editor holds of files by their resolved path: a
+    pipeline the test names that is among them is read from that text.
     Raises `PipelineInvalid` with every located problem of the test file (or
     of a pipeline it names), `UsageError` when `path` is not a file.
     """
@@ -124,7 +127,7 @@ def read_test_file(
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))
-    reader = _Reader(path, document, env, allow_roots)
+    reader = _Reader(path, document, env, allow_roots, pipelines or {})
     cases = reader.cases()
     if reader.problems:
         raise PipelineInvalid(best_first(reader.problems))
@@ -140,8 +143,10 @@ class _Reader:
         document: LoadedDocument,
         env: Mapping[str, str] | None,
         allow_roots: Sequence[str | os.PathLike[str]],
+        texts: Mapping[Path, str],
     ) -> None:
         self.base = path.parent
+        self.texts = texts
         self.document = document
         self.data: Mapping[str, Any] = document.data
         self.env = env
@@ -264,7 +269,9 @@ class _Reader:
             return None
         if key not in self.loaded:
             try:
-                self.loaded[key] = load(target, env=self.env, allow_roots=self.allow_roots)
+                self.loaded[key] = load(
+                    target, env=self.env, allow_roots=self.allow_roots, text=self.texts.get(key)
+                )
             except PipelineInvalid as exc:
                 self._failed.add(key)
                 self.problems.extend(exc.diagnostics)

@@ -46,8 +46,10 @@ def load_document(
     on_fetch: Callable[[str], object] | None = None,
     roots: Sequence[Path] | None = None,
     on_warning: Callable[[Diagnostic], object] | None = None,
+    text: str | None = None,
 ) -> LoadedDocument:
     """Load and validate (the same diagnostics as `validate`); raises `PipelineInvalid`.
+    With `text`, that is the file's text (an editor's, not yet saved).
 
     Locked packs the cache lacks are fetched first; `on_fetch` hears one line for each.
     Files the pipeline names must lie in its folder or one of `roots`. `on_warning`
@@ -55,10 +57,10 @@ def load_document(
     """
     from converge_dsl import validation
 
-    if not path.exists():  # a FIFO or device too: the reader refuses it (CD930)
+    if text is None and not path.exists():  # a FIFO or device too: refused (CD930)
         raise UsageError(f"no such pipeline file: {path}")
     return validation.load_pipeline(
-        path, fetch=True, on_fetch=on_fetch, roots=roots, on_warning=on_warning
+        path, fetch=True, on_fetch=on_fetch, roots=roots, on_warning=on_warning, text=text
     )
 
 

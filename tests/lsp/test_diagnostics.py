@@ -3,6 +3,7 @@ every file a pipeline's check reports on; edits are debounced; a broken text kee
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -134,3 +135,88 @@ async def test_a_test_file_shows_its_own_findings_and_follows_its_pipeline(
         session.client.diagnostics.pop(session.uri("typed.test.yaml"))
         published = await session.diagnostics("typed.test.yaml", 1)
     assert published == []
+
+
+def _keystroke(text: str, rng: random.Random) -> tuple[int, int, str]:
+    """A keystroke-sized edit of `text` as (start, end, new text) offsets: a character typed
+    or deleted, Enter at a line's end, a line copied below itself."""
+    at = rng.randrange(len(text) + 1)
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at) + 1 or len(text)
+    roll = rng.random()
+    if roll < 0.4:
+        return at, at, rng.choice(["x", "s", "0", " ", ":", "-", "'", "[", "#", "\n"])
+    if roll < 0.7:
+        return at, min(len(text), at + 1), ""
+    if roll < 0.9:
+        return end - 1, end - 1, "\n" + " " * rng.randrange(0, 5)
+    return start, start, text[start:end]
+
+
+async def test_random_edits_publish_what_validate_finds_in_the_same_text(
+    session: Session, project: Path
+) -> None:
+    """Each of a seeded sequence of incremental edits publishes exactly what `validate` finds
+    in that text on disk (the analysis re-reads only the entry an edit lies in). An edit
+    after which the text does not load is undone by the next, as a user would."""
+    rng = random.Random(28)
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    uri = session.open("broken.yaml", text)
+    await session.diagnostics("broken.yaml", 1)
+    undo: tuple[int, int, str] | None = None
+    for version in range(2, 62):
+        start, end, new = undo or _keystroke(text, rng)
+        begin, stop = at_offset(text, start), at_offset(text, end)
+        removed, text = text[start:end], text[:start] + new + text[end:]
+        session.versions[uri] = version
+        session.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangePartial(range=lsp.Range(begin, stop), text=new)],
+            )
+        )
+        published = await session.diagnostics("broken.yaml", version)
+        (project / "broken.yaml").write_text(text, encoding="utf-8")
+        expected = _validate(project, "broken.yaml").get("broken.yaml", [])
+        assert _got(published) == expected
+        loads = not any(str(code).startswith("CD0") for code, *_ in expected)
+        undo = None if loads or undo else (start, start + len(new), removed)
+
+
+def at_offset(text: str, offset: int) -> lsp.Position:
+    line = text.count("\n", 0, offset)
+    return lsp.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
+
+
+async def _published_codes(session: Session, name: str, want: list[str]) -> list[str]:
+    """The codes published for `name` once they are `want`, or the last of a few
+    publications (a check scheduled before the latest edit may publish first)."""
+    codes: list[str] = []
+    for _ in range(4):
+        codes = [str(d.code) for d in await session.diagnostics(name, 1)]
+        if codes == want:
+            break
+        session.client.diagnostics.pop(session.uri(name))
+    return codes
+
+
+async def test_a_test_file_reads_its_open_pipelines_unsaved_text(
+    session: Session, project: Path
+) -> None:
+    """A name added to the open pipeline, not saved, clears the test's finding; taking it
+    out brings the finding back, and the file on disk is never read for it."""
+    test = (project / "typed.test.yaml").read_text(encoding="utf-8")
+    typo = test.replace("[has-strategy]", "[has-strategies]")
+    (project / "typed.test.yaml").write_text(typo, encoding="utf-8")
+    pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
+    session.open("typed.yaml", pipeline)
+    session.open("typed.test.yaml", typo)
+    assert await _published_codes(session, "typed.test.yaml", ["CD231"]) == ["CD231"]
+
+    renamed = pipeline.replace("name: has-strategy", "name: has-strategies")
+    session.replace("typed.yaml", renamed)
+    assert await _published_codes(session, "typed.test.yaml", []) == []
+    assert (project / "typed.yaml").read_text(encoding="utf-8") == pipeline  # not saved
+
+    session.replace("typed.yaml", pipeline)
+    assert await _published_codes(session, "typed.test.yaml", ["CD231"]) == ["CD231"]
