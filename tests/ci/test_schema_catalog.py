@@ -36,7 +36,10 @@ ENTRY_OF_KIND = {
     "Pack": "converge-dsl pack",
     "PipelineTest": "converge-dsl pipeline test",
     "Evaluation": "converge-dsl evaluation",
+    "RunConfig": "converge-dsl run configuration",
 }
+# Kinds no example ships a file of (a run configuration belongs to a machine or a team).
+NOT_SHIPPED = {"RunConfig"}
 # The files shipped as examples: the pipelines with their scripts, tests and
 # evaluations, and the built-in packs.
 SHIPPED = sorted(
@@ -90,6 +93,7 @@ def test_every_authored_schema_is_listed() -> None:
         "pack.v1.json",
         "pipeline-test.v1.json",
         "eval.v1.json",
+        "run-config.v1.json",
     }
     assert authored <= listed
 
@@ -125,7 +129,13 @@ def test_every_shipped_file_matches_the_entry_of_its_kind_only(path: str) -> Non
 
 
 def test_every_kind_has_a_shipped_file() -> None:
-    assert {_kind(path) for path in SHIPPED} == set(ENTRY_OF_KIND)
+    assert {_kind(path) for path in SHIPPED} == set(ENTRY_OF_KIND) - NOT_SHIPPED
+
+
+def test_a_run_configuration_matches_its_entry_only() -> None:
+    """The name docs/cache.md gives a run configuration, also inside `pipelines/`."""
+    for path in ("dev.run.yaml", "pipelines/dev.run.yml"):
+        assert _matches(path) == [ENTRY_OF_KIND["RunConfig"]]
 
 
 def test_the_files_init_writes_match_their_entry_or_none() -> None:
