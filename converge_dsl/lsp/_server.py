@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -59,6 +59,9 @@ DEBOUNCE_S = 0.010
 Explain = Callable[[str], str | None]
 
 
+_UNSEEN = object()
+
+
 class PipelineServer(LanguageServer):
     """pygls's server plus the converge-dsl workspace and the analysis scheduler."""
 
@@ -71,6 +74,11 @@ class PipelineServer(LanguageServer):
         self._waiting: set[Path] = set()  # whose pending check still waits for the pause
         self._finishing: set[asyncio.Task[None]] = set()  # replaced checks past their wait
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="converge-dsl-check")
+        # Which names an open test's last check read of its pipeline, so that a pipeline's
+        # analysis re-checks the tests that read other names (`_UNSEEN`: not known, as when
+        # the test read an editor's text no analysis has named yet).
+        self._analysed: dict[Path, tuple[str, object]] = {}  # pipeline -> (text, names)
+        self._tests_saw: dict[Path, object] = {}
 
     # --- files ------------------------------------------------------------------
 
@@ -95,6 +103,8 @@ class PipelineServer(LanguageServer):
         if path is not None:
             self.state.open.pop(path, None)
             self.state.versions.pop(path, None)
+            self._tests_saw.pop(path, None)
+            self._analysed.pop(path, None)
 
     def changed(self, path: Path, text: str | None = None) -> None:
         """`path` has new text: schedule the analyses it changes."""
@@ -178,10 +188,11 @@ class PipelineServer(LanguageServer):
         if text is None:
             return
         display = self.state.display(path)
+        open_texts = dict(self.state.open)
         loop = asyncio.get_running_loop()
         try:
             found = await loop.run_in_executor(
-                self._worker, check_test, path, text, display, dict(self.state.open)
+                self._worker, check_test, path, text, display, open_texts
             )
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
@@ -191,7 +202,19 @@ class PipelineServer(LanguageServer):
         if self._pending.get(path) is asyncio.current_task():
             del self._pending[path]
         if self.state.text(path) == text:
+            self._tests_saw[path] = self._names_read(path, text, open_texts)
             self.publish_found(path, found)
+
+    def _names_read(self, test: Path, text: str, open_texts: Mapping[Path, str]) -> object:
+        """The names of its pipeline that the check of `test` read (see `_tests_saw`)."""
+        from converge_dsl.lsp._related import tested_pipeline
+
+        pipeline = tested_pipeline(test, text)
+        read = None if pipeline is None else open_texts.get(pipeline)
+        analysed = None if pipeline is None else self._analysed.get(pipeline)
+        if read is None or analysed is None or analysed[0] != read:
+            return _UNSEEN
+        return analysed[1]
 
     async def _check(self, path: Path) -> None:
         await self._pause(path)
@@ -208,10 +231,11 @@ class PipelineServer(LanguageServer):
             )
             if self.state.text(path) != text:
                 return  # a newer text is scheduled; it publishes
-            before = self.state.latest.get(path)
             self.publish(analysis)
-            if before is None or names_for_tests(before) != names_for_tests(analysis):
-                for test in self.tests_of(path):  # they read this text's names
+            names = names_for_tests(analysis)
+            self._analysed[path] = (text, names)
+            for test in self.tests_of(path):  # those that read other names read these now
+                if self._tests_saw.get(test, _UNSEEN) != names:
                     self.schedule_test(test)
             # The editor model after the diagnostics: they are what the user waits for.
             analysis = await loop.run_in_executor(self._worker, with_facts, analysis)

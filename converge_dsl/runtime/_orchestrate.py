@@ -116,8 +116,9 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
 
 def _declares_tools(document: LoadedDocument) -> bool:
     """Whether the pipeline declares MCP tool servers (a replay then answers them too)."""
-    data = document.data
-    return isinstance(data, dict) and bool(data.get("tools"))
+    from converge_dsl.frontend import build_manifest
+
+    return bool(build_manifest(document).tools)
 
 
 def _replayed(options: RunOptions) -> Callable[[str], bool]:

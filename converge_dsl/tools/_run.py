@@ -239,7 +239,7 @@ class RunTools:
             return None
         self.calls += 1
         try:
-            result = await self._bounded(self.servers[server], tool, arguments)
+            result = await self._bounded(server, tool, arguments)
         except ToolFailure as failure:
             if self.on_called is not None:
                 self.on_called()  # it reached the server, or tried to
@@ -253,14 +253,15 @@ class RunTools:
             text = json.dumps(result.structured, ensure_ascii=False, sort_keys=True)
         return self.redact(text), result.is_error
 
-    async def _bounded(self, instance: ToolServer, tool: str, arguments: JsonObject) -> ToolResult:
+    async def _bounded(self, server: str, tool: str, arguments: JsonObject) -> ToolResult:
         """The call, cut at the run's deadline when that comes before the server's own
         `call_timeout_s`; a call cut there stops its server (the run stops on time)."""
+        instance = self.servers[server]
         remaining = None
         deadline = None if self.deadline is None else self.deadline()
         if deadline is not None and self.clock is not None:
             remaining = max(0.0, deadline - self.clock.monotonic())
-        limit = ServerLimits.of(self.specs[instance.name]).call_timeout_s
+        limit = ServerLimits.of(self.specs[server]).call_timeout_s
         if remaining is None or remaining >= limit:
             return await instance.call(tool, arguments)
         try:
@@ -270,8 +271,8 @@ class RunTools:
             await asyncio.to_thread(instance.close)
             raise ToolFailure(
                 codes.TOOL_CALL_TIMED_OUT,
-                instance.name,
-                f"tool server {instance.name!r}: the run's deadline (budget.max_wall_s) passed "
+                server,
+                f"tool server {server!r}: the run's deadline (budget.max_wall_s) passed "
                 "during a call; the server was stopped",
                 hint="raise budget.max_wall_s, or find why the tool is slow",
             ) from None

@@ -36,6 +36,7 @@ class PromptChange:
     new: str
     rule: str
     batch: bool = False
+    folders: tuple[str, ...] = ()  # beside the example, copied with it (a tool server's)
 
 
 CHANGES = (
@@ -125,6 +126,22 @@ CHANGES = (
 """,
         batch=True,
     ),
+    PromptChange(
+        "helpdesk.yaml",  # starts its MCP server: the tool suggestor's answer is the same
+        "a reply that cites it.",
+        "a reply that cites it. Give the article's title too.",
+        """\
+  - match: {suggestor: responder, turn: 2, contains: "Give the article's title too."}
+    tool_calls:
+      - name: context.propose
+        input:
+          id: reply-T-1042
+          content: "See KB-7, VPN disconnects on office Wi-Fi: set the VPN client's keep-alive to 60 seconds."
+          data: {ticket: T-1042, article: KB-7, title: VPN disconnects on office Wi-Fi}
+          confidence: 0.85
+""",
+        folders=("helpdesk",),
+    ),
 )
 
 
@@ -150,6 +167,8 @@ def _copy(change: PromptChange, folder: Path) -> Path:
     for name in ("converge.lock", "tickets.jsonl"):
         if (source.parent / name).is_file():
             shutil.copy(source.parent / name, folder / name)
+    for name in change.folders:
+        shutil.copytree(source.parent / name, folder / name)
     (script_name,) = re.findall(r"script: (\S+?)\}", source.read_text(encoding="utf-8"))
     script = (source.parent / script_name).read_text(encoding="utf-8")
     assert script.count("\nrules:\n") == 1

@@ -93,6 +93,7 @@ def test_the_evaluation_page_shows_metrics_confusion_and_regressions(
         "well-formed",
         "converged",
         "tokens",
+        "summary",
     ]
     category = cards[0]
     assert "failed" in category.get_attribute("class")
@@ -126,7 +127,7 @@ def test_the_cases_filter_by_text_and_by_score_and_a_click_shows_a_case(
     _type(browser, "t-219")
     assert _count(browser, "cases") == "1 of 52"
     (row,) = _visible_rows(browser, "#cases tbody tr")
-    assert row.text.split()[:3] == ["T-219", "converged", "0.600"]
+    assert row.text.split()[:3] == ["T-219", "converged", "0.667"]
     assert [r.text.split()[:2] for r in _visible_rows(browser, "#baseline tbody tr")] == [
         ["T-219", "category"],
         ["T-219", "urgency"],
