@@ -141,7 +141,7 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         summary_json,
         summary_table,
     )
-    from converge_dsl.cli._run import cache_settings
+    from converge_dsl.cli._cache_options import cache_settings
 
     _check(args)
     outputs = CaseOutputs(

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shlex
 from dataclasses import replace
 from io import StringIO
@@ -51,7 +50,7 @@ if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.engine import Fact, Provenance
-    from converge_dsl.runtime import AnswerCaching, CacheSettings, RunOptions, RunOutcome
+    from converge_dsl.runtime import RunOptions, RunOutcome
 
 
 _JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
@@ -115,6 +114,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compile without the on-disk compile cache (also: CONVERGE_DSL_NO_CACHE=1)",
     )
+    from converge_dsl.cli._cache_options import add_cache_arguments
+
     add_cache_arguments(parser)
     _add_output_arguments(parser)
     from converge_dsl.cli._batch import add_batch_arguments
@@ -122,61 +123,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_allow_root(parser)
     add_batch_arguments(parser)
-
-
-def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
-    """The answer cache's options (docs/cache.md)."""
-    parser.add_argument(
-        "--cache",
-        action="store_true",
-        help="answer model calls from the answer cache and store new answers "
-        "(also: CONVERGE_DSL_CACHE_MODE=read-write|read-only|off)",
-    )
-    parser.add_argument(
-        "--offline",
-        action="store_true",
-        help="answer model calls only from the answer cache; a miss is an error (CD973)",
-    )
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        metavar="DIR",
-        help="the answer cache's folder (default: the user cache folder)",
-    )
-    parser.add_argument(
-        "--explain-cache",
-        action="store_true",
-        help="say per model call: hit, or miss and why (on standard error; "
-        "with --cases, per case at the end)",
-    )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        metavar="RUN.yaml",
-        help="a run configuration (kind RunConfig: `cache: {mode, dir}`); "
-        "flags and environment variables win over it",
-    )
-
-
-def cache_settings(args: argparse.Namespace) -> CacheSettings:
-    """The run's (or batch's) answer cache settings: flag, environment, `--config`, default."""
-    from converge_dsl.runtime import cache_settings as decide
-    from converge_dsl.runtime import read_run_config
-
-    config = None if args.config is None else read_run_config(args.config).cache
-    return decide(
-        env=os.environ,  # the run's environment, as `RunOptions.env` reads it
-        cache=args.cache,
-        offline=args.offline,
-        explain=args.explain_cache,
-        cache_dir=args.cache_dir,
-        config=config,
-    )
-
-
-def caching(args: argparse.Namespace, io: CommandIO) -> AnswerCaching | None:
-    """The run's answer caching from the command line, the environment and `--config`."""
-    return cache_settings(args).caching(lambda line: io.stderr.write(line + "\n"))
 
 
 def explain_cache(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:
@@ -439,6 +385,7 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
 def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
     from converge_dsl.cli import _ENTRY
+    from converge_dsl.cli._cache_options import caching
     from converge_dsl.runtime import OtelOptions, RunOptions
 
     if args.resume is True:
