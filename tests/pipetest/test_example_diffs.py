@@ -136,7 +136,7 @@ CHANGES = (
       - name: context.propose
         input:
           id: reply-T-1042
-          content: "See KB-7, VPN disconnects on office Wi-Fi: set the VPN client's keep-alive to 60 seconds."
+          content: "See KB-7, VPN disconnects on office Wi-Fi: set the keep-alive to 60 s."
           data: {ticket: T-1042, article: KB-7, title: VPN disconnects on office Wi-Fi}
           confidence: 0.85
 """,
