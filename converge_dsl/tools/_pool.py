@@ -28,13 +28,8 @@ from converge_dsl.tools._port import (
     ToolFailure,
     ToolResult,
     ToolServer,
+    real_server,
 )
-
-
-def _real_server(spec: ToolServerSpec, base_dir: Path, environ: Mapping[str, str]) -> ToolServer:
-    from converge_dsl.tools._mcp import McpToolServer
-
-    return McpToolServer(spec, base_dir, environ)
 
 
 class ServerPool:
@@ -43,7 +38,7 @@ class ServerPool:
     `factory` makes a server the first time it is needed (the real one by default).
     """
 
-    def __init__(self, factory: ServerFactory = _real_server) -> None:
+    def __init__(self, factory: ServerFactory = real_server) -> None:
         self._factory = factory
         self._lock = threading.Lock()
         self._starting: dict[str, threading.Lock] = {}

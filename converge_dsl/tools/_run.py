@@ -54,16 +54,11 @@ from converge_dsl.tools._port import (
     ToolFailure,
     ToolResult,
     ToolServer,
+    real_server,
 )
 
 # A server put behind another port, given its declaration and the run's redactor.
 ServerWrapper = Callable[[ToolServer, ToolServerSpec, Callable[[str], str]], ToolServer]
-
-
-def _real_server(spec: ToolServerSpec, base_dir: Path, environ: Mapping[str, str]) -> ToolServer:
-    from converge_dsl.tools._mcp import McpToolServer
-
-    return McpToolServer(spec, base_dir, environ)
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -81,7 +76,7 @@ class RunTools:
         *,
         environ: Mapping[str, str] | None = None,
         max_calls: int | None = None,
-        factory: ServerFactory = _real_server,
+        factory: ServerFactory = real_server,
         events: Callable[[McpToolCalled], None] | None = None,
         locked: Mapping[str, LockedServer] | None = None,
         relock: str = "run: converge-dsl lock PIPELINE",
