@@ -148,7 +148,7 @@ def test_a_pack_is_checked_as_publish_checks_it(tmp_path: Path) -> None:
     assert code == 2
     assert [d["code"] for d in found] == ["CD104"]  # the schema stage stops first
     assert found[0]["file"].endswith("my-pack/pack.yaml")
-    assert found[0]["line"] == 5
+    assert found[0]["line"] == 6
     (broken / "pack.yaml").write_text(text, "utf-8")
     code, out, _ = _run("validate", "--format", "json", str(broken))
     assert code == 2
