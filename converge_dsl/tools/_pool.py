@@ -28,8 +28,8 @@ from converge_dsl.tools._port import (
     ToolFailure,
     ToolResult,
     ToolServer,
-    real_server,
 )
+from converge_dsl.tools._real import real_server
 
 
 class ServerPool:

@@ -120,13 +120,6 @@ class ToolServer(Protocol):
 ServerFactory = Callable[[ToolServerSpec, Path, Mapping[str, str]], ToolServer]
 
 
-def real_server(spec: ToolServerSpec, base_dir: Path, environ: Mapping[str, str]) -> ToolServer:
-    """The `ServerFactory` of real servers: the `mcp` SDK's (imported on first use)."""
-    from converge_dsl.tools._mcp import McpToolServer
-
-    return McpToolServer(spec, base_dir, environ)
-
-
 def cap_result(text: str, structured: JsonValue, is_error: bool, max_bytes: int) -> ToolResult:
     """The result with `text` cut to `max_bytes` (at a character boundary, with a marker
     naming both sizes) and `structured` dropped when its JSON is over `max_bytes`."""

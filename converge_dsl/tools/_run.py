@@ -54,8 +54,8 @@ from converge_dsl.tools._port import (
     ToolFailure,
     ToolResult,
     ToolServer,
-    real_server,
 )
+from converge_dsl.tools._real import real_server
 
 # A server put behind another port, given its declaration and the run's redactor.
 ServerWrapper = Callable[[ToolServer, ToolServerSpec, Callable[[str], str]], ToolServer]
