@@ -10,6 +10,35 @@ from typing import Any
 DATA = Path(__file__).parent / "data"
 ECHO = DATA / "echo.yaml"
 
+# One llm suggestor asking a model over HTTP about `inputs.topic` (`topic_pipeline`).
+_TOPIC_PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: {name}
+inputs: {{topic: {{description: the topic}}}}
+models:
+  remote:
+    adapter: openai
+    base_url: "{url}"
+    model: m
+    accounts: [{{name: main, api_key_env: {key_env}}}]
+seeds:
+  - {{id: topic, content: "a topic"}}
+suggestors:
+  - name: ask
+    kind: llm
+    model: remote
+    dependencies: [seeds]
+    target: hypotheses
+    prompt: {{user: "Say something about {{{{ inputs.topic }}}}"}}
+    output: {{format: text, id: said}}
+"""
+
+
+def topic_pipeline(name: str, key_env: str) -> str:
+    """The topic pipeline named `name`, its API key in `key_env`; to format with `url`."""
+    return _TOPIC_PIPELINE.replace("{name}", name).replace("{key_env}", key_env)
+
 
 def write_cases(path: Path, cases: Sequence[dict[str, Any] | str]) -> Path:
     """A cases file: one JSON object (or raw text) a line."""

@@ -16,30 +16,9 @@ import pytest
 from converge_dsl.cli import run as cli
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 
-from .conftest import read_results, write_cases
+from .conftest import read_results, topic_pipeline, write_cases
 
-PIPELINE = """\
-apiVersion: converge-dsl/v1
-kind: Pipeline
-name: topics
-inputs: {{topic: {{description: the topic}}}}
-models:
-  remote:
-    adapter: openai
-    base_url: "{url}"
-    model: m
-    accounts: [{{name: main, api_key_env: BATCH_CACHE_KEY}}]
-seeds:
-  - {{id: topic, content: "a topic"}}
-suggestors:
-  - name: ask
-    kind: llm
-    model: remote
-    dependencies: [seeds]
-    target: hypotheses
-    prompt: {{user: "Say something about {{{{ inputs.topic }}}}"}}
-    output: {{format: text, id: said}}
-"""
+PIPELINE = topic_pipeline("topics", "BATCH_CACHE_KEY")
 
 TOPICS = ["tea", "coffee", "tea", "cocoa", "coffee", "tea"]
 

@@ -11,28 +11,9 @@ from converge_dsl.clock import FakeClock
 from converge_dsl.errors import UsageError
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 
-PIPELINE = """\
-apiVersion: converge-dsl/v1
-kind: Pipeline
-name: cached
-inputs: {{topic: {{description: the topic}}}}
-models:
-  remote:
-    adapter: openai
-    base_url: "{url}"
-    model: m
-    accounts: [{{name: main, api_key_env: TEST_KEY}}]
-seeds:
-  - {{id: topic, content: "a topic"}}
-suggestors:
-  - name: ask
-    kind: llm
-    model: remote
-    dependencies: [seeds]
-    target: hypotheses
-    prompt: {{user: "Say something about {{{{ inputs.topic }}}}"}}
-    output: {{format: text, id: said}}
-"""
+from .conftest import topic_pipeline
+
+PIPELINE = topic_pipeline("cached", "TEST_KEY")
 
 
 def test_cases_share_the_cache_the_environment_turns_on(tmp_path: Path) -> None:
