@@ -7,15 +7,29 @@ data is the user's and its shape is only what a schema promised.
 `JsonObject` is a mapping of them (inputs, a fact's data); `JsonSchema` is a
 JSON Schema document (a key schema, a pack's input schema), which the
 package hands to jsonschema-rs and reads only through the few members it
-names.
+names. `json_depth` measures how deeply a decoded value nests (the command
+line's `--input` and the service's request bodies bound it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 JsonScalar: TypeAlias = str | int | float | bool | None
 JsonValue: TypeAlias = JsonScalar | Sequence["JsonValue"] | Mapping[str, "JsonValue"]
 JsonObject: TypeAlias = Mapping[str, JsonValue]
 JsonSchema: TypeAlias = Mapping[str, JsonValue]
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in `value` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._json_types import json_depth
 from converge_dsl.errors import UsageError
 
 
@@ -43,19 +44,6 @@ MAX_INPUT_DEPTH = 64
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not standard JSON")
-
-
-def _depth(value: Any) -> int:
-    """How deeply arrays and objects nest in `value` (0 for a scalar), without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in item)
-    return deepest
 
 
 def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
@@ -89,7 +77,7 @@ def load_input_json(text: str, what: str) -> Any:
         value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys(what))
     except RecursionError:
         raise too_deep from None
-    if _depth(value) > MAX_INPUT_DEPTH:
+    if json_depth(value) > MAX_INPUT_DEPTH:
         raise too_deep
     return value
 

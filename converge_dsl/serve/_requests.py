@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
-from converge_dsl._json_types import JsonObject
+from converge_dsl._json_types import JsonObject, json_depth
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -132,7 +132,7 @@ def parse_json(raw: bytes) -> Any:
             "",
             "send a JSON object with Content-Type: application/json",
         ) from None
-    if _depth(value) > MAX_DEPTH:
+    if json_depth(value) > MAX_DEPTH:
         raise _too_deep()
     return value
 
@@ -145,18 +145,6 @@ def _too_deep() -> Refused:
         "",
         f"flatten the value to at most {MAX_DEPTH} levels of arrays and objects",
     )
-
-
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in item)
-    return deepest
 
 
 def _object(body: Any, what: str) -> dict[str, Any]:
