@@ -3,8 +3,10 @@
 For CPU-bound pipelines (solvers, large rule sets): `workers` processes
 (started with `spawn`, so nothing of the parent's threads or loops is
 inherited) each get the pipeline the parent loaded and checked (a `Pipeline`
-pickles as its checked document: not loaded again), keep one event loop, and
-run one case at a time. The parent hands the cases over
+pickles as its checked document with the locked packs its validation read:
+neither loaded nor read again), are set up for the batch by `set_up_worker`
+(the one function that readies a pipeline in a worker: one event loop, the
+batch's meter and outputs), and run one case at a time. The parent hands the cases over
 in chunks of `CHUNK` (one round trip between the processes per chunk, not
 per case), keeps two chunks per worker in flight and yields results as their
 chunk finishes. A batch-wide cap is one
