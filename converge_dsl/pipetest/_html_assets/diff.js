@@ -22,6 +22,8 @@
     stat("only in A", X.only_a.length); stat("only in B", X.only_b.length);
   }
   ["added", "removed", "changed"].forEach(function (k) { stat("facts " + k, totals[k]); });
+  var ignored = X.ignored || [];
+  if (ignored.length) stat("not compared", ignored.join(", ").replace(/-/g, " "));
 
   var sec = section("differences", batch ? "Cases that differ " : "Differences ");
   var count = el("small", "count"); sec.firstChild.appendChild(count);
@@ -136,7 +138,8 @@
   if (batch) {
     var us = section("usage", "Usage ");
     us.firstChild.appendChild(el("small", null, "summed over the cases in both files"));
-    if (!X.usage.length) us.appendChild(el("div", "empty", "the same"));
+    if (ignored.indexOf("usage") >= 0) us.appendChild(el("div", "empty", "not compared (--ignore usage)"));
+    else if (!X.usage.length) us.appendChild(el("div", "empty", "the same"));
     else {
       var ut = el("table", "side");
       ut.appendChild(add(el("colgroup"), el("col", "what"), el("col"), el("col")));
