@@ -69,7 +69,13 @@ function vtable(host, heads, widths, rows, cells, onPick, options) {
   var wide = 16 + 10 * (heads.length - 1);
   Array.prototype.forEach.call(head.children, function (s) { wide += parseFloat(getComputedStyle(s).minWidth) || 0; });
   box.style.setProperty("--row-min", wide + "px");
-  box.style.height = Math.min(options.most || 480, rows.length * VLIST_ROW + head.offsetHeight + 2 + (wide > box.clientWidth ? 16 : 0)) + "px";
+  function fit() {  /* as tall as the rows that pass the filters, up to `most` */
+    var sideways = wide > box.clientWidth ? 16 : 0;
+    box.style.height = Math.min(options.most || 480, Math.max(1, list.rows.length) * VLIST_ROW + head.offsetHeight + 2 + sideways) + "px";
+  }
+  var filter = list.filter;
+  list.filter = function (q) { filter.call(list, q); fit(); list.draw(); };
+  fit();
   return list;
 }
 function ready() {
