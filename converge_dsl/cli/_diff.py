@@ -80,7 +80,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 color=not json_out and io.style(io.stderr).color,
             )
             return EXIT_INVALID
-        found: Any = diff_batches(*sides, ignore)
+        found: Any = diff_batches(sides[0], sides[1], ignore)
         kind = "batch"
     else:
         found = diff_results(_result(args.a), _result(args.b), ignore)

@@ -96,7 +96,8 @@ class RunDiff:
         lines = self.lines()
         lines.extend(f"usage {w}: {a} -> {b}" for w, a, b in self.usage)
         if not lines:
-            return "no difference" + (f" ({not_compared(self.ignored)})" if self.ignored else "") + "\n"
+            left_out = f" ({not_compared(self.ignored)})" if self.ignored else ""
+            return f"no difference{left_out}\n"
         return "\n".join(lines) + "\n"
 
     def lines(self) -> list[str]:

@@ -367,15 +367,16 @@ def test_an_evaluation_of_20000_cases_keeps_a_bounded_dom_and_reaches_every_case
     assert _rows_in_dom(browser, "#cases .row") <= ROW_BOUND
     # Enter on the focused row opens it; the arrow keys move the focus row by row
     last.send_keys(Keys.ENTER)
-    assert json.loads(browser.find_element("css selector", "#detail pre").text)["name"] == (
-        matching[-1]
-    )
+    assert _shown_case(browser) == matching[-1]
     browser.switch_to.active_element.send_keys(Keys.ARROW_UP, Keys.ENTER)
-    assert json.loads(browser.find_element("css selector", "#detail pre").text)["name"] == (
-        matching[-2]
-    )
+    assert _shown_case(browser) == matching[-2]
     browser.save_screenshot(str(artifacts / "eval-20000-filtered.png"))
     assert _errors(browser) == []
+
+
+def _shown_case(driver: Any) -> str:
+    """The name of the case the detail pane shows."""
+    return str(json.loads(driver.find_element("css selector", "#detail pre").text)["name"])
 
 
 def _big_results(folder: Path, side: str) -> Path:
@@ -391,7 +392,8 @@ def _big_results(folder: Path, side: str) -> Path:
                 ]
             }
             if side == "b" and i % 3 == 0:
-                facts["signals"] = [{"id": "escalate", "content": "escalate", "data": {"to": "ops"}}]
+                signal = {"id": "escalate", "content": "escalate", "data": {"to": "ops"}}
+                facts["signals"] = [signal]
             body = {"index": i, "id": f"T-{i:05d}", "stop_reason": "converged", "facts": facts}
             out.write(json.dumps(body) + "\n")
     return path
@@ -426,3 +428,19 @@ def test_a_diff_of_20000_differing_cases_keeps_a_bounded_dom_and_reaches_every_c
     assert '"to": "ops"' in detail.text
     browser.save_screenshot(str(artifacts / "diff-20000-filtered.png"))
     assert _errors(browser) == []
+
+
+def test_a_diff_that_leaves_the_usage_out_says_so(browser: Any, tmp_path: Path) -> None:
+    files = []
+    for side, tokens in (("a", 10), ("b", 12)):
+        body = {"index": 0, "id": "x", "stop_reason": "converged", "facts": {},
+                "usage": {"input_tokens": tokens}}  # fmt: skip
+        (tmp_path / f"{side}.jsonl").write_text(json.dumps(body) + "\n", encoding="utf-8")
+        files.append(tmp_path / f"{side}.jsonl")
+    page = tmp_path / "diff.html"
+    assert cli("diff", *files, "--ignore", "usage", "--format", "html", "-o", page)[0] == 0
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert browser.find_element("id", "verdict").text == "the same"
+    assert "not compared usage" in browser.find_element("id", "stats").text
+    assert browser.find_element("id", "usage").text.endswith("not compared (--ignore usage)")
