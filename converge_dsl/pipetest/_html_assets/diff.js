@@ -195,7 +195,7 @@
       if (!l[1].length) box.appendChild(el("div", "empty", "none"));
       lists.appendChild(box);
       if (l[1].length > LONG) {  /* a list of any length: only the names in view exist */
-        var counter = el("span", "count"); box.firstChild.appendChild(document.createTextNode(" ")); box.firstChild.appendChild(counter);
+        var counter = el("small", "count"); box.firstChild.textContent = l[0] + " "; box.firstChild.appendChild(counter);
         var names = vtable(box, ["case"], ["c-w"], l[1], function (n) { return [n]; }, null, { counter: counter, most: 300 });
         filters.push(function (q) { names.filter(q); });
         return;
