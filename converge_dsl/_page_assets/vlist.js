@@ -13,7 +13,8 @@
               keep(row) -> false to leave a row out whatever the search (checkboxes);
               counter: the element that shows "N of M" (default: ".count" beside the box)
    list.filter(q) keeps the rows whose text holds q (lower case) and keep() allows;
-   the arrow keys move the focus from row to row, Enter picks the focused row. */
+   Tab reaches one row of a list, the arrow keys, Page Up / Down, Home and End move the
+   focus from row to row, Enter picks the focused row. */
 var VLIST_ROW = 24;
 function VList(box, rows, cells, onPick, options) {
   var o = options || {}, self = this;
@@ -51,11 +52,14 @@ VList.prototype.draw = function () {
   var first = Math.floor(top / VLIST_ROW);
   var last = Math.min(this.rows.length, first + Math.ceil(this.box.clientHeight / VLIST_ROW) + 2);
   var hadFocus = this.box.contains(document.activeElement);
+  /* one row in the tab order (the focused one if in view, else the first): Tab enters the
+     list and leaves it, the arrow keys move inside it */
+  var tabbable = this.focused >= first && this.focused < last ? this.focused : first;
   this.spacer.textContent = "";
-  for (var i = first; i < last; i++) this.spacer.appendChild(this.line(i));
+  for (var i = first; i < last; i++) this.spacer.appendChild(this.line(i, i === tabbable));
   if (hadFocus && this.focused >= first && this.focused < last) this.spacer.children[this.focused - first].focus();
 };
-VList.prototype.line = function (i) {
+VList.prototype.line = function (i, tabbable) {
   var r = this.rows[i], self = this, widths = this.widths, extra = this.classes ? this.classes(r) : [];
   var line = document.createElement("div");
   line.className = "row" + (r === this.picked ? " sel" : "");
@@ -68,7 +72,7 @@ VList.prototype.line = function (i) {
     line.appendChild(s);
   });
   if (this.onPick) {
-    line.tabIndex = 0;
+    line.tabIndex = tabbable ? 0 : -1;
     line.addEventListener("click", function () { self.pick(i); });
     line.addEventListener("focus", function () { self.focused = i; });
   }

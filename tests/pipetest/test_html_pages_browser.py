@@ -352,6 +352,7 @@ def test_an_evaluation_of_20000_cases_keeps_a_bounded_dom_and_reaches_every_case
     assert _count(browser, "cases") == str(BIG)
     assert 10 <= _rows_in_dom(browser, "#cases .row") <= ROW_BOUND
     assert 10 <= _rows_in_dom(browser, "#baseline .row") <= ROW_BOUND
+    assert _rows_in_dom(browser, '#cases .row[tabindex="0"]') == 1  # Tab enters, arrows move
     browser.save_screenshot(str(artifacts / "eval-20000.png"))
     # the cases below 1 whose name starts "case-1": the last of them is at the list's end
     browser.find_element("id", "only-failing").click()
