@@ -130,23 +130,25 @@
     side.textContent = ""; side.appendChild(el("div", "empty", "no difference"));
   }
 
-  /* a string's changed middle marked on one line, the common start cut to its last characters */
-  function inline(span, value, other, mark) {
+  /* `cell` on one line: a content or a stop reason as it is, any other value as JSON; of two
+     strings the changed middle marked, a long common start cut to its last characters */
+  function inline(span, value, other, mark, raw) {
     if (value === null || value === undefined) { span.textContent = "\u2014"; span.className += " none"; return; }
-    var text = typeof value === "string" ? value : json(value).replace(/\s*\n\s*/g, " ");
+    function shown(v) { return raw && typeof v === "string" ? v : json(v).replace(/\s*\n\s*/g, " "); }
+    var text = shown(value);
     span.title = text;
-    if (typeof value !== "string" || typeof other !== "string" || other === value) {
-      if (other === null || other === undefined || typeof value === "string") span.textContent = text;
-      else span.appendChild(el("mark", mark, text));
+    if (typeof value !== "string" || typeof other !== "string") {
+      if (other === null || other === undefined) span.textContent = text;
+      else span.appendChild(el("mark", mark, text));  /* a number, a list...: all of it */
       return;
     }
-    var i = 0, n = Math.min(value.length, other.length);
-    while (i < n && value[i] === other[i]) i++;
+    var that = shown(other), i = 0, n = Math.min(text.length, that.length);
+    while (i < n && text[i] === that[i]) i++;
     var j = 0;
-    while (j < n - i && value[value.length - 1 - j] === other[other.length - 1 - j]) j++;
-    var head = value.slice(0, i);
+    while (j < n - i && text[text.length - 1 - j] === that[that.length - 1 - j]) j++;
+    var head = text.slice(0, i);
     if (head.length > 24) head = "\u2026" + head.slice(-16);
-    add(span, document.createTextNode(head), el("mark", mark, value.slice(i, value.length - j)), document.createTextNode(value.slice(value.length - j)));
+    add(span, document.createTextNode(head), el("mark", mark, text.slice(i, text.length - j)), document.createTextNode(text.slice(text.length - j)));
   }
   function flatList() {
     var rows = [];
@@ -178,8 +180,9 @@
         keep: function (r) { return !r.f || boxes[r.f.change].checked; },
         render: function (r, j, span) {
           if (j === at) { span.appendChild(el("span", "badge " + (r.f ? r.f.change : "run"), r.f ? r.f.change : "run")); return true; }
-          if (j === at + 3) { inline(span, r.a, r.b, "del"); return true; }
-          if (j === at + 4) { inline(span, r.b, r.a, "ins"); return true; }
+          var raw = !r.f || r.what === "content";
+          if (j === at + 3) { inline(span, r.a, r.b, "del", raw); return true; }
+          if (j === at + 4) { inline(span, r.b, r.a, "ins", raw); return true; }
           return false;
         } });
     side.classList.add("flat");
