@@ -38,7 +38,15 @@ from converge_dsl import codes
 from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
 
-from ._app import _UNAUTHORIZED, HttpLimits, _problems, _redacted, _stream, run_view
+from ._app import (
+    _UNAUTHORIZED,
+    HttpLimits,
+    _problems,
+    _redacted,
+    _stream,
+    _too_large,
+    run_view,
+)
 from ._errors import ServeRefused
 from ._openapi import inputs_schema, run_schema
 from ._requests import Problem, Refused, refused, run_request
@@ -130,12 +138,18 @@ class McpEndpoint:
         """The ASGI endpoint: the token check, then the SDK's transport."""
         from starlette.datastructures import Headers
 
-        if self.tokens is not None and not self.tokens.allows(
-            Headers(scope=scope).get("authorization")
-        ):
+        headers = Headers(scope=scope)
+        if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
             response = _problems(Refused(401, (_UNAUTHORIZED,)), self.service.redact)
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
+            return
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limits.body_cap:
+            # the HTTP API's 413; a body without its length is capped by the SDK as it comes
+            await _problems(_too_large(self.limits.body_cap), self.service.redact)(
+                scope, receive, send
+            )
             return
         await self.sessions.handle_request(scope, receive, send)
 

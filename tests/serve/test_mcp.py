@@ -167,6 +167,24 @@ def _leaf(error: BaseException) -> BaseException:
     return error
 
 
+def test_a_body_over_the_cap_is_413(tmp_path: Path, servers: list[Server]) -> None:
+    server = Server([DATA / "echo.yaml"], tmp_path / "state", "--mcp", "--body-cap", "300")
+    servers.append(server)
+    url = server.ready()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x" * 300}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    answer = httpx.post(f"{url}/mcp", json=call, headers=accept, timeout=30)
+    assert answer.status_code == 413
+    assert answer.json()["errors"][0]["code"] == "CD989"
+    small = _session(url, lambda s: s.call_tool("echo", {"text": "x"}))
+    assert not small.isError
+
+
 def test_a_full_queue_is_a_tool_error_with_the_retry_hint(served: str) -> None:
     with httpx.Client(base_url=served, headers=BEARER, timeout=30) as http:
         runs = [http.post("/v1/pipelines/slow/runs") for _ in range(3)]
@@ -198,9 +216,7 @@ def test_a_paused_run_answers_with_its_id_and_where_to_decide(served: str) -> No
     assert decided.status_code == 200
 
 
-def test_a_run_past_the_wait_says_where_to_follow_it(
-    tmp_path: Path, servers: list[Server]
-) -> None:
+def test_a_run_past_the_wait_says_where_to_follow_it(tmp_path: Path, servers: list[Server]) -> None:
     server = Server([DATA / "slow.yaml"], tmp_path / "state", "--mcp", "--wait-timeout", "0.5")
     servers.append(server)
     url = server.ready()
