@@ -5,7 +5,10 @@ client (`streamable_http_client` + `ClientSession`), by httpx, and by a pipeline
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import os
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,11 +18,13 @@ import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
+from converge_dsl.cli import run
+from converge_dsl.serve import ServeOptions, prepare
+from converge_dsl.serve._errors import ServeRefused
 from converge_dsl.serve._mcp import tool_name, tool_names
-from converge_dsl.serve._server import ServeOptions, prepare
 
 from .conftest import DATA, Server
-from .test_app import _expected
+from .test_app import EXPECTED, _expected
 
 TOKEN = "5e7b1d4a9f8e2c6b3a1d0f9e8cc0ffee"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -121,6 +126,9 @@ def test_bad_inputs_are_the_http_apis_located_errors(served: str) -> None:
                 meta={"converge-dsl/budget": {"max_cycles": 11, "max_tokens": -1}},
             ),
             "no_tool": await session.call_tool("ecko", {}),
+            "a_token_in_an_argument_name": await session.call_tool(
+                "echo", {"text": "x", TOKEN: "y"}
+            ),
         }
 
     bodies = {name: _error_body(result) for name, result in _session(served, calls).items()}
@@ -132,6 +140,10 @@ def test_bad_inputs_are_the_http_apis_located_errors(served: str) -> None:
         )
     assert bodies["unknown_and_missing"] == {"status": 422, **unknown.json()}
     assert bodies["budget_raised"] == {"status": 422, **raised.json()}
+    # the redactor, on every message (the pointer stays the caller's own key, as over HTTP)
+    [secret] = bodies["a_token_in_an_argument_name"]["errors"]
+    assert "[REDACTED]" in secret["message"]
+    assert TOKEN not in secret["message"] + secret["text"] + secret.get("hint", "")
     _expected("mcp_errors.json", bodies)
 
 
@@ -303,13 +315,48 @@ def test_tool_names_keep_mcp_characters_and_refuse_a_collision(tmp_path: Path) -
     assert tool_name("market-entry.v2") == "market-entry.v2"
     assert tool_name("a" * 130) == "a" * 128
     assert tool_names(["echo", "slow"]) == {"echo": "echo", "slow": "slow"}
-    with pytest.raises(Exception, match=r"CD436.*both the MCP tool") as caught:
-        tool_names(["a" * 128 + "x", "a" * 128 + "y"])
-    assert "rename one" in str(getattr(caught.value, "hint", ""))
-    options = ServeOptions(pipelines=[DATA / "echo.yaml"], state=tmp_path / "s", mcp=True)
-    prepared = prepare(options)
-    try:
-        paths = [getattr(route, "path", "") for route in prepared.app.routes]
-        assert "/mcp" in paths
-    finally:
-        prepared.service.store.close()
+    paths = []
+    for last in ("x", "y"):  # names that agree in their first 128 characters
+        path = tmp_path / f"{last}.yaml"
+        path.write_text(
+            (DATA / "gated.yaml").read_text().replace("name: gated", f"name: {'g' * 128}{last}")
+        )
+        paths.append(path)
+    state = tmp_path / "state"
+    with pytest.raises(ServeRefused, match=r"CD436"):
+        prepare(ServeOptions(pipelines=paths, state=state, mcp=True))
+    assert not state.exists()  # refused before the state opened
+    err = io.StringIO()
+    argv = ["serve", *map(str, paths), "--mcp", "--state", str(state)]
+    assert run(argv, io.StringIO(), err, {"NO_COLOR": "1"}) == 3
+    _expected_text("mcp_tool_name_taken.txt", err.getvalue().replace(str(tmp_path), "TMP"))
+    prepare(ServeOptions(pipelines=paths, state=state)).service.store.close()  # fine without
+
+
+def test_the_endpoint_is_mounted_only_with_mcp(tmp_path: Path) -> None:
+    for mcp, mounted in ((True, True), (False, False)):
+        prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "s", mcp=mcp))
+        try:
+            paths = [getattr(route, "path", "") for route in prepared.app.routes]
+            assert ("/mcp" in paths) is mounted
+        finally:
+            prepared.service.store.close()
+
+
+def test_mcp_without_the_mcp_package_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` raises ImportError
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["serve", str(DATA / "echo.yaml"), "--mcp", "--state", str(tmp_path / "s")]
+    code = run(argv, out, err, {"NO_COLOR": "1"})
+    assert code == 3
+    _expected_text("mcp_not_installed.txt", err.getvalue())
+    assert not (tmp_path / "s").exists()
+
+
+def _expected_text(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
