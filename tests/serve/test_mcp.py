@@ -8,7 +8,10 @@ import asyncio
 import io
 import json
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +34,8 @@ BEARER = {"Authorization": f"Bearer {TOKEN}"}
 T = TypeVar("T")
 # The longest any test waits for one exchange with the server.
 BOUND_S = 60.0
+# The bound of a call the test expects to be cut short.
+SHORT_S = 8.0
 
 
 @pytest.fixture
@@ -55,21 +60,25 @@ def served(tmp_path: Path, servers: list[Server]) -> str:
 
 
 def _session(
-    url: str, use: Callable[[ClientSession], Awaitable[T]], headers: dict[str, str] | None = None
+    url: str,
+    use: Callable[[ClientSession], Awaitable[T]],
+    headers: dict[str, str] | None = None,
+    *,
+    bound: float = BOUND_S,
 ) -> T:
     """`use` a fresh initialised MCP session with the server at `url` (bounded)."""
 
     async def main() -> T:
         sent = BEARER if headers is None else headers
         async with (
-            httpx.AsyncClient(headers=sent, timeout=BOUND_S) as http,
+            httpx.AsyncClient(headers=sent, timeout=bound) as http,
             streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
             return await use(session)
 
-    return asyncio.run(asyncio.wait_for(main(), BOUND_S))
+    return asyncio.run(asyncio.wait_for(main(), bound))
 
 
 def _error_body(result: types.CallToolResult) -> dict[str, Any]:
@@ -360,3 +369,30 @@ def _expected_text(name: str, text: str) -> None:
     if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
         path.write_text(text, encoding="utf-8")
     assert text == path.read_text(encoding="utf-8")
+
+
+def test_sigterm_with_a_tool_call_in_flight_exits_0(tmp_path: Path, servers: list[Server]) -> None:
+    server = Server([DATA / "slow.yaml"], tmp_path / "state", "--mcp")
+    servers.append(server)
+    url = server.ready()
+    ended: list[BaseException | None] = []
+
+    def call() -> None:
+        try:
+            _session(url, lambda s: s.call_tool("slow", {}), bound=SHORT_S)
+            ended.append(None)
+        except BaseException as error:  # the server went away under the call
+            ended.append(error)
+
+    calling = threading.Thread(target=call, daemon=True)
+    calling.start()
+    deadline = time.monotonic() + BOUND_S
+    while "converge_runs_in_progress 1" not in httpx.get(f"{url}/metrics", timeout=10).text:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.05)
+    server.process.send_signal(signal.SIGTERM)
+    assert server.exit_code(timeout=15) == 0
+    # The SDK's client hears no answer for a call cut short: it ends at its own bound.
+    calling.join(SHORT_S * 2)
+    assert ended
+    assert "Traceback" not in "".join(server.stderr)
