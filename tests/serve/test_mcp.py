@@ -125,6 +125,22 @@ def test_a_call_runs_the_pipeline_as_wait_true_does(served: str) -> None:
     assert over_http["result"] == run["result"]
 
 
+def test_a_budget_in_meta_lowers_the_runs(served: str) -> None:
+    async def calls(session: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await session.call_tool(
+                "echo", {"text": "x"}, meta={"converge-dsl/budget": {"max_cycles": 1}}
+            ),
+            await session.call_tool("echo", {"text": "x"}),
+        ]
+
+    lowered, whole = _session(served, calls)
+    assert lowered.structuredContent is not None
+    assert whole.structuredContent is not None
+    assert lowered.structuredContent["stop_reason"] == "cycle_budget_exhausted"
+    assert whole.structuredContent["stop_reason"] == "converged"
+
+
 def test_bad_inputs_are_the_http_apis_located_errors(served: str) -> None:
     async def calls(session: ClientSession) -> dict[str, types.CallToolResult]:
         return {
