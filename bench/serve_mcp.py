@@ -39,8 +39,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from mcp import ClientSession
@@ -161,14 +163,28 @@ async def _mcp_round(url: str, calls: int, concurrency: int) -> list[float]:
     return latencies
 
 
-def _line(name: str, concurrency: int, latencies: list[float], wall: float, cpu: float) -> str:
-    ordered = sorted(latencies)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (
-        f"{name} c={concurrency}: calls/s {len(latencies) / wall:.0f}  "
-        f"p50 {statistics.median(ordered) * 1000:.1f} ms  p99 {p99 * 1000:.1f} ms  "
-        f"server cpu/call {cpu / len(latencies) * 1000:.2f} ms"
-    )
+@dataclass
+class Side:
+    """One client's turns: its round, and what they took together."""
+
+    round: Callable[[str, int, int], Coroutine[Any, Any, list[float]]]
+    latencies: list[float] = field(default_factory=list)
+    wall: float = 0.0
+    server_cpu: float = 0.0
+    client_cpu: float = 0.0
+
+    def per_call(self, total: float) -> float:
+        return total / len(self.latencies)
+
+    def line(self, name: str) -> str:
+        ordered = sorted(self.latencies)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        return (
+            f"{name}: calls/s {len(ordered) / self.wall:.0f}  "
+            f"p50 {statistics.median(ordered) * 1000:.1f} ms  p99 {p99 * 1000:.1f} ms  "
+            f"server cpu/call {self.per_call(self.server_cpu) * 1000:.2f} ms  "
+            f"client cpu/call {self.per_call(self.client_cpu) * 1000:.2f} ms"
+        )
 
 
 def main() -> None:
@@ -182,23 +198,17 @@ def main() -> None:
     tokens = folder / "tokens"
     tokens.write_text(TOKEN + "\n")
     process, url = _start(folder / "state", tokens, args.concurrency)
-    totals = {
-        "http": [0.0, 0.0, [], 0.0],
-        "mcp": [0.0, 0.0, [], 0.0],
-    }  # wall, cpu, latencies, client cpu
-    rounds = {"http": _http_round, "mcp": _mcp_round}
+    sides = {"http": Side(_http_round), "mcp": Side(_mcp_round)}
     try:
         asyncio.run(_http_round(url, args.concurrency, args.concurrency))  # warm up
         asyncio.run(_mcp_round(url, args.concurrency, args.concurrency))
         for _ in range(args.rounds):
-            for name, round_ in rounds.items():
-                cpu, wall = _cpu_s(process.pid), time.perf_counter()
-                client = time.process_time()
-                latencies = asyncio.run(round_(url, args.calls, args.concurrency))
-                totals[name][3] += time.process_time() - client  # type: ignore[operator]
-                totals[name][0] += time.perf_counter() - wall  # type: ignore[operator]
-                totals[name][1] += _cpu_s(process.pid) - cpu  # type: ignore[operator]
-                totals[name][2] += latencies  # type: ignore[operator]
+            for side in sides.values():
+                server, client, wall = _cpu_s(process.pid), time.process_time(), time.perf_counter()
+                side.latencies += asyncio.run(side.round(url, args.calls, args.concurrency))
+                side.wall += time.perf_counter() - wall
+                side.client_cpu += time.process_time() - client
+                side.server_cpu += _cpu_s(process.pid) - server
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -207,19 +217,11 @@ def main() -> None:
             process.kill()
             process.wait(timeout=10)
         shutil.rmtree(folder, ignore_errors=True)
-    figures = {}
-    for name, (wall, cpu, latencies, client) in totals.items():
-        assert isinstance(wall, float)
-        assert isinstance(cpu, float)
-        assert isinstance(latencies, list)
-        assert isinstance(client, float)
-        print(
-            _line(f"{name:4}", args.concurrency, latencies, wall, cpu)
-            + f"  client cpu/call {client / len(latencies) * 1000:.2f} ms"
-        )
-        figures[name] = (wall / len(latencies), cpu / len(latencies))
-    time_ratio = figures["mcp"][0] / figures["http"][0]
-    cpu_ratio = figures["mcp"][1] / figures["http"][1]
+    for name, side in sides.items():
+        print(side.line(f"{name:4} c={args.concurrency}"))
+    http, mcp = sides["http"], sides["mcp"]
+    time_ratio = mcp.per_call(mcp.wall) / http.per_call(http.wall)
+    cpu_ratio = mcp.per_call(mcp.server_cpu) / http.per_call(http.server_cpu)
     print(f"mcp / http: time per call {time_ratio:.2f}  server cpu per call {cpu_ratio:.2f}")
 
 

@@ -315,7 +315,7 @@ def build_app(
         Route("/v1/openapi.json", guarded(api.openapi_document), methods=["GET"]),
         Route("/healthz", guarded(api.health, open_route=True), methods=["GET"]),
         Route("/metrics", guarded(api.metrics), methods=["GET"]),
-        *([] if mcp is None else [Route("/mcp", mcp)]),
+        *([] if mcp is None else [Route(mcp.path, mcp)]),
         Route(
             "/{rest:path}",
             guarded(api.not_found),

@@ -95,6 +95,8 @@ def tool_names(pipelines: Iterable[str]) -> dict[str, str]:
 class McpEndpoint:
     """The MCP server over one service (see the module docstring)."""
 
+    path = MCP_PATH
+
     def __init__(
         self,
         service: RunService,
