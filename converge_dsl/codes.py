@@ -10,7 +10,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 - CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
   warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
-- CD4xx agent checks (converge_dsl.agents)
+- CD4xx agent checks (converge_dsl.agents); 436 to 439 `serve --mcp`, whose
+  refusals are the service's, not validate's
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
 - CD6xx compile and run time: 600 to 649 belong to the compiler
 - CD7xx model scripts and model configuration (converge_dsl.models)
