@@ -10,7 +10,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 - CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
   warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
-- CD4xx agent checks (converge_dsl.agents)
+- CD4xx agent checks (converge_dsl.agents); 436 to 439 `serve --mcp`, whose
+  refusals are the service's, not validate's
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
 - CD6xx compile and run time: 600 to 649 belong to the compiler
 - CD7xx model scripts and model configuration (converge_dsl.models)
@@ -118,6 +119,10 @@ SUMMARIZER_NEVER_CALLED = "CD420"  # warning: the summarizer budget never allows
 REMINDER_NEVER_FIRES = "CD421"  # warning: a reminder's every >= max_turns
 TURNS_NEVER_CLEARED = "CD422"  # warning: clear_turns_older_than >= max_turns
 AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
+# `converge-dsl serve --mcp`: the pipelines as MCP tools (436 to 439)
+SERVE_MCP_TOOL_NAME_TAKEN = "CD436"  # two served pipelines give one MCP tool name
+SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no served pipeline
+SERVE_MCP_NOT_INSTALLED = "CD438"  # `serve --mcp` without the mcp extra installed
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing
