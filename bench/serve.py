@@ -156,6 +156,20 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _cpu_by_thread(pid: int) -> dict[str, float]:
+    """CPU seconds of the process `pid`: its main thread (the HTTP layer and the
+    service's loop) and its other threads (the run loops, SQLite's group commits)."""
+    out = {"main thread": 0.0, "other threads": 0.0}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        which = "main thread" if task.name == str(pid) else "other threads"
+        out[which] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def _ms(text: str) -> float:
     number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
@@ -225,11 +239,16 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
             server, url = _serve(pipeline, folder, concurrency)
             try:
                 body = json.dumps({"inputs": inputs})
-                cpu = _cpu_s(server.pid)
+                cpu, threads = _cpu_s(server.pid), _cpu_by_thread(server.pid)
                 figures = drive(
                     url, name, body, seconds=seconds, concurrency=concurrency, folder=folder
                 )
-                serve_cpu = (_cpu_s(server.pid) - cpu) / max(1, figures["requests"])
+                requests = max(1, figures["requests"])
+                serve_cpu = (_cpu_s(server.pid) - cpu) / requests
+                split = {
+                    thread: (seconds_now - threads.get(thread, 0.0)) / requests
+                    for thread, seconds_now in _cpu_by_thread(server.pid).items()
+                }
             finally:
                 _stop(server)
         finally:
@@ -242,7 +261,9 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         f"errors {figures['errors']:.0f}  arun runs/s {arun:.0f}  "
         f"overhead per run: {arun / figures['rate']:.2f}\n"
         f"  cpu per run: serve {1000 * serve_cpu:.2f} ms  arun {1000 * arun_cpu:.2f} ms  "
-        f"ratio {serve_cpu / arun_cpu:.2f}",
+        f"ratio {serve_cpu / arun_cpu:.2f}\n"
+        "  server cpu per run by thread: "
+        + "  ".join(f"{name} {1000 * cpu:.2f} ms" for name, cpu in sorted(split.items()) if cpu),
         flush=True,
     )
 

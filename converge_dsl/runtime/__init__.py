@@ -97,7 +97,7 @@ from ._reuse import CompiledRuns
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
 from ._telemetry import OtelSink
-from ._trace import TraceWriter
+from ._trace import TraceWriter, trace_line
 from ._trace_read import find_cleared_span, read_trace
 
 __all__ = [
@@ -160,6 +160,7 @@ __all__ = [
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",
+    "trace_line",
     "write_page",
     "write_report",
 ]

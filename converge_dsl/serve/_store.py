@@ -3,7 +3,9 @@
 `RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
 is one row of `runs` with its status: `queued` -> `running` -> `done`, or
 `paused` (waiting for a human; `decide` queues it again with the decisions),
-or `cancelled`. Events are rows of `events` numbered from 0 per run; the
+or `cancelled`. Events are rows of `events` numbered from 0 per run, each
+the compact record the run's `EventSink` made (`_events`), rendered as its
+trace line when read (`events`); the
 result of a run that ended is a row of `results`, written in the same
 transaction that marks the run `done`, so a run ends exactly once: `finish`
 refuses a run that is not `running` (a second worker, or a run recovered
@@ -54,6 +56,7 @@ CREATE TABLE IF NOT EXISTS runs (
     updated REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, seq);
+CREATE INDEX IF NOT EXISTS runs_seq ON runs (seq);
 CREATE TABLE IF NOT EXISTS events (
     run TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -266,10 +269,11 @@ class RunStore:
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
+                text = None if body is None else json.dumps(body)
                 cursor = self._db.execute(
                     "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
                     "updated = ? WHERE id = ? AND status = 'running'",
-                    (status, stop_reason, None if body is None else json.dumps(body), now, run),
+                    (status, stop_reason, text, now, run),
                 )
                 if cursor.rowcount != 1:
                     self._db.execute("ROLLBACK")
@@ -278,7 +282,7 @@ class RunStore:
                 if body is not None and status != "paused":
                     self._db.execute(
                         "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
-                        (run, json.dumps(body), now),
+                        (run, text, now),
                     )
                 journal = (  # a pause keeps its last records, an end drops the journal
                     self.checkpoints.take(run)
@@ -363,12 +367,14 @@ class RunStore:
                     raise StateError(f"cannot write the state: {exc}") from None
 
     def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
-        """The stored events of `run` numbered above `after`, in order."""
+        """The stored events of `run` numbered above `after`, in order, as trace lines."""
+        from ._events import render
+
         rows = self._read(
             "SELECT seq, line FROM events WHERE run = ? AND seq > ? ORDER BY seq", (run, after)
         )
-        for seq, line in rows:
-            yield int(seq), str(line)
+        for seq, record in rows:
+            yield int(seq), render(int(seq), str(record))
 
     def next_event(self, run: str) -> int:
         """The number the next event of `run` takes (a resumed run goes on numbering)."""
