@@ -21,10 +21,18 @@ Two models: `scripted` (pipelines/market-entry.yaml: two scripted model calls,
 four cycles) and `loopback` (two model calls in a row through the openai
 adapter to `bench/loopback.py`, its own process, answering after 100 ms).
 
-Prints one line per model:
+- The floor: the same wrk load on a bare Starlette endpoint under uvicorn
+  (its own process, configured as `serve` configures uvicorn) that only reads
+  the body and answers a small JSON: its CPU per request is what any run
+  served over HTTP costs on top of `Pipeline.arun`, whatever the service does.
+
+Prints per model:
 
     serve MODEL c=50: req/s R  p50 A ms  p99 B ms  errors E  arun runs/s S  overhead per run: O
       cpu per run: serve X ms  arun Y ms  ratio Z
+      server cpu per run by thread: main thread M ms  other threads T ms
+      floor: a bare Starlette endpoint under uvicorn: cpu per request F ms (R req/s);
+      (arun + bare) / arun Q
 
 Usage: python bench/serve.py [--model scripted|loopback|both] [--seconds S]
 [--concurrency N] [--runs N]. Needs `wrk` on PATH (`apt-get install wrk`).
@@ -141,6 +149,48 @@ def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.P
     return process, line.rsplit(" on ", 1)[1].strip()
 
 
+def bare_server() -> None:
+    """A Starlette endpoint under uvicorn doing nothing but read the body and answer a
+    small JSON (the floor of the HTTP layer): `uvicorn.Config` as `serve` makes it."""
+    import socket
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def answer(request: Request) -> JSONResponse:
+        await request.body()
+        return JSONResponse({"id": "0" * 32, "status": "done"})
+
+    app = Starlette(routes=[Route("/{rest:path}", answer, methods=["POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, server_header=False, timeout_keep_alive=5
+    )
+    print(f"bare endpoint on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _bare() -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--bare-server"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    if " on http://" not in line:
+        process.kill()
+        raise SystemExit(f"the bare endpoint did not start: {line}{process.stderr.read()}")
+    return process, line.rsplit(" on ", 1)[1].strip()
+
+
 def _stop(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGTERM)
     try:
@@ -251,6 +301,15 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
                 }
             finally:
                 _stop(server)
+            bare, url = _bare()
+            try:
+                cpu = _cpu_s(bare.pid)
+                floor = drive(
+                    url, name, body, seconds=seconds, concurrency=concurrency, folder=folder
+                )
+                bare_cpu = (_cpu_s(bare.pid) - cpu) / max(1, floor["requests"])
+            finally:
+                _stop(bare)
         finally:
             if loopback is not None:
                 loopback.stdin.close()  # type: ignore[union-attr]
@@ -263,7 +322,10 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         f"  cpu per run: serve {1000 * serve_cpu:.2f} ms  arun {1000 * arun_cpu:.2f} ms  "
         f"ratio {serve_cpu / arun_cpu:.2f}\n"
         "  server cpu per run by thread: "
-        + "  ".join(f"{name} {1000 * cpu:.2f} ms" for name, cpu in sorted(split.items()) if cpu),
+        + "  ".join(f"{name} {1000 * cpu:.2f} ms" for name, cpu in sorted(split.items()))
+        + f"\n  floor: a bare Starlette endpoint under uvicorn: cpu per request "
+        f"{1000 * bare_cpu:.2f} ms ({floor['rate']:.0f} req/s); "
+        f"(arun + bare) / arun {(arun_cpu + bare_cpu) / arun_cpu:.2f}",
         flush=True,
     )
 
@@ -274,7 +336,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--bare-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_server:
+        bare_server()
+        return
     if shutil.which("wrk") is None:
         raise SystemExit("bench/serve.py needs wrk: apt-get install wrk")
     for model in ("scripted", "loopback") if args.model == "both" else (args.model,):

@@ -42,7 +42,8 @@ Public surface:
   suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`;
   where a journal is kept is the port `JournalMedium`: `FolderJournal` (a
   `--checkpoint` folder) or `SqliteJournals` (one database of many runs' journals,
-  each a `SqliteJournal`, as `converge-dsl serve` keeps them).
+  each a `SqliteJournal`, as `converge-dsl serve` keeps them; `execute_all` runs
+  statements in order, consecutive ones of one SQL as one `executemany`).
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
@@ -67,7 +68,7 @@ from ._answer_cache import (
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
-from ._checkpoint_sqlite import SqliteJournal, SqliteJournals
+from ._checkpoint_sqlite import SqliteJournal, SqliteJournals, execute_all
 from ._documents import (
     DiagnosticModel,
     FactModel,
@@ -161,6 +162,7 @@ __all__ = [
     "run_pipeline",
     "schema_text",
     "trace_line",
+    "execute_all",
     "write_page",
     "write_report",
 ]

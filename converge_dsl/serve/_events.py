@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 FLUSH_LINES = 256
 SEPARATOR = "\t"
 
+
 def event_json(event: BaseModel) -> str:
     """The event's fields as JSON text: its `model_dump(mode="json")`, as the trace writes
     it (pydantic's own JSON writer differs from it on numbers JSON cannot hold)."""

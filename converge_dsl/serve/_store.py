@@ -35,9 +35,16 @@ from typing import Any
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
 
+from converge_dsl.runtime import execute_all
+
 from ._errors import ServeFailed
 
 STATE_FILE = "runs.sqlite3"
+# The most runs one retention transaction deletes (SQLite's limit of bound values is
+# 32766; a batch also bounds how long the database is held).
+PRUNE_BATCH = 500
+# The tables holding a run's rows, and the column naming the run.
+_RUN_TABLES = (("runs", "id"), ("events", "run"), ("results", "run"), ("idempotency", "run"))
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
 
@@ -184,11 +191,15 @@ class RunStore:
         rows = self._read("SELECT digest, run FROM idempotency WHERE key = ?", (key,))
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
-    def prune(self, *, keep: int | None, before: float | None) -> list[str]:
+    def prune(
+        self, *, keep: int | None, before: float | None, batch: int = PRUNE_BATCH
+    ) -> list[str]:
         """Delete the finished runs (done, cancelled) past the newest `keep` finished ones
         or last changed before `before` (seconds since the epoch), with their events,
-        results, checkpoint journals and idempotency keys, in one transaction; the ids
-        deleted. A paused, queued or running run is never deleted."""
+        results, checkpoint journals and idempotency keys; the ids deleted. A paused,
+        queued or running run is never deleted. Runs go `batch` at a time, each batch one
+        transaction: a first pass over a large backlog neither holds the database for
+        long nor writes one transaction per run."""
         chosen: set[str] = set()
         finished = "status IN ('done', 'cancelled')"
         if keep is not None:
@@ -201,27 +212,43 @@ class RunStore:
         if before is not None:
             rows = self._read(f"SELECT id FROM runs WHERE {finished} AND updated < ?", (before,))
             chosen.update(str(r[0]) for r in rows)
+        ordered = sorted(chosen)
         gone: list[str] = []
-        for run in sorted(chosen):
-            statements: list[tuple[str, Sequence[Any]]] = [
-                (f"DELETE FROM runs WHERE id = ? AND {finished}", (run,)),
-                ("DELETE FROM events WHERE run = ?", (run,)),
-                ("DELETE FROM results WHERE run = ?", (run,)),
-                ("DELETE FROM idempotency WHERE run = ?", (run,)),
-            ]
-            with self._lock:
-                try:
-                    self._db.execute("BEGIN IMMEDIATE")
-                    cursor = self._db.execute(*statements[0])
-                    if cursor.rowcount == 1:  # still finished: nothing else runs it
-                        for sql, args in [*statements[1:], *self.checkpoints.removal(run)]:
-                            self._db.execute(sql, args)
-                        gone.append(run)
-                    self._db.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
-                    raise StateError(f"cannot write the state: {exc}") from None
+        for start in range(0, len(ordered), max(1, batch)):
+            gone += self._prune_batch(ordered[start : start + max(1, batch)])
+        return gone
+
+    def _prune_batch(self, runs: Sequence[str]) -> list[str]:
+        """Delete `runs` that are still finished, in one transaction; those deleted."""
+        marks = ", ".join("?" * len(runs))
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                # still finished: nothing else runs them (a decision may have queued none,
+                # but a run is never taken back from `done`)
+                gone = [
+                    str(r[0])
+                    for r in self._db.execute(
+                        f"SELECT id FROM runs WHERE id IN ({marks}) AND "
+                        "status IN ('done', 'cancelled') ORDER BY id",
+                        tuple(runs),
+                    ).fetchall()
+                ]
+                if gone:
+                    kept = ", ".join("?" * len(gone))
+                    for table, column in _RUN_TABLES:
+                        self._db.execute(
+                            f"DELETE FROM {table} WHERE {column} IN ({kept})", tuple(gone)
+                        )
+                    # a finished run has nothing queued: only its journal's deletions,
+                    # grouped by statement so each is one executemany
+                    removals = [s for run in gone for s in self.checkpoints.removal(run)]
+                    execute_all(self._db, sorted(removals, key=lambda s: s[0]))
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
         return gone
 
     def get(self, run: str) -> RunRow | None:
@@ -289,8 +316,7 @@ class RunStore:
                     if status == "paused"
                     else self.checkpoints.removal(run)
                 )
-                for sql, args in journal:
-                    self._db.execute(sql, args)
+                execute_all(self._db, journal)
                 self._db.execute("COMMIT")
                 return True
             except sqlite3.Error as exc:

@@ -73,7 +73,7 @@ def _pair(events: list[BaseModel]) -> tuple[list[str], list[str]]:
 
 
 def test_numbers_json_cannot_hold_and_any_text_render_as_the_trace_writes_them() -> None:
-    data: Any = {"nan": math.nan, "big": 1e300, "small": 1e-7, "text": "é\u2028\t\"\\"}
+    data: Any = {"nan": math.nan, "big": 1e300, "small": 1e-7, "text": 'é\u2028\t"\\'}
     events: list[BaseModel] = [
         ev.RunStarted(suggestors=1, seeds=0, budget={"max_wall_s": math.inf, "max_cycles": 3}),
         ev.FactPromoted(
