@@ -148,6 +148,7 @@ __all__ = [
     "check_outputs",
     "check_report_output",
     "checkpoint_key",
+    "execute_all",
     "exported_schemas",
     "find_cleared_span",
     "load_document",
@@ -162,7 +163,6 @@ __all__ = [
     "run_pipeline",
     "schema_text",
     "trace_line",
-    "execute_all",
     "write_page",
     "write_report",
 ]

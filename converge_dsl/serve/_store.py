@@ -34,7 +34,6 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
-
 from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
