@@ -30,6 +30,10 @@ one transaction (`RunStore.finish`), so a run ends exactly once.
   days) with their events, results, journals and keys, on a task that sleeps
   on the injected clock between passes; paused runs are never deleted.
 
+The checkpoint key of a pipeline's environment is read once, at its first run,
+and seals every later run's journal (a key file replaced while the server runs
+takes effect at the next start).
+
 Runs execute on event loops of their own threads (`_loops`), so a run
 waiting for the disk (its checkpoint journal's commits) stalls neither the
 HTTP layer nor other runs; their events reach the streams through the
@@ -126,6 +130,7 @@ class RunService:
         self._ended: dict[str, _Stopped] = {}
         self._cancelling: set[str] = set()
         self._loops: RunLoops | None = None
+        self._keys: dict[str, bytes] = {}  # pipeline -> its checkpoint key (`_key`)
 
     def _now(self) -> float:
         """Seconds since the epoch, from the injected wall clock (what the store records)."""
@@ -393,6 +398,16 @@ class RunService:
             ended.row = row
             ended.set()
 
+    def _key(self, pipeline: Pipeline) -> bytes:
+        """The checkpoint key of `pipeline`'s environment, read (or made) at its first run
+        and kept: every run's journal is sealed with it, without reading the file again."""
+        from converge_dsl.runtime import checkpoint_key
+
+        key = self._keys.get(pipeline.name)
+        if key is None:
+            key = self._keys[pipeline.name] = checkpoint_key(pipeline.env)
+        return key
+
     async def _outcome(
         self,
         pipeline: Pipeline,
@@ -418,6 +433,7 @@ class RunService:
             env=pipeline.env,
             decided_by=dict.fromkeys(decisions, DECIDED_BY),
             journal=journal,
+            key=self._key(pipeline),
         )
         request = RunRequest.of(row.request)
         most = self._limits.max_run_s
