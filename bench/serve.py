@@ -21,6 +21,9 @@ Two models: `scripted` (pipelines/market-entry.yaml: two scripted model calls,
 four cycles) and `loopback` (two model calls in a row through the openai
 adapter to `bench/loopback.py`, its own process, answering after 100 ms).
 
+- What the service stores of a run, measured in this process: `Pipeline.outcome`
+  with the service's event sink and its SQLite checkpoint journal, the run added,
+  started and finished in a `RunStore` (no HTTP, no queue, no threads).
 - The floor: the same wrk load on a bare Starlette endpoint under uvicorn
   (its own process, configured as `serve` configures uvicorn) that only reads
   the body and answers a small JSON: its CPU per request is what any run
@@ -33,6 +36,7 @@ Prints per model:
       server cpu per run by thread: main thread M ms  other threads T ms
       floor: a bare Starlette endpoint under uvicorn: cpu per request F ms (R req/s);
       (arun + bare) / arun Q
+      in process, the run with what the service stores of it (...): D ms, ...
 
 Usage: python bench/serve.py [--model scripted|loopback|both] [--seconds S]
 [--concurrency N] [--runs N]. Needs `wrk` on PATH (`apt-get install wrk`).
@@ -112,6 +116,65 @@ def baseline(
         return runs / elapsed, cpu / runs
 
     return asyncio.run(main())
+
+
+def durable(
+    pipeline: Path, inputs: dict[str, str], runs: int, concurrency: int, folder: Path
+) -> float:
+    """CPU seconds per run of `Pipeline.outcome` doing in this process what the service
+    stores of a run, without HTTP, queues or threads: the run added, started, run with
+    the service's event sink and its checkpoint journal in SQLite, and finished with its
+    events and result (`RunStore`), `concurrency` at once on one event loop."""
+    import uuid
+
+    from converge_dsl import load
+    from converge_dsl.runtime import Checkpointing, checkpoint_key
+    from converge_dsl.serve import RunStore
+    from converge_dsl.serve._events import EventSink, LiveRun
+
+    loaded = load(pipeline)
+    store = RunStore(folder / "durable")
+    key = checkpoint_key(loaded.env)
+
+    async def main() -> float:
+        gate = asyncio.Semaphore(concurrency)
+        loop = asyncio.get_running_loop()
+
+        async def one() -> None:
+            async with gate:
+                run = uuid.uuid4().hex
+                store.add(run, loaded.name, {"inputs": inputs}, time.time())
+                store.start(run, time.time())
+                live = LiveRun(0, loop)
+                journal = store.checkpoints.journal(
+                    run, alongside=lambda: store.event_statements(run, live.unstored())
+                )
+                checkpoint = Checkpointing(folder, journal=journal, env=loaded.env, key=key)
+                sink = EventSink(live, lambda: store.add_events(run, live.unstored()))
+                out = await loaded.outcome(inputs, sinks=(sink,), checkpoint=checkpoint)
+                body = out.plain
+                assert body["stop_reason"] == "converged", body["stop_reason"]
+                events = live.unstored()
+                store.finish(
+                    run,
+                    status="done",
+                    stop_reason="converged",
+                    body=body,
+                    events=events,
+                    now=time.time(),
+                )
+
+        await asyncio.gather(*(one() for _ in range(min(runs, 2 * concurrency))))
+        cpu = time.process_time()
+        await asyncio.gather(*(one() for _ in range(runs)))
+        cpu = time.process_time() - cpu
+        await loaded.aclose()
+        return cpu / runs
+
+    try:
+        return asyncio.run(main())
+    finally:
+        store.close()
 
 
 def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.Popen[str], str]:
@@ -286,6 +349,7 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         try:
             print(f"load average {os.getloadavg()}", flush=True)
             arun, arun_cpu = baseline(pipeline, inputs, runs, concurrency)
+            durable_cpu = durable(pipeline, inputs, runs, concurrency, folder)
             server, url = _serve(pipeline, folder, concurrency)
             try:
                 body = json.dumps({"inputs": inputs})
@@ -325,7 +389,11 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         + "  ".join(f"{name} {1000 * cpu:.2f} ms" for name, cpu in sorted(split.items()))
         + f"\n  floor: a bare Starlette endpoint under uvicorn: cpu per request "
         f"{1000 * bare_cpu:.2f} ms ({floor['rate']:.0f} req/s); "
-        f"(arun + bare) / arun {(arun_cpu + bare_cpu) / arun_cpu:.2f}",
+        f"(arun + bare) / arun {(arun_cpu + bare_cpu) / arun_cpu:.2f}\n"
+        f"  in process, the run with what the service stores of it (events, journal, "
+        f"result; no HTTP, queue or threads): {1000 * durable_cpu:.2f} ms, "
+        f"{durable_cpu / arun_cpu:.2f} x arun; with the bare endpoint "
+        f"{(durable_cpu + bare_cpu) / arun_cpu:.2f} x arun",
         flush=True,
     )
 

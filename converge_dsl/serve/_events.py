@@ -180,11 +180,12 @@ class EventSink(RunSink):
     def on_event(self, event: BaseModel) -> None:
         if self._wall is None:
             return
-        extras = self._extras if getattr(event, "type", None) == "run_started" else ""
+        fields = event.__dict__  # a model's fields (no lookup that raises when one is absent)
+        extras = self._extras if fields.get("type") == "run_started" else ""
         record = SEPARATOR.join(
             (
                 rfc3339(self._wall.wall()),
-                self._span(getattr(event, "suggestor", None)),
+                self._span(fields.get("suggestor")),
                 extras,
                 event_json(event),
             )
