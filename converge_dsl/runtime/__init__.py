@@ -34,7 +34,8 @@ Public surface:
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
-- `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
+- `TraceWriter` (JSONL event sink, flushed per event; `trace_line` lays out one line, for
+  it and for the service's event streams); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
   `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),

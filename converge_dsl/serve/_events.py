@@ -34,11 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from converge_dsl.clock import Clock, rfc3339
+from converge_dsl.clock import Clock, SystemClock, WallClock, rfc3339
 from converge_dsl.runtime import RunSink, TraceWriter, trace_line
 
 if TYPE_CHECKING:
-    from converge_dsl.clock import WallClock
     from converge_dsl.compiler import CompiledPipeline
 
 FLUSH_LINES = 256
@@ -153,9 +152,7 @@ class EventSink(RunSink):
         self._extras = ""
 
     def open(self, clock: Clock) -> None:
-        from converge_dsl.runtime._trace import wall_clock
-
-        self._wall = wall_clock(clock)
+        self._wall = clock if isinstance(clock, WallClock) else SystemClock()
         self._writer = TraceWriter({}, None, wall=self._wall)
 
     def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
