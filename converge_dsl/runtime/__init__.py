@@ -34,7 +34,8 @@ Public surface:
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
-- `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
+- `TraceWriter` (JSONL event sink, flushed per event; `trace_line` lays out one line, for
+  it and for the service's event streams); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
   `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),
@@ -42,7 +43,8 @@ Public surface:
   suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`;
   where a journal is kept is the port `JournalMedium`: `FolderJournal` (a
   `--checkpoint` folder) or `SqliteJournals` (one database of many runs' journals,
-  each a `SqliteJournal`, as `converge-dsl serve` keeps them).
+  each a `SqliteJournal`, as `converge-dsl serve` keeps them; `execute_all` runs
+  statements in order, consecutive ones of one SQL as one `executemany`).
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
@@ -67,7 +69,7 @@ from ._answer_cache import (
 from ._assembly import Checkpointing, RunPlan, assemble_run
 from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
 from ._checkpoint_key import CheckpointRefused, checkpoint_key
-from ._checkpoint_sqlite import SqliteJournal, SqliteJournals
+from ._checkpoint_sqlite import SqliteJournal, SqliteJournals, execute_all
 from ._documents import (
     DiagnosticModel,
     FactModel,
@@ -97,7 +99,7 @@ from ._reuse import CompiledRuns
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
 from ._telemetry import OtelSink
-from ._trace import TraceWriter
+from ._trace import TraceWriter, trace_line
 from ._trace_read import find_cleared_span, read_trace
 
 __all__ = [
@@ -147,6 +149,7 @@ __all__ = [
     "check_outputs",
     "check_report_output",
     "checkpoint_key",
+    "execute_all",
     "exported_schemas",
     "find_cleared_span",
     "load_document",
@@ -160,6 +163,7 @@ __all__ = [
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",
+    "trace_line",
     "write_page",
     "write_report",
 ]

@@ -80,6 +80,9 @@ class Checkpointing:
     # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
     decided_by: Mapping[str, str] = field(default_factory=dict)
     journal: JournalMedium | None = None
+    # The key sealing the journal when the caller read it already (a service reads it
+    # once); None: `checkpoint_key(env)`, read when the run starts.
+    key: bytes | None = None
 
     def medium(self) -> JournalMedium:
         """Where the journal is kept: `journal`, else the folder's files."""
@@ -304,7 +307,8 @@ def _store(
 ) -> CheckpointStore | None:
     if checkpointing is None or medium is None:
         return None
-    return CheckpointStore(checkpointing.folder, checkpoint_key(checkpointing.env), medium=medium)
+    key = checkpointing.key if checkpointing.key is not None else checkpoint_key(checkpointing.env)
+    return CheckpointStore(checkpointing.folder, key, medium=medium)
 
 
 def _read_checkpoint(store: CheckpointStore | None, plan: RunPlan) -> Checkpoint | None:

@@ -225,7 +225,7 @@ class _Api:
         lines = [line for _, line in self.service.store.events(ident)]
         live = self.service.live(ident)
         if live is not None:
-            lines += [line for _, line in live.lines[live.stored :]]
+            lines += live.pending()
         if not lines:
             raise refused(
                 404,
@@ -361,7 +361,7 @@ async def _stream(service: RunService, run: str, last: int) -> AsyncIterator[str
                 yield f"id: {seq}\ndata: {line}\n\n"
                 last = seq
             if not live.ended:
-                await live.changed(KEEPALIVE_S)
+                await live.changed(last, KEEPALIVE_S)
                 if not live.after(last) and not live.ended:
                     yield ": keep-alive\n\n"
                 continue

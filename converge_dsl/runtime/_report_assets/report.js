@@ -81,6 +81,9 @@
   var KINDS = D.kinds || [], STYLES = D.styles || {};
   var OTHER = { fill: "#e5e7eb", stroke: "#6b7280", text: "#111827", label: "other kind" };
   function styleOf(i) { return STYLES[KINDS[i]] || OTHER; }
+  /* the narrowest bar: its 1-px outline on both sides still leaves its kind's fill seen
+     (a short execution in a long run, or on a loaded machine, is far under a pixel) */
+  var MIN_BAR = 5;
   /* the next bar's start in each lane, so a narrow bar's name is drawn after it only where it fits */
   var nextStart = new Float64Array(EX.length).fill(Infinity), prevEnd = new Float64Array(EX.length).fill(-Infinity), lastIn = {};
   order.forEach(function (i) { var k = lane[i], j = lastIn[k]; if (j !== undefined) { nextStart[j] = xs(EX[i])[0]; prevEnd[i] = xs(EX[j])[1]; } lastIn[k] = i; });
@@ -101,7 +104,7 @@
       var r = EX[i], x = xs(r), a = X(x[0]), b = X(x[1]);
       if (b < 0 || a > w || lane[i] >= lanes) continue;
       ctx.globalAlpha = dimmed && !dimmed[r[0]] ? 0.15 : 1;
-      var st = styleOf(r[0]), y = TOP + lane[i] * LH, bw = Math.max(b - a, 2), ty = y + (LH - 5) / 2 + 4;
+      var st = styleOf(r[0]), y = TOP + lane[i] * LH, bw = Math.max(b - a, MIN_BAR), ty = y + (LH - 5) / 2 + 4;
       ctx.fillStyle = r[5] ? FAILED : st.fill; ctx.fillRect(a, y, bw, LH - 5);
       ctx.strokeStyle = r[5] ? FAILED : st.stroke; ctx.lineWidth = 1; ctx.strokeRect(a + 0.5, y + 0.5, bw - 1, LH - 6);
       var name = nm(r[0]), after = Math.min(X(nextStart[i]), w) - b - 8, before = a - Math.max(X(prevEnd[i]), 0) - 8;
