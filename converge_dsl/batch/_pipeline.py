@@ -313,6 +313,7 @@ class Pipeline:
             checkpoint=checkpoint,
             budget=budget,
             tool_servers=tool_servers or self._tools.lend,
+            environ=self._env,
         )
         return await assemble_run(plan)
 

@@ -31,7 +31,7 @@ Public surface:
   `HTTP_NUMBERS`, the numeric settings of an HTTP model; the tool servers (`tools:`):
   `ToolServerSpec` with `StdioServerSpec` and `HttpServerSpec`, `tool_server_spec` converts
   one `tools.<name>` mapping, `tool_reference(name)` reads an agent's `mcp:SERVER/TOOL`
-  (`MCP_PREFIX`, `EVERY_TOOL`)
+  (`MCP_PREFIX`, `EVERY_TOOL`; `pack_server` splits a pack's `PACK/SERVER`)
 - templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
   `template_problems(...)`, `expression_error(text)`; the data flow of a pack's template
   (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
@@ -147,6 +147,7 @@ else:
                 "MCP_PREFIX",
                 "StdioServerSpec",
                 "ToolServerSpec",
+                "pack_server",
                 "tool_reference",
                 "tool_server_spec",
             ),
