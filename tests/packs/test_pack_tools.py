@@ -21,8 +21,7 @@ from converge_dsl.packs import load_pack
 EXPECTED = Path(__file__).resolve().parent / "expected"
 SERVER_FILE = "glossary_terms_server.py"  # a name no other test's process has
 
-PACK = (
-    """\
+PACK = """\
 apiVersion: converge-dsl/v1
 kind: Pack
 name: glossary
@@ -40,13 +39,11 @@ suggestors:
         content: "{{ item.word }}: {{ item.meaning }}"
 tools:
   terms:
-    command: [python3, %s]
+    command: [python3, @SERVER@]
     cwd: bin
     env: {pass: [GLOSSARY_COUNT]}
     allow: [define]
-"""
-    % SERVER_FILE
-)
+""".replace("@SERVER@", SERVER_FILE)
 
 SERVER = '''\
 """A FastMCP glossary: `define(word)` answers the word and its meaning as JSON and appends
@@ -79,7 +76,7 @@ kind: Pipeline
 name: words
 packs: {glossary: ">=1"}
 repositories: [{path: repo}]
-%smodels:
+@TRUST@models:
   default: {adapter: scripted, script: clerk.script.yaml}
 budget: {max_tool_calls: 5}
 seeds:
@@ -148,7 +145,9 @@ def _words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, trust: bool) -> P
     code, _, err = cli("pack", "publish", str(source), "--repo", str(tmp_path / "repo"))
     assert code == 0, err
     pipeline = tmp_path / "p.yaml"
-    pipeline.write_text(PIPELINE % ("trust: {glossary: [terms]}\n" if trust else ""))
+    pipeline.write_text(
+        PIPELINE.replace("@TRUST@", "trust: {glossary: [terms]}\n" if trust else "")
+    )
     (tmp_path / "clerk.script.yaml").write_text(SCRIPT)
     return pipeline
 
