@@ -216,8 +216,26 @@ def test_a_trusted_pack_server_is_locked_run_and_replayed_with_its_program_gone(
     code, replayed, err = cli("run", str(pipeline), "--format", "json", "--replay", str(cassette))
     assert (code, err) == (0, "")
     assert replayed == recorded
+    # A test file replaces the pack's server by its name in the run, `PACK/SERVER`.
+    (tmp_path / "p.test.yaml").write_text(TEST_FILE)
+    code, out, err = cli("test", str(tmp_path / "p.test.yaml"))
+    assert code == 0, out + err
     assert _calls(tmp_path) == ["alpha", "beta", "gamma"]
     assert running(SERVER_FILE) == []
+
+
+TEST_FILE = """\
+apiVersion: converge-dsl/v1
+kind: PipelineTest
+pipeline: p.yaml
+tools:
+  glossary/terms: {cassette: run.cassette.jsonl}
+cases:
+  - name: the pack's server answers from the cassette
+    expect:
+      stop_reason: converged
+      facts: [{key: strategies, id: gamma, contains: unknown}]
+"""
 
 
 def test_a_pack_server_whose_folder_leaves_the_pack_is_refused(tmp_path: Path) -> None:
