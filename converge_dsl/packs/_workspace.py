@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
     from converge_dsl.packs._resolve import Resolved
-    from converge_dsl.tools import ServerFactory
+    from converge_dsl.tools import LockedServer, ServerFactory
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
 # The fields `lock` and `pack` read of a pipeline.
@@ -221,8 +221,6 @@ def lock_pipeline(
         signature = dict(entry.signature) if entry.signature else None
         keys = repositories[pinned.repository].trusted_keys
         verify(signature, keys, pinned.name, str(entry.version), entry.sha256)
-    from converge_dsl.packs._tool_lock import lock_tool_servers
-
     lock = lock_from_resolution(info.packs, info.repositories, resolved)
     if previous is not None:
         check_pin_moves(
@@ -235,19 +233,33 @@ def lock_pipeline(
             moving=set(upgrade or ()),  # named packs only: `--upgrade` alone moves none down
         )
     packs = _install_all(lock, repositories, cache or PackCache())
-    tools = lock_tool_servers(pipeline, factory=tool_factory, environ=environ)
-    if info.trust:  # the trusted servers of its packs, each started in its fetched folder
-        from converge_dsl.packs._pack_tools import lock_pack_servers
-        from converge_dsl.tools._real import real_server
-
-        parent = dict(os.environ if environ is None else environ)
-        tools |= lock_pack_servers(packs, info.trust, tool_factory or real_server, parent)
-    lock = replace(lock, tools=tools)
+    lock = replace(lock, tools=_lock_tools(pipeline, info, packs, tool_factory, environ))
     write_lock(pipeline, lock, warn=warn)
     if warn is not None:
         for notice in _pin_notices(pipeline, info, resolved.values(), repositories):
             warn(notice)
     return lock
+
+
+def _lock_tools(
+    pipeline: Path,
+    info: PipelinePacks,
+    packs: Mapping[str, Pack],
+    factory: ServerFactory | None,
+    environ: Mapping[str, str] | None,
+) -> dict[str, LockedServer]:
+    """The pipeline's tool servers and the trusted servers of its fetched packs, each
+    started (a pack's in its folder), read and stopped."""
+    from converge_dsl.packs._tool_lock import lock_tool_servers
+
+    tools = lock_tool_servers(pipeline, factory=factory, environ=environ)
+    if info.trust:
+        from converge_dsl.packs._pack_tools import lock_pack_servers
+        from converge_dsl.tools import McpToolServer
+
+        parent = dict(os.environ if environ is None else environ)
+        tools |= lock_pack_servers(packs, info.trust, factory or McpToolServer, parent)
+    return tools
 
 
 def _where_asked(pipeline: Path, packs: Sequence[str]) -> str | None:

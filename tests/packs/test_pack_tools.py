@@ -47,7 +47,8 @@ tools:
 
 SERVER = '''\
 """A FastMCP glossary: `define(word)` answers the word and its meaning as JSON and appends
-the word to the file GLOSSARY_COUNT names (so a test counts the calls)."""
+the word to the file GLOSSARY_COUNT names (so a test counts the calls). With a file
+`extra.flag` beside that one, it also offers `extra` (a changed tool list)."""
 
 import json
 import os
@@ -64,6 +65,14 @@ def define(word: str) -> str:
     with open(os.environ["GLOSSARY_COUNT"], "a", encoding="utf-8") as out:
         out.write(word + "\\n")
     return json.dumps({"word": word, "meaning": MEANINGS.get(word, "unknown")})
+
+
+if os.path.exists(os.path.join(os.path.dirname(os.environ["GLOSSARY_COUNT"]), "extra.flag")):
+
+    @server.tool()
+    def extra(word: str) -> str:
+        """A tool that appears after the lock."""
+        return word
 
 
 if __name__ == "__main__":
@@ -119,17 +128,20 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def running(marker: str) -> list[int]:
-    """Processes whose command line names `marker` (none may outlive a command)."""
+def running(folder: Path) -> list[int]:
+    """Processes working in `folder` (a pack server runs in the pack's folder of the cache
+    there); none may outlive a command. By folder, not by command line: another test may
+    run the same server at the same time."""
     found = []
+    inside = str(folder.resolve())
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
             try:
-                cmdline = (entry / "cmdline").read_bytes()
+                cwd = os.readlink(entry / "cwd")
                 state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if marker.encode() in cmdline and state != "Z":
+            if (cwd == inside or cwd.startswith(inside + "/")) and state != "Z":
                 found.append(int(entry.name))
     return found
 
@@ -173,7 +185,7 @@ def test_an_untrusted_pack_server_is_refused_and_nothing_is_started(
     assert "error[CD269]: tool server 'terms' of pack glossary is not trusted" in err
     assert "add: trust: {glossary: [terms]}" in err
     assert _calls(tmp_path) == []
-    assert running(SERVER_FILE) == []
+    assert running(tmp_path / "cache") == []
 
 
 def test_a_trusted_pack_server_is_locked_run_and_replayed_with_its_program_gone(
@@ -195,7 +207,7 @@ def test_a_trusted_pack_server_is_locked_run_and_replayed_with_its_program_gone(
         "env_set": {},
     }
     assert _calls(tmp_path) == []  # the lock read the tool list, called nothing
-    assert running(SERVER_FILE) == []
+    assert running(tmp_path / "cache") == []
     assert cli("validate", str(pipeline)) == (0, "1 file valid\n", "")
 
     cassette = tmp_path / "run.cassette.jsonl"
@@ -208,7 +220,7 @@ def test_a_trusted_pack_server_is_locked_run_and_replayed_with_its_program_gone(
     assert facts["evaluations"] == ["the second letter"]  # a pipeline `tool` suggestor
     assert facts["strategies"] == ["gamma: unknown"]  # an agent
     assert _calls(tmp_path) == ["alpha", "beta", "gamma"]
-    assert running(SERVER_FILE) == []
+    assert running(tmp_path / "cache") == []
 
     empty = tmp_path / "no-programs"
     empty.mkdir()
@@ -221,7 +233,7 @@ def test_a_trusted_pack_server_is_locked_run_and_replayed_with_its_program_gone(
     code, out, err = cli("test", str(tmp_path / "p.test.yaml"))
     assert code == 0, out + err
     assert _calls(tmp_path) == ["alpha", "beta", "gamma"]
-    assert running(SERVER_FILE) == []
+    assert running(tmp_path / "cache") == []
 
 
 TEST_FILE = """\
@@ -236,6 +248,20 @@ cases:
       stop_reason: converged
       facts: [{key: strategies, id: gamma, contains: unknown}]
 """
+
+
+def test_a_pack_server_whose_tools_changed_since_the_lock_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _words(tmp_path, monkeypatch, trust=True)
+    assert cli("lock", str(pipeline))[0] == 0
+    (tmp_path / "extra.flag").write_text("")
+    code, _, err = cli("run", str(pipeline))
+    assert code == 1
+    shown = err.replace(str(tmp_path), "DIR")
+    assert shown == (EXPECTED / "pack_tool_changed.expected").read_text()
+    assert _calls(tmp_path) == []
+    assert running(tmp_path / "cache") == []
 
 
 def test_a_pack_server_whose_folder_leaves_the_pack_is_refused(tmp_path: Path) -> None:
