@@ -180,6 +180,13 @@ def test_an_untrusted_pack_server_is_refused_and_nothing_is_started(
     assert code == 2
     shown = out.replace(str(tmp_path), "DIR")
     assert shown == (EXPECTED / "pack_tool_untrusted.expected").read_text()
+    code, out, _ = cli("pack", "info", "glossary", "--repo", str(tmp_path / "repo"))
+    assert code == 0
+    assert out.endswith(  # what a user reads before trusting it
+        "trust: {glossary: [SERVER]}):\n\n  terms  (stdio)\n"
+        f'    runs ["python3", "{SERVER_FILE}"] in bin\n    passes GLOSSARY_COUNT\n'
+        "    allows define\n"
+    )
     code, _, err = cli("run", str(pipeline))
     assert code == 2
     assert "error[CD269]: tool server 'terms' of pack glossary is not trusted" in err
