@@ -481,3 +481,57 @@ def _property_names(
 
 def _first_sentence(message: str) -> str:
     return message.split("\n", 1)[0]
+
+
+def bundled_schema(name: str) -> dict[str, Any]:
+    """`schemas/<name>` standing alone: each definition it takes from another shipped
+    schema (`pipeline.v1.json#/$defs/NAME`, the pack schema's `tools`) copied into its own
+    `$defs` with the definitions those use, and the references made local. What `converge-dsl
+    schema` prints, so an editor given the file needs no other."""
+    schema = json.loads(json.dumps(load_schema(name)))
+    defs: dict[str, Any] = schema.setdefault("$defs", {})
+    pending = list(_foreign_refs(schema))
+    while pending:
+        other, definition = pending.pop()
+        if definition in defs:
+            continue
+        copied = json.loads(json.dumps(load_schema(other)["$defs"][definition]))
+        defs[definition] = copied
+        pending += [(other, d) for d in _local_refs(copied)]
+    bundled: dict[str, Any] = _localised(schema)
+    return bundled
+
+
+def _foreign_refs(node: Any) -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        found = re.fullmatch(r"([a-z-]+\.v1\.json)#/\$defs/([A-Za-z]+)", str(node.get("$ref", "")))
+        if found:
+            yield found.group(1), found.group(2)
+        for value in node.values():
+            yield from _foreign_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _foreign_refs(value)
+
+
+def _local_refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        found = re.fullmatch(r"#/\$defs/([A-Za-z]+)", str(node.get("$ref", "")))
+        if found:
+            yield found.group(1)
+        for value in node.values():
+            yield from _local_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _local_refs(value)
+
+
+def _localised(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: re.sub(r"^[a-z-]+\.v1\.json#", "#", value) if key == "$ref" else _localised(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_localised(value) for value in node]
+    return node
