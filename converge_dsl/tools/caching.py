@@ -3,12 +3,13 @@
 MCP tool calls share the run's `models.caching.AnswerCache` (one store, one
 mode, one record of hits and misses, docs/cache.md) with the model calls.
 The key (`AnswerCache.key`, kind `tool`) is the cache's format version, the
-server's identity (`transport_identity`: what is started or reached) with the
-digest of its tool list, and the request: the tool's name and its arguments
-as canonical JSON. The value is stored redacted as the run's results are
-(the values the run hands its servers). The digest is the lock's when the server is locked (the
-inner server is then a `LockedToolServer`, whose `start` starts nothing), else
-the live `tools/list`'s (the server is started for it). The value is the
+server's identity (`transport_identity`: what is started or reached; a pack's
+server adds its name `PACK/SERVER`, as two packs may run the same command in
+their own folders) with the digest of its tool list, and the request: the
+tool's name and its arguments as canonical JSON. The value is stored redacted
+as the run's results are (the values the run hands its servers). The digest is
+the lock's when the server is locked (the inner server is then a
+`LockedToolServer`, whose `start` starts nothing), else the live `tools/list`'s (the server is started for it). The value is the
 result exactly as the server gave it (text, structured content, error flag,
 cut and size); a hit returns it marked `cached` (it counts toward no budget).
 
@@ -32,7 +33,7 @@ from converge_dsl._json_types import JsonObject
 from converge_dsl.engine.budget import SPENDER
 from converge_dsl.engine.types import canonical_json
 from converge_dsl.errors import RunError
-from converge_dsl.frontend import ToolServerSpec
+from converge_dsl.frontend import ToolServerSpec, pack_server
 from converge_dsl.models.answer_store import CacheRow
 from converge_dsl.models.caching import AnswerCache, CallRecord
 from converge_dsl.tools._cassette import is_replay
@@ -117,14 +118,14 @@ class CachedToolServer:
                 span=declared_at(self._spec),
             )
         info = self._inner.start()
-        self._identity = {"server": transport_identity(self._spec), "tools": info.digest()}
+        self._identity = {**self._server_identity(), "tools": info.digest()}
         self._identity_json = canonical_json(self._identity)
         return info
 
     async def call(self, tool: str, arguments: JsonObject) -> ToolResult:
         cache, identity = self._cache, self._identity
         if identity is None:  # the run's tools start a server before its first call
-            identity = {"server": transport_identity(self._spec), "tools": None}
+            identity = {**self._server_identity(), "tools": None}
         request = {"name": tool, "arguments": dict(arguments)}
         key = cache.key(TOOL_KIND, identity, request)
         suggestor = SPENDER.get()
@@ -172,6 +173,14 @@ class CachedToolServer:
 
     def close(self) -> None:
         self._inner.close()
+
+    def _server_identity(self) -> dict[str, Any]:
+        """What is started or reached; for a pack's server (`PACK/SERVER`) also its name,
+        as two packs may start the same command in their own folders."""
+        identity: dict[str, Any] = {"server": transport_identity(self._spec)}
+        if pack_server(self._spec.name) is not None:
+            identity["name"] = self._spec.name
+        return identity
 
 
 def caching_tools(

@@ -226,3 +226,23 @@ def test_offline_starts_no_server_the_lock_does_not_pin(tmp_path: Path) -> None:
     code, _, err = cli("run", str(pipeline), "--offline", "--cache-dir", str(tmp_path / "cache"))
     assert "error[CD973]" in err
     assert not started.exists()
+
+
+def test_two_packs_running_the_same_command_do_not_share_answers() -> None:
+    """A pack's server is keyed with its name: the same command in two packs' folders is
+    two servers."""
+    store = MemoryAnswerStore()
+    answered = []
+    for name, answer in (("first/terms", "from first"), ("second/terms", "from second")):
+        spec = stdio_fixture()._replace(name=name)
+        server = FakeToolServer("s", [FakeTool("echo", lambda a, answer=answer: answer)])
+        tools = RunTools(
+            {name: spec},
+            Path("."),
+            environ={},
+            factory=lambda s, b, e, server=server: server,
+            wrap=caching_tools(AnswerCache(store, clock=FakeClock())),
+        )
+        answered.append(asyncio.run(tools.call("me", 1, name, "echo", {"text": "x"})))
+    assert answered == [("from first", False), ("from second", False)]
+    assert len(store.data) == 2
