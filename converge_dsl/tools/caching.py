@@ -9,9 +9,10 @@ their own folders) with the digest of its tool list, and the request: the
 tool's name and its arguments as canonical JSON. The value is stored redacted
 as the run's results are (the values the run hands its servers). The digest is
 the lock's when the server is locked (the inner server is then a
-`LockedToolServer`, whose `start` starts nothing), else the live `tools/list`'s (the server is started for it). The value is the
-result exactly as the server gave it (text, structured content, error flag,
-cut and size); a hit returns it marked `cached` (it counts toward no budget).
+`LockedToolServer`, whose `start` starts nothing), else the live
+`tools/list`'s (the server is started for it). The value is the result exactly
+as the server gave it (text, structured content, error flag, cut and size); a
+hit returns it marked `cached` (it counts toward no budget).
 
 With `--offline`, a server the lock does not pin is `ToolServerUnlocked`
 (CD271, located at its declaration, naming `converge-dsl lock`) before anything
