@@ -53,7 +53,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     elif ".v1.json#" in text:  # it takes definitions from another schema: printed standing alone
         import json
 
-        from converge_dsl.frontend._schema import bundled_schema
+        from converge_dsl.frontend import bundled_schema
 
         text = json.dumps(bundled_schema(f"{name}.v1.json"), indent=2, ensure_ascii=False)
     io.stdout.write(text if text.endswith("\n") else text + "\n")

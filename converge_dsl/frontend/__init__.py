@@ -8,7 +8,9 @@ front end's own by `converge_dsl.validation`.
 Public surface:
 - `load_file(path)`, `load_text(text, file)` -> `LoadedDocument`
   (strict YAML; raises `PipelineInvalid`); `NodeLocation`, `SourceMap`
-- `schema_diagnostics(doc, "pipeline.v1.json")` -> list of located schema `Diagnostic`s
+- `schema_diagnostics(doc, "pipeline.v1.json")` -> list of located schema `Diagnostic`s;
+  `bundled_schema("pack.v1.json")`, a shipped schema with the definitions it takes from
+  another copied in (what `converge-dsl schema` prints)
 - `check_pipeline(path, checks=...)` -> `CheckedPipeline`;
   `load_pipeline(path, checks=...)` -> `LoadedDocument` or raises;
   `check_document(doc, base_dir, checks=...)` -> `CheckedPipeline` for a loaded document
@@ -138,7 +140,11 @@ else:
             ),
             "converge_dsl.frontend._run_config": ("CacheConfig", "RunConfig", "read_run_config"),
             "converge_dsl.frontend._sarif": ("render_sarif",),
-            "converge_dsl.frontend._schema": ("pipeline_schema", "schema_diagnostics"),
+            "converge_dsl.frontend._schema": (
+                "bundled_schema",
+                "pipeline_schema",
+                "schema_diagnostics",
+            ),
             "converge_dsl.frontend._semantic": ("CHECKS",),
             "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
             "converge_dsl.frontend._tool_specs": (
