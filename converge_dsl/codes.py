@@ -103,6 +103,10 @@ TOOL_ENV_TWICE = "CD264"  # a stdio tool server's variable is both passed and se
 TOOL_NOT_OFFERED = "CD265"  # a tool a pipeline names is not in its server's locked tool list
 TOOL_SERVER_NOT_LOCKED = "CD266"  # warning: a tool server is not in the lock (or not as declared)
 TOOL_LIST_CHANGED = "CD267"  # at run: a server's tool list differs from the one locked
+PACK_TOOL_OUTSIDE = "CD268"  # a pack's stdio tool server's cwd or program leaves the pack's folder
+PACK_TOOL_UNTRUSTED = "CD269"  # a pipeline uses a pack's tool server it does not trust
+PACK_TOOL_UNKNOWN = "CD270"  # mcp:PACK/SERVER/... or trust: names a pack server that is not there
+TOOL_OFFLINE_UNLOCKED = "CD271"  # --offline and a tool server the lock does not pin (none started)
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies

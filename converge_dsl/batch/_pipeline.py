@@ -208,8 +208,10 @@ class Pipeline:
 
     @property
     def tool_servers(self) -> tuple[str, ...]:
-        """The names of the MCP tool servers it declares (`tools:`), in order."""
-        return tuple(self._manifest.tools)
+        """The names of the MCP tool servers it declares (`tools:`), in order, then those of
+        its packs it trusts (`PACK/SERVER`)."""
+        trusted = [f"{pack}/{s}" for pack, servers in self._manifest.trust.items() for s in servers]
+        return (*self._manifest.tools, *trusted)
 
     @property
     def invariants(self) -> tuple[str, ...]:
@@ -313,6 +315,7 @@ class Pipeline:
             checkpoint=checkpoint,
             budget=budget,
             tool_servers=tool_servers or self._tools.lend,
+            environ=self._env,
         )
         return await assemble_run(plan)
 
