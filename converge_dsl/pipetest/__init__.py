@@ -17,8 +17,9 @@ Public surface:
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
 - Evaluations (`*.eval.yaml`, `kind: Evaluation`): `read_eval_file(path)` -> `EvalFile`,
   `run_eval(evaluation)` -> `EvalResult`, `run_configurations(evaluation, settings)`
-  -> one per model configuration (`EvalSettings`: concurrency, executor, budgets;
-  `JudgeOptions`: the judges' cache and cassette),
+  -> one per model configuration (`EvalSettings`: concurrency, executor, budgets, the
+  cases' cassettes; `JudgeOptions`: the judges' cache and cassette; `cassette_folders(DIR)`:
+  where `eval --record DIR` puts them),
   `compare(result, baseline, tolerance)` (`baseline_of` picks a configuration's part),
   `render_eval_human(result, changes)` and `render_eval_junit(result)`, and for several
   configurations `render_configurations_human` and `render_configurations_junit`;
@@ -75,6 +76,7 @@ else:
                 "EvalResult",
                 "EvalSettings",
                 "baseline_of",
+                "cassette_folders",
                 "compare",
                 "run_configurations",
                 "run_eval",

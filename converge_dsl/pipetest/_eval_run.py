@@ -10,7 +10,12 @@ per-case budget, `CaseBudget`); each result is scored by every metric
 evaluation's own caps (`EvalSettings.limits`) count every case's usage
 together: once they are spent no further case is started (`not_run`, a
 failure), on the local executor; the others start every case and the spent
-cap refuses their model calls. A metric's
+cap refuses their model calls. The judges' calls count toward the same caps
+(`_eval_judge`: a call they refuse leaves its case not judged, a failure);
+a case's own budget is its pipeline run's alone. With `record` (`eval --record
+DIR`) each case's pipeline models are recorded into its own cassette, with
+`replay` answered from it (`converge_dsl.batch._cassettes`; `cassette_folders`
+says where). A metric's
 aggregate is the mean score over the cases it applies to, with the 95% Wilson
 interval when every score is a pass or a fail; it passes when the mean reaches
 its threshold. The evaluation passes when every metric does and the mean of
@@ -41,6 +46,7 @@ from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
 
 if TYPE_CHECKING:
     from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
+    from converge_dsl.batch._schedule import SinkFactory
     from converge_dsl.diagnostics import Diagnostic
 
 
@@ -57,6 +63,28 @@ class EvalSettings:
     judges: JudgeOptions = field(default_factory=JudgeOptions)
     env: Mapping[str, str] | None = None
     ray_address: str | None = None
+    # The folders of the pipeline models' cassettes, one per case (`cassette_folders`).
+    record: Path | None = None
+    replay: Path | None = None
+
+
+def cassette_folders(folder: Path) -> tuple[Path, Path]:
+    """The judges' cassette and the folder of the cases' cassettes of an evaluation
+    recorded into (or replayed from) `folder`: `judges.jsonl` and `cases/`, where each
+    case's is `<name>.jsonl`, or `<configuration>/<name>.jsonl` for a configuration
+    the file declares."""
+    return folder / "judges.jsonl", folder / "cases"
+
+
+def _cassettes_of(root: Path | None, configuration: Configuration) -> Path | None:
+    """The folder of `configuration`'s case cassettes under `root` (None: none)."""
+    if root is None:
+        return None
+    if configuration.name == DEFAULT_CONFIGURATION:
+        return root
+    from converge_dsl.batch import safe_name
+
+    return root / safe_name(configuration.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +124,10 @@ class Aggregate:
 
 @dataclass(frozen=True, slots=True)
 class EvalResult:
-    """One configuration's evaluation. `problems`: judges' bad verdicts and failed calls
-    (located diagnostics); `not_run`: cases never started, the evaluation's caps spent.
-    Either fails the evaluation."""
+    """One configuration's evaluation. `problems`: judges' bad verdicts, failed and
+    refused calls (located diagnostics); `not_run`: cases never started, the
+    evaluation's caps spent; `not_judged`: (case, metric) a judge call the caps refused
+    left without a score. Any fails the evaluation."""
 
     evaluation: str
     cases: tuple[CaseScores, ...]
@@ -111,11 +140,12 @@ class EvalResult:
     not_run: tuple[str, ...] = ()
     # The judges' (model calls, input tokens, output tokens), outside the cases' usage.
     judge_usage: tuple[int, int, int] = (0, 0, 0)
+    not_judged: tuple[tuple[str, str], ...] = ()
 
     @property
     def passed(self) -> bool:
         overall = self.threshold is None or self.overall >= self.threshold
-        broken = bool(self.problems or self.not_run)
+        broken = bool(self.problems or self.not_run or self.not_judged)
         return overall and not broken and all(a.passed for a in self.aggregates)
 
     def untimed(self) -> EvalResult:
@@ -150,6 +180,8 @@ class EvalResult:
             ]
         if self.not_run:
             extra["not_run"] = list(self.not_run)
+        if self.not_judged:
+            extra["not_judged"] = [{"case": c, "metric": m} for c, m in self.not_judged]
         if any(self.judge_usage):
             calls, tokens_in, tokens_out = self.judge_usage
             extra["judge_usage"] = {
@@ -219,9 +251,9 @@ def run_configurations(
 ) -> tuple[EvalResult, ...]:
     """One `EvalResult` per configuration of `evaluation`, in their order.
 
-    The evaluation's caps (`settings.limits`) hold for every configuration together:
-    each runs under what the earlier ones left. The judges' calls (one cassette for
-    all configurations with `--record`) count toward no cap.
+    The evaluation's caps (`settings.limits`) hold for every configuration together,
+    the judges' calls included: each runs under what the earlier ones left. The
+    judges of every configuration record into one cassette (`--record`).
     """
     import itertools
     from dataclasses import replace
@@ -239,20 +271,27 @@ def run_configurations(
             fresh=index == 0,
         )
         left = replace(settings, limits=limits)
+        left = replace(
+            left,
+            record=_cassettes_of(settings.record, configuration),
+            replay=_cassettes_of(settings.replay, configuration),
+        )
         result = _run_one(evaluation, configuration, left, judges, clock)
         results.append(result)
-        limits = _remaining(limits, result.cases)
+        limits = _remaining(limits, result)
     return tuple(results)
 
 
-def _remaining(limits: BatchLimits | None, cases: Sequence[CaseScores]) -> BatchLimits | None:
-    """What `limits` leave once `cases` ran (None: no cap)."""
+def _remaining(limits: BatchLimits | None, result: EvalResult) -> BatchLimits | None:
+    """What `limits` leave once `result`'s cases ran and were judged (None: no cap)."""
     if limits is None or not limits.any:
         return limits
     from converge_dsl.batch import BatchLimits
 
-    calls = sum(c.model_calls for c in cases)
-    tokens = sum(c.input_tokens + c.output_tokens for c in cases)
+    cases = result.cases
+    judge_calls, judge_in, judge_out = result.judge_usage
+    calls = sum(c.model_calls for c in cases) + judge_calls
+    tokens = sum(c.input_tokens + c.output_tokens for c in cases) + judge_in + judge_out
     return BatchLimits(
         None if limits.max_model_calls is None else max(0, limits.max_model_calls - calls),
         None if limits.max_tokens is None else max(0, limits.max_tokens - tokens),
@@ -270,6 +309,7 @@ def _run_one(
     not_run: list[str] = []
     scored: list[CaseScores] = []
     problems: list[Diagnostic] = []
+    not_judged: list[tuple[str, str]] = []
     confusion: dict[str, Counter[tuple[str, str]]] = {m.name: Counter() for m in evaluation.metrics}
     for index, result, verdicts in _results(evaluation, configuration, settings, judges):
         case = evaluation.cases[index]
@@ -284,6 +324,8 @@ def _run_one(
             reasons[verdict.metric] = verdict.reason
             if verdict.problem is not None:
                 problems.append(verdict.problem)
+            if verdict.score is None:
+                not_judged.append((case.name, verdict.metric))
         for metric in evaluation.metrics:
             _count(confusion[metric.name], metric, case.expected, body)
         usage = body.get("usage") or {}
@@ -312,6 +354,7 @@ def _run_one(
         tuple(problems),
         tuple(not_run),
         (judges.usage[0], judges.usage[1], judges.usage[2]),
+        tuple(not_judged),
     )
 
 
@@ -321,13 +364,33 @@ _Scored = tuple[int, "CaseResult | None", Sequence[Verdict]]
 def _cases(
     evaluation: EvalFile, configuration: Configuration, settings: EvalSettings
 ) -> list[Case]:
+    """The dataset's cases as the batch runs them: each with the configuration's models,
+    the case budget, located at its dataset line, answered from its own cassette under
+    `settings.replay` (a recording there refused first: `_cassettes`)."""
+    from converge_dsl._files import display_name
     from converge_dsl.batch import Case
+    from converge_dsl.batch import check_cassettes, replaying
+    from converge_dsl.diagnostics import SourceSpan
 
     models = dict(configuration.models) or None
-    return [
-        Case(index, case.name, dict(case.inputs), models=models, budget=settings.case_budget)
+    dataset = display_name(evaluation.dataset)
+    cases = [
+        Case(
+            index,
+            case.name,
+            dict(case.inputs),
+            span=SourceSpan(dataset, case.line, 1, case.line, 1),
+            models=models,
+            budget=settings.case_budget,
+        )
         for index, case in enumerate(evaluation.cases)
     ]
+    if settings.record is not None:
+        check_cassettes(cases, settings.record, option="--record", replay=False)
+    if settings.replay is None:
+        return cases
+    check_cassettes(cases, settings.replay, option="--replay", replay=True)
+    return replaying(cases, settings.replay)
 
 
 def _results(
@@ -342,12 +405,16 @@ def _results(
         return
     pipeline = evaluation.pipeline
     pool, meter = _pool(settings.limits)
+    judges.draw_from(pool)  # the judges' calls count toward the caps with the cases'
     items: Any
-    if configuration.models or settings.case_budget or pool is not None:
+    cassettes = settings.record is not None or settings.replay is not None
+    if configuration.models or settings.case_budget or pool is not None or cassettes:
         items = _launched(_cases(evaluation, configuration, settings), pool)
     else:  # plain inputs, as `Pipeline.run_many` gives them
         items = enumerate(dict(case.inputs) for case in evaluation.cases)
-    stream = ordered(pipeline, items, concurrency=settings.concurrency, meter=meter)
+    stream = ordered(
+        pipeline, items, concurrency=settings.concurrency, meter=meter, sinks=_recorder(settings)
+    )
     if not judges.any and pool is None:
         for index, finished in drive(pipeline, stream):
             yield index, finished, ()
@@ -361,6 +428,17 @@ def _results(
         following = index + 1
     for index in range(following, len(evaluation.cases)):
         yield index, None, ()
+
+
+def _recorder(settings: EvalSettings) -> SinkFactory | None:
+    """The sinks of each case's run on the local executor: its cassette (`--record`)."""
+    if settings.record is None:
+        return None
+    from converge_dsl.batch import CaseOutputs
+    from converge_dsl.clock import SystemClock
+
+    outputs, clock = CaseOutputs(record=settings.record), SystemClock()
+    return lambda case: outputs.sinks(case, clock)
 
 
 def _launched(cases: list[Case], pool: LocalPool | None) -> Iterator[Case]:
@@ -413,7 +491,7 @@ def _elsewhere(
 ) -> Iterator[_Scored]:
     """The cases on the `process` or `ray` executor (`converge_dsl.batch.run_cases`),
     judged here as they come, yielded in case order."""
-    from converge_dsl.batch import BatchLimits, BatchOptions, run_cases
+    from converge_dsl.batch import BatchLimits, BatchOptions, CaseOutputs, run_cases
 
     env = dict(os.environ if settings.env is None else settings.env)
     options = BatchOptions(
@@ -426,8 +504,10 @@ def _elsewhere(
         env=env,
         allow_roots=evaluation.roots,
         ray_address=settings.ray_address,
+        outputs=CaseOutputs(record=settings.record, env=env),
     )
     results = sorted(run_cases(options, cases), key=lambda r: r.index)
+    judges.draw_from(_spent_pool(settings.limits, results))
     loop = asyncio.new_event_loop()
     try:
         for result in results:
@@ -437,6 +517,20 @@ def _elsewhere(
     finally:
         loop.run_until_complete(judges.aclose())
         loop.close()
+
+
+def _spent_pool(limits: BatchLimits | None, results: Sequence[CaseResult]) -> LocalPool | None:
+    """The evaluation's caps once `results` ran elsewhere (their usage counted), for the
+    judges that follow here (None: no cap)."""
+    if limits is None or not limits.any:
+        return None
+    from converge_dsl.batch import LocalPool
+
+    pool = LocalPool(limits)
+    for result in results:
+        usage = result.usage
+        pool.add(usage["model_calls"], usage["input_tokens"] + usage["output_tokens"], 0, 0)
+    return pool
 
 
 def _count(

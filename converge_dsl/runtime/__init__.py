@@ -18,6 +18,9 @@ Public surface:
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
   `model_builder(settings, env=, clock=, roots=, attempt_gate=)` (builds one run's
   declared models by name, all with the run's deadline; `build_models` and `batch` use it),
+  `replayed_models(settings, cassette, option, clock=, attempt_gate=, orders=)` and
+  `tool_replay(cassette, orders)` (a run's models and tool servers answered from one
+  cassette: `--replay`, a batch case's own),
   `outcome(compiled, result, decided) -> RunOutcome` (every stop but `converged` with at
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
@@ -82,7 +85,7 @@ from ._documents import (
 )
 from ._engine import SUGGESTOR_KINDS, build_engine
 from ._journal_media import FolderJournal, JournalMedium
-from ._models import build_models, model_builder
+from ._models import build_models, model_builder, replayed_models, tool_replay
 from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
 from ._outcome import (
@@ -160,9 +163,11 @@ __all__ = [
     "read_run_config",
     "read_trace",
     "render_report",
+    "replayed_models",
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",
+    "tool_replay",
     "trace_line",
     "write_page",
     "write_report",

@@ -143,10 +143,11 @@ def test_parse_verdict_unwraps_a_fenced_block_and_checks_the_form() -> None:
 
 def test_a_judged_evaluation_reruns_byte_identically_from_its_cassette(tmp_path: Path) -> None:
     path = _folder(tmp_path, _SCRIPTED, _FAIR)
-    cassette = tmp_path / "verdicts.cassette.jsonl"
+    cassette = tmp_path / "recorded"
     code, recorded, _ = cli("eval", path, "--record", cassette, "--format", "json", "--no-timings")
     assert code == 0
-    assert len(cassette.read_text().splitlines()) == 10  # one judge call per case
+    judged = (cassette / "judges.jsonl").read_text().splitlines()
+    assert len(judged) == 10  # one judge call per case
     # The judge now says otherwise: only the cassette gives the recorded verdicts.
     (tmp_path / "judge.script.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
@@ -165,8 +166,9 @@ def test_a_judged_evaluation_reruns_byte_identically_from_its_cassette(tmp_path:
 
 def test_a_replayed_judge_missing_an_answer_is_a_located_judge_failure(tmp_path: Path) -> None:
     path = _folder(tmp_path, _SCRIPTED, _FAIR)
-    cassette = tmp_path / "empty.cassette.jsonl"
-    cassette.write_text("")
+    cassette = tmp_path / "recorded"
+    assert cli("eval", path, "--record", cassette)[0] == 0
+    (cassette / "judges.jsonl").write_text("")
     code, out, _ = cli("eval", path, "--replay", cassette)
     assert code == 1
     assert f"error[{codes.EVAL_JUDGE_FAILED}]: judge 'grader' of metric 'fits'" in out
@@ -198,7 +200,7 @@ def test_an_openai_compatible_judge_is_cached_and_answers_offline(tmp_path: Path
 def test_an_openai_compatible_judge_records_a_cassette_that_replays_offline(
     tmp_path: Path,
 ) -> None:
-    cassette = tmp_path / "judge.cassette.jsonl"
+    cassette = tmp_path / "recorded"
     with FakeProviderServer() as server:
         server.reset(FakeReply(text='{"score": 1, "reason": "fine"}'))
         judge = f"{{adapter: openai, base_url: '{server.openai_base_url}', model: judge-1}}"
