@@ -130,7 +130,7 @@ def check_cassettes(
 
 
 def _label(case: Case) -> str:
-    return repr(case.id) if case.id is not None else f"#{case.index}"
+    return repr(case.id) if case.id is not None else f"#{case.index} (no id)"
 
 
 def _located(code: str, message: str, case: Case, hint: str) -> Diagnostic:
