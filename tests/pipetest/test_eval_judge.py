@@ -13,7 +13,7 @@ from converge_dsl.errors import PipelineInvalid
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 from converge_dsl.pipetest import parse_verdict, read_eval_file
 
-from .conftest import DATA, ROOT, cli
+from .conftest import DATA, ROOT, cli, expected, untimed
 
 EVAL = DATA / "eval"
 EXAMPLE = ROOT / "pipelines" / "support-triage" / "triage.eval.yaml"
@@ -246,3 +246,49 @@ def test_the_shipped_example_has_a_judged_metric_that_passes_offline() -> None:
     summary = {m["name"]: m for m in json.loads(out)["metrics"]}["summary"]
     assert summary["mean"] == 1.0
     assert summary["cases"] == 52
+
+
+def test_judge_calls_count_toward_the_evaluations_caps_and_a_refused_one_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = _folder(tmp_path, _SCRIPTED, _FAIR)
+    # The process executor runs every case (10 calls) before the judges: 5 calls are left.
+    args = ("--max-model-calls", "15", "--executor", "process", "--no-timings")
+    code, out, err = cli("eval", path.name, *args, "--format", "json")
+    assert code == 1, err
+    result = json.loads(out)
+    assert "not_run" not in result
+    assert result["judge_usage"]["model_calls"] == 5
+    assert len(result["not_judged"]) == 5
+    assert {p["code"] for p in result["problems"]} == {codes.EVAL_NOT_JUDGED}
+    assert [c["scores"]["fits"] for c in result["cases"]].count(None) == 5
+    code, human, _ = cli("eval", path.name, *args)
+    assert code == 1
+    assert untimed(human) == expected("eval-not-judged.txt", untimed(human))
+
+
+def test_on_one_event_loop_cases_and_judges_share_the_evaluations_caps(tmp_path: Path) -> None:
+    path = _folder(tmp_path, _SCRIPTED, _FAIR)
+    code, out, _ = cli("eval", path, "--max-model-calls", "15", "--format", "json")
+    assert code == 1
+    result = json.loads(out)
+    # A case that converged made its one call; one its call was refused made none.
+    pipeline_calls = sum(c["stop_reason"] == "converged" for c in result["cases"])
+    assert pipeline_calls < 10
+    assert pipeline_calls + result["judge_usage"]["model_calls"] <= 15
+    assert result.get("not_run") or result.get("not_judged")
+    tokens = cli("eval", path, "--max-tokens", "400", "--format", "json")[1]
+    spent = json.loads(tokens)
+    used = sum(spent["usage"].values()) + spent["judge_usage"]["input_tokens"]
+    assert used + spent["judge_usage"]["output_tokens"] <= 400
+    assert spent.get("not_judged") or spent.get("not_run")
+
+
+def test_a_cases_own_budget_does_not_cover_its_judging(tmp_path: Path) -> None:
+    path = _folder(tmp_path, _SCRIPTED, _FAIR)
+    code, out, err = cli("eval", path, "--case-max-model-calls", "1", "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["judge_usage"]["model_calls"] == 10
+    assert "not_judged" not in result
