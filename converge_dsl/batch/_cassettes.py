@@ -108,8 +108,7 @@ def check_cassettes(
             problems.append(
                 _located(
                     codes.CASE_CASSETTE_MISSING,
-                    f"{what} {_label(case)} has no cassette: {option} holds no file "
-                    f"{str(path)!r}",
+                    f"{what} {_label(case)} has no cassette: {option} holds no file {str(path)!r}",
                     case,
                     f"record the {what}s again with {option.replace('--replay', '--record')}"
                     " DIR, or remove this one",

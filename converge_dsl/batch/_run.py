@@ -83,7 +83,9 @@ def run_batch(
     done = read_done(options.out, options.cases) if options.resume else None
     if done is not None:
         check_resumable(done.ids, cases, options.out)
-    todo = _cassettes(options, [case for case in cases if done is None or case.index not in done.ids])
+    todo = _cassettes(
+        options, [case for case in cases if done is None or case.index not in done.ids]
+    )
     summary = BatchSummary(total=len(cases), skipped=len(cases) - len(todo))
     spent = (0, 0) if done is None else (done.model_calls, done.tokens)
     clock = SystemClock()

@@ -27,6 +27,9 @@ evaluation reruns offline with the same result. The judges' calls count
 toward `--max-model-calls`/`--max-tokens` (a call they refuse leaves its case
 not judged, CD812, a failure) and are reported apart as well; a case's
 `--case-max-*` budget is its pipeline run's and does not cover its judging.
+`--otel` exports an `evaluate FILE` span with each judge call under it as a
+`chat MODEL` span (the case and the metric as attributes), and each case's run
+as its own trace, as `run --cases --otel` does.
 
 Exit codes: 0 thresholds met and no regression; 1 a threshold missed or a
 case regressed; 2 the evaluation file (or its dataset or pipeline) is
@@ -116,6 +119,17 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="answer every model call from a folder written by --record",
     )
+    group.add_argument(
+        "--otel",
+        action="store_true",
+        help="export OpenTelemetry spans: the evaluation with its judges' calls, and each "
+        "case's run as its own trace (the OTEL_* variables say where)",
+    )
+    group.add_argument(
+        "--otel-content",
+        action="store_true",
+        help="with --otel: record prompts and answers in the spans",
+    )
 
 
 def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, CacheSettings]:
@@ -125,7 +139,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
 
     from converge_dsl.batch import BatchLimits, CaseBudget
     from converge_dsl.pipetest import EvalSettings, JudgeOptions, cassette_folders
-    from converge_dsl.runtime import cache_settings
+    from converge_dsl.runtime import OtelOptions, cache_settings
 
     for option, value in (
         ("--max-model-calls", args.max_model_calls),
@@ -150,6 +164,8 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         )
     if args.ray_address is not None and args.executor != "ray":
         raise UsageError("--ray-address needs --executor ray")
+    if args.otel_content and not args.otel:
+        raise UsageError("--otel-content needs --otel", hint="add --otel")
     env = dict(os.environ)
     # Decided once and handed to the pipeline, so every executor's workers cache alike.
     cache = cache_settings(
@@ -180,6 +196,11 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         ray_address=args.ray_address,
         record=cases_record,
         replay=cases_replay,
+        otel=OtelOptions(
+            flag=args.otel,
+            content=args.otel_content,
+            on_warning=lambda line: io.stderr.write(line + "\n"),
+        ),
     ), cache
 
 

@@ -31,6 +31,11 @@ that metric (no score, CD812, located at the metric's `judge`), which fails the
 evaluation. A case's own budget (`--case-max-*`, the pipeline's `budget:`)
 is its pipeline run's and does not cover its judging. `usage` keeps the
 judges' calls and tokens apart from the cases' as well.
+
+When the evaluation is traced (`eval --otel`), each judge call is a `chat
+MODEL` span under the evaluation's (`converge_dsl.runtime.CallSpans`), with
+the GenAI attributes of a run's model calls and `converge_dsl.eval.case`,
+`converge_dsl.eval.metric` (and `converge_dsl.eval.configuration`).
 """
 
 from __future__ import annotations
@@ -49,11 +54,11 @@ from converge_dsl.diagnostics import Diagnostic
 from ._eval_spec import EvalCase, EvalFile, Rubric
 
 if TYPE_CHECKING:
+    from converge_dsl.batch import BudgetPool
     from converge_dsl.clock import Clock
     from converge_dsl.engine import StopReason
-    from converge_dsl.models import Model
-    from converge_dsl.batch import BudgetPool
-    from converge_dsl.runtime import AnswerCaching
+    from converge_dsl.models import Model, ModelRequest, ModelReturn
+    from converge_dsl.runtime import AnswerCaching, CallSpans
 
 # The judge's answer cap: a verdict is one short object.
 JUDGE_MAX_TOKENS = 512
@@ -92,6 +97,8 @@ class Judges:
         options: JudgeOptions = JudgeOptions(),
         steps: Iterator[int] | None = None,
         fresh: bool = True,
+        spans: CallSpans | None = None,
+        configuration: str | None = None,
     ) -> None:
         """`steps` numbers the recorded calls (shared by the judges of every configuration
         of one evaluation); `fresh`: the first model recorded starts the cassette afresh
@@ -106,6 +113,8 @@ class Judges:
         # The judges' calls and tokens (answered calls; cached answers included).
         self.usage = [0, 0, 0]
         self._pool: BudgetPool | None = None
+        self._spans = spans
+        self._configuration = configuration
 
     def draw_from(self, pool: BudgetPool | None) -> None:
         """Count every later call in `pool`, the evaluation's caps (None: no cap)."""
@@ -195,7 +204,7 @@ class Judges:
                 suggestor=f"judge:{rubric.metric}",
                 turn=0,
             )
-            answer = await model.call(request)
+            answer = await self._call(rubric, case, model, request)
             spent = (answer.usage.input_tokens, answer.usage.output_tokens)
             self.usage[0] += 1
             self.usage[1] += spent[0]
@@ -215,6 +224,35 @@ class Judges:
         if problem is not None:
             return self._bad(rubric, case, codes.EVAL_BAD_VERDICT, problem)
         return Verdict(rubric.metric, score, reason)
+
+    async def _call(
+        self, rubric: Rubric, case: EvalCase, model: Model, request: ModelRequest
+    ) -> ModelReturn:
+        """The judge's answer to `request`, its call a span under the evaluation's (with
+        the case and the metric) when the evaluation is traced (`--otel`)."""
+        if self._spans is None:
+            return await model.call(request)
+        from converge_dsl.models import ModelError
+        from converge_dsl.models.factory import checked_spec
+        from converge_dsl.runtime import facts_of
+
+        declared = self._evaluation.judges[rubric.model]
+        replayed = self._options.replay is not None
+        facts = facts_of(rubric.model, checked_spec(rubric.model, declared.spec), model, replayed)
+        extra: dict[str, str] = {
+            "converge_dsl.eval.case": case.name,
+            "converge_dsl.eval.metric": rubric.metric,
+        }
+        if self._configuration is not None:
+            extra["converge_dsl.eval.configuration"] = self._configuration
+        span = self._spans.call(facts, rubric.model, request, extra)
+        try:
+            answer = await model.call(request)
+        except ModelError as exc:
+            span.finished(None, exc.code.value)
+            raise
+        span.finished(answer)
+        return answer
 
     def _not_judged(
         self, rubric: Rubric, case: EvalCase, pool: BudgetPool, reason: StopReason

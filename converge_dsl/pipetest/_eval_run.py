@@ -45,9 +45,17 @@ from ._eval_metrics import field_values, score, wilson
 from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
 
 if TYPE_CHECKING:
-    from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
+    from converge_dsl.batch import (
+        BatchLimits,
+        Case,
+        CaseBudget,
+        CaseOutputs,
+        CaseResult,
+        LocalPool,
+    )
     from converge_dsl.batch._schedule import SinkFactory
     from converge_dsl.diagnostics import Diagnostic
+    from converge_dsl.runtime import CallSpans, OtelOptions
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,8 @@ class EvalSettings:
     # The folders of the pipeline models' cassettes, one per case (`cassette_folders`).
     record: Path | None = None
     replay: Path | None = None
+    # `--otel`: the evaluation's span with its judges' calls, each case's run its own trace.
+    otel: OtelOptions | None = None
 
 
 def cassette_folders(folder: Path) -> tuple[Path, Path]:
@@ -261,25 +271,52 @@ def run_configurations(
     results: list[EvalResult] = []
     steps = itertools.count(1)  # numbers the recorded judges' calls of the whole evaluation
     limits = settings.limits
-    for index, configuration in enumerate(evaluation.configurations):
-        judges = Judges(
-            evaluation,
-            env=dict(os.environ if settings.env is None else settings.env),
-            clock=SystemClock(),
-            options=settings.judges,
-            steps=steps,
-            fresh=index == 0,
-        )
-        left = replace(settings, limits=limits)
-        left = replace(
-            left,
-            record=_cassettes_of(settings.record, configuration),
-            replay=_cassettes_of(settings.replay, configuration),
-        )
-        result = _run_one(evaluation, configuration, left, judges, clock)
-        results.append(result)
-        limits = _remaining(limits, result)
+    env = dict(os.environ if settings.env is None else settings.env)
+    spans = _spans(evaluation, settings, env)
+    try:
+        for index, configuration in enumerate(evaluation.configurations):
+            judges = Judges(
+                evaluation,
+                env=env,
+                clock=SystemClock(),
+                options=settings.judges,
+                steps=steps,
+                fresh=index == 0,
+                spans=spans,
+                configuration=None
+                if configuration.name == DEFAULT_CONFIGURATION
+                else configuration.name,
+            )
+            left = replace(
+                settings,
+                limits=limits,
+                record=_cassettes_of(settings.record, configuration),
+                replay=_cassettes_of(settings.replay, configuration),
+            )
+            result = _run_one(evaluation, configuration, left, judges, clock)
+            results.append(result)
+            limits = _remaining(limits, result)
+    finally:
+        if spans is not None:
+            spans.close()
     return tuple(results)
+
+
+def _spans(
+    evaluation: EvalFile, settings: EvalSettings, env: Mapping[str, str]
+) -> CallSpans | None:
+    """The evaluation's span, which its judges' calls go under (None: not traced)."""
+    if settings.otel is None:
+        return None
+    from converge_dsl.runtime import CallSpans
+
+    attributes = {
+        "converge_dsl.eval.name": evaluation.display,
+        "converge_dsl.eval.cases": len(evaluation.cases),
+        "converge_dsl.pipeline.name": evaluation.pipeline.name,
+    }
+    name = f"evaluate {Path(evaluation.display).name}"
+    return CallSpans.start(name, attributes, settings.otel, env, SystemClock())
 
 
 def _remaining(limits: BatchLimits | None, result: EvalResult) -> BatchLimits | None:
@@ -368,8 +405,7 @@ def _cases(
     the case budget, located at its dataset line, answered from its own cassette under
     `settings.replay` (a recording there refused first: `_cassettes`)."""
     from converge_dsl._files import display_name
-    from converge_dsl.batch import Case
-    from converge_dsl.batch import check_cassettes, replaying
+    from converge_dsl.batch import Case, check_cassettes, replaying
     from converge_dsl.diagnostics import SourceSpan
 
     models = dict(configuration.models) or None
@@ -430,14 +466,25 @@ def _results(
         yield index, None, ()
 
 
-def _recorder(settings: EvalSettings) -> SinkFactory | None:
-    """The sinks of each case's run on the local executor: its cassette (`--record`)."""
-    if settings.record is None:
-        return None
+def _outputs(settings: EvalSettings) -> CaseOutputs:
+    """What each case's run writes: its cassette (`--record`), its own trace (`--otel`)."""
     from converge_dsl.batch import CaseOutputs
-    from converge_dsl.clock import SystemClock
 
-    outputs, clock = CaseOutputs(record=settings.record), SystemClock()
+    otel = settings.otel
+    return CaseOutputs(
+        record=settings.record,
+        otel=otel is not None and otel.flag,
+        otel_content=otel is not None and otel.content,
+        env=dict(os.environ if settings.env is None else settings.env),
+    )
+
+
+def _recorder(settings: EvalSettings) -> SinkFactory | None:
+    """The sinks of each case's run on the local executor (`_outputs`; None: none)."""
+    outputs = _outputs(settings)
+    if not outputs.any:
+        return None
+    clock = SystemClock()
     return lambda case: outputs.sinks(case, clock)
 
 
@@ -491,7 +538,7 @@ def _elsewhere(
 ) -> Iterator[_Scored]:
     """The cases on the `process` or `ray` executor (`converge_dsl.batch.run_cases`),
     judged here as they come, yielded in case order."""
-    from converge_dsl.batch import BatchLimits, BatchOptions, CaseOutputs, run_cases
+    from converge_dsl.batch import BatchLimits, BatchOptions, run_cases
 
     env = dict(os.environ if settings.env is None else settings.env)
     options = BatchOptions(
@@ -504,7 +551,7 @@ def _elsewhere(
         env=env,
         allow_roots=evaluation.roots,
         ray_address=settings.ray_address,
-        outputs=CaseOutputs(record=settings.record, env=env),
+        outputs=_outputs(settings),
     )
     results = sorted(run_cases(options, cases), key=lambda r: r.index)
     judges.draw_from(_spent_pool(settings.limits, results))

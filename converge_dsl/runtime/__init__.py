@@ -11,7 +11,8 @@ Public surface:
   one loaded pipeline share (compile once, run many).
 - `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
   `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
-  `OtelSink` (OpenTelemetry, `OtelOptions`), `ListenerSink` (a live listener),
+  `OtelSink` (OpenTelemetry, `OtelOptions`; `CallSpans` and `facts_of`: the spans of model
+  calls outside a run, an evaluation's judges), `ListenerSink` (a live listener),
   `ResultSink` (the run-result document); `check_outputs(sinks, reads)` is their one
   same-file check.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
@@ -88,6 +89,7 @@ from ._journal_media import FolderJournal, JournalMedium
 from ._models import build_models, model_builder, replayed_models, tool_replay
 from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
+from ._otel_calls import CallSpan, CallSpans
 from ._outcome import (
     EXIT_BY_STOP,
     RunOutcome,
@@ -101,7 +103,7 @@ from ._report_html import check_report_output, render_report, write_page, write_
 from ._reuse import CompiledRuns
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
-from ._telemetry import OtelSink
+from ._telemetry import OtelSink, facts_of
 from ._trace import TraceWriter, trace_line
 from ._trace_read import find_cleared_span, read_trace
 
@@ -113,6 +115,8 @@ __all__ = [
     "AnswerCaching",
     "CacheConfig",
     "CacheSettings",
+    "CallSpan",
+    "CallSpans",
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",
@@ -154,6 +158,7 @@ __all__ = [
     "checkpoint_key",
     "execute_all",
     "exported_schemas",
+    "facts_of",
     "find_cleared_span",
     "load_document",
     "model_builder",

@@ -172,9 +172,7 @@ def replayed_models(
 
     order = orders.setdefault(str(cassette.resolve()), ReplayOrder())
     return {
-        name: _cassette(
-            cassette, option, name, attempt_gate=attempt_gate, order=order, clock=clock
-        )
+        name: _cassette(cassette, option, name, attempt_gate=attempt_gate, order=order, clock=clock)
         for name in settings.models
     }
 

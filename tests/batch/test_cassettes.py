@@ -64,7 +64,8 @@ def test_a_cassette_is_named_by_the_id_and_no_id_names_a_path_elsewhere() -> Non
     assert long != cassette_name("x" * 299 + "y", 0)
     for case_id in ("a/b", "..", "../../escape", "/etc/passwd", "x" * 300, "\x00"):
         name = cassette_name(case_id, 0)
-        assert "/" not in name and "\x00" not in name
+        assert "/" not in name
+        assert "\x00" not in name
         assert not name.startswith(".")
 
 
@@ -112,7 +113,7 @@ def test_two_cases_that_would_share_a_cassette_are_refused_before_any_runs(
         tmp_path / "cases.jsonl",
         [{"id": "x", "word": "a"}, {"id": "X", "word": "b"}, {"word": "c"}, {"id": 2, "word": "d"}],
     )
-    code, out, err = _batch(tmp_path, Path("cases.jsonl"), "r.jsonl", "--record", "tapes")
+    code, _, err = _batch(tmp_path, Path("cases.jsonl"), "r.jsonl", "--record", "tapes")
     assert code == 2
     assert f"error[{codes.CASE_CASSETTE_CLASH}]" in err
     assert err == _expected("cassette-clash.txt", err)

@@ -292,3 +292,48 @@ def test_a_cases_own_budget_does_not_cover_its_judging(tmp_path: Path) -> None:
     result = json.loads(out)
     assert result["judge_usage"]["model_calls"] == 10
     assert "not_judged" not in result
+
+
+def test_each_judge_call_is_a_chat_span_under_the_evaluation_with_its_case_and_metric(
+    tmp_path: Path,
+) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from converge_dsl.pipetest import EvalSettings, run_configurations
+    from converge_dsl.runtime import OtelOptions
+
+    exporter = InMemorySpanExporter()
+    with FakeProviderServer() as server:
+        server.reset(FakeReply(text='{"score": 1, "reason": "fine"}'))
+        judge = f"{{adapter: openai, base_url: '{server.openai_base_url}', model: judge-1}}"
+        evaluation = read_eval_file(_folder(tmp_path, judge))
+        settings = EvalSettings(env={}, otel=OtelOptions(exporter=exporter, content=True))
+        (result,) = run_configurations(evaluation, settings)
+    assert result.passed
+    spans = exporter.get_finished_spans()
+    (outer,) = [s for s in spans if s.parent is None]
+    assert outer.name == "evaluate judged.eval.yaml"
+    assert outer.attributes is not None
+    assert outer.attributes["converge_dsl.eval.cases"] == 10
+    calls = [s for s in spans if s.parent is not None]
+    assert len(calls) == 10
+    assert {s.parent.span_id for s in calls if s.parent} == {outer.context.span_id}
+    cases = set()
+    for span in calls:
+        attributes = dict(span.attributes or {})
+        assert span.name == "chat judge-1"
+        assert attributes["gen_ai.operation.name"] == "chat"
+        assert attributes["gen_ai.request.model"] == "judge-1"
+        assert attributes["gen_ai.usage.input_tokens"] == 10
+        assert attributes["server.address"] == "127.0.0.1"
+        assert attributes["converge_dsl.eval.metric"] == "fits"
+        assert attributes["converge_dsl.suggestor.name"] == "judge:fits"
+        assert "Ticket:" in str(attributes["gen_ai.input.messages"])  # --otel-content
+        cases.add(attributes["converge_dsl.eval.case"])
+    assert cases == {case.name for case in evaluation.cases}
+
+
+def test_an_evaluation_not_traced_makes_no_span(tmp_path: Path) -> None:
+    code, _, err = cli("eval", _folder(tmp_path, _SCRIPTED, _FAIR), "--otel-content")
+    assert code == 3
+    assert "--otel-content needs --otel" in err

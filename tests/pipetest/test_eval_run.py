@@ -40,9 +40,7 @@ def _served(tmp_path: Path, url: str, judge: str) -> Path:
         shutil.copy(EVAL / name, tmp_path / name)
     pipeline = tmp_path / "classify.yaml"
     remote = f"{{adapter: openai, base_url: '{url}', model: m-1}}"
-    text = pipeline.read_text().replace(
-        "{adapter: scripted, script: classify.script.yaml}", remote
-    )
+    text = pipeline.read_text().replace("{adapter: scripted, script: classify.script.yaml}", remote)
     pipeline.write_text(text)
     path = tmp_path / "judged.eval.yaml"
     path.write_text(_JUDGED.replace("URL", judge))
@@ -122,7 +120,8 @@ def test_record_and_replay_take_folders(tmp_path: Path) -> None:
     afile.write_text("")
     code, _, err = cli("eval", path, "--replay", afile)
     assert code == 3
-    assert "--replay: " in err and "is not a folder of cassettes" in err
+    assert "--replay: " in err
+    assert "is not a folder of cassettes" in err
     code, _, err = cli("eval", path, "--record", afile)
     assert code == 3
     assert "is not a folder" in err
