@@ -42,7 +42,9 @@ from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.pipetest._batch_diff import *  # noqa: F403
+    from converge_dsl.pipetest._eval_compare import *  # noqa: F403
     from converge_dsl.pipetest._eval_judge import *  # noqa: F403
+    from converge_dsl.pipetest._eval_outputs import *  # noqa: F403
     from converge_dsl.pipetest._eval_report import *  # noqa: F403
     from converge_dsl.pipetest._eval_run import *  # noqa: F403
     from converge_dsl.pipetest._eval_spec import *  # noqa: F403
@@ -65,7 +67,9 @@ else:
                 "is_batch_results",
                 "read_batch_results",
             ),
+            "converge_dsl.pipetest._eval_compare": ("baseline_of", "compare"),
             "converge_dsl.pipetest._eval_judge": ("JudgeOptions", "parse_verdict"),
+            "converge_dsl.pipetest._eval_outputs": ("cassette_folders",),
             "converge_dsl.pipetest._eval_report": (
                 "render_configurations_human",
                 "render_configurations_junit",
@@ -75,9 +79,6 @@ else:
             "converge_dsl.pipetest._eval_run": (
                 "EvalResult",
                 "EvalSettings",
-                "baseline_of",
-                "cassette_folders",
-                "compare",
                 "run_configurations",
                 "run_eval",
             ),

@@ -182,7 +182,7 @@ class Judges:
             text = render(rubric.template, scope)
         except ConvergeError as exc:
             return self._bad(rubric, case, codes.EVAL_BAD_RUBRIC, f"rubric failed: {exc.message}")
-        from converge_dsl.models._common import estimate_tokens
+        from converge_dsl.models import estimate_tokens
 
         estimate = estimate_tokens(rubric.system + text)
         answer_cap: int | None = JUDGE_MAX_TOKENS

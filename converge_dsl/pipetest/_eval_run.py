@@ -1,5 +1,6 @@
 """Running an evaluation: `run_configurations(evaluation, settings)` -> one `EvalResult`
-per model configuration (`run_eval`: the first's), `compare(result, baseline)`.
+per model configuration (`run_eval`: the first's); `_eval_compare` compares one with a
+baseline.
 
 The dataset's cases run through the batch machinery once per configuration
 (`converge_dsl.batch`: the local scheduler, `concurrency` cases at a time, or
@@ -14,16 +15,12 @@ cap refuses their model calls. The judges' calls count toward the same caps
 (`_eval_judge`: a call they refuse leaves its case not judged, a failure);
 a case's own budget is its pipeline run's alone. With `record` (`eval --record
 DIR`) each case's pipeline models are recorded into its own cassette, with
-`replay` answered from it (`converge_dsl.batch._cassettes`; `cassette_folders`
-says where). A metric's
+`replay` answered from it (`_eval_outputs` says where; with `otel` the judges'
+calls are spans). A metric's
 aggregate is the mean score over the cases it applies to, with the 95% Wilson
 interval when every score is a pass or a fail; it passes when the mean reaches
 its threshold. The evaluation passes when every metric does and the mean of
 the metrics' means reaches the overall threshold.
-
-`compare` reads a baseline (the `as_json()` of an earlier result) and sorts
-each (case, metric) into improved, regressed (fell by more than the
-evaluation's tolerance), new or gone.
 """
 
 from __future__ import annotations
@@ -42,20 +39,13 @@ from converge_dsl.clock import SystemClock
 
 from ._eval_judge import JudgeOptions, Judges, Verdict
 from ._eval_metrics import field_values, score, wilson
+from ._eval_outputs import case_outputs, case_sinks, cassettes_of, evaluation_spans
 from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
 
 if TYPE_CHECKING:
-    from converge_dsl.batch import (
-        BatchLimits,
-        Case,
-        CaseBudget,
-        CaseOutputs,
-        CaseResult,
-        LocalPool,
-    )
-    from converge_dsl.batch._schedule import SinkFactory
+    from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
     from converge_dsl.diagnostics import Diagnostic
-    from converge_dsl.runtime import CallSpans, OtelOptions
+    from converge_dsl.runtime import OtelOptions
 
 
 @dataclass(frozen=True)
@@ -76,25 +66,6 @@ class EvalSettings:
     replay: Path | None = None
     # `--otel`: the evaluation's span with its judges' calls, each case's run its own trace.
     otel: OtelOptions | None = None
-
-
-def cassette_folders(folder: Path) -> tuple[Path, Path]:
-    """The judges' cassette and the folder of the cases' cassettes of an evaluation
-    recorded into (or replayed from) `folder`: `judges.jsonl` and `cases/`, where each
-    case's is `<name>.jsonl`, or `<configuration>/<name>.jsonl` for a configuration
-    the file declares."""
-    return folder / "judges.jsonl", folder / "cases"
-
-
-def _cassettes_of(root: Path | None, configuration: Configuration) -> Path | None:
-    """The folder of `configuration`'s case cassettes under `root` (None: none)."""
-    if root is None:
-        return None
-    if configuration.name == DEFAULT_CONFIGURATION:
-        return root
-    from converge_dsl.batch import safe_name
-
-    return root / safe_name(configuration.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +243,7 @@ def run_configurations(
     steps = itertools.count(1)  # numbers the recorded judges' calls of the whole evaluation
     limits = settings.limits
     env = dict(os.environ if settings.env is None else settings.env)
-    spans = _spans(evaluation, settings, env)
+    spans = evaluation_spans(evaluation, settings.otel, env)
     try:
         for index, configuration in enumerate(evaluation.configurations):
             judges = Judges(
@@ -290,8 +261,8 @@ def run_configurations(
             left = replace(
                 settings,
                 limits=limits,
-                record=_cassettes_of(settings.record, configuration),
-                replay=_cassettes_of(settings.replay, configuration),
+                record=cassettes_of(settings.record, configuration),
+                replay=cassettes_of(settings.replay, configuration),
             )
             result = _run_one(evaluation, configuration, left, judges, clock)
             results.append(result)
@@ -300,23 +271,6 @@ def run_configurations(
         if spans is not None:
             spans.close()
     return tuple(results)
-
-
-def _spans(
-    evaluation: EvalFile, settings: EvalSettings, env: Mapping[str, str]
-) -> CallSpans | None:
-    """The evaluation's span, which its judges' calls go under (None: not traced)."""
-    if settings.otel is None:
-        return None
-    from converge_dsl.runtime import CallSpans
-
-    attributes = {
-        "converge_dsl.eval.name": evaluation.display,
-        "converge_dsl.eval.cases": len(evaluation.cases),
-        "converge_dsl.pipeline.name": evaluation.pipeline.name,
-    }
-    name = f"evaluate {Path(evaluation.display).name}"
-    return CallSpans.start(name, attributes, settings.otel, env, SystemClock())
 
 
 def _remaining(limits: BatchLimits | None, result: EvalResult) -> BatchLimits | None:
@@ -440,6 +394,7 @@ def _results(
         yield from _elsewhere(evaluation, cases, settings, judges)
         return
     pipeline = evaluation.pipeline
+    outputs = case_outputs(settings.record, settings.otel, settings.env)
     pool, meter = _pool(settings.limits)
     judges.draw_from(pool)  # the judges' calls count toward the caps with the cases'
     items: Any
@@ -449,7 +404,7 @@ def _results(
     else:  # plain inputs, as `Pipeline.run_many` gives them
         items = enumerate(dict(case.inputs) for case in evaluation.cases)
     stream = ordered(
-        pipeline, items, concurrency=settings.concurrency, meter=meter, sinks=_recorder(settings)
+        pipeline, items, concurrency=settings.concurrency, meter=meter, sinks=case_sinks(outputs)
     )
     if not judges.any and pool is None:
         for index, finished in drive(pipeline, stream):
@@ -464,28 +419,6 @@ def _results(
         following = index + 1
     for index in range(following, len(evaluation.cases)):
         yield index, None, ()
-
-
-def _outputs(settings: EvalSettings) -> CaseOutputs:
-    """What each case's run writes: its cassette (`--record`), its own trace (`--otel`)."""
-    from converge_dsl.batch import CaseOutputs
-
-    otel = settings.otel
-    return CaseOutputs(
-        record=settings.record,
-        otel=otel is not None and otel.flag,
-        otel_content=otel is not None and otel.content,
-        env=dict(os.environ if settings.env is None else settings.env),
-    )
-
-
-def _recorder(settings: EvalSettings) -> SinkFactory | None:
-    """The sinks of each case's run on the local executor (`_outputs`; None: none)."""
-    outputs = _outputs(settings)
-    if not outputs.any:
-        return None
-    clock = SystemClock()
-    return lambda case: outputs.sinks(case, clock)
 
 
 def _launched(cases: list[Case], pool: LocalPool | None) -> Iterator[Case]:
@@ -551,7 +484,7 @@ def _elsewhere(
         env=env,
         allow_roots=evaluation.roots,
         ray_address=settings.ray_address,
-        outputs=_outputs(settings),
+        outputs=case_outputs(settings.record, settings.otel, env),
     )
     results = sorted(run_cases(options, cases), key=lambda r: r.index)
     judges.draw_from(_spent_pool(settings.limits, results))
@@ -607,51 +540,3 @@ def _aggregate(
     return Aggregate(
         metric.name, mean, len(values), interval, metric.threshold, passed, dict(confusion)
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    case: str
-    metric: str
-    before: float | None
-    after: float | None
-    verdict: str  # improved, regressed, new, gone
-
-
-def baseline_of(baseline: Mapping[str, Any], configuration: str) -> Mapping[str, Any]:
-    """The part of a baseline document for `configuration`: the configuration of that
-    name in a document of several (none: an empty result), else the document itself."""
-    several = baseline.get("configurations")
-    if not isinstance(several, list):
-        return baseline
-    for item in several:
-        if (
-            isinstance(item, dict)
-            and item.get("configuration", DEFAULT_CONFIGURATION) == configuration
-        ):
-            return item
-    return {"cases": []}
-
-
-def compare(result: EvalResult, baseline: Mapping[str, Any], tolerance: float) -> list[Change]:
-    """Every (case, metric) whose score moved, appeared or went, against `baseline`."""
-    before: dict[tuple[str, str], float | None] = {
-        (str(case["name"]), str(metric)): value
-        for case in baseline.get("cases", [])
-        for metric, value in (case.get("scores") or {}).items()
-    }
-    after: dict[tuple[str, str], float | None] = {
-        (case.name, metric): value for case in result.cases for metric, value in case.scores.items()
-    }
-    changes: list[Change] = []
-    for key in sorted(before.keys() | after.keys()):
-        old, new = before.get(key), after.get(key)
-        if key not in before:
-            changes.append(Change(*key, None, new, "new"))
-        elif key not in after:
-            changes.append(Change(*key, old, None, "gone"))
-        elif old is not None and new is not None and new < old - tolerance:
-            changes.append(Change(*key, old, new, "regressed"))
-        elif old is not None and new is not None and new > old:
-            changes.append(Change(*key, old, new, "improved"))
-    return changes

@@ -11,8 +11,9 @@ Public surface:
   one loaded pipeline share (compile once, run many).
 - `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
   `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
-  `OtelSink` (OpenTelemetry, `OtelOptions`; `CallSpans` and `facts_of`: the spans of model
-  calls outside a run, an evaluation's judges), `ListenerSink` (a live listener),
+  `OtelSink` (OpenTelemetry, `OtelOptions`; `CallSpans`, its `CallSpan`s and
+  `facts_of`: the spans of model calls outside a run, an evaluation's judges),
+  `ListenerSink` (a live listener),
   `ResultSink` (the run-result document); `check_outputs(sinks, reads)` is their one
   same-file check.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
