@@ -125,3 +125,37 @@ def test_record_and_replay_take_folders(tmp_path: Path) -> None:
     code, _, err = cli("eval", path, "--record", afile)
     assert code == 3
     assert "is not a folder" in err
+
+
+def test_on_ray_the_cases_record_per_case_and_the_judges_get_what_the_cases_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
+    monkeypatch.chdir(tmp_path)
+    for name in ("classify.yaml", "classify.script.yaml", "tickets.jsonl"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    (tmp_path / "judge.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
+        'default: {reply: \'{"score": 1, "reason": "fine"}\'}\n'
+    )
+    judge = "{adapter: scripted, script: judge.script.yaml}"
+    Path("judged.eval.yaml").write_text(
+        _JUDGED.replace("{adapter: openai, base_url: 'URL', model: judge-1}", judge)
+    )
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        args = ("--executor", "ray", "--format", "json", "--no-timings")
+        code, recorded, err = cli("eval", "judged.eval.yaml", "--record", "tapes", *args)
+        capped = cli("eval", "judged.eval.yaml", "--max-model-calls", "15", *args)
+    finally:
+        ray.shutdown()
+    assert code == 0, err
+    assert len(list((tmp_path / "tapes" / "cases").iterdir())) == 10
+    replayed = cli(
+        "eval", "judged.eval.yaml", "--replay", "tapes", "--format", "json", "--no-timings"
+    )
+    assert replayed[1] == recorded
+    assert capped[0] == 1
+    result = json.loads(capped[1])
+    assert result["judge_usage"]["model_calls"] == 5
+    assert len(result["not_judged"]) == 5
