@@ -192,7 +192,7 @@ class Judges:
             if refused is not None:
                 return self._not_judged(rubric, case, pool, refused)
         held = estimate + (answer_cap or 0)
-        spent = (0, 0)
+        spent, called = (0, 0), False
         try:
             model = self._model(rubric.model)
             request = ModelRequest(
@@ -204,6 +204,7 @@ class Judges:
                 suggestor=f"judge:{rubric.metric}",
                 turn=0,
             )
+            called = True
             answer = await self._call(rubric, case, model, request)
             spent = (answer.usage.input_tokens, answer.usage.output_tokens)
             self.usage[0] += 1
@@ -219,7 +220,7 @@ class Judges:
             )
         finally:
             if pool is not None:  # held -> spent in one step (a failed call is a call)
-                pool.add(1, spent[0] + spent[1], -1, -held)
+                pool.add(int(called), spent[0] + spent[1], -1, -held)
         score, reason, problem = parse_verdict(answer.text, rubric.verdict)
         if problem is not None:
             return self._bad(rubric, case, codes.EVAL_BAD_VERDICT, problem)
