@@ -274,6 +274,7 @@ class Pipeline:
         budget: Callable[[Budget], Budget] | None = None,
         tool_servers: ServerFactory | None = None,
         overrides: Mapping[str, ModelOverride] | None = None,
+        replay: Path | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -290,18 +291,32 @@ class Pipeline:
         pool, started once for all its runs and stopped by `close`/`aclose`.
         `overrides` declares models anew for this run by name (`ModelOverride`: an
         evaluation's configuration), built as declared ones are; a name the pipeline
-        does not declare is a `UsageError`.
+        does not declare is a `UsageError`. `replay` answers every model and tool server
+        of the run from that cassette, as `run --replay` does (a batch case's own).
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
         given = dict(models or {})
+        orders: dict[str, Any] = {}  # the replay's answer order, its models' and tools'
 
         def build(settings: PipelineSettings, gate: Callable[[], bool]) -> dict[str, Model]:
             _check_model_names(given, settings.models)
             if overrides:
                 _check_model_names(overrides, settings.models)
                 settings = _overridden(settings, overrides)
+            if replay is not None:
+                from converge_dsl.runtime import replayed_models
+
+                option = f"--replay {replay}"
+                return replayed_models(
+                    settings, replay, option, clock=self._clock, attempt_gate=gate, orders=orders
+                )
             return self._models(settings, gate, given)
+
+        if tool_servers is None and replay is not None and self._manifest.tools:
+            from converge_dsl.runtime import tool_replay
+
+            tool_servers = tool_replay(replay, orders)
 
         plan = RunPlan(
             document=self._document,

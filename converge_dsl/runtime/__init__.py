@@ -11,13 +11,18 @@ Public surface:
   one loaded pipeline share (compile once, run many).
 - `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
   `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
-  `OtelSink` (OpenTelemetry, `OtelOptions`), `ListenerSink` (a live listener),
+  `OtelSink` (OpenTelemetry, `OtelOptions`; `CallSpans`, its `CallSpan`s and
+  `facts_of`: the spans of model calls outside a run, an evaluation's judges),
+  `ListenerSink` (a live listener),
   `ResultSink` (the run-result document); `check_outputs(sinks, reads)` is their one
   same-file check.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
   `model_builder(settings, env=, clock=, roots=, attempt_gate=)` (builds one run's
   declared models by name, all with the run's deadline; `build_models` and `batch` use it),
+  `replayed_models(settings, cassette, option, clock=, attempt_gate=, orders=)` and
+  `tool_replay(cassette, orders)` (a run's models and tool servers answered from one
+  cassette: `--replay`, a batch case's own),
   `outcome(compiled, result, decided) -> RunOutcome` (every stop but `converged` with at
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
@@ -82,9 +87,10 @@ from ._documents import (
 )
 from ._engine import SUGGESTOR_KINDS, build_engine
 from ._journal_media import FolderJournal, JournalMedium
-from ._models import build_models, model_builder
+from ._models import build_models, model_builder, replayed_models, tool_replay
 from ._options import OtelOptions, RunOptions
 from ._orchestrate import load_document, run_pipeline
+from ._otel_calls import CallSpan, CallSpans
 from ._outcome import (
     EXIT_BY_STOP,
     RunOutcome,
@@ -98,7 +104,7 @@ from ._report_html import check_report_output, render_report, write_page, write_
 from ._reuse import CompiledRuns
 from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
 from ._suggestor_state import StatefulSuggestor
-from ._telemetry import OtelSink
+from ._telemetry import OtelSink, facts_of
 from ._trace import TraceWriter, trace_line
 from ._trace_read import find_cleared_span, read_trace
 
@@ -110,6 +116,8 @@ __all__ = [
     "AnswerCaching",
     "CacheConfig",
     "CacheSettings",
+    "CallSpan",
+    "CallSpans",
     "Checkpoint",
     "CheckpointRefused",
     "CheckpointStore",
@@ -151,6 +159,7 @@ __all__ = [
     "checkpoint_key",
     "execute_all",
     "exported_schemas",
+    "facts_of",
     "find_cleared_span",
     "load_document",
     "model_builder",
@@ -160,9 +169,11 @@ __all__ = [
     "read_run_config",
     "read_trace",
     "render_report",
+    "replayed_models",
     "run_error_diagnostic",
     "run_pipeline",
     "schema_text",
+    "tool_replay",
     "trace_line",
     "write_page",
     "write_report",
