@@ -21,10 +21,22 @@ Two models: `scripted` (pipelines/market-entry.yaml: two scripted model calls,
 four cycles) and `loopback` (two model calls in a row through the openai
 adapter to `bench/loopback.py`, its own process, answering after 100 ms).
 
-Prints one line per model:
+- What the service stores of a run, measured in this process: `Pipeline.outcome`
+  with the service's event sink and its SQLite checkpoint journal, the run added,
+  started and finished in a `RunStore` (no HTTP, no queue, no threads).
+- The floor: the same wrk load on a bare Starlette endpoint under uvicorn
+  (its own process, configured as `serve` configures uvicorn) that only reads
+  the body and answers a small JSON: its CPU per request is what any run
+  served over HTTP costs on top of `Pipeline.arun`, whatever the service does.
+
+Prints per model:
 
     serve MODEL c=50: req/s R  p50 A ms  p99 B ms  errors E  arun runs/s S  overhead per run: O
       cpu per run: serve X ms  arun Y ms  ratio Z
+      server cpu per run by thread: main thread M ms  other threads T ms
+      floor: a bare Starlette endpoint under uvicorn: cpu per request F ms (R req/s);
+      (arun + bare) / arun Q
+      in process, the run with what the service stores of it (...): D ms, ...
 
 Usage: python bench/serve.py [--model scripted|loopback|both] [--seconds S]
 [--concurrency N] [--runs N]. Needs `wrk` on PATH (`apt-get install wrk`).
@@ -106,6 +118,65 @@ def baseline(
     return asyncio.run(main())
 
 
+def durable(
+    pipeline: Path, inputs: dict[str, str], runs: int, concurrency: int, folder: Path
+) -> float:
+    """CPU seconds per run of `Pipeline.outcome` doing in this process what the service
+    stores of a run, without HTTP, queues or threads: the run added, started, run with
+    the service's event sink and its checkpoint journal in SQLite, and finished with its
+    events and result (`RunStore`), `concurrency` at once on one event loop."""
+    import uuid
+
+    from converge_dsl import load
+    from converge_dsl.runtime import Checkpointing, checkpoint_key
+    from converge_dsl.serve import RunStore
+    from converge_dsl.serve._events import EventSink, LiveRun
+
+    loaded = load(pipeline)
+    store = RunStore(folder / "durable")
+    key = checkpoint_key(loaded.env)
+
+    async def main() -> float:
+        gate = asyncio.Semaphore(concurrency)
+        loop = asyncio.get_running_loop()
+
+        async def one() -> None:
+            async with gate:
+                run = uuid.uuid4().hex
+                store.add(run, loaded.name, {"inputs": inputs}, time.time())
+                store.start(run, time.time())
+                live = LiveRun(0, loop)
+                journal = store.checkpoints.journal(
+                    run, alongside=lambda: store.event_statements(run, live.unstored())
+                )
+                checkpoint = Checkpointing(folder, journal=journal, env=loaded.env, key=key)
+                sink = EventSink(live, lambda: store.add_events(run, live.unstored()))
+                out = await loaded.outcome(inputs, sinks=(sink,), checkpoint=checkpoint)
+                body = out.plain
+                assert body["stop_reason"] == "converged", body["stop_reason"]
+                events = live.unstored()
+                store.finish(
+                    run,
+                    status="done",
+                    stop_reason="converged",
+                    body=body,
+                    events=events,
+                    now=time.time(),
+                )
+
+        await asyncio.gather(*(one() for _ in range(min(runs, 2 * concurrency))))
+        cpu = time.process_time()
+        await asyncio.gather(*(one() for _ in range(runs)))
+        cpu = time.process_time() - cpu
+        await loaded.aclose()
+        return cpu / runs
+
+    try:
+        return asyncio.run(main())
+    finally:
+        store.close()
+
+
 def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.Popen[str], str]:
     tokens = folder / "tokens"
     tokens.write_text(TOKEN + "\n")
@@ -141,6 +212,48 @@ def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.P
     return process, line.rsplit(" on ", 1)[1].strip()
 
 
+def bare_server() -> None:
+    """A Starlette endpoint under uvicorn doing nothing but read the body and answer a
+    small JSON (the floor of the HTTP layer): `uvicorn.Config` as `serve` makes it."""
+    import socket
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def answer(request: Request) -> JSONResponse:
+        await request.body()
+        return JSONResponse({"id": "0" * 32, "status": "done"})
+
+    app = Starlette(routes=[Route("/{rest:path}", answer, methods=["POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, server_header=False, timeout_keep_alive=5
+    )
+    print(f"bare endpoint on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _bare() -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--bare-server"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    if " on http://" not in line:
+        process.kill()
+        raise SystemExit(f"the bare endpoint did not start: {line}{process.stderr.read()}")
+    return process, line.rsplit(" on ", 1)[1].strip()
+
+
 def _stop(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGTERM)
     try:
@@ -154,6 +267,20 @@ def _cpu_s(pid: int) -> float:
     """CPU seconds (user + system, every thread) the process `pid` has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_by_thread(pid: int) -> dict[str, float]:
+    """CPU seconds of the process `pid`: its main thread (the HTTP layer and the
+    service's loop) and its other threads (the run loops, SQLite's group commits)."""
+    out = {"main thread": 0.0, "other threads": 0.0}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        which = "main thread" if task.name == str(pid) else "other threads"
+        out[which] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
 
 
 def _ms(text: str) -> float:
@@ -222,16 +349,31 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         try:
             print(f"load average {os.getloadavg()}", flush=True)
             arun, arun_cpu = baseline(pipeline, inputs, runs, concurrency)
+            durable_cpu = durable(pipeline, inputs, runs, concurrency, folder)
             server, url = _serve(pipeline, folder, concurrency)
             try:
                 body = json.dumps({"inputs": inputs})
-                cpu = _cpu_s(server.pid)
+                cpu, threads = _cpu_s(server.pid), _cpu_by_thread(server.pid)
                 figures = drive(
                     url, name, body, seconds=seconds, concurrency=concurrency, folder=folder
                 )
-                serve_cpu = (_cpu_s(server.pid) - cpu) / max(1, figures["requests"])
+                requests = max(1, figures["requests"])
+                serve_cpu = (_cpu_s(server.pid) - cpu) / requests
+                split = {
+                    thread: (seconds_now - threads.get(thread, 0.0)) / requests
+                    for thread, seconds_now in _cpu_by_thread(server.pid).items()
+                }
             finally:
                 _stop(server)
+            bare, url = _bare()
+            try:
+                cpu = _cpu_s(bare.pid)
+                floor = drive(
+                    url, name, body, seconds=seconds, concurrency=concurrency, folder=folder
+                )
+                bare_cpu = (_cpu_s(bare.pid) - cpu) / max(1, floor["requests"])
+            finally:
+                _stop(bare)
         finally:
             if loopback is not None:
                 loopback.stdin.close()  # type: ignore[union-attr]
@@ -242,7 +384,16 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         f"errors {figures['errors']:.0f}  arun runs/s {arun:.0f}  "
         f"overhead per run: {arun / figures['rate']:.2f}\n"
         f"  cpu per run: serve {1000 * serve_cpu:.2f} ms  arun {1000 * arun_cpu:.2f} ms  "
-        f"ratio {serve_cpu / arun_cpu:.2f}",
+        f"ratio {serve_cpu / arun_cpu:.2f}\n"
+        "  server cpu per run by thread: "
+        + "  ".join(f"{name} {1000 * cpu:.2f} ms" for name, cpu in sorted(split.items()))
+        + f"\n  floor: a bare Starlette endpoint under uvicorn: cpu per request "
+        f"{1000 * bare_cpu:.2f} ms ({floor['rate']:.0f} req/s); "
+        f"(arun + bare) / arun {(arun_cpu + bare_cpu) / arun_cpu:.2f}\n"
+        f"  in process, the run with what the service stores of it (events, journal, "
+        f"result; no HTTP, queue or threads): {1000 * durable_cpu:.2f} ms, "
+        f"{durable_cpu / arun_cpu:.2f} x arun; with the bare endpoint "
+        f"{(durable_cpu + bare_cpu) / arun_cpu:.2f} x arun",
         flush=True,
     )
 
@@ -253,7 +404,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--bare-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_server:
+        bare_server()
+        return
     if shutil.which("wrk") is None:
         raise SystemExit("bench/serve.py needs wrk: apt-get install wrk")
     for model in ("scripted", "loopback") if args.model == "both" else (args.model,):

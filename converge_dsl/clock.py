@@ -43,7 +43,12 @@ def rfc3339(moment: datetime) -> str:
     """`moment` as an RFC 3339 UTC timestamp with microseconds: `2026-01-01T00:00:00.000000Z`."""
     from datetime import UTC
 
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    m = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+    # Formatted by hand: a trace stamps every line, and strftime is about three times slower.
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}"
+        f".{m.microsecond:06d}Z"
+    )
 
 
 class SystemClock:

@@ -10,7 +10,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 - CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
   warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
-- CD4xx agent checks (converge_dsl.agents)
+- CD4xx agent checks (converge_dsl.agents); 436 to 439 `serve --mcp`, whose
+  refusals are the service's, not validate's
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
 - CD6xx compile and run time: 600 to 649 belong to the compiler
 - CD7xx model scripts and model configuration (converge_dsl.models)
@@ -102,6 +103,10 @@ TOOL_ENV_TWICE = "CD264"  # a stdio tool server's variable is both passed and se
 TOOL_NOT_OFFERED = "CD265"  # a tool a pipeline names is not in its server's locked tool list
 TOOL_SERVER_NOT_LOCKED = "CD266"  # warning: a tool server is not in the lock (or not as declared)
 TOOL_LIST_CHANGED = "CD267"  # at run: a server's tool list differs from the one locked
+PACK_TOOL_OUTSIDE = "CD268"  # a pack's stdio tool server's cwd or program leaves the pack's folder
+PACK_TOOL_UNTRUSTED = "CD269"  # a pipeline uses a pack's tool server it does not trust
+PACK_TOOL_UNKNOWN = "CD270"  # mcp:PACK/SERVER/... or trust: names a pack server that is not there
+TOOL_OFFLINE_UNLOCKED = "CD271"  # --offline and a tool server the lock does not pin (none started)
 
 # --- CD3xx semantic warnings ------------------------------------------------------
 NEVER_RUNS = "CD300"  # nothing can produce any of a suggestor's dependencies
@@ -118,6 +123,10 @@ SUMMARIZER_NEVER_CALLED = "CD420"  # warning: the summarizer budget never allows
 REMINDER_NEVER_FIRES = "CD421"  # warning: a reminder's every >= max_turns
 TURNS_NEVER_CLEARED = "CD422"  # warning: clear_turns_older_than >= max_turns
 AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
+# `converge-dsl serve --mcp`: the pipelines as MCP tools (436 to 439)
+SERVE_MCP_TOOL_NAME_TAKEN = "CD436"  # two served pipelines give one MCP tool name
+SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no served pipeline
+SERVE_MCP_NOT_INSTALLED = "CD438"  # `serve --mcp` without the mcp extra installed
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing
@@ -209,6 +218,9 @@ EVAL_BAD_RUBRIC = "CD808"  # a judge's rubric is not a template, or reads a name
 EVAL_UNKNOWN_MODEL = "CD809"  # a judge or configuration names a model not declared
 EVAL_BAD_MODEL = "CD810"  # a judge's or configuration's model declaration cannot be built
 EVAL_BAD_CONFIGURATION = "CD811"  # two configurations share a name
+EVAL_NOT_JUDGED = "CD812"  # a judge call was refused: the evaluation's caps are spent
+CASE_CASSETTE_MISSING = "CD813"  # --replay DIR holds no cassette for a case (batch or evaluation)
+CASE_CASSETTE_CLASH = "CD814"  # two cases of a batch or evaluation would share one cassette file
 DIFF_BAD_RESULT_LINE = "CD816"  # a line of a results file given to `diff` is not a result line
 DIFF_DUPLICATE_CASE = "CD817"  # two lines of a results file given to `diff` name one case
 TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold

@@ -35,6 +35,7 @@ DOCUMENTS = (
     ("eval.v1.json", "eval", "Evaluation"),
     ("run-config.v1.json", "run-config", "Run configuration"),
 )
+_SHORT = {file: short for file, short, _ in DOCUMENTS}
 _HEAD = """\
 # Language reference
 
@@ -98,6 +99,10 @@ class _Page:
             parts = str(node["$ref"]).split("/")
             if parts[:2] == ["#", "$defs"] and len(parts) == 3:
                 return f"[{parts[2]}](#{self.anchor(parts[2])})"
+            other = _SHORT.get(parts[0].removesuffix("#"))
+            if other is not None and parts[1:2] == ["$defs"] and len(parts) == 3:
+                # a definition of another document's schema (the pack's `tools`)
+                return f"[{other} {parts[2]}](#{_Page(other, {}).anchor(parts[2])})"
             return self.type_of(resolve(self.root, node["$ref"]), path)
         if "const" in node:
             return _code(node["const"])

@@ -31,6 +31,9 @@ Public surface:
   each `CaseResult` holds its wall time (`seconds`, never in its result line).
 - `run_cases(options, cases)`: such cases on any executor (`process`, `ray` too),
   results as they finish, with no cases or results file.
+- `cassette_name(id, index)`, `safe_name(text)`, `check_cassettes(cases, folder, ...)`,
+  `replaying(cases, folder)`: one cassette per case (`--record DIR`, `--replay DIR`;
+  `Case.replay`, `CaseOutputs.record`).
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
 """
@@ -44,6 +47,7 @@ from converge_dsl._lazy import lazy_exports
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.batch._budget import *  # noqa: F403
     from converge_dsl.batch._cases import *  # noqa: F403
+    from converge_dsl.batch._cassettes import *  # noqa: F403
     from converge_dsl.batch._options import *  # noqa: F403
     from converge_dsl.batch._outputs import *  # noqa: F403
     from converge_dsl.batch._pipeline import *  # noqa: F403
@@ -59,6 +63,12 @@ else:
                 "LocalPool",
                 "PooledMeter",
                 "SharedPool",
+            ),
+            "converge_dsl.batch._cassettes": (
+                "cassette_name",
+                "check_cassettes",
+                "replaying",
+                "safe_name",
             ),
             "converge_dsl.batch._cases": (
                 "Case",

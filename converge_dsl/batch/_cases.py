@@ -79,7 +79,8 @@ class Case:
     `span` is its line in the cases file (None for cases given through the
     API): where a problem with its inputs is reported. `models` declares some
     of the pipeline's models anew for this case's run (an evaluation's
-    configuration); `budget` lowers its run's budget.
+    configuration); `budget` lowers its run's budget; `replay` is the cassette
+    that answers its run's models (and tool servers) instead of them.
     """
 
     index: int
@@ -89,6 +90,8 @@ class Case:
     span: SourceSpan | None = None
     models: Mapping[str, ModelOverride] | None = None
     budget: CaseBudget | None = None
+    # The cassette that answers every model of its run (`--replay DIR`: `_cassettes`).
+    replay: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)

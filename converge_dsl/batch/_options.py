@@ -45,6 +45,8 @@ class BatchOptions:
     outputs: CaseOutputs = field(default_factory=CaseOutputs)
     # The answer cache of every case, in every executor (None: as `env` says; docs/cache.md).
     cache: CacheSettings | None = None
+    # `--replay DIR`: each case's models answered from its own cassette there (`_cassettes`).
+    replay: Path | None = None
 
     def workers(self) -> int:
         """The concurrency: given, else 16 cases (`local`) or one per CPU."""

@@ -14,7 +14,9 @@ process or a Ray actor too, so `CaseOutputs` is plain, picklable data):
 - `--trace DIR`: the case's trace, `DIR/<index>.jsonl` (`TraceSink`);
 - `--report R.html`: the case's report, `R/<index>.html` (the folder is the
   page's name without its suffix; `ReportSink`, over the case's trace);
-- `--otel`: the case's run exported as its own OpenTelemetry trace (`OtelSink`).
+- `--otel`: the case's run exported as its own OpenTelemetry trace (`OtelSink`);
+- `--record DIR`: the case's model calls (and tool servers') in its own cassette,
+  `DIR/<id>.jsonl` (`RecordSink`; named by `_cassettes.cassette_name`).
 """
 
 from __future__ import annotations
@@ -47,12 +49,20 @@ class CaseOutputs:
     report: Path | None = None
     otel: bool = False
     otel_content: bool = False
+    # `--record DIR`: one cassette per case; `overwrite` records over one already there.
+    record: Path | None = None
+    overwrite: bool = True
     # The environment OpenTelemetry reads its `OTEL_*` settings from.
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     @property
     def any(self) -> bool:
-        return self.trace is not None or self.report is not None or self.otel
+        return (
+            self.trace is not None
+            or self.report is not None
+            or self.otel
+            or self.record is not None
+        )
 
     def resolved(self) -> CaseOutputs:
         """The same outputs with absolute paths (for a process in another folder)."""
@@ -60,6 +70,7 @@ class CaseOutputs:
             self,
             trace=None if self.trace is None else self.trace.resolve(),
             report=None if self.report is None else self.report.resolve(),
+            record=None if self.record is None else self.record.resolve(),
         )
 
     def folders(self) -> tuple[Output, ...]:
@@ -69,6 +80,8 @@ class CaseOutputs:
             found.append(Output(self.trace, "--trace", "folder of traces"))
         if self.report is not None:
             found.append(Output(case_folder(self.report), "--report", "folder of reports"))
+        if self.record is not None:
+            found.append(Output(self.record, "--record", "folder of cassettes"))
         return tuple(found)
 
     def make_folders(self) -> None:
@@ -98,7 +111,9 @@ class CaseOutputs:
 
     def sinks(self, case: Case, clock: Clock) -> tuple[RunSink, ...]:
         """The sinks of one case's run, in the order they hear it."""
-        from converge_dsl.runtime import ReportSink, TraceSink
+        from converge_dsl.runtime import RecordSink, ReportSink, TraceSink
+
+        from ._cassettes import cassette_of
 
         found: list[RunSink] = []
         trace = None if self.trace is None else self.trace / f"{case.index}.jsonl"
@@ -107,6 +122,8 @@ class CaseOutputs:
             found.append(ReportSink(page, trace=trace))
         if trace is not None:
             found.append(TraceSink(trace))
+        if self.record is not None:
+            found.append(RecordSink(cassette_of(self.record, case), overwrite=self.overwrite))
         otel = self._otel(clock) if self.otel else None
         if otel is not None:
             found.append(otel)

@@ -212,8 +212,10 @@ class Pipeline:
 
     @property
     def tool_servers(self) -> tuple[str, ...]:
-        """The names of the MCP tool servers it declares (`tools:`), in order."""
-        return tuple(self._manifest.tools)
+        """The names of the MCP tool servers it declares (`tools:`), in order, then those of
+        its packs it trusts (`PACK/SERVER`)."""
+        trusted = [f"{pack}/{s}" for pack, servers in self._manifest.trust.items() for s in servers]
+        return (*self._manifest.tools, *trusted)
 
     @property
     def invariants(self) -> tuple[str, ...]:
@@ -276,6 +278,7 @@ class Pipeline:
         budget: Callable[[Budget], Budget] | None = None,
         tool_servers: ServerFactory | None = None,
         overrides: Mapping[str, ModelOverride] | None = None,
+        replay: Path | None = None,
     ) -> RunOutcome:
         """One run's `RunOutcome` (document, exit code, located diagnostics).
 
@@ -292,18 +295,32 @@ class Pipeline:
         pool, started once for all its runs and stopped by `close`/`aclose`.
         `overrides` declares models anew for this run by name (`ModelOverride`: an
         evaluation's configuration), built as declared ones are; a name the pipeline
-        does not declare is a `UsageError`.
+        does not declare is a `UsageError`. `replay` answers every model and tool server
+        of the run from that cassette, as `run --replay` does (a batch case's own).
         """
         from converge_dsl.runtime import RunPlan, assemble_run
 
         given = dict(models or {})
+        orders: dict[str, Any] = {}  # the replay's answer order, its models' and tools'
 
         def build(settings: PipelineSettings, gate: Callable[[], bool]) -> dict[str, Model]:
             _check_model_names(given, settings.models)
             if overrides:
                 _check_model_names(overrides, settings.models)
                 settings = _overridden(settings, overrides)
+            if replay is not None:
+                from converge_dsl.runtime import replayed_models
+
+                option = f"--replay {replay}"
+                return replayed_models(
+                    settings, replay, option, clock=self._clock, attempt_gate=gate, orders=orders
+                )
             return self._models(settings, gate, given)
+
+        if tool_servers is None and replay is not None and self._manifest.tools:
+            from converge_dsl.runtime import tool_replay
+
+            tool_servers = tool_replay(replay, orders)
 
         plan = RunPlan(
             document=self._document,
@@ -317,6 +334,7 @@ class Pipeline:
             checkpoint=checkpoint,
             budget=budget,
             tool_servers=tool_servers or self._tools.lend,
+            environ=self._env,
         )
         return await assemble_run(plan)
 

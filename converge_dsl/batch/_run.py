@@ -83,7 +83,9 @@ def run_batch(
     done = read_done(options.out, options.cases) if options.resume else None
     if done is not None:
         check_resumable(done.ids, cases, options.out)
-    todo = [case for case in cases if done is None or case.index not in done.ids]
+    todo = _cassettes(
+        options, [case for case in cases if done is None or case.index not in done.ids]
+    )
     summary = BatchSummary(total=len(cases), skipped=len(cases) - len(todo))
     spent = (0, 0) if done is None else (done.model_calls, done.tokens)
     clock = SystemClock()
@@ -119,7 +121,23 @@ def run_cases(options: BatchOptions, cases: list[Case]) -> Generator[CaseResult,
     caps the cases' usage together. Close the generator to stop early."""
     if options.executor not in EXECUTORS:
         raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
-    return _executor(options, options.workers(), cases, (0, 0))
+    return _executor(options, options.workers(), _cassettes(options, cases), (0, 0))
+
+
+def _cassettes(options: BatchOptions, cases: list[Case]) -> list[Case]:
+    """`cases`, checked against their cassettes (`--record DIR`, `--replay DIR`) and
+    each answered from its own under `--replay` (`_cassettes`)."""
+    from ._cassettes import check_cassettes, replaying
+
+    record = options.outputs.record
+    if record is not None:
+        check_cassettes(
+            cases, record, option="--record", replay=False, overwrite=options.outputs.overwrite
+        )
+    if options.replay is None:
+        return cases
+    check_cassettes(cases, options.replay, option="--replay", replay=True)
+    return replaying(cases, options.replay)
 
 
 def _sinks(options: BatchOptions) -> list[BatchSink]:

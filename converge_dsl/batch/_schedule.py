@@ -60,10 +60,12 @@ class Prepared(Protocol):
         sinks: Sequence[RunSink] = (),
         budget: Callable[[Budget], Budget] | None = None,
         overrides: Mapping[str, ModelOverride] | None = None,
+        replay: Path | None = None,
     ) -> RunOutcome:
         """One run's outcome; `meter` makes the run's usage meter from its budget;
         `sinks` are the run's outputs; `budget` makes the run's budget from the
-        pipeline's; `overrides` declares some of its models anew for this run."""
+        pipeline's; `overrides` declares some of its models anew for this run;
+        `replay` answers its models from a cassette."""
         ...
 
     async def aclose(self) -> None:
@@ -95,11 +97,16 @@ async def _run_case(
         return error_result(case, UsageError(case.problem), pipeline.path)
     try:
         outputs = () if sinks is None else sinks(case)
-        if case.models is None and case.budget is None:
+        if case.models is None and case.budget is None and case.replay is None:
             out = await pipeline.outcome(case.inputs, meter=meter, sinks=outputs)
         else:
             out = await pipeline.outcome(
-                case.inputs, meter=meter, sinks=outputs, budget=case.budget, overrides=case.models
+                case.inputs,
+                meter=meter,
+                sinks=outputs,
+                budget=case.budget,
+                overrides=case.models,
+                replay=case.replay,
             )
     except ConvergeError as exc:
         return error_result(case, exc, pipeline.path)
@@ -167,12 +174,14 @@ async def ordered(
     *,
     concurrency: int,
     meter: MeterFactory | None = None,
+    sinks: SinkFactory | None = None,
 ) -> AsyncIterator[tuple[int, CaseResult]]:
     """Run `cases` (index, inputs) and yield (index, result) in the order of the indexes.
 
-    A `Case` among them runs as it is (its own models and budget: an evaluation's
-    configuration). Indexes are those of `enumerate`: 0, 1, 2... A case starts only within
-    `WINDOW_FACTOR * concurrency` of the first result not yet yielded.
+    A `Case` among them runs as it is (its own models, budget and cassette: an
+    evaluation's configuration). Indexes are those of `enumerate`: 0, 1, 2... A case
+    starts only within `WINDOW_FACTOR * concurrency` of the first result not yet
+    yielded. `sinks` makes each case's outputs (`run_case`).
     """
     buffer: dict[int, CaseResult] = {}
     following = 0
@@ -183,6 +192,7 @@ async def ordered(
         concurrency=concurrency,
         meter=meter,
         may_start=lambda index: index < following + window,
+        sinks=sinks,
     )
     async for result in stream:
         buffer[result.index] = result

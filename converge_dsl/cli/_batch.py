@@ -18,8 +18,12 @@ and what missed and why (`_batch_view.CacheExplainer`, docs/cache.md).
 
 Outputs per case (`converge_dsl.batch._outputs`): `--trace DIR` writes
 `DIR/<index>.jsonl`, `--report R.html` a batch page linking `R/<index>.html`,
-`--otel` exports each case as its own trace; `--record` and `--checkpoint`
-are refused, each with its reason (`_SINGLE_RUN_ONLY`).
+`--otel` exports each case as its own trace; `--record DIR` records each
+case's model calls into its own cassette, `DIR/<id>.jsonl` (a case without an
+id: `DIR/<index>.jsonl`; a cassette already there is refused without
+`--overwrite`), and `--replay DIR` answers each case from its own, offline
+(`converge_dsl.batch._cassettes`). `--checkpoint`, `--input` and the decisions
+of a paused run are refused, each with its reason (`_SINGLE_RUN_ONLY`).
 
 Progress goes to standard error: a live bar on a terminal (cases done, rate,
 ETA, stop reasons), a plain line per tenth of the batch otherwise; a summary
@@ -72,21 +76,7 @@ _SINGLE_RUN_ONLY = (
         "decides a paused single run; a batch case that pauses ends as hitl_pause",
         _ONE_RUN_HINT,
     ),
-    (
-        "record",
-        "--record",
-        "writes the model calls of one run to one cassette; the cases of a batch "
-        "would mix theirs in it",
-        "record one case: converge-dsl run PIPELINE --input NAME=VALUE --record CASSETTE",
-    ),
-    ("replay", "--replay", "is an option of a single run, not of a batch (--cases)", _ONE_RUN_HINT),
     ("model", "--model", "is an option of a single run, not of a batch (--cases)", _ONE_RUN_HINT),
-    (
-        "overwrite",
-        "--overwrite",
-        "goes with --record, which records one run, not a batch",
-        "record one case: converge-dsl run PIPELINE --input NAME=VALUE --record CASSETTE",
-    ),
 )
 
 
@@ -130,6 +120,13 @@ def _check(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} must be at least 1")
     if args.ray_address is not None and args.executor != "ray":
         raise UsageError("--ray-address needs --executor ray")
+    if args.record is not None and args.replay is not None:
+        raise UsageError(
+            "--record and --replay cannot be combined",
+            hint="record the batch with --record DIR, then replay it with --replay DIR",
+        )
+    if args.overwrite and args.record is None:
+        raise UsageError("--overwrite only applies to --record", hint="add --record DIR")
 
 
 def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
@@ -149,6 +146,8 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         report=args.report,
         otel=args.otel,
         otel_content=args.otel_content,
+        record=args.record,
+        overwrite=args.overwrite,
     )
     options = BatchOptions(
         pipeline=args.pipeline,
@@ -163,6 +162,7 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         report=args.report,
         outputs=outputs,
         cache=cache_settings(args),
+        replay=args.replay,
     )
     progress = Progress(io.stderr, io.style(io.stderr), io.environ, quiet=io.verbosity < 0)
     explainer = CacheExplainer() if args.explain_cache else None

@@ -18,8 +18,18 @@ evaluation (no case starts once they are spent: those cases are listed as not
 run, a failure); `--case-max-model-calls`, `--case-max-tokens`,
 `--case-max-wall-s` lower each case's budget. `--cache`/`--offline` answer
 model calls (the pipeline's and the judges') from the answer cache as `run`
-does; `--record`/`--replay` record the judges' calls into a cassette or
-answer them from one.
+does. `--record DIR` records every model call of the evaluation into the
+folder DIR, the judges' into `DIR/judges.jsonl` and each case's pipeline
+models into its own cassette, `DIR/cases/<case>.jsonl`
+(`DIR/cases/<configuration>/<case>.jsonl` for declared configurations;
+recorded afresh each time); `--replay DIR` answers them all from there, so the
+evaluation reruns offline with the same result. The judges' calls count
+toward `--max-model-calls`/`--max-tokens` (a call they refuse leaves its case
+not judged, CD812, a failure) and are reported apart as well; a case's
+`--case-max-*` budget is its pipeline run's and does not cover its judging.
+`--otel` exports an `evaluate FILE` span with each judge call under it as a
+`chat MODEL` span (the case and the metric as attributes), and each case's run
+as its own trace, as `run --cases --otel` does.
 
 Exit codes: 0 thresholds met and no regression; 1 a threshold missed or a
 case regressed; 2 the evaluation file (or its dataset or pipeline) is
@@ -97,10 +107,28 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="write every wall time as 0, so that reruns print the same bytes",
     )
     group.add_argument(
-        "--record", type=Path, metavar="CASSETTE", help="record the judges' calls into a cassette"
+        "--record",
+        type=Path,
+        metavar="DIR",
+        help="record every model call (the pipeline's, one cassette per case, and the "
+        "judges') into the folder DIR",
     )
     group.add_argument(
-        "--replay", type=Path, metavar="CASSETTE", help="answer the judges from a cassette"
+        "--replay",
+        type=Path,
+        metavar="DIR",
+        help="answer every model call from a folder written by --record",
+    )
+    group.add_argument(
+        "--otel",
+        action="store_true",
+        help="export OpenTelemetry spans: the evaluation with its judges' calls, and each "
+        "case's run as its own trace (the OTEL_* variables say where)",
+    )
+    group.add_argument(
+        "--otel-content",
+        action="store_true",
+        help="with --otel: record prompts and answers in the spans",
     )
 
 
@@ -110,8 +138,8 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
     import os
 
     from converge_dsl.batch import BatchLimits, CaseBudget
-    from converge_dsl.pipetest import EvalSettings, JudgeOptions
-    from converge_dsl.runtime import cache_settings
+    from converge_dsl.pipetest import EvalSettings, JudgeOptions, cassette_folders
+    from converge_dsl.runtime import OtelOptions, cache_settings
 
     for option, value in (
         ("--max-model-calls", args.max_model_calls),
@@ -124,10 +152,20 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
             raise UsageError(f"{option} must be above 0")
     if args.record is not None and args.replay is not None:
         raise UsageError("--record and --replay cannot be combined")
-    if args.replay is not None and not args.replay.is_file():
-        raise UsageError(f"--replay: no cassette file {str(args.replay)!r}")
+    if args.replay is not None and not args.replay.is_dir():
+        raise UsageError(
+            f"--replay: {str(args.replay)!r} is not a folder of cassettes",
+            hint="record one with `converge-dsl eval FILE --record DIR`",
+        )
+    if args.record is not None and args.record.exists() and not args.record.is_dir():
+        raise UsageError(
+            f"--record: {str(args.record)!r} is not a folder",
+            hint="give --record a new or empty folder (or one an earlier --record wrote)",
+        )
     if args.ray_address is not None and args.executor != "ray":
         raise UsageError("--ray-address needs --executor ray")
+    if args.otel_content and not args.otel:
+        raise UsageError("--otel-content needs --otel", hint="add --otel")
     env = dict(os.environ)
     # Decided once and handed to the pipeline, so every executor's workers cache alike.
     cache = cache_settings(
@@ -142,14 +180,27 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         case_budget = CaseBudget(
             args.case_max_model_calls, args.case_max_tokens, args.case_max_wall_s
         )
+    judges_record, cases_record = (None, None)
+    if args.record is not None:
+        judges_record, cases_record = cassette_folders(args.record)
+    judges_replay, cases_replay = (None, None)
+    if args.replay is not None:
+        judges_replay, cases_replay = cassette_folders(args.replay)
     return EvalSettings(
         concurrency=max(1, args.concurrency),
         executor=args.executor,
         limits=BatchLimits(args.max_model_calls, args.max_tokens),
         case_budget=case_budget,
-        judges=JudgeOptions(caching=caching, record=args.record, replay=args.replay),
+        judges=JudgeOptions(caching=caching, record=judges_record, replay=judges_replay),
         env=env,
         ray_address=args.ray_address,
+        record=cases_record,
+        replay=cases_replay,
+        otel=OtelOptions(
+            flag=args.otel,
+            content=args.otel_content,
+            on_warning=lambda line: io.stderr.write(line + "\n"),
+        ),
     ), cache
 
 

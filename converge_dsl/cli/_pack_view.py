@@ -8,6 +8,7 @@ only lays them out for a terminal.
 from __future__ import annotations
 
 import io
+import json
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -46,6 +47,24 @@ def _info_text(info: PackInfo) -> str:
     out.write(f"suggestors (use: {info.name}/NAME, with: PARAMETERS):\n")
     for suggestor in info.suggestors:
         _render_suggestor(suggestor, out)
+    if info.tools:
+        out.write(
+            f"tool servers (mcp:{info.name}/SERVER/TOOL; a pipeline starts one only when it "
+            f"trusts it: trust: {{{info.name}: [SERVER]}}):\n"
+        )
+        for name, server in info.tools.items():
+            out.write(f"\n  {name}  ({server['transport']})\n")
+            if server["transport"] == "stdio":
+                out.write(f"    runs {json.dumps(server['command'])} in {server['cwd']}\n")
+                if server["env_pass"]:
+                    out.write(f"    passes {', '.join(server['env_pass'])}\n")
+                for variable, value in server["env_set"].items():
+                    out.write(f"    sets {variable}={value}\n")
+            else:
+                out.write(f"    reaches {server['url']}\n")
+                if server["headers"]:
+                    out.write(f"    sends headers {', '.join(server['headers'])}\n")
+            out.write(f"    allows {', '.join(server['allow'])}\n")
     return out.getvalue()
 
 

@@ -100,14 +100,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.json",
         help="with --resume: a JSON object mapping pending ids to true (approve) or false",
     )
-    parser.add_argument("--record", type=Path, metavar="CASSETTE", help="record model calls")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="CASSETTE",
+        help="record model calls (with --cases: a folder, one cassette per case)",
+    )
     parser.add_argument(
         "--overwrite",
         action="store_true",
         help="with --record: replace a cassette already there (else it is refused)",
     )
     parser.add_argument(
-        "--replay", type=Path, metavar="CASSETTE", help="answer every model from a cassette"
+        "--replay",
+        type=Path,
+        metavar="CASSETTE",
+        help="answer every model from a cassette (with --cases: a folder of them, one per case)",
     )
     parser.add_argument(
         "--no-cache",

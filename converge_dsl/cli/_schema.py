@@ -5,7 +5,9 @@ pipeline-test, eval, run-config (the
 file `schemas/<NAME>.v1.json` shipped with converge-dsl). The pipeline schema
 is the one `validate` applies: with suggestor kinds installed from other
 distributions (entry points `converge_dsl.kinds`), the shipped one composed
-with their branches (docs/architecture.md §16).
+with their branches (docs/architecture.md §16). A schema that takes definitions from
+another (the pack schema's `tools` are the pipeline schema's) is printed standing alone,
+those definitions copied in (`frontend._schema.bundled_schema`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         raise UsageError(f"schema {name!r} is not available in this installation") from None
     if name == "pipeline":
         text = _composed_pipeline(text)
+    elif ".v1.json#" in text:  # it takes definitions from another schema: printed standing alone
+        import json
+
+        from converge_dsl.frontend import bundled_schema
+
+        text = json.dumps(bundled_schema(f"{name}.v1.json"), indent=2, ensure_ascii=False)
     io.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 

@@ -8,7 +8,9 @@ front end's own by `converge_dsl.validation`.
 Public surface:
 - `load_file(path)`, `load_text(text, file)` -> `LoadedDocument`
   (strict YAML; raises `PipelineInvalid`); `NodeLocation`, `SourceMap`
-- `schema_diagnostics(doc, "pipeline.v1.json")` -> list of located schema `Diagnostic`s
+- `schema_diagnostics(doc, "pipeline.v1.json")` -> list of located schema `Diagnostic`s;
+  `bundled_schema("pack.v1.json")`, a shipped schema with the definitions it takes from
+  another copied in (what `converge-dsl schema` prints)
 - `check_pipeline(path, checks=...)` -> `CheckedPipeline`;
   `load_pipeline(path, checks=...)` -> `LoadedDocument` or raises;
   `check_document(doc, base_dir, checks=...)` -> `CheckedPipeline` for a loaded document
@@ -31,7 +33,7 @@ Public surface:
   `HTTP_NUMBERS`, the numeric settings of an HTTP model; the tool servers (`tools:`):
   `ToolServerSpec` with `StdioServerSpec` and `HttpServerSpec`, `tool_server_spec` converts
   one `tools.<name>` mapping, `tool_reference(name)` reads an agent's `mcp:SERVER/TOOL`
-  (`MCP_PREFIX`, `EVERY_TOOL`)
+  (`MCP_PREFIX`, `EVERY_TOOL`; `pack_server` splits a pack's `PACK/SERVER`)
 - templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
   `template_problems(...)`, `expression_error(text)`; the data flow of a pack's template
   (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
@@ -138,7 +140,11 @@ else:
             ),
             "converge_dsl.frontend._run_config": ("CacheConfig", "RunConfig", "read_run_config"),
             "converge_dsl.frontend._sarif": ("render_sarif",),
-            "converge_dsl.frontend._schema": ("pipeline_schema", "schema_diagnostics"),
+            "converge_dsl.frontend._schema": (
+                "bundled_schema",
+                "pipeline_schema",
+                "schema_diagnostics",
+            ),
             "converge_dsl.frontend._semantic": ("CHECKS",),
             "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
             "converge_dsl.frontend._tool_specs": (
@@ -147,6 +153,7 @@ else:
                 "MCP_PREFIX",
                 "StdioServerSpec",
                 "ToolServerSpec",
+                "pack_server",
                 "tool_reference",
                 "tool_server_spec",
             ),

@@ -4,7 +4,8 @@ Nothing here starts a server: a reference is checked against what the pipeline
 declares (the server, its allow-list), a server's declaration against what the
 schema cannot say (the url's host among `hosts`, `cwd` inside the pipeline's
 folder or the allowed roots, a variable both passed and set). Codes CD260-CD264
-(docs/errors.md).
+(docs/errors.md). A pack's servers (`mcp:PACK/SERVER/TOOL`, `trust:`) are checked
+by the pack checks, which read the pack (`converge_dsl.packs._pack_tools`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from converge_dsl import codes
 from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
 from converge_dsl.diagnostics import Diagnostic, did_you_mean
 from converge_dsl.frontend._facts import PipelineFacts
-from converge_dsl.frontend._tool_specs import EVERY_TOOL, HttpServerSpec, StdioServerSpec
+from converge_dsl.frontend._tool_specs import (
+    EVERY_TOOL,
+    HttpServerSpec,
+    StdioServerSpec,
+    pack_server,
+)
 
 
 def _guess(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
@@ -26,10 +32,13 @@ def _guess(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
 
 
 def tool_references(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Each `mcp:SERVER/TOOL` a suggestor names: a declared server, a tool it allows."""
+    """Each `mcp:SERVER/TOOL` a suggestor names: a declared server, a tool it allows. A
+    pack's server (`mcp:PACK/SERVER/TOOL`) is the pack checks' (they read the pack)."""
     servers = facts.manifest.tools
     for spec in facts.specs:
         for path, server, tool in spec.tool_references():
+            if pack_server(server) is not None:
+                continue
             declared = servers.get(server)
             if declared is None:
                 yield facts.error(
@@ -105,3 +114,26 @@ def _siblings(folder: Path) -> list[str]:
         return [entry.name for entry in os.scandir(folder.parent) if entry.is_dir()]
     except OSError:
         return []
+
+
+def pack_tool_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
+    """A pack's server (`mcp:PACK/SERVER/TOOL`, a `trust:` entry) names a pack of `packs:`."""
+    declared = [p.name for p in facts.manifest.packs]
+    named: list[tuple[tuple[str | int, ...], str, bool]] = [
+        (("trust", pack), pack, True) for pack in facts.manifest.trust
+    ]
+    for spec in facts.specs:
+        for path, server, _ in spec.tool_references():
+            found = pack_server(server)
+            if found is not None:
+                named.append((path, found[0], False))
+    for path, pack, on_key in named:
+        if pack not in declared:
+            yield facts.error(
+                codes.PACK_TOOL_UNKNOWN,
+                f"pack {pack!r} is not among the pipeline's packs",
+                path,
+                on_key=on_key,
+                hint=_guess(pack, declared)
+                or f"add it under 'packs:' ({pack}: \">=1\") and run converge-dsl lock",
+            )

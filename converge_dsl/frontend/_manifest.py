@@ -230,7 +230,8 @@ class InvariantSpec(Located):
 class PipelineManifest(Record):
     """A schema-checked pipeline as typed records (see the module docstring).
 
-    `models`, `tools` and `inputs` are read-only mappings in document order; `seeds` the
+    `models`, `tools` and `inputs` are read-only mappings in document order; `trust` maps
+    a pack's name to the names of its tool servers the pipeline lets run; `seeds` the
     `seeds:` entries, typed; `suggestors` the document's own list; `document` is the document the
     manifest was built from (the compiler reads its suggestors and source map).
     """
@@ -243,6 +244,7 @@ class PipelineManifest(Record):
         "inputs",
         "models",
         "tools",
+        "trust",
         "budget",
         "promotion",
         "on_error",
@@ -266,6 +268,7 @@ class PipelineManifest(Record):
         models: Mapping[str, ModelSpec],
         budget: BudgetSpec,
         tools: Mapping[str, ToolServerSpec] = MappingProxyType({}),
+        trust: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
         promotion: PromotionSpec,
         on_error: str | None,
         packs: tuple[PackRequirement, ...],
@@ -282,6 +285,7 @@ class PipelineManifest(Record):
         self.inputs = inputs
         self.models = models
         self.tools = tools
+        self.trust = trust
         self.budget = budget
         self.promotion = promotion
         self.on_error = on_error
@@ -377,6 +381,9 @@ def build_manifest(document: LoadedDocument) -> PipelineManifest:
         inputs=MappingProxyType(inputs),
         models=MappingProxyType(models),
         tools=MappingProxyType(tools),
+        trust=MappingProxyType(
+            {str(n): _strings(servers) or () for n, servers in _section(data, "trust").items()}
+        ),
         budget=BudgetSpec(**_section(data, "budget"), source_map=where),
         promotion=PromotionSpec(
             **{

@@ -63,11 +63,24 @@ def load_schema(name: str) -> dict[str, Any]:
     return schema
 
 
+SCHEMA_BASE = "https://converge-dsl.dev/schemas/"
+
+
+def shipped_schema(uri: str) -> dict[str, Any]:
+    """The shipped schema a `$ref` to another schema file names (the pack schema's
+    `tools` is the pipeline schema's); nothing is ever fetched. `ValueError` for
+    any other address."""
+    name = uri.split("#", 1)[0].removeprefix(SCHEMA_BASE)
+    if "/" in name or not name.endswith(".v1.json"):
+        raise ValueError(f"no shipped schema at {uri!r}")
+    return load_schema(name)
+
+
 @lru_cache(maxsize=8)
 def _validator(name: str) -> Any:
     import jsonschema_rs
 
-    return jsonschema_rs.validator_for(load_schema(name))
+    return jsonschema_rs.validator_for(load_schema(name), retriever=shipped_schema)
 
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
@@ -195,6 +208,26 @@ def _replaced(data: Any, paths: Iterable[JsonPath]) -> Any:
     return root
 
 
+def _resource(error: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema `error.schema_path` walks: `schema`, or the other shipped schema a
+    `$ref` led into (the path is then within that one: `$defs/NAME/...` of a
+    definition `schema` does not hold)."""
+    path = list(error.schema_path)
+    if len(path) < 2 or path[0] != "$defs" or path[1] in schema.get("$defs", {}):
+        return schema
+    for name in _referenced(json.dumps(schema, sort_keys=True)):
+        other = load_schema(name)
+        if path[1] in other.get("$defs", {}):
+            return other
+    return schema
+
+
+@lru_cache(maxsize=8)
+def _referenced(text: str) -> tuple[str, ...]:
+    """The other shipped schemas a schema's `$ref`s name (`pipeline.v1.json#/...`)."""
+    return tuple(sorted(set(re.findall(r'"\$ref": "([a-z-]+\.v1\.json)#', text))))
+
+
 def _subschema(schema: dict[str, Any], schema_path: Iterable[str | int]) -> Any:
     node: Any = schema
     for part in schema_path:
@@ -257,6 +290,7 @@ class _Error(Record):
     @classmethod
     def read(cls, error: Any, doc: LoadedDocument, schema: dict[str, Any]) -> _Error:
         path: JsonPath = tuple(error.instance_path)
+        schema = _resource(error, schema)
         schema_path = list(error.schema_path)
         parent = _subschema(schema, schema_path[:-1])
         description = parent.get("description") if isinstance(parent, dict) else None
@@ -321,7 +355,7 @@ def _translate(
         return _unknown_keys(e, suggest)
     if kind == "Required":
         prop = error.kind.property
-        hint = _describe(schema, [*e.schema_path[:-1], "properties", prop])
+        hint = _describe(e.schema, [*e.schema_path[:-1], "properties", prop])
         message = f"missing required key {prop!r} in {e.where}"
         return [e.at(codes.MISSING_FIELD, message, hint=hint, on_key=True)]
     if kind == "Type":
@@ -331,7 +365,7 @@ def _translate(
     if kind == "Pattern":
         return [_bad_form(e)]
     if kind == "PropertyNames":
-        return _property_names(error, doc, e.path, schema, e.schema_path)
+        return _property_names(error, doc, e.path, e.schema, e.schema_path)
     if kind in _RANGE:
         message = f"{e.where} must be {_RANGE[kind]} {error.kind.limit}, not {_show(e.value)}"
         return [e.at(codes.OUT_OF_RANGE, message, hint=e.description)]
@@ -429,6 +463,8 @@ def _property_names(
     schema_path: list[str | int],
 ) -> Iterable[Diagnostic]:
     value = _value_at(doc.data, path)
+    if schema_path[-1:] == ["pattern"]:  # a `$ref` from propertyNames: the path is inside it
+        schema_path = schema_path[:-1]
     names = _subschema(schema, schema_path)
     pattern = names.get("pattern") if isinstance(names, dict) else None
     for key in value if isinstance(value, dict) else ():
@@ -445,3 +481,57 @@ def _property_names(
 
 def _first_sentence(message: str) -> str:
     return message.split("\n", 1)[0]
+
+
+def bundled_schema(name: str) -> dict[str, Any]:
+    """`schemas/<name>` standing alone: each definition it takes from another shipped
+    schema (`pipeline.v1.json#/$defs/NAME`, the pack schema's `tools`) copied into its own
+    `$defs` with the definitions those use, and the references made local. What `converge-dsl
+    schema` prints, so an editor given the file needs no other."""
+    schema = json.loads(json.dumps(load_schema(name)))
+    defs: dict[str, Any] = schema.setdefault("$defs", {})
+    pending = list(_foreign_refs(schema))
+    while pending:
+        other, definition = pending.pop()
+        if definition in defs:
+            continue
+        copied = json.loads(json.dumps(load_schema(other)["$defs"][definition]))
+        defs[definition] = copied
+        pending += [(other, d) for d in _local_refs(copied)]
+    bundled: dict[str, Any] = _localised(schema)
+    return bundled
+
+
+def _foreign_refs(node: Any) -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        found = re.fullmatch(r"([a-z-]+\.v1\.json)#/\$defs/([A-Za-z]+)", str(node.get("$ref", "")))
+        if found:
+            yield found.group(1), found.group(2)
+        for value in node.values():
+            yield from _foreign_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _foreign_refs(value)
+
+
+def _local_refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        found = re.fullmatch(r"#/\$defs/([A-Za-z]+)", str(node.get("$ref", "")))
+        if found:
+            yield found.group(1)
+        for value in node.values():
+            yield from _local_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _local_refs(value)
+
+
+def _localised(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: re.sub(r"^[a-z-]+\.v1\.json#", "#", value) if key == "$ref" else _localised(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_localised(value) for value in node]
+    return node

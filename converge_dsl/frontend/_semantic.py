@@ -35,7 +35,7 @@ from converge_dsl.frontend._checks_declared import (
     pack_specifiers,
     unique_names,
 )
-from converge_dsl.frontend._checks_tools import tool_references, tool_servers
+from converge_dsl.frontend._checks_tools import pack_tool_packs, tool_references, tool_servers
 from converge_dsl.frontend._checks_usage import (
     object_content,
     templates_compile,
@@ -60,6 +60,7 @@ CHECKS: tuple[Check, ...] = (
     pack_specifiers,
     tool_servers,
     tool_references,
+    pack_tool_packs,
     key_schemas_valid,
     templates_compile,
     key_flow,

@@ -3,7 +3,8 @@
 `tool_server_spec` converts one schema-checked mapping and checks nothing (the
 schema guarantees the shapes; validate's tool checks add what it cannot:
 docs/architecture.md §4). A limit not written is None; `converge_dsl.tools`
-holds the defaults. `tool_reference` reads an agent's `mcp:SERVER/TOOL` name.
+holds the defaults. `tool_reference` reads an agent's `mcp:SERVER/TOOL` name (or
+`mcp:PACK/SERVER/TOOL`, a pack's server: `pack_server`).
 """
 
 from __future__ import annotations
@@ -182,8 +183,15 @@ def tool_server_spec(
 
 def tool_reference(name: str) -> tuple[str, str] | None:
     """(server, tool) of an agent's `mcp:SERVER/TOOL` tool name (tool `*`: every allowed
-    tool); None for a built-in tool name."""
+    tool); None for a built-in tool name. A pack's server is `mcp:PACK/SERVER/TOOL`: its
+    server is then `PACK/SERVER` (`pack_server`), the name a run knows it by."""
     if not name.startswith(MCP_PREFIX) or "/" not in name:
         return None
-    server, _, tool = name[len(MCP_PREFIX) :].partition("/")
+    server, _, tool = name[len(MCP_PREFIX) :].rpartition("/")
     return server, tool
+
+
+def pack_server(server: str) -> tuple[str, str] | None:
+    """(pack, server) of a pack's server name `PACK/SERVER`; None for a pipeline's own."""
+    pack, slash, name = server.partition("/")
+    return (pack, name) if slash else None

@@ -15,8 +15,9 @@ metered and traced calls set around one call and the answer cache marks cached;
 `check_model_scripts`, the pipeline check that scripts and cassettes exist and scripts load, and
 `check_model_config`, the check that every `api_key_env` names an API key
 variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validation`);
-`compile_script(document)` -> `Script`, a model script's checks and compilation
-from a loaded document (a test file's inline replies use it);
+`estimate_tokens(text)`, the tokens a text is reckoned at before a call reserves them
+(a judge's call too); `compile_script(document)` -> `Script`, a model script's checks
+and compilation from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
 many times share one per model), `LentTransport`, such a pool lent to one run
 (closing it leaves the pool open); `Redactor`, which masks known secret values in every
@@ -35,6 +36,7 @@ from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.models._call_note import *  # noqa: F403
+    from converge_dsl.models._common import *  # noqa: F403
     from converge_dsl.models._config_checks import *  # noqa: F403
     from converge_dsl.models._metered import *  # noqa: F403
     from converge_dsl.models._redact import *  # noqa: F403
@@ -52,6 +54,7 @@ else:
         __name__,
         {
             "converge_dsl.models._call_note": ("CALL_NOTE", "CallNote"),
+            "converge_dsl.models._common": ("estimate_tokens",),
             "converge_dsl.models._config_checks": ("check_model_config",),
             "converge_dsl.models._metered": ("CallMeter", "Metered", "metered_call"),
             "converge_dsl.models._redact": ("Redactor", "redact_text"),

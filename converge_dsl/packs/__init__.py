@@ -20,6 +20,10 @@ Public surface:
 - the pipeline's MCP tool servers in it: `lock_tool_servers(pipeline)` (each started, read,
   stopped), `locked_tool_servers(pipeline)` (what a run holds them to) and
   `check_tool_lock(facts)`, validate's check (CD265, CD266);
+- a pack's own tool servers (`Pack.tools`, run only when the pipeline's `trust:` lists
+  them, named `PACK/SERVER`): `pack_servers(packs, trust)`, `trusted_pack_servers(pipeline,
+  manifest)` (a run's), `lock_pack_servers(...)` (`lock`'s) and `check_pack_tools(...)`,
+  validate's check (CD261, CD265, CD266, CD269, CD270);
 - `PACK`, the `pack` suggestor kind (`SuggestorKind`, its spec `PackSuggestorSpec`),
   registered by `converge_dsl.validation.KINDS`; `compile_pack_suggestor(spec, ctx)`,
   its builder, which builds a `PackSolverSuggestor` or a suggestor from `instantiate_template`;
@@ -61,6 +65,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.packs._loaded import *  # noqa: F403
     from converge_dsl.packs._lockfile import *  # noqa: F403
     from converge_dsl.packs._manifest import *  # noqa: F403
+    from converge_dsl.packs._pack_tools import *  # noqa: F403
     from converge_dsl.packs._publish import *  # noqa: F403
     from converge_dsl.packs._registry import *  # noqa: F403
     from converge_dsl.packs._repository import *  # noqa: F403
@@ -112,6 +117,12 @@ else:
                 "parse_specifier",
             ),
             "converge_dsl.packs._publish": ("Published", "publish", "yank"),
+            "converge_dsl.packs._pack_tools": (
+                "check_pack_tools",
+                "lock_pack_servers",
+                "pack_servers",
+                "trusted_pack_servers",
+            ),
             "converge_dsl.packs._registry": ("SolverRegistry", "installed_solvers"),
             "converge_dsl.packs._repository": (
                 "BuiltinRepository",

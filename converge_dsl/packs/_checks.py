@@ -21,6 +21,8 @@ CD5xx, documented in docs/errors.md):
 - `UNKNOWN_PACK_SUGGESTOR`, `SOLVER_NOT_INSTALLED`, `BAD_PACK_PARAMETER`:
   a `kind: pack` suggestor does not fit its pack (the schema already checked
   that `use:` has the form PACK/SUGGESTOR);
+- the tool servers of packs the pipeline uses (`_pack_tools.check_pack_tools`:
+  declared by the pack, allowed, trusted under `trust:`, and pinned in the lock);
 - the templates of the pack suggestors used (`_lint.template_diagnostics`:
   syntax, names, filters, the pipeline's inputs and keys), located in the
   pack's own files (`NAME-VERSION/pack.yaml`, prompt files), as `run` would
@@ -110,7 +112,7 @@ def _well_formed(packs: Mapping[str, str]) -> bool:
     return all(parse_specifier(text) is not None for text in packs.values())
 
 
-def _pack_suggestors(data: Mapping[str, Any]) -> Iterator[PackSuggestorSpec]:
+def pack_suggestors(data: Mapping[str, Any]) -> Iterator[PackSuggestorSpec]:
     """The pipeline's pack suggestors, typed."""
     for index, item in enumerate(data.get("suggestors") or ()):
         if isinstance(item, Mapping) and item.get("kind") == "pack":
@@ -131,7 +133,7 @@ def check_pack_uses(
     (`frontend.bound_template_reads`: keys nothing writes, keys it is not re-run on)."""
     data = _data(doc)
     used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
-    for spec in _pack_suggestors(data):
+    for spec in pack_suggestors(data):
         path, use = spec.path, spec.use
         pack_name, slash, suggestor = use.partition("/")
         pack = (packs or {}).get(pack_name) if slash else None  # the schema checks the form
@@ -295,6 +297,10 @@ def check_pipeline_packs(
             code = getattr(exc, "code", codes.PACK_NOT_INSTALLABLE)  # a PackRefused's own
             yield _at(doc, code, exc.message, ("packs",), hint=exc.hint, on_key=True)
     yield from check_pack_uses(doc, packs, manifest=manifest, facts=facts)
+    if packs and facts is not None:
+        from converge_dsl.packs._pack_tools import check_pack_tools
+
+        yield from check_pack_tools(doc, packs, manifest, facts, pipeline)
 
 
 def _yanked(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from converge_dsl import codes
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.diagnostics import did_you_mean, unknown_name_hint
 from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import ToolServerSpec
 from converge_dsl.packs._files import PackRefused
 from converge_dsl.packs._index import IndexEntry, PackIndex
 from converge_dsl.packs._manifest import InvariantDef, Pack, SuggestorDef, load_pack, parse_version
@@ -92,6 +93,8 @@ class PackInfo:
     requires_converge: str | None
     requires_packs: Mapping[str, str]
     suggestors: tuple[SuggestorInfo, ...]
+    # Its MCP tool servers: what each starts or reaches (`transport_identity`) and `allow`.
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +108,7 @@ class PackInfo:
             },
             "versions": [{**e.as_json(), "signed": bool(e.signature)} for e in self.versions],
             "suggestors": [s.as_json() for s in self.suggestors],
+            "tools": {name: dict(server) for name, server in self.tools.items()},
         }
 
 
@@ -289,7 +293,14 @@ def describe(pack: Pack, index: PackIndex, repository: str) -> PackInfo:
         requires_converge=str(pack.requires_converge) if pack.requires_converge else None,
         requires_packs={k: str(v) for k, v in sorted(pack.requires_packs.items())},
         suggestors=tuple(describe_suggestor(pack, d) for d in pack.suggestors.values()),
+        tools={name: _server(spec) for name, spec in pack.tools.items()},
     )
+
+
+def _server(spec: ToolServerSpec) -> dict[str, Any]:
+    from converge_dsl.tools import transport_identity
+
+    return {**transport_identity(spec), "allow": list(spec.allow)}
 
 
 def describe_pack(repository: Repository, reference: str) -> PackInfo:

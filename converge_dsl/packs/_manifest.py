@@ -4,10 +4,16 @@
 validates it against `schemas/pack.v1.json`, then checks what a schema cannot:
 the version is semver, specifiers parse, files named by `input_schema` and
 `prompt_files` exist inside the pack, invariants name real suggestors and
-their checks compile. Every problem is reported at once as a `PipelineInvalid`
+their checks compile, and each MCP tool server under `tools:` (declared as a
+pipeline declares one, `frontend.tool_server_spec`) stays inside the pack: a
+stdio server's `cwd` and a program named by a path are relative to the pack's
+folder and may not leave it (CD268); an HTTP server's url reaches a host it
+lists (CD262). Every problem is reported at once as a `PipelineInvalid`
 carrying diagnostics (codes `PACK_*` of `converge_dsl.codes`, CD550 onwards).
 
-A `Pack` is immutable data: nothing in it is ever imported or executed.
+A `Pack` is immutable data: nothing in it is ever imported or executed here. Its
+tool servers are started by a run only when the pipeline trusts them (`trust:`,
+`_pack_tools`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from converge_dsl._json_types import JsonObject, JsonSchema
 from converge_dsl._reading import read_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, best_first
 from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import HttpServerSpec, StdioServerSpec, ToolServerSpec, tool_server_spec
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.packs._yaml import load_document, schema_diagnostics
 
@@ -75,6 +82,8 @@ class Pack:
     # (`display` names the pack folder in them).
     document: LoadedDocument | None = field(default=None, compare=False, repr=False)
     display: str = ""
+    # Its MCP tool servers by name (relative to `folder`); run only when a pipeline trusts them.
+    tools: Mapping[str, ToolServerSpec] = field(default_factory=dict)
 
     def invariants_for(self, suggestor: str) -> tuple[InvariantDef, ...]:
         return tuple(i for i in self.invariants if i.suggestor in (None, suggestor))
@@ -102,6 +111,16 @@ def _inside(folder: Path, relative: str) -> Path | None:
         return None
     target = folder.joinpath(*pure.parts)
     return target if target.is_file() else None
+
+
+def _within(root: Path, base: Path, relative: str) -> Path | None:
+    """`base/relative` resolved, when `relative` is a relative path without `..` and what
+    it resolves to (links followed) lies inside `root`; else None."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or ".." in pure.parts:
+        return None
+    target = base.joinpath(*pure.parts).resolve()
+    return target if target == root or target.is_relative_to(root) else None
 
 
 class _Builder:
@@ -212,6 +231,57 @@ class _Builder:
                 message=item.get("message"),
             )
 
+    def tool_servers(self, raw: Mapping[str, Any]) -> dict[str, ToolServerSpec]:
+        servers: dict[str, ToolServerSpec] = {}
+        for name, config in raw.items():
+            spec = tool_server_spec(str(name), config, ("tools", str(name)), self.doc.source_map)
+            if isinstance(spec, StdioServerSpec):
+                self.stdio_inside(spec)
+            elif isinstance(spec, HttpServerSpec) and spec.host not in {
+                h.lower() for h in spec.hosts
+            }:
+                self.error(
+                    codes.TOOL_HOST_NOT_DECLARED,
+                    f"the url of tool server {spec.name!r} reaches host {spec.host!r}, "
+                    "which its hosts do not list",
+                    (*spec.path, "url"),
+                    hint="the pack must be fixed by its author",
+                )
+            servers[spec.name] = spec
+        return servers
+
+    def stdio_inside(self, spec: StdioServerSpec) -> None:
+        """CD268 unless the server's `cwd` is a folder of the pack and a program named by
+        a relative path is a file of the pack (links followed: the target must be inside
+        too). A bare program name is looked up in the run's PATH, an absolute one is
+        taken as it is: neither is the pack's, and trust (`trust:`) is what gates them."""
+        root = self.folder.resolve()
+        cwd = self.folder
+        if spec.cwd is not None:
+            found = _within(root, self.folder, spec.cwd)
+            if found is None or not found.is_dir():
+                self.error(
+                    codes.PACK_TOOL_OUTSIDE,
+                    f"working folder {spec.cwd!r} of tool server {spec.name!r} is not a "
+                    "folder inside the pack",
+                    (*spec.path, "cwd"),
+                    hint="a pack's server runs in the pack's own folder or one inside it",
+                )
+                return
+            cwd = found
+        program = spec.command[0] if spec.command else ""
+        if "/" in program and not program.startswith("/"):  # absolute: like a bare name
+            found = _within(root, cwd, program)
+            if found is None or not found.is_file():
+                self.error(
+                    codes.PACK_TOOL_OUTSIDE,
+                    f"program {program!r} of tool server {spec.name!r} is not a file inside "
+                    "the pack",
+                    (*spec.path, "command", 0),
+                    hint="name a file of the pack relative to the server's working folder, "
+                    "or a program by its bare name (looked up in the PATH of the run)",
+                )
+
     def build(self) -> Pack:
         data = self.doc.data
         version = parse_version(data["version"])
@@ -237,6 +307,7 @@ class _Builder:
                 packs[name] = spec
         suggestors = {n: self.suggestor(n, raw) for n, raw in data["suggestors"].items()}
         invariants = tuple(self.invariants(data.get("invariants") or [], suggestors))
+        tools = self.tool_servers(data.get("tools") or {})
         if version is None:  # the schema pattern makes this unreachable in practice
             self.error(
                 codes.PACK_BAD_VERSION, f"{data['version']!r} is not a version", ("version",)
@@ -255,6 +326,7 @@ class _Builder:
             folder=self.folder,
             document=self.doc,
             display=self.display,
+            tools=tools,
         )
 
 

@@ -21,8 +21,9 @@ network (folders, `builtin`); one served over HTTP is checked by `lock` and
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,10 +59,11 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
     from converge_dsl.packs._resolve import Resolved
-    from converge_dsl.tools import ServerFactory
+    from converge_dsl.tools import LockedServer, ServerFactory
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
-_OURS = (("packs",), ("repositories",))  # the fields `lock` and `pack` read of a pipeline
+# The fields `lock` and `pack` read of a pipeline.
+_OURS = (("packs",), ("repositories",), ("trust",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +74,11 @@ class PipelinePacks:
     name: str
     packs: Mapping[str, str]
     repositories: tuple[object, ...]
+    trust: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path, manifest: PipelineManifest | None = None) -> PipelinePacks:
-        """The pipeline's `packs:` and `repositories:`.
+        """The pipeline's `packs:`, `repositories:` and `trust:`.
 
         `manifest` is the validated document's (`validate`, `run`); without it the
         file is loaded here (`lock`, `pack`) and those two fields are checked against
@@ -88,6 +91,7 @@ class PipelinePacks:
                 name=manifest.name,
                 packs={p.name: p.specifier for p in manifest.packs},
                 repositories=tuple(r.written for r in manifest.repositories),
+                trust=dict(manifest.trust),
             )
         doc = load_document(path)
         data = doc.data if isinstance(doc.data, Mapping) else {}
@@ -108,6 +112,7 @@ class PipelinePacks:
             name=str(data.get("name", path.stem)),
             packs={str(k): str(v) for k, v in packs.items()},
             repositories=tuple(repositories),
+            trust={str(k): tuple(str(s) for s in v) for k, v in (data.get("trust") or {}).items()},
         )
 
     @property
@@ -169,12 +174,15 @@ def lock_pipeline(
     repin: bool = False,
     upgrade: Collection[str] | None = None,
     tool_factory: ServerFactory | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> LockFile:
     """Resolve, fetch, verify and write the pipeline's lock section; returns it.
 
     The section also pins each MCP tool server the pipeline declares
     (`_tool_lock.lock_tool_servers`: each started, read and stopped; made by
-    `tool_factory`, default the `mcp` SDK's); one that does not start fails the
+    `tool_factory`, default the `mcp` SDK's, in `environ`, default the process's), and
+    each tool server of its packs that its `trust:` lists, once the packs are fetched
+    (started in the pack's folder, `PACK/SERVER`); one that does not start fails the
     lock before anything is written.
 
     Versions pinned by a readable previous lock are kept when they still fit,
@@ -213,8 +221,6 @@ def lock_pipeline(
         signature = dict(entry.signature) if entry.signature else None
         keys = repositories[pinned.repository].trusted_keys
         verify(signature, keys, pinned.name, str(entry.version), entry.sha256)
-    from converge_dsl.packs._tool_lock import lock_tool_servers
-
     lock = lock_from_resolution(info.packs, info.repositories, resolved)
     if previous is not None:
         check_pin_moves(
@@ -226,13 +232,34 @@ def lock_pipeline(
             command=lock_hint(pipeline).removeprefix("run: "),
             moving=set(upgrade or ()),  # named packs only: `--upgrade` alone moves none down
         )
-    lock = replace(lock, tools=lock_tool_servers(pipeline, factory=tool_factory))
-    _install_all(lock, repositories, cache or PackCache())
+    packs = _install_all(lock, repositories, cache or PackCache())
+    lock = replace(lock, tools=_lock_tools(pipeline, info, packs, tool_factory, environ))
     write_lock(pipeline, lock, warn=warn)
     if warn is not None:
         for notice in _pin_notices(pipeline, info, resolved.values(), repositories):
             warn(notice)
     return lock
+
+
+def _lock_tools(
+    pipeline: Path,
+    info: PipelinePacks,
+    packs: Mapping[str, Pack],
+    factory: ServerFactory | None,
+    environ: Mapping[str, str] | None,
+) -> dict[str, LockedServer]:
+    """The pipeline's tool servers and the trusted servers of its fetched packs, each
+    started (a pack's in its folder), read and stopped."""
+    from converge_dsl.packs._tool_lock import lock_tool_servers
+
+    tools = lock_tool_servers(pipeline, factory=factory, environ=environ)
+    if info.trust:
+        from converge_dsl.packs._pack_tools import lock_pack_servers
+        from converge_dsl.tools import McpToolServer
+
+        parent = dict(os.environ if environ is None else environ)
+        tools |= lock_pack_servers(packs, info.trust, factory or McpToolServer, parent)
+    return tools
 
 
 def _where_asked(pipeline: Path, packs: Sequence[str]) -> str | None:

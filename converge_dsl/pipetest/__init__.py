@@ -17,16 +17,17 @@ Public surface:
 - `subset_mismatch(expected, actual)`: the JSON subset match of `data`.
 - Evaluations (`*.eval.yaml`, `kind: Evaluation`): `read_eval_file(path)` -> `EvalFile`,
   `run_eval(evaluation)` -> `EvalResult`, `run_configurations(evaluation, settings)`
-  -> one per model configuration (`EvalSettings`: concurrency, executor, budgets;
-  `JudgeOptions`: the judges' cache and cassette),
+  -> one per model configuration (`EvalSettings`: concurrency, executor, budgets, the
+  cases' cassettes; `JudgeOptions`: the judges' cache and cassette; `cassette_folders(DIR)`:
+  where `eval --record DIR` puts them),
   `compare(result, baseline, tolerance)` (`baseline_of` picks a configuration's part),
   `render_eval_human(result, changes)` and `render_eval_junit(result)`, and for several
   configurations `render_configurations_human` and `render_configurations_junit`;
   `parse_verdict(text, verdict)` reads a judge's answer.
-- `diff_results(a, b)` -> `RunDiff`: what differs between two run results (`converge-dsl diff`);
-  `read_batch_results(text, display)` -> `CaseResultLine`s, `diff_batches(a, b)` -> `BatchDiff`:
-  what differs between two batch results files, case by case (`is_batch_results(text)` tells
-  them apart).
+- `diff_results(a, b, ignore)` -> `RunDiff`: what differs between two run results (`converge-dsl
+  diff`); `read_batch_results(text, display)` -> `CaseResultLine`s, `diff_batches(a, b, ignore)`
+  -> `BatchDiff`: what differs between two batch results files, case by case
+  (`is_batch_results(text)` tells them apart); `ignore` leaves `DIFF_SECTIONS` out of both.
 - `render_eval_html(document)` and `render_diff_html(document, kind, a, b)`: the self-contained
   HTML pages of `eval --format html` and `diff --format html`.
 
@@ -41,7 +42,9 @@ from converge_dsl._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.pipetest._batch_diff import *  # noqa: F403
+    from converge_dsl.pipetest._eval_compare import *  # noqa: F403
     from converge_dsl.pipetest._eval_judge import *  # noqa: F403
+    from converge_dsl.pipetest._eval_outputs import *  # noqa: F403
     from converge_dsl.pipetest._eval_report import *  # noqa: F403
     from converge_dsl.pipetest._eval_run import *  # noqa: F403
     from converge_dsl.pipetest._eval_spec import *  # noqa: F403
@@ -64,7 +67,9 @@ else:
                 "is_batch_results",
                 "read_batch_results",
             ),
+            "converge_dsl.pipetest._eval_compare": ("baseline_of", "compare"),
             "converge_dsl.pipetest._eval_judge": ("JudgeOptions", "parse_verdict"),
+            "converge_dsl.pipetest._eval_outputs": ("cassette_folders",),
             "converge_dsl.pipetest._eval_report": (
                 "render_configurations_human",
                 "render_configurations_junit",
@@ -74,8 +79,6 @@ else:
             "converge_dsl.pipetest._eval_run": (
                 "EvalResult",
                 "EvalSettings",
-                "baseline_of",
-                "compare",
                 "run_configurations",
                 "run_eval",
             ),
@@ -89,7 +92,7 @@ else:
                 "render_junit_invalid",
                 "render_report",
             ),
-            "converge_dsl.pipetest._run_diff": ("RunDiff", "diff_results"),
+            "converge_dsl.pipetest._run_diff": ("DIFF_SECTIONS", "RunDiff", "diff_results"),
             "converge_dsl.pipetest._runner": ("CaseReport", "run_case", "run_test_file"),
             "converge_dsl.pipetest._spec": (
                 "ModelSource",

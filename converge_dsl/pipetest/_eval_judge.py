@@ -20,6 +20,22 @@ evaluation by the models factory, behind the answer cache when the
 evaluation has one (`--cache`, `--offline`), recorded into a cassette
 (`--record`) or answered from one (`--replay`), so a judged evaluation reruns
 offline with the same verdicts.
+
+The judges' calls count toward the evaluation's caps (`eval --max-model-calls`,
+`--max-tokens`) with the cases' own: each call holds one call and its tokens
+(the prompt's estimate and the answer cap) in the evaluation's `BudgetPool`
+(`draw_from`) before it is made and settles them when it is answered, as a
+case's model call does; its answer cap is lowered to what the tokens cap
+leaves. A call the spent caps refuse is not made: the case is not judged by
+that metric (no score, CD812, located at the metric's `judge`), which fails the
+evaluation. A case's own budget (`--case-max-*`, the pipeline's `budget:`)
+is its pipeline run's and does not cover its judging. `usage` keeps the
+judges' calls and tokens apart from the cases' as well.
+
+When the evaluation is traced (`eval --otel`), each judge call is a `chat
+MODEL` span under the evaluation's (`converge_dsl.runtime.CallSpans`), with
+the GenAI attributes of a run's model calls and `converge_dsl.eval.case`,
+`converge_dsl.eval.metric` (and `converge_dsl.eval.configuration`).
 """
 
 from __future__ import annotations
@@ -38,9 +54,11 @@ from converge_dsl.diagnostics import Diagnostic
 from ._eval_spec import EvalCase, EvalFile, Rubric
 
 if TYPE_CHECKING:
+    from converge_dsl.batch import BudgetPool
     from converge_dsl.clock import Clock
-    from converge_dsl.models import Model
-    from converge_dsl.runtime import AnswerCaching
+    from converge_dsl.engine import StopReason
+    from converge_dsl.models import Model, ModelRequest, ModelReturn
+    from converge_dsl.runtime import AnswerCaching, CallSpans
 
 # The judge's answer cap: a verdict is one short object.
 JUDGE_MAX_TOKENS = 512
@@ -48,10 +66,11 @@ JUDGE_MAX_TOKENS = 512
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """One judge metric's verdict on one case: its score (0 when `problem`), its reason."""
+    """One judge metric's verdict on one case: its score (0 when `problem`; None when the
+    evaluation's caps left no call to judge it, CD812), its reason."""
 
     metric: str
-    score: float
+    score: float | None
     reason: str
     problem: Diagnostic | None = None
 
@@ -78,6 +97,8 @@ class Judges:
         options: JudgeOptions = JudgeOptions(),
         steps: Iterator[int] | None = None,
         fresh: bool = True,
+        spans: CallSpans | None = None,
+        configuration: str | None = None,
     ) -> None:
         """`steps` numbers the recorded calls (shared by the judges of every configuration
         of one evaluation); `fresh`: the first model recorded starts the cassette afresh
@@ -91,6 +112,13 @@ class Judges:
         self._recorded = not fresh
         # The judges' calls and tokens (answered calls; cached answers included).
         self.usage = [0, 0, 0]
+        self._pool: BudgetPool | None = None
+        self._spans = spans
+        self._configuration = configuration
+
+    def draw_from(self, pool: BudgetPool | None) -> None:
+        """Count every later call in `pool`, the evaluation's caps (None: no cap)."""
+        self._pool = pool
 
     @property
     def any(self) -> bool:
@@ -154,21 +182,34 @@ class Judges:
             text = render(rubric.template, scope)
         except ConvergeError as exc:
             return self._bad(rubric, case, codes.EVAL_BAD_RUBRIC, f"rubric failed: {exc.message}")
+        from converge_dsl.models import estimate_tokens
+
+        estimate = estimate_tokens(rubric.system + text)
+        answer_cap: int | None = JUDGE_MAX_TOKENS
+        pool = self._pool
+        if pool is not None:
+            refused, answer_cap = pool.try_reserve(estimate, JUDGE_MAX_TOKENS)
+            if refused is not None:
+                return self._not_judged(rubric, case, pool, refused)
+        held = estimate + (answer_cap or 0)
+        spent, called = (0, 0), False
         try:
             model = self._model(rubric.model)
             request = ModelRequest(
                 model=model.model_id(),
                 messages=(Message.text("user", text),),
                 system=(rubric.system,),
-                max_tokens=JUDGE_MAX_TOKENS,
+                max_tokens=answer_cap or JUDGE_MAX_TOKENS,
                 temperature=0.0,
                 suggestor=f"judge:{rubric.metric}",
                 turn=0,
             )
-            answer = await model.call(request)
+            called = True
+            answer = await self._call(rubric, case, model, request)
+            spent = (answer.usage.input_tokens, answer.usage.output_tokens)
             self.usage[0] += 1
-            self.usage[1] += answer.usage.input_tokens
-            self.usage[2] += answer.usage.output_tokens
+            self.usage[1] += spent[0]
+            self.usage[2] += spent[1]
         except ModelError as exc:
             message = exc.message.removeprefix(f"{exc.code.value}: ")
             return self._bad(
@@ -177,10 +218,59 @@ class Judges:
                 codes.EVAL_JUDGE_FAILED,
                 f"judge call failed: {exc.code.value}: {message}",
             )
+        finally:
+            if pool is not None:  # held -> spent in one step (a failed call is a call)
+                pool.add(int(called), spent[0] + spent[1], -1, -held)
         score, reason, problem = parse_verdict(answer.text, rubric.verdict)
         if problem is not None:
             return self._bad(rubric, case, codes.EVAL_BAD_VERDICT, problem)
         return Verdict(rubric.metric, score, reason)
+
+    async def _call(
+        self, rubric: Rubric, case: EvalCase, model: Model, request: ModelRequest
+    ) -> ModelReturn:
+        """The judge's answer to `request`, its call a span under the evaluation's (with
+        the case and the metric) when the evaluation is traced (`--otel`)."""
+        if self._spans is None:
+            return await model.call(request)
+        from converge_dsl.models import ModelError
+        from converge_dsl.models.factory import checked_spec
+        from converge_dsl.runtime import facts_of
+
+        declared = self._evaluation.judges[rubric.model]
+        replayed = self._options.replay is not None
+        facts = facts_of(rubric.model, checked_spec(rubric.model, declared.spec), model, replayed)
+        extra: dict[str, str] = {
+            "converge_dsl.eval.case": case.name,
+            "converge_dsl.eval.metric": rubric.metric,
+        }
+        if self._configuration is not None:
+            extra["converge_dsl.eval.configuration"] = self._configuration
+        span = self._spans.call(facts, rubric.model, request, extra)
+        try:
+            answer = await model.call(request)
+        except ModelError as exc:
+            span.finished(None, exc.code.value)
+            raise
+        span.finished(answer)
+        return answer
+
+    def _not_judged(
+        self, rubric: Rubric, case: EvalCase, pool: BudgetPool, reason: StopReason
+    ) -> Verdict:
+        cap = pool.limits.cap(reason)
+        spent = "caps are" if cap is None else f"{cap.setting} {cap.limit} is"
+        problem = f"not judged: the evaluation's {spent} spent"
+        source_map = self._evaluation.document.source_map
+        message = (
+            f"judge {rubric.model!r} of metric {rubric.metric!r}, case {case.name!r}: {problem}"
+        )
+        hint = (
+            "judge calls count toward --max-model-calls and --max-tokens with the cases' "
+            "calls; raise the cap or judge fewer cases"
+        )
+        diagnostic = source_map.diagnostic(codes.EVAL_NOT_JUDGED, message, rubric.path, hint=hint)
+        return Verdict(rubric.metric, None, problem, diagnostic)
 
     def _bad(self, rubric: Rubric, case: EvalCase, code: str, problem: str) -> Verdict:
         source_map = self._evaluation.document.source_map

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._eval_run import Change, EvalResult
+from ._eval_compare import Change
+from ._eval_run import EvalResult
 
 # The judges' errors shown with their excerpt in the human output (all are in the JSON).
 SHOWN_PROBLEMS = 3
@@ -41,6 +42,13 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
         lines.append(
             f"not run: {len(result.not_run)} case(s), the evaluation's caps were spent "
             f"({', '.join(result.not_run[:5])}{', ...' if len(result.not_run) > 5 else ''})"
+        )
+    if result.not_judged:
+        shown_pairs = [f"{case}/{metric}" for case, metric in result.not_judged[:5]]
+        more_pairs = ", ..." if len(result.not_judged) > 5 else ""
+        lines.append(
+            f"not judged: {len(result.not_judged)} judgement(s), the evaluation's caps were "
+            f"spent ({', '.join(shown_pairs)}{more_pairs})"
         )
     if result.problems:
         from converge_dsl.frontend import render_human

@@ -1,5 +1,6 @@
 """Running an evaluation: `run_configurations(evaluation, settings)` -> one `EvalResult`
-per model configuration (`run_eval`: the first's), `compare(result, baseline)`.
+per model configuration (`run_eval`: the first's); `_eval_compare` compares one with a
+baseline.
 
 The dataset's cases run through the batch machinery once per configuration
 (`converge_dsl.batch`: the local scheduler, `concurrency` cases at a time, or
@@ -10,15 +11,16 @@ per-case budget, `CaseBudget`); each result is scored by every metric
 evaluation's own caps (`EvalSettings.limits`) count every case's usage
 together: once they are spent no further case is started (`not_run`, a
 failure), on the local executor; the others start every case and the spent
-cap refuses their model calls. A metric's
+cap refuses their model calls. The judges' calls count toward the same caps
+(`_eval_judge`: a call they refuse leaves its case not judged, a failure);
+a case's own budget is its pipeline run's alone. With `record` (`eval --record
+DIR`) each case's pipeline models are recorded into its own cassette, with
+`replay` answered from it (`_eval_outputs` says where; with `otel` the judges'
+calls are spans). A metric's
 aggregate is the mean score over the cases it applies to, with the 95% Wilson
 interval when every score is a pass or a fail; it passes when the mean reaches
 its threshold. The evaluation passes when every metric does and the mean of
 the metrics' means reaches the overall threshold.
-
-`compare` reads a baseline (the `as_json()` of an earlier result) and sorts
-each (case, metric) into improved, regressed (fell by more than the
-evaluation's tolerance), new or gone.
 """
 
 from __future__ import annotations
@@ -37,11 +39,13 @@ from converge_dsl.clock import SystemClock
 
 from ._eval_judge import JudgeOptions, Judges, Verdict
 from ._eval_metrics import field_values, score, wilson
+from ._eval_outputs import case_outputs, case_sinks, cassettes_of, evaluation_spans
 from ._eval_spec import DEFAULT_CONFIGURATION, Configuration, EvalFile, Metric
 
 if TYPE_CHECKING:
     from converge_dsl.batch import BatchLimits, Case, CaseBudget, CaseResult, LocalPool
     from converge_dsl.diagnostics import Diagnostic
+    from converge_dsl.runtime import OtelOptions
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,11 @@ class EvalSettings:
     judges: JudgeOptions = field(default_factory=JudgeOptions)
     env: Mapping[str, str] | None = None
     ray_address: str | None = None
+    # The folders of the pipeline models' cassettes, one per case (`cassette_folders`).
+    record: Path | None = None
+    replay: Path | None = None
+    # `--otel`: the evaluation's span with its judges' calls, each case's run its own trace.
+    otel: OtelOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +105,10 @@ class Aggregate:
 
 @dataclass(frozen=True, slots=True)
 class EvalResult:
-    """One configuration's evaluation. `problems`: judges' bad verdicts and failed calls
-    (located diagnostics); `not_run`: cases never started, the evaluation's caps spent.
-    Either fails the evaluation."""
+    """One configuration's evaluation. `problems`: judges' bad verdicts, failed and
+    refused calls (located diagnostics); `not_run`: cases never started, the
+    evaluation's caps spent; `not_judged`: (case, metric) a judge call the caps refused
+    left without a score. Any fails the evaluation."""
 
     evaluation: str
     cases: tuple[CaseScores, ...]
@@ -111,11 +121,12 @@ class EvalResult:
     not_run: tuple[str, ...] = ()
     # The judges' (model calls, input tokens, output tokens), outside the cases' usage.
     judge_usage: tuple[int, int, int] = (0, 0, 0)
+    not_judged: tuple[tuple[str, str], ...] = ()
 
     @property
     def passed(self) -> bool:
         overall = self.threshold is None or self.overall >= self.threshold
-        broken = bool(self.problems or self.not_run)
+        broken = bool(self.problems or self.not_run or self.not_judged)
         return overall and not broken and all(a.passed for a in self.aggregates)
 
     def untimed(self) -> EvalResult:
@@ -150,6 +161,8 @@ class EvalResult:
             ]
         if self.not_run:
             extra["not_run"] = list(self.not_run)
+        if self.not_judged:
+            extra["not_judged"] = [{"case": c, "metric": m} for c, m in self.not_judged]
         if any(self.judge_usage):
             calls, tokens_in, tokens_out = self.judge_usage
             extra["judge_usage"] = {
@@ -219,9 +232,9 @@ def run_configurations(
 ) -> tuple[EvalResult, ...]:
     """One `EvalResult` per configuration of `evaluation`, in their order.
 
-    The evaluation's caps (`settings.limits`) hold for every configuration together:
-    each runs under what the earlier ones left. The judges' calls (one cassette for
-    all configurations with `--record`) count toward no cap.
+    The evaluation's caps (`settings.limits`) hold for every configuration together,
+    the judges' calls included: each runs under what the earlier ones left. The
+    judges of every configuration record into one cassette (`--record`).
     """
     import itertools
     from dataclasses import replace
@@ -229,30 +242,47 @@ def run_configurations(
     results: list[EvalResult] = []
     steps = itertools.count(1)  # numbers the recorded judges' calls of the whole evaluation
     limits = settings.limits
-    for index, configuration in enumerate(evaluation.configurations):
-        judges = Judges(
-            evaluation,
-            env=dict(os.environ if settings.env is None else settings.env),
-            clock=SystemClock(),
-            options=settings.judges,
-            steps=steps,
-            fresh=index == 0,
-        )
-        left = replace(settings, limits=limits)
-        result = _run_one(evaluation, configuration, left, judges, clock)
-        results.append(result)
-        limits = _remaining(limits, result.cases)
+    env = dict(os.environ if settings.env is None else settings.env)
+    spans = evaluation_spans(evaluation, settings.otel, env)
+    try:
+        for index, configuration in enumerate(evaluation.configurations):
+            judges = Judges(
+                evaluation,
+                env=env,
+                clock=SystemClock(),
+                options=settings.judges,
+                steps=steps,
+                fresh=index == 0,
+                spans=spans,
+                configuration=None
+                if configuration.name == DEFAULT_CONFIGURATION
+                else configuration.name,
+            )
+            left = replace(
+                settings,
+                limits=limits,
+                record=cassettes_of(settings.record, configuration),
+                replay=cassettes_of(settings.replay, configuration),
+            )
+            result = _run_one(evaluation, configuration, left, judges, clock)
+            results.append(result)
+            limits = _remaining(limits, result)
+    finally:
+        if spans is not None:
+            spans.close()
     return tuple(results)
 
 
-def _remaining(limits: BatchLimits | None, cases: Sequence[CaseScores]) -> BatchLimits | None:
-    """What `limits` leave once `cases` ran (None: no cap)."""
+def _remaining(limits: BatchLimits | None, result: EvalResult) -> BatchLimits | None:
+    """What `limits` leave once `result`'s cases ran and were judged (None: no cap)."""
     if limits is None or not limits.any:
         return limits
     from converge_dsl.batch import BatchLimits
 
-    calls = sum(c.model_calls for c in cases)
-    tokens = sum(c.input_tokens + c.output_tokens for c in cases)
+    cases = result.cases
+    judge_calls, judge_in, judge_out = result.judge_usage
+    calls = sum(c.model_calls for c in cases) + judge_calls
+    tokens = sum(c.input_tokens + c.output_tokens for c in cases) + judge_in + judge_out
     return BatchLimits(
         None if limits.max_model_calls is None else max(0, limits.max_model_calls - calls),
         None if limits.max_tokens is None else max(0, limits.max_tokens - tokens),
@@ -270,6 +300,7 @@ def _run_one(
     not_run: list[str] = []
     scored: list[CaseScores] = []
     problems: list[Diagnostic] = []
+    not_judged: list[tuple[str, str]] = []
     confusion: dict[str, Counter[tuple[str, str]]] = {m.name: Counter() for m in evaluation.metrics}
     for index, result, verdicts in _results(evaluation, configuration, settings, judges):
         case = evaluation.cases[index]
@@ -284,6 +315,8 @@ def _run_one(
             reasons[verdict.metric] = verdict.reason
             if verdict.problem is not None:
                 problems.append(verdict.problem)
+            if verdict.score is None:
+                not_judged.append((case.name, verdict.metric))
         for metric in evaluation.metrics:
             _count(confusion[metric.name], metric, case.expected, body)
         usage = body.get("usage") or {}
@@ -312,6 +345,7 @@ def _run_one(
         tuple(problems),
         tuple(not_run),
         (judges.usage[0], judges.usage[1], judges.usage[2]),
+        tuple(not_judged),
     )
 
 
@@ -321,13 +355,32 @@ _Scored = tuple[int, "CaseResult | None", Sequence[Verdict]]
 def _cases(
     evaluation: EvalFile, configuration: Configuration, settings: EvalSettings
 ) -> list[Case]:
-    from converge_dsl.batch import Case
+    """The dataset's cases as the batch runs them: each with the configuration's models,
+    the case budget, located at its dataset line, answered from its own cassette under
+    `settings.replay` (a recording there refused first: `_cassettes`)."""
+    from converge_dsl._files import display_name
+    from converge_dsl.batch import Case, check_cassettes, replaying
+    from converge_dsl.diagnostics import SourceSpan
 
     models = dict(configuration.models) or None
-    return [
-        Case(index, case.name, dict(case.inputs), models=models, budget=settings.case_budget)
+    dataset = display_name(evaluation.dataset)
+    cases = [
+        Case(
+            index,
+            case.name,
+            dict(case.inputs),
+            span=SourceSpan(dataset, case.line, 1, case.line, 1),
+            models=models,
+            budget=settings.case_budget,
+        )
         for index, case in enumerate(evaluation.cases)
     ]
+    if settings.record is not None:
+        check_cassettes(cases, settings.record, option="--record", replay=False)
+    if settings.replay is None:
+        return cases
+    check_cassettes(cases, settings.replay, option="--replay", replay=True)
+    return replaying(cases, settings.replay)
 
 
 def _results(
@@ -341,13 +394,18 @@ def _results(
         yield from _elsewhere(evaluation, cases, settings, judges)
         return
     pipeline = evaluation.pipeline
+    outputs = case_outputs(settings.record, settings.otel, settings.env)
     pool, meter = _pool(settings.limits)
+    judges.draw_from(pool)  # the judges' calls count toward the caps with the cases'
     items: Any
-    if configuration.models or settings.case_budget or pool is not None:
+    cassettes = settings.record is not None or settings.replay is not None
+    if configuration.models or settings.case_budget or pool is not None or cassettes:
         items = _launched(_cases(evaluation, configuration, settings), pool)
     else:  # plain inputs, as `Pipeline.run_many` gives them
         items = enumerate(dict(case.inputs) for case in evaluation.cases)
-    stream = ordered(pipeline, items, concurrency=settings.concurrency, meter=meter)
+    stream = ordered(
+        pipeline, items, concurrency=settings.concurrency, meter=meter, sinks=case_sinks(outputs)
+    )
     if not judges.any and pool is None:
         for index, finished in drive(pipeline, stream):
             yield index, finished, ()
@@ -426,8 +484,10 @@ def _elsewhere(
         env=env,
         allow_roots=evaluation.roots,
         ray_address=settings.ray_address,
+        outputs=case_outputs(settings.record, settings.otel, env),
     )
     results = sorted(run_cases(options, cases), key=lambda r: r.index)
+    judges.draw_from(_spent_pool(settings.limits, results))
     loop = asyncio.new_event_loop()
     try:
         for result in results:
@@ -437,6 +497,20 @@ def _elsewhere(
     finally:
         loop.run_until_complete(judges.aclose())
         loop.close()
+
+
+def _spent_pool(limits: BatchLimits | None, results: Sequence[CaseResult]) -> LocalPool | None:
+    """The evaluation's caps once `results` ran elsewhere (their usage counted), for the
+    judges that follow here (None: no cap)."""
+    if limits is None or not limits.any:
+        return None
+    from converge_dsl.batch import LocalPool
+
+    pool = LocalPool(limits)
+    for result in results:
+        usage = result.usage
+        pool.add(usage["model_calls"], usage["input_tokens"] + usage["output_tokens"], 0, 0)
+    return pool
 
 
 def _count(
@@ -466,51 +540,3 @@ def _aggregate(
     return Aggregate(
         metric.name, mean, len(values), interval, metric.threshold, passed, dict(confusion)
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    case: str
-    metric: str
-    before: float | None
-    after: float | None
-    verdict: str  # improved, regressed, new, gone
-
-
-def baseline_of(baseline: Mapping[str, Any], configuration: str) -> Mapping[str, Any]:
-    """The part of a baseline document for `configuration`: the configuration of that
-    name in a document of several (none: an empty result), else the document itself."""
-    several = baseline.get("configurations")
-    if not isinstance(several, list):
-        return baseline
-    for item in several:
-        if (
-            isinstance(item, dict)
-            and item.get("configuration", DEFAULT_CONFIGURATION) == configuration
-        ):
-            return item
-    return {"cases": []}
-
-
-def compare(result: EvalResult, baseline: Mapping[str, Any], tolerance: float) -> list[Change]:
-    """Every (case, metric) whose score moved, appeared or went, against `baseline`."""
-    before: dict[tuple[str, str], float | None] = {
-        (str(case["name"]), str(metric)): value
-        for case in baseline.get("cases", [])
-        for metric, value in (case.get("scores") or {}).items()
-    }
-    after: dict[tuple[str, str], float | None] = {
-        (case.name, metric): value for case in result.cases for metric, value in case.scores.items()
-    }
-    changes: list[Change] = []
-    for key in sorted(before.keys() | after.keys()):
-        old, new = before.get(key), after.get(key)
-        if key not in before:
-            changes.append(Change(*key, None, new, "new"))
-        elif key not in after:
-            changes.append(Change(*key, old, None, "gone"))
-        elif old is not None and new is not None and new < old - tolerance:
-            changes.append(Change(*key, old, new, "regressed"))
-        elif old is not None and new is not None and new > old:
-            changes.append(Change(*key, old, new, "improved"))
-    return changes

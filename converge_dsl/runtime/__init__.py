@@ -11,13 +11,18 @@ Public surface:
   one loaded pipeline share (compile once, run many).
 - `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
   `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
-  `OtelSink` (OpenTelemetry, `OtelOptions`), `ListenerSink` (a live listener),
+  `OtelSink` (OpenTelemetry, `OtelOptions`; `CallSpans`, its `CallSpan`s and
+  `facts_of`: the spans of model calls outside a run, an evaluation's judges),
+  `ListenerSink` (a live listener),
   `ResultSink` (the run-result document); `check_outputs(sinks, reads)` is their one
   same-file check.
 - `build_engine(compiled, sink, clock, usage=None) -> Engine`,
   `build_models(settings, options, attempt_gate=None)`, `load_document(path)`,
   `model_builder(settings, env=, clock=, roots=, attempt_gate=)` (builds one run's
   declared models by name, all with the run's deadline; `build_models` and `batch` use it),
+  `replayed_models(settings, cassette, option, clock=, attempt_gate=, orders=)` and
+  `tool_replay(cassette, orders)` (a run's models and tool servers answered from one
+  cassette: `--replay`, a batch case's own),
   `outcome(compiled, result, decided) -> RunOutcome` (every stop but `converged` with at
   least one located diagnostic), `run_error_diagnostic(error)`,
   `not_run_document(error, pipeline)` (the run result of a run stopped before the engine:
@@ -34,7 +39,8 @@ Public surface:
 - `SUGGESTOR_KINDS`: every suggestor kind (`converge_dsl.validation.KINDS`: the front end's
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
-- `TraceWriter` (JSONL event sink, flushed per event); `read_trace(path)` reads its lines back
+- `TraceWriter` (JSONL event sink, flushed per event; `trace_line` lays out one line, for
+  it and for the service's event streams); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
   `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),
@@ -42,7 +48,8 @@ Public surface:
   suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`;
   where a journal is kept is the port `JournalMedium`: `FolderJournal` (a
   `--checkpoint` folder) or `SqliteJournals` (one database of many runs' journals,
-  each a `SqliteJournal`, as `converge-dsl serve` keeps them).
+  each a `SqliteJournal`, as `converge-dsl serve` keeps them; `execute_all` runs
+  statements in order, consecutive ones of one SQL as one `executemany`).
 - `RunResultDocument` (with `pending`, a list of `PendingModel`, when paused),
   `DiagnosticModel`, `FactModel`, `UsageModel`, `TraceLine` (pydantic; `exported_schemas()` and
   `schema_text(...)` give `schemas/*.v1.json`).
@@ -72,6 +79,7 @@ if TYPE_CHECKING:
     from converge_dsl.runtime._models import *  # noqa: F403
     from converge_dsl.runtime._options import *  # noqa: F403
     from converge_dsl.runtime._orchestrate import *  # noqa: F403
+    from converge_dsl.runtime._otel_calls import *  # noqa: F403
     from converge_dsl.runtime._outcome import *  # noqa: F403
     from converge_dsl.runtime._outputs import *  # noqa: F403
     from converge_dsl.runtime._report_html import *  # noqa: F403
@@ -115,6 +123,7 @@ else:
             "converge_dsl.runtime._checkpoint_sqlite": (
                 "SqliteJournal",
                 "SqliteJournals",
+                "execute_all",
             ),
             "converge_dsl.runtime._documents": (
                 "DiagnosticModel",
@@ -137,6 +146,8 @@ else:
             "converge_dsl.runtime._models": (
                 "build_models",
                 "model_builder",
+                "replayed_models",
+                "tool_replay",
             ),
             "converge_dsl.runtime._options": (
                 "OtelOptions",
@@ -145,6 +156,10 @@ else:
             "converge_dsl.runtime._orchestrate": (
                 "load_document",
                 "run_pipeline",
+            ),
+            "converge_dsl.runtime._otel_calls": (
+                "CallSpan",
+                "CallSpans",
             ),
             "converge_dsl.runtime._outcome": (
                 "EXIT_BY_STOP",
@@ -172,8 +187,14 @@ else:
                 "TraceSink",
             ),
             "converge_dsl.runtime._suggestor_state": ("StatefulSuggestor",),
-            "converge_dsl.runtime._telemetry": ("OtelSink",),
-            "converge_dsl.runtime._trace": ("TraceWriter",),
+            "converge_dsl.runtime._telemetry": (
+                "OtelSink",
+                "facts_of",
+            ),
+            "converge_dsl.runtime._trace": (
+                "TraceWriter",
+                "trace_line",
+            ),
             "converge_dsl.runtime._trace_read": (
                 "find_cleared_span",
                 "read_trace",

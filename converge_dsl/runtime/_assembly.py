@@ -80,6 +80,9 @@ class Checkpointing:
     # Who gave each of `decisions` (id -> `cli`, `file:NAME`); an id left out is `api`.
     decided_by: Mapping[str, str] = field(default_factory=dict)
     journal: JournalMedium | None = None
+    # The key sealing the journal when the caller read it already (a service reads it
+    # once); None: `checkpoint_key(env)`, read when the run starts.
+    key: bytes | None = None
 
     def medium(self) -> JournalMedium:
         """Where the journal is kept: `journal`, else the folder's files."""
@@ -95,7 +98,9 @@ class RunPlan:
     process that runs this one pipeline moves what is alive once it is
     compiled to the collector's permanent generation (`RunOptions.freeze_compiled`).
     `tool_servers` makes the run's MCP tool servers (None: the real ones; a replay
-    stands in for them under `--replay`, a batch worker lends its own).
+    stands in for them under `--replay`, a batch worker lends its own). `environ` is
+    the environment of the run its servers read (`env.pass`, header variables): the
+    command line's, or the one given to `converge_dsl.load` (None: the process's).
     """
 
     document: LoadedDocument
@@ -112,6 +117,7 @@ class RunPlan:
     answers: AnswerCaching | None = None
     budget: BudgetRule | None = None
     tool_servers: ServerFactory | None = None
+    environ: Mapping[str, str] | None = None
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
@@ -238,13 +244,20 @@ def _tools(
 ) -> RunTools | None:
     """The run's MCP tool servers (started on first use, made by the plan's factory as
     each sink wraps it, no call past the run's deadline), or None when it declares none;
-    held to the lock when it pins them, behind the answer cache when the run has one."""
+    the servers of its packs that it trusts (`PACK/SERVER`, each in its pack's folder)
+    too; held to the lock when it pins them, behind the answer cache when the run has one."""
     manifest = settings.manifest
-    if not manifest.tools:
+    if not manifest.tools and not manifest.trust:
         return None
-    from converge_dsl.packs import lock_hint, locked_tool_servers
+    from converge_dsl.packs import lock_hint, locked_tool_servers, trusted_pack_servers
     from converge_dsl.tools import RunTools
     from converge_dsl.tools.caching import caching_tools
+
+    pipeline = settings.base_dir / Path(manifest.file).name
+    packed = trusted_pack_servers(pipeline, manifest)  # only the servers `trust:` lists
+    if not manifest.tools and not packed:
+        return None
+    relock = lock_hint(Path(manifest.file))
 
     factory = plan.tool_servers
     if factory is None:
@@ -254,13 +267,15 @@ def _tools(
     for sink in sinks:
         factory = sink.tool_servers(factory)
     return RunTools(
-        manifest.tools,
+        {**manifest.tools, **{name: spec for name, (spec, _) in packed.items()}},
         settings.base_dir,
+        environ=plan.environ,
+        folders={name: folder for name, (_, folder) in packed.items()},
         max_calls=settings.budget.max_tool_calls,
         events=hub if hub.listening else None,
-        locked=locked_tool_servers(settings.base_dir / Path(manifest.file).name),
-        relock=lock_hint(Path(manifest.file)),
-        wrap=None if answers is None else caching_tools(answers),
+        locked=locked_tool_servers(pipeline),
+        relock=relock,
+        wrap=None if answers is None else caching_tools(answers, relock),
         on_refused=meter.refuse_tool_call,
         on_called=meter.count_tool_call,
         factory=factory,
@@ -304,7 +319,8 @@ def _store(
 ) -> CheckpointStore | None:
     if checkpointing is None or medium is None:
         return None
-    return CheckpointStore(checkpointing.folder, checkpoint_key(checkpointing.env), medium=medium)
+    key = checkpointing.key if checkpointing.key is not None else checkpoint_key(checkpointing.env)
+    return CheckpointStore(checkpointing.folder, key, medium=medium)
 
 
 def _read_checkpoint(store: CheckpointStore | None, plan: RunPlan) -> Checkpoint | None:

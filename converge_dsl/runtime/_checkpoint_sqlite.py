@@ -36,10 +36,11 @@ commits what is queued and stops the thread.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from converge_dsl.errors import RunError, UsageError
@@ -61,6 +62,17 @@ CREATE TABLE IF NOT EXISTS checkpoint_decisions (
     line BLOB NOT NULL
 );
 """
+
+
+def execute_all(db: sqlite3.Connection, statements: Iterable[Statement]) -> None:
+    """Run `statements` in order, a run of consecutive ones with the same SQL (a run's
+    events, say) as one `executemany`."""
+    for sql, group in itertools.groupby(statements, key=lambda statement: statement[0]):
+        rows = [args for _, args in group]
+        if len(rows) == 1:
+            db.execute(sql, rows[0])
+        else:
+            db.executemany(sql, rows)
 
 
 class SqliteJournals:
@@ -159,8 +171,7 @@ class SqliteJournals:
             return
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            for sql, args in statements:
-                self._db.execute(sql, args)
+            execute_all(self._db, statements)
             self._db.execute("COMMIT")
         except sqlite3.Error:
             if self._db.in_transaction:

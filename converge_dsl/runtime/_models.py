@@ -155,6 +155,28 @@ def build_models(
     return models
 
 
+def replayed_models(
+    settings: PipelineSettings,
+    cassette: Path,
+    option: str,
+    *,
+    clock: Clock,
+    attempt_gate: Callable[[], bool] | None,
+    orders: dict[str, ReplayOrder],
+) -> dict[str, Model]:
+    """Every model `settings` declares, answered from `cassette` as `--replay` answers
+    them (one answer order per cassette file in `orders`, shared with the run's tool
+    replay); a batch case's own cassette (`--replay DIR`). A bad cassette is a
+    `UsageError` naming `option`."""
+    from converge_dsl.models import ReplayOrder
+
+    order = orders.setdefault(str(cassette.resolve()), ReplayOrder())
+    return {
+        name: _cassette(cassette, option, name, attempt_gate=attempt_gate, order=order, clock=clock)
+        for name in settings.models
+    }
+
+
 def tool_replay(path: Path, orders: dict[str, ReplayOrder]) -> ServerFactory:
     """`--replay CASSETTE` for the run's MCP tool servers: each answered from the cassette,
     none started, in the order shared with the models' replay of the same file; a bad

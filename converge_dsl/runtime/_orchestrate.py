@@ -107,6 +107,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             tool_servers=tool_replay(options.replay, orders)
             if options.replay is not None and _declares_tools(document)
             else None,
+            environ=options.env,
         )
         return await assemble_run(plan)
     finally:
@@ -115,10 +116,12 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
 
 
 def _declares_tools(document: LoadedDocument) -> bool:
-    """Whether the pipeline declares MCP tool servers (a replay then answers them too)."""
+    """Whether the pipeline declares MCP tool servers, or trusts some of its packs' (a
+    replay then answers them too)."""
     from converge_dsl.frontend import build_manifest
 
-    return bool(build_manifest(document).tools)
+    manifest = build_manifest(document)
+    return bool(manifest.tools or manifest.trust)
 
 
 def _replayed(options: RunOptions) -> Callable[[str], bool]:

@@ -87,6 +87,11 @@ class SpanRecorder:
         self._calls: dict[int, Span] = {}
         self.failure: str | None = None
 
+    @property
+    def tracer(self) -> Tracer:
+        """The tracer its spans are made with (also an evaluation's, `_otel_calls`)."""
+        return self._tracer
+
     def describe(
         self,
         pipeline: str,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
@@ -117,45 +117,49 @@ def model_facts(
     The requested model is the declaration's `model` (HTTP adapters), else the
     built model's id without its adapter prefix (`scripted:triage.script.yaml`).
     """
+    return {
+        name: facts_of(name, declaration.spec, models.get(name), replayed(name))
+        for name, declaration in settings.models.items()
+    }
+
+
+def facts_of(name: str, spec: Any, built: Model | None, replay: bool) -> ModelFacts:
+    """The `ModelFacts` of one model declared as `spec` (a typed model declaration), built
+    as `built`, answered from a cassette when `replay` (`model_facts`; an evaluation's
+    judges, declared as a pipeline's models are, too)."""
     from converge_dsl.frontend import HttpModelSpec
 
     from ._otel_genai import ModelFacts
 
-    facts: dict[str, ModelFacts] = {}
-    for name, declaration in settings.models.items():
-        spec = declaration.spec
-        adapter = spec.adapter
-        http = spec if isinstance(spec, HttpModelSpec) else None
-        built = models.get(name)
-        model_id = built.model_id() if built is not None else name
-        request_model = str(
-            (http.model if http is not None else None) or model_id.removeprefix(f"{adapter}:")
-        )
-        replay = replayed(name)
-        address: str | None = None
-        port: int | None = None
-        if http is not None and isinstance(http.base_url, str) and not replay:
-            parts = urlsplit(http.base_url)
-            address = parts.hostname
-            try:
-                port = parts.port or (443 if parts.scheme == "https" else 80)
-            except ValueError:
-                port = None
-        numbers = {} if http is None else http.numbers
-        request = tuple(
-            (key, value)
-            for key in _REQUEST_KEYS
-            if isinstance(value := numbers.get(key), int | float) and not isinstance(value, bool)
-        )
-        facts[name] = ModelFacts(
-            adapter,
-            request_model,
-            "replay" if replay else adapter,
-            address=address,
-            port=port,
-            request=request,
-        )
-    return facts
+    adapter = spec.adapter
+    http = spec if isinstance(spec, HttpModelSpec) else None
+    model_id = built.model_id() if built is not None else name
+    request_model = str(
+        (http.model if http is not None else None) or model_id.removeprefix(f"{adapter}:")
+    )
+    address: str | None = None
+    port: int | None = None
+    if http is not None and isinstance(http.base_url, str) and not replay:
+        parts = urlsplit(http.base_url)
+        address = parts.hostname
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            port = None
+    numbers = {} if http is None else http.numbers
+    request = tuple(
+        (key, value)
+        for key in _REQUEST_KEYS
+        if isinstance(value := numbers.get(key), int | float) and not isinstance(value, bool)
+    )
+    return ModelFacts(
+        adapter,
+        request_model,
+        "replay" if replay else adapter,
+        address=address,
+        port=port,
+        request=request,
+    )
 
 
 def suggestor_kinds(compiled: CompiledPipeline) -> dict[str, SuggestorKind]:

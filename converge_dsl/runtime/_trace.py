@@ -69,6 +69,28 @@ def source_excerpts(spans: Mapping[str, SourceSpan], texts: Mapping[str, str]) -
     return out
 
 
+def trace_line(
+    seq: int,
+    data: dict[str, Any],
+    span: dict[str, Any] | None,
+    time: str,
+    *,
+    excerpts: Mapping[str, str],
+    kinds: Mapping[str, str],
+) -> dict[str, Any]:
+    """One trace line from an event's JSON fields `data` (its `type` among them, taken
+    out), the span of the suggestor it names and the wall-clock `time` it was written
+    at; a `run_started` line also holds the suggestors' `excerpts` and `kinds`. The one
+    layout of a line, for `--trace` and the service's event streams alike."""
+    line = {"seq": seq, "type": data.pop("type"), **data, "span": span, "time": time}
+    if line["type"] == "run_started":
+        if excerpts:
+            line["excerpts"] = excerpts
+        if kinds:
+            line["kinds"] = kinds
+    return line
+
+
 def wall_clock(clock: Clock) -> WallClock:
     """`clock` when it also tells the time of day, else the system's wall clock."""
     return clock if isinstance(clock, WallClock) else SystemClock()
@@ -124,22 +146,29 @@ class TraceWriter:
     def line(self, event: BaseModel) -> dict[str, Any]:
         data = event.model_dump(mode="json")
         suggestor = data.get("suggestor")
-        line = {
-            "seq": self._seq,
-            "type": data.pop("type", type(event).__name__),
-            **data,
-            "span": self._span(suggestor) if isinstance(suggestor, str) else None,
-            "time": rfc3339(self._wall.wall()),
-        }
-        if line["type"] == "run_started":
-            if self._excerpts:
-                line["excerpts"] = self._excerpts
-            if self._kinds:
-                line["kinds"] = self._kinds
+        data.setdefault("type", type(event).__name__)
+        line = trace_line(
+            self._seq,
+            data,
+            self.span(suggestor) if isinstance(suggestor, str) else None,
+            rfc3339(self._wall.wall()),
+            excerpts=self._excerpts,
+            kinds=self._kinds,
+        )
         self._seq += 1
         return line
 
-    def _span(self, suggestor: str) -> dict[str, Any] | None:
+    @property
+    def excerpts(self) -> Mapping[str, str]:
+        """Suggestor -> its source excerpt (what the `run_started` line holds)."""
+        return self._excerpts
+
+    @property
+    def kinds(self) -> Mapping[str, str]:
+        """Suggestor -> its kind's name (what the `run_started` line holds)."""
+        return self._kinds
+
+    def span(self, suggestor: str) -> dict[str, Any] | None:
         """The span of `suggestor` as a line holds it (made once per suggestor: every
         line of it shares the dict, which nothing changes)."""
         if suggestor not in self._span_data:

@@ -10,10 +10,14 @@ Public surface:
   Python API's run (`Pipeline.outcome`, the one run assembly), with
   `RunStore`, the SQLite state (runs, events, results) of `--state DIR`.
 - `document(pipelines)`: the OpenAPI document made from the pipelines' inputs.
+- With `ServeOptions(mcp=True)`, the same application also serves each
+  pipeline as an MCP tool at `/mcp` (`_mcp`, streamable HTTP), every call a
+  run of the same `RunService`.
 
 Layered above `converge_dsl.batch` and `converge_dsl.runtime`: the service is
 no second run machinery, only queues, state and HTTP around them. Needs the
-`serve` extra (Starlette, uvicorn) for `_app` and `_server`.
+`serve` extra (Starlette, uvicorn) for `_app` and `_server`, and the `mcp`
+extra for `_mcp`.
 """
 
 from __future__ import annotations

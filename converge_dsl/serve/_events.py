@@ -1,13 +1,26 @@
-"""A run's trace events as the service keeps them: numbered JSON lines, live and stored.
+"""A run's trace events as the service keeps them: numbered, compact, rendered when read.
 
-`EventSink` is the run's `RunSink` (docs/architecture.md §12): it makes each
-event's trace line exactly as `--trace` writes it (`TraceWriter.line`), numbers
-it after the events a previous attempt of the same run stored (a run resumed
-after a crash goes on numbering), and hands it to its `LiveRun`. A `LiveRun`
-holds the lines of the attempt in progress for the event streams, wakes the
-streams waiting on it, and gives the lines not yet stored (`unstored`) to the
-service, which writes them with the run's result (and in between, every
-`FLUSH_LINES` lines).
+`EventSink` is the run's `RunSink` (docs/architecture.md §12). For each event
+it keeps a compact record, cheap to make on the run's thread: the wall-clock
+time, the span of the suggestor the event names (its JSON made once per
+suggestor) and the event's own fields as JSON, numbered after the
+events a previous attempt of the same run stored (a run resumed after a crash
+goes on numbering), and hands it to its `LiveRun`. No trace line is built
+then: `render(seq, record)` makes the line exactly as `--trace` writes it
+(`converge_dsl.runtime.trace_line`) when someone reads it (an event stream, the
+report). The store keeps the records as they are (`RunStore.events` renders
+them); a line stored whole by an older server is read as it is.
+
+A `LiveRun` holds the records of the attempt in progress for the event
+streams, wakes the streams waiting on it (only when one waits: a run nobody
+follows costs no wake-up), and gives the records not yet stored (`unstored`)
+to the service, which writes them with the run's result (and in between,
+every `FLUSH_LINES` records, or with each checkpoint record).
+
+A record is four fields joined by tabs: the time (RFC 3339), the span (JSON
+or `null`), the `run_started` line's excerpts and kinds (JSON, else empty),
+and the event's fields (JSON, as `--trace` writes them, numbers JSON cannot
+hold included). JSON text never holds a raw tab.
 """
 
 from __future__ import annotations
@@ -17,40 +30,73 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from converge_dsl.clock import Clock, SystemClock, WallClock
-from converge_dsl.runtime import RunSink, TraceWriter
+from converge_dsl.clock import Clock, SystemClock, WallClock, rfc3339
+from converge_dsl.runtime import RunSink, TraceWriter, trace_line
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import CompiledPipeline
 
 FLUSH_LINES = 256
+SEPARATOR = "\t"
+
+
+def event_json(event: BaseModel) -> str:
+    """The event's fields as JSON text: its `model_dump(mode="json")`, as the trace writes
+    it (pydantic's own JSON writer differs from it on numbers JSON cannot hold)."""
+    return _DUMPS(event.model_dump(mode="json"))
+
+
+_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+
+
+def render(seq: int, record: str) -> str:
+    """The trace line (JSON text) of the event numbered `seq` kept as `record`."""
+    fields = record.split(SEPARATOR, 3)
+    if len(fields) != 4:  # a whole line (JSON has no raw tab), as older servers stored them
+        return record
+    time, span, extras, body = fields
+    data: dict[str, Any] = json.loads(body)
+    more: dict[str, Any] = json.loads(extras) if extras else {}
+    line = trace_line(
+        seq,
+        data,
+        json.loads(span),
+        time,
+        excerpts=more.get("excerpts", {}),
+        kinds=more.get("kinds", {}),
+    )
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
 
 class LiveRun:
-    """The attempt in progress of one run: its lines, and a wake-up for the streams.
+    """The attempt in progress of one run: its records, and a wake-up for the streams.
 
-    Lines are added on the thread the run executes on; the streams wait on
-    `loop`, the service's, which `add` wakes through `call_soon_threadsafe`.
-    `unstored` may be called from either thread (a lock keeps it whole).
+    Records are added on the thread the run executes on; the streams wait on
+    `loop`, the service's, which `add` wakes through `call_soon_threadsafe`
+    when a stream waits. `unstored` may be called from either thread (a lock
+    keeps it whole).
     """
 
     def __init__(self, first: int, loop: asyncio.AbstractEventLoop) -> None:
         self.first = first
-        self.lines: list[tuple[int, str]] = []
-        self.stored = 0  # how many of `lines` are in the store
+        self.records: list[tuple[int, str]] = []
+        self.stored = 0  # how many of `records` are in the store
         self.ended = False
         self._loop = loop
         self._lock = threading.Lock()
         self._changed = asyncio.Event()
         self._waking = False
+        self._watched = False  # a stream waits for news
 
-    def add(self, seq: int, line: str) -> None:
-        self.lines.append((seq, line))
-        if not self._waking:  # one wake-up call for a burst of lines
+    def add(self, seq: int, record: str) -> None:
+        self.records.append((seq, record))
+        # `changed` marks the run watched before it looks at the records: either it
+        # sees this one, or this sees the mark.
+        if self._watched and not self._waking:  # one wake-up call for a burst
             self._waking = True
             self._loop.call_soon_threadsafe(self._wake)
 
@@ -60,31 +106,39 @@ class LiveRun:
 
     def _wake(self) -> None:
         self._waking = False
+        self._watched = False
         self._changed.set()
         self._changed = asyncio.Event()
 
     def after(self, seq: int) -> list[tuple[int, str]]:
-        """The lines numbered above `seq`."""
+        """The trace lines numbered above `seq`, rendered."""
         start = max(0, seq + 1 - self.first)
-        return self.lines[start:]
+        return [(number, render(number, record)) for number, record in self.records[start:]]
 
-    async def changed(self, timeout: float) -> None:
-        """Wait (at most `timeout` seconds) for a new line or the end."""
+    def pending(self) -> list[str]:
+        """The trace lines not yet in the store, rendered."""
+        return [render(number, record) for number, record in self.records[self.stored :]]
+
+    async def changed(self, seq: int, timeout: float) -> None:
+        """Wait (at most `timeout` seconds) for a record numbered above `seq`, or the end."""
         event = self._changed
+        self._watched = True
+        if self.ended or len(self.records) > seq + 1 - self.first:
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), timeout)
 
     def unstored(self) -> list[tuple[int, str]]:
-        """The lines not yet handed to the store (marked stored now)."""
+        """The records not yet handed to the store (marked stored now)."""
         with self._lock:
-            end = len(self.lines)
-            out = self.lines[self.stored : end]
+            end = len(self.records)
+            out = self.records[self.stored : end]
             self.stored = end
             return out
 
 
 class EventSink(RunSink):
-    """Every event of the run, as a numbered trace line, into `live` (see the module)."""
+    """Every event of the run, as a numbered compact record, into `live` (see the module)."""
 
     listens = True
 
@@ -92,22 +146,48 @@ class EventSink(RunSink):
         self._live = live
         self._on_full = on_full
         self._writer: TraceWriter | None = None
+        self._wall: WallClock | None = None
         self._seq = live.first
+        self._spans: dict[str, str] = {}  # suggestor -> its span as JSON
+        self._extras = ""
 
     def open(self, clock: Clock) -> None:
-        wall = clock if isinstance(clock, WallClock) else SystemClock()
-        self._writer = TraceWriter({}, None, wall=wall)
+        self._wall = clock if isinstance(clock, WallClock) else SystemClock()
+        self._writer = TraceWriter({}, None, wall=self._wall)
 
     def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
         if self._writer is not None:
             self._writer.set_spans(compiled.spans, sources, compiled.kinds)
+            extras: dict[str, Mapping[str, str]] = {}
+            if self._writer.excerpts:
+                extras["excerpts"] = self._writer.excerpts
+            if self._writer.kinds:
+                extras["kinds"] = self._writer.kinds
+            self._extras = json.dumps(extras, ensure_ascii=False, separators=(",", ":"))
+
+    def _span(self, suggestor: object) -> str:
+        if not isinstance(suggestor, str) or self._writer is None:
+            return "null"
+        text = self._spans.get(suggestor)
+        if text is None:
+            text = json.dumps(self._writer.span(suggestor), separators=(",", ":"))
+            self._spans[suggestor] = text
+        return text
 
     def on_event(self, event: BaseModel) -> None:
-        if self._writer is None:
+        if self._wall is None:
             return
-        line = self._writer.line(event)
-        line["seq"] = self._seq
-        self._live.add(self._seq, json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+        fields = event.__dict__  # a model's fields (no lookup that raises when one is absent)
+        extras = self._extras if fields.get("type") == "run_started" else ""
+        record = SEPARATOR.join(
+            (
+                rfc3339(self._wall.wall()),
+                self._span(fields.get("suggestor")),
+                extras,
+                event_json(event),
+            )
+        )
+        self._live.add(self._seq, record)
         self._seq += 1
-        if len(self._live.lines) - self._live.stored >= FLUSH_LINES:
+        if len(self._live.records) - self._live.stored >= FLUSH_LINES:
             self._on_full()

@@ -30,6 +30,10 @@ one transaction (`RunStore.finish`), so a run ends exactly once.
   days) with their events, results, journals and keys, on a task that sleeps
   on the injected clock between passes; paused runs are never deleted.
 
+The checkpoint key of a pipeline's environment is read once, at its first run,
+and seals every later run's journal (a key file replaced while the server runs
+takes effect at the next start).
+
 Runs execute on event loops of their own threads (`_loops`), so a run
 waiting for the disk (its checkpoint journal's commits) stalls neither the
 HTTP layer nor other runs; their events reach the streams through the
@@ -42,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,9 +127,10 @@ class RunService:
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._live: dict[str, LiveRun] = {}
-        self._ended: dict[str, asyncio.Event] = {}
+        self._ended: dict[str, _Stopped] = {}
         self._cancelling: set[str] = set()
         self._loops: RunLoops | None = None
+        self._keys: dict[str, bytes] = {}  # pipeline -> its checkpoint key (`_key`)
 
     def _now(self) -> float:
         """Seconds since the epoch, from the injected wall clock (what the store records)."""
@@ -236,13 +241,13 @@ class RunService:
 
     async def wait(self, run: str, timeout: float) -> RunRow:
         """The run once it stops (done, paused, cancelled), or as it is after `timeout` s."""
-        ended = self._ended.setdefault(run, asyncio.Event())
+        ended = self._ended.setdefault(run, _Stopped())
         row = self.get(run)
         if row.status in FINISHED or row.status == "paused":
             return row
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(ended.wait(), timeout)
-        return self.get(run)
+        return ended.row if ended.row is not None else self.get(run)
 
     def cancel(self, run: str) -> RunRow:
         row = self.get(run)
@@ -316,7 +321,8 @@ class RunService:
     async def _execute(self, name: str, run: str) -> None:
         row = self.get(run)
         pipeline = self.pipelines[name]
-        live = LiveRun(self.store.next_event(run), asyncio.get_running_loop())
+        first = 0 if row.attempts == 1 else self.store.next_event(run)  # a first has none
+        live = LiveRun(first, asyncio.get_running_loop())
         self._live[run] = live
 
         def flush() -> None:
@@ -342,18 +348,18 @@ class RunService:
                 flush()
                 raise  # a shutdown: the run stays running and continues at the next start
             self._cancelling.discard(run)
-            self._end(run, live, "cancelled", "cancelled", None)
+            self._end(run, live, "cancelled", "cancelled", None, row=row)
             return
         except ConvergeError as exc:
-            self._end(run, live, "done", *self._failed(pipeline, exc))
+            self._end(run, live, "done", *self._failed(pipeline, exc), row=row)
             return
         except Exception as exc:  # a fault of this service, not of the request
             error = ConvergeError(f"{codes.SERVE_RUN_FAILED}: the run failed: {exc!r}")
-            self._end(run, live, "done", *self._failed(pipeline, error))
+            self._end(run, live, "done", *self._failed(pipeline, error), row=row)
             return
         reason = str(body.get("stop_reason"))
         self.metrics.finished(name, body, self._clock.monotonic() - started)
-        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body)
+        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body, row=row)
 
     def _failed(self, pipeline: Pipeline, error: ConvergeError) -> tuple[str, JsonObject]:
         from converge_dsl.runtime import not_run_document
@@ -366,25 +372,41 @@ class RunService:
         return str(body.get("stop_reason")), body
 
     def _end(
-        self, run: str, live: LiveRun, status: str, reason: str, body: JsonObject | None
+        self,
+        run: str,
+        live: LiveRun,
+        status: str,
+        reason: str,
+        body: JsonObject | None,
+        *,
+        row: RunRow,
     ) -> None:
-        self.store.finish(
-            run,
-            status=status,
-            stop_reason=reason,
-            body=body,
-            events=live.unstored(),
-            now=self._now(),
+        now = self._now()
+        stored = self.store.finish(
+            run, status=status, stop_reason=reason, body=body, events=live.unstored(), now=now
         )
         self.metrics.ended(run, status, self._clock.monotonic())
         live.end()
         self._live.pop(run, None)
-        self._signal(run)
+        # What the store now holds, for the waiters (no read of what was just written).
+        ended = replace(row, status=status, stop_reason=reason, decisions={}, result=body)
+        self._signal(run, replace(ended, updated=now) if stored else None)
 
-    def _signal(self, run: str) -> None:
+    def _signal(self, run: str, row: RunRow | None = None) -> None:
         ended = self._ended.pop(run, None)
         if ended is not None:
+            ended.row = row
             ended.set()
+
+    def _key(self, pipeline: Pipeline) -> bytes:
+        """The checkpoint key of `pipeline`'s environment, read (or made) at its first run
+        and kept: every run's journal is sealed with it, without reading the file again."""
+        from converge_dsl.runtime import checkpoint_key
+
+        key = self._keys.get(pipeline.name)
+        if key is None:
+            key = self._keys[pipeline.name] = checkpoint_key(pipeline.env)
+        return key
 
     async def _outcome(
         self,
@@ -411,6 +433,7 @@ class RunService:
             env=pipeline.env,
             decided_by=dict.fromkeys(decisions, DECIDED_BY),
             journal=journal,
+            key=self._key(pipeline),
         )
         request = RunRequest.of(row.request)
         most = self._limits.max_run_s
@@ -425,6 +448,12 @@ class RunService:
             request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
         )
         return out.plain
+
+
+class _Stopped(asyncio.Event):
+    """Set when a run stops; `row` is the run as stored then, when its worker ended it."""
+
+    row: RunRow | None = None
 
 
 def _pending_ids(result: JsonObject | None) -> list[str]:

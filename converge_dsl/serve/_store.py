@@ -3,7 +3,9 @@
 `RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
 is one row of `runs` with its status: `queued` -> `running` -> `done`, or
 `paused` (waiting for a human; `decide` queues it again with the decisions),
-or `cancelled`. Events are rows of `events` numbered from 0 per run; the
+or `cancelled`. Events are rows of `events` numbered from 0 per run, each
+the compact record the run's `EventSink` made (`_events`), rendered as its
+trace line when read (`events`); the
 result of a run that ended is a row of `results`, written in the same
 transaction that marks the run `done`, so a run ends exactly once: `finish`
 refuses a run that is not `running` (a second worker, or a run recovered
@@ -32,10 +34,16 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
+from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
 
 STATE_FILE = "runs.sqlite3"
+# The most runs one retention transaction deletes (SQLite's limit of bound values is
+# 32766; a batch also bounds how long the database is held).
+PRUNE_BATCH = 500
+# The tables holding a run's rows, and the column naming the run.
+_RUN_TABLES = (("runs", "id"), ("events", "run"), ("results", "run"), ("idempotency", "run"))
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
 
@@ -54,6 +62,7 @@ CREATE TABLE IF NOT EXISTS runs (
     updated REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, seq);
+CREATE INDEX IF NOT EXISTS runs_seq ON runs (seq);
 CREATE TABLE IF NOT EXISTS events (
     run TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -181,11 +190,15 @@ class RunStore:
         rows = self._read("SELECT digest, run FROM idempotency WHERE key = ?", (key,))
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
-    def prune(self, *, keep: int | None, before: float | None) -> list[str]:
+    def prune(
+        self, *, keep: int | None, before: float | None, batch: int = PRUNE_BATCH
+    ) -> list[str]:
         """Delete the finished runs (done, cancelled) past the newest `keep` finished ones
         or last changed before `before` (seconds since the epoch), with their events,
-        results, checkpoint journals and idempotency keys, in one transaction; the ids
-        deleted. A paused, queued or running run is never deleted."""
+        results, checkpoint journals and idempotency keys; the ids deleted. A paused,
+        queued or running run is never deleted. Runs go `batch` at a time, each batch one
+        transaction: a first pass over a large backlog neither holds the database for
+        long nor writes one transaction per run."""
         chosen: set[str] = set()
         finished = "status IN ('done', 'cancelled')"
         if keep is not None:
@@ -198,27 +211,43 @@ class RunStore:
         if before is not None:
             rows = self._read(f"SELECT id FROM runs WHERE {finished} AND updated < ?", (before,))
             chosen.update(str(r[0]) for r in rows)
+        ordered = sorted(chosen)
         gone: list[str] = []
-        for run in sorted(chosen):
-            statements: list[tuple[str, Sequence[Any]]] = [
-                (f"DELETE FROM runs WHERE id = ? AND {finished}", (run,)),
-                ("DELETE FROM events WHERE run = ?", (run,)),
-                ("DELETE FROM results WHERE run = ?", (run,)),
-                ("DELETE FROM idempotency WHERE run = ?", (run,)),
-            ]
-            with self._lock:
-                try:
-                    self._db.execute("BEGIN IMMEDIATE")
-                    cursor = self._db.execute(*statements[0])
-                    if cursor.rowcount == 1:  # still finished: nothing else runs it
-                        for sql, args in [*statements[1:], *self.checkpoints.removal(run)]:
-                            self._db.execute(sql, args)
-                        gone.append(run)
-                    self._db.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
-                    raise StateError(f"cannot write the state: {exc}") from None
+        for start in range(0, len(ordered), max(1, batch)):
+            gone += self._prune_batch(ordered[start : start + max(1, batch)])
+        return gone
+
+    def _prune_batch(self, runs: Sequence[str]) -> list[str]:
+        """Delete `runs` that are still finished, in one transaction; those deleted."""
+        marks = ", ".join("?" * len(runs))
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                # still finished: nothing else runs them (a decision may have queued none,
+                # but a run is never taken back from `done`)
+                gone = [
+                    str(r[0])
+                    for r in self._db.execute(
+                        f"SELECT id FROM runs WHERE id IN ({marks}) AND "
+                        "status IN ('done', 'cancelled') ORDER BY id",
+                        tuple(runs),
+                    ).fetchall()
+                ]
+                if gone:
+                    kept = ", ".join("?" * len(gone))
+                    for table, column in _RUN_TABLES:
+                        self._db.execute(
+                            f"DELETE FROM {table} WHERE {column} IN ({kept})", tuple(gone)
+                        )
+                    # a finished run has nothing queued: only its journal's deletions,
+                    # grouped by statement so each is one executemany
+                    removals = [s for run in gone for s in self.checkpoints.removal(run)]
+                    execute_all(self._db, sorted(removals, key=lambda s: s[0]))
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
         return gone
 
     def get(self, run: str) -> RunRow | None:
@@ -266,10 +295,11 @@ class RunStore:
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
+                text = None if body is None else json.dumps(body)
                 cursor = self._db.execute(
                     "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
                     "updated = ? WHERE id = ? AND status = 'running'",
-                    (status, stop_reason, None if body is None else json.dumps(body), now, run),
+                    (status, stop_reason, text, now, run),
                 )
                 if cursor.rowcount != 1:
                     self._db.execute("ROLLBACK")
@@ -278,15 +308,14 @@ class RunStore:
                 if body is not None and status != "paused":
                     self._db.execute(
                         "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
-                        (run, json.dumps(body), now),
+                        (run, text, now),
                     )
                 journal = (  # a pause keeps its last records, an end drops the journal
                     self.checkpoints.take(run)
                     if status == "paused"
                     else self.checkpoints.removal(run)
                 )
-                for sql, args in journal:
-                    self._db.execute(sql, args)
+                execute_all(self._db, journal)
                 self._db.execute("COMMIT")
                 return True
             except sqlite3.Error as exc:
@@ -363,12 +392,14 @@ class RunStore:
                     raise StateError(f"cannot write the state: {exc}") from None
 
     def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
-        """The stored events of `run` numbered above `after`, in order."""
+        """The stored events of `run` numbered above `after`, in order, as trace lines."""
+        from ._events import render
+
         rows = self._read(
             "SELECT seq, line FROM events WHERE run = ? AND seq > ? ORDER BY seq", (run, after)
         )
-        for seq, line in rows:
-            yield int(seq), str(line)
+        for seq, record in rows:
+            yield int(seq), render(int(seq), str(record))
 
     def next_event(self, run: str) -> int:
         """The number the next event of `run` takes (a resumed run goes on numbering)."""

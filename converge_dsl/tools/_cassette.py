@@ -24,6 +24,7 @@ recording is `ToolReplayMiss` (CD968), naming the caller's request and the
 nearest recorded one with where it differs; it is not a `ToolFailure`, so it
 fails the suggestor, as a model's replay miss does, rather than being handed
 to the model as a soft error. A tool line that is not a recording is CD969.
+`is_replay(server)` tells a replay (or a wrapper around one) from a live server.
 """
 
 from __future__ import annotations
@@ -423,3 +424,13 @@ def _recorded_from_json(number: int, entry: Mapping[str, Any]) -> _Recorded:
         None if entry.get("started") is None else int(entry["started"]),
         None if entry.get("step") is None else int(entry["step"]),
     )
+
+
+def is_replay(server: object) -> bool:
+    """Whether `server`, or a server it wraps (`inner`, as the lock's and the cache's
+    wrappers expose it), is a cassette's replay: it starts nothing."""
+    while not isinstance(server, ReplayToolServer):
+        server = getattr(server, "inner", None)
+        if server is None:
+            return False
+    return True

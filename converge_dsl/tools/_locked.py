@@ -168,7 +168,7 @@ class LockedToolServer:
                     f"changed since the lock: {_changes(self._locked.info(), live)}; "
                     "no call was made",
                     hint=f"{self._relock} (after checking the server's new tools)",
-                    span=_declared_at(self._spec),
+                    span=declared_at(self._spec),
                 )
             self._live = live
 
@@ -180,7 +180,7 @@ class LockedToolServer:
         self._inner.close()
 
 
-def _declared_at(spec: ToolServerSpec) -> SourceSpan | None:
+def declared_at(spec: ToolServerSpec) -> SourceSpan | None:
     """The server's name in `tools:` (None for a record not read from a document)."""
     if spec.source_map is None:
         return None

@@ -16,8 +16,10 @@ of the values the run hands its servers (passed variables, header values)
 before the model sees it.
 
 A server the lock records as declared (`locked`, the same transport identity)
-is a `LockedToolServer`: its tools are the locked ones, it starts on its first
-call and its tool list is checked against the lock before that call
+is a `LockedToolServer` (unless a cassette's replay stands in for it: the replay
+answers the recorded start, and starts nothing): its tools are the locked ones,
+it starts on its first call and its tool list is checked against the lock before
+that call
 (`ToolListChanged`, a hard error). `wrap` puts each server behind another port
 (the answer cache: `tools.caching`). A tool suggestor's call (`answer`) refused
 by `budget.max_tool_calls` is told to `on_refused` (the meter, so the run
@@ -43,7 +45,7 @@ from converge_dsl.frontend import MCP_PREFIX, ToolServerSpec
 from converge_dsl.models import Redactor
 from converge_dsl.models.port import ToolSpec
 from converge_dsl.sandbox import UnsafeSchema, python_validator
-from converge_dsl.tools._cassette import ReplayToolServer
+from converge_dsl.tools._cassette import is_replay
 from converge_dsl.tools._environment import server_secrets
 from converge_dsl.tools._events import McpToolCalled
 from converge_dsl.tools._locked import LockedServer, LockedToolServer, transport_identity
@@ -85,11 +87,14 @@ class RunTools:
         on_called: Callable[[], None] | None = None,
         clock: Clock | None = None,
         deadline: Callable[[], float | None] | None = None,
+        folders: Mapping[str, Path] | None = None,
     ) -> None:
         """`deadline()` reads the run's deadline on `clock` (None: no time budget); no
-        call outlasts it."""
+        call outlasts it. `folders` gives a server the folder it is declared in when that
+        is not `base_dir` (a pack's server, `PACK/SERVER`: its pack's folder)."""
         self.specs = specs
         self.base_dir = base_dir
+        self.folders = dict(folders or {})
         self.environ = dict(os.environ if environ is None else environ)
         self.max_calls = max_calls
         self.factory = factory
@@ -125,7 +130,7 @@ class RunTools:
             if info is None:
                 instance = self._server(server)
                 self.servers[server] = instance
-                if isinstance(instance, ReplayToolServer):
+                if is_replay(instance):
                     # Nothing to wait for; a thread hop would let a replay's waiting
                     # calls take it for a stall and answer out of the recorded order.
                     info = instance.start()
@@ -136,9 +141,11 @@ class RunTools:
 
     def _server(self, server: str) -> ToolServer:
         spec = self.specs[server]
-        instance = self.factory(spec, self.base_dir, self.environ)
+        instance = self.factory(spec, self.folders.get(server, self.base_dir), self.environ)
         record = self.locked.get(server)
-        if record is not None:
+        if record is not None and not is_replay(instance):
+            # A replay answers the recorded start, tools and calls: nothing live to hold
+            # to the lock (the recording run was).
             instance = LockedToolServer(instance, record, spec, self.relock)
         return instance if self.wrap is None else self.wrap(instance, spec, self.redact)
 

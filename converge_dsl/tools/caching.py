@@ -3,19 +3,24 @@
 MCP tool calls share the run's `models.caching.AnswerCache` (one store, one
 mode, one record of hits and misses, docs/cache.md) with the model calls.
 The key (`AnswerCache.key`, kind `tool`) is the cache's format version, the
-server's identity (`transport_identity`: what is started or reached) with the
-digest of its tool list, and the request: the tool's name and its arguments
-as canonical JSON. The value is stored redacted as the run's results are
-(the values the run hands its servers). The digest is the lock's when the server is locked (the
-inner server is then a `LockedToolServer`, whose `start` starts nothing), else
-the live `tools/list`'s (the server is started for it). The value is the
-result exactly as the server gave it (text, structured content, error flag,
-cut and size); a hit returns it marked `cached` (it counts toward no budget).
+server's identity (`transport_identity`: what is started or reached; a pack's
+server adds its name `PACK/SERVER`, as two packs may run the same command in
+their own folders) with the digest of its tool list, and the request: the
+tool's name and its arguments as canonical JSON. The value is stored redacted
+as the run's results are (the values the run hands its servers). The digest is
+the lock's when the server is locked (the inner server is then a
+`LockedToolServer`, whose `start` starts nothing), else the live
+`tools/list`'s (the server is started for it). The value is the result exactly
+as the server gave it (text, structured content, error flag, cut and size); a
+hit returns it marked `cached` (it counts toward no budget).
 
-With `--offline`, a miss is `ToolCacheMiss` (CD973), naming the suggestor or
-agent (the engine's `SPENDER`) and showing how the call differs from the
-nearest cached call of that suggestor; no server is started when every call
-hits. A row that fails its check is a miss and a warning (CD974), as for a model.
+With `--offline`, a server the lock does not pin is `ToolServerUnlocked`
+(CD271, located at its declaration, naming `converge-dsl lock`) before anything
+is started: its tool list could only be read live. A miss is `ToolCacheMiss`
+(CD973), naming the suggestor or agent (the engine's `SPENDER`) and showing
+how the call differs from the nearest cached call of that suggestor; no server
+is started when every call hits. A row that fails its check is a miss and a
+warning (CD974), as for a model.
 """
 
 from __future__ import annotations
@@ -29,14 +34,22 @@ from converge_dsl._json_types import JsonObject
 from converge_dsl.engine.budget import SPENDER
 from converge_dsl.engine.types import canonical_json
 from converge_dsl.errors import RunError
-from converge_dsl.frontend import ToolServerSpec
+from converge_dsl.frontend import ToolServerSpec, pack_server
 from converge_dsl.models.answer_store import CacheRow
 from converge_dsl.models.caching import AnswerCache, CallRecord
-from converge_dsl.tools._locked import transport_identity
+from converge_dsl.tools._cassette import is_replay
+from converge_dsl.tools._locked import LockedToolServer, declared_at, transport_identity
 from converge_dsl.tools._port import ServerInfo, ToolResult, ToolServer
 from converge_dsl.tools._run import ServerWrapper, tool_name
 
 TOOL_KIND = "tool"
+
+
+class ToolServerUnlocked(RunError):
+    """`--offline` and a server the lock does not pin: its tools cannot be known without
+    starting it, and an offline run starts nothing (CD271)."""
+
+    diagnostic_code = codes.TOOL_OFFLINE_UNLOCKED
 
 
 class ToolCacheMiss(RunError):
@@ -78,11 +91,13 @@ class CachedToolServer:
         spec: ToolServerSpec,
         cache: AnswerCache,
         redact: Callable[[str], str] = str,
+        relock: str = "run: converge-dsl lock PIPELINE",
     ) -> None:
         self._inner = inner
         self._spec = spec
         self._cache = cache
         self._redact = redact
+        self._relock = relock
         self._identity: dict[str, Any] | None = None
         self._identity_json = ""
 
@@ -90,16 +105,28 @@ class CachedToolServer:
     def name(self) -> str:
         return self._inner.name
 
+    @property
+    def inner(self) -> ToolServer:
+        return self._inner
+
     def start(self) -> ServerInfo:
+        inner = self._inner
+        if self._cache.offline and not isinstance(inner, LockedToolServer) and not is_replay(inner):
+            raise ToolServerUnlocked(
+                f"--offline: tool server {self._spec.name!r} is not in the lock, so its "
+                "tools could only be read by starting it; nothing was started",
+                hint=f"{self._relock} (once, online), then run with --offline again",
+                span=declared_at(self._spec),
+            )
         info = self._inner.start()
-        self._identity = {"server": transport_identity(self._spec), "tools": info.digest()}
+        self._identity = {**self._server_identity(), "tools": info.digest()}
         self._identity_json = canonical_json(self._identity)
         return info
 
     async def call(self, tool: str, arguments: JsonObject) -> ToolResult:
         cache, identity = self._cache, self._identity
         if identity is None:  # the run's tools start a server before its first call
-            identity = {"server": transport_identity(self._spec), "tools": None}
+            identity = {**self._server_identity(), "tools": None}
         request = {"name": tool, "arguments": dict(arguments)}
         key = cache.key(TOOL_KIND, identity, request)
         suggestor = SPENDER.get()
@@ -148,9 +175,20 @@ class CachedToolServer:
     def close(self) -> None:
         self._inner.close()
 
+    def _server_identity(self) -> dict[str, Any]:
+        """What is started or reached; for a pack's server (`PACK/SERVER`) also its name,
+        as two packs may start the same command in their own folders."""
+        identity: dict[str, Any] = {"server": transport_identity(self._spec)}
+        if pack_server(self._spec.name) is not None:
+            identity["name"] = self._spec.name
+        return identity
 
-def caching_tools(cache: AnswerCache) -> ServerWrapper | None:
-    """The run's wrapper putting each tool server behind `cache` (None when it is off)."""
+
+def caching_tools(
+    cache: AnswerCache, relock: str = "run: converge-dsl lock PIPELINE"
+) -> ServerWrapper | None:
+    """The run's wrapper putting each tool server behind `cache` (None when it is off);
+    `relock` is the command that locks the pipeline (an offline run's unlocked server)."""
     if cache.mode == "off":
         return None
-    return lambda server, spec, redact: CachedToolServer(server, spec, cache, redact)
+    return lambda server, spec, redact: CachedToolServer(server, spec, cache, redact, relock)

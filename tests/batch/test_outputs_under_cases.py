@@ -2,7 +2,8 @@
 
 `--report R.html`: one batch page linking `R/<index>.html`, a report per case;
 `--trace DIR`: `DIR/<index>.jsonl`, a trace per case; `--otel`: one exported
-trace per case; `--record` and `--checkpoint`: refused with their reason.
+trace per case; `--checkpoint`: refused with its reason (`--record DIR`, one
+cassette per case: tests/batch/test_cassettes.py).
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def test_report_may_not_be_another_file_of_the_batch(
 @pytest.mark.parametrize(
     ("extra", "reason"),
     [
-        (["--record", "c.jsonl"], "--record writes the model calls of one run to one cassette"),
+        (["--record", "c", "--replay", "c"], "--record and --replay cannot be combined"),
+        (["--overwrite"], "--overwrite only applies to --record"),
         (["--checkpoint", "ck"], "--checkpoint saves one run to continue it"),
         (["--otel-content"], "--otel-content needs --otel"),
     ],

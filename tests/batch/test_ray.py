@@ -98,3 +98,28 @@ def test_an_evaluation_on_ray_gives_the_local_scores(local_ray: None, tmp_path: 
         return out.getvalue()
 
     assert evaluate("--executor", "ray", "--concurrency", "2") == evaluate()
+
+
+def test_ray_records_each_case_into_its_cassette_and_replays_it_offline(
+    local_ray: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Relative `--record`/`--replay` folders mean the driver's folder, not an actor's."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("echo.yaml", "echo.script.yaml"):
+        shutil.copy(ECHO.parent / name, tmp_path / name)
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": f"c/{w}", "word": w} for w in "ab"])
+    pipeline = str(tmp_path / "echo.yaml")
+
+    def batch(out: str, *extra: str) -> int:
+        args = ["run", pipeline, "--cases", str(cases), "--out", out, "--executor", "ray"]
+        return cli([*args, *extra], io.StringIO(), io.StringIO())
+
+    assert batch("a.jsonl", "--record", "tapes") == 0
+    assert sorted(p.name for p in (tmp_path / "tapes").iterdir()) == ["c%2Fa.jsonl", "c%2Fb.jsonl"]
+    (tmp_path / "echo.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\ndefault: {reply: changed}\n"
+    )
+    assert batch("b.jsonl", "--replay", "tapes") == 0
+    assert read_results(tmp_path / "b.jsonl") == read_results(tmp_path / "a.jsonl")

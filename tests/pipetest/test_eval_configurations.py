@@ -215,8 +215,8 @@ def test_the_judges_of_every_configuration_record_into_one_cassette(tmp_path: Pa
         "  - name: judged\n    judge: {model: grader, rubric: '{{ run.facts.labels }}'}\n",
     )
     path.write_text(text)
-    cassette = tmp_path / "judges.cassette.jsonl"
+    cassette = tmp_path / "recorded"
     recorded = cli("eval", path, "--record", cassette, "--format", "json", "--no-timings")[1]
-    assert len(cassette.read_text().splitlines()) == 20
+    assert len((cassette / "judges.jsonl").read_text().splitlines()) == 20
     replayed = cli("eval", path, "--replay", cassette, "--format", "json", "--no-timings")[1]
     assert replayed == recorded

@@ -13,7 +13,7 @@ from converge_dsl.errors import PipelineInvalid
 from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 from converge_dsl.pipetest import parse_verdict, read_eval_file
 
-from .conftest import DATA, ROOT, cli
+from .conftest import DATA, ROOT, cli, expected, untimed
 
 EVAL = DATA / "eval"
 EXAMPLE = ROOT / "pipelines" / "support-triage" / "triage.eval.yaml"
@@ -143,10 +143,11 @@ def test_parse_verdict_unwraps_a_fenced_block_and_checks_the_form() -> None:
 
 def test_a_judged_evaluation_reruns_byte_identically_from_its_cassette(tmp_path: Path) -> None:
     path = _folder(tmp_path, _SCRIPTED, _FAIR)
-    cassette = tmp_path / "verdicts.cassette.jsonl"
+    cassette = tmp_path / "recorded"
     code, recorded, _ = cli("eval", path, "--record", cassette, "--format", "json", "--no-timings")
     assert code == 0
-    assert len(cassette.read_text().splitlines()) == 10  # one judge call per case
+    judged = (cassette / "judges.jsonl").read_text().splitlines()
+    assert len(judged) == 10  # one judge call per case
     # The judge now says otherwise: only the cassette gives the recorded verdicts.
     (tmp_path / "judge.script.yaml").write_text(
         "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
@@ -165,8 +166,9 @@ def test_a_judged_evaluation_reruns_byte_identically_from_its_cassette(tmp_path:
 
 def test_a_replayed_judge_missing_an_answer_is_a_located_judge_failure(tmp_path: Path) -> None:
     path = _folder(tmp_path, _SCRIPTED, _FAIR)
-    cassette = tmp_path / "empty.cassette.jsonl"
-    cassette.write_text("")
+    cassette = tmp_path / "recorded"
+    assert cli("eval", path, "--record", cassette)[0] == 0
+    (cassette / "judges.jsonl").write_text("")
     code, out, _ = cli("eval", path, "--replay", cassette)
     assert code == 1
     assert f"error[{codes.EVAL_JUDGE_FAILED}]: judge 'grader' of metric 'fits'" in out
@@ -198,7 +200,7 @@ def test_an_openai_compatible_judge_is_cached_and_answers_offline(tmp_path: Path
 def test_an_openai_compatible_judge_records_a_cassette_that_replays_offline(
     tmp_path: Path,
 ) -> None:
-    cassette = tmp_path / "judge.cassette.jsonl"
+    cassette = tmp_path / "recorded"
     with FakeProviderServer() as server:
         server.reset(FakeReply(text='{"score": 1, "reason": "fine"}'))
         judge = f"{{adapter: openai, base_url: '{server.openai_base_url}', model: judge-1}}"
@@ -244,3 +246,94 @@ def test_the_shipped_example_has_a_judged_metric_that_passes_offline() -> None:
     summary = {m["name"]: m for m in json.loads(out)["metrics"]}["summary"]
     assert summary["mean"] == 1.0
     assert summary["cases"] == 52
+
+
+def test_judge_calls_count_toward_the_evaluations_caps_and_a_refused_one_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = _folder(tmp_path, _SCRIPTED, _FAIR)
+    # The process executor runs every case (10 calls) before the judges: 5 calls are left.
+    args = ("--max-model-calls", "15", "--executor", "process", "--no-timings")
+    code, out, err = cli("eval", path.name, *args, "--format", "json")
+    assert code == 1, err
+    result = json.loads(out)
+    assert "not_run" not in result
+    assert result["judge_usage"]["model_calls"] == 5
+    assert len(result["not_judged"]) == 5
+    assert {p["code"] for p in result["problems"]} == {codes.EVAL_NOT_JUDGED}
+    assert [c["scores"]["fits"] for c in result["cases"]].count(None) == 5
+    code, human, _ = cli("eval", path.name, *args)
+    assert code == 1
+    assert untimed(human) == expected("eval-not-judged.txt", untimed(human))
+
+
+def test_on_one_event_loop_cases_and_judges_share_the_evaluations_caps(tmp_path: Path) -> None:
+    path = _folder(tmp_path, _SCRIPTED, _FAIR)
+    code, out, _ = cli("eval", path, "--max-model-calls", "15", "--format", "json")
+    assert code == 1
+    result = json.loads(out)
+    # A case that converged made its one call; one its call was refused made none.
+    pipeline_calls = sum(c["stop_reason"] == "converged" for c in result["cases"])
+    assert pipeline_calls < 10
+    assert pipeline_calls + result["judge_usage"]["model_calls"] <= 15
+    assert result.get("not_run") or result.get("not_judged")
+    tokens = cli("eval", path, "--max-tokens", "400", "--format", "json")[1]
+    spent = json.loads(tokens)
+    used = sum(spent["usage"].values()) + spent["judge_usage"]["input_tokens"]
+    assert used + spent["judge_usage"]["output_tokens"] <= 400
+    assert spent.get("not_judged") or spent.get("not_run")
+
+
+def test_a_cases_own_budget_does_not_cover_its_judging(tmp_path: Path) -> None:
+    path = _folder(tmp_path, _SCRIPTED, _FAIR)
+    code, out, err = cli("eval", path, "--case-max-model-calls", "1", "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["judge_usage"]["model_calls"] == 10
+    assert "not_judged" not in result
+
+
+def test_each_judge_call_is_a_chat_span_under_the_evaluation_with_its_case_and_metric(
+    tmp_path: Path,
+) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from converge_dsl.pipetest import EvalSettings, run_configurations
+    from converge_dsl.runtime import OtelOptions
+
+    exporter = InMemorySpanExporter()
+    with FakeProviderServer() as server:
+        server.reset(FakeReply(text='{"score": 1, "reason": "fine"}'))
+        judge = f"{{adapter: openai, base_url: '{server.openai_base_url}', model: judge-1}}"
+        evaluation = read_eval_file(_folder(tmp_path, judge))
+        settings = EvalSettings(env={}, otel=OtelOptions(exporter=exporter, content=True))
+        (result,) = run_configurations(evaluation, settings)
+    assert result.passed
+    spans = exporter.get_finished_spans()
+    (outer,) = [s for s in spans if s.parent is None]
+    assert outer.name == "evaluate judged.eval.yaml"
+    assert outer.attributes is not None
+    assert outer.attributes["converge_dsl.eval.cases"] == 10
+    calls = [s for s in spans if s.parent is not None]
+    assert len(calls) == 10
+    assert {s.parent.span_id for s in calls if s.parent} == {outer.context.span_id}
+    cases = set()
+    for span in calls:
+        attributes = dict(span.attributes or {})
+        assert span.name == "chat judge-1"
+        assert attributes["gen_ai.operation.name"] == "chat"
+        assert attributes["gen_ai.request.model"] == "judge-1"
+        assert attributes["gen_ai.usage.input_tokens"] == 10
+        assert attributes["server.address"] == "127.0.0.1"
+        assert attributes["converge_dsl.eval.metric"] == "fits"
+        assert attributes["converge_dsl.suggestor.name"] == "judge:fits"
+        assert "Ticket:" in str(attributes["gen_ai.input.messages"])  # --otel-content
+        cases.add(attributes["converge_dsl.eval.case"])
+    assert cases == {case.name for case in evaluation.cases}
+
+
+def test_an_evaluation_not_traced_makes_no_span(tmp_path: Path) -> None:
+    code, _, err = cli("eval", _folder(tmp_path, _SCRIPTED, _FAIR), "--otel-content")
+    assert code == 3
+    assert "--otel-content needs --otel" in err

@@ -443,9 +443,7 @@ default: {reply: Done.}
 
 
 @pytest.mark.parametrize("content", [False, True], ids=["plain", "content"])
-def test_every_tool_call_is_an_execute_tool_span(
-    tmp_path: Path, content: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_tool_call_is_an_execute_tool_span(tmp_path: Path, content: bool) -> None:
     import sys
 
     fixture = ROOT / "tests" / "tools" / "fastmcp_server.py"
@@ -455,8 +453,8 @@ def test_every_tool_call_is_an_execute_tool_span(
     )
     (tmp_path / "tools.script.yaml").write_text(TOOLS_SCRIPT)
     secret = "span-secret-0123456789"
-    monkeypatch.setenv("SPAN_SECRET", secret)  # the run's servers see the process's variables
-    spans, outcome = _run(pipeline, content=content)
+    # The run's servers read the run's environment (here the options'), not the process's.
+    spans, outcome = _run(pipeline, content=content, env={"SPAN_SECRET": secret})
     assert outcome.document.stop_reason == "converged"
     tools = sorted(
         (s for s in spans if s.name.startswith("execute_tool ")), key=lambda s: s.start_time

@@ -1,6 +1,7 @@
-"""Crash safety: 200 runs, the server SIGKILLed twice mid-load, restarted on the same state.
+"""The run service: crash safety (200 runs, the server SIGKILLed twice mid-load, restarted
+on the same state), and its checkpoint key read once per pipeline.
 
-Afterwards every run finished exactly once (one result each, naming its own
+After the crashes every run finished exactly once (one result each, naming its own
 input) and every paused run is still waiting; a decision then finishes it.
 """
 
@@ -79,3 +80,50 @@ def test_two_kills_every_run_finished_exactly_once(tmp_path: Path, servers: list
         _until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
         finished = http.get(f"/v1/runs/{gated[0]}").json()
     assert [f["id"] for f in finished["result"]["facts"]["strategies"]] == ["s1", "s2"]
+
+
+def test_the_checkpoint_key_is_read_once_per_pipeline(tmp_path: Path) -> None:
+    """After the first run the key file is made unusable (readable by others, which a
+    read refuses): the next run still seals its journal, with the key read at the first."""
+    import asyncio
+    import os
+
+    from converge_dsl.batch import load
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.runtime import CacheSettings
+    from converge_dsl.serve import Limits, RunService, RunStore
+    from converge_dsl.serve._requests import RunRequest
+
+    config = tmp_path / "config"
+    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(config)}
+    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
+    store = RunStore(tmp_path / "state")
+    ids = iter(f"{n:032x}" for n in range(10))
+    service = RunService(
+        {"steady": pipeline},
+        store,
+        tmp_path / "state",
+        Limits(concurrency=1, loops=1),
+        clock=SystemClock(),
+        new_id=lambda: next(ids),
+        redact=str,
+    )
+
+    async def one(number: int) -> str | None:
+        run = service.submit("steady", RunRequest.of({"inputs": {"number": number}}))
+        return (await service.wait(run, 30.0)).stop_reason
+
+    async def main() -> list[str | None]:
+        await service.start()
+        try:
+            first = await one(1)
+            key = next(config.rglob("checkpoint.key"))
+            key.chmod(0o644)  # a read now refuses it (CD954)
+            return [first, await one(2)]
+        finally:
+            await service.stop()
+
+    try:
+        assert asyncio.run(main()) == ["converged", "converged"]
+    finally:
+        store.close()

@@ -112,6 +112,45 @@ def test_prune_keeps_the_newest_finished_runs_and_every_paused_one(tmp_path: Pat
     assert store.prune(keep=None, before=3.5) == ["r3"]
 
 
+def test_a_large_backlog_is_pruned_in_bounded_transactions(tmp_path: Path) -> None:
+    """1,203 finished runs past the limit go in three transactions of at most 500 runs
+    (not one per run), with every row they had; the paused run and the newest stay."""
+    store = RunStore(tmp_path)
+    with sqlite3.connect(tmp_path / STATE_FILE) as db:  # the backlog, written at once
+        db.executemany(
+            "INSERT INTO runs (id, seq, pipeline, request, status, stop_reason, created, "
+            "updated) VALUES (?, ?, 'p', '{}', 'done', 'converged', ?, ?)",
+            [(f"r{n:04d}", n, float(n), float(n)) for n in range(1205)],
+        )
+        db.executemany(
+            "INSERT INTO events (run, seq, line) VALUES (?, 0, '{}')",
+            [(f"r{n:04d}",) for n in range(1205)],
+        )
+        db.executemany(
+            "INSERT INTO results (run, body, at) VALUES (?, '{}', 0)",
+            [(f"r{n:04d}",) for n in range(1205)],
+        )
+        db.executemany(
+            "INSERT INTO idempotency (key, digest, run) VALUES (?, 'd', ?)",
+            [(f"k{n}", f"r{n:04d}") for n in range(1205)],
+        )
+    _ended(store, "held", 0.0, status="paused")
+    transactions: list[str] = []
+    store._db.set_trace_callback(  # the store's own connection: what it really runs
+        lambda sql: transactions.append(sql) if sql.startswith("BEGIN") else None
+    )
+    gone = store.prune(keep=2, before=None)
+    store._db.set_trace_callback(None)
+    assert gone == [f"r{n:04d}" for n in range(1203)]
+    assert len(transactions) == 3
+    assert [row.id for row in store.runs()] == ["r1203", "r1204", "held"]
+    with sqlite3.connect(tmp_path / STATE_FILE) as db:
+        for table in ("events", "results", "idempotency"):
+            query = f"SELECT COUNT(*) FROM {table} WHERE run >= 'r' AND run < 'r1203'"
+            assert db.execute(query).fetchone() == (0,), table
+    assert store.idempotent("k1204") == ("d", "r1204")
+
+
 def test_the_service_applies_the_retention_on_its_clock(tmp_path: Path) -> None:
     """`--retention-days 1`, looked at every hour of a fake clock: a run that ended a day
     before the clock's time goes; a newer one and a paused one stay."""

@@ -18,6 +18,8 @@ from converge_dsl.tools.caching import caching_tools
 from ._counting import calls, cli, folder, running
 from ._servers import stdio_fixture
 
+EXPECTED = Path(__file__).resolve().parent / "data"
+
 
 def _cached_run(pipeline: Path, *flags: str) -> tuple[int, str, str]:
     cache = str(pipeline.parent / "cache")
@@ -205,3 +207,42 @@ def test_an_agent_runs_offline_with_its_tools_listed_from_the_lock(tmp_path: Pat
     told = [e["output"] for e in events if e["type"] == "mcp_tool_called"]
     assert '[{"word": "omega", "length": 5}]' in told
     assert running(str(tmp_path)) == []
+
+
+def test_offline_starts_no_server_the_lock_does_not_pin(tmp_path: Path) -> None:
+    """Without a lock, a tool list could only be read by starting the server: `--offline`
+    refuses (CD271, naming `converge-dsl lock`) and nothing is started."""
+    pipeline = folder(tmp_path)
+    script = tmp_path / "bin" / "counting"
+    started = tmp_path / "started.flag"
+    script.write_text(script.read_text().replace("exec ", f": > {started}\nexec ", 1))
+    code, _, err = cli("run", str(pipeline), "--offline", "--cache-dir", str(tmp_path / "cache"))
+    assert code == 1
+    assert err.replace(str(tmp_path), "DIR") == (EXPECTED / "offline_unlocked.expected").read_text()
+    assert not started.exists()
+    assert running(str(tmp_path)) == []
+    assert cli("lock", str(pipeline))[0] == 0  # with the pin, an offline run starts nothing
+    started.unlink()
+    code, _, err = cli("run", str(pipeline), "--offline", "--cache-dir", str(tmp_path / "cache"))
+    assert "error[CD973]" in err
+    assert not started.exists()
+
+
+def test_two_packs_running_the_same_command_do_not_share_answers() -> None:
+    """A pack's server is keyed with its name: the same command in two packs' folders is
+    two servers."""
+    store = MemoryAnswerStore()
+    answered = []
+    for name, answer in (("first/terms", "from first"), ("second/terms", "from second")):
+        spec = stdio_fixture()._replace(name=name)
+        server = FakeToolServer("s", [FakeTool("echo", lambda a, answer=answer: answer)])
+        tools = RunTools(
+            {name: spec},
+            Path("."),
+            environ={},
+            factory=lambda s, b, e, server=server: server,
+            wrap=caching_tools(AnswerCache(store, clock=FakeClock())),
+        )
+        answered.append(asyncio.run(tools.call("me", 1, name, "echo", {"text": "x"})))
+    assert answered == [("from first", False), ("from second", False)]
+    assert len(store.data) == 2

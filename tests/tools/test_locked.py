@@ -153,3 +153,20 @@ def test_a_malformed_lock_record_is_refused(edit, problem: str) -> None:  # type
     edit(raw)
     with pytest.raises(ValueError, match=problem):
         LockedServer.from_json("s", raw)
+
+
+def test_a_replay_answers_the_recording_whatever_the_lock_pins_now(tmp_path: Path) -> None:
+    """A replay stands in for the recorded servers: it is not held to a lock made since
+    (here one that pins another tool list), and it starts nothing."""
+    pipeline = folder(tmp_path)
+    cassette = tmp_path / "run.cassette.jsonl"
+    code, recorded, err = cli("run", str(pipeline), "--format", "json", "--record", str(cassette))
+    assert code == 0, err
+    (tmp_path / "extra.flag").write_text("")  # the server gains `extra`; the lock pins it
+    assert cli("lock", str(pipeline))[0] == 0
+    (tmp_path / "bin" / "counting").unlink()  # no server can start now
+    code, replayed, err = cli("run", str(pipeline), "--format", "json", "--replay", str(cassette))
+    assert (code, err) == (0, "")
+    assert replayed == recorded
+    assert calls(tmp_path) == 2  # the recording's calls only
+    assert running(str(tmp_path)) == []

@@ -1,10 +1,10 @@
 /* converge-dsl run report: renders the data embedded in #report-data. No network, no library.
-   Lists are virtualised (only visible rows exist in the DOM); the timeline is one canvas,
+   Lists are virtualised (VList, of the shared vlist.js: only visible rows exist in the DOM); the timeline is one canvas,
    drawn for the visible time window only; the search filters every list and dims the timeline. */
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("report-data").textContent);
-  var N = D.names, ROW = 24;
+  var N = D.names, ROW = VLIST_ROW;
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -18,39 +18,7 @@
   function ms(s) { return s === null || s === undefined ? "" : (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms"; }
   var query = "";
 
-  /* -- virtualised list ---------------------------------------------------------- */
-  function VList(box, rows, cells, onPick) {
-    this.box = box; this.all = rows; this.rows = rows; this.cells = cells; this.onPick = onPick;
-    this.hay = null; this.spacer = el("div", "spacer"); box.appendChild(this.spacer);
-    this.sel = -1; var self = this;
-    box.addEventListener("scroll", function () { self.draw(); });
-    this.filter(""); lists.push(this);
-  }
-  VList.prototype.filter = function (q) {
-    if (!q) { this.rows = this.all; }
-    else {
-      if (!this.hay) { var c = this.cells; this.hay = this.all.map(function (r) { return c(r).join(" ").toLowerCase(); }); }
-      var hay = this.hay, all = this.all, out = [];
-      for (var i = 0; i < all.length; i++) if (hay[i].indexOf(q) >= 0) out.push(all[i]);
-      this.rows = out;
-    }
-    this.spacer.style.height = this.rows.length * ROW + "px";
-    this.box.scrollTop = 0; this.draw();
-    var counter = this.box.parentNode.querySelector(".count");
-    if (counter) counter.textContent = q ? this.rows.length + " of " + this.all.length : this.all.length;
-  };
-  VList.prototype.draw = function () {
-    var first = Math.floor(this.box.scrollTop / ROW), last = Math.min(this.rows.length, first + Math.ceil(this.box.clientHeight / ROW) + 2);
-    this.spacer.textContent = "";
-    var widths = this.widths || [], self = this;
-    for (var i = first; i < last; i++) {
-      var r = this.rows[i], line = el("div", "row" + (r === this.picked ? " sel" : ""));
-      line.style.top = i * ROW + "px";
-      this.cells(r).forEach(function (c, j) { var s = el("span", widths[j] || "c-w", c); s.title = String(c); line.appendChild(s); });
-      if (this.onPick) line.addEventListener("click", (function (row) { return function () { self.picked = row; self.draw(); self.onPick(row); }; })(r));
-      this.spacer.appendChild(line);
-    }
-  };
+  /* -- virtualised lists (VList: the pages' shared vlist.js) ------------------------ */
   var lists = [];
 
   function table(host, title, heads, widths, rows, cells, onPick) {
@@ -60,7 +28,8 @@
     var head = el("div", "head"); heads.forEach(function (t, j) { head.appendChild(el("span", widths[j], t)); }); sec.appendChild(head);
     var box = el("div", "vlist"); box.style.height = Math.min(260, rows.length * ROW + 2) + "px";
     sec.appendChild(box); host.appendChild(sec);
-    var list = new VList(box, rows, cells, onPick); list.widths = widths; list.draw();
+    var list = new VList(box, rows, cells, onPick, { widths: widths });
+    lists.push(list); list.filter("");
     return list;
   }
 
@@ -112,6 +81,9 @@
   var KINDS = D.kinds || [], STYLES = D.styles || {};
   var OTHER = { fill: "#e5e7eb", stroke: "#6b7280", text: "#111827", label: "other kind" };
   function styleOf(i) { return STYLES[KINDS[i]] || OTHER; }
+  /* the narrowest bar: its 1-px outline on both sides still leaves its kind's fill seen
+     (a short execution in a long run, or on a loaded machine, is far under a pixel) */
+  var MIN_BAR = 5;
   /* the next bar's start in each lane, so a narrow bar's name is drawn after it only where it fits */
   var nextStart = new Float64Array(EX.length).fill(Infinity), prevEnd = new Float64Array(EX.length).fill(-Infinity), lastIn = {};
   order.forEach(function (i) { var k = lane[i], j = lastIn[k]; if (j !== undefined) { nextStart[j] = xs(EX[i])[0]; prevEnd[i] = xs(EX[j])[1]; } lastIn[k] = i; });
@@ -132,7 +104,7 @@
       var r = EX[i], x = xs(r), a = X(x[0]), b = X(x[1]);
       if (b < 0 || a > w || lane[i] >= lanes) continue;
       ctx.globalAlpha = dimmed && !dimmed[r[0]] ? 0.15 : 1;
-      var st = styleOf(r[0]), y = TOP + lane[i] * LH, bw = Math.max(b - a, 2), ty = y + (LH - 5) / 2 + 4;
+      var st = styleOf(r[0]), y = TOP + lane[i] * LH, bw = Math.max(b - a, MIN_BAR), ty = y + (LH - 5) / 2 + 4;
       ctx.fillStyle = r[5] ? FAILED : st.fill; ctx.fillRect(a, y, bw, LH - 5);
       ctx.strokeStyle = r[5] ? FAILED : st.stroke; ctx.lineWidth = 1; ctx.strokeRect(a + 0.5, y + 0.5, bw - 1, LH - 6);
       var name = nm(r[0]), after = Math.min(X(nextStart[i]), w) - b - 8, before = a - Math.max(X(prevEnd[i]), 0) - 8;

@@ -1,0 +1,278 @@
+"""A pack's MCP tool servers as a pipeline uses them: trusted, checked, locked and run.
+
+A pack declares servers under its own `tools:` (`Pack.tools`, the pipeline's
+declaration). A pipeline names their tools `mcp:PACK/SERVER/TOOL`; in a run,
+in the lock's `tools` section, in a cassette and in the answer cache the
+server is `PACK/SERVER`. A pack's server runs a command on the user's machine
+(or sends a host the values of the variables its headers name), so it is
+started only when the pipeline trusts it: `trust: {PACK: [SERVER, ...]}`.
+Trust is a top-level section rather than a field of the `packs:` entry because
+those entries are version specifiers that `lock` and `pack add` write back,
+and because one section lists, for a reviewer, every command the pipeline
+lets packs run.
+
+- `pack_servers(packs, trust)`: the trusted servers, each renamed `PACK/SERVER`,
+  with the pack's folder (where its `cwd` and a program named by a path are
+  resolved); `trusted_pack_servers(pipeline, manifest)` reads the locked packs
+  for a run (once per lock file and pipeline).
+- `lock_pack_servers(...)`: `lock` pins the trusted servers, started in the
+  pack's fetched folder, read and stopped like a pipeline's.
+- `check_pack_tools(...)`: validate's check, from the cache and the lock only
+  (nothing is started): a server the pack does not declare (CD270), a tool
+  outside its allow-list (CD261), a server used but not trusted (CD269, naming
+  the line to add), a trust entry naming no server of the pack (CD270), and,
+  with a lock, a tool the locked list lacks (CD265) or a trusted server the lock
+  does not pin (warning CD266).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from converge_dsl import codes
+from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, did_you_mean
+from converge_dsl.errors import PackError
+from converge_dsl.frontend import (
+    EVERY_TOOL,
+    HttpServerSpec,
+    LoadedDocument,
+    PipelineManifest,
+    StdioServerSpec,
+    ToolServerSpec,
+    pack_server,
+)
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend import KindRegistry, PipelineFacts
+    from converge_dsl.packs._manifest import Pack
+    from converge_dsl.tools import LockedServer, ServerFactory
+
+# A pack's server as a run knows it: its declaration named PACK/SERVER, the pack's folder.
+PackServer = tuple[ToolServerSpec, Path]
+
+
+def pack_servers(
+    packs: Mapping[str, Pack], trust: Mapping[str, tuple[str, ...]]
+) -> dict[str, PackServer]:
+    """The servers `trust` lists that the packs declare, by `PACK/SERVER`."""
+    found: dict[str, PackServer] = {}
+    for pack_name, servers in trust.items():
+        pack = packs.get(pack_name)
+        for server in servers if pack is not None else ():
+            assert pack is not None
+            spec = pack.tools.get(server)
+            if spec is not None:
+                name = f"{pack_name}/{server}"
+                found[name] = (spec._replace(name=name), pack.folder)
+    return found
+
+
+# The trusted servers last read per pipeline file: (its lock's bytes, trust, the servers).
+_READ: dict[str, tuple[bytes | None, object, dict[str, PackServer]]] = {}
+_KEEP = 8
+
+
+def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str, PackServer]:
+    """The trusted servers of the pipeline's locked packs ({} without `trust:`); read once
+    per lock file (a batch's runs share them). A pack the cache lacks is fetched."""
+    if not manifest.trust:
+        return {}
+    from converge_dsl.packs._lockfile import lock_path
+    from converge_dsl.packs._workspace import load_locked_packs
+
+    try:
+        lock: bytes | None = lock_path(pipeline).read_bytes()
+    except OSError:
+        lock = None
+    trust = dict(manifest.trust)
+    kept = _READ.get(str(pipeline))
+    if kept is not None and kept[0] == lock and kept[1] == trust:
+        return kept[2]
+    servers = pack_servers(load_locked_packs(pipeline, manifest), trust)
+    if len(_READ) >= _KEEP:
+        _READ.clear()
+    _READ[str(pipeline)] = (lock, trust, servers)
+    return servers
+
+
+def lock_pack_servers(
+    packs: Mapping[str, Pack],
+    trust: Mapping[str, tuple[str, ...]],
+    factory: ServerFactory,
+    environ: Mapping[str, str],
+) -> dict[str, LockedServer]:
+    """Each trusted pack server started in its pack's folder, read and stopped, one after
+    the other (a `ToolFailure` of one that does not start)."""
+    from converge_dsl.tools import lock_server
+
+    return {
+        name: lock_server(spec, factory(spec, folder, environ))
+        for name, (spec, folder) in pack_servers(packs, trust).items()
+    }
+
+
+def _guess(word: str, names: list[str]) -> str | None:
+    guess = did_you_mean(word, sorted(names))
+    return f"did you mean {guess!r}?" if guess else None
+
+
+def _references(
+    doc: LoadedDocument, packs: Mapping[str, Pack], facts: PipelineFacts
+) -> Iterator[tuple[JsonPath, str, str, str]]:
+    """(path, pack, server, tool) of each pack server's tool the pipeline names: its own
+    suggestors', then those of the pack templates it uses (located at their `use:`)."""
+    for spec in facts.specs:
+        for path, server, tool in spec.tool_references():
+            found = pack_server(server)
+            if found is not None:
+                yield path, found[0], found[1], tool
+    yield from _template_references(doc, packs, facts.kinds)
+
+
+def _template_references(
+    doc: LoadedDocument, packs: Mapping[str, Pack], kinds: KindRegistry
+) -> Iterator[tuple[JsonPath, str, str, str]]:
+    from converge_dsl.packs._bind import instantiate_template
+    from converge_dsl.packs._checks import pack_suggestors
+
+    data = doc.data if isinstance(doc.data, Mapping) else {}
+    for spec in pack_suggestors(data):
+        pack = packs.get(spec.pack)
+        definition = None if pack is None else pack.suggestors.get(spec.suggestor)
+        if definition is None or definition.template is None:
+            continue
+        kind = kinds.get(definition.kind)
+        if kind is None:
+            continue
+        body = kind.parse(spec.path, instantiate_template(spec, definition))
+        for _, server, tool in body.tool_references():
+            found = pack_server(server)
+            if found is not None:
+                yield (*spec.path, "use"), found[0], found[1], tool
+
+
+def _what_it_runs(spec: ToolServerSpec) -> str:
+    if isinstance(spec, StdioServerSpec):
+        return f"it runs {json.dumps(list(spec.command))} on this machine"
+    assert isinstance(spec, HttpServerSpec)
+    return f"it reaches {spec.url}"
+
+
+def _trust_line(pack: str, trusted: tuple[str, ...], server: str) -> str:
+    return f"{pack}: [{', '.join([*trusted, server])}]"
+
+
+def check_pack_tools(
+    doc: LoadedDocument,
+    packs: Mapping[str, Pack],
+    manifest: PipelineManifest,
+    facts: PipelineFacts,
+    pipeline: Path,
+) -> Iterator[Diagnostic]:
+    """Validate's check of the pack servers a pipeline uses (see the module docstring)."""
+    smap = doc.source_map
+    trust = manifest.trust
+    for pack_name, servers in trust.items():
+        pack = packs.get(pack_name)
+        for index, server in enumerate(servers if pack is not None else ()):
+            assert pack is not None
+            if server not in pack.tools:
+                declared = sorted(pack.tools)
+                yield smap.diagnostic(
+                    codes.PACK_TOOL_UNKNOWN,
+                    f"pack {pack_name} {pack.version} declares no tool server {server!r}",
+                    ("trust", pack_name, index),
+                    hint=_guess(server, declared)
+                    or f"it declares: {', '.join(declared) or 'no tool server'}",
+                )
+    untrusted: set[tuple[str, str]] = set()
+    used: dict[str, list[tuple[JsonPath, str]]] = {}
+    for path, pack_name, server, tool in _references(doc, packs, facts):
+        pack = packs.get(pack_name)
+        if pack is None:
+            continue  # not among `packs:` (the front end says so), or not fetched
+        spec = pack.tools.get(server)
+        if spec is None:
+            declared = sorted(pack.tools)
+            yield smap.diagnostic(
+                codes.PACK_TOOL_UNKNOWN,
+                f"pack {pack_name} {pack.version} declares no tool server {server!r}",
+                path,
+                hint=_guess(server, declared)
+                or f"it declares: {', '.join(declared) or 'no tool server'}",
+            )
+            continue
+        if tool != EVERY_TOOL and tool not in spec.allow:
+            yield smap.diagnostic(
+                codes.TOOL_NOT_ALLOWED,
+                f"tool {tool!r} is not in the allow-list of server {server!r} of pack "
+                f"{pack_name} ({', '.join(spec.allow)})",
+                path,
+                hint=_guess(tool, list(spec.allow)) or "name one of the tools the pack allows",
+            )
+            continue
+        trusted = trust.get(pack_name, ())
+        if server not in trusted:
+            if (pack_name, server) not in untrusted:
+                untrusted.add((pack_name, server))
+                line = _trust_line(pack_name, trusted, server)
+                where = f"under 'trust:' write {line}" if trust else f"add: trust: {{{line}}}"
+                yield smap.diagnostic(
+                    codes.PACK_TOOL_UNTRUSTED,
+                    f"tool server {server!r} of pack {pack_name} is not trusted by this "
+                    f"pipeline: {_what_it_runs(spec)}; nothing is started without trust",
+                    path,
+                    hint=f"if you trust it, {where}",
+                )
+            continue
+        used.setdefault(f"{pack_name}/{server}", []).append((path, tool))
+    if used:
+        yield from _against_lock(doc, packs, pipeline, used)
+
+
+def _against_lock(
+    doc: LoadedDocument,
+    packs: Mapping[str, Pack],
+    pipeline: Path,
+    used: Mapping[str, list[tuple[JsonPath, str]]],
+) -> Iterator[Diagnostic]:
+    """CD265 / CD266 of the trusted pack servers used, from the lock."""
+    from converge_dsl.packs._lockfile import lock_hint, lock_path, read_lock
+    from converge_dsl.tools import transport_identity
+
+    try:
+        lock = read_lock(pipeline)
+    except PackError:
+        return  # the pack checks report an unreadable lock
+    if lock is None:
+        return
+    hint = lock_hint(Path(doc.file))
+    for name, references in used.items():
+        pack_name, _, server = name.partition("/")
+        spec = packs[pack_name].tools[server]
+        record = lock.tools.get(name)
+        first = references[0][0]
+        if record is None or record.transport != transport_identity(spec):
+            yield doc.source_map.diagnostic(
+                codes.TOOL_SERVER_NOT_LOCKED,
+                f"tool server {name!r} is not in {lock_path(pipeline).name} as the pack "
+                "declares it: its tools are read when it starts, unchecked",
+                first,
+                hint=hint,
+                severity=Severity.WARNING,
+            )
+            continue
+        names = record.tool_names()
+        for path, tool in references:
+            if tool != EVERY_TOOL and tool not in names:
+                yield doc.source_map.diagnostic(
+                    codes.TOOL_NOT_OFFERED,
+                    f"server {name!r} offers no tool {tool!r} (locked: "
+                    f"{', '.join(names) or 'none'})",
+                    path,
+                    hint=_guess(tool, list(names))
+                    or f"name one of its tools; if the server gained {tool!r} since, {hint}",
+                )

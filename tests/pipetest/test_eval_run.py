@@ -1,0 +1,161 @@
+"""Running an evaluation: each case's pipeline models recorded into its own cassette and
+replayed offline (`eval --record DIR`, `--replay DIR`), on every executor."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from converge_dsl import codes
+from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
+
+from .conftest import DATA, cli, expected
+
+EVAL = DATA / "eval"
+
+_JUDGED = """\
+apiVersion: converge-dsl/v1
+kind: Evaluation
+pipeline: classify.yaml
+dataset: tickets.jsonl
+judges:
+  grader: {adapter: openai, base_url: 'URL', model: judge-1}
+metrics:
+  - name: category
+    exact: {key: labels, field: /category, expected: category}
+  - name: fits
+    judge:
+      model: grader
+      rubric: "Label: {{ run.facts.labels[0].data.category }}"
+"""
+
+
+def _served(tmp_path: Path, url: str, judge: str) -> Path:
+    """The classify evaluation whose pipeline model is the server at `url`, its judge
+    the one at `judge`."""
+    for name in ("classify.yaml", "tickets.jsonl"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    pipeline = tmp_path / "classify.yaml"
+    remote = f"{{adapter: openai, base_url: '{url}', model: m-1}}"
+    text = pipeline.read_text().replace("{adapter: scripted, script: classify.script.yaml}", remote)
+    pipeline.write_text(text)
+    path = tmp_path / "judged.eval.yaml"
+    path.write_text(_JUDGED.replace("URL", judge))
+    return path
+
+
+@pytest.mark.parametrize("executor", ["local", "process"])
+def test_an_evaluation_over_a_server_records_and_replays_offline_byte_identically(
+    tmp_path: Path, executor: str
+) -> None:
+    tapes = tmp_path / "tapes"
+    with FakeProviderServer() as server, FakeProviderServer() as judge:
+        server.reset(FakeReply(text='[{"category": "billing"}]'))
+        judge.reset(FakeReply(text='{"score": 1, "reason": "fine"}'))
+        path = _served(tmp_path, server.openai_base_url, judge.openai_base_url)
+        args = ("--format", "json", "--no-timings", "--executor", executor, "--concurrency", "2")
+        code, recorded, err = cli("eval", path, "--record", tapes, *args)
+        assert (len(server.requests), len(judge.requests)) == (10, 10)
+    assert code == 0, err
+    document = json.loads(recorded)
+    assert document["metrics"][0]["mean"] == 0.4  # 4 of the 10 tickets are billing
+    assert document["judge_usage"]["model_calls"] == 10
+    names = sorted(p.name for p in (tapes / "cases").iterdir())
+    assert names == sorted(f"{c['name']}.jsonl" for c in document["cases"])
+    assert len((tapes / "judges.jsonl").read_text().splitlines()) == 10
+    # The server is gone: every answer, the pipeline's and the judge's, comes from DIR.
+    code, replayed, err = cli("eval", path, "--replay", tapes, *args)
+    assert (code, err) == (0, "")
+    assert replayed == recorded
+    again = cli("eval", path, "--replay", tapes, "--format", "json", "--no-timings")[1]
+    assert again == recorded  # and on the local executor
+
+
+def test_a_case_missing_from_the_cassette_folder_is_a_located_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with FakeProviderServer() as server, FakeProviderServer() as judge:
+        server.reset(FakeReply(text='[{"category": "bug"}]'))
+        judge.reset(FakeReply(text='{"score": 1, "reason": "fine"}'))
+        path = _served(tmp_path, server.openai_base_url, judge.openai_base_url)
+        assert cli("eval", path.name, "--record", "tapes")[0] == 0
+    (tmp_path / "tapes" / "cases" / "vat-number.jsonl").unlink()
+    code, out, err = cli("eval", path.name, "--replay", "tapes")
+    assert (code, out) == (2, "")
+    assert f"error[{codes.CASE_CASSETTE_MISSING}]: case 'vat-number' has no cassette" in err
+    assert err == expected("eval-cassette-missing.txt", err)
+
+
+def test_each_configuration_records_its_cases_into_a_folder_of_its_own(tmp_path: Path) -> None:
+    for name in ("classify.yaml", "classify.script.yaml", "tickets.jsonl"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    path = tmp_path / "two.eval.yaml"
+    path.write_text(
+        (EVAL / "classify.eval.yaml").read_text()
+        + "configurations:\n"
+        + "  - name: shipped\n"
+        + "  - name: all-bugs\n"
+        + "    models: {default: {adapter: scripted, script: classify.script.yaml}}\n"
+    )
+    tapes = tmp_path / "tapes"
+    recorded = cli("eval", path, "--record", tapes, "--format", "json", "--no-timings")[1]
+    assert sorted(p.name for p in (tapes / "cases").iterdir()) == ["all-bugs", "shipped"]
+    assert len(list((tapes / "cases" / "all-bugs").iterdir())) == 10
+    (tmp_path / "classify.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\ndefault: {reply: '[]'}\n"
+    )
+    replayed = cli("eval", path, "--replay", tapes, "--format", "json", "--no-timings")[1]
+    assert replayed == recorded
+
+
+def test_record_and_replay_take_folders(tmp_path: Path) -> None:
+    for name in ("classify.yaml", "classify.script.yaml", "tickets.jsonl", "classify.eval.yaml"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    path = tmp_path / "classify.eval.yaml"
+    afile = tmp_path / "a.jsonl"
+    afile.write_text("")
+    code, _, err = cli("eval", path, "--replay", afile)
+    assert code == 3
+    assert "--replay: " in err
+    assert "is not a folder of cassettes" in err
+    code, _, err = cli("eval", path, "--record", afile)
+    assert code == 3
+    assert "is not a folder" in err
+
+
+def test_on_ray_the_cases_record_per_case_and_the_judges_get_what_the_cases_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
+    monkeypatch.chdir(tmp_path)
+    for name in ("classify.yaml", "classify.script.yaml", "tickets.jsonl"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    (tmp_path / "judge.script.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: ModelScript\n"
+        'default: {reply: \'{"score": 1, "reason": "fine"}\'}\n'
+    )
+    judge = "{adapter: scripted, script: judge.script.yaml}"
+    Path("judged.eval.yaml").write_text(
+        _JUDGED.replace("{adapter: openai, base_url: 'URL', model: judge-1}", judge)
+    )
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        args = ("--executor", "ray", "--format", "json", "--no-timings")
+        code, recorded, err = cli("eval", "judged.eval.yaml", "--record", "tapes", *args)
+        capped = cli("eval", "judged.eval.yaml", "--max-model-calls", "15", *args)
+    finally:
+        ray.shutdown()
+    assert code == 0, err
+    assert len(list((tmp_path / "tapes" / "cases").iterdir())) == 10
+    replayed = cli(
+        "eval", "judged.eval.yaml", "--replay", "tapes", "--format", "json", "--no-timings"
+    )
+    assert replayed[1] == recorded
+    assert capped[0] == 1
+    result = json.loads(capped[1])
+    assert result["judge_usage"]["model_calls"] == 5
+    assert len(result["not_judged"]) == 5

@@ -1,0 +1,135 @@
+"""The service's compact event records render as the very lines `--trace` writes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from converge_dsl import load
+from converge_dsl.clock import FakeClock, rfc3339
+from converge_dsl.engine import events as ev
+from converge_dsl.runtime import TraceSink, TraceWriter
+from converge_dsl.serve._events import EventSink, LiveRun, render
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _records(live: LiveRun) -> list[str]:
+    return [render(seq, record) for seq, record in live.records]
+
+
+def test_a_run_streams_the_lines_its_trace_file_holds(tmp_path: Path) -> None:
+    pipeline = load(ROOT / "pipelines" / "market-entry.yaml")
+    trace = tmp_path / "trace.jsonl"
+
+    async def main() -> list[str]:
+        live = LiveRun(0, asyncio.get_running_loop())
+        await pipeline.outcome(
+            {"market": "Baltic 3PL"},
+            sinks=(EventSink(live, lambda: None), TraceSink(trace)),
+        )
+        await pipeline.aclose()
+        return _records(live)
+
+    streamed = [json.loads(line) for line in asyncio.run(main())]
+    written = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert len(streamed) == len(written) > 20
+    for mine, theirs in zip(streamed, written, strict=True):
+        assert list(mine) == list(theirs)  # the same fields in the same order
+        assert {**mine, "time": None} == {**theirs, "time": None}  # read a moment apart
+        assert datetime.fromisoformat(mine["time"]).tzinfo is not None
+    assert "excerpts" in streamed[0]
+    assert "kinds" in streamed[0]
+
+
+def _pair(events: list[BaseModel]) -> tuple[list[str], list[str]]:
+    """The same events through the service's sink and the trace writer, on one clock."""
+    clock = FakeClock()
+    writer = TraceWriter({}, None, wall=clock)
+
+    async def main() -> list[str]:
+        live = LiveRun(0, asyncio.get_running_loop())
+        sink = EventSink(live, lambda: None)
+        sink.open(clock)
+        for event in events:
+            sink.on_event(event)
+            clock.advance(0.001234)
+        return _records(live)
+
+    streamed = asyncio.run(main())
+    clock = FakeClock()
+    writer = TraceWriter({}, None, wall=clock)
+    written = []
+    for event in events:
+        written.append(json.dumps(writer.line(event), ensure_ascii=False, separators=(",", ":")))
+        clock.advance(0.001234)
+    return streamed, written
+
+
+def test_numbers_json_cannot_hold_and_any_text_render_as_the_trace_writes_them() -> None:
+    data: Any = {"nan": math.nan, "big": 1e300, "small": 1e-7, "text": 'é\u2028\t"\\'}
+    events: list[BaseModel] = [
+        ev.RunStarted(suggestors=1, seeds=0, budget={"max_wall_s": math.inf, "max_cycles": 3}),
+        ev.FactPromoted(
+            cycle=1,
+            suggestor="s",
+            key="k",
+            id="i",
+            gate="g",
+            logical_time=1,
+            data=data,
+            confidence=-math.inf,
+            timing=ev.Timing(at=0.1, duration_s=None),
+        ),
+    ]
+    streamed, written = _pair(events)
+    assert streamed == written
+    assert "-Infinity" in streamed[1]
+    assert "Infinity" in streamed[0]
+
+
+def test_a_line_stored_whole_by_an_older_server_is_read_as_it_is() -> None:
+    line = '{"seq":3,"type":"cycle_started"}'
+    assert render(3, line) == line
+
+
+def test_a_run_nobody_follows_wakes_nothing_and_a_follower_is_woken() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        live = LiveRun(0, loop)
+        scheduled: list[object] = []
+        original = loop.call_soon_threadsafe
+
+        def counting(callback: Any, *args: Any) -> Any:
+            scheduled.append(callback)
+            return original(callback, *args)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        for seq in range(10):
+            live.add(seq, "x")
+        assert scheduled == []
+        follower = asyncio.create_task(live.changed(9, 5.0))
+        await asyncio.sleep(0)
+        live.add(10, "y")
+        await asyncio.wait_for(follower, 1.0)
+        assert len(scheduled) == 1
+        # a record added before the follower looks is seen at once, without a wake-up
+        live.add(11, "z")
+        await asyncio.wait_for(live.changed(10, 5.0), 1.0)
+
+    asyncio.run(main())
+
+
+def test_rfc3339_is_strftime_s_format_for_any_moment() -> None:
+    moment = datetime(1999, 12, 31, 23, 59, 59, 7, tzinfo=UTC)
+    plus_two = timezone(timedelta(hours=2))
+    for step in range(2000):
+        later = moment + timedelta(microseconds=step * 999_983)
+        for shown in (later, later.astimezone(plus_two)):
+            assert rfc3339(shown) == later.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
