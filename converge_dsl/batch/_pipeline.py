@@ -11,9 +11,9 @@ every run: `converge_dsl.tools.ServerPool`), the caller's meter and the run's si
 A `Pipeline` is immutable: runs share nothing they could change (each has
 its own meter, models, compiled suggestors and engine), so any number may
 run at once, on one event loop or on several threads. It pickles as what
-`load` checked (the document, environment, roots, clock): a worker process
-gets it without loading and validating again, with its own pools and compile
-cache.
+`load` checked (the document, environment, roots, clock, and the locked packs
+its validation read): a worker process gets it without loading, validating
+or reading its packs again, with its own pools and compile cache.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from converge_dsl.frontend import InputSpec
     from converge_dsl.frontend.document import LoadedDocument
     from converge_dsl.models import Model
+    from converge_dsl.packs import Pack
     from converge_dsl.runtime import (
         CacheSettings,
         Checkpointing,
@@ -140,12 +141,15 @@ class Pipeline:
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
+        from converge_dsl.packs import handed_packs
         from converge_dsl.sandbox import meta_valid_texts
 
         arguments = (self._path, self._document, self._env, self._clock, self._roots)
-        # The key schemas this process found valid: a worker does not check them again.
+        # The key schemas this process found valid: a worker does not check them again;
+        # and the locked packs its validation read: a worker does not read them again.
         checked = meta_valid_texts(self.key_schemas.values())
-        return (_unpickled, (*arguments, self._max_connections, self._cache, checked))
+        packs = handed_packs(self._document) if self._manifest.packs else None
+        return (_unpickled, (*arguments, self._max_connections, self._cache, checked, packs))
 
     @property
     def name(self) -> str:
@@ -399,10 +403,15 @@ def _unpickled(  # noqa: PLR0917 (pickle passes the arguments by position)
     max_connections: int,
     cache: CacheSettings,
     checked: tuple[str, ...] = (),
+    packs: tuple[bytes | None, Mapping[str, Pack]] | None = None,
 ) -> Pipeline:
     from converge_dsl.sandbox import remember_meta_valid
 
     remember_meta_valid(checked)
+    if packs is not None:
+        from converge_dsl.packs import keep_packs
+
+        keep_packs(document, *packs)
     return Pipeline(
         path,
         document,

@@ -3,8 +3,10 @@
 For CPU-bound pipelines (solvers, large rule sets): `workers` processes
 (started with `spawn`, so nothing of the parent's threads or loops is
 inherited) each get the pipeline the parent loaded and checked (a `Pipeline`
-pickles as its checked document: not loaded again), keep one event loop, and
-run one case at a time. The parent hands the cases over
+pickles as its checked document with the locked packs its validation read:
+neither loaded nor read again), are set up for the batch by `set_up_worker`
+(the one function that readies a pipeline in a worker: one event loop, the
+batch's meter and outputs), and run one case at a time. The parent hands the cases over
 in chunks of `CHUNK` (one round trip between the processes per chunk, not
 per case), keeps two chunks per worker in flight and yields results as their
 chunk finishes. A batch-wide cap is one
@@ -97,9 +99,13 @@ class _Worker:
     sinks: SinkFactory | None = None
 
 
-def _start(pipeline: Pipeline, pool: SharedPool | None, outputs: CaseOutputs, parent: int) -> None:
-    """The worker initializer: die with `parent`, keep the pipeline the parent loaded
-    (pickled as what `load` checked: not loaded again) for the batch, frozen."""
+def set_up_worker(
+    pipeline: Pipeline, pool: SharedPool | None, outputs: CaseOutputs, parent: int
+) -> None:
+    """Set up the pipeline in this worker process, for the cases it will run: die with
+    `parent`, keep `pipeline` (as the parent loaded and checked it, with the locked packs
+    its validation read: neither loaded nor read again) for the batch, on one event loop
+    with the batch's meter (`pool`, its cap) and outputs, and freeze what is alive."""
     _die_with_parent(parent)
     from ._schedule import make_meter
 
@@ -154,7 +160,7 @@ def _results(
     strikes: dict[int, int] = {}
     while queue:
         executor = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start, initargs=start_args
+            workers, mp_context=context, initializer=set_up_worker, initargs=start_args
         )
         try:
             yield from _through(executor, queue, workers, path, strikes)

@@ -31,7 +31,7 @@ class Timing(BaseModel):
     execution ran from `at - duration_s` to `at`.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     at: float = Field(description="monotonic seconds (arbitrary origin) when the event happened")
     duration_s: float | None = Field(
@@ -40,7 +40,7 @@ class Timing(BaseModel):
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     timing: Timing | None = None
 
@@ -200,7 +200,9 @@ EngineEvent = Annotated[
     Field(discriminator="type"),
 ]
 
-ENGINE_EVENT_ADAPTER: TypeAdapter[EngineEvent] = TypeAdapter(EngineEvent)
+ENGINE_EVENT_ADAPTER: TypeAdapter[EngineEvent] = TypeAdapter(
+    EngineEvent, config=ConfigDict(defer_build=True)
+)
 
 
 def deterministic_dump(event: BaseModel) -> dict[str, Any]:

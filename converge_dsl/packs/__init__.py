@@ -14,6 +14,9 @@ Public surface:
   `pack fetch`), `read_locked_packs(pipeline)` (the cache only: `validate`),
   `fetched_message(locked)`, `fetch_hint(pipeline)`;
 - `lock_path(pipeline)`: the folder's `converge.lock`, a section per pipeline file;
+- the locked packs read for a loaded document, kept for its compiles: `handed_packs(doc)`
+  (the lock's bytes and the packs, to hand to a batch worker with the document) and
+  `keep_packs(doc, lock, packs)` (what the worker keeps them with);
 - the pipeline's MCP tool servers in it: `lock_tool_servers(pipeline)` (each started, read,
   stopped), `locked_tool_servers(pipeline)` (what a run holds them to) and
   `check_tool_lock(facts)`, validate's check (CD265, CD266);
@@ -59,6 +62,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.packs._info import *  # noqa: F403
     from converge_dsl.packs._kind import *  # noqa: F403
     from converge_dsl.packs._lint import *  # noqa: F403
+    from converge_dsl.packs._loaded import *  # noqa: F403
     from converge_dsl.packs._lockfile import *  # noqa: F403
     from converge_dsl.packs._manifest import *  # noqa: F403
     from converge_dsl.packs._pack_tools import *  # noqa: F403
@@ -96,6 +100,7 @@ else:
             "converge_dsl.packs._info": ("PackInfo", "SuggestorInfo", "describe_pack"),
             "converge_dsl.packs._kind": ("PACK", "PackSuggestorSpec"),
             "converge_dsl.packs._lint": ("template_diagnostics",),
+            "converge_dsl.packs._loaded": ("handed_packs", "keep_packs"),
             "converge_dsl.packs._lockfile": (
                 "LOCK_FILE",
                 "LockFile",

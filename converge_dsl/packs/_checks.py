@@ -276,9 +276,12 @@ def check_pipeline_packs(
     if not problems and requested and _well_formed(requested):
         try:
             if fetch:
+                from converge_dsl.packs._loaded import keep_packs, lock_bytes
                 from converge_dsl.packs._workspace import load_locked_packs
 
+                lock = lock_bytes(pipeline)
                 packs = load_locked_packs(pipeline, manifest, cache=cache, on_fetch=on_fetch)
+                keep_packs(doc, lock, packs)  # the run compiling this document reads them once
             else:
                 from converge_dsl.packs._workspace import read_locked_packs
 

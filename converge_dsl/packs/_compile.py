@@ -30,7 +30,8 @@ from converge_dsl.engine.types import ContextView, Suggestor
 from converge_dsl.errors import PackError
 from converge_dsl.packs._bind import instantiate_template
 from converge_dsl.packs._kind import PackSuggestorSpec
-from converge_dsl.packs._lockfile import lock_hint, lock_path
+from converge_dsl.packs._loaded import keep_packs, kept_packs, lock_bytes
+from converge_dsl.packs._lockfile import lock_hint
 from converge_dsl.packs._manifest import Pack, SuggestorDef
 from converge_dsl.packs._registry import SolverRegistry, installed_solvers
 from converge_dsl.packs._suggestor import PackSolverSuggestor
@@ -59,13 +60,9 @@ class _ParamScopes(RenderScopes):
         return self._base.own_sources(view, key)
 
 
-# The packs last loaded per pipeline file: (its loaded document, its lock's bytes, the packs).
-_LOADED: dict[str, tuple[object, bytes | None, Mapping[str, Pack]]] = {}
-_KEEP = 8
-
-
 def _packs(ctx: CompileContext) -> Mapping[str, Pack]:
-    """The pipeline's locked packs, loaded once per loaded document and lock file.
+    """The pipeline's locked packs, read once per loaded document and lock file
+    (`_loaded`): those its validation read, else read here and kept.
 
     A pipeline loaded once and run many times (a batch) reads its packs once;
     a changed lock file (or another load of the pipeline) reads them again.
@@ -74,17 +71,12 @@ def _packs(ctx: CompileContext) -> Mapping[str, Pack]:
     if given is not None:
         return given
     pipeline = Path(ctx.source_map.file)
-    try:
-        lock: bytes | None = lock_path(pipeline).read_bytes()
-    except OSError:
-        lock = None
-    kept = _LOADED.get(str(pipeline))
-    if kept is not None and kept[0] is ctx.document and kept[1] == lock:
-        return kept[2]
+    packs = kept_packs(ctx.document, pipeline)
+    if packs is not None:
+        return packs
+    lock = lock_bytes(pipeline)
     packs = load_locked_packs(pipeline)
-    if len(_LOADED) >= _KEEP:
-        _LOADED.clear()
-    _LOADED[str(pipeline)] = (ctx.document, lock, packs)
+    keep_packs(ctx.document, lock, packs)
     return packs
 
 

@@ -62,119 +62,142 @@ Public surface:
 
 from __future__ import annotations
 
-from converge_dsl.frontend import CacheConfig, RunConfig, read_run_config
+from typing import TYPE_CHECKING
 
-from ._answer_cache import (
-    AnswerCaching,
-    CacheSettings,
-    cache_folder,
-    cache_settings,
-    caching_from,
-)
-from ._assembly import Checkpointing, RunPlan, assemble_run
-from ._checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, pipeline_digest
-from ._checkpoint_key import CheckpointRefused, checkpoint_key
-from ._checkpoint_sqlite import SqliteJournal, SqliteJournals, execute_all
-from ._documents import (
-    DiagnosticModel,
-    FactModel,
-    PendingModel,
-    RunResultDocument,
-    TraceLine,
-    UsageModel,
-    exported_schemas,
-    schema_text,
-)
-from ._engine import SUGGESTOR_KINDS, build_engine
-from ._journal_media import FolderJournal, JournalMedium
-from ._models import build_models, model_builder, replayed_models, tool_replay
-from ._options import OtelOptions, RunOptions
-from ._orchestrate import load_document, run_pipeline
-from ._otel_calls import CallSpan, CallSpans
-from ._outcome import (
-    EXIT_BY_STOP,
-    RunOutcome,
-    not_run_document,
-    outcome,
-    run_error_diagnostic,
-)
-from ._outputs import check_outputs
-from ._report_html import MARK as REPORT_MARK
-from ._report_html import check_report_output, render_report, write_page, write_report
-from ._reuse import CompiledRuns
-from ._sinks import ListenerSink, Output, RecordSink, ReportSink, ResultSink, RunSink, TraceSink
-from ._suggestor_state import StatefulSuggestor
-from ._telemetry import OtelSink, facts_of
-from ._trace import TraceWriter, trace_line
-from ._trace_read import find_cleared_span, read_trace
+from converge_dsl._lazy import lazy_exports
 
-__all__ = [
-    "CHECKPOINT_FILE",
-    "EXIT_BY_STOP",
-    "REPORT_MARK",
-    "SUGGESTOR_KINDS",
-    "AnswerCaching",
-    "CacheConfig",
-    "CacheSettings",
-    "CallSpan",
-    "CallSpans",
-    "Checkpoint",
-    "CheckpointRefused",
-    "CheckpointStore",
-    "Checkpointing",
-    "CompiledRuns",
-    "DiagnosticModel",
-    "FactModel",
-    "FolderJournal",
-    "JournalMedium",
-    "ListenerSink",
-    "OtelOptions",
-    "OtelSink",
-    "Output",
-    "PendingModel",
-    "RecordSink",
-    "ReportSink",
-    "ResultSink",
-    "RunConfig",
-    "RunOptions",
-    "RunOutcome",
-    "RunPlan",
-    "RunResultDocument",
-    "RunSink",
-    "SqliteJournal",
-    "SqliteJournals",
-    "StatefulSuggestor",
-    "TraceLine",
-    "TraceSink",
-    "TraceWriter",
-    "UsageModel",
-    "assemble_run",
-    "build_engine",
-    "build_models",
-    "cache_folder",
-    "cache_settings",
-    "caching_from",
-    "check_outputs",
-    "check_report_output",
-    "checkpoint_key",
-    "execute_all",
-    "exported_schemas",
-    "facts_of",
-    "find_cleared_span",
-    "load_document",
-    "model_builder",
-    "not_run_document",
-    "outcome",
-    "pipeline_digest",
-    "read_run_config",
-    "read_trace",
-    "render_report",
-    "replayed_models",
-    "run_error_diagnostic",
-    "run_pipeline",
-    "schema_text",
-    "tool_replay",
-    "trace_line",
-    "write_page",
-    "write_report",
-]
+if TYPE_CHECKING:
+    from converge_dsl.frontend import *  # noqa: F403
+    from converge_dsl.runtime._answer_cache import *  # noqa: F403
+    from converge_dsl.runtime._assembly import *  # noqa: F403
+    from converge_dsl.runtime._checkpoint import *  # noqa: F403
+    from converge_dsl.runtime._checkpoint_key import *  # noqa: F403
+    from converge_dsl.runtime._checkpoint_sqlite import *  # noqa: F403
+    from converge_dsl.runtime._documents import *  # noqa: F403
+    from converge_dsl.runtime._engine import *  # noqa: F403
+    from converge_dsl.runtime._journal_media import *  # noqa: F403
+    from converge_dsl.runtime._models import *  # noqa: F403
+    from converge_dsl.runtime._options import *  # noqa: F403
+    from converge_dsl.runtime._orchestrate import *  # noqa: F403
+    from converge_dsl.runtime._otel_calls import *  # noqa: F403
+    from converge_dsl.runtime._outcome import *  # noqa: F403
+    from converge_dsl.runtime._outputs import *  # noqa: F403
+    from converge_dsl.runtime._report_html import *  # noqa: F403
+    from converge_dsl.runtime._reuse import *  # noqa: F403
+    from converge_dsl.runtime._sinks import *  # noqa: F403
+    from converge_dsl.runtime._suggestor_state import *  # noqa: F403
+    from converge_dsl.runtime._telemetry import *  # noqa: F403
+    from converge_dsl.runtime._trace import *  # noqa: F403
+    from converge_dsl.runtime._trace_read import *  # noqa: F403
+else:
+    __all__, __getattr__ = lazy_exports(
+        __name__,
+        {
+            "converge_dsl.frontend": (
+                "CacheConfig",
+                "RunConfig",
+                "read_run_config",
+            ),
+            "converge_dsl.runtime._answer_cache": (
+                "AnswerCaching",
+                "CacheSettings",
+                "cache_folder",
+                "cache_settings",
+                "caching_from",
+            ),
+            "converge_dsl.runtime._assembly": (
+                "Checkpointing",
+                "RunPlan",
+                "assemble_run",
+            ),
+            "converge_dsl.runtime._checkpoint": (
+                "CHECKPOINT_FILE",
+                "Checkpoint",
+                "CheckpointStore",
+                "pipeline_digest",
+            ),
+            "converge_dsl.runtime._checkpoint_key": (
+                "CheckpointRefused",
+                "checkpoint_key",
+            ),
+            "converge_dsl.runtime._checkpoint_sqlite": (
+                "SqliteJournal",
+                "SqliteJournals",
+                "execute_all",
+            ),
+            "converge_dsl.runtime._documents": (
+                "DiagnosticModel",
+                "FactModel",
+                "PendingModel",
+                "RunResultDocument",
+                "TraceLine",
+                "UsageModel",
+                "exported_schemas",
+                "schema_text",
+            ),
+            "converge_dsl.runtime._engine": (
+                "SUGGESTOR_KINDS",
+                "build_engine",
+            ),
+            "converge_dsl.runtime._journal_media": (
+                "FolderJournal",
+                "JournalMedium",
+            ),
+            "converge_dsl.runtime._models": (
+                "build_models",
+                "model_builder",
+                "replayed_models",
+                "tool_replay",
+            ),
+            "converge_dsl.runtime._options": (
+                "OtelOptions",
+                "RunOptions",
+            ),
+            "converge_dsl.runtime._orchestrate": (
+                "load_document",
+                "run_pipeline",
+            ),
+            "converge_dsl.runtime._otel_calls": (
+                "CallSpan",
+                "CallSpans",
+            ),
+            "converge_dsl.runtime._outcome": (
+                "EXIT_BY_STOP",
+                "RunOutcome",
+                "not_run_document",
+                "outcome",
+                "run_error_diagnostic",
+            ),
+            "converge_dsl.runtime._outputs": ("check_outputs",),
+            "converge_dsl.runtime._report_html": (
+                "REPORT_MARK",
+                "check_report_output",
+                "render_report",
+                "write_page",
+                "write_report",
+            ),
+            "converge_dsl.runtime._reuse": ("CompiledRuns",),
+            "converge_dsl.runtime._sinks": (
+                "ListenerSink",
+                "Output",
+                "RecordSink",
+                "ReportSink",
+                "ResultSink",
+                "RunSink",
+                "TraceSink",
+            ),
+            "converge_dsl.runtime._suggestor_state": ("StatefulSuggestor",),
+            "converge_dsl.runtime._telemetry": (
+                "OtelSink",
+                "facts_of",
+            ),
+            "converge_dsl.runtime._trace": (
+                "TraceWriter",
+                "trace_line",
+            ),
+            "converge_dsl.runtime._trace_read": (
+                "find_cleared_span",
+                "read_trace",
+            ),
+        },
+    )

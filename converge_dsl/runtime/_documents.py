@@ -334,7 +334,9 @@ def write_run_result(
 class TraceLine(BaseModel):
     """One `--trace` line: an engine (or agent) event with its order and source span."""
 
-    model_config = ConfigDict(frozen=True, extra="allow", title="converge-dsl trace event")
+    model_config = ConfigDict(
+        frozen=True, extra="allow", title="converge-dsl trace event", defer_build=True
+    )
 
     seq: int = Field(description="0-based position in the trace")
     type: str = Field(description="event type, e.g. cycle_started, fact_promoted, run_finished")

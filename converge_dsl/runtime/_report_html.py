@@ -31,6 +31,7 @@ from ._report_data import report_data
 
 _ASSETS = Path(__file__).resolve().parent / "_report_assets"
 MARK = "<!DOCTYPE html><!-- converge-dsl run report -->"
+REPORT_MARK = MARK  # the name the runtime package exports it under
 
 
 def is_report_line(line: bytes) -> bool:

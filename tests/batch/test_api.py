@@ -116,6 +116,23 @@ def test_a_pipeline_is_immutable_and_shared_across_threads() -> None:
     ]
 
 
+def test_a_pickled_pipeline_carries_the_packs_its_validation_read(monkeypatch) -> None:
+    import pickle
+    from pathlib import Path
+
+    import converge_dsl.packs._compile as compiling
+
+    pipeline = converge_dsl.load(Path(__file__).parents[2] / "pipelines" / "support-triage.yaml")
+    again = pickle.loads(pickle.dumps(pipeline))  # what a batch worker is handed
+    reads: list[Path] = []
+    real = compiling.load_locked_packs
+    monkeypatch.setattr(
+        compiling, "load_locked_packs", lambda path: reads.append(path) or real(path)
+    )
+    assert again.run().stop_reason == "converged"
+    assert reads == []  # compiled with the packs the parent's validation read
+
+
 def test_a_pickled_pipeline_is_the_loaded_one_without_loading_again(tmp_path) -> None:
     import pickle
     import shutil
