@@ -31,6 +31,14 @@ Public surface:
   each `CaseResult` holds its wall time (`seconds`, never in its result line).
 - `run_cases(options, cases)`: such cases on any executor (`process`, `ray` too),
   results as they finish, with no cases or results file.
+- One run at a time on workers that hold the pipelines (a service's runs):
+  `run_workers(executor, pipelines, database, workers=N, ray_address=None)` ->
+  `RunWorkers` (`ProcessWorkers`, `RayWorkers`; `WorkerError`, CD999, when they
+  cannot start); `submit(OneRun, sinks, on_checkpoint)` -> `RunTicket` whose
+  future gives the `RunEnd`, the sinks hearing the run's events as they happen;
+  `cancel(run)`. `OneRun` carries the inputs, lower budget limits, decisions and
+  the SQLite database of the checkpoint journal, which the worker opens by path
+  (`open_journals`); `execute_one` is what a worker does with it.
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
 """
@@ -44,6 +52,8 @@ from converge_dsl._lazy import lazy_exports
 if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.batch._budget import *  # noqa: F403
     from converge_dsl.batch._cases import *  # noqa: F403
+    from converge_dsl.batch._one import *  # noqa: F403
+    from converge_dsl.batch._one_workers import *  # noqa: F403
     from converge_dsl.batch._options import *  # noqa: F403
     from converge_dsl.batch._outputs import *  # noqa: F403
     from converge_dsl.batch._pipeline import *  # noqa: F403
@@ -71,6 +81,15 @@ else:
             ),
             "converge_dsl.batch._options": ("BatchOptions", "EXECUTORS"),
             "converge_dsl.batch._outputs": ("CaseOutputs",),
+            "converge_dsl.batch._one": ("OneRun", "RunEnd", "execute_one", "open_journals"),
+            "converge_dsl.batch._one_workers": (
+                "ProcessWorkers",
+                "RayWorkers",
+                "RunTicket",
+                "RunWorkers",
+                "WorkerError",
+                "run_workers",
+            ),
             "converge_dsl.batch._pipeline": ("Pipeline", "load"),
             "converge_dsl.batch._run": ("BatchSummary", "run_batch", "run_cases"),
             "converge_dsl.batch._schedule": ("drive", "ordered"),

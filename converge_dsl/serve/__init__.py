@@ -10,6 +10,9 @@ Public surface:
   Python API's run (`Pipeline.outcome`, the one run assembly), with
   `RunStore`, the SQLite state (runs, events, results) of `--state DIR`.
 - `document(pipelines)`: the OpenAPI document made from the pipelines' inputs.
+- `Executor` (`--executor local|process|ray`, `--processes`, `--ray-address`):
+  where the runs execute; with `process` or `ray` they run on the batch
+  package's `RunWorkers` and the HTTP process only queues, stores and streams.
 
 Layered above `converge_dsl.batch` and `converge_dsl.runtime`: the service is
 no second run machinery, only queues, state and HTTP around them. Needs the
@@ -18,12 +21,15 @@ no second run machinery, only queues, state and HTTP around them. Needs the
 
 from __future__ import annotations
 
+from ._executors import EXECUTORS, Executor
 from ._openapi import document
 from ._server import Prepared, ServeOptions, prepare, serve
 from ._service import Limits, Retention, RunService
 from ._store import RunStore
 
 __all__ = [
+    "EXECUTORS",
+    "Executor",
     "Limits",
     "Prepared",
     "Retention",
