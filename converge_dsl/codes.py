@@ -251,6 +251,6 @@ SERVE_NOT_INSTALLED = "CD995"  # `serve` without the serve extra installed
 SERVE_RUN_FAILED = "CD996"  # a run stopped on an error inside the service (message redacted)
 SERVE_IDEMPOTENCY_CONFLICT = "CD997"  # an Idempotency-Key reused with another request body
 SERVE_BAD_IDEMPOTENCY_KEY = "CD998"  # an Idempotency-Key header that is empty, too long or not text
-EXECUTOR_UNUSABLE = "CD999"  # `serve --executor`: Ray missing or unreachable, a worker that cannot start
+EXECUTOR_UNUSABLE = "CD999"  # `serve --executor`: Ray missing or unreachable, a worker not starting
 EXECUTOR_OPTION_ALONE = "CD433"  # an executor's option given without its --executor
 EXECUTOR_WORKER_LOST = "CD434"  # the worker running a run died too many times: the run failed

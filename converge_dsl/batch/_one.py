@@ -194,8 +194,7 @@ def open_journals(database: Path) -> tuple[SqliteJournals, threading.Lock]:
         raise ConvergeError(
             f"{codes.EXECUTOR_UNUSABLE}: a worker cannot open the checkpoint journals in "
             f"{str(database)!r}: {exc}",
-            hint="workers open the service's state by path: run them where the --state "
-            "folder is",
+            hint="workers open the service's state by path: run them where the --state folder is",
         ) from None
 
 

@@ -227,6 +227,9 @@ class ProcessWorkers(RunWorkers):
         self._where: dict[str, _Process] = {}
         self._lock = threading.Lock()
         self._closing = False
+        # Runs submitted while every process was being started again, and how many are.
+        self._pending: list[tuple[OneRun, _Flight]] = []
+        self._restarting = 0
 
     def start(self) -> None:
         if self._slots:
@@ -276,7 +279,7 @@ class ProcessWorkers(RunWorkers):
         its runs `lost` and start another in its place."""
         while slot is not None:
             self._pump(slot)
-            slot = self._replace(index, slot)
+            slot = self._replace(index)
 
     def _pump(self, slot: _Process) -> None:
         from multiprocessing.connection import wait
@@ -302,25 +305,32 @@ class ProcessWorkers(RunWorkers):
             slot.flights.clear()
             for run, _ in lost:
                 self._where.pop(run, None)
+            self._restarting += 1  # before the runs end: queued again, they wait for it
         why = f"the worker process running it died (exit code {slot.process.exitcode})"
         for _, flight in lost:
             flight.end(RunEnd("lost", message=why))
         slot.conn.close()
 
-    def _replace(self, index: int, slot: _Process) -> _Process | None:
-        """A new process in the place of `slot`, which died (None when closing, or when
-        it cannot start: the slot stays dead, runs go to the others or end lost)."""
-        if self._closing:
-            return None
-        replacement = _Process(self._context, self._args)
-        try:
-            self._wait_ready(replacement)
-        except WorkerError:
-            replacement.process.kill()
-            return None
+    def _replace(self, index: int) -> _Process | None:
+        """A new process in slot `index`, whose process died (None when closing, or when
+        it cannot start: the slot stays dead, runs go to the others or end lost); then
+        the runs that waited for it are sent."""
+        replacement: _Process | None = None
+        if not self._closing:
+            replacement = _Process(self._context, self._args)
+            try:
+                self._wait_ready(replacement)
+            except WorkerError:
+                replacement.process.kill()
+                replacement = None
         with self._lock:
-            self._slots[index] = replacement
-        if self._closing:
+            self._restarting -= 1
+            if replacement is not None:
+                self._slots[index] = replacement
+            pending, self._pending = self._pending, []
+        for job, flight in pending:  # to the new process, or lost when none is left
+            self._dispatch(job, flight)
+        if replacement is not None and self._closing:
             replacement.send(("stop",))
             return None
         return replacement
@@ -338,23 +348,34 @@ class ProcessWorkers(RunWorkers):
         on_checkpoint: Callable[[], object] = lambda: None,
     ) -> RunTicket:
         ticket = RunTicket(job.run)
-        flight = _Flight(ticket, Relayed(sinks, on_checkpoint))
+        self._dispatch(job, _Flight(ticket, Relayed(sinks, on_checkpoint)))
+        return ticket
+
+    def _dispatch(self, job: OneRun, flight: _Flight) -> None:
+        """Send `job` to the process with the fewest runs; keep it while every process is
+        being started again; end it lost when none can run it."""
         with self._lock:
             alive = [slot for slot in self._slots if slot.alive]
             if not alive:
+                if self._restarting and not self._closing:
+                    self._pending.append((job, flight))
+                    return
                 flight.end(RunEnd("lost", message="no worker process is running"))
-                return ticket
+                return
             slot = min(alive, key=lambda s: len(s.flights))
             slot.flights[job.run] = flight
             self._where[job.run] = slot
         if not slot.send(("run", job)):
             self._done(slot, job.run)
             flight.end(RunEnd("lost", message="the worker process could not be reached"))
-        return ticket
 
     def cancel(self, run: str) -> None:
         with self._lock:
             slot = self._where.get(run)
+            waiting = [item for item in self._pending if item[0].run == run]
+            self._pending = [item for item in self._pending if item[0].run != run]
+        for _, flight in waiting:
+            flight.end(RunEnd("cancelled"))
         if slot is not None:
             slot.send(("cancel", run))
 
@@ -541,4 +562,3 @@ def run_workers(
     if executor == "ray":
         return RayWorkers(pipelines, database, workers, ray_address)
     raise UsageError(f"no workers for executor {executor!r}", hint="use process or ray")
-

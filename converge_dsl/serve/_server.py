@@ -7,10 +7,10 @@ file's problems at once, which the command line prints as `validate` does;
 suggestors compile at a pipeline's first run, then once per inputs), names
 must be unique (CD994), tokens are read (CD992), a non-loopback host needs
 tokens, the executor's options fit (CD433, CD999), and the state opens (CD993).
-With `--executor process|ray`, `serve` starts the workers before it binds (a
-worker that cannot start stops it: CD999) and closes them when it ends. `serve(options)` binds the socket, runs
-uvicorn, says where it listens once it serves, and returns after SIGINT or
-SIGTERM; the runs in flight then continue at the next start on the same state.
+`serve(options)` starts the workers of `--executor process|ray` (a worker that
+cannot start stops it: CD999), binds the socket, runs uvicorn, says where it
+listens once it serves, and returns after SIGINT or SIGTERM (closing the
+workers); the runs in flight then continue at the next start on the same state.
 """
 
 from __future__ import annotations

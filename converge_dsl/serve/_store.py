@@ -331,7 +331,8 @@ class RunStore:
         False if it is not running."""
         with self._lock:
             cursor = self._db.execute(
-                "UPDATE runs SET status = 'queued', updated = ? WHERE id = ? AND status = 'running'",
+                "UPDATE runs SET status = 'queued', updated = ? "
+                "WHERE id = ? AND status = 'running'",
                 (now, run),
             )
             return cursor.rowcount == 1
