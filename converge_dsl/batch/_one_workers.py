@@ -144,7 +144,7 @@ def _worker_main(
     try:
         journals = open_journals(database)
     except ConvergeError as exc:
-        conn.send(("failed", str(exc)))
+        conn.send(("failed", exc.message.removeprefix(f"{codes.EXECUTOR_UNUSABLE}: ")))
         return
     loop = asyncio.new_event_loop()
     lock = threading.Lock()
@@ -471,6 +471,7 @@ class RayWorkers(RunWorkers):
             return  # started already
         ray = _ray()
         if not ray.is_initialized():
+            _reachable(self._address)
             try:
                 ray.init(
                     address=self._address,
@@ -546,6 +547,30 @@ class RayWorkers(RunWorkers):
         self._actors = []
         if self._started_here:
             ray.shutdown()
+
+
+# How long joining a Ray cluster may take to answer a TCP connection (seconds).
+REACH_S = 5.0
+
+
+def _reachable(address: str | None) -> None:
+    """`WorkerError` unless `address` (HOST:PORT or ray://HOST:PORT) takes a TCP
+    connection: Ray itself retries an unreachable address for minutes."""
+    import socket
+
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_S):
+            return
+    except (OSError, ValueError) as exc:
+        why = "it is not HOST:PORT" if isinstance(exc, ValueError) else str(exc)
+        raise WorkerError(
+            f"cannot reach the Ray cluster at --ray-address {address}: {why}",
+            hint="give the address of a running cluster's head (HOST:PORT, or ray://HOST:PORT "
+            "for Ray Client), or leave --ray-address out to start a local Ray",
+        ) from None
 
 
 def run_workers(
