@@ -115,9 +115,12 @@ def test_relayed_plays_the_messages_back_on_sinks(tmp_path: Path) -> None:
     relayed = Relayed([Heard()], lambda: checkpoints.append(1))
     sent = _run(OneRun("e", "echo", {"text": "x"}, tmp_path / "db.sqlite3"), SERVE / "echo.yaml")
     ends = [relayed.deliver(message) for message in sent]
-    assert ends[-1] == sent[-1][2] and not any(ends[:-1])
-    assert heard[0] == "open" and heard[1].startswith("compiled [")
-    assert heard[2] == "RunStarted" and heard[-1] == "close"
+    assert ends[-1] == sent[-1][2]
+    assert not any(ends[:-1])
+    assert heard[0] == "open"
+    assert heard[1].startswith("compiled [")
+    assert heard[2] == "RunStarted"
+    assert heard[-1] == "close"
     assert checkpoints
 
 

@@ -74,4 +74,5 @@ def test_a_worker_that_cannot_start_is_cd999(tmp_path: Path) -> None:
         match=r"^CD999: a worker process could not start: a worker cannot open the checkpoint ",
     ):
         workers.start()
-    assert workers.pids() and not any(Path(f"/proc/{p}").exists() for p in workers.pids())
+    assert workers.pids()
+    assert not any(Path(f"/proc/{p}").exists() for p in workers.pids())
