@@ -13,8 +13,8 @@
   and the checkpoint journal add to one run.
 - CPU per run, which a machine loaded by others disturbs less than the
   rates: the CPU time of this process over the timed `Pipeline.arun` runs,
-  and the CPU time of the server process (its threads together, from
-  /proc) over wrk's requests; their ratio is the CPU overhead per run.
+  and the CPU time of the server process and its children (threads together,
+  from /proc) over wrk's requests; their ratio is the CPU overhead per run.
   The load average is printed before each model.
 
 Two models: `scripted` (pipelines/market-entry.yaml: two scripted model calls,
@@ -26,8 +26,12 @@ Prints one line per model:
     serve MODEL c=50: req/s R  p50 A ms  p99 B ms  errors E  arun runs/s S  overhead per run: O
       cpu per run: serve X ms  arun Y ms  ratio Z
 
+With `--executor process|ray` the server runs its runs on workers; the
+service's CPU is then the server's and its worker processes' together.
+
 Usage: python bench/serve.py [--model scripted|loopback|both] [--seconds S]
-[--concurrency N] [--runs N]. Needs `wrk` on PATH (`apt-get install wrk`).
+[--concurrency N] [--runs N] [--executor local|process|ray].
+Needs `wrk` on PATH (`apt-get install wrk`).
 """
 
 from __future__ import annotations
@@ -106,7 +110,9 @@ def baseline(
     return asyncio.run(main())
 
 
-def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.Popen[str], str]:
+def _serve(
+    pipeline: Path, folder: Path, concurrency: int, executor: str = "local"
+) -> tuple[subprocess.Popen[str], str]:
     tokens = folder / "tokens"
     tokens.write_text(TOKEN + "\n")
     process = subprocess.Popen(
@@ -126,6 +132,8 @@ def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.P
             str(concurrency),
             "--queue",
             str(100 * concurrency),
+            "--executor",
+            executor,
         ],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -154,6 +162,20 @@ def _cpu_s(pid: int) -> float:
     """CPU seconds (user + system, every thread) the process `pid` has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _family_cpu_s(pid: int) -> float:
+    """CPU seconds of process `pid` and of its children (`--executor process`: the
+    worker processes, whose CPU is the service's too)."""
+    total = _cpu_s(pid)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    total += _cpu_s(int(entry.name))
+            except (OSError, ValueError):
+                continue  # ended meanwhile
+    return total
 
 
 def _ms(text: str) -> float:
@@ -200,7 +222,7 @@ def drive(
     return {"rate": rate, "p50": p50, "p99": p99, "errors": errors, "requests": requests}
 
 
-def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
+def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str = "local") -> None:
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         folder = Path(tmp)
         os.environ["CONVERGE_DSL_CONFIG_DIR"] = str(folder / "config")
@@ -222,14 +244,14 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
         try:
             print(f"load average {os.getloadavg()}", flush=True)
             arun, arun_cpu = baseline(pipeline, inputs, runs, concurrency)
-            server, url = _serve(pipeline, folder, concurrency)
+            server, url = _serve(pipeline, folder, concurrency, executor)
             try:
                 body = json.dumps({"inputs": inputs})
-                cpu = _cpu_s(server.pid)
+                cpu = _family_cpu_s(server.pid)
                 figures = drive(
                     url, name, body, seconds=seconds, concurrency=concurrency, folder=folder
                 )
-                serve_cpu = (_cpu_s(server.pid) - cpu) / max(1, figures["requests"])
+                serve_cpu = (_family_cpu_s(server.pid) - cpu) / max(1, figures["requests"])
             finally:
                 _stop(server)
         finally:
@@ -237,7 +259,7 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
                 loopback.stdin.close()  # type: ignore[union-attr]
                 loopback.wait(timeout=10)
     print(
-        f"serve {model} c={concurrency}: req/s {figures['rate']:.0f}  "
+        f"serve {model} --executor {executor} c={concurrency}: req/s {figures['rate']:.0f}  "
         f"p50 {figures['p50']:.1f} ms  p99 {figures['p99']:.1f} ms  "
         f"errors {figures['errors']:.0f}  arun runs/s {arun:.0f}  "
         f"overhead per run: {arun / figures['rate']:.2f}\n"
@@ -253,11 +275,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--executor", choices=["local", "process", "ray"], default="local")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("bench/serve.py needs wrk: apt-get install wrk")
     for model in ("scripted", "loopback") if args.model == "both" else (args.model,):
-        bench(model, args.seconds, args.concurrency, args.runs)
+        bench(model, args.seconds, args.concurrency, args.runs, args.executor)
 
 
 if __name__ == "__main__":

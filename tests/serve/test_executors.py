@@ -9,6 +9,7 @@ finished exactly once after the restart (test_executor_ray.py: on a local Ray).
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sqlite3
@@ -18,10 +19,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from converge_dsl.cli import run as cli
 from converge_dsl.serve._store import STATE_FILE
 
 from .conftest import DATA, Server
 from .test_app import (
+    EXPECTED,
     MARKET,
     TOKEN,
     test_a_lowered_budget_is_the_runs,
@@ -199,11 +202,24 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def test_options_of_another_executor_are_refused(tmp_path: Path, servers: list[Server]) -> None:
-    server = Server([DATA / "echo.yaml"], tmp_path / "s", "--ray-address", "127.0.0.1:6379")
-    servers.append(server)
-    assert server.exit_code() == 3
-    text = "".join(server.stderr)
-    assert "serve [CD433]: --ray-address 127.0.0.1:6379 is given, but --executor is local" in text
-    assert "hint: add --executor ray" in text
-    assert "Traceback" not in text
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("ray_address_alone", ["--ray-address", "127.0.0.1:6379"]),
+        ("processes_alone", ["--processes", "2"]),
+        ("ray_unreachable", ["--executor", "ray", "--ray-address", "127.0.0.1:1"]),
+    ],
+)
+def test_executor_errors_name_the_option_and_the_fix(
+    name: str, options: list[str], tmp_path: Path
+) -> None:
+    if name == "ray_unreachable":
+        pytest.importorskip("ray")
+    out, err = io.StringIO(), io.StringIO()
+    args = ["serve", str(DATA / "echo.yaml"), "--port", "0", "--state", str(tmp_path), *options]
+    code = cli(args, out, err)
+    text = f"exit {code}\n{err.getvalue()}"
+    expected = EXPECTED / f"executor_{name}.txt"
+    if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
+        expected.write_text(text, encoding="utf-8")
+    assert text == expected.read_text(encoding="utf-8")
