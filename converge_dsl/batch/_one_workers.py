@@ -11,17 +11,18 @@ called each time the worker queued a checkpoint record.
 - `ProcessWorkers(pipelines, database, n)`: `n` processes (`spawn`), each
   holding every pipeline (pickled as `load` checked it) and running many runs
   at once on its event loop; a run goes to the process with the fewest in
-  flight. Commands go down a pipe per process; messages come back up it, read
-  by one thread per process, which also watches the process: when it dies,
-  the runs it held end `lost` and a new process takes its place. A worker
-  dies with the caller (`_process._die_with_parent`: killed by the kernel the
-  moment the caller dies, on Linux), so a killed service leaves no worker
-  writing its journals. `cancel` reaches the run's task at its next await.
+  flight. Commands go down a pipe per process; messages come back up it (a
+  list per turn of the worker's loop), read by one thread per process, which
+  also watches the process: when it dies, the runs it held end `lost` and a
+  new process takes its place. A worker dies with the caller
+  (`_process._die_with_parent`: killed by the kernel the moment the caller
+  dies, on Linux), so a killed service leaves no worker writing its journals.
+  `cancel` reaches the run's task at its next await.
 - `RayWorkers(pipelines, database, n, address)`: `n` Ray actors (a local Ray,
   or the cluster at `address`), each holding the pipelines; a run is a
-  streaming generator task on the least-loaded actor, whose items are the
-  run's messages, read by a thread per run. `cancel` cancels that task. An
-  actor that dies ends its runs `lost`. The actors open the journals by path,
+  streaming generator task on the least-loaded actor, whose items are lists
+  of the run's messages, read by a thread per run. `cancel` cancels that
+  task. An actor that dies ends its runs `lost`. The actors open the journals by path,
   so they must run on the machine that holds it (a local Ray, or nodes
   sharing that folder).
 """
@@ -150,9 +151,22 @@ def _worker_main(
     lock = threading.Lock()
     tasks: dict[str, asyncio.Task[None]] = {}
 
+    pending: list[Message] = []
+
     def send(message: Message) -> None:
+        """Queue `message`; the loop sends what is queued at its next turn, as one list
+        (one pipe write for a burst of events)."""
         with lock:  # the loop and the journal's commit thread both send
-            conn.send(message)
+            pending.append(message)
+            if len(pending) == 1:
+                loop.call_soon_threadsafe(flush)
+
+    def flush() -> None:
+        with lock:
+            burst = pending[:]
+            pending.clear()
+        if burst:
+            conn.send(burst)
 
     def on_command() -> None:
         try:
@@ -174,7 +188,7 @@ def _worker_main(
 
     loop.add_reader(conn.fileno(), on_command)
     freeze_alive()  # the pipelines live as long as the worker: no collection scans them
-    send(("ready", os.getpid()))
+    conn.send(("ready", os.getpid()))
     try:
         loop.run_forever()
     finally:
@@ -288,14 +302,15 @@ class ProcessWorkers(RunWorkers):
             ready = wait([slot.conn, slot.process.sentinel])
             if slot.conn in ready:
                 try:
-                    message = slot.conn.recv()
+                    burst: list[Message] = slot.conn.recv()
                 except (EOFError, OSError):
                     break
-                flight = slot.flights.get(message[1])
-                if flight is not None:
-                    flight.deliver(message)
-                    if message[0] == "end":
-                        self._done(slot, message[1])
+                for message in burst:
+                    flight = slot.flights.get(message[1])
+                    if flight is not None:
+                        flight.deliver(message)
+                        if message[0] == "end":
+                            self._done(slot, message[1])
                 continue
             break
         slot.alive = False
@@ -433,9 +448,11 @@ class _RunActor:
         task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
         try:
             while True:
-                message = await queue.get()
-                yield message
-                if message[0] == "end":
+                burst = [await queue.get()]
+                while not queue.empty():  # one streamed item for a burst of events
+                    burst.append(queue.get_nowait())
+                yield burst
+                if burst[-1][0] == "end":
                     break
         finally:
             if not task.done():
@@ -521,7 +538,8 @@ class RayWorkers(RunWorkers):
         ray = _ray()
         try:
             for ref in stream:
-                flight.deliver(ray.get(ref))
+                for message in ray.get(ref):
+                    flight.deliver(message)
         except ray.exceptions.TaskCancelledError:
             flight.end(RunEnd("cancelled"))
         except Exception as exc:  # the actor died, or Ray lost the task
