@@ -382,9 +382,10 @@ class RunService:
         self, name: str, row: RunRow, live: LiveRun, flush: Callable[[], None], started: float
     ) -> None:
         """Run `row` on a worker (`--executor process|ray`): its events played on the
-        run's `EventSink` as they come, stored at each checkpoint record; its end stored
-        as the local run's is. A run whose worker died is queued again (it continues from
-        its journal) until it was struck `MAX_STRIKES` times, then fails (CD434)."""
+        run's `EventSink` as they come, stored with the group commit after each of its
+        checkpoint records; its end stored as the local run's is. A run whose worker
+        died is queued again (it continues from its journal) until it was struck
+        `MAX_STRIKES` times, then fails (CD434)."""
         from converge_dsl.batch import OneRun
 
         assert self.workers is not None
@@ -401,7 +402,14 @@ class RunService:
             decisions=decisions,
             decided_by=DECIDED_BY,
         )
-        ticket = self.workers.submit(job, (EventSink(live, flush),), on_checkpoint=flush)
+
+        def checkpointed() -> None:
+            # The events so far, committed with the next group of the state's journals
+            # (one transaction for every run's every 50 ms), or with the run's end.
+            journals = self.store.checkpoints
+            journals.queue(run, (), self.store.event_statements(run, live.unstored()))
+
+        ticket = self.workers.submit(job, (EventSink(live, flush),), on_checkpoint=checkpointed)
         future = asyncio.wrap_future(ticket.future)
         try:
             end = await asyncio.shield(future)
@@ -442,7 +450,8 @@ class RunService:
             )
             self._end(run, live, "done", *self._failed(self.pipelines[name], error))
             return
-        flush()
+        self.store.checkpoints.commit_now(run)  # its queued events: the next attempt
+        flush()  # numbers its own after every stored one
         live.end()
         self._live.pop(run, None)
         if self.store.requeue(run, self._now()):
