@@ -29,7 +29,9 @@ called each time the worker queued a checkpoint record.
 
 from __future__ import annotations
 
+import abc
 import asyncio
+import contextlib
 import functools
 import os
 import threading
@@ -103,27 +105,31 @@ class _Flight:
             self.ticket.future.set_result(end)
 
 
-class RunWorkers:
+class RunWorkers(abc.ABC):
     """What a service dispatches single runs through (see the module docstring)."""
 
+    @abc.abstractmethod
     def start(self) -> None:
         """Start the workers (bounded: `START_S`); again, nothing. `WorkerError` when
         they cannot start."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def submit(
         self,
         job: OneRun,
         sinks: Sequence[RunSink] = (),
         on_checkpoint: Callable[[], object] = lambda: None,
     ) -> RunTicket:
-        raise NotImplementedError
+        """Run `job` on a worker; `sinks` hear its events, `on_checkpoint` each record
+        (both on a thread of the workers')."""
 
+    @abc.abstractmethod
     def cancel(self, run: str) -> None:
-        raise NotImplementedError
+        """Cancel the run `run` where it runs (its ticket then ends `cancelled`)."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Stop the workers (bounded); runs in flight are left to their journals."""
 
     def pids(self) -> tuple[int, ...]:
         """The worker processes' ids (of this machine), for a test's look at orphans."""
@@ -457,14 +463,8 @@ class _RunActor:
         finally:
             if not task.done():
                 task.cancel()
-                with _suppressed():
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-
-
-def _suppressed() -> Any:
-    import contextlib
-
-    return contextlib.suppress(BaseException)
 
 
 class RayWorkers(RunWorkers):
@@ -560,7 +560,7 @@ class RayWorkers(RunWorkers):
     def close(self) -> None:
         ray = _ray()
         for actor in self._actors:
-            with _suppressed():
+            with contextlib.suppress(Exception):  # an actor that died already
                 ray.kill(actor)
         self._actors = []
         if self._started_here:
