@@ -203,16 +203,20 @@ async def execute_one(
     job: OneRun,
     send: Send,
     journals: tuple[SqliteJournals, threading.Lock],
+    *,
+    ident: str | None = None,
 ) -> None:
-    """Run `job` to its end and send its messages (see the module docstring); a
+    """Run `job` to its end and send its messages (see the module docstring), each
+    naming the run as `ident` (default: `job.run`; a worker tells attempts apart); a
     cancelled task sends `cancelled` and raises `CancelledError`."""
     from converge_dsl.runtime import Checkpointing, not_run_document
 
     store, lock = journals
     run = job.run
+    key = ident or run
 
     def checkpointed() -> Sequence[Any]:
-        send(("checkpoint", run))
+        send(("checkpoint", key))
         return ()
 
     checkpoint = Checkpointing(
@@ -226,12 +230,12 @@ async def execute_one(
     end: RunEnd
     try:
         out = await pipeline.outcome(
-            job.inputs, sinks=(RelaySink(run, send),), checkpoint=checkpoint, budget=job.lowered
+            job.inputs, sinks=(RelaySink(key, send),), checkpoint=checkpoint, budget=job.lowered
         )
         end = RunEnd("done", out.plain)
     except asyncio.CancelledError:
         _settle(store, lock, run, keep=False)
-        send(("end", run, RunEnd("cancelled")))
+        send(("end", key, RunEnd("cancelled")))
         raise
     except ConvergeError as exc:
         end = RunEnd("failed", _not_run(not_run_document(exc, pipeline.path)))
@@ -240,7 +244,7 @@ async def execute_one(
         end = RunEnd("failed", _not_run(not_run_document(error, pipeline.path)))
     paused = end.body is not None and end.body.get("stop_reason") == "hitl_pause"
     _settle(store, lock, run, keep=paused)
-    send(("end", run, end))
+    send(("end", key, end))
 
 
 def _not_run(document: Any) -> JsonObject:

@@ -33,9 +33,10 @@ import abc
 import asyncio
 import contextlib
 import functools
+import itertools
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +50,7 @@ from ._one import Message, OneRun, Relayed, RunEnd, execute_one, open_journals
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from converge_dsl.runtime import RunSink
+    from converge_dsl.runtime import RunSink, SqliteJournals
 
     from ._pipeline import Pipeline
 
@@ -90,14 +91,17 @@ class _Flight:
         self.ticket = ticket
         self.relayed = relayed
 
-    def deliver(self, message: Message) -> None:
+    def deliver(self, message: Message) -> bool:
+        """Play `message` back; False when a sink failed (the run then ended `lost`: the
+        caller cancels it where it runs)."""
         try:
             end = self.relayed.deliver(message)
         except Exception as exc:  # a sink that failed must not lose the run's end
             self.end(RunEnd("lost", message=f"a sink of the run failed: {exc!r}"))
-            return
+            return False
         if end is not None:
             self.end(end)
+        return True
 
     def end(self, end: RunEnd) -> None:
         self.relayed.close()
@@ -139,6 +143,63 @@ class RunWorkers(abc.ABC):
 # --- processes ------------------------------------------------------------------------
 
 
+class _Worker:
+    """A worker process's loop, its pipe, and the runs in flight on it."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        pipelines: Mapping[str, Pipeline],
+        journals: tuple[SqliteJournals, threading.Lock],
+    ) -> None:
+        self.conn = conn
+        self.pipelines = pipelines
+        self.journals = journals
+        self.loop = asyncio.new_event_loop()
+        self.tasks: dict[str, asyncio.Task[None]] = {}  # by the key of each attempt
+        self.runs: dict[str, asyncio.Task[None]] = {}  # by run id: its latest attempt
+        self._lock = threading.Lock()
+        self._pending: list[Message] = []
+
+    def send(self, message: Message) -> None:
+        """Queue `message`; the loop sends what is queued at its next turn, as one list
+        (one pipe write for a burst of events)."""
+        with self._lock:  # the loop and the journal's commit thread both send
+            self._pending.append(message)
+            if len(self._pending) == 1:
+                self.loop.call_soon_threadsafe(self._flush)
+
+    def _flush(self) -> None:
+        with self._lock:
+            burst = self._pending[:]
+            self._pending.clear()
+        if burst:
+            self.conn.send(burst)
+
+    def on_command(self) -> None:
+        try:
+            command = self.conn.recv()
+        except (EOFError, OSError):
+            self.loop.stop()  # the caller is gone
+            return
+        if command[0] == "run":
+            self._start(command[1], command[2])
+        elif command[0] == "cancel":
+            found = self.tasks.get(command[1])
+            if found is not None:
+                found.cancel()
+        elif command[0] == "stop":
+            self.loop.stop()
+
+    def _start(self, job: OneRun, key: str) -> None:
+        pipeline = self.pipelines[job.pipeline]
+        run = execute_one(pipeline, job, self.send, self.journals, ident=key)
+        task = self.loop.create_task(_after(self.runs.get(job.run), run, self.send, key))
+        self.tasks[key] = self.runs[job.run] = task
+        task.add_done_callback(functools.partial(_forget, self.tasks, key))
+        task.add_done_callback(functools.partial(_forget, self.runs, job.run))
+
+
 def _worker_main(
     conn: Connection, pipelines: Mapping[str, Pipeline], database: Path, parent: int
 ) -> None:
@@ -153,59 +214,39 @@ def _worker_main(
     except ConvergeError as exc:
         conn.send(("failed", exc.message.removeprefix(f"{codes.EXECUTOR_UNUSABLE}: ")))
         return
-    loop = asyncio.new_event_loop()
-    lock = threading.Lock()
-    tasks: dict[str, asyncio.Task[None]] = {}
-
-    pending: list[Message] = []
-
-    def send(message: Message) -> None:
-        """Queue `message`; the loop sends what is queued at its next turn, as one list
-        (one pipe write for a burst of events)."""
-        with lock:  # the loop and the journal's commit thread both send
-            pending.append(message)
-            if len(pending) == 1:
-                loop.call_soon_threadsafe(flush)
-
-    def flush() -> None:
-        with lock:
-            burst = pending[:]
-            pending.clear()
-        if burst:
-            conn.send(burst)
-
-    def on_command() -> None:
-        try:
-            command = conn.recv()
-        except (EOFError, OSError):
-            loop.stop()  # the caller is gone
-            return
-        if command[0] == "run":
-            job: OneRun = command[1]
-            task = loop.create_task(execute_one(pipelines[job.pipeline], job, send, journals))
-            tasks[job.run] = task
-            task.add_done_callback(functools.partial(_forget, tasks, job.run))
-        elif command[0] == "cancel":
-            found = tasks.get(command[1])
-            if found is not None:
-                found.cancel()
-        elif command[0] == "stop":
-            loop.stop()
-
-    loop.add_reader(conn.fileno(), on_command)
+    worker = _Worker(conn, pipelines, journals)
+    worker.loop.add_reader(conn.fileno(), worker.on_command)
     freeze_alive()  # the pipelines live as long as the worker: no collection scans them
     conn.send(("ready", os.getpid()))
     try:
-        loop.run_forever()
+        worker.loop.run_forever()
     finally:
         journals[0].close()
         for pipeline in pipelines.values():
             pipeline.close()
 
 
-def _forget(tasks: dict[str, asyncio.Task[None]], run: str, task: asyncio.Task[None]) -> None:
-    if tasks.get(run) is task:
-        del tasks[run]
+async def _after(
+    previous: asyncio.Task[None] | None,
+    run: Coroutine[Any, Any, None],
+    send: Callable[[Message], None],
+    key: str,
+) -> None:
+    """`run`, once the `previous` attempt of the same run (abandoned, being cancelled)
+    has ended: one attempt at a time holds a run's journal."""
+    if previous is not None and not previous.done():
+        try:
+            await asyncio.wait({previous})
+        except asyncio.CancelledError:
+            run.close()
+            send(("end", key, RunEnd("cancelled")))
+            raise
+    await run
+
+
+def _forget(tasks: dict[str, asyncio.Task[None]], key: str, task: asyncio.Task[None]) -> None:
+    if tasks.get(key) is task:
+        del tasks[key]
     if not task.cancelled():
         task.exception()  # retrieved: the end was sent, nothing more to report
 
@@ -244,7 +285,9 @@ class ProcessWorkers(RunWorkers):
         self._args = (dict(pipelines), database, os.getpid())
         self._n = max(1, n)
         self._slots: list[_Process] = []
-        self._where: dict[str, _Process] = {}
+        # Where each run in flight is: its process and the key its messages carry.
+        self._where: dict[str, tuple[_Process, str]] = {}
+        self._keys = itertools.count()
         self._lock = threading.Lock()
         self._closing = False
         # Runs submitted while every process was being started again, and how many are.
@@ -312,23 +355,28 @@ class ProcessWorkers(RunWorkers):
                 except (EOFError, OSError):
                     break
                 for message in burst:
-                    flight = slot.flights.get(message[1])
-                    if flight is not None:
-                        flight.deliver(message)
-                        if message[0] == "end":
-                            self._done(slot, message[1])
+                    key = message[1]
+                    flight = slot.flights.get(key)
+                    if flight is None:
+                        continue  # a run abandoned after a sink failed
+                    if not flight.deliver(message):
+                        slot.send(("cancel", key))
+                        self._done(slot, key)
+                    elif message[0] == "end":
+                        self._done(slot, key)
                 continue
             break
         slot.alive = False
         slot.process.join(STOP_S)
         with self._lock:
-            lost = list(slot.flights.items())
+            lost = list(slot.flights.values())
             slot.flights.clear()
-            for run, _ in lost:
-                self._where.pop(run, None)
+            for run, (where, _) in list(self._where.items()):
+                if where is slot:
+                    del self._where[run]
             self._restarting += 1  # before the runs end: queued again, they wait for it
         why = f"the worker process running it died (exit code {slot.process.exitcode})"
-        for _, flight in lost:
+        for flight in lost:
             flight.end(RunEnd("lost", message=why))
         slot.conn.close()
 
@@ -356,10 +404,11 @@ class ProcessWorkers(RunWorkers):
             return None
         return replacement
 
-    def _done(self, slot: _Process, run: str) -> None:
+    def _done(self, slot: _Process, key: str) -> None:
         with self._lock:
-            slot.flights.pop(run, None)
-            if self._where.get(run) is slot:
+            flight = slot.flights.pop(key, None)
+            run = None if flight is None else flight.ticket.run
+            if run is not None and self._where.get(run) == (slot, key):
                 del self._where[run]
 
     def submit(
@@ -384,21 +433,22 @@ class ProcessWorkers(RunWorkers):
                 flight.end(RunEnd("lost", message="no worker process is running"))
                 return
             slot = min(alive, key=lambda s: len(s.flights))
-            slot.flights[job.run] = flight
-            self._where[job.run] = slot
-        if not slot.send(("run", job)):
-            self._done(slot, job.run)
+            key = f"{job.run}:{next(self._keys)}"  # this attempt's messages, not a later one's
+            slot.flights[key] = flight
+            self._where[job.run] = (slot, key)
+        if not slot.send(("run", job, key)):
+            self._done(slot, key)
             flight.end(RunEnd("lost", message="the worker process could not be reached"))
 
     def cancel(self, run: str) -> None:
         with self._lock:
-            slot = self._where.get(run)
+            where = self._where.get(run)
             waiting = [item for item in self._pending if item[0].run == run]
             self._pending = [item for item in self._pending if item[0].run != run]
         for _, flight in waiting:
             flight.end(RunEnd("cancelled"))
-        if slot is not None:
-            slot.send(("cancel", run))
+        if where is not None:
+            where[0].send(("cancel", where[1]))
 
     def close(self) -> None:
         """Ask every worker to stop, wait (bounded), then kill what is left."""
@@ -539,7 +589,9 @@ class RayWorkers(RunWorkers):
         try:
             for ref in stream:
                 for message in ray.get(ref):
-                    flight.deliver(message)
+                    if not flight.deliver(message):
+                        ray.cancel(stream)
+                        return
         except ray.exceptions.TaskCancelledError:
             flight.end(RunEnd("cancelled"))
         except Exception as exc:  # the actor died, or Ray lost the task

@@ -76,3 +76,25 @@ def test_a_worker_that_cannot_start_is_cd999(tmp_path: Path) -> None:
         workers.start()
     assert workers.pids()
     assert not any(Path(f"/proc/{p}").exists() for p in workers.pids())
+
+
+class Failing(RunSink):
+    """A sink that fails on the first event it hears."""
+
+    listens = True
+
+    def on_event(self, event: Any) -> None:
+        raise OSError("no space left")
+
+
+def test_a_failed_sink_abandons_the_attempt_and_a_new_one_is_not_disturbed(
+    workers: ProcessWorkers, tmp_path: Path
+) -> None:
+    job = OneRun("f", "slow", {}, tmp_path / "db.sqlite3")
+    first = workers.submit(job, [Failing()]).future.result(timeout=30)
+    assert first.status == "lost"
+    assert first.message == "a sink of the run failed: OSError('no space left')"
+    sink = Events()
+    again = workers.submit(job, [sink]).future.result(timeout=30)  # the abandoned one is cancelled
+    assert again.status == "done", again.body and again.body["diagnostics"]
+    assert [name for name, _ in sink.heard].count("RunStarted") == 1
