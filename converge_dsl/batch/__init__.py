@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.batch._budget import *  # noqa: F403
     from converge_dsl.batch._cases import *  # noqa: F403
     from converge_dsl.batch._one import *  # noqa: F403
+    from converge_dsl.batch._one_ray import *  # noqa: F403
     from converge_dsl.batch._one_workers import *  # noqa: F403
     from converge_dsl.batch._options import *  # noqa: F403
     from converge_dsl.batch._outputs import *  # noqa: F403
@@ -81,15 +82,17 @@ else:
             ),
             "converge_dsl.batch._options": ("BatchOptions", "EXECUTORS"),
             "converge_dsl.batch._outputs": ("CaseOutputs",),
-            "converge_dsl.batch._one": ("OneRun", "RunEnd", "execute_one", "open_journals"),
-            "converge_dsl.batch._one_workers": (
-                "ProcessWorkers",
-                "RayWorkers",
+            "converge_dsl.batch._one": (
+                "OneRun",
+                "RunEnd",
                 "RunTicket",
                 "RunWorkers",
                 "WorkerError",
-                "run_workers",
+                "execute_one",
+                "open_journals",
             ),
+            "converge_dsl.batch._one_ray": ("RayWorkers",),
+            "converge_dsl.batch._one_workers": ("ProcessWorkers", "run_workers"),
             "converge_dsl.batch._pipeline": ("Pipeline", "load"),
             "converge_dsl.batch._run": ("BatchSummary", "run_batch", "run_cases"),
             "converge_dsl.batch._schedule": ("drive", "ordered"),

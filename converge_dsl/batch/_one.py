@@ -27,15 +27,21 @@ pause's records are committed (the resumed run, perhaps on another worker,
 reads them from the database); a run that ended drops its queued records (the
 caller's transaction that stores the result deletes the journal). So no write
 of the worker lands after the caller's.
+
+`RunWorkers` is what workers offer a caller (`_one_workers`, `_one_ray`):
+`submit` gives a `RunTicket` whose future is the run's `RunEnd`; `WorkerError`
+(CD999) says they cannot be used.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import dataclasses
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -55,7 +61,15 @@ if TYPE_CHECKING:
 
     from ._pipeline import Pipeline
 
-__all__ = ["OneRun", "RunEnd", "execute_one", "open_journals"]
+__all__ = [
+    "OneRun",
+    "RunEnd",
+    "RunTicket",
+    "RunWorkers",
+    "WorkerError",
+    "execute_one",
+    "open_journals",
+]
 
 # A message from a worker: its kind, the run's id, then what the kind carries.
 Message = tuple[Any, ...]
@@ -260,3 +274,74 @@ def _settle(store: SqliteJournals, lock: threading.Lock, run: str, *, keep: bool
         return
     with lock:
         store.take(run)
+
+
+class WorkerError(ConvergeError):
+    """The workers cannot be used (CD999): not installed, unreachable, did not start."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{codes.EXECUTOR_UNUSABLE}: {message}", hint=hint)
+
+
+@dataclass
+class RunTicket:
+    """A run submitted to the workers: its end, once it comes."""
+
+    run: str
+    future: Future[RunEnd] = field(default_factory=Future)
+
+
+class Flight:
+    """A run in flight (for the workers): who plays its messages back, and its ticket."""
+
+    def __init__(self, ticket: RunTicket, relayed: Relayed) -> None:
+        self.ticket = ticket
+        self.relayed = relayed
+
+    def deliver(self, message: Message) -> bool:
+        """Play `message` back; False when a sink failed (the run then ended `lost`: the
+        caller cancels it where it runs)."""
+        try:
+            end = self.relayed.deliver(message)
+        except Exception as exc:  # a sink that failed must not lose the run's end
+            self.end(RunEnd("lost", message=f"a sink of the run failed: {exc!r}"))
+            return False
+        if end is not None:
+            self.end(end)
+        return True
+
+    def end(self, end: RunEnd) -> None:
+        self.relayed.close()
+        if not self.ticket.future.done():
+            self.ticket.future.set_result(end)
+
+
+class RunWorkers(abc.ABC):
+    """What a service dispatches single runs through (see the module docstring)."""
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Start the workers (bounded: `START_S`); again, nothing. `WorkerError` when
+        they cannot start."""
+
+    @abc.abstractmethod
+    def submit(
+        self,
+        job: OneRun,
+        sinks: Sequence[RunSink] = (),
+        on_checkpoint: Callable[[], object] = lambda: None,
+    ) -> RunTicket:
+        """Run `job` on a worker; `sinks` hear its events, `on_checkpoint` each record
+        (both on a thread of the workers')."""
+
+    @abc.abstractmethod
+    def cancel(self, run: str) -> None:
+        """Cancel the run `run` where it runs (its ticket then ends `cancelled`)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop the workers (bounded); runs in flight are left to their journals."""
+
+    def pids(self) -> tuple[int, ...]:
+        """The worker processes' ids (of this machine), for a test's look at orphans."""
+        return ()

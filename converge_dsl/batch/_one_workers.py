@@ -1,6 +1,6 @@
 """Workers that hold loaded pipelines and execute single runs (`OneRun`) as they come.
 
-`RunWorkers` is the interface a service dispatches runs through:
+`RunWorkers` (`_one`) is the interface a service dispatches runs through:
 `start()` (bounded; `WorkerError`, CD999, when a worker cannot start),
 `submit(job, sinks, on_checkpoint) -> RunTicket`, `cancel(run)`, `close()`.
 A `RunTicket`'s `future` resolves to the run's `RunEnd`; the `sinks` hear the
@@ -18,7 +18,7 @@ called each time the worker queued a checkpoint record.
   (`_process._die_with_parent`: killed by the kernel the moment the caller
   dies, on Linux), so a killed service leaves no worker writing its journals.
   `cancel` reaches the run's task at its next await.
-- `RayWorkers(pipelines, database, n, address)`: `n` Ray actors (a local Ray,
+- `RayWorkers(pipelines, database, n, address)` (`_one_ray`): `n` Ray actors (a local Ray,
   or the cluster at `address`), each holding the pipelines; a run is a
   streaming generator task on the least-loaded actor, whose items are lists
   of the run's messages, read by a thread per run. `cancel` cancels that
@@ -29,23 +29,30 @@ called each time the worker queued a checkpoint record.
 
 from __future__ import annotations
 
-import abc
 import asyncio
-import contextlib
 import functools
 import itertools
 import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError, UsageError
 
-from ._one import Message, OneRun, Relayed, RunEnd, execute_one, open_journals
+from ._one import (
+    Flight,
+    Message,
+    OneRun,
+    Relayed,
+    RunEnd,
+    RunTicket,
+    RunWorkers,
+    WorkerError,
+    execute_one,
+    open_journals,
+)
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -54,90 +61,14 @@ if TYPE_CHECKING:
 
     from ._pipeline import Pipeline
 
-__all__ = [
-    "ProcessWorkers",
-    "RayWorkers",
-    "RunTicket",
-    "RunWorkers",
-    "WorkerError",
-    "run_workers",
-]
+__all__ = ["ProcessWorkers", "run_workers"]
 
 # How long the workers may take to start (seconds).
 START_S = 120.0
 # How long `close` waits for a worker to end after it was asked to.
 STOP_S = 5.0
-
-
-class WorkerError(ConvergeError):
-    """The workers cannot be used (CD999): not installed, unreachable, did not start."""
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(f"{codes.EXECUTOR_UNUSABLE}: {message}", hint=hint)
-
-
-@dataclass
-class RunTicket:
-    """A run submitted to the workers: its end, once it comes."""
-
-    run: str
-    future: Future[RunEnd] = field(default_factory=Future)
-
-
-class _Flight:
-    """A run in flight: who plays its messages back, and its ticket."""
-
-    def __init__(self, ticket: RunTicket, relayed: Relayed) -> None:
-        self.ticket = ticket
-        self.relayed = relayed
-
-    def deliver(self, message: Message) -> bool:
-        """Play `message` back; False when a sink failed (the run then ended `lost`: the
-        caller cancels it where it runs)."""
-        try:
-            end = self.relayed.deliver(message)
-        except Exception as exc:  # a sink that failed must not lose the run's end
-            self.end(RunEnd("lost", message=f"a sink of the run failed: {exc!r}"))
-            return False
-        if end is not None:
-            self.end(end)
-        return True
-
-    def end(self, end: RunEnd) -> None:
-        self.relayed.close()
-        if not self.ticket.future.done():
-            self.ticket.future.set_result(end)
-
-
-class RunWorkers(abc.ABC):
-    """What a service dispatches single runs through (see the module docstring)."""
-
-    @abc.abstractmethod
-    def start(self) -> None:
-        """Start the workers (bounded: `START_S`); again, nothing. `WorkerError` when
-        they cannot start."""
-
-    @abc.abstractmethod
-    def submit(
-        self,
-        job: OneRun,
-        sinks: Sequence[RunSink] = (),
-        on_checkpoint: Callable[[], object] = lambda: None,
-    ) -> RunTicket:
-        """Run `job` on a worker; `sinks` hear its events, `on_checkpoint` each record
-        (both on a thread of the workers')."""
-
-    @abc.abstractmethod
-    def cancel(self, run: str) -> None:
-        """Cancel the run `run` where it runs (its ticket then ends `cancelled`)."""
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Stop the workers (bounded); runs in flight are left to their journals."""
-
-    def pids(self) -> tuple[int, ...]:
-        """The worker processes' ids (of this machine), for a test's look at orphans."""
-        return ()
+# How many times a process that died is started again before its slot stays empty.
+RESTARTS = 3
 
 
 # --- processes ------------------------------------------------------------------------
@@ -262,7 +193,7 @@ class _Process:
         )
         self.process.start()
         there.close()
-        self.flights: dict[str, _Flight] = {}
+        self.flights: dict[str, Flight] = {}
         self.lock = threading.Lock()
         self.alive = False
 
@@ -291,7 +222,7 @@ class ProcessWorkers(RunWorkers):
         self._lock = threading.Lock()
         self._closing = False
         # Runs submitted while every process was being started again, and how many are.
-        self._pending: list[tuple[OneRun, _Flight]] = []
+        self._pending: list[tuple[OneRun, Flight]] = []
         self._restarting = 0
 
     def start(self) -> None:
@@ -385,10 +316,13 @@ class ProcessWorkers(RunWorkers):
         it cannot start: the slot stays dead, runs go to the others or end lost); then
         the runs that waited for it are sent."""
         replacement: _Process | None = None
-        if not self._closing:
+        for _ in range(RESTARTS):  # one killed while it started is started again
+            if self._closing:
+                break
             replacement = _Process(self._context, self._args)
             try:
                 self._wait_ready(replacement)
+                break
             except WorkerError:
                 replacement.process.kill()
                 replacement = None
@@ -418,10 +352,10 @@ class ProcessWorkers(RunWorkers):
         on_checkpoint: Callable[[], object] = lambda: None,
     ) -> RunTicket:
         ticket = RunTicket(job.run)
-        self._dispatch(job, _Flight(ticket, Relayed(sinks, on_checkpoint)))
+        self._dispatch(job, Flight(ticket, Relayed(sinks, on_checkpoint)))
         return ticket
 
-    def _dispatch(self, job: OneRun, flight: _Flight) -> None:
+    def _dispatch(self, job: OneRun, flight: Flight) -> None:
         """Send `job` to the process with the fewest runs; keep it while every process is
         being started again; end it lost when none can run it."""
         with self._lock:
@@ -468,181 +402,6 @@ class ProcessWorkers(RunWorkers):
             return tuple(s.process.pid for s in self._slots if s.process.pid is not None)
 
 
-# --- Ray ------------------------------------------------------------------------------
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise WorkerError(
-            "--executor ray needs Ray, which is not installed",
-            hint="pip install 'converge-dsl[ray]', or serve with --executor process",
-        ) from None
-    return ray
-
-
-class _RunActor:
-    """A Ray actor's state: the pipelines, loaded once, and its journals' connection."""
-
-    def __init__(self, pipelines: Mapping[str, Pipeline], database: Path) -> None:
-        self._pipelines = dict(pipelines)
-        self._journals = open_journals(database)
-
-    def ready(self) -> int:
-        return os.getpid()
-
-    async def run(self, job: OneRun) -> Any:
-        """The run's messages, as they happen (a streaming generator task)."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Message] = asyncio.Queue()
-
-        def send(message: Message) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, message)
-
-        pipeline = self._pipelines[job.pipeline]
-        task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
-        try:
-            while True:
-                burst = [await queue.get()]
-                while not queue.empty():  # one streamed item for a burst of events
-                    burst.append(queue.get_nowait())
-                yield burst
-                if burst[-1][0] == "end":
-                    break
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-
-
-class RayWorkers(RunWorkers):
-    """`n` Ray actors (see the module docstring)."""
-
-    def __init__(
-        self, pipelines: Mapping[str, Pipeline], database: Path, n: int, address: str | None
-    ) -> None:
-        self._pipelines = dict(pipelines)
-        self._database = database
-        self._n = max(1, n)
-        self._address = address
-        self._actors: list[Any] = []
-        self._load: list[int] = []
-        self._refs: dict[str, tuple[Any, int]] = {}
-        self._lock = threading.Lock()
-        self._started_here = False
-
-    def start(self) -> None:
-        if self._actors:
-            return  # started already
-        ray = _ray()
-        if not ray.is_initialized():
-            _reachable(self._address)
-            try:
-                ray.init(
-                    address=self._address,
-                    logging_level="ERROR",
-                    log_to_driver=False,
-                    include_dashboard=False,
-                )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise WorkerError(
-                    f"cannot join the Ray cluster at {self._address or 'a new local Ray'}: {exc}",
-                    hint="check --ray-address (ray://HOST:PORT or HOST:PORT of a running "
-                    "cluster), or leave it out to start a local Ray",
-                ) from None
-            self._started_here = True
-        actor = ray.remote(num_cpus=0)(_RunActor)
-        self._actors = [actor.remote(self._pipelines, self._database) for _ in range(self._n)]
-        self._load = [0] * self._n
-        try:
-            ray.get([a.ready.remote() for a in self._actors], timeout=START_S)
-        except Exception as exc:
-            self.close()
-            raise WorkerError(
-                f"a Ray actor could not start: {exc}",
-                hint="check that the pipelines and the --state folder are readable where "
-                "the actors run, or serve with --executor process",
-            ) from None
-
-    def submit(
-        self,
-        job: OneRun,
-        sinks: Sequence[RunSink] = (),
-        on_checkpoint: Callable[[], object] = lambda: None,
-    ) -> RunTicket:
-        ticket = RunTicket(job.run)
-        flight = _Flight(ticket, Relayed(sinks, on_checkpoint))
-        with self._lock:
-            slot = min(range(len(self._actors)), key=self._load.__getitem__)
-            self._load[slot] += 1
-            ref = self._actors[slot].run.options(num_returns="streaming").remote(job)
-            self._refs[job.run] = (ref, slot)
-        threading.Thread(
-            target=self._follow, args=(job.run, ref, slot, flight), daemon=True
-        ).start()
-        return ticket
-
-    def _follow(self, run: str, stream: Any, slot: int, flight: _Flight) -> None:
-        ray = _ray()
-        try:
-            for ref in stream:
-                for message in ray.get(ref):
-                    if not flight.deliver(message):
-                        ray.cancel(stream)
-                        return
-        except ray.exceptions.TaskCancelledError:
-            flight.end(RunEnd("cancelled"))
-        except Exception as exc:  # the actor died, or Ray lost the task
-            flight.end(RunEnd("lost", message=f"the Ray actor running it failed: {exc}"))
-        else:
-            flight.end(RunEnd("lost", message="the Ray actor ended the run without its end"))
-        finally:
-            with self._lock:
-                self._refs.pop(run, None)
-                self._load[slot] -= 1
-
-    def cancel(self, run: str) -> None:
-        with self._lock:
-            found = self._refs.get(run)
-        if found is not None:
-            _ray().cancel(found[0])
-
-    def close(self) -> None:
-        ray = _ray()
-        for actor in self._actors:
-            with contextlib.suppress(Exception):  # an actor that died already
-                ray.kill(actor)
-        self._actors = []
-        if self._started_here:
-            ray.shutdown()
-
-
-# How long joining a Ray cluster may take to answer a TCP connection (seconds).
-REACH_S = 5.0
-
-
-def _reachable(address: str | None) -> None:
-    """`WorkerError` unless `address` (HOST:PORT or ray://HOST:PORT) takes a TCP
-    connection: Ray itself retries an unreachable address for minutes."""
-    import socket
-
-    if address is None or address == "auto":
-        return
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_S):
-            return
-    except (OSError, ValueError) as exc:
-        why = "it is not HOST:PORT" if isinstance(exc, ValueError) else str(exc)
-        raise WorkerError(
-            f"cannot reach the Ray cluster at --ray-address {address}: {why}",
-            hint="give the address of a running cluster's head (HOST:PORT, or ray://HOST:PORT "
-            "for Ray Client), or leave --ray-address out to start a local Ray",
-        ) from None
-
-
 def run_workers(
     executor: str,
     pipelines: Mapping[str, Pipeline],
@@ -655,5 +414,7 @@ def run_workers(
     if executor == "process":
         return ProcessWorkers(pipelines, database, workers)
     if executor == "ray":
+        from ._one_ray import RayWorkers
+
         return RayWorkers(pipelines, database, workers, ray_address)
     raise UsageError(f"no workers for executor {executor!r}", hint="use process or ray")

@@ -1,15 +1,17 @@
-"""`converge-dsl diff A B [--format text|json|html] [-o PATH]`: what changed between two runs.
+"""`converge-dsl diff A B [--ignore SECTION]... [--format text|json|html] [-o PATH]`: what changed.
 
 A and B are two run results (`converge-dsl run --format json`) or two batch
 results files (`run --cases CASES --out RESULTS.jsonl`). For run results:
 the facts added, removed and changed (content, confidence, data by JSON
 path), the stop reasons and the usage counts that differ. For results files:
 the cases matched by id (`#INDEX` for a case without one), each case's diff,
-and the cases only in A and only in B. `--format html` writes a
+and the cases only in A and only in B. `--ignore usage,stop-reason,confidence`
+(repeatable, comma-separated) leaves those sections out of the comparison, in
+every format. `--format html` writes a
 self-contained page, A beside B, filterable. Exit codes: 0 the same; 1 they
 differ; 2 a results file has a line that is not a result line, or names a
 case twice (located errors, CD816-CD817); 3 usage error (a file that is
-neither, or one of each kind).
+neither, one of each kind, or an unknown section to ignore).
 """
 
 from __future__ import annotations
@@ -35,12 +37,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--format", choices=("text", "json", "html"), default="text", help="output format"
     )
     parser.add_argument("-o", "--output", metavar="PATH", help="write the output here")
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="SECTION",
+        help="leave a section out of the comparison: usage, stop-reason or confidence "
+        "(repeat the option or separate them with commas)",
+    )
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.errors import PipelineInvalid
     from converge_dsl.pipetest import diff_batches, diff_results, read_batch_results
 
+    ignore = _sections(args.ignore)
     a_text, b_text = _batch_text(args.a), _batch_text(args.b)
     if (a_text is None) != (b_text is None):
         batch_file = args.a if a_text is not None else args.b
@@ -69,10 +80,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 color=not json_out and io.style(io.stderr).color,
             )
             return EXIT_INVALID
-        found: Any = diff_batches(*sides)
+        found: Any = diff_batches(sides[0], sides[1], ignore)
         kind = "batch"
     else:
-        found = diff_results(_result(args.a), _result(args.b))
+        found = diff_results(_result(args.a), _result(args.b), ignore)
         kind = "run"
     if args.format == "json":
         text = json.dumps(found.as_json(), indent=2) + "\n"
@@ -90,6 +101,26 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     else:
         io.stdout.write(text)
     return EXIT_OK if found.same else EXIT_FAILURE
+
+
+def _sections(given: list[str]) -> frozenset[str]:
+    """The sections `--ignore` names (each option a comma-separated list); an unknown one is
+    a `UsageError` with the closest known name."""
+    import difflib
+
+    from converge_dsl.pipetest import DIFF_SECTIONS
+
+    names = [n.strip() for option in given for n in option.split(",") if n.strip()]
+    for name in names:
+        if name not in DIFF_SECTIONS:
+            guess = difflib.get_close_matches(name.replace("_", "-"), DIFF_SECTIONS, n=1)
+            raise UsageError(
+                f"--ignore: {name!r} is not a section of a diff",
+                hint=(f"did you mean {guess[0]!r}? " if guess else "")
+                + "the sections: "
+                + ", ".join(DIFF_SECTIONS),
+            )
+    return frozenset(names)
 
 
 def _batch_text(named: str) -> str | None:

@@ -2,9 +2,10 @@
 
 Only reads the options and starts it: the service is `converge_dsl.serve`
 (docs/serve.md). Needs the `serve` extra; without it, a usage error says so
-(CD995). Exit codes: 0 after SIGINT/SIGTERM; 2 an invalid pipeline (its
-diagnostics printed as `validate` prints them, nothing served); 3 a usage
-error (options, token file); 1 the state or the address cannot be used.
+(CD995), and `--mcp` the `mcp` extra (CD438). Exit codes: 0 after
+SIGINT/SIGTERM; 2 an invalid pipeline (its diagnostics printed as `validate`
+prints them, nothing served); 3 a usage error (options, token file); 1 the
+state or the address cannot be used.
 """
 
 from __future__ import annotations
@@ -109,6 +110,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-run-seconds", type=_seconds, metavar="S", help="lower every run's max_wall_s to this"
     )
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also serve each pipeline as an MCP tool at /mcp (streamable HTTP; the mcp extra)",
+    )
     _retention_options(parser)
     _executor_options(parser)
 
@@ -167,6 +173,15 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             f"({exc.name} is not installed)",
             hint="pip install 'converge-dsl[serve]'",
         ) from None
+    if args.mcp:
+        try:
+            import mcp  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                f"serve [{codes.SERVE_MCP_NOT_INSTALLED}]: --mcp needs the mcp extra "
+                "(mcp is not installed)",
+                hint="pip install 'converge-dsl[serve,mcp]'",
+            ) from None
     from converge_dsl._file_kinds import is_pack
     from converge_dsl.cli._discovery import pipeline_files
     from converge_dsl.serve import Executor, Limits, Retention, ServeOptions, serve
@@ -183,6 +198,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         wait_s=args.wait_timeout,
         retention=Retention(args.keep_runs, args.retention_days, args.retention_interval),
         executor=Executor(args.executor, args.processes, args.ray_address),
+        mcp=args.mcp,
     )
     serve(options, lambda url: io.note(f"serving {len(files)} pipeline(s) on {url}"))
     return EXIT_OK

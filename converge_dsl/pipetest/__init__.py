@@ -23,10 +23,10 @@ Public surface:
   `render_eval_human(result, changes)` and `render_eval_junit(result)`, and for several
   configurations `render_configurations_human` and `render_configurations_junit`;
   `parse_verdict(text, verdict)` reads a judge's answer.
-- `diff_results(a, b)` -> `RunDiff`: what differs between two run results (`converge-dsl diff`);
-  `read_batch_results(text, display)` -> `CaseResultLine`s, `diff_batches(a, b)` -> `BatchDiff`:
-  what differs between two batch results files, case by case (`is_batch_results(text)` tells
-  them apart).
+- `diff_results(a, b, ignore)` -> `RunDiff`: what differs between two run results (`converge-dsl
+  diff`); `read_batch_results(text, display)` -> `CaseResultLine`s, `diff_batches(a, b, ignore)`
+  -> `BatchDiff`: what differs between two batch results files, case by case
+  (`is_batch_results(text)` tells them apart); `ignore` leaves `DIFF_SECTIONS` out of both.
 - `render_eval_html(document)` and `render_diff_html(document, kind, a, b)`: the self-contained
   HTML pages of `eval --format html` and `diff --format html`.
 
@@ -89,7 +89,7 @@ else:
                 "render_junit_invalid",
                 "render_report",
             ),
-            "converge_dsl.pipetest._run_diff": ("RunDiff", "diff_results"),
+            "converge_dsl.pipetest._run_diff": ("DIFF_SECTIONS", "RunDiff", "diff_results"),
             "converge_dsl.pipetest._runner": ("CaseReport", "run_case", "run_test_file"),
             "converge_dsl.pipetest._spec": (
                 "ModelSource",

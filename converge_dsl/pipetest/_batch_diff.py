@@ -8,6 +8,8 @@ files, the diff of its two run results (`diff_results`); then the cases only
 in A and only in B, and the usage counts summed over the cases in both. The
 text shows the facts of each case and the usage of the whole batch: a changed
 prompt changes the tokens of every case, and those lines would hide the facts.
+`ignore` leaves sections out of every case's comparison and of the sums, as
+`diff_results` does: a case that differs only there is the same.
 
 `read_batch_results(text, display)` reads a file's text; a line that is not a
 result line (CD816) or that names a case an earlier line named (CD817) is a
@@ -19,7 +21,7 @@ left out, as `run --resume` leaves it out.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,7 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, Severity
 from converge_dsl.errors import PipelineInvalid
 
-from ._run_diff import RunDiff, diff_results
+from ._run_diff import DIFF_SECTIONS, RunDiff, diff_results, not_compared
 
 # The first bytes of every line a batch run writes (converge_dsl.batch's LINE_START).
 RESULT_LINE_START = '{"index":'
@@ -59,6 +61,7 @@ class BatchDiff:
     only_a: tuple[str, ...]
     only_b: tuple[str, ...]
     usage: tuple[tuple[str, Any, Any], ...]
+    ignored: tuple[str, ...] = ()  # the DIFF_SECTIONS left out of the comparison
 
     @property
     def same(self) -> bool:
@@ -68,10 +71,11 @@ class BatchDiff:
         return {
             "same": self.same,
             "unchanged": self.unchanged,
-            "cases": [{"case": c.case, **c.diff.as_json()} for c in self.cases],
+            "cases": [{"case": c.case, **c.diff.compared_json()} for c in self.cases],
             "only_a": list(self.only_a),
             "only_b": list(self.only_b),
             "usage": [{"what": w, "a": a, "b": b} for w, a, b in self.usage],
+            "ignored": list(self.ignored),
         }
 
     def text(self) -> str:
@@ -90,12 +94,16 @@ class BatchDiff:
             for w, a, b in self.usage
         )
         if not lines:
-            return f"no difference ({self.unchanged} cases)\n"
+            left_out = f"; {not_compared(self.ignored)}" if self.ignored else ""
+            return f"no difference ({self.unchanged} cases{left_out})\n"
         facts = sum(1 for c in self.cases if not c.diff.same_facts)
-        lines.append(
-            f"{facts} cases differ in their facts or stop reason, "
-            f"{len(self.cases) - facts} in their usage only, {self.unchanged} not at all"
-        )
+        if "usage" in self.ignored:  # no case differs in its usage only
+            lines.append(f"{facts} of {matched} cases differ")
+        else:
+            lines.append(
+                f"{facts} cases differ in their facts or stop reason, "
+                f"{len(self.cases) - facts} in their usage only, {self.unchanged} not at all"
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -172,8 +180,11 @@ def _bad_line(display: str, number: int, column: int, message: str) -> Diagnosti
     )
 
 
-def diff_batches(a: Sequence[CaseResultLine], b: Sequence[CaseResultLine]) -> BatchDiff:
-    """The difference from the cases of results file `a` to those of `b`."""
+def diff_batches(
+    a: Sequence[CaseResultLine], b: Sequence[CaseResultLine], ignore: Collection[str] = ()
+) -> BatchDiff:
+    """The difference from the cases of results file `a` to those of `b`, the `ignore`d
+    sections (of `DIFF_SECTIONS`) left out."""
     after = {c.name: c for c in b}
     before = {c.name for c in a}
     changed: list[CaseDiff] = []
@@ -182,18 +193,20 @@ def diff_batches(a: Sequence[CaseResultLine], b: Sequence[CaseResultLine]) -> Ba
         other = after.get(case.name)
         if other is None:
             continue
-        found = diff_results(case.body, other.body)
+        found = diff_results(case.body, other.body, ignore)
         if found.same:
             unchanged += 1
         else:
             changed.append(CaseDiff(case.name, found))
     matched = [(case.body, after[case.name].body) for case in a if case.name in after]
+    ignored = tuple(name for name in DIFF_SECTIONS if name in ignore)
     return BatchDiff(
         tuple(changed),
         unchanged,
         tuple(c.name for c in a if c.name not in after),
         tuple(c.name for c in b if c.name not in before),
-        _usage_totals(matched),
+        () if "usage" in ignored else _usage_totals(matched),
+        ignored,
     )
 
 

@@ -6,11 +6,16 @@ its content, its confidence or its data differ, the data compared by JSON path
 (`/category`: A's value -> B's value). The stop reasons and the usage counts
 are compared too. Provenance is not compared. A side where a fact, a field of
 its data or a usage count is not there at all is `ABSENT`, told from a null.
+
+`ignore` leaves sections out of the comparison (`DIFF_SECTIONS`: `usage`, the
+stop reasons, the facts' `confidence`): a section left out is not compared at
+all, so two runs that differ only there are the same, and the documents name
+what was left out (`ignored`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +31,16 @@ class _Absent:
 
 
 ABSENT: Any = _Absent()
+
+# The sections `ignore` may leave out of a comparison, in the order the documents name them.
+DIFF_SECTIONS = ("usage", "stop-reason", "confidence")
+
+
+def not_compared(ignored: tuple[str, ...]) -> str:
+    """The note that says what a comparison left out: `usage and confidence not compared`."""
+    names = [name.replace("-", " ") for name in ignored]
+    joined = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+    return f"{joined} not compared"
 
 
 def _sides(what: str, a: Any, b: Any) -> dict[str, Any]:
@@ -46,12 +61,17 @@ class RunDiff:
     facts: tuple[FactChange, ...]
     stop_reason: tuple[str, str] | None
     usage: tuple[tuple[str, Any, Any], ...]
+    ignored: tuple[str, ...] = ()  # the DIFF_SECTIONS left out of the comparison
 
     @property
     def same(self) -> bool:
         return not self.facts and self.stop_reason is None and not self.usage
 
     def as_json(self) -> dict[str, Any]:
+        return {**self.compared_json(), "ignored": list(self.ignored)}
+
+    def compared_json(self) -> dict[str, Any]:
+        """`as_json()` without `ignored` (a batch's cases share the batch's)."""
         return {
             "same": self.same,
             "facts": [
@@ -75,7 +95,10 @@ class RunDiff:
     def text(self) -> str:
         lines = self.lines()
         lines.extend(f"usage {w}: {a} -> {b}" for w, a, b in self.usage)
-        return "\n".join(lines or ["no difference"]) + "\n"
+        if not lines:
+            left_out = f" ({not_compared(self.ignored)})" if self.ignored else ""
+            return f"no difference{left_out}\n"
+        return "\n".join(lines) + "\n"
 
     def lines(self) -> list[str]:
         """The lines of the facts and the stop reasons that differ (not the usage)."""
@@ -89,8 +112,13 @@ class RunDiff:
         return lines
 
 
-def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
-    """The difference from run result `a` to run result `b` (run-result documents as JSON)."""
+def diff_results(
+    a: Mapping[str, Any], b: Mapping[str, Any], ignore: Collection[str] = ()
+) -> RunDiff:
+    """The difference from run result `a` to run result `b` (run-result documents as JSON),
+    the `ignore`d sections (of `DIFF_SECTIONS`) left out."""
+    ignored = _sections(ignore)
+    compared = ("content",) if "confidence" in ignored else ("content", "confidence")
     before, after = _facts(a), _facts(b)
     changes: list[FactChange] = []
     for where in sorted(before.keys() | after.keys()):
@@ -102,7 +130,7 @@ def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
         else:
             fields = [
                 (name, old.get(name), new.get(name))
-                for name in ("content", "confidence")
+                for name in compared
                 if old.get(name) != new.get(name)
             ]
             fields.extend(
@@ -112,13 +140,25 @@ def diff_results(a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
             if fields:
                 changes.append(FactChange(*where, "changed", tuple(fields)))
     stop = (str(a.get("stop_reason")), str(b.get("stop_reason")))
+    if "stop-reason" in ignored:
+        stop = (stop[0], stop[0])
     usage_a, usage_b = a.get("usage") or {}, b.get("usage") or {}
+    if "usage" in ignored:
+        usage_a = usage_b = {}
     usage = tuple(
         (name, usage_a.get(name, ABSENT), usage_b.get(name, ABSENT))
         for name in sorted(usage_a.keys() | usage_b.keys())
         if usage_a.get(name) != usage_b.get(name)
     )
-    return RunDiff(tuple(changes), None if stop[0] == stop[1] else stop, usage)
+    return RunDiff(tuple(changes), None if stop[0] == stop[1] else stop, usage, ignored)
+
+
+def _sections(ignore: Collection[str]) -> tuple[str, ...]:
+    """`ignore` in `DIFF_SECTIONS` order; a name not among them is a programming error."""
+    unknown = set(ignore) - set(DIFF_SECTIONS)
+    if unknown:
+        raise ValueError(f"not a section of a diff: {sorted(unknown)}")
+    return tuple(name for name in DIFF_SECTIONS if name in ignore)
 
 
 def _whole(fact: Mapping[str, Any], *, after: bool) -> tuple[tuple[str, Any, Any], ...]:

@@ -3,7 +3,9 @@
 The page holds its data (`_report_data.report_data`, compact JSON in a
 `<script type="application/json">` element), its style and its script (the
 files of `_report_assets`, written by hand: no library is vendored and nothing
-is fetched at view time). Sections: a timeline of cycles with one bar per
+is fetched at view time; the virtualised list is `converge_dsl._page_assets`'
+`vlist.js` and `vlist.css`, which the eval and diff pages share). Sections: a
+timeline of cycles with one bar per
 suggestor execution and the model calls inside them, the facts (click one for
 its data, provenance and the suggestor's source excerpt), the gate (rejected
 proposals with the reason, pending and decided approvals), the model calls
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from converge_dsl._files import flush_checked, open_output, write_all
+from converge_dsl._page_assets import page_asset
 
 from ._report_data import report_data
 
@@ -64,8 +67,8 @@ def render_report(trace: Path) -> str:
     # only ever inside a JSON string here, where "\\u003c" means the same.
     data = data.replace("<", "\\u003c")
     page = (_ASSETS / "page.html").read_text(encoding="utf-8")
-    css = (_ASSETS / "report.css").read_text(encoding="utf-8")
-    js = (_ASSETS / "report.js").read_text(encoding="utf-8")
+    css = page_asset("vlist.css") + (_ASSETS / "report.css").read_text(encoding="utf-8")
+    js = page_asset("vlist.js") + (_ASSETS / "report.js").read_text(encoding="utf-8")
     # One pass, so that nothing inserted is itself searched for a placeholder.
     parts = {"@CSS@": css, "@DATA@": data, "@JS@": js}
     body = re.sub("@(?:CSS|DATA|JS)@", lambda m: parts[m.group(0)], page)

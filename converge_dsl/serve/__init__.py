@@ -13,22 +13,25 @@ Public surface:
 - `Executor` (`--executor local|process|ray`, `--processes`, `--ray-address`):
   where the runs execute; with `process` or `ray` they run on the batch
   package's `RunWorkers` and the HTTP process only queues, stores and streams.
+- With `ServeOptions(mcp=True)`, the same application also serves each
+  pipeline as an MCP tool at `/mcp` (`_mcp`, streamable HTTP), every call a
+  run of the same `RunService`.
 
 Layered above `converge_dsl.batch` and `converge_dsl.runtime`: the service is
 no second run machinery, only queues, state and HTTP around them. Needs the
-`serve` extra (Starlette, uvicorn) for `_app` and `_server`.
+`serve` extra (Starlette, uvicorn) for `_app` and `_server`, and the `mcp`
+extra for `_mcp`.
 """
 
 from __future__ import annotations
 
-from ._executors import EXECUTORS, Executor
+from ._executors import Executor
 from ._openapi import document
 from ._server import Prepared, ServeOptions, prepare, serve
 from ._service import Limits, Retention, RunService
 from ._store import RunStore
 
 __all__ = [
-    "EXECUTORS",
     "Executor",
     "Limits",
     "Prepared",

@@ -47,6 +47,7 @@ from ._store import FINISHED, RunRow
 from ._tokens import Tokens
 
 if TYPE_CHECKING:
+    from ._mcp import McpEndpoint
     from ._service import RunService
 
 RUN_ID = re.compile(r"[0-9a-f]{32}")
@@ -281,8 +282,14 @@ _UNAUTHORIZED = Problem(
 )
 
 
-def build_app(service: RunService, tokens: Tokens | None, limits: HttpLimits) -> Starlette:
-    """The application over `service` (see the module docstring)."""
+def build_app(
+    service: RunService,
+    tokens: Tokens | None,
+    limits: HttpLimits,
+    mcp: McpEndpoint | None = None,
+) -> Starlette:
+    """The application over `service` (see the module docstring), with the MCP endpoint
+    at `/mcp` when given one (`serve --mcp`, docs/serve.md)."""
     api = _Api(service, tokens, limits)
     guarded = api.guarded
 
@@ -290,7 +297,10 @@ def build_app(service: RunService, tokens: Tokens | None, limits: HttpLimits) ->
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await service.start()
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                if mcp is not None:
+                    await stack.enter_async_context(mcp.running())
+                yield
         finally:
             await service.stop()
 
@@ -305,6 +315,7 @@ def build_app(service: RunService, tokens: Tokens | None, limits: HttpLimits) ->
         Route("/v1/openapi.json", guarded(api.openapi_document), methods=["GET"]),
         Route("/healthz", guarded(api.health, open_route=True), methods=["GET"]),
         Route("/metrics", guarded(api.metrics), methods=["GET"]),
+        *([] if mcp is None else [Route(mcp.path, mcp)]),
         Route(
             "/{rest:path}",
             guarded(api.not_found),

@@ -22,14 +22,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl.errors import ConvergeError
 
 from ._errors import ServeFailed, ServeRefused
 
 if TYPE_CHECKING:
-    from converge_dsl.batch import Pipeline, RunWorkers
+    from converge_dsl.batch import OneRun, Pipeline, RunWorkers
+
+    from ._store import RunRow
 
 EXECUTORS = ("local", "process", "ray")
 
@@ -105,3 +108,21 @@ def start(workers: RunWorkers, executor: Executor) -> None:
         raise ServeFailed(
             codes.EXECUTOR_UNUSABLE, f"--executor {executor.name}: {message}", hint=exc.hint
         ) from None
+
+
+def one_run(
+    row: RunRow, name: str, inputs: Mapping[str, Any], database: Path, budget: Mapping[str, float]
+) -> OneRun:
+    """The `OneRun` of a stored run: its journal in the state's `database`."""
+    from converge_dsl.batch import OneRun
+
+    return OneRun(run=row.id, pipeline=name, inputs=dict(inputs), journal=database, budget=budget)
+
+
+def lost_too_often(strikes: int, why: str) -> ConvergeError:
+    """The error of a run lost `strikes` times with its worker (CD434)."""
+    return ConvergeError(
+        f"{codes.EXECUTOR_WORKER_LOST}: the run was lost {strikes} times: {why}",
+        hint="a run that kills its worker (memory, a native crash) cannot finish there; "
+        "look at the worker's resources, or serve with --executor local",
+    )

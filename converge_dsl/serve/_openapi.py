@@ -40,7 +40,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(s): _json(_ERROR, words[s]) for s in statuses}
 
 
-def _inputs_schema(pipeline: Pipeline) -> dict[str, Any]:
+def inputs_schema(pipeline: Pipeline) -> dict[str, Any]:
+    """The JSON Schema of a run's `inputs` (the OpenAPI document's and the MCP tool's)."""
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, spec in pipeline.declared_inputs.items():
@@ -76,6 +77,34 @@ def _result_schema(pipeline: Pipeline) -> dict[str, Any]:
             {"type": "object", "properties": {"facts": {"type": "object", "properties": keys}}},
         ]
     }
+
+
+def run_schema(pipeline: Pipeline) -> dict[str, Any]:
+    """The run object `?wait=true` answers with, its result this pipeline's, as one
+    self-contained JSON Schema (`$defs` in place of the document's components): the
+    MCP tool's `outputSchema`."""
+    waited = {
+        "allOf": [_RUN, {"type": "object", "properties": {"result": _result_schema(pipeline)}}]
+    }
+    defs = {name: _COMMON[name] for name in ("Run", "RunResult", "Fact")}
+    schema: dict[str, Any] = _local_refs({**waited, "$defs": defs})
+    return schema
+
+
+def _local_refs(schema: Any) -> Any:
+    """`schema` with `#/components/schemas/X` references made `#/$defs/X`."""
+    if isinstance(schema, dict):
+        return {
+            key: (
+                value.replace("#/components/schemas/", "#/$defs/", 1)
+                if key == "$ref" and isinstance(value, str)
+                else _local_refs(value)
+            )
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_local_refs(item) for item in schema]
+    return schema
 
 
 def component_name(pipeline: str) -> str:
@@ -224,7 +253,7 @@ def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
     schemas: dict[str, Any] = dict(_COMMON)
     for name, pipeline in pipelines.items():
         base = component_name(name)
-        schemas[f"{base}Inputs"] = _inputs_schema(pipeline)
+        schemas[f"{base}Inputs"] = inputs_schema(pipeline)
         schemas[f"{base}Result"] = _result_schema(pipeline)
         paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base)
     return {

@@ -5,12 +5,13 @@ each pipeline is loaded, validated and checked (`converge_dsl.load`) and its
 key schemas compiled (an invalid one raises its `PipelineInvalid`, every
 file's problems at once, which the command line prints as `validate` does;
 suggestors compile at a pipeline's first run, then once per inputs), names
-must be unique (CD994), tokens are read (CD992), a non-loopback host needs
-tokens, the executor's options fit (CD433, CD999), and the state opens (CD993).
-`serve(options)` starts the workers of `--executor process|ray` (a worker that
-cannot start stops it: CD999), binds the socket, runs uvicorn, says where it
-listens once it serves, and returns after SIGINT or SIGTERM (closing the
-workers); the runs in flight then continue at the next start on the same state.
+must be unique (CD994), and with `mcp` their MCP tool names too (CD436),
+tokens are read (CD992), a non-loopback host needs tokens, the executor's
+options fit (CD433, CD999), and the state opens (CD993). `serve(options)`
+starts the workers of `--executor process|ray` (a worker that cannot start
+stops it: CD999), binds the socket, runs uvicorn, says where it listens once
+it serves, and returns after SIGINT or SIGTERM (closing the workers); the runs
+in flight then continue at the next start on the same state.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class ServeOptions:
     wait_s: float = 60.0
     retention: Retention = field(default_factory=Retention)
     executor: Executor = field(default_factory=Executor)
+    mcp: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,10 @@ def prepare(options: ServeOptions) -> Prepared:
             "no pipeline to serve",
             hint="name pipeline files or folders holding them",
         )
+    if options.mcp:
+        from ._mcp import tool_names
+
+        tool_names(loaded)  # before the state opens: two pipelines as one tool stop the start
     secrets = _secrets(list(loaded.values()), plain)
     store = RunStore(options.state)
     service = RunService(
@@ -139,7 +145,13 @@ def prepare(options: ServeOptions) -> Prepared:
         retention=options.retention,
         workers=workers(options.executor, loaded, store.database),
     )
-    app = build_app(service, tokens, HttpLimits(options.body_cap, options.wait_s))
+    limits = HttpLimits(options.body_cap, options.wait_s)
+    endpoint = None
+    if options.mcp:
+        from ._mcp import McpEndpoint
+
+        endpoint = McpEndpoint(service, tokens, limits, loopback=_loopback(options.host))
+    app = build_app(service, tokens, limits, endpoint)
     return Prepared(app, service, tuple(loaded))
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ from converge_dsl.clock import Clock, SystemClock, WallClock
 from converge_dsl.errors import ConvergeError
 
 from ._events import EventSink, LiveRun
+from ._executors import lost_too_often, one_run
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
@@ -384,30 +386,17 @@ class RunService:
         """Run `row` on a worker (`--executor process|ray`): its events played on the
         run's `EventSink` as they come, stored with the group commit after each of its
         checkpoint records; its end stored as the local run's is. A run whose worker
-        died is queued again (it continues from its journal) until it was struck
-        `MAX_STRIKES` times, then fails (CD434)."""
-        from converge_dsl.batch import OneRun
-
+        died is queued again (from its journal); struck `MAX_STRIKES` times, it fails."""
         assert self.workers is not None
         run = row.id
-        pipeline = self.pipelines[name]
-        resume, decisions = self._resumption(pipeline, row)
-        job = OneRun(
-            run=run,
-            pipeline=name,
-            inputs=dict(RunRequest.of(row.request).inputs),
-            journal=Path(self.store.checkpoints.where),
-            budget=self._limits_of(row),
-            resume=resume,
-            decisions=decisions,
-            decided_by=DECIDED_BY,
-        )
+        resume, decisions = self._resumption(self.pipelines[name], row)
+        inputs = RunRequest.of(row.request).inputs
+        job = one_run(row, name, inputs, self.store.database, self._limits_of(row))
+        job = dataclasses.replace(job, resume=resume, decisions=decisions, decided_by=DECIDED_BY)
 
-        def checkpointed() -> None:
-            # The events so far, committed with the next group of the state's journals
-            # (one transaction for every run's every 50 ms), or with the run's end.
-            journals = self.store.checkpoints
-            journals.queue(run, (), self.store.event_statements(run, live.unstored()))
+        def checkpointed() -> None:  # the events so far, in the journals' next group commit
+            statements = self.store.event_statements(run, live.unstored())
+            self.store.checkpoints.queue(run, (), statements)
 
         ticket = self.workers.submit(job, (EventSink(live, flush),), on_checkpoint=checkpointed)
         future = asyncio.wrap_future(ticket.future)
@@ -443,11 +432,7 @@ class RunService:
         strikes = self._strikes[run] = self._strikes.get(run, 0) + 1
         if strikes >= MAX_STRIKES:
             self._strikes.pop(run, None)
-            error = ConvergeError(
-                f"{codes.EXECUTOR_WORKER_LOST}: the run was lost {strikes} times: {why}",
-                hint="a run that kills its worker (memory, a native crash) cannot finish "
-                "there; look at the worker's resources, or serve with --executor local",
-            )
+            error = lost_too_often(strikes, why)
             self._end(run, live, "done", *self._failed(self.pipelines[name], error))
             return
         self.store.checkpoints.commit_now(run)  # its queued events: the next attempt

@@ -82,6 +82,13 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.KIND_NOT_LOADED: "tests/e2e/test_kind_distribution.py",
         # found at run time, when a locked server starts with another tool list
         codes.TOOL_LIST_CHANGED: "tests/tools/test_locked.py",
+        # `serve --mcp`: a start refused, a tool call refused (not validate's)
+        codes.SERVE_MCP_TOOL_NAME_TAKEN: "tests/serve/test_mcp.py",
+        codes.SERVE_MCP_UNKNOWN_TOOL: "tests/serve/test_mcp.py",
+        codes.SERVE_MCP_NOT_INSTALLED: "tests/serve/test_mcp.py",
+        # `serve --executor`: an option refused, a run whose worker died too often
+        codes.EXECUTOR_OPTION_ALONE: "tests/serve/test_executors.py",
+        codes.EXECUTOR_WORKER_LOST: "tests/serve/test_executors.py",
     }
     reported = [
         v

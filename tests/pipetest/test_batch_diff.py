@@ -130,3 +130,28 @@ def test_a_line_separator_inside_a_string_does_not_split_a_line() -> None:
     assert "\u2028" in line
     (case,) = read_batch_results(line + "\n", "a.jsonl")
     assert case.name == "x\u2028y"
+
+
+def test_ignore_usage_makes_a_case_whose_usage_alone_differs_the_same(tmp_path: Path) -> None:
+    a = _file(tmp_path, "a.jsonl", [_line(0, "x", 1), _line(1, "y", 2)])
+    b = _file(tmp_path, "b.jsonl", [_line(0, "x", 1, tokens=12), _line(1, "y", 3, tokens=12)])
+    code, out, _ = cli("diff", a, b, "--ignore", "usage")
+    assert code == 1
+    assert out == (
+        "case y:\n"
+        "  ~ tickets/ticket\n"
+        "      content: 'urgency 2' -> 'urgency 3'\n"
+        "      /data/urgency: 2 -> 3\n"
+        "1 of 2 cases differ\n"
+    )
+    found = json.loads(cli("diff", a, b, "--ignore", "usage", "--format", "json")[1])
+    assert [c["case"] for c in found["cases"]] == ["y"]
+    assert found["cases"][0]["usage"] == []
+    assert "ignored" not in found["cases"][0]  # the batch's, given once
+    assert (found["unchanged"], found["usage"], found["ignored"]) == (1, [], ["usage"])
+    usage_only = _file(tmp_path, "c.jsonl", [_line(0, "x", 1, tokens=12), _line(1, "y", 2)])
+    assert cli("diff", a, usage_only, "--ignore", "usage") == (
+        0,
+        "no difference (2 cases; usage not compared)\n",
+        "",
+    )

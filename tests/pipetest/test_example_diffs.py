@@ -5,11 +5,13 @@ changes no answer. Each case here copies an example to a folder of its own,
 puts one rule before its script's rules that matches on the changed prompt's
 new text (`contains`, or `regex` where only some of a batch's cases are to
 answer otherwise) and answers otherwise, runs the example as shipped (A) and
-with the one prompt changed (B), both with that script, and compares `diff A B`
-with `data/example-diffs/NAME.txt`: the facts that the new answer changes and
-the tokens the longer prompt and answer count, nothing else. The shipped files
-are read, never changed. `support-triage/ticket.yaml` runs as a batch over its
-52 labelled tickets, and its diff is of the two results files.
+with the one prompt changed (B), both with that script, and compares
+`diff --ignore usage A B` with `data/example-diffs/NAME.txt`: the facts that
+the new answer changes, nothing else (the tokens a longer prompt counts are
+usage, left out). The shipped files are read, never changed.
+`support-triage/ticket.yaml` runs as a batch over its 52 labelled tickets, and
+its diff is of the two results files. A fact of B changed that the prompt did
+not change shows in the diff too: the expected files hold every changed fact.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .conftest import ROOT, cli, expected
+from .conftest import DATA, ROOT, cli, expected
 
 PIPELINES = ROOT / "pipelines"
 
@@ -204,13 +207,52 @@ def test_a_changed_prompt_shows_the_changed_facts_and_nothing_else(
     assert text.count(change.old) == 1
     b.write_text(text.replace(change.old, change.new), encoding="utf-8")
     result_a, result_b = _run(change, a), _run(change, b)
-    code, out, err = cli("diff", result_a, result_b)
+    code, out, err = cli("diff", "--ignore", "usage", result_a, result_b)
     assert code == 1, err
     name = change.example.replace("/", "-").removesuffix(".yaml")
     assert out == expected(f"example-diffs/{name}.txt", out)
+    # the usage is still compared when not left out: a longer prompt counts more tokens
+    code, whole, _ = cli("diff", result_a, result_b)
+    assert code == 1
+    assert "usage input_tokens" in whole
+    # a fact the prompt did not change, changed in B: it shows, so the file no longer matches
+    where = _change_an_unchanged_fact(result_b, out, batch=change.batch)
+    code, changed, _ = cli("diff", "--ignore", "usage", result_a, result_b)
+    assert code == 1
+    assert changed != (DATA / f"example-diffs/{name}.txt").read_text(encoding="utf-8")
+    assert where in changed
+    assert "-> 'changed elsewhere'" in changed
     # the same example run twice, unchanged: no difference at all
     again = _copy(change, tmp_path / "again")
     assert cli("diff", result_a, _run(change, again))[:2] == (0, _no_difference(change))
+
+
+def _change_an_unchanged_fact(result: Path, listed: str, *, batch: bool) -> str:
+    """Gives a fact of `result` that the diff `listed` does not name the content `changed
+    elsewhere`; the line (for a batch, the lines) that names it in a diff."""
+    if not batch:
+        body = json.loads(result.read_text(encoding="utf-8"))
+        where = _first_unlisted_fact(body, listed)
+        result.write_text(json.dumps(body), encoding="utf-8")
+        return f"~ {where}\n"
+    lines = result.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines):
+        body = json.loads(line)
+        if f"case {body['id']}:" not in listed:
+            where = _first_unlisted_fact(body, "")  # a case the diff does not name at all
+            lines[number] = json.dumps(body)
+            result.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            return f"case {body['id']}:\n  ~ {where}\n"
+    raise AssertionError("every case is in the diff")
+
+
+def _first_unlisted_fact(body: dict[str, Any], listed: str) -> str:
+    for key, facts in body["facts"].items():
+        for fact in facts:
+            if f"{key}/{fact['id']}\n" not in listed:
+                fact["content"] = "changed elsewhere"
+                return f"{key}/{fact['id']}"
+    raise AssertionError("every fact is in the diff")
 
 
 def _no_difference(change: PromptChange) -> str:

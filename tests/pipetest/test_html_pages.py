@@ -95,3 +95,20 @@ def test_eval_writes_its_page_from_the_document_json_prints(tmp_path: Path) -> N
     shown = _data(page.read_text(encoding="utf-8"))["result"]
     printed = json.loads(document.read_text(encoding="utf-8"))
     assert shown == printed
+
+
+def test_the_pages_and_the_run_report_share_one_virtualised_list() -> None:
+    """The eval and diff pages inline the report's own list (`converge_dsl._page_assets`),
+    not a copy of their own."""
+    from converge_dsl._page_assets import page_asset
+
+    script, style = page_asset("vlist.js"), page_asset("vlist.css")
+    assert "function VList(" in script
+    pages = [
+        render_eval_html({"evaluation": "e", "metrics": [], "cases": []}),
+        render_diff_html({"same": True, "facts": [], "usage": []}, "run", "a", "b"),
+    ]
+    for page in pages:
+        assert page.count(script) == 1
+        assert page.count(style) == 1
+        assert page.count("function VList(") == 1

@@ -111,10 +111,11 @@ def test_the_evaluation_page_shows_metrics_confusion_and_regressions(
     ]
     worst = _visible_rows(browser, "#worst tbody tr")
     assert [r.text.split()[0] for r in worst] == ["T-219", "T-228", "T-202", "T-205", "T-208"]
-    changes = _visible_rows(browser, "#baseline tbody tr")
+    changes = _visible_rows(browser, "#baseline .row")
     assert len(changes) == 8
     assert changes[0].text.split() == ["T-202", "urgency", "1.000", "0.000", "regressed"]
-    assert len(_visible_rows(browser, "#cases tbody tr")) == 52
+    assert _count(browser, "cases") == "52"
+    assert 10 <= len(_visible_rows(browser, "#cases .row")) < 52  # the rows in view only
     browser.save_screenshot(str(artifacts / "eval-example.png"))
 
 
@@ -126,9 +127,9 @@ def test_the_cases_filter_by_text_and_by_score_and_a_click_shows_a_case(
     assert _count(browser, "cases") == "9 of 52"
     _type(browser, "t-219")
     assert _count(browser, "cases") == "1 of 52"
-    (row,) = _visible_rows(browser, "#cases tbody tr")
+    (row,) = _visible_rows(browser, "#cases .row")
     assert row.text.split()[:3] == ["T-219", "converged", "0.667"]
-    assert [r.text.split()[:2] for r in _visible_rows(browser, "#baseline tbody tr")] == [
+    assert [r.text.split()[:2] for r in _visible_rows(browser, "#baseline .row")] == [
         ["T-219", "category"],
         ["T-219", "urgency"],
     ]
@@ -145,7 +146,7 @@ def test_the_cases_filter_by_text_and_by_score_and_a_click_shows_a_case(
     assert pane.is_displayed()
     assert json.loads(browser.find_element("css selector", "#detail pre").text)["name"] == "T-202"
     browser.find_element("css selector", "#baseline input[data-filter=regressed]").click()
-    assert _visible_rows(browser, "#baseline tbody tr") == []
+    assert _visible_rows(browser, "#baseline .row") == []
     assert _errors(browser) == []
 
 
@@ -192,7 +193,7 @@ def test_metrics_of_any_kind_get_a_card_with_every_field_they_carry(
     # seconds are shown, not averaged with the scores
     (worst,) = _visible_rows(browser, "#worst tbody tr")
     assert worst.text.split() == ["b", "0.750", "helpful"]
-    heads = [h.text for h in browser.find_elements("css selector", "#cases th")]
+    heads = [h.text for h in browser.find_elements("css selector", "#cases .head span")]
     assert heads == ["case", "stop reason", "mean", "helpful", "latency", "seconds"]
     assert "small" in browser.find_element("id", "more").text
     assert "judge calls 2" in browser.find_element("id", "stats").text
@@ -279,3 +280,168 @@ def test_data_that_looks_like_markup_shows_as_text(browser: Any, tmp_path: Path)
     text = browser.find_element("id", "differences").text
     assert f"changed k/{HOSTILE}" in text
     assert 'onerror="window.pwned=1"' in text
+
+
+# -- long lists: 20,000 cases, 20,000 differing cases --------------------------------------
+
+BIG = 20_000
+ROW_BOUND = 60  # the rows one virtualised list may hold in the DOM, however long it is
+METRICS = ("category", "urgency", "summary")
+
+
+def _big_case(i: int) -> dict[str, Any]:
+    scores = {m: 0 if (i + j) % 7 == 0 else 1 for j, m in enumerate(METRICS)}
+    return {"name": f"case-{i:05d}", "stop_reason": "converged", "scores": scores}
+
+
+def _first_draw(driver: Any, what: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Prints how long after the navigation began the page was drawn (no bound: a figure)."""
+    drawn = driver.find_element("tag name", "body").get_attribute("data-drawn-ms")
+    paint = driver.execute_script(
+        "var p = performance.getEntriesByName('first-contentful-paint')[0];"
+        "return p ? Math.round(p.startTime) : null;"
+    )
+    with capsys.disabled():
+        print(f"\n{what}: drawn {drawn} ms after the navigation began (first paint {paint} ms)")
+
+
+def _rows_in_dom(driver: Any, css: str) -> int:
+    return int(driver.execute_script(f"return document.querySelectorAll({css!r}).length"))
+
+
+def _scroll_to_the_end(driver: Any, css: str, last: str) -> Any:
+    """Scrolls the list `css` to its end; its last row once it shows `last`."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script(f"var b = document.querySelector({css!r}); b.scrollTop = b.scrollHeight;")
+    WebDriverWait(driver, LOAD_BOUND_S).until(
+        lambda d: d.find_elements("css selector", f"{css} .row")[-1].text.startswith(last)
+    )
+    return driver.find_elements("css selector", f"{css} .row")[-1]
+
+
+@pytest.fixture(scope="module")
+def big_eval_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cases = [_big_case(i) for i in range(BIG)]
+    metrics = [
+        {"name": m, "mean": 0.857, "cases": BIG, "interval": [0.85, 0.86], "threshold": 0.8,
+         "passed": True, "confusion": []}
+        for m in METRICS
+    ]  # fmt: skip
+    changes = [
+        {"case": c["name"], "metric": "category", "before": 1, "after": 0, "verdict": "regressed"}
+        for c in cases[::4]
+    ]
+    document = {
+        "evaluation": "big.eval.yaml", "passed": True, "overall": 0.857, "threshold": None,
+        "seconds": 1.0, "usage": {}, "metrics": metrics, "cases": cases, "changes": changes,
+    }  # fmt: skip
+    page = tmp_path_factory.mktemp("big-eval") / "big.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    return page
+
+
+def test_an_evaluation_of_20000_cases_keeps_a_bounded_dom_and_reaches_every_case(
+    browser: Any, big_eval_page: Path, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    _open(browser, big_eval_page)
+    _first_draw(browser, "eval page, 20,000 cases", capsys)
+    assert _errors(browser) == []
+    assert _count(browser, "cases") == str(BIG)
+    assert 10 <= _rows_in_dom(browser, "#cases .row") <= ROW_BOUND
+    assert 10 <= _rows_in_dom(browser, "#baseline .row") <= ROW_BOUND
+    assert _rows_in_dom(browser, '#cases .row[tabindex="0"]') == 1  # Tab enters, arrows move
+    browser.save_screenshot(str(artifacts / "eval-20000.png"))
+    # the cases below 1 whose name starts "case-1": the last of them is at the list's end
+    browser.find_element("id", "only-failing").click()
+    _type(browser, "case-1")
+    matching = [
+        c["name"]
+        for c in map(_big_case, range(BIG))
+        if c["name"].startswith("case-1") and min(c["scores"].values()) < 1
+    ]
+    assert _count(browser, "cases") == f"{len(matching)} of {BIG}"
+    last = _scroll_to_the_end(browser, "#cases .vlist", matching[-1])
+    assert last.text.split()[0] == matching[-1]
+    assert _rows_in_dom(browser, "#cases .row") <= ROW_BOUND
+    # Enter on the focused row opens it; the arrow keys move the focus row by row
+    last.send_keys(Keys.ENTER)
+    assert _shown_case(browser) == matching[-1]
+    browser.switch_to.active_element.send_keys(Keys.ARROW_UP, Keys.ENTER)
+    assert _shown_case(browser) == matching[-2]
+    browser.save_screenshot(str(artifacts / "eval-20000-filtered.png"))
+    assert _errors(browser) == []
+
+
+def _shown_case(driver: Any) -> str:
+    """The name of the case the detail pane shows."""
+    return str(json.loads(driver.find_element("css selector", "#detail pre").text)["name"])
+
+
+def _big_results(folder: Path, side: str) -> Path:
+    """A results file of BIG cases: each case's ticket changes between A and B, and every
+    third case of B has a signal A has not."""
+    path = folder / f"{side}.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(BIG):
+            urgency = 2 if side == "a" else 3
+            facts: dict[str, Any] = {
+                "tickets": [
+                    {"id": "ticket", "content": f"urgency {urgency}", "data": {"urgency": urgency}}
+                ]
+            }
+            if side == "b" and i % 3 == 0:
+                signal = {"id": "escalate", "content": "escalate", "data": {"to": "ops"}}
+                facts["signals"] = [signal]
+            body = {"index": i, "id": f"T-{i:05d}", "stop_reason": "converged", "facts": facts}
+            out.write(json.dumps(body) + "\n")
+    return path
+
+
+def test_a_diff_of_20000_differing_cases_keeps_a_bounded_dom_and_reaches_every_case(
+    browser: Any, tmp_path: Path, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    page = tmp_path / "diff.html"
+    a, b = _big_results(tmp_path, "a"), _big_results(tmp_path, "b")
+    assert cli("diff", a, b, "--format", "html", "-o", page)[0] == 1
+    _open(browser, page)
+    _first_draw(browser, "diff page, 20,000 differing cases", capsys)
+    assert _errors(browser) == []
+    lines = BIG * 2 + len(range(0, BIG, 3)) * 2  # a ticket's content and data; a signal's
+    assert _count(browser, "differences") == str(lines)
+    assert 10 <= _rows_in_dom(browser, "#differences .row") <= ROW_BOUND
+    browser.save_screenshot(str(artifacts / "diff-20000.png"))
+    # the added facts of the cases whose name starts "T-1": the last is T-19998's
+    browser.find_element("css selector", "input[data-filter=changed]").click()
+    _type(browser, "t-1")
+    added = [i for i in range(10_000, BIG) if i % 3 == 0]
+    assert _count(browser, "differences") == f"{len(added) * 2} of {lines}"
+    last = _scroll_to_the_end(browser, "#differences .vlist", f"T-{added[-1]:05d}")
+    assert last.text.split()[:4] == [f"T-{added[-1]:05d}", "added", "signals/escalate", "/data"]
+    assert _rows_in_dom(browser, "#differences .row") <= ROW_BOUND
+    last.send_keys(Keys.ENTER)  # the whole fact, A beside B
+    detail = browser.find_element("id", "detail")
+    assert detail.find_element("tag name", "h3").text == f"case T-{added[-1]:05d}: signals/escalate"
+    assert '"to": "ops"' in detail.text
+    browser.save_screenshot(str(artifacts / "diff-20000-filtered.png"))
+    assert _errors(browser) == []
+
+
+def test_a_diff_that_leaves_the_usage_out_says_so(browser: Any, tmp_path: Path) -> None:
+    files = []
+    for side, tokens in (("a", 10), ("b", 12)):
+        body = {"index": 0, "id": "x", "stop_reason": "converged", "facts": {},
+                "usage": {"input_tokens": tokens}}  # fmt: skip
+        (tmp_path / f"{side}.jsonl").write_text(json.dumps(body) + "\n", encoding="utf-8")
+        files.append(tmp_path / f"{side}.jsonl")
+    page = tmp_path / "diff.html"
+    assert cli("diff", *files, "--ignore", "usage", "--format", "html", "-o", page)[0] == 0
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert browser.find_element("id", "verdict").text == "the same"
+    assert "not compared usage" in browser.find_element("id", "stats").text
+    assert browser.find_element("id", "usage").text.endswith("not compared (--ignore usage)")

@@ -85,3 +85,57 @@ def test_a_field_that_is_not_there_is_told_from_a_null() -> None:
     assert found.as_json()["facts"][0]["fields"] == [{"what": "/data/deadline", "b": 30}]
     nulled = diff_results(b, {"facts": {"k": [{"id": "x", "data": {"due": 1, "deadline": 30}}]}})
     assert nulled.text() == "~ k/x\n    /data/due: None -> 1\n"
+
+
+def _sides(tmp_path: Path) -> tuple[Path, Path]:
+    fact = {"id": "x", "content": "same", "confidence": 0.5}
+    a = {"stop_reason": "converged", "usage": {"input_tokens": 10}, "facts": {"k": [fact]}}
+    b = {
+        "stop_reason": "budget",
+        "usage": {"input_tokens": 12},
+        "facts": {"k": [{**fact, "confidence": 0.6}]},
+    }
+    for name, body in (("a.json", a), ("b.json", b)):
+        (tmp_path / name).write_text(json.dumps(body), encoding="utf-8")
+    return tmp_path / "a.json", tmp_path / "b.json"
+
+
+def test_ignore_leaves_sections_out_of_the_comparison(tmp_path: Path) -> None:
+    a, b = _sides(tmp_path)
+    assert cli("diff", a, b)[1] == (
+        "~ k/x\n"
+        "    confidence: 0.5 -> 0.6\n"
+        "stop reason: converged -> budget\n"
+        "usage input_tokens: 10 -> 12\n"
+    )
+    assert cli("diff", a, b, "--ignore", "usage")[:2] == (
+        1,
+        "~ k/x\n    confidence: 0.5 -> 0.6\nstop reason: converged -> budget\n",
+    )
+    assert cli("diff", a, b, "--ignore", "usage,confidence")[:2] == (
+        1,
+        "stop reason: converged -> budget\n",
+    )
+    # every difference left out: the same, exit 0, and the text says what was not compared
+    everything = ("--ignore", "usage", "--ignore", "stop-reason,confidence")
+    assert cli("diff", a, b, *everything) == (
+        0,
+        "no difference (usage, stop reason and confidence not compared)\n",
+        "",
+    )
+    code, out, _ = cli("diff", a, b, "--ignore", "confidence,usage", "--format", "json")
+    found = json.loads(out)
+    assert code == 1
+    assert (found["facts"], found["usage"]) == ([], [])
+    assert found["stop_reason"] == ["converged", "budget"]
+    assert found["ignored"] == ["usage", "confidence"]  # in the sections' own order
+    assert json.loads(cli("diff", a, b, "--format", "json")[1])["ignored"] == []
+
+
+def test_an_unknown_section_to_ignore_is_a_usage_error_with_a_guess(tmp_path: Path) -> None:
+    a, b = _sides(tmp_path)
+    code, out, err = cli("diff", a, b, "--ignore", "usage,stop_reason")
+    assert (code, out) == (3, "")
+    assert "'stop_reason' is not a section of a diff" in err
+    assert "did you mean 'stop-reason'?" in err
+    assert "usage, stop-reason, confidence" in err

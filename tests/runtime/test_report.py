@@ -80,6 +80,17 @@ def test_the_page_is_self_contained_and_its_data_cannot_close_the_script(
     assert data["facts"][0][2].startswith("</script>")
 
 
+def test_the_page_inlines_the_virtualised_list_the_eval_and_diff_pages_share(
+    agent_trace: Path,
+) -> None:
+    from converge_dsl._page_assets import page_asset
+
+    page = render_report(agent_trace)
+    assert page.count(page_asset("vlist.js")) == 1
+    assert page.count(page_asset("vlist.css")) == 1
+    assert page.count("function VList(") == 1
+
+
 def test_report_command_writes_beside_the_trace_and_refuses_a_foreign_output(
     agent_trace: Path, tmp_path: Path
 ) -> None:

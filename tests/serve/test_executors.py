@@ -195,6 +195,38 @@ def test_a_worker_that_dies_mid_run_has_its_run_queued_again(
     assert body["result"]["facts"]["notes"][0]["content"] == "done waiting"
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_a_run_whose_worker_dies_three_times_fails_with_cd434(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    server = Server(
+        [DATA / "slow.yaml"], tmp_path / "state", "--executor", "process", "--processes", "1"
+    )
+    servers.append(server)
+    url = server.ready()
+    with httpx.Client(base_url=url, timeout=30) as http:
+        run = http.post("/v1/pipelines/slow/runs").json()["id"]
+        last = "-1"
+        for _ in range(3):
+            # Each attempt's run_started event: it runs on the worker, in its model call.
+            events = http.stream("GET", f"/v1/runs/{run}/events", headers={"Last-Event-ID": last})
+            with events as stream:
+                for line in stream.iter_lines():
+                    last = line[4:] if line.startswith("id: ") else last
+                    if '"type":"run_started"' in line:
+                        break
+            (worker,) = [p for p in _children(server.process.pid) if "spawn_main" in _cmdline(p)]
+            os.kill(worker, signal.SIGKILL)
+        _until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 60)
+        body = http.get(f"/v1/runs/{run}").json()
+    (diagnostic,) = body["result"]["diagnostics"]
+    assert body["stop_reason"] == "error"
+    assert diagnostic["message"] == (
+        "CD434: the run was lost 3 times: the worker process running it died (exit code -9)"
+    )
+    assert diagnostic["hint"].endswith("or serve with --executor local")
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

@@ -57,4 +57,28 @@ function checkbox(host, label, checked, cls) {
   add(host, add(l, box, cls ? el("span", "badge " + cls, label) : el("span", null, label)));
   return box;
 }
-function ready() { document.body.setAttribute("data-ready", "1"); }
+/* a virtualised table (VList, the shared vlist.js): a sticky head of `heads` in the scrolling
+   box, a column per head as wide as its class in `widths` (page.css: c-* with --w), the box at
+   most `most` pixels tall; rows as wide as their columns, scrolled sideways when the box is not */
+function vtable(host, heads, widths, rows, cells, onPick, options) {
+  var box = el("div", "vlist"), head = el("div", "head");
+  heads.forEach(function (h, j) { var s = el("span", widths[j], h); s.title = h; head.appendChild(s); });
+  box.appendChild(head); host.appendChild(box);
+  options.widths = widths;
+  var list = new VList(box, rows, cells, onPick, options);
+  var wide = 16 + 10 * (heads.length - 1);
+  Array.prototype.forEach.call(head.children, function (s) { wide += parseFloat(getComputedStyle(s).minWidth) || 0; });
+  box.style.setProperty("--row-min", wide + "px");
+  function fit() {  /* as tall as the rows that pass the filters, up to `most` */
+    var sideways = wide > box.clientWidth ? 16 : 0;
+    box.style.height = Math.min(options.most || 480, Math.max(1, list.rows.length) * VLIST_ROW + head.offsetHeight + 2 + sideways) + "px";
+  }
+  var filter = list.filter;
+  list.filter = function (q) { filter.call(list, q); fit(); list.draw(); };
+  fit();
+  return list;
+}
+function ready() {
+  document.body.dataset.drawnMs = Math.round(performance.now());  /* the time to first draw */
+  document.body.setAttribute("data-ready", "1");
+}

@@ -109,16 +109,19 @@
     var given = names.map(function (m) { return scoreOf((c.scores || {})[m]); }).filter(function (v) { return v !== null; });
     return given.length ? given.reduce(function (a, b) { return a + b; }, 0) / given.length : 1;
   }
+  var means = new Map();
+  cases.forEach(function (c) { means.set(c, caseMean(c)); });
+  function meanOf(c) { return means.get(c); }
   function failing(c) { return names.filter(function (m) { var v = scoreOf((c.scores || {})[m]); return v !== null && v < 1; }); }
-  var worst = cases.slice().sort(function (a, b) { return caseMean(a) - caseMean(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); })
-    .filter(function (c) { return caseMean(c) < 1; }).slice(0, 5);
+  var worst = cases.filter(function (c) { return meanOf(c) < 1; })
+    .sort(function (a, b) { return meanOf(a) - meanOf(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); }).slice(0, 5);
   var ws = section("worst", "Worst cases ");
   if (!worst.length) ws.appendChild(el("div", "empty", "none: every case scored 1"));
   else {
     var wt = table(["case", "mean", "below 1 on"], [false, true, false]);
     worst.forEach(function (c) {
       var tr = el("tr", "pick");
-      add(tr, el("td", null, c.name), el("td", "num", fix3(caseMean(c))), el("td", null, failing(c).join(", ")));
+      add(tr, el("td", null, c.name), el("td", "num", fix3(meanOf(c))), el("td", null, failing(c).join(", ")));
       pickable(tr, "case " + c.name, c);
       wt.body.appendChild(tr);
     });
@@ -138,23 +141,14 @@
     bs.appendChild(tools);
     if (!R.changes.length) bs.appendChild(el("div", "empty", "no change"));
     else {
-      var bt = table(["case", "metric", "before", "after", "verdict"], [false, false, true, true, false]);
-      var rows = R.changes.map(function (c) {
-        var tr = el("tr"); tr.dataset.verdict = c.verdict;
-        add(tr, el("td", null, c["case"]), el("td", null, c.metric), el("td", "num", fix3(c.before)), el("td", "num", fix3(c.after)));
-        tr.appendChild(add(el("td"), el("span", "badge " + c.verdict, c.verdict)));
-        bt.body.appendChild(tr);
-        return { tr: tr, c: c, hay: [c["case"], c.metric, c.verdict].join(" ").toLowerCase() };
-      });
-      var sc = el("div", "scroll"); sc.appendChild(bt.table); bs.appendChild(sc);
-      filters.push(function (q) {
-        var shown = 0;
-        rows.forEach(function (r) {
-          var on = (!boxes[r.c.verdict] || boxes[r.c.verdict].checked) && (!q || r.hay.indexOf(q) >= 0);
-          r.tr.hidden = !on; if (on) shown++;
-        });
-        bcount.textContent = shown + " of " + rows.length;
-      });
+      var byName = new Map(); cases.forEach(function (c) { byName.set(c.name, c); });
+      var changes = vtable(bs, ["case", "metric", "before", "after", "verdict"], ["c-case", "c-metric", "c-num", "c-num", "c-verdict"], R.changes,
+        function (c) { return [c["case"], c.metric, fix3(c.before), fix3(c.after), c.verdict]; },
+        function (c) { showDetail("case " + c["case"], byName.get(c["case"]) || c); },
+        { counter: bcount, most: 360,
+          render: function (c, j, span) { if (j !== 4) return false; span.appendChild(el("span", "badge " + c.verdict, c.verdict)); return true; },
+          keep: function (c) { return !boxes[c.verdict] || boxes[c.verdict].checked; } });
+      filters.push(function (q) { changes.filter(q); });
     }
   }
 
@@ -171,32 +165,23 @@
   onlyFailing.id = "only-failing";
   ctools.appendChild(el("span", "count", "click a case for its whole result"));
   cs2.appendChild(ctools);
-  var ct = table(["case", "stop reason", "mean"].concat(names, extraCols),
-                 [false, false, true].concat(names.map(function () { return true; }), extraCols.map(function () { return false; })));
-  var crows = cases.map(function (c) {
-    var tr = el("tr", "pick"), mean = caseMean(c);
-    add(tr, el("td", null, c.name), el("td", c.stop_reason === "converged" ? null : "s0", c.stop_reason), el("td", "num", fix3(mean)));
-    names.forEach(function (m) {
-      var v = (c.scores || {})[m];
-      var cls = v === null || v === undefined ? "sn" : scoreOf(v) === null ? "" : v === 1 ? "s1" : v === 0 ? "s0" : "sp";
-      tr.appendChild(el("td", "num " + cls, fmt(v)));
-    });
-    extraCols.forEach(function (k) { tr.appendChild(el("td", null, fmt(c[k]))); });
-    pickable(tr, "case " + c.name, c);
-    ct.body.appendChild(tr);
-    return { tr: tr, below: mean < 1, c: c, hay: null };
-  });
-  var csc = el("div", "scroll"); csc.appendChild(ct.table); cs2.appendChild(csc);
-  filters.push(function (q) {
-    var shown = 0;
-    crows.forEach(function (r) {
-      if (q && r.hay === null) r.hay = JSON.stringify(r.c).toLowerCase();  /* on the first search */
-      var on = (!onlyFailing.checked || r.below) && (!q || r.hay.indexOf(q) >= 0);
-      if (r.tr.hidden === on) r.tr.hidden = !on;
-      if (on) shown++;
-    });
-    ccount.textContent = shown === crows.length ? String(crows.length) : shown + " of " + crows.length;
-  });
+  function scoreClass(v) { return v === null || v === undefined ? "sn" : scoreOf(v) === null ? "" : v === 1 ? "s1" : v === 0 ? "s0" : "sp"; }
+  var caseList = vtable(cs2, ["case", "stop reason", "mean"].concat(names, extraCols),
+    ["c-case", "c-stop", "c-num"].concat(names.map(function () { return "c-num c-metric-score"; }), extraCols.map(function () { return "c-extra"; })),
+    cases,
+    function (c) {
+      var scores = c.scores || {};
+      return [c.name, c.stop_reason, fix3(meanOf(c))].concat(names.map(function (m) { return fmt(scores[m]); }), extraCols.map(function (k) { return fmt(c[k]); }));
+    },
+    function (c) { showDetail("case " + c.name, c); },
+    { counter: ccount,
+      hay: function (c) { return JSON.stringify(c); },
+      keep: function (c) { return !onlyFailing.checked || meanOf(c) < 1; },
+      classes: function (c) {
+        var scores = c.scores || {};
+        return [null, c.stop_reason === "converged" ? null : "s0", null].concat(names.map(function (m) { return scoreClass(scores[m]); }));
+      } });
+  filters.push(function (q) { caseList.filter(q); });
 
   /* -- anything else the document holds -------------------------------------------- */
   var rest = Object.keys(R).filter(function (k) { return KNOWN_TOP.indexOf(k) < 0; });

@@ -1,10 +1,10 @@
 /* converge-dsl run report: renders the data embedded in #report-data. No network, no library.
-   Lists are virtualised (only visible rows exist in the DOM); the timeline is one canvas,
+   Lists are virtualised (VList, of the shared vlist.js: only visible rows exist in the DOM); the timeline is one canvas,
    drawn for the visible time window only; the search filters every list and dims the timeline. */
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("report-data").textContent);
-  var N = D.names, ROW = 24;
+  var N = D.names, ROW = VLIST_ROW;
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -18,39 +18,7 @@
   function ms(s) { return s === null || s === undefined ? "" : (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms"; }
   var query = "";
 
-  /* -- virtualised list ---------------------------------------------------------- */
-  function VList(box, rows, cells, onPick) {
-    this.box = box; this.all = rows; this.rows = rows; this.cells = cells; this.onPick = onPick;
-    this.hay = null; this.spacer = el("div", "spacer"); box.appendChild(this.spacer);
-    this.sel = -1; var self = this;
-    box.addEventListener("scroll", function () { self.draw(); });
-    this.filter(""); lists.push(this);
-  }
-  VList.prototype.filter = function (q) {
-    if (!q) { this.rows = this.all; }
-    else {
-      if (!this.hay) { var c = this.cells; this.hay = this.all.map(function (r) { return c(r).join(" ").toLowerCase(); }); }
-      var hay = this.hay, all = this.all, out = [];
-      for (var i = 0; i < all.length; i++) if (hay[i].indexOf(q) >= 0) out.push(all[i]);
-      this.rows = out;
-    }
-    this.spacer.style.height = this.rows.length * ROW + "px";
-    this.box.scrollTop = 0; this.draw();
-    var counter = this.box.parentNode.querySelector(".count");
-    if (counter) counter.textContent = q ? this.rows.length + " of " + this.all.length : this.all.length;
-  };
-  VList.prototype.draw = function () {
-    var first = Math.floor(this.box.scrollTop / ROW), last = Math.min(this.rows.length, first + Math.ceil(this.box.clientHeight / ROW) + 2);
-    this.spacer.textContent = "";
-    var widths = this.widths || [], self = this;
-    for (var i = first; i < last; i++) {
-      var r = this.rows[i], line = el("div", "row" + (r === this.picked ? " sel" : ""));
-      line.style.top = i * ROW + "px";
-      this.cells(r).forEach(function (c, j) { var s = el("span", widths[j] || "c-w", c); s.title = String(c); line.appendChild(s); });
-      if (this.onPick) line.addEventListener("click", (function (row) { return function () { self.picked = row; self.draw(); self.onPick(row); }; })(r));
-      this.spacer.appendChild(line);
-    }
-  };
+  /* -- virtualised lists (VList: the pages' shared vlist.js) ------------------------ */
   var lists = [];
 
   function table(host, title, heads, widths, rows, cells, onPick) {
@@ -60,7 +28,8 @@
     var head = el("div", "head"); heads.forEach(function (t, j) { head.appendChild(el("span", widths[j], t)); }); sec.appendChild(head);
     var box = el("div", "vlist"); box.style.height = Math.min(260, rows.length * ROW + 2) + "px";
     sec.appendChild(box); host.appendChild(sec);
-    var list = new VList(box, rows, cells, onPick); list.widths = widths; list.draw();
+    var list = new VList(box, rows, cells, onPick, { widths: widths });
+    lists.push(list); list.filter("");
     return list;
   }
 

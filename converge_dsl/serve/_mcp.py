@@ -1,0 +1,312 @@
+"""The MCP face of the run service (`serve --mcp`): each served pipeline one tool at `/mcp`.
+
+`McpEndpoint(service, tokens, limits, loopback=...)` is a streamable-HTTP MCP
+server (the `mcp` SDK's low-level `Server` under its
+`StreamableHTTPSessionManager`, stateless: every POST stands alone) mounted by
+`build_app` at `MCP_PATH` in the same application as the HTTP API, with
+the same bearer tokens (401 without one) and body cap.
+
+- `tools/list`: one tool per pipeline, named by `tool_name` (MCP's tool-name
+  characters; two pipelines giving one name stop the start, CD436), described
+  by the pipeline's `description:`, its `inputSchema` the schema of its
+  `inputs` that the OpenAPI document holds (`inputs_schema`, one builder) and
+  its `outputSchema` the run object `?wait=true` answers (`run_schema`).
+- `tools/call`: the arguments are the run's inputs and `_meta` key
+  `converge-dsl/budget` its budget, checked as the body `{"inputs": ...,
+  "budget": ...}` of `POST /v1/pipelines/{name}/runs` is (`run_request`), then
+  the run is submitted to the same `RunService` and waited for as long as
+  `?wait=true` waits. The answer is the run object of `?wait=true` with
+  `links`, the URLs of the run's routes, as structured content and as JSON
+  text; a run still queued, running or paused after the wait says so in
+  `note`. A refusal (bad inputs, a full queue, an unknown tool) is a tool
+  error whose text is the HTTP API's error body with its `status` (and
+  `retry_after` for a full queue), each message passed through the redactor.
+- With a `progressToken`, each trace event of the run is a progress
+  notification (its count, and the event's type as the message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
+
+from converge_dsl import codes
+from converge_dsl._version import __version__
+from converge_dsl.errors import ConvergeError
+
+from ._app import (
+    _UNAUTHORIZED,
+    HttpLimits,
+    _problems,
+    _redacted,
+    _stream,
+    _too_large,
+    run_view,
+)
+from ._errors import ServeRefused
+from ._openapi import inputs_schema, run_schema
+from ._requests import Problem, Refused, refused, run_request
+from ._store import FINISHED, RunRow
+
+if TYPE_CHECKING:
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.server.session import ServerSession
+    from starlette.types import Receive, Scope, Send
+
+    from ._service import RunService
+    from ._tokens import Tokens
+
+MCP_PATH = "/mcp"
+# The `_meta` key of a tool call that carries the run's budget (the HTTP body's `budget`).
+BUDGET_META = "converge-dsl/budget"
+# MCP's tool names: 1 to 128 of these characters.
+_TOOL_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+_MAX_TOOL_NAME = 128
+# How long a stopped run's last progress notifications may take to be sent (seconds).
+PROGRESS_DRAIN_S = 2.0
+
+
+def tool_name(pipeline: str) -> str:
+    """The MCP tool name of a pipeline: characters MCP does not allow become `_`, cut at 128."""
+    return _TOOL_CHARS.sub("_", pipeline)[:_MAX_TOOL_NAME] or "_"
+
+
+def tool_names(pipelines: Iterable[str]) -> dict[str, str]:
+    """Tool name -> pipeline name; `ServeRefused` (CD436) when two pipelines give one name."""
+    out: dict[str, str] = {}
+    for pipeline in pipelines:
+        name = tool_name(pipeline)
+        if name in out:
+            raise ServeRefused(
+                codes.SERVE_MCP_TOOL_NAME_TAKEN,
+                f"pipelines {out[name]!r} and {pipeline!r} are both the MCP tool {name!r}",
+                hint=f"rename one (its `name:`) so that the first {_MAX_TOOL_NAME} characters "
+                "differ",
+            )
+        out[name] = pipeline
+    return out
+
+
+class McpEndpoint:
+    """The MCP server over one service (see the module docstring)."""
+
+    path = MCP_PATH
+
+    def __init__(
+        self,
+        service: RunService,
+        tokens: Tokens | None,
+        limits: HttpLimits,
+        *,
+        loopback: bool,
+    ) -> None:
+        from mcp.server.lowlevel import Server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        self.service = service
+        self.tokens = tokens
+        self.limits = limits
+        self.tools = tool_names(service.pipelines)
+        self._listed = self._tool_list()
+        self.server: Server[Any, Any] = Server("converge-dsl serve", __version__)
+        self.server.list_tools()(self._list)  # type: ignore[no-untyped-call]
+        # Validation is `run_request`'s: the same located errors as the HTTP API's 422.
+        self.server.call_tool(validate_input=False)(self._call)
+        # A browser page must not reach a loopback server through a rebound name.
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=loopback,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else [],
+        )
+        self.sessions = StreamableHTTPSessionManager(
+            self.server,
+            stateless=True,
+            security_settings=security,
+            max_request_body_size=limits.body_cap,
+        )
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The session manager's task group, for the application's lifespan."""
+        async with self.sessions.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI endpoint: the token check, then the SDK's transport."""
+        from starlette.datastructures import Headers
+
+        headers = Headers(scope=scope)
+        if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
+            response = _problems(Refused(401, (_UNAUTHORIZED,)), self.service.redact)
+            response.headers["WWW-Authenticate"] = "Bearer"
+            await response(scope, receive, send)
+            return
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limits.body_cap:
+            # the HTTP API's 413; a body without its length is capped by the SDK as it comes
+            await _problems(_too_large(self.limits.body_cap), self.service.redact)(
+                scope, receive, send
+            )
+            return
+        await self.sessions.handle_request(scope, receive, send)
+
+    # --- tools ------------------------------------------------------------------------
+
+    def _tool_list(self) -> list[types.Tool]:
+        from mcp import types
+
+        listed = []
+        for name, pipeline_name in self.tools.items():
+            pipeline = self.service.pipelines[pipeline_name]
+            description = pipeline.document.data.get("description")
+            listed.append(
+                types.Tool(
+                    name=name,
+                    title=pipeline_name,
+                    description=description if isinstance(description, str) else None,
+                    inputSchema=inputs_schema(pipeline),
+                    outputSchema=run_schema(pipeline),
+                )
+            )
+        return listed
+
+    async def _list(self) -> list[types.Tool]:
+        return self._listed
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        context = self.server.request_context
+        try:
+            pipeline = self._pipeline(name)
+            body: dict[str, Any] = {"inputs": arguments}
+            meta = context.meta
+            extra = {} if meta is None else (meta.model_extra or {})
+            if BUDGET_META in extra:
+                body["budget"] = extra[BUDGET_META]
+            checked = run_request(self.service.pipelines[pipeline], body)
+            run = self.service.submit(pipeline, checked)
+            token = None if meta is None else meta.progressToken
+            row = await self._wait(run, context.session, token, str(context.request_id))
+        except Refused as error:
+            return self._refusal(error)
+        except ConvergeError as error:
+            problem = Problem(codes.SERVE_RUN_FAILED, str(error), "")
+            return self._refusal(Refused(500, (problem,)))
+        return _answer(row, _base_url(context.request))
+
+    def _pipeline(self, name: str) -> str:
+        pipeline = self.tools.get(name)
+        if pipeline is not None:
+            return pipeline
+        from converge_dsl.diagnostics import did_you_mean
+
+        close = did_you_mean(name, list(self.tools))
+        hint = f"did you mean {close!r}?" if close else f"tools: {', '.join(self.tools)}"
+        raise refused(
+            404, codes.SERVE_MCP_UNKNOWN_TOOL, f"no tool {name[:64]!r} is served", "", hint
+        )
+
+    async def _wait(
+        self, run: str, session: ServerSession, token: str | int | None, request_id: str
+    ) -> RunRow:
+        """The run once it stops, or after the wait; its events as progress meanwhile."""
+        if token is None:
+            return await self.service.wait(run, self.limits.wait_s)
+        progress = asyncio.create_task(self._progress(run, session, token, request_id))
+        try:
+            row = await self.service.wait(run, self.limits.wait_s)
+            if row.status in FINISHED or row.status == "paused":
+                # the event stream ends by itself once it has sent the run's last events
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(progress), PROGRESS_DRAIN_S)
+            return row
+        finally:
+            progress.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await progress
+
+    async def _progress(
+        self, run: str, session: ServerSession, token: str | int, request_id: str
+    ) -> None:
+        """One progress notification per trace event of `run`, read from the run's event
+        stream (`GET /v1/runs/{id}/events`'s), until the run stops or pauses."""
+        count = 0
+        async for chunk in _stream(self.service, run, -1):
+            if not chunk.startswith("id: "):
+                continue  # a keep-alive comment, or the end
+            count += 1
+            line = chunk.split("\ndata: ", 1)[1].rstrip("\n")
+            await session.send_progress_notification(
+                token, count, message=_event_type(line), related_request_id=request_id
+            )
+
+    def _refusal(self, error: Refused) -> types.CallToolResult:
+        from mcp import types
+
+        body: dict[str, Any] = {
+            "status": error.status,
+            "errors": [_redacted(p, self.service.redact) for p in error.problems],
+        }
+        if error.retry_after is not None:
+            body["retry_after"] = error.retry_after
+        text = json.dumps(body, ensure_ascii=False, indent=2)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], isError=True
+        )
+
+
+def _event_type(line: str) -> str | None:
+    try:
+        kind = json.loads(line).get("type")
+    except (ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
+
+
+def _base_url(request: Any) -> str:
+    """The URL the client reached the service at (the SDK hands the Starlette request)."""
+    from starlette.requests import Request
+
+    if isinstance(request, Request):
+        return str(request.base_url).rstrip("/")
+    return ""
+
+
+def _links(run: str, base: str, paused: bool) -> dict[str, str]:
+    links = {
+        "run": f"{base}/v1/runs/{run}",
+        "events": f"{base}/v1/runs/{run}/events",
+        "report": f"{base}/v1/runs/{run}/report",
+    }
+    if paused:
+        links["decisions"] = f"{base}/v1/runs/{run}/decisions"
+    return links
+
+
+def _answer(row: RunRow, base: str) -> types.CallToolResult:
+    """The run as `?wait=true` shows it, with its links and, unless it stopped, a note."""
+    from mcp import types
+
+    view = run_view(row)
+    paused = row.status == "paused"
+    view["links"] = _links(row.id, base, paused)
+    if paused:
+        view["note"] = (
+            f"run {row.id} is paused: its held proposals wait for a decision "
+            f"(POST {view['links']['decisions']}, then GET {view['links']['run']})"
+        )
+    elif row.status not in FINISHED:
+        view["note"] = (
+            f"run {row.id} is {row.status} after the wait; follow it at "
+            f"GET {view['links']['run']} or its events at GET {view['links']['events']}"
+        )
+    text = json.dumps(view, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structuredContent=view,
+        isError=False,
+    )

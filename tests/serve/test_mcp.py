@@ -1,0 +1,414 @@
+"""`serve --mcp` end to end: a real server on 127.0.0.1, driven by the `mcp` SDK's own
+client (`streamable_http_client` + `ClientSession`), by httpx, and by a pipeline whose
+`tool` suggestor calls a served pipeline through its `tools:` declaration."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from mcp import ClientSession, types
+from mcp.client.streamable_http import streamable_http_client
+
+from converge_dsl.cli import run
+from converge_dsl.serve import ServeOptions, prepare
+from converge_dsl.serve._errors import ServeRefused
+from converge_dsl.serve._mcp import tool_name, tool_names
+
+from .conftest import DATA, Server
+from .test_app import EXPECTED, _expected
+
+TOKEN = "5e7b1d4a9f8e2c6b3a1d0f9e8cc0ffee"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+T = TypeVar("T")
+# The longest any test waits for one exchange with the server.
+BOUND_S = 60.0
+# The bound of a call the test expects to be cut short.
+SHORT_S = 8.0
+
+
+@pytest.fixture
+def served(tmp_path: Path, servers: list[Server]) -> str:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN}\n")
+    server = Server(
+        [DATA],
+        tmp_path / "state",
+        "--mcp",
+        "--token-file",
+        str(tokens),
+        "--workers",
+        "1",
+        "--queue",
+        "2",
+        "--wait-timeout",
+        "20",
+    )
+    servers.append(server)
+    return server.ready()
+
+
+def _session(
+    url: str,
+    use: Callable[[ClientSession], Awaitable[T]],
+    headers: dict[str, str] | None = None,
+    *,
+    bound: float = BOUND_S,
+) -> T:
+    """`use` a fresh initialised MCP session with the server at `url` (bounded)."""
+
+    async def main() -> T:
+        sent = BEARER if headers is None else headers
+        async with (
+            httpx.AsyncClient(headers=sent, timeout=bound) as http,
+            streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await use(session)
+
+    return asyncio.run(asyncio.wait_for(main(), bound))
+
+
+def _error_body(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.isError
+    assert result.structuredContent is None
+    [part] = result.content
+    assert isinstance(part, types.TextContent)
+    body: dict[str, Any] = json.loads(part.text)
+    return body
+
+
+def test_each_pipeline_is_a_tool_whose_input_schema_is_the_openapi_inputs(served: str) -> None:
+    listed = _session(served, lambda s: s.list_tools())
+    openapi = httpx.get(f"{served}/v1/openapi.json", headers=BEARER, timeout=30).json()
+    schemas = openapi["components"]["schemas"]
+    tools = {tool.name: tool for tool in listed.tools}
+    assert sorted(tools) == ["echo", "gated", "slow", "steady"]
+    assert tools["echo"].inputSchema == schemas["EchoInputs"]
+    assert tools["echo"].inputSchema["required"] == ["text"]
+    assert tools["slow"].inputSchema == schemas["SlowInputs"]
+    assert tools["echo"].description == (
+        "Echoes its required input as a fact, through one scripted model call."
+    )
+    output = tools["echo"].outputSchema
+    assert output is not None
+    assert output["$defs"]["Run"]["required"] == ["id", "pipeline", "status"]
+    assert "components" not in json.dumps(output)  # self-contained: its refs are its own
+
+
+def test_a_call_runs_the_pipeline_as_wait_true_does(served: str) -> None:
+    result = _session(served, lambda s: s.call_tool("echo", {"text": "hi"}))
+    assert not result.isError
+    run = result.structuredContent
+    assert run is not None
+    assert run["status"] == "done"
+    assert run["stop_reason"] == "converged"
+    assert run["result"]["facts"]["echoes"][0]["data"] == {"text": "hi"}
+    assert run["links"]["run"] == f"{served}/v1/runs/{run['id']}"
+    assert "note" not in run
+    [part] = result.content
+    assert isinstance(part, types.TextContent)
+    assert json.loads(part.text) == run
+    over_http = httpx.get(run["links"]["run"], headers=BEARER, timeout=30).json()
+    assert over_http["result"] == run["result"]
+
+
+def test_a_budget_in_meta_lowers_the_runs(served: str) -> None:
+    async def calls(session: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await session.call_tool(
+                "echo", {"text": "x"}, meta={"converge-dsl/budget": {"max_cycles": 1}}
+            ),
+            await session.call_tool("echo", {"text": "x"}),
+        ]
+
+    lowered, whole = _session(served, calls)
+    assert lowered.structuredContent is not None
+    assert whole.structuredContent is not None
+    assert lowered.structuredContent["stop_reason"] == "cycle_budget_exhausted"
+    assert whole.structuredContent["stop_reason"] == "converged"
+
+
+def test_bad_inputs_are_the_http_apis_located_errors(served: str) -> None:
+    async def calls(session: ClientSession) -> dict[str, types.CallToolResult]:
+        return {
+            "unknown_and_missing": await session.call_tool("echo", {"txet": "x"}),
+            "budget_raised": await session.call_tool(
+                "echo",
+                {"text": "x"},
+                meta={"converge-dsl/budget": {"max_cycles": 11, "max_tokens": -1}},
+            ),
+            "no_tool": await session.call_tool("ecko", {}),
+            "a_token_in_an_argument_name": await session.call_tool(
+                "echo", {"text": "x", TOKEN: "y"}
+            ),
+        }
+
+    bodies = {name: _error_body(result) for name, result in _session(served, calls).items()}
+    with httpx.Client(base_url=served, headers=BEARER, timeout=30) as http:
+        unknown = http.post("/v1/pipelines/echo/runs", json={"inputs": {"txet": "x"}})
+        raised = http.post(
+            "/v1/pipelines/echo/runs",
+            json={"inputs": {"text": "x"}, "budget": {"max_cycles": 11, "max_tokens": -1}},
+        )
+    assert bodies["unknown_and_missing"] == {"status": 422, **unknown.json()}
+    assert bodies["budget_raised"] == {"status": 422, **raised.json()}
+    # the redactor, on every message (the pointer stays the caller's own key, as over HTTP)
+    [secret] = bodies["a_token_in_an_argument_name"]["errors"]
+    assert "[REDACTED]" in secret["message"]
+    assert TOKEN not in secret["message"] + secret["text"] + secret.get("hint", "")
+    _expected("mcp_errors.json", bodies)
+
+
+def test_without_a_token_the_endpoint_is_401(served: str) -> None:
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    missing = httpx.post(f"{served}/mcp", json=hello, headers=accept, timeout=30)
+    wrong = httpx.post(
+        f"{served}/mcp", json=hello, headers={**accept, "Authorization": "Bearer nope"}, timeout=30
+    )
+    right = httpx.post(f"{served}/mcp", json=hello, headers={**accept, **BEARER}, timeout=30)
+    assert missing.status_code == wrong.status_code == 401
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert missing.json()["errors"][0]["code"] == "CD987"
+    assert right.status_code == 200
+    with pytest.raises(BaseExceptionGroup) as refused:
+        _session(served, lambda s: s.list_tools(), headers={})
+    assert "401 Unauthorized" in str(_leaf(refused.value))
+
+
+def _leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+def test_a_body_over_the_cap_is_413(tmp_path: Path, servers: list[Server]) -> None:
+    server = Server([DATA / "echo.yaml"], tmp_path / "state", "--mcp", "--body-cap", "300")
+    servers.append(server)
+    url = server.ready()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x" * 300}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    answer = httpx.post(f"{url}/mcp", json=call, headers=accept, timeout=30)
+    assert answer.status_code == 413
+    assert answer.json()["errors"][0]["code"] == "CD989"
+    small = _session(url, lambda s: s.call_tool("echo", {"text": "x"}))
+    assert not small.isError
+
+
+def test_a_full_queue_is_a_tool_error_with_the_retry_hint(served: str) -> None:
+    with httpx.Client(base_url=served, headers=BEARER, timeout=30) as http:
+        runs = [http.post("/v1/pipelines/slow/runs") for _ in range(3)]
+        try:
+            assert [r.status_code for r in runs] == [202, 202, 202]  # one running, two waiting
+            result = _session(served, lambda s: s.call_tool("slow", {}))
+        finally:
+            for answer in runs:
+                http.delete(f"/v1/runs/{answer.json()['id']}")
+    body = _error_body(result)
+    assert body["status"] == 429
+    assert body["retry_after"] == 1
+    [problem] = body["errors"]
+    assert problem["code"] == "CD988"
+    assert "Retry-After" in problem["hint"]
+
+
+def test_a_paused_run_answers_with_its_id_and_where_to_decide(served: str) -> None:
+    result = _session(served, lambda s: s.call_tool("gated", {}))
+    assert not result.isError
+    run = result.structuredContent
+    assert run is not None
+    assert run["status"] == "paused"
+    decisions = run["links"]["decisions"]
+    assert decisions == f"{served}/v1/runs/{run['id']}/decisions"
+    assert f"POST {decisions}" in run["note"]
+    pending = [p["id"] for p in run["result"]["pending"]]
+    decided = httpx.post(decisions, json={"approve": pending}, headers=BEARER, timeout=30)
+    assert decided.status_code == 200
+
+
+def test_a_run_past_the_wait_says_where_to_follow_it(tmp_path: Path, servers: list[Server]) -> None:
+    server = Server([DATA / "slow.yaml"], tmp_path / "state", "--mcp", "--wait-timeout", "0.5")
+    servers.append(server)
+    url = server.ready()
+    result = _session(url, lambda s: s.call_tool("slow", {}))
+    run = result.structuredContent
+    assert run is not None
+    assert run["status"] in ("queued", "running")
+    assert f"GET {url}/v1/runs/{run['id']}" in run["note"]
+    httpx.delete(run["links"]["run"], timeout=30)
+
+
+def test_progress_notifications_carry_the_runs_events(served: str) -> None:
+    heard: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append((done, message))
+
+    result = _session(
+        served, lambda s: s.call_tool("echo", {"text": "p"}, progress_callback=progress)
+    )
+    assert not result.isError
+    run = result.structuredContent
+    assert run is not None
+    events = httpx.get(run["links"]["events"], headers=BEARER, timeout=30).text
+    types_ = [
+        json.loads(chunk.split("\ndata: ", 1)[1])["type"]
+        for chunk in events.split("\n\n")
+        if chunk.startswith("id: ")
+    ]
+    assert len(types_) > 3
+    assert heard == [(float(n), kind) for n, kind in enumerate(types_, 1)]
+
+
+RELAY = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: relay
+description: Asks the served echo pipeline, as an MCP tool, to echo a word.
+inputs:
+  word: {{description: The word to relay, required: true}}
+tools:
+  served:
+    url: {url}/mcp
+    hosts: [127.0.0.1]
+    headers: {{Authorization: RELAY_TOKEN}}
+    allow: [echo]
+seeds: [{{id: go, content: go}}]
+suggestors:
+  - name: ask
+    kind: tool
+    call: mcp:served/echo
+    dependencies: [seeds]
+    arguments: {{text: "{{{{ inputs.word }}}}"}}
+    target: hypotheses
+    output:
+      id: relayed
+      content: "{{{{ item.result.facts.echoes[0].content }}}} ({{{{ item.status }}}})"
+"""
+
+
+def test_a_served_pipeline_calls_another_served_one_as_an_mcp_tool(
+    tmp_path: Path, servers: list[Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MCP client -> relay (served) -> its `tool` suggestor -> echo (served) over MCP."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN}\n")
+    echo = Server([DATA / "echo.yaml"], tmp_path / "echo", "--mcp", "--token-file", str(tokens))
+    servers.append(echo)
+    relay_file = tmp_path / "relay.yaml"
+    relay_file.write_text(RELAY.format(url=echo.ready()))
+    monkeypatch.setenv("RELAY_TOKEN", f"Bearer {TOKEN}")
+    relay = Server([relay_file], tmp_path / "relay", "--mcp")
+    servers.append(relay)
+    result = _session(relay.ready(), lambda s: s.call_tool("relay", {"word": "ping"}), {})
+    assert not result.isError, result.content
+    run = result.structuredContent
+    assert run is not None
+    assert run["status"] == "done"
+    [fact] = run["result"]["facts"]["hypotheses"]
+    assert fact["content"] == "echo: ping (done)"
+
+
+def test_tool_names_keep_mcp_characters_and_refuse_a_collision(tmp_path: Path) -> None:
+    assert tool_name("market-entry.v2") == "market-entry.v2"
+    assert tool_name("a" * 130) == "a" * 128
+    assert tool_names(["echo", "slow"]) == {"echo": "echo", "slow": "slow"}
+    paths = []
+    for last in ("x", "y"):  # names that agree in their first 128 characters
+        path = tmp_path / f"{last}.yaml"
+        path.write_text(
+            (DATA / "gated.yaml").read_text().replace("name: gated", f"name: {'g' * 128}{last}")
+        )
+        paths.append(path)
+    state = tmp_path / "state"
+    with pytest.raises(ServeRefused, match=r"CD436"):
+        prepare(ServeOptions(pipelines=paths, state=state, mcp=True))
+    assert not state.exists()  # refused before the state opened
+    err = io.StringIO()
+    argv = ["serve", *map(str, paths), "--mcp", "--state", str(state)]
+    assert run(argv, io.StringIO(), err, {"NO_COLOR": "1"}) == 3
+    _expected_text("mcp_tool_name_taken.txt", err.getvalue().replace(str(tmp_path), "TMP"))
+    prepare(ServeOptions(pipelines=paths, state=state)).service.store.close()  # fine without
+
+
+def test_the_endpoint_is_mounted_only_with_mcp(tmp_path: Path) -> None:
+    for mcp, mounted in ((True, True), (False, False)):
+        prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "s", mcp=mcp))
+        try:
+            paths = [getattr(route, "path", "") for route in prepared.app.routes]
+            assert ("/mcp" in paths) is mounted
+        finally:
+            prepared.service.store.close()
+
+
+def test_mcp_without_the_mcp_package_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` raises ImportError
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["serve", str(DATA / "echo.yaml"), "--mcp", "--state", str(tmp_path / "s")]
+    code = run(argv, out, err, {"NO_COLOR": "1"})
+    assert code == 3
+    _expected_text("mcp_not_installed.txt", err.getvalue())
+    assert not (tmp_path / "s").exists()
+
+
+def _expected_text(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def test_sigterm_with_a_tool_call_in_flight_exits_0(tmp_path: Path, servers: list[Server]) -> None:
+    server = Server([DATA / "slow.yaml"], tmp_path / "state", "--mcp")
+    servers.append(server)
+    url = server.ready()
+    ended: list[BaseException | None] = []
+
+    def call() -> None:
+        try:
+            _session(url, lambda s: s.call_tool("slow", {}), bound=SHORT_S)
+            ended.append(None)
+        except BaseException as error:  # the server went away under the call
+            ended.append(error)
+
+    calling = threading.Thread(target=call, daemon=True)
+    calling.start()
+    deadline = time.monotonic() + BOUND_S
+    while "converge_runs_in_progress 1" not in httpx.get(f"{url}/metrics", timeout=10).text:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.05)
+    server.process.send_signal(signal.SIGTERM)
+    assert server.exit_code(timeout=15) == 0
+    # The SDK's client hears no answer for a call cut short: it ends at its own bound.
+    calling.join(SHORT_S * 2)
+    assert ended
+    assert "Traceback" not in "".join(server.stderr)
