@@ -122,7 +122,7 @@ def one_run(
 def lost_too_often(strikes: int, why: str) -> ConvergeError:
     """The error of a run lost `strikes` times with its worker (CD434)."""
     return ConvergeError(
-        f"{codes.EXECUTOR_WORKER_LOST}: the run was lost {strikes} times: {why}",
+        f"serve [{codes.EXECUTOR_WORKER_LOST}]: the run was lost {strikes} times: {why}",
         hint="a run that kills its worker (memory, a native crash) cannot finish there; "
         "look at the worker's resources, or serve with --executor local",
     )
