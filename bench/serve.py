@@ -13,8 +13,8 @@
   and the checkpoint journal add to one run.
 - CPU per run, which a machine loaded by others disturbs less than the
   rates: the CPU time of this process over the timed `Pipeline.arun` runs,
-  and the CPU time of the server process (its threads together, from
-  /proc) over wrk's requests; their ratio is the CPU overhead per run.
+  and the CPU time of the server process and its children (threads together,
+  from /proc) over wrk's requests; their ratio is the CPU overhead per run.
   The load average is printed before each model.
 
 Two models: `scripted` (pipelines/market-entry.yaml: two scripted model calls,
@@ -38,8 +38,12 @@ Prints per model:
       (arun + bare) / arun Q
       in process, the run with what the service stores of it (...): D ms, ...
 
+With `--executor process|ray` the server runs its runs on workers; the
+service's CPU is then the server's and its worker processes' together.
+
 Usage: python bench/serve.py [--model scripted|loopback|both] [--seconds S]
-[--concurrency N] [--runs N]. Needs `wrk` on PATH (`apt-get install wrk`).
+[--concurrency N] [--runs N] [--executor local|process|ray].
+Needs `wrk` on PATH (`apt-get install wrk`).
 """
 
 from __future__ import annotations
@@ -177,7 +181,9 @@ def durable(
         store.close()
 
 
-def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.Popen[str], str]:
+def _serve(
+    pipeline: Path, folder: Path, concurrency: int, executor: str = "local"
+) -> tuple[subprocess.Popen[str], str]:
     tokens = folder / "tokens"
     tokens.write_text(TOKEN + "\n")
     process = subprocess.Popen(
@@ -197,6 +203,8 @@ def _serve(pipeline: Path, folder: Path, concurrency: int) -> tuple[subprocess.P
             str(concurrency),
             "--queue",
             str(100 * concurrency),
+            "--executor",
+            executor,
         ],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -283,6 +291,20 @@ def _cpu_by_thread(pid: int) -> dict[str, float]:
     return out
 
 
+def _family_cpu_s(pid: int) -> float:
+    """CPU seconds of process `pid` and of its children (`--executor process`: the
+    worker processes, whose CPU is the service's too)."""
+    total = _cpu_s(pid)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    total += _cpu_s(int(entry.name))
+            except (OSError, ValueError):
+                continue  # ended meanwhile
+    return total
+
+
 def _ms(text: str) -> float:
     number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
@@ -327,7 +349,7 @@ def drive(
     return {"rate": rate, "p50": p50, "p99": p99, "errors": errors, "requests": requests}
 
 
-def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
+def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str = "local") -> None:
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         folder = Path(tmp)
         os.environ["CONVERGE_DSL_CONFIG_DIR"] = str(folder / "config")
@@ -350,15 +372,15 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
             print(f"load average {os.getloadavg()}", flush=True)
             arun, arun_cpu = baseline(pipeline, inputs, runs, concurrency)
             durable_cpu = durable(pipeline, inputs, runs, concurrency, folder)
-            server, url = _serve(pipeline, folder, concurrency)
+            server, url = _serve(pipeline, folder, concurrency, executor)
             try:
                 body = json.dumps({"inputs": inputs})
-                cpu, threads = _cpu_s(server.pid), _cpu_by_thread(server.pid)
+                cpu, threads = _family_cpu_s(server.pid), _cpu_by_thread(server.pid)
                 figures = drive(
                     url, name, body, seconds=seconds, concurrency=concurrency, folder=folder
                 )
                 requests = max(1, figures["requests"])
-                serve_cpu = (_cpu_s(server.pid) - cpu) / requests
+                serve_cpu = (_family_cpu_s(server.pid) - cpu) / requests
                 split = {
                     thread: (seconds_now - threads.get(thread, 0.0)) / requests
                     for thread, seconds_now in _cpu_by_thread(server.pid).items()
@@ -379,7 +401,7 @@ def bench(model: str, seconds: int, concurrency: int, runs: int) -> None:
                 loopback.stdin.close()  # type: ignore[union-attr]
                 loopback.wait(timeout=10)
     print(
-        f"serve {model} c={concurrency}: req/s {figures['rate']:.0f}  "
+        f"serve {model} --executor {executor} c={concurrency}: req/s {figures['rate']:.0f}  "
         f"p50 {figures['p50']:.1f} ms  p99 {figures['p99']:.1f} ms  "
         f"errors {figures['errors']:.0f}  arun runs/s {arun:.0f}  "
         f"overhead per run: {arun / figures['rate']:.2f}\n"
@@ -405,6 +427,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--bare-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--executor", choices=["local", "process", "ray"], default="local")
     args = parser.parse_args()
     if args.bare_server:
         bare_server()
@@ -412,7 +435,7 @@ def main() -> None:
     if shutil.which("wrk") is None:
         raise SystemExit("bench/serve.py needs wrk: apt-get install wrk")
     for model in ("scripted", "loopback") if args.model == "both" else (args.model,):
-        bench(model, args.seconds, args.concurrency, args.runs)
+        bench(model, args.seconds, args.concurrency, args.runs, args.executor)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 - CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
   warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
-- CD4xx agent checks (converge_dsl.agents); 436 to 439 `serve --mcp`, whose
-  refusals are the service's, not validate's
+- CD4xx agent checks (converge_dsl.agents); 433 to 435 `serve --executor` and
+  436 to 439 `serve --mcp`, whose refusals are the service's, not validate's
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
 - CD6xx compile and run time: 600 to 649 belong to the compiler
 - CD7xx model scripts and model configuration (converge_dsl.models)
@@ -124,6 +124,8 @@ REMINDER_NEVER_FIRES = "CD421"  # warning: a reminder's every >= max_turns
 TURNS_NEVER_CLEARED = "CD422"  # warning: clear_turns_older_than >= max_turns
 AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
 # `converge-dsl serve --mcp`: the pipelines as MCP tools (436 to 439)
+EXECUTOR_OPTION_ALONE = "CD433"  # an executor's option given without its --executor
+EXECUTOR_WORKER_LOST = "CD434"  # the worker running a run died too many times: the run failed
 SERVE_MCP_TOOL_NAME_TAKEN = "CD436"  # two served pipelines give one MCP tool name
 SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no served pipeline
 SERVE_MCP_NOT_INSTALLED = "CD438"  # `serve --mcp` without the mcp extra installed
@@ -263,3 +265,4 @@ SERVE_NOT_INSTALLED = "CD995"  # `serve` without the serve extra installed
 SERVE_RUN_FAILED = "CD996"  # a run stopped on an error inside the service (message redacted)
 SERVE_IDEMPOTENCY_CONFLICT = "CD997"  # an Idempotency-Key reused with another request body
 SERVE_BAD_IDEMPOTENCY_KEY = "CD998"  # an Idempotency-Key header that is empty, too long or not text
+EXECUTOR_UNUSABLE = "CD999"  # `serve --executor`: Ray missing or unreachable, a worker not starting

@@ -34,6 +34,14 @@ Public surface:
 - `cassette_name(id, index)`, `safe_name(text)`, `check_cassettes(cases, folder, ...)`,
   `replaying(cases, folder)`: one cassette per case (`--record DIR`, `--replay DIR`;
   `Case.replay`, `CaseOutputs.record`).
+- One run at a time on workers that hold the pipelines (a service's runs):
+  `run_workers(executor, pipelines, database, workers=N, ray_address=None)` ->
+  `RunWorkers` (`ProcessWorkers`, `RayWorkers`; `WorkerError`, CD999, when they
+  cannot start); `submit(OneRun, sinks, on_checkpoint)` -> `RunTicket` whose
+  future gives the `RunEnd`, the sinks hearing the run's events as they happen;
+  `cancel(run)`. `OneRun` carries the inputs, lower budget limits, decisions and
+  the SQLite database of the checkpoint journal, which the worker opens by path
+  (`open_journals`); `execute_one` is what a worker does with it.
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
 """
@@ -48,6 +56,9 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.batch._budget import *  # noqa: F403
     from converge_dsl.batch._cases import *  # noqa: F403
     from converge_dsl.batch._cassettes import *  # noqa: F403
+    from converge_dsl.batch._one import *  # noqa: F403
+    from converge_dsl.batch._one_ray import *  # noqa: F403
+    from converge_dsl.batch._one_workers import *  # noqa: F403
     from converge_dsl.batch._options import *  # noqa: F403
     from converge_dsl.batch._outputs import *  # noqa: F403
     from converge_dsl.batch._pipeline import *  # noqa: F403
@@ -81,6 +92,17 @@ else:
             ),
             "converge_dsl.batch._options": ("BatchOptions", "EXECUTORS"),
             "converge_dsl.batch._outputs": ("CaseOutputs",),
+            "converge_dsl.batch._one": (
+                "OneRun",
+                "RunEnd",
+                "RunTicket",
+                "RunWorkers",
+                "WorkerError",
+                "execute_one",
+                "open_journals",
+            ),
+            "converge_dsl.batch._one_ray": ("RayWorkers",),
+            "converge_dsl.batch._one_workers": ("ProcessWorkers", "run_workers"),
             "converge_dsl.batch._pipeline": ("Pipeline", "load"),
             "converge_dsl.batch._run": ("BatchSummary", "run_batch", "run_cases"),
             "converge_dsl.batch._schedule": ("drive", "ordered"),

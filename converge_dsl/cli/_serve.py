@@ -116,6 +116,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="also serve each pipeline as an MCP tool at /mcp (streamable HTTP; the mcp extra)",
     )
     _retention_options(parser)
+    _executor_options(parser)
+
+
+def _executor_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--executor",
+        choices=("local", "process", "ray"),
+        default="local",
+        help="where runs execute: threads of the server (local, the default), worker "
+        "processes (process) or Ray actors (ray); the server then only queues and streams",
+    )
+    parser.add_argument(
+        "--processes",
+        type=_positive,
+        metavar="N",
+        help="worker processes (process) or Ray actors (ray) (default: one per CPU)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster to join with --executor ray (default: start a local Ray)",
+    )
 
 
 def _retention_options(parser: argparse.ArgumentParser) -> None:
@@ -162,7 +184,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             ) from None
     from converge_dsl._file_kinds import is_pack
     from converge_dsl.cli._discovery import pipeline_files
-    from converge_dsl.serve import Limits, Retention, ServeOptions, serve
+    from converge_dsl.serve import Executor, Limits, Retention, ServeOptions, serve
 
     files = [p for p in pipeline_files(list(args.paths)) if not is_pack(p)]
     options = ServeOptions(
@@ -175,6 +197,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         body_cap=args.body_cap,
         wait_s=args.wait_timeout,
         retention=Retention(args.keep_runs, args.retention_days, args.retention_interval),
+        executor=Executor(args.executor, args.processes, args.ray_address),
         mcp=args.mcp,
     )
     serve(options, lambda url: io.note(f"serving {len(files)} pipeline(s) on {url}"))

@@ -95,6 +95,10 @@ class FrozenDict(dict[str, Any]):
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(canonical_json(self))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Made whole at once: pickle would otherwise fill it item by item (refused).
+        return (FrozenDict, (dict(self),))
+
 
 def freeze_json(value: Any) -> Any:
     """Deep-freeze a JSON value: objects become `FrozenDict`, arrays tuples.

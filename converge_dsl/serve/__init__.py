@@ -10,6 +10,9 @@ Public surface:
   Python API's run (`Pipeline.outcome`, the one run assembly), with
   `RunStore`, the SQLite state (runs, events, results) of `--state DIR`.
 - `document(pipelines)`: the OpenAPI document made from the pipelines' inputs.
+- `Executor` (`--executor local|process|ray`, `--processes`, `--ray-address`):
+  where the runs execute; with `process` or `ray` they run on the batch
+  package's `RunWorkers` and the HTTP process only queues, stores and streams.
 - With `ServeOptions(mcp=True)`, the same application also serves each
   pipeline as an MCP tool at `/mcp` (`_mcp`, streamable HTTP), every call a
   run of the same `RunService`.
@@ -22,12 +25,14 @@ extra for `_mcp`.
 
 from __future__ import annotations
 
+from ._executors import Executor
 from ._openapi import document
 from ._server import Prepared, ServeOptions, prepare, serve
 from ._service import Limits, Retention, RunService
 from ._store import RunStore
 
 __all__ = [
+    "Executor",
     "Limits",
     "Prepared",
     "Retention",

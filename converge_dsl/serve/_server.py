@@ -6,10 +6,12 @@ key schemas compiled (an invalid one raises its `PipelineInvalid`, every
 file's problems at once, which the command line prints as `validate` does;
 suggestors compile at a pipeline's first run, then once per inputs), names
 must be unique (CD994), and with `mcp` their MCP tool names too (CD436),
-tokens are read (CD992), a non-loopback host needs tokens, and the state
-opens (CD993). `serve(options)` binds the socket, runs
-uvicorn, says where it listens once it serves, and returns after SIGINT or
-SIGTERM; the runs in flight then continue at the next start on the same state.
+tokens are read (CD992), a non-loopback host needs tokens, the executor's
+options fit (CD433, CD999), and the state opens (CD993). `serve(options)`
+starts the workers of `--executor process|ray` (a worker that cannot start
+stops it: CD999), binds the socket, runs uvicorn, says where it listens once
+it serves, and returns after SIGINT or SIGTERM (closing the workers); the runs
+in flight then continue at the next start on the same state.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 
 from ._errors import ServeFailed, ServeRefused
+from ._executors import Executor, workers
+from ._executors import start as start_workers
 from ._service import Limits, Retention, RunService
 from ._store import RunStore
 from ._tokens import Tokens, read_tokens
@@ -52,6 +56,7 @@ class ServeOptions:
     body_cap: int = 1 << 20
     wait_s: float = 60.0
     retention: Retention = field(default_factory=Retention)
+    executor: Executor = field(default_factory=Executor)
     mcp: bool = False
 
 
@@ -85,6 +90,7 @@ def prepare(options: ServeOptions) -> Prepared:
 
     from ._app import HttpLimits, build_app
 
+    options.executor.check()
     tokens: Tokens | None = None
     plain: tuple[str, ...] = ()
     if options.token_file is not None:
@@ -137,6 +143,7 @@ def prepare(options: ServeOptions) -> Prepared:
         new_id=lambda: uuid.uuid4().hex,
         redact=lambda text: redact_text(text, secrets),
         retention=options.retention,
+        workers=workers(options.executor, loaded, store.database),
     )
     limits = HttpLimits(options.body_cap, options.wait_s)
     endpoint = None
@@ -217,7 +224,15 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
     import uvicorn
 
     prepared = prepare(options)
-    sock = bind(options.host, options.port)
+    try:
+        if prepared.service.workers is not None:  # a worker that cannot start stops it now
+            start_workers(prepared.service.workers, options.executor)
+        sock = bind(options.host, options.port)
+    except BaseException:
+        if prepared.service.workers is not None:
+            prepared.service.workers.close()
+        prepared.service.store.close()
+        raise
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}"
@@ -241,4 +256,6 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if prepared.service.workers is not None:  # stopped by the service; killed if not
+            prepared.service.workers.close()
         prepared.service.store.close()

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,13 +57,14 @@ from converge_dsl.clock import Clock, SystemClock, WallClock
 from converge_dsl.errors import ConvergeError
 
 from ._events import EventSink, LiveRun
+from ._executors import lost_too_often, one_run
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
 from ._store import FINISHED, RunRow, RunStore
 
 if TYPE_CHECKING:
-    from converge_dsl.batch import Pipeline
+    from converge_dsl.batch import Pipeline, RunWorkers
     from converge_dsl.engine import Budget
     from converge_dsl.runtime import JournalMedium
 
@@ -70,6 +72,8 @@ if TYPE_CHECKING:
 DECIDED_BY = "http"
 # How long a cancelled run may take to stop on its loop (close its models and journal).
 CANCEL_S = 10.0
+# A run whose worker died this many times fails (CD434) instead of being queued again.
+MAX_STRIKES = 3
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,13 @@ class RunService:
         new_id: Callable[[], str],
         redact: Callable[[str], str],
         retention: Retention | None = None,
+        workers: RunWorkers | None = None,
     ) -> None:
         self.pipelines = dict(pipelines)
+        self.workers = workers
+        self._workers_started = False
+        # Times each run's worker died under it (`MAX_STRIKES`; this process only).
+        self._strikes: dict[str, int] = {}
         self._retention = retention or Retention()
         self.store = store
         self.metrics = Metrics()
@@ -138,10 +147,20 @@ class RunService:
 
     # --- life -------------------------------------------------------------------------
 
+    def start_workers(self) -> None:
+        """Start the worker processes or actors the runs execute on (`--executor process`,
+        `ray`; nothing for `local`); `ConvergeError` when they cannot start."""
+        if self.workers is not None and not self._workers_started:
+            self.workers.start()
+            self._workers_started = True
+
     async def start(self) -> None:
         """Recover the stored runs (see the module docstring), then start the workers."""
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
-        self._loops = RunLoops(self._limits.loops)
+        if self.workers is not None:
+            await asyncio.to_thread(self.start_workers)
+        else:
+            self._loops = RunLoops(self._limits.loops)
         for row in self.store.recover(self._now()):
             if row.pipeline in self._queues:
                 self._queues[row.pipeline].put_nowait(row.id)
@@ -178,6 +197,9 @@ class RunService:
         if self._loops is not None:
             await self._loops.close(self._close_pools)
             self._loops = None
+        if self.workers is not None and self._workers_started:
+            await asyncio.to_thread(self.workers.close)
+            self._workers_started = False
 
     async def _close_pools(self) -> None:
         """Close the pipelines' connection pools of the running loop."""
@@ -332,6 +354,9 @@ class RunService:
             return self.store.event_statements(run, live.unstored())
 
         started = self._clock.monotonic()
+        if self.workers is not None:
+            await self._on_workers(name, row, live, flush, started)
+            return
         assert self._loops is not None  # started
         outcome = self._outcome(pipeline, row, EventSink(live, flush), alongside)
         remote = self._loops.submit(outcome)
@@ -361,15 +386,82 @@ class RunService:
         self.metrics.finished(name, body, self._clock.monotonic() - started)
         self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body, row=row)
 
+    async def _on_workers(
+        self, name: str, row: RunRow, live: LiveRun, flush: Callable[[], None], started: float
+    ) -> None:
+        """Run `row` on a worker (`--executor process|ray`): its events played on the
+        run's `EventSink` as they come, stored with the group commit after each of its
+        checkpoint records; its end stored as the local run's is. A run whose worker
+        died is queued again (from its journal); struck `MAX_STRIKES` times, it fails."""
+        assert self.workers is not None
+        run = row.id
+        resume, decisions = self._resumption(self.pipelines[name], row)
+        inputs = RunRequest.of(row.request).inputs
+        job = one_run(row, name, inputs, self.store.database, self._limits_of(row))
+        job = dataclasses.replace(job, resume=resume, decisions=decisions, decided_by=DECIDED_BY)
+
+        def checkpointed() -> None:  # the events so far, in the journals' next group commit
+            statements = self.store.event_statements(run, live.unstored())
+            self.store.checkpoints.queue(run, (), statements)
+
+        ticket = self.workers.submit(job, (EventSink(live, flush),), on_checkpoint=checkpointed)
+        future = asyncio.wrap_future(ticket.future)
+        try:
+            end = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if run not in self._cancelling:
+                flush()
+                raise  # a shutdown: the run stays running and continues at the next start
+            self._cancelling.discard(run)
+            self.workers.cancel(run)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(future), CANCEL_S)
+            self._end(run, live, "cancelled", "cancelled", None)
+            return
+        if end.status == "lost":
+            self._lost(name, run, live, flush, end.message)
+            return
+        self._strikes.pop(run, None)
+        if end.status == "cancelled" or end.body is None:
+            self._end(run, live, "cancelled", "cancelled", None)
+            return
+        body = end.body if end.status == "done" else self._redacted(dict(end.body))
+        reason = str(body.get("stop_reason"))
+        if end.status == "done":
+            self.metrics.finished(name, body, self._clock.monotonic() - started)
+        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body)
+
+    def _lost(
+        self, name: str, run: str, live: LiveRun, flush: Callable[[], None], why: str
+    ) -> None:
+        """The worker of `run` died: queue it again, or fail it after `MAX_STRIKES`."""
+        strikes = self._strikes[run] = self._strikes.get(run, 0) + 1
+        if strikes >= MAX_STRIKES:
+            self._strikes.pop(run, None)
+            error = lost_too_often(strikes, why)
+            self._end(run, live, "done", *self._failed(self.pipelines[name], error))
+            return
+        self.store.checkpoints.commit_now(run)  # its queued events: the next attempt
+        flush()  # numbers its own after every stored one
+        live.end()
+        self._live.pop(run, None)
+        if self.store.requeue(run, self._now()):
+            self._queues[name].put_nowait(run)
+
     def _failed(self, pipeline: Pipeline, error: ConvergeError) -> tuple[str, JsonObject]:
         from converge_dsl.runtime import not_run_document
 
         body: dict[str, Any] = not_run_document(error, pipeline.path).model_dump(mode="json")
+        body = self._redacted(body)
+        return str(body.get("stop_reason")), body
+
+    def _redacted(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body`, a run-result document, with its diagnostics passed through the redactor."""
         for item in body.get("diagnostics") or []:
             item["message"] = self.redact(str(item.get("message", "")))
             if item.get("hint"):
                 item["hint"] = self.redact(str(item["hint"]))
-        return str(body.get("stop_reason")), body
+        return body
 
     def _end(
         self,
@@ -418,14 +510,8 @@ class RunService:
         """The run, on a run loop: its run-result document as JSON (`RunOutcome.plain`)."""
         from converge_dsl.runtime import Checkpointing
 
-        journals = self.store.checkpoints
-        journal = journals.journal(row.id, alongside=alongside)
-        # A first attempt has no journal; a later one without one was killed before its
-        # first record was committed: it starts afresh.
-        resume = row.attempts > 1 and journals.exists(row.id)
-        decisions = dict(row.decisions)
-        if decisions and not (resume and _paused_in(journal, pipeline.env)):
-            decisions = {}  # applied before a crash: the journal already goes on from them
+        journal = self.store.checkpoints.journal(row.id, alongside=alongside)
+        resume, decisions = self._resumption(pipeline, row)
         checkpoint = Checkpointing(
             self._state,
             resume=resume,
@@ -436,18 +522,35 @@ class RunService:
             key=self._key(pipeline),
         )
         request = RunRequest.of(row.request)
-        most = self._limits.max_run_s
+        limits = RunRequest({}, self._limits_of(row))
 
         def budget(pipeline_budget: Budget) -> Budget:
-            lowered = request.lowered(pipeline_budget)
-            if most is not None:
-                lowered = RunRequest({}, {"max_wall_s": most}).lowered(lowered)
-            return lowered
+            return limits.lowered(pipeline_budget)
 
         out = await pipeline.outcome(
             request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
         )
         return out.plain
+
+    def _resumption(self, pipeline: Pipeline, row: RunRow) -> tuple[bool, dict[str, bool]]:
+        """Whether `row` continues from its journal, and the decisions it applies."""
+        journals = self.store.checkpoints
+        # A first attempt has no journal; a later one without one was killed before its
+        # first record was committed: it starts afresh.
+        resume = row.attempts > 1 and journals.exists(row.id)
+        decisions = dict(row.decisions)
+        if decisions and not (resume and _paused_in(journals.journal(row.id), pipeline.env)):
+            decisions = {}  # applied before a crash: the journal already goes on from them
+        return resume, decisions
+
+    def _limits_of(self, row: RunRow) -> dict[str, float]:
+        """The budget limits of `row`'s run: its request's, and `max_run_s` as `max_wall_s`
+        where that is lower."""
+        limits = dict(RunRequest.of(row.request).budget)
+        most = self._limits.max_run_s
+        if most is not None:
+            limits["max_wall_s"] = min(limits.get("max_wall_s", most), most)
+        return limits
 
 
 class _Stopped(asyncio.Event):

@@ -111,6 +111,7 @@ class RunStore:
     """The SQLite state of one service (see the module docstring); thread-safe."""
 
     def __init__(self, folder: Path) -> None:
+        self.database = folder / STATE_FILE
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -351,6 +352,17 @@ class RunStore:
                 "UPDATE runs SET status = 'queued', decisions = ?, updated = ? "
                 "WHERE id = ? AND status = 'paused'",
                 (json.dumps(dict(decisions)), now, run),
+            )
+            return cursor.rowcount == 1
+
+    def requeue(self, run: str, now: float) -> bool:
+        """Queue a running run again (its worker died: it continues from its journal);
+        False if it is not running."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE runs SET status = 'queued', updated = ? "
+                "WHERE id = ? AND status = 'running'",
+                (now, run),
             )
             return cursor.rowcount == 1
 

@@ -91,6 +91,9 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.PACK_TOOL_OUTSIDE: "tests/packs/test_pack_tools.py",
         # found at run time, by `run --offline`
         codes.TOOL_OFFLINE_UNLOCKED: "tests/tools/test_caching.py",
+        # `serve --executor`: an option refused, a run whose worker died too often
+        codes.EXECUTOR_OPTION_ALONE: "tests/serve/test_executors.py",
+        codes.EXECUTOR_WORKER_LOST: "tests/serve/test_executors.py",
     }
     reported = [
         v

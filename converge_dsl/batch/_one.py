@@ -1,0 +1,347 @@
+"""One run on a worker: what it is asked with, and how its events and end travel back.
+
+A service that hands each run to a worker (a process, a Ray actor) asks for
+it with a `OneRun`: the pipeline's name, the inputs, the lower budget limits
+of the request, and the checkpoint journal to write or resume, kept in a
+SQLite database (WAL) that the worker opens by path through its own
+`converge_dsl.runtime.SqliteJournals` (`open_journals`), with the decisions a
+paused run resumes with.
+
+`execute_one(pipeline, job, send, journals)` runs it in the worker
+(`Pipeline.outcome`, the one run assembly) and tells the caller what happens
+through `send(message)`, in order:
+
+- `("open", run)`, `("compiled", run, spans, kinds, sources)`, then
+  `("event", run, event)` per engine event: `RelaySink`, the run's `RunSink`,
+  forwards what a sink hears; `Relayed` plays it back on the caller's sinks.
+- `("checkpoint", run)` each time a checkpoint record is queued (from the
+  journal's commit thread: `send` must be thread-safe): the caller stores
+  the events it has so far, so a run resumed from that record after a crash
+  goes on from stored events.
+- last, `("end", run, RunEnd)`: `done` with the run-result document (a pause
+  too: `stop_reason` `hitl_pause`), `failed` with the run-result document of
+  an error, or `cancelled`.
+
+When the run ends the worker settles its journal before the end is sent: a
+pause's records are committed (the resumed run, perhaps on another worker,
+reads them from the database); a run that ended drops its queued records (the
+caller's transaction that stores the result deletes the journal). So no write
+of the worker lands after the caller's.
+
+`RunWorkers` is what workers offer a caller (`_one_workers`, `_one_ray`):
+`submit` gives a `RunTicket` whose future is the run's `RunEnd`; `WorkerError`
+(CD999) says they cannot be used.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import dataclasses
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from converge_dsl import codes
+from converge_dsl.clock import Clock, SystemClock
+from converge_dsl.errors import ConvergeError
+from converge_dsl.runtime import RunSink
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from converge_dsl._json_types import JsonObject
+    from converge_dsl.compiler import CompiledPipeline
+    from converge_dsl.engine import Budget
+    from converge_dsl.runtime import SqliteJournals
+
+    from ._pipeline import Pipeline
+
+__all__ = [
+    "OneRun",
+    "RunEnd",
+    "RunTicket",
+    "RunWorkers",
+    "WorkerError",
+    "execute_one",
+    "open_journals",
+]
+
+# A message from a worker: its kind, the run's id, then what the kind carries.
+Message = tuple[Any, ...]
+Send = Callable[[Message], None]
+
+
+@dataclass(frozen=True)
+class OneRun:
+    """One run to execute on a worker (see the module docstring).
+
+    `budget` holds limits (`max_model_calls`, `max_wall_s`, ...) each applied where it
+    is lower than the pipeline's own; `resume` continues the run from its journal in
+    `journal` (the database), with `decisions` on the proposals it paused on, each
+    recorded as decided by `decided_by`.
+    """
+
+    run: str
+    pipeline: str
+    inputs: Mapping[str, Any]
+    journal: Path
+    budget: Mapping[str, float] = field(default_factory=dict)
+    resume: bool = False
+    decisions: Mapping[str, bool] = field(default_factory=dict)
+    decided_by: str = "api"
+
+    def lowered(self, budget: Budget) -> Budget:
+        """`budget` with this run's limits where they are lower."""
+        out: dict[str, Any] = {}
+        for name, value in self.budget.items():
+            limit = getattr(budget, name)
+            if limit is None or value <= limit:
+                out[name] = value if name == "max_wall_s" else int(value)
+        return dataclasses.replace(budget, **out)
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run on a worker ended: `done` (its run-result document as JSON, a pause
+    too), `failed` (the run-result document of the error it stopped on), `cancelled`,
+    or `lost` (the worker died or could not be reached: `message` says how; the run
+    may continue from its journal)."""
+
+    status: str
+    body: JsonObject | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CompiledSpans:
+    """What a sink reads of a compiled pipeline, as a worker sends it: the suggestors'
+    source spans and kinds."""
+
+    spans: Mapping[str, Any]
+    kinds: Mapping[str, str]
+
+
+class RelaySink(RunSink):
+    """The worker's side of the caller's sinks: every hook it hears, sent on."""
+
+    listens = True
+
+    def __init__(self, run: str, send: Send) -> None:
+        self._run = run
+        self._send = send
+
+    def open(self, clock: Clock) -> None:
+        self._send(("open", self._run))
+
+    def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
+        spans = dict(compiled.spans)
+        self._send(("compiled", self._run, spans, dict(compiled.kinds), dict(sources)))
+
+    def on_event(self, event: BaseModel) -> None:
+        self._send(("event", self._run, event))
+
+
+class Relayed:
+    """The caller's side: plays a run's messages back on its `sinks`, calls
+    `on_checkpoint` for each checkpoint record, and keeps the end. Not thread-safe:
+    one thread delivers a run's messages, in order."""
+
+    def __init__(
+        self,
+        sinks: Sequence[RunSink],
+        on_checkpoint: Callable[[], object] = lambda: None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._sinks = tuple(sinks)
+        self._on_checkpoint = on_checkpoint
+        self._clock = clock or SystemClock()
+        self._opened = False
+
+    def deliver(self, message: Message) -> RunEnd | None:
+        """Play `message` back; the run's `RunEnd` when it is the last one."""
+        kind = message[0]
+        if kind == "event":
+            for sink in self._sinks:
+                sink.on_event(message[2])
+        elif kind == "checkpoint":
+            self._on_checkpoint()
+        elif kind == "open":
+            self._opened = True
+            for sink in self._sinks:
+                sink.open(self._clock)
+        elif kind == "compiled":
+            compiled = cast("CompiledPipeline", CompiledSpans(message[2], message[3]))
+            for sink in self._sinks:
+                sink.on_compiled(compiled, message[4])
+        elif kind == "end":
+            self.close()
+            return cast("RunEnd", message[2])
+        return None
+
+    def close(self) -> None:
+        """Close the sinks if they were opened (once)."""
+        if self._opened:
+            self._opened = False
+            for sink in self._sinks:
+                sink.close()
+
+
+def open_journals(database: Path) -> tuple[SqliteJournals, threading.Lock]:
+    """A worker's own connection to the journals in `database` (WAL), and its lock.
+
+    `ConvergeError` (CD999) when the database cannot be opened."""
+    from converge_dsl.runtime import SqliteJournals
+
+    lock = threading.Lock()
+    try:
+        db = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=10000")
+        return SqliteJournals(db, lock, str(database)), lock
+    except sqlite3.Error as exc:
+        raise ConvergeError(
+            f"{codes.EXECUTOR_UNUSABLE}: a worker cannot open the checkpoint journals in "
+            f"{str(database)!r}: {exc}",
+            hint="workers open the service's state by path: run them where the --state folder is",
+        ) from None
+
+
+async def execute_one(
+    pipeline: Pipeline,
+    job: OneRun,
+    send: Send,
+    journals: tuple[SqliteJournals, threading.Lock],
+    *,
+    ident: str | None = None,
+) -> None:
+    """Run `job` to its end and send its messages (see the module docstring), each
+    naming the run as `ident` (default: `job.run`; a worker tells attempts apart); a
+    cancelled task sends `cancelled` and raises `CancelledError`."""
+    from converge_dsl.runtime import Checkpointing, not_run_document
+
+    store, lock = journals
+    run = job.run
+    key = ident or run
+
+    def checkpointed() -> Sequence[Any]:
+        send(("checkpoint", key))
+        return ()
+
+    checkpoint = Checkpointing(
+        job.journal.parent,
+        resume=job.resume,
+        decisions=dict(job.decisions),
+        env=pipeline.env,
+        decided_by=dict.fromkeys(job.decisions, job.decided_by),
+        journal=store.journal(run, alongside=checkpointed),
+    )
+    end: RunEnd
+    try:
+        out = await pipeline.outcome(
+            job.inputs, sinks=(RelaySink(key, send),), checkpoint=checkpoint, budget=job.lowered
+        )
+        end = RunEnd("done", out.plain)
+    except asyncio.CancelledError:
+        _settle(store, lock, run, keep=False)
+        send(("end", key, RunEnd("cancelled")))
+        raise
+    except ConvergeError as exc:
+        end = RunEnd("failed", _not_run(not_run_document(exc, pipeline.path)))
+    except Exception as exc:  # a fault of the worker, not of the request
+        error = ConvergeError(f"{codes.SERVE_RUN_FAILED}: the run failed: {exc!r}")
+        end = RunEnd("failed", _not_run(not_run_document(error, pipeline.path)))
+    paused = end.body is not None and end.body.get("stop_reason") == "hitl_pause"
+    _settle(store, lock, run, keep=paused)
+    send(("end", key, end))
+
+
+def _not_run(document: Any) -> JsonObject:
+    body: JsonObject = document.model_dump(mode="json")
+    return body
+
+
+def _settle(store: SqliteJournals, lock: threading.Lock, run: str, *, keep: bool) -> None:
+    """Commit the queued records of `run` (`keep`: a pause) or drop them (it ended),
+    after any group commit in progress (which holds `lock`)."""
+    if keep:
+        store.commit_now(run)
+        return
+    with lock:
+        store.take(run)
+
+
+class WorkerError(ConvergeError):
+    """The workers cannot be used (CD999): not installed, unreachable, did not start."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{codes.EXECUTOR_UNUSABLE}: {message}", hint=hint)
+
+
+@dataclass
+class RunTicket:
+    """A run submitted to the workers: its end, once it comes."""
+
+    run: str
+    future: Future[RunEnd] = field(default_factory=Future)
+
+
+class Flight:
+    """A run in flight (for the workers): who plays its messages back, and its ticket."""
+
+    def __init__(self, ticket: RunTicket, relayed: Relayed) -> None:
+        self.ticket = ticket
+        self.relayed = relayed
+
+    def deliver(self, message: Message) -> bool:
+        """Play `message` back; False when a sink failed (the run then ended `lost`: the
+        caller cancels it where it runs)."""
+        try:
+            end = self.relayed.deliver(message)
+        except Exception as exc:  # a sink that failed must not lose the run's end
+            self.end(RunEnd("lost", message=f"a sink of the run failed: {exc!r}"))
+            return False
+        if end is not None:
+            self.end(end)
+        return True
+
+    def end(self, end: RunEnd) -> None:
+        self.relayed.close()
+        if not self.ticket.future.done():
+            self.ticket.future.set_result(end)
+
+
+class RunWorkers(abc.ABC):
+    """What a service dispatches single runs through (see the module docstring)."""
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Start the workers (bounded: `START_S`); again, nothing. `WorkerError` when
+        they cannot start."""
+
+    @abc.abstractmethod
+    def submit(
+        self,
+        job: OneRun,
+        sinks: Sequence[RunSink] = (),
+        on_checkpoint: Callable[[], object] = lambda: None,
+    ) -> RunTicket:
+        """Run `job` on a worker; `sinks` hear its events, `on_checkpoint` each record
+        (both on a thread of the workers')."""
+
+    @abc.abstractmethod
+    def cancel(self, run: str) -> None:
+        """Cancel the run `run` where it runs (its ticket then ends `cancelled`)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop the workers (bounded); runs in flight are left to their journals."""
+
+    def pids(self) -> tuple[int, ...]:
+        """The worker processes' ids (of this machine), for a test's look at orphans."""
+        return ()

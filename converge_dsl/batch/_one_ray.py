@@ -1,0 +1,217 @@
+"""`RayWorkers`: Ray actors that hold loaded pipelines and execute single runs.
+
+`RayWorkers(pipelines, database, n, address)` starts `n` actors (on a local
+Ray it starts, or on the cluster at `address`, which must take a TCP
+connection first: Ray itself retries an unreachable one for minutes), each
+holding every pipeline and its own connection to the journals in `database`.
+A run is a streaming generator task on the least-loaded actor, whose items
+are lists of the run's messages (`_one`), read by a thread per run; `cancel`
+cancels that task; an actor that dies ends its runs `lost`. The actors open
+the journals by path, so they must run on the machine that holds them (a
+local Ray, or nodes sharing that folder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._one import (
+    Flight,
+    Message,
+    OneRun,
+    Relayed,
+    RunEnd,
+    RunTicket,
+    RunWorkers,
+    WorkerError,
+    execute_one,
+    open_journals,
+)
+
+if TYPE_CHECKING:
+    from converge_dsl.runtime import RunSink
+
+    from ._pipeline import Pipeline
+
+__all__ = ["RayWorkers"]
+
+# How long the actors may take to start (seconds).
+START_S = 120.0
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise WorkerError(
+            "--executor ray needs Ray, which is not installed",
+            hint="pip install 'converge-dsl[ray]', or serve with --executor process",
+        ) from None
+    return ray
+
+
+class _RunActor:
+    """A Ray actor's state: the pipelines, loaded once, and its journals' connection."""
+
+    def __init__(self, pipelines: Mapping[str, Pipeline], database: Path) -> None:
+        self._pipelines = dict(pipelines)
+        self._journals = open_journals(database)
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    async def run(self, job: OneRun) -> Any:
+        """The run's messages, as they happen (a streaming generator task)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+
+        def send(message: Message) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, message)
+
+        pipeline = self._pipelines[job.pipeline]
+        task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
+        try:
+            while True:
+                burst = [await queue.get()]
+                while not queue.empty():  # one streamed item for a burst of events
+                    burst.append(queue.get_nowait())
+                yield burst
+                if burst[-1][0] == "end":
+                    break
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+
+class RayWorkers(RunWorkers):
+    """`n` Ray actors (see the module docstring)."""
+
+    def __init__(
+        self, pipelines: Mapping[str, Pipeline], database: Path, n: int, address: str | None
+    ) -> None:
+        self._pipelines = dict(pipelines)
+        self._database = database
+        self._n = max(1, n)
+        self._address = address
+        self._actors: list[Any] = []
+        self._load: list[int] = []
+        self._refs: dict[str, tuple[Any, int]] = {}
+        self._lock = threading.Lock()
+        self._started_here = False
+
+    def start(self) -> None:
+        if self._actors:
+            return  # started already
+        ray = _ray()
+        if not ray.is_initialized():
+            _reachable(self._address)
+            try:
+                ray.init(
+                    address=self._address,
+                    logging_level="ERROR",
+                    log_to_driver=False,
+                    include_dashboard=False,
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise WorkerError(
+                    f"cannot join the Ray cluster at {self._address or 'a new local Ray'}: {exc}",
+                    hint="check --ray-address (ray://HOST:PORT or HOST:PORT of a running "
+                    "cluster), or leave it out to start a local Ray",
+                ) from None
+            self._started_here = True
+        actor = ray.remote(num_cpus=0)(_RunActor)
+        self._actors = [actor.remote(self._pipelines, self._database) for _ in range(self._n)]
+        self._load = [0] * self._n
+        try:
+            ray.get([a.ready.remote() for a in self._actors], timeout=START_S)
+        except Exception as exc:
+            self.close()
+            raise WorkerError(
+                f"a Ray actor could not start: {exc}",
+                hint="check that the pipelines and the --state folder are readable where "
+                "the actors run, or serve with --executor process",
+            ) from None
+
+    def submit(
+        self,
+        job: OneRun,
+        sinks: Sequence[RunSink] = (),
+        on_checkpoint: Callable[[], object] = lambda: None,
+    ) -> RunTicket:
+        ticket = RunTicket(job.run)
+        flight = Flight(ticket, Relayed(sinks, on_checkpoint))
+        with self._lock:
+            slot = min(range(len(self._actors)), key=self._load.__getitem__)
+            self._load[slot] += 1
+            ref = self._actors[slot].run.options(num_returns="streaming").remote(job)
+            self._refs[job.run] = (ref, slot)
+        threading.Thread(
+            target=self._follow, args=(job.run, ref, slot, flight), daemon=True
+        ).start()
+        return ticket
+
+    def _follow(self, run: str, stream: Any, slot: int, flight: Flight) -> None:
+        ray = _ray()
+        try:
+            for ref in stream:
+                for message in ray.get(ref):
+                    if not flight.deliver(message):
+                        ray.cancel(stream)
+                        return
+        except ray.exceptions.TaskCancelledError:
+            flight.end(RunEnd("cancelled"))
+        except Exception as exc:  # the actor died, or Ray lost the task
+            flight.end(RunEnd("lost", message=f"the Ray actor running it failed: {exc}"))
+        else:
+            flight.end(RunEnd("lost", message="the Ray actor ended the run without its end"))
+        finally:
+            with self._lock:
+                self._refs.pop(run, None)
+                self._load[slot] -= 1
+
+    def cancel(self, run: str) -> None:
+        with self._lock:
+            found = self._refs.get(run)
+        if found is not None:
+            _ray().cancel(found[0])
+
+    def close(self) -> None:
+        ray = _ray()
+        for actor in self._actors:
+            with contextlib.suppress(Exception):  # an actor that died already
+                ray.kill(actor)
+        self._actors = []
+        if self._started_here:
+            ray.shutdown()
+
+
+# How long joining a Ray cluster may take to answer a TCP connection (seconds).
+REACH_S = 5.0
+
+
+def _reachable(address: str | None) -> None:
+    """`WorkerError` unless `address` (HOST:PORT or ray://HOST:PORT) takes a TCP
+    connection: Ray itself retries an unreachable address for minutes."""
+    import socket
+
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_S):
+            return
+    except (OSError, ValueError) as exc:
+        why = "it is not HOST:PORT" if isinstance(exc, ValueError) else str(exc)
+        raise WorkerError(
+            f"cannot reach the Ray cluster at --ray-address {address}: {why}",
+            hint="give the address of a running cluster's head (HOST:PORT, or ray://HOST:PORT "
+            "for Ray Client), or leave --ray-address out to start a local Ray",
+        ) from None

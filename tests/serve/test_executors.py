@@ -1,0 +1,257 @@
+"""`serve --executor process|ray`: the API's promises hold when runs execute on workers.
+
+The main flows of test_app.py run again over real HTTP against a server whose
+runs execute on two worker processes (the test functions are imported here,
+so they use this module's `served`); the crash test kills such a server
+with SIGKILL and checks that its workers died with it and that every run
+finished exactly once after the restart (test_executor_ray.py: on a local Ray).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from converge_dsl.cli import run as cli
+from converge_dsl.serve._store import STATE_FILE
+
+from .conftest import DATA, Server
+from .test_app import (
+    EXPECTED,
+    MARKET,
+    TOKEN,
+    test_a_lowered_budget_is_the_runs,
+    test_cancel_a_paused_run,
+    test_cancel_a_running_run,
+    test_events_stream_and_resume_with_last_event_id,
+    test_pause_decision_resume,
+    test_report_is_the_html_report_of_the_run,
+    test_start_and_wait_answers_the_run_result,
+)
+
+__all__ = [
+    "test_a_lowered_budget_is_the_runs",
+    "test_cancel_a_paused_run",
+    "test_cancel_a_running_run",
+    "test_events_stream_and_resume_with_last_event_id",
+    "test_pause_decision_resume",
+    "test_report_is_the_html_report_of_the_run",
+    "test_start_and_wait_answers_the_run_result",
+]
+
+
+@pytest.fixture
+def served(tmp_path: Path, servers: list[Server]) -> tuple[str, dict[str, str]]:
+    """test_app.py's server, its runs on two worker processes."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN}\n")
+    server = Server(
+        [DATA, MARKET],
+        tmp_path / "state",
+        "--token-file",
+        str(tokens),
+        "--workers",
+        "1",
+        "--queue",
+        "2",
+        "--wait-timeout",
+        "20",
+        "--executor",
+        "process",
+        "--processes",
+        "2",
+    )
+    servers.append(server)
+    return server.ready(), {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.add(int(entry.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _until(predicate: object, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _finished(state: Path) -> int:
+    with sqlite3.connect(state / STATE_FILE, timeout=5) as db:
+        row = db.execute("SELECT COUNT(*) FROM runs WHERE status IN ('done', 'paused')")
+        return int(row.fetchone()[0])
+
+
+RUNS = 120
+GATED = 6
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_a_killed_server_takes_its_workers_and_every_run_ends_once(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    state = tmp_path / "state"
+    paths = [DATA / "steady.yaml", DATA / "gated.yaml"]
+    options = ("--workers", "8", "--queue", "1000", "--executor", "process", "--processes", "2")
+    server = Server(paths, state, *options)
+    servers.append(server)
+    url = server.ready()
+    ids: dict[str, str] = {}
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for n in range(RUNS):
+            if n % (RUNS // GATED) == 0:
+                answer = http.post("/v1/pipelines/gated/runs")
+            else:
+                answer = http.post("/v1/pipelines/steady/runs", json={"inputs": {"number": n}})
+            assert answer.status_code == 202
+            ids[answer.json()["id"]] = "gated" if n % (RUNS // GATED) == 0 else str(n)
+    for share in (0.25, 0.6):
+        _until(lambda share=share: _finished(state) >= RUNS * share, 120)
+        workers = _children(server.process.pid)
+        assert len(workers) >= 2  # the two workers (and multiprocessing's resource tracker)
+        server.kill()
+        _until(lambda workers=workers: not any(_alive(p) for p in workers), 10)  # no orphan
+        server = Server(paths, state, *options)
+        servers.append(server)
+        url = server.ready()
+    _until(lambda: _finished(state) == RUNS, 180)
+    with sqlite3.connect(state / STATE_FILE) as db:
+        statuses = dict(db.execute("SELECT id, status FROM runs").fetchall())
+        attempts = dict(db.execute("SELECT id, attempts FROM runs").fetchall())
+        results: dict[str, list[str]] = {}
+        for run, body in db.execute("SELECT run, body FROM results"):
+            results.setdefault(run, []).append(body)
+        journals = {r for (r,) in db.execute("SELECT DISTINCT run FROM checkpoint_records")}
+    assert len(statuses) == RUNS
+    for run, what in ids.items():
+        if what == "gated":
+            assert statuses[run] == "paused"
+            assert run in journals  # its records, committed by a worker, wait for a decision
+            continue
+        assert statuses[run] == "done"
+        assert len(results[run]) == 1, run  # exactly once
+        assert f'"content": "run {what}"' in results[run][0]
+        assert run not in journals  # deleted with its result
+    assert max(attempts.values()) >= 2  # some runs were cut short and continued
+    gated = [run for run, what in ids.items() if what == "gated"]
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for run in gated:  # resumed on whichever worker, from the journal in the database
+            assert http.post(f"/v1/runs/{run}/decisions", json={"approve": ["s1", "s2"]}).is_success
+        _until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
+        finished = http.get(f"/v1/runs/{gated[0]}").json()
+    assert [f["id"] for f in finished["result"]["facts"]["strategies"]] == ["s1", "s2"]
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_a_worker_that_dies_mid_run_has_its_run_queued_again(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    server = Server(
+        [DATA / "slow.yaml"],
+        tmp_path / "state",
+        "--executor",
+        "process",
+        "--processes",
+        "1",
+    )
+    servers.append(server)
+    url = server.ready()
+    (worker,) = [p for p in _children(server.process.pid) if "spawn_main" in _cmdline(p)]
+    with httpx.Client(base_url=url, timeout=30) as http:
+        run = http.post("/v1/pipelines/slow/runs").json()["id"]
+        _until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "running", 20)
+        time.sleep(0.3)  # inside its 3-second model call
+        os.kill(worker, signal.SIGKILL)
+        _until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 60)
+        body = http.get(f"/v1/runs/{run}").json()
+    assert body["stop_reason"] == "converged", body["result"]["diagnostics"]
+    assert body["attempts"] == 2  # queued again, on the worker started in its place
+    assert body["result"]["facts"]["notes"][0]["content"] == "done waiting"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_a_run_whose_worker_dies_three_times_fails_with_cd434(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    server = Server(
+        [DATA / "slow.yaml"], tmp_path / "state", "--executor", "process", "--processes", "1"
+    )
+    servers.append(server)
+    url = server.ready()
+    with httpx.Client(base_url=url, timeout=30) as http:
+        run = http.post("/v1/pipelines/slow/runs").json()["id"]
+        last = "-1"
+        for _ in range(3):
+            # Each attempt's run_started event: it runs on the worker, in its model call.
+            events = http.stream("GET", f"/v1/runs/{run}/events", headers={"Last-Event-ID": last})
+            with events as stream:
+                for line in stream.iter_lines():
+                    last = line[4:] if line.startswith("id: ") else last
+                    if '"type":"run_started"' in line:
+                        break
+            (worker,) = [p for p in _children(server.process.pid) if "spawn_main" in _cmdline(p)]
+            os.kill(worker, signal.SIGKILL)
+        _until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 60)
+        body = http.get(f"/v1/runs/{run}").json()
+    (diagnostic,) = body["result"]["diagnostics"]
+    assert body["stop_reason"] == "error"
+    assert diagnostic["message"] == (
+        "serve [CD434]: the run was lost 3 times: the worker process running it died (exit code -9)"
+    )
+    assert diagnostic["hint"].endswith("or serve with --executor local")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("ray_address_alone", ["--ray-address", "127.0.0.1:6379"]),
+        ("processes_alone", ["--processes", "2"]),
+        ("ray_unreachable", ["--executor", "ray", "--ray-address", "127.0.0.1:1"]),
+    ],
+)
+def test_executor_errors_name_the_option_and_the_fix(
+    name: str, options: list[str], tmp_path: Path
+) -> None:
+    if name == "ray_unreachable":
+        pytest.importorskip("ray")
+    out, err = io.StringIO(), io.StringIO()
+    args = ["serve", str(DATA / "echo.yaml"), "--port", "0", "--state", str(tmp_path), *options]
+    code = cli(args, out, err)
+    text = f"exit {code}\n{err.getvalue()}"
+    expected = EXPECTED / f"executor_{name}.txt"
+    if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
+        expected.write_text(text, encoding="utf-8")
+    assert text == expected.read_text(encoding="utf-8")
