@@ -416,30 +416,31 @@ class RunService:
             self.workers.cancel(run)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(future), CANCEL_S)
-            self._end(run, live, "cancelled", "cancelled", None)
+            self._end(run, live, "cancelled", "cancelled", None, row=row)
             return
         if end.status == "lost":
-            self._lost(name, run, live, flush, end.message)
+            self._lost(name, row, live, flush, end.message)
             return
         self._strikes.pop(run, None)
         if end.status == "cancelled" or end.body is None:
-            self._end(run, live, "cancelled", "cancelled", None)
+            self._end(run, live, "cancelled", "cancelled", None, row=row)
             return
         body = end.body if end.status == "done" else self._redacted(dict(end.body))
         reason = str(body.get("stop_reason"))
         if end.status == "done":
             self.metrics.finished(name, body, self._clock.monotonic() - started)
-        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body)
+        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body, row=row)
 
     def _lost(
-        self, name: str, run: str, live: LiveRun, flush: Callable[[], None], why: str
+        self, name: str, row: RunRow, live: LiveRun, flush: Callable[[], None], why: str
     ) -> None:
-        """The worker of `run` died: queue it again, or fail it after `MAX_STRIKES`."""
+        """The worker of `row` died: queue it again, or fail it after `MAX_STRIKES`."""
+        run = row.id
         strikes = self._strikes[run] = self._strikes.get(run, 0) + 1
         if strikes >= MAX_STRIKES:
             self._strikes.pop(run, None)
             error = lost_too_often(strikes, why)
-            self._end(run, live, "done", *self._failed(self.pipelines[name], error))
+            self._end(run, live, "done", *self._failed(self.pipelines[name], error), row=row)
             return
         self.store.checkpoints.commit_now(run)  # its queued events: the next attempt
         flush()  # numbers its own after every stored one
