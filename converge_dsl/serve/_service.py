@@ -58,6 +58,7 @@ from converge_dsl.errors import ConvergeError
 
 from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
+from ._idempotency import key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
@@ -225,12 +226,12 @@ class RunService:
         """
         digest = None
         if key is not None:
-            digest = _digest(pipeline, request.data())
+            digest = request_digest(pipeline, request.data())
             first = self.store.idempotent(key)
             if first is not None:
                 if first[0] == digest:
                     return first[1]
-                raise _conflict(key, pipeline, request.data(), self.store.get(first[1]))
+                raise key_conflict(key, pipeline, request.data(), self.store.get(first[1]))
         queue = self._queues[pipeline]
         if queue.qsize() >= self._limits.queue:
             self.metrics.rejected(pipeline)
@@ -574,48 +575,6 @@ def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:
 
     checkpoint = CheckpointStore(None, checkpoint_key(env), medium=journal).read()
     return checkpoint.state is not None and bool(checkpoint.state.pending)
-
-
-def _digest(pipeline: str, request: JsonObject) -> str:
-    """What makes two requests the same: the pipeline and the checked request."""
-    import hashlib
-    import json
-
-    text = json.dumps([pipeline, request], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _conflict(key: str, pipeline: str, request: JsonObject, first: RunRow | None) -> Refused:
-    """409: `key` was first given with another request; located at the first difference."""
-    from ._requests import Problem
-
-    if first is not None and first.pipeline != pipeline:
-        where, what = "", f"pipeline {first.pipeline!r}"
-    else:
-        where = _first_difference(first.request if first is not None else {}, request)
-        what = "another request body"
-    return Refused(
-        409,
-        (
-            Problem(
-                codes.SERVE_IDEMPOTENCY_CONFLICT,
-                f"Idempotency-Key {key[:64]!r} was first used with {what}",
-                where,
-                "send a new Idempotency-Key for a new request, or the first request's body "
-                "unchanged to get its run",
-            ),
-        ),
-    )
-
-
-def _first_difference(first: Any, second: Any, pointer: str = "") -> str:
-    """The JSON pointer of the first place where `second` differs from `first`."""
-    if isinstance(first, dict) and isinstance(second, dict):
-        for name in sorted({*first, *second}):
-            if name not in first or name not in second or first[name] != second[name]:
-                escaped = str(name).replace("~", "~0").replace("/", "~1")
-                return _first_difference(first.get(name), second.get(name), f"{pointer}/{escaped}")
-    return pointer
 
 
 def _queue_full(pipeline: str, size: int) -> Any:
