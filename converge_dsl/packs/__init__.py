@@ -121,7 +121,6 @@ else:
                 "check_pack_tools",
                 "lock_pack_servers",
                 "pack_servers",
-                "trusted_pack_servers",
             ),
             "converge_dsl.packs._registry": ("SolverRegistry", "installed_solvers"),
             "converge_dsl.packs._repository": (
@@ -147,6 +146,7 @@ else:
                 "load_locked_packs",
                 "lock_pipeline",
                 "read_locked_packs",
+                "trusted_pack_servers",
             ),
         },
     )

@@ -49,7 +49,7 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineManifest, build_manifest
-from converge_dsl.packs._kind import PackSuggestorSpec, parse_pack_spec
+from converge_dsl.packs._kind import PackSuggestorSpec, pack_suggestors
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import Check, PipelineFacts
@@ -110,13 +110,6 @@ def _well_formed(packs: Mapping[str, str]) -> bool:
     from converge_dsl.packs._manifest import parse_specifier
 
     return all(parse_specifier(text) is not None for text in packs.values())
-
-
-def pack_suggestors(data: Mapping[str, Any]) -> Iterator[PackSuggestorSpec]:
-    """The pipeline's pack suggestors, typed."""
-    for index, item in enumerate(data.get("suggestors") or ()):
-        if isinstance(item, Mapping) and item.get("kind") == "pack":
-            yield parse_pack_spec(("suggestors", index), item)
 
 
 def check_pack_uses(

@@ -7,7 +7,7 @@ the lock and pack checks stay with the `packs:` section they read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -90,3 +90,10 @@ PACK = SuggestorKind(
     "converge_dsl.packs._compile:compile_pack_suggestor",
     GraphStyle("#ccfbf1", "#0d9488", "#134e4a", "box", "pack suggestor"),
 )
+
+
+def pack_suggestors(data: Mapping[str, Any]) -> Iterator[PackSuggestorSpec]:
+    """The pipeline's pack suggestors, typed."""
+    for index, item in enumerate(data.get("suggestors") or ()):
+        if isinstance(item, Mapping) and item.get("kind") == "pack":
+            yield parse_pack_spec(("suggestors", index), item)

@@ -13,8 +13,7 @@ lets packs run.
 
 - `pack_servers(packs, trust)`: the trusted servers, each renamed `PACK/SERVER`,
   with the pack's folder (where its `cwd` and a program named by a path are
-  resolved); `trusted_pack_servers(pipeline, manifest)` reads the locked packs
-  for a run (once per lock file and pipeline).
+  resolved); `_workspace.trusted_pack_servers` gives them for a run.
 - `lock_pack_servers(...)`: `lock` pins the trusted servers, started in the
   pack's fetched folder, read and stopped like a pipeline's.
 - `check_pack_tools(...)`: validate's check, from the cache and the lock only
@@ -70,34 +69,6 @@ def pack_servers(
     return found
 
 
-# The trusted servers last read per pipeline file: (its lock's bytes, trust, the servers).
-_READ: dict[str, tuple[bytes | None, object, dict[str, PackServer]]] = {}
-_KEEP = 8
-
-
-def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str, PackServer]:
-    """The trusted servers of the pipeline's locked packs ({} without `trust:`); read once
-    per lock file (a batch's runs share them). A pack the cache lacks is fetched."""
-    if not manifest.trust:
-        return {}
-    from converge_dsl.packs._lockfile import lock_path
-    from converge_dsl.packs._workspace import load_locked_packs
-
-    try:
-        lock: bytes | None = lock_path(pipeline).read_bytes()
-    except OSError:
-        lock = None
-    trust = dict(manifest.trust)
-    kept = _READ.get(str(pipeline))
-    if kept is not None and kept[0] == lock and kept[1] == trust:
-        return kept[2]
-    servers = pack_servers(load_locked_packs(pipeline, manifest), trust)
-    if len(_READ) >= _KEEP:
-        _READ.clear()
-    _READ[str(pipeline)] = (lock, trust, servers)
-    return servers
-
-
 def lock_pack_servers(
     packs: Mapping[str, Pack],
     trust: Mapping[str, tuple[str, ...]],
@@ -136,7 +107,7 @@ def _template_references(
     doc: LoadedDocument, packs: Mapping[str, Pack], kinds: KindRegistry
 ) -> Iterator[tuple[JsonPath, str, str, str]]:
     from converge_dsl.packs._bind import instantiate_template
-    from converge_dsl.packs._checks import pack_suggestors
+    from converge_dsl.packs._kind import pack_suggestors
 
     data = doc.data if isinstance(doc.data, Mapping) else {}
     for spec in pack_suggestors(data):

@@ -40,12 +40,14 @@ from converge_dsl.packs._lockfile import (
     LockFile,
     lock_from_resolution,
     lock_hint,
+    lock_path,
     lock_problems,
     missing_repository_hint,
     read_lock,
     write_lock,
 )
 from converge_dsl.packs._manifest import Pack, load_pack, parse_specifier
+from converge_dsl.packs._pack_tools import PackServer, lock_pack_servers, pack_servers
 from converge_dsl.packs._repository import (
     BUILTIN,
     Repository,
@@ -254,7 +256,6 @@ def _lock_tools(
 
     tools = lock_tool_servers(pipeline, factory=factory, environ=environ)
     if info.trust:
-        from converge_dsl.packs._pack_tools import lock_pack_servers
         from converge_dsl.tools import McpToolServer
 
         parent = dict(os.environ if environ is None else environ)
@@ -370,6 +371,31 @@ def load_locked_packs(
     if lock is None:
         return {}
     return _install_all(lock, info.open(client), cache or PackCache(), on_fetch)
+
+
+# The trusted servers last read per pipeline file: (its lock's bytes, trust, the servers).
+_READ: dict[str, tuple[bytes | None, object, dict[str, PackServer]]] = {}
+_KEEP = 8
+
+
+def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str, PackServer]:
+    """The trusted servers of the pipeline's locked packs ({} without `trust:`); read once
+    per lock file (a batch's runs share them). A pack the cache lacks is fetched."""
+    if not manifest.trust:
+        return {}
+    try:
+        lock: bytes | None = lock_path(pipeline).read_bytes()
+    except OSError:
+        lock = None
+    trust = dict(manifest.trust)
+    kept = _READ.get(str(pipeline))
+    if kept is not None and kept[0] == lock and kept[1] == trust:
+        return kept[2]
+    servers = pack_servers(load_locked_packs(pipeline, manifest), trust)
+    if len(_READ) >= _KEEP:
+        _READ.clear()
+    _READ[str(pipeline)] = (lock, trust, servers)
+    return servers
 
 
 def fetch_hint(pipeline: Path) -> str:

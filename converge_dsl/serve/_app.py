@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -47,7 +47,8 @@ from ._store import FINISHED, RunRow
 from ._tokens import Tokens
 
 if TYPE_CHECKING:
-    from ._mcp import McpEndpoint
+    from starlette.types import Receive, Scope, Send
+
     from ._service import RunService
 
 RUN_ID = re.compile(r"[0-9a-f]{32}")
@@ -63,6 +64,17 @@ class HttpLimits:
 
     body_cap: int = 1 << 20
     wait_s: float = 60.0
+
+
+class Endpoint(Protocol):
+    """An ASGI endpoint mounted beside the routes at `path`, running while the
+    application runs (`serve --mcp`: `_mcp.McpEndpoint`)."""
+
+    path: str
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[object]: ...
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
 # The longest Idempotency-Key header kept (characters).
@@ -87,13 +99,13 @@ def _idempotency_key(request: Request) -> str | None:
     return key
 
 
-def _problems(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
-    body = {"errors": [_redacted(p, redact) for p in error.problems]}
+def problems_response(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
+    body = {"errors": [redacted_problem(p, redact) for p in error.problems]}
     headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
     return JSONResponse(body, status_code=error.status, headers=headers)
 
 
-def _redacted(problem: Problem, redact: Callable[[str], str]) -> dict[str, Any]:
+def redacted_problem(problem: Problem, redact: Callable[[str], str]) -> dict[str, Any]:
     data = problem.data()
     for field in ("message", "hint", "text"):
         if field in data:
@@ -138,16 +150,16 @@ class _Api:
                     and self.tokens is not None
                     and not self.tokens.allows(request.headers.get("authorization"))
                 ):
-                    raise Refused(401, (_UNAUTHORIZED,))
+                    raise Refused(401, (UNAUTHORIZED,))
                 return await handler(request)
             except Refused as error:
-                response = _problems(error, redact)
+                response = problems_response(error, redact)
                 if error.status == 401:
                     response.headers["WWW-Authenticate"] = "Bearer"
                 return response
             except ConvergeError as error:
                 problem = Problem(codes.SERVE_RUN_FAILED, str(error), "")
-                return _problems(Refused(500, (problem,)), redact)
+                return problems_response(Refused(500, (problem,)), redact)
 
         return call
 
@@ -156,13 +168,13 @@ class _Api:
         cap = self.limits.body_cap
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > cap:
-            raise _too_large(cap)
+            raise too_large(cap)
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > cap:
-                raise _too_large(cap)
+                raise too_large(cap)
             chunks.append(chunk)
         raw = b"".join(chunks)
         return None if not raw.strip() else parse_json(raw)
@@ -215,7 +227,7 @@ class _Api:
         header = request.headers.get("last-event-id", "")
         last = int(header) if header.strip().isdigit() else -1
         return StreamingResponse(
-            _stream(self.service, ident, last),
+            event_stream(self.service, ident, last),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store"},
         )
@@ -274,7 +286,7 @@ class _Api:
         )
 
 
-_UNAUTHORIZED = Problem(
+UNAUTHORIZED = Problem(
     codes.SERVE_UNAUTHORIZED,
     "a valid bearer token is needed",
     "",
@@ -286,7 +298,7 @@ def build_app(
     service: RunService,
     tokens: Tokens | None,
     limits: HttpLimits,
-    mcp: McpEndpoint | None = None,
+    mcp: Endpoint | None = None,
 ) -> Starlette:
     """The application over `service` (see the module docstring), with the MCP endpoint
     at `/mcp` when given one (`serve --mcp`, docs/serve.md)."""
@@ -325,7 +337,7 @@ def build_app(
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-def _too_large(cap: int) -> Refused:
+def too_large(cap: int) -> Refused:
     return refused(
         413,
         codes.SERVE_BODY_TOO_LARGE,
@@ -344,7 +356,7 @@ def _render(lines: list[str]) -> str:
         return render_report(path)
 
 
-async def _stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
+async def event_stream(service: RunService, run: str, last: int) -> AsyncIterator[str]:
     """The run's events after `last`: stored ones, then live ones as they come; then `end`.
 
     The stream ends when the run stops or pauses; until then a comment every

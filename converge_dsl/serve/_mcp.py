@@ -39,13 +39,13 @@ from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
 
 from ._app import (
-    _UNAUTHORIZED,
+    UNAUTHORIZED,
     HttpLimits,
-    _problems,
-    _redacted,
-    _stream,
-    _too_large,
+    event_stream,
+    problems_response,
+    redacted_problem,
     run_view,
+    too_large,
 )
 from ._errors import ServeRefused
 from ._openapi import inputs_schema, run_schema
@@ -142,14 +142,14 @@ class McpEndpoint:
 
         headers = Headers(scope=scope)
         if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
-            response = _problems(Refused(401, (_UNAUTHORIZED,)), self.service.redact)
+            response = problems_response(Refused(401, (UNAUTHORIZED,)), self.service.redact)
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
             return
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.limits.body_cap:
             # the HTTP API's 413; a body without its length is capped by the SDK as it comes
-            await _problems(_too_large(self.limits.body_cap), self.service.redact)(
+            await problems_response(too_large(self.limits.body_cap), self.service.redact)(
                 scope, receive, send
             )
             return
@@ -235,7 +235,7 @@ class McpEndpoint:
         """One progress notification per trace event of `run`, read from the run's event
         stream (`GET /v1/runs/{id}/events`'s), until the run stops or pauses."""
         count = 0
-        async for chunk in _stream(self.service, run, -1):
+        async for chunk in event_stream(self.service, run, -1):
             if not chunk.startswith("id: "):
                 continue  # a keep-alive comment, or the end
             count += 1
@@ -249,7 +249,7 @@ class McpEndpoint:
 
         body: dict[str, Any] = {
             "status": error.status,
-            "errors": [_redacted(p, self.service.redact) for p in error.problems],
+            "errors": [redacted_problem(p, self.service.redact) for p in error.problems],
         }
         if error.retry_after is not None:
             body["retry_after"] = error.retry_after
