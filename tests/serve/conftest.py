@@ -105,3 +105,28 @@ def servers() -> Iterator[list[Server]]:
     yield started
     for server in started:
         server.stop()
+
+
+def serve_with_token(
+    folder: Path, servers: list[Server], paths: list[Path], token: str, *options: str
+) -> Server:
+    """A server of `paths` whose token file (in `folder`) holds `token`, one run of a
+    pipeline at once, a queue of 2 and waits of at most 20 s, then `options`; stopped
+    when the test ends."""
+    tokens = folder / "tokens"
+    tokens.write_text(f"# who may call\n{token}\n")
+    server = Server(
+        paths,
+        folder / "state",
+        "--token-file",
+        str(tokens),
+        "--workers",
+        "1",
+        "--queue",
+        "2",
+        "--wait-timeout",
+        "20",
+        *options,
+    )
+    servers.append(server)
+    return server

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from .conftest import DATA, ROOT, Server
+from .conftest import DATA, ROOT, Server, serve_with_token
 
 EXPECTED = Path(__file__).parent / "expected"
 TOKEN = "c0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
@@ -26,21 +26,7 @@ MARKET = ROOT / "pipelines" / "market-entry.yaml"
 
 @pytest.fixture
 def served(tmp_path: Path, servers: list[Server]) -> tuple[str, dict[str, str]]:
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"# who may call\n{TOKEN}\n")
-    server = Server(
-        [DATA, MARKET],
-        tmp_path / "state",
-        "--token-file",
-        str(tokens),
-        "--workers",
-        "1",
-        "--queue",
-        "2",
-        "--wait-timeout",
-        "20",
-    )
-    servers.append(server)
+    server = serve_with_token(tmp_path, servers, [DATA, MARKET], TOKEN)
     return server.ready(), {"Authorization": f"Bearer {TOKEN}"}
 
 

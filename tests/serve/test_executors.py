@@ -22,7 +22,7 @@ import pytest
 from converge_dsl.cli import run as cli
 from converge_dsl.serve._store import STATE_FILE
 
-from .conftest import DATA, Server
+from .conftest import DATA, Server, serve_with_token
 from .test_app import (
     EXPECTED,
     MARKET,
@@ -50,25 +50,9 @@ __all__ = [
 @pytest.fixture
 def served(tmp_path: Path, servers: list[Server]) -> tuple[str, dict[str, str]]:
     """test_app.py's server, its runs on two worker processes."""
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{TOKEN}\n")
-    server = Server(
-        [DATA, MARKET],
-        tmp_path / "state",
-        "--token-file",
-        str(tokens),
-        "--workers",
-        "1",
-        "--queue",
-        "2",
-        "--wait-timeout",
-        "20",
-        "--executor",
-        "process",
-        "--processes",
-        "2",
+    server = serve_with_token(
+        tmp_path, servers, [DATA, MARKET], TOKEN, "--executor", "process", "--processes", "2"
     )
-    servers.append(server)
     return server.ready(), {"Authorization": f"Bearer {TOKEN}"}
 
 

@@ -26,7 +26,7 @@ from converge_dsl.serve import ServeOptions, prepare
 from converge_dsl.serve._errors import ServeRefused
 from converge_dsl.serve._mcp import tool_name, tool_names
 
-from .conftest import DATA, Server
+from .conftest import DATA, Server, serve_with_token
 from .test_app import EXPECTED, _expected
 
 TOKEN = "5e7b1d4a9f8e2c6b3a1d0f9e8cc0ffee"
@@ -40,22 +40,7 @@ SHORT_S = 8.0
 
 @pytest.fixture
 def served(tmp_path: Path, servers: list[Server]) -> str:
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{TOKEN}\n")
-    server = Server(
-        [DATA],
-        tmp_path / "state",
-        "--mcp",
-        "--token-file",
-        str(tokens),
-        "--workers",
-        "1",
-        "--queue",
-        "2",
-        "--wait-timeout",
-        "20",
-    )
-    servers.append(server)
+    server = serve_with_token(tmp_path, servers, [DATA], TOKEN, "--mcp")
     return server.ready()
 
 
