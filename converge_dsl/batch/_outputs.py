@@ -159,6 +159,7 @@ class OutLinesSink(BatchSink):
         self.path = path
         self._append = append
         self._file: IO[str] | None = None
+        self._label = f"--out {path}"  # what a failed write names, made once: not per case
 
     def outputs(self) -> tuple[Output, ...]:
         return (Output(self.path, "--out", "results file"),)
@@ -175,8 +176,8 @@ class OutLinesSink(BatchSink):
         from converge_dsl._files import flush_checked, write_all
 
         if self._file is not None:
-            write_all(self._file, result.line(), f"--out {self.path}")
-            flush_checked(self._file, f"--out {self.path}")
+            write_all(self._file, result.line(), self._label)
+            flush_checked(self._file, self._label)
 
     def close(self) -> None:
         file, self._file = self._file, None

@@ -2,14 +2,17 @@
 
 For CPU-bound pipelines (solvers, large rule sets): `workers` processes
 (started with `spawn`, so nothing of the parent's threads or loops is
-inherited) each get the pipeline the parent loaded and checked (a `Pipeline`
-pickles as its checked document with the locked packs its validation read:
-neither loaded nor read again), are set up for the batch by `set_up_worker`
-(the one function that readies a pipeline in a worker: one event loop, the
-batch's meter and outputs), and run one case at a time. The parent hands the cases over
-in chunks of `CHUNK` (one round trip between the processes per chunk, not
-per case), keeps two chunks per worker in flight and yields results as their
-chunk finishes. A batch-wide cap is one
+inherited) are started first, and import the pipeline's modules while the
+parent loads and checks the pipeline (on two cores the parent's load and the
+workers' imports overlap instead of following each other). Each is set up
+for the batch by `set_up_worker` (the one function that readies a worker:
+one event loop, the batch's meter and outputs) and takes the pipeline the
+parent loaded (a `Pipeline` pickles as its checked document with the locked
+packs its validation read: neither loaded nor read again), pickled once by
+the parent and sent with every chunk, unpickled by a worker only once. The
+parent hands the cases over in chunks of `CHUNK` (one round trip between the
+processes per chunk, not per case), keeps two chunks per worker in flight
+and yields results as their chunk finishes. A batch-wide cap is one
 `SharedPool` in shared memory that every worker's case meters ask. A worker
 that dies (killed, out of memory) breaks the pool: it is made again, and the
 cases in flight are run again, except one that was in flight at
@@ -29,12 +32,14 @@ import asyncio
 import multiprocessing
 import multiprocessing.util
 import os
+import pickle
 import sys
 import threading
 import time
 from collections.abc import Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,40 +99,55 @@ class _Worker:
     """The state of one worker process: its loaded pipeline, event loop and meter."""
 
     pipeline: Pipeline | None = None
+    # The pickled pipeline `pipeline` was made from (chunks carry it: unpickled once).
+    pickled: bytes | None = None
     loop: asyncio.AbstractEventLoop | None = None
     meter: MeterFactory | None = None
     sinks: SinkFactory | None = None
 
 
 def set_up_worker(
-    pipeline: Pipeline, pool: SharedPool | None, outputs: CaseOutputs, parent: int
+    pipeline: Pipeline | None, pool: SharedPool | None, outputs: CaseOutputs, parent: int
 ) -> None:
-    """Set up the pipeline in this worker process, for the cases it will run: die with
-    `parent`, keep `pipeline` (as the parent loaded and checked it, with the locked packs
-    its validation read: neither loaded nor read again) for the batch, on one event loop
-    with the batch's meter (`pool`, its cap) and outputs, and freeze what is alive."""
+    """Set up this worker process for the cases it will run: die with `parent`, keep
+    `pipeline` (as the parent loaded and checked it, with the locked packs its
+    validation read: neither loaded nor read again; None: it comes with the first
+    chunk, `_run`) for the batch, on one event loop with the batch's meter (`pool`,
+    its cap) and outputs."""
     _die_with_parent(parent)
+    from . import _pipeline  # noqa: F401  (the pipeline's modules, imported while it loads)
     from ._schedule import make_meter
 
     clock = SystemClock()
     _Worker.loop = asyncio.new_event_loop()
     _Worker.meter = make_meter(pool, clock)
     _Worker.sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
+    if pipeline is not None:
+        _keep(pipeline)
+
+
+def _keep(pipeline: Pipeline) -> None:
+    """Keep `pipeline` for the batch, and freeze what is alive (as the `local` executor:
+    no collection scans the loaded pipeline)."""
     _Worker.pipeline = pipeline
     # The worker's tool servers stop when it ends (multiprocessing runs no atexit hook).
     multiprocessing.util.Finalize(None, pipeline.close, exitpriority=10)
-    freeze_alive()  # as the `local` executor: no collection scans the loaded pipeline
+    freeze_alive()
 
 
-def _run(cases: list[Case]) -> list[CaseResult]:
+def _run(cases: list[Case], pickled: bytes | None = None) -> list[CaseResult]:
     """Run a chunk of cases in this worker, one after the other (never raises for a
-    case's own failure); each result holds its result line, written here, so the
-    parent only copies it to `--out` (writing it there took a third of the parent's
-    time per case: `bench/batch.py`, parent CPU per case)."""
+    case's own failure); `pickled` is the pipeline (unpickled by the first chunk that
+    brings it). Each result holds its result line, written here, so the parent only
+    copies it to `--out` (writing it there took a third of the parent's time per
+    case: `bench/batch.py`, parent CPU per case)."""
     from ._schedule import run_case
 
+    if pickled is not None and pickled != _Worker.pickled:
+        _keep(pickle.loads(pickled))
+        _Worker.pickled = pickled
     pipeline, loop = _Worker.pipeline, _Worker.loop
-    assert pipeline is not None, "the worker initializer has run"
+    assert pipeline is not None, "the pipeline came with the worker or its chunk"
     assert loop is not None, "the worker initializer has run"
     return [
         loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks)).with_line()
@@ -138,53 +158,95 @@ def _run(cases: list[Case]) -> list[CaseResult]:
 def run_in_processes(
     options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
 ) -> Generator[CaseResult, None, None]:
-    """The `process` executor: check the pipeline loads here, then run `todo` in workers."""
+    """The `process` executor: start the workers, check the pipeline loads here (while
+    they import), then run `todo` in them."""
     from ._pipeline import load
 
-    pipeline = load(
-        options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
-    )  # pickled to each worker with its cache settings: one store, one mode
     context = multiprocessing.get_context("spawn")
     pool = None
     if options.limits.any:
         pool = SharedPool(options.limits, context)
         pool.add(spent[0], spent[1], 0, 0)
-    start_args = (pipeline, pool, options.outputs, os.getpid())
-    return _results(options.pipeline, workers, todo, context, start_args)
+    plan = _Plan(options.pipeline, workers, context, (None, pool, options.outputs, os.getpid()))
+    executor = plan.start() if todo else None
+    try:
+        pipeline = load(
+            options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
+        )  # pickled to each worker with its cache settings: one store, one mode
+        pickled = pickle.dumps(pipeline, pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    return _results(plan, todo, pickled, executor)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a batch's pools of workers are made: `path` is the pipeline (where a case
+    that cannot run is reported); `start_args` are `set_up_worker`'s."""
+
+    path: Path
+    workers: int
+    context: Any
+    start_args: tuple[Any, ...]
+
+    def start(self) -> ProcessPoolExecutor:
+        """A pool of `workers` processes, started now (a call each makes it start them)."""
+        executor = ProcessPoolExecutor(
+            self.workers,
+            mp_context=self.context,
+            initializer=set_up_worker,
+            initargs=self.start_args,
+        )
+        for _ in range(self.workers):
+            executor.submit(_started)
+        return executor
+
+
+def _started() -> None:
+    """Nothing: a call that makes a pool start one more worker."""
 
 
 def _results(
-    path: Path, workers: int, todo: list[Case], context: Any, start_args: tuple[Any, ...]
+    plan: _Plan, todo: list[Case], pickled: bytes, executor: ProcessPoolExecutor | None
 ) -> Generator[CaseResult, None, None]:
+    """The results of `todo` from `executor` (started already), and from a new pool each
+    time a worker dies; `pickled` is the pipeline, sent with every chunk."""
     queue = list(reversed(todo))
     strikes: dict[int, int] = {}
-    while queue:
-        executor = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=set_up_worker, initargs=start_args
-        )
-        try:
-            yield from _through(executor, queue, workers, path, strikes)
-        finally:
+    try:
+        while queue:
+            if executor is None:
+                executor = plan.start()
+            try:
+                yield from _through(plan, executor, queue, pickled, strikes)
+            finally:
+                executor.shutdown(wait=True, cancel_futures=True)
+                executor = None
+    finally:
+        if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _through(
+    plan: _Plan,
     executor: ProcessPoolExecutor,
     queue: list[Case],
-    workers: int,
-    path: Path,
+    pickled: bytes,
     strikes: dict[int, int],
 ) -> Generator[CaseResult, None, None]:
     """Run cases from `queue` (popped from its end) in `executor` until it is empty or the
     pool breaks. The cases in flight when a worker dies go back to the queue; one in
     flight at `MAX_STRIKES` breaks gets an error result instead."""
     running: dict[Future[list[CaseResult]], list[Case]] = {}
+    workers = plan.workers
     while queue or running:
         while queue and len(running) < workers * IN_FLIGHT_PER_WORKER:
             # Smaller chunks near the end, so that every worker keeps busy.
             size = max(1, min(CHUNK, len(queue) // (workers * IN_FLIGHT_PER_WORKER)))
             chunk = [queue.pop() for _ in range(size)]
-            running[executor.submit(_run, chunk)] = chunk
+            running[executor.submit(_run, chunk, pickled)] = chunk
         done, _ = wait(running, return_when=FIRST_COMPLETED)
         lost: list[Case] = []
         for future in sorted(done, key=lambda f: running[f][0].index):
@@ -201,7 +263,7 @@ def _through(
                 strikes[case.index] = strikes.get(case.index, 0) + 1
                 if strikes[case.index] >= MAX_STRIKES:
                     error = ConvergeError("the worker process running this case died")
-                    yield error_result(case, error, path)
+                    yield error_result(case, error, plan.path)
                 else:
                     queue.append(case)
             return
