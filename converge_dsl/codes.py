@@ -223,6 +223,7 @@ EVAL_BAD_CONFIGURATION = "CD811"  # two configurations share a name
 EVAL_NOT_JUDGED = "CD812"  # a judge call was refused: the evaluation's caps are spent
 CASE_CASSETTE_MISSING = "CD813"  # --replay DIR holds no cassette for a case (batch or evaluation)
 CASE_CASSETTE_CLASH = "CD814"  # two cases of a batch or evaluation would share one cassette file
+EVAL_BAD_SCHEMA = "CD815"  # a schema metric's schema is not valid or not checkable in bounded time
 DIFF_BAD_RESULT_LINE = "CD816"  # a line of a results file given to `diff` is not a result line
 DIFF_DUPLICATE_CASE = "CD817"  # two lines of a results file given to `diff` name one case
 TEST_FAILED = "CD960"  # an expectation of a pipeline test does not hold

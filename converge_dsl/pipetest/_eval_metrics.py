@@ -12,11 +12,16 @@ aggregates of pass/fail metrics.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl._json_types import JsonValue
+
+if TYPE_CHECKING:
+    from converge_dsl.sandbox import GovernedValidator
 
 from ._eval_spec import EvalCase, Metric
 
@@ -137,9 +142,17 @@ def _matches(pattern: str, value: object) -> bool:
 
 
 def _conforms(schema: object, value: object) -> bool:
-    import jsonschema
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    return next(iter(validator.iter_errors(value)), None) is None
 
-    return bool(jsonschema.Draft202012Validator(schema).is_valid(value))
+
+@functools.lru_cache(maxsize=64)
+def _validator(schema: str) -> GovernedValidator:
+    """The governed validator of a schema metric's schema (checked when the evaluation
+    file was read), built once per schema rather than once per case."""
+    from converge_dsl.sandbox import python_validator
+
+    return python_validator(json.loads(schema), "the metric's schema")
 
 
 def _within_usage(spec: Mapping[str, Any], usage: Mapping[str, Any]) -> bool:

@@ -504,9 +504,31 @@ def _metrics(
             )
         if kind == "regex":
             _check_pattern(reader, str(spec["pattern"]), (*at, "pattern"))
+        if kind == "schema":
+            _check_schema(reader, spec["schema"], (*at, "schema"))
         threshold = item.get("threshold")
         out.append(Metric(name, kind, spec, None if threshold is None else float(threshold), where))
     return tuple(out)
+
+
+def _check_schema(reader: _Reader, schema: object, path: JsonPath) -> None:
+    """A schema metric's schema as key schemas are held: valid JSON Schema, and checkable
+    in bounded time (`sandbox.schema_problems`), so scoring cannot hang or fail."""
+    from converge_dsl.sandbox import meta_error, schema_problems
+
+    problems = [(where, message) for where, _, message in schema_problems(schema)]
+    if not problems:
+        invalid = meta_error(schema)
+        if invalid is not None:
+            problems = [(tuple(invalid.path), f"it is not a JSON Schema: {invalid.message}")]
+    for where, message in problems:
+        reader.problem(
+            codes.EVAL_BAD_SCHEMA,
+            f"the metric's schema cannot be used: {message}",
+            (*path, *where),
+            "write a JSON Schema (2020-12) with '#/$defs/NAME' references only, RE2 "
+            "patterns, within the limits of schemas in the reference",
+        )
 
 
 def _check_pattern(reader: _Reader, pattern: str, path: JsonPath) -> None:

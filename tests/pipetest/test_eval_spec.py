@@ -149,3 +149,46 @@ def test_judges_and_configurations_declare_models_as_the_pipeline_schema_does() 
     names = ("model", "scriptedModel", "openaiModel", "anthropicModel", "replayModel")
     for name in (*names, "account", "modelLimits"):
         assert evaluation[name] == pipeline[name], name
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer", "message"),
+    [
+        (
+            '{type: object, properties: {cause: {type: string, pattern: "(?=x)"}}}',
+            "properties/cause/pattern",
+            "the metric's schema cannot be used: the regex '(?=x)' cannot run in linear time",
+        ),
+        (
+            "{type: 5}",
+            "type",
+            "the metric's schema cannot be used: it is not a JSON Schema: 5 is not valid",
+        ),
+    ],
+)
+def test_a_schema_metric_whose_schema_cannot_be_checked_is_located_in_it(
+    tmp_path: Path, schema: str, pointer: str, message: str
+) -> None:
+    path = _folder(tmp_path, "cases.jsonl", _JSONL)
+    path.write_text(
+        path.read_text(encoding="utf-8")
+        + f"  - name: shape\n    schema: {{key: hypotheses, schema: {schema}}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(PipelineInvalid) as caught:
+        read_eval_file(path)
+    (found,) = caught.value.diagnostics
+    assert found.code == codes.EVAL_BAD_SCHEMA
+    assert found.line == 17
+    assert found.message.startswith(message), found.message
+    assert "/".join(str(p) for p in found.path[-len(pointer.split("/")) :]) == pointer
+
+
+def test_a_schema_metric_scores_with_one_validator_per_schema(tmp_path: Path) -> None:
+    from converge_dsl.pipetest import _eval_metrics
+
+    _eval_metrics._validator.cache_clear()
+    schema = {"type": "object", "required": ["cause"]}
+    assert _eval_metrics._conforms(schema, {"cause": "x"})
+    assert not _eval_metrics._conforms(dict(reversed(list(schema.items()))), {})
+    assert _eval_metrics._validator.cache_info().misses == 1
