@@ -107,7 +107,7 @@ def problems_response(error: Refused, redact: Callable[[str], str]) -> JSONRespo
 
 def redacted_problem(problem: Problem, redact: Callable[[str], str]) -> dict[str, Any]:
     data = problem.data()
-    for field in ("message", "hint", "text"):
+    for field in ("message", "pointer", "hint", "text"):
         if field in data:
             data[field] = redact(data[field])
     return data

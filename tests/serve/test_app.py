@@ -176,6 +176,18 @@ def _expected(name: str, body: Any) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
+def test_a_secret_sent_as_an_input_name_is_masked_in_the_error_pointer_too(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        answer = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "x", TOKEN: 1}})
+    assert answer.status_code == 422
+    (problem,) = answer.json()["errors"]
+    assert problem["pointer"].startswith("/inputs/")
+    assert TOKEN not in answer.text
+
+
 def test_bad_inputs_are_located_json_errors(served: tuple[str, dict[str, str]]) -> None:
     url, headers = served
     with client(url, headers) as http:
