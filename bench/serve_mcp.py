@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from typing import Any
 import httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from serve import _cpu_s, _stop  # bench/serve.py: the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "market-entry.yaml"
@@ -54,12 +54,6 @@ TOKEN = "bench-token-0123456789abcdef"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 INPUTS = {"market": "Baltic 3PL"}
 TIMEOUT_S = 120.0
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid` (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _start(state: Path, tokens: Path, concurrency: int) -> tuple[subprocess.Popen[str], str]:
@@ -210,12 +204,7 @@ def main() -> None:
                 side.client_cpu += time.process_time() - client
                 side.server_cpu += _cpu_s(process.pid) - server
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        _stop(process)
         shutil.rmtree(folder, ignore_errors=True)
     for name, side in sides.items():
         print(side.line(f"{name:4} c={args.concurrency}"))
