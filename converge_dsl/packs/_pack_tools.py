@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, unknown_name_hint
 from converge_dsl.errors import PackError
 from converge_dsl.frontend import (
     EVERY_TOOL,
@@ -83,11 +83,6 @@ def lock_pack_servers(
         name: lock_server(spec, factory(spec, folder, environ))
         for name, (spec, folder) in pack_servers(packs, trust).items()
     }
-
-
-def _guess(word: str, names: list[str]) -> str | None:
-    guess = did_you_mean(word, sorted(names))
-    return f"did you mean {guess!r}?" if guess else None
 
 
 def _references(
@@ -156,8 +151,9 @@ def check_pack_tools(
                     codes.PACK_TOOL_UNKNOWN,
                     f"pack {pack_name} {pack.version} declares no tool server {server!r}",
                     ("trust", pack_name, index),
-                    hint=_guess(server, declared)
-                    or f"it declares: {', '.join(declared) or 'no tool server'}",
+                    hint=unknown_name_hint(
+                        server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
+                    ),
                 )
     untrusted: set[tuple[str, str]] = set()
     used: dict[str, list[tuple[JsonPath, str]]] = {}
@@ -172,8 +168,9 @@ def check_pack_tools(
                 codes.PACK_TOOL_UNKNOWN,
                 f"pack {pack_name} {pack.version} declares no tool server {server!r}",
                 path,
-                hint=_guess(server, declared)
-                or f"it declares: {', '.join(declared) or 'no tool server'}",
+                hint=unknown_name_hint(
+                    server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
+                ),
             )
             continue
         if tool != EVERY_TOOL and tool not in spec.allow:
@@ -182,7 +179,9 @@ def check_pack_tools(
                 f"tool {tool!r} is not in the allow-list of server {server!r} of pack "
                 f"{pack_name} ({', '.join(spec.allow)})",
                 path,
-                hint=_guess(tool, list(spec.allow)) or "name one of the tools the pack allows",
+                hint=unknown_name_hint(
+                    tool, sorted(spec.allow), "name one of the tools the pack allows"
+                ),
             )
             continue
         trusted = trust.get(pack_name, ())
@@ -244,6 +243,9 @@ def _against_lock(
                     f"server {name!r} offers no tool {tool!r} (locked: "
                     f"{', '.join(names) or 'none'})",
                     path,
-                    hint=_guess(tool, list(names))
-                    or f"name one of its tools; if the server gained {tool!r} since, {hint}",
+                    hint=unknown_name_hint(
+                        tool,
+                        sorted(names),
+                        f"name one of its tools; if the server gained {tool!r} since, {hint}",
+                    ),
                 )
