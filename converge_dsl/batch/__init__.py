@@ -41,7 +41,8 @@ Public surface:
   future gives the `RunEnd`, the sinks hearing the run's events as they happen;
   `cancel(run)`. `OneRun` carries the inputs, lower budget limits, decisions and
   the SQLite database of the checkpoint journal, which the worker opens by path
-  (`open_journals`); `execute_one` is what a worker does with it.
+  (`open_journals`); `execute_one` is what a worker does with it;
+  `lowered_budget(budget, asked)` applies a request's lower limits (never higher).
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
 """
@@ -99,6 +100,7 @@ else:
                 "RunWorkers",
                 "WorkerError",
                 "execute_one",
+                "lowered_budget",
                 "open_journals",
             ),
             "converge_dsl.batch._one_ray": ("RayWorkers",),

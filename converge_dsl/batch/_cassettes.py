@@ -136,15 +136,4 @@ def _located(code: str, message: str, case: Case, hint: str) -> Diagnostic:
     span = case.span
     if span is None:
         return Diagnostic(code, Severity.ERROR, message, "", 0, 0, 0, 0, (), hint, False)
-    return Diagnostic(
-        code,
-        Severity.ERROR,
-        message,
-        span.file,
-        span.line,
-        span.column,
-        span.end_line,
-        span.end_column,
-        (),
-        hint,
-    )
+    return Diagnostic.at(code, message, span, hint=hint)

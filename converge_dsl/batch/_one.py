@@ -68,6 +68,7 @@ __all__ = [
     "RunWorkers",
     "WorkerError",
     "execute_one",
+    "lowered_budget",
     "open_journals",
 ]
 
@@ -97,12 +98,18 @@ class OneRun:
 
     def lowered(self, budget: Budget) -> Budget:
         """`budget` with this run's limits where they are lower."""
-        out: dict[str, Any] = {}
-        for name, value in self.budget.items():
-            limit = getattr(budget, name)
-            if limit is None or value <= limit:
-                out[name] = value if name == "max_wall_s" else int(value)
-        return dataclasses.replace(budget, **out)
+        return lowered_budget(budget, self.budget)
+
+
+def lowered_budget(budget: Budget, asked: Mapping[str, float]) -> Budget:
+    """`budget` with each limit of `asked` that is lower (a request may lower a
+    pipeline's budget, never raise it)."""
+    out: dict[str, Any] = {}
+    for name, value in asked.items():
+        limit = getattr(budget, name)
+        if limit is None or value <= limit:
+            out[name] = value if name == "max_wall_s" else int(value)
+    return dataclasses.replace(budget, **out)
 
 
 @dataclass(frozen=True)

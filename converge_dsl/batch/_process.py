@@ -99,8 +99,6 @@ class _Worker:
     """The state of one worker process: its loaded pipeline, event loop and meter."""
 
     pipeline: Pipeline | None = None
-    # The pickled pipeline `pipeline` was made from (chunks carry it: unpickled once).
-    pickled: bytes | None = None
     loop: asyncio.AbstractEventLoop | None = None
     meter: MeterFactory | None = None
     sinks: SinkFactory | None = None
@@ -143,9 +141,8 @@ def _run(cases: list[Case], pickled: bytes | None = None) -> list[CaseResult]:
     case: `bench/batch.py`, parent CPU per case)."""
     from ._schedule import run_case
 
-    if pickled is not None and pickled != _Worker.pickled:
+    if pickled is not None and _Worker.pipeline is None:  # one pool per batch: one pipeline
         _keep(pickle.loads(pickled))
-        _Worker.pickled = pickled
     pipeline, loop = _Worker.pipeline, _Worker.loop
     assert pipeline is not None, "the pipeline came with the worker or its chunk"
     assert loop is not None, "the worker initializer has run"

@@ -60,8 +60,9 @@ def pack_servers(
     found: dict[str, PackServer] = {}
     for pack_name, servers in trust.items():
         pack = packs.get(pack_name)
-        for server in servers if pack is not None else ():
-            assert pack is not None
+        if pack is None:
+            continue
+        for server in servers:
             spec = pack.tools.get(server)
             if spec is not None:
                 name = f"{pack_name}/{server}"
@@ -143,8 +144,9 @@ def check_pack_tools(
     trust = manifest.trust
     for pack_name, servers in trust.items():
         pack = packs.get(pack_name)
-        for index, server in enumerate(servers if pack is not None else ()):
-            assert pack is not None
+        if pack is None:
+            continue
+        for index, server in enumerate(servers):
             if server not in pack.tools:
                 declared = sorted(pack.tools)
                 yield smap.diagnostic(

@@ -35,12 +35,12 @@ from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._files import Notice, PackRefused
 from converge_dsl.packs._index import PackIndex
+from converge_dsl.packs._loaded import lock_bytes
 from converge_dsl.packs._lockfile import (
     LockedPack,
     LockFile,
     lock_from_resolution,
     lock_hint,
-    lock_path,
     lock_problems,
     missing_repository_hint,
     read_lock,
@@ -383,10 +383,7 @@ def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str
     per lock file (a batch's runs share them). A pack the cache lacks is fetched."""
     if not manifest.trust:
         return {}
-    try:
-        lock: bytes | None = lock_path(pipeline).read_bytes()
-    except OSError:
-        lock = None
+    lock = lock_bytes(pipeline)
     trust = dict(manifest.trust)
     kept = _READ.get(str(pipeline))
     if kept is not None and kept[0] == lock and kept[1] == trust:

@@ -69,7 +69,7 @@ def render(seq: int, record: str) -> str:
         excerpts=more.get("excerpts", {}),
         kinds=more.get("kinds", {}),
     )
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+    return _DUMPS(line)
 
 
 class LiveRun:

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._json_pointer import pointer
 from converge_dsl._json_types import JsonObject
 
 from ._requests import Problem, Refused
@@ -42,11 +43,10 @@ def key_conflict(key: str, pipeline: str, request: JsonObject, first: RunRow | N
     )
 
 
-def _first_difference(first: Any, second: Any, pointer: str = "") -> str:
+def _first_difference(first: Any, second: Any, path: tuple[str, ...] = ()) -> str:
     """The JSON pointer of the first place where `second` differs from `first`."""
     if isinstance(first, dict) and isinstance(second, dict):
         for name in sorted({*first, *second}):
             if name not in first or name not in second or first[name] != second[name]:
-                escaped = str(name).replace("~", "~0").replace("/", "~1")
-                return _first_difference(first.get(name), second.get(name), f"{pointer}/{escaped}")
-    return pointer
+                return _first_difference(first.get(name), second.get(name), (*path, name))
+    return pointer(path)

@@ -13,7 +13,6 @@ lower any limit of the pipeline's `budget:` but never raise one.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -102,16 +101,9 @@ class RunRequest:
 
     def lowered(self, budget: Budget) -> Budget:
         """`budget` with this request's limits where they are lower."""
-        return dataclasses.replace(budget, **_lowered(budget, self.budget))
+        from converge_dsl.batch import lowered_budget
 
-
-def _lowered(budget: Budget, asked: Mapping[str, float]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in asked.items():
-        limit = getattr(budget, name)
-        if limit is None or value <= limit:
-            out[name] = value if name == "max_wall_s" else int(value)
-    return out
+        return lowered_budget(budget, self.budget)
 
 
 def parse_json(raw: bytes) -> Any:

@@ -23,7 +23,6 @@ def test_a_worker_unpickles_the_pipeline_its_chunks_carry_once(
     monkeypatch.setattr(_process, "_die_with_parent", lambda parent: None)
     monkeypatch.setattr(_process, "freeze_alive", lambda: None)
     monkeypatch.setattr(_process._Worker, "pipeline", None)
-    monkeypatch.setattr(_process._Worker, "pickled", None)
     _process.set_up_worker(None, None, CaseOutputs(), 0)
     loop = _process._Worker.loop
     assert loop is not None
