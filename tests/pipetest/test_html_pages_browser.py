@@ -310,11 +310,13 @@ def _rows_in_dom(driver: Any, css: str) -> int:
 
 
 def _scroll_to_the_end(driver: Any, css: str, last: str) -> Any:
-    """Scrolls the list `css` to its end; its last row once it shows `last`."""
+    """Scrolls the list `css` to its end; its last row once it shows `last` (a row read
+    while the list redraws is gone: read again)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.execute_script(f"var b = document.querySelector({css!r}); b.scrollTop = b.scrollHeight;")
-    WebDriverWait(driver, LOAD_BOUND_S).until(
+    WebDriverWait(driver, LOAD_BOUND_S, ignored_exceptions=(StaleElementReferenceException,)).until(
         lambda d: d.find_elements("css selector", f"{css} .row")[-1].text.startswith(last)
     )
     return driver.find_elements("css selector", f"{css} .row")[-1]
