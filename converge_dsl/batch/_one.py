@@ -206,10 +206,10 @@ def open_journals(database: Path) -> tuple[SqliteJournals, threading.Lock]:
 
     lock = threading.Lock()
     try:
-        db = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
+        # The wait for a lock first: workers starting together all set WAL mode at once.
+        db = sqlite3.connect(database, check_same_thread=False, isolation_level=None, timeout=10)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA busy_timeout=10000")
         return SqliteJournals(db, lock, str(database)), lock
     except sqlite3.Error as exc:
         raise ConvergeError(
