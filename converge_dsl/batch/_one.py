@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from converge_dsl import codes
+from converge_dsl._sqlite import open_wal
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.errors import ConvergeError
 from converge_dsl.runtime import RunSink
@@ -206,10 +207,7 @@ def open_journals(database: Path) -> tuple[SqliteJournals, threading.Lock]:
 
     lock = threading.Lock()
     try:
-        # The wait for a lock first: workers starting together all set WAL mode at once.
-        db = sqlite3.connect(database, check_same_thread=False, isolation_level=None, timeout=10)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+        db = open_wal(database, busy_timeout=10)
         return SqliteJournals(db, lock, str(database)), lock
     except sqlite3.Error as exc:
         raise ConvergeError(

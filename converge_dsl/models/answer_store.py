@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from converge_dsl import codes
+from converge_dsl._sqlite import open_wal
 from converge_dsl.errors import ConvergeError
 from converge_dsl.models._answer_key import CACHE_FORMAT
 
@@ -234,11 +235,7 @@ class SqliteAnswerStore:
         self._lock = threading.RLock()
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = open_wal(self.path, BUSY_TIMEOUT_S)
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise CacheStoreError(

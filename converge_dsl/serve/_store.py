@@ -34,6 +34,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
+from converge_dsl._sqlite import open_wal
 from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
@@ -114,12 +115,7 @@ class RunStore:
         self.database = folder / STATE_FILE
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                folder / STATE_FILE, check_same_thread=False, isolation_level=None
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db = open_wal(self.database, busy_timeout=5)
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise StateError(

@@ -1,0 +1,46 @@
+"""`open_wal(path, busy_timeout)`: a connection to the SQLite database at `path`, in
+WAL mode, that several threads and processes may share.
+
+The one way the project opens its databases (the answer cache, a service's state,
+a worker's checkpoint journals): autocommit (callers say `BEGIN` themselves), any
+thread, `synchronous=NORMAL`, and a wait of `busy_timeout` seconds for another
+writer. Raises `sqlite3.Error` for the caller to word.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+_MODE_ATTEMPTS = 200
+
+
+def open_wal(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    """A connection to `path` (created if missing) in WAL mode."""
+    db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+    try:
+        _use_wal(db)
+        db.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put `db` in WAL mode unless it is already (the mode stays in the file).
+
+    Processes opening a new database together all change its mode at once; SQLite
+    answers the losers "database is locked" at once, without the busy timeout (a
+    lock upgrade it cannot wait for), so a loser reads the mode again."""
+    for attempt in range(_MODE_ATTEMPTS):
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == _MODE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.01 * (1 + attempt % 5))
