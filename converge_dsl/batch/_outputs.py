@@ -30,7 +30,7 @@ from typing import IO
 
 from converge_dsl.clock import Clock
 from converge_dsl.errors import UsageError
-from converge_dsl.runtime import REPORT_MARK, Output, RunSink, write_page
+from converge_dsl.runtime import Output, RunSink
 
 from ._cases import Case, CaseResult, recognise
 
@@ -206,10 +206,14 @@ class BatchReportSink(BatchSink):
 
     def close(self) -> None:
         """Write the page, once every case is in (or the batch stopped)."""
+        from converge_dsl.runtime import write_page
+
         write_page(self.page(), self.path, "--report")
 
     def page(self) -> str:
         """The batch page: a table of the cases, by index, each linking its report."""
+        from converge_dsl.runtime import REPORT_MARK
+
         folder = case_folder(self.path)
         rows = []
         for result in sorted(self._rows, key=lambda r: r.index):

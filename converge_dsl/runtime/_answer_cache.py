@@ -28,13 +28,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.errors import UsageError
-from converge_dsl.frontend import CacheConfig
-from converge_dsl.models.answer_store import AnswerStore, SqliteAnswerStore, default_cache_dir
-from converge_dsl.models.caching import CACHE_MODES, AnswerCache, CacheMode
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend import CacheConfig
+    from converge_dsl.models.answer_store import AnswerStore
+    from converge_dsl.models.caching import AnswerCache, CacheMode
 
 MODE_VARIABLE = "CONVERGE_DSL_CACHE_MODE"
 DIR_VARIABLE = "CONVERGE_DSL_CACHE"  # the cache root the compile cache uses too
@@ -55,6 +58,8 @@ class AnswerCaching:
 
     def open(self, clock: Clock) -> AnswerCache:
         """One run's view of the store."""
+        from converge_dsl.models.caching import AnswerCache
+
         return AnswerCache(
             self.store,
             mode=self.mode,
@@ -74,6 +79,8 @@ def cache_mode(env: Mapping[str, str]) -> CacheMode | None:
     raw = env.get(MODE_VARIABLE, "").strip()
     if not raw:
         return None
+    from converge_dsl.models.caching import CACHE_MODES
+
     if raw not in CACHE_MODES:
         raise _ModeError(
             f"answer cache [{codes.CACHE_BAD_MODE}]: {MODE_VARIABLE}={raw!r} is not a cache mode",
@@ -87,7 +94,11 @@ def cache_folder(cache_dir: Path | None, env: Mapping[str, str]) -> Path:
     if cache_dir is not None:
         return cache_dir
     named = env.get(DIR_VARIABLE, "").strip()
-    return Path(named) / "answers" if named else default_cache_dir()
+    if named:
+        return Path(named) / "answers"
+    from converge_dsl.models.answer_store import default_cache_dir
+
+    return default_cache_dir()
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,8 @@ class CacheSettings:
         """The store opened from these settings (None when the cache is off)."""
         if self.mode == "off":
             return None
+        from converge_dsl.models.answer_store import SqliteAnswerStore
+
         return AnswerCaching(
             SqliteAnswerStore(self.folder),
             mode=self.mode,
@@ -123,6 +136,8 @@ def cache_settings(
     config: CacheConfig | None = None,
 ) -> CacheSettings:
     """The run's cache settings: flag, then environment, then configuration, then default."""
+    from converge_dsl.frontend import CacheConfig
+
     said = config or CacheConfig()
     from_env = cache_mode(env)  # a value that is no mode is refused, whatever a flag says
     mode: CacheMode

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from converge_dsl import codes
 from converge_dsl.compiler import CompiledPipeline
@@ -25,7 +25,6 @@ from converge_dsl.engine.state import RunResult
 from converge_dsl.engine.stops import StopNote
 from converge_dsl.engine.types import Fact, Provenance
 from converge_dsl.errors import ConvergeError, PipelineInvalid, RunError, UsageError
-from converge_dsl.models.caching import AnswerCache, CallRecord
 
 from ._documents import (
     DiagnosticModel,
@@ -35,6 +34,9 @@ from ._documents import (
     fact_plain,
     write_run_result,
 )
+
+if TYPE_CHECKING:
+    from converge_dsl.models.caching import AnswerCache, CallRecord
 
 EXIT_BY_STOP: Mapping[str, int] = {
     "converged": 0,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,34 @@ def test_a_pipeline_that_does_not_load_leaves_no_worker_running(tmp_path: Path) 
     with pytest.raises(ConvergeError):
         run_cases(options, [Case(0, None, {})])
     assert multiprocessing.active_children() == []
+
+
+def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
+    tmp_path: Path,
+) -> None:
+    pickled = tmp_path / "pipeline.pickle"
+    pickled.write_bytes(pickle.dumps(converge_dsl.load(ECHO)))
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from converge_dsl.batch import Case, _process\n"
+        "from converge_dsl.batch._outputs import CaseOutputs\n"
+        "_process.set_up_worker(None, None, CaseOutputs(), os.getppid())\n"
+        "done = _process._run([Case(0, 'a', {'word': 'tea'})], Path(sys.argv[1]).read_bytes())\n"
+        "assert done[0].stop_reason == 'converged', done\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code, str(pickled)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    modules = set(ran.stdout.split())
+    assert "converge_dsl.runtime._assembly" in modules  # the case did run here
+    assert {
+        "converge_dsl.models.answer_store",
+        "converge_dsl.frontend._run_config",
+        "converge_dsl.runtime._report_html",
+    }.isdisjoint(modules)
