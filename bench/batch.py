@@ -13,6 +13,12 @@
   Beside each, the CPU time this process spent per case (`local`: the whole
   case; `process`, `ray`: the parent's share), which a loaded machine changes
   far less than the wall time.
+- The start-up of one `process` worker: the CPU time of a fresh Python
+  process doing what a spawned worker does (its imports, `set_up_worker`,
+  unpickling the pipeline the parent sends, and its first case), the best of
+  five, printed beside the CPU per case of `local`: the cases each worker
+  could have run instead, which is what keeps `process/local` under 2 on two
+  cores.
 - D: the wall time of 200 separate `converge-dsl run PIPELINE --format json`
   processes, one after the other, over the wall time of one `converge-dsl run
   PIPELINE --cases 200.jsonl --out ...` process (start-up included in both).
@@ -111,6 +117,41 @@ def _measured(
     return summary.run / summary.seconds, summary.run / wall, cpu / summary.run
 
 
+_WORKER = """\
+import os, sys, time
+from pathlib import Path
+started = time.process_time()
+from converge_dsl.batch import Case, _process
+from converge_dsl.batch._outputs import CaseOutputs
+_process.set_up_worker(None, None, CaseOutputs(), os.getppid())
+done = _process._run([Case(0, 0, {})], Path(sys.argv[1]).read_bytes())
+assert done[0].stop_reason == "converged", done[0].stop_reason
+print(time.process_time() - started)
+"""
+
+
+def _worker_start_up(folder: Path, repeats: int = 5) -> float:
+    """CPU seconds of a `process` worker from its first import to its first case
+    finished (the best of `repeats` fresh processes)."""
+    import pickle
+
+    from converge_dsl.batch import load
+
+    pickled = folder / "pipeline.pickle"
+    pickled.write_bytes(pickle.dumps(load(PIPELINE), pickle.HIGHEST_PROTOCOL))
+    best = float("inf")
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-c", _WORKER, str(pickled)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        best = min(best, float(done.stdout.split()[-1]))
+    return best
+
+
 def _speed_up(folder: Path, count: int) -> float:
     """D: `count` separate `run` processes over one batch process of the same cases."""
     started = time.perf_counter()
@@ -176,12 +217,14 @@ def main() -> None:
         cases = _cases(folder, args.cases)
         rates: dict[str, str] = {}
         whole: dict[str, float] = {}
+        cpus: dict[str, float] = {}
         executors = [e for e in ("local", "process", "ray") if e != "ray" or _runs_ray(args)]
         rates["ray"] = "-"
         for round_ in range(args.repeat):  # interleaved; the best of each is kept
             for executor in executors:
                 out = folder / f"{executor}-{round_}.jsonl"
                 rate, call, cpu = _measured(PIPELINE, cases, out, executor, None)
+                cpus[executor] = min(cpu, cpus.get(executor, cpu))
                 if call > whole.get(executor, 0.0):
                     rates[executor], whole[executor] = f"{rate:.1f}", call
                 whose = "per case" if executor == "local" else "of the parent per case"
@@ -191,6 +234,14 @@ def main() -> None:
                     f"CPU {whose} {cpu * 1e6:.0f} us  ({load_average()})",
                     flush=True,
                 )
+        start_up = _worker_start_up(folder)
+        local_case = cpus["local"]
+        print(
+            f"process worker start-up CPU (to its first case): {start_up * 1e3:.0f} ms, "
+            f"{start_up / local_case:.0f} cases of local at {local_case * 1e6:.0f} us each  "
+            f"({load_average()})",
+            flush=True,
+        )
         speed_up = _speed_up(folder, args.processes)
         efficiency = _efficiency(folder, args.latency_cases)
     print(
