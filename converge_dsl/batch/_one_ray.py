@@ -6,7 +6,9 @@ connection first: Ray itself retries an unreachable one for minutes), each
 holding every pipeline and its own connection to the journals in `database`.
 A run is a streaming generator task on the least-loaded actor, whose items
 are lists of the run's messages (`_one`), read by a thread per run; `cancel`
-cancels that task; an actor that dies ends its runs `lost`. The actors open
+cancels that task; an actor that dies ends its runs `lost`. `close` has each
+actor close its pipelines (stopping their tool servers) before it is killed
+(`_ray.stop_actors`). The actors open
 the journals by path, so they must run on the machine that holds them (a
 local Ray, or nodes sharing that folder).
 """
@@ -33,6 +35,7 @@ from ._one import (
     execute_one,
     open_journals,
 )
+from ._ray import stop_actors
 
 if TYPE_CHECKING:
     from converge_dsl.runtime import RunSink
@@ -65,6 +68,12 @@ class _RunActor:
 
     def ready(self) -> int:
         return os.getpid()
+
+    async def close(self) -> None:
+        """Stop the pipelines' tool servers (their process groups too) and close their
+        connection pools."""
+        for pipeline in self._pipelines.values():
+            await pipeline.aclose()
 
     async def run(self, job: OneRun) -> Any:
         """The run's messages, as they happen (a streaming generator task)."""
@@ -185,9 +194,7 @@ class RayWorkers(RunWorkers):
 
     def close(self) -> None:
         ray = _ray()
-        for actor in self._actors:
-            with contextlib.suppress(Exception):  # an actor that died already
-                ray.kill(actor)
+        stop_actors(ray, self._actors)
         self._actors = []
         if self._started_here:
             ray.shutdown()

@@ -10,13 +10,17 @@ its own event loop; the driver keeps `concurrency` cases in flight, sends
 each to the actor with the fewest in flight, and yields results as they
 finish. A batch-wide cap lives in one `_PoolState` actor (a `LocalPool`; its
 methods run one at a time, so taking a call is atomic across the cluster).
+When the batch ends, each actor closes its pipeline (stopping its tool servers
+and their process groups) before it is killed (`stop_actors`); the tool
+servers' parent-death signal is left for an actor that dies or does not answer.
 Files the pipeline names are read on the nodes: on a cluster they must be
 at the same paths there (see docs/ray.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+import contextlib
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,6 +138,30 @@ class _CaseRunner:
 
         return await run_case(self._pipeline, case, self._meter, self._sinks)
 
+    async def close(self) -> None:
+        """Stop the pipeline's tool servers (their process groups too) and close its
+        connection pools."""
+        await self._pipeline.aclose()
+
+
+# How long the actors may take to close their pipelines before they are killed (seconds).
+CLOSE_S = 30.0
+
+
+def stop_actors(ray: Any, actors: Sequence[Any]) -> None:
+    """Ask each of `actors` to `close` (stopping its tool servers), wait for them all, at
+    most `CLOSE_S`, then kill them. An actor that died already, or does not answer in time,
+    is killed all the same: its servers then end by their parent-death signal."""
+    closing = []
+    for actor in actors:
+        with contextlib.suppress(Exception):  # an actor that died already
+            closing.append(actor.close.remote())
+    if closing:
+        ray.wait(closing, num_returns=len(closing), timeout=CLOSE_S)
+    for actor in actors:
+        with contextlib.suppress(Exception):
+            ray.kill(actor)
+
 
 def run_on_ray(
     options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
@@ -181,8 +209,8 @@ def _stream(
     path: Path,
     shutdown: bool,
 ) -> Generator[CaseResult, None, None]:
-    """Feed `todo` to the `runners`, `workers` in flight, least-loaded first; kill them
-    and the `owned` actors (the pool's) at the end."""
+    """Feed `todo` to the `runners`, `workers` in flight, least-loaded first; at the end
+    stop them (`stop_actors`) and kill the `owned` actors (the pool's)."""
     queue = list(reversed(todo))
     load = [0] * len(runners)
     running: dict[Any, tuple[Case, int]] = {}
@@ -205,7 +233,8 @@ def _stream(
     finally:
         for ref in running:
             ray.cancel(ref)
-        for actor in [*runners, *owned]:
+        stop_actors(ray, runners)
+        for actor in owned:
             ray.kill(actor)
         if shutdown:  # the Ray this batch started (a cluster it joined stays up)
             ray.shutdown()

@@ -9,12 +9,14 @@ already pinned by an existing lock are kept when they still fit; an
 unreadable lock file (empty, merge-conflict markers, ...) is replaced with a
 warning. Each MCP tool server under `tools:` is started (within its
 `start_timeout_s`), its name, version and tool list read, and stopped: the
-lock pins them (docs/tools.md). Exit 0 on success, 1 when the packs cannot be
-resolved or fetched (the message explains the conflict) or a tool server does
-not start. `--format json` prints one object (`pipeline`, `lock_file`,
-`packs`: name, version, repository, sha256; `tools`: name, server, version,
-digest, tools), or
-`{"error": ...}` as the `pack` commands do (a cache folder that cannot be used too).
+lock pins them (docs/tools.md). Their `env.pass` and header variables are read
+from the command's environment (`CommandIO.environ`: the one handed to
+`converge_dsl.cli.run`), never the process's behind it. Exit 0 on success, 1
+when the packs cannot be resolved or fetched (the message explains the
+conflict) or a tool server does not start. `--format json` prints one object
+(`pipeline`, `lock_file`, `packs`: name, version, repository, sha256; `tools`:
+name, server, version, digest, tools), or `{"error": ...}` as the `pack`
+commands do (a cache folder that cannot be used too).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def _lock(args: argparse.Namespace, io: CommandIO) -> int:
         allow_downgrade=args.allow_downgrade,
         repin=args.repin,
         upgrade=args.upgrade,
+        environ=io.environ,
     )
     text = (
         f"locked {len(lock.packs)} pack(s) of {args.pipeline.name} "

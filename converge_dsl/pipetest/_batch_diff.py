@@ -29,7 +29,7 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, Severity
 from converge_dsl.errors import PipelineInvalid
 
-from ._run_diff import DIFF_SECTIONS, RunDiff, diff_results, not_compared
+from ._run_diff import Comparison, RunDiff, not_compared
 
 # The first bytes of every line a batch run writes (converge_dsl.batch's LINE_START).
 RESULT_LINE_START = '{"index":'
@@ -184,7 +184,8 @@ def diff_batches(
     a: Sequence[CaseResultLine], b: Sequence[CaseResultLine], ignore: Collection[str] = ()
 ) -> BatchDiff:
     """The difference from the cases of results file `a` to those of `b`, the `ignore`d
-    sections (of `DIFF_SECTIONS`) left out."""
+    sections (of `DIFF_SECTIONS`, checked once for all the cases) left out."""
+    comparison = Comparison.leaving_out(ignore)
     after = {c.name: c for c in b}
     before = {c.name for c in a}
     changed: list[CaseDiff] = []
@@ -193,20 +194,19 @@ def diff_batches(
         other = after.get(case.name)
         if other is None:
             continue
-        found = diff_results(case.body, other.body, ignore)
+        found = comparison.diff(case.body, other.body)
         if found.same:
             unchanged += 1
         else:
             changed.append(CaseDiff(case.name, found))
     matched = [(case.body, after[case.name].body) for case in a if case.name in after]
-    ignored = tuple(name for name in DIFF_SECTIONS if name in ignore)
     return BatchDiff(
         tuple(changed),
         unchanged,
         tuple(c.name for c in a if c.name not in after),
         tuple(c.name for c in b if c.name not in before),
-        () if "usage" in ignored else _usage_totals(matched),
-        ignored,
+        () if "usage" in comparison.ignored else _usage_totals(matched),
+        comparison.ignored,
     )
 
 

@@ -117,48 +117,64 @@ def diff_results(
 ) -> RunDiff:
     """The difference from run result `a` to run result `b` (run-result documents as JSON),
     the `ignore`d sections (of `DIFF_SECTIONS`) left out."""
-    ignored = _sections(ignore)
-    compared = ("content",) if "confidence" in ignored else ("content", "confidence")
-    before, after = _facts(a), _facts(b)
-    changes: list[FactChange] = []
-    for where in sorted(before.keys() | after.keys()):
-        old, new = before.get(where), after.get(where, {})
-        if old is None:
-            changes.append(FactChange(*where, "added", _whole(new, after=True)))
-        elif where not in after:
-            changes.append(FactChange(*where, "removed", _whole(old, after=False)))
-        else:
-            fields = [
-                (name, old.get(name), new.get(name))
-                for name in compared
-                if old.get(name) != new.get(name)
-            ]
-            fields.extend(
-                (f"/data{p}", x, y)
-                for p, x, y in _data_changes(old.get("data"), new.get("data"), ())
-            )
-            if fields:
-                changes.append(FactChange(*where, "changed", tuple(fields)))
-    stop = (str(a.get("stop_reason")), str(b.get("stop_reason")))
-    if "stop-reason" in ignored:
-        stop = (stop[0], stop[0])
-    usage_a, usage_b = a.get("usage") or {}, b.get("usage") or {}
-    if "usage" in ignored:
-        usage_a = usage_b = {}
-    usage = tuple(
-        (name, usage_a.get(name, ABSENT), usage_b.get(name, ABSENT))
-        for name in sorted(usage_a.keys() | usage_b.keys())
-        if usage_a.get(name) != usage_b.get(name)
-    )
-    return RunDiff(tuple(changes), None if stop[0] == stop[1] else stop, usage, ignored)
+    return Comparison.leaving_out(ignore).diff(a, b)
 
 
-def _sections(ignore: Collection[str]) -> tuple[str, ...]:
-    """`ignore` in `DIFF_SECTIONS` order; a name not among them is a programming error."""
-    unknown = set(ignore) - set(DIFF_SECTIONS)
-    if unknown:
-        raise ValueError(f"not a section of a diff: {sorted(unknown)}")
-    return tuple(name for name in DIFF_SECTIONS if name in ignore)
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """What a diff compares, `ignore` checked once for every pair of results it compares
+    (a batch's cases share one): the `ignored` sections in `DIFF_SECTIONS` order and the
+    fields of a fact compared whole."""
+
+    ignored: tuple[str, ...]
+    fields: tuple[str, ...]
+
+    @classmethod
+    def leaving_out(cls, ignore: Collection[str]) -> Comparison:
+        """The comparison without the `ignore`d sections; a name that is no section of
+        `DIFF_SECTIONS` is a programming error (`ValueError`)."""
+        unknown = set(ignore) - set(DIFF_SECTIONS)
+        if unknown:
+            raise ValueError(f"not a section of a diff: {sorted(unknown)}")
+        ignored = tuple(name for name in DIFF_SECTIONS if name in ignore)
+        fields = ("content",) if "confidence" in ignored else ("content", "confidence")
+        return cls(ignored, fields)
+
+    def diff(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
+        """The difference from run result `a` to run result `b`."""
+        before, after = _facts(a), _facts(b)
+        changes: list[FactChange] = []
+        for where in sorted(before.keys() | after.keys()):
+            old, new = before.get(where), after.get(where, {})
+            if old is None:
+                changes.append(FactChange(*where, "added", _whole(new, after=True)))
+            elif where not in after:
+                changes.append(FactChange(*where, "removed", _whole(old, after=False)))
+            else:
+                fields = [
+                    (name, old.get(name), new.get(name))
+                    for name in self.fields
+                    if old.get(name) != new.get(name)
+                ]
+                fields.extend(
+                    (f"/data{p}", x, y)
+                    for p, x, y in _data_changes(old.get("data"), new.get("data"), ())
+                )
+                if fields:
+                    changes.append(FactChange(*where, "changed", tuple(fields)))
+        stop = (str(a.get("stop_reason")), str(b.get("stop_reason")))
+        if "stop-reason" in self.ignored:
+            stop = (stop[0], stop[0])
+        usage_a, usage_b = a.get("usage") or {}, b.get("usage") or {}
+        if "usage" in self.ignored:
+            usage_a = usage_b = {}
+        usage = tuple(
+            (name, usage_a.get(name, ABSENT), usage_b.get(name, ABSENT))
+            for name in sorted(usage_a.keys() | usage_b.keys())
+            if usage_a.get(name) != usage_b.get(name)
+        )
+        stopped = None if stop[0] == stop[1] else stop
+        return RunDiff(tuple(changes), stopped, usage, self.ignored)
 
 
 def _whole(fact: Mapping[str, Any], *, after: bool) -> tuple[tuple[str, Any, Any], ...]:

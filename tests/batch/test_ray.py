@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +125,79 @@ def test_ray_records_each_case_into_its_cassette_and_replays_it_offline(
     )
     assert batch("b.jsonl", "--replay", "tapes") == 0
     assert read_results(tmp_path / "b.jsonl") == read_results(tmp_path / "a.jsonl")
+
+
+STOPPING = Path(__file__).resolve().parent / "stopping_server.py"
+
+TOOL_PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: with-a-tool
+inputs:
+  word: {{default: hello}}
+tools:
+  stopping:
+    command: [{python}, {server}, {marker}]
+    allow: [echo]
+seeds: [{{id: go, content: go}}]
+suggestors:
+  - name: shout
+    kind: tool
+    call: mcp:stopping/echo
+    dependencies: [seeds]
+    arguments: {{text: '{{"id": "said", "content": "{{{{ inputs.word }}}}"}}'}}
+    target: hypotheses
+    output: {{id: "{{{{ item.id }}}}", content: "{{{{ item.content }}}}"}}
+"""
+
+
+def _pids(path: Path) -> set[int]:
+    return {int(line) for line in path.read_text().split()} if path.exists() else set()
+
+
+def test_ray_actors_stop_their_tool_servers_before_they_end(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """A batch on Ray, then the service's Ray workers: each actor's stdio tool server is
+    asked to stop (SIGTERM, which it writes down) before the actor is killed, and none
+    is left running once the batch has returned or the workers are closed."""
+    from converge_dsl.batch import OneRun, RayWorkers, load
+
+    marker = tmp_path / "server"
+    pipeline = tmp_path / "tool.yaml"
+    pipeline.write_text(
+        TOOL_PIPELINE.format(
+            python=json.dumps(sys.executable),
+            server=json.dumps(str(STOPPING)),
+            marker=json.dumps(str(marker)),
+        )
+    )
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"w{i}"} for i in range(4)])
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", str(pipeline), "--cases", str(cases), "--out", str(tmp_path / "r.jsonl")]
+    assert cli([*argv, "--executor", "ray", "--concurrency", "4"], out, err) == 0, err.getvalue()
+    started = _pids(Path(f"{marker}.starts"))
+    assert started
+    assert _pids(Path(f"{marker}.stopped")) == started
+    assert not [pid for pid in started if _alive(pid)]
+
+    workers = RayWorkers({"tool": load(pipeline)}, tmp_path / "db.sqlite3", 1, None)
+    workers.start()
+    try:
+        ticket = workers.submit(OneRun("r", "tool", {"word": "x"}, tmp_path / "db.sqlite3"))
+        assert ticket.future.result(timeout=60).status == "done"
+    finally:
+        workers.close()
+    served = _pids(Path(f"{marker}.starts")) - started
+    assert len(served) == 1
+    assert _pids(Path(f"{marker}.stopped")) - started == served
+    assert not [pid for pid in served if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -10,6 +10,7 @@ import pytest
 
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.pipetest import diff_batches, read_batch_results
+from converge_dsl.pipetest._run_diff import Comparison
 
 from .conftest import cli, expected
 
@@ -155,3 +156,24 @@ def test_ignore_usage_makes_a_case_whose_usage_alone_differs_the_same(tmp_path: 
         "no difference (2 cases; usage not compared)\n",
         "",
     )
+
+
+def test_ignore_is_checked_once_for_the_whole_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = read_batch_results("".join(_line(i, f"c{i}", 1) + "\n" for i in range(5)), "a.jsonl")
+    b = read_batch_results("".join(_line(i, f"c{i}", 2) + "\n" for i in range(5)), "b.jsonl")
+    made = []
+    leaving_out = Comparison.leaving_out
+    monkeypatch.setattr(
+        Comparison,
+        "leaving_out",
+        classmethod(lambda cls, ignore: made.append(ignore) or leaving_out(ignore)),
+    )
+    found = diff_batches(a, b, {"usage"})
+    assert (len(found.cases), found.ignored, made) == (5, ("usage",), [{"usage"}])
+
+
+def test_an_unknown_section_is_refused_when_no_case_is_in_both_files() -> None:
+    a = read_batch_results(_line(0, "x", 1) + "\n", "a.jsonl")
+    b = read_batch_results(_line(0, "y", 1) + "\n", "b.jsonl")
+    with pytest.raises(ValueError, match="not a section of a diff: \\['tokens'\\]"):
+        diff_batches(a, b, {"tokens"})

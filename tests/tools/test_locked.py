@@ -5,11 +5,15 @@ run without a lock reads the tools live as before."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
+from converge_dsl.cli import run
 from converge_dsl.tools import (
     FakeTool,
     FakeToolServer,
@@ -20,7 +24,7 @@ from converge_dsl.tools import (
     locked_server,
 )
 
-from ._counting import calls, cli, folder, running
+from ._counting import SERVER, calls, cli, folder, running
 from ._servers import stdio_fixture
 
 EXPECTED = Path(__file__).resolve().parent / "data"
@@ -169,4 +173,34 @@ def test_a_replay_answers_the_recording_whatever_the_lock_pins_now(tmp_path: Pat
     assert (code, err) == (0, "")
     assert replayed == recorded
     assert calls(tmp_path) == 2  # the recording's calls only
+    assert running(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_lock_passes_the_servers_the_environment_the_command_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: bool
+) -> None:
+    """`env.pass` reads the environment handed to the command line, not the process's:
+    the server offers `extra` when the passed variable names an existing file."""
+    pipeline = folder(tmp_path)
+    script = tmp_path / "bin" / "counting"
+    script.write_text(
+        f"#!/bin/sh\nexec {sys.executable} {SERVER} {tmp_path / 'calls.txt'} "
+        '"${EXTRA_MARKER:-none}"\n'
+    )
+    pipeline.write_text(
+        pipeline.read_text().replace(
+            "    allow: [lookup]\n", "    env: {pass: [EXTRA_MARKER]}\n    allow: [lookup]\n"
+        )
+    )
+    (tmp_path / "extra.flag").write_text("")
+    handed = {**os.environ, "EXTRA_MARKER": str(tmp_path / "extra.flag")}
+    if given:
+        monkeypatch.delenv("EXTRA_MARKER", raising=False)
+    else:  # the process has it; the environment handed in does not
+        monkeypatch.setenv("EXTRA_MARKER", handed.pop("EXTRA_MARKER"))
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["lock", str(pipeline), "--format", "json"], out, err, handed) == 0, err
+    (server,) = json.loads(out.getvalue())["tools"]
+    assert server["tools"] == (["lookup", "extra"] if given else ["lookup"])
     assert running(str(tmp_path)) == []

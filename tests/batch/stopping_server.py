@@ -1,0 +1,39 @@
+"""An MCP server built with the `mcp` SDK's FastMCP that writes down how it ends.
+
+Run as `python stopping_server.py MARKER` over stdio. It appends its process id to
+`MARKER.starts` when it starts and to `MARKER.stopped` when it is asked to stop (SIGTERM,
+as a pipeline closing its tool servers stops them); killed (SIGKILL, as the parent-death
+signal does), it writes nothing. Its tool `echo(text)` answers the text.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from mcp.server.fastmcp import FastMCP
+
+MARKER = sys.argv[1]
+server = FastMCP("stopping", log_level="WARNING")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Answer the text."""
+    return text
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    with Path(MARKER + ".stopped").open("a", encoding="utf-8") as out:
+        out.write(f"{os.getpid()}\n")
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _stopped)
+    with Path(MARKER + ".starts").open("a", encoding="utf-8") as starts:
+        starts.write(f"{os.getpid()}\n")
+    server.run("stdio")
