@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl._version import __version__
 
+from ._openapi_refs import Components, camel
 from ._requests import BUDGET_FIELDS
 
 if TYPE_CHECKING:
@@ -63,17 +64,19 @@ def inputs_schema(pipeline: Pipeline) -> dict[str, Any]:
     return schema
 
 
-def _result_schema(pipeline: Pipeline) -> dict[str, Any]:
+def _result_schema(pipeline: Pipeline, base: str, components: Components) -> dict[str, Any]:
+    """The run result of `pipeline`, each key schema placed in `components`."""
     keys: dict[str, Any] = {}
     schemas = pipeline.key_schemas
     for key in pipeline.keys:
-        fact: dict[str, Any] = {"$ref": "#/components/schemas/Fact"}
+        fact: dict[str, Any] = components.ref("Fact")
         if key in schemas:
-            fact = {"allOf": [fact, {"type": "object", "properties": {"data": schemas[key]}}]}
+            data = components.place(schemas[key], f"{base}{camel(key)}")
+            fact = {"allOf": [fact, {"type": "object", "properties": {"data": data}}]}
         keys[key] = {"type": "array", "items": fact}
     return {
         "allOf": [
-            {"$ref": "#/components/schemas/RunResult"},
+            components.ref("RunResult"),
             {"type": "object", "properties": {"facts": {"type": "object", "properties": keys}}},
         ]
     }
@@ -81,18 +84,20 @@ def _result_schema(pipeline: Pipeline) -> dict[str, Any]:
 
 def run_schema(pipeline: Pipeline) -> dict[str, Any]:
     """The run object `?wait=true` answers with, its result this pipeline's, as one
-    self-contained JSON Schema (`$defs` in place of the document's components): the
-    MCP tool's `outputSchema`."""
-    waited = {
-        "allOf": [_RUN, {"type": "object", "properties": {"result": _result_schema(pipeline)}}]
+    self-contained JSON Schema (`$defs` in place of the document's components, the
+    key schemas placed there too): the MCP tool's `outputSchema`."""
+    common = {name: _local_refs(_COMMON[name]) for name in ("Run", "RunResult", "Fact")}
+    components = Components("#/$defs/", common)
+    result = _result_schema(pipeline, component_name(pipeline.name), components)
+    return {
+        "allOf": [components.ref("Run"), {"type": "object", "properties": {"result": result}}],
+        "$defs": components.schemas,
     }
-    defs = {name: _COMMON[name] for name in ("Run", "RunResult", "Fact")}
-    schema: dict[str, Any] = _local_refs({**waited, "$defs": defs})
-    return schema
 
 
 def _local_refs(schema: Any) -> Any:
-    """`schema` with `#/components/schemas/X` references made `#/$defs/X`."""
+    """`schema` (one of this module's own) with `#/components/schemas/X` references
+    made `#/$defs/X`."""
     if isinstance(schema, dict):
         return {
             key: (
@@ -250,18 +255,22 @@ def _service_paths() -> dict[str, Any]:
 def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
     """The service's OpenAPI document (see the module docstring)."""
     paths: dict[str, Any] = {}
-    schemas: dict[str, Any] = dict(_COMMON)
+    bases = {name: component_name(name) for name in pipelines}
+    components = Components("#/components/schemas/", _COMMON)
+    for base in bases.values():  # the pipelines' own names first: a key's never takes one
+        components.name(f"{base}Inputs")
+        components.name(f"{base}Result")
     for name, pipeline in pipelines.items():
-        base = component_name(name)
-        schemas[f"{base}Inputs"] = inputs_schema(pipeline)
-        schemas[f"{base}Result"] = _result_schema(pipeline)
+        base = bases[name]
+        components.schemas[f"{base}Inputs"] = inputs_schema(pipeline)
+        components.schemas[f"{base}Result"] = _result_schema(pipeline, base, components)
         paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base)
     return {
         "openapi": "3.1.0",
         "info": {"title": "converge-dsl serve", "version": __version__},
         "paths": {**paths, **_run_paths(), **_service_paths()},
         "components": {
-            "schemas": schemas,
+            "schemas": components.schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"bearer": []}],
