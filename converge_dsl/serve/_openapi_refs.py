@@ -26,7 +26,7 @@ from urllib.parse import quote, unquote
 
 from converge_dsl._json_pointer import pointer
 
-Path = tuple[str, ...]
+Place = tuple[str, ...]  # a path inside the placed schema, from its root
 
 _DATA = frozenset(("const", "enum", "default", "examples"))
 _MAPS = frozenset(
@@ -52,6 +52,7 @@ class Components:
         self.schemas: dict[str, Any] = dict(schemas)
 
     def ref(self, name: str) -> dict[str, Any]:
+        """A reference to the component `name`."""
         return {"$ref": self.prefix + name}
 
     def name(self, wanted: str) -> str:
@@ -67,7 +68,7 @@ class Components:
         """A reference to `schema` placed as a component named like `wanted` (see the
         module docstring)."""
         root = self.name(wanted)
-        homes: dict[Path, str] = {(): root}
+        homes: dict[Place, str] = {(): root}
         for defs, key in _hoisted(schema):
             homes[(defs, key)] = self.name(f"{wanted}{camel(key) or 'Def'}")
         places = _Places(schema, homes, self.prefix)
@@ -93,28 +94,29 @@ def _hoisted(schema: Any) -> list[tuple[str, str]]:
 
 
 class _Places:
-    """Where each place of one schema went: its anchors and resources found first."""
+    """Where each place of one schema went (`homes`: its root and hoisted definitions),
+    its anchors found first, per resource."""
 
-    def __init__(self, schema: Any, homes: Mapping[Path, str], prefix: str) -> None:
+    def __init__(self, schema: Any, homes: Mapping[Place, str], prefix: str) -> None:
         self.homes = homes
         self.prefix = prefix
-        self.anchors: dict[tuple[Path, str], Path] = {}
+        self.anchors: dict[tuple[Place, str], Place] = {}
         self._index(schema, (), ())
 
-    def _index(self, node: Any, path: Path, resource: Path) -> None:
+    def _index(self, node: Any, path: Place, resource: Place) -> None:
         if isinstance(node, Mapping):
             if isinstance(node.get("$id"), str) and path:
                 resource = path
             for word in ("$anchor", "$dynamicAnchor"):
                 if isinstance(node.get(word), str):
                     self.anchors.setdefault((resource, node[word]), path)
-            for key, value, where in _children(node, path):
+            for value, where in _children(node, path):
                 self._index(value, where, resource)
         elif isinstance(node, list | tuple):
             for i, value in enumerate(node):
                 self._index(value, (*path, str(i)), resource)
 
-    def copy(self, node: Any, path: Path, resource: Path) -> Any:
+    def copy(self, node: Any, path: Place, resource: Place) -> Any:
         """`node` (at `path` of the schema) with its references rewritten."""
         if isinstance(node, list | tuple):
             return [self.copy(v, (*path, str(i)), resource) for i, v in enumerate(node)]
@@ -140,7 +142,7 @@ class _Places:
                 copied[key] = self.copy(value, (*path, key), resource)
         return copied
 
-    def _target(self, ref: str, resource: Path) -> str:
+    def _target(self, ref: str, resource: Place) -> str:
         """The document's reference for `ref`, written inside `resource`."""
         fragment = unquote(ref[1:]) if ref.startswith("#") else None
         if fragment is None:
@@ -159,13 +161,13 @@ class _Places:
         return self.prefix + home + quote(pointer(rest), safe=_FRAGMENT_SAFE)
 
 
-def _children(node: Mapping[str, Any], path: Path) -> Iterable[tuple[str, Any, Path]]:
+def _children(node: Mapping[str, Any], path: Place) -> Iterable[tuple[Any, Place]]:
     """The members of a schema object that may hold schemas, with their places."""
     for key, value in node.items():
         if key in _DATA:
             continue
         if key in _MAPS and isinstance(value, Mapping):
             for name, item in value.items():
-                yield name, item, (*path, key, name)
+                yield item, (*path, key, name)
         else:
-            yield key, value, (*path, key)
+            yield value, (*path, key)
