@@ -4,8 +4,11 @@ Each pipeline gets its own run route (`/v1/pipelines/{name}/runs` written
 out with the name) whose request body schema is made from its `inputs:`
 (each input a property, with its description and default; the required ones
 listed) and whose result schema lists its keys, each fact's `data` held to
-the key's `schema` where it declares one. The other routes are the same for
-every pipeline. `document(pipelines)` is plain JSON (`GET /v1/openapi.json`).
+the key's `schema` where it declares one. A key schema is placed as a
+component of its own by `_openapi_refs.Components`, which keeps its internal
+references resolving (`run_schema` places it under the MCP schema's `$defs`
+the same way). The other routes are the same for every pipeline.
+`document(pipelines)` is plain JSON (`GET /v1/openapi.json`).
 """
 
 from __future__ import annotations
