@@ -13,7 +13,7 @@ the same way). The other routes are the same for every pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl._version import __version__
@@ -121,7 +121,23 @@ def component_name(pipeline: str) -> str:
     return name or "Pipeline"
 
 
-def _run_path(name: str, base: str) -> dict[str, Any]:
+def _component_bases(names: Iterable[str]) -> dict[str, str]:
+    """Each pipeline's `component_name`, numbered (`AB2`) where its `Inputs` or `Result`
+    would be another's (`a-b` and `a_b`) or one of the service's (`run`: `RunResult`)."""
+    taken = set(_COMMON)
+    bases: dict[str, str] = {}
+    for name in names:
+        wanted = component_name(name)
+        base, number = wanted, 1
+        while f"{base}Inputs" in taken or f"{base}Result" in taken:
+            number += 1
+            base = f"{wanted}{number}"
+        taken.update((f"{base}Inputs", f"{base}Result"))
+        bases[name] = base
+    return bases
+
+
+def _run_path(name: str, base: str, operation: str) -> dict[str, Any]:
     """`POST /v1/pipelines/{name}/runs` of one pipeline, its body and result its own."""
     body = {
         "type": "object",
@@ -135,7 +151,7 @@ def _run_path(name: str, base: str) -> dict[str, Any]:
     waited = {"allOf": [_RUN, {"type": "object", "properties": {"result": result}}]}
     return {
         "post": {
-            "operationId": f"run_{name.replace('-', '_')}",
+            "operationId": operation,
             "summary": f"Start a run of {name}",
             "parameters": [
                 {
@@ -258,7 +274,8 @@ def _service_paths() -> dict[str, Any]:
 def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
     """The service's OpenAPI document (see the module docstring)."""
     paths: dict[str, Any] = {}
-    bases = {name: component_name(name) for name in pipelines}
+    bases = _component_bases(pipelines)
+    operations = {"get_run", "cancel_run", "run_events", "run_report", "decide_run"}
     components = Components("#/components/schemas/", _COMMON)
     for base in bases.values():  # the pipelines' own names first: a key's never takes one
         components.name(f"{base}Inputs")
@@ -267,7 +284,11 @@ def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
         base = bases[name]
         components.schemas[f"{base}Inputs"] = inputs_schema(pipeline)
         components.schemas[f"{base}Result"] = _result_schema(pipeline, base, components)
-        paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base)
+        operation = f"run_{name.replace('-', '_').replace('.', '_')}"
+        while operation in operations:  # `a-b` and `a_b`
+            operation += "_"
+        operations.add(operation)
+        paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base, operation)
     return {
         "openapi": "3.1.0",
         "info": {"title": "converge-dsl serve", "version": __version__},

@@ -70,7 +70,7 @@ class Components:
         root = self.name(wanted)
         homes: dict[Place, str] = {(): root}
         for defs, key in _hoisted(schema):
-            homes[(defs, key)] = self.name(f"{wanted}{camel(key) or 'Def'}")
+            homes[(defs, key)] = self.name(f"{root}{camel(key) or 'Def'}")
         places = _Places(schema, homes, self.prefix)
         for path, home in homes.items():
             node = schema[path[0]][path[1]] if path else schema

@@ -146,3 +146,50 @@ def test_the_mcp_output_schema_is_self_contained_and_a_call_is_accepted(trees: s
     checked.validate(run)
     for wrong in _refused_variants(run):
         assert not checked.is_valid(wrong)
+
+
+def _pipeline(folder: Path, name: str, key: str) -> Any:
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\n"
+        f"name: {name}\n"
+        f"inputs: {{{name.replace('-', '_').replace('.', '_')}: {{required: true}}}}\n"
+        f"keys:\n  - name: {key}\n"
+        "    schema: {$ref: '#/$defs/node', $defs: {node: {type: string}}}\n"
+        "seeds:\n  - {id: start, content: go}\n"
+        "suggestors:\n"
+        "  - {name: r, kind: rule, when: 'true', emit: [{key: seeds, id: s, content: x}]}\n"
+    )
+    return load(path)
+
+
+def test_pipelines_and_keys_whose_names_meet_get_components_of_their_own(tmp_path: Path) -> None:
+    named = [("a-b", "node"), ("a_b", "node"), ("run", "inputs"), ("a-b-inputs", "x")]
+    pipelines = {name: _pipeline(tmp_path, name, key) for name, key in named}
+    spec = document(pipelines)
+    validate(spec)
+    schemas = spec["components"]["schemas"]
+    assert None not in schemas.values()
+    assert schemas["RunResult"]["description"].startswith("The run-result document")
+    bodies = {
+        name: spec["paths"][f"/v1/pipelines/{name}/runs"]["post"]["requestBody"]["content"][
+            "application/json"
+        ]["schema"]["properties"]["inputs"]["$ref"]
+        for name in pipelines
+    }
+    assert bodies == {
+        "a-b": "#/components/schemas/ABInputs",
+        "a_b": "#/components/schemas/AB2Inputs",
+        "run": "#/components/schemas/Run2Inputs",
+        "a-b-inputs": "#/components/schemas/ABInputsInputs",
+    }
+    assert schemas["AB2Inputs"]["required"] == ["a_b"]
+    assert schemas["Run2Inputs"]["required"] == ["run"]
+    # Key `inputs` of `run` and the pipeline `a-b-inputs` would both be `Run2Inputs`,
+    # `ABInputs`...: each key's schema is a component no pipeline's name takes.
+    assert schemas["ABNode"] == {"$ref": "#/components/schemas/ABNodeNode"}
+    assert schemas["AB2Node"] == {"$ref": "#/components/schemas/AB2NodeNode"}
+    assert schemas["Run2Inputs2"] == {"$ref": "#/components/schemas/Run2Inputs2Node"}
+    resolver = _registry(spec).resolver(DOC)
+    for ref in set(_refs(spec)):
+        resolver.lookup(DOC + ref)

@@ -169,17 +169,18 @@ def test_two_schemas_with_same_named_definitions_keep_their_own() -> None:
     def tree(kind: str) -> dict[str, Any]:
         return {"$ref": "#/$defs/node", "$defs": {"node": {"type": kind}}}
 
-    components = Components(PREFIX, {"EchoTree": {"type": "null"}})
+    components = Components(PREFIX, {"EchoTree": {"type": "null"}, "EchoTree3Node": {}})
     first = components.place(tree("string"), "EchoTree")
     second = components.place(tree("integer"), "EchoTree")
     assert first == {"$ref": f"{PREFIX}EchoTree2"}
     assert second == {"$ref": f"{PREFIX}EchoTree3"}
     assert components.schemas == {
         "EchoTree": {"type": "null"},
-        "EchoTree2": {"$ref": f"{PREFIX}EchoTreeNode"},
-        "EchoTreeNode": {"type": "string"},
-        "EchoTree3": {"$ref": f"{PREFIX}EchoTreeNode2"},
-        "EchoTreeNode2": {"type": "integer"},
+        "EchoTree2": {"$ref": f"{PREFIX}EchoTree2Node"},
+        "EchoTree2Node": {"type": "string"},
+        "EchoTree3": {"$ref": f"{PREFIX}EchoTree3Node2"},
+        "EchoTree3Node": {},
+        "EchoTree3Node2": {"type": "integer"},
     }
     assert _placed(components, first).is_valid("s")
     assert not _placed(components, second).is_valid("s")
