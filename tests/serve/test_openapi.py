@@ -164,7 +164,13 @@ def _pipeline(folder: Path, name: str, key: str) -> Any:
 
 
 def test_pipelines_and_keys_whose_names_meet_get_components_of_their_own(tmp_path: Path) -> None:
-    named = [("a-b", "node"), ("a_b", "node"), ("run", "inputs"), ("a-b-inputs", "x")]
+    named = [
+        ("a-b", "node"),
+        ("a_b", "node"),
+        ("run", "inputs"),
+        ("a-b-inputs", "x"),
+        ("events", "x"),
+    ]
     pipelines = {name: _pipeline(tmp_path, name, key) for name, key in named}
     spec = document(pipelines)
     validate(spec)
@@ -177,11 +183,20 @@ def test_pipelines_and_keys_whose_names_meet_get_components_of_their_own(tmp_pat
         ]["schema"]["properties"]["inputs"]["$ref"]
         for name in pipelines
     }
+    operations = {name: spec["paths"][f"/v1/pipelines/{name}/runs"]["post"] for name in pipelines}
+    assert {name: post["operationId"] for name, post in operations.items()} == {
+        "a-b": "run_a_b",
+        "a_b": "run_a_b_",
+        "run": "run_run",
+        "a-b-inputs": "run_a_b_inputs",
+        "events": "run_events_",
+    }
     assert bodies == {
         "a-b": "#/components/schemas/ABInputs",
         "a_b": "#/components/schemas/AB2Inputs",
         "run": "#/components/schemas/Run2Inputs",
         "a-b-inputs": "#/components/schemas/ABInputsInputs",
+        "events": "#/components/schemas/EventsInputs",
     }
     assert schemas["AB2Inputs"]["required"] == ["a_b"]
     assert schemas["Run2Inputs"]["required"] == ["run"]
