@@ -41,7 +41,7 @@ from starlette.routing import Route
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError
 
-from ._openapi import component_name, document
+from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
 from ._store import FINISHED, RunRow
 from ._tokens import Tokens
@@ -249,11 +249,10 @@ class _Api:
         return HTMLResponse(await asyncio.to_thread(_render, lines))
 
     async def pipelines(self, request: Request) -> Response:
-        schemas = self.openapi["components"]["schemas"]
         listed = {
             name: {
                 "description": pipeline.document.data.get("description"),
-                "inputs": schemas.get(f"{component_name(name)}Inputs", {}),
+                "inputs": inputs_schema(pipeline),
                 "keys": list(pipeline.keys),
                 "queue_depth": self.service.queue_depth(name),
             }

@@ -4,17 +4,21 @@ Each pipeline gets its own run route (`/v1/pipelines/{name}/runs` written
 out with the name) whose request body schema is made from its `inputs:`
 (each input a property, with its description and default; the required ones
 listed) and whose result schema lists its keys, each fact's `data` held to
-the key's `schema` where it declares one. The other routes are the same for
-every pipeline. `document(pipelines)` is plain JSON (`GET /v1/openapi.json`).
+the key's `schema` where it declares one. A key schema is placed as a
+component of its own by `_openapi_refs.Components`, which keeps its internal
+references resolving (`run_schema` places it under the MCP schema's `$defs`
+the same way). The other routes are the same for every pipeline.
+`document(pipelines)` is plain JSON (`GET /v1/openapi.json`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl._version import __version__
 
+from ._openapi_refs import Components, camel
 from ._requests import BUDGET_FIELDS
 
 if TYPE_CHECKING:
@@ -63,17 +67,19 @@ def inputs_schema(pipeline: Pipeline) -> dict[str, Any]:
     return schema
 
 
-def _result_schema(pipeline: Pipeline) -> dict[str, Any]:
+def _result_schema(pipeline: Pipeline, base: str, components: Components) -> dict[str, Any]:
+    """The run result of `pipeline`, each key schema placed in `components`."""
     keys: dict[str, Any] = {}
     schemas = pipeline.key_schemas
     for key in pipeline.keys:
-        fact: dict[str, Any] = {"$ref": "#/components/schemas/Fact"}
+        fact: dict[str, Any] = components.ref("Fact")
         if key in schemas:
-            fact = {"allOf": [fact, {"type": "object", "properties": {"data": schemas[key]}}]}
+            data = components.place(schemas[key], f"{base}{camel(key)}")
+            fact = {"allOf": [fact, {"type": "object", "properties": {"data": data}}]}
         keys[key] = {"type": "array", "items": fact}
     return {
         "allOf": [
-            {"$ref": "#/components/schemas/RunResult"},
+            components.ref("RunResult"),
             {"type": "object", "properties": {"facts": {"type": "object", "properties": keys}}},
         ]
     }
@@ -81,18 +87,20 @@ def _result_schema(pipeline: Pipeline) -> dict[str, Any]:
 
 def run_schema(pipeline: Pipeline) -> dict[str, Any]:
     """The run object `?wait=true` answers with, its result this pipeline's, as one
-    self-contained JSON Schema (`$defs` in place of the document's components): the
-    MCP tool's `outputSchema`."""
-    waited = {
-        "allOf": [_RUN, {"type": "object", "properties": {"result": _result_schema(pipeline)}}]
+    self-contained JSON Schema (`$defs` in place of the document's components, the
+    key schemas placed there too): the MCP tool's `outputSchema`."""
+    common = {name: _local_refs(_COMMON[name]) for name in ("Run", "RunResult", "Fact")}
+    components = Components("#/$defs/", common)
+    result = _result_schema(pipeline, component_name(pipeline.name), components)
+    return {
+        "allOf": [components.ref("Run"), {"type": "object", "properties": {"result": result}}],
+        "$defs": components.schemas,
     }
-    defs = {name: _COMMON[name] for name in ("Run", "RunResult", "Fact")}
-    schema: dict[str, Any] = _local_refs({**waited, "$defs": defs})
-    return schema
 
 
 def _local_refs(schema: Any) -> Any:
-    """`schema` with `#/components/schemas/X` references made `#/$defs/X`."""
+    """`schema` (one of this module's own) with `#/components/schemas/X` references
+    made `#/$defs/X`."""
     if isinstance(schema, dict):
         return {
             key: (
@@ -113,7 +121,23 @@ def component_name(pipeline: str) -> str:
     return name or "Pipeline"
 
 
-def _run_path(name: str, base: str) -> dict[str, Any]:
+def _component_bases(names: Iterable[str]) -> dict[str, str]:
+    """Each pipeline's `component_name`, numbered (`AB2`) where its `Inputs` or `Result`
+    would be another's (`a-b` and `a_b`) or one of the service's (`run`: `RunResult`)."""
+    taken = set(_COMMON)
+    bases: dict[str, str] = {}
+    for name in names:
+        wanted = component_name(name)
+        base, number = wanted, 1
+        while f"{base}Inputs" in taken or f"{base}Result" in taken:
+            number += 1
+            base = f"{wanted}{number}"
+        taken.update((f"{base}Inputs", f"{base}Result"))
+        bases[name] = base
+    return bases
+
+
+def _run_path(name: str, base: str, operation: str) -> dict[str, Any]:
     """`POST /v1/pipelines/{name}/runs` of one pipeline, its body and result its own."""
     body = {
         "type": "object",
@@ -127,7 +151,7 @@ def _run_path(name: str, base: str) -> dict[str, Any]:
     waited = {"allOf": [_RUN, {"type": "object", "properties": {"result": result}}]}
     return {
         "post": {
-            "operationId": f"run_{name.replace('-', '_')}",
+            "operationId": operation,
             "summary": f"Start a run of {name}",
             "parameters": [
                 {
@@ -250,18 +274,27 @@ def _service_paths() -> dict[str, Any]:
 def document(pipelines: Mapping[str, Pipeline]) -> dict[str, Any]:
     """The service's OpenAPI document (see the module docstring)."""
     paths: dict[str, Any] = {}
-    schemas: dict[str, Any] = dict(_COMMON)
+    bases = _component_bases(pipelines)
+    operations = {"get_run", "cancel_run", "run_events", "run_report", "decide_run"}
+    components = Components("#/components/schemas/", _COMMON)
+    for base in bases.values():  # the pipelines' own names first: a key's never takes one
+        components.name(f"{base}Inputs")
+        components.name(f"{base}Result")
     for name, pipeline in pipelines.items():
-        base = component_name(name)
-        schemas[f"{base}Inputs"] = inputs_schema(pipeline)
-        schemas[f"{base}Result"] = _result_schema(pipeline)
-        paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base)
+        base = bases[name]
+        components.schemas[f"{base}Inputs"] = inputs_schema(pipeline)
+        components.schemas[f"{base}Result"] = _result_schema(pipeline, base, components)
+        operation = f"run_{name.replace('-', '_').replace('.', '_')}"
+        while operation in operations:  # `a-b` and `a_b`
+            operation += "_"
+        operations.add(operation)
+        paths[f"/v1/pipelines/{name}/runs"] = _run_path(name, base, operation)
     return {
         "openapi": "3.1.0",
         "info": {"title": "converge-dsl serve", "version": __version__},
         "paths": {**paths, **_run_paths(), **_service_paths()},
         "components": {
-            "schemas": schemas,
+            "schemas": components.schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"bearer": []}],
