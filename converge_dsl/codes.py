@@ -54,6 +54,7 @@ SCHEMA_OTHER = "CD107"  # any other schema violation
 VERSION_AS_NUMBER = "CD108"  # a version specifier written as a number
 KEY_SCHEMA_INVALID = "CD109"  # a keys[].schema that is not a valid JSON Schema 2020-12
 KEY_SCHEMA_REMOTE_REF = "CD110"  # a $ref in a key, output or pack schema that points outside it
+KEY_SCHEMA_DANGLING_REF = "CD446"  # a local $ref in a key, output or pack schema that names nothing
 NUMBER_TEXT_LOST = "CD111"  # a float in free-form data whose text is lost (1.10 read as 1.1)
 SCHEMA_REGEX_NOT_LINEAR = "CD120"  # a schema pattern RE2 cannot run (backreference, lookaround)
 SCHEMA_TOO_LARGE = "CD130"  # a key, output or pack schema wider than a documented limit

@@ -52,6 +52,7 @@ _UNSAFE_HINTS = {
     "ref": "move the definition under '$defs' and refer to it as '#/$defs/NAME'",
     "regex": "regexes run on RE2, in linear time: no backreferences or lookaround",
     "size": "make the schema smaller: the limits of schemas are in the reference",
+    "dangling": "refer to a definition the schema has, as '#/$defs/NAME'",
 }
 
 

@@ -223,19 +223,3 @@ def _fields(root: Any, node: Any, depth: int) -> _Fields:
     if alternatives and not closed:
         closed = all(branch_closed for _, branch_closed, _ in alternatives)
     return known, closed, open_
-
-
-def remote_refs(schema: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
-    """Paths (inside `schema`) of every `$ref` that does not start with `#`."""
-    found: list[tuple[str | int, ...]] = []
-    if isinstance(schema, Mapping):
-        for key, value in schema.items():
-            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
-                if not value.startswith("#"):
-                    found.append((*path, key))
-            else:
-                found.extend(remote_refs(value, (*path, key)))
-    elif isinstance(schema, list):
-        for index, value in enumerate(schema):
-            found.extend(remote_refs(value, (*path, index)))
-    return found

@@ -9,8 +9,10 @@ module, so none of them can hang the process or reach outside the document:
   cannot compile (backreferences, lookaround) is refused with the reason
   (`regex_problem`), at validate time as a located diagnostic.
 - `$ref` resolves only within the schema: the registries refuse to retrieve
-  anything (no `file://`, no `http://`), and `remote_refs` finds every
-  non-local reference for validate to report.
+  anything (no `file://`, no `http://`), `remote_refs` finds every
+  non-local reference and `dangling_refs` every local one that names nothing
+  (a pointer to no member, an anchor no subschema declares), for validate
+  to report.
 - A schema wider than the documented limits (`converge_dsl.sandbox._schema_bounds`:
   members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
   refused (`schema_problems` kind `size`), so no check of data costs in
@@ -49,13 +51,13 @@ from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
+from converge_dsl.sandbox._schema_refs import DATA_KEYWORDS, dangling_refs, remote_refs
 
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
 SCHEMA_RUN_STEPS = 20_000_000  # keyword applications of every validation of one run
 _ERROR_COST = 512  # the work charged for making one error (an object of some size), and its text
 _UNWIDE = frozenset(("enum", "const"))  # hashed, not scanned: their width costs nothing per check
-_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
 class UnsafeSchema(RunError):
@@ -100,24 +102,6 @@ def search(pattern: str, text: str) -> bool:
     return _re2(pattern).search(text) is not None
 
 
-def remote_refs(schema: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
-    """Paths (inside `schema`) of every `$ref`-like keyword that does not start with `#`."""
-    found: list[tuple[str | int, ...]] = []
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, path)]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                if key in _REF_KEYWORDS and isinstance(value, str):
-                    if not value.startswith("#"):
-                        found.append((*where, key))
-                else:
-                    stack.append((value, (*where, key)))
-        elif isinstance(node, list | tuple):
-            stack.extend((value, (*where, i)) for i, value in enumerate(node))
-    return sorted(found, key=lambda p: [str(x) for x in p])
-
-
 def _patterns(schema: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[Any, str]]:
     """(path, pattern) of every `pattern` value and `patternProperties` key in `schema`."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, path)]
@@ -129,7 +113,7 @@ def _patterns(schema: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[A
                     yield (*where, key), value
                 elif key == "patternProperties" and isinstance(value, Mapping):
                     yield from (((*where, key, p), p) for p in value if isinstance(p, str))
-                if key not in ("enum", "const", "examples", "default"):
+                if key not in DATA_KEYWORDS:
                     stack.append((value, (*where, key)))
         elif isinstance(node, list | tuple):
             stack.extend((value, (*where, i)) for i, value in enumerate(node))
@@ -139,6 +123,7 @@ PROBLEM_CODES = {
     "ref": codes.KEY_SCHEMA_REMOTE_REF,
     "regex": codes.SCHEMA_REGEX_NOT_LINEAR,
     "size": codes.SCHEMA_TOO_LARGE,
+    "dangling": codes.KEY_SCHEMA_DANGLING_REF,
 }  # the diagnostic code of each kind of `schema_problems`
 
 
@@ -146,8 +131,9 @@ def schema_problems(schema: Any) -> list[tuple[tuple[str | int, ...], str, str]]
     """Every reason this module refuses `schema`: (path inside it, kind, message).
 
     `kind` is `size` (wider than a documented limit; then the only kind
-    looked for), `ref` (a reference outside the document) or `regex` (a
-    pattern RE2 cannot run). Validate reports each as a located diagnostic.
+    looked for), `ref` (a reference outside the document), `dangling` (a
+    local reference that names nothing in it) or `regex` (a pattern RE2
+    cannot run). Validate reports each as a located diagnostic.
     """
     sized = size_problems(schema)
     if sized:
@@ -162,6 +148,12 @@ def schema_problems(schema: Any) -> list[tuple[tuple[str | int, ...], str, str]]
                 f"{where[-1]} {value!r} points outside the schema; "
                 "references resolve only within the schema",
             )
+        )
+    for where, guess in dangling_refs(schema):
+        value = _at(schema, where)
+        meant = "" if guess is None else f" (did you mean {guess!r}?)"
+        problems.append(
+            (where, "dangling", f"{where[-1]} {value!r} points to nothing in the schema{meant}")
         )
     patterns = list(_patterns(schema))
     for where, pattern in patterns:
@@ -190,7 +182,8 @@ def check_safe(schema: Any, what: str = "the schema") -> None:
         hint = (
             "make the schema smaller (see the limits of schemas in the reference)"
             if problems[0][1] == "size"
-            else "use '#/$defs/NAME' references and RE2 regexes (no backreferences or lookaround)"
+            else "use '#/$defs/NAME' references to definitions that exist and RE2 regexes "
+            "(no backreferences or lookaround)"
         )
         raise UnsafeSchema(f"{what}: at {pointer}: {message}", hint=hint)
 

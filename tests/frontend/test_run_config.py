@@ -107,7 +107,7 @@ def test_flag_then_environment_then_configuration_then_default(  # noqa: PLR0917
     folder: Path | None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("converge_dsl.runtime._answer_cache.default_cache_dir", lambda: DEFAULT)
+    monkeypatch.setattr("converge_dsl.models.answer_store.default_cache_dir", lambda: DEFAULT)
     settings = cache_settings(env=env, config=config, **flags)  # type: ignore[arg-type]
     if mode is not None:
         assert settings.mode == mode
