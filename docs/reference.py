@@ -256,9 +256,9 @@ def render_reference(folder: Path | None = None) -> str:
 
 def main(argv: Sequence[str]) -> int:
     """`python docs/reference.py OUT.md`: write the reference to OUT.md."""
-    if len(argv) != 1:
+    if len(argv) != 1 or argv[0].startswith("-"):  # `--help` is no file to write
         sys.stderr.write("usage: python docs/reference.py OUT.md\n")
-        return 3
+        return 0 if argv in (["--help"], ["-h"]) else 3
     Path(argv[0]).write_text(render_reference(), encoding="utf-8")
     return 0
 

@@ -7,6 +7,8 @@
   except the solver modules whose length is one algorithm (listed below).
 - Comments and docstrings point at sections of `docs/architecture.md` that
   exist, and at no design document outside the repository.
+- The repository's top level is the fixed set of `TOP_LEVEL` (a stray file
+  there, like one a script wrote under an option's name, fails).
 
 The layers themselves are checked by import-linter (`lint-imports`, run by
 `.ci/run` with the contract in `pyproject.toml`).
@@ -27,6 +29,35 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 # Modules whose length is one algorithm, kept whole so it reads in one place (none today).
 ONE_ALGORITHM: set[str] = set()
+
+
+TOP_LEVEL = {
+    ".ci",
+    ".gitignore",
+    ".pre-commit-hooks.yaml",
+    "README.md",
+    "bench",
+    "builtin_packs",
+    "converge_dsl",
+    "docs",
+    "pipelines",
+    "pyproject.toml",
+    "schemas",
+    "tests",
+}
+
+
+def test_the_top_level_of_the_repository_is_the_fixed_set() -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
+    ).stdout.decode()
+    tracked = {name.split("/", 1)[0] for name in listed.split("\0") if name}
+    assert tracked <= TOP_LEVEL, sorted(tracked - TOP_LEVEL)
 
 
 def _modules() -> list[Path]:

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from converge_dsl._resources import schemas_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,3 +84,13 @@ def test_main_writes_the_reference(tmp_path: Path) -> None:
     assert main([str(out)]) == 0
     assert out.read_text(encoding="utf-8") == render_reference()
     assert main([]) == 3
+
+
+def test_an_option_is_never_taken_for_the_file_to_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _generator().main(["--help"]) == 0
+    assert _generator().main(["-o"]) == 3
+    assert list(tmp_path.iterdir()) == []
+    assert "usage: python docs/reference.py OUT.md" in capsys.readouterr().err
