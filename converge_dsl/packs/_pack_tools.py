@@ -11,9 +11,12 @@ those entries are version specifiers that `lock` and `pack add` write back,
 and because one section lists, for a reviewer, every command the pipeline
 lets packs run.
 
-- `pack_servers(packs, trust)`: the trusted servers, each renamed `PACK/SERVER`,
-  with the pack's folder (where its `cwd` and a program named by a path are
-  resolved); `_workspace.trusted_pack_servers` gives them for a run.
+- `pack_servers(packs, trust, pins)`: the trusted servers, each renamed
+  `PACK/SERVER`, with the pack's folder (where its `cwd` and a program named by a
+  path are resolved) and the pack's pin in the lock (its version and archive
+  digest, which key the server's cached answers: an upgraded pack may run another
+  script behind the same tool list); `_workspace.trusted_pack_servers` gives them
+  for a run.
 - `lock_pack_servers(...)`: `lock` pins the trusted servers, started in the
   pack's fetched folder, read and stopped like a pipeline's.
 - `check_pack_tools(...)`: validate's check, from the cache and the lock only
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,24 +53,36 @@ if TYPE_CHECKING:
     from converge_dsl.packs._manifest import Pack
     from converge_dsl.tools import LockedServer, ServerFactory
 
-# A pack's server as a run knows it: its declaration named PACK/SERVER, the pack's folder.
-PackServer = tuple[ToolServerSpec, Path]
+
+@dataclass(frozen=True)
+class PackServer:
+    """A pack's server as a run knows it: its declaration named `PACK/SERVER`, the pack's
+    folder, and the pack's pin in the lock (`{"version", "sha256"}`; empty when the
+    packs were not read from a lock)."""
+
+    spec: ToolServerSpec
+    folder: Path
+    pin: Mapping[str, str] = field(default_factory=dict)
 
 
 def pack_servers(
-    packs: Mapping[str, Pack], trust: Mapping[str, tuple[str, ...]]
+    packs: Mapping[str, Pack],
+    trust: Mapping[str, tuple[str, ...]],
+    pins: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, PackServer]:
-    """The servers `trust` lists that the packs declare, by `PACK/SERVER`."""
+    """The servers `trust` lists that the packs declare, by `PACK/SERVER`, each with its
+    pack's entry of `pins` (by pack name)."""
     found: dict[str, PackServer] = {}
     for pack_name, servers in trust.items():
         pack = packs.get(pack_name)
         if pack is None:
             continue
+        pin = dict((pins or {}).get(pack_name, {}))
         for server in servers:
             spec = pack.tools.get(server)
             if spec is not None:
                 name = f"{pack_name}/{server}"
-                found[name] = (spec._replace(name=name), pack.folder)
+                found[name] = PackServer(spec._replace(name=name), pack.folder, pin)
     return found
 
 
@@ -81,8 +97,8 @@ def lock_pack_servers(
     from converge_dsl.tools import lock_server
 
     return {
-        name: lock_server(spec, factory(spec, folder, environ))
-        for name, (spec, folder) in pack_servers(packs, trust).items()
+        name: lock_server(found.spec, factory(found.spec, found.folder, environ))
+        for name, found in pack_servers(packs, trust).items()
     }
 
 

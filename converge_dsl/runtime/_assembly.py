@@ -267,15 +267,17 @@ def _tools(
     for sink in sinks:
         factory = sink.tool_servers(factory)
     return RunTools(
-        {**manifest.tools, **{name: spec for name, (spec, _) in packed.items()}},
+        {**manifest.tools, **{name: found.spec for name, found in packed.items()}},
         settings.base_dir,
         environ=plan.environ,
-        folders={name: folder for name, (_, folder) in packed.items()},
+        folders={name: found.folder for name, found in packed.items()},
         max_calls=settings.budget.max_tool_calls,
         events=hub if hub.listening else None,
         locked=locked_tool_servers(pipeline),
         relock=relock,
-        wrap=None if answers is None else caching_tools(answers, relock),
+        wrap=None
+        if answers is None
+        else caching_tools(answers, relock, {name: found.pin for name, found in packed.items()}),
         on_refused=meter.refuse_tool_call,
         on_called=meter.count_tool_call,
         factory=factory,

@@ -271,6 +271,33 @@ def test_a_pack_server_whose_tools_changed_since_the_lock_stops_the_run(
     assert running(tmp_path / "cache") == []
 
 
+def test_an_upgraded_pack_server_with_the_same_tools_misses_the_answer_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache keys a pack's server with its pack's version and digest: a new version
+    whose script answers otherwise behind the same command and tool list is called."""
+    pipeline = _words(tmp_path, monkeypatch, trust=True)
+    assert cli("lock", str(pipeline))[0] == 0
+    cached = ("--format", "json", "--cache", "--cache-dir", str(tmp_path / "answers"))
+    code, out, err = cli("run", str(pipeline), *cached)
+    assert code == 0, err
+    assert json.loads(out)["facts"]["signals"][0]["content"] == "alpha: the first letter"
+    assert _calls(tmp_path) == ["alpha", "beta", "gamma"]
+
+    source = tmp_path / "src" / "glossary"
+    (source / "pack.yaml").write_text(PACK.replace("version: 1.0.0", "version: 1.0.1"))
+    (source / "bin" / SERVER_FILE).write_text(SERVER.replace("the first", "the 1st"))
+    code, _, err = cli("pack", "publish", str(source), "--repo", str(tmp_path / "repo"))
+    assert code == 0, err
+    code, _, err = cli("lock", str(pipeline), "--upgrade")
+    assert code == 0, err
+    code, out, err = cli("run", str(pipeline), *cached)
+    assert code == 0, err
+    assert json.loads(out)["facts"]["signals"][0]["content"] == "alpha: the 1st letter"
+    assert _calls(tmp_path)[3:] == ["alpha", "beta", "gamma"]
+    assert running(tmp_path / "cache") == []
+
+
 def test_a_pack_server_whose_folder_leaves_the_pack_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "escaping"
     folder.mkdir()
