@@ -29,7 +29,13 @@ from converge_dsl.errors import PackError, PipelineInvalid
 from converge_dsl.frontend import EVERY_TOOL, PipelineFacts, ToolServerSpec, tool_server_spec
 from converge_dsl.packs._lockfile import lock_hint, lock_path, read_lock
 from converge_dsl.packs._yaml import load_document, schema_diagnostics
-from converge_dsl.tools import LockedServer, ServerFactory, lock_server, transport_identity
+from converge_dsl.tools import (
+    LockedServer,
+    ServerFactory,
+    lock_server,
+    real_server,
+    transport_identity,
+)
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
 
@@ -58,15 +64,10 @@ def lock_tool_servers(
 ) -> dict[str, LockedServer]:
     """Each declared server started, read and stopped (see the module docstring)."""
     specs = declared_tool_servers(pipeline)
-    if factory is None:
-        from converge_dsl.tools import McpToolServer
-
-        factory = McpToolServer
+    make = factory or real_server
     parent = dict(os.environ if environ is None else environ)
     base_dir = pipeline.resolve().parent
-    return {
-        name: lock_server(spec, factory(spec, base_dir, parent)) for name, spec in specs.items()
-    }
+    return {name: lock_server(spec, make(spec, base_dir, parent)) for name, spec in specs.items()}
 
 
 def locked_tool_servers(pipeline: Path) -> dict[str, LockedServer]:

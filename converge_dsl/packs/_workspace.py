@@ -256,10 +256,10 @@ def _lock_tools(
 
     tools = lock_tool_servers(pipeline, factory=factory, environ=environ)
     if info.trust:
-        from converge_dsl.tools import McpToolServer
+        from converge_dsl.tools import real_server
 
         parent = dict(os.environ if environ is None else environ)
-        tools |= lock_pack_servers(packs, info.trust, factory or McpToolServer, parent)
+        tools |= lock_pack_servers(packs, info.trust, factory or real_server, parent)
     return tools
 
 

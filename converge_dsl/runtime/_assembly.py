@@ -250,7 +250,7 @@ def _tools(
     if not manifest.tools and not manifest.trust:
         return None
     from converge_dsl.packs import lock_hint, locked_tool_servers, trusted_pack_servers
-    from converge_dsl.tools import RunTools
+    from converge_dsl.tools import RunTools, real_server
     from converge_dsl.tools.caching import caching_tools
 
     pipeline = settings.base_dir / Path(manifest.file).name
@@ -259,11 +259,7 @@ def _tools(
         return None
     relock = lock_hint(Path(manifest.file))
 
-    factory = plan.tool_servers
-    if factory is None:
-        from converge_dsl.tools import McpToolServer
-
-        factory = McpToolServer
+    factory = plan.tool_servers or real_server
     for sink in sinks:
         factory = sink.tool_servers(factory)
     return RunTools(
