@@ -333,3 +333,29 @@ def test_a_program_linked_out_of_the_pack_is_refused(tmp_path: Path) -> None:
     (folder / "bin" / "server").unlink()
     (folder / "bin" / "server").write_text("")
     assert load_pack(folder).tools["terms"].command == ("./server",)
+
+
+def test_a_pack_server_reaching_a_host_it_does_not_list_is_refused_as_a_pipelines_is(
+    tmp_path: Path,
+) -> None:
+    """CD262 of a pack's HTTP server: the pipeline's diagnostic, with the pack's hint."""
+    folder = tmp_path / "reaching"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "pack.yaml").write_text(
+        PACK + "  remote:\n    url: http://127.0.0.1:9/mcp\n    hosts: [localhost]\n"
+        "    allow: [define]\n"
+    )
+    with pytest.raises(PipelineInvalid) as refused:
+        load_pack(folder)
+    assert [
+        (d.code, d.line, d.column, d.path, d.message, d.hint) for d in refused.value.diagnostics
+    ] == [
+        (
+            "CD262",
+            23,
+            10,
+            ("tools", "remote", "url"),
+            "the url of tool server 'remote' reaches host '127.0.0.1', which its hosts do not list",
+            "the pack must be fixed by its author",
+        )
+    ]
