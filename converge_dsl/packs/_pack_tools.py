@@ -43,6 +43,7 @@ from converge_dsl.frontend import (
     HttpServerSpec,
     LoadedDocument,
     PipelineManifest,
+    SourceMap,
     StdioServerSpec,
     ToolServerSpec,
     pack_server,
@@ -148,6 +149,20 @@ def _trust_line(pack: str, trusted: tuple[str, ...], server: str) -> str:
     return f"{pack}: [{', '.join([*trusted, server])}]"
 
 
+def _no_such_server(smap: SourceMap, pack: Pack, server: str, path: JsonPath) -> Diagnostic:
+    """CD270 at `path`: `pack` declares no tool server `server` (a `trust:` entry or a
+    tool reference naming it)."""
+    declared = sorted(pack.tools)
+    return smap.diagnostic(
+        codes.PACK_TOOL_UNKNOWN,
+        f"pack {pack.name} {pack.version} declares no tool server {server!r}",
+        path,
+        hint=unknown_name_hint(
+            server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
+        ),
+    )
+
+
 def check_pack_tools(
     doc: LoadedDocument,
     packs: Mapping[str, Pack],
@@ -164,15 +179,7 @@ def check_pack_tools(
             continue
         for index, server in enumerate(servers):
             if server not in pack.tools:
-                declared = sorted(pack.tools)
-                yield smap.diagnostic(
-                    codes.PACK_TOOL_UNKNOWN,
-                    f"pack {pack_name} {pack.version} declares no tool server {server!r}",
-                    ("trust", pack_name, index),
-                    hint=unknown_name_hint(
-                        server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
-                    ),
-                )
+                yield _no_such_server(smap, pack, server, ("trust", pack_name, index))
     untrusted: set[tuple[str, str]] = set()
     used: dict[str, list[tuple[JsonPath, str]]] = {}
     for path, pack_name, server, tool in _references(doc, packs, facts):
@@ -181,15 +188,7 @@ def check_pack_tools(
             continue  # not among `packs:` (the front end says so), or not fetched
         spec = pack.tools.get(server)
         if spec is None:
-            declared = sorted(pack.tools)
-            yield smap.diagnostic(
-                codes.PACK_TOOL_UNKNOWN,
-                f"pack {pack_name} {pack.version} declares no tool server {server!r}",
-                path,
-                hint=unknown_name_hint(
-                    server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
-                ),
-            )
+            yield _no_such_server(smap, pack, server, path)
             continue
         if tool != EVERY_TOOL and tool not in spec.allow:
             yield smap.diagnostic(
@@ -229,6 +228,7 @@ def _against_lock(
 ) -> Iterator[Diagnostic]:
     """CD265 / CD266 of the trusted pack servers used, from the lock."""
     from converge_dsl.packs._lockfile import lock_hint, lock_path, read_lock
+    from converge_dsl.packs._tool_lock import not_offered
     from converge_dsl.tools import transport_identity
 
     try:
@@ -256,14 +256,4 @@ def _against_lock(
         names = record.tool_names()
         for path, tool in references:
             if tool != EVERY_TOOL and tool not in names:
-                yield doc.source_map.diagnostic(
-                    codes.TOOL_NOT_OFFERED,
-                    f"server {name!r} offers no tool {tool!r} (locked: "
-                    f"{', '.join(names) or 'none'})",
-                    path,
-                    hint=unknown_name_hint(
-                        tool,
-                        sorted(names),
-                        f"name one of its tools; if the server gained {tool!r} since, {hint}",
-                    ),
-                )
+                yield not_offered(doc.source_map, record, tool, path, hint)

@@ -146,13 +146,15 @@ def running(folder: Path) -> list[int]:
     return found
 
 
-def _words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, trust: bool) -> Path:
+def _words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, trust: bool, pack: str = PACK
+) -> Path:
     """The glossary pack published into `repo`, and the pipeline `p.yaml` using it."""
     monkeypatch.setenv("CONVERGE_DSL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("GLOSSARY_COUNT", str(tmp_path / "count.txt"))
     source = tmp_path / "src" / "glossary"
     (source / "bin").mkdir(parents=True)
-    (source / "pack.yaml").write_text(PACK)
+    (source / "pack.yaml").write_text(pack)
     (source / "bin" / SERVER_FILE).write_text(SERVER)
     code, _, err = cli("pack", "publish", str(source), "--repo", str(tmp_path / "repo"))
     assert code == 0, err
@@ -296,6 +298,30 @@ def test_an_upgraded_pack_server_with_the_same_tools_misses_the_answer_cache(
     assert json.loads(out)["facts"]["signals"][0]["content"] == "alpha: the 1st letter"
     assert _calls(tmp_path)[3:] == ["alpha", "beta", "gamma"]
     assert running(tmp_path / "cache") == []
+
+
+def test_a_pack_servers_tool_the_lock_lacks_is_worded_as_a_pipeline_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CD265 of a pack's server: allowed by the pack, absent from the locked tool list."""
+    pack = PACK.replace("allow: [define]", "allow: [define, extra]")
+    pipeline = _words(tmp_path, monkeypatch, trust=True, pack=pack)
+    assert cli("lock", str(pipeline))[0] == 0
+    pipeline.write_text(
+        pipeline.read_text().replace('"mcp:glossary/terms/define"', "mcp:glossary/terms/extra")
+    )
+    code, out, _ = cli("validate", str(pipeline), "--format", "json")
+    assert code == 2
+    found = [(d["code"], d["line"], d["message"], d["hint"]) for d in json.loads(out)]
+    assert found == [
+        (
+            "CD265",
+            27,
+            "server 'glossary/terms' offers no tool 'extra' (locked: define)",
+            "name one of its tools; if the server gained 'extra' since, run: "
+            "converge-dsl lock p.yaml",
+        )
+    ]
 
 
 def test_a_pack_server_whose_folder_leaves_the_pack_is_refused(tmp_path: Path) -> None:
