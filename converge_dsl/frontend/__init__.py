@@ -38,7 +38,7 @@ Public surface:
 - templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
   `template_problems(...)`, `expression_error(text)`; the data flow of a pack's template
   (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
-  pipeline lacks, and `bound_template_reads(facts, path, body, use)`, its reads against
+  pipeline lacks, and `bound_template_reads(facts, path, spec, use)`, its reads against
   the pipeline suggestor that binds it
 - run configurations (`run --config FILE`, kind `RunConfig`): `read_run_config(path)` ->
   `RunConfig`, its `cache:` a `CacheConfig` (located diagnostics in `PipelineInvalid`)

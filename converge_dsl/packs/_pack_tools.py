@@ -50,7 +50,7 @@ from converge_dsl.frontend import (
 )
 
 if TYPE_CHECKING:
-    from converge_dsl.frontend import KindRegistry, PipelineFacts
+    from converge_dsl.frontend import PipelineFacts, SuggestorSpec
     from converge_dsl.packs._manifest import Pack
     from converge_dsl.tools import LockedServer, ServerFactory
 
@@ -104,38 +104,21 @@ def lock_pack_servers(
 
 
 def _references(
-    doc: LoadedDocument, packs: Mapping[str, Pack], facts: PipelineFacts
+    facts: PipelineFacts, templates: Mapping[JsonPath, SuggestorSpec]
 ) -> Iterator[tuple[JsonPath, str, str, str]]:
     """(path, pack, server, tool) of each pack server's tool the pipeline names: its own
-    suggestors', then those of the pack templates it uses (located at their `use:`)."""
+    suggestors', then those of the pack templates it uses (`templates`, by the path of
+    their `kind: pack` entry; located at its `use:`)."""
     for spec in facts.specs:
         for path, server, tool in spec.tool_references():
             found = pack_server(server)
             if found is not None:
                 yield path, found[0], found[1], tool
-    yield from _template_references(doc, packs, facts.kinds)
-
-
-def _template_references(
-    doc: LoadedDocument, packs: Mapping[str, Pack], kinds: KindRegistry
-) -> Iterator[tuple[JsonPath, str, str, str]]:
-    from converge_dsl.packs._bind import instantiate_template
-    from converge_dsl.packs._kind import pack_suggestors
-
-    data = doc.data if isinstance(doc.data, Mapping) else {}
-    for spec in pack_suggestors(data):
-        pack = packs.get(spec.pack)
-        definition = None if pack is None else pack.suggestors.get(spec.suggestor)
-        if definition is None or definition.template is None:
-            continue
-        kind = kinds.get(definition.kind)
-        if kind is None:
-            continue
-        body = kind.parse(spec.path, instantiate_template(spec, definition))
+    for where, body in templates.items():
         for _, server, tool in body.tool_references():
             found = pack_server(server)
             if found is not None:
-                yield (*spec.path, "use"), found[0], found[1], tool
+                yield (*where, "use"), found[0], found[1], tool
 
 
 def _what_it_runs(spec: ToolServerSpec) -> str:
@@ -169,8 +152,11 @@ def check_pack_tools(
     manifest: PipelineManifest,
     facts: PipelineFacts,
     pipeline: Path,
+    *,
+    templates: Mapping[JsonPath, SuggestorSpec],
 ) -> Iterator[Diagnostic]:
-    """Validate's check of the pack servers a pipeline uses (see the module docstring)."""
+    """Validate's check of the pack servers a pipeline uses (see the module docstring);
+    `templates` are the pack templates it uses as bound (`_checks.template_specs`)."""
     smap = doc.source_map
     trust = manifest.trust
     for pack_name, servers in trust.items():
@@ -182,7 +168,7 @@ def check_pack_tools(
                 yield _no_such_server(smap, pack, server, ("trust", pack_name, index))
     untrusted: set[tuple[str, str]] = set()
     used: dict[str, list[tuple[JsonPath, str]]] = {}
-    for path, pack_name, server, tool in _references(doc, packs, facts):
+    for path, pack_name, server, tool in _references(facts, templates):
         pack = packs.get(pack_name)
         if pack is None:
             continue  # not among `packs:` (the front end says so), or not fetched
