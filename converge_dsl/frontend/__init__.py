@@ -33,11 +33,12 @@ Public surface:
   `HTTP_NUMBERS`, the numeric settings of an HTTP model; the tool servers (`tools:`):
   `ToolServerSpec` with `StdioServerSpec` and `HttpServerSpec`, `tool_server_spec` converts
   one `tools.<name>` mapping, `tool_reference(name)` reads an agent's `mcp:SERVER/TOOL`
-  (`MCP_PREFIX`, `EVERY_TOOL`; `pack_server` splits a pack's `PACK/SERVER`)
+  (`MCP_PREFIX`, `EVERY_TOOL`; `pack_server` splits a pack's `PACK/SERVER`);
+  `undeclared_host(server, source_map, hint)`, CD262 of an HTTP server, a pipeline's or a pack's
 - templates: `TemplateSite` (a suggestor's come from its spec's `templates()`),
   `template_problems(...)`, `expression_error(text)`; the data flow of a pack's template
   (`_checks_dataflow`): `unknown_reads(doc, site, keys)`, the keys it reads that the
-  pipeline lacks, and `bound_template_reads(facts, path, body, use)`, its reads against
+  pipeline lacks, and `bound_template_reads(facts, path, spec, use)`, its reads against
   the pipeline suggestor that binds it
 - run configurations (`run --config FILE`, kind `RunConfig`): `read_run_config(path)` ->
   `RunConfig`, its `cache:` a `CacheConfig` (located diagnostics in `PipelineInvalid`)
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.frontend._cap import *  # noqa: F403
     from converge_dsl.frontend._check import *  # noqa: F403
     from converge_dsl.frontend._checks_dataflow import *  # noqa: F403
+    from converge_dsl.frontend._checks_tools import *  # noqa: F403
     from converge_dsl.frontend._facts import *  # noqa: F403
     from converge_dsl.frontend._kind_llm import *  # noqa: F403
     from converge_dsl.frontend._kind_rule import *  # noqa: F403
@@ -147,6 +149,7 @@ else:
             ),
             "converge_dsl.frontend._semantic": ("CHECKS",),
             "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
+            "converge_dsl.frontend._checks_tools": ("undeclared_host",),
             "converge_dsl.frontend._tool_specs": (
                 "EVERY_TOOL",
                 "HttpServerSpec",

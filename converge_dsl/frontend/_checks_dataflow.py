@@ -34,7 +34,7 @@ it says nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from converge_dsl import codes
@@ -358,13 +358,12 @@ def _changing(
 
 
 def bound_template_reads(
-    facts: PipelineFacts, path: JsonPath, body: Mapping[str, Any], use: str
+    facts: PipelineFacts, path: JsonPath, spec: SuggestorSpec, use: str
 ) -> Iterator[Diagnostic]:
-    """The key reads of a pack's template suggestor as the pipeline binds it (`body`: the
+    """The key reads of a pack's template suggestor as the pipeline binds it (`spec`: the
     suggestor it stands for, `path`: the pipeline's `kind: pack` entry): keys nothing in
     the pipeline writes (CD253) and keys the binding is not re-run on (CD252), located at
     its `use` (the pack's own files name the template; unknown keys are reported there)."""
-    spec = facts.kinds.spec(path, body)
     triggers = spec.triggers()
     allowed = {*triggers, *spec.targets}
     declared, produced = facts.declared_keys, facts.produced_keys

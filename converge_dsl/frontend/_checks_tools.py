@@ -24,6 +24,7 @@ from converge_dsl.frontend._tool_specs import (
     StdioServerSpec,
     pack_server,
 )
+from converge_dsl.frontend.document import SourceMap
 
 
 def _guess(word: str, candidates: tuple[str, ...] | list[str]) -> str | None:
@@ -59,18 +60,28 @@ def tool_references(facts: PipelineFacts) -> Iterator[Diagnostic]:
                 )
 
 
+def undeclared_host(server: HttpServerSpec, source_map: SourceMap, hint: str) -> Diagnostic | None:
+    """CD262 at the url of `server` when it reaches a host its `hosts` do not list (a
+    pipeline's server and a pack's alike); `hint` says who fixes it and how."""
+    if server.host in {h.lower() for h in server.hosts}:
+        return None
+    return source_map.diagnostic(
+        codes.TOOL_HOST_NOT_DECLARED,
+        f"the url of tool server {server.name!r} reaches host {server.host!r}, "
+        "which its hosts do not list",
+        (*server.path, "url"),
+        hint=hint,
+    )
+
+
 def tool_servers(facts: PipelineFacts) -> Iterator[Diagnostic]:
     """Each declared server's host, working folder and environment make sense."""
     for server in facts.manifest.tools.values():
         if isinstance(server, HttpServerSpec):
-            if server.host not in {h.lower() for h in server.hosts}:
-                yield facts.error(
-                    codes.TOOL_HOST_NOT_DECLARED,
-                    f"the url of tool server {server.name!r} reaches host {server.host!r}, "
-                    "which its hosts do not list",
-                    (*server.path, "url"),
-                    hint=f"add {server.host!r} to tools.{server.name}.hosts, or fix the url",
-                )
+            fix = f"add {server.host!r} to tools.{server.name}.hosts, or fix the url"
+            found = undeclared_host(server, facts.source_map, fix)
+            if found is not None:
+                yield found
         elif isinstance(server, StdioServerSpec):
             yield from _stdio(facts, server)
 

@@ -2,10 +2,12 @@
 
 `answer_key(kind, identity, request)` is the one key function of the answer
 cache (docs/cache.md): the sha256 of the canonical JSON of the format version,
-the `kind` of call (`model`; the MCP tool calls will use `tool`, with the
-server's lock digest in their `identity`), the callee's `identity` (for a model:
-its wire format, base URL origin and path, model id and the parameters that
-change an answer) and the full `request`. Nothing else goes in: no credential,
+the `kind` of call (`model`, or `tool` for an MCP tool call), the callee's
+`identity` (for a model: its wire format, base URL origin and path, model id and
+the parameters that change an answer; for a tool server: what it starts or
+reaches and the digest of its tool list, and for a pack's server its name and
+its pack's locked version and archive digest, `tools.caching`) and the full
+`request`. Nothing else goes in: no credential,
 no account label, no clock.
 
 For a model call the request is `model_request_json(req)`: every field of

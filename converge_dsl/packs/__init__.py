@@ -21,8 +21,9 @@ Public surface:
   stopped), `locked_tool_servers(pipeline)` (what a run holds them to) and
   `check_tool_lock(facts)`, validate's check (CD265, CD266);
 - a pack's own tool servers (`Pack.tools`, run only when the pipeline's `trust:` lists
-  them, named `PACK/SERVER`): `pack_servers(packs, trust)`, `trusted_pack_servers(pipeline,
-  manifest)` (a run's), `lock_pack_servers(...)` (`lock`'s) and `check_pack_tools(...)`,
+  them, named `PACK/SERVER`): `pack_servers(packs, trust, pins)`, `trusted_pack_servers(
+  pipeline, manifest)` (a run's, each with its pack's pin in the lock, which keys its cached
+  answers), `lock_pack_servers(...)` (`lock`'s) and `check_pack_tools(...)`,
   validate's check (CD261, CD265, CD266, CD269, CD270);
 - `PACK`, the `pack` suggestor kind (`SuggestorKind`, its spec `PackSuggestorSpec`),
   registered by `converge_dsl.validation.KINDS`; `compile_pack_suggestor(spec, ctx)`,

@@ -52,7 +52,7 @@ from converge_dsl.frontend import LoadedDocument, PipelineManifest, build_manife
 from converge_dsl.packs._kind import PackSuggestorSpec, pack_suggestors
 
 if TYPE_CHECKING:
-    from converge_dsl.frontend import Check, PipelineFacts
+    from converge_dsl.frontend import Check, KindRegistry, PipelineFacts, SuggestorSpec
     from converge_dsl.packs._cache import PackCache
     from converge_dsl.packs._lockfile import LockedPack
     from converge_dsl.packs._manifest import Pack
@@ -112,19 +112,45 @@ def _well_formed(packs: Mapping[str, str]) -> bool:
     return all(parse_specifier(text) is not None for text in packs.values())
 
 
+def template_specs(
+    doc: LoadedDocument, packs: Mapping[str, Pack], kinds: KindRegistry
+) -> dict[JsonPath, SuggestorSpec]:
+    """The suggestor each `kind: pack` entry's template stands for as the pipeline binds
+    it (`instantiate_template`, parsed by its kind), by the entry's path: built once for
+    every check that reads them (the bound reads here, the tool references of
+    `_pack_tools`). An entry whose pack, suggestor, template or kind is unknown has none."""
+    from converge_dsl.packs._bind import instantiate_template
+
+    found: dict[JsonPath, SuggestorSpec] = {}
+    for spec in pack_suggestors(_data(doc)):
+        pack = packs.get(spec.pack)
+        definition = None if pack is None else pack.suggestors.get(spec.suggestor)
+        if definition is None or definition.template is None:
+            continue
+        kind = kinds.get(definition.kind)
+        if kind is not None:
+            found[spec.path] = kind.parse(spec.path, instantiate_template(spec, definition))
+    return found
+
+
 def check_pack_uses(
     doc: LoadedDocument,
     packs: Mapping[str, Pack] | None,
     solvers: SolverRegistry | None = None,
     manifest: PipelineManifest | None = None,
     facts: PipelineFacts | None = None,
+    *,
+    templates: Mapping[JsonPath, SuggestorSpec] | None = None,
 ) -> Iterator[Diagnostic]:
     """Each `kind: pack` suggestor against its pack; nothing when `packs` is None.
 
     `manifest` is the document's (built here when needed and not given). With the
     pipeline's `facts`, a template suggestor's reads are held against its binding
-    (`frontend.bound_template_reads`: keys nothing writes, keys it is not re-run on)."""
+    (`frontend.bound_template_reads`: keys nothing writes, keys it is not re-run on);
+    `templates` are its `template_specs` when the caller built them already."""
     data = _data(doc)
+    if facts is not None and templates is None:
+        templates = template_specs(doc, packs or {}, facts.kinds)
     used: dict[str, set[str]] = {}  # pack -> its template suggestors the pipeline uses
     for spec in pack_suggestors(data):
         path, use = spec.path, spec.use
@@ -159,12 +185,11 @@ def check_pack_uses(
                 )
         else:
             used.setdefault(pack_name, set()).add(suggestor)
-            if facts is not None:
+            bound = None if facts is None or templates is None else templates.get(path)
+            if facts is not None and bound is not None:
                 from converge_dsl.frontend import bound_template_reads
-                from converge_dsl.packs._bind import instantiate_template
 
-                body = instantiate_template(spec, definition)
-                yield from bound_template_reads(facts, path, body, use)
+                yield from bound_template_reads(facts, path, bound, use)
         yield from _parameter_problems(doc, spec, pack)
     if used and packs:
         manifest = manifest or build_manifest(doc)
@@ -289,11 +314,12 @@ def check_pipeline_packs(
         except PackError as exc:
             code = getattr(exc, "code", codes.PACK_NOT_INSTALLABLE)  # a PackRefused's own
             yield _at(doc, code, exc.message, ("packs",), hint=exc.hint, on_key=True)
-    yield from check_pack_uses(doc, packs, manifest=manifest, facts=facts)
-    if packs and facts is not None:
+    templates = None if facts is None else template_specs(doc, packs or {}, facts.kinds)
+    yield from check_pack_uses(doc, packs, manifest=manifest, facts=facts, templates=templates)
+    if packs and facts is not None and templates is not None:
         from converge_dsl.packs._pack_tools import check_pack_tools
 
-        yield from check_pack_tools(doc, packs, manifest, facts, pipeline)
+        yield from check_pack_tools(doc, packs, manifest, facts, pipeline, templates=templates)
 
 
 def _yanked(

@@ -32,7 +32,13 @@ from converge_dsl._json_types import JsonObject, JsonSchema
 from converge_dsl._reading import read_text
 from converge_dsl.diagnostics import Diagnostic, JsonPath, best_first
 from converge_dsl.errors import PipelineInvalid
-from converge_dsl.frontend import HttpServerSpec, StdioServerSpec, ToolServerSpec, tool_server_spec
+from converge_dsl.frontend import (
+    HttpServerSpec,
+    StdioServerSpec,
+    ToolServerSpec,
+    tool_server_spec,
+    undeclared_host,
+)
 from converge_dsl.frontend.document import LoadedDocument
 from converge_dsl.packs._yaml import load_document, schema_diagnostics
 
@@ -237,16 +243,12 @@ class _Builder:
             spec = tool_server_spec(str(name), config, ("tools", str(name)), self.doc.source_map)
             if isinstance(spec, StdioServerSpec):
                 self.stdio_inside(spec)
-            elif isinstance(spec, HttpServerSpec) and spec.host not in {
-                h.lower() for h in spec.hosts
-            }:
-                self.error(
-                    codes.TOOL_HOST_NOT_DECLARED,
-                    f"the url of tool server {spec.name!r} reaches host {spec.host!r}, "
-                    "which its hosts do not list",
-                    (*spec.path, "url"),
-                    hint="the pack must be fixed by its author",
+            elif isinstance(spec, HttpServerSpec):
+                found = undeclared_host(
+                    spec, self.doc.source_map, "the pack must be fixed by its author"
                 )
+                if found is not None:
+                    self.found.append(found)
             servers[spec.name] = spec
         return servers
 

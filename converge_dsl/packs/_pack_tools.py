@@ -11,9 +11,12 @@ those entries are version specifiers that `lock` and `pack add` write back,
 and because one section lists, for a reviewer, every command the pipeline
 lets packs run.
 
-- `pack_servers(packs, trust)`: the trusted servers, each renamed `PACK/SERVER`,
-  with the pack's folder (where its `cwd` and a program named by a path are
-  resolved); `_workspace.trusted_pack_servers` gives them for a run.
+- `pack_servers(packs, trust, pins)`: the trusted servers, each renamed
+  `PACK/SERVER`, with the pack's folder (where its `cwd` and a program named by a
+  path are resolved) and the pack's pin in the lock (its version and archive
+  digest, which key the server's cached answers: an upgraded pack may run another
+  script behind the same tool list); `_workspace.trusted_pack_servers` gives them
+  for a run.
 - `lock_pack_servers(...)`: `lock` pins the trusted servers, started in the
   pack's fetched folder, read and stopped like a pipeline's.
 - `check_pack_tools(...)`: validate's check, from the cache and the lock only
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,34 +43,47 @@ from converge_dsl.frontend import (
     HttpServerSpec,
     LoadedDocument,
     PipelineManifest,
+    SourceMap,
     StdioServerSpec,
     ToolServerSpec,
     pack_server,
 )
 
 if TYPE_CHECKING:
-    from converge_dsl.frontend import KindRegistry, PipelineFacts
+    from converge_dsl.frontend import PipelineFacts, SuggestorSpec
     from converge_dsl.packs._manifest import Pack
     from converge_dsl.tools import LockedServer, ServerFactory
 
-# A pack's server as a run knows it: its declaration named PACK/SERVER, the pack's folder.
-PackServer = tuple[ToolServerSpec, Path]
+
+@dataclass(frozen=True)
+class PackServer:
+    """A pack's server as a run knows it: its declaration named `PACK/SERVER`, the pack's
+    folder, and the pack's pin in the lock (`{"version", "sha256"}`; empty when the
+    packs were not read from a lock)."""
+
+    spec: ToolServerSpec
+    folder: Path
+    pin: Mapping[str, str] = field(default_factory=dict)
 
 
 def pack_servers(
-    packs: Mapping[str, Pack], trust: Mapping[str, tuple[str, ...]]
+    packs: Mapping[str, Pack],
+    trust: Mapping[str, tuple[str, ...]],
+    pins: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, PackServer]:
-    """The servers `trust` lists that the packs declare, by `PACK/SERVER`."""
+    """The servers `trust` lists that the packs declare, by `PACK/SERVER`, each with its
+    pack's entry of `pins` (by pack name)."""
     found: dict[str, PackServer] = {}
     for pack_name, servers in trust.items():
         pack = packs.get(pack_name)
         if pack is None:
             continue
+        pin = dict((pins or {}).get(pack_name, {}))
         for server in servers:
             spec = pack.tools.get(server)
             if spec is not None:
                 name = f"{pack_name}/{server}"
-                found[name] = (spec._replace(name=name), pack.folder)
+                found[name] = PackServer(spec._replace(name=name), pack.folder, pin)
     return found
 
 
@@ -81,44 +98,27 @@ def lock_pack_servers(
     from converge_dsl.tools import lock_server
 
     return {
-        name: lock_server(spec, factory(spec, folder, environ))
-        for name, (spec, folder) in pack_servers(packs, trust).items()
+        name: lock_server(found.spec, factory(found.spec, found.folder, environ))
+        for name, found in pack_servers(packs, trust).items()
     }
 
 
 def _references(
-    doc: LoadedDocument, packs: Mapping[str, Pack], facts: PipelineFacts
+    facts: PipelineFacts, templates: Mapping[JsonPath, SuggestorSpec]
 ) -> Iterator[tuple[JsonPath, str, str, str]]:
     """(path, pack, server, tool) of each pack server's tool the pipeline names: its own
-    suggestors', then those of the pack templates it uses (located at their `use:`)."""
+    suggestors', then those of the pack templates it uses (`templates`, by the path of
+    their `kind: pack` entry; located at its `use:`)."""
     for spec in facts.specs:
         for path, server, tool in spec.tool_references():
             found = pack_server(server)
             if found is not None:
                 yield path, found[0], found[1], tool
-    yield from _template_references(doc, packs, facts.kinds)
-
-
-def _template_references(
-    doc: LoadedDocument, packs: Mapping[str, Pack], kinds: KindRegistry
-) -> Iterator[tuple[JsonPath, str, str, str]]:
-    from converge_dsl.packs._bind import instantiate_template
-    from converge_dsl.packs._kind import pack_suggestors
-
-    data = doc.data if isinstance(doc.data, Mapping) else {}
-    for spec in pack_suggestors(data):
-        pack = packs.get(spec.pack)
-        definition = None if pack is None else pack.suggestors.get(spec.suggestor)
-        if definition is None or definition.template is None:
-            continue
-        kind = kinds.get(definition.kind)
-        if kind is None:
-            continue
-        body = kind.parse(spec.path, instantiate_template(spec, definition))
+    for where, body in templates.items():
         for _, server, tool in body.tool_references():
             found = pack_server(server)
             if found is not None:
-                yield (*spec.path, "use"), found[0], found[1], tool
+                yield (*where, "use"), found[0], found[1], tool
 
 
 def _what_it_runs(spec: ToolServerSpec) -> str:
@@ -132,14 +132,31 @@ def _trust_line(pack: str, trusted: tuple[str, ...], server: str) -> str:
     return f"{pack}: [{', '.join([*trusted, server])}]"
 
 
+def _no_such_server(smap: SourceMap, pack: Pack, server: str, path: JsonPath) -> Diagnostic:
+    """CD270 at `path`: `pack` declares no tool server `server` (a `trust:` entry or a
+    tool reference naming it)."""
+    declared = sorted(pack.tools)
+    return smap.diagnostic(
+        codes.PACK_TOOL_UNKNOWN,
+        f"pack {pack.name} {pack.version} declares no tool server {server!r}",
+        path,
+        hint=unknown_name_hint(
+            server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
+        ),
+    )
+
+
 def check_pack_tools(
     doc: LoadedDocument,
     packs: Mapping[str, Pack],
     manifest: PipelineManifest,
     facts: PipelineFacts,
     pipeline: Path,
+    *,
+    templates: Mapping[JsonPath, SuggestorSpec],
 ) -> Iterator[Diagnostic]:
-    """Validate's check of the pack servers a pipeline uses (see the module docstring)."""
+    """Validate's check of the pack servers a pipeline uses (see the module docstring);
+    `templates` are the pack templates it uses as bound (`_checks.template_specs`)."""
     smap = doc.source_map
     trust = manifest.trust
     for pack_name, servers in trust.items():
@@ -148,32 +165,16 @@ def check_pack_tools(
             continue
         for index, server in enumerate(servers):
             if server not in pack.tools:
-                declared = sorted(pack.tools)
-                yield smap.diagnostic(
-                    codes.PACK_TOOL_UNKNOWN,
-                    f"pack {pack_name} {pack.version} declares no tool server {server!r}",
-                    ("trust", pack_name, index),
-                    hint=unknown_name_hint(
-                        server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
-                    ),
-                )
+                yield _no_such_server(smap, pack, server, ("trust", pack_name, index))
     untrusted: set[tuple[str, str]] = set()
     used: dict[str, list[tuple[JsonPath, str]]] = {}
-    for path, pack_name, server, tool in _references(doc, packs, facts):
+    for path, pack_name, server, tool in _references(facts, templates):
         pack = packs.get(pack_name)
         if pack is None:
             continue  # not among `packs:` (the front end says so), or not fetched
         spec = pack.tools.get(server)
         if spec is None:
-            declared = sorted(pack.tools)
-            yield smap.diagnostic(
-                codes.PACK_TOOL_UNKNOWN,
-                f"pack {pack_name} {pack.version} declares no tool server {server!r}",
-                path,
-                hint=unknown_name_hint(
-                    server, declared, f"it declares: {', '.join(declared) or 'no tool server'}"
-                ),
-            )
+            yield _no_such_server(smap, pack, server, path)
             continue
         if tool != EVERY_TOOL and tool not in spec.allow:
             yield smap.diagnostic(
@@ -213,6 +214,7 @@ def _against_lock(
 ) -> Iterator[Diagnostic]:
     """CD265 / CD266 of the trusted pack servers used, from the lock."""
     from converge_dsl.packs._lockfile import lock_hint, lock_path, read_lock
+    from converge_dsl.packs._tool_lock import not_offered
     from converge_dsl.tools import transport_identity
 
     try:
@@ -240,14 +242,4 @@ def _against_lock(
         names = record.tool_names()
         for path, tool in references:
             if tool != EVERY_TOOL and tool not in names:
-                yield doc.source_map.diagnostic(
-                    codes.TOOL_NOT_OFFERED,
-                    f"server {name!r} offers no tool {tool!r} (locked: "
-                    f"{', '.join(names) or 'none'})",
-                    path,
-                    hint=unknown_name_hint(
-                        tool,
-                        sorted(names),
-                        f"name one of its tools; if the server gained {tool!r} since, {hint}",
-                    ),
-                )
+                yield not_offered(doc.source_map, record, tool, path, hint)

@@ -13,8 +13,8 @@ tools live, as without a lock); with one, a declared server it does not record
 (or records with another command or url) is a warning, CD266, naming the
 command that re-locks, and every tool the pipeline names (`allow`, an agent's
 `mcp:SERVER/TOOL`, a tool suggestor's `call`) that the locked tool list lacks
-is an error, CD265, with a "did you mean". `locked_tool_servers(pipeline)` is
-what a run holds its servers to.
+is an error, CD265, with a "did you mean" (`not_offered`, which reports a pack's
+server too). `locked_tool_servers(pipeline)` is what a run holds its servers to.
 """
 
 from __future__ import annotations
@@ -24,12 +24,24 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, JsonPath, unknown_name_hint
 from converge_dsl.errors import PackError, PipelineInvalid
-from converge_dsl.frontend import EVERY_TOOL, PipelineFacts, ToolServerSpec, tool_server_spec
+from converge_dsl.frontend import (
+    EVERY_TOOL,
+    PipelineFacts,
+    SourceMap,
+    ToolServerSpec,
+    tool_server_spec,
+)
 from converge_dsl.packs._lockfile import lock_hint, lock_path, read_lock
 from converge_dsl.packs._yaml import load_document, schema_diagnostics
-from converge_dsl.tools import LockedServer, ServerFactory, lock_server, transport_identity
+from converge_dsl.tools import (
+    LockedServer,
+    ServerFactory,
+    lock_server,
+    real_server,
+    transport_identity,
+)
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
 
@@ -58,15 +70,10 @@ def lock_tool_servers(
 ) -> dict[str, LockedServer]:
     """Each declared server started, read and stopped (see the module docstring)."""
     specs = declared_tool_servers(pipeline)
-    if factory is None:
-        from converge_dsl.tools import McpToolServer
-
-        factory = McpToolServer
+    make = factory or real_server
     parent = dict(os.environ if environ is None else environ)
     base_dir = pipeline.resolve().parent
-    return {
-        name: lock_server(spec, factory(spec, base_dir, parent)) for name, spec in specs.items()
-    }
+    return {name: lock_server(spec, make(spec, base_dir, parent)) for name, spec in specs.items()}
 
 
 def locked_tool_servers(pipeline: Path) -> dict[str, LockedServer]:
@@ -76,11 +83,6 @@ def locked_tool_servers(pipeline: Path) -> dict[str, LockedServer]:
     except PackError:
         return {}
     return {} if lock is None else dict(lock.tools)
-
-
-def _guess(word: str, names: tuple[str, ...]) -> str | None:
-    guess = did_you_mean(word, sorted(names))
-    return f"did you mean {guess!r}?" if guess else None
 
 
 def check_tool_lock(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -127,25 +129,27 @@ def check_tool_lock(facts: PipelineFacts) -> Iterator[Diagnostic]:
             if record is None or tool == EVERY_TOOL or tool in record.tool_names():
                 continue
             reported.add((server, tool))
-            yield _not_offered(facts, record, tool, path, hint)
+            yield not_offered(facts.source_map, record, tool, path, hint)
     for name, record in usable.items():
         for index, tool in enumerate(servers[name].allow):
             if tool not in record.tool_names() and (name, tool) not in reported:
-                yield _not_offered(facts, record, tool, (*servers[name].path, "allow", index), hint)
+                where = (*servers[name].path, "allow", index)
+                yield not_offered(facts.source_map, record, tool, where, hint)
 
 
-def _not_offered(
-    facts: PipelineFacts,
-    record: LockedServer,
-    tool: str,
-    path: tuple[str | int, ...],
-    hint: str,
+def not_offered(
+    source_map: SourceMap, record: LockedServer, tool: str, path: JsonPath, relock: str
 ) -> Diagnostic:
+    """CD265 at `path`: the locked tool list of `record` (a pipeline's server or a pack's,
+    `PACK/SERVER`) lacks `tool`; `relock` is the command that locks the pipeline again."""
     names = record.tool_names()
-    return facts.error(
+    return source_map.diagnostic(
         codes.TOOL_NOT_OFFERED,
         f"server {record.name!r} offers no tool {tool!r} (locked: {', '.join(names) or 'none'})",
         path,
-        hint=_guess(tool, names)
-        or f"name one of its tools; if the server gained {tool!r} since, {hint}",
+        hint=unknown_name_hint(
+            tool,
+            sorted(names),
+            f"name one of its tools; if the server gained {tool!r} since, {relock}",
+        ),
     )

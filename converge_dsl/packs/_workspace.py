@@ -256,10 +256,10 @@ def _lock_tools(
 
     tools = lock_tool_servers(pipeline, factory=factory, environ=environ)
     if info.trust:
-        from converge_dsl.tools import McpToolServer
+        from converge_dsl.tools import real_server
 
         parent = dict(os.environ if environ is None else environ)
-        tools |= lock_pack_servers(packs, info.trust, factory or McpToolServer, parent)
+        tools |= lock_pack_servers(packs, info.trust, factory or real_server, parent)
     return tools
 
 
@@ -379,8 +379,9 @@ _KEEP = 8
 
 
 def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str, PackServer]:
-    """The trusted servers of the pipeline's locked packs ({} without `trust:`); read once
-    per lock file (a batch's runs share them). A pack the cache lacks is fetched."""
+    """The trusted servers of the pipeline's locked packs ({} without `trust:`), each with
+    its pack's pin in the lock; read once per lock file (a batch's runs share them). A
+    pack the cache lacks is fetched."""
     if not manifest.trust:
         return {}
     lock = lock_bytes(pipeline)
@@ -388,7 +389,13 @@ def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str
     kept = _READ.get(str(pipeline))
     if kept is not None and kept[0] == lock and kept[1] == trust:
         return kept[2]
-    servers = pack_servers(load_locked_packs(pipeline, manifest), trust)
+    packs = load_locked_packs(pipeline, manifest)
+    pinned = read_lock(pipeline)
+    pins = {
+        name: {"version": locked.version, "sha256": locked.sha256}
+        for name, locked in ({} if pinned is None else pinned.packs).items()
+    }
+    servers = pack_servers(packs, trust, pins)
     if len(_READ) >= _KEEP:
         _READ.clear()
     _READ[str(pipeline)] = (lock, trust, servers)

@@ -118,7 +118,7 @@ def tool_servers(cassettes: Mapping[str, Path]) -> ServerFactory | None:
     them (one replay per cassette file, none started), the others the real ones."""
     if not cassettes:
         return None
-    from converge_dsl.tools import McpToolServer, ToolReplay
+    from converge_dsl.tools import ToolReplay, real_server
 
     replays: dict[Path, ToolReplay] = {}
     for path in cassettes.values():
@@ -128,7 +128,7 @@ def tool_servers(cassettes: Mapping[str, Path]) -> ServerFactory | None:
     def make(spec: ToolServerSpec, base_dir: Path, environ: Mapping[str, str]) -> ToolServer:
         cassette = cassettes.get(spec.name)
         if cassette is None:
-            return McpToolServer(spec, base_dir, environ)
+            return real_server(spec, base_dir, environ)
         return replays[cassette.resolve()].server(spec, base_dir, environ)
 
     return make

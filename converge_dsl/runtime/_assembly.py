@@ -250,7 +250,7 @@ def _tools(
     if not manifest.tools and not manifest.trust:
         return None
     from converge_dsl.packs import lock_hint, locked_tool_servers, trusted_pack_servers
-    from converge_dsl.tools import RunTools
+    from converge_dsl.tools import RunTools, real_server
     from converge_dsl.tools.caching import caching_tools
 
     pipeline = settings.base_dir / Path(manifest.file).name
@@ -259,23 +259,21 @@ def _tools(
         return None
     relock = lock_hint(Path(manifest.file))
 
-    factory = plan.tool_servers
-    if factory is None:
-        from converge_dsl.tools import McpToolServer
-
-        factory = McpToolServer
+    factory = plan.tool_servers or real_server
     for sink in sinks:
         factory = sink.tool_servers(factory)
     return RunTools(
-        {**manifest.tools, **{name: spec for name, (spec, _) in packed.items()}},
+        {**manifest.tools, **{name: found.spec for name, found in packed.items()}},
         settings.base_dir,
         environ=plan.environ,
-        folders={name: folder for name, (_, folder) in packed.items()},
+        folders={name: found.folder for name, found in packed.items()},
         max_calls=settings.budget.max_tool_calls,
         events=hub if hub.listening else None,
         locked=locked_tool_servers(pipeline),
         relock=relock,
-        wrap=None if answers is None else caching_tools(answers, relock),
+        wrap=None
+        if answers is None
+        else caching_tools(answers, relock, {name: found.pin for name, found in packed.items()}),
         on_refused=meter.refuse_tool_call,
         on_called=meter.count_tool_call,
         factory=factory,

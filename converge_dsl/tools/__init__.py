@@ -7,7 +7,8 @@ Public surface:
   their defaults), `cap_result` (a result cut at the cap, marked)
 - adapters: `McpToolServer` (the `mcp` SDK over stdio, in a process group of its own
   with an environment built from nothing, or streamable HTTP to declared hosts);
-  `FakeToolServer` with its `FakeTool`s (Python functions, for tests)
+  `FakeToolServer` with its `FakeTool`s (Python functions, for tests); `real_server`,
+  the `ServerFactory` of real servers, what every caller that makes one uses by default
 - the lock: `LockedServer` (a server as `converge-dsl lock` pins it: transport identity,
   name and version, tool-list digest and tools), `locked_server(spec, info)` (that record
   of a started server), `lock_server` (start, read, stop),
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.tools._mcp import *  # noqa: F403
     from converge_dsl.tools._pool import *  # noqa: F403
     from converge_dsl.tools._port import *  # noqa: F403
+    from converge_dsl.tools._real import *  # noqa: F403
     from converge_dsl.tools._run import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
@@ -72,6 +74,7 @@ else:
             ),
             "converge_dsl.tools._mcp": ("McpToolServer",),
             "converge_dsl.tools._pool": ("ServerPool",),
+            "converge_dsl.tools._real": ("real_server",),
             "converge_dsl.tools._port": (
                 "ServerFactory",
                 "ServerInfo",

@@ -1,5 +1,6 @@
-"""`real_server`: the `ServerFactory` of real MCP servers, the one the run's tools and the
-batch pool use by default (the `mcp` SDK is imported on first use)."""
+"""`real_server`: the `ServerFactory` of real MCP servers, the one default wherever a tool
+server is made (a run's tools, the batch pool, `lock`, a test file's servers without a
+cassette); no other module names the adapter. The `mcp` SDK is imported on first use."""
 
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ mode, one record of hits and misses, docs/cache.md) with the model calls.
 The key (`AnswerCache.key`, kind `tool`) is the cache's format version, the
 server's identity (`transport_identity`: what is started or reached; a pack's
 server adds its name `PACK/SERVER`, as two packs may run the same command in
-their own folders) with the digest of its tool list, and the request: the
+their own folders, and its pack's pin in the lock, version and archive digest,
+as an upgraded pack may run another script behind the same command and tool
+list) with the digest of its tool list, and the request: the
 tool's name and its arguments as canonical JSON. The value is stored redacted
 as the run's results are (the values the run hands its servers). The digest is
 the lock's when the server is locked (the inner server is then a
@@ -26,7 +28,7 @@ warning (CD974), as for a model.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from converge_dsl import codes
@@ -92,12 +94,15 @@ class CachedToolServer:
         cache: AnswerCache,
         redact: Callable[[str], str] = str,
         relock: str = "run: converge-dsl lock PIPELINE",
+        *,
+        pin: Mapping[str, str] | None = None,
     ) -> None:
         self._inner = inner
         self._spec = spec
         self._cache = cache
         self._redact = redact
         self._relock = relock
+        self._pin = dict(pin or {})
         self._identity: dict[str, Any] | None = None
         self._identity_json = ""
 
@@ -177,18 +182,27 @@ class CachedToolServer:
 
     def _server_identity(self) -> dict[str, Any]:
         """What is started or reached; for a pack's server (`PACK/SERVER`) also its name,
-        as two packs may start the same command in their own folders."""
+        as two packs may start the same command in their own folders, and its pack's pin,
+        as two versions of a pack may start different scripts with the same command."""
         identity: dict[str, Any] = {"server": transport_identity(self._spec)}
         if pack_server(self._spec.name) is not None:
             identity["name"] = self._spec.name
+            if self._pin:
+                identity["pack"] = self._pin
         return identity
 
 
 def caching_tools(
-    cache: AnswerCache, relock: str = "run: converge-dsl lock PIPELINE"
+    cache: AnswerCache,
+    relock: str = "run: converge-dsl lock PIPELINE",
+    pins: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ServerWrapper | None:
     """The run's wrapper putting each tool server behind `cache` (None when it is off);
-    `relock` is the command that locks the pipeline (an offline run's unlocked server)."""
+    `relock` is the command that locks the pipeline (an offline run's unlocked server);
+    `pins` the pack pin of each pack server, by `PACK/SERVER` (see the module)."""
     if cache.mode == "off":
         return None
-    return lambda server, spec, redact: CachedToolServer(server, spec, cache, redact, relock)
+    pinned = dict(pins or {})
+    return lambda server, spec, redact: CachedToolServer(
+        server, spec, cache, redact, relock, pin=pinned.get(spec.name)
+    )

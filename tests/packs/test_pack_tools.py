@@ -146,13 +146,15 @@ def running(folder: Path) -> list[int]:
     return found
 
 
-def _words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, trust: bool) -> Path:
+def _words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, trust: bool, pack: str = PACK
+) -> Path:
     """The glossary pack published into `repo`, and the pipeline `p.yaml` using it."""
     monkeypatch.setenv("CONVERGE_DSL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("GLOSSARY_COUNT", str(tmp_path / "count.txt"))
     source = tmp_path / "src" / "glossary"
     (source / "bin").mkdir(parents=True)
-    (source / "pack.yaml").write_text(PACK)
+    (source / "pack.yaml").write_text(pack)
     (source / "bin" / SERVER_FILE).write_text(SERVER)
     code, _, err = cli("pack", "publish", str(source), "--repo", str(tmp_path / "repo"))
     assert code == 0, err
@@ -271,6 +273,57 @@ def test_a_pack_server_whose_tools_changed_since_the_lock_stops_the_run(
     assert running(tmp_path / "cache") == []
 
 
+def test_an_upgraded_pack_server_with_the_same_tools_misses_the_answer_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache keys a pack's server with its pack's version and digest: a new version
+    whose script answers otherwise behind the same command and tool list is called."""
+    pipeline = _words(tmp_path, monkeypatch, trust=True)
+    assert cli("lock", str(pipeline))[0] == 0
+    cached = ("--format", "json", "--cache", "--cache-dir", str(tmp_path / "answers"))
+    code, out, err = cli("run", str(pipeline), *cached)
+    assert code == 0, err
+    assert json.loads(out)["facts"]["signals"][0]["content"] == "alpha: the first letter"
+    assert _calls(tmp_path) == ["alpha", "beta", "gamma"]
+
+    source = tmp_path / "src" / "glossary"
+    (source / "pack.yaml").write_text(PACK.replace("version: 1.0.0", "version: 1.0.1"))
+    (source / "bin" / SERVER_FILE).write_text(SERVER.replace("the first", "the 1st"))
+    code, _, err = cli("pack", "publish", str(source), "--repo", str(tmp_path / "repo"))
+    assert code == 0, err
+    code, _, err = cli("lock", str(pipeline), "--upgrade")
+    assert code == 0, err
+    code, out, err = cli("run", str(pipeline), *cached)
+    assert code == 0, err
+    assert json.loads(out)["facts"]["signals"][0]["content"] == "alpha: the 1st letter"
+    assert _calls(tmp_path)[3:] == ["alpha", "beta", "gamma"]
+    assert running(tmp_path / "cache") == []
+
+
+def test_a_pack_servers_tool_the_lock_lacks_is_worded_as_a_pipeline_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CD265 of a pack's server: allowed by the pack, absent from the locked tool list."""
+    pack = PACK.replace("allow: [define]", "allow: [define, extra]")
+    pipeline = _words(tmp_path, monkeypatch, trust=True, pack=pack)
+    assert cli("lock", str(pipeline))[0] == 0
+    pipeline.write_text(
+        pipeline.read_text().replace('"mcp:glossary/terms/define"', "mcp:glossary/terms/extra")
+    )
+    code, out, _ = cli("validate", str(pipeline), "--format", "json")
+    assert code == 2
+    found = [(d["code"], d["line"], d["message"], d["hint"]) for d in json.loads(out)]
+    assert found == [
+        (
+            "CD265",
+            27,
+            "server 'glossary/terms' offers no tool 'extra' (locked: define)",
+            "name one of its tools; if the server gained 'extra' since, run: "
+            "converge-dsl lock p.yaml",
+        )
+    ]
+
+
 def test_a_pack_server_whose_folder_leaves_the_pack_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "escaping"
     folder.mkdir()
@@ -306,3 +359,29 @@ def test_a_program_linked_out_of_the_pack_is_refused(tmp_path: Path) -> None:
     (folder / "bin" / "server").unlink()
     (folder / "bin" / "server").write_text("")
     assert load_pack(folder).tools["terms"].command == ("./server",)
+
+
+def test_a_pack_server_reaching_a_host_it_does_not_list_is_refused_as_a_pipelines_is(
+    tmp_path: Path,
+) -> None:
+    """CD262 of a pack's HTTP server: the pipeline's diagnostic, with the pack's hint."""
+    folder = tmp_path / "reaching"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "pack.yaml").write_text(
+        PACK + "  remote:\n    url: http://127.0.0.1:9/mcp\n    hosts: [localhost]\n"
+        "    allow: [define]\n"
+    )
+    with pytest.raises(PipelineInvalid) as refused:
+        load_pack(folder)
+    assert [
+        (d.code, d.line, d.column, d.path, d.message, d.hint) for d in refused.value.diagnostics
+    ] == [
+        (
+            "CD262",
+            23,
+            10,
+            ("tools", "remote", "url"),
+            "the url of tool server 'remote' reaches host '127.0.0.1', which its hosts do not list",
+            "the pack must be fixed by its author",
+        )
+    ]

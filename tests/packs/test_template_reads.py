@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +69,23 @@ def test_an_unknown_key_in_a_pack_template_is_located_in_the_pack(tmp_path: Path
     (found,) = unknown_reads(document, site, frozenset({"competitors"}))
     assert (found.code, found.line, found.column, found.end_column) == ("CD250", 2, 17, 27)
     assert found.hint == "did you mean 'competitors'?"
+
+
+def test_validate_builds_each_pack_template_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reads check and the pack tool check take the same built template."""
+    import converge_dsl.packs._bind as bind
+
+    built: list[str] = []
+    instantiate = bind.instantiate_template
+
+    def counted(spec: Any, definition: Any) -> dict[str, Any]:
+        built.append(spec.name)
+        return instantiate(spec, definition)
+
+    text = PIPELINE.replace("INPUT", "hypotheses")
+    monkeypatch.setattr(bind, "instantiate_template", counted)
+    output = _validate(tmp_path, text, monkeypatch)
+    assert "warning[CD253]: 'position' (strategy/positioning) reads 'competitors'" in output
+    assert built == ["position"]

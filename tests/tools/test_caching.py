@@ -246,3 +246,28 @@ def test_two_packs_running_the_same_command_do_not_share_answers() -> None:
         answered.append(asyncio.run(tools.call("me", 1, name, "echo", {"text": "x"})))
     assert answered == [("from first", False), ("from second", False)]
     assert len(store.data) == 2
+
+
+def test_a_pack_server_of_another_pack_version_does_not_reuse_its_answers() -> None:
+    """A pack's server is keyed with its pack's pin in the lock: after an upgrade that
+    changed the script behind the same command and tool list, its calls miss."""
+    store = MemoryAnswerStore()
+    answered = []
+    pins = (
+        ("from 1.0.0", {"version": "1.0.0", "sha256": "a" * 64}),
+        ("from 1.0.0 again", {"version": "1.0.0", "sha256": "a" * 64}),
+        ("from 1.1.0", {"version": "1.1.0", "sha256": "b" * 64}),
+    )
+    for answer, pin in pins:
+        spec = stdio_fixture()._replace(name="glossary/terms")
+        server = FakeToolServer("s", [FakeTool("echo", lambda a, answer=answer: answer)])
+        tools = RunTools(
+            {spec.name: spec},
+            Path("."),
+            environ={},
+            factory=lambda s, b, e, server=server: server,
+            wrap=caching_tools(AnswerCache(store, clock=FakeClock()), pins={spec.name: pin}),
+        )
+        answered.append(asyncio.run(tools.call("me", 1, spec.name, "echo", {"text": "x"})))
+    assert answered == [("from 1.0.0", False), ("from 1.0.0", False), ("from 1.1.0", False)]
+    assert len(store.data) == 2
