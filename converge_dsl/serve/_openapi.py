@@ -338,3 +338,17 @@ _COMMON: dict[str, Any] = {
         },
     },
 }
+
+
+def any_run_schema() -> dict[str, Any]:
+    """The run object of any pipeline (its result the run-result document, unnarrowed) as
+    one self-contained JSON Schema: the output of the MCP endpoint's run-control tools."""
+    defs = {name: _COMMON[name] for name in ("Run", "RunResult")}
+    schema: dict[str, Any] = _local_refs({"allOf": [_RUN], "$defs": defs})
+    return schema
+
+
+def decisions_schema() -> dict[str, Any]:
+    """The body of `POST /v1/runs/{id}/decisions` (the MCP `decideRun` tool's arguments)."""
+    schema: dict[str, Any] = _local_refs(_COMMON["Decisions"])
+    return schema
