@@ -242,8 +242,10 @@ class McpEndpoint:
         """A run-control tool's call (`_mcp_runs`): the run it answers."""
         service = self.service
         if name == GET_RUN:
-            run = self._run(run_argument(arguments, ("wait",)))
-            if wait_argument(arguments):
+            ident = run_argument(arguments, ("wait",))
+            wait = wait_argument(arguments)
+            run = self._run(ident)
+            if wait:
                 return await self._wait(run, session, token, request_id)
             return service.get(run)
         if name == DECIDE_RUN:
