@@ -127,10 +127,10 @@ AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
 EXECUTOR_OPTION_ALONE = "CD433"  # an executor's option given without its --executor
 EXECUTOR_WORKER_LOST = "CD434"  # the worker running a run died too many times: the run failed
 SERVE_MCP_TOOL_NAME_TAKEN = "CD436"  # two served pipelines give one MCP tool name
-SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no served pipeline nor run-control tool
+SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no listed tool
 SERVE_MCP_NOT_INSTALLED = "CD438"  # `serve --mcp` without the mcp extra installed
-SERVE_MCP_BAD_IDEMPOTENCY_KEY = "CD439"  # an MCP call's idempotency key (its `_meta`) is not short text
-SERVE_MCP_BAD_ARGUMENTS = "CD440"  # a run-control MCP tool call without its run id, or with a bad argument
+SERVE_MCP_BAD_IDEMPOTENCY_KEY = "CD439"  # an MCP call's `_meta` idempotency key is not short text
+SERVE_MCP_BAD_ARGUMENTS = "CD440"  # a run-control MCP tool call's arguments are not of its shape
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

@@ -220,7 +220,9 @@ def test_a_retried_call_with_its_idempotency_key_answers_the_first_run(
     # one store of keys: over HTTP the key is the same run, and the same conflict
     with httpx.Client(base_url=served, headers=BEARER, timeout=30) as http:
         keyed = {**BEARER, "Idempotency-Key": "order-17"}
-        same = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "once"}}, headers=keyed)
+        same = http.post(
+            "/v1/pipelines/echo/runs", json={"inputs": {"text": "once"}}, headers=keyed
+        )
         other = http.post(
             "/v1/pipelines/echo/runs", json={"inputs": {"text": "twice"}}, headers=keyed
         )
