@@ -66,7 +66,22 @@ def control_tools() -> list[types.Tool]:
     from mcp import types
 
     decisions = decisions_schema()
-    output = any_run_schema()
+    output = {
+        "type": "object",
+        **any_run_schema(),
+        "properties": {
+            "links": {
+                "type": "object",
+                "description": "The URLs of the run's HTTP routes.",
+                "additionalProperties": {"type": "string"},
+            },
+            "note": {
+                "type": "string",
+                "description": "Where to follow a run that has not stopped, or decide a "
+                "paused one.",
+            },
+        },
+    }
     return [
         types.Tool(
             name=GET_RUN,

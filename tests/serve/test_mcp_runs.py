@@ -186,3 +186,17 @@ def _leaf(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     return error
+
+
+def test_a_token_sent_as_a_run_id_is_redacted_in_the_error(served: str) -> None:
+    async def calls(session: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await session.call_tool("getRun", {"run": TOKEN}),  # a token has a run id's form
+            await session.call_tool("cancelRun", {"run": f"x{TOKEN}"}),
+        ]
+
+    for result in _session(served, calls):
+        body = _error_body(result)
+        assert body["status"] == 404
+        assert "[REDACTED]" in body["errors"][0]["message"]
+        assert TOKEN not in json.dumps(body)
