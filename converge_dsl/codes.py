@@ -124,12 +124,14 @@ SUMMARIZER_NEVER_CALLED = "CD420"  # warning: the summarizer budget never allows
 REMINDER_NEVER_FIRES = "CD421"  # warning: a reminder's every >= max_turns
 TURNS_NEVER_CLEARED = "CD422"  # warning: clear_turns_older_than >= max_turns
 AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
-# `converge-dsl serve --mcp`: the pipelines as MCP tools (436 to 439)
+# `converge-dsl serve --mcp`: the pipelines and their runs as MCP tools (436 to 445)
 EXECUTOR_OPTION_ALONE = "CD433"  # an executor's option given without its --executor
 EXECUTOR_WORKER_LOST = "CD434"  # the worker running a run died too many times: the run failed
 SERVE_MCP_TOOL_NAME_TAKEN = "CD436"  # two served pipelines give one MCP tool name
-SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no served pipeline
+SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no listed tool
 SERVE_MCP_NOT_INSTALLED = "CD438"  # `serve --mcp` without the mcp extra installed
+SERVE_MCP_BAD_IDEMPOTENCY_KEY = "CD439"  # an MCP call's `_meta` idempotency key is not short text
+SERVE_MCP_BAD_ARGUMENTS = "CD440"  # a run-control MCP tool call's arguments are not of its shape
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

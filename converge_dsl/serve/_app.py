@@ -41,6 +41,7 @@ from starlette.routing import Route
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError
 
+from ._idempotency import checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
 from ._store import FINISHED, RunRow
@@ -77,26 +78,13 @@ class Endpoint(Protocol):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
-# The longest Idempotency-Key header kept (characters).
-MAX_IDEMPOTENCY_KEY = 255
-
-
 def _idempotency_key(request: Request) -> str | None:
     """The request's `Idempotency-Key` header (None without one); 400 (CD998) when it is
-    empty, longer than `MAX_IDEMPOTENCY_KEY` or not printable ASCII."""
+    not 1 to `MAX_IDEMPOTENCY_KEY` printable ASCII characters."""
     key = request.headers.get("idempotency-key")
     if key is None:
         return None
-    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not all(" " <= c <= "~" for c in key):
-        raise refused(
-            400,
-            codes.SERVE_BAD_IDEMPOTENCY_KEY,
-            f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
-            f"characters (it has {len(key)})",
-            "",
-            "send a short unique string per request, such as a UUID",
-        )
-    return key
+    return checked_key(key, codes.SERVE_BAD_IDEMPOTENCY_KEY, "the Idempotency-Key header")
 
 
 def problems_response(error: Refused, redact: Callable[[str], str]) -> JSONResponse:

@@ -1,5 +1,8 @@
-"""Idempotency keys of the service: what makes two run requests the same, and the
-409 answer (CD997) located at the first place where a repeated key's request differs.
+"""Idempotency keys of the service: what a usable key is (`checked_key`), what makes
+two run requests the same, and the 409 answer (CD997) located at the first place
+where a repeated key's request differs. The HTTP API takes a key from the
+`Idempotency-Key` header, the MCP endpoint from a tool call's `_meta`; both
+share one store of keys, so one rule holds for both.
 """
 
 from __future__ import annotations
@@ -14,6 +17,39 @@ from converge_dsl._json_types import JsonObject
 
 from ._requests import Problem, Refused
 from ._store import RunRow
+
+# The longest idempotency key kept (characters).
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def checked_key(key: object, code: str, where: str) -> str:
+    """`key` when it is 1 to `MAX_IDEMPOTENCY_KEY` printable ASCII characters; else
+    `Refused` (400) with `code`, the message naming `where` the key was given."""
+    usable = isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY
+    if usable and all(" " <= c <= "~" for c in str(key)):
+        return str(key)
+    has = f"it has {len(key)}" if isinstance(key, str) else f"it is a JSON {_json_kind(key)}"
+    raise Refused(
+        400,
+        (
+            Problem(
+                code,
+                f"{where} must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters ({has})",
+                "",
+                "send a short unique string per request, such as a UUID",
+            ),
+        ),
+    )
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "array" if isinstance(value, list) else "object"
 
 
 def request_digest(pipeline: str, request: JsonObject) -> str:

@@ -11,15 +11,23 @@ the same bearer tokens (401 without one) and body cap.
   by the pipeline's `description:`, its `inputSchema` the schema of its
   `inputs` that the OpenAPI document holds (`inputs_schema`, one builder) and
   its `outputSchema` the run object `?wait=true` answers (`run_schema`).
-- `tools/call`: the arguments are the run's inputs and `_meta` key
-  `converge-dsl/budget` its budget, checked as the body `{"inputs": ...,
-  "budget": ...}` of `POST /v1/pipelines/{name}/runs` is (`run_request`), then
-  the run is submitted to the same `RunService` and waited for as long as
-  `?wait=true` waits. The answer is the run object of `?wait=true` with
-  `links`, the URLs of the run's routes, as structured content and as JSON
-  text; a run still queued, running or paused after the wait says so in
-  `note`. A refusal (bad inputs, a full queue, an unknown tool) is a tool
-  error whose text is the HTTP API's error body with its `status` (and
+  Beside them, the run-control tools `getRun`, `decideRun` and `cancelRun`
+  (`_mcp_runs`: names no pipeline can take).
+- `tools/call` of a pipeline's tool: the arguments are the run's inputs and
+  `_meta` key `converge-dsl/budget` its budget, checked as the body
+  `{"inputs": ..., "budget": ...}` of `POST /v1/pipelines/{name}/runs` is
+  (`run_request`), then the run is submitted to the same `RunService` and
+  waited for as long as `?wait=true` waits. `_meta` key
+  `converge-dsl/idempotency-key` is the `Idempotency-Key` header's promise: a
+  call repeating a key with the same request answers the key's run (waited
+  for), queuing nothing; with another request it is the HTTP API's 409 (CD997).
+- `tools/call` of a run-control tool: the HTTP route it stands for (`GET`,
+  `POST .../decisions`, `DELETE` of `/v1/runs/{id}`), with its checks.
+- Every tool answers the run object of `?wait=true` with `links`, the URLs
+  of the run's routes, as structured content and as JSON text; a run still
+  queued, running or paused after the wait says so in `note`. A refusal (bad
+  inputs or arguments, a full queue, an unknown tool or run) is a tool error
+  whose text is the HTTP API's error body with its `status` (and
   `retry_after` for a full queue), each message passed through the redactor.
 - With a `progressToken`, each trace event of the run is a progress
   notification (its count, and the event's type as the message).
@@ -39,6 +47,7 @@ from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
 
 from ._app import (
+    RUN_ID,
     UNAUTHORIZED,
     HttpLimits,
     event_stream,
@@ -48,6 +57,17 @@ from ._app import (
     too_large,
 )
 from ._errors import ServeRefused
+from ._idempotency import checked_key
+from ._mcp_runs import (
+    CANCEL_RUN,
+    CONTROL_TOOLS,
+    DECIDE_RUN,
+    GET_RUN,
+    control_tools,
+    decisions_argument,
+    run_argument,
+    wait_argument,
+)
 from ._openapi import inputs_schema, run_schema
 from ._requests import Problem, Refused, refused, run_request
 from ._store import FINISHED, RunRow
@@ -64,6 +84,8 @@ if TYPE_CHECKING:
 MCP_PATH = "/mcp"
 # The `_meta` key of a tool call that carries the run's budget (the HTTP body's `budget`).
 BUDGET_META = "converge-dsl/budget"
+# The `_meta` key of a tool call that carries its idempotency key (the `Idempotency-Key` header).
+IDEMPOTENCY_META = "converge-dsl/idempotency-key"
 # MCP's tool names: 1 to 128 of these characters.
 _TOOL_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 _MAX_TOOL_NAME = 128
@@ -113,7 +135,7 @@ class McpEndpoint:
         self.tokens = tokens
         self.limits = limits
         self.tools = tool_names(service.pipelines)
-        self._listed = self._tool_list()
+        self._listed = [*self._tool_list(), *control_tools()]
         self.server: Server[Any, Any] = Server("converge-dsl serve", __version__)
         self.server.list_tools()(self._list)  # type: ignore[no-untyped-call]
         # Validation is `run_request`'s: the same located errors as the HTTP API's 422.
@@ -180,17 +202,28 @@ class McpEndpoint:
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         context = self.server.request_context
+        meta = context.meta
+        extra = {} if meta is None else (meta.model_extra or {})
+        token = None if meta is None else meta.progressToken
+        request_id = str(context.request_id)
         try:
-            pipeline = self._pipeline(name)
-            body: dict[str, Any] = {"inputs": arguments}
-            meta = context.meta
-            extra = {} if meta is None else (meta.model_extra or {})
-            if BUDGET_META in extra:
-                body["budget"] = extra[BUDGET_META]
-            checked = run_request(self.service.pipelines[pipeline], body)
-            run = self.service.submit(pipeline, checked)
-            token = None if meta is None else meta.progressToken
-            row = await self._wait(run, context.session, token, str(context.request_id))
+            if name in CONTROL_TOOLS:
+                row = await self._control(name, arguments, context.session, token, request_id)
+            else:
+                pipeline = self._pipeline(name)
+                body: dict[str, Any] = {"inputs": arguments}
+                if BUDGET_META in extra:
+                    body["budget"] = extra[BUDGET_META]
+                checked = run_request(self.service.pipelines[pipeline], body)
+                key = None
+                if IDEMPOTENCY_META in extra:
+                    key = checked_key(
+                        extra[IDEMPOTENCY_META],
+                        codes.SERVE_MCP_BAD_IDEMPOTENCY_KEY,
+                        f"the _meta key {IDEMPOTENCY_META}",
+                    )
+                run = self.service.submit(pipeline, checked, key)
+                row = await self._wait(run, context.session, token, request_id)
         except Refused as error:
             return self._refusal(error)
         except ConvergeError as error:
@@ -198,14 +231,51 @@ class McpEndpoint:
             return self._refusal(Refused(500, (problem,)))
         return _answer(row, _base_url(context.request))
 
+    async def _control(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        session: ServerSession,
+        token: str | int | None,
+        request_id: str,
+    ) -> RunRow:
+        """A run-control tool's call (`_mcp_runs`): the run it answers."""
+        service = self.service
+        if name == GET_RUN:
+            ident = run_argument(arguments, ("wait",))
+            wait = wait_argument(arguments)
+            run = self._run(ident)
+            if wait:
+                return await self._wait(run, session, token, request_id)
+            return service.get(run)
+        if name == DECIDE_RUN:
+            run = self._run(run_argument(arguments, None))
+            service.decide(run, decisions_argument(arguments))
+            return await self._wait(run, session, token, request_id)
+        if name == CANCEL_RUN:
+            run = self._run(run_argument(arguments, ()))
+            row = service.cancel(run)
+            if row.status in FINISHED:
+                return row  # cancelled at once (queued, paused), or stopped before
+            return await service.wait(run, self.limits.wait_s)  # its task stopping
+        raise AssertionError(f"{name!r} is no run-control tool")  # pragma: no cover
+
+    def _run(self, ident: str) -> str:
+        """`ident` once it has the form of a run id and the run exists (the HTTP API's 404)."""
+        if not RUN_ID.fullmatch(ident):
+            raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
+        self.service.get(ident)
+        return ident
+
     def _pipeline(self, name: str) -> str:
         pipeline = self.tools.get(name)
         if pipeline is not None:
             return pipeline
         from converge_dsl.diagnostics import did_you_mean
 
-        close = did_you_mean(name, list(self.tools))
-        hint = f"did you mean {close!r}?" if close else f"tools: {', '.join(self.tools)}"
+        served = [*self.tools, *CONTROL_TOOLS]
+        close = did_you_mean(name, served)
+        hint = f"did you mean {close!r}?" if close else f"tools: {', '.join(served)}"
         raise refused(
             404, codes.SERVE_MCP_UNKNOWN_TOOL, f"no tool {name[:64]!r} is served", "", hint
         )
@@ -297,12 +367,14 @@ def _answer(row: RunRow, base: str) -> types.CallToolResult:
     if paused:
         view["note"] = (
             f"run {row.id} is paused: its held proposals wait for a decision "
-            f"(POST {view['links']['decisions']}, then GET {view['links']['run']})"
+            f"(the {DECIDE_RUN} tool, or POST {view['links']['decisions']}, then "
+            f"GET {view['links']['run']})"
         )
     elif row.status not in FINISHED:
         view["note"] = (
-            f"run {row.id} is {row.status} after the wait; follow it at "
-            f"GET {view['links']['run']} or its events at GET {view['links']['events']}"
+            f"run {row.id} is {row.status} after the wait; follow it with the {GET_RUN} tool "
+            f"(wait: true), at GET {view['links']['run']} or its events at "
+            f"GET {view['links']['events']}"
         )
     text = json.dumps(view, ensure_ascii=False)
     return types.CallToolResult(

@@ -93,6 +93,7 @@ def run_schema(pipeline: Pipeline) -> dict[str, Any]:
     components = Components("#/$defs/", common)
     result = _result_schema(pipeline, component_name(pipeline.name), components)
     return {
+        "type": "object",  # MCP asks an output schema for an object at its root
         "allOf": [components.ref("Run"), {"type": "object", "properties": {"result": result}}],
         "$defs": components.schemas,
     }
@@ -371,3 +372,17 @@ _COMMON: dict[str, Any] = {
         },
     },
 }
+
+
+def any_run_schema() -> dict[str, Any]:
+    """The run object of any pipeline (its result the run-result document, unnarrowed) as
+    one self-contained JSON Schema: the output of the MCP endpoint's run-control tools."""
+    defs = {name: _COMMON[name] for name in ("Run", "RunResult")}
+    schema: dict[str, Any] = _local_refs({"type": "object", "allOf": [_RUN], "$defs": defs})
+    return schema
+
+
+def decisions_schema() -> dict[str, Any]:
+    """The body of `POST /v1/runs/{id}/decisions` (the MCP `decideRun` tool's arguments)."""
+    schema: dict[str, Any] = _local_refs(_COMMON["Decisions"])
+    return schema

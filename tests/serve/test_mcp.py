@@ -5,10 +5,12 @@ client (`streamable_http_client` + `ClientSession`), by httpx, and by a pipeline
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -24,7 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 from converge_dsl.cli import run
 from converge_dsl.serve import ServeOptions, prepare
 from converge_dsl.serve._errors import ServeRefused
-from converge_dsl.serve._mcp import tool_name, tool_names
+from converge_dsl.serve._mcp import IDEMPOTENCY_META, tool_name, tool_names
+from converge_dsl.serve._store import STATE_FILE
 
 from .conftest import DATA, Server, serve_with_token
 from .test_app import EXPECTED, _expected
@@ -80,7 +83,15 @@ def test_each_pipeline_is_a_tool_whose_input_schema_is_the_openapi_inputs(served
     openapi = httpx.get(f"{served}/v1/openapi.json", headers=BEARER, timeout=30).json()
     schemas = openapi["components"]["schemas"]
     tools = {tool.name: tool for tool in listed.tools}
-    assert sorted(tools) == ["echo", "gated", "slow", "steady"]
+    assert sorted(tools) == [
+        "cancelRun",
+        "decideRun",
+        "echo",
+        "gated",
+        "getRun",
+        "slow",
+        "steady",
+    ]
     assert tools["echo"].inputSchema == schemas["EchoInputs"]
     assert tools["echo"].inputSchema["required"] == ["text"]
     assert tools["slow"].inputSchema == schemas["SlowInputs"]
@@ -89,6 +100,7 @@ def test_each_pipeline_is_a_tool_whose_input_schema_is_the_openapi_inputs(served
     )
     output = tools["echo"].outputSchema
     assert output is not None
+    assert output["type"] == "object"  # as MCP asks of every output schema
     assert output["$defs"]["Run"]["required"] == ["id", "pipeline", "status"]
     assert "components" not in json.dumps(output)  # self-contained: its refs are its own
 
@@ -155,6 +167,87 @@ def test_bad_inputs_are_the_http_apis_located_errors(served: str) -> None:
     assert "[REDACTED]" in secret["message"]
     assert TOKEN not in json.dumps(secret)
     _expected("mcp_errors.json", bodies)
+
+
+def _runs(state: Path, pipeline: str) -> int:
+    """How many runs of `pipeline` the service's state holds (read beside the server)."""
+    with contextlib.closing(sqlite3.connect(state / STATE_FILE, timeout=10)) as db:
+        [(count,)] = db.execute("SELECT COUNT(*) FROM runs WHERE pipeline = ?", (pipeline,))
+    return int(count)
+
+
+def _keyed(key: Any) -> dict[str, Any]:
+    return {IDEMPOTENCY_META: key}
+
+
+def test_a_retried_call_with_its_idempotency_key_answers_the_first_run(
+    served: str, tmp_path: Path
+) -> None:
+    async def calls(session: ClientSession) -> dict[str, types.CallToolResult]:
+        first = await session.call_tool("echo", {"text": "once"}, meta=_keyed("order-17"))
+        return {
+            "first": first,
+            "again": await session.call_tool("echo", {"text": "once"}, meta=_keyed("order-17")),
+            "other inputs": await session.call_tool(
+                "echo", {"text": "twice"}, meta=_keyed("order-17")
+            ),
+            "other budget": await session.call_tool(
+                "echo",
+                {"text": "once"},
+                meta={**_keyed("order-17"), "converge-dsl/budget": {"max_cycles": 1}},
+            ),
+            "other pipeline": await session.call_tool(
+                "steady", {"number": 1}, meta=_keyed("order-17")
+            ),
+            "no key": await session.call_tool("echo", {"text": "once"}),
+            "long key": await session.call_tool("echo", {"text": "once"}, meta=_keyed("x" * 256)),
+            "number key": await session.call_tool("echo", {"text": "once"}, meta=_keyed(17)),
+        }
+
+    results = _session(served, calls)
+    first, again = results["first"].structuredContent, results["again"].structuredContent
+    assert first is not None
+    assert again == first  # the same run, answered again: nothing queued
+    assert first["status"] == "done"
+    fresh = results["no key"].structuredContent
+    assert fresh is not None
+    assert fresh["id"] != first["id"]
+    assert _runs(tmp_path / "state", "echo") == 2  # the keyed run once, the unkeyed one
+    assert _runs(tmp_path / "state", "steady") == 0
+    bodies = {
+        name: _error_body(results[name])
+        for name in ("other inputs", "other budget", "other pipeline", "long key", "number key")
+    }
+    # one store of keys: over HTTP the key is the same run, and the same conflict
+    with httpx.Client(base_url=served, headers=BEARER, timeout=30) as http:
+        keyed = {**BEARER, "Idempotency-Key": "order-17"}
+        same = http.post(
+            "/v1/pipelines/echo/runs", json={"inputs": {"text": "once"}}, headers=keyed
+        )
+        other = http.post(
+            "/v1/pipelines/echo/runs", json={"inputs": {"text": "twice"}}, headers=keyed
+        )
+    assert same.json()["id"] == first["id"]
+    assert bodies["other inputs"] == {"status": 409, **other.json()}
+    assert [body["status"] for body in bodies.values()] == [409, 409, 409, 400, 400]
+    _expected("mcp_idempotency.json", bodies)
+
+
+def test_a_call_retried_while_its_run_runs_waits_for_that_run(served: str, tmp_path: Path) -> None:
+    async def calls(session: ClientSession) -> list[types.CallToolResult]:
+        first = asyncio.create_task(session.call_tool("slow", {}, meta=_keyed("slow-1")))
+        deadline = time.monotonic() + BOUND_S
+        while _runs(tmp_path / "state", "slow") == 0:  # the first call's run is queued
+            assert time.monotonic() < deadline, "the first call queued no run"
+            await asyncio.sleep(0.02)
+        again = await session.call_tool("slow", {}, meta=_keyed("slow-1"))
+        return [await first, again]
+
+    first, again = _session(served, calls)
+    assert first.structuredContent is not None
+    assert again.structuredContent == first.structuredContent
+    assert first.structuredContent["status"] == "done"
+    assert _runs(tmp_path / "state", "slow") == 1
 
 
 def test_without_a_token_the_endpoint_is_401(served: str) -> None:

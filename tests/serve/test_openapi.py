@@ -131,7 +131,7 @@ def test_the_mcp_output_schema_is_self_contained_and_a_call_is_accepted(trees: s
             return await session.list_tools(), await session.call_tool("trees", {"root": "oak"})
 
     listed, called = asyncio.run(asyncio.wait_for(main(), BOUND_S))
-    [tool] = listed.tools
+    [tool] = [tool for tool in listed.tools if tool.name == "trees"]
     output = tool.outputSchema
     assert output is not None
     resolver = _registry(output).resolver(DOC)
