@@ -133,3 +133,18 @@ def test_rfc3339_is_strftime_s_format_for_any_moment() -> None:
         later = moment + timedelta(microseconds=step * 999_983)
         for shown in (later, later.astimezone(plus_two)):
             assert rfc3339(shown) == later.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_a_record_whose_time_an_older_server_stored_as_text_renders_that_time() -> None:
+    record = '2026-01-01T00:00:00.000001Z\tnull\t\t{"type":"cycle_started","cycle":1}'
+    line = json.loads(render(4, record))
+    assert line == {
+        "seq": 4,
+        "type": "cycle_started",
+        "cycle": 1,
+        "span": None,
+        "time": "2026-01-01T00:00:00.000001Z",
+    }
+    assert json.loads(render(4, record.replace("2026-01-01T00:00:00.000001Z", "1")))["time"] == (
+        "1970-01-01T00:00:00.000001Z"
+    )
