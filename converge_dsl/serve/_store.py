@@ -138,6 +138,9 @@ class RunStore:
     def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         with self._lock:
             try:
+                if len(statements) == 1:  # a transaction of its own (autocommit)
+                    self._db.execute(*statements[0])
+                    return
                 self._db.execute("BEGIN IMMEDIATE")
                 for sql, args in statements:
                     self._db.execute(sql, args)
@@ -301,16 +304,18 @@ class RunStore:
                 if cursor.rowcount != 1:
                     self._db.execute("ROLLBACK")
                     return False
-                self._insert_events(run, events)
                 if body is not None and status != "paused":
                     self._db.execute(
                         "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
                         (run, text, now),
                     )
-                journal = (  # a pause keeps its last records, an end drops the journal
-                    self.checkpoints.take(run)
+                last = self.event_statements(run, events)
+                # a pause keeps its last records, an end drops the journal; the events
+                # queued with the journal's records and the last ones: one statement
+                journal = (
+                    [*self.checkpoints.take(run), *last]
                     if status == "paused"
-                    else self.checkpoints.removal(run)
+                    else self.checkpoints.removal(run, after=last)
                 )
                 execute_all(self._db, journal)
                 self._db.execute("COMMIT")
