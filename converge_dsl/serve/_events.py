@@ -63,8 +63,10 @@ def event_json(event: BaseModel) -> str:
     cannot write (a lone surrogate), goes through `json.dumps` as the trace writes it.
     """
     if type(event).model_config.get("ser_json_inf_nan") == "constants":
-        with contextlib.suppress(PydanticSerializationError, UnicodeError):
+        try:
             return event.__pydantic_serializer__.to_json(event).decode()
+        except (PydanticSerializationError, UnicodeError):
+            pass
     return _DUMPS(event.model_dump(mode="json"))
 
 
