@@ -85,7 +85,7 @@ def report_attempt(
 
 
 class _ModelEvent(BaseModel):
-    model_config = ConfigDict(JSON_CONFIG, extra="forbid")
+    model_config = ConfigDict(**JSON_CONFIG, extra="forbid")
 
     timing: Timing | None = None
     call: int = Field(description="1-based number of the call in its run, in order of start")

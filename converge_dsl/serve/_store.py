@@ -268,15 +268,21 @@ class RunStore:
         )
         return {(name, status, reason): count for name, status, reason, count in rows}
 
-    def start(self, run: str, now: float) -> bool:
-        """Mark a queued run running (one more attempt); False if it is no longer queued."""
+    def start(self, run: str, now: float) -> RunRow | None:
+        """Mark a queued run running (one more attempt): the run as it now stands, read in
+        the same statement; None if it is no longer queued."""
         with self._lock:
-            cursor = self._db.execute(
-                "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
-                "WHERE id = ? AND status = 'queued'",
-                (now, run),
-            )
-            return cursor.rowcount == 1
+            try:
+                rows = self._db.execute(
+                    "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
+                    f"WHERE id = ? AND status = 'queued' RETURNING {_COLUMNS}",
+                    (now, run),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
+            return _row(rows[0]) if rows else None
 
     def finish(
         self,
@@ -425,11 +431,10 @@ class RunStore:
         return [json.loads(body) for (body,) in rows]
 
 
-_SELECT = (
-    "SELECT id, pipeline, request, status, stop_reason, decisions, attempts, result, created, "
-    "updated "
-    "FROM runs"
+_COLUMNS = (
+    "id, pipeline, request, status, stop_reason, decisions, attempts, result, created, updated"
 )
+_SELECT = f"SELECT {_COLUMNS} FROM runs"
 
 
 def _row(row: tuple[Any, ...]) -> RunRow:
