@@ -19,6 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 EventSink = Callable[[BaseModel], None]
 
+# An event model's configuration: frozen, built on first use, and written as JSON
+# (`model_dump_json`) with the numbers JSON cannot hold as `json.dumps` writes them
+# (`NaN`, `Infinity`), so that its JSON decodes to its `model_dump(mode="json")`.
+JSON_CONFIG = ConfigDict(frozen=True, defer_build=True, ser_json_inf_nan="constants")
+
 
 class Timing(BaseModel):
     """Clock readings (seconds, from the injected clock): never compared between runs.
@@ -31,7 +36,7 @@ class Timing(BaseModel):
     execution ran from `at - duration_s` to `at`.
     """
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = JSON_CONFIG
 
     at: float = Field(description="monotonic seconds (arbitrary origin) when the event happened")
     duration_s: float | None = Field(
@@ -40,7 +45,7 @@ class Timing(BaseModel):
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = JSON_CONFIG
 
     timing: Timing | None = None
 

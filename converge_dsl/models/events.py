@@ -30,7 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from converge_dsl.clock import Clock
-from converge_dsl.engine.events import Timing
+from converge_dsl.engine.events import JSON_CONFIG, Timing
 
 Purpose = Literal["turn", "summary", "answer", "repair"]
 
@@ -85,7 +85,7 @@ def report_attempt(
 
 
 class _ModelEvent(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(**JSON_CONFIG, extra="forbid")
 
     timing: Timing | None = None
     call: int = Field(description="1-based number of the call in its run, in order of start")

@@ -40,7 +40,8 @@ Public surface:
   seed, rule, llm, tool plus agent and pack, imported on first use), the registry
   `compile_pipeline` is given.
 - `TraceWriter` (JSONL event sink, flushed per event; `trace_line` lays out one line, for
-  it and for the service's event streams); `read_trace(path)` reads its lines back
+  it and for the service's event streams; `wall_clock(clock)` is the time of day both
+  stamp lines with); `read_trace(path)` reads its lines back
   and `find_cleared_span(path, reduction_id)` finds one `SpanCleared` event in them;
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
   `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),
@@ -194,6 +195,7 @@ else:
             "converge_dsl.runtime._trace": (
                 "TraceWriter",
                 "trace_line",
+                "wall_clock",
             ),
             "converge_dsl.runtime._trace_read": (
                 "find_cleared_span",

@@ -11,11 +11,14 @@ folder's in when a record becomes durable:
   commits every write queued by every run in one transaction at most
   `GROUP_COMMIT_S` after the first of them, with the statements `alongside`
   gave when each record was queued (a service's new events: one commit for
-  both). So a record survives a killed process once its group is committed
-  (`flush` waits for that), not when `append` returns: a kill loses at most
-  the records of the last `GROUP_COMMIT_S`, and a resume starts from the
-  record before them, as after a kill mid-cycle. `close` does not wait: the
-  group commit, or the owner's transaction (`take`), writes the rest.
+  both). The journals' own writes go first, in order; then those given
+  `alongside`, by statement (every run's events: one `executemany`), so their
+  order is kept only among the same statement. So a record survives a killed
+  process once its group is committed (`flush` waits for that), not when
+  `append` returns: a kill loses at most the records of the last
+  `GROUP_COMMIT_S`, and a resume starts from the record before them, as after
+  a kill mid-cycle. `close` does not wait: the group commit, or the owner's
+  transaction (`take`), writes the rest.
 - The owner ends a run in one transaction of its own: `take(run)` gives the
   run's queued writes (to keep a pause's last records with its status) and
   `removal(run)` the statements deleting its journal (a run that ended); the
@@ -116,14 +119,15 @@ class SqliteJournals:
         with self._cond:
             return [statement for statement, _ in self._queued.pop(run, [])]
 
-    def removal(self, run: str) -> list[Statement]:
+    def removal(self, run: str, *, after: Sequence[Statement] = ()) -> list[Statement]:
         """The statements deleting the journal and decisions of `run`, after the statements
-        queued `alongside` its records (its own queued writes are dropped; call holding
-        `lock`)."""
+        queued `alongside` its records and then `after` (its own queued writes are
+        dropped; call holding `lock`)."""
         with self._cond:
             queued = self._queued.pop(run, [])
         return [
             *(statement for statement, own in queued if not own),
+            *after,
             ("DELETE FROM checkpoint_records WHERE run = ?", (run,)),
             ("DELETE FROM checkpoint_decisions WHERE run = ?", (run,)),
         ]
@@ -155,7 +159,15 @@ class SqliteJournals:
                     groups, self._queued = list(self._queued.values()), {}
                 else:
                     groups = [self._queued.pop(run, [])]
-            self._commit([statement for group in groups for statement, _ in group])
+            self._commit(
+                [
+                    *(statement for group in groups for statement, own in group if own),
+                    *sorted(
+                        (statement for group in groups for statement, own in group if not own),
+                        key=lambda statement: statement[0],
+                    ),
+                ]
+            )
 
     def close(self) -> None:
         """Commit what is queued and stop the group commit."""

@@ -2,8 +2,10 @@
 
 `EventSink` is the run's `RunSink` (docs/architecture.md §12). For each event
 it keeps a compact record, cheap to make on the run's thread: the wall-clock
-time, the span of the suggestor the event names (its JSON made once per
-suggestor) and the event's own fields as JSON, numbered after the
+time (read from `runtime.wall_clock`, as the trace writer reads it), the span of
+the suggestor the event names (its JSON made once per pipeline, with the
+`run_started` line's excerpts and kinds) and the event's own fields as JSON,
+numbered after the
 events a previous attempt of the same run stored (a run resumed after a crash
 goes on numbering), and hands it to its `LiveRun`. No trace line is built
 then: `render(seq, record)` makes the line exactly as `--trace` writes it
@@ -17,7 +19,8 @@ follows costs no wake-up), and gives the records not yet stored (`unstored`)
 to the service, which writes them with the run's result (and in between,
 every `FLUSH_LINES` records, or with each checkpoint record).
 
-A record is four fields joined by tabs: the time (RFC 3339), the span (JSON
+A record is four fields joined by tabs: the time (microseconds since the epoch,
+formatted as RFC 3339 when rendered; text as older servers stored it), the span (JSON
 or `null`), the `run_started` line's excerpts and kinds (JSON, else empty),
 and the event's fields (JSON, as `--trace` writes them, numbers JSON cannot
 hold included). JSON text never holds a raw tab.
@@ -27,26 +30,43 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
-from converge_dsl.clock import Clock, SystemClock, WallClock, rfc3339
-from converge_dsl.runtime import RunSink, TraceWriter, trace_line
+from converge_dsl.clock import Clock, WallClock, rfc3339
+from converge_dsl.runtime import RunSink, TraceWriter, trace_line, wall_clock
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import CompiledPipeline
+    from converge_dsl.diagnostics import SourceSpan
 
 FLUSH_LINES = 256
 SEPARATOR = "\t"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def event_json(event: BaseModel) -> str:
-    """The event's fields as JSON text: its `model_dump(mode="json")`, as the trace writes
-    it (pydantic's own JSON writer differs from it on numbers JSON cannot hold)."""
+    """The event's fields as JSON text that decodes to its `model_dump(mode="json")`.
+
+    pydantic's own JSON writer does that for a model configured to write the numbers
+    JSON cannot hold as `json.dumps` does (`engine.events.JSON_CONFIG`, the engine's and
+    the model calls' events), in a third of the time; any other event, or text pydantic
+    cannot write (a lone surrogate), goes through `json.dumps` as the trace writes it.
+    """
+    if type(event).model_config.get("ser_json_inf_nan") == "constants":
+        try:
+            return event.__pydantic_serializer__.to_json(event).decode()
+        except (PydanticSerializationError, UnicodeError):
+            pass
     return _DUMPS(event.model_dump(mode="json"))
 
 
@@ -59,6 +79,8 @@ def render(seq: int, record: str) -> str:
     if len(fields) != 4:  # a whole line (JSON has no raw tab), as older servers stored them
         return record
     time, span, extras, body = fields
+    if time.isdigit():  # microseconds since the epoch (older servers stored the text)
+        time = rfc3339(_EPOCH + timedelta(microseconds=int(time)))
     data: dict[str, Any] = json.loads(body)
     more: dict[str, Any] = json.loads(extras) if extras else {}
     line = trace_line(
@@ -145,45 +167,29 @@ class EventSink(RunSink):
     def __init__(self, live: LiveRun, on_full: Callable[[], object]) -> None:
         self._live = live
         self._on_full = on_full
-        self._writer: TraceWriter | None = None
         self._wall: WallClock | None = None
         self._seq = live.first
-        self._spans: dict[str, str] = {}  # suggestor -> its span as JSON
-        self._extras = ""
+        self._layout = _NO_LAYOUT
 
     def open(self, clock: Clock) -> None:
-        self._wall = clock if isinstance(clock, WallClock) else SystemClock()
-        self._writer = TraceWriter({}, None, wall=self._wall)
+        self._wall = wall_clock(clock)
 
     def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
-        if self._writer is not None:
-            self._writer.set_spans(compiled.spans, sources, compiled.kinds)
-            extras: dict[str, Mapping[str, str]] = {}
-            if self._writer.excerpts:
-                extras["excerpts"] = self._writer.excerpts
-            if self._writer.kinds:
-                extras["kinds"] = self._writer.kinds
-            self._extras = json.dumps(extras, ensure_ascii=False, separators=(",", ":"))
-
-    def _span(self, suggestor: object) -> str:
-        if not isinstance(suggestor, str) or self._writer is None:
-            return "null"
-        text = self._spans.get(suggestor)
-        if text is None:
-            text = json.dumps(self._writer.span(suggestor), separators=(",", ":"))
-            self._spans[suggestor] = text
-        return text
+        self._layout = _layout(
+            tuple(compiled.spans.items()), tuple(sources.items()), tuple(compiled.kinds.items())
+        )
 
     def on_event(self, event: BaseModel) -> None:
         if self._wall is None:
             return
         fields = event.__dict__  # a model's fields (no lookup that raises when one is absent)
-        extras = self._extras if fields.get("type") == "run_started" else ""
+        suggestor = fields.get("suggestor")
+        layout = self._layout
         record = SEPARATOR.join(
             (
-                rfc3339(self._wall.wall()),
-                self._span(fields.get("suggestor")),
-                extras,
+                str((self._wall.wall() - _EPOCH) // _MICROSECOND),
+                layout.spans.get(suggestor, "null") if isinstance(suggestor, str) else "null",
+                layout.extras if fields.get("type") == "run_started" else "",
                 event_json(event),
             )
         )
@@ -191,3 +197,36 @@ class EventSink(RunSink):
         self._seq += 1
         if len(self._live.records) - self._live.stored >= FLUSH_LINES:
             self._on_full()
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a compiled pipeline puts on its lines: each suggestor's span (JSON) and the
+    `run_started` line's excerpts and kinds (JSON, else empty)."""
+
+    spans: Mapping[str, str]
+    extras: str
+
+
+_NO_LAYOUT = _Layout({}, "")
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(
+    spans: tuple[tuple[str, SourceSpan], ...],
+    sources: tuple[tuple[str, str], ...],
+    kinds: tuple[tuple[str, str], ...],
+) -> _Layout:
+    """The layout of a pipeline's lines, made once per pipeline (every run of a served
+    pipeline has the same spans, source and kinds), as `TraceWriter` lays them out."""
+    writer = TraceWriter({}, None)
+    writer.set_spans(dict(spans), dict(sources), dict(kinds))
+    extras: dict[str, Mapping[str, str]] = {}
+    if writer.excerpts:
+        extras["excerpts"] = writer.excerpts
+    if writer.kinds:
+        extras["kinds"] = writer.kinds
+    return _Layout(
+        spans={name: _DUMPS(writer.span(name)) for name, _ in spans},
+        extras=_DUMPS(extras) if extras else "",
+    )

@@ -327,9 +327,10 @@ class RunService:
         queue = self._queues[pipeline]
         while True:
             run = await queue.get()
-            if not self.store.start(run, self._now()):
+            row = self.store.start(run, self._now())
+            if row is None:
                 continue  # cancelled while it waited
-            task = asyncio.create_task(self._execute(pipeline, run))
+            task = asyncio.create_task(self._execute(pipeline, row))
             self._tasks[run] = task
             try:
                 await asyncio.shield(task)
@@ -341,8 +342,8 @@ class RunService:
             finally:
                 self._tasks.pop(run, None)
 
-    async def _execute(self, name: str, run: str) -> None:
-        row = self.get(run)
+    async def _execute(self, name: str, row: RunRow) -> None:
+        run = row.id
         pipeline = self.pipelines[name]
         first = 0 if row.attempts == 1 else self.store.next_event(run)  # a first has none
         live = LiveRun(first, asyncio.get_running_loop())

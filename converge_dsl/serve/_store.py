@@ -138,6 +138,9 @@ class RunStore:
     def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         with self._lock:
             try:
+                if len(statements) == 1:  # a transaction of its own (autocommit)
+                    self._db.execute(*statements[0])
+                    return
                 self._db.execute("BEGIN IMMEDIATE")
                 for sql, args in statements:
                     self._db.execute(sql, args)
@@ -265,15 +268,21 @@ class RunStore:
         )
         return {(name, status, reason): count for name, status, reason, count in rows}
 
-    def start(self, run: str, now: float) -> bool:
-        """Mark a queued run running (one more attempt); False if it is no longer queued."""
+    def start(self, run: str, now: float) -> RunRow | None:
+        """Mark a queued run running (one more attempt): the run as it now stands, read in
+        the same statement; None if it is no longer queued."""
         with self._lock:
-            cursor = self._db.execute(
-                "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
-                "WHERE id = ? AND status = 'queued'",
-                (now, run),
-            )
-            return cursor.rowcount == 1
+            try:
+                rows = self._db.execute(
+                    "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
+                    f"WHERE id = ? AND status = 'queued' RETURNING {_COLUMNS}",
+                    (now, run),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StateError(f"cannot write the state: {exc}") from None
+            return _row(rows[0]) if rows else None
 
     def finish(
         self,
@@ -301,16 +310,18 @@ class RunStore:
                 if cursor.rowcount != 1:
                     self._db.execute("ROLLBACK")
                     return False
-                self._insert_events(run, events)
                 if body is not None and status != "paused":
                     self._db.execute(
                         "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
                         (run, text, now),
                     )
-                journal = (  # a pause keeps its last records, an end drops the journal
-                    self.checkpoints.take(run)
+                last = self.event_statements(run, events)
+                # a pause keeps its last records, an end drops the journal; the events
+                # queued with the journal's records and the last ones: one statement
+                journal = (
+                    [*self.checkpoints.take(run), *last]
                     if status == "paused"
-                    else self.checkpoints.removal(run)
+                    else self.checkpoints.removal(run, after=last)
                 )
                 execute_all(self._db, journal)
                 self._db.execute("COMMIT")
@@ -420,11 +431,10 @@ class RunStore:
         return [json.loads(body) for (body,) in rows]
 
 
-_SELECT = (
-    "SELECT id, pipeline, request, status, stop_reason, decisions, attempts, result, created, "
-    "updated "
-    "FROM runs"
+_COLUMNS = (
+    "id, pipeline, request, status, stop_reason, decisions, attempts, result, created, updated"
 )
+_SELECT = f"SELECT {_COLUMNS} FROM runs"
 
 
 def _row(row: tuple[Any, ...]) -> RunRow:

@@ -15,7 +15,7 @@ from converge_dsl import load
 from converge_dsl.clock import FakeClock, rfc3339
 from converge_dsl.engine import events as ev
 from converge_dsl.runtime import TraceSink, TraceWriter
-from converge_dsl.serve._events import EventSink, LiveRun, render
+from converge_dsl.serve._events import EventSink, LiveRun, event_json, render
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,3 +133,54 @@ def test_rfc3339_is_strftime_s_format_for_any_moment() -> None:
         later = moment + timedelta(microseconds=step * 999_983)
         for shown in (later, later.astimezone(plus_two)):
             assert rfc3339(shown) == later.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_a_record_whose_time_an_older_server_stored_as_text_renders_that_time() -> None:
+    record = '2026-01-01T00:00:00.000001Z\tnull\t\t{"type":"cycle_started","cycle":1}'
+    line = json.loads(render(4, record))
+    assert line == {
+        "seq": 4,
+        "type": "cycle_started",
+        "cycle": 1,
+        "span": None,
+        "time": "2026-01-01T00:00:00.000001Z",
+    }
+    assert json.loads(render(4, record.replace("2026-01-01T00:00:00.000001Z", "1")))["time"] == (
+        "1970-01-01T00:00:00.000001Z"
+    )
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_every_event_of_a_run_is_stored_as_json_that_reads_back_as_its_trace_fields() -> None:
+    pipeline = load(ROOT / "pipelines" / "market-entry.yaml")
+    seen: list[BaseModel] = []
+
+    class Recorder(EventSink):
+        def on_event(self, event: BaseModel) -> None:
+            seen.append(event)
+            super().on_event(event)
+
+    async def main() -> None:
+        live = LiveRun(0, asyncio.get_running_loop())
+        await pipeline.outcome({"market": "Baltic 3PL"}, sinks=(Recorder(live, lambda: None),))
+        await pipeline.aclose()
+
+    asyncio.run(main())
+    kinds = {type(event).__module__ for event in seen}
+    assert {"converge_dsl.engine.events", "converge_dsl.models.events"} <= kinds
+    odd = ev.FactPromoted(
+        cycle=1,
+        suggestor="s",
+        key="k",
+        id="i",
+        gate="g",
+        logical_time=1,
+        data={"n": [math.nan, -math.inf, 1e-7, 10**30, 2.0], "t": "\ud800\u2028é"},
+        confidence=1,
+        timing=ev.Timing(at=5e-6, duration_s=1e300),
+    )
+    for event in [*seen, odd]:
+        assert _dumps(json.loads(event_json(event))) == _dumps(event.model_dump(mode="json"))

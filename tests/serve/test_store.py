@@ -15,8 +15,12 @@ from converge_dsl.serve._store import STATE_FILE
 def test_a_run_ends_exactly_once(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     store.add("a", "p", {"inputs": {"x": 1}}, 1.0)
-    assert store.start("a", 2.0)
-    assert not store.start("a", 2.0)  # a second worker finds it taken
+    started = store.start("a", 2.0)
+    assert started is not None
+    assert started == store.get("a")  # the run as it now stands, read with the update
+    assert (started.status, started.attempts, started.updated) == ("running", 1, 2.0)
+    assert started.request == {"inputs": {"x": 1}}
+    assert store.start("a", 2.0) is None  # a second worker finds it taken
     assert store.finish(
         "a", status="done", stop_reason="converged", body={"facts": {}}, events=[(0, "{}")], now=3.0
     )
