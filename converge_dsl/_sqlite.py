@@ -13,14 +13,12 @@ import sqlite3
 import time
 from pathlib import Path
 
-_MODE_ATTEMPTS = 200
-
 
 def open_wal(path: Path, busy_timeout: float) -> sqlite3.Connection:
     """A connection to `path` (created if missing) in WAL mode."""
     db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
     try:
-        _use_wal(db)
+        _use_wal(db, busy_timeout)
         db.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         db.close()
@@ -28,19 +26,24 @@ def open_wal(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return db
 
 
-def _use_wal(db: sqlite3.Connection) -> None:
+def _use_wal(db: sqlite3.Connection, busy_timeout: float) -> None:
     """Put `db` in WAL mode unless it is already (the mode stays in the file).
 
     Processes opening a new database together all change its mode at once; SQLite
     answers the losers "database is locked" at once, without the busy timeout (a
-    lock upgrade it cannot wait for), so a loser reads the mode again."""
-    for attempt in range(_MODE_ATTEMPTS):
+    lock upgrade it cannot wait for), so a loser reads the mode again, for at most
+    `busy_timeout` seconds in all (a database another connection really holds
+    locked answers after that wait, as any statement would)."""
+    deadline = time.monotonic() + busy_timeout
+    attempt = 0
+    while True:
         try:
             if db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 return
             db.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == _MODE_ATTEMPTS - 1:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
-            time.sleep(0.01 * (1 + attempt % 5))
+        attempt += 1
+        time.sleep(min(0.01 * (1 + attempt % 5), max(0.0, deadline - time.monotonic())))

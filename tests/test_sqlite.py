@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,22 @@ def test_the_connection_is_autocommit_and_shared_across_threads(tmp_path: Path) 
 def test_a_folder_is_not_a_database(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.Error):
         open_wal(tmp_path, busy_timeout=1)
+
+
+def test_a_database_another_connection_holds_locked_is_refused_after_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "db.sqlite3"
+    holder = sqlite3.connect(database, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")  # a database in rollback mode, as one not yet opened here
+    holder.execute("BEGIN EXCLUSIVE")
+    started = time.monotonic()
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            open_wal(database, busy_timeout=0.2)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    # The retries of a lost race are bounded by the one busy timeout (before, each retry
+    # waited it again: 200 of them).
+    assert time.monotonic() - started < 10

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl.errors import ConvergeError
+
 from ._one import (
     Flight,
     Message,
@@ -73,7 +75,8 @@ class _RunActor:
         """Stop the pipelines' tool servers (their process groups too) and close their
         connection pools."""
         for pipeline in self._pipelines.values():
-            await pipeline.aclose()
+            with contextlib.suppress(ConvergeError, OSError):  # the others still close
+                await pipeline.aclose()
 
     async def run(self, job: OneRun) -> Any:
         """The run's messages, as they happen (a streaming generator task)."""

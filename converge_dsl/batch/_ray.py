@@ -157,7 +157,8 @@ def stop_actors(ray: Any, actors: Sequence[Any]) -> None:
         with contextlib.suppress(Exception):  # an actor that died already
             closing.append(actor.close.remote())
     if closing:
-        ray.wait(closing, num_returns=len(closing), timeout=CLOSE_S)
+        with contextlib.suppress(Exception):  # Ray itself gone: the kills below still run
+            ray.wait(closing, num_returns=len(closing), timeout=CLOSE_S)
     for actor in actors:
         with contextlib.suppress(Exception):
             ray.kill(actor)
@@ -181,7 +182,9 @@ def run_on_ray(
         holder = ray.remote(num_cpus=0)(_PoolState).remote(options.limits, *spent)
         pool, owned = RayPool(options.limits, holder), [holder]
     per_actor = max(1, -(-workers // cpus))
-    actor_class = ray.remote(num_cpus=1, max_concurrency=per_actor)(_CaseRunner)
+    # One call more than the cases it runs at once: `close` never waits behind a case
+    # still unwinding from its cancel.
+    actor_class = ray.remote(num_cpus=1, max_concurrency=per_actor + 1)(_CaseRunner)
     actors = [
         actor_class.remote(
             options.pipeline.resolve(),
@@ -230,11 +233,13 @@ def _stream(
                 except Exception as exc:  # the actor died: this case's error is data
                     error = ConvergeError(f"the Ray actor running this case failed: {exc}")
                     yield error_result(case, error, path)
-    finally:
+    finally:  # each step guarded: a lost Ray must not hide the batch's own error
         for ref in running:
-            ray.cancel(ref)
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
         stop_actors(ray, runners)
         for actor in owned:
-            ray.kill(actor)
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
         if shutdown:  # the Ray this batch started (a cluster it joined stays up)
             ray.shutdown()
