@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 import jsonschema_rs
+import pytest
 from jsonschema import Draft202012Validator, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
