@@ -33,12 +33,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from converge_dsl._json_pointer import pointer
-from converge_dsl.sandbox._schema_refs import (
-    DATA_KEYWORDS,
-    SCHEMA_MAPS,
-    anchors_of,
-    embedded_resource,
-)
+from converge_dsl.sandbox import DATA_KEYWORDS, SCHEMA_MAPS, anchors_of, embedded_resource
 
 Place = tuple[str, ...]  # a path inside the placed schema, from its root
 
