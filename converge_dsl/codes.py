@@ -6,12 +6,15 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
 `validate` can report it):
 
 - CD0xx load: strict YAML (pipelines, packs, model scripts)
-- CD1xx schema: JSON Schema violations
+- CD1xx schema: JSON Schema violations, and the schemas pipelines and packs supply;
+  CD446 (`KEY_SCHEMA_DANGLING_REF`) is one of these, given a number that was free
+  in the CD4xx range, and is defined in this section
 - CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
   warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
 - CD3xx semantic warnings of the front end (exit 1 under --strict)
 - CD4xx agent checks (converge_dsl.agents); 433 to 435 `serve --executor` and
-  436 to 439 `serve --mcp`, whose refusals are the service's, not validate's
+  436 to 445 `serve --mcp`, whose refusals are the service's, not validate's
+  (CD446 is a schema code: see CD1xx)
 - CD5xx pack checks: the pipeline side from 500, pack.yaml from 550
 - CD6xx compile and run time: 600 to 649 belong to the compiler
 - CD7xx model scripts and model configuration (converge_dsl.models)
@@ -124,9 +127,11 @@ SUMMARIZER_NEVER_CALLED = "CD420"  # warning: the summarizer budget never allows
 REMINDER_NEVER_FIRES = "CD421"  # warning: a reminder's every >= max_turns
 TURNS_NEVER_CLEARED = "CD422"  # warning: clear_turns_older_than >= max_turns
 AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
-# `converge-dsl serve --mcp`: the pipelines and their runs as MCP tools (436 to 445)
+# `converge-dsl serve --executor` (433 to 435)
 EXECUTOR_OPTION_ALONE = "CD433"  # an executor's option given without its --executor
 EXECUTOR_WORKER_LOST = "CD434"  # the worker running a run died too many times: the run failed
+# `converge-dsl serve --mcp`: the pipelines and their runs as MCP tools (436 to 445;
+# CD446 is not one of them: a schema code, in the CD1xx section)
 SERVE_MCP_TOOL_NAME_TAKEN = "CD436"  # two served pipelines give one MCP tool name
 SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no listed tool
 SERVE_MCP_NOT_INSTALLED = "CD438"  # `serve --mcp` without the mcp extra installed

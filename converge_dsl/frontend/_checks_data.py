@@ -56,12 +56,18 @@ _UNSAFE_HINTS = {
 }
 
 
+# Words whose absence from a schema's text means `schema_problems` finds nothing in it
+# (`Ref` is in `$dynamicRef` and `$recursiveRef`, `attern` in both regex keywords).
+_SCANNED = ("$ref", "Ref", "attern")
+
+
 def _unsafe(facts: PipelineFacts, what: str, schema: Any, base: JsonPath) -> Iterator[Diagnostic]:
     """A located error per limit `schema` crosses, per `$ref` outside it and per regex
     RE2 cannot run."""
     from converge_dsl.sandbox import size_problems
 
-    if not size_problems(schema) and "$ref" not in str(schema) and "attern" not in str(schema):
+    text = str(schema)
+    if not size_problems(schema) and not any(word in text for word in _SCANNED):
         return  # the cheap common case: nothing to check
     from converge_dsl.sandbox import PROBLEM_CODES, schema_problems
 

@@ -26,7 +26,9 @@ Public surface:
   hand the schemas one process found valid to another), `size_problems` and `MAX_MEMBERS` their size
   bounds; `fast_validator` and `python_validator` build a `GovernedValidator`
   (`SCHEMA_STEPS`, `SCHEMA_WORK` its budget); `compile_regex` and `search` run a
-  regex in linear time.
+  regex in linear time; `DATA_KEYWORDS`, `SCHEMA_MAPS`, `anchors_of` and
+  `embedded_resource` tell a schema's keywords from its names and data, and
+  its anchors and embedded resources, as validate does.
 
 Names are imported on first use (PEP 562): the front end's fast path reads the
 template names without importing jinja2.
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.sandbox._safe_schema import *  # noqa: F403
     from converge_dsl.sandbox._schema_bounds import *  # noqa: F403
     from converge_dsl.sandbox._schema_meta import *  # noqa: F403
+    from converge_dsl.sandbox._schema_refs import *  # noqa: F403
     from converge_dsl.sandbox._templating import *  # noqa: F403
 else:
     __all__, __getattr__ = lazy_exports(
@@ -79,6 +82,12 @@ else:
                 "meta_error",
                 "meta_valid_texts",
                 "remember_meta_valid",
+            ),
+            "converge_dsl.sandbox._schema_refs": (
+                "DATA_KEYWORDS",
+                "SCHEMA_MAPS",
+                "anchors_of",
+                "embedded_resource",
             ),
             "converge_dsl.sandbox._templating": (
                 "GLOBALS",

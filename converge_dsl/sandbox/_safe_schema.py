@@ -51,7 +51,7 @@ from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
-from converge_dsl.sandbox._schema_refs import DATA_KEYWORDS, dangling_refs, remote_refs
+from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs, schema_objects
 
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
@@ -102,21 +102,16 @@ def search(pattern: str, text: str) -> bool:
     return _re2(pattern).search(text) is not None
 
 
-def _patterns(schema: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[Any, str]]:
+def _patterns(schema: Any) -> Iterator[tuple[Any, str]]:
     """(path, pattern) of every `pattern` value and `patternProperties` key in `schema`."""
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, path)]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                if key == "pattern" and isinstance(value, str):
-                    yield (*where, key), value
-                elif key == "patternProperties" and isinstance(value, Mapping):
-                    yield from (((*where, key, p), p) for p in value if isinstance(p, str))
-                if key not in DATA_KEYWORDS:
-                    stack.append((value, (*where, key)))
-        elif isinstance(node, list | tuple):
-            stack.extend((value, (*where, i)) for i, value in enumerate(node))
+    for node, where in schema_objects(schema):
+        if isinstance(node.get("pattern"), str):
+            yield (*where, "pattern"), node["pattern"]
+        properties = node.get("patternProperties")
+        if isinstance(properties, Mapping):
+            yield from (
+                ((*where, "patternProperties", p), p) for p in properties if isinstance(p, str)
+            )
 
 
 PROBLEM_CODES = {

@@ -1,5 +1,11 @@
 """The references of a schema a pipeline or pack supplies, for validate to report.
 
+`schema_objects` is the one walker of a schema's subschemas: it tells the
+keywords whose values are schemas (`items`, `not`, `allOf`...) from the maps
+of names to schemas (`properties`, `patternProperties`, `$defs`,
+`definitions`, `dependentSchemas`, `dependencies`) and from data (`enum`,
+`const`, `examples`, `default`, and every other keyword), so a property
+named `$ref`, `default` or `$id` is a name, never a keyword.
 `remote_refs` finds every reference that does not start with `#` (resolved
 nowhere: nothing is read from disk or the network); `dangling_refs` every
 local one that names nothing in the schema (a pointer to no member, an anchor
@@ -8,58 +14,107 @@ no subschema declares), with the definition it likely meant.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from converge_dsl._json_pointer import resolve
+from converge_dsl._json_pointer import pointer, resolve
+
+Path = tuple[str | int, ...]
 
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+ANCHOR_KEYWORDS = ("$anchor", "$dynamicAnchor")
 DATA_KEYWORDS = frozenset(("enum", "const", "examples", "default"))  # values, not subschemas
+SCHEMA_KEYWORDS = frozenset(
+    (
+        "additionalItems",
+        "additionalProperties",
+        "contains",
+        "contentSchema",
+        "else",
+        "if",
+        "items",
+        "not",
+        "propertyNames",
+        "then",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    )
+)  # a schema (`items` also a list of schemas, before 2020-12)
+SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
+SCHEMA_MAPS = frozenset(
+    ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+)  # name -> schema (`dependencies` also name -> list of names)
 
 
-def remote_refs(schema: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
-    """Paths (inside `schema`) of every `$ref`-like keyword that does not start with `#`."""
-    found: list[tuple[str | int, ...]] = []
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, path)]
+def embedded_resource(node: Mapping[str, Any]) -> bool:
+    """Whether `node`, a subschema, starts a resource of its own: its `$id` is a URI,
+    not a plain-name anchor (`#name`, drafts 6 and 7)."""
+    ident = node.get("$id")
+    return isinstance(ident, str) and not ident.startswith("#")
+
+
+def anchors_of(node: Mapping[str, Any]) -> Iterator[str]:
+    """The anchor names schema object `node` declares: `$anchor`, `$dynamicAnchor`,
+    and a plain-name `$id` (`#name`)."""
+    for word in ANCHOR_KEYWORDS:
+        if isinstance(node.get(word), str):
+            yield node[word]
+    ident = node.get("$id")
+    if isinstance(ident, str) and ident.startswith("#") and len(ident) > 1:
+        yield ident[1:]
+
+
+def schema_objects(
+    schema: Any, path: Path = (), *, resources: bool = True
+) -> Iterator[tuple[Mapping[str, Any], Path]]:
+    """Every schema object in `schema` (itself first) with its path; with
+    `resources` False, none inside a nested resource (`embedded_resource`)."""
+    stack: list[tuple[Any, Path]] = [(schema, path)]
     while stack:
         node, where = stack.pop()
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                if key in REF_KEYWORDS and isinstance(value, str):
-                    if not value.startswith("#"):
-                        found.append((*where, key))
+        if not isinstance(node, Mapping):
+            continue
+        if not resources and where != path and embedded_resource(node):
+            continue
+        yield node, where
+        for key, value in node.items():
+            if key in SCHEMA_KEYWORDS:
+                if isinstance(value, list | tuple):
+                    stack.extend((v, (*where, key, i)) for i, v in enumerate(value))
                 else:
                     stack.append((value, (*where, key)))
-        elif isinstance(node, list | tuple):
-            stack.extend((value, (*where, i)) for i, value in enumerate(node))
+            elif key in SCHEMA_LISTS and isinstance(value, list | tuple):
+                stack.extend((v, (*where, key, i)) for i, v in enumerate(value))
+            elif key in SCHEMA_MAPS and isinstance(value, Mapping):
+                stack.extend((v, (*where, key, name)) for name, v in value.items())
+
+
+def remote_refs(schema: Any, path: Path = ()) -> list[Path]:
+    """Paths (inside `schema`) of every `$ref`-like keyword that does not start with `#`."""
+    found = [
+        (*where, key)
+        for node, where in schema_objects(schema, path)
+        for key in REF_KEYWORDS
+        if isinstance(node.get(key), str) and not node[key].startswith("#")
+    ]
     return sorted(found, key=lambda p: [str(x) for x in p])
 
 
-def dangling_refs(schema: Any) -> list[tuple[tuple[str | int, ...], str | None]]:
+def dangling_refs(schema: Any) -> list[tuple[Path, str | None]]:
     """(path, guess) of every local reference in `schema` that names nothing in it: a
-    pointer (`#/$defs/x`) to no member, or an anchor (`#x`) no `$anchor` or
-    `$dynamicAnchor` declares; `guess` is the existing `#/$defs/NAME` (or
-    `definitions`) it likely meant. References under a nested `$id` resolve against
-    that subschema and are left to the validator."""
+    pointer (`#/$defs/x`) to no member, or an anchor (`#x`) no `$anchor`,
+    `$dynamicAnchor` or plain-name `$id` declares; `guess` is the existing
+    `#/$defs/NAME` (or `definitions`) it likely meant. References under a nested
+    `$id` resolve against that subschema and are left to the validator."""
     anchors: set[str] = set()
-    refs: list[tuple[tuple[str | int, ...], str]] = []
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, ())]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, Mapping):
-            if where and "$id" in node:
-                continue
-            for key, value in node.items():
-                if key in REF_KEYWORDS and isinstance(value, str):
-                    if value.startswith("#"):
-                        refs.append(((*where, key), value))
-                elif key in ("$anchor", "$dynamicAnchor") and isinstance(value, str):
-                    anchors.add(value)
-                elif key not in DATA_KEYWORDS:
-                    stack.append((value, (*where, key)))
-        elif isinstance(node, list | tuple):
-            stack.extend((value, (*where, i)) for i, value in enumerate(node))
+    refs: list[tuple[Path, str]] = []
+    for node, where in schema_objects(schema, resources=False):
+        anchors.update(anchors_of(node))
+        for key in REF_KEYWORDS:
+            value = node.get(key)
+            if isinstance(value, str) and value.startswith("#"):
+                refs.append(((*where, key), value))
     found = []
     for where, ref in refs:
         fragment = unquote(ref[1:])
@@ -67,7 +122,7 @@ def dangling_refs(schema: Any) -> list[tuple[tuple[str | int, ...], str | None]]
             if fragment and resolve(schema, "#" + fragment) is None:
                 found.append((where, _guess(schema, fragment)))
         elif fragment not in anchors:
-            found.append((where, _guess(schema, f"/$defs/{fragment}", anchors)))
+            found.append((where, _guess(schema, pointer(("$defs", fragment)), anchors)))
     return sorted(found, key=lambda item: [str(x) for x in item[0]])
 
 
@@ -76,11 +131,11 @@ def _guess(schema: Any, fragment: str, anchors: set[str] | None = None) -> str |
     meant; for an anchor `#NAME` (`anchors` given), the anchor, else the definition."""
     from converge_dsl.diagnostics import did_you_mean
 
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")]
     if anchors:
-        anchor = did_you_mean(fragment.rsplit("/", 1)[-1], anchors)
+        anchor = did_you_mean(parts[-1], anchors)
         if anchor is not None:
             return f"#{anchor}"
-    parts = fragment.split("/")
     if len(parts) != 3 or not isinstance(schema, Mapping):
         return None
     section = schema.get(parts[1])
@@ -88,4 +143,4 @@ def _guess(schema: Any, fragment: str, anchors: set[str] | None = None) -> str |
         return None
     names = [str(n) for n in section]
     name = parts[2] if parts[2] in names else did_you_mean(parts[2], names)
-    return None if name is None else f"#/{parts[1]}/{name}"
+    return None if name is None else "#" + pointer((parts[1], name))

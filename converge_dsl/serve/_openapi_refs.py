@@ -10,11 +10,19 @@ into components of their own (named after the schema's, so two keys' same-named
 definitions never meet); each reference is rewritten to the place its target
 now has (`#/components/schemas/EchoTreeNode`, or `#/$defs/...` in an MCP
 schema), its rest kept as a pointer, so recursion still works. An embedded
-`$id` starts a resource whose `#...` references resolve from it; the `$id`
-is dropped, as are `$anchor` and `$dynamicAnchor`, once every reference to
-them is a pointer. Values that are data (`const`, `enum`, `default`,
-`examples`) are copied untouched, as are schema members named like keywords
-under `properties` and the other maps of schemas.
+`$id` starts a resource whose `#...` references resolve from it, unless it is a
+plain name (`$id: "#foo"`, drafts 6 and 7), which is an anchor like
+`$anchor: foo`; the `$id` is dropped, as are `$anchor` and `$dynamicAnchor`,
+once every reference to them is a pointer. Values that are data (`const`,
+`enum`, `default`, `examples`) are copied untouched, as are schema members
+named like keywords under `properties` and the other maps of schemas.
+
+A `$dynamicRef` (or `$recursiveRef`) resolves dynamically when its anchor is
+declared in more than one resource of the schema: which one it lands on
+depends on the path the check took, which no pointer can say. Such a schema
+is placed as a component that accepts any value, whose `description` says
+why (looser than the key's schema, never stricter; the service checks facts
+against the key's own schema when they are made).
 """
 
 from __future__ import annotations
@@ -25,13 +33,12 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from converge_dsl._json_pointer import pointer
+from converge_dsl.sandbox import DATA_KEYWORDS, SCHEMA_MAPS, anchors_of, embedded_resource
 
 Place = tuple[str, ...]  # a path inside the placed schema, from its root
 
-_DATA = frozenset(("const", "enum", "default", "examples"))
-_MAPS = frozenset(
-    ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
-)
+_DATA = DATA_KEYWORDS
+_MAPS = SCHEMA_MAPS
 _DEFS = ("$defs", "definitions")
 _REFS = frozenset(("$ref", "$dynamicRef", "$recursiveRef"))
 _DROPPED = frozenset(("$id", "$anchor", "$dynamicAnchor"))
@@ -68,6 +75,10 @@ class Components:
         """A reference to `schema` placed as a component named like `wanted` (see the
         module docstring)."""
         root = self.name(wanted)
+        dynamic = _dynamic_ref(schema)
+        if dynamic is not None:
+            self.schemas[root] = {"description": _UNPLACED.format(dynamic)}
+            return self.ref(root)
         homes: dict[Place, str] = {(): root}
         for defs, key in _hoisted(schema):
             homes[(defs, key)] = self.name(f"{root}{camel(key) or 'Def'}")
@@ -79,6 +90,46 @@ class Components:
         for defs in {path[0] for path in homes if path}:
             placed.pop(defs)
         return self.ref(root)
+
+
+_UNPLACED = (
+    "Any JSON value here: the key's own schema resolves {} dynamically (its anchor is "
+    "declared in more than one resource), which a schema placed in this document cannot "
+    "express; facts are checked against the key's own schema when they are made."
+)
+
+
+def _dynamic_ref(schema: Any) -> str | None:
+    """The first `$dynamicRef` (or `$recursiveRef`) in `schema`, worded, whose target
+    depends on the dynamic scope: its anchor is declared in more than one resource."""
+    declared: dict[tuple[str, str], set[Place]] = {}  # (keyword, anchor) -> its resources
+    refs: list[tuple[str, str]] = []  # (keyword, value)
+
+    def walk(node: Any, path: Place, resource: Place) -> None:
+        if isinstance(node, list | tuple):
+            for i, value in enumerate(node):
+                walk(value, (*path, str(i)), resource)
+            return
+        if not isinstance(node, Mapping):
+            return
+        if path and embedded_resource(node):
+            resource = path
+        if isinstance(node.get("$dynamicAnchor"), str):
+            declared.setdefault(("$dynamicRef", node["$dynamicAnchor"]), set()).add(resource)
+        if node.get("$recursiveAnchor") is True:
+            declared.setdefault(("$recursiveRef", ""), set()).add(resource)
+        for word in ("$dynamicRef", "$recursiveRef"):
+            if isinstance(node.get(word), str):
+                refs.append((word, node[word]))
+        for value, where in _children(node, path):
+            walk(value, where, resource)
+
+    walk(schema, (), ())
+    for word, ref in refs:
+        name = unquote(ref[1:]) if word == "$dynamicRef" and ref.startswith("#") else ""
+        if "/" not in name and len(declared.get((word, name), ())) > 1:
+            return f"{word} {ref!r}"
+    return None
 
 
 def _hoisted(schema: Any) -> list[tuple[str, str]]:
@@ -105,11 +156,10 @@ class _Places:
 
     def _index(self, node: Any, path: Place, resource: Place) -> None:
         if isinstance(node, Mapping):
-            if isinstance(node.get("$id"), str) and path:
+            if path and embedded_resource(node):
                 resource = path
-            for word in ("$anchor", "$dynamicAnchor"):
-                if isinstance(node.get(word), str):
-                    self.anchors.setdefault((resource, node[word]), path)
+            for name in anchors_of(node):
+                self.anchors.setdefault((resource, name), path)
             for value, where in _children(node, path):
                 self._index(value, where, resource)
         elif isinstance(node, list | tuple):
@@ -122,7 +172,7 @@ class _Places:
             return [self.copy(v, (*path, str(i)), resource) for i, v in enumerate(node)]
         if not isinstance(node, Mapping):
             return node
-        if isinstance(node.get("$id"), str) and path:
+        if path and embedded_resource(node):
             resource = path
         copied: dict[str, Any] = {}
         for key, value in node.items():

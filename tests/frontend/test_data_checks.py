@@ -189,3 +189,19 @@ def test_fields_inside_block_scalars_are_located_on_their_line() -> None:
     assert len(found) == 1
     assert text[found[0][1] - 1].strip() == "{{ t.data.urgncy }}"
     assert text[found[0][1] - 1][found[0][2] - 1 :].startswith("urgncy")
+
+
+@pytest.mark.parametrize(
+    ("schema", "code"),
+    [
+        ("{$dynamicRef: '#nowhere'}", codes.KEY_SCHEMA_DANGLING_REF),
+        ("{$recursiveRef: 'https://x/y'}", codes.KEY_SCHEMA_REMOTE_REF),
+        ("{$ref: '#nowhere'}", codes.KEY_SCHEMA_DANGLING_REF),
+    ],
+)
+def test_a_key_schema_with_only_a_dynamic_or_recursive_reference_is_checked(
+    schema: str, code: str
+) -> None:
+    start = TICKETS.split("keys:", maxsplit=1)[0]
+    header = f"{start}keys:\n  - name: tickets\n    schema: {schema}\nsuggestors: []\n"
+    assert [d.code for d in _diagnostics("", header) if d.severity == "error"] == [code]

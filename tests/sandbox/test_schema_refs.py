@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from converge_dsl.sandbox import schema_problems
+from converge_dsl.sandbox import check_safe, python_validator, schema_problems
 from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs
 
 DEFS = {"queue": {"enum": ["billing", "tech"]}, "a b": {"type": "string"}, "x/y": {}}
@@ -84,3 +84,79 @@ def test_schema_problems_reports_a_dangling_reference_as_its_own_kind() -> None:
             "$ref '#/$defs/queues' points to nothing in the schema (did you mean '#/$defs/queue'?)",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": {"default": {"$anchor": "d"}, "x": {"$ref": "#d"}}},
+        {"$defs": {"enum": {"$anchor": "e"}}, "properties": {"x": {"$ref": "#e"}}},
+        {"$defs": {"const": {"type": "string"}}, "$ref": "#/$defs/const"},
+        {"properties": {"$id": {"type": "string"}, "y": {"$anchor": "yy"}}, "$ref": "#yy"},
+        {"patternProperties": {"^examples$": {"$anchor": "p"}}, "items": {"$ref": "#p"}},
+        {"dependentSchemas": {"default": {"$anchor": "s"}}, "not": {"$ref": "#s"}},
+        {"properties": {"$ref": {"type": "string"}}},  # a property named `$ref`: no reference
+        {"properties": {"$ref": {"$ref": "#/$defs/n"}}, "$defs": {"n": {}}},
+    ],
+)
+def test_members_named_like_keywords_are_names_not_keywords(schema: dict[str, Any]) -> None:
+    assert dangling_refs(schema) == []
+    assert remote_refs(schema) == []
+    assert schema_problems(schema) == []
+    check_safe(schema)  # nor refused at run time
+
+
+def test_a_property_named_ref_is_not_a_reference_but_its_schema_is_checked() -> None:
+    schema = {"properties": {"$ref": {"$ref": "#/$defs/gone"}, "x": {"$ref": "https://x/y"}}}
+    assert dangling_refs(schema) == [(("properties", "$ref", "$ref"), None)]
+    assert remote_refs(schema) == [("properties", "x", "$ref")]
+
+
+def test_references_in_data_are_not_remote() -> None:
+    schema = {"properties": {"a": {"default": {"$ref": "https://x/y"}}}}
+    assert remote_refs(schema) == []
+    assert schema_problems(schema) == []
+
+
+def test_a_plain_name_id_is_an_anchor_not_a_resource() -> None:
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"foo": {"$id": "#foo", "type": "string"}},
+        "properties": {"a": {"$ref": "#foo"}, "b": {"$ref": "#fo"}},
+    }
+    assert dangling_refs(schema) == [(("properties", "b", "$ref"), "#foo")]
+    del schema["properties"]["b"]  # type: ignore[attr-defined]
+    check_safe(schema)
+    assert not python_validator(schema).is_valid({"a": 1})
+
+
+def test_references_inside_a_plain_name_id_are_checked_against_the_root() -> None:
+    schema = {"definitions": {"b": {"$id": "#b", "$ref": "#/definitions/c"}}}
+    assert dangling_refs(schema) == [(("definitions", "b", "$ref"), None)]
+    assert dangling_refs({"properties": {"a": {"$id": 3, "$ref": "#nowhere"}}}) == [
+        (("properties", "a", "$ref"), None)
+    ]
+
+
+def test_a_regex_in_a_property_named_like_a_data_keyword_is_checked() -> None:
+    schema = {"properties": {"default": {"pattern": "(a)\\1"}, "enum": {"pattern": "^a$"}}}
+    assert [(where, kind) for where, kind, _ in schema_problems(schema)] == [
+        (("properties", "default", "pattern"), "regex")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("defs", "ref", "guess"),
+    [
+        ({"queue/v2": {}}, "#/$defs/queue~1v3", "#/$defs/queue~1v2"),
+        ({"a~b": {}}, "#/$defs/a~0c", "#/$defs/a~0b"),
+        ({"queue/v2": {}}, "#/$defs/queue~1v2/x", None),
+    ],
+)
+def test_a_guess_decodes_names_and_is_itself_a_pointer(
+    defs: dict[str, Any], ref: str, guess: str | None
+) -> None:
+    schema = {"$defs": defs, "properties": {"q": {"$ref": ref}}}
+    assert dangling_refs(schema) == [(("properties", "q", "$ref"), guess)]
+    if guess is not None:
+        assert dangling_refs({**schema, "properties": {"q": {"$ref": guess}}}) == []

@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import jsonschema_rs
 import pytest
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -104,6 +105,23 @@ CASES: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {
         [{"inner": {"x": 1, "me": {"x": 2}}, "top": "s"}],
         [{"inner": {"x": "s"}}, {"inner": {"me": {"x": "s"}}}, {"top": 1}],
     ),
+    "a plain-name $id is an anchor, not a resource (draft 7)": (
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"a": {"$ref": "#foo"}, "b": {"$ref": "#/definitions/b"}},
+            "definitions": {
+                "foo": {
+                    "$id": "#foo",
+                    "type": "object",
+                    "properties": {"x": {"$ref": "#/definitions/b"}},
+                },
+                "b": {"type": "integer"},
+            },
+        },
+        [{"a": {"x": 1}, "b": 2}, {}],
+        [{"a": {"x": "s"}}, {"a": 1}, {"b": "s"}],
+    ),
     "members named like keywords, and data that looks like references": (
         {
             "type": "object",
@@ -136,7 +154,7 @@ def test_a_placed_schema_accepts_and_refuses_what_the_schema_does(case: str) -> 
     before = copy.deepcopy(schema)
     components = Components(PREFIX, {"Fact": {"type": "object"}})
     placed = _placed(components, components.place(schema, "EchoTree"))
-    alone = Draft202012Validator(schema)
+    alone = validators.validator_for(schema, Draft202012Validator)(schema)
     for instance in good:
         assert alone.is_valid(instance)
         assert placed.is_valid(instance), instance
@@ -203,3 +221,56 @@ def test_a_schema_placed_under_defs_refers_there() -> None:
 )
 def test_component_names_are_made_of_letters_and_digits(text: str, name: str) -> None:
     assert camel(text) == name
+
+
+def _dynamic_tree() -> dict[str, Any]:
+    """A tree whose nodes are, dynamically, the root's: every node needs a `tag`."""
+    return {
+        "$dynamicAnchor": "node",
+        "$ref": "#/$defs/tree",
+        "required": ["tag"],
+        "$defs": {
+            "tree": {
+                "$id": "tree",
+                "$dynamicAnchor": "node",
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$dynamicRef": "#node"}}},
+            }
+        },
+    }
+
+
+def test_a_dynamically_resolved_reference_is_placed_as_any_value_saying_why() -> None:
+    schema = _dynamic_tree()
+    alone = jsonschema_rs.validator_for(schema)  # python-jsonschema misses the dynamic scope here
+    components = Components(PREFIX, {})
+    ref = components.place(schema, "EchoTree")
+    assert components.schemas == {
+        "EchoTree": {
+            "description": "Any JSON value here: the key's own schema resolves $dynamicRef "
+            "'#node' dynamically (its anchor is declared in more than one resource), which a "
+            "schema placed in this document cannot express; facts are checked against the "
+            "key's own schema when they are made."
+        }
+    }
+    placed = _placed(components, ref)
+    good = [{"tag": "a"}, {"tag": "a", "kids": [{"tag": "b", "kids": [{"tag": "c"}]}]}]
+    bad = [{"tag": "a", "kids": [{"kids": [{"notag": 1}]}]}, {"kids": []}, 1]
+    for instance in good:
+        assert alone.is_valid(instance)
+        assert placed.is_valid(instance)  # never less than the key's schema
+    for instance in bad:
+        assert not alone.is_valid(instance)
+        assert placed.is_valid(instance)  # more, as its description says
+
+
+def test_a_dynamic_anchor_declared_in_one_resource_only_is_still_placed_exactly() -> None:
+    schema = _dynamic_tree()
+    schema["$defs"]["tree"].pop("$id")  # one resource: `#node` is the root, statically
+    del schema["$dynamicAnchor"]
+    schema["$defs"]["tree"]["required"] = ["tag"]
+    components = Components(PREFIX, {})
+    placed = _placed(components, components.place(schema, "EchoTree"))
+    assert "description" not in components.schemas["EchoTree"]
+    assert not placed.is_valid({"tag": "a", "kids": [{"kids": [{"notag": 1}]}]})
+    assert placed.is_valid({"tag": "a", "kids": [{"tag": "b", "kids": [{"tag": "c"}]}]})
