@@ -24,6 +24,8 @@ one transaction (`RunStore.finish`), so a run ends exactly once.
   short by a shutdown continues at the next start.
 - The journal of a run that ended (done, cancelled) is deleted with the
   transaction that stores its result; a paused run keeps it until it ends.
+- A worker whose run meets a failing state (`StateError`, CD993) ends that run
+  as failed with the error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key
   and the same request, and refuses (409) the key with another request.
 - A `Retention` deletes finished runs (past the newest N, or older than D
@@ -62,7 +64,7 @@ from ._idempotency import key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
-from ._store import FINISHED, RunRow, RunStore
+from ._store import FINISHED, RunRow, RunStore, StateError
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
@@ -284,7 +286,8 @@ class RunService:
         return row
 
     def decide(self, run: str, decisions: Mapping[str, bool]) -> RunRow:
-        """Queue the paused `run` again with `decisions` (unknown ids refused, 422)."""
+        """Queue the paused `run` again with `decisions` (unknown ids refused, 422; a run
+        of a pipeline this server does not serve refused, 409, and left paused)."""
         row = self.get(run)
         if row.status != "paused":
             raise refused(
@@ -315,6 +318,16 @@ class RunService:
                     )
                 )
             raise Refused(422, tuple(problems))
+        if row.pipeline not in self._queues:
+            # the state outlives the pipelines: a restarted server may no longer serve it
+            raise refused(
+                409,
+                codes.SERVE_BAD_DECISION,
+                f"run {run!r} is of pipeline {row.pipeline!r}, which this server does not serve",
+                "",
+                f"start the server with pipeline {row.pipeline!r} to decide it; the run "
+                "stays paused",
+            )
         if not self.store.decide(run, decisions, self._now()):
             raise refused(409, codes.SERVE_BAD_DECISION, f"run {run!r} is no longer paused", "")
         self._ended.pop(run, None)
@@ -327,7 +340,11 @@ class RunService:
         queue = self._queues[pipeline]
         while True:
             run = await queue.get()
-            row = self.store.start(run, self._now())
+            try:
+                row = self.store.start(run, self._now())
+            except StateError as error:
+                self._state_failed(pipeline, run, None, error)
+                continue
             if row is None:
                 continue  # cancelled while it waited
             task = asyncio.create_task(self._execute(pipeline, row))
@@ -343,6 +360,42 @@ class RunService:
                 self._tasks.pop(run, None)
 
     async def _execute(self, name: str, row: RunRow) -> None:
+        try:
+            await self._run(name, row)
+        except StateError as error:
+            self._state_failed(name, row.id, row, error)
+
+    def _state_failed(self, name: str, run: str, row: RunRow | None, error: StateError) -> None:
+        """The state failed under `run` (CD993): end it as failed with the error, so that
+        its worker goes on to the next run instead of dying. When the state cannot store
+        even that, the run stays as stored (a running one continues at the next start)
+        and its waiters are answered with what the store says."""
+        reason, body = self._failed(self.pipelines[name], error)
+        live = self._live.pop(run, None)
+        events = [] if live is None else live.unstored()
+        now = self._now()
+        stored = False
+        with contextlib.suppress(StateError):
+            stored = self.store.finish(
+                run,
+                status="done",
+                stop_reason=reason,
+                body=body,
+                events=events,
+                now=now,
+                was=("queued", "running"),
+            )
+        self.metrics.ended(run, "done", self._clock.monotonic())
+        if live is not None:
+            live.end()
+        ended = None
+        if stored and row is not None:
+            ended = replace(
+                row, status="done", stop_reason=reason, decisions={}, result=body, updated=now
+            )
+        self._signal(run, ended)
+
+    async def _run(self, name: str, row: RunRow) -> None:
         run = row.id
         pipeline = self.pipelines[name]
         first = 0 if row.attempts == 1 else self.store.next_event(run)  # a first has none
