@@ -41,7 +41,7 @@ from starlette.routing import Route
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError
 
-from ._idempotency import checked_key
+from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
 from ._store import FINISHED, RunRow
@@ -78,7 +78,7 @@ class Endpoint(Protocol):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
-def _idempotency_key(request: Request) -> str | None:
+def _idempotency_key(request: Request) -> IdempotencyKey | None:
     """The request's `Idempotency-Key` header (None without one); 400 (CD998) when it is
     not 1 to `MAX_IDEMPOTENCY_KEY` printable ASCII characters."""
     key = request.headers.get("idempotency-key")

@@ -60,7 +60,7 @@ from converge_dsl.errors import ConvergeError
 
 from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
-from ._idempotency import key_conflict, request_digest
+from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
@@ -219,7 +219,7 @@ class RunService:
 
     # --- requests ---------------------------------------------------------------------
 
-    def submit(self, pipeline: str, request: RunRequest, key: str | None = None) -> str:
+    def submit(self, pipeline: str, request: RunRequest, key: IdempotencyKey | None = None) -> str:
         """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full.
 
         With an idempotency `key`: the run first queued with that key when the request is
@@ -229,7 +229,7 @@ class RunService:
         digest = None
         if key is not None:
             digest = request_digest(pipeline, request.data())
-            first = self.store.idempotent(key)
+            first = self.store.idempotent(key.value)
             if first is not None:
                 if first[0] == digest:
                     return first[1]
@@ -243,7 +243,7 @@ class RunService:
                 retry_after=1,
             )
         run = self._new_id()
-        idempotency = None if key is None or digest is None else (key, digest)
+        idempotency = None if key is None or digest is None else (key.value, digest)
         self.store.add(run, pipeline, request.data(), self._now(), idempotency)
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
