@@ -87,6 +87,16 @@ def _idempotency_key(request: Request) -> IdempotencyKey | None:
     return checked_key(key, codes.SERVE_BAD_IDEMPOTENCY_KEY, "the Idempotency-Key header")
 
 
+def known_run(service: RunService, ident: str) -> str:
+    """`ident` once it has the form of a run id and the run exists; else the 404 (CD990).
+    Checked before any other use of an id a request gave (the HTTP path, an MCP tool's
+    arguments)."""
+    if not RUN_ID.fullmatch(ident):
+        raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
+    service.get(ident)
+    return ident
+
+
 def problems_response(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
     body = {"errors": [redacted_problem(p, redact) for p in error.problems]}
     headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
@@ -169,11 +179,7 @@ class _Api:
 
     def run_id(self, request: Request) -> str:
         """The run id of the path, once it has the form of one (and the run exists)."""
-        ident = str(request.path_params["id"])
-        if not RUN_ID.fullmatch(ident):
-            raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
-        self.service.get(ident)
-        return ident
+        return known_run(self.service, str(request.path_params["id"]))
 
     async def start_run(self, request: Request) -> Response:
         service = self.service
