@@ -58,6 +58,7 @@ from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import Clock, SystemClock, WallClock
 from converge_dsl.errors import ConvergeError
 
+from ._decisions import check_decisions
 from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, key_conflict, request_digest
@@ -289,45 +290,7 @@ class RunService:
         """Queue the paused `run` again with `decisions` (unknown ids refused, 422; a run
         of a pipeline this server does not serve refused, 409, and left paused)."""
         row = self.get(run)
-        if row.status != "paused":
-            raise refused(
-                409,
-                codes.SERVE_BAD_DECISION,
-                f"run {run!r} is {row.status}, not paused for a decision",
-                "",
-                "decisions apply to a run whose status is paused",
-            )
-        pending = _pending_ids(row.result)
-        unknown = [item for item in decisions if item not in pending]
-        if unknown:
-            from converge_dsl.diagnostics import did_you_mean
-
-            from ._requests import Problem
-
-            problems = []
-            for item in unknown:
-                close = did_you_mean(item, [str(p) for p in pending])
-                problems.append(
-                    Problem(
-                        codes.SERVE_BAD_DECISION,
-                        f"no pending proposal has id {item!r}",
-                        "",
-                        f"did you mean {close!r}?"
-                        if close
-                        else f"pending: {', '.join(str(p) for p in pending)}",
-                    )
-                )
-            raise Refused(422, tuple(problems))
-        if row.pipeline not in self._queues:
-            # the state outlives the pipelines: a restarted server may no longer serve it
-            raise refused(
-                409,
-                codes.SERVE_BAD_DECISION,
-                f"run {run!r} is of pipeline {row.pipeline!r}, which this server does not serve",
-                "",
-                f"start the server with pipeline {row.pipeline!r} to decide it; the run "
-                "stays paused",
-            )
+        check_decisions(row, decisions, self._queues)
         if not self.store.decide(run, decisions, self._now()):
             raise refused(409, codes.SERVE_BAD_DECISION, f"run {run!r} is no longer paused", "")
         self._ended.pop(run, None)
@@ -613,14 +576,6 @@ class _Stopped(asyncio.Event):
     """Set when a run stops; `row` is the run as stored then, when its worker ended it."""
 
     row: RunRow | None = None
-
-
-def _pending_ids(result: JsonObject | None) -> list[str]:
-    """The ids of the proposals a paused run's result lists as pending."""
-    pending = (result or {}).get("pending")
-    if not isinstance(pending, list):
-        return []
-    return [str(item.get("id")) for item in pending if isinstance(item, dict)]
 
 
 def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:
