@@ -41,7 +41,7 @@ from starlette.routing import Route
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError
 
-from ._idempotency import checked_key
+from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
 from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
 from ._store import FINISHED, RunRow
@@ -78,13 +78,23 @@ class Endpoint(Protocol):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
-def _idempotency_key(request: Request) -> str | None:
+def _idempotency_key(request: Request) -> IdempotencyKey | None:
     """The request's `Idempotency-Key` header (None without one); 400 (CD998) when it is
     not 1 to `MAX_IDEMPOTENCY_KEY` printable ASCII characters."""
     key = request.headers.get("idempotency-key")
     if key is None:
         return None
     return checked_key(key, codes.SERVE_BAD_IDEMPOTENCY_KEY, "the Idempotency-Key header")
+
+
+def known_run(service: RunService, ident: str) -> str:
+    """`ident` once it has the form of a run id and the run exists; else the 404 (CD990).
+    Checked before any other use of an id a request gave (the HTTP path, an MCP tool's
+    arguments)."""
+    if not RUN_ID.fullmatch(ident):
+        raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
+    service.get(ident)
+    return ident
 
 
 def problems_response(error: Refused, redact: Callable[[str], str]) -> JSONResponse:
@@ -169,11 +179,7 @@ class _Api:
 
     def run_id(self, request: Request) -> str:
         """The run id of the path, once it has the form of one (and the run exists)."""
-        ident = str(request.path_params["id"])
-        if not RUN_ID.fullmatch(ident):
-            raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
-        self.service.get(ident)
-        return ident
+        return known_run(self.service, str(request.path_params["id"]))
 
     async def start_run(self, request: Request) -> Response:
         service = self.service

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from converge_dsl import codes
@@ -22,13 +23,27 @@ from ._store import RunRow
 MAX_IDEMPOTENCY_KEY = 255
 
 
-def checked_key(key: object, code: str, where: str) -> str:
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A usable key (`checked_key`) and where it was given, as the refusals name it."""
+
+    value: str
+    where: str
+
+
+def checked_key(key: object, code: str, where: str) -> IdempotencyKey:
     """`key` when it is 1 to `MAX_IDEMPOTENCY_KEY` printable ASCII characters; else
-    `Refused` (400) with `code`, the message naming `where` the key was given."""
-    usable = isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY
-    if usable and all(" " <= c <= "~" for c in str(key)):
-        return str(key)
-    has = f"it has {len(key)}" if isinstance(key, str) else f"it is a JSON {_json_kind(key)}"
+    `Refused` (400) with `code`, the message naming `where` the key was given and what
+    is wrong with it."""
+    if not isinstance(key, str):
+        has = f"it is a JSON {_json_kind(key)}"
+    elif not 0 < len(key) <= MAX_IDEMPOTENCY_KEY:
+        has = f"it has {len(key)}"
+    else:
+        other = next((n for n, c in enumerate(key) if not " " <= c <= "~"), None)
+        if other is None:
+            return IdempotencyKey(key, where)
+        has = f"its character {other + 1}, {key[other]!r}, is not printable ASCII"
     raise Refused(
         400,
         (
@@ -58,22 +73,25 @@ def request_digest(pipeline: str, request: JsonObject) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def key_conflict(key: str, pipeline: str, request: JsonObject, first: RunRow | None) -> Refused:
-    """409: `key` was first given with another request; located at the first difference."""
+def key_conflict(
+    key: IdempotencyKey, pipeline: str, request: JsonObject, first: RunRow | None
+) -> Refused:
+    """409: `key` was first given with another request; located at the first difference,
+    the message naming where the key was given (the header, or an MCP call's `_meta`)."""
     if first is not None and first.pipeline != pipeline:
-        where, what = "", f"pipeline {first.pipeline!r}"
+        at, what = "", f"pipeline {first.pipeline!r}"
     else:
-        where = _first_difference(first.request if first is not None else {}, request)
-        what = "another request body"
+        at = _first_difference(first.request if first is not None else {}, request)
+        what = "another request"
     return Refused(
         409,
         (
             Problem(
                 codes.SERVE_IDEMPOTENCY_CONFLICT,
-                f"Idempotency-Key {key[:64]!r} was first used with {what}",
-                where,
-                "send a new Idempotency-Key for a new request, or the first request's body "
-                "unchanged to get its run",
+                f"{key.where} {key.value[:64]!r} was first used with {what}",
+                at,
+                "give a new key for a new request, or repeat the first request unchanged "
+                "to get its run",
             ),
         ),
     )

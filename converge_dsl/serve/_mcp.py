@@ -47,10 +47,10 @@ from converge_dsl._version import __version__
 from converge_dsl.errors import ConvergeError
 
 from ._app import (
-    RUN_ID,
     UNAUTHORIZED,
     HttpLimits,
     event_stream,
+    known_run,
     problems_response,
     redacted_problem,
     run_view,
@@ -244,28 +244,21 @@ class McpEndpoint:
         if name == GET_RUN:
             ident = run_argument(arguments, ("wait",))
             wait = wait_argument(arguments)
-            run = self._run(ident)
+            run = known_run(service, ident)
             if wait:
                 return await self._wait(run, session, token, request_id)
             return service.get(run)
         if name == DECIDE_RUN:
-            run = self._run(run_argument(arguments, None))
+            run = known_run(service, run_argument(arguments, None))
             service.decide(run, decisions_argument(arguments))
             return await self._wait(run, session, token, request_id)
         if name == CANCEL_RUN:
-            run = self._run(run_argument(arguments, ()))
+            run = known_run(service, run_argument(arguments, ()))
             row = service.cancel(run)
             if row.status in FINISHED:
                 return row  # cancelled at once (queued, paused), or stopped before
             return await service.wait(run, self.limits.wait_s)  # its task stopping
         raise AssertionError(f"{name!r} is no run-control tool")  # pragma: no cover
-
-    def _run(self, ident: str) -> str:
-        """`ident` once it has the form of a run id and the run exists (the HTTP API's 404)."""
-        if not RUN_ID.fullmatch(ident):
-            raise refused(404, codes.SERVE_NOT_FOUND, f"no run {ident[:64]!r}", "")
-        self.service.get(ident)
-        return ident
 
     def _pipeline(self, name: str) -> str:
         pipeline = self.tools.get(name)

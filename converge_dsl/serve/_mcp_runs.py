@@ -53,6 +53,8 @@ _WAIT = {
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    """A control tool's input schema: an object of the run id `run` (required) and
+    `properties`, nothing else."""
     return {
         "type": "object",
         "properties": {"run": _RUN_ID, **properties},

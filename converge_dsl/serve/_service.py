@@ -24,6 +24,8 @@ one transaction (`RunStore.finish`), so a run ends exactly once.
   short by a shutdown continues at the next start.
 - The journal of a run that ended (done, cancelled) is deleted with the
   transaction that stores its result; a paused run keeps it until it ends.
+- A worker whose run meets a failing state (`StateError`, CD993) ends that run
+  as failed with the error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key
   and the same request, and refuses (409) the key with another request.
 - A `Retention` deletes finished runs (past the newest N, or older than D
@@ -56,13 +58,14 @@ from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import Clock, SystemClock, WallClock
 from converge_dsl.errors import ConvergeError
 
+from ._decisions import check_decisions
 from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
-from ._idempotency import key_conflict, request_digest
+from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
-from ._store import FINISHED, RunRow, RunStore
+from ._store import FINISHED, RunRow, RunStore, StateError
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
@@ -217,7 +220,7 @@ class RunService:
 
     # --- requests ---------------------------------------------------------------------
 
-    def submit(self, pipeline: str, request: RunRequest, key: str | None = None) -> str:
+    def submit(self, pipeline: str, request: RunRequest, key: IdempotencyKey | None = None) -> str:
         """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full.
 
         With an idempotency `key`: the run first queued with that key when the request is
@@ -227,7 +230,7 @@ class RunService:
         digest = None
         if key is not None:
             digest = request_digest(pipeline, request.data())
-            first = self.store.idempotent(key)
+            first = self.store.idempotent(key.value)
             if first is not None:
                 if first[0] == digest:
                     return first[1]
@@ -241,7 +244,7 @@ class RunService:
                 retry_after=1,
             )
         run = self._new_id()
-        idempotency = None if key is None or digest is None else (key, digest)
+        idempotency = None if key is None or digest is None else (key.value, digest)
         self.store.add(run, pipeline, request.data(), self._now(), idempotency)
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
@@ -284,37 +287,10 @@ class RunService:
         return row
 
     def decide(self, run: str, decisions: Mapping[str, bool]) -> RunRow:
-        """Queue the paused `run` again with `decisions` (unknown ids refused, 422)."""
+        """Queue the paused `run` again with `decisions` (unknown ids refused, 422; a run
+        of a pipeline this server does not serve refused, 409, and left paused)."""
         row = self.get(run)
-        if row.status != "paused":
-            raise refused(
-                409,
-                codes.SERVE_BAD_DECISION,
-                f"run {run!r} is {row.status}, not paused for a decision",
-                "",
-                "decisions apply to a run whose status is paused",
-            )
-        pending = _pending_ids(row.result)
-        unknown = [item for item in decisions if item not in pending]
-        if unknown:
-            from converge_dsl.diagnostics import did_you_mean
-
-            from ._requests import Problem
-
-            problems = []
-            for item in unknown:
-                close = did_you_mean(item, [str(p) for p in pending])
-                problems.append(
-                    Problem(
-                        codes.SERVE_BAD_DECISION,
-                        f"no pending proposal has id {item!r}",
-                        "",
-                        f"did you mean {close!r}?"
-                        if close
-                        else f"pending: {', '.join(str(p) for p in pending)}",
-                    )
-                )
-            raise Refused(422, tuple(problems))
+        check_decisions(row, decisions, self._queues)
         if not self.store.decide(run, decisions, self._now()):
             raise refused(409, codes.SERVE_BAD_DECISION, f"run {run!r} is no longer paused", "")
         self._ended.pop(run, None)
@@ -327,7 +303,11 @@ class RunService:
         queue = self._queues[pipeline]
         while True:
             run = await queue.get()
-            row = self.store.start(run, self._now())
+            try:
+                row = self.store.start(run, self._now())
+            except StateError as error:
+                self._state_failed(pipeline, run, None, error)
+                continue
             if row is None:
                 continue  # cancelled while it waited
             task = asyncio.create_task(self._execute(pipeline, row))
@@ -343,6 +323,42 @@ class RunService:
                 self._tasks.pop(run, None)
 
     async def _execute(self, name: str, row: RunRow) -> None:
+        try:
+            await self._run(name, row)
+        except StateError as error:
+            self._state_failed(name, row.id, row, error)
+
+    def _state_failed(self, name: str, run: str, row: RunRow | None, error: StateError) -> None:
+        """The state failed under `run` (CD993): end it as failed with the error, so that
+        its worker goes on to the next run instead of dying. When the state cannot store
+        even that, the run stays as stored (a running one continues at the next start)
+        and its waiters are answered with what the store says."""
+        reason, body = self._failed(self.pipelines[name], error)
+        live = self._live.pop(run, None)
+        events = [] if live is None else live.unstored()
+        now = self._now()
+        stored = False
+        with contextlib.suppress(StateError):
+            stored = self.store.finish(
+                run,
+                status="done",
+                stop_reason=reason,
+                body=body,
+                events=events,
+                now=now,
+                was=("queued", "running"),
+            )
+        self.metrics.ended(run, "done", self._clock.monotonic())
+        if live is not None:
+            live.end()
+        ended = None
+        if stored and row is not None:
+            ended = replace(
+                row, status="done", stop_reason=reason, decisions={}, result=body, updated=now
+            )
+        self._signal(run, ended)
+
+    async def _run(self, name: str, row: RunRow) -> None:
         run = row.id
         pipeline = self.pipelines[name]
         first = 0 if row.attempts == 1 else self.store.next_event(run)  # a first has none
@@ -560,14 +576,6 @@ class _Stopped(asyncio.Event):
     """Set when a run stops; `row` is the run as stored then, when its worker ended it."""
 
     row: RunRow | None = None
-
-
-def _pending_ids(result: JsonObject | None) -> list[str]:
-    """The ids of the proposals a paused run's result lists as pending."""
-    pending = (result or {}).get("pending")
-    if not isinstance(pending, list):
-        return []
-    return [str(item.get("id")) for item in pending if isinstance(item, dict)]
 
 
 def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:

@@ -17,17 +17,21 @@ cancels it). `recover()` at start moves every
 `running` run back to `queued` (the server died under it: it continues from
 its checkpoint) and returns the queued ones in arrival order.
 
-Every call is synchronous and short (one transaction); the service calls it
-from its event loop. A process killed mid-transaction loses that transaction
+Every call is synchronous and short (one transaction, under the store's lock:
+atomic within the process, which is the only writer of `runs`); the service
+calls it from its event loop. A database that fails is `StateError` (CD993)
+from any call, its transaction rolled back. Only SQL that SQLite 3.31 knows is
+used (no `RETURNING`). A process killed mid-transaction loses that transaction
 only (WAL); `synchronous=NORMAL` keeps every committed one across a kill.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,20 +139,38 @@ class RunStore:
         with self._lock:
             self._db.close()
 
-    def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    @contextlib.contextmanager
+    def _transaction(self, *, autocommit: bool = False) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, in one write transaction: BEGIN IMMEDIATE
+        before the block, COMMIT after it, ROLLBACK when it raises. With `autocommit`
+        there is no BEGIN: each statement of the block is a transaction of its own (one
+        write, or a write and reads of what it wrote; the lock keeps them together in
+        this process). A `sqlite3.Error` becomes `StateError`."""
         with self._lock:
             try:
-                if len(statements) == 1:  # a transaction of its own (autocommit)
-                    self._db.execute(*statements[0])
-                    return
-                self._db.execute("BEGIN IMMEDIATE")
-                for sql, args in statements:
-                    self._db.execute(sql, args)
-                self._db.execute("COMMIT")
+                if not autocommit:
+                    self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._rollback()
+                    raise
+                if not autocommit:
+                    self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                self._rollback()
                 raise StateError(f"cannot write the state: {exc}") from None
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # the error that led here is reported
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+
+    def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        # one statement: a transaction of its own (autocommit)
+        with self._transaction(autocommit=len(statements) == 1) as db:
+            for sql, args in statements:
+                db.execute(sql, args)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -220,34 +242,25 @@ class RunStore:
     def _prune_batch(self, runs: Sequence[str]) -> list[str]:
         """Delete `runs` that are still finished, in one transaction; those deleted."""
         marks = ", ".join("?" * len(runs))
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                # still finished: nothing else runs them (a decision may have queued none,
-                # but a run is never taken back from `done`)
-                gone = [
-                    str(r[0])
-                    for r in self._db.execute(
-                        f"SELECT id FROM runs WHERE id IN ({marks}) AND "
-                        "status IN ('done', 'cancelled') ORDER BY id",
-                        tuple(runs),
-                    ).fetchall()
-                ]
-                if gone:
-                    kept = ", ".join("?" * len(gone))
-                    for table, column in _RUN_TABLES:
-                        self._db.execute(
-                            f"DELETE FROM {table} WHERE {column} IN ({kept})", tuple(gone)
-                        )
-                    # a finished run has nothing queued: only its journal's deletions,
-                    # grouped by statement so each is one executemany
-                    removals = [s for run in gone for s in self.checkpoints.removal(run)]
-                    execute_all(self._db, sorted(removals, key=lambda s: s[0]))
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise StateError(f"cannot write the state: {exc}") from None
+        with self._transaction() as db:
+            # still finished: nothing else runs them (a decision may have queued none,
+            # but a run is never taken back from `done`)
+            gone = [
+                str(r[0])
+                for r in db.execute(
+                    f"SELECT id FROM runs WHERE id IN ({marks}) AND "
+                    "status IN ('done', 'cancelled') ORDER BY id",
+                    tuple(runs),
+                ).fetchall()
+            ]
+            if gone:
+                kept = ", ".join("?" * len(gone))
+                for table, column in _RUN_TABLES:
+                    db.execute(f"DELETE FROM {table} WHERE {column} IN ({kept})", tuple(gone))
+                # a finished run has nothing queued: only its journal's deletions,
+                # grouped by statement so each is one executemany
+                removals = [s for run in gone for s in self.checkpoints.removal(run)]
+                execute_all(db, sorted(removals, key=lambda s: s[0]))
         return gone
 
     def get(self, run: str) -> RunRow | None:
@@ -269,20 +282,19 @@ class RunStore:
         return {(name, status, reason): count for name, status, reason, count in rows}
 
     def start(self, run: str, now: float) -> RunRow | None:
-        """Mark a queued run running (one more attempt): the run as it now stands, read in
-        the same statement; None if it is no longer queued."""
-        with self._lock:
-            try:
-                rows = self._db.execute(
-                    "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
-                    f"WHERE id = ? AND status = 'queued' RETURNING {_COLUMNS}",
-                    (now, run),
-                ).fetchall()
-            except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise StateError(f"cannot write the state: {exc}") from None
-            return _row(rows[0]) if rows else None
+        """Mark a queued run running (one more attempt): the run as it now stands, read
+        under the same lock (no `RETURNING`, which SQLite before 3.35 lacks); None if it is
+        no longer queued."""
+        with self._transaction(autocommit=True) as db:
+            cursor = db.execute(
+                "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
+                "WHERE id = ? AND status = 'queued'",
+                (now, run),
+            )
+            if cursor.rowcount != 1:
+                return None
+            rows = db.execute(_SELECT + " WHERE id = ?", (run,)).fetchall()
+        return _row(rows[0]) if rows else None
 
     def finish(
         self,
@@ -293,85 +305,70 @@ class RunStore:
         body: JsonObject | None,
         events: Sequence[tuple[int, str]],
         now: float,
+        was: Collection[str] = ("running",),
     ) -> bool:
         """End a running run (`done`, `paused` or `cancelled`) with its last events and its
         result, in one transaction; False (nothing written) if it was not running. The
         result of a run that ended is also added to `results` (a pause's is not: the run
-        goes on)."""
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                text = None if body is None else json.dumps(body)
-                cursor = self._db.execute(
-                    "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
-                    "updated = ? WHERE id = ? AND status = 'running'",
-                    (status, stop_reason, text, now, run),
-                )
-                if cursor.rowcount != 1:
-                    self._db.execute("ROLLBACK")
-                    return False
-                if body is not None and status != "paused":
-                    self._db.execute(
-                        "INSERT INTO results (run, body, at) VALUES (?, ?, ?)",
-                        (run, text, now),
-                    )
-                last = self.event_statements(run, events)
-                # a pause keeps its last records, an end drops the journal; the events
-                # queued with the journal's records and the last ones: one statement
-                journal = (
-                    [*self.checkpoints.take(run), *last]
-                    if status == "paused"
-                    else self.checkpoints.removal(run, after=last)
-                )
-                execute_all(self._db, journal)
-                self._db.execute("COMMIT")
-                return True
-            except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise StateError(f"cannot write the state: {exc}") from None
+        goes on). `was`: the statuses it may end from (a run its worker could not start
+        is ended from `queued`)."""
+        marks = ", ".join("?" * len(was))
+        with self._transaction() as db:
+            text = None if body is None else json.dumps(body)
+            cursor = db.execute(
+                "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
+                f"updated = ? WHERE id = ? AND status IN ({marks})",
+                (status, stop_reason, text, now, run, *was),
+            )
+            if cursor.rowcount != 1:
+                return False  # nothing written: the transaction commits nothing
+            if body is not None and status != "paused":
+                db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
+            last = self.event_statements(run, events)
+            # a pause keeps its last records, an end drops the journal; the events
+            # queued with the journal's records and the last ones: one statement
+            journal = (
+                [*self.checkpoints.take(run), *last]
+                if status == "paused"
+                else self.checkpoints.removal(run, after=last)
+            )
+            execute_all(db, journal)
+        return True
 
     def cancel(self, run: str, now: float) -> bool:
         """Cancel a queued or paused run at once (its journal removed with it); False if it
         is in another state."""
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                cursor = self._db.execute(
-                    "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', "
-                    "updated = ? WHERE id = ? AND status IN ('queued', 'paused')",
-                    (now, run),
-                )
-                if cursor.rowcount == 1:
-                    for sql, args in self.checkpoints.removal(run):
-                        self._db.execute(sql, args)
-                self._db.execute("COMMIT")
-                return cursor.rowcount == 1
-            except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise StateError(f"cannot write the state: {exc}") from None
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', "
+                "updated = ? WHERE id = ? AND status IN ('queued', 'paused')",
+                (now, run),
+            )
+            if cursor.rowcount == 1:
+                for sql, args in self.checkpoints.removal(run):
+                    db.execute(sql, args)
+        return cursor.rowcount == 1
 
     def decide(self, run: str, decisions: Mapping[str, bool], now: float) -> bool:
         """Queue a paused run again with `decisions`; False if it is not paused."""
-        with self._lock:
-            cursor = self._db.execute(
+        with self._transaction(autocommit=True) as db:
+            cursor = db.execute(
                 "UPDATE runs SET status = 'queued', decisions = ?, updated = ? "
                 "WHERE id = ? AND status = 'paused'",
                 (json.dumps(dict(decisions)), now, run),
             )
-            return cursor.rowcount == 1
+        return cursor.rowcount == 1
 
     def requeue(self, run: str, now: float) -> bool:
         """Queue a running run again (its worker died: it continues from its journal);
         False if it is not running."""
-        with self._lock:
-            cursor = self._db.execute(
+        with self._transaction(autocommit=True) as db:
+            cursor = db.execute(
                 "UPDATE runs SET status = 'queued', updated = ? "
                 "WHERE id = ? AND status = 'running'",
                 (now, run),
             )
-            return cursor.rowcount == 1
+        return cursor.rowcount == 1
 
     def recover(self, now: float) -> list[RunRow]:
         """After a restart: running runs are queued again; every queued run, oldest first."""
@@ -400,15 +397,8 @@ class RunStore:
 
     def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
         if events:
-            with self._lock:
-                try:
-                    self._db.execute("BEGIN IMMEDIATE")
-                    self._insert_events(run, events)
-                    self._db.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
-                    raise StateError(f"cannot write the state: {exc}") from None
+            with self._transaction():
+                self._insert_events(run, events)
 
     def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
         """The stored events of `run` numbered above `after`, in order, as trace lines."""

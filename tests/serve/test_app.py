@@ -426,3 +426,45 @@ def test_retention_deletes_old_finished_runs_and_keeps_paused_ones(tmp_path: Pat
     assert left.isdisjoint({done[0]["id"], done[1]["id"]})
     assert results.isdisjoint({done[0]["id"], done[1]["id"]})
     assert paused["id"] in _journals(tmp_path / "state")
+
+
+def test_a_decision_for_a_pipeline_no_longer_served_is_refused_and_the_run_waits(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """The state outlives the pipelines a server loads: a run paused under `gated`,
+    decided on a server restarted without it, is a 409 and stays paused (not queued
+    where no worker takes it); served again, the decision resumes it."""
+    state = tmp_path / "state"
+    first = Server([DATA / "gated.yaml"], state)
+    servers.append(first)
+    with client(first.ready(), {}) as http:
+        paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
+    first.stop()
+    assert paused["status"] == "paused"
+    ident = paused["id"]
+    second = Server([DATA / "echo.yaml"], state)
+    servers.append(second)
+    with client(second.ready(), {}) as http:
+        refused = http.post(f"/v1/runs/{ident}/decisions", json={"approve": ["s1", "s2"]})
+        after = http.get(f"/v1/runs/{ident}").json()
+    second.stop()
+    assert refused.status_code == 409
+    [error] = refused.json()["errors"]
+    assert error["code"] == "CD991"
+    assert error["message"] == (
+        f"run {ident!r} is of pipeline 'gated', which this server does not serve"
+    )
+    assert error["hint"] == (
+        "start the server with pipeline 'gated' to decide it; the run stays paused"
+    )
+    assert after["status"] == "paused"
+    third = Server([DATA / "gated.yaml"], state)
+    servers.append(third)
+    with client(third.ready(), {}) as http:
+        decided = http.post(f"/v1/runs/{ident}/decisions", json={"approve": ["s1", "s2"]})
+        deadline = time.monotonic() + 20
+        while (run := http.get(f"/v1/runs/{ident}").json())["status"] != "done":
+            assert time.monotonic() < deadline, "the decided run did not finish"
+            time.sleep(0.05)
+    assert decided.status_code == 200
+    assert run["stop_reason"] == "converged"

@@ -10,8 +10,8 @@ from converge_dsl.serve._requests import Refused
 
 
 def test_a_short_printable_key_is_kept_as_given() -> None:
-    assert checked_key("ticket 4711/a", "CD998", "the header") == "ticket 4711/a"
-    assert checked_key("k" * MAX_IDEMPOTENCY_KEY, "CD998", "the header") == "k" * 255
+    assert checked_key("ticket 4711/a", "CD998", "the header").value == "ticket 4711/a"
+    assert checked_key("k" * MAX_IDEMPOTENCY_KEY, "CD998", "the header").value == "k" * 255
 
 
 @pytest.mark.parametrize(
@@ -19,8 +19,8 @@ def test_a_short_printable_key_is_kept_as_given() -> None:
     [
         ("", "it has 0"),
         ("k" * (MAX_IDEMPOTENCY_KEY + 1), "it has 256"),
-        ("tab\there", "it has 8"),
-        ("ü", "it has 1"),
+        ("tab\there", "its character 4, '\\t', is not printable ASCII"),
+        ("ü", "its character 1, 'ü', is not printable ASCII"),
         (17, "it is a JSON number"),
         (True, "it is a JSON boolean"),
         (None, "it is a JSON null"),
@@ -38,3 +38,18 @@ def test_anything_else_is_a_400_naming_where_the_key_was_given(key: object, has:
         "the _meta key converge-dsl/idempotency-key must be 1 to 255 printable ASCII "
         f"characters ({has})"
     )
+
+
+def test_a_conflict_names_where_the_key_was_given() -> None:
+    """Over MCP the key came from `_meta`, not from a header: the 409 says so."""
+    from converge_dsl.serve._idempotency import key_conflict
+
+    key = checked_key("order-17", "CD439", "the _meta key converge-dsl/idempotency-key")
+    refusal = key_conflict(key, "echo", {"inputs": {"text": "b"}}, None)
+    [problem] = refusal.problems
+    assert refusal.status == 409
+    assert problem.message == (
+        "the _meta key converge-dsl/idempotency-key 'order-17' was first used with another request"
+    )
+    assert problem.pointer == "/inputs"
+    assert "Idempotency-Key" not in (problem.hint or "")

@@ -10,10 +10,13 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
-from converge_dsl.serve._store import STATE_FILE
+from converge_dsl.serve import RunStore
+from converge_dsl.serve._store import STATE_FILE, RunRow, StateError
 
 from .conftest import DATA, Server
 
@@ -127,3 +130,84 @@ def test_the_checkpoint_key_is_read_once_per_pipeline(tmp_path: Path) -> None:
         assert asyncio.run(main()) == ["converged", "converged"]
     finally:
         store.close()
+
+
+class _FailingStore(RunStore):
+    """The store of a Python linked to SQLite 3.31 (no `RETURNING`), where starting
+    `first` fails; or a disk that fails the first write of a result (`finish`)."""
+
+    def __init__(self, folder: Path, *, failing: str) -> None:
+        super().__init__(folder)
+        self.failing = failing
+        self.failed = 0
+
+    def _fail(self) -> None:
+        self.failed += 1
+        raise StateError('cannot write the state: near "RETURNING": syntax error (secret-77)')
+
+    def start(self, run: str, now: float) -> RunRow | None:
+        if self.failing == "start" and not self.failed:
+            self._fail()
+        return super().start(run, now)
+
+    def finish(self, run: str, **kwargs: Any) -> bool:
+        if self.failing == "finish" and not self.failed:
+            self._fail()
+        return super().finish(run, **kwargs)
+
+
+@pytest.mark.parametrize("failing", ["start", "finish"])
+def test_a_state_error_fails_its_run_and_the_queue_moves_on(tmp_path: Path, failing: str) -> None:
+    """One worker; the state fails under the first run (its start, or the write of its
+    result): that run ends failed with the error (redacted), and the next run still
+    runs instead of waiting behind a dead worker."""
+    import asyncio
+    import os
+
+    from converge_dsl.batch import load
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.runtime import CacheSettings
+    from converge_dsl.serve import Limits, RunService
+    from converge_dsl.serve._requests import RunRequest
+
+    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(tmp_path / "config")}
+    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
+    store = _FailingStore(tmp_path / "state", failing=failing)
+    ids = iter(f"{n:032x}" for n in range(10))
+    service = RunService(
+        {"steady": pipeline},
+        store,
+        tmp_path / "state",
+        Limits(concurrency=1, loops=1),
+        clock=SystemClock(),
+        new_id=lambda: next(ids),
+        redact=lambda text: text.replace("secret-77", "***"),
+    )
+
+    async def main() -> list[RunRow]:
+        await service.start()
+        try:
+            runs = [
+                service.submit("steady", RunRequest.of({"inputs": {"number": n}})) for n in (1, 2)
+            ]
+            return [await service.wait(run, 30.0) for run in runs]
+        finally:
+            await service.stop()
+
+    try:
+        first, second = asyncio.run(main())
+        stored = store.get(first.id)
+    finally:
+        store.close()
+    assert store.failed == 1
+    assert (first.status, second.status) == ("done", "done")
+    assert second.stop_reason == "converged"
+    assert stored is not None
+    assert stored.status == "done"
+    assert first.result is not None
+    [diagnostic] = first.result["diagnostics"]
+    assert diagnostic["code"] == "CD993"
+    assert diagnostic["message"] == (
+        'serve [CD993]: cannot write the state: near "RETURNING": syntax error (***)'
+    )
+    assert stored.result == first.result

@@ -9,7 +9,7 @@ import pytest
 
 from converge_dsl.serve import RunStore
 from converge_dsl.serve._errors import ServeFailed
-from converge_dsl.serve._store import STATE_FILE
+from converge_dsl.serve._store import STATE_FILE, StateError
 
 
 def test_a_run_ends_exactly_once(tmp_path: Path) -> None:
@@ -194,3 +194,66 @@ def test_the_service_applies_the_retention_on_its_clock(tmp_path: Path) -> None:
     assert 30 <= len(clock.sleeps) < 40
     assert set(clock.sleeps) == {3600}
     assert [row.id for row in store.runs()] == ["held", "new"]
+
+
+def test_a_run_s_life_uses_no_sql_newer_than_sqlite_3_31(tmp_path: Path) -> None:
+    """`RETURNING` came with SQLite 3.35; a Python linked to an older one (3.31 on
+    Ubuntu 20.04) must still start runs. Every statement the store runs is traced."""
+    store = RunStore(tmp_path)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    store.add("a", "p", {}, 1.0)
+    started = store.start("a", 2.0)
+    store.finish("a", status="done", stop_reason="converged", body={}, events=[], now=3.0)
+    store._db.set_trace_callback(None)
+    assert started is not None
+    assert (started.status, started.attempts) == ("running", 1)
+    assert statements
+    assert not [sql for sql in statements if "RETURNING" in sql.upper()]
+
+
+def test_a_failing_database_is_a_state_error_from_every_write(tmp_path: Path) -> None:
+    """A closed connection stands for a database that fails: each write says CD993
+    instead of letting sqlite3's own error escape."""
+    store = RunStore(tmp_path)
+    store.add("a", "p", {}, 1.0)
+    store.checkpoints.close()
+    store._db.close()
+    writes = {
+        "start": lambda: store.start("a", 2.0),
+        "decide": lambda: store.decide("a", {"s1": True}, 2.0),
+        "requeue": lambda: store.requeue("a", 2.0),
+        "cancel": lambda: store.cancel("a", 2.0),
+        "add_events": lambda: store.add_events("a", [(0, "{}")]),
+        "finish": lambda: store.finish(
+            "a", status="done", stop_reason="converged", body={}, events=[], now=2.0
+        ),
+        "add": lambda: store.add("b", "p", {}, 2.0),
+    }
+    refused = []
+    for name, write in writes.items():
+        with pytest.raises(StateError, match=r"cannot write the state"):
+            write()
+        refused.append(name)
+    assert refused == list(writes)
+
+
+def test_a_transaction_that_fails_midway_is_rolled_back(tmp_path: Path) -> None:
+    """The result's insert fails after the run was marked done: the run is still running,
+    nothing of the transaction stays, and the connection is usable again."""
+    store = RunStore(tmp_path)
+    store.add("a", "p", {}, 1.0)
+    store.start("a", 2.0)
+    store._db.execute(
+        "CREATE TEMP TRIGGER full BEFORE INSERT ON results BEGIN "
+        "SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    with pytest.raises(StateError, match=r"cannot write the state: database or disk is full"):
+        store.finish("a", status="done", stop_reason="converged", body={}, events=[], now=3.0)
+    assert not store._db.in_transaction
+    row = store.get("a")
+    assert row is not None
+    assert row.status == "running"
+    store._db.execute("DROP TRIGGER temp.full")
+    assert store.finish("a", status="done", stop_reason="converged", body={}, events=[], now=4.0)
+    assert store.results("a") == [{}]

@@ -1,0 +1,73 @@
+"""Whether decisions apply to a run: paused, of a served pipeline, pending ids only."""
+
+from __future__ import annotations
+
+import pytest
+
+from converge_dsl.serve._decisions import check_decisions, pending_ids
+from converge_dsl.serve._requests import Refused
+from converge_dsl.serve._store import RunRow
+
+
+def _row(status: str = "paused", pipeline: str = "gated") -> RunRow:
+    return RunRow(
+        id="r1",
+        pipeline=pipeline,
+        request={},
+        status=status,
+        stop_reason="hitl_pause" if status == "paused" else "converged",
+        decisions={},
+        attempts=1,
+        result={"pending": [{"id": "s1"}, {"id": "s2"}, "not a proposal"]},
+        created=0.0,
+        updated=0.0,
+    )
+
+
+def _refusal(row: RunRow, decisions: dict[str, bool]) -> tuple[int, list[tuple[str, str]]]:
+    with pytest.raises(Refused) as refused:
+        check_decisions(row, decisions, {"gated"})
+    return refused.value.status, [(p.message, p.hint or "") for p in refused.value.problems]
+
+
+def test_pending_ids_of_a_paused_run() -> None:
+    assert pending_ids(_row().result) == ["s1", "s2"]
+    assert pending_ids(None) == []
+
+
+def test_decisions_on_pending_ids_of_a_served_paused_run_apply() -> None:
+    check_decisions(_row(), {"s1": True, "s2": False}, {"gated"})
+
+
+def test_a_run_not_paused_is_409() -> None:
+    assert _refusal(_row(status="done"), {"s1": True}) == (
+        409,
+        [
+            (
+                "run 'r1' is done, not paused for a decision",
+                "decisions apply to a run whose status is paused",
+            )
+        ],
+    )
+
+
+def test_a_run_of_a_pipeline_not_served_is_409_before_its_ids_are_looked_at() -> None:
+    assert _refusal(_row(pipeline="retired"), {"s9": True}) == (
+        409,
+        [
+            (
+                "run 'r1' is of pipeline 'retired', which this server does not serve",
+                "start the server with pipeline 'retired' to decide it; the run stays paused",
+            )
+        ],
+    )
+
+
+def test_unknown_ids_are_422_each_with_the_closest_pending_one() -> None:
+    assert _refusal(_row(), {"s1x": True, "x": False}) == (
+        422,
+        [
+            ("no pending proposal has id 's1x'", "did you mean 's1'?"),
+            ("no pending proposal has id 'x'", "pending: s1, s2"),
+        ],
+    )
