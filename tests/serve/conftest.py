@@ -10,13 +10,18 @@ from __future__ import annotations
 import os
 import queue
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+
+from converge_dsl.serve._store import STATE_FILE
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +135,35 @@ def serve_with_token(
     )
     servers.append(server)
     return server
+
+
+def until(predicate: Callable[[], bool], seconds: float) -> None:
+    """Wait until `predicate()` holds, failing the test after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def settled(state: Path) -> int:
+    """How many runs of the state in `state` are done or paused (read from its database)."""
+    with sqlite3.connect(state / STATE_FILE, timeout=5) as db:
+        row = db.execute("SELECT COUNT(*) FROM runs WHERE status IN ('done', 'paused')")
+        return int(row.fetchone()[0])
+
+
+def post_load(url: str, runs: int, gated: int) -> dict[str, str]:
+    """Start `runs` runs on the server at `url`: `gated` of them of the `gated` pipeline
+    (evenly spread), the others of `steady` numbered by their place; {run id: `gated` or
+    the number it was given}."""
+    ids: dict[str, str] = {}
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for n in range(runs):
+            pause = n % (runs // gated) == 0
+            if pause:
+                answer = http.post("/v1/pipelines/gated/runs")
+            else:
+                answer = http.post("/v1/pipelines/steady/runs", json={"inputs": {"number": n}})
+            assert answer.status_code == 202
+            ids[answer.json()["id"]] = "gated" if pause else str(n)
+    return ids

@@ -22,7 +22,7 @@ import pytest
 from converge_dsl.cli import run as cli
 from converge_dsl.serve._store import STATE_FILE
 
-from .conftest import DATA, Server, serve_with_token
+from .conftest import DATA, Server, post_load, serve_with_token, settled, until
 from .test_app import (
     EXPECTED,
     MARKET,
@@ -79,19 +79,6 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _until(predicate: object, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
-def _finished(state: Path) -> int:
-    with sqlite3.connect(state / STATE_FILE, timeout=5) as db:
-        row = db.execute("SELECT COUNT(*) FROM runs WHERE status IN ('done', 'paused')")
-        return int(row.fetchone()[0])
-
-
 RUNS = 120
 GATED = 6
 
@@ -106,25 +93,17 @@ def test_a_killed_server_takes_its_workers_and_every_run_ends_once(
     server = Server(paths, state, *options)
     servers.append(server)
     url = server.ready()
-    ids: dict[str, str] = {}
-    with httpx.Client(base_url=url, timeout=30) as http:
-        for n in range(RUNS):
-            if n % (RUNS // GATED) == 0:
-                answer = http.post("/v1/pipelines/gated/runs")
-            else:
-                answer = http.post("/v1/pipelines/steady/runs", json={"inputs": {"number": n}})
-            assert answer.status_code == 202
-            ids[answer.json()["id"]] = "gated" if n % (RUNS // GATED) == 0 else str(n)
+    ids = post_load(url, RUNS, GATED)
     for share in (0.25, 0.6):
-        _until(lambda share=share: _finished(state) >= RUNS * share, 120)
+        until(lambda share=share: settled(state) >= RUNS * share, 120)
         workers = _children(server.process.pid)
         assert len(workers) >= 2  # the two workers (and multiprocessing's resource tracker)
         server.kill()
-        _until(lambda workers=workers: not any(_alive(p) for p in workers), 10)  # no orphan
+        until(lambda workers=workers: not any(_alive(p) for p in workers), 10)  # no orphan
         server = Server(paths, state, *options)
         servers.append(server)
         url = server.ready()
-    _until(lambda: _finished(state) == RUNS, 180)
+    until(lambda: settled(state) == RUNS, 180)
     with sqlite3.connect(state / STATE_FILE) as db:
         statuses = dict(db.execute("SELECT id, status FROM runs").fetchall())
         attempts = dict(db.execute("SELECT id, attempts FROM runs").fetchall())
@@ -147,7 +126,7 @@ def test_a_killed_server_takes_its_workers_and_every_run_ends_once(
     with httpx.Client(base_url=url, timeout=30) as http:
         for run in gated:  # resumed on whichever worker, from the journal in the database
             assert http.post(f"/v1/runs/{run}/decisions", json={"approve": ["s1", "s2"]}).is_success
-        _until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
+        until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
         finished = http.get(f"/v1/runs/{gated[0]}").json()
     assert [f["id"] for f in finished["result"]["facts"]["strategies"]] == ["s1", "s2"]
 
@@ -169,10 +148,10 @@ def test_a_worker_that_dies_mid_run_has_its_run_queued_again(
     (worker,) = [p for p in _children(server.process.pid) if "spawn_main" in _cmdline(p)]
     with httpx.Client(base_url=url, timeout=30) as http:
         run = http.post("/v1/pipelines/slow/runs").json()["id"]
-        _until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "running", 20)
+        until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "running", 20)
         time.sleep(0.3)  # inside its 3-second model call
         os.kill(worker, signal.SIGKILL)
-        _until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 60)
+        until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 60)
         body = http.get(f"/v1/runs/{run}").json()
     assert body["stop_reason"] == "converged", body["result"]["diagnostics"]
     assert body["attempts"] == 2  # queued again, on the worker started in its place
@@ -201,7 +180,7 @@ def test_a_run_whose_worker_dies_three_times_fails_with_cd434(
                         break
             (worker,) = [p for p in _children(server.process.pid) if "spawn_main" in _cmdline(p)]
             os.kill(worker, signal.SIGKILL)
-        _until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 60)
+        until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 60)
         body = http.get(f"/v1/runs/{run}").json()
     (diagnostic,) = body["result"]["diagnostics"]
     assert body["stop_reason"] == "error"

@@ -8,7 +8,7 @@ input) and every paused run is still waiting; a decision then finishes it.
 from __future__ import annotations
 
 import sqlite3
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +18,10 @@ import pytest
 from converge_dsl.serve import RunStore
 from converge_dsl.serve._store import STATE_FILE, RunRow, StateError
 
-from .conftest import DATA, Server
+from .conftest import DATA, Server, post_load, settled, until
 
 RUNS = 200
 GATED = 10
-
-
-def _done(state: Path) -> int:
-    with sqlite3.connect(state / STATE_FILE, timeout=5) as db:
-        row = db.execute("SELECT COUNT(*) FROM runs WHERE status IN ('done', 'paused')")
-        return int(row.fetchone()[0])
-
-
-def _until(predicate: object, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_two_kills_every_run_finished_exactly_once(tmp_path: Path, servers: list[Server]) -> None:
@@ -44,22 +31,14 @@ def test_two_kills_every_run_finished_exactly_once(tmp_path: Path, servers: list
     server = Server(paths, state, *options)
     servers.append(server)
     url = server.ready()
-    ids: dict[str, str] = {}
-    with httpx.Client(base_url=url, timeout=30) as http:
-        for n in range(RUNS):
-            if n % (RUNS // GATED) == 0:
-                answer = http.post("/v1/pipelines/gated/runs")
-            else:
-                answer = http.post("/v1/pipelines/steady/runs", json={"inputs": {"number": n}})
-            assert answer.status_code == 202
-            ids[answer.json()["id"]] = "gated" if n % (RUNS // GATED) == 0 else str(n)
+    ids = post_load(url, RUNS, GATED)
     for share in (0.25, 0.6):
-        _until(lambda share=share: _done(state) >= RUNS * share, 120)
+        until(lambda share=share: settled(state) >= RUNS * share, 120)
         server.kill()
         server = Server(paths, state, *options)
         servers.append(server)
         url = server.ready()
-    _until(lambda: _done(state) == RUNS, 180)
+    until(lambda: settled(state) == RUNS, 180)
     with sqlite3.connect(state / STATE_FILE) as db:
         statuses = dict(db.execute("SELECT id, status FROM runs").fetchall())
         attempts = dict(db.execute("SELECT id, attempts FROM runs").fetchall())
@@ -80,7 +59,7 @@ def test_two_kills_every_run_finished_exactly_once(tmp_path: Path, servers: list
     with httpx.Client(base_url=url, timeout=30) as http:
         for run in gated:
             assert http.post(f"/v1/runs/{run}/decisions", json={"approve": ["s1", "s2"]}).is_success
-        _until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
+        until(lambda: all(http.get(f"/v1/runs/{r}").json()["status"] == "done" for r in gated), 60)
         finished = http.get(f"/v1/runs/{gated[0]}").json()
     assert [f["id"] for f in finished["result"]["facts"]["strategies"]] == ["s1", "s2"]
 
@@ -89,28 +68,12 @@ def test_the_checkpoint_key_is_read_once_per_pipeline(tmp_path: Path) -> None:
     """After the first run the key file is made unusable (readable by others, which a
     read refuses): the next run still seals its journal, with the key read at the first."""
     import asyncio
-    import os
 
-    from converge_dsl.batch import load
-    from converge_dsl.clock import SystemClock
-    from converge_dsl.runtime import CacheSettings
-    from converge_dsl.serve import Limits, RunService, RunStore
     from converge_dsl.serve._requests import RunRequest
 
     config = tmp_path / "config"
-    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(config)}
-    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
     store = RunStore(tmp_path / "state")
-    ids = iter(f"{n:032x}" for n in range(10))
-    service = RunService(
-        {"steady": pipeline},
-        store,
-        tmp_path / "state",
-        Limits(concurrency=1, loops=1),
-        clock=SystemClock(),
-        new_id=lambda: next(ids),
-        redact=str,
-    )
+    service = _one_worker_service(tmp_path, store, redact=str)
 
     async def one(number: int) -> str | None:
         run = service.submit("steady", RunRequest.of({"inputs": {"number": number}}))
@@ -130,6 +93,30 @@ def test_the_checkpoint_key_is_read_once_per_pipeline(tmp_path: Path) -> None:
         assert asyncio.run(main()) == ["converged", "converged"]
     finally:
         store.close()
+
+
+def _one_worker_service(tmp_path: Path, store: RunStore, redact: Callable[[str], str]) -> Any:
+    """A `RunService` of `steady` over `store`, one run at a time on one loop, its
+    checkpoint key in `tmp_path`/config, run ids numbered from 0."""
+    import os
+
+    from converge_dsl.batch import load
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.runtime import CacheSettings
+    from converge_dsl.serve import Limits, RunService
+
+    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(tmp_path / "config")}
+    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
+    ids = iter(f"{n:032x}" for n in range(10))
+    return RunService(
+        {"steady": pipeline},
+        store,
+        tmp_path / "state",
+        Limits(concurrency=1, loops=1),
+        clock=SystemClock(),
+        new_id=lambda: next(ids),
+        redact=redact,
+    )
 
 
 class _FailingStore(RunStore):
@@ -162,26 +149,12 @@ def test_a_state_error_fails_its_run_and_the_queue_moves_on(tmp_path: Path, fail
     result): that run ends failed with the error (redacted), and the next run still
     runs instead of waiting behind a dead worker."""
     import asyncio
-    import os
 
-    from converge_dsl.batch import load
-    from converge_dsl.clock import SystemClock
-    from converge_dsl.runtime import CacheSettings
-    from converge_dsl.serve import Limits, RunService
     from converge_dsl.serve._requests import RunRequest
 
-    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(tmp_path / "config")}
-    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
     store = _FailingStore(tmp_path / "state", failing=failing)
-    ids = iter(f"{n:032x}" for n in range(10))
-    service = RunService(
-        {"steady": pipeline},
-        store,
-        tmp_path / "state",
-        Limits(concurrency=1, loops=1),
-        clock=SystemClock(),
-        new_id=lambda: next(ids),
-        redact=lambda text: text.replace("secret-77", "***"),
+    service = _one_worker_service(
+        tmp_path, store, redact=lambda text: text.replace("secret-77", "***")
     )
 
     async def main() -> list[RunRow]:
