@@ -156,7 +156,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 hint="a reply or tool result that large overflows any context window; "
                 f"{MAX_ASSUMED_CHARS:,} already forces an emergency compaction every turn",
             )
-    document = load_pipeline(args.pipeline)
+    document = load_pipeline(args.pipeline, env=io.environ)
     planned = plan_pipeline(
         document,
         inputs=parse_inputs(args),
