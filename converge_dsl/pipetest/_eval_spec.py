@@ -160,7 +160,7 @@ def read_eval_file(
     from converge_dsl.frontend import load_file, schema_diagnostics
 
     display = display_name(path)
-    document = load_file(path, display=display)
+    document = load_file(path, display=display, env=env)
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))

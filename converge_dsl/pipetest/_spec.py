@@ -120,9 +120,9 @@ def read_test_file(
 
     display = display or display_name(path)
     document = (
-        load_file(path, display=display)
+        load_file(path, display=display, env=env)
         if text is None
-        else load_text(text.removeprefix("\ufeff"), display)
+        else load_text(text.removeprefix("\ufeff"), display, env=env)
     )
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
