@@ -52,6 +52,7 @@ from converge_dsl.frontend import (
     LoadedDocument,
     PipelineFacts,
     roster_accounts,
+    tool_servers,
 )
 from converge_dsl.frontend import check_pipeline as _frontend_check
 
@@ -156,6 +157,9 @@ def _checks(
     def check_model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check_model_scripts(facts, roots)
 
+    def check_tool_servers(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        yield from tool_servers(facts, roots)
+
     def check_config_in_env(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check_model_config(facts, env)
 
@@ -164,6 +168,7 @@ def _checks(
 
     replaced: dict[Check, Check] = {
         check_model_scripts: check_model_files,
+        tool_servers: check_tool_servers,
         check_model_config: check_config_in_env,
         check_packs: check_and_fetch_packs if on_fetch is not None else check_packs_in_env,
     }

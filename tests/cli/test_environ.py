@@ -31,7 +31,7 @@ BAD_MODE = {"CONVERGE_DSL_CACHE_MODE": "bogus"}
 @pytest.fixture(autouse=True)
 def _process_environment_differs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The variables handed below are not set in the process."""
-    for name in (*SMALL_CAP, *BAD_MODE):
+    for name in (*SMALL_CAP, *BAD_MODE, "CONVERGE_DSL_ALLOW_ROOTS"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -136,6 +136,49 @@ def test_the_answer_cache_mode_is_the_handed_environments(
     assert code == 3
     assert f"[{codes.CACHE_BAD_MODE}]" in err
     assert "CONVERGE_DSL_CACHE_MODE='bogus'" in err
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "run"])
+def test_the_allowed_roots_are_the_handed_environments(command: str, tmp_path: Path) -> None:
+    """The model script lies outside the pipeline's folder, in a root only the handed
+    environment allows (`CONVERGE_DSL_ALLOW_ROOTS`)."""
+    outside = tmp_path / "scripts"
+    outside.mkdir()
+    shutil.copy(PIPELINES / "agent-review.script.yaml", outside / "agent-review.script.yaml")
+    folder = tmp_path / "pipeline"
+    folder.mkdir()
+    pipeline = folder / "agent-review.yaml"
+    text = (PIPELINES / "agent-review.yaml").read_text(encoding="utf-8")
+    pipeline.write_text(
+        text.replace(
+            "script: agent-review.script.yaml", f"script: {outside}/agent-review.script.yaml"
+        )
+    )
+    code, out, err = cli([command, pipeline], handed())
+    assert code == 2
+    assert f"[{codes.REFERENCE_OUTSIDE_ROOTS}]" in out + err
+    code, out, err = cli([command, pipeline], handed(CONVERGE_DSL_ALLOW_ROOTS=str(outside)))
+    assert code == 0, out + err
+
+
+def test_a_tool_servers_folder_may_lie_in_a_root_of_the_handed_environment(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "work"
+    outside.mkdir()
+    pipeline = tmp_path / "pipeline" / "tools.yaml"
+    pipeline.parent.mkdir()
+    pipeline.write_text(
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: tools\n"
+        f"tools:\n  time: {{command: [mcp-server-time], cwd: {outside}, allow: [now]}}\n"
+        "suggestors:\n  - {name: s, kind: seed, target: seeds, facts: [{id: a, content: a}]}\n",
+        encoding="utf-8",
+    )
+    code, out, _ = cli(["validate", pipeline], handed())
+    assert code == 2
+    assert f"[{codes.TOOL_CWD_REFUSED}]" in out
+    code, out, _ = cli(["validate", pipeline], handed(CONVERGE_DSL_ALLOW_ROOTS=str(outside)))
+    assert code == 0, out
 
 
 def test_cache_reads_the_folder_of_the_handed_environment(tmp_path: Path) -> None:
