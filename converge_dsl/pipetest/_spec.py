@@ -114,7 +114,8 @@ def read_test_file(
     `pipelines`, the texts an editor holds of files by their resolved path: a
     pipeline the test names that is among them is read from that text.
     Raises `PipelineInvalid` with every located problem of the test file (or
-    of a pipeline it names), `UsageError` when `path` is not a file.
+    of a pipeline it names), `UsageError` when `path` is not a file. `env` is the
+    environment the files are read and the pipelines loaded in (default: the process's).
     """
     from converge_dsl.frontend import load_file, load_text, schema_diagnostics
 
