@@ -25,6 +25,8 @@ the front end's `kind_checks` (docs/architecture.md §16).
   raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
   actually fetched) and `plan` call.
+- `checks_in(env)`: `CHECKS` bound to the environment `env` (what an editor's analysis
+  runs).
 - `check_model_scripts`, `check_model_config`, `check_packs`, `check_tool_lock`: the
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
@@ -64,6 +66,7 @@ __all__ = [
     "check_packs",
     "check_pipeline",
     "check_tool_lock",
+    "checks_in",
     "load_pipeline",
 ]
 
@@ -173,6 +176,12 @@ def _checks(
         check_packs: check_and_fetch_packs if on_fetch is not None else check_packs_in_env,
     }
     return tuple(replaced.get(c, c) for c in CHECKS)
+
+
+def checks_in(env: Mapping[str, str] | None) -> tuple[Check, ...]:
+    """`CHECKS` as they run in the environment `env` (its allowed roots, pack cache and
+    API key variables; None: the process's, which is `CHECKS` itself)."""
+    return _checks(None, env=env)
 
 
 def check_pipeline(

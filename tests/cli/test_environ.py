@@ -181,6 +181,22 @@ def test_a_tool_servers_folder_may_lie_in_a_root_of_the_handed_environment(
     assert code == 0, out
 
 
+def test_lsp_analyses_in_the_handed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server reads the environment it is given (tests/lsp/test_server.py); here, that
+    `lsp` gives it the handed one (the standard streams it serves are the process's)."""
+    import converge_dsl.lsp
+
+    given: list[object] = []
+
+    def serve(explain: object, environ: object = None) -> None:
+        given.append(environ)
+
+    monkeypatch.setattr(converge_dsl.lsp, "serve", serve)
+    environ = handed(**SMALL_CAP)
+    assert cli(["lsp"], environ)[0] == 0
+    assert given == [environ]
+
+
 def test_cache_reads_the_folder_of_the_handed_environment(tmp_path: Path) -> None:
     code, out, _ = cli(
         ["cache", "stats", "--format", "json"], handed(CONVERGE_DSL_CACHE=str(tmp_path))
