@@ -53,7 +53,7 @@ def cache_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Cach
     from converge_dsl.runtime import cache_settings as decide
     from converge_dsl.runtime import read_run_config
 
-    config = None if args.config is None else read_run_config(args.config).cache
+    config = None if args.config is None else read_run_config(args.config, environ).cache
     return decide(
         env=environ,
         cache=args.cache,

@@ -114,7 +114,7 @@ def check_paths(
             diagnostics.extend(
                 _evaluation_diagnostics(path, roots, env)
                 if is_evaluation(path)
-                else _run_config_diagnostics(path)
+                else _run_config_diagnostics(path, env)
             )
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
@@ -142,12 +142,12 @@ def _evaluation_diagnostics(
     return []
 
 
-def _run_config_diagnostics(path: Path) -> list[Diagnostic]:
+def _run_config_diagnostics(path: Path, env: Mapping[str, str] | None) -> list[Diagnostic]:
     """A run configuration checked as `run --config` reads it (schema, cache mode, folder)."""
     from converge_dsl.runtime import read_run_config
 
     try:
-        read_run_config(path)
+        read_run_config(path, env)
     except PipelineInvalid as exc:
         return list(exc.diagnostics)
     return []

@@ -122,8 +122,9 @@ def test_serve_loads_its_pipelines_in_the_handed_environment(tmp_path: Path) -> 
         ["run", TRIAGE],
         ["run", TRIAGE, "--cases", "CASES", "--out", "OUT"],
         ["eval", PIPELINES / "support-triage" / "triage.eval.yaml"],
+        ["test", PIPELINES / "incident-triage.test.yaml"],
     ],
-    ids=["run", "run --cases", "eval"],
+    ids=["run", "run --cases", "eval", "test"],
 )
 def test_the_answer_cache_mode_is_the_handed_environments(
     argv: list[str | Path], tmp_path: Path
@@ -195,6 +196,20 @@ def test_lsp_analyses_in_the_handed_environment(monkeypatch: pytest.MonkeyPatch)
     environ = handed(**SMALL_CAP)
     assert cli(["lsp"], environ)[0] == 0
     assert given == [environ]
+
+
+def test_a_run_configuration_is_read_under_the_handed_environments_cap(tmp_path: Path) -> None:
+    config = tmp_path / "dev.run.yaml"
+    config.write_text(
+        "apiVersion: converge-dsl/v1\nkind: RunConfig\ncache: {mode: read-only}\n",
+        encoding="utf-8",
+    )
+    for command in (["run", TRIAGE, "--config", config], ["validate", config]):
+        assert cli(command, handed())[0] == 0
+        code, out, err = cli(command, handed(CONVERGE_DSL_MAX_FILE_BYTES="20"))
+        assert code == 2
+        assert f"error[{codes.TOO_LARGE}]: file is 69 bytes; the limit is 20" in out + err
+        assert "dev.run.yaml:1:1" in out + err
 
 
 def test_cache_reads_the_folder_of_the_handed_environment(tmp_path: Path) -> None:
