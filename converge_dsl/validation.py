@@ -14,15 +14,19 @@ stays cheap, and each returns at once for a pipeline with nothing for it.
 imported when a pipeline first names the kind; a kind's own checks run through
 the front end's `kind_checks` (docs/architecture.md §16).
 
-- `check_pipeline(path, display=..., roots=...)` -> `CheckedPipeline`: never raises for a
-  user error; packs are read from the cache only (no network, no writes). Files the
-  pipeline names must lie in its folder or one of `roots` (the `--allow-root` folders;
-  default: those of the CONVERGE_DSL_ALLOW_ROOTS variable); `load_pipeline` takes
-  `roots` too.
+- `check_pipeline(path, display=..., roots=..., env=...)` -> `CheckedPipeline`: never
+  raises for a user error; packs are read from the cache only (no network, no writes).
+  Files the pipeline names must lie in its folder or one of `roots` (the `--allow-root`
+  folders; default: those of the CONVERGE_DSL_ALLOW_ROOTS variable of `env`);
+  `load_pipeline` takes `roots` and `env` too. `env` is the environment every check
+  reads (the file-size cap, the pack cache's folder, the API key variables allowed,
+  the allowed roots); default: the process's.
 - `load_pipeline(path, display=..., fetch=False, on_fetch=...)` -> `LoadedDocument`, or
   raises `PipelineInvalid`: what `run` (with `fetch=True`: locked packs the cache
   lacks are fetched and verified first, and `on_fetch` hears one line per pack
   actually fetched) and `plan` call.
+- `checks_in(env)`: `CHECKS` bound to the environment `env` (what an editor's analysis
+  runs).
 - `check_model_scripts`, `check_model_config`, `check_packs`, `check_tool_lock`: the
   domain checks as they are composed (each imports its package only when the
   pipeline needs it).
@@ -35,10 +39,10 @@ is added to it. Which files a command reads is the CLI's business
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from converge_dsl._files import display_name
+from converge_dsl._files import display_name, user_roots
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import CHECKS as FRONTEND_CHECKS
@@ -50,6 +54,7 @@ from converge_dsl.frontend import (
     LoadedDocument,
     PipelineFacts,
     roster_accounts,
+    tool_servers,
 )
 from converge_dsl.frontend import check_pipeline as _frontend_check
 
@@ -61,6 +66,7 @@ __all__ = [
     "check_packs",
     "check_pipeline",
     "check_tool_lock",
+    "checks_in",
     "load_pipeline",
 ]
 
@@ -78,12 +84,15 @@ def check_model_scripts(
     yield from check(facts, roots)
 
 
-def check_model_config(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """`converge_dsl.models.check_model_config`, imported only for a pipeline with accounts."""
+def check_model_config(
+    facts: PipelineFacts, env: Mapping[str, str] | None = None
+) -> Iterator[Diagnostic]:
+    """`converge_dsl.models.check_model_config` (in `env`, default: the process's
+    environment), imported only for a pipeline with accounts."""
     if any(True for _ in roster_accounts(facts.manifest.models.values())):
         from converge_dsl.models import check_model_config as check
 
-        yield from check(facts)
+        yield from check(facts, env)
 
 
 def check_tool_lock(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -99,12 +108,14 @@ def _uses_packs(facts: PipelineFacts) -> bool:
     return bool(facts.packs) or any(spec.pack_references() for spec in facts.specs)
 
 
-def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """`converge_dsl.packs.check_packs` (cache only), imported only for a pipeline with packs."""
+def check_packs(facts: PipelineFacts, env: Mapping[str, str] | None = None) -> Iterator[Diagnostic]:
+    """`converge_dsl.packs.check_packs` (from the pack cache of `env`, default: the
+    process's environment, only), imported only for a pipeline with packs."""
     if _uses_packs(facts):
+        from converge_dsl.packs import PackCache
         from converge_dsl.packs import check_packs as check
 
-        yield from check(facts)
+        yield from check(facts, PackCache(environ=env))
 
 
 CHECKS: tuple[Check, ...] = (
@@ -127,38 +138,74 @@ def _to_stderr(line: str) -> None:
 
 
 def _checks(
-    roots: Sequence[Path] | None, on_fetch: Callable[[str], object] | None = None
+    roots: Sequence[Path] | None,
+    on_fetch: Callable[[str], object] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Check, ...]:
-    """`CHECKS` with the model-file check bound to `roots` and, given `on_fetch`, the
+    """`CHECKS` with the model-file check bound to `roots` (default: those of `env`), the
+    checks that read the environment bound to `env` and, given `on_fetch`, the
     cache-only pack check replaced by the one that fetches."""
+    if env is None:
+        if roots is None and on_fetch is None:
+            return CHECKS
+    elif roots is None:
+        roots = user_roots((), env)
 
     def check_and_fetch_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
         if _uses_packs(facts) and on_fetch is not None:
-            from converge_dsl.packs import fetching_pack_check
+            from converge_dsl.packs import PackCache, fetching_pack_check
 
-            yield from fetching_pack_check(on_fetch)(facts)
+            yield from fetching_pack_check(on_fetch, PackCache(environ=env))(facts)
 
     def check_model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from check_model_scripts(facts, roots)
 
-    replaced: dict[Check, Check] = {check_model_scripts: check_model_files}
-    if on_fetch is not None:
-        replaced[check_packs] = check_and_fetch_packs
+    def check_tool_servers(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        yield from tool_servers(facts, roots)
+
+    def check_config_in_env(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        yield from check_model_config(facts, env)
+
+    def check_packs_in_env(facts: PipelineFacts) -> Iterator[Diagnostic]:
+        yield from check_packs(facts, env)
+
+    replaced: dict[Check, Check] = {
+        check_model_scripts: check_model_files,
+        tool_servers: check_tool_servers,
+        check_model_config: check_config_in_env,
+        check_packs: check_and_fetch_packs if on_fetch is not None else check_packs_in_env,
+    }
     return tuple(replaced.get(c, c) for c in CHECKS)
 
 
+def checks_in(env: Mapping[str, str] | None) -> tuple[Check, ...]:
+    """`CHECKS` as they run in the environment `env` (its allowed roots, pack cache and
+    API key variables; None: the process's, which is `CHECKS` itself)."""
+    return _checks(None, env=env)
+
+
 def check_pipeline(
-    path: Path, *, display: str | None = None, roots: Sequence[Path] | None = None
+    path: Path,
+    *,
+    display: str | None = None,
+    roots: Sequence[Path] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> CheckedPipeline:
     """Validate the pipeline file at `path` with every check; `display` names it in diagnostics.
 
     Packs are read from the pack cache only: a locked pack it lacks is a
     `PACK_NOT_FETCHED` diagnostic, never a download. Files the pipeline names
     must lie inside its folder or one of `roots` (default: the folders of
-    `CONVERGE_DSL_ALLOW_ROOTS`).
+    `CONVERGE_DSL_ALLOW_ROOTS`). `env` is the environment the checks read
+    (default: the process's; see the module docstring).
     """
-    checks = CHECKS if roots is None else _checks(roots)
-    return _frontend_check(path, display=display or display_name(path), checks=checks, kinds=KINDS)
+    return _frontend_check(
+        path,
+        display=display or display_name(path),
+        checks=_checks(roots, env=env),
+        kinds=KINDS,
+        env=env,
+    )
 
 
 def load_pipeline(
@@ -170,6 +217,7 @@ def load_pipeline(
     roots: Sequence[Path] | None = None,
     on_warning: Callable[[Diagnostic], object] | None = None,
     text: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> LoadedDocument:
     """The validated document at `path`; raises `PipelineInvalid` with every diagnostic.
     With `text`, that is the file's text (an editor's, not yet saved).
@@ -180,10 +228,11 @@ def load_pipeline(
     `fetched pack NAME VERSION from REPOSITORY` for each. `on_warning` hears
     each warning of a valid pipeline (best first), so a run reports what
     `validate` would; notes (where an analysis stops short) are `validate`'s alone.
+    `env` is the environment the checks read (default: the process's).
     """
-    checks = _checks(roots, on_fetch or _to_stderr) if fetch else _checks(roots)
+    checks = _checks(roots, on_fetch or _to_stderr if fetch else None, env)
     checked = _frontend_check(
-        path, display=display or display_name(path), checks=checks, kinds=KINDS, text=text
+        path, display=display or display_name(path), checks=checks, kinds=KINDS, text=text, env=env
     )
     if not checked.ok or checked.document is None:
         raise PipelineInvalid(checked.diagnostics)

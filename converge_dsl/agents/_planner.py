@@ -373,12 +373,15 @@ def plan_pipeline(
     turns: int | None = None,
     reply_chars: int = 400,
     tool_result_chars: int = 800,
+    roots: Sequence[Path] | None = None,
 ) -> PipelinePlan:
     """`simulate` every agent of a validated pipeline (or the one named `agent`), and total them.
 
     The agents see a context holding the pipeline's seed facts, built by the
     compiler as a run builds them; an agent on a scripted model is answered by
-    its script. An unknown `agent`, or a pipeline without agents, is a `UsageError`.
+    its script, found inside the pipeline's folder or one of `roots` (default:
+    those of `CONVERGE_DSL_ALLOW_ROOTS` in the process's environment). An
+    unknown `agent`, or a pipeline without agents, is a `UsageError`.
     """
     settings, specs, seeds, scopes = _agents(document, inputs)
     name = Path(document.file).name
@@ -395,7 +398,7 @@ def plan_pipeline(
         specs = chosen
     if not specs:
         raise UsageError(f"{name} has no agent suggestor to plan")
-    scripted = _scripted_models(settings, specs)
+    scripted = _scripted_models(settings, specs, user_roots() if roots is None else roots)
     plans = tuple(
         simulate(
             spec,
@@ -419,7 +422,7 @@ def plan_pipeline(
 
 
 def _scripted_models(
-    settings: PipelineSettings, specs: Sequence[AgentSpec]
+    settings: PipelineSettings, specs: Sequence[AgentSpec], roots: Sequence[Path]
 ) -> dict[str, ScriptedModel]:
     """The scripted models the agents (and their summarizers) use, loaded from their scripts.
 
@@ -435,7 +438,7 @@ def _scripted_models(
             continue
         script = declared.spec.script
         try:
-            path = referenced_path(script, declared.base_dir, user_roots(), field="script file")
+            path = referenced_path(script, declared.base_dir, roots, field="script file")
         except ReferenceRefused as exc:
             raise UsageError(exc.message, hint=exc.hint) from None
         # A fake clock: a scripted `delay_s` costs the plan no time.

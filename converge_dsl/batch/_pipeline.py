@@ -511,7 +511,7 @@ def load(
     environment = dict(os.environ if env is None else env)
     roots = user_roots(tuple(Path(p) for p in allow_roots), environment)
     file = Path(path)
-    document = load_document(file, on_fetch, roots, text=text)
+    document = load_document(file, on_fetch, roots, text=text, env=environment)
     return Pipeline(
         file,
         document,

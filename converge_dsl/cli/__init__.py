@@ -83,8 +83,9 @@ VERBOSE = 1
 class CommandIO(Record):
     """Where a command writes, in which environment, how much.
 
-    `environ` is the environment colour is decided from (`style`, see
-    `converge_dsl.cli._terminal`); `verbosity` is `QUIET` (`--quiet`),
+    `environ` is the environment of the command: the one every command reads
+    (colour, `style`, see `converge_dsl.cli._terminal`; cache folders, the pack
+    cache, models' keys, allowed roots...), never the process's; `verbosity` is `QUIET` (`--quiet`),
     `NORMAL` or `VERBOSE` (`--verbose`). `--quiet` drops progress displays
     and informational notes (`note`); `--verbose` adds details (`detail`).
     Errors, warnings and a command's own output are never dropped.
@@ -222,7 +223,8 @@ def run(
     """Run one command line; return its exit code. Never raises for user errors.
 
     A write to `stdout` or `stderr` that fails is exit 1 (see the module docstring).
-    `environ` (default: the process's) decides colour (`cli._terminal`).
+    `environ` (default: the process's, read here and nowhere else in the command line)
+    is the environment every command reads (`CommandIO.environ`).
     """
     io = CommandIO.checked(stdout, stderr, os.environ if environ is None else environ)
     try:

@@ -148,6 +148,7 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         otel_content=args.otel_content,
         record=args.record,
         overwrite=args.overwrite,
+        env=dict(io.environ),
     )
     options = BatchOptions(
         pipeline=args.pipeline,
@@ -161,7 +162,8 @@ def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:
         ray_address=args.ray_address,
         report=args.report,
         outputs=outputs,
-        cache=cache_settings(args),
+        cache=cache_settings(args, io.environ),
+        env=dict(io.environ),
         replay=args.replay,
     )
     progress = Progress(io.stderr, io.style(io.stderr), io.environ, quiet=io.verbosity < 0)

@@ -1,7 +1,8 @@
 """`converge-dsl cache stats|ls|show KEY|prune|clear`: look into and tidy the answer cache.
 
 Every action reads the cache folder `--cache-dir` gives (else
-`$CONVERGE_DSL_CACHE/answers`, else the user cache folder's; docs/cache.md) and
+`$CONVERGE_DSL_CACHE/answers` of the command's environment, else the user cache
+folder's; docs/cache.md) and
 prints text, or one JSON object under `--format json`. `ls` lists the
 entries, most recently used first (`--suggestor NAME` keeps one
 suggestor's); `show KEY` prints one entry (a unique prefix of its key is
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.models.answer_store import SqliteAnswerStore
     from converge_dsl.runtime import cache_folder
 
-    store = SqliteAnswerStore(cache_folder(args.cache_dir, os.environ))
+    store = SqliteAnswerStore(cache_folder(args.cache_dir, io.environ))
     try:
         return _ACTIONS[args.action](store, args, io)
     finally:

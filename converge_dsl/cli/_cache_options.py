@@ -4,7 +4,7 @@ cache settings they decide with the environment and a run configuration (docs/ca
 from __future__ import annotations
 
 import argparse
-import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,14 +47,15 @@ def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cache_settings(args: argparse.Namespace) -> CacheSettings:
-    """The run's (or batch's) answer cache settings: flag, environment, `--config`, default."""
+def cache_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> CacheSettings:
+    """The run's (or batch's) answer cache settings: flag, `environ` (the command's
+    environment, `CommandIO.environ`), `--config`, default."""
     from converge_dsl.runtime import cache_settings as decide
     from converge_dsl.runtime import read_run_config
 
-    config = None if args.config is None else read_run_config(args.config).cache
+    config = None if args.config is None else read_run_config(args.config, environ).cache
     return decide(
-        env=os.environ,  # the run's environment, as `RunOptions.env` reads it
+        env=environ,
         cache=args.cache,
         offline=args.offline,
         explain=args.explain_cache,
@@ -65,4 +66,4 @@ def cache_settings(args: argparse.Namespace) -> CacheSettings:
 
 def caching(args: argparse.Namespace, io: CommandIO) -> AnswerCaching | None:
     """The run's answer caching from the command line, the environment and `--config`."""
-    return cache_settings(args).caching(lambda line: io.stderr.write(line + "\n"))
+    return cache_settings(args, io.environ).caching(lambda line: io.stderr.write(line + "\n"))

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl import codes
@@ -96,9 +96,10 @@ def check_paths(
     *,
     roots: Sequence[Path] | None = None,
     only_pipelines: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> CheckedFiles:
-    """`check_pipeline` (with `roots`) on every file of `pipeline_files(paths,
-    only_pipelines=...)`; raises `UsageError` as it does."""
+    """`check_pipeline` (with `roots`, in the environment `env`) on every file of
+    `pipeline_files(paths, only_pipelines=...)`; raises `UsageError` as it does."""
     files = pipeline_files(paths, only_pipelines=only_pipelines)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
@@ -111,14 +112,14 @@ def check_paths(
             continue
         if is_evaluation(path) or is_run_config(path):
             diagnostics.extend(
-                _evaluation_diagnostics(path, roots)
+                _evaluation_diagnostics(path, roots, env)
                 if is_evaluation(path)
-                else _run_config_diagnostics(path)
+                else _run_config_diagnostics(path, env)
             )
             with contextlib.suppress(OSError):
                 sources[name] = path.read_bytes().decode("utf-8", errors="replace")
             continue
-        checked = check_pipeline(path, display=name, roots=roots)
+        checked = check_pipeline(path, display=name, roots=roots, env=env)
         diagnostics.extend(checked.diagnostics)
         if checked.document is not None:
             sources[name] = checked.document.text
@@ -128,23 +129,25 @@ def check_paths(
     return CheckedFiles(tuple(files), tuple(best_first(diagnostics)), sources)
 
 
-def _evaluation_diagnostics(path: Path, roots: Sequence[Path] | None) -> list[Diagnostic]:
+def _evaluation_diagnostics(
+    path: Path, roots: Sequence[Path] | None, env: Mapping[str, str] | None
+) -> list[Diagnostic]:
     """An evaluation file checked as `eval` reads it (schema, dataset, metrics, pipeline)."""
     from converge_dsl.pipetest import read_eval_file
 
     try:
-        read_eval_file(path, allow_roots=list(roots or ()))
+        read_eval_file(path, env=env, allow_roots=list(roots or ()))
     except PipelineInvalid as exc:
         return list(exc.diagnostics)
     return []
 
 
-def _run_config_diagnostics(path: Path) -> list[Diagnostic]:
+def _run_config_diagnostics(path: Path, env: Mapping[str, str] | None) -> list[Diagnostic]:
     """A run configuration checked as `run --config` reads it (schema, cache mode, folder)."""
     from converge_dsl.runtime import read_run_config
 
     try:
-        read_run_config(path)
+        read_run_config(path, env)
     except PipelineInvalid as exc:
         return list(exc.diagnostics)
     return []

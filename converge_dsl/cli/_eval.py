@@ -135,8 +135,6 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, CacheSettings]:
     """The evaluation's `EvalSettings` and cache settings from the command line
     (`UsageError` when they clash)."""
-    import os
-
     from converge_dsl.batch import BatchLimits, CaseBudget
     from converge_dsl.pipetest import EvalSettings, JudgeOptions, cassette_folders
     from converge_dsl.runtime import OtelOptions, cache_settings
@@ -166,7 +164,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         raise UsageError("--ray-address needs --executor ray")
     if args.otel_content and not args.otel:
         raise UsageError("--otel-content needs --otel", hint="add --otel")
-    env = dict(os.environ)
+    env = dict(io.environ)
     # Decided once and handed to the pipeline, so every executor's workers cache alike.
     cache = cache_settings(
         env=env, cache=args.cache, offline=args.offline, cache_dir=args.cache_dir
@@ -213,7 +211,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         raise UsageError(f"no such file: {args.file}", hint="give an evaluation file (*.eval.yaml)")
     baseline = _baseline(args.baseline) if args.baseline else None
     try:
-        evaluation = read_eval_file(path, allow_roots=args.allow_root)
+        evaluation = read_eval_file(path, env=io.environ, allow_roots=args.allow_root)
     except PipelineInvalid as exc:
         from converge_dsl.cli._render import render
 

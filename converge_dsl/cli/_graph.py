@@ -50,8 +50,9 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     graph = graph_pipeline(
         args.pipeline,
         inputs=parse_inputs(args),
-        roots=user_roots(args.allow_root),
+        roots=user_roots(args.allow_root, io.environ),
         on_fetch=io.note,
+        env=io.environ,
     )
     text = render(graph, args.graph_format)
     if args.output is None:

@@ -70,7 +70,7 @@ def _lock(args: argparse.Namespace, io: CommandIO) -> int:
         raise UsageError(f"no such pipeline file: {args.pipeline}")
     lock = lock_pipeline(
         args.pipeline,
-        cache=PackCache(args.cache),
+        cache=PackCache(args.cache, environ=io.environ),
         warn=warner(io),
         allow_downgrade=args.allow_downgrade,
         repin=args.repin,

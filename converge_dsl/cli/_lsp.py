@@ -42,5 +42,5 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             f"the language server needs the lsp extra ({exc.name} is not installed)",
             hint="pip install 'converge-dsl[lsp]'",
         ) from None
-    serve(explain)
+    serve(explain, io.environ)
     return EXIT_OK

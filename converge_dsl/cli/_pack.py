@@ -232,7 +232,7 @@ def _fetch(args: argparse.Namespace, io: CommandIO) -> int:
 
     if not args.pipeline.is_file():
         raise UsageError(f"no such pipeline file: {args.pipeline}")
-    cache = PackCache(args.cache)
+    cache = PackCache(args.cache, environ=io.environ)
     fetched: list[str] = []
     packs = load_locked_packs(args.pipeline, cache=cache, on_fetch=fetched.append)
     text = "".join(f"{line}\n" for line in fetched)
@@ -256,7 +256,9 @@ def _verify(args: argparse.Namespace, io: CommandIO) -> int:
 
     if not args.pipeline.is_file():
         raise UsageError(f"no such pipeline file: {args.pipeline}")
-    report = verify_pipeline(args.pipeline, cache=PackCache(args.cache), offline=args.offline)
+    report = verify_pipeline(
+        args.pipeline, cache=PackCache(args.cache, environ=io.environ), offline=args.offline
+    )
     if args.format == "json":
         emit(args, io, "", report.as_json())
     else:
@@ -276,7 +278,13 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
     if specifier is not None and parse_specifier(specifier) is None:
         raise UsageError(f"{specifier!r} is not a PEP 440 specifier")
     done = add_pack(
-        pipeline, name, specifier, repo=args.repo, cache=PackCache(args.cache), warn=warner(io)
+        pipeline,
+        name,
+        specifier,
+        repo=args.repo,
+        cache=PackCache(args.cache, environ=io.environ),
+        warn=warner(io),
+        environ=io.environ,
     )
     text = ""
     if done.repository_added is not None:

@@ -142,6 +142,7 @@ def _against(setting: str, limit: int, used: int) -> str:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl._files import user_roots
     from converge_dsl.agents import MAX_ASSUMED_CHARS, plan_pipeline
     from converge_dsl.validation import load_pipeline
 
@@ -156,9 +157,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
                 hint="a reply or tool result that large overflows any context window; "
                 f"{MAX_ASSUMED_CHARS:,} already forces an emergency compaction every turn",
             )
-    document = load_pipeline(args.pipeline)
+    roots = user_roots((), io.environ)
+    document = load_pipeline(args.pipeline, roots=roots, env=io.environ)
     planned = plan_pipeline(
         document,
+        roots=roots,
         inputs=parse_inputs(args),
         agent=args.agent,
         turns=args.turns,

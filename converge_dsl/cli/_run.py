@@ -407,6 +407,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
     return RunOptions(
         pipeline=args.pipeline,
         inputs=parse_inputs(args),
+        env=dict(io.environ),
         model_overrides=pairs(args.model, "--model"),
         checkpoint=args.checkpoint,
         resume=args.resume,

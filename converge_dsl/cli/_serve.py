@@ -199,6 +199,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         retention=Retention(args.keep_runs, args.retention_days, args.retention_interval),
         executor=Executor(args.executor, args.processes, args.ray_address),
         mcp=args.mcp,
+        env=dict(io.environ),
     )
     serve(options, lambda url: io.note(f"serving {len(files)} pipeline(s) on {url}"))
     return EXIT_OK

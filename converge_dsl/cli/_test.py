@@ -66,7 +66,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     paths = test_files(args.paths)
     for path in paths:
         try:
-            tests.append(read_test_file(path, allow_roots=args.allow_root))
+            tests.append(read_test_file(path, env=io.environ, allow_roots=args.allow_root))
         except PipelineInvalid as exc:
             invalid.extend(exc.diagnostics)
     if invalid:

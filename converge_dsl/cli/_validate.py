@@ -61,7 +61,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.cli._discovery import check_paths
 
     checked = check_paths(
-        args.paths, roots=user_roots(args.allow_root), only_pipelines=args.only_pipelines
+        args.paths,
+        roots=user_roots(args.allow_root, io.environ),
+        only_pipelines=args.only_pipelines,
+        env=io.environ,
     )
     for path in checked.files:
         io.detail(f"checked {path}")

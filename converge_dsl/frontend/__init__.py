@@ -16,7 +16,8 @@ Public surface:
   `check_document(doc, base_dir, checks=...)` -> `CheckedPipeline` for a loaded document
   (`checks` default: the front end's own `CHECKS`)
 - the check protocol: `Check` (`PipelineFacts -> Iterator[Diagnostic]`), `PipelineFacts`,
-  the front end's `CHECKS` (a tuple)
+  the front end's `CHECKS` (a tuple); `tool_servers(facts, roots)`, the one of them that
+  reads the allowed roots (`converge_dsl.validation` binds the user's)
 - suggestor kinds (docs/architecture.md §16): `SuggestorKind` (everything about one kind),
   `SuggestorSpec` (a suggestor, typed; `SpecHead`, the fields every kind's spec shares;
   `required(...)`, how a parser reads a field the schema requires; the front end's kinds'
@@ -149,7 +150,7 @@ else:
             ),
             "converge_dsl.frontend._semantic": ("CHECKS",),
             "converge_dsl.frontend._templates": ("expression_error", "template_problems"),
-            "converge_dsl.frontend._checks_tools": ("undeclared_host",),
+            "converge_dsl.frontend._checks_tools": ("tool_servers", "undeclared_host"),
             "converge_dsl.frontend._tool_specs": (
                 "EVERY_TOOL",
                 "HttpServerSpec",

@@ -9,7 +9,7 @@ model scripts, agents, packs) that `validate` and `run` use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,9 +151,11 @@ def check_pipeline(
     checks: Sequence[Check] | None = None,
     kinds: KindRegistry | None = None,
     text: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> CheckedPipeline:
     """Check the pipeline file at `path`; `display` names it in diagnostics. With `text`,
-    that is the file's text (an editor's, not yet saved).
+    that is the file's text (an editor's, not yet saved). `env` is the environment
+    whose size cap it is loaded under (`_loader.max_bytes`; default: the process's).
 
     While it is checked, the loaded document (and every object older) sits in the
     collector's permanent generation (`_collector.quiet_collector`): the checks
@@ -166,9 +168,9 @@ def check_pipeline(
 
     try:
         if text is None:
-            document = load_file(path, display=display)
+            document = load_file(path, display=display, env=env)
         else:
-            document = load_text(text.removeprefix("\ufeff"), display or str(path))
+            document = load_text(text.removeprefix("\ufeff"), display or str(path), env=env)
     except PipelineInvalid as exc:
         return CheckedPipeline(None, tuple(best_first(exc.diagnostics)))
     with quiet_collector():

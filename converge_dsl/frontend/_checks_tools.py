@@ -11,7 +11,7 @@ by the pack checks, which read the pack (`converge_dsl.packs._pack_tools`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from converge_dsl import codes
@@ -74,8 +74,11 @@ def undeclared_host(server: HttpServerSpec, source_map: SourceMap, hint: str) ->
     )
 
 
-def tool_servers(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Each declared server's host, working folder and environment make sense."""
+def tool_servers(facts: PipelineFacts, roots: Sequence[Path] | None = None) -> Iterator[Diagnostic]:
+    """Each declared server's host, working folder and environment make sense.
+
+    A working folder must lie in the pipeline's folder or one of `roots` (default:
+    those of `CONVERGE_DSL_ALLOW_ROOTS` in the process's environment)."""
     for server in facts.manifest.tools.values():
         if isinstance(server, HttpServerSpec):
             fix = f"add {server.host!r} to tools.{server.name}.hosts, or fix the url"
@@ -83,10 +86,12 @@ def tool_servers(facts: PipelineFacts) -> Iterator[Diagnostic]:
             if found is not None:
                 yield found
         elif isinstance(server, StdioServerSpec):
-            yield from _stdio(facts, server)
+            yield from _stdio(facts, server, user_roots() if roots is None else roots)
 
 
-def _stdio(facts: PipelineFacts, server: StdioServerSpec) -> Iterator[Diagnostic]:
+def _stdio(
+    facts: PipelineFacts, server: StdioServerSpec, roots: Sequence[Path]
+) -> Iterator[Diagnostic]:
     for name in sorted(set(server.env_pass) & set(server.env_set)):
         yield facts.error(
             codes.TOOL_ENV_TWICE,
@@ -100,7 +105,7 @@ def _stdio(facts: PipelineFacts, server: StdioServerSpec) -> Iterator[Diagnostic
     where = (*server.path, "cwd")
     try:
         folder = referenced_path(
-            server.cwd, facts.base_dir, user_roots(), field="working folder", read=False
+            server.cwd, facts.base_dir, roots, field="working folder", read=False
         )
     except ReferenceRefused as refused:
         yield facts.error(

@@ -71,13 +71,16 @@ def max_bytes(env: Mapping[str, str] | None = None) -> int:
     return int(raw)
 
 
-def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
+def load_file(
+    path: Path, *, display: str | None = None, env: Mapping[str, str] | None = None
+) -> LoadedDocument:
     """Read and strictly load one YAML file; raises `PipelineInvalid`.
 
-    `display` is the file name written into diagnostics (default: `path` as given).
+    `display` is the file name written into diagnostics (default: `path` as given);
+    `env` is the environment whose `CONVERGE_DSL_MAX_FILE_BYTES` caps it (`max_bytes`).
     """
     name = display if display is not None else str(path)
-    limit = max_bytes()
+    limit = max_bytes(env)
     try:
         size = path.stat().st_size
         if size > limit:
@@ -105,17 +108,24 @@ def load_file(path: Path, *, display: str | None = None) -> LoadedDocument:
             point(name, line, column),
             hint="save the file as UTF-8",
         ) from None
-    return load_text(text.removeprefix("\ufeff"), name)
+    return load_text(text.removeprefix("\ufeff"), name, env=env)
 
 
-def load_text(text: str, file: str, *, previous: LoadedDocument | None = None) -> LoadedDocument:
+def load_text(
+    text: str,
+    file: str,
+    *,
+    previous: LoadedDocument | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LoadedDocument:
     """Strictly load YAML text; `file` names it in diagnostics. Raises `PipelineInvalid`.
 
     `previous`, a document loaded before from another text of the same file (an
     editor's earlier text), lets the load re-use the entries whose text did not
     change (`_reload`); the result is the same document a load without it makes.
+    `env` is the environment whose `CONVERGE_DSL_MAX_FILE_BYTES` caps it (`max_bytes`).
     """
-    limit = max_bytes()
+    limit = max_bytes(env)
     if len(text) > limit:
         raise invalid(
             codes.TOO_LARGE,

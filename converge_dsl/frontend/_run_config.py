@@ -14,6 +14,7 @@ command-line flag wins over an environment variable, which wins over the file
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -49,9 +50,10 @@ class RunConfig:
     cache: CacheConfig = CacheConfig()
 
 
-def read_run_config(path: Path) -> RunConfig:
-    """Load and check the run configuration at `path` (see the module docstring)."""
-    document = load_file(path, display=display_name(path))
+def read_run_config(path: Path, env: Mapping[str, str] | None = None) -> RunConfig:
+    """Load and check the run configuration at `path` (see the module docstring), under
+    the file-size cap of the environment `env` (default: the process's)."""
+    document = load_file(path, display=display_name(path), env=env)
     data: Any = document.data
     cache = data.get("cache") if isinstance(data, dict) else None
     cache = cache if isinstance(cache, dict) else {}

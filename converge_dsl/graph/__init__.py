@@ -18,7 +18,7 @@ Public surface:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl._json_types import JsonObject
@@ -61,11 +61,13 @@ def graph_pipeline(
     inputs: JsonObject,
     roots: Sequence[Path] = (),
     on_fetch: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> PipelineGraph:
-    """The graph of the pipeline at `path` (see the module docstring)."""
+    """The graph of the pipeline at `path` (see the module docstring); `env` is the
+    environment its checks read (default: the process's)."""
     from ._compile import compile_for_graph
 
-    return graph_of(compile_for_graph(path, inputs=inputs, roots=roots, on_fetch=on_fetch))
+    return graph_of(compile_for_graph(path, inputs=inputs, roots=roots, on_fetch=on_fetch, env=env))
 
 
 __all__ = [

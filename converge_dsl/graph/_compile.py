@@ -10,7 +10,7 @@ connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl._json_types import JsonObject
@@ -48,13 +48,15 @@ def compile_for_graph(
     inputs: JsonObject,
     roots: Sequence[Path] = (),
     on_fetch: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> CompiledPipeline:
     """The compiled pipeline at `path`; raises `PipelineInvalid` (exit 2) with the
     diagnostics of `validate`, or `UsageError` for unknown or missing inputs.
-    `on_fetch` hears one line per pack fetched into the cache."""
+    `on_fetch` hears one line per pack fetched into the cache; `env` is the
+    environment the checks read (default: the process's)."""
     from converge_dsl.validation import load_pipeline
 
-    document = load_pipeline(path, roots=roots, fetch=True, on_fetch=on_fetch)
+    document = load_pipeline(path, roots=roots, fetch=True, on_fetch=on_fetch, env=env)
     settings = compile_settings(document, inputs=inputs)
     models = {name: OfflineModel(name) for name in settings.models}
     return compile_pipeline(

@@ -93,9 +93,11 @@ def analyse(
     *,
     facts: bool = True,
     previous: Analysis | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Analysis:
     """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
-    checks the file; without `facts`, the editor model is left for `with_facts`.
+    checks the file, in the environment `env` (default: the process's); without `facts`,
+    the editor model is left for `with_facts`.
 
     `previous`, an earlier analysis of the same file whose text loaded, lets the load
     re-read only the entry an edit lies in (`load_text`'s `previous`) and the checks
@@ -110,34 +112,40 @@ def analyse(
     (`bench/lsp.py`).
     """
     from converge_dsl.frontend import check_document, load_text
-    from converge_dsl.validation import CHECKS, KINDS
+    from converge_dsl.validation import KINDS, checks_in
 
     with quiet_collector():
         try:
             earlier = None if previous is None else previous.document
-            document = load_text(text.removeprefix("\ufeff"), display, previous=earlier)
+            document = load_text(text.removeprefix("\ufeff"), display, previous=earlier, env=env)
         except PipelineInvalid as exc:
             return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
         made = None if previous is None else previous.facts or previous.checked
-        checked = check_document(document, path.parent, checks=CHECKS, kinds=KINDS, previous=made)
+        checks = checks_in(env)
+        checked = check_document(document, path.parent, checks=checks, kinds=KINDS, previous=made)
         analysis = Analysis(path, text, document, None, checked.diagnostics, checked.facts)
         return with_facts(analysis) if facts else analysis
 
 
 def check_test(
-    path: Path, text: str, display: str, open_texts: Mapping[Path, str] | None = None
+    path: Path,
+    text: str,
+    display: str,
+    open_texts: Mapping[Path, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Diagnostic, ...]:
     """A test file's own findings (named `display`), as `converge-dsl test` reads the file
     before it runs it (`pipetest.read_test_file`: its schema, the files it names, the
     keys, inputs, models and invariants it names that its pipeline lacks). A pipeline's
     findings are its own analysis's. The pipeline is read from the editor's text when it
-    is among `open_texts` (resolved path -> text), else from disk, as the command does.
+    is among `open_texts` (resolved path -> text), else from disk, as the command does;
+    in the environment `env` (default: the process's).
     """
     from converge_dsl.errors import ConvergeError
     from converge_dsl.pipetest import read_test_file
 
     try:
-        read_test_file(path, text=text, display=display, pipelines=open_texts)
+        read_test_file(path, env=env, text=text, display=display, pipelines=open_texts)
     except PipelineInvalid as exc:
         return tuple(d for d in exc.diagnostics if d.file == display)
     except ConvergeError:  # not a file any more: nothing to show in it

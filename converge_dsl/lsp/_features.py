@@ -6,6 +6,7 @@ Each feature's handlers are registered here, from its own module.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidRequest
@@ -17,9 +18,14 @@ from converge_dsl.lsp._server import DEBOUNCE_S, Explain, PipelineServer, regist
 TRIGGERS = [".", "'", '"', "|", " ", "[", ",", "("]
 
 
-def build_server(explain: Explain | None = None, debounce: float = DEBOUNCE_S) -> PipelineServer:
-    """A server with every feature registered (not started)."""
-    server = PipelineServer(explain, debounce)
+def build_server(
+    explain: Explain | None = None,
+    debounce: float = DEBOUNCE_S,
+    environ: Mapping[str, str] | None = None,
+) -> PipelineServer:
+    """A server with every feature registered (not started), analysing in the environment
+    `environ` (default: the process's)."""
+    server = PipelineServer(explain, debounce, environ)
     register_sync(server)
     register(server)
     return server

@@ -85,7 +85,9 @@ class Subject:
         if fresh and self.kind == PIPELINE and (latest is None or latest.text != self.text):
             if latest is not None and latest.facts is None and latest.document is not None:
                 state.keep_good(with_facts(latest))  # the last text's model, not made yet
-            state.remember(analyse(self.path, self.text, state.display(self.path)))
+            state.remember(
+                analyse(self.path, self.text, state.display(self.path), env=self.server.environ)
+            )
         elif (
             latest is not None
             and latest.facts is None
@@ -106,7 +108,11 @@ class Subject:
             found = state.model(pipeline)
             if found is None:
                 text = state.text(pipeline)
-                found = analyse(pipeline, text, state.display(pipeline)) if text else None
+                found = (
+                    analyse(pipeline, text, state.display(pipeline), env=self.server.environ)
+                    if text
+                    else None
+                )
                 if found is not None:
                     state.remember(found)
             if found is not None and (found.facts is not None or self.kind == PIPELINE):

@@ -65,10 +65,17 @@ _UNSEEN = object()
 class PipelineServer(LanguageServer):
     """pygls's server plus the converge-dsl workspace and the analysis scheduler."""
 
-    def __init__(self, explain: Explain | None = None, debounce: float = DEBOUNCE_S) -> None:
+    def __init__(
+        self,
+        explain: Explain | None = None,
+        debounce: float = DEBOUNCE_S,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__("converge-dsl", __version__)
         self.explain: Explain = explain or (lambda code: None)
         self.debounce = debounce
+        # The environment every analysis reads (None: the process's).
+        self.environ = environ
         self.state = Workspace(Path.cwd().resolve())
         self._pending: dict[Path, asyncio.Task[None]] = {}
         self._waiting: set[Path] = set()  # whose pending check still waits for the pause
@@ -192,7 +199,7 @@ class PipelineServer(LanguageServer):
         loop = asyncio.get_running_loop()
         try:
             found = await loop.run_in_executor(
-                self._worker, check_test, path, text, display, open_texts
+                self._worker, check_test, path, text, display, open_texts, self.environ
             )
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
@@ -227,7 +234,15 @@ class PipelineServer(LanguageServer):
         try:
             analysis = await loop.run_in_executor(
                 self._worker,
-                functools.partial(analyse, path, text, display, facts=False, previous=previous),
+                functools.partial(
+                    analyse,
+                    path,
+                    text,
+                    display,
+                    facts=False,
+                    previous=previous,
+                    env=self.environ,
+                ),
             )
             if self.state.text(path) != text:
                 return  # a newer text is scheduled; it publishes

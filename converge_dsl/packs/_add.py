@@ -152,8 +152,12 @@ def add_pack(
     cache: PackCache | None = None,
     client: httpx.Client | None = None,
     warn: Callable[[str], object] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Added:
-    """Add the requirement (and the repository) to `pipeline` and re-lock it (module docstring)."""
+    """Add the requirement (and the repository) to `pipeline` and re-lock it (module docstring).
+
+    `environ` is the environment the re-lock starts tool servers in and reads the pack
+    cache's folder from (default: the process's)."""
     from packaging.specifiers import SpecifierSet
 
     from converge_dsl.packs._resolve import resolve
@@ -180,7 +184,13 @@ def add_pack(
         specifier = default_specifier(found[name].entry.version)
     _write(pipeline, bom + add_pack_requirement(text, name, specifier).encode("utf-8"))
     try:
-        lock = lock_pipeline(pipeline, cache=cache or PackCache(), client=client, warn=warn)
+        lock = lock_pipeline(
+            pipeline,
+            cache=cache or PackCache(environ=environ),
+            client=client,
+            warn=warn,
+            environ=environ,
+        )
     except BaseException:
         _write(pipeline, original)
         raise

@@ -2,7 +2,8 @@
 
 Layout under the cache root (default: the platform user cache folder,
 `platformdirs.user_cache_path("converge-dsl") / "packs"`, overridable with the
-environment variable `CONVERGE_DSL_CACHE` or the `root` argument):
+variable `CONVERGE_DSL_CACHE` of the environment given (`environ`, default: the
+process's) or the `root` argument):
 
     archives/<sha256>.tar.gz     exactly the bytes whose digest is the name
     unpacked/<sha256>/           the pack folder, written once, atomically
@@ -46,8 +47,10 @@ CACHE_ENV = "CONVERGE_DSL_CACHE"
 _PROVEN: set[tuple[str, str]] = set()
 
 
-def default_cache_root() -> Path:
-    override = os.environ.get(CACHE_ENV)
+def default_cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """The cache root `CONVERGE_DSL_CACHE` of `environ` (default: the process's) names,
+    else the user cache folder's."""
+    override = (os.environ if environ is None else environ).get(CACHE_ENV)
     if override:
         return Path(override)
     import platformdirs
@@ -58,8 +61,10 @@ def default_cache_root() -> Path:
 class PackCache:
     """Content-addressed archives and unpacked packs (see the module docstring)."""
 
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = root if root is not None else default_cache_root()
+    def __init__(
+        self, root: Path | None = None, *, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.root = root if root is not None else default_cache_root(environ)
         self.repaired: list[str] = []  # "NAME VERSION" of packs whose folder did not match
         self.fetched: list[LockedPack] = []  # archives downloaded from their repository
 

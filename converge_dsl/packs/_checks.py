@@ -365,22 +365,30 @@ def _pipeline_path(facts: PipelineFacts) -> Path | None:
     return facts.base_dir / Path(facts.document.file).name
 
 
-def check_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Lock and pack-suggestor checks (CD5xx), from the cache only.
+def check_packs(facts: PipelineFacts, cache: PackCache | None = None) -> Iterator[Diagnostic]:
+    """Lock and pack-suggestor checks (CD5xx), from the cache only (`cache`, default:
+    the process environment's `PackCache()`).
 
     Nothing for a pipeline without packs; never touches the network, never
     writes the cache.
     """
     if _uses_packs(facts):
         yield from check_pipeline_packs(
-            facts.document, pipeline=_pipeline_path(facts), manifest=facts.manifest, facts=facts
+            facts.document,
+            pipeline=_pipeline_path(facts),
+            cache=cache,
+            manifest=facts.manifest,
+            facts=facts,
         )
 
 
-def fetching_pack_check(on_fetch: Callable[[str], object] | None = None) -> Check:
+def fetching_pack_check(
+    on_fetch: Callable[[str], object] | None = None, cache: PackCache | None = None
+) -> Check:
     """`check_packs` for `run`: locked packs the cache lacks are fetched and verified first.
 
-    `on_fetch` hears one line per pack actually downloaded (none for a warm cache).
+    `on_fetch` hears one line per pack actually downloaded (none for a warm cache);
+    `cache` is the pack cache (default: the process environment's `PackCache()`).
     """
 
     def check_and_fetch_packs(facts: PipelineFacts) -> Iterator[Diagnostic]:
@@ -388,6 +396,7 @@ def fetching_pack_check(on_fetch: Callable[[str], object] | None = None) -> Chec
             yield from check_pipeline_packs(
                 facts.document,
                 pipeline=_pipeline_path(facts),
+                cache=cache,
                 fetch=True,
                 on_fetch=on_fetch,
                 manifest=facts.manifest,

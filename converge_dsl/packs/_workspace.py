@@ -378,10 +378,13 @@ _READ: dict[str, tuple[bytes | None, object, dict[str, PackServer]]] = {}
 _KEEP = 8
 
 
-def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str, PackServer]:
+def trusted_pack_servers(
+    pipeline: Path, manifest: PipelineManifest, *, environ: Mapping[str, str] | None = None
+) -> dict[str, PackServer]:
     """The trusted servers of the pipeline's locked packs ({} without `trust:`), each with
     its pack's pin in the lock; read once per lock file (a batch's runs share them). A
-    pack the cache lacks is fetched."""
+    pack the cache lacks is fetched (into the pack cache of `environ`, default: the
+    process's environment)."""
     if not manifest.trust:
         return {}
     lock = lock_bytes(pipeline)
@@ -389,7 +392,7 @@ def trusted_pack_servers(pipeline: Path, manifest: PipelineManifest) -> dict[str
     kept = _READ.get(str(pipeline))
     if kept is not None and kept[0] == lock and kept[1] == trust:
         return kept[2]
-    packs = load_locked_packs(pipeline, manifest)
+    packs = load_locked_packs(pipeline, manifest, cache=PackCache(environ=environ))
     pinned = read_lock(pipeline)
     pins = {
         name: {"version": locked.version, "sha256": locked.sha256}

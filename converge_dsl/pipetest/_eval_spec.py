@@ -155,12 +155,13 @@ def read_eval_file(
     """Load, validate and check the evaluation file at `path`, its dataset and pipeline.
 
     Raises `PipelineInvalid` with every located problem (of the evaluation file,
-    its dataset, or the pipeline it names).
+    its dataset, or the pipeline it names). `env` is the environment the files are
+    read and the pipeline loaded in (default: the process's).
     """
     from converge_dsl.frontend import load_file, schema_diagnostics
 
     display = display_name(path)
-    document = load_file(path, display=display)
+    document = load_file(path, display=display, env=env)
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))

@@ -114,15 +114,16 @@ def read_test_file(
     `pipelines`, the texts an editor holds of files by their resolved path: a
     pipeline the test names that is among them is read from that text.
     Raises `PipelineInvalid` with every located problem of the test file (or
-    of a pipeline it names), `UsageError` when `path` is not a file.
+    of a pipeline it names), `UsageError` when `path` is not a file. `env` is the
+    environment the files are read and the pipelines loaded in (default: the process's).
     """
     from converge_dsl.frontend import load_file, load_text, schema_diagnostics
 
     display = display or display_name(path)
     document = (
-        load_file(path, display=display)
+        load_file(path, display=display, env=env)
         if text is None
-        else load_text(text.removeprefix("\ufeff"), display)
+        else load_text(text.removeprefix("\ufeff"), display, env=env)
     )
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:

@@ -254,7 +254,7 @@ def _tools(
     from converge_dsl.tools.caching import caching_tools
 
     pipeline = settings.base_dir / Path(manifest.file).name
-    packed = trusted_pack_servers(pipeline, manifest)  # only the servers `trust:` lists
+    packed = trusted_pack_servers(pipeline, manifest, environ=plan.environ)  # `trust:` only
     if not manifest.tools and not packed:
         return None
     relock = lock_hint(Path(manifest.file))

@@ -18,7 +18,7 @@ verifies it first and takes its inputs when none are given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,9 +47,12 @@ def load_document(
     roots: Sequence[Path] | None = None,
     on_warning: Callable[[Diagnostic], object] | None = None,
     text: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
 ) -> LoadedDocument:
     """Load and validate (the same diagnostics as `validate`); raises `PipelineInvalid`.
-    With `text`, that is the file's text (an editor's, not yet saved).
+    With `text`, that is the file's text (an editor's, not yet saved); `env`, the
+    environment the checks read (default: the process's).
 
     Locked packs the cache lacks are fetched first; `on_fetch` hears one line for each.
     Files the pipeline names must lie in its folder or one of `roots`. `on_warning`
@@ -60,7 +63,13 @@ def load_document(
     if text is None and not path.exists():  # a FIFO or device too: refused (CD930)
         raise UsageError(f"no such pipeline file: {path}")
     return validation.load_pipeline(
-        path, fetch=True, on_fetch=on_fetch, roots=roots, on_warning=on_warning, text=text
+        path,
+        fetch=True,
+        on_fetch=on_fetch,
+        roots=roots,
+        on_warning=on_warning,
+        text=text,
+        env=env,
     )
 
 
@@ -75,7 +84,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
     otel = OtelSink.start(options.otel, options.env, options.clock, _replayed(options))
     try:
         document = load_document(
-            options.pipeline, options.on_fetch, options.roots, options.on_warning
+            options.pipeline, options.on_fetch, options.roots, options.on_warning, env=options.env
         )
         if options.freeze_compiled:
             freeze_alive()  # see `RunOptions.freeze_compiled`

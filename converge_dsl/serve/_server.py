@@ -20,7 +20,7 @@ import contextlib
 import ipaddress
 import socket
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """What `converge-dsl serve` was asked for."""
+    """What `converge-dsl serve` was asked for; `env` is the environment its pipelines
+    are loaded and run in (their models' keys, their checks; default: the process's)."""
 
     pipelines: Sequence[Path]
     host: str = "127.0.0.1"
@@ -58,6 +59,7 @@ class ServeOptions:
     retention: Retention = field(default_factory=Retention)
     executor: Executor = field(default_factory=Executor)
     mcp: bool = False
+    env: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def prepare(options: ServeOptions) -> Prepared:
         try:
             # Never the answer cache, whatever the environment says (docs/cache.md): a
             # server's stored answer to a sampled request would be served to everyone.
-            pipeline = load(path, cache=CacheSettings(mode="off"))
+            pipeline = load(path, env=options.env, cache=CacheSettings(mode="off"))
             pipeline.key_schemas  # noqa: B018 (compiled now: a bad schema stops the start)
         except PipelineInvalid as exc:  # every file is checked: all their problems at once
             invalid.extend(exc.diagnostics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,25 @@ async def test_an_edit_while_the_model_is_made_keeps_it_as_the_last_good(
     assert good.facts is not None
     assert server.state.model(path.resolve()) is good
     assert len(published) == 2  # the first text's diagnostics, then the broken one's
+
+
+@pytest.mark.parametrize(
+    ("environ", "codes"), [(None, []), ({"CONVERGE_DSL_MAX_FILE_BYTES": "10"}, ["CD011"])]
+)
+async def test_the_analyses_read_the_environment_the_server_was_given(
+    monkeypatch: pytest.MonkeyPatch,
+    environ: dict[str, str] | None,
+    codes: list[str],
+) -> None:
+    monkeypatch.delenv("CONVERGE_DSL_MAX_FILE_BYTES", raising=False)
+    server = build_server(debounce=0, environ=environ)
+    published: list[Any] = []
+    monkeypatch.setattr(server, "text_document_publish_diagnostics", published.append)
+    pipeline = DATA / "typed.yaml"  # valid, and over 10 bytes
+    try:
+        server.opened(pipeline.as_uri(), pipeline.read_text(encoding="utf-8"), 1)
+        await asyncio.wait_for(server.settle(), 30)
+    finally:
+        server._worker.shutdown(wait=True)
+    (params,) = published
+    assert [item.code for item in params.diagnostics if item.severity == 1] == codes

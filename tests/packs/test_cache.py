@@ -169,3 +169,14 @@ def test_a_cached_archive_that_no_longer_unpacks_is_dropped(
 def _cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     return run(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+def test_the_cache_root_is_the_given_environments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cache_module.CACHE_ENV, str(tmp_path / "process"))
+    handed = {cache_module.CACHE_ENV: str(tmp_path / "handed")}
+    assert PackCache(environ=handed).root == tmp_path / "handed"
+    assert PackCache(tmp_path / "given", environ=handed).root == tmp_path / "given"
+    assert PackCache().root == tmp_path / "process"  # no environment given: the process's
+    assert PackCache(environ={}).root.name == "packs"  # the user cache folder's
