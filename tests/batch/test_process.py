@@ -1,13 +1,18 @@
-"""The `process` executor: workers started before the pipeline loads, the pipeline sent
-with the chunks and unpickled once per worker, no worker left by a pipeline that fails."""
+"""The `process` executor: workers forked from a fork server that imported their modules
+while the pipeline loaded (or spawned before it loads), with the batch's environment; the
+pipeline sent with the chunks and unpickled once per worker, no worker left by a pipeline
+that fails."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import subprocess
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +22,30 @@ from converge_dsl.batch._outputs import CaseOutputs
 from converge_dsl.errors import ConvergeError
 
 from .conftest import ECHO
+
+FORKING = _process._context().get_start_method() == "forkserver"
+
+
+def _plan(workers: int = 1, context: Any = None) -> _process._Plan:
+    """A pool plan for the echo pipeline, its workers set up as a batch's are."""
+    start_args = (None, None, CaseOutputs(), os.getpid(), dict(os.environ))
+    return _process._Plan(ECHO, workers, context or _process._context(), start_args)
+
+
+_IMPORTED: list[str] = []
+
+
+def _note_imported() -> None:
+    """A pool initializer: note which of the worker modules this process has already."""
+    _IMPORTED.extend(name for name in _process.WORKER_MODULES if name in sys.modules)
+
+
+def _imported() -> list[str]:
+    return _IMPORTED
+
+
+def _variable(name: str) -> str | None:
+    return os.environ.get(name)
 
 
 def test_a_worker_unpickles_the_pipeline_its_chunks_carry_once(
@@ -83,3 +112,55 @@ def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
         "converge_dsl.frontend._run_config",
         "converge_dsl.runtime._report_html",
     }.isdisjoint(modules)
+
+
+@pytest.mark.skipif(not FORKING, reason="the system has no fork server")
+def test_a_worker_is_forked_with_its_modules_imported_already() -> None:
+    with ProcessPoolExecutor(
+        1, mp_context=_process._context(), initializer=_note_imported
+    ) as executor:
+        imported = executor.submit(_imported).result(timeout=60)
+    assert imported == list(_process.WORKER_MODULES)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+@pytest.mark.skipif(not FORKING, reason="the system has no fork server")
+def test_the_workers_parent_is_the_fork_server_importing_their_modules() -> None:
+    executor = _plan(workers=2).start()
+    try:
+        parents = {executor.submit(os.getppid).result(timeout=60) for _ in range(4)}
+    finally:
+        executor.shutdown(wait=True)
+    assert os.getpid() not in parents
+    for parent in parents:
+        command = Path(f"/proc/{parent}/cmdline").read_bytes().decode()
+        assert "multiprocessing.forkserver" in command
+        assert all(repr(name) in command for name in _process.WORKER_MODULES)
+
+
+def test_a_worker_has_the_environment_of_the_batch_that_started_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONVERGE_DSL_TEST_GONE", "set before the fork server started")
+    _plan().start().shutdown(wait=True)  # a fork server (if any) runs from now on
+    monkeypatch.setenv("CONVERGE_DSL_TEST_MARK", "set after the fork server started")
+    monkeypatch.delenv("CONVERGE_DSL_TEST_GONE")
+    executor = _plan().start()
+    try:
+        mark = executor.submit(_variable, "CONVERGE_DSL_TEST_MARK").result(timeout=60)
+        gone = executor.submit(_variable, "CONVERGE_DSL_TEST_GONE").result(timeout=60)
+    finally:
+        executor.shutdown(wait=True)
+    assert (mark, gone) == ("set after the fork server started", None)
+
+
+def test_without_a_fork_server_the_workers_are_spawned_and_run_the_cases(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert _process._context().get_start_method() == "spawn"
+    options = BatchOptions(pipeline=ECHO, cases=ECHO, out=tmp_path / "unused", executor="process")
+    cases = [Case(i, f"c{i}", {"word": word}) for i, word in enumerate(["tea", "cup", "pot"])]
+    results = sorted(run_cases(options, cases), key=lambda r: r.index)
+    assert [(r.id, r.stop_reason) for r in results] == [(c.id, "converged") for c in cases]
+    assert multiprocessing.active_children() == []
