@@ -19,7 +19,7 @@
   time.
 - The start-up of the `process` workers: with a fork server (Linux, macOS),
   the CPU time of a fresh Python process importing what the server imports
-  (`_process.WORKER_MODULES`), once for all workers, then that of a process
+  (`_process.worker_modules()`), once for all workers, then that of a process
   forked from it doing what a worker does (`set_up_worker`, unpickling the
   pipeline the parent sends, and its first case); with `spawn`, that of a
   fresh process doing all of it. The best of five, and per worker (the
@@ -150,7 +150,7 @@ import importlib, os, sys, time
 from pathlib import Path
 started = time.process_time()
 from converge_dsl.batch import _process
-for module in _process.WORKER_MODULES:
+for module in _process.worker_modules():
     importlib.import_module(module)
 shared = time.process_time() - started
 read, write = os.pipe()

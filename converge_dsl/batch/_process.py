@@ -4,13 +4,13 @@ For CPU-bound pipelines (solvers, large rule sets): `workers` processes run
 the cases. Where the system has one (Linux, macOS), they are forked from
 multiprocessing's fork server: a fresh process (nothing of the batch's threads
 or loops is in it) that the batch starts first and that imports
-`WORKER_MODULES` once, while the batch loads and checks the pipeline, so no
+`worker_modules()` once, while the batch loads and checks the pipeline, so no
 worker imports them again (on two cores the server's imports and the batch's
 load run side by side; one import for all the workers instead of one each:
 `bench/batch.py`, worker start-up). The server lives as long as the process
 that started it, so a later batch of that process starts its workers at once.
 Elsewhere the workers are started with `spawn` right away and import
-`WORKER_MODULES` themselves while the pipeline loads. Each is set up for the
+`worker_modules()` themselves while the pipeline loads. Each is set up for the
 batch by `set_up_worker` (the one function that readies a worker: one event
 loop, the batch's meter and outputs) and takes the pipeline the parent loaded
 (a `Pipeline` pickles as its checked document with the locked packs its
@@ -76,14 +76,32 @@ MAX_STRIKES = 2
 # How often a worker checks that the batch that started it is still alive (when it was
 # not started by multiprocessing, so has no pipe from the batch to watch).
 WATCH_S = 0.5
-# What a worker needs before its pipeline arrives: the module that runs its cases, the
-# loaded pipeline and the run assembly every run goes through (each imports the rest).
-# The fork server imports them once for every worker; a spawned worker imports them
-# while the batch loads the pipeline. What only some pipelines use (a suggestor kind's
-# compiler, a model adapter) is imported by the first case that needs it.
-WORKER_MODULES = (__name__, f"{__package__}._pipeline", "converge_dsl.runtime._assembly")
 _PR_SET_PDEATHSIG = 1
 _SIGKILL = 9
+
+
+def worker_modules() -> tuple[str, ...]:
+    """What a worker needs before its pipeline arrives: the modules that run its cases
+    (this one, the loaded pipeline, the outputs it is set up with) and the run assembly
+    every run goes through, then the compile builders of the front end's own suggestor
+    kinds (seed, rule, llm, tool) and the model factory (each imports the rest).
+
+    The fork server imports them once for every worker; a spawned worker imports them
+    while the batch loads the pipeline. A domain package's kind (agent, pack) is imported
+    by the first case that uses it.
+    """
+    from converge_dsl.frontend import KINDS
+
+    builders = (KINDS.kind(name).build for name in KINDS.names)
+    modules = (
+        __name__,
+        f"{__package__}._pipeline",
+        f"{__package__}._outputs",
+        "converge_dsl.runtime._assembly",
+        *(b.partition(":")[0] if isinstance(b, str) else b.__module__ for b in builders),
+        "converge_dsl.models.factory",
+    )
+    return tuple(dict.fromkeys(modules))
 
 
 def _die_with_parent(parent: int) -> None:
@@ -146,7 +164,7 @@ def set_up_worker(
     if environ is not None and environ != os.environ:
         os.environ.clear()
         os.environ.update(environ)
-    for module in WORKER_MODULES:  # forked from the fork server: imported there already
+    for module in worker_modules():  # forked from the fork server: imported there already
         importlib.import_module(module)
     from ._schedule import make_meter
 
@@ -205,7 +223,7 @@ def run_in_processes(
     if todo and forking:
         from multiprocessing import forkserver
 
-        # Started now, it imports `WORKER_MODULES` while the pipeline loads; a pool started
+        # Started now, it imports `worker_modules()` while the pipeline loads; a pool started
         # before they are imported would wait for them (the server forks only after).
         forkserver.ensure_running()
     try:
@@ -223,12 +241,12 @@ def run_in_processes(
 
 
 def _context() -> Any:
-    """The fork server's context, importing `WORKER_MODULES`, where the system has one;
+    """The fork server's context, importing `worker_modules()`, where the system has one;
     else `spawn` (see the module docstring)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(WORKER_MODULES))
+    context.set_forkserver_preload(list(worker_modules()))
     return context
 
 

@@ -37,7 +37,7 @@ _IMPORTED: list[str] = []
 
 def _note_imported() -> None:
     """A pool initializer: note which of the worker modules this process has already."""
-    _IMPORTED.extend(name for name in _process.WORKER_MODULES if name in sys.modules)
+    _IMPORTED.extend(name for name in _process.worker_modules() if name in sys.modules)
 
 
 def _imported() -> list[str]:
@@ -120,7 +120,7 @@ def test_a_worker_is_forked_with_its_modules_imported_already() -> None:
         1, mp_context=_process._context(), initializer=_note_imported
     ) as executor:
         imported = executor.submit(_imported).result(timeout=60)
-    assert imported == list(_process.WORKER_MODULES)
+    assert imported == list(_process.worker_modules())
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
@@ -135,7 +135,7 @@ def test_the_workers_parent_is_the_fork_server_importing_their_modules() -> None
     for parent in parents:
         command = Path(f"/proc/{parent}/cmdline").read_bytes().decode()
         assert "multiprocessing.forkserver" in command
-        assert all(repr(name) in command for name in _process.WORKER_MODULES)
+        assert all(repr(name) in command for name in _process.worker_modules())
 
 
 def test_a_worker_has_the_environment_of_the_batch_that_started_it(
