@@ -144,8 +144,23 @@ def _measured(
     return run / measured["seconds"], run / measured["wall"], measured["cpu"] / run
 
 
+# After its first case, a worker's CPU per case in chunks like the batch's (best of 5 x 4).
+_PER_CASE = """\
+def _per_case(_process, Case):
+    import time
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        for _ in range(4):
+            done = _process._run([Case(i, i, {}) for i in range(_process.CHUNK)])
+            assert all(r.stop_reason == "converged" for r in done)
+        best = min(best, (time.process_time() - started) / (4 * _process.CHUNK))
+    return best
+"""
 # A fresh process importing what the fork server imports, then a worker forked from it.
-_FORKED_WORKER = """\
+_FORKED_WORKER = (
+    _PER_CASE
+    + """\
 import importlib, os, sys, time
 from pathlib import Path
 started = time.process_time()
@@ -162,13 +177,16 @@ if child == 0:
     _process.set_up_worker(None, None, CaseOutputs(), os.getppid())
     done = _process._run([Case(0, 0, {})], Path(sys.argv[1]).read_bytes())
     spent = time.process_time() - started if done[0].stop_reason == "converged" else -1.0
-    os.write(write, repr(spent).encode())
+    os.write(write, f"{spent} {_per_case(_process, Case)}".encode())
     os._exit(0)
 os.waitpid(child, 0)
-print(shared, float(os.read(read, 64)))
+print(shared, os.read(read, 64).decode())
 """
+)
 # A fresh process doing all that a spawned worker does.
-_SPAWNED_WORKER = """\
+_SPAWNED_WORKER = (
+    _PER_CASE
+    + """\
 import os, sys, time
 from pathlib import Path
 started = time.process_time()
@@ -177,14 +195,15 @@ from converge_dsl.batch._outputs import CaseOutputs
 _process.set_up_worker(None, None, CaseOutputs(), os.getppid())
 done = _process._run([Case(0, 0, {})], Path(sys.argv[1]).read_bytes())
 assert done[0].stop_reason == "converged", done[0].stop_reason
-print(0.0, time.process_time() - started)
+print(0.0, time.process_time() - started, _per_case(_process, Case))
 """
+)
 
 
-def _worker_start_up(folder: Path, repeats: int = 5) -> tuple[float, float]:
+def _worker_start_up(folder: Path, repeats: int = 5) -> tuple[float, float, float]:
     """CPU seconds the `process` workers spend before their first case is finished: what
-    the fork server imports once (0 with `spawn`), then each worker to its first case
-    (the best of `repeats` fresh processes)."""
+    the fork server imports once (0 with `spawn`), then each worker to its first case;
+    and a worker's CPU seconds per case after it (the best of `repeats` fresh processes)."""
     import pickle
 
     from converge_dsl.batch import _process, load
@@ -192,7 +211,7 @@ def _worker_start_up(folder: Path, repeats: int = 5) -> tuple[float, float]:
     forking = _process._context().get_start_method() == "forkserver"
     pickled = folder / "pipeline.pickle"
     pickled.write_bytes(pickle.dumps(load(PIPELINE), pickle.HIGHEST_PROTOCOL))
-    shared, each = float("inf"), float("inf")
+    shared, each, per_case = float("inf"), float("inf"), float("inf")
     for _ in range(repeats):
         done = subprocess.run(
             [sys.executable, "-c", _FORKED_WORKER if forking else _SPAWNED_WORKER, str(pickled)],
@@ -201,11 +220,11 @@ def _worker_start_up(folder: Path, repeats: int = 5) -> tuple[float, float]:
             check=True,
             timeout=120,
         )
-        server, worker = (float(x) for x in done.stdout.split()[-2:])
+        server, worker, case = (float(x) for x in done.stdout.split()[-3:])
         if worker < 0:
             raise SystemExit("the worker's first case did not converge")
-        shared, each = min(shared, server), min(each, worker)
-    return shared, each
+        shared, each, per_case = min(shared, server), min(each, worker), min(per_case, case)
+    return shared, each, per_case
 
 
 def _speed_up(folder: Path, count: int) -> float:
@@ -290,7 +309,7 @@ def main() -> None:
                     f"CPU {whose} {cpu * 1e6:.0f} us  ({load_average()})",
                     flush=True,
                 )
-        shared, each = _worker_start_up(folder)
+        shared, each, worker_case = _worker_start_up(folder)
         workers = os.cpu_count() or 1
         per_worker, local_case = shared / workers + each, cpus["local"]
         server = f"{shared * 1e3:.0f} ms once (fork server), then " if shared else ""
@@ -298,7 +317,8 @@ def main() -> None:
             f"process worker start-up CPU (to its first case): {server}"
             f"{each * 1e3:.0f} ms each; per worker of {workers}: "
             f"{per_worker * 1e3:.0f} ms, {per_worker / local_case:.0f} cases of local at "
-            f"{local_case * 1e6:.0f} us each  ({load_average()})",
+            f"{local_case * 1e6:.0f} us each; then a worker's CPU per case "
+            f"{worker_case * 1e6:.0f} us  ({load_average()})",
             flush=True,
         )
         speed_up = _speed_up(folder, args.processes)
