@@ -221,11 +221,7 @@ def run_in_processes(
     forking = context.get_start_method() == "forkserver"
     executor = plan.start() if todo and not forking else None
     if todo and forking:
-        from multiprocessing import forkserver
-
-        # Started now, it imports `worker_modules()` while the pipeline loads; a pool started
-        # before they are imported would wait for them (the server forks only after).
-        forkserver.ensure_running()
+        start_fork_server()  # a pool started now would wait for its imports: after the load
     try:
         pipeline = load(
             options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
@@ -238,6 +234,16 @@ def run_in_processes(
             executor.shutdown(wait=True, cancel_futures=True)
         raise
     return _results(plan, todo, pickled, executor)
+
+
+def start_fork_server() -> None:
+    """Start the fork server now (where the system has one), so that it imports
+    `worker_modules()` while the batch reads its cases and loads its pipeline (started
+    already: nothing)."""
+    if _context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _context() -> Any:

@@ -21,7 +21,7 @@ from converge_dsl.batch import BatchOptions, Case, _process, run_cases
 from converge_dsl.batch._outputs import CaseOutputs
 from converge_dsl.errors import ConvergeError
 
-from .conftest import ECHO
+from .conftest import ECHO, write_cases
 
 FORKING = _process._context().get_start_method() == "forkserver"
 
@@ -164,3 +164,20 @@ def test_without_a_fork_server_the_workers_are_spawned_and_run_the_cases(
     results = sorted(run_cases(options, cases), key=lambda r: r.index)
     assert [(r.id, r.stop_reason) for r in results] == [(c.id, "converged") for c in cases]
     assert multiprocessing.active_children() == []
+
+
+def test_a_process_batch_starts_the_fork_server_before_it_reads_its_cases(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from converge_dsl.batch import _run
+
+    order: list[str] = []
+    monkeypatch.setattr(_process, "start_fork_server", lambda: order.append("fork server"))
+    read_cases = _run.read_cases
+    monkeypatch.setattr(_run, "read_cases", lambda path: order.append("cases") or read_cases(path))
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": "tea"}])
+    out = tmp_path / "out.jsonl"
+    options = BatchOptions(pipeline=ECHO, cases=cases, out=out, executor="process")
+    summary = _run.run_batch(options)
+    assert (summary.run, summary.failed) == (1, 0)
+    assert order[:2] == ["fork server", "cases"]
