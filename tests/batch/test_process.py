@@ -83,9 +83,9 @@ def test_a_pipeline_that_does_not_load_leaves_no_worker_running(tmp_path: Path) 
     assert multiprocessing.active_children() == []
 
 
-def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
-    tmp_path: Path,
-) -> None:
+def _modules_of_a_worker(tmp_path: Path) -> set[str]:
+    """The modules of a fresh process once it has done what a worker of a batch of the
+    echo pipeline (a scripted model, the cache off) does up to its first case's end."""
     pickled = tmp_path / "pipeline.pickle"
     pickled.write_bytes(pickle.dumps(converge_dsl.load(ECHO)))
     code = (
@@ -107,11 +107,28 @@ def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
     )
     modules = set(ran.stdout.split())
     assert "converge_dsl.runtime._assembly" in modules  # the case did run here
+    return modules
+
+
+def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
+    tmp_path: Path,
+) -> None:
     assert {
         "converge_dsl.models.answer_store",
         "converge_dsl.frontend._run_config",
         "converge_dsl.runtime._report_html",
-    }.isdisjoint(modules)
+    }.isdisjoint(_modules_of_a_worker(tmp_path))
+
+
+def test_a_worker_on_a_scripted_model_imports_no_cassette_or_wire_format(
+    tmp_path: Path,
+) -> None:
+    assert {
+        "converge_dsl.models.cassette",
+        "converge_dsl.models._wire",
+        "converge_dsl.models._sse",
+        "difflib",
+    }.isdisjoint(_modules_of_a_worker(tmp_path))
 
 
 @pytest.mark.skipif(not FORKING, reason="the system has no fork server")
