@@ -7,18 +7,25 @@
   executor) executors, timed two ways: from the batch's own clock (the
   summary's seconds: after the pipeline is loaded; starting the actors is
   inside, starting Ray is not) and over the whole `run_batch` call, loading
-  included. The process executor starts its workers while the parent loads
-  the pipeline, so only the whole call counts all of their start-up: the
-  ratio `process/local` on the last line is of whole calls, like with like.
-  Beside each, the CPU time this process spent per case (`local`: the whole
-  case; `process`, `ray`: the parent's share), which a loaded machine changes
-  far less than the wall time.
-- The start-up of one `process` worker: the CPU time of a fresh Python
-  process doing what a spawned worker does (its imports, `set_up_worker`,
-  unpickling the pipeline the parent sends, and its first case), the best of
-  five, printed beside the CPU per case of `local`: the cases each worker
-  could have run instead, which is what keeps `process/local` under 2 on two
-  cores.
+  included. The process executor starts its workers (or the fork server they
+  are forked from) while the parent loads the pipeline, so only the whole call
+  counts all of their start-up: the ratio `process/local` on the last line is
+  of whole calls, like with like. Every batch runs in a fresh Python process,
+  as `converge-dsl run --cases` does (`converge_dsl.batch` imported before the
+  clock starts), so no round profits from an earlier one's: the fork server
+  lives as long as the process that started it. Beside each, the CPU time the
+  batch's process spent per case (`local`: the whole case; `process`, `ray`:
+  the parent's share), which a loaded machine changes far less than the wall
+  time.
+- The start-up of the `process` workers: with a fork server (Linux, macOS),
+  the CPU time of a fresh Python process importing what the server imports
+  (`_process.worker_modules()`), once for all workers, then that of a process
+  forked from it doing what a worker does (`set_up_worker`, unpickling the
+  pipeline the parent sends, and its first case); with `spawn`, that of a
+  fresh process doing all of it. The best of five, and per worker (the
+  server's share included, one worker per CPU) beside the CPU per case of
+  `local`: the cases each worker could have run instead, which is what keeps
+  `process/local` under 2 on two cores.
 - D: the wall time of 200 separate `converge-dsl run PIPELINE --format json`
   processes, one after the other, over the wall time of one `converge-dsl run
   PIPELINE --cases 200.jsonl --out ...` process (start-up included in both).
@@ -97,27 +104,89 @@ def _rate(pipeline: Path, cases: Path, out: Path, executor: str, concurrency: in
     return _measured(pipeline, cases, out, executor, concurrency)[0]
 
 
+_BATCH = """\
+import json, sys, time
+from pathlib import Path
+from converge_dsl.batch import BatchOptions, run_batch
+pipeline, cases, out, executor, concurrency = sys.argv[1:]
+options = BatchOptions(
+    pipeline=Path(pipeline), cases=Path(cases), out=Path(out), executor=executor,
+    concurrency=int(concurrency) if concurrency else None,
+)
+started, wall = time.process_time(), time.perf_counter()
+summary = run_batch(options)
+cpu, wall = time.process_time() - started, time.perf_counter() - wall
+if summary.failed or not summary.run:
+    raise SystemExit(f"the batch did not converge everywhere: {summary}")
+print(json.dumps({"run": summary.run, "seconds": summary.seconds, "wall": wall, "cpu": cpu}))
+"""
+
+
 def _measured(
     pipeline: Path, cases: Path, out: Path, executor: str, concurrency: int | None
 ) -> tuple[float, float, float]:
-    """Cases per second of one batch by its own clock and over the whole call (loading
-    included), and the CPU time per case of this process (with `local` the whole case;
-    with `process` and `ray` what the parent spends on one: handing it over, taking its
-    result, writing its line)."""
-    from converge_dsl.batch import BatchOptions, run_batch
-
-    options = BatchOptions(
-        pipeline=pipeline, cases=cases, out=out, executor=executor, concurrency=concurrency
+    """Cases per second of one batch, run in a fresh process, by its own clock and over
+    the whole call (loading included), and the CPU time per case of that process (with
+    `local` the whole case; with `process` and `ray` what the parent spends on one:
+    handing it over, taking its result, writing its line)."""
+    arguments = [str(pipeline), str(cases), str(out), executor, str(concurrency or "")]
+    done = subprocess.run(
+        [sys.executable, "-c", _BATCH, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
-    started, wall = time.process_time(), time.perf_counter()
-    summary = run_batch(options)
-    cpu, wall = time.process_time() - started, time.perf_counter() - wall
-    if summary.failed or not summary.run:
-        raise SystemExit(f"the batch did not converge everywhere: {summary}")
-    return summary.run / summary.seconds, summary.run / wall, cpu / summary.run
+    if done.returncode:
+        raise SystemExit(f"the {executor} batch failed:\n{done.stderr}")
+    measured = json.loads(done.stdout.splitlines()[-1])
+    run = measured["run"]
+    return run / measured["seconds"], run / measured["wall"], measured["cpu"] / run
 
 
-_WORKER = """\
+# After its first case, a worker's CPU per case in chunks like the batch's (best of 5 x 4).
+_PER_CASE = """\
+def _per_case(_process, Case):
+    import time
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        for _ in range(4):
+            done = _process._run([Case(i, i, {}) for i in range(_process.CHUNK)])
+            assert all(r.stop_reason == "converged" for r in done)
+        best = min(best, (time.process_time() - started) / (4 * _process.CHUNK))
+    return best
+"""
+# A fresh process importing what the fork server imports, then a worker forked from it.
+_FORKED_WORKER = (
+    _PER_CASE
+    + """\
+import importlib, os, sys, time
+from pathlib import Path
+started = time.process_time()
+from converge_dsl.batch import _process
+for module in _process.worker_modules():
+    importlib.import_module(module)
+shared = time.process_time() - started
+read, write = os.pipe()
+child = os.fork()
+if child == 0:
+    started = time.process_time()
+    from converge_dsl.batch import Case
+    from converge_dsl.batch._outputs import CaseOutputs
+    _process.set_up_worker(None, None, CaseOutputs(), os.getppid())
+    done = _process._run([Case(0, 0, {})], Path(sys.argv[1]).read_bytes())
+    spent = time.process_time() - started if done[0].stop_reason == "converged" else -1.0
+    os.write(write, f"{spent} {_per_case(_process, Case)}".encode())
+    os._exit(0)
+os.waitpid(child, 0)
+print(shared, os.read(read, 64).decode())
+"""
+)
+# A fresh process doing all that a spawned worker does.
+_SPAWNED_WORKER = (
+    _PER_CASE
+    + """\
 import os, sys, time
 from pathlib import Path
 started = time.process_time()
@@ -126,30 +195,36 @@ from converge_dsl.batch._outputs import CaseOutputs
 _process.set_up_worker(None, None, CaseOutputs(), os.getppid())
 done = _process._run([Case(0, 0, {})], Path(sys.argv[1]).read_bytes())
 assert done[0].stop_reason == "converged", done[0].stop_reason
-print(time.process_time() - started)
+print(0.0, time.process_time() - started, _per_case(_process, Case))
 """
+)
 
 
-def _worker_start_up(folder: Path, repeats: int = 5) -> float:
-    """CPU seconds of a `process` worker from its first import to its first case
-    finished (the best of `repeats` fresh processes)."""
+def _worker_start_up(folder: Path, repeats: int = 5) -> tuple[float, float, float]:
+    """CPU seconds the `process` workers spend before their first case is finished: what
+    the fork server imports once (0 with `spawn`), then each worker to its first case;
+    and a worker's CPU seconds per case after it (the best of `repeats` fresh processes)."""
     import pickle
 
-    from converge_dsl.batch import load
+    from converge_dsl.batch import _process, load
 
+    forking = _process._context().get_start_method() == "forkserver"
     pickled = folder / "pipeline.pickle"
     pickled.write_bytes(pickle.dumps(load(PIPELINE), pickle.HIGHEST_PROTOCOL))
-    best = float("inf")
+    shared, each, per_case = float("inf"), float("inf"), float("inf")
     for _ in range(repeats):
         done = subprocess.run(
-            [sys.executable, "-c", _WORKER, str(pickled)],
+            [sys.executable, "-c", _FORKED_WORKER if forking else _SPAWNED_WORKER, str(pickled)],
             capture_output=True,
             text=True,
             check=True,
             timeout=120,
         )
-        best = min(best, float(done.stdout.split()[-1]))
-    return best
+        server, worker, case = (float(x) for x in done.stdout.split()[-3:])
+        if worker < 0:
+            raise SystemExit("the worker's first case did not converge")
+        shared, each, per_case = min(shared, server), min(each, worker), min(per_case, case)
+    return shared, each, per_case
 
 
 def _speed_up(folder: Path, count: int) -> float:
@@ -234,12 +309,16 @@ def main() -> None:
                     f"CPU {whose} {cpu * 1e6:.0f} us  ({load_average()})",
                     flush=True,
                 )
-        start_up = _worker_start_up(folder)
-        local_case = cpus["local"]
+        shared, each, worker_case = _worker_start_up(folder)
+        workers = os.cpu_count() or 1
+        per_worker, local_case = shared / workers + each, cpus["local"]
+        server = f"{shared * 1e3:.0f} ms once (fork server), then " if shared else ""
         print(
-            f"process worker start-up CPU (to its first case): {start_up * 1e3:.0f} ms, "
-            f"{start_up / local_case:.0f} cases of local at {local_case * 1e6:.0f} us each  "
-            f"({load_average()})",
+            f"process worker start-up CPU (to its first case): {server}"
+            f"{each * 1e3:.0f} ms each; per worker of {workers}: "
+            f"{per_worker * 1e3:.0f} ms, {per_worker / local_case:.0f} cases of local at "
+            f"{local_case * 1e6:.0f} us each; then a worker's CPU per case "
+            f"{worker_case * 1e6:.0f} us  ({load_average()})",
             flush=True,
         )
         speed_up = _speed_up(folder, args.processes)

@@ -1,34 +1,44 @@
 """The `process` executor: worker processes, each loading the pipeline once.
 
-For CPU-bound pipelines (solvers, large rule sets): `workers` processes
-(started with `spawn`, so nothing of the parent's threads or loops is
-inherited) are started first, and import the pipeline's modules while the
-parent loads and checks the pipeline (on two cores the parent's load and the
-workers' imports overlap instead of following each other). Each is set up
-for the batch by `set_up_worker` (the one function that readies a worker:
-one event loop, the batch's meter and outputs) and takes the pipeline the
-parent loaded (a `Pipeline` pickles as its checked document with the locked
-packs its validation read: neither loaded nor read again), pickled once by
-the parent and sent with every chunk, unpickled by a worker only once. The
-parent hands the cases over in chunks of `CHUNK` (one round trip between the
-processes per chunk, not per case), keeps two chunks per worker in flight
-and yields results as their chunk finishes. A batch-wide cap is one
-`SharedPool` in shared memory that every worker's case meters ask. A worker
-that dies (killed, out of memory) breaks the pool: it is made again, and the
-cases in flight are run again, except one that was in flight at
-`MAX_STRIKES` such deaths, which gets an error result.
+For CPU-bound pipelines (solvers, large rule sets): `workers` processes run
+the cases. Where the system has one (Linux, macOS), they are forked from
+multiprocessing's fork server: a fresh process (nothing of the batch's threads
+or loops is in it) that the batch starts first and that imports
+`worker_modules()` once, while the batch loads and checks the pipeline, so no
+worker imports them again (on two cores the server's imports and the batch's
+load run side by side; one import for all the workers instead of one each:
+`bench/batch.py`, worker start-up). The server lives as long as the process
+that started it, so a later batch of that process starts its workers at once.
+Elsewhere the workers are started with `spawn` right away and import
+`worker_modules()` themselves while the pipeline loads. Each is set up for the
+batch by `set_up_worker` (the one function that readies a worker: one event
+loop, the batch's meter and outputs) and takes the pipeline the parent loaded
+(a `Pipeline` pickles as its checked document with the locked packs its
+validation read: neither loaded nor read again), pickled once by the parent
+and sent with every chunk, unpickled by a worker only once. The parent hands
+the cases over in chunks of `CHUNK` (one round trip between the processes per
+chunk, not per case), keeps two chunks per worker in flight and yields
+results as their chunk finishes. A batch-wide cap is one `SharedPool` in
+shared memory that every worker's case meters ask. A worker that dies
+(killed, out of memory) breaks the pool: it is made again, and the cases in
+flight are run again, except one that was in flight at `MAX_STRIKES` such
+deaths, which gets an error result.
 
-Workers die with the batch (`_die_with_parent`): on Linux the kernel kills
-a worker when the parent dies (`prctl(PR_SET_PDEATHSIG, SIGKILL)`), and on
-every system a watcher thread ends it within `WATCH_S` of being orphaned. So
-a batch killed with SIGKILL leaves no worker holding its standard output, and
-multiprocessing's resource tracker, whose pipe the workers also hold, sees
-it close and ends too.
+Workers die with the batch (`_die_with_parent`): every worker watches the
+pipe multiprocessing keeps from the batch to each child it starts, which
+reaches its end the moment the batch dies, and on Linux the kernel also kills
+a worker when the process that started it dies (`prctl(PR_SET_PDEATHSIG,
+SIGKILL)`: the batch, or the fork server). So a batch killed with SIGKILL
+leaves no worker holding its standard output; the fork server ends when the
+batch and its workers have (it holds the batch's output too until then), and
+multiprocessing's resource tracker, whose pipe the workers also hold, sees it
+close and ends too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import multiprocessing
 import multiprocessing.util
 import os
@@ -36,7 +46,7 @@ import pickle
 import sys
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -63,18 +73,45 @@ IN_FLIGHT_PER_WORKER = 2
 CHUNK = 32
 # A case in flight each time a worker died this many times fails instead of being retried.
 MAX_STRIKES = 2
-# How often a worker checks that the batch that started it is still alive.
+# How often a worker checks that the batch that started it is still alive (when it was
+# not started by multiprocessing, so has no pipe from the batch to watch).
 WATCH_S = 0.5
 _PR_SET_PDEATHSIG = 1
 _SIGKILL = 9
 
 
-def _die_with_parent(parent: int) -> None:
-    """End this worker when process `parent` dies: a parent-death signal, and a watcher.
+def worker_modules() -> tuple[str, ...]:
+    """What a worker needs before its pipeline arrives: the modules that run its cases
+    (this one, the loaded pipeline, the outputs it is set up with) and the run assembly
+    every run goes through, then the compile builders of the front end's own suggestor
+    kinds (seed, rule, llm, tool) and the model factory (each imports the rest).
 
-    The signal (Linux) is immediate; the watcher covers other systems and a
-    parent that died before the signal was asked for (this process is then
-    already an orphan, so it ends at once).
+    The fork server imports them once for every worker; a spawned worker imports them
+    while the batch loads the pipeline. A domain package's kind (agent, pack) is imported
+    by the first case that uses it.
+    """
+    from converge_dsl.frontend import KINDS
+
+    builders = (KINDS.kind(name).build for name in KINDS.names)
+    modules = (
+        __name__,
+        f"{__package__}._pipeline",
+        f"{__package__}._outputs",
+        "converge_dsl.runtime._assembly",
+        *(b.partition(":")[0] if isinstance(b, str) else b.__module__ for b in builders),
+        "converge_dsl.models.factory",
+    )
+    return tuple(dict.fromkeys(modules))
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when process `parent` (the batch that started it) dies.
+
+    A worker started by multiprocessing watches the pipe from the batch (its
+    `parent_process()`), which reaches its end when the batch dies, whoever
+    forked the worker; one started otherwise watches its parent's pid every
+    `WATCH_S`. On Linux the kernel also kills it when the process that forked it
+    dies. A batch already gone ends the worker at once.
     """
     if sys.platform.startswith("linux"):
         import ctypes
@@ -84,12 +121,18 @@ def _die_with_parent(parent: int) -> None:
             libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass  # the watcher below still ends the worker
-    if os.getppid() != parent:
+    batch = multiprocessing.parent_process()
+    if batch is not None and batch.pid != parent:
+        batch = None
+    if not (batch.is_alive() if batch is not None else os.getppid() == parent):
         os._exit(1)
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(WATCH_S)
+        if batch is not None:
+            batch.join()
+        else:
+            while os.getppid() == parent:
+                time.sleep(WATCH_S)
         os._exit(1)
 
     threading.Thread(target=watch, name="converge-dsl-parent-watch", daemon=True).start()
@@ -105,15 +148,24 @@ class _Worker:
 
 
 def set_up_worker(
-    pipeline: Pipeline | None, pool: SharedPool | None, outputs: CaseOutputs, parent: int
+    pipeline: Pipeline | None,
+    pool: SharedPool | None,
+    outputs: CaseOutputs,
+    parent: int,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
     """Set up this worker process for the cases it will run: die with `parent`, keep
     `pipeline` (as the parent loaded and checked it, with the locked packs its
     validation read: neither loaded nor read again; None: it comes with the first
     chunk, `_run`) for the batch, on one event loop with the batch's meter (`pool`,
-    its cap) and outputs."""
+    its cap) and outputs. `environ` is the batch's environment, which a worker forked
+    by a fork server started for an earlier batch would not have otherwise."""
     _die_with_parent(parent)
-    from . import _pipeline  # noqa: F401  (the pipeline's modules, imported while it loads)
+    if environ is not None and environ != os.environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    for module in worker_modules():  # forked from the fork server: imported there already
+        importlib.import_module(module)
     from ._schedule import make_meter
 
     clock = SystemClock()
@@ -155,27 +207,53 @@ def _run(cases: list[Case], pickled: bytes | None = None) -> list[CaseResult]:
 def run_in_processes(
     options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
 ) -> Generator[CaseResult, None, None]:
-    """The `process` executor: start the workers, check the pipeline loads here (while
-    they import), then run `todo` in them."""
+    """The `process` executor: start the fork server (or the spawned workers), check the
+    pipeline loads here (while they import), then run `todo` in the workers."""
     from ._pipeline import load
 
-    context = multiprocessing.get_context("spawn")
+    context = _context()
     pool = None
     if options.limits.any:
         pool = SharedPool(options.limits, context)
         pool.add(spent[0], spent[1], 0, 0)
-    plan = _Plan(options.pipeline, workers, context, (None, pool, options.outputs, os.getpid()))
-    executor = plan.start() if todo else None
+    start_args = (None, pool, options.outputs, os.getpid(), dict(os.environ))
+    plan = _Plan(options.pipeline, workers, context, start_args)
+    forking = context.get_start_method() == "forkserver"
+    executor = plan.start() if todo and not forking else None
+    if todo and forking:
+        start_fork_server()  # a pool started now would wait for its imports: after the load
     try:
         pipeline = load(
             options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
         )  # pickled to each worker with its cache settings: one store, one mode
         pickled = pickle.dumps(pipeline, pickle.HIGHEST_PROTOCOL)
+        if executor is None and todo:
+            executor = plan.start()
     except BaseException:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
         raise
     return _results(plan, todo, pickled, executor)
+
+
+def start_fork_server() -> None:
+    """Start the fork server now (where the system has one), so that it imports
+    `worker_modules()` while the batch reads its cases and loads its pipeline (started
+    already: nothing)."""
+    if _context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
+def _context() -> Any:
+    """The fork server's context, importing `worker_modules()`, where the system has one;
+    else `spawn` (see the module docstring)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(worker_modules()))
+    return context
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,10 @@ def run_batch(
 
     if options.executor not in EXECUTORS:
         raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
+    if options.executor == "process":
+        from ._process import start_fork_server
+
+        start_fork_server()  # its imports run while the cases are read and the pipeline loads
     workers = options.workers()
     sinks = _sinks(options)
     cases = read_cases(options.cases)

@@ -37,18 +37,18 @@ from converge_dsl.frontend import (
 )
 from converge_dsl.models._accounts import Account, accounts_from_config, roster_problem
 from converge_dsl.models._limits import limits_from, limits_problem
-from converge_dsl.models._wire import STRUCTURED_OUTPUTS, StructuredOutput
-from converge_dsl.models.cassette import RecordingModel, ReplayModel
 from converge_dsl.models.port import Model, ModelError, ModelErrorCode
 from converge_dsl.models.scripted import ScriptedModel
 
 if TYPE_CHECKING:
     import httpx
 
+    from converge_dsl.models._wire import StructuredOutput
     from converge_dsl.models.http import HttpSettings
 
-# The HTTP adapters (httpx, httpcore) are imported by the functions that build an
-# HTTP model: a worker process of a batch on a scripted model never loads them.
+# The HTTP adapters (httpx, httpcore, their wire formats) and the cassettes are imported
+# by the functions that build such a model: a worker process of a batch on a scripted
+# model never loads them.
 
 HTTP_KEYS = frozenset(
     {
@@ -78,12 +78,10 @@ ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
     "openai": HTTP_KEYS,
     "anthropic": HTTP_KEYS,
 }
-# How each HTTP adapter can ask for a schema-shaped answer (`structured_output`):
-# Anthropic forces its answer tool (`json_schema`) or asks nothing (`none`).
-STRUCTURED_BY_ADAPTER: Mapping[str, tuple[str, ...]] = {
-    "openai": STRUCTURED_OUTPUTS,
-    "anthropic": ("json_schema", "none"),
-}
+# How the Anthropic adapter can ask for a schema-shaped answer (`structured_output`):
+# it forces its answer tool (`json_schema`) or asks nothing (`none`); the OpenAI one
+# as its wire format allows (`_structured_outputs`).
+_ANTHROPIC_STRUCTURED = ("json_schema", "none")
 # The OpenAI base URL includes its version path; the Anthropic one is the host only
 # (the adapter appends `/v1/messages`).
 _BASE_URL_EXAMPLES: Mapping[str, str] = {
@@ -127,6 +125,8 @@ def build_model(
     elif isinstance(spec, ReplayModelSpec):
         cassette = require_str(name, spec.cassette, "cassette")
         path = _file(name, cassette, "cassette", base_dir, roots)
+        from converge_dsl.models.cassette import ReplayModel
+
         return ReplayModel.from_file(path, attempt_gate=attempt_gate, clock=clock)
     else:
         assert isinstance(spec, HttpModelSpec)
@@ -147,8 +147,19 @@ def build_model(
         )
     if spec.record is not None:
         record = require_str(name, spec.record, "record")
+        from converge_dsl.models.cassette import RecordingModel
+
         model = RecordingModel(model, _file(name, record, "record", base_dir, roots, read=False))
     return model
+
+
+def _structured_outputs(adapter: str) -> tuple[str, ...]:
+    """The `structured_output` values the HTTP adapter `adapter` takes."""
+    if adapter == "anthropic":
+        return _ANTHROPIC_STRUCTURED
+    from converge_dsl.models._wire import STRUCTURED_OUTPUTS
+
+    return STRUCTURED_OUTPUTS
 
 
 def checked_spec(name: str, config: Mapping[str, Any]) -> ModelSpec:
@@ -245,7 +256,7 @@ def _http_settings(
     if not isinstance(stream, bool):
         raise config_error(name, "`stream` must be true or false", f"fix models.{name}.stream")
     structured = spec.structured_output or "json_schema"
-    allowed = STRUCTURED_BY_ADAPTER[adapter]
+    allowed = _structured_outputs(adapter)
     if structured not in allowed:
         raise config_error(
             name,

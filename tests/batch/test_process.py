@@ -1,13 +1,18 @@
-"""The `process` executor: workers started before the pipeline loads, the pipeline sent
-with the chunks and unpickled once per worker, no worker left by a pipeline that fails."""
+"""The `process` executor: workers forked from a fork server that imported their modules
+while the pipeline loaded (or spawned before it loads), with the batch's environment; the
+pipeline sent with the chunks and unpickled once per worker, no worker left by a pipeline
+that fails."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import subprocess
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +21,31 @@ from converge_dsl.batch import BatchOptions, Case, _process, run_cases
 from converge_dsl.batch._outputs import CaseOutputs
 from converge_dsl.errors import ConvergeError
 
-from .conftest import ECHO
+from .conftest import ECHO, write_cases
+
+FORKING = _process._context().get_start_method() == "forkserver"
+
+
+def _plan(workers: int = 1, context: Any = None) -> _process._Plan:
+    """A pool plan for the echo pipeline, its workers set up as a batch's are."""
+    start_args = (None, None, CaseOutputs(), os.getpid(), dict(os.environ))
+    return _process._Plan(ECHO, workers, context or _process._context(), start_args)
+
+
+_IMPORTED: list[str] = []
+
+
+def _note_imported() -> None:
+    """A pool initializer: note which of the worker modules this process has already."""
+    _IMPORTED.extend(name for name in _process.worker_modules() if name in sys.modules)
+
+
+def _imported() -> list[str]:
+    return _IMPORTED
+
+
+def _variable(name: str) -> str | None:
+    return os.environ.get(name)
 
 
 def test_a_worker_unpickles_the_pipeline_its_chunks_carry_once(
@@ -54,9 +83,9 @@ def test_a_pipeline_that_does_not_load_leaves_no_worker_running(tmp_path: Path) 
     assert multiprocessing.active_children() == []
 
 
-def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
-    tmp_path: Path,
-) -> None:
+def _modules_of_a_worker(tmp_path: Path) -> set[str]:
+    """The modules of a fresh process once it has done what a worker of a batch of the
+    echo pipeline (a scripted model, the cache off) does up to its first case's end."""
     pickled = tmp_path / "pipeline.pickle"
     pickled.write_bytes(pickle.dumps(converge_dsl.load(ECHO)))
     code = (
@@ -78,8 +107,94 @@ def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
     )
     modules = set(ran.stdout.split())
     assert "converge_dsl.runtime._assembly" in modules  # the case did run here
+    return modules
+
+
+def test_a_worker_with_the_cache_off_imports_no_answer_store_or_report_page(
+    tmp_path: Path,
+) -> None:
     assert {
         "converge_dsl.models.answer_store",
         "converge_dsl.frontend._run_config",
         "converge_dsl.runtime._report_html",
-    }.isdisjoint(modules)
+    }.isdisjoint(_modules_of_a_worker(tmp_path))
+
+
+def test_a_worker_on_a_scripted_model_imports_no_cassette_or_wire_format(
+    tmp_path: Path,
+) -> None:
+    assert {
+        "converge_dsl.models.cassette",
+        "converge_dsl.models._wire",
+        "converge_dsl.models._sse",
+        "difflib",
+    }.isdisjoint(_modules_of_a_worker(tmp_path))
+
+
+@pytest.mark.skipif(not FORKING, reason="the system has no fork server")
+def test_a_worker_is_forked_with_its_modules_imported_already() -> None:
+    with ProcessPoolExecutor(
+        1, mp_context=_process._context(), initializer=_note_imported
+    ) as executor:
+        imported = executor.submit(_imported).result(timeout=60)
+    assert imported == list(_process.worker_modules())
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+@pytest.mark.skipif(not FORKING, reason="the system has no fork server")
+def test_the_workers_parent_is_the_fork_server_importing_their_modules() -> None:
+    executor = _plan(workers=2).start()
+    try:
+        parents = {executor.submit(os.getppid).result(timeout=60) for _ in range(4)}
+    finally:
+        executor.shutdown(wait=True)
+    assert os.getpid() not in parents
+    for parent in parents:
+        command = Path(f"/proc/{parent}/cmdline").read_bytes().decode()
+        assert "multiprocessing.forkserver" in command
+        assert all(repr(name) in command for name in _process.worker_modules())
+
+
+def test_a_worker_has_the_environment_of_the_batch_that_started_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONVERGE_DSL_TEST_GONE", "set before the fork server started")
+    _plan().start().shutdown(wait=True)  # a fork server (if any) runs from now on
+    monkeypatch.setenv("CONVERGE_DSL_TEST_MARK", "set after the fork server started")
+    monkeypatch.delenv("CONVERGE_DSL_TEST_GONE")
+    executor = _plan().start()
+    try:
+        mark = executor.submit(_variable, "CONVERGE_DSL_TEST_MARK").result(timeout=60)
+        gone = executor.submit(_variable, "CONVERGE_DSL_TEST_GONE").result(timeout=60)
+    finally:
+        executor.shutdown(wait=True)
+    assert (mark, gone) == ("set after the fork server started", None)
+
+
+def test_without_a_fork_server_the_workers_are_spawned_and_run_the_cases(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert _process._context().get_start_method() == "spawn"
+    options = BatchOptions(pipeline=ECHO, cases=ECHO, out=tmp_path / "unused", executor="process")
+    cases = [Case(i, f"c{i}", {"word": word}) for i, word in enumerate(["tea", "cup", "pot"])]
+    results = sorted(run_cases(options, cases), key=lambda r: r.index)
+    assert [(r.id, r.stop_reason) for r in results] == [(c.id, "converged") for c in cases]
+    assert multiprocessing.active_children() == []
+
+
+def test_a_process_batch_starts_the_fork_server_before_it_reads_its_cases(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from converge_dsl.batch import _run
+
+    order: list[str] = []
+    monkeypatch.setattr(_process, "start_fork_server", lambda: order.append("fork server"))
+    read_cases = _run.read_cases
+    monkeypatch.setattr(_run, "read_cases", lambda path: order.append("cases") or read_cases(path))
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": "tea"}])
+    out = tmp_path / "out.jsonl"
+    options = BatchOptions(pipeline=ECHO, cases=cases, out=out, executor="process")
+    summary = _run.run_batch(options)
+    assert (summary.run, summary.failed) == (1, 0)
+    assert order[:2] == ["fork server", "cases"]
