@@ -3,10 +3,16 @@
 `RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
 is one row of `runs` with its status: `queued` -> `running` -> `done`, or
 `paused` (waiting for a human; `decide` queues it again with the decisions),
-or `cancelled`. Events are rows of `events` numbered from 0 per run, each
-the compact record the run's `EventSink` made (`_events`), rendered as its
-trace line when read (`events`); the
-result of a run that ended is a row of `results`, written in the same
+or `cancelled`. A run's events are numbered from 0, each the compact record
+the run's `EventSink` made (`_events`), rendered as its trace line when read
+(`events`). They are stored as they are handed over, several consecutive
+records to a row of `events`: `seq` is the number of the first, `line` the
+records joined by newlines (neither a record nor a line an older server
+stored whole holds a raw newline; an older server's rows hold one each). One
+row per write, not per record, keeps the index and the statements a run
+costs small. The result of a run that ended is a row of `results` (the
+run's row keeps only a pause's, which is no end; an older server's rows keep
+both), written in the same
 transaction that marks the run `done`, so a run ends exactly once: `finish`
 refuses a run that is not `running` (a second worker, or a run recovered
 after a crash that had already ended). The runs' checkpoint journals live in
@@ -309,20 +315,21 @@ class RunStore:
     ) -> bool:
         """End a running run (`done`, `paused` or `cancelled`) with its last events and its
         result, in one transaction; False (nothing written) if it was not running. The
-        result of a run that ended is also added to `results` (a pause's is not: the run
-        goes on). `was`: the statuses it may end from (a run its worker could not start
-        is ended from `queued`)."""
+        result of a run that ended is a row of `results`, that of a pause (the run goes
+        on) is kept in the run's row. `was`: the statuses it may end from (a run its
+        worker could not start is ended from `queued`)."""
         marks = ", ".join("?" * len(was))
         with self._transaction() as db:
             text = None if body is None else json.dumps(body)
+            ended = text is not None and status != "paused"
             cursor = db.execute(
                 "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
                 f"updated = ? WHERE id = ? AND status IN ({marks})",
-                (status, stop_reason, text, now, run, *was),
+                (status, stop_reason, None if ended else text, now, run, *was),
             )
             if cursor.rowcount != 1:
                 return False  # nothing written: the transaction commits nothing
-            if body is not None and status != "paused":
+            if ended:
                 db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
             last = self.event_statements(run, events)
             # a pause keeps its last records, an end drops the journal; the events
@@ -379,41 +386,49 @@ class RunStore:
 
     # --- events and results ---------------------------------------------------------------
 
-    def _insert_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
-        self._db.executemany(
-            "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)",
-            [(run, seq, line) for seq, line in events],
-        )
-
     @staticmethod
     def event_statements(
         run: str, events: Sequence[tuple[int, str]]
     ) -> list[tuple[str, Sequence[Any]]]:
-        """The statements storing `events` of `run` (to commit with a checkpoint record)."""
-        return [
-            ("INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)", (run, seq, line))
-            for seq, line in events
-        ]
+        """The statement storing `events` of `run`, consecutive records handed over together,
+        as one row (none for no events; to commit with a checkpoint record)."""
+        if not events:
+            return []
+        first = events[0][0]
+        assert events[-1][0] == first + len(events) - 1, "the records of a row are consecutive"
+        lines = "\n".join(record for _, record in events)
+        return [(_INSERT_EVENTS, (run, first, lines))]
 
     def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
         if events:
-            with self._transaction():
-                self._insert_events(run, events)
+            self._write(self.event_statements(run, events))
 
     def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
         """The stored events of `run` numbered above `after`, in order, as trace lines."""
         from ._events import render
 
+        # from the row holding the event `after` (its first number is the largest not
+        # above it), or the first row
         rows = self._read(
-            "SELECT seq, line FROM events WHERE run = ? AND seq > ? ORDER BY seq", (run, after)
+            "SELECT seq, line FROM events WHERE run = ?1 AND seq >= COALESCE("
+            "(SELECT MAX(seq) FROM events WHERE run = ?1 AND seq <= ?2), 0) ORDER BY seq",
+            (run, after),
         )
-        for seq, record in rows:
-            yield int(seq), render(int(seq), str(record))
+        for first, lines in rows:
+            for offset, record in enumerate(str(lines).split("\n")):
+                seq = int(first) + offset
+                if seq > after:
+                    yield seq, render(seq, record)
 
     def next_event(self, run: str) -> int:
         """The number the next event of `run` takes (a resumed run goes on numbering)."""
-        rows = self._read("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run = ?", (run,))
-        return int(rows[0][0])
+        rows = self._read(
+            "SELECT seq, line FROM events WHERE run = ? ORDER BY seq DESC LIMIT 1", (run,)
+        )
+        if not rows:
+            return 0
+        first, lines = rows[0]
+        return int(first) + str(lines).count("\n") + 1
 
     def results(self, run: str) -> list[JsonObject]:
         """Every result recorded for `run` (one for a run that ended; more would be a fault)."""
@@ -421,8 +436,12 @@ class RunStore:
         return [json.loads(body) for (body,) in rows]
 
 
+_INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
+# A run's result: a pause's in its row, else (an end) its first row of `results`.
 _COLUMNS = (
-    "id, pipeline, request, status, stop_reason, decisions, attempts, result, created, updated"
+    "id, pipeline, request, status, stop_reason, decisions, attempts, COALESCE(result, "
+    "(SELECT body FROM results WHERE results.run = runs.id ORDER BY rowid LIMIT 1)), "
+    "created, updated"
 )
 _SELECT = f"SELECT {_COLUMNS} FROM runs"
 
