@@ -50,7 +50,8 @@ def test_the_result_of_a_run_that_ended_is_stored_once(tmp_path: Path) -> None:
     assert kept == {"a": None, "old": '{"n": "old"}'}
     for run in ("a", "old"):
         row = store.get(run)
-        assert row is not None and row.result == {"n": run}
+        assert row is not None
+        assert row.result == {"n": run}
         assert store.results(run) == [{"n": run}]
     assert [row.result for row in store.runs("done")] == [{"n": "a"}, {"n": "old"}]
 
