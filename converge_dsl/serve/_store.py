@@ -38,7 +38,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,9 @@ class RunRow:
     result: JsonObject | None
     created: float
     updated: float
+    # `result` as the JSON text the store wrote, when this process wrote it with
+    # `result_json` (an answer sends it as it is instead of encoding it again).
+    result_json: str | None = field(default=None, compare=False, repr=False)
 
 
 class RunStore:
@@ -312,15 +315,18 @@ class RunStore:
         events: Sequence[tuple[int, str]],
         now: float,
         was: Collection[str] = ("running",),
+        text: str | None = None,
     ) -> bool:
         """End a running run (`done`, `paused` or `cancelled`) with its last events and its
         result, in one transaction; False (nothing written) if it was not running. The
         result of a run that ended is a row of `results`, that of a pause (the run goes
         on) is kept in the run's row. `was`: the statuses it may end from (a run its
-        worker could not start is ended from `queued`)."""
+        worker could not start is ended from `queued`). `text`: `body` as JSON, when the
+        caller encoded it (`result_json`)."""
         marks = ", ".join("?" * len(was))
+        if text is None and body is not None:
+            text = result_json(body) or json.dumps(body)
         with self._transaction() as db:
-            text = None if body is None else json.dumps(body)
             ended = text is not None and status != "paused"
             cursor = db.execute(
                 "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
@@ -437,6 +443,18 @@ class RunStore:
 
 
 _INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
+
+
+def result_json(body: JsonObject) -> str | None:
+    """`body` as compact JSON, as the HTTP answers write it (Starlette's `JSONResponse`);
+    None when it holds a number JSON cannot (NaN, infinities), which the store then
+    writes as `json.dumps` does."""
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        return None
+
+
 # A run's result: a pause's in its row, else (an end) its first row of `results`.
 _COLUMNS = (
     "id, pipeline, request, status, stop_reason, decisions, attempts, COALESCE(result, "
