@@ -127,7 +127,7 @@ def run_view(row: RunRow, *, result: bool = True) -> dict[str, Any]:
 
 def run_answer(row: RunRow, status_code: int) -> Response:
     """`run_view(row)` as a JSON answer. A result whose text the service wrote to the store
-    (`RunRow.result_json`, encoded as `JSONResponse` encodes) goes in as that text."""
+    (`RunRow.result_json`, JSON text `JSONResponse` would accept) goes in as that text."""
     if row.result is None or row.result_json is None:
         return JSONResponse(run_view(row), status_code=status_code)
     head = json.dumps(run_view(row, result=False), ensure_ascii=False, separators=(",", ":"))

@@ -446,11 +446,11 @@ _INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?
 
 
 def result_json(body: JsonObject) -> str | None:
-    """`body` as compact JSON, as the HTTP answers write it (Starlette's `JSONResponse`);
-    None when it holds a number JSON cannot (NaN, infinities), which the store then
-    writes as `json.dumps` does."""
+    """`body` as the store writes it (`json.dumps`), when that is JSON an answer may send
+    as it is; None when it holds a number JSON cannot (NaN, infinities), which the store
+    then writes as `json.dumps` does and an answer refuses as `JSONResponse` does."""
     try:
-        return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(body, allow_nan=False)
     except ValueError:
         return None
 
