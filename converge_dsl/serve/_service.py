@@ -141,6 +141,7 @@ class RunService:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, _Stopped] = {}
+        self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
         self._cancelling: set[str] = set()
         self._loops: RunLoops | None = None
         self._keys: dict[str, bytes] = {}  # pipeline -> its checkpoint key (`_key`)
@@ -245,7 +246,8 @@ class RunService:
             )
         run = self._new_id()
         idempotency = None if key is None or digest is None else (key.value, digest)
-        self.store.add(run, pipeline, request.data(), self._now(), idempotency)
+        added = self.store.add(run, pipeline, request.data(), self._now(), idempotency)
+        self._added[run] = added  # its worker need not read it back (`_work`)
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
         self._ended[run] = _Stopped(queued=True)  # a `wait` need not read it back
@@ -306,7 +308,7 @@ class RunService:
         while True:
             run = await queue.get()
             try:
-                row = self.store.start(run, self._now())
+                row = self.store.start(run, self._now(), queued=self._added.pop(run, None))
             except StateError as error:
                 self._state_failed(pipeline, run, None, error)
                 continue

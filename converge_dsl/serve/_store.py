@@ -38,7 +38,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,14 +197,16 @@ class RunStore:
         request: JsonObject,
         now: float,
         idempotency: tuple[str, str] | None = None,
-    ) -> None:
-        """A new queued run; `idempotency` (key, digest of the request) is kept with it."""
+    ) -> RunRow:
+        """A new queued run; `idempotency` (key, digest of the request) is kept with it. The
+        run as stored (its request read back from the text written, as `get` reads it)."""
+        text = json.dumps(request)
         statements: list[tuple[str, Sequence[Any]]] = [
             (
                 "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
                 "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
                 "?, ?)",
-                (run, pipeline, json.dumps(request), now, now),
+                (run, pipeline, text, now, now),
             )
         ]
         if idempotency is not None:
@@ -215,6 +217,7 @@ class RunStore:
                 )
             )
         self._write(statements)
+        return RunRow(run, pipeline, json.loads(text), "queued", None, {}, 0, None, now, now)
 
     def idempotent(self, key: str) -> tuple[str, str] | None:
         """The digest and run id an idempotency key was first given with, if any."""
@@ -290,10 +293,11 @@ class RunStore:
         )
         return {(name, status, reason): count for name, status, reason, count in rows}
 
-    def start(self, run: str, now: float) -> RunRow | None:
+    def start(self, run: str, now: float, *, queued: RunRow | None = None) -> RunRow | None:
         """Mark a queued run running (one more attempt): the run as it now stands, read
         under the same lock (no `RETURNING`, which SQLite before 3.35 lacks); None if it is
-        no longer queued."""
+        no longer queued. `queued`: the run as the caller added it (`add`), still queued
+        if anything: the update starts from it instead of reading the run back."""
         with self._transaction(autocommit=True) as db:
             cursor = db.execute(
                 "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
@@ -302,6 +306,8 @@ class RunStore:
             )
             if cursor.rowcount != 1:
                 return None
+            if queued is not None:
+                return replace(queued, status="running", attempts=queued.attempts + 1, updated=now)
             rows = db.execute(_SELECT + " WHERE id = ?", (run,)).fetchall()
         return _row(rows[0]) if rows else None
 

@@ -133,10 +133,10 @@ class _FailingStore(RunStore):
         self.failed += 1
         raise StateError('cannot write the state: near "RETURNING": syntax error (secret-77)')
 
-    def start(self, run: str, now: float) -> RunRow | None:
+    def start(self, run: str, now: float, *, queued: RunRow | None = None) -> RunRow | None:
         if self.failing == "start" and not self.failed:
             self._fail()
-        return super().start(run, now)
+        return super().start(run, now, queued=queued)
 
     def finish(self, run: str, **kwargs: Any) -> bool:
         if self.failing == "finish" and not self.failed:
@@ -188,20 +188,23 @@ def test_a_state_error_fails_its_run_and_the_queue_moves_on(tmp_path: Path, fail
 
 
 class _CountingStore(RunStore):
-    """A store that counts the runs read back (`get`)."""
+    """A store that counts the statements reading the table of runs."""
 
-    reads = 0
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.statements: list[str] = []
+        self._db.set_trace_callback(self.statements.append)
 
-    def get(self, run: str) -> RunRow | None:
-        self.reads += 1
-        return super().get(run)
+    @property
+    def reads(self) -> int:
+        return sum(1 for sql in self.statements if sql.startswith("SELECT id, pipeline"))
 
 
 def test_a_run_waited_for_as_it_is_queued_is_not_read_back(tmp_path: Path) -> None:
-    """Waiting for the run `submit` just queued reads nothing from the store: the run
-    cannot have stopped yet, and its worker hands the waiter the run as it stored it,
-    the result with the JSON text written (which the answer sends as it is). Waiting
-    again once it ended reads it."""
+    """Neither its worker nor a wait reads back the run `submit` just queued: the worker
+    starts it from the run as added, the wait knows it cannot have stopped yet, and the
+    worker hands the waiter the run as it stored it, the result with the JSON text
+    written (which the answer sends as it is). Waiting again once it ended reads it."""
     import asyncio
     import json
 
@@ -213,6 +216,7 @@ def test_a_run_waited_for_as_it_is_queued_is_not_read_back(tmp_path: Path) -> No
 
     async def main() -> tuple[RunRow, int, RunRow]:
         await service.start()
+        store.statements.clear()  # the recovery's read of the queued runs
         try:
             run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
             ended = await service.wait(run, 30.0)

@@ -56,6 +56,19 @@ def test_the_result_of_a_run_that_ended_is_stored_once(tmp_path: Path) -> None:
     assert [row.result for row in store.runs("done")] == [{"n": "a"}, {"n": "old"}]
 
 
+def test_a_run_started_from_the_run_as_added_is_the_run_as_stored(tmp_path: Path) -> None:
+    """`add` answers the run as stored; starting from it reads nothing back and gives the
+    run `get` reads; a run no longer queued is not started from it."""
+    store = RunStore(tmp_path)
+    added = store.add("a", "p", {"inputs": {"x": [1, 2]}}, 1.0)
+    assert added == store.get("a")
+    started = store.start("a", 2.0, queued=added)
+    assert started is not None
+    assert started == store.get("a")
+    assert started.request == {"inputs": {"x": [1, 2]}}
+    assert store.start("a", 3.0, queued=added) is None
+
+
 def test_recover_queues_running_runs_and_keeps_paused_ones(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     for run in ("a", "b", "c", "d"):
