@@ -37,6 +37,12 @@ Prints per model:
       floor: a bare Starlette endpoint under uvicorn: cpu per request F ms (R req/s);
       (arun + bare) / arun Q
       in process, the run with what the service stores of it (...): D ms, ...
+      in process, what each stored thing adds per run: the run alone (...) U ms;
+      its events +V ms; its rows +W ms; its checkpoint journal +J ms
+
+The last line prices each thing the service stores, added one after the other
+in this process (`durable`'s stages): what storing less would save, and what
+no change to how it is stored can.
 
 With `--executor process|ray` the server runs its runs on workers; the
 service's CPU is then the server's and its worker processes' together.
@@ -122,13 +128,28 @@ def baseline(
     return asyncio.run(main())
 
 
+# What `durable` does of what the service stores of a run, cumulatively (`STAGES`).
+STAGES = ("run", "events", "rows", "journal")
+
+
 def durable(
-    pipeline: Path, inputs: dict[str, str], runs: int, concurrency: int, folder: Path
+    pipeline: Path,
+    inputs: dict[str, str],
+    runs: int,
+    concurrency: int,
+    folder: Path,
+    *,
+    stage: str = "journal",
 ) -> float:
     """CPU seconds per run of `Pipeline.outcome` doing in this process what the service
     stores of a run, without HTTP, queues or threads: the run added, started, run with
     the service's event sink and its checkpoint journal in SQLite, and finished with its
-    events and result (`RunStore`), `concurrency` at once on one event loop."""
+    events and result (`RunStore`), `concurrency` at once on one event loop.
+
+    `stage` stops short, to price each stored thing: `run` is `Pipeline.outcome` and its
+    result document alone; `events` adds the service's event sink (the records made and
+    kept, not stored); `rows` adds the run's rows (added, started, finished with its
+    events and result); `journal` (all of it) adds the checkpoint journal."""
     import uuid
 
     from converge_dsl import load
@@ -137,8 +158,9 @@ def durable(
     from converge_dsl.serve._events import EventSink, LiveRun
 
     loaded = load(pipeline)
-    store = RunStore(folder / "durable")
+    store = RunStore(folder / f"durable-{stage}")
     key = checkpoint_key(loaded.env)
+    upto = STAGES.index(stage)
 
     async def main() -> float:
         gate = asyncio.Semaphore(concurrency)
@@ -147,26 +169,32 @@ def durable(
         async def one() -> None:
             async with gate:
                 run = uuid.uuid4().hex
-                store.add(run, loaded.name, {"inputs": inputs}, time.time())
-                store.start(run, time.time())
+                if upto >= STAGES.index("rows"):
+                    store.add(run, loaded.name, {"inputs": inputs}, time.time())
+                    store.start(run, time.time())
                 live = LiveRun(0, loop)
-                journal = store.checkpoints.journal(
-                    run, alongside=lambda: store.event_statements(run, live.unstored())
-                )
-                checkpoint = Checkpointing(folder, journal=journal, env=loaded.env, key=key)
-                sink = EventSink(live, lambda: store.add_events(run, live.unstored()))
-                out = await loaded.outcome(inputs, sinks=(sink,), checkpoint=checkpoint)
+                checkpoint = None
+                if upto >= STAGES.index("journal"):
+                    journal = store.checkpoints.journal(
+                        run, alongside=lambda: store.event_statements(run, live.unstored())
+                    )
+                    checkpoint = Checkpointing(folder, journal=journal, env=loaded.env, key=key)
+                sinks: tuple[EventSink, ...] = ()
+                if upto >= STAGES.index("events"):
+                    sinks = (EventSink(live, lambda: store.add_events(run, live.unstored())),)
+                out = await loaded.outcome(inputs, sinks=sinks, checkpoint=checkpoint)
                 body = out.plain
                 assert body["stop_reason"] == "converged", body["stop_reason"]
                 events = live.unstored()
-                store.finish(
-                    run,
-                    status="done",
-                    stop_reason="converged",
-                    body=body,
-                    events=events,
-                    now=time.time(),
-                )
+                if upto >= STAGES.index("rows"):
+                    store.finish(
+                        run,
+                        status="done",
+                        stop_reason="converged",
+                        body=body,
+                        events=events,
+                        now=time.time(),
+                    )
 
         await asyncio.gather(*(one() for _ in range(min(runs, 2 * concurrency))))
         cpu = time.process_time()
@@ -371,7 +399,11 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
         try:
             print(f"load average {os.getloadavg()}", flush=True)
             arun, arun_cpu = baseline(pipeline, inputs, runs, concurrency)
-            durable_cpu = durable(pipeline, inputs, runs, concurrency, folder)
+            stages = {
+                stage: durable(pipeline, inputs, runs, concurrency, folder, stage=stage)
+                for stage in STAGES
+            }
+            durable_cpu = stages["journal"]
             server, url = _serve(pipeline, folder, concurrency, executor)
             try:
                 body = json.dumps({"inputs": inputs})
@@ -415,7 +447,13 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
         f"  in process, the run with what the service stores of it (events, journal, "
         f"result; no HTTP, queue or threads): {1000 * durable_cpu:.2f} ms, "
         f"{durable_cpu / arun_cpu:.2f} x arun; with the bare endpoint "
-        f"{(durable_cpu + bare_cpu) / arun_cpu:.2f} x arun",
+        f"{(durable_cpu + bare_cpu) / arun_cpu:.2f} x arun\n"
+        f"  in process, what each stored thing adds per run: the run alone (outcome and "
+        f"its result document) {1000 * stages['run']:.2f} ms; its events (the service's "
+        f"sink, records made) +{1000 * (stages['events'] - stages['run']):.2f} ms; its "
+        f"rows (added, started, finished with events and result) "
+        f"+{1000 * (stages['rows'] - stages['events']):.2f} ms; its checkpoint journal "
+        f"+{1000 * (stages['journal'] - stages['rows']):.2f} ms",
         flush=True,
     )
 

@@ -25,6 +25,7 @@ bound to the pause and to each proposal's content (`_decisions`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -67,12 +68,20 @@ COMPACT_BYTES = 4 << 20
 
 
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _text_hash(text).hexdigest()
 
 
 def pipeline_digest(pipeline_text: str, inputs: Any) -> str:
     """SHA-256 of the pipeline text and its resolved inputs: what a checkpoint belongs to."""
-    return _sha(pipeline_text + "\0" + json.dumps(inputs, sort_keys=True, default=str))
+    digest = _text_hash(pipeline_text).copy()
+    digest.update(("\0" + json.dumps(inputs, sort_keys=True, default=str)).encode("utf-8"))
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _text_hash(text: str) -> hashlib._Hash:
+    """SHA-256 over `text`, kept: a served pipeline's text is hashed once, not per run."""
+    return hashlib.sha256(text.encode("utf-8"))
 
 
 def _json_inputs(inputs: JsonObject) -> Any:

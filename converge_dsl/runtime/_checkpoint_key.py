@@ -16,6 +16,7 @@ of looking edited.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import os
@@ -51,6 +52,7 @@ def config_dir(env: Mapping[str, str]) -> Path:
     return Path(home) / ".config" / "converge-dsl"
 
 
+@functools.lru_cache(maxsize=16)
 def key_id(key: bytes) -> str:
     """A 16-hex-digit public fingerprint of `key` (not usable to forge a MAC)."""
     return hmac.new(key, b"converge-dsl checkpoint key id", hashlib.sha256).hexdigest()[:16]

@@ -125,6 +125,16 @@ def run_view(row: RunRow, *, result: bool = True) -> dict[str, Any]:
     return view
 
 
+def run_answer(row: RunRow, status_code: int) -> Response:
+    """`run_view(row)` as a JSON answer. A result whose text the service wrote to the store
+    (`RunRow.result_json`, JSON text `JSONResponse` would accept) goes in as that text."""
+    if row.result is None or row.result_json is None:
+        return JSONResponse(run_view(row), status_code=status_code)
+    head = json.dumps(run_view(row, result=False), ensure_ascii=False, separators=(",", ":"))
+    content = f'{head[:-1]},"result":{row.result_json}}}'
+    return Response(content, status_code, media_type="application/json")
+
+
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -198,7 +208,7 @@ class _Api:
         if request.query_params.get("wait", "").lower() in ("1", "true", "yes"):
             row = await service.wait(run, self.limits.wait_s)
             stopped = row.status in FINISHED or row.status == "paused"
-            return JSONResponse(run_view(row), status_code=200 if stopped else 202)
+            return run_answer(row, 200 if stopped else 202)
         return JSONResponse(
             run_view(service.get(run)),
             status_code=202,

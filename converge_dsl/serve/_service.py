@@ -65,7 +65,7 @@ from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
-from ._store import FINISHED, RunRow, RunStore, StateError
+from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
@@ -141,6 +141,7 @@ class RunService:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, _Stopped] = {}
+        self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
         self._cancelling: set[str] = set()
         self._loops: RunLoops | None = None
         self._keys: dict[str, bytes] = {}  # pipeline -> its checkpoint key (`_key`)
@@ -245,9 +246,11 @@ class RunService:
             )
         run = self._new_id()
         idempotency = None if key is None or digest is None else (key.value, digest)
-        self.store.add(run, pipeline, request.data(), self._now(), idempotency)
+        added = self.store.add(run, pipeline, request.data(), self._now(), idempotency)
+        self._added[run] = added  # its worker need not read it back (`_work`)
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
+        self._ended[run] = _Stopped(queued=True)  # a `wait` need not read it back
         return run
 
     def get(self, run: str) -> RunRow:
@@ -268,9 +271,10 @@ class RunService:
     async def wait(self, run: str, timeout: float) -> RunRow:
         """The run once it stops (done, paused, cancelled), or as it is after `timeout` s."""
         ended = self._ended.setdefault(run, _Stopped())
-        row = self.get(run)
-        if row.status in FINISHED or row.status == "paused":
-            return row
+        if not ended.queued:  # not known to be waiting since `submit` queued it
+            row = self.get(run)
+            if row.status in FINISHED or row.status == "paused":
+                return row
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(ended.wait(), timeout)
         return ended.row if ended.row is not None else self.get(run)
@@ -304,7 +308,7 @@ class RunService:
         while True:
             run = await queue.get()
             try:
-                row = self.store.start(run, self._now())
+                row = self.store.start(run, self._now(), queued=self._added.pop(run, None))
             except StateError as error:
                 self._state_failed(pipeline, run, None, error)
                 continue
@@ -493,14 +497,24 @@ class RunService:
         row: RunRow,
     ) -> None:
         now = self._now()
+        text = None if body is None else result_json(body)
         stored = self.store.finish(
-            run, status=status, stop_reason=reason, body=body, events=live.unstored(), now=now
+            run,
+            status=status,
+            stop_reason=reason,
+            body=body,
+            events=live.unstored(),
+            now=now,
+            text=text,
         )
         self.metrics.ended(run, status, self._clock.monotonic())
         live.end()
         self._live.pop(run, None)
-        # What the store now holds, for the waiters (no read of what was just written).
-        ended = replace(row, status=status, stop_reason=reason, decisions={}, result=body)
+        # What the store now holds, for the waiters (no read of what was just written;
+        # an answer sends the result's text as stored, not encoded again).
+        ended = replace(
+            row, status=status, stop_reason=reason, decisions={}, result=body, result_json=text
+        )
         self._signal(run, replace(ended, updated=now) if stored else None)
 
     def _signal(self, run: str, row: RunRow | None = None) -> None:
@@ -573,9 +587,15 @@ class RunService:
 
 
 class _Stopped(asyncio.Event):
-    """Set when a run stops; `row` is the run as stored then, when its worker ended it."""
+    """Set when a run stops; `row` is the run as stored then, when its worker ended it.
+    `queued`: made when `submit` queued the run, so the run has not stopped yet (a run
+    that stops takes its `_Stopped` out of `_ended`)."""
 
     row: RunRow | None = None
+
+    def __init__(self, *, queued: bool = False) -> None:
+        super().__init__()
+        self.queued = queued
 
 
 def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:

@@ -3,10 +3,16 @@
 `RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
 is one row of `runs` with its status: `queued` -> `running` -> `done`, or
 `paused` (waiting for a human; `decide` queues it again with the decisions),
-or `cancelled`. Events are rows of `events` numbered from 0 per run, each
-the compact record the run's `EventSink` made (`_events`), rendered as its
-trace line when read (`events`); the
-result of a run that ended is a row of `results`, written in the same
+or `cancelled`. A run's events are numbered from 0, each the compact record
+the run's `EventSink` made (`_events`), rendered as its trace line when read
+(`events`). They are stored as they are handed over, several consecutive
+records to a row of `events`: `seq` is the number of the first, `line` the
+records joined by newlines (neither a record nor a line an older server
+stored whole holds a raw newline; an older server's rows hold one each). One
+row per write, not per record, keeps the index and the statements a run
+costs small. The result of a run that ended is a row of `results` (the
+run's row keeps only a pause's, which is no end; an older server's rows keep
+both), written in the same
 transaction that marks the run `done`, so a run ends exactly once: `finish`
 refuses a run that is not `running` (a second worker, or a run recovered
 after a crash that had already ended). The runs' checkpoint journals live in
@@ -32,7 +38,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +116,9 @@ class RunRow:
     result: JsonObject | None
     created: float
     updated: float
+    # `result` as the JSON text the store wrote, when this process wrote it with
+    # `result_json` (an answer sends it as it is instead of encoding it again).
+    result_json: str | None = field(default=None, compare=False, repr=False)
 
 
 class RunStore:
@@ -188,14 +197,16 @@ class RunStore:
         request: JsonObject,
         now: float,
         idempotency: tuple[str, str] | None = None,
-    ) -> None:
-        """A new queued run; `idempotency` (key, digest of the request) is kept with it."""
+    ) -> RunRow:
+        """A new queued run; `idempotency` (key, digest of the request) is kept with it. The
+        run as stored (its request read back from the text written, as `get` reads it)."""
+        text = json.dumps(request)
         statements: list[tuple[str, Sequence[Any]]] = [
             (
                 "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
                 "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
                 "?, ?)",
-                (run, pipeline, json.dumps(request), now, now),
+                (run, pipeline, text, now, now),
             )
         ]
         if idempotency is not None:
@@ -206,6 +217,7 @@ class RunStore:
                 )
             )
         self._write(statements)
+        return RunRow(run, pipeline, json.loads(text), "queued", None, {}, 0, None, now, now)
 
     def idempotent(self, key: str) -> tuple[str, str] | None:
         """The digest and run id an idempotency key was first given with, if any."""
@@ -281,10 +293,11 @@ class RunStore:
         )
         return {(name, status, reason): count for name, status, reason, count in rows}
 
-    def start(self, run: str, now: float) -> RunRow | None:
+    def start(self, run: str, now: float, *, queued: RunRow | None = None) -> RunRow | None:
         """Mark a queued run running (one more attempt): the run as it now stands, read
         under the same lock (no `RETURNING`, which SQLite before 3.35 lacks); None if it is
-        no longer queued."""
+        no longer queued. `queued`: the run as the caller added it (`add`), still queued
+        if anything: the update starts from it instead of reading the run back."""
         with self._transaction(autocommit=True) as db:
             cursor = db.execute(
                 "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
@@ -293,6 +306,8 @@ class RunStore:
             )
             if cursor.rowcount != 1:
                 return None
+            if queued is not None:
+                return replace(queued, status="running", attempts=queued.attempts + 1, updated=now)
             rows = db.execute(_SELECT + " WHERE id = ?", (run,)).fetchall()
         return _row(rows[0]) if rows else None
 
@@ -306,23 +321,27 @@ class RunStore:
         events: Sequence[tuple[int, str]],
         now: float,
         was: Collection[str] = ("running",),
+        text: str | None = None,
     ) -> bool:
         """End a running run (`done`, `paused` or `cancelled`) with its last events and its
         result, in one transaction; False (nothing written) if it was not running. The
-        result of a run that ended is also added to `results` (a pause's is not: the run
-        goes on). `was`: the statuses it may end from (a run its worker could not start
-        is ended from `queued`)."""
+        result of a run that ended is a row of `results`, that of a pause (the run goes
+        on) is kept in the run's row. `was`: the statuses it may end from (a run its
+        worker could not start is ended from `queued`). `text`: `body` as JSON, when the
+        caller encoded it (`result_json`)."""
         marks = ", ".join("?" * len(was))
+        if text is None and body is not None:
+            text = result_json(body) or json.dumps(body)
         with self._transaction() as db:
-            text = None if body is None else json.dumps(body)
+            ended = text is not None and status != "paused"
             cursor = db.execute(
                 "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
                 f"updated = ? WHERE id = ? AND status IN ({marks})",
-                (status, stop_reason, text, now, run, *was),
+                (status, stop_reason, None if ended else text, now, run, *was),
             )
             if cursor.rowcount != 1:
                 return False  # nothing written: the transaction commits nothing
-            if body is not None and status != "paused":
+            if ended:
                 db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
             last = self.event_statements(run, events)
             # a pause keeps its last records, an end drops the journal; the events
@@ -379,41 +398,49 @@ class RunStore:
 
     # --- events and results ---------------------------------------------------------------
 
-    def _insert_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
-        self._db.executemany(
-            "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)",
-            [(run, seq, line) for seq, line in events],
-        )
-
     @staticmethod
     def event_statements(
         run: str, events: Sequence[tuple[int, str]]
     ) -> list[tuple[str, Sequence[Any]]]:
-        """The statements storing `events` of `run` (to commit with a checkpoint record)."""
-        return [
-            ("INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)", (run, seq, line))
-            for seq, line in events
-        ]
+        """The statement storing `events` of `run`, consecutive records handed over together,
+        as one row (none for no events; to commit with a checkpoint record)."""
+        if not events:
+            return []
+        first = events[0][0]
+        assert events[-1][0] == first + len(events) - 1, "the records of a row are consecutive"
+        lines = "\n".join(record for _, record in events)
+        return [(_INSERT_EVENTS, (run, first, lines))]
 
     def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
         if events:
-            with self._transaction():
-                self._insert_events(run, events)
+            self._write(self.event_statements(run, events))
 
     def events(self, run: str, after: int = -1) -> Iterator[tuple[int, str]]:
         """The stored events of `run` numbered above `after`, in order, as trace lines."""
         from ._events import render
 
+        # from the row holding the event `after` (its first number is the largest not
+        # above it), or the first row
         rows = self._read(
-            "SELECT seq, line FROM events WHERE run = ? AND seq > ? ORDER BY seq", (run, after)
+            "SELECT seq, line FROM events WHERE run = ?1 AND seq >= COALESCE("
+            "(SELECT MAX(seq) FROM events WHERE run = ?1 AND seq <= ?2), 0) ORDER BY seq",
+            (run, after),
         )
-        for seq, record in rows:
-            yield int(seq), render(int(seq), str(record))
+        for first, lines in rows:
+            for offset, record in enumerate(str(lines).split("\n")):
+                seq = int(first) + offset
+                if seq > after:
+                    yield seq, render(seq, record)
 
     def next_event(self, run: str) -> int:
         """The number the next event of `run` takes (a resumed run goes on numbering)."""
-        rows = self._read("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run = ?", (run,))
-        return int(rows[0][0])
+        rows = self._read(
+            "SELECT seq, line FROM events WHERE run = ? ORDER BY seq DESC LIMIT 1", (run,)
+        )
+        if not rows:
+            return 0
+        first, lines = rows[0]
+        return int(first) + str(lines).count("\n") + 1
 
     def results(self, run: str) -> list[JsonObject]:
         """Every result recorded for `run` (one for a run that ended; more would be a fault)."""
@@ -421,8 +448,24 @@ class RunStore:
         return [json.loads(body) for (body,) in rows]
 
 
+_INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
+
+
+def result_json(body: JsonObject) -> str | None:
+    """`body` as the store writes it (`json.dumps`), when that is JSON an answer may send
+    as it is; None when it holds a number JSON cannot (NaN, infinities), which the store
+    then writes as `json.dumps` does and an answer refuses as `JSONResponse` does."""
+    try:
+        return json.dumps(body, allow_nan=False)
+    except ValueError:
+        return None
+
+
+# A run's result: a pause's in its row, else (an end) its first row of `results`.
 _COLUMNS = (
-    "id, pipeline, request, status, stop_reason, decisions, attempts, result, created, updated"
+    "id, pipeline, request, status, stop_reason, decisions, attempts, COALESCE(result, "
+    "(SELECT body FROM results WHERE results.run = runs.id ORDER BY rowid LIMIT 1)), "
+    "created, updated"
 )
 _SELECT = f"SELECT {_COLUMNS} FROM runs"
 

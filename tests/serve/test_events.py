@@ -184,3 +184,26 @@ def test_every_event_of_a_run_is_stored_as_json_that_reads_back_as_its_trace_fie
     )
     for event in [*seen, odd]:
         assert _dumps(json.loads(event_json(event))) == _dumps(event.model_dump(mode="json"))
+
+
+def test_a_record_on_the_system_clock_holds_its_time_of_day_in_microseconds() -> None:
+    """The system clock's time is read as microseconds without a datetime; it is the
+    time of day `SystemClock.wall()` tells, to the microsecond."""
+    from converge_dsl.clock import SystemClock
+
+    async def main() -> tuple[int, str, int]:
+        live = LiveRun(0, asyncio.get_running_loop())
+        sink = EventSink(live, lambda: None)
+        sink.open(SystemClock())
+        clock = SystemClock()
+        before = (clock.wall() - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+        sink.on_event(ev.CycleStarted(cycle=1, dirty_keys=[], candidates=[]))
+        after = (clock.wall() - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+        return before, live.records[0][1], after
+
+    before, record, after = asyncio.run(main())
+    stamp = int(record.split("\t")[0])
+    assert before <= stamp <= after
+    assert json.loads(render(0, record))["time"] == rfc3339(
+        datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=stamp)
+    )

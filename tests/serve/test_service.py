@@ -7,6 +7,7 @@ input) and every paused run is still waiting; a decision then finishes it.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -132,10 +133,10 @@ class _FailingStore(RunStore):
         self.failed += 1
         raise StateError('cannot write the state: near "RETURNING": syntax error (secret-77)')
 
-    def start(self, run: str, now: float) -> RunRow | None:
+    def start(self, run: str, now: float, *, queued: RunRow | None = None) -> RunRow | None:
         if self.failing == "start" and not self.failed:
             self._fail()
-        return super().start(run, now)
+        return super().start(run, now, queued=queued)
 
     def finish(self, run: str, **kwargs: Any) -> bool:
         if self.failing == "finish" and not self.failed:
@@ -184,3 +185,63 @@ def test_a_state_error_fails_its_run_and_the_queue_moves_on(tmp_path: Path, fail
         'serve [CD993]: cannot write the state: near "RETURNING": syntax error (***)'
     )
     assert stored.result == first.result
+
+
+class _CountingStore(RunStore):
+    """A store that counts the statements reading the table of runs."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.statements: list[str] = []
+        self._db.set_trace_callback(self.statements.append)
+
+    @property
+    def reads(self) -> int:
+        return sum(1 for sql in self.statements if sql.startswith("SELECT id, pipeline"))
+
+
+def test_a_run_waited_for_as_it_is_queued_is_not_read_back(tmp_path: Path) -> None:
+    """Neither its worker nor a wait reads back the run `submit` just queued: the worker
+    starts it from the run as added, the wait knows it cannot have stopped yet, and the
+    worker hands the waiter the run as it stored it, the result with the JSON text
+    written (which the answer sends as it is). Waiting again once it ended reads it."""
+    import asyncio
+    import json
+
+    from converge_dsl.serve._app import run_answer
+    from converge_dsl.serve._requests import RunRequest
+
+    store = _CountingStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> tuple[RunRow, int, RunRow]:
+        await service.start()
+        store.statements.clear()  # the recovery's read of the queued runs
+        try:
+            run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+            ended = await service.wait(run, 30.0)
+            reads = store.reads
+            return ended, reads, await service.wait(run, 30.0)
+        finally:
+            await service.stop()
+
+    try:
+        ended, reads, again = asyncio.run(main())
+        with contextlib.closing(sqlite3.connect(tmp_path / "state" / STATE_FILE)) as db:
+            [(stored,)] = db.execute("SELECT body FROM results").fetchall()
+    finally:
+        store.close()
+    assert reads == 0
+    assert store.reads == 1  # the second wait
+    assert (ended.status, again.status) == ("done", "done")
+    assert ended.result_json == stored
+    assert again.result == ended.result == json.loads(stored)
+    answer = json.loads(run_answer(ended, 200).body)
+    assert answer == {
+        "id": ended.id,
+        "pipeline": "steady",
+        "status": "done",
+        "stop_reason": "converged",
+        "attempts": 1,
+        "result": ended.result,
+    }

@@ -34,6 +34,41 @@ def test_a_run_ends_exactly_once(tmp_path: Path) -> None:
     assert list(store.events("a")) == [(0, "{}")]
 
 
+def test_the_result_of_a_run_that_ended_is_stored_once(tmp_path: Path) -> None:
+    """An end's result is its row of `results` only (the run's row reads it from
+    there); a run an older server ended, its result in both, reads the same."""
+    store = RunStore(tmp_path)
+    for run in ("a", "old"):
+        store.add(run, "p", {}, 1.0)
+        store.start(run, 1.0)
+        store.finish(
+            run, status="done", stop_reason="converged", body={"n": run}, events=[], now=2.0
+        )
+    with sqlite3.connect(tmp_path / STATE_FILE) as db:
+        db.execute("UPDATE runs SET result = '{\"n\": \"old\"}' WHERE id = 'old'")
+        kept = dict(db.execute("SELECT id, result FROM runs").fetchall())
+    assert kept == {"a": None, "old": '{"n": "old"}'}
+    for run in ("a", "old"):
+        row = store.get(run)
+        assert row is not None
+        assert row.result == {"n": run}
+        assert store.results(run) == [{"n": run}]
+    assert [row.result for row in store.runs("done")] == [{"n": "a"}, {"n": "old"}]
+
+
+def test_a_run_started_from_the_run_as_added_is_the_run_as_stored(tmp_path: Path) -> None:
+    """`add` answers the run as stored; starting from it reads nothing back and gives the
+    run `get` reads; a run no longer queued is not started from it."""
+    store = RunStore(tmp_path)
+    added = store.add("a", "p", {"inputs": {"x": [1, 2]}}, 1.0)
+    assert added == store.get("a")
+    started = store.start("a", 2.0, queued=added)
+    assert started is not None
+    assert started == store.get("a")
+    assert started.request == {"inputs": {"x": [1, 2]}}
+    assert store.start("a", 3.0, queued=added) is None
+
+
 def test_recover_queues_running_runs_and_keeps_paused_ones(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     for run in ("a", "b", "c", "d"):
@@ -80,6 +115,31 @@ def test_events_continue_numbering(tmp_path: Path) -> None:
     store.add_events("a", [(0, "x"), (1, "y")])
     assert store.next_event("a") == 2
     assert list(store.events("a", 0)) == [(1, "y")]
+
+
+def test_the_events_handed_over_together_are_one_row_read_back_one_by_one(
+    tmp_path: Path,
+) -> None:
+    """A run's records handed over together (a flush, the rest with its end) are one row
+    each; reading from any number, inside a row or past a row written by an older
+    server (one record a row), gives every later record, numbered."""
+    store = RunStore(tmp_path)
+    store.add("a", "p", {}, 1.0)
+    store.start("a", 1.0)
+    with sqlite3.connect(tmp_path / STATE_FILE) as db:  # an older server's row
+        db.execute("INSERT INTO events (run, seq, line) VALUES ('a', 0, '\"old\"')")
+    store.add_events("a", [(1, "b"), (2, "c"), (3, "d")])
+    assert store.next_event("a") == 4
+    store.finish(
+        "a", status="done", stop_reason="converged", body={}, events=[(4, "e"), (5, "f")], now=2
+    )
+    with sqlite3.connect(tmp_path / STATE_FILE) as db:
+        rows = db.execute("SELECT seq FROM events WHERE run = 'a' ORDER BY seq").fetchall()
+    assert rows == [(0,), (1,), (4,)]
+    every = [(0, '"old"'), (1, "b"), (2, "c"), (3, "d"), (4, "e"), (5, "f")]
+    for after in range(-1, 7):
+        assert list(store.events("a", after)) == every[after + 1 :], after
+    assert store.next_event("a") == 6
 
 
 def test_the_state_is_wal(tmp_path: Path) -> None:
