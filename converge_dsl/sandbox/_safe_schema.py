@@ -50,6 +50,7 @@ from converge_dsl._json_types import JsonSchema
 from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems
+from converge_dsl.sandbox._schema_meta import validator_class
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
 from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs, schema_objects
 
@@ -318,13 +319,34 @@ def _const(validator: Any, const: Any, instance: Any, schema: Any) -> Iterator[A
         yield ValidationError(f"{const!r} was expected")
 
 
-def _unevaluated_items(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema._utils import extras_msg, find_evaluated_item_indexes_by_schema
+def _evaluated(draft_2019: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """python-jsonschema's finders of the items and the properties a schema evaluates:
+    2019-09's own (`items` may be an array, with `additionalItems`) or 2020-12's."""
+    if draft_2019:
+        from jsonschema import _legacy_keywords as legacy
+
+        return (
+            legacy.find_evaluated_item_indexes_by_schema,
+            legacy.find_evaluated_property_keys_by_schema,
+        )
+    from jsonschema import _utils
+
+    return (
+        _utils.find_evaluated_item_indexes_by_schema,
+        _utils.find_evaluated_property_keys_by_schema,
+    )
+
+
+def _unevaluated_items(
+    validator: Any, extra: Any, instance: Any, schema: Any, *, draft_2019: bool = False
+) -> Iterator[Any]:
+    from jsonschema._utils import extras_msg
     from jsonschema.exceptions import ValidationError
 
     if not validator.is_type(instance, "array"):
         return
-    evaluated = set(find_evaluated_item_indexes_by_schema(validator, instance, schema))
+    find = _evaluated(draft_2019)[0]
+    evaluated = set(find(validator, instance, schema))
     spend(1, len(instance))
     unevaluated = [item for index, item in enumerate(instance) if index not in evaluated]
     if unevaluated:
@@ -333,14 +355,15 @@ def _unevaluated_items(validator: Any, extra: Any, instance: Any, schema: Any) -
 
 
 def _unevaluated_properties(
-    validator: Any, extra: Any, instance: Any, schema: Any
+    validator: Any, extra: Any, instance: Any, schema: Any, *, draft_2019: bool = False
 ) -> Iterator[Any]:
-    from jsonschema._utils import extras_msg, find_evaluated_property_keys_by_schema
+    from jsonschema._utils import extras_msg
     from jsonschema.exceptions import ValidationError
 
     if not validator.is_type(instance, "object"):
         return
-    evaluated = set(find_evaluated_property_keys_by_schema(validator, instance, schema))
+    find = _evaluated(draft_2019)[1]
+    evaluated = set(find(validator, instance, schema))
     spend(1, len(instance))
     bad = [
         key
@@ -411,15 +434,16 @@ def _additional_properties(
 def _safe_class(base: Any) -> Any:
     import jsonschema.validators
 
-    own = {
+    draft_2019 = "$recursiveRef" in base.VALIDATORS  # its `unevaluated*` read `items` arrays
+    own: dict[str, Callable[..., Any]] = {
         "pattern": _pattern,
         "patternProperties": _pattern_properties,
         "additionalProperties": _additional_properties,
         "uniqueItems": _unique_items,
         "enum": _enum,
         "const": _const,
-        "unevaluatedItems": _unevaluated_items,
-        "unevaluatedProperties": _unevaluated_properties,
+        "unevaluatedItems": functools.partial(_unevaluated_items, draft_2019=draft_2019),
+        "unevaluatedProperties": functools.partial(_unevaluated_properties, draft_2019=draft_2019),
     }
     keywords = {name: _metered(name, own.get(name, func)) for name, func in base.VALIDATORS.items()}
     return jsonschema.validators.extend(base, keywords)
@@ -461,12 +485,9 @@ class _Deferred:
 
     def get(self) -> Any:
         if self._built is None:
-            import jsonschema.validators
             from referencing import Registry
 
-            base = jsonschema.validators.validator_for(
-                self._schema, jsonschema.Draft202012Validator
-            )
+            base = validator_class(self._schema)
             registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
             self._built = _safe_class(base)(self._schema, registry=registry)
         return self._built
