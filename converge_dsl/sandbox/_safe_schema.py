@@ -49,7 +49,7 @@ from converge_dsl._json_pointer import pointer
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
-from converge_dsl.sandbox._schema_bounds import canonical, size_problems
+from converge_dsl.sandbox._schema_bounds import canonical, size_problems, too_large
 from converge_dsl.sandbox._schema_meta import validator_class
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
 from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs, schema_objects
@@ -459,6 +459,8 @@ def python_validator(schema: JsonSchema, what: str = "the schema") -> GovernedVa
     case); each call wraps it for its own `what`. It is built when first needed:
     data its `QuickCheck` answers never needs it (nor python-jsonschema).
     """
+    if too_large(schema):  # refused before its text, of its size, is made
+        check_safe(schema, what)
     try:
         key: str | None = json.dumps(schema, sort_keys=True, default=_unkeyable)
     except TypeError:

@@ -111,6 +111,12 @@ def _keyword_problems(node: Mapping[str, Any], trail: Trail) -> Iterator[tuple[P
             yield path_of((trail, key)), message
 
 
+def too_large(schema: Any) -> bool:
+    """Whether `schema` has more than `MAX_SCHEMA_NODES` members and items in all: what
+    `size_problems` counts, without telling keywords apart; stops once past it."""
+    return _members(schema, MAX_SCHEMA_NODES) > MAX_SCHEMA_NODES
+
+
 def _members(value: Any, budget: int) -> int:
     """The members and items of `value`, nested ones included, counted until past `budget`."""
     count = 0

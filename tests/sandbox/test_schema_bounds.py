@@ -106,6 +106,19 @@ def test_a_schema_too_large_in_all_is_refused_at_its_root_and_the_walk_stops() -
         python_validator(_wide(100_000))  # the most precise reason first
 
 
+def test_a_schema_too_large_is_refused_before_its_text_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    def dumps(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("the whole schema was written out")
+
+    monkeypatch.setattr(safe, "json", types.SimpleNamespace(dumps=dumps))
+    with pytest.raises(UnsafeSchema, match="more than 20000 members"):
+        python_validator({"default": [0] * (MAX_SCHEMA_NODES + 1)})
+
+
 def test_schemas_within_the_limits_and_data_keywords_are_not_counted_as_schemas() -> None:
     assert size_problems(_wide(MAX_MEMBERS)) == []
     # enum values are data: an object inside one is not read as a schema with `properties`.
