@@ -9,18 +9,17 @@ module, so none of them can hang the process or reach outside the document:
   cannot compile (backreferences, lookaround) is refused with the reason
   (`regex_problem`), at validate time as a located diagnostic.
 - `$ref` resolves only within the schema: the registries refuse to retrieve
-  anything (no `file://`, no `http://`), `remote_refs` finds every
-  non-local reference and `dangling_refs` every local one that names nothing
-  (a pointer to no member, an anchor no subschema declares), for validate
-  to report.
+  anything (no `file://`, no `http://`), `remote_refs` finds every non-local
+  reference and `dangling_refs` every local one that names nothing (a pointer
+  to no member, an anchor no subschema declares), for validate to report.
 - A schema wider than the documented limits (`converge_dsl.sandbox._schema_bounds`:
   members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
   refused (`schema_problems` kind `size`), so no check of data costs in
   proportion to a huge schema.
 - `python_validator` is python-jsonschema (Draft 2020-12 unless the schema
-  says otherwise) extended so `pattern`, `patternProperties` and
-  `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
-  `unevaluated*` keywords run in linear time (JSON equality through
+  says otherwise: `validator_class`) extended so `pattern`, `patternProperties`
+  and `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
+  `unevaluated*` keywords (read in the schema's draft) run in linear time (JSON equality through
   `canonical`), and every keyword application charges the governor
   (`converge_dsl.sandbox._governor`) one step plus the width of its value, and each
   error it makes its message. Each validation is governed on its own
@@ -319,22 +318,12 @@ def _const(validator: Any, const: Any, instance: Any, schema: Any) -> Iterator[A
         yield ValidationError(f"{const!r} was expected")
 
 
-def _evaluated(draft_2019: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """python-jsonschema's finders of the items and the properties a schema evaluates:
-    2019-09's own (`items` may be an array, with `additionalItems`) or 2020-12's."""
-    if draft_2019:
-        from jsonschema import _legacy_keywords as legacy
+def _evaluated(draft_2019: bool) -> Any:
+    """The module of python-jsonschema's `find_evaluated_*` of a draft: 2019-09's own
+    (its `items` may be an array, with `additionalItems`), or 2020-12's."""
+    from jsonschema import _legacy_keywords, _utils
 
-        return (
-            legacy.find_evaluated_item_indexes_by_schema,
-            legacy.find_evaluated_property_keys_by_schema,
-        )
-    from jsonschema import _utils
-
-    return (
-        _utils.find_evaluated_item_indexes_by_schema,
-        _utils.find_evaluated_property_keys_by_schema,
-    )
+    return _legacy_keywords if draft_2019 else _utils
 
 
 def _unevaluated_items(
@@ -345,7 +334,7 @@ def _unevaluated_items(
 
     if not validator.is_type(instance, "array"):
         return
-    find = _evaluated(draft_2019)[0]
+    find = _evaluated(draft_2019).find_evaluated_item_indexes_by_schema
     evaluated = set(find(validator, instance, schema))
     spend(1, len(instance))
     unevaluated = [item for index, item in enumerate(instance) if index not in evaluated]
@@ -362,7 +351,7 @@ def _unevaluated_properties(
 
     if not validator.is_type(instance, "object"):
         return
-    find = _evaluated(draft_2019)[1]
+    find = _evaluated(draft_2019).find_evaluated_property_keys_by_schema
     evaluated = set(find(validator, instance, schema))
     spend(1, len(instance))
     bad = [
