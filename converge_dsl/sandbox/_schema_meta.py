@@ -19,8 +19,9 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from converge_dsl._record import Record
 
 _KEEP = 256
 
@@ -55,14 +56,17 @@ def meta_error(schema: Any) -> Any:
     return error
 
 
-@dataclass(frozen=True)
-class Draft:
+class Draft(Record):
     """The draft a schema is checked in: `name` (`draft-04`, `draft-06`, `draft-07`,
     `2019-09`, `2020-12`, `draft-03`) and the keywords its checks apply (`then` and
     `else` apply through `if`, `minContains` and `maxContains` through `contains`)."""
 
-    name: str
-    keywords: frozenset[str]
+    _fields = ("name", "keywords")
+    __slots__ = _fields
+
+    def __init__(self, name: str, keywords: frozenset[str]) -> None:
+        self.name = name
+        self.keywords = keywords
 
 
 _DRAFT_NAMES = {
