@@ -13,6 +13,15 @@ times python-jsonschema's governed check, never the quick yes of small data
   to the limit of 1,000, then objects of 1,000 members: n/1000 of them);
 - `anyOf x items`: n integers against 100 object branches and one integer one,
   until the bound of one check stops it (printed as `bound`).
+
+Then it times refusing a schema too large (`size_problems`, what validate and
+a run do first) against its size n, from just past the limit of 20,000
+members (the baseline, measured in the same run) to 1,000,000: a walk that
+stops once past the limit shows ratios to the baseline near 1 whatever n is.
+Shapes: `wide properties` (n properties), `deep not` (n schemas nested),
+`data under default` (a property named `default` whose `anyOf` has n
+branches), `wide enum` (n values), `nested data` (a `const` of n/1000 arrays
+of 1,000 items).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from converge_dsl.sandbox import (
     GovernedValidator,
     governed,
     python_validator,
+    size_problems,
 )
 
 Case = Callable[[int], tuple[dict[str, Any], Any]]
@@ -83,6 +93,46 @@ def measure(case: Case, n: int) -> tuple[float, int | None]:
     return time.perf_counter() - start, charges
 
 
+def _deep(n: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    node = root
+    for _ in range(n):
+        node["not"] = node = {}
+    return root
+
+
+REFUSED: dict[str, Callable[[int], Any]] = {
+    "wide properties": lambda n: {"properties": {f"p{i}": {} for i in range(n)}},
+    "deep not": _deep,
+    "data under default": lambda n: {"properties": {"default": {"anyOf": [{}] * n}}},
+    "wide enum": lambda n: {"enum": list(range(n))},
+    "nested data": lambda n: {"const": [[0] * 1_000] * (n // 1_000)},
+}
+REFUSED_SIZES = (20_001, 100_000, 1_000_000)
+
+
+def refusal_seconds(schema: Any) -> float:
+    """The seconds `size_problems` takes to refuse `schema` (the best of three)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        problems = size_problems(schema)
+        best = min(best, time.perf_counter() - start)
+    if not problems or problems[-1][0] != ():
+        raise AssertionError("not refused as too large")
+    return best
+
+
+def refusals() -> None:
+    print(f"\n{'refused':<19} {'n':>9} {'seconds':>9} {'to baseline':>12}")
+    for name, make in REFUSED.items():
+        baseline = 0.0
+        for n in REFUSED_SIZES:
+            seconds = refusal_seconds(make(n))
+            baseline = baseline or seconds
+            print(f"{name:<19} {n:>9} {seconds:>9.5f} {seconds / baseline:>12.2f}")
+
+
 def main() -> None:
     print(f"{'case':<15} {'n':>7} {'seconds':>9} {'charges':>11} {'t ratio':>8} {'c ratio':>8}")
     for name, case in CASES.items():
@@ -97,6 +147,7 @@ def main() -> None:
                     ratios += f" {charges / before[1]:8.2f}"
             print(f"{name:<15} {n:>7} {seconds:>9.4f} {shown:>11} {ratios}")
             before = (seconds, charges)
+    refusals()
 
 
 if __name__ == "__main__":

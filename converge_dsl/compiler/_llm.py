@@ -60,7 +60,6 @@ from converge_dsl.sandbox import (
     Exhausted,
     GovernedValidator,
     UnsafeSchema,
-    check_safe,
     meta_error,
     python_validator,
 )
@@ -442,7 +441,8 @@ def _schemas(
     schema = output.schema
     if schema is not None:
         try:
-            check_safe(schema, "output.schema")  # the size limits first: the rest is linear
+            # Refuses an unsafe schema first (its one `check_safe`): the meta check is linear.
+            validator = python_validator(schema, "output.schema")
             error = meta_error(schema)  # python-jsonschema's `SchemaError`, or None
             problem = None if error is None else str(error.message)
         except UnsafeSchema as exc:
@@ -453,7 +453,6 @@ def _schemas(
                 f"output.schema is not a valid JSON Schema: {problem}",
                 (*output.path, "schema"),
             ) from None
-        validator = python_validator(schema, "output.schema")
         return validator, None, schema
     target = output.key
     key_schema = ctx.key_schemas.get(target)

@@ -138,23 +138,25 @@ class KeySchemas:
         self._validators: dict[str, GovernedValidator] = {}
         if not schemas:
             return
-        from converge_dsl.sandbox import UnsafeSchema, check_safe, meta_error, python_validator
+        from converge_dsl.sandbox import UnsafeSchema, meta_error, python_validator
 
         for key, schema in schemas.items():
             plain = json.loads(canonical_json(schema))  # lists, not the frozen tuples
             what = f"the schema of key {key!r}"
             try:
-                check_safe(plain, what)  # the size limits first: the checks below are linear
-                error = meta_error(plain)
-                if error is not None:
-                    where_ = pointer_of(error.absolute_path) or "/"
-                    raise RunError(
-                        f"{what} is not a valid JSON Schema: at {where_}: {_short(error.message)}",
-                        hint="fix `keys[].schema` (JSON Schema, draft 2020-12)",
-                    )
-                self._validators[str(key)] = python_validator(plain, what)
+                # Refuses an unsafe schema first (its one `check_safe`), so the meta
+                # check below is linear; the validator itself is built on first use.
+                validator = python_validator(plain, what)
             except UnsafeSchema as exc:
                 raise RunError(exc.message, hint=exc.hint) from None
+            error = meta_error(plain)
+            if error is not None:
+                where_ = pointer_of(error.absolute_path) or "/"
+                raise RunError(
+                    f"{what} is not a valid JSON Schema: at {where_}: {_short(error.message)}",
+                    hint="fix `keys[].schema` (JSON Schema, draft 2020-12)",
+                )
+            self._validators[str(key)] = validator
 
     def __bool__(self) -> bool:
         return bool(self._validators)

@@ -80,9 +80,9 @@ def _unsafe(facts: PipelineFacts, what: str, schema: Any, base: JsonPath) -> Ite
 def _meta_errors(
     facts: PipelineFacts, name: str, schema: dict[str, Any], base: JsonPath
 ) -> Iterator[Diagnostic]:
-    import jsonschema_rs
+    from converge_dsl.sandbox import meta_error
 
-    if jsonschema_rs.meta.is_valid(schema):
+    if meta_error(schema) is None:  # its `$schema`'s draft; nothing fetched
         return
     import jsonschema
 
@@ -257,13 +257,13 @@ def _validator(schema: Any) -> Any:
     """A validator for a key schema; None when it is not usable (invalid, refused)."""
     import jsonschema_rs
 
-    from converge_dsl.sandbox import UnsafeSchema, fast_validator
+    from converge_dsl.sandbox import UnsafeSchema, fast_validator, meta_error
 
-    if not jsonschema_rs.meta.is_valid(schema):
+    if meta_error(schema) is not None:
         return None
     try:
         return fast_validator(schema)
-    except (UnsafeSchema, ValueError):
+    except (UnsafeSchema, ValueError, jsonschema_rs.ReferencingError):  # a draft it lacks
         return None
 
 

@@ -26,9 +26,12 @@ Public surface:
   hand the schemas one process found valid to another), `size_problems` and `MAX_MEMBERS` their size
   bounds; `fast_validator` and `python_validator` build a `GovernedValidator`
   (`SCHEMA_STEPS`, `SCHEMA_WORK` its budget); `compile_regex` and `search` run a
-  regex in linear time; `DATA_KEYWORDS`, `SCHEMA_MAPS`, `anchors_of` and
+  regex in linear time; `DATA_KEYWORDS`, `SCHEMA_KEYWORDS`, `SCHEMA_LISTS`,
+  `SCHEMA_MAPS`, `REF_KEYWORDS`, `schema_objects`, `anchors_of` and
   `embedded_resource` tell a schema's keywords from its names and data, and
-  its anchors and embedded resources, as validate does.
+  its references, anchors and embedded resources, as validate does;
+  `draft_of` names the draft a schema is checked in (`Draft`: its name and
+  the keywords it applies).
 
 Names are imported on first use (PEP 562): the front end's fast path reads the
 template names without importing jinja2.
@@ -79,15 +82,21 @@ else:
             ),
             "converge_dsl.sandbox._schema_bounds": ("MAX_MEMBERS", "size_problems"),
             "converge_dsl.sandbox._schema_meta": (
+                "Draft",
+                "draft_of",
                 "meta_error",
                 "meta_valid_texts",
                 "remember_meta_valid",
             ),
             "converge_dsl.sandbox._schema_refs": (
                 "DATA_KEYWORDS",
+                "REF_KEYWORDS",
+                "SCHEMA_KEYWORDS",
+                "SCHEMA_LISTS",
                 "SCHEMA_MAPS",
                 "anchors_of",
                 "embedded_resource",
+                "schema_objects",
             ),
             "converge_dsl.sandbox._templating": (
                 "GLOBALS",

@@ -9,18 +9,17 @@ module, so none of them can hang the process or reach outside the document:
   cannot compile (backreferences, lookaround) is refused with the reason
   (`regex_problem`), at validate time as a located diagnostic.
 - `$ref` resolves only within the schema: the registries refuse to retrieve
-  anything (no `file://`, no `http://`), `remote_refs` finds every
-  non-local reference and `dangling_refs` every local one that names nothing
-  (a pointer to no member, an anchor no subschema declares), for validate
-  to report.
+  anything (no `file://`, no `http://`), `remote_refs` finds every non-local
+  reference and `dangling_refs` every local one that names nothing (a pointer
+  to no member, an anchor no subschema declares), for validate to report.
 - A schema wider than the documented limits (`converge_dsl.sandbox._schema_bounds`:
   members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
   refused (`schema_problems` kind `size`), so no check of data costs in
   proportion to a huge schema.
 - `python_validator` is python-jsonschema (Draft 2020-12 unless the schema
-  says otherwise) extended so `pattern`, `patternProperties` and
-  `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
-  `unevaluated*` keywords run in linear time (JSON equality through
+  says otherwise: `validator_class`) extended so `pattern`, `patternProperties`
+  and `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
+  `unevaluated*` keywords (read in the schema's draft) run in linear time (JSON equality through
   `canonical`), and every keyword application charges the governor
   (`converge_dsl.sandbox._governor`) one step plus the width of its value, and each
   error it makes its message. Each validation is governed on its own
@@ -49,7 +48,8 @@ from converge_dsl._json_pointer import pointer
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
-from converge_dsl.sandbox._schema_bounds import canonical, size_problems
+from converge_dsl.sandbox._schema_bounds import canonical, size_problems, too_large
+from converge_dsl.sandbox._schema_meta import validator_class
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
 from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs, schema_objects
 
@@ -318,13 +318,24 @@ def _const(validator: Any, const: Any, instance: Any, schema: Any) -> Iterator[A
         yield ValidationError(f"{const!r} was expected")
 
 
-def _unevaluated_items(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema._utils import extras_msg, find_evaluated_item_indexes_by_schema
+def _evaluated(draft_2019: bool) -> Any:
+    """The module of python-jsonschema's `find_evaluated_*` of a draft: 2019-09's own
+    (its `items` may be an array, with `additionalItems`), or 2020-12's."""
+    from jsonschema import _legacy_keywords, _utils
+
+    return _legacy_keywords if draft_2019 else _utils
+
+
+def _unevaluated_items(
+    validator: Any, extra: Any, instance: Any, schema: Any, *, draft_2019: bool = False
+) -> Iterator[Any]:
+    from jsonschema._utils import extras_msg
     from jsonschema.exceptions import ValidationError
 
     if not validator.is_type(instance, "array"):
         return
-    evaluated = set(find_evaluated_item_indexes_by_schema(validator, instance, schema))
+    find = _evaluated(draft_2019).find_evaluated_item_indexes_by_schema
+    evaluated = set(find(validator, instance, schema))
     spend(1, len(instance))
     unevaluated = [item for index, item in enumerate(instance) if index not in evaluated]
     if unevaluated:
@@ -333,14 +344,15 @@ def _unevaluated_items(validator: Any, extra: Any, instance: Any, schema: Any) -
 
 
 def _unevaluated_properties(
-    validator: Any, extra: Any, instance: Any, schema: Any
+    validator: Any, extra: Any, instance: Any, schema: Any, *, draft_2019: bool = False
 ) -> Iterator[Any]:
-    from jsonschema._utils import extras_msg, find_evaluated_property_keys_by_schema
+    from jsonschema._utils import extras_msg
     from jsonschema.exceptions import ValidationError
 
     if not validator.is_type(instance, "object"):
         return
-    evaluated = set(find_evaluated_property_keys_by_schema(validator, instance, schema))
+    find = _evaluated(draft_2019).find_evaluated_property_keys_by_schema
+    evaluated = set(find(validator, instance, schema))
     spend(1, len(instance))
     bad = [
         key
@@ -411,15 +423,16 @@ def _additional_properties(
 def _safe_class(base: Any) -> Any:
     import jsonschema.validators
 
-    own = {
+    draft_2019 = "$recursiveRef" in base.VALIDATORS  # its `unevaluated*` read `items` arrays
+    own: dict[str, Callable[..., Any]] = {
         "pattern": _pattern,
         "patternProperties": _pattern_properties,
         "additionalProperties": _additional_properties,
         "uniqueItems": _unique_items,
         "enum": _enum,
         "const": _const,
-        "unevaluatedItems": _unevaluated_items,
-        "unevaluatedProperties": _unevaluated_properties,
+        "unevaluatedItems": functools.partial(_unevaluated_items, draft_2019=draft_2019),
+        "unevaluatedProperties": functools.partial(_unevaluated_properties, draft_2019=draft_2019),
     }
     keywords = {name: _metered(name, own.get(name, func)) for name, func in base.VALIDATORS.items()}
     return jsonschema.validators.extend(base, keywords)
@@ -435,6 +448,8 @@ def python_validator(schema: JsonSchema, what: str = "the schema") -> GovernedVa
     case); each call wraps it for its own `what`. It is built when first needed:
     data its `QuickCheck` answers never needs it (nor python-jsonschema).
     """
+    if too_large(schema):  # refused before its text, of its size, is made
+        check_safe(schema, what)
     try:
         key: str | None = json.dumps(schema, sort_keys=True, default=_unkeyable)
     except TypeError:
@@ -461,12 +476,9 @@ class _Deferred:
 
     def get(self) -> Any:
         if self._built is None:
-            import jsonschema.validators
             from referencing import Registry
 
-            base = jsonschema.validators.validator_for(
-                self._schema, jsonschema.Draft202012Validator
-            )
+            base = validator_class(self._schema)
             registry: Any = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
             self._built = _safe_class(base)(self._schema, registry=registry)
         return self._built

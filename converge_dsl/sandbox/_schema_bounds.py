@@ -6,12 +6,17 @@ validator is built) when it is wider than these limits, because checking one
 value against it costs in proportion to its width:
 
 - `MAX_SCHEMA_NODES`: every object member and array item of the schema,
-  nested ones included (the walk stops once past it);
+  nested ones included, data too (the walk stops once past it);
 - `MAX_MEMBERS`: the entries of one `properties`, `patternProperties`,
-  `dependentRequired`, `dependentSchemas`, `$defs` or `definitions`, and the
-  names of one `required` or the schemas of one `prefixItems`;
+  `dependentRequired`, `dependentSchemas`, `dependencies`, `$defs` or
+  `definitions`, and the names of one `required` or the schemas of one
+  `prefixItems` (or `items` written as an array);
 - `MAX_ENUM`: the values of one `enum`;
 - `MAX_BRANCHES`: the schemas of one `anyOf`, `oneOf` or `allOf`.
+
+Only keywords are limited: the walk is `_schema_refs.schema_parts`, which knows
+a member named `enum` under `properties` for a name and the value of `default`
+for data.
 
 `canonical(value)` is a hashable key of a JSON value that two values share
 exactly when JSON Schema calls them equal (`1 == 1.0`, objects by their
@@ -26,21 +31,25 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from converge_dsl.sandbox._governor import spend
+from converge_dsl.sandbox._schema_refs import SCHEMA, SCHEMAS, Trail, path_of, schema_parts
 
 MAX_SCHEMA_NODES = 20_000
 MAX_MEMBERS = 1_000
 MAX_ENUM = 1_000
 MAX_BRANCHES = 128
 
-_MEMBER_KEYWORDS = frozenset(
+# Keyword -> the most members (names) or items its value may hold.
+_MEMBER_LIMITS = dict.fromkeys(
     (
         "properties",
         "patternProperties",
         "dependentRequired",
         "dependentSchemas",
+        "dependencies",
         "$defs",
         "definitions",
-    )
+    ),
+    MAX_MEMBERS,
 )
 _LIST_LIMITS = {
     "enum": MAX_ENUM,
@@ -49,9 +58,9 @@ _LIST_LIMITS = {
     "allOf": MAX_BRANCHES,
     "required": MAX_MEMBERS,
     "prefixItems": MAX_MEMBERS,
+    "items": MAX_MEMBERS,  # its array form (before draft 2020-12) is `prefixItems`
 }
-# Values that are data, not schemas: their members are counted, their keywords not read.
-_DATA_KEYWORDS = frozenset(("enum", "const", "default", "examples"))
+_LIMITED = frozenset((*_MEMBER_LIMITS, *_LIST_LIMITS))
 
 Path = tuple[str | int, ...]
 
@@ -59,24 +68,21 @@ Path = tuple[str | int, ...]
 def size_problems(schema: Any) -> list[tuple[Path, str]]:
     """(path inside `schema`, message) of every limit `schema` crosses; [] when within.
 
-    Linear in the schema and stopping once past `MAX_SCHEMA_NODES` (located
-    at the schema's root, last: after the keywords found too wide until then).
+    The keywords are those of schema objects (`schema_parts`: a property named
+    `enum` is a name, a keyword's data is never read as a schema). Linear in the
+    schema and stopping once past `MAX_SCHEMA_NODES` (located at the schema's
+    root, last: after the keywords found too wide until then).
     """
     problems: list[tuple[Path, str]] = []
     nodes = 0
-    stack: list[tuple[Any, Path, bool]] = [(schema, (), True)]
-    while stack:
-        node, where, is_schema = stack.pop()
-        if isinstance(node, Mapping):
-            nodes += len(node)
-            for key, value in node.items():
-                if is_schema:
-                    problems.extend(_keyword_problem(key, value, (*where, key)))
-                inner = is_schema and key not in _DATA_KEYWORDS
-                stack.append((value, (*where, key), inner))
-        elif isinstance(node, list | tuple):
-            nodes += len(node)
-            stack.extend((value, (*where, i), is_schema) for i, value in enumerate(node))
+    for part, trail, role in schema_parts(schema):
+        if role == SCHEMA and isinstance(part, Mapping):
+            nodes += len(part)
+            problems.extend(_keyword_problems(part, trail))
+        elif role == SCHEMAS:
+            nodes += len(part)
+        else:  # data, or something not a schema where one goes: every member counts
+            nodes += _members(part, MAX_SCHEMA_NODES - nodes)
         if nodes > MAX_SCHEMA_NODES:
             break
     problems.sort(key=lambda problem: [str(p) for p in problem[0]])
@@ -89,12 +95,39 @@ def size_problems(schema: Any) -> list[tuple[Path, str]]:
     return problems
 
 
-def _keyword_problem(key: str, value: Any, where: Path) -> Iterator[tuple[Path, str]]:
-    if key in _MEMBER_KEYWORDS and isinstance(value, Mapping) and len(value) > MAX_MEMBERS:
-        yield where, f"{key} has {len(value)} entries; at most {MAX_MEMBERS} are allowed"
-    limit = _LIST_LIMITS.get(key)
-    if limit is not None and isinstance(value, list | tuple) and len(value) > limit:
-        yield where, f"{key} has {len(value)} items; at most {limit} are allowed"
+def _keyword_problems(node: Mapping[str, Any], trail: Trail) -> Iterator[tuple[Path, str]]:
+    """The limits schema object `node` (at `trail`) crosses, looked up in time bounded
+    by the limited keywords, however many members it has."""
+    for key in node.keys() & _LIMITED:
+        value = node[key]
+        if key in _MEMBER_LIMITS and isinstance(value, Mapping):
+            limit, what = _MEMBER_LIMITS[key], "entries"
+        elif key in _LIST_LIMITS and isinstance(value, list | tuple):
+            limit, what = _LIST_LIMITS[key], "items"
+        else:
+            continue
+        if len(value) > limit:
+            message = f"{key} has {len(value)} {what}; at most {limit} are allowed"
+            yield path_of((trail, key)), message
+
+
+def too_large(schema: Any) -> bool:
+    """Whether `schema` has more than `MAX_SCHEMA_NODES` members and items in all: what
+    `size_problems` counts, without telling keywords apart; stops once past it."""
+    return _members(schema, MAX_SCHEMA_NODES) > MAX_SCHEMA_NODES
+
+
+def _members(value: Any, budget: int) -> int:
+    """The members and items of `value`, nested ones included, counted until past `budget`."""
+    count = 0
+    stack = [value]
+    while stack and count <= budget:
+        item = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            count += len(item)
+            if count <= budget:
+                stack.extend(item.values() if isinstance(item, Mapping) else item)
+    return count
 
 
 _ARRAY, _OBJECT, _BOOL, _NUMBER = "a", "o", "b", "n"

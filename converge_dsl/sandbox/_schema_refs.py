@@ -1,11 +1,14 @@
 """The references of a schema a pipeline or pack supplies, for validate to report.
 
-`schema_objects` is the one walker of a schema's subschemas: it tells the
-keywords whose values are schemas (`items`, `not`, `allOf`...) from the maps
-of names to schemas (`properties`, `patternProperties`, `$defs`,
-`definitions`, `dependentSchemas`, `dependencies`) and from data (`enum`,
-`const`, `examples`, `default`, and every other keyword), so a property
-named `$ref`, `default` or `$id` is a name, never a keyword.
+`schema_parts` is the one walker of a schema: it tells the keywords whose
+values are schemas (`items`, `not`, `allOf`...) from the maps of names to
+schemas (`properties`, `patternProperties`, `$defs`, `definitions`,
+`dependentSchemas`, `dependencies`) and from data (`enum`, `const`,
+`examples`, `default`, and every other keyword), so a property named `$ref`,
+`default`, `enum` or `$id` is a name, never a keyword. It is lazy and linear
+in the schema whatever its depth (a part's place is a `Trail`, made a path by
+`path_of` only where one is needed), so the size limits stop it early;
+`schema_objects` is its schema objects with their paths.
 `remote_refs` finds every reference that does not start with `#` (resolved
 nowhere: nothing is read from disk or the network); `dangling_refs` every
 local one that names nothing in the schema (a pointer to no member, an anchor
@@ -65,29 +68,63 @@ def anchors_of(node: Mapping[str, Any]) -> Iterator[str]:
         yield ident[1:]
 
 
+SCHEMA, SCHEMAS, DATA = "schema", "schemas", "data"  # the roles of `schema_parts`
+# The place of a part: (its container's trail, its key or index); None for the walk's start.
+Trail = tuple["Trail", str | int] | None
+
+
+def path_of(trail: Trail, base: Path = ()) -> Path:
+    """The path, from `base`, of the part at `trail`."""
+    parts: list[str | int] = []
+    while trail is not None:
+        trail, key = trail
+        parts.append(key)
+    return (*base, *reversed(parts))
+
+
+def _role(key: str, value: Any) -> str:
+    """The role of `value` under keyword `key` of a schema object."""
+    if key in SCHEMA_KEYWORDS:
+        return SCHEMAS if isinstance(value, list | tuple) else SCHEMA
+    if key in SCHEMA_LISTS and isinstance(value, list | tuple):
+        return SCHEMAS
+    if key in SCHEMA_MAPS and isinstance(value, Mapping):
+        return SCHEMAS
+    return DATA
+
+
+def schema_parts(schema: Any, *, resources: bool = True) -> Iterator[tuple[Any, Trail, str]]:
+    """Every part of `schema` once, with its trail and role: `SCHEMA` for what stands
+    where a schema goes (an object, a boolean, or whatever is written there), `SCHEMAS`
+    for a keyword's list or map of schemas, `DATA` for any other keyword's value,
+    yielded whole and not walked. A part is yielded before its own parts are listed,
+    so a consumer that stops on a wide part does not pay for its width. With
+    `resources` False, nothing inside a nested resource (`embedded_resource`)."""
+    stack: list[tuple[Any, Trail, str]] = [(schema, None, SCHEMA)]
+    while stack:
+        node, trail, role = stack.pop()
+        if role == SCHEMA and isinstance(node, Mapping):
+            if not resources and trail is not None and embedded_resource(node):
+                continue
+            yield node, trail, role
+            stack.extend((value, (trail, key), _role(key, value)) for key, value in node.items())
+        elif role == SCHEMAS:
+            yield node, trail, role
+            members = node.items() if isinstance(node, Mapping) else enumerate(node)
+            stack.extend((value, (trail, key), SCHEMA) for key, value in members)
+        else:
+            yield node, trail, role
+
+
 def schema_objects(
     schema: Any, path: Path = (), *, resources: bool = True
 ) -> Iterator[tuple[Mapping[str, Any], Path]]:
-    """Every schema object in `schema` (itself first) with its path; with
-    `resources` False, none inside a nested resource (`embedded_resource`)."""
-    stack: list[tuple[Any, Path]] = [(schema, path)]
-    while stack:
-        node, where = stack.pop()
-        if not isinstance(node, Mapping):
-            continue
-        if not resources and where != path and embedded_resource(node):
-            continue
-        yield node, where
-        for key, value in node.items():
-            if key in SCHEMA_KEYWORDS:
-                if isinstance(value, list | tuple):
-                    stack.extend((v, (*where, key, i)) for i, v in enumerate(value))
-                else:
-                    stack.append((value, (*where, key)))
-            elif key in SCHEMA_LISTS and isinstance(value, list | tuple):
-                stack.extend((v, (*where, key, i)) for i, v in enumerate(value))
-            elif key in SCHEMA_MAPS and isinstance(value, Mapping):
-                stack.extend((v, (*where, key, name)) for name, v in value.items())
+    """Every schema object in `schema` (itself first) with its path (from `path`,
+    `schema`'s own); with `resources` False, none inside a nested resource
+    (`embedded_resource`)."""
+    for node, trail, role in schema_parts(schema, resources=resources):
+        if role == SCHEMA and isinstance(node, Mapping):
+            yield node, path_of(trail, path)
 
 
 def remote_refs(schema: Any, path: Path = ()) -> list[Path]:

@@ -17,6 +17,11 @@ once every reference to them is a pointer. Values that are data (`const`,
 `enum`, `default`, `examples`) are copied untouched, as are schema members
 named like keywords under `properties` and the other maps of schemas.
 
+A schema written for an older draft (its `$schema`: draft 4, 6, 7 or 2019-09)
+is first restated in draft 2020-12, which the document speaks
+(`_openapi_drafts`); one that cannot be restated faithfully is placed as a
+component that accepts any value, whose `description` says why.
+
 A `$dynamicRef` (or `$recursiveRef`) resolves dynamically when its anchor is
 declared in more than one resource of the schema: which one it lands on
 depends on the path the check took, which no pointer can say. Such a schema
@@ -34,6 +39,8 @@ from urllib.parse import quote, unquote
 
 from converge_dsl._json_pointer import pointer
 from converge_dsl.sandbox import DATA_KEYWORDS, SCHEMA_MAPS, anchors_of, embedded_resource
+
+from ._openapi_drafts import in_2020_12
 
 Place = tuple[str, ...]  # a path inside the placed schema, from its root
 
@@ -75,6 +82,10 @@ class Components:
         """A reference to `schema` placed as a component named like `wanted` (see the
         module docstring)."""
         root = self.name(wanted)
+        schema, untranslatable = in_2020_12(schema)
+        if untranslatable is not None:
+            self.schemas[root] = {"description": _UNTRANSLATED.format(untranslatable)}
+            return self.ref(root)
         dynamic = _dynamic_ref(schema)
         if dynamic is not None:
             self.schemas[root] = {"description": _UNPLACED.format(dynamic)}
@@ -92,6 +103,11 @@ class Components:
         return self.ref(root)
 
 
+_UNTRANSLATED = (
+    "Any JSON value here: the key's own schema {}, which a draft 2020-12 schema placed in "
+    "this document cannot say; facts are checked against the key's own schema when they "
+    "are made."
+)
 _UNPLACED = (
     "Any JSON value here: the key's own schema resolves {} dynamically (its anchor is "
     "declared in more than one resource), which a schema placed in this document cannot "

@@ -136,6 +136,25 @@ def test_invalid_output_schema_is_cd604(compile_yaml: Compile, fake_model: Any) 
     assert (diagnostic.line, diagnostic.column) == (12, 36)
 
 
+def test_the_output_schema_is_checked_for_safety_once(
+    compile_yaml: Compile, fake_model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.sandbox import _safe_schema
+
+    checked: list[Any] = []
+
+    def counted(schema: Any) -> Any:
+        checked.append(schema)
+        return problems(schema)
+
+    problems = _safe_schema.schema_problems
+    monkeypatch.setattr(_safe_schema, "schema_problems", counted)
+    unique = f"checked once {id(checked)}"  # a text no test built a validator for
+    output = f"    output: {{format: json, schema: {{type: array, description: '{unique}'}}}}\n"
+    compile_yaml(BODY + output, models={"m": fake_model("")})
+    assert [schema["description"] for schema in checked].count(unique) == 1
+
+
 def test_unknown_model_is_cd603(compile_yaml: Compile) -> None:
     with pytest.raises(PipelineInvalid) as caught:
         compile_yaml(BODY, models={})

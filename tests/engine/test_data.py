@@ -149,6 +149,28 @@ def test_an_invalid_key_schema_is_a_run_error_before_any_cycle() -> None:
         Engine(policy=PromotionPolicy(key_schemas={"tickets": {"type": "nonsense"}}))
 
 
+def test_each_key_schema_is_checked_for_safety_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from converge_dsl.sandbox import _safe_schema
+
+    checked: list[Any] = []
+
+    def counted(schema: Any) -> Any:
+        checked.append(schema)
+        return problems(schema)
+
+    problems = _safe_schema.schema_problems
+    monkeypatch.setattr(_safe_schema, "schema_problems", counted)
+    # Texts no test built a validator for, so none is taken from the shared ones.
+    fresh = {"type": "object", "description": f"{id(checked)} checked once"}
+    Engine(policy=PromotionPolicy(key_schemas={"tickets": fresh}))
+    assert checked == [fresh]
+    checked.clear()
+    unsafe = {"$ref": f"http://example.invalid/{id(checked)}.json", "type": "nonsense"}
+    with pytest.raises(RunError, match="points outside the schema"):  # before the meta check
+        Engine(policy=PromotionPolicy(key_schemas={"tickets": unsafe}))
+    assert checked == [unsafe]
+
+
 def test_the_policy_freezes_its_schemas_and_stays_hashable() -> None:
     policy = PromotionPolicy(key_schemas={"tickets": TICKET})
     assert hash(policy) == hash(PromotionPolicy(key_schemas={"tickets": dict(TICKET)}))

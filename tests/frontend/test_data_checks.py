@@ -205,3 +205,32 @@ def test_a_key_schema_with_only_a_dynamic_or_recursive_reference_is_checked(
     start = TICKETS.split("keys:", maxsplit=1)[0]
     header = f"{start}keys:\n  - name: tickets\n    schema: {schema}\nsuggestors: []\n"
     assert [d.code for d in _diagnostics("", header) if d.severity == "error"] == [code]
+
+
+@pytest.mark.parametrize(
+    ("draft", "codes_found"),
+    [
+        ("http://json-schema.org/draft-03/schema#", []),
+        ("http://json-schema.org/draft-04/schema#", [codes.DATA_NOT_VALID]),
+    ],
+)
+def test_a_key_schema_of_an_older_draft_is_checked_in_it_and_nothing_is_fetched(
+    draft: str, codes_found: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jsonschema_rs
+
+    def unknown(schema: Any) -> bool:  # jsonschema-rs would fetch a draft it lacks
+        if "draft-03" in str(schema.get("$schema")):
+            raise AssertionError("asked jsonschema-rs about a draft it would fetch")
+        return bool(meta(schema))
+
+    meta = jsonschema_rs.meta.is_valid
+    monkeypatch.setattr(jsonschema_rs.meta, "is_valid", unknown)
+    start = TICKETS.split("keys:", maxsplit=1)[0]
+    schema = f"{{$schema: '{draft}', type: string, maxLength: 1}}"
+    header = (
+        f"{start}keys:\n  - name: tickets\n    schema: {schema}\n"
+        "seeds:\n  - {id: t1, key: tickets, content: c, data: long}\nsuggestors: []\n"
+    )
+    found = [d.code for d in _diagnostics("", header) if d.severity == "error"]
+    assert found == codes_found

@@ -194,3 +194,37 @@ def test_a_validator_is_built_once_per_schema_text() -> None:
     assert python_validator({**schema, "required": ["other"]}).validator is not first.validator
     assert not first.is_valid({"id": 1})
     assert first.is_valid({"id": "a"})
+
+
+DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
+
+
+@pytest.mark.parametrize(
+    ("schema", "instance"),
+    [
+        ({"items": [{"type": "string"}], "unevaluatedItems": False}, ["s", 1]),
+        ({"items": [{"type": "string"}], "unevaluatedItems": False}, ["s"]),
+        (
+            {"items": [{}], "additionalItems": {"type": "integer"}, "unevaluatedItems": False},
+            ["s", 1],
+        ),
+        ({"allOf": [{"items": [{}]}], "unevaluatedItems": {"type": "string"}}, [1, 2]),
+        ({"properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1, "b": 2}),
+        (
+            {
+                "$ref": "#/$defs/a",
+                "unevaluatedProperties": False,
+                "$defs": {"a": {"properties": {"a": {}}}},
+            },
+            {"a": 1},
+        ),
+    ],
+)
+def test_unevaluated_keywords_of_a_2019_09_schema_read_it_as_2019_09(
+    schema: dict[str, Any], instance: Any
+) -> None:
+    import jsonschema
+
+    schema = {"$schema": DRAFT_2019, **schema}
+    expected = jsonschema.Draft201909Validator(schema).is_valid(instance)
+    assert python_validator(schema).is_valid(instance) is expected

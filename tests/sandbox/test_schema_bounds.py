@@ -106,11 +106,84 @@ def test_a_schema_too_large_in_all_is_refused_at_its_root_and_the_walk_stops() -
         python_validator(_wide(100_000))  # the most precise reason first
 
 
+def test_a_schema_too_large_is_refused_before_its_text_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    def dumps(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("the whole schema was written out")
+
+    monkeypatch.setattr(safe, "json", types.SimpleNamespace(dumps=dumps))
+    with pytest.raises(UnsafeSchema, match="more than 20000 members"):
+        python_validator({"default": [0] * (MAX_SCHEMA_NODES + 1)})
+
+
 def test_schemas_within_the_limits_and_data_keywords_are_not_counted_as_schemas() -> None:
     assert size_problems(_wide(MAX_MEMBERS)) == []
     # enum values are data: an object inside one is not read as a schema with `properties`.
     assert size_problems({"enum": [{"properties": dict.fromkeys(map(str, range(1001)), 0)}]}) == []
     assert not [p for p in size_problems({"const": {"anyOf": [0] * 200}}) if p[0] != ()]
+
+
+TOO_MANY = [{}] * (MAX_BRANCHES + 1)
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        # Members named like data keywords are schemas: their keywords are bounded.
+        ({"properties": {"default": {"anyOf": TOO_MANY}}}, ("properties", "default", "anyOf")),
+        ({"properties": {"examples": {"oneOf": TOO_MANY}}}, ("properties", "examples", "oneOf")),
+        ({"$defs": {"const": {"enum": list(range(MAX_ENUM + 1))}}}, ("$defs", "const", "enum")),
+        ({"definitions": {"enum": {"allOf": TOO_MANY}}}, ("definitions", "enum", "allOf")),
+        (
+            {"patternProperties": {"default": {"items": {"anyOf": TOO_MANY}}}},
+            ("patternProperties", "default", "items", "anyOf"),
+        ),
+        (
+            {"dependentSchemas": {"examples": {"properties": {"default": {"anyOf": TOO_MANY}}}}},
+            ("dependentSchemas", "examples", "properties", "default", "anyOf"),
+        ),
+        # The keywords of schemas written before draft 2020-12 hold schemas and names too.
+        ({"dependencies": {f"d{i}": ["x"] for i in range(MAX_MEMBERS + 1)}}, ("dependencies",)),
+        ({"items": [{}] * (MAX_MEMBERS + 1)}, ("items",)),
+        ({"items": [{}, {"anyOf": TOO_MANY}]}, ("items", 1, "anyOf")),
+    ],
+)
+def test_the_keywords_of_members_named_like_keywords_are_bounded(
+    schema: dict[str, Any], where: tuple[str | int, ...]
+) -> None:
+    assert [p for p, _ in size_problems(schema)] == [where]
+    with pytest.raises(UnsafeSchema):
+        python_validator(schema)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # A member named like a keyword is a name: its schema is not that keyword's value.
+        {"properties": {"properties": {f"x-{i}": i for i in range(MAX_MEMBERS + 1)}}},
+        {"properties": {"enum": {"type": "string"}, "anyOf": {}, "required": {}}},
+        {"$defs": {"required": {"description": "r" * 2_000}}},
+        # An unknown keyword's value is data, as `default`'s is: counted, never a schema.
+        {"x-note": {"anyOf": TOO_MANY}, "$comment": "see anyOf", "title": "t"},
+        {"default": {"properties": {"a": {"enum": list(range(MAX_ENUM + 1))}}}},
+    ],
+)
+def test_names_and_data_that_look_like_keywords_are_not_bounded_as_keywords(
+    schema: dict[str, Any],
+) -> None:
+    assert size_problems(schema) == []
+
+
+def test_data_and_names_count_towards_the_whole_schema() -> None:
+    # The members of data (a `default`, an unknown keyword's value) are part of the schema.
+    for where in ("default", "x-data"):
+        schema = {where: [[0] * 1_000] * (MAX_SCHEMA_NODES // 1_000)}
+        assert [p for p, _ in size_problems(schema)] == [()]
+        schema[where].pop()
+        assert size_problems(schema) == []
 
 
 # -- JSON equality in linear time ---------------------------------------------------------
