@@ -6,9 +6,10 @@ connection first: Ray itself retries an unreachable one for minutes), each
 holding every pipeline and its own connection to the journals in `database`.
 A run is a streaming generator task on the least-loaded actor, whose items
 are lists of the run's messages (`_one`), read by a thread per run; `cancel`
-cancels that task; an actor that dies ends its runs `lost`. `close` has each
-actor close its pipelines (stopping their tool servers) before it is killed
-(`_ray.stop_actors`). The actors open
+cancels that task; an actor that dies ends its runs `lost`. `close` takes no
+more runs and has each actor cancel its runs and wait for them (`_one.InFlight`),
+their ends coming back as `lost` (`CLOSED`), then close its pipelines (stopping
+their tool servers) before it is killed (`_ray.stop_actors`). The actors open
 the journals by path, so they must run on the machine that holds them (a
 local Ray, or nodes sharing that folder).
 """
@@ -16,6 +17,7 @@ local Ray, or nodes sharing that folder).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import threading
@@ -26,7 +28,10 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl.errors import ConvergeError
 
 from ._one import (
+    CANCEL_S,
+    CLOSED,
     Flight,
+    InFlight,
     Message,
     OneRun,
     Relayed,
@@ -67,13 +72,16 @@ class _RunActor:
     def __init__(self, pipelines: Mapping[str, Pipeline], database: Path) -> None:
         self._pipelines = dict(pipelines)
         self._journals = open_journals(database)
+        self._in_flight = InFlight()
 
     def ready(self) -> int:
         return os.getpid()
 
     async def close(self) -> None:
-        """Stop the pipelines' tool servers (their process groups too) and close their
-        connection pools."""
+        """Cancel the runs in flight and wait for them to end (`InFlight`), then stop the
+        pipelines' tool servers (their process groups too) and close their connection
+        pools."""
+        await self._in_flight.cancel()
         for pipeline in self._pipelines.values():
             with contextlib.suppress(ConvergeError, OSError):  # the others still close
                 await pipeline.aclose()
@@ -88,6 +96,7 @@ class _RunActor:
 
         pipeline = self._pipelines[job.pipeline]
         task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
+        self._in_flight.add(task)  # cancelled at once when the actor is closing
         try:
             while True:
                 burst = [await queue.get()]
@@ -115,9 +124,10 @@ class RayWorkers(RunWorkers):
         self._address = address
         self._actors: list[Any] = []
         self._load: list[int] = []
-        self._refs: dict[str, tuple[Any, int]] = {}
+        self._refs: dict[str, tuple[Any, int, Flight]] = {}
         self._lock = threading.Lock()
         self._started_here = False
+        self._closing = False
 
     def start(self) -> None:
         if self._actors:
@@ -161,10 +171,13 @@ class RayWorkers(RunWorkers):
         ticket = RunTicket(job.run)
         flight = Flight(ticket, Relayed(sinks, on_checkpoint))
         with self._lock:
+            if self._closing:
+                flight.end(RunEnd("lost", message=CLOSED))
+                return ticket
             slot = min(range(len(self._actors)), key=self._load.__getitem__)
             self._load[slot] += 1
             ref = self._actors[slot].run.options(num_returns="streaming").remote(job)
-            self._refs[job.run] = (ref, slot)
+            self._refs[job.run] = (ref, slot, flight)
         threading.Thread(
             target=self._follow, args=(job.run, ref, slot, flight), daemon=True
         ).start()
@@ -196,8 +209,20 @@ class RayWorkers(RunWorkers):
             _ray().cancel(found[0])
 
     def close(self) -> None:
+        """Take no more runs; have the actors cancel theirs (their tickets end `lost` as
+        their ends come back) before they close their pipelines; kill the actors."""
         ray = _ray()
-        stop_actors(ray, self._actors)
+        with self._lock:
+            self._closing = True
+            flights = [flight for _, _, flight in self._refs.values()]
+        for flight in flights:
+            flight.cut(CLOSED)
+
+        def ended() -> None:  # the ends the actors sent, read before the kill
+            futures = [flight.ticket.future for flight in flights]
+            concurrent.futures.wait(futures, timeout=CANCEL_S)
+
+        stop_actors(ray, self._actors, ended)
         self._actors = []
         if self._started_here:
             ray.shutdown()

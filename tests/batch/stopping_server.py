@@ -3,7 +3,9 @@
 Run as `python stopping_server.py MARKER` over stdio. It appends its process id to
 `MARKER.starts` when it starts and to `MARKER.stopped` when it is asked to stop (SIGTERM,
 as a pipeline closing its tool servers stops them); killed (SIGKILL, as the parent-death
-signal does), it writes nothing. Its tool `echo(text)` answers the text.
+signal does), it writes nothing. Its tool `echo(text)` answers the text;
+`echo_after(text, seconds)` appends its process id to `MARKER.calls`, then
+answers the text after `seconds`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -23,6 +26,15 @@ server = FastMCP("stopping", log_level="WARNING")
 @server.tool()
 def echo(text: str) -> str:
     """Answer the text."""
+    return text
+
+
+@server.tool()
+def echo_after(text: str, seconds: float) -> str:
+    """Write down the call, then answer the text after `seconds`."""
+    with Path(MARKER + ".calls").open("a", encoding="utf-8") as calls:
+        calls.write(f"{os.getpid()}\n")
+    time.sleep(seconds)
     return text
 
 

@@ -1,0 +1,57 @@
+"""`RayWorkers` on a local Ray the test starts: closing them with a run in its tool call
+cancels the run before the actor stops its tool servers, so the run continues cleanly
+from its journal (test_ray.py: Ray batches, and that the servers stop)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.batch import OneRun, load
+
+from .test_one_workers import Events, lines, resumed, slow_tool, until
+
+ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def test_closed_actors_cancel_a_run_in_flight_before_they_stop_its_tool_server(
+    local_ray: None, tmp_path: Path
+) -> None:
+    from converge_dsl.batch import RayWorkers
+
+    pipeline, marker = slow_tool(tmp_path, 3)
+    database = tmp_path / "db.sqlite3"
+    workers = RayWorkers({"tool": load(pipeline)}, database, 1, None)
+    workers.start()
+    sink = Events()
+    try:
+        ticket = workers.submit(OneRun("t", "tool", {}, database), [sink])
+        until(lambda: lines(Path(f"{marker}.calls")), 60)
+    finally:
+        workers.close()
+    end = ticket.future.result(timeout=10)
+    assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
+    assert "SuggestorFailed" not in [name for name, _ in sink.heard]
+    assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
+    again = RayWorkers({"tool": load(pipeline)}, database, 1, None)
+    again.start()
+    try:
+        end, heard = resumed(again, database)
+    finally:
+        again.close()
+    assert end.status == "done"
+    assert end.body is not None
+    assert not end.body["diagnostics"], end.body["diagnostics"]
+    assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
+    assert "SuggestorFailed" not in heard
