@@ -111,13 +111,14 @@ STOPPING = Path(__file__).resolve().parent / "stopping_server.py"
 SLOW_TOOL = """\
 apiVersion: converge-dsl/v1
 kind: Pipeline
-name: tool
+name: {name}
 inputs:
   word: {{default: hello}}
 tools:
   stopping:
-    command: [{python}, {server}, {marker}]
+    command: [{python}, {server}, {marker}, "{linger}"]
     allow: [echo_after]
+    call_timeout_s: {timeout}
 seeds: [{{id: go, content: go}}]
 suggestors:
   - name: shout
@@ -132,12 +133,18 @@ suggestors:
 """
 
 
-def slow_tool(folder: Path, seconds: float) -> tuple[Path, Path]:
-    """The pipeline file of `SLOW_TOOL` in `folder`, and its tool server's marker."""
-    marker = folder / "server"
-    pipeline = folder / "tool.yaml"
+def slow_tool(
+    folder: Path, seconds: float, name: str = "tool", *, linger: float = 0, timeout: float = 60
+) -> tuple[Path, Path]:
+    """The pipeline `name` of `SLOW_TOOL` in `folder`, its calls cut at `timeout` seconds,
+    and its tool server's marker (the server ends `linger` seconds after it is stopped)."""
+    marker = folder / f"{name}-server"
+    pipeline = folder / f"{name}.yaml"
     pipeline.write_text(
         SLOW_TOOL.format(
+            name=name,
+            linger=linger,
+            timeout=timeout,
             python=json.dumps(sys.executable),
             server=json.dumps(str(STOPPING)),
             marker=json.dumps(str(marker)),
