@@ -6,7 +6,10 @@ connection first: Ray itself retries an unreachable one for minutes), each
 holding every pipeline and its own connection to the journals in `database`.
 A run is a streaming generator task on the least-loaded actor, whose items
 are lists of the run's messages (`_one`), read by a thread per run; `cancel`
-cancels that task; an actor that dies ends its runs `lost`. `close` takes no
+cancels that task; an actor that dies ends its runs `lost`, and Ray starts it
+again in its place, as often as it dies (as a worker process is): the same
+constructor as its first start, so a restart is the first start again; runs
+sent meanwhile wait for it. `close` takes no
 more runs and has each actor cancel its runs and wait for them (`_one.InFlight`),
 their ends coming back as `lost` (`CLOSED`), then close its pipelines (stopping
 their tool servers) before it is killed (`_ray.stop_actors`). The actors open
@@ -128,6 +131,7 @@ class RayWorkers(RunWorkers):
         self._lock = threading.Lock()
         self._started_here = False
         self._closing = False
+        self._pids: tuple[int, ...] = ()
 
     def start(self) -> None:
         if self._actors:
@@ -149,11 +153,11 @@ class RayWorkers(RunWorkers):
                     "cluster), or leave it out to start a local Ray",
                 ) from None
             self._started_here = True
-        actor = ray.remote(num_cpus=0)(_RunActor)
+        actor = ray.remote(num_cpus=0, max_restarts=-1)(_RunActor)
         self._actors = [actor.remote(self._pipelines, self._database) for _ in range(self._n)]
         self._load = [0] * self._n
         try:
-            ray.get([a.ready.remote() for a in self._actors], timeout=START_S)
+            self._pids = tuple(ray.get([a.ready.remote() for a in self._actors], timeout=START_S))
         except Exception as exc:
             self.close()
             raise WorkerError(
@@ -201,6 +205,11 @@ class RayWorkers(RunWorkers):
             with self._lock:
                 self._refs.pop(run, None)
                 self._load[slot] -= 1
+
+    def pids(self) -> tuple[int, ...]:
+        """The actors' processes as they were first started (of this machine only with a
+        local Ray)."""
+        return self._pids
 
     def cancel(self, run: str) -> None:
         with self._lock:

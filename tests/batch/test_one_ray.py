@@ -1,9 +1,12 @@
 """`RayWorkers` on a local Ray the test starts: closing them with a run in its tool call
 cancels the run before the actor stops its tool servers, so the run continues cleanly
-from its journal (test_ray.py: Ray batches, and that the servers stop)."""
+from its journal; an actor that dies is started again in its place (test_ray.py: Ray
+batches, and that the servers stop)."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +14,7 @@ import pytest
 
 from converge_dsl.batch import OneRun, load
 
-from .test_one_workers import Events, lines, resumed, slow_tool, until
+from .test_one_workers import SERVE, Events, lines, resumed, slow_tool, until
 
 ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
 
@@ -66,3 +69,24 @@ def test_closed_actors_cancel_a_run_in_flight_before_they_stop_its_tool_server(
     assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
     assert "diagnostic" not in end.body["facts"]  # no tool error
     assert "SuggestorFailed" not in heard
+
+
+def test_an_actor_that_dies_is_started_again_in_its_place(local_ray: None, tmp_path: Path) -> None:
+    from converge_dsl.batch import RayWorkers
+
+    database = tmp_path / "db.sqlite3"
+    pipelines = {name: load(SERVE / f"{name}.yaml") for name in ("echo", "slow")}
+    workers = RayWorkers(pipelines, database, 1, None)
+    workers.start()
+    try:
+        sink = Events()
+        killed = workers.submit(OneRun("s", "slow", {}, database), [sink])
+        until(lambda: sink.heard, 60)  # in its model call
+        (pid,) = workers.pids()
+        os.kill(pid, signal.SIGKILL)
+        assert killed.future.result(timeout=30).status == "lost"
+        echo = workers.submit(OneRun("e", "echo", {"text": "x"}, database))
+        end = echo.future.result(timeout=60)
+    finally:
+        workers.close()
+    assert end.status == "done", end
