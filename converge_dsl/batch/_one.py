@@ -348,7 +348,8 @@ class Flight:
 class InFlight:
     """The runs an actor has in flight (tasks on its loop), so that its `close` first
     cancels them and waits (at most `CANCEL_S`) for them to end, and only then stops the
-    tool servers they use; a run started after that is cancelled at once."""
+    tool servers they use. A run added once `closing` is cancelled at once, before its
+    first step: one that must say how it ended looks at `closing` first."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -363,6 +364,7 @@ class InFlight:
     async def cancel(self) -> None:
         """Cancel every run in flight and wait (bounded) for them to end; take no more."""
         self.closing = True
+        await asyncio.sleep(0)  # each run added before now takes its first step
         running = list(self._tasks)
         for task in running:
             task.cancel()

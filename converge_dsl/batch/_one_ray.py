@@ -97,9 +97,12 @@ class _RunActor:
         def send(message: Message) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, message)
 
+        if self._in_flight.closing:
+            yield [("end", job.run, RunEnd("cancelled"))]
+            return
         pipeline = self._pipelines[job.pipeline]
         task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
-        self._in_flight.add(task)  # cancelled at once when the actor is closing
+        self._in_flight.add(task)
         try:
             while True:
                 burst = [await queue.get()]

@@ -145,6 +145,8 @@ class _Worker:
             self.stopping = self.loop.create_task(self._stop())
 
     async def _stop(self) -> None:
+        # The runs started before the stop took their first step before this one (theirs
+        # were scheduled first), so each, cancelled, ends through `execute_one`'s handler.
         try:
             running = list(self.tasks.values())
             for task in running:
