@@ -7,14 +7,15 @@ holding every pipeline and its own connection to the journals in `database`.
 A run is a streaming generator task on the least-loaded actor, whose items
 are lists of the run's messages (`_one`), read by a thread per run; `cancel`
 cancels that task; an actor that dies ends its runs `lost`, and Ray starts it
-again in its place, as often as it dies (as a worker process is): the same
-constructor as its first start, so a restart is the first start again; runs
-sent meanwhile wait for it. `close` takes no
-more runs and has each actor cancel its runs and wait for them (`_one.InFlight`),
-their ends coming back as `lost` (`CLOSED`), then close its pipelines (stopping
-their tool servers) before it is killed (`_ray.stop_actors`). The actors open
-the journals by path, so they must run on the machine that holds them (a
-local Ray, or nodes sharing that folder).
+again in its place, as often as it dies (as a worker process is), with the
+same constructor as its first start: a restart is the first start again. A
+run sent to an actor while it restarts ends `lost` at once (Ray's
+`ActorUnavailableError`). `close` takes no more runs and has each actor cancel
+its runs and wait for them (`_one.InFlight`), their ends coming back as `lost`
+(`CLOSED`), then close its pipelines (stopping their tool servers) before it
+is killed (`_ray.stop_actors`). The actors open the journals by path, so
+they must run on the machine that holds them (a local Ray, or nodes sharing
+that folder).
 """
 
 from __future__ import annotations
