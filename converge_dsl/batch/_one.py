@@ -30,7 +30,14 @@ of the worker lands after the caller's.
 
 `RunWorkers` is what workers offer a caller (`_one_workers`, `_one_ray`):
 `submit` gives a `RunTicket` whose future is the run's `RunEnd`; `WorkerError`
-(CD999) says they cannot be used.
+(CD999) says they cannot be used. `close` stops taking runs, cancels the runs
+in flight and waits (bounded) for each to end where it runs, and only then has
+the workers close their pipelines (stopping the tool servers those runs were
+using): a run is never cut off from its tools mid-run. Such a run's ticket ends
+`lost` (`CLOSED`) once its worker has ended it, and nothing more of it is
+played back on the caller's sinks: like a run whose worker died, it continues
+from its journal (what the service's recovery does at its next start).
+`InFlight` is how an actor (a run's, or a batch's) keeps that order.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
     from ._pipeline import Pipeline
 
 __all__ = [
+    "InFlight",
     "OneRun",
     "RunEnd",
     "RunTicket",
@@ -72,6 +80,12 @@ __all__ = [
     "lowered_budget",
     "open_journals",
 ]
+
+# The message of a run whose workers were closed while it ran (`RunEnd` `lost`).
+CLOSED = "the workers were closed while it ran"
+# How long a worker waits for its cancelled runs to end before it closes its pipelines
+# anyway (seconds).
+CANCEL_S = 5.0
 
 # A message from a worker: its kind, the run's id, then what the kind carries.
 Message = tuple[Any, ...]
@@ -302,10 +316,20 @@ class Flight:
     def __init__(self, ticket: RunTicket, relayed: Relayed) -> None:
         self.ticket = ticket
         self.relayed = relayed
+        self._cut: str | None = None
+
+    def cut(self, why: str) -> None:
+        """The workers are closing under the run: nothing more of it is played back, and
+        its end, once its worker sends it, is `lost` with `why`."""
+        self._cut = why
 
     def deliver(self, message: Message) -> bool:
         """Play `message` back; False when a sink failed (the run then ended `lost`: the
         caller cancels it where it runs)."""
+        if self._cut is not None:
+            if message[0] == "end":
+                self.end(RunEnd("lost", message=self._cut))
+            return True
         try:
             end = self.relayed.deliver(message)
         except Exception as exc:  # a sink that failed must not lose the run's end
@@ -319,6 +343,33 @@ class Flight:
         self.relayed.close()
         if not self.ticket.future.done():
             self.ticket.future.set_result(end)
+
+
+class InFlight:
+    """The runs an actor has in flight (tasks on its loop), so that its `close` first
+    cancels them and waits (at most `CANCEL_S`) for them to end, and only then stops the
+    tool servers they use. A run added once `closing` is cancelled at once, before its
+    first step: one that must say how it ended looks at `closing` first."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.closing = False
+
+    def add(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if self.closing:
+            task.cancel()
+
+    async def cancel(self) -> None:
+        """Cancel every run in flight and wait (bounded) for them to end; take no more."""
+        self.closing = True
+        await asyncio.sleep(0)  # each run added before now takes its first step
+        running = list(self._tasks)
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=CANCEL_S)
 
 
 class RunWorkers(abc.ABC):
@@ -345,7 +396,9 @@ class RunWorkers(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None:
-        """Stop the workers (bounded); runs in flight are left to their journals."""
+        """Stop the workers (bounded): no run is taken any more, the runs in flight are
+        cancelled and end `lost` (`CLOSED`), left to their journals, and then the workers
+        close their pipelines (see the module docstring)."""
 
     def pids(self) -> tuple[int, ...]:
         """The worker processes' ids (of this machine), for a test's look at orphans."""

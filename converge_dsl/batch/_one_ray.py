@@ -6,16 +6,22 @@ connection first: Ray itself retries an unreachable one for minutes), each
 holding every pipeline and its own connection to the journals in `database`.
 A run is a streaming generator task on the least-loaded actor, whose items
 are lists of the run's messages (`_one`), read by a thread per run; `cancel`
-cancels that task; an actor that dies ends its runs `lost`. `close` has each
-actor close its pipelines (stopping their tool servers) before it is killed
-(`_ray.stop_actors`). The actors open
-the journals by path, so they must run on the machine that holds them (a
-local Ray, or nodes sharing that folder).
+cancels that task; an actor that dies ends its runs `lost`, and Ray starts it
+again in its place, as often as it dies (as a worker process is), with the
+same constructor as its first start: a restart is the first start again. A
+run sent to an actor while it restarts ends `lost` at once (Ray's
+`ActorUnavailableError`). `close` takes no more runs and has each actor cancel
+its runs and wait for them (`_one.InFlight`), their ends coming back as `lost`
+(`CLOSED`), then close its pipelines (stopping their tool servers) before it
+is killed (`_ray.stop_actors`). The actors open the journals by path, so
+they must run on the machine that holds them (a local Ray, or nodes sharing
+that folder).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import threading
@@ -26,7 +32,10 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl.errors import ConvergeError
 
 from ._one import (
+    CANCEL_S,
+    CLOSED,
     Flight,
+    InFlight,
     Message,
     OneRun,
     Relayed,
@@ -67,13 +76,16 @@ class _RunActor:
     def __init__(self, pipelines: Mapping[str, Pipeline], database: Path) -> None:
         self._pipelines = dict(pipelines)
         self._journals = open_journals(database)
+        self._in_flight = InFlight()
 
     def ready(self) -> int:
         return os.getpid()
 
     async def close(self) -> None:
-        """Stop the pipelines' tool servers (their process groups too) and close their
-        connection pools."""
+        """Cancel the runs in flight and wait for them to end (`InFlight`), then stop the
+        pipelines' tool servers (their process groups too) and close their connection
+        pools."""
+        await self._in_flight.cancel()
         for pipeline in self._pipelines.values():
             with contextlib.suppress(ConvergeError, OSError):  # the others still close
                 await pipeline.aclose()
@@ -86,8 +98,12 @@ class _RunActor:
         def send(message: Message) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, message)
 
+        if self._in_flight.closing:
+            yield [("end", job.run, RunEnd("cancelled"))]
+            return
         pipeline = self._pipelines[job.pipeline]
         task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
+        self._in_flight.add(task)
         try:
             while True:
                 burst = [await queue.get()]
@@ -115,9 +131,11 @@ class RayWorkers(RunWorkers):
         self._address = address
         self._actors: list[Any] = []
         self._load: list[int] = []
-        self._refs: dict[str, tuple[Any, int]] = {}
+        self._refs: dict[str, tuple[Any, int, Flight]] = {}
         self._lock = threading.Lock()
         self._started_here = False
+        self._closing = False
+        self._pids: tuple[int, ...] = ()
 
     def start(self) -> None:
         if self._actors:
@@ -139,11 +157,11 @@ class RayWorkers(RunWorkers):
                     "cluster), or leave it out to start a local Ray",
                 ) from None
             self._started_here = True
-        actor = ray.remote(num_cpus=0)(_RunActor)
+        actor = ray.remote(num_cpus=0, max_restarts=-1)(_RunActor)
         self._actors = [actor.remote(self._pipelines, self._database) for _ in range(self._n)]
         self._load = [0] * self._n
         try:
-            ray.get([a.ready.remote() for a in self._actors], timeout=START_S)
+            self._pids = tuple(ray.get([a.ready.remote() for a in self._actors], timeout=START_S))
         except Exception as exc:
             self.close()
             raise WorkerError(
@@ -161,10 +179,13 @@ class RayWorkers(RunWorkers):
         ticket = RunTicket(job.run)
         flight = Flight(ticket, Relayed(sinks, on_checkpoint))
         with self._lock:
+            if self._closing:
+                flight.end(RunEnd("lost", message=CLOSED))
+                return ticket
             slot = min(range(len(self._actors)), key=self._load.__getitem__)
             self._load[slot] += 1
             ref = self._actors[slot].run.options(num_returns="streaming").remote(job)
-            self._refs[job.run] = (ref, slot)
+            self._refs[job.run] = (ref, slot, flight)
         threading.Thread(
             target=self._follow, args=(job.run, ref, slot, flight), daemon=True
         ).start()
@@ -189,6 +210,11 @@ class RayWorkers(RunWorkers):
                 self._refs.pop(run, None)
                 self._load[slot] -= 1
 
+    def pids(self) -> tuple[int, ...]:
+        """The actors' processes as they were first started (of this machine only with a
+        local Ray)."""
+        return self._pids
+
     def cancel(self, run: str) -> None:
         with self._lock:
             found = self._refs.get(run)
@@ -196,8 +222,20 @@ class RayWorkers(RunWorkers):
             _ray().cancel(found[0])
 
     def close(self) -> None:
+        """Take no more runs; have the actors cancel theirs (their tickets end `lost` as
+        their ends come back) before they close their pipelines; kill the actors."""
         ray = _ray()
-        stop_actors(ray, self._actors)
+        with self._lock:
+            self._closing = True
+            flights = [flight for _, _, flight in self._refs.values()]
+        for flight in flights:
+            flight.cut(CLOSED)
+
+        def ended() -> None:  # the ends the actors sent, read before the kill
+            futures = [flight.ticket.future for flight in flights]
+            concurrent.futures.wait(futures, timeout=CANCEL_S)
+
+        stop_actors(ray, self._actors, ended)
         self._actors = []
         if self._started_here:
             ray.shutdown()

@@ -17,12 +17,19 @@ called each time the worker queued a checkpoint record.
   new process takes its place. A worker dies with the caller
   (`_process._die_with_parent`: killed by the kernel the moment the caller
   dies, on Linux), so a killed service leaves no worker writing its journals.
-  `cancel` reaches the run's task at its next await.
+  `cancel` reaches the run's task at its next await. The first start and the
+  start of a process in place of one that died are the one routine (`_ready`);
+  they differ in what a failure means: at the first start it is the caller's
+  error (`WorkerError`), later the slot is tried `RESTARTS` times, then left
+  empty. `close` asks each process to stop: it cancels its runs, waits for
+  them (at most `CANCEL_S`) and sends their ends, closes its pipelines (their
+  tool servers), then ends.
 - `RayWorkers(pipelines, database, n, address)` (`_one_ray`): `n` Ray actors (a local Ray,
   or the cluster at `address`), each holding the pipelines; a run is a
   streaming generator task on the least-loaded actor, whose items are lists
   of the run's messages, read by a thread per run. `cancel` cancels that
-  task. An actor that dies ends its runs `lost`. The actors open the journals by path,
+  task. An actor that dies ends its runs `lost`; `close` has each actor cancel its
+  runs before it closes its pipelines. The actors open the journals by path,
   so they must run on the machine that holds it (a local Ray, or nodes
   sharing that folder).
 """
@@ -30,6 +37,7 @@ called each time the worker queued a checkpoint record.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import os
@@ -42,6 +50,8 @@ from converge_dsl import codes
 from converge_dsl.errors import ConvergeError, UsageError
 
 from ._one import (
+    CANCEL_S,
+    CLOSED,
     Flight,
     Message,
     OneRun,
@@ -65,8 +75,9 @@ __all__ = ["ProcessWorkers", "run_workers"]
 
 # How long the workers may take to start (seconds).
 START_S = 120.0
-# How long `close` waits for a worker to end after it was asked to.
-STOP_S = 5.0
+# How long `close` waits for a worker to end after it was asked to: its runs' cancel
+# (`CANCEL_S`), then its pipelines' close (their tool servers' stop).
+STOP_S = CANCEL_S + 10.0
 # How many times a process that died is started again before its slot stays empty.
 RESTARTS = 3
 
@@ -91,6 +102,7 @@ class _Worker:
         self.runs: dict[str, asyncio.Task[None]] = {}  # by run id: its latest attempt
         self._lock = threading.Lock()
         self._pending: list[Message] = []
+        self.stopping: asyncio.Task[None] | None = None
 
     def send(self, message: Message) -> None:
         """Queue `message`; the loop sends what is queued at its next turn, as one list
@@ -105,21 +117,47 @@ class _Worker:
             burst = self._pending[:]
             self._pending.clear()
         if burst:
-            self.conn.send(burst)
+            with contextlib.suppress(OSError, ValueError):  # the caller is gone
+                self.conn.send(burst)
 
     def on_command(self) -> None:
         try:
             command = self.conn.recv()
         except (EOFError, OSError):
-            self.loop.stop()  # the caller is gone
+            self.loop.remove_reader(self.conn.fileno())
+            self.stop()  # the caller is gone
             return
         if command[0] == "run":
-            self._start(command[1], command[2])
+            if self.stopping is None:
+                self._start(command[1], command[2])
+            else:
+                self.send(("end", command[2], RunEnd("cancelled")))
         elif command[0] == "cancel":
             found = self.tasks.get(command[1])
             if found is not None:
                 found.cancel()
         elif command[0] == "stop":
+            self.stop()
+
+    def stop(self) -> None:
+        """Cancel the runs, close the pipelines once they ended, then stop the loop."""
+        if self.stopping is None:
+            self.stopping = self.loop.create_task(self._stop())
+
+    async def _stop(self) -> None:
+        # The runs started before the stop took their first step before this one (theirs
+        # were scheduled first), so each, cancelled, ends through `execute_one`'s handler.
+        try:
+            running = list(self.tasks.values())
+            for task in running:
+                task.cancel()
+            if running:  # each sends its end as it unwinds
+                await asyncio.wait(running, timeout=CANCEL_S)
+            self._flush()
+            for pipeline in self.pipelines.values():  # no run uses their tool servers now
+                with contextlib.suppress(ConvergeError, OSError):  # the others still close
+                    await pipeline.aclose()
+        finally:
             self.loop.stop()
 
     def _start(self, job: OneRun, key: str) -> None:
@@ -134,7 +172,8 @@ class _Worker:
 def _worker_main(
     conn: Connection, pipelines: Mapping[str, Pipeline], database: Path, parent: int
 ) -> None:
-    """A worker process: die with `parent`, open the journals, run what the pipe says."""
+    """A worker process: die with `parent`, open the journals, run what the pipe says
+    until it says stop (or closes)."""
     from converge_dsl.engine import freeze_alive
 
     from ._process import _die_with_parent
@@ -205,6 +244,13 @@ class _Process:
             except (OSError, ValueError):
                 return False
 
+    def end(self, seconds: float) -> None:
+        """Wait (at most `seconds`) for the process to end; kill it if it has not."""
+        self.process.join(seconds)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(seconds)
+
 
 class ProcessWorkers(RunWorkers):
     """`n` worker processes (see the module docstring)."""
@@ -229,15 +275,24 @@ class ProcessWorkers(RunWorkers):
         if self._slots:
             return  # started already
         started = [_Process(self._context, self._args) for _ in range(self._n)]
-        self._slots = started
+        self._slots = started  # before they are ready: `pids` names them all
+        self._ready(started)
+        for index, slot in enumerate(started):
+            self._read(index, slot)
+
+    def _ready(self, started: Sequence[_Process]) -> None:
+        """Wait for each of the processes just `started` to be ready (they start side by
+        side); when one cannot start, end them all and raise its `WorkerError`."""
         try:
             for slot in started:
                 self._wait_ready(slot)
         except WorkerError:
-            self.close()
+            for slot in started:
+                slot.send(("stop",))
+            for slot in started:
+                slot.end(STOP_S)
+                slot.conn.close()
             raise
-        for index, slot in enumerate(started):
-            self._read(index, slot)
 
     def _wait_ready(self, slot: _Process) -> None:
         from multiprocessing.connection import wait
@@ -321,10 +376,9 @@ class ProcessWorkers(RunWorkers):
                 break
             replacement = _Process(self._context, self._args)
             try:
-                self._wait_ready(replacement)
+                self._ready([replacement])
                 break
             except WorkerError:
-                replacement.process.kill()
                 replacement = None
         with self._lock:
             self._restarting -= 1
@@ -359,6 +413,9 @@ class ProcessWorkers(RunWorkers):
         """Send `job` to the process with the fewest runs; keep it while every process is
         being started again; end it lost when none can run it."""
         with self._lock:
+            if self._closing:
+                flight.end(RunEnd("lost", message=CLOSED))
+                return
             alive = [slot for slot in self._slots if slot.alive]
             if not alive:
                 if self._restarting and not self._closing:
@@ -385,17 +442,22 @@ class ProcessWorkers(RunWorkers):
             where[0].send(("cancel", where[1]))
 
     def close(self) -> None:
-        """Ask every worker to stop, wait (bounded), then kill what is left."""
-        self._closing = True
+        """Take no more runs; ask every worker to stop (it cancels its runs, whose tickets
+        end `lost` as their ends come back, then closes its pipelines); wait for them
+        (at most `STOP_S`), then kill what is left."""
         with self._lock:
+            self._closing = True
             slots = list(self._slots)
+            waiting, self._pending = self._pending, []
+            for slot in slots:
+                for flight in slot.flights.values():
+                    flight.cut(CLOSED)
+        for _, flight in waiting:
+            flight.end(RunEnd("lost", message=CLOSED))
         for slot in slots:
             slot.send(("stop",))
         for slot in slots:
-            slot.process.join(STOP_S)
-            if slot.process.is_alive():
-                slot.process.kill()
-                slot.process.join(STOP_S)
+            slot.end(STOP_S)
 
     def pids(self) -> tuple[int, ...]:
         with self._lock:

@@ -10,17 +10,20 @@ its own event loop; the driver keeps `concurrency` cases in flight, sends
 each to the actor with the fewest in flight, and yields results as they
 finish. A batch-wide cap lives in one `_PoolState` actor (a `LocalPool`; its
 methods run one at a time, so taking a call is atomic across the cluster).
-When the batch ends, each actor closes its pipeline (stopping its tool servers
-and their process groups) before it is killed (`stop_actors`); the tool
-servers' parent-death signal is left for an actor that dies or does not answer.
+When the batch ends, each actor cancels the cases it still runs and waits for
+them to end (`InFlight`, at most `CANCEL_S`: no case is cut off from its
+tools mid-run), then closes its pipeline (stopping its tool servers and their
+process groups) before it is killed (`stop_actors`); the tool servers'
+parent-death signal is left for an actor that dies or does not answer.
 Files the pipeline names are read on the nodes: on a cluster they must be
 at the same paths there (see docs/ray.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +32,7 @@ from converge_dsl.errors import ConvergeError, UsageError
 
 from ._budget import BatchLimits, LocalPool
 from ._cases import Case, CaseResult, error_result
+from ._one import CANCEL_S, InFlight
 
 if TYPE_CHECKING:
     from converge_dsl.runtime import CacheSettings
@@ -132,26 +136,35 @@ class _CaseRunner:
         )
         self._meter = make_meter(pool, clock)
         self._sinks = (lambda case: outputs.sinks(case, clock)) if outputs.any else None
+        self._in_flight = InFlight()
 
     async def run(self, case: Case) -> CaseResult:
         from ._schedule import run_case
 
-        return await run_case(self._pipeline, case, self._meter, self._sinks)
+        task = asyncio.ensure_future(run_case(self._pipeline, case, self._meter, self._sinks))
+        self._in_flight.add(task)
+        return await task  # a cancel of this call (`ray.cancel`) cancels the case too
 
     async def close(self) -> None:
-        """Stop the pipeline's tool servers (their process groups too) and close its
-        connection pools."""
+        """Cancel the cases in flight and wait for them (`InFlight`), then stop the
+        pipeline's tool servers (their process groups too) and close its connection
+        pools."""
+        await self._in_flight.cancel()
         await self._pipeline.aclose()
 
 
-# How long the actors may take to close their pipelines before they are killed (seconds).
-CLOSE_S = 30.0
+# How long the actors may take to end their runs and close their pipelines before they
+# are killed (seconds).
+CLOSE_S = CANCEL_S + 25.0
 
 
-def stop_actors(ray: Any, actors: Sequence[Any]) -> None:
-    """Ask each of `actors` to `close` (stopping its tool servers), wait for them all, at
-    most `CLOSE_S`, then kill them. An actor that died already, or does not answer in time,
-    is killed all the same: its servers then end by their parent-death signal."""
+def stop_actors(
+    ray: Any, actors: Sequence[Any], closed: Callable[[], object] = lambda: None
+) -> None:
+    """Ask each of `actors` to `close` (ending its runs, then stopping its tool servers),
+    wait for them all, at most `CLOSE_S`, call `closed()`, then kill them. An actor that
+    died already, or does not answer in time, is killed all the same: its servers then
+    end by their parent-death signal."""
     closing = []
     for actor in actors:
         with contextlib.suppress(Exception):  # an actor that died already
@@ -159,6 +172,7 @@ def stop_actors(ray: Any, actors: Sequence[Any]) -> None:
     if closing:
         with contextlib.suppress(Exception):  # Ray itself gone: the kills below still run
             ray.wait(closing, num_returns=len(closing), timeout=CLOSE_S)
+    closed()
     for actor in actors:
         with contextlib.suppress(Exception):
             ray.kill(actor)

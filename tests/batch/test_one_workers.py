@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sqlite3
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from converge_dsl.batch import OneRun, ProcessWorkers, WorkerError, load
+from converge_dsl.batch import OneRun, ProcessWorkers, RunEnd, RunWorkers, WorkerError, load
 from converge_dsl.runtime import RunSink
 
 SERVE = Path(__file__).parents[1] / "serve" / "data"
@@ -98,3 +103,108 @@ def test_a_failed_sink_abandons_the_attempt_and_a_new_one_is_not_disturbed(
     again = workers.submit(job, [sink]).future.result(timeout=30)  # the abandoned one is cancelled
     assert again.status == "done", again.body and again.body["diagnostics"]
     assert [name for name, _ in sink.heard].count("RunStarted") == 1
+
+
+STOPPING = Path(__file__).resolve().parent / "stopping_server.py"
+
+# One tool suggestor whose call takes `seconds` (`stopping_server.py`'s `echo_after`).
+SLOW_TOOL = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: {name}
+inputs:
+  word: {{default: hello}}
+tools:
+  stopping:
+    command: [{python}, {server}, {marker}, "{linger}"]
+    allow: [echo_after]
+    call_timeout_s: {timeout}
+seeds: [{{id: go, content: go}}]
+suggestors:
+  - name: shout
+    kind: tool
+    call: mcp:stopping/echo_after
+    dependencies: [seeds]
+    arguments:
+      text: '{{"id": "said", "content": "{{{{ inputs.word }}}}"}}'
+      seconds: {seconds}
+    target: hypotheses
+    output: {{id: "{{{{ item.id }}}}", content: "{{{{ item.content }}}}"}}
+"""
+
+
+def slow_tool(
+    folder: Path, seconds: float, name: str = "tool", *, linger: float = 0, timeout: float = 60
+) -> tuple[Path, Path]:
+    """The pipeline `name` of `SLOW_TOOL` in `folder`, its calls cut at `timeout` seconds,
+    and its tool server's marker (the server ends `linger` seconds after it is stopped)."""
+    marker = folder / f"{name}-server"
+    pipeline = folder / f"{name}.yaml"
+    pipeline.write_text(
+        SLOW_TOOL.format(
+            name=name,
+            linger=linger,
+            timeout=timeout,
+            python=json.dumps(sys.executable),
+            server=json.dumps(str(STOPPING)),
+            marker=json.dumps(str(marker)),
+            seconds=seconds,
+        )
+    )
+    return pipeline, marker
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+def resumed(workers: RunWorkers, database: Path) -> tuple[RunEnd, list[str]]:
+    """The end of run `t` of `slow_tool`'s pipeline on `workers`, continued from its
+    journal in `database` (afresh when it has none, as the service does), and the names
+    of the events it made."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        found = db.execute("SELECT 1 FROM checkpoint_records WHERE run = 't'").fetchone()
+    sink = Events()
+    job = OneRun("t", "tool", {}, database, resume=found is not None)
+    end = workers.submit(job, [sink]).future.result(timeout=60)
+    return end, [name for name, _ in sink.heard]
+
+
+def until(predicate: Callable[[], object], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_closed_workers_cancel_a_run_in_flight_before_they_stop_its_tool_server(
+    tmp_path: Path,
+) -> None:
+    """A run in its tool call when the workers close ends `lost` (it continues from its
+    journal) and hears no failure: it is cancelled, and has ended, before the pipeline
+    stops the tool server (SIGTERM, which the server writes down)."""
+    pipeline, marker = slow_tool(tmp_path, 3)
+    database = tmp_path / "db.sqlite3"
+    workers = ProcessWorkers({"tool": load(pipeline)}, database, 1)
+    workers.start()
+    sink = Events()
+    try:
+        ticket = workers.submit(OneRun("t", "tool", {}, database), [sink])
+        until(lambda: lines(Path(f"{marker}.calls")), 30)
+    finally:
+        workers.close()
+    end = ticket.future.result(timeout=10)
+    assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
+    assert "SuggestorFailed" not in [name for name, _ in sink.heard]
+    assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
+    again = ProcessWorkers({"tool": load(pipeline)}, database, 1)
+    again.start()
+    try:
+        end, heard = resumed(again, database)
+    finally:
+        again.close()
+    assert end.status == "done"
+    assert end.body is not None
+    assert not end.body["diagnostics"]
+    assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
+    assert "SuggestorFailed" not in heard

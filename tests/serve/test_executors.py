@@ -5,14 +5,19 @@ runs execute on two worker processes (the test functions are imported here,
 so they use this module's `served`); the crash test kills such a server
 with SIGKILL and checks that its workers died with it and that every run
 finished exactly once after the restart (test_executor_ray.py: on a local Ray).
+A server stopped (SIGTERM) while a run is in its tool call ends that run before
+its worker stops the tool server, and the run finishes from its journal at the
+next start, without a tool failure.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import sqlite3
+import sys
 import time
 from pathlib import Path
 
@@ -22,7 +27,7 @@ import pytest
 from converge_dsl.cli import run as cli
 from converge_dsl.serve._store import STATE_FILE
 
-from .conftest import DATA, Server, post_load, serve_with_token, settled, until
+from .conftest import DATA, ROOT, Server, post_load, serve_with_token, settled, until
 from .test_app import (
     EXPECTED,
     MARKET,
@@ -218,3 +223,71 @@ def test_executor_errors_name_the_option_and_the_fix(
     if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
         expected.write_text(text, encoding="utf-8")
     assert text == expected.read_text(encoding="utf-8")
+
+
+STOPPING = ROOT / "tests" / "batch" / "stopping_server.py"
+
+# One tool suggestor whose call takes 3 seconds (`stopping_server.py`'s `echo_after`).
+SLOW_TOOL = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: tool
+tools:
+  stopping:
+    command: [{python}, {server}, {marker}]
+    allow: [echo_after]
+seeds: [{{id: go, content: go}}]
+suggestors:
+  - name: shout
+    kind: tool
+    call: mcp:stopping/echo_after
+    dependencies: [seeds]
+    arguments: {{text: '{{"id": "said", "content": "hello"}}', seconds: 3}}
+    target: hypotheses
+    output: {{id: "{{{{ item.id }}}}", content: "{{{{ item.content }}}}"}}
+"""
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+@pytest.mark.parametrize("executor", ["process", "ray"])
+def test_a_stopped_server_ends_a_run_before_its_tool_server_and_finishes_it_at_restart(
+    tmp_path: Path, servers: list[Server], executor: str
+) -> None:
+    if executor == "ray":
+        pytest.importorskip("ray", reason="the `ray` extra is not installed")
+    marker = tmp_path / "server"
+    pipeline = tmp_path / "tool.yaml"
+    pipeline.write_text(
+        SLOW_TOOL.format(
+            python=json.dumps(sys.executable),
+            server=json.dumps(str(STOPPING)),
+            marker=json.dumps(str(marker)),
+        )
+    )
+    state = tmp_path / "state"
+    options = ("--executor", executor, "--processes", "1", "--wait-timeout", "60")
+    server = Server([pipeline], state, *options)
+    servers.append(server)
+    with httpx.Client(base_url=server.ready(), timeout=30) as http:
+        run = http.post("/v1/pipelines/tool/runs").json()["id"]
+        until(lambda: bool(_lines(Path(f"{marker}.calls"))), 60)
+    server.stop()
+    assert server.exit_code() == 0, "".join(server.stderr)
+    assert _lines(Path(f"{marker}.stopped")) == _lines(Path(f"{marker}.starts"))
+    with sqlite3.connect(state / STATE_FILE) as db:
+        (status,) = db.execute("SELECT status FROM runs WHERE id = ?", (run,)).fetchone()
+    assert status == "running"  # left for the next start, as after a crash
+    server = Server([pipeline], state, *options)
+    servers.append(server)
+    with httpx.Client(base_url=server.ready(), timeout=30) as http:
+        until(lambda: http.get(f"/v1/runs/{run}").json()["status"] == "done", 90)
+        body = http.get(f"/v1/runs/{run}").json()
+        events = http.get(f"/v1/runs/{run}/events").text
+    assert body["attempts"] == 2
+    assert body["stop_reason"] == "converged", body["result"]["diagnostics"]
+    assert not body["result"]["diagnostics"]
+    assert body["result"]["facts"]["hypotheses"][0]["content"] == "hello"
+    assert '"type":"suggestor_failed"' not in events

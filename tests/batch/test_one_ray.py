@@ -1,0 +1,101 @@
+"""`RayWorkers` on a local Ray the test starts: closing them with a run in its tool call
+cancels the run before the actor stops its tool servers, so the run continues cleanly
+from its journal; an actor that dies is started again in its place (test_ray.py: Ray
+batches, and that the servers stop)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.batch import OneRun, RunEnd, load
+
+from .test_one_workers import SERVE, Events, lines, resumed, slow_tool, until
+
+ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def test_closed_actors_cancel_a_run_in_flight_before_they_stop_its_tool_server(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """The actor also holds two pipelines whose tool servers take two seconds each to
+    stop. Were the run's tool server stopped under it first, its call would hang until
+    its 2.5-second `call_timeout_s` (CD964) while those stop, and the run would end
+    `done`, converged, with that tool error among its facts."""
+    from converge_dsl.batch import RayWorkers
+
+    pipeline, marker = slow_tool(tmp_path, 1.5, timeout=2.5)
+    lingering = {
+        name: load(slow_tool(tmp_path, 0, name, linger=10)[0]) for name in ("first", "second")
+    }
+    database = tmp_path / "db.sqlite3"
+    workers = RayWorkers({"tool": load(pipeline), **lingering}, database, 1, None)
+    workers.start()
+    sink = Events()
+    try:
+        for name in lingering:  # their tool servers started
+            started = workers.submit(OneRun(name, name, {}, database))
+            assert started.future.result(timeout=60).status == "done"
+        ticket = workers.submit(OneRun("t", "tool", {}, database), [sink])
+        until(lambda: lines(Path(f"{marker}.calls")), 60)
+    finally:
+        workers.close()
+    end = ticket.future.result(timeout=10)
+    assert [name for name, _ in sink.heard][-1] == "SuggestorStarted", end  # no call ended
+    assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
+    assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
+    again = RayWorkers({"tool": load(pipeline)}, database, 1, None)
+    again.start()
+    try:
+        end, heard = resumed(again, database)
+    finally:
+        again.close()
+    assert end.status == "done"
+    assert end.body is not None
+    assert not end.body["diagnostics"], end.body["diagnostics"]
+    assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
+    assert "diagnostic" not in end.body["facts"]  # no tool error
+    assert "SuggestorFailed" not in heard
+
+
+def test_an_actor_that_dies_is_started_again_in_its_place(local_ray: None, tmp_path: Path) -> None:
+    from converge_dsl.batch import RayWorkers
+
+    database = tmp_path / "db.sqlite3"
+    pipelines = {name: load(SERVE / f"{name}.yaml") for name in ("echo", "slow")}
+    workers = RayWorkers(pipelines, database, 1, None)
+    workers.start()
+    try:
+        sink = Events()
+        killed = workers.submit(OneRun("s", "slow", {}, database), [sink])
+        until(lambda: sink.heard, 60)  # in its model call
+        (pid,) = workers.pids()
+        os.kill(pid, signal.SIGKILL)
+        assert killed.future.result(timeout=30).status == "lost"
+        ends: list[RunEnd] = []
+
+        def echoed() -> bool:  # a run sent while the actor restarts ends lost at once
+            job = OneRun(f"e{len(ends)}", "echo", {"text": "x"}, database)
+            ends.append(workers.submit(job).future.result(timeout=60))
+            if ends[-1].status != "done":
+                time.sleep(0.2)
+            return ends[-1].status == "done"
+
+        until(echoed, 60)
+    finally:
+        workers.close()
+    assert all(end.status == "lost" for end in ends[:-1]), ends
