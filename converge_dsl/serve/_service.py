@@ -65,12 +65,12 @@ from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import Refused, RunRequest, refused
+from ._resumption import limits_of, resumption
 from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
     from converge_dsl.engine import Budget
-    from converge_dsl.runtime import JournalMedium
 
 # Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
 DECIDED_BY = "http"
@@ -417,9 +417,11 @@ class RunService:
         died is queued again (from its journal); struck `MAX_STRIKES` times, it fails."""
         assert self.workers is not None
         run = row.id
-        resume, decisions = self._resumption(self.pipelines[name], row)
+        resume, decisions = resumption(self.store.checkpoints, self.pipelines[name], row)
         inputs = RunRequest.of(row.request).inputs
-        job = one_run(row, name, inputs, self.store.database, self._limits_of(row))
+        job = one_run(
+            row, name, inputs, self.store.database, limits_of(row, self._limits.max_run_s)
+        )
         job = dataclasses.replace(job, resume=resume, decisions=decisions, decided_by=DECIDED_BY)
 
         def checkpointed() -> None:  # the events so far, in the journals' next group commit
@@ -544,7 +546,7 @@ class RunService:
         from converge_dsl.runtime import Checkpointing
 
         journal = self.store.checkpoints.journal(row.id, alongside=alongside)
-        resume, decisions = self._resumption(pipeline, row)
+        resume, decisions = resumption(self.store.checkpoints, pipeline, row)
         checkpoint = Checkpointing(
             self._state,
             resume=resume,
@@ -555,7 +557,7 @@ class RunService:
             key=self._key(pipeline),
         )
         request = RunRequest.of(row.request)
-        limits = RunRequest({}, self._limits_of(row))
+        limits = RunRequest({}, limits_of(row, self._limits.max_run_s))
 
         def budget(pipeline_budget: Budget) -> Budget:
             return limits.lowered(pipeline_budget)
@@ -564,26 +566,6 @@ class RunService:
             request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
         )
         return out.plain
-
-    def _resumption(self, pipeline: Pipeline, row: RunRow) -> tuple[bool, dict[str, bool]]:
-        """Whether `row` continues from its journal, and the decisions it applies."""
-        journals = self.store.checkpoints
-        # A first attempt has no journal; a later one without one was killed before its
-        # first record was committed: it starts afresh.
-        resume = row.attempts > 1 and journals.exists(row.id)
-        decisions = dict(row.decisions)
-        if decisions and not (resume and _paused_in(journals.journal(row.id), pipeline.env)):
-            decisions = {}  # applied before a crash: the journal already goes on from them
-        return resume, decisions
-
-    def _limits_of(self, row: RunRow) -> dict[str, float]:
-        """The budget limits of `row`'s run: its request's, and `max_run_s` as `max_wall_s`
-        where that is lower."""
-        limits = dict(RunRequest.of(row.request).budget)
-        most = self._limits.max_run_s
-        if most is not None:
-            limits["max_wall_s"] = min(limits.get("max_wall_s", most), most)
-        return limits
 
 
 class _Stopped(asyncio.Event):
@@ -596,14 +578,6 @@ class _Stopped(asyncio.Event):
     def __init__(self, *, queued: bool = False) -> None:
         super().__init__()
         self.queued = queued
-
-
-def _paused_in(journal: JournalMedium, env: Mapping[str, str]) -> bool:
-    """Whether the checkpoint in `journal` holds proposals waiting for a decision."""
-    from converge_dsl.runtime import CheckpointStore, checkpoint_key
-
-    checkpoint = CheckpointStore(None, checkpoint_key(env), medium=journal).read()
-    return checkpoint.state is not None and bool(checkpoint.state.pending)
 
 
 def _queue_full(pipeline: str, size: int) -> Any:
