@@ -105,3 +105,19 @@ def artifacts() -> Path:
     folder = Path(given) if given else EXAMPLES.parent / "build" / "test-artifacts"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@pytest.fixture
+def schema_safety_checks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every schema the sandbox checks for safety (`schema_problems`) from now on, in order."""
+    from converge_dsl.sandbox import _safe_schema
+
+    checked: list[Any] = []
+    problems = _safe_schema.schema_problems
+
+    def counted(schema: Any) -> Any:
+        checked.append(schema)
+        return problems(schema)
+
+    monkeypatch.setattr(_safe_schema, "schema_problems", counted)
+    return checked

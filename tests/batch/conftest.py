@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 DATA = Path(__file__).parent / "data"
 ECHO = DATA / "echo.yaml"
@@ -51,3 +53,16 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     """The result lines of `path`, in input order (by `index`)."""
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     return sorted(lines, key=lambda line: line["index"])
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """A local Ray of two CPUs for the tests of one module (the `ray` extra)."""
+    ray = pytest.importorskip(
+        "ray", reason="the `ray` extra is not installed (pip install '.[ray]')"
+    )
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()

@@ -8,25 +8,15 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from converge_dsl.batch import OneRun, RunEnd, load
 
-from .test_one_workers import SERVE, Events, lines, resumed, slow_tool, until
+from .test_one_workers import SERVE, Events, finishes_cleanly, lines, slow_tool, until
 
 ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def test_closed_actors_cancel_a_run_in_flight_before_they_stop_its_tool_server(
@@ -58,18 +48,7 @@ def test_closed_actors_cancel_a_run_in_flight_before_they_stop_its_tool_server(
     assert [name for name, _ in sink.heard][-1] == "SuggestorStarted", end  # no call ended
     assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
     assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
-    again = RayWorkers({"tool": load(pipeline)}, database, 1, None)
-    again.start()
-    try:
-        end, heard = resumed(again, database)
-    finally:
-        again.close()
-    assert end.status == "done"
-    assert end.body is not None
-    assert not end.body["diagnostics"], end.body["diagnostics"]
-    assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
-    assert "diagnostic" not in end.body["facts"]  # no tool error
-    assert "SuggestorFailed" not in heard
+    finishes_cleanly(RayWorkers({"tool": load(pipeline)}, database, 1, None), database)
 
 
 def test_an_actor_that_dies_is_started_again_in_its_place(local_ray: None, tmp_path: Path) -> None:

@@ -170,6 +170,22 @@ def resumed(workers: RunWorkers, database: Path) -> tuple[RunEnd, list[str]]:
     return end, [name for name, _ in sink.heard]
 
 
+def finishes_cleanly(workers: RunWorkers, database: Path) -> None:
+    """Run `t` of `slow_tool`'s pipeline, continued on `workers` (started here, closed
+    after), ends done with its fact and no tool failure."""
+    workers.start()
+    try:
+        end, heard = resumed(workers, database)
+    finally:
+        workers.close()
+    assert end.status == "done"
+    assert end.body is not None
+    assert not end.body["diagnostics"], end.body["diagnostics"]
+    assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
+    assert "diagnostic" not in end.body["facts"]  # no tool error
+    assert "SuggestorFailed" not in heard
+
+
 def until(predicate: Callable[[], object], seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
@@ -197,14 +213,4 @@ def test_closed_workers_cancel_a_run_in_flight_before_they_stop_its_tool_server(
     assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
     assert "SuggestorFailed" not in [name for name, _ in sink.heard]
     assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
-    again = ProcessWorkers({"tool": load(pipeline)}, database, 1)
-    again.start()
-    try:
-        end, heard = resumed(again, database)
-    finally:
-        again.close()
-    assert end.status == "done"
-    assert end.body is not None
-    assert not end.body["diagnostics"]
-    assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
-    assert "SuggestorFailed" not in heard
+    finishes_cleanly(ProcessWorkers({"tool": load(pipeline)}, database, 1), database)

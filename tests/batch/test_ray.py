@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,6 @@ from converge_dsl.cli import run as cli
 from .conftest import ECHO, read_results, write_cases
 
 ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def _batch(cases: Path, out: Path, *extra: str) -> int:

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -83,15 +82,6 @@ suggestors:
     prompt: {{user: "Name <topic {{{{ inputs.topic }}}}>"}}
     output: {{format: text, id: said}}
 """
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def _argv(pipeline: Path, cases: Path, out: Path, folder: Path, *extra: str) -> list[str]:

@@ -137,18 +137,9 @@ def test_invalid_output_schema_is_cd604(compile_yaml: Compile, fake_model: Any) 
 
 
 def test_the_output_schema_is_checked_for_safety_once(
-    compile_yaml: Compile, fake_model: Any, monkeypatch: pytest.MonkeyPatch
+    compile_yaml: Compile, fake_model: Any, schema_safety_checks: list[Any]
 ) -> None:
-    from converge_dsl.sandbox import _safe_schema
-
-    checked: list[Any] = []
-
-    def counted(schema: Any) -> Any:
-        checked.append(schema)
-        return problems(schema)
-
-    problems = _safe_schema.schema_problems
-    monkeypatch.setattr(_safe_schema, "schema_problems", counted)
+    checked = schema_safety_checks
     unique = f"checked once {id(checked)}"  # a text no test built a validator for
     output = f"    output: {{format: json, schema: {{type: array, description: '{unique}'}}}}\n"
     compile_yaml(BODY + output, models={"m": fake_model("")})

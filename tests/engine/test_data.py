@@ -149,17 +149,8 @@ def test_an_invalid_key_schema_is_a_run_error_before_any_cycle() -> None:
         Engine(policy=PromotionPolicy(key_schemas={"tickets": {"type": "nonsense"}}))
 
 
-def test_each_key_schema_is_checked_for_safety_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from converge_dsl.sandbox import _safe_schema
-
-    checked: list[Any] = []
-
-    def counted(schema: Any) -> Any:
-        checked.append(schema)
-        return problems(schema)
-
-    problems = _safe_schema.schema_problems
-    monkeypatch.setattr(_safe_schema, "schema_problems", counted)
+def test_each_key_schema_is_checked_for_safety_once(schema_safety_checks: list[Any]) -> None:
+    checked = schema_safety_checks
     # Texts no test built a validator for, so none is taken from the shared ones.
     fresh = {"type": "object", "description": f"{id(checked)} checked once"}
     Engine(policy=PromotionPolicy(key_schemas={"tickets": fresh}))
