@@ -10,8 +10,10 @@ module, so none of them can hang the process or reach outside the document:
   (`regex_problem`), at validate time as a located diagnostic.
 - `$ref` resolves only within the schema: the registries refuse to retrieve
   anything (no `file://`, no `http://`), `remote_refs` finds every non-local
-  reference and `dangling_refs` every local one that names nothing (a pointer
-  to no member, an anchor no subschema declares), for validate to report.
+  reference, `dangling_refs` every local one that names nothing (a pointer
+  to no member, an anchor no subschema declares) and `misplaced_refs` every
+  local pointer to a value no schema keyword holds (which the validators would
+  apply as a schema out of reach of these checks), for validate to report.
 - A schema wider than the documented limits (`converge_dsl.sandbox._schema_bounds`:
   members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
   refused (`schema_problems` kind `size`), so no check of data costs in
@@ -51,7 +53,12 @@ from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, 
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems, too_large
 from converge_dsl.sandbox._schema_meta import validator_class
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
-from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs, schema_objects
+from converge_dsl.sandbox._schema_refs import (
+    dangling_refs,
+    misplaced_refs,
+    remote_refs,
+    schema_objects,
+)
 
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
@@ -127,8 +134,9 @@ def schema_problems(schema: Any) -> list[tuple[tuple[str | int, ...], str, str]]
 
     `kind` is `size` (wider than a documented limit; then the only kind
     looked for), `ref` (a reference outside the document), `dangling` (a
-    local reference that names nothing in it) or `regex` (a pattern RE2
-    cannot run). Validate reports each as a located diagnostic.
+    local reference that names nothing in it, or a value that is not a schema)
+    or `regex` (a pattern RE2 cannot run). Validate reports each as a located
+    diagnostic.
     """
     sized = size_problems(schema)
     if sized:
@@ -149,6 +157,17 @@ def schema_problems(schema: Any) -> list[tuple[tuple[str | int, ...], str, str]]
         meant = "" if guess is None else f" (did you mean {guess!r}?)"
         problems.append(
             (where, "dangling", f"{where[-1]} {value!r} points to nothing in the schema{meant}")
+        )
+    for where in misplaced_refs(schema):
+        value = _at(schema, where)
+        problems.append(
+            (
+                where,
+                "dangling",
+                f"{where[-1]} {value!r} points at a value that is not a schema (no schema "
+                "keyword holds it), so no check of the schema reads it; put the schema under "
+                "$defs and point there",
+            )
         )
     patterns = list(_patterns(schema))
     for where, pattern in patterns:

@@ -12,7 +12,9 @@ in the schema whatever its depth (a part's place is a `Trail`, made a path by
 `remote_refs` finds every reference that does not start with `#` (resolved
 nowhere: nothing is read from disk or the network); `dangling_refs` every
 local one that names nothing in the schema (a pointer to no member, an anchor
-no subschema declares), with the definition it likely meant.
+no subschema declares), with the definition it likely meant; `misplaced_refs`
+every local pointer to a value that is not a schema (what a validator would
+apply unchecked).
 """
 
 from __future__ import annotations
@@ -161,6 +163,39 @@ def dangling_refs(schema: Any) -> list[tuple[Path, str | None]]:
         elif fragment not in anchors:
             found.append((where, _guess(schema, pointer(("$defs", fragment)), anchors)))
     return sorted(found, key=lambda item: [str(x) for x in item[0]])
+
+
+def misplaced_refs(schema: Any) -> list[Path]:
+    """Paths of every local pointer reference in `schema` that names a value no schema
+    keyword holds (under an unknown keyword, `default`, a `properties` map itself...).
+
+    A validator follows such a pointer and applies the value as a schema, while
+    every check that walks the schema's keywords (`schema_parts`: the size limits,
+    the regexes) reads it as data: it is refused so that nothing is applied
+    unchecked. References under a nested `$id` are left to the validator, as in
+    `dangling_refs`; a pointer that names nothing is `dangling_refs`' to report.
+    """
+    refs = [
+        ((*where, key), unquote(node[key][1:]))
+        for node, where in schema_objects(schema, resources=False)
+        for key in REF_KEYWORDS
+        if isinstance(node.get(key), str) and node[key].startswith("#/")
+    ]
+    if not refs:
+        return []
+    places = {
+        tuple(str(part) for part in path_of(trail))
+        for _, trail, role in schema_parts(schema)
+        if role == SCHEMA
+    }
+    found = []
+    for where, fragment in refs:
+        if resolve(schema, "#" + fragment) is None:
+            continue
+        target = tuple(p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/") if p)
+        if target not in places:
+            found.append(where)
+    return sorted(found, key=lambda p: [str(x) for x in p])
 
 
 def _guess(schema: Any, fragment: str, anchors: set[str] | None = None) -> str | None:

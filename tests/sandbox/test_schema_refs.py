@@ -1,4 +1,4 @@
-"""`remote_refs` and `dangling_refs`: the references validate reports, and only those."""
+"""`remote_refs`, `dangling_refs`, `misplaced_refs`: the references validate reports."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from converge_dsl.sandbox import check_safe, python_validator, schema_problems
-from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs
+from converge_dsl.sandbox import UnsafeSchema, check_safe, python_validator, schema_problems
+from converge_dsl.sandbox._schema_refs import dangling_refs, misplaced_refs, remote_refs
 
 DEFS = {"queue": {"enum": ["billing", "tech"]}, "a b": {"type": "string"}, "x/y": {}}
 
@@ -160,3 +160,41 @@ def test_a_guess_decodes_names_and_is_itself_a_pointer(
     assert dangling_refs(schema) == [(("properties", "q", "$ref"), guess)]
     if guess is not None:
         assert dangling_refs({**schema, "properties": {"q": {"$ref": guess}}}) == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        # a schema under an unknown keyword, wider than the limits allow
+        ({"$ref": "#/x", "x": {"anyOf": [{"const": i} for i in range(2000)]}}, ("$ref",)),
+        ({"$ref": "#/x", "x": {"enum": list(range(5000))}}, ("$ref",)),
+        # a pattern RE2 would refuse, in data
+        ({"not": {"$ref": "#/default"}, "default": {"pattern": "(a+)+$"}}, ("not", "$ref")),
+        ({"items": {"$ref": "#/examples/0"}, "examples": [{"type": "integer"}]}, ("items", "$ref")),
+        # a map of schemas is not a schema
+        ({"properties": {"a": {}}, "not": {"$ref": "#/properties"}}, ("not", "$ref")),
+    ],
+)
+def test_a_pointer_to_a_value_no_schema_keyword_holds_is_refused(
+    schema: dict[str, Any], where: tuple[str | int, ...]
+) -> None:
+    """A validator applies what such a pointer names as a schema; the checks that walk the
+    schema's keywords read it as data, so it would be applied unchecked."""
+    assert misplaced_refs(schema) == [where]
+    assert [(w, kind) for w, kind, _ in schema_problems(schema)] == [(where, "dangling")]
+    with pytest.raises(UnsafeSchema, match="not a schema"):
+        check_safe(schema)
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["#", "#/", "#/$defs/queue", "#/properties/tags/items/0", "#/definitions/old", "#/not"],
+)
+def test_a_pointer_to_a_schema_is_not_misplaced(ref: str) -> None:
+    schema = {
+        "$defs": DEFS,
+        "definitions": {"old": {"type": "string"}},
+        "not": {"type": "null"},
+        "properties": {"queue": {"$ref": ref}, "tags": {"items": [{"type": "string"}]}},
+    }
+    assert misplaced_refs(schema) == []
