@@ -216,7 +216,7 @@ def run_in_processes(
     if options.limits.any:
         pool = SharedPool(options.limits, context)
         pool.add(spent[0], spent[1], 0, 0)
-    start_args = (None, pool, options.outputs, os.getpid(), dict(os.environ))
+    start_args = (None, pool, options.outputs, os.getpid(), dict(options.env))
     plan = _Plan(options.pipeline, workers, context, start_args)
     forking = context.get_start_method() == "forkserver"
     executor = plan.start() if todo and not forking else None

@@ -171,6 +171,27 @@ def test_a_worker_has_the_environment_of_the_batch_that_started_it(
     assert (mark, gone) == ("set after the fork server started", None)
 
 
+def test_the_workers_take_the_environment_the_batch_was_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`BatchOptions.env` (the command line's environment), not this process's."""
+    handed: list[Any] = []
+    plan = _process._Plan
+
+    def recorded(*args: Any) -> _process._Plan:
+        handed.append(args[3][4])  # the environment set_up_worker is started with
+        return plan(*args)
+
+    monkeypatch.setattr(_process, "_Plan", recorded)
+    env = {**os.environ, "CONVERGE_DSL_TEST_HANDED": "given to the batch"}
+    options = BatchOptions(
+        pipeline=ECHO, cases=ECHO, out=tmp_path / "unused", executor="process", env=env
+    )
+    results = list(run_cases(options, [Case(0, "c0", {"word": "tea"})]))
+    assert [r.stop_reason for r in results] == ["converged"]
+    assert handed == [env]
+
+
 def test_without_a_fork_server_the_workers_are_spawned_and_run_the_cases(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
