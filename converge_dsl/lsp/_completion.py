@@ -104,7 +104,10 @@ def _names_for(
         offers = _packs.specifiers(facts, subject.path, str(path[1]))
         return [_item(text, Kind.Value, about) for text, about in offers]
     if kind == PIPELINE and path[:1] == ("suggestors",) and path[2:] == ("use",):
-        return [_item(use, Kind.Function, about) for use, about in _packs.uses(facts, subject.path)]
+        return [
+            _item(use, Kind.Function, about)
+            for use, about in _packs.uses(facts, subject.path, subject.server.environ)
+        ]
     if kind == PIPELINE and found.definitions & _KEY_DEFS:
         return key_items(facts)
     if kind == PIPELINE and last == "model":

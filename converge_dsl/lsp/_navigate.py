@@ -233,7 +233,9 @@ def _pack_source(subject: Subject, position: lsp.Position) -> SourceSpan | None:
     value = value_at(document.data, hit.path)
     if hit.on_key or hit.path[:1] != ("suggestors",) or hit.path[2:] != ("use",):
         return None
-    return _packs.suggestor_source(facts, subject.path, value) if isinstance(value, str) else None
+    if not isinstance(value, str):
+        return None
+    return _packs.suggestor_source(facts, subject.path, value, subject.server.environ)
 
 
 def _file_named(subject: Subject, position: lsp.Position) -> Path | None:

@@ -10,6 +10,7 @@ read (a broken index, a missing or stale lock, an empty cache) offers nothing:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from converge_dsl.packs import Pack
 
 Offer = tuple[str, str]  # (the text to complete, what it is)
+Environ = Mapping[str, str] | None  # the server's environment (None: the process's)
 _SPECIFIERS_PER_PACK = 3  # the newest versions offered as an exact pin
 
 
@@ -52,21 +54,25 @@ def specifiers(facts: PipelineFacts, pipeline: Path, name: str) -> list[Offer]:
     return []
 
 
-def uses(facts: PipelineFacts, pipeline: Path) -> list[Offer]:
-    """`PACK/SUGGESTOR` for every suggestor of the locked packs the cache holds."""
+def uses(facts: PipelineFacts, pipeline: Path, environ: Environ) -> list[Offer]:
+    """`PACK/SUGGESTOR` for every suggestor of the locked packs the cache of `environ`
+    holds."""
     offers = []
-    for pack in _cached_packs(facts, pipeline):
+    for pack in _cached_packs(facts, pipeline, environ):
         for name, definition in sorted(pack.suggestors.items()):
             about = definition.description or definition.kind
             offers.append((f"{pack.name}/{name}", f"{pack.name} {pack.version}: {about}"))
     return offers
 
 
-def suggestor_source(facts: PipelineFacts, pipeline: Path, use: str) -> SourceSpan | None:
+def suggestor_source(
+    facts: PipelineFacts, pipeline: Path, use: str, environ: Environ
+) -> SourceSpan | None:
     """Where `use` (`PACK/SUGGESTOR`) is defined in the cached `pack.yaml` of its locked
-    version: the span of its name, in a file the editor can open."""
+    version (in the cache of `environ`): the span of its name, in a file the editor can
+    open."""
     pack_name, _, suggestor = use.partition("/")
-    for pack in _cached_packs(facts, pipeline):
+    for pack in _cached_packs(facts, pipeline, environ):
         if pack.name != pack_name or suggestor not in pack.suggestors or pack.document is None:
             continue
         span = pack.document.source_map.key_span(("suggestors", suggestor))
@@ -113,11 +119,12 @@ def _locked_version(pipeline: Path, name: str) -> str | None:
     return None if locked is None else locked.version
 
 
-def _cached_packs(facts: PipelineFacts, pipeline: Path) -> list[Pack]:
-    from converge_dsl.packs import read_locked_packs
+def _cached_packs(facts: PipelineFacts, pipeline: Path, environ: Environ) -> list[Pack]:
+    from converge_dsl.packs import PackCache, read_locked_packs
 
     try:
-        packs, _ = read_locked_packs(pipeline, facts.manifest)
+        cache = PackCache(environ=environ)
+        packs, _ = read_locked_packs(pipeline, facts.manifest, cache=cache)
     except (ConvergeError, OSError):
         return []
     return list(packs.values())

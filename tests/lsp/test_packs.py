@@ -187,3 +187,21 @@ async def test_a_lock_written_on_disk_checks_the_pipeline_again(
         )
     )
     assert "CD501" not in {d.code for d in await session.diagnostics("packed.yaml", 1)}
+
+
+def test_pack_suggestors_are_read_from_the_pack_cache_of_the_server_environment(
+    project: Path, tmp_path: Path
+) -> None:
+    """The editor's pack offers and definitions read the cache of the environment the
+    server was given, as its analyses do, not the process's."""
+    from converge_dsl.lsp import _packs
+    from converge_dsl.lsp._analysis import analyse
+
+    path = project / "packed.yaml"
+    facts = analyse(path, PIPELINE, "packed.yaml").facts
+    assert facts is not None
+    empty = {**os.environ, "CONVERGE_DSL_CACHE": str(tmp_path / "empty-cache")}
+    assert _packs.uses(facts, path, None)  # the process's cache holds the fetched pack
+    assert _packs.uses(facts, path, empty) == []
+    assert _packs.suggestor_source(facts, path, "my-pack/review", None) is not None
+    assert _packs.suggestor_source(facts, path, "my-pack/review", empty) is None
