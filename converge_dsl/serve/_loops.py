@@ -8,9 +8,9 @@ on the next one (round robin) and returns its `Remote`: `await remote.result()`
 on the service's loop gives what the coroutine returned or raised, once its
 task has really ended there; `remote.cancel()` cancels that task. `close()` lets
 `on_close(loop)` release what each loop holds (connection pools), then stops
-and joins the threads. The runs share the interpreter: what the threads buy is
-that waiting for the disk, or for a model, never blocks another run or the
-HTTP layer.
+and joins the threads. The runs share the interpreter: what a thread buys is
+that the HTTP layer's loop answers while runs compute (a run waiting for a
+model, or for the disk, awaits, so it blocks no other run of its loop).
 """
 
 from __future__ import annotations

@@ -36,11 +36,13 @@ The checkpoint key of a pipeline's environment is read once, at its first run,
 and seals every later run's journal (a key file replaced while the server runs
 takes effect at the next start).
 
-Runs execute on event loops of their own threads (`_loops`), so a run
-waiting for the disk (its checkpoint journal's commits) stalls neither the
-HTTP layer nor other runs; their events reach the streams through the
-service's loop. Errors a run stops on become its result (`not_run_document`), with every
-message passed through the redactor (`redact`).
+Runs execute on an event loop of its own thread (`_loops`; `Limits.loops`
+threads), so the HTTP layer answers while runs compute; a run never waits for
+the disk there (its checkpoint journal's commits are the group commit's, on
+its own thread), so runs sharing a loop do not wait for each other's. Their
+events reach the streams through the service's loop. Errors a run stops on
+become its result (`not_run_document`), with every message passed through the
+redactor (`redact`).
 """
 
 from __future__ import annotations
@@ -88,8 +90,11 @@ class Limits:
     concurrency: int = 4
     queue: int = 64
     max_run_s: float | None = None
-    # Event loops (threads) the runs execute on (`_loops`), shared by every pipeline.
-    loops: int = 4
+    # Event loops (threads) the runs execute on (`_loops`), shared by every pipeline. One:
+    # the runs share the interpreter's lock, so more threads run no more at once, and
+    # their hand-offs of that lock cost CPU (bench/serve.py: 6.1 against 6.5 to 10.4 ms
+    # of server CPU per run with four).
+    loops: int = 1
 
 
 @dataclass(frozen=True)

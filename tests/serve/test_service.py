@@ -96,6 +96,53 @@ def test_the_checkpoint_key_is_read_once_per_pipeline(tmp_path: Path) -> None:
         store.close()
 
 
+def test_runs_execute_on_one_thread_by_default(tmp_path: Path) -> None:
+    """By default every run executes on one run loop's thread (not the service's): more
+    threads run no more at once under the interpreter's lock, and their hand-offs cost
+    CPU (bench/serve.py)."""
+    import asyncio
+    import os
+    import threading
+
+    from converge_dsl.batch import load
+    from converge_dsl.clock import SystemClock
+    from converge_dsl.runtime import CacheSettings
+    from converge_dsl.serve import Limits, RunService
+    from converge_dsl.serve._requests import RunRequest
+
+    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(tmp_path / "config")}
+    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
+    store = RunStore(tmp_path / "state")
+    ids = iter(f"{n:032x}" for n in range(10))
+    service = RunService(
+        {"steady": pipeline},
+        store,
+        tmp_path / "state",
+        Limits(concurrency=4),
+        clock=SystemClock(),
+        new_id=lambda: next(ids),
+        redact=str,
+    )
+
+    async def main() -> set[str]:
+        await service.start()
+        try:
+            threads = {t.name for t in threading.enumerate() if "run-loop" in t.name}
+            runs = [
+                service.submit("steady", RunRequest.of({"inputs": {"number": n}})) for n in range(4)
+            ]
+            stopped = [await service.wait(run, 30.0) for run in runs]
+            assert [row.stop_reason for row in stopped] == ["converged"] * 4
+            return threads
+        finally:
+            await service.stop()
+
+    try:
+        assert asyncio.run(main()) == {"converge-run-loop-0"}
+    finally:
+        store.close()
+
+
 def _one_worker_service(tmp_path: Path, store: RunStore, redact: Callable[[str], str]) -> Any:
     """A `RunService` of `steady` over `store`, one run at a time on one loop, its
     checkpoint key in `tmp_path`/config, run ids numbered from 0."""
