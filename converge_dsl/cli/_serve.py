@@ -124,7 +124,7 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
         "--executor",
         choices=("local", "process", "ray"),
         default="local",
-        help="where runs execute: threads of the server (local, the default), worker "
+        help="where runs execute: a thread of the server (local, the default), worker "
         "processes (process) or Ray actors (ray); the server then only queues and streams",
     )
     parser.add_argument(
@@ -132,6 +132,13 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         metavar="N",
         help="worker processes (process) or Ray actors (ray) (default: one per CPU)",
+    )
+    parser.add_argument(
+        "--run-threads",
+        type=_positive,
+        metavar="N",
+        help="threads the server runs its runs on with --executor local (default: 1; more "
+        "help only runs that spend long in code releasing the interpreter's lock)",
     )
     parser.add_argument(
         "--ray-address",
@@ -193,11 +200,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         port=args.port,
         state=args.state,
         token_file=args.token_file,
-        limits=Limits(args.workers, args.queue, args.max_run_seconds),
+        limits=Limits(
+            args.workers, args.queue, args.max_run_seconds, loops=args.run_threads or Limits.loops
+        ),
         body_cap=args.body_cap,
         wait_s=args.wait_timeout,
         retention=Retention(args.keep_runs, args.retention_days, args.retention_interval),
-        executor=Executor(args.executor, args.processes, args.ray_address),
+        executor=Executor(args.executor, args.processes, args.ray_address, args.run_threads),
         mcp=args.mcp,
         env=dict(io.environ),
     )

@@ -1,6 +1,6 @@
 """Where the service's runs execute: `--executor local|process|ray` (docs/serve.md).
 
-`Executor(name, processes, ray_address)` is what the command line chose;
+`Executor(name, processes, ray_address, run_threads)` is what the command line chose;
 `check()` refuses what cannot work before anything starts: an option of
 another executor (`--ray-address` without `--executor ray`, `--processes`
 with `local`: CD433), Ray not installed (CD999). `workers(executor,
@@ -40,11 +40,13 @@ EXECUTORS = ("local", "process", "ray")
 @dataclass(frozen=True)
 class Executor:
     """`--executor NAME`, its `--processes N` (worker processes or Ray actors; None: one
-    per CPU) and `--ray-address ADDR`."""
+    per CPU), `--ray-address ADDR` and `--run-threads N` (the threads of `local`, which
+    `Limits.loops` holds; None: one)."""
 
     name: str = "local"
     processes: int | None = None
     ray_address: str | None = None
+    run_threads: int | None = None
 
     def check(self) -> None:
         """Refuse a choice that cannot work (see the module docstring)."""
@@ -66,6 +68,12 @@ class Executor:
                 f"--processes {self.processes} is given, but --executor is local",
                 hint="add --executor process (or ray) to run the runs on that many workers, "
                 "or leave --processes out",
+            )
+        if self.run_threads is not None and self.name != "local":
+            raise ServeRefused(
+                codes.EXECUTOR_OPTION_ALONE,
+                f"--run-threads {self.run_threads} is given, but --executor is {self.name}",
+                hint="leave --run-threads out: it is the number of threads of --executor local",
             )
         if self.name == "ray" and importlib.util.find_spec("ray") is None:
             raise ServeRefused(

@@ -20,6 +20,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -207,6 +208,7 @@ def _cmdline(pid: int) -> str:
     [
         ("ray_address_alone", ["--ray-address", "127.0.0.1:6379"]),
         ("processes_alone", ["--processes", "2"]),
+        ("run_threads_alone", ["--executor", "process", "--run-threads", "2"]),
         ("ray_unreachable", ["--executor", "ray", "--ray-address", "127.0.0.1:1"]),
     ],
 )
@@ -223,6 +225,21 @@ def test_executor_errors_name_the_option_and_the_fix(
     if os.environ.get("UPDATE_EXPECTED") == "1":  # rewrites it: read the diff
         expected.write_text(text, encoding="utf-8")
     assert text == expected.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("options", "threads"), [([], 1), (["--run-threads", "3"], 3)])
+def test_run_threads_sets_the_threads_of_the_local_executor(
+    options: list[str], threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import converge_dsl.serve
+
+    served: list[Any] = []
+    monkeypatch.setattr(converge_dsl.serve, "serve", lambda given, _: served.append(given))
+    args = ["serve", str(DATA / "echo.yaml"), "--port", "0", "--state", str(tmp_path), *options]
+    out, err = io.StringIO(), io.StringIO()
+    assert cli(args, out, err) == 0, err.getvalue()
+    (given,) = served
+    assert given.limits.loops == threads
 
 
 STOPPING = ROOT / "tests" / "batch" / "stopping_server.py"
