@@ -297,5 +297,8 @@ def charge_deep(*values: Any) -> None:
     if budget is not None:
         smallest = max(budget.work, 0) + 1
         for value in values:  # each walk stops at the smallest size so far
+            if isinstance(value, _SCALARS):  # nothing to walk: the comparison is a step
+                smallest = 0
+                break
             smallest = min(smallest, deep_size(value, smallest))
         budget.spend(1, smallest if values else 0)

@@ -4,41 +4,39 @@ Every schema a pipeline or pack supplies (`keys[].schema`, llm `output.schema`,
 pack parameter and input schemas, tool inputs) is applied to data through this
 module, so none of them can hang the process or reach outside the document:
 
-- Regexes (`pattern`, `patternProperties`, model-script `match.regex`) run on
-  RE2 (`google-re2`), whose matching is linear in the text; a pattern RE2
-  cannot compile (backreferences, lookaround) is refused with the reason
-  (`regex_problem`), at validate time as a located diagnostic.
-- `$ref` resolves only within the schema: the registries refuse to retrieve
-  anything (no `file://`, no `http://`), `remote_refs` finds every non-local
-  reference and `dangling_refs` every local one that names nothing (a pointer
-  to no member, an anchor no subschema declares), for validate to report.
+- Regexes (`pattern`, `patternProperties`, model-script `match.regex`) run on RE2
+  (`google-re2`), whose matching is linear in the text; a pattern RE2 cannot compile
+  (backreferences, lookaround) is refused with the reason (`regex_problem`), at validate
+  time as a located diagnostic.
+- `$ref` resolves only within the schema: the registries refuse to retrieve anything (no
+  `file://`, no `http://`), `remote_refs` finds every non-local reference and
+  `dangling_refs` every local one that names nothing (a pointer to no member, an anchor
+  no subschema declares), for validate to report.
 - A schema wider than the documented limits (`converge_dsl.sandbox._schema_bounds`:
-  members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
-  refused (`schema_problems` kind `size`), so no check of data costs in
-  proportion to a huge schema.
-- `python_validator` is python-jsonschema (Draft 2020-12 unless the schema
-  says otherwise: `validator_class`) extended so `pattern`, `patternProperties`
-  and `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
-  `unevaluated*` keywords (read in the schema's draft) run in linear time (JSON equality through
+  members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is refused
+  (`schema_problems` kind `size`), so no check of data costs in proportion to a huge
+  schema.
+- `python_validator` is python-jsonschema (Draft 2020-12 unless the schema says
+  otherwise: `validator_class`) extended so `pattern`, `patternProperties` and
+  `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the `unevaluated*`
+  keywords (read in the schema's draft) run in linear time (JSON equality through
   `canonical`), and every keyword application charges the governor
   (`converge_dsl.sandbox._governor`) one step plus the width of its value, and each
-  error it makes its message. Each validation is governed on its own
-  (`SCHEMA_STEPS`, `SCHEMA_WORK`) and draws on the run's total
-  (`SCHEMA_RUN_STEPS`), and watches the run's deadline. Crossing a bound
-  raises the governor's `Exhausted` located: which schema, which keyword at
-  which pointer, the data's pointer, and a code (`CD970` the bound of one
-  validation, `CD971` the run's total, `CD972` the deadline).
-  `fast_validator` is jsonschema-rs with the linear `regex` crate and a
-  refusing retriever: the fast yes/no where it is used, on schemas within
-  the same limits.
+  error it makes its message. Each validation is governed on its own (`SCHEMA_STEPS`,
+  `SCHEMA_WORK`) and draws on the run's total (`SCHEMA_RUN_STEPS`), and watches the
+  run's deadline. Crossing a bound raises the governor's `Exhausted` located: which
+  schema, which keyword at which pointer, the data's pointer, and a code (`CD970` the
+  bound of one validation, `CD971` the run's total, `CD972` the deadline).
+  `fast_validator` is jsonschema-rs with the linear `regex` crate and a refusing
+  retriever: the fast yes/no where it is used, on schemas within the same limits.
 
 A schema these rules refuse raises `UnsafeSchema` when a validator is built.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -509,28 +507,30 @@ class GovernedValidator:
         return getattr(self.validator, name)
 
     def iter_errors(self, instance: Any) -> Iterator[Any]:
-        with self._governed():
-            return iter(() if self.fits(instance) else list(self.validator.iter_errors(instance)))
+        return self._governed(lambda: iter(() if self.fits(instance) else self._all(instance)))
 
     def is_valid(self, instance: Any) -> bool:
-        with self._governed():
-            return self.fits(instance) or next(self.validator.iter_errors(instance), None) is None
+        return self._governed(lambda: self.fits(instance) or not self._all(instance, 1))
 
     def best_error(self, instance: Any) -> Any:
         """The error python-jsonschema's `best_match` picks, or None when `instance` fits."""
-        with self._governed():
-            if self.fits(instance):
-                return None
-            from jsonschema.exceptions import best_match
+        return self._governed(lambda: None if self.fits(instance) else self._best(instance))
 
-            return best_match(self.validator.iter_errors(instance))
+    def _all(self, instance: Any, most: int | None = None) -> list[Any]:  # the first `most`
+        return list(itertools.islice(self.validator.iter_errors(instance), most))
 
-    @contextlib.contextmanager
-    def _governed(self) -> Iterator[None]:
+    def _best(self, instance: Any) -> Any:
+        from jsonschema.exceptions import best_match
+
+        return best_match(self.validator.iter_errors(instance))
+
+    def _governed(self, check: Callable[[], Any]) -> Any:
+        """`check()` as one governed computation (a plain call, not a generator's
+        context manager: the gate checks data on every proposal, `bench/batch.py`)."""
         pool = ("schema validation", SCHEMA_RUN_STEPS)
         try:
             with governed(SCHEMA_STEPS, SCHEMA_WORK, f"checking data against {self.what}", pool):
-                yield
+                return check()
         except Exhausted as exc:
             raise located(exc, self.what) from None
         except RecursionError:
