@@ -39,7 +39,7 @@ import functools
 import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
@@ -51,6 +51,7 @@ from converge_dsl.sandbox._schema_meta import validator_class
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
 from converge_dsl.sandbox._schema_refs import dangling_refs, remote_refs, schema_objects
 
+_T = TypeVar("_T")
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
 SCHEMA_RUN_STEPS = 20_000_000  # keyword applications of every validation of one run
@@ -524,9 +525,8 @@ class GovernedValidator:
 
         return best_match(self.validator.iter_errors(instance))
 
-    def _governed(self, check: Callable[[], Any]) -> Any:
-        """`check()` as one governed computation (a plain call, not a generator's
-        context manager: the gate checks data on every proposal, `bench/batch.py`)."""
+    def _governed(self, check: Callable[[], _T]) -> _T:
+        """`check()` as one governed computation (a call, not a generator: `bench/batch.py`)."""
         pool = ("schema validation", SCHEMA_RUN_STEPS)
         try:
             with governed(SCHEMA_STEPS, SCHEMA_WORK, f"checking data against {self.what}", pool):
