@@ -82,6 +82,7 @@ class Pipeline:
         "_compiled",
         "_document",
         "_env",
+        "_files",
         "_manifest",
         "_max_connections",
         "_path",
@@ -109,6 +110,7 @@ class Pipeline:
         self._env = dict(env)
         self._clock = clock
         self._roots = roots
+        self._files: dict[tuple[object, ...], Path] = {}  # model files, resolved once
         self._max_connections = max_connections
         self._transports = SharedTransports(max_connections)
         from converge_dsl.tools import ServerPool
@@ -351,6 +353,7 @@ class Pipeline:
             clock=self._clock,
             roots=self._roots,
             attempt_gate=gate,
+            resolved=self._files,
         )
         models: dict[str, Model] = {}
         for name, declaration in settings.models.items():

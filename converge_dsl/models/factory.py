@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
@@ -103,11 +103,15 @@ def build_model(
     deadline: float | None = None,
     wall_time: Callable[[], float] = time.time,
     roots: Sequence[Path] = (),
+    resolved: MutableMapping[tuple[object, ...], Path] | None = None,
 ) -> Model:
     """Build the model `name` from its record (or a hand-written configuration).
 
     Files it names (`script`, `cassette`, `record`) must resolve inside
     `base_dir` or one of `roots`; else `ModelError(E_CONFIG)` before any is used.
+    `resolved` keeps the paths found so (a loaded pipeline's, for all its runs):
+    a file is then resolved and checked once, and a script is still read again
+    when it changed.
 
     `attempt_gate`, `deadline` and `wall_time` reach the HTTP adapters (see
     `HttpModel`): the run's budget is asked before every retry or failover,
@@ -120,11 +124,11 @@ def build_model(
         from converge_dsl.models._script_checks import load_script
 
         script = require_str(name, spec.script, "script")
-        path = _file(name, script, "script", base_dir, roots)
+        path = _file(name, script, "script", base_dir, roots, resolved=resolved)
         model = ScriptedModel(load_script(path, display=script), name=name, clock=clock)
     elif isinstance(spec, ReplayModelSpec):
         cassette = require_str(name, spec.cassette, "cassette")
-        path = _file(name, cassette, "cassette", base_dir, roots)
+        path = _file(name, cassette, "cassette", base_dir, roots, resolved=resolved)
         from converge_dsl.models.cassette import ReplayModel
 
         return ReplayModel.from_file(path, attempt_gate=attempt_gate, clock=clock)
@@ -149,7 +153,8 @@ def build_model(
         record = require_str(name, spec.record, "record")
         from converge_dsl.models.cassette import RecordingModel
 
-        model = RecordingModel(model, _file(name, record, "record", base_dir, roots, read=False))
+        path = _file(name, record, "record", base_dir, roots, read=False, resolved=resolved)
+        model = RecordingModel(model, path)
     return model
 
 
@@ -189,12 +194,20 @@ def _file(
     roots: Sequence[Path],
     *,
     read: bool = True,
+    resolved: MutableMapping[tuple[object, ...], Path] | None = None,
 ) -> Path:
-    """The path of the file `models.<name>.<key>` names, checked to lie inside the roots."""
+    """The path of the file `models.<name>.<key>` names, checked to lie inside the roots
+    (or as `resolved` kept it; a file found there is kept in it)."""
+    found = (raw, key, base_dir, tuple(roots), read)
+    if resolved is not None and found in resolved:
+        return resolved[found]
     try:
-        return referenced_path(raw, base_dir, roots, field=f"{key} file", read=read)
+        path = referenced_path(raw, base_dir, roots, field=f"{key} file", read=read)
     except ReferenceRefused as exc:
         raise config_error(name, exc.message, exc.hint or "") from None
+    if resolved is not None and path.exists():  # a missing file is looked for again
+        resolved[found] = path
+    return path
 
 
 def _unknown(name: str, message: str, word: str, known: Iterable[str], label: str) -> ModelError:

@@ -41,7 +41,7 @@ import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from converge_dsl._json_types import JsonObject
 from converge_dsl.engine.types import (
@@ -134,6 +134,8 @@ class PackSolverSuggestor:
     _validator: GovernedValidator | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    # Whether that schema is the solver's own (see `_prechecked`), found on first use.
+    _own_schema: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def dependencies(self) -> tuple[str, ...]:
@@ -207,6 +209,19 @@ class PackSolverSuggestor:
             object.__setattr__(self, "_validator", validator)
         return validator
 
+    def _prechecked(self) -> bool:
+        """Whether a problem that fits `_input_validator` fits the solver's own schema, so
+        the solver may take it as checked (`PrecheckedSolver`): the pack declares no input
+        schema, or the solver's own one; found once."""
+        own = self._own_schema
+        if own is None:
+            schema = self.definition.input_schema
+            own = isinstance(self.solver, PrecheckedSolver) and (
+                schema is None or schema == self.solver.input_schema()
+            )
+            object.__setattr__(self, "_own_schema", own)
+        return own
+
     @property
     def deprecation_id(self) -> str:
         return f"deprecated:json-text-input:{self.name}"
@@ -240,9 +255,10 @@ class PackSolverSuggestor:
             solver = self.solver
             solve: Callable[[dict[str, Any]], SolverPlan] = solver.solve
             check: Callable[[dict[str, Any], Any], tuple[PlanCheck, ...]] = solver.check
-            if self.definition.input_schema is None and isinstance(solver, PrecheckedSolver):
+            if self._prechecked():
                 # `problem` was just checked against the solver's own schema: once is enough.
-                solve, check = solver.solve_valid, solver.check_valid
+                prechecked = cast(PrecheckedSolver, solver)
+                solve, check = prechecked.solve_valid, prechecked.check_valid
             if size <= INLINE_PROBLEM_CHARS:
                 answer = solve(problem)
             else:

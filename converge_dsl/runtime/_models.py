@@ -10,7 +10,7 @@ cassettes; `--record` wraps every model in a recorder.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,6 +69,7 @@ def model_builder(
     clock: Clock,
     roots: tuple[Path, ...],
     attempt_gate: Callable[[], bool] | None = None,
+    resolved: MutableMapping[tuple[object, ...], Path] | None = None,
 ) -> ModelBuilder:
     """What builds the models `settings` declares for one run, each as its declaration says.
 
@@ -77,7 +78,9 @@ def model_builder(
     past the run's wall-clock deadline, `settings.budget.max_wall_s` from now
     (read once, here, on `clock`). Files a model names must lie in the
     pipeline's folder or one of `roots`. `converge-dsl run` and a loaded
-    `Pipeline` (`batch`) build their runs' models through it.
+    `Pipeline` (`batch`) build their runs' models through it; a `Pipeline` gives
+    `resolved`, where the paths of those files are kept for all its runs
+    (`build_model`).
     """
     from converge_dsl.models import build_model
 
@@ -97,6 +100,7 @@ def model_builder(
             attempt_gate=attempt_gate,
             deadline=deadline,
             roots=roots,
+            resolved=resolved,
         )
 
     return build

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the table's modules, for type checkers
     from converge_dsl.sandbox._codegen import *  # noqa: F403
     from converge_dsl.sandbox._governor import *  # noqa: F403
     from converge_dsl.sandbox._names import *  # noqa: F403
+    from converge_dsl.sandbox._safe_regex import *  # noqa: F403
     from converge_dsl.sandbox._safe_schema import *  # noqa: F403
     from converge_dsl.sandbox._schema_bounds import *  # noqa: F403
     from converge_dsl.sandbox._schema_meta import *  # noqa: F403
@@ -71,13 +72,15 @@ else:
                 "PROBLEM_CODES",
                 "SCHEMA_STEPS",
                 "SCHEMA_WORK",
-                "UnsafeSchema",
                 "check_safe",
-                "compile_regex",
                 "fast_validator",
                 "python_validator",
-                "regex_problem",
                 "schema_problems",
+            ),
+            "converge_dsl.sandbox._safe_regex": (
+                "UnsafeSchema",
+                "compile_regex",
+                "regex_problem",
                 "search",
             ),
             "converge_dsl.sandbox._schema_bounds": ("MAX_MEMBERS", "size_problems"),

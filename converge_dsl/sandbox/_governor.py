@@ -40,6 +40,7 @@ from converge_dsl.errors import RunError
 CLOCK_EVERY = 256
 _TEXT = (str, bytes, bytearray)
 _SCALARS = (int, float, type(None))  # bool is an int
+_CONTAINERS = (list, tuple, set, frozenset)
 _END = object()
 
 
@@ -233,6 +234,8 @@ def deep_size(value: Any, limit: int) -> int:
     """
     if isinstance(value, _TEXT):
         return len(value)
+    if isinstance(value, _SCALARS):  # most comparisons are of numbers: no walk
+        return 0
     flat = _flat_size(value)
     if flat is not None:
         return flat
@@ -270,6 +273,10 @@ def _flat_size(value: Any) -> int | None:
 
 def _items(value: Any) -> Iterator[Any]:
     """The parts of a value a walk descends into (none for a scalar or an opaque object)."""
+    if isinstance(value, dict):  # the usual containers, before the slower ABC checks
+        return chain.from_iterable(value.items())
+    if isinstance(value, _CONTAINERS):
+        return iter(value)
     try:
         if isinstance(value, Mapping):
             return chain.from_iterable(value.items())
@@ -290,5 +297,8 @@ def charge_deep(*values: Any) -> None:
     if budget is not None:
         smallest = max(budget.work, 0) + 1
         for value in values:  # each walk stops at the smallest size so far
+            if isinstance(value, _SCALARS):  # nothing to walk: the comparison is a step
+                smallest = 0
+                break
             smallest = min(smallest, deep_size(value, smallest))
         budget.spend(1, smallest if values else 0)

@@ -100,11 +100,13 @@ def _text_size(value: Any, limit: int, indent: int = 0) -> int:
             total += len(item)
         elif isinstance(item, int):
             total += item.bit_length() * 3 // 10
+        elif item is None or isinstance(item, float):  # as below, before the slow checks
+            total += 24
         elif isinstance(item, jinja2.Undefined):
             total += 9
-        elif isinstance(item, Mapping):
+        elif isinstance(item, dict | Mapping):  # dict first: in C, before the ABC's check
             stack.append((chain.from_iterable(item.items()), depth + 1))
-        elif isinstance(item, Collection):
+        elif isinstance(item, list | tuple | Collection):
             stack.append((iter(item), depth + 1))
         elif dataclasses.is_dataclass(item) and not isinstance(item, type):
             fields = dataclasses.fields(item)

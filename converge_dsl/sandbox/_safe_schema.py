@@ -1,55 +1,52 @@
-"""Safe JSON Schema validators and linear-time regexes for pipeline and pack schemas.
+"""Safe JSON Schema validators for pipeline and pack schemas.
 
 Every schema a pipeline or pack supplies (`keys[].schema`, llm `output.schema`,
 pack parameter and input schemas, tool inputs) is applied to data through this
 module, so none of them can hang the process or reach outside the document:
 
-- Regexes (`pattern`, `patternProperties`, model-script `match.regex`) run on
-  RE2 (`google-re2`), whose matching is linear in the text; a pattern RE2
-  cannot compile (backreferences, lookaround) is refused with the reason
-  (`regex_problem`), at validate time as a located diagnostic.
-- `$ref` resolves only within the schema: the registries refuse to retrieve
-  anything (no `file://`, no `http://`), `remote_refs` finds every non-local
-  reference, `dangling_refs` every local one that names nothing (a pointer
-  to no member, an anchor no subschema declares) and `misplaced_refs` every
-  local pointer to a value no schema keyword holds (which the validators would
-  apply as a schema out of reach of these checks), for validate to report.
+- Regexes (`pattern`, `patternProperties`) run on RE2 (`_safe_regex`), whose matching
+  is linear in the text; a pattern RE2 cannot compile (backreferences, lookaround) is
+  refused with the reason (`regex_problem`), at validate time as a located diagnostic.
+- `$ref` resolves only within the schema: the registries refuse to retrieve anything (no
+  `file://`, no `http://`), `remote_refs` finds every non-local reference,
+  `dangling_refs` every local one that names nothing (a pointer to no member, an anchor
+  no subschema declares) and `misplaced_refs` every local pointer to a value no schema
+  keyword holds (which the validators would apply as a schema out of reach of these
+  checks), for validate to report.
 - A schema wider than the documented limits (`converge_dsl.sandbox._schema_bounds`:
-  members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is
-  refused (`schema_problems` kind `size`), so no check of data costs in
-  proportion to a huge schema.
-- `python_validator` is python-jsonschema (Draft 2020-12 unless the schema
-  says otherwise: `validator_class`) extended so `pattern`, `patternProperties`
-  and `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the
-  `unevaluated*` keywords (read in the schema's draft) run in linear time (JSON equality through
+  members in all, `properties`, `enum`, `anyOf`/`oneOf`/`allOf` branches) is refused
+  (`schema_problems` kind `size`), so no check of data costs in proportion to a huge
+  schema.
+- `python_validator` is python-jsonschema (Draft 2020-12 unless the schema says
+  otherwise: `validator_class`) extended so `pattern`, `patternProperties` and
+  `additionalProperties` use RE2, `uniqueItems`, `enum`, `const` and the `unevaluated*`
+  keywords (read in the schema's draft) run in linear time (JSON equality through
   `canonical`), and every keyword application charges the governor
   (`converge_dsl.sandbox._governor`) one step plus the width of its value, and each
-  error it makes its message. Each validation is governed on its own
-  (`SCHEMA_STEPS`, `SCHEMA_WORK`) and draws on the run's total
-  (`SCHEMA_RUN_STEPS`), and watches the run's deadline. Crossing a bound
-  raises the governor's `Exhausted` located: which schema, which keyword at
-  which pointer, the data's pointer, and a code (`CD970` the bound of one
-  validation, `CD971` the run's total, `CD972` the deadline).
-  `fast_validator` is jsonschema-rs with the linear `regex` crate and a
-  refusing retriever: the fast yes/no where it is used, on schemas within
-  the same limits.
+  error it makes its message. Each validation is governed on its own (`SCHEMA_STEPS`,
+  `SCHEMA_WORK`) and draws on the run's total (`SCHEMA_RUN_STEPS`), and watches the
+  run's deadline. Crossing a bound raises the governor's `Exhausted` located: which
+  schema, which keyword at which pointer, the data's pointer, and a code (`CD970` the
+  bound of one validation, `CD971` the run's total, `CD972` the deadline).
+  `fast_validator` is jsonschema-rs with the linear `regex` crate and a refusing
+  retriever: the fast yes/no where it is used, on schemas within the same limits.
 
 A schema these rules refuse raises `UnsafeSchema` when a validator is built.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
 from converge_dsl._json_types import JsonSchema
-from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
+from converge_dsl.sandbox._safe_regex import UnsafeSchema, regex_problem, search
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems, too_large
 from converge_dsl.sandbox._schema_meta import validator_class
 from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
@@ -60,53 +57,12 @@ from converge_dsl.sandbox._schema_refs import (
     schema_objects,
 )
 
+_T = TypeVar("_T")
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
 SCHEMA_RUN_STEPS = 20_000_000  # keyword applications of every validation of one run
 _ERROR_COST = 512  # the work charged for making one error (an object of some size), and its text
 _UNWIDE = frozenset(("enum", "const"))  # hashed, not scanned: their width costs nothing per check
-
-
-class UnsafeSchema(RunError):
-    """A schema refers outside itself or holds a regex RE2 cannot run."""
-
-
-def regex_problem(pattern: str) -> str | None:
-    """Why RE2 cannot run `pattern` (backreferences, lookaround, syntax), or None."""
-    try:
-        _re2(pattern)
-    except UnsafeSchema as exc:
-        return exc.message
-    return None
-
-
-@functools.lru_cache(maxsize=1024)
-def _re2(pattern: str) -> Any:
-    import re2
-
-    options = re2.Options()
-    options.log_errors = False
-    options.max_mem = 64 << 20
-    try:
-        return re2.compile(pattern, options)
-    except (re2.error, TypeError, ValueError) as exc:
-        detail = exc.args[0] if exc.args else ""
-        reason = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
-        raise UnsafeSchema(
-            f"the regex {pattern!r} cannot run in linear time ({reason})",
-            hint="backreferences (\\1) and lookaround ((?=, (?!, (?<=, (?<!) are not supported",
-        ) from None
-
-
-def compile_regex(pattern: str) -> Any:
-    """A compiled RE2 regex (`search`, `match`, `fullmatch`); raises `UnsafeSchema`."""
-    return _re2(pattern)
-
-
-def search(pattern: str, text: str) -> bool:
-    """Whether `pattern` (RE2) matches somewhere in `text`; charges the text to the governor."""
-    spend(1, len(text))
-    return _re2(pattern).search(text) is not None
 
 
 def _patterns(schema: Any) -> Iterator[tuple[Any, str]]:
@@ -528,28 +484,29 @@ class GovernedValidator:
         return getattr(self.validator, name)
 
     def iter_errors(self, instance: Any) -> Iterator[Any]:
-        with self._governed():
-            return iter(() if self.fits(instance) else list(self.validator.iter_errors(instance)))
+        return self._governed(lambda: iter(() if self.fits(instance) else self._all(instance)))
 
     def is_valid(self, instance: Any) -> bool:
-        with self._governed():
-            return self.fits(instance) or next(self.validator.iter_errors(instance), None) is None
+        return self._governed(lambda: self.fits(instance) or not self._all(instance, 1))
 
     def best_error(self, instance: Any) -> Any:
         """The error python-jsonschema's `best_match` picks, or None when `instance` fits."""
-        with self._governed():
-            if self.fits(instance):
-                return None
-            from jsonschema.exceptions import best_match
+        return self._governed(lambda: None if self.fits(instance) else self._best(instance))
 
-            return best_match(self.validator.iter_errors(instance))
+    def _all(self, instance: Any, most: int | None = None) -> list[Any]:  # the first `most`
+        return list(itertools.islice(self.validator.iter_errors(instance), most))
 
-    @contextlib.contextmanager
-    def _governed(self) -> Iterator[None]:
+    def _best(self, instance: Any) -> Any:
+        from jsonschema.exceptions import best_match
+
+        return best_match(self.validator.iter_errors(instance))
+
+    def _governed(self, check: Callable[[], _T]) -> _T:
+        """`check()` as one governed computation (a call, not a generator: `bench/batch.py`)."""
         pool = ("schema validation", SCHEMA_RUN_STEPS)
         try:
             with governed(SCHEMA_STEPS, SCHEMA_WORK, f"checking data against {self.what}", pool):
-                yield
+                return check()
         except Exhausted as exc:
             raise located(exc, self.what) from None
         except RecursionError:

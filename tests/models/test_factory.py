@@ -266,3 +266,54 @@ def test_a_scripted_record_reads_its_script_and_records(tmp_path: Path) -> None:
     )
     assert isinstance(model, RecordingModel)
     assert (tmp_path / "out.jsonl").exists()
+
+
+def test_a_kept_path_is_resolved_once_and_its_script_read_again_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.models import factory
+
+    (tmp_path / "s.yaml").write_text(SCRIPT)
+    resolutions: list[str] = []
+    real = factory.referenced_path
+
+    def counted(raw: str, *args: Any, **kwargs: Any) -> Path:
+        resolutions.append(raw)
+        return real(raw, *args, **kwargs)
+
+    monkeypatch.setattr(factory, "referenced_path", counted)
+    kept: dict[tuple[object, ...], Path] = {}
+    config = {"adapter": "scripted", "script": "s.yaml"}
+
+    def script() -> object:
+        model = build_model(
+            "m",
+            config,
+            base_dir=tmp_path,
+            env={},
+            clock=FakeClock(),
+            rng=random.Random(1),
+            resolved=kept,
+        )
+        assert isinstance(model, ScriptedModel)
+        return model._script
+
+    first = script()
+    assert script() is first
+    (tmp_path / "s.yaml").write_text(SCRIPT.replace("hi", "ho"))
+    assert script() is not first  # the file changed: read again
+    assert resolutions == ["s.yaml"]  # its path: resolved once
+    # A missing file is not kept: the next build looks for it again.
+    missing = {"adapter": "scripted", "script": "gone.yaml"}
+    for _ in range(2):
+        with pytest.raises(Exception, match="No such file"):
+            build_model(
+                "m",
+                missing,
+                base_dir=tmp_path,
+                env={},
+                clock=FakeClock(),
+                rng=random.Random(1),
+                resolved=kept,
+            )
+    assert resolutions == ["s.yaml", "gone.yaml", "gone.yaml"]

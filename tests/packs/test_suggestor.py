@@ -254,3 +254,26 @@ def test_a_pack_schema_of_its_own_is_checked_by_the_solver_too() -> None:
     )
     asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
     assert solver.prechecked == 0
+
+
+def test_a_pack_schema_that_is_the_solvers_own_is_checked_once() -> None:
+    solver = PrecheckedCounting()
+    definition = SuggestorDef(
+        name="count", kind="solver", solver=solver.name, input_schema=solver.input_schema()
+    )
+    suggestor = PackSolverSuggestor(
+        name="budgeter",
+        input_key="constraints",
+        output_key="strategies",
+        solver=solver,
+        definition=definition,
+        invariants=(),
+        params={},
+        source="budgeter@demo",
+    )
+    effect = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
+    assert [p.id for p in effect.proposals] == ["budgeter-plan"]
+    assert solver.prechecked == 2
+    bad = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": "x"}))))
+    assert [p.id for p in bad.proposals] == ["pack:rejected:budgeter"]
+    assert solver.prechecked == 2

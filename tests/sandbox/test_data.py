@@ -140,3 +140,47 @@ def test_as_json_data_converts_and_refuses() -> None:
     shared = ["x" * 1000] * 1000
     with pytest.raises(TemplateRenderError, match="data of more than"):
         as_json_data([shared] * 1000)  # a million references: refused before converting
+
+
+def _two_walks(value: Any) -> Any:
+    """What `json_data` gave before its plain walk: the size estimate, then the conversion."""
+    from converge_dsl.sandbox._data import _convert
+    from converge_dsl.sandbox._limits import MAX_SIZE, Limit, text_size
+
+    if text_size(value, MAX_SIZE) > MAX_SIZE:
+        raise Limit("too large")
+    return _convert(value, "")
+
+
+def _outcome(convert: Any, value: Any) -> tuple[str, Any]:
+    try:
+        result = convert(value)
+    except Exception as exc:
+        return type(exc).__name__, str(exc) if type(exc).__name__ != "Limit" else None
+    return "ok", (type(result).__name__, result)
+
+
+_NEAR = 1_000_000 - 2  # a string this long is exactly at the size bound
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, None, True, "x"], "b": {"c": (1, 2)}},
+        freeze_json({"tickets": ["T-1", "T-2"], "n": {"deep": [[{}]]}}),
+        [1, float("nan")],
+        {1: "key not text"},
+        [{"a": object()}],
+        "x" * _NEAR,
+        "x" * (_NEAR + 1),
+        ["x" * (_NEAR - 2)],
+        ["x" * (_NEAR - 1)],
+        [1.5] * 38_461,
+        [1.5] * 38_462,
+        [True, 2**100, -(2**64)],
+    ],
+)
+def test_json_data_gives_what_the_two_walks_give(value: Any) -> None:
+    from converge_dsl.sandbox._data import json_data
+
+    assert _outcome(json_data, value) == _outcome(_two_walks, value)

@@ -156,3 +156,39 @@ def test_loops_over_lists_still_render() -> None:
         "{% for x in items %}{{ loop.index }}:{{ x }}{% if not loop.last %},{% endif %}{% endfor %}"
     )
     assert render(compile_template(source), {**GLOBALS, "items": ["a", "b"]}) == "1:a,2:b"
+
+
+class _Record:
+    """A record type for the field tests: `name` is a field, `secret` is not listed."""
+
+    __slots__ = ("_hidden", "name", "secret")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.secret = "s"
+        self._hidden = "h"
+
+
+def test_a_records_fields_pass_the_attribute_rules_once_then_are_read_directly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl.sandbox import _templating
+
+    _templating.register_record(_Record, "a record", ("name", "_hidden"))
+    checked: list[str] = []
+    rules = _templating._Environment.is_safe_attribute
+
+    def counted(self: object, obj: object, attr: str, value: object) -> bool:
+        checked.append(attr)
+        return rules(self, obj, attr, value)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_templating._Environment, "is_safe_attribute", counted)
+    template = compile_template("{{ r.name }} {{ r['name'] }} {{ r.secret }}")
+    scope = {**GLOBALS, "r": _Record("a")}
+    assert render(template, scope) == "a a s"
+    assert render(template, {**scope, "r": _Record("b")}) == "b b s"
+    assert checked == ["name", "secret", "secret"]  # a field's rules once, the others each time
+    # A listed name the rules refuse stays refused, however often it is read.
+    for _ in range(2):
+        with pytest.raises(TemplateRenderError):
+            render(compile_template("{{ r._hidden }}"), scope)
