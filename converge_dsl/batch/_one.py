@@ -24,9 +24,11 @@ through `send(message)`, in order:
 
 When the run ends the worker settles its journal before the end is sent: a
 pause's records are committed (the resumed run, perhaps on another worker,
-reads them from the database); a run that ended drops its queued records (the
-caller's transaction that stores the result deletes the journal). So no write
-of the worker lands after the caller's.
+reads them from the database), and so are those of a run cancelled because
+the workers close (it continues from them at the next start); a run that
+ended, or that its user cancelled, drops its queued records (the caller's
+transaction that stores the result deletes the journal). So no write of the
+worker lands after the caller's.
 
 `RunWorkers` is what workers offer a caller (`_one_workers`, `_one_ray`):
 `submit` gives a `RunTicket` whose future is the run's `RunEnd`; `WorkerError`
@@ -238,10 +240,13 @@ async def execute_one(
     journals: tuple[SqliteJournals, threading.Lock],
     *,
     ident: str | None = None,
+    closing: Callable[[], bool] = lambda: False,
 ) -> None:
     """Run `job` to its end and send its messages (see the module docstring), each
     naming the run as `ident` (default: `job.run`; a worker tells attempts apart); a
-    cancelled task sends `cancelled` and raises `CancelledError`."""
+    cancelled task sends `cancelled` and raises `CancelledError`. Cancelled while
+    `closing()` (the workers close under it), the run keeps its queued records: it
+    continues from them at the next start; cancelled by its user, it drops them."""
     from converge_dsl.runtime import Checkpointing, not_run_document
 
     store, lock = journals
@@ -267,7 +272,7 @@ async def execute_one(
         )
         end = RunEnd("done", out.plain)
     except asyncio.CancelledError:
-        _settle(store, lock, run, keep=False)
+        _settle(store, lock, run, keep=closing())
         send(("end", key, RunEnd("cancelled")))
         raise
     except ConvergeError as exc:

@@ -102,7 +102,10 @@ class _RunActor:
             yield [("end", job.run, RunEnd("cancelled"))]
             return
         pipeline = self._pipelines[job.pipeline]
-        task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
+        closing = self._in_flight
+        task = asyncio.ensure_future(
+            execute_one(pipeline, job, send, self._journals, closing=lambda: closing.closing)
+        )
         self._in_flight.add(task)
         try:
             while True:

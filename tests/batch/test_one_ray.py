@@ -14,7 +14,16 @@ import pytest
 
 from converge_dsl.batch import OneRun, RunEnd, load
 
-from .test_one_workers import SERVE, Events, finishes_cleanly, lines, slow_tool, until
+from .test_one_workers import (
+    SERVE,
+    Events,
+    closed_after_a_checkpoint,
+    finishes_cleanly,
+    lines,
+    records,
+    slow_tool,
+    until,
+)
 
 ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
 
@@ -78,3 +87,17 @@ def test_an_actor_that_dies_is_started_again_in_its_place(local_ray: None, tmp_p
     finally:
         workers.close()
     assert all(end.status == "lost" for end in ends[:-1]), ends
+
+
+def test_closed_actors_keep_the_journal_records_of_a_run_in_flight(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """As worker processes do (test_one_workers.py)."""
+    from converge_dsl.batch import RayWorkers
+
+    database = tmp_path / "db.sqlite3"
+    workers = RayWorkers({"slow": load(SERVE / "slow.yaml")}, database, 1, None)
+    workers.start()
+    end = closed_after_a_checkpoint(workers, database)
+    assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
+    assert records(database, "k") == 1
