@@ -36,9 +36,11 @@ worker lands after the caller's.
 in flight and waits (bounded) for each to end where it runs, and only then has
 the workers close their pipelines (stopping the tool servers those runs were
 using): a run is never cut off from its tools mid-run. Such a run's ticket ends
-`lost` (`CLOSED`) once its worker has ended it, and nothing more of it is
-played back on the caller's sinks: like a run whose worker died, it continues
-from its journal (what the service's recovery does at its next start).
+`lost` (`CLOSED`) once its worker has ended it: like a run whose worker died,
+it continues from its journal (what the service's recovery does at its next
+start). Until then its events and checkpoint messages are still played back
+(the worker may commit a record after the close began: the caller stores the
+events that go with it).
 `InFlight` is how an actor (a run's, or a batch's) keeps that order.
 """
 
@@ -324,16 +326,15 @@ class Flight:
         self._cut: str | None = None
 
     def cut(self, why: str) -> None:
-        """The workers are closing under the run: nothing more of it is played back, and
-        its end, once its worker sends it, is `lost` with `why`."""
+        """The workers are closing under the run: its end, once its worker sends it, is
+        `lost` with `why` (its events and checkpoints until then are played back)."""
         self._cut = why
 
     def deliver(self, message: Message) -> bool:
         """Play `message` back; False when a sink failed (the run then ended `lost`: the
         caller cancels it where it runs)."""
-        if self._cut is not None:
-            if message[0] == "end":
-                self.end(RunEnd("lost", message=self._cut))
+        if self._cut is not None and message[0] == "end":
+            self.end(RunEnd("lost", message=self._cut))
             return True
         try:
             end = self.relayed.deliver(message)
