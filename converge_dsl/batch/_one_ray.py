@@ -146,6 +146,7 @@ class RayWorkers(RunWorkers):
         # every actor was down (each with its deadline).
         self._down: set[int] = set()
         self._waiting: list[tuple[OneRun, Flight, float]] = []
+        self._cancelled: set[Flight] = set()  # cancels that may come while one is sent again
         self._lock = threading.Lock()
         self._started_here = False
         self._closing = False
@@ -202,6 +203,10 @@ class RayWorkers(RunWorkers):
             if self._closing:
                 flight.end(RunEnd("lost", message=CLOSED))
                 return
+            if flight in self._cancelled:  # cancelled while it was to be sent again
+                self._cancelled.discard(flight)
+                flight.end(RunEnd("cancelled"))
+                return
             up = [slot for slot in range(len(self._actors)) if slot not in self._down]
             if not up:
                 self._waiting.append((job, flight, deadline))
@@ -239,6 +244,7 @@ class RayWorkers(RunWorkers):
             self._forget(job.run, stream)
             with self._lock:
                 self._load[slot] -= 1
+                self._cancelled.discard(flight)
 
     def _forget(self, run: str, stream: Any) -> None:
         with self._lock:
@@ -281,6 +287,8 @@ class RayWorkers(RunWorkers):
     def cancel(self, run: str) -> None:
         with self._lock:
             found = self._refs.get(run)
+            if found is not None:
+                self._cancelled.add(found[2])
             waiting = [item for item in self._waiting if item[0].run == run]
             self._waiting = [item for item in self._waiting if item[0].run != run]
         for _, flight, _ in waiting:
