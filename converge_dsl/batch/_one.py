@@ -24,9 +24,11 @@ through `send(message)`, in order:
 
 When the run ends the worker settles its journal before the end is sent: a
 pause's records are committed (the resumed run, perhaps on another worker,
-reads them from the database); a run that ended drops its queued records (the
-caller's transaction that stores the result deletes the journal). So no write
-of the worker lands after the caller's.
+reads them from the database), and so are those of a run cancelled because
+the workers close (it continues from them at the next start); a run that
+ended, or that its user cancelled, drops its queued records (the caller's
+transaction that stores the result deletes the journal). So no write of the
+worker lands after the caller's.
 
 `RunWorkers` is what workers offer a caller (`_one_workers`, `_one_ray`):
 `submit` gives a `RunTicket` whose future is the run's `RunEnd`; `WorkerError`
@@ -34,9 +36,11 @@ of the worker lands after the caller's.
 in flight and waits (bounded) for each to end where it runs, and only then has
 the workers close their pipelines (stopping the tool servers those runs were
 using): a run is never cut off from its tools mid-run. Such a run's ticket ends
-`lost` (`CLOSED`) once its worker has ended it, and nothing more of it is
-played back on the caller's sinks: like a run whose worker died, it continues
-from its journal (what the service's recovery does at its next start).
+`lost` (`CLOSED`) once its worker has ended it: like a run whose worker died,
+it continues from its journal (what the service's recovery does at its next
+start). Until then its events and checkpoint messages are still played back
+(the worker may commit a record after the close began: the caller stores the
+events that go with it).
 `InFlight` is how an actor (a run's, or a batch's) keeps that order.
 """
 
@@ -238,10 +242,13 @@ async def execute_one(
     journals: tuple[SqliteJournals, threading.Lock],
     *,
     ident: str | None = None,
+    closing: Callable[[], bool] = lambda: False,
 ) -> None:
     """Run `job` to its end and send its messages (see the module docstring), each
     naming the run as `ident` (default: `job.run`; a worker tells attempts apart); a
-    cancelled task sends `cancelled` and raises `CancelledError`."""
+    cancelled task sends `cancelled` and raises `CancelledError`. Cancelled while
+    `closing()` (the workers close under it), the run keeps its queued records: it
+    continues from them at the next start; cancelled by its user, it drops them."""
     from converge_dsl.runtime import Checkpointing, not_run_document
 
     store, lock = journals
@@ -267,7 +274,7 @@ async def execute_one(
         )
         end = RunEnd("done", out.plain)
     except asyncio.CancelledError:
-        _settle(store, lock, run, keep=False)
+        _settle(store, lock, run, keep=closing())
         send(("end", key, RunEnd("cancelled")))
         raise
     except ConvergeError as exc:
@@ -319,16 +326,15 @@ class Flight:
         self._cut: str | None = None
 
     def cut(self, why: str) -> None:
-        """The workers are closing under the run: nothing more of it is played back, and
-        its end, once its worker sends it, is `lost` with `why`."""
+        """The workers are closing under the run: its end, once its worker sends it, is
+        `lost` with `why` (its events and checkpoints until then are played back)."""
         self._cut = why
 
     def deliver(self, message: Message) -> bool:
         """Play `message` back; False when a sink failed (the run then ended `lost`: the
         caller cancels it where it runs)."""
-        if self._cut is not None:
-            if message[0] == "end":
-                self.end(RunEnd("lost", message=self._cut))
+        if self._cut is not None and message[0] == "end":
+            self.end(RunEnd("lost", message=self._cut))
             return True
         try:
             end = self.relayed.deliver(message)

@@ -8,9 +8,12 @@ A run is a streaming generator task on the least-loaded actor, whose items
 are lists of the run's messages (`_one`), read by a thread per run; `cancel`
 cancels that task; an actor that dies ends its runs `lost`, and Ray starts it
 again in its place, as often as it dies (as a worker process is), with the
-same constructor as its first start: a restart is the first start again. A
-run sent to an actor while it restarts ends `lost` at once (Ray's
-`ActorUnavailableError`). `close` takes no more runs and has each actor cancel
+same constructor as its first start: a restart is the first start again.
+An actor that failed takes no run until it answers again (`_revive`); a run
+that could not reach its actor before it ran (Ray's `ActorUnavailableError`
+with no message heard: sent before Ray saw the actor die) goes to another
+actor that is up, or waits for one, at most `START_S` after it was
+submitted, then ends `lost`. `close` takes no more runs and has each actor cancel
 its runs and wait for them (`_one.InFlight`), their ends coming back as `lost`
 (`CLOSED`), then close its pipelines (stopping their tool servers) before it
 is killed (`_ray.stop_actors`). The actors open the journals by path, so
@@ -25,6 +28,7 @@ import concurrent.futures
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,8 +59,11 @@ if TYPE_CHECKING:
 
 __all__ = ["RayWorkers"]
 
-# How long the actors may take to start (seconds).
+# How long the actors may take to start (seconds), and a run to reach an actor that is
+# up while its actor restarts.
 START_S = 120.0
+# How long one look at whether an actor that failed answers again waits (seconds).
+READY_S = 1.0
 
 
 def _ray() -> Any:
@@ -102,7 +109,10 @@ class _RunActor:
             yield [("end", job.run, RunEnd("cancelled"))]
             return
         pipeline = self._pipelines[job.pipeline]
-        task = asyncio.ensure_future(execute_one(pipeline, job, send, self._journals))
+        closing = self._in_flight
+        task = asyncio.ensure_future(
+            execute_one(pipeline, job, send, self._journals, closing=lambda: closing.closing)
+        )
         self._in_flight.add(task)
         try:
             while True:
@@ -132,6 +142,11 @@ class RayWorkers(RunWorkers):
         self._actors: list[Any] = []
         self._load: list[int] = []
         self._refs: dict[str, tuple[Any, int, Flight]] = {}
+        # The actors that failed and have not answered since, and the runs sent while
+        # every actor was down (each with its deadline).
+        self._down: set[int] = set()
+        self._waiting: list[tuple[OneRun, Flight, float]] = []
+        self._cancelled: set[Flight] = set()  # cancels that may come while one is sent again
         self._lock = threading.Lock()
         self._started_here = False
         self._closing = False
@@ -178,37 +193,91 @@ class RayWorkers(RunWorkers):
     ) -> RunTicket:
         ticket = RunTicket(job.run)
         flight = Flight(ticket, Relayed(sinks, on_checkpoint))
+        self._send(job, flight, time.monotonic() + START_S)
+        return ticket
+
+    def _send(self, job: OneRun, flight: Flight, deadline: float) -> None:
+        """Send `job` to the least-loaded actor that is up; keep it while every actor
+        restarts (until `deadline`, on `time.monotonic()`)."""
         with self._lock:
             if self._closing:
                 flight.end(RunEnd("lost", message=CLOSED))
-                return ticket
-            slot = min(range(len(self._actors)), key=self._load.__getitem__)
+                return
+            if flight in self._cancelled:  # cancelled while it was to be sent again
+                self._cancelled.discard(flight)
+                flight.end(RunEnd("cancelled"))
+                return
+            up = [slot for slot in range(len(self._actors)) if slot not in self._down]
+            if not up:
+                self._waiting.append((job, flight, deadline))
+                return
+            slot = min(up, key=self._load.__getitem__)
             self._load[slot] += 1
             ref = self._actors[slot].run.options(num_returns="streaming").remote(job)
             self._refs[job.run] = (ref, slot, flight)
         threading.Thread(
-            target=self._follow, args=(job.run, ref, slot, flight), daemon=True
+            target=self._follow, args=(job, ref, slot, flight, deadline), daemon=True
         ).start()
-        return ticket
 
-    def _follow(self, run: str, stream: Any, slot: int, flight: Flight) -> None:
+    def _follow(self, job: OneRun, stream: Any, slot: int, flight: Flight, deadline: float) -> None:
         ray = _ray()
+        heard = False
         try:
             for ref in stream:
                 for message in ray.get(ref):
+                    heard = True
                     if not flight.deliver(message):
                         ray.cancel(stream)
                         return
         except ray.exceptions.TaskCancelledError:
             flight.end(RunEnd("cancelled"))
         except Exception as exc:  # the actor died, or Ray lost the task
-            flight.end(RunEnd("lost", message=f"the Ray actor running it failed: {exc}"))
+            self._failed(slot)
+            unavailable = isinstance(exc, ray.exceptions.ActorUnavailableError)
+            if heard or not unavailable or time.monotonic() > deadline:
+                flight.end(RunEnd("lost", message=f"the Ray actor running it failed: {exc}"))
+            else:  # it never ran: sent again once an actor is up
+                self._send(job, flight, deadline)
         else:
             flight.end(RunEnd("lost", message="the Ray actor ended the run without its end"))
         finally:
+            self._forget(job.run, stream)
             with self._lock:
-                self._refs.pop(run, None)
                 self._load[slot] -= 1
+                self._cancelled.discard(flight)
+
+    def _forget(self, run: str, stream: Any) -> None:
+        with self._lock:
+            if run in self._refs and self._refs[run][0] is stream:
+                del self._refs[run]
+
+    def _failed(self, slot: int) -> None:
+        """The actor in `slot` failed: no run goes to it until it answers again."""
+        with self._lock:
+            if slot in self._down or self._closing:
+                return
+            self._down.add(slot)
+        threading.Thread(target=self._revive, args=(slot,), daemon=True).start()
+
+    def _revive(self, slot: int) -> None:
+        """Wait (at most `START_S`) for the actor in `slot` to answer, then take it back
+        and send the runs that waited (to it, or lost when their time is up)."""
+        ray = _ray()
+        deadline = time.monotonic() + START_S
+        while not self._closing and time.monotonic() < deadline:
+            try:
+                ray.get(self._actors[slot].ready.remote(), timeout=READY_S)
+                break
+            except Exception:  # restarting still
+                time.sleep(READY_S / 10)
+        with self._lock:
+            self._down.discard(slot)
+            waiting, self._waiting = self._waiting, []
+        for job, flight, until in waiting:
+            if time.monotonic() > until:
+                flight.end(RunEnd("lost", message="no Ray actor answered in time"))
+            else:
+                self._send(job, flight, until)
 
     def pids(self) -> tuple[int, ...]:
         """The actors' processes as they were first started (of this machine only with a
@@ -218,6 +287,12 @@ class RayWorkers(RunWorkers):
     def cancel(self, run: str) -> None:
         with self._lock:
             found = self._refs.get(run)
+            if found is not None:
+                self._cancelled.add(found[2])
+            waiting = [item for item in self._waiting if item[0].run == run]
+            self._waiting = [item for item in self._waiting if item[0].run != run]
+        for _, flight, _ in waiting:
+            flight.end(RunEnd("cancelled"))
         if found is not None:
             _ray().cancel(found[0])
 
@@ -228,6 +303,9 @@ class RayWorkers(RunWorkers):
         with self._lock:
             self._closing = True
             flights = [flight for _, _, flight in self._refs.values()]
+            waiting, self._waiting = self._waiting, []
+        for _, flight, _ in waiting:
+            flight.end(RunEnd("lost", message=CLOSED))
         for flight in flights:
             flight.cut(CLOSED)
 

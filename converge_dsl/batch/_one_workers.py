@@ -139,6 +139,10 @@ class _Worker:
         elif command[0] == "stop":
             self.stop()
 
+    def is_stopping(self) -> bool:
+        """Whether the worker is stopping: a run cancelled now keeps its journal."""
+        return self.stopping is not None
+
     def stop(self) -> None:
         """Cancel the runs, close the pipelines once they ended, then stop the loop."""
         if self.stopping is None:
@@ -162,7 +166,9 @@ class _Worker:
 
     def _start(self, job: OneRun, key: str) -> None:
         pipeline = self.pipelines[job.pipeline]
-        run = execute_one(pipeline, job, self.send, self.journals, ident=key)
+        run = execute_one(
+            pipeline, job, self.send, self.journals, ident=key, closing=self.is_stopping
+        )
         task = self.loop.create_task(_after(self.runs.get(job.run), run, self.send, key))
         self.tasks[key] = self.runs[job.run] = task
         task.add_done_callback(functools.partial(_forget, self.tasks, key))

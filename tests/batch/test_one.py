@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from converge_dsl.batch import OneRun, RunEnd, execute_one, load, open_journals
-from converge_dsl.batch._one import Relayed
+from converge_dsl.batch._one import Flight, Relayed, RunTicket
 from converge_dsl.errors import ConvergeError
 from converge_dsl.runtime import RunSink
 
@@ -127,3 +127,27 @@ def test_relayed_plays_the_messages_back_on_sinks(tmp_path: Path) -> None:
 def test_a_database_that_cannot_be_opened_is_cd999(tmp_path: Path) -> None:
     with pytest.raises(ConvergeError, match=r"^CD999: a worker cannot open the checkpoint"):
         open_journals(tmp_path)  # a folder, not a database
+
+
+def test_a_run_cut_by_a_close_still_plays_back_its_events_and_checkpoints(
+    tmp_path: Path,
+) -> None:
+    """The worker may commit a record after the close began: the events that go with it
+    are stored (by the caller's `on_checkpoint`), so no gap is left in the run's events.
+    Only its end becomes `lost`."""
+    heard: list[str] = []
+
+    class Heard(RunSink):
+        listens = True
+
+        def on_event(self, event: Any) -> None:
+            heard.append(type(event).__name__)
+
+    checkpoints: list[int] = []
+    sent = _run(OneRun("e", "echo", {"text": "x"}, tmp_path / "db.sqlite3"), SERVE / "echo.yaml")
+    flight = Flight(RunTicket("e"), Relayed([Heard()], lambda: checkpoints.append(1)))
+    flight.cut("closed")
+    assert all(flight.deliver(message) for message in sent)
+    assert heard == [type(m[2]).__name__ for m in sent if m[0] == "event"]
+    assert len(checkpoints) == [m[0] for m in sent].count("checkpoint") > 0
+    assert flight.ticket.future.result(timeout=0) == RunEnd("lost", message="closed")

@@ -1,20 +1,28 @@
 """`RayWorkers` on a local Ray the test starts: closing them with a run in its tool call
 cancels the run before the actor stops its tool servers, so the run continues cleanly
-from its journal; an actor that dies is started again in its place (test_ray.py: Ray
-batches, and that the servers stop)."""
+from its journal; an actor that dies is started again in its place, and the runs sent
+meanwhile wait for it (test_ray.py: Ray batches, and that the servers stop)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from converge_dsl.batch import OneRun, RunEnd, load
+from converge_dsl.batch import OneRun, load
 
-from .test_one_workers import SERVE, Events, finishes_cleanly, lines, slow_tool, until
+from .test_one_workers import (
+    SERVE,
+    Events,
+    closed_after_a_checkpoint,
+    finishes_cleanly,
+    lines,
+    records,
+    slow_tool,
+    until,
+)
 
 ray = pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
 
@@ -64,17 +72,26 @@ def test_an_actor_that_dies_is_started_again_in_its_place(local_ray: None, tmp_p
         until(lambda: sink.heard, 60)  # in its model call
         (pid,) = workers.pids()
         os.kill(pid, signal.SIGKILL)
+        # Sent before Ray saw the actor die, they wait for it instead of ending lost at
+        # once, without having run.
+        sent = [OneRun(f"e{n}", "echo", {"text": "x"}, database) for n in range(3)]
+        tickets = [workers.submit(job) for job in sent]
         assert killed.future.result(timeout=30).status == "lost"
-        ends: list[RunEnd] = []
-
-        def echoed() -> bool:  # a run sent while the actor restarts ends lost at once
-            job = OneRun(f"e{len(ends)}", "echo", {"text": "x"}, database)
-            ends.append(workers.submit(job).future.result(timeout=60))
-            if ends[-1].status != "done":
-                time.sleep(0.2)
-            return ends[-1].status == "done"
-
-        until(echoed, 60)
+        ends = [ticket.future.result(timeout=60) for ticket in tickets]
     finally:
         workers.close()
-    assert all(end.status == "lost" for end in ends[:-1]), ends
+    assert [end.status for end in ends] == ["done"] * 3, ends
+
+
+def test_closed_actors_keep_the_journal_records_of_a_run_in_flight(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """As worker processes do (test_one_workers.py)."""
+    from converge_dsl.batch import RayWorkers
+
+    database = tmp_path / "db.sqlite3"
+    workers = RayWorkers({"slow": load(SERVE / "slow.yaml")}, database, 1, None)
+    workers.start()
+    end = closed_after_a_checkpoint(workers, database)
+    assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
+    assert records(database, "k") == 1

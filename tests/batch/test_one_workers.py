@@ -214,3 +214,36 @@ def test_closed_workers_cancel_a_run_in_flight_before_they_stop_its_tool_server(
     assert "SuggestorFailed" not in [name for name, _ in sink.heard]
     assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
     finishes_cleanly(ProcessWorkers({"tool": load(pipeline)}, database, 1), database)
+
+
+def records(database: Path, run: str) -> int:
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        query = "SELECT COUNT(*) FROM checkpoint_records WHERE run = ?"
+        return int(db.execute(query, (run,)).fetchone()[0])
+
+
+def closed_after_a_checkpoint(workers: RunWorkers, database: Path) -> RunEnd:
+    """The end of a `slow` run on `workers` (started), closed as soon as the run's first
+    checkpoint record was queued, within the group commit's wait (50 ms)."""
+    import threading
+
+    checkpointed = threading.Event()
+    try:
+        job = OneRun("k", "slow", {}, database)
+        ticket = workers.submit(job, on_checkpoint=checkpointed.set)
+        assert checkpointed.wait(60)
+    finally:
+        workers.close()
+    return ticket.future.result(timeout=10)
+
+
+def test_closed_workers_keep_the_journal_records_of_a_run_in_flight(tmp_path: Path) -> None:
+    """A run cancelled because the workers close continues from its journal at the next
+    start: its records queued for the group commit are committed, not dropped as a
+    cancelled run's are (it would repeat the cycles they hold)."""
+    database = tmp_path / "db.sqlite3"
+    workers = ProcessWorkers({"slow": load(SERVE / "slow.yaml")}, database, 1)
+    workers.start()
+    end = closed_after_a_checkpoint(workers, database)
+    assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
+    assert records(database, "k") == 1
