@@ -32,7 +32,8 @@
 - E: ideal / measured wall time for 500 cases of a pipeline with two llm
   suggestors, the second reading the first's fact (two model calls in a row
   per case), on the `openai` adapter against `bench/loopback.py` (its own
-  process) answering after 100 ms, `local` executor at concurrency 100:
+  process) answering after 100 ms, `local` executor at concurrency 100, timed
+  after a batch of 100 cases in the same process (its connections open):
   ideal = 500 x 2 x 0.1 s / 100 = 1 s.
 
 Prints one line per figure, each with the one-minute load average when it was
@@ -99,20 +100,32 @@ def _cases(folder: Path, count: int) -> Path:
     return path
 
 
-def _rate(pipeline: Path, cases: Path, out: Path, executor: str, concurrency: int | None) -> float:
-    """Cases per second of one batch; every case must converge."""
-    return _measured(pipeline, cases, out, executor, concurrency)[0]
+def _rate(
+    pipeline: Path,
+    cases: Path,
+    out: Path,
+    executor: str,
+    concurrency: int | None,
+    *,
+    warm: Path | None = None,
+) -> float:
+    """Cases per second of one batch (after a batch of `warm` cases in the same process);
+    every case must converge."""
+    return _measured(pipeline, cases, out, executor, concurrency, warm=warm)[0]
 
 
 _BATCH = """\
 import json, sys, time
 from pathlib import Path
 from converge_dsl.batch import BatchOptions, run_batch
-pipeline, cases, out, executor, concurrency = sys.argv[1:]
+pipeline, cases, out, executor, concurrency, warm = sys.argv[1:]
 options = BatchOptions(
     pipeline=Path(pipeline), cases=Path(cases), out=Path(out), executor=executor,
     concurrency=int(concurrency) if concurrency else None,
 )
+if warm:  # a batch before the timed one, in this process (E: connections, first calls)
+    from dataclasses import replace
+    run_batch(replace(options, cases=Path(warm), out=Path(out + ".warm")))
 started, wall = time.process_time(), time.perf_counter()
 summary = run_batch(options)
 cpu, wall = time.process_time() - started, time.perf_counter() - wall
@@ -123,13 +136,20 @@ print(json.dumps({"run": summary.run, "seconds": summary.seconds, "wall": wall, 
 
 
 def _measured(
-    pipeline: Path, cases: Path, out: Path, executor: str, concurrency: int | None
+    pipeline: Path,
+    cases: Path,
+    out: Path,
+    executor: str,
+    concurrency: int | None,
+    *,
+    warm: Path | None = None,
 ) -> tuple[float, float, float]:
     """Cases per second of one batch, run in a fresh process, by its own clock and over
     the whole call (loading included), and the CPU time per case of that process (with
     `local` the whole case; with `process` and `ray` what the parent spends on one:
     handing it over, taking its result, writing its line)."""
     arguments = [str(pipeline), str(cases), str(out), executor, str(concurrency or "")]
+    arguments.append(str(warm or ""))
     done = subprocess.run(
         [sys.executable, "-c", _BATCH, *arguments],
         capture_output=True,
@@ -170,6 +190,8 @@ for module in _process.worker_modules():
 shared = time.process_time() - started
 read, write = os.pipe()
 child = os.fork()
+if child:
+    os.close(write)  # a child that fails before it writes ends the read, not a hang
 if child == 0:
     started = time.process_time()
     from converge_dsl.batch import Case
@@ -264,8 +286,9 @@ def _efficiency(folder: Path, count: int, concurrency: int = 100, latency: float
         pipeline = folder / "latency.yaml"
         pipeline.write_text(LATENCY_PIPELINE.format(port=port))
         warm = _cases(folder, concurrency)
-        _rate(pipeline, warm, folder / "warm.jsonl", "local", concurrency)
-        rate = _rate(pipeline, _cases(folder, count), folder / "e.jsonl", "local", concurrency)
+        rate = _rate(
+            pipeline, _cases(folder, count), folder / "e.jsonl", "local", concurrency, warm=warm
+        )
     finally:
         assert server.stdin is not None
         server.stdin.close()
