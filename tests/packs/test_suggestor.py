@@ -237,12 +237,12 @@ def test_a_prechecked_solver_takes_the_input_the_suggestor_checked_once() -> Non
     assert solver.prechecked == 2
 
 
-def test_a_pack_schema_of_its_own_is_checked_by_the_solver_too() -> None:
-    solver = PrecheckedCounting()
+def _budgeter(solver: PrecheckedCounting, input_schema: Any) -> PackSolverSuggestor:
+    """A pack suggestor running `solver`, its pack's input schema `input_schema`."""
     definition = SuggestorDef(
-        name="count", kind="solver", solver=solver.name, input_schema={"type": "object"}
+        name="count", kind="solver", solver=solver.name, input_schema=input_schema
     )
-    suggestor = PackSolverSuggestor(
+    return PackSolverSuggestor(
         name="budgeter",
         input_key="constraints",
         output_key="strategies",
@@ -252,25 +252,18 @@ def test_a_pack_schema_of_its_own_is_checked_by_the_solver_too() -> None:
         params={},
         source="budgeter@demo",
     )
+
+
+def test_a_pack_schema_of_its_own_is_checked_by_the_solver_too() -> None:
+    solver = PrecheckedCounting()
+    suggestor = _budgeter(solver, {"type": "object"})
     asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
     assert solver.prechecked == 0
 
 
 def test_a_pack_schema_that_is_the_solvers_own_is_checked_once() -> None:
     solver = PrecheckedCounting()
-    definition = SuggestorDef(
-        name="count", kind="solver", solver=solver.name, input_schema=solver.input_schema()
-    )
-    suggestor = PackSolverSuggestor(
-        name="budgeter",
-        input_key="constraints",
-        output_key="strategies",
-        solver=solver,
-        definition=definition,
-        invariants=(),
-        params={},
-        source="budgeter@demo",
-    )
+    suggestor = _budgeter(solver, solver.input_schema())
     effect = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
     assert [p.id for p in effect.proposals] == ["budgeter-plan"]
     assert solver.prechecked == 2
