@@ -189,7 +189,7 @@ async def test_a_lock_written_on_disk_checks_the_pipeline_again(
     assert "CD501" not in {d.code for d in await session.diagnostics("packed.yaml", 1)}
 
 
-def test_pack_suggestors_are_read_from_the_pack_cache_of_the_server_environment(
+async def test_pack_suggestors_are_read_from_the_pack_cache_of_the_server_environment(
     project: Path, tmp_path: Path
 ) -> None:
     """The editor's pack offers and definitions read the cache of the environment the
