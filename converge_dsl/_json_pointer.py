@@ -1,4 +1,5 @@
-"""`resolve(root, ref)`: the node a local JSON reference (`#`, `#/a/b`) names;
+"""`resolve(root, ref)`: the node a local JSON reference (`#`, `#/a/b`) names; `unescape`
+a part of a pointer;
 `pointer(parts)` and `error_pointer(error)`: the JSON pointer of a path, and of what a
 JSON Schema error is about.
 
@@ -14,13 +15,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
+def unescape(part: str) -> str:
+    """A pointer's part as written, RFC 6901 escapes undone (`~1` is `/`, `~0` is `~`)."""
+    return part.replace("~1", "/").replace("~0", "~")
+
+
 def resolve(root: Any, ref: str) -> Any:
     """The node `ref` names inside `root`, or None when it names nothing there."""
     if not ref.startswith("#"):
         return None
     node = root
     for raw in filter(None, ref[1:].split("/")):
-        part = raw.replace("~1", "/").replace("~0", "~")
+        part = unescape(raw)
         if isinstance(node, Mapping) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):

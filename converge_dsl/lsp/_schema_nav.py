@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from converge_dsl._json_pointer import unescape
 from converge_dsl.diagnostics import JsonPath
 
 Schema = Mapping[str, Any]
@@ -128,7 +129,7 @@ def _resolve(root: Schema, reference: str) -> Any:
     for part in reference[2:].split("/"):
         if not isinstance(node, dict):
             return None
-        node = node.get(part.replace("~1", "/").replace("~0", "~"))
+        node = node.get(unescape(part))
     return node
 
 

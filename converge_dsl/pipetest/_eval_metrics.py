@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._json_pointer import unescape
 from converge_dsl._json_types import JsonValue
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def _at(value: object, pointer: str) -> object:
     if pointer in ("", "/"):
         return value
     for raw in pointer.lstrip("/").split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
+        part = unescape(raw)
         if isinstance(value, dict) and part in value:
             value = value[part]
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):

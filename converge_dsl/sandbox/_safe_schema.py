@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from converge_dsl import codes
-from converge_dsl._json_pointer import pointer
+from converge_dsl._json_pointer import pointer, unescape
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, spend
 from converge_dsl.sandbox._safe_regex import UnsafeSchema, regex_problem, search
@@ -222,7 +222,7 @@ class _Trail:
         if trail.anchor is None:
             if name in ("$ref", "$dynamicRef") and isinstance(value, str):
                 parts = value.lstrip("#").split("/")
-                trail.anchor = [p.replace("~1", "/").replace("~0", "~") for p in parts if p]
+                trail.anchor = [unescape(p) for p in parts if p]
             else:
                 trail.schema.extend((*_member_of(value, trail.subschema), name))
         trail.subschema = schema

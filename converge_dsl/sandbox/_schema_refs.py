@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from converge_dsl._json_pointer import pointer, resolve
+from converge_dsl._json_pointer import pointer, resolve, unescape
 
 Path = tuple[str | int, ...]
 
@@ -192,7 +192,7 @@ def misplaced_refs(schema: Any) -> list[Path]:
     for where, fragment in refs:
         if resolve(schema, "#" + fragment) is None:
             continue
-        target = tuple(p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/") if p)
+        target = tuple(unescape(p) for p in fragment.split("/") if p)
         if target not in places:
             found.append(where)
     return sorted(found, key=lambda p: [str(x) for x in p])
@@ -203,7 +203,7 @@ def _guess(schema: Any, fragment: str, anchors: set[str] | None = None) -> str |
     meant; for an anchor `#NAME` (`anchors` given), the anchor, else the definition."""
     from converge_dsl.diagnostics import did_you_mean
 
-    parts = [p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")]
+    parts = [unescape(p) for p in fragment.split("/")]
     if anchors:
         anchor = did_you_mean(parts[-1], anchors)
         if anchor is not None:

@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from converge_dsl._json_pointer import unescape
 from converge_dsl.sandbox import (
     REF_KEYWORDS,
     SCHEMA_KEYWORDS,
@@ -187,7 +188,7 @@ class _Restating:
                         raise _Untranslatable(f"its anchor {ref!r} is declared otherwise there")
                     continue
                 parts = fragment.split("/")[1:]
-                target = tuple(p.replace("~1", "/").replace("~0", "~") for p in parts)
+                target = tuple(unescape(p) for p in parts)
                 if self.changed and (nested or any(_within(target, p) for p in self.changed)):
                     raise _Untranslatable(
                         f"{word} {ref!r} points to a place that draft 2020-12 words otherwise"

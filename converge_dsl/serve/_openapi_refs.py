@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from converge_dsl._json_pointer import pointer
+from converge_dsl._json_pointer import pointer, unescape
 from converge_dsl.sandbox import DATA_KEYWORDS, SCHEMA_MAPS, anchors_of, embedded_resource
 
 from ._openapi_drafts import in_2020_12
@@ -219,7 +219,7 @@ class _Places:
                 return ref
             target = found
         else:
-            parts = tuple(p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:])
+            parts = tuple(unescape(p) for p in fragment.split("/")[1:])
             target = (*resource, *parts)
         home, rest = self.homes[()], target
         if target[:2] in self.homes:
