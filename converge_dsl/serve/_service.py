@@ -233,14 +233,14 @@ class RunService:
         the same (pipeline, inputs, budget), nothing queued; `Refused` (409) naming the
         first difference when it is not.
         """
-        digest = None
+        data, digest = request.data(), None
         if key is not None:
-            digest = request_digest(pipeline, request.data())
+            digest = request_digest(pipeline, data)
             first = self.store.idempotent(key.value)
             if first is not None:
                 if first[0] == digest:
                     return first[1]
-                raise key_conflict(key, pipeline, request.data(), self.store.get(first[1]))
+                raise key_conflict(key, pipeline, data, self.store.get(first[1]))
         queue = self._queues[pipeline]
         if queue.qsize() >= self._limits.queue:
             self.metrics.rejected(pipeline)
@@ -251,7 +251,7 @@ class RunService:
             )
         run = self._new_id()
         idempotency = None if key is None or digest is None else (key.value, digest)
-        added = self.store.add(run, pipeline, request.data(), self._now(), idempotency)
+        added = self.store.add(run, pipeline, data, self._now(), idempotency)
         self._added[run] = added  # its worker need not read it back (`_work`)
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)

@@ -178,8 +178,7 @@ class RunStore:
     def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         # one statement: a transaction of its own (autocommit)
         with self._transaction(autocommit=len(statements) == 1) as db:
-            for sql, args in statements:
-                db.execute(sql, args)
+            execute_all(db, statements)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -364,8 +363,7 @@ class RunStore:
                 (now, run),
             )
             if cursor.rowcount == 1:
-                for sql, args in self.checkpoints.removal(run):
-                    db.execute(sql, args)
+                execute_all(db, self.checkpoints.removal(run))
         return cursor.rowcount == 1
 
     def decide(self, run: str, decisions: Mapping[str, bool], now: float) -> bool:
