@@ -48,10 +48,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import dataclasses
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,7 @@ __all__ = [
     "RunTicket",
     "RunWorkers",
     "WorkerError",
+    "close_pipelines",
     "execute_one",
     "lowered_budget",
     "open_journals",
@@ -376,6 +378,14 @@ class InFlight:
             task.cancel()
         if running:
             await asyncio.wait(running, timeout=CANCEL_S)
+
+
+async def close_pipelines(pipelines: Iterable[Pipeline]) -> None:
+    """Close every pipeline of a worker (its tool servers, its connection pools), the
+    others still closed when one fails."""
+    for pipeline in pipelines:
+        with contextlib.suppress(ConvergeError, OSError):
+            await pipeline.aclose()
 
 
 class RunWorkers(abc.ABC):

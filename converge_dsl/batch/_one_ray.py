@@ -33,8 +33,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from converge_dsl.errors import ConvergeError
-
 from ._one import (
     CANCEL_S,
     CLOSED,
@@ -47,6 +45,7 @@ from ._one import (
     RunTicket,
     RunWorkers,
     WorkerError,
+    close_pipelines,
     execute_one,
     open_journals,
 )
@@ -93,9 +92,7 @@ class _RunActor:
         pipelines' tool servers (their process groups too) and close their connection
         pools."""
         await self._in_flight.cancel()
-        for pipeline in self._pipelines.values():
-            with contextlib.suppress(ConvergeError, OSError):  # the others still close
-                await pipeline.aclose()
+        await close_pipelines(self._pipelines.values())
 
     async def run(self, job: OneRun) -> Any:
         """The run's messages, as they happen (a streaming generator task)."""

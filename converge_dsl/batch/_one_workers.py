@@ -53,6 +53,7 @@ from ._one import (
     CANCEL_S,
     CLOSED,
     Flight,
+    InFlight,
     Message,
     OneRun,
     Relayed,
@@ -60,6 +61,7 @@ from ._one import (
     RunTicket,
     RunWorkers,
     WorkerError,
+    close_pipelines,
     execute_one,
     open_journals,
 )
@@ -99,6 +101,7 @@ class _Worker:
         self.journals = journals
         self.loop = asyncio.new_event_loop()
         self.tasks: dict[str, asyncio.Task[None]] = {}  # by the key of each attempt
+        self.in_flight = InFlight()
         self.runs: dict[str, asyncio.Task[None]] = {}  # by run id: its latest attempt
         self._lock = threading.Lock()
         self._pending: list[Message] = []
@@ -152,15 +155,9 @@ class _Worker:
         # The runs started before the stop took their first step before this one (theirs
         # were scheduled first), so each, cancelled, ends through `execute_one`'s handler.
         try:
-            running = list(self.tasks.values())
-            for task in running:
-                task.cancel()
-            if running:  # each sends its end as it unwinds
-                await asyncio.wait(running, timeout=CANCEL_S)
+            await self.in_flight.cancel()  # each run sends its end as it unwinds
             self._flush()
-            for pipeline in self.pipelines.values():  # no run uses their tool servers now
-                with contextlib.suppress(ConvergeError, OSError):  # the others still close
-                    await pipeline.aclose()
+            await close_pipelines(self.pipelines.values())  # no run uses them now
         finally:
             self.loop.stop()
 
@@ -171,6 +168,7 @@ class _Worker:
         )
         task = self.loop.create_task(_after(self.runs.get(job.run), run, self.send, key))
         self.tasks[key] = self.runs[job.run] = task
+        self.in_flight.add(task)
         task.add_done_callback(functools.partial(_forget, self.tasks, key))
         task.add_done_callback(functools.partial(_forget, self.runs, job.run))
 
