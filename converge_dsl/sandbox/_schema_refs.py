@@ -190,10 +190,8 @@ def misplaced_refs(schema: Any) -> list[Path]:
     }
     found = []
     for where, fragment in refs:
-        if resolve(schema, "#" + fragment) is None:
-            continue
         target = tuple(unescape(p) for p in fragment.split("/") if p)
-        if target not in places:
+        if target not in places and resolve(schema, "#" + fragment) is not None:
             found.append(where)
     return sorted(found, key=lambda p: [str(x) for x in p])
 
