@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,3 +68,10 @@ def local_ray() -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def records(database: Path, run: str) -> int:
+    """The checkpoint records of `run` committed in the journals' `database`."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        query = "SELECT COUNT(*) FROM checkpoint_records WHERE run = ?"
+        return int(db.execute(query, (run,)).fetchone()[0])

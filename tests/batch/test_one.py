@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,8 @@ from converge_dsl.batch import OneRun, RunEnd, execute_one, load, open_journals
 from converge_dsl.batch._one import Flight, Relayed, RunTicket
 from converge_dsl.errors import ConvergeError
 from converge_dsl.runtime import RunSink
+
+from .conftest import records
 
 SERVE = Path(__file__).parents[1] / "serve" / "data"
 
@@ -27,15 +28,6 @@ def _run(job: OneRun, pipeline: Path) -> list[tuple[Any, ...]]:
     return sent
 
 
-def _records(database: Path, run: str) -> int:
-    with sqlite3.connect(database) as db:
-        return int(
-            db.execute("SELECT COUNT(*) FROM checkpoint_records WHERE run = ?", (run,)).fetchone()[
-                0
-            ]
-        )
-
-
 def test_a_run_sends_its_hooks_then_its_end(tmp_path: Path) -> None:
     job = OneRun("r1", "echo", {"text": "hi"}, tmp_path / "db.sqlite3")
     sent = _run(job, SERVE / "echo.yaml")
@@ -47,14 +39,14 @@ def test_a_run_sends_its_hooks_then_its_end(tmp_path: Path) -> None:
     end = sent[-1][2]
     assert isinstance(end, RunEnd)
     assert (end.status, end.body and end.body["stop_reason"]) == ("done", "converged")
-    assert _records(job.journal, "r1") == 0  # a run that ended leaves its journal unwritten
+    assert records(job.journal, "r1") == 0  # a run that ended leaves its journal unwritten
 
 
 def test_a_pause_commits_its_journal_and_resumes_from_it_with_decisions(tmp_path: Path) -> None:
     database = tmp_path / "db.sqlite3"
     paused = _run(OneRun("g", "gated", {}, database), SERVE / "gated.yaml")[-1][2]
     assert paused.body["stop_reason"] == "hitl_pause"
-    assert _records(database, "g") >= 1  # committed before the end was sent
+    assert records(database, "g") >= 1  # committed before the end was sent
     job = OneRun("g", "gated", {}, database, resume=True, decisions={"s1": True, "s2": False})
     sent = _run(job, SERVE / "gated.yaml")
     done = sent[-1][2]

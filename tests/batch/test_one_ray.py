@@ -13,13 +13,13 @@ import pytest
 
 from converge_dsl.batch import OneRun, load
 
+from .conftest import records
 from .test_one_workers import (
     SERVE,
     Events,
     closed_after_a_checkpoint,
     finishes_cleanly,
     lines,
-    records,
     slow_tool,
     until,
 )

@@ -16,6 +16,8 @@ import pytest
 from converge_dsl.batch import OneRun, ProcessWorkers, RunEnd, RunWorkers, WorkerError, load
 from converge_dsl.runtime import RunSink
 
+from .conftest import records
+
 SERVE = Path(__file__).parents[1] / "serve" / "data"
 
 
@@ -214,12 +216,6 @@ def test_closed_workers_cancel_a_run_in_flight_before_they_stop_its_tool_server(
     assert "SuggestorFailed" not in [name for name, _ in sink.heard]
     assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
     finishes_cleanly(ProcessWorkers({"tool": load(pipeline)}, database, 1), database)
-
-
-def records(database: Path, run: str) -> int:
-    with contextlib.closing(sqlite3.connect(database)) as db:
-        query = "SELECT COUNT(*) FROM checkpoint_records WHERE run = ?"
-        return int(db.execute(query, (run,)).fetchone()[0])
 
 
 def closed_after_a_checkpoint(workers: RunWorkers, database: Path) -> RunEnd:

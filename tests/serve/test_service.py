@@ -101,28 +101,13 @@ def test_runs_execute_on_one_thread_by_default(tmp_path: Path) -> None:
     threads run no more at once under the interpreter's lock, and their hand-offs cost
     CPU (bench/serve.py)."""
     import asyncio
-    import os
     import threading
 
-    from converge_dsl.batch import load
-    from converge_dsl.clock import SystemClock
-    from converge_dsl.runtime import CacheSettings
-    from converge_dsl.serve import Limits, RunService
+    from converge_dsl.serve import Limits
     from converge_dsl.serve._requests import RunRequest
 
-    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(tmp_path / "config")}
-    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
     store = RunStore(tmp_path / "state")
-    ids = iter(f"{n:032x}" for n in range(10))
-    service = RunService(
-        {"steady": pipeline},
-        store,
-        tmp_path / "state",
-        Limits(concurrency=4),
-        clock=SystemClock(),
-        new_id=lambda: next(ids),
-        redact=str,
-    )
+    service = _one_worker_service(tmp_path, store, str, Limits(concurrency=4))
 
     async def main() -> set[str]:
         await service.start()
@@ -143,9 +128,12 @@ def test_runs_execute_on_one_thread_by_default(tmp_path: Path) -> None:
         store.close()
 
 
-def _one_worker_service(tmp_path: Path, store: RunStore, redact: Callable[[str], str]) -> Any:
-    """A `RunService` of `steady` over `store`, one run at a time on one loop, its
-    checkpoint key in `tmp_path`/config, run ids numbered from 0."""
+def _one_worker_service(
+    tmp_path: Path, store: RunStore, redact: Callable[[str], str], limits: Any = None
+) -> Any:
+    """A `RunService` of `steady` over `store`, one run at a time on one loop unless
+    `limits` says otherwise, its checkpoint key in `tmp_path`/config, run ids numbered
+    from 0."""
     import os
 
     from converge_dsl.batch import load
@@ -160,7 +148,7 @@ def _one_worker_service(tmp_path: Path, store: RunStore, redact: Callable[[str],
         {"steady": pipeline},
         store,
         tmp_path / "state",
-        Limits(concurrency=1, loops=1),
+        Limits(concurrency=1, loops=1) if limits is None else limits,
         clock=SystemClock(),
         new_id=lambda: next(ids),
         redact=redact,
