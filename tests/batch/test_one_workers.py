@@ -7,7 +7,6 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from converge_dsl.batch import OneRun, ProcessWorkers, RunEnd, RunWorkers, WorkerError, load
 from converge_dsl.runtime import RunSink
+from tests.serve.conftest import until
 
 from .conftest import records
 
@@ -186,13 +186,6 @@ def finishes_cleanly(workers: RunWorkers, database: Path) -> None:
     assert end.body["facts"]["hypotheses"][0]["content"] == "hello"
     assert "diagnostic" not in end.body["facts"]  # no tool error
     assert "SuggestorFailed" not in heard
-
-
-def until(predicate: Callable[[], object], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_closed_workers_cancel_a_run_in_flight_before_they_stop_its_tool_server(

@@ -3,22 +3,14 @@ resumed with decisions, a cancel. Few tests: Ray takes seconds to start."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import DATA, Server
+from .conftest import DATA, Server, until
 from .test_app import client
 
 pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
-
-
-def _until(predicate: object, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_on_a_local_ray_runs_stream_pause_and_resume(tmp_path: Path, servers: list[Server]) -> None:
@@ -43,11 +35,11 @@ def test_on_a_local_ray_runs_stream_pause_and_resume(tmp_path: Path, servers: li
         paused = http.post("/v1/pipelines/gated/runs?wait=true").json()
         assert paused["status"] == "paused"
         http.post(f"/v1/runs/{paused['id']}/decisions", json={"approve": ["s1", "s2"]})
-        _until(lambda: http.get(f"/v1/runs/{paused['id']}").json()["status"] == "done", 60)
+        until(lambda: http.get(f"/v1/runs/{paused['id']}").json()["status"] == "done", 60)
         slow = http.post("/v1/pipelines/slow/runs").json()["id"]
-        _until(lambda: http.get(f"/v1/runs/{slow}").json()["status"] == "running", 30)
+        until(lambda: http.get(f"/v1/runs/{slow}").json()["status"] == "running", 30)
         http.delete(f"/v1/runs/{slow}")
-        _until(lambda: http.get(f"/v1/runs/{slow}").json()["status"] == "cancelled", 20)
+        until(lambda: http.get(f"/v1/runs/{slow}").json()["status"] == "cancelled", 20)
         assert "result" not in http.get(f"/v1/runs/{slow}").json()
         resumed = http.get(f"/v1/runs/{paused['id']}").json()
     facts = resumed["result"]["facts"]
