@@ -13,11 +13,9 @@ next start, without a tool failure.
 from __future__ import annotations
 
 import io
-import json
 import os
 import signal
 import sqlite3
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,8 +25,9 @@ import pytest
 
 from converge_dsl.cli import run as cli
 from converge_dsl.serve._store import STATE_FILE
+from tests.batch.test_one_workers import lines, slow_tool
 
-from .conftest import DATA, ROOT, Server, post_load, serve_with_token, settled, until
+from .conftest import DATA, Server, post_load, serve_with_token, settled, until
 from .test_app import (
     EXPECTED,
     MARKET,
@@ -180,7 +179,7 @@ def test_a_run_whose_worker_dies_three_times_fails_with_cd434(
             # Each attempt's run_started event: it runs on the worker, in its model call.
             events = http.stream("GET", f"/v1/runs/{run}/events", headers={"Last-Event-ID": last})
             with events as stream:
-                for line in stream.iter_lines():
+                for line in stream.iterlines():
                     last = line[4:] if line.startswith("id: ") else last
                     if '"type":"run_started"' in line:
                         break
@@ -242,58 +241,23 @@ def test_run_threads_sets_the_threads_of_the_local_executor(
     assert given.limits.loops == threads
 
 
-STOPPING = ROOT / "tests" / "batch" / "stopping_server.py"
-
-# One tool suggestor whose call takes 3 seconds (`stopping_server.py`'s `echo_after`).
-SLOW_TOOL = """\
-apiVersion: converge-dsl/v1
-kind: Pipeline
-name: tool
-tools:
-  stopping:
-    command: [{python}, {server}, {marker}]
-    allow: [echo_after]
-seeds: [{{id: go, content: go}}]
-suggestors:
-  - name: shout
-    kind: tool
-    call: mcp:stopping/echo_after
-    dependencies: [seeds]
-    arguments: {{text: '{{"id": "said", "content": "hello"}}', seconds: 3}}
-    target: hypotheses
-    output: {{id: "{{{{ item.id }}}}", content: "{{{{ item.content }}}}"}}
-"""
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().split() if path.exists() else []
-
-
 @pytest.mark.parametrize("executor", ["process", "ray"])
 def test_a_stopped_server_ends_a_run_before_its_tool_server_and_finishes_it_at_restart(
     tmp_path: Path, servers: list[Server], executor: str
 ) -> None:
     if executor == "ray":
         pytest.importorskip("ray", reason="the `ray` extra is not installed")
-    marker = tmp_path / "server"
-    pipeline = tmp_path / "tool.yaml"
-    pipeline.write_text(
-        SLOW_TOOL.format(
-            python=json.dumps(sys.executable),
-            server=json.dumps(str(STOPPING)),
-            marker=json.dumps(str(marker)),
-        )
-    )
+    pipeline, marker = slow_tool(tmp_path, 3)
     state = tmp_path / "state"
     options = ("--executor", executor, "--processes", "1", "--wait-timeout", "60")
     server = Server([pipeline], state, *options)
     servers.append(server)
     with httpx.Client(base_url=server.ready(), timeout=30) as http:
         run = http.post("/v1/pipelines/tool/runs").json()["id"]
-        until(lambda: bool(_lines(Path(f"{marker}.calls"))), 60)
+        until(lambda: bool(lines(Path(f"{marker}.calls"))), 60)
     server.stop()
     assert server.exit_code() == 0, "".join(server.stderr)
-    assert _lines(Path(f"{marker}.stopped")) == _lines(Path(f"{marker}.starts"))
+    assert lines(Path(f"{marker}.stopped")) == lines(Path(f"{marker}.starts"))
     with sqlite3.connect(state / STATE_FILE) as db:
         (status,) = db.execute("SELECT status FROM runs WHERE id = ?", (run,)).fetchone()
     assert status == "running"  # left for the next start, as after a crash
