@@ -179,7 +179,7 @@ def test_a_run_whose_worker_dies_three_times_fails_with_cd434(
             # Each attempt's run_started event: it runs on the worker, in its model call.
             events = http.stream("GET", f"/v1/runs/{run}/events", headers={"Last-Event-ID": last})
             with events as stream:
-                for line in stream.iterlines():
+                for line in stream.iter_lines():
                     last = line[4:] if line.startswith("id: ") else last
                     if '"type":"run_started"' in line:
                         break
