@@ -125,7 +125,7 @@ def build_model(
 
         script = require_str(name, spec.script, "script")
         path = _file(name, script, "script", base_dir, roots, resolved=resolved)
-        model = ScriptedModel(load_script(path, display=script), name=name, clock=clock)
+        model = ScriptedModel(load_script(path, display=script, env=env), name=name, clock=clock)
     elif isinstance(spec, ReplayModelSpec):
         cassette = require_str(name, spec.cassette, "cassette")
         path = _file(name, cassette, "cassette", base_dir, roots, resolved=resolved)

@@ -85,13 +85,16 @@ class ScriptedModel(ModelDefaults):
         name: str = "scripted",
         clock: Clock | None = None,
         display: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> ScriptedModel:
         """Load, validate and compile `path`; raises `PipelineInvalid` on a bad script.
 
         `display` names the file in diagnostics and errors (e.g. the path as the
-        pipeline wrote it); default: `path` itself.
+        pipeline wrote it); default: `path` itself. `env` is the environment whose
+        file-size cap it is read under (default: the process's).
         """
-        return cls(load_script_file(Path(path), display=display), name=name, clock=clock)
+        script = load_script_file(Path(path), display=display, env=env)
+        return cls(script, name=name, clock=clock)
 
     @classmethod
     def from_text(
