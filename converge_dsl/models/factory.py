@@ -251,6 +251,7 @@ def _http_settings(
     spec: HttpModelSpec, env: Mapping[str, str]
 ) -> tuple[HttpSettings, list[Account]]:
     """The settings and accounts of an `openai` or `anthropic` `models.<name>` entry."""
+    from converge_dsl.models._transport import certificates_in
     from converge_dsl.models.http import HttpSettings
 
     name, adapter = spec.name, spec.adapter
@@ -288,6 +289,7 @@ def _http_settings(
         max_connections=_max_connections(name, spec.max_connections),
         structured_output=cast("StructuredOutput", structured),  # checked above
         limits=limits_from(limits),
+        certificates=certificates_in(env),
         **numbers,
     )
     return settings, accounts_from_config(name, spec.accounts, env)
