@@ -72,16 +72,19 @@ __all__ = [
 
 
 def check_model_scripts(
-    facts: PipelineFacts, roots: Sequence[Path] | None = None
+    facts: PipelineFacts,
+    roots: Sequence[Path] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Diagnostic]:
     """`converge_dsl.models.check_model_scripts`, imported on first use.
 
     `roots`: the folders the user allows besides the pipeline's (default: those
-    of `CONVERGE_DSL_ALLOW_ROOTS`).
+    of `CONVERGE_DSL_ALLOW_ROOTS`); `env`: the environment whose file-size cap a
+    script is read under (default: the process's).
     """
     from converge_dsl.models import check_model_scripts as check
 
-    yield from check(facts, roots)
+    yield from check(facts, roots, env)
 
 
 def check_model_config(
@@ -158,7 +161,7 @@ def _checks(
             yield from fetching_pack_check(on_fetch, PackCache(environ=env))(facts)
 
     def check_model_files(facts: PipelineFacts) -> Iterator[Diagnostic]:
-        yield from check_model_scripts(facts, roots)
+        yield from check_model_scripts(facts, roots, env)
 
     def check_tool_servers(facts: PipelineFacts) -> Iterator[Diagnostic]:
         yield from tool_servers(facts, roots)

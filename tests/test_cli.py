@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+from pathlib import Path
 
 from converge_dsl.cli import EXIT_OK, EXIT_USAGE, run
+
+ECHO = Path(__file__).parent / "batch" / "data" / "echo.yaml"
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -42,7 +47,8 @@ def test_environment_errors_are_reported_without_a_traceback(monkeypatch) -> Non
 
 
 def test_the_entry_point_leaves_the_collector_alone() -> None:
-    """`main` switches no global state but the process's end (`os._exit`, after a flush)."""
+    """`main` switches no global state but the process's end (`os._exit`, after a flush) and
+    the name of a console script's module (the test below)."""
     import subprocess
     import sys
 
@@ -57,6 +63,56 @@ def test_the_entry_point_leaves_the_collector_alone() -> None:
     )
     assert done.stdout == "collector True\n", done.stderr
     assert done.returncode == 7
+
+
+# The console script an installer writes, and a line that notes each run of it as
+# multiprocessing's `__mp_main__` (in a worker process) in the file `{marker}`.
+_CONSOLE_SCRIPT = """\
+import re
+import sys
+from converge_dsl.cli import main
+if __name__ == "__mp_main__":
+    open({marker!r}, "a").close()
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def test_the_workers_a_command_starts_do_not_run_the_console_script_again(
+    tmp_path: Path,
+) -> None:
+    """multiprocessing runs a main module known by its path again in every worker it
+    starts; the console script is known as `converge_dsl.__main__`, so it is not."""
+    marker = tmp_path / "ran-as-mp-main"
+    script = tmp_path / "converge-dsl"
+    script.write_text(_CONSOLE_SCRIPT.format(marker=str(marker)))
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"word": "tea"}\n{"word": "cup"}\n')
+    out = tmp_path / "out.jsonl"
+    argv = [sys.executable, str(script), "run", str(ECHO), "--cases", str(cases)]
+    argv += ["--out", str(out), "--executor", "process", "--concurrency", "2"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(out.read_text().splitlines()) == 2
+    assert not marker.exists()
+
+
+def test_a_users_script_calling_main_keeps_its_main_module(tmp_path: Path) -> None:
+    """A main module that defines anything may be needed by a worker: left as it is."""
+    shown = (
+        "sys.modules['converge_dsl.cli'].run = "
+        "lambda argv, out, err: print(sys.modules['__main__'].__spec__) or 0\n"
+    )
+    console = "import sys\nfrom converge_dsl.cli import main\n"
+    for defined, spec in (("", "converge_dsl.__main__"), ("def mine(): pass\n", "None")):
+        script = tmp_path / "script.py"
+        script.write_text(console + defined + shown + "main()\n")
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        assert spec in done.stdout
 
 
 def test_help_is_laid_out_at_the_terminal_width_as_argparse_lays_it_out(

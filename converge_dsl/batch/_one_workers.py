@@ -256,6 +256,15 @@ class _Process:
             self.process.join(seconds)
 
 
+def _stop(slots: Sequence[_Process]) -> None:
+    """Ask every process of `slots` to stop (all first, so they stop side by side), then
+    wait for each (at most `STOP_S`), killing one that has not ended."""
+    for slot in slots:
+        slot.send(("stop",))
+    for slot in slots:
+        slot.end(STOP_S)
+
+
 class ProcessWorkers(RunWorkers):
     """`n` worker processes (see the module docstring)."""
 
@@ -291,10 +300,8 @@ class ProcessWorkers(RunWorkers):
             for slot in started:
                 self._wait_ready(slot)
         except WorkerError:
+            _stop(started)
             for slot in started:
-                slot.send(("stop",))
-            for slot in started:
-                slot.end(STOP_S)
                 slot.conn.close()
             raise
 
@@ -458,10 +465,7 @@ class ProcessWorkers(RunWorkers):
                     flight.cut(CLOSED)
         for _, flight in waiting:
             flight.end(RunEnd("lost", message=CLOSED))
-        for slot in slots:
-            slot.send(("stop",))
-        for slot in slots:
-            slot.end(STOP_S)
+        _stop(slots)
 
     def pids(self) -> tuple[int, ...]:
         with self._lock:

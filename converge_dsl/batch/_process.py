@@ -207,8 +207,9 @@ def _run(cases: list[Case], pickled: bytes | None = None) -> list[CaseResult]:
 def run_in_processes(
     options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
 ) -> Generator[CaseResult, None, None]:
-    """The `process` executor: start the fork server (or the spawned workers), check the
-    pipeline loads here (while they import), then run `todo` in the workers."""
+    """The `process` executor: start the spawned workers (the caller has started the fork
+    server, where the system has one: `start_fork_server`), check the pipeline loads here
+    (while they import), then run `todo` in the workers."""
     from ._pipeline import load
 
     context = _context()
@@ -218,10 +219,9 @@ def run_in_processes(
         pool.add(spent[0], spent[1], 0, 0)
     start_args = (None, pool, options.outputs, os.getpid(), dict(options.env))
     plan = _Plan(options.pipeline, workers, context, start_args)
+    # With a fork server, a pool started now would wait for its imports: after the load.
     forking = context.get_start_method() == "forkserver"
     executor = plan.start() if todo and not forking else None
-    if todo and forking:
-        start_fork_server()  # a pool started now would wait for its imports: after the load
     try:
         pipeline = load(
             options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache

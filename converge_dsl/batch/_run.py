@@ -77,10 +77,7 @@ def run_batch(
 
     if options.executor not in EXECUTORS:
         raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
-    if options.executor == "process":
-        from ._process import start_fork_server
-
-        start_fork_server()  # its imports run while the cases are read and the pipeline loads
+    _start_fork_server(options)  # its imports run while the cases are read
     workers = options.workers()
     sinks = _sinks(options)
     cases = read_cases(options.cases)
@@ -125,7 +122,18 @@ def run_cases(options: BatchOptions, cases: list[Case]) -> Generator[CaseResult,
     caps the cases' usage together. Close the generator to stop early."""
     if options.executor not in EXECUTORS:
         raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
+    if cases:
+        _start_fork_server(options)
     return _executor(options, options.workers(), _cassettes(options, cases), (0, 0))
+
+
+def _start_fork_server(options: BatchOptions) -> None:
+    """Start the `process` executor's fork server, so that it imports what the workers
+    need while the batch loads its pipeline: once, before the executor runs."""
+    if options.executor == "process":
+        from ._process import start_fork_server
+
+        start_fork_server()
 
 
 def _cassettes(options: BatchOptions, cases: list[Case]) -> list[Case]:

@@ -379,10 +379,12 @@ def main() -> None:
     without the interpreter's teardown, which frees every module and object
     one by one: about a tenth of `validate`'s time on a small pipeline, which
     the start-up target needs (docs/architecture.md §13). Commands close what
-    they write before they return. This is the command line's only global
-    switch.
+    they write before they return. This, and naming the console script
+    `converge_dsl.__main__` for multiprocessing (`_main_is_the_package`), are the
+    command line's only global switches.
     """
     _ENTRY.ends_process = True
+    _main_is_the_package()
     code = run(sys.argv[1:], sys.stdout, sys.stderr)
     for stream, name in ((sys.stdout, "standard output"), (sys.stderr, "standard error")):
         try:
@@ -392,3 +394,30 @@ def main() -> None:
             if stream is sys.stdout:
                 _report(sys.stderr, f"error: cannot write {name}: {exc}\n")
     os._exit(code)
+
+
+# The names the console script an installer writes holds (besides dunders): it imports
+# `main` and defines nothing.
+_SCRIPT_NAMES = frozenset(("re", "sys", "main"))
+
+
+def _main_is_the_package() -> None:
+    """Name `converge_dsl.__main__` as the main module's spec when the main module is
+    the console script (`__spec__` None; it holds `main` and defines nothing), as
+    `python -m converge_dsl` has it.
+
+    multiprocessing runs a main module known only by its path again, as `__mp_main__`,
+    in every worker process it starts (spawned, or forked by the fork server), in case
+    the worker needs what it defines; a worker of this command line needs nothing of
+    the console script (it only imports this module), and one named `*.__main__` is not
+    run again. A main module that defines anything (a script of the user's calling
+    `main`) is left as it is.
+    """
+    script = sys.modules.get("__main__")
+    if script is None or getattr(script, "__spec__", None) is not None:
+        return
+    names = {name for name in vars(script) if not name.startswith("__")}
+    if names <= _SCRIPT_NAMES and getattr(script, "main", None) is main:
+        import importlib.util
+
+        script.__spec__ = importlib.util.find_spec("converge_dsl.__main__")

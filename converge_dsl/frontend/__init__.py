@@ -7,7 +7,8 @@ front end's own by `converge_dsl.validation`.
 
 Public surface:
 - `load_file(path)`, `load_text(text, file)` -> `LoadedDocument`
-  (strict YAML; raises `PipelineInvalid`); `NodeLocation`, `SourceMap`
+  (strict YAML; raises `PipelineInvalid`; the size cap `max_bytes(env)`); `NodeLocation`,
+  `SourceMap`
 - `schema_diagnostics(doc, "pipeline.v1.json")` -> list of located schema `Diagnostic`s;
   `bundled_schema("pack.v1.json")`, a shipped schema with the definitions it takes from
   another copied in (what `converge-dsl schema` prints)
@@ -110,7 +111,7 @@ else:
                 "installed_kinds",
                 "required",
             ),
-            "converge_dsl.frontend._loader": ("load_file", "load_text"),
+            "converge_dsl.frontend._loader": ("load_file", "load_text", "max_bytes"),
             "converge_dsl.frontend._manifest": (
                 "BudgetSpec",
                 "InputSpec",

@@ -15,14 +15,18 @@ models, templates), built when the document loads and its specs can be read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converge_dsl._collector import quiet_collector
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend import Check
 
 PIPELINE, SCRIPT, TEST, PACK, OTHER = "Pipeline", "ModelScript", "PipelineTest", "Pack", "other"
 
@@ -94,10 +98,13 @@ def analyse(
     facts: bool = True,
     previous: Analysis | None = None,
     env: Mapping[str, str] | None = None,
+    checks: Sequence[Check] | None = None,
 ) -> Analysis:
     """Check `text` (the pipeline at `path`, named `display` in diagnostics) as `validate`
     checks the file, in the environment `env` (default: the process's); without `facts`,
-    the editor model is left for `with_facts`.
+    the editor model is left for `with_facts`. `checks` are `validate`'s checks in `env`
+    (`validation.checks_in(env)`) when the caller keeps them (a server makes them once
+    for its environment: `PipelineServer.checks`); default: made here.
 
     `previous`, an earlier analysis of the same file whose text loaded, lets the load
     re-read only the entry an edit lies in (`load_text`'s `previous`) and the checks
@@ -121,7 +128,7 @@ def analyse(
         except PipelineInvalid as exc:
             return Analysis(path, text, None, None, tuple(best_first(exc.diagnostics)))
         made = None if previous is None else previous.facts or previous.checked
-        checks = checks_in(env)
+        checks = checks_in(env) if checks is None else checks
         checked = check_document(document, path.parent, checks=checks, kinds=KINDS, previous=made)
         analysis = Analysis(path, text, document, None, checked.diagnostics, checked.facts)
         return with_facts(analysis) if facts else analysis

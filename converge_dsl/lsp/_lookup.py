@@ -86,7 +86,13 @@ class Subject:
             if latest is not None and latest.facts is None and latest.document is not None:
                 state.keep_good(with_facts(latest))  # the last text's model, not made yet
             state.remember(
-                analyse(self.path, self.text, state.display(self.path), env=self.server.environ)
+                analyse(
+                    self.path,
+                    self.text,
+                    state.display(self.path),
+                    env=self.server.environ,
+                    checks=self.server.checks,
+                )
             )
         elif (
             latest is not None
@@ -109,7 +115,13 @@ class Subject:
             if found is None:
                 text = state.text(pipeline)
                 found = (
-                    analyse(pipeline, text, state.display(pipeline), env=self.server.environ)
+                    analyse(
+                        pipeline,
+                        text,
+                        state.display(pipeline),
+                        env=self.server.environ,
+                        checks=self.server.checks,
+                    )
                     if text
                     else None
                 )

@@ -27,6 +27,7 @@ import functools
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -47,6 +48,9 @@ from converge_dsl.lsp._analysis import (
 )
 from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._workspace import Workspace
+
+if TYPE_CHECKING:
+    from converge_dsl.frontend import Check
 
 # The pause in typing an analysis waits for: long enough to take the changes an editor
 # sends in one burst (a paste, a multi-cursor edit, a completion with its edits) as
@@ -86,6 +90,14 @@ class PipelineServer(LanguageServer):
         # the test read an editor's text no analysis has named yet).
         self._analysed: dict[Path, tuple[str, object]] = {}  # pipeline -> (text, names)
         self._tests_saw: dict[Path, object] = {}
+
+    @functools.cached_property
+    def checks(self) -> tuple[Check, ...]:
+        """`validate`'s checks in the server's environment (`validation.checks_in`), made
+        on the first analysis for every analysis after."""
+        from converge_dsl.validation import checks_in
+
+        return checks_in(self.environ)
 
     # --- files ------------------------------------------------------------------
 
@@ -242,6 +254,7 @@ class PipelineServer(LanguageServer):
                     facts=False,
                     previous=previous,
                     env=self.environ,
+                    checks=self.checks,
                 ),
             )
             if self.state.text(path) != text:

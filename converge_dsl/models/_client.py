@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import httpx
 
 from converge_dsl.models._body import ACCEPT_ENCODING
-from converge_dsl.models._transport import KEEPALIVE_EXPIRY_S, ShardedTransport
+from converge_dsl.models._transport import KEEPALIVE_EXPIRY_S, Certificates, ShardedTransport
 from converge_dsl.models.port import ModelError, ModelErrorCode
 
 T = TypeVar("T")
@@ -53,6 +53,7 @@ class ClientLimits:
     connect_timeout_s: float
     read_timeout_s: float
     max_connections: int
+    certificates: Certificates = None  # the run's TLS settings (None: the process's)
 
 
 class ProviderClient:
@@ -145,7 +146,10 @@ class ProviderClient:
         if self._transport is None or self._loop is not loop:
             limits = self._limits
             self._transport = self._given or ShardedTransport(
-                limits.max_connections, KEEPALIVE_EXPIRY_S, secure=self._base.startswith("https:")
+                limits.max_connections,
+                KEEPALIVE_EXPIRY_S,
+                secure=self._base.startswith("https:"),
+                certificates=limits.certificates,
             )
             self._loop = loop
             self._handoff = asyncio.Lock()

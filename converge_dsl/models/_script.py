@@ -146,9 +146,12 @@ class Script(Record):
         return ", ".join(f"rules[{r.index}] ({r.span})" for r in self.rules) or "no rules"
 
 
-def load_script_file(path: Path, *, display: str | None = None) -> Script:
-    """`display` is how the file is named in messages (a relative path), default `path`."""
-    return compile_script(load_file(path, display=display))
+def load_script_file(
+    path: Path, *, display: str | None = None, env: Mapping[str, str] | None = None
+) -> Script:
+    """`display` is how the file is named in messages (a relative path), default `path`;
+    `env` the environment whose file-size cap it is read under (default: the process's)."""
+    return compile_script(load_file(path, display=display, env=env))
 
 
 def load_script_text(text: str, file: str) -> Script:

@@ -36,13 +36,17 @@ FILE_FIELDS: Mapping[str, bool] = {"script": True, "cassette": True, "record": F
 
 
 def check_model_scripts(
-    facts: PipelineFacts, roots: Sequence[Path] | None = None
+    facts: PipelineFacts,
+    roots: Sequence[Path] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Diagnostic]:
     """CD220/CD221 for a model file outside the allowed roots or not a regular file,
     `MISSING_FILE` for a script or cassette that is not a file, then a script's own problems.
 
     `roots` are the folders the user allows besides the pipeline's (default:
-    those of `CONVERGE_DSL_ALLOW_ROOTS`, see `converge_dsl._files.user_roots`).
+    those of `CONVERGE_DSL_ALLOW_ROOTS`, see `converge_dsl._files.user_roots`);
+    `env` is the environment whose file-size cap a script is read under (default:
+    the process's).
     """
     if facts.base_dir is None:
         return
@@ -75,29 +79,32 @@ def check_model_scripts(
                 )
             elif field == "script" and model.adapter == "scripted":
                 display = (Path(facts.document.file).parent / named[field]).as_posix()
-                yield from _script_problems(path, display)
+                yield from _script_problems(path, display, env)
 
 
-def _script_problems(path: Path, display: str) -> Iterator[Diagnostic]:
+def _script_problems(
+    path: Path, display: str, env: Mapping[str, str] | None
+) -> Iterator[Diagnostic]:
     from converge_dsl.errors import PipelineInvalid
 
     try:
-        load_script(path, display=display)
+        load_script(path, display=display, env=env)
     except PipelineInvalid as exc:
         yield from exc.diagnostics
 
 
-# The scripts loaded so far: (path, display) -> (the file's signature when it was
-# read, its bytes, its script).
-_LOADED: dict[tuple[str, str], tuple[tuple[int, int, int, int] | None, bytes, Script]] = {}
+# The scripts loaded so far: (path, display, size cap) -> (the file's signature when it
+# was read, its bytes, its script).
+_LOADED: dict[tuple[str, str, int], tuple[tuple[int, int, int, int] | None, bytes, Script]] = {}
 _KEEP_LOADED = 64
 # A file modified more recently than this before a load is not known by its signature
 # (file systems stamp times in ticks of up to 2 s; the wall clock is read only for this).
 _SETTLED_NS = 2_000_000_000
 
 
-def load_script(path: Path, *, display: str) -> Script:
-    """The script at `path` (named `display` in messages), as `validate` and `run` load it.
+def load_script(path: Path, *, display: str, env: Mapping[str, str] | None = None) -> Script:
+    """The script at `path` (named `display` in messages), as `validate` and `run` load it,
+    under the file-size cap of the environment `env` (default: the process's).
 
     Raises `PipelineInvalid`. A file that does not load as YAML (not UTF-8,
     not well-formed, too large) keeps its located diagnostics without an
@@ -113,7 +120,9 @@ def load_script(path: Path, *, display: str) -> Script:
     than `_SETTLED_NS` before it was read is compared by its bytes until it has
     settled: an edit within the file system's clock tick keeps its signature.
     """
-    key = (str(path), display)
+    from converge_dsl.frontend import max_bytes
+
+    key = (str(path), display, max_bytes(env))
     kept = _LOADED.get(key)
     signature = _signature(path)
     if kept is not None and signature is not None and kept[0] == signature:
@@ -124,7 +133,7 @@ def load_script(path: Path, *, display: str) -> Script:
     if kept is not None and raw is not None and kept[1] == raw:
         _LOADED[key] = (signature, raw, kept[2])
         return kept[2]
-    script, text = _load_script(path, display)
+    script, text = _load_script(path, display, env)
     if raw is not None and _text_of(raw) == text:  # parsed from the bytes read above
         if len(_LOADED) >= _KEEP_LOADED:
             del _LOADED[next(iter(_LOADED))]
@@ -160,14 +169,14 @@ def _text_of(raw: bytes) -> str | None:
         return None
 
 
-def _load_script(path: Path, display: str) -> tuple[Script, str]:
+def _load_script(path: Path, display: str, env: Mapping[str, str] | None) -> tuple[Script, str]:
     """The script at `path` and the text it was compiled from (see `load_script`)."""
     from converge_dsl.errors import PipelineInvalid
     from converge_dsl.frontend import load_file
     from converge_dsl.models._script import compile_script
 
     try:
-        doc = load_file(path, display=display)
+        doc = load_file(path, display=display, env=env)
     except PipelineInvalid as exc:
         raise PipelineInvalid([unquoted(d) for d in exc.diagnostics]) from None
     if not isinstance(doc.data, Mapping):

@@ -8,8 +8,11 @@ waiting for the server. Shards of `SHARD_SIZE` connections keep that cost
 constant while the transport as a whole still holds up to `max_connections`
 connections. Each request goes to the shard with the fewest
 requests in flight (ties: the lowest index), so the spread is deterministic.
-All shards of all `https` models share one TLS context, made on first use:
-loading the certificate store costs 15-85 ms, which every model used to pay.
+All shards of all `https` models that trust the same certificates share one TLS
+context, made on first use: loading the certificate store costs 15-85 ms, which
+every model used to pay. The certificates are those of the run's environment
+(`SSL_CERT_FILE`, else `SSL_CERT_DIR`, as httpx reads them; `Certificates`),
+else of the process's.
 A plain `http` model never loads it: its shards get a context that trusts no
 certificate (it is never used, since every request goes to the model's one
 `http` URL; were it used, it would refuse to connect rather than skip checks).
@@ -20,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import httpcore
 import httpx
@@ -31,10 +34,27 @@ SHARD_SIZE = 8
 KEEPALIVE_EXPIRY_S = 30.0
 
 
+# The `SSL_CERT_FILE` and `SSL_CERT_DIR` of a run's environment (None when unset), or
+# None for the process's.
+Certificates = tuple[str | None, str | None] | None
+
+
+def certificates_in(env: Mapping[str, str]) -> Certificates:
+    """The certificate settings of the environment `env`."""
+    return env.get("SSL_CERT_FILE") or None, env.get("SSL_CERT_DIR") or None
+
+
 @functools.cache
-def _tls() -> ssl.SSLContext:
-    """The default verifying TLS context (httpx's), made once per process."""
-    return httpx.create_ssl_context()
+def _tls(certificates: Certificates = None) -> ssl.SSLContext:
+    """httpx's verifying TLS context for `certificates`, made once for each."""
+    if certificates is None:
+        return httpx.create_ssl_context()  # the process's environment
+    cafile, capath = certificates
+    if cafile is not None:
+        return ssl.create_default_context(cafile=cafile)
+    if capath is not None:
+        return ssl.create_default_context(capath=capath)
+    return httpx.create_ssl_context(trust_env=False)
 
 
 @functools.cache
@@ -96,10 +116,16 @@ class ShardedTransport(httpx.AsyncBaseTransport):
     """Up to `max_connections` connections, in pools of at most `SHARD_SIZE`."""
 
     def __init__(
-        self, max_connections: int, keepalive_expiry: float, *, secure: bool = True
+        self,
+        max_connections: int,
+        keepalive_expiry: float,
+        *,
+        secure: bool = True,
+        certificates: Certificates = None,
     ) -> None:
         """`secure`: the requests may go to `https` URLs (the shared verifying TLS
-        context is made, once per process); else they go to `http` URLs only."""
+        context of `certificates` is made, once per process); else they go to `http`
+        URLs only."""
         count = max(1, math.ceil(max_connections / SHARD_SIZE))
         per_shard = max(1, math.ceil(max_connections / count))
         limits = httpx.Limits(
@@ -107,7 +133,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             max_keepalive_connections=per_shard,
             keepalive_expiry=keepalive_expiry,
         )
-        tls = _tls() if secure else _trusts_nothing()
+        tls = _tls(certificates) if secure else _trusts_nothing()
         self._shards = [_Shard(limits, tls) for _ in range(count)]
         self._in_flight = [0] * count
 

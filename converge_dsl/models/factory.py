@@ -125,7 +125,7 @@ def build_model(
 
         script = require_str(name, spec.script, "script")
         path = _file(name, script, "script", base_dir, roots, resolved=resolved)
-        model = ScriptedModel(load_script(path, display=script), name=name, clock=clock)
+        model = ScriptedModel(load_script(path, display=script, env=env), name=name, clock=clock)
     elif isinstance(spec, ReplayModelSpec):
         cassette = require_str(name, spec.cassette, "cassette")
         path = _file(name, cassette, "cassette", base_dir, roots, resolved=resolved)
@@ -251,6 +251,7 @@ def _http_settings(
     spec: HttpModelSpec, env: Mapping[str, str]
 ) -> tuple[HttpSettings, list[Account]]:
     """The settings and accounts of an `openai` or `anthropic` `models.<name>` entry."""
+    from converge_dsl.models._transport import certificates_in
     from converge_dsl.models.http import HttpSettings
 
     name, adapter = spec.name, spec.adapter
@@ -288,6 +289,7 @@ def _http_settings(
         max_connections=_max_connections(name, spec.max_connections),
         structured_output=cast("StructuredOutput", structured),  # checked above
         limits=limits_from(limits),
+        certificates=certificates_in(env),
         **numbers,
     )
     return settings, accounts_from_config(name, spec.accounts, env)

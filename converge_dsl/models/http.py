@@ -72,6 +72,7 @@ from converge_dsl.models._limits import DEFAULT_LIMITS, ModelLimits
 from converge_dsl.models._openai import OpenAIWire
 from converge_dsl.models._redact import Redactor, redact_call, redact_message
 from converge_dsl.models._retry import Action, Decision, RetryPolicy
+from converge_dsl.models._transport import Certificates
 from converge_dsl.models._wire import (
     Answer,
     StructuredOutput,
@@ -128,6 +129,9 @@ class HttpSettings:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     structured_output: StructuredOutput = "json_schema"
     limits: ModelLimits = DEFAULT_LIMITS
+    # The certificates an https model trusts: `SSL_CERT_FILE` and `SSL_CERT_DIR` of the
+    # run's environment (`certificates_in`); None: the process's.
+    certificates: Certificates = None
 
 
 class _Relay:
@@ -205,6 +209,7 @@ class HttpModel(ModelDefaults):
             min(settings.connect_timeout_s, timeout),
             min(read, timeout),
             settings.max_connections,
+            settings.certificates,
         )
         self._client = ProviderClient(limits, self._redact, transport)
         self._local = (urlsplit(settings.base_url).hostname or "") in _LOCAL_HOSTS

@@ -1,7 +1,8 @@
 """The scripted adapter: the embedded default model, answering from a YAML script.
 
-No network, and no global state but one cache of pure verdicts (a reply
-against a response schema, `schema_problem`): the only clock it touches is
+No network, and no global state but caches of pure values (the verdict on a
+reply against a response schema, `schema_problem`, and each response schema's
+validator, both by text): the only clock it touches is
 the injected one (for `delay_s`), so the same script and the same requests
 give the same returns, run after run. Streaming splits the reply into word
 increments.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.models._common import (
@@ -49,8 +50,9 @@ from converge_dsl.models.port import (
     TextPart,
     ToolCallPart,
 )
-from converge_dsl.sandbox import UnsafeSchema, python_validator
+from converge_dsl.sandbox import GovernedValidator, UnsafeSchema, python_validator
 
+_V = TypeVar("_V")
 _RETRYABLE = frozenset(
     {ModelErrorCode.TIMEOUT, ModelErrorCode.RATE_LIMITED, ModelErrorCode.PROVIDER}
 )
@@ -83,13 +85,16 @@ class ScriptedModel(ModelDefaults):
         name: str = "scripted",
         clock: Clock | None = None,
         display: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> ScriptedModel:
         """Load, validate and compile `path`; raises `PipelineInvalid` on a bad script.
 
         `display` names the file in diagnostics and errors (e.g. the path as the
-        pipeline wrote it); default: `path` itself.
+        pipeline wrote it); default: `path` itself. `env` is the environment whose
+        file-size cap it is read under (default: the process's).
         """
-        return cls(load_script_file(Path(path), display=display), name=name, clock=clock)
+        script = load_script_file(Path(path), display=display, env=env)
+        return cls(script, name=name, clock=clock)
 
     @classmethod
     def from_text(
@@ -185,28 +190,38 @@ class ScriptedModel(ModelDefaults):
         )
 
 
-# The verdicts of `schema_problem` so far, by (reply text, schema text).
+# The verdicts of `schema_problem` so far, by (reply text, schema text), and the
+# validator of each schema text (or why it has none), so another reply against a
+# schema met before is checked without making its validator again.
 _VERDICTS: dict[tuple[str, str], str | None] = {}
-_KEEP_VERDICTS = 256
+_CHECKS: dict[str, GovernedValidator | str] = {}
+_KEEP = 256
 
 
 def schema_problem(text: str, schema: Mapping[str, Any]) -> str | None:
     """Why `text` is not JSON conforming to `schema` (naming the JSON pointer), or None.
 
-    The verdict on a (text, schema) pair is kept: a batch asks it of the same
-    scripted reply and response schema in every case.
+    The verdict on a (text, schema) pair is kept, and the validator of a schema:
+    a batch asks it of the same scripted replies and response schema in every case.
     """
     try:
-        key = (text, json.dumps(schema, sort_keys=True, default=_plain))
+        schema_text = json.dumps(schema, sort_keys=True, default=_plain)
     except (TypeError, ValueError):
-        return _schema_problem(text, thaw_json(schema))
+        return _schema_problem(text, _check(thaw_json(schema)))
+    key = (text, schema_text)
     if key in _VERDICTS:
         return _VERDICTS[key]
-    verdict = _schema_problem(text, thaw_json(schema))
-    if len(_VERDICTS) >= _KEEP_VERDICTS:
-        _VERDICTS.clear()
-    _VERDICTS[key] = verdict
-    return verdict
+    check = _CHECKS.get(schema_text)
+    if check is None:
+        check = _keep(_CHECKS, schema_text, _check(thaw_json(schema)))
+    return _keep(_VERDICTS, key, _schema_problem(text, check))
+
+
+def _keep(kept: dict[Any, _V], key: Any, value: _V) -> _V:
+    if len(kept) >= _KEEP:
+        kept.clear()
+    kept[key] = value
+    return value
 
 
 def _plain(value: object) -> Any:
@@ -216,15 +231,23 @@ def _plain(value: object) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _schema_problem(text: str, plain: Any) -> str | None:
+def _check(plain: Any) -> GovernedValidator | str:
+    """The validator of response schema `plain`, or why this project will not apply it."""
+    try:
+        return python_validator(plain, "the response schema")
+    except UnsafeSchema as exc:
+        return exc.message
+
+
+def _schema_problem(text: str, check: GovernedValidator | str) -> str | None:
     try:
         value = json.loads(text)
     except ValueError as exc:
         return f"the reply is not JSON ({exc})"
+    if isinstance(check, str):
+        return check
     try:
-        error = python_validator(plain, "the response schema").best_error(value)
-    except UnsafeSchema as exc:
-        return exc.message
+        error = check.best_error(value)
     except Exception as exc:  # python-jsonschema's, imported only when data did not fit
         import jsonschema
         import referencing.exceptions

@@ -328,7 +328,7 @@ class _Reader:
         from converge_dsl.models import compile_script
 
         try:
-            return compile_script(load_file(target, display=display_name(target)))
+            return compile_script(load_file(target, display=display_name(target), env=self.env))
         except PipelineInvalid as exc:
             self.problems.extend(exc.diagnostics)
             return None

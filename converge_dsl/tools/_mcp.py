@@ -9,7 +9,9 @@ passes it stops the server (a hung child is killed with its process group), so
 later calls fail at once. `close` stops the server and joins its thread; it is
 idempotent and bounded. Every failure of the SDK, the child or the network is
 translated here into `ToolFailure` (CD963-CD966); nothing of `mcp`, `anyio` or
-`httpx` escapes.
+`httpx` escapes. A streamable HTTP server is reached with the proxies and
+certificates of the environment the server is given, not the process's
+(`_http_env`).
 """
 
 from __future__ import annotations
@@ -197,6 +199,8 @@ class McpToolServer:
         import httpx
         from mcp.client.streamable_http import streamable_http_client
 
+        from converge_dsl.tools._http_env import client_options
+
         headers: dict[str, str] = {}
         for header, variable in spec.headers.items():
             value = self.environ.get(variable)
@@ -219,6 +223,7 @@ class McpToolServer:
                 headers=headers,
                 timeout=httpx.Timeout(self.limits.call_timeout_s),
                 event_hooks={"request": [check_host]},
+                **client_options(self.environ),  # the run's proxies and certificates
             )
         )
         read, write, _ = await stack.enter_async_context(

@@ -44,7 +44,7 @@ from converge_dsl.engine.events import Timing
 from converge_dsl.frontend import MCP_PREFIX, ToolServerSpec
 from converge_dsl.models import Redactor
 from converge_dsl.models.port import ToolSpec
-from converge_dsl.sandbox import UnsafeSchema, python_validator
+from converge_dsl.sandbox import GovernedValidator, UnsafeSchema, python_validator
 from converge_dsl.tools._cassette import is_replay
 from converge_dsl.tools._environment import server_secrets
 from converge_dsl.tools._events import McpToolCalled
@@ -54,6 +54,7 @@ from converge_dsl.tools._port import (
     ServerInfo,
     ServerLimits,
     ToolFailure,
+    ToolInfo,
     ToolResult,
     ToolServer,
 )
@@ -114,6 +115,7 @@ class RunTools:
         self.servers: dict[str, ToolServer] = {}
         self._infos: dict[str, ServerInfo] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._inputs: dict[tuple[str, str], GovernedValidator | None] = {}
         self.redact = Redactor(self._secrets())
 
     def _secrets(self) -> list[str]:
@@ -234,7 +236,7 @@ class RunTools:
         declared = info.tool(tool)
         if declared is None:
             return f"server {server!r} does not offer tool {tool!r}", True
-        problem = _input_problem(declared.input_schema, arguments)
+        problem = _input_problem(self._input_validator(server, declared), arguments)
         if problem is not None:
             return f"invalid input for {tool_name(server, tool)}: {problem}", True
         if self.max_calls is not None and self.calls >= self.max_calls:
@@ -254,6 +256,14 @@ class RunTools:
         if result.structured is not None and not text:
             text = json.dumps(result.structured, ensure_ascii=False, sort_keys=True)
         return self.redact(text), result.is_error
+
+    def _input_validator(self, server: str, tool: ToolInfo) -> GovernedValidator | None:
+        """The validator of `tool`'s input schema (None: one this project will not apply),
+        built on the tool's first call: a started server's tool list stays for the run."""
+        key = (server, tool.name)
+        if key not in self._inputs:
+            self._inputs[key] = _input_validator(tool.input_schema)
+        return self._inputs[key]
 
     async def _bounded(self, server: str, tool: str, arguments: JsonObject) -> ToolResult:
         """The call, cut at the run's deadline when that comes before the server's own
@@ -285,15 +295,22 @@ class RunTools:
             server.close()
 
 
-def _input_problem(schema: JsonSchema, arguments: JsonObject) -> str | None:
+def _input_validator(schema: JsonSchema) -> GovernedValidator | None:
+    import jsonschema
+
+    try:
+        return python_validator(schema, "the tool's input schema")
+    except (UnsafeSchema, jsonschema.exceptions.SchemaError):
+        return None  # a schema this project will not apply: the server checks its input
+
+
+def _input_problem(validator: GovernedValidator | None, arguments: JsonObject) -> str | None:
     import jsonschema
 
     from converge_dsl._json_pointer import error_pointer
 
-    try:
-        validator = python_validator(schema, "the tool's input schema")
-    except (UnsafeSchema, jsonschema.exceptions.SchemaError):
-        return None  # a schema this project will not apply: the server checks its input
+    if validator is None:
+        return None
     error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
     if error is None:
         return None

@@ -219,3 +219,22 @@ def test_a_process_batch_starts_the_fork_server_before_it_reads_its_cases(
     summary = _run.run_batch(options)
     assert (summary.run, summary.failed) == (1, 0)
     assert order[:2] == ["fork server", "cases"]
+
+
+def test_a_process_batch_asks_for_its_fork_server_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from converge_dsl.batch import _run
+
+    asked: list[str] = []
+    start = _process.start_fork_server
+    monkeypatch.setattr(_process, "start_fork_server", lambda: asked.append("") or start())
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": "tea"}])
+    options = BatchOptions(
+        pipeline=ECHO, cases=cases, out=tmp_path / "out.jsonl", executor="process"
+    )
+    assert _run.run_batch(options).run == 1
+    assert len(asked) == 1
+    results = list(run_cases(options, [Case(0, "c0", {"word": "tea"})]))
+    assert [r.stop_reason for r in results] == ["converged"]
+    assert len(asked) == 2

@@ -266,3 +266,36 @@ def test_packs_go_into_the_cache_of_the_handed_environment(
     assert code == 0, err
     assert filled(cache / "archives")
     assert filled(cache / "unpacked")
+
+
+def padded_script(folder: Path) -> Path:
+    """The triage pipeline in `folder`, its model script padded to 6,000 bytes (the
+    pipeline is about 2,000): a cap of 4,000 refuses the script alone."""
+    pipeline = copy_pipeline(TRIAGE, folder)
+    script = folder / "incident-triage.script.yaml"
+    text = script.read_text(encoding="utf-8")
+    script.write_text(text + "#" * (6000 - len(text)) + "\n", encoding="utf-8")
+    return pipeline
+
+
+@pytest.mark.parametrize("command", ["validate", "run", "test"])
+def test_a_model_script_is_read_under_the_handed_environments_cap(
+    command: str, tmp_path: Path
+) -> None:
+    pipeline = padded_script(tmp_path)
+    target = pipeline
+    if command == "test":
+        target = tmp_path / "triage.test.yaml"
+        target.write_text(
+            "apiVersion: converge-dsl/v1\nkind: PipelineTest\n"
+            f"pipeline: {pipeline.name}\n"
+            "models: {analyst: {script: incident-triage.script.yaml}}\n"
+            "cases: [{name: c, expect: {stop_reason: converged}}]\n",
+            encoding="utf-8",
+        )
+    assert cli([command, target], handed())[0] == 0
+    code, out, err = cli([command, target], handed(CONVERGE_DSL_MAX_FILE_BYTES="4000"))
+    assert code == 2, out + err
+    assert f"[{codes.TOO_LARGE}]" in out + err
+    assert "the limit is 4000" in out + err
+    assert "incident-triage.script.yaml" in out + err

@@ -70,3 +70,32 @@ async def test_the_analyses_read_the_environment_the_server_was_given(
         server._worker.shutdown(wait=True)
     (params,) = published
     assert [item.code for item in params.diagnostics if item.severity == 1] == codes
+
+
+async def test_the_checks_are_bound_to_the_server_environment_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl import validation
+
+    bound: list[object] = []
+    checks_in = validation.checks_in
+
+    def counted(env: Any) -> Any:
+        bound.append(env)
+        return checks_in(env)
+
+    monkeypatch.setattr(validation, "checks_in", counted)
+    environ = {"CONVERGE_DSL_MAX_FILE_BYTES": "10"}
+    server = build_server(debounce=0, environ=environ)
+    published: list[Any] = []
+    monkeypatch.setattr(server, "text_document_publish_diagnostics", published.append)
+    pipeline = DATA / "typed.yaml"
+    text = pipeline.read_text(encoding="utf-8")
+    try:
+        for version, typed in enumerate((text, text + "\n", text + "\n\n"), start=1):
+            server.opened(pipeline.as_uri(), typed, version)
+            await asyncio.wait_for(server.settle(), 30)
+    finally:
+        server._worker.shutdown(wait=True)
+    assert len(published) == 3
+    assert bound == [environ]

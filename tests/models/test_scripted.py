@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -246,3 +247,26 @@ def test_a_reply_is_checked_against_the_schema_it_is_given_now() -> None:
     problem = schema_problem("[{}]", schema)
     assert problem is not None
     assert "/0" in problem
+
+
+def test_another_reply_against_a_schema_met_before_makes_no_new_validator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl.models import scripted
+
+    built: list[object] = []
+    make = scripted.python_validator
+
+    def counted(schema: Any, what: str = "the schema") -> Any:
+        built.append(schema)
+        return make(schema, what)
+
+    monkeypatch.setattr(scripted, "python_validator", counted)
+    schema: dict[str, Any] = {"type": "array", "items": {"type": "integer"}, "maxItems": 7}
+    assert scripted.schema_problem("[1]", schema) is None
+    assert scripted.schema_problem("[1, 2]", schema) is None
+    assert scripted.schema_problem('["3"]', schema) is not None
+    assert len(built) == 1
+    schema["maxItems"] = 1  # the same object, another schema: a validator of its own
+    assert scripted.schema_problem("[1, 2]", schema) is not None
+    assert len(built) == 2

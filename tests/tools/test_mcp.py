@@ -219,3 +219,26 @@ def test_a_header_variable_not_set_does_not_start(tmp_path: Path) -> None:
         McpToolServer(spec, tmp_path, PARENT).start()
     assert caught.value.code == codes.TOOL_SERVER_NOT_STARTED
     assert "NO_SUCH_TOKEN" in caught.value.message
+
+
+def test_an_http_server_is_reached_through_the_proxies_of_the_given_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process's proxy settings are not the run's: a dead proxy set in the process
+    is not used, one set in the environment the server is given is."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", dead)
+    monkeypatch.setenv("ALL_PROXY", dead)
+    with http_fixture(start_timeout_s=5) as spec:
+        server = McpToolServer(spec, tmp_path, PARENT)
+        try:
+            assert server.start().name == "fixture"
+            assert _call(server, "echo", text="direct").text == "direct"
+        finally:
+            server.close()
+        proxied = McpToolServer(spec, tmp_path, {**PARENT, "HTTP_PROXY": dead})
+        with pytest.raises(ToolFailure):
+            proxied.start()
+        proxied.close()

@@ -1,6 +1,7 @@
 """The run's deadline covers tool calls: a call is bounded by the smaller of its server's
 `call_timeout_s` and what is left of `budget.max_wall_s`; a run that reaches its deadline
-during a call of a hanging server stops with `time_budget_exhausted`, the server stopped."""
+during a call of a hanging server stops with `time_budget_exhausted`, the server stopped.
+A tool's input schema is made a validator once, on its first call, for every call after."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from converge_dsl.cli import run
 from converge_dsl.clock import FakeClock
@@ -77,3 +81,35 @@ def test_a_call_is_cut_at_the_deadline_before_its_own_timeout(tmp_path: Path) ->
     assert text.startswith("CD964: tool server 'fixture': the run's deadline")
     assert "the server was stopped" in text
     assert _running_with(str(marker)) == []
+
+
+def test_a_tools_input_schema_is_made_a_validator_once_for_all_its_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from converge_dsl.tools import FakeTool, FakeToolServer, _run
+
+    built: list[object] = []
+    make = _run.python_validator
+
+    def counted(schema: Any, what: str = "the schema") -> Any:
+        built.append(schema)
+        return make(schema, what)
+
+    monkeypatch.setattr(_run, "python_validator", counted)
+    schema = {"type": "object", "required": ["text"]}
+    server = FakeToolServer("s", [FakeTool("echo", lambda a: "ok", input_schema=schema)])
+    tools = RunTools(
+        {"fixture": stdio_fixture()}, tmp_path, environ={}, factory=lambda s, b, e: server
+    )
+
+    async def calls() -> list[tuple[str, bool]]:
+        arguments: list[dict[str, Any]] = [{"text": "a"}, {}, {"text": "b"}]
+        return [await tools.call("me", 1, "fixture", "echo", each) for each in arguments]
+
+    ok, refused, again = asyncio.run(calls())
+    assert ok == again == ("ok", False)
+    assert refused == (
+        "invalid input for mcp:fixture/echo: at /text: 'text' is a required property",
+        True,
+    )
+    assert built == [schema]
