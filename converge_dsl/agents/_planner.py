@@ -374,13 +374,15 @@ def plan_pipeline(
     reply_chars: int = 400,
     tool_result_chars: int = 800,
     roots: Sequence[Path] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> PipelinePlan:
     """`simulate` every agent of a validated pipeline (or the one named `agent`), and total them.
 
     The agents see a context holding the pipeline's seed facts, built by the
     compiler as a run builds them; an agent on a scripted model is answered by
     its script, found inside the pipeline's folder or one of `roots` (default:
-    those of `CONVERGE_DSL_ALLOW_ROOTS` in the process's environment). An
+    those of `CONVERGE_DSL_ALLOW_ROOTS` in `env`) and read under `env`'s file-size
+    cap (default: the process's environment). An
     unknown `agent`, or a pipeline without agents, is a `UsageError`.
     """
     settings, specs, seeds, scopes = _agents(document, inputs)
@@ -398,7 +400,9 @@ def plan_pipeline(
         specs = chosen
     if not specs:
         raise UsageError(f"{name} has no agent suggestor to plan")
-    scripted = _scripted_models(settings, specs, user_roots() if roots is None else roots)
+    scripted = _scripted_models(
+        settings, specs, user_roots((), env) if roots is None else roots, env
+    )
     plans = tuple(
         simulate(
             spec,
@@ -422,7 +426,10 @@ def plan_pipeline(
 
 
 def _scripted_models(
-    settings: PipelineSettings, specs: Sequence[AgentSpec], roots: Sequence[Path]
+    settings: PipelineSettings,
+    specs: Sequence[AgentSpec],
+    roots: Sequence[Path],
+    env: Mapping[str, str] | None,
 ) -> dict[str, ScriptedModel]:
     """The scripted models the agents (and their summarizers) use, loaded from their scripts.
 
@@ -442,7 +449,9 @@ def _scripted_models(
         except ReferenceRefused as exc:
             raise UsageError(exc.message, hint=exc.hint) from None
         # A fake clock: a scripted `delay_s` costs the plan no time.
-        models[name] = ScriptedModel.from_file(path, name=name, clock=FakeClock(), display=script)
+        models[name] = ScriptedModel.from_file(
+            path, name=name, clock=FakeClock(), display=script, env=env
+        )
     return models
 
 

@@ -162,6 +162,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     planned = plan_pipeline(
         document,
         roots=roots,
+        env=io.environ,
         inputs=parse_inputs(args),
         agent=args.agent,
         turns=args.turns,

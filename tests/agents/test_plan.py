@@ -26,6 +26,7 @@ from converge_dsl.runtime import SUGGESTOR_KINDS
 from converge_dsl.validation import load_pipeline
 
 EXPECTED = Path(__file__).parent / "expected"
+EXAMPLES = Path(__file__).parents[2] / "pipelines"
 SUMMARY = "s" * 40
 
 PIPELINE = """apiVersion: converge-dsl/v1
@@ -277,3 +278,17 @@ def test_a_request_the_script_cannot_answer_stops_the_plan_there(tmp_path: Path)
     assert plan["detail"].startswith(
         "E_SCRIPT: no rule of model script local.script.yaml matches the request"
     )
+
+
+def test_plan_reads_the_agents_script_under_the_given_environments_cap(tmp_path: Path) -> None:
+    from converge_dsl.agents import plan_pipeline
+    from converge_dsl.errors import ConvergeError
+
+    pipeline = tmp_path / "agent-review.yaml"
+    pipeline.write_bytes((EXAMPLES / "agent-review.yaml").read_bytes())
+    script = EXAMPLES / "agent-review.script.yaml"
+    (tmp_path / script.name).write_bytes(script.read_bytes())
+    document = load_pipeline(pipeline)
+    assert plan_pipeline(document, inputs={}, env={}).plans
+    with pytest.raises(ConvergeError, match="the limit is 100"):
+        plan_pipeline(document, inputs={}, env={"CONVERGE_DSL_MAX_FILE_BYTES": "100"})
