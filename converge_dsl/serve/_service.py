@@ -36,8 +36,8 @@ The checkpoint key of a pipeline's environment is read once, at its first run,
 and seals every later run's journal (a key file replaced while the server runs
 takes effect at the next start).
 
-Runs execute on an event loop of its own thread (`_loops`; `Limits.loops`
-threads), so the HTTP layer answers while runs compute; a run never waits for
+Runs execute on an event loop of its own thread (`_loops`; `run_threads`
+threads, `--run-threads`), so the HTTP layer answers while runs compute; a run never waits for
 the disk there (its checkpoint journal's commits are the group commit's, on
 its own thread), so runs sharing a loop do not wait for each other's. Their
 events reach the streams through the service's loop. Errors a run stops on
@@ -84,17 +84,11 @@ MAX_STRIKES = 3
 
 @dataclass(frozen=True)
 class Limits:
-    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds);
-    the threads the runs execute on."""
+    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds)."""
 
     concurrency: int = 4
     queue: int = 64
     max_run_s: float | None = None
-    # Event loops (threads) the runs execute on (`_loops`), shared by every pipeline. One:
-    # the runs share the interpreter's lock, so more threads run no more at once, and
-    # their hand-offs of that lock cost CPU (bench/serve.py: 6.1 against 6.5 to 10.4 ms
-    # of server CPU per run with four).
-    loops: int = 1
 
 
 @dataclass(frozen=True)
@@ -126,9 +120,11 @@ class RunService:
         redact: Callable[[str], str],
         retention: Retention | None = None,
         workers: RunWorkers | None = None,
+        run_threads: int = 1,
     ) -> None:
         self.pipelines = dict(pipelines)
         self.workers = workers
+        self._run_threads = run_threads  # without `workers`: the threads runs execute on
         self._workers_started = False
         # Times each run's worker died under it (`MAX_STRIKES`; this process only).
         self._strikes: dict[str, int] = {}
@@ -170,7 +166,7 @@ class RunService:
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
         else:
-            self._loops = RunLoops(self._limits.loops)
+            self._loops = RunLoops(self._run_threads)
         for row in self.store.recover(self._now()):
             if row.pipeline in self._queues:
                 self._queues[row.pipeline].put_nowait(row.id)

@@ -148,7 +148,7 @@ def _one_worker_service(
         {"steady": pipeline},
         store,
         tmp_path / "state",
-        Limits(concurrency=1, loops=1) if limits is None else limits,
+        Limits(concurrency=1) if limits is None else limits,
         clock=SystemClock(),
         new_id=lambda: next(ids),
         redact=redact,
