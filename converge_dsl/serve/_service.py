@@ -339,29 +339,7 @@ class RunService:
         even that, the run stays as stored (a running one continues at the next start)
         and its waiters are answered with what the store says."""
         reason, body = self._failed(self.pipelines[name], error)
-        live = self._live.pop(run, None)
-        events = [] if live is None else live.unstored()
-        now = self._now()
-        stored = False
-        with contextlib.suppress(StateError):
-            stored = self.store.finish(
-                run,
-                status="done",
-                stop_reason=reason,
-                body=body,
-                events=events,
-                now=now,
-                was=("queued", "running"),
-            )
-        self.metrics.ended(run, "done", self._clock.monotonic())
-        if live is not None:
-            live.end()
-        ended = None
-        if stored and row is not None:
-            ended = replace(
-                row, status="done", stop_reason=reason, decisions={}, result=body, updated=now
-            )
-        self._signal(run, ended)
+        self._end(run, self._live.get(run), "done", reason, body, row=row, state_failed=True)
 
     async def _run(self, name: str, row: RunRow) -> None:
         run = row.id
@@ -492,33 +470,53 @@ class RunService:
     def _end(
         self,
         run: str,
-        live: LiveRun,
+        live: LiveRun | None,
         status: str,
         reason: str,
         body: JsonObject | None,
         *,
-        row: RunRow,
+        row: RunRow | None,
+        state_failed: bool = False,
     ) -> None:
+        """Store the end of `run` (`RunStore.finish`), then tell its streams and waiters.
+        `state_failed`: the end of a run the state failed under (`_state_failed`), running
+        or not yet started, which a state that fails again leaves as stored."""
         now = self._now()
         text = None if body is None else result_json(body)
-        stored = self.store.finish(
-            run,
-            status=status,
-            stop_reason=reason,
-            body=body,
-            events=live.unstored(),
-            now=now,
-            text=text,
-        )
+        events = [] if live is None else live.unstored()
+        try:
+            stored = self.store.finish(
+                run,
+                status=status,
+                stop_reason=reason,
+                body=body,
+                events=events,
+                now=now,
+                was=("queued", "running") if state_failed else ("running",),
+                text=text,
+            )
+        except StateError:
+            if not state_failed:
+                raise  # its worker ends it as failed (`_execute`)
+            stored = False
         self.metrics.ended(run, status, self._clock.monotonic())
-        live.end()
+        if live is not None:
+            live.end()
         self._live.pop(run, None)
         # What the store now holds, for the waiters (no read of what was just written;
         # an answer sends the result's text as stored, not encoded again).
-        ended = replace(
-            row, status=status, stop_reason=reason, decisions={}, result=body, result_json=text
-        )
-        self._signal(run, replace(ended, updated=now) if stored else None)
+        ended = None
+        if stored and row is not None:
+            ended = replace(
+                row,
+                status=status,
+                stop_reason=reason,
+                decisions={},
+                result=body,
+                result_json=text,
+                updated=now,
+            )
+        self._signal(run, ended)
 
     def _signal(self, run: str, row: RunRow | None = None) -> None:
         ended = self._ended.pop(run, None)
