@@ -11,7 +11,9 @@ result, status and remaining events are stored, and its journal deleted, in
 one transaction (`RunStore.finish`), so a run ends exactly once.
 
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the
-  pipeline's queue is full); `wait` waits (bounded) for it to stop.
+  pipeline's queue is full); `wait` waits (bounded) for it to stop. A run
+  that a waiting worker takes at once is stored started (`running`, its first
+  attempt) by the write that adds it: a restart continues it as any running one.
 - A run that stops with `hitl_pause` is `paused`: its checkpoint holds the
   pending proposals. `decide` queues it again with decisions; the worker
   resumes it from the checkpoint with them (`--resume DIR --approve ...`).
@@ -66,7 +68,7 @@ from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
-from ._requests import Refused, RunRequest, refused
+from ._requests import RunRequest, queue_full, refused
 from ._resumption import limits_of, resumption
 from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
@@ -143,6 +145,9 @@ class RunService:
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, _Stopped] = {}
         self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
+        # Added running by `submit` for a worker waiting (`_idle`), not yet taken by it.
+        self._handed: dict[str, RunRow] = {}
+        self._idle: dict[str, int] = {}  # pipeline -> its workers waiting for a run
         self._cancelling: set[str] = set()
         self._loops: RunLoops | None = None
         self._keys: dict[str, bytes] = {}  # pipeline -> its checkpoint key (`_key`)
@@ -240,15 +245,15 @@ class RunService:
         queue = self._queues[pipeline]
         if queue.qsize() >= self._limits.queue:
             self.metrics.rejected(pipeline)
-            raise Refused(
-                429,
-                (_queue_full(pipeline, self._limits.queue),),
-                retry_after=1,
-            )
+            raise queue_full(pipeline, self._limits.queue)
         run = self._new_id()
         idempotency = None if key is None or digest is None else (key.value, digest)
-        added = self.store.add(run, pipeline, data, self._now(), idempotency)
-        self._added[run] = added  # its worker need not read it back (`_work`)
+        # A worker waits with nothing queued before it: it takes this run next, so the run
+        # is added started (one write, not two; `_work` does not start it again).
+        running = self._idle.get(pipeline, 0) > queue.qsize()
+        added = self.store.add(run, pipeline, data, self._now(), idempotency, running=running)
+        # its worker need not read it back (`_work`)
+        (self._handed if running else self._added)[run] = added
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
         self._ended[run] = _Stopped(queued=True)  # a `wait` need not read it back
@@ -285,6 +290,10 @@ class RunService:
         if self.store.cancel(run, self._now()):  # a paused run's journal goes with it
             self._signal(run)
             return self.get(run)
+        handed = self._handed.pop(run, None)
+        if handed is not None:  # added running, its worker not there yet: it finds none
+            self._end(run, None, "cancelled", "cancelled", None, row=handed)
+            return self.get(run)
         task = self._tasks.get(run)
         if task is not None:
             self._cancelling.add(run)
@@ -307,9 +316,15 @@ class RunService:
     async def _work(self, pipeline: str) -> None:
         queue = self._queues[pipeline]
         while True:
-            run = await queue.get()
+            self._idle[pipeline] = self._idle.get(pipeline, 0) + 1
             try:
-                row = self.store.start(run, self._now(), queued=self._added.pop(run, None))
+                run = await queue.get()
+            finally:
+                self._idle[pipeline] -= 1
+            row = self._handed.pop(run, None)  # added running for this worker (`submit`)
+            try:
+                if row is None:
+                    row = self.store.start(run, self._now(), queued=self._added.pop(run, None))
             except StateError as error:
                 self._state_failed(pipeline, run, None, error)
                 continue
@@ -577,15 +592,3 @@ class _Stopped(asyncio.Event):
     def __init__(self, *, queued: bool = False) -> None:
         super().__init__()
         self.queued = queued
-
-
-def _queue_full(pipeline: str, size: int) -> Any:
-    from ._requests import Problem
-
-    return Problem(
-        codes.SERVE_QUEUE_FULL,
-        f"the queue of pipeline {pipeline!r} is full ({size} runs waiting)",
-        "",
-        "retry after the number of seconds Retry-After gives, or start the server with a "
-        "larger --queue",
-    )
