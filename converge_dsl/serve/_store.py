@@ -3,7 +3,7 @@
 `RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
 is one row of `runs` with its status: `queued` -> `running` -> `done`, or
 `paused` (waiting for a human; `decide` queues it again with the decisions),
-or `cancelled`. A run's events are numbered from 0, each the compact record
+or `cancelled`; a run a worker takes at once is added `running` (`add`). A run's events are numbered from 0, each the compact record
 the run's `EventSink` made (`_events`), rendered as its trace line when read
 (`events`). They are stored as they are handed over, several consecutive
 records to a row of `events`: `seq` is the number of the first, `line` the
