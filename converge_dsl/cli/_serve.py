@@ -200,9 +200,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         port=args.port,
         state=args.state,
         token_file=args.token_file,
-        limits=Limits(
-            args.workers, args.queue, args.max_run_seconds, loops=args.run_threads or Limits.loops
-        ),
+        limits=Limits(args.workers, args.queue, args.max_run_seconds),
         body_cap=args.body_cap,
         wait_s=args.wait_timeout,
         retention=Retention(args.keep_runs, args.retention_days, args.retention_interval),

@@ -27,8 +27,8 @@ Public surface:
   bounds; `fast_validator` and `python_validator` build a `GovernedValidator`
   (`SCHEMA_STEPS`, `SCHEMA_WORK` its budget); `compile_regex` and `search` run a
   regex in linear time; `DATA_KEYWORDS`, `SCHEMA_KEYWORDS`, `SCHEMA_LISTS`,
-  `SCHEMA_MAPS`, `REF_KEYWORDS`, `schema_objects`, `anchors_of` and
-  `embedded_resource` tell a schema's keywords from its names and data, and
+  `SCHEMA_MAPS`, `REF_KEYWORDS`, `keyword_role`, `schema_objects`, `anchors_of`
+  and `embedded_resource` tell a schema's keywords from its names and data, and
   its references, anchors and embedded resources, as validate does;
   `draft_of` names the draft a schema is checked in (`Draft`: its name and
   the keywords it applies).
@@ -99,6 +99,7 @@ else:
                 "SCHEMA_MAPS",
                 "anchors_of",
                 "embedded_resource",
+                "keyword_role",
                 "schema_objects",
             ),
             "converge_dsl.sandbox._templating": (

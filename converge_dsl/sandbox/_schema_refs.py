@@ -20,7 +20,7 @@ apply unchecked).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from converge_dsl._json_pointer import pointer, resolve, unescape
@@ -70,7 +70,11 @@ def anchors_of(node: Mapping[str, Any]) -> Iterator[str]:
         yield ident[1:]
 
 
-SCHEMA, SCHEMAS, DATA = "schema", "schemas", "data"  # the roles of `schema_parts`
+# The roles of a keyword's value (`keyword_role`, `schema_parts`).
+Role = Literal["schema", "schemas", "data"]
+SCHEMA: Role = "schema"
+SCHEMAS: Role = "schemas"
+DATA: Role = "data"
 # The place of a part: (its container's trail, its key or index); None for the walk's start.
 Trail = tuple["Trail", str | int] | None
 
@@ -84,8 +88,11 @@ def path_of(trail: Trail, base: Path = ()) -> Path:
     return (*base, *reversed(parts))
 
 
-def _role(key: str, value: Any) -> str:
-    """The role of `value` under keyword `key` of a schema object."""
+def keyword_role(key: str, value: Any) -> Role:
+    """The role of `value` under keyword `key` of a schema object: a schema (`items`,
+    `not`...), `schemas` (a keyword's list or map of schemas: `allOf`, `properties`,
+    `items` written as a list), or data (any other keyword, or a value of the wrong
+    shape for its keyword, which no validator reads as schemas)."""
     if key in SCHEMA_KEYWORDS:
         return SCHEMAS if isinstance(value, list | tuple) else SCHEMA
     if key in SCHEMA_LISTS and isinstance(value, list | tuple):
@@ -95,21 +102,23 @@ def _role(key: str, value: Any) -> str:
     return DATA
 
 
-def schema_parts(schema: Any, *, resources: bool = True) -> Iterator[tuple[Any, Trail, str]]:
+def schema_parts(schema: Any, *, resources: bool = True) -> Iterator[tuple[Any, Trail, Role]]:
     """Every part of `schema` once, with its trail and role: `SCHEMA` for what stands
     where a schema goes (an object, a boolean, or whatever is written there), `SCHEMAS`
     for a keyword's list or map of schemas, `DATA` for any other keyword's value,
     yielded whole and not walked. A part is yielded before its own parts are listed,
     so a consumer that stops on a wide part does not pay for its width. With
     `resources` False, nothing inside a nested resource (`embedded_resource`)."""
-    stack: list[tuple[Any, Trail, str]] = [(schema, None, SCHEMA)]
+    stack: list[tuple[Any, Trail, Role]] = [(schema, None, SCHEMA)]
     while stack:
         node, trail, role = stack.pop()
         if role == SCHEMA and isinstance(node, Mapping):
             if not resources and trail is not None and embedded_resource(node):
                 continue
             yield node, trail, role
-            stack.extend((value, (trail, key), _role(key, value)) for key, value in node.items())
+            stack.extend(
+                (value, (trail, key), keyword_role(key, value)) for key, value in node.items()
+            )
         elif role == SCHEMAS:
             yield node, trail, role
             members = node.items() if isinstance(node, Mapping) else enumerate(node)

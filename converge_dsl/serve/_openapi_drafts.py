@@ -44,12 +44,10 @@ from urllib.parse import unquote
 from converge_dsl._json_pointer import unescape
 from converge_dsl.sandbox import (
     REF_KEYWORDS,
-    SCHEMA_KEYWORDS,
-    SCHEMA_LISTS,
-    SCHEMA_MAPS,
     anchors_of,
     draft_of,
     embedded_resource,
+    keyword_role,
     meta_error,
     schema_objects,
 )
@@ -161,13 +159,15 @@ class _Restating:
         return restated
 
     def part(self, key: str, value: Any, at: Path) -> Any:
-        """The value of keyword `key` (at `at`) restated: its schemas, or data as it is."""
-        if key in SCHEMA_KEYWORDS and not isinstance(value, list | tuple):
+        """The value of keyword `key` (at `at`) restated: its schemas (`keyword_role`, as
+        validate reads them), or data as it is."""
+        role = keyword_role(key, value)
+        if role == "schema":
             return self.schema(value, at)
-        if key in (SCHEMA_KEYWORDS | SCHEMA_LISTS) and isinstance(value, list | tuple):
-            return [self.schema(v, (*at, i)) for i, v in enumerate(value)]
-        if key in SCHEMA_MAPS and isinstance(value, Mapping):
+        if role == "schemas" and isinstance(value, Mapping):
             return {name: self.schema(v, (*at, name)) for name, v in value.items()}
+        if role == "schemas":
+            return [self.schema(v, (*at, i)) for i, v in enumerate(value)]
         return value
 
     def check_references(self, restated: Any) -> None:

@@ -85,6 +85,18 @@ def refused(
     return Refused(status, (Problem(code, message, where, hint),))
 
 
+def queue_full(pipeline: str, size: int) -> Refused:
+    """429: the queue of `pipeline` holds `size` runs, its most; retry after a second."""
+    problem = Problem(
+        codes.SERVE_QUEUE_FULL,
+        f"the queue of pipeline {pipeline!r} is full ({size} runs waiting)",
+        "",
+        "retry after the number of seconds Retry-After gives, or start the server with a "
+        "larger --queue",
+    )
+    return Refused(429, (problem,), retry_after=1)
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """The inputs and the lowered budget limits one run was asked with (stored as JSON)."""

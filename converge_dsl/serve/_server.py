@@ -146,6 +146,7 @@ def prepare(options: ServeOptions) -> Prepared:
         redact=lambda text: redact_text(text, secrets),
         retention=options.retention,
         workers=workers(options.executor, loaded, store.database),
+        run_threads=options.executor.threads,
     )
     limits = HttpLimits(options.body_cap, options.wait_s)
     endpoint = None

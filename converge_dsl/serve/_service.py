@@ -11,7 +11,9 @@ result, status and remaining events are stored, and its journal deleted, in
 one transaction (`RunStore.finish`), so a run ends exactly once.
 
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the
-  pipeline's queue is full); `wait` waits (bounded) for it to stop.
+  pipeline's queue is full); `wait` waits (bounded) for it to stop. A run
+  that a waiting worker takes at once is stored started (`running`, its first
+  attempt) by the write that adds it: a restart continues it as any running one.
 - A run that stops with `hitl_pause` is `paused`: its checkpoint holds the
   pending proposals. `decide` queues it again with decisions; the worker
   resumes it from the checkpoint with them (`--resume DIR --approve ...`).
@@ -36,8 +38,8 @@ The checkpoint key of a pipeline's environment is read once, at its first run,
 and seals every later run's journal (a key file replaced while the server runs
 takes effect at the next start).
 
-Runs execute on an event loop of its own thread (`_loops`; `Limits.loops`
-threads), so the HTTP layer answers while runs compute; a run never waits for
+Runs execute on an event loop of its own thread (`_loops`; `run_threads`
+threads, `--run-threads`), so the HTTP layer answers while runs compute; a run never waits for
 the disk there (its checkpoint journal's commits are the group commit's, on
 its own thread), so runs sharing a loop do not wait for each other's. Their
 events reach the streams through the service's loop. Errors a run stops on
@@ -66,7 +68,7 @@ from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._loops import RunLoops
 from ._metrics import Metrics
-from ._requests import Refused, RunRequest, refused
+from ._requests import RunRequest, queue_full, refused
 from ._resumption import limits_of, resumption
 from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
@@ -84,17 +86,11 @@ MAX_STRIKES = 3
 
 @dataclass(frozen=True)
 class Limits:
-    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds);
-    the threads the runs execute on."""
+    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds)."""
 
     concurrency: int = 4
     queue: int = 64
     max_run_s: float | None = None
-    # Event loops (threads) the runs execute on (`_loops`), shared by every pipeline. One:
-    # the runs share the interpreter's lock, so more threads run no more at once, and
-    # their hand-offs of that lock cost CPU (bench/serve.py: 6.1 against 6.5 to 10.4 ms
-    # of server CPU per run with four).
-    loops: int = 1
 
 
 @dataclass(frozen=True)
@@ -126,9 +122,11 @@ class RunService:
         redact: Callable[[str], str],
         retention: Retention | None = None,
         workers: RunWorkers | None = None,
+        run_threads: int = 1,
     ) -> None:
         self.pipelines = dict(pipelines)
         self.workers = workers
+        self._run_threads = run_threads  # without `workers`: the threads runs execute on
         self._workers_started = False
         # Times each run's worker died under it (`MAX_STRIKES`; this process only).
         self._strikes: dict[str, int] = {}
@@ -147,6 +145,9 @@ class RunService:
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, _Stopped] = {}
         self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
+        # Added running by `submit` for a worker waiting (`_idle`), not yet taken by it.
+        self._handed: dict[str, RunRow] = {}
+        self._idle: dict[str, int] = {}  # pipeline -> its workers waiting for a run
         self._cancelling: set[str] = set()
         self._loops: RunLoops | None = None
         self._keys: dict[str, bytes] = {}  # pipeline -> its checkpoint key (`_key`)
@@ -170,7 +171,7 @@ class RunService:
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
         else:
-            self._loops = RunLoops(self._limits.loops)
+            self._loops = RunLoops(self._run_threads)
         for row in self.store.recover(self._now()):
             if row.pipeline in self._queues:
                 self._queues[row.pipeline].put_nowait(row.id)
@@ -244,15 +245,15 @@ class RunService:
         queue = self._queues[pipeline]
         if queue.qsize() >= self._limits.queue:
             self.metrics.rejected(pipeline)
-            raise Refused(
-                429,
-                (_queue_full(pipeline, self._limits.queue),),
-                retry_after=1,
-            )
+            raise queue_full(pipeline, self._limits.queue)
         run = self._new_id()
         idempotency = None if key is None or digest is None else (key.value, digest)
-        added = self.store.add(run, pipeline, data, self._now(), idempotency)
-        self._added[run] = added  # its worker need not read it back (`_work`)
+        # A worker waits with nothing queued before it: it takes this run next, so the run
+        # is added started (one write, not two; `_work` does not start it again).
+        running = self._idle.get(pipeline, 0) > queue.qsize()
+        added = self.store.add(run, pipeline, data, self._now(), idempotency, running=running)
+        # its worker need not read it back (`_work`)
+        (self._handed if running else self._added)[run] = added
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
         self._ended[run] = _Stopped(queued=True)  # a `wait` need not read it back
@@ -289,6 +290,10 @@ class RunService:
         if self.store.cancel(run, self._now()):  # a paused run's journal goes with it
             self._signal(run)
             return self.get(run)
+        handed = self._handed.pop(run, None)
+        if handed is not None:  # added running, its worker not there yet: it finds none
+            self._end(run, None, "cancelled", "cancelled", None, row=handed)
+            return self.get(run)
         task = self._tasks.get(run)
         if task is not None:
             self._cancelling.add(run)
@@ -311,9 +316,15 @@ class RunService:
     async def _work(self, pipeline: str) -> None:
         queue = self._queues[pipeline]
         while True:
-            run = await queue.get()
+            self._idle[pipeline] = self._idle.get(pipeline, 0) + 1
             try:
-                row = self.store.start(run, self._now(), queued=self._added.pop(run, None))
+                run = await queue.get()
+            finally:
+                self._idle[pipeline] -= 1
+            row = self._handed.pop(run, None)  # added running for this worker (`submit`)
+            try:
+                if row is None:
+                    row = self.store.start(run, self._now(), queued=self._added.pop(run, None))
             except StateError as error:
                 self._state_failed(pipeline, run, None, error)
                 continue
@@ -343,29 +354,7 @@ class RunService:
         even that, the run stays as stored (a running one continues at the next start)
         and its waiters are answered with what the store says."""
         reason, body = self._failed(self.pipelines[name], error)
-        live = self._live.pop(run, None)
-        events = [] if live is None else live.unstored()
-        now = self._now()
-        stored = False
-        with contextlib.suppress(StateError):
-            stored = self.store.finish(
-                run,
-                status="done",
-                stop_reason=reason,
-                body=body,
-                events=events,
-                now=now,
-                was=("queued", "running"),
-            )
-        self.metrics.ended(run, "done", self._clock.monotonic())
-        if live is not None:
-            live.end()
-        ended = None
-        if stored and row is not None:
-            ended = replace(
-                row, status="done", stop_reason=reason, decisions={}, result=body, updated=now
-            )
-        self._signal(run, ended)
+        self._end(run, self._live.get(run), "done", reason, body, row=row, state_failed=True)
 
     async def _run(self, name: str, row: RunRow) -> None:
         run = row.id
@@ -496,33 +485,53 @@ class RunService:
     def _end(
         self,
         run: str,
-        live: LiveRun,
+        live: LiveRun | None,
         status: str,
         reason: str,
         body: JsonObject | None,
         *,
-        row: RunRow,
+        row: RunRow | None,
+        state_failed: bool = False,
     ) -> None:
+        """Store the end of `run` (`RunStore.finish`), then tell its streams and waiters.
+        `state_failed`: the end of a run the state failed under (`_state_failed`), running
+        or not yet started, which a state that fails again leaves as stored."""
         now = self._now()
         text = None if body is None else result_json(body)
-        stored = self.store.finish(
-            run,
-            status=status,
-            stop_reason=reason,
-            body=body,
-            events=live.unstored(),
-            now=now,
-            text=text,
-        )
+        events = [] if live is None else live.unstored()
+        try:
+            stored = self.store.finish(
+                run,
+                status=status,
+                stop_reason=reason,
+                body=body,
+                events=events,
+                now=now,
+                was=("queued", "running") if state_failed else ("running",),
+                text=text,
+            )
+        except StateError:
+            if not state_failed:
+                raise  # its worker ends it as failed (`_execute`)
+            stored = False
         self.metrics.ended(run, status, self._clock.monotonic())
-        live.end()
+        if live is not None:
+            live.end()
         self._live.pop(run, None)
         # What the store now holds, for the waiters (no read of what was just written;
         # an answer sends the result's text as stored, not encoded again).
-        ended = replace(
-            row, status=status, stop_reason=reason, decisions={}, result=body, result_json=text
-        )
-        self._signal(run, replace(ended, updated=now) if stored else None)
+        ended = None
+        if stored and row is not None:
+            ended = replace(
+                row,
+                status=status,
+                stop_reason=reason,
+                decisions={},
+                result=body,
+                result_json=text,
+                updated=now,
+            )
+        self._signal(run, ended)
 
     def _signal(self, run: str, row: RunRow | None = None) -> None:
         ended = self._ended.pop(run, None)
@@ -583,15 +592,3 @@ class _Stopped(asyncio.Event):
     def __init__(self, *, queued: bool = False) -> None:
         super().__init__()
         self.queued = queued
-
-
-def _queue_full(pipeline: str, size: int) -> Any:
-    from ._requests import Problem
-
-    return Problem(
-        codes.SERVE_QUEUE_FULL,
-        f"the queue of pipeline {pipeline!r} is full ({size} runs waiting)",
-        "",
-        "retry after the number of seconds Retry-After gives, or start the server with a "
-        "larger --queue",
-    )

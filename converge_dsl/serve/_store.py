@@ -3,7 +3,7 @@
 `RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
 is one row of `runs` with its status: `queued` -> `running` -> `done`, or
 `paused` (waiting for a human; `decide` queues it again with the decisions),
-or `cancelled`. A run's events are numbered from 0, each the compact record
+or `cancelled`; a run a worker takes at once is added `running` (`add`). A run's events are numbered from 0, each the compact record
 the run's `EventSink` made (`_events`), rendered as its trace line when read
 (`events`). They are stored as they are handed over, several consecutive
 records to a row of `events`: `seq` is the number of the first, `line` the
@@ -196,16 +196,21 @@ class RunStore:
         request: JsonObject,
         now: float,
         idempotency: tuple[str, str] | None = None,
+        *,
+        running: bool = False,
     ) -> RunRow:
         """A new queued run; `idempotency` (key, digest of the request) is kept with it. The
-        run as stored (its request read back from the text written, as `get` reads it)."""
+        run as stored (its request read back from the text written, as `get` reads it).
+        `running`: added already started (its first attempt), in the same write, for a
+        worker that takes it at once (what `start` would write next)."""
         text = json.dumps(request)
+        status, attempts = ("running", 1) if running else ("queued", 0)
         statements: list[tuple[str, Sequence[Any]]] = [
             (
-                "INSERT INTO runs (id, seq, pipeline, request, status, created, updated) "
-                "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, 'queued', "
-                "?, ?)",
-                (run, pipeline, text, now, now),
+                "INSERT INTO runs (id, seq, pipeline, request, status, attempts, created, "
+                "updated) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, ?, "
+                "?, ?, ?)",
+                (run, pipeline, text, status, attempts, now, now),
             )
         ]
         if idempotency is not None:
@@ -216,7 +221,7 @@ class RunStore:
                 )
             )
         self._write(statements)
-        return RunRow(run, pipeline, json.loads(text), "queued", None, {}, 0, None, now, now)
+        return RunRow(run, pipeline, json.loads(text), status, None, {}, attempts, None, now, now)
 
     def idempotent(self, key: str) -> tuple[str, str] | None:
         """The digest and run id an idempotency key was first given with, if any."""

@@ -238,7 +238,7 @@ def test_run_threads_sets_the_threads_of_the_local_executor(
     out, err = io.StringIO(), io.StringIO()
     assert cli(args, out, err) == 0, err.getvalue()
     (given,) = served
-    assert given.limits.loops == threads
+    assert given.executor.threads == threads
 
 
 @pytest.mark.parametrize("executor", ["process", "ray"])

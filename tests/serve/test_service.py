@@ -148,7 +148,7 @@ def _one_worker_service(
         {"steady": pipeline},
         store,
         tmp_path / "state",
-        Limits(concurrency=1, loops=1) if limits is None else limits,
+        Limits(concurrency=1) if limits is None else limits,
         clock=SystemClock(),
         new_id=lambda: next(ids),
         redact=redact,
@@ -280,3 +280,85 @@ def test_a_run_waited_for_as_it_is_queued_is_not_read_back(tmp_path: Path) -> No
         "attempts": 1,
         "result": ended.result,
     }
+
+
+async def _until_a_worker_waits(service: Any) -> None:
+    """Let the service's workers reach their queues (they start on the next turns)."""
+    import asyncio
+
+    for _ in range(100):
+        if service._idle.get("steady"):
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("no worker waits")
+
+
+def test_a_run_a_waiting_worker_takes_is_added_started_in_one_write(tmp_path: Path) -> None:
+    """A run submitted while a worker waits with nothing queued is stored running, first
+    attempt, by the write that adds it (so a restart continues it as any running run):
+    its worker starts it without another write. A run queued behind a busy worker is
+    added queued and started by its worker."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    store = _CountingStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> tuple[list[RunRow | None], list[RunRow]]:
+        await service.start()
+        try:
+            await _until_a_worker_waits(service)
+            runs = [
+                service.submit("steady", RunRequest.of({"inputs": {"number": n}})) for n in (1, 2)
+            ]
+            added = [store.get(run) for run in runs]
+            return added, [await service.wait(run, 30.0) for run in runs]
+        finally:
+            await service.stop()
+
+    try:
+        added, ended = asyncio.run(main())
+    finally:
+        store.close()
+    assert [(row.status, row.attempts) for row in added if row] == [("running", 1), ("queued", 0)]
+    assert [(row.status, row.stop_reason, row.attempts) for row in ended] == [
+        ("done", "converged", 1)
+    ] * 2
+    starts = [sql for sql in store.statements if sql.startswith("UPDATE runs SET status = 'run")]
+    assert len(starts) == 1  # the queued run's
+
+
+def test_a_run_cancelled_before_its_waiting_worker_takes_it_never_runs(tmp_path: Path) -> None:
+    """Between `submit` (the run added running for a waiting worker) and that worker taking
+    it, a cancel ends it as cancelled, no result; the worker then takes the next run."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> tuple[RunRow, RunRow, RunRow]:
+        await service.start()
+        try:
+            await _until_a_worker_waits(service)
+            run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+            cancelled = service.cancel(run)
+            ended = await service.wait(run, 30.0)
+            after = service.submit("steady", RunRequest.of({"inputs": {"number": 2}}))
+            return cancelled, ended, await service.wait(after, 30.0)
+        finally:
+            await service.stop()
+
+    try:
+        cancelled, ended, after = asyncio.run(main())
+        results = store.results(cancelled.id)
+        events = list(store.events(cancelled.id))
+    finally:
+        store.close()
+    assert (cancelled.status, cancelled.stop_reason) == ("cancelled", "cancelled")
+    assert (ended.status, ended.result) == ("cancelled", None)
+    assert results == []
+    assert events == []
+    assert (after.status, after.stop_reason) == ("done", "converged")
