@@ -139,6 +139,61 @@ def test_a_run_document_is_built_unvalidated_yet_validates_and_shares_provenance
     )
 
 
+def _shaped(shape: str) -> tuple[Fact, ...]:
+    """Facts of one shape: plain text, odd data, model provenances, many keys, none."""
+    record = PromotionRecord("auto", "engine", 3, ("suggestor:r",), "cycle/3/r", 7)
+    if shape == "none":
+        return ()
+    if shape == "many keys":
+        return tuple(
+            Fact(f"k{i}", "only", "t", Provenance(f"r{i}@p"), 1.0, record) for i in range(40)
+        )
+    model = Provenance("llm@p", model_id="m-1", account="acct")
+    return tuple(
+        Fact(
+            "hypotheses" if i % 2 else "signals",
+            f"id-{i}",
+            "" if i == 0 else f"text ∑ {i}\nline",
+            model if shape == "models" and i % 3 else Provenance("seeds@p"),
+            [0.0, 1.0, 0.25, 1e-09][i % 4],
+            record,
+            freeze_json(_ODD_DATA) if shape == "data" and i % 2 else None,
+        )
+        for i in range(9)
+    )
+
+
+@pytest.mark.parametrize("shape", ["text", "data", "models", "many keys", "none"])
+def test_documents_built_unvalidated_are_what_validating_them_gives(shape: str) -> None:
+    """The schema is the contract: the models built without validation, for several shapes,
+    are those the schema validates from their own dump and JSON (values, field sets, text)."""
+    facts = _shaped(shape)
+    document = RunResultDocument.build(
+        stop_reason="converged", cycles=2, facts=facts, diagnostics=[], usage=UsageModel()
+    )
+    grouped: dict[str, list[Fact]] = {}
+    for fact in facts:
+        grouped.setdefault(fact.key, []).append(fact)
+    made = documents.fact_models(grouped.items())
+    for again in (
+        RunResultDocument.model_validate(document.model_dump()),
+        RunResultDocument.model_validate_json(document.model_dump_json()),
+    ):
+        assert again == document
+        assert again.model_dump_json() == document.model_dump_json()
+        assert again.facts == made
+    for items in made.values():
+        for built in items:
+            checked = FactModel.model_validate(built.model_dump())
+            assert checked == built
+            assert checked.model_fields_set == built.model_fields_set
+            assert checked.provenance.model_fields_set == built.provenance.model_fields_set
+            assert built.__pydantic_extra__ is None
+            assert built.__pydantic_private__ is None
+            with pytest.raises(ValueError, match="frozen"):
+                built.id = "other"  # type: ignore[misc]
+
+
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
