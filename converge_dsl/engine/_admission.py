@@ -121,8 +121,10 @@ class Admission:
                     )
                 proposal = replace(proposal, provenance=suggestor.provenance())
             if self._passes(name, proposal, cycle, hitl=True):
-                if basis is None:
-                    basis = self._basis(name, cycle, "auto", "engine", self._evidence_of(name))
+                if basis is None:  # a suggestor merges once a cycle: its record is a new one
+                    link = f"cycle/{cycle}/{name}"
+                    evidence = self._evidence_of(name)
+                    basis = PromotionRecord.shared("auto", "engine", cycle, evidence, link)
                 self._promote(name, proposal, cycle, "auto", basis)
         if self._ctx.version != before:
             self.check_invariants("structural", suggestor=name)

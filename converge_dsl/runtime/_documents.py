@@ -82,24 +82,28 @@ class ProvenanceModel(_Frozen):
 
     @classmethod
     def of(cls, provenance: Provenance) -> ProvenanceModel:
-        """Built without validation: a `Provenance` already has the field types."""
-        return _unvalidated(
-            cls,
-            {
-                "source": provenance.source,
-                "model_id": provenance.model_id,
-                "account": provenance.account,
-            },
-        )
+        """Built without validation (a `Provenance` already has the field types), once per
+        value: the model is frozen, so the facts of every document share it."""
+        value = (provenance.source, provenance.model_id, provenance.account)
+        model = _PROVENANCES.get(value)
+        if model is None:
+            source, model_id, account = value
+            values = {"source": source, "model_id": model_id, "account": account}
+            model = _unvalidated(cls, values)
+            if len(_PROVENANCES) >= _KEEP_PROVENANCES:
+                _PROVENANCES.clear()
+            _PROVENANCES[value] = model
+        return model
+
+
+# The provenance models made so far, by value (a frozen dataclass hashes in Python).
+_PROVENANCES: dict[tuple[str, str | None, str | None], ProvenanceModel] = {}
+_KEEP_PROVENANCES = 4096
 
 
 def _is_none(value: object) -> bool:
     return value is None
 
-
-# The provenance models of one document by `id` of their `Provenance`, kept with it
-# (an identity look-up: a frozen dataclass's hash is computed in Python every time).
-Provenances = dict[int, tuple[Provenance, ProvenanceModel]]
 
 _DATA_DESCRIPTION = "the fact's JSON data (what rules and solvers read), or null"
 
@@ -127,28 +131,18 @@ class FactModel(_Frozen):
     provenance: ProvenanceModel
 
     @classmethod
-    def of(cls, fact: Fact, provenances: Provenances | None = None) -> FactModel:
-        """Built without validation: the engine made the fact (text content, float confidence).
-
-        `provenances` shares one (frozen) `ProvenanceModel` among the facts of one
-        document that hold the same `Provenance` object.
-        """
-        source = fact.provenance
-        kept = None if provenances is None else provenances.get(id(source))
-        if kept is not None and kept[0] is source:
-            provenance = kept[1]
-        else:
-            provenance = ProvenanceModel.of(source)
-            if provenances is not None:
-                provenances[id(source)] = (source, provenance)
+    def of(cls, fact: Fact) -> FactModel:
+        """Built without validation: the engine made the fact (text content, float confidence);
+        facts of one provenance share its (frozen) `ProvenanceModel`."""
+        data = fact.data
         return _unvalidated(
             cls,
             {
                 "id": fact.id,
                 "content": fact.content,
-                "data": _plain(fact.data),
+                "data": None if data is None else _plain(data),
                 "confidence": fact.confidence,
-                "provenance": provenance,
+                "provenance": ProvenanceModel.of(fact.provenance),
             },
         )
 
@@ -268,9 +262,8 @@ class RunResultDocument(_Frozen):
         held: dict[str, bool] | None = None,
     ) -> RunResultDocument:
         grouped: dict[str, list[FactModel]] = {}
-        provenances: Provenances = {}
         for fact in facts:
-            grouped.setdefault(fact.key, []).append(FactModel.of(fact, provenances))
+            grouped.setdefault(fact.key, []).append(FactModel.of(fact))
         ordered = {k: grouped[k] for k in sorted(grouped, key=key_sort_key)}
         return cls(
             stop_reason=stop_reason,
@@ -314,11 +307,9 @@ def fact_plain(fact: Fact, provenances: dict[Provenance, dict[str, Any]]) -> dic
 
 
 def fact_models(facts: Iterable[tuple[str, Sequence[Fact]]]) -> dict[str, list[FactModel]]:
-    """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel.of` of each,
-    one `ProvenanceModel` per provenance; the caller keeps the facts alive."""
-    provenances: Provenances = {}
+    """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel.of` of each."""
     of = FactModel.of
-    return {key: [of(fact, provenances) for fact in items] for key, items in facts}
+    return {key: [of(fact) for fact in items] for key, items in facts}
 
 
 def write_run_result(

@@ -221,3 +221,18 @@ def test_fact_models_are_those_fact_model_of_builds() -> None:
     assert all(a.model_dump_json() == b.model_dump_json() for a, b in pairs)
     assert all(a.model_fields_set == b.model_fields_set for a, b in pairs)
     assert all(a.provenance.model_fields_set == b.provenance.model_fields_set for a, b in pairs)
+
+
+def test_one_provenance_model_per_provenance_value_for_every_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = documents.ProvenanceModel.of
+    first, again = made(Provenance("r@p")), made(Provenance("r@p"))
+    assert first is again  # equal provenances, not only the same object
+    assert made(Provenance("r@p", model_id="m")) is not first
+    assert made(Provenance("r@p", model_id="m")).model_id == "m"
+    monkeypatch.setattr(documents, "_PROVENANCES", {})
+    monkeypatch.setattr(documents, "_KEEP_PROVENANCES", 2)
+    for name in ("a", "b", "c", "d", "e"):
+        assert made(Provenance(f"{name}@p")).source == f"{name}@p"
+        assert len(documents._PROVENANCES) <= 2  # bounded, whatever the run proposes
