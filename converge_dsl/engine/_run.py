@@ -137,8 +137,8 @@ class Run:
             return self._finish(stop)
 
     def _open_cycle(self) -> tuple[int, list[Suggestor], bool]:
-        """Start the next cycle: its number, its accepted suggestors, and whether every one
-        of them is synchronous (or a stop: cancelled, out of time or cycles, converged)."""
+        """Start the next cycle: its number, its accepted suggestors and whether every one
+        of them is synchronous; raises `Stop` instead when the run ends before it."""
         state, log = self._state, self._log
         if self._cancelled:
             raise Stop(StopReason.CANCELLED)
