@@ -601,10 +601,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             chain = chain_shape(bench, sizes.chain[0], Path(tmp))
         bench.runner.close()
+        n = sizes.chain[0]
+        label = f"chain{n // 1000}k" if n % 1000 == 0 else f"chain{n}"
         print(
-            f"chain{sizes.chain[0]:,} engine/floor: {chain['engine'] / chain['floor']:.2f}  "
-            f"chain{sizes.chain[0]:,} api/floor: {chain['api'] / chain['floor']:.2f}  "
-            f"({load_average()})"
+            f"{label} engine/floor: {chain['engine'] / chain['floor']:.2f}  "
+            f"{label} api/floor: {chain['api'] / chain['floor']:.2f}  ({load_average()})"
         )
         return 0
     if args.only == "facts":
