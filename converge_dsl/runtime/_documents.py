@@ -22,6 +22,7 @@ from typing import Any, TextIO, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
+from converge_dsl._collector import quiet_collector
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
 from converge_dsl.engine.state import PendingProposal
 from converge_dsl.engine.types import Fact, Provenance, key_sort_key
@@ -307,9 +308,13 @@ def fact_plain(fact: Fact, provenances: dict[Provenance, dict[str, Any]]) -> dic
 
 
 def fact_models(facts: Iterable[tuple[str, Sequence[Fact]]]) -> dict[str, list[FactModel]]:
-    """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel.of` of each."""
+    """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel.of` of each.
+
+    Built with the objects older than the call frozen (`quiet_collector`, as during
+    a run): the collections its allocations cause walk only the models it makes."""
     of = FactModel.of
-    return {key: [of(fact) for fact in items] for key, items in facts}
+    with quiet_collector():
+        return {key: [of(fact) for fact in items] for key, items in facts}
 
 
 def write_run_result(

@@ -236,3 +236,25 @@ def test_one_provenance_model_per_provenance_value_for_every_document(
     for name in ("a", "b", "c", "d", "e"):
         assert made(Provenance(f"{name}@p")).source == f"{name}@p"
         assert len(documents._PROVENANCES) <= 2  # bounded, whatever the run proposes
+
+
+def test_fact_models_are_built_with_the_older_objects_frozen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its collections walk only the models it makes, as a run's walk only what it made."""
+    import gc
+
+    if gc.get_freeze_count() or not gc.isenabled():
+        pytest.skip("the collector is off or objects are frozen already")
+    seen: list[int] = []
+    made = FactModel.of
+
+    def counted(fact: Fact) -> FactModel:
+        seen.append(gc.get_freeze_count())
+        return made(fact)
+
+    monkeypatch.setattr(FactModel, "of", counted)
+    documents.fact_models([("signals", _facts(3))])
+    assert len(seen) == 3
+    assert all(frozen > 0 for frozen in seen)
+    assert gc.get_freeze_count() == 0  # given back
