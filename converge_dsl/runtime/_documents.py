@@ -250,6 +250,15 @@ class RunResultDocument(_Frozen):
         exclude_if=lambda value: not value,
     )
 
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        # The facts as counts per key: `asyncio.run(pipeline.arun())` formats the repr of
+        # its task's result (Python 3.11), which, facts in full, cost as much as the run.
+        for name, value in super().__repr_args__():
+            if name == "facts":
+                yield name, {key: f"<{len(items)} facts>" for key, items in self.facts.items()}
+            else:
+                yield name, value
+
     @classmethod
     def build(
         cls,

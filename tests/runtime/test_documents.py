@@ -258,3 +258,15 @@ def test_fact_models_are_built_with_the_older_objects_frozen(
     assert len(seen) == 3
     assert all(frozen > 0 for frozen in seen)
     assert gc.get_freeze_count() == 0  # given back
+
+
+def test_a_documents_repr_counts_its_facts_instead_of_listing_them() -> None:
+    facts = tuple(_facts(2_000))
+    document = RunResultDocument.build(
+        stop_reason="converged", cycles=2, facts=facts, diagnostics=[], usage=UsageModel()
+    )
+    shown = repr(document)
+    assert "stop_reason='converged'" in shown
+    assert "'signals': '<2000 facts>'" in shown
+    assert len(shown) < 400
+    assert len(document.model_dump_json()) > 100_000  # the document itself holds them all
