@@ -42,8 +42,18 @@ it was measured, the chain growth exponent from 1k to 10k, and last (one line):
 
 (I and J: `bench/batch.py`'s cases per second, 2,000 support-triage cases.)
 
-Usage: python bench/peers.py [--quick] [--repeats N] [--only facts|validate]
-(`--only facts` runs the 10^5-facts shape alone and prints its line; `--only
+What the engine's cycle and the result document cost was cut against the floor
+(issue 27; `--only chain --repeats 9` and `--only facts`, before and after in
+turn, load average 7 to 10): chain1k engine/floor 4.02-4.66 -> 3.03-3.19,
+chain1k api/floor 5.82-7.45 -> 3.74-3.98, facts engine/floor 2.17 -> 1.52,
+chain10k/langgraph 0.007 and fan10k/langgraph 0.015 after. The parts: no
+coroutine per cycle of synchronous suggestors, slot descriptors to build facts
+and promotion records, one record per merge, fact models built unvalidated,
+one provenance model per value, and the models built with the collector quiet.
+
+Usage: python bench/peers.py [--quick] [--repeats N] [--only chain|facts|validate]
+(`--only chain` runs the chain of 1,000 rules alone, with its floor line;
+`--only facts` runs the 10^5-facts shape alone and prints its line; `--only
 validate` times `validate` against `python -c pass` alone, with no LangGraph.)
 (`--quick` runs every shape at a small size, for a smoke test; its figures are
 not comparable with the targets.) Needs the `bench` extra (langgraph, httpx).
@@ -483,13 +493,7 @@ def _floor_line(label: str, best: dict[str, float]) -> str:
 
 def rule_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[str, float]:
     """Chains, fan-out and facts; prints a line each and returns the last line's figures."""
-    chain: dict[int, dict[str, float]] = {}
-    for n in sizes.chain:
-        ours = Ours(folder, f"chain-{n}", chain_yaml(n), expect_facts=n + 1)
-        chain[n] = bench.with_floor(ours, lg_chain(n))
-        del ours
-        print(_line(f"chain {n:,} rules", chain[n]["engine"], chain[n]["langgraph"]), flush=True)
-        print(_floor_line(f"chain {n:,} rules", chain[n]), flush=True)
+    chain = {n: chain_shape(bench, n, folder) for n in sizes.chain}
     small, large = sizes.chain
     growth = math.log(large / small)
     ours_exp = math.log(chain[large]["engine"] / chain[small]["engine"]) / growth
@@ -510,6 +514,16 @@ def rule_shapes(bench: Bench, sizes: Sizes, folder: Path) -> dict[str, float]:
         "chain_api_floor": chain[small]["api"] / chain[small]["floor"],
         "facts_engine_floor": facts["engine"] / facts["floor"],
     }
+
+
+def chain_shape(bench: Bench, n: int, folder: Path) -> dict[str, float]:
+    """A chain of `n` rules; prints its LangGraph and floor lines, returns the best seconds."""
+    ours = Ours(folder, f"chain-{n}", chain_yaml(n), expect_facts=n + 1)
+    chain = bench.with_floor(ours, lg_chain(n))
+    del ours
+    print(_line(f"chain {n:,} rules", chain["engine"], chain["langgraph"]), flush=True)
+    print(_floor_line(f"chain {n:,} rules", chain), flush=True)
+    return chain
 
 
 def facts_shape(bench: Bench, sizes: Sizes, folder: Path) -> dict[str, float]:
@@ -576,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Our engine vs LangGraph on the same shapes.")
     parser.add_argument("--quick", action="store_true", help="small shapes: a smoke run")
     parser.add_argument("--repeats", type=int, default=None, help="runs per side (default 7)")
-    parser.add_argument("--only", choices=("facts", "validate"), help="run one shape alone")
+    parser.add_argument(
+        "--only", choices=("chain", "facts", "validate"), help="run one shape alone"
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.quick:
@@ -590,6 +606,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"validate-small/python-startup: {validate_s / python_s:.2f}")
         return 0
     bench = Bench(args.repeats or sizes.repeats)
+    if args.only == "chain":
+        with tempfile.TemporaryDirectory() as tmp:
+            chain = chain_shape(bench, sizes.chain[0], Path(tmp))
+        bench.runner.close()
+        n = sizes.chain[0]
+        label = f"chain{n // 1000}k" if n % 1000 == 0 else f"chain{n}"
+        print(
+            f"{label} engine/floor: {chain['engine'] / chain['floor']:.2f}  "
+            f"{label} api/floor: {chain['api'] / chain['floor']:.2f}  ({load_average()})"
+        )
+        return 0
     if args.only == "facts":
         with tempfile.TemporaryDirectory() as tmp:
             facts = facts_shape(bench, sizes, Path(tmp))

@@ -81,15 +81,13 @@ class Admission:
         """Promote seed facts and human-approved proposals before the first cycle."""
         ctx = self._ctx
         before, cycle = ctx.version, ctx.cycle
+        basis = self._basis("seeds", cycle, "seed", "pipeline", self._evidence_of("seeds"))
         for seed in seeds:
-            self.admit(
-                "seeds",
-                replace(seed, provenance=_SEED_PROVENANCE) if seed.provenance.is_empty else seed,
-                cycle,
-                gate="seed",
-                approver="pipeline",
-                hitl=False,
+            proposal = (
+                replace(seed, provenance=_SEED_PROVENANCE) if seed.provenance.is_empty else seed
             )
+            if self._passes("seeds", proposal, cycle, hitl=False):
+                self._promote("seeds", proposal, cycle, "seed", basis)
         for item in staged:
             self.admit_checked(
                 item.suggestor,
@@ -107,6 +105,7 @@ class Admission:
         name = suggestor.name
         before = self._ctx.version
         require = self._gate.policy.require_provenance
+        basis: PromotionRecord | None = None  # one record for the facts of this merge
         for proposed in proposals:
             proposal = proposed
             if proposal.provenance.is_empty:
@@ -121,7 +120,12 @@ class Admission:
                         ),
                     )
                 proposal = replace(proposal, provenance=suggestor.provenance())
-            self.admit(name, proposal, cycle, gate="auto", approver="engine", hitl=True)
+            if self._passes(name, proposal, cycle, hitl=True):
+                if basis is None:  # a suggestor merges once a cycle: its record is a new one
+                    link = f"cycle/{cycle}/{name}"
+                    evidence = self._evidence_of(name)
+                    basis = PromotionRecord.shared("auto", "engine", cycle, evidence, link)
+                self._promote(name, proposal, cycle, "auto", basis)
         if self._ctx.version != before:
             self.check_invariants("structural", suggestor=name)
 
@@ -130,16 +134,24 @@ class Admission:
     def admit(
         self, name: str, proposal: ProposedFact, cycle: int, *, gate: str, approver: str, hitl: bool
     ) -> None:
-        """Pass `proposal` from `name` through the kernel rules and the gate."""
+        """Pass `proposal` from `name` through the kernel rules and the gate, and promote it."""
+        if self._passes(name, proposal, cycle, hitl=hitl):
+            basis = self._basis(name, cycle, gate, approver, self._evidence_of(name))
+            self._promote(name, proposal, cycle, gate, basis)
+
+    def _passes(self, name: str, proposal: ProposedFact, cycle: int, *, hitl: bool) -> bool:
+        """Whether `proposal` is to be promoted: the kernel rules (which may stop the run),
+        then the gate (a rejection becomes a `diagnostic` fact; with `hitl`, a proposal the
+        policy gates is held for a human)."""
         key = proposal.key
         if key not in self._known_keys:
             self._unknown_key(name, proposal, cycle)
         if proposal.id in self._state.rejected:
-            return  # a human said no: silently dropped
+            return False  # a human said no: silently dropped
         existing = self._existing(key, proposal.id)
         if existing is not None:
             if same_fact(existing, proposal):
-                return
+                return False
             self._conflict(name, existing, proposal, cycle)
         try:
             reason = self._gate.rejection(proposal)
@@ -147,7 +159,7 @@ class Admission:
             self._unchecked(name, proposal, exc, cycle)
         if reason is not None:
             self._reject(name, proposal, reason, cycle)
-            return
+            return False
         if hitl:
             why = self._gate.needs_human(proposal)
             if why is not None:
@@ -155,10 +167,8 @@ class Admission:
                 self._state.pending.append(held)
                 if self._log.enabled:
                     self._log.emit(pending_event(held))
-                return
-        self.promote(
-            name, proposal, cycle, gate=gate, approver=approver, evidence=self._evidence_of(name)
-        )
+                return False
+        return True
 
     def _unchecked(self, name: str, proposal: ProposedFact, exc: Exhausted, cycle: int) -> NoReturn:
         """Stop the run: checking `proposal`'s data crossed a bound of the governor
@@ -198,12 +208,24 @@ class Admission:
         evidence: tuple[str, ...],
     ) -> None:
         """Turn `proposal` into a fact (over `max_facts` -> `fact_budget_exhausted`)."""
+        self._promote(
+            name, proposal, cycle, gate, self._basis(name, cycle, gate, approver, evidence)
+        )
+
+    def _promote(
+        self,
+        name: str | None,
+        proposal: ProposedFact,
+        cycle: int,
+        gate: str,
+        basis: PromotionRecord,
+    ) -> None:
+        """`promote`, with the promotion record (`_basis`) already made."""
         state = self._state
         if self._ctx.version >= self._max_facts:
             raise Stop(StopReason.FACT_BUDGET_EXHAUSTED, suggestor=name)
         state.lamport += 1
         key = proposal.key
-        basis = self._basis(name, cycle, gate, approver, evidence)
         self._writer.add_fact(Fact.promoted(proposal, basis, state.lamport))
         state.dirty.add(key)
         state.promoted += 1
@@ -249,8 +271,11 @@ class Admission:
         becomes the `diagnostic` fact `invariant:{name}`. `suggestor`: the one
         whose merge is being checked (named by the stop).
         """
+        invariants = self._invariants[invariant_class]
+        if not invariants:
+            return
         ctx, cycle = self._ctx, self._ctx.cycle
-        for invariant in self._invariants[invariant_class]:
+        for invariant in invariants:
             try:
                 message = invariant.check(ctx)
             except Exception as exc:
@@ -378,7 +403,7 @@ class Admission:
         basis = self._bases.get(shape)
         if basis is None:
             link = f"cycle/{cycle}/{name}" if name else f"cycle/{cycle}"
-            basis = PromotionRecord(gate, approver, cycle, evidence, link)
+            basis = PromotionRecord.shared(gate, approver, cycle, evidence, link)
             if len(self._bases) > 4096:
                 self._bases.clear()
             self._bases[shape] = basis

@@ -8,23 +8,32 @@ how many are registered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Sequence
 
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import ConvergeError
 
+_NONE: tuple[int, ...] = ()
+
+
+def is_synchronous(suggestor: Suggestor) -> bool:
+    """Whether `suggestor` is a `SyncSuggestor` the engine runs inline (`synchronous` is True)."""
+    return getattr(suggestor, "synchronous", False) is True
+
 
 class Registry:
     """The suggestors of one engine in registration order, indexed by the keys they read.
 
-    The engine passes it to each run, which asks it for `candidates`.
+    The engine passes it to each run, which asks it for `candidates`;
+    `synchronous[i]` says whether `suggestors[i]` runs inline (`is_synchronous`).
     """
 
-    __slots__ = ("_always", "_by_key", "_known_keys", "_names", "suggestors")
+    __slots__ = ("_always", "_by_key", "_known_keys", "_names", "suggestors", "synchronous")
 
     def __init__(self, known_keys: frozenset[str]) -> None:
         self.suggestors: list[Suggestor] = []
+        self.synchronous: list[bool] = []
         self._names: set[str] = set()
         self._by_key: dict[str, list[int]] = {}
         self._always: list[int] = []
@@ -51,6 +60,7 @@ class Registry:
             raise ConvergeError(f"suggestor {name!r} has an empty provenance")
         index = len(self.suggestors)
         self.suggestors.append(suggestor)
+        self.synchronous.append(is_synchronous(suggestor))
         self._names.add(name)
         if dependencies:
             for key in dict.fromkeys(dependencies):
@@ -84,14 +94,19 @@ class Registry:
     def _take(self, other: Registry) -> None:
         """Hold what `other` holds (copies: either may register more afterwards)."""
         self.suggestors = list(other.suggestors)
+        self.synchronous = list(other.synchronous)
         self._names = set(other._names)
         self._by_key = {key: list(indices) for key, indices in other._by_key.items()}
         self._always = list(other._always)
 
-    def candidates(self, dirty: Iterable[str]) -> list[int]:
-        """Registration indices of suggestors under a dirty key or always candidates, sorted."""
-        found: set[int] = set(self._always)
+    def candidates(self, dirty: Collection[str]) -> Sequence[int]:
+        """Registration indices of suggestors under a dirty key or always candidates, sorted
+        (read-only: with one dirty key and no always-candidates, the index's own list)."""
         by_key = self._by_key
+        if len(dirty) == 1 and not self._always:
+            for key in dirty:
+                return by_key.get(key, _NONE)
+        found: set[int] = set(self._always)
         for key in dirty:
             listed = by_key.get(key)
             if listed is not None:

@@ -26,7 +26,7 @@ from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._explain import explain
 from converge_dsl.engine._opening import Decided, emit_opening, emit_still_pending
-from converge_dsl.engine._registry import Registry
+from converge_dsl.engine._registry import Registry, is_synchronous
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys
 from converge_dsl.engine.budget import SPENDER, Budget, StopReason
 from converge_dsl.engine.state import EngineState, HitlPause, RunResult
@@ -126,11 +126,19 @@ class Run:
                     emit_still_pending(log, self._state.pending)
                     raise Stop(StopReason.HITL_PAUSE)
                 while True:
-                    await self._cycle()
+                    # A cycle whose suggestors are all synchronous awaits nothing.
+                    cycle, accepted, inline = self._open_cycle()
+                    if inline:
+                        outcomes = [self._inline(cast(SyncSuggestor, s)) for s in accepted]
+                    else:
+                        outcomes = await self._execute_all(accepted)
+                    self._close_cycle(cycle, accepted, outcomes)
         except Stop as stop:
             return self._finish(stop)
 
-    async def _cycle(self) -> None:
+    def _open_cycle(self) -> tuple[int, list[Suggestor], bool]:
+        """Start the next cycle: its number, its accepted suggestors and whether every one
+        of them is synchronous; raises `Stop` instead when the run ends before it."""
         state, log = self._state, self._log
         if self._cancelled:
             raise Stop(StopReason.CANCELLED)
@@ -141,7 +149,7 @@ class Run:
         state.writer.set_cycle(cycle)
         dirty, state.dirty = state.dirty, set()
         state.promoted = 0
-        accepted = self._accepted(dirty, cycle)
+        accepted, inline = self._accepted(dirty, cycle)
         if not accepted and not state.promoted:
             self._converge()
         usage_stop = state.usage.stop_before_cycle()
@@ -160,25 +168,33 @@ class Run:
                 log.emit(
                     ev.SuggestorStarted(cycle=cycle, suggestor=suggestor.name, timing=log.timing())
                 )
-        outcomes = await self._execute_all(accepted)
+        return cycle, accepted, inline
+
+    def _close_cycle(self, cycle: int, accepted: list[Suggestor], outcomes: list[_Outcome]) -> None:
+        """Merge the cycle's outcomes in registration order and end it."""
         for suggestor, (outcome, duration, end) in zip(accepted, outcomes, strict=True):
             self._merge(suggestor, outcome, duration, end, cycle)
         self._admission.check_invariants("semantic")
         self._end_cycle(cycle)
 
-    def _accepted(self, dirty: set[str], cycle: int) -> list[Suggestor]:
-        """The candidates under `dirty` (and the always-candidates) whose `accepts` is true."""
+    def _accepted(self, dirty: set[str], cycle: int) -> tuple[list[Suggestor], bool]:
+        """The candidates under `dirty` (and the always-candidates) whose `accepts` is true,
+        and whether they are all synchronous."""
         ctx = self._state.context
-        suggestors = self._registry.suggestors
+        registry = self._registry
+        suggestors, synchronous = registry.suggestors, registry.synchronous
         accepted: list[Suggestor] = []
-        for index in self._registry.candidates(dirty):
+        inline = True
+        for index in registry.candidates(dirty):
             suggestor = suggestors[index]
             try:
                 if suggestor.accepts(ctx):
                     accepted.append(suggestor)
+                    if not synchronous[index]:
+                        inline = False
             except Exception as exc:
                 self._suggestor_failed(suggestor.name, cycle, exc)
-        return accepted
+        return accepted, inline
 
     def _end_cycle(self, cycle: int) -> None:
         state, log = self._state, self._log
@@ -222,11 +238,7 @@ class Run:
         Which runs first does not matter: they read the same view, and their
         effects merge in registration order (docs/architecture.md §7).
         """
-        if not accepted:
-            return []
-        inline = [getattr(s, "synchronous", False) is True for s in accepted]
-        if all(inline):
-            return [self._inline(cast(SyncSuggestor, s)) for s in accepted]
+        inline = [is_synchronous(s) for s in accepted]
         done = {
             i: self._inline(cast(SyncSuggestor, s)) for i, s in enumerate(accepted) if inline[i]
         }

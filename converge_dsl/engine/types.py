@@ -219,6 +219,38 @@ class PromotionRecord:
     trace_link: str | None = None
     logical_time: int = 0
 
+    @classmethod
+    def shared(
+        cls, gate: str, approver: str, cycle: int, evidence: tuple[str, ...], trace_link: str
+    ) -> PromotionRecord:
+        """`PromotionRecord(gate, approver, cycle, evidence, trace_link)`, the basis the
+        engine shares among the facts promoted alike (built per suggestor and cycle)."""
+        record = _new(cls)
+        _record_gate(record, gate)
+        _record_approver(record, approver)
+        _record_cycle(record, cycle)
+        _record_evidence(record, evidence)
+        _record_link(record, trace_link)
+        _record_time(record, 0)
+        return record
+
+
+# The slots of `PromotionRecord` and `Fact` are set through their descriptors when the
+# engine promotes (a record per suggestor and cycle, a fact per promotion): both refuse
+# `setattr`, and `object.__setattr__` looks each name up again (`bench/peers.py`, chain).
+_new = object.__new__
+(
+    _record_gate,
+    _record_approver,
+    _record_cycle,
+    _record_evidence,
+    _record_link,
+    _record_time,
+) = (
+    vars(PromotionRecord)[name].__set__
+    for name in ("gate", "approver", "cycle", "evidence", "trace_link", "logical_time")
+)
+
 
 _FACT_SLOTS = ("key", "id", "content", "provenance", "confidence", "data", "_basis", "logical_time")
 
@@ -268,16 +300,15 @@ class Fact:
     ) -> Fact:
         """The fact of `proposal` (or a copy of a fact), promoted as `basis` says (shareable:
         its own time is ignored), at `logical_time`."""
-        fact = cls.__new__(cls)
-        _set = object.__setattr__
-        _set(fact, "key", proposal.key)
-        _set(fact, "id", proposal.id)
-        _set(fact, "content", proposal.content)
-        _set(fact, "provenance", proposal.provenance)
-        _set(fact, "confidence", proposal.confidence)
-        _set(fact, "data", proposal.data)
-        _set(fact, "_basis", basis)
-        _set(fact, "logical_time", logical_time)
+        fact = _new(cls)
+        _fact_key(fact, proposal.key)
+        _fact_id(fact, proposal.id)
+        _fact_content(fact, proposal.content)
+        _fact_provenance(fact, proposal.provenance)
+        _fact_confidence(fact, proposal.confidence)
+        _fact_data(fact, proposal.data)
+        _fact_basis(fact, basis)
+        _fact_time(fact, logical_time)
         return fact
 
     @property
@@ -331,6 +362,18 @@ class Fact:
         names = ("key", "id", "content", "provenance", "confidence", "promotion", "data")
         shown = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._fields(), strict=True))
         return f"Fact({shown})"
+
+
+(
+    _fact_key,
+    _fact_id,
+    _fact_content,
+    _fact_provenance,
+    _fact_confidence,
+    _fact_data,
+    _fact_basis,
+    _fact_time,
+) = (vars(Fact)[name].__set__ for name in _FACT_SLOTS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,11 @@
 `RunResultDocument` is what `converge-dsl run --format json` prints;
 `write_run_result` prints it with its facts streamed from the engine's facts
 (no model object per fact, no one giant string), byte for byte what
-`model_dump_json(indent=2)` of the whole document gives. Documents of facts
-the engine built are assembled with `model_construct` (not validated again),
-or, for a whole run's facts (`fact_models`), validated by pydantic-core in
-one call from their plain values, which costs less than building each model
-in Python (`bench/peers.py`, `api`).
+`model_dump_json(indent=2)` of the whole document gives. The fact models of
+facts the engine built are assembled without validation (`_unvalidated`: what
+`model_construct` does, at a third of its cost): the engine made every value
+with the field's type, and the schema is the contract, checked by the tests
+against what this builds (`bench/peers.py`, `api`).
 `TraceLine` is one line of a `--trace` JSONL file: the engine event's own
 fields, plus `seq` (0-based order), `type`, and `span` (the source span of the
 suggestor the event concerns, when there is one).
@@ -17,21 +17,43 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
+from converge_dsl._collector import quiet_collector
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
 from converge_dsl.engine.state import PendingProposal
 from converge_dsl.engine.types import Fact, Provenance, key_sort_key
 
 SCHEMA_BASE = "https://converge-dsl.dev/schemas/"
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# The slots of every pydantic model, set through their descriptors (a frozen model
+# refuses `setattr`, and `object.__setattr__` looks each name up again).
+_SLOTS = vars(BaseModel)
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+
+
+def _unvalidated(cls: type[_M], values: dict[str, Any]) -> _M:
+    """`cls.model_construct(**values)` for `values` giving every field of `cls` (each
+    already of its field's type), without its per-field Python loop: the instance
+    holds `values` itself as its `__dict__`."""
+    model = object.__new__(cls)
+    _set_dict(model, values)
+    _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
 
 
 class SpanModel(_Frozen):
@@ -61,10 +83,23 @@ class ProvenanceModel(_Frozen):
 
     @classmethod
     def of(cls, provenance: Provenance) -> ProvenanceModel:
-        """Built without validation: a `Provenance` already has the field types."""
-        return cls.model_construct(
-            source=provenance.source, model_id=provenance.model_id, account=provenance.account
-        )
+        """Built without validation (a `Provenance` already has the field types), once per
+        value: the model is frozen, so the facts of every document share it."""
+        value = (provenance.source, provenance.model_id, provenance.account)
+        model = _PROVENANCES.get(value)
+        if model is None:
+            source, model_id, account = value
+            values = {"source": source, "model_id": model_id, "account": account}
+            model = _unvalidated(cls, values)
+            if len(_PROVENANCES) >= _KEEP_PROVENANCES:
+                _PROVENANCES.clear()
+            _PROVENANCES[value] = model
+        return model
+
+
+# The provenance models made so far, by value (a frozen dataclass hashes in Python).
+_PROVENANCES: dict[tuple[str, str | None, str | None], ProvenanceModel] = {}
+_KEEP_PROVENANCES = 4096
 
 
 def _is_none(value: object) -> bool:
@@ -89,9 +124,6 @@ def _plain(data: Any) -> Any:
     return data
 
 
-_FACT_FIELDS = frozenset({"id", "content", "data", "confidence", "provenance"})
-
-
 class FactModel(_Frozen):
     id: str
     content: str = Field(description="text, for people and prompts")
@@ -100,26 +132,19 @@ class FactModel(_Frozen):
     provenance: ProvenanceModel
 
     @classmethod
-    def of(
-        cls, fact: Fact, provenances: dict[Provenance, ProvenanceModel] | None = None
-    ) -> FactModel:
-        """Built without validation: the engine made the fact (text content, float confidence).
-
-        `provenances` shares one (frozen) `ProvenanceModel` among the facts of one
-        document that came from the same `Provenance`.
-        """
-        provenance = None if provenances is None else provenances.get(fact.provenance)
-        if provenance is None:
-            provenance = ProvenanceModel.of(fact.provenance)
-            if provenances is not None:
-                provenances[fact.provenance] = provenance
-        return cls.model_construct(
-            set(_FACT_FIELDS),
-            id=fact.id,
-            content=fact.content,
-            data=_plain(fact.data),
-            confidence=fact.confidence,
-            provenance=provenance,
+    def of(cls, fact: Fact) -> FactModel:
+        """Built without validation: the engine made the fact (text content, float confidence);
+        facts of one provenance share its (frozen) `ProvenanceModel`."""
+        data = fact.data
+        return _unvalidated(
+            cls,
+            {
+                "id": fact.id,
+                "content": fact.content,
+                "data": None if data is None else _plain(data),
+                "confidence": fact.confidence,
+                "provenance": ProvenanceModel.of(fact.provenance),
+            },
         )
 
 
@@ -225,6 +250,15 @@ class RunResultDocument(_Frozen):
         exclude_if=lambda value: not value,
     )
 
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        # The facts as counts per key: `asyncio.run(pipeline.arun())` formats the repr of
+        # its task's result (Python 3.11), which, facts in full, cost as much as the run.
+        for name, value in super().__repr_args__():
+            if name == "facts":
+                yield name, {key: f"<{len(items)} facts>" for key, items in self.facts.items()}
+            else:
+                yield name, value
+
     @classmethod
     def build(
         cls,
@@ -238,9 +272,8 @@ class RunResultDocument(_Frozen):
         held: dict[str, bool] | None = None,
     ) -> RunResultDocument:
         grouped: dict[str, list[FactModel]] = {}
-        provenances: dict[Provenance, ProvenanceModel] = {}
         for fact in facts:
-            grouped.setdefault(fact.key, []).append(FactModel.of(fact, provenances))
+            grouped.setdefault(fact.key, []).append(FactModel.of(fact))
         ordered = {k: grouped[k] for k in sorted(grouped, key=key_sort_key)}
         return cls(
             stop_reason=stop_reason,
@@ -284,16 +317,13 @@ def fact_plain(fact: Fact, provenances: dict[Provenance, dict[str, Any]]) -> dic
 
 
 def fact_models(facts: Iterable[tuple[str, Sequence[Fact]]]) -> dict[str, list[FactModel]]:
-    """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel`s, equal to
-    `FactModel.of` of each: one validation of their plain values (`fact_plain`)."""
-    provenances: dict[Provenance, dict[str, Any]] = {}
-    plain = {key: [fact_plain(fact, provenances) for fact in items] for key, items in facts}
-    return _fact_lists().validate_python(plain)
+    """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel.of` of each.
 
-
-@cache
-def _fact_lists() -> TypeAdapter[dict[str, list[FactModel]]]:
-    return TypeAdapter(dict[str, list[FactModel]])
+    Built with the objects older than the call frozen (`quiet_collector`, as during
+    a run): the collections its allocations cause walk only the models it makes."""
+    of = FactModel.of
+    with quiet_collector():
+        return {key: [of(fact) for fact in items] for key, items in facts}
 
 
 def write_run_result(

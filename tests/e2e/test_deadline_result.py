@@ -118,16 +118,17 @@ def test_a_run_stopped_at_its_deadline_prints_its_result_in_a_fraction_of_it(
 def test_the_listing_never_builds_the_whole_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from converge_dsl.runtime import FactModel, RunOutcome
+    from converge_dsl.runtime import RunOutcome
+    from converge_dsl.runtime import _documents as documents
 
     built: list[int] = []
-    construct = FactModel.model_construct
+    construct = documents._unvalidated
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         built.append(1)
         return construct(*args, **kwargs)
 
-    monkeypatch.setattr(FactModel, "model_construct", counted)
+    monkeypatch.setattr(documents, "_unvalidated", counted)
 
     def refuse(self: RunOutcome) -> None:
         raise AssertionError("the listing built the whole run-result document")

@@ -162,3 +162,68 @@ def test_a_tuple_registered_again_is_copied_and_still_refuses_duplicates() -> No
             second.register(FnSuggestor("s1", [], lambda ctx: []))
     finally:
         _registry.Registry.register = real  # type: ignore[method-assign]
+
+
+def test_a_run_of_synchronous_suggestors_never_suspends() -> None:
+    """Every cycle runs inline: the run's coroutine finishes at its first step."""
+    from converge_dsl.engine.testing import SyncFnSuggestor
+
+    engine = Engine()
+    engine.register_all(
+        [
+            SyncFnSuggestor("a", ["seeds"], lambda ctx: [_proposal("a")]),
+            SyncFnSuggestor("b", ["signals"], lambda ctx: [_proposal("b", key="hypotheses")]),
+        ]
+    )
+    step = engine.run([ProposedFact("seeds", "s", "go", 1.0, Provenance("seed"))])
+    with pytest.raises(StopIteration) as done:
+        step.send(None)
+    result = done.value.value
+    assert result.converged
+    assert [f.id for f in result.context.facts()] == ["s", "a", "b"]
+
+
+def test_the_registry_lists_candidates_in_order_and_which_run_inline() -> None:
+    from converge_dsl.engine._registry import Registry
+    from converge_dsl.engine.testing import SyncFnSuggestor
+
+    registry = Registry(frozenset(BUILTIN_KEYS))
+    made = (
+        SyncFnSuggestor("a", ["signals", "seeds", "signals"], lambda ctx: []),
+        FnSuggestor("b", ["seeds"], lambda ctx: []),
+        SyncFnSuggestor("c", ["signals"], lambda ctx: []),
+    )
+    registry.register_many(made)
+    assert registry.synchronous == [True, False, True]
+    assert list(registry.candidates({"seeds"})) == [0, 1]
+    assert list(registry.candidates({"signals"})) == [0, 2]
+    assert list(registry.candidates({"signals", "seeds"})) == [0, 1, 2]
+    assert list(registry.candidates({"strategies"})) == []
+    copy = Registry(frozenset(BUILTIN_KEYS))
+    copy.register_many(made)  # copied from the first registry
+    assert copy.synchronous == [True, False, True]
+    copy.register(FnSuggestor("d", [], lambda ctx: []))  # an always-candidate
+    assert copy.synchronous == [True, False, True, False]
+    assert list(copy.candidates({"signals"})) == [0, 2, 3]
+    assert list(copy.candidates(set())) == [3]
+    assert registry.synchronous == [True, False, True]  # the copy is its own
+
+
+def test_the_facts_of_one_merge_share_one_promotion_record() -> None:
+    from converge_dsl.engine import PromotionRecord
+
+    engine = Engine()
+    engine.register(
+        FnSuggestor("s", ["seeds"], lambda ctx: [_proposal("a"), _proposal("b"), _proposal("c")])
+    )
+    engine.register(FnSuggestor("t", ["signals"], lambda ctx: [_proposal("d", key="hypotheses")]))
+    result = asyncio.run(engine.run([ProposedFact("seeds", "s", "go", 1.0, Provenance("seed"))]))
+    a, b, c = result.context.get("signals")
+    (d,) = result.context.get("hypotheses")
+    assert a._basis is b._basis is c._basis
+    assert a.promotion == PromotionRecord("auto", "engine", 1, ("suggestor:s",), "cycle/1/s", 2)
+    assert c.promotion.logical_time == 4
+    assert d.promotion == PromotionRecord("auto", "engine", 2, ("suggestor:t",), "cycle/2/t", 5)
+    shared = PromotionRecord.shared("auto", "engine", 2, ("suggestor:t",), "cycle/2/t")
+    assert shared == PromotionRecord("auto", "engine", 2, ("suggestor:t",), "cycle/2/t")
+    assert hash(shared) == hash(PromotionRecord("auto", "engine", 2, ("suggestor:t",), "cycle/2/t"))

@@ -139,6 +139,61 @@ def test_a_run_document_is_built_unvalidated_yet_validates_and_shares_provenance
     )
 
 
+def _shaped(shape: str) -> tuple[Fact, ...]:
+    """Facts of one shape: plain text, odd data, model provenances, many keys, none."""
+    record = PromotionRecord("auto", "engine", 3, ("suggestor:r",), "cycle/3/r", 7)
+    if shape == "none":
+        return ()
+    if shape == "many keys":
+        return tuple(
+            Fact(f"k{i}", "only", "t", Provenance(f"r{i}@p"), 1.0, record) for i in range(40)
+        )
+    model = Provenance("llm@p", model_id="m-1", account="acct")
+    return tuple(
+        Fact(
+            "hypotheses" if i % 2 else "signals",
+            f"id-{i}",
+            "" if i == 0 else f"text ∑ {i}\nline",
+            model if shape == "models" and i % 3 else Provenance("seeds@p"),
+            [0.0, 1.0, 0.25, 1e-09][i % 4],
+            record,
+            freeze_json(_ODD_DATA) if shape == "data" and i % 2 else None,
+        )
+        for i in range(9)
+    )
+
+
+@pytest.mark.parametrize("shape", ["text", "data", "models", "many keys", "none"])
+def test_documents_built_unvalidated_are_what_validating_them_gives(shape: str) -> None:
+    """The schema is the contract: the models built without validation, for several shapes,
+    are those the schema validates from their own dump and JSON (values, field sets, text)."""
+    facts = _shaped(shape)
+    document = RunResultDocument.build(
+        stop_reason="converged", cycles=2, facts=facts, diagnostics=[], usage=UsageModel()
+    )
+    grouped: dict[str, list[Fact]] = {}
+    for fact in facts:
+        grouped.setdefault(fact.key, []).append(fact)
+    made = documents.fact_models(grouped.items())
+    for again in (
+        RunResultDocument.model_validate(document.model_dump()),
+        RunResultDocument.model_validate_json(document.model_dump_json()),
+    ):
+        assert again == document
+        assert again.model_dump_json() == document.model_dump_json()
+        assert again.facts == made
+    for items in made.values():
+        for built in items:
+            checked = FactModel.model_validate(built.model_dump())
+            assert checked == built
+            assert checked.model_fields_set == built.model_fields_set
+            assert checked.provenance.model_fields_set == built.provenance.model_fields_set
+            assert built.__pydantic_extra__ is None
+            assert built.__pydantic_private__ is None
+            with pytest.raises(ValueError, match="frozen"):
+                built.id = "other"  # type: ignore[misc]
+
+
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
@@ -166,3 +221,52 @@ def test_fact_models_are_those_fact_model_of_builds() -> None:
     assert all(a.model_dump_json() == b.model_dump_json() for a, b in pairs)
     assert all(a.model_fields_set == b.model_fields_set for a, b in pairs)
     assert all(a.provenance.model_fields_set == b.provenance.model_fields_set for a, b in pairs)
+
+
+def test_one_provenance_model_per_provenance_value_for_every_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = documents.ProvenanceModel.of
+    first, again = made(Provenance("r@p")), made(Provenance("r@p"))
+    assert first is again  # equal provenances, not only the same object
+    assert made(Provenance("r@p", model_id="m")) is not first
+    assert made(Provenance("r@p", model_id="m")).model_id == "m"
+    monkeypatch.setattr(documents, "_PROVENANCES", {})
+    monkeypatch.setattr(documents, "_KEEP_PROVENANCES", 2)
+    for name in ("a", "b", "c", "d", "e"):
+        assert made(Provenance(f"{name}@p")).source == f"{name}@p"
+        assert len(documents._PROVENANCES) <= 2  # bounded, whatever the run proposes
+
+
+def test_fact_models_are_built_with_the_older_objects_frozen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its collections walk only the models it makes, as a run's walk only what it made."""
+    import gc
+
+    if gc.get_freeze_count() or not gc.isenabled():
+        pytest.skip("the collector is off or objects are frozen already")
+    seen: list[int] = []
+    made = FactModel.of
+
+    def counted(fact: Fact) -> FactModel:
+        seen.append(gc.get_freeze_count())
+        return made(fact)
+
+    monkeypatch.setattr(FactModel, "of", counted)
+    documents.fact_models([("signals", _facts(3))])
+    assert len(seen) == 3
+    assert all(frozen > 0 for frozen in seen)
+    assert gc.get_freeze_count() == 0  # given back
+
+
+def test_a_documents_repr_counts_its_facts_instead_of_listing_them() -> None:
+    facts = tuple(_facts(2_000))
+    document = RunResultDocument.build(
+        stop_reason="converged", cycles=2, facts=facts, diagnostics=[], usage=UsageModel()
+    )
+    shown = repr(document)
+    assert "stop_reason='converged'" in shown
+    assert "'signals': '<2000 facts>'" in shown
+    assert len(shown) < 400
+    assert len(document.model_dump_json()) > 100_000  # the document itself holds them all
