@@ -112,7 +112,7 @@ class Pipeline:
         self._roots = roots
         self._files: dict[tuple[object, ...], Path] = {}  # model files, resolved once
         self._max_connections = max_connections
-        self._transports = SharedTransports(max_connections)
+        self._transports = SharedTransports(max_connections, self._env)
         from converge_dsl.tools import ServerPool
 
         self._tools = ServerPool()  # stdio and HTTP tool servers: started once for every run

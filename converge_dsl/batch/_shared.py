@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,23 +26,31 @@ KEEPALIVE_S = 30.0
 
 
 class SharedTransports:
-    """One connection pool per (event loop, model name), made on first use. Thread-safe."""
+    """One connection pool per (event loop, model name), made on first use. Thread-safe.
 
-    def __init__(self, max_connections: int) -> None:
+    A pool trusts the certificates `SSL_CERT_FILE` and `SSL_CERT_DIR` of `env` name, as
+    a model built in that environment does.
+    """
+
+    def __init__(self, max_connections: int, env: Mapping[str, str]) -> None:
         self._max_connections = max_connections
+        self._env = env
         self._pools: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, ShardedTransport]] = {}
         self._lock = threading.Lock()
 
     def lend(self, model: str) -> httpx.AsyncBaseTransport:
         """The running loop's pool for `model`, lent (the borrower cannot close it)."""
-        from converge_dsl.models import LentTransport, ShardedTransport
+        from converge_dsl.models import LentTransport, ShardedTransport, certificates_in
 
         loop = asyncio.get_running_loop()
         key = (id(loop), model)
         with self._lock:
             found = self._pools.get(key)
             if found is None or found[0] is not loop:
-                found = (loop, ShardedTransport(self._max_connections, KEEPALIVE_S))
+                pool = ShardedTransport(
+                    self._max_connections, KEEPALIVE_S, certificates=certificates_in(self._env)
+                )
+                found = (loop, pool)
                 self._pools[key] = found
         return LentTransport(found[1])
 

@@ -20,7 +20,8 @@ variable (both `converge_dsl.frontend.Check`s, composed by `converge_dsl.validat
 and compilation from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
 many times share one per model), `LentTransport`, such a pool lent to one run
-(closing it leaves the pool open); `Redactor`, which masks known secret values in every
+(closing it leaves the pool open), `certificates_in(env)`, the certificates an
+environment names for such a pool; `Redactor`, which masks known secret values in every
 form a text may show them (the tool servers' results use it too), and `redact_text(text,
 secrets)`, its masking of secret values in any text (a service's error answers use it).
 
@@ -61,7 +62,11 @@ else:
             "converge_dsl.models._replay_order": ("ReplayOrder",),
             "converge_dsl.models._script": ("Script", "compile_script"),
             "converge_dsl.models._script_checks": ("check_model_scripts",),
-            "converge_dsl.models._transport": ("LentTransport", "ShardedTransport"),
+            "converge_dsl.models._transport": (
+                "LentTransport",
+                "ShardedTransport",
+                "certificates_in",
+            ),
             "converge_dsl.models.cassette": ("RecordingModel", "ReplayModel"),
             "converge_dsl.models.factory": ("build_model",),
             "converge_dsl.models.http": ("HttpModel", "HttpSettings"),
