@@ -320,10 +320,11 @@ def fact_models(facts: Iterable[tuple[str, Sequence[Fact]]]) -> dict[str, list[F
     """Each key's facts (as `RunOutcome.facts_by_key` gives them) as `FactModel.of` of each.
 
     Built with the objects older than the call frozen (`quiet_collector`, as during
-    a run): the collections its allocations cause walk only the models it makes."""
+    a run): the collections its allocations cause walk only the models it makes. The
+    keys are plain `str` (a `ContextKey` is a subclass), so a dump is plain data."""
     of = FactModel.of
     with quiet_collector():
-        return {key: [of(fact) for fact in items] for key, items in facts}
+        return {str(key): [of(fact) for fact in items] for key, items in facts}
 
 
 def write_run_result(

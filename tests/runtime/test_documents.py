@@ -270,3 +270,18 @@ def test_a_documents_repr_counts_its_facts_instead_of_listing_them() -> None:
     assert "'signals': '<2000 facts>'" in shown
     assert len(shown) < 400
     assert len(document.model_dump_json()) > 100_000  # the document itself holds them all
+
+
+def test_fact_models_key_their_facts_by_plain_str() -> None:
+    """A run's keys are `ContextKey`s (a `str` subclass); the document's are plain `str`, so
+    its `model_dump()` is plain data (`yaml.safe_dump` refuses a subclass)."""
+    import yaml
+
+    from converge_dsl.engine.types import ContextKey
+
+    made = documents.fact_models([(ContextKey("signals"), _facts(2))])
+    assert [type(key) for key in made] == [str]
+    document = RunResultDocument.build(
+        stop_reason="converged", cycles=1, facts=(), diagnostics=[], usage=UsageModel()
+    ).model_copy(update={"facts": made})
+    yaml.safe_dump(document.model_dump())
