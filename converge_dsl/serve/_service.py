@@ -168,6 +168,7 @@ class RunService:
     async def start(self) -> None:
         """Recover the stored runs (see the module docstring), then start the workers."""
         self._queues = {name: asyncio.Queue() for name in self.pipelines}
+        self._handed, self._added = {}, {}  # a service started again: runs are recovered
         if self.workers is not None:
             await asyncio.to_thread(self.start_workers)
         else:
@@ -335,6 +336,11 @@ class RunService:
             try:
                 await asyncio.shield(task)
             except asyncio.CancelledError:
+                worker = asyncio.current_task()
+                if worker is not None and not worker.cancelling():  # a DELETE, before it ran
+                    self._cancelling.discard(run)
+                    self._end(run, None, "cancelled", "cancelled", None, row=row)
+                    continue
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

@@ -1,27 +1,26 @@
 """The service's durable state: runs, their events and results in one SQLite file (WAL).
 
-`RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run
-is one row of `runs` with its status: `queued` -> `running` -> `done`, or
-`paused` (waiting for a human; `decide` queues it again with the decisions),
-or `cancelled`; a run a worker takes at once is added `running` (`add`). A run's events are numbered from 0, each the compact record
-the run's `EventSink` made (`_events`), rendered as its trace line when read
-(`events`). They are stored as they are handed over, several consecutive
-records to a row of `events`: `seq` is the number of the first, `line` the
-records joined by newlines (neither a record nor a line an older server
-stored whole holds a raw newline; an older server's rows hold one each). One
-row per write, not per record, keeps the index and the statements a run
-costs small. The result of a run that ended is a row of `results` (the
-run's row keeps only a pause's, which is no end; an older server's rows keep
-both), written in the same
-transaction that marks the run `done`, so a run ends exactly once: `finish`
-refuses a run that is not `running` (a second worker, or a run recovered
-after a crash that had already ended). The runs' checkpoint journals live in
-the same file (`checkpoints`, `converge_dsl.runtime.SqliteJournals`): each
-record is committed with the run's events written since the last one, and a
-run's journal is deleted in the transaction that stores its result (or
-cancels it). `recover()` at start moves every
-`running` run back to `queued` (the server died under it: it continues from
-its checkpoint) and returns the queued ones in arrival order.
+`RunStore(path)` opens (or creates) `STATE/runs.sqlite3` in WAL mode. A run is
+one row of `runs` with its status: `queued` -> `running` -> `done`, or `paused`
+(waiting for a human; `decide` queues it again with the decisions), or
+`cancelled`; a run a worker takes at once is added `running` (`add`). A run's
+events are numbered from 0, each the compact record the run's `EventSink` made
+(`_events`), rendered as its trace line when read (`events`). They are stored
+as they are handed over, several consecutive records to a row of `events`:
+`seq` is the number of the first, `line` the records joined by newlines
+(neither a record nor a line an older server stored whole holds a raw newline;
+an older server's rows hold one each). One row per write, not per record, keeps
+the index and the statements a run costs small. The result of a run that ended
+is a row of `results` (the run's row keeps only a pause's, which is no end; an
+older server's rows keep both), written in the same transaction that marks the
+run `done`, so a run ends exactly once: `finish` refuses a run that is not
+`running` (a second worker, or a run recovered after a crash that had already
+ended). The runs' checkpoint journals live in the same file (`checkpoints`,
+`converge_dsl.runtime.SqliteJournals`): each record is committed with the run's
+events written since the last one, and a run's journal is deleted in the
+transaction that stores its result (or cancels it). `recover()` at start moves
+every `running` run back to `queued` (the server died under it: it continues
+from its checkpoint) and returns the queued ones in arrival order.
 
 Every call is synchronous and short (one transaction, under the store's lock:
 atomic within the process, which is the only writer of `runs`); the service

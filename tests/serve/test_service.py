@@ -362,3 +362,79 @@ def test_a_run_cancelled_before_its_waiting_worker_takes_it_never_runs(tmp_path:
     assert results == []
     assert events == []
     assert (after.status, after.stop_reason) == ("done", "converged")
+
+
+def test_a_cancel_before_the_runs_task_first_ran_ends_it_and_keeps_the_worker(
+    tmp_path: Path,
+) -> None:
+    """The worker took the run and made its task, which has not run yet, when a cancel
+    lands: the run ends cancelled (not left running), and the worker lives on to take
+    the next run."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> tuple[RunRow, RunRow, list[bool]]:
+        await service.start()
+        try:
+            await _until_a_worker_waits(service)
+            run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+            await asyncio.sleep(0)  # the worker takes it and makes its task, not yet run
+            assert run in service._tasks
+            service.cancel(run)
+            ended = await service.wait(run, 30.0)
+            after = service.submit("steady", RunRequest.of({"inputs": {"number": 2}}))
+            later = await service.wait(after, 30.0)
+            return ended, later, [not task.done() for task in service._workers]
+        finally:
+            await service.stop()
+
+    try:
+        ended, later, alive = asyncio.run(main())
+        stored = store.get(ended.id)
+    finally:
+        store.close()
+    assert (ended.status, ended.stop_reason) == ("cancelled", "cancelled")
+    assert stored is not None
+    assert stored.status == "cancelled"
+    assert (later.status, later.stop_reason) == ("done", "converged")
+    assert alive == [True]
+
+
+def test_a_run_handed_to_a_worker_finishes_once_when_the_service_starts_again(
+    tmp_path: Path,
+) -> None:
+    """A run added running for a waiting worker, the service stopped before that worker
+    took it and started again (a lifespan entered twice): the run is recovered, runs,
+    and its end is stored."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> RunRow:
+        await service.start()
+        await _until_a_worker_waits(service)
+        run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+        await service.stop()  # before the woken worker ran
+        await service.start()
+        try:
+            return await service.wait(run, 30.0)
+        finally:
+            await service.stop()
+
+    try:
+        ended = asyncio.run(main())
+        stored = store.get(ended.id)
+        results = store.results(ended.id)
+    finally:
+        store.close()
+    assert (ended.status, ended.stop_reason) == ("done", "converged")
+    assert stored is not None
+    assert (stored.status, stored.stop_reason) == ("done", "converged")
+    assert len(results) == 1
