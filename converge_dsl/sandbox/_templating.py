@@ -59,7 +59,7 @@ from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError
 from converge_dsl.sandbox._codegen import BoundedCodeGenerator, Generated, generate, parse
 from converge_dsl.sandbox._data import BadValue, fromjson, json_data
-from converge_dsl.sandbox._governor import Exhausted, governed
+from converge_dsl.sandbox._governor import BUDGET, Budget, Exhausted
 from converge_dsl.sandbox._limits import (
     FILTER_CHECKS,
     MAX_EXPONENT,
@@ -354,22 +354,32 @@ def _render_error(exc: Exception) -> TemplateRenderError:
 
 
 def _run(template: jinja2.Template, scope: dict[str, Any]) -> tuple[jinja2.runtime.Context, str]:
-    """Render with `scope` as the shared parent (no copy); bounded; translated errors."""
+    """Render with `scope` as the shared parent (no copy); bounded; translated errors.
+
+    The render's budget is opened as `governed(MAX_STEPS, MAX_WORK)` opens it (or the
+    one already open is joined), without its object: every render pays for it
+    (`bench/batch.py`, CPU per case; `tests/sandbox/test_templating.py` holds the two
+    alike)."""
+    token = None if BUDGET.get() is not None else BUDGET.set(Budget(MAX_STEPS, MAX_WORK))
     try:
-        with governed(MAX_STEPS, MAX_WORK):
-            return _render_chunks(template, scope)
+        return _render_chunks(template, scope)
     except (RecursionError, MemoryError) as exc:
         raise TemplateRenderError(
             f"template is too deep or too large ({type(exc).__name__})"
         ) from None
     except Exception as exc:  # any error inside sandboxed code is the template's fault
         raise _render_error(exc) from None
+    finally:
+        if token is not None:
+            BUDGET.reset(token)
 
 
 def _render_chunks(
     template: jinja2.Template, scope: dict[str, Any]
 ) -> tuple[jinja2.runtime.Context, str]:
-    context = template.new_context(scope, shared=True)
+    # What `template.new_context(scope, shared=True)` makes, made directly.
+    env = template.environment
+    context = env.context_class(env, scope, template.name, template.blocks, template.globals)
     size = 0
     chunks: list[str] = []
     for chunk in template.root_render_func(context):

@@ -192,3 +192,23 @@ def test_a_records_fields_pass_the_attribute_rules_once_then_are_read_directly(
     for _ in range(2):
         with pytest.raises(TemplateRenderError):
             render(compile_template("{{ r._hidden }}"), scope)
+
+
+def test_a_render_opens_its_budget_as_governed_does_or_joins_the_open_one() -> None:
+    from converge_dsl.sandbox._governor import BUDGET, governed
+    from converge_dsl.sandbox._templating import MAX_STEPS
+
+    template = compile_template("{{ x.y }}{{ x.y }}")
+    scope = {**GLOBALS, "x": {"y": "ab"}}
+    assert render(template, scope) == "abab"
+    assert BUDGET.get() is None  # closed again
+    with governed(100, 100) as outer:
+        assert render(template, scope) == "abab"
+        assert BUDGET.get() is outer
+    assert (outer.steps, outer.work) == (98, 96)  # a step per read, the output's size
+    with governed(1, 100), pytest.raises(TemplateRenderError, match="budget of 1 steps"):
+        render(template, scope)
+    loops = "{% for i in range(10000) %}{% for j in range(100) %}{% endfor %}{% endfor %}"
+    with pytest.raises(TemplateRenderError, match=f"budget of {MAX_STEPS} steps"):
+        render(compile_template(loops), dict(GLOBALS))  # its own budget, the render's bound
+    assert BUDGET.get() is None
