@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from types import CodeType
+from types import CodeType, FunctionType
 from typing import Any
 
 import jinja2
@@ -178,6 +178,14 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         __self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any
     ) -> Any:
         spend()
+        if type(__obj) is FunctionType and not kwargs and not __obj.__dict__:
+            # A plain function with no attributes (the scope's helpers): nothing marks it
+            # unsafe or asks for the context, so Jinja's checks below would call it as is.
+            try:
+                value = __obj(*args)
+            except StopIteration:
+                value = __context.environment.undefined(_STOPPED)
+            return produce(value)
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, str | bytes) and args:  # str methods that can grow text
             name = getattr(__obj, "__name__", "")
@@ -186,6 +194,10 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
             elif name == "replace":
                 check_replace(owner, *args)
         return produce(super().call(__context, __obj, *args, **kwargs))
+
+
+# Jinja's own words for a call that raised StopIteration (`Context.call`).
+_STOPPED = "value was undefined because a callable raised a StopIteration exception"
 
 
 # Record types (facts, proposals, data objects) whose readable fields are named
