@@ -6,7 +6,9 @@ order), `proposals.<key>`, `count(key)`, `has(key)`, `fact(key, id)`,
 `data_of(key)` (the data of the key's facts, in promotion order), `cycle`,
 `inputs`, plus the bounded `range`. The dict is cached on the view and its
 version, cycle and pending proposals, so the N candidates of a cycle share one
-build. Treat it as read-only; add `item`/`index` with `with_item`.
+build. Treat it as read-only; add `item`/`index` with `with_item`. The scopes
+of the last `KEEP_VIEWS` views are kept: the suggestors of a pipeline loaded
+once serve all its runs, and a batch's runs take turns on one event loop.
 
 Linear by construction: the `facts` and `proposals` maps are built over every
 declared key once per view; after that, a new version of the same `Context`
@@ -37,83 +39,102 @@ register_record(FrozenDict, "the object")  # data: its fields are its keys
 
 # (version, cycle, pending version) of the view a scope was built for.
 _Stamp = tuple[int, int, int]
+# The views whose scopes are kept (the latest used): one per run at once, since the
+# suggestors of a pipeline loaded once serve every run of a batch (16 at once by
+# default), whose runs take turns on the event loop. A view past this many is built
+# from scratch again when it comes back; a kept view holds its context alive.
+KEEP_VIEWS = 32
+
+
+class _ViewScope:
+    """The scope of one view: the facts and proposals maps, kept up to date."""
+
+    __slots__ = ("facts", "helpers", "own", "pending_keys", "proposals", "scope", "stamp", "view")
+
+    def __init__(self, view: ContextView) -> None:
+        self.view = view
+        self.stamp: _Stamp = (-1, -1, -1)
+        self.scope: dict[str, Any] = {}
+        self.facts: dict[str, tuple[Fact, ...]] = {}
+        self.proposals: dict[str, tuple[ProposedFact, ...]] = {}
+        self.pending_keys: frozenset[str] = frozenset()
+        self.helpers: dict[str, Any] = {}
+        self.own: dict[str, frozenset[str]] = {}
 
 
 class RenderScopes:
-    """The render scope of the latest view version, updated by the keys that changed."""
+    """The render scope of the latest version of each view, updated by the keys that changed.
 
-    __slots__ = (
-        "_declared",
-        "_facts",
-        "_helpers",
-        "_inputs",
-        "_keys",
-        "_own",
-        "_pending_keys",
-        "_proposals",
-        "_scope",
-        "_stamp",
-        "_view",
-        "names",
-    )
+    The scopes of the last `KEEP_VIEWS` views are kept, so runs that take turns
+    (a batch's cases on one loop) do not build each other's from scratch.
+    """
+
+    __slots__ = ("_declared", "_inputs", "_keys", "_last", "_views", "names")
 
     def __init__(self, keys: tuple[str, ...], inputs: JsonObject | None = None) -> None:
         self._keys = keys
         self._declared = frozenset(keys)
         self._inputs = dict(inputs or {})
-        self._view: ContextView | None = None
-        self._stamp: _Stamp = (-1, -1, -1)
-        self._scope: dict[str, Any] = {}
-        self._facts: dict[str, tuple[Fact, ...]] = {}
-        self._proposals: dict[str, tuple[ProposedFact, ...]] = {}
-        self._pending_keys: frozenset[str] = frozenset()
-        self._helpers: dict[str, Any] = {}
-        self._own: dict[str, frozenset[str]] = {}
+        self._last: _ViewScope | None = None
+        self._views: dict[int, _ViewScope] = {}  # by the view's id; the view is held
         self.names: frozenset[str] = CONTEXT_NAMES
 
-    def _fresh(self, view: ContextView) -> None:
+    def _fresh(self, view: ContextView) -> _ViewScope:
         context = view if isinstance(view, Context) else None
         stamp = (view.version, view.cycle, 0 if context is None else context.pending_version)
-        if view is self._view and stamp == self._stamp:
-            return
-        if view is self._view and context is not None and stamp[0] >= self._stamp[0]:
-            self._advance(context)
+        kept = self._last
+        if kept is None or kept.view is not view:
+            kept = self._kept(view)
+        if stamp == kept.stamp:
+            return kept
+        if context is not None and kept.stamp[0] != -1 and stamp[0] >= kept.stamp[0]:
+            self._advance(kept, context)
         else:
-            self._rebuild(view)
-        self._view = view
-        self._stamp = stamp
-        self._own = {}
-        self._scope = {
+            self._rebuild(kept, view)
+        kept.stamp = stamp
+        kept.own = {}
+        kept.scope = {
             **GLOBALS,
-            "facts": self._facts,
-            "proposals": self._proposals,
-            **self._helpers,
+            "facts": kept.facts,
+            "proposals": kept.proposals,
+            **kept.helpers,
             "cycle": view.cycle,
             "inputs": self._inputs,
         }
+        return kept
 
-    def _rebuild(self, view: ContextView) -> None:
+    def _kept(self, view: ContextView) -> _ViewScope:
+        """The kept scope of `view` (a new one, unbuilt, if it has none), now the latest."""
+        views = self._views
+        kept = views.pop(id(view), None)
+        if kept is None:
+            kept = _ViewScope(view)
+            if len(views) >= KEEP_VIEWS:
+                del views[next(iter(views))]  # the one used longest ago
+        views[id(view)] = self._last = kept
+        return kept
+
+    def _rebuild(self, kept: _ViewScope, view: ContextView) -> None:
         """Every declared key from scratch: once per view."""
-        self._facts = {k: view.get(k) for k in self._keys}
-        self._proposals = {k: view.proposals(k) for k in self._keys}
-        self._pending_keys = view.pending_keys() if isinstance(view, Context) else frozenset()
-        self._helpers = _helpers(view)
+        kept.facts = {k: view.get(k) for k in self._keys}
+        kept.proposals = {k: view.proposals(k) for k in self._keys}
+        kept.pending_keys = view.pending_keys() if isinstance(view, Context) else frozenset()
+        kept.helpers = _helpers(view)
 
-    def _advance(self, view: Context) -> None:
+    def _advance(self, kept: _ViewScope, view: Context) -> None:
         """Only the keys of the facts promoted, and the proposals replaced, since the last build."""
-        declared, facts = self._declared, self._facts
-        for key in {fact.key for fact in view.facts_since(self._stamp[0])}:
+        declared, facts = self._declared, kept.facts
+        for key in {fact.key for fact in view.facts_since(kept.stamp[0])}:
             if key in declared:
                 facts[key] = view.get(key)
-        if view.pending_version != self._stamp[2]:
+        if view.pending_version != kept.stamp[2]:
             pending = view.pending_keys()
-            for key in (pending | self._pending_keys) & declared:
-                self._proposals[key] = view.proposals(key)
-            self._pending_keys = pending
+            for key in (pending | kept.pending_keys) & declared:
+                kept.proposals[key] = view.proposals(key)
+            kept.pending_keys = pending
 
     def scope(self, view: ContextView) -> dict[str, Any]:
-        self._fresh(view)
-        return self._scope
+        return self._fresh(view).scope
 
     def owns(self, view: ContextView, key: str, source: str) -> bool:
         """Whether `source` holds a fact or a pending proposal under `key` (O(1) on a `Context`).
@@ -127,13 +148,13 @@ class RenderScopes:
 
     def own_sources(self, view: ContextView, key: str) -> frozenset[str]:
         """The provenance sources of the facts and pending proposals under `key`."""
-        self._fresh(view)
-        found = self._own.get(key)
+        own = self._fresh(view).own
+        found = own.get(key)
         if found is None:
             found = frozenset(f.provenance.source for f in view.get(key)) | frozenset(
                 p.provenance.source for p in view.proposals(key)
             )
-            self._own[key] = found
+            own[key] = found
         return found
 
 

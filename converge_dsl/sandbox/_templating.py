@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from types import CodeType
+from types import CodeType, FunctionType
 from typing import Any
 
 import jinja2
@@ -59,7 +59,7 @@ from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError
 from converge_dsl.sandbox._codegen import BoundedCodeGenerator, Generated, generate, parse
 from converge_dsl.sandbox._data import BadValue, fromjson, json_data
-from converge_dsl.sandbox._governor import Exhausted, governed
+from converge_dsl.sandbox._governor import BUDGET, Budget, Exhausted
 from converge_dsl.sandbox._limits import (
     FILTER_CHECKS,
     MAX_EXPONENT,
@@ -178,6 +178,14 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         __self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any
     ) -> Any:
         spend()
+        if type(__obj) is FunctionType and not kwargs and not __obj.__dict__:
+            # A plain function with no attributes (the scope's helpers): nothing marks it
+            # unsafe or asks for the context, so Jinja's checks below would call it as is.
+            try:
+                value = __obj(*args)
+            except StopIteration:
+                value = __context.environment.undefined(_STOPPED)
+            return produce(value)
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, str | bytes) and args:  # str methods that can grow text
             name = getattr(__obj, "__name__", "")
@@ -186,6 +194,10 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
             elif name == "replace":
                 check_replace(owner, *args)
         return produce(super().call(__context, __obj, *args, **kwargs))
+
+
+# Jinja's own words for a call that raised StopIteration (`Context.call`).
+_STOPPED = "value was undefined because a callable raised a StopIteration exception"
 
 
 # Record types (facts, proposals, data objects) whose readable fields are named
@@ -354,22 +366,32 @@ def _render_error(exc: Exception) -> TemplateRenderError:
 
 
 def _run(template: jinja2.Template, scope: dict[str, Any]) -> tuple[jinja2.runtime.Context, str]:
-    """Render with `scope` as the shared parent (no copy); bounded; translated errors."""
+    """Render with `scope` as the shared parent (no copy); bounded; translated errors.
+
+    The render's budget is opened as `governed(MAX_STEPS, MAX_WORK)` opens it (or the
+    one already open is joined), without its object: every render pays for it
+    (`bench/batch.py`, CPU per case; `tests/sandbox/test_templating.py` holds the two
+    alike)."""
+    token = None if BUDGET.get() is not None else BUDGET.set(Budget(MAX_STEPS, MAX_WORK))
     try:
-        with governed(MAX_STEPS, MAX_WORK):
-            return _render_chunks(template, scope)
+        return _render_chunks(template, scope)
     except (RecursionError, MemoryError) as exc:
         raise TemplateRenderError(
             f"template is too deep or too large ({type(exc).__name__})"
         ) from None
     except Exception as exc:  # any error inside sandboxed code is the template's fault
         raise _render_error(exc) from None
+    finally:
+        if token is not None:
+            BUDGET.reset(token)
 
 
 def _render_chunks(
     template: jinja2.Template, scope: dict[str, Any]
 ) -> tuple[jinja2.runtime.Context, str]:
-    context = template.new_context(scope, shared=True)
+    # What `template.new_context(scope, shared=True)` makes, made directly.
+    env = template.environment
+    context = env.context_class(env, scope, template.name, template.blocks, template.globals)
     size = 0
     chunks: list[str] = []
     for chunk in template.root_render_func(context):

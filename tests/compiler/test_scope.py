@@ -90,6 +90,38 @@ def test_another_view_is_built_from_scratch() -> None:
     assert [f.id for f in scope["facts"]["b"]] == ["2"]
 
 
+def test_views_that_take_turns_keep_their_scopes_up_to_date() -> None:
+    """A batch's runs take turns on one loop with the same suggestors: each view keeps
+    its scope (not built again when another was asked for in between), advanced by what
+    changed, the same as one built from scratch; past `KEEP_VIEWS` views, the oldest
+    is built again when it comes back."""
+    from converge_dsl.compiler._scope import KEEP_VIEWS
+
+    rng = random.Random(11)
+    scopes = RenderScopes(KEYS)
+    contexts = [Context() for _ in range(3)]
+    writers = [ContextWriter(ctx) for ctx in contexts]
+    first = [scopes.scope(ctx) for ctx in contexts]
+    assert [scopes.scope(ctx) for ctx in contexts] == first
+    assert all(a is b for a, b in zip(first, [scopes.scope(c) for c in contexts], strict=True))
+    for step in range(150):
+        turn = rng.randrange(3)
+        if rng.random() < 0.7:
+            writers[turn].add_fact(_fact(rng.choice(KEYS), f"f{step}"))
+        else:
+            writers[turn].set_pending([_proposal(rng.choice(KEYS), f"p{step}")])
+        for ctx in contexts:
+            scope, fresh = scopes.scope(ctx), _built_from_scratch(ctx, KEYS)
+            assert (scope["facts"], scope["proposals"]) == (fresh["facts"], fresh["proposals"])
+            assert scopes.scope(ctx) is scope
+    many = [Context.from_facts([_fact("a", str(i))]) for i in range(KEEP_VIEWS + 1)]
+    for ctx in many:
+        scopes.scope(ctx)
+    again = scopes.scope(contexts[0])  # dropped by the many since: built again, the same
+    assert again["facts"] == _built_from_scratch(contexts[0], KEYS)["facts"]
+    assert [f.id for f in scopes.scope(many[-1])["facts"]["a"]] == [str(KEEP_VIEWS)]
+
+
 class _PlainView:
     """A `ContextView` that is not a `Context`: scopes rebuild it, `owns` reads it."""
 

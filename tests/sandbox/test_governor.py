@@ -7,15 +7,23 @@ under a fake clock whose deadline has passed, or a small budget.
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import textwrap
 import time
+from typing import Any
 
 import pytest
 
 from converge_dsl.clock import FakeClock
-from converge_dsl.sandbox._governor import DeadlinePassed, governed, run_deadline, spend
+from converge_dsl.sandbox._governor import (
+    DeadlinePassed,
+    Exhausted,
+    governed,
+    run_deadline,
+    spend,
+)
 from converge_dsl.sandbox._templating import (
     GLOBALS,
     TemplateRenderError,
@@ -162,3 +170,61 @@ def test_the_governor_shares_one_budget_and_reads_the_deadline_cooperatively() -
         with pytest.raises(DeadlinePassed, match="while a check ran"):
             _spend_often(300)
     spend(10**9)  # no budget open: nothing is counted
+
+
+class _CountingClock(FakeClock):
+    """A fake clock that counts its reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def monotonic(self) -> float:
+        self.reads += 1
+        return super().monotonic()
+
+
+def _charges(
+    use_spend: bool, deadline: float | None, charges: list[tuple[int, int]], late: int
+) -> list[Any]:
+    """What each charge leaves (steps, work, clock reads) or raises, charged through the
+    module's `spend` (its inlined fast path) or straight through `Budget.spend`; the
+    clock passes any deadline before charge `late`."""
+    clock = _CountingClock()
+    seen: list[Any] = []
+    with run_deadline(clock, deadline), governed(600, 900, "check") as budget:
+        for number, (steps, size) in enumerate(charges):
+            if number == late:
+                clock.advance(10)
+            try:
+                if use_spend:
+                    spend(steps, size)
+                else:
+                    budget.spend(steps, size)
+            except Exhausted as exc:
+                seen.append((type(exc).__name__, exc.message, budget.steps, budget.work))
+                break
+            seen.append((budget.steps, budget.work, clock.reads))
+    return seen
+
+
+@pytest.mark.parametrize("deadline", [None, 5.0])
+@pytest.mark.parametrize("shape", ["steps", "work", "deadline"])
+def test_spend_charges_as_the_budget_does_up_to_and_past_every_bound(
+    deadline: float | None, shape: str
+) -> None:
+    rng = random.Random(f"{shape}{deadline}")
+    if shape == "steps":  # crosses the 600 steps before the deadline is looked at again
+        charges = [(rng.choice((0, 1, 1, 2)), 0) for _ in range(1_000)]
+    elif shape == "work":
+        charges = [(0, rng.choice((0, 1, 3))) for _ in range(1_000)]
+    else:  # within both bounds: only the deadline (checked every CLOCK_EVERY) stops it
+        charges = [(rng.choice((0, 1)), 0) for _ in range(1_000)][:590]
+    late = 400 if shape == "deadline" else len(charges)
+    seen = _charges(True, deadline, charges, late)
+    assert seen == _charges(False, deadline, charges, late)
+    stopped = {"steps": "Exhausted", "work": "Exhausted", "deadline": "DeadlinePassed"}[shape]
+    if shape != "deadline" or deadline is not None:
+        assert seen[-1][0] == stopped
+    else:
+        assert len(seen) == len(charges)

@@ -192,3 +192,74 @@ def test_a_records_fields_pass_the_attribute_rules_once_then_are_read_directly(
     for _ in range(2):
         with pytest.raises(TemplateRenderError):
             render(compile_template("{{ r._hidden }}"), scope)
+
+
+def test_a_render_opens_its_budget_as_governed_does_or_joins_the_open_one() -> None:
+    from converge_dsl.sandbox._governor import BUDGET, governed
+    from converge_dsl.sandbox._templating import MAX_STEPS
+
+    template = compile_template("{{ x.y }}{{ x.y }}")
+    scope = {**GLOBALS, "x": {"y": "ab"}}
+    assert render(template, scope) == "abab"
+    assert BUDGET.get() is None  # closed again
+    with governed(100, 100) as outer:
+        assert render(template, scope) == "abab"
+        assert BUDGET.get() is outer
+    assert (outer.steps, outer.work) == (98, 96)  # a step per read, the output's size
+    with governed(1, 100), pytest.raises(TemplateRenderError, match="budget of 1 steps"):
+        render(template, scope)
+    loops = "{% for i in range(10000) %}{% for j in range(100) %}{% endfor %}{% endfor %}"
+    with pytest.raises(TemplateRenderError, match=f"budget of {MAX_STEPS} steps"):
+        render(compile_template(loops), dict(GLOBALS))  # its own budget, the render's bound
+    assert BUDGET.get() is None
+
+
+def test_plain_functions_are_called_as_jinjas_checks_would_call_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scope's helpers (plain functions, no attributes) skip Jinja's checks; what the
+    checks would do to them, and to every other callable, stays the same."""
+    import jinja2
+    import jinja2.sandbox
+
+    from converge_dsl.sandbox._governor import governed
+
+    def stops() -> None:
+        raise StopIteration
+
+    def unsafe() -> str:
+        return "ran"
+
+    unsafe.unsafe_callable = True  # type: ignore[attr-defined]
+
+    @jinja2.pass_context
+    def with_context(context: jinja2.runtime.Context, key: str) -> str:
+        return f"{key}={context['n']}"
+
+    scope = {
+        **GLOBALS,
+        "count": lambda key: len(key),  # noqa: PLW0108 - a lambda, as the scope's helpers are
+        "n": 7,
+        "stops": stops,
+        "unsafe": unsafe,
+        "with_context": with_context,
+        "words": "a b",
+    }
+    source = (
+        "{{ count('abc') }} {{ stops() is defined }} {{ with_context('k') }}"
+        " {{ words.split() | length }} {{ range(3) | list | length }}"
+    )
+    checked: list[object] = []
+    jinja_call = jinja2.sandbox.SandboxedEnvironment.call
+
+    def counted(self: object, context: object, obj: object, *args: object, **kw: object) -> object:
+        checked.append(obj)
+        return jinja_call(self, context, obj, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jinja2.sandbox.SandboxedEnvironment, "call", counted)
+    with governed(1_000, 1_000) as budget:
+        assert render(compile_template(source), scope) == "3 False k=7 2 3"
+    assert (budget.steps, budget.work) == (990, 976)  # the charges of the checked path
+    assert checked == [with_context, scope["words"].split]  # the plain ones skip the checks
+    with pytest.raises(TemplateRenderError, match="is not safely callable"):
+        render(compile_template("{{ unsafe() }}"), scope)
