@@ -101,11 +101,11 @@ class Registry:
 
     def candidates(self, dirty: Collection[str]) -> Sequence[int]:
         """Registration indices of suggestors under a dirty key or always candidates, sorted
-        (read-only: with one dirty key and no always-candidates, the index's own list)."""
+        (a copy: a suggestor registered while a cycle runs joins the next one)."""
         by_key = self._by_key
         if len(dirty) == 1 and not self._always:
             for key in dirty:
-                return by_key.get(key, _NONE)
+                return tuple(by_key.get(key, _NONE))
         found: set[int] = set(self._always)
         for key in dirty:
             listed = by_key.get(key)

@@ -26,7 +26,7 @@ from converge_dsl.engine import events as ev
 from converge_dsl.engine._admission import Admission
 from converge_dsl.engine._explain import explain
 from converge_dsl.engine._opening import Decided, emit_opening, emit_still_pending
-from converge_dsl.engine._registry import Registry, is_synchronous
+from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys
 from converge_dsl.engine.budget import SPENDER, Budget, StopReason
 from converge_dsl.engine.state import EngineState, HitlPause, RunResult
@@ -127,18 +127,18 @@ class Run:
                     raise Stop(StopReason.HITL_PAUSE)
                 while True:
                     # A cycle whose suggestors are all synchronous awaits nothing.
-                    cycle, accepted, inline = self._open_cycle()
-                    if inline:
+                    cycle, accepted, synchronous = self._open_cycle()
+                    if all(synchronous):
                         outcomes = [self._inline(cast(SyncSuggestor, s)) for s in accepted]
                     else:
-                        outcomes = await self._execute_all(accepted)
+                        outcomes = await self._execute_all(accepted, synchronous)
                     self._close_cycle(cycle, accepted, outcomes)
         except Stop as stop:
             return self._finish(stop)
 
-    def _open_cycle(self) -> tuple[int, list[Suggestor], bool]:
-        """Start the next cycle: its number, its accepted suggestors and whether every one
-        of them is synchronous; raises `Stop` instead when the run ends before it."""
+    def _open_cycle(self) -> tuple[int, list[Suggestor], list[bool]]:
+        """Start the next cycle: its number, its accepted suggestors and which of them are
+        synchronous; raises `Stop` instead when the run ends before it."""
         state, log = self._state, self._log
         if self._cancelled:
             raise Stop(StopReason.CANCELLED)
@@ -149,7 +149,7 @@ class Run:
         state.writer.set_cycle(cycle)
         dirty, state.dirty = state.dirty, set()
         state.promoted = 0
-        accepted, inline = self._accepted(dirty, cycle)
+        accepted, synchronous = self._accepted(dirty, cycle)
         if not accepted and not state.promoted:
             self._converge()
         usage_stop = state.usage.stop_before_cycle()
@@ -168,7 +168,7 @@ class Run:
                 log.emit(
                     ev.SuggestorStarted(cycle=cycle, suggestor=suggestor.name, timing=log.timing())
                 )
-        return cycle, accepted, inline
+        return cycle, accepted, synchronous
 
     def _close_cycle(self, cycle: int, accepted: list[Suggestor], outcomes: list[_Outcome]) -> None:
         """Merge the cycle's outcomes in registration order and end it."""
@@ -177,24 +177,23 @@ class Run:
         self._admission.check_invariants("semantic")
         self._end_cycle(cycle)
 
-    def _accepted(self, dirty: set[str], cycle: int) -> tuple[list[Suggestor], bool]:
+    def _accepted(self, dirty: set[str], cycle: int) -> tuple[list[Suggestor], list[bool]]:
         """The candidates under `dirty` (and the always-candidates) whose `accepts` is true,
-        and whether they are all synchronous."""
+        and which of them are synchronous (as registered: `Registry.synchronous`)."""
         ctx = self._state.context
         registry = self._registry
         suggestors, synchronous = registry.suggestors, registry.synchronous
         accepted: list[Suggestor] = []
-        inline = True
+        flags: list[bool] = []
         for index in registry.candidates(dirty):
             suggestor = suggestors[index]
             try:
                 if suggestor.accepts(ctx):
                     accepted.append(suggestor)
-                    if not synchronous[index]:
-                        inline = False
+                    flags.append(synchronous[index])
             except Exception as exc:
                 self._suggestor_failed(suggestor.name, cycle, exc)
-        return accepted, inline
+        return accepted, flags
 
     def _end_cycle(self, cycle: int) -> None:
         state, log = self._state, self._log
@@ -230,7 +229,7 @@ class Run:
         self._admission.check_invariants("acceptance")
         raise Stop(StopReason.CONVERGED)
 
-    async def _execute_all(self, accepted: list[Suggestor]) -> list[_Outcome]:
+    async def _execute_all(self, accepted: list[Suggestor], inline: list[bool]) -> list[_Outcome]:
         """Every accepted suggestor's outcome, in registration order.
 
         A synchronous suggestor (`SyncSuggestor`: no I/O, no model call) runs
@@ -238,7 +237,6 @@ class Run:
         Which runs first does not matter: they read the same view, and their
         effects merge in registration order (docs/architecture.md §7).
         """
-        inline = [is_synchronous(s) for s in accepted]
         done = {
             i: self._inline(cast(SyncSuggestor, s)) for i, s in enumerate(accepted) if inline[i]
         }

@@ -454,8 +454,9 @@ class Suggestor(Protocol):
 class SyncSuggestor(Suggestor, Protocol):
     """A suggestor that does no I/O and calls no model: the engine runs it inline.
 
-    `synchronous` is True, and `propose(ctx)` returns what `await execute(ctx)`
-    would, with no await; the engine calls `propose` on the run's own task, so
+    `synchronous` is True (read once, when the suggestor is registered), and
+    `propose(ctx)` returns what `await execute(ctx)` would, with no await; the
+    engine calls `propose` on the run's own task, so
     a cycle of synchronous suggestors schedules nothing on the event loop
     (docs/architecture.md §7).
     """

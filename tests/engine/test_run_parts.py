@@ -227,3 +227,48 @@ def test_the_facts_of_one_merge_share_one_promotion_record() -> None:
     shared = PromotionRecord.shared("auto", "engine", 2, ("suggestor:t",), "cycle/2/t")
     assert shared == PromotionRecord("auto", "engine", 2, ("suggestor:t",), "cycle/2/t")
     assert hash(shared) == hash(PromotionRecord("auto", "engine", 2, ("suggestor:t",), "cycle/2/t"))
+
+
+def test_a_suggestor_registered_during_a_cycle_joins_the_next_one() -> None:
+    """Registered from an `accepts` of the cycle under way, under the same dirty key:
+    not among that cycle's candidates (the candidates are a copy)."""
+    from converge_dsl.engine import CycleStarted
+
+    engine = Engine()
+    late = FnSuggestor("late", ["seeds"], lambda ctx: [_proposal("late", key="hypotheses")])
+
+    def first(ctx: object) -> list[ProposedFact]:
+        return [_proposal("first")]
+
+    class Registering(FnSuggestor):
+        def accepts(self, ctx: object) -> bool:
+            if "late" not in {s.name for s in engine.suggestors}:
+                engine.register(late)
+            return True
+
+    engine.register(Registering("first", ["seeds"], first))
+    result = asyncio.run(engine.run([ProposedFact("seeds", "s", "go", 1.0, Provenance("seed"))]))
+    cycles = [e.candidates for e in result.events if isinstance(e, CycleStarted)]
+    assert cycles[0] == ("first",)
+    assert late.calls == 0  # seeds is not dirty again after the first cycle
+
+
+def test_whether_a_suggestor_runs_inline_is_read_when_it_is_registered() -> None:
+    """A suggestor synchronous when registered runs inline (`propose`) in every cycle,
+    also beside an awaited one, whatever its `synchronous` says later."""
+    from converge_dsl.engine.testing import SyncFnSuggestor
+    from converge_dsl.engine.types import AgentEffect, ContextView
+
+    class Flip(SyncFnSuggestor):
+        async def execute(self, ctx: ContextView) -> AgentEffect:
+            raise AssertionError("awaited, although synchronous when registered")
+
+    flip = Flip("flip", ["seeds"], lambda ctx: [_proposal("f")])
+    awaited = FnSuggestor("awaited", ["seeds"], lambda ctx: [_proposal("w")])
+    engine = Engine()
+    engine.register_all([flip, awaited])
+    flip.synchronous = False  # type: ignore[misc]
+    result = asyncio.run(engine.run([ProposedFact("seeds", "s", "go", 1.0, Provenance("seed"))]))
+    assert result.converged
+    assert flip.calls == 1
+    assert {f.id for f in result.context.facts()} == {"s", "f", "w"}
