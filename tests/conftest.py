@@ -15,8 +15,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -108,16 +109,62 @@ def artifacts() -> Path:
 
 
 @pytest.fixture
-def schema_safety_checks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def first_arguments(monkeypatch: pytest.MonkeyPatch) -> Callable[[ModuleType, str], list[Any]]:
+    """`watch(module, name)`: the first argument of every call of `module.name` from now
+    on, in order (the calls go through)."""
+
+    def watch(module: ModuleType, name: str) -> list[Any]:
+        seen: list[Any] = []
+        real = getattr(module, name)
+
+        def counted(first: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.append(first)
+            return real(first, *args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+        return seen
+
+    return watch
+
+
+@pytest.fixture
+def schema_safety_checks(first_arguments: Callable[[ModuleType, str], list[Any]]) -> list[Any]:
     """Every schema the sandbox checks for safety (`schema_problems`) from now on, in order."""
     from converge_dsl.sandbox import _safe_schema
 
-    checked: list[Any] = []
-    problems = _safe_schema.schema_problems
+    return first_arguments(_safe_schema, "schema_problems")
 
-    def counted(schema: Any) -> Any:
-        checked.append(schema)
-        return problems(schema)
 
-    monkeypatch.setattr(_safe_schema, "schema_problems", counted)
-    return checked
+PoolIn = Callable[[Mapping[str, str]], Any]
+
+
+@pytest.fixture
+def trusts_the_environments_certificates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[PoolIn], None]]:
+    """`check(pool_in)`: the connection pool `pool_in(env)` makes (a `ShardedTransport`)
+    trusts the certificates `SSL_CERT_FILE` of `env` names, not the process's."""
+    import certifi
+
+    from converge_dsl.models import _transport
+
+    bundle = Path(certifi.where()).read_text(encoding="ascii")
+    end = "-----END CERTIFICATE-----\n"
+    one = tmp_path / "one.pem"
+    one.write_text(bundle[bundle.index("-----BEGIN") : bundle.index(end) + len(end)])
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+
+    def trusted(pool: Any) -> int:
+        return len(pool._shards[0]._pool._ssl_context.get_ca_certs())
+
+    def check(pool_in: PoolIn) -> None:
+        assert trusted(pool_in({"SSL_CERT_FILE": str(one)})) == 1
+        monkeypatch.setenv("SSL_CERT_FILE", str(one))
+        assert trusted(pool_in({})) > 1  # certifi's, whatever the process says
+        monkeypatch.delenv("SSL_CERT_FILE")
+
+    try:
+        yield check
+    finally:
+        _transport._tls.cache_clear()

@@ -3,51 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-
-import pytest
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from converge_dsl.batch._shared import SharedTransports
 
 
-def _one_certificate(folder: Path) -> Path:
-    import certifi
-
-    bundle = Path(certifi.where()).read_text(encoding="ascii")
-    end = "-----END CERTIFICATE-----\n"
-    one = folder / "one.pem"
-    one.write_text(bundle[bundle.index("-----BEGIN") : bundle.index(end) + len(end)])
-    return one
-
-
-def _trusted(env: dict[str, str]) -> int:
-    """How many certificates the pool lent for a model in a pipeline loaded in `env` trusts."""
-
-    async def lent() -> int:
-        transports = SharedTransports(4, env)
-        pool = transports.lend("m")._inner  # type: ignore[attr-defined]
-        try:
-            return len(pool._shards[0]._pool._ssl_context.get_ca_certs())
-        finally:
-            await transports.aclose()
-
-    return asyncio.run(lent())
-
-
 def test_a_shared_pool_trusts_the_certificates_of_the_pipelines_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    trusts_the_environments_certificates: Callable[[Any], None],
 ) -> None:
-    from converge_dsl.models import _transport
+    def pool_in(env: Mapping[str, str]) -> Any:
+        """The pool lent for a model of a pipeline loaded in `env`."""
 
-    one = _one_certificate(tmp_path)
-    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-    try:
-        assert _trusted({"SSL_CERT_FILE": str(one)}) == 1
-        monkeypatch.setenv("SSL_CERT_FILE", str(one))
-        assert _trusted({}) > 1  # certifi's, whatever the process says
-    finally:
-        _transport._tls.cache_clear()
+        async def lent() -> Any:
+            transports = SharedTransports(4, env)
+            try:
+                return transports.lend("m")._inner  # type: ignore[attr-defined]
+            finally:
+                await transports.aclose()
+
+        return asyncio.run(lent())
+
+    trusts_the_environments_certificates(pool_in)
 
 
 def test_the_runs_on_one_loop_share_one_pool_per_model() -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -73,18 +75,11 @@ async def test_the_analyses_read_the_environment_the_server_was_given(
 
 
 async def test_the_checks_are_bound_to_the_server_environment_once(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, first_arguments: Callable[[ModuleType, str], list[object]]
 ) -> None:
     from converge_dsl import validation
 
-    bound: list[object] = []
-    checks_in = validation.checks_in
-
-    def counted(env: Any) -> Any:
-        bound.append(env)
-        return checks_in(env)
-
-    monkeypatch.setattr(validation, "checks_in", counted)
+    bound = first_arguments(validation, "checks_in")
     environ = {"CONVERGE_DSL_MAX_FILE_BYTES": "10"}
     server = build_server(debounce=0, environ=environ)
     published: list[Any] = []

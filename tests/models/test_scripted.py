@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -250,18 +252,11 @@ def test_a_reply_is_checked_against_the_schema_it_is_given_now() -> None:
 
 
 def test_another_reply_against_a_schema_met_before_makes_no_new_validator(
-    monkeypatch: pytest.MonkeyPatch,
+    first_arguments: Callable[[ModuleType, str], list[object]],
 ) -> None:
     from converge_dsl.models import scripted
 
-    built: list[object] = []
-    make = scripted.python_validator
-
-    def counted(schema: Any, what: str = "the schema") -> Any:
-        built.append(schema)
-        return make(schema, what)
-
-    monkeypatch.setattr(scripted, "python_validator", counted)
+    built = first_arguments(scripted, "python_validator")
     schema: dict[str, Any] = {"type": "array", "items": {"type": "integer"}, "maxItems": 7}
     assert scripted.schema_problem("[1]", schema) is None
     assert scripted.schema_problem("[1, 2]", schema) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -182,24 +183,15 @@ def test_backend_failures_are_httpcore_exceptions() -> None:
 
 
 def test_an_https_model_trusts_the_certificates_of_the_run_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, trusts_the_environments_certificates: Callable[[Any], None]
 ) -> None:
     """`SSL_CERT_FILE` of the environment the model is built in, not the process's."""
     import random
 
-    import certifi
-
     from converge_dsl.clock import FakeClock
-    from converge_dsl.models import _transport, build_model
+    from converge_dsl.models import build_model
 
-    bundle = Path(certifi.where()).read_text(encoding="ascii")
-    end = "-----END CERTIFICATE-----\n"
-    one = tmp_path / "one.pem"
-    one.write_text(bundle[bundle.index("-----BEGIN") : bundle.index(end) + len(end)])
-    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-
-    def trusted(env: dict[str, str]) -> int:
+    def pool_in(env: Mapping[str, str]) -> Any:
         config = {"adapter": "openai", "base_url": "https://127.0.0.1:1/v1", "model": "m"}
         model = build_model(
             "m", config, base_dir=tmp_path, env=env, clock=FakeClock(), rng=random.Random(0)
@@ -208,12 +200,6 @@ def test_an_https_model_trusts_the_certificates_of_the_run_environment(
         async def made() -> Any:
             return model._client._http()  # type: ignore[attr-defined]  # the model's transport
 
-        transport = asyncio.run(made())
-        return len(transport._shards[0]._pool._ssl_context.get_ca_certs())
+        return asyncio.run(made())
 
-    try:
-        assert trusted({"SSL_CERT_FILE": str(one)}) == 1
-        monkeypatch.setenv("SSL_CERT_FILE", str(one))
-        assert trusted({}) > 1  # certifi's, whatever the process says
-    finally:
-        _transport._tls.cache_clear()
+    trusts_the_environments_certificates(pool_in)

@@ -3,7 +3,9 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -14,18 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def checks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def checks(
+    monkeypatch: pytest.MonkeyPatch, first_arguments: Callable[[ModuleType, str], list[Any]]
+) -> list[Any]:
     """The schemas `meta_error` really checks (its memory starts empty)."""
     monkeypatch.setattr(_schema_meta, "_META_VALID", set())
-    seen: list[Any] = []
-    check = _schema_meta._meta_error
-
-    def counted(schema: Any) -> Any:
-        seen.append(schema)
-        return check(schema)
-
-    monkeypatch.setattr(_schema_meta, "_meta_error", counted)
-    return seen
+    return first_arguments(_schema_meta, "_meta_error")
 
 
 def test_a_valid_schema_is_checked_once(checks: list[Any]) -> None:

@@ -9,10 +9,10 @@ import asyncio
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-import pytest
 
 from converge_dsl.cli import run
 from converge_dsl.clock import FakeClock
@@ -84,18 +84,11 @@ def test_a_call_is_cut_at_the_deadline_before_its_own_timeout(tmp_path: Path) ->
 
 
 def test_a_tools_input_schema_is_made_a_validator_once_for_all_its_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, first_arguments: Callable[[ModuleType, str], list[object]]
 ) -> None:
     from converge_dsl.tools import FakeTool, FakeToolServer, _run
 
-    built: list[object] = []
-    make = _run.python_validator
-
-    def counted(schema: Any, what: str = "the schema") -> Any:
-        built.append(schema)
-        return make(schema, what)
-
-    monkeypatch.setattr(_run, "python_validator", counted)
+    built = first_arguments(_run, "python_validator")
     schema = {"type": "object", "required": ["text"]}
     server = FakeToolServer("s", [FakeTool("echo", lambda a: "ok", input_schema=schema)])
     tools = RunTools(
