@@ -167,4 +167,4 @@ def trusts_the_environments_certificates(
     try:
         yield check
     finally:
-        _transport._tls.cache_clear()
+        _transport.verifying_context.cache_clear()

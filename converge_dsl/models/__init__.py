@@ -21,9 +21,11 @@ and compilation from a loaded document (a test file's inline replies use it);
 `ShardedTransport`, the HTTP connection pool of a model (callers that run a pipeline
 many times share one per model), `LentTransport`, such a pool lent to one run
 (closing it leaves the pool open), `certificates_in(env)`, the certificates an
-environment names for such a pool; `Redactor`, which masks known secret values in every
-form a text may show them (the tool servers' results use it too), and `redact_text(text,
-secrets)`, its masking of secret values in any text (a service's error answers use it).
+environment names for such a pool, and `verifying_context(certificates)`, its TLS
+context (an HTTP tool server's client uses them too); `Redactor`, which masks known
+secret values in every form a text may show them (the tool servers' results use it
+too), and `redact_text(text, secrets)`, its masking of secret values in any text (a
+service's error answers use it).
 
 Names are imported on first use (PEP 562): the model-script check must not
 pay for the HTTP adapters' imports.
@@ -66,6 +68,7 @@ else:
                 "LentTransport",
                 "ShardedTransport",
                 "certificates_in",
+                "verifying_context",
             ),
             "converge_dsl.models.cassette": ("RecordingModel", "ReplayModel"),
             "converge_dsl.models.factory": ("build_model",),

@@ -45,8 +45,9 @@ def certificates_in(env: Mapping[str, str]) -> Certificates:
 
 
 @functools.cache
-def _tls(certificates: Certificates = None) -> ssl.SSLContext:
-    """httpx's verifying TLS context for `certificates`, made once for each."""
+def verifying_context(certificates: Certificates = None) -> ssl.SSLContext:
+    """httpx's verifying TLS context for `certificates` (None: the process's), made once
+    for each."""
     if certificates is None:
         return httpx.create_ssl_context()  # the process's environment
     cafile, capath = certificates
@@ -133,7 +134,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             max_keepalive_connections=per_shard,
             keepalive_expiry=keepalive_expiry,
         )
-        tls = _tls(certificates) if secure else _trusts_nothing()
+        tls = verifying_context(certificates) if secure else _trusts_nothing()
         self._shards = [_Shard(limits, tls) for _ in range(count)]
         self._in_flight = [0] * count
 

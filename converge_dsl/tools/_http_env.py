@@ -10,35 +10,24 @@ the same settings, with httpx's meaning, read from `env` instead.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
-import ssl
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 
+from converge_dsl.models import certificates_in, verifying_context
+
 
 def client_options(env: Mapping[str, str]) -> dict[str, Any]:
     """`httpx.AsyncClient` keyword arguments: no reading of the process's environment,
     and the certificates and proxies `env` names."""
-    verify = _tls(env.get("SSL_CERT_FILE") or None, env.get("SSL_CERT_DIR") or None)
+    verify = verifying_context(certificates_in(env))
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
         pattern: None if proxy is None else httpx.AsyncHTTPTransport(proxy=proxy, verify=verify)
         for pattern, proxy in proxy_mounts(env).items()
     }
     return {"trust_env": False, "verify": verify, "mounts": mounts}
-
-
-@functools.cache
-def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
-    """httpx's verifying context: the certificates of `cafile`, else of `capath`, else
-    certifi's; made once for each."""
-    if cafile is not None:
-        return ssl.create_default_context(cafile=cafile)
-    if capath is not None:
-        return ssl.create_default_context(capath=capath)
-    return httpx.create_ssl_context(trust_env=False)
 
 
 def proxy_mounts(env: Mapping[str, str]) -> dict[str, str | None]:

@@ -50,7 +50,7 @@ def test_an_http_model_never_loads_the_certificate_store(monkeypatch: pytest.Mon
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the certificate store was loaded")
 
-    _transport._tls.cache_clear()
+    _transport.verifying_context.cache_clear()
     monkeypatch.setattr(httpx, "create_ssl_context", refuse)
     ShardedTransport(max_connections=16, keepalive_expiry=30.0, secure=False)
     with pytest.raises(AssertionError, match="certificate store"):
@@ -66,13 +66,13 @@ def test_https_models_share_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> 
         made.append(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
         return made[-1]
 
-    _transport._tls.cache_clear()
+    _transport.verifying_context.cache_clear()
     monkeypatch.setattr(httpx, "create_ssl_context", create)
     try:
         for _ in range(3):
             ShardedTransport(max_connections=3 * SHARD_SIZE, keepalive_expiry=30.0)
     finally:
-        _transport._tls.cache_clear()
+        _transport.verifying_context.cache_clear()
     assert len(made) == 1
 
 
