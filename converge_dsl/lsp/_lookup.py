@@ -142,7 +142,7 @@ class Subject:
             return self.analysis.document if self.analysis is not None else None
         from converge_dsl.lsp._related import loaded
 
-        document: LoadedDocument | None = loaded(self.path, self.text)
+        document: LoadedDocument | None = loaded(self.path, self.text, self.server.environ)
         return document
 
     def point(self, position: lsp.Position) -> Point:

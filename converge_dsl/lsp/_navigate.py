@@ -169,11 +169,15 @@ def _neighbours(
     tests = []
     for candidate in sorted(pipeline.parent.glob("*.y*ml")):
         text = state.text(candidate.resolve())
-        if text and file_kind(text) == TEST and tested_pipeline(candidate, text) == pipeline:
+        if (
+            text
+            and file_kind(text) == TEST
+            and tested_pipeline(candidate, text, subject.server.environ) == pipeline
+        ):
             tests.append(candidate.resolve())
     for other in [*sorted(scripts), *tests]:
         text = state.text(other)
-        document = loaded(other, text) if text is not None else None
+        document = loaded(other, text, subject.server.environ) if text is not None else None
         if document is not None:
             yield other, document
 

@@ -80,7 +80,7 @@ class PipelineServer(LanguageServer):
         self.debounce = debounce
         # The environment every analysis reads (None: the process's).
         self.environ = environ
-        self.state = Workspace(Path.cwd().resolve())
+        self.state = Workspace(Path.cwd().resolve(), environ)
         self._pending: dict[Path, asyncio.Task[None]] = {}
         self._waiting: set[Path] = set()  # whose pending check still waits for the pause
         self._finishing: set[asyncio.Task[None]] = set()  # replaced checks past their wait
@@ -146,7 +146,7 @@ class PipelineServer(LanguageServer):
         if kind == TEST:
             from converge_dsl.lsp._related import tested_pipeline
 
-            named = tested_pipeline(path, text)
+            named = tested_pipeline(path, text, self.environ)
             return [named] if named is not None else []
         found = []
         for candidate in sorted(path.parent.glob("*.y*ml")):
@@ -190,7 +190,7 @@ class PipelineServer(LanguageServer):
         return [
             path
             for path, text in sorted(self.state.open.items())
-            if file_kind(text) == TEST and tested_pipeline(path, text) == pipeline
+            if file_kind(text) == TEST and tested_pipeline(path, text, self.environ) == pipeline
         ]
 
     def pipeline_on_disk(self, uri: str) -> None:
@@ -228,7 +228,7 @@ class PipelineServer(LanguageServer):
         """The names of its pipeline that the check of `test` read (see `_tests_saw`)."""
         from converge_dsl.lsp._related import tested_pipeline
 
-        pipeline = tested_pipeline(test, text)
+        pipeline = tested_pipeline(test, text, self.environ)
         read = None if pipeline is None else open_texts.get(pipeline)
         analysed = None if pipeline is None else self._analysed.get(pipeline)
         if read is None or analysed is None or analysed[0] != read:

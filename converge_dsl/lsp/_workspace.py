@@ -12,11 +12,13 @@ pipelines use shows both's findings).
 
 from __future__ import annotations
 
-import contextlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from lsprotocol import types as lsp
 
+from converge_dsl._reading import read_bytes
+from converge_dsl.errors import UsageError
 from converge_dsl.lsp._analysis import Analysis
 from converge_dsl.lsp._positions import Lines
 
@@ -24,8 +26,10 @@ from converge_dsl.lsp._positions import Lines
 class Workspace:
     """The state of one server session (one editor)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, environ: Mapping[str, str] | None = None) -> None:
         self.root = root
+        # The environment whose file-size cap bounds a read from disk (None: the process's).
+        self.environ = environ
         self.open: dict[Path, str] = {}
         self.versions: dict[Path, int] = {}
         self.latest: dict[Path, Analysis] = {}
@@ -47,12 +51,18 @@ class Workspace:
         return (path if path.is_absolute() else self.root / path).resolve()
 
     def text(self, path: Path) -> str | None:
-        """The editor's text of `path` when it is open, else the file's; None if unreadable."""
+        """The editor's text of `path` when it is open, else the file's; None if unreadable.
+
+        A file on disk is read as `validate` reads it: only a regular file (a FIFO or a
+        device would hang the server) and only up to the size cap of the environment."""
         if path in self.open:
             return self.open[path]
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            return path.read_text(encoding="utf-8")
-        return None
+        from converge_dsl.frontend import max_bytes
+
+        try:
+            return read_bytes(path, "file", cap=max_bytes(self.environ)).decode("utf-8")
+        except (OSError, UnicodeDecodeError, UsageError):
+            return None
 
     def lines(self, file: str) -> Lines:
         return Lines(self.text(self.path_of(file)) or "")
