@@ -165,7 +165,7 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     def getattr(self, obj: Any, attribute: str) -> Any:
         spend()
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
-            # Jinja's rules: no such attribute of a dict, so its item (`bench/batch.py`).
+            # Jinja's rules: no such attribute of a dict, so its item (`bench/render.py`).
             return obj[attribute]
         if attribute in _SAFE_FIELDS.get(type(obj), ()):
             return getattr(obj, attribute)
