@@ -14,9 +14,10 @@ The sandbox's shortcuts that are not the template's own work, measured with
 this bench before and after them in turn on one machine: a plain dict's items
 and built-in indexing without Jinja's attribute rules, tests that take no
 context called without Jinja's bookkeeping, a lone string or number sized
-without the walk, a filter with no check called with its own arguments, a
-comparison charged through `spend`'s inlined path: 736 us to 525 us per case
-(load 13.8 and 12.4; `bench/batch.py` gives the whole case's CPU).
+without the walk, a filter with no check called with its own arguments and
+without Jinja's async wrapper, a comparison charged through `spend`'s inlined
+path: 720 us to 516 us per case (load 7.3 and 7.0; `bench/batch.py` gives the
+whole case's CPU).
 """
 
 from __future__ import annotations
