@@ -309,4 +309,4 @@ def charge_deep(*values: Any) -> None:
                 smallest = 0
                 break
             smallest = min(smallest, deep_size(value, smallest))
-        budget.spend(1, smallest if values else 0)
+        spend(1, smallest if values else 0)  # the same budget, by its inlined fast path

@@ -87,6 +87,10 @@ def _text_size(value: Any, limit: int, indent: int = 0) -> int:
     counts each time it would be printed. Every node costs at least one, so the
     walk is bounded by `limit` too. `indent` adds JSON indentation per level.
     """
+    if isinstance(value, str):  # what the walk below counts of a lone string or number
+        return 2 + len(value)
+    if type(value) is int:
+        return 2 + value.bit_length() * 3 // 10
     total = 0
     stack: list[tuple[Iterator[Any], int]] = [(iter((value,)), 0)]
     while stack:
@@ -270,21 +274,35 @@ def bounded_sum(
     return out if isinstance(start, list) else tuple(out)
 
 
+def _synchronous(func: Callable[..., Any]) -> tuple[Callable[..., Any], int]:
+    """The filter Jinja's async-variant wrapper (`list`, `map`, `join`, ...) calls in a
+    synchronous environment, as the sandbox's is, and the leading arguments it drops
+    for it: the evaluation context, when that filter takes none (`bench/render.py`)."""
+    if not getattr(func, "jinja_async_variant", False):
+        return func, 0
+    synchronous: Callable[..., Any] = func.__wrapped__  # type: ignore[attr-defined]
+    return synchronous, 0 if hasattr(synchronous, "jinja_pass_arg") else 1
+
+
 def guard_filter(name: str, func: Callable[..., Any], check: Callable[..., Any] | None) -> Any:
     """Wrap a filter: check its value first, charge what it walks and builds."""
     skip = 1 if hasattr(func, "jinja_pass_arg") else 0
+    call, drop = _synchronous(func)
+    sorting = name in SORTING_FILTERS
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         value = args[skip]
-        if name in SORTING_FILTERS and isinstance(value, _SIZED):
+        if sorting and isinstance(value, _SIZED):
             spend(0, deep_size(value, MAX_WORK) * max(1, len(value).bit_length()))
         else:
-            spend(0, _size(value))
+            spend(0, len(value) if isinstance(value, _SIZED) else 0)
+        if check is None:
+            return produce(call(*args[drop:], **kwargs))
         if check is check_join:  # reads attributes under the sandbox's rules
             value = check_join(value, *args[skip + 1 :], **kwargs, environment=args[0].environment)
-        elif check is not None:
+        else:
             value = check(value, *args[skip + 1 :], **kwargs)
-        return produce(func(*args[:skip], value, *args[skip + 1 :], **kwargs))
+        return produce(call(*args[drop:skip], value, *args[skip + 1 :], **kwargs))
 
     guarded.__name__ = name
     if skip:  # keep Jinja's pass_context/pass_environment marker

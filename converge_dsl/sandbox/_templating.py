@@ -164,15 +164,33 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         spend()
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
+            # Jinja's rules: no such attribute of a dict, so its item (`bench/render.py`).
+            return obj[attribute]
         if attribute in _SAFE_FIELDS.get(type(obj), ()):
             return getattr(obj, attribute)
         return _named_field(obj, attribute, super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         spend()
-        if isinstance(argument, str) and argument in _SAFE_FIELDS.get(type(obj), ()):
+        if type(obj) in _PLAIN_INDEX:
+            try:  # what Jinja's rules try first, with no side effect if it fails
+                return obj[argument]
+            except (TypeError, LookupError):
+                pass
+        elif isinstance(argument, str) and argument in _SAFE_FIELDS.get(type(obj), ()):
             return getattr(obj, argument)
         return _named_field(obj, argument, super().getitem(obj, argument))
+
+    def call_test(
+        self, name: str, value: Any, args: Any = None, kwargs: Any = None, *rest: Any
+    ) -> Any:
+        """Jinja's `call_test` (`select`, `reject` call it per item), without its
+        bookkeeping for a test that takes no context or keyword (all but two)."""
+        if name in _PLAIN_TESTS and not kwargs:
+            test: Any = self.tests[name]
+            return test(value, *(args or ()))
+        return super().call_test(name, value, args, kwargs, *rest)
 
     def call(
         __self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any
@@ -196,6 +214,8 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         return produce(super().call(__context, __obj, *args, **kwargs))
 
 
+# The environment's tests that take no context, environment or evaluation context.
+_PLAIN_TESTS: set[str] = set()
 # Jinja's own words for a call that raised StopIteration (`Context.call`).
 _STOPPED = "value was undefined because a callable raised a StopIteration exception"
 
@@ -212,6 +232,12 @@ _MAX_LISTED = 20
 # that fails, then the attribute and its rules) would end anyway. The sandbox's own
 # figure: `bench/batch.py` (CPU per case).
 _SAFE_FIELDS: dict[type, set[str]] = {}
+# A plain dict has no attribute but these: any other name Jinja's rules read of one is
+# its item, or undefined.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+# Types whose `obj[x]` is the built-in lookup: pure, so trying it before Jinja's rules
+# (which try it first too) changes nothing. Mappings of `register_record` join them.
+_PLAIN_INDEX: set[type] = {dict, list, tuple, str}
 
 
 def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None) -> None:
@@ -223,8 +249,19 @@ def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None)
     keys are its fields (frozen JSON objects).
     """
     _RECORDS[cls] = (noun, None if fields is None else tuple(fields))
+    if fields is None and _plain_dict(cls):
+        _PLAIN_INDEX.add(cls)
     if fields is not None and not hasattr(cls, "__getitem__"):
         _SAFE_FIELDS[cls] = set()
+
+
+def _plain_dict(cls: type) -> bool:
+    """Whether indexing a `cls` object is the built-in dict lookup."""
+    return (
+        issubclass(cls, dict)
+        and cls.__getitem__ is dict.__getitem__
+        and not hasattr(cls, "__missing__")
+    )
 
 
 def _named_field(obj: Any, name: Any, value: Any) -> Any:
@@ -265,6 +302,7 @@ def environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     }
     env.filters["fromjson"] = fromjson
     env.tests = {name: guard_test(name, test) for name, test in env.tests.items()}  # type: ignore[arg-type]
+    _PLAIN_TESTS.update(n for n, test in env.tests.items() if not hasattr(test, "jinja_pass_arg"))
     env.globals = dict(GLOBALS)
     return env
 

@@ -18,8 +18,10 @@ import pytest
 
 from converge_dsl.clock import FakeClock
 from converge_dsl.sandbox._governor import (
+    Budget,
     DeadlinePassed,
     Exhausted,
+    charge_deep,
     governed,
     run_deadline,
     spend,
@@ -228,3 +230,20 @@ def test_spend_charges_as_the_budget_does_up_to_and_past_every_bound(
         assert seen[-1][0] == stopped
     else:
         assert len(seen) == len(charges)
+
+
+def test_a_comparison_is_charged_through_spends_inlined_path_and_its_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with governed(1, 100):
+        charge_deep(1, 2)
+        with pytest.raises(Exhausted, match="budget of 1 steps"):
+            charge_deep("ab", "abc")
+    charged: list[tuple[int, int]] = []
+    monkeypatch.setattr(Budget, "spend", lambda _, *charge: charged.append(charge))
+    with governed(10, 100) as budget:
+        charge_deep(1, [1, 2])  # a scalar: nothing to walk, a step
+        charge_deep("ab", "abc")  # the smaller of the two
+        charge_deep()
+    assert (budget.steps, budget.work) == (7, 98)
+    assert charged == []  # within the bounds, with no clock read due

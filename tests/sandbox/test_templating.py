@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from converge_dsl.sandbox._templating import (
@@ -263,3 +265,88 @@ def test_plain_functions_are_called_as_jinjas_checks_would_call_them(
     assert checked == [with_context, scope["words"].split]  # the plain ones skip the checks
     with pytest.raises(TemplateRenderError, match="is not safely callable"):
         render(compile_template("{{ unsafe() }}"), scope)
+
+
+def _jinja_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> list[object]:
+    """Record the names (or items) each of Jinja's own sandbox methods `names` is asked for."""
+    import jinja2.sandbox
+
+    seen: list[object] = []
+    for name in names:
+        jinja = getattr(jinja2.sandbox.SandboxedEnvironment, name)
+
+        def counted(self: object, obj: object, key: object, _jinja: Any = jinja) -> object:
+            seen.append(key)
+            return _jinja(self, obj, key)
+
+        monkeypatch.setattr(jinja2.sandbox.SandboxedEnvironment, name, counted)
+    return seen
+
+
+def test_a_plain_dicts_items_and_a_lists_indexes_skip_jinjas_rules_as_they_would_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jinja2.sandbox
+
+    scope = {**GLOBALS, "d": {"a": 1, "keys": 2, "l": [5, 6]}, "s": "ab"}
+    source = (
+        "{{ d.a }} {{ d['a'] }} {{ d.l[1] }} {{ d.l.0 }} {{ d['keys'] }} {{ s[1] }}"
+        " {{ d.keys is callable }} {{ d.missing is defined }} {{ d.l[5] is defined }}"
+        " {{ s.upper() }}"
+    )
+    plain = jinja2.sandbox.ImmutableSandboxedEnvironment().from_string(source).render(scope)
+    seen = _jinja_calls(monkeypatch, "getattr", "getitem")
+    assert render(compile_template(source), scope) == plain == "1 1 6 5 2 b True False False AB"
+    # Only what is not an item (a dict's method, a missing key or index, a str method).
+    assert seen == ["keys", "missing", 5, "upper"]
+    with pytest.raises(TemplateRenderError, match="has no attribute 'nope'"):
+        render(compile_template("{{ d.nope }}"), scope)
+
+
+class _Mapping(dict[str, Any]):
+    """A JSON object type registered with the sandbox, as the engine's frozen data is."""
+
+
+class _Odd(dict[str, Any]):
+    def __getitem__(self, key: str) -> Any:
+        return "odd"
+
+
+def test_a_registered_mapping_is_indexed_directly_unless_it_changes_indexing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl.sandbox import _templating
+
+    _templating.register_record(_Mapping, "the object")
+    _templating.register_record(_Odd, "the odd object")
+    assert _Mapping in _templating._PLAIN_INDEX
+    assert _Odd not in _templating._PLAIN_INDEX
+    seen = _jinja_calls(monkeypatch, "getitem")
+    scope = {**GLOBALS, "m": _Mapping(a=1), "o": _Odd(a=1)}
+    assert render(compile_template("{{ m['a'] }} {{ o['a'] }}"), scope) == "1 odd"
+    assert seen == ["a"]  # the odd one's, through Jinja's rules
+
+
+def test_a_test_that_takes_no_context_is_called_as_jinja_would_call_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jinja2
+
+    source = (
+        "{{ [1, 2, 3] | select('ge', 2) | list }} {{ [1, 2, 3] | reject('odd') | list }}"
+        " {{ [4, 6] | select('divisibleby', num=3) | list }}"
+        " {{ ['upper', 'x'] | select('filter') | list }}"
+    )
+    common: list[object] = []
+    jinja = jinja2.Environment._filter_test_common
+
+    def counted(self: jinja2.Environment, name: object, *args: Any) -> Any:
+        common.append(name)
+        return jinja(self, name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jinja2.Environment, "_filter_test_common", counted)
+    assert render(compile_template(source), dict(GLOBALS)) == "[2, 3] [2] [6] ['upper']"
+    # A keyword or an environment argument goes through Jinja's bookkeeping.
+    assert common == ["divisibleby", "divisibleby", "filter", "filter"]
+    with pytest.raises(TemplateRenderError, match="No test named 'nope'"):
+        render(compile_template("{{ [1] | select('nope') | list }}"), dict(GLOBALS))
