@@ -25,7 +25,7 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from pydantic import BaseModel
 
@@ -93,7 +93,11 @@ def trace_line(
 
 def wall_clock(clock: Clock) -> WallClock:
     """`clock` when it also tells the time of day, else the system's wall clock."""
-    return clock if isinstance(clock, WallClock) else SystemClock()
+    # What `isinstance(clock, WallClock)` answers, without the runtime protocol check:
+    # about 30 us, twice a served run (its trace hub and its event sink).
+    if getattr(clock, "wall", None) is not None:
+        return cast(WallClock, clock)
+    return SystemClock()
 
 
 class TraceWriter:

@@ -63,12 +63,30 @@ def event_json(event: BaseModel) -> str:
     the model calls' events), in a third of the time; any other event, or text pydantic
     cannot write (a lone surrogate), goes through `json.dumps` as the trace writes it.
     """
-    if type(event).model_config.get("ser_json_inf_nan") == "constants":
+    kind = type(event)
+    try:
+        to_json = _WRITERS[kind]
+    except KeyError:  # found once per class: a run writes some thirty events
+        to_json = _WRITERS[kind] = _writer(kind)
+    if to_json is not None:
         try:
-            return event.__pydantic_serializer__.to_json(event).decode()
+            return to_json(event).decode()
         except (PydanticSerializationError, UnicodeError):
             pass
     return _DUMPS(event.model_dump(mode="json"))
+
+
+def _writer(kind: type[BaseModel]) -> Callable[[BaseModel], bytes] | None:
+    """pydantic's JSON writer of `kind`'s events when it writes them as `event_json` says
+    (`JSON_CONFIG`), else None (they go through `json.dumps`)."""
+    if kind.model_config.get("ser_json_inf_nan") != "constants":
+        return None
+    to_json: Callable[[BaseModel], bytes] = kind.__pydantic_serializer__.to_json
+    return to_json
+
+
+# Event class -> its `_writer`.
+_WRITERS: dict[type[BaseModel], Callable[[BaseModel], bytes] | None] = {}
 
 
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -196,9 +214,10 @@ class EventSink(RunSink):
                 event_json(event),
             )
         )
-        self._live.add(self._seq, record)
+        live = self._live
+        live.add(self._seq, record)
         self._seq += 1
-        if len(self._live.records) - self._live.stored >= FLUSH_LINES:
+        if len(live.records) - live.stored >= FLUSH_LINES:
             self._on_full()
 
 

@@ -66,3 +66,30 @@ def test_a_failed_write_keeps_earlier_lines_and_stays_failed(tmp_path: Path) -> 
     assert writer.failure is not None
     assert len(path.read_text().splitlines()) == 1
     writer.close()
+
+
+def test_wall_clock_is_the_clock_that_tells_the_time_of_day(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`wall_clock` answers as `isinstance(clock, WallClock)` would, without asking the
+    runtime protocol (a check that costs every served run twice)."""
+    import typing
+
+    from converge_dsl.clock import FakeClock, SystemClock
+    from converge_dsl.runtime import wall_clock
+
+    class Plain:
+        def monotonic(self) -> float:
+            return 0.0
+
+        async def sleep(self, seconds: float) -> None:
+            return None
+
+    def refuse(*args: object) -> bool:
+        raise AssertionError("the runtime protocol was asked")
+
+    monkeypatch.setattr(type(typing.Protocol), "__instancecheck__", refuse)
+    fake, system = FakeClock(), SystemClock()
+    assert wall_clock(fake) is fake
+    assert wall_clock(system) is system
+    assert isinstance(wall_clock(Plain()), SystemClock)

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from converge_dsl import load
+from converge_dsl.agents._events import SpanCleared, TextPartLine
 from converge_dsl.clock import FakeClock, rfc3339
 from converge_dsl.engine import events as ev
 from converge_dsl.runtime import TraceSink, TraceWriter
@@ -182,7 +183,39 @@ def test_every_event_of_a_run_is_stored_as_json_that_reads_back_as_its_trace_fie
         confidence=1,
         timing=ev.Timing(at=5e-6, duration_s=1e300),
     )
-    for event in [*seen, odd]:
+    cleared = SpanCleared(
+        suggestor="a",
+        cycle=1,
+        reduction_id="r",
+        first_turn=1,
+        last_turn=1,
+        turns=[
+            {
+                "turn": 1,
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "parts": [
+                            {
+                                "type": "tool_call",
+                                "id": "c",
+                                "name": "t",
+                                "input": {"n": [math.nan, -math.inf, 1e-7, 10**30]},
+                            },
+                            {"type": "text", "text": "é"},
+                        ],
+                    }
+                ],
+            }
+        ],
+    )
+    surrogate = TextPartLine(type="text", text="\ud800")
+    turn = cleared.turns[0].model_copy(
+        update={
+            "messages": [cleared.turns[0].messages[0].model_copy(update={"parts": [surrogate]})]
+        }
+    )
+    for event in [*seen, odd, cleared, cleared.model_copy(update={"turns": [turn]})]:
         assert _dumps(json.loads(event_json(event))) == _dumps(event.model_dump(mode="json"))
 
 
