@@ -4,9 +4,7 @@
 format, a random nonce, the id of the key that seals it, the SHA-256 of the
 pipeline text and of text + inputs, the inputs as given (so `--resume DIR`
 needs none), the engine state it starts from (null before the first cycle)
-and the per-run state of stateful suggestors (on a medium whose owner keeps
-the inputs, SQLite's, the first snapshot is written at the first cycle's end,
-of that cycle's state). Then one record per cycle holds
+and the per-run state of stateful suggestors. Then one record per cycle holds
 only what changed: the new facts, cycle, Lamport time, dirty keys, usage, and,
 when they changed, the pending proposals, the ids a human rejected and the
 suggestors' states. A cycle costs what it changed, not the size of the
@@ -183,7 +181,6 @@ class CheckpointStore:
         self._compact_floor = compact_bytes
         self._random = random_bytes
         self._open = False
-        self._replacing = False
         self._mac = ""
         self._seq = 0
         self._since_snapshot = 0
@@ -249,17 +246,15 @@ class CheckpointStore:
         inputs: JsonObject,
         suggestors: Iterable[Suggestor] = (),
     ) -> None:
-        """Begin a fresh journal (replacing any old one) with a snapshot of no state yet, or,
-        on a medium written first at the first cycle, with the first `save`'s snapshot."""
+        """Begin a fresh journal (replacing any old one) with a snapshot of no state yet."""
         self._header = {
             "pipeline_text": _sha(pipeline_text),
             "pipeline": digest,
             "inputs": _json_inputs(inputs),
         }
         self._stateful = stateful(suggestors)
-        self._replacing = True
-        if not self.medium.first_record_at_first_cycle:
-            self._snapshot(None)
+        self.medium.clear_decisions()  # kept for the old journal's pause: they fit no other
+        self._snapshot(None)
 
     def resume(self, checkpoint: Checkpoint, suggestors: Iterable[Suggestor] = ()) -> None:
         """Continue appending to the journal `checkpoint` was read from (a torn tail is cut)."""
@@ -270,7 +265,7 @@ class CheckpointStore:
         }
         self._stateful = stateful(suggestors)
         self.medium.reopen(checkpoint.end)
-        self._open, self._replacing = True, False
+        self._open = True
         self._mac, self._seq = checkpoint.last_mac, checkpoint.records - 1
         self._since_snapshot = 0
         self._compact_at = max(self._compact_floor, 2 * checkpoint.end)
@@ -316,9 +311,6 @@ class CheckpointStore:
 
     def _snapshot(self, state: EngineState | None) -> None:
         """Replace the journal by one snapshot of `state` (atomically), and append from there."""
-        if self._replacing:  # a fresh journal: the old one's pause and decisions are gone
-            self.medium.clear_decisions()
-            self._replacing = False
         states = self._states()
         body = {
             "kind": "snapshot",

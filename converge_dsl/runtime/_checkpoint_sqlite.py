@@ -27,9 +27,6 @@ folder's in when a record becomes durable:
   of a run lands after its removal.
 - `replace` deletes the run's records and inserts the snapshot in one
   transaction; SQLite never leaves a torn record, so `reopen` only checks.
-- A run's journal is first written with its first cycle's record
-  (`first_record_at_first_cycle`): the owner keeps the run's inputs and starts
-  afresh a run that has no journal.
   Reading a journal first commits what it has queued.
 - `hold` admits one run per id in this process (the database has one owner).
 
@@ -245,10 +242,6 @@ class SqliteJournal:
     @property
     def decisions_where(self) -> str:
         return f"{self._journals.where}#{self._run}/decisions"
-
-    @property
-    def first_record_at_first_cycle(self) -> bool:
-        return True
 
     def read(self) -> bytes:
         try:

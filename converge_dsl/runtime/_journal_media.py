@@ -20,14 +20,6 @@ every adapter meets and `tests/runtime/test_checkpoint.py` checks on each:
 - `hold(option)` is held for the whole of one run: a second run on the same
   journal is refused with a `UsageError` naming `option`.
 - `where` names it in messages (`decisions_where` its decisions).
-- `first_record_at_first_cycle`: True for a medium whose owner starts a run
-  afresh, with the inputs it keeps, when it finds no journal (SQLite's: a
-  service's run). Its journal is first written with the first cycle's
-  record (one snapshot of that state, replacing an old journal then), not
-  with a snapshot of no state when the run starts: a run stopped before a
-  cycle ends leaves no journal (nor replaces one). False
-  for the folder: `--resume DIR` of a run killed in its first cycle takes the
-  inputs from the journal.
 
 `FolderJournal` is `--checkpoint DIR`: `DIR/checkpoint.jsonl` appended with
 one `write` and fdatasynced by a background thread (`_journal.Appender`),
@@ -61,9 +53,6 @@ class JournalMedium(Protocol):
 
     @property
     def decisions_where(self) -> str: ...
-
-    @property
-    def first_record_at_first_cycle(self) -> bool: ...
 
     def read(self) -> bytes: ...
 
@@ -100,10 +89,6 @@ class FolderJournal:
     @property
     def decisions_where(self) -> str:
         return str(self.folder / DECISIONS_FILE)
-
-    @property
-    def first_record_at_first_cycle(self) -> bool:
-        return False
 
     @property
     def file(self) -> Path:
