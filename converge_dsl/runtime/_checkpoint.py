@@ -43,13 +43,13 @@ from converge_dsl.engine.state import (
     pending_to_data,
     usage_to_data,
 )
-from converge_dsl.engine.types import Fact, Suggestor, canonical_json
+from converge_dsl.engine.types import Fact, Suggestor
 from converge_dsl.errors import ConvergeError, UsageError
 
 from ._checkpoint_folder import LOCK_FILE, check_folder, folder_lock
 from ._checkpoint_key import CheckpointRefused, key_id
 from ._decisions import Decision, decisions_line, decisions_refused, verify_decisions
-from ._journal import Record, parse_journal, seal
+from ._journal import Record, encode, parse_journal, seal
 from ._journal_media import CHECKPOINT_FILE, FolderJournal, JournalMedium
 from ._suggestor_state import StatefulSuggestor, stateful
 
@@ -286,7 +286,7 @@ class CheckpointStore:
         if body is None:
             return
         body["seq"] = self._seq + 1
-        mac, line = seal(self._key, self._mac, canonical_json(body).encode("utf-8"))
+        mac, line = seal(self._key, self._mac, encode(body))
         if self._since_snapshot + len(line) > self._compact_at:
             self._snapshot(state)
             return
@@ -322,7 +322,7 @@ class CheckpointStore:
             "state": None if state is None else state.to_data(),
             "suggestors": states,
         }
-        mac, line = seal(self._key, "", canonical_json(body).encode("utf-8"))
+        mac, line = seal(self._key, "", encode(body))
         self.medium.replace(line)
         self._open = True
         self._mac, self._seq, self._since_snapshot = mac, 0, 0

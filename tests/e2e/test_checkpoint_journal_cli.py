@@ -171,3 +171,20 @@ def test_a_kill_mid_append_resumes_to_the_same_result(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == json.loads(whole.stdout)
     assert (ck / "checkpoint.jsonl").read_bytes().endswith(b"\n")
+
+
+def test_a_resume_from_each_record_of_the_journal_gives_the_straight_run(tmp_path: Path) -> None:
+    """Whichever record a run was stopped after, its continuation ends where the run did."""
+    pipeline = _write(tmp_path, "chain.yaml", _chain())
+    argv = ("run", pipeline, "--format", "json")
+    code, straight, err = cli(*argv, "--input", "word=hi", "--checkpoint", tmp_path / "ck")
+    assert code == 0, err
+    lines = (tmp_path / "ck" / "checkpoint.jsonl").read_bytes().splitlines(keepends=True)
+    assert len(lines) == CHAIN_LENGTH + 1  # the snapshot, then a record per cycle
+    for kept in range(1, len(lines) + 1):
+        folder = tmp_path / f"after-{kept}"
+        folder.mkdir()
+        (folder / "checkpoint.jsonl").write_bytes(b"".join(lines[:kept]))
+        code, resumed, err = cli(*argv, "--resume", folder)
+        assert code == 0, (kept, err)
+        assert json.loads(resumed) == json.loads(straight), kept

@@ -67,6 +67,16 @@ def test_round_trip_rebuilds_the_last_state_and_keeps_the_inputs(tmp_path: Path)
     assert len(_lines(store)) == 6  # the snapshot, then one record per cycle
 
 
+def test_text_utf_8_cannot_hold_is_journalled_and_read_back(tmp_path: Path) -> None:
+    """A lone surrogate (JSON text may hold one, a model's answer say) is written escaped."""
+    state = EngineState(facts=(_fact(0, "half \ud800 of a pair"),), cycle=1, lamport=1)
+    store = _started(tmp_path / "ck")
+    store.save(state)
+    store.close()
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.state == state
+
+
 def test_a_journal_before_any_cycle_holds_no_state_but_the_inputs(tmp_path: Path) -> None:
     _started(tmp_path / "ck").close()
     checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
