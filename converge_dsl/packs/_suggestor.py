@@ -27,10 +27,10 @@ never a crash. A `diagnostic` proposal's content is the summary and the
 failures in words; its data `{"suggestor", "summary", "failed"}`.
 
 A solve (with the solver's checks of its plan) runs on a worker thread, so a
-long one leaves the event loop to the other cases and model calls; a problem of at most `INLINE_PROBLEM_CHARS`
-characters of JSON solves in far less time than the hop to a thread costs, so
-it is solved inline (the hop was about a tenth of a support-triage case's CPU,
-`bench/batch.py`).
+long one leaves the event loop to the other cases and model calls; a problem
+of at most `INLINE_PROBLEM_CHARS` characters of JSON solves in far less time
+than the hop to a thread costs, so it is solved inline (the hop was about a
+tenth of a support-triage case's CPU, `bench/batch.py`).
 
 `rule`, `llm` and `agent` pack suggestors are compiled in `_compile`.
 """
