@@ -86,13 +86,20 @@ async def run_case(
     `models` and `budget` apply to its run; the result holds its wall time on `clock`.
     """
     started = clock()
-    result = await _run_case(pipeline, case, meter, sinks)
-    return replace(result, seconds=clock() - started)
+    out = await _run_case(pipeline, case, meter, sinks)
+    if isinstance(out, CaseResult):  # the case could not run, or failed outside the engine
+        return replace(out, seconds=clock() - started)
+    body = out.plain
+    calls = tuple(record.as_json() for record in out.cache_calls)
+    return CaseResult(
+        case.index, case.id, body, out.exit_code, cache_calls=calls, seconds=clock() - started
+    )
 
 
 async def _run_case(
     pipeline: Prepared, case: Case, meter: MeterFactory | None, sinks: SinkFactory | None
-) -> CaseResult:
+) -> RunOutcome | CaseResult:
+    """The case's outcome, or the result of its failure."""
     if case.problem is not None:
         return error_result(case, UsageError(case.problem), pipeline.path)
     try:
@@ -115,8 +122,7 @@ async def _run_case(
     except Exception as exc:  # a bug in one case must not stop the batch
         error = ConvergeError(f"the case failed: {type(exc).__name__}: {exc}")
         return error_result(case, error, pipeline.path)
-    calls = tuple(record.as_json() for record in out.cache_calls)
-    return CaseResult(case.index, case.id, out.plain, out.exit_code, cache_calls=calls)
+    return out
 
 
 async def finished(

@@ -18,6 +18,7 @@ answer can be tested offline.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -75,7 +76,7 @@ class ScriptedModel(ModelDefaults):
         self._script = script
         self._clock: Clock = clock or SystemClock()
         self._used: dict[int, int] = {}
-        self._id = f"scripted:{Path(script.file).name}"
+        self._id = _model_id(script.file)
 
     @classmethod
     def from_file(
@@ -188,6 +189,12 @@ class ScriptedModel(ModelDefaults):
             "JSON that fits the llm suggestor's output schema (or its key's schema), or mark "
             "it `off_schema: true` to test how the pipeline handles a non-conforming answer",
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _model_id(file: str) -> str:
+    """The model id of a script from `file` (kept: a batch builds a model per case)."""
+    return f"scripted:{Path(file).name}"
 
 
 # The verdicts of `schema_problem` so far, by (reply text, schema text), and the

@@ -26,11 +26,11 @@ A malformed input or a `SolverError` also becomes a `diagnostic` proposal,
 never a crash. A `diagnostic` proposal's content is the summary and the
 failures in words; its data `{"suggestor", "summary", "failed"}`.
 
-A solve runs on a worker thread, so a long one leaves the event loop to the
-other cases and model calls; a problem of at most `INLINE_PROBLEM_CHARS`
-characters of JSON solves in far less time than the hop to a thread costs, so
-it is solved inline (the hop was about a tenth of a support-triage case's CPU,
-`bench/batch.py`).
+A solve (with the solver's checks of its plan) runs on a worker thread, so a
+long one leaves the event loop to the other cases and model calls; a problem
+of at most `INLINE_PROBLEM_CHARS` characters of JSON solves in far less time
+than the hop to a thread costs, so it is solved inline (the hop was about a
+tenth of a support-triage case's CPU, `bench/batch.py`).
 
 `rule`, `llm` and `agent` pack suggestors are compiled in `_compile`.
 """
@@ -62,13 +62,22 @@ from converge_dsl.sandbox import (
     evaluate,
     python_validator,
 )
-from converge_dsl.solvers import PlanCheck, PrecheckedSolver, Solver, SolverError, SolverPlan
+from converge_dsl.solvers import (
+    PlanCheck,
+    PrecheckedSolver,
+    SelfCheckingSolver,
+    Solver,
+    SolverError,
+    SolverPlan,
+)
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import RunParts
     from converge_dsl.sandbox import GovernedValidator
 
 DIAGNOSTIC_KEY = "diagnostic"
+# A solve and the checks of its plan, from a problem.
+SolveChecked = Callable[[dict[str, Any]], tuple[SolverPlan, tuple[PlanCheck, ...]]]
 # The largest problem (characters of its JSON) solved on the loop, not on a thread: with
 # every built-in solver at most cubic, this few items solve in well under a millisecond.
 INLINE_PROBLEM_CHARS = 2_000
@@ -136,6 +145,10 @@ class PackSolverSuggestor:
     )
     # Whether that schema is the solver's own (see `_prechecked`), found on first use.
     _own_schema: bool | None = field(default=None, init=False, repr=False, compare=False)
+    # How it solves and checks (see `_solve_checked`), found on first use.
+    _solve_and_check: SolveChecked | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def dependencies(self) -> tuple[str, ...]:
@@ -222,6 +235,33 @@ class PackSolverSuggestor:
             object.__setattr__(self, "_own_schema", own)
         return own
 
+    def _solve_checked(self) -> SolveChecked:
+        """How a problem is solved and its plan checked: in one call when `_prechecked` and
+        the solver offers it (`SelfCheckingSolver`), else `solve` then `check`, the
+        prechecked forms when `_prechecked`; found once."""
+        found = self._solve_and_check
+        if found is None:
+            found = self._pick_solve_checked()
+            object.__setattr__(self, "_solve_and_check", found)
+        return found
+
+    def _pick_solve_checked(self) -> SolveChecked:
+        solver = self.solver
+        if self._prechecked() and isinstance(solver, SelfCheckingSolver):
+            return solver.solve_checked
+        solve: Callable[[dict[str, Any]], SolverPlan] = solver.solve
+        check: Callable[[dict[str, Any], Any], tuple[PlanCheck, ...]] = solver.check
+        if self._prechecked():
+            # The problem was just checked against the solver's own schema: once is enough.
+            prechecked = cast(PrecheckedSolver, solver)
+            solve, check = prechecked.solve_valid, prechecked.check_valid
+
+        def solve_checked(problem: dict[str, Any]) -> tuple[SolverPlan, tuple[PlanCheck, ...]]:
+            answer = solve(problem)
+            return answer, tuple(check(problem, answer.plan))
+
+        return solve_checked
+
     @property
     def deprecation_id(self) -> str:
         return f"deprecated:json-text-input:{self.name}"
@@ -250,27 +290,23 @@ class PackSolverSuggestor:
         problem, reasons, size = self._problem(ctx)
         if problem is None:
             return self._reject("the input does not fit the pack's input schema", reasons)
+        solve = self._solve_checked()
         try:
-            answer: SolverPlan
-            solver = self.solver
-            solve: Callable[[dict[str, Any]], SolverPlan] = solver.solve
-            check: Callable[[dict[str, Any], Any], tuple[PlanCheck, ...]] = solver.check
-            if self._prechecked():
-                # `problem` was just checked against the solver's own schema: once is enough.
-                prechecked = cast(PrecheckedSolver, solver)
-                solve, check = prechecked.solve_valid, prechecked.check_valid
             if size <= INLINE_PROBLEM_CHARS:
-                answer = solve(problem)
+                answer, solver_checks = solve(problem)
             else:
-                answer = await asyncio.to_thread(solve, problem)
-            checks = list(check(problem, answer.plan))
+                answer, solver_checks = await asyncio.to_thread(solve, problem)
         except SolverError as exc:
             return self._reject(f"the solver could not solve the problem: {exc.message}", [])
         except Exception as exc:
             message = f"solver {self.solver.name!r} crashed: {exc}"
             raise RunError(message, suggestor=self.name) from exc
         plan = json.loads(canonical_json(answer.plan))
-        checks += [evaluate_invariant(i, plan, problem, dict(self.params)) for i in self.invariants]
+        params = dict(self.params)
+        checks = [
+            *solver_checks,
+            *(evaluate_invariant(i, plan, problem, params) for i in self.invariants),
+        ]
         failed = [c for c in checks if not c.ok]
         critical = [f"{c.name}: {c.message}" for c in failed if c.critical]
         if critical:

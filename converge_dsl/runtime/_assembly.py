@@ -157,9 +157,10 @@ async def _run(
         meter = (plan.meter or (lambda b: UsageMeter(b, clock=plan.clock)))(budget)
         for sink in sinks:
             sink.open(plan.clock)
-        hub = TraceWriter(
-            {}, None, tuple(s.on_event for s in sinks if s.listens), wall=wall_clock(plan.clock)
-        )
+        listeners = tuple(s.on_event for s in sinks if s.listens)
+        # The time of day is only read for an event someone hears (not in most batch cases).
+        wall = wall_clock(plan.clock) if listeners else None
+        hub = TraceWriter({}, None, listeners, wall=wall)
         models = _wrapped(_cached(plan, answers, settings, meter), sinks, hub, plan.clock)
         tools = _tools(settings, hub, plan, sinks, meter, answers=answers)
         parts = RunParts(models=models, usage=meter, events=hub, tools=tools)

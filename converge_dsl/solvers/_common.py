@@ -16,7 +16,7 @@ import functools
 import itertools
 import json
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from converge_dsl.diagnostics import did_you_mean, format_path
@@ -207,11 +207,7 @@ class BaseSolver:
         return self._solve(self.prepare(problem))
 
     def check(self, problem: Mapping[str, Any], plan: Mapping[str, Any]) -> tuple[PlanCheck, ...]:
-        try:
-            return self._check(self.prepare(problem), thaw(plan))
-        except (KeyError, TypeError, ValueError) as exc:
-            # A plan so malformed that the invariants cannot even be read.
-            return (PlanCheck("plan-well-formed", False, True, f"malformed plan: {exc!r}"),)
+        return self._well_formed(lambda: self._check(self.prepare(problem), thaw(plan)))
 
     def solve_valid(self, problem: JsonObject) -> SolverPlan:
         """`solve` of a plain JSON problem its caller has just checked against
@@ -220,8 +216,20 @@ class BaseSolver:
 
     def check_valid(self, problem: JsonObject, plan: Mapping[str, Any]) -> tuple[PlanCheck, ...]:
         """`check` of a problem as `solve_valid` takes it."""
+        return self._well_formed(lambda: self._check(problem, thaw(plan)))
+
+    def solve_checked(self, problem: JsonObject) -> tuple[SolverPlan, tuple[PlanCheck, ...]]:
+        """`solve_valid`, then `check_valid` of the plan it gave: that plan is this solver's
+        own plain JSON, so it is not thawed into a copy first (no `_check` changes a plan)."""
+        answer = self._solve(problem)
+        return answer, self._well_formed(lambda: self._check(problem, dict(answer.plan)))
+
+    @staticmethod
+    def _well_formed(checks: Callable[[], tuple[PlanCheck, ...]]) -> tuple[PlanCheck, ...]:
+        """`checks()`, or the one failed check of a plan so malformed that the invariants
+        cannot even be read."""
         try:
-            return self._check(problem, thaw(plan))
+            return checks()
         except (KeyError, TypeError, ValueError) as exc:
             return (PlanCheck("plan-well-formed", False, True, f"malformed plan: {exc!r}"),)
 

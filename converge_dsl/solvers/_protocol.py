@@ -81,3 +81,13 @@ class PrecheckedSolver(Protocol):
     ) -> tuple[PlanCheck, ...]:
         """`check` of such a problem."""
         ...
+
+
+@runtime_checkable
+class SelfCheckingSolver(Protocol):
+    """A `PrecheckedSolver` that also solves such a problem and checks its own plan in one
+    call, reading the problem once for both (the built-in solvers are ones)."""
+
+    def solve_checked(self, problem: dict[str, Any]) -> tuple[SolverPlan, tuple[PlanCheck, ...]]:
+        """`solve_valid`, then `check_valid` of the plan it gave."""
+        ...

@@ -23,6 +23,7 @@ otherwise (list scheduling is a heuristic on parallel machines).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from converge_dsl.solvers._common import (
@@ -90,7 +91,10 @@ def _priority(rule: str, job: JsonObject) -> tuple[Any, ...]:
     return (job.get("deadline", math.inf), job.get("release", 0), job["id"])
 
 
-def _parse(problem: JsonObject) -> tuple[list[str], dict[str, JsonObject], dict[str, list[str]]]:
+Parsed = tuple[list[str], dict[str, JsonObject], dict[str, list[str]]]
+
+
+def _parse(problem: JsonObject) -> Parsed:
     """Machine ids (sorted), jobs by id, eligible machines per job."""
     machines = sorted(index_by_id(problem["machines"], ("machines",)))
     jobs = index_by_id(problem["jobs"], ("jobs",))
@@ -112,7 +116,19 @@ class GreedySchedulingSolver(BaseSolver):
     SCHEMA = SCHEMA
 
     def _solve(self, problem: JsonObject) -> SolverPlan:
-        machines, jobs, eligible = _parse(problem)
+        return self._scheduled(problem, _parse(problem))
+
+    def _check(self, problem: JsonObject, plan: JsonObject) -> tuple[PlanCheck, ...]:
+        return self._verdicts(problem, _parse(problem), plan)
+
+    def solve_checked(self, problem: JsonObject) -> tuple[SolverPlan, tuple[PlanCheck, ...]]:
+        """`BaseSolver.solve_checked`, the problem parsed once for both."""
+        parsed = _parse(problem)
+        answer = self._scheduled(problem, parsed)
+        return answer, self._well_formed(lambda: self._verdicts(problem, parsed, answer.plan))
+
+    def _scheduled(self, problem: JsonObject, parsed: Parsed) -> SolverPlan:
+        machines, jobs, eligible = parsed
         rule = problem.get("rule", "edd")
         allow_late = problem.get("on_late", "reject") == "allow"
         free: dict[str, float] = dict.fromkeys(machines, 0)
@@ -165,8 +181,10 @@ class GreedySchedulingSolver(BaseSolver):
             summary += f"; late: {', '.join(plan['late_jobs'])}"
         return SolverPlan(plan, 1.0 if optimal else 0.7, summary + ".")
 
-    def _check(self, problem: JsonObject, plan: JsonObject) -> tuple[PlanCheck, ...]:
-        _, jobs, eligible = _parse(problem)
+    def _verdicts(
+        self, problem: JsonObject, parsed: Parsed, plan: Mapping[str, Any]
+    ) -> tuple[PlanCheck, ...]:
+        _, jobs, eligible = parsed
         entries = [s for s in plan["schedule"] if s["job"] in jobs]
         timing = Findings("release-and-duration-respected")
         placement = Findings("machine-eligible")

@@ -270,3 +270,28 @@ def test_a_pack_schema_that_is_the_solvers_own_is_checked_once() -> None:
     bad = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": "x"}))))
     assert [p.id for p in bad.proposals] == ["pack:rejected:budgeter"]
     assert solver.prechecked == 2
+
+
+@dataclass
+class SelfChecking(PrecheckedCounting):
+    """A `PrecheckedCounting` that also solves and checks in one call (and counts those)."""
+
+    together: int = 0
+
+    def solve_checked(self, problem: dict[str, Any]) -> tuple[SolverPlan, tuple[PlanCheck, ...]]:
+        self.together += 1
+        answer = self.solve(problem)
+        return answer, self.check(problem, answer.plan)
+
+
+def test_a_self_checking_solver_solves_and_checks_in_one_call() -> None:
+    solver = SelfChecking(advisory=True)
+    suggestor = _budgeter(solver, solver.input_schema())
+    effect = asyncio.run(suggestor.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
+    assert [p.id for p in effect.proposals] == ["budgeter-plan"]
+    assert "review" in effect.proposals[0].data
+    assert (solver.together, solver.prechecked) == (1, 0)
+    own = SelfChecking()
+    mine = _budgeter(own, {"type": "object"})  # a schema of its own: not prechecked
+    asyncio.run(mine.execute(_view(_fact("constraints", "c", {"costs": [1, 2]}))))
+    assert own.together == 0

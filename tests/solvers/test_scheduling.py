@@ -118,3 +118,21 @@ def test_unknown_machine_is_refused_with_its_path() -> None:
         SOLVER.solve(problem)
     assert info.value.message == "$.jobs[3].machines[0]: unknown machine 'm10'"
     assert info.value.hint == "did you mean 'm1'?"
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=shops())
+def test_solve_checked_reads_the_problem_once_and_checks_as_check_valid(
+    problem: dict[str, Any],
+) -> None:
+    from converge_dsl.solvers import scheduling
+
+    expected = SOLVER.solve_valid(problem)
+    verdicts = SOLVER.check_valid(problem, expected.plan)
+    parses: list[object] = []
+    real = scheduling._parse
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(scheduling, "_parse", lambda p: parses.append(p) or real(p))
+        answer, checks = SOLVER.solve_checked(problem)
+    assert (answer, checks) == (expected, verdicts)
+    assert len(parses) == 1
