@@ -64,6 +64,9 @@ class PromotionGate:
         if not proposal.id.strip():
             return "blank id"
         text, data = proposal.content, proposal.data
+        evidence = getattr(proposal, "checked", None)  # unset in an unpickled proposal
+        if evidence is not None and not self._schemas.vouched(proposal.key, evidence):
+            evidence = None
         limit = policy.max_content_length
         data_text: str | None = None
         if data is None:
@@ -72,7 +75,8 @@ class PromotionGate:
             if len(text) > limit:
                 return f"content length {len(text)} exceeds max_content_length {limit}"
         else:
-            problem = json_problem(data)
+            # Evidence that the data fits the key's schema says it is JSON too.
+            problem = json_problem(data) if evidence is None else None
             if problem is not None:
                 return f"{problem} (data must be JSON)"
             data_text = canonical_json(data)
@@ -80,7 +84,7 @@ class PromotionGate:
             if size > limit:
                 return f"content and data are {size} characters; max_content_length is {limit}"
         if self._schemas:
-            problem = self._schemas.problem(proposal.key, data_text)
+            problem = self._schemas.problem(proposal.key, data_text, data, evidence)
             if problem is not None:
                 return problem
         if self._terms:

@@ -7,6 +7,7 @@ pipeline with the same inputs yields byte-identical results.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -171,8 +172,15 @@ class Provenance:
         return " ".join(parts)
 
 
+class _Vouched:
+    """The slot of a proposal's `checked` evidence: no dataclass field, so no comparison,
+    repr, copy, pickle or walk of a proposal's fields sees it."""
+
+    __slots__ = ("checked",)
+
+
 @dataclass(frozen=True, slots=True)
-class ProposedFact:
+class ProposedFact(_Vouched):
     """A suggestion for a new fact. Confidence is clamped on construction.
 
     `content` is text, for people and prompts; `data` (any JSON value, or
@@ -180,7 +188,9 @@ class ProposedFact:
     caller that gives a non-text `content` gets it moved: `data` becomes that
     value (unless `data` is given too) and `content` its canonical JSON text.
     Whether `data` really is JSON is the promotion gate's question, not this
-    constructor's.
+    constructor's. `checked` is None, or the evidence that `data` was already
+    checked against its key's schema (`vouched`), which the gate may take
+    instead of checking it again.
     """
 
     key: str
@@ -191,6 +201,7 @@ class ProposedFact:
     data: JsonValue = None
 
     def __post_init__(self) -> None:
+        _set_checked(self, None)
         if type(self.key) is not ContextKey:
             object.__setattr__(self, "key", ContextKey(self.key))
         object.__setattr__(self, "confidence", clamp_confidence(self.confidence))
@@ -206,6 +217,17 @@ class ProposedFact:
     def content_text(self) -> str:
         """The content (always text; kept for callers written when it could be JSON)."""
         return self.content
+
+    def vouched(self, evidence: object) -> ProposedFact:
+        """This proposal carrying `evidence` (a `converge_dsl.sandbox` check's) that its
+        data fits its key's schema. Only its maker, which checked the very value it gave
+        as data, says so; a copy made otherwise (`replace`, pickle) carries none."""
+        proposal = copy.copy(self)
+        _set_checked(proposal, evidence)
+        return proposal
+
+
+_set_checked = _Vouched.checked.__set__  # type: ignore[attr-defined]  # a slot's descriptor
 
 
 @dataclass(frozen=True, slots=True)
