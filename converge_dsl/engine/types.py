@@ -7,7 +7,6 @@ pipeline with the same inputs yields byte-identical results.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -107,16 +106,21 @@ def freeze_json(value: Any) -> Any:
     Keys are kept as they are: a key that is not a string is the promotion
     gate's to refuse (see `json_problem`), not silently renamed here.
     """
-    kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value  # the leaves, answered before the isinstance checks
+    if type(value) in _FROZEN:
+        return value  # the leaves and frozen objects, answered before the isinstance checks
     if isinstance(value, FrozenDict):
         return value
+    # Members already frozen are taken as they are, without a call each (most are leaves).
     if isinstance(value, Mapping):
-        return FrozenDict({k: freeze_json(v) for k, v in value.items()})
+        return FrozenDict(
+            {k: v if type(v) in _FROZEN else freeze_json(v) for k, v in value.items()}
+        )
     if isinstance(value, list | tuple):
-        return tuple([freeze_json(v) for v in value])
+        return tuple([v if type(v) in _FROZEN else freeze_json(v) for v in value])
     return value
+
+
+_FROZEN = frozenset((str, int, float, bool, type(None), FrozenDict))  # `freeze_json` keeps these
 
 
 def canonical_json(value: Any) -> str:
@@ -222,12 +226,19 @@ class ProposedFact(_Vouched):
         """This proposal carrying `evidence` (a `converge_dsl.sandbox` check's) that its
         data fits its key's schema. Only its maker, which checked the very value it gave
         as data, says so; a copy made otherwise (`replace`, pickle) carries none."""
-        proposal = copy.copy(self)
+        proposal = _new(ProposedFact)
+        for name, put in _PROPOSAL_SETTERS:
+            put(proposal, getattr(self, name))
         _set_checked(proposal, evidence)
         return proposal
 
 
 _set_checked = _Vouched.checked.__set__  # type: ignore[attr-defined]  # a slot's descriptor
+# Each field's slot descriptor: `vouched` copies a proposal without constructing it again.
+_PROPOSAL_SETTERS = tuple(
+    (name, vars(ProposedFact)[name].__set__)
+    for name in ("key", "id", "content", "confidence", "provenance", "data")
+)
 
 
 @dataclass(frozen=True, slots=True)
