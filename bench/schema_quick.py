@@ -13,7 +13,13 @@ run (best of 5 rounds), so the ratio holds on a loaded machine:
 - `workload`: the greedy-scheduling input of that pipeline against the pack's
   input schema.
 
-Prints one line per case and last (one line): `quick/python: A B C`.
+Then the promotion gate's `rejection` of one ticket proposal of that pipeline
+(its key's schema as the gate compiles it), checked there, and carrying the
+evidence of the llm suggestor's own check of the item (`ProposedFact.vouched`),
+which the gate charges instead of checking the data again, and their ratio.
+
+Prints one line per case, the gate's line, and last (two lines):
+`quick/python: A B C` and `vouched/checked: G`.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import timeit
 from pathlib import Path
 from typing import Any
 
+from converge_dsl.clock import SystemClock
+from converge_dsl.engine import PromotionGate, PromotionPolicy, ProposedFact, Provenance
 from converge_dsl.frontend import load_file
 from converge_dsl.sandbox import (
     SCHEMA_STEPS,
@@ -30,6 +38,7 @@ from converge_dsl.sandbox import (
     GovernedValidator,
     governed,
     python_validator,
+    run_deadline,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +68,19 @@ def micros(validator: GovernedValidator, data: Any) -> float:
     return min(timeit.repeat(check, number=number, repeat=5)) / number * 1e6
 
 
+def gate_micros(schema: Any, data: Any) -> tuple[float, float]:
+    """Microseconds of the gate's `rejection` of a proposal of `data`: checked, vouched."""
+    gate = PromotionGate(PromotionPolicy(key_schemas={"tickets": schema}))
+    proposal = ProposedFact("tickets", "ticket-1", "T-1: bug", 0.9, Provenance("bench"), data)
+    _, fitted = python_validator(schema, "the schema of key 'tickets'").judge(data)
+    vouched = proposal.vouched(fitted)
+    number = 2000
+    with run_deadline(SystemClock(), None):  # the run's pool, as in a run
+        checked = min(timeit.repeat(lambda: gate.rejection(proposal), number=number, repeat=5))
+        taken = min(timeit.repeat(lambda: gate.rejection(vouched), number=number, repeat=5))
+    return checked / number * 1e6, taken / number * 1e6
+
+
 def main() -> None:
     ratios = []
     for name, (schema, data) in cases().items():
@@ -68,7 +90,12 @@ def main() -> None:
         ratios.append(fast / slow)
         ratio = f"quick/python {fast / slow:.3f}"
         print(f"{name:<9} python {slow:8.1f} us  quick {fast:6.1f} us  {ratio}")
+    schema, data = cases()["ticket"]
+    checked, vouched = gate_micros(schema, data)
+    gate = f"vouched/checked {vouched / checked:.3f}"
+    print(f"gate      checked {checked:7.1f} us  vouched {vouched:6.1f} us  {gate}")
     print("quick/python: " + " ".join(f"{r:.3f}" for r in ratios))
+    print(f"vouched/checked: {vouched / checked:.3f}")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,10 @@ class SuggestorCore:
         if self.when is not None:
             scope = self.scopes.scope(view)
             return bool(self.when.evaluate(scope, suggestor=self.name, cycle=view.cycle))
-        return not any(self.scopes.owns(view, key, self.source) for key in self.targets)
+        targets = self.targets
+        if len(targets) == 1:  # the usual case: one target key, asked without a generator
+            return not self.scopes.owns(view, targets[0], self.source)
+        return not any(self.scopes.owns(view, key, self.source) for key in targets)
 
 
 class CoreSuggestor:

@@ -111,8 +111,17 @@ class ItemMapping:
     located: bool = False
 
     def proposal(
-        self, scope: dict[str, Any], item: Any, index: int, cycle: int, provenance: Provenance
+        self,
+        scope: dict[str, Any],
+        item: Any,
+        index: int,
+        cycle: int,
+        provenance: Provenance,
+        *,
+        checked: object = None,
     ) -> ProposedFact:
+        """The proposal of `item`; `checked`: the evidence that `item` fits the key's schema
+        (`judged`), carried when the item is the proposal's data."""
         name = self.name
         item_id = (
             f"{name}-{index}"
@@ -130,7 +139,7 @@ class ItemMapping:
         else:
             data = item if self.format == "json" else None
         text, data = text_and_data(content, data)
-        return ProposedFact(
+        proposal = ProposedFact(
             key=self.target,
             id=item_id,
             content=text,
@@ -138,12 +147,19 @@ class ItemMapping:
             provenance=provenance,
             data=data,
         )
+        return proposal if checked is None or data is not item else proposal.vouched(checked)
 
     def items(self, text: str) -> list[Any]:
+        """The answer's items (raises `_BadAnswer` when it does not parse or conform)."""
+        return [item for item, _ in self.judged(text)]
+
+    def judged(self, text: str) -> list[tuple[Any, object]]:
+        """The answer's items, each with the evidence that it fits the key's schema (None
+        when there is none: no item check, or one the quick check did not answer)."""
         if self.format == "text":
-            return [text.strip()] if text.strip() else []
+            return [(text.strip(), None)] if text.strip() else []
         if self.format == "lines":
-            return [line.strip() for line in text.splitlines() if line.strip()]
+            return [(line.strip(), None) for line in text.splitlines() if line.strip()]
         try:
             data = json.loads(_strip_fence(text), parse_constant=_not_json)
         except ValueError as exc:
@@ -157,13 +173,16 @@ class ItemMapping:
             items = [data]
         else:
             raise _BadAnswer(f"answer is a JSON {type(data).__name__}, not an array or object")
-        if self.item_validator is not None:
-            schema = f"the schema of key {self.target!r}"
-            for index, item in enumerate(items):
-                at = () if isinstance(data, dict) else (index,)
-                what = f"answer item {index}"
-                _conform(self.item_validator, item, what, schema, located=located, at=at)
-        return items
+        if self.item_validator is None:
+            return [(item, None) for item in items]
+        schema = f"the schema of key {self.target!r}"
+        judged: list[tuple[Any, object]] = []
+        for index, item in enumerate(items):
+            at = () if isinstance(data, dict) else (index,)
+            what = f"answer item {index}"
+            fitted = _conform(self.item_validator, item, what, schema, located=located, at=at)
+            judged.append((item, fitted))
+        return judged
 
 
 def compile_mapping(
@@ -257,7 +276,7 @@ class LlmSuggestor(CoreSuggestor):
             warning = self._overshoot(metered, cycle, provenance) or warning
             warnings = () if warning is None else (warning,)
             try:
-                items = self.mapping.items(_text_of(answer))
+                items = self.mapping.judged(_text_of(answer))
             except _BadAnswer as exc:
                 if attempt < self.retries:
                     request = _repair_request(
@@ -270,12 +289,18 @@ class LlmSuggestor(CoreSuggestor):
                 if exc.code is not None and exc.span is None:
                     exc.span = self.core.span
                 raise
+            propose = self.mapping.proposal
             return AgentEffect(
                 tuple(
-                    self.mapping.proposal(
-                        with_item(scope, item, index), item, index, cycle, provenance
+                    propose(
+                        with_item(scope, item, index),
+                        item,
+                        index,
+                        cycle,
+                        provenance,
+                        checked=fitted,
                     )
-                    for index, item in enumerate(items)
+                    for index, (item, fitted) in enumerate(items)
                 )
                 + warnings
             )
@@ -352,12 +377,13 @@ def _conform(
     *,
     located: bool = False,
     at: tuple[int, ...] = (),
-) -> None:
+) -> object:
     """Raise `_BadAnswer` unless `value` (found at `at` in the answer) fits `validator`;
-    `located`: with every error (up to `_MAX_REPAIR_ERRORS`) by its pointer in the answer."""
-    error = validator.best_error(value)
+    `located`: with every error (up to `_MAX_REPAIR_ERRORS`) by its pointer in the answer.
+    Returns the evidence that it fits, when the quick check gave one (else None)."""
+    error, fitted = validator.judge(value)
     if error is None:
-        return
+        return fitted
     where = "/".join(str(p) for p in error.absolute_path) or "<root>"
     reason = f"{what} does not match {schema} at {where}: {error.message}"
     if not located:

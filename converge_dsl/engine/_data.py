@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from converge_dsl.sandbox import GovernedValidator
 
 _MAX_MESSAGE = 300
+_PARSED: Any = object()  # `KeySchemas.problem`'s data when only its text is given
 
 
 def where(pointer: str) -> str:
@@ -161,18 +162,36 @@ class KeySchemas:
     def __bool__(self) -> bool:
         return bool(self._validators)
 
-    def problem(self, key: str, data_text: str | None) -> str | None:
-        """Why the data (given as its canonical JSON text, None for null) breaks the key's
-        schema, or None when it fits or the key has no schema.
+    def vouched(self, key: str, evidence: object) -> bool:
+        """Whether `evidence` (a proposal's `checked`) says the data fits the key's schema
+        (and so is JSON)."""
+        validator = self._validators.get(key)
+        return validator is not None and validator.vouches(evidence)
 
-        Governed (`converge_dsl.sandbox`): a check that crosses its bound, the
-        run's total or the deadline raises the governor's `Exhausted`, located."""
+    def problem(
+        self, key: str, data_text: str | None, data: Any = _PARSED, evidence: object = None
+    ) -> str | None:
+        """Why the data (given as its canonical JSON text, None for null; and as `data`
+        itself, unless it is to be parsed from the text) breaks the key's schema, or None
+        when it fits or the key has no schema.
+
+        `evidence` (a proposal's `checked`) that this very data fits this schema
+        stands for the check: the same steps are charged, so the same bounds
+        hold. Governed (`converge_dsl.sandbox`): a check that crosses its bound,
+        the run's total or the deadline raises the governor's `Exhausted`, located."""
         validator = self._validators.get(key)
         if validator is None:
             return None
-        instance = None if data_text is None else json.loads(data_text)
+        if evidence is not None and validator.vouches(evidence):
+            validator.recharge(evidence)
+            return None
         try:
-            error = validator.best_error(instance)
+            # The quick check reads the frozen data; python-jsonschema reads it as parsed
+            # from its text (lists, keys in order), which its error wording depends on.
+            loaded = (lambda: None) if data_text is None else (lambda: json.loads(data_text))
+            if data is _PARSED:
+                data = loaded()
+            error = validator.best_error_of(data, loaded)
         except Exception as exc:  # the referencing library is imported once data did not fit
             from referencing.exceptions import Unresolvable
 

@@ -8,7 +8,10 @@ the data, `None` as null); forbidden terms (case-insensitive, in content and
 data); confidence below `min_confidence`. A proposal that passes them waits
 for a human when its key is in `gated_keys` or its confidence is at or below
 `confidence_threshold`. (Empty provenance is not a rejection but a kernel
-error; the engine checks it before the gate.)
+error; the engine checks it before the gate.) A proposal that carries
+evidence that its data fits its key's schema (`ProposedFact.vouched`, by the
+llm suggestor that checked its item) has that check charged, not made again,
+and is known to be JSON; the verdicts and their order are the same.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class PromotionGate:
         if not proposal.id.strip():
             return "blank id"
         text, data = proposal.content, proposal.data
+        evidence = getattr(proposal, "checked", None)  # unset in an unpickled proposal
+        if evidence is not None and not self._schemas.vouched(proposal.key, evidence):
+            evidence = None
         limit = policy.max_content_length
         data_text: str | None = None
         if data is None:
@@ -72,7 +78,8 @@ class PromotionGate:
             if len(text) > limit:
                 return f"content length {len(text)} exceeds max_content_length {limit}"
         else:
-            problem = json_problem(data)
+            # Evidence that the data fits the key's schema says it is JSON too.
+            problem = json_problem(data) if evidence is None else None
             if problem is not None:
                 return f"{problem} (data must be JSON)"
             data_text = canonical_json(data)
@@ -80,7 +87,7 @@ class PromotionGate:
             if size > limit:
                 return f"content and data are {size} characters; max_content_length is {limit}"
         if self._schemas:
-            problem = self._schemas.problem(proposal.key, data_text)
+            problem = self._schemas.problem(proposal.key, data_text, data, evidence)
             if problem is not None:
                 return problem
         if self._terms:

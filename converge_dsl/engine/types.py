@@ -106,16 +106,21 @@ def freeze_json(value: Any) -> Any:
     Keys are kept as they are: a key that is not a string is the promotion
     gate's to refuse (see `json_problem`), not silently renamed here.
     """
-    kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value  # the leaves, answered before the isinstance checks
+    if type(value) in _FROZEN:
+        return value  # the leaves and frozen objects, answered before the isinstance checks
     if isinstance(value, FrozenDict):
         return value
+    # Members already frozen are taken as they are, without a call each (most are leaves).
     if isinstance(value, Mapping):
-        return FrozenDict({k: freeze_json(v) for k, v in value.items()})
+        return FrozenDict(
+            {k: v if type(v) in _FROZEN else freeze_json(v) for k, v in value.items()}
+        )
     if isinstance(value, list | tuple):
-        return tuple([freeze_json(v) for v in value])
+        return tuple([v if type(v) in _FROZEN else freeze_json(v) for v in value])
     return value
+
+
+_FROZEN = frozenset((str, int, float, bool, type(None), FrozenDict))  # `freeze_json` keeps these
 
 
 def canonical_json(value: Any) -> str:
@@ -171,8 +176,15 @@ class Provenance:
         return " ".join(parts)
 
 
+class _Vouched:
+    """The slot of a proposal's `checked` evidence: no dataclass field, so no comparison,
+    repr, copy, pickle or walk of a proposal's fields sees it."""
+
+    __slots__ = ("checked",)
+
+
 @dataclass(frozen=True, slots=True)
-class ProposedFact:
+class ProposedFact(_Vouched):
     """A suggestion for a new fact. Confidence is clamped on construction.
 
     `content` is text, for people and prompts; `data` (any JSON value, or
@@ -180,7 +192,9 @@ class ProposedFact:
     caller that gives a non-text `content` gets it moved: `data` becomes that
     value (unless `data` is given too) and `content` its canonical JSON text.
     Whether `data` really is JSON is the promotion gate's question, not this
-    constructor's.
+    constructor's. `checked` is None, or the evidence that `data` was already
+    checked against its key's schema (`vouched`), which the gate may take
+    instead of checking it again.
     """
 
     key: str
@@ -191,6 +205,7 @@ class ProposedFact:
     data: JsonValue = None
 
     def __post_init__(self) -> None:
+        _set_checked(self, None)
         if type(self.key) is not ContextKey:
             object.__setattr__(self, "key", ContextKey(self.key))
         object.__setattr__(self, "confidence", clamp_confidence(self.confidence))
@@ -206,6 +221,24 @@ class ProposedFact:
     def content_text(self) -> str:
         """The content (always text; kept for callers written when it could be JSON)."""
         return self.content
+
+    def vouched(self, evidence: object) -> ProposedFact:
+        """This proposal carrying `evidence` (a `converge_dsl.sandbox` check's) that its
+        data fits its key's schema. Only its maker, which checked the very value it gave
+        as data, says so; a copy made otherwise (`replace`, pickle) carries none."""
+        proposal = _new(ProposedFact)
+        for name, put in _PROPOSAL_SETTERS:
+            put(proposal, getattr(self, name))
+        _set_checked(proposal, evidence)
+        return proposal
+
+
+_set_checked = _Vouched.checked.__set__  # type: ignore[attr-defined]  # a slot's descriptor
+# Each field's slot descriptor: `vouched` copies a proposal without constructing it again.
+_PROPOSAL_SETTERS = tuple(
+    (name, vars(ProposedFact)[name].__set__)
+    for name in ("key", "id", "content", "confidence", "provenance", "data")
+)
 
 
 @dataclass(frozen=True, slots=True)

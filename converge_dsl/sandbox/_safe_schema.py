@@ -40,7 +40,7 @@ import functools
 import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer, unescape
@@ -49,7 +49,7 @@ from converge_dsl.sandbox._governor import DeadlinePassed, Exhausted, governed, 
 from converge_dsl.sandbox._safe_regex import UnsafeSchema, regex_problem, search
 from converge_dsl.sandbox._schema_bounds import canonical, size_problems, too_large
 from converge_dsl.sandbox._schema_meta import validator_class
-from converge_dsl.sandbox._schema_quick import NEVER, QuickCheck
+from converge_dsl.sandbox._schema_quick import NEVER, Fitted, QuickCheck
 from converge_dsl.sandbox._schema_refs import (
     dangling_refs,
     misplaced_refs,
@@ -58,6 +58,7 @@ from converge_dsl.sandbox._schema_refs import (
 )
 
 _T = TypeVar("_T")
+_Loader = Callable[[], Any] | None  # a value parsed again from its JSON text, when needed
 SCHEMA_STEPS = 1_000_000  # keyword applications of one validation
 SCHEMA_WORK = 10_000_000  # items and characters scanned, matched or worded by one validation
 SCHEMA_RUN_STEPS = 20_000_000  # keyword applications of every validation of one run
@@ -492,6 +493,29 @@ class GovernedValidator:
     def best_error(self, instance: Any) -> Any:
         """The error python-jsonschema's `best_match` picks, or None when `instance` fits."""
         return self._governed(lambda: None if self.fits(instance) else self._best(instance))
+
+    def judge(self, instance: Any) -> tuple[Any, Fitted | None]:
+        """`best_error(instance)`, and the quick check's `Fitted` evidence when it said yes."""
+        return self._governed(lambda: self._judged(instance))
+
+    def best_error_of(self, value: Any, loaded: Callable[[], Any]) -> Any:
+        """`best_error(loaded())` (`value` parsed from its JSON); the quick check reads `value`."""
+        return self._governed(lambda: self._judged(value, loaded)[0])
+
+    def vouches(self, fitted: object) -> TypeGuard[Fitted]:
+        """Whether `fitted` is `Fitted` evidence of this schema: its value is JSON and fits."""
+        return isinstance(fitted, Fitted) and fitted.check is self.fits
+
+    def recharge(self, fitted: Fitted) -> None:
+        """Charge a check of the value `fitted` vouches for again, raising what it would."""
+        self._governed(lambda: spend(fitted.steps))
+
+    def _judged(self, value: Any, loaded: _Loader = None) -> tuple[Any, Fitted | None]:
+        values = self.fits.values(value)
+        if values is not None and self.fits.admits(value, values):
+            return None, Fitted(self.fits, values)
+        instance = value if loaded is None else loaded()  # not plain: `instance` decides
+        return None if values is None and self.fits(instance) else self._best(instance), None
 
     def _all(self, instance: Any, most: int | None = None) -> list[Any]:  # the first `most`
         return list(itertools.islice(self.validator.iter_errors(instance), most))

@@ -102,16 +102,36 @@ class QuickCheck:
     def __call__(self, instance: Any) -> bool:
         """True when `instance` is small, plain and fits (charging one step per value);
         False means python-jsonschema decides."""
+        values = self.values(instance)
+        return values is not None and self.admits(instance, values)
+
+    def values(self, instance: Any) -> int | None:
+        """The values of `instance` when this check can answer for it (small and plain),
+        charging nothing; None when it cannot (python-jsonschema decides)."""
         if self._validator is None:
-            return False
-        values = _plain_values(instance, QUICK_PRODUCT // self._members)
-        if values is None:
-            return False
+            return None
+        return _plain_values(instance, QUICK_PRODUCT // self._members)
+
+    def admits(self, instance: Any, values: int) -> bool:
+        """Whether `instance`, whose `values` this check counted, fits (charging one step
+        per value, as the whole check does)."""
         spend(values)
         try:
             return bool(self._validator.is_valid(instance))
         except ValueError:  # a value jsonschema-rs does not take
             return False
+
+
+class Fitted:
+    """Evidence that a value fits a schema: that schema's `QuickCheck` said yes to it,
+    charging `steps`. The value is JSON (the check takes nothing else), and checking
+    it against the same schema again says yes again, charging the same."""
+
+    __slots__ = ("check", "steps")
+
+    def __init__(self, check: QuickCheck, steps: int) -> None:
+        self.check = check
+        self.steps = steps
 
 
 NEVER = QuickCheck(None, 1)  # the quick check of a schema that is not plain: never answers

@@ -6,7 +6,15 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from converge_dsl.engine import Context, Fact, PromotionRecord, ProposedFact, Provenance
+from converge_dsl.engine import (
+    Context,
+    Fact,
+    PromotionGate,
+    PromotionPolicy,
+    PromotionRecord,
+    ProposedFact,
+    Provenance,
+)
 
 Compile = Callable[..., Any]  # the `compile_yaml` fixture of conftest.py
 
@@ -144,3 +152,28 @@ keys:
     import jsonschema
 
     jsonschema.Draft202012Validator(dict(suggestor.response_schema)).validate([{"category": "bug"}])
+
+
+def test_items_checked_against_the_key_schema_carry_that_evidence_to_the_gate(
+    compile_yaml: Compile, fake_model: Any
+) -> None:
+    answer = '[{"category": "bug"}]'
+    (checked,) = _execute(
+        _compile(compile_yaml, fake_model(answer), "    output: {format: json}\n")
+    )
+    gate = PromotionGate(
+        PromotionPolicy(
+            key_schemas={
+                "tickets": {
+                    "required": ["category"],
+                    "type": "object",
+                    "properties": {"category": {"enum": ["billing", "bug"]}},
+                }
+            }
+        )
+    )
+    assert checked.checked is not None
+    assert gate.rejection(checked) is None
+    mapped = "    output: {format: json, data: \"{'category': item.category}\"}\n"
+    (unchecked,) = _execute(_compile(compile_yaml, fake_model(answer), mapped))
+    assert unchecked.checked is None  # its data is not the item that was checked

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
 import urllib.request
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from converge_dsl import codes
+from converge_dsl.clock import FakeClock
 from converge_dsl.engine import (
     Engine,
     PromotionGate,
@@ -22,6 +26,11 @@ from converge_dsl.engine import (
 )
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.errors import RunError
+from converge_dsl.sandbox import _safe_schema as safe_schema
+from converge_dsl.sandbox import python_validator, run_deadline
+from converge_dsl.sandbox._governor import _POOLS
+from converge_dsl.sandbox._safe_schema import SCHEMA_RUN_STEPS
+from converge_dsl.sandbox._schema_quick import QuickCheck
 
 TICKET = {
     "type": "object",
@@ -282,3 +291,84 @@ def test_data_that_fits_a_key_schema_is_checked_without_python_jsonschema() -> N
         "assert schemas.problem('k', '{}') is not None\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# -- evidence of a check already made (an llm item checked against its key's schema) -----
+
+PLAIN = {
+    "type": "object",
+    "required": ["category"],
+    "properties": {"category": TICKET["properties"]["category"]},
+}
+
+
+def _vouched(data: Any, schema: Any = PLAIN, fid: str = "t1") -> ProposedFact:
+    _, fitted = python_validator(schema, "the schema of key 'tickets'").judge(data)
+    assert fitted is not None
+    return ProposedFact("tickets", fid, "c", 1.0, Provenance("triage"), data).vouched(fitted)
+
+
+def test_a_proposal_vouched_for_against_its_keys_schema_is_not_checked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gate = _gate(key_schemas={"tickets": PLAIN})
+    proposal = _vouched({"category": "bug", "n": [1, 2]})
+    looked: list[Any] = []
+    monkeypatch.setattr(QuickCheck, "values", lambda self, value: looked.append(value))
+    with run_deadline(FakeClock(), None):
+        assert gate.rejection(proposal) is None
+        left = _POOLS.get()
+    assert looked == []  # not walked again
+    with run_deadline(FakeClock(), None):  # charged as the check it stands for
+        monkeypatch.undo()
+        assert gate.rejection(replace(proposal, id="t2")) is None
+        assert _POOLS.get() == left
+    assert left == {"schema validation": SCHEMA_RUN_STEPS - 5}
+
+
+def test_evidence_of_another_schema_or_for_other_data_is_not_taken() -> None:
+    gate = _gate(key_schemas={"tickets": PLAIN})
+    other = _vouched({"category": "refund"}, {"type": "object"})
+    reason = "data at /category: 'refund' is not one of ['billing', 'bug'] (enum)"
+    assert gate.rejection(other) == reason
+    fits = _vouched({"category": "bug"})
+    assert gate.rejection(replace(fits, data={"category": "refund"})) == reason
+    assert replace(fits, id="t2").checked is None
+    assert pickle.loads(pickle.dumps(fits)) == fits
+
+
+@pytest.mark.parametrize("total", [10, 12, 17, 1_000])
+def test_a_run_past_its_schema_total_stops_the_same_way_with_evidence(
+    monkeypatch: pytest.MonkeyPatch, total: int
+) -> None:
+    monkeypatch.setattr(safe_schema, "SCHEMA_RUN_STEPS", total)
+    validator = python_validator(PLAIN, "the schema of key 'tickets'")
+
+    def run(vouch: bool) -> Any:
+        def propose(ctx: Any) -> list[ProposedFact]:
+            proposals = []
+            for index in range(3):  # checked as an llm checks its items: 3 steps each
+                data = {"category": "bug", "n": index}
+                _, fitted = validator.judge(data)
+                made = ProposedFact("tickets", f"t{index}", "c", 1.0, Provenance("triage"), data)
+                proposals.append(made.vouched(fitted) if vouch else made)
+            return proposals
+
+        engine = Engine(
+            policy=PromotionPolicy(key_schemas={"tickets": PLAIN}), declared_keys=("tickets",)
+        )
+        engine.register(FnSuggestor("triage", [], propose))
+        return asyncio.run(engine.run())
+
+    vouched, checked = run(True), run(False)
+    assert vouched.stop_reason is checked.stop_reason
+    assert str(vouched.error) == str(checked.error)
+    assert getattr(vouched.error, "code", None) == getattr(checked.error, "code", None)
+    assert [f.id for f in vouched.context.get("tickets")] == [
+        f.id for f in checked.context.get("tickets")
+    ]
+    if total == 1_000:
+        assert vouched.stop_reason is StopReason.CONVERGED
+    else:  # the llm-like checks take 9 steps, the gate's 3 more each
+        assert vouched.stop_reason is StopReason.ERROR
+        assert getattr(vouched.error, "code", None) == codes.SCHEMA_RUN_WORK_EXCEEDED
