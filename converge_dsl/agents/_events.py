@@ -29,14 +29,8 @@ FALLBACK_REASONS: tuple[str, ...] = (
 )
 
 
-# Frozen, and written as JSON with the numbers JSON cannot hold as `json.dumps` writes
-# them (as the engine's events: `engine.events.JSON_CONFIG`), so the service's event
-# sink writes them with pydantic's JSON writer.
-_CONFIG = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
-
-
 class _Event(BaseModel):
-    model_config = _CONFIG
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     suggestor: str
     cycle: int
@@ -68,7 +62,7 @@ class ToolCalled(_Event):
 
 
 class _Line(BaseModel):
-    model_config = _CONFIG
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class TextPartLine(_Line):

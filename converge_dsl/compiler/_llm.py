@@ -147,7 +147,7 @@ class ItemMapping:
             provenance=provenance,
             data=data,
         )
-        return proposal if checked is None or data is not item else proposal.vouched(checked)
+        return proposal if checked is None or data is not item else proposal._vouched(checked)
 
     def items(self, text: str) -> list[Any]:
         """The answer's items (raises `_BadAnswer` when it does not parse or conform)."""

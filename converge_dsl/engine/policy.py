@@ -9,7 +9,7 @@ data); confidence below `min_confidence`. A proposal that passes them waits
 for a human when its key is in `gated_keys` or its confidence is at or below
 `confidence_threshold`. (Empty provenance is not a rejection but a kernel
 error; the engine checks it before the gate.) A proposal that carries
-evidence that its data fits its key's schema (`ProposedFact.vouched`, by the
+evidence that its data fits its key's schema (`ProposedFact._vouched`, by the
 llm suggestor that checked its item) has that check charged, not made again,
 and is known to be JSON; the verdicts and their order are the same.
 """

@@ -193,7 +193,7 @@ class ProposedFact(_Vouched):
     value (unless `data` is given too) and `content` its canonical JSON text.
     Whether `data` really is JSON is the promotion gate's question, not this
     constructor's. `checked` is None, or the evidence that `data` was already
-    checked against its key's schema (`vouched`), which the gate may take
+    checked against its key's schema (`_vouched`), which the gate may take
     instead of checking it again.
     """
 
@@ -222,10 +222,14 @@ class ProposedFact(_Vouched):
         """The content (always text; kept for callers written when it could be JSON)."""
         return self.content
 
-    def vouched(self, evidence: object) -> ProposedFact:
+    def _vouched(self, evidence: object) -> ProposedFact:
         """This proposal carrying `evidence` (a `converge_dsl.sandbox` check's) that its
         data fits its key's schema. Only its maker, which checked the very value it gave
-        as data, says so; a copy made otherwise (`replace`, pickle) carries none."""
+        as data, says so; a copy made otherwise (`replace`, pickle) carries none.
+
+        Private: the evidence names the schema and the steps of its check, not the
+        value checked, so the gate trusts its maker. The llm suggestor's item check
+        (`converge_dsl.compiler`) is the only one."""
         proposal = _new(ProposedFact)
         for name, put in _PROPOSAL_SETTERS:
             put(proposal, getattr(self, name))
@@ -234,7 +238,7 @@ class ProposedFact(_Vouched):
 
 
 _set_checked = _Vouched.checked.__set__  # type: ignore[attr-defined]  # a slot's descriptor
-# Each field's slot descriptor: `vouched` copies a proposal without constructing it again.
+# Each field's slot descriptor: `_vouched` copies a proposal without constructing it again.
 _PROPOSAL_SETTERS = tuple(
     (name, vars(ProposedFact)[name].__set__)
     for name in ("key", "id", "content", "confidence", "provenance", "data")

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from converge_dsl.engine import (
     Context,
     Fact,
@@ -155,7 +157,7 @@ keys:
 
 
 def test_items_checked_against_the_key_schema_carry_that_evidence_to_the_gate(
-    compile_yaml: Compile, fake_model: Any
+    compile_yaml: Compile, fake_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     answer = '[{"category": "bug"}]'
     (checked,) = _execute(
@@ -175,5 +177,14 @@ def test_items_checked_against_the_key_schema_carry_that_evidence_to_the_gate(
     assert checked.checked is not None
     assert gate.rejection(checked) is None
     mapped = "    output: {format: json, data: \"{'category': item.category}\"}\n"
-    (unchecked,) = _execute(_compile(compile_yaml, fake_model(answer), mapped))
-    assert unchecked.checked is None  # its data is not the item that was checked
+    suggestor = _compile(compile_yaml, fake_model(answer), mapped)
+    evidence = checked.checked
+    judged = type(suggestor.mapping).judged
+
+    def vouched_for(mapping: Any, text: str) -> list[tuple[Any, object]]:
+        return [(item, evidence) for item, _ in judged(mapping, text)]
+
+    monkeypatch.setattr(type(suggestor.mapping), "judged", vouched_for)
+    (unchecked,) = _execute(suggestor)
+    assert unchecked.data == {"category": "bug"}
+    assert unchecked.checked is None  # its data is made from the item, not the item checked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import pickle
 import urllib.request
 from dataclasses import replace
@@ -305,7 +306,7 @@ PLAIN = {
 def _vouched(data: Any, schema: Any = PLAIN, fid: str = "t1") -> ProposedFact:
     _, fitted = python_validator(schema, "the schema of key 'tickets'").judge(data)
     assert fitted is not None
-    return ProposedFact("tickets", fid, "c", 1.0, Provenance("triage"), data).vouched(fitted)
+    return ProposedFact("tickets", fid, "c", 1.0, Provenance("triage"), data)._vouched(fitted)
 
 
 def test_a_proposal_vouched_for_against_its_keys_schema_is_not_checked_again(
@@ -333,8 +334,13 @@ def test_evidence_of_another_schema_or_for_other_data_is_not_taken() -> None:
     assert gate.rejection(other) == reason
     fits = _vouched({"category": "bug"})
     assert gate.rejection(replace(fits, data={"category": "refund"})) == reason
+    assert fits.checked is not None
     assert replace(fits, id="t2").checked is None
-    assert pickle.loads(pickle.dumps(fits)) == fits
+    assert getattr(copy.copy(fits), "checked", None) is None
+    assert getattr(copy.deepcopy(fits), "checked", None) is None
+    unpickled = pickle.loads(pickle.dumps(fits))
+    assert unpickled == fits
+    assert getattr(unpickled, "checked", None) is None
 
 
 @pytest.mark.parametrize("total", [10, 12, 17, 1_000])
@@ -351,7 +357,7 @@ def test_a_run_past_its_schema_total_stops_the_same_way_with_evidence(
                 data = {"category": "bug", "n": index}
                 _, fitted = validator.judge(data)
                 made = ProposedFact("tickets", f"t{index}", "c", 1.0, Provenance("triage"), data)
-                proposals.append(made.vouched(fitted) if vouch else made)
+                proposals.append(made._vouched(fitted) if vouch else made)
             return proposals
 
         engine = Engine(
