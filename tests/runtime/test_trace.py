@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from converge_dsl.agents._events import SpanCleared
+from converge_dsl.clock import FakeClock
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.engine import CycleStarted, SuggestorStarted
 from converge_dsl.errors import RunError, UsageError
@@ -93,3 +96,34 @@ def test_wall_clock_is_the_clock_that_tells_the_time_of_day(
     assert wall_clock(fake) is fake
     assert wall_clock(system) is system
     assert isinstance(wall_clock(Plain()), SystemClock)
+
+
+def test_an_agents_numbers_json_cannot_hold_are_traced_as_null() -> None:
+    cleared = SpanCleared(
+        suggestor="a",
+        cycle=1,
+        reduction_id="r",
+        first_turn=1,
+        last_turn=1,
+        turns=[
+            {
+                "turn": 1,
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "parts": [
+                            {
+                                "type": "tool_call",
+                                "id": "c",
+                                "name": "t",
+                                "input": {"n": [math.nan, math.inf, 1.5]},
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    )
+    line = TraceWriter({}, wall=FakeClock()).line(cleared)
+    part = line["turns"][0]["messages"][0]["parts"][0]
+    assert part["input"] == {"n": [None, None, 1.5]}
