@@ -237,4 +237,6 @@ class BaseSolver:
         raise NotImplementedError
 
     def _check(self, problem: JsonObject, plan: JsonObject) -> tuple[PlanCheck, ...]:
+        """The checks of `plan`, which they only read: `solve_checked` hands over the
+        plan it proposes, not a copy."""
         raise NotImplementedError

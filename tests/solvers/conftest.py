@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from converge_dsl.sandbox._templating import compile_expression
-from converge_dsl.solvers import Solver, SolverPlan
+from converge_dsl.solvers import SelfCheckingSolver, Solver, SolverPlan
 
 PACK_FOLDER = Path(__file__).resolve().parents[2] / "builtin_packs" / "optimization"
 
@@ -39,6 +40,11 @@ def verify(pack_manifest: dict[str, Any]) -> Verifier:
             assert expression(plan=result.plan, input=problem) is True, name
         assert 0.0 < result.confidence <= 1.0
         assert result.summary.endswith(".")
+        if isinstance(solver, SelfCheckingSolver):  # its checks read the plan it proposes
+            plain = json.loads(json.dumps(problem))
+            answer, checks = solver.solve_checked(plain)
+            assert answer.plan == solver.solve(problem).plan
+            assert checks == solver.check(problem, answer.plan)
 
     return _verify
 
