@@ -317,6 +317,9 @@ def test_a_registered_mapping_is_indexed_directly_unless_it_changes_indexing(
 ) -> None:
     from converge_dsl.sandbox import _templating
 
+    # Registered for this test only: the registries are the process's.
+    monkeypatch.setattr(_templating, "_RECORDS", dict(_templating._RECORDS))
+    monkeypatch.setattr(_templating, "_PLAIN_INDEX", set(_templating._PLAIN_INDEX))
     _templating.register_record(_Mapping, "the object")
     _templating.register_record(_Odd, "the odd object")
     assert _Mapping in _templating._PLAIN_INDEX
