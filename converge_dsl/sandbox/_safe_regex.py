@@ -12,6 +12,7 @@ refuses.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from converge_dsl.errors import RunError
@@ -55,6 +56,15 @@ def compile_regex(pattern: str) -> Any:
 
 
 def search(pattern: str, text: str) -> bool:
-    """Whether `pattern` (RE2) matches somewhere in `text`; charges the text to the governor."""
+    """Whether `pattern` (RE2) matches somewhere in `text`; charges the text to the governor.
+
+    RE2 reads UTF-8, which cannot hold a lone surrogate (JSON text may write one, as
+    `"\\ud800"`): each is matched as U+FFFD, the replacement character."""
     spend(1, len(text))
-    return _re2(pattern).search(text) is not None
+    try:
+        return _re2(pattern).search(text) is not None
+    except UnicodeEncodeError:
+        return _re2(pattern).search(_LONE_SURROGATE.sub("\ufffd", text)) is not None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -228,3 +228,17 @@ def test_unevaluated_keywords_of_a_2019_09_schema_read_it_as_2019_09(
     schema = {"$schema": DRAFT_2019, **schema}
     expected = jsonschema.Draft201909Validator(schema).is_valid(instance)
     assert python_validator(schema).is_valid(instance) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "fits"),
+    [("^a.b$", True), ("^a\\x{FFFD}b$", True), ("^a[a-z]b$", False), ("^ab$", False)],
+)
+def test_a_lone_surrogate_meets_a_pattern_as_one_replacement_character(
+    pattern: str, fits: bool
+) -> None:
+    from converge_dsl.sandbox._safe_schema import python_validator
+
+    validator = python_validator({"type": "string", "pattern": pattern})
+    error = validator.best_error("a\ud800b")
+    assert (error is None) is fits
