@@ -36,6 +36,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject, JsonValue
+from converge_dsl.engine import json_problem
 from converge_dsl.engine.state import (
     EngineState,
     PendingProposal,
@@ -65,6 +66,8 @@ __all__ = [  # the folder's lock and checks live beside the store, imported from
 
 FORMAT = "converge-dsl/checkpoint/v2"
 COMPACT_BYTES = 4 << 20
+# The smallest integer of more digits than `json.loads` reads by default (4300).
+_TOO_LONG = 10**4300
 
 
 def _sha(text: str) -> str:
@@ -307,7 +310,10 @@ class CheckpointStore:
             self.medium.close()
 
     def _states(self) -> dict[str, JsonValue]:
-        return {s.name: s.checkpoint_state() for s in self._stateful}
+        states = {s.name: s.checkpoint_state() for s in self._stateful}
+        for name, data in states.items():
+            _check_state(name, data)
+        return states
 
     def _snapshot(self, state: EngineState | None) -> None:
         """Replace the journal by one snapshot of `state` (atomically), and append from there."""
@@ -348,6 +354,32 @@ class CheckpointStore:
 
     def clear_decisions(self) -> None:
         self.medium.clear_decisions()
+
+
+def _check_state(name: str, data: JsonValue) -> None:
+    """Refuse a suggestor state the journal would not read back as it is.
+
+    A user's `checkpoint_state()` is not checked by the promotion gate (the
+    engine's facts are), and the journal's writer would write a set, a
+    Decimal, a datetime or a non-string key as something else: `TypeError`,
+    as `json.dumps` refused them; an integer `json.loads` cannot read back:
+    `ValueError`, as `json.dumps` refused it.
+    """
+    problem = json_problem(data)
+    if problem is not None:
+        raise TypeError(f"the checkpoint state of suggestor {name!r} is not JSON: {problem}")
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, int) and not -_TOO_LONG < item < _TOO_LONG:
+            raise ValueError(
+                f"the checkpoint state of suggestor {name!r} holds an integer of more than "
+                "4300 digits, which JSON readers refuse"
+            )
 
 
 @dataclass(frozen=True, slots=True)
