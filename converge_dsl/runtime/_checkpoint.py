@@ -310,14 +310,12 @@ class CheckpointStore:
             self.medium.close()
 
     def _states(self) -> dict[str, JsonValue]:
-        states = {s.name: s.checkpoint_state() for s in self._stateful}
-        for name, data in states.items():
-            _check_state(name, data)
-        return states
+        return {s.name: s.checkpoint_state() for s in self._stateful}
 
     def _snapshot(self, state: EngineState | None) -> None:
         """Replace the journal by one snapshot of `state` (atomically), and append from there."""
         states = self._states()
+        _check_states(states)
         body = {
             "kind": "snapshot",
             "format": FORMAT,
@@ -356,30 +354,42 @@ class CheckpointStore:
         self.medium.clear_decisions()
 
 
-def _check_state(name: str, data: JsonValue) -> None:
-    """Refuse a suggestor state the journal would not read back as it is.
+def _check_states(states: Mapping[str, JsonValue]) -> None:
+    """Refuse a suggestor state to write that the journal would not read back as it is.
 
     A user's `checkpoint_state()` is not checked by the promotion gate (the
     engine's facts are), and the journal's writer would write a set, a
     Decimal, a datetime or a non-string key as something else: `TypeError`,
     as `json.dumps` refused them; an integer `json.loads` cannot read back:
-    `ValueError`, as `json.dumps` refused it.
+    `ValueError`, as `json.dumps` refused it. Only states written are checked:
+    one unchanged since its last record costs nothing.
     """
-    problem = json_problem(data)
-    if problem is not None:
-        raise TypeError(f"the checkpoint state of suggestor {name!r} is not JSON: {problem}")
-    stack = [data]
+    for name, data in states.items():
+        problem = json_problem(data)
+        if problem is not None:
+            raise TypeError(f"the checkpoint state of suggestor {name!r} is not JSON: {problem}")
+        _check_digits(name, data)
+
+
+def _check_digits(name: str, data: JsonValue) -> None:
+    """`ValueError` when JSON data `data` holds an integer of more than 4300 digits."""
+    stack: list[Any] = [data]
     while stack:
         item = stack.pop()
-        if isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
+        if isinstance(item, list | tuple):
             stack.extend(item)
-        elif isinstance(item, int) and not -_TOO_LONG < item < _TOO_LONG:
-            raise ValueError(
-                f"the checkpoint state of suggestor {name!r} holds an integer of more than "
-                "4300 digits, which JSON readers refuse"
-            )
+        elif isinstance(item, int):
+            if abs(item) >= _TOO_LONG:
+                raise _too_long(name)
+        elif not isinstance(item, str | float) and item is not None:
+            stack.extend(item.values())  # a mapping: `json_problem` let nothing else by
+
+
+def _too_long(name: str) -> ValueError:
+    return ValueError(
+        f"the checkpoint state of suggestor {name!r} holds an integer of more than "
+        "4300 digits, which JSON readers refuse"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,6 +426,7 @@ class _Written:
             body["rejected_ids"] = list(state.rejected_ids)
         changed = {name: data for name, data in states.items() if self.states.get(name) != data}
         if changed:
+            _check_states(changed)
             body["suggestors"] = changed
         scalars = (state.cycle, state.lamport, state.dirty, state.usage)
         if not new and not body and scalars == self.scalars:
