@@ -7,6 +7,7 @@ Public surface:
   `SuggestorBase`, `ContextKey`, `BUILTIN_KEYS`,
   `ContextView`, `ProposedFact`, `AgentEffect`, `Provenance`, `Fact`, `PromotionRecord`;
   `canonical_json`, `freeze_json`, `fact_to_data`, `fact_from_data`;
+  `json_problem` (why a value is not JSON data, as the promotion gate words it);
 - the loop: `Engine` (`on_error`: `OnError`), `Context`, `RunResult`, `StopReason`,
   `StopNote` (why a run stopped, as data), `EngineState`, `PendingProposal`, `HitlPause`;
 - limits and gates: `Budget`, `UsageMeter`, `UsageTotals`, `PromotionPolicy`,
@@ -23,6 +24,7 @@ Public surface:
 from __future__ import annotations
 
 from converge_dsl._collector import freeze_alive
+from converge_dsl.engine._data import json_problem
 from converge_dsl.engine.budget import Budget, StopReason, UsageMeter, UsageTotals
 from converge_dsl.engine.context import Context
 from converge_dsl.engine.engine import Engine, OnError
@@ -126,4 +128,5 @@ __all__ = [
     "fact_to_data",
     "freeze_alive",
     "freeze_json",
+    "json_problem",
 ]

@@ -49,9 +49,15 @@ _CAP = 16 << 20
 Decision = tuple[bool, str]
 
 
+def _utf8(text: str) -> bytes:
+    """`text` in UTF-8, a lone surrogate (which JSON text may hold, a model's answer say)
+    kept as its three bytes: valid text encodes as it always did, so seals still verify."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def proposal_digest(item: PendingProposal) -> str:
     """SHA-256 of a pending proposal's canonical content: what a decision is bound to."""
-    return hashlib.sha256(canonical_json(pending_to_data(item)).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(canonical_json(pending_to_data(item)))).hexdigest()
 
 
 def save_decisions(
@@ -82,7 +88,7 @@ def decisions_line(
             for item, (approve, by) in sorted(decisions.items())
         ],
     }
-    return seal(key, _DOMAIN, canonical_json(body).encode("utf-8"))[1]
+    return seal(key, _DOMAIN, _utf8(canonical_json(body)))[1]
 
 
 def clear_decisions(folder: Path) -> None:
@@ -112,7 +118,7 @@ def _verified_body(where: str, key: bytes, raw: bytes) -> dict[str, Any]:
         or not isinstance(data["record"], dict)
     ):
         raise decisions_refused(where, "it is not a decisions record sealed by converge-dsl")
-    expected, line = seal(key, _DOMAIN, canonical_json(data["record"]).encode("utf-8"))
+    expected, line = seal(key, _DOMAIN, _utf8(canonical_json(data["record"])))
     if line != raw or not hmac.compare_digest(expected, data["mac"]):
         raise decisions_refused(
             where, "its seal does not verify with your checkpoint key (it was forged or edited)"

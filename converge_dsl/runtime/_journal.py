@@ -57,7 +57,9 @@ def encode(body: Mapping[str, Any]) -> bytes:
 
     Text JSON can hold but UTF-8 cannot (a lone surrogate) is written escaped,
     by `json.dumps`; so is a value pydantic refuses (which `json.dumps` then
-    refuses too, as it did).
+    refuses too, as it did). `body` must be JSON data: pydantic writes a set,
+    a Decimal or a key that is not a string as something else, so the store
+    checks what the promotion gate does not (suggestor states, `_checkpoint`).
     """
     try:
         return to_json(body)

@@ -6,6 +6,8 @@ import json
 import os
 import time
 from dataclasses import replace
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +175,66 @@ def test_pending_rejected_and_suggestor_states_are_written_when_they_change(
     assert checkpoint.suggestors == {"agent": {"summary_calls": 2}}
     assert checkpoint.state is not None
     assert checkpoint.state.rejected_ids == ("p1",)
+
+
+class _Stateful:
+    """A user's stateful suggestor (`StatefulSuggestor` is structural)."""
+
+    name = "dedupe"
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def checkpoint_state(self) -> Any:
+        return self.state
+
+    def restore_checkpoint_state(self, data: Any) -> None:
+        self.state = data
+
+
+def _start_with(folder: Path, suggestor: _Stateful) -> CheckpointStore:
+    store = CheckpointStore(folder, KEY)
+    digest = pipeline_digest(TEXT, {})
+    store.start(pipeline_text=TEXT, digest=digest, inputs={}, suggestors=[suggestor])  # type: ignore[list-item]
+    return store
+
+
+@pytest.mark.parametrize(
+    ("state", "refusal", "words"),
+    [
+        ({"seen": {"a", "b"}}, TypeError, "data at /seen: a set is not a JSON value"),
+        ({"price": Decimal("0.1")}, TypeError, "data at /price: a Decimal is not"),
+        ({"at": [datetime(2026, 1, 1)]}, TypeError, "data at /at/0: a datetime is not"),
+        ({1: "int key", "1": "str key"}, TypeError, "the key 1 is not a string"),
+        ({None: 1}, TypeError, "the key None is not a string"),
+        ({"n": [10**5000]}, ValueError, "an integer of more than 4300 digits"),
+        ({"n": -(10**4300)}, ValueError, "an integer of more than 4300 digits"),
+    ],
+)
+def test_a_suggestor_state_the_journal_cannot_read_back_is_refused_when_written(
+    tmp_path: Path, state: Any, refusal: type[Exception], words: str
+) -> None:
+    """As `json.dumps` refused it (TypeError, ValueError), not written as something else."""
+    with pytest.raises(refusal, match="the checkpoint state of suggestor 'dedupe'") as caught:
+        _start_with(tmp_path / "ck", _Stateful(state))
+    assert words in str(caught.value)
+    assert not (tmp_path / "ck" / CHECKPOINT_FILE).exists()
+
+
+def test_a_suggestor_state_turning_bad_is_refused_and_the_journal_keeps_the_cycles_before(
+    tmp_path: Path,
+) -> None:
+    suggestor = _Stateful({"n": 10**4300 - 1})  # 4300 digits: what `json.loads` reads
+    store = _start_with(tmp_path / "ck", suggestor)
+    first, second = _states(2)
+    store.save(first)
+    suggestor.state = {"n": 10**4300 - 1, "seen": {"a"}}
+    with pytest.raises(TypeError, match="data at /seen: a set is not a JSON value"):
+        store.save(second)
+    store.close()
+    checkpoint = CheckpointStore(tmp_path / "ck", KEY).read()
+    assert checkpoint.suggestors == {"dedupe": {"n": 10**4300 - 1}}
+    assert checkpoint.state == first
 
 
 def test_a_torn_last_record_is_ignored_and_cut_before_the_next_append(tmp_path: Path) -> None:
