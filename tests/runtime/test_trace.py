@@ -99,31 +99,11 @@ def test_wall_clock_is_the_clock_that_tells_the_time_of_day(
 
 
 def test_an_agents_numbers_json_cannot_hold_are_traced_as_null() -> None:
-    cleared = SpanCleared(
-        suggestor="a",
-        cycle=1,
-        reduction_id="r",
-        first_turn=1,
-        last_turn=1,
-        turns=[
-            {
-                "turn": 1,
-                "messages": [
-                    {
-                        "role": "assistant",
-                        "parts": [
-                            {
-                                "type": "tool_call",
-                                "id": "c",
-                                "name": "t",
-                                "input": {"n": [math.nan, math.inf, 1.5]},
-                            }
-                        ],
-                    }
-                ],
-            }
-        ],
+    call = {"type": "tool_call", "id": "c", "name": "t", "input": {"n": [math.nan, math.inf, 1.5]}}
+    turn = {"turn": 1, "messages": [{"role": "assistant", "parts": [call]}]}
+    cleared = SpanCleared.model_validate(
+        {"suggestor": "a", "cycle": 1, "reduction_id": "r", "first_turn": 1, "last_turn": 1}
+        | {"turns": [turn]}
     )
     line = TraceWriter({}, wall=FakeClock()).line(cleared)
-    part = line["turns"][0]["messages"][0]["parts"][0]
-    assert part["input"] == {"n": [None, None, 1.5]}
+    assert line["turns"][0]["messages"][0]["parts"][0]["input"] == {"n": [None, None, 1.5]}
