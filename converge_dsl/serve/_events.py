@@ -63,11 +63,7 @@ def event_json(event: BaseModel) -> str:
     the model calls' events), in a third of the time; any other event, or text pydantic
     cannot write (a lone surrogate), goes through `json.dumps` as the trace writes it.
     """
-    kind = type(event)
-    try:
-        to_json = _WRITERS[kind]
-    except KeyError:  # found once per class: a run writes some thirty events
-        to_json = _WRITERS[kind] = _writer(kind)
+    to_json = _writer(type(event))
     if to_json is not None:
         try:
             return to_json(event).decode()
@@ -76,6 +72,7 @@ def event_json(event: BaseModel) -> str:
     return _DUMPS(event.model_dump(mode="json"))
 
 
+@functools.cache  # found once per class: a run writes some thirty events
 def _writer(kind: type[BaseModel]) -> Callable[[BaseModel], bytes] | None:
     """pydantic's JSON writer of `kind`'s events when it writes them as `event_json` says
     (`JSON_CONFIG`), else None (they go through `json.dumps`)."""
@@ -83,10 +80,6 @@ def _writer(kind: type[BaseModel]) -> Callable[[BaseModel], bytes] | None:
         return None
     to_json: Callable[[BaseModel], bytes] = kind.__pydantic_serializer__.to_json
     return to_json
-
-
-# Event class -> its `_writer`.
-_WRITERS: dict[type[BaseModel], Callable[[BaseModel], bytes] | None] = {}
 
 
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -214,10 +207,9 @@ class EventSink(RunSink):
                 event_json(event),
             )
         )
-        live = self._live
-        live.add(self._seq, record)
+        self._live.add(self._seq, record)
         self._seq += 1
-        if len(live.records) - live.stored >= FLUSH_LINES:
+        if len(self._live.records) - self._live.stored >= FLUSH_LINES:
             self._on_full()
 
 
