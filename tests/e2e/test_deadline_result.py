@@ -110,7 +110,8 @@ def test_a_run_stopped_at_its_deadline_prints_its_result_in_a_fraction_of_it(
     pipeline = _grow(tmp_path, wall=3)
     code, ran, after, out = _timed_run(pipeline, monkeypatch, "--format", output)
     assert code == 4
-    assert out.size > 1_000_000, "the run holds a large context"
+    # At least one model call's 10,000 facts (a loaded machine makes fewer in the time).
+    assert out.size > 400_000, "the run holds a large context"
     # Printing the facts costs a small part of making them (it cost more than the run).
     assert after < max(0.4 * ran, 0.5), f"ran {ran:.1f} s of CPU, then {after:.1f} s"
     if output == "human":
