@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from converge_dsl._json_text import loads
 from converge_dsl._reading import read_text
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -152,14 +153,10 @@ class CaseResult:
         return replace(self, text=self.line())
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not standard JSON")
-
-
 def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
     """The case of one line of a cases file (a case with a `problem` if it is not one)."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = loads(text)
     except (ValueError, RecursionError) as exc:
         return Case(index, None, {}, f"case {index}: not JSON ({exc})", span)
     if not isinstance(value, dict):

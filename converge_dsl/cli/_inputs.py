@@ -8,11 +8,11 @@ and nest at most `MAX_INPUT_DEPTH` deep; bad input is a `UsageError`.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._json_text import loads, surrogate_problem
 from converge_dsl._json_types import json_depth
 from converge_dsl.errors import UsageError
 
@@ -42,10 +42,6 @@ def pairs(values: list[str], option: str) -> dict[str, str]:
 MAX_INPUT_DEPTH = 64
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not standard JSON")
-
-
 def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
     """An `object_pairs_hook` refusing a key given twice with different values."""
 
@@ -64,7 +60,7 @@ def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]
 
 
 def load_input_json(text: str, what: str) -> Any:
-    """Strict JSON (no NaN/Infinity) nested at most `MAX_INPUT_DEPTH` deep.
+    """Standard JSON (no NaN/Infinity, no lone surrogate) nested at most `MAX_INPUT_DEPTH` deep.
 
     Raises `ValueError` when `text` is not such JSON; `UsageError` naming `what`
     when it nests too deeply or gives one key twice with different values.
@@ -74,7 +70,7 @@ def load_input_json(text: str, what: str) -> Any:
         hint=f"flatten the value to at most {MAX_INPUT_DEPTH} levels of arrays and objects",
     )
     try:
-        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys(what))
+        value = loads(text, object_pairs_hook=_unique_keys(what))
     except RecursionError:
         raise too_deep from None
     if json_depth(value) > MAX_INPUT_DEPTH:
@@ -112,5 +108,11 @@ def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
         try:
             values[name] = load_input_json(text, f"--input {name}")
         except ValueError:
+            problem = surrogate_problem(text)  # text the shell passed through undecoded
+            if problem is not None:
+                raise UsageError(
+                    f"--input {name}: {problem}",
+                    hint="give the value as UTF-8 text",
+                ) from None
             values[name] = text
     return values

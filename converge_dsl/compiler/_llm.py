@@ -33,13 +33,13 @@ cut at the cap that does not parse says it was cut. Provenance is
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import error_pointer, pointer
+from converge_dsl._json_text import loads
 from converge_dsl._json_types import JsonSchema
 from converge_dsl.engine.types import (
     AgentEffect,
@@ -161,7 +161,7 @@ class ItemMapping:
         if self.format == "lines":
             return [(line.strip(), None) for line in text.splitlines() if line.strip()]
         try:
-            data = json.loads(_strip_fence(text), parse_constant=_not_json)
+            data = loads(_strip_fence(text))
         except ValueError as exc:
             raise _BadAnswer(f"answer is not JSON: {exc}") from None
         located = self.located
@@ -363,10 +363,6 @@ def _cut_note(answer: ModelReturn, max_tokens: int | None) -> str:
         f"; the answer was cut at the token limit{cap}: raise the suggestor's max_tokens "
         "(or the model's), or the run's budget.max_tokens when the budget set the cap"
     )
-
-
-def _not_json(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _conform(

@@ -1,7 +1,8 @@
 """The promotion gate's checks of a proposal's `data`: JSON only, and the key's schema.
 
 Engine-internal. `json_problem` says why a value is not JSON data (NaN or an
-infinity, a key that is not a string, a Python object), naming the JSON
+infinity, an integer of more digits than JSON readers take, a key that is
+not a string, a Python object), naming the JSON
 pointer of the offending value. `KeySchemas` compiles each key's JSON Schema
 (Draft 2020-12) once, refusing one wider than the schema limits, and words the
 best error of a failing value as
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 
 _MAX_MESSAGE = 300
 _PARSED: Any = object()  # `KeySchemas.problem`'s data when only its text is given
+# The smallest integer of more digits than Python writes or reads as text by default
+# (`sys.get_int_max_str_digits()`, 4300): `json.dumps` raises on it.
+TOO_LONG = 10**4300
 
 
 def where(pointer: str) -> str:
@@ -55,8 +59,12 @@ def _plainly_json(value: Any) -> bool:
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
+        if kind is str or kind is bool or item is None:
             continue
+        if kind is int:
+            if -TOO_LONG < item < TOO_LONG:
+                continue
+            return False
         if kind is float:
             if not math.isfinite(item):
                 return False
@@ -77,8 +85,12 @@ def _first_problem(value: Any) -> str | None:
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         pointer, item = stack.pop()
-        if item is None or isinstance(item, str | bool | int):
+        if item is None or isinstance(item, str | bool):
             continue
+        if isinstance(item, int):
+            if -TOO_LONG < item < TOO_LONG:
+                continue
+            return f"{where(pointer)}: an integer of more than 4300 digits (JSON readers refuse it)"
         if isinstance(item, float):
             if math.isfinite(item):
                 continue

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol
 
+from converge_dsl._json_text import loads
 from converge_dsl.models._common import token_count_problem
 from converge_dsl.models._limits import MAX_JSON_DEPTH, json_depth
 from converge_dsl.models._sse import SseEvent
@@ -94,9 +95,9 @@ def load_json(text: str, what: str) -> Any:
     if depth > MAX_JSON_DEPTH:
         wire_error(f"{what} nests {depth} levels deep, more than the {MAX_JSON_DEPTH} allowed")
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        wire_error(f"{what} is not valid JSON: {text[:80]!r}")
+        return loads(text)
+    except (ValueError, RecursionError) as exc:
+        wire_error(f"{what} is not valid JSON ({exc}): {text[:80]!r}")
 
 
 def object_field(data: Any, name: str, what: str) -> Mapping[str, Any]:
@@ -135,7 +136,7 @@ def tool_call(call_id: str, tool: str, text: str) -> ToolCallPart:
     problem = _arguments_problem(text)
     if problem is not None:
         return ToolCallPart(call_id, tool, {}, problem)
-    return ToolCallPart(call_id, tool, json.loads(text))
+    return ToolCallPart(call_id, tool, loads(text))
 
 
 def _arguments_problem(text: str) -> str | None:
@@ -144,7 +145,7 @@ def _arguments_problem(text: str) -> str | None:
     if depth > MAX_JSON_DEPTH:
         return f"the arguments nest {depth} levels deep, more than the {MAX_JSON_DEPTH} allowed"
     try:
-        value = json.loads(text)
+        value = loads(text)
     except (ValueError, RecursionError) as exc:  # a JSON error says its line and column
         return f"the arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):

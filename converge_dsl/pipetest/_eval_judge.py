@@ -41,7 +41,6 @@ the GenAI attributes of a run's model calls and `converge_dsl.eval.case`,
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._json_text import loads
 from converge_dsl.diagnostics import Diagnostic
 
 from ._eval_spec import EvalCase, EvalFile, Rubric
@@ -301,8 +301,8 @@ def parse_verdict(text: str, verdict: str) -> tuple[float, str, str | None]:
     if body.startswith("```"):
         body = body.strip("`").removeprefix("json").strip()
     try:
-        value = json.loads(body)
-    except ValueError:
+        value = loads(body)
+    except (ValueError, RecursionError):
         return 0.0, "", f"the answer is not JSON: {_short(text)!r}"
     if not isinstance(value, dict):
         return 0.0, "", "the answer is not a JSON object"

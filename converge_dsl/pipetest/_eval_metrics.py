@@ -136,10 +136,9 @@ def _is_number(value: object) -> bool:
 
 
 def _matches(pattern: str, value: object) -> bool:
-    import re2
+    from converge_dsl.sandbox import search
 
-    text = value if isinstance(value, str) else str(value)
-    return re2.search(pattern, text) is not None
+    return search(pattern, value if isinstance(value, str) else str(value))
 
 
 def _conforms(schema: object, value: object) -> bool:

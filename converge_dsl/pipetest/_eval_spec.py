@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._files import display_name
+from converge_dsl._json_text import loads
 from converge_dsl._json_types import JsonObject, JsonValue
 from converge_dsl.diagnostics import (
     Diagnostic,
@@ -413,7 +413,7 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
         if not line.strip():
             continue
         try:
-            rows.append((number, json.loads(line)))
+            rows.append((number, loads(line)))
         except ValueError as exc:
             rows.append((number, f"line {number} is not JSON: {exc}"))
     return rows
@@ -447,7 +447,7 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
 
 def _cell(cell: str) -> JsonValue:
     try:
-        value: JsonValue = json.loads(cell)
+        value: JsonValue = loads(cell)
     except ValueError:
         return cell
     return value

@@ -66,8 +66,6 @@ __all__ = [  # the folder's lock and checks live beside the store, imported from
 
 FORMAT = "converge-dsl/checkpoint/v2"
 COMPACT_BYTES = 4 << 20
-# The smallest integer of more digits than `json.loads` reads by default (4300).
-_TOO_LONG = 10**4300
 
 
 def _sha(text: str) -> str:
@@ -359,37 +357,15 @@ def _check_states(states: Mapping[str, JsonValue]) -> None:
 
     A user's `checkpoint_state()` is not checked by the promotion gate (the
     engine's facts are), and the journal's writer would write a set, a
-    Decimal, a datetime or a non-string key as something else: `TypeError`,
-    as `json.dumps` refused them; an integer `json.loads` cannot read back:
-    `ValueError`, as `json.dumps` refused it. Only states written are checked:
-    one unchanged since its last record costs nothing.
+    Decimal, a datetime, a non-string key or an integer `json.loads` cannot
+    read back as something else (or fail): `TypeError`, naming what
+    `json_problem` found. Only states written are checked: one unchanged since
+    its last record costs nothing.
     """
     for name, data in states.items():
         problem = json_problem(data)
         if problem is not None:
             raise TypeError(f"the checkpoint state of suggestor {name!r} is not JSON: {problem}")
-        _check_digits(name, data)
-
-
-def _check_digits(name: str, data: JsonValue) -> None:
-    """`ValueError` when JSON data `data` holds an integer of more than 4300 digits."""
-    stack: list[Any] = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list | tuple):
-            stack.extend(item)
-        elif isinstance(item, int):
-            if abs(item) >= _TOO_LONG:
-                raise _too_long(name)
-        elif not isinstance(item, str | float) and item is not None:
-            stack.extend(item.values())  # a mapping: `json_problem` let nothing else by
-
-
-def _too_long(name: str) -> ValueError:
-    return ValueError(
-        f"the checkpoint state of suggestor {name!r} holds an integer of more than "
-        "4300 digits, which JSON readers refuse"
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ reports with its message and hint.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from types import GeneratorType
@@ -21,6 +20,7 @@ from typing import Any
 import jinja2
 import jinja2.exceptions
 
+from converge_dsl._json_text import loads
 from converge_dsl.sandbox._limits import MAX_SIZE, Limit, produce, spend, text_size
 
 
@@ -46,14 +46,10 @@ def fromjson(text: Any) -> Any:
         raise Limit(f"JSON text of more than {MAX_SIZE} characters is refused")
     spend(0, len(text))
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = loads(text)
     except ValueError as exc:
         raise BadValue(f"fromjson: the text is not JSON: {exc}") from None
     return produce(value)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _kind(value: Any) -> str:

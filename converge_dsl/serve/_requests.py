@@ -13,7 +13,6 @@ lower any limit of the pipeline's `budget:` but never raise one.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
+from converge_dsl._json_text import loads
 from converge_dsl._json_types import JsonObject, json_depth
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import ConvergeError, UsageError
@@ -119,13 +119,10 @@ class RunRequest:
 
 
 def parse_json(raw: bytes) -> Any:
-    """The JSON of a body (strict: no NaN, nested at most `MAX_DEPTH`), or `Refused` (400)."""
-
-    def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not standard JSON")
-
+    """The JSON of a body (standard: no NaN, no lone surrogate; nested at most
+    `MAX_DEPTH`), or `Refused` (400)."""
     try:
-        value = json.loads(raw, parse_constant=constant)
+        value = loads(raw)
     except RecursionError:
         raise _too_deep() from None
     except (ValueError, UnicodeDecodeError) as exc:

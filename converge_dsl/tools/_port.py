@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from converge_dsl._json_text import surrogate_problem
 from converge_dsl._json_types import JsonObject, JsonSchema, JsonValue
 from converge_dsl.errors import ConvergeError
 from converge_dsl.frontend import ToolServerSpec
@@ -122,7 +123,11 @@ ServerFactory = Callable[[ToolServerSpec, Path, Mapping[str, str]], ToolServer]
 
 def cap_result(text: str, structured: JsonValue, is_error: bool, max_bytes: int) -> ToolResult:
     """The result with `text` cut to `max_bytes` (at a character boundary, with a marker
-    naming both sizes) and `structured` dropped when its JSON is over `max_bytes`."""
+    naming both sizes) and `structured` dropped when its JSON is over `max_bytes`; an error
+    result instead when either is not Unicode text (a lone surrogate no writer can write)."""
+    problem = surrogate_problem(text) or surrogate_problem(structured)
+    if problem is not None:
+        return ToolResult(f"the tool's result is refused: {problem}", None, True)
     data = text.encode("utf-8")
     size = len(data)
     shape = None if structured is None else json.dumps(structured, ensure_ascii=False)

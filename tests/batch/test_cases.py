@@ -32,3 +32,14 @@ def test_a_result_line_is_the_documents_line_without_a_model_per_fact(path: Path
     assert quick.stop_reason == document.stop_reason
     assert quick.usage == document.usage.model_dump()
     assert json.loads(quick.line())["index"] == 3
+
+
+def test_a_case_that_is_not_standard_json_says_where() -> None:
+    from converge_dsl.batch._cases import parse_case
+
+    case = parse_case(3, '{"id": 7, "market": {"name": "Lyon\\udfff"}}')
+    assert case.problem == (
+        "case 3: not JSON (the text at /market/name holds a lone surrogate (\\udfff), which "
+        "is not Unicode text)"
+    )
+    assert parse_case(4, '{"market": NaN}').problem == "case 4: not JSON (NaN is not standard JSON)"

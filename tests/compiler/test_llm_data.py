@@ -130,7 +130,18 @@ def test_only_json_answers_ask_the_model_for_a_shape(
 def test_nan_in_an_answer_is_not_json(compile_yaml: Compile, fake_model: Any) -> None:
     suggestor = _compile(compile_yaml, fake_model('[{"x": NaN}]'), "    output: {format: json}\n")
     (diagnostic,) = _execute(suggestor)
-    assert "answer is not JSON: NaN is not JSON" in diagnostic.data["error"]
+    assert "answer is not JSON: NaN is not standard JSON" in diagnostic.data["error"]
+
+
+def test_a_lone_surrogate_in_an_answer_is_not_json(compile_yaml: Compile, fake_model: Any) -> None:
+    # No trace, result document or terminal could write it: refused where it comes in.
+    answer = '[{"x": "ok"}, {"x": "T-101\\ud800"}]'
+    suggestor = _compile(compile_yaml, fake_model(answer), "    output: {format: json}\n")
+    (diagnostic,) = _execute(suggestor)
+    assert diagnostic.data["error"] == (
+        "answer is not JSON: the text at /1/x holds a lone surrogate (\\ud800), which is not "
+        "Unicode text"
+    )
 
 
 def test_the_derived_response_schema_keeps_the_key_schemas_references(

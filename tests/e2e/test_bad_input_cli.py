@@ -82,6 +82,30 @@ def test_non_standard_json_constants_stay_text(text: str) -> None:
     assert parse_inputs(args) == {"market": text}
 
 
+def test_a_lone_surrogate_in_an_inputs_file_is_a_usage_error_naming_where(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.json"
+    path.write_text('{"market": {"name": "Lyon\\ud800"}}')
+    code, out, err = cli("run", PIPELINE, "--inputs", path)
+    assert (code, out) == (3, "")
+    assert (
+        f"error: --inputs {path} is not JSON: the text at /market/name holds a lone surrogate "
+        "(\\ud800), which is not Unicode text"
+    ) in err
+
+
+def test_input_text_the_shell_passed_undecoded_is_a_usage_error() -> None:
+    # A byte that is not UTF-8 on the command line reaches Python as a lone surrogate.
+    code, out, err = cli("run", PIPELINE, "--input", "market=Lyon\udcff")
+    assert (code, out) == (3, "")
+    assert "error: --input market: the text holds a lone surrogate (\\udcff)" in err
+    assert "hint: give the value as UTF-8 text" in err
+
+
+def test_a_valid_surrogate_pair_is_text() -> None:
+    args = argparse.Namespace(inputs=None, input=['market="\\ud83d\\ude00"'])
+    assert parse_inputs(args) == {"market": "\U0001f600"}
+
+
 # --- output paths checked before any work --------------------------------------------------
 
 

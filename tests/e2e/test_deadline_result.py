@@ -83,21 +83,23 @@ def _grow(folder: Path, wall: float) -> Path:
 def _timed_run(
     pipeline: Path, monkeypatch: pytest.MonkeyPatch, *argv: str
 ) -> tuple[int, float, float, _Counting]:
-    """Exit code, seconds the engine ran, seconds from its stop to the end of the command,
-    and what stdout got."""
+    """Exit code, CPU seconds the engine ran, CPU seconds from its stop to the end of the
+    command, and what stdout got. CPU time, not wall time: on a loaded machine the run
+    gets less CPU and so makes fewer facts, and printing them costs less in step, so the
+    ratio of the two does not depend on the load."""
     stopped: list[float] = []
     run_engine = engine_module.Engine.run
 
     async def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
-        stopped.append(time.monotonic())
+        stopped.append(time.process_time())
         result = await run_engine(self, *args, **kwargs)
-        stopped.append(time.monotonic())
+        stopped.append(time.process_time())
         return result
 
     monkeypatch.setattr(engine_module.Engine, "run", timed)
     out = _Counting()
     code = run(["run", str(pipeline), "--quiet", *argv], out, io.StringIO())
-    ended = time.monotonic()
+    ended = time.process_time()
     return code, stopped[1] - stopped[0], ended - stopped[1], out
 
 
@@ -108,9 +110,10 @@ def test_a_run_stopped_at_its_deadline_prints_its_result_in_a_fraction_of_it(
     pipeline = _grow(tmp_path, wall=3)
     code, ran, after, out = _timed_run(pipeline, monkeypatch, "--format", output)
     assert code == 4
-    assert out.size > 1_000_000, "the run holds a large context"
+    # At least one model call's 10,000 facts (a loaded machine makes fewer in the time).
+    assert out.size > 400_000, "the run holds a large context"
     # Printing the facts costs a small part of making them (it cost more than the run).
-    assert after < max(0.4 * ran, 0.5), f"ran {ran:.1f} s, then {after:.1f} s"
+    assert after < max(0.4 * ran, 0.5), f"ran {ran:.1f} s of CPU, then {after:.1f} s"
     if output == "human":
         assert "stop: time_budget_exhausted after " in out.tail
 

@@ -254,6 +254,8 @@ _LEAVES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(),
+    st.sampled_from([4299, 4300, 5000]).map(lambda digits: 10**digits),  # past 4300 digits?
+    st.sampled_from([4299, 4300]).map(lambda digits: -(10**digits)),
     st.floats(),  # NaN and the infinities included: not JSON
     st.text(max_size=3),
     st.builds(_Text, st.text(max_size=3)),  # a str subclass: JSON all the same
@@ -277,6 +279,27 @@ def test_the_quick_look_at_plain_data_answers_as_the_full_walk(value: Any) -> No
     from converge_dsl.engine._data import _first_problem, json_problem
 
     assert json_problem(value) == _first_problem(value)
+
+
+def test_an_integer_json_readers_refuse_is_named_not_raised() -> None:
+    from converge_dsl.engine import (
+        PromotionGate,
+        PromotionPolicy,
+        ProposedFact,
+        Provenance,
+        json_problem,
+    )
+
+    assert json_problem({"n": [10**4300 - 1]}) is None  # 4300 digits: readers take it
+    assert json_problem({"n": [1, -(10**4300)]}) == (
+        "data at /n/1: an integer of more than 4300 digits (JSON readers refuse it)"
+    )
+    proposal = ProposedFact("k", "x", "big", data={"n": 10**5000}, provenance=Provenance("p"))
+    reason = PromotionGate(PromotionPolicy()).rejection(proposal)
+    assert reason == (
+        "data at /n: an integer of more than 4300 digits (JSON readers refuse it)"
+        " (data must be JSON)"
+    )
 
 
 def test_data_that_fits_a_key_schema_is_checked_without_python_jsonschema() -> None:

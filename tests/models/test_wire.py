@@ -134,3 +134,19 @@ def test_redactor_masks_known_secrets_anywhere(prefix: str, suffix: str) -> None
     secret = "k3y-VALUE-0000"
     assert secret not in Redactor([secret])(prefix + secret + suffix)
     assert MASK in Redactor([secret])(prefix + secret + suffix)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"choices": [{"message": {"content": "T\\ud800"}}]}', "holds a lone surrogate"),
+        ('{"usage": {"prompt_tokens": NaN}}', "NaN is not standard JSON"),
+    ],
+)
+def test_a_body_that_is_not_standard_json_is_e_wire(text: str, problem: str) -> None:
+    from converge_dsl.models._wire import load_json
+
+    with pytest.raises(ModelError) as raised:
+        load_json(text, "the response")
+    assert raised.value.code is ModelErrorCode.WIRE
+    assert problem in str(raised.value)

@@ -57,6 +57,15 @@ def test_regex_and_schema_hold_for_every_fact() -> None:
     assert _score("schema", key="tickets", schema={"required": ["missing"]}) == 0.0
 
 
+def test_a_regex_reads_text_re2_cannot_encode_as_the_sandbox_does() -> None:
+    # A lone surrogate is matched as U+FFFD (the sandbox's `search`), not a crash.
+    result = {"facts": {"tickets": [{"id": "t", "data": {"category": "b\ud800"}}]}}
+    metric = Metric(
+        "m", "regex", {"key": "tickets", "field": "/category", "pattern": "^b.$"}, None, ()
+    )
+    assert score(metric, _CASE, result) == 1.0
+
+
 def test_set_measures_over_fact_ids() -> None:
     assert _score("set", key="tickets", expected="ids", measure="precision") == 0.5
     assert _score("set", key="tickets", expected="ids", measure="recall") == 0.5

@@ -204,23 +204,15 @@ def test_a_fresh_run_in_the_folder_drops_the_decisions_kept_for_the_old_journal(
     assert _promoted(doc) == ["s2"]
 
 
-def test_a_pause_whose_proposal_holds_a_lone_surrogate_goes_on_decision_by_decision(
-    pipeline: Path, tmp_path: Path
-) -> None:
-    """JSON text may hold half a surrogate pair (a model's answer say): its decision is
-    bound to it, kept while the other proposal waits, and applied. (Read in the human
-    output: the JSON document cannot hold the text yet.)"""
-    ckpt, text = tmp_path / "ck", "half \ud800 of a pair"
-    _pause(pipeline, ckpt, "--input", f"what={text}")
-    code, out, err = cli("run", pipeline, "--resume", ckpt, "--approve", "s2")
-    assert code == 6, err
-    assert "decided, held until every pending proposal is decided (1)\n  - s2: approved" in out
-    assert (ckpt / DECISIONS_FILE).exists()
-    code, out, err = cli("run", pipeline, "--resume", ckpt, "--approve", "spend-all-money")
-    assert code == 0, err
-    assert f"strategies (2)\n  - spend-all-money: {text}\n" in out
-    assert "  - s2: go small\n" in out
-    assert not (ckpt / DECISIONS_FILE).exists()
+def test_a_lone_surrogate_never_reaches_a_pause(pipeline: Path, tmp_path: Path) -> None:
+    """Half a surrogate pair (bytes of the command line that are not UTF-8, or a JSON
+    escape) is refused where it comes in, before anything is written: no proposal, no
+    decision and no trace ever holds text that cannot be written as UTF-8."""
+    ckpt = tmp_path / "ck"
+    code, out, err = cli("run", pipeline, "--checkpoint", ckpt, "--input", "what=half \ud800")
+    assert (code, out) == (3, "")
+    assert "error: --input what: the text holds a lone surrogate (\\ud800)" in err
+    assert not ckpt.exists()
 
 
 def test_decisions_kept_from_a_file_whose_name_is_not_utf_8_are_used(

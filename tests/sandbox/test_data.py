@@ -53,7 +53,11 @@ def test_fromjson_parses_text_into_data() -> None:
     ("text", "message"),
     [
         ("{'a': 1}", "fromjson: the text is not JSON: Expecting property name enclosed in"),
-        ("[1, NaN]", "fromjson: the text is not JSON: NaN is not JSON"),
+        ("[1, NaN]", "fromjson: the text is not JSON: NaN is not standard JSON"),
+        (
+            '["\\ud800"]',
+            "fromjson: the text is not JSON: the text at /0 holds a lone surrogate (\\ud800)",
+        ),
         ("", "fromjson: the text is not JSON: Expecting value: line 1 column 1 (char 0)"),
     ],
 )

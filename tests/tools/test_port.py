@@ -36,3 +36,16 @@ def test_a_result_over_the_cap_is_cut_at_a_character_and_marked() -> None:
     result = cap_result("é" * 10, None, True, 5)
     assert result.text == "éé\n[result cut: 20 bytes, over the cap of 5]"
     assert (result.cut, result.size, result.is_error) == (True, 20, True)
+
+
+def test_a_result_that_is_not_unicode_text_is_an_error_result() -> None:
+    # An MCP server's JSON may escape a lone surrogate; no writer of the run could write it.
+    for text, structured, where in [
+        ("ok \ud800", None, "the text holds"),
+        ("ok", {"rows": ["a", "\udc00"]}, "the text at /rows/1 holds"),
+        ("ok", {"\udc00": 1}, "a key holds"),
+    ]:
+        result = cap_result(text, structured, False, 100)
+        assert (result.is_error, result.structured) == (True, None)
+        assert result.text.startswith(f"the tool's result is refused: {where} a lone surrogate")
+        result.text.encode("utf-8")  # what the trace writes
