@@ -32,3 +32,11 @@ def test_a_result_line_is_the_documents_line_without_a_model_per_fact(path: Path
     assert quick.stop_reason == document.stop_reason
     assert quick.usage == document.usage.model_dump()
     assert json.loads(quick.line())["index"] == 3
+
+
+def test_a_result_line_is_the_json_dumps_of_its_body_byte_for_byte() -> None:
+    body = {"stop_reason": "converged", "facts": {"é": [{"x": 0.1, "y": 1e16, "z": "\x00€"}]}}
+    line = CaseResult(2, "c", body, 0).line()
+    expected = {"index": 2, "id": "c", "exit_code": 0, **body}
+    assert line == json.dumps(expected, ensure_ascii=False, separators=(",", ":")) + "\n"
+    assert line.startswith('{"index":2,"id":"c","exit_code":0,"stop_reason":')
