@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 CaseId = str | int | None
 # The first bytes of every result line: how an existing `--out` file is recognised.
 LINE_START = b'{"index":'
+# What `json.dumps(line, ensure_ascii=False, separators=(",", ":"))` uses, made once.
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +148,7 @@ class CaseResult:
         if self.text is not None:
             return self.text
         head = {"index": self.index, "id": self.id, "exit_code": self.exit_code}
-        return json.dumps({**head, **self.body}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return _LINE.encode({**head, **self.body}) + "\n"
 
     def with_line(self) -> CaseResult:
         """This result holding its result line (`text`), written now."""

@@ -78,7 +78,15 @@ CONSENSUS_OUTCOMES = ContextKey("consensus_outcomes")
 
 
 class FrozenDict(dict[str, Any]):
-    """A JSON object that refuses mutation. `json.dumps` serialises it as a dict."""
+    """A JSON object that refuses mutation. `json.dumps` serialises it as a dict.
+
+    Its `canonical_json` text is kept once made (`_text`): the promotion gate
+    measures a proposal's data with it, and a batch's result line is read
+    back from it (`bench/batch.py`, CPU per case).
+    """
+
+    __slots__ = ("_text",)
+    _text: str
 
     def _refuse(self, *args: object, **kwargs: object) -> Any:
         raise TypeError("fact data is immutable")
@@ -123,9 +131,25 @@ def freeze_json(value: Any) -> Any:
 _FROZEN = frozenset((str, int, float, bool, type(None), FrozenDict))  # `freeze_json` keeps these
 
 
+# What `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` uses,
+# made once: `dumps` with arguments builds an encoder per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
-    """Stable JSON text (sorted keys, no spaces) used to compare and hash data."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Stable JSON text (sorted keys, no spaces) used to compare and hash data.
+
+    A `FrozenDict`'s text is made once and kept (`freeze_json` froze its members
+    too, so the text cannot go stale); any other value's is made on each call.
+    """
+    if type(value) is not FrozenDict:
+        return _CANONICAL.encode(value)
+    try:
+        return value._text
+    except AttributeError:
+        text: str = _CANONICAL.encode(value)
+        value._text = text
+        return text
 
 
 def _legacy_text(value: Any) -> str:

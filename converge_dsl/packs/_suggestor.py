@@ -48,6 +48,7 @@ from converge_dsl.engine.types import (
     AgentEffect,
     ContextView,
     Fact,
+    FrozenDict,
     ProposedFact,
     Provenance,
     canonical_json,
@@ -201,7 +202,9 @@ class PackSolverSuggestor:
         content, _ = input_data(fact)
         if not isinstance(content, Mapping):
             return None, [_not_an_object(fact, content)], 0
-        text = canonical_json({**content, **self.params})
+        # Without parameters the problem is the input fact's data, which keeps its text.
+        frozen = not self.params and type(content) is FrozenDict
+        text = canonical_json(content if frozen else {**content, **self.params})
         problem = json.loads(text)
         errors = sorted(
             self._input_validator().iter_errors(problem), key=lambda e: list(e.absolute_path)

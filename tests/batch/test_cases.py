@@ -43,3 +43,11 @@ def test_a_case_that_is_not_standard_json_says_where() -> None:
         "is not Unicode text)"
     )
     assert parse_case(4, '{"market": NaN}').problem == "case 4: not JSON (NaN is not standard JSON)"
+
+
+def test_a_result_line_is_the_json_dumps_of_its_body_byte_for_byte() -> None:
+    body = {"stop_reason": "converged", "facts": {"é": [{"x": 0.1, "y": 1e16, "z": "\x00€"}]}}
+    line = CaseResult(2, "c", body, 0).line()
+    expected = {"index": 2, "id": "c", "exit_code": 0, **body}
+    assert line == json.dumps(expected, ensure_ascii=False, separators=(",", ":")) + "\n"
+    assert line.startswith('{"index":2,"id":"c","exit_code":0,"stop_reason":')

@@ -128,3 +128,22 @@ def test_an_engine_run_shares_promotion_records_per_suggestor_and_cycle() -> Non
     assert len({id(f._basis) for f in facts}) == 3  # one per cycle
     assert [f.promotion.logical_time for f in facts] == list(range(1, 151))
     assert {f.promotion.trace_link for f in facts} == {"cycle/1/w", "cycle/2/w", "cycle/3/w"}
+
+
+def test_a_frozen_objects_canonical_text_is_made_once_and_kept() -> None:
+    data = freeze_json({"b": [1, 2.5, {"y": None, "x": True}], "a": "été\n"})
+    text = engine_types.canonical_json(data)
+    assert text == '{"a":"été\\n","b":[1,2.5,{"x":true,"y":null}]}'
+    assert engine_types.canonical_json(data) is text
+    assert hash(data) == hash(text)
+    for copied in (copy.copy(data), copy.deepcopy(data), pickle.loads(pickle.dumps(data))):
+        assert type(copied) is engine_types.FrozenDict
+        assert engine_types.canonical_json(copied) == text
+
+
+def test_canonical_json_keeps_no_text_of_what_is_not_json() -> None:
+    data = engine_types.FrozenDict({"when": object()})
+    for _ in range(2):
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            engine_types.canonical_json(data)
+    assert engine_types.canonical_json([1, "x"]) == '[1,"x"]'

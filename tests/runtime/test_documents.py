@@ -211,6 +211,15 @@ def test_plain_data_is_the_canonical_json_read_back(value: object) -> None:
     assert json.dumps(documents._plain(frozen)) == json.dumps(expected)  # the same key order too
 
 
+def test_plain_data_that_is_not_json_is_walked_as_it_is() -> None:
+    import datetime
+
+    day = datetime.date(2026, 1, 2)
+    frozen = freeze_json({"b": [day], "a": 1})
+    assert documents._plain(frozen) == {"a": 1, "b": [day]}
+    assert list(documents._plain(frozen)) == ["a", "b"]
+
+
 def test_fact_models_are_those_fact_model_of_builds() -> None:
     groups = [("signals", _facts(12)), ("seeds", _facts(3, "seeds", data=False))]
     made = documents.fact_models(groups)
