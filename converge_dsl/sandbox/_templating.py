@@ -54,6 +54,7 @@ import jinja2.exceptions
 import jinja2.nodes
 import jinja2.sandbox
 from jinja2.environment import TemplateExpression
+from jinja2.nodes import EvalContext
 
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError
@@ -141,9 +142,40 @@ _FIELD_HINT = "a fact's structured data is fact.data, its text fact.content"
 _REFUSED_HINT = "the sandbox exposes data and the context API only, nothing of Python"
 
 
+class _Template(jinja2.Template):
+    # What every render's context of this template may share (`_render_chunks`), made
+    # once by `from_code`: its evaluation context and its globals' names; None when its
+    # code changes its evaluation context (`{% autoescape %}`) or it has blocks.
+    sandbox_shared: tuple[EvalContext, set[str]] | None = None
+
+
+class _Context(jinja2.runtime.Context):
+    """Jinja's context of one render, with the evaluation context and the globals' names
+    of its template (`_Template.sandbox_shared`) instead of new ones: what Jinja's
+    `__init__` makes, less its copies (`bench/render.py`)."""
+
+    def __init__(  # Jinja's order of fields
+        self,
+        environment: jinja2.Environment,
+        parent: dict[str, Any],
+        name: str | None,
+        eval_ctx: EvalContext,
+        globals_keys: set[str],
+    ) -> None:
+        self.parent = parent
+        self.vars = {}
+        self.environment = environment
+        self.eval_ctx = eval_ctx
+        self.exported_vars = set()
+        self.name = name
+        self.globals_keys = globals_keys  # read only, by Jinja's `TemplateModule`
+        self.blocks = {}
+
+
 class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
     code_generator_class = BoundedCodeGenerator
+    template_class = _Template
 
     bounded_compare = staticmethod(bounded_compare)
     bounded_concat = staticmethod(bounded_concat)
@@ -338,7 +370,21 @@ def from_code(code: CodeType, *, expression: bool = False) -> Any:
     # A plain dict of the globals, not Jinja's ChainMap over the environment's: each
     # render copies the globals' names into a set, which a ChainMap makes slowly.
     template = env.template_class.from_code(env, code, dict(env.make_globals(None)), None)
+    if isinstance(template, _Template) and not template.blocks and not _sets_eval_context(code):
+        template.sandbox_shared = (EvalContext(env, template.name), set(template.globals))
     return TemplateExpression(template, False) if expression else template
+
+
+# The names of the evaluation context's fields: generated code that names one may change
+# it (`{% autoescape %}` does; a macro's call reads it), so each render gets its own.
+_EVAL_CONTEXT_FIELDS = frozenset({"autoescape", "volatile", "save", "revert"})
+
+
+def _sets_eval_context(code: CodeType) -> bool:
+    """Whether `code`, or a function inside it, may change the evaluation context."""
+    if not _EVAL_CONTEXT_FIELDS.isdisjoint(code.co_names):
+        return True
+    return any(isinstance(c, CodeType) and _sets_eval_context(c) for c in code.co_consts)
 
 
 def _compiled(source: str, expression: bool) -> Any:
@@ -429,7 +475,11 @@ def _render_chunks(
 ) -> tuple[jinja2.runtime.Context, str]:
     # What `template.new_context(scope, shared=True)` makes, made directly.
     env = template.environment
-    context = env.context_class(env, scope, template.name, template.blocks, template.globals)
+    shared = getattr(template, "sandbox_shared", None)  # None: not from `from_code`
+    if shared is None:
+        context = env.context_class(env, scope, template.name, template.blocks, template.globals)
+    else:
+        context = _Context(env, scope, template.name, *shared)
     size = 0
     chunks: list[str] = []
     for chunk in template.root_render_func(context):

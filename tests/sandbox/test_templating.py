@@ -353,3 +353,28 @@ def test_a_test_that_takes_no_context_is_called_as_jinja_would_call_it(
     assert common == ["divisibleby", "divisibleby", "filter", "filter"]
     with pytest.raises(TemplateRenderError, match="No test named 'nope'"):
         render(compile_template("{{ [1] | select('nope') | list }}"), dict(GLOBALS))
+
+
+def test_a_renders_context_shares_what_its_template_cannot_change() -> None:
+    """Each render's context shares its template's evaluation context and globals' names,
+    unless the template's code can change the evaluation context or it has blocks."""
+    from converge_dsl.sandbox._templating import _render_chunks, compile_expression, evaluate
+
+    scope = {**GLOBALS, "a": "<a>"}
+    plain = compile_template("{{ a }}{% for i in range(2) %}{{ loop.index }}{% endfor %}")
+    first, text = _render_chunks(plain, scope)
+    second, _ = _render_chunks(plain, scope)
+    assert text == "<a>12"
+    assert first is not second
+    assert first.vars is not second.vars
+    assert first.eval_ctx is second.eval_ctx
+    assert first.globals_keys == {"range"}
+    escaping = "{% autoescape true %}{{ a }}{% endautoescape %}{{ a }}"
+    for source in (escaping, "{% block b %}{{ a }}{% endblock %}", "{% macro m() %}{% endmacro %}"):
+        template = compile_template(source)
+        assert _render_chunks(template, scope)[0].eval_ctx is not (
+            _render_chunks(template, scope)[0].eval_ctx
+        )
+    for _ in range(2):  # the escaping block does not leak into the next render
+        assert render(compile_template(escaping), scope) == "&lt;a&gt;<a>"
+    assert evaluate(compile_expression("a ~ 'b'"), scope) == "<a>b"
