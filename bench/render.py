@@ -17,7 +17,10 @@ context called without Jinja's bookkeeping, a lone string or number sized
 without the walk, a filter with no check called with its own arguments and
 without Jinja's async wrapper, a comparison charged through `spend`'s inlined
 path: 720 us to 516 us per case (load 7.3 and 7.0; `bench/batch.py` gives the
-whole case's CPU).
+whole case's CPU). Then, a render's context sharing its template's evaluation
+context and globals' names, a test charged and called without its guard's extra
+call, a frozen JSON object's items read as attributes without a failed lookup:
+505-509 us to 451-453 us (load 13.3-13.9, runs of each tree in turn).
 """
 
 from __future__ import annotations

@@ -303,6 +303,9 @@ def charge_deep(*values: Any) -> None:
     """Charge the work of walking the smallest of `values` in full (a comparison)."""
     budget = BUDGET.get()
     if budget is not None:
+        if values and isinstance(values[0], _SCALARS):  # what the loop below ends with at once
+            spend(1, 0)
+            return
         smallest = max(budget.work, 0) + 1
         for value in values:  # each walk stops at the smallest size so far
             if isinstance(value, _SCALARS):  # nothing to walk: the comparison is a step

@@ -47,19 +47,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from types import CodeType, FunctionType
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 import jinja2.exceptions
 import jinja2.nodes
 import jinja2.sandbox
 from jinja2.environment import TemplateExpression
+from jinja2.nodes import EvalContext
 
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError
 from converge_dsl.sandbox._codegen import BoundedCodeGenerator, Generated, generate, parse
 from converge_dsl.sandbox._data import BadValue, fromjson, json_data
-from converge_dsl.sandbox._governor import BUDGET, Budget, Exhausted
+from converge_dsl.sandbox._governor import BUDGET, Budget, Exhausted, charge_deep
 from converge_dsl.sandbox._limits import (
     FILTER_CHECKS,
     MAX_EXPONENT,
@@ -141,9 +142,40 @@ _FIELD_HINT = "a fact's structured data is fact.data, its text fact.content"
 _REFUSED_HINT = "the sandbox exposes data and the context API only, nothing of Python"
 
 
+class _Template(jinja2.Template):
+    # What every render's context of this template may share (`_render_chunks`), made
+    # once by `from_code`: its evaluation context and its globals' names; None when its
+    # code changes its evaluation context (`{% autoescape %}`) or it has blocks.
+    sandbox_shared: tuple[EvalContext, set[str]] | None = None
+
+
+class _Context(jinja2.runtime.Context):
+    """Jinja's context of one render, with the evaluation context and the globals' names
+    of its template (`_Template.sandbox_shared`) instead of new ones: what Jinja's
+    `__init__` makes, less its copies (`bench/render.py`)."""
+
+    def __init__(  # Jinja's order of fields
+        self,
+        environment: jinja2.Environment,
+        parent: dict[str, Any],
+        name: str | None,
+        eval_ctx: EvalContext,
+        globals_keys: set[str],
+    ) -> None:
+        self.parent = parent
+        self.vars = {}
+        self.environment = environment
+        self.eval_ctx = eval_ctx
+        self.exported_vars = set()
+        self.name = name
+        self.globals_keys = globals_keys  # read only, by Jinja's `TemplateModule`
+        self.blocks = {}
+
+
 class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
     code_generator_class = BoundedCodeGenerator
+    template_class = _Template
 
     bounded_compare = staticmethod(bounded_compare)
     bounded_concat = staticmethod(bounded_concat)
@@ -169,6 +201,14 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
             return obj[attribute]
         if attribute in _SAFE_FIELDS.get(type(obj), ()):
             return getattr(obj, attribute)
+        names = _MAPPING_ATTRIBUTES.get(type(obj))
+        if (
+            names is not None
+            and attribute not in names
+            and attribute in obj
+            and attribute not in obj.__dict__  # nor one of its own: its item, as for a dict
+        ):
+            return obj[attribute]
         return _named_field(obj, attribute, super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
@@ -186,11 +226,16 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         self, name: str, value: Any, args: Any = None, kwargs: Any = None, *rest: Any
     ) -> Any:
         """Jinja's `call_test` (`select`, `reject` call it per item), without its
-        bookkeeping for a test that takes no context or keyword (all but two)."""
-        if name in _PLAIN_TESTS and not kwargs:
-            test: Any = self.tests[name]
-            return test(value, *(args or ()))
-        return super().call_test(name, value, args, kwargs, *rest)
+        bookkeeping for a test that takes no context or keyword (all but two), and
+        charged as its guard (`guard_test`) charges it."""
+        test = _PLAIN_TESTS.get(name)
+        if test is None or kwargs or self.tests.get(name) is not test.guarded:
+            return super().call_test(name, value, args, kwargs, *rest)
+        if args:  # a test with an argument is a comparison
+            charge_deep(value, args[0])
+        else:
+            spend()
+        return test.func(value, *(args or ()))
 
     def call(
         __self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any
@@ -214,8 +259,16 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         return produce(super().call(__context, __obj, *args, **kwargs))
 
 
-# The environment's tests that take no context, environment or evaluation context.
-_PLAIN_TESTS: set[str] = set()
+class _PlainTest(NamedTuple):
+    """A test that takes no context, environment or evaluation context: Jinja's
+    function, and its guard in the environment (while it is there, `call_test`
+    charges and calls the function itself)."""
+
+    func: Any
+    guarded: Any
+
+
+_PLAIN_TESTS: dict[str, _PlainTest] = {}
 # Jinja's own words for a call that raised StopIteration (`Context.call`).
 _STOPPED = "value was undefined because a callable raised a StopIteration exception"
 
@@ -238,6 +291,10 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 # Types whose `obj[x]` is the built-in lookup: pure, so trying it before Jinja's rules
 # (which try it first too) changes nothing. Mappings of `register_record` join them.
 _PLAIN_INDEX: set[type] = {dict, list, tuple, str}
+# The attributes of such a mapping type (a dict subclass) whose attributes are looked up
+# plainly: any other name Jinja's rules read of one of its objects is its item (when it
+# has it and the object has no attribute of that name), else what the rules say.
+_MAPPING_ATTRIBUTES: dict[type, frozenset[str]] = {}
 
 
 def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None) -> None:
@@ -251,6 +308,8 @@ def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None)
     _RECORDS[cls] = (noun, None if fields is None else tuple(fields))
     if fields is None and _plain_dict(cls):
         _PLAIN_INDEX.add(cls)
+        if _plain_attributes(cls):
+            _MAPPING_ATTRIBUTES[cls] = frozenset(dir(cls))
     if fields is not None and not hasattr(cls, "__getitem__"):
         _SAFE_FIELDS[cls] = set()
 
@@ -261,6 +320,17 @@ def _plain_dict(cls: type) -> bool:
         issubclass(cls, dict)
         and cls.__getitem__ is dict.__getitem__
         and not hasattr(cls, "__missing__")
+    )
+
+
+def _plain_attributes(cls: type) -> bool:
+    """Whether a `cls` object's attributes are those of `dir(cls)` and its own `__dict__`."""
+    return (
+        type(cls) is type
+        and cls is not dict
+        and getattr(cls, "__getattribute__") is dict.__getattribute__  # noqa: B009
+        and not hasattr(cls, "__getattr__")
+        and "__dict__" in dir(cls)
     )
 
 
@@ -301,8 +371,13 @@ def environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
         if name in ALLOWED_FILTERS
     }
     env.filters["fromjson"] = fromjson
-    env.tests = {name: guard_test(name, test) for name, test in env.tests.items()}  # type: ignore[arg-type]
-    _PLAIN_TESTS.update(n for n, test in env.tests.items() if not hasattr(test, "jinja_pass_arg"))
+    tests = env.tests
+    env.tests = {name: guard_test(name, test) for name, test in tests.items()}  # type: ignore[arg-type]
+    _PLAIN_TESTS.update(
+        (name, _PlainTest(test, env.tests[name]))
+        for name, test in tests.items()
+        if not hasattr(test, "jinja_pass_arg")
+    )
     env.globals = dict(GLOBALS)
     return env
 
@@ -338,7 +413,21 @@ def from_code(code: CodeType, *, expression: bool = False) -> Any:
     # A plain dict of the globals, not Jinja's ChainMap over the environment's: each
     # render copies the globals' names into a set, which a ChainMap makes slowly.
     template = env.template_class.from_code(env, code, dict(env.make_globals(None)), None)
+    if isinstance(template, _Template) and not template.blocks and not _sets_eval_context(code):
+        template.sandbox_shared = (EvalContext(env, template.name), set(template.globals))
     return TemplateExpression(template, False) if expression else template
+
+
+# The names of the evaluation context's fields: generated code that names one may change
+# it (`{% autoescape %}` does; a macro's call reads it), so each render gets its own.
+_EVAL_CONTEXT_FIELDS = frozenset({"autoescape", "volatile", "save", "revert"})
+
+
+def _sets_eval_context(code: CodeType) -> bool:
+    """Whether `code`, or a function inside it, may change the evaluation context."""
+    if not _EVAL_CONTEXT_FIELDS.isdisjoint(code.co_names):
+        return True
+    return any(isinstance(c, CodeType) and _sets_eval_context(c) for c in code.co_consts)
 
 
 def _compiled(source: str, expression: bool) -> Any:
@@ -429,7 +518,11 @@ def _render_chunks(
 ) -> tuple[jinja2.runtime.Context, str]:
     # What `template.new_context(scope, shared=True)` makes, made directly.
     env = template.environment
-    context = env.context_class(env, scope, template.name, template.blocks, template.globals)
+    shared = getattr(template, "sandbox_shared", None)  # None: not from `from_code`
+    if shared is None:
+        context = env.context_class(env, scope, template.name, template.blocks, template.globals)
+    else:
+        context = _Context(env, scope, template.name, *shared)
     size = 0
     chunks: list[str] = []
     for chunk in template.root_render_func(context):

@@ -150,3 +150,19 @@ def test_unknown_model_is_cd603(compile_yaml: Compile) -> None:
     with pytest.raises(PipelineInvalid) as caught:
         compile_yaml(BODY, models={})
     assert caught.value.diagnostics[0].code == "CD603"
+
+
+def test_for_run_keeps_every_field_but_the_runs_model_and_meter(
+    compile_yaml: Compile, fake_model: Any
+) -> None:
+    import dataclasses
+
+    from converge_dsl.compiler._context import RunParts
+
+    compiled = compile_yaml(BODY + JSON_OUTPUT, models={"m": fake_model("[]")})
+    suggestor = compiled.suggestors[0]
+    other_model, other_usage = fake_model("[]"), object()
+    moved = suggestor.for_run(RunParts(models={"m": other_model}, usage=other_usage))
+    assert moved == dataclasses.replace(suggestor, model=other_model, usage=other_usage)
+    assert moved.model is other_model
+    assert moved.usage is other_usage

@@ -330,6 +330,31 @@ def test_a_registered_mapping_is_indexed_directly_unless_it_changes_indexing(
     assert seen == ["a"]  # the odd one's, through Jinja's rules
 
 
+def test_a_registered_mappings_items_are_read_as_attributes_as_jinjas_rules_would_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jinja2.sandbox
+
+    from converge_dsl.sandbox import _templating
+
+    monkeypatch.setattr(_templating, "_RECORDS", dict(_templating._RECORDS))
+    monkeypatch.setattr(_templating, "_PLAIN_INDEX", set(_templating._PLAIN_INDEX))
+    monkeypatch.setattr(_templating, "_MAPPING_ATTRIBUTES", dict(_templating._MAPPING_ATTRIBUTES))
+    _templating.register_record(_Mapping, "the object")
+    _templating.register_record(_Odd, "the odd object")
+    assert set(_templating._MAPPING_ATTRIBUTES) >= {_Mapping}
+    assert _Odd not in _templating._MAPPING_ATTRIBUTES
+    m = _Mapping(a=1, keys=2, own=3, o=_Odd(b=4))
+    m.own = "attribute"  # type: ignore[attr-defined]
+    scope = {**GLOBALS, "m": m}
+    source = "{{ m.a }} {{ m.keys is callable }} {{ m.own }} {{ m.o.b }} {{ m.nope is defined }}"
+    plain = jinja2.sandbox.ImmutableSandboxedEnvironment().from_string(source).render(scope)
+    seen = _jinja_calls(monkeypatch, "getattr")
+    assert render(compile_template(source), scope) == plain == "1 True attribute odd False"
+    # Only a name of the type or the object, an unregistered type's, and a missing one.
+    assert seen == ["keys", "own", "b", "nope"]
+
+
 def test_a_test_that_takes_no_context_is_called_as_jinja_would_call_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -353,3 +378,48 @@ def test_a_test_that_takes_no_context_is_called_as_jinja_would_call_it(
     assert common == ["divisibleby", "divisibleby", "filter", "filter"]
     with pytest.raises(TemplateRenderError, match="No test named 'nope'"):
         render(compile_template("{{ [1] | select('nope') | list }}"), dict(GLOBALS))
+
+
+def test_a_renders_context_shares_what_its_template_cannot_change() -> None:
+    """Each render's context shares its template's evaluation context and globals' names,
+    unless the template's code can change the evaluation context or it has blocks."""
+    from converge_dsl.sandbox._templating import _render_chunks, compile_expression, evaluate
+
+    scope = {**GLOBALS, "a": "<a>"}
+    plain = compile_template("{{ a }}{% for i in range(2) %}{{ loop.index }}{% endfor %}")
+    first, text = _render_chunks(plain, scope)
+    second, _ = _render_chunks(plain, scope)
+    assert text == "<a>12"
+    assert first is not second
+    assert first.vars is not second.vars
+    assert first.eval_ctx is second.eval_ctx
+    assert first.globals_keys == {"range"}
+    escaping = "{% autoescape true %}{{ a }}{% endautoescape %}{{ a }}"
+    for source in (escaping, "{% block b %}{{ a }}{% endblock %}", "{% macro m() %}{% endmacro %}"):
+        template = compile_template(source)
+        assert _render_chunks(template, scope)[0].eval_ctx is not (
+            _render_chunks(template, scope)[0].eval_ctx
+        )
+    for _ in range(2):  # the escaping block does not leak into the next render
+        assert render(compile_template(escaping), scope) == "&lt;a&gt;<a>"
+    assert evaluate(compile_expression("a ~ 'b'"), scope) == "<a>b"
+
+
+def test_a_test_is_charged_as_its_guard_charges_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test called without Jinja's bookkeeping is charged as its guard (`guard_test`)
+    charges it: a comparison's walk, or a step; a test put in its place is called."""
+    from converge_dsl.sandbox._governor import governed
+    from converge_dsl.sandbox._templating import environment
+
+    source = (
+        "{{ [1, 2, 3] | select('ge', 2) | list }} {{ [[1], [2, 3]] | select('eq', [2, 3]) | list }}"
+        " {{ ['a', 'bc'] | select('in', 'abc') | list }} {{ [1, 2] | reject('odd') | list }}"
+        " {{ 2 is ge 1 }}"
+    )
+    with governed(10_000, 10_000) as budget:
+        assert render(compile_template(source), dict(GLOBALS)) == (
+            "[2, 3] [[2, 3]] ['a', 'bc'] [2] True"
+        )
+    assert (budget.steps, budget.work) == (9_990, 9_945)  # as the guarded tests charged
+    monkeypatch.setitem(environment().tests, "odd", lambda value: value == 2)
+    assert render(compile_template("{{ [1, 2] | select('odd') | list }}"), dict(GLOBALS)) == "[2]"
