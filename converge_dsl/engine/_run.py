@@ -88,7 +88,7 @@ class Run:
         self._on_cycle_end = on_cycle_end
         self._cancelled = False
         self._timed_out = False
-        self._inflight: asyncio.Future[list[_Outcome]] | None = None
+        self._inflight: asyncio.Future[Any] | None = None
         self._started = clock.monotonic()
         state.usage.begin(self._started)
 
@@ -275,7 +275,11 @@ class Run:
             end = clock.monotonic()
             return effect, end - start, end
 
-        gathered = asyncio.gather(*(one(s) for s in waiting))
+        # A lone suggestor is awaited as its task, with no gather around it.
+        task = asyncio.create_task(one(waiting[0])) if len(waiting) == 1 else None
+        gathered: asyncio.Future[list[_Outcome]] | asyncio.Task[_Outcome] = (
+            task if task is not None else asyncio.gather(*(one(s) for s in waiting))
+        )
         self._inflight = gathered
         wall = self._budget.max_wall_s
         deadline = (
@@ -284,7 +288,12 @@ class Run:
             else _Deadline(self._clock, self._started + wall, partial(self._expire, gathered))
         )
         try:
-            done = await gathered
+            if task is None:
+                return await cast("asyncio.Future[list[_Outcome]]", gathered)
+            outcome = await task
+            if task.cancelling():  # it returned though cancelled: cancelled, as in a gather
+                raise asyncio.CancelledError
+            return [outcome]
         except asyncio.CancelledError:
             flight = tuple(s.name for s in waiting if s.name in unfinished)
             if self._cancelled:
@@ -297,7 +306,6 @@ class Run:
             self._inflight = None
             if deadline is not None:
                 deadline.disarm()
-        return done
 
     def _log_deadline(self, names: tuple[str, ...]) -> None:
         """Trace the suggestors the deadline cancelled in flight (their effects are dropped)."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Coroutine, Generator
 from typing import Any
+
+import pytest
 
 from converge_dsl.engine import (
     AgentEffect,
@@ -81,3 +84,53 @@ def test_a_cycle_finished_before_its_deadline_leaves_no_timer_behind() -> None:
         return [h for h in getattr(loop, "_scheduled", []) if not h.cancelled()]
 
     assert asyncio.run(main()) == []
+
+
+class Stubborn(SuggestorBase):
+    """Swallows its cancellation and proposes anyway."""
+
+    name = "stubborn"
+
+    async def execute(self, ctx: ContextView) -> AgentEffect:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+        proposal = ProposedFact("signals", "late", "done", 1.0, Provenance(self.name))
+        return AgentEffect.of([proposal])
+
+
+def test_a_lone_suggestor_is_awaited_without_a_gather(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("gathered")
+
+    engine = Engine(budget=Budget(max_wall_s=60))
+    engine.register(Waits("a", 0))
+    monkeypatch.setattr(asyncio, "gather", refused)
+    result = asyncio.run(engine.run())
+    assert result.stop_reason is StopReason.CONVERGED
+    assert [fact.id for fact in result.context] == ["a"]
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_suggestor_that_swallows_the_deadline_is_cancelled_all_the_same(alone: bool) -> None:
+    engine = Engine(budget=Budget(max_wall_s=0.05))
+    engine.register(Stubborn())
+    if not alone:
+        engine.register(Waits("quick", 0))
+    result = asyncio.run(engine.run())
+    assert result.stop_reason is StopReason.TIME_BUDGET_EXHAUSTED
+    assert len(result.context) == 0  # nothing merged from the cycle the deadline cut
+
+
+def test_cancel_stops_a_lone_suggestor_that_swallows_it() -> None:
+    engine = Engine()
+
+    async def main() -> RunResult:
+        task = asyncio.create_task(engine.run())
+        await asyncio.sleep(0.01)
+        engine.cancel()
+        return await task
+
+    engine.register(Stubborn())
+    result = asyncio.run(main())
+    assert result.stop_reason is StopReason.CANCELLED
+    assert len(result.context) == 0
