@@ -445,10 +445,10 @@ def _overridden(
 
 def _check_model_names(given: Mapping[str, object], declared: Mapping[str, object]) -> None:
     """`UsageError` for a replacement model the pipeline does not declare."""
-    from converge_dsl.diagnostics import unknown_name_hint
-
     for name in given:
         if name not in declared:
+            from converge_dsl.diagnostics import unknown_name_hint
+
             listed = f"declared: {', '.join(declared) or 'none'}"
             raise UsageError(
                 f"the pipeline declares no model {name!r}",

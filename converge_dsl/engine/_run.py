@@ -8,9 +8,9 @@ registration order, to the run's `Admission`. What the run mutates lives in
 its `RunState`; every rule that ends the run raises `Stop`.
 
 The run's deadline (`max_wall_s` after the start, on the injected clock)
-cancels the suggestors in flight: while a cycle executes, a watcher waits for
-the deadline (an event-loop timer on the system clock, polling any other
-injected clock) and then cancels them all; the run stops
+cancels the suggestors in flight: while a cycle executes, an event-loop timer
+(at the deadline on the system clock; polling any other injected clock)
+cancels them all once it passes; the run stops
 with `time_budget_exhausted` and merges nothing from that cycle.
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import cast
+from functools import partial
+from typing import Any, cast
 
 from converge_dsl._collector import quiet_collector
 from converge_dsl.clock import Clock, SystemClock
@@ -87,7 +88,7 @@ class Run:
         self._on_cycle_end = on_cycle_end
         self._cancelled = False
         self._timed_out = False
-        self._inflight: asyncio.Future[list[_Outcome]] | None = None
+        self._inflight: asyncio.Future[Any] | None = None
         self._started = clock.monotonic()
         state.usage.begin(self._started)
 
@@ -274,15 +275,25 @@ class Run:
             end = clock.monotonic()
             return effect, end - start, end
 
-        gathered = self._inflight = asyncio.gather(*(one(s) for s in waiting))
+        # A lone suggestor is awaited as its task, with no gather around it.
+        task = asyncio.create_task(one(waiting[0])) if len(waiting) == 1 else None
+        gathered: asyncio.Future[list[_Outcome]] | asyncio.Task[_Outcome] = (
+            task if task is not None else asyncio.gather(*(one(s) for s in waiting))
+        )
+        self._inflight = gathered
         wall = self._budget.max_wall_s
-        watcher = (
+        deadline = (
             None
             if wall is None
-            else asyncio.ensure_future(self._expire(self._started + wall, gathered))
+            else _Deadline(self._clock, self._started + wall, partial(self._expire, gathered))
         )
         try:
-            return await gathered
+            if task is None:
+                return await cast("asyncio.Future[list[_Outcome]]", gathered)
+            outcome = await task
+            if task.cancelling():  # it returned though cancelled: cancelled, as in a gather
+                raise asyncio.CancelledError
+            return [outcome]
         except asyncio.CancelledError:
             flight = tuple(s.name for s in waiting if s.name in unfinished)
             if self._cancelled:
@@ -293,8 +304,8 @@ class Run:
             raise
         finally:
             self._inflight = None
-            if watcher is not None:
-                watcher.cancel()
+            if deadline is not None:
+                deadline.disarm()
 
     def _log_deadline(self, names: tuple[str, ...]) -> None:
         """Trace the suggestors the deadline cancelled in flight (their effects are dropped)."""
@@ -304,21 +315,10 @@ class Run:
                 error = "cancelled in flight at the run's deadline (max_wall_s)"
                 log.emit(ev.SuggestorFailed(cycle=cycle, suggestor=name, error=error))
 
-    async def _expire(self, deadline: float, gathered: asyncio.Future[list[_Outcome]]) -> None:
-        """Cancel `gathered` once the injected clock reaches `deadline`."""
-        clock = self._clock
-        if isinstance(clock, SystemClock):
-            # The event loop's clock is the system's monotonic clock: one timer does.
-            await asyncio.sleep(max(0.0, deadline - clock.monotonic()))
-        else:
-            # Any other clock moves only when something sleeps on it or advances it:
-            # poll it, reading it only after a first pause (a test clock may tick
-            # when read, and a short cycle should not move it).
-            await asyncio.sleep(_DEADLINE_POLL_S)
-            while clock.monotonic() < deadline:
-                await asyncio.sleep(_DEADLINE_POLL_S)
+    def _expire(self, inflight: asyncio.Future[Any]) -> None:
+        """The deadline passed while `inflight` ran: cancel it (the run stops on its time)."""
         self._timed_out = True
-        gathered.cancel()
+        inflight.cancel()
 
     # -- outcomes ------------------------------------------------------------------
 
@@ -421,6 +421,37 @@ class Run:
             events=log.recorded(),
             notes=explain(stop, state, self._budget, self._registry.names),
         )
+
+
+class _Deadline:
+    """Calls `expire` once `clock` reaches `deadline`, from an event-loop timer (no task);
+    `disarm` when what it guards finished first.
+
+    The system clock is the event loop's monotonic clock: one timer at the deadline
+    does. Any other clock moves only when something sleeps on it or advances it: it is
+    polled every `_DEADLINE_POLL_S` real seconds, and read only after a first pause (a
+    test clock may tick when read, and a short cycle should not move it).
+    """
+
+    __slots__ = ("_clock", "_deadline", "_expire", "_handle", "_loop")
+
+    def __init__(self, clock: Clock, deadline: float, expire: Callable[[], None]) -> None:
+        self._clock, self._deadline, self._expire = clock, deadline, expire
+        self._loop = asyncio.get_running_loop()
+        if isinstance(clock, SystemClock):
+            delay = max(0.0, deadline - clock.monotonic())
+            self._handle = self._loop.call_later(delay, expire)
+        else:
+            self._handle = self._loop.call_later(_DEADLINE_POLL_S, self._poll)
+
+    def _poll(self) -> None:
+        if self._clock.monotonic() < self._deadline:
+            self._handle = self._loop.call_later(_DEADLINE_POLL_S, self._poll)
+        else:
+            self._expire()
+
+    def disarm(self) -> None:
+        self._handle.cancel()
 
 
 def _as_run_error(name: str, cycle: int, exc: BaseException) -> RunError:

@@ -97,7 +97,7 @@ def build_model(
     base_dir: Path,
     env: Mapping[str, str],
     clock: Clock,
-    rng: random.Random,
+    rng: random.Random | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     attempt_gate: Callable[[], bool] | None = None,
     deadline: float | None = None,
@@ -116,7 +116,8 @@ def build_model(
     `attempt_gate`, `deadline` and `wall_time` reach the HTTP adapters (see
     `HttpModel`): the run's budget is asked before every retry or failover,
     no retry starts past `deadline` (monotonic, on `clock`), and `wall_time`
-    (epoch seconds) reads `Retry-After` dates. Other adapters never retry.
+    (epoch seconds) reads `Retry-After` dates. Other adapters never retry. `rng` draws
+    the HTTP adapters' retry jitter (None: `random.Random(0)`, made only for them).
     """
     spec = config if isinstance(config, ModelSpec) else checked_spec(name, config)
     model: Model
@@ -143,7 +144,7 @@ def build_model(
             settings,
             accounts,
             clock=clock,
-            rng=rng,
+            rng=random.Random(0) if rng is None else rng,
             transport=transport,
             attempt_gate=attempt_gate,
             deadline=deadline,

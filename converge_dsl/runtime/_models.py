@@ -9,7 +9,6 @@ cassettes; `--record` wraps every model in a recorder.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,7 +94,6 @@ def model_builder(
             base_dir=declaration.base_dir,
             env=env,
             clock=clock,
-            rng=random.Random(0),
             transport=transport,
             attempt_gate=attempt_gate,
             deadline=deadline,
