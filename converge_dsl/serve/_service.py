@@ -8,7 +8,9 @@ one run assembly of docs/architecture.md §12) with two outputs: its events
 in the service's database (`RunStore.checkpoints`); each checkpoint record is
 committed with the events the run made since the previous one. The run's
 result, status and remaining events are stored, and its journal deleted, in
-one transaction (`RunStore.finish`), so a run ends exactly once.
+one transaction (`RunStore.finish`), so a run ends exactly once; the end of a
+run on the service's loops is that transaction's write in the journals' next group
+commit (`RunStore.finish_later`), and the run is answered once it is committed.
 
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the
   pipeline's queue is full); `wait` waits (bounded) for it to stop. A run

@@ -24,7 +24,9 @@ from its checkpoint) and returns the queued ones in arrival order.
 
 Every call is synchronous and short (one transaction, under the store's lock:
 atomic within the process, which is the only writer of `runs`); the service
-calls it from its event loop. A database that fails is `StateError` (CD993)
+calls it from its event loop. `finish_later` is `finish` as a write of the
+checkpoint journals' next group commit, its answer a future set once that group
+is committed. A database that fails is `StateError` (CD993)
 from any call, its transaction rolled back. Only SQL that SQLite 3.31 knows is
 used (no `RETURNING`). A process killed mid-transaction loses that transaction
 only (WAL); `synchronous=NORMAL` keeps every committed one across a kill.
