@@ -22,9 +22,17 @@ folder's in when a record becomes durable:
 - The owner ends a run in one transaction of its own: `take(run)` gives the
   run's queued writes (to keep a pause's last records with its status) and
   `removal(run)` the statements deleting its journal (a run that ended); the
-  writes of a short run that ended are then never written at all. Both are
-  called holding `lock`, as the group commit takes its writes, so no write
-  of a run lands after its removal.
+  writes of a short run that ended are then never written at all. The owner
+  calls them once the run writes nothing more: holding `lock` for a
+  transaction of its own, or before it queues the end as a write of the next
+  group (`queue_write`), so no write of a run lands after its removal.
+- The owner may also queue a write of its own with the group
+  (`queue_write(write, done)`): `write(db)` runs in the group's transaction
+  after the journals' writes and those given `alongside`, each in the order
+  queued, and `done(result, error)` is called once the group committed (the
+  error, and no result, when it failed). A service's run ends that way: its
+  conditional UPDATE shares the group's commit instead of paying one of its
+  own, and the run is answered once that commit is made.
 - `replace` deletes the run's records and inserts the snapshot in one
   transaction; SQLite never leaves a torn record, so `reopen` only checks.
   Reading a journal first commits what it has queued.
@@ -52,6 +60,8 @@ from converge_dsl.errors import RunError, UsageError
 Statement = tuple[str, Sequence[Any]]
 # How long the group commit gathers writes into one transaction (seconds).
 GROUP_COMMIT_S = 0.05
+# A write of the owner's in a group (`queue_write`): what to run, and whom to tell.
+GroupWrite = tuple[Callable[[sqlite3.Connection], Any], Callable[[Any, BaseException | None], None]]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS checkpoint_records (
@@ -90,6 +100,7 @@ class SqliteJournals:
         # Queued writes by run, in order, each marked whether it is the journal's own (or
         # given `alongside`); `_cond` guards them and wakes the committer.
         self._queued: dict[str, list[tuple[Statement, bool]]] = {}
+        self._writes: list[GroupWrite] = []  # the owner's (`queue_write`), in order
         self._cond = threading.Condition()
         self._closing = False
         self._error: sqlite3.Error | None = None
@@ -151,23 +162,48 @@ class SqliteJournals:
             if was_idle:
                 self._cond.notify_all()
 
+    def queue_write(
+        self,
+        write: Callable[[sqlite3.Connection], Any],
+        done: Callable[[Any, BaseException | None], None],
+    ) -> None:
+        """Queue the owner's `write` for the next group commit; `done` is told how it went
+        (see the module docstring). Call `take` or `removal` before, for the writes of a
+        run that `write` ends."""
+        with self._cond:
+            if self._error is not None:
+                raise self._error
+            was_idle = not self._queued and not self._writes
+            self._writes.append((write, done))
+            if was_idle:
+                self._cond.notify_all()
+
     def commit_now(self, run: str | None = None) -> None:
-        """Commit the queued writes of `run` (of every run when None) at once."""
+        """Commit the queued writes of `run` (of every run, and the owner's, when None) at
+        once."""
+        writes: list[GroupWrite] = []
         with self._lock:
             with self._cond:
                 if run is None:
                     groups, self._queued = list(self._queued.values()), {}
+                    writes, self._writes = self._writes, []
                 else:
                     groups = [self._queued.pop(run, [])]
-            self._commit(
-                [
-                    *(statement for group in groups for statement, own in group if own),
-                    *sorted(
-                        (statement for group in groups for statement, own in group if not own),
-                        key=lambda statement: statement[0],
-                    ),
-                ]
-            )
+            statements = [
+                *(statement for group in groups for statement, own in group if own),
+                *sorted(
+                    (statement for group in groups for statement, own in group if not own),
+                    key=lambda statement: statement[0],
+                ),
+            ]
+            try:
+                results = self._commit(statements, [write for write, _ in writes])
+            except BaseException as exc:
+                for _, done in writes:
+                    done(None, exc)
+                raise
+        for (_, done), result in zip(writes, results, strict=True):
+            done(result, None)
 
     def close(self) -> None:
         """Commit what is queued and stop the group commit."""
@@ -177,15 +213,22 @@ class SqliteJournals:
         self._thread.join(timeout=10)
         self.commit_now()
 
-    def _commit(self, statements: Sequence[Statement]) -> None:
-        """Run `statements` in one transaction, holding `lock` (all or none)."""
-        if not statements:
-            return
+    def _commit(
+        self,
+        statements: Sequence[Statement],
+        writes: Sequence[Callable[[sqlite3.Connection], Any]] = (),
+    ) -> list[Any]:
+        """Run `statements`, then `writes`, in one transaction, holding `lock` (all or
+        none); what each write returned."""
+        if not statements and not writes:
+            return []
         try:
             self._db.execute("BEGIN IMMEDIATE")
             execute_all(self._db, statements)
+            results = [write(self._db) for write in writes]
             self._db.execute("COMMIT")
-        except sqlite3.Error:
+            return results
+        except BaseException:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise
@@ -193,7 +236,7 @@ class SqliteJournals:
     def _commit_loop(self) -> None:
         while True:
             with self._cond:
-                while not self._queued and not self._closing:
+                while not self._queued and not self._writes and not self._closing:
                     self._cond.wait()
                 if self._closing:
                     return
@@ -202,10 +245,13 @@ class SqliteJournals:
                     self._cond.wait(left)
             try:
                 self.commit_now()
-            except sqlite3.Error as exc:
+            except sqlite3.Error as exc:  # the owner's writes were told (`commit_now`)
                 with self._cond:
                     self._error = exc
+                    writes, self._writes = self._writes, []  # queued since: never committed
                     self._cond.notify_all()
+                for _, done in writes:
+                    done(None, exc)
                 return
 
     @contextlib.contextmanager
@@ -234,6 +280,11 @@ class SqliteJournal:
         self._run = run
         self._alongside = alongside
         self._next = 0
+
+    @property
+    def journals(self) -> SqliteJournals:
+        """The database's journals this one is of."""
+        return self._journals
 
     @property
     def where(self) -> str:

@@ -26,9 +26,10 @@ extra for `_mcp`.
 from __future__ import annotations
 
 from ._executors import Executor
+from ._limits import Limits, Retention
 from ._openapi import document
 from ._server import Prepared, ServeOptions, prepare, serve
-from ._service import Limits, Retention, RunService
+from ._service import RunService
 from ._store import RunStore
 
 __all__ = [

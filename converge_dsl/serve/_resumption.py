@@ -1,5 +1,6 @@
 """What a stored run is started with: whether it continues from its checkpoint
-journal, the decisions it applies there, and its budget limits.
+journal, the decisions it applies there, and its budget limits; and the run itself
+on the service's loops (`local_run`).
 
 The same for a run on the service's loops and one sent to a worker
 (`--executor process|ray`).
@@ -8,15 +9,59 @@ The same for a run on the service's loops and one sent to a worker
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from converge_dsl._json_types import JsonObject
 
 from ._requests import RunRequest
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
-    from converge_dsl.runtime import JournalMedium, SqliteJournals
+    from converge_dsl.engine import Budget
+    from converge_dsl.runtime import JournalMedium, SqliteJournal, SqliteJournals
 
+    from ._events import EventSink
     from ._store import RunRow
+
+# Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
+DECIDED_BY = "http"
+
+
+async def local_run(
+    pipeline: Pipeline,
+    row: RunRow,
+    sink: EventSink,
+    journal: SqliteJournal,
+    *,
+    state: Path,
+    key: bytes,
+    max_run_s: float | None,
+) -> JsonObject:
+    """The run of `row` with its events on `sink` and its checkpoint in `journal` (sealed
+    with `key`): its run-result document as JSON (`RunOutcome.plain`)."""
+    from converge_dsl.runtime import Checkpointing
+
+    resume, decisions = resumption(journal.journals, pipeline, row)
+    checkpoint = Checkpointing(
+        state,
+        resume=resume,
+        decisions=decisions,
+        env=pipeline.env,
+        decided_by=dict.fromkeys(decisions, DECIDED_BY),
+        journal=journal,
+        key=key,
+    )
+    request = RunRequest.of(row.request)
+    limits = RunRequest({}, limits_of(row, max_run_s))
+
+    def budget(pipeline_budget: Budget) -> Budget:
+        return limits.lowered(pipeline_budget)
+
+    out = await pipeline.outcome(
+        request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
+    )
+    return out.plain
 
 
 def resumption(

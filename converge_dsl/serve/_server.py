@@ -33,7 +33,8 @@ from converge_dsl.errors import PipelineInvalid
 from ._errors import ServeFailed, ServeRefused
 from ._executors import Executor, workers
 from ._executors import start as start_workers
-from ._service import Limits, Retention, RunService
+from ._limits import Limits, Retention
+from ._service import RunService
 from ._store import RunStore
 from ._tokens import Tokens, read_tokens
 

@@ -8,7 +8,9 @@ one run assembly of docs/architecture.md §12) with two outputs: its events
 in the service's database (`RunStore.checkpoints`); each checkpoint record is
 committed with the events the run made since the previous one. The run's
 result, status and remaining events are stored, and its journal deleted, in
-one transaction (`RunStore.finish`), so a run ends exactly once.
+one transaction (`RunStore.finish`), so a run ends exactly once; the end of a
+run on the service's loops is that transaction's write in the journals' next group
+commit (`RunStore.finish_later`), and the run is answered once it is committed.
 
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the
   pipeline's queue is full); `wait` waits (bounded) for it to stop. A run
@@ -52,8 +54,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,45 +68,21 @@ from ._decisions import check_decisions
 from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, key_conflict, request_digest
+from ._limits import Limits, Retention
 from ._loops import RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
-from ._resumption import limits_of, resumption
+from ._results import Stopped, failed, redacted
+from ._resumption import DECIDED_BY, limits_of, local_run, resumption
 from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
 if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline, RunWorkers
-    from converge_dsl.engine import Budget
 
-# Who gave a decision over HTTP, as the resumed run's `proposal_decided` events say.
-DECIDED_BY = "http"
 # How long a cancelled run may take to stop on its loop (close its models and journal).
 CANCEL_S = 10.0
 # A run whose worker died this many times fails (CD434) instead of being queued again.
 MAX_STRIKES = 3
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per pipeline: runs at once, runs waiting; the longest wall time of a run (seconds)."""
-
-    concurrency: int = 4
-    queue: int = 64
-    max_run_s: float | None = None
-
-
-@dataclass(frozen=True)
-class Retention:
-    """Which finished runs are deleted: past the newest `keep_runs`, or older than
-    `days`; looked at every `every_s` seconds (nothing is deleted when both are None)."""
-
-    keep_runs: int | None = None
-    days: float | None = None
-    every_s: float = 60.0
-
-    @property
-    def active(self) -> bool:
-        return self.keep_runs is not None or self.days is not None
 
 
 class RunService:
@@ -143,7 +121,7 @@ class RunService:
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._live: dict[str, LiveRun] = {}
-        self._ended: dict[str, _Stopped] = {}
+        self._ended: dict[str, Stopped] = {}
         self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
         # Added running by `submit` for a worker waiting (`_idle`), not yet taken by it.
         self._handed: dict[str, RunRow] = {}
@@ -257,7 +235,7 @@ class RunService:
         (self._handed if running else self._added)[run] = added
         self.metrics.submitted(run, self._clock.monotonic())
         queue.put_nowait(run)
-        self._ended[run] = _Stopped(queued=True)  # a `wait` need not read it back
+        self._ended[run] = Stopped(queued=True)  # a `wait` need not read it back
         return run
 
     def get(self, run: str) -> RunRow:
@@ -277,7 +255,7 @@ class RunService:
 
     async def wait(self, run: str, timeout: float) -> RunRow:
         """The run once it stops (done, paused, cancelled), or as it is after `timeout` s."""
-        ended = self._ended.setdefault(run, _Stopped())
+        ended = self._ended.setdefault(run, Stopped())
         if not ended.queued:  # not known to be waiting since `submit` queued it
             row = self.get(run)
             if row.status in FINISHED or row.status == "paused":
@@ -380,7 +358,15 @@ class RunService:
             await self._on_workers(name, row, live, flush, started)
             return
         assert self._loops is not None  # started
-        outcome = self._outcome(pipeline, row, EventSink(live, flush), alongside)
+        outcome = local_run(
+            pipeline,
+            row,
+            EventSink(live, flush),
+            self.store.checkpoints.journal(run, alongside=alongside),
+            state=self._state,
+            key=self._key(pipeline),
+            max_run_s=self._limits.max_run_s,
+        )
         remote = self._loops.submit(outcome)
         try:
             try:
@@ -398,15 +384,17 @@ class RunService:
             self._end(run, live, "cancelled", "cancelled", None, row=row)
             return
         except ConvergeError as exc:
-            self._end(run, live, "done", *self._failed(pipeline, exc), row=row)
+            await self._end_later(run, live, "done", *self._failed(pipeline, exc), row=row)
             return
         except Exception as exc:  # a fault of this service, not of the request
             error = ConvergeError(f"{codes.SERVE_RUN_FAILED}: the run failed: {exc!r}")
-            self._end(run, live, "done", *self._failed(pipeline, error), row=row)
+            await self._end_later(run, live, "done", *self._failed(pipeline, error), row=row)
             return
         reason = str(body.get("stop_reason"))
         self.metrics.finished(name, body, self._clock.monotonic() - started)
-        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body, row=row)
+        await self._end_later(
+            run, live, "paused" if reason == "hitl_pause" else "done", reason, body, row=row
+        )
 
     async def _on_workers(
         self, name: str, row: RunRow, live: LiveRun, flush: Callable[[], None], started: float
@@ -449,7 +437,7 @@ class RunService:
         if end.status == "cancelled" or end.body is None:
             self._end(run, live, "cancelled", "cancelled", None, row=row)
             return
-        body = end.body if end.status == "done" else self._redacted(dict(end.body))
+        body = end.body if end.status == "done" else redacted(dict(end.body), self.redact)
         reason = str(body.get("stop_reason"))
         if end.status == "done":
             self.metrics.finished(name, body, self._clock.monotonic() - started)
@@ -474,19 +462,7 @@ class RunService:
             self._queues[name].put_nowait(run)
 
     def _failed(self, pipeline: Pipeline, error: ConvergeError) -> tuple[str, JsonObject]:
-        from converge_dsl.runtime import not_run_document
-
-        body: dict[str, Any] = not_run_document(error, pipeline.path).model_dump(mode="json")
-        body = self._redacted(body)
-        return str(body.get("stop_reason")), body
-
-    def _redacted(self, body: dict[str, Any]) -> dict[str, Any]:
-        """`body`, a run-result document, with its diagnostics passed through the redactor."""
-        for item in body.get("diagnostics") or []:
-            item["message"] = self.redact(str(item.get("message", "")))
-            if item.get("hint"):
-                item["hint"] = self.redact(str(item["hint"]))
-        return body
+        return failed(error, pipeline.path, self.redact)
 
     def _end(
         self,
@@ -520,6 +496,60 @@ class RunService:
             if not state_failed:
                 raise  # its worker ends it as failed (`_execute`)
             stored = False
+        self._ended_as(
+            run, live, status, reason, body, text=text, row=row if stored else None, at=now
+        )
+
+    async def _end_later(
+        self,
+        run: str,
+        live: LiveRun,
+        status: str,
+        reason: str,
+        body: JsonObject,
+        *,
+        row: RunRow,
+    ) -> None:
+        """`_end` a running run in the journals' next group commit (`finish_later`): its
+        waiters are told once that commit is made. A `StateError` is raised as `_end`'s."""
+        now = self._now()
+        text = result_json(body)
+        ending = self.store.finish_later(
+            run,
+            status=status,
+            stop_reason=reason,
+            body=body,
+            events=live.unstored(),
+            now=now,
+            text=text,
+        )
+        stored = asyncio.wrap_future(ending)
+        while True:
+            try:
+                written = await asyncio.shield(stored)
+                break
+            except asyncio.CancelledError:
+                if run not in self._cancelling:
+                    raise  # a shutdown: the group commit, or the store's close, writes it
+                self._cancelling.discard(run)  # a DELETE once it ended: too late
+        self._ended_as(
+            run, live, status, reason, body, text=text, row=row if written else None, at=now
+        )
+
+    def _ended_as(
+        self,
+        run: str,
+        live: LiveRun | None,
+        status: str,
+        reason: str,
+        body: JsonObject | None,
+        *,
+        text: str | None,
+        row: RunRow | None,
+        at: float,
+    ) -> None:
+        """Tell the streams and waiters of `run` it ended; `row`: as it was before its end
+        was stored (None when nothing was)."""
         self.metrics.ended(run, status, self._clock.monotonic())
         if live is not None:
             live.end()
@@ -527,7 +557,7 @@ class RunService:
         # What the store now holds, for the waiters (no read of what was just written;
         # an answer sends the result's text as stored, not encoded again).
         ended = None
-        if stored and row is not None:
+        if row is not None:
             ended = replace(
                 row,
                 status=status,
@@ -535,7 +565,7 @@ class RunService:
                 decisions={},
                 result=body,
                 result_json=text,
-                updated=now,
+                updated=at,
             )
         self._signal(run, ended)
 
@@ -554,47 +584,3 @@ class RunService:
         if key is None:
             key = self._keys[pipeline.name] = checkpoint_key(pipeline.env)
         return key
-
-    async def _outcome(
-        self,
-        pipeline: Pipeline,
-        row: RunRow,
-        sink: EventSink,
-        alongside: Callable[[], Sequence[tuple[str, Any]]],
-    ) -> JsonObject:
-        """The run, on a run loop: its run-result document as JSON (`RunOutcome.plain`)."""
-        from converge_dsl.runtime import Checkpointing
-
-        journal = self.store.checkpoints.journal(row.id, alongside=alongside)
-        resume, decisions = resumption(self.store.checkpoints, pipeline, row)
-        checkpoint = Checkpointing(
-            self._state,
-            resume=resume,
-            decisions=decisions,
-            env=pipeline.env,
-            decided_by=dict.fromkeys(decisions, DECIDED_BY),
-            journal=journal,
-            key=self._key(pipeline),
-        )
-        request = RunRequest.of(row.request)
-        limits = RunRequest({}, limits_of(row, self._limits.max_run_s))
-
-        def budget(pipeline_budget: Budget) -> Budget:
-            return limits.lowered(pipeline_budget)
-
-        out = await pipeline.outcome(
-            request.inputs, sinks=(sink,), checkpoint=checkpoint, budget=budget
-        )
-        return out.plain
-
-
-class _Stopped(asyncio.Event):
-    """Set when a run stops; `row` is the run as stored then, when its worker ended it.
-    `queued`: made when `submit` queued the run, so the run has not stopped yet (a run
-    that stops takes its `_Stopped` out of `_ended`)."""
-
-    row: RunRow | None = None
-
-    def __init__(self, *, queued: bool = False) -> None:
-        super().__init__()
-        self.queued = queued

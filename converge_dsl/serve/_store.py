@@ -24,7 +24,9 @@ from its checkpoint) and returns the queued ones in arrival order.
 
 Every call is synchronous and short (one transaction, under the store's lock:
 atomic within the process, which is the only writer of `runs`); the service
-calls it from its event loop. A database that fails is `StateError` (CD993)
+calls it from its event loop. `finish_later` is `finish` as a write of the
+checkpoint journals' next group commit, its answer a future set once that group
+is committed. A database that fails is `StateError` (CD993)
 from any call, its transaction rolled back. Only SQL that SQLite 3.31 knows is
 used (no `RETURNING`). A process killed mid-transaction loses that transaction
 only (WAL); `synchronous=NORMAL` keeps every committed one across a kill.
@@ -36,7 +38,8 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -332,30 +335,90 @@ class RunStore:
         on) is kept in the run's row. `was`: the statuses it may end from (a run its
         worker could not start is ended from `queued`). `text`: `body` as JSON, when the
         caller encoded it (`result_json`)."""
-        marks = ", ".join("?" * len(was))
         if text is None and body is not None:
             text = result_json(body) or json.dumps(body)
         with self._transaction() as db:
-            ended = text is not None and status != "paused"
+            return self._ending(
+                run, status, stop_reason=stop_reason, text=text, events=events, now=now, was=was
+            )(db)
+
+    def finish_later(
+        self,
+        run: str,
+        *,
+        status: str,
+        stop_reason: str | None,
+        body: JsonObject | None,
+        events: Sequence[tuple[int, str]],
+        now: float,
+        text: str | None = None,
+    ) -> Future[bool]:
+        """`finish` a running run in the checkpoint journals' next group commit, sharing
+        its transaction instead of paying one of its own: whether it was written, once
+        that group is committed (`StateError` when it failed), as `finish` answers."""
+        if text is None and body is not None:
+            text = result_json(body) or json.dumps(body)
+        future: Future[bool] = Future()
+
+        def done(stored: bool, error: BaseException | None) -> None:
+            if error is None:
+                future.set_result(stored)
+            else:
+                future.set_exception(StateError(f"cannot write the state: {error}"))
+
+        try:
+            ending = self._ending(
+                run,
+                status,
+                stop_reason=stop_reason,
+                text=text,
+                events=events,
+                now=now,
+                was=("running",),
+            )
+            self.checkpoints.queue_write(ending, done)
+        except sqlite3.Error as exc:
+            done(False, exc)
+        return future
+
+    def _ending(
+        self,
+        run: str,
+        status: str,
+        *,
+        stop_reason: str | None,
+        text: str | None,
+        events: Sequence[tuple[int, str]],
+        now: float,
+        was: Collection[str],
+    ) -> Callable[[sqlite3.Connection], bool]:
+        """The write ending `run` (see `finish`), to run in a transaction; it takes the
+        run's queued journal writes now (so none lands after its end)."""
+        marks = ", ".join("?" * len(was))
+        ended = text is not None and status != "paused"
+        last = self.event_statements(run, events)
+        # a pause keeps its last records, an end drops the journal; the events
+        # queued with the journal's records and the last ones: one statement
+        journal = (
+            [*self.checkpoints.take(run), *last]
+            if status == "paused"
+            else self.checkpoints.removal(run, after=last)
+        )
+
+        def write(db: sqlite3.Connection) -> bool:
             cursor = db.execute(
                 "UPDATE runs SET status = ?, stop_reason = ?, decisions = NULL, result = ?, "
                 f"updated = ? WHERE id = ? AND status IN ({marks})",
                 (status, stop_reason, None if ended else text, now, run, *was),
             )
             if cursor.rowcount != 1:
-                return False  # nothing written: the transaction commits nothing
+                return False  # nothing written: the transaction commits nothing of it
             if ended:
                 db.execute("INSERT INTO results (run, body, at) VALUES (?, ?, ?)", (run, text, now))
-            last = self.event_statements(run, events)
-            # a pause keeps its last records, an end drops the journal; the events
-            # queued with the journal's records and the last ones: one statement
-            journal = (
-                [*self.checkpoints.take(run), *last]
-                if status == "paused"
-                else self.checkpoints.removal(run, after=last)
-            )
             execute_all(db, journal)
-        return True
+            return True
+
+        return write
 
     def cancel(self, run: str, now: float) -> bool:
         """Cancel a queued or paused run at once (its journal removed with it); False if it

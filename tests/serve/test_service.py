@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +178,17 @@ class _FailingStore(RunStore):
         if self.failing == "finish" and not self.failed:
             self._fail()
         return super().finish(run, **kwargs)
+
+    def finish_later(self, run: str, **kwargs: Any) -> Future[bool]:
+        """A run's end in the group commit fails as `finish` does."""
+        if self.failing == "finish" and not self.failed:
+            failed: Future[bool] = Future()
+            try:
+                self._fail()
+            except StateError as error:
+                failed.set_exception(error)
+            return failed
+        return super().finish_later(run, **kwargs)
 
 
 @pytest.mark.parametrize("failing", ["start", "finish"])

@@ -317,3 +317,60 @@ def test_a_transaction_that_fails_midway_is_rolled_back(tmp_path: Path) -> None:
     store._db.execute("DROP TRIGGER temp.full")
     assert store.finish("a", status="done", stop_reason="converged", body={}, events=[], now=4.0)
     assert store.results("a") == [{}]
+
+
+def test_an_end_in_the_group_commit_is_told_once_that_group_is_committed(
+    tmp_path: Path,
+) -> None:
+    """`finish_later` shares the journals' group commit: nothing is written, nor told,
+    before the group commits; then the run is done with its result and events, its
+    journal gone, and a second end of it is refused as `finish` refuses it."""
+    store = RunStore(tmp_path)
+    store.add("a", "p", {}, 1.0, running=True)
+    journal = store.checkpoints.journal("a")
+    journal.replace(b"record\n")
+    journal.flush()
+    commits: list[str] = []
+    store._db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    ending = store.finish_later(
+        "a", status="done", stop_reason="converged", body={"n": 1}, events=[(0, "{}")], now=2.0
+    )
+    assert ending.result(timeout=5) is True
+    assert commits == ["COMMIT"]  # the group's commit, the end's own
+    row = store.get("a")
+    assert row is not None
+    assert (row.status, row.result) == ("done", {"n": 1})
+    assert list(store.events("a")) == [(0, "{}")]
+    assert not store.checkpoints.exists("a")
+    again = store.finish_later(
+        "a", status="done", stop_reason="converged", body={}, events=[], now=3.0
+    )
+    assert again.result(timeout=5) is False
+    assert store.results("a") == [{"n": 1}]
+    store.close()
+
+
+def test_an_end_queued_is_written_with_the_records_queued_before_it(tmp_path: Path) -> None:
+    """A pause's last records and the pause go in the same group; a group that fails
+    tells each end queued in it, as a state error."""
+    store = RunStore(tmp_path)
+    store.add("a", "p", {}, 1.0, running=True)
+    store.checkpoints.journal("a").replace(b"last\n")
+    paused = store.finish_later(
+        "a", status="paused", stop_reason="hitl_pause", body={"p": 1}, events=[], now=2.0
+    )
+    assert paused.result(timeout=5) is True
+    assert store.checkpoints.journal("a").read() == b"last\n"
+    store.add("b", "p", {}, 1.0, running=True)
+    store._db.execute(
+        "CREATE TEMP TRIGGER full BEFORE INSERT ON results BEGIN "
+        "SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    failed = store.finish_later(
+        "b", status="done", stop_reason="converged", body={}, events=[], now=3.0
+    )
+    with pytest.raises(StateError, match=r"cannot write the state: database or disk is full"):
+        failed.result(timeout=5)
+    row = store.get("b")
+    assert row is not None
+    assert row.status == "running"  # rolled back: a restart continues it
