@@ -7,13 +7,16 @@ import json
 import math
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType, SimpleNamespace
+from typing import Any, cast
 
 from pydantic import BaseModel
 
 from converge_dsl import load
 from converge_dsl.agents._events import SpanCleared, TextPartLine
 from converge_dsl.clock import FakeClock, rfc3339
+from converge_dsl.compiler import CompiledPipeline
+from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.engine import events as ev
 from converge_dsl.runtime import TraceSink, TraceWriter
 from converge_dsl.serve._events import EventSink, LiveRun, event_json, render
@@ -240,3 +243,45 @@ def test_a_record_on_the_system_clock_holds_its_time_of_day_in_microseconds() ->
     assert json.loads(render(0, record))["time"] == rfc3339(
         datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=stamp)
     )
+
+
+def test_every_run_of_one_compiled_pipeline_finds_its_layout_without_hashing_its_spans() -> None:
+    """A served pipeline's runs hand the sink the same spans, kinds and source text: the
+    layout made for the first is found by identity; another text gets its own excerpts."""
+    hashed: list[str] = []
+
+    class CountedSpan(SourceSpan):
+        __slots__ = ()
+
+        def __hash__(self) -> int:
+            hashed.append(self.file)
+            return super().__hash__()
+
+    compiled = cast(
+        CompiledPipeline,
+        SimpleNamespace(
+            spans=MappingProxyType({"s": CountedSpan("identity.yaml", 1, 1, 2, 1)}),
+            kinds=MappingProxyType({"s": "llm"}),
+        ),
+    )
+
+    def excerpt(text: str) -> str:
+        async def main() -> str:
+            live = LiveRun(0, asyncio.get_running_loop())
+            sink = EventSink(live, lambda: None)
+            sink.open(FakeClock())
+            sink.on_compiled(compiled, {"identity.yaml": text})
+            sink.on_event(ev.RunStarted(suggestors=1, seeds=0))
+            line = json.loads(render(0, live.records[0][1]))
+            assert line["kinds"] == {"s": "llm"}
+            return str(line["excerpts"]["s"])
+
+        return asyncio.run(main())
+
+    first = "first: a\nnext: b\n"
+    assert excerpt(first) == "first: a"
+    made = len(hashed)
+    assert made > 0
+    assert excerpt(first) == "first: a"
+    assert len(hashed) == made  # found again without hashing a span
+    assert excerpt("other: c\n") == "other: c"
