@@ -22,9 +22,8 @@ from typing import Any
 from converge_dsl._json_pointer import pointer
 
 # The only ways a decoded value can hold a surrogate: an escape in the text, or the code
-# point itself in a `str` (bytes are decoded strictly and cannot hold one).
+# point itself in a `str` (bytes decoded strictly cannot hold one).
 _ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -38,7 +37,10 @@ def loads(
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
 ) -> Any:
     """The value of standard JSON `text`; `ValueError` (or `RecursionError` when it nests
-    too deeply for the decoder) when it is not."""
+    too deeply for the decoder) when it is not. Bytes are decoded strictly (UTF-8, or the
+    UTF-16/32 JSON allows): `json.loads` would let encoded surrogates through."""
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text))  # UnicodeDecodeError is a ValueError
     value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=object_pairs_hook)
     if _may_hold_surrogate(text):
         problem = surrogate_problem(value)
@@ -47,9 +49,7 @@ def loads(
     return value
 
 
-def _may_hold_surrogate(text: str | bytes) -> bool:
-    if isinstance(text, bytes):
-        return _ESCAPE_BYTES.search(text) is not None
+def _may_hold_surrogate(text: str) -> bool:
     return _ESCAPE.search(text) is not None or _SURROGATE.search(text) is not None
 
 

@@ -22,6 +22,8 @@ from converge_dsl._json_text import loads, surrogate_problem
         ('"\\ude00\\ud83d"', "the text holds a lone surrogate (\\ude00)"),  # a pair reversed
         ('"raw \ud800"', "the text holds a lone surrogate (\\ud800)"),  # a str handed over
         (b'["\\ud800"]', "the text at /0 holds a lone surrogate (\\ud800)"),
+        (b'["\xed\xa0\x80"]', "'utf-8' codec can't decode byte 0xed"),  # encoded surrogate
+        ('["\ud800"]'.encode("utf-16-le", "surrogatepass"), "'utf-16-le' codec can't decode"),
         ("[NaN]", "NaN is not standard JSON"),
         ('{"a": -Infinity}', "-Infinity is not standard JSON"),
     ],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
 
 _MAX_MESSAGE = 300
 _PARSED: Any = object()  # `KeySchemas.problem`'s data when only its text is given
-# The smallest integer of more digits than Python writes or reads as text by default
-# (`sys.get_int_max_str_digits()`, 4300): `json.dumps` raises on it.
-TOO_LONG = 10**4300
+# The most digits Python writes or reads an integer with (`sys.get_int_max_str_digits()`,
+# 4300 unless set otherwise; 0: no limit): `json.dumps` raises on one with more.
+MAX_DIGITS = sys.get_int_max_str_digits()
+TOO_LONG = 10**MAX_DIGITS if MAX_DIGITS else math.inf
 
 
 def where(pointer: str) -> str:
@@ -90,7 +92,10 @@ def _first_problem(value: Any) -> str | None:
         if isinstance(item, int):
             if -TOO_LONG < item < TOO_LONG:
                 continue
-            return f"{where(pointer)}: an integer of more than 4300 digits (JSON readers refuse it)"
+            return (
+                f"{where(pointer)}: an integer of more than {MAX_DIGITS} digits "
+                "(JSON readers refuse it)"
+            )
         if isinstance(item, float):
             if math.isfinite(item):
                 continue

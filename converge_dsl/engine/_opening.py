@@ -39,7 +39,8 @@ def emit_opening(
             suggestors=suggestors,
             seeds=seeds,
             resumed_from_cycle=resumed_from,
-            budget=dataclasses.asdict(budget),
+            # Its fields are numbers or None: no deep copy (`dataclasses.asdict`) needed.
+            budget={f.name: getattr(budget, f.name) for f in dataclasses.fields(budget)},
             timing=log.timing(),
         )
     )

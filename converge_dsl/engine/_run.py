@@ -277,6 +277,8 @@ class Run:
 
         # A lone suggestor is awaited as its task, with no gather around it.
         task = asyncio.create_task(one(waiting[0])) if len(waiting) == 1 else None
+        outer = asyncio.current_task()
+        cancels_before = 0 if outer is None else outer.cancelling()
         gathered: asyncio.Future[list[_Outcome]] | asyncio.Task[_Outcome] = (
             task if task is not None else asyncio.gather(*(one(s) for s in waiting))
         )
@@ -291,7 +293,11 @@ class Run:
             if task is None:
                 return await cast("asyncio.Future[list[_Outcome]]", gathered)
             outcome = await task
-            if task.cancelling():  # it returned though cancelled: cancelled, as in a gather
+            # It returned though cancelled: cancelled, as a gather would be, when the run
+            # (its deadline, `cancel`) or its caller cancelled it; not when the suggestor
+            # cancelled itself and went on (a library's own timeout), as in a gather.
+            cut = self._cancelled or self._timed_out
+            if cut or (outer is not None and outer.cancelling() > cancels_before):
                 raise asyncio.CancelledError
             return [outcome]
         except asyncio.CancelledError:

@@ -201,14 +201,16 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
             return obj[attribute]
         if attribute in _SAFE_FIELDS.get(type(obj), ()):
             return getattr(obj, attribute)
-        names = _MAPPING_ATTRIBUTES.get(type(obj))
+        plain = _MAPPING_ATTRIBUTES.get(type(obj))
         if (
-            names is not None
-            and attribute not in names
+            plain is not None
+            and attribute not in plain[0]
             and attribute in obj
-            and attribute not in obj.__dict__  # nor one of its own: its item, as for a dict
+            and not (plain[1] and attribute in obj.__dict__)  # nor its own: its item, as a dict's
         ):
             return obj[attribute]
+        if attribute in _HIDDEN_SLOTS.get(type(obj), ()):
+            return _named_field(obj, attribute, self.undefined(obj=obj, name=attribute))
         return _named_field(obj, attribute, super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
@@ -217,7 +219,8 @@ class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
             try:  # what Jinja's rules try first, with no side effect if it fails
                 return obj[argument]
             except (TypeError, LookupError):
-                pass
+                if isinstance(argument, str) and argument in _HIDDEN_SLOTS.get(type(obj), ()):
+                    return _named_field(obj, argument, self.undefined(obj=obj, name=argument))
         elif isinstance(argument, str) and argument in _SAFE_FIELDS.get(type(obj), ()):
             return getattr(obj, argument)
         return _named_field(obj, argument, super().getitem(obj, argument))
@@ -294,7 +297,12 @@ _PLAIN_INDEX: set[type] = {dict, list, tuple, str}
 # The attributes of such a mapping type (a dict subclass) whose attributes are looked up
 # plainly: any other name Jinja's rules read of one of its objects is its item (when it
 # has it and the object has no attribute of that name), else what the rules say.
-_MAPPING_ATTRIBUTES: dict[type, frozenset[str]] = {}
+# With each, whether its objects have a `__dict__` of their own (no `__slots__`).
+_MAPPING_ATTRIBUTES: dict[type, tuple[frozenset[str], bool]] = {}
+# The private slots of such a mapping type (a frozen object's kept JSON text): never an
+# attribute to a template, so what a template reads does not depend on whether one is
+# filled yet (Jinja would refuse a filled one as unsafe, and find an empty one missing).
+_HIDDEN_SLOTS: dict[type, frozenset[str]] = {}
 
 
 def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None) -> None:
@@ -308,8 +316,14 @@ def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None)
     _RECORDS[cls] = (noun, None if fields is None else tuple(fields))
     if fields is None and _plain_dict(cls):
         _PLAIN_INDEX.add(cls)
+        hidden = frozenset(
+            name for base in cls.__mro__ for name in getattr(base, "__slots__", ()) if name
+        )
+        if hidden:
+            _HIDDEN_SLOTS[cls] = hidden
         if _plain_attributes(cls):
-            _MAPPING_ATTRIBUTES[cls] = frozenset(dir(cls))
+            names = frozenset(dir(cls))
+            _MAPPING_ATTRIBUTES[cls] = (names - hidden, "__dict__" in names)
     if fields is not None and not hasattr(cls, "__getitem__"):
         _SAFE_FIELDS[cls] = set()
 
@@ -324,13 +338,13 @@ def _plain_dict(cls: type) -> bool:
 
 
 def _plain_attributes(cls: type) -> bool:
-    """Whether a `cls` object's attributes are those of `dir(cls)` and its own `__dict__`."""
+    """Whether a `cls` object's attributes are those of `dir(cls)` and its own `__dict__`
+    (when it has one)."""
     return (
         type(cls) is type
         and cls is not dict
         and getattr(cls, "__getattribute__") is dict.__getattribute__  # noqa: B009
         and not hasattr(cls, "__getattr__")
-        and "__dict__" in dir(cls)
     )
 
 

@@ -302,6 +302,24 @@ def test_an_integer_json_readers_refuse_is_named_not_raised() -> None:
     )
 
 
+def test_the_digit_limit_is_the_interpreters() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from converge_dsl.engine import json_problem\n"
+        "print(json_problem({'a': 10**640}), json_problem({'a': 10**639}))\n"
+    )
+    env = {**os.environ, "PYTHONINTMAXSTRDIGITS": "640"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.stdout == (
+        "data at /a: an integer of more than 640 digits (JSON readers refuse it) None\n"
+    ), done.stderr
+
+
 def test_data_that_fits_a_key_schema_is_checked_without_python_jsonschema() -> None:
     import subprocess
     import sys

@@ -134,3 +134,52 @@ def test_cancel_stops_a_lone_suggestor_that_swallows_it() -> None:
     result = asyncio.run(main())
     assert result.stop_reason is StopReason.CANCELLED
     assert len(result.context) == 0
+
+
+class CancelsItself(SuggestorBase):
+    """Times out a slow call of its own the way a library without `uncancel()` does
+    (`current_task().cancel()`, caught), then proposes its fallback."""
+
+    name = "own_timeout"
+
+    async def execute(self, ctx: ContextView) -> AgentEffect:
+        task = asyncio.current_task()
+        assert task is not None
+        timer = asyncio.get_running_loop().call_later(0.01, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+        timer.cancel()
+        proposal = ProposedFact("signals", "fallback", "done", 1.0, Provenance(self.name))
+        return AgentEffect.of([proposal])
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_suggestor_that_cancels_itself_and_goes_on_is_not_the_run_cancelled(
+    alone: bool,
+) -> None:
+    engine = Engine(budget=Budget(max_wall_s=60))
+    engine.register(CancelsItself())
+    if not alone:
+        engine.register(Waits("quick", 0))
+    result = asyncio.run(engine.run())
+    assert result.stop_reason is StopReason.CONVERGED
+    assert "fallback" in [fact.id for fact in result.context]
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_run_whose_caller_cancels_it_is_cancelled_though_its_suggestor_goes_on(
+    alone: bool,
+) -> None:
+    engine = Engine()
+    engine.register(Stubborn())
+    if not alone:
+        engine.register(Waits("quick", 0))
+
+    async def main() -> None:
+        task = asyncio.create_task(engine.run())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())

@@ -355,6 +355,39 @@ def test_a_registered_mappings_items_are_read_as_attributes_as_jinjas_rules_woul
     assert seen == ["keys", "own", "b", "nope"]
 
 
+def test_fact_data_items_are_read_as_attributes_without_jinjas_lookup(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The frozen JSON objects of facts' data (slotted: no `__dict__`) take the shortcut."""
+    import converge_dsl.compiler  # registers the frozen JSON object  # noqa: F401
+    from converge_dsl.engine.types import freeze_json
+
+    data = freeze_json({"engineers": [{"id": "ana"}], "keys": 1})
+    source = "{{ d.engineers[0].id }} {{ d.keys is callable }} {{ d.nope is defined }}"
+    seen = _jinja_calls(monkeypatch, "getattr")
+    assert render(compile_template(source), {**GLOBALS, "d": data}) == "ana True False"
+    assert seen == ["keys", "nope"]  # a method's name, and a missing one: Jinja's rules
+
+
+@pytest.mark.parametrize("read", ["d._text", "d['_text']", "d._text is defined"])
+def test_a_frozen_objects_kept_text_is_never_what_a_template_reads(read: str) -> None:
+    """Its item of that name if it has one, else missing: kept or not, the same answer."""
+    import converge_dsl.compiler  # registers the frozen JSON object  # noqa: F401
+    from converge_dsl.engine.types import canonical_json, freeze_json
+
+    template = compile_template("{{ " + read + " }}")
+    for data in (freeze_json({"_text": "item", "a": 1}), freeze_json({"a": 1})):
+        outcomes = []
+        for _ in range(2):  # before its text is kept, then after
+            try:
+                outcomes.append(render(template, {**GLOBALS, "d": data}))
+            except TemplateRenderError as exc:
+                outcomes.append(exc.message)
+            canonical_json(data)
+        assert outcomes[0] == outcomes[1]
+        assert outcomes[0] in ("item", "True", "False") or "has no field '_text'" in outcomes[0]
+
+
 def test_a_test_that_takes_no_context_is_called_as_jinja_would_call_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

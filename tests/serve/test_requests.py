@@ -63,6 +63,9 @@ def test_a_budget_may_lower_never_raise() -> None:
 def test_json_is_strict_and_bounded() -> None:
     assert problems(lambda: parse_json(b"[NaN]")) == [("CD983", "")]
     assert problems(lambda: parse_json(b'{"inputs": {"a": "\\udfff"}}')) == [("CD983", "")]
+    assert problems(lambda: parse_json(b'{"inputs": {"a": "\xed\xbf\xbf"}}')) == [("CD983", "")]
+    utf16 = '{"a": "\udfff"}'.encode("utf-16-le", "surrogatepass")
+    assert problems(lambda: parse_json(utf16)) == [("CD983", "")]
     assert parse_json(b'{"a": "\\ud83d\\ude00"}') == {"a": "\U0001f600"}
     deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
     assert problems(lambda: parse_json(deep)) == [("CD983", "")]
