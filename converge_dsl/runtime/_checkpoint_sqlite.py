@@ -30,9 +30,12 @@ folder's in when a record becomes durable:
   (`queue_write(write, done)`): `write(db)` runs in the group's transaction
   after the journals' writes and those given `alongside`, each in the order
   queued, and `done(result, error)` is called once the group committed (the
-  error, and no result, when it failed). A service's run ends that way: its
-  conditional UPDATE shares the group's commit instead of paying one of its
-  own, and the run is answered once that commit is made.
+  error, and no result, when it failed). A write that raises is undone alone
+  (a savepoint) and its error told to its `done` only: the rest of the group
+  commits, and the journals go on. A `done` that raises does not keep the
+  others from being told. A service's run ends that way: its conditional
+  UPDATE shares the group's commit instead of paying one of its own, and the
+  run is answered once that commit is made.
 - `replace` deletes the run's records and inserts the snapshot in one
   transaction; SQLite never leaves a torn record, so `reopen` only checks.
   Reading a journal first commits what it has queued.
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import sqlite3
 import threading
 import time
@@ -197,13 +201,13 @@ class SqliteJournals:
                 ),
             ]
             try:
-                results = self._commit(statements, [write for write, _ in writes])
+                outcomes = self._commit(statements, [write for write, _ in writes])
             except BaseException as exc:
                 for _, done in writes:
-                    done(None, exc)
+                    _tell(done, None, exc)
                 raise
-        for (_, done), result in zip(writes, results, strict=True):
-            done(result, None)
+        for (_, done), (result, error) in zip(writes, outcomes, strict=True):
+            _tell(done, result, error)
 
     def close(self) -> None:
         """Commit what is queued and stop the group commit."""
@@ -217,21 +221,41 @@ class SqliteJournals:
         self,
         statements: Sequence[Statement],
         writes: Sequence[Callable[[sqlite3.Connection], Any]] = (),
-    ) -> list[Any]:
-        """Run `statements`, then `writes`, in one transaction, holding `lock` (all or
-        none); what each write returned."""
+    ) -> list[tuple[Any, Exception | None]]:
+        """Run `statements`, then `writes`, in one transaction, holding `lock`: all or
+        none, but for a write that raises, which is undone alone (`_write_apart`); what
+        each write returned, or its error."""
         if not statements and not writes:
             return []
         try:
             self._db.execute("BEGIN IMMEDIATE")
             execute_all(self._db, statements)
-            results = [write(self._db) for write in writes]
+            outcomes = [self._write_apart(write) for write in writes]
             self._db.execute("COMMIT")
-            return results
+            return outcomes
         except BaseException:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise
+
+    def _write_apart(
+        self, write: Callable[[sqlite3.Connection], Any]
+    ) -> tuple[Any, Exception | None]:
+        """Run the owner's `write` in a savepoint of the group's transaction: what it
+        returned, or the error it raised once what it wrote is undone. When SQLite rolled
+        back the whole transaction on that error (it may, on a full disk), the group
+        fails with it."""
+        self._db.execute("SAVEPOINT owner_write")
+        try:
+            result = write(self._db)
+        except Exception as exc:
+            if not self._db.in_transaction:
+                raise
+            self._db.execute("ROLLBACK TO owner_write")
+            self._db.execute("RELEASE owner_write")
+            return None, exc
+        self._db.execute("RELEASE owner_write")
+        return result, None
 
     def _commit_loop(self) -> None:
         while True:
@@ -245,13 +269,14 @@ class SqliteJournals:
                     self._cond.wait(left)
             try:
                 self.commit_now()
-            except sqlite3.Error as exc:  # the owner's writes were told (`commit_now`)
+            except Exception as exc:  # the owner's writes were told (`commit_now`)
+                error = exc if isinstance(exc, sqlite3.Error) else sqlite3.Error(repr(exc))
                 with self._cond:
-                    self._error = exc
+                    self._error = error
                     writes, self._writes = self._writes, []  # queued since: never committed
                     self._cond.notify_all()
                 for _, done in writes:
-                    done(None, exc)
+                    _tell(done, None, exc)
                 return
 
     @contextlib.contextmanager
@@ -268,6 +293,17 @@ class SqliteJournals:
         finally:
             with self._held_lock:
                 self._held.discard(run)
+
+
+def _tell(
+    done: Callable[[Any, BaseException | None], None], result: Any, error: BaseException | None
+) -> None:
+    """Call the owner's `done`; what it raises is reported, not raised, so the owner's
+    other writes are told too and the group commit goes on."""
+    try:
+        done(result, error)
+    except Exception:
+        logging.getLogger(__name__).exception("a group commit's callback failed")
 
 
 class SqliteJournal:

@@ -8,7 +8,7 @@ The same for a run on the service's loops and one sent to a worker
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,13 +35,15 @@ async def local_run(
     journal: SqliteJournal,
     *,
     state: Path,
-    key: bytes,
+    key: Callable[[], bytes],
     max_run_s: float | None,
 ) -> JsonObject:
     """The run of `row` with its events on `sink` and its checkpoint in `journal` (sealed
-    with `key`): its run-result document as JSON (`RunOutcome.plain`)."""
+    with `key()`, read as the run starts: a key that cannot be read fails the run, CD954):
+    its run-result document as JSON (`RunOutcome.plain`)."""
     from converge_dsl.runtime import Checkpointing
 
+    sealing = key()
     resume, decisions = resumption(journal.journals, pipeline, row)
     checkpoint = Checkpointing(
         state,
@@ -50,7 +52,7 @@ async def local_run(
         env=pipeline.env,
         decided_by=dict.fromkeys(decisions, DECIDED_BY),
         journal=journal,
-        key=key,
+        key=sealing,
     )
     request = RunRequest.of(row.request)
     limits = RunRequest({}, limits_of(row, max_run_s))

@@ -364,7 +364,7 @@ class RunService:
             EventSink(live, flush),
             self.store.checkpoints.journal(run, alongside=alongside),
             state=self._state,
-            key=self._key(pipeline),
+            key=lambda: self._key(pipeline),  # read on its loop: a failure fails the run
             max_run_s=self._limits.max_run_s,
         )
         remote = self._loops.submit(outcome)

@@ -97,6 +97,41 @@ def test_the_checkpoint_key_is_read_once_per_pipeline(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_checkpoint_key_that_cannot_be_read_fails_each_run_and_keeps_the_worker(
+    tmp_path: Path,
+) -> None:
+    """The key's path is a folder: each run ends `done` with the refusal (CD954) as its
+    result, one after the other on the one worker, and the service stops cleanly."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    (tmp_path / "config" / "checkpoint.key").mkdir(parents=True)
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> list[RunRow]:
+        await service.start()
+        try:
+            runs = [
+                service.submit("steady", RunRequest.of({"inputs": {"number": n}})) for n in (1, 2)
+            ]
+            return [await service.wait(run, 30.0) for run in runs]
+        finally:
+            await service.stop()
+
+    try:
+        ended = asyncio.run(main())
+        stored = [store.get(row.id) for row in ended]
+    finally:
+        store.close()
+    assert [(row.status, row.stop_reason) for row in ended] == [("done", "usage_error")] * 2
+    assert [row.status if row else None for row in stored] == ["done", "done"]
+    for row in ended:
+        assert row.result is not None
+        assert [item["code"] for item in row.result["diagnostics"]] == ["CD954"]
+
+
 def test_runs_execute_on_one_thread_by_default(tmp_path: Path) -> None:
     """By default every run executes on one run loop's thread (not the service's): more
     threads run no more at once under the interpreter's lock, and their hand-offs cost

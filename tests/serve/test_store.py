@@ -351,8 +351,8 @@ def test_an_end_in_the_group_commit_is_told_once_that_group_is_committed(
 
 
 def test_an_end_queued_is_written_with_the_records_queued_before_it(tmp_path: Path) -> None:
-    """A pause's last records and the pause go in the same group; a group that fails
-    tells each end queued in it, as a state error."""
+    """A pause's last records and the pause go in the same group; an end that fails is
+    told as a state error."""
     store = RunStore(tmp_path)
     store.add("a", "p", {}, 1.0, running=True)
     store.checkpoints.journal("a").replace(b"last\n")
@@ -374,3 +374,41 @@ def test_an_end_queued_is_written_with_the_records_queued_before_it(tmp_path: Pa
     row = store.get("b")
     assert row is not None
     assert row.status == "running"  # rolled back: a restart continues it
+
+
+def test_an_end_that_fails_in_a_group_fails_alone_and_later_runs_end(tmp_path: Path) -> None:
+    """A trigger refuses one run's result (a disk full for a moment): that end is told
+    CD993 and undone, while the other run's journal records queued in the same group are
+    committed; once the trigger is gone, two more runs end, and the journals keep no
+    error."""
+    store = RunStore(tmp_path)
+    for run in "abcd":
+        store.add(run, "p", {}, 1.0, running=True)
+    store._db.execute(
+        "CREATE TEMP TRIGGER full BEFORE INSERT ON results BEGIN "
+        "SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    with store._lock:  # one group: the group commit waits for the lock
+        store.checkpoints.journal("b").replace(b"record of b\n")
+        failed = store.finish_later(
+            "a", status="done", stop_reason="converged", body={}, events=[], now=2.0
+        )
+    with pytest.raises(StateError, match=r"cannot write the state: database or disk is full"):
+        failed.result(timeout=5)
+    assert store.checkpoints.query("SELECT line FROM checkpoint_records WHERE run = 'b'") == [
+        (b"record of b\n",)
+    ]
+    store._db.execute("DROP TRIGGER temp.full")
+    ended = [
+        store.finish_later(
+            run, status="done", stop_reason="converged", body={"run": run}, events=[], now=3.0
+        )
+        for run in "cd"
+    ]
+    assert [ending.result(timeout=5) for ending in ended] == [True, True]
+    assert store.checkpoints._error is None
+    assert [store.results(run) for run in "acd"] == [[], [{"run": "c"}], [{"run": "d"}]]
+    row = store.get("a")
+    assert row is not None
+    assert row.status == "running"  # undone: a restart continues it
+    store.close()
