@@ -1,24 +1,36 @@
 """The `process` executor: worker processes, each loading the pipeline once.
 
 For CPU-bound pipelines (solvers, large rule sets): `workers` processes run
-the cases. Where the system has one (Linux, macOS), they are forked from
-multiprocessing's fork server: a fresh process (nothing of the batch's threads
-or loops is in it) that the batch starts first and that imports
-`worker_modules()` once, while the batch loads and checks the pipeline, so no
-worker imports them again (on two cores the server's imports and the batch's
-load run side by side; one import for all the workers instead of one each:
-`bench/batch.py`, worker start-up). The server lives as long as the process
-that started it, so a later batch of that process starts its workers at once.
-Elsewhere the workers are started with `spawn` right away and import
-`worker_modules()` themselves while the pipeline loads. Each is set up for the
-batch by `set_up_worker` (the one function that readies a worker: one event
-loop, the batch's meter and outputs) and takes the pipeline the parent loaded
-(a `Pipeline` pickles as its checked document with the locked packs its
-validation read: neither loaded nor read again), pickled once by the parent
-and sent with every chunk, unpickled by a worker only once. The parent hands
-the cases over in chunks of `CHUNK` (one round trip between the processes per
-chunk, not per case), keeps two chunks per worker in flight and yields
-results as their chunk finishes. A batch-wide cap is one `SharedPool` in
+the cases. They are started in one of three ways, by what the system has and
+what the batch's process is running:
+
+- forked from the batch itself, once the pipeline is loaded (`_forks`: on
+  Linux, while the process runs one thread only, as the command line's batch
+  does; the check is made each time a pool starts): a worker starts with all
+  the batch imported, and no lock of another thread can be copied half-held,
+  since there is none. On two cores this saves the batch the wait for a fork
+  server's imports, which its load does not hide (`bench/batch.py`, whole
+  calls);
+- else forked from multiprocessing's fork server (Linux, macOS): a fresh
+  process (nothing of the batch's threads or loops is in it) that the batch
+  starts first and that imports `worker_modules()` once, while the batch loads
+  and checks the pipeline, so no worker imports them again. The server lives
+  as long as the process that started it, so a later batch of that process
+  starts its workers at once;
+- else spawned right away, each importing `worker_modules()` while the
+  pipeline loads.
+
+Each is set up for the batch by `set_up_worker` (the one function that
+readies a worker: one event loop, the batch's meter and outputs) and takes the
+pipeline the parent loaded (a `Pipeline` pickles as its checked document with
+the locked packs its validation read: neither loaded nor read again), pickled
+once by the parent and sent with every chunk, unpickled by a worker only once:
+a worker forked from the batch makes its own models and tool servers too,
+sharing no connection with the batch.
+
+The parent hands the cases over in chunks of `CHUNK` (one round trip between
+the processes per chunk, not per case), keeps two chunks per worker in flight
+and yields results as their chunk finishes. A batch-wide cap is one `SharedPool` in
 shared memory that every worker's case meters ask. A worker that dies
 (killed, out of memory) breaks the pool: it is made again, and the cases in
 flight are run again, except one that was in flight at `MAX_STRIKES` such
@@ -219,9 +231,11 @@ def run_in_processes(
         pool.add(spent[0], spent[1], 0, 0)
     start_args = (None, pool, options.outputs, os.getpid(), dict(options.env))
     plan = _Plan(options.pipeline, workers, context, start_args)
-    # With a fork server, a pool started now would wait for its imports: after the load.
-    forking = context.get_start_method() == "forkserver"
-    executor = plan.start() if todo and not forking else None
+    # Spawned workers import while the pipeline loads; forked ones (from this process or
+    # the fork server) are started after the load, with what it imported or once the
+    # server's imports are done.
+    spawning = context.get_start_method() == "spawn"
+    executor = plan.start() if todo and spawning else None
     try:
         pipeline = load(
             options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
@@ -237,18 +251,33 @@ def run_in_processes(
 
 
 def start_fork_server() -> None:
-    """Start the fork server now (where the system has one), so that it imports
-    `worker_modules()` while the batch reads its cases and loads its pipeline (started
-    already: nothing)."""
-    if _context().get_start_method() == "forkserver":
+    """Start the fork server now (where the system has one and the workers will not be
+    forked from this process: `_forks`), so that it imports `worker_modules()` while the
+    batch reads its cases and loads its pipeline (started already: nothing)."""
+    if not _forks() and _context().get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
 
 
+def _forks() -> bool:
+    """Whether a pool started now forks its workers from this process: on Linux, while
+    the process runs one thread only (its own, or any library's: `/proc/self/task`)."""
+    if (
+        not sys.platform.startswith("linux")
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 def _context() -> Any:
     """The fork server's context, importing `worker_modules()`, where the system has one;
-    else `spawn` (see the module docstring)."""
+    else `spawn` (see the module docstring): the context of a pool that does not fork
+    from this process."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
@@ -267,10 +296,13 @@ class _Plan:
     start_args: tuple[Any, ...]
 
     def start(self) -> ProcessPoolExecutor:
-        """A pool of `workers` processes, started now (a call each makes it start them)."""
+        """A pool of `workers` processes, started now (a call each makes it start them):
+        forked from this process if it runs one thread only (`_forks`), else in
+        `context`."""
+        context = multiprocessing.get_context("fork") if _forks() else self.context
         executor = ProcessPoolExecutor(
             self.workers,
-            mp_context=self.context,
+            mp_context=context,
             initializer=set_up_worker,
             initargs=self.start_args,
         )
