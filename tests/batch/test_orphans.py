@@ -180,7 +180,7 @@ def test_the_cases_of_a_killed_worker_are_run_again_by_a_new_pool(tmp_path: Path
         assert len(workers) >= 2, f"workers: {_commands(workers)}"
         time.sleep(0.3)  # each is in its first case's 1.5 s nap
         os.kill(min(workers), signal.SIGKILL)
-        stdout, stderr = child.communicate(timeout=120)
+        _, stderr = child.communicate(timeout=120)
     finally:
         child.kill()
         child.wait()
