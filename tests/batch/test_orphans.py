@@ -27,14 +27,15 @@ from .conftest import DATA, write_cases
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
+# A model that answers a prompt holding "sleepy" after `delay` seconds, any other at once.
 SLEEPY_SCRIPT = """\
 apiVersion: converge-dsl/v1
 kind: ModelScript
 rules:
-  - match: {contains: "sleepy"}
-    delay_s: 60
+  - match: {{contains: "sleepy"}}
+    delay_s: {delay}
     reply: "awake"
-default: {reply: "said it"}
+default: {{reply: "said it"}}
 """
 
 
@@ -122,8 +123,8 @@ def _kill_and_check(command: list[str], cwd: Path, wait_for: int) -> None:
     assert ended, "the batch's output pipes are still held open"
 
 
-def _sleepy(tmp_path: Path) -> Path:
-    (tmp_path / "echo.script.yaml").write_text(SLEEPY_SCRIPT, encoding="utf-8")
+def _sleepy(tmp_path: Path, delay: float = 60) -> Path:
+    (tmp_path / "echo.script.yaml").write_text(SLEEPY_SCRIPT.format(delay=delay), encoding="utf-8")
     pipeline = tmp_path / "echo.yaml"
     pipeline.write_text((DATA / "echo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     return pipeline
@@ -145,24 +146,11 @@ def test_a_killed_long_run_leaves_nothing(tmp_path: Path) -> None:
     _kill_and_check(command, tmp_path, wait_for=0)
 
 
-NAPPING_SCRIPT = """\
-apiVersion: converge-dsl/v1
-kind: ModelScript
-rules:
-  - match: {contains: "napping"}
-    delay_s: 1.5
-    reply: "awake"
-default: {reply: "said it"}
-"""
-
-
 def test_the_cases_of_a_killed_worker_are_run_again_by_a_new_pool(tmp_path: Path) -> None:
     """A worker killed mid-batch breaks the pool: a new one is started (forked from the
     batch again, its results file open by then) and every case has one result line."""
-    (tmp_path / "echo.script.yaml").write_text(NAPPING_SCRIPT, encoding="utf-8")
-    pipeline = tmp_path / "echo.yaml"
-    pipeline.write_text((DATA / "echo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"napping {i}"} for i in range(4)])
+    pipeline = _sleepy(tmp_path, delay=1.5)
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"sleepy {i}"} for i in range(4)])
     out = tmp_path / "out.jsonl"
     command = [sys.executable, "-m", "converge_dsl", "run", str(pipeline), "--cases", str(cases)]
     command += ["--out", str(out), "--executor", "process", "--concurrency", "2"]
