@@ -355,6 +355,23 @@ def test_a_registered_mappings_items_are_read_as_attributes_as_jinjas_rules_woul
     assert seen == ["keys", "own", "b", "nope"]
 
 
+class _OneSlot(dict[str, Any]):
+    __slots__ = "_kept"  # noqa: PLC0205 (one name, as a string: what is tested)
+
+
+def test_a_slot_declared_as_one_string_is_hidden_as_one_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from converge_dsl.sandbox import _templating
+
+    monkeypatch.setattr(_templating, "_RECORDS", dict(_templating._RECORDS))
+    monkeypatch.setattr(_templating, "_PLAIN_INDEX", set(_templating._PLAIN_INDEX))
+    monkeypatch.setattr(_templating, "_HIDDEN_SLOTS", dict(_templating._HIDDEN_SLOTS))
+    monkeypatch.setattr(_templating, "_MAPPING_ATTRIBUTES", dict(_templating._MAPPING_ATTRIBUTES))
+    _templating.register_record(_OneSlot, "the object")
+    assert _templating._HIDDEN_SLOTS[_OneSlot] == frozenset({"_kept"})
+
+
 def test_fact_data_items_are_read_as_attributes_without_jinjas_lookup(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
