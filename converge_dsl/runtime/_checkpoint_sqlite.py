@@ -35,7 +35,10 @@ folder's in when a record becomes durable:
   commits, and the journals go on. A `done` that raises does not keep the
   others from being told. A service's run ends that way: its conditional
   UPDATE shares the group's commit instead of paying one of its own, and the
-  run is answered once that commit is made.
+  run is answered once that commit is made. Someone waits for such a write: a
+  group holding one is committed at most `WRITE_COMMIT_S` after the first of
+  them was queued (and still at most `GROUP_COMMIT_S` after its first write),
+  so an answer does not wait out the window the records alone would.
 - `replace` deletes the run's records and inserts the snapshot in one
   transaction; SQLite never leaves a torn record, so `reopen` only checks.
   Reading a journal first commits what it has queued.
@@ -64,6 +67,9 @@ from converge_dsl.errors import RunError, UsageError
 Statement = tuple[str, Sequence[Any]]
 # How long the group commit gathers writes into one transaction (seconds).
 GROUP_COMMIT_S = 0.05
+# How long it gathers once the group holds a write of the owner's (`queue_write`), which
+# someone waits for: a service's run end, answered once committed (seconds).
+WRITE_COMMIT_S = 0.005
 # A write of the owner's in a group (`queue_write`): what to run, and whom to tell.
 GroupWrite = tuple[Callable[[sqlite3.Connection], Any], Callable[[Any, BaseException | None], None]]
 
@@ -105,6 +111,7 @@ class SqliteJournals:
         # given `alongside`); `_cond` guards them and wakes the committer.
         self._queued: dict[str, list[tuple[Statement, bool]]] = {}
         self._writes: list[GroupWrite] = []  # the owner's (`queue_write`), in order
+        self._write_at = 0.0  # when the first of `_writes` was queued (monotonic)
         self._cond = threading.Condition()
         self._closing = False
         self._error: sqlite3.Error | None = None
@@ -177,9 +184,10 @@ class SqliteJournals:
         with self._cond:
             if self._error is not None:
                 raise self._error
-            was_idle = not self._queued and not self._writes
+            first = not self._writes
             self._writes.append((write, done))
-            if was_idle:
+            if first:  # the committer's deadline comes nearer (`WRITE_COMMIT_S`)
+                self._write_at = time.monotonic()
                 self._cond.notify_all()
 
     def commit_now(self, run: str | None = None) -> None:
@@ -265,7 +273,7 @@ class SqliteJournals:
                 if self._closing:
                     return
                 deadline = time.monotonic() + GROUP_COMMIT_S
-                while not self._closing and (left := deadline - time.monotonic()) > 0:
+                while not self._closing and (left := self._left(deadline)) > 0:
                     self._cond.wait(left)
             try:
                 self.commit_now()
@@ -278,6 +286,13 @@ class SqliteJournals:
                 for _, done in writes:
                     _tell(done, None, exc)
                 return
+
+    def _left(self, deadline: float) -> float:
+        """Seconds until the group is committed: `deadline`, or `WRITE_COMMIT_S` after the
+        owner's first write when it holds one (call holding `_cond`)."""
+        if self._writes:
+            deadline = min(deadline, self._write_at + WRITE_COMMIT_S)
+        return deadline - time.monotonic()
 
     @contextlib.contextmanager
     def hold(self, run: str, option: str) -> Iterator[None]:
