@@ -69,7 +69,7 @@ Statement = tuple[str, Sequence[Any]]
 GROUP_COMMIT_S = 0.05
 # How long it gathers once the group holds a write of the owner's (`queue_write`), which
 # someone waits for: a service's run end, answered once committed (seconds).
-WRITE_COMMIT_S = 0.005
+WRITE_COMMIT_S = 0.01
 # A write of the owner's in a group (`queue_write`): what to run, and whom to tell.
 GroupWrite = tuple[Callable[[sqlite3.Connection], Any], Callable[[Any, BaseException | None], None]]
 
