@@ -88,6 +88,9 @@ MAX_STRIKES = 2
 # How often a worker checks that the batch that started it is still alive (when it was
 # not started by multiprocessing, so has no pipe from the batch to watch).
 WATCH_S = 0.5
+# How long a pool about to fork from this process waits for threads joined a moment ago
+# to be gone from `/proc/self/task` (`_forks`; seconds).
+LINGER_S = 0.05
 _PR_SET_PDEATHSIG = 1
 _SIGKILL = 9
 
@@ -262,16 +265,26 @@ def start_fork_server() -> None:
 
 def _forks() -> bool:
     """Whether a pool started now forks its workers from this process: on Linux, while
-    the process runs one thread only (its own, or any library's: `/proc/self/task`)."""
+    the process runs one thread only (its own, or any library's: `/proc/self/task`).
+
+    A thread joined a moment ago may still be listed while it ends: with no other
+    Python thread alive, the list is read again for up to `LINGER_S`."""
     if (
         not sys.platform.startswith("linux")
         or "fork" not in multiprocessing.get_all_start_methods()
+        or threading.active_count() > 1
     ):
         return False
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
+    give_up = time.monotonic() + LINGER_S
+    while True:
+        try:
+            if len(os.listdir("/proc/self/task")) == 1:
+                return True
+        except OSError:
+            return False
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(LINGER_S / 50)
 
 
 def _context() -> Any:

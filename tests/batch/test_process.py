@@ -107,6 +107,25 @@ def test_a_process_with_a_second_thread_does_not_fork_from_itself(second_thread:
     assert not _process._forks()
 
 
+_JOINED_THREADS = """\
+import threading
+from converge_dsl.batch import _process
+_process.LINGER_S = 5.0  # a loaded machine may end a thread late; a hang fails anyway
+for _ in range(2000):  # a joined thread is still listed a moment after some joins
+    thread = threading.Thread(target=lambda: None)
+    thread.start()
+    thread.join()
+    assert _process._forks()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_thread_joined_a_moment_ago_does_not_keep_a_batch_from_forking() -> None:
+    command = [sys.executable, "-c", _JOINED_THREADS]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+
+
 def test_a_worker_unpickles_the_pipeline_its_chunks_carry_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
