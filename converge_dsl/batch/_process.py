@@ -6,9 +6,11 @@ what the batch's process is running:
 
 - forked from the batch itself, once the pipeline is loaded (`_forks`: on
   Linux, while the process runs one thread only, as the command line's batch
-  does; the check is made each time a pool starts): a worker starts with all
-  the batch imported, and no lock of another thread can be copied half-held,
-  since there is none. On two cores this saves the batch the wait for a fork
+  does, and has no SQLite database open, the batch's own connection to the
+  answer cache being closed first; the check is made each time a pool
+  starts): a worker starts with all the batch imported, no lock of another
+  thread can be copied half-held, since there is none, and no record of a
+  database's file locks either. On two cores this saves the batch the wait for a fork
   server's imports, which its load does not hide (`bench/batch.py`, whole
   calls);
 - else forked from multiprocessing's fork server (Linux, macOS): a fresh
@@ -25,8 +27,8 @@ readies a worker: one event loop, the batch's meter and outputs) and takes the
 pipeline the parent loaded (a `Pipeline` pickles as its checked document with
 the locked packs its validation read: neither loaded nor read again), pickled
 once by the parent and sent with every chunk, unpickled by a worker only once:
-a worker forked from the batch makes its own models and tool servers too,
-sharing no connection with the batch.
+a worker forked from the batch makes its own models, tool servers and answer
+cache connection too, sharing no connection with the batch.
 
 The parent hands the cases over in chunks of `CHUNK` (one round trip between
 the processes per chunk, not per case), keeps two chunks per worker in flight
@@ -65,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._sqlite import open_connections
 from converge_dsl.clock import SystemClock
 from converge_dsl.engine import freeze_alive
 from converge_dsl.errors import ConvergeError
@@ -222,10 +225,11 @@ def _run(cases: list[Case], pickled: bytes | None = None) -> list[CaseResult]:
 def run_in_processes(
     options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
 ) -> Generator[CaseResult, None, None]:
-    """The `process` executor: start the spawned workers (the caller has started the fork
-    server, where the system has one: `start_fork_server`), check the pipeline loads here
-    (while they import), then run `todo` in the workers."""
-    from ._pipeline import load
+    """The `process` executor: start spawned workers at once (they import while the
+    pipeline loads here), check the pipeline loads, then start forked ones (from this
+    process, or from the fork server the caller started: `start_fork_server`) and run
+    `todo` in the workers."""
+    from ._pipeline import close_answers, load
 
     context = _context()
     pool = None
@@ -244,6 +248,7 @@ def run_in_processes(
             options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
         )  # pickled to each worker with its cache settings: one store, one mode
         pickled = pickle.dumps(pipeline, pickle.HIGHEST_PROTOCOL)
+        close_answers(pipeline)  # the workers open their own: none is forked open
         if executor is None and todo:
             executor = plan.start()
     except BaseException:
@@ -265,7 +270,8 @@ def start_fork_server() -> None:
 
 def _forks() -> bool:
     """Whether a pool started now forks its workers from this process: on Linux, while
-    the process runs one thread only (its own, or any library's: `/proc/self/task`).
+    the process runs one thread only (its own, or any library's: `/proc/self/task`)
+    and has no SQLite database open (`converge_dsl._sqlite.open_connections`).
 
     A thread joined a moment ago may still be listed while it ends: with no other
     Python thread alive, the list is read again for up to `LINGER_S`."""
@@ -273,6 +279,7 @@ def _forks() -> bool:
         not sys.platform.startswith("linux")
         or "fork" not in multiprocessing.get_all_start_methods()
         or threading.active_count() > 1
+        or open_connections()  # a child would take no lock of a file the process holds
     ):
         return False
     give_up = time.monotonic() + LINGER_S
@@ -284,7 +291,7 @@ def _forks() -> bool:
             return False
         if time.monotonic() >= give_up:
             return False
-        time.sleep(LINGER_S / 50)
+        time.sleep(0.001)
 
 
 def _context() -> Any:

@@ -161,8 +161,7 @@ class SqliteJournals:
         """Queue the journal's `statements` of `run`, then `alongside`, for the next group
         commit."""
         with self._cond:
-            if self._error is not None:
-                raise self._error
+            self._check_open()
             was_idle = not self._queued
             queued = self._queued.setdefault(run, [])
             queued.extend((statement, True) for statement in statements)
@@ -179,8 +178,7 @@ class SqliteJournals:
         (see the module docstring). Call `take` or `removal` before, for the writes of a
         run that `write` ends."""
         with self._cond:
-            if self._error is not None:
-                raise self._error
+            self._check_open()
             first = not self._writes  # the committer may be gathering: cut it short
             self._writes.append((write, done))
             if first:
@@ -213,8 +211,17 @@ class SqliteJournals:
         for (_, done), (result, error) in zip(writes, outcomes, strict=True):
             _tell(done, result, error)
 
+    def _check_open(self) -> None:
+        """Raise the group commit's error, or that the journals are closed: nothing queued
+        now would be committed (call holding `_cond`)."""
+        if self._error is not None:
+            raise self._error
+        if self._closing:
+            raise sqlite3.ProgrammingError("the checkpoint journals are closed")
+
     def close(self) -> None:
-        """Commit what is queued and stop the group commit."""
+        """Commit what is queued and stop the group commit; a write queued after this
+        raises `sqlite3.ProgrammingError`."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()

@@ -23,8 +23,9 @@ import converge_dsl
 from converge_dsl.batch import BatchOptions, Case, _process, run_cases
 from converge_dsl.batch._outputs import CaseOutputs
 from converge_dsl.errors import ConvergeError
+from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 
-from .conftest import ECHO, write_cases
+from .conftest import ECHO, topic_pipeline, write_cases
 
 FORKING = _process._context().get_start_method() == "forkserver"
 
@@ -105,6 +106,68 @@ def test_a_batch_running_one_thread_forks_its_workers_from_itself(tmp_path: Path
 
 def test_a_process_with_a_second_thread_does_not_fork_from_itself(second_thread: None) -> None:
     assert not _process._forks()
+
+
+_OPEN_DATABASE = """\
+import sys
+from pathlib import Path
+from converge_dsl._sqlite import open_wal
+from converge_dsl.batch import _process
+assert _process._forks()
+db = open_wal(Path(sys.argv[1]), busy_timeout=1)
+assert not _process._forks()  # a child would take no lock of the file this process holds
+db.close()
+assert _process._forks()
+"""
+
+
+def test_a_process_with_a_database_open_does_not_fork_from_itself(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", _OPEN_DATABASE, str(tmp_path / "held.sqlite3")]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+
+
+# A batch with the answer cache on, in a fresh process running one thread, asking a model
+# server of the test's about a topic a case: whether it forked its workers (no fork server
+# started), its databases open once the pool started, and the rows of its cache.
+_CACHED_BATCH = """\
+import json, sqlite3, sys
+from multiprocessing import forkserver
+from pathlib import Path
+from converge_dsl._sqlite import open_connections
+from converge_dsl.batch import BatchOptions, Case, run_cases
+from converge_dsl.runtime import cache_settings
+pipeline, folder = map(Path, sys.argv[1:])
+cache = cache_settings(env={}, cache=True, cache_dir=folder)
+options = BatchOptions(pipeline=pipeline, cases=pipeline, out=folder / "unused",
+    executor="process", cache=cache)
+cases = [Case(i, f"c{i}", {"topic": f"topic {i}"}) for i in range(40)]
+results = run_cases(options, cases)
+first = next(results)  # the pool has started
+held = open_connections()
+done = [first, *results]
+rows = sqlite3.connect(folder / "answers.sqlite3").execute("SELECT count(*) FROM answers")
+print(json.dumps({"converged": sum(r.stop_reason == "converged" for r in done),
+    "held": held, "rows": rows.fetchone()[0],
+    "fork server": forkserver._forkserver._forkserver_pid}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_batch_with_the_cache_on_forks_with_its_own_connection_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROCESS_CACHE_KEY", "sk-process-cache-0123456789")
+    with FakeProviderServer() as server:  # in this process: the batch's runs one thread
+        server.reset(FakeReply(text="said"))
+        pipeline = tmp_path / "topics.yaml"
+        text = topic_pipeline("topics", "PROCESS_CACHE_KEY").format(url=server.openai_base_url)
+        pipeline.write_text(text, encoding="utf-8")
+        command = [sys.executable, "-c", _CACHED_BATCH, str(pipeline), str(tmp_path / "cache")]
+        ran = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout.splitlines()[-1])
+    assert seen == {"converged": 40, "held": 0, "rows": 40, "fork server": None}
 
 
 _JOINED_THREADS = """\

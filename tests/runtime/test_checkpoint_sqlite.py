@@ -188,3 +188,17 @@ def test_an_owner_write_queued_during_a_commit_goes_with_the_next_turn(
     assert commits == ["COMMIT", "COMMIT"]  # the second turn did not wait for a group
     assert _rows(db, lock, "SELECT line FROM checkpoint_records") == [b"record\n"]
     assert _rows(db, lock, "SELECT run FROM ends ORDER BY run") == ["a", "b"]
+
+
+def test_a_write_queued_after_close_is_refused_not_left_unanswered(
+    journals: tuple[SqliteJournals, sqlite3.Connection, threading.Lock],
+) -> None:
+    made, db, lock = journals
+    made.close()
+    told = _told()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        made.queue_write(_end("late"), told[1])
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        made.queue("late", [("INSERT INTO ends VALUES (?)", ("late record",))])
+    assert not told[0].done()
+    assert _rows(db, lock, "SELECT run FROM ends") == []
