@@ -7,25 +7,27 @@
   executor) executors, timed two ways: from the batch's own clock (the
   summary's seconds: after the pipeline is loaded; starting the actors is
   inside, starting Ray is not) and over the whole `run_batch` call, loading
-  included. The process executor starts its workers (or the fork server they
-  are forked from) while the parent loads the pipeline, so only the whole call
+  included. The process executor may start its workers, or the fork server
+  they are forked from, before its clock starts (here, one thread running, it
+  forks them from itself once the pipeline is loaded), so only the whole call
   counts all of their start-up: the ratio `process/local` on the last line is
   of whole calls, like with like. Every batch runs in a fresh Python process,
   as `converge-dsl run --cases` does (`converge_dsl.batch` imported before the
-  clock starts), so no round profits from an earlier one's: the fork server
-  lives as long as the process that started it. Beside each, the CPU time the
+  clock starts), so no round profits from an earlier one's (a fork server
+  lives as long as the process that started it). Beside each, the CPU time the
   batch's process spent per case (`local`: the whole case; `process`, `ray`:
   the parent's share), which a loaded machine changes far less than the wall
   time.
-- The start-up of the `process` workers: with a fork server (Linux, macOS),
-  the CPU time of a fresh Python process importing what the server imports
-  (`_process.worker_modules()`), once for all workers, then that of a process
-  forked from it doing what a worker does (`set_up_worker`, unpickling the
-  pipeline the parent sends, and its first case); with `spawn`, that of a
-  fresh process doing all of it. The best of five, and per worker (the
-  server's share included, one worker per CPU) beside the CPU per case of
-  `local`: the cases each worker could have run instead, which is what keeps
-  `process/local` under 2 on two cores.
+- The start-up of the `process` workers: forked from the batch (Linux, a
+  batch running one thread, as here), the CPU time of a process forked from
+  one that loaded the pipeline doing what a worker does (`set_up_worker`,
+  unpickling the pipeline the parent sends, and its first case); with a fork
+  server, that of a fresh Python process importing what the server imports
+  (`_process.worker_modules()`), once for all workers, then that of a worker
+  forked from it; with `spawn`, that of a fresh process doing all of it. The
+  best of five, and per worker (the server's share included, one worker per
+  CPU) beside the CPU per case of `local`: the cases each worker could have
+  run instead, which is what keeps `process/local` under 2 on two cores.
 - D: the wall time of 200 separate `converge-dsl run PIPELINE --format json`
   processes, one after the other, over the wall time of one `converge-dsl run
   PIPELINE --cases 200.jsonl --out ...` process (start-up included in both).
@@ -177,17 +179,23 @@ def _per_case(_process, Case):
         best = min(best, (time.process_time() - started) / (4 * _process.CHUNK))
     return best
 """
-# A fresh process importing what the fork server imports, then a worker forked from it.
+# A fresh process doing what the process the workers are forked from does before: the fork
+# server imports `worker_modules()`; the batch loads the pipeline, as every executor does
+# (not counted). Then a worker forked from it.
 _FORKED_WORKER = (
     _PER_CASE
     + """\
 import importlib, os, sys, time
 from pathlib import Path
 started = time.process_time()
-from converge_dsl.batch import _process
-for module in _process.worker_modules():
-    importlib.import_module(module)
-shared = time.process_time() - started
+from converge_dsl.batch import _process, load
+if sys.argv[2] == "server":
+    for module in _process.worker_modules():
+        importlib.import_module(module)
+    shared = time.process_time() - started
+else:
+    load(Path(sys.argv[3]))
+    shared = 0.0
 read, write = os.pipe()
 child = os.fork()
 if child:
@@ -224,19 +232,22 @@ print(0.0, time.process_time() - started, _per_case(_process, Case))
 
 def _worker_start_up(folder: Path, repeats: int = 5) -> tuple[float, float, float]:
     """CPU seconds the `process` workers spend before their first case is finished: what
-    the fork server imports once (0 with `spawn`), then each worker to its first case;
+    the fork server imports once (0 forked from the batch or with `spawn`), then each
+    worker to its first case;
     and a worker's CPU seconds per case after it (the best of `repeats` fresh processes)."""
     import pickle
 
     from converge_dsl.batch import _process, load
 
-    forking = _process._context().get_start_method() == "forkserver"
+    # This process runs one thread, as the batch's does: its workers are forked from it.
+    parent = "batch" if _process._forks() else _process._context().get_start_method()
     pickled = folder / "pipeline.pickle"
     pickled.write_bytes(pickle.dumps(load(PIPELINE), pickle.HIGHEST_PROTOCOL))
+    script = _SPAWNED_WORKER if parent == "spawn" else _FORKED_WORKER
     shared, each, per_case = float("inf"), float("inf"), float("inf")
     for _ in range(repeats):
         done = subprocess.run(
-            [sys.executable, "-c", _FORKED_WORKER if forking else _SPAWNED_WORKER, str(pickled)],
+            [sys.executable, "-c", script, str(pickled), parent, str(PIPELINE)],
             capture_output=True,
             text=True,
             check=True,

@@ -1,8 +1,10 @@
-"""`open_wal`: every opener of a new database gets it, in WAL mode."""
+"""`open_wal`: every opener of a new database gets it, in WAL mode; `open_connections`
+counts the connections it made that are open."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import sqlite3
 import threading
 import time
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from converge_dsl._sqlite import open_wal
+from converge_dsl._sqlite import open_connections, open_wal
 
 
 def _open_together(database: Path, openers: int) -> list[str]:
@@ -77,3 +79,17 @@ def test_a_database_another_connection_holds_locked_is_refused_after_the_busy_ti
     # The retries of a lost race are bounded by the one busy timeout (before, each retry
     # waited it again: 200 of them).
     assert time.monotonic() - started < 10
+
+
+def test_open_connections_counts_those_open_not_those_closed_or_gone(tmp_path: Path) -> None:
+    before = open_connections()
+    first, second = (open_wal(tmp_path / f"{n}.sqlite3", busy_timeout=1) for n in "ab")
+    third = open_wal(tmp_path / "c.sqlite3", busy_timeout=1)
+    assert open_connections() == before + 3
+    first.close()
+    assert open_connections() == before + 2
+    del second  # garbage (once collected): SQLite closed it
+    gc.collect()
+    assert open_connections() == before + 1
+    third.close()
+    assert open_connections() == before

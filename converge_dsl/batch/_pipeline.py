@@ -397,6 +397,14 @@ class Pipeline:
         await self.aclose()
 
 
+def close_answers(pipeline: Pipeline) -> None:
+    """Close `pipeline`'s connection to its answer cache (when it has one), in a process
+    that keeps the loaded pipeline only to hand it to its workers, each with its own
+    connection (`_process`: it forks them only with no database open)."""
+    if pipeline._answers is not None:
+        pipeline._answers.store.close()
+
+
 def _unpickled(  # noqa: PLR0917 (pickle passes the arguments by position)
     path: Path,
     document: LoadedDocument,

@@ -1,24 +1,38 @@
 """The `process` executor: worker processes, each loading the pipeline once.
 
 For CPU-bound pipelines (solvers, large rule sets): `workers` processes run
-the cases. Where the system has one (Linux, macOS), they are forked from
-multiprocessing's fork server: a fresh process (nothing of the batch's threads
-or loops is in it) that the batch starts first and that imports
-`worker_modules()` once, while the batch loads and checks the pipeline, so no
-worker imports them again (on two cores the server's imports and the batch's
-load run side by side; one import for all the workers instead of one each:
-`bench/batch.py`, worker start-up). The server lives as long as the process
-that started it, so a later batch of that process starts its workers at once.
-Elsewhere the workers are started with `spawn` right away and import
-`worker_modules()` themselves while the pipeline loads. Each is set up for the
-batch by `set_up_worker` (the one function that readies a worker: one event
-loop, the batch's meter and outputs) and takes the pipeline the parent loaded
-(a `Pipeline` pickles as its checked document with the locked packs its
-validation read: neither loaded nor read again), pickled once by the parent
-and sent with every chunk, unpickled by a worker only once. The parent hands
-the cases over in chunks of `CHUNK` (one round trip between the processes per
-chunk, not per case), keeps two chunks per worker in flight and yields
-results as their chunk finishes. A batch-wide cap is one `SharedPool` in
+the cases. They are started in one of three ways, by what the system has and
+what the batch's process is running:
+
+- forked from the batch itself, once the pipeline is loaded (`_forks`: on
+  Linux, while the process runs one thread only, as the command line's batch
+  does, and has no SQLite database open, the batch's own connection to the
+  answer cache being closed first; the check is made each time a pool
+  starts): a worker starts with all the batch imported, no lock of another
+  thread can be copied half-held, since there is none, and no record of a
+  database's file locks either. On two cores this saves the batch the wait for a fork
+  server's imports, which its load does not hide (`bench/batch.py`, whole
+  calls);
+- else forked from multiprocessing's fork server (Linux, macOS): a fresh
+  process (nothing of the batch's threads or loops is in it) that the batch
+  starts first and that imports `worker_modules()` once, while the batch loads
+  and checks the pipeline, so no worker imports them again. The server lives
+  as long as the process that started it, so a later batch of that process
+  starts its workers at once;
+- else spawned right away, each importing `worker_modules()` while the
+  pipeline loads.
+
+Each is set up for the batch by `set_up_worker` (the one function that
+readies a worker: one event loop, the batch's meter and outputs) and takes the
+pipeline the parent loaded (a `Pipeline` pickles as its checked document with
+the locked packs its validation read: neither loaded nor read again), pickled
+once by the parent and sent with every chunk, unpickled by a worker only once:
+a worker forked from the batch makes its own models, tool servers and answer
+cache connection too, sharing no connection with the batch.
+
+The parent hands the cases over in chunks of `CHUNK` (one round trip between
+the processes per chunk, not per case), keeps two chunks per worker in flight
+and yields results as their chunk finishes. A batch-wide cap is one `SharedPool` in
 shared memory that every worker's case meters ask. A worker that dies
 (killed, out of memory) breaks the pool: it is made again, and the cases in
 flight are run again, except one that was in flight at `MAX_STRIKES` such
@@ -53,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl._sqlite import open_connections
 from converge_dsl.clock import SystemClock
 from converge_dsl.engine import freeze_alive
 from converge_dsl.errors import ConvergeError
@@ -76,6 +91,9 @@ MAX_STRIKES = 2
 # How often a worker checks that the batch that started it is still alive (when it was
 # not started by multiprocessing, so has no pipe from the batch to watch).
 WATCH_S = 0.5
+# How long a pool about to fork from this process waits for threads joined a moment ago
+# to be gone from `/proc/self/task` (`_forks`; seconds).
+LINGER_S = 0.05
 _PR_SET_PDEATHSIG = 1
 _SIGKILL = 9
 
@@ -207,10 +225,11 @@ def _run(cases: list[Case], pickled: bytes | None = None) -> list[CaseResult]:
 def run_in_processes(
     options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
 ) -> Generator[CaseResult, None, None]:
-    """The `process` executor: start the spawned workers (the caller has started the fork
-    server, where the system has one: `start_fork_server`), check the pipeline loads here
-    (while they import), then run `todo` in the workers."""
-    from ._pipeline import load
+    """The `process` executor: start spawned workers at once (they import while the
+    pipeline loads here), check the pipeline loads, then start forked ones (from this
+    process, or from the fork server the caller started: `start_fork_server`) and run
+    `todo` in the workers."""
+    from ._pipeline import close_answers, load
 
     context = _context()
     pool = None
@@ -219,14 +238,17 @@ def run_in_processes(
         pool.add(spent[0], spent[1], 0, 0)
     start_args = (None, pool, options.outputs, os.getpid(), dict(options.env))
     plan = _Plan(options.pipeline, workers, context, start_args)
-    # With a fork server, a pool started now would wait for its imports: after the load.
-    forking = context.get_start_method() == "forkserver"
-    executor = plan.start() if todo and not forking else None
+    # Spawned workers import while the pipeline loads; forked ones (from this process or
+    # the fork server) are started after the load, with what it imported or once the
+    # server's imports are done.
+    spawning = context.get_start_method() == "spawn"
+    executor = plan.start() if todo and spawning else None
     try:
         pipeline = load(
             options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
         )  # pickled to each worker with its cache settings: one store, one mode
         pickled = pickle.dumps(pipeline, pickle.HIGHEST_PROTOCOL)
+        close_answers(pipeline)  # the workers open their own: none is forked open
         if executor is None and todo:
             executor = plan.start()
     except BaseException:
@@ -237,18 +259,45 @@ def run_in_processes(
 
 
 def start_fork_server() -> None:
-    """Start the fork server now (where the system has one), so that it imports
-    `worker_modules()` while the batch reads its cases and loads its pipeline (started
-    already: nothing)."""
-    if _context().get_start_method() == "forkserver":
+    """Start the fork server now (where the system has one and the workers will not be
+    forked from this process: `_forks`), so that it imports `worker_modules()` while the
+    batch reads its cases and loads its pipeline (started already: nothing)."""
+    if not _forks() and _context().get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
 
 
+def _forks() -> bool:
+    """Whether a pool started now forks its workers from this process: on Linux, while
+    the process runs one thread only (its own, or any library's: `/proc/self/task`)
+    and has no SQLite database open (`converge_dsl._sqlite.open_connections`).
+
+    A thread joined a moment ago may still be listed while it ends: with no other
+    Python thread alive, the list is read again for up to `LINGER_S`."""
+    if (
+        not sys.platform.startswith("linux")
+        or "fork" not in multiprocessing.get_all_start_methods()
+        or threading.active_count() > 1
+        or open_connections()  # a child would take no lock of a file the process holds
+    ):
+        return False
+    give_up = time.monotonic() + LINGER_S
+    while True:
+        try:
+            if len(os.listdir("/proc/self/task")) == 1:
+                return True
+        except OSError:
+            return False
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(0.001)
+
+
 def _context() -> Any:
     """The fork server's context, importing `worker_modules()`, where the system has one;
-    else `spawn` (see the module docstring)."""
+    else `spawn` (see the module docstring): the context of a pool that does not fork
+    from this process."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
@@ -267,10 +316,13 @@ class _Plan:
     start_args: tuple[Any, ...]
 
     def start(self) -> ProcessPoolExecutor:
-        """A pool of `workers` processes, started now (a call each makes it start them)."""
+        """A pool of `workers` processes, started now (a call each makes it start them):
+        forked from this process if it runs one thread only (`_forks`), else in
+        `context`."""
+        context = multiprocessing.get_context("fork") if _forks() else self.context
         executor = ProcessPoolExecutor(
             self.workers,
-            mp_context=self.context,
+            mp_context=context,
             initializer=set_up_worker,
             initargs=self.start_args,
         )

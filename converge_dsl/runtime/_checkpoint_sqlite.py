@@ -13,12 +13,16 @@ folder's in when a record becomes durable:
   gave when each record was queued (a service's new events: one commit for
   both). The journals' own writes go first, in order; then those given
   `alongside`, by statement (every run's events: one `executemany`), so their
-  order is kept only among the same statement. So a record survives a killed
-  process once its group is committed (`flush` waits for that), not when
-  `append` returns: a kill loses at most the records of the last
-  `GROUP_COMMIT_S`, and a resume starts from the record before them, as after
-  a kill mid-cycle. `close` does not wait: the group commit, or the owner's
-  transaction (`take`), writes the rest.
+  order is kept only among the same statement. Records, which no one waits
+  on, are gathered for the whole `GROUP_COMMIT_S` (one transaction for many);
+  an owner's write (`queue_write`, below), which someone waits on, cuts the
+  gathering short: the thread commits it, with whatever is queued by then, at
+  once when idle or gathering, else in the turn right after the commit in
+  progress. So a record survives a killed process once its group is
+  committed (`flush` waits for that), not when `append` returns: a kill loses
+  at most the records of the last `GROUP_COMMIT_S`, and a resume starts from
+  the record before them, as after a kill mid-cycle. `close` does not wait:
+  the group commit, or the owner's transaction (`take`), writes the rest.
 - The owner ends a run in one transaction of its own: `take(run)` gives the
   run's queued writes (to keep a pause's last records with its status) and
   `removal(run)` the statements deleting its journal (a run that ended); the
@@ -35,7 +39,7 @@ folder's in when a record becomes durable:
   commits, and the journals go on. A `done` that raises does not keep the
   others from being told. A service's run ends that way: its conditional
   UPDATE shares the group's commit instead of paying one of its own, and the
-  run is answered once that commit is made.
+  run is answered once that commit is made (not held for the group to gather).
 - `replace` deletes the run's records and inserts the snapshot in one
   transaction; SQLite never leaves a torn record, so `reopen` only checks.
   Reading a journal first commits what it has queued.
@@ -157,8 +161,7 @@ class SqliteJournals:
         """Queue the journal's `statements` of `run`, then `alongside`, for the next group
         commit."""
         with self._cond:
-            if self._error is not None:
-                raise self._error
+            self._check_open()
             was_idle = not self._queued
             queued = self._queued.setdefault(run, [])
             queued.extend((statement, True) for statement in statements)
@@ -175,11 +178,10 @@ class SqliteJournals:
         (see the module docstring). Call `take` or `removal` before, for the writes of a
         run that `write` ends."""
         with self._cond:
-            if self._error is not None:
-                raise self._error
-            was_idle = not self._queued and not self._writes
+            self._check_open()
+            first = not self._writes  # the committer may be gathering: cut it short
             self._writes.append((write, done))
-            if was_idle:
+            if first:
                 self._cond.notify_all()
 
     def commit_now(self, run: str | None = None) -> None:
@@ -209,8 +211,17 @@ class SqliteJournals:
         for (_, done), (result, error) in zip(writes, outcomes, strict=True):
             _tell(done, result, error)
 
+    def _check_open(self) -> None:
+        """Raise the group commit's error, or that the journals are closed: nothing queued
+        now would be committed (call holding `_cond`)."""
+        if self._error is not None:
+            raise self._error
+        if self._closing:
+            raise sqlite3.ProgrammingError("the checkpoint journals are closed")
+
     def close(self) -> None:
-        """Commit what is queued and stop the group commit."""
+        """Commit what is queued and stop the group commit; a write queued after this
+        raises `sqlite3.ProgrammingError`."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
@@ -264,8 +275,13 @@ class SqliteJournals:
                     self._cond.wait()
                 if self._closing:
                     return
+                # the journals' records are gathered; an owner's write is waited on
                 deadline = time.monotonic() + GROUP_COMMIT_S
-                while not self._closing and (left := deadline - time.monotonic()) > 0:
+                while (
+                    not self._closing
+                    and not self._writes
+                    and (left := deadline - time.monotonic()) > 0
+                ):
                     self._cond.wait(left)
             try:
                 self.commit_now()

@@ -305,6 +305,12 @@ _MAPPING_ATTRIBUTES: dict[type, tuple[frozenset[str], bool]] = {}
 _HIDDEN_SLOTS: dict[type, frozenset[str]] = {}
 
 
+def _slots(cls: type) -> tuple[str, ...]:
+    """The names `cls` itself declares in `__slots__` (which may be one string)."""
+    slots = vars(cls).get("__slots__", ())
+    return (slots,) if isinstance(slots, str) else tuple(slots)
+
+
 def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None) -> None:
     """Name the fields when a template reads a missing attribute of a `cls` object.
 
@@ -316,9 +322,7 @@ def register_record(cls: type, noun: str, fields: tuple[str, ...] | None = None)
     _RECORDS[cls] = (noun, None if fields is None else tuple(fields))
     if fields is None and _plain_dict(cls):
         _PLAIN_INDEX.add(cls)
-        hidden = frozenset(
-            name for base in cls.__mro__ for name in getattr(base, "__slots__", ()) if name
-        )
+        hidden = frozenset(name for base in cls.__mro__ for name in _slots(base) if name)
         if hidden:
             _HIDDEN_SLOTS[cls] = hidden
         if _plain_attributes(cls):

@@ -19,6 +19,12 @@ follows costs no wake-up), and gives the records not yet stored (`unstored`)
 to the service, which writes them with the run's result (and in between,
 every `FLUSH_LINES` records, or with each checkpoint record).
 
+A run on a worker (`--executor process|ray`) has its events made into an
+`EncodedEvent` where they happen (`encode_event`, the `OneRun.encode` the
+service asks with): the sink reads the same three things of it (its type,
+the suggestor it names, its fields as JSON) as of the event itself, and the
+engine's event objects never cross to the service.
+
 A record is four fields joined by tabs: the time (microseconds since the epoch,
 formatted as RFC 3339 when rendered; text as older servers stored it), the span (JSON
 or `null`), the `run_started` line's excerpts and kinds (JSON, else empty),
@@ -37,7 +43,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from time import time_ns
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
@@ -81,6 +87,27 @@ def _writer(kind: type[BaseModel]) -> Callable[[BaseModel], bytes] | None:
         return None
     to_json: Callable[[BaseModel], bytes] = kind.__pydantic_serializer__.to_json
     return to_json
+
+
+class EncodedEvent(NamedTuple):
+    """What `EventSink` reads of an event, made where the event happened (`encode_event`):
+    its `type` and the `suggestor` it names (each None when absent or not text) and its
+    fields as `event_json` writes them."""
+
+    type: str | None
+    suggestor: str | None
+    json: str
+
+
+def encode_event(event: BaseModel) -> EncodedEvent:
+    """`event` as an `EncodedEvent` (a worker's `OneRun.encode`)."""
+    fields = event.__dict__
+    kind, suggestor = fields.get("type"), fields.get("suggestor")
+    return EncodedEvent(
+        kind if isinstance(kind, str) else None,
+        suggestor if isinstance(suggestor, str) else None,
+        event_json(event),
+    )
 
 
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -192,18 +219,22 @@ class EventSink(RunSink):
     def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
         self._layout = _layout_of(compiled.spans, sources, compiled.kinds)
 
-    def on_event(self, event: BaseModel) -> None:
+    def on_event(self, event: BaseModel | EncodedEvent) -> None:
         if self._wall is None:
             return
-        fields = event.__dict__  # a model's fields (no lookup that raises when one is absent)
-        suggestor = fields.get("suggestor")
+        if isinstance(event, EncodedEvent):  # made on a worker (`encode_event`)
+            kind, suggestor, body = event
+        else:
+            fields = event.__dict__  # a model's fields (no lookup that raises when absent)
+            kind, suggestor = fields.get("type"), fields.get("suggestor")
+            body = event_json(event)
         layout = self._layout
         record = SEPARATOR.join(
             (
                 str(self._micros()),
                 layout.spans.get(suggestor, "null") if isinstance(suggestor, str) else "null",
-                layout.extras if fields.get("type") == "run_started" else "",
-                event_json(event),
+                layout.extras if kind == "run_started" else "",
+                body,
             )
         )
         self._live.add(self._seq, record)

@@ -12,7 +12,8 @@ raising `ServeFailed` (CD999) that names the option.
 With workers the HTTP process only queues, stores and streams: each run is a
 `converge_dsl.batch.OneRun` sent to the least busy worker, which opens the
 service's database by path for the run's checkpoint journal and sends the
-run's events back as they happen (`RunService` plays them on its `EventSink`).
+run's events back as they happen (`RunService` plays them on its `EventSink`), each
+made on the worker into what that sink keeps (`_events.encode_event`).
 """
 
 from __future__ import annotations
@@ -129,10 +130,20 @@ def start(workers: RunWorkers, executor: Executor) -> None:
 def one_run(
     row: RunRow, name: str, inputs: Mapping[str, Any], database: Path, budget: Mapping[str, float]
 ) -> OneRun:
-    """The `OneRun` of a stored run: its journal in the state's `database`."""
+    """The `OneRun` of a stored run: its journal in the state's `database`, its events
+    made into what the service's `EventSink` keeps on the worker (`encode_event`)."""
     from converge_dsl.batch import OneRun
 
-    return OneRun(run=row.id, pipeline=name, inputs=dict(inputs), journal=database, budget=budget)
+    from ._events import encode_event
+
+    return OneRun(
+        run=row.id,
+        pipeline=name,
+        inputs=dict(inputs),
+        journal=database,
+        budget=budget,
+        encode=encode_event,
+    )
 
 
 def lost_too_often(strikes: int, why: str) -> ConvergeError:

@@ -9,8 +9,9 @@ in the service's database (`RunStore.checkpoints`); each checkpoint record is
 committed with the events the run made since the previous one. The run's
 result, status and remaining events are stored, and its journal deleted, in
 one transaction (`RunStore.finish`), so a run ends exactly once; the end of a
-run on the service's loops is that transaction's write in the journals' next group
-commit (`RunStore.finish_later`), and the run is answered once it is committed.
+run that stopped (on the service's loops or on a worker) is that transaction's write
+in the journals' next group commit (`RunStore.finish_later`), and the run is answered
+once it is committed.
 
 - `submit` queues a run (`Refused` 429 with a `Retry-After` when the
   pipeline's queue is full); `wait` waits (bounded) for it to stop. A run
@@ -401,8 +402,9 @@ class RunService:
     ) -> None:
         """Run `row` on a worker (`--executor process|ray`): its events played on the
         run's `EventSink` as they come, stored with the group commit after each of its
-        checkpoint records; its end stored as the local run's is. A run whose worker
-        died is queued again (from its journal); struck `MAX_STRIKES` times, it fails."""
+        checkpoint records; its end stored as the local run's is, in the group commit
+        (`_end_later`). A run whose worker died is queued again (from its journal);
+        struck `MAX_STRIKES` times, it fails."""
         assert self.workers is not None
         run = row.id
         resume, decisions = resumption(self.store.checkpoints, self.pipelines[name], row)
@@ -441,7 +443,8 @@ class RunService:
         reason = str(body.get("stop_reason"))
         if end.status == "done":
             self.metrics.finished(name, body, self._clock.monotonic() - started)
-        self._end(run, live, "paused" if reason == "hitl_pause" else "done", reason, body, row=row)
+        status = "paused" if reason == "hitl_pause" else "done"
+        await self._end_later(run, live, status, reason, body, row=row)
 
     def _lost(
         self, name: str, row: RunRow, live: LiveRun, flush: Callable[[], None], why: str

@@ -42,6 +42,20 @@ def test_a_run_sends_its_hooks_then_its_end(tmp_path: Path) -> None:
     assert records(job.journal, "r1") == 0  # a run that ended leaves its journal unwritten
 
 
+def _named(event: Any) -> tuple[str, str]:
+    return ("encoded", type(event).__name__)
+
+
+def test_a_run_asked_with_encode_sends_each_event_as_encode_made_it(tmp_path: Path) -> None:
+    job = OneRun("r1", "echo", {"text": "hi"}, tmp_path / "db.sqlite3", encode=_named)
+    sent = _run(job, SERVE / "echo.yaml")
+    events = [message[2] for message in sent if message[0] == "event"]
+    assert events[0] == ("encoded", "RunStarted")
+    assert all(event[0] == "encoded" for event in events)
+    assert len(events) > 3
+    assert sent[-1][2].status == "done"
+
+
 def test_a_pause_commits_its_journal_and_resumes_from_it_with_decisions(tmp_path: Path) -> None:
     database = tmp_path / "db.sqlite3"
     paused = _run(OneRun("g", "gated", {}, database), SERVE / "gated.yaml")[-1][2]

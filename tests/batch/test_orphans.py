@@ -5,12 +5,14 @@ output and error on pipes, its workers busy with cases that sleep a minute,
 then killed with SIGKILL. Within 5 s no process it started (its workers and
 multiprocessing's resource tracker) may be left, and so the pipes reach their
 end: a caller that captures the batch's output is not held. The same holds
-for a long single run. Processes are read from `/proc` (psutil when it is
+for a long single run. A worker killed while its batch goes on has its cases
+run again by a new pool. Processes are read from `/proc` (psutil when it is
 installed).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -25,14 +27,15 @@ from .conftest import DATA, write_cases
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
+# A model that answers a prompt holding "sleepy" after `delay` seconds, any other at once.
 SLEEPY_SCRIPT = """\
 apiVersion: converge-dsl/v1
 kind: ModelScript
 rules:
-  - match: {contains: "sleepy"}
-    delay_s: 60
+  - match: {{contains: "sleepy"}}
+    delay_s: {delay}
     reply: "awake"
-default: {reply: "said it"}
+default: {{reply: "said it"}}
 """
 
 
@@ -120,8 +123,8 @@ def _kill_and_check(command: list[str], cwd: Path, wait_for: int) -> None:
     assert ended, "the batch's output pipes are still held open"
 
 
-def _sleepy(tmp_path: Path) -> Path:
-    (tmp_path / "echo.script.yaml").write_text(SLEEPY_SCRIPT, encoding="utf-8")
+def _sleepy(tmp_path: Path, delay: float = 60) -> Path:
+    (tmp_path / "echo.script.yaml").write_text(SLEEPY_SCRIPT.format(delay=delay), encoding="utf-8")
     pipeline = tmp_path / "echo.yaml"
     pipeline.write_text((DATA / "echo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     return pipeline
@@ -141,3 +144,35 @@ def test_a_killed_long_run_leaves_nothing(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "converge_dsl", "run", str(pipeline)]
     command += ["--input", "word=sleepy"]
     _kill_and_check(command, tmp_path, wait_for=0)
+
+
+def test_the_cases_of_a_killed_worker_are_run_again_by_a_new_pool(tmp_path: Path) -> None:
+    """A worker killed mid-batch breaks the pool: a new one is started (forked from the
+    batch again, its results file open by then) and every case has one result line."""
+    pipeline = _sleepy(tmp_path, delay=1.5)
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": f"sleepy {i}"} for i in range(4)])
+    out = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "converge_dsl", "run", str(pipeline), "--cases", str(cases)]
+    command += ["--out", str(out), "--executor", "process", "--concurrency", "2"]
+    child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        workers: set[int] = set()
+        give_up = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < give_up and child.poll() is None:
+            workers = {
+                pid
+                for pid in _descendants(child.pid)
+                if "resource_tracker" not in " ".join(_commands({pid}))
+            }
+            time.sleep(0.05)
+        assert len(workers) >= 2, f"workers: {_commands(workers)}"
+        time.sleep(0.3)  # each is in its first case's 1.5 s nap
+        os.kill(min(workers), signal.SIGKILL)
+        _, stderr = child.communicate(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == 0, stderr.decode()
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(line["index"] for line in lines) == [0, 1, 2, 3]
+    assert {line["stop_reason"] for line in lines} == {"converged"}

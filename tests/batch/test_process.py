@@ -1,15 +1,18 @@
-"""The `process` executor: workers forked from a fork server that imported their modules
-while the pipeline loaded (or spawned before it loads), with the batch's environment; the
-pipeline sent with the chunks and unpickled once per worker, no worker left by a pipeline
-that fails."""
+"""The `process` executor: workers forked from the batch when it runs one thread only, else
+from a fork server that imported their modules while the pipeline loaded (or spawned
+before it loads), with the batch's environment; the pipeline sent with the chunks and
+unpickled once per worker, no worker left by a pipeline that fails."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import pickle
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,8 +23,9 @@ import converge_dsl
 from converge_dsl.batch import BatchOptions, Case, _process, run_cases
 from converge_dsl.batch._outputs import CaseOutputs
 from converge_dsl.errors import ConvergeError
+from converge_dsl.models.fakeserver import FakeProviderServer, FakeReply
 
-from .conftest import ECHO, write_cases
+from .conftest import ECHO, topic_pipeline, write_cases
 
 FORKING = _process._context().get_start_method() == "forkserver"
 
@@ -46,6 +50,143 @@ def _imported() -> list[str]:
 
 def _variable(name: str) -> str | None:
     return os.environ.get(name)
+
+
+@pytest.fixture
+def second_thread() -> Iterator[None]:
+    """A second thread running while the test does: no pool may fork from this process."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name="second-thread")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+# Run in a fresh process, which runs one thread only: the workers' parent, whether a fork
+# server was started, and the batch's results.
+_ONE_THREAD_BATCH = """import json, os, sys
+from multiprocessing import forkserver
+from pathlib import Path
+from converge_dsl.batch import BatchOptions, _process, run_batch
+echo, cases, out = map(Path, sys.argv[1:])
+assert _process._forks(), os.listdir("/proc/self/task")
+options = BatchOptions(pipeline=echo, cases=cases, out=out, executor="process")
+summary = run_batch(options)
+executor = _process._Plan(echo, 2, _process._context(), (None, None, options.outputs,
+    os.getpid(), dict(os.environ))).start()
+parents = {executor.submit(os.getppid).result(timeout=60) for _ in range(4)}
+executor.shutdown(wait=True)
+print(json.dumps({"run": summary.run, "failed": summary.failed, "parents": sorted(parents),
+    "pid": os.getpid(), "fork server": forkserver._forkserver._forkserver_pid}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_batch_running_one_thread_forks_its_workers_from_itself(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"word": w} for w in ("tea", "cup", "pot")])
+    out = tmp_path / "out.jsonl"
+    ran = subprocess.run(
+        [sys.executable, "-c", _ONE_THREAD_BATCH, str(ECHO), str(cases), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout.splitlines()[-1])
+    assert (seen["run"], seen["failed"]) == (3, 0)
+    assert seen["parents"] == [seen["pid"]]
+    assert seen["fork server"] is None
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(line["stop_reason"] for line in lines) == ["converged"] * 3
+
+
+def test_a_process_with_a_second_thread_does_not_fork_from_itself(second_thread: None) -> None:
+    assert not _process._forks()
+
+
+_OPEN_DATABASE = """\
+import sys
+from pathlib import Path
+from converge_dsl._sqlite import open_wal
+from converge_dsl.batch import _process
+assert _process._forks()
+db = open_wal(Path(sys.argv[1]), busy_timeout=1)
+assert not _process._forks()  # a child would take no lock of the file this process holds
+db.close()
+assert _process._forks()
+"""
+
+
+def test_a_process_with_a_database_open_does_not_fork_from_itself(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", _OPEN_DATABASE, str(tmp_path / "held.sqlite3")]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+
+
+# A batch with the answer cache on, in a fresh process running one thread, asking a model
+# server of the test's about a topic a case: whether it forked its workers (no fork server
+# started), its databases open once the pool started, and the rows of its cache.
+_CACHED_BATCH = """\
+import json, sqlite3, sys
+from multiprocessing import forkserver
+from pathlib import Path
+from converge_dsl._sqlite import open_connections
+from converge_dsl.batch import BatchOptions, Case, run_cases
+from converge_dsl.runtime import cache_settings
+pipeline, folder = map(Path, sys.argv[1:])
+cache = cache_settings(env={}, cache=True, cache_dir=folder)
+options = BatchOptions(pipeline=pipeline, cases=pipeline, out=folder / "unused",
+    executor="process", cache=cache)
+cases = [Case(i, f"c{i}", {"topic": f"topic {i}"}) for i in range(40)]
+results = run_cases(options, cases)
+first = next(results)  # the pool has started
+held = open_connections()
+done = [first, *results]
+rows = sqlite3.connect(folder / "answers.sqlite3").execute("SELECT count(*) FROM answers")
+print(json.dumps({"converged": sum(r.stop_reason == "converged" for r in done),
+    "held": held, "rows": rows.fetchone()[0],
+    "fork server": forkserver._forkserver._forkserver_pid}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_batch_with_the_cache_on_forks_with_its_own_connection_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROCESS_CACHE_KEY", "sk-process-cache-0123456789")
+    with FakeProviderServer() as server:  # in this process: the batch's runs one thread
+        server.reset(FakeReply(text="said"))
+        pipeline = tmp_path / "topics.yaml"
+        text = topic_pipeline("topics", "PROCESS_CACHE_KEY").format(url=server.openai_base_url)
+        pipeline.write_text(text, encoding="utf-8")
+        command = [sys.executable, "-c", _CACHED_BATCH, str(pipeline), str(tmp_path / "cache")]
+        ran = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout.splitlines()[-1])
+    assert seen == {"converged": 40, "held": 0, "rows": 40, "fork server": None}
+
+
+_JOINED_THREADS = """\
+import threading
+from converge_dsl.batch import _process
+_process.LINGER_S = 5.0  # a loaded machine may end a thread late; a hang fails anyway
+for _ in range(2000):  # a joined thread is still listed a moment after some joins
+    thread = threading.Thread(target=lambda: None)
+    thread.start()
+    thread.join()
+    assert _process._forks()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_thread_joined_a_moment_ago_does_not_keep_a_batch_from_forking() -> None:
+    command = [sys.executable, "-c", _JOINED_THREADS]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
 
 
 def test_a_worker_unpickles_the_pipeline_its_chunks_carry_once(
@@ -142,7 +283,9 @@ def test_a_worker_is_forked_with_its_modules_imported_already() -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
 @pytest.mark.skipif(not FORKING, reason="the system has no fork server")
-def test_the_workers_parent_is_the_fork_server_importing_their_modules() -> None:
+def test_the_workers_parent_is_the_fork_server_importing_their_modules(
+    second_thread: None,
+) -> None:
     executor = _plan(workers=2).start()
     try:
         parents = {executor.submit(os.getppid).result(timeout=60) for _ in range(4)}
@@ -156,7 +299,7 @@ def test_the_workers_parent_is_the_fork_server_importing_their_modules() -> None
 
 
 def test_a_worker_has_the_environment_of_the_batch_that_started_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, second_thread: None
 ) -> None:
     monkeypatch.setenv("CONVERGE_DSL_TEST_GONE", "set before the fork server started")
     _plan().start().shutdown(wait=True)  # a fork server (if any) runs from now on
@@ -205,7 +348,7 @@ def test_without_a_fork_server_the_workers_are_spawned_and_run_the_cases(
 
 
 def test_a_process_batch_starts_the_fork_server_before_it_reads_its_cases(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, second_thread: None
 ) -> None:
     from converge_dsl.batch import _run
 

@@ -147,11 +147,11 @@ from converge_dsl.errors import PackError
 from converge_dsl.packs._archive import unpack
 from pathlib import Path
 archive = Path(sys.argv[1]).read_bytes()
-started = time.monotonic()
+started = time.process_time()  # CPU time: what reading the zeros would cost, on any load
 try:
     unpack(archive, Path(sys.argv[2]))
 except PackError as exc:
-    print(getattr(exc, "code", ""), round(time.monotonic() - started, 3), exc.message)
+    print(getattr(exc, "code", ""), round(time.process_time() - started, 3), exc.message)
 """
 
 

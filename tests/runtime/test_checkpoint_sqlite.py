@@ -1,6 +1,6 @@
-"""The SQLite journals' group commit and the owner's writes in it: a write that fails is
-undone alone and told to its own `done`; the rest of its group commits and the journals
-go on."""
+"""The SQLite journals' group commit and the owner's writes in it: an owner's write is
+committed without waiting for the journals' records to gather; a write that fails is undone
+alone and told to its own `done`; the rest of its group commits and the journals go on."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
-from converge_dsl.runtime import SqliteJournals
+from converge_dsl.runtime import SqliteJournals, _checkpoint_sqlite
+
+# Longer than any test may take: a group gathered for the whole window is never committed
+# during a test, so whatever is committed was committed without waiting for it.
+NEVER_S = 1e6
 
 
 @pytest.fixture
@@ -127,3 +131,74 @@ def test_a_group_the_owner_broke_refuses_later_writes_instead_of_dropping_them(
         time.sleep(0.01)
     with pytest.raises(sqlite3.Error, match="a fault of the owner"):
         made.queue_write(_end("z"), _told()[1])
+
+
+def _commits(db: sqlite3.Connection) -> list[str]:
+    """The COMMITs `db` runs from now on, as they run."""
+    seen: list[str] = []
+    db.set_trace_callback(lambda sql: seen.append(sql) if sql == "COMMIT" else None)
+    return seen
+
+
+def test_an_owner_write_is_committed_at_once_with_the_records_gathered_before_it(
+    journals: tuple[SqliteJournals, sqlite3.Connection, threading.Lock],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The records alone wait for the group; an owner's write, which someone waits on, cuts
+    the gathering short, and the records queued before it go first in its transaction."""
+    monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", NEVER_S)
+    made, db, lock = journals
+    commits = _commits(db)
+    journal = made.journal("r")
+    journal.replace(b"snapshot\n")
+    journal.append(b"record\n")
+    assert _rows(db, lock, "SELECT line FROM checkpoint_records") == []  # gathered
+    told, done = _told()
+    made.queue_write(_end("a"), done)
+    assert told.result(timeout=30) == "a"
+    assert commits == ["COMMIT"]  # one transaction: the records, then the write
+    assert _rows(db, lock, "SELECT line FROM checkpoint_records ORDER BY seq") == [
+        b"snapshot\n",
+        b"record\n",
+    ]
+
+
+def test_an_owner_write_queued_during_a_commit_goes_with_the_next_turn(
+    journals: tuple[SqliteJournals, sqlite3.Connection, threading.Lock],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", NEVER_S)
+    made, db, lock = journals
+    commits = _commits(db)
+    committing, release = threading.Event(), threading.Event()
+
+    def slow(db: sqlite3.Connection) -> str:  # holds its group's commit until released
+        committing.set()
+        assert release.wait(timeout=30)
+        return _end("a")(db)
+
+    first, told_first = _told()
+    made.queue_write(slow, told_first)
+    assert committing.wait(timeout=30)
+    made.journal("r").replace(b"record\n")
+    second, told_second = _told()
+    made.queue_write(_end("b"), told_second)
+    release.set()
+    assert (first.result(timeout=30), second.result(timeout=30)) == ("a", "b")
+    assert commits == ["COMMIT", "COMMIT"]  # the second turn did not wait for a group
+    assert _rows(db, lock, "SELECT line FROM checkpoint_records") == [b"record\n"]
+    assert _rows(db, lock, "SELECT run FROM ends ORDER BY run") == ["a", "b"]
+
+
+def test_a_write_queued_after_close_is_refused_not_left_unanswered(
+    journals: tuple[SqliteJournals, sqlite3.Connection, threading.Lock],
+) -> None:
+    made, db, lock = journals
+    made.close()
+    told = _told()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        made.queue_write(_end("late"), told[1])
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        made.queue("late", [("INSERT INTO ends VALUES (?)", ("late record",))])
+    assert not told[0].done()
+    assert _rows(db, lock, "SELECT run FROM ends") == []

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -312,14 +313,21 @@ class _Odd(dict[str, Any]):
         return "odd"
 
 
+@pytest.fixture
+def own_registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox's registries of types, copied for one test: what it registers is undone
+    (they are the process's)."""
+    from converge_dsl.sandbox import _templating
+
+    for name in ("_RECORDS", "_PLAIN_INDEX", "_HIDDEN_SLOTS", "_MAPPING_ATTRIBUTES"):
+        monkeypatch.setattr(_templating, name, copy.copy(getattr(_templating, name)))
+
+
 def test_a_registered_mapping_is_indexed_directly_unless_it_changes_indexing(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, own_registries: None
 ) -> None:
     from converge_dsl.sandbox import _templating
 
-    # Registered for this test only: the registries are the process's.
-    monkeypatch.setattr(_templating, "_RECORDS", dict(_templating._RECORDS))
-    monkeypatch.setattr(_templating, "_PLAIN_INDEX", set(_templating._PLAIN_INDEX))
     _templating.register_record(_Mapping, "the object")
     _templating.register_record(_Odd, "the odd object")
     assert _Mapping in _templating._PLAIN_INDEX
@@ -331,15 +339,12 @@ def test_a_registered_mapping_is_indexed_directly_unless_it_changes_indexing(
 
 
 def test_a_registered_mappings_items_are_read_as_attributes_as_jinjas_rules_would_end(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, own_registries: None
 ) -> None:
     import jinja2.sandbox
 
     from converge_dsl.sandbox import _templating
 
-    monkeypatch.setattr(_templating, "_RECORDS", dict(_templating._RECORDS))
-    monkeypatch.setattr(_templating, "_PLAIN_INDEX", set(_templating._PLAIN_INDEX))
-    monkeypatch.setattr(_templating, "_MAPPING_ATTRIBUTES", dict(_templating._MAPPING_ATTRIBUTES))
     _templating.register_record(_Mapping, "the object")
     _templating.register_record(_Odd, "the odd object")
     assert set(_templating._MAPPING_ATTRIBUTES) >= {_Mapping}
@@ -353,6 +358,17 @@ def test_a_registered_mappings_items_are_read_as_attributes_as_jinjas_rules_woul
     assert render(compile_template(source), scope) == plain == "1 True attribute odd False"
     # Only a name of the type or the object, an unregistered type's, and a missing one.
     assert seen == ["keys", "own", "b", "nope"]
+
+
+class _OneSlot(dict[str, Any]):
+    __slots__ = "_kept"  # noqa: PLC0205 (one name, as a string: what is tested)
+
+
+def test_a_slot_declared_as_one_string_is_hidden_as_one_name(own_registries: None) -> None:
+    from converge_dsl.sandbox import _templating
+
+    _templating.register_record(_OneSlot, "the object")
+    assert _templating._HIDDEN_SLOTS[_OneSlot] == frozenset({"_kept"})
 
 
 def test_fact_data_items_are_read_as_attributes_without_jinjas_lookup(

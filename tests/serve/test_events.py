@@ -285,3 +285,45 @@ def test_every_run_of_one_compiled_pipeline_finds_its_layout_without_hashing_its
     assert excerpt(first) == "first: a"
     assert len(hashed) == made  # found again without hashing a span
     assert excerpt("other: c\n") == "other: c"
+
+
+def test_an_event_encoded_on_a_worker_is_kept_as_the_event_itself() -> None:
+    """`encode_event` (what a worker sends instead of the event) makes the very record the
+    event makes, on the same clock: its span, the `run_started` excerpts and kinds, its
+    fields; and it pickles as text, not as the engine's event object."""
+    import pickle
+
+    from converge_dsl.serve._events import EncodedEvent, encode_event
+
+    pipeline = load(ROOT / "pipelines" / "market-entry.yaml")
+    heard: list[BaseModel] = []
+    compiled: list[tuple[CompiledPipeline, Any]] = []
+
+    class Hearing(EventSink):
+        def on_compiled(self, pipeline: CompiledPipeline, sources: Any) -> None:
+            compiled.append((pipeline, sources))
+
+        def on_event(self, event: BaseModel | EncodedEvent) -> None:
+            assert isinstance(event, BaseModel)
+            heard.append(event)
+
+    async def run() -> tuple[list[str], list[str]]:
+        await pipeline.outcome({"market": "Baltic 3PL"}, sinks=(Hearing(LiveRun(0, None), int),))
+        await pipeline.aclose()
+        loop, clocks = asyncio.get_running_loop(), (FakeClock(), FakeClock())
+        direct, encoded = LiveRun(0, loop), LiveRun(0, loop)
+        sinks = (EventSink(direct, int), EventSink(encoded, int))
+        for sink, clock in zip(sinks, clocks, strict=True):
+            sink.open(clock)
+            sink.on_compiled(*compiled[0])
+        for event in heard:
+            sinks[0].on_event(event)
+            sinks[1].on_event(pickle.loads(pickle.dumps(encode_event(event))))
+        return _records(direct), _records(encoded)
+
+    direct, encoded = asyncio.run(run())
+    assert len(direct) == len(heard) > 20
+    assert encoded == direct
+    assert any(json.loads(line)["span"] for line in encoded)  # a suggestor's span
+    assert "excerpts" in json.loads(encoded[0])  # the run_started line's
+    assert b"converge_dsl.engine" not in pickle.dumps(encode_event(heard[0]))

@@ -485,3 +485,74 @@ def test_a_run_handed_to_a_worker_finishes_once_when_the_service_starts_again(
     assert stored is not None
     assert (stored.status, stored.stop_reason) == ("done", "converged")
     assert len(results) == 1
+
+
+class _Ending:
+    """Workers that end each run at once, done, as a worker sends it (`RunEnd`)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[Any] = []
+
+    def start(self) -> None:
+        pass
+
+    def submit(self, job: Any, sinks: Any = (), on_checkpoint: Any = None) -> Any:
+        from converge_dsl.batch import RunEnd, RunTicket
+
+        self.jobs.append(job)
+        ticket = RunTicket(job.run)
+        ticket.future.set_result(RunEnd("done", {"stop_reason": "converged", "n": 1}))
+        return ticket
+
+    def cancel(self, run: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Ends(RunStore):
+    """A store that counts the ends written in a transaction of their own (`finish`)."""
+
+    finished = 0
+
+    def finish(self, run: str, **kwargs: Any) -> bool:
+        self.finished += 1
+        return super().finish(run, **kwargs)
+
+
+def test_a_run_on_workers_ends_in_the_group_commit(tmp_path: Path) -> None:
+    """The end a worker sends is stored as a local run's: a write of the journals' next
+    group commit, not a transaction of its own, and answered once committed. The run is
+    asked with its events made into the sink's records on the worker (`encode_event`)."""
+    import asyncio
+
+    from converge_dsl.serve._events import encode_event
+    from converge_dsl.serve._requests import RunRequest
+
+    store = _Ends(tmp_path / "state")
+    workers = _Ending()
+    service = _one_worker_service(tmp_path, store, redact=str)
+    service.workers = workers
+
+    async def main() -> RunRow:
+        await service.start()
+        try:
+            run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+            return await service.wait(run, 30.0)
+        finally:
+            await service.stop()
+
+    try:
+        ended = asyncio.run(main())
+        stored = store.get(ended.id)
+    finally:
+        store.close()
+    assert (ended.status, ended.result, ended.result_json) == (
+        "done",
+        {"stop_reason": "converged", "n": 1},
+        '{"stop_reason": "converged", "n": 1}',
+    )
+    assert stored == ended  # as stored, told without reading it back
+    assert store.finished == 0
+    assert [job.encode for job in workers.jobs] == [encode_event]

@@ -350,6 +350,29 @@ def test_an_end_in_the_group_commit_is_told_once_that_group_is_committed(
     store.close()
 
 
+def test_an_end_waits_for_no_window_of_the_records_queued_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group holding an end (which its waiters are answered after) is committed at
+    once, even when the records queued before it would wait longer: here an hour,
+    which the test would wait out otherwise."""
+    from converge_dsl.runtime import _checkpoint_sqlite
+
+    monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", 3600.0)
+    store = RunStore(tmp_path)
+    store.add("a", "p", {}, 1.0, running=True)
+    store.add("b", "p", {}, 1.0, running=True)
+    store.checkpoints.journal("b").replace(b"record of a run still going\n")
+    ending = store.finish_later(
+        "a", status="done", stop_reason="converged", body={"n": 1}, events=[], now=2.0
+    )
+    try:
+        assert ending.result(timeout=60) is True
+        assert store.checkpoints.query("SELECT run FROM checkpoint_records") == [("b",)]
+    finally:
+        store.close()
+
+
 def test_an_end_queued_is_written_with_the_records_queued_before_it(tmp_path: Path) -> None:
     """A pause's last records and the pause go in the same group; an end that fails is
     told as a state error."""
