@@ -10,9 +10,9 @@ what the batch's process is running:
   answer cache being closed first; the check is made each time a pool
   starts): a worker starts with all the batch imported, no lock of another
   thread can be copied half-held, since there is none, and no record of a
-  database's file locks either. On two cores this saves the batch the wait for a fork
-  server's imports, which its load does not hide (`bench/batch.py`, whole
-  calls);
+  database's file locks either. On two cores this saves the batch the wait
+  for a fork server's imports, which its load does not hide (`bench/batch.py`,
+  whole calls);
 - else forked from multiprocessing's fork server (Linux, macOS): a fresh
   process (nothing of the batch's threads or loops is in it) that the batch
   starts first and that imports `worker_modules()` once, while the batch loads
@@ -32,11 +32,11 @@ cache connection too, sharing no connection with the batch.
 
 The parent hands the cases over in chunks of `CHUNK` (one round trip between
 the processes per chunk, not per case), keeps two chunks per worker in flight
-and yields results as their chunk finishes. A batch-wide cap is one `SharedPool` in
-shared memory that every worker's case meters ask. A worker that dies
-(killed, out of memory) breaks the pool: it is made again, and the cases in
-flight are run again, except one that was in flight at `MAX_STRIKES` such
-deaths, which gets an error result.
+and yields results as their chunk finishes. A batch-wide cap is one
+`SharedPool` in shared memory that every worker's case meters ask. A worker
+that dies (killed, out of memory) breaks the pool: it is made again, and the
+cases in flight are run again, except one that was in flight at `MAX_STRIKES`
+such deaths, which gets an error result.
 
 Workers die with the batch (`_die_with_parent`): every worker watches the
 pipe multiprocessing keeps from the batch to each child it starts, which
