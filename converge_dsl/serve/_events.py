@@ -101,9 +101,15 @@ class EncodedEvent(NamedTuple):
 
 def encode_event(event: BaseModel) -> EncodedEvent:
     """`event` as an `EncodedEvent` (a worker's `OneRun.encode`)."""
-    fields = event.__dict__
+    return EncodedEvent(*_read(event))
+
+
+def _read(event: BaseModel) -> tuple[str | None, str | None, str]:
+    """What `EventSink` reads of `event`, as `EncodedEvent` holds it (a plain tuple: the
+    sink reads every event of a local run so)."""
+    fields = event.__dict__  # a model's fields (no lookup that raises when one is absent)
     kind, suggestor = fields.get("type"), fields.get("suggestor")
-    return EncodedEvent(
+    return (
         kind if isinstance(kind, str) else None,
         suggestor if isinstance(suggestor, str) else None,
         event_json(event),
@@ -222,12 +228,8 @@ class EventSink(RunSink):
     def on_event(self, event: BaseModel | EncodedEvent) -> None:
         if self._wall is None:
             return
-        if isinstance(event, EncodedEvent):  # made on a worker (`encode_event`)
-            kind, suggestor, body = event
-        else:
-            fields = event.__dict__  # a model's fields (no lookup that raises when absent)
-            kind, suggestor = fields.get("type"), fields.get("suggestor")
-            body = event_json(event)
+        # made on a worker (`encode_event`), else here
+        kind, suggestor, body = event if isinstance(event, EncodedEvent) else _read(event)
         layout = self._layout
         record = SEPARATOR.join(
             (
