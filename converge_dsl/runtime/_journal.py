@@ -67,12 +67,33 @@ def encode(body: Mapping[str, Any]) -> bytes:
         return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
+# hashlib lets go of the GIL to hash a buffer of this many bytes or more.
+_GIL_MINSIZE = 2048
+# Bodies up to this size are hashed in pieces shorter than `_GIL_MINSIZE`, keeping the GIL.
+_HELD_UP_TO = 64 << 10
+
+
 def seal(key: bytes, previous: str, body: bytes) -> tuple[str, bytes]:
-    """The MAC of `body` chained after `previous`, and the whole line to write."""
+    """The MAC of `body` chained after `previous`, and the whole line to write.
+
+    A body of a few kilobytes (a cycle's record) is hashed holding the GIL, in
+    pieces: hashlib lets go of it for a buffer of 2 KiB or more, and a busy
+    thread beside (a service's) then keeps it for up to the switch interval
+    (5 ms) before the run gets it back, for a hash of microseconds
+    (`bench/checkpoint.py`, seal beside a busy thread). A large body (a
+    snapshot) is hashed at once, letting go of the GIL as hashlib does.
+    """
     keyed = _keyed(key).copy()
-    keyed.update(previous.encode("ascii") + b"\n" + body)
+    keyed.update(previous.encode("ascii") + b"\n")
+    size = len(body)
+    if size < _GIL_MINSIZE or size > _HELD_UP_TO:
+        keyed.update(body)
+    else:
+        view = memoryview(body)
+        for at in range(0, size, _GIL_MINSIZE - 1):
+            keyed.update(view[at : at + _GIL_MINSIZE - 1])
     mac = keyed.hexdigest()
-    return mac, _PREFIX + mac.encode("ascii") + _MIDDLE + body + b"}\n"
+    return mac, b"".join((_PREFIX, mac.encode("ascii"), _MIDDLE, body, b"}\n"))
 
 
 @functools.lru_cache(maxsize=16)

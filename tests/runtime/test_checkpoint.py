@@ -15,8 +15,8 @@ import pytest
 
 from converge_dsl import codes
 from converge_dsl.engine import EngineState, Fact, PromotionRecord, Provenance
-from converge_dsl.engine.state import PendingProposal
-from converge_dsl.engine.types import ProposedFact
+from converge_dsl.engine.state import PendingProposal, fact_to_data, pending_to_data
+from converge_dsl.engine.types import ContextKey, FrozenDict, ProposedFact
 from converge_dsl.errors import RunError, UsageError
 from converge_dsl.runtime import (
     CHECKPOINT_FILE,
@@ -175,6 +175,59 @@ def test_pending_rejected_and_suggestor_states_are_written_when_they_change(
     assert checkpoint.suggestors == {"agent": {"summary_calls": 2}}
     assert checkpoint.state is not None
     assert checkpoint.state.rejected_ids == ("p1",)
+
+
+def test_records_are_the_engine_s_own_data_shapes_written_byte_for_byte(tmp_path: Path) -> None:
+    """The store writes frozen data and keys (`FrozenDict`, tuples, `ContextKey`) as the
+    plain values they are; each record is the bytes the engine's `to_data` shapes give."""
+    data = FrozenDict({"b": (1, 2.5, FrozenDict({"x": (True, None)})), "a": "é\u2028"})
+    record = PromotionRecord("gate", "p", 1, ("e1", "e2"), "trace")
+    provenance = Provenance("s@t", "m", "acct")
+    facts = tuple(
+        Fact(ContextKey("signals"), f"f{n}", "text", provenance, 0.5, record, data if n else None)
+        for n in range(4)
+    )
+    pending = PendingProposal(ProposedFact("signals", "p1", "wait", 0.5, data=data), "r", 2, "gate")
+    dirty = (ContextKey("signals"), ContextKey("seeds"))
+    states = [
+        EngineState(facts=facts[:2], cycle=1, dirty=dirty, lamport=3),
+        EngineState(facts=facts, cycle=2, dirty=dirty, lamport=5, pending=(pending,)),
+        EngineState(facts=facts[:1], cycle=3, dirty=dirty, lamport=6),  # a snapshot
+    ]
+    store = _started(tmp_path / "ck")
+    for state in states:
+        store.save(state)
+    store.close()
+    lines = _lines(store)
+    assert len(lines) == 1
+    snapshot = json.loads(lines[0])["record"]
+    snapshot["state"] = states[2].to_data()
+    assert lines[0] == _journal.seal(KEY, "", _journal.encode(snapshot))[1]
+    store = _started(tmp_path / "again")
+    for state in states[:2]:
+        store.save(state)
+    lines, mac = _lines(store), json.loads(_lines(store)[0])["mac"]
+    for line, state, done in zip(lines[1:], states[:2], (0, 2), strict=True):
+        body = json.loads(line)["record"]
+        body["dirty"] = list(state.dirty)
+        body["facts"] = [fact_to_data(fact) for fact in state.facts[done:]]
+        if "pending" in body:
+            body["pending"] = [pending_to_data(item) for item in state.pending]
+        mac, expected = _journal.seal(KEY, mac, _journal.encode(body))
+        assert line == expected
+    store.close()
+
+
+def test_flat_inputs_are_kept_as_json_reads_them_back(tmp_path: Path) -> None:
+    inputs = {"z": "text", "a": 1, "m": 2.5, "b": True, "n": None, "big": 10**30, "f": 1e300}
+    store = CheckpointStore(tmp_path / "ck", KEY)
+    store.start(pipeline_text=TEXT, digest=pipeline_digest(TEXT, inputs), inputs=inputs)
+    store.close()
+    kept = CheckpointStore(tmp_path / "ck", KEY).read().inputs
+    assert kept == json.loads(json.dumps(inputs, sort_keys=True))
+    assert list(kept) == sorted(inputs)
+    record = _lines(store)[0]
+    assert b'"inputs":{"a":1,"b":true,"big":1000000000000000000000000000000,' in record
 
 
 class _Stateful:
