@@ -39,6 +39,9 @@ from converge_dsl.models.port import (
     OnIncrement,
 )
 
+# Builds one event (or its `Timing`) from its fields, validated (a model's validator).
+Build = Callable[[dict[str, object]], BaseModel]
+
 # Hears a call's request (and its answer, None when it failed) just before its
 # `model_call_finished` event: what OpenTelemetry records when content is opted in.
 Exchanges = Callable[[int, ModelRequest, ModelReturn | None], None]
@@ -54,10 +57,18 @@ class CallTracer:
     def __init__(
         self, sink: Callable[[BaseModel], None], clock: Clock, exchanges: Exchanges | None = None
     ) -> None:
-        self._sink = sink
+        self.emit = sink
         self._clock = clock
         self._calls = 0
         self.exchanges = exchanges
+        # The events' validators, called on their fields: the models `Event(**fields)` or
+        # `model_validate` make, without the keyword call or the class method around them.
+        self.started: Build = ModelCallStarted.__pydantic_validator__.validate_python
+        self.attempt: Build = ModelCallAttempt.__pydantic_validator__.validate_python
+        self.finished: Build = ModelCallFinished.__pydantic_validator__.validate_python
+        self._timing: Callable[[dict[str, float | None]], Timing] = (
+            Timing.__pydantic_validator__.validate_python
+        )
 
     def wrap(self, name: str, model: Model) -> Model:
         return TracedModel(name, model, self)
@@ -66,11 +77,8 @@ class CallTracer:
         self._calls += 1
         return self._calls
 
-    def emit(self, event: BaseModel) -> None:
-        self._sink(event)
-
     def timing(self, at: float, duration: float | None = None) -> Timing:
-        return Timing(at=at, duration_s=duration)
+        return self._timing({"at": at, "duration_s": duration})
 
     def now(self) -> float:
         return self._clock.monotonic()
@@ -119,17 +127,13 @@ class TracedModel(ModelWrapper):
             "suggestor": suggestor,
             "purpose": purpose_of(req.turn),
         }
-        tracer.emit(
-            ModelCallStarted.model_validate(
-                {**common, "turn": req.turn, "timing": tracer.timing(started)}
-            )
-        )
+        tracer.emit(tracer.started({**common, "turn": req.turn, "timing": tracer.timing(started)}))
         attempts: list[AttemptReport] = []
 
         def observe(report: AttemptReport) -> None:
             attempts.append(report)
             tracer.emit(
-                ModelCallAttempt.model_validate(
+                tracer.attempt(
                     {
                         **common,
                         "attempt": len(attempts),
@@ -185,7 +189,7 @@ class TracedModel(ModelWrapper):
         tracer = self._tracer
         end = tracer.now()
         last = attempts[-1] if attempts else None
-        event = ModelCallFinished.model_validate(
+        event = tracer.finished(
             {
                 **common,
                 "status": status,

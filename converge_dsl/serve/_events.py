@@ -160,13 +160,16 @@ class LiveRun:
         self._waking = False
         self._watched = False  # a stream waits for news
 
-    def add(self, seq: int, record: str) -> None:
-        self.records.append((seq, record))
+    def add(self, seq: int, record: str) -> bool:
+        """Keep `record`, numbered `seq`; True when `FLUSH_LINES` or more are not stored."""
+        records = self.records
+        records.append((seq, record))
         # `changed` marks the run watched before it looks at the records: either it
         # sees this one, or this sees the mark.
         if self._watched and not self._waking:  # one wake-up call for a burst
             self._waking = True
             self._loop.call_soon_threadsafe(self._wake)
+        return len(records) - self.stored >= FLUSH_LINES
 
     def end(self) -> None:
         self.ended = True
@@ -228,20 +231,18 @@ class EventSink(RunSink):
     def on_event(self, event: BaseModel | EncodedEvent) -> None:
         if self._wall is None:
             return
-        # made on a worker (`encode_event`), else here
-        kind, suggestor, body = event if isinstance(event, EncodedEvent) else _read(event)
+        if type(event) is EncodedEvent:  # made on a worker (`encode_event`)
+            kind, suggestor, body = event
+        else:
+            kind, suggestor, body = _read(event)  # type: ignore[arg-type]
         layout = self._layout
-        record = SEPARATOR.join(
-            (
-                str(self._micros()),
-                layout.spans.get(suggestor, "null") if isinstance(suggestor, str) else "null",
-                layout.extras if kind == "run_started" else "",
-                body,
-            )
-        )
-        self._live.add(self._seq, record)
+        # `suggestor` is text or None: None is no suggestor's name
+        span = layout.spans.get(suggestor, "null")  # type: ignore[arg-type]
+        extras = layout.extras if kind == "run_started" else ""
+        # the record's four fields, joined by `SEPARATOR`
+        full = self._live.add(self._seq, f"{self._micros()}\t{span}\t{extras}\t{body}")
         self._seq += 1
-        if len(self._live.records) - self._live.stored >= FLUSH_LINES:
+        if full:
             self._on_full()
 
 

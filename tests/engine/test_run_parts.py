@@ -19,6 +19,7 @@ from converge_dsl.engine import (
     ProposedFact,
     Provenance,
     StopReason,
+    Timing,
     UsageMeter,
     UsageTotals,
 )
@@ -272,3 +273,41 @@ def test_whether_a_suggestor_runs_inline_is_read_when_it_is_registered() -> None
     assert result.converged
     assert flip.calls == 1
     assert {f.id for f in result.context.facts()} == {"s", "f", "w"}
+
+
+def test_an_event_log_hands_each_event_straight_to_its_sink() -> None:
+    """Nothing recorded (a served run's log): `emit` is the sink itself, no call of the
+    log's own an event. Recorded: each event is kept, then told. Neither: dropped."""
+    heard: list[BaseModel] = []
+    event = FactPromoted(cycle=1, suggestor="s", key="k", id="i", gate="auto", logical_time=1)
+    told = heard.append
+    assert EventLog(told, record=False, clock=FakeClock()).emit is told
+    both = EventLog(told, record=True, clock=FakeClock())
+    both.emit(event)
+    assert heard == [event]
+    assert both.recorded() == (event,)
+    kept = EventLog(None, record=True, clock=FakeClock())
+    kept.emit(event)
+    assert kept.recorded() == (event,)
+    quiet = EventLog(None, record=False, clock=FakeClock())
+    quiet.emit(event)
+    assert not quiet.enabled
+    assert quiet.recorded() == ()
+
+
+@pytest.mark.parametrize("listened", [True, False])
+def test_an_event_logs_timing_is_the_model_its_fields_make(listened: bool) -> None:
+    """Built through `Timing`'s validator: the same model, validated the same way (a clock
+    reading as an int is a float, as `Timing(at=3)` makes it)."""
+
+    class IntClock(FakeClock):
+        def monotonic(self) -> float:
+            return 3
+
+    heard: list[BaseModel] = []
+    log = EventLog(heard.append if listened else None, record=False, clock=IntClock())
+    timing = log.timing(0.5)
+    assert type(timing) is Timing
+    assert timing == Timing(at=3, duration_s=0.5)
+    assert timing.model_dump_json() == '{"at":3.0,"duration_s":0.5}'
+    assert log.timing().model_fields_set == Timing(at=3, duration_s=None).model_fields_set

@@ -327,3 +327,133 @@ def test_an_event_encoded_on_a_worker_is_kept_as_the_event_itself() -> None:
     assert any(json.loads(line)["span"] for line in encoded)  # a suggestor's span
     assert "excerpts" in json.loads(encoded[0])  # the run_started line's
     assert b"converge_dsl.engine" not in pickle.dumps(encode_event(heard[0]))
+
+
+def _every_kind() -> list[BaseModel]:
+    """One event of every kind the engine and the model calls emit, and two of an agent's,
+    with text to escape, numbers JSON cannot hold, data, and fields left out when None."""
+    from converge_dsl.agents._events import AgentTurnStarted
+    from converge_dsl.engine.types import freeze_json
+    from converge_dsl.models.events import ModelCallAttempt, ModelCallFinished, ModelCallStarted
+
+    timing = ev.Timing(at=12.5, duration_s=0.25)
+    data = freeze_json({"n": [1, 2.5, None, True, -0.0], "t": 'é\t"\\\u2028', "o": {"x": 3e-05}})
+    where = {"cycle": 2, "suggestor": "scan", "key": "signals", "id": "s-1"}
+    return [
+        ev.RunStarted(suggestors=3, seeds=1, budget={"max_cycles": 5, "max_wall_s": math.inf}),
+        ev.RunStarted(suggestors=1, seeds=0, resumed_from_cycle=4, timing=ev.Timing(at=1)),
+        ev.CycleStarted(cycle=1, dirty_keys=("seeds",), candidates=("scan", "rank"), timing=timing),
+        ev.SuggestorStarted(cycle=1, suggestor="scan", timing=ev.Timing(at=0.1)),
+        ev.SuggestorFinished(cycle=1, suggestor="scan", proposals=2, timing=timing),
+        ev.SuggestorFailed(cycle=1, suggestor="rank", error="E_MODEL: tab\there"),
+        ev.ProposalRejected(**where, reason="duplicate"),
+        ev.ProposalPending(**where, reason="gated", data=data),
+        ev.ProposalPending(**where, reason="gated"),
+        ev.ProposalDecided(**where, decision="approved", reason="gated", by="cli", data=data),
+        ev.ProposalDecided(**where, decision="rejected", reason="gated"),
+        ev.FactPromoted(
+            **where,
+            gate="auto",
+            logical_time=7,
+            data=data,
+            content="Freightly (31% share) é",
+            confidence=0.8,
+            source="scan@market",
+            model_id="scripted:x",
+        ),
+        ev.FactPromoted(**where, gate="human", logical_time=8, confidence=-math.inf, timing=timing),
+        ev.FactPromoted(**{**where, "suggestor": None}, gate="seed", logical_time=0),
+        ev.InvariantChecked(
+            cycle=2, invariant="i", invariant_class="acceptance", critical=True, holds=False
+        ),
+        ev.InvariantChecked(
+            cycle=2,
+            invariant="i",
+            invariant_class="semantic",
+            critical=False,
+            holds=True,
+            message="ok \ud800 😀",
+        ),
+        ev.CycleFinished(
+            cycle=2,
+            promoted=3,
+            dirty_keys=(),
+            facts=9,
+            model_calls=2,
+            input_tokens=10,
+            output_tokens=20,
+            timing=timing,
+        ),
+        ev.CycleFinished(cycle=3, promoted=0, dirty_keys=("signals",)),
+        ev.HitlPaused(cycle=3, pending=("s-1", "s-2")),
+        ev.RunFinished(cycles=3, stop_reason="converged", facts=9, timing=timing),
+        ev.RunFinished(cycles=1, stop_reason="error", facts=0, error="E_X: boom"),
+        ModelCallStarted(
+            call=1, model="m", suggestor="scan", purpose="turn", turn=2, timing=timing
+        ),
+        ModelCallStarted(call=2, model="m", suggestor=None),
+        ModelCallAttempt(
+            call=1,
+            model="m",
+            suggestor="scan",
+            attempt=1,
+            account="a",
+            status_code=429,
+            error="E_RATE",
+            timing=ev.Timing(at=3.0, duration_s=1e-7),
+        ),
+        ModelCallFinished(
+            call=1,
+            model="m",
+            suggestor="scan",
+            purpose="answer",
+            status="ok",
+            status_code=200,
+            attempts=2,
+            model_id="gpt",
+            input_tokens=5,
+            output_tokens=6,
+            stop_reason="end",
+            cached=True,
+            timing=ev.Timing(at=1e16, duration_s=math.nan),
+        ),
+        ModelCallFinished(
+            call=2,
+            model="m",
+            suggestor="scan",
+            status="E_TIMEOUT",
+            status_code=None,
+            attempts=1,
+            model_id=None,
+        ),
+        AgentTurnStarted(suggestor="scan", cycle=1, turn=1, estimated_tokens=5, context_window=9),
+    ]
+
+
+# The records `_every_kind()` makes, on a `FakeClock` and a layout naming `scan`, as the
+# sink made them before a served event's path was cut down (f623ba5): they stay so.
+EVERY_KIND_RECORDS = ROOT / "tests" / "serve" / "expected" / "event_records.json"
+
+
+def test_every_kind_of_event_is_recorded_as_it_was() -> None:
+    compiled = cast(
+        CompiledPipeline,
+        SimpleNamespace(spans={"scan": SourceSpan("p.yaml", 2, 3, 2, 9)}, kinds={"scan": "llm"}),
+    )
+
+    async def main() -> list[str]:
+        live = LiveRun(0, asyncio.get_running_loop())
+        sink = EventSink(live, lambda: None)
+        clock = FakeClock()
+        sink.open(clock)
+        sink.on_compiled(compiled, {"p.yaml": "a: 1\n  scan: x\n"})
+        for event in _every_kind():
+            sink.on_event(event)
+            clock.advance(0.001234)
+        return [record for _, record in live.records]
+
+    records = asyncio.run(main())
+    assert records == json.loads(EVERY_KIND_RECORDS.read_text(encoding="utf-8"))
+    # and each renders as the trace writer writes the event's line
+    streamed, written = _pair(_every_kind())
+    assert streamed == written
