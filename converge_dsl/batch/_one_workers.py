@@ -54,12 +54,15 @@ from ._one import (
     CLOSED,
     Flight,
     InFlight,
+    Keys,
     Message,
     OneRun,
     Relayed,
     RunEnd,
     RunTicket,
     RunWorkers,
+    SpansKnown,
+    SpansSent,
     WorkerError,
     close_pipelines,
     execute_one,
@@ -106,6 +109,9 @@ class _Worker:
         self._lock = threading.Lock()
         self._pending: list[Message] = []
         self.stopping: asyncio.Task[None] | None = None
+        self.keys = Keys()  # each pipeline's checkpoint key, read at its first run
+        self.sent = SpansSent()  # the compiled pipelines the caller has
+        self._thread = threading.get_ident()  # the loop's: it made the worker
 
     def send(self, message: Message) -> None:
         """Queue `message`; the loop sends what is queued at its next turn, as one list
@@ -113,7 +119,10 @@ class _Worker:
         with self._lock:  # the loop and the journal's commit thread both send
             self._pending.append(message)
             if len(self._pending) == 1:
-                self.loop.call_soon_threadsafe(self._flush)
+                if threading.get_ident() == self._thread:
+                    self.loop.call_soon(self._flush)  # no wake-up of the loop's selector
+                else:
+                    self.loop.call_soon_threadsafe(self._flush)
 
     def _flush(self) -> None:
         with self._lock:
@@ -164,7 +173,14 @@ class _Worker:
     def _start(self, job: OneRun, key: str) -> None:
         pipeline = self.pipelines[job.pipeline]
         run = execute_one(
-            pipeline, job, self.send, self.journals, ident=key, closing=self.is_stopping
+            pipeline,
+            job,
+            self.send,
+            self.journals,
+            ident=key,
+            closing=self.is_stopping,
+            keys=self.keys,
+            sent=self.sent,
         )
         task = self.loop.create_task(_after(self.runs.get(job.run), run, self.send, key))
         self.tasks[key] = self.runs[job.run] = task
@@ -237,6 +253,7 @@ class _Process:
         self.process.start()
         there.close()
         self.flights: dict[str, Flight] = {}
+        self.known = SpansKnown()  # what its worker's `SpansSent` numbers stand for
         self.lock = threading.Lock()
         self.alive = False
 
@@ -351,8 +368,10 @@ class ProcessWorkers(RunWorkers):
                     burst: list[Message] = slot.conn.recv()
                 except (EOFError, OSError):
                     break
-                for message in burst:
-                    key = message[1]
+                for sent in burst:
+                    key = sent[1]
+                    # a compiled pipeline is kept even for a run abandoned
+                    message = slot.known.full(sent) if sent[0] == "compiled" else sent
                     flight = slot.flights.get(key)
                     if flight is None:
                         continue  # a run abandoned after a sink failed
