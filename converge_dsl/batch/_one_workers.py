@@ -136,7 +136,7 @@ class _Worker:
             self._pending.clear()
         if burst:
             with contextlib.suppress(OSError, ValueError):  # the caller is gone
-                self.conn.send(burst)
+                self.conn.send_bytes(_pickled(burst))
 
     def on_readable(self) -> None:
         """Handle the commands the pipe holds (one read for all that came together)."""
@@ -273,7 +273,7 @@ class _Process:
     def send(self, command: tuple[Any, ...]) -> bool:
         with self.lock:
             try:
-                self.conn.send(command)
+                self.conn.send_bytes(_pickled(command))
                 return True
             except (OSError, ValueError):
                 return False
@@ -328,6 +328,12 @@ class Frames:
 
 # How much one read of a pipe takes at most (bytes).
 _READ = 1 << 16
+
+
+def _pickled(message: object) -> bytes:
+    """`message` as `Connection.send` pickles it, without the reducers of multiprocessing's
+    own objects it copies a table of for each message (no message holds one)."""
+    return pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
 
 
 def _stop(slots: Sequence[_Process]) -> None:

@@ -291,3 +291,25 @@ def test_a_key_that_cannot_be_read_fails_the_run_and_is_read_again_next_time(
     assert "CD954" in str(failed.body)
     key_file.unlink()  # made anew at the next run
     assert _runs(SERVE / "echo.yaml", jobs[1:], keys=keys)[0][-1][2].status == "done"
+
+
+def test_a_one_run_pickles_whole_as_a_worker_receives_it(tmp_path: Path) -> None:
+    import pickle
+
+    job = OneRun(
+        "p",
+        "echo",
+        {"text": "x"},
+        tmp_path / "db.sqlite3",
+        budget={"max_wall_s": 5.0},
+        resume=True,
+        decisions={"s1": True},
+        decided_by="http",
+        encode=_named,
+    )
+    again = pickle.loads(pickle.dumps(job, pickle.HIGHEST_PROTOCOL))
+    assert again == job
+    assert isinstance(again.journal, Path)
+    assert pickle.loads(pickle.dumps(OneRun("q", "echo", {}, tmp_path))) == OneRun(
+        "q", "echo", {}, tmp_path
+    )
