@@ -9,7 +9,9 @@ paused run resumes with.
 
 `execute_one(pipeline, job, send, journals)` runs it in the worker
 (`Pipeline.outcome`, the one run assembly) and tells the caller what happens
-through `send(message)`, in order:
+through `send(message)`, in order (a worker passes its `Keys`: the checkpoint
+key of each pipeline's environment is then read at its first run there and kept,
+as the service keeps its own, instead of read from its file at every run):
 
 - `("open", run)`, `("compiled", run, spans, kinds, sources)`, then
   `("event", run, event)` per engine event: `RelaySink`, the run's `RunSink`,
@@ -18,7 +20,19 @@ through `send(message)`, in order:
   what `encode(event)` made of it in the worker: a caller whose sinks keep an
   event as text has it made where the event is, instead of the engine's event
   object pickled, sent and rebuilt (some 80 us a run each way for thirty
-  events, against 3 for their text).
+  events, against 3 for their text). An encoding that is a named tuple
+  travels as `("event", run, fields, its class)`, a plain tuple and its class
+  (which pickle writes once per message list), and is made again by `Relayed`:
+  pickle writes a named tuple through a Python call of its own (some 30 us a
+  run for thirty events, against 10).
+  A worker that runs many runs of a pipeline (`ProcessWorkers`) sends the
+  spans, kinds and sources of a compiled pipeline once, numbered
+  (`("compiled", run, spans, kinds, sources, number)`), and then
+  `("compiled", run, number)` for each later run of it (`SpansSent`): its
+  reader makes that the full message again from what it kept (`SpansKnown`),
+  the very same mappings each time, so the caller's sinks find what they made
+  of them by identity (the spans and the pipeline's text are not pickled,
+  sent and rebuilt per run: some 30 us a run).
 - `("checkpoint", run)` each time a checkpoint record is queued (from the
   journal's commit thread: `send` must be thread-safe): the caller stores
   the events it has so far, so a run resumed from that record after a crash
@@ -55,6 +69,7 @@ import abc
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -81,10 +96,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InFlight",
+    "Keys",
     "OneRun",
     "RunEnd",
     "RunTicket",
     "RunWorkers",
+    "SpansKnown",
+    "SpansSent",
     "WorkerError",
     "close_pipelines",
     "execute_one",
@@ -129,6 +147,29 @@ class OneRun:
         """`budget` with this run's limits where they are lower."""
         return lowered_budget(budget, self.budget)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled for every run sent to a worker: its fields as a tuple and the path as
+        # text, against a dataclass's and a path's own reductions (some 25 us a run, the
+        # two ways together).
+        head = (self.run, self.pipeline, self.inputs)
+        tail = (self.budget, self.resume, self.decisions, self.decided_by, self.encode)
+        return (_one_run, (head, str(self.journal), tail))
+
+
+def _one_run(head: tuple[Any, ...], journal: str, tail: tuple[Any, ...]) -> OneRun:
+    """A `OneRun` unpickled (`OneRun.__reduce__`)."""
+    run, pipeline, inputs = head
+    budget, resume, decisions, decided_by, encode = tail
+    return OneRun(
+        run, pipeline, inputs, _path(journal), budget, resume, decisions, decided_by, encode
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _path(text: str) -> Path:
+    """`Path(text)`, made once: every run a worker is sent names the same database."""
+    return Path(text)
+
 
 def lowered_budget(budget: Budget, asked: Mapping[str, float]) -> Budget:
     """`budget` with each limit of `asked` that is lower (a request may lower a
@@ -162,29 +203,96 @@ class CompiledSpans:
     kinds: Mapping[str, str]
 
 
+# The compiled pipelines a `SpansSent` keeps (a worker serves a few pipelines).
+_SPANS_KEPT = 64
+
+
+class SpansSent:
+    """The compiled pipelines whose spans, kinds and sources a worker sent its caller,
+    by the identity of their spans (see the module docstring). A worker's loop uses it:
+    not thread-safe."""
+
+    def __init__(self) -> None:
+        self._sent: dict[int, tuple[Mapping[str, Any], Mapping[str, str], tuple[Any, ...]]] = {}
+        self._numbers: dict[int, int] = {}
+        self._next = 0
+
+    def message(self, run: str, compiled: CompiledPipeline, sources: Mapping[str, str]) -> Message:
+        """The `compiled` message of `run`: its number alone when it was sent before."""
+        spans, kinds, texts = compiled.spans, compiled.kinds, tuple(sources.items())
+        seen = self._sent.get(id(spans))
+        # Kept alive by the entry, `spans` cannot be another mapping at the same address.
+        if seen is not None and seen[0] is spans and seen[1] is kinds and seen[2] == texts:
+            return ("compiled", run, self._numbers[id(spans)])
+        if len(self._sent) >= _SPANS_KEPT:  # numbers are never used again: see `SpansKnown`
+            self._sent.clear()
+            self._numbers.clear()
+        number, self._next = self._next, self._next + 1
+        self._sent[id(spans)] = (spans, kinds, texts)
+        self._numbers[id(spans)] = number
+        return ("compiled", run, dict(spans), dict(kinds), dict(sources), number)
+
+
+class SpansKnown:
+    """The caller's side of one worker's `SpansSent`: what each number stands for. One
+    thread reads that worker's messages, in order: not thread-safe."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Any, ...]] = {}
+
+    def full(self, message: Message) -> Message:
+        """The `compiled` `message` as `Relayed` reads it, `("compiled", run, spans, kinds,
+        sources)`: a numbered one kept, a number alone made whole again."""
+        if len(message) == 3:
+            return ("compiled", message[1], *self._known[message[2]])
+        if len(message) == 6:
+            # The worker keeps at most `_SPANS_KEPT` numbers, all among the latest it sent.
+            if len(self._known) >= _SPANS_KEPT:
+                del self._known[next(iter(self._known))]
+            self._known[message[5]] = message[2:5]
+            return message[:5]
+        return message
+
+
 class RelaySink(RunSink):
     """The worker's side of the caller's sinks: every hook it hears, sent on (each event
-    as `encode` makes it, when given)."""
+    as `encode` makes it, when given; the compiled pipeline once per `sent`)."""
 
     listens = True
 
     def __init__(
-        self, run: str, send: Send, encode: Callable[[BaseModel], object] | None = None
+        self,
+        run: str,
+        send: Send,
+        encode: Callable[[BaseModel], object] | None = None,
+        sent: SpansSent | None = None,
     ) -> None:
         self._run = run
         self._send = send
         self._encode = encode
+        self._sent = sent
 
     def open(self, clock: Clock) -> None:
         self._send(("open", self._run))
 
     def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
+        if self._sent is not None:
+            self._send(self._sent.message(self._run, compiled, sources))
+            return
         spans = dict(compiled.spans)
         self._send(("compiled", self._run, spans, dict(compiled.kinds), dict(sources)))
 
     def on_event(self, event: BaseModel) -> None:
         encode = self._encode
-        self._send(("event", self._run, event if encode is None else encode(event)))
+        if encode is None:
+            self._send(("event", self._run, event))
+            return
+        encoded = encode(event)
+        made = type(encoded)
+        if made is not tuple and isinstance(encoded, tuple):  # a named tuple
+            self._send(("event", self._run, tuple(encoded), made))
+        else:
+            self._send(("event", self._run, encoded))
 
 
 class Relayed:
@@ -207,8 +315,9 @@ class Relayed:
         """Play `message` back; the run's `RunEnd` when it is the last one."""
         kind = message[0]
         if kind == "event":
+            event = message[2] if len(message) == 3 else message[3]._make(message[2])
             for sink in self._sinks:
-                sink.on_event(message[2])
+                sink.on_event(event)
         elif kind == "checkpoint":
             self._on_checkpoint()
         elif kind == "open":
@@ -230,6 +339,24 @@ class Relayed:
             self._opened = False
             for sink in self._sinks:
                 sink.close()
+
+
+class Keys:
+    """The checkpoint key of each pipeline's environment on a worker, read at the first
+    run of the pipeline there and kept (`CheckpointRefused`, CD954, when it cannot be
+    read: that run fails, and the next one reads it again). A worker's loop uses it:
+    not thread-safe."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, bytes] = {}
+
+    def of(self, pipeline: Pipeline) -> bytes:
+        from converge_dsl.runtime import checkpoint_key
+
+        key = self._keys.get(pipeline.name)
+        if key is None:
+            key = self._keys[pipeline.name] = checkpoint_key(pipeline.env)
+        return key
 
 
 def open_journals(database: Path) -> tuple[SqliteJournals, threading.Lock]:
@@ -258,12 +385,16 @@ async def execute_one(
     *,
     ident: str | None = None,
     closing: Callable[[], bool] = lambda: False,
+    keys: Keys | None = None,
+    sent: SpansSent | None = None,
 ) -> None:
     """Run `job` to its end and send its messages (see the module docstring), each
     naming the run as `ident` (default: `job.run`; a worker tells attempts apart); a
     cancelled task sends `cancelled` and raises `CancelledError`. Cancelled while
     `closing()` (the workers close under it), the run keeps its queued records: it
-    continues from them at the next start; cancelled by its user, it drops them."""
+    continues from them at the next start; cancelled by its user, it drops them.
+    `keys`: the worker's checkpoint keys (None: read from the key file as the run
+    starts); `sent`: the compiled pipelines the worker sent its caller already."""
     from converge_dsl.runtime import Checkpointing, not_run_document
 
     store, lock = journals
@@ -274,19 +405,20 @@ async def execute_one(
         send(("checkpoint", key))
         return ()
 
-    checkpoint = Checkpointing(
-        job.journal.parent,
-        resume=job.resume,
-        decisions=dict(job.decisions),
-        env=pipeline.env,
-        decided_by=dict.fromkeys(job.decisions, job.decided_by),
-        journal=store.journal(run, alongside=checkpointed),
-    )
     end: RunEnd
     try:
+        checkpoint = Checkpointing(
+            job.journal.parent,
+            resume=job.resume,
+            decisions=dict(job.decisions),
+            env=pipeline.env,
+            decided_by=dict.fromkeys(job.decisions, job.decided_by),
+            journal=store.journal(run, alongside=checkpointed),
+            key=None if keys is None else keys.of(pipeline),
+        )
         out = await pipeline.outcome(
             job.inputs,
-            sinks=(RelaySink(key, send, job.encode),),
+            sinks=(RelaySink(key, send, job.encode, sent),),
             checkpoint=checkpoint,
             budget=job.lowered,
         )

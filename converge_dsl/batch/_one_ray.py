@@ -38,6 +38,7 @@ from ._one import (
     CLOSED,
     Flight,
     InFlight,
+    Keys,
     Message,
     OneRun,
     Relayed,
@@ -83,6 +84,7 @@ class _RunActor:
         self._pipelines = dict(pipelines)
         self._journals = open_journals(database)
         self._in_flight = InFlight()
+        self._keys = Keys()  # each pipeline's checkpoint key, read at its first run here
 
     def ready(self) -> int:
         return os.getpid()
@@ -108,7 +110,14 @@ class _RunActor:
         pipeline = self._pipelines[job.pipeline]
         closing = self._in_flight
         task = asyncio.ensure_future(
-            execute_one(pipeline, job, send, self._journals, closing=lambda: closing.closing)
+            execute_one(
+                pipeline,
+                job,
+                send,
+                self._journals,
+                closing=lambda: closing.closing,
+                keys=self._keys,
+            )
         )
         self._in_flight.add(task)
         try:

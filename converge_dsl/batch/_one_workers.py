@@ -12,11 +12,15 @@ called each time the worker queued a checkpoint record.
   holding every pipeline (pickled as `load` checked it) and running many runs
   at once on its event loop; a run goes to the process with the fewest in
   flight. Commands go down a pipe per process; messages come back up it (a
-  list per turn of the worker's loop), read by one thread per process, which
-  also watches the process: when it dies, the runs it held end `lost` and a
-  new process takes its place. A worker dies with the caller
-  (`_process._die_with_parent`: killed by the kernel the moment the caller
-  dies, on Linux), so a killed service leaves no worker writing its journals.
+  list per turn of the worker's loop), read by one thread per process until
+  the pipe ends, which is how it sees the process die (no process the worker
+  starts holds the pipe): the runs it held end `lost` and a new process takes
+  its place. Both ends read the pipe a buffer at a time (`Frames`: one read
+  for what came together, not a wait and two reads per list), and a message
+  the worker's loop sends does not wake that loop through its self-pipe. A
+  worker dies with the caller (`_process._die_with_parent`: killed by the
+  kernel the moment the caller dies, on Linux), so a killed service leaves no
+  worker writing its journals.
   `cancel` reaches the run's task at its next await. The first start and the
   start of a process in place of one that died are the one routine (`_ready`);
   they differ in what a failure means: at the first start it is the caller's
@@ -41,6 +45,7 @@ import contextlib
 import functools
 import itertools
 import os
+import pickle
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -54,12 +59,15 @@ from ._one import (
     CLOSED,
     Flight,
     InFlight,
+    Keys,
     Message,
     OneRun,
     Relayed,
     RunEnd,
     RunTicket,
     RunWorkers,
+    SpansKnown,
+    SpansSent,
     WorkerError,
     close_pipelines,
     execute_one,
@@ -106,6 +114,10 @@ class _Worker:
         self._lock = threading.Lock()
         self._pending: list[Message] = []
         self.stopping: asyncio.Task[None] | None = None
+        self.frames = Frames()  # the commands read from the pipe
+        self.keys = Keys()  # each pipeline's checkpoint key, read at its first run
+        self.sent = SpansSent()  # the compiled pipelines the caller has
+        self._thread = threading.get_ident()  # the loop's: it made the worker
 
     def send(self, message: Message) -> None:
         """Queue `message`; the loop sends what is queued at its next turn, as one list
@@ -113,7 +125,10 @@ class _Worker:
         with self._lock:  # the loop and the journal's commit thread both send
             self._pending.append(message)
             if len(self._pending) == 1:
-                self.loop.call_soon_threadsafe(self._flush)
+                if threading.get_ident() == self._thread:
+                    self.loop.call_soon(self._flush)  # no wake-up of the loop's selector
+                else:
+                    self.loop.call_soon_threadsafe(self._flush)
 
     def _flush(self) -> None:
         with self._lock:
@@ -121,15 +136,20 @@ class _Worker:
             self._pending.clear()
         if burst:
             with contextlib.suppress(OSError, ValueError):  # the caller is gone
-                self.conn.send(burst)
+                self.conn.send_bytes(_pickled(burst))
 
-    def on_command(self) -> None:
+    def on_readable(self) -> None:
+        """Handle the commands the pipe holds (one read for all that came together)."""
         try:
-            command = self.conn.recv()
+            commands = self.frames.read(self.conn.fileno())
         except (EOFError, OSError):
             self.loop.remove_reader(self.conn.fileno())
             self.stop()  # the caller is gone
             return
+        for command in commands:
+            self.on_command(command)
+
+    def on_command(self, command: tuple[Any, ...]) -> None:
         if command[0] == "run":
             if self.stopping is None:
                 self._start(command[1], command[2])
@@ -164,7 +184,14 @@ class _Worker:
     def _start(self, job: OneRun, key: str) -> None:
         pipeline = self.pipelines[job.pipeline]
         run = execute_one(
-            pipeline, job, self.send, self.journals, ident=key, closing=self.is_stopping
+            pipeline,
+            job,
+            self.send,
+            self.journals,
+            ident=key,
+            closing=self.is_stopping,
+            keys=self.keys,
+            sent=self.sent,
         )
         task = self.loop.create_task(_after(self.runs.get(job.run), run, self.send, key))
         self.tasks[key] = self.runs[job.run] = task
@@ -183,13 +210,15 @@ def _worker_main(
     from ._process import _die_with_parent
 
     _die_with_parent(parent)
+    # No process this one starts holds the pipe: its end is this process's (`_pump`).
+    os.set_inheritable(conn.fileno(), False)
     try:
         journals = open_journals(database)
     except ConvergeError as exc:
         conn.send(("failed", exc.message.removeprefix(f"{codes.EXECUTOR_UNUSABLE}: ")))
         return
     worker = _Worker(conn, pipelines, journals)
-    worker.loop.add_reader(conn.fileno(), worker.on_command)
+    worker.loop.add_reader(conn.fileno(), worker.on_readable)
     freeze_alive()  # the pipelines live as long as the worker: no collection scans them
     conn.send(("ready", os.getpid()))
     try:
@@ -237,13 +266,14 @@ class _Process:
         self.process.start()
         there.close()
         self.flights: dict[str, Flight] = {}
+        self.known = SpansKnown()  # what its worker's `SpansSent` numbers stand for
         self.lock = threading.Lock()
         self.alive = False
 
     def send(self, command: tuple[Any, ...]) -> bool:
         with self.lock:
             try:
-                self.conn.send(command)
+                self.conn.send_bytes(_pickled(command))
                 return True
             except (OSError, ValueError):
                 return False
@@ -254,6 +284,56 @@ class _Process:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(seconds)
+
+
+class Frames:
+    """The objects `Connection.send` wrote to a pipe, read a buffer at a time: one read
+    (one hand-off of the interpreter's lock, on the reading thread) takes what came
+    together, where `Connection.recv` would wait, then read a length and an object,
+    each a hand-off of its own. Not thread-safe: one reader per pipe."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def read(self, fd: int) -> list[Any]:
+        """The objects whole after one read of `fd` or more (it blocks while none is
+        whole); `EOFError` at the pipe's end."""
+        while True:
+            chunk = os.read(fd, _READ)
+            if not chunk:
+                raise EOFError
+            self._buffer += chunk
+            done = self._split()
+            if done:
+                return done
+
+    def _split(self) -> list[Any]:
+        """The objects whole in the buffer, taken out of it (`Connection._send_bytes`'s
+        frames: a signed 4-byte length, or -1 and an 8-byte one)."""
+        buffer, start, out = self._buffer, 0, []
+        while len(buffer) - start >= 4:
+            size, head = int.from_bytes(buffer[start : start + 4], "big", signed=True), 4
+            if size == -1:
+                if len(buffer) - start < 12:
+                    break
+                size, head = int.from_bytes(buffer[start + 4 : start + 12], "big"), 12
+            end = start + head + size
+            if len(buffer) < end:
+                break
+            out.append(pickle.loads(buffer[start + head : end]))
+            start = end
+        del buffer[:start]
+        return out
+
+
+# How much one read of a pipe takes at most (bytes).
+_READ = 1 << 16
+
+
+def _pickled(message: object) -> bytes:
+    """`message` as `Connection.send` pickles it, without the reducers of multiprocessing's
+    own objects it copies a table of for each message (no message holds one)."""
+    return pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
 
 
 def _stop(slots: Sequence[_Process]) -> None:
@@ -342,17 +422,20 @@ class ProcessWorkers(RunWorkers):
             slot = self._replace(index)
 
     def _pump(self, slot: _Process) -> None:
-        from multiprocessing.connection import wait
-
+        """Deliver the messages of `slot`'s process until its pipe ends (the process
+        died or ended: only it holds the other end)."""
+        frames = Frames()
+        fd = slot.conn.fileno()
         while True:
-            ready = wait([slot.conn, slot.process.sentinel])
-            if slot.conn in ready:
-                try:
-                    burst: list[Message] = slot.conn.recv()
-                except (EOFError, OSError):
-                    break
-                for message in burst:
-                    key = message[1]
+            try:
+                bursts: list[list[Message]] = frames.read(fd)
+            except (EOFError, OSError):
+                break
+            for burst in bursts:
+                for sent in burst:
+                    key = sent[1]
+                    # a compiled pipeline is kept even for a run abandoned
+                    message = slot.known.full(sent) if sent[0] == "compiled" else sent
                     flight = slot.flights.get(key)
                     if flight is None:
                         continue  # a run abandoned after a sink failed
@@ -361,8 +444,6 @@ class ProcessWorkers(RunWorkers):
                         self._done(slot, key)
                     elif message[0] == "end":
                         self._done(slot, key)
-                continue
-            break
         slot.alive = False
         slot.process.join(STOP_S)
         with self._lock:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from converge_dsl.batch import OneRun, RunEnd, execute_one, load, open_journals
-from converge_dsl.batch._one import Flight, Relayed, RunTicket
+from converge_dsl.batch._one import Flight, Keys, Relayed, RunTicket, SpansKnown, SpansSent
 from converge_dsl.errors import ConvergeError
 from converge_dsl.runtime import RunSink
 
@@ -157,3 +157,159 @@ def test_a_run_cut_by_a_close_still_plays_back_its_events_and_checkpoints(
     assert heard == [type(m[2]).__name__ for m in sent if m[0] == "event"]
     assert len(checkpoints) == [m[0] for m in sent].count("checkpoint") > 0
     assert flight.ticket.future.result(timeout=0) == RunEnd("lost", message="closed")
+
+
+def _runs(pipeline: Path, jobs: list[OneRun], **worker: Any) -> list[list[tuple[Any, ...]]]:
+    """The messages of each of `jobs`, run one after the other as one worker runs them."""
+    loaded = load(pipeline)
+    journals = open_journals(jobs[0].journal)
+    out: list[list[tuple[Any, ...]]] = []
+
+    async def each() -> None:
+        for job in jobs:
+            sent: list[tuple[Any, ...]] = []
+            await execute_one(loaded, job, sent.append, journals, **worker)
+            out.append(sent)
+
+    try:
+        asyncio.run(each())
+    finally:
+        journals[0].close()
+    return out
+
+
+def test_a_worker_sends_a_compiled_pipeline_once_and_its_reader_makes_it_whole(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "db.sqlite3"
+    jobs = [OneRun(f"r{n}", "echo", {"text": "hi"}, database) for n in range(3)]
+    runs = _runs(SERVE / "echo.yaml", jobs, sent=SpansSent())
+    compiled = [next(m for m in sent if m[0] == "compiled") for sent in runs]
+    assert len(compiled[0]) == 6  # spans, kinds, sources and their number
+    assert compiled[1] == ("compiled", "r1", compiled[0][5])  # the number alone
+    assert compiled[2] == ("compiled", "r2", compiled[0][5])
+    known = SpansKnown()
+    whole = [known.full(message) for message in compiled]
+    assert whole[0] == compiled[0][:5]
+    assert [message[1] for message in whole] == ["r0", "r1", "r2"]
+    # the very same mappings for every run: a sink finds what it made of them by identity
+    assert all(message[2] is whole[0][2] and message[4] is whole[0][4] for message in whole)
+    assert "echo" in str(whole[2][4])
+
+
+def test_a_worker_without_spans_sent_sends_the_whole_compiled_pipeline_each_run(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "db.sqlite3"
+    jobs = [OneRun(f"r{n}", "echo", {"text": "hi"}, database) for n in range(2)]
+    for sent in _runs(SERVE / "echo.yaml", jobs):
+        compiled = next(m for m in sent if m[0] == "compiled")
+        assert len(compiled) == 5
+        assert SpansKnown().full(compiled) == compiled
+
+
+def test_spans_known_keeps_the_latest_numbers_a_worker_may_name() -> None:
+    known = SpansKnown()
+    for number in range(70):
+        known.full(("compiled", f"r{number}", {"a": number}, {}, {}, number))
+    assert known.full(("compiled", "x", 69))[2] == {"a": 69}
+    assert known.full(("compiled", "x", 6))[2] == {"a": 6}
+    with pytest.raises(KeyError):
+        known.full(("compiled", "x", 5))  # a worker's `SpansSent` forgot it too
+
+
+class _Encoded(NamedTuple):
+    kind: str
+    text: str
+
+
+def _named_tuple(event: Any) -> _Encoded:
+    return _Encoded(type(event).__name__, "x")
+
+
+def test_an_encoding_that_is_a_named_tuple_travels_as_a_tuple_and_is_made_again(
+    tmp_path: Path,
+) -> None:
+    heard: list[Any] = []
+
+    class Heard(RunSink):
+        listens = True
+
+        def on_event(self, event: Any) -> None:
+            heard.append(event)
+
+    job = OneRun("t", "echo", {"text": "x"}, tmp_path / "db.sqlite3", encode=_named_tuple)
+    sent = _run(job, SERVE / "echo.yaml")
+    events = [m for m in sent if m[0] == "event"]
+    assert all(type(m[2]) is tuple and m[3] is _Encoded for m in events)
+    relayed = Relayed([Heard()])
+    for message in sent:
+        relayed.deliver(message)
+    assert heard[0] == _Encoded("RunStarted", "x")
+    assert all(type(event) is _Encoded for event in heard)
+    assert len(heard) == len(events)
+
+
+def test_a_worker_reads_the_checkpoint_key_once_per_pipeline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is read at the pipeline's first run on the worker and kept (as the service
+    keeps its own): a later run neither reads the file again nor needs it."""
+    from converge_dsl.runtime import checkpoint_key
+
+    monkeypatch.setenv("CONVERGE_DSL_CONFIG_DIR", str(tmp_path / "config"))
+    database = tmp_path / "db.sqlite3"
+    loaded = load(SERVE / "echo.yaml")
+    keys = Keys()
+    first = keys.of(loaded)
+    assert first == checkpoint_key(loaded.env)
+    (tmp_path / "config" / "checkpoint.key").write_text("not a key\n")
+    assert keys.of(loaded) == first
+    journals = open_journals(database)
+    sent: list[tuple[Any, ...]] = []
+    try:
+        job = OneRun("k", "echo", {"text": "x"}, database)
+        asyncio.run(execute_one(loaded, job, sent.append, journals, keys=keys))
+    finally:
+        journals[0].close()
+    assert sent[-1][2].status == "done"
+
+
+def test_a_key_that_cannot_be_read_fails_the_run_and_is_read_again_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONVERGE_DSL_CONFIG_DIR", str(tmp_path / "config"))
+    (tmp_path / "config").mkdir()
+    key_file = tmp_path / "config" / "checkpoint.key"
+    key_file.write_text("not a key\n")
+    key_file.chmod(0o600)
+    database = tmp_path / "db.sqlite3"
+    jobs = [OneRun(f"k{n}", "echo", {"text": "x"}, database) for n in range(2)]
+    keys = Keys()
+    failed = _runs(SERVE / "echo.yaml", jobs[:1], keys=keys)[0][-1][2]
+    assert failed.status == "failed"
+    assert "CD954" in str(failed.body)
+    key_file.unlink()  # made anew at the next run
+    assert _runs(SERVE / "echo.yaml", jobs[1:], keys=keys)[0][-1][2].status == "done"
+
+
+def test_a_one_run_pickles_whole_as_a_worker_receives_it(tmp_path: Path) -> None:
+    import pickle
+
+    job = OneRun(
+        "p",
+        "echo",
+        {"text": "x"},
+        tmp_path / "db.sqlite3",
+        budget={"max_wall_s": 5.0},
+        resume=True,
+        decisions={"s1": True},
+        decided_by="http",
+        encode=_named,
+    )
+    again = pickle.loads(pickle.dumps(job, pickle.HIGHEST_PROTOCOL))
+    assert again == job
+    assert isinstance(again.journal, Path)
+    assert pickle.loads(pickle.dumps(OneRun("q", "echo", {}, tmp_path))) == OneRun(
+        "q", "echo", {}, tmp_path
+    )

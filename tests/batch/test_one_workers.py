@@ -236,3 +236,29 @@ def test_closed_workers_keep_the_journal_records_of_a_run_in_flight(tmp_path: Pa
     end = closed_after_a_checkpoint(workers, database)
     assert (end.status, end.message) == ("lost", "the workers were closed while it ran")
     assert records(database, "k") == 1
+
+
+def test_frames_reads_what_connection_send_wrote_a_buffer_at_a_time() -> None:
+    """Objects that came together are taken in one read, one longer than a read waits
+    for the rest, and the pipe's end is `EOFError`."""
+    import multiprocessing
+
+    from converge_dsl.batch._one_workers import Frames
+
+    here, there = multiprocessing.Pipe(duplex=True)
+    big = "x" * 200_000  # more than one read
+    sent = [("event", "r:0", "a"), ["burst", 1, 2], ("end", "r:0", big), ("after",)]
+    for item in sent[:2]:
+        there.send(item)
+    frames = Frames()
+    assert frames.read(here.fileno()) == sent[:2]  # one read for both
+    for item in sent[2:]:
+        there.send(item)
+    got: list[object] = []
+    while len(got) < 2:
+        got.extend(frames.read(here.fileno()))
+    assert got == sent[2:]
+    there.close()
+    with pytest.raises(EOFError):
+        frames.read(here.fileno())
+    here.close()
