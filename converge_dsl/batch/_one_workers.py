@@ -13,9 +13,11 @@ called each time the worker queued a checkpoint record.
   at once on its event loop; a run goes to the process with the fewest in
   flight. Commands go down a pipe per process; messages come back up it (a
   list per turn of the worker's loop), read by one thread per process until
-  the pipe ends, which is how it sees the process die (no process the worker
-  starts holds the pipe): the runs it held end `lost` and a new process takes
-  its place. Both ends read the pipe a buffer at a time (`Frames`: one read
+  the pipe ends. A second thread per process waits for it to end (by a pidfd,
+  which no process the worker forks holds) and then shuts the pipe down, so
+  the reader sees the death even while a child of the worker keeps the
+  worker's end open: the runs it held end `lost` and a new process takes its
+  place. Both ends read the pipe a buffer at a time (`Frames`: one read
   for what came together, not a wait and two reads per list), and a message
   the worker's loop sends does not wake that loop through its self-pipe. A
   worker dies with the caller (`_process._die_with_parent`: killed by the
@@ -46,6 +48,8 @@ import functools
 import itertools
 import os
 import pickle
+import select
+import socket
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -210,7 +214,7 @@ def _worker_main(
     from ._process import _die_with_parent
 
     _die_with_parent(parent)
-    # No process this one starts holds the pipe: its end is this process's (`_pump`).
+    # No program this one starts holds the pipe (a process it forks does: `_Process.watch`).
     os.set_inheritable(conn.fileno(), False)
     try:
         journals = open_journals(database)
@@ -265,6 +269,9 @@ class _Process:
         )
         self.process.start()
         there.close()
+        # A second handle on the caller's end of the pipe: shut down when the process
+        # has ended (`watch`), which ends a read waiting on that end.
+        self._waker = socket.socket(fileno=os.dup(here.fileno()))
         self.flights: dict[str, Flight] = {}
         self.known = SpansKnown()  # what its worker's `SpansSent` numbers stand for
         self.lock = threading.Lock()
@@ -278,12 +285,43 @@ class _Process:
             except (OSError, ValueError):
                 return False
 
+    def watch(self) -> None:
+        """Wait for the process to end, then shut its pipe down: the reader then sees the
+        pipe end even when a process the worker forked still holds the worker's end (a
+        solver's child), which would keep it open, and the worker's sentinel with it."""
+        _wait_exit(self.process)
+        with contextlib.suppress(OSError):
+            self._waker.shutdown(socket.SHUT_RDWR)
+        self._waker.close()
+
+    def close(self) -> None:
+        self.conn.close()
+        self._waker.close()
+
     def end(self, seconds: float) -> None:
         """Wait (at most `seconds`) for the process to end; kill it if it has not."""
         self.process.join(seconds)
         if self.process.is_alive():
             self.process.kill()
             self.process.join(seconds)
+
+
+def _wait_exit(process: Any) -> None:
+    """Return once `process` (a child of this one) has ended, without reaping it: by a
+    pidfd (Linux), which no other process holds, else by its sentinel."""
+    try:
+        fd = os.pidfd_open(process.pid)
+    except ProcessLookupError:
+        return  # reaped already: it ended
+    except (AttributeError, OSError):
+        from multiprocessing.connection import wait
+
+        wait([process.sentinel])
+        return
+    try:
+        select.select([fd], [], [])
+    finally:
+        os.close(fd)
 
 
 class Frames:
@@ -382,7 +420,7 @@ class ProcessWorkers(RunWorkers):
         except WorkerError:
             _stop(started)
             for slot in started:
-                slot.conn.close()
+                slot.close()
             raise
 
     def _wait_ready(self, slot: _Process) -> None:
@@ -423,7 +461,9 @@ class ProcessWorkers(RunWorkers):
 
     def _pump(self, slot: _Process) -> None:
         """Deliver the messages of `slot`'s process until its pipe ends (the process
-        died or ended: only it holds the other end)."""
+        died or ended: `_Process.watch` shuts it down then)."""
+        watcher = threading.Thread(target=slot.watch, name="converge-worker-watch", daemon=True)
+        watcher.start()
         frames = Frames()
         fd = slot.conn.fileno()
         while True:
@@ -456,7 +496,7 @@ class ProcessWorkers(RunWorkers):
         why = f"the worker process running it died (exit code {slot.process.exitcode})"
         for flight in lost:
             flight.end(RunEnd("lost", message=why))
-        slot.conn.close()
+        slot.close()
 
     def _replace(self, index: int) -> _Process | None:
         """A new process in slot `index`, whose process died (None when closing, or when

@@ -262,3 +262,60 @@ def test_frames_reads_what_connection_send_wrote_a_buffer_at_a_time() -> None:
     with pytest.raises(EOFError):
         frames.read(here.fileno())
     here.close()
+
+
+class _Holder:
+    """What `_fork_a_holder` leaves in the worker's pipelines: nothing to close."""
+
+    def close(self) -> None:
+        pass
+
+
+def _fork_a_holder(pid_file: str) -> _Holder:
+    """Unpickled in a worker: fork a child that holds every descriptor the worker has (its
+    pipe's end, its sentinel) and outlives it, as a solver's child could."""
+    import os
+
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child only sleeps
+        time.sleep(60)
+        os._exit(0)
+    Path(pid_file).write_text(str(child))
+    return _Holder()
+
+
+class _ForksAHolder:
+    def __init__(self, pid_file: Path) -> None:
+        self.pid_file = str(pid_file)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_fork_a_holder, (self.pid_file,))
+
+
+def test_a_worker_killed_while_its_child_holds_its_pipe_ends_its_runs_lost(
+    tmp_path: Path,
+) -> None:
+    """The death of a worker is seen by its process, not by its pipe's end: a child it forked
+    keeps that end (and the worker's sentinel) open."""
+    import os
+    import signal
+
+    pipelines: dict[str, Any] = {"slow": load(SERVE / "slow.yaml")}
+    pid_file = tmp_path / "holder.pid"
+    pipelines["holder"] = _ForksAHolder(pid_file)
+    started = ProcessWorkers(pipelines, tmp_path / "db.sqlite3", 1)
+    started.start()
+    try:
+        ticket = started.submit(OneRun("s", "slow", {}, tmp_path / "db.sqlite3"))
+        (worker,) = started.pids()
+        until(pid_file.exists, 10)
+        time.sleep(0.5)  # the run is under way
+        os.kill(worker, signal.SIGKILL)
+        end = ticket.future.result(timeout=20)
+        assert end.status == "lost"
+        assert "died" in end.message
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        started.close()
