@@ -1,12 +1,15 @@
 """A run's result as the service stores and answers it: the document of a run that
 failed (`failed`), any run's with its diagnostics passed through the redactor
-(`redacted`), so no token or API key leaves in a message, and the event its waiters
-wait on (`Stopped`)."""
+(`redacted`), so no token or API key leaves in a message, the event its waiters
+wait on (`Stopped`), the run as its end stored it (`ended_row`), and the wait for a
+write of the group commit (`committed`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,3 +51,28 @@ class Stopped(asyncio.Event):
     def __init__(self, *, queued: bool = False) -> None:
         super().__init__()
         self.queued = queued
+
+
+def ended_row(
+    row: RunRow, status: str, reason: str, body: JsonObject | None, text: str | None, *, at: float
+) -> RunRow:
+    """`row` as the store holds it once its end (`status`, `reason`, result `body` written
+    as `text`, at `at`) is stored, without reading it back."""
+    return replace(
+        row,
+        status=status,
+        stop_reason=reason,
+        decisions={},
+        result=body,
+        result_json=text,
+        updated=at,
+    )
+
+
+async def committed(write: Future[None] | None) -> None:
+    """Once `write`, a write of the group commit, is committed (at once when it is
+    already: no wake-up of the loop); its error raised."""
+    if write is not None and not write.done():
+        await asyncio.wrap_future(write)
+    elif write is not None:
+        write.result()

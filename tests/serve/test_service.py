@@ -556,3 +556,49 @@ def test_a_run_on_workers_ends_in_the_group_commit(tmp_path: Path) -> None:
     assert stored == ended  # as stored, told without reading it back
     assert store.finished == 0
     assert [job.encode for job in workers.jobs] == [encode_event]
+
+
+def test_runs_added_in_the_group_commit_are_answered_once_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`commit="with_end"` (gathered for an hour, so only its end commits it): the run
+    starts at once and `wait` answers it done, its add committed; a second submit with
+    the same key while the first's add is still queued finds that run. `commit="group"`:
+    `added` returns once the run is committed, without its end."""
+    import asyncio
+
+    from converge_dsl.runtime import _checkpoint_sqlite
+    from converge_dsl.serve._idempotency import IdempotencyKey
+    from converge_dsl.serve._requests import RunRequest
+
+    monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", 3600.0)
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+    request = RunRequest.of({"inputs": {"number": 1}})
+    key = IdempotencyKey("order-1", "the Idempotency-Key header")
+
+    async def main() -> tuple[Any, ...]:
+        await service.start()
+        try:
+            await asyncio.sleep(0)  # the worker waits for a run
+            run = service.submit("steady", request, key, commit="with_end")
+            again = service.submit("steady", request, key, commit="with_end")
+            assert store.pending(run) is not None
+            done = await service.wait(run, 30.0)
+            other = service.submit(
+                "steady", RunRequest.of({"inputs": {"number": 2}}), commit="group"
+            )
+            await service.added(other)
+            return run, again, done, store.get(other)
+        finally:
+            await service.stop()
+
+    try:
+        run, again, done, other = asyncio.run(main())
+    finally:
+        store.close()
+    assert again == run
+    assert (done.status, done.stop_reason) == ("done", "converged")
+    assert other is not None
+    with sqlite3.connect(tmp_path / "state" / STATE_FILE) as db:
+        assert db.execute("SELECT status FROM runs WHERE id = ?", (run,)).fetchall() == [("done",)]
