@@ -72,7 +72,7 @@ from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._limits import Limits, Retention
-from ._loops import RunLoops
+from ._loops import Inbox, RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
 from ._results import Stopped, committed, ended_row, failed, redacted
@@ -282,7 +282,8 @@ class RunService:
             if row.status in FINISHED or row.status == "paused":
                 return row
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(ended.wait(), timeout)
+            async with asyncio.timeout(timeout):  # no task of its own, as `wait_for` makes
+                await ended.wait()
         await committed(adding)  # at once when its end was stored: with it or before
         return ended.row if ended.row is not None else self.get(run)
 
@@ -547,7 +548,7 @@ class RunService:
             now=now,
             text=text,
         )
-        stored = asyncio.wrap_future(ending)
+        stored = Inbox.of(asyncio.get_running_loop()).future(ending)
         while True:
             try:
                 written = await asyncio.shield(stored)
@@ -580,8 +581,7 @@ class RunService:
         self._live.pop(run, None)
         # What the store now holds, for the waiters (no read of what was just written;
         # an answer sends the result's text as stored, not encoded again).
-        ended = None if row is None else ended_row(row, status, reason, body, text, at=at)
-        self._signal(run, ended)
+        self._signal(run, row and ended_row(row, status, reason, body, text, at=at))
 
     def _signal(self, run: str, row: RunRow | None = None) -> None:
         ended = self._ended.pop(run, None)
