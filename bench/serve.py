@@ -159,6 +159,7 @@ def durable(
     from converge_dsl.runtime import Checkpointing, checkpoint_key
     from converge_dsl.serve import RunStore
     from converge_dsl.serve._events import EventSink, LiveRun
+    from converge_dsl.serve._loops import Inbox
 
     loaded = load(pipeline)
     store = RunStore(folder / f"durable-{stage}")
@@ -205,7 +206,7 @@ def durable(
                         events=events,
                         now=time.time(),
                     )
-                    assert await asyncio.wrap_future(ending)
+                    assert await Inbox.of(loop).future(ending)  # as the service is told
                     assert added is not None
                     assert added.done()  # committed with its end or before
 

@@ -39,6 +39,7 @@ only (WAL); `synchronous=NORMAL` keeps every committed one across a kill.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sqlite3
 import threading
@@ -101,6 +102,9 @@ class RunStore:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = open_wal(self.database, busy_timeout=5)
             self._db.executescript(SCHEMA)
+            # arrival order: the one writer numbers its runs after the largest stored
+            (last,) = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM runs").fetchone()
+            self._seq = itertools.count(int(last) + 1)
         except (OSError, sqlite3.Error) as exc:
             raise StateError(
                 f"cannot open the state in {str(folder)!r}: {exc}",
@@ -177,7 +181,9 @@ class RunStore:
         run as stored (its request read back from the text written, as `get` reads it).
         `running`: added already started (its first attempt), in the same write, for a
         worker that takes it at once (what `start` would write next)."""
-        statements, row = _adding(run, pipeline, request, now, idempotency, running=running)
+        statements, row = _adding(
+            run, pipeline, request, now, idempotency, seq=next(self._seq), running=running
+        )
         self._write(statements)
         return row
 
@@ -196,7 +202,9 @@ class RunStore:
         stored, and a future set once it is committed (`StateError` when that failed).
         `urgent=False`: committed with the group, not at once (the caller waits for a
         write queued after this one, the run's end, which commits it at the latest)."""
-        statements, row = _adding(run, pipeline, request, now, idempotency, running=running)
+        statements, row = _adding(
+            run, pipeline, request, now, idempotency, seq=next(self._seq), running=running
+        )
         future: Future[None] = Future()
         self._pending[run] = future
         if idempotency is not None:
@@ -535,13 +543,21 @@ def _adding(
     now: float,
     idempotency: tuple[str, str] | None,
     *,
+    seq: int,
     running: bool,
 ) -> tuple[list[Statement], RunRow]:
     """The statements adding a run (`RunStore.add`) and the run as they store it."""
     text = json.dumps(request)
     status, attempts = ("running", 1) if running else ("queued", 0)
     statements = add_statements(
-        run, pipeline, text, status=status, attempts=attempts, now=now, idempotency=idempotency
+        run,
+        pipeline,
+        text,
+        seq=seq,
+        status=status,
+        attempts=attempts,
+        now=now,
+        idempotency=idempotency,
     )
     row = RunRow(run, pipeline, json.loads(text), status, None, {}, attempts, None, now, now)
     return statements, row

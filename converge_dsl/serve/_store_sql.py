@@ -24,7 +24,9 @@ CREATE TABLE IF NOT EXISTS runs (
     updated REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, seq);
-CREATE INDEX IF NOT EXISTS runs_seq ON runs (seq);
+-- `seq` is numbered by the store (`RunStore`, from the largest at open): no index of
+-- its own to find the next (an older server's is dropped; one more update per run)
+DROP INDEX IF EXISTS runs_seq;
 CREATE TABLE IF NOT EXISTS events (
     run TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -61,19 +63,19 @@ def add_statements(
     pipeline: str,
     request: str,
     *,
+    seq: int,
     status: str,
     attempts: int,
     now: float,
     idempotency: tuple[str, str] | None,
 ) -> list[Statement]:
-    """The statements adding `run` (its `request` as JSON text), with its idempotency key
-    and the digest of its request when given."""
+    """The statements adding `run` (its `request` as JSON text), numbered `seq` in arrival
+    order, with its idempotency key and the digest of its request when given."""
     statements: list[Statement] = [
         (
             "INSERT INTO runs (id, seq, pipeline, request, status, attempts, created, "
-            "updated) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, ?, "
-            "?, ?, ?)",
-            (run, pipeline, request, status, attempts, now, now),
+            "updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run, seq, pipeline, request, status, attempts, now, now),
         )
     ]
     if idempotency is not None:

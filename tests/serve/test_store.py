@@ -179,7 +179,7 @@ def test_prune_keeps_the_newest_finished_runs_and_every_paused_one(tmp_path: Pat
 def test_a_large_backlog_is_pruned_in_bounded_transactions(tmp_path: Path) -> None:
     """1,203 finished runs past the limit go in three transactions of at most 500 runs
     (not one per run), with every row they had; the paused run and the newest stay."""
-    store = RunStore(tmp_path)
+    RunStore(tmp_path).close()  # the tables; the store, the one writer, opens after the backlog
     with sqlite3.connect(tmp_path / STATE_FILE) as db:  # the backlog, written at once
         db.executemany(
             "INSERT INTO runs (id, seq, pipeline, request, status, stop_reason, created, "
@@ -198,6 +198,7 @@ def test_a_large_backlog_is_pruned_in_bounded_transactions(tmp_path: Path) -> No
             "INSERT INTO idempotency (key, digest, run) VALUES (?, 'd', ?)",
             [(f"k{n}", f"r{n:04d}") for n in range(1205)],
         )
+    store = RunStore(tmp_path)
     _ended(store, "held", 0.0, status="paused")
     transactions: list[str] = []
     store._db.set_trace_callback(  # the store's own connection: what it really runs
@@ -499,3 +500,28 @@ def test_an_add_that_fails_in_the_group_is_a_state_error_and_frees_its_key(
     assert store.idempotent("k") is None
     assert store.get("a") is None
     store.close()
+
+
+def test_runs_are_numbered_in_arrival_order_across_restarts_without_an_index_of_it(
+    tmp_path: Path,
+) -> None:
+    """The store numbers the runs it adds after the largest stored (no `runs_seq` index to
+    update per run; an older server's is dropped at open): arrival order holds across a
+    restart, for runs added at once or in the group commit."""
+    store = RunStore(tmp_path)
+    store.add("b", "p", {}, 1.0)
+    store.add("a", "p", {}, 1.0)
+    store.close()
+    with sqlite3.connect(tmp_path / STATE_FILE) as db:  # as an older server left it
+        db.execute("CREATE INDEX runs_seq ON runs (seq)")
+    store = RunStore(tmp_path)
+    try:
+        _, added = store.add_later("d", "p", {}, 2.0)
+        added.result(timeout=5)
+        store.add("c", "p", {}, 2.0)
+        assert [row.id for row in store.runs()] == ["b", "a", "d", "c"]
+        indexes = store._read("SELECT name FROM sqlite_master WHERE type = 'index'")
+        assert ("runs_seq",) not in indexes
+        assert store._read("SELECT seq FROM runs ORDER BY seq") == [(1,), (2,), (3,), (4,)]
+    finally:
+        store.close()
