@@ -602,3 +602,58 @@ def test_runs_added_in_the_group_commit_are_answered_once_committed(
     assert other is not None
     with sqlite3.connect(tmp_path / "state" / STATE_FILE) as db:
         assert db.execute("SELECT status FROM runs WHERE id = ?", (run,)).fetchall() == [("done",)]
+
+
+def test_a_kill_among_waited_runs_leaves_each_answered_run_done_once(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """`?wait=true` runs, whose add waits for the group commit: the server is killed while
+    they are posted. Every run answered before the kill is stored done with one result;
+    after a restart every stored run ends exactly once (a run whose add was not yet
+    committed was never answered, and is not stored)."""
+    import threading
+
+    state = tmp_path / "state"
+    paths = [DATA / "steady.yaml"]
+    options = ("--workers", "4", "--queue", "1000")
+    server = Server(paths, state, *options)
+    servers.append(server)
+    url = server.ready()
+    answered: dict[str, str] = {}
+    stop = threading.Event()
+
+    def post(n: int) -> None:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            while not stop.is_set():
+                try:
+                    answer = http.post(
+                        "/v1/pipelines/steady/runs?wait=true", json={"inputs": {"number": n}}
+                    )
+                except httpx.HTTPError:
+                    return  # the server was killed
+                if answer.status_code == 200:
+                    answered[answer.json()["id"]] = answer.json()["status"]
+
+    posters = [threading.Thread(target=post, args=(n,)) for n in range(4)]
+    for poster in posters:
+        poster.start()
+    until(lambda: len(answered) >= 20, 120)
+    server.kill()
+    stop.set()
+    for poster in posters:
+        poster.join(timeout=60)
+    server = Server(paths, state, *options)
+    servers.append(server)
+    server.ready()
+    with sqlite3.connect(state / STATE_FILE) as db:
+        stored = {r for (r,) in db.execute("SELECT id FROM runs")}
+    until(lambda: settled(state) == len(stored), 120)
+    with sqlite3.connect(state / STATE_FILE) as db:
+        statuses = dict(db.execute("SELECT id, status FROM runs").fetchall())
+        results: dict[str, int] = {}
+        for (run,) in db.execute("SELECT run FROM results"):
+            results[run] = results.get(run, 0) + 1
+    assert set(answered.values()) == {"done"}
+    assert set(answered) <= set(statuses)
+    assert set(statuses.values()) == {"done"}
+    assert all(results.get(run) == 1 for run in statuses), results
