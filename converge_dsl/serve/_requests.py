@@ -178,7 +178,6 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
         )
         inputs = {}
     declared = pipeline.declared_inputs
-    section = pipeline.document.source_map.span(("inputs",))
     for name in inputs:
         if name not in declared:
             error = _usage(lambda n=name: resolve_inputs(declared, {n: None}))
@@ -188,7 +187,7 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
                     error.message,
                     pointer(("inputs", name)),
                     error.hint,
-                    section,
+                    pipeline.document.source_map.span(("inputs",)),  # only when refused
                 )
             )
     for name, spec in declared.items():
