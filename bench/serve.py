@@ -22,8 +22,9 @@ four cycles) and `loopback` (two model calls in a row through the openai
 adapter to `bench/loopback.py`, its own process, answering after 100 ms).
 
 - What the service stores of a run, measured in this process: `Pipeline.outcome`
-  with the service's event sink and its SQLite checkpoint journal, the run added,
-  started and finished in a `RunStore` (no HTTP, no queue, no threads).
+  with the service's event sink and its SQLite checkpoint journal, the run added
+  running and finished in a `RunStore` as the service writes a `?wait=true` run's
+  rows (no HTTP, no queue, no threads).
 - The floor: the same wrk load on a bare Starlette endpoint under uvicorn
   (its own process, configured as `serve` configures uvicorn) that only reads
   the body and answers a small JSON: its CPU per request is what any run
@@ -142,13 +143,15 @@ def durable(
     stage: str = "journal",
 ) -> float:
     """CPU seconds per run of `Pipeline.outcome` doing in this process what the service
-    stores of a run, without HTTP, queues or threads: the run added, started, run with
-    the service's event sink and its checkpoint journal in SQLite, and finished with its
-    events and result (`RunStore`), `concurrency` at once on one event loop.
+    stores of a run, without HTTP, queues or threads: the run added started, as the
+    service adds a run a waiting worker takes (one write, in the journals' group commit
+    with its end at the latest), run with the service's event sink and its checkpoint
+    journal in SQLite, and finished with its events and result (`RunStore`),
+    `concurrency` at once on one event loop.
 
     `stage` stops short, to price each stored thing: `run` is `Pipeline.outcome` and its
     result document alone; `events` adds the service's event sink (the records made and
-    kept, not stored); `rows` adds the run's rows (added, started, finished with its
+    kept, not stored); `rows` adds the run's rows (added running, finished with its
     events and result); `journal` (all of it) adds the checkpoint journal."""
     import uuid
 
@@ -156,6 +159,7 @@ def durable(
     from converge_dsl.runtime import Checkpointing, checkpoint_key
     from converge_dsl.serve import RunStore
     from converge_dsl.serve._events import EventSink, LiveRun
+    from converge_dsl.serve._loops import Inbox
 
     loaded = load(pipeline)
     store = RunStore(folder / f"durable-{stage}")
@@ -169,9 +173,16 @@ def durable(
         async def one() -> None:
             async with gate:
                 run = uuid.uuid4().hex
-                if upto >= STAGES.index("rows"):
-                    store.add(run, loaded.name, {"inputs": inputs}, time.time())
-                    store.start(run, time.time())
+                added = None
+                if upto >= STAGES.index("rows"):  # as the service adds a run a worker takes
+                    _, added = store.add_later(  # at once for a `?wait=true` request
+                        run,
+                        loaded.name,
+                        {"inputs": inputs},
+                        time.time(),
+                        running=True,
+                        urgent=False,
+                    )
                 live = LiveRun(0, loop)
                 checkpoint = None
                 if upto >= STAGES.index("journal"):
@@ -195,7 +206,9 @@ def durable(
                         events=events,
                         now=time.time(),
                     )
-                    assert await asyncio.wrap_future(ending)
+                    assert await Inbox.of(loop).future(ending)  # as the service is told
+                    assert added is not None
+                    assert added.done()  # committed with its end or before
 
         await asyncio.gather(*(one() for _ in range(min(runs, 2 * concurrency))))
         cpu = time.process_time()
@@ -452,7 +465,7 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
         f"  in process, what each stored thing adds per run: the run alone (outcome and "
         f"its result document) {1000 * stages['run']:.2f} ms; its events (the service's "
         f"sink, records made) +{1000 * (stages['events'] - stages['run']):.2f} ms; its "
-        f"rows (added, started, finished with events and result) "
+        f"rows (added running, finished with events and result) "
         f"+{1000 * (stages['rows'] - stages['events']):.2f} ms; its checkpoint journal "
         f"+{1000 * (stages['journal'] - stages['rows']):.2f} ms",
         flush=True,

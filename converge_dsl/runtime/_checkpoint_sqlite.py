@@ -40,6 +40,9 @@ folder's in when a record becomes durable:
   others from being told. A service's run ends that way: its conditional
   UPDATE shares the group's commit instead of paying one of its own, and the
   run is answered once that commit is made (not held for the group to gather).
+  A write queued with `urgent=False` does not cut the gathering short: it
+  waits for the group, as records do (a run's add whose caller waits for the
+  run's end, which is queued after it and commits it at the latest).
 - `replace` deletes the run's records and inserts the snapshot in one
   transaction; SQLite never leaves a torn record, so `reopen` only checks.
   Reading a journal first commits what it has queued.
@@ -109,6 +112,7 @@ class SqliteJournals:
         # given `alongside`); `_cond` guards them and wakes the committer.
         self._queued: dict[str, list[tuple[Statement, bool]]] = {}
         self._writes: list[GroupWrite] = []  # the owner's (`queue_write`), in order
+        self._urgent = 0  # how many of `_writes` cut the gathering short
         self._cond = threading.Condition()
         self._closing = False
         self._error: sqlite3.Error | None = None
@@ -173,15 +177,20 @@ class SqliteJournals:
         self,
         write: Callable[[sqlite3.Connection], Any],
         done: Callable[[Any, BaseException | None], None],
+        *,
+        urgent: bool = True,
     ) -> None:
         """Queue the owner's `write` for the next group commit; `done` is told how it went
-        (see the module docstring). Call `take` or `removal` before, for the writes of a
-        run that `write` ends."""
+        (see the module docstring; `urgent=False`: committed with the group, not at
+        once). Call `take` or `removal` before, for the writes of a run that `write`
+        ends."""
         with self._cond:
             self._check_open()
-            first = not self._writes  # the committer may be gathering: cut it short
+            # the committer may be idle (wake it) or gathering (an urgent write cuts it short)
+            wake = (urgent and not self._urgent) or (not self._writes and not self._queued)
             self._writes.append((write, done))
-            if first:
+            self._urgent += urgent
+            if wake:
                 self._cond.notify_all()
 
     def commit_now(self, run: str | None = None) -> None:
@@ -192,7 +201,7 @@ class SqliteJournals:
             with self._cond:
                 if run is None:
                     groups, self._queued = list(self._queued.values()), {}
-                    writes, self._writes = self._writes, []
+                    writes, self._writes, self._urgent = self._writes, [], 0
                 else:
                     groups = [self._queued.pop(run, [])]
             statements = [
@@ -275,11 +284,11 @@ class SqliteJournals:
                     self._cond.wait()
                 if self._closing:
                     return
-                # the journals' records are gathered; an owner's write is waited on
+                # the journals' records are gathered; an owner's urgent write is waited on
                 deadline = time.monotonic() + GROUP_COMMIT_S
                 while (
                     not self._closing
-                    and not self._writes
+                    and not self._urgent
                     and (left := deadline - time.monotonic()) > 0
                 ):
                     self._cond.wait(left)
@@ -289,7 +298,8 @@ class SqliteJournals:
                 error = exc if isinstance(exc, sqlite3.Error) else sqlite3.Error(repr(exc))
                 with self._cond:
                     self._error = error
-                    writes, self._writes = self._writes, []  # queued since: never committed
+                    # queued since: never committed
+                    writes, self._writes, self._urgent = self._writes, [], 0
                     self._cond.notify_all()
                 for _, done in writes:
                     _tell(done, None, exc)

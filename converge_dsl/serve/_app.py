@@ -87,6 +87,21 @@ def _idempotency_key(request: Request) -> IdempotencyKey | None:
     return checked_key(key, codes.SERVE_BAD_IDEMPOTENCY_KEY, "the Idempotency-Key header")
 
 
+def _wait_asked(request: Request) -> bool:
+    """Whether the query asks `?wait=true` (or 1, yes). The query string is read as it is
+    when it needs no decoding, not parsed into `request.query_params` (most requests)."""
+    query: bytes = request.scope.get("query_string", b"")
+    if b"%" in query or b"+" in query:
+        value = request.query_params.get("wait", "")
+    else:
+        value = ""
+        for part in query.split(b"&"):
+            name, _, given = part.partition(b"=")
+            if name == b"wait":  # the last one, as `query_params` reads it
+                value = given.decode("latin-1")
+    return value.lower() in ("1", "true", "yes")
+
+
 def known_run(service: RunService, ident: str) -> str:
     """`ident` once it has the form of a run id and the run exists; else the 404 (CD990).
     Checked before any other use of an id a request gave (the HTTP path, an MCP tool's
@@ -204,11 +219,16 @@ class _Api:
             )
             raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
         checked = run_request(pipeline, await self.body(request))
-        run = service.submit(name, checked, _idempotency_key(request))
-        if request.query_params.get("wait", "").lower() in ("1", "true", "yes"):
+        # the add in the journals' group commit: with the run's end when the answer waits
+        # for it, else at once and before the answer
+        wait = _wait_asked(request)
+        key = _idempotency_key(request)
+        run = service.submit(name, checked, key, commit="with_end" if wait else "group")
+        if wait:
             row = await service.wait(run, self.limits.wait_s)
             stopped = row.status in FINISHED or row.status == "paused"
             return run_answer(row, 200 if stopped else 202)
+        await service.added(run)
         return JSONResponse(
             run_view(service.get(run)),
             status_code=202,

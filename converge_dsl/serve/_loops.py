@@ -6,7 +6,12 @@ that wait would stall every request and every other run. `RunLoops(n)` starts
 `n` threads, each running an event loop; `submit(coroutine)` runs a coroutine
 on the next one (round robin) and returns its `Remote`: `await remote.result()`
 on the service's loop gives what the coroutine returned or raised, once its
-task has really ended there; `remote.cancel()` cancels that task. `close()` lets
+task has really ended there; `remote.cancel()` cancels that task. The hand-offs
+each way go through an `Inbox` of the loop they go to: the calls handed to a loop
+while it has not yet run the first of them wake it once, not once each (a wake-up
+is a write to its self-pipe, then a read and a turn of that loop);
+`Inbox.future` is `asyncio.wrap_future` through one (the group commit tells
+the ends of its runs one after the other: one wake-up). `close()` lets
 `on_close(loop)` release what each loop holds (connection pools), then stops
 and joins the threads. The runs share the interpreter: what a thread buys is
 that the HTTP layer's loop answers while runs compute (a run waiting for a
@@ -16,9 +21,12 @@ model, or for the disk, awaits, so it blocks no other run of its loop).
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -26,29 +34,89 @@ T = TypeVar("T")
 CLOSE_S = 10.0
 
 
+class Inbox:
+    """Calls handed to `loop` from other threads, run there in the order handed; the loop
+    is woken once for the calls handed while it has not yet run the first of them."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._calls: collections.deque[tuple[Callable[..., object], tuple[Any, ...]]] = (
+            collections.deque()
+        )
+        self._lock = threading.Lock()
+        self._woken = False
+
+    def put(self, call: Callable[..., object], *args: Any) -> None:
+        """Run `call(*args)` on the loop, after the calls handed before it."""
+        with self._lock:
+            self._calls.append((call, args))
+            if self._woken:
+                return
+            self._woken = True
+        self.loop.call_soon_threadsafe(self._run)
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> Inbox:
+        """The inbox of `loop` (one per loop; call on the loop's own thread)."""
+        inbox = _INBOXES.get(loop)
+        if inbox is None:
+            inbox = _INBOXES[loop] = cls(loop)
+        return inbox
+
+    def future(self, future: Future[T]) -> asyncio.Future[T]:
+        """`asyncio.wrap_future(future)` for this inbox's loop, its outcome handed over
+        through the inbox (call on that loop's thread)."""
+        mirror: asyncio.Future[T] = self.loop.create_future()
+
+        def copy(done: Future[T]) -> None:
+            if mirror.done():  # cancelled meanwhile
+                return
+            if done.cancelled():
+                mirror.cancel()
+                return
+            error = done.exception()
+            if error is None:
+                mirror.set_result(done.result())
+            else:
+                mirror.set_exception(error)
+
+        future.add_done_callback(lambda done: self.put(copy, done))
+        return mirror
+
+    def _run(self) -> None:
+        with self._lock:
+            self._woken = False
+            calls, self._calls = self._calls, collections.deque()
+        for call, args in calls:
+            try:
+                call(*args)
+            except Exception as exc:  # as the loop reports a failing callback: the rest run
+                self.loop.call_exception_handler(
+                    {"message": f"a call handed to the loop failed: {call!r}", "exception": exc}
+                )
+
+
+_INBOXES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Inbox] = weakref.WeakKeyDictionary()
+
+
 class Remote(Generic[T]):
     """A coroutine running on another thread's loop, seen from the service's loop."""
 
-    def __init__(
-        self,
-        coroutine: Coroutine[Any, Any, T],
-        loop: asyncio.AbstractEventLoop,
-        home: asyncio.AbstractEventLoop,
-    ) -> None:
-        self._loop = loop
-        self._done: asyncio.Future[T] = home.create_future()
+    def __init__(self, coroutine: Coroutine[Any, Any, T], there: Inbox, home: Inbox) -> None:
+        self._loop = loop = there.loop
+        self._done: asyncio.Future[T] = home.loop.create_future()
         self._task: asyncio.Task[T] | None = None
         self._cancelled = False
 
         def start() -> None:
             if self._cancelled:
                 coroutine.close()
-                home.call_soon_threadsafe(self._settle, None)
+                home.put(self._settle, None)
                 return
             self._task = loop.create_task(coroutine)
-            self._task.add_done_callback(lambda t: home.call_soon_threadsafe(self._settle, t))
+            self._task.add_done_callback(lambda t: home.put(self._settle, t))
 
-        loop.call_soon_threadsafe(start)
+        there.put(start)
 
     def _settle(self, task: asyncio.Task[T] | None) -> None:
         if self._done.done():
@@ -90,11 +158,11 @@ class RunLoops:
             thread.start()
             self._loops.append(loop)
             self._threads.append(thread)
-        self._next = itertools.cycle(self._loops)
+        self._next = itertools.cycle([Inbox(loop) for loop in self._loops])
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> Remote[T]:
         """Run `coroutine` on the next loop (called on the service's loop)."""
-        return Remote(coroutine, next(self._next), asyncio.get_running_loop())
+        return Remote(coroutine, next(self._next), Inbox.of(asyncio.get_running_loop()))
 
     async def close(self, on_close: Callable[[], Coroutine[Any, Any, object]]) -> None:
         """Run `on_close()` on every loop, then stop the loops and join their threads."""

@@ -133,7 +133,8 @@ def parse_json(raw: bytes) -> Any:
             "",
             "send a JSON object with Content-Type: application/json",
         ) from None
-    if json_depth(value) > MAX_DEPTH:
+    # a value nests no deeper than the brackets its text holds: most bodies need no walk
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
         raise _too_deep()
     return value
 
@@ -177,7 +178,6 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
         )
         inputs = {}
     declared = pipeline.declared_inputs
-    section = pipeline.document.source_map.span(("inputs",))
     for name in inputs:
         if name not in declared:
             error = _usage(lambda n=name: resolve_inputs(declared, {n: None}))
@@ -187,7 +187,7 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
                     error.message,
                     pointer(("inputs", name)),
                     error.hint,
-                    section,
+                    pipeline.document.source_map.span(("inputs",)),  # only when refused
                 )
             )
     for name, spec in declared.items():
@@ -219,9 +219,9 @@ def _usage(call: Any) -> UsageError:
 
 
 def _budget(pipeline: Pipeline, asked: Any, problems: list[Problem]) -> dict[str, float]:
-    limits = pipeline.budget
     if asked is None:
         return {}
+    limits = pipeline.budget
     if not isinstance(asked, dict):
         problems.append(
             Problem(codes.SERVE_BAD_BODY, "`budget` must be a JSON object", pointer(("budget",)))

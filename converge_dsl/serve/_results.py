@@ -1,20 +1,21 @@
 """A run's result as the service stores and answers it: the document of a run that
 failed (`failed`), any run's with its diagnostics passed through the redactor
-(`redacted`), so no token or API key leaves in a message, and the event its waiters
-wait on (`Stopped`)."""
+(`redacted`), so no token or API key leaves in a message, the event its waiters
+wait on (`Stopped`), the run as its end stored it (`ended_row`), and the wait for a
+write of the group commit (`committed`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from converge_dsl._json_types import JsonObject
 from converge_dsl.errors import ConvergeError
 
-if TYPE_CHECKING:
-    from ._store import RunRow
+from ._store import RunRow
 
 
 def failed(
@@ -48,3 +49,33 @@ class Stopped(asyncio.Event):
     def __init__(self, *, queued: bool = False) -> None:
         super().__init__()
         self.queued = queued
+
+
+def ended_row(
+    row: RunRow, status: str, reason: str, body: JsonObject | None, text: str | None, *, at: float
+) -> RunRow:
+    """`row` as the store holds it once its end (`status`, `reason`, result `body` written
+    as `text`, at `at`) is stored, without reading it back."""
+    # built whole: `dataclasses.replace` costs about twice as much (3.4 against 1.9 us)
+    return RunRow(
+        row.id,
+        row.pipeline,
+        row.request,
+        status,
+        reason,
+        {},
+        row.attempts,
+        body,
+        row.created,
+        at,
+        result_json=text,
+    )
+
+
+async def committed(write: Future[None] | None) -> None:
+    """Once `write`, a write of the group commit, is committed (at once when it is
+    already: no wake-up of the loop); its error raised."""
+    if write is not None and not write.done():
+        await asyncio.wrap_future(write)
+    elif write is not None:
+        write.result()

@@ -17,6 +17,9 @@ once it is committed.
   pipeline's queue is full); `wait` waits (bounded) for it to stop. A run
   that a waiting worker takes at once is stored started (`running`, its first
   attempt) by the write that adds it: a restart continues it as any running one.
+  `commit="group"` adds it in the journals' next group commit (`add_later`):
+  its id is told once `added` returns; `"with_end"`, for a caller that `wait`s:
+  it may start at once, added with its end at the latest (`wait` waits for both).
 - A run that stops with `hitl_pause` is `paused`: its checkpoint holds the
   pending proposals. `decide` queues it again with decisions; the worker
   resumes it from the checkpoint with them (`--resume DIR --approve ...`).
@@ -56,9 +59,8 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
@@ -70,10 +72,10 @@ from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
 from ._idempotency import IdempotencyKey, key_conflict, request_digest
 from ._limits import Limits, Retention
-from ._loops import RunLoops
+from ._loops import Inbox, RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
-from ._results import Stopped, failed, redacted
+from ._results import Stopped, committed, ended_row, failed, redacted
 from ._resumption import DECIDED_BY, limits_of, local_run, resumption
 from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
@@ -207,8 +209,16 @@ class RunService:
 
     # --- requests ---------------------------------------------------------------------
 
-    def submit(self, pipeline: str, request: RunRequest, key: IdempotencyKey | None = None) -> str:
-        """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full.
+    def submit(
+        self,
+        pipeline: str,
+        request: RunRequest,
+        key: IdempotencyKey | None = None,
+        *,
+        commit: Literal["now", "group", "with_end"] = "now",
+    ) -> str:
+        """Queue a run of `pipeline`; its id. `Refused` (429) when the queue is full; its
+        add committed as `commit` says (see the module docstring).
 
         With an idempotency `key`: the run first queued with that key when the request is
         the same (pipeline, inputs, budget), nothing queued; `Refused` (409) naming the
@@ -231,7 +241,11 @@ class RunService:
         # A worker waits with nothing queued before it: it takes this run next, so the run
         # is added started (one write, not two; `_work` does not start it again).
         running = self._idle.get(pipeline, 0) > queue.qsize()
-        added = self.store.add(run, pipeline, data, self._now(), idempotency, running=running)
+        adding = (run, pipeline, data, self._now(), idempotency)
+        if commit == "now":
+            added = self.store.add(*adding, running=running)
+        else:
+            added, _ = self.store.add_later(*adding, running=running, urgent=commit == "group")
         # its worker need not read it back (`_work`)
         (self._handed if running else self._added)[run] = added
         self.metrics.submitted(run, self._clock.monotonic())
@@ -254,15 +268,23 @@ class RunService:
     def live(self, run: str) -> LiveRun | None:
         return self._live.get(run)
 
+    async def added(self, run: str) -> None:
+        """Once the add of `run` is committed (`submit`); `StateError` if it failed."""
+        await committed(self.store.pending(run))
+
     async def wait(self, run: str, timeout: float) -> RunRow:
-        """The run once it stops (done, paused, cancelled), or as it is after `timeout` s."""
+        """The run once it stops (done, paused, cancelled), or as it is after `timeout` s;
+        never before its add is committed (`StateError` if that failed)."""
+        adding = self.store.pending(run)
         ended = self._ended.setdefault(run, Stopped())
         if not ended.queued:  # not known to be waiting since `submit` queued it
             row = self.get(run)
             if row.status in FINISHED or row.status == "paused":
                 return row
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(ended.wait(), timeout)
+            async with asyncio.timeout(timeout):  # no task of its own, as `wait_for` makes
+                await ended.wait()
+        await committed(adding)  # at once when its end was stored: with it or before
         return ended.row if ended.row is not None else self.get(run)
 
     def cancel(self, run: str) -> RunRow:
@@ -526,7 +548,7 @@ class RunService:
             now=now,
             text=text,
         )
-        stored = asyncio.wrap_future(ending)
+        stored = Inbox.of(asyncio.get_running_loop()).future(ending)
         while True:
             try:
                 written = await asyncio.shield(stored)
@@ -559,18 +581,7 @@ class RunService:
         self._live.pop(run, None)
         # What the store now holds, for the waiters (no read of what was just written;
         # an answer sends the result's text as stored, not encoded again).
-        ended = None
-        if row is not None:
-            ended = replace(
-                row,
-                status=status,
-                stop_reason=reason,
-                decisions={},
-                result=body,
-                result_json=text,
-                updated=at,
-            )
-        self._signal(run, ended)
+        self._signal(run, row and ended_row(row, status, reason, body, text, at=at))
 
     def _signal(self, run: str, row: RunRow | None = None) -> None:
         ended = self._ended.pop(run, None)

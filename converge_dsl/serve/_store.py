@@ -26,7 +26,11 @@ Every call is synchronous and short (one transaction, under the store's lock:
 atomic within the process, which is the only writer of `runs`); the service
 calls it from its event loop. `finish_later` is `finish` as a write of the
 checkpoint journals' next group commit, its answer a future set once that group
-is committed. A database that fails is `StateError` (CD993)
+is committed; `add_later` is `add` so (its future set once the run is
+committed). Until then `idempotent` finds its key and `pending` its future, and
+a write of that run (`start`, `finish`, `cancel`, `decide`, `requeue`) first
+commits the group: a write queued after the add (its end) commits with it or
+after it, never before. A database that fails is `StateError` (CD993)
 from any call, its transaction rolled back. Only SQL that SQLite 3.31 knows is
 used (no `RETURNING`). A process killed mid-transaction loses that transaction
 only (WAL); `synchronous=NORMAL` keeps every committed one across a kill.
@@ -35,6 +39,7 @@ only (WAL); `synchronous=NORMAL` keeps every committed one across a kill.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sqlite3
 import threading
@@ -50,6 +55,7 @@ from converge_dsl._sqlite import open_wal
 from converge_dsl.runtime import execute_all
 
 from ._errors import ServeFailed
+from ._store_sql import INSERT_EVENTS, SCHEMA, SELECT, Statement, add_statements
 
 STATE_FILE = "runs.sqlite3"
 # The most runs one retention transaction deletes (SQLite's limit of bound values is
@@ -59,42 +65,6 @@ PRUNE_BATCH = 500
 _RUN_TABLES = (("runs", "id"), ("events", "run"), ("results", "run"), ("idempotency", "run"))
 STATUSES = ("queued", "running", "paused", "done", "cancelled")
 FINISHED = frozenset({"done", "cancelled"})
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL,
-    pipeline TEXT NOT NULL,
-    request TEXT NOT NULL,
-    status TEXT NOT NULL,
-    stop_reason TEXT,
-    decisions TEXT,
-    result TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_status ON runs (status, seq);
-CREATE INDEX IF NOT EXISTS runs_seq ON runs (seq);
-CREATE TABLE IF NOT EXISTS events (
-    run TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    line TEXT NOT NULL,
-    PRIMARY KEY (run, seq)
-);
-CREATE TABLE IF NOT EXISTS results (
-    run TEXT NOT NULL,
-    body TEXT NOT NULL,
-    at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS results_run ON results (run);
-CREATE TABLE IF NOT EXISTS idempotency (
-    key TEXT PRIMARY KEY,
-    digest TEXT NOT NULL,
-    run TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS idempotency_run ON idempotency (run);
-"""
 
 
 class StateError(ServeFailed):
@@ -131,13 +101,19 @@ class RunStore:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = open_wal(self.database, busy_timeout=5)
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(SCHEMA)
+            # arrival order: the one writer numbers its runs after the largest stored
+            (last,) = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM runs").fetchone()
+            self._seq = itertools.count(int(last) + 1)
         except (OSError, sqlite3.Error) as exc:
             raise StateError(
                 f"cannot open the state in {str(folder)!r}: {exc}",
                 hint="give --state a folder you can write to, used by one server at a time",
             ) from None
         self._lock = threading.Lock()
+        # Runs added with `add_later`, not yet committed: their futures, and their keys.
+        self._pending: dict[str, Future[None]] = {}
+        self._pending_keys: dict[str, tuple[str, str]] = {}
         from converge_dsl.runtime import SqliteJournals
 
         try:
@@ -205,28 +181,72 @@ class RunStore:
         run as stored (its request read back from the text written, as `get` reads it).
         `running`: added already started (its first attempt), in the same write, for a
         worker that takes it at once (what `start` would write next)."""
-        text = json.dumps(request)
-        status, attempts = ("running", 1) if running else ("queued", 0)
-        statements: list[tuple[str, Sequence[Any]]] = [
-            (
-                "INSERT INTO runs (id, seq, pipeline, request, status, attempts, created, "
-                "updated) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, ?, "
-                "?, ?, ?)",
-                (run, pipeline, text, status, attempts, now, now),
-            )
-        ]
-        if idempotency is not None:
-            statements.append(
-                (
-                    "INSERT INTO idempotency (key, digest, run) VALUES (?, ?, ?)",
-                    (*idempotency, run),
-                )
-            )
+        statements, row = _adding(
+            run, pipeline, request, now, idempotency, seq=next(self._seq), running=running
+        )
         self._write(statements)
-        return RunRow(run, pipeline, json.loads(text), status, None, {}, attempts, None, now, now)
+        return row
+
+    def add_later(
+        self,
+        run: str,
+        pipeline: str,
+        request: JsonObject,
+        now: float,
+        idempotency: tuple[str, str] | None = None,
+        *,
+        running: bool = False,
+        urgent: bool = True,
+    ) -> tuple[RunRow, Future[None]]:
+        """`add` as a write of the checkpoint journals' next group commit: the run as
+        stored, and a future set once it is committed (`StateError` when that failed).
+        `urgent=False`: committed with the group, not at once (the caller waits for a
+        write queued after this one, the run's end, which commits it at the latest)."""
+        statements, row = _adding(
+            run, pipeline, request, now, idempotency, seq=next(self._seq), running=running
+        )
+        future: Future[None] = Future()
+        self._pending[run] = future
+        if idempotency is not None:
+            self._pending_keys[idempotency[0]] = (idempotency[1], run)
+
+        def done(_: object, error: BaseException | None) -> None:
+            # committed (or failed): the database answers for it from now on
+            self._pending.pop(run, None)
+            if idempotency is not None:
+                self._pending_keys.pop(idempotency[0], None)
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(StateError(f"cannot write the state: {error}"))
+
+        try:
+            self.checkpoints.queue_write(
+                lambda db: execute_all(db, statements), done, urgent=urgent
+            )
+        except sqlite3.Error as exc:
+            done(None, exc)
+        return row, future
+
+    def pending(self, run: str) -> Future[None] | None:
+        """The future of `run`'s add while it is queued (`add_later`), else None."""
+        return self._pending.get(run)
+
+    def _committed(self, run: str) -> None:
+        """Commit the journals' group now when `run`'s add is still queued in it, so that a
+        write of `run` made outside the group finds it (see the module docstring)."""
+        if run in self._pending:
+            try:
+                self.checkpoints.commit_now()
+            except sqlite3.Error as exc:
+                raise StateError(f"cannot write the state: {exc}") from None
 
     def idempotent(self, key: str) -> tuple[str, str] | None:
-        """The digest and run id an idempotency key was first given with, if any."""
+        """The digest and run id an idempotency key was first given with, if any (a run
+        whose add is queued too)."""
+        queued = self._pending_keys.get(key)
+        if queued is not None:
+            return queued
         rows = self._read("SELECT digest, run FROM idempotency WHERE key = ?", (key,))
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
@@ -282,14 +302,14 @@ class RunStore:
         return gone
 
     def get(self, run: str) -> RunRow | None:
-        rows = self._read(_SELECT + " WHERE id = ?", (run,))
+        rows = self._read(SELECT + " WHERE id = ?", (run,))
         return _row(rows[0]) if rows else None
 
     def runs(self, status: str | None = None) -> list[RunRow]:
         """Every run (of `status`), in arrival order."""
         if status is None:
-            return [_row(r) for r in self._read(_SELECT + " ORDER BY seq")]
-        return [_row(r) for r in self._read(_SELECT + " WHERE status = ? ORDER BY seq", (status,))]
+            return [_row(r) for r in self._read(SELECT + " ORDER BY seq")]
+        return [_row(r) for r in self._read(SELECT + " WHERE status = ? ORDER BY seq", (status,))]
 
     def counts(self) -> dict[tuple[str, str, str], int]:
         """(pipeline, status, stop reason or "") -> how many runs."""
@@ -304,6 +324,7 @@ class RunStore:
         under the same lock (no `RETURNING`, which SQLite before 3.35 lacks); None if it is
         no longer queued. `queued`: the run as the caller added it (`add`), still queued
         if anything: the update starts from it instead of reading the run back."""
+        self._committed(run)
         with self._transaction(autocommit=True) as db:
             cursor = db.execute(
                 "UPDATE runs SET status = 'running', attempts = attempts + 1, updated = ? "
@@ -314,7 +335,7 @@ class RunStore:
                 return None
             if queued is not None:
                 return replace(queued, status="running", attempts=queued.attempts + 1, updated=now)
-            rows = db.execute(_SELECT + " WHERE id = ?", (run,)).fetchall()
+            rows = db.execute(SELECT + " WHERE id = ?", (run,)).fetchall()
         return _row(rows[0]) if rows else None
 
     def finish(
@@ -337,6 +358,7 @@ class RunStore:
         caller encoded it (`result_json`)."""
         if text is None and body is not None:
             text = result_json(body) or json.dumps(body)
+        self._committed(run)
         with self._transaction() as db:
             return self._ending(
                 run, status, stop_reason=stop_reason, text=text, events=events, now=now, was=was
@@ -423,6 +445,7 @@ class RunStore:
     def cancel(self, run: str, now: float) -> bool:
         """Cancel a queued or paused run at once (its journal removed with it); False if it
         is in another state."""
+        self._committed(run)
         with self._transaction() as db:
             cursor = db.execute(
                 "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', "
@@ -435,6 +458,7 @@ class RunStore:
 
     def decide(self, run: str, decisions: Mapping[str, bool], now: float) -> bool:
         """Queue a paused run again with `decisions`; False if it is not paused."""
+        self._committed(run)
         with self._transaction(autocommit=True) as db:
             cursor = db.execute(
                 "UPDATE runs SET status = 'queued', decisions = ?, updated = ? "
@@ -446,6 +470,7 @@ class RunStore:
     def requeue(self, run: str, now: float) -> bool:
         """Queue a running run again (its worker died: it continues from its journal);
         False if it is not running."""
+        self._committed(run)
         with self._transaction(autocommit=True) as db:
             cursor = db.execute(
                 "UPDATE runs SET status = 'queued', updated = ? "
@@ -464,9 +489,7 @@ class RunStore:
     # --- events and results ---------------------------------------------------------------
 
     @staticmethod
-    def event_statements(
-        run: str, events: Sequence[tuple[int, str]]
-    ) -> list[tuple[str, Sequence[Any]]]:
+    def event_statements(run: str, events: Sequence[tuple[int, str]]) -> list[Statement]:
         """The statement storing `events` of `run`, consecutive records handed over together,
         as one row (none for no events; to commit with a checkpoint record)."""
         if not events:
@@ -474,7 +497,7 @@ class RunStore:
         first = events[0][0]
         assert events[-1][0] == first + len(events) - 1, "the records of a row are consecutive"
         lines = "\n".join(record for _, record in events)
-        return [(_INSERT_EVENTS, (run, first, lines))]
+        return [(INSERT_EVENTS, (run, first, lines))]
 
     def add_events(self, run: str, events: Sequence[tuple[int, str]]) -> None:
         if events:
@@ -513,7 +536,31 @@ class RunStore:
         return [json.loads(body) for (body,) in rows]
 
 
-_INSERT_EVENTS = "INSERT OR REPLACE INTO events (run, seq, line) VALUES (?, ?, ?)"
+def _adding(
+    run: str,
+    pipeline: str,
+    request: JsonObject,
+    now: float,
+    idempotency: tuple[str, str] | None,
+    *,
+    seq: int,
+    running: bool,
+) -> tuple[list[Statement], RunRow]:
+    """The statements adding a run (`RunStore.add`) and the run as they store it."""
+    text = json.dumps(request)
+    status, attempts = ("running", 1) if running else ("queued", 0)
+    statements = add_statements(
+        run,
+        pipeline,
+        text,
+        seq=seq,
+        status=status,
+        attempts=attempts,
+        now=now,
+        idempotency=idempotency,
+    )
+    row = RunRow(run, pipeline, json.loads(text), status, None, {}, attempts, None, now, now)
+    return statements, row
 
 
 def result_json(body: JsonObject) -> str | None:
@@ -524,15 +571,6 @@ def result_json(body: JsonObject) -> str | None:
         return json.dumps(body, allow_nan=False)
     except ValueError:
         return None
-
-
-# A run's result: a pause's in its row, else (an end) its first row of `results`.
-_COLUMNS = (
-    "id, pipeline, request, status, stop_reason, decisions, attempts, COALESCE(result, "
-    "(SELECT body FROM results WHERE results.run = runs.id ORDER BY rowid LIMIT 1)), "
-    "created, updated"
-)
-_SELECT = f"SELECT {_COLUMNS} FROM runs"
 
 
 def _row(row: tuple[Any, ...]) -> RunRow:

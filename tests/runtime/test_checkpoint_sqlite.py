@@ -202,3 +202,38 @@ def test_a_write_queued_after_close_is_refused_not_left_unanswered(
         made.queue("late", [("INSERT INTO ends VALUES (?)", ("late record",))])
     assert not told[0].done()
     assert _rows(db, lock, "SELECT run FROM ends") == []
+
+
+def test_a_write_that_is_not_urgent_waits_for_the_group_and_goes_first_in_it(
+    journals: tuple[SqliteJournals, sqlite3.Connection, threading.Lock],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`urgent=False` (a run's add whose caller waits for its end): the write is gathered
+    as records are, and an urgent write queued after it commits both, in the order
+    queued, in one transaction."""
+    monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", NEVER_S)
+    made, db, lock = journals
+    commits = _commits(db)
+    added, done_added = _told()
+    made.queue_write(_end("added"), done_added, urgent=False)
+    time.sleep(0.2)  # the committer had the time to commit it, were it urgent
+    assert not added.done()
+    assert commits == []
+    ended, done_ended = _told()
+    made.queue_write(_end("ended"), done_ended)
+    assert ended.result(timeout=30) == "ended"
+    assert added.result(timeout=0) == "added"
+    assert commits == ["COMMIT"]
+    assert _rows(db, lock, "SELECT run FROM ends ORDER BY rowid") == ["added", "ended"]
+
+
+def test_a_write_that_is_not_urgent_alone_is_committed_once_the_group_gathered(
+    journals: tuple[SqliteJournals, sqlite3.Connection, threading.Lock],
+) -> None:
+    """Queued to an idle committer, a write that is not urgent wakes it: it is committed
+    once the group's window has passed, with nothing else queued."""
+    made, db, lock = journals
+    told, done = _told()
+    made.queue_write(_end("alone"), done, urgent=False)
+    assert told.result(timeout=30) == "alone"
+    assert _rows(db, lock, "SELECT run FROM ends") == ["alone"]

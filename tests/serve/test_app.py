@@ -468,3 +468,27 @@ def test_a_decision_for_a_pipeline_no_longer_served_is_refused_and_the_run_waits
             time.sleep(0.05)
     assert decided.status_code == 200
     assert run["stop_reason"] == "converged"
+
+
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        (b"", False),
+        (b"wait=true", True),
+        (b"wait=TRUE&x=1", True),
+        (b"x=1&wait=1", True),
+        (b"wait=yes", True),
+        (b"wait=false", False),
+        (b"wait=true&wait=no", False),  # the last one, as `query_params` reads it
+        (b"wait=tru%65", True),
+        (b"waiting=true", False),
+    ],
+)
+def test_wait_is_read_from_the_query_as_starlette_reads_it(query: bytes, asked: bool) -> None:
+    from starlette.requests import Request
+
+    from converge_dsl.serve._app import _wait_asked
+
+    request = Request({"type": "http", "query_string": query, "headers": []})
+    assert _wait_asked(request) is asked
+    assert (request.query_params.get("wait", "").lower() in ("1", "true", "yes")) is asked

@@ -556,3 +556,104 @@ def test_a_run_on_workers_ends_in_the_group_commit(tmp_path: Path) -> None:
     assert stored == ended  # as stored, told without reading it back
     assert store.finished == 0
     assert [job.encode for job in workers.jobs] == [encode_event]
+
+
+def test_runs_added_in_the_group_commit_are_answered_once_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`commit="with_end"` (gathered for an hour, so only its end commits it): the run
+    starts at once and `wait` answers it done, its add committed; a second submit with
+    the same key while the first's add is still queued finds that run. `commit="group"`:
+    `added` returns once the run is committed, without its end."""
+    import asyncio
+
+    from converge_dsl.runtime import _checkpoint_sqlite
+    from converge_dsl.serve._idempotency import IdempotencyKey
+    from converge_dsl.serve._requests import RunRequest
+
+    monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", 3600.0)
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+    request = RunRequest.of({"inputs": {"number": 1}})
+    key = IdempotencyKey("order-1", "the Idempotency-Key header")
+
+    async def main() -> tuple[Any, ...]:
+        await service.start()
+        try:
+            await asyncio.sleep(0)  # the worker waits for a run
+            run = service.submit("steady", request, key, commit="with_end")
+            again = service.submit("steady", request, key, commit="with_end")
+            assert store.pending(run) is not None
+            done = await service.wait(run, 30.0)
+            other = service.submit(
+                "steady", RunRequest.of({"inputs": {"number": 2}}), commit="group"
+            )
+            await service.added(other)
+            return run, again, done, store.get(other)
+        finally:
+            await service.stop()
+
+    try:
+        run, again, done, other = asyncio.run(main())
+    finally:
+        store.close()
+    assert again == run
+    assert (done.status, done.stop_reason) == ("done", "converged")
+    assert other is not None
+    with sqlite3.connect(tmp_path / "state" / STATE_FILE) as db:
+        assert db.execute("SELECT status FROM runs WHERE id = ?", (run,)).fetchall() == [("done",)]
+
+
+def test_a_kill_among_waited_runs_leaves_each_answered_run_done_once(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """`?wait=true` runs, whose add waits for the group commit: the server is killed while
+    they are posted. Every run answered before the kill is stored done with one result;
+    after a restart every stored run ends exactly once (a run whose add was not yet
+    committed was never answered, and is not stored)."""
+    import threading
+
+    state = tmp_path / "state"
+    paths = [DATA / "steady.yaml"]
+    options = ("--workers", "4", "--queue", "1000")
+    server = Server(paths, state, *options)
+    servers.append(server)
+    url = server.ready()
+    answered: dict[str, str] = {}
+    stop = threading.Event()
+
+    def post(n: int) -> None:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            while not stop.is_set():
+                try:
+                    answer = http.post(
+                        "/v1/pipelines/steady/runs?wait=true", json={"inputs": {"number": n}}
+                    )
+                except httpx.HTTPError:
+                    return  # the server was killed
+                if answer.status_code == 200:
+                    answered[answer.json()["id"]] = answer.json()["status"]
+
+    posters = [threading.Thread(target=post, args=(n,)) for n in range(4)]
+    for poster in posters:
+        poster.start()
+    until(lambda: len(answered) >= 20, 120)
+    server.kill()
+    stop.set()
+    for poster in posters:
+        poster.join(timeout=60)
+    server = Server(paths, state, *options)
+    servers.append(server)
+    server.ready()
+    with sqlite3.connect(state / STATE_FILE) as db:
+        stored = {r for (r,) in db.execute("SELECT id FROM runs")}
+    until(lambda: settled(state) == len(stored), 120)
+    with sqlite3.connect(state / STATE_FILE) as db:
+        statuses = dict(db.execute("SELECT id, status FROM runs").fetchall())
+        results: dict[str, int] = {}
+        for (run,) in db.execute("SELECT run FROM results"):
+            results[run] = results.get(run, 0) + 1
+    assert set(answered.values()) == {"done"}
+    assert set(answered) <= set(statuses)
+    assert set(statuses.values()) == {"done"}
+    assert all(results.get(run) == 1 for run in statuses), results

@@ -179,7 +179,7 @@ def test_prune_keeps_the_newest_finished_runs_and_every_paused_one(tmp_path: Pat
 def test_a_large_backlog_is_pruned_in_bounded_transactions(tmp_path: Path) -> None:
     """1,203 finished runs past the limit go in three transactions of at most 500 runs
     (not one per run), with every row they had; the paused run and the newest stay."""
-    store = RunStore(tmp_path)
+    RunStore(tmp_path).close()  # the tables; the store, the one writer, opens after the backlog
     with sqlite3.connect(tmp_path / STATE_FILE) as db:  # the backlog, written at once
         db.executemany(
             "INSERT INTO runs (id, seq, pipeline, request, status, stop_reason, created, "
@@ -198,6 +198,7 @@ def test_a_large_backlog_is_pruned_in_bounded_transactions(tmp_path: Path) -> No
             "INSERT INTO idempotency (key, digest, run) VALUES (?, 'd', ?)",
             [(f"k{n}", f"r{n:04d}") for n in range(1205)],
         )
+    store = RunStore(tmp_path)
     _ended(store, "held", 0.0, status="paused")
     transactions: list[str] = []
     store._db.set_trace_callback(  # the store's own connection: what it really runs
@@ -435,3 +436,92 @@ def test_an_end_that_fails_in_a_group_fails_alone_and_later_runs_end(tmp_path: P
     assert row is not None
     assert row.status == "running"  # undone: a restart continues it
     store.close()
+
+
+def test_an_add_in_the_group_is_found_by_its_key_and_committed_before_a_write_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`add_later` (not urgent, the group gathered for an hour): before the commit, its
+    idempotency key finds it and `pending` gives its future; `start`, a write of that run
+    outside the group, commits the group first, so it finds the run queued."""
+    from converge_dsl.runtime import _checkpoint_sqlite
+
+    monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", 3600.0)
+    store = RunStore(tmp_path)
+    try:
+        row, added = store.add_later("a", "p", {"inputs": {"x": 1}}, 1.0, ("k", "d"), urgent=False)
+        assert (row.status, row.attempts, row.request) == ("queued", 0, {"inputs": {"x": 1}})
+        assert store.pending("a") is added
+        assert not added.done()
+        assert store.get("a") is None  # not committed yet
+        assert store.idempotent("k") == ("d", "a")
+        started = store.start("a", 2.0)
+        assert started is not None
+        assert (started.status, started.attempts) == ("running", 1)
+        assert added.result(timeout=0) is None
+        assert store.pending("a") is None
+        assert store.idempotent("k") == ("d", "a")  # from the database now
+    finally:
+        store.close()
+
+
+def test_an_add_and_its_end_in_the_group_are_one_transaction(tmp_path: Path) -> None:
+    """A run added running in the group (a `?wait=true` run) and ended there: the end's
+    commit is the add's too, the add told first."""
+    store = RunStore(tmp_path)
+    commits: list[str] = []
+    store._db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    with store._lock:  # one group: the group commit waits for the lock
+        _, added = store.add_later("a", "p", {}, 1.0, running=True, urgent=False)
+        ending = store.finish_later(
+            "a", status="done", stop_reason="converged", body={"n": 1}, events=[], now=2.0
+        )
+    assert ending.result(timeout=5) is True
+    assert added.done()
+    assert commits == ["COMMIT"]
+    row = store.get("a")
+    assert row is not None
+    assert (row.status, row.attempts, row.result) == ("done", 1, {"n": 1})
+    store.close()
+
+
+def test_an_add_that_fails_in_the_group_is_a_state_error_and_frees_its_key(
+    tmp_path: Path,
+) -> None:
+    store = RunStore(tmp_path)
+    store._db.execute(
+        "CREATE TEMP TRIGGER full BEFORE INSERT ON runs BEGIN "
+        "SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    _, added = store.add_later("a", "p", {}, 1.0, ("k", "d"))
+    with pytest.raises(StateError, match=r"cannot write the state: database or disk is full"):
+        added.result(timeout=5)
+    assert store.pending("a") is None
+    assert store.idempotent("k") is None
+    assert store.get("a") is None
+    store.close()
+
+
+def test_runs_are_numbered_in_arrival_order_across_restarts_without_an_index_of_it(
+    tmp_path: Path,
+) -> None:
+    """The store numbers the runs it adds after the largest stored (no `runs_seq` index to
+    update per run; an older server's is dropped at open): arrival order holds across a
+    restart, for runs added at once or in the group commit."""
+    store = RunStore(tmp_path)
+    store.add("b", "p", {}, 1.0)
+    store.add("a", "p", {}, 1.0)
+    store.close()
+    with sqlite3.connect(tmp_path / STATE_FILE) as db:  # as an older server left it
+        db.execute("CREATE INDEX runs_seq ON runs (seq)")
+    store = RunStore(tmp_path)
+    try:
+        _, added = store.add_later("d", "p", {}, 2.0)
+        added.result(timeout=5)
+        store.add("c", "p", {}, 2.0)
+        assert [row.id for row in store.runs()] == ["b", "a", "d", "c"]
+        indexes = store._read("SELECT name FROM sqlite_master WHERE type = 'index'")
+        assert ("runs_seq",) not in indexes
+        assert store._read("SELECT seq FROM runs ORDER BY seq") == [(1,), (2,), (3,), (4,)]
+    finally:
+        store.close()
