@@ -155,6 +155,15 @@ class SqliteJournals:
             ("DELETE FROM checkpoint_decisions WHERE run = ?", (run,)),
         ]
 
+    def removal_unless(self, kept: str) -> list[Statement]:
+        """The statements deleting the journal and decisions of every run not among `kept`
+        (SQL selecting run ids): what another writer (a worker) committed for a run its
+        owner never stored, the owner killed first (call holding `lock`)."""
+        return [
+            (f"DELETE FROM checkpoint_records WHERE run NOT IN ({kept})", ()),
+            (f"DELETE FROM checkpoint_decisions WHERE run NOT IN ({kept})", ()),
+        ]
+
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()

@@ -20,7 +20,8 @@ ended). The runs' checkpoint journals live in the same file (`checkpoints`,
 events written since the last one, and a run's journal is deleted in the
 transaction that stores its result (or cancels it). `recover()` at start moves
 every `running` run back to `queued` (the server died under it: it continues
-from its checkpoint) and returns the queued ones in arrival order.
+from its checkpoint), deletes the journals of runs never stored, and returns
+the queued ones in arrival order.
 
 Every call is synchronous and short (one transaction, under the store's lock:
 atomic within the process, which is the only writer of `runs`); the service
@@ -480,9 +481,14 @@ class RunStore:
         return cursor.rowcount == 1
 
     def recover(self, now: float) -> list[RunRow]:
-        """After a restart: running runs are queued again; every queued run, oldest first."""
+        """After a restart: running runs are queued again; every queued run, oldest first.
+        The journal of a run that was never stored goes (a worker may commit records of a
+        run whose add, queued with the group, the kill took)."""
         self._write(
-            [("UPDATE runs SET status = 'queued', updated = ? WHERE status = 'running'", (now,))]
+            [
+                ("UPDATE runs SET status = 'queued', updated = ? WHERE status = 'running'", (now,)),
+                *self.checkpoints.removal_unless("SELECT id FROM runs"),
+            ]
         )
         return self.runs("queued")
 

@@ -69,6 +69,26 @@ def test_a_run_started_from_the_run_as_added_is_the_run_as_stored(tmp_path: Path
     assert store.start("a", 3.0, queued=added) is None
 
 
+def test_recover_drops_the_journals_of_runs_never_stored(tmp_path: Path) -> None:
+    """A worker may commit records of a run whose add was still queued when the server was
+    killed: at the next start that journal goes; a stored run keeps its own."""
+    store = RunStore(tmp_path)
+    store.add("kept", "p", {}, 1.0, running=True)
+    store.close()
+    db = sqlite3.connect(tmp_path / "runs.sqlite3")
+    with db:
+        for run in ("kept", "lost"):
+            db.execute("INSERT INTO checkpoint_records VALUES (?, 0, ?)", (run, b"{}"))
+            db.execute("INSERT INTO checkpoint_decisions VALUES (?, ?)", (run, b"{}"))
+    db.close()
+    again = RunStore(tmp_path)
+    assert [row.id for row in again.recover(2.0)] == ["kept"]
+    for table in ("checkpoint_records", "checkpoint_decisions"):
+        rows = again.checkpoints.query(f"SELECT run FROM {table}")
+        assert rows == [("kept",)]
+    again.close()
+
+
 def test_recover_queues_running_runs_and_keeps_paused_ones(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     for run in ("a", "b", "c", "d"):
