@@ -59,7 +59,8 @@ class Server:
             env={**os.environ, "NO_COLOR": "1"},
             cwd=ROOT,
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         self.url = ""
 
     def _read(self) -> None:
@@ -84,7 +85,11 @@ class Server:
                 raise AssertionError(f"the server stopped: {''.join(self.stderr)}")
 
     def exit_code(self, timeout: float = 30.0) -> int:
-        return self.process.wait(timeout=timeout)
+        """The exit code, once every line it wrote to stderr is in `stderr` (the reader may
+        still be reading when the process has ended)."""
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout)
+        return code
 
     def stop(self) -> None:
         if self.process.poll() is None:
