@@ -15,15 +15,16 @@ Then, per event of one recorded run, in a tight loop (warm caches: a run
 interleaves its events with all its other work, and pays about twice these):
 building each event by its keyword call `Event(**fields)` against its
 validator's `validate_python(fields)` (the same validation and the same model,
-without the keyword call: what an emission site could call), and the
-service's record of it (`event_json`, the whole `on_event`).
+without the keyword call) and against `engine.events.from_fields(Event,
+fields)` (that validator behind one call: how the engine builds its events),
+and the service's record of it (`event_json`, the whole `on_event`).
 
 Prints:
 
     load average L
     per run: run R ms  built B ms (+X us, Y us an event)  kept K ms (+Z us, W us an event)
-    per event, warm: build by keywords A us, by validator V us; its timing by keywords
-    T us, by validator U us; event_json J us; on_event O us
+    per event, warm: build by keywords A us, by validator V us, by from_fields F us;
+    its timing by keywords T us, by validator U us; event_json J us; on_event O us
 
 With `--against TREE` (an older checkout holding `converge_dsl`; run
 `python -m compileall` on both trees first), the three stages of this tree
@@ -46,10 +47,16 @@ callgrind (500 runs less 100, `PYTHONHASHSEED=0`, per run): built 4.771 ->
 4.694 million instructions, kept 5.511 -> 5.421 million, on a bare run of 3.67
 million: the events and their records 1.837 -> 1.745 million (-5%). Timed on a
 machine 3.5 times faster, at load average 4.0 to 6.5 (`--against`, 5 rounds):
-events and records +343 -> +286 us a run (0.83). The engine's own emission sites
-(`engine/_run.py`, `_admission.py`, `_opening.py`) still build their events by
-keywords; built by their validators too, a kept run would count 5.309 million
-(a prototype, not this tree).
+events and records +343 -> +286 us a run (0.83).
+
+The engine's own emission sites (`engine/_run.py`, `_admission.py`,
+`_opening.py`) building their events by `from_fields` too (02a2a55 -> this
+tree), counted the same way: built 4.728 -> 4.596 million instructions, kept
+5.464 -> 5.314 to 5.321 million, on a bare run of 3.69 to 3.71 million (these
+vary by up to 20 thousand between trees that differ in nothing the stage
+runs): the events and their records 1.755 -> 1.616 to 1.632 million (-8%). Timed
+(`--against`, 5 rounds, twice, load average 3.0 to 3.5): events built 0.85 of
+the old tree's cost both times; the records' ratio (1.01, 1.18) is noise.
 
 Usage: python bench/events.py [--runs N] [--concurrency N] [--rounds N] [--against TREE]
 """
@@ -137,6 +144,7 @@ def warm(events: list[BaseModel]) -> dict[str, float]:
     """Microseconds an event (the run's events, each once a repeat), in a tight loop."""
     from converge_dsl.clock import SystemClock
     from converge_dsl.engine import Timing
+    from converge_dsl.engine.events import from_fields
     from converge_dsl.serve._events import EventSink, LiveRun, event_json
 
     shapes: list[tuple[type[BaseModel], dict[str, Any]]] = [
@@ -152,6 +160,10 @@ def warm(events: list[BaseModel]) -> dict[str, float]:
     def by_validator() -> None:
         for kind, fields in shapes:
             kind.__pydantic_validator__.validate_python(fields)
+
+    def by_from_fields() -> None:
+        for kind, fields in shapes:
+            from_fields(kind, fields)
 
     timing_fields = {"at": 12.5, "duration_s": 0.25}
     validate_timing = Timing.__pydantic_validator__.validate_python
@@ -184,6 +196,7 @@ def warm(events: list[BaseModel]) -> dict[str, float]:
             for name, work in (
                 ("keywords", by_keywords),
                 ("validator", by_validator),
+                ("from_fields", by_from_fields),
                 ("timing keywords", timing_by_keywords),
                 ("timing validator", timing_by_validator),
                 ("event_json", to_json),
@@ -277,7 +290,8 @@ def main() -> None:
     each = warm(events)
     print(
         f"per event, warm: build by keywords {each['keywords']:.2f} us, by validator "
-        f"{each['validator']:.2f} us; its timing by keywords {each['timing keywords']:.2f} us, "
+        f"{each['validator']:.2f} us, by from_fields {each['from_fields']:.2f} us; "
+        f"its timing by keywords {each['timing keywords']:.2f} us, "
         f"by validator {each['timing validator']:.2f} us; event_json {each['event_json']:.2f} us; "
         f"on_event {each['on_event']:.2f} us"
     )

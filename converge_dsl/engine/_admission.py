@@ -20,6 +20,7 @@ from converge_dsl.engine._data import held_text, same_fact
 from converge_dsl.engine._opening import pending_event
 from converge_dsl.engine._runstate import EventLog, RunState, Stop
 from converge_dsl.engine.budget import StopReason
+from converge_dsl.engine.events import from_fields
 from converge_dsl.engine.invariants import Invariant, InvariantClass
 from converge_dsl.engine.policy import PromotionGate
 from converge_dsl.engine.state import PendingProposal
@@ -230,20 +231,24 @@ class Admission:
         state.dirty.add(key)
         state.promoted += 1
         if self._log.enabled:
+            provenance = proposal.provenance
             self._log.emit(
-                ev.FactPromoted(
-                    cycle=cycle,
-                    suggestor=name,
-                    key=key,
-                    id=proposal.id,
-                    gate=gate,
-                    logical_time=state.lamport,
-                    data=proposal.data,
-                    content=proposal.content,
-                    confidence=proposal.confidence,
-                    source=proposal.provenance.source,
-                    model_id=proposal.provenance.model_id,
-                    account=proposal.provenance.account,
+                from_fields(
+                    ev.FactPromoted,
+                    {
+                        "cycle": cycle,
+                        "suggestor": name,
+                        "key": key,
+                        "id": proposal.id,
+                        "gate": gate,
+                        "logical_time": state.lamport,
+                        "data": proposal.data,
+                        "content": proposal.content,
+                        "confidence": proposal.confidence,
+                        "source": provenance.source,
+                        "model_id": provenance.model_id,
+                        "account": provenance.account,
+                    },
                 )
             )
 
@@ -298,13 +303,16 @@ class Admission:
                 ) from None
             if self._log.enabled:
                 self._log.emit(
-                    ev.InvariantChecked(
-                        cycle=cycle,
-                        invariant=invariant.name,
-                        invariant_class=invariant_class,
-                        critical=invariant.critical,
-                        holds=message is None,
-                        message=message,
+                    from_fields(
+                        ev.InvariantChecked,
+                        {
+                            "cycle": cycle,
+                            "invariant": invariant.name,
+                            "invariant_class": invariant_class,
+                            "critical": invariant.critical,
+                            "holds": message is None,
+                            "message": message,
+                        },
                     )
                 )
             if message is None:
@@ -370,11 +378,14 @@ class Admission:
 
     def _reject(self, name: str, proposal: ProposedFact, reason: str, cycle: int) -> None:
         if self._log.enabled:
-            self._log.emit(
-                ev.ProposalRejected(
-                    cycle=cycle, suggestor=name, key=proposal.key, id=proposal.id, reason=reason
-                )
-            )
+            fields = {
+                "cycle": cycle,
+                "suggestor": name,
+                "key": proposal.key,
+                "id": proposal.id,
+                "reason": reason,
+            }
+            self._log.emit(from_fields(ev.ProposalRejected, fields))
         self.engine_fact(
             f"validation:rejected:{proposal.id}",
             f"{proposal.key}/{proposal.id} from {name} rejected: {reason}",

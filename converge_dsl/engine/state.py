@@ -200,7 +200,9 @@ def _provenance_from_data(data: dict[str, Any]) -> Provenance:
 
 def fact_to_data(fact: Fact) -> dict[str, Any]:
     """A fact as JSON-ready data (the shape used in states, results and traces)."""
-    record = fact.promotion
+    # The record shared by the facts promoted alike, and this fact's own time: what
+    # `fact.promotion` would give, without building a record to read once.
+    record = fact._basis
     return {
         "key": str(fact.key),
         "id": fact.id,
@@ -214,7 +216,7 @@ def fact_to_data(fact: Fact) -> dict[str, Any]:
             "cycle": record.cycle,
             "evidence": list(record.evidence),
             "trace_link": record.trace_link,
-            "logical_time": record.logical_time,
+            "logical_time": fact.logical_time,
         },
     }
 

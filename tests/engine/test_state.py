@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -14,7 +15,9 @@ from converge_dsl.engine import (
     Provenance,
     ReactOnceSuggestor,
     SeedSuggestor,
+    types,
 )
+from converge_dsl.engine.state import fact_to_data
 from converge_dsl.engine.testing import FnSuggestor
 from converge_dsl.errors import ConvergeError
 
@@ -131,3 +134,23 @@ def test_resuming_from_any_cycle_reaches_the_same_result() -> None:
 def test_malformed_state_is_a_converge_error(text: str) -> None:
     with pytest.raises(ConvergeError):
         EngineState.from_json(text)
+
+
+def test_a_facts_data_reads_its_shared_promotion_record_without_building_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`fact_to_data` gives each fact's own promotion (its own logical time) from the record
+    it shares with the facts promoted alike: `Fact.promotion` would build one to read."""
+    facts = asyncio.run(_engine().run()).state.facts
+    seeds = [f for f in facts if f.key == "seeds"]
+    assert len({id(f._basis) for f in seeds}) == 1
+    assert len({f.logical_time for f in seeds}) == len(seeds) > 1
+    expected = [dataclasses.asdict(f.promotion) for f in facts]
+    for item in expected:
+        item["evidence"] = list(item["evidence"])
+
+    def refused(*args: object) -> None:
+        raise AssertionError("a promotion record built")
+
+    monkeypatch.setattr(types, "PromotionRecord", refused)
+    assert [fact_to_data(f)["promotion"] for f in facts] == expected
