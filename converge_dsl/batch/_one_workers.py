@@ -319,7 +319,9 @@ def _wait_exit(process: Any) -> None:
         wait([process.sentinel])
         return
     try:
-        select.select([fd], [], [])
+        poller = select.poll()  # not `select.select`: the pidfd may be numbered past 1023
+        poller.register(fd, select.POLLIN)
+        poller.poll()
     finally:
         os.close(fd)
 

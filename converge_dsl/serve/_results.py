@@ -76,6 +76,7 @@ async def committed(write: Future[None] | None) -> None:
     """Once `write`, a write of the group commit, is committed (at once when it is
     already: no wake-up of the loop); its error raised."""
     if write is not None and not write.done():
-        await asyncio.wrap_future(write)
+        # shielded: a waiter cancelled (its client gone) leaves the write to the others
+        await asyncio.shield(asyncio.wrap_future(write))
     elif write is not None:
         write.result()

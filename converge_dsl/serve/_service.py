@@ -20,6 +20,9 @@ once it is committed.
   `commit="group"` adds it in the journals' next group commit (`add_later`):
   its id is told once `added` returns; `"with_end"`, for a caller that `wait`s:
   it may start at once, added with its end at the latest (`wait` waits for both).
+  An add the group commit fails stops its run (`_not_added`): it is not started,
+  or cancelled, nothing of it is stored, and `added` and `wait` raise the
+  add's `StateError`; an add that cannot even be queued is raised by `submit`.
 - A run that stops with `hitl_pause` is `paused`: its checkpoint holds the
   pending proposals. `decide` queues it again with decisions; the worker
   resumes it from the checkpoint with them (`--resume DIR --approve ...`).
@@ -59,6 +62,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -123,6 +127,8 @@ class RunService:
         self._queues: dict[str, asyncio.Queue[str]] = {}
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        # The adds of the group commit not yet committed, or failed and not yet told.
+        self._adds: dict[str, Future[None]] = {}
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, Stopped] = {}
         self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
@@ -245,7 +251,19 @@ class RunService:
         if commit == "now":
             added = self.store.add(*adding, running=running)
         else:
-            added, _ = self.store.add_later(*adding, running=running, urgent=commit == "group")
+            added, write = self.store.add_later(*adding, running=running, urgent=commit == "group")
+            if write.done():
+                write.result()  # it could not be queued: `StateError`, nothing queued
+            self._adds[run] = write
+            loop = asyncio.get_running_loop()
+
+            def told(done: Future[None]) -> None:  # on the group commit's thread
+                if done.exception() is None:
+                    self._adds.pop(run, None)
+                else:
+                    loop.call_soon_threadsafe(self._not_added, run)
+
+            write.add_done_callback(told)
         # its worker need not read it back (`_work`)
         (self._handed if running else self._added)[run] = added
         self.metrics.submitted(run, self._clock.monotonic())
@@ -270,12 +288,12 @@ class RunService:
 
     async def added(self, run: str) -> None:
         """Once the add of `run` is committed (`submit`); `StateError` if it failed."""
-        await committed(self.store.pending(run))
+        await committed(self._adds.get(run) or self.store.pending(run))
 
     async def wait(self, run: str, timeout: float) -> RunRow:
         """The run once it stops (done, paused, cancelled), or as it is after `timeout` s;
         never before its add is committed (`StateError` if that failed)."""
-        adding = self.store.pending(run)
+        adding = self._adds.get(run) or self.store.pending(run)
         ended = self._ended.setdefault(run, Stopped())
         if not ended.queued:  # not known to be waiting since `submit` queued it
             row = self.get(run)
@@ -301,6 +319,19 @@ class RunService:
             self._cancelling.add(run)
             task.cancel()
         return row
+
+    def _not_added(self, run: str) -> None:
+        """The group commit holding the add of `run` failed: it does not run, or no longer
+        (its waiters get the add's `StateError`)."""
+        self._adds.pop(run, None)
+        self._added.pop(run, None)  # its worker finds no queued run to start
+        self._handed.pop(run, None)
+        task = self._tasks.get(run)
+        if task is not None:
+            self._cancelling.add(run)
+            task.cancel()
+        else:
+            self._signal(run)
 
     def decide(self, run: str, decisions: Mapping[str, bool]) -> RunRow:
         """Queue the paused `run` again with `decisions` (unknown ids refused, 422; a run

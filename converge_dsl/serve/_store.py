@@ -20,7 +20,8 @@ ended). The runs' checkpoint journals live in the same file (`checkpoints`,
 events written since the last one, and a run's journal is deleted in the
 transaction that stores its result (or cancels it). `recover()` at start moves
 every `running` run back to `queued` (the server died under it: it continues
-from its checkpoint), deletes the journals of runs never stored, and returns
+from its checkpoint), deletes the events and journals of runs never stored,
+and returns
 the queued ones in arrival order.
 
 Every call is synchronous and short (one transaction, under the store's lock:
@@ -303,6 +304,7 @@ class RunStore:
         return gone
 
     def get(self, run: str) -> RunRow | None:
+        self._committed(run)  # an add still queued is read as stored
         rows = self._read(SELECT + " WHERE id = ?", (run,))
         return _row(rows[0]) if rows else None
 
@@ -482,11 +484,13 @@ class RunStore:
 
     def recover(self, now: float) -> list[RunRow]:
         """After a restart: running runs are queued again; every queued run, oldest first.
-        The journal of a run that was never stored goes (a worker may commit records of a
-        run whose add, queued with the group, the kill took)."""
+        The events and journal of a run that was never stored go (a kill took its add,
+        queued with the group, after a worker committed records of it or its events were
+        flushed)."""
         self._write(
             [
                 ("UPDATE runs SET status = 'queued', updated = ? WHERE status = 'running'", (now,)),
+                ("DELETE FROM events WHERE run NOT IN (SELECT id FROM runs)", ()),
                 *self.checkpoints.removal_unless("SELECT id FROM runs"),
             ]
         )

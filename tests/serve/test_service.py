@@ -657,3 +657,121 @@ def test_a_kill_among_waited_runs_leaves_each_answered_run_done_once(
     assert set(answered) <= set(statuses)
     assert set(statuses.values()) == {"done"}
     assert all(results.get(run) == 1 for run in statuses), results
+
+
+def test_a_run_whose_add_the_group_commit_fails_is_told_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """The group commit holding a run's add fails: `added` raises the `StateError`, the run
+    is not run (or no longer), nothing of it is stored; once the disk has room again the
+    next run is added and runs."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+    ran: list[str] = []
+    run_it = service._run
+
+    async def spy(name: str, row: RunRow) -> None:
+        ran.append(row.id)
+        await run_it(name, row)
+
+    service._run = spy
+
+    async def main() -> tuple[list[str], RunRow]:
+        await service.start()
+        try:
+            with store._lock:  # the adds of the second and third runs fail
+                store._db.execute(
+                    f"CREATE TEMP TRIGGER full BEFORE INSERT ON runs WHEN NEW.id IN "
+                    f"('{1:032x}', '{2:032x}') "
+                    "BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END"
+                )
+            first = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+            second = service.submit(
+                "steady", RunRequest.of({"inputs": {"number": 2}}), commit="group"
+            )
+            with pytest.raises(StateError, match="disk is full"):
+                await service.added(second)
+            third = service.submit(
+                "steady", RunRequest.of({"inputs": {"number": 3}}), commit="with_end"
+            )
+            with pytest.raises(StateError, match="disk is full"):
+                await service.wait(third, 30.0)
+            await service.wait(first, 30.0)
+            with store._lock:
+                store._db.execute("DROP TRIGGER full")
+            fourth = service.submit(
+                "steady", RunRequest.of({"inputs": {"number": 4}}), commit="group"
+            )
+            await service.added(fourth)
+            return [second, third], await service.wait(fourth, 30.0)
+        finally:
+            await service.stop()
+
+    try:
+        failed, fourth = asyncio.run(main())
+        for run in failed:
+            assert store.get(run) is None
+            for table in ("events", "results", "checkpoint_records"):
+                rows = store.checkpoints.query(
+                    f"SELECT COUNT(*) FROM {table} WHERE run = ?", (run,)
+                )
+                assert rows == [(0,)], table
+    finally:
+        store.close()
+    assert failed[0] not in ran
+    assert (fourth.status, fourth.stop_reason) == ("done", "converged")
+
+
+def test_an_add_that_cannot_be_queued_is_refused_by_submit(tmp_path: Path) -> None:
+    """The journals refuse new writes (a group commit failed as a whole): `submit` raises
+    the `StateError` and queues nothing, instead of a run no one can find."""
+    import asyncio
+
+    from converge_dsl.serve._requests import RunRequest
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+
+    async def main() -> int:
+        await service.start()
+        try:
+            store.checkpoints.close()  # a write queued now is refused at once
+            with pytest.raises(StateError):
+                service.submit("steady", RunRequest.of({"inputs": {"number": 1}}), commit="group")
+            return service.queue_depth("steady")
+        finally:
+            await service.stop()
+
+    try:
+        assert asyncio.run(main()) == 0
+    finally:
+        store.close()
+
+
+def test_a_waiter_cancelled_leaves_the_add_to_the_others(tmp_path: Path) -> None:
+    """Two requests wait on one queued add (a 202 and its idempotent repeat); the first is
+    cancelled (its client went away): the second is still answered, the add committed."""
+    import asyncio
+
+    from converge_dsl.serve._results import committed
+
+    store = RunStore(tmp_path)
+
+    async def main() -> bool:
+        _, write = store.add_later("a", "p", {}, 1.0, ("k", "d"), urgent=False)
+        first = asyncio.create_task(committed(store.pending("a")))
+        second = asyncio.create_task(committed(store.pending("a")))
+        await asyncio.sleep(0.01)
+        first.cancel()
+        await second
+        return write.cancelled()
+
+    try:
+        assert asyncio.run(main()) is False
+        assert store.get("a") is not None
+    finally:
+        store.close()

@@ -71,7 +71,8 @@ def test_a_run_started_from_the_run_as_added_is_the_run_as_stored(tmp_path: Path
 
 def test_recover_drops_the_journals_of_runs_never_stored(tmp_path: Path) -> None:
     """A worker may commit records of a run whose add was still queued when the server was
-    killed: at the next start that journal goes; a stored run keeps its own."""
+    killed, and a run's events may be flushed before it: at the next start they go; a
+    stored run keeps its own."""
     store = RunStore(tmp_path)
     store.add("kept", "p", {}, 1.0, running=True)
     store.close()
@@ -80,10 +81,11 @@ def test_recover_drops_the_journals_of_runs_never_stored(tmp_path: Path) -> None
         for run in ("kept", "lost"):
             db.execute("INSERT INTO checkpoint_records VALUES (?, 0, ?)", (run, b"{}"))
             db.execute("INSERT INTO checkpoint_decisions VALUES (?, ?)", (run, b"{}"))
+            db.execute("INSERT INTO events VALUES (?, 0, ?)", (run, "record"))
     db.close()
     again = RunStore(tmp_path)
     assert [row.id for row in again.recover(2.0)] == ["kept"]
-    for table in ("checkpoint_records", "checkpoint_decisions"):
+    for table in ("checkpoint_records", "checkpoint_decisions", "events"):
         rows = again.checkpoints.query(f"SELECT run FROM {table}")
         assert rows == [("kept",)]
     again.close()
