@@ -41,7 +41,9 @@ Public surface:
   future gives the `RunEnd`, the sinks hearing the run's events as they happen;
   `cancel(run)`. `OneRun` carries the inputs, lower budget limits, decisions and
   the SQLite database of the checkpoint journal, which the worker opens by path
-  (`open_journals`); `execute_one` is what a worker does with it;
+  (`open_journals`); `execute_one` is what a worker does with it, sealing the
+  journal with the pipeline's key read once (`CheckpointKeys`, which a service
+  running runs itself uses too);
   `lowered_budget(budget, asked)` applies a request's lower limits (never higher).
 
 Names are imported on first use (PEP 562): `import converge_dsl` stays cheap.
@@ -94,6 +96,7 @@ else:
             "converge_dsl.batch._options": ("BatchOptions", "EXECUTORS"),
             "converge_dsl.batch._outputs": ("CaseOutputs",),
             "converge_dsl.batch._one": (
+                "CheckpointKeys",
                 "OneRun",
                 "RunEnd",
                 "RunTicket",

@@ -9,7 +9,7 @@ paused run resumes with.
 
 `execute_one(pipeline, job, send, journals)` runs it in the worker
 (`Pipeline.outcome`, the one run assembly) and tells the caller what happens
-through `send(message)`, in order (a worker passes its `Keys`: the checkpoint
+through `send(message)`, in order (a worker passes its `CheckpointKeys`: the checkpoint
 key of each pipeline's environment is then read at its first run there and kept,
 as the service keeps its own, instead of read from its file at every run):
 
@@ -95,8 +95,8 @@ if TYPE_CHECKING:
     from ._pipeline import Pipeline
 
 __all__ = [
+    "CheckpointKeys",
     "InFlight",
-    "Keys",
     "OneRun",
     "RunEnd",
     "RunTicket",
@@ -341,11 +341,11 @@ class Relayed:
                 sink.close()
 
 
-class Keys:
-    """The checkpoint key of each pipeline's environment on a worker, read at the first
-    run of the pipeline there and kept (`CheckpointRefused`, CD954, when it cannot be
-    read: that run fails, and the next one reads it again). A worker's loop uses it:
-    not thread-safe."""
+class CheckpointKeys:
+    """The checkpoint key of each pipeline's environment, read at the first run of the
+    pipeline (on a worker, or in a service) and kept (`CheckpointRefused`, CD954, when it
+    cannot be read: that run fails, and the next one reads it again). Threads may share
+    it: at worst two read the file at once."""
 
     def __init__(self) -> None:
         self._keys: dict[str, bytes] = {}
@@ -385,7 +385,7 @@ async def execute_one(
     *,
     ident: str | None = None,
     closing: Callable[[], bool] = lambda: False,
-    keys: Keys | None = None,
+    keys: CheckpointKeys | None = None,
     sent: SpansSent | None = None,
 ) -> None:
     """Run `job` to its end and send its messages (see the module docstring), each

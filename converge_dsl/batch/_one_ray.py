@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 from ._one import (
     CANCEL_S,
     CLOSED,
+    CheckpointKeys,
     Flight,
     InFlight,
-    Keys,
     Message,
     OneRun,
     Relayed,
@@ -84,7 +84,7 @@ class _RunActor:
         self._pipelines = dict(pipelines)
         self._journals = open_journals(database)
         self._in_flight = InFlight()
-        self._keys = Keys()  # each pipeline's checkpoint key, read at its first run here
+        self._keys = CheckpointKeys()  # each pipeline's checkpoint key, read at its first run here
 
     def ready(self) -> int:
         return os.getpid()

@@ -47,8 +47,6 @@ import contextlib
 import functools
 import itertools
 import os
-import pickle
-import select
 import socket
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -61,9 +59,9 @@ from converge_dsl.errors import ConvergeError, UsageError
 from ._one import (
     CANCEL_S,
     CLOSED,
+    CheckpointKeys,
     Flight,
     InFlight,
-    Keys,
     Message,
     OneRun,
     Relayed,
@@ -77,6 +75,7 @@ from ._one import (
     execute_one,
     open_journals,
 )
+from ._pipes import Frames, pickled, wait_exit
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -119,7 +118,7 @@ class _Worker:
         self._pending: list[Message] = []
         self.stopping: asyncio.Task[None] | None = None
         self.frames = Frames()  # the commands read from the pipe
-        self.keys = Keys()  # each pipeline's checkpoint key, read at its first run
+        self.keys = CheckpointKeys()  # each pipeline's checkpoint key, read at its first run
         self.sent = SpansSent()  # the compiled pipelines the caller has
         self._thread = threading.get_ident()  # the loop's: it made the worker
 
@@ -140,7 +139,7 @@ class _Worker:
             self._pending.clear()
         if burst:
             with contextlib.suppress(OSError, ValueError):  # the caller is gone
-                self.conn.send_bytes(_pickled(burst))
+                self.conn.send_bytes(pickled(burst))
 
     def on_readable(self) -> None:
         """Handle the commands the pipe holds (one read for all that came together)."""
@@ -280,7 +279,7 @@ class _Process:
     def send(self, command: tuple[Any, ...]) -> bool:
         with self.lock:
             try:
-                self.conn.send_bytes(_pickled(command))
+                self.conn.send_bytes(pickled(command))
                 return True
             except (OSError, ValueError):
                 return False
@@ -289,7 +288,7 @@ class _Process:
         """Wait for the process to end, then shut its pipe down: the reader then sees the
         pipe end even when a process the worker forked still holds the worker's end (a
         solver's child), which would keep it open, and the worker's sentinel with it."""
-        _wait_exit(self.process)
+        wait_exit(self.process)
         with contextlib.suppress(OSError):
             self._waker.shutdown(socket.SHUT_RDWR)
         self._waker.close()
@@ -304,76 +303,6 @@ class _Process:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(seconds)
-
-
-def _wait_exit(process: Any) -> None:
-    """Return once `process` (a child of this one) has ended, without reaping it: by a
-    pidfd (Linux), which no other process holds, else by its sentinel."""
-    try:
-        fd = os.pidfd_open(process.pid)
-    except ProcessLookupError:
-        return  # reaped already: it ended
-    except (AttributeError, OSError):
-        from multiprocessing.connection import wait
-
-        wait([process.sentinel])
-        return
-    try:
-        poller = select.poll()  # not `select.select`: the pidfd may be numbered past 1023
-        poller.register(fd, select.POLLIN)
-        poller.poll()
-    finally:
-        os.close(fd)
-
-
-class Frames:
-    """The objects `Connection.send` wrote to a pipe, read a buffer at a time: one read
-    (one hand-off of the interpreter's lock, on the reading thread) takes what came
-    together, where `Connection.recv` would wait, then read a length and an object,
-    each a hand-off of its own. Not thread-safe: one reader per pipe."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-
-    def read(self, fd: int) -> list[Any]:
-        """The objects whole after one read of `fd` or more (it blocks while none is
-        whole); `EOFError` at the pipe's end."""
-        while True:
-            chunk = os.read(fd, _READ)
-            if not chunk:
-                raise EOFError
-            self._buffer += chunk
-            done = self._split()
-            if done:
-                return done
-
-    def _split(self) -> list[Any]:
-        """The objects whole in the buffer, taken out of it (`Connection._send_bytes`'s
-        frames: a signed 4-byte length, or -1 and an 8-byte one)."""
-        buffer, start, out = self._buffer, 0, []
-        while len(buffer) - start >= 4:
-            size, head = int.from_bytes(buffer[start : start + 4], "big", signed=True), 4
-            if size == -1:
-                if len(buffer) - start < 12:
-                    break
-                size, head = int.from_bytes(buffer[start + 4 : start + 12], "big"), 12
-            end = start + head + size
-            if len(buffer) < end:
-                break
-            out.append(pickle.loads(buffer[start + head : end]))
-            start = end
-        del buffer[:start]
-        return out
-
-
-# How much one read of a pipe takes at most (bytes).
-_READ = 1 << 16
-
-
-def _pickled(message: object) -> bytes:
-    """`message` as `Connection.send` pickles it, without the reducers of multiprocessing's
-    own objects it copies a table of for each message (no message holds one)."""
-    return pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
 
 
 def _stop(slots: Sequence[_Process]) -> None:

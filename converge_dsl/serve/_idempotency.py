@@ -17,7 +17,7 @@ from converge_dsl._json_pointer import pointer
 from converge_dsl._json_types import JsonObject
 
 from ._requests import Problem, Refused
-from ._store import RunRow
+from ._store import RunRow, RunStore
 
 # The longest idempotency key kept (characters).
 MAX_IDEMPOTENCY_KEY = 255
@@ -71,6 +71,20 @@ def request_digest(pipeline: str, request: JsonObject) -> str:
     """What makes two requests the same: the pipeline and the checked request."""
     text = json.dumps([pipeline, request], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def first_run(
+    store: RunStore, key: IdempotencyKey, pipeline: str, request: JsonObject
+) -> tuple[str, str | None]:
+    """The digest of `request` and the run first queued with `key` when it was the same
+    request (None when the key is new); `key_conflict` (409) when it was another."""
+    digest = request_digest(pipeline, request)
+    first = store.idempotent(key.value)
+    if first is None:
+        return digest, None
+    if first[0] != digest:
+        raise key_conflict(key, pipeline, request, store.get(first[1]))
+    return digest, first[1]
 
 
 def key_conflict(

@@ -1,8 +1,9 @@
 """A run's result as the service stores and answers it: the document of a run that
 failed (`failed`), any run's with its diagnostics passed through the redactor
 (`redacted`), so no token or API key leaves in a message, the event its waiters
-wait on (`Stopped`), the run as its end stored it (`ended_row`), and the wait for a
-write of the group commit (`committed`)."""
+wait on (`Stopped`), the run as its end stored it (`ended_row`), the wait for a
+write of the group commit (`committed`), and the adds of the group commit waited on
+(`Adds`)."""
 
 from __future__ import annotations
 
@@ -80,3 +81,38 @@ async def committed(write: Future[None] | None) -> None:
         await asyncio.shield(asyncio.wrap_future(write))
     elif write is not None:
         write.result()
+
+
+class Adds:
+    """The adds of runs written with the group commit (`RunStore.add_later`) that waiters
+    may still wait on: each until it is committed, or, when it failed, until the service
+    was told (`failed(run)`, called on the service's loop) and `forget`s it."""
+
+    def __init__(self) -> None:
+        self._writes: dict[str, Future[None]] = {}
+
+    def watch(
+        self,
+        run: str,
+        write: Future[None],
+        loop: asyncio.AbstractEventLoop,
+        failed: Callable[[str], object],
+    ) -> None:
+        """Keep `write`, the add of `run`; its error at once when it could not be queued."""
+        if write.done():
+            write.result()
+        self._writes[run] = write
+
+        def told(done: Future[None]) -> None:  # on the group commit's thread
+            if done.exception() is None:
+                self._writes.pop(run, None)
+            else:
+                loop.call_soon_threadsafe(failed, run)
+
+        write.add_done_callback(told)
+
+    def get(self, run: str) -> Future[None] | None:
+        return self._writes.get(run)
+
+    def forget(self, run: str) -> None:
+        self._writes.pop(run, None)

@@ -20,9 +20,8 @@ once it is committed.
   `commit="group"` adds it in the journals' next group commit (`add_later`):
   its id is told once `added` returns; `"with_end"`, for a caller that `wait`s:
   it may start at once, added with its end at the latest (`wait` waits for both).
-  An add the group commit fails stops its run (`_not_added`): it is not started,
-  or cancelled, nothing of it is stored, and `added` and `wait` raise the
-  add's `StateError`; an add that cannot even be queued is raised by `submit`.
+  An add the group commit fails stops its run (`_not_added`: nothing of it is
+  stored; `added` and `wait` raise the `StateError`, `submit` when not queued).
 - A run that stops with `hitl_pause` is `paused`: its checkpoint holds the
   pending proposals. `decide` queues it again with decisions; the worker
   resumes it from the checkpoint with them (`--resume DIR --approve ...`).
@@ -33,8 +32,6 @@ once it is committed.
   killed before its first record starts afresh); paused runs stay paused.
 - `stop` cancels the workers without touching the runs' status: a run cut
   short by a shutdown continues at the next start.
-- The journal of a run that ended (done, cancelled) is deleted with the
-  transaction that stores its result; a paused run keeps it until it ends.
 - A worker whose run meets a failing state (`StateError`, CD993) ends that run
   as failed with the error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key
@@ -43,17 +40,12 @@ once it is committed.
   days) with their events, results, journals and keys, on a task that sleeps
   on the injected clock between passes; paused runs are never deleted.
 
-The checkpoint key of a pipeline's environment is read once, at its first run,
-and seals every later run's journal (a key file replaced while the server runs
-takes effect at the next start).
-
-Runs execute on an event loop of its own thread (`_loops`; `run_threads`
-threads, `--run-threads`), so the HTTP layer answers while runs compute; a run never waits for
-the disk there (its checkpoint journal's commits are the group commit's, on
-its own thread), so runs sharing a loop do not wait for each other's. Their
-events reach the streams through the service's loop. Errors a run stops on
-become its result (`not_run_document`), with every message passed through the
-redactor (`redact`).
+A pipeline's checkpoint key is read at its first run and kept (`CheckpointKeys`).
+Runs execute on event loops of their own threads (`_loops`, `--run-threads`), so
+the HTTP layer answers while runs compute; a run never waits for the disk there
+(its journal's commits are the group commit's, on its own thread). Their events
+reach the streams through the service's loop. Errors a run stops on become its
+result (`not_run_document`), every message passed through the redactor.
 """
 
 from __future__ import annotations
@@ -62,7 +54,6 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -74,12 +65,12 @@ from converge_dsl.errors import ConvergeError
 from ._decisions import check_decisions
 from ._events import EventSink, LiveRun
 from ._executors import lost_too_often, one_run
-from ._idempotency import IdempotencyKey, key_conflict, request_digest
+from ._idempotency import IdempotencyKey, first_run
 from ._limits import Limits, Retention
 from ._loops import Inbox, RunLoops
 from ._metrics import Metrics
 from ._requests import RunRequest, queue_full, refused
-from ._results import Stopped, committed, ended_row, failed, redacted
+from ._results import Adds, Stopped, committed, ended_row, failed, redacted
 from ._resumption import DECIDED_BY, limits_of, local_run, resumption
 from ._store import FINISHED, RunRow, RunStore, StateError, result_json
 
@@ -127,8 +118,7 @@ class RunService:
         self._queues: dict[str, asyncio.Queue[str]] = {}
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        # The adds of the group commit not yet committed, or failed and not yet told.
-        self._adds: dict[str, Future[None]] = {}
+        self._adds = Adds()
         self._live: dict[str, LiveRun] = {}
         self._ended: dict[str, Stopped] = {}
         self._added: dict[str, RunRow] = {}  # queued by `submit`, not yet started
@@ -137,7 +127,9 @@ class RunService:
         self._idle: dict[str, int] = {}  # pipeline -> its workers waiting for a run
         self._cancelling: set[str] = set()
         self._loops: RunLoops | None = None
-        self._keys: dict[str, bytes] = {}  # pipeline -> its checkpoint key (`_key`)
+        from converge_dsl.batch import CheckpointKeys
+
+        self._keys = CheckpointKeys()
 
     def _now(self) -> float:
         """Seconds since the epoch, from the injected wall clock (what the store records)."""
@@ -232,12 +224,9 @@ class RunService:
         """
         data, digest = request.data(), None
         if key is not None:
-            digest = request_digest(pipeline, data)
-            first = self.store.idempotent(key.value)
+            digest, first = first_run(self.store, key, pipeline, data)
             if first is not None:
-                if first[0] == digest:
-                    return first[1]
-                raise key_conflict(key, pipeline, data, self.store.get(first[1]))
+                return first
         queue = self._queues[pipeline]
         if queue.qsize() >= self._limits.queue:
             self.metrics.rejected(pipeline)
@@ -252,18 +241,7 @@ class RunService:
             added = self.store.add(*adding, running=running)
         else:
             added, write = self.store.add_later(*adding, running=running, urgent=commit == "group")
-            if write.done():
-                write.result()  # it could not be queued: `StateError`, nothing queued
-            self._adds[run] = write
-            loop = asyncio.get_running_loop()
-
-            def told(done: Future[None]) -> None:  # on the group commit's thread
-                if done.exception() is None:
-                    self._adds.pop(run, None)
-                else:
-                    loop.call_soon_threadsafe(self._not_added, run)
-
-            write.add_done_callback(told)
+            self._adds.watch(run, write, asyncio.get_running_loop(), self._not_added)
         # its worker need not read it back (`_work`)
         (self._handed if running else self._added)[run] = added
         self.metrics.submitted(run, self._clock.monotonic())
@@ -323,7 +301,7 @@ class RunService:
     def _not_added(self, run: str) -> None:
         """The group commit holding the add of `run` failed: it does not run, or no longer
         (its waiters get the add's `StateError`)."""
-        self._adds.pop(run, None)
+        self._adds.forget(run)
         self._added.pop(run, None)  # its worker finds no queued run to start
         self._handed.pop(run, None)
         task = self._tasks.get(run)
@@ -418,7 +396,7 @@ class RunService:
             EventSink(live, flush),
             self.store.checkpoints.journal(run, alongside=alongside),
             state=self._state,
-            key=lambda: self._key(pipeline),  # read on its loop: a failure fails the run
+            key=lambda: self._keys.of(pipeline),  # read on its loop: a failure fails the run
             max_run_s=self._limits.max_run_s,
         )
         remote = self._loops.submit(outcome)
@@ -619,13 +597,3 @@ class RunService:
         if ended is not None:
             ended.row = row
             ended.set()
-
-    def _key(self, pipeline: Pipeline) -> bytes:
-        """The checkpoint key of `pipeline`'s environment, read (or made) at its first run
-        and kept: every run's journal is sealed with it, without reading the file again."""
-        from converge_dsl.runtime import checkpoint_key
-
-        key = self._keys.get(pipeline.name)
-        if key is None:
-            key = self._keys[pipeline.name] = checkpoint_key(pipeline.env)
-        return key

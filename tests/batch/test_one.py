@@ -9,7 +9,14 @@ from typing import Any, NamedTuple
 import pytest
 
 from converge_dsl.batch import OneRun, RunEnd, execute_one, load, open_journals
-from converge_dsl.batch._one import Flight, Keys, Relayed, RunTicket, SpansKnown, SpansSent
+from converge_dsl.batch._one import (
+    CheckpointKeys,
+    Flight,
+    Relayed,
+    RunTicket,
+    SpansKnown,
+    SpansSent,
+)
 from converge_dsl.errors import ConvergeError
 from converge_dsl.runtime import RunSink
 
@@ -260,7 +267,7 @@ def test_a_worker_reads_the_checkpoint_key_once_per_pipeline(
     monkeypatch.setenv("CONVERGE_DSL_CONFIG_DIR", str(tmp_path / "config"))
     database = tmp_path / "db.sqlite3"
     loaded = load(SERVE / "echo.yaml")
-    keys = Keys()
+    keys = CheckpointKeys()
     first = keys.of(loaded)
     assert first == checkpoint_key(loaded.env)
     (tmp_path / "config" / "checkpoint.key").write_text("not a key\n")
@@ -285,7 +292,7 @@ def test_a_key_that_cannot_be_read_fails_the_run_and_is_read_again_next_time(
     key_file.chmod(0o600)
     database = tmp_path / "db.sqlite3"
     jobs = [OneRun(f"k{n}", "echo", {"text": "x"}, database) for n in range(2)]
-    keys = Keys()
+    keys = CheckpointKeys()
     failed = _runs(SERVE / "echo.yaml", jobs[:1], keys=keys)[0][-1][2]
     assert failed.status == "failed"
     assert "CD954" in str(failed.body)

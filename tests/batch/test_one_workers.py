@@ -243,7 +243,7 @@ def test_frames_reads_what_connection_send_wrote_a_buffer_at_a_time() -> None:
     for the rest, and the pipe's end is `EOFError`."""
     import multiprocessing
 
-    from converge_dsl.batch._one_workers import Frames
+    from converge_dsl.batch._pipes import Frames
 
     here, there = multiprocessing.Pipe(duplex=True)
     big = "x" * 200_000  # more than one read

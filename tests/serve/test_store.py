@@ -465,7 +465,8 @@ def test_an_add_in_the_group_is_found_by_its_key_and_committed_before_a_write_of
 ) -> None:
     """`add_later` (not urgent, the group gathered for an hour): before the commit, its
     idempotency key finds it and `pending` gives its future; `start`, a write of that run
-    outside the group, commits the group first, so it finds the run queued."""
+    outside the group, commits the group first, so it finds the run queued; so does
+    `get`, a read of it."""
     from converge_dsl.runtime import _checkpoint_sqlite
 
     monkeypatch.setattr(_checkpoint_sqlite, "GROUP_COMMIT_S", 3600.0)
@@ -475,7 +476,7 @@ def test_an_add_in_the_group_is_found_by_its_key_and_committed_before_a_write_of
         assert (row.status, row.attempts, row.request) == ("queued", 0, {"inputs": {"x": 1}})
         assert store.pending("a") is added
         assert not added.done()
-        assert store.get("a") is None  # not committed yet
+        assert store.checkpoints.query("SELECT id FROM runs") == []  # not committed yet
         assert store.idempotent("k") == ("d", "a")
         started = store.start("a", 2.0)
         assert started is not None
@@ -483,6 +484,11 @@ def test_an_add_in_the_group_is_found_by_its_key_and_committed_before_a_write_of
         assert added.result(timeout=0) is None
         assert store.pending("a") is None
         assert store.idempotent("k") == ("d", "a")  # from the database now
+        _, again = store.add_later("b", "p", {}, 3.0, urgent=False)
+        read = store.get("b")
+        assert read is not None
+        assert read.status == "queued"
+        assert again.result(timeout=0) is None
     finally:
         store.close()
 
