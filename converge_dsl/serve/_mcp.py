@@ -222,7 +222,7 @@ class McpEndpoint:
                         codes.SERVE_MCP_BAD_IDEMPOTENCY_KEY,
                         f"the _meta key {IDEMPOTENCY_META}",
                     )
-                run = self.service.submit(pipeline, checked, key)
+                run = self.service.submit(pipeline, checked, key, commit="with_end")
                 row = await self._wait(run, context.session, token, request_id)
         except Refused as error:
             return self._refusal(error)
