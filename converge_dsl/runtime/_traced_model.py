@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from converge_dsl.clock import Clock
 from converge_dsl.engine import Timing
 from converge_dsl.engine.budget import SPENDER
+from converge_dsl.engine.events import from_fields
 from converge_dsl.models import CALL_NOTE, CallNote
 from converge_dsl.models.events import (
     ATTEMPT_OBSERVER,
@@ -38,9 +39,6 @@ from converge_dsl.models.port import (
     OnEarlyToolCall,
     OnIncrement,
 )
-
-# Builds one event (or its `Timing`) from its fields, validated (a model's validator).
-Build = Callable[[dict[str, object]], BaseModel]
 
 # Hears a call's request (and its answer, None when it failed) just before its
 # `model_call_finished` event: what OpenTelemetry records when content is opted in.
@@ -61,14 +59,6 @@ class CallTracer:
         self._clock = clock
         self._calls = 0
         self.exchanges = exchanges
-        # The events' validators, called on their fields: the models `Event(**fields)` or
-        # `model_validate` make, without the keyword call or the class method around them.
-        self.started: Build = ModelCallStarted.__pydantic_validator__.validate_python
-        self.attempt: Build = ModelCallAttempt.__pydantic_validator__.validate_python
-        self.finished: Build = ModelCallFinished.__pydantic_validator__.validate_python
-        self._timing: Callable[[dict[str, float | None]], Timing] = (
-            Timing.__pydantic_validator__.validate_python
-        )
 
     def wrap(self, name: str, model: Model) -> Model:
         return TracedModel(name, model, self)
@@ -78,7 +68,7 @@ class CallTracer:
         return self._calls
 
     def timing(self, at: float, duration: float | None = None) -> Timing:
-        return self._timing({"at": at, "duration_s": duration})
+        return from_fields(Timing, {"at": at, "duration_s": duration})
 
     def now(self) -> float:
         return self._clock.monotonic()
@@ -127,13 +117,18 @@ class TracedModel(ModelWrapper):
             "suggestor": suggestor,
             "purpose": purpose_of(req.turn),
         }
-        tracer.emit(tracer.started({**common, "turn": req.turn, "timing": tracer.timing(started)}))
+        tracer.emit(
+            from_fields(
+                ModelCallStarted, {**common, "turn": req.turn, "timing": tracer.timing(started)}
+            )
+        )
         attempts: list[AttemptReport] = []
 
         def observe(report: AttemptReport) -> None:
             attempts.append(report)
             tracer.emit(
-                tracer.attempt(
+                from_fields(
+                    ModelCallAttempt,
                     {
                         **common,
                         "attempt": len(attempts),
@@ -141,7 +136,7 @@ class TracedModel(ModelWrapper):
                         "status_code": report.status_code,
                         "error": report.error,
                         "timing": tracer.timing(report.ended, report.ended - report.started),
-                    }
+                    },
                 )
             )
 
@@ -189,7 +184,8 @@ class TracedModel(ModelWrapper):
         tracer = self._tracer
         end = tracer.now()
         last = attempts[-1] if attempts else None
-        event = tracer.finished(
+        event = from_fields(
+            ModelCallFinished,
             {
                 **common,
                 "status": status,
@@ -202,6 +198,6 @@ class TracedModel(ModelWrapper):
                 "stop_reason": None if answer is None else answer.stop_reason,
                 "cached": True if cached else None,
                 "timing": tracer.timing(end, end - started),
-            }
+            },
         )
         tracer.emit(event)

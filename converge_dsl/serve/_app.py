@@ -88,18 +88,8 @@ def _idempotency_key(request: Request) -> IdempotencyKey | None:
 
 
 def _wait_asked(request: Request) -> bool:
-    """Whether the query asks `?wait=true` (or 1, yes). The query string is read as it is
-    when it needs no decoding, not parsed into `request.query_params` (most requests)."""
-    query: bytes = request.scope.get("query_string", b"")
-    if b"%" in query or b"+" in query:
-        value = request.query_params.get("wait", "")
-    else:
-        value = ""
-        for part in query.split(b"&"):
-            name, _, given = part.partition(b"=")
-            if name == b"wait":  # the last one, as `query_params` reads it
-                value = given.decode("latin-1")
-    return value.lower() in ("1", "true", "yes")
+    """Whether the query asks `?wait=true` (or 1, yes)."""
+    return request.query_params.get("wait", "").lower() in ("1", "true", "yes")
 
 
 def known_run(service: RunService, ident: str) -> str:

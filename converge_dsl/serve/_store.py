@@ -21,8 +21,7 @@ events written since the last one, and a run's journal is deleted in the
 transaction that stores its result (or cancels it). `recover()` at start moves
 every `running` run back to `queued` (the server died under it: it continues
 from its checkpoint), deletes the events and journals of runs never stored,
-and returns
-the queued ones in arrival order.
+and returns the queued ones in arrival order.
 
 Every call is synchronous and short (one transaction, under the store's lock:
 atomic within the process, which is the only writer of `runs`); the service
