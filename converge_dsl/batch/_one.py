@@ -82,7 +82,7 @@ from converge_dsl import codes
 from converge_dsl._sqlite import open_wal
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.errors import ConvergeError
-from converge_dsl.runtime import RunSink
+from converge_dsl.runtime import CompiledMemo, RunSink
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -213,23 +213,18 @@ class SpansSent:
     not thread-safe."""
 
     def __init__(self) -> None:
-        self._sent: dict[int, tuple[Mapping[str, Any], Mapping[str, str], tuple[Any, ...]]] = {}
-        self._numbers: dict[int, int] = {}
+        self._sent: CompiledMemo[int] = CompiledMemo(_SPANS_KEPT)
         self._next = 0
 
     def message(self, run: str, compiled: CompiledPipeline, sources: Mapping[str, str]) -> Message:
         """The `compiled` message of `run`: its number alone when it was sent before."""
-        spans, kinds, texts = compiled.spans, compiled.kinds, tuple(sources.items())
-        seen = self._sent.get(id(spans))
-        # Kept alive by the entry, `spans` cannot be another mapping at the same address.
-        if seen is not None and seen[0] is spans and seen[1] is kinds and seen[2] == texts:
-            return ("compiled", run, self._numbers[id(spans)])
-        if len(self._sent) >= _SPANS_KEPT:  # numbers are never used again: see `SpansKnown`
-            self._sent.clear()
-            self._numbers.clear()
+        spans, kinds = compiled.spans, compiled.kinds
+        number = self._sent.find(spans, kinds, sources)
+        if number is not None:
+            return ("compiled", run, number)
+        # A memo full forgets every number; none is used again: see `SpansKnown`.
         number, self._next = self._next, self._next + 1
-        self._sent[id(spans)] = (spans, kinds, texts)
-        self._numbers[id(spans)] = number
+        self._sent.keep(spans, kinds, sources, number)
         return ("compiled", run, dict(spans), dict(kinds), dict(sources), number)
 
 

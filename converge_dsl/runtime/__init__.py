@@ -9,7 +9,8 @@ Public surface:
   through (single runs, batch cases, tests, the Python API); `RunPlan` is one run of a
   loaded pipeline, `Checkpointing` its checkpoint folder, `CompiledRuns` what the runs of
   one loaded pipeline share (compile once, run many).
-- `RunSink`, the output interface (`Output` names a file it writes), and the outputs:
+- `RunSink`, the output interface (`Output` names a file it writes; `CompiledMemo` keeps
+  what a sink works out once per compiled pipeline), and the outputs:
   `TraceSink` (`--trace`), `ReportSink` (`--report`), `RecordSink` (`--record`),
   `OtelSink` (OpenTelemetry, `OtelOptions`; `CallSpans`, its `CallSpan`s and
   `facts_of`: the spans of model calls outside a run, an evaluation's judges),
@@ -179,6 +180,7 @@ else:
             ),
             "converge_dsl.runtime._reuse": ("CompiledRuns",),
             "converge_dsl.runtime._sinks": (
+                "CompiledMemo",
                 "ListenerSink",
                 "Output",
                 "RecordSink",

@@ -49,7 +49,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from converge_dsl.clock import Clock, SystemClock, WallClock, rfc3339
-from converge_dsl.runtime import RunSink, TraceWriter, trace_line, wall_clock
+from converge_dsl.runtime import CompiledMemo, RunSink, TraceWriter, trace_line, wall_clock
 
 if TYPE_CHECKING:
     from converge_dsl.compiler import CompiledPipeline
@@ -267,29 +267,19 @@ class _Layout:
 _NO_LAYOUT = _Layout({}, "")
 
 
-# The layouts of the pipelines seen lately, by the identity of their spans: what
-# `_layout_of` finds before it hashes them (see there).
-_SEEN: dict[
-    int, tuple[Mapping[str, SourceSpan], Mapping[str, str], tuple[object, ...], _Layout]
-] = {}
+# The layouts of the pipelines seen lately (`_layout_of`).
+_SEEN: CompiledMemo[_Layout] = CompiledMemo(_LAYOUTS_KEPT)
 
 
 def _layout_of(
     spans: Mapping[str, SourceSpan], sources: Mapping[str, str], kinds: Mapping[str, str]
 ) -> _Layout:
-    """The layout of a compiled pipeline's lines (`_layout`). Every run of a served
-    pipeline hands the very same spans and kinds mappings and source text: those are
-    found by identity, without hashing every span (2 against 14 us a run); any other is
-    laid out, or found, by value."""
-    texts = tuple(sources.items())
-    seen = _SEEN.get(id(spans))
-    # Kept alive by the entry, `spans` cannot be another mapping at the same address.
-    if seen is not None and seen[0] is spans and seen[1] is kinds and seen[2] == texts:
-        return seen[3]
-    layout = _layout(tuple(spans.items()), texts, tuple(kinds.items()))
-    if len(_SEEN) >= _LAYOUTS_KEPT:
-        _SEEN.clear()
-    _SEEN[id(spans)] = (spans, kinds, texts, layout)
+    """The layout of a compiled pipeline's lines (`_layout`): found by identity for a
+    pipeline seen lately (`CompiledMemo`), else laid out, or found, by value."""
+    layout = _SEEN.find(spans, kinds, sources)
+    if layout is None:
+        layout = _layout(tuple(spans.items()), tuple(sources.items()), tuple(kinds.items()))
+        _SEEN.keep(spans, kinds, sources, layout)
     return layout
 
 
