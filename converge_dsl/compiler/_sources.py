@@ -55,6 +55,7 @@ def sandbox_settings() -> str:
             jinja2.__version__,
             type(env).__module__,
             type(env).__qualname__,
+            getattr(env.code_generator_class, "revision", 0),
             sorted(env.filters),
             sorted(env.tests),
             sorted(env.globals),

@@ -47,7 +47,11 @@ class BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
     """Routes `~` and comparisons through size checks and counts `for` iterations.
 
     Also collects `undeclared`: the names the template reads from its context.
+    `revision` goes up whenever the code it generates for a source changes: the
+    compile cache's key holds it (`converge_dsl.compiler._compile_cache`).
     """
+
+    revision = 2  # 2: a slice of a constant goes through `environment.getitem`
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -73,6 +77,26 @@ class BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
             jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None
         )
         super().visit_For(node, frame)
+
+    def visit_Getitem(self, node: jinja2.nodes.Getitem, frame: jinja2.compiler.Frame) -> None:
+        # Jinja writes a slice as Python's `x[a:b]`; of a constant that cannot be sliced
+        # (`1[0:1]`) Python's compiler warns on the process's stderr. Such a slice goes
+        # through `environment.getitem` instead, and fails when run as `2[0]` does.
+        if not (
+            isinstance(node.arg, jinja2.nodes.Slice) and isinstance(node.node, jinja2.nodes.Const)
+        ):
+            super().visit_Getitem(node, frame)
+            return
+        self.write("environment.getitem(")
+        self.visit(node.node, frame)
+        self.write(", slice(")
+        for part in (node.arg.start, node.arg.stop, node.arg.step):
+            if part is None:
+                self.write("None")
+            else:
+                self.visit(part, frame)
+            self.write(", ")
+        self.write("))")
 
     def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:
         self.write("environment.bounded_concat((")

@@ -167,3 +167,15 @@ def test_compiled_expressions_and_templates_behave_as_before(fresh: _sources.Sou
     assert templating.render(template, {"a": "x", "b": "y", **templating.GLOBALS}) == "xy"
     expression = fresh.get("a + 1 == 3", expression=True).compiled
     assert templating.evaluate(expression, {"a": 2, **templating.GLOBALS}) is True
+
+
+def test_the_code_generators_revision_is_part_of_the_sandbox_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A compile cache file written before the generator changed is not found again.
+    from converge_dsl.sandbox._codegen import BoundedCodeGenerator
+
+    settings = _sources.sandbox_settings.__wrapped__  # not the process's cached digest
+    before = settings()
+    monkeypatch.setattr(BoundedCodeGenerator, "revision", BoundedCodeGenerator.revision + 1)
+    assert settings() != before

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import pytest
@@ -472,3 +473,16 @@ def test_a_test_is_charged_as_its_guard_charges_it(monkeypatch: pytest.MonkeyPat
     assert (budget.steps, budget.work) == (9_990, 9_945)  # as the guarded tests charged
     monkeypatch.setitem(environment().tests, "odd", lambda value: value == 2)
     assert render(compile_template("{{ [1, 2] | select('odd') | list }}"), dict(GLOBALS)) == "[2]"
+
+
+def test_a_slice_of_a_constant_compiles_without_a_warning_and_fails_when_rendered() -> None:
+    # Jinja wrote `1[0:1]` as Python's own slice: Python's compiler printed a
+    # SyntaxWarning on the process's stderr, naming a line of generated code.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        template = compile_template("{{ x if x else 1[0:1] }}")
+        sliced = compile_template("{{ 'abcdef'[1:5:2] }}{{ 'abc'[:-1] }}{{ (1, 2, 3)[1:] }}")
+    assert render(template, {"x": "kept", **GLOBALS}) == "kept"
+    with pytest.raises(TemplateRenderError, match=r"int object has no element slice\(0, 1, None\)"):
+        render(template, {"x": "", **GLOBALS})
+    assert render(sliced, dict(GLOBALS)) == "bdab(2, 3)"
