@@ -9,13 +9,14 @@ sha256 digest. Links, FIFOs and devices in the folder are refused.
 `unpack(archive, destination)` reads and checks *every* member before writing
 anything: it refuses (`PackRefused`, CD320, naming the archive) data that is
 not a gzip-compressed tar or ends early, absolute paths, `..` components,
-links, devices and duplicate names. Sizes are counted from the decompressed stream, never taken
-from headers (docs/architecture.md §10): the gzip stream is inflated in
-bounded chunks and refused (`PackRefused`, CD560) as soon as the real bytes
-pass `expanded_cap()` (the member data cap `MAX_TOTAL_BYTES` plus
-`HEADER_ALLOWANCE` per allowed member, which bounds tar and pax headers too,
-and two tar records of end padding),
-a member's real data passes `MAX_MEMBER_BYTES`, or the archive holds more
+links, devices, duplicate names and names deeper or longer than a file system
+makes (`MAX_DEPTH`, `MAX_NAME_BYTES`, `MAX_PART_BYTES`). Sizes are counted
+from the decompressed stream, never taken from headers (docs/architecture.md
+§10): the gzip stream is inflated in bounded chunks and refused
+(`PackRefused`, CD560) as soon as the real bytes pass `expanded_cap()` (the
+member data cap `MAX_TOTAL_BYTES` plus `HEADER_ALLOWANCE` per allowed member,
+which bounds tar and pax headers too, and two tar records of end padding), a
+member's real data passes `MAX_MEMBER_BYTES`, or the archive holds more
 than `MAX_MEMBERS` members. A 3 GiB pax header of zeros is therefore refused
 after about `expanded_cap()` bytes of work. Callers verify the digest first.
 The caps are module constants read at call time (tests shrink them).
@@ -50,6 +51,11 @@ from converge_dsl.packs._files import PackRefused
 MAX_MEMBER_BYTES = 8 * 1024 * 1024  # the real data of one member
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # the real data of all members together
 MAX_MEMBERS = 5_000
+# A member's name: no deeper, nor longer (in UTF-8 bytes, in all and per component, as the
+# file systems count), than any pack needs and every file system can make.
+MAX_DEPTH = 32
+MAX_NAME_BYTES = 1_024
+MAX_PART_BYTES = 255
 HEADER_ALLOWANCE = 1_536  # tar header + pax header + one pax record block, per member
 _IN_CHUNK = 16 * 1024  # compressed bytes handed to zlib at once
 _OUT_CHUNK = 64 * 1024  # most decompressed bytes zlib may produce at once
@@ -204,6 +210,7 @@ def _check_member(member: tarfile.TarInfo, seen: set[str], where: str) -> str:
         raise _refused(where, f"member {name!r} escapes the pack folder ('..')")
     if member.issym() or member.islnk():
         raise _refused(where, f"member {name!r} is a link; links are refused")
+    _check_name_size(name, pure, where)
     if not (member.isfile() or member.isdir()):
         raise _refused(where, f"member {name!r} is not a regular file or folder")
     if member.size > MAX_MEMBER_BYTES:  # the header is only a first filter: see _member_data
@@ -213,6 +220,19 @@ def _check_member(member: tarfile.TarInfo, seen: set[str], where: str) -> str:
         raise _refused(where, f"member {name!r} appears twice")
     seen.add(normal)
     return normal
+
+
+def _check_name_size(name: str, pure: PurePosixPath, where: str) -> None:
+    """Refuse a name no pack needs and not every file system can make (see `MAX_DEPTH`)."""
+    shown = name if len(name) <= 80 else f"{name[:60]}...{name[-16:]}"
+    if len(pure.parts) > MAX_DEPTH:
+        raise _refused(
+            where, f"member {shown!r} is {len(pure.parts)} folders deep, over {MAX_DEPTH}"
+        )
+    if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        raise _refused(where, f"member {shown!r} has a name over {MAX_NAME_BYTES} bytes")
+    if any(len(part.encode("utf-8", "surrogateescape")) > MAX_PART_BYTES for part in pure.parts):
+        raise _refused(where, f"member {shown!r} has a name part over {MAX_PART_BYTES} bytes")
 
 
 def _check_tree(name: str, is_file: bool, files: set[str], folders: set[str], where: str) -> None:

@@ -103,6 +103,9 @@ def _oversize() -> tuple[tarfile.TarInfo, bytes]:
         (_hardlink(), "is a link"),
         (_oversize(), "over the"),
         (_file("pack.yaml/inside.md"), "is inside 'pack.yaml', which is a file"),
+        (_file("a/" * 2000 + "f"), "2001 folders deep, over 32"),
+        (_file("a/" * 31 + "f" * 1000), "a name over 1024 bytes"),
+        (_file("f" * 256), "a name part over 255 bytes"),
     ],
 )
 def test_unsafe_members_are_refused_and_nothing_is_unpacked(
