@@ -61,6 +61,7 @@ _IN_CHUNK = 16 * 1024  # compressed bytes handed to zlib at once
 _OUT_CHUNK = 64 * 1024  # most decompressed bytes zlib may produce at once
 _GZIP = 16 + zlib.MAX_WBITS
 _SKIPPED = {"__pycache__", ".git", ".DS_Store"}
+_MANIFEST = "pack.yaml"  # `_manifest.MANIFEST`, which imports the front end
 
 
 def expanded_cap() -> int:
@@ -298,10 +299,14 @@ def check_members(archive: bytes, where: str = "pack archive") -> list[str]:
 def unpack(archive: bytes, destination: Path, where: str = "pack archive") -> None:
     """Unpack into `destination` (must not exist) atomically; nothing is written on refusal.
 
+    Refused besides (CD320): an archive without a `pack.yaml` at its top.
+
     When another process unpacked the same archive into `destination` first,
     its folder is kept.
     """
     members = read_members(archive, where)
+    if not any(member.name == _MANIFEST and member.data is not None for member in members):
+        raise _refused(where, f"it holds no {_MANIFEST} at its top, as every pack archive does")
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=destination.parent, prefix=f".{destination.name}."))
     try:

@@ -66,13 +66,12 @@ def test_round_trip_restores_every_file(files: dict[str, bytes]) -> None:
         root = Path(raw)
         source = root / "src"
         source.mkdir()
+        files = {"pack.yaml": b"kind: Pack\n"} | {f"{n}.txt": d for n, d in files.items()}
         for name, data in files.items():
-            (source / f"{name}.txt").write_bytes(data)
+            (source / name).write_bytes(data)
         target = root / "out"
         unpack(build_archive(source), target)
-        assert {p.name: p.read_bytes() for p in target.iterdir()} == {
-            f"{n}.txt": d for n, d in files.items()
-        }
+        assert {p.name: p.read_bytes() for p in target.iterdir()} == files
 
 
 def _symlink() -> tuple[tarfile.TarInfo, None]:
@@ -135,6 +134,17 @@ def test_a_path_both_file_and_folder_is_refused_by_name(
     archive = _tar_gz([_file(name) for name in names])
     with pytest.raises(PackError, match=re.escape(reason)):
         unpack(archive, tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_archive_without_pack_yaml_at_its_top_is_refused_naming_the_archive(
+    tmp_path: Path,
+) -> None:
+    archive = _tar_gz([_file("inner/pack.yaml", b"kind: Pack\n"), _file("notes.md")])
+    with pytest.raises(PackRefused, match=r"holds no pack\.yaml at its top") as refused:
+        unpack(archive, tmp_path / "out", "archive of demo 1.0.0 from path:repo")
+    assert refused.value.code == codes.PACK_ARCHIVE_REFUSED
+    assert refused.value.message.startswith("archive of demo 1.0.0 from path:repo: ")
     assert list(tmp_path.iterdir()) == []
 
 
