@@ -28,6 +28,21 @@ def test_unknown_command_suggests_the_closest() -> None:
     assert "did you mean 'validate'?" in err
 
 
+def test_an_unknown_option_suggests_the_closest_of_the_command_or_its_action() -> None:
+    assert _run("validate", str(ECHO), "--strcit") == (
+        EXIT_USAGE,
+        "",
+        "error: converge-dsl validate: unrecognized arguments: --strcit\n"
+        "  hint: did you mean '--strict'?\n",
+    )
+    code, _, err = _run("run", str(ECHO), "--fromat=json")
+    assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: did you mean '--format'?")
+    code, _, err = _run("pack", "info", "alpha", "--rpeo", "repo")
+    assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: did you mean '--repo'?")
+    code, _, err = _run("run", str(ECHO), "--zzzzzz")
+    assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: see 'converge-dsl run --help'")
+
+
 def test_version() -> None:
     code, out, _ = _run("--version")
     assert code == EXIT_OK
