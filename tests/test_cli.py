@@ -152,3 +152,18 @@ def test_help_is_laid_out_at_the_terminal_width_as_argparse_lays_it_out(
         assert code == EXIT_OK
         assert shown[columns] == stock.format_help()
     assert shown["52"] != shown["120"]
+
+
+def test_run_format_json_prints_the_run_result_when_an_option_file_is_refused(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    broken = tmp_path / "inputs.json"
+    broken.write_text("{bad")
+    for given in (["--inputs", str(broken)], ["--input", "word"], ["--inputs", "/dev/zero"]):
+        code, out, err = _run("run", str(ECHO), *given, "--format", "json")
+        assert code == EXIT_USAGE
+        document = json.loads(out)
+        assert document["stop_reason"] == "usage_error"
+        assert document["diagnostics"][0]["message"] in err
