@@ -103,6 +103,9 @@ def _pack_files(folder: Path) -> list[tuple[str, Path]]:
             raise PackError(f"{relative.as_posix()}: packs may not contain links")
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise PackError(f"{relative.as_posix()}: packs hold regular files and folders only")
+        problem = _name_size_problem(relative.as_posix(), PurePosixPath(relative.as_posix()))
+        if problem is not None:
+            raise PackError(f"{problem}: no pack could be installed with it")
         found.append((relative.as_posix(), path))
     return sorted(found)
 
@@ -224,16 +227,25 @@ def _check_member(member: tarfile.TarInfo, seen: set[str], where: str) -> str:
 
 
 def _check_name_size(name: str, pure: PurePosixPath, where: str) -> None:
-    """Refuse a name no pack needs and not every file system can make (see `MAX_DEPTH`)."""
+    """Refuse a member's name no pack needs and not every file system can make."""
+    problem = _name_size_problem(name, pure)
+    if problem is not None:
+        raise _refused(where, f"member {problem}")
+
+
+def _name_size_problem(name: str, pure: PurePosixPath) -> str | None:
+    """What is wrong with the size of a pack file's name (see `MAX_DEPTH`), or None.
+
+    One rule for both ends: `unpack` refuses such a member, `build_archive` such a file.
+    """
     shown = name if len(name) <= 80 else f"{name[:60]}...{name[-16:]}"
     if len(pure.parts) > MAX_DEPTH:
-        raise _refused(
-            where, f"member {shown!r} is {len(pure.parts)} folders deep, over {MAX_DEPTH}"
-        )
+        return f"{shown!r} is {len(pure.parts)} folders deep, over {MAX_DEPTH}"
     if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-        raise _refused(where, f"member {shown!r} has a name over {MAX_NAME_BYTES} bytes")
+        return f"{shown!r} has a name over {MAX_NAME_BYTES} bytes"
     if any(len(part.encode("utf-8", "surrogateescape")) > MAX_PART_BYTES for part in pure.parts):
-        raise _refused(where, f"member {shown!r} has a name part over {MAX_PART_BYTES} bytes")
+        return f"{shown!r} has a name part over {MAX_PART_BYTES} bytes"
+    return None
 
 
 def _check_tree(name: str, is_file: bool, files: set[str], folders: set[str], where: str) -> None:

@@ -267,6 +267,15 @@ def test_truncated_gzip_is_corrupt(tmp_path: Path) -> None:
     assert "archive of alpha 1.0.0 from path:repo" in refused.value.message
 
 
+def test_build_archive_refuses_a_name_unpack_would_refuse(tmp_path: Path) -> None:
+    folder = make_pack(tmp_path, "alpha", "1.0.0")
+    deep = folder.joinpath(*["d"] * 33)
+    deep.mkdir(parents=True)
+    (deep / "f.md").write_text("x")
+    with pytest.raises(PackError, match="folders deep, over 32: no pack could be installed"):
+        build_archive(folder)
+
+
 def test_build_archive_refuses_fifos(tmp_path: Path) -> None:
     folder = make_pack(tmp_path, "alpha", "1.0.0")
     os.mkfifo(folder / "pipe")
