@@ -58,6 +58,12 @@ _Handler = Callable[[int, "FrameType | None"], Any] | int | None
 WINDOW_FACTOR = 4
 
 
+class Closes(Protocol):
+    """What `drive` closes on its loop once the stream is done."""
+
+    async def aclose(self) -> None: ...
+
+
 class Prepared(Protocol):
     """What the scheduler needs of a loaded pipeline (`Pipeline` is one)."""
 
@@ -237,8 +243,11 @@ def local_pool(limits: BatchLimits, spent: tuple[int, int]) -> LocalPool | None:
     return pool
 
 
-def drive(pipeline: Prepared, stream: AsyncIterator[T]) -> Generator[T, None, None]:
+def drive(pipeline: Closes, stream: AsyncIterator[T]) -> Generator[T, None, None]:
     """Step `stream` on a private event loop, one result per `next` (closed at the end).
+
+    `pipeline` (a loaded pipeline, or anything that holds what the stream's steps
+    share on the loop, an evaluation's judges say) is closed on the loop after it.
 
     A Ctrl-C while a step runs cancels the step, and with it every running
     case (a cancelled case yields no result), then is raised as
