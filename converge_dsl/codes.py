@@ -11,7 +11,8 @@ example in docs/errors.md, and add a pipeline to tests/data/invalid/ when
   in the CD4xx range, and is defined in this section
 - CD2xx semantic errors of the front end; 250 to 259 the data-flow analysis (errors,
   warnings and notes); 260 to 269 the tool servers (`tools:`) and the tools named
-- CD3xx semantic warnings of the front end (exit 1 under --strict)
+- CD3xx semantic warnings of the front end (exit 1 under --strict); 320 to 339 refusals
+  of the command line and what it drives (packs, batches), errors
 - CD4xx agent checks (converge_dsl.agents); 433 to 435 `serve --executor` and
   436 to 445 `serve --mcp`, whose refusals are the service's, not validate's
   (CD446 is a schema code: see CD1xx)
@@ -120,6 +121,8 @@ UNUSED_INPUT = "CD303"  # a declared input no template reads
 OUTSIDE_ENUM = "CD304"  # a data field compared with a literal outside its enum
 MISMATCHED_LITERAL = "CD305"  # a data field compared with a literal of another type
 OBJECT_CONTENT = "CD306"  # a JSON object given as content (deprecated: give it as data)
+# 320 to 339: refusals of the command line and what it drives (not validate's warnings)
+PACK_ARCHIVE_REFUSED = "CD320"  # a pack archive is corrupt, or a member is unsafe or not allowed
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

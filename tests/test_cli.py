@@ -28,6 +28,21 @@ def test_unknown_command_suggests_the_closest() -> None:
     assert "did you mean 'validate'?" in err
 
 
+def test_an_unknown_option_suggests_the_closest_of_the_command_or_its_action() -> None:
+    assert _run("validate", str(ECHO), "--strcit") == (
+        EXIT_USAGE,
+        "",
+        "error: converge-dsl validate: unrecognized arguments: --strcit\n"
+        "  hint: did you mean '--strict'?\n",
+    )
+    code, _, err = _run("run", str(ECHO), "--fromat=json")
+    assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: did you mean '--format'?")
+    code, _, err = _run("pack", "info", "alpha", "--rpeo", "repo")
+    assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: did you mean '--repo'?")
+    code, _, err = _run("run", str(ECHO), "--zzzzzz")
+    assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: see 'converge-dsl run --help'")
+
+
 def test_version() -> None:
     code, out, _ = _run("--version")
     assert code == EXIT_OK
@@ -137,3 +152,18 @@ def test_help_is_laid_out_at_the_terminal_width_as_argparse_lays_it_out(
         assert code == EXIT_OK
         assert shown[columns] == stock.format_help()
     assert shown["52"] != shown["120"]
+
+
+def test_run_format_json_prints_the_run_result_when_an_option_file_is_refused(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    broken = tmp_path / "inputs.json"
+    broken.write_text("{bad")
+    for given in (["--inputs", str(broken)], ["--input", "word"], ["--inputs", "/dev/zero"]):
+        code, out, err = _run("run", str(ECHO), *given, "--format", "json")
+        assert code == EXIT_USAGE
+        document = json.loads(out)
+        assert document["stop_reason"] == "usage_error"
+        assert document["diagnostics"][0]["message"] in err

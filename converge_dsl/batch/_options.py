@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 EXECUTORS = ("local", "process", "ray")
 DEFAULT_LOCAL_CONCURRENCY = 16
+# The most worker processes (or Ray actors) a batch starts, whatever --concurrency says.
+MAX_WORKERS = 1024
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,21 @@ class BatchOptions:
     replay: Path | None = None
 
     def workers(self) -> int:
-        """The concurrency: given, else 16 cases (`local`) or one per CPU."""
+        """The concurrency: given, else 16 cases (`local`) or one per CPU.
+
+        For `process` and `ray` it is a number of worker processes or actors: more
+        than `MAX_WORKERS` is a `UsageError` (each is a Python process).
+        """
         if self.concurrency is not None:
             if self.concurrency < 1:
                 raise UsageError("--concurrency must be at least 1")
+            if self.executor != "local" and self.concurrency > MAX_WORKERS:
+                raise UsageError(
+                    f"--concurrency {self.concurrency} would start as many worker processes "
+                    f"with --executor {self.executor}; at most {MAX_WORKERS} are started",
+                    hint="give at most a few per CPU; --executor local runs any number of "
+                    "cases at once on one event loop",
+                )
             return self.concurrency
         if self.executor == "local":
             return DEFAULT_LOCAL_CONCURRENCY

@@ -169,7 +169,12 @@ def _sinks(options: BatchOptions) -> list[BatchSink]:
 def _executor(
     options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
 ) -> Generator[CaseResult, None, None]:
-    """The results of `todo`, as the chosen executor finishes them (started already)."""
+    """The results of `todo`, as the chosen executor finishes them (started already).
+
+    `process` and `ray` start no more workers than there are cases to run.
+    """
+    if options.executor != "local":
+        workers = max(1, min(workers, len(todo)))
     if options.executor == "process":
         from ._process import run_in_processes
 

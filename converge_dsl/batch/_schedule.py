@@ -16,8 +16,18 @@ protocol `Pipeline` meets), so no import runs back up to `_pipeline`.
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -29,6 +39,8 @@ from ._budget import BatchLimits, BudgetPool, LocalPool, PooledMeter
 from ._cases import Case, CaseResult, ModelOverride, cases_of, error_result
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from converge_dsl.engine import Budget, UsageMeter
     from converge_dsl.runtime import RunOutcome, RunSink
 
@@ -38,10 +50,18 @@ SinkFactory = Callable[[Case], "Sequence[RunSink]"]
 __all__ = ["drive", "ordered"]
 
 T = TypeVar("T")
+# A signal handler, as `signal.signal` takes and returns it.
+_Handler = Callable[[int, "FrameType | None"], Any] | int | None
 
 # `ordered` starts a case only within this many cases (times the concurrency) of the
 # first one not yet yielded, so a slow case holds back a bounded number of results.
 WINDOW_FACTOR = 4
+
+
+class Closes(Protocol):
+    """What `drive` closes on its loop once the stream is done."""
+
+    async def aclose(self) -> None: ...
 
 
 class Prepared(Protocol):
@@ -223,18 +243,91 @@ def local_pool(limits: BatchLimits, spent: tuple[int, int]) -> LocalPool | None:
     return pool
 
 
-def drive(pipeline: Prepared, stream: AsyncIterator[T]) -> Generator[T, None, None]:
-    """Step `stream` on a private event loop, one result per `next` (closed at the end)."""
-    loop = asyncio.new_event_loop()
+def drive(pipeline: Closes, stream: AsyncIterator[T]) -> Generator[T, None, None]:
+    """Step `stream` on a private event loop, one result per `next` (closed at the end).
+
+    `pipeline` (a loaded pipeline, or anything that holds what the stream's steps
+    share on the loop, an evaluation's judges say) is closed on the loop after it.
+
+    A Ctrl-C while a step runs cancels the step, and with it every running
+    case (a cancelled case yields no result), then is raised as
+    `KeyboardInterrupt` from `next`: never inside a case's task, where the loop
+    would raise it again and again while the stream closes. A result that was
+    complete when it came is yielded first; the interruption follows at the
+    next `next`.
+    """
+    steps = _Steps()
     try:
         while True:
             try:
-                yield loop.run_until_complete(anext(stream))
+                yield steps.run(anext(stream))
             except StopAsyncIteration:
                 break
     finally:
         closing = getattr(stream, "aclose", None)
-        if closing is not None:
-            loop.run_until_complete(closing())
-        loop.run_until_complete(pipeline.aclose())
-        loop.close()
+        try:
+            if closing is not None:
+                steps.run(closing(), closing=True)
+            steps.run(pipeline.aclose(), closing=True)
+        finally:
+            steps.close()
+
+
+class _Steps:
+    """An event loop that runs one awaitable at a time, a Ctrl-C cancelling it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.interrupted = False
+
+    def run(self, step: Awaitable[T], *, closing: bool = False) -> T:
+        """What `step` returns; `KeyboardInterrupt` once a Ctrl-C came (see `drive`).
+
+        `closing`: the step closes what ran, and runs even after an interruption.
+        """
+        if self.interrupted and not closing:
+            raise KeyboardInterrupt
+        task = self.loop.create_task(_awaited(step))
+        restore = self._on_interrupt(task)
+        try:
+            return self.loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if self.interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            if restore is not None:
+                signal.signal(signal.SIGINT, restore)
+
+    def close(self) -> None:
+        """Cancel what still runs, finish the asynchronous generators, close the loop."""
+        loop = self.loop
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+    def _on_interrupt(self, task: asyncio.Task[T]) -> _Handler | None:
+        """Make a Ctrl-C cancel `task`; the handler to restore after (None: none set)."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return None  # someone else handles Ctrl-C (or it is ignored)
+
+        def interrupt(signum: int, frame: object) -> None:
+            if self.interrupted:  # a second Ctrl-C: stop waiting for the cancellation
+                raise KeyboardInterrupt
+            self.interrupted = True
+            self.loop.call_soon_threadsafe(task.cancel)
+
+        return signal.signal(signal.SIGINT, interrupt)
+
+
+async def _awaited(step: Awaitable[T]) -> T:
+    return await step

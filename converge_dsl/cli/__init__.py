@@ -194,7 +194,37 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+        hint = f"see '{self.prog} --help'"
+        if message.startswith("unrecognized arguments: "):
+            hint = self._guess(message.removeprefix("unrecognized arguments: ").split()) or hint
+        raise UsageError(f"{self.prog}: {message}", hint=hint)
+
+    def _guess(self, unknown: list[str]) -> str | None:
+        """`did you mean '--input'?` for the first unknown option close to a known one.
+
+        The known ones are this parser's and its sub-commands' (`pack info --rpeo`: the
+        sub-command's unknown options reach the command's parser).
+        """
+        from converge_dsl.diagnostics import did_you_mean
+
+        known = _option_strings(self)
+        for word in unknown:
+            if word.startswith("--"):
+                guess = did_you_mean(word.split("=", 1)[0], known)
+                if guess is not None:
+                    return f"did you mean {guess!r}?"
+        return None
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options of `parser` and of its sub-commands' parsers."""
+    found: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _option_strings(sub)
+        found += [flag for flag in action.option_strings if flag.startswith("--")]
+    return found
 
 
 def _top_help() -> str:

@@ -9,7 +9,8 @@ kill is dropped) and appends; without it `--out` starts empty. A case that
 fails is a line like any other. `--max-model-calls` / `--max-tokens` cap the
 usage of every case together (each case keeps its pipeline's own budget too).
 `--executor local` (default) runs `--concurrency` cases (16) at once on one
-event loop; `process` runs `--concurrency` worker processes (one per CPU);
+event loop; `process` runs `--concurrency` worker processes (one per CPU;
+never more than cases to run, and over 1,024 is refused: `BatchOptions.workers`);
 `ray` runs async Ray actors (the `ray` extra; `--ray-address` joins a cluster).
 The answer cache (`--cache`, `--offline`, `--cache-dir`, `--config`, the
 environment) is decided once here and given to every executor alike, so all

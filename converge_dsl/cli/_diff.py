@@ -11,7 +11,9 @@ every format. `--format html` writes a
 self-contained page, A beside B, filterable. Exit codes: 0 the same; 1 they
 differ; 2 a results file has a line that is not a result line, or names a
 case twice (located errors, CD816-CD817); 3 usage error (a file that is
-neither, one of each kind, or an unknown section to ignore).
+neither, one of each kind, an unknown section to ignore, or an `-o` that is A
+or B, a link, a device or in a missing folder: `cli._output`, checked before
+anything is read).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from converge_dsl.cli._inputs import json_file
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
+    from converge_dsl.cli._output import CommandOutput
     from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.pipetest import CaseResultLine
 
@@ -48,6 +51,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl.cli._output import command_output
+
+    reads = [(args.a, "A, a file compared"), (args.b, "B, a file compared")]
+    with command_output(io.stdout, args.output, "-o", "diff", reads) as output:
+        return _compare(args, io, output)
+
+
+def _compare(args: argparse.Namespace, io: CommandIO, output: CommandOutput) -> int:
     from converge_dsl.errors import PipelineInvalid
     from converge_dsl.pipetest import diff_batches, diff_results, read_batch_results
 
@@ -93,13 +104,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         text = render_diff_html(found.as_json(), kind, args.a, args.b)
     else:
         text = found.text()
-    if args.output:
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-    else:
-        io.stdout.write(text)
+    output.write(text)
     return EXIT_OK if found.same else EXIT_FAILURE
 
 

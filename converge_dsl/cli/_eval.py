@@ -33,7 +33,9 @@ as its own trace, as `run --cases --otel` does.
 
 Exit codes: 0 thresholds met and no regression; 1 a threshold missed or a
 case regressed; 2 the evaluation file (or its dataset or pipeline) is
-invalid; 3 usage error.
+invalid; 3 usage error (among them an `-o` that is the evaluation file, its
+dataset, pipeline or baseline, a link, a device or in a missing folder, said
+before any case runs: `cli._output`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ from converge_dsl.cli._validate import add_allow_root
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
-    from converge_dsl.pipetest import EvalSettings
+    from converge_dsl.cli._output import CommandOutput
+    from converge_dsl.pipetest import EvalFile, EvalSettings
     from converge_dsl.runtime import CacheSettings
 
 FORMATS = ("human", "json", "junit", "html")
@@ -204,7 +207,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.errors import PipelineInvalid
-    from converge_dsl.pipetest import compare, read_eval_file, run_configurations
+    from converge_dsl.pipetest import read_eval_file
 
     path = Path(args.file)
     if not path.is_file():
@@ -224,6 +227,25 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             color=not json_out and io.style(io.stderr).color,
         )
         return EXIT_INVALID
+    from converge_dsl.cli._output import command_output
+
+    reads = [(path, "the evaluation file"), (evaluation.dataset, "its dataset")]
+    reads += [(args.baseline, "the --baseline file")] if args.baseline else []
+    reads += [(evaluation.pipeline.path, "its pipeline")]
+    with command_output(io.stdout, args.output, "-o", "evaluation report", reads) as output:
+        return _evaluate(args, io, evaluation, baseline, output)
+
+
+def _evaluate(
+    args: argparse.Namespace,
+    io: CommandIO,
+    evaluation: EvalFile,
+    baseline: dict[str, Any] | None,
+    output: CommandOutput,
+) -> int:
+    """Run the evaluation's configurations and write the result to `output`."""
+    from converge_dsl.pipetest import compare, run_configurations
+
     settings, cache = _settings(args, io)
     if cache != evaluation.pipeline.cache:
         from dataclasses import replace
@@ -233,7 +255,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if args.no_timings:
         results = tuple(result.untimed() for result in results)
     if len(results) > 1:
-        return _several(results, baseline, evaluation.tolerance, args, io)
+        return _several(results, baseline, evaluation.tolerance, args, output)
     result = results[0]
     from converge_dsl.pipetest import baseline_of
 
@@ -258,18 +280,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         from converge_dsl.pipetest import render_eval_human
 
         text = render_eval_human(result, changes if baseline is not None else None)
-    _write(text, args, io)
+    output.write(text)
     return EXIT_OK if result.passed and not regressed else EXIT_FAILURE
-
-
-def _write(text: str, args: argparse.Namespace, io: CommandIO) -> None:
-    if args.output:
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-    else:
-        io.stdout.write(text)
 
 
 def _changes_json(changes: Any) -> list[dict[str, Any]]:
@@ -290,7 +302,7 @@ def _several(
     baseline: dict[str, Any] | None,
     tolerance: float,
     args: argparse.Namespace,
-    io: CommandIO,
+    output: CommandOutput,
 ) -> int:
     """Several configurations: each compared with the baseline's of its name, side by side."""
     from converge_dsl.pipetest import (
@@ -328,7 +340,7 @@ def _several(
         text = render_configurations_junit(results)
     else:
         text = render_configurations_human(results, changes if baseline is not None else None)
-    _write(text, args, io)
+    output.write(text)
     return EXIT_OK if all(r.passed for r in results) and not regressed else EXIT_FAILURE
 
 

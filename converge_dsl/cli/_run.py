@@ -481,9 +481,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             progress.stop()
         _show(out, args, io)
 
-    options = _options(args, io, progress)
-    options = replace(options, sinks=(*options.sinks, ResultSink(show)))
     try:
+        # The options' own files (--inputs, --decisions, --config...) are read here:
+        # one that is refused is a run that never started, as one the run refuses.
+        options = _options(args, io, progress)
+        options = replace(options, sinks=(*options.sinks, ResultSink(show)))
         out = asyncio.run(run_pipeline(options))
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything

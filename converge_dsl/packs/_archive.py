@@ -7,14 +7,16 @@ The same pack content therefore always gives the same bytes and the same
 sha256 digest. Links, FIFOs and devices in the folder are refused.
 
 `unpack(archive, destination)` reads and checks *every* member before writing
-anything: it refuses absolute paths, `..` components, links, devices and
-duplicate names. Sizes are counted from the decompressed stream, never taken
-from headers (docs/architecture.md §10): the gzip stream is inflated in
-bounded chunks and refused (`PackRefused`, CD560) as soon as the real bytes
-pass `expanded_cap()` (the member data cap `MAX_TOTAL_BYTES` plus
-`HEADER_ALLOWANCE` per allowed member, which bounds tar and pax headers too,
-and two tar records of end padding),
-a member's real data passes `MAX_MEMBER_BYTES`, or the archive holds more
+anything: it refuses (`PackRefused`, CD320, naming the archive) data that is
+not a gzip-compressed tar or ends early, absolute paths, `..` components,
+links, devices, duplicate names and names deeper or longer than a file system
+makes (`MAX_DEPTH`, `MAX_NAME_BYTES`, `MAX_PART_BYTES`). Sizes are counted
+from the decompressed stream, never taken from headers (docs/architecture.md
+§10): the gzip stream is inflated in bounded chunks and refused
+(`PackRefused`, CD560) as soon as the real bytes pass `expanded_cap()` (the
+member data cap `MAX_TOTAL_BYTES` plus `HEADER_ALLOWANCE` per allowed member,
+which bounds tar and pax headers too, and two tar records of end padding), a
+member's real data passes `MAX_MEMBER_BYTES`, or the archive holds more
 than `MAX_MEMBERS` members. A 3 GiB pax header of zeros is therefore refused
 after about `expanded_cap()` bytes of work. Callers verify the digest first.
 The caps are module constants read at call time (tests shrink them).
@@ -42,18 +44,24 @@ from pathlib import Path, PurePosixPath
 
 from converge_dsl._files import create_new
 from converge_dsl._reading import read_bytes
-from converge_dsl.codes import PACK_ARCHIVE_TOO_LARGE
+from converge_dsl.codes import PACK_ARCHIVE_REFUSED, PACK_ARCHIVE_TOO_LARGE
 from converge_dsl.errors import PackError
 from converge_dsl.packs._files import PackRefused
 
 MAX_MEMBER_BYTES = 8 * 1024 * 1024  # the real data of one member
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # the real data of all members together
 MAX_MEMBERS = 5_000
+# A member's name: no deeper, nor longer (in UTF-8 bytes, in all and per component, as the
+# file systems count), than any pack needs and every file system can make.
+MAX_DEPTH = 32
+MAX_NAME_BYTES = 1_024
+MAX_PART_BYTES = 255
 HEADER_ALLOWANCE = 1_536  # tar header + pax header + one pax record block, per member
 _IN_CHUNK = 16 * 1024  # compressed bytes handed to zlib at once
 _OUT_CHUNK = 64 * 1024  # most decompressed bytes zlib may produce at once
 _GZIP = 16 + zlib.MAX_WBITS
 _SKIPPED = {"__pycache__", ".git", ".DS_Store"}
+_MANIFEST = "pack.yaml"  # `_manifest.MANIFEST`, which imports the front end
 
 
 def expanded_cap() -> int:
@@ -67,6 +75,16 @@ def _too_large(where: str, what: str) -> PackRefused:
         f"{where}: {what}; refused, nothing was unpacked or cached",
         hint="packs are small data folders; ask the repository owner to publish a smaller "
         "archive (the caps are documented in the README, section Packs)",
+    )
+
+
+def _refused(where: str, what: str) -> PackRefused:
+    """An archive that cannot be unpacked safely (CD320), named by `where`."""
+    return PackRefused(
+        PACK_ARCHIVE_REFUSED,
+        f"{where}: {what}; refused, nothing was unpacked or cached",
+        hint="the archive is damaged or was not made by 'converge-dsl pack publish'; "
+        "ask the repository owner to publish it again",
     )
 
 
@@ -85,6 +103,9 @@ def _pack_files(folder: Path) -> list[tuple[str, Path]]:
             raise PackError(f"{relative.as_posix()}: packs may not contain links")
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise PackError(f"{relative.as_posix()}: packs hold regular files and folders only")
+        problem = _name_size_problem(relative.as_posix(), PurePosixPath(relative.as_posix()))
+        if problem is not None:
+            raise PackError(f"{problem}: no pack could be installed with it")
         found.append((relative.as_posix(), path))
     return sorted(found)
 
@@ -121,10 +142,10 @@ class Member:
     data: bytes | None  # None for a folder
 
 
-def _inflate(archive: bytes) -> Iterator[bytes]:
+def _inflate(archive: bytes, where: str) -> Iterator[bytes]:
     """The decompressed bytes of gzip `archive` (members in a row), at most `_OUT_CHUNK` at once.
 
-    Raises `PackError` for data that is not gzip or ends early; trailing NUL
+    Raises `PackRefused` (CD320) for data that is not gzip or ends early; trailing NUL
     padding (as `gzip` accepts) ends the stream.
     """
     view = memoryview(archive)
@@ -148,10 +169,10 @@ def _inflate(archive: bytes) -> Iterator[bytes]:
                     return
                 view, position, pending = memoryview(rest), 0, b""
                 inflater = zlib.decompressobj(_GZIP)
-    except zlib.error as exc:
-        raise PackError(f"not a pack archive: {exc}") from None
+    except zlib.error:
+        raise _refused(where, "it is not gzip-compressed data (a .tar.gz)") from None
     if not inflater.eof:
-        raise PackError("corrupt pack archive: the compressed data ends early")
+        raise _refused(where, "the compressed data ends early (a truncated archive)")
 
 
 class _Expanded(io.RawIOBase):
@@ -159,7 +180,7 @@ class _Expanded(io.RawIOBase):
 
     def __init__(self, archive: bytes, cap: int, where: str) -> None:
         super().__init__()
-        self._chunks = _inflate(archive)
+        self._chunks = _inflate(archive, where)
         self._cap = cap
         self._where = where
         self._size = 0
@@ -184,27 +205,50 @@ class _Expanded(io.RawIOBase):
 
 
 def _check_member(member: tarfile.TarInfo, seen: set[str], where: str) -> str:
-    """The member's safe relative name; raises `PackError` naming what is wrong."""
+    """The member's safe relative name; raises `PackRefused` naming what is wrong."""
     name = member.name
     pure = PurePosixPath(name)
     if name.startswith(("/", "\\")) or pure.is_absolute() or (len(name) > 1 and name[1] == ":"):
-        raise PackError(f"archive member {name!r} has an absolute path")
+        raise _refused(where, f"member {name!r} has an absolute path")
     if ".." in pure.parts or "\\" in name:
-        raise PackError(f"archive member {name!r} escapes the pack folder ('..')")
+        raise _refused(where, f"member {name!r} escapes the pack folder ('..')")
     if member.issym() or member.islnk():
-        raise PackError(f"archive member {name!r} is a link; links are refused")
+        raise _refused(where, f"member {name!r} is a link; links are refused")
+    _check_name_size(name, pure, where)
     if not (member.isfile() or member.isdir()):
-        raise PackError(f"archive member {name!r} is not a regular file or folder")
+        raise _refused(where, f"member {name!r} is not a regular file or folder")
     if member.size > MAX_MEMBER_BYTES:  # the header is only a first filter: see _member_data
         raise _too_large(where, f"member {name!r} is over the {MAX_MEMBER_BYTES}-byte member cap")
     normal = pure.as_posix()
     if normal in seen:
-        raise PackError(f"archive member {name!r} appears twice")
+        raise _refused(where, f"member {name!r} appears twice")
     seen.add(normal)
     return normal
 
 
-def _check_tree(name: str, is_file: bool, files: set[str], folders: set[str]) -> None:
+def _check_name_size(name: str, pure: PurePosixPath, where: str) -> None:
+    """Refuse a member's name no pack needs and not every file system can make."""
+    problem = _name_size_problem(name, pure)
+    if problem is not None:
+        raise _refused(where, f"member {problem}")
+
+
+def _name_size_problem(name: str, pure: PurePosixPath) -> str | None:
+    """What is wrong with the size of a pack file's name (see `MAX_DEPTH`), or None.
+
+    One rule for both ends: `unpack` refuses such a member, `build_archive` such a file.
+    """
+    shown = name if len(name) <= 80 else f"{name[:60]}...{name[-16:]}"
+    if len(pure.parts) > MAX_DEPTH:
+        return f"{shown!r} is {len(pure.parts)} folders deep, over {MAX_DEPTH}"
+    if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        return f"{shown!r} has a name over {MAX_NAME_BYTES} bytes"
+    if any(len(part.encode("utf-8", "surrogateescape")) > MAX_PART_BYTES for part in pure.parts):
+        return f"{shown!r} has a name part over {MAX_PART_BYTES} bytes"
+    return None
+
+
+def _check_tree(name: str, is_file: bool, files: set[str], folders: set[str], where: str) -> None:
     """Refuse a member that makes a file of a folder's name or a folder of a file's name.
 
     Such an archive cannot be unpacked (one path would be both), so it is refused
@@ -213,9 +257,9 @@ def _check_tree(name: str, is_file: bool, files: set[str], folders: set[str]) ->
     parents = [parent.as_posix() for parent in PurePosixPath(name).parents][:-1]
     clash = next((parent for parent in parents if parent in files), None)
     if clash is not None:
-        raise PackError(f"archive member {name!r} is inside {clash!r}, which is a file")
+        raise _refused(where, f"member {name!r} is inside {clash!r}, which is a file")
     if is_file and name in folders:
-        raise PackError(f"archive member {name!r} is a file, but other members are inside it")
+        raise _refused(where, f"member {name!r} is a file, but other members are inside it")
     folders.update(parents)
     (files if is_file else folders).add(name)
 
@@ -227,12 +271,12 @@ def _member_data(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, where
     if len(data) > MAX_MEMBER_BYTES:
         raise _too_large(where, f"member {name!r} is over the {MAX_MEMBER_BYTES}-byte member cap")
     if len(data) != member.size:
-        raise PackError(f"corrupt pack archive: member {name!r} is shorter than its header says")
+        raise _refused(where, f"member {name!r} is shorter than its header says")
     return data
 
 
 def read_members(archive: bytes, where: str = "pack archive") -> list[Member]:
-    """Every member, checked and read in one bounded pass; `PackError` at the first bad one.
+    """Every member, checked and read in one bounded pass; `PackRefused` at the first bad one.
 
     `where` names the archive in messages (e.g. "demo 1.0.0 from path:repo").
     """
@@ -248,14 +292,14 @@ def read_members(archive: bytes, where: str = "pack archive") -> list[Member]:
                 if len(members) >= MAX_MEMBERS:
                     raise _too_large(where, f"it has over {MAX_MEMBERS} members")
                 name = _check_member(member, seen, where)
-                _check_tree(name, not member.isdir(), files, folders)
+                _check_tree(name, not member.isdir(), files, folders, where)
                 data = None if member.isdir() else _member_data(tar, member, name, where)
                 total += len(data or b"")
                 if total > MAX_TOTAL_BYTES:
                     raise _too_large(where, f"its files hold over {MAX_TOTAL_BYTES} bytes")
                 members.append(Member(name, data))
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-        raise PackError(f"corrupt pack archive: {exc}") from None
+        raise _refused(where, f"it is not a valid tar archive ({exc})") from None
     return members
 
 
@@ -267,10 +311,14 @@ def check_members(archive: bytes, where: str = "pack archive") -> list[str]:
 def unpack(archive: bytes, destination: Path, where: str = "pack archive") -> None:
     """Unpack into `destination` (must not exist) atomically; nothing is written on refusal.
 
+    Refused besides (CD320): an archive without a `pack.yaml` at its top.
+
     When another process unpacked the same archive into `destination` first,
     its folder is kept.
     """
     members = read_members(archive, where)
+    if not any(member.name == _MANIFEST and member.data is not None for member in members):
+        raise _refused(where, f"it holds no {_MANIFEST} at its top, as every pack archive does")
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=destination.parent, prefix=f".{destination.name}."))
     try:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 
-from converge_dsl.diagnostics import did_you_mean
+from converge_dsl.diagnostics import best_first, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid, UsageError
 from converge_dsl.frontend import PipelineManifest
 from converge_dsl.packs._cache import PackCache
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from converge_dsl.tools import LockedServer, ServerFactory
 
 PIPELINE_SCHEMA = "pipeline.v1.json"
+_API_VERSION = "converge-dsl/v1"
 # The fields `lock` and `pack` read of a pipeline.
 _OURS = (("packs",), ("repositories",), ("trust",))
 
@@ -85,7 +86,9 @@ class PipelinePacks:
         `manifest` is the validated document's (`validate`, `run`); without it the
         file is loaded here (`lock`, `pack`) and those two fields are checked against
         the pipeline schema, so a malformed entry is a located diagnostic
-        (`PipelineInvalid`), never a guess at what it meant.
+        (`PipelineInvalid`), never a guess at what it meant; a file that does not say
+        it is a pipeline (`apiVersion`, `kind`) is `PipelineInvalid` with every error
+        validate finds in it.
         """
         if manifest is not None:
             return cls(
@@ -106,7 +109,13 @@ class PipelinePacks:
                 f"{path.name}: repositories: must be a list",
                 hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
             )
-        found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] in _OURS]
+        diagnostics = schema_diagnostics(doc, PIPELINE_SCHEMA)
+        if data.get("apiVersion") != _API_VERSION or data.get("kind") != "Pipeline":
+            # Not a pipeline at all (a trace, a run result, a test file): nothing to lock,
+            # reported as validate reports it, before a lock section is written for it.
+            found = best_first([d for d in diagnostics if d.is_error])
+        else:
+            found = [d for d in diagnostics if d.path[:1] in _OURS]
         if found:
             raise PipelineInvalid(found)
         return cls(

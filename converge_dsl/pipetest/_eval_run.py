@@ -471,7 +471,7 @@ def _elsewhere(
 ) -> Iterator[_Scored]:
     """The cases on the `process` or `ray` executor (`converge_dsl.batch.run_cases`),
     judged here as they come, yielded in case order."""
-    from converge_dsl.batch import BatchLimits, BatchOptions, run_cases
+    from converge_dsl.batch import BatchLimits, BatchOptions, drive, run_cases
 
     env = dict(os.environ if settings.env is None else settings.env)
     options = BatchOptions(
@@ -488,15 +488,14 @@ def _elsewhere(
     )
     results = sorted(run_cases(options, cases), key=lambda r: r.index)
     judges.draw_from(_spent_pool(settings.limits, results))
-    loop = asyncio.new_event_loop()
-    try:
+
+    async def judged() -> AsyncIterator[_Scored]:
         for result in results:
-            case = evaluation.cases[result.index]
-            verdicts = loop.run_until_complete(judges.verdicts(case, result.body))
+            verdicts = await judges.verdicts(evaluation.cases[result.index], result.body)
             yield result.index, result, tuple(verdicts.values())
-    finally:
-        loop.run_until_complete(judges.aclose())
-        loop.close()
+
+    # Stepped as the local cases are (`batch.drive`): a Ctrl-C cancels the judging.
+    yield from drive(judges, judged())
 
 
 def _spent_pool(limits: BatchLimits | None, results: Sequence[CaseResult]) -> LocalPool | None:

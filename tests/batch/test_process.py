@@ -381,3 +381,23 @@ def test_a_process_batch_asks_for_its_fork_server_once(
     results = list(run_cases(options, [Case(0, "c0", {"word": "tea"})]))
     assert [r.stop_reason for r in results] == ["converged"]
     assert len(asked) == 2
+
+
+def test_a_pool_starts_no_more_workers_than_cases_and_a_huge_concurrency_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[int] = []
+
+    def record(options: BatchOptions, workers: int, todo: list[Case], spent: Any) -> Iterator[Any]:
+        started.append(workers)
+        return iter(())
+
+    monkeypatch.setattr(_process, "run_in_processes", record)
+    options = BatchOptions(pipeline=ECHO, cases=ECHO, out=ECHO, executor="process", concurrency=64)
+    cases = [Case(i, None, {"word": "tea"}) for i in range(3)]
+    assert list(run_cases(options, cases)) == []
+    assert started == [3]  # 64 asked, 3 cases: 3 processes
+    huge = BatchOptions(pipeline=ECHO, cases=ECHO, out=ECHO, executor="process", concurrency=10**5)
+    with pytest.raises(ConvergeError, match="at most 1024 are started"):
+        list(run_cases(huge, cases))
+    assert started == [3]

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import converge_dsl
 from converge_dsl.batch import (
@@ -15,6 +21,7 @@ from converge_dsl.batch import (
     run_cases,
 )
 from converge_dsl.engine import Budget
+from converge_dsl.errors import ConvergeError
 
 from .conftest import ECHO
 
@@ -78,3 +85,42 @@ def test_run_cases_runs_overridden_cases_in_worker_processes(tmp_path: Path) -> 
     results = sorted(run_cases(options, cases), key=lambda r: r.index)
     assert _answers(results) == ["said it", "said it otherwise"] * 2
     assert not (tmp_path / "unused").exists()
+
+
+class _Interrupted:
+    """A loaded pipeline whose case `stop` is running when Ctrl-C comes; the others fail."""
+
+    path = Path("interrupted.yaml")
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def outcome(self, inputs: Mapping[str, Any], **_: object) -> object:
+        await asyncio.gather(*(self._suggest(inputs, n) for n in range(3)))  # as a cycle does
+        raise ConvergeError("no run here")
+
+    async def _suggest(self, inputs: Mapping[str, Any], n: int) -> None:
+        await asyncio.sleep(0)
+        if inputs.get("stop") and n == 1:
+            signal.raise_signal(signal.SIGINT)  # what a Ctrl-C does while this case runs
+        await asyncio.sleep(0.001 * n)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def test_a_ctrl_c_while_cases_run_cancels_them_and_is_raised_once_the_loop_is_closed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pipeline = _Interrupted()
+    cases = [Case(i, None, {"stop": i == 5, "pad": i}) for i in range(40)]
+    seen: list[int] = []
+    steps = drive(pipeline, ordered(pipeline, cases, concurrency=4))  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):  # noqa: PT012 (the loop is what is interrupted)
+        for index, _ in steps:
+            seen.append(index)
+    assert pipeline.closed
+    assert seen == list(range(len(seen)))
+    assert len(seen) < len(cases)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert not [r.message for r in caplog.records if r.name == "asyncio"]  # no task left pending

@@ -66,13 +66,12 @@ def test_round_trip_restores_every_file(files: dict[str, bytes]) -> None:
         root = Path(raw)
         source = root / "src"
         source.mkdir()
+        files = {"pack.yaml": b"kind: Pack\n"} | {f"{n}.txt": d for n, d in files.items()}
         for name, data in files.items():
-            (source / f"{name}.txt").write_bytes(data)
+            (source / name).write_bytes(data)
         target = root / "out"
         unpack(build_archive(source), target)
-        assert {p.name: p.read_bytes() for p in target.iterdir()} == {
-            f"{n}.txt": d for n, d in files.items()
-        }
+        assert {p.name: p.read_bytes() for p in target.iterdir()} == files
 
 
 def _symlink() -> tuple[tarfile.TarInfo, None]:
@@ -103,6 +102,9 @@ def _oversize() -> tuple[tarfile.TarInfo, bytes]:
         (_hardlink(), "is a link"),
         (_oversize(), "over the"),
         (_file("pack.yaml/inside.md"), "is inside 'pack.yaml', which is a file"),
+        (_file("a/" * 2000 + "f"), "2001 folders deep, over 32"),
+        (_file("a/" * 31 + "f" * 1000), "a name over 1024 bytes"),
+        (_file("f" * 256), "a name part over 255 bytes"),
     ],
 )
 def test_unsafe_members_are_refused_and_nothing_is_unpacked(
@@ -110,8 +112,10 @@ def test_unsafe_members_are_refused_and_nothing_is_unpacked(
 ) -> None:
     archive = _tar_gz([_file("pack.yaml", b"kind: Pack\n"), member])
     target = tmp_path / "out"
-    with pytest.raises(PackError, match=reason):
-        unpack(archive, target)
+    with pytest.raises(PackRefused, match=reason) as refused:
+        unpack(archive, target, "archive of demo 1.0.0 from path:repo")
+    assert refused.value.code in (codes.PACK_ARCHIVE_REFUSED, codes.PACK_ARCHIVE_TOO_LARGE)
+    assert refused.value.message.startswith("archive of demo 1.0.0 from path:repo: ")
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
 
@@ -119,9 +123,9 @@ def test_unsafe_members_are_refused_and_nothing_is_unpacked(
 @pytest.mark.parametrize(
     ("names", "reason"),
     [
-        (["a/b.md", "a"], "archive member 'a' is a file, but other members are inside it"),
-        (["a/b/c.md", "a/b"], "archive member 'a/b' is a file, but other members are inside it"),
-        (["./a", "a/b.md"], "archive member 'a/b.md' is inside 'a', which is a file"),
+        (["a/b.md", "a"], "member 'a' is a file, but other members are inside it"),
+        (["a/b/c.md", "a/b"], "member 'a/b' is a file, but other members are inside it"),
+        (["./a", "a/b.md"], "member 'a/b.md' is inside 'a', which is a file"),
     ],
 )
 def test_a_path_both_file_and_folder_is_refused_by_name(
@@ -133,9 +137,21 @@ def test_a_path_both_file_and_folder_is_refused_by_name(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_archive_without_pack_yaml_at_its_top_is_refused_naming_the_archive(
+    tmp_path: Path,
+) -> None:
+    archive = _tar_gz([_file("inner/pack.yaml", b"kind: Pack\n"), _file("notes.md")])
+    with pytest.raises(PackRefused, match=r"holds no pack\.yaml at its top") as refused:
+        unpack(archive, tmp_path / "out", "archive of demo 1.0.0 from path:repo")
+    assert refused.value.code == codes.PACK_ARCHIVE_REFUSED
+    assert refused.value.message.startswith("archive of demo 1.0.0 from path:repo: ")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_garbage_is_not_an_archive() -> None:
-    with pytest.raises(PackError, match=r"not a pack archive|corrupt"):
+    with pytest.raises(PackRefused, match=r"pack archive: it is not gzip-compressed") as refused:
         check_members(b"definitely not gzip")
+    assert refused.value.code == codes.PACK_ARCHIVE_REFUSED
 
 
 # --- sizes are counted from the decompressed stream, never taken from headers ---------
@@ -231,8 +247,9 @@ def test_a_member_shorter_than_its_header_is_corrupt() -> None:
     info, data = _file("pack.yaml", b"x" * 600)
     raw = io.BytesIO()
     raw.write(info.tobuf(format=tarfile.USTAR_FORMAT) + data[:512])  # cut mid-member
-    with pytest.raises(PackError, match="corrupt pack archive"):
+    with pytest.raises(PackRefused, match=r"shorter than its header|not a valid tar") as refused:
         check_members(gzip.compress(raw.getvalue()))
+    assert refused.value.code == codes.PACK_ARCHIVE_REFUSED
 
 
 def test_concatenated_gzip_members_and_nul_padding_are_read_like_gzip(tmp_path: Path) -> None:
@@ -244,8 +261,19 @@ def test_concatenated_gzip_members_and_nul_padding_are_read_like_gzip(tmp_path: 
 
 def test_truncated_gzip_is_corrupt(tmp_path: Path) -> None:
     archive = build_archive(make_pack(tmp_path, "alpha", "1.0.0"))
-    with pytest.raises(PackError, match=r"corrupt pack archive|not a pack archive"):
-        check_members(archive[: len(archive) // 2])
+    with pytest.raises(PackRefused, match="the compressed data ends early") as refused:
+        check_members(archive[: len(archive) // 2], "archive of alpha 1.0.0 from path:repo")
+    assert refused.value.code == codes.PACK_ARCHIVE_REFUSED
+    assert "archive of alpha 1.0.0 from path:repo" in refused.value.message
+
+
+def test_build_archive_refuses_a_name_unpack_would_refuse(tmp_path: Path) -> None:
+    folder = make_pack(tmp_path, "alpha", "1.0.0")
+    deep = folder.joinpath(*["d"] * 33)
+    deep.mkdir(parents=True)
+    (deep / "f.md").write_text("x")
+    with pytest.raises(PackError, match="folders deep, over 32: no pack could be installed"):
+        build_archive(folder)
 
 
 def test_build_archive_refuses_fifos(tmp_path: Path) -> None:

@@ -175,3 +175,22 @@ def test_a_held_lock_file_makes_a_second_writer_give_up_clearly(tmp_path: Path) 
     )
     with exclusive(target, wait_s=0):  # released on exit
         pass
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "first"),
+    [
+        ("result.json", '{"stop_reason": "converged", "facts": {}}\n', "error[CD101]"),
+        ("notes.yaml", "a: 1\n", "error[CD100]"),
+        ("case.test.yaml", "apiVersion: converge-dsl/v1\nkind: PipelineTest\ncases: []\n", ""),
+    ],
+)
+def test_lock_of_a_file_that_is_no_pipeline_is_refused_and_writes_no_lock(
+    tmp_path: Path, name: str, text: str, first: str
+) -> None:
+    (tmp_path / name).write_text(text)
+    code, out, err = _cli("lock", str(tmp_path / name))
+    assert (code, out) == (2, "")
+    assert err.startswith(first)
+    assert "kind" in err  # it names what makes a pipeline
+    assert not (tmp_path / "converge.lock").exists()

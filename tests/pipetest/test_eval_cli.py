@@ -79,3 +79,25 @@ def test_junit_output_has_one_testcase_per_metric() -> None:
         ("tokens", False),
         ("overall", False),
     ]
+
+
+def test_an_output_that_is_a_file_the_evaluation_reads_is_refused_before_it_runs(
+    tmp_path: Path,
+) -> None:
+    for path in EVAL.iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    evaluation = tmp_path / "classify.eval.yaml"
+    for name, what in (
+        ("classify.eval.yaml", "the evaluation file"),
+        ("tickets.jsonl", "its dataset"),
+        ("classify.yaml", "its pipeline"),
+    ):
+        kept = (tmp_path / name).read_bytes()
+        code, out, err = cli("eval", evaluation, "-o", tmp_path / name)
+        assert (code, out) == (3, "")
+        assert f"is {what}; it would be overwritten" in err
+        assert "passed" not in err  # refused before any case ran
+        assert (tmp_path / name).read_bytes() == kept
+    code, _, err = cli("eval", evaluation, "-o", tmp_path / "no" / "report.txt")
+    assert code == 3
+    assert "cannot write evaluation report" in err

@@ -159,3 +159,40 @@ def test_on_ray_the_cases_record_per_case_and_the_judges_get_what_the_cases_left
     result = json.loads(capped[1])
     assert result["judge_usage"]["model_calls"] == 5
     assert len(result["not_judged"]) == 5
+
+
+def test_a_ctrl_c_while_judging_cases_run_elsewhere_is_one_clean_interruption(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+    import signal
+
+    from converge_dsl.pipetest import EvalSettings, read_eval_file, run_configurations
+    from converge_dsl.pipetest._eval_judge import Judges
+
+    judged: list[str] = []
+    closed: list[bool] = []
+
+    async def verdicts(self: Judges, case: object, run: object) -> dict[str, object]:
+        async def judge(n: int) -> None:
+            await asyncio.sleep(0)
+            if len(judged) == 2 and n == 1:
+                signal.raise_signal(signal.SIGINT)  # what a Ctrl-C does while a judge works
+            await asyncio.sleep(0.001)
+
+        judged.append(str(case))
+        await asyncio.gather(*(judge(n) for n in range(3)))
+        return {}
+
+    async def aclose(self: Judges) -> None:
+        closed.append(True)
+
+    monkeypatch.setattr(Judges, "verdicts", verdicts)
+    monkeypatch.setattr(Judges, "aclose", aclose)
+    evaluation = read_eval_file(EVAL / "classify.eval.yaml")
+    settings = EvalSettings(concurrency=2, executor="process")
+    with pytest.raises(KeyboardInterrupt):
+        run_configurations(evaluation, settings)
+    assert len(judged) == 2
+    assert closed == [True]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

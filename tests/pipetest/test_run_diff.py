@@ -139,3 +139,28 @@ def test_an_unknown_section_to_ignore_is_a_usage_error_with_a_guess(tmp_path: Pa
     assert "'stop_reason' is not a section of a diff" in err
     assert "did you mean 'stop-reason'?" in err
     assert "usage, stop-reason, confidence" in err
+
+
+def test_an_output_that_is_a_compared_file_or_a_missing_folder_is_refused_before_a_byte(
+    tmp_path: Path,
+) -> None:
+    for name in ("incident-triage.yaml", "incident-triage.script.yaml"):
+        shutil.copy(ROOT / "pipelines" / name, tmp_path / name)
+    a = _run(tmp_path, "a.json")
+    kept = a.read_bytes()
+    for output, named in ((a, "A"), (tmp_path / "link.json", "A")):
+        if output.name == "link.json":
+            output.symlink_to(a)
+        code, out, err = cli("diff", a, a, "-o", output)
+        assert (code, out) == (3, "")
+        assert f"error: -o '{output}' is {named}, a file compared; it would be overwritten" in err
+        assert a.read_bytes() == kept
+    code, _, err = cli("diff", a, a, "-o", tmp_path / "no" / "diff.txt")
+    assert code == 3
+    assert "No such file or directory" in err
+    code, _, _ = cli("diff", a, tmp_path / "missing.json", "-o", tmp_path / "diff.txt")
+    assert code == 3
+    assert not (tmp_path / "diff.txt").exists()  # nothing made for a diff that failed
+    (tmp_path / "diff.txt").write_text("an earlier diff, longer than the next one\n")
+    assert cli("diff", a, a, "-o", tmp_path / "diff.txt")[0] == 0
+    assert (tmp_path / "diff.txt").read_text() == "no difference\n"

@@ -1,0 +1,82 @@
+"""A command's `-o PATH` file: checked before the command's work, written at its end.
+
+`diff` and `eval` compute their whole output, then write it. `command_output`
+checks the path before that work starts, so that a path that cannot be
+written is said at once rather than after an evaluation's model calls:
+
+- a file the command reads (`A`, `B`, the evaluation file, its dataset, the
+  baseline) is refused, naming it: the output would overwrite it;
+- the file is opened by the one output opener (`_files.open_output`): never
+  through a link, never a FIFO or device, never a file with other hard links;
+  a missing folder is refused. An existing regular file is replaced, as
+  before: these outputs are reports, and the command names the file.
+
+Nothing is truncated until the output is written; a file the opener made and
+the command never wrote (it failed, or found nothing to write) is removed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+from converge_dsl._files import flush_checked, open_output, same_file, write_all
+from converge_dsl.errors import UsageError
+
+
+class CommandOutput:
+    """Where a command's output goes: the `-o` file, or standard output (`path` None)."""
+
+    def __init__(self, stdout: IO[str], path: Path | None, stream: IO[str] | None) -> None:
+        self._stdout = stdout
+        self.path = path
+        self._stream = stream
+        self.written = False
+
+    def write(self, text: str) -> None:
+        """Write the command's whole output (once), replacing what the file held."""
+        if self._stream is None:
+            self._stdout.write(text)
+            return
+        name = repr(str(self.path))
+        self._stream.truncate(0)  # opened to append: writes go to the (new) end
+        self.written = True
+        write_all(self._stream, text, name)
+        flush_checked(self._stream, name)
+
+
+@contextlib.contextmanager
+def command_output(
+    stdout: IO[str],
+    path: str | Path | None,
+    option: str,
+    what: str,
+    reads: Sequence[tuple[str | Path, str]],
+) -> Iterator[CommandOutput]:
+    """The output of a command (see the module docstring); `reads` are (file, what it is).
+
+    `UsageError` for an output that is one of `reads` or that the opener refuses.
+    """
+    if path is None or str(path) == "":
+        yield CommandOutput(stdout, None, None)
+        return
+    target = Path(path)
+    for read, name in reads:
+        if same_file(target, Path(read)):
+            raise UsageError(
+                f"{option} {str(target)!r} is {name}; it would be overwritten",
+                hint=f"give {option} a file of its own",
+            )
+    existed = os.path.lexists(target)
+    stream = open_output(target, option, what, recognise=lambda first: True, append=True)
+    output = CommandOutput(stdout, target, stream)
+    try:
+        with stream:
+            yield output
+    finally:
+        if not existed and not output.written:
+            with contextlib.suppress(OSError):
+                target.unlink()
