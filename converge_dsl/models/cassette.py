@@ -374,7 +374,8 @@ class ReplayModel(ModelDefaults):
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise ModelError(
                     ModelErrorCode.CONFIG,
-                    f"cassette {path.name} line {number} is not a recording: {exc}",
+                    f"cassette {path.name} line {number} is not a recording: "
+                    + _not_a_recording(line, exc),
                     hint=RERECORD_HINT,
                 ) from None
         return cls(
@@ -507,6 +508,22 @@ class ReplayModel(ModelDefaults):
             hint="the pipeline or its inputs changed since recording; record the run again "
             "(`converge-dsl run PIPELINE --record CASSETTE`)",
         )
+
+
+def _not_a_recording(line: str, exc: Exception) -> str:
+    """Why a cassette line is not a recording, in the user's words (not Python's)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg} at column {exc.colno})"
+    entry = json.loads(line)
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    if "key" not in entry and "type" in entry and "seq" in entry:
+        return "it is a trace line (`--trace` writes those); replay a cassette `--record` wrote"
+    if isinstance(exc, KeyError):
+        return f"it has no {exc.args[0]!r} field"
+    if isinstance(exc, ValueError):  # the readers' own words (`_usage_from_json`...)
+        return str(exc)
+    return "a field holds a value of the wrong type"
 
 
 def _recording_from_json(number: int, entry: Mapping[str, Any]) -> _Recording:
