@@ -7,8 +7,9 @@ data is the user's and its shape is only what a schema promised.
 `JsonObject` is a mapping of them (inputs, a fact's data); `JsonSchema` is a
 JSON Schema document (a key schema, a pack's input schema), which the
 package hands to jsonschema-rs and reads only through the few members it
-names. `json_depth` measures how deeply a decoded value nests (the command
-line's `--input` and the service's request bodies bound it).
+names. `json_depth` measures how deeply a decoded value nests; a run's inputs
+nest at most `MAX_INPUT_DEPTH` deep (the command line's `--input` and `--inputs`,
+a batch's cases and the service's request bodies bound them so).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ JsonScalar: TypeAlias = str | int | float | bool | None
 JsonValue: TypeAlias = JsonScalar | Sequence["JsonValue"] | Mapping[str, "JsonValue"]
 JsonObject: TypeAlias = Mapping[str, JsonValue]
 JsonSchema: TypeAlias = Mapping[str, JsonValue]
+
+MAX_INPUT_DEPTH = 64
 
 
 def json_depth(value: Any) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl._json_text import loads, surrogate_problem
-from converge_dsl._json_types import json_depth
+from converge_dsl._json_types import MAX_INPUT_DEPTH, json_depth
 from converge_dsl.errors import UsageError
 
 
@@ -37,9 +37,6 @@ def pairs(values: list[str], option: str) -> dict[str, str]:
             raise UsageError(f"{option} {value!r}: expected NAME=VALUE")
         out[name.strip()] = rest
     return out
-
-
-MAX_INPUT_DEPTH = 64
 
 
 def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:

@@ -45,6 +45,21 @@ def test_a_case_that_is_not_standard_json_says_where() -> None:
     assert parse_case(4, '{"market": NaN}').problem == "case 4: not JSON (NaN is not standard JSON)"
 
 
+def test_a_case_nested_deeper_than_inputs_may_says_so_in_its_own_words() -> None:
+    # Before, 50,000 brackets said "not JSON (maximum recursion depth exceeded while
+    # decoding a JSON array from a unicode string)", and 70 ran.
+    from converge_dsl._json_types import MAX_INPUT_DEPTH
+    from converge_dsl.batch._cases import parse_case
+
+    def nested(depth: int) -> str:
+        return '{"market": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+    too_deep = f"case 1: its inputs nest deeper than {MAX_INPUT_DEPTH} levels"
+    assert parse_case(1, nested(50_000)).problem == too_deep
+    assert parse_case(1, nested(MAX_INPUT_DEPTH + 1)).problem == too_deep
+    assert parse_case(1, nested(MAX_INPUT_DEPTH)).problem is None
+
+
 def test_a_result_line_is_the_json_dumps_of_its_body_byte_for_byte() -> None:
     body = {"stop_reason": "converged", "facts": {"é": [{"x": 0.1, "y": 1e16, "z": "\x00€"}]}}
     line = CaseResult(2, "c", body, 0).line()
