@@ -183,6 +183,14 @@ def _read_sections(path: Path) -> dict[str, Any]:
     return sections
 
 
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _folder(path: Path) -> str:
+    return f"{path.name} is a folder, not a lock file"
+
+
 def _strings(value: Any) -> bool:
     return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
 
@@ -312,6 +320,8 @@ def write_lock(
     read-modify-write runs under `exclusive(lock file)`.
     """
     path = lock_path(pipeline)
+    if _is_folder(path):  # not replaced: it may hold anything
+        raise PackError(_folder(path), hint="move it away, then run converge-dsl lock again")
     with exclusive(path):
         try:
             sections = dict(_read_sections(path))
@@ -362,6 +372,10 @@ def lock_problems(
     try:
         lock = read_lock(pipeline)
     except PackError as exc:
+        if _is_folder(path):
+            return [
+                (codes.LOCK_STALE, f"{_folder(path)}; move it away, then run converge-dsl lock")
+            ]
         return [(codes.LOCK_STALE, f"{exc.message}; converge-dsl lock replaces it")]
     if lock is None:
         if not path.exists():

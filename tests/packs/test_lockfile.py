@@ -79,6 +79,25 @@ def test_an_unreadable_lock_is_reported_then_replaced_by_lock(
     assert read_lock(pipeline) is not None
 
 
+def test_a_folder_where_the_lock_goes_is_named_and_kept(tmp_path: Path, pipeline: Path) -> None:
+    # Before, validate said `lock` replaces it, and `lock` warned so, then failed with
+    # a bare "cannot write converge.lock: Is a directory".
+    lock_path(pipeline).mkdir()
+    (lock_path(pipeline) / "kept.txt").write_text("mine")
+    ((code, message),) = lock_problems(pipeline, {"alpha": ">=1"}, ({"path": "repo"},))
+    assert (code, message) == (
+        codes.LOCK_STALE,
+        "converge.lock is a folder, not a lock file; move it away, then run converge-dsl lock",
+    )
+    status, _, err = _cli("lock", str(pipeline), "--cache", str(tmp_path / "c"))
+    assert (status, err) == (
+        1,
+        "error: converge.lock is a folder, not a lock file\n"
+        "  hint: move it away, then run converge-dsl lock again\n",
+    )
+    assert (lock_path(pipeline) / "kept.txt").read_text() == "mine"
+
+
 def test_lock_and_pack_add_cli_replace_a_corrupt_lock_with_a_warning(
     tmp_path: Path, pipeline: Path
 ) -> None:
