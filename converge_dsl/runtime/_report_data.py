@@ -10,7 +10,9 @@ its decision, or adds it when the trace is the resumed run's alone. Times
 are seconds from the run's start, rounded to microseconds. Long texts are cut
 (`MAX_TEXT`). Event types it does not know are skipped (a newer writer); a
 line that is not JSON, not an event object, or an event missing a field the
-report reads is a `UsageError` naming `file:line`.
+report reads is a `UsageError` naming `file:line`; but a last line cut short (no
+line break: the run was killed while it was written) ends the trace, and
+`meta.cut_short` holds its number for the page to say.
 
 Source excerpts of the suggestors come from the trace alone: the run wrote
 them on its `run_started` line (`excerpts`, cut from the text it loaded).
@@ -52,8 +54,14 @@ TABLES = (
 _HINT = "give the JSONL file written by `converge-dsl run --trace`"
 
 
-def bounded_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, event object) of each non-blank line, each line read with a bound."""
+def bounded_lines(
+    path: Path, cut_short: Callable[[int], object] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, event object) of each non-blank line, each line read with a bound.
+
+    A last line with no line break that is not JSON was cut short (the run was killed
+    while the writer wrote it): with `cut_short`, it is told the line's number and the
+    reading ends there; without, it is an error like any other line."""
     try:
         stream = open_regular(path, "trace")
     except OSError as exc:
@@ -76,12 +84,16 @@ def bounded_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 continue
             try:
                 event = json.loads(raw)
-            except UnicodeDecodeError:
-                raise UsageError(f"{path}:{number}: not UTF-8 text", hint=_HINT) from None
             except RecursionError:
                 raise UsageError(f"{path}:{number}: JSON nested too deeply", hint=_HINT) from None
-            except ValueError:
-                raise UsageError(f"{path}:{number}: not a JSON line", hint=_HINT) from None
+            except ValueError as exc:  # UnicodeDecodeError too
+                if cut_short is not None and not raw.endswith(b"\n"):  # the last line
+                    cut_short(number)
+                    return
+                what = (
+                    "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "not a JSON line"
+                )
+                raise UsageError(f"{path}:{number}: {what}", hint=_HINT) from None
             if not isinstance(event, dict) or not isinstance(event.get("type"), str):
                 raise UsageError(
                     f"{path}:{number}: not a trace event (an object with a `type`)", hint=_HINT
@@ -125,6 +137,10 @@ class _Fold:
         self.call_turns: dict[int, int | None] = {}  # call number -> the agent turn it served
         self.rows: dict[str, list[list[Any]]] = {name: [] for name in TABLES}
         self.handlers = self._handlers()
+
+    def cut_short(self, number: int) -> None:
+        """The trace's last line, `number`, was cut short: the page says so."""
+        self.meta["cut_short"] = number
 
     def _handlers(self) -> dict[str, Callable[[dict[str, Any]], None]]:
         """Event type -> what folds it in."""
@@ -378,7 +394,7 @@ def report_data(path: Path) -> dict[str, Any]:
     """The report's data for the trace at `path` (see the module docstring)."""
     fold = _Fold()
     seen = 0
-    for number, event in bounded_lines(path):
+    for number, event in bounded_lines(path, cut_short=fold.cut_short):
         seen += 1
         try:
             fold.add(event)

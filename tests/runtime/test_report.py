@@ -155,6 +155,27 @@ def test_a_bad_trace_is_a_located_error(tmp_path: Path, text: str, message: str)
     assert _bad(tmp_path, text) == message
 
 
+@pytest.mark.parametrize(
+    "cut",
+    [
+        b'{"seq":1,"type":"cycle_sta',
+        '{"seq":1,"type":"fact_promoted","content":"\u00e9'.encode()[:-1],
+    ],
+)
+def test_a_last_line_cut_short_ends_the_trace_and_the_page_says_so(
+    tmp_path: Path, cut: bytes
+) -> None:
+    # A run killed while its trace writer wrote a line: before, `report` refused the whole
+    # trace ("T:2: not a JSON line"), when a killed run is when one wants its report most.
+    trace = tmp_path / "killed.jsonl"
+    trace.write_bytes(GOOD.encode() + cut)
+    data = report_data(trace)
+    assert (data["meta"]["events"], data["meta"]["cut_short"]) == (1, 2)
+    assert "cut short" in render_report(trace)  # the page's words for it
+    trace.write_bytes(GOOD.encode() + cut + b"\n")  # a whole line: damaged, not cut short
+    assert _bad(tmp_path, trace.read_bytes()).startswith("T:2: not ")
+
+
 def test_an_overlong_line_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
     text = GOOD.encode() + b'{"type":"x","pad":"' + b"a" * MAX_LINE_BYTES + b'"}\n'
     assert _bad(tmp_path, text) == "T:2: line longer than 8 MiB"

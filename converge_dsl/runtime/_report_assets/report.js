@@ -38,8 +38,9 @@
   var subject = M.pipeline || M.trace;
   $("title").textContent = "Run report: " + subject;
   document.title = "converge-dsl report: " + subject;
-  var stats = [["stop", M.stop_reason || "unfinished"], ["cycles", M.cycles], ["facts", M.facts],
-               ["events", M.events], ["time", ms(M.duration)],
+  var unfinished = M.cut_short ? "unfinished: the trace ends with line " + M.cut_short + " cut short" : "unfinished";
+  var stats = [["stop", M.stop_reason || unfinished], ["cycles", M.cycles], ["facts", M.facts],
+               ["events", M.events], ["time", M.duration == null ? null : ms(M.duration)],
                ["started", M.started && M.started.slice(0, 19).replace("T", " ") + " UTC"]];
   stats.forEach(function (s) {
     if (s[1] === undefined || s[1] === null) return;
