@@ -120,6 +120,9 @@ UNUSED_INPUT = "CD303"  # a declared input no template reads
 OUTSIDE_ENUM = "CD304"  # a data field compared with a literal outside its enum
 MISMATCHED_LITERAL = "CD305"  # a data field compared with a literal of another type
 OBJECT_CONTENT = "CD306"  # a JSON object given as content (deprecated: give it as data)
+# `converge-dsl serve`: what its HTTP requests carry beside their body's JSON (307 to 319)
+SERVE_UNSUPPORTED_MEDIA = "CD307"  # a served request's body is compressed or not JSON (415)
+SERVE_BODY_TIMEOUT = "CD308"  # a served request's body did not arrive in time (408)
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

@@ -9,8 +9,8 @@ resumable with `Last-Event-ID`), `GET /v1/runs/{id}/report` (HTML),
 
 Every refusal is `{"errors": [{code, message, pointer, hint}]}` with its
 status; each message passes through the redactor. A token is needed on every
-route but `/healthz` when the service has tokens. Bodies are read up to
-`body_cap` bytes (413 past it). Run ids are checked against their form
+route but `/healthz` when the service has tokens. Bodies are read by `_bodies`
+(up to `body_cap` bytes, 413 past it; JSON only, 415 else). Run ids are checked against their form
 before any use: no path on the server is made from a request but the
 pipeline names and run ids the service itself made.
 """
@@ -41,9 +41,10 @@ from starlette.routing import Route
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError
 
+from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
-from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
+from ._requests import Problem, Refused, decisions_request, refused, run_request
 from ._store import FINISHED, RunRow
 from ._tokens import Tokens
 
@@ -61,10 +62,12 @@ QUEUED_POLL_S = 0.05
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """The request body cap (bytes) and the longest `?wait=true` (seconds)."""
+    """The request body cap (bytes), the longest `?wait=true` and the longest a body may
+    take to arrive (seconds)."""
 
     body_cap: int = 1 << 20
     wait_s: float = 60.0
+    body_s: float = BODY_S
 
 
 class Endpoint(Protocol):
@@ -177,19 +180,8 @@ class _Api:
         return call
 
     async def body(self, request: Request) -> Any:
-        """The JSON body, read up to the cap (413 past it); None when empty."""
-        cap = self.limits.body_cap
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > cap:
-            raise too_large(cap)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise too_large(cap)
-            chunks.append(chunk)
-        raw = b"".join(chunks)
+        """The JSON body, read up to the cap (`_bodies`); None when empty."""
+        raw = await read_body(request, self.limits.body_cap, self.limits.body_s)
         return None if not raw.strip() else parse_json(raw)
 
     def run_id(self, request: Request) -> str:
@@ -348,16 +340,6 @@ def build_app(
         ),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
-
-
-def too_large(cap: int) -> Refused:
-    return refused(
-        413,
-        codes.SERVE_BODY_TOO_LARGE,
-        f"the request body is over {cap} bytes",
-        "",
-        "send less, or start the server with a larger --body-cap",
-    )
 
 
 def _render(lines: list[str]) -> str:

@@ -54,8 +54,8 @@ from ._app import (
     problems_response,
     redacted_problem,
     run_view,
-    too_large,
 )
+from ._bodies import too_large
 from ._errors import ServeRefused
 from ._idempotency import checked_key
 from ._mcp_runs import (

@@ -5,7 +5,7 @@
 `RunRequest` to store, or raises `Refused` with every problem found, each a
 `Problem` located by a JSON pointer into the body. Inputs are checked as
 `--input` is (`converge_dsl.compiler.resolve_inputs`: the same messages and
-"did you mean" hints; JSON nested at most `MAX_DEPTH` deep); a budget may
+"did you mean" hints; the body's JSON is read by `_bodies`); a budget may
 lower any limit of the pipeline's `budget:` but never raise one.
 `decisions_request(body)` reads `POST /v1/runs/{id}/decisions`:
 `{"approve": [ID...], "reject": [ID...]}` or `{"decisions": {ID: true|false}}`.
@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
-from converge_dsl._json_text import loads
-from converge_dsl._json_types import JsonObject, json_depth
+from converge_dsl._json_types import JsonObject
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.engine import Budget
 
-MAX_DEPTH = 64
 # The limits a request may lower: integers, and the wall-clock seconds.
 BUDGET_FIELDS = ("max_cycles", "max_facts", "max_model_calls", "max_tokens", "max_wall_s")
 
@@ -116,37 +114,6 @@ class RunRequest:
         from converge_dsl.batch import lowered_budget
 
         return lowered_budget(budget, self.budget)
-
-
-def parse_json(raw: bytes) -> Any:
-    """The JSON of a body (standard: no NaN, no lone surrogate; nested at most
-    `MAX_DEPTH`), or `Refused` (400)."""
-    try:
-        value = loads(raw)
-    except RecursionError:
-        raise _too_deep() from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise refused(
-            400,
-            codes.SERVE_BAD_BODY,
-            f"the request body is not JSON: {exc}",
-            "",
-            "send a JSON object with Content-Type: application/json",
-        ) from None
-    # a value nests no deeper than the brackets its text holds: most bodies need no walk
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
-        raise _too_deep()
-    return value
-
-
-def _too_deep() -> Refused:
-    return refused(
-        400,
-        codes.SERVE_BAD_BODY,
-        f"the request body nests deeper than {MAX_DEPTH} levels",
-        "",
-        f"flatten the value to at most {MAX_DEPTH} levels of arrays and objects",
-    )
 
 
 def _object(body: Any, what: str) -> dict[str, Any]:
