@@ -123,6 +123,7 @@ OBJECT_CONTENT = "CD306"  # a JSON object given as content (deprecated: give it 
 # `converge-dsl serve`: what its HTTP requests carry beside their body's JSON (307 to 319)
 SERVE_UNSUPPORTED_MEDIA = "CD307"  # a served request's body is compressed or not JSON (415)
 SERVE_BODY_TIMEOUT = "CD308"  # a served request's body did not arrive in time (408)
+SERVE_BAD_PARAMETER = "CD309"  # a served request's ?wait= or Last-Event-ID is not of its form
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

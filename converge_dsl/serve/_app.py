@@ -90,9 +90,43 @@ def _idempotency_key(request: Request) -> IdempotencyKey | None:
     return checked_key(key, codes.SERVE_BAD_IDEMPOTENCY_KEY, "the Idempotency-Key header")
 
 
+_WAIT = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+# A Last-Event-ID the service could have sent: an event's number (SQLite's integers).
+_EVENT_ID = re.compile(r"[0-9]{1,18}")
+
+
 def _wait_asked(request: Request) -> bool:
-    """Whether the query asks `?wait=true` (or 1, yes)."""
-    return request.query_params.get("wait", "").lower() in ("1", "true", "yes")
+    """Whether the query asks `?wait=true` (or 1, yes; false, 0, no or none: not); 400
+    (CD309) for another value, or two that differ."""
+    given = {value.lower() for value in request.query_params.getlist("wait")}
+    asked = {_WAIT.get(value) for value in given}
+    if None in asked or len(asked) > 1:
+        shown = ", ".join(repr(value[:20]) for value in sorted(given))
+        raise refused(
+            400,
+            codes.SERVE_BAD_PARAMETER,
+            f"?wait= is {shown}: it takes one of true or false",
+            "",
+            "ask ?wait=true to wait for the run (at most --wait-timeout), else leave it out",
+        )
+    return asked == {True}
+
+
+def _last_event(request: Request) -> int:
+    """The number of the last event the client has (`Last-Event-ID`), -1 without one; 400
+    (CD309) when it is not an event's number."""
+    header = request.headers.get("last-event-id")
+    if header is None or not header.strip():
+        return -1
+    if _EVENT_ID.fullmatch(header.strip()) is None:
+        raise refused(
+            400,
+            codes.SERVE_BAD_PARAMETER,
+            f"Last-Event-ID {header[:40]!r} is not the number of an event",
+            "",
+            "send the `id:` of the last event received, or no Last-Event-ID to start over",
+        )
+    return int(header)
 
 
 def known_run(service: RunService, ident: str) -> str:
@@ -200,10 +234,10 @@ class _Api:
                 f"did you mean {close!r}?" if close else f"served: {', '.join(service.pipelines)}"
             )
             raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
+        wait = _wait_asked(request)
         checked = run_request(pipeline, await self.body(request))
         # the add in the journals' group commit: with the run's end when the answer waits
         # for it, else at once and before the answer
-        wait = _wait_asked(request)
         key = _idempotency_key(request)
         run = service.submit(name, checked, key, commit="with_end" if wait else "group")
         if wait:
@@ -230,8 +264,7 @@ class _Api:
 
     async def events(self, request: Request) -> Response:
         ident = self.run_id(request)
-        header = request.headers.get("last-event-id", "")
-        last = int(header) if header.strip().isdigit() else -1
+        last = _last_event(request)
         return StreamingResponse(
             event_stream(self.service, ident, last),
             media_type="text/event-stream",
