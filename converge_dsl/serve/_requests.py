@@ -235,11 +235,35 @@ def _budget(pipeline: Pipeline, asked: Any, problems: list[Problem]) -> dict[str
     return out
 
 
-def decisions_request(body: Any) -> dict[str, bool]:
-    """`{id: approve}` from a decisions body, or `Refused` (422) naming what is wrong."""
+class Decisions(dict[str, bool]):
+    """Proposal id -> approved, and `places`: the JSON pointer each id was decided at."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.places: dict[str, str] = {}
+
+
+def decisions_request(body: Any) -> Decisions:
+    """`{id: approve}` from a decisions body, or `Refused` (422) naming what is wrong: a
+    field of another shape, or one id both approved and rejected."""
     body = _object(body, "the request body")
     problems: list[Problem] = []
-    out: dict[str, bool] = {}
+    out = Decisions()
+
+    def decide(item: str, approve: bool, where: str) -> None:
+        if out.get(item, approve) != approve:
+            problems.append(
+                Problem(
+                    codes.SERVE_BAD_DECISION,
+                    f"proposal {item!r} is both approved and rejected",
+                    where,
+                    f"decide it once (it is also decided at {out.places[item]})",
+                )
+            )
+            return
+        out[item] = approve
+        out.places.setdefault(item, where)
+
     for name, value in body.items():
         if name in ("approve", "reject"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -251,7 +275,8 @@ def decisions_request(body: Any) -> dict[str, bool]:
                     )
                 )
                 continue
-            out.update(dict.fromkeys(value, name == "approve"))
+            for index, item in enumerate(value):
+                decide(item, name == "approve", pointer((name, index)))
         elif name == "decisions":
             if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
                 problems.append(
@@ -262,7 +287,8 @@ def decisions_request(body: Any) -> dict[str, bool]:
                     )
                 )
                 continue
-            out.update(value)
+            for item, approve in value.items():
+                decide(item, approve, pointer((name, item)))
         else:
             problems.append(
                 Problem(
