@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -314,6 +315,24 @@ class _Api:
         )
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
+    async def framework_refusal(self, request: Request, exc: Exception) -> Response:
+        """A refusal Starlette makes itself (a method a route does not take: 405) as the
+        service's JSON errors, rather than its plain text."""
+        assert isinstance(exc, HTTPException)
+        allowed = (exc.headers or {}).get("Allow")
+        hint = f"{request.url.path[:100]} takes {allowed}" if allowed else None
+        error = refused(
+            exc.status_code,
+            codes.SERVE_NOT_FOUND,
+            f"{request.method[:20]} {request.url.path[:100]!r}: {exc.detail}",
+            "",
+            hint,
+        )
+        response = problems_response(error, self.service.redact)
+        if allowed:
+            response.headers["Allow"] = allowed
+        return response
+
     async def not_found(self, request: Request) -> Response:
         raise refused(
             404,
@@ -372,7 +391,11 @@ def build_app(
             methods=["GET", "POST", "DELETE", "PUT", "PATCH"],
         ),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: api.framework_refusal},
+    )
 
 
 def _render(lines: list[str]) -> str:

@@ -518,3 +518,16 @@ def test_an_odd_wait_or_last_event_id_is_a_400_and_queues_nothing(
         assert http.get("/healthz").status_code == 200
     with contextlib.closing(sqlite3.connect(tmp_path / "state" / "runs.sqlite3")) as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+
+
+def test_a_method_no_route_takes_is_a_json_405(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        for method in ("OPTIONS", "TRACE"):
+            answer = http.request(method, "/v1/pipelines")
+            assert answer.status_code == 405, method
+            assert answer.headers["content-type"] == "application/json"
+            (problem,) = answer.json()["errors"]
+            assert problem["code"] == "CD990"
+            assert problem["message"] == f"{method} '/v1/pipelines': Method Not Allowed"
+            assert answer.headers["allow"] == problem["hint"].rsplit(" takes ", 1)[1]
