@@ -8,11 +8,13 @@ streamable HTTP sends one message a request): `jsonrpc` is "2.0"; `id`, when
 there, a string or an integer; `method` a string, or, without one, a response
 (`result` or `error`); `params`, when there, an object, its `_meta` an object
 and its `progressToken` a string or an integer; a `tools/call`'s `name` a
-string and its `arguments` an object.
+string and its `arguments` an object; and the method is one MCP has, its
+message what the SDK's model of it takes (each field at fault located).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from converge_dsl import codes
@@ -47,8 +49,58 @@ def checked_message(message: Any) -> None:
         found.append((pointer(("params",)), "`params` must be a JSON object", None))
     elif isinstance(params, dict):
         found.extend(_params(params, method))
+    if not found and isinstance(method, str):
+        found.extend(_of_method(message, method, "id" in message))
     if found:
         raise _refused(found)
+
+
+def _of_method(
+    message: dict[str, Any], method: str, request: bool
+) -> list[tuple[str, str, str | None]]:
+    """The problems of a message as the MCP method it names takes it (the SDK's own model
+    of it), or of a method MCP does not have."""
+    from pydantic import ValidationError
+
+    models = _methods()[0 if request else 1]
+    model = models.get(method)
+    if model is None:
+        from converge_dsl.diagnostics import did_you_mean
+
+        what = "request" if request else "notification"
+        close = did_you_mean(method, list(models))
+        hint = f"did you mean {close!r}?" if close else f"{what}s: {', '.join(models)}"
+        return [(pointer(("method",)), f"MCP has no {what} {method[:64]!r}", hint)]
+    try:
+        model.model_validate(message)
+    except ValidationError as error:
+        return [
+            (pointer(tuple(item["loc"])), _wrong(method, item), f"see MCP's {method}")
+            for item in error.errors(include_url=False)[:8]
+        ]
+    return []
+
+
+def _wrong(method: str, item: Any) -> str:
+    if item["type"] == "missing":
+        return f"{method} needs this field"
+    reason = str(item["msg"])
+    return f"{method} does not take this value: {reason[:1].lower()}{reason[1:]}"
+
+
+@functools.cache
+def _methods() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The SDK's model of each request and each notification a client may send, by method."""
+    import typing
+
+    from mcp import types
+
+    out: list[dict[str, Any]] = []
+    for union in (types.ClientRequest, types.ClientNotification):
+        models = typing.get_args(union.model_fields["root"].annotation)
+        named = {typing.get_args(m.model_fields["method"].annotation)[0]: m for m in models}
+        out.append(named)
+    return out[0], out[1]
 
 
 def _params(params: dict[str, Any], method: Any) -> list[tuple[str, str, str | None]]:

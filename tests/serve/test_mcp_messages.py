@@ -57,6 +57,15 @@ CALL_HEAD = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"na
             "batch",
         ),
         (b'{"jsonrpc": "2.0", "id": 1}', ["/method"], "no `method`"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "foo/bar"}', ["/method"], "no request 'foo/bar'"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}', ["/params"], "needs this field"),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": '
+            b'{"protocolVersion": "1", "capabilities": 5, '
+            b'"clientInfo": {"name": "x", "version": "1"}}}',
+            ["/params/capabilities"],
+            "does not take this value",
+        ),
         (b'{"jsonrpc": "1.0", "id": {}, "method": 5}', ["/jsonrpc", "/id", "/method"], "must"),
         (_call([1]), ["/params/arguments"], "`arguments` must be a JSON object"),
         (_call("x"), ["/params/arguments"], "`arguments` must be a JSON object"),
@@ -94,6 +103,7 @@ def test_a_malformed_message_is_a_located_400(
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
     server.stop()
     assert "Traceback" not in "".join(server.stderr)
+    assert "validation error" not in "".join(server.stderr)
 
 
 def test_a_message_cut_short_or_chunked_past_the_cap_leaves_no_traceback(
