@@ -214,10 +214,11 @@ class _Api:
 
         return call
 
-    async def body(self, request: Request) -> Any:
-        """The JSON body, read up to the cap (`_bodies`); None when empty."""
+    async def body(self, request: Request, empty: Any) -> Any:
+        """The JSON body, read up to the cap (`_bodies`); `empty` when there is none (a
+        body `null` is JSON, and no object)."""
         raw = await read_body(request, self.limits.body_cap, self.limits.body_s)
-        return None if not raw.strip() else parse_json(raw)
+        return empty if not raw.strip() else parse_json(raw)
 
     def run_id(self, request: Request) -> str:
         """The run id of the path, once it has the form of one (and the run exists)."""
@@ -236,7 +237,7 @@ class _Api:
             )
             raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
         wait = _wait_asked(request)
-        checked = run_request(pipeline, await self.body(request))
+        checked = run_request(pipeline, await self.body(request, {}))
         # the add in the journals' group commit: with the run's end when the answer waits
         # for it, else at once and before the answer
         key = _idempotency_key(request)
@@ -260,7 +261,7 @@ class _Api:
 
     async def decide(self, request: Request) -> Response:
         ident = self.run_id(request)
-        decisions = decisions_request(await self.body(request))
+        decisions = decisions_request(await self.body(request, None))
         return JSONResponse(run_view(self.service.decide(ident, decisions)))
 
     async def events(self, request: Request) -> Response:

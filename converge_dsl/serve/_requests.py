@@ -126,7 +126,7 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
     """The checked request (see the module docstring); `Refused` (422) with every problem."""
     from converge_dsl.compiler import resolve_inputs
 
-    body = {} if body is None else _object(body, "the request body")
+    body = _object(body, "the request body")
     problems: list[Problem] = []
     for name in body:
         if name not in ("inputs", "budget"):

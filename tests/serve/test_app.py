@@ -531,3 +531,12 @@ def test_a_method_no_route_takes_is_a_json_405(served: tuple[str, dict[str, str]
             assert problem["code"] == "CD990"
             assert problem["message"] == f"{method} '/v1/pipelines': Method Not Allowed"
             assert answer.headers["allow"] == problem["hint"].rsplit(" takes ", 1)[1]
+
+
+def test_a_body_of_json_null_is_no_object(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        answer = http.post("/v1/pipelines/market-entry/runs", content=b"null")
+        assert answer.status_code == 422
+        assert answer.json()["errors"][0]["message"] == "the request body must be a JSON object"
+        assert http.post("/v1/pipelines/market-entry/runs", content=b"").status_code == 202
