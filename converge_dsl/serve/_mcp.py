@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.session import ServerSession
+    from starlette.responses import JSONResponse
     from starlette.types import Message, Receive, Scope, Send
 
     from ._service import RunService
@@ -171,6 +172,11 @@ class McpEndpoint:
             response = problems_response(Refused(401, (UNAUTHORIZED,)), self.service.redact)
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
+            return
+        if scope.get("method") == "GET":
+            # a stateless server never has a message to send on a stream of its own: the
+            # SDK's would stay open and idle, holding one of the server's bounded connections
+            await _no_stream()(scope, receive, send)
             return
         if scope.get("method") == "POST":
             try:
@@ -327,6 +333,19 @@ class McpEndpoint:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
         )
+
+
+def _no_stream() -> JSONResponse:
+    """405 to a GET of the endpoint (MCP's answer from a server that offers no stream)."""
+    from starlette.responses import JSONResponse
+
+    problem = Problem(
+        codes.SERVE_NOT_FOUND,
+        "GET /mcp: this server sends no messages of its own (it is stateless)",
+        "",
+        "POST each JSON-RPC message; its answer comes back on that request",
+    )
+    return JSONResponse({"errors": [problem.data()]}, status_code=405, headers={"Allow": "POST"})
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -132,3 +132,14 @@ def test_a_message_cut_short_or_chunked_past_the_cap_leaves_no_traceback(
     assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
     server.stop()
     assert "Traceback" not in "".join(server.stderr)
+
+
+def test_a_get_of_the_endpoint_is_405_at_once(tmp_path: Path, servers: list[Server]) -> None:
+    import httpx
+
+    server = serve_with_token(tmp_path, servers, [DATA], TOKEN, "--mcp")
+    url = server.ready()
+    answer = httpx.get(f"{url}/mcp", headers=HEADERS, timeout=10)  # not an idle stream
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"
+    assert answer.json()["errors"][0]["code"] == "CD990"
