@@ -121,6 +121,10 @@ UNUSED_INPUT = "CD303"  # a declared input no template reads
 OUTSIDE_ENUM = "CD304"  # a data field compared with a literal outside its enum
 MISMATCHED_LITERAL = "CD305"  # a data field compared with a literal of another type
 OBJECT_CONTENT = "CD306"  # a JSON object given as content (deprecated: give it as data)
+# `converge-dsl serve`: what its HTTP requests carry beside their body's JSON (307 to 319)
+SERVE_UNSUPPORTED_MEDIA = "CD307"  # a served request's body is compressed or not JSON (415)
+SERVE_BODY_TIMEOUT = "CD308"  # a served request's body did not arrive in time (408)
+SERVE_BAD_PARAMETER = "CD309"  # a served request's ?wait= or Last-Event-ID is not of its form
 # 320 to 339: refusals of the command line and what it drives (not validate's warnings)
 PACK_ARCHIVE_REFUSED = "CD320"  # a pack archive is corrupt, or a member is unsafe or not allowed
 

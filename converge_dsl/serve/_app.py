@@ -9,8 +9,8 @@ resumable with `Last-Event-ID`), `GET /v1/runs/{id}/report` (HTML),
 
 Every refusal is `{"errors": [{code, message, pointer, hint}]}` with its
 status; each message passes through the redactor. A token is needed on every
-route but `/healthz` when the service has tokens. Bodies are read up to
-`body_cap` bytes (413 past it). Run ids are checked against their form
+route but `/healthz` when the service has tokens. Bodies are read by `_bodies`
+(up to `body_cap` bytes, 413 past it; JSON only, 415 else). Run ids are checked against their form
 before any use: no path on the server is made from a request but the
 pipeline names and run ids the service itself made.
 """
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -41,9 +42,10 @@ from starlette.routing import Route
 from converge_dsl import codes
 from converge_dsl.errors import ConvergeError
 
+from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
-from ._requests import Problem, Refused, decisions_request, parse_json, refused, run_request
+from ._requests import Problem, Refused, decisions_request, refused, run_request
 from ._store import FINISHED, RunRow
 from ._tokens import Tokens
 
@@ -61,10 +63,12 @@ QUEUED_POLL_S = 0.05
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """The request body cap (bytes) and the longest `?wait=true` (seconds)."""
+    """The request body cap (bytes), the longest `?wait=true` and the longest a body may
+    take to arrive (seconds)."""
 
     body_cap: int = 1 << 20
     wait_s: float = 60.0
+    body_s: float = BODY_S
 
 
 class Endpoint(Protocol):
@@ -87,9 +91,43 @@ def _idempotency_key(request: Request) -> IdempotencyKey | None:
     return checked_key(key, codes.SERVE_BAD_IDEMPOTENCY_KEY, "the Idempotency-Key header")
 
 
+_WAIT = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+# A Last-Event-ID the service could have sent: an event's number (SQLite's integers).
+_EVENT_ID = re.compile(r"[0-9]{1,18}")
+
+
 def _wait_asked(request: Request) -> bool:
-    """Whether the query asks `?wait=true` (or 1, yes)."""
-    return request.query_params.get("wait", "").lower() in ("1", "true", "yes")
+    """Whether the query asks `?wait=true` (or 1, yes; false, 0, no or none: not); 400
+    (CD309) for another value, or two that differ."""
+    given = {value.lower() for value in request.query_params.getlist("wait")}
+    asked = {_WAIT.get(value) for value in given}
+    if None in asked or len(asked) > 1:
+        shown = ", ".join(repr(value[:20]) for value in sorted(given))
+        raise refused(
+            400,
+            codes.SERVE_BAD_PARAMETER,
+            f"?wait= is {shown}: it takes one of true or false",
+            "",
+            "ask ?wait=true to wait for the run (at most --wait-timeout), else leave it out",
+        )
+    return asked == {True}
+
+
+def _last_event(request: Request) -> int:
+    """The number of the last event the client has (`Last-Event-ID`), -1 without one; 400
+    (CD309) when it is not an event's number."""
+    header = request.headers.get("last-event-id")
+    if header is None or not header.strip():
+        return -1
+    if _EVENT_ID.fullmatch(header.strip()) is None:
+        raise refused(
+            400,
+            codes.SERVE_BAD_PARAMETER,
+            f"Last-Event-ID {header[:40]!r} is not the number of an event",
+            "",
+            "send the `id:` of the last event received, or no Last-Event-ID to start over",
+        )
+    return int(header)
 
 
 def known_run(service: RunService, ident: str) -> str:
@@ -176,21 +214,11 @@ class _Api:
 
         return call
 
-    async def body(self, request: Request) -> Any:
-        """The JSON body, read up to the cap (413 past it); None when empty."""
-        cap = self.limits.body_cap
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > cap:
-            raise too_large(cap)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise too_large(cap)
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        return None if not raw.strip() else parse_json(raw)
+    async def body(self, request: Request, empty: Any) -> Any:
+        """The JSON body, read up to the cap (`_bodies`); `empty` when there is none (a
+        body `null` is JSON, and no object)."""
+        raw = await read_body(request, self.limits.body_cap, self.limits.body_s)
+        return empty if not raw.strip() else parse_json(raw)
 
     def run_id(self, request: Request) -> str:
         """The run id of the path, once it has the form of one (and the run exists)."""
@@ -208,10 +236,10 @@ class _Api:
                 f"did you mean {close!r}?" if close else f"served: {', '.join(service.pipelines)}"
             )
             raise refused(404, codes.SERVE_NOT_FOUND, f"no pipeline {name[:64]!r}", "", hint)
-        checked = run_request(pipeline, await self.body(request))
+        wait = _wait_asked(request)
+        checked = run_request(pipeline, await self.body(request, {}))
         # the add in the journals' group commit: with the run's end when the answer waits
         # for it, else at once and before the answer
-        wait = _wait_asked(request)
         key = _idempotency_key(request)
         run = service.submit(name, checked, key, commit="with_end" if wait else "group")
         if wait:
@@ -233,13 +261,12 @@ class _Api:
 
     async def decide(self, request: Request) -> Response:
         ident = self.run_id(request)
-        decisions = decisions_request(await self.body(request))
+        decisions = decisions_request(await self.body(request, None))
         return JSONResponse(run_view(self.service.decide(ident, decisions)))
 
     async def events(self, request: Request) -> Response:
         ident = self.run_id(request)
-        header = request.headers.get("last-event-id", "")
-        last = int(header) if header.strip().isdigit() else -1
+        last = _last_event(request)
         return StreamingResponse(
             event_stream(self.service, ident, last),
             media_type="text/event-stream",
@@ -288,6 +315,24 @@ class _Api:
             service.running(),
         )
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    async def framework_refusal(self, request: Request, exc: Exception) -> Response:
+        """A refusal Starlette makes itself (a method a route does not take: 405) as the
+        service's JSON errors, rather than its plain text."""
+        assert isinstance(exc, HTTPException)
+        allowed = (exc.headers or {}).get("Allow")
+        hint = f"{request.url.path[:100]} takes {allowed}" if allowed else None
+        error = refused(
+            exc.status_code,
+            codes.SERVE_NOT_FOUND,
+            f"{request.method[:20]} {request.url.path[:100]!r}: {exc.detail}",
+            "",
+            hint,
+        )
+        response = problems_response(error, self.service.redact)
+        if allowed:
+            response.headers["Allow"] = allowed
+        return response
 
     async def not_found(self, request: Request) -> Response:
         raise refused(
@@ -347,16 +392,10 @@ def build_app(
             methods=["GET", "POST", "DELETE", "PUT", "PATCH"],
         ),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
-
-
-def too_large(cap: int) -> Refused:
-    return refused(
-        413,
-        codes.SERVE_BODY_TOO_LARGE,
-        f"the request body is over {cap} bytes",
-        "",
-        "send less, or start the server with a larger --body-cap",
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: api.framework_refusal},
     )
 
 

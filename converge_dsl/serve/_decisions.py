@@ -3,7 +3,8 @@ server serves its pipeline, and every proposal id decided is one the run holds
 pending. A refusal is the HTTP API's error body: 409 (CD991) for a run in
 another state or of a pipeline not served (the state outlives the pipelines a
 restarted server loads; the run stays paused for a server that serves it), 422
-naming each unknown id with the closest pending one. The MCP `decideRun` tool
+naming each unknown id with the closest pending one (at the pointer it was
+given at, for `Decisions` read from a body). The MCP `decideRun` tool
 answers the same body.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Container, Mapping
 from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
 
-from ._requests import Problem, Refused, refused
+from ._requests import Decisions, Problem, Refused, refused
 from ._store import RunRow
 
 
@@ -50,7 +51,7 @@ def check_decisions(row: RunRow, decisions: Mapping[str, bool], served: Containe
                 Problem(
                     codes.SERVE_BAD_DECISION,
                     f"no pending proposal has id {item!r}",
-                    "",
+                    decisions.places.get(item, "") if isinstance(decisions, Decisions) else "",
                     f"did you mean {close!r}?" if close else f"pending: {', '.join(pending)}",
                 )
             )

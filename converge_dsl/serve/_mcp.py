@@ -4,7 +4,9 @@
 server (the `mcp` SDK's low-level `Server` under its
 `StreamableHTTPSessionManager`, stateless: every POST stands alone) mounted by
 `build_app` at `MCP_PATH` in the same application as the HTTP API, with
-the same bearer tokens (401 without one) and body cap.
+the same bearer tokens (401 without one). A POSTed message is read and
+checked before the SDK sees it, as an HTTP API body is (`_bodies`: the cap,
+JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
 
 - `tools/list`: one tool per pipeline, named by `tool_name` (MCP's tool-name
   characters; two pipelines giving one name stop the start, CD436), described
@@ -54,10 +56,11 @@ from ._app import (
     problems_response,
     redacted_problem,
     run_view,
-    too_large,
 )
+from ._bodies import parse_json, read_body
 from ._errors import ServeRefused
 from ._idempotency import checked_key
+from ._mcp_messages import checked_message
 from ._mcp_runs import (
     CANCEL_RUN,
     CONTROL_TOOLS,
@@ -76,7 +79,8 @@ if TYPE_CHECKING:
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.session import ServerSession
-    from starlette.types import Receive, Scope, Send
+    from starlette.responses import JSONResponse
+    from starlette.types import Message, Receive, Scope, Send
 
     from ._service import RunService
     from ._tokens import Tokens
@@ -161,6 +165,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI endpoint: the token check, then the SDK's transport."""
         from starlette.datastructures import Headers
+        from starlette.requests import Request
 
         headers = Headers(scope=scope)
         if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
@@ -168,13 +173,21 @@ class McpEndpoint:
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
             return
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.limits.body_cap:
-            # the HTTP API's 413; a body without its length is capped by the SDK as it comes
-            await problems_response(too_large(self.limits.body_cap), self.service.redact)(
-                scope, receive, send
-            )
+        if scope.get("method") == "GET":
+            # a stateless server never has a message to send on a stream of its own: the
+            # SDK's would stay open and idle, holding one of the server's bounded connections
+            await _no_stream()(scope, receive, send)
             return
+        if scope.get("method") == "POST":
+            try:
+                raw = await read_body(
+                    Request(scope, receive), self.limits.body_cap, self.limits.body_s
+                )
+                checked_message(parse_json(raw))
+            except Refused as error:
+                await problems_response(error, self.service.redact)(scope, receive, send)
+                return
+            receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
 
     # --- tools ------------------------------------------------------------------------
@@ -320,6 +333,34 @@ class McpEndpoint:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
         )
+
+
+def _no_stream() -> JSONResponse:
+    """405 to a GET of the endpoint (MCP's answer from a server that offers no stream)."""
+    from starlette.responses import JSONResponse
+
+    problem = Problem(
+        codes.SERVE_NOT_FOUND,
+        "GET /mcp: this server sends no messages of its own (it is stateless)",
+        "",
+        "POST each JSON-RPC message; its answer comes back on that request",
+    )
+    return JSONResponse({"errors": [problem.data()]}, status_code=405, headers={"Allow": "POST"})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` whose first message is the whole of `body`, already read (and checked);
+    then the connection's own messages (its end)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _event_type(line: str) -> str | None:

@@ -28,7 +28,7 @@ from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
 
 from ._openapi import any_run_schema, decisions_schema
-from ._requests import Problem, Refused, decisions_request, refused
+from ._requests import Decisions, Problem, Refused, decisions_request, refused
 
 if TYPE_CHECKING:
     from mcp import types
@@ -159,7 +159,7 @@ def wait_argument(arguments: dict[str, Any]) -> bool:
     return wait
 
 
-def decisions_argument(arguments: dict[str, Any]) -> dict[str, bool]:
+def decisions_argument(arguments: dict[str, Any]) -> Decisions:
     """`decideRun`'s decisions: its arguments but `run`, checked as the body of
     `POST /v1/runs/{id}/decisions` is (the same problems, the same pointers)."""
     return decisions_request({k: v for k, v in arguments.items() if k != "run"})

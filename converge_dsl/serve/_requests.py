@@ -5,7 +5,7 @@
 `RunRequest` to store, or raises `Refused` with every problem found, each a
 `Problem` located by a JSON pointer into the body. Inputs are checked as
 `--input` is (`converge_dsl.compiler.resolve_inputs`: the same messages and
-"did you mean" hints; JSON nested at most `MAX_DEPTH` deep); a budget may
+"did you mean" hints; the body's JSON is read by `_bodies`); a budget may
 lower any limit of the pipeline's `budget:` but never raise one.
 `decisions_request(body)` reads `POST /v1/runs/{id}/decisions`:
 `{"approve": [ID...], "reject": [ID...]}` or `{"decisions": {ID: true|false}}`.
@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
-from converge_dsl._json_text import loads
-from converge_dsl._json_types import JsonObject, json_depth
+from converge_dsl._json_types import JsonObject
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     from converge_dsl.batch import Pipeline
     from converge_dsl.engine import Budget
 
-MAX_DEPTH = 64
 # The limits a request may lower: integers, and the wall-clock seconds.
 BUDGET_FIELDS = ("max_cycles", "max_facts", "max_model_calls", "max_tokens", "max_wall_s")
 
@@ -118,37 +116,6 @@ class RunRequest:
         return lowered_budget(budget, self.budget)
 
 
-def parse_json(raw: bytes) -> Any:
-    """The JSON of a body (standard: no NaN, no lone surrogate; nested at most
-    `MAX_DEPTH`), or `Refused` (400)."""
-    try:
-        value = loads(raw)
-    except RecursionError:
-        raise _too_deep() from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise refused(
-            400,
-            codes.SERVE_BAD_BODY,
-            f"the request body is not JSON: {exc}",
-            "",
-            "send a JSON object with Content-Type: application/json",
-        ) from None
-    # a value nests no deeper than the brackets its text holds: most bodies need no walk
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
-        raise _too_deep()
-    return value
-
-
-def _too_deep() -> Refused:
-    return refused(
-        400,
-        codes.SERVE_BAD_BODY,
-        f"the request body nests deeper than {MAX_DEPTH} levels",
-        "",
-        f"flatten the value to at most {MAX_DEPTH} levels of arrays and objects",
-    )
-
-
 def _object(body: Any, what: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise refused(422, codes.SERVE_BAD_BODY, f"{what} must be a JSON object", "")
@@ -159,7 +126,7 @@ def run_request(pipeline: Pipeline, body: Any) -> RunRequest:
     """The checked request (see the module docstring); `Refused` (422) with every problem."""
     from converge_dsl.compiler import resolve_inputs
 
-    body = {} if body is None else _object(body, "the request body")
+    body = _object(body, "the request body")
     problems: list[Problem] = []
     for name in body:
         if name not in ("inputs", "budget"):
@@ -268,11 +235,35 @@ def _budget(pipeline: Pipeline, asked: Any, problems: list[Problem]) -> dict[str
     return out
 
 
-def decisions_request(body: Any) -> dict[str, bool]:
-    """`{id: approve}` from a decisions body, or `Refused` (422) naming what is wrong."""
+class Decisions(dict[str, bool]):
+    """Proposal id -> approved, and `places`: the JSON pointer each id was decided at."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.places: dict[str, str] = {}
+
+
+def decisions_request(body: Any) -> Decisions:
+    """`{id: approve}` from a decisions body, or `Refused` (422) naming what is wrong: a
+    field of another shape, or one id both approved and rejected."""
     body = _object(body, "the request body")
     problems: list[Problem] = []
-    out: dict[str, bool] = {}
+    out = Decisions()
+
+    def decide(item: str, approve: bool, where: str) -> None:
+        if out.get(item, approve) != approve:
+            problems.append(
+                Problem(
+                    codes.SERVE_BAD_DECISION,
+                    f"proposal {item!r} is both approved and rejected",
+                    where,
+                    f"decide it once (it is also decided at {out.places[item]})",
+                )
+            )
+            return
+        out[item] = approve
+        out.places.setdefault(item, where)
+
     for name, value in body.items():
         if name in ("approve", "reject"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -284,7 +275,8 @@ def decisions_request(body: Any) -> dict[str, bool]:
                     )
                 )
                 continue
-            out.update(dict.fromkeys(value, name == "approve"))
+            for index, item in enumerate(value):
+                decide(item, name == "approve", pointer((name, index)))
         elif name == "decisions":
             if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
                 problems.append(
@@ -295,7 +287,8 @@ def decisions_request(body: Any) -> dict[str, bool]:
                     )
                 )
                 continue
-            out.update(value)
+            for item, approve in value.items():
+                decide(item, approve, pointer((name, item)))
         else:
             problems.append(
                 Problem(

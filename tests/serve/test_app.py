@@ -479,7 +479,8 @@ def test_a_decision_for_a_pipeline_no_longer_served_is_refused_and_the_run_waits
         (b"x=1&wait=1", True),
         (b"wait=yes", True),
         (b"wait=false", False),
-        (b"wait=true&wait=no", False),  # the last one, as `query_params` reads it
+        (b"wait=true&wait=1", True),  # given twice, the same answer
+        (b"wait=no", False),
         (b"wait=tru%65", True),
         (b"waiting=true", False),
     ],
@@ -492,3 +493,50 @@ def test_wait_is_read_from_the_query_as_starlette_reads_it(query: bytes, asked: 
     request = Request({"type": "http", "query_string": query, "headers": []})
     assert _wait_asked(request) is asked
     assert (request.query_params.get("wait", "").lower() in ("1", "true", "yes")) is asked
+
+
+def test_an_odd_wait_or_last_event_id_is_a_400_and_queues_nothing(
+    served: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    url, headers = served
+    body = {"inputs": {"text": "hi"}}
+    with client(url, headers) as http:
+        for query in ("wait=9999", "wait=", "wait", "wait=true&wait=no", "wait=%00"):
+            answer = http.post(f"/v1/pipelines/echo/runs?{query}", json=body)
+            assert answer.status_code == 400, query
+            (problem,) = answer.json()["errors"]
+            assert problem["code"] == "CD309"
+            assert problem["message"].startswith("?wait= is ")
+        run = http.post("/v1/pipelines/echo/runs?wait=true", json=body).json()["id"]
+        for value in ("garbage", "-5", "9" * 30, "1e9", "\u0663"):
+            answer = http.get(f"/v1/runs/{run}/events", headers={"Last-Event-ID": value.encode()})
+            assert answer.status_code == 400, value
+            assert answer.json()["errors"][0]["code"] == "CD309"
+        events = http.get(f"/v1/runs/{run}/events", headers={"Last-Event-ID": "999999999999"})
+        assert events.status_code == 200
+        assert events.text.startswith("event: end\n")
+        assert http.get("/healthz").status_code == 200
+    with contextlib.closing(sqlite3.connect(tmp_path / "state" / "runs.sqlite3")) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+
+
+def test_a_method_no_route_takes_is_a_json_405(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        for method in ("OPTIONS", "TRACE"):
+            answer = http.request(method, "/v1/pipelines")
+            assert answer.status_code == 405, method
+            assert answer.headers["content-type"] == "application/json"
+            (problem,) = answer.json()["errors"]
+            assert problem["code"] == "CD990"
+            assert problem["message"] == f"{method} '/v1/pipelines': Method Not Allowed"
+            assert answer.headers["allow"] == problem["hint"].rsplit(" takes ", 1)[1]
+
+
+def test_a_body_of_json_null_is_no_object(served: tuple[str, dict[str, str]]) -> None:
+    url, headers = served
+    with client(url, headers) as http:
+        answer = http.post("/v1/pipelines/market-entry/runs", content=b"null")
+        assert answer.status_code == 422
+        assert answer.json()["errors"][0]["message"] == "the request body must be a JSON object"
+        assert http.post("/v1/pipelines/market-entry/runs", content=b"").status_code == 202

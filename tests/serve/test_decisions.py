@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import httpx
 import pytest
 
 from converge_dsl.serve._decisions import check_decisions, pending_ids
 from converge_dsl.serve._requests import Refused
 from converge_dsl.serve._store import RunRow
+
+from .conftest import DATA, Server, serve_with_token
 
 
 def _row(status: str = "paused", pipeline: str = "gated") -> RunRow:
@@ -71,3 +76,31 @@ def test_unknown_ids_are_422_each_with_the_closest_pending_one() -> None:
             ("no pending proposal has id 'x'", "pending: s1, s2"),
         ],
     )
+
+
+def test_over_http_a_contradiction_or_an_unknown_id_is_located_and_the_run_stays_paused(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    token = "c0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
+    url = serve_with_token(tmp_path, servers, [DATA], token).ready()
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}) as http:
+        run = http.post("/v1/pipelines/gated/runs?wait=true", timeout=30).json()["id"]
+        decided = f"/v1/runs/{run}/decisions"
+        both = http.post(decided, json={"approve": ["s1"], "reject": ["s2", "s1"]})
+        assert both.status_code == 422
+        (problem,) = both.json()["errors"]
+        assert (problem["pointer"], problem["message"]) == (
+            "/reject/1",
+            "proposal 's1' is both approved and rejected",
+        )
+        assert problem["hint"] == "decide it once (it is also decided at /approve/0)"
+        mixed = http.post(decided, json={"approve": ["s1"], "decisions": {"s1": False}})
+        assert mixed.json()["errors"][0]["pointer"] == "/decisions/s1"
+        unknown = http.post(decided, json={"approve": ["s1", "s3"], "reject": ["s2"]})
+        assert unknown.status_code == 422
+        assert [(p["pointer"], p["hint"]) for p in unknown.json()["errors"]] == [
+            ("/approve/1", "pending: s1, s2")
+        ]
+        assert http.get(f"/v1/runs/{run}").json()["status"] == "paused"
+        again = http.post(decided, json={"approve": ["s1", "s1"], "reject": ["s2"]})
+        assert again.status_code == 200

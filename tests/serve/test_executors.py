@@ -174,13 +174,14 @@ def test_a_run_whose_worker_dies_three_times_fails_with_cd434(
     url = server.ready()
     with httpx.Client(base_url=url, timeout=30) as http:
         run = http.post("/v1/pipelines/slow/runs").json()["id"]
-        last = "-1"
+        resume: dict[str, str] = {}  # from the first event, then after the last one read
         for _ in range(3):
             # Each attempt's run_started event: it runs on the worker, in its model call.
-            events = http.stream("GET", f"/v1/runs/{run}/events", headers={"Last-Event-ID": last})
+            events = http.stream("GET", f"/v1/runs/{run}/events", headers=resume)
             with events as stream:
                 for line in stream.iter_lines():
-                    last = line[4:] if line.startswith("id: ") else last
+                    if line.startswith("id: "):
+                        resume = {"Last-Event-ID": line[4:]}
                     if '"type":"run_started"' in line:
                         break
             (worker,) = [p for p in _children(server.process.pid) if "spawn_main" in _cmdline(p)]

@@ -1,0 +1,145 @@
+"""Malformed MCP messages over real HTTP: refused before the SDK reads them, as the HTTP
+API refuses a body (400, CD983, a pointer, the service's words), nothing queued, no
+traceback in the server's log; the SDK's session still answers good messages."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.serve._store import STATE_FILE
+
+from .conftest import DATA, Server, serve_with_token
+
+TOKEN = "5e7b1d4a9f8e2c6b3a1d0f9e8cc0ffee"
+HEADERS = {
+    "Authorization": f"Bearer {TOKEN}",
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+}
+
+
+def _call(arguments: Any, **params: Any) -> bytes:
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    message["params"] = {"name": "echo", "arguments": arguments, **params}
+    return json.dumps(message).encode()
+
+
+CALL_HEAD = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", '
+
+
+@pytest.mark.parametrize(
+    ("body", "pointers", "says"),
+    [
+        (b"[" * 100_000, [""], "nests deeper"),
+        (
+            CALL_HEAD + b'"arguments": {"text": ' + b"9" * 10_000 + b"}}}",
+            ["/params/arguments/text"],
+            "digits",
+        ),
+        (CALL_HEAD + b'"arguments": {"text": 1e99999}}}', ["/params/arguments/text"], "not finite"),
+        (
+            CALL_HEAD + b'"arguments": {"text": "\\ud800"}}}',
+            ["/params/arguments/text"],
+            "surrogate",
+        ),
+        (b"hello", [""], "not JSON (line 1, column 1)"),
+        (b"[]", [""], "batch"),
+        (
+            json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}] * 2).encode(),
+            [""],
+            "batch",
+        ),
+        (b'{"jsonrpc": "2.0", "id": 1}', ["/method"], "no `method`"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "foo/bar"}', ["/method"], "no request 'foo/bar'"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}', ["/params"], "needs this field"),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": '
+            b'{"protocolVersion": "1", "capabilities": 5, '
+            b'"clientInfo": {"name": "x", "version": "1"}}}',
+            ["/params/capabilities"],
+            "does not take this value",
+        ),
+        (b'{"jsonrpc": "1.0", "id": {}, "method": 5}', ["/jsonrpc", "/id", "/method"], "must"),
+        (_call([1]), ["/params/arguments"], "`arguments` must be a JSON object"),
+        (_call("x"), ["/params/arguments"], "`arguments` must be a JSON object"),
+        (
+            _call({"text": "a"}, _meta={"progressToken": {"a": 1}}),
+            ["/params/_meta/progressToken"],
+            "progressToken",
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 5}}',
+            ["/params/name"],
+            "`name`",
+        ),
+    ],
+)
+def test_a_malformed_message_is_a_located_400(
+    tmp_path: Path, servers: list[Server], body: bytes, pointers: list[str], says: str
+) -> None:
+    import httpx
+
+    server = serve_with_token(tmp_path, servers, [DATA], TOKEN, "--mcp")
+    url = server.ready()
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=30) as http:
+        answer = http.post("/mcp", content=body)
+        assert answer.status_code == 400, answer.text
+        errors = answer.json()["errors"]
+        assert [e["pointer"] for e in errors] == pointers
+        assert all(e["code"] == "CD983" for e in errors)
+        assert says in errors[0]["message"]
+        assert "pydantic" not in answer.text
+        good = http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert good.status_code == 200
+        assert '"tools"' in good.text
+    with sqlite3.connect(tmp_path / "state" / STATE_FILE) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    server.stop()
+    assert "Traceback" not in "".join(server.stderr)
+    assert "validation error" not in "".join(server.stderr)
+
+
+def test_a_message_cut_short_or_chunked_past_the_cap_leaves_no_traceback(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    import httpx
+
+    server = Server([DATA / "echo.yaml"], tmp_path / "state", "--mcp", "--body-cap", "300")
+    servers.append(server)
+    url = server.ready()
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    head = "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items())
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{head}".encode())
+        sock.sendall(b'Content-Length: 100\r\n\r\n{"json')
+        time.sleep(0.2)
+
+    def chunks() -> Any:
+        for _ in range(10):
+            yield b"x" * 100
+
+    answer = httpx.post(f"{url}/mcp", content=chunks(), headers=HEADERS, timeout=30)
+    assert answer.status_code == 413
+    assert answer.json()["errors"][0]["code"] == "CD989"
+    time.sleep(0.3)
+    assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+    server.stop()
+    assert "Traceback" not in "".join(server.stderr)
+
+
+def test_a_get_of_the_endpoint_is_405_at_once(tmp_path: Path, servers: list[Server]) -> None:
+    import httpx
+
+    server = serve_with_token(tmp_path, servers, [DATA], TOKEN, "--mcp")
+    url = server.ready()
+    answer = httpx.get(f"{url}/mcp", headers=HEADERS, timeout=10)  # not an idle stream
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"
+    assert answer.json()["errors"][0]["code"] == "CD990"
