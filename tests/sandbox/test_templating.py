@@ -27,7 +27,7 @@ ATTACKS = [
     "{{ 2 ** 100000000 }}",
     "{% macro f(s) %}{{ f(s ~ s) }}{% endmacro %}{{ f('ab') }}",
     "{{ 'x'.ljust(1000000000) }}",
-    "{{ '%0999999999d' % 1 }}",
+    "{% set f = '%0999999999d' %}{{ f % 1 }}",  # a literal's is refused as it compiles
     "{{ [1] | batch(1000000000, 'x') | list }}",
     "{% for i in range(9000) %}{{ 'x' * 200 }}{% endfor %}",
     "{% set l = ('x' * 9000) | list %}{% for i in l %}{% for j in l %}{% endfor %}{% endfor %}",
