@@ -2,7 +2,8 @@
 
 `template_problems` parses one template (or expression) in the shared
 sandboxed environment (`converge_dsl.sandbox`) and reports syntax errors,
-unknown names, unknown filters and undeclared `inputs.NAME`. Jinja only knows
+unknown names, unknown filters, undeclared `inputs.NAME` and calls of the
+context functions with arguments they do not take (`fact('K')`). Jinja only knows
 the line *within* the template; `LoadedDocument.template_span` maps it onto the file: block
 scalars (`|`, `>`) start on the line after their key, quoted and plain
 scalars on the key's line. jinja2 is imported only when a string actually
@@ -17,6 +18,7 @@ from functools import lru_cache
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
+from converge_dsl.frontend._dataflow import CALLED_AS, PARAMETERS, misfit_calls
 from converge_dsl.frontend._fastjinja import analyse
 from converge_dsl.frontend._jinja_parse import free_names, known_tests, parse
 from converge_dsl.frontend.document import LoadedDocument
@@ -128,6 +130,7 @@ def template_problems(
             hint="check the {{ }} / {% %} pairs and the expression syntax",
         )
         return
+    yield from _call_problems(doc, path, text, what, expression=expression, names=names)
     if (
         free <= names
         and ALLOWED_FILTERS.issuperset(filters)
@@ -144,6 +147,29 @@ def template_problems(
         inputs=inputs,
         found=(free, filters, read_inputs, tests),
     )
+
+
+def _call_problems(
+    doc: LoadedDocument,
+    path: JsonPath,
+    text: str,
+    what: str,
+    *,
+    expression: bool,
+    names: frozenset[str],
+) -> Iterator[Diagnostic]:
+    """A call of a context function (`fact('K')`) whose arguments do not fit it (CD286)."""
+    if not any(name in text for name in PARAMETERS):
+        return
+    for name, problem in misfit_calls(text, expression):
+        if name in names:
+            yield Diagnostic.at(
+                codes.HELPER_ARGUMENTS,
+                f"{what} calls {problem}",
+                _find(doc, path, text, name),
+                path=path,
+                hint=f"call it as {CALLED_AS[name]}",
+            )
 
 
 def _looks_like_template(text: str) -> bool:
