@@ -46,7 +46,7 @@ _TOKEN = re.compile(
     r"|(?P<str>'[^'\\{}\n]*'|\"[^\"\\{}\n]*\")"
     r"|(?P<op>==|!=|>=|<=|\*\*|//|[-+*/%~<>|.,()\[\]{}:=])"
 )
-_BLOCK = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+BLOCK = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)  # a `{{ }}` block: what `parsed` reads
 _CONSTANTS = {"true": True, "false": False, "none": None, "True": True, "False": False}
 _CONSTANTS["None"] = None
 # Names Jinja gives a meaning in expressions; anything but the operators below is refused.
@@ -344,10 +344,10 @@ def parsed(text: str, *, expression: bool) -> tuple[tuple[int, n.Node, Literals]
         return None if found is None else ((1, *found[1]),)
     if "{%" in text or "{#" in text:
         return None
-    if "{{" in _BLOCK.sub("", text):
+    if "{{" in BLOCK.sub("", text):
         return None
     trees: list[tuple[int, n.Node, Literals]] = []
-    for match in _BLOCK.finditer(text):
+    for match in BLOCK.finditer(text):
         block = match.group(1)
         if "{" in block or "}" in block:
             return None
@@ -369,7 +369,7 @@ def analyse(text: str, *, expression: bool) -> Analysis | None:
     names: set[str] = set()
     filters: list[str] = []
     inputs: list[str] = []
-    for match in _BLOCK.finditer(text):
+    for match in BLOCK.finditer(text):
         found = _expression(match.group(1))
         if found is None:
             return None
