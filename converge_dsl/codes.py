@@ -91,6 +91,8 @@ TEST_BAD_REGEX = "CD232"  # a test's `matches` is not a regular expression RE2 c
 TEST_DUPLICATE_CASE = "CD233"  # two cases of a test file share a name
 TEST_BAD_MODEL = "CD234"  # a test's model gives none or several of script, cassette, rules
 KIND_NOT_LOADED = "CD240"  # an installed distribution's suggestor kind does not load
+HELPER_ARGUMENTS = "CD286"  # count, has, fact or data_of called with arguments it does not take
+LITERAL_INDEX = "CD287"  # warning: an item of a number, boolean or none literal (`2[0]`)
 # Data flow (250 to 269): what templates read, against keys, dependencies and schemas.
 UNKNOWN_READ_KEY = "CD250"  # a template reads a context key neither built in nor declared
 KEY_NAMED_AT_RUN_TIME = "CD251"  # note: a key read is named at run time (the analysis stops)

@@ -2,7 +2,7 @@
 
 - `key_schemas_valid`: every `keys[].schema` is a JSON Schema 2020-12 whose
   `$ref`s stay inside it and whose regexes run on RE2 (`converge_dsl.sandbox`);
-  every llm `output.schema` too.
+  every schema a suggestor applies to data (an llm `output.schema`) too.
 - `data_fields`: templates and expressions that mention facts, `data_of` or
   `item` are walked (`_datawalk`) against the key schemas, on the fast path's
   tree when it accepts the text (no jinja2 import), else on Jinja's (parsed
@@ -29,12 +29,15 @@ _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
 
 def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
-    """Each key schema is valid JSON Schema 2020-12, within the size limits, refers only
-    within itself and has RE2 regexes; each llm `output.schema` is within the limits,
-    refers only within itself and has RE2 regexes."""
+    """Each key schema, and each schema a suggestor applies to data (an llm
+    `output.schema`), is valid JSON Schema 2020-12, within the size limits, refers only
+    within itself and has RE2 regexes."""
     for spec in facts.specs:
         for label, where, schema in spec.schemas():
-            yield from _unsafe(facts, label, schema, where)
+            unsafe = list(_unsafe(facts, label, schema, where))
+            yield from unsafe
+            if isinstance(schema, dict) and not _too_large(unsafe):
+                yield from _meta_errors(facts, label, schema, where)
     if not facts.key_schemas:
         return
     for key in facts.manifest.keys:
@@ -44,8 +47,13 @@ def key_schemas_valid(facts: PipelineFacts) -> Iterator[Diagnostic]:
         base: JsonPath = (*key.path, "schema")
         unsafe = list(_unsafe(facts, f"key {key.name!r}", schema, base))
         yield from unsafe
-        if not any(d.code == codes.SCHEMA_TOO_LARGE for d in unsafe):
-            yield from _meta_errors(facts, key.name, schema, base)
+        if not _too_large(unsafe):
+            yield from _meta_errors(facts, f"key {key.name!r}", schema, base)
+
+
+def _too_large(found: list[Diagnostic]) -> bool:
+    """Whether a schema crossed a size limit: it is then not read against the meta-schema."""
+    return any(d.code == codes.SCHEMA_TOO_LARGE for d in found)
 
 
 _UNSAFE_HINTS = {
@@ -78,8 +86,10 @@ def _unsafe(facts: PipelineFacts, what: str, schema: Any, base: JsonPath) -> Ite
 
 
 def _meta_errors(
-    facts: PipelineFacts, name: str, schema: dict[str, Any], base: JsonPath
+    facts: PipelineFacts, what: str, schema: dict[str, Any], base: JsonPath
 ) -> Iterator[Diagnostic]:
+    """A located error per place where `schema` (`what`: "key 'K'", "output.schema")
+    breaks the JSON Schema 2020-12 meta-schema (CD109)."""
     from converge_dsl.sandbox import meta_error
 
     if meta_error(schema) is None:  # its `$schema`'s draft; nothing fetched
@@ -88,15 +98,19 @@ def _meta_errors(
 
     meta = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
     errors = sorted(meta.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
+    said: set[tuple[tuple[Any, ...], str]] = set()
     for error in errors:
         where = tuple(error.absolute_path)
+        if (where, error.message) in said:
+            continue  # one place reached by several paths of the meta-schema
+        said.add((where, error.message))
         hint = "see https://json-schema.org/draft/2020-12/json-schema-validation"
         if where and where[-1] == "type":
             guess = did_you_mean(str(error.instance), _TYPES)
             hint = f"did you mean {guess!r}?" if guess else f"types: {', '.join(_TYPES)}"
         yield facts.error(
             codes.KEY_SCHEMA_INVALID,
-            f"key {name!r}: the schema is not valid JSON Schema 2020-12 at "
+            f"{what}: the schema is not valid JSON Schema 2020-12 at "
             f"{_pointer(where)}: {_short(error.message)}",
             (*base, *where),
             hint=hint,

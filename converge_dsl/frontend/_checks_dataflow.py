@@ -227,10 +227,36 @@ def _not_dependency(
 
 
 def _literal(text: object) -> str | None:
-    """The text a literal template renders (less one trailing newline); None for a template."""
-    if not isinstance(text, str) or any(marker in text for marker in _MARKERS) or "\r" in text:
+    """The text a template renders (less one trailing newline) when it is the same every
+    time: no Jinja syntax, or only `{{ }}` blocks of one text or integer literal
+    (`n-{{ 1 }}`); None for any other template."""
+    if not isinstance(text, str) or "\r" in text:
         return None
+    if any(marker in text for marker in _MARKERS):
+        text = _constant_blocks(text)
+        if text is None:
+            return None
     return text[:-1] if text.endswith("\n") else text
+
+
+def _constant_blocks(text: str) -> str | None:
+    """`text` with each `{{ }}` replaced by its literal, when each holds one, else None."""
+    from converge_dsl.frontend._fastjinja import BLOCK, parsed
+    from converge_dsl.frontend._mininodes import Const, Slot
+
+    trees = parsed(text, expression=False)  # None for statements, comments, other syntax
+    if not trees:
+        return None
+    values: list[str] = []
+    for _, tree, literals in trees:
+        if type(tree) is not Const or not isinstance(tree.value, Slot):
+            return None
+        value = literals[tree.value.index]
+        if not isinstance(value, str | int) or isinstance(value, bool):
+            return None  # a float's text is Python's, not the one written
+        values.append(str(value))
+    rendered = iter(values)
+    return BLOCK.sub(lambda _: next(rendered), text)
 
 
 _UNKNOWN = object()  # data an expression computes

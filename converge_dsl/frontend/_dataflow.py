@@ -15,6 +15,9 @@ text that differs only in its literals, so its reads are found once per tree,
 with literals as `Slot`s, and resolved per text. `read_span` locates a read in
 the file, at the key's own characters inside the string.
 
+`misfit_calls` lists the calls of the context functions whose arguments do
+not fit their parameters (`fact('K')`), from the same trees.
+
 `inferred_dependencies(templates, own)` is `dependencies: auto`: the keys a
 suggestor's templates read with a literal name, less the keys it writes (a
 suggestor is not re-run on its own output; its guard reads that key), in the
@@ -109,6 +112,72 @@ def reads(text: str, expression: bool) -> tuple[KeyRead, ...]:
     for via, style, ref in raw:
         _add(found, via, style, ref)
     return tuple(found)
+
+
+# The context functions' parameters (`compiler._scope._helpers`) and how each is called.
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "count": ("key",),
+    "has": ("key",),
+    "fact": ("key", "fact_id"),
+    "data_of": ("key",),
+}
+CALLED_AS = {"count": "count('KEY')", "has": "has('KEY')", "fact": "fact('KEY', 'ID')"}
+CALLED_AS["data_of"] = "data_of('KEY')"
+
+
+@lru_cache(maxsize=4096)
+def misfit_calls(text: str, expression: bool) -> tuple[tuple[str, str], ...]:
+    """(function, what is wrong) of each call of a context function (`count`, `has`,
+    `fact`, `data_of`, not bound by the template) whose arguments do not fit its
+    parameters: the run would fail there with Python's TypeError."""
+    if _MENTIONS.search(text) is None or not (expression or any(m in text for m in _MARKERS)):
+        return ()
+    from converge_dsl.frontend._fastjinja import parsed
+
+    trees = parsed(text, expression=expression)
+    bound: frozenset[str] = frozenset()
+    roots: list[Any]  # the fast path's trees or Jinja's (read by class and field names)
+    if trees is not None:
+        roots = [tree for _, tree, _ in trees]
+    else:
+        from converge_dsl.frontend._jinja_parse import parse
+
+        ast, error = parse(text, expression)
+        if ast is None or error is not None:
+            return ()  # the template checks report it
+        roots, bound = [ast], _bound(ast)
+    found: list[tuple[str, str]] = []
+    for root in roots:
+        _calls(root, bound, found)
+    return tuple(found)
+
+
+def _calls(node: Any, bound: frozenset[str], out: list[tuple[str, str]]) -> None:
+    if type(node).__name__ == "Call" and _free(node.node, FUNCTIONS, bound):
+        spread = getattr(node, "dyn_args", None) or getattr(node, "dyn_kwargs", None)
+        problem = None if spread else _misfit(node.node.name, node.args, node.kwargs)
+        if problem is not None:
+            out.append((node.node.name, problem))
+    for child in node.iter_child_nodes():
+        _calls(child, bound, out)
+
+
+def _misfit(name: str, args: list[Any], kwargs: list[Any]) -> str | None:
+    """What is wrong with a call of `name` (`fact() without 'fact_id'`), or None."""
+    parameters = PARAMETERS[name]
+    if len(args) > len(parameters):
+        return f"{name}() with {len(args)} arguments; it takes {len(parameters)}"
+    given = set(parameters[: len(args)])
+    for keyword in kwargs:
+        if keyword.key not in parameters:
+            return f"{name}() with an argument {keyword.key!r} it does not take"
+        if keyword.key in given:
+            return f"{name}() with {keyword.key!r} twice"
+        given.add(keyword.key)
+    missing = [p for p in parameters if p not in given]
+    if missing:
+        return f"{name}() without {' and '.join(repr(m) for m in missing)}"
+    return None
 
 
 def _add(found: list[KeyRead], via: str, style: str, key: object) -> None:

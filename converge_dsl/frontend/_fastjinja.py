@@ -11,8 +11,8 @@ Jinja's parser does: whatever it accepts, Jinja accepts with the same free
 names, filters and `inputs.X` / `inputs['X']` reads, and the same tree shape
 (`_mininodes`, read by the data-field checks). Anything else (statements,
 comments, `is` tests, conditionals, slices, escapes in strings, line breaks
-inside a block, braces inside a `{{ }}` block, an attribute or item of a
-literal, which Jinja folds while it compiles...) returns None and goes to
+inside a block, braces inside a `{{ }}` block, an attribute, item or call of a
+literal, which Jinja folds while it compiles, `%` after a literal...) returns None and goes to
 Jinja, which also words errors.
 
 Accepted grammar (Jinja's levels; `cmp` is ==, !=, <, <=, >, >=, in, not in)::
@@ -46,7 +46,7 @@ _TOKEN = re.compile(
     r"|(?P<str>'[^'\\{}\n]*'|\"[^\"\\{}\n]*\")"
     r"|(?P<op>==|!=|>=|<=|\*\*|//|[-+*/%~<>|.,()\[\]{}:=])"
 )
-_BLOCK = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+BLOCK = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)  # a `{{ }}` block: what `parsed` reads
 _CONSTANTS = {"true": True, "false": False, "none": None, "True": True, "False": False}
 _CONSTANTS["None"] = None
 # Names Jinja gives a meaning in expressions; anything but the operators below is refused.
@@ -151,6 +151,8 @@ class _Parser:
             return left if len(parts) == 1 else n.Concat(parts)
         while self.values[self.pos] in operators and self.kinds[self.pos] == "op":
             node_class = operators[self.values[self.pos]]
+            if node_class is n.Mod and isinstance(left, n.Const):
+                raise _Refused  # `'%s' % x` is refused (`sandbox.refusal`): Jinja decides
             self.pos += 1
             left = node_class(left, self._binary(level + 1))
         return left
@@ -172,9 +174,11 @@ class _Parser:
 
     def postfix(self, node: n.Node) -> n.Node:
         while True:
-            if isinstance(node, (n.Const, n.List, n.Dict)) and self.values[self.pos] in (".", "["):
+            literal = isinstance(node, (n.Const, n.List, n.Dict))
+            if literal and self.values[self.pos] in (".", "[", "("):
                 # Jinja folds a lookup on a literal while it compiles, and may fail
-                # there (`[0]['m'] and x`): Jinja decides.
+                # there (`[0]['m'] and x`); a call of one is refused (`sandbox.refusal`):
+                # Jinja decides.
                 raise _Refused
             if self.take("."):
                 attr = self.name()
@@ -340,10 +344,10 @@ def parsed(text: str, *, expression: bool) -> tuple[tuple[int, n.Node, Literals]
         return None if found is None else ((1, *found[1]),)
     if "{%" in text or "{#" in text:
         return None
-    if "{{" in _BLOCK.sub("", text):
+    if "{{" in BLOCK.sub("", text):
         return None
     trees: list[tuple[int, n.Node, Literals]] = []
-    for match in _BLOCK.finditer(text):
+    for match in BLOCK.finditer(text):
         block = match.group(1)
         if "{" in block or "}" in block:
             return None
@@ -365,7 +369,7 @@ def analyse(text: str, *, expression: bool) -> Analysis | None:
     names: set[str] = set()
     filters: list[str] = []
     inputs: list[str] = []
-    for match in _BLOCK.finditer(text):
+    for match in BLOCK.finditer(text):
         found = _expression(match.group(1))
         if found is None:
             return None

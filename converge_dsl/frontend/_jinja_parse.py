@@ -22,12 +22,13 @@ ParseResult = tuple["nodes.Template | None", tuple[str, int | None] | None]
 @lru_cache(maxsize=4096)
 def parse(text: str, expression: bool) -> ParseResult:
     """(the AST, None); (None, (message, line within the template)) when it does not parse;
-    (the AST, (message, line)) when it parses but does not compile (`_folding_failure`)."""
+    (the AST, (message, line)) when it parses but does not compile (the sandbox's
+    `refusal`, `_folding_failure`)."""
     import jinja2
     from jinja2 import nodes
     from jinja2.parser import Parser
 
-    from converge_dsl.sandbox import environment
+    from converge_dsl.sandbox import environment, refusal
 
     env = environment()
     try:
@@ -44,7 +45,7 @@ def parse(text: str, expression: bool) -> ParseResult:
             ast = env.parse(text)
     except jinja2.TemplateSyntaxError as exc:
         return None, (exc.message or "syntax error", exc.lineno)
-    return ast, _folding_failure(ast, env)
+    return ast, refusal(ast) or _folding_failure(ast, env)
 
 
 def _folding_failure(ast: nodes.Template, env: Any) -> tuple[str, int | None] | None:

@@ -9,6 +9,7 @@ from converge_dsl import codes
 from converge_dsl._pyyaml import yaml
 from converge_dsl.diagnostics import Diagnostic, SourceSpan
 from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import _anchors
 
 
 def node_span(file: str, node: yaml.nodes.Node) -> SourceSpan:
@@ -45,6 +46,13 @@ def syntax_diagnostic(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagno
             "more than one YAML document in the file",
             span,
             hint="remove the '---' separator; one file holds one pipeline",
+        )
+    if "maximum nesting depth" in problem:  # libyaml's own bound, far past the loader's
+        return Diagnostic.at(
+            codes.TOO_DEEP,
+            f"nesting deeper than {_anchors.MAX_DEPTH} levels",
+            span,
+            hint="flatten the structure",
         )
     message = f"{exc.context}, {problem}" if exc.context else problem
     return Diagnostic.at(

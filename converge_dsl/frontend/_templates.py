@@ -2,7 +2,8 @@
 
 `template_problems` parses one template (or expression) in the shared
 sandboxed environment (`converge_dsl.sandbox`) and reports syntax errors,
-unknown names, unknown filters and undeclared `inputs.NAME`. Jinja only knows
+unknown names, unknown filters, undeclared `inputs.NAME` and calls of the
+context functions with arguments they do not take (`fact('K')`). Jinja only knows
 the line *within* the template; `LoadedDocument.template_span` maps it onto the file: block
 scalars (`|`, `>`) start on the line after their key, quoted and plain
 scalars on the key's line. jinja2 is imported only when a string actually
@@ -16,7 +17,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from converge_dsl import codes
-from converge_dsl.diagnostics import Diagnostic, JsonPath, SourceSpan, did_you_mean
+from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
+from converge_dsl.frontend._dataflow import CALLED_AS, PARAMETERS, misfit_calls
 from converge_dsl.frontend._fastjinja import analyse
 from converge_dsl.frontend._jinja_parse import free_names, known_tests, parse
 from converge_dsl.frontend.document import LoadedDocument
@@ -128,6 +130,9 @@ def template_problems(
             hint="check the {{ }} / {% %} pairs and the expression syntax",
         )
         return
+    yield from _call_problems(doc, path, text, what, expression=expression, names=names)
+    if _LITERAL_INDEX.search(text) is not None:
+        yield from _index_problems(doc, path, text, what, expression=expression)
     if (
         free <= names
         and ALLOWED_FILTERS.issuperset(filters)
@@ -143,6 +148,65 @@ def template_problems(
         names=names,
         inputs=inputs,
         found=(free, filters, read_inputs, tests),
+    )
+
+
+def _call_problems(
+    doc: LoadedDocument,
+    path: JsonPath,
+    text: str,
+    what: str,
+    *,
+    expression: bool,
+    names: frozenset[str],
+) -> Iterator[Diagnostic]:
+    """A call of a context function (`fact('K')`) whose arguments do not fit it (CD286)."""
+    if not any(name in text for name in PARAMETERS):
+        return
+    for name, problem in misfit_calls(text, expression):
+        if name in names:
+            yield Diagnostic.at(
+                codes.HELPER_ARGUMENTS,
+                f"{what} calls {problem}",
+                _find(doc, path, text, name),
+                path=path,
+                hint=f"call it as {CALLED_AS[name]}",
+            )
+
+
+# A number, boolean or none literal followed by `[` (the tree decides).
+_LITERAL_INDEX = re.compile(r"(?:\d|\b(?:true|false|none|True|False|None))\s*\)*\s*\[")
+
+
+def _index_problems(
+    doc: LoadedDocument, path: JsonPath, text: str, what: str, *, expression: bool
+) -> Iterator[Diagnostic]:
+    """An item of a number, boolean or none literal (`2[0]`, `1[0:1]`): such a value has
+    no items, so the lookup is always undefined and fails the run where it is used
+    (CD287, a warning: `| default(...)` or `is defined` may still read it)."""
+    from jinja2 import nodes
+
+    ast, error = parse(text, expression)
+    if ast is None or error is not None:
+        return
+    for node in ast.find_all(nodes.Getitem):
+        value = node.node.value if isinstance(node.node, nodes.Const) else ""
+        if value is None or isinstance(value, int | float):
+            yield Diagnostic.at(
+                codes.LITERAL_INDEX,
+                f"{what} takes an item of the literal {_literal_text(value)}, which has no "
+                "items: its value is always undefined",
+                doc.template_span(path, node.lineno),
+                path=path,
+                hint="take items of a list, a mapping or a text; or drop the '[...]'",
+                severity=Severity.WARNING,
+            )
+
+
+def _literal_text(value: object) -> str:
+    """A literal as a template writes it."""
+    return (
+        "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
     )
 
 

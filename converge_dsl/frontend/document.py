@@ -126,10 +126,15 @@ class LoadedDocument(Record):
         The span covers that line's text (block scalars start on the line after
         their key); with `needle`, only its first occurrence on that line. The
         front end locates template diagnostics with it, the compiler run-time
-        template errors.
+        template errors. A scalar that folds its line breaks (plain, quoted,
+        `>`) over several lines of the file is read through `_folded_span`.
         """
         location = self.source_map.locate(path)
         span = location.span
+        if location.style != "|" and span.end_line > span.line:
+            folded = self._folded_span(path, lineno or 1, needle)
+            if folded is not None:
+                return folded
         lines = _lines(self.text)
         block = location.style in ("|", ">")
         first = span.line + 1 if block else span.line
@@ -146,6 +151,46 @@ class LoadedDocument(Record):
             if found >= 0:
                 return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
         return SourceSpan(span.file, line, column, line, max(end, column + 1))
+
+    def _folded_span(self, path: JsonPath, lineno: int, needle: str | None) -> SourceSpan | None:
+        """`template_span` of a scalar whose value's lines are not the file's.
+
+        The value's line `lineno` (or `needle` on it) is aligned with the source
+        (`_offsets.offset_span`): the span of `needle`, else from the line's
+        first character to the end of the file's line it is on; None when the
+        value is not found or not aligned (the caller then counts lines).
+        """
+        from converge_dsl.frontend._offsets import offset_span
+
+        value = _value_at(self.data, path)
+        lines = value.split("\n") if isinstance(value, str) else []
+        if not 1 <= lineno <= len(lines):
+            return None
+        start = sum(len(line) + 1 for line in lines[: lineno - 1])
+        text = lines[lineno - 1]
+        at = text.find(needle) if needle else len(text) - len(text.lstrip())
+        if at < 0 or at == len(text):
+            return None
+        length = len(needle) if needle else 1
+        found = offset_span(self, path, value, start + at, start + at + length)
+        if found is None or needle:
+            return found
+        last = self.source_map.locate(path).span
+        line = found.line
+        end = last.end_column if line == last.end_line else len(self.line(line)) + 1
+        return SourceSpan(found.file, line, found.column, line, max(end, found.end_column))
+
+
+def _value_at(data: Any, path: JsonPath) -> Any:
+    """The value at `path` in `data`, or None."""
+    for part in path:
+        if isinstance(data, dict) and isinstance(part, str):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
 
 
 @lru_cache(maxsize=4)

@@ -13,7 +13,7 @@ Public surface:
   sandbox's globals, and `register_record`, which lets a record type be read by
   templates; `as_json_data`, a rendered value as JSON data; `MAX_OUTPUT`, the
   longest text a render may produce; `literal_text` and `folding_failure`, what a
-  template folds to at compile time;
+  template folds to at compile time, and `refusal`, a part that fails whenever it runs;
 - the names templates may use, importable without jinja2: `ALLOWED_FILTERS`,
   `CONTEXT_NAMES`, `FACT_FIELDS`;
 - the governor: `governed(steps, work)` opens a budget, `spend` charges it,
@@ -57,7 +57,7 @@ else:
     __all__, __getattr__ = lazy_exports(
         __name__,
         {
-            "converge_dsl.sandbox._codegen": ("folding_failure", "literal_text"),
+            "converge_dsl.sandbox._codegen": ("folding_failure", "literal_text", "refusal"),
             "converge_dsl.sandbox._governor": (
                 "DeadlinePassed",
                 "Exhausted",

@@ -13,6 +13,9 @@ with these helpers, given its environment:
   `meta.find_undeclared_variables` collects them (so a template is parsed and
   code-generated once, not once more to list its names). The AST is consumed:
   the generator rewrites `for` loops in place;
+- `refusal(ast)`: the first part of a template that fails whenever it runs,
+  whatever the data (a `{% include %}`, a call of a literal, `'%'` formatting
+  of a literal text), which `generate` refuses and `validate` reports alike;
 - `literal_text(source)`: the output of a template with no Jinja syntax, found
   without Jinja (`f12`, `x`, a prompt without blocks), else None.
 
@@ -37,6 +40,7 @@ __all__ = [
     "generate",
     "literal_text",
     "parse",
+    "refusal",
 ]
 
 # What makes a text a template (a line statement prefix is not configured).
@@ -51,7 +55,7 @@ class BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
     compile cache's key holds it (`converge_dsl.compiler._compile_cache`).
     """
 
-    revision = 2  # 2: a slice of a constant goes through `environment.getitem`
+    revision = 3  # 2: a slice of a constant goes through `environment.getitem`; 3: `refusal`
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -144,6 +148,43 @@ def folding_failure(exc: jinja2.TemplateRuntimeError) -> str:
     return f"a constant part always fails: {exc}"
 
 
+# The statements that read another template: the sandbox has no loader, so they always fail.
+_LOADS: dict[type[jinja2.nodes.Node], str] = {
+    jinja2.nodes.Extends: "extends",
+    jinja2.nodes.Include: "include",
+    jinja2.nodes.Import: "import",
+    jinja2.nodes.FromImport: "from ... import",
+}
+_LITERALS = (jinja2.nodes.Const, jinja2.nodes.List, jinja2.nodes.Dict, jinja2.nodes.Tuple)
+_REFUSED_NODES: tuple[type[jinja2.nodes.Node], ...] = (*_LOADS, jinja2.nodes.Call, jinja2.nodes.Mod)
+_NOT_CALLABLE = "a literal (a number, text, list...) is not callable; remove the '(...)' after it"
+
+
+def refusal(ast: jinja2.nodes.Template) -> tuple[str, int] | None:
+    """(message, line) of the first part of `ast` that fails whenever it runs, else None.
+
+    Such a part fails the same way with any data, so the compiler refuses it
+    (`generate`) and `validate` reports it (`frontend._jinja_parse`) before a
+    run reaches it: a statement that reads another template (there is none to
+    read), a call of a literal (`3(1)`) and `'%'` formatting of a literal text
+    (`"%s" % x`, refused by `_limits.check_binop` at run time).
+    """
+    for node in ast.find_all(_REFUSED_NODES):
+        keyword = _LOADS.get(type(node))
+        if keyword is not None:
+            why = "a template reads no other; write the text in place"
+            return f"'{{% {keyword} %}}' is not available: {why}", node.lineno
+        if isinstance(node, jinja2.nodes.Call) and isinstance(node.node, _LITERALS):
+            return _NOT_CALLABLE, node.lineno
+        if (
+            isinstance(node, jinja2.nodes.Mod)
+            and isinstance(node.left, jinja2.nodes.Const)
+            and isinstance(node.left.value, str)
+        ):
+            return "'%' string formatting is refused; use filters instead", node.lineno
+    return None
+
+
 def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
     """Generate and compile the code of `ast` (consumed), collecting the names it reads."""
     generator = env.code_generator_class(env, None, "<template>", None, False, env.optimized)
@@ -153,8 +194,13 @@ def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
     except jinja2.TemplateSyntaxError as exc:
         return Generated(None, frozenset(names) - set(env.globals), exc)
     except jinja2.TemplateRuntimeError as exc:
-        refusal = jinja2.TemplateSyntaxError(folding_failure(exc), 1)
-        return Generated(None, frozenset(names) - set(env.globals), refusal)
+        failure = jinja2.TemplateSyntaxError(folding_failure(exc), 1)
+        return Generated(None, frozenset(names) - set(env.globals), failure)
+    refused = refusal(ast)
+    if refused is not None:
+        return Generated(
+            None, frozenset(names) - set(env.globals), jinja2.TemplateSyntaxError(*refused)
+        )
     stream: Any = generator.stream  # a StringIO when no stream is given
     code = compile(stream.getvalue(), "<template>", "exec")
     return Generated(code, frozenset(names) - set(env.globals))

@@ -565,10 +565,11 @@ def evaluate(expression: Callable[..., Any], scope: dict[str, Any]) -> Any:
     context, _ = _run(template, scope)
     result = context.vars["result"]
     if isinstance(result, jinja2.Undefined):
-        try:
+        try:  # an unsafe attribute's undefined value raises SecurityError
             result._fail_with_undefined_error()
-        except jinja2.UndefinedError as exc:
-            raise TemplateRenderError(exc.message or "undefined value", 1) from None
+        except (jinja2.UndefinedError, jinja2.exceptions.SecurityError) as exc:
+            error = _render_error(exc)
+            raise TemplateRenderError(error.message or "undefined value", 1, error.hint) from None
     return result
 
 

@@ -234,3 +234,52 @@ def test_a_key_schema_of_an_older_draft_is_checked_in_it_and_nothing_is_fetched(
     )
     found = [d.code for d in _diagnostics("", header) if d.severity == "error"]
     assert found == codes_found
+
+
+LLM = """\
+  - name: scan
+    kind: llm
+    model: m
+    dependencies: [tickets]
+    target: strategies
+    prompt: {user: go}
+    output:
+      format: json
+      schema:
+        type: array
+        items: {type: object, properties: {share: {type: numbr, minimum: x}}}
+      id: "s-{{ index }}"
+"""
+
+
+def test_an_llm_output_schema_is_read_against_the_meta_schema() -> None:
+    # It passed validate; the run then failed to compile it, located at the schema's root.
+    header = TICKETS.replace("seeds:", "models: {m: {adapter: scripted, script: m.yaml}}\nseeds:")
+    found = [
+        (d.code, d.line, d.column, d.message, d.hint)
+        for d in _diagnostics(LLM, header)
+        if d.code == codes.KEY_SCHEMA_INVALID
+    ]
+    where = "output.schema: the schema is not valid JSON Schema 2020-12 at /items/properties/share"
+    assert found == [
+        (
+            "CD109",
+            29,
+            58,
+            f"{where}/type: 'numbr' is not valid under any of the given schemas",
+            "did you mean 'number'?",
+        ),
+        (
+            "CD109",
+            29,
+            74,
+            f"{where}/minimum: 'x' is not of type 'number'",
+            "see https://json-schema.org/draft/2020-12/json-schema-validation",
+        ),
+    ]
+
+
+def test_a_place_the_meta_schema_reaches_by_several_paths_is_one_error() -> None:
+    header = TICKETS.replace("urgency: {type: integer}", "urgency: {type: integer, items: 3}")
+    found = [d for d in _diagnostics(_rule("x"), header) if d.code == codes.KEY_SCHEMA_INVALID]
+    assert [(d.line, d.column) for d in found] == [(11, 41)]

@@ -202,8 +202,19 @@ def test_dependencies_auto_reach_the_engine(tmp_path: Any) -> None:
 def test_a_literal_id_with_the_same_content_is_no_conflict() -> None:
     a = _rule("a", "[tickets]", None, "{key: notes, id: x, content: same}")
     b = _rule("b", "[tickets]", None, "{key: notes, id: x, content: same}")
-    c = _rule("c", "[tickets]", None, "{key: notes, id: \"{{ 'x' }}\", content: other}")
+    c = _rule(
+        "c", "[tickets]", None, "{key: notes, id: \"{{ 'x' if cycle else 'y' }}\", content: o}"
+    )
     assert _codes(a + b + c) == []
+
+
+def test_a_template_that_renders_a_constant_id_is_read_as_its_text() -> None:
+    # `{{ 'x' }}` is always 'x': the run stops on the conflict, so validate says so.
+    a = _rule("a", "[tickets]", None, "{key: notes, id: x, content: same}")
+    c = _rule("c", "[tickets]", None, "{key: notes, id: \"{{ 'x' }}\", content: other}")
+    d = _rule("d", "[tickets]", None, '{key: notes, id: "n-{{ 1 }}", content: "{{ 2 }}"}')
+    e = _rule("e", "[tickets]", None, "{key: notes, id: n-1, content: '2'}")
+    assert _codes(a + c + d + e) == [codes.SAME_ID_OTHER_CONTENT]
 
 
 def test_a_rule_bounded_by_cycle_or_guarded_does_not_refire() -> None:

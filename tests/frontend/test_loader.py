@@ -44,7 +44,11 @@ def test_every_problem_is_reported_not_only_the_first() -> None:
         ("", "CD013"),
         ("[1, 2]: x\n", "CD012"),
         ("a: .nan\n", "CD008"),
+        # libyaml's own depth bound (1000 flow levels) is met before the loader's
+        ("a: " + "[" * 1200 + "]" * 1200 + "\n", "CD010"),
+        ("a: " + "{b: " * 1200 + "1" + "}" * 1200 + "\n", "CD010"),
     ],
+    ids=lambda value: value[:12] if isinstance(value, str) else value,
 )
 def test_located_load_errors(text: str, code: str) -> None:
     assert _codes(text) == [code]

@@ -39,10 +39,12 @@ _BOUNDED = textwrap.dedent(
     """\
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-    from converge_dsl.sandbox import GLOBALS, TemplateRenderError, compile_template, render
-    try:
+    from converge_dsl.sandbox import (
+        GLOBALS, TemplateCompileError, TemplateRenderError, compile_template, render
+    )
+    try:  # a part that always fails is refused as it compiles (`'%s' % x`)
         render(compile_template(sys.argv[1]), dict(GLOBALS))
-    except TemplateRenderError as exc:
+    except (TemplateCompileError, TemplateRenderError) as exc:
         print("refused:", exc.message)
     else:
         print("rendered")

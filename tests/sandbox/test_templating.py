@@ -27,7 +27,7 @@ ATTACKS = [
     "{{ 2 ** 100000000 }}",
     "{% macro f(s) %}{{ f(s ~ s) }}{% endmacro %}{{ f('ab') }}",
     "{{ 'x'.ljust(1000000000) }}",
-    "{{ '%0999999999d' % 1 }}",
+    "{% set f = '%0999999999d' %}{{ f % 1 }}",  # a literal's is refused as it compiles
     "{{ [1] | batch(1000000000, 'x') | list }}",
     "{% for i in range(9000) %}{{ 'x' * 200 }}{% endfor %}",
     "{% set l = ('x' * 9000) | list %}{% for i in l %}{% for j in l %}{% endfor %}{% endfor %}",
@@ -486,3 +486,20 @@ def test_a_slice_of_a_constant_compiles_without_a_warning_and_fails_when_rendere
     with pytest.raises(TemplateRenderError, match=r"int object has no element slice\(0, 1, None\)"):
         render(template, {"x": "", **GLOBALS})
     assert render(sliced, dict(GLOBALS)) == "bdab(2, 3)"
+
+
+@pytest.mark.parametrize("source", ["cycle.__class__", "'a'.format", "cycle.real.__class__"])
+def test_an_expression_that_gives_an_unsafe_attribute_fails_as_a_template_error(
+    source: str,
+) -> None:
+    # Its value was Jinja's undefined of an unsafe attribute: testing it for truth
+    # raised Jinja's SecurityError out of `evaluate`, which a run showed as a crash
+    # of the suggestor (CD912) rather than the template's error.
+    from converge_dsl.sandbox._templating import compile_expression, evaluate
+
+    with pytest.raises(TemplateRenderError) as info:
+        evaluate(compile_expression(source), {"cycle": 2, **GLOBALS})
+    assert "is unsafe" in info.value.message
+    assert info.value.lineno == 1
+    assert info.value.hint is not None
+    assert "nothing of Python" in info.value.hint

@@ -1,0 +1,59 @@
+"""`LoadedDocument.template_span`: a line of a template is found where it is in the file.
+
+A scalar that folds its line breaks (plain, quoted, `>`) over several lines of
+the file has value lines that are not the file's: an unknown name on the
+second line of a folded prompt was shown on a blank line (`>` with an empty
+line), or on the scalar's first line (a plain scalar).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from converge_dsl.frontend import check_document, load_text
+
+HEAD = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: spans
+seeds: [{id: s, content: go}]
+suggestors:
+  - name: echo
+    kind: rule
+    dependencies: [seeds]
+    emit:
+      - key: seeds
+        id: e
+        content: """
+
+
+@pytest.mark.parametrize(
+    ("scalar", "line", "column"),
+    [
+        (">\n          one\n\n          two {{ faktz }}\n", 15, 18),
+        (">-\n          one\n          two\n          three {{ faktz }}\n", 15, 20),
+        ("one\n          two {{ faktz }}\n", 13, 18),
+        ("'one\n\n          two {{ faktz }}'\n", 14, 18),
+        ('"one\\n\n          two {{ faktz }}"\n', 13, 18),
+        ("|\n          one\n          two {{ faktz }}\n", 14, 18),
+        ("'{{ x }} {{ faktz }}'\n", 12, 30),
+    ],
+)
+def test_an_unknown_name_is_located_on_its_own_line(scalar: str, line: int, column: int) -> None:
+    text = HEAD + scalar
+    doc = load_text(text, "spans.yaml")
+    found = [
+        d for d in check_document(doc).diagnostics if d.code == "CD208" and "'faktz'" in d.message
+    ]
+    assert found, text
+    span = found[0].span
+    assert span is not None
+    assert (span.line, span.column, span.end_column) == (line, column, column + len("faktz"))
+
+
+def test_a_line_of_a_folded_template_spans_its_line_of_the_file() -> None:
+    doc = load_text(HEAD + ">\n          one\n\n          two\n          three\n", "spans.yaml")
+    path = ("suggestors", 0, "emit", 0, "content")
+    span = doc.template_span(path, 2)  # the value is "one\ntwo three\n"
+    assert (span.line, span.column, span.end_column) == (15, 11, 14)
+    assert doc.template_span(path, 9).line == 12  # past the value: the scalar
