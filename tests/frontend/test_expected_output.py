@@ -96,6 +96,12 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         # `serve --executor`: an option refused, a run whose worker died too often
         codes.EXECUTOR_OPTION_ALONE: "tests/serve/test_executors.py",
         codes.EXECUTOR_WORKER_LOST: "tests/serve/test_executors.py",
+        # a served request's body or parameters refused (not validate's)
+        codes.SERVE_UNSUPPORTED_MEDIA: "tests/serve/test_bodies.py",
+        codes.SERVE_BODY_TIMEOUT: "tests/serve/test_bodies.py",
+        codes.SERVE_BAD_PARAMETER: "tests/serve/test_app.py",
+        # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
+        codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
     }
     reported = [
         v
