@@ -112,6 +112,12 @@ def _num(value: Any) -> float:
     return float(value)
 
 
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a whole number, got {value!r}")
+    return value
+
+
 def _timing(event: dict[str, Any]) -> tuple[float, float] | None:
     """(at, duration) of the event's `timing`, if it has one."""
     timing = event.get("timing")
@@ -227,12 +233,12 @@ class _Fold:
             self.rel(timing[0])
         self.meta.update(
             started=event.get("time"),
-            suggestors=int(event["suggestors"]),
+            suggestors=_int(event["suggestors"]),
             budget=event.get("budget"),
         )
 
     def _suggestor_started(self, event: dict[str, Any]) -> None:
-        self.running[event["suggestor"]] = int(event["cycle"])
+        self.running[event["suggestor"]] = _int(event["cycle"])
 
     def _suggestor_ended(self, event: dict[str, Any]) -> None:
         timing = _timing(event)
@@ -241,17 +247,17 @@ class _Fold:
         self.rows["ex"].append(
             [
                 self.name(event["suggestor"]),
-                int(event["cycle"]),
+                _int(event["cycle"]),
                 self.rel(at - duration),
                 self.rel(at),
-                0 if failed else int(event["proposals"]),
+                0 if failed else _int(event["proposals"]),
                 _cut(event["error"]) if failed else None,
             ]
         )
 
     def _model_call_started(self, event: dict[str, Any]) -> None:
         turn = event.get("turn")
-        self.call_turns[int(event["call"])] = None if turn is None else int(turn)
+        self.call_turns[_int(event["call"])] = None if turn is None else _int(turn)
 
     def _model_call(self, event: dict[str, Any]) -> None:
         """One `mc` row: ..., the call's purpose (`turn`, `summary`, `answer`, `repair`; None in an
@@ -263,20 +269,20 @@ class _Fold:
             raise ValueError(f"unknown purpose {purpose!r}")
         self.rows["mc"].append(
             [
-                int(event["call"]),
+                _int(event["call"]),
                 self.name(suggestor),
                 # An answer from the answer cache is marked where the model is named.
                 str(event["model"]) + (" (cached)" if event.get("cached") else ""),
                 self.rel(at - duration),
                 self.rel(at),
                 str(event["status"]),
-                int(event["attempts"]),
-                int(event["input_tokens"]),
-                int(event["output_tokens"]),
+                _int(event["attempts"]),
+                _int(event["input_tokens"]),
+                _int(event["output_tokens"]),
                 event["status_code"],
                 self.running.get(suggestor),
                 purpose,
-                self.call_turns.get(int(event["call"])),
+                self.call_turns.get(_int(event["call"])),
             ]
         )
 
@@ -293,14 +299,14 @@ class _Fold:
                 event.get("model_id"),
                 event.get("account"),
                 self.name(event["suggestor"]),
-                int(event["cycle"]),
+                _int(event["cycle"]),
                 str(event["gate"]),
             ]
         )
         if event["gate"] == "human":  # a trace older than `proposal_decided` has only this
             row = self._held_row(str(event["key"]), str(event["id"]))
             if row[0] is None:
-                row[0], row[1] = int(event["cycle"]), self.name(event["suggestor"])
+                row[0], row[1] = _int(event["cycle"]), self.name(event["suggestor"])
                 row[5] = "approved"
 
     def _human(self, event: dict[str, Any], decision: str) -> None:
@@ -309,7 +315,7 @@ class _Fold:
             raise ValueError(f"unknown decision {decision!r}")
         row = self._held_row(str(event["key"]), str(event["id"]))
         row[:] = [
-            int(event["cycle"]),
+            _int(event["cycle"]),
             self.name(event["suggestor"]),
             row[2],
             row[3],
@@ -327,7 +333,7 @@ class _Fold:
     def _proposal(self, table: str, event: dict[str, Any]) -> None:
         self.rows[table].append(
             [
-                int(event["cycle"]),
+                _int(event["cycle"]),
                 self.name(event["suggestor"]),
                 str(event["key"]),
                 str(event["id"]),
@@ -341,7 +347,7 @@ class _Fold:
         self.rows["usage"].append(
             [
                 None if timing is None else self.rel(timing[0]),
-                int(event["cycle"]),
+                _int(event["cycle"]),
                 event.get("facts"),
                 event.get("model_calls"),
                 tokens,
@@ -350,15 +356,15 @@ class _Fold:
 
     def _invariant(self, event: dict[str, Any]) -> None:
         self.rows["inv"].append(
-            [int(event["cycle"]), str(event["invariant"]), bool(event["holds"]), event["message"]]
+            [_int(event["cycle"]), str(event["invariant"]), bool(event["holds"]), event["message"]]
         )
 
     def _run_finished(self, event: dict[str, Any]) -> None:
         timing = _timing(event)
         self.meta.update(
             stop_reason=str(event["stop_reason"]),
-            cycles=int(event["cycles"]),
-            facts=int(event["facts"]),
+            cycles=_int(event["cycles"]),
+            facts=_int(event["facts"]),
             error=event.get("error"),
             duration=None if timing is None else timing[1],
         )
@@ -369,7 +375,7 @@ class _Fold:
         return _cut(value) if isinstance(value, str) else value
 
     def _agent(self, table: str, event: dict[str, Any], *fields: str) -> None:
-        row: list[Any] = [self.name(event["suggestor"]), int(event["cycle"])]
+        row: list[Any] = [self.name(event["suggestor"]), _int(event["cycle"])]
         row += [_cut(event.get(f, "")) if f == "text" else self._field(event, f) for f in fields]
         self.rows[table].append(row)
 

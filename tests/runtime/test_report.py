@@ -145,8 +145,7 @@ GOOD = '{"seq":0,"type":"run_started","suggestors":1,"seeds":0}\n'
         ),
         (
             GOOD + '{"type":"suggestor_finished","suggestor":"r","cycle":"one","proposals":1}\n',
-            "T:2: malformed suggestor_finished event (invalid literal for int() with base 10: "
-            "'one')",
+            "T:2: malformed suggestor_finished event (expected a whole number, got 'one')",
         ),
         ("", "T: the trace holds no event"),
     ],
