@@ -36,14 +36,17 @@ def test_a_loaded_pipeline_hands_its_servers_the_environment_given_to_load(
 
     monkeypatch.delenv("PLANTED_FOR_LOAD", raising=False)
     pipeline = tmp_path / "p.yaml"
-    pipeline.write_text(_PIPELINE.format(python=sys.executable, fixture=FIXTURE))
+    # The server's command line names this test's folder: `running` finds its process,
+    # not those of another test running the same fixture at the same time.
+    marker = tmp_path / "server"
+    pipeline.write_text(_PIPELINE.format(python=sys.executable, fixture=FIXTURE, marker=marker))
     env = {"PLANTED_FOR_LOAD": "from-load", "PATH": os.environ.get("PATH", "")}
     with converge_dsl.load(pipeline, env=env) as loaded:
         document = loaded.run()
     # The server read the value (the process's environment would give "<unset>"), and the
     # run redacts it: it knows the values it handed its servers from the same environment.
     assert [f.content for f in document.facts["signals"]] == ["[REDACTED]"]
-    assert running(str(FIXTURE)) == []
+    assert running(str(tmp_path)) == []
 
 
 _PIPELINE = """\
@@ -52,7 +55,7 @@ kind: Pipeline
 name: env
 tools:
   fixture:
-    command: [{python}, {fixture}, stdio]
+    command: [{python}, {fixture}, stdio, '0', {marker}]
     env: {{pass: [PLANTED_FOR_LOAD]}}
     allow: [getenv]
 seeds:
