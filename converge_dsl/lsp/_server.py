@@ -24,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from lsprotocol import types as lsp
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -47,6 +49,7 @@ from converge_dsl.lsp._analysis import (
     with_facts,
 )
 from converge_dsl.lsp._diagnostics import by_file
+from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames
 from converge_dsl.lsp._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -75,7 +78,7 @@ class PipelineServer(LanguageServer):
         debounce: float = DEBOUNCE_S,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__("converge-dsl", __version__)
+        super().__init__("converge-dsl", __version__, protocol_cls=PipelineProtocol)
         self.explain: Explain = explain or (lambda code: None)
         self.debounce = debounce
         # The environment every analysis reads (None: the process's).
@@ -90,6 +93,37 @@ class PipelineServer(LanguageServer):
         # the test read an editor's text no analysis has named yet).
         self._analysed: dict[Path, tuple[str, object]] = {}  # pipeline -> (text, names)
         self._tests_saw: dict[Path, object] = {}
+
+    protocol: PipelineProtocol
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve `stdin` and `stdout` (`_protocol.read_frames`) until `exit` or the end of
+        the input (`protocol.shut_down` says whether the client asked for `shutdown`)."""
+        if stdin is None or stdout is None:
+            raise ValueError("the server serves the streams it is given")
+        self._stop_event = stop = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout))
+        frames = Frames(stdin, self.thread_pool)
+        try:
+            asyncio.run(read_frames(frames, self.protocol, stop, self.message_limit()))
+        except BrokenPipeError:
+            pass  # the client is gone: nothing to answer
+        except SystemExit:
+            pass  # `exit`
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+    def message_limit(self) -> int:
+        """The largest message body read: a document of the file-size cap, each character
+        escaped in JSON (up to 12 bytes), and room for the rest of the message."""
+        from converge_dsl.errors import UsageError
+        from converge_dsl.frontend import max_bytes
+
+        try:
+            cap = max_bytes(self.environ)
+        except UsageError:  # each analysis says so; the wire reads as by default
+            cap = max_bytes({})
+        return 12 * cap + 1024 * 1024
 
     @functools.cached_property
     def checks(self) -> tuple[Check, ...]:
