@@ -165,6 +165,8 @@ class PipelineServer(LanguageServer):
         if text is None:
             return
         kind = file_kind(text)
+        if kind != PIPELINE and not (kind == TEST and path in self.state.open):
+            self.unpublish(path)
         if kind == PIPELINE:
             self.schedule(path)
         if kind == TEST and path in self.state.open:
@@ -174,6 +176,21 @@ class PipelineServer(LanguageServer):
         if kind in (SCRIPT, TEST) and not self.state.pipelines_reading(path):
             for pipeline in self.pipelines_naming(path, kind, text):
                 self.schedule(pipeline)
+
+    def unpublish(self, path: Path) -> None:
+        """`path` no longer has findings of its own (a pipeline or test edited into another
+        kind of file, or emptied): its pending check is dropped and what it found is taken
+        back from every file it was published in."""
+        pending = self._pending.pop(path, None)
+        if pending is not None and path in self._waiting:
+            pending.cancel()
+        self._waiting.discard(path)
+        for file, items in self.state.forget_found(path).items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(
+                    uri=self.uri(file), diagnostics=items, version=self.state.versions.get(file)
+                )
+            )
 
     def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""

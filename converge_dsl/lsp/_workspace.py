@@ -108,6 +108,11 @@ class Workspace:
         touched = set(before) | set(found)
         return {file: self.published(file) for file in sorted(touched)}
 
+    def forget_found(self, source: Path) -> dict[Path, list[lsp.Diagnostic]]:
+        """Forget what `source` found; the union per file of every file that changed."""
+        before = self.found.pop(source, None)
+        return {} if before is None else {file: self.published(file) for file in sorted(before)}
+
     def published(self, path: Path) -> list[lsp.Diagnostic]:
         """The diagnostics last published for `path`, from every pipeline."""
         return [d for per_source in self.found.values() for d in per_source.get(path, ())]

@@ -220,3 +220,15 @@ async def test_a_test_file_reads_its_open_pipelines_unsaved_text(
 
     session.replace("typed.yaml", pipeline)
     assert await _published_codes(session, "typed.test.yaml", ["CD231"]) == ["CD231"]
+
+
+@pytest.mark.parametrize("replaced", ["", "# notes\nitems: [1, 2]\n"])
+async def test_a_pipeline_edited_into_another_file_takes_its_findings_back(
+    session: Session, replaced: str
+) -> None:
+    session.open("broken.yaml")
+    assert await session.diagnostics("broken.yaml", 1)
+    assert await session.diagnostics("broken.script.yaml")
+    version = session.replace("broken.yaml", replaced)
+    assert await session.diagnostics("broken.yaml", version) == []
+    assert await session.diagnostics("broken.script.yaml", None) == []
