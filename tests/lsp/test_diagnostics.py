@@ -232,3 +232,15 @@ async def test_a_pipeline_edited_into_another_file_takes_its_findings_back(
     version = session.replace("broken.yaml", replaced)
     assert await session.diagnostics("broken.yaml", version) == []
     assert await session.diagnostics("broken.script.yaml", None) == []
+
+
+async def test_a_model_script_not_utf8_shows_the_bad_byte_where_it_is(
+    session: Session, project: Path
+) -> None:
+    with (project / "typed.script.yaml").open("ab") as script:
+        script.write(b"# caf\xe9\n")
+    line = (project / "typed.script.yaml").read_bytes().count(b"\n") - 1
+    session.open("typed.yaml")
+    (found,) = await session.diagnostics("typed.script.yaml")
+    assert found.code == "CD006"
+    assert found.range == lsp.Range(lsp.Position(line, 5), lsp.Position(line, 6))
