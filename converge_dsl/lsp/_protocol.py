@@ -16,7 +16,8 @@ message that says what to send instead, every request it cannot hand to a
 feature: a body that is not JSON (ParseError, id null), not a JSON-RPC 2.0
 message (InvalidRequest), params that do not fit the method (InvalidParams,
 each misfit by its place), a request before `initialize` (ServerNotInitialized)
-or after `shutdown` (InvalidRequest). Notifications it cannot take are dropped,
+or after `shutdown` (InvalidRequest); a request that fails inside the server is
+an InternalError in words, without a traceback. Notifications it cannot take are dropped,
 and said in the client's log (`window/logMessage`): an editor cannot answer
 them, but its user can read why. `quiet_pygls` makes pygls's own log one line
 a record on standard error, without the tracebacks it attaches.
@@ -38,6 +39,7 @@ import cattrs
 from lsprotocol import types as lsp
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcMethodNotFound,
@@ -76,6 +78,19 @@ class PipelineProtocol(LanguageServerProtocol):
                 "error": {"code": error.code, "message": error.message},
             }
         )
+
+    def _send_response(
+        self, msg_id: Any, result: Any | None = None, error: lsp.ResponseError | None = None
+    ) -> None:
+        """pygls's answer, but a request that failed inside the server says so in words
+        and without the traceback pygls attaches (standard error has its one line)."""
+        if error is not None and error.code == JsonRpcInternalError.CODE:
+            error = lsp.ResponseError(
+                code=error.code,
+                message=f"converge-dsl could not answer this request ({error.message}); "
+                "the server goes on: please report it with the text that caused it",
+            )
+        super()._send_response(msg_id, result, error)
 
     def receive(self, body: bytes) -> None:
         """Take one frame's body: hand it to pygls, or answer why not."""

@@ -1,6 +1,6 @@
 """The wire, driven byte by byte: a bad frame loses that frame only, every request is answered
-(a JSON-RPC error saying why when it cannot be taken), and the exit code says whether the
-client asked for `shutdown`."""
+(a JSON-RPC error saying why when it cannot be taken; in words when it fails inside the
+server), and the exit code says whether the client asked for `shutdown`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from converge_dsl.lsp import build_server
 from tests.lsp.conftest import SERVER
 
 HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
@@ -186,3 +188,22 @@ def test_the_exit_code_says_whether_the_client_asked_for_shutdown(
     code, stderr = wire.end()
     assert code == (0 if shutdown else 1)
     assert ("without a 'shutdown' request" in stderr) is not shutdown
+
+
+def test_a_failure_inside_the_server_is_answered_in_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    protocol = build_server().protocol
+    sent: list[Any] = []
+    monkeypatch.setattr(protocol, "_send_data", sent.append)
+    failed: Future[object] = Future()
+    failed.set_exception(IndexError("list assignment index out of range"))
+    protocol._send_handler_result(failed, msg_id=7)
+    (answer,) = sent
+    assert answer.id == 7
+    assert answer.error.code == -32603
+    assert answer.error.message == (
+        "converge-dsl could not answer this request (IndexError: list assignment index out "
+        "of range); the server goes on: please report it with the text that caused it"
+    )
+    assert answer.error.data is None
