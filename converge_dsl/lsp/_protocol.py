@@ -15,8 +15,9 @@ frame only, never the session.
 message that says what to send instead, every request it cannot hand to a
 feature: a body that is not JSON (ParseError, id null), not a JSON-RPC 2.0
 message (InvalidRequest), params that do not fit the method (InvalidParams,
-each misfit by its place), a request before `initialize` (ServerNotInitialized)
-or after `shutdown` (InvalidRequest); a request that fails inside the server is
+each misfit by its place), a request before `initialize` (ServerNotInitialized),
+a second `initialize` (which would forget the open documents) or a request after
+`shutdown` (InvalidRequest); a request that fails inside the server is
 an InternalError in words, without a traceback. Notifications it cannot take are dropped,
 and said in the client's log (`window/logMessage`): an editor cannot answer
 them, but its user can read why. `quiet_pygls` makes pygls's own log one line
@@ -140,6 +141,10 @@ class PipelineProtocol(LanguageServerProtocol):
             return JsonRpcMethodNotFound(f"the server has no method {method!r}")
         if self._shutdown:
             return JsonRpcInvalidRequest("the server is shut down: only 'exit' is accepted")
+        if self._workspace is not None and method == lsp.INITIALIZE:
+            return JsonRpcInvalidRequest(
+                "the server is already initialized: 'initialize' is sent once a session"
+            )
         if self._workspace is None and method != lsp.INITIALIZE:
             return JsonRpcServerNotInitialized(
                 "the server is not initialized: send 'initialize' first"

@@ -207,3 +207,28 @@ def test_a_failure_inside_the_server_is_answered_in_words(
         "of range); the server goes on: please report it with the text that caused it"
     )
     assert answer.error.data is None
+
+
+def test_a_second_initialize_is_refused_and_the_open_documents_stay(
+    wire: Wire, project: Path
+) -> None:
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    text = (project / "typed.yaml").read_text(encoding="utf-8")
+    document = {"uri": uri, "languageId": "yaml", "version": 1, "text": text}
+    wire.send(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {"textDocument": document},
+            }
+        )
+    )
+    again = wire.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    assert again["error"] == {
+        "code": -32600,
+        "message": "the server is already initialized: 'initialize' is sent once a session",
+    }
+    symbols = wire.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert symbols["result"]
