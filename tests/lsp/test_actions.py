@@ -82,3 +82,15 @@ async def test_declare_key_in_a_keys_list_and_add_a_dependency(
     assert "    dependencies: [strategies, tickets]\n" in added
     version = session.replace("typed.yaml", added)
     assert await session.diagnostics("typed.yaml", version) == []
+
+
+@pytest.mark.parametrize("path", [5, "suggestors", {"0": 1}])
+async def test_a_diagnostic_whose_data_the_editor_changed_still_gets_its_other_fixes(
+    session: Session, project: Path, path: object
+) -> None:
+    session.open("broken.yaml")
+    unknown = [d for d in await session.diagnostics("broken.yaml", 1) if d.code == "CD203"]
+    assert isinstance(unknown[0].data, dict)
+    unknown[0].data["path"] = path
+    found = await _actions(session, "broken.yaml", unknown)
+    assert sorted(found) == ["Declare key 'strategy'", "Replace 'strategy' with 'strategies'"]
