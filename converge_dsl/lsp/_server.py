@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import re
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -146,6 +147,7 @@ class PipelineServer(LanguageServer):
         path = self.path(uri)
         if path is None:
             return
+        text = _without_lone_surrogates(text)
         self.state.open[path] = text
         if version is not None:
             self.state.versions[path] = version
@@ -266,7 +268,9 @@ class PipelineServer(LanguageServer):
             )
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
-                lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
+                lsp.LogMessageParams(
+                    lsp.MessageType.Error, f"converge-dsl: {type(exc).__name__}: {exc}"
+                )
             )
             return
         if self._pending.get(path) is asyncio.current_task():
@@ -320,7 +324,9 @@ class PipelineServer(LanguageServer):
             analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
-                lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
+                lsp.LogMessageParams(
+                    lsp.MessageType.Error, f"converge-dsl: {type(exc).__name__}: {exc}"
+                )
             )
             return
         if self._pending.get(path) is asyncio.current_task():
@@ -355,6 +361,18 @@ class PipelineServer(LanguageServer):
                     *self._pending.values(), *self._finishing, return_exceptions=True
                 )
             self._pending = {p: t for p, t in self._pending.items() if not t.done()}
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate (an editor may send one, escaped in JSON) as
+    U+FFFD: one UTF-16 unit for another, so positions stay, and the text encodes as UTF-8
+    for the checks. A pair is one character once decoded, so any surrogate left is lone."""
+    if text.isascii() or not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def register_sync(server: PipelineServer) -> None:

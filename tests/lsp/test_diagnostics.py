@@ -244,3 +244,19 @@ async def test_a_model_script_not_utf8_shows_the_bad_byte_where_it_is(
     (found,) = await session.diagnostics("typed.script.yaml")
     assert found.code == "CD006"
     assert found.range == lsp.Range(lsp.Position(line, 5), lsp.Position(line, 6))
+
+
+async def test_a_lone_surrogate_from_the_editor_keeps_the_checks_and_their_places(
+    session: Session,
+) -> None:
+    text = (
+        'apiVersion: converge-dsl/v1\nkind: Pipeline\nname: "\ud800x"\n'
+        'suggestors:\n  - {name: "\ud800y\x00", kind: rule}\n'
+    )
+    uri = session.open("lone.yaml", text)
+    (found,) = [d for d in await session.diagnostics("lone.yaml", 1) if d.code == "CD017"]
+    assert found.range == lsp.Range(lsp.Position(4, 14), lsp.Position(4, 15))
+    hover = await session.client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(4, 6))
+    )
+    assert hover is None or hover.contents
