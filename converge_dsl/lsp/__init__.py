@@ -9,7 +9,7 @@ symbols, folding, rename and semantic tokens read the same analysis
   feature registered; `explain(code)` gives a code's explanation for hovers;
   `environ` is the environment its analyses read (default: the process's).
 - `serve(explain=..., environ=...)`: build it and serve the standard streams until
-  the client exits.
+  the client exits (exit code 1 when the session ends without `shutdown`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,21 @@ __all__ = ["build_server", "serve"]
 def serve(explain: Explain | None = None, environ: Mapping[str, str] | None = None) -> None:
     """Serve the language server on standard input and output until the client exits.
 
-    The server reads and writes copies of the two descriptors, which it closes
+    A session that ends without `shutdown` (`exit` alone, or the input closed)
+    raises `ConvergeError`, whose exit code is 1, as the protocol asks. The
+    server reads and writes copies of the two descriptors, which it closes
     when it stops: the process's own streams stay open for the command line's
     last flush.
     """
+    from converge_dsl.errors import ConvergeError
+    from converge_dsl.lsp._protocol import quiet_pygls
+
+    quiet_pygls()
+    server = build_server(explain, environ=environ)
     with os.fdopen(os.dup(0), "rb") as stdin, os.fdopen(os.dup(1), "wb") as stdout:
-        build_server(explain, environ=environ).start_io(stdin, stdout)
+        server.start_io(stdin, stdout)
+    if not server.protocol.shut_down:
+        raise ConvergeError(
+            "the editor ended the language server's session without a 'shutdown' request",
+            hint="an editor sends 'shutdown', then 'exit'",
+        )

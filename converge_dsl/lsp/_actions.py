@@ -50,7 +50,7 @@ def actions(subject: Subject, diagnostics: list[lsp.Diagnostic]) -> list[lsp.Cod
         key = _ADD_DEPENDENCY.search(hint) or (
             _READS.search(diagnostic.message) if "dependencies" in hint else None
         )
-        path = tuple(data.get("path") or ())
+        path = _path_of(data)
         if document is not None and key is not None and path[:1] == ("suggestors",):
             found.extend(_add_dependency(subject, document, diagnostic, path[:2], key.group(1)))
         if code in (codes.LOCK_MISSING, codes.LOCK_STALE):
@@ -69,6 +69,13 @@ def _edit(
         edit=lsp.WorkspaceEdit(changes={uri: edits}),
         is_preferred=True,
     )
+
+
+def _path_of(data: dict[str, Any]) -> tuple[Any, ...]:
+    """The JSON path a diagnostic's `data` carries back from the editor; () when the editor
+    sends something else there (the quick fixes that need it are then left out)."""
+    path = data.get("path")
+    return tuple(path) if isinstance(path, list) else ()
 
 
 def _replace(subject: Subject, diagnostic: lsp.Diagnostic, guess: str) -> list[lsp.CodeAction]:

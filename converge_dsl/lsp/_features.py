@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Mapping
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 
 from converge_dsl.lsp._index import Place
 from converge_dsl.lsp._lookup import Subject
@@ -104,8 +104,17 @@ def _register_actions(server: PipelineServer) -> None:
         path = ls.path(uri)
         if path is None:
             return ""
+        if not path.is_file():
+            raise JsonRpcInvalidParams(
+                f"{uri} is not a file on disk: save the pipeline, then run converge-dsl lock"
+            )
         loop = asyncio.get_running_loop()
-        output = await loop.run_in_executor(None, run_lock, str(path), str(path.parent))
+        try:
+            output = await loop.run_in_executor(None, run_lock, str(path), str(path.parent))
+        except OSError as exc:
+            raise JsonRpcInvalidRequest(
+                f"converge-dsl lock could not start in {path.parent}: {exc.strerror or exc}"
+            ) from None
         ls.changed(path)
         return output
 

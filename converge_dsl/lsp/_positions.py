@@ -29,9 +29,10 @@ def utf16_column(line: str, column: int) -> int:
 
 
 def code_point_column(line: str, character: int) -> int:
-    """The 1-based code-point column of the 0-based UTF-16 `character` of `line`."""
+    """The 1-based code-point column of the 0-based UTF-16 `character` of `line`; past the
+    line's end, its end."""
     if line.isascii():
-        return character + 1
+        return min(character, len(line)) + 1
     units = 0
     for index, char in enumerate(line):
         if units >= character:
@@ -63,7 +64,12 @@ class Lines:
         )
 
     def point(self, position: lsp.Position) -> Point:
+        """The loader's point of an editor's position; a position past the text's end is
+        its end, and one past a line's end that line's end (as the protocol reads them)."""
         line = position.line + 1
+        if line > len(self.lines):
+            last = len(self.lines)
+            return last, len(self.line(last)) + 1
         return line, code_point_column(self.line(line), position.character)
 
     def offset(self, point: Point) -> int:

@@ -24,12 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import re
+import threading
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from lsprotocol import types as lsp
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -47,6 +50,7 @@ from converge_dsl.lsp._analysis import (
     with_facts,
 )
 from converge_dsl.lsp._diagnostics import by_file
+from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames
 from converge_dsl.lsp._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -75,7 +79,7 @@ class PipelineServer(LanguageServer):
         debounce: float = DEBOUNCE_S,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__("converge-dsl", __version__)
+        super().__init__("converge-dsl", __version__, protocol_cls=PipelineProtocol)
         self.explain: Explain = explain or (lambda code: None)
         self.debounce = debounce
         # The environment every analysis reads (None: the process's).
@@ -90,6 +94,37 @@ class PipelineServer(LanguageServer):
         # the test read an editor's text no analysis has named yet).
         self._analysed: dict[Path, tuple[str, object]] = {}  # pipeline -> (text, names)
         self._tests_saw: dict[Path, object] = {}
+
+    protocol: PipelineProtocol
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve `stdin` and `stdout` (`_protocol.read_frames`) until `exit` or the end of
+        the input (`protocol.shut_down` says whether the client asked for `shutdown`)."""
+        if stdin is None or stdout is None:
+            raise ValueError("the server serves the streams it is given")
+        self._stop_event = stop = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout))
+        frames = Frames(stdin, self.thread_pool)
+        try:
+            asyncio.run(read_frames(frames, self.protocol, stop, self.message_limit()))
+        except BrokenPipeError:
+            pass  # the client is gone: nothing to answer
+        except SystemExit:
+            pass  # `exit`
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+    def message_limit(self) -> int:
+        """The largest message body read: a document of the file-size cap, each character
+        escaped in JSON (up to 12 bytes), and room for the rest of the message."""
+        from converge_dsl.errors import UsageError
+        from converge_dsl.frontend import max_bytes
+
+        try:
+            cap = max_bytes(self.environ)
+        except UsageError:  # each analysis says so; the wire reads as by default
+            cap = max_bytes({})
+        return 12 * cap + 1024 * 1024
 
     @functools.cached_property
     def checks(self) -> tuple[Check, ...]:
@@ -112,6 +147,7 @@ class PipelineServer(LanguageServer):
         path = self.path(uri)
         if path is None:
             return
+        text = _without_lone_surrogates(text)
         self.state.open[path] = text
         if version is not None:
             self.state.versions[path] = version
@@ -131,6 +167,8 @@ class PipelineServer(LanguageServer):
         if text is None:
             return
         kind = file_kind(text)
+        if kind != PIPELINE and not (kind == TEST and path in self.state.open):
+            self.unpublish(path)
         if kind == PIPELINE:
             self.schedule(path)
         if kind == TEST and path in self.state.open:
@@ -140,6 +178,21 @@ class PipelineServer(LanguageServer):
         if kind in (SCRIPT, TEST) and not self.state.pipelines_reading(path):
             for pipeline in self.pipelines_naming(path, kind, text):
                 self.schedule(pipeline)
+
+    def unpublish(self, path: Path) -> None:
+        """`path` no longer has findings of its own (a pipeline or test edited into another
+        kind of file, or emptied): its pending check is dropped and what it found is taken
+        back from every file it was published in."""
+        pending = self._pending.pop(path, None)
+        if pending is not None and path in self._waiting:
+            pending.cancel()
+        self._waiting.discard(path)
+        for file, items in self.state.forget_found(path).items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(
+                    uri=self.uri(file), diagnostics=items, version=self.state.versions.get(file)
+                )
+            )
 
     def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""
@@ -215,7 +268,9 @@ class PipelineServer(LanguageServer):
             )
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
-                lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
+                lsp.LogMessageParams(
+                    lsp.MessageType.Error, f"converge-dsl: {type(exc).__name__}: {exc}"
+                )
             )
             return
         if self._pending.get(path) is asyncio.current_task():
@@ -269,7 +324,9 @@ class PipelineServer(LanguageServer):
             analysis = await loop.run_in_executor(self._worker, with_facts, analysis)
         except Exception as exc:  # an editor keeps its server through any text
             self.window_log_message(
-                lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {exc!r}")
+                lsp.LogMessageParams(
+                    lsp.MessageType.Error, f"converge-dsl: {type(exc).__name__}: {exc}"
+                )
             )
             return
         if self._pending.get(path) is asyncio.current_task():
@@ -304,6 +361,18 @@ class PipelineServer(LanguageServer):
                     *self._pending.values(), *self._finishing, return_exceptions=True
                 )
             self._pending = {p: t for p, t in self._pending.items() if not t.done()}
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate (an editor may send one, escaped in JSON) as
+    U+FFFD: one UTF-16 unit for another, so positions stay, and the text encodes as UTF-8
+    for the checks. A pair is one character once decoded, so any surrogate left is lone."""
+    if text.isascii() or not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def register_sync(server: PipelineServer) -> None:

@@ -57,15 +57,28 @@ class Workspace:
         device would hang the server) and only up to the size cap of the environment."""
         if path in self.open:
             return self.open[path]
-        from converge_dsl.frontend import max_bytes
-
         try:
-            return read_bytes(path, "file", cap=max_bytes(self.environ)).decode("utf-8")
+            return self._read(path).decode("utf-8")
         except (OSError, UnicodeDecodeError, UsageError):
             return None
 
+    def _read(self, path: Path) -> bytes:
+        from converge_dsl.frontend import max_bytes
+
+        return read_bytes(path, "file", cap=max_bytes(self.environ))
+
     def lines(self, file: str) -> Lines:
-        return Lines(self.text(self.path_of(file)) or "")
+        """The lines positions in `file` are converted on: its `text`, or for a file on disk
+        that is not UTF-8, its text as an editor shows it (each bad byte one U+FFFD), so
+        the places of its diagnostics keep their columns."""
+        path = self.path_of(file)
+        text = self.text(path)
+        if text is None:
+            try:
+                text = self._read(path).decode("utf-8", "replace")
+            except (OSError, UsageError):
+                text = ""
+        return Lines(text)
 
     def remember(self, analysis: Analysis) -> None:
         """Keep `analysis` as the latest of its pipeline (and the last good one when it is)."""
@@ -107,6 +120,11 @@ class Workspace:
         self.found[source] = found
         touched = set(before) | set(found)
         return {file: self.published(file) for file in sorted(touched)}
+
+    def forget_found(self, source: Path) -> dict[Path, list[lsp.Diagnostic]]:
+        """Forget what `source` found; the union per file of every file that changed."""
+        before = self.found.pop(source, None)
+        return {} if before is None else {file: self.published(file) for file in sorted(before)}
 
     def published(self, path: Path) -> list[lsp.Diagnostic]:
         """The diagnostics last published for `path`, from every pipeline."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 
 from tests.lsp.conftest import apply
 
@@ -82,3 +83,29 @@ async def test_declare_key_in_a_keys_list_and_add_a_dependency(
     assert "    dependencies: [strategies, tickets]\n" in added
     version = session.replace("typed.yaml", added)
     assert await session.diagnostics("typed.yaml", version) == []
+
+
+@pytest.mark.parametrize("path", [5, "suggestors", {"0": 1}])
+async def test_a_diagnostic_whose_data_the_editor_changed_still_gets_its_other_fixes(
+    session: Session, project: Path, path: object
+) -> None:
+    session.open("broken.yaml")
+    unknown = [d for d in await session.diagnostics("broken.yaml", 1) if d.code == "CD203"]
+    assert isinstance(unknown[0].data, dict)
+    unknown[0].data["path"] = path
+    found = await _actions(session, "broken.yaml", unknown)
+    assert sorted(found) == ["Declare key 'strategy'", "Replace 'strategy' with 'strategies'"]
+
+
+@pytest.mark.parametrize("name", ["missing/packed.yaml", "never-saved.yaml"])
+async def test_the_lock_command_on_a_file_not_on_disk_says_to_save_it(
+    session: Session, name: str
+) -> None:
+    uri = session.uri(name)
+    with pytest.raises(JsonRpcInvalidParams) as refused:
+        await session.client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("converge-dsl.lock", [uri])
+        )
+    assert refused.value.message == (
+        f"{uri} is not a file on disk: save the pipeline, then run converge-dsl lock"
+    )

@@ -220,3 +220,43 @@ async def test_a_test_file_reads_its_open_pipelines_unsaved_text(
 
     session.replace("typed.yaml", pipeline)
     assert await _published_codes(session, "typed.test.yaml", ["CD231"]) == ["CD231"]
+
+
+@pytest.mark.parametrize("replaced", ["", "# notes\nitems: [1, 2]\n"])
+async def test_a_pipeline_edited_into_another_file_takes_its_findings_back(
+    session: Session, replaced: str
+) -> None:
+    session.open("broken.yaml")
+    assert await session.diagnostics("broken.yaml", 1)
+    assert await session.diagnostics("broken.script.yaml")
+    version = session.replace("broken.yaml", replaced)
+    assert await session.diagnostics("broken.yaml", version) == []
+    assert await session.diagnostics("broken.script.yaml", None) == []
+
+
+async def test_a_model_script_not_utf8_shows_the_bad_byte_where_it_is(
+    session: Session, project: Path
+) -> None:
+    with (project / "typed.script.yaml").open("ab") as script:
+        script.write(b"# caf\xe9\n")
+    line = (project / "typed.script.yaml").read_bytes().count(b"\n") - 1
+    session.open("typed.yaml")
+    (found,) = await session.diagnostics("typed.script.yaml")
+    assert found.code == "CD006"
+    assert found.range == lsp.Range(lsp.Position(line, 5), lsp.Position(line, 6))
+
+
+async def test_a_lone_surrogate_from_the_editor_keeps_the_checks_and_their_places(
+    session: Session,
+) -> None:
+    text = (
+        'apiVersion: converge-dsl/v1\nkind: Pipeline\nname: "\ud800x"\n'
+        'suggestors:\n  - {name: "\ud800y\x00", kind: rule}\n'
+    )
+    uri = session.open("lone.yaml", text)
+    (found,) = [d for d in await session.diagnostics("lone.yaml", 1) if d.code == "CD017"]
+    assert found.range == lsp.Range(lsp.Position(4, 14), lsp.Position(4, 15))
+    hover = await session.client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(4, 6))
+    )
+    assert hover is None or hover.contents

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from lsprotocol import types as lsp
 
 from converge_dsl.lsp import _related
 from converge_dsl.lsp._workspace import Workspace
@@ -47,3 +48,11 @@ def test_a_related_file_loads_under_the_servers_cap(tmp_path: Path) -> None:
     assert _related.tested_pipeline(test, text, {}) == (tmp_path / "p.yaml").resolve()
     assert _related.tested_pipeline(test, text, {"CONVERGE_DSL_MAX_FILE_BYTES": "40"}) is None
     assert _related.loaded(test, text, {"CONVERGE_DSL_MAX_FILE_BYTES": "not a number"}) is None
+
+
+def test_the_columns_of_a_file_not_utf8_on_disk_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "latin.yaml").write_bytes(b"name: ok\n# caf\xe9 \xe9\n")
+    lines = Workspace(tmp_path).lines("latin.yaml")
+    # `validate` places the first bad byte at 2:6 and the second at 2:8.
+    assert lines.position(2, 6) == lsp.Position(1, 5)
+    assert lines.position(2, 8) == lsp.Position(1, 7)

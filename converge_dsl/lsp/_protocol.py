@@ -1,0 +1,236 @@
+"""The wire: reading framed JSON-RPC from the editor, and what the server answers to a message
+it cannot take.
+
+`read_frames` is the one reader of the input stream. A frame is header lines
+(`Content-Length: N` is the one read; a header's name in any case, a line ended
+by `\\r\\n` or `\\n`) then a blank line and N bytes. A header line is read up to
+`MAX_HEADER_LINE` bytes at a time and a body up to `limit` bytes, so memory is
+bounded whatever arrives; a length over the limit, or not a number, drops its
+header. Bytes that are not a header (the rest of a body shorter than its
+length said, a body sent without a header) are skipped up to the next
+`Content-Length` header, even one on the same line: one bad frame loses that
+frame only, never the session.
+
+`PipelineProtocol.receive` answers, as JSON-RPC errors with their code and a
+message that says what to send instead, every request it cannot hand to a
+feature: a body that is not JSON (ParseError, id null), not a JSON-RPC 2.0
+message (InvalidRequest), params that do not fit the method (InvalidParams,
+each misfit by its place), a request before `initialize` (ServerNotInitialized),
+a second `initialize` (which would forget the open documents) or a request after
+`shutdown` (InvalidRequest); a request that fails inside the server is
+an InternalError in words, without a traceback. Notifications it cannot take are dropped,
+and said in the client's log (`window/logMessage`): an editor cannot answer
+them, but its user can read why. `quiet_pygls` makes pygls's own log one line
+a record on standard error, without the tracebacks it attaches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, BinaryIO
+
+import cattrs
+from lsprotocol import types as lsp
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcMethodNotFound,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
+from pygls.protocol import LanguageServerProtocol
+
+MAX_HEADER_LINE = 8 * 1024
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+# What may come before `initialize` and after `shutdown`.
+_ALWAYS = frozenset({lsp.EXIT})
+
+
+class PipelineProtocol(LanguageServerProtocol):
+    """pygls's protocol, taking each message from `receive` (see the module's docstring)."""
+
+    @property
+    def shut_down(self) -> bool:
+        """Whether the client asked for `shutdown` (the exit code is 0 only then)."""
+        return bool(self._shutdown)
+
+    def log(self, message: str) -> None:
+        """Say `message` in the client's log."""
+        self.notify(
+            lsp.WINDOW_LOG_MESSAGE,
+            lsp.LogMessageParams(lsp.MessageType.Error, f"converge-dsl: {message}"),
+        )
+
+    def fail(self, msg_id: Any, error: JsonRpcException) -> None:
+        """Answer request `msg_id` (None: a message whose id is unknown) with `error`."""
+        self._send_data(
+            {
+                "jsonrpc": "2.0",
+                "id": msg_id,
+                "error": {"code": error.code, "message": error.message},
+            }
+        )
+
+    def _send_response(
+        self, msg_id: Any, result: Any | None = None, error: lsp.ResponseError | None = None
+    ) -> None:
+        """pygls's answer, but a request that failed inside the server says so in words
+        and without the traceback pygls attaches (standard error has its one line)."""
+        if error is not None and error.code == JsonRpcInternalError.CODE:
+            error = lsp.ResponseError(
+                code=error.code,
+                message=f"converge-dsl could not answer this request ({error.message}); "
+                "the server goes on: please report it with the text that caused it",
+            )
+        super()._send_response(msg_id, result, error)
+
+    def receive(self, body: bytes) -> None:
+        """Take one frame's body: hand it to pygls, or answer why not."""
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            self.fail(None, JsonRpcParseError(f"a message is not JSON ({_reason(exc)})"))
+            return
+        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+            found = data.get("id") if isinstance(data, dict) else None
+            self.fail(
+                found,
+                JsonRpcInvalidRequest('a message is not a JSON-RPC 2.0 object ("jsonrpc": "2.0")'),
+            )
+            return
+        method, is_request = data.get("method"), "id" in data and "method" in data
+        refused = self._refusal(method, data.get("params"), is_request)
+        if refused is not None:
+            if is_request:
+                self.fail(data["id"], refused)
+            else:
+                self.log(f"{method}: {refused.message}; ignored")
+            return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException as exc:
+            misfit = JsonRpcInvalidParams(f"{method}: {_misfits(exc)}")
+            if is_request:
+                self.fail(data["id"], misfit)
+            else:
+                self.log(f"{misfit.message}; ignored")
+            return
+        self.handle_message(message)
+
+    def _knows(self, method: str) -> bool:
+        try:
+            self._get_handler(method)
+        except JsonRpcMethodNotFound:
+            return False
+        return True
+
+    def _refusal(self, method: object, params: object, is_request: bool) -> JsonRpcException | None:
+        """Why a message of `method` cannot be taken now, or None."""
+        if not isinstance(method, str) or method in _ALWAYS:
+            return None
+        if is_request and not self._knows(method):
+            return JsonRpcMethodNotFound(f"the server has no method {method!r}")
+        if self._shutdown:
+            return JsonRpcInvalidRequest("the server is shut down: only 'exit' is accepted")
+        if self._workspace is not None and method == lsp.INITIALIZE:
+            return JsonRpcInvalidRequest(
+                "the server is already initialized: 'initialize' is sent once a session"
+            )
+        if self._workspace is None and method != lsp.INITIALIZE:
+            return JsonRpcServerNotInitialized(
+                "the server is not initialized: send 'initialize' first"
+            )
+        if method == lsp.TEXT_DOCUMENT_DID_CHANGE and self._workspace is not None:
+            uri = (
+                (params.get("textDocument") or {}).get("uri") if isinstance(params, dict) else None
+            )
+            if isinstance(uri, str) and uri not in self._workspace.text_documents:
+                return JsonRpcInvalidParams(f"{uri} is not open: send 'textDocument/didOpen' first")
+        return None
+
+
+def _reason(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+
+
+def _misfits(exc: JsonRpcException) -> str:
+    """What in the params does not fit, each at its place (cattrs's own words)."""
+    cause = exc.__cause__
+    if isinstance(cause, cattrs.ClassValidationError):
+        return "; ".join(cattrs.transform_error(cause, path="message"))
+    return "the params do not fit the method"
+
+
+class Frames:
+    """The input stream, read in a worker thread so the event loop keeps answering."""
+
+    def __init__(self, stream: BinaryIO, executor: ThreadPoolExecutor | None) -> None:
+        self.stream = stream
+        self.executor = executor
+
+    async def line(self) -> bytes:
+        return await self._run(self.stream.readline, MAX_HEADER_LINE)
+
+    async def body(self, length: int) -> bytes:
+        return await self._run(self.stream.read, length)
+
+    async def _run(self, read: Callable[[int], bytes], size: int) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, read, size)
+
+
+async def read_frames(
+    frames: Frames, protocol: PipelineProtocol, stop: threading.Event, limit: int
+) -> None:
+    """Hand each frame's body to `protocol.receive` until the stream ends or `stop` is set."""
+    length: int | None = None
+    while not stop.is_set():
+        line = await frames.line()
+        if not line:
+            return
+        if not line.strip():
+            if length is None:
+                continue
+            body = await frames.body(length)
+            if len(body) < length:
+                return  # cut off by the end of the stream
+            length = None
+            protocol.receive(body)
+            continue
+        header = _CONTENT_LENGTH.search(line)
+        if header is None:
+            continue  # another header, or bytes between frames
+        value = header.group(1).strip()
+        length = int(value) if value.isdigit() and len(value) <= 20 else None
+        if length is not None and length > limit:
+            length = None
+        if length is None:
+            shown = value[:40].decode("ascii", "replace")
+            protocol.log(
+                f"a message's Content-Length {shown!r} is not a number of bytes up to {limit}: "
+                "the message is skipped"
+            )
+
+
+class _FirstLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        lines = record.getMessage().splitlines() or [""]
+        return f"converge-dsl lsp: {lines[0]}"
+
+
+def quiet_pygls() -> None:
+    """pygls's warnings and errors as one line each on standard error (no traceback)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_FirstLine())
+    logger = logging.getLogger("pygls")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False

@@ -1,0 +1,234 @@
+"""The wire, driven byte by byte: a bad frame loses that frame only, every request is answered
+(a JSON-RPC error saying why when it cannot be taken; in words when it fails inside the
+server), and the exit code says whether the client asked for `shutdown`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.lsp import build_server
+from tests.lsp.conftest import SERVER
+
+HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
+
+
+def frame(message: object) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class Wire:
+    """The server in a subprocess; its output read strictly as frames (anything else fails)."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            SERVER, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.received: list[dict[str, Any]] = []
+        self.unframed: list[bytes] = []
+        self.arrived = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.next_id = 0
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        out = self.process.stdout
+        while True:
+            headers: dict[bytes, bytes] = {}
+            while (line := out.readline()) != b"\r\n":
+                if not line:
+                    return
+                name, _, value = line.rstrip(b"\r\n").partition(b": ")
+                if not line.endswith(b"\r\n") or not value:
+                    self.unframed.append(line)
+                headers[name.lower()] = value
+            body = out.read(int(headers[b"content-length"]))
+            with self.arrived:
+                self.received.append(json.loads(body))
+                self.arrived.notify_all()
+
+    def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: object = None) -> dict[str, Any]:
+        self.next_id += 1
+        self.send(frame({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
+        return self.answer(self.next_id)
+
+    def answer(self, msg_id: object, timeout: float = 20) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for message in self.received:
+                    if message.get("id") == msg_id and "method" not in message:
+                        return message
+                left = deadline - time.monotonic()
+                assert left > 0, f"no answer to request {msg_id!r}"
+                self.arrived.wait(left)
+
+    def initialize(self, root: Path) -> None:
+        self.request(
+            "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
+        )
+        self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+
+    def end(self) -> tuple[int, str]:
+        """Close the input; the exit code and standard error."""
+        assert self.process.stdin is not None
+        assert self.process.stderr is not None
+        self.process.stdin.close()
+        code = self.process.wait(30)
+        return code, self.process.stderr.read().decode()
+
+
+@pytest.fixture
+def wire(project: Path) -> Iterator[Wire]:
+    running = Wire(project)
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.wait()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b'\r\n{"jsonrpc": "2.0", "id": 900, "method": "shutdown"}',  # a body without a header
+        b'Content-Length: 10\n\n{"id": 10}',  # LF line ends and a length in order
+        b'Content-Length: 20\r\n\r\n{"jsonrpc": "2.0", "id": 900, "method": "shutdown"}',  # short
+        b"Content-Length: 99999999999999999999\r\n\r\n{}",  # past any index
+        b"Content-Length: 3000000000\r\n\r\n{}",  # over the limit
+        b"Content-Length: twelve\r\n\r\n{}",
+    ],
+)
+def test_a_bad_frame_loses_that_frame_only(wire: Wire, project: Path, bad: bytes) -> None:
+    wire.initialize(project)
+    wire.send(bad)
+    assert wire.request("textDocument/hover", HOVER)["result"] is None
+    assert wire.request("textDocument/hover", HOVER)["result"] is None
+    assert wire.request("shutdown")["result"] is None
+    code, stderr = wire.end()
+    assert (code, wire.unframed) == (0, [])
+    assert "Traceback" not in stderr
+
+
+def test_a_header_is_read_in_any_case_with_lf_line_ends(wire: Wire, project: Path) -> None:
+    wire.initialize(project)
+    body = json.dumps({"jsonrpc": "2.0", "id": 70, "method": "textDocument/hover", "params": HOVER})
+    wire.send(b"content-length: %d\n\n%s" % (len(body), body.encode()))
+    assert wire.answer(70)["result"] is None
+
+
+def test_what_cannot_be_taken_is_answered_with_an_error_saying_why(
+    wire: Wire, project: Path
+) -> None:
+    early = wire.request("textDocument/hover", HOVER)["error"]
+    assert early == {
+        "code": -32002,
+        "message": "the server is not initialized: send 'initialize' first",
+    }
+    wire.initialize(project)
+    wire.send(b"Content-Length: 5\r\n\r\nhello")
+    not_json = wire.answer(None)["error"]
+    assert not_json["code"] == -32700
+    assert not_json["message"].startswith("a message is not JSON (")
+    wire.send(frame({"jsonrpc": "1.0", "id": 71, "method": "textDocument/hover", "params": HOVER}))
+    assert wire.answer(71)["error"]["code"] == -32600
+    misfit = wire.request("textDocument/hover", {"position": "x"})["error"]
+    assert misfit["code"] == -32602
+    assert "expected int @ message.params.position.line" in misfit["message"]
+    assert wire.request("custom/thing")["error"] == {
+        "code": -32601,
+        "message": "the server has no method 'custom/thing'",
+    }
+    assert wire.request("shutdown")["result"] is None
+    assert wire.request("textDocument/hover", HOVER)["error"] == {
+        "code": -32600,
+        "message": "the server is shut down: only 'exit' is accepted",
+    }
+    code, stderr = wire.end()
+    assert (code, wire.unframed) == (0, [])
+    assert "Traceback" not in stderr
+
+
+def test_a_change_to_a_document_never_opened_is_said_in_the_log(wire: Wire, project: Path) -> None:
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": "x"}]}
+    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
+    assert wire.request("textDocument/hover", HOVER)["result"] is None
+    said = [
+        m["params"]["message"] for m in wire.received if m.get("method", "").startswith("window/")
+    ]
+    assert said == [
+        f"converge-dsl: textDocument/didChange: {uri} is not open: "
+        "send 'textDocument/didOpen' first; ignored"
+    ]
+
+
+@pytest.mark.parametrize("shutdown", [True, False])
+def test_the_exit_code_says_whether_the_client_asked_for_shutdown(
+    wire: Wire, project: Path, shutdown: bool
+) -> None:
+    wire.initialize(project)
+    if shutdown:
+        wire.request("shutdown")
+    wire.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+    code, stderr = wire.end()
+    assert code == (0 if shutdown else 1)
+    assert ("without a 'shutdown' request" in stderr) is not shutdown
+
+
+def test_a_failure_inside_the_server_is_answered_in_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    protocol = build_server().protocol
+    sent: list[Any] = []
+    monkeypatch.setattr(protocol, "_send_data", sent.append)
+    failed: Future[object] = Future()
+    failed.set_exception(IndexError("list assignment index out of range"))
+    protocol._send_handler_result(failed, msg_id=7)
+    (answer,) = sent
+    assert answer.id == 7
+    assert answer.error.code == -32603
+    assert answer.error.message == (
+        "converge-dsl could not answer this request (IndexError: list assignment index out "
+        "of range); the server goes on: please report it with the text that caused it"
+    )
+    assert answer.error.data is None
+
+
+def test_a_second_initialize_is_refused_and_the_open_documents_stay(
+    wire: Wire, project: Path
+) -> None:
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    text = (project / "typed.yaml").read_text(encoding="utf-8")
+    document = {"uri": uri, "languageId": "yaml", "version": 1, "text": text}
+    wire.send(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {"textDocument": document},
+            }
+        )
+    )
+    again = wire.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    assert again["error"] == {
+        "code": -32600,
+        "message": "the server is already initialized: 'initialize' is sent once a session",
+    }
+    symbols = wire.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert symbols["result"]
