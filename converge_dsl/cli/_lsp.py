@@ -3,7 +3,9 @@
 Only starts it: everything the server does is in `converge_dsl.lsp`. Hovers
 over a diagnostic code show `explain`'s text, read from the same page. Needs
 the `lsp` extra (`pip install 'converge-dsl[lsp]'`); without it, a usage
-error says so. Exit code: 0 when the client ends the session.
+error says so. Exit code: 0 when the client ends the session with `shutdown`
+then `exit`; 1 when it ends it otherwise (`exit` alone, or its input closed), as the
+protocol asks.
 """
 
 from __future__ import annotations
