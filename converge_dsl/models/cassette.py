@@ -514,7 +514,14 @@ def _not_a_recording(line: str, exc: Exception) -> str:
     """Why a cassette line is not a recording, in the user's words (not Python's)."""
     if isinstance(exc, json.JSONDecodeError):
         return f"not JSON ({exc.msg} at column {exc.colno})"
-    entry = json.loads(line)
+    try:
+        entry = json.loads(line)
+    except RecursionError:
+        return "it nests too deeply"
+    except ValueError as again:  # Python's limit on the digits of an integer
+        if "max_str_digits" in str(again):
+            return "a number in it has too many digits to be read"
+        return "not JSON"
     if not isinstance(entry, dict):
         return "not a JSON object"
     if "key" not in entry and "type" in entry and "seq" in entry:

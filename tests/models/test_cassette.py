@@ -173,6 +173,10 @@ def test_replay_answers_for_the_model_that_was_recorded(tmp_path: Path) -> None:
         (b'"text"\n', "line 1 is not a recording: not a JSON object"),
         (b'{"key": \n', "line 1 is not a recording: not JSON (Expecting value at column 9)"),
         (b'{"request": {}}\n', "line 1 is not a recording: it has no 'key' field"),
+        (
+            b'{"key": ' + b"1" * 5000 + b"}\n",
+            "line 1 is not a recording: a number in it has too many digits to be read",
+        ),
         (b'{"key": "k", "request": {}, "return": 3}\n', "a field holds a value of the wrong type"),
         (
             b'{"seq": 0, "type": "run_started"}\n',
