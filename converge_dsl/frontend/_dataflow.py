@@ -203,12 +203,12 @@ def _tree_reads(tree: Any) -> tuple[_Raw, ...]:
 
 
 def _bound(ast: Any) -> frozenset[str]:
-    """The names a Jinja template binds anywhere (`for` targets, `set`, macro arguments)."""
+    """The names a Jinja template binds anywhere (`for` targets, `set`, macros and their
+    arguments)."""
     from jinja2 import nodes
 
-    return frozenset(
-        node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")
-    )
+    names = {node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")}
+    return frozenset(names | {macro.name for macro in ast.find_all(nodes.Macro)})
 
 
 def _free(node: Any, names: frozenset[str], bound: frozenset[str]) -> bool:

@@ -38,6 +38,7 @@ def test_a_call_that_does_not_fit_is_found(
         ("fact(key='a', fact_id='b') or count(key='a')", True),
         ("{% set count = range %}{{ count(1, 2) }}", False),  # the template's own
         ("{% for fact in facts.seeds %}{{ fact() }}{% endfor %}", False),
+        ("{% macro count(a, b) %}{{ a }}{{ b }}{% endmacro %}{{ count(1, 2) }}", False),
         ("count(*args)", True),  # spread arguments: not known before the run
     ],
 )
