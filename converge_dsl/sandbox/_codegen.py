@@ -167,7 +167,9 @@ def refusal(ast: jinja2.nodes.Template) -> tuple[str, int] | None:
     (`generate`) and `validate` reports it (`frontend._jinja_parse`) before a
     run reaches it: a statement that reads another template (there is none to
     read), a call of a literal (`3(1)`) and `'%'` formatting of a literal text
-    (`"%s" % x`, refused by `_limits.check_binop` at run time).
+    (`"%s" % x`, refused by `_limits.check_binop` at run time). Wherever it
+    stands: a branch that never runs included, as which branches run is not known
+    before the run.
     """
     for node in ast.find_all(_REFUSED_NODES):
         keyword = _LOADS.get(type(node))
@@ -189,6 +191,8 @@ def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
     """Generate and compile the code of `ast` (consumed), collecting the names it reads."""
     generator = env.code_generator_class(env, None, "<template>", None, False, env.optimized)
     names: set[str] = getattr(generator, "undeclared", set())
+    # Read before the generator folds constants in place: `validate` reads the tree as parsed.
+    refused = refusal(ast)
     try:
         generator.visit(ast)
     except jinja2.TemplateSyntaxError as exc:
@@ -196,7 +200,6 @@ def generate(env: jinja2.Environment, ast: jinja2.nodes.Template) -> Generated:
     except jinja2.TemplateRuntimeError as exc:
         failure = jinja2.TemplateSyntaxError(folding_failure(exc), 1)
         return Generated(None, frozenset(names) - set(env.globals), failure)
-    refused = refusal(ast)
     if refused is not None:
         return Generated(
             None, frozenset(names) - set(env.globals), jinja2.TemplateSyntaxError(*refused)

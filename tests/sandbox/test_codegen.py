@@ -18,6 +18,7 @@ from converge_dsl.frontend import expression_error
 from converge_dsl.sandbox._templating import (
     GLOBALS,
     TemplateCompileError,
+    TemplateRenderError,
     compile_expression,
     compile_template,
     render,
@@ -60,6 +61,17 @@ def test_validate_finds_the_same_error_in_an_expression(text: str) -> None:
 )
 def test_calls_and_modulo_that_can_work_still_compile(text: str, out: str) -> None:
     assert render(compile_template(text), {"x": 3, **GLOBALS}) == out
+
+
+def test_the_compiler_reads_the_tree_validate_reads_before_folding_it() -> None:
+    # Jinja folds `('a' ~ '%s')` into a literal text while it generates code: the compiler
+    # refused what validate, reading the tree as parsed, let pass. Both let it pass now;
+    # the run refuses the formatting when it renders (check_binop).
+    text = "{{ ('a' ~ '%s') % 1 }}"
+    assert expression_error(text[3:-3]) is None
+    template = compile_template(text)
+    with pytest.raises(TemplateRenderError, match="'%' string formatting is refused"):
+        render(template, dict(GLOBALS))
 
 
 PIPELINE = """\
