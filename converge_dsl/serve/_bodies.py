@@ -46,7 +46,7 @@ _LENIENT_TYPES = frozenset(
     ("", "application/x-www-form-urlencoded", "text/plain", "application/octet-stream")
 )
 # A number whose value overflows a float: a 3-digit exponent, or 309 digits or more.
-_MAY_OVERFLOW = re.compile(rb"\d[eE][+-]?\d{3}|\d{309}")
+_MAY_OVERFLOW = re.compile(r"\d[eE][+-]?\d{3}|\d{309}", re.ASCII)  # in the decoded text
 _SEND_JSON = "send a JSON object with Content-Type: application/json"
 
 
@@ -140,9 +140,9 @@ def parse_json(raw: bytes) -> Any:
     except ValueError:
         raise _uncarriable(text) from None
     # a value nests no deeper than the brackets its text holds: most bodies need no walk
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
+    if text.count("[") + text.count("{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
         raise _too_deep()
-    if _MAY_OVERFLOW.search(raw) is not None:
+    if _MAY_OVERFLOW.search(text) is not None:  # UTF-16 bodies too
         found = _first_problem(value)
         if found is not None:
             raise _located(*found)

@@ -69,6 +69,8 @@ def _raw(url: str, head: str, body: bytes = b"") -> None:
     ("body", "pointer", "says"),
     [
         (b'{"inputs": {"text": 1e999999}}', "/inputs/text", "not finite"),
+        # JSON in UTF-16: its digits have NULs between them (a bytes search missed them)
+        ('{"inputs": {"text": 1e999}}'.encode("utf-16-le"), "/inputs/text", "not finite"),
         (b'{"inputs": {"text": ' + b"9" * 100_000 + b"}}", "/inputs/text", "100000 digits"),
         (b'{"budget": {"max_cycles": ' + b"9" * 5000 + b"}}", "/budget/max_cycles", "5000 digits"),
         (b'{"inputs": {"text": "a"}, "inputs": {"text": "b"}}', "/inputs", "given twice"),
