@@ -45,7 +45,7 @@ def checked_message(message: Any) -> None:
             (pointer(("method",)), "the message has no `method`", 'e.g. "method": "tools/list"')
         )
     params = message.get("params")
-    if "params" in message and not isinstance(params, dict):
+    if params is not None and not isinstance(params, dict):  # null: none, as the SDK reads it
         found.append((pointer(("params",)), "`params` must be a JSON object", None))
     elif isinstance(params, dict):
         found.extend(_params(params, method))

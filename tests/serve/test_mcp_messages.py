@@ -96,7 +96,9 @@ def test_a_malformed_message_is_a_located_400(
         assert all(e["code"] == "CD983" for e in errors)
         assert says in errors[0]["message"]
         assert "pydantic" not in answer.text
-        good = http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        # `params: null` is no params, as the MCP SDK reads it
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": None}
+        good = http.post("/mcp", json=listing)
         assert good.status_code == 200
         assert '"tools"' in good.text
     with sqlite3.connect(tmp_path / "state" / STATE_FILE) as db:
