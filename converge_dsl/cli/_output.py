@@ -6,10 +6,12 @@ written is said at once rather than after an evaluation's model calls:
 
 - a file the command reads (`A`, `B`, the evaluation file, its dataset, the
   baseline) is refused, naming it: the output would overwrite it;
-- the file is opened by the one output opener (`_files.open_output`): never
-  through a link, never a FIFO or device, never a file with other hard links;
-  a missing folder is refused. An existing regular file is replaced, as
-  before: these outputs are reports, and the command names the file.
+- a character device or a pipe (`-o /dev/null`, `-o /dev/stdout`, a terminal),
+  links to one included, is written as it is, as standard output would be;
+- any other file is opened by the one output opener (`_files.open_output`):
+  never through a link, never a file with other hard links; a missing folder is
+  refused. An existing regular file is replaced, as before: these outputs are
+  reports, and the command names the file.
 
 Nothing is truncated until the output is written; a file the opener made and
 the command never wrote (it failed, or found nothing to write) is removed again.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
@@ -70,6 +73,14 @@ def command_output(
                 f"{option} {str(target)!r} is {name}; it would be overwritten",
                 hint=f"give {option} a file of its own",
             )
+    if _is_stream(target):
+        try:
+            device = open(target, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise UsageError(f"cannot write {option} {str(target)!r}: {exc.strerror}") from None
+        with device:
+            yield CommandOutput(device, None, None)
+        return
     existed = os.path.lexists(target)
     stream = open_output(target, option, what, recognise=lambda first: True, append=True)
     output = CommandOutput(stdout, target, stream)
@@ -80,3 +91,12 @@ def command_output(
         if not existed and not output.written:
             with contextlib.suppress(OSError):
                 target.unlink()
+
+
+def _is_stream(path: Path) -> bool:
+    """`path` is, or links to, a character device or a pipe."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)

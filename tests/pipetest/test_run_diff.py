@@ -164,3 +164,18 @@ def test_an_output_that_is_a_compared_file_or_a_missing_folder_is_refused_before
     (tmp_path / "diff.txt").write_text("an earlier diff, longer than the next one\n")
     assert cli("diff", a, a, "-o", tmp_path / "diff.txt")[0] == 0
     assert (tmp_path / "diff.txt").read_text() == "no difference\n"
+
+
+def test_an_output_that_is_a_device_or_a_link_to_one_is_written_as_it_is(
+    tmp_path: Path,
+) -> None:
+    # `-o /dev/null` and `-o /dev/stdout` are common in scripts: the output checks made
+    # for files had started refusing them ("a character device", "a symbolic link").
+    for name in ("incident-triage.yaml", "incident-triage.script.yaml"):
+        shutil.copy(ROOT / "pipelines" / name, tmp_path / name)
+    a = _run(tmp_path, "a.json")
+    (tmp_path / "sink").symlink_to(os.devnull)
+    for output in (Path(os.devnull), tmp_path / "sink"):
+        code, out, err = cli("diff", a, a, "-o", output)
+        assert (code, out, err) == (0, "", "")
+    assert (tmp_path / "sink").is_symlink()
