@@ -9,7 +9,7 @@ JSON Schema document (a key schema, a pack's input schema), which the
 package hands to jsonschema-rs and reads only through the few members it
 names. `json_depth` measures how deeply a decoded value nests; a run's inputs
 nest at most `MAX_INPUT_DEPTH` deep (the command line's `--input` and `--inputs`,
-a batch's cases and the service's request bodies bound them so).
+and a batch's cases, bound them so; the service bounds a request's whole body).
 """
 
 from __future__ import annotations
