@@ -181,6 +181,7 @@ def run_lock(path: str, root: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "converge_dsl", "lock", path],
         cwd=root,
+        stdin=subprocess.DEVNULL,  # the server's own input is the editor's messages
         capture_output=True,
         text=True,
         check=False,

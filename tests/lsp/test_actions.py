@@ -109,3 +109,23 @@ async def test_the_lock_command_on_a_file_not_on_disk_says_to_save_it(
     assert refused.value.message == (
         f"{uri} is not a file on disk: save the pipeline, then run converge-dsl lock"
     )
+
+
+async def test_the_lock_command_gives_its_process_no_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's own standard input carries the editor's messages: a `lock` reading its
+    # input would take them.
+    import subprocess
+
+    from converge_dsl.lsp._actions import run_lock
+
+    seen: dict[str, object] = {}
+
+    def fake_run(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        seen.update(kwargs)
+        return subprocess.CompletedProcess(args, 0, "locked\n", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert run_lock(str(tmp_path / "p.yaml"), str(tmp_path)) == "locked"
+    assert seen["stdin"] is subprocess.DEVNULL
