@@ -516,12 +516,9 @@ def _not_a_recording(line: str, exc: Exception) -> str:
         return f"not JSON ({exc.msg} at column {exc.colno})"
     try:
         entry = json.loads(line)
-    except RecursionError:
-        return "it nests too deeply"
     except ValueError as again:  # Python's limit on the digits of an integer
-        if "max_str_digits" in str(again):
-            return "a number in it has too many digits to be read"
-        return "not JSON"
+        many = "max_str_digits" in str(again)
+        return "a number in it has too many digits to be read" if many else "not JSON"
     if not isinstance(entry, dict):
         return "not a JSON object"
     if "key" not in entry and "type" in entry and "seq" in entry:
