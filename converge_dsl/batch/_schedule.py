@@ -16,6 +16,7 @@ protocol `Pipeline` meets), so no import runs back up to `_pipeline`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import threading
 import time
@@ -254,7 +255,9 @@ def drive(pipeline: Closes, stream: AsyncIterator[T]) -> Generator[T, None, None
     `KeyboardInterrupt` from `next`: never inside a case's task, where the loop
     would raise it again and again while the stream closes. A result that was
     complete when it came is yielded first; the interruption follows at the
-    next `next`.
+    next `next`. From the first Ctrl-C until the loop is closed, any further
+    Ctrl-C only cancels the step again: the stream and `pipeline` are always
+    closed, and a Ctrl-C that came while they closed is raised after.
     """
     steps = _Steps()
     try:
@@ -264,13 +267,9 @@ def drive(pipeline: Closes, stream: AsyncIterator[T]) -> Generator[T, None, None
             except StopAsyncIteration:
                 break
     finally:
-        closing = getattr(stream, "aclose", None)
-        try:
-            if closing is not None:
-                steps.run(closing(), closing=True)
-            steps.run(pipeline.aclose(), closing=True)
-        finally:
-            steps.close()
+        steps.close(stream, pipeline)
+    if steps.interrupted:  # a Ctrl-C while the stream closed
+        raise KeyboardInterrupt
 
 
 class _Steps:
@@ -279,16 +278,21 @@ class _Steps:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.interrupted = False
+        self._task: asyncio.Task[Any] | None = None
+        self._closing = False
+        self._guarded = False
+        self._restore: _Handler = None
 
     def run(self, step: Awaitable[T], *, closing: bool = False) -> T:
         """What `step` returns; `KeyboardInterrupt` once a Ctrl-C came (see `drive`).
 
-        `closing`: the step closes what ran, and runs even after an interruption.
+        `closing`: the step closes what ran, runs even after an interruption
+        and is never cancelled by one.
         """
         if self.interrupted and not closing:
             raise KeyboardInterrupt
-        task = self.loop.create_task(_awaited(step))
-        restore = self._on_interrupt(task)
+        self._guard()  # before the task exists: a Ctrl-C from now on cancels it
+        self._task = task = self.loop.create_task(_awaited(step))
         try:
             return self.loop.run_until_complete(task)
         except asyncio.CancelledError:
@@ -296,37 +300,73 @@ class _Steps:
                 raise KeyboardInterrupt from None
             raise
         finally:
-            if restore is not None:
-                signal.signal(signal.SIGINT, restore)
+            self._task = None
+            # Once interrupted, the handler stays until `close`: a Ctrl-C on the way
+            # there must not cut the closing short.
+            if not self.interrupted and not closing:
+                self._unguard()
 
-    def close(self) -> None:
-        """Cancel what still runs, finish the asynchronous generators, close the loop."""
+    def close(self, stream: AsyncIterator[Any], pipeline: Closes) -> None:
+        """Close `stream`, then `pipeline`, on the loop, then the loop itself.
+
+        What still runs is cancelled and awaited first (a step a Ctrl-C left
+        running would keep the stream's generator busy); a Ctrl-C meanwhile only
+        marks the interruption.
+        """
+        self._closing = True
+        self._guard()
         loop = self.loop
         try:
-            left = asyncio.all_tasks(loop)
-            for task in left:
-                task.cancel()
-            if left:
-                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
+            try:
+                self.run(self._drain(), closing=True)
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    self.run(aclose(), closing=True)
+            finally:
+                try:
+                    self.run(pipeline.aclose(), closing=True)
+                finally:
+                    try:
+                        self.run(self._drain(), closing=True)
+                        loop.run_until_complete(loop.shutdown_asyncgens())
+                        loop.run_until_complete(loop.shutdown_default_executor())
+                    finally:
+                        loop.close()
         finally:
-            loop.close()
+            self._unguard()
 
-    def _on_interrupt(self, task: asyncio.Task[T]) -> _Handler | None:
-        """Make a Ctrl-C cancel `task`; the handler to restore after (None: none set)."""
-        if threading.current_thread() is not threading.main_thread():
-            return None
+    async def _drain(self) -> None:
+        """Cancel every other task of the loop and wait until each has ended."""
+        left = asyncio.all_tasks(self.loop) - {asyncio.current_task(self.loop)}
+        for task in left:
+            task.cancel()
+        if left:
+            await asyncio.gather(*left, return_exceptions=True)
+
+    def _guard(self) -> None:
+        """Make a Ctrl-C cancel the running step (unless someone else handles Ctrl-C)."""
+        if self._guarded or threading.current_thread() is not threading.main_thread():
+            return
         if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-            return None  # someone else handles Ctrl-C (or it is ignored)
+            return  # someone else handles Ctrl-C (or it is ignored)
+        self._restore = signal.signal(signal.SIGINT, self._interrupt)
+        self._guarded = True
 
-        def interrupt(signum: int, frame: object) -> None:
-            if self.interrupted:  # a second Ctrl-C: stop waiting for the cancellation
-                raise KeyboardInterrupt
-            self.interrupted = True
-            self.loop.call_soon_threadsafe(task.cancel)
+    def _unguard(self) -> None:
+        if self._guarded:
+            self._guarded = False
+            signal.signal(signal.SIGINT, self._restore)
 
-        return signal.signal(signal.SIGINT, interrupt)
+    def _interrupt(self, signum: int, frame: FrameType | None) -> None:
+        # Never raises: raised here, the interruption would land inside whatever
+        # runs (a case's task, the closing), leaving the stream's generator busy.
+        self.interrupted = True
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to cancel
+            self.loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:
+        if self._task is not None and not self._closing:
+            self._task.cancel()
 
 
 async def _awaited(step: Awaitable[T]) -> T:

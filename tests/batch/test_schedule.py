@@ -124,3 +124,48 @@ def test_a_ctrl_c_while_cases_run_cancels_them_and_is_raised_once_the_loop_is_cl
     assert len(seen) < len(cases)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert not [r.message for r in caplog.records if r.name == "asyncio"]  # no task left pending
+
+
+class _InterruptedAgain(_Interrupted):
+    """Ctrl-C again while the first one cancels the cases, and again while the batch closes."""
+
+    async def _suggest(self, inputs: Mapping[str, Any], n: int) -> None:
+        try:
+            await super()._suggest(inputs, n)
+        except asyncio.CancelledError:
+            if inputs.get("stop") and n == 1:
+                signal.raise_signal(signal.SIGINT)
+                await asyncio.sleep(0)  # the cancellation is still under way
+            raise
+
+    async def aclose(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+        await asyncio.sleep(0)
+        self.closed = True
+
+
+def test_more_ctrl_c_while_the_first_is_handled_still_close_everything_and_end_as_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pipeline = _InterruptedAgain()
+    cases = [Case(i, None, {"stop": i == 5, "pad": i}) for i in range(10)]
+    seen: list[int] = []
+    # One at a time: the step waits for the interrupted case when Ctrl-C comes.
+    steps = drive(pipeline, ordered(pipeline, cases, concurrency=1))  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):  # noqa: PT012 (the loop is what is interrupted)
+        for index, _ in steps:
+            seen.append(index)
+    assert pipeline.closed
+    assert seen == list(range(5))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert not [r.message for r in caplog.records if r.name == "asyncio"]
+
+
+def test_a_ctrl_c_while_a_finished_batch_closes_is_raised_once_it_is_closed() -> None:
+    pipeline = _InterruptedAgain()
+    cases = [Case(i, None, {"pad": i}) for i in range(3)]
+    steps = drive(pipeline, ordered(pipeline, cases, concurrency=2))  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):
+        list(steps)
+    assert pipeline.closed
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
