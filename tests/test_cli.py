@@ -167,3 +167,35 @@ def test_run_format_json_prints_the_run_result_when_an_option_file_is_refused(
         document = json.loads(out)
         assert document["stop_reason"] == "usage_error"
         assert document["diagnostics"][0]["message"] in err
+
+
+_SECOND_CTRL_C = """
+import os, signal, sys
+import converge_dsl.cli as cli
+
+def interrupted(argv, io):
+    raise KeyboardInterrupt
+
+real_report = cli._report
+
+def report(stderr, text):  # a second Ctrl-C, pressed as the first is reported
+    os.kill(os.getpid(), signal.SIGINT)
+    real_report(stderr, text)
+
+cli._report = report
+cli._dispatch = interrupted
+sys.argv = ["converge-dsl", "validate", "x.yaml"]
+cli.main()
+"""
+
+
+def test_a_ctrl_c_while_the_first_is_reported_ends_the_process_as_one() -> None:
+    # Before, it was raised inside the report ("interrupted" half written, a traceback).
+    done = subprocess.run(
+        [sys.executable, "-c", _SECOND_CTRL_C],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")

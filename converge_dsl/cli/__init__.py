@@ -263,6 +263,10 @@ def run(
         _report(stderr, f"error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
+        if _ENTRY.ends_process:  # it ends now: a further Ctrl-C would cut `_report` short
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         _report(stderr, "interrupted\n")
         return EXIT_INTERRUPTED
     except OSError as exc:
