@@ -388,9 +388,7 @@ def word_span(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> Sour
 def text_span(doc: LoadedDocument, path: JsonPath, text: str, start: int, end: int) -> SourceSpan:
     """`text[start:end]` of the template at `path` in the file: through the source map,
     else found on its line (`LoadedDocument.template_span`)."""
-    from converge_dsl.frontend._offsets import offset_span
-
-    span = offset_span(doc, path, text, start, end)
+    span = doc.offset_span(path, text, start, end)
     if span is not None:
         return span
     lineno = text.count("\n", 0, start) + 1

@@ -118,6 +118,43 @@ class LoadedDocument(Record):
         lines = _lines(self.text)
         return lines[number - 1] if 1 <= number <= len(lines) else ""
 
+    def offset_span(self, path: JsonPath, text: str, start: int, end: int) -> SourceSpan | None:
+        """The span of `text[start:end]` (`text`: the value of the scalar at `path`), or None.
+
+        A template's text is the scalar's value, not its source: a plain or quoted
+        scalar folds its line breaks and indentation, a quoted one has its quotes and
+        escapes (`''`, `\\"`), a block scalar (`|`, `>`) starts on the line after its
+        header and loses its indentation. The value is aligned with the source,
+        character by character (a character of the value matches the same character of
+        the source; the source's whitespace, quotes and escape characters in between
+        are skipped); the span is answered when `text[start:end]` is found whole on one
+        line, else None: the caller then falls back to a line's search. Linear in the
+        scalar's length, and run only for a finding.
+        """
+        location = self.source_map.get(path)
+        if location is None or not 0 <= start < end <= len(text):
+            return None
+        span = location.span
+        block = location.style in ("|", ">")
+        found: list[tuple[int, int]] = []  # (line, column) of text[start], text[start + 1], ...
+        index = 0
+        for number in range(span.line + 1 if block else span.line, span.end_line + 1):
+            source = self.line(number)
+            begin = span.column - 1 if number == span.line else 0
+            stop = span.end_column - 1 if number == span.end_line else len(source)
+            for column, char in enumerate(f"{source[begin:stop]}\n", start=begin + 1):
+                while index < end and char != text[index] and char not in _BLANK:
+                    if text[index] not in _BLANK:
+                        break  # a quote or an escape of the source: skip it
+                    index += 1  # whitespace the value has and the source has elsewhere
+                if index < end and char == text[index]:
+                    if index >= start:
+                        found.append((number, column))
+                    index += 1
+                if index == end:
+                    return _whole(self.file, found, end - start)
+        return None
+
     def template_span(
         self, path: JsonPath, lineno: int | None, needle: str | None = None
     ) -> SourceSpan:
@@ -156,12 +193,10 @@ class LoadedDocument(Record):
         """`template_span` of a scalar whose value's lines are not the file's.
 
         The value's line `lineno` (or `needle` on it) is aligned with the source
-        (`_offsets.offset_span`): the span of `needle`, else from the line's
+        (`offset_span`): the span of `needle`, else from the line's
         first character to the end of the file's line it is on; None when the
         value is not found or not aligned (the caller then counts lines).
         """
-        from converge_dsl.frontend._offsets import offset_span
-
         value = _value_at(self.data, path)
         lines = value.split("\n") if isinstance(value, str) else []
         if not 1 <= lineno <= len(lines):
@@ -172,13 +207,26 @@ class LoadedDocument(Record):
         if at < 0 or at == len(text):
             return None
         length = len(needle) if needle else 1
-        found = offset_span(self, path, value, start + at, start + at + length)
+        found = self.offset_span(path, value, start + at, start + at + length)
         if found is None or needle:
             return found
         last = self.source_map.locate(path).span
         line = found.line
         end = last.end_column if line == last.end_line else len(self.line(line)) + 1
         return SourceSpan(found.file, line, found.column, line, max(end, found.end_column))
+
+
+_BLANK = frozenset(" \t\n\r")
+
+
+def _whole(file: str, found: list[tuple[int, int]], length: int) -> SourceSpan | None:
+    """The span of the matched characters when they are `length` adjacent ones on one line."""
+    if len(found) != length:
+        return None
+    (line, column), (last_line, last_column) = found[0], found[-1]
+    if last_line != line or last_column - column != length - 1:
+        return None
+    return SourceSpan(file, line, column, line, last_column + 1)
 
 
 def _value_at(data: Any, path: JsonPath) -> Any:

@@ -1,5 +1,6 @@
-"""What templates read (`_dataflow`), where a read is in the file (`_offsets`), and the checks
-of the data flow (`_checks_dataflow`) on the cases the corpus does not show."""
+"""What templates read (`_dataflow`), where a read is in the file
+(`LoadedDocument.offset_span`), and the checks of the data flow (`_checks_dataflow`) on
+the cases the corpus does not show."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic
 from converge_dsl.frontend import _fastjinja, check_document, load_text
 from converge_dsl.frontend._dataflow import KeyRead, reads, stop_guards
-from converge_dsl.frontend._offsets import offset_span
 
 HEAD = """\
 apiVersion: converge-dsl/v1
@@ -137,7 +137,7 @@ def test_a_template_offset_is_found_in_the_file_whatever_the_style(scalar: str) 
     document = load_text(scalar + "\n", "p.yaml")
     text = document.data["x"]
     start = text.index("zz")
-    span = offset_span(document, ("x",), text, start, start + 2)
+    span = document.offset_span(("x",), text, start, start + 2)
     assert span is not None
     line = document.text.splitlines()[span.line - 1]
     assert line[span.column - 1 : span.end_column - 1] == "zz"
@@ -146,7 +146,7 @@ def test_a_template_offset_is_found_in_the_file_whatever_the_style(scalar: str) 
 def test_an_offset_the_source_cannot_hold_is_none() -> None:
     document = load_text("x: \"\\x41{{ count('zz') }}\"\n", "p.yaml")
     text = document.data["x"]  # the escape is one character of the value, four of the source
-    assert offset_span(document, ("x",), text, 0, 1) is None
+    assert document.offset_span(("x",), text, 0, 1) is None
 
 
 def _rule(name: str, deps: str, when: str | None, emit: str) -> str:
