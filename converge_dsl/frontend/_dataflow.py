@@ -121,8 +121,12 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "fact": ("key", "fact_id"),
     "data_of": ("key",),
 }
-CALLED_AS = {"count": "count('KEY')", "has": "has('KEY')", "fact": "fact('KEY', 'ID')"}
-CALLED_AS["data_of"] = "data_of('KEY')"
+CALLED_AS = {
+    "count": "count('KEY')",
+    "has": "has('KEY')",
+    "fact": "fact('KEY', 'ID')",
+    "data_of": "data_of('KEY')",
+}
 
 
 @lru_cache(maxsize=4096)

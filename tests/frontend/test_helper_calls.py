@@ -44,3 +44,17 @@ def test_a_call_that_does_not_fit_is_found(
 )
 def test_calls_that_fit_or_are_not_the_context_functions_pass(text: str, expression: bool) -> None:
     assert misfit_calls(text, expression) == ()
+
+
+def test_the_parameters_validate_knows_are_the_context_functions_own() -> None:
+    # `PARAMETERS` is written out for validate (which must not build a scope); a change to
+    # the functions the run hands its templates must change it too.
+    import inspect
+
+    from converge_dsl.compiler._scope import _helpers
+    from converge_dsl.frontend._dataflow import CALLED_AS, PARAMETERS
+
+    helpers = _helpers(None)  # type: ignore[arg-type]  # the functions, never called here
+    assert sorted(PARAMETERS) == sorted(helpers) == sorted(CALLED_AS)
+    for name, function in helpers.items():
+        assert tuple(inspect.signature(function).parameters) == PARAMETERS[name], name
