@@ -3,7 +3,8 @@
 The loader produces a `LoadedDocument`: plain JSON-like data (dicts, lists,
 str, int, float, bool, None) plus a `SourceMap` from JSON paths to where each
 node sits in the file. Later stages (schema, semantic checks, compiler) look
-up locations through the source map; they never re-read the file.
+up locations through the source map; they never re-read the file. `value_at` reads
+the value at a JSON path of the data (None where a step is missing).
 """
 
 from __future__ import annotations
@@ -197,7 +198,7 @@ class LoadedDocument(Record):
         first character to the end of the file's line it is on; None when the
         value is not found or not aligned (the caller then counts lines).
         """
-        value = _value_at(self.data, path)
+        value = value_at(self.data, path)
         lines = value.split("\n") if isinstance(value, str) else []
         if not 1 <= lineno <= len(lines):
             return None
@@ -229,8 +230,8 @@ def _whole(file: str, found: list[tuple[int, int]], length: int) -> SourceSpan |
     return SourceSpan(file, line, column, line, last_column + 1)
 
 
-def _value_at(data: Any, path: JsonPath) -> Any:
-    """The value at `path` in `data`, or None."""
+def value_at(data: Any, path: JsonPath) -> Any:
+    """The value at `path` in `data`; None where a step is missing."""
     for part in path:
         if isinstance(data, dict) and isinstance(part, str):
             data = data.get(part)

@@ -21,8 +21,9 @@ from lsprotocol import types as lsp
 from converge_dsl import codes
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.frontend import LoadedDocument
+from converge_dsl.frontend.document import value_at
 from converge_dsl.lsp._lookup import Subject
-from converge_dsl.lsp._positions import Lines, last_line, value_at
+from converge_dsl.lsp._positions import Lines, last_line
 
 LOCK_COMMAND = "converge-dsl.lock"
 _GUESS = re.compile(r"did you mean '([^']+)'\?")

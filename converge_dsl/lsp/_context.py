@@ -18,7 +18,8 @@ from typing import Any
 from converge_dsl.diagnostics import JsonPath
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument
-from converge_dsl.lsp._positions import Lines, Point, last_line, path_at, value_at
+from converge_dsl.frontend.document import value_at
+from converge_dsl.lsp._positions import Lines, Point, last_line, path_at
 
 MARK = "zzconvergedslcursor"
 _CLOSERS = {"[": "]", "{": "}"}

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
+from converge_dsl.frontend.document import value_at
 from converge_dsl.lsp import _names
-from converge_dsl.lsp._positions import value_at
 
 KEY, SUGGESTOR, MODEL, INPUT, INVARIANT = "key", "suggestor", "model", "input", "invariant"
 _FUNCTIONS = "|".join(_names.KEY_FUNCTIONS)

@@ -19,11 +19,12 @@ from lsprotocol import types as lsp
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
+from converge_dsl.frontend.document import value_at
 from converge_dsl.lsp import _index, _names, _packs
 from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST, file_kind
 from converge_dsl.lsp._index import INPUT, INVARIANT, KEY, MODEL, SUGGESTOR, Place
 from converge_dsl.lsp._lookup import Subject
-from converge_dsl.lsp._positions import Hit, Point, path_at, value_at
+from converge_dsl.lsp._positions import Hit, Point, path_at
 from converge_dsl.lsp._related import loaded, tested_pipeline
 
 Symbol = tuple[str, str]  # (kind, name)

@@ -151,18 +151,6 @@ def _item_at(
     return None
 
 
-def value_at(data: Any, path: JsonPath) -> Any:
-    """The value at `path` in `data`; None where a step is missing."""
-    for step in path:
-        if isinstance(data, dict) and isinstance(step, str):
-            data = data.get(step)
-        elif isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
-            data = data[step]
-        else:
-            return None
-    return data
-
-
 def last_line(document: LoadedDocument, span: SourceSpan) -> int:
     """The last line a node's text is on: a block collection's span ends where the next
     token starts (a line below, at or before its indentation)."""
