@@ -7,7 +7,8 @@ data is the user's and its shape is only what a schema promised.
 `JsonObject` is a mapping of them (inputs, a fact's data); `JsonSchema` is a
 JSON Schema document (a key schema, a pack's input schema), which the
 package hands to jsonschema-rs and reads only through the few members it
-names. `json_depth` measures how deeply a decoded value nests; a run's inputs
+names. `json_depth` measures how deeply a decoded value nests (`nests_deeper`, whether
+it passes a bound, given the text too); a run's inputs
 nest at most `MAX_INPUT_DEPTH` deep (the command line's `--input` and `--inputs`,
 and a batch's cases, bound them so; the service bounds a request's whole body).
 """
@@ -36,3 +37,9 @@ def json_depth(value: Any) -> int:
             deepest = max(deepest, level)
             stack.extend((child, level + 1) for child in item)
     return deepest
+
+
+def nests_deeper(value: Any, text: str, limit: int) -> bool:
+    """Whether `value`, decoded from JSON `text`, nests deeper than `limit`. A value nests
+    no deeper than the brackets its text holds: most texts need no walk of the value."""
+    return text.count("[") + text.count("{") > limit and json_depth(value) > limit

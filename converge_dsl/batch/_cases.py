@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from converge_dsl._json_text import loads
-from converge_dsl._json_types import MAX_INPUT_DEPTH, json_depth
+from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
 from converge_dsl._reading import read_text
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -165,7 +165,7 @@ def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
         return Case(index, None, {}, too_deep, span)
     except ValueError as exc:
         return Case(index, None, {}, f"case {index}: not JSON ({exc})", span)
-    if json_depth(value) > MAX_INPUT_DEPTH:
+    if nests_deeper(value, text, MAX_INPUT_DEPTH):
         return Case(index, None, {}, too_deep, span)
     if not isinstance(value, dict):
         return Case(index, None, {}, f"case {index}: a case is a JSON object of inputs", span)

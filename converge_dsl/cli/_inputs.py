@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl._json_text import loads, surrogate_problem
-from converge_dsl._json_types import MAX_INPUT_DEPTH, json_depth
+from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
 from converge_dsl.errors import UsageError
 
 
@@ -70,7 +70,7 @@ def load_input_json(text: str, what: str) -> Any:
         value = loads(text, object_pairs_hook=_unique_keys(what))
     except RecursionError:
         raise too_deep from None
-    if json_depth(value) > MAX_INPUT_DEPTH:
+    if nests_deeper(value, text, MAX_INPUT_DEPTH):
         raise too_deep
     return value
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
 from converge_dsl._json_text import loads
-from converge_dsl._json_types import json_depth
+from converge_dsl._json_types import nests_deeper
 
 from ._requests import Refused, refused
 
@@ -139,8 +139,7 @@ def parse_json(raw: bytes) -> Any:
         ) from None
     except ValueError:
         raise _uncarriable(text) from None
-    # a value nests no deeper than the brackets its text holds: most bodies need no walk
-    if text.count("[") + text.count("{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
+    if nests_deeper(value, text, MAX_DEPTH):
         raise _too_deep()
     if _MAY_OVERFLOW.search(text) is not None:  # UTF-16 bodies too
         found = _first_problem(value)
