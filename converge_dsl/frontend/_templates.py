@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import Diagnostic, JsonPath, Severity, SourceSpan, did_you_mean
-from converge_dsl.frontend._dataflow import CALLED_AS, PARAMETERS, misfit_calls
+from converge_dsl.frontend._dataflow import CALLED_AS, misfit_calls
 from converge_dsl.frontend._fastjinja import analyse
 from converge_dsl.frontend._jinja_parse import free_names, known_tests, parse
 from converge_dsl.frontend.document import LoadedDocument
@@ -161,8 +161,6 @@ def _call_problems(
     names: frozenset[str],
 ) -> Iterator[Diagnostic]:
     """A call of a context function (`fact('K')`) whose arguments do not fit it (CD286)."""
-    if not any(name in text for name in PARAMETERS):
-        return
     for name, problem in misfit_calls(text, expression):
         if name in names:
             yield Diagnostic.at(
