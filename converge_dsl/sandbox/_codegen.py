@@ -55,7 +55,9 @@ class BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
     compile cache's key holds it (`converge_dsl.compiler._compile_cache`).
     """
 
-    revision = 3  # 2: a slice of a constant goes through `environment.getitem`; 3: `refusal`
+    # 2: a slice of a constant goes through `environment.getitem`; 3: `refusal`; 4: of a
+    # folded constant too
+    revision = 4
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -84,11 +86,10 @@ class BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
 
     def visit_Getitem(self, node: jinja2.nodes.Getitem, frame: jinja2.compiler.Frame) -> None:
         # Jinja writes a slice as Python's `x[a:b]`; of a constant that cannot be sliced
-        # (`1[0:1]`) Python's compiler warns on the process's stderr. Such a slice goes
-        # through `environment.getitem` instead, and fails when run as `2[0]` does.
-        if not (
-            isinstance(node.arg, jinja2.nodes.Slice) and isinstance(node.node, jinja2.nodes.Const)
-        ):
+        # (`1[0:1]`, `(-1)[0:1]`: Python folds what Jinja folds) Python's compiler warns on
+        # the process's stderr. A slice of a constant goes through `environment.getitem`
+        # instead, and fails when run as `2[0]` does.
+        if not (isinstance(node.arg, jinja2.nodes.Slice) and _folds(node.node, frame)):
             super().visit_Getitem(node, frame)
             return
         self.write("environment.getitem(")
@@ -108,6 +109,15 @@ class BoundedCodeGenerator(jinja2.compiler.CodeGenerator):
             self.visit(arg, frame)
             self.write(", ")
         self.write("))")
+
+
+def _folds(node: jinja2.nodes.Expr, frame: jinja2.compiler.Frame) -> bool:
+    """Whether Jinja folds `node` into a constant (`-1`, `1 + 2`) as it generates code."""
+    try:
+        node.as_const(frame.eval_ctx)
+    except Exception:  # `Impossible`, or what folding it raised: not folded
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from converge_dsl.sandbox._templating import (
     MAX_INT_BITS,
     MAX_WORK,
     TemplateRenderError,
+    compile_expression,
     compile_template,
     render,
 )
@@ -481,6 +482,7 @@ def test_a_slice_of_a_constant_compiles_without_a_warning_and_fails_when_rendere
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         template = compile_template("{{ x if x else 1[0:1] }}")
+        compile_expression("(-1)[0:1]")  # Python folds `-1` as Jinja does
         sliced = compile_template("{{ 'abcdef'[1:5:2] }}{{ 'abc'[:-1] }}{{ (1, 2, 3)[1:] }}")
     assert render(template, {"x": "kept", **GLOBALS}) == "kept"
     with pytest.raises(TemplateRenderError, match=r"int object has no element slice\(0, 1, None\)"):
