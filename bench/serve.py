@@ -24,7 +24,9 @@ adapter to `bench/loopback.py`, its own process, answering after 100 ms).
 - What the service stores of a run, measured in this process: `Pipeline.outcome`
   with the service's event sink and its SQLite checkpoint journal, the run added
   running and finished in a `RunStore` as the service writes a `?wait=true` run's
-  rows (no HTTP, no queue, no threads).
+  rows (no HTTP, no queue, no threads). Its rate is a second baseline: the
+  service's rate against it (O2) is what HTTP, the queues and the threads add
+  to a run stored as the service must store it.
 - The floor: the same wrk load on a bare Starlette endpoint under uvicorn
   (its own process, configured as `serve` configures uvicorn) that only reads
   the body and answers a small JSON: its CPU per request is what any run
@@ -37,7 +39,8 @@ Prints per model:
       server cpu per run by thread: main thread M ms  other threads T ms
       floor: a bare Starlette endpoint under uvicorn: cpu per request F ms (R req/s);
       (arun + bare) / arun Q
-      in process, the run with what the service stores of it (...): D ms, ...
+      in process, the run with what the service stores of it (...): D ms, ...,
+      K runs/s: overhead per run against it (...) O2
       in process, what each stored thing adds per run: the run alone (...) U ms;
       its events +V ms; its rows +W ms; its checkpoint journal +J ms
 
@@ -141,13 +144,13 @@ def durable(
     folder: Path,
     *,
     stage: str = "journal",
-) -> float:
-    """CPU seconds per run of `Pipeline.outcome` doing in this process what the service
-    stores of a run, without HTTP, queues or threads: the run added started, as the
-    service adds a run a waiting worker takes (one write, in the journals' group commit
-    with its end at the latest), run with the service's event sink and its checkpoint
-    journal in SQLite, and finished with its events and result (`RunStore`),
-    `concurrency` at once on one event loop.
+) -> tuple[float, float]:
+    """Runs per second, and CPU seconds per run, of `Pipeline.outcome` doing in this
+    process what the service stores of a run, without HTTP, queues or threads: the run
+    added started, as the service adds a run a waiting worker takes (one write, in the
+    journals' group commit with its end at the latest), run with the service's event
+    sink and its checkpoint journal in SQLite, and finished with its events and result
+    (`RunStore`), `concurrency` at once on one event loop.
 
     `stage` stops short, to price each stored thing: `run` is `Pipeline.outcome` and its
     result document alone; `events` adds the service's event sink (the records made and
@@ -211,11 +214,11 @@ def durable(
                     assert added.done()  # committed with its end or before
 
         await asyncio.gather(*(one() for _ in range(min(runs, 2 * concurrency))))
-        cpu = time.process_time()
+        start, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one() for _ in range(runs)))
-        cpu = time.process_time() - cpu
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         await loaded.aclose()
-        return cpu / runs
+        return runs / elapsed, cpu / runs
 
     try:
         return asyncio.run(main())
@@ -417,7 +420,8 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
                 stage: durable(pipeline, inputs, runs, concurrency, folder, stage=stage)
                 for stage in STAGES
             }
-            durable_cpu = stages["journal"]
+            durable_rate, durable_cpu = stages["journal"]
+            stage_cpu = {stage: cpu for stage, (_, cpu) in stages.items()}
             server, url = _serve(pipeline, folder, concurrency, executor)
             try:
                 body = json.dumps({"inputs": inputs})
@@ -461,13 +465,15 @@ def bench(model: str, seconds: int, concurrency: int, runs: int, executor: str =
         f"  in process, the run with what the service stores of it (events, journal, "
         f"result; no HTTP, queue or threads): {1000 * durable_cpu:.2f} ms, "
         f"{durable_cpu / arun_cpu:.2f} x arun; with the bare endpoint "
-        f"{(durable_cpu + bare_cpu) / arun_cpu:.2f} x arun\n"
+        f"{(durable_cpu + bare_cpu) / arun_cpu:.2f} x arun; {durable_rate:.0f} runs/s: "
+        f"overhead per run against it (what HTTP, queues and threads add to a run "
+        f"stored as the service stores it) {durable_rate / figures['rate']:.2f}\n"
         f"  in process, what each stored thing adds per run: the run alone (outcome and "
-        f"its result document) {1000 * stages['run']:.2f} ms; its events (the service's "
-        f"sink, records made) +{1000 * (stages['events'] - stages['run']):.2f} ms; its "
+        f"its result document) {1000 * stage_cpu['run']:.2f} ms; its events (the service's "
+        f"sink, records made) +{1000 * (stage_cpu['events'] - stage_cpu['run']):.2f} ms; its "
         f"rows (added running, finished with events and result) "
-        f"+{1000 * (stages['rows'] - stages['events']):.2f} ms; its checkpoint journal "
-        f"+{1000 * (stages['journal'] - stages['rows']):.2f} ms",
+        f"+{1000 * (stage_cpu['rows'] - stage_cpu['events']):.2f} ms; its checkpoint journal "
+        f"+{1000 * (stage_cpu['journal'] - stage_cpu['rows']):.2f} ms",
         flush=True,
     )
 
