@@ -129,6 +129,7 @@ SERVE_BODY_TIMEOUT = "CD308"  # a served request's body did not arrive in time (
 SERVE_BAD_PARAMETER = "CD309"  # a served request's ?wait= or Last-Event-ID is not of its form
 # 320 to 339: refusals of the command line and what it drives (not validate's warnings)
 PACK_ARCHIVE_REFUSED = "CD320"  # a pack archive is corrupt, or a member is unsafe or not allowed
+RESULTS_OF_ANOTHER_PIPELINE = "CD321"  # --resume: a line of --out is of another or edited pipeline
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

@@ -102,6 +102,8 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SERVE_BAD_PARAMETER: "tests/serve/test_app.py",
         # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
         codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
+        # `run --cases --out R --resume` with R of another pipeline (not validate's)
+        codes.RESULTS_OF_ANOTHER_PIPELINE: "tests/batch/test_resume.py",
     }
     reported = [
         v
