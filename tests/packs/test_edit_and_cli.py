@@ -220,7 +220,7 @@ def test_lock_names_a_repository_folder_that_does_not_exist(tmp_path: Path) -> N
     )
     code, _, err = _cli("lock", str(pipeline), "--cache", str(tmp_path / "c"))
     assert code == 1
-    assert err.startswith("error: repository ./norepo does not exist\n")
+    assert err.startswith("error[CD325]: repository ./norepo does not exist\n")
     assert "relative to the pipeline file" in err
     code, _, err = _cli("pack", "list", "--repo", str(tmp_path / "nodir"))
     assert code == 1
