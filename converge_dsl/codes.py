@@ -129,6 +129,19 @@ SERVE_BODY_TIMEOUT = "CD308"  # a served request's body did not arrive in time (
 SERVE_BAD_PARAMETER = "CD309"  # a served request's ?wait= or Last-Event-ID is not of its form
 # 320 to 339: refusals of the command line and what it drives (not validate's warnings)
 PACK_ARCHIVE_REFUSED = "CD320"  # a pack archive is corrupt, or a member is unsafe or not allowed
+RESULTS_OF_ANOTHER_PIPELINE = "CD321"  # --resume: a line of --out is of another or edited pipeline
+# Pack commands (lock, pack ..., run's pack checks): refusals that had no code of their own
+PACK_FILE_NOT_WRITTEN = "CD322"  # a file of the pack cache, a repository or a lock: not written
+LOCK_FILE_BUSY = "CD323"  # another converge-dsl process held the lock file past the wait
+REPOSITORY_UNREADABLE = "CD324"  # a repository file cannot be read, is not JSON, or is malformed
+REPOSITORY_NOT_FOUND = "CD325"  # a folder repository does not exist, or is not a folder
+PIPELINE_PACKS_MALFORMED = "CD326"  # pipeline, packs:, repositories: or tools: not as lock reads
+REPOSITORY_UNREACHABLE = "CD327"  # an HTTP repository: not asked, not reached, or an error answered
+SOLVER_NOT_LOADED = "CD328"  # an installed solver fails to load, or is not a Solver
+PACK_RESOLUTION_GAVE_UP = "CD329"  # pack resolution gave up after its step limit
+SIGNING_KEY_MALFORMED = "CD330"  # a signing or trusted key is not an ed25519 key of its form
+PUBLISH_VERSION_EXISTS = "CD331"  # pack publish: the version is published with another digest
+PACK_FILE_NOT_FOUND = "CD332"  # the pipeline or pack.yaml a pack command reads does not exist
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

@@ -41,6 +41,31 @@ class SourceSpan(Record):
         return f"{self.file}:{self.line}:{self.column}"
 
 
+# What a file name may hold that would break its location's line or drive a terminal:
+# C0 (newline and tab too), DEL, C1, the Unicode line and paragraph separators, bidi.
+_NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(character: str) -> str:
+    named = _NAMED_ESCAPES.get(character)
+    if named is not None:
+        return named
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(name: str) -> str:
+    """A file's `name` as a human location shows it (`FILE:LINE:COLUMN`, `--> ...`):
+    newline, carriage return and tab as `\\n`, `\\r`, `\\t`, every other control,
+    line-separator or bidi character as `\\xNN` / `\\uNNNN`, so one diagnostic's
+    location stays one line and cannot drive the terminal. Machine output (JSON's
+    `file`, SARIF) keeps the real name."""
+    import re
+
+    return re.sub(_NOT_ONE_LINE, lambda found: _escaped(found.group()), name)
+
+
 JsonPath = tuple[str | int, ...]
 
 

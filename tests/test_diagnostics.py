@@ -13,3 +13,18 @@ def test_a_likely_typo_gets_did_you_mean() -> None:
 def test_a_name_like_none_gets_the_fallback() -> None:
     hint = unknown_name_hint("zzz", {"analyst": 1}, "declared: analyst")
     assert hint == "declared: analyst"
+
+
+def test_one_line_escapes_what_would_break_a_location() -> None:
+    from converge_dsl.diagnostics import one_line
+
+    assert one_line("plain/ü.yaml") == "plain/ü.yaml"
+    assert one_line("a\nb\r\tc\x00\x85\u2029\u202e") == "a\\nb\\r\\tc\\x00\\x85\\u2029\\u202e"
+
+
+def test_a_run_error_shows_its_file_on_one_line() -> None:
+    from converge_dsl.diagnostics import SourceSpan
+    from converge_dsl.errors import RunError
+
+    error = RunError("it failed", span=SourceSpan("a\nb.yaml", 3, 4, 3, 5))
+    assert str(error) == "a\\nb.yaml:3:4: it failed"

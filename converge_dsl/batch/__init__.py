@@ -15,9 +15,10 @@ Public surface:
   `checkpoint`: a journal folder to write or resume, `converge_dsl.runtime.Checkpointing`;
   `budget`: the run's budget made from the pipeline's).
 - `Case`, `CaseResult` (a finished case: index, id, run result as plain JSON `body`
-  and as a `document`, exit code, and its result `line()`), `read_cases(path)`,
-  `read_done(path)` -> `Done` (the cases a results file holds and their usage; a
-  torn last line is cut).
+  and as a `document`, exit code, the `pipeline` that ran it when a batch stamped it,
+  and its result `line()`), `read_cases(path)`, `read_done(path)` -> `Done` (the
+  cases a results file holds, their usage and the pipelines its lines name; a torn
+  last line is cut).
 - `BatchLimits`, `BudgetPool`, `LocalPool`, `SharedPool`, `PooledMeter`: the
   batch-wide `--max-model-calls` / `--max-tokens` over every case.
 - `BatchOptions` and `run_batch(options, on_result)` -> `BatchSummary`: a whole

@@ -10,19 +10,27 @@ cases finish (so a line is never lost to a kill) and tagged with the case's
 0-based `index` (its position among the cases' non-blank lines) and `id`:
 sort by `index` for input order. Each line is the case's run result
 (`run-result.v1`: stop reason, facts, diagnostics, usage...) with `index`,
-`id` and `exit_code` first. `read_done` reads a results file back for
-`--resume`: a last line cut short by a kill is ignored and cut off.
+`id`, `exit_code` and `pipeline` first: the `PipelineStamp` of the pipeline
+that ran it, its name and the SHA-256 of its text (the digest a checkpoint
+journal keeps of it, `pipeline_text`). `read_done` reads a results file back
+for `--resume`: a last line cut short by a kill is ignored and cut off, and
+`check_pipeline` refuses (CD321) a file holding a line of another pipeline,
+or of this one before an edit. A line without `pipeline` (written before
+lines carried it) names no pipeline and is taken as this one's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+from converge_dsl import codes
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
 from converge_dsl._reading import read_text
@@ -38,6 +46,29 @@ CaseId = str | int | None
 LINE_START = b'{"index":'
 # What `json.dumps(line, ensure_ascii=False, separators=(",", ":"))` uses, made once.
 _LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineStamp:
+    """The pipeline a result line is of: its name and the hex SHA-256 of its text.
+
+    The digest is the one a checkpoint journal keeps of the pipeline text
+    (`pipeline_text`, `converge_dsl.runtime`): an edit of the file changes it.
+    """
+
+    name: str
+    sha256: str
+
+    @classmethod
+    def of(cls, name: str, text: str) -> PipelineStamp:
+        """The stamp of the pipeline `name` whose file's text is `text`."""
+        return cls(name, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+    def as_json(self) -> dict[str, str]:
+        return {"name": self.name, "sha256": self.sha256}
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +151,8 @@ class CaseResult:
     # The case's wall time (seconds), kept out of `body` and its line: a result line
     # stays the same from run to run.
     seconds: float = field(default=0.0, compare=False, repr=False)
+    # The pipeline that ran it, first in its line after `exit_code` (None: left out).
+    pipeline: PipelineStamp | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -148,7 +181,9 @@ class CaseResult:
         """The result line (JSON, one line, newline-terminated)."""
         if self.text is not None:
             return self.text
-        head = {"index": self.index, "id": self.id, "exit_code": self.exit_code}
+        head: dict[str, Any] = {"index": self.index, "id": self.id, "exit_code": self.exit_code}
+        if self.pipeline is not None:
+            head["pipeline"] = self.pipeline.as_json()
         return _LINE.encode({**head, **self.body}) + "\n"
 
     def with_line(self) -> CaseResult:
@@ -217,11 +252,13 @@ def recognise(first: bytes) -> bool:
 
 @dataclass(slots=True)
 class Done:
-    """What a results file already holds: index -> id, and the usage those cases spent."""
+    """What a results file already holds: index -> id, and the usage those cases spent;
+    `pipelines`: each pipeline its lines name, with the number of the first such line."""
 
     ids: dict[int, CaseId] = field(default_factory=dict)
     model_calls: int = 0
     tokens: int = 0
+    pipelines: dict[PipelineStamp, int] = field(default_factory=dict)
 
 
 def read_done(path: Path, cases: Path | None = None) -> Done:
@@ -279,17 +316,68 @@ def _done(data: bytes, path: Path) -> Done:
             line = None
         usage = line.get("usage") or {} if isinstance(line, dict) else None
         counts = [usage.get(name, 0) for name in _COUNTS] if isinstance(usage, dict) else None
+        stamp = _stamp(line.get("pipeline")) if isinstance(line, dict) else False
         if (
             not isinstance(line, dict)
             or not isinstance(line.get("index"), int)
             or counts is None
             or not all(type(count) is int for count in counts)
+            or stamp is False
         ):
             raise _not_results(path, number)
+        if stamp is not None:
+            done.pipelines.setdefault(stamp, number)
         done.ids[line["index"]] = line.get("id")
         done.model_calls += counts[0]
         done.tokens += counts[1] + counts[2]
     return done
+
+
+def _stamp(value: Any) -> PipelineStamp | Literal[False] | None:
+    """The stamp a line's `pipeline` holds; None when it has none; False when it is not one."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and isinstance(value.get("sha256"), str)
+        and _SHA256.match(value["sha256"])
+    ):
+        return PipelineStamp(value["name"], value["sha256"])
+    return False
+
+
+class ResultsRefused(UsageError):
+    """`--resume` of a results file that holds lines of another pipeline (CD321); exit 3."""
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(f"results file refused [{codes.RESULTS_OF_ANOTHER_PIPELINE}]: {message}")
+        self.hint = hint
+        self.code = codes.RESULTS_OF_ANOTHER_PIPELINE
+
+
+def check_pipeline(done: Done, stamp: PipelineStamp, path: Path) -> None:
+    """Refuse (`ResultsRefused`) a results file whose lines name a pipeline other than
+    `stamp` (another name, or this name with another text): at its first such line.
+    Lines that name no pipeline are taken as this one's."""
+    others = [(number, other) for other, number in done.pipelines.items() if other != stamp]
+    if not others:
+        return
+    number, other = min(others, key=lambda found: found[0])
+    if other.name == stamp.name:
+        what = (
+            f"a result of pipeline {other.name!r} as its text was before an edit "
+            f"(sha256 {other.sha256[:16]}; now {stamp.sha256[:16]})"
+        )
+    else:
+        what = (
+            f"a result of pipeline {other.name!r} (sha256 {other.sha256[:16]}), "
+            f"not of {stamp.name!r} (sha256 {stamp.sha256[:16]})"
+        )
+    raise ResultsRefused(
+        f"--out {path}: line {number} holds {what}; resuming would mix their results",
+        hint="give a new --out for this pipeline, or drop --resume to start --out again",
+    )
 
 
 def check_resumable(done: Mapping[int, CaseId], cases: list[Case], path: Path) -> None:

@@ -8,7 +8,7 @@ result as soon as it is done (the batch writes it at once).
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 
 from converge_dsl.clock import SystemClock
@@ -19,12 +19,18 @@ from ._schedule import drive, finished, local_pool, make_meter
 
 if TYPE_CHECKING:
     from ._options import BatchOptions
+    from ._pipeline import Pipeline
 
 
 def run_locally(
-    options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
+    options: BatchOptions,
+    workers: int,
+    todo: list[Case],
+    spent: tuple[int, int],
+    loaded: Callable[[Pipeline], None],
 ) -> Generator[CaseResult, None, None]:
-    """The `local` executor: load the pipeline now, then run `todo` as results are asked for."""
+    """The `local` executor: load the pipeline now and hand it to `loaded`, then run
+    `todo` as results are asked for."""
     from ._pipeline import load
 
     pipeline = load(
@@ -34,6 +40,11 @@ def run_locally(
         max_connections=max(64, workers),
         cache=options.cache,
     )
+    try:
+        loaded(pipeline)
+    except BaseException:
+        pipeline.close()
+        raise
     freeze_alive()  # the loaded pipeline lives as long as the batch: no collection scans it
     clock = SystemClock()
     meter = make_meter(local_pool(options.limits, spent), clock)

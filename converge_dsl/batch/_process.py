@@ -60,10 +60,10 @@ import pickle
 import sys
 import threading
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +73,7 @@ from converge_dsl.engine import freeze_alive
 from converge_dsl.errors import ConvergeError
 
 from ._budget import SharedPool
-from ._cases import Case, CaseResult, error_result
+from ._cases import Case, CaseResult, PipelineStamp, error_result
 
 if TYPE_CHECKING:
     from ._options import BatchOptions
@@ -160,6 +160,8 @@ class _Worker:
     """The state of one worker process: its loaded pipeline, event loop and meter."""
 
     pipeline: Pipeline | None = None
+    # The stamp of the lines this worker writes (`_cases.PipelineStamp`).
+    stamp: PipelineStamp | None = None
     loop: asyncio.AbstractEventLoop | None = None
     meter: MeterFactory | None = None
     sinks: SinkFactory | None = None
@@ -198,6 +200,7 @@ def _keep(pipeline: Pipeline) -> None:
     """Keep `pipeline` for the batch, and freeze what is alive (as the `local` executor:
     no collection scans the loaded pipeline)."""
     _Worker.pipeline = pipeline
+    _Worker.stamp = PipelineStamp.of(pipeline.name, pipeline.document.text)
     # The worker's tool servers stop when it ends (multiprocessing runs no atexit hook).
     multiprocessing.util.Finalize(None, pipeline.close, exitpriority=10)
     freeze_alive()
@@ -217,18 +220,25 @@ def _run(cases: list[Case], pickled: bytes | None = None) -> list[CaseResult]:
     assert pipeline is not None, "the pipeline came with the worker or its chunk"
     assert loop is not None, "the worker initializer has run"
     return [
-        loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks)).with_line()
+        replace(
+            loop.run_until_complete(run_case(pipeline, case, _Worker.meter, _Worker.sinks)),
+            pipeline=_Worker.stamp,
+        ).with_line()
         for case in cases
     ]
 
 
 def run_in_processes(
-    options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
+    options: BatchOptions,
+    workers: int,
+    todo: list[Case],
+    spent: tuple[int, int],
+    loaded: Callable[[Pipeline], None],
 ) -> Generator[CaseResult, None, None]:
     """The `process` executor: start spawned workers at once (they import while the
-    pipeline loads here), check the pipeline loads, then start forked ones (from this
-    process, or from the fork server the caller started: `start_fork_server`) and run
-    `todo` in the workers."""
+    pipeline loads here), check the pipeline loads and hand it to `loaded`, then start
+    forked ones (from this process, or from the fork server the caller started:
+    `start_fork_server`) and run `todo` in the workers."""
     from ._pipeline import close_answers, load
 
     context = _context()
@@ -247,6 +257,7 @@ def run_in_processes(
         pipeline = load(
             options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
         )  # pickled to each worker with its cache settings: one store, one mode
+        loaded(pipeline)
         pickled = pickle.dumps(pipeline, pickle.HIGHEST_PROTOCOL)
         close_answers(pipeline)  # the workers open their own: none is forked open
         if executor is None and todo:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from ._options import BatchOptions
     from ._outputs import CaseOutputs
+    from ._pipeline import Pipeline
 
 
 def _ray() -> Any:
@@ -179,14 +180,23 @@ def stop_actors(
 
 
 def run_on_ray(
-    options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
+    options: BatchOptions,
+    workers: int,
+    todo: list[Case],
+    spent: tuple[int, int],
+    loaded: Callable[[Pipeline], None],
 ) -> Generator[CaseResult, None, None]:
-    """The `ray` executor (see the module docstring); `workers` cases in flight in all."""
+    """The `ray` executor (see the module docstring); `workers` cases in flight in all.
+    The pipeline loaded here is handed to `loaded` before any actor starts."""
     from ._pipeline import load
 
     ray = _ray()
     # Loaded here first, so an invalid pipeline fails before any actor starts.
-    load(options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache)
+    loaded(
+        load(
+            options.pipeline, env=options.env, allow_roots=options.allow_roots, cache=options.cache
+        )
+    )
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=options.ray_address, logging_level="ERROR", log_to_driver=False)

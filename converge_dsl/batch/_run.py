@@ -11,10 +11,13 @@ any case, as `converge-dsl run` would), then the executor runs the cases that
 
 Each result line is written to `--out` (through the checked opener and
 writes of `converge_dsl._files`) and flushed as its case finishes, tagged
-with its `index` (`_cases`). A case that fails is a result line like any
-other; only a problem of the batch itself (the pipeline, `--cases`, `--out`)
-raises. The batch-wide `limits` count what earlier runs of the batch spent
-(`--resume`) and cap every case's usage together (`_budget`).
+with its `index` and the pipeline's stamp (`_cases.PipelineStamp`). Once the
+pipeline is loaded and before any case runs, `--resume` refuses an `--out`
+holding lines of another pipeline (`_cases.check_pipeline`, CD321). A case that
+fails is a result line like any other; only a problem of the batch itself
+(the pipeline, `--cases`, `--out`) raises. The batch-wide `limits` count what
+earlier runs of the batch spent (`--resume`) and cap every case's usage
+together (`_budget`).
 """
 
 from __future__ import annotations
@@ -22,13 +25,26 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from converge_dsl.errors import UsageError
 
-from ._cases import Case, CaseResult, check_resumable, read_cases, read_done
+from ._cases import (
+    Case,
+    CaseResult,
+    Done,
+    PipelineStamp,
+    check_pipeline,
+    check_resumable,
+    read_cases,
+    read_done,
+)
 from ._options import EXECUTORS, BatchOptions
 from ._outputs import BatchReportSink, BatchSink, FolderSink, OutLinesSink
+
+if TYPE_CHECKING:
+    from ._pipeline import Pipeline
 
 __all__ = ["EXECUTORS", "BatchOptions", "BatchSummary", "run_batch", "run_cases"]
 
@@ -91,7 +107,9 @@ def run_batch(
     spent = (0, 0) if done is None else (done.model_calls, done.tokens)
     clock = SystemClock()
     options.outputs.check_otel(clock)
-    results = _executor(options, workers, todo, spent)  # loads the pipeline: fails early
+    stamp = _Stamp(done, options)
+    # Loads the pipeline (fails early) and hands it to `stamp`, which checks `--out`.
+    results = _executor(options, workers, todo, spent, stamp.loaded)
     options.outputs.make_folders()
     opened: list[BatchSink] = []
     started = time.monotonic()
@@ -100,7 +118,10 @@ def run_batch(
             sink.open(clock)
             opened.append(sink)
         on_start(summary)
-        for result in results:
+        for finished in results:
+            result = finished
+            if result.pipeline is None:  # a `process` worker stamps the lines it writes
+                result = replace(result, pipeline=stamp.stamp, text=None)
             for sink in sinks:
                 sink.on_case(result)
             summary.add(result)
@@ -124,7 +145,26 @@ def run_cases(options: BatchOptions, cases: list[Case]) -> Generator[CaseResult,
         raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
     if cases:
         _start_fork_server(options)
-    return _executor(options, options.workers(), _cassettes(options, cases), (0, 0))
+    return _executor(options, options.workers(), _cassettes(options, cases), (0, 0), _ignore)
+
+
+def _ignore(pipeline: Pipeline) -> None:
+    """What `run_cases` does with the loaded pipeline: nothing (it writes no lines)."""
+
+
+class _Stamp:
+    """The stamp of the batch's pipeline, taken when an executor has loaded it; under
+    `--resume`, `--out` is checked against it then, before any case runs."""
+
+    def __init__(self, done: Done | None, options: BatchOptions) -> None:
+        self._done = done
+        self._out = options.out
+        self.stamp: PipelineStamp | None = None
+
+    def loaded(self, pipeline: Pipeline) -> None:
+        self.stamp = PipelineStamp.of(pipeline.name, pipeline.document.text)
+        if self._done is not None:
+            check_pipeline(self._done, self.stamp, self._out)
 
 
 def _start_fork_server(options: BatchOptions) -> None:
@@ -167,22 +207,28 @@ def _sinks(options: BatchOptions) -> list[BatchSink]:
 
 
 def _executor(
-    options: BatchOptions, workers: int, todo: list[Case], spent: tuple[int, int]
+    options: BatchOptions,
+    workers: int,
+    todo: list[Case],
+    spent: tuple[int, int],
+    loaded: Callable[[Pipeline], None],
 ) -> Generator[CaseResult, None, None]:
     """The results of `todo`, as the chosen executor finishes them (started already).
 
-    `process` and `ray` start no more workers than there are cases to run.
+    Each executor loads the pipeline, then calls `loaded` with it before any case
+    starts (what it raises stops the batch). `process` and `ray` start no more
+    workers than there are cases to run.
     """
     if options.executor != "local":
         workers = max(1, min(workers, len(todo)))
     if options.executor == "process":
         from ._process import run_in_processes
 
-        return run_in_processes(options, workers, todo, spent)
+        return run_in_processes(options, workers, todo, spent, loaded)
     if options.executor == "ray":
         from ._ray import run_on_ray
 
-        return run_on_ray(options, workers, todo, spent)
+        return run_on_ray(options, workers, todo, spent, loaded)
     from ._local import run_locally
 
-    return run_locally(options, workers, todo, spent)
+    return run_locally(options, workers, todo, spent, loaded)

@@ -302,8 +302,10 @@ def report(exc: ConvergeError, io: CommandIO, format: str = "human") -> int:
     code, where = getattr(exc, "code", None), getattr(exc, "where", None)
     text = str(exc)
     if where:  # under the first line, as a located diagnostic shows its place
+        from converge_dsl.diagnostics import one_line
+
         first, newline, rest = text.partition("\n")
-        text = f"{first}\n --> {where}{newline}{rest}"
+        text = f"{first}\n --> {one_line(where)}{newline}{rest}"
     io.stderr.write(f"{f'error[{code}]' if code else 'error'}: {text}\n")
     if format == "json":
         error = {"code": code, "message": exc.message, "hint": exc.hint}

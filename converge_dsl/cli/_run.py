@@ -2,13 +2,16 @@
 
 Exit codes: 0 converged, 2 invalid pipeline (the diagnostics of `validate`),
 3 usage error, 4 a budget ran out, 5 an invariant was violated, 6 paused for a
-human, 1 anything else. `--format json` always prints one `RunResultDocument`:
-every stop but `converged` has at least one diagnostic saying why (code,
-message, suggestor, location); a run that never started has stop reason
-`invalid` (the diagnostics of `validate`), `usage_error` or `error` and no
-facts. Human output shows the same diagnostics on stderr (exit 2: as
-`converge-dsl validate` prints them). Packs the cache lacks are fetched
-first, one line on stderr for each.
+human, 1 anything else, 130 interrupted (Ctrl-C, SIGINT). `--format json`
+always prints one `RunResultDocument`: every stop but `converged` has at least
+one diagnostic saying why (code, message, suggestor, location); a run that
+never started has stop reason `invalid` (the diagnostics of `validate`),
+`usage_error` or `error` and no facts; a run interrupted before its document
+began to print has stop reason `cancelled` (CD908, at the pipeline file) and,
+since what the run had reached is lost with it, no facts, cycles or usage.
+Human output shows the same diagnostics on stderr (exit 2: as `converge-dsl
+validate` prints them). Packs the cache lacks are fetched first, one line on
+stderr for each.
 
 Human in the loop: a run that pauses (exit 6) lists the pending proposals (id,
 key, content, confidence, suggestor, why gated; `pending` in JSON). With
@@ -50,7 +53,7 @@ if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.engine import Fact, Provenance
-    from converge_dsl.runtime import RunOptions, RunOutcome
+    from converge_dsl.runtime import RunOptions, RunOutcome, RunResultDocument
 
 
 _JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
@@ -487,6 +490,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         options = _options(args, io, progress)
         options = replace(options, sinks=(*options.sinks, ResultSink(show)))
         out = asyncio.run(run_pipeline(options))
+    except KeyboardInterrupt:
+        if not human and not printed:  # a program reading stdout still gets its document
+            io.stdout.write(_interrupted(args.pipeline).model_dump_json(indent=2) + "\n")
+        raise  # the command line says `interrupted` and exits 130
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
         # else as one error line, by the command line. JSON: the run-result document,
@@ -502,6 +509,27 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         if progress is not None:
             progress.stop()
     return out.exit_code
+
+
+def _interrupted(pipeline: Path) -> RunResultDocument:
+    """The run-result document of a run a Ctrl-C (SIGINT) interrupted: `cancelled`."""
+    from converge_dsl import codes
+    from converge_dsl.diagnostics import Diagnostic, SourceSpan
+    from converge_dsl.runtime import RunResultDocument, UsageModel
+
+    message = (
+        "the run was interrupted (Ctrl-C, SIGINT) before it stopped; "
+        "the facts, cycles and usage it had reached are not reported"
+    )
+    where = SourceSpan(str(pipeline), 1, 1, 1, 1)
+    hint = "run it again (a run with --checkpoint DIR continues with --resume DIR)"
+    return RunResultDocument.build(
+        stop_reason="cancelled",
+        cycles=0,
+        facts=(),
+        diagnostics=[Diagnostic.at(codes.STOP_CANCELLED, message, where, hint=hint)],
+        usage=UsageModel(),
+    )
 
 
 def _show(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:

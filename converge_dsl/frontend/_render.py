@@ -5,7 +5,9 @@
   A source line longer than `EXCERPT_WIDTH` is cut to a window around the
   caret, with `…` where text was cut. Control characters (C0 other than
   newline/tab, DEL, C1, so ESC and NUL) and bidi controls are shown escaped
-  (`\x1b`, `\u202e`, see `terminal_safe`), so no text reaches the terminal raw.
+  (`\x1b`, `\u202e`, see `terminal_safe`), so no text reaches the terminal raw;
+  the file name of the `-->` line has its newlines and tabs escaped too (`\n`,
+  `diagnostics.one_line`), so a location is always one line.
   The excerpt comes from the text the caller gives for a file, else from the
   file itself (`SourceTexts`: read once, on first use; unreadable, no excerpt).
   A diagnostic whose `excerpt` is false is shown without one (its file may not
@@ -27,7 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl._reading import ReadRefused, read_text
-from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.diagnostics import Diagnostic, one_line
 from converge_dsl.frontend._cap import Omitted
 
 Segment = tuple[str, str]  # (text, rich style); plain output ignores the style
@@ -120,7 +122,7 @@ def _segments(diagnostic: Diagnostic, sources: SourceTexts) -> list[list[Segment
     text_lines = sources.lines(diagnostic.file) if diagnostic.excerpt else []
     number = str(diagnostic.line)
     pad = " " * len(number)
-    where = terminal_safe(f"{diagnostic.file}:{diagnostic.line}:{diagnostic.column}")
+    where = f"{one_line(diagnostic.file)}:{diagnostic.line}:{diagnostic.column}"
     lines.append([(f"{pad}--> ", "blue"), (where, "")])
     if 1 <= diagnostic.line <= len(text_lines):
         line = text_lines[diagnostic.line - 1].replace("\t", " ")

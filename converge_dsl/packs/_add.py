@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._reading import read_bytes
-from converge_dsl.errors import PackError, UsageError
+from converge_dsl.errors import UsageError
 from converge_dsl.packs._cache import PackCache
 from converge_dsl.packs._edit import add_pack_requirement, add_repository, default_specifier
-from converge_dsl.packs._files import Notice, write_atomic
+from converge_dsl.packs._files import Notice, PackRefused, write_atomic
 from converge_dsl.packs._index import check_name
 from converge_dsl.packs._lockfile import lock_hint
 from converge_dsl.packs._workspace import PipelinePacks, lock_pipeline
@@ -76,7 +76,8 @@ def repository_entry(repo: str, pipeline: Path) -> str | dict[str, str]:
     folder = Path(repo)
     if not folder.is_dir():
         state = "is not a folder" if folder.exists() else "does not exist"
-        raise PackError(
+        raise PackRefused(
+            codes.REPOSITORY_NOT_FOUND,
             f"repository {repo} {state}",
             hint="give a folder made by converge-dsl pack publish PACK_DIR --repo DIR, "
             "an http(s) URL, or builtin",

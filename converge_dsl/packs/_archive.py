@@ -45,7 +45,6 @@ from pathlib import Path, PurePosixPath
 from converge_dsl._files import create_new
 from converge_dsl._reading import read_bytes
 from converge_dsl.codes import PACK_ARCHIVE_REFUSED, PACK_ARCHIVE_TOO_LARGE
-from converge_dsl.errors import PackError
 from converge_dsl.packs._files import PackRefused
 
 MAX_MEMBER_BYTES = 8 * 1024 * 1024  # the real data of one member
@@ -100,12 +99,19 @@ def _pack_files(folder: Path) -> list[tuple[str, Path]]:
             continue
         mode = path.lstat().st_mode
         if stat.S_ISLNK(mode):
-            raise PackError(f"{relative.as_posix()}: packs may not contain links")
+            raise PackRefused(
+                PACK_ARCHIVE_REFUSED, f"{relative.as_posix()}: packs may not contain links"
+            )
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise PackError(f"{relative.as_posix()}: packs hold regular files and folders only")
+            raise PackRefused(
+                PACK_ARCHIVE_REFUSED,
+                f"{relative.as_posix()}: packs hold regular files and folders only",
+            )
         problem = _name_size_problem(relative.as_posix(), PurePosixPath(relative.as_posix()))
         if problem is not None:
-            raise PackError(f"{problem}: no pack could be installed with it")
+            raise PackRefused(
+                PACK_ARCHIVE_REFUSED, f"{problem}: no pack could be installed with it"
+            )
         found.append((relative.as_posix(), path))
     return sorted(found)
 

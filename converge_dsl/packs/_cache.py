@@ -35,9 +35,10 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl._reading import ReadRefused, read_bytes
 from converge_dsl.errors import PackError
-from converge_dsl.packs._files import write_atomic
+from converge_dsl.packs._files import PackRefused, write_atomic
 from converge_dsl.packs._lockfile import LockedPack
 from converge_dsl.packs._repository import Repository
 from converge_dsl.packs._signing import verify
@@ -110,7 +111,8 @@ class PackCache:
         if proof in _PROVEN or self._intact(folder, locked.sha256, drop_corrupt=False):
             _PROVEN.add(proof)
             return folder
-        raise PackError(
+        raise PackRefused(
+            codes.PACK_NOT_INSTALLABLE,
             f"the unpacked copy of {locked.name} {locked.version} in the pack cache "
             "does not match its locked archive (altered)",
             hint=fix,
@@ -120,7 +122,8 @@ class PackCache:
         """The unpacked folder of `locked`, fetching, verifying or repairing it if needed."""
         repository = repositories.get(locked.repository)
         if repository is None:
-            raise PackError(
+            raise PackRefused(
+                codes.LOCK_STALE,
                 f"{locked.name} {locked.version} comes from {locked.repository}, "
                 "which the pipeline no longer lists",
                 hint="re-run converge-dsl lock",
@@ -150,7 +153,8 @@ class PackCache:
             data, downloaded = self._verified_archive(locked, repository)
         except PackError as exc:
             if altered:
-                raise PackError(
+                raise PackRefused(
+                    codes.PACK_NOT_INSTALLABLE,
                     f"the unpacked copy of {locked.name} {locked.version} in the pack cache "
                     "does not match its locked archive, and the archive cannot be fetched "
                     f"again to replace it: {exc.message}",
@@ -197,7 +201,8 @@ class PackCache:
         data = repository.fetch_archive(locked.name, locked.version)
         actual = sha256_hex(data)
         if actual != locked.sha256:
-            raise PackError(
+            raise PackRefused(
+                codes.PACK_NOT_INSTALLABLE,
                 f"digest mismatch for {locked.name} {locked.version} from {repository.id}: "
                 f"expected sha256 {locked.sha256}, got {actual}; nothing was unpacked",
                 hint="the archive was altered after locking; ask the repository owner, "
@@ -218,7 +223,8 @@ def _discard(folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(aside, ignore_errors=True)
     if folder.exists():
-        raise PackError(
+        raise PackRefused(
+            codes.PACK_FILE_NOT_WRITTEN,
             f"cannot remove the altered cache folder {folder.name}",
             hint=f"delete the pack cache folder ({CACHE_ENV} or the user cache) and retry",
         )

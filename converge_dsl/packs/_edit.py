@@ -27,7 +27,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedBase, CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from converge_dsl.errors import PackError
+from converge_dsl import codes
+from converge_dsl.packs._files import PackRefused
 
 _BEFORE_PACKS = ("apiVersion", "kind", "name", "description", "keys", "inputs")
 _LAYOUTS = ((2, 2, 0), (2, 4, 2), (4, 4, 0), (4, 6, 4), (2, 2, 2), (4, 4, 2), (4, 4, 4))
@@ -154,10 +155,12 @@ def _edit(text: str, change: Callable[[CommentedMap], None]) -> str:
         yaml = _faithful(text)
         data = yaml.load(text)
     except YAMLError as exc:
-        raise PackError(f"the pipeline is not valid YAML: {exc}") from None
+        raise PackRefused(
+            codes.PIPELINE_PACKS_MALFORMED, f"the pipeline is not valid YAML: {exc}"
+        ) from None
     _keep_anchors(data)
     if not isinstance(data, CommentedMap):
-        raise PackError("the pipeline is not a YAML mapping")
+        raise PackRefused(codes.PIPELINE_PACKS_MALFORMED, "the pipeline is not a YAML mapping")
     change(data)
     out = head + _dump(yaml, data)
     if not text.endswith("\n") and out.endswith("\n"):
@@ -178,7 +181,9 @@ def add_pack_requirement(text: str, name: str, specifier: str) -> str:
         elif isinstance(packs, dict):
             packs[name] = specifier
         else:
-            raise PackError("packs: must be a mapping of pack name to specifier")
+            raise PackRefused(
+                codes.PIPELINE_PACKS_MALFORMED, "packs: must be a mapping of pack name to specifier"
+            )
 
     return _edit(text, change)
 
@@ -204,6 +209,6 @@ def add_repository(text: str, spec: str | Mapping[str, str]) -> str:
         elif isinstance(repositories, list):
             repositories.append(entry)
         else:
-            raise PackError("repositories: must be a list")
+            raise PackRefused(codes.PIPELINE_PACKS_MALFORMED, "repositories: must be a list")
 
     return _edit(text, change)

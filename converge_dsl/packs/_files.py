@@ -14,9 +14,10 @@ with `os.lstat`, then opened with `O_NOFOLLOW | O_NONBLOCK` and checked again
 with `fstat`, so a link to `/dev/zero`, a FIFO or a device is refused without
 blocking), and the read stops at `cap` bytes or `deadline_s` seconds.
 
-`PackRefused` is the `PackError` of a deliberate refusal (a cap, a deadline, a
-redirect, a pin that would move): it carries the stable code (CD56x) that
-`lock`, `pack fetch` and the pack checks of `run` show with it. `Notice` is
+`PackRefused` is the `PackError` every pack module raises: it carries the
+stable code (CD5xx, or from CD320 on for the refusals of the pack commands)
+that `lock`, `pack ...` and the pack checks of `validate` and `run` show with
+it; tests/packs/test_codes.py holds each raise to having one. `Notice` is
 the text of a warning with such a code (a yanked pin, CD572).
 """
 
@@ -33,15 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl.codes import (
+    PACK_FILE_NOT_WRITTEN,
     REPOSITORY_NOT_REGULAR,
     REPOSITORY_TOO_LARGE,
     REPOSITORY_TOO_SLOW,
+    REPOSITORY_UNREADABLE,
 )
 from converge_dsl.errors import PackError
 
 
 class PackRefused(PackError):
-    """A refusal with a stable code (`converge_dsl.codes`, from CD560 on).
+    """A pack error with its stable code (`converge_dsl.codes`).
 
     `packs` names the packs it is about; `where` (`FILE:LINE:COLUMN`, set by whoever
     knows the file) is where the pipeline asks for the first of them.
@@ -76,7 +79,7 @@ SHA256 = re.compile(r"[0-9a-f]{64}\Z")  # an archive digest as indexes and locks
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Replace `path` with `data` atomically (`converge_dsl._files.replace_file`).
 
-    Raises `PackError` naming the file when the folder cannot be written.
+    Raises `PackRefused` (CD322) naming the file when the folder cannot be written.
     """
     from converge_dsl._files import replace_file
 
@@ -84,17 +87,20 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         replace_file(path, data, mode=mode)
     except OSError as exc:
-        raise PackError(f"cannot write {path.name}: {exc.strerror or exc}") from None
+        raise PackRefused(
+            PACK_FILE_NOT_WRITTEN, f"cannot write {path.name}: {exc.strerror or exc}"
+        ) from None
 
 
-def parse_json(data: bytes | str, where: str) -> Any:
-    """The JSON value in `data`; raises `PackError` ("WHERE: ...") when it is not usable."""
+def parse_json(data: bytes | str, where: str, code: str = REPOSITORY_UNREADABLE) -> Any:
+    """The JSON value in `data`; raises `PackRefused` with `code` ("WHERE: ...") when it
+    is not usable (a lock file's reader gives its own code)."""
     try:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PackError(f"{where}: not JSON ({exc})") from None
+        raise PackRefused(code, f"{where}: not JSON ({exc})") from None
     except RecursionError:
-        raise PackError(f"{where}: JSON nested too deeply") from None
+        raise PackRefused(code, f"{where}: JSON nested too deeply") from None
 
 
 _READ_CHUNK = 64 * 1024
@@ -138,7 +144,7 @@ def read_regular(
 
     Refuses (`PackRefused`, naming `where`) a link, folder, FIFO or device
     (CD561), a file over `cap` bytes (CD562) and a read that takes longer than
-    `deadline_s` (CD563); other I/O failures are a `PackError`.
+    `deadline_s` (CD563); other I/O failures are CD324.
     """
     try:
         mode = os.lstat(path).st_mode
@@ -150,7 +156,9 @@ def read_regular(
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # replaced by a link after the lstat
             raise _not_regular(where, stat.S_IFLNK) from None
-        raise PackError(f"cannot read {where}: {exc.strerror or exc}") from None
+        raise PackRefused(
+            REPOSITORY_UNREADABLE, f"cannot read {where}: {exc.strerror or exc}"
+        ) from None
     give_up = monotonic() + deadline_s
     try:
         status = os.fstat(descriptor)
@@ -174,7 +182,9 @@ def read_regular(
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:
-        raise PackError(f"cannot read {where}: {exc.strerror or exc}") from None
+        raise PackRefused(
+            REPOSITORY_UNREADABLE, f"cannot read {where}: {exc.strerror or exc}"
+        ) from None
     finally:
         os.close(descriptor)
 

@@ -35,8 +35,8 @@ from converge_dsl.codes import (
     REPOSITORY_REDIRECT_REFUSED,
     REPOSITORY_TOO_LARGE,
     REPOSITORY_TOO_SLOW,
+    REPOSITORY_UNREACHABLE,
 )
-from converge_dsl.errors import PackError
 from converge_dsl.packs._files import PackRefused
 
 if TYPE_CHECKING:
@@ -134,7 +134,8 @@ def _next_url(url: str, location: str, repository: str, allowed: Collection[str]
 def _body(response: httpx.Response, url: str, cap: int, repository: str) -> bytes:
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in {"", "identity"}:
-        raise PackError(
+        raise PackRefused(
+            REPOSITORY_UNREACHABLE,
             f"GET {url} answered with Content-Encoding {encoding!r} though none was asked "
             f"(repository {repository})",
             hint="serve repository files as they are (no content encoding)",
@@ -221,7 +222,8 @@ def _one_request(
             if status == 404:
                 return None
             if status != 200:
-                raise PackError(
+                raise PackRefused(
+                    REPOSITORY_UNREACHABLE,
                     f"GET {url} answered HTTP {status} (repository {repository})",
                     hint=_status_hint(status),
                 )
@@ -229,7 +231,8 @@ def _one_request(
     except httpx.TimeoutException:
         raise _slow(url, repository, deadline_s) from None
     except httpx.InvalidURL as exc:  # not an HTTPError: a bad url or a hostile Location
-        raise PackError(
+        raise PackRefused(
+            REPOSITORY_UNREACHABLE,
             f"cannot ask for {url!r}: not a valid URL ({exc}) (repository {repository!r})",
             hint="a repository url is http(s)://HOST[:PORT]/PATH, without spaces "
             "or control characters",
@@ -237,7 +240,8 @@ def _one_request(
     except httpx.HTTPError as exc:
         if watchdog.fired:
             raise _slow(url, repository, deadline_s) from None
-        raise PackError(
+        raise PackRefused(
+            REPOSITORY_UNREACHABLE,
             f"cannot reach {url}: {exc} (repository {repository})",
             hint="a locked pipeline runs offline once its packs are in the cache",
         ) from None

@@ -24,8 +24,8 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from converge_dsl.errors import PackError
-from converge_dsl.packs._files import SHA256, parse_json
+from converge_dsl import codes
+from converge_dsl.packs._files import SHA256, PackRefused, parse_json
 from converge_dsl.packs._manifest import parse_specifier, parse_version
 
 NAMES_FILE = "names.json"
@@ -42,7 +42,8 @@ def check_name(name: object, where: str = "") -> str:
     """
     if isinstance(name, str) and SAFE_NAME.match(name):
         return name
-    raise PackError(
+    raise PackRefused(
+        codes.PACK_UNKNOWN,
         f"{where + ': ' if where else ''}{name!r} is not a pack name",
         hint="a pack name is lowercase letters, digits, '-', '_' and '.', "
         "starting with a letter or digit",
@@ -104,7 +105,7 @@ class PackIndex:
     def with_yanked(self, version: Version, yanked: bool) -> PackIndex:
         found = self.entry(version)
         if found is None:
-            raise PackError(f"{self.name} {version} is not published")
+            raise PackRefused(codes.PACK_VERSION_UNKNOWN, f"{self.name} {version} is not published")
         return self.with_entry(replace(found, yanked=yanked))
 
     def to_bytes(self) -> bytes:
@@ -158,7 +159,7 @@ def _entry(raw: Any, where: str, name: str, position: int) -> IndexEntry:
     if problem is not None:
         label = raw.get("version") if isinstance(raw, dict) else None
         which = f"version {label}" if isinstance(label, str) else f"versions[{position}]"
-        raise PackError(f"{where}: pack {name!r} {which}: {problem}")
+        raise PackRefused(codes.REPOSITORY_UNREADABLE, f"{where}: pack {name!r} {which}: {problem}")
     requires = raw.get("requires") or {}
     converge = requires.get("converge-dsl")
     return IndexEntry(
@@ -176,9 +177,13 @@ def parse_index(data: bytes, name: str, where: str) -> PackIndex:
     """Parse an index file; raises `PackError` naming `where`, the pack and the field."""
     body = parse_json(data, where)
     if not isinstance(body, dict) or body.get("name") != name:
-        raise PackError(f"{where}: index does not describe pack {name!r}")
+        raise PackRefused(
+            codes.REPOSITORY_UNREADABLE, f"{where}: index does not describe pack {name!r}"
+        )
     versions = body.get("versions") or []
     if not isinstance(versions, list):
-        raise PackError(f"{where}: pack {name!r}: field 'versions' is not a list")
+        raise PackRefused(
+            codes.REPOSITORY_UNREADABLE, f"{where}: pack {name!r}: field 'versions' is not a list"
+        )
     entries = [_entry(raw, where, name, i) for i, raw in enumerate(versions)]
     return PackIndex(name, tuple(sorted(entries, key=lambda e: e.version)))

@@ -52,7 +52,7 @@ from packaging.version import Version
 from converge_dsl import codes
 from converge_dsl._reading import read_bytes
 from converge_dsl.errors import PackError
-from converge_dsl.packs._files import SHA256, parse_json, write_atomic
+from converge_dsl.packs._files import SHA256, PackRefused, parse_json, write_atomic
 from converge_dsl.packs._index import SAFE_NAME
 from converge_dsl.packs._manifest import parse_specifier, parse_version
 from converge_dsl.tools import LockedServer
@@ -171,15 +171,24 @@ def _read_sections(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise PackError(f"{path.name} is unreadable: {exc.strerror or exc}") from None
+        raise PackRefused(
+            codes.LOCK_STALE, f"{path.name} is unreadable: {exc.strerror or exc}"
+        ) from None
     if _CONFLICT.search(data):
-        raise PackError(f"{path.name} is unreadable: it holds merge-conflict markers")
-    body = parse_json(data, f"{path.name} is unreadable")
+        raise PackRefused(
+            codes.LOCK_STALE, f"{path.name} is unreadable: it holds merge-conflict markers"
+        )
+    body = parse_json(data, f"{path.name} is unreadable", codes.LOCK_STALE)
     if not isinstance(body, dict) or body.get("lock-version") != LOCK_VERSION:
-        raise PackError(f"{path.name} is unreadable: not a lock-version {LOCK_VERSION} lock file")
+        raise PackRefused(
+            codes.LOCK_STALE,
+            f"{path.name} is unreadable: not a lock-version {LOCK_VERSION} lock file",
+        )
     sections = body.get("pipelines")
     if not isinstance(sections, dict):
-        raise PackError(f"{path.name} is unreadable: it has no 'pipelines' object")
+        raise PackRefused(
+            codes.LOCK_STALE, f"{path.name} is unreadable: it has no 'pipelines' object"
+        )
     return sections
 
 
@@ -216,7 +225,9 @@ def _locked_pack(name: str, raw: Any, where: str) -> LockedPack:
     elif raw.get("signature") is not None and not _strings(raw["signature"]):
         problem = "'signature' is not an object {key, signature}"
     if problem is not None:
-        raise PackError(f"{where}: the entry of pack {name!r} is malformed: {problem}")
+        raise PackRefused(
+            codes.LOCK_STALE, f"{where}: the entry of pack {name!r} is malformed: {problem}"
+        )
     return LockedPack(
         name=name,
         version=raw["version"],
@@ -239,7 +250,7 @@ def _section(raw: Any, where: str) -> LockFile:
         or not isinstance(packs or {}, dict)
         or not isinstance(tools or {}, dict)
     ):
-        raise PackError(f"{where} is malformed")
+        raise PackRefused(codes.LOCK_STALE, f"{where} is malformed")
     return LockFile(
         dict(pipeline.get("packs") or {}),
         tuple(pipeline.get("repositories") or ()),
@@ -252,7 +263,9 @@ def _locked_tools(name: str, raw: Any, where: str) -> LockedServer:
     try:
         return LockedServer.from_json(name, raw)
     except ValueError as exc:
-        raise PackError(f"{where}: the entry of tool server {name!r} is malformed: {exc}") from None
+        raise PackRefused(
+            codes.LOCK_STALE, f"{where}: the entry of tool server {name!r} is malformed: {exc}"
+        ) from None
 
 
 def read_lock(pipeline: Path) -> LockFile | None:
@@ -281,7 +294,9 @@ def exclusive(path: Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
-        raise PackError(f"cannot lock {path.name}: {exc.strerror or exc}") from None
+        raise PackRefused(
+            codes.PACK_FILE_NOT_WRITTEN, f"cannot lock {path.name}: {exc.strerror or exc}"
+        ) from None
     try:
         _acquire(descriptor, path, wait_s)
         with contextlib.suppress(OSError):
@@ -301,14 +316,17 @@ def _acquire(descriptor: int, path: Path, wait_s: float) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= give_up:
-                raise PackError(
+                raise PackRefused(
+                    codes.LOCK_FILE_BUSY,
                     f"{path.name} is being written by another converge-dsl process; "
                     f"gave up after {wait_s:g} s",
                     hint="wait for the other lock or pack add to finish, then retry",
                 ) from None
             time.sleep(_POLL_S)
         except OSError as exc:
-            raise PackError(f"cannot lock {path.name}: {exc.strerror or exc}") from None
+            raise PackRefused(
+                codes.PACK_FILE_NOT_WRITTEN, f"cannot lock {path.name}: {exc.strerror or exc}"
+            ) from None
 
 
 def write_lock(
@@ -321,7 +339,9 @@ def write_lock(
     """
     path = lock_path(pipeline)
     if _is_folder(path):  # not replaced: it may hold anything
-        raise PackError(_folder(path), hint="move it away, then run converge-dsl lock again")
+        raise PackRefused(
+            codes.LOCK_STALE, _folder(path), hint="move it away, then run converge-dsl lock again"
+        )
     with exclusive(path):
         try:
             sections = dict(_read_sections(path))

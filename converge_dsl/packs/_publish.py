@@ -24,9 +24,9 @@ from packaging.version import Version
 
 from converge_dsl import codes
 from converge_dsl.diagnostics import best_first
-from converge_dsl.errors import PackError, PipelineInvalid
+from converge_dsl.errors import PipelineInvalid
 from converge_dsl.packs._archive import build_archive, sha256_hex
-from converge_dsl.packs._files import Notice, write_atomic
+from converge_dsl.packs._files import Notice, PackRefused, write_atomic
 from converge_dsl.packs._index import (
     NAMES_FILE,
     IndexEntry,
@@ -106,7 +106,8 @@ def publish(
     if existing is not None:
         if existing.sha256 == digest:
             return Published(pack.name, existing, False, False, sign_key is not None)
-        raise PackError(
+        raise PackRefused(
+            codes.PUBLISH_VERSION_EXISTS,
             f"{pack.name} {pack.version} is already published with a different digest",
             hint="published versions are immutable: bump the version in pack.yaml",
         )
@@ -131,5 +132,7 @@ def yank(repo_root: Path, name: str, version: str, *, yanked: bool = True) -> No
     parsed: Version | None = parse_version(version)
     index = FolderRepository(repo_root).fetch_index(name)
     if index is None or parsed is None:
-        raise PackError(f"{name} {version} is not published in {repo_root.name}")
+        raise PackRefused(
+            codes.PACK_VERSION_UNKNOWN, f"{name} {version} is not published in {repo_root.name}"
+        )
     write_atomic(repo_root / index_path(name), index.with_yanked(parsed, yanked).to_bytes())

@@ -16,8 +16,9 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import did_you_mean
-from converge_dsl.errors import PackError
+from converge_dsl.packs._files import PackRefused
 from converge_dsl.solvers import ENTRY_POINT_GROUP, Solver
 
 
@@ -39,7 +40,8 @@ class SolverRegistry:
             factory = self._factories.get(name)
             if factory is None:
                 guess = did_you_mean(name, self._factories)
-                raise PackError(
+                raise PackRefused(
+                    codes.SOLVER_NOT_INSTALLED,
                     f"no installed solver is registered as {name!r}",
                     hint=f"did you mean {guess!r}?"
                     if guess
@@ -48,9 +50,14 @@ class SolverRegistry:
             try:
                 solver = factory()
             except Exception as exc:  # a broken installed plugin must not crash the CLI
-                raise PackError(f"solver {name!r} failed to load: {exc}") from None
+                raise PackRefused(
+                    codes.SOLVER_NOT_LOADED, f"solver {name!r} failed to load: {exc}"
+                ) from None
             if not isinstance(solver, Solver):
-                raise PackError(f"solver {name!r} does not implement the Solver protocol")
+                raise PackRefused(
+                    codes.SOLVER_NOT_LOADED,
+                    f"solver {name!r} does not implement the Solver protocol",
+                )
             self._built[name] = solver
         return self._built[name]
 

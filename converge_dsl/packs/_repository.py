@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from converge_dsl import codes
 from converge_dsl._resources import builtin_packs_folder
-from converge_dsl.errors import PackError
-from converge_dsl.packs._files import parse_json, read_regular
+from converge_dsl.packs._files import PackRefused, parse_json, read_regular
 from converge_dsl.packs._http import (
     DEADLINE_S,
     MAX_DOWNLOAD_BYTES,
@@ -100,7 +100,9 @@ class _FileRepository:
     def fetch_archive(self, name: str, version: str) -> bytes:
         data = self._read(archive_path(name, version), archive=True)
         if data is None:
-            raise PackError(f"{self.id} has no archive for {name} {version}")
+            raise PackRefused(
+                codes.PACK_VERSION_UNKNOWN, f"{self.id} has no archive for {name} {version}"
+            )
         return data
 
     def names(self) -> list[str]:
@@ -109,7 +111,9 @@ class _FileRepository:
             return []
         names = parse_json(data, f"{self.id} {NAMES_FILE}")
         if not isinstance(names, list):
-            raise PackError(f"{self.id} {NAMES_FILE}: not a list of pack names")
+            raise PackRefused(
+                codes.REPOSITORY_UNREADABLE, f"{self.id} {NAMES_FILE}: not a list of pack names"
+            )
         return sorted(check_name(n, f"{self.id} {NAMES_FILE}") for n in names)
 
 
@@ -157,7 +161,8 @@ class FolderRepository(_FileRepository):
             monotonic=self._monotonic,
         )
         if data is None and self.must_exist and not self.root.is_dir():
-            raise PackError(
+            raise PackRefused(
+                codes.REPOSITORY_NOT_FOUND,
                 f"repository {self.label} does not exist",
                 hint="a folder repository is made by: converge-dsl pack publish PACK_DIR "
                 "--repo DIR; in a pipeline, paths are relative to the pipeline file",
@@ -255,7 +260,7 @@ class BuiltinRepository:
         if key not in self._archives:
             self.fetch_index(name)
         if key not in self._archives:
-            raise PackError(f"builtin has no {name} {version}")
+            raise PackRefused(codes.PACK_VERSION_UNKNOWN, f"builtin has no {name} {version}")
         return self._archives[key]
 
 
@@ -274,7 +279,11 @@ def open_repository(spec: object, base: Path, client: httpx.Client | None = None
         return HttpRepository(
             str(spec["url"]), trusted_keys=keys, redirect_hosts=hosts, client=client
         )
-    raise PackError(f"unknown repository {spec!r}", hint="use builtin, {path: ...} or {url: ...}")
+    raise PackRefused(
+        codes.PIPELINE_PACKS_MALFORMED,
+        f"unknown repository {spec!r}",
+        hint="use builtin, {path: ...} or {url: ...}",
+    )
 
 
 def open_repositories(

@@ -22,9 +22,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from converge_dsl._version import __version__
-from converge_dsl.codes import PACK_UNSATISFIABLE
+from converge_dsl.codes import PACK_RESOLUTION_GAVE_UP, PACK_UNSATISFIABLE
 from converge_dsl.diagnostics import did_you_mean
-from converge_dsl.errors import PackError
 from converge_dsl.packs._files import PackRefused
 from converge_dsl.packs._index import IndexEntry, PackIndex
 from converge_dsl.packs._repository import Repository
@@ -157,7 +156,9 @@ class _Search:
     ) -> tuple[dict[str, tuple[IndexEntry, str]], dict[str, tuple[Requirement, ...]]] | None:
         self.steps += 1
         if self.steps > MAX_STEPS:
-            raise PackError(f"pack resolution gave up after {MAX_STEPS} steps")
+            raise PackRefused(
+                PACK_RESOLUTION_GAVE_UP, f"pack resolution gave up after {MAX_STEPS} steps"
+            )
         if not todo:
             return chosen, reqs
         name, rest = todo[0], todo[1:]

@@ -15,7 +15,8 @@ import binascii
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from converge_dsl.errors import PackError
+from converge_dsl import codes
+from converge_dsl.packs._files import PackRefused
 
 if TYPE_CHECKING:  # cryptography is imported only when a key is actually used
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -30,13 +31,13 @@ def statement(name: str, version: str, sha256: str) -> bytes:
     return f"converge-dsl-pack-v1\n{name}\n{version}\n{sha256}".encode()
 
 
-def _decode(text: str, what: str) -> bytes:
+def _decode(text: str, what: str, code: str = codes.SIGNING_KEY_MALFORMED) -> bytes:
     if not text.startswith(_PREFIX):
-        raise PackError(f"{what} must start with {_PREFIX!r}")
+        raise PackRefused(code, f"{what} must start with {_PREFIX!r}")
     try:
         raw = base64.b64decode(text[len(_PREFIX) :], validate=True)
     except (binascii.Error, ValueError):
-        raise PackError(f"{what} is not valid base64") from None
+        raise PackRefused(code, f"{what} is not valid base64") from None
     return raw
 
 
@@ -59,7 +60,7 @@ def private_key_text(key: Ed25519PrivateKey) -> str:
 def load_private_key(text: str) -> Ed25519PrivateKey:
     raw = _decode(text.strip(), "signing key")
     if len(raw) != 32:
-        raise PackError("signing key must hold 32 raw bytes")
+        raise PackRefused(codes.SIGNING_KEY_MALFORMED, "signing key must hold 32 raw bytes")
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     return Ed25519PrivateKey.from_private_bytes(raw)
@@ -68,7 +69,7 @@ def load_private_key(text: str) -> Ed25519PrivateKey:
 def load_public_key(text: str) -> Ed25519PublicKey:
     raw = _decode(text.strip(), "trusted key")
     if len(raw) != 32:
-        raise PackError("trusted key must hold 32 raw bytes")
+        raise PackRefused(codes.SIGNING_KEY_MALFORMED, "trusted key must hold 32 raw bytes")
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     return Ed25519PublicKey.from_public_bytes(raw)
@@ -107,20 +108,25 @@ def verify(
         return
     where = f"{name} {version}"
     if not record:
-        raise PackError(
+        raise PackRefused(
+            codes.PACK_NOT_INSTALLABLE,
             f"{where} is not signed, but its repository requires a signature",
             hint="publish it with --sign-key, or remove trusted_keys from the repository",
         )
     signer = record.get("key", "")
     if signer not in {t.strip() for t in trusted}:
-        raise PackError(f"{where} is signed by an untrusted key {signer}")
+        raise PackRefused(
+            codes.PACK_NOT_INSTALLABLE, f"{where} is signed by an untrusted key {signer}"
+        )
     from cryptography.exceptions import InvalidSignature
 
     try:
         load_public_key(signer).verify(
-            _decode(record.get("signature", ""), "signature"), statement(name, version, sha256)
+            _decode(record.get("signature", ""), "signature", codes.PACK_NOT_INSTALLABLE),
+            statement(name, version, sha256),
         )
     except InvalidSignature:
-        raise PackError(
-            f"bad signature on {where}: the archive or its index entry was altered"
+        raise PackRefused(
+            codes.PACK_NOT_INSTALLABLE,
+            f"bad signature on {where}: the archive or its index entry was altered",
         ) from None

@@ -33,6 +33,7 @@ from converge_dsl.frontend import (
     ToolServerSpec,
     tool_server_spec,
 )
+from converge_dsl.packs._files import PackRefused
 from converge_dsl.packs._lockfile import lock_hint, lock_path, read_lock
 from converge_dsl.packs._yaml import load_document, schema_diagnostics
 from converge_dsl.tools import (
@@ -52,7 +53,10 @@ def declared_tool_servers(pipeline: Path) -> dict[str, ToolServerSpec]:
     data = doc.data if isinstance(doc.data, Mapping) else {}
     raw = data.get("tools") or {}
     if not isinstance(raw, Mapping):
-        raise PackError(f"{pipeline.name}: tools: must be a mapping of server name to server")
+        raise PackRefused(
+            codes.PIPELINE_PACKS_MALFORMED,
+            f"{pipeline.name}: tools: must be a mapping of server name to server",
+        )
     found = [d for d in schema_diagnostics(doc, PIPELINE_SCHEMA) if d.path[:1] == ("tools",)]
     if found:
         raise PipelineInvalid(found)

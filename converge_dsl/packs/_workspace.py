@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import best_first, did_you_mean
 from converge_dsl.errors import PackError, PipelineInvalid, UsageError
 from converge_dsl.frontend import PipelineManifest
@@ -103,9 +104,13 @@ class PipelinePacks:
         packs = data.get("packs") or {}
         repositories = data.get("repositories") or ()
         if not isinstance(packs, Mapping):
-            raise PackError(f"{path.name}: packs: must be a mapping of pack name to specifier")
+            raise PackRefused(
+                codes.PIPELINE_PACKS_MALFORMED,
+                f"{path.name}: packs: must be a mapping of pack name to specifier",
+            )
         if not isinstance(repositories, list | tuple):
-            raise PackError(
+            raise PackRefused(
+                codes.PIPELINE_PACKS_MALFORMED,
                 f"{path.name}: repositories: must be a list",
                 hint="e.g. repositories: [builtin, {path: ./pack-repo}]",
             )
@@ -135,7 +140,10 @@ class PipelinePacks:
         for name, text in self.packs.items():
             spec = parse_specifier(text)
             if spec is None:
-                raise PackError(f"packs.{name}: {text!r} is not a PEP 440 specifier")
+                raise PackRefused(
+                    codes.PIPELINE_PACKS_MALFORMED,
+                    f"packs.{name}: {text!r} is not a PEP 440 specifier",
+                )
             out[name] = spec
         return out
 
@@ -147,8 +155,9 @@ class PipelinePacks:
 def _open_locked(name: str, locked: LockedPack, folder: Path) -> Pack:
     pack = load_pack(folder, display=f"{name}-{locked.version}")
     if pack.name != name or str(pack.version) != locked.version:
-        raise PackError(
-            f"the archive locked as {name} {locked.version} holds {pack.name} {pack.version}"
+        raise PackRefused(
+            codes.PACK_NOT_INSTALLABLE,
+            f"the archive locked as {name} {locked.version} holds {pack.name} {pack.version}",
         )
     return pack
 
@@ -356,7 +365,7 @@ def _current_lock(info: PipelinePacks) -> LockFile | None:
     problems = lock_problems(info.path, info.packs, info.repositories)
     if problems:
         hint = missing_repository_hint(info.path, info.repositories) or lock_hint(info.path)
-        raise PackError("; ".join(message for _, message in problems), hint=hint)
+        raise PackRefused(problems[0][0], "; ".join(message for _, message in problems), hint=hint)
     lock = read_lock(info.path)
     assert lock is not None  # lock_problems reported a missing lock
     return lock
@@ -444,7 +453,8 @@ def read_locked_packs(
     missing: list[LockedPack] = []
     for name, locked in sorted(lock.packs.items()):
         if locked.repository not in keys:
-            raise PackError(
+            raise PackRefused(
+                codes.LOCK_STALE,
                 f"{locked.name} {locked.version} comes from {locked.repository}, "
                 "which the pipeline no longer lists",
                 hint="re-run converge-dsl lock",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from converge_dsl.errors import PackError
+from converge_dsl import codes
+from converge_dsl.packs._files import PackRefused
 
 if TYPE_CHECKING:
     from converge_dsl.diagnostics import Diagnostic
@@ -24,7 +25,9 @@ def load_document(path: Path, *, display: str | None = None) -> LoadedDocument:
     `display` names the file in diagnostics (default: `path`).
     """
     if not path.is_file():
-        raise PackError(f"{path.name} not found in {path.parent.as_posix() or '.'}")
+        raise PackRefused(
+            codes.PACK_FILE_NOT_FOUND, f"{path.name} not found in {path.parent.as_posix() or '.'}"
+        )
     from converge_dsl.frontend import load_file
 
     return load_file(path, display=display)

@@ -388,7 +388,9 @@ def test_a_pool_starts_no_more_workers_than_cases_and_a_huge_concurrency_is_refu
 ) -> None:
     started: list[int] = []
 
-    def record(options: BatchOptions, workers: int, todo: list[Case], spent: Any) -> Iterator[Any]:
+    def record(
+        options: BatchOptions, workers: int, todo: list[Case], spent: Any, loaded: Any
+    ) -> Iterator[Any]:
         started.append(workers)
         return iter(())
 

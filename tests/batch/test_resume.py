@@ -194,3 +194,119 @@ def test_a_result_holding_a_unicode_line_separator_stays_one_line(tmp_path: Path
         handle.write("\n")
     done = read_done(out)
     assert done.ids == {0: "a", 1: "\u2028"}
+
+
+def _pipeline_copies(tmp_path: Path) -> tuple[Path, Path]:
+    """The echo pipeline copied into `tmp_path`, and another pipeline beside it."""
+    for name in ("echo.yaml", "echo.script.yaml"):
+        (tmp_path / name).write_text((ECHO.parent / name).read_text())
+    other = tmp_path / "other.yaml"
+    other.write_text(ECHO.read_text().replace("name: echo", "name: other"))
+    return tmp_path / "echo.yaml", other
+
+
+def _resume_with(pipeline: Path, *options: str) -> tuple[int, str]:
+    err = io.StringIO()
+    args = ["run", str(pipeline), "--cases", "cases.jsonl", "--out", "results.jsonl", *options]
+    code = cli([*args, "--resume"], io.StringIO(), err)
+    return code, err.getvalue()
+
+
+EXPECTED = Path(__file__).parent / "expected"
+
+
+def _expected(name: str, actual: str) -> str:
+    path = EXPECTED / name
+    if os.environ.get("UPDATE_EXPECTED") == "1":
+        path.write_text(actual, encoding="utf-8")
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("executor", ["local", "process"])
+def test_resume_refuses_the_results_of_another_pipeline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str
+) -> None:
+    """Another pipeline's results file is refused before any case runs, at its line."""
+    monkeypatch.chdir(tmp_path)
+    echo, other = _pipeline_copies(tmp_path)
+    write_cases(tmp_path / "cases.jsonl", [{"id": "a"}])
+    assert _resume_with(echo)[0] == 0
+    write_cases(tmp_path / "cases.jsonl", [{"id": "a"}, {"id": "b"}])
+    before = (tmp_path / "results.jsonl").read_bytes()
+    code, err = _resume_with(other, "--executor", executor)
+    assert code == 3
+    assert err == _expected("resume-other-pipeline.txt", err)
+    assert (tmp_path / "results.jsonl").read_bytes() == before
+
+
+def test_resume_refuses_the_results_of_the_pipeline_before_an_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    echo, _ = _pipeline_copies(tmp_path)
+    write_cases(tmp_path / "cases.jsonl", [{"id": "a"}, {"id": "b"}])
+    assert _resume_with(echo)[0] == 0
+    echo.write_text(echo.read_text().replace("Say", "Utter"))
+    code, err = _resume_with(echo)
+    assert code == 3
+    assert err == _expected("resume-edited-pipeline.txt", err)
+
+
+@pytest.mark.parametrize("executor", ["local", "process"])
+def test_each_result_line_names_its_pipeline_as_a_checkpoint_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str
+) -> None:
+    """The digest of a line is the one a checkpoint journal keeps of the pipeline text."""
+    monkeypatch.chdir(tmp_path)
+    echo, _ = _pipeline_copies(tmp_path)
+    write_cases(tmp_path / "cases.jsonl", [{"id": "a"}, {"id": "b"}, "not a case"])
+    assert _resume_with(echo, "--executor", executor)[0] == 1  # the third case cannot run
+    env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(tmp_path / "cfg")}
+    args = ["run", str(echo), "--checkpoint", "ck"]
+    assert cli(args, io.StringIO(), io.StringIO(), environ=env) == 0
+    head = json.loads((tmp_path / "ck" / "checkpoint.jsonl").read_text().splitlines()[0])
+    stamp = {"name": "echo", "sha256": head["record"]["pipeline_text"]}
+    lines = read_results(tmp_path / "results.jsonl")
+    assert [line["pipeline"] for line in lines] == [stamp] * 3
+    assert all(list(line)[:4] == ["index", "id", "exit_code", "pipeline"] for line in lines)
+
+
+def test_resume_takes_lines_written_before_they_named_their_pipeline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line without `pipeline` names none: it is taken as this pipeline's."""
+    monkeypatch.chdir(tmp_path)
+    echo, other = _pipeline_copies(tmp_path)
+    write_cases(tmp_path / "cases.jsonl", [{"id": "a"}])
+    assert _resume_with(echo)[0] == 0
+    out = tmp_path / "results.jsonl"
+    old = [json.loads(line) for line in out.read_text().splitlines()]
+    out.write_text(
+        "".join(
+            json.dumps({k: v for k, v in line.items() if k != "pipeline"}) + "\n" for line in old
+        )
+    )
+    write_cases(tmp_path / "cases.jsonl", [{"id": "a"}, {"id": "b"}])
+    code, err = _resume_with(other)
+    assert code == 0, err
+    lines = read_results(out)
+    assert ["pipeline" in line for line in lines] == [False, True]
+    assert lines[1]["pipeline"]["name"] == "other"
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        '"echo"',
+        '{"name": "echo"}',
+        '{"name": 1, "sha256": "' + "0" * 64 + '"}',
+        '{"name": "echo", "sha256": "abc"}',
+    ],
+)
+def test_resume_reports_a_result_line_with_a_malformed_pipeline(tmp_path: Path, stamp: str) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "c0", "word": "a"}])
+    out = tmp_path / "results.jsonl"
+    out.write_text(f'{{"index": 0, "id": "c0", "pipeline": {stamp}, "usage": {{}}}}\n')
+    code, err = _resume(cases, out)
+    assert (code, "Traceback" in err) == (3, False), err
+    assert "line 1 is not a result line" in err

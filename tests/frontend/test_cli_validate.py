@@ -164,3 +164,24 @@ def test_a_folder_of_pipelines_and_packs_checks_both(tmp_path: Path) -> None:
     # The pre-commit hook's --only-pipelines still leaves packs alone.
     manifest = str(tmp_path / "packs" / "my-pack" / "pack.yaml")
     assert _run("validate", "--only-pipelines", manifest) == (0, "0 files valid\n", "")
+
+
+def test_a_file_name_with_a_newline_is_located_on_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The human `-->` line escapes the name (`\\n`); JSON's `file` is the real name."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    name = "line\nbreak.yaml"
+    (tmp_path / name).write_text(
+        "apiVersion: converge-dsl/v1\nkind: Pipeline\nname: x\nbogus: 1\nsuggestors: []\n"
+    )
+    code, out, _ = _run("validate", name)
+    assert code == 2
+    expected = Path(__file__).parent / "expected" / "validate-newline-name.txt"
+    if os.environ.get("UPDATE_EXPECTED") == "1":
+        expected.write_text(out, encoding="utf-8")
+    assert out == expected.read_text(encoding="utf-8")
+    code, out, _ = _run("validate", "--format", "json", name)
+    assert [d["file"] for d in json.loads(out)] == [name]

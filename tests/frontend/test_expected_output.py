@@ -102,6 +102,20 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SERVE_BAD_PARAMETER: "tests/serve/test_app.py",
         # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
         codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
+        # `run --cases --out R --resume` with R of another pipeline (not validate's)
+        codes.RESULTS_OF_ANOTHER_PIPELINE: "tests/batch/test_resume.py",
+        # refusals of the pack commands (lock, pack ...), not validate's
+        codes.PACK_FILE_NOT_WRITTEN: "tests/packs/test_codes.py",
+        codes.LOCK_FILE_BUSY: "tests/packs/test_codes.py",
+        codes.REPOSITORY_UNREADABLE: "tests/packs/test_codes.py",
+        codes.REPOSITORY_NOT_FOUND: "tests/packs/test_add_repo.py",
+        codes.PIPELINE_PACKS_MALFORMED: "tests/packs/test_add_repo.py",
+        codes.REPOSITORY_UNREACHABLE: "tests/packs/test_info.py",
+        codes.SOLVER_NOT_LOADED: "tests/packs/test_codes.py",
+        codes.PACK_RESOLUTION_GAVE_UP: "tests/packs/test_codes.py",
+        codes.SIGNING_KEY_MALFORMED: "tests/packs/test_codes.py",
+        codes.PUBLISH_VERSION_EXISTS: "tests/packs/test_codes.py",
+        codes.PACK_FILE_NOT_FOUND: "tests/packs/test_codes.py",
     }
     reported = [
         v

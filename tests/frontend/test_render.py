@@ -71,3 +71,18 @@ def test_underline_of_a_long_span_is_capped_to_the_window() -> None:
 def test_short_lines_are_unchanged() -> None:
     out = render_human([_diag(1, 4, 7)], {"p.yaml": "k: abc\n"})
     assert out.splitlines()[3:5] == ["1 | k: abc", "  |    ^^^"]
+
+
+def test_a_file_name_with_a_newline_keeps_its_location_on_one_line() -> None:
+    name = "a\nb\r\t\u2028\x1b.yaml"
+    diagnostic = _diag(1, 1, 3)._replace(file=name)
+    out = render_human([diagnostic], {name: "id: x\n"})
+    assert out.splitlines()[1] == " --> a\\nb\\r\\t\\u2028\\x1b.yaml:1:1"
+    assert out.splitlines()[3] == "1 | id: x"  # the excerpt still found under the real name
+
+
+@given(st.text())
+def test_a_location_is_one_line_whatever_the_file_name(name: str) -> None:
+    out = render_human([_diag(1, 1, 2)._replace(file=name)], {})
+    assert len(out.splitlines()) == 2  # the message line and the location line
+    assert len(out.rstrip("\n").split("\n")) == 2

@@ -100,10 +100,13 @@ def test_a_folder_that_does_not_exist_changes_nothing(project: Path) -> None:
     before = _write(project)
     code, out, err = _cli("pack", "add", "alpha", str(project), "--repo", "nowhere")
     assert (code, out) == (1, "")
-    assert err.startswith("error: repository nowhere does not exist\n  hint: give a folder")
+    assert err.startswith("error[CD325]: repository nowhere does not exist\n  hint: give a folder")
     assert project.read_text() == before
     code, _, err = _cli("pack", "add", "alpha", str(project), "--repo", str(project))
-    assert (code, err.startswith(f"error: repository {project} is not a folder\n")) == (1, True)
+    assert (code, err.startswith(f"error[CD325]: repository {project} is not a folder\n")) == (
+        1,
+        True,
+    )
     assert project.read_text() == before
 
 
@@ -125,7 +128,7 @@ def test_an_unreachable_url_changes_nothing(project: Path) -> None:
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/repo"
     code, _, err = _cli("pack", "add", "alpha", str(project), "--repo", url, "--cache", "c")
     assert code == 1
-    assert err.startswith("error: ")
+    assert err.startswith("error[CD327]: ")
     assert "Traceback" not in err
     assert project.read_text() == before
 
@@ -171,10 +174,10 @@ def test_single_entry_mappings_in_a_flow_list_keep_their_braces() -> None:
 @pytest.mark.parametrize(
     ("field", "message"),
     [
-        ("repositories: 5\n", "error: pipeline.yaml: repositories: must be a list\n"),
+        ("repositories: 5\n", "error[CD326]: pipeline.yaml: repositories: must be a list\n"),
         (
             "packs: 5\n",
-            "error: pipeline.yaml: packs: must be a mapping of pack name to specifier\n",
+            "error[CD326]: pipeline.yaml: packs: must be a mapping of pack name to specifier\n",
         ),
     ],
 )

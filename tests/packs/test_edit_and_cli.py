@@ -220,7 +220,7 @@ def test_lock_names_a_repository_folder_that_does_not_exist(tmp_path: Path) -> N
     )
     code, _, err = _cli("lock", str(pipeline), "--cache", str(tmp_path / "c"))
     assert code == 1
-    assert err.startswith("error: repository ./norepo does not exist\n")
+    assert err.startswith("error[CD325]: repository ./norepo does not exist\n")
     assert "relative to the pipeline file" in err
     code, _, err = _cli("pack", "list", "--repo", str(tmp_path / "nodir"))
     assert code == 1
@@ -247,3 +247,22 @@ def test_a_new_entry_goes_above_a_comment_that_introduces_the_next_key() -> None
     assert add_pack_requirement(text, "b", ">=2") == (
         "name: x\npacks:\n  a: '>=1'\n  b: '>=2'\n# the seeds\nseeds: []\n"
     )
+
+
+def test_a_pack_error_shows_its_place_on_one_line_and_json_keeps_it() -> None:
+    """A pipeline whose name holds a newline: the `-->` line is one line (escaped)."""
+    import json
+
+    from converge_dsl.cli import CommandIO
+    from converge_dsl.cli._pack import report
+    from converge_dsl.packs._files import PackRefused
+
+    error = PackRefused("CD506", "pack alpha 1.0.0 is locked but not fetched", hint="fetch it")
+    error.where = "a\nb.yaml:4:9"
+    out, err = io.StringIO(), io.StringIO()
+    report(error, CommandIO.checked(out, err, {}), "json")
+    assert err.getvalue() == (
+        "error[CD506]: pack alpha 1.0.0 is locked but not fetched\n"
+        " --> a\\nb.yaml:4:9\n  hint: fetch it\n"
+    )
+    assert json.loads(out.getvalue())["error"]["where"] == "a\nb.yaml:4:9"

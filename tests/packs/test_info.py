@@ -198,19 +198,19 @@ def test_a_missing_archive_is_reported(repo: Path) -> None:
     (repo / "archives" / "routes" / "routes-1.0.0.tar.gz").unlink()
     code, _, err = _cli("pack", "info", "routes@1.0.0", "--repo", str(repo))
     assert code == 1
-    assert err == f"error: path:{repo} has no archive for routes 1.0.0\n"
+    assert err == f"error[CD573]: path:{repo} has no archive for routes 1.0.0\n"
 
 
 def test_an_unreachable_repository_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     code, _, err = _cli("pack", "info", "routes", "--repo", str(tmp_path / "nowhere"))
     assert code == 1
-    assert err.startswith(f"error: repository {tmp_path / 'nowhere'} does not exist")
+    assert err.startswith(f"error[CD325]: repository {tmp_path / 'nowhere'} does not exist")
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     code, _, err = _cli("pack", "info", "routes", "--repo", f"http://127.0.0.1:{port}/repo")
     assert code == 1
-    assert err.startswith("error: ")
+    assert err.startswith("error[CD327]: ")
     assert "Traceback" not in err
 
 

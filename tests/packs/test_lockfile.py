@@ -92,7 +92,7 @@ def test_a_folder_where_the_lock_goes_is_named_and_kept(tmp_path: Path, pipeline
     status, _, err = _cli("lock", str(pipeline), "--cache", str(tmp_path / "c"))
     assert (status, err) == (
         1,
-        "error: converge.lock is a folder, not a lock file\n"
+        "error[CD501]: converge.lock is a folder, not a lock file\n"
         "  hint: move it away, then run converge-dsl lock again\n",
     )
     assert (lock_path(pipeline) / "kept.txt").read_text() == "mine"

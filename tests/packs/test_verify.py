@@ -130,7 +130,7 @@ def test_an_unreachable_folder_repository_is_a_finding(tmp_path: Path) -> None:
     code, _, err = _verify(tmp_path, pipeline)
     assert code == 1
     assert err.startswith(
-        "error: alpha 1.0.0: cannot read its index: repository repo does not exist\n"
+        "error[CD325]: alpha 1.0.0: cannot read its index: repository repo does not exist\n"
     )
     assert "Traceback" not in err
     assert _verify(tmp_path, pipeline, "--offline") == (
@@ -156,7 +156,7 @@ def test_an_unreachable_http_repository_is_a_finding(
     lock_file.write_text(lock_file.read_text().replace(url, closed))
     code, _, err = _verify(tmp_path, pipeline)
     assert code == 1
-    assert err.startswith("error: alpha 1.0.0: cannot read its index: ")
+    assert err.startswith("error[CD327]: alpha 1.0.0: cannot read its index: ")
     assert "Traceback" not in err
 
 
@@ -246,7 +246,7 @@ def test_a_signature_forged_in_the_index_after_locking_is_found(tmp_path: Path) 
     _edit_index(tmp_path, forge)
     code, _, err = _verify(tmp_path, pipeline)
     assert code == 1
-    assert err.startswith("error: alpha 1.0.0: in the index: bad signature on alpha 1.0.0")
+    assert err.startswith("error[CD502]: alpha 1.0.0: in the index: bad signature on alpha 1.0.0")
 
 
 def test_offline_reports_an_altered_cache_copy_without_repairing_it(tmp_path: Path) -> None:
