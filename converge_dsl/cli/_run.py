@@ -6,9 +6,11 @@ human, 1 anything else, 130 interrupted (Ctrl-C, SIGINT). `--format json`
 always prints one `RunResultDocument`: every stop but `converged` has at least
 one diagnostic saying why (code, message, suggestor, location); a run that
 never started has stop reason `invalid` (the diagnostics of `validate`),
-`usage_error` or `error` and no facts; a run interrupted before its document
-began to print has stop reason `cancelled` (CD908, at the pipeline file) and,
-since what the run had reached is lost with it, no facts, cycles or usage.
+`usage_error` or `error` and no facts. A first Ctrl-C stops the run with
+`cancelled` (`runtime.StopRequest`): its result, with what it had reached, is
+printed and the exit is 130; a Ctrl-C while no engine runs, or a second one,
+interrupts at once: a document not yet begun is then printed with stop reason
+`cancelled` (CD908, at the pipeline file) and no facts, cycles or usage.
 Human output shows the same diagnostics on stderr (exit 2: as `converge-dsl
 validate` prints them). Packs the cache lacks are fetched first, one line on
 stderr for each.
@@ -36,6 +38,7 @@ import argparse
 import asyncio
 import json
 import shlex
+import signal
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
@@ -43,17 +46,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel
 
-from converge_dsl.cli import QUIET, environment_error
+from converge_dsl.cli import EXIT_INTERRUPTED, QUIET, environment_error
 from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Coroutine
 
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.engine import Fact, Provenance
-    from converge_dsl.runtime import RunOptions, RunOutcome, RunResultDocument
+    from converge_dsl.runtime import RunOptions, RunOutcome, RunResultDocument, StopRequest
 
 
 _JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
@@ -250,6 +253,10 @@ class _Progress:
             self._stream.flush()
 
     def _detail(self, text: str) -> None:
+        self.say(text)
+
+    def say(self, text: str) -> None:
+        """One line on standard error, above the live line when there is one."""
         if self._console is not None:
             self._console.print(text, markup=False, highlight=False)
         else:
@@ -467,7 +474,7 @@ def _sinks(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     """Run; print the result. A run that never started prints its run result too (JSON)."""
-    from converge_dsl.runtime import ResultSink, not_run_document, run_pipeline
+    from converge_dsl.runtime import ResultSink, StopRequest, not_run_document, run_pipeline
 
     if args.cases is not None:
         from converge_dsl.cli._batch import execute_batch
@@ -477,6 +484,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     # Under --quiet no listener at all: with none, the engine builds no events.
     progress = _Progress(io) if human and io.verbosity != QUIET else None
     printed: list[RunOutcome] = []
+    stop = StopRequest()
 
     def show(out: RunOutcome) -> None:
         printed.append(out)
@@ -488,8 +496,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         # The options' own files (--inputs, --decisions, --config...) are read here:
         # one that is refused is a run that never started, as one the run refuses.
         options = _options(args, io, progress)
-        options = replace(options, sinks=(*options.sinks, ResultSink(show)))
-        out = asyncio.run(run_pipeline(options))
+        options = replace(options, sinks=(*options.sinks, ResultSink(show)), stop=stop)
+        out = asyncio.run(_stoppable(run_pipeline(options), stop, progress or io.stderr))
     except KeyboardInterrupt:
         if not human and not printed:  # a program reading stdout still gets its document
             io.stdout.write(_interrupted(args.pipeline).model_dump_json(indent=2) + "\n")
@@ -508,7 +516,38 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     finally:
         if progress is not None:
             progress.stop()
+    if stop.asked and str(out.result.stop_reason) == "cancelled":
+        return EXIT_INTERRUPTED  # its result is printed: what it had reached
     return out.exit_code
+
+
+async def _stoppable(
+    run: Coroutine[Any, Any, RunOutcome], stop: StopRequest, say: _Progress | TextIO
+) -> RunOutcome:
+    """`run`, a first Ctrl-C (SIGINT) asking it to stop with `cancelled` (`StopRequest`):
+    it ends as any run does, its result printed with what it had reached. A Ctrl-C
+    while no engine runs (the pipeline loading, the run closing), or a second one,
+    interrupts at once (`KeyboardInterrupt`), as without this."""
+    loop = asyncio.get_running_loop()
+
+    def interrupted() -> None:
+        loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C interrupts at once
+        if not stop.ask():
+            raise KeyboardInterrupt
+        line = "interrupted: stopping the run (press Ctrl-C again to quit at once)"
+        if isinstance(say, _Progress):
+            say.say(line)
+        else:
+            say.write(line + "\n")
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupted)
+    except (RuntimeError, ValueError, NotImplementedError):  # not the main thread; Windows
+        return await run
+    try:
+        return await run
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 def _interrupted(pipeline: Path) -> RunResultDocument:

@@ -4,7 +4,9 @@ Public surface:
 - `run_pipeline(options)` (async) -> `RunOutcome`: load, then the one run assembly.
   `RunOptions` is what makes a `converge-dsl run`;
   `RunOptions(resume=DIR, decisions={id: approve})` continues a run paused for a human
-  (`decided_by={id: who}` says who gave each decision; the trace says `api` otherwise).
+  (`decided_by={id: who}` says who gave each decision; the trace says `api` otherwise);
+  `RunOptions(stop=StopRequest())` lets the caller stop the run with `cancelled`
+  (`StopRequest.ask()`, the command line's first Ctrl-C).
 - `assemble_run(plan)` (async) -> `RunOutcome`: the one run assembly every run goes
   through (single runs, batch cases, tests, the Python API); `RunPlan` is one run of a
   loaded pipeline, `Checkpointing` its checkpoint folder, `CompiledRuns` what the runs of
@@ -154,6 +156,7 @@ else:
             "converge_dsl.runtime._options": (
                 "OtelOptions",
                 "RunOptions",
+                "StopRequest",
             ),
             "converge_dsl.runtime._orchestrate": (
                 "load_document",

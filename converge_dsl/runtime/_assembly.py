@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from converge_dsl.models.port import Model
     from converge_dsl.tools import RunTools, ServerFactory
 
+    from ._options import StopRequest
+
 # The run's models from its settings and its meter's attempt gate.
 ModelMaker = Callable[["PipelineSettings", Callable[[], bool]], dict[str, "Model"]]
 # The run's usage meter from its budget (a batch's counts against the batch-wide cap).
@@ -101,6 +103,7 @@ class RunPlan:
     stands in for them under `--replay`, a batch worker lends its own). `environ` is
     the environment of the run its servers read (`env.pass`, header variables): the
     command line's, or the one given to `converge_dsl.load` (None: the process's).
+    `stop` is bound to the engine while it runs (`StopRequest`).
     """
 
     document: LoadedDocument
@@ -118,6 +121,7 @@ class RunPlan:
     budget: BudgetRule | None = None
     tool_servers: ServerFactory | None = None
     environ: Mapping[str, str] | None = None
+    stop: StopRequest | None = None
 
     def all_sinks(self) -> tuple[RunSink, ...]:
         """The checkpoint folder (an output too), then the plan's sinks in order."""
@@ -185,7 +189,9 @@ async def _run(
         engine = build_engine(compiled, hub, plan.clock, meter, budget=budget)
         if store is not None:
             _open_store(store, checkpoint, compiled, plan)
-        result, decided = await _execute(engine, compiled.seeds, store, checkpoint, plan)
+        # Nothing awaits between here and the engine's start: no request is missed.
+        with contextlib.nullcontext() if plan.stop is None else plan.stop.bound(engine.cancel):
+            result, decided = await _execute(engine, compiled.seeds, store, checkpoint, plan)
         _raise_failure(sinks)  # a write that failed inside a suggestor: still fatal
         if store is not None and result.pause is not None:
             store.save(result.state)  # the pending proposals: enough to continue

@@ -3,12 +3,20 @@
 Where the run's results go is not an option each: it is the list of `sinks`
 (`_sinks.RunSink`: `--trace`, `--report`, `--record`, the live progress, the
 result document), checked and driven by the one run assembly (`_assembly`).
+
+`StopRequest` asks a run from outside (the command line's first Ctrl-C) to stop
+as soon as it can with stop reason `cancelled`: the engine's `cancel`, so the
+run ends as any other does (its facts so far, its trace, its checkpoint, its
+result). The run assembly binds it to its engine while the engine runs; `ask()`
+says whether a running engine heard it (False while the pipeline loads or once
+the engine stopped: nothing can stop gracefully then).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +29,33 @@ if TYPE_CHECKING:
 
     from ._answer_cache import AnswerCaching
     from ._sinks import RunSink
+
+
+class StopRequest:
+    """A request that a run stop with `cancelled` (see the module docstring). Ask it on
+    the run's event loop: a signal handler the loop runs (`loop.add_signal_handler`),
+    or `loop.call_soon_threadsafe(stop.ask)` from another thread."""
+
+    def __init__(self) -> None:
+        self._cancel: Callable[[], None] | None = None
+        self.asked = False  # a running engine heard it
+
+    @contextlib.contextmanager
+    def bound(self, cancel: Callable[[], None]) -> Iterator[None]:
+        """Stop through `cancel` (an engine's) while the block runs."""
+        self._cancel = cancel
+        try:
+            yield
+        finally:
+            self._cancel = None
+
+    def ask(self) -> bool:
+        """Ask the running engine to stop; False when none runs."""
+        if self._cancel is None:
+            return False
+        self.asked = True
+        self._cancel()
+        return True
 
 
 @dataclass(frozen=True)
@@ -77,6 +112,8 @@ class RunOptions:
     # The answer cache of the run's model calls (`--cache`, `--offline`; docs/cache.md).
     answers: AnswerCaching | None = None
     sinks: tuple[RunSink, ...] = ()
+    # Stops the run with `cancelled` when asked (the command line's first Ctrl-C).
+    stop: StopRequest | None = None
 
     @property
     def roots(self) -> tuple[Path, ...]:

@@ -116,6 +116,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
             tool_servers=tool_replay(options.replay, orders)
             if options.replay is not None and _declares_tools(document)
             else None,
+            stop=options.stop,
             environ=options.env,
         )
         return await assemble_run(plan)

@@ -1,4 +1,6 @@
-"""`converge-dsl run`: what a program reading its standard output gets when it is interrupted."""
+"""`converge-dsl run` interrupted (Ctrl-C, SIGINT): a first Ctrl-C stops the run with
+`cancelled` and its result; one while no engine runs interrupts at once, and a program
+reading standard output still gets a document."""
 
 from __future__ import annotations
 
@@ -65,20 +67,54 @@ def _interrupted(tmp_path: Path, *options: str) -> tuple[int, str, str]:
     return child.returncode, out, err
 
 
-def test_an_interrupted_json_run_prints_its_document_cancelled(tmp_path: Path) -> None:
+def test_a_first_ctrl_c_stops_the_run_cancelled_with_what_it_reached(tmp_path: Path) -> None:
+    """The engine hears it: the run ends as any run does (its stop in the trace, its
+    diagnostic at the suggestor in flight), and the document says what it reached."""
     code, out, err = _interrupted(tmp_path, "--format", "json")
     assert code == 130
-    assert err == "interrupted\n"
+    assert err.startswith("interrupted: stopping the run (press Ctrl-C again to quit at once)\n")
+    assert "Traceback" not in err
     document = RunResultDocument.model_validate(json.loads(out))
     assert document.stop_reason == "cancelled"
-    assert not document.converged
-    assert [(d.code, d.file, d.line) for d in document.diagnostics] == [("CD908", "slow.yaml", 1)]
-    assert "interrupted (Ctrl-C, SIGINT)" in document.diagnostics[0].message
+    assert (document.cycles, document.usage.model_calls) == (1, 1)
+    diagnostic = document.diagnostics[0]
+    assert (diagnostic.code, diagnostic.suggestor, diagnostic.line) == ("CD908", "answer", 7)
+    last = json.loads((tmp_path / "trace.jsonl").read_text().splitlines()[-1])
+    assert (last["type"], last["stop_reason"]) == ("run_finished", "cancelled")
 
 
 @pytest.mark.parametrize("quiet", [False, True])
-def test_an_interrupted_human_run_prints_no_document(tmp_path: Path, quiet: bool) -> None:
+def test_a_first_ctrl_c_prints_the_human_result(tmp_path: Path, quiet: bool) -> None:
     code, out, err = _interrupted(tmp_path, *(["-q"] if quiet else []))
     assert code == 130
-    assert err.endswith("interrupted\n")
-    assert "cancelled" not in out
+    assert "stop: cancelled after 1 cycle(s)" in out
+    assert "interrupted: stopping the run" in err
+    assert "error[CD908]" in err
+
+
+def test_a_ctrl_c_while_no_engine_runs_interrupts_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the pipeline loads (no engine to ask), Ctrl-C interrupts as before: a
+    program reading standard output still gets a document."""
+    import asyncio
+    import io
+
+    import converge_dsl.runtime
+    from converge_dsl.cli import run
+
+    async def loading(options: object) -> None:
+        asyncio.get_running_loop().call_later(0.05, os.kill, os.getpid(), signal.SIGINT)
+        await asyncio.sleep(30)
+
+    monkeypatch.setattr(converge_dsl.runtime, "run_pipeline", loading)
+    (tmp_path / "slow.yaml").write_text(PIPELINE)
+    (tmp_path / "slow.script.yaml").write_text(SCRIPT)
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["run", str(tmp_path / "slow.yaml"), "--format", "json"], out, err)
+    assert (code, err.getvalue()) == (130, "interrupted\n")
+    document = RunResultDocument.model_validate(json.loads(out.getvalue()))
+    assert document.stop_reason == "cancelled"
+    assert [(d.code, d.line) for d in document.diagnostics] == [("CD908", 1)]
+    assert "interrupted (Ctrl-C, SIGINT)" in document.diagnostics[0].message
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
