@@ -6,8 +6,11 @@ written is said at once rather than after an evaluation's model calls:
 
 - a file the command reads (`A`, `B`, the evaluation file, its dataset, the
   baseline) is refused, naming it: the output would overwrite it;
-- a character device or a pipe (`-o /dev/null`, `-o /dev/stdout`, a terminal),
-  links to one included, is written as it is, as standard output would be;
+- `/dev/stdout` (and its other names, `/dev/fd/1`, `/proc/self/fd/1`) is the
+  command's standard output, whatever it is (`-o /dev/stdout > FILE`: a link to a
+  file, which no other output may be written through);
+- a character device or a pipe (`-o /dev/null`, a terminal), links to one
+  included, is written as it is, as standard output would be;
 - any other file is opened by the one output opener (`_files.open_output`):
   never through a link, never a file with other hard links; a missing folder is
   refused. An existing regular file is replaced, as before: these outputs are
@@ -63,7 +66,7 @@ def command_output(
 
     `UsageError` for an output that is one of `reads` or that the opener refuses.
     """
-    if path is None or str(path) == "":
+    if path is None or str(path) in _STANDARD_OUTPUT:
         yield CommandOutput(stdout, None, None)
         return
     target = Path(path)
@@ -91,6 +94,10 @@ def command_output(
         if not existed and not output.written:
             with contextlib.suppress(OSError):
                 target.unlink()
+
+
+# The names of standard output an `-o` may give ("": no file given).
+_STANDARD_OUTPUT = frozenset({"", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
 
 def _is_stream(path: Path) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from converge_dsl.pipetest._run_diff import diff_results
@@ -179,3 +181,24 @@ def test_an_output_that_is_a_device_or_a_link_to_one_is_written_as_it_is(
         code, out, err = cli("diff", a, a, "-o", output)
         assert (code, out, err) == (0, "", "")
     assert (tmp_path / "sink").is_symlink()
+
+
+def test_an_output_of_dev_stdout_is_standard_output_whatever_it_is(tmp_path: Path) -> None:
+    # `-o /dev/stdout > FILE` made /dev/stdout a link to a regular file, which the
+    # output opener refused ("it is a symbolic link").
+    for name in ("incident-triage.yaml", "incident-triage.script.yaml"):
+        shutil.copy(ROOT / "pipelines" / name, tmp_path / name)
+    a = _run(tmp_path, "a.json")
+    for output in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+        code, out, err = cli("diff", a, a, "-o", output)
+        assert (code, out, err) == (0, "no difference\n", "")
+    with (tmp_path / "diff.txt").open("w") as file:
+        done = subprocess.run(
+            [sys.executable, "-m", "converge_dsl", "diff", a, a, "-o", "/dev/stdout"],
+            stdout=file,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (tmp_path / "diff.txt").read_text() == "no difference\n"
