@@ -227,6 +227,8 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
     signals handled); return when a signal has stopped it."""
     import uvicorn
 
+    from ._heads import protocol
+
     prepared = prepare(options)
     try:
         if prepared.service.workers is not None:  # a worker that cannot start stops it now
@@ -254,6 +256,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         * (options.limits.concurrency + options.limits.queue)
         + 64,
         server_header=False,
+        http=protocol(),  # a request the parser refuses answered as JSON (`_heads`)
     )
     server = _server(config, lambda: on_ready(url))
     try:

@@ -100,6 +100,8 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SERVE_UNSUPPORTED_MEDIA: "tests/serve/test_bodies.py",
         codes.SERVE_BODY_TIMEOUT: "tests/serve/test_bodies.py",
         codes.SERVE_BAD_PARAMETER: "tests/serve/test_app.py",
+        # a served request's head refused before the application reads it
+        codes.SERVE_BAD_HTTP: "tests/serve/test_heads.py",
         # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
         codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
     }
