@@ -227,7 +227,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
     signals handled); return when a signal has stopped it."""
     import uvicorn
 
-    from ._heads import protocol
+    from ._heads import HEAD_CAP, protocol
 
     prepared = prepare(options)
     try:
@@ -256,7 +256,10 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         * (options.limits.concurrency + options.limits.queue)
         + 64,
         server_header=False,
-        http=protocol(),  # a request the parser refuses answered as JSON (`_heads`)
+        # A request's head bounded in size, refused as JSON (`_heads`); h11's own
+        # bound, when uvicorn reads with h11, no lower than it.
+        http=protocol(),
+        h11_max_incomplete_event_size=HEAD_CAP,
     )
     server = _server(config, lambda: on_ready(url))
     try:

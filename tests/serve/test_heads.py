@@ -1,17 +1,25 @@
-"""A request's head over a real socket: a malformed one refused (400) as the
-service's JSON with its code, and no traceback in the server's log."""
+"""A request's head over a real socket: bounded in size (431), a malformed one
+refused (400), each as the service's JSON with its code and no traceback in the
+server's log; bodies and keep-alive untouched."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from converge_dsl.serve._heads import HEAD_CAP
+
 from .conftest import DATA, Server, serve_with_token
 
 TOKEN = "5ca1ab1e0ddba11c0ffee0123456789a"
+RUNS = "/v1/pipelines/echo/runs"
 
 
 def _address(url: str) -> tuple[str, int]:
@@ -65,3 +73,103 @@ def test_a_malformed_request_is_the_services_json(
     assert message.startswith("the request is not valid HTTP/1.1: ")
     assert reason in message
     assert "Traceback" not in "".join(served.stderr)
+
+
+def test_a_head_over_the_cap_is_431_and_never_read_whole(served: Server) -> None:
+    start = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    tail = b"\r\nConnection: close\r\n\r\n"
+    fits = start + b"X-Long: " + b"a" * (HEAD_CAP - len(start) - 8 - len(tail)) + tail
+    assert len(fits) == HEAD_CAP
+    assert exchange(served.url, fits).startswith(b"HTTP/1.1 200 OK\r\n")
+    # 20 MB of one header: answered once the cap is passed, the rest dropped unread
+    huge = start + b"X-Big: " + b"a" * (20 << 20) + b"\r\n\r\n"
+    status, code, message, _ = refusal(exchange(served.url, huge))
+    assert (status, code) == (431, "CD442")
+    assert message == f"the request line and headers are over {HEAD_CAP} bytes"
+    many = start + b"".join(b"X-%d: %s\r\n" % (n, b"b" * 100) for n in range(1000)) + b"\r\n"
+    assert refusal(exchange(served.url, many))[:2] == (431, "CD442")
+    assert "Traceback" not in "".join(served.stderr)
+
+
+def test_bodies_and_keep_alive_are_not_heads(served: Server) -> None:
+    """A body is counted by --body-cap, never as a head; a connection kept alive reads
+    request after request, each head counted from its own start."""
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    long_value = b"a" * (HEAD_CAP - 200)
+    body = json.dumps({"inputs": {"text": "x" * (500 << 10)}}).encode()
+    post = (
+        f"POST {RUNS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+        + auth
+        + b"X-Long: "
+        + long_value
+        + b"\r\nContent-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
+    over_cap = b"x" * (2 << 20)
+    refused_body = (
+        f"POST {RUNS} HTTP/1.1\r\nHost: x\r\n".encode()
+        + auth
+        + b"Content-Length: %d\r\n\r\n" % len(over_cap)
+        + over_cap
+    )
+    last = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: " + long_value + b"\r\n"
+    last += b"Connection: close\r\n\r\n"
+    answers = exchange(served.url, post + refused_body + post + last, seconds=30)
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answers)
+    assert statuses[:2] == [b"202", b"413"], answers[:2000]
+    # after a 413 answered before its body was read the connection may end (uvicorn's
+    # choice); what it answers is never a 431
+    assert b"CD442" not in answers
+
+
+# --- a server in this process, for each of uvicorn's parsers ------------------------
+
+
+@pytest.fixture(params=["httptools", "h11"])
+def quick(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A server of echo.yaml read by each of uvicorn's parsers."""
+    import uvicorn
+
+    from converge_dsl.serve import ServeOptions, prepare
+    from converge_dsl.serve._app import HttpLimits, build_app
+    from converge_dsl.serve._heads import protocol
+
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
+    app = build_app(prepared.service, None, HttpLimits())
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        http=protocol(parser=request.param),
+        h11_max_incomplete_event_size=HEAD_CAP,
+        timeout_keep_alive=5,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+        prepared.service.store.close()
+
+
+def test_either_parser_refuses_as_json(quick: str) -> None:
+    """The size bound and the refusal of a malformed request, whichever parser reads."""
+    bad = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 12x\r\n\r\n"
+    assert refusal(exchange(quick, bad))[:2] == (400, "CD441")
+    huge = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (4 << 20) + b"\r\n\r\n"
+    assert refusal(exchange(quick, huge))[:2] == (431, "CD442")
+    start = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    tail = b"\r\nConnection: close\r\n\r\n"
+    fits = start + b"X-Long: " + b"a" * (HEAD_CAP - len(start) - 8 - len(tail)) + tail
+    assert exchange(quick, fits).startswith(b"HTTP/1.1 200 OK\r\n")
