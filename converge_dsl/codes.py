@@ -149,6 +149,7 @@ SERVE_MCP_BAD_IDEMPOTENCY_KEY = "CD439"  # an MCP call's `_meta` idempotency key
 SERVE_MCP_BAD_ARGUMENTS = "CD440"  # a run-control MCP tool call's arguments are not of its shape
 SERVE_BAD_HTTP = "CD441"  # a served request is not valid HTTP/1.1 (its line, a header, a length)
 SERVE_HEAD_TOO_LARGE = "CD442"  # a served request's line and headers are over the cap (431)
+SERVE_HEAD_TIMEOUT = "CD443"  # a served request's line and headers did not arrive in time (408)
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

@@ -1,15 +1,21 @@
-"""A request's head on the wire, before the application sees it: bounded, and refused
-in the service's JSON.
+"""A request's head on the wire, before the application sees it: bounded, timed, and
+refused in the service's JSON.
 
-`protocol(head_cap)` is the HTTP/1.1 protocol class `serve` gives
+`protocol(head_cap, head_s)` is the HTTP/1.1 protocol class `serve` gives
 uvicorn (`Config(http=...)`): uvicorn's own (httptools' parser where it is
-installed, as uvicorn picks, else h11's), with two changes at the edge where
+installed, as uvicorn picks, else h11's), with three changes at the edge where
 uvicorn reads bytes, before any route or middleware runs:
 
 - A head (the request line and headers) holds at most `head_cap` bytes: past
   them the connection answers 431 (CD442) and stops reading, so memory does
   not grow with what a client sends (httptools would otherwise gather a header
   of any length).
+- A head must arrive within `head_s` seconds, counted from the connection's
+  start or from the first byte of a later request on it: a client sending a
+  header a byte at a time is answered 408 (CD443); a connection that sent
+  nothing is closed. While a response on the connection is still being
+  written, the clock waits for it. The body's own bound (`_bodies`, CD308) and
+  uvicorn's keep-alive timeout are untouched.
 - A request the parser refuses (a bad request line, header or Content-Length)
   is answered 400 (CD441) with the parser's reason, instead of uvicorn's plain
   text.
@@ -27,20 +33,23 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import Any, cast
 
 from converge_dsl import codes
 
 from ._requests import Problem
 
 HEAD_CAP = 64 * 1024
+HEAD_S = 10.0
 # How long a refused connection reads (and drops) what its client still sends.
 LINGER_S = 2.0
 
-_REASONS = {400: b"Bad Request", 431: b"Request Header Fields Too Large"}
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
 
-def protocol(head_cap: int = HEAD_CAP, parser: str | None = None) -> type[asyncio.Protocol]:
+def protocol(
+    head_cap: int = HEAD_CAP, head_s: float = HEAD_S, parser: str | None = None
+) -> type[asyncio.Protocol]:
     """uvicorn's HTTP/1.1 protocol class with the head bounded (see the module docstring):
     of `parser` "httptools" or "h11", by default httptools' where it is installed (as
     uvicorn chooses). With h11, uvicorn's `h11_max_incomplete_event_size` must be no
@@ -53,7 +62,7 @@ def protocol(head_cap: int = HEAD_CAP, parser: str | None = None) -> type[asynci
         else:
             parser = "httptools"
     make = _h11_protocol if parser == "h11" else _httptools_protocol
-    return make(head_cap)
+    return make(head_cap, head_s)
 
 
 def answer(status: int, problem: Problem, default_headers: list[tuple[bytes, bytes]]) -> bytes:
@@ -92,11 +101,21 @@ def too_large(head_cap: int) -> Problem:
     )
 
 
+def too_slow(head_s: float) -> Problem:
+    return Problem(
+        codes.SERVE_HEAD_TIMEOUT,
+        f"the request line and headers did not arrive within {head_s:g} seconds",
+        "",
+        "send the request's head at once",
+    )
+
+
 class _Bounded:
     """What both protocol classes add (see the module docstring); `_reading_head` says
     whether the parser is between requests or inside a head, as each parser knows it."""
 
     head_cap: int
+    head_s: float
     # uvicorn's protocol attributes this uses
     transport: asyncio.Transport
     cycle: Any
@@ -104,13 +123,19 @@ class _Bounded:
     server_state: Any
 
     _head_size = 0
+    _head_timer: asyncio.TimerHandle | None = None
     _linger: asyncio.TimerHandle | None = None
     _refused = False
 
     def _reading_head(self) -> bool:
         raise NotImplementedError
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self._arm()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
         if self._linger is not None:
             self._linger.cancel()
         super().connection_lost(exc)  # type: ignore[misc]
@@ -121,6 +146,8 @@ class _Bounded:
         if not self._reading_head():
             self._fed(data)
             return
+        if self._head_timer is None:
+            self._arm()  # the first byte of a later request on the connection
         room = self.head_cap - self._head_size
         if len(data) <= room:
             self._head_size += len(data)
@@ -136,10 +163,11 @@ class _Bounded:
             self.data_received(data[room:])
 
     def _fed(self, data: bytes) -> None:
-        """`data` to uvicorn's parser; a head it completed starts the next one's count."""
+        """`data` to uvicorn's parser; a head it completed stops the head's clock."""
         cycle = self.cycle
         super().data_received(data)  # type: ignore[misc]
-        if self.cycle is not cycle:
+        if self.cycle is not cycle and not self._refused:
+            self._disarm()
             self._head_size = 0
 
     def send_400_response(self, msg: str) -> None:
@@ -148,9 +176,32 @@ class _Bounded:
         error = sys.exc_info()[1]
         self._refuse(400, malformed(str(error) if error is not None else ""))
 
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_timer = self.loop.call_later(self.head_s, self._late)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _late(self) -> None:
+        self._head_timer = None
+        handed_on = self.transport.get_protocol() is not cast(object, self)  # a WebSocket
+        if self.transport.is_closing() or self._refused or handed_on:
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._arm()  # a response is still being written: the next head waits for it
+            return
+        if self._head_size == 0:
+            self.transport.close()  # nothing sent: nothing to answer
+            return
+        self._refuse(408, too_slow(self.head_s))
+
     def _refuse(self, status: int, problem: Problem) -> None:
         """Answer `problem`, then linger (see the module docstring)."""
         self._refused = True
+        self._disarm()
         transport = self.transport
         transport.write(answer(status, problem, self.server_state.default_headers))
         if not transport.can_write_eof():  # pragma: no cover (TLS: no half-close)
@@ -160,7 +211,7 @@ class _Bounded:
         self._linger = self.loop.call_later(LINGER_S, transport.close)
 
 
-def _httptools_protocol(head_cap: int) -> type[asyncio.Protocol]:
+def _httptools_protocol(head_cap: int, head_s: float) -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class Protocol(_Bounded, HttpToolsProtocol):
@@ -177,11 +228,11 @@ def _httptools_protocol(head_cap: int) -> type[asyncio.Protocol]:
             super().on_message_complete()
             self._in_head = True
 
-    Protocol.head_cap = head_cap
+    Protocol.head_cap, Protocol.head_s = head_cap, head_s
     return Protocol
 
 
-def _h11_protocol(head_cap: int) -> type[asyncio.Protocol]:
+def _h11_protocol(head_cap: int, head_s: float) -> type[asyncio.Protocol]:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -189,5 +240,5 @@ def _h11_protocol(head_cap: int) -> type[asyncio.Protocol]:
         def _reading_head(self) -> bool:
             return bool(self.conn.their_state is h11.IDLE)
 
-    Protocol.head_cap = head_cap
+    Protocol.head_cap, Protocol.head_s = head_cap, head_s
     return Protocol

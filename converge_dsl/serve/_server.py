@@ -256,7 +256,7 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         * (options.limits.concurrency + options.limits.queue)
         + 64,
         server_header=False,
-        # A request's head bounded in size, refused as JSON (`_heads`); h11's own
+        # A request's head bounded in size and time, refused as JSON (`_heads`); h11's own
         # bound, when uvicorn reads with h11, no lower than it.
         http=protocol(),
         h11_max_incomplete_event_size=HEAD_CAP,

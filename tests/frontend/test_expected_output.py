@@ -103,6 +103,7 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         # a served request's head refused before the application reads it
         codes.SERVE_BAD_HTTP: "tests/serve/test_heads.py",
         codes.SERVE_HEAD_TOO_LARGE: "tests/serve/test_heads.py",
+        codes.SERVE_HEAD_TIMEOUT: "tests/serve/test_heads.py",
         # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
         codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
     }

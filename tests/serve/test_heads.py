@@ -1,11 +1,12 @@
-"""A request's head over a real socket: bounded in size (431), a malformed one
-refused (400), each as the service's JSON with its code and no traceback in the
-server's log; bodies and keep-alive untouched."""
+"""A request's head over a real socket: bounded in size (431) and time (408), a
+malformed one refused (400), each as the service's JSON with its code and no
+traceback in the server's log; bodies, keep-alive and slow answers untouched."""
 
 from __future__ import annotations
 
 import json
 import re
+import select
 import socket
 import threading
 import time
@@ -122,12 +123,13 @@ def test_bodies_and_keep_alive_are_not_heads(served: Server) -> None:
     assert b"CD442" not in answers
 
 
-# --- a server in this process, for each of uvicorn's parsers ------------------------
+# --- the head's clock, on a server in this process with a short one ------------------
 
 
 @pytest.fixture(params=["httptools", "h11"])
 def quick(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A server of echo.yaml read by each of uvicorn's parsers."""
+    """A server of echo.yaml whose heads must arrive within 0.3 s (bodies: 5 s), read by
+    each of uvicorn's parsers."""
     import uvicorn
 
     from converge_dsl.serve import ServeOptions, prepare
@@ -135,7 +137,7 @@ def quick(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     from converge_dsl.serve._heads import protocol
 
     prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
-    app = build_app(prepared.service, None, HttpLimits())
+    app = build_app(prepared.service, None, HttpLimits(body_s=5.0))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -143,7 +145,7 @@ def quick(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
         app,
         log_level="warning",
         lifespan="on",
-        http=protocol(parser=request.param),
+        http=protocol(head_s=0.3, parser=request.param),
         h11_max_incomplete_event_size=HEAD_CAP,
         timeout_keep_alive=5,
     )
@@ -161,6 +163,62 @@ def quick(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
         thread.join(15)
         sock.close()
         prepared.service.store.close()
+
+
+def _trickle(url: str, first: bytes, then: bytes, every: float, most: int) -> tuple[bytes, float]:
+    """Send `first`, then a byte of `then` every `every` seconds (at most `most`) while
+    no answer came; the answer (up to the close) and when its first byte came."""
+    start = time.monotonic()
+    with socket.create_connection(_address(url), timeout=10) as sock:
+        sock.sendall(first)
+        for byte in then[:most]:
+            if select.select([sock], [], [], every)[0]:
+                break
+            sock.sendall(bytes([byte]))
+        else:
+            select.select([sock], [], [], 5)
+        came = time.monotonic() - start
+        out = b""
+        while chunk := sock.recv(65536):
+            out += chunk
+        return out, came
+
+
+def test_a_head_sent_a_byte_at_a_time_is_408(quick: str) -> None:
+    head = b"POST /v1/pipelines/echo/runs HTTP/1.1\r\nHost: x\r\n"
+    answer, came = _trickle(quick, head, b"X-Slow: " + b"a" * 100, 0.05, 100)
+    status, code, message, _ = refusal(answer)
+    assert (status, code) == (408, "CD443")
+    assert message == "the request line and headers did not arrive within 0.3 seconds"
+    assert came < 5  # long before the trickle would have ended
+
+
+def test_a_connection_that_sends_nothing_is_closed(quick: str) -> None:
+    with socket.create_connection(_address(quick), timeout=5) as sock:
+        assert sock.recv(100) == b""  # closed by the server, with nothing to answer
+
+
+def test_the_head_clock_is_not_the_bodys_nor_keep_alives(quick: str) -> None:
+    """A body slower than the head's bound (within its own), then a second request on
+    the same connection after a pause longer than the head's bound: both answered."""
+    body = b'{"inputs": {"text": "slow"}}'
+    head = (
+        b"POST /v1/pipelines/echo/runs?wait=true HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    )
+    with socket.create_connection(_address(quick), timeout=10) as sock:
+        sock.sendall(head)
+        for byte in body:  # 28 bytes at 0.025 s: 0.7 s, over the head's 0.3 s
+            time.sleep(0.025)
+            sock.sendall(bytes([byte]))
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 "), first
+        time.sleep(0.5)  # idle between requests: keep-alive's 5 s, not the head's bound
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        second = b""
+        while chunk := sock.recv(65536):
+            second += chunk
+    assert second.startswith(b"HTTP/1.1 200 "), second
 
 
 def test_either_parser_refuses_as_json(quick: str) -> None:
