@@ -150,6 +150,7 @@ SERVE_MCP_BAD_ARGUMENTS = "CD440"  # a run-control MCP tool call's arguments are
 SERVE_BAD_HTTP = "CD441"  # a served request is not valid HTTP/1.1 (its line, a header, a length)
 SERVE_HEAD_TOO_LARGE = "CD442"  # a served request's line and headers are over the cap (431)
 SERVE_HEAD_TIMEOUT = "CD443"  # a served request's line and headers did not arrive in time (408)
+SERVE_MCP_HOST_REFUSED = "CD444"  # an MCP request's Host or Origin is not the loopback server's own
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing
