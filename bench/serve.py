@@ -284,8 +284,16 @@ def bare_server() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
+    from converge_dsl.serve._heads import HEAD_CAP, protocol
+
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, server_header=False, timeout_keep_alive=5
+        app,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        timeout_keep_alive=5,
+        http=protocol(),
+        h11_max_incomplete_event_size=HEAD_CAP,
     )
     print(f"bare endpoint on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[sock])

@@ -152,13 +152,18 @@ AGENT_CANNOT_PROPOSE = "CD423"  # warning: the agent has no context.propose tool
 # `converge-dsl serve --executor` (433 to 435)
 EXECUTOR_OPTION_ALONE = "CD433"  # an executor's option given without its --executor
 EXECUTOR_WORKER_LOST = "CD434"  # the worker running a run died too many times: the run failed
-# `converge-dsl serve --mcp`: the pipelines and their runs as MCP tools (436 to 445;
-# CD446 is not one of them: a schema code, in the CD1xx section)
+# `converge-dsl serve --mcp`: the pipelines and their runs as MCP tools (436 to 440),
+# and the service's HTTP edge (441 to 445, 447 to 449; CD446 is not one of them: a
+# schema code, in the CD1xx section)
 SERVE_MCP_TOOL_NAME_TAKEN = "CD436"  # two served pipelines give one MCP tool name
 SERVE_MCP_UNKNOWN_TOOL = "CD437"  # an MCP tool call names no listed tool
 SERVE_MCP_NOT_INSTALLED = "CD438"  # `serve --mcp` without the mcp extra installed
 SERVE_MCP_BAD_IDEMPOTENCY_KEY = "CD439"  # an MCP call's `_meta` idempotency key is not short text
 SERVE_MCP_BAD_ARGUMENTS = "CD440"  # a run-control MCP tool call's arguments are not of its shape
+SERVE_BAD_HTTP = "CD441"  # a served request is not valid HTTP/1.1 (its line, a header, a length)
+SERVE_HEAD_TOO_LARGE = "CD442"  # a served request's line and headers are over the cap (431)
+SERVE_HEAD_TIMEOUT = "CD443"  # a served request's line and headers did not arrive in time (408)
+SERVE_MCP_HOST_REFUSED = "CD444"  # an MCP request's Host or Origin is not the loopback server's own
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

@@ -4,7 +4,11 @@
 server (the `mcp` SDK's low-level `Server` under its
 `StreamableHTTPSessionManager`, stateless: every POST stands alone) mounted by
 `build_app` at `MCP_PATH` in the same application as the HTTP API, with
-the same bearer tokens (401 without one). A POSTed message is read and
+the same bearer tokens (401 without one). On a loopback address a request
+whose `Host` is not a loopback name with its port (421, CD444) or that comes
+from a web page (an `Origin`: 403, CD444) is refused, as is a POST that is not
+`application/json` (415, CD307): the SDK's own transport checks, made first so
+that the answer is the service's JSON. A POSTed message is read and
 checked before the SDK sees it, as an HTTP API body is (`_bodies`: the cap,
 JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
 
@@ -79,6 +83,7 @@ if TYPE_CHECKING:
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.session import ServerSession
+    from starlette.datastructures import Headers
     from starlette.responses import JSONResponse
     from starlette.types import Message, Receive, Scope, Send
 
@@ -86,6 +91,8 @@ if TYPE_CHECKING:
     from ._tokens import Tokens
 
 MCP_PATH = "/mcp"
+# The names a `Host` header may give a server on a loopback address (with a port).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 # The `_meta` key of a tool call that carries the run's budget (the HTTP body's `budget`).
 BUDGET_META = "converge-dsl/budget"
 # The `_meta` key of a tool call that carries its idempotency key (the `Idempotency-Key` header).
@@ -144,10 +151,12 @@ class McpEndpoint:
         self.server.list_tools()(self._list)  # type: ignore[no-untyped-call]
         # Validation is `run_request`'s: the same located errors as the HTTP API's 422.
         self.server.call_tool(validate_input=False)(self._call)
-        # A browser page must not reach a loopback server through a rebound name.
+        # A browser page must not reach a loopback server through a rebound name: checked
+        # first by `_transport_refusal` (the service's JSON), the SDK's check behind it.
+        self.loopback = loopback
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=loopback,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else [],
+            allowed_hosts=[f"{name}:*" for name in LOOPBACK_NAMES] if loopback else [],
         )
         self.sessions = StreamableHTTPSessionManager(
             self.server,
@@ -173,6 +182,10 @@ class McpEndpoint:
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
             return
+        refusal = self._transport_refusal(headers, post=scope.get("method") == "POST")
+        if refusal is not None:
+            await problems_response(refusal, self.service.redact)(scope, receive, send)
+            return
         if scope.get("method") == "GET":
             # a stateless server never has a message to send on a stream of its own: the
             # SDK's would stay open and idle, holding one of the server's bounded connections
@@ -189,6 +202,45 @@ class McpEndpoint:
                 return
             receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
+
+    def _transport_refusal(self, headers: Headers, *, post: bool) -> Refused | None:
+        """The SDK's transport checks, refused in the service's words before it makes them
+        (its answers are plain text): on a loopback address a `Host` that is not a loopback
+        name with a port (421, CD444) and any `Origin` (403, CD444), as its
+        `TransportSecuritySettings` configured above refuse them; a POST whose
+        Content-Type is not JSON's own (415, CD307: the SDK reads no other)."""
+        if self.loopback:
+            host = headers.get("host", "")
+            if not any(host.startswith(f"{name}:") for name in LOOPBACK_NAMES):
+                return refused(
+                    421,
+                    codes.SERVE_MCP_HOST_REFUSED,
+                    f"the Host header {host[:100]!r} is not this server's: on a loopback "
+                    "address /mcp answers a loopback name with its port only",
+                    "",
+                    "send Host: 127.0.0.1:PORT (or localhost:PORT, [::1]:PORT), the port "
+                    "included, as HTTP clients do",
+                )
+            origin = headers.get("origin")
+            if origin:
+                return refused(
+                    403,
+                    codes.SERVE_MCP_HOST_REFUSED,
+                    f"the request comes from the web page of {origin[:100]!r}: on a loopback "
+                    "address /mcp answers no web page",
+                    "",
+                    "call /mcp from an MCP client, without an Origin header",
+                )
+        media = headers.get("content-type", "")
+        if post and not media.lower().startswith("application/json"):
+            return refused(
+                415,
+                codes.SERVE_UNSUPPORTED_MEDIA,
+                f"the MCP message is sent as {media[:80]!r}; /mcp reads application/json only",
+                "",
+                "send the message with Content-Type: application/json",
+            )
+        return None
 
     # --- tools ------------------------------------------------------------------------
 

@@ -227,6 +227,8 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
     signals handled); return when a signal has stopped it."""
     import uvicorn
 
+    from ._heads import HEAD_CAP, protocol
+
     prepared = prepare(options)
     try:
         if prepared.service.workers is not None:  # a worker that cannot start stops it now
@@ -254,6 +256,10 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         * (options.limits.concurrency + options.limits.queue)
         + 64,
         server_header=False,
+        # A request's head bounded in size and time, refused as JSON (`_heads`); h11's own
+        # bound, when uvicorn reads with h11, no lower than it.
+        http=protocol(),
+        h11_max_incomplete_event_size=HEAD_CAP,
     )
     server = _server(config, lambda: on_ready(url))
     try:

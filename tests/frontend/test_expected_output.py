@@ -88,6 +88,7 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SERVE_MCP_NOT_INSTALLED: "tests/serve/test_mcp.py",
         codes.SERVE_MCP_BAD_IDEMPOTENCY_KEY: "tests/serve/test_mcp.py",
         codes.SERVE_MCP_BAD_ARGUMENTS: "tests/serve/test_mcp_runs.py",
+        codes.SERVE_MCP_HOST_REFUSED: "tests/serve/test_mcp_messages.py",
         # found when a pack is loaded (publish, fetch, lock): a pack that leaves its
         # folder cannot be published into the examples' repository
         codes.PACK_TOOL_OUTSIDE: "tests/packs/test_pack_tools.py",
@@ -100,6 +101,10 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SERVE_UNSUPPORTED_MEDIA: "tests/serve/test_bodies.py",
         codes.SERVE_BODY_TIMEOUT: "tests/serve/test_bodies.py",
         codes.SERVE_BAD_PARAMETER: "tests/serve/test_app.py",
+        # a served request's head refused before the application reads it
+        codes.SERVE_BAD_HTTP: "tests/serve/test_heads.py",
+        codes.SERVE_HEAD_TOO_LARGE: "tests/serve/test_heads.py",
+        codes.SERVE_HEAD_TIMEOUT: "tests/serve/test_heads.py",
         # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
         codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
         # `run --cases --out R --resume` with R of another pipeline (not validate's)

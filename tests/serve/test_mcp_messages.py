@@ -5,8 +5,10 @@ traceback in the server's log; the SDK's session still answers good messages."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -145,3 +147,53 @@ def test_a_get_of_the_endpoint_is_405_at_once(tmp_path: Path, servers: list[Serv
     assert answer.status_code == 405
     assert answer.headers["allow"] == "POST"
     assert answer.json()["errors"][0]["code"] == "CD990"
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_the_transports_own_refusals_are_the_services_json(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """The SDK's DNS-rebinding and media checks, made first in the service's words: a Host
+    without a port or of another name (421), an Origin (403), a POST that is not
+    application/json (415); a loopback Host with its port still answered."""
+    server = serve_with_token(tmp_path, servers, [DATA], TOKEN, "--mcp")
+    url = server.ready()
+    listing = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+
+    def curl(*headers: str) -> tuple[int, Any]:
+        given = [
+            f"{k}: {v}" for k, v in HEADERS.items() if not any(h.startswith(k) for h in headers)
+        ]
+        done = subprocess.run(
+            ["curl", "-s", "-w", "\n%{http_code}", "-d", listing, f"{url}/mcp"]
+            + [arg for header in [*given, *headers] for arg in ("-H", header)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        text, _, status = done.stdout.rpartition("\n")
+        return int(status), text
+
+    port = url.rsplit(":", 1)[1]
+    for host in (
+        "127.0.0.1",
+        "localhost",
+        f"evil.example:{port}",
+        f"127.0.0.1.evil.example:{port}",
+    ):
+        status, text = curl(f"Host: {host}")
+        assert status == 421, host
+        (problem,) = json.loads(text)["errors"]
+        assert problem["code"] == "CD444"
+        assert problem["message"].startswith(f"the Host header {host!r} is not this server's")
+    status, text = curl("Origin: http://evil.example")
+    assert (status, json.loads(text)["errors"][0]["code"]) == (403, "CD444")
+    status, text = curl("Content-Type: application/x-www-form-urlencoded")
+    assert (status, json.loads(text)["errors"][0]["code"]) == (415, "CD307")
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+        status, text = curl(f"Host: {host}")
+        assert status == 200, text
+        assert '"tools"' in text
+    with sqlite3.connect(tmp_path / "state" / STATE_FILE) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0

@@ -1,0 +1,264 @@
+"""A request's head on the wire, before the application sees it: bounded, timed, and
+refused in the service's JSON.
+
+`protocol(head_cap, head_s)` is the HTTP/1.1 protocol class `serve` gives
+uvicorn (`Config(http=...)`): uvicorn's own (httptools' parser where it is
+installed, as uvicorn picks, else h11's), with three changes at the edge where
+uvicorn reads bytes, before any route or middleware runs:
+
+- A head (the request line and headers) holds at most `head_cap` bytes: past
+  them the connection answers 431 (CD442) and stops reading, so memory does
+  not grow with what a client sends (httptools would otherwise gather a header
+  of any length).
+- A head must arrive within `head_s` seconds, counted from the connection's
+  start or from the first byte of a later request on it: a client sending a
+  header a byte at a time is answered 408 (CD443); a connection that sent
+  nothing is closed. While a response on the connection is still being
+  written, the clock waits for it. The body's own bound (`_bodies`, CD308) and
+  uvicorn's keep-alive timeout are untouched.
+- A request the parser refuses (a bad request line, header or Content-Length)
+  is answered 400 (CD441) with the parser's reason, instead of uvicorn's plain
+  text.
+
+Each refusal is the service's `{"errors": [...]}` document with
+`Connection: close`; the connection then stops writing, discards what the
+client still sends for at most `LINGER_S` seconds (closing at once could reset
+the connection before the client reads the answer) and closes. The bytes of a
+next request that arrive in the same read as the end of the one before are
+not counted: a head is bounded to `head_cap` plus one read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any, cast
+
+from converge_dsl import codes
+
+from ._requests import Problem
+
+HEAD_CAP = 64 * 1024
+HEAD_S = 10.0
+# How long a refused connection reads (and drops) what its client still sends.
+LINGER_S = 2.0
+
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+
+
+def protocol(
+    head_cap: int = HEAD_CAP, head_s: float = HEAD_S, parser: str | None = None
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol class with the head bounded (see the module docstring):
+    of `parser` "httptools" or "h11", by default httptools' where it is installed (as
+    uvicorn chooses). With h11, uvicorn's `h11_max_incomplete_event_size` must be no
+    lower than `head_cap` (else h11 refuses a smaller head first, as a malformed one)."""
+    if parser is None:
+        try:
+            import httptools  # noqa: F401
+        except ImportError:  # pragma: no cover (the test environment has httptools)
+            parser = "h11"
+        else:
+            parser = "httptools"
+    make = _h11_protocol if parser == "h11" else _httptools_protocol
+    return make(head_cap, head_s)
+
+
+def answer(status: int, problem: Problem, default_headers: list[tuple[bytes, bytes]]) -> bytes:
+    """A whole HTTP/1.1 answer: `problem` as the service's JSON errors, `Connection: close`."""
+    body = json.dumps(
+        {"errors": [problem.data()]}, ensure_ascii=False, separators=(",", ":")
+    ).encode()
+    lines = [b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status])]
+    lines += [name + b": " + value + b"\r\n" for name, value in default_headers]
+    lines += [
+        b"content-type: application/json\r\n",
+        b"content-length: %d\r\n" % len(body),
+        b"connection: close\r\n\r\n",
+        body,
+    ]
+    return b"".join(lines)
+
+
+def malformed(reason: str) -> Problem:
+    shown = f": {reason[:200]}" if reason else ""
+    return Problem(
+        codes.SERVE_BAD_HTTP,
+        f"the request is not valid HTTP/1.1{shown}",
+        "",
+        "send a request line `METHOD /path HTTP/1.1`, then `Name: value` headers of "
+        "visible ASCII, a Content-Length of digits only, and an empty line",
+    )
+
+
+def too_large(head_cap: int) -> Problem:
+    return Problem(
+        codes.SERVE_HEAD_TOO_LARGE,
+        f"the request line and headers are over {head_cap} bytes",
+        "",
+        "send fewer or shorter headers (a long value belongs in the body)",
+    )
+
+
+def too_slow(head_s: float) -> Problem:
+    return Problem(
+        codes.SERVE_HEAD_TIMEOUT,
+        f"the request line and headers did not arrive within {head_s:g} seconds",
+        "",
+        "send the request's head at once",
+    )
+
+
+class _Head:
+    """A connection's state at its edge: the bytes of the head being read, its clock, the
+    cycle whose request was read whole (httptools), the refusal's linger."""
+
+    __slots__ = ("linger", "read", "refused", "size", "timer")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.timer: asyncio.TimerHandle | None = None
+        self.read: object = None
+        self.linger: asyncio.TimerHandle | None = None
+        self.refused = False
+
+
+class _Bounded:
+    """What both protocol classes add (see the module docstring); `_reading_head` says
+    whether the parser is between requests or inside a head, as each parser knows it.
+    Its state is one attribute (`_head`): uvicorn's protocol sets nearly 30, about as
+    many as CPython keeps in a layout shared between instances; five more cost some
+    2,800 instructions a request (callgrind)."""
+
+    head_cap: int
+    head_s: float
+    # uvicorn's protocol attributes this uses
+    transport: asyncio.Transport
+    cycle: Any
+    loop: asyncio.AbstractEventLoop
+    server_state: Any
+
+    _head: _Head
+
+    def _reading_head(self) -> bool:
+        raise NotImplementedError
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._head = _Head()
+        super().connection_made(transport)  # type: ignore[misc]
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self._head.linger is not None:
+            self._head.linger.cancel()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def data_received(self, data: bytes) -> None:
+        head = self._head
+        if head.refused:
+            return  # lingering: what the client still sends is dropped
+        reading = self._reading_head()
+        if reading:
+            room = self.head_cap - head.size
+            if len(data) > room:
+                self._overflow(data, room)
+                return
+            head.size += len(data)
+        self._fed(data)
+        if reading and head.size and head.timer is None and not head.refused:
+            # a later request's head begun, not ended (most come whole in one read: they
+            # never set the clock)
+            self._arm()
+
+    def _overflow(self, data: bytes, room: int) -> None:
+        """`data` would take the head past the cap: what fits, then 431 if the head has
+        not ended in it, else the rest as usual."""
+        self._head.size = self.head_cap
+        if room:
+            self._fed(data[:room])
+        if self._head.refused or self.transport.is_closing():
+            return
+        if self._reading_head():
+            self._refuse(431, too_large(self.head_cap))
+        else:
+            self.data_received(data[room:])
+
+    def _fed(self, data: bytes) -> None:
+        """`data` to uvicorn's parser; a head it completed stops the head's clock and
+        starts the next one's count."""
+        cycle = self.cycle
+        super().data_received(data)  # type: ignore[misc]
+        if self.cycle is not cycle:
+            head = self._head
+            head.size = 0
+            if head.timer is not None and not head.refused:
+                self._disarm()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request its parser refused, called in the parser's
+        `except`: the service's JSON, with the parser's reason."""
+        error = sys.exc_info()[1]
+        self._refuse(400, malformed(str(error) if error is not None else ""))
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head.timer = self.loop.call_later(self.head_s, self._late)
+
+    def _disarm(self) -> None:
+        if self._head.timer is not None:
+            self._head.timer.cancel()
+            self._head.timer = None
+
+    def _late(self) -> None:
+        self._head.timer = None
+        handed_on = self.transport.get_protocol() is not cast(object, self)  # a WebSocket
+        if self.transport.is_closing() or self._head.refused or handed_on:
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._arm()  # a response is still being written: the next head waits for it
+            return
+        if self._head.size == 0:
+            self.transport.close()  # nothing sent: nothing to answer
+            return
+        self._refuse(408, too_slow(self.head_s))
+
+    def _refuse(self, status: int, problem: Problem) -> None:
+        """Answer `problem`, then linger (see the module docstring)."""
+        self._head.refused = True
+        self._disarm()
+        transport = self.transport
+        transport.write(answer(status, problem, self.server_state.default_headers))
+        if not transport.can_write_eof():  # pragma: no cover (TLS: no half-close)
+            transport.close()
+            return
+        transport.write_eof()
+        self._head.linger = self.loop.call_later(LINGER_S, transport.close)
+
+
+def _httptools_protocol(head_cap: int, head_s: float) -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class Protocol(_Bounded, HttpToolsProtocol):
+        def _reading_head(self) -> bool:
+            return self.cycle is self._head.read  # a new head makes a new cycle
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self._head.read = self.cycle
+
+    Protocol.head_cap, Protocol.head_s = head_cap, head_s
+    return Protocol
+
+
+def _h11_protocol(head_cap: int, head_s: float) -> type[asyncio.Protocol]:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(_Bounded, H11Protocol):
+        def _reading_head(self) -> bool:
+            return bool(self.conn.their_state is h11.IDLE)
+
+    Protocol.head_cap, Protocol.head_s = head_cap, head_s
+    return Protocol

@@ -1,0 +1,233 @@
+"""A request's head over a real socket: bounded in size (431) and time (408), a
+malformed one refused (400), each as the service's JSON with its code and no
+traceback in the server's log; bodies, keep-alive and slow answers untouched."""
+
+from __future__ import annotations
+
+import json
+import re
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.serve._heads import HEAD_CAP
+
+from .conftest import DATA, Server, serve_with_token
+
+TOKEN = "5ca1ab1e0ddba11c0ffee0123456789a"
+RUNS = "/v1/pipelines/echo/runs"
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    return host, int(port)
+
+
+def exchange(url: str, data: bytes, *, seconds: float = 10.0) -> bytes:
+    """Send `data` on a new connection and read until the server closes it."""
+    with socket.create_connection(_address(url), timeout=seconds) as sock:
+        sock.sendall(data)
+        out = b""
+        while chunk := sock.recv(65536):
+            out += chunk
+        return out
+
+
+def refusal(raw: bytes) -> tuple[int, str, str, dict[str, str]]:
+    """The status, the code, the message and the headers of one answer that closes."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    (problem,) = json.loads(body)["errors"]
+    assert headers["content-type"] == "application/json"
+    assert headers["connection"] == "close"
+    assert int(headers["content-length"]) == len(body)
+    return int(status_line.split()[1]), problem["code"], problem["message"], headers
+
+
+@pytest.fixture
+def served(tmp_path: Path, servers: list[Server]) -> Server:
+    server = serve_with_token(tmp_path, servers, [DATA], TOKEN)
+    server.ready()
+    return server
+
+
+@pytest.mark.parametrize(
+    ("request_head", "reason"),
+    [
+        (b"GET  /healthz HTTP/1.1 junk\r\nHost: x\r\n\r\n", "Expected CRLF after version"),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n", "Invalid header token"),
+        (b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 12x\r\n\r\n", "Content-Length"),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", "Invalid method"),  # TLS to plain HTTP
+    ],
+)
+def test_a_malformed_request_is_the_services_json(
+    served: Server, request_head: bytes, reason: str
+) -> None:
+    status, code, message, _ = refusal(exchange(served.url, request_head))
+    assert (status, code) == (400, "CD441")
+    assert message.startswith("the request is not valid HTTP/1.1: ")
+    assert reason in message
+    assert "Traceback" not in "".join(served.stderr)
+
+
+def test_a_head_over_the_cap_is_431_and_never_read_whole(served: Server) -> None:
+    start = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    tail = b"\r\nConnection: close\r\n\r\n"
+    fits = start + b"X-Long: " + b"a" * (HEAD_CAP - len(start) - 8 - len(tail)) + tail
+    assert len(fits) == HEAD_CAP
+    assert exchange(served.url, fits).startswith(b"HTTP/1.1 200 OK\r\n")
+    # 20 MB of one header: answered once the cap is passed, the rest dropped unread
+    huge = start + b"X-Big: " + b"a" * (20 << 20) + b"\r\n\r\n"
+    status, code, message, _ = refusal(exchange(served.url, huge))
+    assert (status, code) == (431, "CD442")
+    assert message == f"the request line and headers are over {HEAD_CAP} bytes"
+    many = start + b"".join(b"X-%d: %s\r\n" % (n, b"b" * 100) for n in range(1000)) + b"\r\n"
+    assert refusal(exchange(served.url, many))[:2] == (431, "CD442")
+    assert "Traceback" not in "".join(served.stderr)
+
+
+def test_bodies_and_keep_alive_are_not_heads(served: Server) -> None:
+    """A body is counted by --body-cap, never as a head; a connection kept alive reads
+    request after request, each head counted from its own start."""
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    long_value = b"a" * (HEAD_CAP - 200)
+    body = json.dumps({"inputs": {"text": "x" * (500 << 10)}}).encode()
+    post = (
+        f"POST {RUNS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+        + auth
+        + b"X-Long: "
+        + long_value
+        + b"\r\nContent-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
+    over_cap = b"x" * (2 << 20)
+    refused_body = (
+        f"POST {RUNS} HTTP/1.1\r\nHost: x\r\n".encode()
+        + auth
+        + b"Content-Length: %d\r\n\r\n" % len(over_cap)
+        + over_cap
+    )
+    last = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: " + long_value + b"\r\n"
+    last += b"Connection: close\r\n\r\n"
+    answers = exchange(served.url, post + refused_body + post + last, seconds=30)
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answers)
+    assert statuses[:2] == [b"202", b"413"], answers[:2000]
+    # after a 413 answered before its body was read the connection may end (uvicorn's
+    # choice); what it answers is never a 431
+    assert b"CD442" not in answers
+
+
+# --- the head's clock, on a server in this process with a short one ------------------
+
+
+@pytest.fixture(params=["httptools", "h11"])
+def quick(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A server of echo.yaml whose heads must arrive within 0.3 s (bodies: 5 s), read by
+    each of uvicorn's parsers."""
+    import uvicorn
+
+    from converge_dsl.serve import ServeOptions, prepare
+    from converge_dsl.serve._app import HttpLimits, build_app
+    from converge_dsl.serve._heads import protocol
+
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
+    app = build_app(prepared.service, None, HttpLimits(body_s=5.0))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        http=protocol(head_s=0.3, parser=request.param),
+        h11_max_incomplete_event_size=HEAD_CAP,
+        timeout_keep_alive=5,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+        prepared.service.store.close()
+
+
+def _trickle(url: str, first: bytes, then: bytes, every: float, most: int) -> tuple[bytes, float]:
+    """Send `first`, then a byte of `then` every `every` seconds (at most `most`) while
+    no answer came; the answer (up to the close) and when its first byte came."""
+    start = time.monotonic()
+    with socket.create_connection(_address(url), timeout=10) as sock:
+        sock.sendall(first)
+        for byte in then[:most]:
+            if select.select([sock], [], [], every)[0]:
+                break
+            sock.sendall(bytes([byte]))
+        else:
+            select.select([sock], [], [], 5)
+        came = time.monotonic() - start
+        out = b""
+        while chunk := sock.recv(65536):
+            out += chunk
+        return out, came
+
+
+def test_a_head_sent_a_byte_at_a_time_is_408(quick: str) -> None:
+    head = b"POST /v1/pipelines/echo/runs HTTP/1.1\r\nHost: x\r\n"
+    answer, came = _trickle(quick, head, b"X-Slow: " + b"a" * 100, 0.05, 100)
+    status, code, message, _ = refusal(answer)
+    assert (status, code) == (408, "CD443")
+    assert message == "the request line and headers did not arrive within 0.3 seconds"
+    assert came < 5  # long before the trickle would have ended
+
+
+def test_a_connection_that_sends_nothing_is_closed(quick: str) -> None:
+    with socket.create_connection(_address(quick), timeout=5) as sock:
+        assert sock.recv(100) == b""  # closed by the server, with nothing to answer
+
+
+def test_the_head_clock_is_not_the_bodys_nor_keep_alives(quick: str) -> None:
+    """A body slower than the head's bound (within its own), then a second request on
+    the same connection after a pause longer than the head's bound: both answered."""
+    body = b'{"inputs": {"text": "slow"}}'
+    head = (
+        b"POST /v1/pipelines/echo/runs?wait=true HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    )
+    with socket.create_connection(_address(quick), timeout=10) as sock:
+        sock.sendall(head)
+        for byte in body:  # 28 bytes at 0.025 s: 0.7 s, over the head's 0.3 s
+            time.sleep(0.025)
+            sock.sendall(bytes([byte]))
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 "), first
+        time.sleep(0.5)  # idle between requests: keep-alive's 5 s, not the head's bound
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        second = b""
+        while chunk := sock.recv(65536):
+            second += chunk
+    assert second.startswith(b"HTTP/1.1 200 "), second
+
+
+def test_either_parser_refuses_as_json(quick: str) -> None:
+    """The size bound and the refusal of a malformed request, whichever parser reads."""
+    bad = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 12x\r\n\r\n"
+    assert refusal(exchange(quick, bad))[:2] == (400, "CD441")
+    huge = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (4 << 20) + b"\r\n\r\n"
+    assert refusal(exchange(quick, huge))[:2] == (431, "CD442")
+    start = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    tail = b"\r\nConnection: close\r\n\r\n"
+    fits = start + b"X-Long: " + b"a" * (HEAD_CAP - len(start) - 8 - len(tail)) + tail
+    assert exchange(quick, fits).startswith(b"HTTP/1.1 200 OK\r\n")
