@@ -9,6 +9,7 @@ import pytest
 from converge_dsl.batch import load
 from converge_dsl.engine import Budget
 from converge_dsl.serve._requests import (
+    Problem,
     Refused,
     RunRequest,
     decisions_request,
@@ -66,3 +67,12 @@ def test_decisions() -> None:
         ("CD991", "/approve"),
         ("CD991", "/x"),
     ]
+
+
+def test_a_problem_s_text_keeps_the_place_it_names_on_one_line() -> None:
+    from converge_dsl.diagnostics import SourceSpan
+
+    declared = SourceSpan("a\nb.yaml", 4, 3, 4, 9)
+    problem = Problem("CD985", "the request lacks input 'x'", "/inputs", declared=declared)
+    assert problem.text().splitlines()[1] == " --> a\\nb.yaml:4:3"
+    assert problem.data()["declared_at"]["file"] == "a\nb.yaml"  # JSON: the real name
