@@ -169,7 +169,15 @@ def read_eval_file(
     data: Mapping[str, Any] = document.data
     pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
     dataset = _dataset_path(reader, str(data["dataset"]))
+    before = len(reader.problems)
     cases = _cases(reader, dataset, display_name(dataset)) if dataset else ()
+    if dataset is not None and not cases and len(reader.problems) == before:
+        reader.problem(
+            codes.EVAL_NO_CASES,
+            f"dataset {str(data['dataset'])!r} holds no case: nothing would be measured",
+            ("dataset",),
+            "add a case a line (JSONL) or a row under the header (CSV)",
+        )
     judges = _models(reader, data.get("judges") or {}, ("judges",))
     metrics = _metrics(reader, data["metrics"], pipeline, cases)
     rubrics = _rubrics(reader, metrics, judges)

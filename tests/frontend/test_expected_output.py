@@ -102,6 +102,8 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SERVE_BAD_PARAMETER: "tests/serve/test_app.py",
         # a pack archive refused as it is unpacked (lock, pack fetch, pack info, run)
         codes.PACK_ARCHIVE_REFUSED: "tests/packs/test_archive.py",
+        # an evaluation file's dataset with no case (validate checks eval files too)
+        codes.EVAL_NO_CASES: "tests/pipetest/test_eval_spec.py",
     }
     reported = [
         v

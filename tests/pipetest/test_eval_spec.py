@@ -192,3 +192,24 @@ def test_a_schema_metric_scores_with_one_validator_per_schema(tmp_path: Path) ->
     assert _eval_metrics._conforms(schema, {"cause": "x"})
     assert not _eval_metrics._conforms(dict(reversed(list(schema.items()))), {})
     assert _eval_metrics._validator.cache_info().misses == 1
+
+
+@pytest.mark.parametrize(
+    ("dataset", "text"),
+    [("cases.jsonl", ""), ("cases.jsonl", "\n  \n"), ("cases.csv", "name,input.service\n")],
+)
+def test_a_dataset_with_no_case_is_refused_at_the_dataset_line(
+    tmp_path: Path, dataset: str, text: str
+) -> None:
+    # It passed every metric over 0 cases, and `eval` exited 0 having measured nothing.
+    assert _codes(_folder(tmp_path, dataset, text)) == [
+        (codes.EVAL_NO_CASES, 4, f"dataset {dataset!r} holds no case: nothing would be measured")
+    ]
+
+
+def test_eval_on_an_empty_dataset_prints_the_located_error_and_exits_2(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "cases.jsonl", "")
+    code, out, err = cli("eval", str(path))
+    assert code == 2, out + err
+    assert "error[CD340]: dataset 'cases.jsonl' holds no case" in out + err
+    assert "^^^^" in out + err
