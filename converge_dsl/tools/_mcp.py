@@ -9,9 +9,10 @@ passes it stops the server (a hung child is killed with its process group), so
 later calls fail at once. `close` stops the server and joins its thread; it is
 idempotent and bounded. Every failure of the SDK, the child or the network is
 translated here into `ToolFailure` (CD963-CD966); nothing of `mcp`, `anyio` or
-`httpx` escapes. A streamable HTTP server is reached with the proxies and
-certificates of the environment the server is given, not the process's
-(`_http_env`).
+`httpx` escapes, nor reaches stderr: what the SDK's client drops unread (and only
+logs) is named in the timeout of the request it left unanswered (`_ClientFaults`).
+A streamable HTTP server is reached with the proxies and certificates of the
+environment the server is given, not the process's (`_http_env`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import shutil
 import threading
@@ -45,6 +47,33 @@ from converge_dsl.tools._port import (
 T = TypeVar("T")
 JOIN_TIMEOUT_S = 10.0
 LINE_OVERHEAD = 65_536  # room for the JSON-RPC envelope and escapes around a result
+FAULT_CHARS = 300  # how much of a fault the client dropped a message for is quoted
+
+
+class _ClientFaults(logging.Handler):
+    """What the SDK's client logs when it drops a message it cannot read (an HTTP body
+    cut short, a content type it does not take, a line that is not JSON-RPC), kept for
+    the failure message of the server whose thread logged it. Those messages are never
+    printed: the request they answered only times out, so the timeout's message names
+    the fault instead (a record of another thread goes where logging sends it)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.watched: dict[int, str] = {}  # a server thread's ident -> its last fault
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread not in self.watched:
+            if not logging.getLogger().handlers:  # as with no handler at all
+                logging.lastResort.handle(record)  # type: ignore[union-attr]
+            return
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text = f"{text}: {_reason(record.exc_info[1])}"
+        self.watched[record.thread] = text[:FAULT_CHARS]
+
+
+_FAULTS = _ClientFaults()
+logging.getLogger("mcp.client").addHandler(_FAULTS)
 
 
 class McpToolServer:
@@ -73,6 +102,7 @@ class McpToolServer:
         self._session: Any = None
         self._child: Any = None
         self._broken: ToolFailure | None = None
+        self._last_fault = ""  # `_fault` once the server's thread has ended
 
     @property
     def name(self) -> str:
@@ -108,9 +138,12 @@ class McpToolServer:
     def _run_loop(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
+        ident = threading.get_ident()
+        _FAULTS.watched[ident] = ""
         try:
             loop.run_until_complete(self._serve(ready))
         finally:
+            self._last_fault = _FAULTS.watched.pop(ident, "")
             loop.close()
 
     async def _serve(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
@@ -125,7 +158,7 @@ class McpToolServer:
                     raise self._fail(
                         codes.TOOL_SERVER_NOT_STARTED,
                         f"did not answer the MCP handshake and tools/list within "
-                        f"{self.limits.start_timeout_s:g} s{self._stderr()}",
+                        f"{self.limits.start_timeout_s:g} s{self._fault()}{self._stderr()}",
                     ) from None
                 ready.set_result(info)
                 await self._stopped.wait()
@@ -133,7 +166,9 @@ class McpToolServer:
             if not ready.done():
                 ready.set_exception(failure)
         except Exception as exc:  # the SDK, anyio, httpx or the OS: translated here
-            if not ready.done():
+            if not ready.done() and isinstance(_leaf(exc), ToolFailure):
+                ready.set_exception(_leaf(exc))  # raised inside the transport's task group
+            elif not ready.done():
                 code = codes.TOOL_SERVER_NOT_STARTED
                 if isinstance(_leaf(exc), _HostRefused):
                     code = codes.TOOL_HOST_REFUSED
@@ -141,6 +176,17 @@ class McpToolServer:
                 ready.set_exception(self._fail(code, message))
         finally:
             self._session = None
+
+    def _fault(self) -> str:
+        """What the server last sent that the client dropped unread (see `_ClientFaults`;
+        a stdio line that is not JSON-RPC), for a timeout's message."""
+        thread = self._thread
+        fault = self._last_fault
+        if thread is not None and thread.ident in _FAULTS.watched:
+            fault = _FAULTS.watched[thread.ident]
+        if self._child is not None and self._child.not_json:
+            fault = f"a line that is not JSON-RPC: {self._child.not_json}"
+        return f"; the client dropped what it sent: {fault}" if fault else ""
 
     def _stderr(self) -> str:
         text = self._child.stderr_text() if self._child is not None else ""
@@ -254,13 +300,14 @@ class McpToolServer:
             )
         except TimeoutError:
             future.cancel()
+            fault = self._fault()
+            await asyncio.to_thread(self.close)
             self._broken = self._fail(
                 codes.TOOL_CALL_TIMED_OUT,
                 f"a call passed call_timeout_s ({self.limits.call_timeout_s:g} s); the server "
-                "was stopped",
+                f"was stopped{fault}",
                 hint="raise call_timeout_s, or find why the tool hangs",
             )
-            await asyncio.to_thread(self.close)
             raise self._broken from None
 
     async def _call(self, tool: str, arguments: JsonObject) -> ToolResult:

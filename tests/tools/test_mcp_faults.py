@@ -1,0 +1,115 @@
+"""What the SDK's client drops unread (a stdio line that is not JSON-RPC, an HTTP body cut
+short, a content type it does not take) is named in the failure of the request it left
+unanswered, and nothing of it reaches the user's stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from converge_dsl import codes
+from converge_dsl.frontend import HttpServerSpec, StdioServerSpec
+from converge_dsl.tools import McpToolServer, ToolFailure
+
+from ._servers import free_port
+
+RAW = Path(__file__).resolve().parent / "raw_server.py"
+PARENT = {"PATH": os.environ["PATH"]}
+
+
+def test_a_line_that_is_not_json_rpc_is_named_when_its_call_times_out(tmp_path: Path) -> None:
+    # The call timed out naming only call_timeout_s, as if the tool were slow.
+    spec = StdioServerSpec(
+        name="raw",
+        command=(sys.executable, str(RAW), "not-json"),
+        allow=("echo",),
+        call_timeout_s=1,
+    )
+    server = McpToolServer(spec, tmp_path, PARENT)
+    try:
+        server.start()
+        with pytest.raises(ToolFailure) as caught:
+            asyncio.run(server.call("echo", {}))
+    finally:
+        server.close()
+    assert caught.value.code == codes.TOOL_CALL_TIMED_OUT
+    assert caught.value.message.endswith(
+        "the server was stopped; the client dropped what it sent: a line that is not "
+        "JSON-RPC: '{this is not JSON-RPC'"
+    )
+
+
+class _Broken(http.server.BaseHTTPRequestHandler):
+    mode = ""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        if self.mode == "cut":
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc": "2.0"')
+            self.close_connection = True
+        else:
+            self.send_header("content-type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html>a proxy's login page</html>")
+
+
+@contextmanager
+def _broken_http(mode: str) -> Iterator[HttpServerSpec]:
+    handler = type("Handler", (_Broken,), {"mode": mode})
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield HttpServerSpec(
+            name="web",
+            url=f"http://127.0.0.1:{port}/mcp",
+            hosts=("127.0.0.1",),
+            allow=("echo",),
+            start_timeout_s=1,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "fault"),
+    [
+        (
+            "cut",
+            "Error parsing JSON response: peer closed connection without sending complete "
+            "message body (received 17 bytes, expected 1000)",
+        ),
+        ("html", "Unexpected content type: text/html"),
+    ],
+)
+def test_an_http_answer_the_client_cannot_read_is_named_and_not_printed(
+    tmp_path: Path, mode: str, fault: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The SDK's logger printed a traceback (or its complaint) on stderr, and the failure
+    # said only that the handshake did not come within start_timeout_s, as if it were slow.
+    with _broken_http(mode) as spec:
+        server = McpToolServer(spec, tmp_path, PARENT)
+        with pytest.raises(ToolFailure) as caught:
+            server.start()
+    assert caught.value.message == (
+        "tool server 'web': did not answer the MCP handshake and tools/list within 1 s; "
+        f"the client dropped what it sent: {fault}"
+    )
+    assert capfd.readouterr().err == ""
