@@ -8,7 +8,9 @@ entries, most recently used first (`--suggestor NAME` keeps one
 suggestor's); `show KEY` prints one entry (a unique prefix of its key is
 enough), with whether it passes its check; `prune --max-bytes N` removes the
 least recently used entries until the rest fill at most N bytes; `clear`
-removes every entry. A key that names no entry is CD977 (exit 3).
+removes every entry, and the cache's files when they are damaged (no database,
+a corrupt one, one of another version: every other action is CD975 then). A
+key that names no entry is CD977 (exit 3).
 """
 
 from __future__ import annotations
@@ -59,10 +61,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.models.answer_store import SqliteAnswerStore
+    from converge_dsl.models.answer_store import CacheStoreError, SqliteAnswerStore
     from converge_dsl.runtime import cache_folder
 
-    store = SqliteAnswerStore(cache_folder(args.cache_dir, io.environ))
+    folder = cache_folder(args.cache_dir, io.environ)
+    try:
+        store = SqliteAnswerStore(folder)
+    except CacheStoreError as exc:
+        if args.action != "clear" or not exc.damaged:
+            raise
+        removed = [str(path) for path in SqliteAnswerStore.discard(folder)]
+        text = "".join(f"removed the damaged file {path}\n" for path in removed)
+        return _emit(args, io, text, {"removed": 0, "files": removed})
     try:
         return _ACTIONS[args.action](store, args, io)
     finally:

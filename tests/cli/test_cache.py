@@ -7,6 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from converge_dsl.cli import run
 from converge_dsl.models.answer_store import STORE_FILE, CacheRow, SqliteAnswerStore
 
@@ -103,3 +105,43 @@ def test_a_batch_takes_the_cache_flags(tmp_path: Path) -> None:
     assert code == 0, err
     assert "answer cache: 0 call(s) in 1 case(s): 0 hit(s), 0 miss(es)" in err
     assert (tmp_path / "answers" / "answers.sqlite3").exists()
+
+
+def _damage(folder: Path, how: str) -> None:
+    path = folder / STORE_FILE
+    if how == "no database":
+        path.write_bytes(b"not a database at all" * 100)
+    elif how == "cut short":
+        fill(folder)
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    else:  # a file of another version: its table has other columns
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE answers (key TEXT, answer TEXT)")
+
+
+@pytest.mark.parametrize("how", ["no database", "cut short", "another version"])
+def test_a_damaged_cache_names_the_clear_that_removes_it_and_clear_does(
+    tmp_path: Path, how: str
+) -> None:
+    # The hint said to give a writable folder, and `cache clear` failed as every
+    # action did, with the same CD975: nothing the tool offered could mend the cache.
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    _damage(folder, how)
+    code, _, err = cli("cache", "stats", "--cache-dir", folder)
+    assert code == 3
+    assert err.startswith(f"error: answer cache [CD975]: cannot open {str(folder / STORE_FILE)!r}")
+    assert f"hint: `converge-dsl cache clear --cache-dir {folder}` removes it" in err
+    code, out, err = cli("cache", "clear", "--cache-dir", folder, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == {"removed": 0, "files": [str(folder / STORE_FILE)]}
+    assert cli("cache", "stats", "--cache-dir", folder)[1].startswith("0 entries")
+
+
+def test_a_cache_folder_that_is_a_file_is_named_so(tmp_path: Path) -> None:
+    (tmp_path / "answers").write_text("a file")
+    code, _, err = cli("cache", "clear", "--cache-dir", tmp_path / "answers")
+    assert code == 3
+    assert f"{str(tmp_path / 'answers')!r} is a file, not a folder" in err
+    assert "hint: give --cache-dir a folder, or move the file away" in err
+    assert (tmp_path / "answers").read_text() == "a file"

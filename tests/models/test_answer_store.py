@@ -118,4 +118,5 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(CacheStoreError) as caught:
         SqliteAnswerStore(tmp_path)
     assert caught.value.code == "CD975"
-    assert "--cache-dir" in (caught.value.hint or "")
+    assert "cache clear --cache-dir" in (caught.value.hint or "")
+    assert caught.value.damaged
