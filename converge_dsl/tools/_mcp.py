@@ -22,6 +22,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import shlex
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -172,8 +173,9 @@ class McpToolServer:
                 code = codes.TOOL_SERVER_NOT_STARTED
                 if isinstance(_leaf(exc), _HostRefused):
                     code = codes.TOOL_HOST_REFUSED
-                message = f"could not start: {_reason(exc)}{self._stderr()}"
-                ready.set_exception(self._fail(code, message))
+                reason, hint = _start_failure(exc, self.spec, self.base_dir)
+                message = f"could not start: {reason}{self._stderr()}"
+                ready.set_exception(self._fail(code, message, hint))
         finally:
             self._session = None
 
@@ -379,6 +381,43 @@ def _reason(exc: BaseException) -> str:
         return exc.strerror or str(exc)
     text = str(exc) or exc.__class__.__name__
     return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+def _start_failure(exc: BaseException, spec: ToolServerSpec, base: Path) -> tuple[str, str | None]:
+    """Why a server did not start, and what to do, from what the SDK raised: an HTTP
+    status (the SDK's own text names neither the status's meaning nor the headers), a
+    404 (which the SDK reports as "Session terminated"), a child that closed its
+    stdout before the handshake (the SDK says "Connection closed")."""
+    import httpx
+
+    leaf, reason = _leaf(exc), _reason(exc)
+    if isinstance(spec, StdioServerSpec) and reason == "Connection closed":
+        where = base / (spec.cwd or ".")
+        cd = "" if where == Path() else f"cd {shlex.quote(str(where))} && "
+        return (
+            "it exited, or closed its stdout, before answering the MCP handshake",
+            f"run `{cd}{shlex.join(spec.command)}` by hand to see why it stops",
+        )
+    if not isinstance(spec, HttpServerSpec):
+        return reason, None
+    status = leaf.response.status_code if isinstance(leaf, httpx.HTTPStatusError) else None
+    if status is None and reason == "Session terminated":  # the SDK's word for a 404
+        status = 404
+    if status is None:
+        return reason, None
+    said = f"{spec.url} answered HTTP {status}"
+    named = ", ".join(f"{header} from ${variable}" for header, variable in spec.headers.items())
+    if status in (401, 403):
+        return said, (
+            f"check the credentials its headers carry ({named})"
+            if named
+            else "it wants credentials: name the variable that holds them under `headers:`"
+        )
+    if status == 404:
+        return said, "check the server's url: the path of its MCP endpoint, often /mcp"
+    if status == 429:
+        return said, "the server limits how often it is called: try again later"
+    return said, "see the server's log for why" if status >= 500 else None
 
 
 def _program(name: str, cwd: Path, environ: Mapping[str, str]) -> str | None:

@@ -220,6 +220,12 @@ class RunTools:
             )
         return answered
 
+    def _failed(self, failure: ToolFailure) -> str:
+        """A server's failure as the caller's error text: its code, message and hint
+        (what to do: install the program, check the url, the credentials), redacted."""
+        hint = f" (hint: {failure.hint})" if failure.hint else ""
+        return self.redact(f"{failure.code}: {failure.message}{hint}")
+
     def _spent(self) -> str:
         return f"budget.max_tool_calls ({self.max_calls}) is spent; no more tool calls"
 
@@ -232,7 +238,7 @@ class RunTools:
         try:
             info = await self.started(server)
         except ToolFailure as failure:
-            return f"{failure.code}: {self.redact(failure.message)}", True
+            return self._failed(failure), True
         declared = info.tool(tool)
         if declared is None:
             return f"server {server!r} does not offer tool {tool!r}", True
@@ -255,7 +261,7 @@ class RunTools:
         except ToolFailure as failure:
             if self.on_called is not None:
                 self.on_called()  # it reached the server, or tried to
-            return f"{failure.code}: {self.redact(failure.message)}", True
+            return self._failed(failure), True
         if result.cached:
             self.calls -= 1  # a cached answer counts toward no budget
         elif self.on_called is not None:

@@ -55,6 +55,11 @@ class _Broken(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.mode.isdigit():
+            self.send_response(int(self.mode))
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         self.send_response(200)
         if self.mode == "cut":
             self.send_header("content-type", "application/json")
@@ -69,7 +74,7 @@ class _Broken(http.server.BaseHTTPRequestHandler):
 
 
 @contextmanager
-def _broken_http(mode: str) -> Iterator[HttpServerSpec]:
+def _broken_http(mode: str, **headers: str) -> Iterator[HttpServerSpec]:
     handler = type("Handler", (_Broken,), {"mode": mode})
     port = free_port()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
@@ -81,6 +86,7 @@ def _broken_http(mode: str) -> Iterator[HttpServerSpec]:
             url=f"http://127.0.0.1:{port}/mcp",
             hosts=("127.0.0.1",),
             allow=("echo",),
+            headers=headers,
             start_timeout_s=1,
         )
     finally:
@@ -113,3 +119,54 @@ def test_an_http_answer_the_client_cannot_read_is_named_and_not_printed(
         f"the client dropped what it sent: {fault}"
     )
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "hint"),
+    [
+        (
+            "401",
+            {"Authorization": "KB_TOKEN"},
+            "check the credentials its headers carry (Authorization from $KB_TOKEN)",
+        ),
+        ("401", {}, "it wants credentials: name the variable that holds them under `headers:`"),
+        ("404", {}, "check the server's url: the path of its MCP endpoint, often /mcp"),
+        ("429", {}, "the server limits how often it is called: try again later"),
+        ("503", {}, "see the server's log for why"),
+    ],
+)
+def test_an_http_status_at_start_is_named_with_what_to_do(
+    tmp_path: Path, status: str, headers: dict[str, str], hint: str
+) -> None:
+    # A 404 read "Session terminated"; the others "Client error '401 Unauthorized' for
+    # url ...", with no hint, and the run's error text dropped every server's hint.
+    from converge_dsl.tools import RunTools
+
+    with _broken_http(status, **headers) as spec:
+        tools = RunTools({"web": spec}, tmp_path, environ={"KB_TOKEN": "planted"})
+        try:
+            text, is_error = asyncio.run(tools.call("me", 1, "web", "echo", {}))
+        finally:
+            tools.close()
+    assert is_error
+    assert text == (
+        f"CD963: tool server 'web': could not start: {spec.url} answered HTTP {status} "
+        f"(hint: {hint})"
+    )
+
+
+def test_a_server_that_exits_at_start_names_the_command_to_run_by_hand(tmp_path: Path) -> None:
+    # It read "could not start: Connection closed".
+    spec = StdioServerSpec(
+        name="quits", command=(sys.executable, "-c", "pass"), allow=("echo",), cwd="work"
+    )
+    (tmp_path / "work").mkdir()
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.message == (
+        "tool server 'quits': could not start: it exited, or closed its stdout, before "
+        "answering the MCP handshake"
+    )
+    assert caught.value.hint == (
+        f"run `cd {tmp_path / 'work'} && {sys.executable} -c pass` by hand to see why it stops"
+    )
