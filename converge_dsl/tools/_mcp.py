@@ -18,6 +18,7 @@ environment the server is given, not the process's (`_http_env`).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import logging
@@ -219,6 +220,14 @@ class McpToolServer:
             cursor = listed.nextCursor
             if not cursor:
                 break
+        counted = collections.Counter(tool.name for tool in tools)
+        twice = sorted(name for name, n in counted.items() if n > 1)
+        if twice:  # which one a call reaches, and which schema the model is offered, is moot
+            raise self._fail(
+                codes.TOOL_SERVER_NOT_STARTED,
+                f"its tools/list names {', '.join(map(repr, twice))} more than once",
+                hint="a server's tool names must be unique: fix the server's tool list",
+            )
         self._session = session
         server = initialized.serverInfo
         return ServerInfo(server.name, server.version, tuple(tools))

@@ -1,6 +1,7 @@
 """A hand-written MCP server over stdio that misbehaves on purpose (`python raw_server.py
 MODE`): it answers the handshake and `tools/list` (one tool, `echo`), then a call as
-MODE says: `not-json` writes a line that is not JSON-RPC and never answers."""
+MODE says: `not-json` writes a line that is not JSON-RPC and never answers. With
+`twice`, its tools/list names `echo` twice."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def main(mode: str) -> None:
             }
         elif method == "tools/list":
             tool = {"name": "echo", "inputSchema": {"type": "object"}}
-            answer["result"] = {"tools": [tool]}
+            answer["result"] = {"tools": [tool, tool] if mode == "twice" else [tool]}
         elif method == "tools/call" and mode == "not-json":
             sys.stdout.write("{this is not JSON-RPC\n")
             sys.stdout.flush()

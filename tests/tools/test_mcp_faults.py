@@ -170,3 +170,13 @@ def test_a_server_that_exits_at_start_names_the_command_to_run_by_hand(tmp_path:
     assert caught.value.hint == (
         f"run `cd {tmp_path / 'work'} && {sys.executable} -c pass` by hand to see why it stops"
     )
+
+
+def test_a_server_that_lists_a_tool_twice_does_not_start(tmp_path: Path) -> None:
+    # It started: the first of the two answered the checks, both were offered to the model.
+    spec = StdioServerSpec(name="raw", command=(sys.executable, str(RAW), "twice"), allow=("echo",))
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.code == codes.TOOL_SERVER_NOT_STARTED
+    assert caught.value.message == "tool server 'raw': its tools/list names 'echo' more than once"
+    assert caught.value.hint == "a server's tool names must be unique: fix the server's tool list"
