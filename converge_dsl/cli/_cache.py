@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.errors import UsageError
+from converge_dsl.models.answer_store import MemoryAnswerStore, StoreStats
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
     from converge_dsl.models.answer_store import CacheRow, SqliteAnswerStore
+
+    Store = SqliteAnswerStore | MemoryAnswerStore
 
 
 class _NoEntry(UsageError):
@@ -60,11 +64,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         add_format(action)
 
 
+class _NoStore(MemoryAnswerStore):
+    """A cache folder with no database yet: every action sees no entry, and nothing is
+    made (a mistyped --cache-dir is not created by looking into it)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def stats(self) -> StoreStats:
+        return replace(super().stats(), location=f"{self.path} (not there: nothing cached yet)")
+
+
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.models.answer_store import CacheStoreError, SqliteAnswerStore
+    from converge_dsl.models.answer_store import STORE_FILE, CacheStoreError, SqliteAnswerStore
     from converge_dsl.runtime import cache_folder
 
     folder = cache_folder(args.cache_dir, io.environ)
+    store: Store
+    if not (folder / STORE_FILE).exists() and not folder.is_file():
+        store = _NoStore(folder / STORE_FILE)  # a look creates no folder nor database
+        return _ACTIONS[args.action](store, args, io)
     try:
         store = SqliteAnswerStore(folder)
     except CacheStoreError as exc:
@@ -86,7 +106,7 @@ def _emit(args: argparse.Namespace, io: CommandIO, text: str, data: dict[str, An
     return 0
 
 
-def _stats(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _stats(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     stats = store.stats()
     data = {
         "entries": stats.entries,
@@ -120,7 +140,7 @@ def _summary(row: CacheRow) -> dict[str, Any]:
     }
 
 
-def _ls(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _ls(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     rows = store.rows(suggestor=args.suggestor)
     lines = [
         f"{row.key[:16]}  {row.kind:5}  {row.suggestor or '-':20}  {row.size:>8} B  "
@@ -130,7 +150,7 @@ def _ls(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> in
     return _emit(args, io, "".join(lines), {"entries": [_summary(row) for row in rows]})
 
 
-def _show(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.diagnostics import did_you_mean
 
     rows = store.rows()
@@ -157,7 +177,7 @@ def _show(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> 
     return _emit(args, io, text, data)
 
 
-def _prune(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _prune(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     limit = store.max_bytes if args.max_bytes is None else args.max_bytes
     if limit < 0:
         raise UsageError("--max-bytes must be 0 or more")
@@ -165,7 +185,7 @@ def _prune(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) ->
     return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
 
 
-def _clear(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _clear(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     removed = store.clear()
     return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
 

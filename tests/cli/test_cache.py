@@ -145,3 +145,21 @@ def test_a_cache_folder_that_is_a_file_is_named_so(tmp_path: Path) -> None:
     assert f"{str(tmp_path / 'answers')!r} is a file, not a folder" in err
     assert "hint: give --cache-dir a folder, or move the file away" in err
     assert (tmp_path / "answers").read_text() == "a file"
+
+
+def test_looking_into_a_cache_folder_that_is_not_there_creates_nothing(tmp_path: Path) -> None:
+    # `cache stats --cache-dir TYPO` made the folder and an empty database, and said
+    # "0 entries" as if the cache were there.
+    folder = tmp_path / "typo" / "answers"
+    code, out, _ = cli("cache", "stats", "--cache-dir", folder)
+    assert (code, out) == (
+        0,
+        f"0 entries, 0 of 268,435,456 bytes\nin {folder / STORE_FILE} (not there: nothing "
+        "cached yet)\n",
+    )
+    for action in ("ls", "prune", "clear"):
+        assert cli("cache", action, "--cache-dir", folder)[0] == 0
+    code, _, err = cli("cache", "show", "ab", "--cache-dir", folder)
+    assert code == 3
+    assert "[CD977]" in err
+    assert not (tmp_path / "typo").exists()
