@@ -153,6 +153,11 @@ def _ls(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
 def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.diagnostics import did_you_mean
 
+    if not args.key.strip():  # a prefix of every key: it showed the one entry there was
+        raise _NoEntry(
+            f"answer cache [{codes.CACHE_NO_ENTRY}]: KEY is empty",
+            hint="give an entry's key or a prefix of it; `converge-dsl cache ls` lists them",
+        )
     rows = store.rows()
     found = [row for row in rows if row.key.startswith(args.key)]
     if len(found) != 1:

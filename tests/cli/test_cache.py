@@ -163,3 +163,16 @@ def test_looking_into_a_cache_folder_that_is_not_there_creates_nothing(tmp_path:
     assert code == 3
     assert "[CD977]" in err
     assert not (tmp_path / "typo").exists()
+
+
+def test_an_empty_key_is_refused(tmp_path: Path) -> None:
+    # It was a prefix of every key: with one entry in the cache, `show ''` showed it.
+    store = SqliteAnswerStore(tmp_path)
+    store.put(
+        CacheRow("ab" * 32, "model", "{}", "ask", "{}", "{}", 0.0, 0.1, 0.0)  # one entry
+    )
+    store.close()
+    for key in ("", "  "):
+        code, out, err = cli("cache", "show", key, "--cache-dir", tmp_path)
+        assert (code, out) == (3, "")
+        assert err.startswith("error: answer cache [CD977]: KEY is empty")
