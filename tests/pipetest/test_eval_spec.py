@@ -213,3 +213,31 @@ def test_eval_on_an_empty_dataset_prints_the_located_error_and_exits_2(tmp_path:
     assert code == 2, out + err
     assert "error[CD340]: dataset 'cases.jsonl' holds no case" in out + err
     assert "^^^^" in out + err
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "hint"),
+    [
+        ("incident-triage.yaml", "Pipeline", "`converge-dsl run` runs a pipeline"),
+        ("incident-triage.script.yaml", "ModelScript", "a model script answers"),
+    ],
+)
+def test_a_file_of_another_kind_is_one_error_at_its_kind(
+    tmp_path: Path, name: str, kind: str, hint: str
+) -> None:
+    # A pipeline given to `eval` was ten schema errors: three keys missing, kind not
+    # allowed, and every key of the pipeline unknown.
+    _folder(tmp_path, "cases.jsonl", _JSONL)
+    with pytest.raises(PipelineInvalid) as caught:
+        read_eval_file(tmp_path / name)
+    (only,) = caught.value.diagnostics
+    assert (only.code, only.message) == (
+        codes.EVAL_NOT_EVALUATION,
+        f"this is a {kind} file, not an evaluation (kind: Evaluation)",
+    )
+    assert only.line == next(
+        n
+        for n, line in enumerate((tmp_path / name).read_text().splitlines(), 1)
+        if line.startswith("kind:")
+    )
+    assert (only.hint or "").startswith(hint)
