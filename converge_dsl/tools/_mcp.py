@@ -394,7 +394,8 @@ def _reason(exc: BaseException) -> str:
 
 def _start_failure(exc: BaseException, spec: ToolServerSpec, base: Path) -> tuple[str, str | None]:
     """Why a server did not start, and what to do, from what the SDK raised: an HTTP
-    status (the SDK's own text names neither the status's meaning nor the headers), a
+    status (the SDK's own text names neither the status's meaning nor the headers) or
+    timeout (its text is "ReadTimeout"), a
     404 (which the SDK reports as "Session terminated"), a child that closed its
     stdout before the handshake (the SDK says "Connection closed")."""
     import httpx
@@ -409,6 +410,12 @@ def _start_failure(exc: BaseException, spec: ToolServerSpec, base: Path) -> tupl
         )
     if not isinstance(spec, HttpServerSpec):
         return reason, None
+    if isinstance(leaf, httpx.TimeoutException):  # the SDK's text is the class name alone
+        limit = spec.call_timeout_s or ServerLimits.of(spec).call_timeout_s
+        return (
+            f"{spec.url} did not answer within {limit:g} s ({type(leaf).__name__})",
+            "check that the server is up and answering, or raise call_timeout_s",
+        )
     status = leaf.response.status_code if isinstance(leaf, httpx.HTTPStatusError) else None
     if status is None and reason == "Session terminated":  # the SDK's word for a 404
         status = 404

@@ -55,6 +55,9 @@ class _Broken(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.mode == "silent":
+            threading.Event().wait(5)  # answers nothing (the test's client gives up first)
+            return
         if self.mode.isdigit():
             self.send_response(int(self.mode))
             self.send_header("content-length", "0")
@@ -74,7 +77,9 @@ class _Broken(http.server.BaseHTTPRequestHandler):
 
 
 @contextmanager
-def _broken_http(mode: str, **headers: str) -> Iterator[HttpServerSpec]:
+def _broken_http(
+    mode: str, headers: dict[str, str] | None = None, **limits: float
+) -> Iterator[HttpServerSpec]:
     handler = type("Handler", (_Broken,), {"mode": mode})
     port = free_port()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
@@ -86,8 +91,8 @@ def _broken_http(mode: str, **headers: str) -> Iterator[HttpServerSpec]:
             url=f"http://127.0.0.1:{port}/mcp",
             hosts=("127.0.0.1",),
             allow=("echo",),
-            headers=headers,
-            start_timeout_s=1,
+            headers=headers or {},
+            **({"start_timeout_s": 1} | limits),  # type: ignore[arg-type]
         )
     finally:
         server.shutdown()
@@ -142,7 +147,7 @@ def test_an_http_status_at_start_is_named_with_what_to_do(
     # url ...", with no hint, and the run's error text dropped every server's hint.
     from converge_dsl.tools import RunTools
 
-    with _broken_http(status, **headers) as spec:
+    with _broken_http(status, headers) as spec:
         tools = RunTools({"web": spec}, tmp_path, environ={"KB_TOKEN": "planted"})
         try:
             text, is_error = asyncio.run(tools.call("me", 1, "web", "echo", {}))
@@ -180,3 +185,16 @@ def test_a_server_that_lists_a_tool_twice_does_not_start(tmp_path: Path) -> None
     assert caught.value.code == codes.TOOL_SERVER_NOT_STARTED
     assert caught.value.message == "tool server 'raw': its tools/list names 'echo' more than once"
     assert caught.value.hint == "a server's tool names must be unique: fix the server's tool list"
+
+
+def test_an_http_server_that_does_not_answer_at_start_says_so(tmp_path: Path) -> None:
+    # It read "could not start: ReadTimeout".
+    with (
+        _broken_http("silent", call_timeout_s=0.5, start_timeout_s=3) as spec,
+        pytest.raises(ToolFailure) as caught,
+    ):
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.message == (
+        f"tool server 'web': could not start: {spec.url} did not answer within 0.5 s (ReadTimeout)"
+    )
+    assert caught.value.hint == "check that the server is up and answering, or raise call_timeout_s"
