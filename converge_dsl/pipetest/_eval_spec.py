@@ -414,11 +414,15 @@ def _cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, ...]
                 line,
                 1,
                 (),
-                'a case is {"name": ..., "inputs": {...}, "expected": {...}}',
+                _CSV_ROW if dataset.suffix == ".csv" else _JSONL_LINE,
                 False,
             )
         )
     return tuple(out)
+
+
+_JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'
+_CSV_ROW = "a case is a row with a cell for each column of the header: name, input.X, expected.X"
 
 
 def _row_problem(row: object) -> str | None:
@@ -450,7 +454,20 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
 def _csv_rows(text: str) -> list[tuple[int, object]]:
     reader = csv.DictReader(io.StringIO(text))
     rows: list[tuple[int, object]] = []
-    for row in reader:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # a cell over csv's field limit: it reads no further
+            unread = f"the CSV cannot be read from here: {exc}"
+            if "field limit" in str(exc):
+                unread = (
+                    f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
+                    "CSV cell is read with; give long inputs in a JSONL dataset"
+                )
+            rows.append((reader.reader.line_num, unread))
+            break
         case: dict[str, JsonValue] = {}
         inputs: dict[str, JsonValue] = {}
         expected: dict[str, JsonValue] = {}

@@ -241,3 +241,22 @@ def test_a_file_of_another_kind_is_one_error_at_its_kind(
         if line.startswith("kind:")
     )
     assert (only.hint or "").startswith(hint)
+
+
+def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> None:
+    # csv raised `_csv.Error: field larger than field limit` through eval and validate,
+    # a traceback; a CSV row's hint spoke of JSON objects.
+    text = f"name,input.service,expected.top\nc1,checkout,bad-deploy\nc2,{'x' * 200_000},top\n"
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [
+        (
+            codes.EVAL_BAD_CASE,
+            3,
+            "a cell is longer than 131,072 characters, the most a CSV cell is read with; give "
+            "long inputs in a JSONL dataset",
+        )
+    ]
+    code, out, err = cli("validate", str(tmp_path / "incident.eval.yaml"))
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "hint: a case is a row with a cell for each column of the header" in out + err
