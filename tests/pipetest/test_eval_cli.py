@@ -101,3 +101,31 @@ def test_an_output_that_is_a_file_the_evaluation_reads_is_refused_before_it_runs
     code, _, err = cli("eval", evaluation, "-o", tmp_path / "no" / "report.txt")
     assert code == 3
     assert "cannot write evaluation report" in err
+
+
+def test_a_case_whose_run_stopped_with_an_error_is_shown_and_fails_the_evaluation(
+    tmp_path: Path,
+) -> None:
+    # It scored what it could (usage: 1.000) and the evaluation passed, the error nowhere.
+    import shutil
+
+    for name in ("classify.yaml", "classify.script.yaml"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    script = tmp_path / "classify.script.yaml"
+    script.write_text(script.read_text().replace("""'[{"category": "account"}]'""", "'no JSON'"))
+    (tmp_path / "cases.jsonl").write_text(
+        '{"name": "seat", "inputs": {"ticket": "Please add a seat"}}\n'
+        '{"name": "twice", "inputs": {"ticket": "I was charged twice"}}\n'
+    )
+    (tmp_path / "e.eval.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n  - name: tokens\n    usage: {max_tokens: 10000}\n"
+    )
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
+    assert code == 1, out
+    assert "errors: 1 case(s) stopped with an error:\n  seat: CD911: E_SCRIPT: " in out
+    assert out.splitlines()[-1] == "overall: 1.000: FAILED"
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml", "--format", "json")
+    cases = {case["name"]: case for case in json.loads(out)["cases"]}
+    assert cases["seat"]["error"].startswith("CD911: E_SCRIPT: model script")
+    assert "error" not in cases["twice"]
