@@ -129,3 +129,20 @@ def test_a_case_whose_run_stopped_with_an_error_is_shown_and_fails_the_evaluatio
     cases = {case["name"]: case for case in json.loads(out)["cases"]}
     assert cases["seat"]["error"].startswith("CD911: E_SCRIPT: model script")
     assert "error" not in cases["twice"]
+
+
+def test_a_baseline_of_another_evaluation_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    # Every score of both was listed as new or gone (300 lines for the shipped example)
+    # and the command exited 0.
+    base = tmp_path / "base.json"
+    base.write_text(
+        json.dumps(
+            {"evaluation": "other.eval.yaml", "cases": [{"name": "x", "scores": {"bleu": 1}}]}
+        )
+    )
+    code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", base)
+    assert (code, out) == (3, "")
+    assert err.startswith(f"error: baseline {base} shares no case and no metric with ")
+    assert "(it is a result of other.eval.yaml): nothing would be compared" in err
