@@ -149,6 +149,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         ("--case-max-model-calls", args.case_max_model_calls),
         ("--case-max-tokens", args.case_max_tokens),
         ("--case-max-wall-s", args.case_max_wall_s),
+        ("--concurrency", args.concurrency),  # 0 or fewer ran one case at a time, unsaid
     ):
         if value is not None and value <= 0:
             raise UsageError(f"{option} must be above 0")
@@ -189,7 +190,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
     if args.replay is not None:
         judges_replay, cases_replay = cassette_folders(args.replay)
     return EvalSettings(
-        concurrency=max(1, args.concurrency),
+        concurrency=args.concurrency,
         executor=args.executor,
         limits=BatchLimits(args.max_model_calls, args.max_tokens),
         case_budget=case_budget,

@@ -146,3 +146,11 @@ def test_a_baseline_of_another_evaluation_is_refused_before_anything_runs(
     assert (code, out) == (3, "")
     assert err.startswith(f"error: baseline {base} shares no case and no metric with ")
     assert "(it is a result of other.eval.yaml): nothing would be compared" in err
+
+
+def test_a_concurrency_below_one_is_refused() -> None:
+    # It ran the cases one at a time, as if 1 had been given.
+    for given in ("0", "-3"):
+        code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--concurrency", given)
+        assert (code, out) == (3, "")
+        assert err.startswith("error: --concurrency must be above 0")
