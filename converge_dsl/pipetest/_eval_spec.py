@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl._files import display_name
 from converge_dsl._json_text import loads
-from converge_dsl._json_types import JsonObject, JsonValue
+from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
 from converge_dsl.diagnostics import (
     Diagnostic,
     JsonPath,
@@ -444,8 +444,12 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        too_deep = f"line {number} nests deeper than {MAX_INPUT_DEPTH} levels"  # as --cases
         try:
-            rows.append((number, loads(line)))
+            value = loads(line)
+            rows.append((number, too_deep if nests_deeper(value, line, MAX_INPUT_DEPTH) else value))
+        except RecursionError:
+            rows.append((number, too_deep))
         except ValueError as exc:
             rows.append((number, f"line {number} is not JSON: {exc}"))
     return rows
@@ -493,7 +497,7 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
 def _cell(cell: str) -> JsonValue:
     try:
         value: JsonValue = loads(cell)
-    except ValueError:
+    except (ValueError, RecursionError):  # text, or nested past what JSON is read to
         return cell
     return value
 

@@ -260,3 +260,19 @@ def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> 
     assert code == 2
     assert "Traceback" not in out + err
     assert "hint: a case is a row with a cell for each column of the header" in out + err
+
+
+def test_a_dataset_line_nested_too_deeply_is_located_at_its_line(tmp_path: Path) -> None:
+    # A line deeper than the JSON decoder reads ended the command with "an input is nested
+    # too deeply to be read", no file, no line; one of 100 levels was taken as a case.
+    deep = '{"inputs": {"service": ' + "[" * 5000 + "]" * 5000 + "}}\n"
+    deeper_than_cases = '{"inputs": {"service": ' + "[" * 100 + "]" * 100 + "}}\n"
+    found = _codes(_folder(tmp_path, "cases.jsonl", _JSONL + deep + deeper_than_cases))
+    assert [(c, line, m) for c, line, m in found if c == codes.EVAL_BAD_CASE] == [
+        (codes.EVAL_BAD_CASE, 3, "line 3 nests deeper than 64 levels"),
+        (codes.EVAL_BAD_CASE, 4, "line 4 nests deeper than 64 levels"),
+    ]
+    cell = "[" * 5000 + "]" * 5000  # a CSV cell is read as JSON when it parses: here, text
+    csv = f"name,input.service,expected.top,expected.causes\nc1,{cell},a,[]\n"
+    loaded = read_eval_file(_folder(tmp_path, "cases.csv", csv))
+    assert loaded.cases[0].inputs == {"service": cell}
