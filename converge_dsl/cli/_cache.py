@@ -73,7 +73,7 @@ class _NoStore(MemoryAnswerStore):
         self.path = path
 
     def stats(self) -> StoreStats:
-        return replace(super().stats(), location=f"{self.path} (not there: nothing cached yet)")
+        return replace(super().stats(), location=str(self.path))
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
@@ -119,7 +119,8 @@ def _stats(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     text = (
         f"{stats.entries} entries{f' ({kinds})' if kinds else ''}, "
         f"{stats.bytes:,} of {stats.max_bytes:,} bytes\n"
-        f"in {stats.location}\n"
+        f"in {stats.location}"
+        f"{' (not there: nothing cached yet)' if isinstance(store, _NoStore) else ''}\n"
     )
     return _emit(args, io, text, data)
 

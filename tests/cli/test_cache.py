@@ -162,6 +162,8 @@ def test_looking_into_a_cache_folder_that_is_not_there_creates_nothing(tmp_path:
     code, _, err = cli("cache", "show", "ab", "--cache-dir", folder)
     assert code == 3
     assert "[CD977]" in err
+    code, out, _ = cli("cache", "stats", "--cache-dir", folder, "--format", "json")
+    assert json.loads(out)["location"] == str(folder / STORE_FILE)
     assert not (tmp_path / "typo").exists()
 
 
