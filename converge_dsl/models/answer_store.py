@@ -57,6 +57,19 @@ class CacheStoreError(ConvergeError):
 # SQLite's primary result codes of a file that is no database, or a corrupt one
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _STORE_FILES = ("", "-wal", "-shm", "-journal")  # the database and SQLite's files beside it
+# What to do about a failure of a store that opened, by SQLite's primary result code
+# (`cache clear` would fail the same way for each of these).
+_FIXES = {
+    sqlite3.SQLITE_READONLY: "the file or its folder cannot be written: check their "
+    "permissions, or give another folder with --cache-dir",
+    sqlite3.SQLITE_CANTOPEN: "the file or its folder cannot be written: check their "
+    "permissions, or give another folder with --cache-dir",
+    sqlite3.SQLITE_FULL: "the disk is full: free some space, or `converge-dsl cache prune "
+    "--max-bytes N` to keep less",
+    sqlite3.SQLITE_IOERR: "the disk failed to read or write the file: check the disk",
+    sqlite3.SQLITE_BUSY: "another process held the cache past the busy timeout: try again",
+    sqlite3.SQLITE_LOCKED: "another process held the cache past the busy timeout: try again",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,10 +309,15 @@ class SqliteAnswerStore:
             with self._lock:
                 yield self._db
         except sqlite3.Error as exc:
-            raise CacheStoreError(
+            message = (
                 f"answer cache [{codes.CACHE_STORE_FAILED}]: {str(self.path)!r} failed while "
-                f"{doing}: {exc}",
-                hint="`converge-dsl cache clear` starts it afresh",
+                f"{doing}: {exc}"
+            )
+            code = _primary(exc)
+            if code in _DAMAGED:
+                raise self._damaged(message) from None
+            raise CacheStoreError(
+                message, hint=None if code is None else _FIXES.get(code)
             ) from None
 
     def get(self, key: str, now: float) -> CacheRow | None:
