@@ -191,6 +191,12 @@ class McpToolServer:
             fault = f"a line that is not JSON-RPC: {self._child.not_json}"
         return f"; the client dropped what it sent: {fault}" if fault else ""
 
+    def _forget_faults(self) -> None:
+        if threading.get_ident() in _FAULTS.watched:
+            _FAULTS.watched[threading.get_ident()] = ""
+        if self._child is not None:
+            self._child.not_json = ""
+
     def _stderr(self) -> str:
         text = self._child.stderr_text() if self._child is not None else ""
         return f"; its stderr ends: {text[-500:]}" if text else ""
@@ -229,6 +235,7 @@ class McpToolServer:
                 hint="a server's tool names must be unique: fix the server's tool list",
             )
         self._session = session
+        self._forget_faults()  # a banner before the handshake explains no later timeout
         server = initialized.serverInfo
         return ServerInfo(server.name, server.version, tuple(tools))
 

@@ -17,6 +17,7 @@ def _send(message: dict[str, Any]) -> None:
 
 
 def main(mode: str) -> None:
+    print("raw server: starting", flush=True)  # a banner, before any message
     for line in sys.stdin:
         message = json.loads(line)
         if "id" not in message:
