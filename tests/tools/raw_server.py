@@ -1,7 +1,8 @@
 """A hand-written MCP server over stdio that misbehaves on purpose (`python raw_server.py
 MODE`): it answers the handshake and `tools/list` (one tool, `echo`), then a call as
 MODE says: `not-json` writes a line that is not JSON-RPC and never answers. With
-`twice`, its tools/list names `echo` twice."""
+`twice`, its tools/list names `echo` twice; with `hang`, a call never ends. It prints a
+banner that is not JSON-RPC before anything else, as some servers do."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def main(mode: str) -> None:
         elif method == "tools/list":
             tool = {"name": "echo", "inputSchema": {"type": "object"}}
             answer["result"] = {"tools": [tool, tool] if mode == "twice" else [tool]}
+        elif method == "tools/call" and mode == "hang":
+            time.sleep(60)
         elif method == "tools/call" and mode == "not-json":
             sys.stdout.write("{this is not JSON-RPC\n")
             sys.stdout.flush()

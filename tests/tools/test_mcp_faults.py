@@ -198,3 +198,19 @@ def test_an_http_server_that_does_not_answer_at_start_says_so(tmp_path: Path) ->
         f"tool server 'web': could not start: {spec.url} did not answer within 0.5 s (ReadTimeout)"
     )
     assert caught.value.hint == "check that the server is up and answering, or raise call_timeout_s"
+
+
+def test_a_banner_before_the_handshake_is_not_blamed_for_a_later_timeout(tmp_path: Path) -> None:
+    spec = StdioServerSpec(
+        name="raw", command=(sys.executable, str(RAW), "hang"), allow=("echo",), call_timeout_s=1
+    )
+    server = McpToolServer(spec, tmp_path, PARENT)
+    try:
+        server.start()
+        with pytest.raises(ToolFailure) as caught:
+            asyncio.run(server.call("echo", {}))
+    finally:
+        server.close()
+    assert caught.value.message == (
+        "tool server 'raw': a call passed call_timeout_s (1 s); the server was stopped"
+    )
