@@ -245,6 +245,10 @@ CHECKPOINT_OTHER_KEY = "CD953"  # a checkpoint sealed with another user's key
 CHECKPOINT_KEY_UNUSABLE = "CD954"  # the checkpoint key cannot be read, created, or is not private
 EVAL_DATASET_MISSING = "CD800"  # the dataset an evaluation file names is not there or not JSONL/CSV
 EVAL_BAD_CASE = "CD801"  # a dataset line is not a case (not JSON, not an object, no inputs)
+EVAL_NO_CASES = "CD340"  # an evaluation's dataset holds no case (its metrics would pass over none)
+EVAL_NOT_EVALUATION = (
+    "CD341"  # a file given to `eval` is a pipeline, test file, model script or pack
+)
 EVAL_UNKNOWN_NAME = "CD802"  # a metric names a key or expected value the pipeline or dataset lacks
 EVAL_BAD_REGEX = "CD803"  # a metric's pattern is not a regular expression RE2 can run
 EVAL_DUPLICATE = "CD804"  # two metrics, or two dataset cases, share a name

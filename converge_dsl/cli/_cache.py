@@ -8,22 +8,28 @@ entries, most recently used first (`--suggestor NAME` keeps one
 suggestor's); `show KEY` prints one entry (a unique prefix of its key is
 enough), with whether it passes its check; `prune --max-bytes N` removes the
 least recently used entries until the rest fill at most N bytes; `clear`
-removes every entry. A key that names no entry is CD977 (exit 3).
+removes every entry, and the cache's files when they are damaged (no database,
+a corrupt one, one of another version: every other action is CD975 then). A
+key that names no entry is CD977 (exit 3).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl.errors import UsageError
+from converge_dsl.models.answer_store import MemoryAnswerStore, StoreStats
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
     from converge_dsl.models.answer_store import CacheRow, SqliteAnswerStore
+
+    Store = SqliteAnswerStore | MemoryAnswerStore
 
 
 class _NoEntry(UsageError):
@@ -58,11 +64,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
         add_format(action)
 
 
+class _NoStore(MemoryAnswerStore):
+    """A cache folder with no database yet: every action sees no entry, and nothing is
+    made (a mistyped --cache-dir is not created by looking into it)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def stats(self) -> StoreStats:
+        return replace(super().stats(), location=str(self.path))
+
+
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.models.answer_store import SqliteAnswerStore
+    from converge_dsl.models.answer_store import STORE_FILE, CacheStoreError, SqliteAnswerStore
     from converge_dsl.runtime import cache_folder
 
-    store = SqliteAnswerStore(cache_folder(args.cache_dir, io.environ))
+    folder = cache_folder(args.cache_dir, io.environ)
+    store: Store
+    if not (folder / STORE_FILE).exists() and not folder.is_file():
+        store = _NoStore(folder / STORE_FILE)  # a look creates no folder nor database
+        return _ACTIONS[args.action](store, args, io)
+    try:
+        store = SqliteAnswerStore(folder)
+    except CacheStoreError as exc:
+        if args.action != "clear" or not exc.damaged:
+            raise
+        removed = [str(path) for path in SqliteAnswerStore.discard(folder)]
+        text = "".join(f"removed the damaged file {path}\n" for path in removed)
+        return _emit(args, io, text, {"removed": 0, "files": removed})
     try:
         return _ACTIONS[args.action](store, args, io)
     finally:
@@ -76,7 +106,7 @@ def _emit(args: argparse.Namespace, io: CommandIO, text: str, data: dict[str, An
     return 0
 
 
-def _stats(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _stats(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     stats = store.stats()
     data = {
         "entries": stats.entries,
@@ -89,7 +119,8 @@ def _stats(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) ->
     text = (
         f"{stats.entries} entries{f' ({kinds})' if kinds else ''}, "
         f"{stats.bytes:,} of {stats.max_bytes:,} bytes\n"
-        f"in {stats.location}\n"
+        f"in {stats.location}"
+        f"{' (not there: nothing cached yet)' if isinstance(store, _NoStore) else ''}\n"
     )
     return _emit(args, io, text, data)
 
@@ -110,7 +141,7 @@ def _summary(row: CacheRow) -> dict[str, Any]:
     }
 
 
-def _ls(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _ls(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     rows = store.rows(suggestor=args.suggestor)
     lines = [
         f"{row.key[:16]}  {row.kind:5}  {row.suggestor or '-':20}  {row.size:>8} B  "
@@ -120,9 +151,14 @@ def _ls(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> in
     return _emit(args, io, "".join(lines), {"entries": [_summary(row) for row in rows]})
 
 
-def _show(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.diagnostics import did_you_mean
 
+    if not args.key.strip():  # a prefix of every key: it showed the one entry there was
+        raise _NoEntry(
+            f"answer cache [{codes.CACHE_NO_ENTRY}]: KEY is empty",
+            hint="give an entry's key or a prefix of it; `converge-dsl cache ls` lists them",
+        )
     rows = store.rows()
     found = [row for row in rows if row.key.startswith(args.key)]
     if len(found) != 1:
@@ -147,7 +183,7 @@ def _show(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> 
     return _emit(args, io, text, data)
 
 
-def _prune(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _prune(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     limit = store.max_bytes if args.max_bytes is None else args.max_bytes
     if limit < 0:
         raise UsageError("--max-bytes must be 0 or more")
@@ -155,7 +191,7 @@ def _prune(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) ->
     return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
 
 
-def _clear(store: SqliteAnswerStore, args: argparse.Namespace, io: CommandIO) -> int:
+def _clear(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     removed = store.clear()
     return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
 

@@ -8,7 +8,8 @@ the time taken. `--format json` prints the result document that a later
 `--baseline` reads; `--format junit` one testcase per metric; `--format html`
 a self-contained page drawn from that document (`pipetest.render_eval_html`). With
 `--baseline`, lists per case and metric what improved, regressed (beyond the
-file's `tolerance`), is new or gone.
+file's `tolerance`), is new or gone; a baseline that shares no case or no metric
+with the file (another evaluation's) is refused before anything runs.
 
 With `configurations:` in the file, the dataset runs once per configuration
 and the metrics are shown side by side; every configuration must meet the
@@ -148,6 +149,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         ("--case-max-model-calls", args.case_max_model_calls),
         ("--case-max-tokens", args.case_max_tokens),
         ("--case-max-wall-s", args.case_max_wall_s),
+        ("--concurrency", args.concurrency),  # 0 or fewer ran one case at a time, unsaid
     ):
         if value is not None and value <= 0:
             raise UsageError(f"{option} must be above 0")
@@ -188,7 +190,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
     if args.replay is not None:
         judges_replay, cases_replay = cassette_folders(args.replay)
     return EvalSettings(
-        concurrency=max(1, args.concurrency),
+        concurrency=args.concurrency,
         executor=args.executor,
         limits=BatchLimits(args.max_model_calls, args.max_tokens),
         case_budget=case_budget,
@@ -227,6 +229,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             color=not json_out and io.style(io.stderr).color,
         )
         return EXIT_INVALID
+    if baseline is not None:
+        _comparable(args.baseline, baseline, evaluation)
     from converge_dsl.cli._output import command_output
 
     reads = [(path, "the evaluation file"), (evaluation.dataset, "its dataset")]
@@ -342,6 +346,34 @@ def _several(
         text = render_configurations_human(results, changes if baseline is not None else None)
     output.write(text)
     return EXIT_OK if all(r.passed for r in results) and not regressed else EXIT_FAILURE
+
+
+def _comparable(named: str, baseline: dict[str, Any], evaluation: EvalFile) -> None:
+    """Refuse a baseline that shares no case or no metric with `evaluation` (another
+    evaluation's result): every score of both would be listed as new or gone."""
+    parts = baseline.get("configurations") or [baseline]
+    cases = [c for p in parts if isinstance(p, dict) for c in p.get("cases") or ()]
+    names = {str(c.get("name")) for c in cases if isinstance(c, dict)}
+    metrics = {str(m) for c in cases if isinstance(c, dict) for m in c.get("scores") or ()}
+    if not names:
+        return  # an empty result: every score is new, as documented
+    lacking = [
+        what
+        for what, theirs, ours in (
+            ("case", names, {c.name for c in evaluation.cases}),
+            ("metric", metrics, {m.name for m in evaluation.metrics}),
+        )
+        if not theirs & ours
+    ]
+    if lacking:
+        of = baseline.get("evaluation")
+        raise UsageError(
+            f"baseline {named} shares no {' and no '.join(lacking)} with {evaluation.display}"
+            f"{f' (it is a result of {of})' if isinstance(of, str) else ''}: nothing would be "
+            "compared",
+            hint=f"write this evaluation's baseline with `eval {evaluation.display} --format "
+            "json -o PATH`",
+        )
 
 
 def _baseline(named: str) -> dict[str, Any]:

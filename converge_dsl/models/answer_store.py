@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shlex
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -42,10 +43,33 @@ STORE_FILE = "answers.sqlite3"
 
 
 class CacheStoreError(ConvergeError):
-    """The cache's store could not be opened, read or written."""
+    """The cache's store could not be opened, read or written; `damaged` when its file
+    is no SQLite database, a corrupt one or one of another shape (`discard` removes it)."""
 
     exit_code = 3
     code = codes.CACHE_STORE_FAILED
+
+    def __init__(self, message: str, *, hint: str | None = None, damaged: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.damaged = damaged
+
+
+# SQLite's primary result codes of a file that is no database, or a corrupt one
+_DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+_STORE_FILES = ("", "-wal", "-shm", "-journal")  # the database and SQLite's files beside it
+# What to do about a failure of a store that opened, by SQLite's primary result code
+# (`cache clear` would fail the same way for each of these).
+_FIXES = {
+    sqlite3.SQLITE_READONLY: "the file or its folder cannot be written: check their "
+    "permissions, or give another folder with --cache-dir",
+    sqlite3.SQLITE_CANTOPEN: "the file or its folder cannot be written: check their "
+    "permissions, or give another folder with --cache-dir",
+    sqlite3.SQLITE_FULL: "the disk is full: free some space, or `converge-dsl cache prune "
+    "--max-bytes N` to keep less",
+    sqlite3.SQLITE_IOERR: "the disk failed to read or write the file: check the disk",
+    sqlite3.SQLITE_BUSY: "another process held the cache past the busy timeout: try again",
+    sqlite3.SQLITE_LOCKED: "another process held the cache past the busy timeout: try again",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,15 +257,50 @@ class SqliteAnswerStore:
         self.path = folder / STORE_FILE
         self.max_bytes = max_bytes
         self._lock = threading.RLock()
+        cannot = f"answer cache [{codes.CACHE_STORE_FAILED}]: cannot open {str(self.path)!r}"
+        writable = "give a writable folder with --cache-dir, or run without --cache"
+        if folder.exists() and not folder.is_dir():
+            raise CacheStoreError(
+                f"{cannot}: {str(folder)!r} is a file, not a folder",
+                hint="give --cache-dir a folder, or move the file away",
+            )
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = open_wal(self.path, BUSY_TIMEOUT_S)
-            self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
-            raise CacheStoreError(
-                f"answer cache [{codes.CACHE_STORE_FAILED}]: cannot open {str(self.path)!r}: {exc}",
-                hint="give a writable folder with --cache-dir, or run without --cache",
-            ) from None
+            if isinstance(exc, sqlite3.Error) and _primary(exc) in _DAMAGED:
+                raise self._damaged(f"{cannot}: {exc}") from None
+            raise CacheStoreError(f"{cannot}: {exc}", hint=writable) from None
+        try:
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            self._db.close()
+            if _primary(exc) in {sqlite3.SQLITE_ERROR, *_DAMAGED}:  # a table of another shape
+                raise self._damaged(
+                    f"{cannot}: it is no answer cache of this version ({exc})"
+                ) from None
+            raise CacheStoreError(f"{cannot}: {exc}", hint=writable) from None
+
+    def _damaged(self, message: str) -> CacheStoreError:
+        clear = f"converge-dsl cache clear --cache-dir {shlex.quote(str(self.folder))}"
+        return CacheStoreError(
+            message,
+            hint=f"`{clear}` removes it (its entries are lost; each is asked again), or give "
+            "another folder with --cache-dir",
+            damaged=True,
+        )
+
+    @staticmethod
+    def discard(folder: Path) -> list[Path]:
+        """Remove the store's files in `folder` (a damaged store: see `CacheStoreError`),
+        answering those removed."""
+        removed = []
+        for suffix in _STORE_FILES:
+            path = folder / (STORE_FILE + suffix)
+            if path.is_file():
+                path.unlink()
+                removed.append(path)
+        return removed
 
     @contextlib.contextmanager
     def _guard(self, doing: str) -> Iterator[sqlite3.Connection]:
@@ -250,10 +309,15 @@ class SqliteAnswerStore:
             with self._lock:
                 yield self._db
         except sqlite3.Error as exc:
-            raise CacheStoreError(
+            message = (
                 f"answer cache [{codes.CACHE_STORE_FAILED}]: {str(self.path)!r} failed while "
-                f"{doing}: {exc}",
-                hint="`converge-dsl cache clear` starts it afresh",
+                f"{doing}: {exc}"
+            )
+            code = _primary(exc)
+            if code in _DAMAGED:
+                raise self._damaged(message) from None
+            raise CacheStoreError(
+                message, hint=None if code is None else _FIXES.get(code)
             ) from None
 
     def get(self, key: str, now: float) -> CacheRow | None:
@@ -360,6 +424,12 @@ class SqliteAnswerStore:
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
+
+
+def _primary(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of `exc` (its extended code's low byte), if known."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
 
 
 def default_cache_dir() -> Path:

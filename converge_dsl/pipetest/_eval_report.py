@@ -2,7 +2,8 @@
 
 Per-metric means (with their 95% Wilson interval when every score is a pass or
 a fail) and thresholds, a confusion matrix per exact match of a categorical
-field, the worst cases, tokens and time, the overall verdict, and, given the
+field, the worst cases, the cases whose run stopped with an error, tokens and
+time, the overall verdict, and, given the
 changes against a baseline (None: no baseline), each case and metric that moved.
 """
 
@@ -50,6 +51,12 @@ def render_eval_human(result: EvalResult, changes: Sequence[Change] | None) -> s
             f"not judged: {len(result.not_judged)} judgement(s), the evaluation's caps were "
             f"spent ({', '.join(shown_pairs)}{more_pairs})"
         )
+    errors = result.errors()
+    if errors:
+        lines.append(f"errors: {len(errors)} case(s) stopped with an error:")
+        lines.extend(f"  {case.name}: {case.error}" for case in errors[:SHOWN_PROBLEMS])
+        if len(errors) > SHOWN_PROBLEMS:
+            lines.append(f"  ... and {len(errors) - SHOWN_PROBLEMS} more (all in --format json)")
     if result.problems:
         from converge_dsl.frontend import render_human
 

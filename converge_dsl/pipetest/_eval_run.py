@@ -82,6 +82,7 @@ class CaseScores:
     seconds: float = 0.0
     reasons: Mapping[str, str] = field(default_factory=dict)
     model_calls: int = 0
+    error: str | None = None  # why its run stopped with `error` (its first error diagnostic)
 
     @property
     def mean(self) -> float:
@@ -108,7 +109,8 @@ class EvalResult:
     """One configuration's evaluation. `problems`: judges' bad verdicts, failed and
     refused calls (located diagnostics); `not_run`: cases never started, the
     evaluation's caps spent; `not_judged`: (case, metric) a judge call the caps refused
-    left without a score. Any fails the evaluation."""
+    left without a score; a case whose run stopped with an error (`errors()`). Any
+    fails the evaluation."""
 
     evaluation: str
     cases: tuple[CaseScores, ...]
@@ -126,7 +128,7 @@ class EvalResult:
     @property
     def passed(self) -> bool:
         overall = self.threshold is None or self.overall >= self.threshold
-        broken = bool(self.problems or self.not_run or self.not_judged)
+        broken = bool(self.problems or self.not_run or self.not_judged or self.errors())
         return overall and not broken and all(a.passed for a in self.aggregates)
 
     def untimed(self) -> EvalResult:
@@ -136,6 +138,10 @@ class EvalResult:
 
         cases = tuple(replace(case, seconds=0.0) for case in self.cases)
         return replace(self, cases=cases, seconds=0.0)
+
+    def errors(self) -> list[CaseScores]:
+        """The cases whose run stopped with an error (their scores measure no answer)."""
+        return [case for case in self.cases if case.error is not None]
 
     def worst(self, count: int = 5) -> list[CaseScores]:
         return sorted(self.cases, key=lambda c: (c.mean, c.name))[:count]
@@ -208,7 +214,23 @@ def _case_json(case: CaseScores) -> JsonObject:
     }
     if case.reasons:
         out["reasons"] = dict(case.reasons)
+    if case.error is not None:
+        out["error"] = case.error
     return out
+
+
+def _run_error(body: Mapping[str, Any]) -> str | None:
+    """Why a case's run stopped with `error`: its first error diagnostic, located (None
+    for a run that stopped for another reason)."""
+    if body.get("stop_reason") != "error":
+        return None
+    for each in body.get("diagnostics") or ():
+        if isinstance(each, Mapping) and each.get("severity") == "error":
+            where = (
+                f" (at {each['file']}:{each['line']}:{each['column']})" if each.get("file") else ""
+            )
+            return f"{each.get('code')}: {each.get('message')}{where}"
+    return "the run stopped with an error"
 
 
 def run_eval(
@@ -330,6 +352,7 @@ def _run_one(
                 result.seconds,
                 reasons,
                 int(usage.get("model_calls", 0)),
+                _run_error(body),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl._files import display_name
 from converge_dsl._json_text import loads
-from converge_dsl._json_types import JsonObject, JsonValue
+from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
 from converge_dsl.diagnostics import (
     Diagnostic,
     JsonPath,
@@ -57,6 +57,14 @@ if TYPE_CHECKING:
 
 EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
 SCHEMA_NAME = "eval.v1.json"
+_EVAL_FILE = "an evaluation file (*.eval.yaml) names a pipeline and a dataset; see docs/eval.md"
+# The kinds of the project's other files, given to `eval` by mistake (CD341).
+_OTHER_KINDS = {
+    "Pipeline": f"`converge-dsl run` runs a pipeline; {_EVAL_FILE}",
+    "PipelineTest": f"`converge-dsl test` runs a test file; {_EVAL_FILE}",
+    "Pack": f"a pack is a pipeline's building blocks; {_EVAL_FILE}",
+    "ModelScript": f"a model script answers a scripted model; {_EVAL_FILE}",
+}
 MEASURES = (
     "exact",
     "subset",
@@ -162,6 +170,18 @@ def read_eval_file(
 
     display = display_name(path)
     document = load_file(path, display=display, env=env)
+    kind = document.data.get("kind") if isinstance(document.data, Mapping) else None
+    if isinstance(kind, str) and kind in _OTHER_KINDS:  # not ten errors of the schema's
+        raise PipelineInvalid(
+            [
+                document.source_map.diagnostic(
+                    codes.EVAL_NOT_EVALUATION,
+                    f"this is a {kind} file, not an evaluation (kind: Evaluation)",
+                    ("kind",),
+                    hint=_OTHER_KINDS[kind],
+                )
+            ]
+        )
     problems = [d for d in schema_diagnostics(document, SCHEMA_NAME) if d.is_error]
     if problems:
         raise PipelineInvalid(best_first(problems))
@@ -169,7 +189,15 @@ def read_eval_file(
     data: Mapping[str, Any] = document.data
     pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
     dataset = _dataset_path(reader, str(data["dataset"]))
+    before = len(reader.problems)
     cases = _cases(reader, dataset, display_name(dataset)) if dataset else ()
+    if dataset is not None and not cases and len(reader.problems) == before:
+        reader.problem(
+            codes.EVAL_NO_CASES,
+            f"dataset {str(data['dataset'])!r} holds no case: nothing would be measured",
+            ("dataset",),
+            "add a case a line (JSONL) or a row under the header (CSV)",
+        )
     judges = _models(reader, data.get("judges") or {}, ("judges",))
     metrics = _metrics(reader, data["metrics"], pipeline, cases)
     rubrics = _rubrics(reader, metrics, judges)
@@ -386,11 +414,15 @@ def _cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, ...]
                 line,
                 1,
                 (),
-                'a case is {"name": ..., "inputs": {...}, "expected": {...}}',
+                _CSV_ROW if dataset.suffix == ".csv" else _JSONL_LINE,
                 False,
             )
         )
     return tuple(out)
+
+
+_JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'
+_CSV_ROW = "a case is a row with a cell for each column of the header: name, input.X, expected.X"
 
 
 def _row_problem(row: object) -> str | None:
@@ -412,8 +444,12 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        too_deep = f"line {number} nests deeper than {MAX_INPUT_DEPTH} levels"  # as --cases
         try:
-            rows.append((number, loads(line)))
+            value = loads(line)
+            rows.append((number, too_deep if nests_deeper(value, line, MAX_INPUT_DEPTH) else value))
+        except RecursionError:
+            rows.append((number, too_deep))
         except ValueError as exc:
             rows.append((number, f"line {number} is not JSON: {exc}"))
     return rows
@@ -422,7 +458,20 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
 def _csv_rows(text: str) -> list[tuple[int, object]]:
     reader = csv.DictReader(io.StringIO(text))
     rows: list[tuple[int, object]] = []
-    for row in reader:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # a cell over csv's field limit: it reads no further
+            unread = f"the CSV cannot be read from here: {exc}"
+            if "field limit" in str(exc):
+                unread = (
+                    f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
+                    "CSV cell is read with; give long inputs in a JSONL dataset"
+                )
+            rows.append((reader.reader.line_num, unread))
+            break
         case: dict[str, JsonValue] = {}
         inputs: dict[str, JsonValue] = {}
         expected: dict[str, JsonValue] = {}
@@ -448,7 +497,7 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
 def _cell(cell: str) -> JsonValue:
     try:
         value: JsonValue = loads(cell)
-    except ValueError:
+    except (ValueError, RecursionError):  # text, or nested past what JSON is read to
         return cell
     return value
 

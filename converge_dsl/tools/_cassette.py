@@ -306,9 +306,11 @@ class ToolReplay:
                 if isinstance(entry, dict) and is_tool_line(entry):
                     recorded.append(_recorded_from_json(number, entry))
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+                # a KeyError's text is the bare key: say what it is
+                why = f"it has no field {exc.args[0]!r}" if isinstance(exc, KeyError) else exc
                 raise ToolReplayMiss(
                     codes.TOOL_CASSETTE_INVALID,
-                    f"cassette {path.name} line {number} is not a tool recording: {exc}",
+                    f"cassette {path.name} line {number} is not a tool recording: {why}",
                     hint="record the cassette again (`--record CASSETTE`); do not edit it by hand",
                 ) from None
         return cls(recorded, path.name, order=order)

@@ -9,17 +9,21 @@ passes it stops the server (a hung child is killed with its process group), so
 later calls fail at once. `close` stops the server and joins its thread; it is
 idempotent and bounded. Every failure of the SDK, the child or the network is
 translated here into `ToolFailure` (CD963-CD966); nothing of `mcp`, `anyio` or
-`httpx` escapes. A streamable HTTP server is reached with the proxies and
-certificates of the environment the server is given, not the process's
-(`_http_env`).
+`httpx` escapes, nor reaches stderr: what the SDK's client drops unread (and only
+logs) is named in the timeout of the request it left unanswered (`_ClientFaults`).
+A streamable HTTP server is reached with the proxies and certificates of the
+environment the server is given, not the process's (`_http_env`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
+import logging
 import os
+import shlex
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -45,6 +49,33 @@ from converge_dsl.tools._port import (
 T = TypeVar("T")
 JOIN_TIMEOUT_S = 10.0
 LINE_OVERHEAD = 65_536  # room for the JSON-RPC envelope and escapes around a result
+FAULT_CHARS = 300  # how much of a fault the client dropped a message for is quoted
+
+
+class _ClientFaults(logging.Handler):
+    """What the SDK's client logs when it drops a message it cannot read (an HTTP body
+    cut short, a content type it does not take, a line that is not JSON-RPC), kept for
+    the failure message of the server whose thread logged it. Those messages are never
+    printed: the request they answered only times out, so the timeout's message names
+    the fault instead (a record of another thread goes where logging sends it)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.watched: dict[int, str] = {}  # a server thread's ident -> its last fault
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread not in self.watched:
+            if not logging.getLogger().handlers:  # as with no handler at all
+                logging.lastResort.handle(record)  # type: ignore[union-attr]
+            return
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text = f"{text}: {_reason(record.exc_info[1])}"
+        self.watched[record.thread] = text[:FAULT_CHARS]
+
+
+_FAULTS = _ClientFaults()
+logging.getLogger("mcp.client").addHandler(_FAULTS)
 
 
 class McpToolServer:
@@ -73,6 +104,7 @@ class McpToolServer:
         self._session: Any = None
         self._child: Any = None
         self._broken: ToolFailure | None = None
+        self._last_fault = ""  # `_fault` once the server's thread has ended
 
     @property
     def name(self) -> str:
@@ -108,9 +140,12 @@ class McpToolServer:
     def _run_loop(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
+        ident = threading.get_ident()
+        _FAULTS.watched[ident] = ""
         try:
             loop.run_until_complete(self._serve(ready))
         finally:
+            self._last_fault = _FAULTS.watched.pop(ident, "")
             loop.close()
 
     async def _serve(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
@@ -125,7 +160,7 @@ class McpToolServer:
                     raise self._fail(
                         codes.TOOL_SERVER_NOT_STARTED,
                         f"did not answer the MCP handshake and tools/list within "
-                        f"{self.limits.start_timeout_s:g} s{self._stderr()}",
+                        f"{self.limits.start_timeout_s:g} s{self._fault()}{self._stderr()}",
                     ) from None
                 ready.set_result(info)
                 await self._stopped.wait()
@@ -133,14 +168,34 @@ class McpToolServer:
             if not ready.done():
                 ready.set_exception(failure)
         except Exception as exc:  # the SDK, anyio, httpx or the OS: translated here
-            if not ready.done():
+            if not ready.done() and isinstance(_leaf(exc), ToolFailure):
+                ready.set_exception(_leaf(exc))  # raised inside the transport's task group
+            elif not ready.done():
                 code = codes.TOOL_SERVER_NOT_STARTED
                 if isinstance(_leaf(exc), _HostRefused):
                     code = codes.TOOL_HOST_REFUSED
-                message = f"could not start: {_reason(exc)}{self._stderr()}"
-                ready.set_exception(self._fail(code, message))
+                reason, hint = _start_failure(exc, self.spec, self.base_dir)
+                message = f"could not start: {reason}{self._stderr()}"
+                ready.set_exception(self._fail(code, message, hint))
         finally:
             self._session = None
+
+    def _fault(self) -> str:
+        """What the server last sent that the client dropped unread (see `_ClientFaults`;
+        a stdio line that is not JSON-RPC), for a timeout's message."""
+        thread = self._thread
+        fault = self._last_fault
+        if thread is not None and thread.ident in _FAULTS.watched:
+            fault = _FAULTS.watched[thread.ident]
+        if self._child is not None and self._child.not_json:
+            fault = f"a line that is not JSON-RPC: {self._child.not_json}"
+        return f"; the client dropped what it sent: {fault}" if fault else ""
+
+    def _forget_faults(self) -> None:
+        if threading.get_ident() in _FAULTS.watched:
+            _FAULTS.watched[threading.get_ident()] = ""
+        if self._child is not None:
+            self._child.not_json = ""
 
     def _stderr(self) -> str:
         text = self._child.stderr_text() if self._child is not None else ""
@@ -171,7 +226,16 @@ class McpToolServer:
             cursor = listed.nextCursor
             if not cursor:
                 break
+        counted = collections.Counter(tool.name for tool in tools)
+        twice = sorted(name for name, n in counted.items() if n > 1)
+        if twice:  # which one a call reaches, and which schema the model is offered, is moot
+            raise self._fail(
+                codes.TOOL_SERVER_NOT_STARTED,
+                f"its tools/list names {', '.join(map(repr, twice))} more than once",
+                hint="a server's tool names must be unique: fix the server's tool list",
+            )
         self._session = session
+        self._forget_faults()  # a banner before the handshake explains no later timeout
         server = initialized.serverInfo
         return ServerInfo(server.name, server.version, tuple(tools))
 
@@ -254,13 +318,14 @@ class McpToolServer:
             )
         except TimeoutError:
             future.cancel()
+            fault = self._fault()
+            await asyncio.to_thread(self.close)
             self._broken = self._fail(
                 codes.TOOL_CALL_TIMED_OUT,
                 f"a call passed call_timeout_s ({self.limits.call_timeout_s:g} s); the server "
-                "was stopped",
+                f"was stopped{fault}",
                 hint="raise call_timeout_s, or find why the tool hangs",
             )
-            await asyncio.to_thread(self.close)
             raise self._broken from None
 
     async def _call(self, tool: str, arguments: JsonObject) -> ToolResult:
@@ -332,6 +397,50 @@ def _reason(exc: BaseException) -> str:
         return exc.strerror or str(exc)
     text = str(exc) or exc.__class__.__name__
     return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+def _start_failure(exc: BaseException, spec: ToolServerSpec, base: Path) -> tuple[str, str | None]:
+    """Why a server did not start, and what to do, from what the SDK raised: an HTTP
+    status (the SDK's own text names neither the status's meaning nor the headers) or
+    timeout (its text is "ReadTimeout"), a
+    404 (which the SDK reports as "Session terminated"), a child that closed its
+    stdout before the handshake (the SDK says "Connection closed")."""
+    import httpx
+
+    leaf, reason = _leaf(exc), _reason(exc)
+    if isinstance(spec, StdioServerSpec) and reason == "Connection closed":
+        where = base / (spec.cwd or ".")
+        cd = "" if where == Path() else f"cd {shlex.quote(str(where))} && "
+        return (
+            "it exited, or closed its stdout, before answering the MCP handshake",
+            f"run `{cd}{shlex.join(spec.command)}` by hand to see why it stops",
+        )
+    if not isinstance(spec, HttpServerSpec):
+        return reason, None
+    if isinstance(leaf, httpx.TimeoutException):  # the SDK's text is the class name alone
+        limit = spec.call_timeout_s or ServerLimits.of(spec).call_timeout_s
+        return (
+            f"{spec.url} did not answer within {limit:g} s ({type(leaf).__name__})",
+            "check that the server is up and answering, or raise call_timeout_s",
+        )
+    status = leaf.response.status_code if isinstance(leaf, httpx.HTTPStatusError) else None
+    if status is None and reason == "Session terminated":  # the SDK's word for a 404
+        status = 404
+    if status is None:
+        return reason, None
+    said = f"{spec.url} answered HTTP {status}"
+    named = ", ".join(f"{header} from ${variable}" for header, variable in spec.headers.items())
+    if status in (401, 403):
+        return said, (
+            f"check the credentials its headers carry ({named})"
+            if named
+            else "it wants credentials: name the variable that holds them under `headers:`"
+        )
+    if status == 404:
+        return said, "check the server's url: the path of its MCP endpoint, often /mcp"
+    if status == 429:
+        return said, "the server limits how often it is called: try again later"
+    return said, "see the server's log for why" if status >= 500 else None
 
 
 def _program(name: str, cwd: Path, environ: Mapping[str, str]) -> str | None:

@@ -42,6 +42,11 @@ class ToolFailure(ConvergeError):
         self.code = code
         self.server = server
 
+    def __str__(self) -> str:
+        """As the command line prints it (`lock`): its code first, as a run's error text
+        has it, then the message and the hint."""
+        return f"[{self.code}]: {super().__str__()}"
+
 
 @dataclass(frozen=True)
 class ServerLimits:

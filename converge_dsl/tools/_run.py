@@ -44,7 +44,7 @@ from converge_dsl.engine.events import Timing
 from converge_dsl.frontend import MCP_PREFIX, ToolServerSpec
 from converge_dsl.models import Redactor
 from converge_dsl.models.port import ToolSpec
-from converge_dsl.sandbox import GovernedValidator, UnsafeSchema, python_validator
+from converge_dsl.sandbox import GovernedValidator, UnsafeSchema, meta_error, python_validator
 from converge_dsl.tools._cassette import is_replay
 from converge_dsl.tools._environment import server_secrets
 from converge_dsl.tools._events import McpToolCalled
@@ -115,7 +115,7 @@ class RunTools:
         self.servers: dict[str, ToolServer] = {}
         self._infos: dict[str, ServerInfo] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._inputs: dict[tuple[str, str], GovernedValidator | None] = {}
+        self._inputs: dict[tuple[str, str], GovernedValidator | str | None] = {}
         self.redact = Redactor(self._secrets())
 
     def _secrets(self) -> list[str]:
@@ -220,6 +220,12 @@ class RunTools:
             )
         return answered
 
+    def _failed(self, failure: ToolFailure) -> str:
+        """A server's failure as the caller's error text: its code, message and hint
+        (what to do: install the program, check the url, the credentials), redacted."""
+        hint = f" (hint: {failure.hint})" if failure.hint else ""
+        return self.redact(f"{failure.code}: {failure.message}{hint}")
+
     def _spent(self) -> str:
         return f"budget.max_tool_calls ({self.max_calls}) is spent; no more tool calls"
 
@@ -232,11 +238,19 @@ class RunTools:
         try:
             info = await self.started(server)
         except ToolFailure as failure:
-            return f"{failure.code}: {self.redact(failure.message)}", True
+            return self._failed(failure), True
         declared = info.tool(tool)
         if declared is None:
             return f"server {server!r} does not offer tool {tool!r}", True
-        problem = _input_problem(self._input_validator(server, declared), arguments)
+        checker = self._input_validator(server, declared)
+        if isinstance(checker, str):
+            return (
+                f"tool {tool_name(server, tool)!r} cannot be called: server {server!r} lists it "
+                f"with an input schema that is not JSON Schema ({checker}); the server's "
+                "definition of the tool must be fixed",
+                True,
+            )
+        problem = _input_problem(checker, arguments)
         if problem is not None:
             return f"invalid input for {tool_name(server, tool)}: {problem}", True
         if self.max_calls is not None and self.calls >= self.max_calls:
@@ -247,7 +261,7 @@ class RunTools:
         except ToolFailure as failure:
             if self.on_called is not None:
                 self.on_called()  # it reached the server, or tried to
-            return f"{failure.code}: {self.redact(failure.message)}", True
+            return self._failed(failure), True
         if result.cached:
             self.calls -= 1  # a cached answer counts toward no budget
         elif self.on_called is not None:
@@ -257,9 +271,10 @@ class RunTools:
             text = json.dumps(result.structured, ensure_ascii=False, sort_keys=True)
         return self.redact(text), result.is_error
 
-    def _input_validator(self, server: str, tool: ToolInfo) -> GovernedValidator | None:
-        """The validator of `tool`'s input schema (None: one this project will not apply),
-        built on the tool's first call: a started server's tool list stays for the run."""
+    def _input_validator(self, server: str, tool: ToolInfo) -> GovernedValidator | str | None:
+        """The validator of `tool`'s input schema (None: one this project will not apply;
+        text: what breaks its meta-schema), built on the tool's first call: a started
+        server's tool list stays for the run."""
         key = (server, tool.name)
         if key not in self._inputs:
             self._inputs[key] = _input_validator(tool.input_schema)
@@ -295,13 +310,22 @@ class RunTools:
             server.close()
 
 
-def _input_validator(schema: JsonSchema) -> GovernedValidator | None:
+def _input_validator(schema: JsonSchema) -> GovernedValidator | str | None:
+    """The validator of a tool's input schema; None for one this project will not apply
+    (the server checks its input); the problem, as text, of one that is not JSON Schema
+    (it would fail in the middle of validating the arguments, as a crash of the caller)."""
     import jsonschema
 
+    from converge_dsl._json_pointer import pointer
+
     try:
-        return python_validator(schema, "the tool's input schema")
+        validator = python_validator(schema, "the tool's input schema")
     except (UnsafeSchema, jsonschema.exceptions.SchemaError):
         return None  # a schema this project will not apply: the server checks its input
+    error = meta_error(schema)
+    if error is not None:
+        return f"at {pointer(list(error.absolute_path)) or 'the root'}: {error.message}"
+    return validator
 
 
 def _input_problem(validator: GovernedValidator | None, arguments: JsonObject) -> str | None:

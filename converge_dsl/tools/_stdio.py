@@ -30,6 +30,7 @@ from mcp.shared.message import SessionMessage
 
 KILL_GRACE_S = 2.0
 STDERR_TAIL_BYTES = 4096
+NOT_JSON_HEAD = 120  # how much of a stdout line that is not JSON-RPC is kept for messages
 TOO_LARGE = -32099  # the JSON-RPC error code of an answer skipped for its size
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
 
@@ -41,6 +42,7 @@ class ChildProcess:
     pid: int
     stderr_tail: bytearray = field(default_factory=bytearray)
     returncode: int | None = None
+    not_json: str = ""  # the head of the last stdout line that was not JSON-RPC
 
     def stderr_text(self) -> str:
         return bytes(self.stderr_tail).decode("utf-8", errors="replace").strip()
@@ -166,6 +168,7 @@ async def stdio_transport(
                         try:
                             message = types.JSONRPCMessage.model_validate_json(line)
                         except ValueError as exc:
+                            child.not_json = repr(line[:NOT_JSON_HEAD].decode("utf-8", "replace"))
                             await read_writer.send(exc)
                             continue
                         await read_writer.send(SessionMessage(message))

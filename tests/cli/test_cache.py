@@ -7,6 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from converge_dsl.cli import run
 from converge_dsl.models.answer_store import STORE_FILE, CacheRow, SqliteAnswerStore
 
@@ -103,3 +105,76 @@ def test_a_batch_takes_the_cache_flags(tmp_path: Path) -> None:
     assert code == 0, err
     assert "answer cache: 0 call(s) in 1 case(s): 0 hit(s), 0 miss(es)" in err
     assert (tmp_path / "answers" / "answers.sqlite3").exists()
+
+
+def _damage(folder: Path, how: str) -> None:
+    path = folder / STORE_FILE
+    if how == "no database":
+        path.write_bytes(b"not a database at all" * 100)
+    elif how == "cut short":
+        fill(folder)
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    else:  # a file of another version: its table has other columns
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE answers (key TEXT, answer TEXT)")
+
+
+@pytest.mark.parametrize("how", ["no database", "cut short", "another version"])
+def test_a_damaged_cache_names_the_clear_that_removes_it_and_clear_does(
+    tmp_path: Path, how: str
+) -> None:
+    # The hint said to give a writable folder, and `cache clear` failed as every
+    # action did, with the same CD975: nothing the tool offered could mend the cache.
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    _damage(folder, how)
+    code, _, err = cli("cache", "stats", "--cache-dir", folder)
+    assert code == 3
+    assert err.startswith(f"error: answer cache [CD975]: cannot open {str(folder / STORE_FILE)!r}")
+    assert f"hint: `converge-dsl cache clear --cache-dir {folder}` removes it" in err
+    code, out, err = cli("cache", "clear", "--cache-dir", folder, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == {"removed": 0, "files": [str(folder / STORE_FILE)]}
+    assert cli("cache", "stats", "--cache-dir", folder)[1].startswith("0 entries")
+
+
+def test_a_cache_folder_that_is_a_file_is_named_so(tmp_path: Path) -> None:
+    (tmp_path / "answers").write_text("a file")
+    code, _, err = cli("cache", "clear", "--cache-dir", tmp_path / "answers")
+    assert code == 3
+    assert f"{str(tmp_path / 'answers')!r} is a file, not a folder" in err
+    assert "hint: give --cache-dir a folder, or move the file away" in err
+    assert (tmp_path / "answers").read_text() == "a file"
+
+
+def test_looking_into_a_cache_folder_that_is_not_there_creates_nothing(tmp_path: Path) -> None:
+    # `cache stats --cache-dir TYPO` made the folder and an empty database, and said
+    # "0 entries" as if the cache were there.
+    folder = tmp_path / "typo" / "answers"
+    code, out, _ = cli("cache", "stats", "--cache-dir", folder)
+    assert (code, out) == (
+        0,
+        f"0 entries, 0 of 268,435,456 bytes\nin {folder / STORE_FILE} (not there: nothing "
+        "cached yet)\n",
+    )
+    for action in ("ls", "prune", "clear"):
+        assert cli("cache", action, "--cache-dir", folder)[0] == 0
+    code, _, err = cli("cache", "show", "ab", "--cache-dir", folder)
+    assert code == 3
+    assert "[CD977]" in err
+    code, out, _ = cli("cache", "stats", "--cache-dir", folder, "--format", "json")
+    assert json.loads(out)["location"] == str(folder / STORE_FILE)
+    assert not (tmp_path / "typo").exists()
+
+
+def test_an_empty_key_is_refused(tmp_path: Path) -> None:
+    # It was a prefix of every key: with one entry in the cache, `show ''` showed it.
+    store = SqliteAnswerStore(tmp_path)
+    store.put(
+        CacheRow("ab" * 32, "model", "{}", "ask", "{}", "{}", 0.0, 0.1, 0.0)  # one entry
+    )
+    store.close()
+    for key in ("", "  "):
+        code, out, err = cli("cache", "show", key, "--cache-dir", tmp_path)
+        assert (code, out) == (3, "")
+        assert err.startswith("error: answer cache [CD977]: KEY is empty")

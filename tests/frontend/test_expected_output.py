@@ -121,6 +121,10 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SIGNING_KEY_MALFORMED: "tests/packs/test_codes.py",
         codes.PUBLISH_VERSION_EXISTS: "tests/packs/test_codes.py",
         codes.PACK_FILE_NOT_FOUND: "tests/packs/test_codes.py",
+        # an evaluation file's dataset with no case (validate checks eval files too)
+        codes.EVAL_NO_CASES: "tests/pipetest/test_eval_spec.py",
+        # a file of another kind given to `eval` (validate reads it as that kind)
+        codes.EVAL_NOT_EVALUATION: "tests/pipetest/test_eval_spec.py",
     }
     reported = [
         v

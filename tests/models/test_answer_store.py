@@ -118,4 +118,47 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(CacheStoreError) as caught:
         SqliteAnswerStore(tmp_path)
     assert caught.value.code == "CD975"
-    assert "--cache-dir" in (caught.value.hint or "")
+    assert "cache clear --cache-dir" in (caught.value.hint or "")
+    assert caught.value.damaged
+
+
+def test_a_store_that_cannot_be_written_says_so_not_to_clear_it(tmp_path: Path) -> None:
+    # Every failure of an opened store hinted "`converge-dsl cache clear` starts it
+    # afresh": for a read-only file, the very command that had just failed that way.
+    store = SqliteAnswerStore(tmp_path)
+    store.put(row("k1"))
+    store._db.close()
+    store._db = sqlite3.connect(f"file:{tmp_path / STORE_FILE}?mode=ro", uri=True)
+    with pytest.raises(CacheStoreError) as caught:
+        store.clear()
+    assert "failed while clearing: attempt to write a readonly database" in caught.value.message
+    assert caught.value.hint == (
+        "the file or its folder cannot be written: check their permissions, or give another "
+        "folder with --cache-dir"
+    )
+    assert not caught.value.damaged
+    store.close()
+
+
+class _Full:
+    """A connection whose every statement fails as SQLite does on a full disk."""
+
+    def execute(self, *args: object) -> None:
+        failure = sqlite3.OperationalError("database or disk is full")
+        failure.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+        raise failure
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_full_disk_names_the_disk(tmp_path: Path) -> None:
+    store = SqliteAnswerStore(tmp_path)
+    store._db.close()
+    store._db = _Full()  # type: ignore[assignment]
+    with pytest.raises(CacheStoreError) as caught:
+        store.put(row("k1"))
+    assert caught.value.hint == (
+        "the disk is full: free some space, or `converge-dsl cache prune --max-bytes N` to "
+        "keep less"
+    )

@@ -101,3 +101,56 @@ def test_an_output_that_is_a_file_the_evaluation_reads_is_refused_before_it_runs
     code, _, err = cli("eval", evaluation, "-o", tmp_path / "no" / "report.txt")
     assert code == 3
     assert "cannot write evaluation report" in err
+
+
+def test_a_case_whose_run_stopped_with_an_error_is_shown_and_fails_the_evaluation(
+    tmp_path: Path,
+) -> None:
+    # It scored what it could (usage: 1.000) and the evaluation passed, the error nowhere.
+    import shutil
+
+    for name in ("classify.yaml", "classify.script.yaml"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    script = tmp_path / "classify.script.yaml"
+    script.write_text(script.read_text().replace("""'[{"category": "account"}]'""", "'no JSON'"))
+    (tmp_path / "cases.jsonl").write_text(
+        '{"name": "seat", "inputs": {"ticket": "Please add a seat"}}\n'
+        '{"name": "twice", "inputs": {"ticket": "I was charged twice"}}\n'
+    )
+    (tmp_path / "e.eval.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n  - name: tokens\n    usage: {max_tokens: 10000}\n"
+    )
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
+    assert code == 1, out
+    assert "errors: 1 case(s) stopped with an error:\n  seat: CD911: E_SCRIPT: " in out
+    assert out.splitlines()[-1] == "overall: 1.000: FAILED"
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml", "--format", "json")
+    cases = {case["name"]: case for case in json.loads(out)["cases"]}
+    assert cases["seat"]["error"].startswith("CD911: E_SCRIPT: model script")
+    assert "error" not in cases["twice"]
+
+
+def test_a_baseline_of_another_evaluation_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    # Every score of both was listed as new or gone (300 lines for the shipped example)
+    # and the command exited 0.
+    base = tmp_path / "base.json"
+    base.write_text(
+        json.dumps(
+            {"evaluation": "other.eval.yaml", "cases": [{"name": "x", "scores": {"bleu": 1}}]}
+        )
+    )
+    code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", base)
+    assert (code, out) == (3, "")
+    assert err.startswith(f"error: baseline {base} shares no case and no metric with ")
+    assert "(it is a result of other.eval.yaml): nothing would be compared" in err
+
+
+def test_a_concurrency_below_one_is_refused() -> None:
+    # It ran the cases one at a time, as if 1 had been given.
+    for given in ("0", "-3"):
+        code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--concurrency", given)
+        assert (code, out) == (3, "")
+        assert err.startswith("error: --concurrency must be above 0")

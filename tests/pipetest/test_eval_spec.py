@@ -192,3 +192,87 @@ def test_a_schema_metric_scores_with_one_validator_per_schema(tmp_path: Path) ->
     assert _eval_metrics._conforms(schema, {"cause": "x"})
     assert not _eval_metrics._conforms(dict(reversed(list(schema.items()))), {})
     assert _eval_metrics._validator.cache_info().misses == 1
+
+
+@pytest.mark.parametrize(
+    ("dataset", "text"),
+    [("cases.jsonl", ""), ("cases.jsonl", "\n  \n"), ("cases.csv", "name,input.service\n")],
+)
+def test_a_dataset_with_no_case_is_refused_at_the_dataset_line(
+    tmp_path: Path, dataset: str, text: str
+) -> None:
+    # It passed every metric over 0 cases, and `eval` exited 0 having measured nothing.
+    assert _codes(_folder(tmp_path, dataset, text)) == [
+        (codes.EVAL_NO_CASES, 4, f"dataset {dataset!r} holds no case: nothing would be measured")
+    ]
+
+
+def test_eval_on_an_empty_dataset_prints_the_located_error_and_exits_2(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "cases.jsonl", "")
+    code, out, err = cli("eval", str(path))
+    assert code == 2, out + err
+    assert "error[CD340]: dataset 'cases.jsonl' holds no case" in out + err
+    assert "^^^^" in out + err
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "hint"),
+    [
+        ("incident-triage.yaml", "Pipeline", "`converge-dsl run` runs a pipeline"),
+        ("incident-triage.script.yaml", "ModelScript", "a model script answers"),
+    ],
+)
+def test_a_file_of_another_kind_is_one_error_at_its_kind(
+    tmp_path: Path, name: str, kind: str, hint: str
+) -> None:
+    # A pipeline given to `eval` was ten schema errors: three keys missing, kind not
+    # allowed, and every key of the pipeline unknown.
+    _folder(tmp_path, "cases.jsonl", _JSONL)
+    with pytest.raises(PipelineInvalid) as caught:
+        read_eval_file(tmp_path / name)
+    (only,) = caught.value.diagnostics
+    assert (only.code, only.message) == (
+        codes.EVAL_NOT_EVALUATION,
+        f"this is a {kind} file, not an evaluation (kind: Evaluation)",
+    )
+    assert only.line == next(
+        n
+        for n, line in enumerate((tmp_path / name).read_text().splitlines(), 1)
+        if line.startswith("kind:")
+    )
+    assert (only.hint or "").startswith(hint)
+
+
+def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> None:
+    # csv raised `_csv.Error: field larger than field limit` through eval and validate,
+    # a traceback; a CSV row's hint spoke of JSON objects.
+    text = f"name,input.service,expected.top\nc1,checkout,bad-deploy\nc2,{'x' * 200_000},top\n"
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [
+        (
+            codes.EVAL_BAD_CASE,
+            3,
+            "a cell is longer than 131,072 characters, the most a CSV cell is read with; give "
+            "long inputs in a JSONL dataset",
+        )
+    ]
+    code, out, err = cli("validate", str(tmp_path / "incident.eval.yaml"))
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "hint: a case is a row with a cell for each column of the header" in out + err
+
+
+def test_a_dataset_line_nested_too_deeply_is_located_at_its_line(tmp_path: Path) -> None:
+    # A line deeper than the JSON decoder reads ended the command with "an input is nested
+    # too deeply to be read", no file, no line; one of 100 levels was taken as a case.
+    deep = '{"inputs": {"service": ' + "[" * 5000 + "]" * 5000 + "}}\n"
+    deeper_than_cases = '{"inputs": {"service": ' + "[" * 100 + "]" * 100 + "}}\n"
+    found = _codes(_folder(tmp_path, "cases.jsonl", _JSONL + deep + deeper_than_cases))
+    assert [(c, line, m) for c, line, m in found if c == codes.EVAL_BAD_CASE] == [
+        (codes.EVAL_BAD_CASE, 3, "line 3 nests deeper than 64 levels"),
+        (codes.EVAL_BAD_CASE, 4, "line 4 nests deeper than 64 levels"),
+    ]
+    cell = "[" * 5000 + "]" * 5000  # a CSV cell is read as JSON when it parses: here, text
+    csv = f"name,input.service,expected.top,expected.causes\nc1,{cell},a,[]\n"
+    loaded = read_eval_file(_folder(tmp_path, "cases.csv", csv))
+    assert loaded.cases[0].inputs == {"service": cell}

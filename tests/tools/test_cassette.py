@@ -188,3 +188,13 @@ def test_a_tool_line_that_is_not_a_recording_is_refused_before_the_run(tmp_path:
         "is not a tool recording: it holds neither an answer nor a failure\n"
         "  hint: record the cassette again (`--record CASSETTE`); do not edit it by hand\n"
     )
+
+
+def test_a_tool_line_without_a_field_names_the_field(tmp_path: Path) -> None:
+    # It read "is not a tool recording: 'request'", the bare key of a KeyError.
+    pipeline = _write(tmp_path, "m", "http://127.0.0.1:1/mcp", "no-such-program", "nope")
+    cassette = tmp_path / "run.cassette.jsonl"
+    cassette.write_text(json.dumps({"v": 2, "kind": "mcp", "key": "k"}) + "\n")
+    code, _, err = _cli("run", pipeline, "--replay", cassette)
+    assert code == 3
+    assert "line 1 is not a tool recording: it has no field 'request'\n" in err

@@ -106,3 +106,27 @@ def test_a_tools_input_schema_is_made_a_validator_once_for_all_its_calls(
         True,
     )
     assert built == [schema]
+
+
+def test_a_tool_listed_with_a_schema_that_is_not_json_schema_is_an_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    # Its arguments were validated against it anyway: python-jsonschema raised UnknownType
+    # in the middle, and the run stopped with CD912 and a dump of the schema.
+    from converge_dsl.tools import FakeTool, FakeToolServer
+
+    schema = {"type": "object", "properties": {"q": {"type": "strang"}}}
+    called: list[object] = []
+    tool = FakeTool("echo", lambda a: called.append(a) or "ok", input_schema=schema)
+    server = FakeToolServer("s", [tool])
+    tools = RunTools(
+        {"fixture": stdio_fixture()}, tmp_path, environ={}, factory=lambda s, b, e: server
+    )
+    text, is_error = asyncio.run(tools.call("me", 1, "fixture", "echo", {"q": "hi"}))
+    assert is_error
+    assert text.startswith(
+        "tool 'mcp:fixture/echo' cannot be called: server 'fixture' lists it with an input "
+        "schema that is not JSON Schema (at /properties/q/type: 'strang' is not valid"
+    )
+    assert text.endswith("the server's definition of the tool must be fixed")
+    assert called == []

@@ -1,0 +1,216 @@
+"""What the SDK's client drops unread (a stdio line that is not JSON-RPC, an HTTP body cut
+short, a content type it does not take) is named in the failure of the request it left
+unanswered, and nothing of it reaches the user's stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from converge_dsl import codes
+from converge_dsl.frontend import HttpServerSpec, StdioServerSpec
+from converge_dsl.tools import McpToolServer, ToolFailure
+
+from ._servers import free_port
+
+RAW = Path(__file__).resolve().parent / "raw_server.py"
+PARENT = {"PATH": os.environ["PATH"]}
+
+
+def test_a_line_that_is_not_json_rpc_is_named_when_its_call_times_out(tmp_path: Path) -> None:
+    # The call timed out naming only call_timeout_s, as if the tool were slow.
+    spec = StdioServerSpec(
+        name="raw",
+        command=(sys.executable, str(RAW), "not-json"),
+        allow=("echo",),
+        call_timeout_s=1,
+    )
+    server = McpToolServer(spec, tmp_path, PARENT)
+    try:
+        server.start()
+        with pytest.raises(ToolFailure) as caught:
+            asyncio.run(server.call("echo", {}))
+    finally:
+        server.close()
+    assert caught.value.code == codes.TOOL_CALL_TIMED_OUT
+    assert caught.value.message.endswith(
+        "the server was stopped; the client dropped what it sent: a line that is not "
+        "JSON-RPC: '{this is not JSON-RPC'"
+    )
+
+
+class _Broken(http.server.BaseHTTPRequestHandler):
+    mode = ""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.mode == "silent":
+            threading.Event().wait(5)  # answers nothing (the test's client gives up first)
+            return
+        if self.mode.isdigit():
+            self.send_response(int(self.mode))
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        if self.mode == "cut":
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc": "2.0"')
+            self.close_connection = True
+        else:
+            self.send_header("content-type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html>a proxy's login page</html>")
+
+
+@contextmanager
+def _broken_http(
+    mode: str, headers: dict[str, str] | None = None, **limits: float
+) -> Iterator[HttpServerSpec]:
+    handler = type("Handler", (_Broken,), {"mode": mode})
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield HttpServerSpec(
+            name="web",
+            url=f"http://127.0.0.1:{port}/mcp",
+            hosts=("127.0.0.1",),
+            allow=("echo",),
+            headers=headers or {},
+            **({"start_timeout_s": 1} | limits),  # type: ignore[arg-type]
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "fault"),
+    [
+        (
+            "cut",
+            "Error parsing JSON response: peer closed connection without sending complete "
+            "message body (received 17 bytes, expected 1000)",
+        ),
+        ("html", "Unexpected content type: text/html"),
+    ],
+)
+def test_an_http_answer_the_client_cannot_read_is_named_and_not_printed(
+    tmp_path: Path, mode: str, fault: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The SDK's logger printed a traceback (or its complaint) on stderr, and the failure
+    # said only that the handshake did not come within start_timeout_s, as if it were slow.
+    with _broken_http(mode) as spec:
+        server = McpToolServer(spec, tmp_path, PARENT)
+        with pytest.raises(ToolFailure) as caught:
+            server.start()
+    assert caught.value.message == (
+        "tool server 'web': did not answer the MCP handshake and tools/list within 1 s; "
+        f"the client dropped what it sent: {fault}"
+    )
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "hint"),
+    [
+        (
+            "401",
+            {"Authorization": "KB_TOKEN"},
+            "check the credentials its headers carry (Authorization from $KB_TOKEN)",
+        ),
+        ("401", {}, "it wants credentials: name the variable that holds them under `headers:`"),
+        ("404", {}, "check the server's url: the path of its MCP endpoint, often /mcp"),
+        ("429", {}, "the server limits how often it is called: try again later"),
+        ("503", {}, "see the server's log for why"),
+    ],
+)
+def test_an_http_status_at_start_is_named_with_what_to_do(
+    tmp_path: Path, status: str, headers: dict[str, str], hint: str
+) -> None:
+    # A 404 read "Session terminated"; the others "Client error '401 Unauthorized' for
+    # url ...", with no hint, and the run's error text dropped every server's hint.
+    from converge_dsl.tools import RunTools
+
+    with _broken_http(status, headers) as spec:
+        tools = RunTools({"web": spec}, tmp_path, environ={"KB_TOKEN": "planted"})
+        try:
+            text, is_error = asyncio.run(tools.call("me", 1, "web", "echo", {}))
+        finally:
+            tools.close()
+    assert is_error
+    assert text == (
+        f"CD963: tool server 'web': could not start: {spec.url} answered HTTP {status} "
+        f"(hint: {hint})"
+    )
+
+
+def test_a_server_that_exits_at_start_names_the_command_to_run_by_hand(tmp_path: Path) -> None:
+    # It read "could not start: Connection closed".
+    spec = StdioServerSpec(
+        name="quits", command=(sys.executable, "-c", "pass"), allow=("echo",), cwd="work"
+    )
+    (tmp_path / "work").mkdir()
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.message == (
+        "tool server 'quits': could not start: it exited, or closed its stdout, before "
+        "answering the MCP handshake"
+    )
+    assert caught.value.hint == (
+        f"run `cd {tmp_path / 'work'} && {sys.executable} -c pass` by hand to see why it stops"
+    )
+
+
+def test_a_server_that_lists_a_tool_twice_does_not_start(tmp_path: Path) -> None:
+    # It started: the first of the two answered the checks, both were offered to the model.
+    spec = StdioServerSpec(name="raw", command=(sys.executable, str(RAW), "twice"), allow=("echo",))
+    with pytest.raises(ToolFailure) as caught:
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.code == codes.TOOL_SERVER_NOT_STARTED
+    assert caught.value.message == "tool server 'raw': its tools/list names 'echo' more than once"
+    assert caught.value.hint == "a server's tool names must be unique: fix the server's tool list"
+
+
+def test_an_http_server_that_does_not_answer_at_start_says_so(tmp_path: Path) -> None:
+    # It read "could not start: ReadTimeout".
+    with (
+        _broken_http("silent", call_timeout_s=0.5, start_timeout_s=3) as spec,
+        pytest.raises(ToolFailure) as caught,
+    ):
+        McpToolServer(spec, tmp_path, PARENT).start()
+    assert caught.value.message == (
+        f"tool server 'web': could not start: {spec.url} did not answer within 0.5 s (ReadTimeout)"
+    )
+    assert caught.value.hint == "check that the server is up and answering, or raise call_timeout_s"
+
+
+def test_a_banner_before_the_handshake_is_not_blamed_for_a_later_timeout(tmp_path: Path) -> None:
+    spec = StdioServerSpec(
+        name="raw", command=(sys.executable, str(RAW), "hang"), allow=("echo",), call_timeout_s=1
+    )
+    server = McpToolServer(spec, tmp_path, PARENT)
+    try:
+        server.start()
+        with pytest.raises(ToolFailure) as caught:
+            asyncio.run(server.call("echo", {}))
+    finally:
+        server.close()
+    assert caught.value.message == (
+        "tool server 'raw': a call passed call_timeout_s (1 s); the server was stopped"
+    )
