@@ -95,7 +95,9 @@ def _confusion(metric: str, cells: Mapping[tuple[str, str], int]) -> list[str]:
 
 def render_eval_junit(result: EvalResult) -> str:
     """JUnit XML: one testsuite, one testcase per metric (a failure when it misses its
-    threshold) and one for the overall threshold."""
+    threshold), one `cases` (a failure when a case's run stopped with an error, a case was
+    not run or not judged, or a judge's verdict was refused: what fails the evaluation
+    whatever its scores) and one for the overall threshold."""
     from xml.etree import ElementTree as ET
 
     suite = ET.Element("testsuite", name=result.evaluation, time=f"{result.seconds:.3f}")
@@ -106,14 +108,30 @@ def render_eval_junit(result: EvalResult) -> str:
             failures += 1
             failure = ET.SubElement(case, "failure", message=f"{a.mean:.3f} < {a.threshold:g}")
             failure.text = render_eval_human(result, None)
+    cases = ET.SubElement(suite, "testcase", classname=result.evaluation, name="cases")
+    broken = _broken(result)
+    if broken:
+        failures += 1
+        ET.SubElement(cases, "failure", message=broken).text = render_eval_human(result, None)
     overall = ET.SubElement(suite, "testcase", classname=result.evaluation, name="overall")
     if result.threshold is not None and result.overall < result.threshold:
         failures += 1
         message = f"{result.overall:.3f} < {result.threshold:g}"
         ET.SubElement(overall, "failure", message=message).text = render_eval_human(result, None)
-    suite.set("tests", str(len(result.aggregates) + 1))
+    suite.set("tests", str(len(result.aggregates) + 2))
     suite.set("failures", str(failures))
     return ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def _broken(result: EvalResult) -> str:
+    """What fails `result` whatever its scores, in a few words ("" when nothing does)."""
+    counts = (
+        (len(result.errors()), "case(s) stopped with an error"),
+        (len(result.not_run), "case(s) not run"),
+        (len(result.not_judged), "judgement(s) not made"),
+        (len(result.problems), "judge problem(s)"),
+    )
+    return "; ".join(f"{count} {what}" for count, what in counts if count)
 
 
 def render_configurations_human(

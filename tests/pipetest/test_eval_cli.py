@@ -77,6 +77,7 @@ def test_junit_output_has_one_testcase_per_metric() -> None:
         ("conforms", False),
         ("converged", False),
         ("tokens", False),
+        ("cases", False),
         ("overall", False),
     ]
 
@@ -128,6 +129,17 @@ def test_a_case_whose_run_stopped_with_an_error_is_shown_and_fails_the_evaluatio
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml", "--format", "json")
     cases = {case["name"]: case for case in json.loads(out)["cases"]}
     assert cases["seat"]["error"].startswith("CD911: E_SCRIPT: model script")
+    # JUnit says so too: a CI reading it saw every testcase pass.
+    from xml.etree import ElementTree as ET
+
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml", "--format", "junit")
+    suite = ET.fromstring(out)
+    failed = {c.get("name"): c.find("failure") for c in suite.iter("testcase")}
+    assert (code, suite.get("failures"), suite.get("tests")) == (1, "1", "3")
+    assert failed["tokens"] is None
+    assert failed["overall"] is None
+    assert failed["cases"] is not None
+    assert failed["cases"].get("message") == "1 case(s) stopped with an error"
     assert "error" not in cases["twice"]
 
 
