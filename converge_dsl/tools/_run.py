@@ -152,14 +152,21 @@ class RunTools:
         return instance if self.wrap is None else self.wrap(instance, spec, self.redact)
 
     async def listing(self, server: str) -> tuple[ToolSpec, ...]:
-        """The server's allowed tools, named `mcp:SERVER/TOOL`, in the server's order."""
+        """The server's allowed tools, named `mcp:SERVER/TOOL`, in the server's order. A
+        tool listed with an input schema that is not JSON Schema is offered with an empty
+        object's schema and a description saying why it cannot be called (a provider
+        refuses a whole request over one broken schema; its call is an error result)."""
         info = await self.started(server)
         allowed = set(self.specs[server].allow)
-        return tuple(
-            ToolSpec(tool_name(server, t.name), t.description, dict(t.input_schema))
-            for t in info.tools
-            if t.name in allowed
-        )
+        return tuple(self._offered(server, t) for t in info.tools if t.name in allowed)
+
+    def _offered(self, server: str, tool: ToolInfo) -> ToolSpec:
+        name = tool_name(server, tool.name)
+        broken = self._input_validator(server, tool)
+        if isinstance(broken, str):
+            said = "Cannot be called: its server lists it with an input schema that is not "
+            return ToolSpec(name, f"{said}JSON Schema ({broken}).", {"type": "object"})
+        return ToolSpec(name, tool.description, dict(tool.input_schema))
 
     async def call(
         self,

@@ -130,3 +130,11 @@ def test_a_tool_listed_with_a_schema_that_is_not_json_schema_is_an_error_naming_
     )
     assert text.endswith("the server's definition of the tool must be fixed")
     assert called == []
+    # An agent is offered it with an object's schema (a provider refuses a whole request
+    # over one broken schema), its description saying why it cannot be called.
+    (offered,) = asyncio.run(tools.listing("fixture"))
+    assert (offered.name, offered.input_schema) == ("mcp:fixture/echo", {"type": "object"})
+    assert offered.description.startswith(
+        "Cannot be called: its server lists it with an input schema that is not JSON Schema "
+        "(at /properties/q/type: 'strang' is not valid"
+    )
