@@ -303,7 +303,9 @@ class ToolReplay:
                 continue
             try:
                 entry = json.loads(line)
-                if isinstance(entry, dict) and is_tool_line(entry):
+                if not isinstance(entry, dict):  # every line, a model's too, is an object
+                    raise TypeError("not a JSON object")
+                if is_tool_line(entry):
                     recorded.append(_recorded_from_json(number, entry))
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
                 # a KeyError's text is the bare key: say what it is

@@ -198,3 +198,13 @@ def test_a_tool_line_without_a_field_names_the_field(tmp_path: Path) -> None:
     code, _, err = _cli("run", pipeline, "--replay", cassette)
     assert code == 3
     assert "line 1 is not a tool recording: it has no field 'request'\n" in err
+
+
+def test_a_cassette_line_that_is_not_an_object_is_refused_naming_it(tmp_path: Path) -> None:
+    # It was skipped without a word, and the replay then said it had no start of the server.
+    pipeline = _write(tmp_path, "m", "http://127.0.0.1:1/mcp", "no-such-program", "nope")
+    cassette = tmp_path / "run.cassette.jsonl"
+    cassette.write_text("[1, 2]\n")
+    code, _, err = _cli("run", pipeline, "--replay", cassette)
+    assert code == 3
+    assert "cassette run.cassette.jsonl line 1 is not a tool recording: not a JSON object\n" in err
