@@ -184,7 +184,7 @@ def test_a_tool_line_that_is_not_a_recording_is_refused_before_the_run(tmp_path:
     assert code == 3
     assert out == ""
     assert err == (
-        "error: [CD969]: --replay " + str(cassette) + ": cassette run.cassette.jsonl line 3 "
+        "error[CD969]: --replay " + str(cassette) + ": cassette run.cassette.jsonl line 3 "
         "is not a tool recording: it holds neither an answer nor a failure\n"
         "  hint: record the cassette again (`--record CASSETTE`); do not edit it by hand\n"
     )

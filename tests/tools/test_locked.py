@@ -66,7 +66,7 @@ def test_a_server_that_does_not_start_fails_the_lock_and_writes_nothing(
     assert code == 1
     assert "program 'bin/nothing-here' is not found" in err
     # It printed no code: the lock's failure is CD963 (docs/tools.md), as in a run.
-    assert err.startswith("error: [CD963]: tool server 'words': program")
+    assert err.startswith("error[CD963]: tool server 'words': program")
     assert not (tmp_path / "converge.lock").exists()
 
 
