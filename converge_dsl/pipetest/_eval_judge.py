@@ -51,7 +51,8 @@ from converge_dsl import codes
 from converge_dsl._json_text import loads
 from converge_dsl.diagnostics import Diagnostic
 
-from ._eval_spec import EvalCase, EvalFile, Rubric
+from ._eval_dataset import EvalCase
+from ._eval_spec import EvalFile, Rubric
 
 if TYPE_CHECKING:
     from converge_dsl.batch import BudgetPool

@@ -24,7 +24,8 @@ from converge_dsl._json_types import JsonValue
 if TYPE_CHECKING:
     from converge_dsl.sandbox import GovernedValidator
 
-from ._eval_spec import EvalCase, Metric
+from ._eval_dataset import EvalCase
+from ._eval_spec import Metric
 
 _MISSING = object()
 _Z95 = 1.959963984540054

@@ -20,15 +20,11 @@ configuration's models replace the pipeline's of those names for its runs
 (`converge_dsl.batch.ModelOverride`). No configuration: one, the pipeline as
 declared, named `default`.
 
-A JSONL line is `{"name": ..., "inputs": {...}, "expected": {...}}` (`name`
-optional: `case-N`); a CSV file's columns are `name`, `input.X` and
-`expected.X`, each cell read as JSON when it parses and as text otherwise.
+The dataset's cases are read by `_eval_dataset`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,18 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._files import display_name
-from converge_dsl._json_text import loads
-from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
+from converge_dsl._json_types import JsonObject
 from converge_dsl.diagnostics import (
-    Diagnostic,
     JsonPath,
-    Severity,
     SourceSpan,
     best_first,
     unknown_name_hint,
 )
 from converge_dsl.errors import PipelineInvalid
 
+from ._eval_dataset import EvalCase, dataset_path, read_cases, recode
 from ._spec import _Reader
 
 if TYPE_CHECKING:
@@ -93,16 +87,6 @@ class Metric:
     spec: JsonObject
     threshold: float | None
     path: JsonPath
-
-
-@dataclass(frozen=True, slots=True)
-class EvalCase:
-    """One dataset case: a name, the pipeline's inputs and the expected values."""
-
-    name: str
-    inputs: JsonObject
-    expected: JsonObject
-    line: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,9 +172,9 @@ def read_eval_file(
     reader = _Reader(path, document, env, allow_roots, {})
     data: Mapping[str, Any] = document.data
     pipeline = reader.pipeline(str(data["pipeline"]), ("pipeline",))
-    dataset = _dataset_path(reader, str(data["dataset"]))
+    dataset = dataset_path(reader, str(data["dataset"]))
     before = len(reader.problems)
-    cases = _cases(reader, dataset, display_name(dataset)) if dataset else ()
+    cases = read_cases(reader, dataset, display_name(dataset)) if dataset else ()
     if dataset is not None and not cases and len(reader.problems) == before:
         reader.problem(
             codes.EVAL_NO_CASES,
@@ -246,7 +230,7 @@ def _models(reader: _Reader, raw: Mapping[str, Any], where: JsonPath) -> dict[st
             if reader.file(value, (*at, field_name), field_name) is None:
                 found = False
                 for i in range(before, len(reader.problems)):
-                    reader.problems[i] = _recode(reader.problems[i], codes.EVAL_BAD_MODEL)
+                    reader.problems[i] = recode(reader.problems[i], codes.EVAL_BAD_MODEL)
         if found:
             out[name] = ModelOverride(dict(spec), reader.base.resolve())
     return out
@@ -357,149 +341,6 @@ JUDGE_SYSTEM_PASS = (
     "You are a strict evaluator. Judge the answer by the rubric. Reply with one JSON object "
     'only: {"pass": true or false, "reason": one sentence}.'
 )
-
-
-def _dataset_path(reader: _Reader, named: str) -> Path | None:
-    if not named.endswith((".jsonl", ".csv")):
-        reader.problem(
-            codes.EVAL_DATASET_MISSING,
-            f"dataset {named!r} is neither JSONL nor CSV",
-            ("dataset",),
-            "name a .jsonl file (one case a line) or a .csv file (name, input.X, expected.X)",
-        )
-        return None
-    before = len(reader.problems)
-    found = reader.file(named, ("dataset",), "dataset")
-    if found is None and len(reader.problems) > before:
-        last = reader.problems[-1]
-        if last.code == codes.TEST_FILE_MISSING:
-            reader.problems[-1] = _recode(last, codes.EVAL_DATASET_MISSING)
-    return found
-
-
-def _recode(diagnostic: Diagnostic, code: str) -> Diagnostic:
-    fields = {name: getattr(diagnostic, name) for name in diagnostic._fields}
-    return Diagnostic(**{**fields, "code": code})
-
-
-def _cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, ...]:
-    from converge_dsl._reading import ReadRefused, read_bytes
-
-    try:
-        text = read_bytes(dataset, "dataset").decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError, ReadRefused) as exc:
-        reader.problem(codes.EVAL_BAD_CASE, f"dataset cannot be read: {exc}", ("dataset",), None)
-        return ()
-    rows = _jsonl_rows(text) if dataset.suffix == ".jsonl" else _csv_rows(text)
-    out: list[EvalCase] = []
-    seen: dict[str, int] = {}
-    for line, row in rows:
-        problem = _row_problem(row)
-        if problem is None and isinstance(row, dict):
-            name = str(row.get("name") or f"case-{len(out) + 1}")
-            if name in seen:
-                problem = f"two cases are named {name!r} (the first on line {seen[name]})"
-            else:
-                seen[name] = line
-                out.append(EvalCase(name, row.get("inputs", {}), row.get("expected", {}), line))
-                continue
-        reader.problems.append(
-            Diagnostic(
-                codes.EVAL_BAD_CASE,
-                Severity.ERROR,
-                str(problem),
-                display,
-                line,
-                1,
-                line,
-                1,
-                (),
-                _CSV_ROW if dataset.suffix == ".csv" else _JSONL_LINE,
-                False,
-            )
-        )
-    return tuple(out)
-
-
-_JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'
-_CSV_ROW = "a case is a row with a cell for each column of the header: name, input.X, expected.X"
-
-
-def _row_problem(row: object) -> str | None:
-    if isinstance(row, str):
-        return row
-    if not isinstance(row, dict):
-        return "a case must be a JSON object"
-    extra = sorted(set(row) - {"name", "inputs", "expected"})
-    if extra:
-        return f"a case has no field {extra[0]!r}"
-    for part in ("inputs", "expected"):
-        if not isinstance(row.get(part, {}), dict):
-            return f"a case's {part!r} must be an object"
-    return None
-
-
-def _jsonl_rows(text: str) -> list[tuple[int, object]]:
-    rows: list[tuple[int, object]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        too_deep = f"line {number} nests deeper than {MAX_INPUT_DEPTH} levels"  # as --cases
-        try:
-            value = loads(line)
-            rows.append((number, too_deep if nests_deeper(value, line, MAX_INPUT_DEPTH) else value))
-        except RecursionError:
-            rows.append((number, too_deep))
-        except ValueError as exc:
-            rows.append((number, f"line {number} is not JSON: {exc}"))
-    return rows
-
-
-def _csv_rows(text: str) -> list[tuple[int, object]]:
-    reader = csv.DictReader(io.StringIO(text))
-    rows: list[tuple[int, object]] = []
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:  # a cell over csv's field limit: it reads no further
-            unread = f"the CSV cannot be read from here: {exc}"
-            if "field limit" in str(exc):
-                unread = (
-                    f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
-                    "CSV cell is read with; give long inputs in a JSONL dataset"
-                )
-            rows.append((reader.reader.line_num, unread))
-            break
-        case: dict[str, JsonValue] = {}
-        inputs: dict[str, JsonValue] = {}
-        expected: dict[str, JsonValue] = {}
-        problem = None
-        for column, cell in row.items():
-            if column is None or cell is None:
-                problem = "a row has more or fewer cells than the header"
-                continue
-            value = _cell(cell)
-            if column == "name":
-                case["name"] = cell
-            elif column.startswith("input."):
-                inputs[column.removeprefix("input.")] = value
-            elif column.startswith("expected."):
-                expected[column.removeprefix("expected.")] = value
-            else:
-                problem = f"column {column!r} is neither name, input.X nor expected.X"
-        case.update(inputs=inputs, expected=expected)
-        rows.append((reader.line_num, problem or case))
-    return rows
-
-
-def _cell(cell: str) -> JsonValue:
-    try:
-        value: JsonValue = loads(cell)
-    except (ValueError, RecursionError):  # text, or nested past what JSON is read to
-        return cell
-    return value
 
 
 def _metrics(

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from converge_dsl.pipetest._eval_dataset import EvalCase
 from converge_dsl.pipetest._eval_metrics import is_subset, score, set_score, wilson
-from converge_dsl.pipetest._eval_spec import EvalCase, Metric
+from converge_dsl.pipetest._eval_spec import Metric
 
 _RESULT: dict[str, Any] = {
     "stop_reason": "converged",

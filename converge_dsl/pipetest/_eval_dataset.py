@@ -1,0 +1,181 @@
+"""An evaluation's dataset: its cases read from a JSONL or CSV file (`read_cases`).
+
+`dataset_path` finds the file an evaluation names (CD800 when it is neither
+JSONL nor CSV, or not there); `read_cases` reads each line or row into an
+`EvalCase`, each one that is not a case a located problem (CD801, at its line):
+not JSON, nested deeper than `--cases` reads, not an object of `name`, `inputs`
+and `expected`, a CSV row of more or fewer cells than the header or a cell
+longer than csv reads, two cases of one name. A JSONL line is `{"name": ...,
+"inputs": {...}, "expected": {...}}` (`name` optional: `case-N`); a CSV file's
+columns are `name`, `input.X` and `expected.X`, each cell read as JSON when it
+parses and as text otherwise.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from converge_dsl import codes
+from converge_dsl._json_text import loads
+from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
+from converge_dsl.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from ._spec import _Reader
+
+
+@dataclass(frozen=True, slots=True)
+class EvalCase:
+    """One dataset case: a name, the pipeline's inputs and the expected values."""
+
+    name: str
+    inputs: JsonObject
+    expected: JsonObject
+    line: int
+
+
+def dataset_path(reader: _Reader, named: str) -> Path | None:
+    if not named.endswith((".jsonl", ".csv")):
+        reader.problem(
+            codes.EVAL_DATASET_MISSING,
+            f"dataset {named!r} is neither JSONL nor CSV",
+            ("dataset",),
+            "name a .jsonl file (one case a line) or a .csv file (name, input.X, expected.X)",
+        )
+        return None
+    before = len(reader.problems)
+    found = reader.file(named, ("dataset",), "dataset")
+    if found is None and len(reader.problems) > before:
+        last = reader.problems[-1]
+        if last.code == codes.TEST_FILE_MISSING:
+            reader.problems[-1] = recode(last, codes.EVAL_DATASET_MISSING)
+    return found
+
+
+def recode(diagnostic: Diagnostic, code: str) -> Diagnostic:
+    fields = {name: getattr(diagnostic, name) for name in diagnostic._fields}
+    return Diagnostic(**{**fields, "code": code})
+
+
+def read_cases(reader: _Reader, dataset: Path, display: str) -> tuple[EvalCase, ...]:
+    from converge_dsl._reading import ReadRefused, read_bytes
+
+    try:
+        text = read_bytes(dataset, "dataset").decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError, ReadRefused) as exc:
+        reader.problem(codes.EVAL_BAD_CASE, f"dataset cannot be read: {exc}", ("dataset",), None)
+        return ()
+    rows = _jsonl_rows(text) if dataset.suffix == ".jsonl" else _csv_rows(text)
+    out: list[EvalCase] = []
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        problem = _row_problem(row)
+        if problem is None and isinstance(row, dict):
+            name = str(row.get("name") or f"case-{len(out) + 1}")
+            if name in seen:
+                problem = f"two cases are named {name!r} (the first on line {seen[name]})"
+            else:
+                seen[name] = line
+                out.append(EvalCase(name, row.get("inputs", {}), row.get("expected", {}), line))
+                continue
+        reader.problems.append(
+            Diagnostic(
+                codes.EVAL_BAD_CASE,
+                Severity.ERROR,
+                str(problem),
+                display,
+                line,
+                1,
+                line,
+                1,
+                (),
+                _CSV_ROW if dataset.suffix == ".csv" else _JSONL_LINE,
+                False,
+            )
+        )
+    return tuple(out)
+
+
+_JSONL_LINE = 'a case is {"name": ..., "inputs": {...}, "expected": {...}}'
+_CSV_ROW = "a case is a row with a cell for each column of the header: name, input.X, expected.X"
+
+
+def _row_problem(row: object) -> str | None:
+    if isinstance(row, str):
+        return row
+    if not isinstance(row, dict):
+        return "a case must be a JSON object"
+    extra = sorted(set(row) - {"name", "inputs", "expected"})
+    if extra:
+        return f"a case has no field {extra[0]!r}"
+    for part in ("inputs", "expected"):
+        if not isinstance(row.get(part, {}), dict):
+            return f"a case's {part!r} must be an object"
+    return None
+
+
+def _jsonl_rows(text: str) -> list[tuple[int, object]]:
+    rows: list[tuple[int, object]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        too_deep = f"line {number} nests deeper than {MAX_INPUT_DEPTH} levels"  # as --cases
+        try:
+            value = loads(line)
+            rows.append((number, too_deep if nests_deeper(value, line, MAX_INPUT_DEPTH) else value))
+        except RecursionError:
+            rows.append((number, too_deep))
+        except ValueError as exc:
+            rows.append((number, f"line {number} is not JSON: {exc}"))
+    return rows
+
+
+def _csv_rows(text: str) -> list[tuple[int, object]]:
+    reader = csv.DictReader(io.StringIO(text))
+    rows: list[tuple[int, object]] = []
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # a cell over csv's field limit: it reads no further
+            unread = f"the CSV cannot be read from here: {exc}"
+            if "field limit" in str(exc):
+                unread = (
+                    f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
+                    "CSV cell is read with; give long inputs in a JSONL dataset"
+                )
+            rows.append((reader.reader.line_num, unread))
+            break
+        case: dict[str, JsonValue] = {}
+        inputs: dict[str, JsonValue] = {}
+        expected: dict[str, JsonValue] = {}
+        problem = None
+        for column, cell in row.items():
+            if column is None or cell is None:
+                problem = "a row has more or fewer cells than the header"
+                continue
+            value = _cell(cell)
+            if column == "name":
+                case["name"] = cell
+            elif column.startswith("input."):
+                inputs[column.removeprefix("input.")] = value
+            elif column.startswith("expected."):
+                expected[column.removeprefix("expected.")] = value
+            else:
+                problem = f"column {column!r} is neither name, input.X nor expected.X"
+        case.update(inputs=inputs, expected=expected)
+        rows.append((reader.line_num, problem or case))
+    return rows
+
+
+def _cell(cell: str) -> JsonValue:
+    try:
+        value: JsonValue = loads(cell)
+    except (ValueError, RecursionError):  # text, or nested past what JSON is read to
+        return cell
+    return value
