@@ -21,11 +21,13 @@ uvicorn reads bytes, before any route or middleware runs:
   text.
 
 Each refusal is the service's `{"errors": [...]}` document with
-`Connection: close`; the connection then stops writing, discards what the
-client still sends for at most `LINGER_S` seconds (closing at once could reset
-the connection before the client reads the answer) and closes. The bytes of a
-next request that arrive in the same read as the end of the one before are
-not counted: a head is bounded to `head_cap` plus one read.
+`Connection: close`, sent after the answers to the requests read before it
+(pipelined ones too: HTTP/1.1 answers in order); the connection then reads no
+further request, discards what the client still sends for at most `LINGER_S`
+seconds (closing at once could reset the connection before the client reads
+the answer) and closes. Only a head counts: the bytes of a next request that
+arrive in the same read as the end of the one before are not counted, so a
+head is bounded to `head_cap` plus one read.
 """
 
 from __future__ import annotations
@@ -112,9 +114,10 @@ def too_slow(head_s: float) -> Problem:
 
 class _Head:
     """A connection's state at its edge: the bytes of the head being read, its clock, the
-    cycle whose request was read whole (httptools), the refusal's linger."""
+    cycle whose request was read whole (httptools), the refusal waiting for the answers
+    to the requests before it, the refusal's linger."""
 
-    __slots__ = ("linger", "read", "refused", "size", "timer")
+    __slots__ = ("linger", "read", "refused", "size", "timer", "waiting")
 
     def __init__(self) -> None:
         self.size = 0
@@ -122,6 +125,7 @@ class _Head:
         self.read: object = None
         self.linger: asyncio.TimerHandle | None = None
         self.refused = False
+        self.waiting: tuple[int, Problem] | None = None
 
 
 class _Bounded:
@@ -173,14 +177,16 @@ class _Bounded:
             self._arm()
 
     def _overflow(self, data: bytes, room: int) -> None:
-        """`data` would take the head past the cap: what fits, then 431 if the head has
-        not ended in it, else the rest as usual."""
-        self._head.size = self.head_cap
+        """`data` would take the head past the cap: what fits, then 431 if no head ended in
+        it (`_fed` starts the count again at a head's end), else the rest as usual (the
+        requests that ended in it, pipelined ones too, are answered)."""
+        head = self._head
+        head.size = self.head_cap
         if room:
             self._fed(data[:room])
-        if self._head.refused or self.transport.is_closing():
+        if head.refused or self.transport.is_closing():
             return
-        if self._reading_head():
+        if head.size and self._reading_head():
             self._refuse(431, too_large(self.head_cap))
         else:
             self.data_received(data[room:])
@@ -225,9 +231,30 @@ class _Bounded:
         self._refuse(408, too_slow(self.head_s))
 
     def _refuse(self, status: int, problem: Problem) -> None:
-        """Answer `problem`, then linger (see the module docstring)."""
+        """Answer `problem` after the requests read before it, then linger (see the
+        module docstring)."""
         self._head.refused = True
         self._disarm()
+        if self._answering():
+            self._head.waiting = (status, problem)
+            return
+        self._answer(status, problem)
+
+    def _answering(self) -> bool:
+        """A request read before is still being answered, or waits its turn (httptools
+        queues pipelined requests in `pipeline`)."""
+        cycle = self.cycle
+        in_flight = cycle is not None and not cycle.response_complete
+        return in_flight or bool(getattr(self, "pipeline", None))
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        waiting = self._head.waiting
+        if waiting is not None and not self._answering() and not self.transport.is_closing():
+            self._head.waiting = None
+            self._answer(*waiting)
+
+    def _answer(self, status: int, problem: Problem) -> None:
         transport = self.transport
         transport.write(answer(status, problem, self.server_state.default_headers))
         if not transport.can_write_eof():  # pragma: no cover (TLS: no half-close)

@@ -231,3 +231,41 @@ def test_either_parser_refuses_as_json(quick: str) -> None:
     tail = b"\r\nConnection: close\r\n\r\n"
     fits = start + b"X-Long: " + b"a" * (HEAD_CAP - len(start) - 8 - len(tail)) + tail
     assert exchange(quick, fits).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_pipelined_requests_past_the_cap_in_one_read_are_each_answered(quick: str) -> None:
+    """Only a head counts against the cap: 2,000 pipelined GETs (68 KB) and a POST whose
+    body fills most of a read, each followed by more in the same read, are answered;
+    httptools counted the requests that ended in a read against the next head (431)."""
+    get = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    last = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    answers = exchange(quick, get * 1999 + last, seconds=30)
+    assert re.findall(rb"HTTP/1\.1 (\d{3}) ", answers) == [b"200"] * 2000
+    body = json.dumps({"inputs": {"text": "x" * 60_000}}).encode()
+    post = (
+        b"POST /v1/pipelines/echo/runs HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    )
+    tail = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 6000 + b"\r\n"
+    answers = exchange(quick, post + tail + b"Connection: close\r\n\r\n")
+    assert re.findall(rb"HTTP/1\.1 (\d{3}) ", answers) == [b"202", b"200"]
+
+
+def test_a_refusal_waits_for_the_answers_before_it(
+    quick: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A malformed request read behind one still being answered is refused after that
+    answer, in order; the refusal was written at once, and the answer before it then
+    failed in the server's log (`Cannot call write() after write_eof()`)."""
+    body = b'{"inputs": {"text": "first"}}'
+    post = (
+        b"POST /v1/pipelines/echo/runs?wait=true HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    )
+    bad = b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n"
+    answers = exchange(quick, post + bad)
+    assert re.findall(rb"HTTP/1\.1 (\d{3}) ", answers) == [b"200", b"400"]
+    assert b'"stop_reason":"converged"' in answers.replace(b" ", b"")
+    assert b"CD441" in answers
+    assert "Traceback" not in caplog.text
+    assert "write_eof" not in caplog.text
