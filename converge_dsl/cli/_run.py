@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shlex
 import signal
@@ -51,7 +52,7 @@ from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, pars
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Callable, Coroutine, Iterator
 
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
@@ -474,8 +475,6 @@ def _sinks(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     """Run; print the result. A run that never started prints its run result too (JSON)."""
-    from converge_dsl.runtime import ResultSink, StopRequest, not_run_document, run_pipeline
-
     if args.cases is not None:
         from converge_dsl.cli._batch import execute_batch
 
@@ -484,15 +483,19 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     # Under --quiet no listener at all: with none, the engine builds no events.
     progress = _Progress(io) if human and io.verbosity != QUIET else None
     printed: list[RunOutcome] = []
-    stop = StopRequest()
 
     def show(out: RunOutcome) -> None:
-        printed.append(out)
-        if progress is not None:
-            progress.stop()
-        _show(out, args, io)
+        with _interrupts_held():  # the result is written whole
+            printed.append(out)
+            if progress is not None:
+                progress.stop()
+            _show(out, args, io)
 
     try:
+        # Imported here: a Ctrl-C meanwhile is a run interrupted as any other.
+        from converge_dsl.runtime import ResultSink, StopRequest, run_pipeline
+
+        stop = StopRequest()
         # The options' own files (--inputs, --decisions, --config...) are read here:
         # one that is refused is a run that never started, as one the run refuses.
         options = _options(args, io, progress)
@@ -508,6 +511,8 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         # unless the result sink has begun to print it.
         if human or printed:
             raise
+        from converge_dsl.runtime import not_run_document
+
         error = exc if isinstance(exc, ConvergeError) else environment_error(exc)
         io.stdout.write(not_run_document(error, args.pipeline).model_dump_json(indent=2) + "\n")
         if isinstance(exc, PipelineInvalid):
@@ -521,13 +526,30 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     return out.exit_code
 
 
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """A Ctrl-C while the block runs is held, then raised when it ends (a result being
+    written is written whole). Only where a Ctrl-C would raise at once, in the block
+    (`signal.default_int_handler`: after a first Ctrl-C); the event loop's handler
+    (`_stoppable`) runs between its callbacks, never inside one."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if held:
+        raise KeyboardInterrupt
+
+
 async def _stoppable(
     run: Coroutine[Any, Any, RunOutcome], stop: StopRequest, say: _Progress | TextIO
 ) -> RunOutcome:
-    """`run`, a first Ctrl-C (SIGINT) asking it to stop with `cancelled` (`StopRequest`):
-    it ends as any run does, its result printed with what it had reached. A Ctrl-C
-    while no engine runs (the pipeline loading, the run closing), or a second one,
-    interrupts at once (`KeyboardInterrupt`), as without this."""
+    """`run` as the module docstring says of a Ctrl-C: a first one asks `stop` (said on
+    `say`); one while no engine runs, or a second one, raises `KeyboardInterrupt`."""
     loop = asyncio.get_running_loop()
 
     def interrupted() -> None:
