@@ -38,7 +38,7 @@ class SourceSpan(Record):
         self.end_column = end_column
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
+        return location(self.file, self.line, self.column)
 
 
 # What a file name may hold that would break its location's line or drive a terminal:
@@ -64,6 +64,11 @@ def one_line(name: str) -> str:
     import re
 
     return re.sub(_NOT_ONE_LINE, lambda found: _escaped(found.group()), name)
+
+
+def location(file: str, line: int, column: int) -> str:
+    """`FILE:LINE:COLUMN` as a human reads it: the name on one line (`one_line`)."""
+    return f"{one_line(file)}:{line}:{column}"
 
 
 JsonPath = tuple[str | int, ...]

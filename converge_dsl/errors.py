@@ -87,9 +87,7 @@ class RunError(ConvergeError):
     def __str__(self) -> str:
         where = ""
         if self.span is not None:  # its file name on one line, as a diagnostic shows it
-            from converge_dsl.diagnostics import one_line
-
-            where = f"{one_line(self.span.file)}:{self.span.line}:{self.span.column}: "
+            where = f"{self.span}: "
         who = f" (suggestor {self.suggestor!r}" if self.suggestor else ""
         if who:
             who += f", cycle {self.cycle})" if self.cycle is not None else ")"

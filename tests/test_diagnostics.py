@@ -28,3 +28,12 @@ def test_a_run_error_shows_its_file_on_one_line() -> None:
 
     error = RunError("it failed", span=SourceSpan("a\nb.yaml", 3, 4, 3, 5))
     assert str(error) == "a\\nb.yaml:3:4: it failed"
+
+
+def test_a_span_reads_as_a_location_on_one_line() -> None:
+    """Every human location (a run error's, a served request's, an evaluation case's)
+    is a span's text: a file name holding a newline split it in two."""
+    from converge_dsl.diagnostics import SourceSpan, location
+
+    assert str(SourceSpan("a\nb.yaml", 4, 3, 4, 9)) == "a\\nb.yaml:4:3"
+    assert location("c\tx.yaml", 18, 5) == "c\\tx.yaml:18:5"

@@ -7,10 +7,8 @@ always prints one `RunResultDocument`: every stop but `converged` has at least
 one diagnostic saying why (code, message, suggestor, location); a run that
 never started has stop reason `invalid` (the diagnostics of `validate`),
 `usage_error` or `error` and no facts. A first Ctrl-C stops the run with
-`cancelled` (`runtime.StopRequest`): its result, with what it had reached, is
-printed and the exit is 130; a Ctrl-C while no engine runs, or a second one,
-interrupts at once: a document not yet begun is then printed with stop reason
-`cancelled` (CD908, at the pipeline file) and no facts, cycles or usage.
+`cancelled` and prints its result, what it had reached; exit 130 (`_interrupts`
+says what a Ctrl-C does when, and what is printed then).
 Human output shows the same diagnostics on stderr (exit 2: as `converge-dsl
 validate` prints them). Packs the cache lacks are fetched first, one line on
 stderr for each.
@@ -36,10 +34,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import shlex
-import signal
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
@@ -49,15 +45,16 @@ from pydantic import BaseModel
 
 from converge_dsl.cli import EXIT_INTERRUPTED, QUIET, environment_error
 from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
+from converge_dsl.cli._interrupts import interrupted_document, interrupts_held, stoppable
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Iterator
+    from collections.abc import Callable
 
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
     from converge_dsl.engine import Fact, Provenance
-    from converge_dsl.runtime import RunOptions, RunOutcome, RunResultDocument, StopRequest
+    from converge_dsl.runtime import RunOptions, RunOutcome
 
 
 _JSON_HELP = "json: one run-result document on standard output (converge-dsl schema run-result)"
@@ -485,7 +482,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     printed: list[RunOutcome] = []
 
     def show(out: RunOutcome) -> None:
-        with _interrupts_held():  # the result is written whole
+        with interrupts_held():  # the result is written whole
             printed.append(out)
             if progress is not None:
                 progress.stop()
@@ -500,10 +497,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         # one that is refused is a run that never started, as one the run refuses.
         options = _options(args, io, progress)
         options = replace(options, sinks=(*options.sinks, ResultSink(show)), stop=stop)
-        out = asyncio.run(_stoppable(run_pipeline(options), stop, progress or io.stderr))
+        say = progress.say if progress is not None else _line(io.stderr)
+        out = asyncio.run(stoppable(run_pipeline(options), stop, say))
     except KeyboardInterrupt:
         if not human and not printed:  # a program reading stdout still gets its document
-            io.stdout.write(_interrupted(args.pipeline).model_dump_json(indent=2) + "\n")
+            io.stdout.write(interrupted_document(args.pipeline).model_dump_json(indent=2) + "\n")
         raise  # the command line says `interrupted` and exits 130
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
@@ -526,71 +524,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     return out.exit_code
 
 
-@contextlib.contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """A Ctrl-C while the block runs is held, then raised when it ends (a result being
-    written is written whole). Only where a Ctrl-C would raise at once, in the block
-    (`signal.default_int_handler`: after a first Ctrl-C); the event loop's handler
-    (`_stoppable`) runs between its callbacks, never inside one."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
-        return
-    held: list[int] = []
-    signal.signal(signal.SIGINT, lambda number, frame: held.append(number))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if held:
-        raise KeyboardInterrupt
+def _line(stream: TextIO) -> Callable[[str], None]:
+    """`text` as a line of `stream`."""
 
+    def say(text: str) -> None:
+        stream.write(text + "\n")
 
-async def _stoppable(
-    run: Coroutine[Any, Any, RunOutcome], stop: StopRequest, say: _Progress | TextIO
-) -> RunOutcome:
-    """`run` as the module docstring says of a Ctrl-C: a first one asks `stop` (said on
-    `say`); one while no engine runs, or a second one, raises `KeyboardInterrupt`."""
-    loop = asyncio.get_running_loop()
-
-    def interrupted() -> None:
-        loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C interrupts at once
-        if not stop.ask():
-            raise KeyboardInterrupt
-        line = "interrupted: stopping the run (press Ctrl-C again to quit at once)"
-        if isinstance(say, _Progress):
-            say.say(line)
-        else:
-            say.write(line + "\n")
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, interrupted)
-    except (RuntimeError, ValueError, NotImplementedError):  # not the main thread; Windows
-        return await run
-    try:
-        return await run
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-
-
-def _interrupted(pipeline: Path) -> RunResultDocument:
-    """The run-result document of a run a Ctrl-C (SIGINT) interrupted: `cancelled`."""
-    from converge_dsl import codes
-    from converge_dsl.diagnostics import Diagnostic, SourceSpan
-    from converge_dsl.runtime import RunResultDocument, UsageModel
-
-    message = (
-        "the run was interrupted (Ctrl-C, SIGINT) before it stopped; "
-        "the facts, cycles and usage it had reached are not reported"
-    )
-    where = SourceSpan(str(pipeline), 1, 1, 1, 1)
-    hint = "run it again (a run with --checkpoint DIR continues with --resume DIR)"
-    return RunResultDocument.build(
-        stop_reason="cancelled",
-        cycles=0,
-        facts=(),
-        diagnostics=[Diagnostic.at(codes.STOP_CANCELLED, message, where, hint=hint)],
-        usage=UsageModel(),
-    )
+    return say
 
 
 def _show(out: RunOutcome, args: argparse.Namespace, io: CommandIO) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from converge_dsl._reading import ReadRefused, read_text
-from converge_dsl.diagnostics import Diagnostic, one_line
+from converge_dsl.diagnostics import Diagnostic, location
 from converge_dsl.frontend._cap import Omitted
 
 Segment = tuple[str, str]  # (text, rich style); plain output ignores the style
@@ -122,7 +122,7 @@ def _segments(diagnostic: Diagnostic, sources: SourceTexts) -> list[list[Segment
     text_lines = sources.lines(diagnostic.file) if diagnostic.excerpt else []
     number = str(diagnostic.line)
     pad = " " * len(number)
-    where = f"{one_line(diagnostic.file)}:{diagnostic.line}:{diagnostic.column}"
+    where = location(diagnostic.file, diagnostic.line, diagnostic.column)
     lines.append([(f"{pad}--> ", "blue"), (where, "")])
     if 1 <= diagnostic.line <= len(text_lines):
         line = text_lines[diagnostic.line - 1].replace("\t", " ")

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl._json_types import JsonObject
 from converge_dsl.clock import SystemClock
+from converge_dsl.diagnostics import location
 
 from ._eval_judge import JudgeOptions, Judges, Verdict
 from ._eval_metrics import field_values, score, wilson
@@ -227,7 +228,9 @@ def _run_error(body: Mapping[str, Any]) -> str | None:
     for each in body.get("diagnostics") or ():
         if isinstance(each, Mapping) and each.get("severity") == "error":
             where = (
-                f" (at {each['file']}:{each['line']}:{each['column']})" if each.get("file") else ""
+                f" (at {location(str(each['file']), each['line'], each['column'])})"
+                if each.get("file")
+                else ""
             )
             return f"{each.get('code')}: {each.get('message')}{where}"
     return "the run stopped with an error"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from converge_dsl import codes
 from converge_dsl._json_pointer import pointer
 from converge_dsl._json_types import JsonObject
-from converge_dsl.diagnostics import SourceSpan, one_line
+from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
@@ -58,11 +58,7 @@ class Problem:
     def text(self) -> str:
         where = f" (at {self.pointer})" if self.pointer else ""
         declared = self.declared
-        rule = (
-            ""
-            if declared is None
-            else f"\n --> {one_line(declared.file)}:{declared.line}:{declared.column}"
-        )
+        rule = "" if declared is None else f"\n --> {declared}"
         hint = "" if self.hint is None else f"\n  hint: {self.hint}"
         return f"error[{self.code}]: {self.message}{where}{rule}{hint}"
 

@@ -123,13 +123,13 @@ def test_a_ctrl_c_while_no_engine_runs_interrupts_at_once(
 def test_a_ctrl_c_while_the_result_is_written_is_held_until_it_is_whole() -> None:
     """After a first Ctrl-C a second raises at once; one that came while the document
     was written cut it short (or left standard output empty)."""
-    from converge_dsl.cli._run import _interrupts_held
+    from converge_dsl.cli._interrupts import interrupts_held
 
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     written: list[str] = []
 
     def write() -> None:
-        with _interrupts_held():
+        with interrupts_held():
             written.append("{")
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)  # where the interrupt would land, were it not held

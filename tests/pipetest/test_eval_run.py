@@ -196,3 +196,16 @@ def test_a_ctrl_c_while_judging_cases_run_elsewhere_is_one_clean_interruption(
     assert len(judged) == 2
     assert closed == [True]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_case_s_run_error_names_its_place_on_one_line() -> None:
+    from converge_dsl.pipetest._eval_run import _run_error
+
+    body = {
+        "stop_reason": "error",
+        "diagnostics": [
+            {"severity": "error", "code": "CD911", "message": "E", "file": "c\nx.yaml"}
+            | {"line": 18, "column": 5}
+        ],
+    }
+    assert _run_error(body) == "CD911: E (at c\\nx.yaml:18:5)"
