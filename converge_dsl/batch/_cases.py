@@ -21,7 +21,6 @@ lines carried it) names no pipeline and is taken as this one's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -34,12 +33,15 @@ from converge_dsl import codes
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
 from converge_dsl._reading import read_text
+from converge_dsl.diagnostics import one_line
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.diagnostics import SourceSpan
     from converge_dsl.engine import Budget
     from converge_dsl.runtime import RunResultDocument
+
+    from ._pipeline import Pipeline
 
 CaseId = str | int | None
 # The first bytes of every result line: how an existing `--out` file is recognised.
@@ -60,9 +62,11 @@ class PipelineStamp:
     sha256: str
 
     @classmethod
-    def of(cls, name: str, text: str) -> PipelineStamp:
-        """The stamp of the pipeline `name` whose file's text is `text`."""
-        return cls(name, hashlib.sha256(text.encode("utf-8")).hexdigest())
+    def of(cls, pipeline: Pipeline) -> PipelineStamp:
+        """The stamp of a loaded pipeline."""
+        from converge_dsl.runtime import pipeline_text_digest
+
+        return cls(pipeline.name, pipeline_text_digest(pipeline.document.text))
 
     def as_json(self) -> dict[str, str]:
         return {"name": self.name, "sha256": self.sha256}
@@ -375,7 +379,8 @@ def check_pipeline(done: Done, stamp: PipelineStamp, path: Path) -> None:
             f"not of {stamp.name!r} (sha256 {stamp.sha256[:16]})"
         )
     raise ResultsRefused(
-        f"--out {path}: line {number} holds {what}; resuming would mix their results",
+        f"--out {one_line(str(path))}: line {number} holds {what}; resuming would mix "
+        "their results",
         hint="give a new --out for this pipeline, or drop --resume to start --out again",
     )
 

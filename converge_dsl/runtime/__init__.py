@@ -49,7 +49,8 @@ Public surface:
   `CheckpointStore` (the checkpoint journal: MAC-chained records, one per cycle),
   `Checkpoint` (a verified one, read back), `CheckpointRefused` (its CD95x refusals),
   `checkpoint_key(env)` (the per-user key), `StatefulSuggestor` (per-run state of a
-  suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`;
+  suggestor that checkpoints keep), `CHECKPOINT_FILE`, `pipeline_digest(text, inputs)`,
+  `pipeline_text_digest(text)`;
   where a journal is kept is the port `JournalMedium`: `FolderJournal` (a
   `--checkpoint` folder) or `SqliteJournals` (one database of many runs' journals,
   each a `SqliteJournal`, as `converge-dsl serve` keeps them; `execute_all` runs
@@ -119,6 +120,7 @@ else:
                 "Checkpoint",
                 "CheckpointStore",
                 "pipeline_digest",
+                "pipeline_text_digest",
             ),
             "converge_dsl.runtime._checkpoint_key": (
                 "CheckpointRefused",

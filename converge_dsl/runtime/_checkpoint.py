@@ -63,13 +63,16 @@ __all__ = [  # the folder's lock and checks live beside the store, imported from
     "check_folder",
     "folder_lock",
     "pipeline_digest",
+    "pipeline_text_digest",
 ]
 
 FORMAT = "converge-dsl/checkpoint/v2"
 COMPACT_BYTES = 4 << 20
 
 
-def _sha(text: str) -> str:
+def pipeline_text_digest(text: str) -> str:
+    """Hex SHA-256 of a pipeline's text: what a checkpoint keeps of it (`pipeline_text`),
+    and what a batch's result lines name it by (`converge_dsl.batch.PipelineStamp`)."""
     return _text_hash(text).hexdigest()
 
 
@@ -155,7 +158,7 @@ class Checkpoint:
 
     def check_pipeline(self, pipeline_text: str) -> None:
         """Refuse (CD952) a checkpoint made from another pipeline text."""
-        if _sha(pipeline_text) != self.pipeline_sha256:
+        if pipeline_text_digest(pipeline_text) != self.pipeline_sha256:
             raise _foreign("the checkpoint belongs to another pipeline")
 
     def check_digest(self, digest: str) -> None:
@@ -296,7 +299,7 @@ class CheckpointStore:
     ) -> None:
         """Begin a fresh journal (replacing any old one) with a snapshot of no state yet."""
         self._header = {
-            "pipeline_text": _sha(pipeline_text),
+            "pipeline_text": pipeline_text_digest(pipeline_text),
             "pipeline": digest,
             "inputs": _json_inputs(inputs),
         }
