@@ -152,7 +152,9 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         ("--concurrency", args.concurrency),  # 0 or fewer ran one case at a time, unsaid
     ):
         if value is not None and value <= 0:
-            raise UsageError(f"{option} must be above 0")
+            raise UsageError(
+                f"{option} must be above 0", hint=f"give {option} a number above 0, or leave it out"
+            )
     if args.record is not None and args.replay is not None:
         raise UsageError("--record and --replay cannot be combined")
     if args.replay is not None and not args.replay.is_dir():

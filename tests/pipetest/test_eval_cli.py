@@ -165,4 +165,7 @@ def test_a_concurrency_below_one_is_refused() -> None:
     for given in ("0", "-3"):
         code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--concurrency", given)
         assert (code, out) == (3, "")
-        assert err.startswith("error: --concurrency must be above 0")
+        assert err == (
+            "error: --concurrency must be above 0\n"
+            "  hint: give --concurrency a number above 0, or leave it out\n"
+        )
