@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from converge_dsl.engine import Budget
     from converge_dsl.runtime import RunResultDocument
 
-    from ._pipeline import Pipeline
-
 CaseId = str | int | None
 # The first bytes of every result line: how an existing `--out` file is recognised.
 LINE_START = b'{"index":'
@@ -62,11 +60,11 @@ class PipelineStamp:
     sha256: str
 
     @classmethod
-    def of(cls, pipeline: Pipeline) -> PipelineStamp:
-        """The stamp of a loaded pipeline."""
+    def of(cls, name: str, text: str) -> PipelineStamp:
+        """The stamp of the pipeline `name` whose file's text is `text`."""
         from converge_dsl.runtime import pipeline_text_digest
 
-        return cls(pipeline.name, pipeline_text_digest(pipeline.document.text))
+        return cls(name, pipeline_text_digest(text))
 
     def as_json(self) -> dict[str, str]:
         return {"name": self.name, "sha256": self.sha256}

@@ -200,7 +200,7 @@ def _keep(pipeline: Pipeline) -> None:
     """Keep `pipeline` for the batch, and freeze what is alive (as the `local` executor:
     no collection scans the loaded pipeline)."""
     _Worker.pipeline = pipeline
-    _Worker.stamp = PipelineStamp.of(pipeline)
+    _Worker.stamp = PipelineStamp.of(pipeline.name, pipeline.document.text)
     # The worker's tool servers stop when it ends (multiprocessing runs no atexit hook).
     multiprocessing.util.Finalize(None, pipeline.close, exitpriority=10)
     freeze_alive()

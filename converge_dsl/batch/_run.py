@@ -162,7 +162,7 @@ class _Stamp:
         self.stamp: PipelineStamp | None = None
 
     def loaded(self, pipeline: Pipeline) -> None:
-        self.stamp = PipelineStamp.of(pipeline)
+        self.stamp = PipelineStamp.of(pipeline.name, pipeline.document.text)
         if self._done is not None:
             check_pipeline(self._done, self.stamp, self._out)
 
