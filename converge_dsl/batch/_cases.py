@@ -353,7 +353,7 @@ class ResultsRefused(UsageError):
     """`--resume` of a results file that holds lines of another pipeline (CD321); exit 3."""
 
     def __init__(self, message: str, *, hint: str) -> None:
-        super().__init__(f"results file refused [{codes.RESULTS_OF_ANOTHER_PIPELINE}]: {message}")
+        super().__init__(f"[{codes.RESULTS_OF_ANOTHER_PIPELINE}]: results file refused: {message}")
         self.hint = hint
         self.code = codes.RESULTS_OF_ANOTHER_PIPELINE
 

@@ -237,7 +237,7 @@ class _Progress:
             names: list[str] = list(event.candidates)  # type: ignore[attr-defined]
             text = f"cycle {event.cycle}: {len(names)} suggestor(s) running"  # type: ignore[attr-defined]
             if self._verbose:
-                self._detail(f"{text}: {', '.join(names)}")
+                self.say(f"{text}: {', '.join(names)}")
         elif kind == "cycle_finished":
             text = f"cycle {event.cycle}: {event.promoted} fact(s) promoted"  # type: ignore[attr-defined]
         else:
@@ -249,9 +249,6 @@ class _Progress:
         elif kind == "cycle_finished":
             self._stream.write(text + "\n")
             self._stream.flush()
-
-    def _detail(self, text: str) -> None:
-        self.say(text)
 
     def say(self, text: str) -> None:
         """One line on standard error, above the live line when there is one."""
