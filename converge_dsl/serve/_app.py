@@ -8,8 +8,10 @@ resumable with `Last-Event-ID`), `GET /v1/runs/{id}/report` (HTML),
 `GET /v1/openapi.json`, `GET /healthz` (no token needed) and `GET /metrics`.
 
 Every refusal is `{"errors": [{code, message, pointer, hint}]}` with its
-status; each message passes through the redactor. A token is needed on every
-route but `/healthz` when the service has tokens. Bodies are read by `_bodies`
+status; each message passes through the redactor. A fault of the service on a
+request is a 500 of that shape too (CD445), its traceback in the server's log
+only. A token is needed on every route but `/healthz` when the service has
+tokens. Bodies are read by `_bodies`
 (up to `body_cap` bytes, 413 past it; JSON only, 415 else). Run ids are checked against their form
 before any use: no path on the server is made from a request but the
 pipeline names and run ids the service itself made.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -211,6 +214,11 @@ class _Api:
             except ConvergeError as error:
                 problem = Problem(codes.SERVE_RUN_FAILED, str(error), "")
                 return problems_response(Refused(500, (problem,)), redact)
+            except Exception:  # a fault of this service: its log has it, the client its code
+                logging.getLogger("uvicorn.error").exception(
+                    "the service failed on %s %s", request.method, request.url.path
+                )
+                return problems_response(Refused(500, (INTERNAL_ERROR,)), redact)
 
         return call
 
@@ -349,6 +357,12 @@ UNAUTHORIZED = Problem(
     "a valid bearer token is needed",
     "",
     "send Authorization: Bearer TOKEN with a token of --token-file",
+)
+INTERNAL_ERROR = Problem(
+    codes.SERVE_INTERNAL_ERROR,
+    "the service failed on this request (a fault of the service, not of the request)",
+    "",
+    "try again; if it fails again, the service's log has the fault: report it",
 )
 
 

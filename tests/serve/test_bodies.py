@@ -189,3 +189,36 @@ def test_a_body_that_does_not_arrive_in_time_is_408(tmp_path: Path) -> None:
         thread.join(15)
         sock.close()
         prepared.service.store.close()
+
+
+def test_a_fault_of_the_service_is_a_json_500_its_traceback_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A handler that raises what no refusal names: the client gets the service's JSON
+    with CD445 and nothing of the fault; it got Starlette's plain 'Internal Server Error'."""
+    import httpx
+
+    from converge_dsl.serve import ServeOptions, prepare
+    from converge_dsl.serve._app import HttpLimits, _Api, build_app
+
+    async def broken(self: object, request: object) -> None:
+        raise RuntimeError("secret internals /srv/state")
+
+    monkeypatch.setattr(_Api, "pipelines", broken)
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
+    try:
+        app = build_app(prepared.service, None, HttpLimits())
+
+        async def get() -> httpx.Response:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+                return await client.get("/v1/pipelines")
+
+        answer = asyncio.run(get())
+    finally:
+        prepared.service.store.close()
+    assert answer.status_code == 500
+    (problem,) = answer.json()["errors"]
+    assert problem["code"] == "CD445"
+    assert "secret" not in answer.text
+    assert "RuntimeError: secret internals" in caplog.text  # the operator's log has it
