@@ -3,13 +3,17 @@
 `Server(paths, state, *options)` starts `python -m converge_dsl serve ... --port 0`,
 waits (bounded) for the line saying where it listens, and is always stopped:
 `stop()` sends SIGTERM and waits, `kill()` sends SIGKILL (the crash tests).
+`in_process(state, limits, **config)` serves echo.yaml from a thread of the test's own
+process instead, for what `serve` does not expose (short bounds, either parser).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,11 +21,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 from converge_dsl.serve._store import STATE_FILE
+
+if TYPE_CHECKING:
+    from converge_dsl.serve._app import HttpLimits
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,3 +180,33 @@ def post_load(url: str, runs: int, gated: int) -> dict[str, str]:
             assert answer.status_code == 202
             ids[answer.json()["id"]] = "gated" if pause else str(n)
     return ids
+
+
+@contextlib.contextmanager
+def in_process(state: Path, limits: HttpLimits, **config: Any) -> Iterator[str]:
+    """echo.yaml served on 127.0.0.1 by uvicorn on a thread of this process, with `limits`
+    and `config` (given to `uvicorn.Config`); its URL, until the block ends."""
+    import uvicorn
+
+    from converge_dsl.serve import ServeOptions, prepare
+    from converge_dsl.serve._app import build_app
+
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=state))
+    app = build_app(prepared.service, None, limits)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+        prepared.service.store.close()

@@ -7,7 +7,6 @@ import asyncio
 import gzip
 import socket
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from converge_dsl.serve._bodies import MAX_DEPTH, parse_json
 from converge_dsl.serve._requests import Refused
 from converge_dsl.serve._store import STATE_FILE
 
-from .conftest import DATA, Server, serve_with_token
+from .conftest import DATA, Server, in_process, serve_with_token
 
 TOKEN = "c0ffee5e7b1d4a9f8e2c6b3a1d0f9e8c"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -145,24 +144,10 @@ def test_a_client_gone_before_its_body_ended_leaves_no_traceback(
 
 
 def test_a_body_that_does_not_arrive_in_time_is_408(tmp_path: Path) -> None:
-    import uvicorn
+    from converge_dsl.serve._app import HttpLimits
 
-    from converge_dsl.serve import ServeOptions, prepare
-    from converge_dsl.serve._app import HttpLimits, build_app
-
-    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
-    app = build_app(prepared.service, None, HttpLimits(body_s=0.5))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+    with in_process(tmp_path / "state", HttpLimits(body_s=0.5)) as url:
+        port = int(url.rsplit(":", 1)[1])
 
         async def slow() -> Any:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -184,11 +169,6 @@ def test_a_body_that_does_not_arrive_in_time_is_408(tmp_path: Path) -> None:
         answer = asyncio.run(slow())
         assert answer.startswith(b"HTTP/1.1 408 ")
         assert b'"code":"CD308"' in answer
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
-        prepared.service.store.close()
 
 
 def test_a_fault_of_the_service_is_a_json_500_its_traceback_logged(

@@ -8,7 +8,6 @@ import json
 import re
 import select
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 from converge_dsl.serve._heads import HEAD_CAP
 
-from .conftest import DATA, Server, serve_with_token
+from .conftest import DATA, Server, in_process, serve_with_token
 
 TOKEN = "5ca1ab1e0ddba11c0ffee0123456789a"
 RUNS = "/v1/pipelines/echo/runs"
@@ -130,39 +129,17 @@ def test_bodies_and_keep_alive_are_not_heads(served: Server) -> None:
 def quick(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     """A server of echo.yaml whose heads must arrive within 0.3 s (bodies: 5 s), read by
     each of uvicorn's parsers."""
-    import uvicorn
-
-    from converge_dsl.serve import ServeOptions, prepare
-    from converge_dsl.serve._app import HttpLimits, build_app
+    from converge_dsl.serve._app import HttpLimits
     from converge_dsl.serve._heads import protocol
 
-    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state"))
-    app = build_app(prepared.service, None, HttpLimits(body_s=5.0))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="on",
+    with in_process(
+        tmp_path / "state",
+        HttpLimits(body_s=5.0),
         http=protocol(head_s=0.3, parser=request.param),
         h11_max_incomplete_event_size=HEAD_CAP,
         timeout_keep_alive=5,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
-        prepared.service.store.close()
+    ) as url:
+        yield url
 
 
 def _trickle(url: str, first: bytes, then: bytes, every: float, most: int) -> tuple[bytes, float]:
