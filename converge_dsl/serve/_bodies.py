@@ -50,12 +50,15 @@ _MAY_OVERFLOW = re.compile(r"\d[eE][+-]?\d{3}|\d{309}", re.ASCII)  # in the deco
 _SEND_JSON = "send a JSON object with Content-Type: application/json"
 
 
-async def read_body(request: Request, cap: int, seconds: float = BODY_S) -> bytes:
+async def read_body(
+    request: Request, cap: int, seconds: float = BODY_S, *, lenient: bool = True
+) -> bytes:
     """The raw body (see the module docstring): at most `cap` bytes, uncompressed JSON,
-    all of it within `seconds` of the first read (408 else)."""
+    all of it within `seconds` of the first read (408 else). `lenient=False` takes a
+    body sent as `application/json` only (the MCP SDK reads no other)."""
     from starlette.requests import ClientDisconnect
 
-    _check_media(request)
+    _check_media(request, lenient)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > cap:
         raise too_large(cap)
@@ -87,7 +90,7 @@ async def read_body(request: Request, cap: int, seconds: float = BODY_S) -> byte
     return b"".join(chunks)
 
 
-def _check_media(request: Request) -> None:
+def _check_media(request: Request, lenient: bool) -> None:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         raise refused(
@@ -99,7 +102,9 @@ def _check_media(request: Request) -> None:
         )
     given = request.headers.get("content-type", "")
     media = given.split(";", 1)[0].strip().lower()
-    if media in _LENIENT_TYPES or media == "application/json" or media.endswith("+json"):
+    if media == "application/json":
+        return
+    if lenient and (media in _LENIENT_TYPES or media.endswith("+json")):
         return
     raise refused(
         415,

@@ -182,7 +182,7 @@ class McpEndpoint:
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
             return
-        refusal = self._transport_refusal(headers, post=scope.get("method") == "POST")
+        refusal = self._transport_refusal(headers)
         if refusal is not None:
             await problems_response(refusal, self.service.redact)(scope, receive, send)
             return
@@ -194,7 +194,7 @@ class McpEndpoint:
         if scope.get("method") == "POST":
             try:
                 raw = await read_body(
-                    Request(scope, receive), self.limits.body_cap, self.limits.body_s
+                    Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
                 )
                 checked_message(parse_json(raw))
             except Refused as error:
@@ -203,12 +203,12 @@ class McpEndpoint:
             receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
 
-    def _transport_refusal(self, headers: Headers, *, post: bool) -> Refused | None:
+    def _transport_refusal(self, headers: Headers) -> Refused | None:
         """The SDK's transport checks, refused in the service's words before it makes them
         (its answers are plain text): on a loopback address a `Host` that is not a loopback
         name with a port (421, CD444) and any `Origin` (403, CD444), as its
-        `TransportSecuritySettings` configured above refuse them; a POST whose
-        Content-Type is not JSON's own (415, CD307: the SDK reads no other)."""
+        `TransportSecuritySettings` configured above refuse them. (A POST whose
+        Content-Type is not JSON's own is `read_body`'s 415, CD307.)"""
         if self.loopback:
             host = headers.get("host", "")
             if not any(host.startswith(f"{name}:") for name in LOOPBACK_NAMES):
@@ -231,15 +231,6 @@ class McpEndpoint:
                     "",
                     "call /mcp from an MCP client, without an Origin header",
                 )
-        media = headers.get("content-type", "")
-        if post and not media.lower().startswith("application/json"):
-            return refused(
-                415,
-                codes.SERVE_UNSUPPORTED_MEDIA,
-                f"the MCP message is sent as {media[:80]!r}; /mcp reads application/json only",
-                "",
-                "send the message with Content-Type: application/json",
-            )
         return None
 
     # --- tools ------------------------------------------------------------------------
