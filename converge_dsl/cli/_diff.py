@@ -103,7 +103,9 @@ def _compare(args: argparse.Namespace, io: CommandIO, output: CommandOutput) -> 
 
         text = render_diff_html(found.as_json(), kind, args.a, args.b)
     else:
-        text = found.text()
+        from converge_dsl.frontend import terminal_safe
+
+        text = terminal_safe(found.text())  # the results' keys and values are the runs'
     output.write(text)
     return EXIT_OK if found.same else EXIT_FAILURE
 

@@ -283,9 +283,11 @@ def _evaluate(
 
         text = render_eval_junit(result)
     else:
+        from converge_dsl.frontend import terminal_safe
         from converge_dsl.pipetest import render_eval_human
 
-        text = render_eval_human(result, changes if baseline is not None else None)
+        # Case names, judges' reasons and errors are the dataset's and the models' text.
+        text = terminal_safe(render_eval_human(result, changes if baseline is not None else None))
     output.write(text)
     return EXIT_OK if result.passed and not regressed else EXIT_FAILURE
 
@@ -345,7 +347,11 @@ def _several(
     elif args.format == "junit":
         text = render_configurations_junit(results)
     else:
-        text = render_configurations_human(results, changes if baseline is not None else None)
+        from converge_dsl.frontend import terminal_safe
+
+        text = terminal_safe(
+            render_configurations_human(results, changes if baseline is not None else None)
+        )
     output.write(text)
     return EXIT_OK if all(r.passed for r in results) and not regressed else EXIT_FAILURE
 

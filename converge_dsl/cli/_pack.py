@@ -138,11 +138,17 @@ def add_format(parser: argparse.ArgumentParser) -> None:
 
 
 def emit(args: argparse.Namespace, io: CommandIO, text: str, data: dict[str, object]) -> None:
-    """Write `text`, or `data` as JSON under `--format json`."""
+    """Write `text`, or `data` as JSON under `--format json`.
+
+    `text` may quote a repository's or a cache's content: it is written through
+    `terminal_safe`.
+    """
     if getattr(args, "format", "human") == "json":
         io.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
-        io.stdout.write(text)
+        from converge_dsl.frontend import terminal_safe
+
+        io.stdout.write(terminal_safe(text))
 
 
 # --- the sub-commands ----------------------------------------------------------------

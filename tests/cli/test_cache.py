@@ -178,3 +178,27 @@ def test_an_empty_key_is_refused(tmp_path: Path) -> None:
         code, out, err = cli("cache", "show", key, "--cache-dir", tmp_path)
         assert (code, out) == (3, "")
         assert err.startswith("error: answer cache [CD977]: KEY is empty")
+
+
+def test_a_listed_entry_shows_control_characters_escaped(tmp_path: Path) -> None:
+    # The cache's rows are what runs stored: a suggestor named with an escape sequence
+    # recoloured the terminal that listed it.
+    store = SqliteAnswerStore(tmp_path)
+    store.put(
+        CacheRow(
+            key="a" * 64,
+            kind="model",
+            identity='{"model":"m"}',
+            suggestor="ask\x1b[31m\u202e",
+            request='{"messages":[]}',
+            value='{"message":{"role":"assistant","parts":[]}}',
+            created=0.0,
+            duration_s=0.25,
+            last_used=0.0,
+        )
+    )
+    store.close()
+    code, out, _ = cli("cache", "ls", "--cache-dir", tmp_path)
+    assert code == 0
+    assert "ask\\x1b[31m\\u202e" in out
+    assert "\x1b" not in out

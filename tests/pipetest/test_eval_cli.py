@@ -169,3 +169,26 @@ def test_a_concurrency_below_one_is_refused() -> None:
             "error: --concurrency must be above 0\n"
             "  hint: give --concurrency a number above 0, or leave it out\n"
         )
+
+
+def test_the_datasets_control_and_bidi_characters_are_shown_escaped(tmp_path: Path) -> None:
+    # A case's name and its run's error went to the terminal as they were: an escape
+    # sequence recoloured it, a right-to-left override reversed the rest of the line.
+    import shutil
+
+    for name in ("classify.yaml", "classify.script.yaml"):
+        shutil.copy(EVAL / name, tmp_path / name)
+    script = tmp_path / "classify.script.yaml"
+    script.write_text(script.read_text().replace("""'[{"category": "account"}]'""", "'no JSON'"))
+    (tmp_path / "cases.jsonl").write_text(
+        '{"name": "seat\\u001b[31m\\u202e", "inputs": {"ticket": "Please add a seat"}}\n'
+    )
+    (tmp_path / "e.eval.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n  - name: tokens\n    usage: {max_tokens: 10000}\n"
+    )
+    code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
+    assert code == 1, out
+    assert "  seat\\x1b[31m\\u202e: CD911: " in out
+    assert "\x1b" not in out
+    assert "\u202e" not in out

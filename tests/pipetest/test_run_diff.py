@@ -202,3 +202,20 @@ def test_an_output_of_dev_stdout_is_standard_output_whatever_it_is(tmp_path: Pat
         )
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "diff.txt").read_text() == "no difference\n"
+
+
+def test_control_and_bidi_characters_of_the_results_are_shown_escaped(tmp_path: Path) -> None:
+    # A run's keys, ids and stop reason went to the terminal as they were: an escape
+    # sequence recoloured or cleared it, a right-to-left override reversed the line.
+    key, fact = "k\x1b[31m", {"id": "x\u202eyz"}
+    a = {"stop_reason": "converged", "facts": {key: [{**fact, "content": "a"}]}}
+    b = {"stop_reason": "budget\x1b[2J", "facts": {key: [{**fact, "content": "b"}]}}
+    for name, body in (("a.json", a), ("b.json", b)):
+        (tmp_path / name).write_text(json.dumps(body), encoding="utf-8")
+    code, out, _ = cli("diff", tmp_path / "a.json", tmp_path / "b.json")
+    assert code == 1
+    assert out == (
+        "~ k\\x1b[31m/x\\u202eyz\n"
+        "    content: 'a' -> 'b'\n"
+        "stop reason: converged -> budget\\x1b[2J\n"
+    )
