@@ -16,10 +16,10 @@ the address selects a node when the page opens (`#node=suggestor:classify`).
 
 from __future__ import annotations
 
-import json
-from html import escape
 from pathlib import Path
 from typing import Any
+
+from converge_dsl._page_assets import html_text, page_json
 
 from ._model import PipelineGraph, source_value
 from ._svg import svg
@@ -93,25 +93,19 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
     return {"nodes": {**nodes, **invariants}}
 
 
-def _script_json(value: Any) -> str:
-    """JSON safe inside a `<script>` element (no `</script>`, no `<!--`)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def _legend(graph: PipelineGraph) -> str:
     kinds = tuple((f"kind-suggestor style-{name}", style.label) for name, style in graph.styles)
     entries = (("kind-key", "context key"), *kinds, *_LEGEND_OTHERS)
     items = "".join(
         f'<li><svg width="26" height="16" aria-hidden="true"><g class="{css}">'
         f'<rect class="shape" x="1" y="1" width="24" height="14" rx="4"/></g></svg>'
-        f"{escape(text)}</li>"
+        f"{html_text(text)}</li>"
         for css, text in entries
     )
     used = {edge.relation for edge in graph.edges}
     items += "".join(
         f'<li><svg width="26" height="16" aria-hidden="true"><path class="swatch rel-{rel}" '
-        f'd="M1,8 L25,8"/></svg>{escape(text)}</li>'
+        f'd="M1,8 L25,8"/></svg>{html_text(text)}</li>'
         for rel, text in _LEGEND_EDGES
         if rel in used
     )
@@ -122,7 +116,7 @@ def _key_links(keys: tuple[str, ...]) -> str:
     """The keys an invariant reads, each a mark that selects the key's node."""
     if not keys:
         return ""
-    marks = "".join(f'<span class="key">{escape(k)}</span>' for k in keys)
+    marks = "".join(f'<span class="key">{html_text(k)}</span>' for k in keys)
     return f'<span class="inv-keys">reads {marks}</span>'
 
 
@@ -131,9 +125,9 @@ def _invariants(graph: PipelineGraph) -> str:
         return '<section id="invariants"><h2>Invariants</h2><p class="hint">none</p></section>'
     items = "".join(
         f'<li><button type="button" class="invariant" data-id="invariant:{index}">'
-        f'<span class="inv-name">{escape(i.name)}</span> <span class="inv-class">'
-        f"{escape(i.klass)}{'' if i.critical else ', not critical'}</span>"
-        f"<code>{escape(i.check)}</code>{_key_links(i.keys)}</button></li>"
+        f'<span class="inv-name">{html_text(i.name)}</span> <span class="inv-class">'
+        f"{html_text(i.klass)}{'' if i.critical else ', not critical'}</span>"
+        f"<code>{html_text(i.check)}</code>{_key_links(i.keys)}</button></li>"
         for index, i in enumerate(graph.invariants)
     )
     return f'<section id="invariants"><h2>Invariants</h2><ul>{items}</ul></section>'
@@ -149,15 +143,19 @@ def _summary(graph: PipelineGraph) -> str:
         warnings.append(f"unreachable keys: {', '.join(graph.unreachable_keys)}")
     if graph.never_firing:
         warnings.append(f"never fire: {', '.join(graph.never_firing)}")
-    shown = "".join(f'<span class="warning">{escape(w)}</span>' for w in warnings)
-    return f'<p class="summary">{escape(graph.file)} · {escape(" · ".join(counts))}{shown}</p>'
+    shown = "".join(f'<span class="warning">{html_text(w)}</span>' for w in warnings)
+    counted = html_text(" · ".join(counts))
+    return f'<p class="summary">{html_text(graph.file)} · {counted}{shown}</p>'
 
 
 def render(graph: PipelineGraph) -> str:
     """The HTML page of `graph`; its first line is the marker `-o` recognises."""
-    title = escape(graph.name)
+    title = html_text(graph.name)
+    # Safe inside <script>, control and bidi characters as visible escapes (`page_json`),
+    # as in the SVG and headings (`html_text`).
+    data = page_json(_data(graph))
     description = (
-        f'<p class="description">{escape(graph.description)}</p>' if graph.description else ""
+        f'<p class="description">{html_text(graph.description)}</p>' if graph.description else ""
     )
     return (
         f"{MARKERS['html']} -->\n"
@@ -175,6 +173,6 @@ def render(graph: PipelineGraph) -> str:
         '<aside id="panel"><section id="details"><h2>Details</h2>'
         '<p class="hint">Click a node to see its YAML source. Drag to pan, scroll to zoom.</p>'
         f"</section>{_invariants(graph)}{_legend(graph)}</aside></main>\n"
-        f'<script type="application/json" id="graph-data">{_script_json(_data(graph))}</script>\n'
+        f'<script type="application/json" id="graph-data">{data}</script>\n'
         f"<script>{_asset('page.js')}</script>\n</body></html>\n"
     )

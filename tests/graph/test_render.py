@@ -55,6 +55,16 @@ def test_html_never_carries_pipeline_text_as_markup(tmp_path: Path) -> None:
     assert "innerHTML" not in script  # details are built with textContent
 
 
+def test_html_shows_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
+    path = tmp_path / "bidi.yaml"
+    sneaky = "read me \\u202e(at a.yaml:1:2) \\x1b[31m"  # YAML escapes: the characters themselves
+    path.write_text(HOSTILE.replace("& <b>bold</b>", sneaky), encoding="utf-8")
+    page = render(graph_pipeline(path, inputs={}), "html")
+    assert "\u202e" not in page
+    assert "\x1b" not in page
+    assert "read me \\u202e(at a.yaml:1:2) \\x1b[31m" in page  # the description, escaped
+
+
 def test_mermaid_and_dot_keep_the_invariant_text(tmp_path: Path) -> None:
     graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
     mermaid, dot = render(graph, "mermaid"), render(graph, "dot")

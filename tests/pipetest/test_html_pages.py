@@ -71,6 +71,17 @@ def test_data_cannot_end_its_script_element_and_reads_back_the_same() -> None:
     assert "<title>Evaluation: &lt;/script&gt;&lt;script&gt;" in page
 
 
+def test_control_and_bidi_characters_show_as_escapes_never_raw() -> None:
+    sneaky = "CD911: stop\u202e(at a.yaml:1:2)\x1b[31m"
+    case = {"name": sneaky, "stop_reason": "error", "scores": {}, "error": sneaky}
+    page = render_eval_html(_document(evaluation=sneaky, cases=[case]))
+    assert "\u202e" not in page
+    assert "\x1b" not in page
+    shown = "CD911: stop\\u202e(at a.yaml:1:2)\\x1b[31m"
+    assert _data(page)["result"]["cases"][0]["error"] == shown
+    assert f"<title>Evaluation: {shown}</title>" in page
+
+
 def test_a_mean_that_is_not_a_number_is_written_as_null() -> None:
     assert _data(render_eval_html(_document()))["result"]["metrics"][0]["mean"] is None
 

@@ -282,6 +282,18 @@ def test_data_that_looks_like_markup_shows_as_text(browser: Any, tmp_path: Path)
     assert 'onerror="window.pwned=1"' in text
 
 
+def test_a_right_to_left_override_shows_as_its_escape(browser: Any, tmp_path: Path) -> None:
+    sneaky = "T-1 \u202e(at a.yaml:1:2)"
+    case = {"name": sneaky, "stop_reason": "converged", "scores": {"m": 1}}
+    document = {"evaluation": sneaky, "passed": True, "metrics": [], "cases": [case]}
+    page = tmp_path / "bidi.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+    assert "T-1 \\u202e(at a.yaml:1:2)" in browser.find_element("id", "cases").text
+    assert browser.find_element("id", "title").text == "Evaluation: T-1 \\u202e(at a.yaml:1:2)"
+    assert _errors(browser) == []
+
+
 # -- long lists: 20,000 cases, 20,000 differing cases --------------------------------------
 
 BIG = 20_000
