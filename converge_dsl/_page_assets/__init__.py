@@ -5,6 +5,9 @@ self-contained page: `vlist.js`, the virtualised list (only the rows in view
 exist in the DOM), and `vlist.css`, its style. The files are written by hand;
 nothing is vendored.
 
+`CONTENT_SECURITY_POLICY` is the policy each page carries in a `<meta>`: its
+inline style and script only, so nothing a page shows can fetch or run more.
+
 `page_text(text)` is how every page shows text it did not write (names, facts,
 model answers, messages, dataset cases, source lines): each control character
 but newline and tab (C0, DEL, C1) and each bidi control (U+202A-U+202E,
@@ -27,6 +30,11 @@ from pathlib import Path
 from typing import Any
 
 _FOLDER = Path(__file__).resolve().parent
+# What every page may load: its own inline style and script, and data: images; nothing
+# from the network or the disk (the run report's and the eval page's page.html say it too).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+)
 _UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 # The same characters in JSON text: those above C0 as they are, C0 as json.dumps writes it,
 # \u00XX, \b, \f or \r (an escaped backslash before b, f, r or u00 matches too: then the

@@ -12,6 +12,8 @@ node's details and its source: `file:line` and the lines themselves, a long
 line wrapped under itself. An invariant lists the keys its check reads;
 selecting it marks them, and a click on one selects that key. `#node=<id>` in
 the address selects a node when the page opens (`#node=suggestor:classify`).
+Its Content-Security-Policy (`_page_assets.CONTENT_SECURITY_POLICY`) allows its
+inline style and script only.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from converge_dsl._page_assets import html_text, page_json
+from converge_dsl._page_assets import CONTENT_SECURITY_POLICY, html_text, page_json
 
 from ._model import PipelineGraph, source_value
 from ._svg import svg
@@ -161,6 +163,7 @@ def render(graph: PipelineGraph) -> str:
         f"{MARKERS['html']} -->\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
         f"<title>{title} · converge-dsl graph</title>"
         f"<style>{_asset('page.css')}{_kind_css(graph)}</style></head>\n"
         f"<body><header><h1>{title}</h1>{description}{_summary(graph)}</header>\n"

@@ -228,3 +228,22 @@ def test_an_agents_parts_and_an_invariants_keys_are_drawn(
     browser.save_screenshot(str(artifacts / "graph-invariant-keys.png"))
     browser.find_element("css selector", ".invariant .key").click()
     assert browser.find_element("css selector", "#details h3").text == "strategies"
+
+
+def test_the_page_loads_nothing_from_outside_it(browser: Any, pages: dict[str, Path]) -> None:
+    """Its Content-Security-Policy refuses an image, a script or a fetch from any address
+    (a loopback port nothing listens on: the request is refused before it is sent)."""
+    _open(browser, pages["triage"])
+    browser.get_log("browser")  # drop what opening logged
+    refused = browser.execute_async_script(
+        "var done = arguments[arguments.length - 1], seen = [];"
+        "document.addEventListener('securitypolicyviolation', function (e) {"
+        " seen.push(e.violatedDirective); });"
+        "var img = document.createElement('img'); img.src = 'http://127.0.0.1:9/x.png';"
+        "document.body.appendChild(img);"
+        "var s = document.createElement('script'); s.src = 'http://127.0.0.1:9/x.js';"
+        "document.body.appendChild(s);"
+        "fetch('http://127.0.0.1:9/x').catch(function () {});"
+        "setTimeout(function () { done(seen.sort()); }, 500);"
+    )
+    assert refused == ["connect-src", "img-src", "script-src-elem"]

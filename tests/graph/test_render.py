@@ -55,6 +55,15 @@ def test_html_never_carries_pipeline_text_as_markup(tmp_path: Path) -> None:
     assert "innerHTML" not in script  # details are built with textContent
 
 
+def test_html_allows_its_own_style_and_script_only(tmp_path: Path) -> None:
+    from converge_dsl._page_assets import CONTENT_SECURITY_POLICY
+
+    page = render(graph_pipeline(Path(_graph(tmp_path)), inputs={}), "html")
+    policy = f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+    assert policy in page.split("</head>")[0]
+    assert CONTENT_SECURITY_POLICY.startswith("default-src 'none';")
+
+
 def test_html_shows_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
     path = tmp_path / "bidi.yaml"
     sneaky = "read me \\u202e(at a.yaml:1:2) \\x1b[31m"  # YAML escapes: the characters themselves

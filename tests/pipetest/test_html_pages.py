@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._page_assets import CONTENT_SECURITY_POLICY
 from converge_dsl.pipetest import render_diff_html, render_eval_html
 
 from .conftest import DATA, cli
 
 HOSTILE = '</script><script>window.pwned=1</script><!-- <img src=x onerror="pwned=2">'
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+CSP = CONTENT_SECURITY_POLICY
 
 
 def _data(page: str) -> Any:
