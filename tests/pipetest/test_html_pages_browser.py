@@ -294,6 +294,66 @@ def test_a_right_to_left_override_shows_as_its_escape(browser: Any, tmp_path: Pa
     assert _errors(browser) == []
 
 
+def _errored(i: int, **more: Any) -> dict[str, Any]:
+    diagnostic = {
+        "code": "CD911",
+        "message": f"E_PROVIDER: the provider failed on case {i} " + "x" * 400,
+        "file": "ticket.yaml",
+        "line": 24,
+        "column": 5,
+        "hint": "retry later or fail over to another account",
+    }
+    error = f"CD911: {diagnostic['message']} (at ticket.yaml:24:5)"
+    case = {"name": f"T-{i}", "stop_reason": "error", "scores": {"m": 0}, "error": error}
+    return {**case, "diagnostic": diagnostic, **more}
+
+
+def test_a_failed_case_s_error_reads_as_the_cli_prints_it(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    ok = {"name": "T-ok", "stop_reason": "converged", "scores": {"m": 1}}
+    old = {
+        "name": "T-old",
+        "stop_reason": "error",
+        "scores": {"m": 0},
+        "error": "CD911: E (at a.yaml:1:2)",
+    }
+    cases = [ok, old, *(_errored(i) for i in range(12))]
+    document = {"evaluation": "e", "passed": False, "metrics": [], "cases": cases}
+    page = tmp_path / "errors.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    errors = browser.find_element("id", "errors")
+    assert "13 case(s) stopped with an error" in errors.text
+    shown = errors.find_elements("css selector", ".error-case")
+    assert len(shown) == 10  # the first ten, the others a click away in the table
+    assert "... and 3 more" in errors.text
+    assert shown[0].text == "T-old\nCD911: E (at a.yaml:1:2)"  # a document without `diagnostic`
+    lines = shown[1].text.splitlines()
+    assert lines[0] == "T-0"
+    assert lines[1].startswith("error[CD911]: E_PROVIDER: the provider failed on case 0 xxx")
+    assert lines[-2:] == [
+        " --> ticket.yaml:24:5",
+        "  = hint: retry later or fail over to another account",
+    ]
+    browser.save_screenshot(str(artifacts / "eval-errors.png"))
+    # the table: the error its own wide column, the rows one line each
+    browser.find_element("id", "only-errors").click()
+    assert _count(browser, "cases") == "13 of 14"
+    rows = _visible_rows(browser, "#cases .row")
+    cell = rows[1].find_elements("css selector", "span")[-1]
+    assert cell.text.startswith("CD911: E_PROVIDER: the provider failed on case 0")
+    assert cell.size["width"] > 300
+    assert {r.size["height"] for r in rows} == {24}
+    # a click: the pane leads with the same block, whole
+    rows[1].click()
+    pane = browser.find_element("id", "detail")
+    assert "= hint: retry later or fail over to another account" in pane.text
+    assert pane.find_element("css selector", "pre.diag").is_displayed()
+    browser.save_screenshot(str(artifacts / "eval-error-pane.png"))
+
+
 # -- long lists: 20,000 cases, 20,000 differing cases --------------------------------------
 
 BIG = 20_000
