@@ -111,6 +111,14 @@ def test_keyboard_and_address_select_a_node(browser: Any, pages: dict[str, Path]
     assert "adapter: scripted" in details.find_element("css selector", "pre.excerpt").text
 
 
+def test_an_address_that_does_not_decode_selects_nothing(
+    browser: Any, pages: dict[str, Path]
+) -> None:
+    _open(browser, pages["triage"], "#node=%E0%A4%A")  # waits for data-ready: the script ran
+    assert _errors(browser) == []
+    assert browser.find_elements("css selector", ".node.selected") == []
+
+
 def _transform(browser: Any) -> str:
     return str(browser.find_element("id", "viewport").get_attribute("transform"))
 

@@ -91,6 +91,25 @@ def test_the_sections_render_without_console_errors(
     browser.save_screenshot(str(artifacts / "report-example.png"))
 
 
+@pytest.mark.parametrize("fragment", ["#fact=%E0%A4%A", "#fact=%", "#%zz"])
+def test_an_address_that_does_not_decode_opens_no_fact_and_the_page_draws_whole(
+    browser: Any, example_page: Path, fragment: str
+) -> None:
+    # A stray "%" in a link to a fact threw in the page's script: the gate, the model
+    # calls, the agents and the budgets stayed empty and the search did nothing.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(example_page.as_uri() + fragment)
+    WebDriverWait(browser, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    assert _errors(browser) == []
+    assert _count(browser, "calls") == "7"
+    assert len(browser.find_elements("css selector", "#charts .chart")) == 5
+    assert "Click a fact" in browser.find_element("id", "fact-detail").text
+
+
 def test_a_click_on_a_fact_shows_its_source_excerpt(
     browser: Any, example_page: Path, artifacts: Path
 ) -> None:
