@@ -354,6 +354,38 @@ def test_a_failed_case_s_error_reads_as_the_cli_prints_it(
     browser.save_screenshot(str(artifacts / "eval-error-pane.png"))
 
 
+def test_a_long_confusion_label_keeps_the_matrix_inside_its_section(
+    browser: Any, tmp_path: Path
+) -> None:
+    # A category of a dataset 2,000 characters long made the matrix as wide: the page
+    # scrolled sideways, every section with it.
+    long = "x" * 2_000
+    confusion = [
+        {"expected": long, "found": "bug", "count": 1},
+        {"expected": "bug", "found": long, "count": 2},
+    ]
+    metric = {"name": "category", "mean": 0.5, "cases": 3, "confusion": confusion}
+    document = {"evaluation": "e", "passed": False, "metrics": [metric], "cases": []}
+    page = tmp_path / "wide.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    size = browser.get_window_size()
+    browser.set_window_size(600, 1000)
+    try:
+        _open(browser, page)
+        wide, view = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        section = browser.find_element("id", "confusion")
+        inner = browser.execute_script(
+            "return [arguments[0].scrollWidth, arguments[0].clientWidth]", section
+        )
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert wide <= view
+    assert inner[0] <= inner[1]
+    assert _errors(browser) == []
+
+
 # -- long lists: 20,000 cases, 20,000 differing cases --------------------------------------
 
 BIG = 20_000
