@@ -9,19 +9,22 @@ The script gives pan (drag), zoom (wheel, `+`/`-` buttons and keys, `0` to
 fit), a search box that marks the nodes whose name holds the text (Enter shows
 the first and centres it), and a click (or Enter on a focused node) shows the
 node's details and its source: `file:line` and the lines themselves, a long
-line wrapped under itself. An invariant lists the keys its check reads;
+line wrapped under itself (and cut to `EXCERPT_LINE_CHARS` around where the node
+starts). An invariant lists the keys its check reads;
 selecting it marks them, and a click on one selects that key. `#node=<id>` in
 the address selects a node when the page opens (`#node=suggestor:classify`).
+Its Content-Security-Policy (`_page_assets.CONTENT_SECURITY_POLICY`) allows its
+inline style and script only.
 """
 
 from __future__ import annotations
 
-import json
-from html import escape
 from pathlib import Path
 from typing import Any
 
-from ._model import PipelineGraph, source_value
+from converge_dsl._page_assets import CONTENT_SECURITY_POLICY, html_text, page_json
+
+from ._model import PipelineGraph, Source, source_value
 from ._svg import svg
 from ._text import MARKERS
 
@@ -58,6 +61,33 @@ def _asset(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
 
+# The characters of one source line the page shows: a pipeline written on one long line
+# (JSON is YAML) put that whole line in every node's excerpt, the page growing with
+# nodes x line length (3 MB for a 1 MB line and a few nodes).
+EXCERPT_LINE_CHARS = 400
+
+
+def _cut(line: str, column: int) -> str:
+    """`line` if it is short; else `EXCERPT_LINE_CHARS` of it from a little before
+    `column` (1-based, where the node starts), `…` where it was cut."""
+    if len(line) <= EXCERPT_LINE_CHARS:
+        return line
+    left = max(0, min(column - 1 - EXCERPT_LINE_CHARS // 10, len(line) - EXCERPT_LINE_CHARS))
+    right = left + EXCERPT_LINE_CHARS
+    return ("\u2026" if left else "") + line[left:right] + ("\u2026" if right < len(line) else "")
+
+
+def _source(source: Source | None) -> dict[str, Any] | None:
+    """`source` as the page's data: its lines, each long one cut (`_cut`)."""
+    value = source_value(source, "lines")
+    if source is not None and value is not None:
+        value["lines"] = [
+            _cut(line, source.column if index == 0 else 1)
+            for index, line in enumerate(source.lines)
+        ]
+    return value
+
+
 def _data(graph: PipelineGraph) -> dict[str, Any]:
     nodes = {
         node.id: {
@@ -67,7 +97,7 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
             "reachable": node.reachable,
             "details": [list(pair) for pair in node.details],
             "schema": node.schema,
-            "source": source_value(node.source, "lines"),
+            "source": _source(node.source),
         }
         for node in graph.nodes
     }
@@ -86,17 +116,11 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
             ],
             "keys": list(i.keys),
             "schema": None,
-            "source": source_value(i.source, "lines"),
+            "source": _source(i.source),
         }
         for index, i in enumerate(graph.invariants)
     }
     return {"nodes": {**nodes, **invariants}}
-
-
-def _script_json(value: Any) -> str:
-    """JSON safe inside a `<script>` element (no `</script>`, no `<!--`)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _legend(graph: PipelineGraph) -> str:
@@ -105,13 +129,13 @@ def _legend(graph: PipelineGraph) -> str:
     items = "".join(
         f'<li><svg width="26" height="16" aria-hidden="true"><g class="{css}">'
         f'<rect class="shape" x="1" y="1" width="24" height="14" rx="4"/></g></svg>'
-        f"{escape(text)}</li>"
+        f"{html_text(text)}</li>"
         for css, text in entries
     )
     used = {edge.relation for edge in graph.edges}
     items += "".join(
         f'<li><svg width="26" height="16" aria-hidden="true"><path class="swatch rel-{rel}" '
-        f'd="M1,8 L25,8"/></svg>{escape(text)}</li>'
+        f'd="M1,8 L25,8"/></svg>{html_text(text)}</li>'
         for rel, text in _LEGEND_EDGES
         if rel in used
     )
@@ -122,7 +146,7 @@ def _key_links(keys: tuple[str, ...]) -> str:
     """The keys an invariant reads, each a mark that selects the key's node."""
     if not keys:
         return ""
-    marks = "".join(f'<span class="key">{escape(k)}</span>' for k in keys)
+    marks = "".join(f'<span class="key">{html_text(k)}</span>' for k in keys)
     return f'<span class="inv-keys">reads {marks}</span>'
 
 
@@ -131,9 +155,9 @@ def _invariants(graph: PipelineGraph) -> str:
         return '<section id="invariants"><h2>Invariants</h2><p class="hint">none</p></section>'
     items = "".join(
         f'<li><button type="button" class="invariant" data-id="invariant:{index}">'
-        f'<span class="inv-name">{escape(i.name)}</span> <span class="inv-class">'
-        f"{escape(i.klass)}{'' if i.critical else ', not critical'}</span>"
-        f"<code>{escape(i.check)}</code>{_key_links(i.keys)}</button></li>"
+        f'<span class="inv-name">{html_text(i.name)}</span> <span class="inv-class">'
+        f"{html_text(i.klass)}{'' if i.critical else ', not critical'}</span>"
+        f"<code>{html_text(i.check)}</code>{_key_links(i.keys)}</button></li>"
         for index, i in enumerate(graph.invariants)
     )
     return f'<section id="invariants"><h2>Invariants</h2><ul>{items}</ul></section>'
@@ -149,20 +173,25 @@ def _summary(graph: PipelineGraph) -> str:
         warnings.append(f"unreachable keys: {', '.join(graph.unreachable_keys)}")
     if graph.never_firing:
         warnings.append(f"never fire: {', '.join(graph.never_firing)}")
-    shown = "".join(f'<span class="warning">{escape(w)}</span>' for w in warnings)
-    return f'<p class="summary">{escape(graph.file)} · {escape(" · ".join(counts))}{shown}</p>'
+    shown = "".join(f'<span class="warning">{html_text(w)}</span>' for w in warnings)
+    counted = html_text(" · ".join(counts))
+    return f'<p class="summary">{html_text(graph.file)} · {counted}{shown}</p>'
 
 
 def render(graph: PipelineGraph) -> str:
     """The HTML page of `graph`; its first line is the marker `-o` recognises."""
-    title = escape(graph.name)
+    title = html_text(graph.name)
+    # Safe inside <script>, control and bidi characters as visible escapes (`page_json`),
+    # as in the SVG and headings (`html_text`).
+    data = page_json(_data(graph))
     description = (
-        f'<p class="description">{escape(graph.description)}</p>' if graph.description else ""
+        f'<p class="description">{html_text(graph.description)}</p>' if graph.description else ""
     )
     return (
         f"{MARKERS['html']} -->\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
         f"<title>{title} · converge-dsl graph</title>"
         f"<style>{_asset('page.css')}{_kind_css(graph)}</style></head>\n"
         f"<body><header><h1>{title}</h1>{description}{_summary(graph)}</header>\n"
@@ -175,6 +204,6 @@ def render(graph: PipelineGraph) -> str:
         '<aside id="panel"><section id="details"><h2>Details</h2>'
         '<p class="hint">Click a node to see its YAML source. Drag to pan, scroll to zoom.</p>'
         f"</section>{_invariants(graph)}{_legend(graph)}</aside></main>\n"
-        f'<script type="application/json" id="graph-data">{_script_json(_data(graph))}</script>\n'
+        f'<script type="application/json" id="graph-data">{data}</script>\n'
         f"<script>{_asset('page.js')}</script>\n</body></html>\n"
     )

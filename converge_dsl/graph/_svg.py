@@ -14,7 +14,8 @@ SVG carries only geometry and text.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from html import escape
+
+from converge_dsl._page_assets import html_text
 
 from ._layout import Box, Layout, layout
 from ._model import Edge, Node, PipelineGraph
@@ -138,8 +139,8 @@ def _edges(graph: PipelineGraph, shape: Layout) -> Iterator[str]:
         dead = "" if edge.reachable else " dead"
         marker = "arrow-dead" if dead else "arrow"
         yield (
-            f'<path class="edge rel-{edge.relation}{dead}" data-from="{escape(edge.source)}" '
-            f'data-to="{escape(edge.target)}" d="{_edge_path(edge, shape, columns)}" '
+            f'<path class="edge rel-{edge.relation}{dead}" data-from="{html_text(edge.source)}" '
+            f'data-to="{html_text(edge.target)}" d="{_edge_path(edge, shape, columns)}" '
             f'marker-end="url(#{marker})"/>'
         )
 
@@ -189,7 +190,7 @@ def _badges(node: Node, box: Box) -> str:
         out.append(
             f'<g class="badge {css}"><rect x="{_f(left)}" y="{_f(box.y - 8)}" '
             f'width="{_f(width)}" height="15" rx="7"/><text x="{_f(left + width / 2)}" '
-            f'y="{_f(box.y + 3)}">{escape(text)}</text></g>'
+            f'y="{_f(box.y + 3)}">{html_text(text)}</text></g>'
         )
         right = left - 4
     return "".join(out)
@@ -202,10 +203,10 @@ def _parts(node: Node, box: Box) -> str:
         text = f"{label} {len(items)}"
         width = 10 + 6.0 * len(text)
         out.append(
-            f'<g class="part"><title>{escape(label)}: {escape(", ".join(items))}</title>'
+            f'<g class="part"><title>{html_text(label)}: {html_text(", ".join(items))}</title>'
             f'<rect x="{_f(left)}" y="{_f(box.y + box.height - 7)}" width="{_f(width)}" '
             f'height="14" rx="7"/><text x="{_f(left + width / 2)}" '
-            f'y="{_f(box.y + box.height + 3)}">{escape(text)}</text></g>'
+            f'y="{_f(box.y + box.height + 3)}">{html_text(text)}</text></g>'
         )
         left += width + 4
     return "".join(out)
@@ -215,11 +216,14 @@ def _node(node: Node, box: Box) -> str:
     dead = "" if node.reachable else " dead"
     label = f"{node.name}: {subtitle(node)}"
     return (
-        f'<g class="node kind-{node.kind} style-{escape(node.style)}{dead}" '
-        f'data-id="{escape(node.id)}" tabindex="0" role="button" aria-label="{escape(label)}">'
-        f"<title>{escape(label)}</title>{_shape(node, box)}"
-        f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}">{escape(node.name)}</text>'
-        f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}">{escape(subtitle(node))}</text>'
+        f'<g class="node kind-{node.kind} style-{html_text(node.style)}{dead}" '
+        f'data-id="{html_text(node.id)}" tabindex="0" role="button" '
+        f'aria-label="{html_text(label)}">'
+        f"<title>{html_text(label)}</title>{_shape(node, box)}"
+        f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}">'
+        f"{html_text(node.name)}</text>"
+        f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}">'
+        f"{html_text(subtitle(node))}</text>"
         f"{_badges(node, box)}{_parts(node, box)}</g>"
     )
 
@@ -232,7 +236,7 @@ def svg(graph: PipelineGraph) -> str:
     nodes = "".join(_node(node, shape.boxes[node.id]) for node in graph.nodes)
     return (
         f'<svg id="graph" xmlns="http://www.w3.org/2000/svg" data-width="{width}" '
-        f'data-height="{height}" role="img" aria-label="{escape(graph.name)} pipeline graph">'
+        f'data-height="{height}" role="img" aria-label="{html_text(graph.name)} pipeline graph">'
         f'{_DEFS}<g id="viewport"><g class="edges">{edges}</g>'
         f'<g class="nodes">{nodes}</g></g></svg>'
     )

@@ -194,8 +194,10 @@
   });
 
   function fromAddress() {
-    var match = /^#node=(.+)$/.exec(window.location.hash);
-    if (match) { show(decodeURIComponent(match[1])); }
+    var match = /^#node=(.+)$/.exec(window.location.hash), id = null;
+    /* an address that does not decode (a stray "%") selects nothing */
+    try { id = match && decodeURIComponent(match[1]); } catch (error) { id = null; }
+    if (id !== null) { show(id); }
   }
   window.addEventListener("hashchange", fromAddress);
 

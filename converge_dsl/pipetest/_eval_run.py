@@ -84,6 +84,9 @@ class CaseScores:
     reasons: Mapping[str, str] = field(default_factory=dict)
     model_calls: int = 0
     error: str | None = None  # why its run stopped with `error` (its first error diagnostic)
+    # that diagnostic's fields (code, message, file, line, column, hint, suggestor, cycle):
+    # what the HTML page shows as `run` prints it
+    diagnostic: Mapping[str, Any] | None = None
 
     @property
     def mean(self) -> float:
@@ -217,6 +220,8 @@ def _case_json(case: CaseScores) -> JsonObject:
         out["reasons"] = dict(case.reasons)
     if case.error is not None:
         out["error"] = case.error
+    if case.diagnostic is not None:
+        out["diagnostic"] = dict(case.diagnostic)
     return out
 
 
@@ -234,6 +239,20 @@ def _run_error(body: Mapping[str, Any]) -> str | None:
             )
             return f"{each.get('code')}: {each.get('message')}{where}"
     return "the run stopped with an error"
+
+
+_DIAGNOSTIC_FIELDS = ("code", "message", "file", "line", "column", "hint", "suggestor", "cycle")
+
+
+def _run_diagnostic(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The first error diagnostic of a run that stopped with `error`, its fields that
+    are given (None for a run that stopped for another reason, or without one)."""
+    if body.get("stop_reason") != "error":
+        return None
+    for each in body.get("diagnostics") or ():
+        if isinstance(each, Mapping) and each.get("severity") == "error":
+            return {k: each[k] for k in _DIAGNOSTIC_FIELDS if each.get(k) is not None}
+    return None
 
 
 def run_eval(
@@ -356,6 +375,7 @@ def _run_one(
                 reasons,
                 int(usage.get("model_calls", 0)),
                 _run_error(body),
+                _run_diagnostic(body),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)

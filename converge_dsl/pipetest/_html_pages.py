@@ -22,15 +22,13 @@ the data is ever read as HTML.
 
 from __future__ import annotations
 
-import html
-import json
 import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from converge_dsl._page_assets import page_asset
+from converge_dsl._page_assets import html_text, page_asset, page_json
 
 _ASSETS = Path(__file__).resolve().parent / "_html_assets"
 MARK = "<!DOCTYPE html><!-- converge-dsl {what} page -->"
@@ -60,16 +58,15 @@ def _finite(value: Any) -> Any:
 
 
 def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
-    text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
-    # Inside <script>, "</script" or "<!--" would end or confuse the element: "<" is
-    # only ever inside a JSON string here, where "\\u003c" means the same.
-    text = text.replace("<", "\\u003c")
+    # Safe inside <script>, control and bidi characters as visible escapes (`page_json`):
+    # a case's text cannot reorder or hide what the page shows.
+    text = page_json(_finite(data))
     scripts = ("common.js", f"{what}.js")
     js = page_asset("vlist.js") + "".join(
         (_ASSETS / name).read_text(encoding="utf-8") for name in scripts
     )
     parts = {
-        "@TITLE@": html.escape(title),
+        "@TITLE@": html_text(title),
         "@CSS@": page_asset("vlist.css") + (_ASSETS / "page.css").read_text(encoding="utf-8"),
         "@DATA@": text,
         "@JS@": js,

@@ -19,13 +19,12 @@ may be overwritten.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from converge_dsl._files import flush_checked, open_output, write_all
-from converge_dsl._page_assets import page_asset
+from converge_dsl._page_assets import page_asset, page_json
 
 from ._report_data import report_data
 
@@ -63,10 +62,9 @@ def render_report(trace: Path) -> str:
     """The HTML page of the trace at `trace` (a bad trace is a `UsageError` at file:line)."""
     found = report_data(trace)
     found["styles"] = kind_styles(found["kinds"])
-    data = json.dumps(found, ensure_ascii=False, separators=(",", ":"))
-    # Inside <script>, "</script" or "<!--" would end or confuse the element: "<" is
-    # only ever inside a JSON string here, where "\\u003c" means the same.
-    data = data.replace("<", "\\u003c")
+    # Safe inside <script>, control and bidi characters as visible escapes (`page_json`):
+    # text from the run (facts, answers, messages) cannot reorder or hide what the page shows.
+    data = page_json(found)
     page = (_ASSETS / "page.html").read_text(encoding="utf-8")
     css = page_asset("vlist.css") + (_ASSETS / "report.css").read_text(encoding="utf-8")
     js = page_asset("vlist.js") + (_ASSETS / "report.js").read_text(encoding="utf-8")

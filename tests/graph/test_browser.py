@@ -111,6 +111,14 @@ def test_keyboard_and_address_select_a_node(browser: Any, pages: dict[str, Path]
     assert "adapter: scripted" in details.find_element("css selector", "pre.excerpt").text
 
 
+def test_an_address_that_does_not_decode_selects_nothing(
+    browser: Any, pages: dict[str, Path]
+) -> None:
+    _open(browser, pages["triage"], "#node=%E0%A4%A")  # waits for data-ready: the script ran
+    assert _errors(browser) == []
+    assert browser.find_elements("css selector", ".node.selected") == []
+
+
 def _transform(browser: Any) -> str:
     return str(browser.find_element("id", "viewport").get_attribute("transform"))
 
@@ -228,3 +236,22 @@ def test_an_agents_parts_and_an_invariants_keys_are_drawn(
     browser.save_screenshot(str(artifacts / "graph-invariant-keys.png"))
     browser.find_element("css selector", ".invariant .key").click()
     assert browser.find_element("css selector", "#details h3").text == "strategies"
+
+
+def test_the_page_loads_nothing_from_outside_it(browser: Any, pages: dict[str, Path]) -> None:
+    """Its Content-Security-Policy refuses an image, a script or a fetch from any address
+    (a loopback port nothing listens on: the request is refused before it is sent)."""
+    _open(browser, pages["triage"])
+    browser.get_log("browser")  # drop what opening logged
+    refused = browser.execute_async_script(
+        "var done = arguments[arguments.length - 1], seen = [];"
+        "document.addEventListener('securitypolicyviolation', function (e) {"
+        " seen.push(e.violatedDirective); });"
+        "var img = document.createElement('img'); img.src = 'http://127.0.0.1:9/x.png';"
+        "document.body.appendChild(img);"
+        "var s = document.createElement('script'); s.src = 'http://127.0.0.1:9/x.js';"
+        "document.body.appendChild(s);"
+        "fetch('http://127.0.0.1:9/x').catch(function () {});"
+        "setTimeout(function () { done(seen.sort()); }, 500);"
+    )
+    assert refused == ["connect-src", "img-src", "script-src-elem"]

@@ -55,6 +55,56 @@ def test_html_never_carries_pipeline_text_as_markup(tmp_path: Path) -> None:
     assert "innerHTML" not in script  # details are built with textContent
 
 
+def test_html_allows_its_own_style_and_script_only(tmp_path: Path) -> None:
+    from converge_dsl._page_assets import CONTENT_SECURITY_POLICY
+
+    page = render(graph_pipeline(Path(_graph(tmp_path)), inputs={}), "html")
+    policy = f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+    assert policy in page.split("</head>")[0]
+    assert CONTENT_SECURITY_POLICY.startswith("default-src 'none';")
+
+
+def test_html_shows_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
+    path = tmp_path / "bidi.yaml"
+    sneaky = "read me \\u202e(at a.yaml:1:2) \\x1b[31m"  # YAML escapes: the characters themselves
+    path.write_text(HOSTILE.replace("& <b>bold</b>", sneaky), encoding="utf-8")
+    page = render(graph_pipeline(path, inputs={}), "html")
+    assert "\u202e" not in page
+    assert "\x1b" not in page
+    assert "read me \\u202e(at a.yaml:1:2) \\x1b[31m" in page  # the description, escaped
+
+
+def test_a_pipeline_on_one_long_line_gives_each_node_a_cut_excerpt(tmp_path: Path) -> None:
+    import json
+    import re
+
+    from converge_dsl.graph._html import EXCERPT_LINE_CHARS
+
+    pipeline = {
+        "apiVersion": "converge-dsl/v1",
+        "kind": "Pipeline",
+        "name": "wide",
+        "description": "x" * 200_000,
+        "keys": [{"name": "notes"}],
+        "seeds": [{"id": "first", "key": "notes", "content": "a note"}],
+        "suggestors": [
+            {"name": "copy", "kind": "rule", "dependencies": ["notes"],
+             "emit": [{"key": "strategies", "id": "s", "content": "c"}]},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "wide.yaml"
+    path.write_text(json.dumps(pipeline), encoding="utf-8")  # JSON is YAML: one line
+    page = render(graph_pipeline(path, inputs={}), "html")
+    assert len(page) < 300_000  # the description once, not once more per node
+    found = re.search(r'id="graph-data">(.*?)</script>', page, re.S)
+    assert found is not None
+    nodes = json.loads(found.group(1))["nodes"]
+    (line,) = nodes["suggestor:copy"]["source"]["lines"]
+    assert line.startswith("\u2026")  # cut before the node (it ends the line: not after)
+    assert len(line) == EXCERPT_LINE_CHARS + 1
+    assert '{"name": "copy", "kind": "rule"' in line  # the node's own text, not the file's start
+
+
 def test_mermaid_and_dot_keep_the_invariant_text(tmp_path: Path) -> None:
     graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
     mermaid, dot = render(graph, "mermaid"), render(graph, "dot")

@@ -129,6 +129,14 @@ def test_a_case_whose_run_stopped_with_an_error_is_shown_and_fails_the_evaluatio
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml", "--format", "json")
     cases = {case["name"]: case for case in json.loads(out)["cases"]}
     assert cases["seat"]["error"].startswith("CD911: E_SCRIPT: model script")
+    # and the diagnostic's own fields, which the HTML page shows as `run` prints them
+    diagnostic = cases["seat"]["diagnostic"]
+    assert diagnostic["code"] == "CD911"
+    assert diagnostic["message"].startswith("E_SCRIPT: model script")
+    assert Path(diagnostic["file"]).name == "classify.yaml"
+    assert diagnostic["line"] == 18
+    assert diagnostic["hint"]
+    assert "diagnostic" not in cases["twice"]
     # JUnit says so too: a CI reading it saw every testcase pass.
     from xml.etree import ElementTree as ET
 

@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._page_assets import CONTENT_SECURITY_POLICY
 from converge_dsl.pipetest import render_diff_html, render_eval_html
 
 from .conftest import DATA, cli
 
 HOSTILE = '</script><script>window.pwned=1</script><!-- <img src=x onerror="pwned=2">'
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+CSP = CONTENT_SECURITY_POLICY
 
 
 def _data(page: str) -> Any:
@@ -69,6 +70,17 @@ def test_data_cannot_end_its_script_element_and_reads_back_the_same() -> None:
     assert data["result"]["cases"][0]["scores"] == {HOSTILE: 0.0}
     # the title is the one place the page writes data as HTML: escaped
     assert "<title>Evaluation: &lt;/script&gt;&lt;script&gt;" in page
+
+
+def test_control_and_bidi_characters_show_as_escapes_never_raw() -> None:
+    sneaky = "CD911: stop\u202e(at a.yaml:1:2)\x1b[31m"
+    case = {"name": sneaky, "stop_reason": "error", "scores": {}, "error": sneaky}
+    page = render_eval_html(_document(evaluation=sneaky, cases=[case]))
+    assert "\u202e" not in page
+    assert "\x1b" not in page
+    shown = "CD911: stop\\u202e(at a.yaml:1:2)\\x1b[31m"
+    assert _data(page)["result"]["cases"][0]["error"] == shown
+    assert f"<title>Evaluation: {shown}</title>" in page
 
 
 def test_a_mean_that_is_not_a_number_is_written_as_null() -> None:

@@ -282,6 +282,110 @@ def test_data_that_looks_like_markup_shows_as_text(browser: Any, tmp_path: Path)
     assert 'onerror="window.pwned=1"' in text
 
 
+def test_a_right_to_left_override_shows_as_its_escape(browser: Any, tmp_path: Path) -> None:
+    sneaky = "T-1 \u202e(at a.yaml:1:2)"
+    case = {"name": sneaky, "stop_reason": "converged", "scores": {"m": 1}}
+    document = {"evaluation": sneaky, "passed": True, "metrics": [], "cases": [case]}
+    page = tmp_path / "bidi.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+    assert "T-1 \\u202e(at a.yaml:1:2)" in browser.find_element("id", "cases").text
+    assert browser.find_element("id", "title").text == "Evaluation: T-1 \\u202e(at a.yaml:1:2)"
+    assert _errors(browser) == []
+
+
+def _errored(i: int, **more: Any) -> dict[str, Any]:
+    diagnostic = {
+        "code": "CD911",
+        "message": f"E_PROVIDER: the provider failed on case {i} " + "x" * 400,
+        "file": "ticket.yaml",
+        "line": 24,
+        "column": 5,
+        "hint": "retry later or fail over to another account",
+    }
+    error = f"CD911: {diagnostic['message']} (at ticket.yaml:24:5)"
+    case = {"name": f"T-{i}", "stop_reason": "error", "scores": {"m": 0}, "error": error}
+    return {**case, "diagnostic": diagnostic, **more}
+
+
+def test_a_failed_case_s_error_reads_as_the_cli_prints_it(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    ok = {"name": "T-ok", "stop_reason": "converged", "scores": {"m": 1}}
+    old = {
+        "name": "T-old",
+        "stop_reason": "error",
+        "scores": {"m": 0},
+        "error": "CD911: E (at a.yaml:1:2)",
+    }
+    cases = [ok, old, *(_errored(i) for i in range(12))]
+    document = {"evaluation": "e", "passed": False, "metrics": [], "cases": cases}
+    page = tmp_path / "errors.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    errors = browser.find_element("id", "errors")
+    assert "13 case(s) stopped with an error" in errors.text
+    shown = errors.find_elements("css selector", ".error-case")
+    assert len(shown) == 10  # the first ten, the others a click away in the table
+    assert "... and 3 more" in errors.text
+    assert shown[0].text == "T-old\nCD911: E (at a.yaml:1:2)"  # a document without `diagnostic`
+    lines = shown[1].text.splitlines()
+    assert lines[0] == "T-0"
+    assert lines[1].startswith("error[CD911]: E_PROVIDER: the provider failed on case 0 xxx")
+    assert lines[-2:] == [
+        " --> ticket.yaml:24:5",
+        "  = hint: retry later or fail over to another account",
+    ]
+    browser.save_screenshot(str(artifacts / "eval-errors.png"))
+    # the table: the error its own wide column, the rows one line each
+    browser.find_element("id", "only-errors").click()
+    assert _count(browser, "cases") == "13 of 14"
+    rows = _visible_rows(browser, "#cases .row")
+    cell = rows[1].find_elements("css selector", "span")[-1]
+    assert cell.text.startswith("CD911: E_PROVIDER: the provider failed on case 0")
+    assert cell.size["width"] > 300
+    assert {r.size["height"] for r in rows} == {24}
+    # a click: the pane leads with the same block, whole
+    rows[1].click()
+    pane = browser.find_element("id", "detail")
+    assert "= hint: retry later or fail over to another account" in pane.text
+    assert pane.find_element("css selector", "pre.diag").is_displayed()
+    browser.save_screenshot(str(artifacts / "eval-error-pane.png"))
+
+
+def test_a_long_confusion_label_keeps_the_matrix_inside_its_section(
+    browser: Any, tmp_path: Path
+) -> None:
+    # A category of a dataset 2,000 characters long made the matrix as wide: the page
+    # scrolled sideways, every section with it.
+    long = "x" * 2_000
+    confusion = [
+        {"expected": long, "found": "bug", "count": 1},
+        {"expected": "bug", "found": long, "count": 2},
+    ]
+    metric = {"name": "category", "mean": 0.5, "cases": 3, "confusion": confusion}
+    document = {"evaluation": "e", "passed": False, "metrics": [metric], "cases": []}
+    page = tmp_path / "wide.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    size = browser.get_window_size()
+    browser.set_window_size(600, 1000)
+    try:
+        _open(browser, page)
+        wide, view = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        section = browser.find_element("id", "confusion")
+        inner = browser.execute_script(
+            "return [arguments[0].scrollWidth, arguments[0].clientWidth]", section
+        )
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert wide <= view
+    assert inner[0] <= inner[1]
+    assert _errors(browser) == []
+
+
 # -- long lists: 20,000 cases, 20,000 differing cases --------------------------------------
 
 BIG = 20_000

@@ -80,6 +80,22 @@ def test_the_page_is_self_contained_and_its_data_cannot_close_the_script(
     assert data["facts"][0][2].startswith("</script>")
 
 
+def test_control_and_bidi_characters_show_as_escapes_never_raw(
+    agent_trace: Path, tmp_path: Path
+) -> None:
+    lines = agent_trace.read_text(encoding="utf-8").splitlines()
+    event = json.loads(lines[1])
+    event["content"] = "ok \u202e(at a.yaml:1:2) \x1b[31m"
+    lines[1] = json.dumps(event)
+    agent_trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = render_report(agent_trace)
+    assert "\u202e" not in page
+    assert "\x1b" not in page
+    start = page.index('type="application/json">') + len('type="application/json">')
+    data = json.loads(page[start : page.index("</script>", start)])
+    assert data["facts"][0][2] == "ok \\u202e(at a.yaml:1:2) \\x1b[31m"
+
+
 def test_the_page_inlines_the_virtualised_list_the_eval_and_diff_pages_share(
     agent_trace: Path,
 ) -> None:

@@ -91,6 +91,25 @@ def test_the_sections_render_without_console_errors(
     browser.save_screenshot(str(artifacts / "report-example.png"))
 
 
+@pytest.mark.parametrize("fragment", ["#fact=%E0%A4%A", "#fact=%", "#%zz"])
+def test_an_address_that_does_not_decode_opens_no_fact_and_the_page_draws_whole(
+    browser: Any, example_page: Path, fragment: str
+) -> None:
+    # A stray "%" in a link to a fact threw in the page's script: the gate, the model
+    # calls, the agents and the budgets stayed empty and the search did nothing.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(example_page.as_uri() + fragment)
+    WebDriverWait(browser, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    assert _errors(browser) == []
+    assert _count(browser, "calls") == "7"
+    assert len(browser.find_elements("css selector", "#charts .chart")) == 5
+    assert "Click a fact" in browser.find_element("id", "fact-detail").text
+
+
 def test_a_click_on_a_fact_shows_its_source_excerpt(
     browser: Any, example_page: Path, artifacts: Path
 ) -> None:
@@ -268,3 +287,76 @@ def test_the_summarizer_calls_are_told_from_the_turns(browser: Any, example_page
     assert [r.split("\n")[2] for r in rows].count("summary") == 1
     assert sum(1 for r in rows if "\nturn " in r) == 6
     assert "summarizer call" in browser.find_element("id", "legend").text
+
+
+@pytest.fixture(scope="module")
+def long_text_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The agent-review report, its first fact's content one unbroken word of 20,000
+    characters."""
+    from converge_dsl.runtime import render_report
+
+    folder = tmp_path_factory.mktemp("long")
+    trace = folder / "t.jsonl"
+    code = run(
+        ["run", str(ROOT / "pipelines" / "agent-review.yaml"), "--trace", str(trace)],
+        io.StringIO(),
+        io.StringIO(),
+    )
+    assert code == 0
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    first = next(i for i, line in enumerate(lines) if '"fact_promoted"' in line)
+    event = json.loads(lines[first])
+    event["content"] = "x" * 20_000
+    event["id"] = "long"
+    lines[first] = json.dumps(event)
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = folder / "long.html"
+    page.write_text(render_report(trace), encoding="utf-8")
+    return page
+
+
+def _sideways(driver: Any, element_id: str) -> list[int]:
+    return list(
+        driver.execute_script(
+            "var e = document.getElementById(arguments[0]) || document.documentElement;"
+            " return [e.scrollWidth, e.clientWidth];",
+            element_id,
+        )
+    )
+
+
+def test_a_long_unbroken_fact_wraps_in_its_detail(
+    browser: Any, long_text_page: Path, artifacts: Path
+) -> None:
+    # Its detail box scrolled sideways 20,000 characters' width to read it.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(long_text_page.as_uri() + "#fact=long")
+    WebDriverWait(browser, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    assert "x" * 100 in browser.find_element("id", "fact-detail").text
+    wide, view = _sideways(browser, "fact-detail")
+    assert wide <= view
+    assert _errors(browser) == []
+    browser.save_screenshot(str(artifacts / "report-long-fact.png"))
+
+
+def test_a_narrow_window_does_not_scroll_the_page_sideways(
+    browser: Any, example_page: Path, artifacts: Path
+) -> None:
+    # At 600 pixels the lists' heads stood out of their sections (the page 930 pixels
+    # wide) and the header's counts stood one word a line under the search box.
+    size = browser.get_window_size()
+    browser.set_window_size(600, 1000)
+    try:
+        _open(browser, example_page)
+        wide, view = _sideways(browser, "")
+        title, search = (browser.find_element("id", name).rect for name in ("title", "search"))
+        stats = browser.find_element("id", "stats").rect
+        browser.save_screenshot(str(artifacts / "report-narrow.png"))
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert wide <= view
+    assert stats["y"] >= max(title["y"] + title["height"], search["y"] + search["height"])

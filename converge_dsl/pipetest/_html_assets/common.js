@@ -33,16 +33,17 @@ function table(heads, numeric) {
   add(t, add(el("thead"), head)); var body = el("tbody"); t.appendChild(body);
   return { table: t, body: body };
 }
-function showDetail(title, value) {
+/* the pane: `title`, what `lead` shows first (an element, optional), then `value` as JSON */
+function showDetail(title, value, lead) {
   var box = $("detail"); box.textContent = "";
-  add(box, el("h3", null, title), el("pre", null, json(value)));
+  add(box, el("h3", null, title), lead, el("pre", null, json(value)));
   $("detail-pane").hidden = false;
 }
 /* a row that shows `value` on a click, or on Enter once focused */
-function pickable(tr, title, value) {
+function pickable(tr, title, value, lead) {
   tr.tabIndex = 0;
-  tr.addEventListener("click", function () { showDetail(title, value); });
-  tr.addEventListener("keydown", function (e) { if (e.key === "Enter") showDetail(title, value); });
+  tr.addEventListener("click", function () { showDetail(title, value, lead && lead()); });
+  tr.addEventListener("keydown", function (e) { if (e.key === "Enter") showDetail(title, value, lead && lead()); });
 }
 $("close-pane").addEventListener("click", function () { $("detail-pane").hidden = true; });
 document.addEventListener("keydown", function (e) { if (e.key === "Escape") $("detail-pane").hidden = true; });

@@ -5,9 +5,10 @@
 (function () {
   "use strict";
   var R = D.result, metrics = R.metrics || [], cases = R.cases || [];
+  var SHOWN_ERRORS = 10, caseLead = function () { return null; };
   var KNOWN_TOP = ["evaluation", "passed", "overall", "threshold", "seconds", "usage", "metrics", "cases", "changes"];
   var KNOWN_METRIC = ["name", "mean", "cases", "interval", "threshold", "passed", "confusion"];
-  var KNOWN_CASE = ["name", "scores", "stop_reason"];
+  var KNOWN_CASE = ["name", "scores", "stop_reason", "diagnostic"];
   var names = metrics.map(function (m) { return m.name; });
   cases.forEach(function (c) {
     Object.keys(c.scores || {}).forEach(function (m) { if (names.indexOf(m) < 0) names.push(m); });
@@ -122,10 +123,39 @@
     worst.forEach(function (c) {
       var tr = el("tr", "pick");
       add(tr, el("td", null, c.name), el("td", "num", fix3(meanOf(c))), el("td", null, failing(c).join(", ")));
-      pickable(tr, "case " + c.name, c);
+      pickable(tr, "case " + c.name, c, function () { return caseLead(c); });
       wt.body.appendChild(tr);
     });
     ws.appendChild(wt.table);
+  }
+
+  /* -- cases whose run stopped with an error ---------------------------------------- */
+  /* each as `run` prints its diagnostic: error[CODE]: message, --> where, = hint */
+  function diagnosticLines(c) {
+    var d = c.diagnostic;
+    if (!d) return [c.error];  /* a document from before the diagnostic was kept */
+    var lines = ["error" + (d.code ? "[" + d.code + "]" : "") + ": " + (d.message || "")];
+    if (d.file) lines.push(" --> " + d.file + (d.line ? ":" + d.line + (d.column ? ":" + d.column : "") : ""));
+    if (d.hint) lines.push("  = hint: " + d.hint);
+    return lines;
+  }
+  function diagnosticBlock(c) {
+    var pre = el("pre", "diag");
+    diagnosticLines(c).forEach(function (line, i) { pre.appendChild(el("span", i ? "where" : "message", line)); });
+    return pre;
+  }
+  caseLead = function (c) { return c.error === undefined && !c.diagnostic ? null : diagnosticBlock(c); };
+  var failed = cases.filter(function (c) { return c.error !== undefined || c.diagnostic; });
+  if (failed.length) {
+    var es = section("errors", "Errors ");
+    add(es.firstChild, el("small", "count", failed.length + " case(s) stopped with an error"));
+    failed.slice(0, SHOWN_ERRORS).forEach(function (c) {
+      var item = el("div", "error-case pick"); item.dataset.case = c.name;
+      add(item, el("div", "name", c.name), diagnosticBlock(c));
+      pickable(item, "case " + c.name, c, function () { return caseLead(c); });
+      es.appendChild(item);
+    });
+    if (failed.length > SHOWN_ERRORS) es.appendChild(el("div", "empty", "... and " + (failed.length - SHOWN_ERRORS) + " more: tick \u201conly cases that stopped with an error\u201d below, and click one"));
   }
 
   /* -- against the baseline ------------------------------------------------------- */
@@ -144,7 +174,7 @@
       var byName = new Map(); cases.forEach(function (c) { byName.set(c.name, c); });
       var changes = vtable(bs, ["case", "metric", "before", "after", "verdict"], ["c-case", "c-metric", "c-num", "c-num", "c-verdict"], R.changes,
         function (c) { return [c["case"], c.metric, fix3(c.before), fix3(c.after), c.verdict]; },
-        function (c) { showDetail("case " + c["case"], byName.get(c["case"]) || c); },
+        function (c) { var found = byName.get(c["case"]); showDetail("case " + c["case"], found || c, found && caseLead(found)); },
         { counter: bcount, most: 360,
           render: function (c, j, span) { if (j !== 4) return false; span.appendChild(el("span", "badge " + c.verdict, c.verdict)); return true; },
           keep: function (c) { return !boxes[c.verdict] || boxes[c.verdict].checked; } });
@@ -163,20 +193,24 @@
   var ccount = el("small", "count"); cs2.firstChild.appendChild(ccount);
   var ctools = el("div", "tools"), onlyFailing = checkbox(ctools, "only cases below 1", false);
   onlyFailing.id = "only-failing";
+  var onlyErrors = null;
+  if (cases.some(function (c) { return c.error !== undefined || c.diagnostic; })) {
+    onlyErrors = checkbox(ctools, "only cases that stopped with an error", false); onlyErrors.id = "only-errors";
+  }
   ctools.appendChild(el("span", "count", "click a case for its whole result"));
   cs2.appendChild(ctools);
   function scoreClass(v) { return v === null || v === undefined ? "sn" : scoreOf(v) === null ? "" : v === 1 ? "s1" : v === 0 ? "s0" : "sp"; }
   var caseList = vtable(cs2, ["case", "stop reason", "mean"].concat(names, extraCols),
-    ["c-case", "c-stop", "c-num"].concat(names.map(function () { return "c-num c-metric-score"; }), extraCols.map(function () { return "c-extra"; })),
+    ["c-case", "c-stop", "c-num"].concat(names.map(function () { return "c-num c-metric-score"; }), extraCols.map(function (k) { return k === "error" ? "c-w" : "c-extra"; })),
     cases,
     function (c) {
       var scores = c.scores || {};
       return [c.name, c.stop_reason, fix3(meanOf(c))].concat(names.map(function (m) { return fmt(scores[m]); }), extraCols.map(function (k) { return fmt(c[k]); }));
     },
-    function (c) { showDetail("case " + c.name, c); },
+    function (c) { showDetail("case " + c.name, c, caseLead(c)); },
     { counter: ccount,
       hay: function (c) { return JSON.stringify(c); },
-      keep: function (c) { return !onlyFailing.checked || meanOf(c) < 1; },
+      keep: function (c) { return (!onlyFailing.checked || meanOf(c) < 1) && (!onlyErrors || !onlyErrors.checked || c.error !== undefined || !!c.diagnostic); },
       classes: function (c) {
         var scores = c.scores || {};
         return [null, c.stop_reason === "converged" ? null : "s0", null].concat(names.map(function (m) { return scoreClass(scores[m]); }));

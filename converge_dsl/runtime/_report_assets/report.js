@@ -12,6 +12,7 @@
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
+  function fromAddress(text) { try { return decodeURIComponent(text); } catch (e) { return null; } }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
   /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
   function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
@@ -185,9 +186,10 @@
         ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
     });
 
-  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it) */
-  var wanted = decodeURIComponent(location.hash.replace(/^#fact=/, ""));
-  if (factList && location.hash.indexOf("#fact=") === 0) {
+  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it); an
+     address that does not decode (a stray "%") opens none, and the page draws the rest */
+  var wanted = fromAddress(location.hash.replace(/^#fact=/, ""));
+  if (factList && wanted !== null && location.hash.indexOf("#fact=") === 0) {
     var pick = D.facts.filter(function (f) { return f[1] === wanted; })[0];
     if (pick) { factList.picked = pick; factList.draw(); factList.onPick(pick); }
   }
