@@ -9,7 +9,7 @@ The script gives pan (drag), zoom (wheel, `+`/`-` buttons and keys, `0` to
 fit), a search box that marks the nodes whose name holds the text (Enter shows
 the first and centres it), and a click (or Enter on a focused node) shows the
 node's details and its source: `file:line` and the lines themselves, a long
-line wrapped under itself (and cut to `EXCERPT_LINE_CHARS` around where the node
+line wrapped under itself (and cut by `_long_lines.cut_line` around where the node
 starts). An invariant lists the keys its check reads;
 selecting it marks them, and a click on one selects that key. `#node=<id>` in
 the address selects a node when the page opens (`#node=suggestor:classify`).
@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._long_lines import cut_line
 from converge_dsl._page_assets import CONTENT_SECURITY_POLICY, html_text, page_json
 
 from ._model import PipelineGraph, Source, source_value
@@ -61,28 +62,12 @@ def _asset(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
 
-# The characters of one source line the page shows: a pipeline written on one long line
-# (JSON is YAML) put that whole line in every node's excerpt, the page growing with
-# nodes x line length (3 MB for a 1 MB line and a few nodes).
-EXCERPT_LINE_CHARS = 400
-
-
-def _cut(line: str, column: int) -> str:
-    """`line` if it is short; else `EXCERPT_LINE_CHARS` of it from a little before
-    `column` (1-based, where the node starts), `…` where it was cut."""
-    if len(line) <= EXCERPT_LINE_CHARS:
-        return line
-    left = max(0, min(column - 1 - EXCERPT_LINE_CHARS // 10, len(line) - EXCERPT_LINE_CHARS))
-    right = left + EXCERPT_LINE_CHARS
-    return ("\u2026" if left else "") + line[left:right] + ("\u2026" if right < len(line) else "")
-
-
 def _source(source: Source | None) -> dict[str, Any] | None:
-    """`source` as the page's data: its lines, each long one cut (`_cut`)."""
+    """`source` as the page's data: its lines, each long one cut (`cut_line`)."""
     value = source_value(source, "lines")
     if source is not None and value is not None:
         value["lines"] = [
-            _cut(line, source.column if index == 0 else 1)
+            cut_line(line, source.column if index == 0 else 1)
             for index, line in enumerate(source.lines)
         ]
     return value

@@ -78,7 +78,7 @@ def test_a_pipeline_on_one_long_line_gives_each_node_a_cut_excerpt(tmp_path: Pat
     import json
     import re
 
-    from converge_dsl.graph._html import EXCERPT_LINE_CHARS
+    from converge_dsl._long_lines import EXCERPT_LINE_CHARS
 
     pipeline = {
         "apiVersion": "converge-dsl/v1",

@@ -107,3 +107,31 @@ def test_an_agents_numbers_json_cannot_hold_are_traced_as_null() -> None:
     )
     line = TraceWriter({}, wall=FakeClock()).line(cleared)
     assert line["turns"][0]["messages"][0]["parts"][0]["input"] == {"n": [None, None, 1.5]}
+
+
+def test_a_pipeline_on_one_long_line_gives_each_suggestor_a_cut_excerpt(tmp_path: Path) -> None:
+    # Each suggestor's excerpt held the whole line: 300 rules on a 631 KB line wrote a
+    # 190 MB trace, whose first line the report then refused as longer than 8 MiB.
+    from converge_dsl._long_lines import EXCERPT_LINE_CHARS
+    from converge_dsl.cli import run
+
+    rules = [
+        {"name": f"r{i}", "kind": "rule", "emit": [{"key": "k", "id": f"f{i}", "content": "x"}]}
+        for i in range(50)
+    ]
+    pipeline = {
+        "apiVersion": "converge-dsl/v1",
+        "kind": "Pipeline",
+        "name": "one-line",
+        "description": "d" * 50_000,
+        "keys": [{"name": "k", "description": "k"}],
+        "suggestors": rules,
+    }
+    path = tmp_path / "one.yaml"
+    path.write_text(json.dumps(pipeline), encoding="utf-8")  # JSON is YAML: one line
+    trace = tmp_path / "t.jsonl"
+    assert run(["run", str(path), "--trace", str(trace), "-q"], io.StringIO(), io.StringIO()) == 0
+    assert trace.stat().st_size < 200_000  # the line once would be 50 x 50 KB
+    excerpts = json.loads(trace.read_text().splitlines()[0])["excerpts"]
+    assert len(excerpts["r7"]) <= EXCERPT_LINE_CHARS + 2
+    assert '{"name": "r7", "kind": "rule"' in excerpts["r7"]  # its own text, not the file's start

@@ -1,0 +1,21 @@
+"""`cut_line`: one source line as an excerpt shows it, however long the line is.
+
+A pipeline may be written on one long line (JSON is YAML): every excerpt of
+it (a graph page's node, a trace's suggestor) would otherwise hold the whole
+line, its size growing with the nodes times the line's length.
+"""
+
+from __future__ import annotations
+
+# The characters of one source line an excerpt keeps.
+EXCERPT_LINE_CHARS = 400
+
+
+def cut_line(line: str, column: int) -> str:
+    """`line` if it is short; else `EXCERPT_LINE_CHARS` of it from a little before
+    `column` (1-based, where the excerpt's subject starts), `…` where it was cut."""
+    if len(line) <= EXCERPT_LINE_CHARS:
+        return line
+    left = max(0, min(column - 1 - EXCERPT_LINE_CHARS // 10, len(line) - EXCERPT_LINE_CHARS))
+    right = left + EXCERPT_LINE_CHARS
+    return ("\u2026" if left else "") + line[left:right] + ("\u2026" if right < len(line) else "")
