@@ -212,25 +212,31 @@ class BatchReportSink(BatchSink):
 
     def page(self) -> str:
         """The batch page: a table of the cases, by index, each linking its report."""
+        from urllib.parse import quote
+
+        from converge_dsl._page_assets import html_text
         from converge_dsl.runtime import REPORT_MARK
 
         folder = case_folder(self.path)
+        # A relative address: the folder's name as a path segment (`#`, `?`, `%` and
+        # spaces are an address's own characters).
+        address = html.escape(quote(folder.name))
         rows = []
         for result in sorted(self._rows, key=lambda r: r.index):
             body = result.body
             own = folder / f"{result.index}.html"
             label = html.escape(str(result.index))
-            link = f'<a href="{html.escape(folder.name)}/{result.index}.html">{label}</a>'
+            link = f'<a href="{address}/{result.index}.html">{label}</a>'
             cells = (
                 link if own.is_file() else label,
-                html.escape("" if result.id is None else str(result.id)),
-                html.escape(result.stop_reason),
+                html_text("" if result.id is None else str(result.id)),
+                html_text(result.stop_reason),
                 str(body["cycles"]),
                 str(result.usage["model_calls"]),
                 str(result.exit_code),
             )
             rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
-        title = html.escape(f"converge-dsl batch: {self._pipeline.name}")
+        title = html_text(f"converge-dsl batch: {self._pipeline.name}")
         head = "".join(
             f"<th>{name}</th>"
             for name in ("case", "id", "stop reason", "cycles", "model calls", "exit")
@@ -240,7 +246,7 @@ class BatchReportSink(BatchSink):
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
             f"<title>{title}</title></head><body><h1>{title}</h1>"
             f"<p>{len(rows)} case(s) run; each case's report is in "
-            f"{html.escape(folder.name)}/</p>"
+            f"{html_text(folder.name)}/</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             "</body></html>\n"
         )

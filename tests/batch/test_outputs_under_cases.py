@@ -50,6 +50,18 @@ def test_report_is_one_batch_page_linking_a_report_per_case(tmp_path: Path, exec
     assert len(read_results(tmp_path / "r.jsonl")) == len(WORDS)
 
 
+def test_the_batch_pages_links_and_ids_hold_for_any_name(tmp_path: Path) -> None:
+    # A page named `r#x 1.html` linked `r#x 1/0.html`: the browser read `#x 1/0.html`
+    # as a fragment. A case id with a right-to-left override reversed its row.
+    cases = write_cases(tmp_path / "cases.jsonl", [{"id": "w\u202ea", "word": "a"}])
+    page = tmp_path / "r#x 1.html"
+    argv = ["run", str(ECHO), "--cases", str(cases), "--out", str(tmp_path / "r.jsonl")]
+    assert cli([*argv, "--report", str(page)], io.StringIO(), io.StringIO()) == 0
+    text = page.read_text(encoding="utf-8")
+    assert '<a href="r%23x%201/0.html">0</a></td><td>w\\u202ea</td>' in text
+    assert (tmp_path / "r#x 1" / "0.html").is_file()
+
+
 def test_report_and_trace_together_share_each_case_trace(tmp_path: Path) -> None:
     code, _, err = batch(
         tmp_path, "--report", str(tmp_path / "R.html"), "--trace", str(tmp_path / "traces")
