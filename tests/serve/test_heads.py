@@ -16,7 +16,7 @@ import pytest
 
 from converge_dsl.serve._heads import HEAD_CAP
 
-from .conftest import DATA, Server, in_process, serve_with_token
+from .conftest import DATA, Server, in_process, serve_with_token, until
 
 TOKEN = "5ca1ab1e0ddba11c0ffee0123456789a"
 RUNS = "/v1/pipelines/echo/runs"
@@ -246,3 +246,41 @@ def test_a_refusal_waits_for_the_answers_before_it(
     assert b"CD441" in answers
     assert "Traceback" not in caplog.text
     assert "write_eof" not in caplog.text
+
+
+# --- the server's connections, past its limit ----------------------------------------
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_request_past_the_connection_limit_is_503_json_with_retry_after(
+    tmp_path: Path, parser: str
+) -> None:
+    """uvicorn's `limit_concurrency` (3 here): with two connections open, a request on a
+    third is the service's JSON (CD447) with Retry-After and the connection closed; it
+    was uvicorn's plain-text 'Service Unavailable'. Once one closes, a request is served."""
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._heads import protocol
+
+    health = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    closing = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with in_process(
+        tmp_path / "state",
+        HttpLimits(),
+        http=protocol(parser=parser),
+        h11_max_incomplete_event_size=HEAD_CAP,
+        limit_concurrency=3,
+    ) as url:
+        held = [socket.create_connection(_address(url), timeout=10) for _ in range(2)]
+        try:
+            for sock in held:  # each answered, and kept open
+                sock.sendall(health)
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+            status, code, message, headers = refusal(exchange(url, closing))
+            assert (status, code) == (503, "CD447")
+            assert headers["retry-after"] == "1"
+            assert message.startswith("the server is answering as many connections as it takes (3)")
+        finally:
+            held.pop().close()
+        until(lambda: exchange(url, closing).startswith(b"HTTP/1.1 200 "), 10)
+        for sock in held:
+            sock.close()
