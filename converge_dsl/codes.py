@@ -166,6 +166,7 @@ SERVE_HEAD_TIMEOUT = "CD443"  # a served request's line and headers did not arri
 SERVE_MCP_HOST_REFUSED = "CD444"  # an MCP request's Host or Origin is not the loopback server's own
 SERVE_INTERNAL_ERROR = "CD445"  # a fault of the service on a request (500; traceback in its log)
 SERVE_BUSY = "CD447"  # a request past the connections the server takes at once (503, Retry-After)
+SERVE_UVICORN_UNSUPPORTED = "CD448"  # the installed uvicorn lacks a part the HTTP edge uses
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

@@ -24,6 +24,11 @@ uvicorn reads bytes, before any route or middleware runs:
   instead of uvicorn's plain-text 503: the same count at the same point, the
   answer the service's.
 
+`protocol()` first checks that uvicorn's protocol class still has what this
+one overrides and reads (`ServeFailed`, CD448, naming the installed uvicorn
+and `UVICORN_SUPPORTED`, the releases it was tested with): a uvicorn that
+renamed one would otherwise serve with a bound silently gone.
+
 Each refusal is the service's `{"errors": [...]}` document with
 `Connection: close`, sent after the answers to the requests read before it
 (pipelined ones too: HTTP/1.1 answers in order); the connection then reads no
@@ -44,6 +49,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from converge_dsl import codes
 
+from ._errors import ServeFailed
 from ._requests import Problem
 
 if TYPE_CHECKING:
@@ -53,6 +59,23 @@ HEAD_CAP = 64 * 1024
 HEAD_S = 10.0
 # How long a refused connection reads (and drops) what its client still sends.
 LINGER_S = 2.0
+
+# The uvicorn releases this module was tested with (tests/serve against each minor
+# release): pyproject's bounds of uvicorn, said again when the installed one lacks a part.
+UVICORN_SUPPORTED = ">=0.30,<0.56"
+# What the protocol class takes of uvicorn's: the methods it overrides or calls, and the
+# attributes uvicorn's `__init__` sets that it reads (besides `transport`, set on a
+# connection, with `cycle.response_complete` and `server_state.default_headers`).
+_METHODS = (
+    "connection_made",
+    "connection_lost",
+    "data_received",
+    "send_400_response",
+    "on_response_complete",
+)
+_ATTRIBUTES = ("app", "config", "connections", "cycle", "limit_concurrency", "loop", "tasks")
+# ... and of each parser's class, its own.
+_PARSER_PARTS = {"httptools": (("on_message_complete",), ("pipeline",)), "h11": ((), ("conn",))}
 
 # The Retry-After of a request refused past the server's connections (seconds).
 BUSY_RETRY_S = 1
@@ -75,7 +98,43 @@ def protocol(
         else:
             parser = "httptools"
     make = _h11_protocol if parser == "h11" else _httptools_protocol
-    return make(head_cap, head_s)
+    made = make(head_cap, head_s)
+    methods, attributes = _PARSER_PARTS[parser]
+    _check(made.__mro__[2], _METHODS + methods, _ATTRIBUTES + attributes)  # uvicorn's class
+    return made
+
+
+def _check(base: type, methods: tuple[str, ...], attributes: tuple[str, ...]) -> None:
+    """`ServeFailed` (CD448) unless uvicorn's protocol class `base` has `methods` and its
+    instances `attributes` (one is made, on a loop of its own, and dropped)."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    missing = [name for name in methods if not callable(getattr(base, name, None))]
+    if not missing:
+        loop = asyncio.new_event_loop()
+        try:
+            config = uvicorn.Config(_no_app, log_config=None)
+            made = base(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+            missing = [name for name in attributes if not hasattr(made, name)]
+            if not hasattr(ServerState(), "default_headers"):
+                missing.append("ServerState.default_headers")
+        except TypeError as error:  # its constructor takes other arguments
+            missing = [f"the arguments of __init__ ({error})"]
+        finally:
+            loop.close()
+    if missing:
+        raise ServeFailed(
+            codes.SERVE_UVICORN_UNSUPPORTED,
+            f"uvicorn {uvicorn.__version__} is not supported: its {base.__name__} has no "
+            f"{', '.join(missing)} (the service's HTTP edge needs it; supported: uvicorn"
+            f"{UVICORN_SUPPORTED})",
+            hint=f"install a supported uvicorn: pip install 'uvicorn{UVICORN_SUPPORTED}'",
+        )
+
+
+async def _no_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The application of the configuration `_check` makes its instance with."""
 
 
 def answer(status: int, problem: Problem, default_headers: list[tuple[bytes, bytes]]) -> bytes:

@@ -11,6 +11,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -284,3 +285,74 @@ def test_a_request_past_the_connection_limit_is_503_json_with_retry_after(
         until(lambda: exchange(url, closing).startswith(b"HTTP/1.1 200 "), 10)
         for sock in held:
             sock.close()
+
+
+# --- the uvicorn it runs on ---------------------------------------------------------
+
+
+def test_pyprojects_uvicorn_bounds_are_the_supported_ones() -> None:
+    import tomllib
+
+    from converge_dsl.serve._heads import UVICORN_SUPPORTED
+
+    from .conftest import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    wanted = [r for extra in project["optional-dependencies"].values() for r in extra]
+    uvicorns = [r for r in wanted if r.startswith("uvicorn")]
+    assert uvicorns
+    assert set(uvicorns) == {f"uvicorn{UVICORN_SUPPORTED}"}
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_uvicorn_without_a_part_the_protocol_takes_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch, parser: str
+) -> None:
+    """A uvicorn whose protocol lost a method this one overrides (its 400 answer would be
+    uvicorn's plain text again) or an attribute it reads (the pipelined requests):
+    `ServeFailed` (CD448) naming the installed uvicorn and the supported releases."""
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from converge_dsl.serve._errors import ServeFailed
+    from converge_dsl.serve._heads import UVICORN_SUPPORTED, protocol
+
+    base: type = HttpToolsProtocol if parser == "httptools" else H11Protocol
+    protocol(parser=parser)  # the installed one has every part
+    with monkeypatch.context() as patched:
+        patched.delattr(base, "send_400_response")
+        with pytest.raises(ServeFailed) as caught:
+            protocol(parser=parser)
+    assert caught.value.code == "CD448"
+    message = str(caught.value)
+    assert f"uvicorn {uvicorn.__version__} is not supported" in message
+    assert "has no send_400_response" in message
+    assert f"uvicorn{UVICORN_SUPPORTED}" in message
+
+    made = base.__init__
+    part = "pipeline" if parser == "httptools" else "conn"
+
+    def renamed(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        delattr(self, part)
+
+    monkeypatch.setattr(base, "__init__", renamed)
+    with pytest.raises(ServeFailed, match=f"has no {part} "):
+        protocol(parser=parser)
+
+
+def test_serve_stops_before_it_binds_on_such_a_uvicorn(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from converge_dsl.serve import ServeOptions
+    from converge_dsl.serve._errors import ServeFailed
+    from converge_dsl.serve._server import serve
+
+    monkeypatch.delattr(HttpToolsProtocol, "on_response_complete")
+    ready: list[str] = []
+    with pytest.raises(ServeFailed, match="has no on_response_complete"):
+        serve(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state", port=0), ready.append)
+    assert ready == []
