@@ -6,8 +6,9 @@ server (the `mcp` SDK's low-level `Server` under its
 `build_app` at `MCP_PATH` in the same application as the HTTP API, with
 the same bearer tokens (401 without one). On a loopback address a request
 whose `Host` is not a loopback name with its port (but 80's: 421, CD444) or that comes
-from a web page (an `Origin`: 403, CD444) is refused, as is a POST that is not
-`application/json` (415, CD307): the SDK's own transport checks, made first so
+from a web page (an `Origin`: 403, CD444) is refused, as is a POST whose
+`Accept` lacks `application/json` or `text/event-stream` (406, CD449) or that is
+not `application/json` (415, CD307): the SDK's own transport checks, made first so
 that the answer is the service's JSON. A POSTed message is read and
 checked before the SDK sees it, as an HTTP API body is (`_bodies`: the cap,
 JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
@@ -93,6 +94,8 @@ if TYPE_CHECKING:
 MCP_PATH = "/mcp"
 # The names a `Host` header may give a server on a loopback address (with a port).
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+# The media types a POST's `Accept` must list: an answer is a JSON message or an SSE stream.
+ACCEPTED = ("application/json", "text/event-stream")
 # HTTP's default port: a client leaves it out of `Host` (RFC 9110, 7.2).
 DEFAULT_PORT = 80
 # The `_meta` key of a tool call that carries the run's budget (the HTTP body's `budget`).
@@ -208,6 +211,7 @@ class McpEndpoint:
             return
         if scope.get("method") == "POST":
             try:
+                _check_accept(headers.get("accept", ""))
                 raw = await read_body(
                     Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
                 )
@@ -390,6 +394,23 @@ class McpEndpoint:
         text = json.dumps(body, ensure_ascii=False, indent=2)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
+        )
+
+
+def _check_accept(header: str) -> None:
+    """A POST's `Accept` lists both media types MCP's streamable HTTP answers in, as the
+    spec requires of a client and the SDK checks after this (its 406 is a JSON-RPC error
+    with a made-up id): else 406 (CD449) in the service's words."""
+    given = [part.strip() for part in header.split(",")]
+    lacking = [kind for kind in ACCEPTED if not any(g.startswith(kind) for g in given)]
+    if lacking:
+        raise refused(
+            406,
+            codes.SERVE_MCP_NOT_ACCEPTABLE,
+            f"the Accept header {header[:100]!r} does not list {' and '.join(lacking)}: "
+            "an answer of /mcp is either",
+            "",
+            "send Accept: application/json, text/event-stream (as MCP clients do)",
         )
 
 
