@@ -1,6 +1,8 @@
 """A request's head over a real socket: bounded in size (431) and time (408), a
-malformed one refused (400), each as the service's JSON with its code and no
-traceback in the server's log; bodies, keep-alive and slow answers untouched."""
+malformed one refused (400), one past the server's connections refused (503), each
+as the service's JSON with its code and no traceback in the server's log; bodies,
+keep-alive and slow answers untouched; a uvicorn lacking a part of its protocol
+the bound takes stops the start (CD448)."""
 
 from __future__ import annotations
 
