@@ -165,6 +165,9 @@ SERVE_HEAD_TOO_LARGE = "CD442"  # a served request's line and headers are over t
 SERVE_HEAD_TIMEOUT = "CD443"  # a served request's line and headers did not arrive in time (408)
 SERVE_MCP_HOST_REFUSED = "CD444"  # an MCP request's Host or Origin is not the loopback server's own
 SERVE_INTERNAL_ERROR = "CD445"  # a fault of the service on a request (500; traceback in its log)
+SERVE_BUSY = "CD447"  # a request past the connections the server takes at once (503, Retry-After)
+SERVE_UVICORN_UNSUPPORTED = "CD448"  # the installed uvicorn lacks a part the HTTP edge uses
+SERVE_MCP_NOT_ACCEPTABLE = "CD449"  # an MCP POST's Accept lacks JSON or SSE (406)
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

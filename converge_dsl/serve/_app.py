@@ -10,11 +10,12 @@ resumable with `Last-Event-ID`), `GET /v1/runs/{id}/report` (HTML),
 Every refusal is `{"errors": [{code, message, pointer, hint}]}` with its
 status; each message passes through the redactor. A fault of the service on a
 request is a 500 of that shape too (CD445), its traceback in the server's log
-only. A token is needed on every route but `/healthz` when the service has
-tokens. Bodies are read by `_bodies`
-(up to `body_cap` bytes, 413 past it; JSON only, 415 else). Run ids are checked against their form
-before any use: no path on the server is made from a request but the
-pipeline names and run ids the service itself made.
+only: a handler's, the MCP endpoint's (`FaultsAnswered`) or one outside them
+(`_Api.fault`, after which the connection closes). A token is needed on every
+route but `/healthz` when the service has tokens. Bodies are read by `_bodies`
+(up to `body_cap` bytes, 413 past it; JSON only, 415 else). Run ids are checked
+against their form before any use: no path on the server is made from a request
+but the pipeline names and run ids the service itself made.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from ._store import FINISHED, RunRow
 from ._tokens import Tokens
 
 if TYPE_CHECKING:
-    from starlette.types import Receive, Scope, Send
+    from starlette.types import Message, Receive, Scope, Send
 
     from ._service import RunService
 
@@ -215,9 +216,7 @@ class _Api:
                 problem = Problem(codes.SERVE_RUN_FAILED, str(error), "")
                 return problems_response(Refused(500, (problem,)), redact)
             except Exception:  # a fault of this service: its log has it, the client its code
-                logging.getLogger("uvicorn.error").exception(
-                    "the service failed on %s %s", request.method, request.url.path
-                )
+                _log_fault(request.method, request.url.path)
                 return problems_response(Refused(500, (INTERNAL_ERROR,)), redact)
 
         return call
@@ -342,6 +341,12 @@ class _Api:
             response.headers["Allow"] = allowed
         return response
 
+    async def fault(self, request: Request, exc: Exception) -> Response:
+        """A fault no handler answered (an exception handler's, a middleware's), answered
+        as `guarded` answers a handler's: Starlette raises it again after this answer,
+        and uvicorn logs its traceback and closes the connection."""
+        return problems_response(Refused(500, (INTERNAL_ERROR,)), self.service.redact)
+
     async def not_found(self, request: Request) -> Response:
         raise refused(
             404,
@@ -350,6 +355,39 @@ class _Api:
             "",
             "see GET /v1/openapi.json",
         )
+
+
+def _log_fault(method: str, path: str) -> None:
+    """The traceback of the exception being handled, in the server's log."""
+    logging.getLogger("uvicorn.error").exception("the service failed on %s %s", method, path)
+
+
+class FaultsAnswered:
+    """An ASGI endpoint (`Endpoint`) with its faults answered as a handler's are
+    (`_Api.guarded`): a 500 of CD445, the traceback logged. A fault after its answer
+    began is raised on (uvicorn logs it and closes the connection: nothing more can be
+    answered). A class: Starlette's `Route` calls a plain function with a request."""
+
+    def __init__(self, endpoint: Endpoint, redact: Callable[[str], str]) -> None:
+        self.endpoint = endpoint
+        self.redact = redact
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.endpoint(scope, receive, tracked)
+        except Exception:
+            if started:
+                raise
+            _log_fault(str(scope.get("method", "")), str(scope.get("path", "")))
+            response = problems_response(Refused(500, (INTERNAL_ERROR,)), self.redact)
+            await response(scope, receive, send)
 
 
 UNAUTHORIZED = Problem(
@@ -399,7 +437,7 @@ def build_app(
         Route("/v1/openapi.json", guarded(api.openapi_document), methods=["GET"]),
         Route("/healthz", guarded(api.health, open_route=True), methods=["GET"]),
         Route("/metrics", guarded(api.metrics), methods=["GET"]),
-        *([] if mcp is None else [Route(mcp.path, mcp)]),
+        *([] if mcp is None else [Route(mcp.path, FaultsAnswered(mcp, service.redact))]),
         Route(
             "/{rest:path}",
             guarded(api.not_found),
@@ -409,7 +447,7 @@ def build_app(
     return Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={HTTPException: api.framework_refusal},
+        exception_handlers={HTTPException: api.framework_refusal, Exception: api.fault},
     )
 
 

@@ -19,6 +19,15 @@ uvicorn reads bytes, before any route or middleware runs:
 - A request the parser refuses (a bad request line, header or Content-Length)
   is answered 400 (CD441) with the parser's reason, instead of uvicorn's plain
   text.
+- A request read while the server holds `limit_concurrency` connections or
+  requests (uvicorn's `Config`) is answered 503 (CD447) with `Retry-After`,
+  instead of uvicorn's plain-text 503: the same count at the same point, the
+  answer the service's.
+
+`protocol()` first checks that uvicorn's protocol class still has what this
+one overrides and reads (`ServeFailed`, CD448, naming the installed uvicorn
+and `UVICORN_SUPPORTED`, the releases it was tested with): a uvicorn that
+renamed one would otherwise serve with a bound silently gone.
 
 Each refusal is the service's `{"errors": [...]}` document with
 `Connection: close`, sent after the answers to the requests read before it
@@ -34,17 +43,42 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from converge_dsl import codes
 
+from ._errors import ServeFailed
 from ._requests import Problem
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 HEAD_CAP = 64 * 1024
 HEAD_S = 10.0
 # How long a refused connection reads (and drops) what its client still sends.
 LINGER_S = 2.0
+
+# The uvicorn releases this module was tested with (tests/serve against each minor
+# release): pyproject's bounds of uvicorn, said again when the installed one lacks a part.
+UVICORN_SUPPORTED = ">=0.30,<0.56"
+# What the protocol class takes of uvicorn's: the methods it overrides or calls, and the
+# attributes uvicorn's `__init__` sets that it reads (besides `transport`, set on a
+# connection, with `cycle.response_complete` and `server_state.default_headers`).
+_METHODS = (
+    "connection_made",
+    "connection_lost",
+    "data_received",
+    "send_400_response",
+    "on_response_complete",
+)
+_ATTRIBUTES = ("app", "config", "connections", "cycle", "limit_concurrency", "loop", "tasks")
+# ... and of each parser's class, its own.
+_PARSER_PARTS = {"httptools": (("on_message_complete",), ("pipeline",)), "h11": ((), ("conn",))}
+
+# The Retry-After of a request refused past the server's connections (seconds).
+BUSY_RETRY_S = 1
 
 _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
@@ -64,14 +98,48 @@ def protocol(
         else:
             parser = "httptools"
     make = _h11_protocol if parser == "h11" else _httptools_protocol
-    return make(head_cap, head_s)
+    made = make(head_cap, head_s)
+    methods, attributes = _PARSER_PARTS[parser]
+    _check(made.__mro__[2], _METHODS + methods, _ATTRIBUTES + attributes)  # uvicorn's class
+    return made
+
+
+def _check(base: type, methods: tuple[str, ...], attributes: tuple[str, ...]) -> None:
+    """`ServeFailed` (CD448) unless uvicorn's protocol class `base` has `methods` and its
+    instances `attributes` (one is made, on a loop of its own, and dropped)."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    missing = [name for name in methods if not callable(getattr(base, name, None))]
+    if not missing:
+        loop = asyncio.new_event_loop()
+        try:
+            config = uvicorn.Config(_no_app, log_config=None)
+            made = base(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+            missing = [name for name in attributes if not hasattr(made, name)]
+            if not hasattr(ServerState(), "default_headers"):
+                missing.append("ServerState.default_headers")
+        except TypeError as error:  # its constructor takes other arguments
+            missing = [f"the arguments of __init__ ({error})"]
+        finally:
+            loop.close()
+    if missing:
+        raise ServeFailed(
+            codes.SERVE_UVICORN_UNSUPPORTED,
+            f"uvicorn {uvicorn.__version__} is not supported: its {base.__name__} has no "
+            f"{', '.join(missing)} (the service's HTTP edge needs it; supported: uvicorn"
+            f"{UVICORN_SUPPORTED})",
+            hint=f"install a supported uvicorn: pip install 'uvicorn{UVICORN_SUPPORTED}'",
+        )
+
+
+async def _no_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The application of the configuration `_check` makes its instance with."""
 
 
 def answer(status: int, problem: Problem, default_headers: list[tuple[bytes, bytes]]) -> bytes:
     """A whole HTTP/1.1 answer: `problem` as the service's JSON errors, `Connection: close`."""
-    body = json.dumps(
-        {"errors": [problem.data()]}, ensure_ascii=False, separators=(",", ":")
-    ).encode()
+    body = _document(problem)
     lines = [b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status])]
     lines += [name + b": " + value + b"\r\n" for name, value in default_headers]
     lines += [
@@ -81,6 +149,13 @@ def answer(status: int, problem: Problem, default_headers: list[tuple[bytes, byt
         body,
     ]
     return b"".join(lines)
+
+
+def _document(problem: Problem) -> bytes:
+    """`problem` as the service's JSON errors."""
+    return json.dumps(
+        {"errors": [problem.data()]}, ensure_ascii=False, separators=(",", ":")
+    ).encode()
 
 
 def malformed(reason: str) -> Problem:
@@ -100,6 +175,17 @@ def too_large(head_cap: int) -> Problem:
         f"the request line and headers are over {head_cap} bytes",
         "",
         "send fewer or shorter headers (a long value belongs in the body)",
+    )
+
+
+def busy(limit: int) -> Problem:
+    return Problem(
+        codes.SERVE_BUSY,
+        f"the server is answering as many connections as it takes ({limit}): this request "
+        "is not served",
+        "",
+        "retry after the number of seconds Retry-After gives; close the connections (event "
+        "streams, say) no longer read",
     )
 
 
@@ -142,8 +228,44 @@ class _Bounded:
     cycle: Any
     loop: asyncio.AbstractEventLoop
     server_state: Any
+    config: Any
+    connections: set[Any]
+    tasks: set[Any]
+    limit_concurrency: int | None
 
     _head: _Head
+    _app: ASGIApp
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uvicorn's own answer past the limit is plain text: `app` makes the same count
+        self.limit_concurrency = None
+
+    @property
+    def app(self) -> ASGIApp:
+        """The application a request just read goes to, as uvicorn asks for it: the
+        refusal (CD447) once the server holds `limit_concurrency` connections or requests
+        (uvicorn's count, at the point it makes it)."""
+        limit = self.config.limit_concurrency
+        if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
+            logging.getLogger("uvicorn.error").warning("Exceeded concurrency limit.")
+            return self._busy
+        return self._app
+
+    @app.setter
+    def app(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def _busy(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = _document(busy(self.config.limit_concurrency))
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            (b"retry-after", b"%d" % BUSY_RETRY_S),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     def _reading_head(self) -> bool:
         raise NotImplementedError

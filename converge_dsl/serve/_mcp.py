@@ -5,9 +5,10 @@ server (the `mcp` SDK's low-level `Server` under its
 `StreamableHTTPSessionManager`, stateless: every POST stands alone) mounted by
 `build_app` at `MCP_PATH` in the same application as the HTTP API, with
 the same bearer tokens (401 without one). On a loopback address a request
-whose `Host` is not a loopback name with its port (421, CD444) or that comes
-from a web page (an `Origin`: 403, CD444) is refused, as is a POST that is not
-`application/json` (415, CD307): the SDK's own transport checks, made first so
+whose `Host` is not a loopback name with its port (but 80's: 421, CD444) or that comes
+from a web page (an `Origin`: 403, CD444) is refused, as is a POST whose
+`Accept` lacks `application/json` or `text/event-stream` (406, CD449) or that is
+not `application/json` (415, CD307): the SDK's own transport checks, made first so
 that the answer is the service's JSON. A POSTed message is read and
 checked before the SDK sees it, as an HTTP API body is (`_bodies`: the cap,
 JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
@@ -93,6 +94,10 @@ if TYPE_CHECKING:
 MCP_PATH = "/mcp"
 # The names a `Host` header may give a server on a loopback address (with a port).
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+# The media types a POST's `Accept` must list: an answer is a JSON message or an SSE stream.
+ACCEPTED = ("application/json", "text/event-stream")
+# HTTP's default port: a client leaves it out of `Host` (RFC 9110, 7.2).
+DEFAULT_PORT = 80
 # The `_meta` key of a tool call that carries the run's budget (the HTTP body's `budget`).
 BUDGET_META = "converge-dsl/budget"
 # The `_meta` key of a tool call that carries its idempotency key (the `Idempotency-Key` header).
@@ -102,6 +107,15 @@ _TOOL_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 _MAX_TOOL_NAME = 128
 # How long a stopped run's last progress notifications may take to be sent (seconds).
 PROGRESS_DRAIN_S = 2.0
+
+
+def loopback_host(host: str, port: int | None) -> bool:
+    """Whether `host` (a `Host` header) names a loopback server listening on `port`
+    (None: not known): a loopback name with a port, or without one when the server
+    listens on `DEFAULT_PORT`, which HTTP clients leave out."""
+    if any(host.startswith(f"{name}:") for name in LOOPBACK_NAMES):
+        return True
+    return port == DEFAULT_PORT and host in LOOPBACK_NAMES
 
 
 def tool_name(pipeline: str) -> str:
@@ -154,9 +168,12 @@ class McpEndpoint:
         # A browser page must not reach a loopback server through a rebound name: checked
         # first by `_transport_refusal` (the service's JSON), the SDK's check behind it.
         self.loopback = loopback
+        # (the bare names too, for a server on port 80: `loopback_host`, checked first,
+        # takes them on that port only)
+        allowed = [*(f"{name}:*" for name in LOOPBACK_NAMES), *LOOPBACK_NAMES]
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=loopback,
-            allowed_hosts=[f"{name}:*" for name in LOOPBACK_NAMES] if loopback else [],
+            allowed_hosts=allowed if loopback else [],
         )
         self.sessions = StreamableHTTPSessionManager(
             self.server,
@@ -182,7 +199,8 @@ class McpEndpoint:
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
             return
-        refusal = self._transport_refusal(headers)
+        server = scope.get("server")
+        refusal = self._transport_refusal(headers, None if server is None else server[1])
         if refusal is not None:
             await problems_response(refusal, self.service.redact)(scope, receive, send)
             return
@@ -193,6 +211,7 @@ class McpEndpoint:
             return
         if scope.get("method") == "POST":
             try:
+                _check_accept(headers.get("accept", ""))
                 raw = await read_body(
                     Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
                 )
@@ -203,15 +222,15 @@ class McpEndpoint:
             receive = _replay(raw, receive)
         await self.sessions.handle_request(scope, receive, send)
 
-    def _transport_refusal(self, headers: Headers) -> Refused | None:
+    def _transport_refusal(self, headers: Headers, port: int | None) -> Refused | None:
         """The SDK's transport checks, refused in the service's words before it makes them
         (its answers are plain text): on a loopback address a `Host` that is not a loopback
-        name with a port (421, CD444) and any `Origin` (403, CD444), as its
-        `TransportSecuritySettings` configured above refuse them. (A POST whose
-        Content-Type is not JSON's own is `read_body`'s 415, CD307.)"""
+        name with a port, or without one on port 80 (`loopback_host`; 421, CD444) and any
+        `Origin` (403, CD444), as its `TransportSecuritySettings` configured above refuse
+        them. (A POST whose Content-Type is not JSON's own is `read_body`'s 415, CD307.)"""
         if self.loopback:
             host = headers.get("host", "")
-            if not any(host.startswith(f"{name}:") for name in LOOPBACK_NAMES):
+            if not loopback_host(host, port):
                 return refused(
                     421,
                     codes.SERVE_MCP_HOST_REFUSED,
@@ -219,7 +238,7 @@ class McpEndpoint:
                     "address /mcp answers a loopback name with its port only",
                     "",
                     "send Host: 127.0.0.1:PORT (or localhost:PORT, [::1]:PORT), the port "
-                    "included, as HTTP clients do",
+                    "included (but port 80's), as HTTP clients do",
                 )
             origin = headers.get("origin")
             if origin:
@@ -375,6 +394,23 @@ class McpEndpoint:
         text = json.dumps(body, ensure_ascii=False, indent=2)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=True
+        )
+
+
+def _check_accept(header: str) -> None:
+    """A POST's `Accept` lists both media types MCP's streamable HTTP answers in, as the
+    spec requires of a client and the SDK checks after this (its 406 is a JSON-RPC error
+    with a made-up id): else 406 (CD449) in the service's words."""
+    given = [part.strip() for part in header.split(",")]
+    lacking = [kind for kind in ACCEPTED if not any(g.startswith(kind) for g in given)]
+    if lacking:
+        raise refused(
+            406,
+            codes.SERVE_MCP_NOT_ACCEPTABLE,
+            f"the Accept header {header[:100]!r} does not list {' and '.join(lacking)}: "
+            "an answer of /mcp is either",
+            "",
+            "send Accept: application/json, text/event-stream (as MCP clients do)",
         )
 
 

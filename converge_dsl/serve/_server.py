@@ -8,10 +8,11 @@ suggestors compile at a pipeline's first run, then once per inputs), names
 must be unique (CD994), and with `mcp` their MCP tool names too (CD436),
 tokens are read (CD992), a non-loopback host needs tokens, the executor's
 options fit (CD433, CD999), and the state opens (CD993). `serve(options)`
-starts the workers of `--executor process|ray` (a worker that cannot start
-stops it: CD999), binds the socket, runs uvicorn, says where it listens once
-it serves, and returns after SIGINT or SIGTERM (closing the workers); the runs
-in flight then continue at the next start on the same state.
+checks the installed uvicorn (CD448), starts the workers of `--executor
+process|ray` (a worker that cannot start stops it: CD999), binds the socket,
+runs uvicorn, says where it listens once it serves, and returns after SIGINT
+or SIGTERM (closing the workers); the runs in flight then continue at the next
+start on the same state.
 """
 
 from __future__ import annotations
@@ -231,6 +232,9 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
 
     prepared = prepare(options)
     try:
+        # A request's head bounded in size and time, refused as JSON (`_heads`); a uvicorn
+        # lacking a part it takes stops the start here (CD448).
+        http = protocol()
         if prepared.service.workers is not None:  # a worker that cannot start stops it now
             start_workers(prepared.service.workers, options.executor)
         sock = bind(options.host, options.port)
@@ -250,16 +254,14 @@ def serve(options: ServeOptions, on_ready: Callable[[str], object]) -> None:
         timeout_keep_alive=5,
         timeout_graceful_shutdown=5,
         # Connections at once: every run a pipeline may hold (running and waiting), and as
-        # many again for event streams and reads; past that uvicorn answers 503.
+        # many again for event streams and reads; past that the answer is 503 (CD447).
         limit_concurrency=2
         * len(prepared.names)
         * (options.limits.concurrency + options.limits.queue)
         + 64,
         server_header=False,
-        # A request's head bounded in size and time, refused as JSON (`_heads`); h11's own
-        # bound, when uvicorn reads with h11, no lower than it.
-        http=protocol(),
-        h11_max_incomplete_event_size=HEAD_CAP,
+        http=http,  # heads bounded, refusals and the 503 past the limit as JSON (`_heads`)
+        h11_max_incomplete_event_size=HEAD_CAP,  # h11's own head bound no lower than `_heads`
     )
     server = _server(config, lambda: on_ready(url))
     try:

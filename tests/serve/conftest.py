@@ -3,7 +3,7 @@
 `Server(paths, state, *options)` starts `python -m converge_dsl serve ... --port 0`,
 waits (bounded) for the line saying where it listens, and is always stopped:
 `stop()` sends SIGTERM and waits, `kill()` sends SIGKILL (the crash tests).
-`in_process(state, limits, **config)` serves echo.yaml from a thread of the test's own
+`in_process(state, limits, mcp=..., **config)` serves echo.yaml from a thread of the test's own
 process instead, for what `serve` does not expose (short bounds, either parser).
 """
 
@@ -183,16 +183,24 @@ def post_load(url: str, runs: int, gated: int) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def in_process(state: Path, limits: HttpLimits, **config: Any) -> Iterator[str]:
-    """echo.yaml served on 127.0.0.1 by uvicorn on a thread of this process, with `limits`
-    and `config` (given to `uvicorn.Config`); its URL, until the block ends."""
+def in_process(
+    state: Path, limits: HttpLimits, *, mcp: bool = False, **config: Any
+) -> Iterator[str]:
+    """echo.yaml served on 127.0.0.1 by uvicorn on a thread of this process, with `limits`,
+    the MCP endpoint if `mcp`, and `config` (given to `uvicorn.Config`); its URL, until
+    the block ends."""
     import uvicorn
 
     from converge_dsl.serve import ServeOptions, prepare
     from converge_dsl.serve._app import build_app
 
     prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=state))
-    app = build_app(prepared.service, None, limits)
+    endpoint = None
+    if mcp:
+        from converge_dsl.serve._mcp import McpEndpoint
+
+        endpoint = McpEndpoint(prepared.service, None, limits, loopback=True)
+    app = build_app(prepared.service, None, limits, endpoint)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

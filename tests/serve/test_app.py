@@ -540,3 +540,77 @@ def test_a_body_of_json_null_is_no_object(served: tuple[str, dict[str, str]]) ->
         assert answer.status_code == 422
         assert answer.json()["errors"][0]["message"] == "the request body must be a JSON object"
         assert http.post("/v1/pipelines/market-entry/runs", content=b"").status_code == 202
+
+
+# --- faults outside the handlers: the service's JSON 500 too ------------------------
+
+
+def _raw(url: str, data: bytes) -> bytes:
+    """`data` sent on a new connection; what comes back until the server closes it."""
+    import socket
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(data)
+        out = b""
+        while chunk := sock.recv(65536):
+            out += chunk
+        return out
+
+
+def _fault_answer(raw: bytes) -> dict[str, Any]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 500 "), raw
+    assert b"content-type: application/json" in head.lower()
+    (problem,) = json.loads(body)["errors"]
+    assert problem["code"] == "CD445"
+    assert b"secret" not in raw
+    assert b"Traceback" not in raw
+    return dict(problem)
+
+
+def test_a_fault_in_the_mcp_endpoint_is_a_json_500_its_traceback_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The MCP endpoint's own code raising (here its message check): CD445 in the
+    service's JSON, the traceback in the log only; it was Starlette's plain-text
+    'Internal Server Error'."""
+    from converge_dsl.serve import _mcp
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    def broken(message: object) -> None:
+        raise RuntimeError("secret internals /srv/state")
+
+    monkeypatch.setattr(_mcp, "checked_message", broken)
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    with in_process(tmp_path / "state", HttpLimits(), mcp=True, log_config=None) as url:
+        port = url.rsplit(":", 1)[1]
+        request = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n" % (port.encode(), len(body)) + body
+        )
+        _fault_answer(_raw(url, request))
+    assert "RuntimeError: secret internals" in caplog.text
+    assert "the service failed on POST /mcp" in caplog.text
+
+
+def test_a_fault_outside_any_handler_is_a_json_500_its_traceback_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fault past the routes (here in the answer to a method a route does not take):
+    CD445 in the service's JSON and the connection closed, the traceback in the log."""
+    from converge_dsl.serve._app import HttpLimits, _Api
+
+    from .conftest import in_process
+
+    async def broken(self: object, request: object, exc: Exception) -> None:
+        raise RuntimeError("secret internals /srv/state")
+
+    monkeypatch.setattr(_Api, "framework_refusal", broken)
+    with in_process(tmp_path / "state", HttpLimits(), log_config=None) as url:
+        # kept alive by the client: the server closes it after the fault
+        _fault_answer(_raw(url, b"OPTIONS /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert "RuntimeError: secret internals" in caplog.text

@@ -1,6 +1,8 @@
 """A request's head over a real socket: bounded in size (431) and time (408), a
-malformed one refused (400), each as the service's JSON with its code and no
-traceback in the server's log; bodies, keep-alive and slow answers untouched."""
+malformed one refused (400), one past the server's connections refused (503), each
+as the service's JSON with its code and no traceback in the server's log; bodies,
+keep-alive and slow answers untouched; a uvicorn lacking a part of its protocol
+the bound takes stops the start (CD448)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from converge_dsl.serve._heads import HEAD_CAP
 
-from .conftest import DATA, Server, in_process, serve_with_token
+from .conftest import DATA, Server, in_process, serve_with_token, until
 
 TOKEN = "5ca1ab1e0ddba11c0ffee0123456789a"
 RUNS = "/v1/pipelines/echo/runs"
@@ -246,3 +249,112 @@ def test_a_refusal_waits_for_the_answers_before_it(
     assert b"CD441" in answers
     assert "Traceback" not in caplog.text
     assert "write_eof" not in caplog.text
+
+
+# --- the server's connections, past its limit ----------------------------------------
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_request_past_the_connection_limit_is_503_json_with_retry_after(
+    tmp_path: Path, parser: str
+) -> None:
+    """uvicorn's `limit_concurrency` (3 here): with two connections open, a request on a
+    third is the service's JSON (CD447) with Retry-After and the connection closed; it
+    was uvicorn's plain-text 'Service Unavailable'. Once one closes, a request is served."""
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._heads import protocol
+
+    health = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    closing = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with in_process(
+        tmp_path / "state",
+        HttpLimits(),
+        http=protocol(parser=parser),
+        h11_max_incomplete_event_size=HEAD_CAP,
+        limit_concurrency=3,
+    ) as url:
+        held = [socket.create_connection(_address(url), timeout=10) for _ in range(2)]
+        try:
+            for sock in held:  # each answered, and kept open
+                sock.sendall(health)
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+            status, code, message, headers = refusal(exchange(url, closing))
+            assert (status, code) == (503, "CD447")
+            assert headers["retry-after"] == "1"
+            assert message.startswith("the server is answering as many connections as it takes (3)")
+        finally:
+            held.pop().close()
+        until(lambda: exchange(url, closing).startswith(b"HTTP/1.1 200 "), 10)
+        for sock in held:
+            sock.close()
+
+
+# --- the uvicorn it runs on ---------------------------------------------------------
+
+
+def test_pyprojects_uvicorn_bounds_are_the_supported_ones() -> None:
+    import tomllib
+
+    from converge_dsl.serve._heads import UVICORN_SUPPORTED
+
+    from .conftest import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    wanted = [r for extra in project["optional-dependencies"].values() for r in extra]
+    uvicorns = [r for r in wanted if r.startswith("uvicorn")]
+    assert uvicorns
+    assert set(uvicorns) == {f"uvicorn{UVICORN_SUPPORTED}"}
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_uvicorn_without_a_part_the_protocol_takes_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch, parser: str
+) -> None:
+    """A uvicorn whose protocol lost a method this one overrides (its 400 answer would be
+    uvicorn's plain text again) or an attribute it reads (the pipelined requests):
+    `ServeFailed` (CD448) naming the installed uvicorn and the supported releases."""
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from converge_dsl.serve._errors import ServeFailed
+    from converge_dsl.serve._heads import UVICORN_SUPPORTED, protocol
+
+    base: type = HttpToolsProtocol if parser == "httptools" else H11Protocol
+    protocol(parser=parser)  # the installed one has every part
+    with monkeypatch.context() as patched:
+        patched.delattr(base, "send_400_response")
+        with pytest.raises(ServeFailed) as caught:
+            protocol(parser=parser)
+    assert caught.value.code == "CD448"
+    message = str(caught.value)
+    assert f"uvicorn {uvicorn.__version__} is not supported" in message
+    assert "has no send_400_response" in message
+    assert f"uvicorn{UVICORN_SUPPORTED}" in message
+
+    made = base.__init__
+    part = "pipeline" if parser == "httptools" else "conn"
+
+    def renamed(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        delattr(self, part)
+
+    monkeypatch.setattr(base, "__init__", renamed)
+    with pytest.raises(ServeFailed, match=f"has no {part} "):
+        protocol(parser=parser)
+
+
+def test_serve_stops_before_it_binds_on_such_a_uvicorn(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from converge_dsl.serve import ServeOptions
+    from converge_dsl.serve._errors import ServeFailed
+    from converge_dsl.serve._server import serve
+
+    monkeypatch.delattr(HttpToolsProtocol, "on_response_complete")
+    ready: list[str] = []
+    with pytest.raises(ServeFailed, match="has no on_response_complete"):
+        serve(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "state", port=0), ready.append)
+    assert ready == []

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from converge_dsl.cli import run
 from converge_dsl.serve import ServeOptions, prepare
 from converge_dsl.serve._errors import ServeRefused
-from converge_dsl.serve._mcp import IDEMPOTENCY_META, tool_name, tool_names
+from converge_dsl.serve._mcp import IDEMPOTENCY_META, loopback_host, tool_name, tool_names
 from converge_dsl.serve._store import STATE_FILE
 
 from .conftest import DATA, Server, serve_with_token
@@ -449,6 +449,60 @@ def test_the_endpoint_is_mounted_only_with_mcp(tmp_path: Path) -> None:
             assert ("/mcp" in paths) is mounted
         finally:
             prepared.service.store.close()
+
+
+def test_a_host_without_a_port_is_the_servers_on_port_80_only() -> None:
+    """HTTP clients leave port 80 out of `Host`: a loopback server on 80 takes the bare
+    name (it refused `Host: 127.0.0.1` with 421); on another port, or one not known, not."""
+    for name in ("127.0.0.1", "localhost", "[::1]"):
+        assert loopback_host(name, 80)
+        assert loopback_host(f"{name}:80", 80)
+        assert loopback_host(f"{name}:8080", 8080)
+        assert not loopback_host(name, 8080)
+        assert not loopback_host(name, None)
+    assert not loopback_host("example.com", 80)
+    assert not loopback_host("127.0.0.1.example.com", 80)
+    assert not loopback_host("", 80)
+
+
+def test_an_mcp_client_of_a_server_on_port_80_is_answered(tmp_path: Path) -> None:
+    """The whole endpoint, the SDK's own Host check behind the service's, as a server on
+    port 80 sees a client's request (`Host: 127.0.0.1`), without binding port 80."""
+    from converge_dsl.serve._app import HttpLimits, build_app
+    from converge_dsl.serve._mcp import McpEndpoint
+
+    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=tmp_path / "s"))
+    endpoint = McpEndpoint(prepared.service, None, HttpLimits(), loopback=True)
+    app = build_app(prepared.service, None, HttpLimits(), endpoint)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    def listening_on(port: int) -> Any:
+        """`app` as uvicorn serves it from a socket of `port` (its scope's `server`)."""
+
+        async def served(scope: Any, receive: Any, send: Any) -> None:
+            await app({**scope, "server": ("127.0.0.1", port)}, receive, send)
+
+        return served
+
+    async def posts() -> list[httpx.Response]:
+        answers = []
+        async with endpoint.running():
+            for port in (80, 8080):
+                transport = httpx.ASGITransport(app=listening_on(port))
+                async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+                    bare = {**accept, "Host": "127.0.0.1"}
+                    answers.append(await client.post("/mcp", json=message, headers=bare))
+        return answers
+
+    try:
+        on_80, on_8080 = asyncio.run(posts())
+    finally:
+        prepared.service.store.close()
+    assert on_80.status_code == 200, on_80.text
+    assert '"name":"echo"' in on_80.text.replace(" ", "")
+    assert on_8080.status_code == 421
+    assert on_8080.json()["errors"][0]["code"] == "CD444"
 
 
 def test_mcp_without_the_mcp_package_is_a_usage_error(

@@ -155,7 +155,8 @@ def test_the_transports_own_refusals_are_the_services_json(
 ) -> None:
     """The SDK's DNS-rebinding and media checks, made first in the service's words: a Host
     without a port or of another name (421), an Origin (403), a POST that is not
-    application/json (415); a loopback Host with its port still answered."""
+    application/json (415) or does not accept both JSON and SSE (406); a loopback Host
+    with its port still answered."""
     server = serve_with_token(tmp_path, servers, [DATA], TOKEN, "--mcp")
     url = server.ready()
     listing = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
@@ -191,6 +192,11 @@ def test_the_transports_own_refusals_are_the_services_json(
     assert (status, json.loads(text)["errors"][0]["code"]) == (403, "CD444")
     status, text = curl("Content-Type: application/x-www-form-urlencoded")
     assert (status, json.loads(text)["errors"][0]["code"]) == (415, "CD307")
+    for accept in ("application/json", "text/event-stream", "*/*"):
+        status, text = curl(f"Accept: {accept}")  # it was the SDK's JSON-RPC error
+        (problem,) = json.loads(text)["errors"]
+        assert (status, problem["code"]) == (406, "CD449")
+        assert problem["message"].startswith(f"the Accept header {accept!r} does not list ")
     for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
         status, text = curl(f"Host: {host}")
         assert status == 200, text
