@@ -9,6 +9,10 @@ written until `--events` lines (default 100,000). Then the command
 `converge-dsl report TRACE -o report.html` runs in a fresh process, timed as a
 whole (start-up included); the best of `--repeat` runs counts.
 
+Then the same trace with one fact's content holding a control character and a
+regex's `\\b` (what a page shows escaped), the two traces in turn, and its time as a
+ratio to the plain trace's.
+
 Last line: `report seconds for 100k events: X  html MB: Y` (targets: X <= 5, Y <= 20).
 
 Run: .venv/bin/python bench/report.py [--events N] [--repeat R] [--keep FILE.html]
@@ -284,19 +288,46 @@ def main() -> None:
         trace, html = Path(folder) / "trace.jsonl", Path(folder) / "report.html"
         count = synthetic_trace(trace, args.events)
         print(f"trace: {count} events, {trace.stat().st_size / 1e6:.1f} MB")
-        best = float("inf")
-        for _ in range(args.repeat):
-            started = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "converge_dsl", "report", str(trace), "-o", str(html)],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
-            best = min(best, time.perf_counter() - started)
+        # The same trace, one proposed fact's content holding what a page shows escaped
+        # (a regex's \b, a BEL): the pages rewrite their data's JSON text then.
+        escaped = Path(folder) / "escaped.jsonl"
+        escaped.write_text(_one_escaped_fact(trace.read_text(encoding="utf-8")), "utf-8")
+        best, best_escaped = float("inf"), float("inf")
+        for _ in range(args.repeat):  # interleaved
+            best = min(best, _report_seconds(trace, html))
+            best_escaped = min(best_escaped, _report_seconds(escaped, Path(folder) / "e.html"))
         size = html.stat().st_size / 1e6
         if args.keep:
             shutil.copyfile(html, args.keep)
+    print(
+        f"the same trace with one fact holding a control character: {best_escaped:.2f} s, "
+        f"{best_escaped / best:.2f} x"
+    )
     print(f"report seconds for {args.events // 1000}k events: {best:.2f}  html MB: {size:.1f}")
+
+
+def _report_seconds(trace: Path, html: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "report", str(trace), "-o", str(html)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started
+
+
+def _one_escaped_fact(text: str) -> str:
+    """`text` with the first proposal's content replaced by one holding `\b` and a BEL."""
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        event = json.loads(line)
+        if isinstance(event.get("content"), str):
+            event["content"] = "re.compile(r'\\bseat\\b') rang \x07"
+            lines[index] = json.dumps(event) + "\n"
+            break
+    else:
+        raise SystemExit("the synthetic trace holds no content to change")
+    return "".join(lines)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,13 @@ EXCERPT_LINE_CHARS = 400
 
 
 def cut_line(line: str, column: int) -> str:
-    """`line` if it is short; else `EXCERPT_LINE_CHARS` of it from a little before
-    `column` (1-based, where the excerpt's subject starts), `…` where it was cut."""
+    """`line` if it is short; else `EXCERPT_LINE_CHARS` characters of it, from a little
+    before `column` (1-based, where the excerpt's subject starts), each `…` that marks
+    a cut among them: cutting a cut line again changes nothing."""
     if len(line) <= EXCERPT_LINE_CHARS:
         return line
     left = max(0, min(column - 1 - EXCERPT_LINE_CHARS // 10, len(line) - EXCERPT_LINE_CHARS))
     right = left + EXCERPT_LINE_CHARS
-    return ("\u2026" if left else "") + line[left:right] + ("\u2026" if right < len(line) else "")
+    head = "\u2026" if left else ""
+    tail = "\u2026" if right < len(line) else ""
+    return head + line[left + len(head) : right - len(tail)] + tail

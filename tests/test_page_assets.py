@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from converge_dsl._page_assets import html_text, page_data, page_text
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from converge_dsl._page_assets import html_text, page_json, page_text
 
 
 def test_control_and_bidi_characters_show_as_their_escapes() -> None:
@@ -11,9 +17,40 @@ def test_control_and_bidi_characters_show_as_their_escapes() -> None:
     assert page_text("plain, \u00e9t\u00e9 \u65e5\u672c") == "plain, \u00e9t\u00e9 \u65e5\u672c"
 
 
+def _page_text_everywhere(value: Any) -> Any:
+    if isinstance(value, str):
+        return page_text(value)
+    if isinstance(value, dict):
+        return {page_text(k): _page_text_everywhere(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_page_text_everywhere(v) for v in value]
+    return value
+
+
 def test_every_string_of_a_json_value_keys_too() -> None:
     value = {"k\u202e": ["x\u202a", 1, 0.5, None, True, {"y": "\x01"}]}
-    assert page_data(value) == {"k\\u202e": ["x\\u202a", 1, 0.5, None, True, {"y": "\\x01"}]}
+    expected = {"k\\u202e": ["x\\u202a", 1, 0.5, None, True, {"y": "\\x01"}]}
+    assert json.loads(page_json(value)) == expected
+
+
+# Text rich in what page_json rewrites in its JSON text: backslashes before b, f, r and
+# u00, controls, DEL, C1, bidi controls, and the characters a script element must not hold.
+_TRICKY = st.text(
+    alphabet=st.sampled_from('ab\\bfru01x<>&"\n\t\r\b\f\x00\x1b\x7f\x85\u202e\u2066\u00e9'),
+    max_size=12,
+)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TRICKY,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_VALUES)
+def test_page_json_reads_back_as_page_text_of_every_string(value: Any) -> None:
+    text = page_json(value)
+    assert not set("<>&") & set(text)
+    assert json.loads(text) == _page_text_everywhere(value)
 
 
 def test_html_text_is_page_text_then_escaped() -> None:
@@ -21,10 +58,6 @@ def test_html_text_is_page_text_then_escaped() -> None:
 
 
 def test_page_json_is_inert_in_a_script_element_and_escapes_what_page_text_does() -> None:
-    import json
-
-    from converge_dsl._page_assets import page_json
-
     value = {"a": "</script><!--&", "b": ["\u202e", "\x08\x0c\x0d\x01", "\\b kept", "\t\n"]}
     text = page_json(value)
     assert "<" not in text

@@ -218,9 +218,11 @@ class BatchReportSink(BatchSink):
         from converge_dsl.runtime import REPORT_MARK
 
         folder = case_folder(self.path)
-        # A relative address: the folder's name as a path segment (`#`, `?`, `%` and
-        # spaces are an address's own characters).
-        address = html.escape(quote(folder.name))
+        # A relative address: the folder's name, its bytes, as a path segment (`#`, `?`,
+        # `%` and spaces are an address's own characters; a name need not be UTF-8).
+        address = html.escape(quote(os.fsencode(folder.name)))
+        # The name as a terminal shows it: a byte that is not UTF-8 as U+FFFD.
+        shown = os.fsencode(folder.name).decode("utf-8", "replace")
         rows = []
         for result in sorted(self._rows, key=lambda r: r.index):
             body = result.body
@@ -236,7 +238,8 @@ class BatchReportSink(BatchSink):
                 str(result.exit_code),
             )
             rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
-        title = html_text(f"converge-dsl batch: {self._pipeline.name}")
+        pipeline = os.fsencode(self._pipeline.name).decode("utf-8", "replace")
+        title = html_text(f"converge-dsl batch: {pipeline}")
         head = "".join(
             f"<th>{name}</th>"
             for name in ("case", "id", "stop reason", "cycles", "model calls", "exit")
@@ -246,7 +249,7 @@ class BatchReportSink(BatchSink):
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
             f"<title>{title}</title></head><body><h1>{title}</h1>"
             f"<p>{len(rows)} case(s) run; each case's report is in "
-            f"{html_text(folder.name)}/</p>"
+            f"{html_text(shown)}/</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             "</body></html>\n"
         )

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._long_lines import cut_line
 from converge_dsl._reading import open_regular
 from converge_dsl.errors import UsageError
 
@@ -381,9 +382,10 @@ class _Fold:
 
 
 def _cut_excerpt(text: str) -> str:
-    """At most `MAX_EXCERPT_LINES` lines of `MAX_TEXT` characters: a trace can hold any size."""
+    """At most `MAX_EXCERPT_LINES` lines, each cut as the trace's writer cuts them
+    (`cut_line`): a trace can hold any size."""
     lines = text.splitlines()[:MAX_EXCERPT_LINES]
-    return "\n".join(line if len(line) <= MAX_TEXT else _cut(line) for line in lines)
+    return "\n".join(cut_line(line, 1) for line in lines)  # the trace's own cut: kept
 
 
 def _excerpt(span: dict[str, Any], text: str | None) -> dict[str, Any]:

@@ -60,6 +60,13 @@ def test_the_batch_pages_links_and_ids_hold_for_any_name(tmp_path: Path) -> None
     text = page.read_text(encoding="utf-8")
     assert '<a href="r%23x%201/0.html">0</a></td><td>w\\u202ea</td>' in text
     assert (tmp_path / "r#x 1" / "0.html").is_file()
+    # a name that is not UTF-8: its bytes in the address (it was a traceback, no page)
+    odd = Path(os.fsdecode(bytes(tmp_path / "r") + b"\xe9.html"))
+    argv[-1] = str(tmp_path / "again.jsonl")
+    assert cli([*argv, "--report", str(odd)], io.StringIO(), io.StringIO()) == 0
+    text = odd.read_text(encoding="utf-8")
+    assert '<a href="r%E9/0.html">0</a>' in text
+    assert "each case's report is in r\ufffd/" in text
 
 
 def test_report_and_trace_together_share_each_case_trace(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ def test_a_pipeline_on_one_long_line_gives_each_node_a_cut_excerpt(tmp_path: Pat
     nodes = json.loads(found.group(1))["nodes"]
     (line,) = nodes["suggestor:copy"]["source"]["lines"]
     assert line.startswith("\u2026")  # cut before the node (it ends the line: not after)
-    assert len(line) == EXCERPT_LINE_CHARS + 1
+    assert len(line) == EXCERPT_LINE_CHARS
     assert '{"name": "copy", "kind": "rule"' in line  # the node's own text, not the file's start
 
 

@@ -292,6 +292,9 @@ def test_a_right_to_left_override_shows_as_its_escape(browser: Any, tmp_path: Pa
     assert "T-1 \\u202e(at a.yaml:1:2)" in browser.find_element("id", "cases").text
     assert browser.find_element("id", "title").text == "Evaluation: T-1 \\u202e(at a.yaml:1:2)"
     assert _errors(browser) == []
+    # the pane's JSON shows the escape once, as the table does (not `\\u202e`)
+    _visible_rows(browser, "#cases .row")[0].click()
+    assert '"name": "T-1 \\u202e(at a.yaml:1:2)"' in browser.find_element("id", "detail").text
 
 
 def _errored(i: int, **more: Any) -> dict[str, Any]:

@@ -133,5 +133,9 @@ def test_a_pipeline_on_one_long_line_gives_each_suggestor_a_cut_excerpt(tmp_path
     assert run(["run", str(path), "--trace", str(trace), "-q"], io.StringIO(), io.StringIO()) == 0
     assert trace.stat().st_size < 200_000  # the line once would be 50 x 50 KB
     excerpts = json.loads(trace.read_text().splitlines()[0])["excerpts"]
-    assert len(excerpts["r7"]) <= EXCERPT_LINE_CHARS + 2
+    assert len(excerpts["r7"]) == EXCERPT_LINE_CHARS
     assert '{"name": "r7", "kind": "rule"' in excerpts["r7"]  # its own text, not the file's start
+    from converge_dsl.runtime._report_data import report_data
+
+    shown = report_data(trace)["sources"]["r7"]["text"]
+    assert shown == excerpts["r7"]  # the report keeps the trace's cut

@@ -14,11 +14,19 @@ function fmt(v) {
   if (v === null || v === undefined) return "-";
   if (isNum(v)) return Number.isInteger(v) ? String(v) : String(Math.round(v * 1000) / 1000);
   if (typeof v === "string") return v;
-  return JSON.stringify(v);
+  return jsonText(v);
+}
+/* `v` as JSON text, the escapes the page's data holds for control and bidi characters
+   (`\x1b`, `\u202e`) shown once, as the rest of the page shows them, not with JSON's
+   doubled backslash (an escaped backslash before them is kept as it is) */
+function jsonText(v, indent) {
+  return JSON.stringify(v, null, indent).replace(
+    /\\\\(\\\\|x[0-9a-f]{2}|u20(?:2[a-e]|6[6-9]))/g,
+    function (all, after) { return after === "\\\\" ? all : "\\" + after; });
 }
 /* a score or a mean: three decimals, as the text output prints them */
 function fix3(v) { return isNum(v) ? v.toFixed(3) : fmt(v); }
-function json(v) { return v === undefined ? "" : JSON.stringify(v, null, 2); }
+function json(v) { return v === undefined ? "" : jsonText(v, 2); }
 function stat(name, value) {
   var s = el("span", "stat", name + " "); s.appendChild(el("b", null, value)); $("stats").appendChild(s);
 }
