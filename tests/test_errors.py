@@ -137,3 +137,17 @@ def test_a_pack_a_serve_a_model_error_and_a_read_refusal_read_alike(tmp_path: Pa
     for (_, err), (_, code, text) in zip(seen, headings, strict=True):
         assert err.count(code) == 1, err  # in the heading only, never again in the text
         assert text.startswith(("path:", "serve: ", "model ", "cannot read --inputs file")), text
+
+
+def test_the_json_error_object_takes_its_code_from_the_field(tmp_path: Path) -> None:
+    import json
+
+    from converge_dsl.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    args = ["pack", "info", "alpha", "--repo", str(tmp_path), "--format", "json"]
+    assert run(args, out, err, {}) == 1
+    error = json.loads(out.getvalue())["error"]
+    assert error["code"] == "CD574"
+    assert "CD574" not in error["message"]
+    assert err.getvalue().startswith(f"error[CD574]: {error['message']}\n")
