@@ -66,9 +66,10 @@ class ReferenceRefused(ConvergeError):
 
     exit_code = 2
 
+    code: str
+
     def __init__(self, code: str, message: str, *, hint: str) -> None:
-        super().__init__(message, hint=hint)
-        self.code = code
+        super().__init__(message, hint=hint, code=code)
 
 
 class OutputError(ConvergeError):

@@ -43,9 +43,10 @@ class ReadRefused(UsageError):
     was read as.
     """
 
+    code: str
+
     def __init__(self, code: str, path: Path, what: str, reason: str, *, hint: str) -> None:
-        super().__init__(f"cannot read {what} {str(path)!r} [{code}]: {reason}", hint=hint)
-        self.code = code
+        super().__init__(f"cannot read {what} {str(path)!r}: {reason}", hint=hint, code=code)
         self.reason = reason
         self.path = path
         self.what = what

@@ -14,6 +14,17 @@ carries the process exit code the CLI returns for it:
 
 Foreign exceptions (yaml, jsonschema, jinja2, httpx) are translated into one
 of these at the boundary where they occur and never escape.
+
+An error's stable code (`CDxxx` of `converge_dsl.codes`, a model's `E_*`) lives in
+one place, its `code` field (None when it has none), never in its `message`.
+Every error reads one way:
+
+- `str(exc)` is `[CODE] text` (`text` alone without a code), then
+  `\n  hint: ...` when it has a hint; `text` is the message, and for a
+  `RunError` its place and suggestor around it.
+- `exc.printed()` is how the command line prints it: `error[CODE]: text`
+  (`error: text` without a code), then ` --> WHERE` under its first line when it
+  has a `where` (a pack error's place in the pipeline), then `  hint: ...`.
 """
 
 from __future__ import annotations
@@ -29,14 +40,36 @@ class ConvergeError(Exception):
     """Root of every error converge-dsl raises on purpose."""
 
     exit_code: ClassVar[int] = 1
+    code: str | None = None
+    where: str | None = None  # `FILE:LINE:COLUMN` of what the error is about, when known
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        if code is not None:  # else the class's own (None, or the one code of its kind)
+            self.code = code
+
+    @property
+    def text(self) -> str:
+        """The message as it reads on its line, without code and hint."""
+        return self.message
 
     def __str__(self) -> str:
-        return self.message if self.hint is None else f"{self.message}\n  hint: {self.hint}"
+        text = self.text if self.code is None else f"[{self.code}] {self.text}"
+        return text if self.hint is None else f"{text}\n  hint: {self.hint}"
+
+    def printed(self) -> str:
+        """The error as the command line prints it (see the module docstring), no newline at
+        its end."""
+        head, newline, rest = self.text.partition("\n")
+        text = f"error[{self.code}]: {head}" if self.code else f"error: {head}"
+        if self.where:  # under the first line, as a located diagnostic shows its place
+            from converge_dsl.diagnostics import one_line
+
+            text += f"\n --> {one_line(self.where)}"
+        text += newline + rest
+        return text if self.hint is None else f"{text}\n  hint: {self.hint}"
 
 
 class UsageError(ConvergeError):
@@ -75,23 +108,26 @@ class RunError(ConvergeError):
         message: str,
         *,
         hint: str | None = None,
+        code: str | None = None,
         span: SourceSpan | None = None,
         suggestor: str | None = None,
         cycle: int | None = None,
     ) -> None:
-        super().__init__(message, hint=hint)
+        super().__init__(message, hint=hint, code=code)
         self.span = span
         self.suggestor = suggestor
         self.cycle = cycle
 
-    def __str__(self) -> str:
+    @property
+    def text(self) -> str:
+        """`FILE:LINE:COL: message (suggestor 'NAME', cycle N)`, each part when known."""
         where = ""
         if self.span is not None:  # its file name on one line, as a diagnostic shows it
             where = f"{self.span}: "
         who = f" (suggestor {self.suggestor!r}" if self.suggestor else ""
         if who:
             who += f", cycle {self.cycle})" if self.cycle is not None else ")"
-        return f"{where}{super().__str__()}{who}"
+        return f"{where}{self.message}{who}"
 
 
 class KernelError(RunError):

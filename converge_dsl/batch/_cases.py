@@ -353,9 +353,9 @@ class ResultsRefused(UsageError):
     """`--resume` of a results file that holds lines of another pipeline (CD321); exit 3."""
 
     def __init__(self, message: str, *, hint: str) -> None:
-        super().__init__(f"[{codes.RESULTS_OF_ANOTHER_PIPELINE}]: results file refused: {message}")
-        self.hint = hint
-        self.code = codes.RESULTS_OF_ANOTHER_PIPELINE
+        super().__init__(
+            f"results file refused: {message}", hint=hint, code=codes.RESULTS_OF_ANOTHER_PIPELINE
+        )
 
 
 def check_pipeline(done: Done, stamp: PipelineStamp, path: Path) -> None:

@@ -366,8 +366,8 @@ def open_journals(database: Path) -> tuple[SqliteJournals, threading.Lock]:
         return SqliteJournals(db, lock, str(database)), lock
     except sqlite3.Error as exc:
         raise ConvergeError(
-            f"{codes.EXECUTOR_UNUSABLE}: a worker cannot open the checkpoint journals in "
-            f"{str(database)!r}: {exc}",
+            f"a worker cannot open the checkpoint journals in {str(database)!r}: {exc}",
+            code=codes.EXECUTOR_UNUSABLE,
             hint="workers open the service's state by path: run them where the --state folder is",
         ) from None
 
@@ -425,7 +425,7 @@ async def execute_one(
     except ConvergeError as exc:
         end = RunEnd("failed", _not_run(not_run_document(exc, pipeline.path)))
     except Exception as exc:  # a fault of the worker, not of the request
-        error = ConvergeError(f"{codes.SERVE_RUN_FAILED}: the run failed: {exc!r}")
+        error = ConvergeError(f"the run failed: {exc!r}", code=codes.SERVE_RUN_FAILED)
         end = RunEnd("failed", _not_run(not_run_document(error, pipeline.path)))
     paused = end.body is not None and end.body.get("stop_reason") == "hitl_pause"
     _settle(store, lock, run, keep=paused)
@@ -451,7 +451,7 @@ class WorkerError(ConvergeError):
     """The workers cannot be used (CD999): not installed, unreachable, did not start."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(f"{codes.EXECUTOR_UNUSABLE}: {message}", hint=hint)
+        super().__init__(message, hint=hint, code=codes.EXECUTOR_UNUSABLE)
 
 
 @dataclass

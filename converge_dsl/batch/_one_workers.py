@@ -53,7 +53,6 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from converge_dsl import codes
 from converge_dsl.errors import ConvergeError, UsageError
 
 from ._one import (
@@ -218,7 +217,7 @@ def _worker_main(
     try:
         journals = open_journals(database)
     except ConvergeError as exc:
-        conn.send(("failed", exc.message.removeprefix(f"{codes.EXECUTOR_UNUSABLE}: ")))
+        conn.send(("failed", exc.message))
         return
     worker = _Worker(conn, pipelines, journals)
     worker.loop.add_reader(conn.fileno(), worker.on_readable)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, cast
@@ -261,7 +260,7 @@ def run(
     try:
         return _dispatch(list(argv), io)
     except ConvergeError as exc:
-        _report(stderr, f"{_headed(str(exc))}\n")
+        _report(stderr, f"{exc.printed()}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         if _ENTRY.ends_process:  # it ends now: a further Ctrl-C would cut `_report` short
@@ -273,7 +272,7 @@ def run(
     except OSError as exc:
         # The last boundary for the environment: a full disk, a missing folder,
         # a permission. Commands translate the ones they expect with more context.
-        _report(stderr, f"error: {environment_error(exc)}\n")
+        _report(stderr, f"{environment_error(exc).printed()}\n")
         return EXIT_FAILURE
     except UnicodeDecodeError as exc:
         _report(
@@ -283,18 +282,6 @@ def run(
     except RecursionError:
         _report(stderr, "error: an input is nested too deeply to be read\n")
         return EXIT_USAGE
-
-
-def _headed(text: str) -> str:
-    """An error's line as every coded one reads, `error[CODE]: message`, for an error
-    whose text begins with its code (`[CODE]: message`), else `error: text`."""
-    code = _CODE_FIRST.match(text)
-    if code is None:
-        return f"error: {text}"
-    return f"error[{code.group(1)}]: {text[code.end() :]}"
-
-
-_CODE_FIRST = re.compile(r"\[(CD\d{3})\]: ")
 
 
 def _report(stderr: TextIO, text: str) -> None:

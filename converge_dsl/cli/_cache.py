@@ -156,7 +156,7 @@ def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
 
     if not args.key.strip():  # a prefix of every key: it showed the one entry there was
         raise _NoEntry(
-            f"answer cache [{codes.CACHE_NO_ENTRY}]: KEY is empty",
+            "answer cache: KEY is empty",
             hint="give an entry's key or a prefix of it; `converge-dsl cache ls` lists them",
         )
     rows = store.rows()
@@ -165,7 +165,7 @@ def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
         what = "no entry" if not found else f"{len(found)} entries"
         guess = did_you_mean(args.key, [row.key for row in rows])
         raise _NoEntry(
-            f"answer cache [{codes.CACHE_NO_ENTRY}]: {what} has a key starting {args.key!r}",
+            f"answer cache: {what} has a key starting {args.key!r}",
             hint=f"did you mean {guess}?" if guess else "`converge-dsl cache ls` lists the keys",
         )
     row = found[0]

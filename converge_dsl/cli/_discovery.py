@@ -164,6 +164,6 @@ def _pack_diagnostics(path: Path, name: str) -> list[Diagnostic]:
     except PipelineInvalid as exc:
         return list(exc.diagnostics)
     except PackError as exc:
-        code = getattr(exc, "code", codes.PACK_BAD_FILE)
+        code = exc.code or codes.PACK_BAD_FILE
         return [Diagnostic(code, Severity.ERROR, exc.message, name, 1, 1, 1, 1, hint=exc.hint)]
     return []

@@ -301,22 +301,14 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def report(exc: ConvergeError, io: CommandIO, format: str = "human") -> int:
-    """Print a pack error as the CLI does, with its code when it has one: `error[CD5xx]: ...`.
-
-    Under `--format json` it is also one `{"error": ...}` object on standard output.
+    """Print an error as the command line does (`ConvergeError.printed`); under
+    `--format json` it is also one `{"error": ...}` object on standard output.
     """
-    code, where = getattr(exc, "code", None), getattr(exc, "where", None)
-    text = str(exc)
-    if where:  # under the first line, as a located diagnostic shows its place
-        from converge_dsl.diagnostics import one_line
-
-        first, newline, rest = text.partition("\n")
-        text = f"{first}\n --> {one_line(where)}{newline}{rest}"
-    io.stderr.write(f"{f'error[{code}]' if code else 'error'}: {text}\n")
+    io.stderr.write(f"{exc.printed()}\n")
     if format == "json":
-        error = {"code": code, "message": exc.message, "hint": exc.hint}
-        if where:
-            error["where"] = where
+        error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+        if exc.where:
+            error["where"] = exc.where
         io.stdout.write(json.dumps({"error": error}, indent=2, ensure_ascii=False) + "\n")
     return exc.exit_code
 

@@ -358,7 +358,7 @@ def _error_text(out: RunOutcome) -> str:
 
     located = [d for d in out.diagnostics if d.file]
     if not located:
-        return "" if out.error is None else f"error: {out.error}\n"
+        return "" if out.error is None else f"{out.error.printed()}\n"
     text = StringIO()
     render(located, "human", text, summary=False)
     return text.getvalue() + "\n"

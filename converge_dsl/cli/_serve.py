@@ -176,18 +176,18 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise UsageError(
-            f"serve [{codes.SERVE_NOT_INSTALLED}]: serve needs the serve extra "
-            f"({exc.name} is not installed)",
+            f"serve: serve needs the serve extra ({exc.name} is not installed)",
             hint="pip install 'converge-dsl[serve]'",
+            code=codes.SERVE_NOT_INSTALLED,
         ) from None
     if args.mcp:
         try:
             import mcp  # noqa: F401
         except ImportError:
             raise UsageError(
-                f"serve [{codes.SERVE_MCP_NOT_INSTALLED}]: --mcp needs the mcp extra "
-                "(mcp is not installed)",
+                "serve: --mcp needs the mcp extra (mcp is not installed)",
                 hint="pip install 'converge-dsl[serve,mcp]'",
+                code=codes.SERVE_MCP_NOT_INSTALLED,
             ) from None
     from converge_dsl._file_kinds import is_pack
     from converge_dsl.cli._discovery import pipeline_files

@@ -316,6 +316,9 @@ def _failed(stop: Stop, state: RunState, names: Collection[str]) -> StopNote:
     who = f" (suggestor {suggestor!r}, cycle {cycle})" if suggestor else ""
     code = stop.code or _error_code(stop, error)
     what = error.message
+    model = error if isinstance(error, ModelFailure) else error.__cause__
+    if isinstance(model, ModelFailure) and model.code:  # a model's E_* is no diagnostic code
+        what = f"{model.code}: {what}"
     if code == codes.STOP_INVARIANT_FAILED:
         what = f"invariant {stop.invariant!r} could not be checked: {what}"
     return StopNote(

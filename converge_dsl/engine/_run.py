@@ -489,7 +489,7 @@ def _as_run_error(name: str, cycle: int, exc: BaseException) -> RunError:
             exc.cycle = cycle
         return exc
     if isinstance(exc, ConvergeError):
-        error = RunError(exc.message, hint=exc.hint, suggestor=name, cycle=cycle)
+        error = RunError(exc.message, hint=exc.hint, code=exc.code, suggestor=name, cycle=cycle)
     else:
         error = RunError(
             f"suggestor raised {type(exc).__name__}: {exc}", suggestor=name, cycle=cycle

@@ -257,7 +257,7 @@ class SqliteAnswerStore:
         self.path = folder / STORE_FILE
         self.max_bytes = max_bytes
         self._lock = threading.RLock()
-        cannot = f"answer cache [{codes.CACHE_STORE_FAILED}]: cannot open {str(self.path)!r}"
+        cannot = f"answer cache: cannot open {str(self.path)!r}"
         writable = "give a writable folder with --cache-dir, or run without --cache"
         if folder.exists() and not folder.is_dir():
             raise CacheStoreError(
@@ -309,10 +309,7 @@ class SqliteAnswerStore:
             with self._lock:
                 yield self._db
         except sqlite3.Error as exc:
-            message = (
-                f"answer cache [{codes.CACHE_STORE_FAILED}]: {str(self.path)!r} failed while "
-                f"{doing}: {exc}"
-            )
+            message = f"answer cache: {str(self.path)!r} failed while {doing}: {exc}"
             code = _primary(exc)
             if code in _DAMAGED:
                 raise self._damaged(message) from None

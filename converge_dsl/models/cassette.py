@@ -448,7 +448,7 @@ class ReplayModel(ModelDefaults):
         if isinstance(answer, ModelError):
             raise ModelError(
                 answer.code,
-                answer.message.removeprefix(f"{answer.code.value}: "),
+                answer.message,
                 retryable=answer.retryable,
                 retry_after=answer.retry_after,
                 hint=answer.hint,
@@ -569,6 +569,7 @@ def _answer_from_json(entry: Mapping[str, Any]) -> ModelReturn | ModelError:
         code = ModelErrorCode(error["code"])
         return ModelError(
             code,
+            # a cassette recorded before the code left the message has it there too
             str(error["message"]).removeprefix(f"{code.value}: "),
             retryable=bool(error.get("retryable")),
             retry_after=error.get("retry_after"),

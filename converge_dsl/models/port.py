@@ -153,6 +153,8 @@ class ModelErrorCode(StrEnum):
 class ModelError(ModelFailure):
     """A model call failed. `code` is stable; `hint` tells a human how to recover."""
 
+    code: ModelErrorCode
+
     def __init__(
         self,
         code: ModelErrorCode,
@@ -162,8 +164,7 @@ class ModelError(ModelFailure):
         retry_after: float | None = None,
         hint: str | None = None,
     ) -> None:
-        super().__init__(f"{code.value}: {message}", hint=hint)
-        self.code = code
+        super().__init__(message, hint=hint, code=code)
         self.retryable = retryable
         self.retry_after = retry_after
 
@@ -171,7 +172,7 @@ class ModelError(ModelFailure):
         """The same failure with `redact` applied to its message and hint."""
         return ModelError(
             self.code,
-            redact(self.message.removeprefix(f"{self.code.value}: ")),
+            redact(self.message),
             retryable=self.retryable,
             retry_after=self.retry_after,
             hint=None if self.hint is None else redact(self.hint),

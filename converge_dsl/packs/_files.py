@@ -50,13 +50,13 @@ class PackRefused(PackError):
     knows the file) is where the pipeline asks for the first of them.
     """
 
+    code: str
+
     def __init__(
         self, code: str, message: str, *, hint: str | None = None, packs: tuple[str, ...] = ()
     ) -> None:
-        super().__init__(message, hint=hint)
-        self.code = code
+        super().__init__(message, hint=hint, code=code)
         self.packs = packs
-        self.where: str | None = None
 
 
 class Notice(str):

@@ -212,12 +212,11 @@ class Judges:
             self.usage[1] += spent[0]
             self.usage[2] += spent[1]
         except ModelError as exc:
-            message = exc.message.removeprefix(f"{exc.code.value}: ")
             return self._bad(
                 rubric,
                 case,
                 codes.EVAL_JUDGE_FAILED,
-                f"judge call failed: {exc.code.value}: {message}",
+                f"judge call failed: {exc.code.value}: {exc.message}",
             )
         finally:
             if pool is not None:  # held -> spent in one step (a failed call is a call)

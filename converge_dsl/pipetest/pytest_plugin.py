@@ -187,7 +187,7 @@ def _converge_error_text(error: BaseException) -> str | None:
 
         return render_human(error.diagnostics, {})
     if isinstance(error, ConvergeError):
-        return f"error: {error}"
+        return error.printed()
     return None
 
 

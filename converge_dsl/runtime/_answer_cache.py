@@ -83,7 +83,7 @@ def cache_mode(env: Mapping[str, str]) -> CacheMode | None:
 
     if raw not in CACHE_MODES:
         raise _ModeError(
-            f"answer cache [{codes.CACHE_BAD_MODE}]: {MODE_VARIABLE}={raw!r} is not a cache mode",
+            f"answer cache: {MODE_VARIABLE}={raw!r} is not a cache mode",
             hint=f"use one of {', '.join(CACHE_MODES)}",
         )
     return raw

@@ -35,9 +35,10 @@ KEY_BYTES = 32
 class CheckpointRefused(UsageError):
     """A checkpoint (or its key) cannot be used; `code` is its stable CD95x code."""
 
+    code: str
+
     def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(f"checkpoint refused [{code}]: {message}", hint=hint)
-        self.code = code
+        super().__init__(f"checkpoint refused: {message}", hint=hint, code=code)
 
 
 def config_dir(env: Mapping[str, str]) -> Path:

@@ -56,9 +56,7 @@ def _cassette(
             path, name=name, attempt_gate=attempt_gate, order=order, clock=clock
         )
     except ModelError as exc:
-        raise UsageError(
-            f"{option}: {exc.message.removeprefix(f'{exc.code.value}: ')}", hint=exc.hint
-        ) from None
+        raise UsageError(f"{option}: {exc.message}", hint=exc.hint) from None
 
 
 def model_builder(
@@ -198,4 +196,4 @@ def tool_replay(path: Path, orders: dict[str, ReplayOrder]) -> ServerFactory:
     try:
         return ToolReplay.from_file(path, order=order).server
     except ToolReplayMiss as exc:
-        raise UsageError(f"[{exc.code}]: {option}: {exc.message}", hint=exc.hint) from None
+        raise UsageError(f"{option}: {exc.message}", hint=exc.hint, code=exc.code) from None

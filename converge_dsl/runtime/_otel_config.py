@@ -59,9 +59,10 @@ CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 class OtelRefused(UsageError):
     """The OpenTelemetry configuration cannot be used; `code` is its CD98x code."""
 
+    code: str
+
     def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(f"OpenTelemetry [{code}]: {message}", hint=hint)
-        self.code = code
+        super().__init__(f"OpenTelemetry: {message}", hint=hint, code=code)
 
 
 class OtelSettings(Record):

@@ -213,14 +213,15 @@ def not_run_diagnostics(
         return (located,)
     usage = isinstance(error, UsageError)
     # An error that carries its own stable code (OpenTelemetry's CD981...) keeps it;
-    # other codes (a model's E_CONFIG) are not diagnostic codes.
-    own = getattr(error, "code", None)
-    if isinstance(own, str) and own.startswith("CD"):
+    # other codes (a model's E_CONFIG) are no diagnostic codes: they stay in the text.
+    message, own = error.message, error.code
+    if own is not None and own.startswith("CD"):
         code = own
     else:
         code = codes.NOT_RUN_USAGE if usage else codes.NOT_RUN_ERROR
+        message = message if own is None else f"{own}: {message}"
     span = inputs_at if usage and inputs_at is not None else SourceSpan(str(pipeline), 1, 1, 1, 1)
-    return (Diagnostic.at(code, error.message, span, hint=error.hint),)
+    return (Diagnostic.at(code, message, span, hint=error.hint),)
 
 
 def not_run_stop_reason(error: ConvergeError) -> str:

@@ -8,14 +8,16 @@ from converge_dsl.errors import ConvergeError, UsageError
 class ServeRefused(UsageError):
     """The command line cannot be served as given (exit 3): `code` says why."""
 
+    code: str
+
     def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(f"serve [{code}]: {message}", hint=hint)
-        self.code = code
+        super().__init__(f"serve: {message}", hint=hint, code=code)
 
 
 class ServeFailed(ConvergeError):
     """The service cannot work (exit 1): its state cannot be used, say."""
 
+    code: str
+
     def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(f"serve [{code}]: {message}", hint=hint)
-        self.code = code
+        super().__init__(f"serve: {message}", hint=hint, code=code)

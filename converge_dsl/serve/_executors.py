@@ -121,9 +121,8 @@ def start(workers: RunWorkers, executor: Executor) -> None:
     try:
         workers.start()
     except WorkerError as exc:
-        message = exc.message.removeprefix(f"{codes.EXECUTOR_UNUSABLE}: ")
         raise ServeFailed(
-            codes.EXECUTOR_UNUSABLE, f"--executor {executor.name}: {message}", hint=exc.hint
+            codes.EXECUTOR_UNUSABLE, f"--executor {executor.name}: {exc.message}", hint=exc.hint
         ) from None
 
 
@@ -149,7 +148,8 @@ def one_run(
 def lost_too_often(strikes: int, why: str) -> ConvergeError:
     """The error of a run lost `strikes` times with its worker (CD434)."""
     return ConvergeError(
-        f"serve [{codes.EXECUTOR_WORKER_LOST}]: the run was lost {strikes} times: {why}",
+        f"serve: the run was lost {strikes} times: {why}",
+        code=codes.EXECUTOR_WORKER_LOST,
         hint="a run that kills its worker (memory, a native crash) cannot finish there; "
         "look at the worker's resources, or serve with --executor local",
     )

@@ -69,7 +69,11 @@ class Refused(ConvergeError):
     def __init__(
         self, status: int, problems: tuple[Problem, ...], *, retry_after: int | None = None
     ) -> None:
-        super().__init__(problems[0].message if problems else "refused")
+        first = problems[0] if problems else None
+        super().__init__(
+            "refused" if first is None else first.message,
+            code=None if first is None else first.code,
+        )
         self.status = status
         self.problems = problems
         self.retry_after = retry_after

@@ -419,7 +419,7 @@ class RunService:
             await self._end_later(run, live, "done", *self._failed(pipeline, exc), row=row)
             return
         except Exception as exc:  # a fault of this service, not of the request
-            error = ConvergeError(f"{codes.SERVE_RUN_FAILED}: the run failed: {exc!r}")
+            error = ConvergeError(f"the run failed: {exc!r}", code=codes.SERVE_RUN_FAILED)
             await self._end_later(run, live, "done", *self._failed(pipeline, error), row=row)
             return
         reason = str(body.get("stop_reason"))

@@ -71,9 +71,10 @@ class ToolReplayMiss(ConvergeError):
     """A replayed run asked a tool server for something its cassette does not hold (CD968),
     or a tool line of the cassette is not a recording (CD969)."""
 
+    code: str
+
     def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.code = code
+        super().__init__(message, hint=hint, code=code)
 
     @property
     def diagnostic_code(self) -> str:

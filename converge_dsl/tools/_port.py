@@ -37,15 +37,11 @@ class ToolFailure(ConvergeError):
     `code` is one of the CD96x codes (docs/errors.md); `server` names it.
     """
 
-    def __init__(self, code: str, server: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.code = code
-        self.server = server
+    code: str
 
-    def __str__(self) -> str:
-        """As the command line prints it (`lock`): its code first, as a run's error text
-        has it, then the message and the hint."""
-        return f"[{self.code}]: {super().__str__()}"
+    def __init__(self, code: str, server: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint, code=code)
+        self.server = server
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def test_relayed_plays_the_messages_back_on_sinks(tmp_path: Path) -> None:
 
 
 def test_a_database_that_cannot_be_opened_is_cd999(tmp_path: Path) -> None:
-    with pytest.raises(ConvergeError, match=r"^CD999: a worker cannot open the checkpoint"):
+    with pytest.raises(ConvergeError, match=r"^\[CD999\] a worker cannot open the checkpoint"):
         open_journals(tmp_path)  # a folder, not a database
 
 

@@ -78,7 +78,7 @@ def test_a_worker_that_cannot_start_is_cd999(tmp_path: Path) -> None:
     workers = ProcessWorkers({"echo": load(SERVE / "echo.yaml")}, tmp_path, 1)  # a folder
     with pytest.raises(
         WorkerError,
-        match=r"^CD999: a worker process could not start: a worker cannot open the checkpoint ",
+        match=r"^\[CD999\] a worker process could not start: a worker cannot open the checkpoint ",
     ):
         workers.start()
     assert workers.pids()

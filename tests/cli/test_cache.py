@@ -82,7 +82,7 @@ def test_an_unknown_key_is_cd977(tmp_path: Path) -> None:
     fill(tmp_path)
     code, _, err = cli("cache", "show", "ffff", "--cache-dir", tmp_path)
     assert code == 3
-    assert err.startswith("error: answer cache [CD977]: no entry has a key starting 'ffff'")
+    assert err.startswith("error[CD977]: answer cache: no entry has a key starting 'ffff'")
 
 
 def test_a_batch_takes_the_cache_flags(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_a_damaged_cache_names_the_clear_that_removes_it_and_clear_does(
     _damage(folder, how)
     code, _, err = cli("cache", "stats", "--cache-dir", folder)
     assert code == 3
-    assert err.startswith(f"error: answer cache [CD975]: cannot open {str(folder / STORE_FILE)!r}")
+    assert err.startswith(f"error[CD975]: answer cache: cannot open {str(folder / STORE_FILE)!r}")
     assert f"hint: `converge-dsl cache clear --cache-dir {folder}` removes it" in err
     code, out, err = cli("cache", "clear", "--cache-dir", folder, "--format", "json")
     assert code == 0, err
@@ -177,7 +177,7 @@ def test_an_empty_key_is_refused(tmp_path: Path) -> None:
     for key in ("", "  "):
         code, out, err = cli("cache", "show", key, "--cache-dir", tmp_path)
         assert (code, out) == (3, "")
-        assert err.startswith("error: answer cache [CD977]: KEY is empty")
+        assert err.startswith("error[CD977]: answer cache: KEY is empty")
 
 
 def test_a_listed_entry_shows_control_characters_escaped(tmp_path: Path) -> None:

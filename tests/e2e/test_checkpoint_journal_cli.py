@@ -122,7 +122,7 @@ def test_an_edited_fact_is_refused_naming_its_record(tmp_path: Path) -> None:
     journal.write_text("".join(lines), encoding="utf-8")
     code, _, err = cli("run", pipeline, "--resume", ck, "--approve", "s1")
     assert code == 3
-    assert "checkpoint refused [CD950]: record 1 (cycle 1)" in err
+    assert "error[CD950]: checkpoint refused: record 1 (cycle 1)" in err
     assert "Traceback" not in err
 
 

@@ -175,7 +175,7 @@ def test_otel_without_the_sdk_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) 
     code, out, err = _cli(["run", str(TRIAGE), "--otel"])
     assert code == 3
     assert out == ""
-    assert "error: OpenTelemetry [CD980]: --otel needs the OpenTelemetry SDK" in err
+    assert "error[CD980]: OpenTelemetry: --otel needs the OpenTelemetry SDK" in err
     assert "pip install 'converge-dsl[otel]'" in err
     assert "Traceback" not in err
 
@@ -240,7 +240,7 @@ def test_otel_under_cases_without_the_sdk_is_refused_before_any_case(
     out = tmp_path / "o.jsonl"
     code, _, err = _cli(["run", str(TRIAGE), "--cases", str(cases), "--out", str(out), "--otel"])
     assert code == 3
-    assert "error: OpenTelemetry [CD980]: --otel needs the OpenTelemetry SDK" in err
+    assert "error[CD980]: OpenTelemetry: --otel needs the OpenTelemetry SDK" in err
     assert not out.exists()
 
 
@@ -302,8 +302,8 @@ def test_a_refused_setting_keeps_its_code_in_the_json_result(
     assert code == 3
     (diagnostic,) = json.loads(out)["diagnostics"]
     assert diagnostic["code"] == "CD981"
-    assert diagnostic["message"].startswith("OpenTelemetry [CD981]: OTEL_EXPORTER_OTLP_TIMEOUT=")
-    assert "error: OpenTelemetry [CD981]" in err
+    assert diagnostic["message"].startswith("OpenTelemetry: OTEL_EXPORTER_OTLP_TIMEOUT=")
+    assert "error[CD981]: OpenTelemetry: " in err
 
 
 class _Flooding(BaseHTTPRequestHandler):

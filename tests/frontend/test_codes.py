@@ -37,4 +37,5 @@ def test_every_code_is_documented_with_an_example() -> None:
     for name, code in _registry().items():
         assert code in sections, code
         assert f"(`{name}`)" in sections[code], code
-        assert f"[{code}]: " in sections[code], f"{code} has no example"
+        example = f"[{code}]: " in sections[code] or f'"code": "{code}"' in sections[code]
+        assert example, f"{code} has no example"

@@ -77,7 +77,7 @@ def test_recorded_run_replays_identically(tmp_path: Path) -> None:
     assert isinstance(recorded[1], ModelReturn)
     assert recorded[0].tool_calls
     assert not recorded[1].tool_calls
-    assert "E_PROVIDER: exploded" in str(recorded[3])
+    assert "[E_PROVIDER] exploded" in str(recorded[3])
 
 
 def test_streaming_replay_splits_the_text(tmp_path: Path) -> None:

@@ -261,7 +261,7 @@ def test_scripted_reply_off_the_schema_names_the_rule_and_the_pointer() -> None:
     assert info.value.code is ModelErrorCode.SCRIPT
     assert not info.value.retryable
     assert str(info.value).startswith(
-        "E_SCRIPT: model script s.yaml: rules[1] (s.yaml:6:5) gives a reply that does not fit"
+        "[E_SCRIPT] model script s.yaml: rules[1] (s.yaml:6:5) gives a reply that does not fit"
         " the request's response schema: at JSON pointer /1: 'name' is a required property"
     )
 

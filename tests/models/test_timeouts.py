@@ -156,6 +156,6 @@ def test_a_timeout_names_timeout_s_and_what_it_left_a_later_attempt() -> None:
     limits = ClientLimits("http://127.0.0.1:1", 30, 10, 30, 1)
     client = ProviderClient(limits, lambda text: text)
     first = client._failure(TimeoutError(), "m", started=False, total=29.9999)
-    assert first.message == "E_TIMEOUT: no complete answer from m within timeout_s (30 s)"
+    assert first.message == "no complete answer from m within timeout_s (30 s)"
     later = client._failure(TimeoutError(), "m", started=True, total=12.5)
     assert later.message.endswith("within the 12.5 s that timeout_s (30 s) left it")

@@ -113,7 +113,7 @@ def test_unusable_settings_are_refused_with_a_code(env: dict[str, str], words: l
     assert isinstance(error, UsageError)
     assert error.exit_code == 3
     assert error.code == codes.OTEL_BAD_CONFIG
-    assert str(error).startswith(f"OpenTelemetry [{codes.OTEL_BAD_CONFIG}]: ")
+    assert str(error).startswith(f"[{codes.OTEL_BAD_CONFIG}] OpenTelemetry: ")
     for word in words:
         assert word in str(error)
 
@@ -156,7 +156,7 @@ def test_the_sampler_is_read_from_the_mapping(
     ],
 )
 def test_an_unusable_sampler_is_refused(env: dict[str, str]) -> None:
-    with pytest.raises(OtelRefused, match=r"\[CD981\]: OTEL_TRACES_SAMPLER"):
+    with pytest.raises(OtelRefused, match=r"^\[CD981\] OpenTelemetry: OTEL_TRACES_SAMPLER"):
         otel_settings(env, flag=True)
 
 

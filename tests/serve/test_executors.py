@@ -190,8 +190,9 @@ def test_a_run_whose_worker_dies_three_times_fails_with_cd434(
         body = http.get(f"/v1/runs/{run}").json()
     (diagnostic,) = body["result"]["diagnostics"]
     assert body["stop_reason"] == "error"
+    assert diagnostic["code"] == "CD434"
     assert diagnostic["message"] == (
-        "serve [CD434]: the run was lost 3 times: the worker process running it died (exit code -9)"
+        "serve: the run was lost 3 times: the worker process running it died (exit code -9)"
     )
     assert diagnostic["hint"].endswith("or serve with --executor local")
 

@@ -38,7 +38,8 @@ def test_every_invalid_pipeline_is_reported_at_once(tmp_path: Path) -> None:
 def test_two_pipelines_of_one_name(tmp_path: Path) -> None:
     copy = tmp_path / "copy.yaml"
     copy.write_text((DATA / "gated.yaml").read_text())
-    with pytest.raises(ServeRefused, match=r"serve \[CD994\]: pipelines .* are both named 'gated'"):
+    both = r"^\[CD994\] serve: pipelines .* are both named 'gated'"
+    with pytest.raises(ServeRefused, match=both):
         prepare(ServeOptions([DATA / "gated.yaml", copy], state=tmp_path / "s"))
 
 

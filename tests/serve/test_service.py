@@ -264,7 +264,7 @@ def test_a_state_error_fails_its_run_and_the_queue_moves_on(tmp_path: Path, fail
     [diagnostic] = first.result["diagnostics"]
     assert diagnostic["code"] == "CD993"
     assert diagnostic["message"] == (
-        'serve [CD993]: cannot write the state: near "RETURNING": syntax error (***)'
+        'serve: cannot write the state: near "RETURNING": syntax error (***)'
     )
     assert stored.result == first.result
 

@@ -172,7 +172,7 @@ def test_the_state_is_wal(tmp_path: Path) -> None:
 
 def test_an_unusable_state_is_cd993(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ServeFailed, match=r"serve \[CD993\]: cannot open the state"):
+    with pytest.raises(ServeFailed, match=r"^\[CD993\] serve: cannot open the state"):
         RunStore(tmp_path / "file")
 
 

@@ -42,7 +42,7 @@ def test_a_bad_token_file_is_refused(tmp_path: Path, text: str, reason: str) -> 
     path.write_text(text)
     with pytest.raises(ServeRefused) as caught:
         read_tokens(path)
-    assert str(caught.value).startswith(f"serve [CD992]: --token-file {str(path)!r}: {reason}")
+    assert str(caught.value).startswith(f"[CD992] serve: --token-file {str(path)!r}: {reason}")
 
 
 def test_a_missing_token_file_is_refused(tmp_path: Path) -> None:
