@@ -49,7 +49,7 @@ from converge_dsl.errors import ConvergeError
 from ._bodies import BODY_S, parse_json, read_body
 from ._idempotency import IdempotencyKey, checked_key
 from ._openapi import document, inputs_schema
-from ._requests import Problem, Refused, decisions_request, refused, run_request
+from ._requests import Problem, Refused, decisions_request, failed, refused, run_request
 from ._store import FINISHED, RunRow
 from ._tokens import Tokens
 
@@ -213,8 +213,7 @@ class _Api:
                     response.headers["WWW-Authenticate"] = "Bearer"
                 return response
             except ConvergeError as error:
-                problem = Problem(codes.SERVE_RUN_FAILED, str(error), "")
-                return problems_response(Refused(500, (problem,)), redact)
+                return problems_response(failed(error), redact)
             except Exception:  # a fault of this service: its log has it, the client its code
                 _log_fault(request.method, request.url.path)
                 return problems_response(Refused(500, (INTERNAL_ERROR,)), redact)

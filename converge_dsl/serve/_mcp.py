@@ -77,7 +77,7 @@ from ._mcp_runs import (
     wait_argument,
 )
 from ._openapi import inputs_schema, run_schema
-from ._requests import Problem, Refused, refused, run_request
+from ._requests import Problem, Refused, failed, refused, run_request
 from ._store import FINISHED, RunRow
 
 if TYPE_CHECKING:
@@ -302,8 +302,7 @@ class McpEndpoint:
         except Refused as error:
             return self._refusal(error)
         except ConvergeError as error:
-            problem = Problem(codes.SERVE_RUN_FAILED, str(error), "")
-            return self._refusal(Refused(500, (problem,)))
+            return self._refusal(failed(error))
         return _answer(row, _base_url(context.request))
 
     async def _control(

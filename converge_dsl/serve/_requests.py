@@ -85,6 +85,13 @@ def refused(
     return Refused(status, (Problem(code, message, where, hint),))
 
 
+def failed(error: ConvergeError) -> Refused:
+    """500: `error` stopped a request inside the service; the problem carries its own
+    code, message and hint (CD996 for an error without a code)."""
+    problem = Problem(error.code or codes.SERVE_RUN_FAILED, error.text, "", error.hint)
+    return Refused(500, (problem,))
+
+
 def queue_full(pipeline: str, size: int) -> Refused:
     """429: the queue of `pipeline` holds `size` runs, its most; retry after a second."""
     problem = Problem(

@@ -614,3 +614,29 @@ def test_a_fault_outside_any_handler_is_a_json_500_its_traceback_logged(
         # kept alive by the client: the server closes it after the fault
         _fault_answer(_raw(url, b"OPTIONS /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
     assert "RuntimeError: secret internals" in caplog.text
+
+
+def test_an_error_of_the_service_on_a_request_is_a_500_with_its_own_code_and_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state failing under a request: a 500 naming the state's own code, message and
+    hint; it read `CD996` with `[CD993] serve: ...` as its message, the hint in it."""
+    import httpx
+
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._service import RunService
+    from converge_dsl.serve._store import StateError
+
+    from .conftest import in_process
+
+    def broken(self: object, *args: object, **kwargs: object) -> None:
+        raise StateError("cannot write the state: disk I/O error", hint="free the disk")
+
+    monkeypatch.setattr(RunService, "submit", broken)
+    with in_process(tmp_path / "state", HttpLimits()) as url:
+        answer = httpx.post(f"{url}/v1/pipelines/echo/runs", json={"inputs": {"text": "a"}})
+    assert answer.status_code == 500
+    (problem,) = answer.json()["errors"]
+    assert (problem["code"], problem["hint"]) == ("CD993", "free the disk")
+    assert problem["message"] == "serve: cannot write the state: disk I/O error"
+    assert problem["text"].startswith("error[CD993]: serve: cannot write the state: disk I/O")
