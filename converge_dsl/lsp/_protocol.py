@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
+from urllib.parse import unquote
 
 import cattrs
 from lsprotocol import types as lsp
@@ -153,7 +154,8 @@ class PipelineProtocol(LanguageServerProtocol):
             uri = (
                 (params.get("textDocument") or {}).get("uri") if isinstance(params, dict) else None
             )
-            if isinstance(uri, str) and uri not in self._workspace.text_documents:
+            # pygls keeps its documents by the URI unescaped (`%20` as a space).
+            if isinstance(uri, str) and unquote(uri) not in self._workspace.text_documents:
                 return JsonRpcInvalidParams(f"{uri} is not open: send 'textDocument/didOpen' first")
         return None
 

@@ -73,6 +73,20 @@ async def test_an_edit_publishes_the_latest_text_only(session: Session, project:
     assert version == 6
 
 
+async def test_an_edit_of_a_file_whose_name_is_escaped_in_its_uri_is_taken(
+    session: Session, project: Path
+) -> None:
+    """A name with a space is `%20` in the URI the editor sends (as VS Code sends `c%3A`
+    for a Windows drive): its edits are the open document's, not an unopened one's."""
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    (project / "my broken.yaml").write_text(text, encoding="utf-8")
+    assert "%20" in session.open("my broken.yaml", text)
+    assert await session.diagnostics("my broken.yaml", 1)
+    fixed = text.replace("dependencies: [strategy]", "dependencies: [strategies]")
+    version = session.replace("my broken.yaml", fixed)
+    assert await session.diagnostics("my broken.yaml", version) == []
+
+
 async def test_a_malformed_text_mid_edit_is_reported_and_the_server_lives(
     session: Session, project: Path
 ) -> None:
