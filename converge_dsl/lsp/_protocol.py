@@ -32,10 +32,9 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
-from urllib.parse import unquote
 
 import cattrs
 from lsprotocol import types as lsp
@@ -49,11 +48,14 @@ from pygls.exceptions import (
     JsonRpcServerNotInitialized,
 )
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 MAX_HEADER_LINE = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 # What may come before `initialize` and after `shutdown`.
 _ALWAYS = frozenset({lsp.EXIT})
+# What a built-in method yields: the handlers pygls runs after it.
+_Handled = Iterator[tuple[Callable[..., Any], tuple[object, ...], None]]
 
 
 class PipelineProtocol(LanguageServerProtocol):
@@ -109,7 +111,7 @@ class PipelineProtocol(LanguageServerProtocol):
             )
             return
         method, is_request = data.get("method"), "id" in data and "method" in data
-        refused = self._refusal(method, data.get("params"), is_request)
+        refused = self._refusal(method, is_request)
         if refused is not None:
             if is_request:
                 self.fail(data["id"], refused)
@@ -134,7 +136,7 @@ class PipelineProtocol(LanguageServerProtocol):
             return False
         return True
 
-    def _refusal(self, method: object, params: object, is_request: bool) -> JsonRpcException | None:
+    def _refusal(self, method: object, is_request: bool) -> JsonRpcException | None:
         """Why a message of `method` cannot be taken now, or None."""
         if not isinstance(method, str) or method in _ALWAYS:
             return None
@@ -150,14 +152,28 @@ class PipelineProtocol(LanguageServerProtocol):
             return JsonRpcServerNotInitialized(
                 "the server is not initialized: send 'initialize' first"
             )
-        if method == lsp.TEXT_DOCUMENT_DID_CHANGE and self._workspace is not None:
-            uri = (
-                (params.get("textDocument") or {}).get("uri") if isinstance(params, dict) else None
-            )
-            # pygls keeps its documents by the URI unescaped (`%20` as a space).
-            if isinstance(uri, str) and unquote(uri) not in self._workspace.text_documents:
-                return JsonRpcInvalidParams(f"{uri} is not open: send 'textDocument/didOpen' first")
         return None
+
+    # The open documents are the server's (`_document.Document`, applying each change over
+    # the lines it touches): pygls's own copies, which `didChange` rewrote whole, are not kept.
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> _Handled:
+        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> _Handled:
+        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> _Handled:
+        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _server_handler(self, method: str, params: object) -> _Handled:
+        """pygls's way for a built-in method to run the server's handler of it."""
+        handler = self.fm.features.get(method)
+        if handler is not None:
+            yield handler, (params,), None
 
 
 def _reason(exc: BaseException) -> str:

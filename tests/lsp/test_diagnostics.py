@@ -87,6 +87,39 @@ async def test_an_edit_of_a_file_whose_name_is_escaped_in_its_uri_is_taken(
     assert await session.diagnostics("my broken.yaml", version) == []
 
 
+async def test_edits_past_the_end_or_with_their_ends_swapped_edit_what_the_editor_meant(
+    session: Session, project: Path
+) -> None:
+    """A column past the last line's end is its end; a range whose end comes before its
+    start is that range: the diagnostics are validate's on the text so edited."""
+    text = (project / "broken.yaml").read_text(encoding="utf-8").removesuffix("\n")
+    uri = session.open("broken.yaml", text)
+    await session.diagnostics("broken.yaml", 1)
+    last = text.count("\n")
+    added = "\n  - {name: more, class: acceptance, check: \"count('strategy') > 0\"}"
+    line = text[: text.index("[strategy]")].count("\n")
+    column = text.index("[strategy]") - text.rindex("\n", 0, text.index("[strategy]")) - 1
+    edits = [
+        (lsp.Range(lsp.Position(last, 999), lsp.Position(last, 999)), added, text + added),
+        (
+            lsp.Range(lsp.Position(line, column + 9), lsp.Position(line, column + 1)),
+            "strategies",
+            text.replace("[strategy]", "[strategies]", 1) + added,
+        ),
+    ]
+    for version, (where, new, expected) in enumerate(edits, start=2):
+        session.versions[uri] = version
+        session.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangePartial(range=where, text=new)],
+            )
+        )
+        published = await session.diagnostics("broken.yaml", version)
+        (project / "broken.yaml").write_text(expected, encoding="utf-8")
+        assert _got(published) == _validate(project, "broken.yaml").get("broken.yaml", [])
+
+
 async def test_a_malformed_text_mid_edit_is_reported_and_the_server_lives(
     session: Session, project: Path
 ) -> None:
