@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import cattrs
+from cattrs.v import format_exception
 from lsprotocol import types as lsp
 from pygls.exceptions import (
     JsonRpcException,
@@ -184,8 +185,16 @@ def _misfits(exc: JsonRpcException) -> str:
     """What in the params does not fit, each at its place (cattrs's own words)."""
     cause = exc.__cause__
     if isinstance(cause, cattrs.ClassValidationError):
-        return "; ".join(cattrs.transform_error(cause, path="message"))
+        return "; ".join(cattrs.transform_error(cause, "message", _misfit))
     return "the params do not fit the method"
+
+
+def _misfit(exc: BaseException, expected: type | None) -> str:
+    """cattrs's words for one misfit, but a value a field's own rule refuses (a negative
+    line, a number past the protocol's range) in that rule's words, not "invalid value"."""
+    if isinstance(exc, ValueError) and expected is None and str(exc):
+        return str(exc).removesuffix(".")
+    return format_exception(exc, expected)
 
 
 class Frames:

@@ -177,6 +177,34 @@ def test_a_change_to_a_document_never_opened_is_said_in_the_log(wire: Wire, proj
     ]
 
 
+def test_a_position_out_of_the_protocols_range_is_refused_in_its_rules_words(
+    wire: Wire, project: Path
+) -> None:
+    wire.initialize(project)
+    negative = {**HOVER, "position": {"line": -1, "character": 0}}
+    assert wire.request("textDocument/hover", negative)["error"] == {
+        "code": -32602,
+        "message": "textDocument/hover: Position.line should be in range [0:2147483647], "
+        "but was -1 @ message.params.position",
+    }
+    uri = (project / "typed.yaml").as_uri()
+    start, end = {"line": 0, "character": 0}, {"line": 0, "character": 2**31}
+    change = {
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": [{"range": {"start": start, "end": end}, "text": ""}],
+    }
+    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
+    assert wire.request("textDocument/hover", HOVER)["result"] is None
+    said = [
+        m["params"]["message"] for m in wire.received if m.get("method", "").startswith("window/")
+    ]
+    assert said == [
+        "converge-dsl: textDocument/didChange: Position.character should be in range "
+        "[0:2147483647], but was 2147483648 @ message.params.content_changes[0].range.end; "
+        "ignored"
+    ]
+
+
 @pytest.mark.parametrize("shutdown", [True, False])
 def test_the_exit_code_says_whether_the_client_asked_for_shutdown(
     wire: Wire, project: Path, shutdown: bool
