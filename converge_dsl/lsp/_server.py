@@ -154,7 +154,9 @@ class PipelineServer(LanguageServer):
         self, uri: str, version: int, changes: Sequence[lsp.TextDocumentContentChangeEvent]
     ) -> None:
         """Apply a `didChange` to the open document at `uri` and schedule what it changes;
-        a change to a document not open is said in the log and ignored."""
+        a change to a document not open is said in the log and ignored. A version that does
+        not increase is said in the log, and the change applied all the same: it is the
+        editor's next edit whatever its number, and leaving it out would part the texts."""
         path = self.path(uri)
         if path is None:
             return  # not a file (an editor's `untitled:` buffer): never analysed
@@ -167,6 +169,11 @@ class PipelineServer(LanguageServer):
             return
         for change in changes:
             document.apply(change)
+        if document.version is not None and version <= document.version:
+            self.protocol.log(
+                f"{lsp.TEXT_DOCUMENT_DID_CHANGE}: {uri} is at version {document.version}; "
+                f"version {version} does not increase it (each change must): applied"
+            )
         document.version = version
         self.changed(path)
 
