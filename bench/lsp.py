@@ -21,6 +21,25 @@ as an editor does and drives it with pygls's client:
 Each time is printed in milliseconds and as a ratio to (a), with the load
 average beside them. Last line:
 `lsp edit-p95/validate: X  completion-p95/validate: Y`.
+
+A second part (`--burst-only` runs it alone) takes a large document: the
+pipeline of `--burst-suggestors` (7,400: about 2 MB, 65,000 lines), opened,
+then `--burst-edits` one-character incremental edits sent at once (an `x`
+typed in a rule's description half-way down and taken out again, in turn)
+and a request after them, `--burst-repeat` times:
+
+  (d) the wall time until that request's answer, and the server's CPU time
+      meanwhile, over the number of edits: what taking one edit costs the
+      server (reading the frame, applying the change, scheduling the check),
+      the analysis aside (it waits for the pause after the burst); and how
+      many versions had their diagnostics published for the burst (1: the
+      burst was taken as one text, as the debounce means);
+  (e) the same edits applied in this process to the document's text by the
+      server's `Document` and by pygls's `TextDocument` (what the server ran
+      before), interleaved, the minimum of the rounds: microseconds an edit,
+      and the ratio. (e) needs a checkout with `Document`; another prints (d).
+
+The burst's last line: `lsp burst edit us: X  cpu us: Y  document/pygls: Z`.
 The issue's absolute targets (p95 <= 150 ms and <= 50 ms) are for a quiet
 machine; the ratios are what compare across machines and loads.
 
@@ -35,6 +54,7 @@ the server's PYTHONPATH), so `PYTHONPATH=OTHER-CHECKOUT python bench/lsp.py`
 measures another checkout with the same benchmark (before/after comparisons).
 
 Run: .venv/bin/python bench/lsp.py [--suggestors N] [--edits E] [--completions C]
+     [--burst-only] [--burst-suggestors N] [--burst-edits E] [--burst-repeat R]
 """
 
 from __future__ import annotations
@@ -219,13 +239,124 @@ async def _run(
     return edit_times, completion_times, cpu
 
 
+def _burst_changes(text: str, count: int) -> list[lsp.TextDocumentContentChangePartial]:
+    """`count` one-character edits half-way down: an `x` typed, then taken out, in turn."""
+    _, where, _ = _places(text)[1]
+    return [_change(where, "x", insert=index % 2 == 0) for index in range(count)]
+
+
+async def _burst(path: Path, edits: int, repeat: int) -> list[tuple[float, float | None, int]]:
+    """Per round: (wall seconds an edit, server CPU seconds an edit, versions published)."""
+    before = set(_children())
+    driver = Driver()
+    await driver.start(path.parent)
+    server = next(iter(set(_children()) - before), None)
+    uri = path.as_uri()
+    text = path.read_text(encoding="utf-8")
+    driver.client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "yaml", 1, text))
+    )
+    await driver.wait_for(1, timeout=300)
+    changes = _burst_changes(text, edits)
+    elsewhere = lsp.HoverParams(
+        lsp.TextDocumentIdentifier((path.parent / "elsewhere.yaml").as_uri()), lsp.Position(0, 0)
+    )
+    rounds = []
+    version = 1
+    for _ in range(repeat):
+        first = version + 1
+        cpu_start = _cpu_seconds(server) if server is not None else None
+        start = time.perf_counter()
+        for change in changes:
+            version += 1
+            driver.client.text_document_did_change(
+                lsp.DidChangeTextDocumentParams(
+                    lsp.VersionedTextDocumentIdentifier(uri=uri, version=version), [change]
+                )
+            )
+        await driver.client.text_document_hover_async(elsewhere)
+        wall = time.perf_counter() - start
+        cpu_end = _cpu_seconds(server) if server is not None else None
+        cpu = None if cpu_start is None or cpu_end is None else cpu_end - cpu_start
+        await driver.wait_for(version, timeout=300)
+        published = sum(1 for seen in driver.published if first <= seen <= version)
+        rounds.append((wall / edits, None if cpu is None else cpu / edits, published))
+    await driver.stop()
+    return rounds
+
+
+def _document_edits(text: str, edits: int, repeat: int) -> tuple[float, float] | None:
+    """(Document, pygls TextDocument) seconds an edit, the minimum of `repeat` interleaved
+    rounds; None when this checkout has no `Document`."""
+    try:
+        from converge_dsl.lsp._document import Document
+    except ImportError:
+        return None
+    from pygls.workspace.text_document import TextDocument
+
+    changes = _burst_changes(text, edits)
+    ours, pygls = [], []
+    for _ in range(repeat):
+        document = Document(text)
+        start = time.perf_counter()
+        for change in changes:
+            document.apply(change)
+        ours.append((time.perf_counter() - start) / edits)
+        old = TextDocument("file:///bench.yaml", text)
+        start = time.perf_counter()
+        for change in changes:
+            old.apply_change(change)
+        pygls.append((time.perf_counter() - start) / edits)
+        if document.text != old.source:
+            sys.exit("the server's Document and pygls's TextDocument disagree")
+    return min(ours), min(pygls)
+
+
+def burst(suggestors: int, edits: int, repeat: int) -> None:
+    """The second part (see the module's docstring): print (d) and (e)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"burst-{suggestors}.yaml"
+        text = generate(suggestors)
+        path.write_text(text, encoding="utf-8")
+        rounds = asyncio.run(_burst(path, edits, repeat))
+        # A few hundred edits in process: pygls's path costs milliseconds each.
+        document = _document_edits(text, min(edits, 200), repeat)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    size = len(text.encode()) / 1e6
+    print(
+        f"burst: {edits} edits at once to {suggestors} suggestors ({size:.1f} MB, "
+        f"{text.count(chr(10))} lines); load average {load}; code: {_checkout()}"
+    )
+    wall = min(w for w, _, _ in rounds)
+    cpus = [c for _, c, _ in rounds if c is not None]
+    print(f"server, wall time an edit (min):  {wall * 1e6:9.1f} us")
+    if cpus:
+        print(f"server, CPU time an edit (min):   {min(cpus) * 1e6:9.1f} us")
+    print(f"versions published per burst:     {', '.join(str(p) for _, _, p in rounds)}")
+    ratio = "n/a"
+    if document is not None:
+        ours, pygls = document
+        ratio = f"{ours / pygls:.5f}"
+        print(f"Document.apply an edit (min):     {ours * 1e6:9.1f} us")
+        print(f"pygls TextDocument an edit (min): {pygls * 1e6:9.1f} us  ({ratio})")
+    cpu = f"{min(cpus) * 1e6:.1f}" if cpus else "n/a"
+    print(f"lsp burst edit us: {wall * 1e6:.1f}  cpu us: {cpu}  document/pygls: {ratio}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--suggestors", type=int, default=1000)
     parser.add_argument("--edits", type=int, default=50)
     parser.add_argument("--completions", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--burst-suggestors", type=int, default=7400)
+    parser.add_argument("--burst-edits", type=int, default=1000)
+    parser.add_argument("--burst-repeat", type=int, default=3)
+    parser.add_argument("--burst-only", action="store_true")
     args = parser.parse_args()
+    if args.burst_only:
+        burst(args.burst_suggestors, args.burst_edits, args.burst_repeat)
+        return
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"bench-{args.suggestors}.yaml"
         path.write_text(generate(args.suggestors), encoding="utf-8")
@@ -254,6 +385,7 @@ def main() -> None:
         f"lsp edit-p95/validate: {_p(edit_times, 0.95) / validate:.2f}  "
         f"completion-p95/validate: {_p(completions, 0.95) / validate:.2f}"
     )
+    burst(args.burst_suggestors, args.burst_edits, args.burst_repeat)
 
 
 if __name__ == "__main__":

@@ -52,18 +52,24 @@ def to_lsp(diagnostic: Diagnostic, lines: Lines, message: str | None = None) -> 
 def by_file(
     diagnostics: Iterable[Diagnostic], lines_of: Callable[[str], Lines]
 ) -> dict[str, list[lsp.Diagnostic]]:
-    """The diagnostics grouped by their `file`, capped per code as `validate` shows them."""
+    """The diagnostics grouped by their `file`, capped per code as `validate` shows them.
+    Each file's lines are read once (`lines_of` splits its whole text)."""
     from converge_dsl.frontend import cap
 
     shown, omitted = cap(diagnostics)
+    read: dict[str, Lines] = {}
+
+    def lines(file: str) -> Lines:
+        if file not in read:
+            read[file] = lines_of(file)
+        return read[file]
+
     grouped: dict[str, list[lsp.Diagnostic]] = {}
     for diagnostic in shown:
-        grouped.setdefault(diagnostic.file, []).append(
-            to_lsp(diagnostic, lines_of(diagnostic.file))
-        )
+        grouped.setdefault(diagnostic.file, []).append(to_lsp(diagnostic, lines(diagnostic.file)))
     for more in omitted:
         first = more.first
         grouped.setdefault(first.file, []).append(
-            to_lsp(first, lines_of(first.file), message=more.message)
+            to_lsp(first, lines(first.file), message=more.message)
         )
     return grouped

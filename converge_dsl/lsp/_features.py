@@ -6,6 +6,7 @@ Each feature's handlers are registered here, from its own module.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 
 from lsprotocol import types as lsp
@@ -98,13 +99,18 @@ def _register_actions(server: PipelineServer) -> None:
         return [] if subject is None else actions(subject, list(params.context.diagnostics))
 
     @server.command(LOCK_COMMAND)
-    async def lock(ls: PipelineServer, uri: str) -> str:
+    async def lock(ls: PipelineServer, *arguments: object) -> str:
         from converge_dsl.lsp._actions import run_lock
 
+        # As sent: pygls would make a string of any value for a `str` parameter.
+        uri = arguments[0] if len(arguments) == 1 else None
+        if not isinstance(uri, str):
+            raise JsonRpcInvalidParams(
+                f"{LOCK_COMMAND} takes one argument, the pipeline's URI, "
+                f"not {json.dumps(arguments)}"
+            )
         path = ls.path(uri)
-        if path is None:
-            return ""
-        if not path.is_file():
+        if path is None or not path.is_file():
             raise JsonRpcInvalidParams(
                 f"{uri} is not a file on disk: save the pipeline, then run converge-dsl lock"
             )

@@ -32,11 +32,12 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import cattrs
+from cattrs.v import format_exception
 from lsprotocol import types as lsp
 from pygls.exceptions import (
     JsonRpcException,
@@ -48,11 +49,14 @@ from pygls.exceptions import (
     JsonRpcServerNotInitialized,
 )
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 MAX_HEADER_LINE = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 # What may come before `initialize` and after `shutdown`.
 _ALWAYS = frozenset({lsp.EXIT})
+# What a built-in method yields: the handlers pygls runs after it.
+_Handled = Iterator[tuple[Callable[..., Any], tuple[object, ...], None]]
 
 
 class PipelineProtocol(LanguageServerProtocol):
@@ -108,7 +112,7 @@ class PipelineProtocol(LanguageServerProtocol):
             )
             return
         method, is_request = data.get("method"), "id" in data and "method" in data
-        refused = self._refusal(method, data.get("params"), is_request)
+        refused = self._refusal(method, is_request)
         if refused is not None:
             if is_request:
                 self.fail(data["id"], refused)
@@ -133,7 +137,7 @@ class PipelineProtocol(LanguageServerProtocol):
             return False
         return True
 
-    def _refusal(self, method: object, params: object, is_request: bool) -> JsonRpcException | None:
+    def _refusal(self, method: object, is_request: bool) -> JsonRpcException | None:
         """Why a message of `method` cannot be taken now, or None."""
         if not isinstance(method, str) or method in _ALWAYS:
             return None
@@ -149,13 +153,28 @@ class PipelineProtocol(LanguageServerProtocol):
             return JsonRpcServerNotInitialized(
                 "the server is not initialized: send 'initialize' first"
             )
-        if method == lsp.TEXT_DOCUMENT_DID_CHANGE and self._workspace is not None:
-            uri = (
-                (params.get("textDocument") or {}).get("uri") if isinstance(params, dict) else None
-            )
-            if isinstance(uri, str) and uri not in self._workspace.text_documents:
-                return JsonRpcInvalidParams(f"{uri} is not open: send 'textDocument/didOpen' first")
         return None
+
+    # The open documents are the server's (`_document.Document`, applying each change over
+    # the lines it touches): pygls's own copies, which `didChange` rewrote whole, are not kept.
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> _Handled:
+        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> _Handled:
+        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> _Handled:
+        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _server_handler(self, method: str, params: object) -> _Handled:
+        """pygls's way for a built-in method to run the server's handler of it."""
+        handler = self.fm.features.get(method)
+        if handler is not None:
+            yield handler, (params,), None
 
 
 def _reason(exc: BaseException) -> str:
@@ -166,8 +185,16 @@ def _misfits(exc: JsonRpcException) -> str:
     """What in the params does not fit, each at its place (cattrs's own words)."""
     cause = exc.__cause__
     if isinstance(cause, cattrs.ClassValidationError):
-        return "; ".join(cattrs.transform_error(cause, path="message"))
+        return "; ".join(cattrs.transform_error(cause, "message", _misfit))
     return "the params do not fit the method"
+
+
+def _misfit(exc: BaseException, expected: type | None) -> str:
+    """cattrs's words for one misfit, but a value a field's own rule refuses (a negative
+    line, a number past the protocol's range) in that rule's words, not "invalid value"."""
+    if isinstance(exc, ValueError) and expected is None and str(exc):
+        return str(exc).removesuffix(".")
+    return format_exception(exc, expected)
 
 
 class Frames:

@@ -24,9 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import re
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -50,6 +49,7 @@ from converge_dsl.lsp._analysis import (
     with_facts,
 )
 from converge_dsl.lsp._diagnostics import by_file
+from converge_dsl.lsp._document import Document
 from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames
 from converge_dsl.lsp._workspace import Workspace
 
@@ -147,26 +147,48 @@ class PipelineServer(LanguageServer):
         path = self.path(uri)
         if path is None:
             return
-        text = _without_lone_surrogates(text)
-        self.state.open[path] = text
-        if version is not None:
-            self.state.versions[path] = version
-        self.changed(path, text)
+        self.state.open[path] = Document(text, version)
+        self.changed(path)
+
+    def edited(
+        self, uri: str, version: int, changes: Sequence[lsp.TextDocumentContentChangeEvent]
+    ) -> None:
+        """Apply a `didChange` to the open document at `uri` and schedule what it changes;
+        a change to a document not open is said in the log and ignored. A version that does
+        not increase is said in the log, and the change applied all the same: it is the
+        editor's next edit whatever its number, and leaving it out would part the texts."""
+        path = self.path(uri)
+        if path is None:
+            return  # not a file (an editor's `untitled:` buffer): never analysed
+        document = self.state.open.get(path)
+        if document is None:
+            self.protocol.log(
+                f"{lsp.TEXT_DOCUMENT_DID_CHANGE}: {uri} is not open: "
+                "send 'textDocument/didOpen' first; ignored"
+            )
+            return
+        for change in changes:
+            document.apply(change)
+        if document.version is not None and version <= document.version:
+            self.protocol.log(
+                f"{lsp.TEXT_DOCUMENT_DID_CHANGE}: {uri} is at version {document.version}; "
+                f"version {version} does not increase it (each change must): applied"
+            )
+        document.version = version
+        self.changed(path)
 
     def closed(self, uri: str) -> None:
         path = self.path(uri)
         if path is not None:
             self.state.open.pop(path, None)
-            self.state.versions.pop(path, None)
             self._tests_saw.pop(path, None)
             self._analysed.pop(path, None)
 
-    def changed(self, path: Path, text: str | None = None) -> None:
+    def changed(self, path: Path) -> None:
         """`path` has new text: schedule the analyses it changes."""
-        text = self.state.text(path) if text is None else text
-        if text is None:
+        kind = self.state.kind(path)
+        if kind is None:
             return
-        kind = file_kind(text)
         if kind != PIPELINE and not (kind == TEST and path in self.state.open):
             self.unpublish(path)
         if kind == PIPELINE:
@@ -175,7 +197,8 @@ class PipelineServer(LanguageServer):
             self.schedule_test(path)
         for pipeline in self.state.pipelines_reading(path):
             self.schedule(pipeline)
-        if kind in (SCRIPT, TEST) and not self.state.pipelines_reading(path):
+        text = self.state.text(path) if kind in (SCRIPT, TEST) else None
+        if text is not None and not self.state.pipelines_reading(path):
             for pipeline in self.pipelines_naming(path, kind, text):
                 self.schedule(pipeline)
 
@@ -190,7 +213,7 @@ class PipelineServer(LanguageServer):
         for file, items in self.state.forget_found(path).items():
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(
-                    uri=self.uri(file), diagnostics=items, version=self.state.versions.get(file)
+                    uri=self.uri(file), diagnostics=items, version=self.state.version(file)
                 )
             )
 
@@ -242,8 +265,9 @@ class PipelineServer(LanguageServer):
 
         return [
             path
-            for path, text in sorted(self.state.open.items())
-            if file_kind(text) == TEST and tested_pipeline(path, text, self.environ) == pipeline
+            for path, text in sorted(self.state.open_texts().items())
+            if self.state.kind(path) == TEST
+            and tested_pipeline(path, text, self.environ) == pipeline
         ]
 
     def pipeline_on_disk(self, uri: str) -> None:
@@ -260,7 +284,7 @@ class PipelineServer(LanguageServer):
         if text is None:
             return
         display = self.state.display(path)
-        open_texts = dict(self.state.open)
+        open_texts = self.state.open_texts()
         loop = asyncio.get_running_loop()
         try:
             found = await loop.run_in_executor(
@@ -349,7 +373,7 @@ class PipelineServer(LanguageServer):
         for file, items in self.state.publishable(source, found).items():
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(
-                    uri=self.uri(file), diagnostics=items, version=self.state.versions.get(file)
+                    uri=self.uri(file), diagnostics=items, version=self.state.version(file)
                 )
             )
 
@@ -361,18 +385,6 @@ class PipelineServer(LanguageServer):
                     *self._pending.values(), *self._finishing, return_exceptions=True
                 )
             self._pending = {p: t for p, t in self._pending.items() if not t.done()}
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _without_lone_surrogates(text: str) -> str:
-    """`text` with each lone UTF-16 surrogate (an editor may send one, escaped in JSON) as
-    U+FFFD: one UTF-16 unit for another, so positions stay, and the text encodes as UTF-8
-    for the checks. A pair is one character once decoded, so any surrogate left is lone."""
-    if text.isascii() or not _LONE_SURROGATE.search(text):
-        return text
-    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def register_sync(server: PipelineServer) -> None:
@@ -392,8 +404,8 @@ def register_sync(server: PipelineServer) -> None:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: PipelineServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        ls.opened(doc.uri, doc.source, params.text_document.version)
+        doc = params.text_document
+        ls.edited(doc.uri, doc.version, params.content_changes)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: PipelineServer, params: lsp.DidSaveTextDocumentParams) -> None:

@@ -1,6 +1,7 @@
-"""What the server knows: the open texts, each pipeline's latest and last good analysis.
+"""What the server knows: the open documents, each pipeline's latest and last good analysis.
 
-A pipeline is analysed from the editor's text when it is open, else from disk.
+A pipeline is analysed from the editor's text when it is open (its `Document`),
+else from disk.
 `latest` is the last analysis made; `good` the last one whose document loaded
 and whose suggestors could be read (what completion, hover and navigation
 read while the text is broken mid-edit). `related` indexes, for each model
@@ -19,7 +20,8 @@ from lsprotocol import types as lsp
 
 from converge_dsl._reading import read_bytes
 from converge_dsl.errors import UsageError
-from converge_dsl.lsp._analysis import Analysis
+from converge_dsl.lsp._analysis import Analysis, file_kind
+from converge_dsl.lsp._document import Document
 from converge_dsl.lsp._positions import Lines
 
 
@@ -30,8 +32,7 @@ class Workspace:
         self.root = root
         # The environment whose file-size cap bounds a read from disk (None: the process's).
         self.environ = environ
-        self.open: dict[Path, str] = {}
-        self.versions: dict[Path, int] = {}
+        self.open: dict[Path, Document] = {}
         self.latest: dict[Path, Analysis] = {}
         self.good: dict[Path, Analysis] = {}
         self.related: dict[Path, set[Path]] = {}
@@ -56,11 +57,31 @@ class Workspace:
         A file on disk is read as `validate` reads it: only a regular file (a FIFO or a
         device would hang the server) and only up to the size cap of the environment."""
         if path in self.open:
-            return self.open[path]
+            return self.open[path].text
         try:
             return self._read(path).decode("utf-8")
         except (OSError, UnicodeDecodeError, UsageError):
             return None
+
+    def kind(self, path: Path) -> str | None:
+        """The kind of file `path` is (`_analysis.file_kind` of its `text`); None if unreadable.
+        An open document's is read again only after a change that may change it."""
+        document = self.open.get(path)
+        if document is None:
+            text = self.text(path)
+            return None if text is None else file_kind(text)
+        if document.kind is None:
+            document.kind = file_kind(document.text)
+        return document.kind
+
+    def version(self, path: Path) -> int | None:
+        """The editor's version of `path` when it is open."""
+        document = self.open.get(path)
+        return None if document is None else document.version
+
+    def open_texts(self) -> dict[Path, str]:
+        """The editor's text of each open document."""
+        return {path: document.text for path, document in self.open.items()}
 
     def _read(self, path: Path) -> bytes:
         from converge_dsl.frontend import max_bytes

@@ -111,6 +111,32 @@ async def test_the_lock_command_on_a_file_not_on_disk_says_to_save_it(
     )
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ([5], "converge-dsl.lock takes one argument, the pipeline's URI, not [5]"),
+        (
+            [{"uri": "x"}],
+            'converge-dsl.lock takes one argument, the pipeline\'s URI, not [{"uri": "x"}]',
+        ),
+        ([], "converge-dsl.lock takes one argument, the pipeline's URI, not []"),
+        (
+            ["untitled:Untitled-1"],
+            "untitled:Untitled-1 is not a file on disk: "
+            "save the pipeline, then run converge-dsl lock",
+        ),
+    ],
+)
+async def test_the_lock_command_on_what_is_no_file_uri_says_what_it_takes(
+    session: Session, arguments: list[object], said: str
+) -> None:
+    with pytest.raises(JsonRpcInvalidParams) as refused:
+        await session.client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("converge-dsl.lock", arguments)
+        )
+    assert refused.value.message == said
+
+
 async def test_the_lock_command_gives_its_process_no_input(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

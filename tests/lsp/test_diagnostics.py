@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 import pytest
 from lsprotocol import types as lsp
 
-from converge_dsl.diagnostics import Diagnostic
+from converge_dsl.diagnostics import Diagnostic, Severity
+from converge_dsl.lsp._diagnostics import by_file
+from converge_dsl.lsp._positions import Lines
 from converge_dsl.validation import check_pipeline
 
 if TYPE_CHECKING:
@@ -71,6 +73,53 @@ async def test_an_edit_publishes_the_latest_text_only(session: Session, project:
     published = await session.diagnostics("broken.yaml", version)
     assert published == []
     assert version == 6
+
+
+async def test_an_edit_of_a_file_whose_name_is_escaped_in_its_uri_is_taken(
+    session: Session, project: Path
+) -> None:
+    """A name with a space is `%20` in the URI the editor sends (as VS Code sends `c%3A`
+    for a Windows drive): its edits are the open document's, not an unopened one's."""
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    (project / "my broken.yaml").write_text(text, encoding="utf-8")
+    assert "%20" in session.open("my broken.yaml", text)
+    assert await session.diagnostics("my broken.yaml", 1)
+    fixed = text.replace("dependencies: [strategy]", "dependencies: [strategies]")
+    version = session.replace("my broken.yaml", fixed)
+    assert await session.diagnostics("my broken.yaml", version) == []
+
+
+async def test_edits_past_the_end_or_with_their_ends_swapped_edit_what_the_editor_meant(
+    session: Session, project: Path
+) -> None:
+    """A column past the last line's end is its end; a range whose end comes before its
+    start is that range: the diagnostics are validate's on the text so edited."""
+    text = (project / "broken.yaml").read_text(encoding="utf-8").removesuffix("\n")
+    uri = session.open("broken.yaml", text)
+    await session.diagnostics("broken.yaml", 1)
+    last = text.count("\n")
+    added = "\n  - {name: more, class: acceptance, check: \"count('strategy') > 0\"}"
+    line = text[: text.index("[strategy]")].count("\n")
+    column = text.index("[strategy]") - text.rindex("\n", 0, text.index("[strategy]")) - 1
+    edits = [
+        (lsp.Range(lsp.Position(last, 999), lsp.Position(last, 999)), added, text + added),
+        (
+            lsp.Range(lsp.Position(line, column + 9), lsp.Position(line, column + 1)),
+            "strategies",
+            text.replace("[strategy]", "[strategies]", 1) + added,
+        ),
+    ]
+    for version, (where, new, expected) in enumerate(edits, start=2):
+        session.versions[uri] = version
+        session.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangePartial(range=where, text=new)],
+            )
+        )
+        published = await session.diagnostics("broken.yaml", version)
+        (project / "broken.yaml").write_text(expected, encoding="utf-8")
+        assert _got(published) == _validate(project, "broken.yaml").get("broken.yaml", [])
 
 
 async def test_a_malformed_text_mid_edit_is_reported_and_the_server_lives(
@@ -260,3 +309,22 @@ async def test_a_lone_surrogate_from_the_editor_keeps_the_checks_and_their_place
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(4, 6))
     )
     assert hover is None or hover.contents
+
+
+async def test_each_files_lines_are_read_once_for_all_its_diagnostics() -> None:
+    """Reading a file's lines splits its whole text: one read a file, not one a diagnostic
+    (40 findings in a 2 MB pipeline were 40 splits on the server's event loop)."""
+    found = [
+        Diagnostic(f"CD{200 + i % 3}", Severity.ERROR, "m", name, 1, 1, 1, 2)
+        for i in range(30)
+        for name in ("a.yaml", "b.yaml")
+    ]
+    read: list[str] = []
+
+    def lines_of(file: str) -> Lines:
+        read.append(file)
+        return Lines("x: 1\n")
+
+    grouped = by_file(found, lines_of)
+    assert sorted(read) == ["a.yaml", "b.yaml"]
+    assert [len(items) for items in grouped.values()] == [30, 30]

@@ -8,7 +8,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,24 @@ class Wire:
                 left = deadline - time.monotonic()
                 assert left > 0, f"no answer to request {msg_id!r}"
                 self.arrived.wait(left)
+
+    def notification(self, method: str, matches: Callable[[Any], bool], timeout: float = 20) -> Any:
+        """The params of the first notification of `method` whose params match."""
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for message in self.received:
+                    if message.get("method") == method and matches(message["params"]):
+                        return message["params"]
+                left = deadline - time.monotonic()
+                assert left > 0, f"no {method} that matches"
+                self.arrived.wait(left)
+
+    def said(self) -> list[str]:
+        """What the server said in the client's log."""
+        return [
+            m["params"]["message"] for m in self.received if m.get("method") == "window/logMessage"
+        ]
 
     def initialize(self, root: Path) -> None:
         self.request(
@@ -174,6 +192,63 @@ def test_a_change_to_a_document_never_opened_is_said_in_the_log(wire: Wire, proj
     assert said == [
         f"converge-dsl: textDocument/didChange: {uri} is not open: "
         "send 'textDocument/didOpen' first; ignored"
+    ]
+
+
+def test_a_position_out_of_the_protocols_range_is_refused_in_its_rules_words(
+    wire: Wire, project: Path
+) -> None:
+    wire.initialize(project)
+    negative = {**HOVER, "position": {"line": -1, "character": 0}}
+    assert wire.request("textDocument/hover", negative)["error"] == {
+        "code": -32602,
+        "message": "textDocument/hover: Position.line should be in range [0:2147483647], "
+        "but was -1 @ message.params.position",
+    }
+    uri = (project / "typed.yaml").as_uri()
+    start, end = {"line": 0, "character": 0}, {"line": 0, "character": 2**31}
+    change = {
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": [{"range": {"start": start, "end": end}, "text": ""}],
+    }
+    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
+    assert wire.request("textDocument/hover", HOVER)["result"] is None
+    said = [
+        m["params"]["message"] for m in wire.received if m.get("method", "").startswith("window/")
+    ]
+    assert said == [
+        "converge-dsl: textDocument/didChange: Position.character should be in range "
+        "[0:2147483647], but was 2147483648 @ message.params.content_changes[0].range.end; "
+        "ignored"
+    ]
+
+
+def test_a_version_that_does_not_increase_is_said_and_its_change_applied(
+    wire: Wire, project: Path
+) -> None:
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    text = (project / "typed.yaml").read_text(encoding="utf-8")
+    document = {"uri": uri, "languageId": "yaml", "version": 5, "text": text}
+    wire.send(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {"textDocument": document},
+            }
+        )
+    )
+    change = {
+        "textDocument": {"uri": uri, "version": 3},
+        "contentChanges": [{"text": text.replace("name: escalate", "name: [escalate")}],
+    }
+    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
+    published = wire.notification("textDocument/publishDiagnostics", lambda p: p["version"] == 3)
+    assert [d["code"] for d in published["diagnostics"]] == ["CD001"]
+    assert wire.said() == [
+        f"converge-dsl: textDocument/didChange: {uri} is at version 5; version 3 does not "
+        "increase it (each change must): applied"
     ]
 
 

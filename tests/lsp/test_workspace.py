@@ -10,6 +10,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from converge_dsl.lsp import _related
+from converge_dsl.lsp._document import Document
 from converge_dsl.lsp._workspace import Workspace
 
 
@@ -18,7 +19,7 @@ def test_a_file_on_disk_is_read_and_an_open_one_comes_from_the_editor(tmp_path: 
     path.write_text("name: café\n", encoding="utf-8")
     workspace = Workspace(tmp_path)
     assert workspace.text(path) == "name: café\n"
-    workspace.open[path] = "name: edited\n"
+    workspace.open[path] = Document("name: edited\n")
     assert workspace.text(path) == "name: edited\n"
 
 
