@@ -55,6 +55,12 @@ class ConvergeError(Exception):
         """The message as it reads on its line, without code and hint."""
         return self.message
 
+    @property
+    def coded_message(self) -> str:
+        """The message after its code, `CODE: message`, as data that keeps an error's
+        text holds it (a diagnostic fact, a test case's error); the message without one."""
+        return self.message if self.code is None else f"{self.code}: {self.message}"
+
     def __str__(self) -> str:
         text = self.text if self.code is None else f"[{self.code}] {self.text}"
         return text if self.hint is None else f"{text}\n  hint: {self.hint}"

@@ -299,7 +299,7 @@ def simulate(
         status: str = done.status
         detail = done.detail
     except ModelError as exc:  # the script has no answer for a request: the run fails there
-        status, detail = "model_error", f"{exc.code}: {exc.message}"
+        status, detail = "model_error", exc.coded_message
     policy = spec.policy
     return Plan(
         agent=spec.name,

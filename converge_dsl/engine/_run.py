@@ -399,8 +399,8 @@ class Run:
             raise Stop(StopReason.ERROR, error)
         self._admission.engine_fact(
             f"error:{name}:{cycle}",
-            f"suggestor {name!r} failed in cycle {cycle}: {error.message}",
-            {"suggestor": name, "cycle": cycle, "error": error.message},
+            f"suggestor {name!r} failed in cycle {cycle}: {error.coded_message}",
+            {"suggestor": name, "cycle": cycle, "error": error.coded_message},
             cycle,
         )
 

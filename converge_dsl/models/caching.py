@@ -153,7 +153,7 @@ class AnswerCache:
             with self._lock:
                 row = self.store.get(key, self._wall())
         except CacheStoreError as exc:
-            self.warn(f"{exc.message}; the call is made as if nothing were cached")
+            self.warn(f"{exc.coded_message}; the call is made as if nothing were cached")
             return None
         if row is None:
             return None
@@ -170,7 +170,7 @@ class AnswerCache:
             with self._lock:
                 self.store.put(row)
         except CacheStoreError as exc:
-            self.warn(f"{exc.message}; the answer was not cached")
+            self.warn(f"{exc.coded_message}; the answer was not cached")
 
     def record(self, record: CallRecord) -> None:
         with self._lock:
@@ -189,7 +189,7 @@ class AnswerCache:
             with self._lock:
                 rows = self.store.rows(suggestor=suggestor, kind=kind)[:50]
         except CacheStoreError as exc:
-            return f"the cache could not be read ({exc.message})"
+            return f"the cache could not be read ({exc.coded_message})"
         if not rows:
             return f"nothing is cached for suggestor {suggestor!r}"
         wanted = canonical_json(request)

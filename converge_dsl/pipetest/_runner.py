@@ -81,7 +81,11 @@ def run_case(
         outcome = _run(pipeline, case)
     except ConvergeError as exc:
         return CaseReport(
-            test, case, error=exc.message, error_hint=_hint(exc.hint), seconds=clock() - start
+            test,
+            case,
+            error=exc.coded_message,
+            error_hint=_hint(exc.hint),
+            seconds=clock() - start,
         )
     view = view_of(outcome)
     found = failures(case.expect, view, (*case.path, "expect"))

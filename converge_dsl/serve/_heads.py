@@ -119,8 +119,8 @@ def _check(base: type, methods: tuple[str, ...], attributes: tuple[str, ...]) ->
             missing = [name for name in attributes if not hasattr(made, name)]
             if not hasattr(ServerState(), "default_headers"):
                 missing.append("ServerState.default_headers")
-        except TypeError as error:  # its constructor takes other arguments
-            missing = [f"the arguments of __init__ ({error})"]
+        except (TypeError, AttributeError, ValueError) as error:  # its constructor changed
+            missing = [f"__init__ as it was ({type(error).__name__}: {error})"]
         finally:
             loop.close()
     if missing:

@@ -87,9 +87,12 @@ def refused(
 
 def failed(error: ConvergeError) -> Refused:
     """500: `error` stopped a request inside the service; the problem carries its own
-    code, message and hint (CD996 for an error without a code)."""
-    problem = Problem(error.code or codes.SERVE_RUN_FAILED, error.text, "", error.hint)
-    return Refused(500, (problem,))
+    code, message and hint (CD996 for an error without a CD code; a model's `E_*`
+    stays in front of its message)."""
+    if error.code is not None and error.code.startswith("CD"):
+        return Refused(500, (Problem(error.code, error.text, "", error.hint),))
+    text = error.text if error.code is None else f"{error.code}: {error.text}"
+    return Refused(500, (Problem(codes.SERVE_RUN_FAILED, text, "", error.hint),))
 
 
 def queue_full(pipeline: str, size: int) -> Refused:

@@ -272,6 +272,21 @@ def test_on_error_diagnose_records_a_diagnostic_and_goes_on() -> None:
     assert any(getattr(e, "type", "") == "suggestor_failed" for e in result.events)
 
 
+def test_on_error_diagnose_keeps_a_model_errors_code_in_the_diagnostic() -> None:
+    # The fact is what a pipeline reads to tell a rate limit from a timeout: it read
+    # `slow down`, its E_RATE_LIMITED gone, once codes left error messages.
+    from converge_dsl.models import ModelError, ModelErrorCode
+
+    engine = Engine(on_error="diagnose")
+    failure = ModelError(ModelErrorCode.RATE_LIMITED, "slow down")
+    engine.register(FnSuggestor("ask", [], emit(), fail=failure, accepts=lambda c: c.cycle == 1))
+    result = run(engine)
+    fact = result.context.fact("diagnostic", "error:ask:1")
+    assert fact is not None
+    assert fact.data["error"] == "E_RATE_LIMITED: slow down"
+    assert fact.content == "suggestor 'ask' failed in cycle 1: E_RATE_LIMITED: slow down"
+
+
 def test_execute_must_return_an_agent_effect() -> None:
     class Wrong(SuggestorBase):
         name = "wrong"

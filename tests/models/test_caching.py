@@ -324,3 +324,20 @@ def test_an_offline_miss_with_nothing_cached_for_the_suggestor_says_so() -> None
     with pytest.raises(CacheMiss) as caught:
         asyncio.run(offline.wrap("remote", Counting()).call(request()))
     assert "nothing is cached for suggestor 'ask'" in caught.value.message
+
+
+def test_a_failing_store_is_a_warning_that_names_its_own_code() -> None:
+    # It read `warning[CD974]: answer cache: ... failed while reading`, the store's
+    # CD975 gone once codes left error messages.
+    from converge_dsl.models.answer_store import CacheStoreError
+
+    class Failing(MemoryAnswerStore):
+        def get(self, key: str, now: float) -> Any:
+            raise CacheStoreError("answer cache: the store failed while reading: disk I/O error")
+
+    answers, warnings = cache(Failing())
+    assert answers.lookup("a" * 64) is None
+    assert warnings == [
+        "warning[CD974]: CD975: answer cache: the store failed while reading: disk I/O error; "
+        "the call is made as if nothing were cached"
+    ]

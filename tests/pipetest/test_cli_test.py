@@ -153,6 +153,26 @@ def test_a_case_that_cannot_run_is_an_error_located_at_the_case(tmp_path: Path) 
     assert '<error type="CD961"' in xml
 
 
+def test_a_case_that_cannot_run_keeps_its_errors_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model without its API key: the case's error read `model 'remote': ...`, its
+    # E_CONFIG gone, once codes left error messages.
+    import shutil
+
+    monkeypatch.delenv("CONVERGE_TEST_UNSET_API_KEY", raising=False)
+    shutil.copy(ROOT / "tests" / "e2e" / "data" / "stops" / "no-key.yaml", tmp_path / "p.yaml")
+    (tmp_path / "p.test.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: p.yaml\n"
+        "cases:\n  - name: one\n    expect: {stop_reason: converged}\n"
+    )
+    code, out, _ = cli("test", tmp_path)
+    assert code == 1
+    assert "error[CD961]: case 'one' could not run: E_CONFIG: model 'remote': " in out
+    code, out, _ = cli("test", tmp_path, "--format", "json")
+    assert "E_CONFIG: model 'remote': " in out
+
+
 def _hostile_case(tmp_path: Path, name: str) -> Path:
     """A failing test file of the `init` project whose one case is called `name`."""
     assert cli("init", tmp_path, "--name", "app")[0] == 0

@@ -343,6 +343,13 @@ def test_a_uvicorn_without_a_part_the_protocol_takes_stops_the_start(
     with pytest.raises(ServeFailed, match=f"has no {part} "):
         protocol(parser=parser)
 
+    def changed(self: Any, *args: Any, **kwargs: Any) -> None:  # a traceback, not CD448
+        raise AttributeError("'Config' object has no attribute 'h11_max_incomplete_event_size'")
+
+    monkeypatch.setattr(base, "__init__", changed)
+    with pytest.raises(ServeFailed, match=r"has no __init__ as it was \(AttributeError: "):
+        protocol(parser=parser)
+
 
 def test_serve_stops_before_it_binds_on_such_a_uvicorn(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path

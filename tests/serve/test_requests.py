@@ -76,3 +76,16 @@ def test_a_problem_s_text_keeps_the_place_it_names_on_one_line() -> None:
     problem = Problem("CD985", "the request lacks input 'x'", "/inputs", declared=declared)
     assert problem.text().splitlines()[1] == " --> a\\nb.yaml:4:3"
     assert problem.data()["declared_at"]["file"] == "a\nb.yaml"  # JSON: the real name
+
+
+def test_an_error_under_a_request_is_a_500_with_its_own_cd_code_else_cd996() -> None:
+    from converge_dsl.errors import ConvergeError
+    from converge_dsl.models import ModelError, ModelErrorCode
+    from converge_dsl.serve._requests import failed
+
+    (own,) = failed(ConvergeError("the state is gone", code="CD993", hint="restart")).problems
+    assert (own.code, own.message, own.hint) == ("CD993", "the state is gone", "restart")
+    (model,) = failed(ModelError(ModelErrorCode.RATE_LIMITED, "slow down")).problems
+    assert (model.code, model.message) == ("CD996", "E_RATE_LIMITED: slow down")
+    (bare,) = failed(ConvergeError("it broke")).problems
+    assert (bare.code, bare.message) == ("CD996", "it broke")
