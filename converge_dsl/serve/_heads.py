@@ -80,6 +80,30 @@ _PARSER_PARTS = {"httptools": (("on_message_complete",), ("pipeline",)), "h11": 
 # The Retry-After of a request refused past the server's connections (seconds).
 BUSY_RETRY_S = 1
 
+
+class _Throttled:
+    """A warning logged at most once every `interval` seconds (by the loop's clock),
+    saying how many it left out since: a server held past its connections refuses
+    thousands of requests a second, uvicorn logging each."""
+
+    def __init__(self, text: str, interval: float = 1.0) -> None:
+        self.text = text
+        self.interval = interval
+        self.last = -interval
+        self.unsaid = 0
+
+    def say(self, now: float) -> None:
+        if now - self.last < self.interval:
+            self.unsaid += 1
+            return
+        more = f" ({self.unsaid} more since, not logged)" if self.unsaid else ""
+        logging.getLogger("uvicorn.error").warning(self.text + more)
+        self.last, self.unsaid = now, 0
+
+
+# One a process: a server's (tests start more, which share it).
+_BUSY_WARNING = _Throttled("Exceeded concurrency limit.")
+
 _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
 
@@ -248,7 +272,7 @@ class _Bounded:
         (uvicorn's count, at the point it makes it)."""
         limit = self.config.limit_concurrency
         if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
-            logging.getLogger("uvicorn.error").warning("Exceeded concurrency limit.")
+            _BUSY_WARNING.say(self.loop.time())
             return self._busy
         return self._app
 
