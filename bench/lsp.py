@@ -188,11 +188,10 @@ def _change(where: lsp.Position, typed: str, insert: bool) -> lsp.TextDocumentCo
     return lsp.TextDocumentContentChangePartial(range=lsp.Range(where, end), text="")
 
 
-async def _run(
-    path: Path, edits: int, completions: int
-) -> tuple[list[tuple[str, float]], list[float], float | None]:
-    """The edit times (with their place), the completion times, and the server's CPU
-    seconds per edit."""
+async def _opened(path: Path, timeout: float = 60) -> tuple[Driver, int | None, str, str]:
+    """A server started on `path`'s folder with `path` open and its first diagnostics
+    published (within `timeout` seconds): the driver, the server's process id, the
+    document's URI and text."""
     before = set(_children())
     driver = Driver()
     await driver.start(path.parent)
@@ -202,7 +201,16 @@ async def _run(
     driver.client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "yaml", 1, text))
     )
-    await driver.wait_for(1)
+    await driver.wait_for(1, timeout=timeout)
+    return driver, server, uri, text
+
+
+async def _run(
+    path: Path, edits: int, completions: int
+) -> tuple[list[tuple[str, float]], list[float], float | None]:
+    """The edit times (with their place), the completion times, and the server's CPU
+    seconds per edit."""
+    driver, server, uri, text = await _opened(path)
     edit_times = []
     places = _places(text)
     cpu_start = _cpu_seconds(server) if server is not None else None
@@ -247,16 +255,7 @@ def _burst_changes(text: str, count: int) -> list[lsp.TextDocumentContentChangeP
 
 async def _burst(path: Path, edits: int, repeat: int) -> list[tuple[float, float | None, int]]:
     """Per round: (wall seconds an edit, server CPU seconds an edit, versions published)."""
-    before = set(_children())
-    driver = Driver()
-    await driver.start(path.parent)
-    server = next(iter(set(_children()) - before), None)
-    uri = path.as_uri()
-    text = path.read_text(encoding="utf-8")
-    driver.client.text_document_did_open(
-        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "yaml", 1, text))
-    )
-    await driver.wait_for(1, timeout=300)
+    driver, server, uri, text = await _opened(path, timeout=300)
     changes = _burst_changes(text, edits)
     elsewhere = lsp.HoverParams(
         lsp.TextDocumentIdentifier((path.parent / "elsewhere.yaml").as_uri()), lsp.Position(0, 0)
