@@ -12,9 +12,10 @@ one).
 A change's positions are read as the protocol's reference text document
 (vscode-languageserver-textdocument) reads them, so a client a little off
 still edits what its user sees: a line past the last is the end of the text,
-a column past a line's end is that line's end (before its line break), a
-column inside a surrogate pair is after the pair, and a range whose end is
-before its start is the same range, its ends swapped.
+a column past a line's end is that line's end (before its line break), and a
+range whose end is before its start is the same range, its ends swapped. A
+column inside a surrogate pair, which that reading would split into two lone
+halves, is after the pair.
 
 Every text taken in (the opened one, each change's) has its lone UTF-16
 surrogates (an editor may send one, escaped in JSON) as U+FFFD: one UTF-16 unit

@@ -94,6 +94,9 @@ class PipelineServer(LanguageServer):
         # the test read an editor's text no analysis has named yet).
         self._analysed: dict[Path, tuple[str, object]] = {}  # pipeline -> (text, names)
         self._tests_saw: dict[Path, object] = {}
+        # Each open URI's buffer, the last opened or edited last: two URIs may name one
+        # file (a link), each its own editor buffer; the file's text is the last edited.
+        self._buffers: dict[str, Document] = {}
 
     protocol: PipelineProtocol
 
@@ -147,7 +150,10 @@ class PipelineServer(LanguageServer):
         path = self.path(uri)
         if path is None:
             return
-        self.state.open[path] = Document(text, version)
+        document = Document(text, version)
+        self._buffers.pop(uri, None)
+        self._buffers[uri] = document
+        self.state.open[path] = document
         self.changed(path)
 
     def edited(
@@ -160,13 +166,15 @@ class PipelineServer(LanguageServer):
         path = self.path(uri)
         if path is None:
             return  # not a file (an editor's `untitled:` buffer): never analysed
-        document = self.state.open.get(path)
+        document = self._buffers.pop(uri, None)
         if document is None:
             self.protocol.log(
                 f"{lsp.TEXT_DOCUMENT_DID_CHANGE}: {uri} is not open: "
                 "send 'textDocument/didOpen' first; ignored"
             )
             return
+        self._buffers[uri] = document  # the last edited
+        self.state.open[path] = document
         for change in changes:
             document.apply(change)
         if document.version is not None and version <= document.version:
@@ -178,11 +186,20 @@ class PipelineServer(LanguageServer):
         self.changed(path)
 
     def closed(self, uri: str) -> None:
+        """Close `uri`'s buffer; its file stays open, at the buffer another URI of it
+        edited last, while there is one."""
+        self._buffers.pop(uri, None)
         path = self.path(uri)
-        if path is not None:
-            self.state.open.pop(path, None)
-            self._tests_saw.pop(path, None)
-            self._analysed.pop(path, None)
+        if path is None:
+            return
+        others = [document for other, document in self._buffers.items() if self.path(other) == path]
+        if others:
+            self.state.open[path] = others[-1]
+            self.changed(path)
+            return
+        self.state.open.pop(path, None)
+        self._tests_saw.pop(path, None)
+        self._analysed.pop(path, None)
 
     def changed(self, path: Path) -> None:
         """`path` has new text: schedule the analyses it changes."""

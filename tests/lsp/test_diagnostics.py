@@ -89,6 +89,27 @@ async def test_an_edit_of_a_file_whose_name_is_escaped_in_its_uri_is_taken(
     assert await session.diagnostics("my broken.yaml", version) == []
 
 
+async def test_two_uris_of_one_file_are_two_buffers_the_file_the_last_edited(
+    session: Session, project: Path
+) -> None:
+    """A link and its file, each open in its own buffer: the file's text is the buffer
+    edited last, and closing one leaves the other's. One shared document took both
+    buffers' edits (a text in neither) and, once the link closed, refused the file's."""
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    fixed = text.replace("dependencies: [strategy]", "dependencies: [strategies]")
+    (project / "link.yaml").symlink_to(project / "broken.yaml")
+    session.open("broken.yaml", text)
+    session.open("link.yaml", text)
+    assert await session.diagnostics("broken.yaml", 1)
+    assert await session.diagnostics("broken.yaml", session.replace("link.yaml", fixed)) == []
+    session.client.text_document_did_close(
+        lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(session.uri("link.yaml")))
+    )
+    assert await session.diagnostics("broken.yaml", 1)  # the file's own buffer, broken
+    version = session.replace("broken.yaml", fixed)
+    assert await session.diagnostics("broken.yaml", version, timeout=10) == []
+
+
 async def test_edits_past_the_end_or_with_their_ends_swapped_edit_what_the_editor_meant(
     session: Session, project: Path
 ) -> None:
