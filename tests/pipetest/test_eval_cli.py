@@ -104,23 +104,30 @@ def test_an_output_that_is_a_file_the_evaluation_reads_is_refused_before_it_runs
     assert "cannot write evaluation report" in err
 
 
+def _seat_fails(folder: Path, cases: str) -> None:
+    """`e.eval.yaml` in `folder`: the classifier over `cases` (JSONL text), scored by its
+    tokens, its script answering a ticket about a seat with what is no JSON."""
+    import shutil
+
+    for name in ("classify.yaml", "classify.script.yaml"):
+        shutil.copy(EVAL / name, folder / name)
+    script = folder / "classify.script.yaml"
+    script.write_text(script.read_text().replace("""'[{"category": "account"}]'""", "'no JSON'"))
+    (folder / "cases.jsonl").write_text(cases)
+    (folder / "e.eval.yaml").write_text(
+        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
+        "dataset: cases.jsonl\nmetrics:\n  - name: tokens\n    usage: {max_tokens: 10000}\n"
+    )
+
+
 def test_a_case_whose_run_stopped_with_an_error_is_shown_and_fails_the_evaluation(
     tmp_path: Path,
 ) -> None:
     # It scored what it could (usage: 1.000) and the evaluation passed, the error nowhere.
-    import shutil
-
-    for name in ("classify.yaml", "classify.script.yaml"):
-        shutil.copy(EVAL / name, tmp_path / name)
-    script = tmp_path / "classify.script.yaml"
-    script.write_text(script.read_text().replace("""'[{"category": "account"}]'""", "'no JSON'"))
-    (tmp_path / "cases.jsonl").write_text(
+    _seat_fails(
+        tmp_path,
         '{"name": "seat", "inputs": {"ticket": "Please add a seat"}}\n'
-        '{"name": "twice", "inputs": {"ticket": "I was charged twice"}}\n'
-    )
-    (tmp_path / "e.eval.yaml").write_text(
-        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
-        "dataset: cases.jsonl\nmetrics:\n  - name: tokens\n    usage: {max_tokens: 10000}\n"
+        '{"name": "twice", "inputs": {"ticket": "I was charged twice"}}\n',
     )
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
     assert code == 1, out
@@ -182,18 +189,8 @@ def test_a_concurrency_below_one_is_refused() -> None:
 def test_the_datasets_control_and_bidi_characters_are_shown_escaped(tmp_path: Path) -> None:
     # A case's name and its run's error went to the terminal as they were: an escape
     # sequence recoloured it, a right-to-left override reversed the rest of the line.
-    import shutil
-
-    for name in ("classify.yaml", "classify.script.yaml"):
-        shutil.copy(EVAL / name, tmp_path / name)
-    script = tmp_path / "classify.script.yaml"
-    script.write_text(script.read_text().replace("""'[{"category": "account"}]'""", "'no JSON'"))
-    (tmp_path / "cases.jsonl").write_text(
-        '{"name": "seat\\u001b[31m\\u202e", "inputs": {"ticket": "Please add a seat"}}\n'
-    )
-    (tmp_path / "e.eval.yaml").write_text(
-        "apiVersion: converge-dsl/v1\nkind: Evaluation\npipeline: classify.yaml\n"
-        "dataset: cases.jsonl\nmetrics:\n  - name: tokens\n    usage: {max_tokens: 10000}\n"
+    _seat_fails(
+        tmp_path, '{"name": "seat\\u001b[31m\\u202e", "inputs": {"ticket": "Please add a seat"}}\n'
     )
     code, out, _ = cli("eval", tmp_path / "e.eval.yaml")
     assert code == 1, out

@@ -63,36 +63,35 @@ def test_the_data_of_an_agent_run(agent_trace: Path) -> None:
     assert data["usage"][-1][2] == meta["facts"]
 
 
+def _page_with_first_fact(trace: Path, content: str) -> tuple[str, Any]:
+    """The report of `trace` with its first fact's content replaced by `content`: the
+    page, and the data its JSON element holds."""
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    event = json.loads(lines[1])
+    event["content"] = content
+    lines[1] = json.dumps(event)
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = render_report(trace)
+    start = page.index('type="application/json">') + len('type="application/json">')
+    return page, json.loads(page[start : page.index("</script>", start)])
+
+
 def test_the_page_is_self_contained_and_its_data_cannot_close_the_script(
     agent_trace: Path, tmp_path: Path
 ) -> None:
-    lines = agent_trace.read_text(encoding="utf-8").splitlines()
-    event = json.loads(lines[1])
-    event["content"] = "</script><script>alert(1)</script><!--"
-    lines[1] = json.dumps(event)
-    agent_trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    page = render_report(agent_trace)
+    page, data = _page_with_first_fact(agent_trace, "</script><script>alert(1)</script><!--")
     assert page.count("</script>") == 2  # the data element's and the code's, nothing more
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in page
-    start = page.index('type="application/json">') + len('type="application/json">')
-    data = json.loads(page[start : page.index("</script>", start)])
     assert data["facts"][0][2].startswith("</script>")
 
 
 def test_control_and_bidi_characters_show_as_escapes_never_raw(
     agent_trace: Path, tmp_path: Path
 ) -> None:
-    lines = agent_trace.read_text(encoding="utf-8").splitlines()
-    event = json.loads(lines[1])
-    event["content"] = "ok \u202e(at a.yaml:1:2) \x1b[31m"
-    lines[1] = json.dumps(event)
-    agent_trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    page = render_report(agent_trace)
+    page, data = _page_with_first_fact(agent_trace, "ok \u202e(at a.yaml:1:2) \x1b[31m")
     assert "\u202e" not in page
     assert "\x1b" not in page
-    start = page.index('type="application/json">') + len('type="application/json">')
-    data = json.loads(page[start : page.index("</script>", start)])
     assert data["facts"][0][2] == "ok \\u202e(at a.yaml:1:2) \\x1b[31m"
 
 
