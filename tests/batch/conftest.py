@@ -13,6 +13,18 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 ECHO = DATA / "echo.yaml"
+EXPECTED = Path(__file__).parent / "expected"
+
+
+def expected(name: str, actual: str) -> str:
+    """The text of `expected/NAME`; written from `actual` when UPDATE_EXPECTED=1."""
+    import os
+
+    path = EXPECTED / name
+    if os.environ.get("UPDATE_EXPECTED") == "1":
+        path.write_text(actual, encoding="utf-8")
+    return path.read_text(encoding="utf-8")
+
 
 # One llm suggestor asking a model over HTTP about `inputs.topic` (`topic_pipeline`).
 _TOPIC_PIPELINE = """\

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import re
 import shutil
 from pathlib import Path
@@ -14,16 +13,7 @@ from converge_dsl import codes
 from converge_dsl.batch import cassette_name
 from converge_dsl.cli import run as cli
 
-from .conftest import DATA, read_results, write_cases
-
-EXPECTED = Path(__file__).parent / "expected"
-
-
-def _expected(name: str, actual: str) -> str:
-    path = EXPECTED / name
-    if os.environ.get("UPDATE_EXPECTED") == "1":
-        path.write_text(actual, encoding="utf-8")
-    return path.read_text(encoding="utf-8")
+from .conftest import DATA, expected, read_results, write_cases
 
 
 def _echo(tmp_path: Path) -> Path:
@@ -116,7 +106,7 @@ def test_two_cases_that_would_share_a_cassette_are_refused_before_any_runs(
     code, _, err = _batch(tmp_path, Path("cases.jsonl"), "r.jsonl", "--record", "tapes")
     assert code == 2
     assert f"error[{codes.CASE_CASSETTE_CLASH}]" in err
-    assert err == _expected("cassette-clash.txt", err)
+    assert err == expected("cassette-clash.txt", err)
     assert not (tmp_path / "tapes").exists()
     assert not (tmp_path / "r.jsonl").exists()
 
@@ -132,7 +122,7 @@ def test_a_case_missing_from_the_replay_folder_is_a_located_error_naming_the_fil
     code, _, err = _batch(tmp_path, Path("cases.jsonl"), "b.jsonl", "--replay", "tapes")
     assert code == 2
     assert f"error[{codes.CASE_CASSETTE_MISSING}]: case 7 has no cassette" in err
-    assert err == _expected("cassette-missing.txt", err)
+    assert err == expected("cassette-missing.txt", err)
     assert not (tmp_path / "b.jsonl").exists()
 
 

@@ -17,7 +17,7 @@ from converge_dsl.batch import read_done
 from converge_dsl.cli import run as cli
 from converge_dsl.errors import UsageError
 
-from .conftest import ECHO, read_results, write_cases
+from .conftest import ECHO, expected, read_results, write_cases
 
 
 def _resume(cases: Path, out: Path) -> tuple[int, str]:
@@ -212,16 +212,6 @@ def _resume_with(pipeline: Path, *options: str) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-EXPECTED = Path(__file__).parent / "expected"
-
-
-def _expected(name: str, actual: str) -> str:
-    path = EXPECTED / name
-    if os.environ.get("UPDATE_EXPECTED") == "1":
-        path.write_text(actual, encoding="utf-8")
-    return path.read_text(encoding="utf-8")
-
-
 @pytest.mark.parametrize("executor", ["local", "process"])
 def test_resume_refuses_the_results_of_another_pipeline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str
@@ -235,7 +225,7 @@ def test_resume_refuses_the_results_of_another_pipeline(
     before = (tmp_path / "results.jsonl").read_bytes()
     code, err = _resume_with(other, "--executor", executor)
     assert code == 3
-    assert err == _expected("resume-other-pipeline.txt", err)
+    assert err == expected("resume-other-pipeline.txt", err)
     assert (tmp_path / "results.jsonl").read_bytes() == before
 
 
@@ -249,7 +239,7 @@ def test_resume_refuses_the_results_of_the_pipeline_before_an_edit(
     echo.write_text(echo.read_text().replace("Say", "Utter"))
     code, err = _resume_with(echo)
     assert code == 3
-    assert err == _expected("resume-edited-pipeline.txt", err)
+    assert err == expected("resume-edited-pipeline.txt", err)
 
 
 @pytest.mark.parametrize("executor", ["local", "process"])

@@ -25,23 +25,27 @@ RAW = Path(__file__).resolve().parent / "raw_server.py"
 PARENT = {"PATH": os.environ["PATH"]}
 
 
-def test_a_line_that_is_not_json_rpc_is_named_when_its_call_times_out(tmp_path: Path) -> None:
-    # The call timed out naming only call_timeout_s, as if the tool were slow.
+def _raw_echo_fails(folder: Path, mode: str) -> ToolFailure:
+    """The failure of an `echo` call to `raw_server.py MODE` (started, called, stopped),
+    its calls bounded to a second."""
     spec = StdioServerSpec(
-        name="raw",
-        command=(sys.executable, str(RAW), "not-json"),
-        allow=("echo",),
-        call_timeout_s=1,
+        name="raw", command=(sys.executable, str(RAW), mode), allow=("echo",), call_timeout_s=1
     )
-    server = McpToolServer(spec, tmp_path, PARENT)
+    server = McpToolServer(spec, folder, PARENT)
     try:
         server.start()
         with pytest.raises(ToolFailure) as caught:
             asyncio.run(server.call("echo", {}))
     finally:
         server.close()
-    assert caught.value.code == codes.TOOL_CALL_TIMED_OUT
-    assert caught.value.message.endswith(
+    return caught.value
+
+
+def test_a_line_that_is_not_json_rpc_is_named_when_its_call_times_out(tmp_path: Path) -> None:
+    # The call timed out naming only call_timeout_s, as if the tool were slow.
+    failure = _raw_echo_fails(tmp_path, "not-json")
+    assert failure.code == codes.TOOL_CALL_TIMED_OUT
+    assert failure.message.endswith(
         "the server was stopped; the client dropped what it sent: a line that is not "
         "JSON-RPC: '{this is not JSON-RPC'"
     )
@@ -201,16 +205,6 @@ def test_an_http_server_that_does_not_answer_at_start_says_so(tmp_path: Path) ->
 
 
 def test_a_banner_before_the_handshake_is_not_blamed_for_a_later_timeout(tmp_path: Path) -> None:
-    spec = StdioServerSpec(
-        name="raw", command=(sys.executable, str(RAW), "hang"), allow=("echo",), call_timeout_s=1
-    )
-    server = McpToolServer(spec, tmp_path, PARENT)
-    try:
-        server.start()
-        with pytest.raises(ToolFailure) as caught:
-            asyncio.run(server.call("echo", {}))
-    finally:
-        server.close()
-    assert caught.value.message == (
+    assert _raw_echo_fails(tmp_path, "hang").message == (
         "tool server 'raw': a call passed call_timeout_s (1 s); the server was stopped"
     )
