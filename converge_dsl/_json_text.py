@@ -9,7 +9,8 @@ of a run cannot carry:
   would fail on it later, far from where it came in.
 Each refusal is a `ValueError` whose message says where (a JSON pointer), so
 the callers that already report "not JSON: ..." report these too.
-`surrogate_problem` is the same check for text that did not come as JSON.
+`surrogate_problem` is the same check for text that did not come as JSON;
+`without_lone_surrogates` mends such text instead.
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ def surrogate_problem(value: Any) -> str | None:
         elif isinstance(item, list | tuple):
             stack.extend(reversed([((*path, index), child) for index, child in enumerate(item)]))
     return None
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD, for what takes such text rather than
+    refuse it (an editor's buffer, a pattern's subject): one UTF-16 unit for another,
+    so positions stay, and the text encodes as UTF-8. A pair is one character once
+    decoded from JSON, so any surrogate left is lone."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _refusal(path: tuple[str | int, ...], code_point: str, *, key: bool = False) -> str:

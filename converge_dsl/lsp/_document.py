@@ -32,9 +32,9 @@ import re
 
 from lsprotocol import types as lsp
 
+from converge_dsl._json_text import without_lone_surrogates
 from converge_dsl.lsp._positions import code_point_column
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _LINE_BREAK = re.compile("(\r\n|\r|\n)")
 # Where `str.splitlines` ends a line and the protocol does not.
 _NOT_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -108,11 +108,3 @@ def split_lines(text: str) -> list[str]:
     if not lines or lines[-1][-1] in "\r\n":
         lines.append("")
     return lines
-
-
-def without_lone_surrogates(text: str) -> str:
-    """`text` with each lone UTF-16 surrogate as U+FFFD. A pair is one character once
-    decoded from JSON, so any surrogate left is lone."""
-    if text.isascii() or not _LONE_SURROGATE.search(text):
-        return text
-    return _LONE_SURROGATE.sub("\ufffd", text)

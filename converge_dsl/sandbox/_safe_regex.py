@@ -12,9 +12,9 @@ refuses.
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
+from converge_dsl._json_text import without_lone_surrogates
 from converge_dsl.errors import RunError
 from converge_dsl.sandbox._governor import spend
 
@@ -64,7 +64,4 @@ def search(pattern: str, text: str) -> bool:
     try:
         return _re2(pattern).search(text) is not None
     except UnicodeEncodeError:
-        return _re2(pattern).search(_LONE_SURROGATE.sub("\ufffd", text)) is not None
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+        return _re2(pattern).search(without_lone_surrogates(text)) is not None

@@ -280,8 +280,8 @@ class RunTools:
 
     def _input_validator(self, server: str, tool: ToolInfo) -> GovernedValidator | str | None:
         """The validator of `tool`'s input schema (None: one this project will not apply;
-        text: what breaks its meta-schema), built on the tool's first call: a started
-        server's tool list stays for the run."""
+        text: what breaks its meta-schema), built once for the run, when the tool is first
+        listed or called: a started server's tool list stays for the run."""
         key = (server, tool.name)
         if key not in self._inputs:
             self._inputs[key] = _input_validator(tool.input_schema)
