@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
+from converge_dsl._escapes import escaped
 from converge_dsl._record import Record
+
+if TYPE_CHECKING:
+    import re
 
 
 class Severity(StrEnum):
@@ -47,12 +52,8 @@ _NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escaped(character: str) -> str:
-    named = _NAMED_ESCAPES.get(character)
-    if named is not None:
-        return named
-    code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def _escaped(found: re.Match[str]) -> str:
+    return _NAMED_ESCAPES.get(found.group()) or escaped(found)
 
 
 def one_line(name: str) -> str:
@@ -63,7 +64,7 @@ def one_line(name: str) -> str:
     `file`, SARIF) keeps the real name."""
     import re
 
-    return re.sub(_NOT_ONE_LINE, lambda found: _escaped(found.group()), name)
+    return re.sub(_NOT_ONE_LINE, _escaped, name)
 
 
 def location(file: str, line: int, column: int) -> str:

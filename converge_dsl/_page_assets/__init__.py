@@ -28,13 +28,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+from converge_dsl._escapes import UNSHOWN, escaped
+
 _FOLDER = Path(__file__).resolve().parent
 # What every page may load: its own inline style and script, and data: images; nothing
 # from the network or the disk (the run report's and the eval page's page.html say it too).
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 )
-_UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSHOWN = re.compile(UNSHOWN)
 # The same characters in JSON text (`json.dumps`, ensure_ascii off): those above C0 as they
 # are, C0 as `\u00XX`, `\b`, `\f` or `\r` (newline and tab, `\n` and `\t`, are kept).
 # Every backslash is matched, with what follows it when that is a C0 escape or a second
@@ -55,14 +57,9 @@ def page_asset(name: str) -> str:
     return (_FOLDER / name).read_text(encoding="utf-8")
 
 
-def _escaped(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def page_text(text: str) -> str:
     """`text` with its control and bidi characters as visible escapes (see the module)."""
-    return _UNSHOWN.sub(_escaped, text) if _UNSHOWN.search(text) else text
+    return _UNSHOWN.sub(escaped, text) if _UNSHOWN.search(text) else text
 
 
 def page_json(value: Any) -> str:
@@ -82,7 +79,7 @@ def _json_escaped(found: re.Match[str]) -> str:
     backslash, then the escape), or JSON's own escape as it is."""
     escape = found.group(1)
     if not found.group().startswith("\\"):  # a character above C0, as it is
-        return "\\" + _escaped(found)
+        return "\\" + escaped(found)
     if escape is None or escape == "\\":
         return found.group()
     return "\\\\x" + (escape[3:] if escape.startswith("u") else _JSON_SHORT[escape])

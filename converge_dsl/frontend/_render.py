@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from converge_dsl._escapes import UNSHOWN, escaped
 from converge_dsl._reading import ReadRefused, read_text
 from converge_dsl.diagnostics import Diagnostic, location
 from converge_dsl.frontend._cap import Omitted
@@ -72,13 +73,6 @@ class SourceTexts(Mapping[str, str]):
 
 
 EXCERPT_WIDTH = 120
-# Compiled on first use (`re` caches it): a valid file prints nothing that needs it.
-_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def terminal_safe(text: str) -> str:
@@ -88,7 +82,7 @@ def terminal_safe(text: str) -> str:
     DEL, C1, U+202A-U+202E, U+2066-U+2069) becomes its escape, so untrusted
     text cannot move the cursor, retitle the window or reorder what is shown.
     """
-    return re.sub(_UNSAFE, _escape_char, text)
+    return re.sub(UNSHOWN, escaped, text)  # compiled on first use: `re` caches it
 
 
 def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:
