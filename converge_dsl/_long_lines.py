@@ -1,4 +1,5 @@
-"""`cut_line`: one source line as an excerpt shows it, however long the line is.
+"""`cut_line`: one source line as an excerpt shows it, however long the line is;
+`cut_lines`: an excerpt's lines.
 
 A pipeline may be written on one long line (JSON is YAML): every excerpt of
 it (a graph page's node, a trace's suggestor) would otherwise hold the whole
@@ -6,6 +7,8 @@ line, its size growing with the nodes times the line's length.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 # The characters of one source line an excerpt keeps.
 EXCERPT_LINE_CHARS = 400
@@ -22,3 +25,9 @@ def cut_line(line: str, column: int) -> str:
     head = "\u2026" if left else ""
     tail = "\u2026" if right < len(line) else ""
     return head + line[left + len(head) : right - len(tail)] + tail
+
+
+def cut_lines(lines: Sequence[str], column: int) -> list[str]:
+    """An excerpt's `lines`, each cut (`cut_line`): its first around `column`, where its
+    subject starts, the others from their start."""
+    return [cut_line(line, column if index == 0 else 1) for index, line in enumerate(lines)]

@@ -101,7 +101,7 @@ class AgentSuggestor(CoreSuggestor):
         except ModelError as exc:
             raise self._fail(
                 "model_error",
-                f"model call failed at turn {request.turn}: {exc.code}: {exc.message}",
+                f"model call failed at turn {request.turn}: {exc.coded_message}",
                 cycle,
                 exc.hint,
             ) from None

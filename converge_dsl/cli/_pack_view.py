@@ -16,17 +16,8 @@ if TYPE_CHECKING:
 
 
 def info_text(info: PackInfo) -> str:
-    """`pack info`: the pack, its versions, then each suggestor in full.
-
-    A pack's texts come from a repository: they are shown through `terminal_safe`,
-    so they cannot move the cursor, retitle or clear the terminal, or reorder a line.
-    """
-    from converge_dsl.frontend import terminal_safe
-
-    return terminal_safe(_info_text(info))
-
-
-def _info_text(info: PackInfo) -> str:
+    """`pack info`: the pack, its versions, then each suggestor in full. A pack's texts
+    come from a repository: `emit` writes them through `terminal_safe`."""
     out = io.StringIO()
     out.write(f"{info.name} {info.version}  ({info.repository})\n")
     if info.description:

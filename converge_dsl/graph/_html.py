@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from converge_dsl._long_lines import cut_line
+from converge_dsl._long_lines import cut_lines
 from converge_dsl._page_assets import CONTENT_SECURITY_POLICY, html_text, page_json
 
 from ._model import PipelineGraph, Source, source_value
@@ -63,13 +63,10 @@ def _asset(name: str) -> str:
 
 
 def _source(source: Source | None) -> dict[str, Any] | None:
-    """`source` as the page's data: its lines, each long one cut (`cut_line`)."""
+    """`source` as the page's data: its lines, each long one cut (`cut_lines`)."""
     value = source_value(source, "lines")
     if source is not None and value is not None:
-        value["lines"] = [
-            cut_line(line, source.column if index == 0 else 1)
-            for index, line in enumerate(source.lines)
-        ]
+        value["lines"] = cut_lines(source.lines, source.column)
     return value
 
 

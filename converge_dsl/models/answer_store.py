@@ -59,16 +59,19 @@ _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _STORE_FILES = ("", "-wal", "-shm", "-journal")  # the database and SQLite's files beside it
 # What to do about a failure of a store that opened, by SQLite's primary result code
 # (`cache clear` would fail the same way for each of these).
+_NOT_WRITABLE = (
+    "the file or its folder cannot be written: check their permissions, or give another "
+    "folder with --cache-dir"
+)
+_HELD = "another process held the cache past the busy timeout: try again"
 _FIXES = {
-    sqlite3.SQLITE_READONLY: "the file or its folder cannot be written: check their "
-    "permissions, or give another folder with --cache-dir",
-    sqlite3.SQLITE_CANTOPEN: "the file or its folder cannot be written: check their "
-    "permissions, or give another folder with --cache-dir",
+    sqlite3.SQLITE_READONLY: _NOT_WRITABLE,
+    sqlite3.SQLITE_CANTOPEN: _NOT_WRITABLE,
     sqlite3.SQLITE_FULL: "the disk is full: free some space, or `converge-dsl cache prune "
     "--max-bytes N` to keep less",
     sqlite3.SQLITE_IOERR: "the disk failed to read or write the file: check the disk",
-    sqlite3.SQLITE_BUSY: "another process held the cache past the busy timeout: try again",
-    sqlite3.SQLITE_LOCKED: "another process held the cache past the busy timeout: try again",
+    sqlite3.SQLITE_BUSY: _HELD,
+    sqlite3.SQLITE_LOCKED: _HELD,
 }
 
 
@@ -313,9 +316,8 @@ class SqliteAnswerStore:
             code = _primary(exc)
             if code in _DAMAGED:
                 raise self._damaged(message) from None
-            raise CacheStoreError(
-                message, hint=None if code is None else _FIXES.get(code)
-            ) from None
+            hint = None if code is None else _FIXES.get(code)
+            raise CacheStoreError(message, hint=hint) from None
 
     def get(self, key: str, now: float) -> CacheRow | None:
         with self._guard("reading"):

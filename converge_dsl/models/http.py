@@ -359,7 +359,7 @@ class HttpModel(ModelDefaults):
         raise ModelError(
             ModelErrorCode.TIMEOUT,
             f"model {self.name!r}: timeout_s ({self._settings.timeout_s:g} s) bounds the whole "
-            f"call and leaves no time for another attempt; last error: {last.code}: {last.message}",
+            f"call and leaves no time for another attempt; last error: {last.coded_message}",
             hint=f"raise models.{self.name}.timeout_s, or fix the provider failure above",
         )
 
@@ -382,7 +382,7 @@ class HttpModel(ModelDefaults):
             return
         raise ModelError(
             ModelErrorCode.BUDGET_EXHAUSTED,
-            f"model {self.name!r}: {reason}; last error: {last.code}: {last.message}",
+            f"model {self.name!r}: {reason}; last error: {last.coded_message}",
             hint=hint,
         )
 

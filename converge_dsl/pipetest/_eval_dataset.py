@@ -17,7 +17,7 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._json_text import loads
@@ -137,40 +137,41 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
 def _csv_rows(text: str) -> list[tuple[int, object]]:
     reader = csv.DictReader(io.StringIO(text))
     rows: list[tuple[int, object]] = []
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:  # a cell over csv's field limit: it reads no further
-            unread = f"the CSV cannot be read from here: {exc}"
-            if "field limit" in str(exc):
-                unread = (
-                    f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
-                    "CSV cell is read with; give long inputs in a JSONL dataset"
-                )
-            rows.append((reader.reader.line_num, unread))
-            break
-        case: dict[str, JsonValue] = {}
-        inputs: dict[str, JsonValue] = {}
-        expected: dict[str, JsonValue] = {}
-        problem = None
-        for column, cell in row.items():
-            if column is None or cell is None:
-                problem = "a row has more or fewer cells than the header"
-                continue
-            value = _cell(cell)
-            if column == "name":
-                case["name"] = cell
-            elif column.startswith("input."):
-                inputs[column.removeprefix("input.")] = value
-            elif column.startswith("expected."):
-                expected[column.removeprefix("expected.")] = value
-            else:
-                problem = f"column {column!r} is neither name, input.X nor expected.X"
-        case.update(inputs=inputs, expected=expected)
-        rows.append((reader.line_num, problem or case))
+    try:
+        for row in reader:
+            rows.append((reader.line_num, _csv_case(row)))
+    except csv.Error as exc:  # a cell over csv's field limit: it reads no further
+        unread = f"the CSV cannot be read from here: {exc}"
+        if "field limit" in str(exc):
+            unread = (
+                f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
+                "CSV cell is read with; give long inputs in a JSONL dataset"
+            )
+        rows.append((reader.reader.line_num, unread))
     return rows
+
+
+def _csv_case(row: dict[Any, Any]) -> object:
+    """The case a CSV row gives, or what is wrong with it."""
+    case: dict[str, JsonValue] = {}
+    inputs: dict[str, JsonValue] = {}
+    expected: dict[str, JsonValue] = {}
+    problem = None
+    for column, cell in row.items():
+        if column is None or cell is None:
+            problem = "a row has more or fewer cells than the header"
+            continue
+        value = _cell(cell)
+        if column == "name":
+            case["name"] = cell
+        elif column.startswith("input."):
+            inputs[column.removeprefix("input.")] = value
+        elif column.startswith("expected."):
+            expected[column.removeprefix("expected.")] = value
+        else:
+            problem = f"column {column!r} is neither name, input.X nor expected.X"
+    case.update(inputs=inputs, expected=expected)
+    return problem or case
 
 
 def _cell(cell: str) -> JsonValue:

@@ -216,7 +216,7 @@ class Judges:
                 rubric,
                 case,
                 codes.EVAL_JUDGE_FAILED,
-                f"judge call failed: {exc.code.value}: {exc.message}",
+                f"judge call failed: {exc.coded_message}",
             )
         finally:
             if pool is not None:  # held -> spent in one step (a failed call is a call)

@@ -98,26 +98,28 @@ def render_eval_junit(result: EvalResult) -> str:
     threshold), one `cases` (a failure when a case's run stopped with an error, a case was
     not run or not judged, or a judge's verdict was refused: what fails the evaluation
     whatever its scores) and one for the overall threshold."""
+    import functools
     from xml.etree import ElementTree as ET
 
     suite = ET.Element("testsuite", name=result.evaluation, time=f"{result.seconds:.3f}")
+    report = functools.cache(lambda: render_eval_human(result, None))  # each failure's text
     failures = 0
     for a in result.aggregates:
         case = ET.SubElement(suite, "testcase", classname=result.evaluation, name=a.metric)
         if not a.passed:
             failures += 1
             failure = ET.SubElement(case, "failure", message=f"{a.mean:.3f} < {a.threshold:g}")
-            failure.text = render_eval_human(result, None)
+            failure.text = report()
     cases = ET.SubElement(suite, "testcase", classname=result.evaluation, name="cases")
     broken = _broken(result)
     if broken:
         failures += 1
-        ET.SubElement(cases, "failure", message=broken).text = render_eval_human(result, None)
+        ET.SubElement(cases, "failure", message=broken).text = report()
     overall = ET.SubElement(suite, "testcase", classname=result.evaluation, name="overall")
     if result.threshold is not None and result.overall < result.threshold:
         failures += 1
         message = f"{result.overall:.3f} < {result.threshold:g}"
-        ET.SubElement(overall, "failure", message=message).text = render_eval_human(result, None)
+        ET.SubElement(overall, "failure", message=message).text = report()
     suite.set("tests", str(len(result.aggregates) + 2))
     suite.set("failures", str(failures))
     return ET.tostring(suite, encoding="unicode") + "\n"

@@ -214,12 +214,12 @@ def not_run_diagnostics(
     usage = isinstance(error, UsageError)
     # An error that carries its own stable code (OpenTelemetry's CD981...) keeps it;
     # other codes (a model's E_CONFIG) are no diagnostic codes: they stay in the text.
-    message, own = error.message, error.code
+    own = error.code
     if own is not None and own.startswith("CD"):
-        code = own
+        code, message = own, error.message
     else:
         code = codes.NOT_RUN_USAGE if usage else codes.NOT_RUN_ERROR
-        message = message if own is None else f"{own}: {message}"
+        message = error.coded_message
     span = inputs_at if usage and inputs_at is not None else SourceSpan(str(pipeline), 1, 1, 1, 1)
     return (Diagnostic.at(code, message, span, hint=error.hint),)
 

@@ -30,7 +30,7 @@ from typing import IO, Any, cast
 from pydantic import BaseModel
 
 from converge_dsl._files import OutputError, flush_checked, write_all
-from converge_dsl._long_lines import cut_line
+from converge_dsl._long_lines import cut_lines
 from converge_dsl.clock import Clock, SystemClock, WallClock, rfc3339
 from converge_dsl.diagnostics import SourceSpan
 from converge_dsl.errors import RunError
@@ -52,7 +52,7 @@ MAX_EXCERPT_LINES = 40
 
 def source_excerpts(spans: Mapping[str, SourceSpan], texts: Mapping[str, str]) -> dict[str, str]:
     """Suggestor -> the lines of its span (at most `MAX_EXCERPT_LINES`) in the loaded `texts`,
-    each long one cut (`cut_line`): a trace holds one excerpt a suggestor."""
+    each long one cut (`cut_lines`): a trace holds one excerpt a suggestor."""
     out: dict[str, str] = {}
     split: dict[str, list[str]] = {}
     for name, span in spans.items():
@@ -67,9 +67,7 @@ def source_excerpts(spans: Mapping[str, SourceSpan], texts: Mapping[str, str]) -
         if end > span.line and not before.replace("-", " ").strip():
             end -= 1
         last = min(end, span.line + MAX_EXCERPT_LINES - 1, len(lines))
-        shown = lines[span.line - 1 : last]
-        cut = [cut_line(line, span.column if index == 0 else 1) for index, line in enumerate(shown)]
-        out[name] = "\n".join(cut).rstrip()
+        out[name] = "\n".join(cut_lines(lines[span.line - 1 : last], span.column)).rstrip()
     return out
 
 
