@@ -5,7 +5,7 @@
 (function () {
   "use strict";
   var R = D.result, metrics = R.metrics || [], cases = R.cases || [];
-  var SHOWN_ERRORS = 10, caseLead = function () { return null; };
+  var SHOWN_ERRORS = 10;
   var KNOWN_TOP = ["evaluation", "passed", "overall", "threshold", "seconds", "usage", "metrics", "cases", "changes"];
   var KNOWN_METRIC = ["name", "mean", "cases", "interval", "threshold", "passed", "confusion"];
   var KNOWN_CASE = ["name", "scores", "stop_reason", "diagnostic"];
@@ -123,7 +123,7 @@
     worst.forEach(function (c) {
       var tr = el("tr", "pick");
       add(tr, el("td", null, c.name), el("td", "num", fix3(meanOf(c))), el("td", null, failing(c).join(", ")));
-      pickable(tr, "case " + c.name, c, function () { return caseLead(c); });
+      pickable(tr, "case " + c.name, c, caseLead.bind(null, c));
       wt.body.appendChild(tr);
     });
     ws.appendChild(wt.table);
@@ -144,15 +144,17 @@
     diagnosticLines(c).forEach(function (line, i) { pre.appendChild(el("span", i ? "where" : "message", line)); });
     return pre;
   }
-  caseLead = function (c) { return c.error === undefined && !c.diagnostic ? null : diagnosticBlock(c); };
-  var failed = cases.filter(function (c) { return c.error !== undefined || c.diagnostic; });
+  /* a case whose run stopped with an error, and what its pane shows first */
+  function stoppedWithError(c) { return c.error !== undefined || !!c.diagnostic; }
+  function caseLead(c) { return stoppedWithError(c) ? diagnosticBlock(c) : null; }
+  var failed = cases.filter(stoppedWithError);
   if (failed.length) {
     var es = section("errors", "Errors ");
     add(es.firstChild, el("small", "count", failed.length + " case(s) stopped with an error"));
     failed.slice(0, SHOWN_ERRORS).forEach(function (c) {
       var item = el("div", "error-case pick"); item.dataset.case = c.name;
       add(item, el("div", "name", c.name), diagnosticBlock(c));
-      pickable(item, "case " + c.name, c, function () { return caseLead(c); });
+      pickable(item, "case " + c.name, c, caseLead.bind(null, c));
       es.appendChild(item);
     });
     if (failed.length > SHOWN_ERRORS) es.appendChild(el("div", "empty", "... and " + (failed.length - SHOWN_ERRORS) + " more: tick \u201conly cases that stopped with an error\u201d below, and click one"));
@@ -194,7 +196,7 @@
   var ctools = el("div", "tools"), onlyFailing = checkbox(ctools, "only cases below 1", false);
   onlyFailing.id = "only-failing";
   var onlyErrors = null;
-  if (cases.some(function (c) { return c.error !== undefined || c.diagnostic; })) {
+  if (cases.some(stoppedWithError)) {
     onlyErrors = checkbox(ctools, "only cases that stopped with an error", false); onlyErrors.id = "only-errors";
   }
   ctools.appendChild(el("span", "count", "click a case for its whole result"));
@@ -210,7 +212,7 @@
     function (c) { showDetail("case " + c.name, c, caseLead(c)); },
     { counter: ccount,
       hay: function (c) { return JSON.stringify(c); },
-      keep: function (c) { return (!onlyFailing.checked || meanOf(c) < 1) && (!onlyErrors || !onlyErrors.checked || c.error !== undefined || !!c.diagnostic); },
+      keep: function (c) { return (!onlyFailing.checked || meanOf(c) < 1) && (!onlyErrors || !onlyErrors.checked || stoppedWithError(c)); },
       classes: function (c) {
         var scores = c.scores || {};
         return [null, c.stop_reason === "converged" ? null : "s0", null].concat(names.map(function (m) { return scoreClass(scores[m]); }));
