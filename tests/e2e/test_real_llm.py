@@ -36,6 +36,8 @@ from converge_dsl.cli import run
 HERE = Path(__file__).parent
 TEMPLATE = HERE / "data" / "real_llm" / "chat-template.jinja"
 START_S = 180.0
+# One server for the module under `pytest -n`: its tests go to one worker (`--dist loadgroup`).
+pytestmark = pytest.mark.xdist_group("real-llm")
 
 if os.environ.get("CONVERGE_DSL_SKIP_REAL_LLM") == "1":
     pytest.skip("CONVERGE_DSL_SKIP_REAL_LLM=1: the real-LLM tests are off", allow_module_level=True)
