@@ -207,16 +207,12 @@ class _Api:
                 ):
                     raise Refused(401, (UNAUTHORIZED,))
                 return await handler(request)
-            except Refused as error:
-                response = problems_response(error, redact)
-                if error.status == 401:
+            except Exception as error:
+                refusal = answered(error, request.method, request.url.path)
+                response = problems_response(refusal, redact)
+                if refusal.status == 401:
                     response.headers["WWW-Authenticate"] = "Bearer"
                 return response
-            except ConvergeError as error:
-                return problems_response(failed(error), redact)
-            except Exception:  # a fault of this service: its log has it, the client its code
-                _log_fault(request.method, request.url.path)
-                return problems_response(Refused(500, (INTERNAL_ERROR,)), redact)
 
         return call
 
@@ -273,8 +269,9 @@ class _Api:
     async def events(self, request: Request) -> Response:
         ident = self.run_id(request)
         last = _last_event(request)
+        stream = event_stream(self.service, ident, last)
         return StreamingResponse(
-            event_stream(self.service, ident, last),
+            faults_as_events(stream, self.service.redact, request.url.path),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store"},
         )
@@ -356,6 +353,33 @@ class _Api:
         )
 
 
+def answered(error: Exception, method: str, path: str) -> Refused:
+    """What a request that raised `error` is answered: a refusal as it is; another error
+    of ours a 500 of its own code (`failed`); a fault of this service a 500 of CD445,
+    its traceback in the server's log only (call it while `error` is being handled)."""
+    if isinstance(error, Refused):
+        return error
+    if isinstance(error, ConvergeError):
+        return failed(error)
+    _log_fault(method, path)
+    return Refused(500, (INTERNAL_ERROR,))
+
+
+async def faults_as_events(
+    stream: AsyncIterator[str], redact: Callable[[str], str], path: str
+) -> AsyncIterator[str]:
+    """`stream`, with a fault after its answer began sent as a last `error` event (the
+    JSON errors a request's fault is answered with, `answered`) before the stream ends:
+    the client learns why it ended, where a cut connection would have it reconnect."""
+    try:
+        async for block in stream:
+            yield block
+    except Exception as error:
+        problems = answered(error, "GET", path).problems
+        body = {"errors": [redacted_problem(problem, redact) for problem in problems]}
+        yield f"event: error\ndata: {json.dumps(body)}\n\n"
+
+
 def _log_fault(method: str, path: str) -> None:
     """The traceback of the exception being handled, in the server's log."""
     logging.getLogger("uvicorn.error").exception("the service failed on %s %s", method, path)
@@ -363,9 +387,10 @@ def _log_fault(method: str, path: str) -> None:
 
 class FaultsAnswered:
     """An ASGI endpoint (`Endpoint`) with its faults answered as a handler's are
-    (`_Api.guarded`): a 500 of CD445, the traceback logged. A fault after its answer
-    began is raised on (uvicorn logs it and closes the connection: nothing more can be
-    answered). A class: Starlette's `Route` calls a plain function with a request."""
+    (`_Api.guarded`): a 500 of CD445, the traceback logged; so is an endpoint that
+    returns without answering (uvicorn would answer it in plain text). A fault after its
+    answer began is raised on (uvicorn logs it and closes the connection: nothing more
+    can be answered). A class: Starlette's `Route` calls a plain function with a request."""
 
     def __init__(self, endpoint: Endpoint, redact: Callable[[str], str]) -> None:
         self.endpoint = endpoint
@@ -379,14 +404,21 @@ class FaultsAnswered:
             started = started or message["type"] == "http.response.start"
             await send(message)
 
+        method, path = str(scope.get("method", "")), str(scope.get("path", ""))
         try:
             await self.endpoint(scope, receive, tracked)
         except Exception:
             if started:
                 raise
-            _log_fault(str(scope.get("method", "")), str(scope.get("path", "")))
-            response = problems_response(Refused(500, (INTERNAL_ERROR,)), self.redact)
-            await response(scope, receive, send)
+            _log_fault(method, path)
+        else:
+            if started:
+                return
+            logging.getLogger("uvicorn.error").error(
+                "the service answered nothing on %s %s", method, path
+            )
+        response = problems_response(Refused(500, (INTERNAL_ERROR,)), self.redact)
+        await response(scope, receive, send)
 
 
 UNAUTHORIZED = Problem(

@@ -209,7 +209,11 @@ def _run_paths() -> dict[str, Any]:
                 "operationId": "run_events",
                 "parameters": [run_id, last],
                 "responses": {
-                    "200": _typed("text/event-stream", "Server-Sent Events: one trace line each."),
+                    "200": _typed(
+                        "text/event-stream",
+                        "Server-Sent Events: one trace line each, then `end`; `error` (the "
+                        "JSON errors of a 500) if the service fails once the stream has begun.",
+                    ),
                     **_errors(401, 404),
                 },
             }

@@ -640,3 +640,80 @@ def test_an_error_of_the_service_on_a_request_is_a_500_with_its_own_code_and_hin
     assert (problem["code"], problem["hint"]) == ("CD993", "free the disk")
     assert problem["message"] == "serve: cannot write the state: disk I/O error"
     assert problem["text"].startswith("error[CD993]: serve: cannot write the state: disk I/O")
+
+
+@pytest.mark.parametrize(
+    ("fault", "answer"),
+    [
+        (RuntimeError("secret internals /srv/state"), ("CD445", "try again; ")),
+        ("state", ("CD993", "free the disk")),
+    ],
+)
+def test_a_fault_after_an_event_stream_began_ends_it_with_an_error_event(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    fault: Exception | str,
+    answer: tuple[str, str],
+) -> None:
+    """The state failing once a run's events are being sent: the events sent, then an
+    `error` event with the errors a request's fault is answered with, and the stream
+    ends; the connection was cut with no word of why (an EventSource reconnects)."""
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._store import RunStore, StateError
+
+    from .conftest import in_process
+
+    stored = RunStore.events
+    error = StateError("cannot read the state: disk I/O error", hint="free the disk")
+
+    def failing(self: RunStore, run: str, after: int = -1) -> Any:
+        for seq, line in stored(self, run, after):
+            if seq == 2:
+                raise error if fault == "state" else fault
+            yield seq, line
+
+    state = tmp_path / "state"
+    with in_process(state, HttpLimits(), log_config=None) as url, httpx.Client(base_url=url) as c:
+        run = c.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "a"}})
+        monkeypatch.setattr(RunStore, "events", failing)
+        events = c.get(f"/v1/runs/{run.json()['id']}/events")
+    assert events.status_code == 200
+    blocks = [block for block in events.text.split("\n\n") if block]
+    assert [block.split("\n")[0] for block in blocks] == ["id: 0", "id: 1", "event: error"]
+    (problem,) = json.loads(blocks[-1].split("data: ", 1)[1])["errors"]
+    code, hint = answer
+    assert problem["code"] == code
+    assert problem["hint"].startswith(hint)
+    assert "secret" not in events.text
+    if code == "CD445":
+        assert "RuntimeError: secret internals" in caplog.text
+
+
+def test_an_endpoint_that_returns_without_answering_is_a_json_500(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The MCP endpoint (a library's code) returning without an answer: the service's
+    CD445, and a line in the log; uvicorn answered it in plain text."""
+    import asyncio
+
+    from converge_dsl.serve._app import FaultsAnswered
+
+    class Silent:
+        path = "/mcp"
+
+        def running(self) -> Any:
+            return contextlib.nullcontext()
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            return None
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=FaultsAnswered(Silent(), str))
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as http:
+            return await http.post("/mcp", json={})
+
+    answer = asyncio.run(post())
+    assert answer.status_code == 500
+    assert answer.json()["errors"][0]["code"] == "CD445"
+    assert "the service answered nothing on POST /mcp" in caplog.text
