@@ -263,6 +263,7 @@ def _refused(path: Path, option: str, what: str, reason: str) -> UsageError:
     return UsageError(
         f"cannot write {what} {str(path)!r} ({option}): {reason}",
         hint=f"give {option} a new file, or one it wrote before, in a folder you can write to",
+        code=codes.OUTPUT_REFUSED,
     )
 
 

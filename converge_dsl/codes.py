@@ -142,6 +142,19 @@ PACK_RESOLUTION_GAVE_UP = "CD329"  # pack resolution gave up after its step limi
 SIGNING_KEY_MALFORMED = "CD330"  # a signing or trusted key is not an ed25519 key of its form
 PUBLISH_VERSION_EXISTS = "CD331"  # pack publish: the version is published with another digest
 PACK_FILE_NOT_FOUND = "CD332"  # the pipeline or pack.yaml a pack command reads does not exist
+# Refusals of the command line (and of the Python API) that had no code of their own, by
+# what the user must fix (333 to 339, 360 and 361)
+ARGUMENTS_REFUSED = "CD333"  # an option or argument is unknown, out of range, or not to combine
+PATH_NOT_FOUND = "CD334"  # a file or folder a command is given does not exist, or is not its kind
+FILE_UNREADABLE = "CD335"  # a file a command reads cannot be read, or does not hold what it must
+OUTPUT_REFUSED = "CD336"  # an output would overwrite an input or a file, or cannot be written
+FOLDER_IN_USE = "CD337"  # a checkpoint folder or journal is held by another run
+INPUT_REFUSED = "CD338"  # a run's inputs, models or decisions: unknown, missing or malformed
+API_MISUSE = "CD339"  # the Python API called against its contract (a name twice, in a loop)
+PART_NOT_INSTALLED = "CD360"  # an extra, schema or documentation file this needs is not installed
+ENVIRONMENT_FAILED = (
+    "CD361"  # the system refused a file, folder or disk a command used (an OSError)
+)
 
 # --- CD4xx agent checks ------------------------------------------------------------
 COMPACTION_ORDER = "CD410"  # compaction.emergency is below compaction.threshold

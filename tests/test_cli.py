@@ -32,7 +32,7 @@ def test_an_unknown_option_suggests_the_closest_of_the_command_or_its_action() -
     assert _run("validate", str(ECHO), "--strcit") == (
         EXIT_USAGE,
         "",
-        "error: converge-dsl validate: unrecognized arguments: --strcit\n"
+        "error[CD333]: converge-dsl validate: unrecognized arguments: --strcit\n"
         "  hint: did you mean '--strict'?\n",
     )
     code, _, err = _run("run", str(ECHO), "--fromat=json")
@@ -58,7 +58,7 @@ def test_environment_errors_are_reported_without_a_traceback(monkeypatch) -> Non
     monkeypatch.setattr(schema_command, "execute", fail)
     code, _, err = _run("schema", "pipeline")
     assert code == 1
-    assert err == "error: cannot use 'out.jsonl': No space left on device\n"
+    assert err == "error[CD361]: cannot use 'out.jsonl': No space left on device\n"
 
 
 def test_the_entry_point_leaves_the_collector_alone() -> None:

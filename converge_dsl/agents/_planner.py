@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from converge_dsl import codes
 from converge_dsl._files import ReferenceRefused, referenced_path, user_roots
 from converge_dsl._json_types import JsonObject
 from converge_dsl.agents._contributors import TurnEnv
@@ -396,10 +397,11 @@ def plan_pipeline(
                 hint=f"did you mean {guess!r}?"
                 if guess
                 else f"agents: {', '.join(spec.name for spec in specs) or 'none'}",
+                code=codes.ARGUMENTS_REFUSED,
             )
         specs = chosen
     if not specs:
-        raise UsageError(f"{name} has no agent suggestor to plan")
+        raise UsageError(f"{name} has no agent suggestor to plan", code=codes.ARGUMENTS_REFUSED)
     scripted = _scripted_models(
         settings, specs, user_roots((), env) if roots is None else roots, env
     )
@@ -447,7 +449,7 @@ def _scripted_models(
         try:
             path = referenced_path(script, declared.base_dir, roots, field="script file")
         except ReferenceRefused as exc:
-            raise UsageError(exc.message, hint=exc.hint) from None
+            raise UsageError(exc.message, hint=exc.hint, code=exc.code) from None
         # A fake clock: a scripted `delay_s` costs the plan no time.
         models[name] = ScriptedModel.from_file(
             path, name=name, clock=FakeClock(), display=script, env=env

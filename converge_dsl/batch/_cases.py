@@ -218,9 +218,13 @@ def read_cases(path: Path) -> list[Case]:
     try:
         text = read_text(path, "--cases file")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"--cases {path} is not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(
+            f"--cases {path} is not UTF-8 text (byte {exc.start})", code=codes.FILE_UNREADABLE
+        ) from None
     except OSError as exc:
-        raise UsageError(f"cannot read --cases {path}: {exc.strerror}") from None
+        raise UsageError(
+            f"cannot read --cases {path}: {exc.strerror}", code=codes.FILE_UNREADABLE
+        ) from None
     from converge_dsl._files import jsonl_lines
     from converge_dsl.diagnostics import SourceSpan
 
@@ -283,11 +287,14 @@ def read_done(path: Path, cases: Path | None = None) -> Done:
             raise UsageError(
                 f"--out {path} is the cases file; it is not changed",
                 hint="give --out the results file of this batch",
+                code=codes.OUTPUT_REFUSED,
             )
         try:
             data = handle.read()
         except OSError as exc:
-            raise UsageError(f"cannot read --out {path}: {exc.strerror}") from None
+            raise UsageError(
+                f"cannot read --out {path}: {exc.strerror}", code=codes.FILE_UNREADABLE
+            ) from None
         end = data.rfind(b"\n") + 1
         done = _done(data[:end], path)
         if end < len(data):
@@ -302,6 +309,7 @@ def _not_results(path: Path, number: int) -> UsageError:
     return UsageError(
         f"--out {path}: line {number} is not a result line of a batch run",
         hint="give --out a new file, or the results file of this batch",
+        code=codes.FILE_UNREADABLE,
     )
 
 
@@ -391,6 +399,7 @@ def check_resumable(done: Mapping[int, CaseId], cases: list[Case], path: Path) -
                 f"--out {path} holds a result for case {index} (id {case_id!r}) "
                 "that the cases file does not have",
                 hint="resume with the cases file the batch started with, or a new --out",
+                code=codes.FILE_UNREADABLE,
             )
 
 

@@ -85,6 +85,7 @@ def check_cassettes(
         raise UsageError(
             f"{option}: {str(folder)!r} is not a folder of cassettes",
             hint=f"record one with {option.replace('--replay', '--record')} DIR",
+            code=codes.PATH_NOT_FOUND,
         )
     problems: list[Diagnostic] = []
     seen: dict[str, Case] = {}
@@ -125,6 +126,7 @@ def check_cassettes(
                 f"{option} {str(folder)!r} already holds the cassette of {what} "
                 f"{_label(case)} ({path.name}); recording onto it would mix two runs",
                 hint=f"add --overwrite to record afresh over it, or give {option} a new folder",
+                code=codes.OUTPUT_REFUSED,
             )
 
 

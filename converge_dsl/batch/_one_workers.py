@@ -53,6 +53,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl import codes
 from converge_dsl.errors import ConvergeError, UsageError
 
 from ._one import (
@@ -538,4 +539,6 @@ def run_workers(
         from ._one_ray import RayWorkers
 
         return RayWorkers(pipelines, database, workers, ray_address)
-    raise UsageError(f"no workers for executor {executor!r}", hint="use process or ray")
+    raise UsageError(
+        f"no workers for executor {executor!r}", hint="use process or ray", code=codes.API_MISUSE
+    )

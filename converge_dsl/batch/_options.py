@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl.errors import UsageError
 
 from ._budget import BatchLimits
@@ -58,13 +59,14 @@ class BatchOptions:
         """
         if self.concurrency is not None:
             if self.concurrency < 1:
-                raise UsageError("--concurrency must be at least 1")
+                raise UsageError("--concurrency must be at least 1", code=codes.ARGUMENTS_REFUSED)
             if self.executor != "local" and self.concurrency > MAX_WORKERS:
                 raise UsageError(
                     f"--concurrency {self.concurrency} would start as many worker processes "
                     f"with --executor {self.executor}; at most {MAX_WORKERS} are started",
                     hint="give at most a few per CPU; --executor local runs any number of "
                     "cases at once on one event loop",
+                    code=codes.ARGUMENTS_REFUSED,
                 )
             return self.concurrency
         if self.executor == "local":

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
+from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.errors import UsageError
 from converge_dsl.runtime import Output, RunSink
@@ -93,13 +94,15 @@ class CaseOutputs:
                     f"{output.option} {str(folder)!r} is not a folder; with --cases "
                     f"{output.option} writes one file per case into a folder",
                     hint=f"give {output.option} a new or empty folder",
+                    code=codes.OUTPUT_REFUSED,
                 )
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise UsageError(
                     f"cannot make the folder {str(folder)!r} ({output.option}): "
-                    f"{exc.strerror or exc}"
+                    f"{exc.strerror or exc}",
+                    code=codes.OUTPUT_REFUSED,
                 ) from None
 
     def check_otel(self, clock: Clock) -> None:

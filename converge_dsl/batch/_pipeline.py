@@ -32,6 +32,7 @@ from collections.abc import (
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from converge_dsl import codes
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.errors import UsageError
 
@@ -461,6 +462,7 @@ def _check_model_names(given: Mapping[str, object], declared: Mapping[str, objec
             raise UsageError(
                 f"the pipeline declares no model {name!r}",
                 hint=unknown_name_hint(name, declared, listed),
+                code=codes.INPUT_REFUSED,
             )
 
 
@@ -472,6 +474,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     raise UsageError(
         "Pipeline.run and run_many cannot be called from a running event loop",
         hint="use `await pipeline.arun(...)` or `async for r in pipeline.arun_many(...)`",
+        code=codes.API_MISUSE,
     )
 
 

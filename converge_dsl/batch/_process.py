@@ -67,6 +67,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl import codes
 from converge_dsl._sqlite import open_connections
 from converge_dsl.clock import SystemClock
 from converge_dsl.engine import freeze_alive
@@ -400,7 +401,10 @@ def _through(
             for case in sorted(lost, key=lambda c: -c.index):
                 strikes[case.index] = strikes.get(case.index, 0) + 1
                 if strikes[case.index] >= MAX_STRIKES:
-                    error = ConvergeError("the worker process running this case died")
+                    error = ConvergeError(
+                        "the worker process running this case died",
+                        code=codes.EXECUTOR_WORKER_LOST,
+                    )
                     yield error_result(case, error, plan.path)
                 else:
                     queue.append(case)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl import codes
 from converge_dsl.engine import StopReason
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -49,6 +50,7 @@ def _ray() -> Any:
         raise UsageError(
             "--executor ray needs Ray, which is not installed",
             hint="pip install 'converge-dsl[ray]'",
+            code=codes.PART_NOT_INSTALLED,
         ) from None
     return ray
 
@@ -255,7 +257,10 @@ def _stream(
                 try:
                     yield ray.get(ref)
                 except Exception as exc:  # the actor died: this case's error is data
-                    error = ConvergeError(f"the Ray actor running this case failed: {exc}")
+                    error = ConvergeError(
+                        f"the Ray actor running this case failed: {exc}",
+                        code=codes.EXECUTOR_WORKER_LOST,
+                    )
                     yield error_result(case, error, path)
     finally:  # each step guarded: a lost Ray must not hide the batch's own error
         for ref in running:

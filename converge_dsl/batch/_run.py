@@ -28,6 +28,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl.errors import UsageError
 
 from ._cases import (
@@ -92,7 +93,11 @@ def run_batch(
     from converge_dsl.clock import SystemClock
 
     if options.executor not in EXECUTORS:
-        raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
+        raise UsageError(
+            f"unknown executor {options.executor!r}",
+            hint=f"use one of {EXECUTORS}",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     _start_fork_server(options)  # its imports run while the cases are read
     workers = options.workers()
     sinks = _sinks(options)
@@ -142,7 +147,11 @@ def run_cases(options: BatchOptions, cases: list[Case]) -> Generator[CaseResult,
     loaded first (an invalid one raises before any case runs); `options.limits`
     caps the cases' usage together. Close the generator to stop early."""
     if options.executor not in EXECUTORS:
-        raise UsageError(f"unknown executor {options.executor!r}", hint=f"use one of {EXECUTORS}")
+        raise UsageError(
+            f"unknown executor {options.executor!r}",
+            hint=f"use one of {EXECUTORS}",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     if cases:
         _start_fork_server(options)
     return _executor(options, options.workers(), _cassettes(options, cases), (0, 0), _ignore)

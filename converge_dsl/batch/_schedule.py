@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -122,7 +123,7 @@ async def _run_case(
 ) -> RunOutcome | CaseResult:
     """The case's outcome, or the result of its failure."""
     if case.problem is not None:
-        return error_result(case, UsageError(case.problem), pipeline.path)
+        return error_result(case, UsageError(case.problem, code=codes.INPUT_REFUSED), pipeline.path)
     try:
         outputs = () if sinks is None else sinks(case)
         if case.models is None and case.budget is None and case.replay is None:
@@ -141,7 +142,9 @@ async def _run_case(
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a bug in one case must not stop the batch
-        error = ConvergeError(f"the case failed: {type(exc).__name__}: {exc}")
+        error = ConvergeError(
+            f"the case failed: {type(exc).__name__}: {exc}", code=codes.STOP_RUN_FAILED
+        )
         return error_result(case, error, pipeline.path)
     return out
 
@@ -163,7 +166,7 @@ async def finished(
     (checked again after each result is yielded; true whenever nothing runs).
     """
     if concurrency < 1:
-        raise UsageError("the concurrency must be at least 1")
+        raise UsageError("the concurrency must be at least 1", code=codes.API_MISUSE)
     pending = iter(cases)
     running: set[asyncio.Task[CaseResult]] = set()
     waiting: list[Case] = []

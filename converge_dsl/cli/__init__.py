@@ -24,6 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, cast
 
+from converge_dsl import codes
 from converge_dsl._record import Record
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
@@ -144,7 +145,9 @@ class CommandIO(Record):
 def environment_error(exc: OSError) -> ConvergeError:
     """An `OSError` (a folder, a disk, a permission) in the words the command line uses."""
     where = f" {exc.filename!r}" if exc.filename else ""
-    return ConvergeError(f"cannot use{where}: {exc.strerror or type(exc).__name__}")
+    return ConvergeError(
+        f"cannot use{where}: {exc.strerror or type(exc).__name__}", code=codes.ENVIRONMENT_FAILED
+    )
 
 
 class Command(Protocol):
@@ -197,7 +200,7 @@ class _Parser(argparse.ArgumentParser):
         hint = f"see '{self.prog} --help'"
         if message.startswith("unrecognized arguments: "):
             hint = self._guess(message.removeprefix("unrecognized arguments: ").split()) or hint
-        raise UsageError(f"{self.prog}: {message}", hint=hint)
+        raise UsageError(f"{self.prog}: {message}", hint=hint, code=codes.ARGUMENTS_REFUSED)
 
     def _guess(self, unknown: list[str]) -> str | None:
         """`did you mean '--input'?` for the first unknown option close to a known one.
@@ -334,7 +337,11 @@ def _add_global_options(parser: argparse.ArgumentParser, *, nested: bool = False
 
 def _verbosity(flags: set[int]) -> int:
     if len(flags) > 1:
-        raise UsageError("--quiet and --verbose cannot be combined", hint="choose one")
+        raise UsageError(
+            "--quiet and --verbose cannot be combined",
+            hint="choose one",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     return next(iter(flags), NORMAL)
 
 
@@ -359,6 +366,7 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
         raise UsageError(
             f"unknown command {name!r}",
             hint=f"did you mean {guess!r}?" if guess else "see 'converge-dsl --help'",
+            code=codes.ARGUMENTS_REFUSED,
         )
     module_name, summary = COMMANDS[name]
     __import__(module_name)  # as `import` does, so `python -X importtime` lists it

@@ -40,6 +40,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -101,16 +102,25 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
 def _check(args: argparse.Namespace) -> None:
     """Refuse what a batch cannot take (`UsageError`)."""
     if args.out is None:
-        raise UsageError("--cases needs --out RESULTS.jsonl", hint="name the results file")
+        raise UsageError(
+            "--cases needs --out RESULTS.jsonl",
+            hint="name the results file",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     for name, option, why, hint in _SINGLE_RUN_ONLY:
         if getattr(args, name, None):
-            raise UsageError(f"{option} {why}", hint=hint)
+            raise UsageError(f"{option} {why}", hint=hint, code=codes.ARGUMENTS_REFUSED)
     if args.otel_content and not args.otel:
-        raise UsageError("with --cases, --otel-content needs --otel", hint="add --otel")
+        raise UsageError(
+            "with --cases, --otel-content needs --otel",
+            hint="add --otel",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     if args.resume not in (None, True):
         raise UsageError(
             "with --cases, --resume takes no folder: it continues the batch in --out",
             hint="use --resume alone",
+            code=codes.ARGUMENTS_REFUSED,
         )
     for option, value in (
         ("--max-model-calls", args.max_model_calls),
@@ -118,16 +128,21 @@ def _check(args: argparse.Namespace) -> None:
         ("--concurrency", args.concurrency),
     ):
         if value is not None and value < 1:
-            raise UsageError(f"{option} must be at least 1")
+            raise UsageError(f"{option} must be at least 1", code=codes.ARGUMENTS_REFUSED)
     if args.ray_address is not None and args.executor != "ray":
-        raise UsageError("--ray-address needs --executor ray")
+        raise UsageError("--ray-address needs --executor ray", code=codes.ARGUMENTS_REFUSED)
     if args.record is not None and args.replay is not None:
         raise UsageError(
             "--record and --replay cannot be combined",
             hint="record the batch with --record DIR, then replay it with --replay DIR",
+            code=codes.ARGUMENTS_REFUSED,
         )
     if args.overwrite and args.record is None:
-        raise UsageError("--overwrite only applies to --record", hint="add --record DIR")
+        raise UsageError(
+            "--overwrite only applies to --record",
+            hint="add --record DIR",
+            code=codes.ARGUMENTS_REFUSED,
+        )
 
 
 def execute_batch(args: argparse.Namespace, io: CommandIO) -> int:

@@ -186,7 +186,7 @@ def _show(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
 def _prune(store: Store, args: argparse.Namespace, io: CommandIO) -> int:
     limit = store.max_bytes if args.max_bytes is None else args.max_bytes
     if limit < 0:
-        raise UsageError("--max-bytes must be 0 or more")
+        raise UsageError("--max-bytes must be 0 or more", code=codes.ARGUMENTS_REFUSED)
     removed = store.prune(limit)
     return _emit(args, io, f"removed {removed} entries\n", {"removed": removed})
 

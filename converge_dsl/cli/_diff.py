@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl import codes
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._inputs import json_file
 from converge_dsl.errors import UsageError
@@ -70,6 +71,7 @@ def _compare(args: argparse.Namespace, io: CommandIO, output: CommandOutput) -> 
             f"{batch_file} is a batch results file and the other a run result",
             hint="compare two run results (run --format json) or two results files "
             "(run --cases CASES --out RESULTS.jsonl)",
+            code=codes.FILE_UNREADABLE,
         )
     if a_text is not None and b_text is not None:
         problems: list[Diagnostic] = []
@@ -126,6 +128,7 @@ def _sections(given: list[str]) -> frozenset[str]:
                 hint=(f"did you mean {guess[0]!r}? " if guess else "")
                 + "the sections: "
                 + ", ".join(DIFF_SECTIONS),
+                code=codes.ARGUMENTS_REFUSED,
             )
     return frozenset(names)
 
@@ -147,9 +150,13 @@ def _batch_text(named: str) -> str | None:
     try:
         return read_text(path, "results file")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"results file {named} is not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(
+            f"results file {named} is not UTF-8 text (byte {exc.start})", code=codes.FILE_UNREADABLE
+        ) from None
     except OSError as exc:
-        raise UsageError(f"cannot read results file {named}: {exc.strerror}") from None
+        raise UsageError(
+            f"cannot read results file {named}: {exc.strerror}", code=codes.FILE_UNREADABLE
+        ) from None
 
 
 def _result(named: str) -> dict[str, Any]:
@@ -158,5 +165,6 @@ def _result(named: str) -> dict[str, Any]:
         raise UsageError(
             f"{named} is not a run result",
             hint="give run results (run --format json) or results files (run --cases --out)",
+            code=codes.FILE_UNREADABLE,
         )
     return data

@@ -59,6 +59,7 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
                     f"no pipeline files found in {raw}",
                     hint="a folder is searched for *.yaml and *.yml pipeline files "
                     "and pack.yaml pack manifests",
+                    code=codes.PATH_NOT_FOUND,
                 )
             found.extend(chosen)
         elif path.exists():  # a FIFO or device too: its reader refuses it (CD930)
@@ -66,7 +67,9 @@ def pipeline_files(paths: Sequence[str], *, only_pipelines: bool = False) -> lis
                 found.append(path)
         else:
             raise UsageError(
-                f"no such file or folder: {raw}", hint="give pipeline files or folders"
+                f"no such file or folder: {raw}",
+                hint="give pipeline files or folders",
+                code=codes.PATH_NOT_FOUND,
             )
     unique: dict[Path, None] = dict.fromkeys(found)
     return list(unique)

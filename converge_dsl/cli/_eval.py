@@ -46,6 +46,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from converge_dsl import codes
 from converge_dsl.cli import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, CommandIO
 from converge_dsl.cli._inputs import json_file
 from converge_dsl.cli._validate import add_allow_root
@@ -153,24 +154,30 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
     ):
         if value is not None and value <= 0:
             raise UsageError(
-                f"{option} must be above 0", hint=f"give {option} a number above 0, or leave it out"
+                f"{option} must be above 0",
+                hint=f"give {option} a number above 0, or leave it out",
+                code=codes.ARGUMENTS_REFUSED,
             )
     if args.record is not None and args.replay is not None:
-        raise UsageError("--record and --replay cannot be combined")
+        raise UsageError("--record and --replay cannot be combined", code=codes.ARGUMENTS_REFUSED)
     if args.replay is not None and not args.replay.is_dir():
         raise UsageError(
             f"--replay: {str(args.replay)!r} is not a folder of cassettes",
             hint="record one with `converge-dsl eval FILE --record DIR`",
+            code=codes.PATH_NOT_FOUND,
         )
     if args.record is not None and args.record.exists() and not args.record.is_dir():
         raise UsageError(
             f"--record: {str(args.record)!r} is not a folder",
             hint="give --record a new or empty folder (or one an earlier --record wrote)",
+            code=codes.OUTPUT_REFUSED,
         )
     if args.ray_address is not None and args.executor != "ray":
-        raise UsageError("--ray-address needs --executor ray")
+        raise UsageError("--ray-address needs --executor ray", code=codes.ARGUMENTS_REFUSED)
     if args.otel_content and not args.otel:
-        raise UsageError("--otel-content needs --otel", hint="add --otel")
+        raise UsageError(
+            "--otel-content needs --otel", hint="add --otel", code=codes.ARGUMENTS_REFUSED
+        )
     env = dict(io.environ)
     # Decided once and handed to the pipeline, so every executor's workers cache alike.
     cache = cache_settings(
@@ -215,7 +222,11 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
 
     path = Path(args.file)
     if not path.is_file():
-        raise UsageError(f"no such file: {args.file}", hint="give an evaluation file (*.eval.yaml)")
+        raise UsageError(
+            f"no such file: {args.file}",
+            hint="give an evaluation file (*.eval.yaml)",
+            code=codes.PATH_NOT_FOUND,
+        )
     baseline = _baseline(args.baseline) if args.baseline else None
     try:
         evaluation = read_eval_file(path, env=io.environ, allow_roots=args.allow_root)
@@ -381,6 +392,7 @@ def _comparable(named: str, baseline: dict[str, Any], evaluation: EvalFile) -> N
             "compared",
             hint=f"write this evaluation's baseline with `eval {evaluation.display} --format "
             "json -o PATH`",
+            code=codes.FILE_UNREADABLE,
         )
 
 
@@ -391,5 +403,6 @@ def _baseline(named: str) -> dict[str, Any]:
         raise UsageError(
             f"baseline {named} is not an evaluation result",
             hint="write one with `eval FILE --format json -o PATH`",
+            code=codes.FILE_UNREADABLE,
         )
     return data

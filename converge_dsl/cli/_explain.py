@@ -21,6 +21,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl.errors import ConvergeError, UsageError
 
 if TYPE_CHECKING:
@@ -76,13 +77,12 @@ def load() -> dict[str, Explanation]:
             f"the error documentation is not available in this installation ({path.name}: "
             f"{exc.strerror or type(exc).__name__})",
             hint="reinstall converge-dsl; the codes are also documented in docs/errors.md",
+            code=codes.PART_NOT_INSTALLED,
         ) from None
 
 
 def defined_codes() -> dict[str, str]:
     """code -> constant name, for every code in `converge_dsl.codes`."""
-    from converge_dsl import codes
-
     return {value: name for name, value in vars(codes).items() if name.isupper()}
 
 
@@ -119,12 +119,14 @@ def find(word: str) -> Explanation:
             hint=f"did you mean {guess!r}?"
             if guess
             else "run 'converge-dsl explain' to list every code",
+            code=codes.ARGUMENTS_REFUSED,
         )
     explanations = load()
     if code not in explanations:
         raise ConvergeError(
             f"{code} ({names[code]}) is defined but has no section in the error documentation",
             hint="add a '## " + code + "' section to docs/errors.md",
+            code=codes.PART_NOT_INSTALLED,
         )
     return explanations[code]
 

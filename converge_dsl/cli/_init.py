@@ -22,6 +22,7 @@ import re
 import shlex
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl.cli import EXIT_FAILURE, EXIT_OK, CommandIO
 from converge_dsl.errors import UsageError
 
@@ -51,13 +52,16 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     folder = Path(args.dir)
     if folder.exists() and not folder.is_dir():
         raise UsageError(
-            f"{args.dir} is not a folder", hint="give a folder to create the project in"
+            f"{args.dir} is not a folder",
+            hint="give a folder to create the project in",
+            code=codes.PATH_NOT_FOUND,
         )
     name = args.name if args.name is not None else _name_of(folder)
     if not _NAME.match(name):
         raise UsageError(
             f"{name!r} is not a valid pipeline name",
             hint="use lower-case letters, digits, '-', '_' and '.'; start with a letter or a digit",
+            code=codes.ARGUMENTS_REFUSED,
         )
     files = project_files(name, __version__)
     # A dangling link, a folder, anything at a name counts: `lexists`, not `exists`.
@@ -91,6 +95,7 @@ def _check_writable(folder: Path) -> None:
             f"cannot write in {str(existing)!r}: it is not a folder you can write to; "
             "nothing was written",
             hint="init in a folder you can write to",
+            code=codes.OUTPUT_REFUSED,
         )
 
 
@@ -127,6 +132,7 @@ def _write_all_or_none(folder: Path, files: dict[str, str]) -> None:
         raise UsageError(
             f"cannot write {str(path)!r}: {exc.strerror or exc}; nothing was written",
             hint="init in an empty folder you can write to",
+            code=codes.OUTPUT_REFUSED,
         ) from None
 
 
@@ -139,7 +145,6 @@ def _name_of(folder: Path) -> str:
 
 def _refuse(folder: Path, there: list[str], io: CommandIO) -> None:
 
-    from converge_dsl import codes
     from converge_dsl._files import display_name
     from converge_dsl.cli._render import render
     from converge_dsl.diagnostics import Diagnostic, SourceSpan

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl._json_text import loads, surrogate_problem
 from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
 from converge_dsl.errors import UsageError
@@ -34,7 +35,7 @@ def pairs(values: list[str], option: str) -> dict[str, str]:
     for value in values:
         name, sep, rest = value.partition("=")
         if not sep or not name.strip():
-            raise UsageError(f"{option} {value!r}: expected NAME=VALUE")
+            raise UsageError(f"{option} {value!r}: expected NAME=VALUE", code=codes.INPUT_REFUSED)
         out[name.strip()] = rest
     return out
 
@@ -49,6 +50,7 @@ def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]
                 raise UsageError(
                     f"{what} gives {key!r} twice, with different values",
                     hint=f"keep one entry for {key!r}",
+                    code=codes.INPUT_REFUSED,
                 )
             out[key] = value
         return out
@@ -65,6 +67,7 @@ def load_input_json(text: str, what: str) -> Any:
     too_deep = UsageError(
         f"{what} nests deeper than {MAX_INPUT_DEPTH} levels",
         hint=f"flatten the value to at most {MAX_INPUT_DEPTH} levels of arrays and objects",
+        code=codes.INPUT_REFUSED,
     )
     try:
         value = loads(text, object_pairs_hook=_unique_keys(what))
@@ -85,13 +88,18 @@ def json_file(path: Path, option: str) -> Any:
         raise UsageError(
             f"{option} {path} is not UTF-8 text (byte {exc.start})",
             hint=f"give {option} a JSON file saved as UTF-8",
+            code=codes.FILE_UNREADABLE,
         ) from None
     except OSError as exc:
-        raise UsageError(f"cannot read {option} {path}: {exc.strerror}") from None
+        raise UsageError(
+            f"cannot read {option} {path}: {exc.strerror}", code=codes.FILE_UNREADABLE
+        ) from None
     try:
         return load_input_json(text, f"{option} {path}")
     except ValueError as exc:
-        raise UsageError(f"{option} {path} is not JSON: {exc}") from None
+        raise UsageError(
+            f"{option} {path} is not JSON: {exc}", code=codes.FILE_UNREADABLE
+        ) from None
 
 
 def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
@@ -99,7 +107,9 @@ def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
     if args.inputs is not None:
         loaded = json_file(args.inputs, "--inputs")
         if not isinstance(loaded, dict):
-            raise UsageError(f"--inputs {args.inputs} must hold a JSON object")
+            raise UsageError(
+                f"--inputs {args.inputs} must hold a JSON object", code=codes.INPUT_REFUSED
+            )
         values.update(loaded)
     for name, text in pairs(args.input, "--input").items():
         try:
@@ -110,6 +120,7 @@ def parse_inputs(args: argparse.Namespace) -> dict[str, Any]:
                 raise UsageError(
                     f"--input {name}: {problem}",
                     hint="give the value as UTF-8 text",
+                    code=codes.INPUT_REFUSED,
                 ) from None
             values[name] = text
     return values

@@ -25,6 +25,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _lock(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import PackCache, lock_path, lock_pipeline
 
     if not args.pipeline.is_file():
-        raise UsageError(f"no such pipeline file: {args.pipeline}")
+        raise UsageError(f"no such pipeline file: {args.pipeline}", code=codes.PATH_NOT_FOUND)
     lock = lock_pipeline(
         args.pipeline,
         cache=PackCache(args.cache, environ=io.environ),

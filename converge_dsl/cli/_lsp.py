@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from converge_dsl import codes
 from converge_dsl.cli import EXIT_OK, CommandIO
 from converge_dsl.errors import UsageError
 
@@ -43,6 +44,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         raise UsageError(
             f"the language server needs the lsp extra ({exc.name} is not installed)",
             hint="pip install 'converge-dsl[lsp]'",
+            code=codes.PART_NOT_INSTALLED,
         ) from None
     serve(explain, io.environ)
     return EXIT_OK

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
+from converge_dsl import codes
 from converge_dsl._files import flush_checked, open_output, same_file, write_all
 from converge_dsl.errors import UsageError
 
@@ -75,12 +76,15 @@ def command_output(
             raise UsageError(
                 f"{option} {str(target)!r} is {name}; it would be overwritten",
                 hint=f"give {option} a file of its own",
+                code=codes.OUTPUT_REFUSED,
             )
     if _is_stream(target):
         try:
             device = open(target, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
         except OSError as exc:
-            raise UsageError(f"cannot write {option} {str(target)!r}: {exc.strerror}") from None
+            raise UsageError(
+                f"cannot write {option} {str(target)!r}: {exc.strerror}", code=codes.OUTPUT_REFUSED
+            ) from None
         with device:
             yield CommandOutput(device, None, None)
         return

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl._reading import read_text
 from converge_dsl.cli import environment_error
 from converge_dsl.errors import ConvergeError, PackError, PipelineInvalid, UsageError
@@ -169,11 +170,14 @@ def _read_key(path: Path) -> str:
     try:
         return read_text(path, "--sign-key file")
     except OSError as exc:
-        raise UsageError(f"cannot read --sign-key {path}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot read --sign-key {path}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
+        ) from None
     except UnicodeDecodeError:
         raise UsageError(
             f"--sign-key {path} is not a key file (not UTF-8 text)",
             hint="give the file written by: converge-dsl pack keygen KEY_FILE",
+            code=codes.FILE_UNREADABLE,
         ) from None
 
 
@@ -212,7 +216,10 @@ def _publish(args: argparse.Namespace, io: CommandIO) -> int:
 
 def _list(args: argparse.Namespace, io: CommandIO) -> int:
     if args.repository is not None and args.repo != "builtin":
-        raise UsageError("pack list takes one repository: REPO or --repo REPO, not both")
+        raise UsageError(
+            "pack list takes one repository: REPO or --repo REPO, not both",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     repository = _repository(args.repository or args.repo)
     packs: list[dict[str, object]] = []
     for name in repository.names():
@@ -237,7 +244,7 @@ def _fetch(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import PackCache, load_locked_packs
 
     if not args.pipeline.is_file():
-        raise UsageError(f"no such pipeline file: {args.pipeline}")
+        raise UsageError(f"no such pipeline file: {args.pipeline}", code=codes.PATH_NOT_FOUND)
     cache = PackCache(args.cache, environ=io.environ)
     fetched: list[str] = []
     packs = load_locked_packs(args.pipeline, cache=cache, on_fetch=fetched.append)
@@ -261,7 +268,7 @@ def _verify(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import PackCache, verify_pipeline
 
     if not args.pipeline.is_file():
-        raise UsageError(f"no such pipeline file: {args.pipeline}")
+        raise UsageError(f"no such pipeline file: {args.pipeline}", code=codes.PATH_NOT_FOUND)
     report = verify_pipeline(
         args.pipeline, cache=PackCache(args.cache, environ=io.environ), offline=args.offline
     )
@@ -276,13 +283,13 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import PackCache, add_pack, parse_specifier
 
     if len(args.words) not in (2, 3):
-        raise UsageError("pack add takes NAME [SPECIFIER] PIPELINE")
+        raise UsageError("pack add takes NAME [SPECIFIER] PIPELINE", code=codes.ARGUMENTS_REFUSED)
     name, pipeline = args.words[0], Path(args.words[-1])
     if not pipeline.is_file():
-        raise UsageError(f"no such pipeline file: {pipeline}")
+        raise UsageError(f"no such pipeline file: {pipeline}", code=codes.PATH_NOT_FOUND)
     specifier = args.words[1] if len(args.words) == 3 else None
     if specifier is not None and parse_specifier(specifier) is None:
-        raise UsageError(f"{specifier!r} is not a PEP 440 specifier")
+        raise UsageError(f"{specifier!r} is not a PEP 440 specifier", code=codes.ARGUMENTS_REFUSED)
     done = add_pack(
         pipeline,
         name,
@@ -329,7 +336,10 @@ def _yank(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.packs import yank
 
     if args.repo.as_posix().startswith(("http:", "https:")):
-        raise UsageError("pack yank needs a folder repository (--repo REPO_DIR), not a URL")
+        raise UsageError(
+            "pack yank needs a folder repository (--repo REPO_DIR), not a URL",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     yank(args.repo, args.name, args.version, yanked=not args.undo)
     text = f"{'un' if args.undo else ''}yanked {args.name} {args.version}\n"
     emit(args, io, text, {"name": args.name, "version": args.version, "yanked": not args.undo})
@@ -346,13 +356,18 @@ def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
     try:  # created private (0600) and never over an existing file
         descriptor = create_new(args.key_file, 0o600)
     except FileExistsError:
-        raise UsageError(f"{args.key_file} exists; refusing to overwrite a key") from None
+        raise UsageError(
+            f"{args.key_file} exists; refusing to overwrite a key", code=codes.OUTPUT_REFUSED
+        ) from None
     except FileNotFoundError:
         raise UsageError(
-            f"cannot write {args.key_file}: folder {args.key_file.parent} does not exist"
+            f"cannot write {args.key_file}: folder {args.key_file.parent} does not exist",
+            code=codes.OUTPUT_REFUSED,
         ) from None
     except OSError as exc:
-        raise UsageError(f"cannot write {args.key_file}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot write {args.key_file}: {exc.strerror or exc}", code=codes.OUTPUT_REFUSED
+        ) from None
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(private + "\n")
     emit(args, io, f"{public}\n", {"public_key": public, "key_file": str(args.key_file)})

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl.cli._inputs import add_input_arguments, parse_inputs
 from converge_dsl.errors import UsageError
 
@@ -150,12 +151,13 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         value = getattr(args, option)
         flag = f"--{option.replace('_', '-')}"
         if value is not None and value < 0:
-            raise UsageError(f"{flag} must not be negative")
+            raise UsageError(f"{flag} must not be negative", code=codes.ARGUMENTS_REFUSED)
         if option != "turns" and value > MAX_ASSUMED_CHARS:
             raise UsageError(
                 f"{flag} must be at most {MAX_ASSUMED_CHARS:,} (got {value:,})",
                 hint="a reply or tool result that large overflows any context window; "
                 f"{MAX_ASSUMED_CHARS:,} already forces an emergency compaction every turn",
+                code=codes.ARGUMENTS_REFUSED,
             )
     roots = user_roots((), io.environ)
     document = load_pipeline(args.pipeline, roots=roots, env=io.environ)

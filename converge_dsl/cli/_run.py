@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel
 
+from converge_dsl import codes
 from converge_dsl.cli import EXIT_INTERRUPTED, QUIET, environment_error
 from converge_dsl.cli._inputs import add_input_arguments, json_file, pairs, parse_inputs
 from converge_dsl.cli._interrupts import interrupted_document, interrupts_held, stoppable
@@ -194,6 +195,7 @@ def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
             raise UsageError(
                 f"--decisions {args.decisions} must map proposal ids to true or false",
                 hint='e.g. {"s1": true, "h1": false}',
+                code=codes.INPUT_REFUSED,
             )
         decisions.update(loaded)
     for ids, approve in ((args.approve, True), (args.reject, False)):
@@ -202,6 +204,7 @@ def parse_decisions(args: argparse.Namespace) -> dict[str, bool]:
                 raise UsageError(
                     f"proposal {item!r} is both approved and rejected",
                     hint="give one decision per id (--approve, --reject and --decisions together)",
+                    code=codes.INPUT_REFUSED,
                 )
     return decisions
 
@@ -402,13 +405,20 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
     from converge_dsl.runtime import OtelOptions, RunOptions
 
     if args.resume is True:
-        raise UsageError("--resume needs DIR (the --checkpoint folder of the run to continue)")
+        raise UsageError(
+            "--resume needs DIR (the --checkpoint folder of the run to continue)",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     if args.resume is not None and args.checkpoint is None:
         args.checkpoint = args.resume
     if args.record is not None and args.replay is not None:
-        raise UsageError("--record and --replay cannot be combined")
+        raise UsageError("--record and --replay cannot be combined", code=codes.ARGUMENTS_REFUSED)
     if args.overwrite and args.record is None:
-        raise UsageError("--overwrite only applies to --record", hint="add --record CASSETTE")
+        raise UsageError(
+            "--overwrite only applies to --record",
+            hint="add --record CASSETTE",
+            code=codes.ARGUMENTS_REFUSED,
+        )
     return RunOptions(
         pipeline=args.pipeline,
         inputs=parse_inputs(args),

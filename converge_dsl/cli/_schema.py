@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from converge_dsl import codes
 from converge_dsl.cli import EXIT_OK, CommandIO
 from converge_dsl.errors import UsageError
 
@@ -43,11 +44,14 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         raise UsageError(
             f"unknown schema {name!r}",
             hint=f"did you mean {guess!r}?" if guess else f"one of: {', '.join(NAMES)}",
+            code=codes.ARGUMENTS_REFUSED,
         )
     try:
         text = read_schema_text(f"{name}.v1.json")
     except (FileNotFoundError, OSError):
-        raise UsageError(f"schema {name!r} is not available in this installation") from None
+        raise UsageError(
+            f"schema {name!r} is not available in this installation", code=codes.PART_NOT_INSTALLED
+        ) from None
     if name == "pipeline":
         text = _composed_pipeline(text)
     elif ".v1.json#" in text:  # it takes definitions from another schema: printed standing alone

@@ -91,7 +91,9 @@ def resolve_inputs(declared: Mapping[str, InputSpec], given: JsonObject) -> dict
         if name not in declared:
             listed = f"declared inputs: {', '.join(sorted(declared)) or 'none'}"
             raise UsageError(
-                f"unknown input {name!r}", hint=unknown_name_hint(name, declared, listed)
+                f"unknown input {name!r}",
+                hint=unknown_name_hint(name, declared, listed),
+                code=codes.INPUT_REFUSED,
             )
     values: dict[str, JsonValue] = {}
     for name, spec in declared.items():
@@ -100,7 +102,11 @@ def resolve_inputs(declared: Mapping[str, InputSpec], given: JsonObject) -> dict
         elif spec.has_default:
             values[name] = spec.default
         elif spec.required:
-            raise UsageError(f"input {name!r} is required", hint=f"pass --input {name}=VALUE")
+            raise UsageError(
+                f"input {name!r} is required",
+                hint=f"pass --input {name}=VALUE",
+                code=codes.INPUT_REFUSED,
+            )
     return values
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine.types import Suggestor
 from converge_dsl.errors import ConvergeError
@@ -42,11 +43,14 @@ class Registry:
     def register(self, suggestor: Suggestor) -> None:
         name = suggestor.name
         if not isinstance(name, str) or not name.strip():
-            raise ConvergeError(f"a suggestor needs a non-blank name (got {name!r})")
+            raise ConvergeError(
+                f"a suggestor needs a non-blank name (got {name!r})", code=codes.API_MISUSE
+            )
         if name in self._names:
             raise ConvergeError(
                 f"suggestor {name!r} is registered twice",
                 hint="suggestor names must be unique within a run",
+                code=codes.API_MISUSE,
             )
         dependencies = tuple(suggestor.dependencies)
         for key in dependencies:
@@ -55,9 +59,12 @@ class Registry:
                 raise ConvergeError(
                     f"suggestor {name!r} depends on unknown key {key!r}",
                     hint=f"did you mean {close!r}?" if close else "declare the key in `keys:`",
+                    code=codes.API_MISUSE,
                 )
         if suggestor.provenance().is_empty:
-            raise ConvergeError(f"suggestor {name!r} has an empty provenance")
+            raise ConvergeError(
+                f"suggestor {name!r} has an empty provenance", code=codes.API_MISUSE
+            )
         index = len(self.suggestors)
         self.suggestors.append(suggestor)
         self.synchronous.append(is_synchronous(suggestor))

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
+from converge_dsl import codes
 from converge_dsl.clock import Clock, SystemClock
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine._admission import Admission
@@ -158,12 +159,14 @@ class Engine:
             raise UsageError(
                 f"no pending proposal has id {unknown[0]!r}",
                 hint=f"did you mean {close!r}?" if close else f"pending: {', '.join(ids)}",
+                code=codes.INPUT_REFUSED,
             )
         undecided = [item for item in ids if item not in decisions]
         if undecided:
             raise UsageError(
                 f"no decision for pending proposal(s): {', '.join(undecided)}",
                 hint="approve or reject every pending proposal",
+                code=codes.INPUT_REFUSED,
             )
         by = decided_by or {}
         decided = tuple((item, bool(decisions[item.id]), by.get(item.id)) for item in pause.pending)
@@ -183,7 +186,10 @@ class Engine:
         on_cycle_end: Callable[[EngineState], None] | None,
     ) -> RunResult:
         if self._current is not None:
-            raise ConvergeError("this engine is already running; one engine runs one run at a time")
+            raise ConvergeError(
+                "this engine is already running; one engine runs one run at a time",
+                code=codes.API_MISUSE,
+            )
         run = self._current = self._build_run(state or EngineState(), on_cycle_end)
         try:
             return await run.execute(seeds, decided, resumed=state is not None)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from converge_dsl import codes
 from converge_dsl.engine.budget import StopReason, UsageTotals
 from converge_dsl.engine.context import Context
 from converge_dsl.engine.stops import StopNote
@@ -93,6 +94,7 @@ class EngineState:
             raise ConvergeError(
                 f"malformed engine state: {type(exc).__name__}: {exc}",
                 hint="the checkpoint file may be truncated or from another version",
+                code=codes.CHECKPOINT_CORRUPT,
             ) from None
         return cls.from_data(data)
 
@@ -103,7 +105,8 @@ class EngineState:
             if data.get("format") != STATE_FORMAT:
                 raise ConvergeError(
                     f"not an engine state (format {data.get('format')!r}, "
-                    f"expected {STATE_FORMAT!r})"
+                    f"expected {STATE_FORMAT!r})",
+                    code=codes.CHECKPOINT_CORRUPT,
                 )
             return cls(
                 facts=_facts_from_data(data["facts"]),
@@ -120,6 +123,7 @@ class EngineState:
             raise ConvergeError(
                 f"malformed engine state: {type(exc).__name__}: {exc}",
                 hint="the checkpoint file may be truncated or from another version",
+                code=codes.CHECKPOINT_CORRUPT,
             ) from None
 
 

@@ -67,6 +67,7 @@ def max_bytes(env: Mapping[str, str] | None = None) -> int:
         raise UsageError(
             f"{MAX_BYTES_VARIABLE}={raw!r} is not a positive whole number of bytes",
             hint=f"e.g. {MAX_BYTES_VARIABLE}={2 * MAX_BYTES}, or unset it for {MAX_BYTES}",
+            code=codes.ARGUMENTS_REFUSED,
         )
     return int(raw)
 

@@ -129,9 +129,11 @@ def _read(pipeline: Path) -> bytes:
         data = read_bytes(pipeline, "pipeline")
         data.decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"{pipeline} is not UTF-8 text") from None
+        raise UsageError(f"{pipeline} is not UTF-8 text", code=codes.FILE_UNREADABLE) from None
     except OSError as exc:
-        raise UsageError(f"cannot read {pipeline}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot read {pipeline}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
+        ) from None
     return data
 
 

@@ -308,6 +308,7 @@ def _kept_pins(
                 hint=f"did you mean {close!r}?"
                 if close
                 else f"its packs: {', '.join(sorted(known)) or 'none'}",
+                code=codes.ARGUMENTS_REFUSED,
             )
     if previous is None:
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl.errors import UsageError
 
 from ._spec import TEST_SUFFIXES
@@ -37,18 +38,27 @@ def test_files(paths: Sequence[str]) -> list[Path]:
                 raise UsageError(
                     f"no test files found in {raw}",
                     hint="test files are named *.test.yaml (see `converge-dsl init`)",
+                    code=codes.PATH_NOT_FOUND,
                 )
             found.extend(inside)
         elif path.is_file():
             if not path.name.endswith(TEST_SUFFIXES):
-                raise UsageError(f"{raw} is not a test file", hint=_hint_for(path))
+                raise UsageError(
+                    f"{raw} is not a test file", hint=_hint_for(path), code=codes.PATH_NOT_FOUND
+                )
             found.append(path)
         elif path.exists():  # a FIFO, a socket, a device: nothing to read a test from
             raise UsageError(
-                f"{raw} is not a regular file or a folder", hint="give test files or folders"
+                f"{raw} is not a regular file or a folder",
+                hint="give test files or folders",
+                code=codes.PATH_NOT_FOUND,
             )
         else:
-            raise UsageError(f"no such file or folder: {raw}", hint="give test files or folders")
+            raise UsageError(
+                f"no such file or folder: {raw}",
+                hint="give test files or folders",
+                code=codes.PATH_NOT_FOUND,
+            )
     return list(dict.fromkeys(found))
 
 

@@ -254,11 +254,14 @@ class CheckpointStore:
             raw = self.medium.read()
         except FileNotFoundError:
             raise UsageError(
-                f"no checkpoint in {where!r}", hint="run with --checkpoint DIR first"
+                f"no checkpoint in {where!r}",
+                hint="run with --checkpoint DIR first",
+                code=codes.PATH_NOT_FOUND,
             ) from None
         except OSError as exc:
             raise UsageError(
-                f"cannot read checkpoint in {where!r}: {exc.strerror or exc}"
+                f"cannot read checkpoint in {where!r}: {exc.strerror or exc}",
+                code=codes.FILE_UNREADABLE,
             ) from None
         label = str(self.file) if self.folder is not None else where
         journal = parse_journal(raw, self._key, label)

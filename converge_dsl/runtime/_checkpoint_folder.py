@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl._files import open_lock
 from converge_dsl.errors import UsageError
 
@@ -25,6 +26,7 @@ def check_folder(folder: Path, option: str, *, create: bool) -> None:
         raise UsageError(
             f"{option} {str(folder)!r} is a file, not a folder",
             hint=f"give {option} a folder path (it is created when missing)",
+            code=codes.PATH_NOT_FOUND,
         )
     if create:
         try:
@@ -33,11 +35,13 @@ def check_folder(folder: Path, option: str, *, create: bool) -> None:
             raise UsageError(
                 f"cannot create {option} folder {str(folder)!r}: {exc.strerror or exc}",
                 hint=f"give {option} a folder path you can write to",
+                code=codes.OUTPUT_REFUSED,
             ) from None
     if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(
             f"{option} folder {str(folder)!r} is not writable",
             hint=f"give {option} a folder you can write to",
+            code=codes.OUTPUT_REFUSED,
         )
 
 
@@ -59,6 +63,7 @@ def folder_lock(folder: Path | None, option: str) -> Iterator[None]:
         raise UsageError(
             f"cannot lock {option} folder {str(folder)!r}: {exc.strerror or exc}",
             hint=f"give {option} a folder you can write to",
+            code=codes.OUTPUT_REFUSED,
         ) from None
     try:
         try:
@@ -67,6 +72,7 @@ def folder_lock(folder: Path | None, option: str) -> Iterator[None]:
             raise UsageError(
                 f"{option} folder {str(folder)!r} is in use by another run",
                 hint="wait for that run to finish, then try again",
+                code=codes.FOLDER_IN_USE,
             ) from None
         yield
     finally:

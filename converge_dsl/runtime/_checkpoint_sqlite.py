@@ -65,6 +65,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl.errors import RunError, UsageError
 
 # One SQL statement and its arguments.
@@ -321,6 +322,7 @@ class SqliteJournals:
                 raise UsageError(
                     f"{option} journal of run {run!r} in {self.where!r} is in use by another run",
                     hint="wait for that run to finish, then try again",
+                    code=codes.FOLDER_IN_USE,
                 )
             self._held.add(run)
         try:
@@ -401,7 +403,10 @@ class SqliteJournal:
             raise self._failed(exc) from None
         count, size = int(rows[0][0]), int(rows[0][1])
         if size != end:  # never torn: a record is a row, written whole or not at all
-            raise RunError(f"the checkpoint journal {self.where!r} changed while it was read")
+            raise RunError(
+                f"the checkpoint journal {self.where!r} changed while it was read",
+                code=codes.CHECKPOINT_CORRUPT,
+            )
         self._next = count
 
     def append(self, line: bytes) -> None:

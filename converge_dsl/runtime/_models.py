@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.compiler import PipelineSettings
 from converge_dsl.errors import UsageError
@@ -47,16 +48,22 @@ def _cassette(
 
     if path.is_dir():
         raise UsageError(
-            f"{option}: {str(path)!r} is a folder, not a cassette file", hint=RECORD_HINT
+            f"{option}: {str(path)!r} is a folder, not a cassette file",
+            hint=RECORD_HINT,
+            code=codes.PATH_NOT_FOUND,
         )
     if not path.exists():
-        raise UsageError(f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT)
+        raise UsageError(
+            f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT, code=codes.PATH_NOT_FOUND
+        )
     try:
         return ReplayModel.from_file(
             path, name=name, attempt_gate=attempt_gate, order=order, clock=clock
         )
     except ModelError as exc:
-        raise UsageError(f"{option}: {exc.message}", hint=exc.hint) from None
+        raise UsageError(
+            f"{option}: {exc.message}", hint=exc.hint, code=codes.FILE_UNREADABLE
+        ) from None
 
 
 def model_builder(
@@ -123,6 +130,7 @@ def build_models(
             raise UsageError(
                 f"--model {name}=...: the pipeline declares no model {name!r}",
                 hint=f"declared models: {', '.join(sorted(declared)) or 'none'}",
+                code=codes.INPUT_REFUSED,
             )
     build = model_builder(
         settings,
@@ -188,10 +196,14 @@ def tool_replay(path: Path, orders: dict[str, ReplayOrder]) -> ServerFactory:
     option = f"--replay {path}"
     if path.is_dir():
         raise UsageError(
-            f"{option}: {str(path)!r} is a folder, not a cassette file", hint=RECORD_HINT
+            f"{option}: {str(path)!r} is a folder, not a cassette file",
+            hint=RECORD_HINT,
+            code=codes.PATH_NOT_FOUND,
         )
     if not path.exists():
-        raise UsageError(f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT)
+        raise UsageError(
+            f"{option}: no cassette file {str(path)!r}", hint=RECORD_HINT, code=codes.PATH_NOT_FOUND
+        )
     order = orders.setdefault(str(path.resolve()), ReplayOrder())
     try:
         return ToolReplay.from_file(path, order=order).server

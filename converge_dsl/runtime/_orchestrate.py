@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from converge_dsl import codes
 from converge_dsl._json_types import JsonObject
 from converge_dsl.compiler import LOCK_FILE, CompileCache, declare_models, open_cache
 from converge_dsl.diagnostics import Diagnostic
@@ -61,7 +62,7 @@ def load_document(
     from converge_dsl import validation
 
     if text is None and not path.exists():  # a FIFO or device too: refused (CD930)
-        raise UsageError(f"no such pipeline file: {path}")
+        raise UsageError(f"no such pipeline file: {path}", code=codes.PATH_NOT_FOUND)
     return validation.load_pipeline(
         path,
         fetch=True,
@@ -79,6 +80,7 @@ async def run_pipeline(options: RunOptions) -> RunOutcome:
         raise UsageError(
             "--approve/--reject/--decisions continue a paused run",
             hint="add --resume DIR (the --checkpoint folder of the paused run)",
+            code=codes.ARGUMENTS_REFUSED,
         )
     # `--otel` without the SDK: refused before any work.
     otel = OtelSink.start(options.otel, options.env, options.clock, _replayed(options))

@@ -20,6 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl._files import same_file
 from converge_dsl.compiler import ModelDeclaration
 from converge_dsl.errors import UsageError
@@ -36,6 +37,7 @@ def _check_checkpoint_folder(folder: Path, option: str) -> None:
             f"{option} {str(folder)!r} is a symbolic link; checkpoints are never written "
             "through links",
             hint=f"give {option} the folder itself",
+            code=codes.OUTPUT_REFUSED,
         )
     if not folder.is_dir():
         return  # missing (created) or a file (refused by `check_folder`)
@@ -46,6 +48,7 @@ def _check_checkpoint_folder(folder: Path, option: str) -> None:
                 f"{option} {str(folder)!r} holds files and is not a checkpoint folder; "
                 "nothing is written into it",
                 hint=f"give {option} a new or empty folder, or one a run checkpointed into",
+                code=codes.OUTPUT_REFUSED,
             )
 
 
@@ -105,12 +108,14 @@ def check_outputs(sinks: Sequence[RunSink], reads: Sequence[tuple[Path, str]]) -
                         f"{other.option} and {output.option} name the same file "
                         f"{str(output.path)!r}",
                         hint="give each its own file",
+                        code=codes.OUTPUT_REFUSED,
                     )
             for read, what in reads:
                 if same_file(output.path, read):
                     raise UsageError(
                         f"{output.option} {str(output.path)!r} is {what}; it would be overwritten",
                         hint=f"give {output.option} a {output.what} of its own",
+                        code=codes.OUTPUT_REFUSED,
                     )
             seen.append(output)
     for sink in sinks:

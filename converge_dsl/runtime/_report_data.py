@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from converge_dsl import codes
 from converge_dsl._long_lines import cut_line
 from converge_dsl._reading import open_regular
 from converge_dsl.errors import UsageError
@@ -66,27 +67,37 @@ def bounded_lines(
     try:
         stream = open_regular(path, "trace")
     except OSError as exc:
-        raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot read trace {str(path)!r}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
+        ) from None
     with stream:
         number = 0
         while True:
             try:
                 raw = stream.readline(MAX_LINE_BYTES + 1)
             except OSError as exc:
-                raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror}") from None
+                raise UsageError(
+                    f"cannot read trace {str(path)!r}: {exc.strerror}", code=codes.FILE_UNREADABLE
+                ) from None
             if not raw:
                 return
             number += 1
             if len(raw) > MAX_LINE_BYTES:
                 raise UsageError(
-                    f"{path}:{number}: line longer than {MAX_LINE_BYTES // 2**20} MiB", hint=_HINT
+                    f"{path}:{number}: line longer than {MAX_LINE_BYTES // 2**20} MiB",
+                    hint=_HINT,
+                    code=codes.FILE_UNREADABLE,
                 )
             if not raw.strip():
                 continue
             try:
                 event = json.loads(raw)
             except RecursionError:
-                raise UsageError(f"{path}:{number}: JSON nested too deeply", hint=_HINT) from None
+                raise UsageError(
+                    f"{path}:{number}: JSON nested too deeply",
+                    hint=_HINT,
+                    code=codes.FILE_UNREADABLE,
+                ) from None
             except ValueError as exc:  # UnicodeDecodeError too
                 if cut_short is not None and not raw.endswith(b"\n"):  # the last line
                     cut_short(number)
@@ -94,10 +105,14 @@ def bounded_lines(
                 what = (
                     "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "not a JSON line"
                 )
-                raise UsageError(f"{path}:{number}: {what}", hint=_HINT) from None
+                raise UsageError(
+                    f"{path}:{number}: {what}", hint=_HINT, code=codes.FILE_UNREADABLE
+                ) from None
             if not isinstance(event, dict) or not isinstance(event.get("type"), str):
                 raise UsageError(
-                    f"{path}:{number}: not a trace event (an object with a `type`)", hint=_HINT
+                    f"{path}:{number}: not a trace event (an object with a `type`)",
+                    hint=_HINT,
+                    code=codes.FILE_UNREADABLE,
                 )
             yield number, event
 
@@ -412,9 +427,12 @@ def report_data(path: Path) -> dict[str, Any]:
                 f"{path}:{number}: malformed {event['type']} event ({detail})",
                 hint="the trace was edited or damaged; report a trace written by "
                 "`converge-dsl run --trace`",
+                code=codes.FILE_UNREADABLE,
             ) from None
     if not seen:
-        raise UsageError(f"{path}: the trace holds no event", hint=_HINT)
+        raise UsageError(
+            f"{path}: the trace holds no event", hint=_HINT, code=codes.FILE_UNREADABLE
+        )
     names = list(fold.names)
     # One count of cycles for the page: the run's own (`run_finished`), else the last seen.
     fold.meta.setdefault("cycles", fold.last_cycle)

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from converge_dsl import codes
 from converge_dsl._files import flush_checked, open_output, write_all
 from converge_dsl._page_assets import page_asset, page_json
 
@@ -92,13 +93,16 @@ def check_report_output(
             raise UsageError(
                 f"{option} and {other_option} name the same file {str(output)!r}",
                 hint="give each its own file",
+                code=codes.OUTPUT_REFUSED,
             )
 
     if output.exists() or output.is_symlink():
         open_output(output, option, "report file", recognise=is_report_line, append=True).close()
     elif not output.parent.is_dir():
         raise UsageError(
-            f"cannot write report file {str(output)!r} ({option}): no folder {str(output.parent)!r}"
+            f"cannot write report file {str(output)!r} ({option}): "
+            f"no folder {str(output.parent)!r}",
+            code=codes.OUTPUT_REFUSED,
         )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from converge_dsl import codes
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.engine import Engine, ProposedFact
 from converge_dsl.engine.state import HitlPause, RunResult
@@ -47,6 +48,7 @@ async def continue_run(
             raise UsageError(
                 "the checkpoint holds no proposal awaiting a decision",
                 hint="--approve/--reject apply to a run that stopped with hitl_pause (exit 6)",
+                code=codes.INPUT_REFUSED,
             )
         if start is None:
             return await engine.run(seeds, on_cycle_end=store.save), {}
@@ -59,6 +61,7 @@ async def continue_run(
             raise UsageError(
                 f"no pending proposal has id {key!r}",
                 hint=f"did you mean {close!r}?" if close else f"pending: {', '.join(ids)}",
+                code=codes.INPUT_REFUSED,
             )
     by = given_by or {}
     kept = store.load_decisions(checkpoint.last_mac, start.pending)

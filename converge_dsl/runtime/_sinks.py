@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from converge_dsl import codes
 from converge_dsl.clock import Clock
 from converge_dsl.errors import RunError, UsageError
 
@@ -294,6 +295,7 @@ class RecordSink(RunSink):
                 f"--record {str(self.path)!r} already holds a recording; recording onto it "
                 "would mix two runs",
                 hint="add --overwrite to record afresh over it, or give --record a new file",
+                code=codes.OUTPUT_REFUSED,
             )
         if holds:
             open_checked(

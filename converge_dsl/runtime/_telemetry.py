@@ -84,6 +84,7 @@ def start_telemetry(options: OtelOptions, env: Mapping[str, str], clock: Clock) 
                 "--otel-content records prompts and answers in exported spans, "
                 "but no export is configured",
                 hint="add --otel, or set OTEL_EXPORTER_OTLP_ENDPOINT",
+                code=codes.ARGUMENTS_REFUSED,
             )
         return None
     try:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from converge_dsl import codes
 from converge_dsl._reading import open_regular
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError, UsageError
@@ -41,17 +42,24 @@ def read_trace(path: Path) -> Iterator[tuple[int, Any]]:
                     raise UsageError(
                         f"{path}:{number}: not UTF-8 text (byte {exc.start} of the line)",
                         hint=_FROM_RUN,
+                        code=codes.FILE_UNREADABLE,
                     ) from None
                 if not line.strip():
                     continue
                 try:
                     yield number, json.loads(line)
                 except RecursionError:
-                    raise UsageError(f"{path}:{number}: JSON nested too deeply") from None
+                    raise UsageError(
+                        f"{path}:{number}: JSON nested too deeply", code=codes.FILE_UNREADABLE
+                    ) from None
                 except ValueError:
-                    raise UsageError(f"{path}:{number}: not a JSON line") from None
+                    raise UsageError(
+                        f"{path}:{number}: not a JSON line", code=codes.FILE_UNREADABLE
+                    ) from None
     except OSError as exc:
-        raise UsageError(f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot read trace {str(path)!r}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
+        ) from None
 
 
 def _where(error: ValidationError) -> str:
@@ -84,6 +92,7 @@ def find_cleared_span(path: Path, reduction_id: str) -> SpanCleared:
                 f"{path}:{number}: malformed {kind} event ({_where(exc)})",
                 hint="the trace was edited or damaged; expand a trace written by "
                 "`converge-dsl run --trace`",
+                code=codes.FILE_UNREADABLE,
             ) from None
     guess = did_you_mean(reduction_id, seen)
     raise ConvergeError(
@@ -95,4 +104,5 @@ def find_cleared_span(path: Path, reduction_id: str) -> SpanCleared:
             if seen
             else "this trace has no compaction"
         ),
+        code=codes.ARGUMENTS_REFUSED,
     )

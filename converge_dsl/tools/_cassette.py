@@ -217,6 +217,7 @@ class RecordingToolServer:
             raise ConvergeError(
                 f"cannot write {where}: {reason}",
                 hint="free space or record to another path; the lines already written are kept",
+                code=codes.OUTPUT_REFUSED,
             ) from None
 
 

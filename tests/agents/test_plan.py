@@ -188,7 +188,7 @@ def test_plan_bounds_the_assumed_sizes(tmp_path: Path, option: str) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert cli(["plan", str(path), option, "999999999999"], out, err) == 3
     assert err.getvalue().startswith(
-        f"error: {option} must be at most {MAX_ASSUMED_CHARS:,} (got 999,999,999,999)\n"
+        f"error[CD333]: {option} must be at most {MAX_ASSUMED_CHARS:,} (got 999,999,999,999)\n"
     )
     plans = plan_json(path, option, str(MAX_ASSUMED_CHARS))
     assert plans[0]["assumptions"][option.removeprefix("--assume-").replace("-", "_")] == (

@@ -71,7 +71,8 @@ def test_unknown_reduction_suggests_the_nearest(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert cli(["trace", "expand", str(path), "rev.c1.r9"], out, err) == 1
     assert err.getvalue() == (
-        "error: no cleared span 'rev.c1.r9' in trace.jsonl\n  hint: did you mean 'rev.c1.r1'?\n"
+        "error[CD333]: no cleared span 'rev.c1.r9' in trace.jsonl\n"
+        "  hint: did you mean 'rev.c1.r1'?\n"
     )
 
 
@@ -116,7 +117,8 @@ def test_malformed_span_event_names_its_line(
     path.write_text("\n" + json.dumps({**SPAN, **change}) + "\n")
     out, err = io.StringIO(), io.StringIO()
     assert cli(["trace", "expand", str(path), "r.c1.r1", "--format", fmt], out, err) == 3
-    assert err.getvalue().startswith(f"error: {path}:2: malformed agent_span_cleared event (")
+    malformed = f"error[CD335]: {path}:2: malformed agent_span_cleared event ("
+    assert err.getvalue().startswith(malformed)
     assert problem in err.getvalue()
     assert out.getvalue() == ""
 
@@ -146,7 +148,7 @@ def test_unreadable_trace_lines_are_usage_errors(
     path.write_bytes(content)
     out, err = io.StringIO(), io.StringIO()
     assert cli(["trace", "expand", str(path), "x"], out, err) == 3
-    assert err.getvalue().startswith(f"error: {path}{problem}")
+    assert err.getvalue().startswith(f"error[CD335]: {path}{problem}")
 
 
 def _hostile(path: Path, tmp_path: Path) -> Path:

@@ -214,9 +214,9 @@ def test_a_bad_case_is_reported_at_its_line_of_the_cases_file(
         for d in line["diagnostics"]
     ]
     assert where == [
-        ("CD920", str(cases), 3, 9),
-        ("CD920", str(cases), 4, 12),
-        ("CD920", str(cases), 5, 7),
+        ("CD338", str(cases), 3, 9),
+        ("CD338", str(cases), 4, 12),
+        ("CD338", str(cases), 5, 7),
     ]
 
 

@@ -110,7 +110,9 @@ def test_a_missing_page_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(resources, "errors_doc_path", lambda: Path("/nonexistent/errors.md"))
     code, _, err = _run("explain", "CD002")
     assert code == 1
-    assert err.startswith("error: the error documentation is not available in this installation")
+    assert err.startswith(
+        "error[CD360]: the error documentation is not available in this installation"
+    )
 
 
 def test_a_defined_code_without_a_section_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:

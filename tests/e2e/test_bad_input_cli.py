@@ -45,14 +45,14 @@ def test_deep_inputs_file_is_a_usage_error(tmp_path: Path, levels: int) -> None:
     path.write_text('{"market": ' + deep(levels) + "}")
     code, _, err = cli("run", PIPELINE, "--inputs", path)
     assert code == 3
-    assert f"error: --inputs {path} nests deeper than {MAX_INPUT_DEPTH} levels" in err
+    assert f"error[CD338]: --inputs {path} nests deeper than {MAX_INPUT_DEPTH} levels" in err
     assert "Traceback" not in err
 
 
 def test_deep_input_value_is_a_usage_error() -> None:
     code, _, err = cli("run", PIPELINE, "--input", "market=" + deep(20_000))
     assert code == 3
-    assert f"error: --input market nests deeper than {MAX_INPUT_DEPTH} levels" in err
+    assert f"error[CD338]: --input market nests deeper than {MAX_INPUT_DEPTH} levels" in err
 
 
 def test_plan_refuses_deep_inputs_too(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_non_utf8_inputs_file_names_the_option(tmp_path: Path) -> None:
     path.write_bytes(GARBAGE)
     code, _, err = cli("run", PIPELINE, "--inputs", path)
     assert code == 3
-    assert f"error: --inputs {path} is not UTF-8 text (byte 0)" in err
+    assert f"error[CD335]: --inputs {path} is not UTF-8 text (byte 0)" in err
 
 
 def test_input_depth_at_the_limit_is_accepted() -> None:
@@ -88,8 +88,8 @@ def test_a_lone_surrogate_in_an_inputs_file_is_a_usage_error_naming_where(tmp_pa
     code, out, err = cli("run", PIPELINE, "--inputs", path)
     assert (code, out) == (3, "")
     assert (
-        f"error: --inputs {path} is not JSON: the text at /market/name holds a lone surrogate "
-        "(\\ud800), which is not Unicode text"
+        f"error[CD335]: --inputs {path} is not JSON: the text at /market/name holds a lone "
+        "surrogate (\\ud800), which is not Unicode text"
     ) in err
 
 
@@ -97,7 +97,7 @@ def test_input_text_the_shell_passed_undecoded_is_a_usage_error() -> None:
     # A byte that is not UTF-8 on the command line reaches Python as a lone surrogate.
     code, out, err = cli("run", PIPELINE, "--input", "market=Lyon\udcff")
     assert (code, out) == (3, "")
-    assert "error: --input market: the text holds a lone surrogate (\\udcff)" in err
+    assert "error[CD338]: --input market: the text holds a lone surrogate (\\udcff)" in err
     assert "hint: give the value as UTF-8 text" in err
 
 
@@ -114,7 +114,7 @@ def test_checkpoint_on_an_existing_file_fails_before_the_run(tmp_path: Path) -> 
     path.write_text("keep\n")
     code, out, err = cli("run", PIPELINE, "--checkpoint", path)
     assert code == 3
-    assert f"error: --checkpoint '{path}' is a file, not a folder" in err
+    assert f"error[CD334]: --checkpoint '{path}' is a file, not a folder" in err
     assert "cycle 1" not in err
     assert out == ""
     assert path.read_text() == "keep\n"
@@ -124,7 +124,7 @@ def test_checkpoint_under_a_file_cannot_be_created(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
     code, _, err = cli("run", PIPELINE, "--checkpoint", tmp_path / "afile" / "ck")
     assert code == 3
-    assert "error: cannot create --checkpoint folder" in err
+    assert "error[CD336]: cannot create --checkpoint folder" in err
 
 
 @pytest.mark.parametrize("option", ["--trace", "--record"])
@@ -186,7 +186,7 @@ def test_trace_to_a_device_is_refused_before_the_run() -> None:
     code, _, err = cli("run", PIPELINE, "--trace", "/dev/full")
     assert code == 3
     assert err.startswith(
-        "error: cannot write trace file '/dev/full' (--trace): it is a character device, "
+        "error[CD336]: cannot write trace file '/dev/full' (--trace): it is a character device, "
         "not a regular file"
     )
 
@@ -208,7 +208,7 @@ def test_non_utf8_cassette_is_a_usage_error_naming_the_option(tmp_path: Path, op
     value = str(path) if option == "--replay" else f"default={path}"
     code, _, err = cli("run", PIPELINE, option, value)
     assert code == 3
-    assert f"error: {option} {value}: cassette garbage.jsonl is not UTF-8 text" in err
+    assert f"error[CD335]: {option} {value}: cassette garbage.jsonl is not UTF-8 text" in err
     assert "--record CASSETTE" in err
 
 
@@ -238,7 +238,7 @@ def test_model_option_takes_a_cassette_not_an_adapter() -> None:
     assert "ADAPTER" not in out
     code, _, err = cli("run", PIPELINE, "--model", "default=openai")
     assert code == 3
-    assert "error: --model default=openai: no cassette file 'openai'" in err
+    assert "error[CD334]: --model default=openai: no cassette file 'openai'" in err
 
 
 def test_model_option_replays_a_cassette_recorded_with_record(tmp_path: Path) -> None:
@@ -291,4 +291,4 @@ def test_resume_from_a_file_names_the_resume_option(tmp_path: Path) -> None:
     path.write_text("")
     code, _, err = cli("run", PIPELINE, "--resume", path)
     assert code == 3
-    assert f"error: --resume '{path}' is a file, not a folder" in err
+    assert f"error[CD334]: --resume '{path}' is a file, not a folder" in err

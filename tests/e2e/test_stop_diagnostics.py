@@ -39,7 +39,7 @@ CASES: dict[str, tuple[str, tuple[str, ...], int, str, tuple[str, ...]]] = {
     "conflict": ("conflict", (), 1, "error", ("CD909",)),
     "model-error": ("model-error", (), 1, "error", ("CD911",)),
     "invariant-error": ("invariant-error", (), 1, "error", ("CD913",)),
-    "usage": ("cycles", ("--input", "nope=1"), 3, "usage_error", ("CD920",)),
+    "usage": ("cycles", ("--input", "nope=1"), 3, "usage_error", ("CD338",)),
     "no-key": ("no-key", (), 1, "error", ("CD921",)),
     "invalid": ("invalid", (), 2, "invalid", ("CD208",)),
 }
@@ -127,10 +127,10 @@ def test_an_environment_error_before_the_run_is_a_run_result_too(
     monkeypatch.setattr(runtime, "run_pipeline", fail)
     code, out, err = _cli("run", f"{DATA}/cycles.yaml", "--format", "json")
     assert code == 1
-    assert err == "error: cannot use 'out.jsonl': No space left on device\n"
+    assert err == "error[CD361]: cannot use 'out.jsonl': No space left on device\n"
     doc = json.loads(out)
     jsonschema.validate(doc, SCHEMA)
     assert doc["stop_reason"] == "error"
     assert [(d["code"], d["message"]) for d in doc["diagnostics"]] == [
-        ("CD921", "cannot use 'out.jsonl': No space left on device")
+        ("CD361", "cannot use 'out.jsonl': No space left on device")
     ]

@@ -129,6 +129,16 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.EVAL_NO_CASES: "tests/pipetest/test_eval_spec.py",
         # a file of another kind given to `eval` (validate reads it as that kind)
         codes.EVAL_NOT_EVALUATION: "tests/pipetest/test_eval_spec.py",
+        # refusals of the command line and the Python API, not validate's
+        codes.ARGUMENTS_REFUSED: "tests/cli/test_refusal_codes.py",
+        codes.PATH_NOT_FOUND: "tests/cli/test_refusal_codes.py",
+        codes.FILE_UNREADABLE: "tests/cli/test_refusal_codes.py",
+        codes.OUTPUT_REFUSED: "tests/cli/test_refusal_codes.py",
+        codes.FOLDER_IN_USE: "tests/cli/test_refusal_codes.py",
+        codes.INPUT_REFUSED: "tests/cli/test_refusal_codes.py",
+        codes.API_MISUSE: "tests/cli/test_refusal_codes.py",
+        codes.PART_NOT_INSTALLED: "tests/cli/test_refusal_codes.py",
+        codes.ENVIRONMENT_FAILED: "tests/cli/test_refusal_codes.py",
     }
     reported = [
         v

@@ -187,7 +187,7 @@ def test_offline_never_fetches_and_reports_what_the_cache_lacks(tmp_path: Path) 
 
 def test_verify_refuses_a_missing_pipeline_and_a_stale_lock(tmp_path: Path) -> None:
     code, _, err = _cli("pack", "verify", str(tmp_path / "nope.yaml"))
-    assert (code, err.startswith("error: no such pipeline file")) == (3, True)
+    assert (code, err.startswith("error[CD334]: no such pipeline file")) == (3, True)
     pipeline = _locked(tmp_path)
     pipeline.write_text(pipeline.read_text().replace('">=1"', '">=2"'))
     code, _, err = _verify(tmp_path, pipeline)

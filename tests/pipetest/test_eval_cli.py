@@ -171,7 +171,7 @@ def test_a_baseline_of_another_evaluation_is_refused_before_anything_runs(
     )
     code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", base)
     assert (code, out) == (3, "")
-    assert err.startswith(f"error: baseline {base} shares no case and no metric with ")
+    assert err.startswith(f"error[CD335]: baseline {base} shares no case and no metric with ")
     assert "(it is a result of other.eval.yaml): nothing would be compared" in err
 
 
@@ -181,7 +181,7 @@ def test_a_concurrency_below_one_is_refused() -> None:
         code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--concurrency", given)
         assert (code, out) == (3, "")
         assert err == (
-            "error: --concurrency must be above 0\n"
+            "error[CD333]: --concurrency must be above 0\n"
             "  hint: give --concurrency a number above 0, or leave it out\n"
         )
 

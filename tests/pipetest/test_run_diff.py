@@ -155,7 +155,9 @@ def test_an_output_that_is_a_compared_file_or_a_missing_folder_is_refused_before
             output.symlink_to(a)
         code, out, err = cli("diff", a, a, "-o", output)
         assert (code, out) == (3, "")
-        assert f"error: -o '{output}' is {named}, a file compared; it would be overwritten" in err
+        refused = f"error[CD336]: -o '{output}' is {named}, a file compared; it would be "
+        refused += "overwritten"
+        assert refused in err
         assert a.read_bytes() == kept
     code, _, err = cli("diff", a, a, "-o", tmp_path / "no" / "diff.txt")
     assert code == 3

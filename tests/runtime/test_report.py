@@ -258,7 +258,7 @@ def test_run_report_refuses_the_file_of_another_output_before_running(
     code, out, err = _cli("run", str(pipeline), option, shared, "--report", f"./{shared}")
     assert code == 3, err
     assert err == (
-        f"error: --report and {option} name the same file '{shared}'\n"
+        f"error[CD336]: --report and {option} name the same file '{shared}'\n"
         "  hint: give each its own file\n"
     )
     assert "stop:" not in out
