@@ -22,11 +22,17 @@ an InternalError in words, without a traceback. Notifications it cannot take are
 and said in the client's log (`window/logMessage`): an editor cannot answer
 them, but its user can read why. `quiet_pygls` makes pygls's own log one line
 a record on standard error, without the tracebacks it attaches.
+
+Params are read by `strict_converter`: a JSON value of the wrong type for a
+string, integer, boolean or number field is a misfit (cattrs would make
+`null` the text "None" and `1.5` the line 1); what the server sends is written
+as pygls writes it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -48,7 +54,7 @@ from pygls.exceptions import (
     JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.language_server import lsp_method
 
 MAX_HEADER_LINE = 8 * 1024
@@ -57,6 +63,40 @@ _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNOR
 _ALWAYS = frozenset({lsp.EXIT})
 # What a built-in method yields: the handlers pygls runs after it.
 _Handled = Iterator[tuple[Callable[..., Any], tuple[object, ...], None]]
+
+
+# The JSON values each primitive field type takes, and their name: an integer is not a
+# float, a bool or a string (a bool is an int in Python); a number may be an integer.
+_JSON_TYPES: dict[type, tuple[tuple[type, ...], str]] = {
+    str: ((str,), "a string"),
+    int: ((int,), "an integer"),
+    bool: ((bool,), "true or false"),
+    float: ((float, int), "a number"),
+}
+
+
+class WrongType(TypeError):
+    """A JSON value of the wrong type for a field (its words are the misfit's)."""
+
+
+def strict_converter() -> cattrs.Converter:
+    """pygls's converter, reading each primitive field only from its own JSON type."""
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+    for kind, (accepted, name) in _JSON_TYPES.items():
+        converter.register_structure_hook(kind, functools.partial(_exactly, accepted, name))
+    return converter
+
+
+def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -> object:
+    """`value` as `kind` when it is one of the `accepted` JSON values. A type's hook is
+    its subclasses' too: an enumeration of integers (a diagnostic's severity) is made
+    from an integer as cattrs makes it, `kind(value)`."""
+    if isinstance(value, accepted) and (bool in accepted or not isinstance(value, bool)):
+        return kind(value)
+    shown = json.dumps(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    raise WrongType(f"expected {name}, not {shown}")
 
 
 class PipelineProtocol(LanguageServerProtocol):
@@ -194,6 +234,8 @@ def _misfit(exc: BaseException, expected: type | None) -> str:
     line, a number past the protocol's range) in that rule's words, not "invalid value"."""
     if isinstance(exc, ValueError) and expected is None and str(exc):
         return str(exc).removesuffix(".")
+    if isinstance(exc, WrongType):
+        return str(exc)
     return format_exception(exc, expected)
 
 

@@ -50,7 +50,7 @@ from converge_dsl.lsp._analysis import (
 )
 from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._document import Document
-from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames
+from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames, strict_converter
 from converge_dsl.lsp._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -79,7 +79,12 @@ class PipelineServer(LanguageServer):
         debounce: float = DEBOUNCE_S,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__("converge-dsl", __version__, protocol_cls=PipelineProtocol)
+        super().__init__(
+            "converge-dsl",
+            __version__,
+            protocol_cls=PipelineProtocol,
+            converter_factory=strict_converter,
+        )
         self.explain: Explain = explain or (lambda code: None)
         self.debounce = debounce
         # The environment every analysis reads (None: the process's).
