@@ -21,7 +21,10 @@ a second `initialize` (which would forget the open documents) or a request after
 an InternalError in words, without a traceback. Notifications it cannot take are dropped,
 and said in the client's log (`window/logMessage`): an editor cannot answer
 them, but its user can read why. `quiet_pygls` makes pygls's own log one line
-a record on standard error, without the tracebacks it attaches.
+a record on standard error, without the tracebacks it attaches; a refusal the
+client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
+cancel of a request already answered) writes nothing there, a failure inside
+the server its line.
 
 Params are read by `strict_converter`: a JSON value of the wrong type for a
 string, integer, boolean or number field is a misfit (cattrs would make
@@ -39,12 +42,13 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import cattrs
 from cattrs.v import format_exception
 from lsprotocol import types as lsp
+from lsprotocol.types import ResponseErrorMessage
 from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
@@ -54,7 +58,13 @@ from pygls.exceptions import (
     JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
-from pygls.protocol import LanguageServerProtocol, default_converter
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    default_converter,
+)
 from pygls.protocol.language_server import lsp_method
 
 MAX_HEADER_LINE = 8 * 1024
@@ -136,6 +146,43 @@ class PipelineProtocol(LanguageServerProtocol):
                 "the server goes on: please report it with the text that caused it",
             )
         super()._send_response(msg_id, result, error)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls's reading of a message, without the error pygls logs for one that does not
+        fit: `receive` answers it, or says it in the client's log."""
+        try:
+            return self._converter.structure(data, self._message_type(data))
+        except cattrs.ClassValidationError as exc:
+            raise JsonRpcInvalidParams() from exc
+        except Exception as exc:
+            raise JsonRpcInternalError() from exc
+
+    def _message_type(self, data: dict[str, Any]) -> Any:
+        """The type pygls reads `data` as (`JsonRPCProtocol.structure_message`)."""
+        if "id" not in data:
+            return self.get_message_type(data.get("method", "")) or JsonRPCNotification
+        if "error" in data:
+            return ResponseErrorMessage
+        if "method" in data:
+            return self.get_message_type(data["method"]) or JsonRPCRequestMessage
+        return self._result_types.pop(data["id"], None) or JsonRPCResponseMessage
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        """pygls's answer to a request; a refusal a feature raised (a JSON-RPC error: a
+        rename the name does not allow, a command's wrong argument) is answered without
+        the traceback pygls logs for it. A failure inside the server is logged as before."""
+        refused = None if future.cancelled() else future.exception()
+        if not isinstance(refused, JsonRpcException):
+            super()._send_handler_result(future, msg_id=msg_id)
+            return
+        self._request_futures.pop(msg_id, None)
+        self._send_response(msg_id, error=refused.to_response_error())
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        """Cancel request `msg_id`; one already answered (an editor cancels those too) is
+        not a warning."""
+        if msg_id in self._request_futures:
+            super()._handle_cancel_notification(msg_id)
 
     def receive(self, body: bytes) -> None:
         """Take one frame's body: hand it to pygls, or answer why not."""

@@ -5,6 +5,7 @@ server), and the exit code says whether the client asked for `shutdown`."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.protocol import default_converter
 
 from converge_dsl.lsp import build_server
@@ -386,3 +388,39 @@ def test_the_strict_reading_keeps_enumerations_and_numbers_and_writes_as_before(
     written = converter.unstructure(diagnostic)
     assert written == default_converter().unstructure(diagnostic)
     assert converter.structure(written, lsp.Diagnostic) == diagnostic
+
+
+def test_a_refusal_the_client_is_answered_writes_nothing_on_standard_error(
+    wire: Wire, project: Path
+) -> None:
+    """pygls wrote a line on standard error for each bad message it had already answered or
+    said in the client's log; a failure inside the server still writes its line."""
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    assert wire.request("textDocument/hover", {"position": "x"})["error"]["code"] == -32602
+    lock = {"command": "converge-dsl.lock", "arguments": [1]}
+    assert wire.request("workspace/executeCommand", lock)["error"]["code"] == -32602
+    rename = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+    assert wire.request("textDocument/rename", {**rename, "newName": "x"})["error"]
+    change = {"textDocument": {"uri": uri, "version": "x"}, "contentChanges": []}
+    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
+    wire.send(frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}))
+    assert wire.request("shutdown")["result"] is None
+    wire.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+    assert wire.end() == (0, "")
+
+
+def test_a_failure_inside_the_server_is_still_logged(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = build_server().protocol
+    monkeypatch.setattr(protocol, "_send_data", lambda data: None)
+    refused: Future[object] = Future()
+    refused.set_exception(JsonRpcInvalidParams("no"))
+    failed: Future[object] = Future()
+    failed.set_exception(IndexError("list assignment index out of range"))
+    with caplog.at_level(logging.DEBUG, logger="pygls"):
+        protocol._send_handler_result(refused, msg_id=1)
+        assert caplog.records == []
+        protocol._send_handler_result(failed, msg_id=2)
+    assert [r.getMessage() for r in caplog.records] == ['Exception occurred for message "2"']
