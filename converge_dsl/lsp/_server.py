@@ -102,6 +102,8 @@ class PipelineServer(LanguageServer):
         # Each open URI's buffer, the last opened or edited last: two URIs may name one
         # file (a link), each its own editor buffer; the file's text is the last edited.
         self._buffers: dict[str, Document] = {}
+        self._opened_as: dict[str, Path] = {}  # each open URI's file
+        self._uris: dict[Path, str] = {}  # each open file's URI: its text's buffer's
 
     protocol: PipelineProtocol
 
@@ -149,16 +151,37 @@ class PipelineServer(LanguageServer):
         return Path(path).resolve() if path else None
 
     def uri(self, path: Path) -> str:
-        return from_fs_path(str(path)) or path.as_uri()
+        """The URI the server names `path` by: while it is open, the URI (as the client spelt
+        it) of the buffer its text is, so diagnostics, locations and edits land in that
+        buffer; else its file URI."""
+        return self._uris.get(path) or from_fs_path(str(path)) or path.as_uri()
+
+    def published_as(self, path: Path) -> list[tuple[str, int | None]]:
+        """The URIs and versions the diagnostics of `path` are published under: each open
+        buffer of it whose text is the file's (the last edited one, and any other holding
+        the same text), else its file URI."""
+        document = self.state.open.get(path)
+        if document is None:
+            return [(self.uri(path), None)]
+        return [
+            (uri, buffer.version)
+            for uri, buffer in self._buffers.items()
+            if self._opened_as[uri] == path and (buffer is document or buffer.text == document.text)
+        ]
+
+    def _hold(self, uri: str, path: Path, document: Document) -> None:
+        """`document`, the buffer at `uri`, is the text of `path` (opened or edited last)."""
+        self._buffers.pop(uri, None)
+        self._buffers[uri] = document
+        self._opened_as[uri] = path
+        self._uris[path] = uri
+        self.state.open[path] = document
 
     def opened(self, uri: str, text: str, version: int | None) -> None:
         path = self.path(uri)
         if path is None:
             return
-        document = Document(text, version)
-        self._buffers.pop(uri, None)
-        self._buffers[uri] = document
-        self.state.open[path] = document
+        self._hold(uri, path, Document(text, version))
         self.changed(path)
 
     def edited(
@@ -178,8 +201,7 @@ class PipelineServer(LanguageServer):
                 "send 'textDocument/didOpen' first; ignored"
             )
             return
-        self._buffers[uri] = document  # the last edited
-        self.state.open[path] = document
+        self._hold(uri, path, document)  # the last edited
         for change in changes:
             document.apply(change)
         if document.version is not None and version <= document.version:
@@ -194,14 +216,15 @@ class PipelineServer(LanguageServer):
         """Close `uri`'s buffer; its file stays open, at the buffer another URI of it
         edited last, while there is one."""
         self._buffers.pop(uri, None)
-        path = self.path(uri)
+        path = self._opened_as.pop(uri, None)
         if path is None:
             return
-        others = [document for other, document in self._buffers.items() if self.path(other) == path]
+        others = [other for other in self._buffers if self._opened_as[other] == path]
         if others:
-            self.state.open[path] = others[-1]
+            self._hold(others[-1], path, self._buffers[others[-1]])
             self.changed(path)
             return
+        self._uris.pop(path, None)
         self.state.open.pop(path, None)
         self._tests_saw.pop(path, None)
         self._analysed.pop(path, None)
@@ -233,11 +256,10 @@ class PipelineServer(LanguageServer):
             pending.cancel()
         self._waiting.discard(path)
         for file, items in self.state.forget_found(path).items():
-            self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(
-                    uri=self.uri(file), diagnostics=items, version=self.state.version(file)
+            for uri, version in self.published_as(file):
+                self.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
                 )
-            )
 
     def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""
@@ -393,11 +415,10 @@ class PipelineServer(LanguageServer):
         found = {self.state.path_of(file): items for file, items in grouped.items()}
         found.setdefault(source, [])
         for file, items in self.state.publishable(source, found).items():
-            self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(
-                    uri=self.uri(file), diagnostics=items, version=self.state.version(file)
+            for uri, version in self.published_as(file):
+                self.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
                 )
-            )
 
     async def settle(self) -> None:
         """Wait until no analysis is pending (for `shutdown`)."""
