@@ -214,7 +214,8 @@ class PipelineServer(LanguageServer):
 
     def closed(self, uri: str) -> None:
         """Close `uri`'s buffer; its file stays open, at the buffer another URI of it
-        edited last, while there is one."""
+        edited last, while there is one. Once it is closed, what the server holds for it is
+        dropped, and for each pipeline no open document needs any more (`release`)."""
         self._buffers.pop(uri, None)
         path = self._opened_as.pop(uri, None)
         if path is None:
@@ -226,8 +227,34 @@ class PipelineServer(LanguageServer):
             return
         self._uris.pop(path, None)
         self.state.open.pop(path, None)
-        self._tests_saw.pop(path, None)
-        self._analysed.pop(path, None)
+        self.release()
+
+    def needed(self) -> set[Path]:
+        """The files whose analyses the open documents read: themselves, the pipelines that
+        read one (a model script's findings are its pipeline's), and those an open model
+        script or test names."""
+        needed = set(self.state.open)
+        for path, document in self.state.open.items():
+            needed |= self.state.pipelines_reading(path)
+            kind = self.state.kind(path)
+            if kind in (SCRIPT, TEST):
+                needed.update(self.pipelines_naming(path, kind, document.text))
+        return needed
+
+    def release(self) -> None:
+        """Drop everything held for a file no open document needs: its pending check, its
+        analyses (their texts), what it found (taken back from the files it was published
+        in) and the files it read."""
+        needed = self.needed()
+        held = {*self.state.latest, *self.state.good, *self.state.found, *self._pending}
+        for path in sorted({*held, *self._analysed, *self._tests_saw} - needed):
+            self.unpublish(path)
+            pending = self._pending.pop(path, None)
+            if pending is not None:
+                pending.cancel()
+            self.state.forget(path)
+            self._analysed.pop(path, None)
+            self._tests_saw.pop(path, None)
 
     def changed(self, path: Path) -> None:
         """`path` has new text: schedule the analyses it changes."""
@@ -403,6 +430,8 @@ class PipelineServer(LanguageServer):
             self.state.remember(analysis)
         else:  # typed on meanwhile: still the last good model until a newer one is
             self.state.keep_good(analysis)
+        if path not in self.state.open:
+            self.release()  # closed meanwhile, or checked for an open script or test
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""
