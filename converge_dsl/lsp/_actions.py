@@ -82,7 +82,7 @@ def _path_of(data: dict[str, Any]) -> tuple[Any, ...]:
 def _replace(subject: Subject, diagnostic: lsp.Diagnostic, guess: str) -> list[lsp.CodeAction]:
     """Replace the name the diagnostic points at; only when it points at one name."""
     start, end = diagnostic.range.start, diagnostic.range.end
-    line = subject.lines.line(start.line + 1)
+    line = subject.lines.editor_line(start.line)
     if start.line != end.line:
         return []
     written = line[start.character : end.character]

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 PIPELINE, SCRIPT, TEST, PACK, OTHER = "Pipeline", "ModelScript", "PipelineTest", "Pack", "other"
 
 # The top-level `kind:` of a converge-dsl file, as `validate` tells its files apart.
-_KIND = re.compile(r"""^["']?kind["']?[ \t]*:[ \t]*["']?([A-Za-z]+)""", re.M)
-_API = re.compile(r"""^["']?apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/""", re.M)
+# A line starts after any of the protocol's line breaks (`^` alone misses a lone `\r`).
+_KIND = re.compile(r"""(?:^|(?<=\r))["']?kind["']?[ \t]*:[ \t]*["']?([A-Za-z]+)""", re.M)
+_API = re.compile(r"""(?:^|(?<=\r))["']?apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/""", re.M)
 
 
 def file_kind(text: str) -> str:

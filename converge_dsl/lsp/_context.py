@@ -126,7 +126,7 @@ def _window(lines: Lines, line: int, good: LoadedDocument) -> Window | None:
     if len(lines.lines) < _SMALL or not isinstance(good.data, dict):
         return None
     source_map = good.source_map
-    grown = len(lines.lines) - len(good.text.split("\n"))
+    grown = len(lines.lines) - len(Lines(good.text).lines)
     for section, value in good.data.items():
         if not isinstance(value, dict | list) or not value:
             continue

@@ -116,7 +116,7 @@ def _about_codes(subject: Subject, position: lsp.Position) -> list[str]:
             end.character,
         ) and isinstance(diagnostic.code, str):
             codes.append(diagnostic.code)
-    line = subject.lines.line(position.line + 1)
+    line = subject.lines.editor_line(position.line)
     for match in _CODE.finditer(line):
         if match.start() <= position.character <= match.end():
             codes.append(match.group(0))

@@ -9,6 +9,7 @@ deepest node or key that holds the position. Nothing here reads YAML.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,22 +42,60 @@ def code_point_column(line: str, character: int) -> int:
     return len(line) + 1
 
 
-class Lines:
-    """A text split into lines once, converting between the two kinds of position."""
+# The protocol's line breaks; YAML also breaks lines on NEL, LS and PS (the loader's lines).
+_BREAK = re.compile("\r\n|\r|\n")
+_YAML_ONLY_MARKS = ("\x85", "\u2028", "\u2029")
+_YAML_ONLY = re.compile("[\x85\u2028\u2029]")
 
-    __slots__ = ("lines",)
+
+class Lines:
+    """A text split into lines once, converting between the two kinds of position.
+
+    Line numbers given or returned with a column are the loader's (YAML's lines: a line
+    ends at `\\n`, `\\r\\n`, `\\r`, U+0085, U+2028 or U+2029); an `lsp.Position`'s line
+    is the protocol's (`\\n`, `\\r\\n` or `\\r` only). The two differ only in a text
+    holding one of YAML's other breaks: there a protocol line holds several of the
+    loader's, each starting at its column there (`_starts`)."""
+
+    __slots__ = ("_editor", "_first", "_starts", "lines")
 
     def __init__(self, text: str) -> None:
-        self.lines = text.split("\n")
+        editor = text.split("\n") if "\r" not in text else _BREAK.split(text)
+        # Each loader line's protocol line and code-point column there (None: the same lines).
+        self._starts: list[tuple[int, int]] | None = None
+        self._first: list[int] = []  # each protocol line's first loader line (0-based)
+        self._editor = editor
+        if not any(mark in text for mark in _YAML_ONLY_MARKS):  # a search as fast as memchr
+            self.lines = editor  # the loader's lines, without their line breaks
+            return
+        self.lines, self._starts = [], []
+        lines: list[str] = self.lines
+        for index, line in enumerate(editor):
+            self._first.append(len(self.lines))
+            column = 0
+            for part in _YAML_ONLY.split(line):
+                lines.append(part)
+                self._starts.append((index, column))
+                column += len(part) + 1
 
     def line(self, number: int) -> str:
-        """Line `number` (1-based) without its end; "" past the end."""
+        """The loader's line `number` (1-based) without its end; "" past the end."""
         if 1 <= number <= len(self.lines):
-            return self.lines[number - 1].removesuffix("\r")
+            return self.lines[number - 1]
         return ""
 
+    def editor_line(self, line: int) -> str:
+        """The protocol's line `line` (0-based, an `lsp.Position`'s) without its end."""
+        return self._editor[line] if 0 <= line < len(self._editor) else ""
+
     def position(self, line: int, column: int) -> lsp.Position:
-        return lsp.Position(max(line - 1, 0), utf16_column(self.line(line), column))
+        """The editor's position of the loader's 1-based (line, code-point column)."""
+        starts = self._starts
+        if starts is None or not 1 <= line <= len(starts):
+            past = 0 if starts is None else len(self._editor) - len(starts)
+            return lsp.Position(max(line - 1 + past, 0), utf16_column(self.line(line), column))
+        index, start = starts[line - 1]
+        return lsp.Position(index, utf16_column(self._editor[index], start + column))
 
     def range(self, span: SourceSpan) -> lsp.Range:
         return lsp.Range(
@@ -66,16 +105,20 @@ class Lines:
     def point(self, position: lsp.Position) -> Point:
         """The loader's point of an editor's position; a position past the text's end is
         its end, and one past a line's end that line's end (as the protocol reads them)."""
-        line = position.line + 1
-        if line > len(self.lines):
+        if position.line >= len(self._editor):
             last = len(self.lines)
             return last, len(self.line(last)) + 1
-        return line, code_point_column(self.line(line), position.character)
-
-    def offset(self, point: Point) -> int:
-        """The offset in the text of a 1-based (line, column)."""
-        line, column = point
-        return sum(len(text) + 1 for text in self.lines[: line - 1]) + column - 1
+        column = code_point_column(self._editor[position.line], position.character)
+        if self._starts is None:
+            return position.line + 1, column
+        line = self._first[position.line]
+        following = line + 1
+        while following < len(self._starts) and self._starts[following] <= (
+            position.line,
+            column - 1,
+        ):
+            line, following = following, following + 1
+        return line + 1, column - self._starts[line][1]
 
 
 def contains(span: SourceSpan, point: Point) -> bool:

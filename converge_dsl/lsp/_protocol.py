@@ -21,24 +21,34 @@ a second `initialize` (which would forget the open documents) or a request after
 an InternalError in words, without a traceback. Notifications it cannot take are dropped,
 and said in the client's log (`window/logMessage`): an editor cannot answer
 them, but its user can read why. `quiet_pygls` makes pygls's own log one line
-a record on standard error, without the tracebacks it attaches.
+a record on standard error, without the tracebacks it attaches; a refusal the
+client was answered or told in its log (a misfit, a feature's JSON-RPC error, a
+cancel of a request already answered) writes nothing there, a failure inside
+the server its line.
+
+Params are read by `strict_converter`: a JSON value of the wrong type for a
+string, integer, boolean or number field is a misfit (cattrs would make
+`null` the text "None" and `1.5` the line 1); what the server sends is written
+as pygls writes it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import cattrs
 from cattrs.v import format_exception
 from lsprotocol import types as lsp
+from lsprotocol.types import ResponseErrorMessage
 from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
@@ -48,7 +58,13 @@ from pygls.exceptions import (
     JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    default_converter,
+)
 from pygls.protocol.language_server import lsp_method
 
 MAX_HEADER_LINE = 8 * 1024
@@ -57,6 +73,40 @@ _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNOR
 _ALWAYS = frozenset({lsp.EXIT})
 # What a built-in method yields: the handlers pygls runs after it.
 _Handled = Iterator[tuple[Callable[..., Any], tuple[object, ...], None]]
+
+
+# The JSON values each primitive field type takes, and their name: an integer is not a
+# float, a bool or a string (a bool is an int in Python); a number may be an integer.
+_JSON_TYPES: dict[type, tuple[tuple[type, ...], str]] = {
+    str: ((str,), "a string"),
+    int: ((int,), "an integer"),
+    bool: ((bool,), "true or false"),
+    float: ((float, int), "a number"),
+}
+
+
+class WrongType(TypeError):
+    """A JSON value of the wrong type for a field (its words are the misfit's)."""
+
+
+def strict_converter() -> cattrs.Converter:
+    """pygls's converter, reading each primitive field only from its own JSON type."""
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+    for kind, (accepted, name) in _JSON_TYPES.items():
+        converter.register_structure_hook(kind, functools.partial(_exactly, accepted, name))
+    return converter
+
+
+def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -> object:
+    """`value` as `kind` when it is one of the `accepted` JSON values. A type's hook is
+    its subclasses' too: an enumeration of integers (a diagnostic's severity) is made
+    from an integer as cattrs makes it, `kind(value)`."""
+    if isinstance(value, accepted) and (bool in accepted or not isinstance(value, bool)):
+        return kind(value)
+    shown = json.dumps(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    raise WrongType(f"expected {name}, not {shown}")
 
 
 class PipelineProtocol(LanguageServerProtocol):
@@ -96,6 +146,43 @@ class PipelineProtocol(LanguageServerProtocol):
                 "the server goes on: please report it with the text that caused it",
             )
         super()._send_response(msg_id, result, error)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls's reading of a message, without the error pygls logs for one that does not
+        fit: `receive` answers it, or says it in the client's log."""
+        try:
+            return self._converter.structure(data, self._message_type(data))
+        except cattrs.ClassValidationError as exc:
+            raise JsonRpcInvalidParams() from exc
+        except Exception as exc:
+            raise JsonRpcInternalError() from exc
+
+    def _message_type(self, data: dict[str, Any]) -> Any:
+        """The type pygls reads `data` as (`JsonRPCProtocol.structure_message`)."""
+        if "id" not in data:
+            return self.get_message_type(data.get("method", "")) or JsonRPCNotification
+        if "error" in data:
+            return ResponseErrorMessage
+        if "method" in data:
+            return self.get_message_type(data["method"]) or JsonRPCRequestMessage
+        return self._result_types.pop(data["id"], None) or JsonRPCResponseMessage
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        """pygls's answer to a request; a refusal a feature raised (a JSON-RPC error: a
+        rename the name does not allow, a command's wrong argument) is answered without
+        the traceback pygls logs for it. A failure inside the server is logged as before."""
+        refused = None if future.cancelled() else future.exception()
+        if not isinstance(refused, JsonRpcException):
+            super()._send_handler_result(future, msg_id=msg_id)
+            return
+        self._request_futures.pop(msg_id, None)
+        self._send_response(msg_id, error=refused.to_response_error())
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        """Cancel request `msg_id`; one already answered (an editor cancels those too) is
+        not a warning."""
+        if msg_id in self._request_futures:
+            super()._handle_cancel_notification(msg_id)
 
     def receive(self, body: bytes) -> None:
         """Take one frame's body: hand it to pygls, or answer why not."""
@@ -194,6 +281,8 @@ def _misfit(exc: BaseException, expected: type | None) -> str:
     line, a number past the protocol's range) in that rule's words, not "invalid value"."""
     if isinstance(exc, ValueError) and expected is None and str(exc):
         return str(exc).removesuffix(".")
+    if isinstance(exc, WrongType):
+        return str(exc)
     return format_exception(exc, expected)
 
 

@@ -50,7 +50,7 @@ from converge_dsl.lsp._analysis import (
 )
 from converge_dsl.lsp._diagnostics import by_file
 from converge_dsl.lsp._document import Document
-from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames
+from converge_dsl.lsp._protocol import Frames, PipelineProtocol, read_frames, strict_converter
 from converge_dsl.lsp._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -79,7 +79,12 @@ class PipelineServer(LanguageServer):
         debounce: float = DEBOUNCE_S,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__("converge-dsl", __version__, protocol_cls=PipelineProtocol)
+        super().__init__(
+            "converge-dsl",
+            __version__,
+            protocol_cls=PipelineProtocol,
+            converter_factory=strict_converter,
+        )
         self.explain: Explain = explain or (lambda code: None)
         self.debounce = debounce
         # The environment every analysis reads (None: the process's).
@@ -97,6 +102,8 @@ class PipelineServer(LanguageServer):
         # Each open URI's buffer, the last opened or edited last: two URIs may name one
         # file (a link), each its own editor buffer; the file's text is the last edited.
         self._buffers: dict[str, Document] = {}
+        self._opened_as: dict[str, Path] = {}  # each open URI's file
+        self._uris: dict[Path, str] = {}  # each open file's URI: its text's buffer's
 
     protocol: PipelineProtocol
 
@@ -144,16 +151,37 @@ class PipelineServer(LanguageServer):
         return Path(path).resolve() if path else None
 
     def uri(self, path: Path) -> str:
-        return from_fs_path(str(path)) or path.as_uri()
+        """The URI the server names `path` by: while it is open, the URI (as the client spelt
+        it) of the buffer its text is, so diagnostics, locations and edits land in that
+        buffer; else its file URI."""
+        return self._uris.get(path) or from_fs_path(str(path)) or path.as_uri()
+
+    def published_as(self, path: Path) -> list[tuple[str, int | None]]:
+        """The URIs and versions the diagnostics of `path` are published under: each open
+        buffer of it whose text is the file's (the last edited one, and any other holding
+        the same text), else its file URI."""
+        document = self.state.open.get(path)
+        if document is None:
+            return [(self.uri(path), None)]
+        return [
+            (uri, buffer.version)
+            for uri, buffer in self._buffers.items()
+            if self._opened_as[uri] == path and (buffer is document or buffer.text == document.text)
+        ]
+
+    def _hold(self, uri: str, path: Path, document: Document) -> None:
+        """`document`, the buffer at `uri`, is the text of `path` (opened or edited last)."""
+        self._buffers.pop(uri, None)
+        self._buffers[uri] = document
+        self._opened_as[uri] = path
+        self._uris[path] = uri
+        self.state.open[path] = document
 
     def opened(self, uri: str, text: str, version: int | None) -> None:
         path = self.path(uri)
         if path is None:
             return
-        document = Document(text, version)
-        self._buffers.pop(uri, None)
-        self._buffers[uri] = document
-        self.state.open[path] = document
+        self._hold(uri, path, Document(text, version))
         self.changed(path)
 
     def edited(
@@ -173,8 +201,7 @@ class PipelineServer(LanguageServer):
                 "send 'textDocument/didOpen' first; ignored"
             )
             return
-        self._buffers[uri] = document  # the last edited
-        self.state.open[path] = document
+        self._hold(uri, path, document)  # the last edited
         for change in changes:
             document.apply(change)
         if document.version is not None and version <= document.version:
@@ -187,19 +214,47 @@ class PipelineServer(LanguageServer):
 
     def closed(self, uri: str) -> None:
         """Close `uri`'s buffer; its file stays open, at the buffer another URI of it
-        edited last, while there is one."""
+        edited last, while there is one. Once it is closed, what the server holds for it is
+        dropped, and for each pipeline no open document needs any more (`release`)."""
         self._buffers.pop(uri, None)
-        path = self.path(uri)
+        path = self._opened_as.pop(uri, None)
         if path is None:
             return
-        others = [document for other, document in self._buffers.items() if self.path(other) == path]
+        others = [other for other in self._buffers if self._opened_as[other] == path]
         if others:
-            self.state.open[path] = others[-1]
+            self._hold(others[-1], path, self._buffers[others[-1]])
             self.changed(path)
             return
+        self._uris.pop(path, None)
         self.state.open.pop(path, None)
-        self._tests_saw.pop(path, None)
-        self._analysed.pop(path, None)
+        self.release()
+
+    def needed(self) -> set[Path]:
+        """The files whose analyses the open documents read: themselves, the pipelines that
+        read one (a model script's findings are its pipeline's), and those an open model
+        script or test names."""
+        needed = set(self.state.open)
+        for path, document in self.state.open.items():
+            needed |= self.state.pipelines_reading(path)
+            kind = self.state.kind(path)
+            if kind in (SCRIPT, TEST):
+                needed.update(self.pipelines_naming(path, kind, document.text))
+        return needed
+
+    def release(self) -> None:
+        """Drop everything held for a file no open document needs: its pending check, its
+        analyses (their texts), what it found (taken back from the files it was published
+        in) and the files it read."""
+        needed = self.needed()
+        held = {*self.state.latest, *self.state.good, *self.state.found, *self._pending}
+        for path in sorted({*held, *self._analysed, *self._tests_saw} - needed):
+            self.unpublish(path)
+            pending = self._pending.pop(path, None)
+            if pending is not None:
+                pending.cancel()
+            self.state.forget(path)
+            self._analysed.pop(path, None)
+            self._tests_saw.pop(path, None)
 
     def changed(self, path: Path) -> None:
         """`path` has new text: schedule the analyses it changes."""
@@ -228,11 +283,10 @@ class PipelineServer(LanguageServer):
             pending.cancel()
         self._waiting.discard(path)
         for file, items in self.state.forget_found(path).items():
-            self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(
-                    uri=self.uri(file), diagnostics=items, version=self.state.version(file)
+            for uri, version in self.published_as(file):
+                self.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
                 )
-            )
 
     def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""
@@ -376,6 +430,8 @@ class PipelineServer(LanguageServer):
             self.state.remember(analysis)
         else:  # typed on meanwhile: still the last good model until a newer one is
             self.state.keep_good(analysis)
+        if path not in self.state.open:
+            self.release()  # closed meanwhile, or checked for an open script or test
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""
@@ -388,11 +444,10 @@ class PipelineServer(LanguageServer):
         found = {self.state.path_of(file): items for file, items in grouped.items()}
         found.setdefault(source, [])
         for file, items in self.state.publishable(source, found).items():
-            self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(
-                    uri=self.uri(file), diagnostics=items, version=self.state.version(file)
+            for uri, version in self.published_as(file):
+                self.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
                 )
-            )
 
     async def settle(self) -> None:
         """Wait until no analysis is pending (for `shutdown`)."""

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 from converge_dsl.frontend import LoadedDocument, PipelineFacts, TemplateSite
-from converge_dsl.lsp._positions import Lines, last_line, utf16_column
+from converge_dsl.lsp._positions import Lines, last_line
 
 TYPES = ["keyword", "variable", "function", "property", "string", "number", "operator", "comment"]
 KEYWORD, VARIABLE, FUNCTION, PROPERTY, STRING, NUMBER, OPERATOR, COMMENT = range(len(TYPES))
@@ -129,13 +129,12 @@ def _kind(match: re.Match[str], previous: str, line: str, after: int) -> int | N
 def encode(found: list[Token], lines: Lines) -> list[int]:
     """The protocol's relative encoding (UTF-16 columns)."""
     data: list[int] = []
-    last_line_number, last_start = 1, 0
+    previous_line, last_start = 0, 0
     for number, column, length, kind in found:
-        text = lines.line(number)
-        start = utf16_column(text, column)
-        size = utf16_column(text, column + length) - start
-        delta_line = number - last_line_number
-        delta_start = start - last_start if delta_line == 0 else start
+        start = lines.position(number, column)
+        size = lines.position(number, column + length).character - start.character
+        delta_line = start.line - previous_line
+        delta_start = start.character - last_start if delta_line == 0 else start.character
         data.extend((delta_line, delta_start, size, kind, 0))
-        last_line_number, last_start = number, start
+        previous_line, last_start = start.line, start.character
     return data

@@ -151,5 +151,14 @@ class Workspace:
         """The diagnostics last published for `path`, from every pipeline."""
         return [d for per_source in self.found.values() for d in per_source.get(path, ())]
 
+    def forget(self, path: Path) -> None:
+        """Drop the analyses of `path` and what they read (its file is closed)."""
+        self.latest.pop(path, None)
+        self.good.pop(path, None)
+        for related, pipelines in list(self.related.items()):
+            pipelines.discard(path)
+            if not pipelines:
+                del self.related[related]
+
     def pipelines_reading(self, path: Path) -> set[Path]:
         return set(self.related.get(path, ()))

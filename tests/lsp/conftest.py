@@ -72,7 +72,12 @@ class Session:
         self, name: str, version: int | None = None, timeout: float = 30
     ) -> list[lsp.Diagnostic]:
         """The diagnostics published for `name` (for `version`, when given)."""
-        uri = self.uri(name)
+        return await self.diagnostics_at(self.uri(name), version, timeout)
+
+    async def diagnostics_at(
+        self, uri: str, version: int | None = None, timeout: float = 30
+    ) -> list[lsp.Diagnostic]:
+        """The diagnostics published under `uri` (for `version`, when given)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -83,7 +88,7 @@ class Session:
                 return list(published)
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise AssertionError(f"no diagnostics for {name} (version {version})")
+                raise AssertionError(f"no diagnostics for {uri} (version {version})")
             try:
                 await asyncio.wait_for(
                     self.client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS),

@@ -4,6 +4,7 @@ every file a pipeline's check reports on; edits are debounced; a broken text kee
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,7 +94,8 @@ async def test_two_uris_of_one_file_are_two_buffers_the_file_the_last_edited(
     session: Session, project: Path
 ) -> None:
     """A link and its file, each open in its own buffer: the file's text is the buffer
-    edited last, and closing one leaves the other's. One shared document took both
+    edited last (its diagnostics published under that buffer's URI), and closing one
+    leaves the other's. One shared document took both
     buffers' edits (a text in neither) and, once the link closed, refused the file's."""
     text = (project / "broken.yaml").read_text(encoding="utf-8")
     fixed = text.replace("dependencies: [strategy]", "dependencies: [strategies]")
@@ -101,7 +103,7 @@ async def test_two_uris_of_one_file_are_two_buffers_the_file_the_last_edited(
     session.open("broken.yaml", text)
     session.open("link.yaml", text)
     assert await session.diagnostics("broken.yaml", 1)
-    assert await session.diagnostics("broken.yaml", session.replace("link.yaml", fixed)) == []
+    assert await session.diagnostics("link.yaml", session.replace("link.yaml", fixed)) == []
     session.client.text_document_did_close(
         lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(session.uri("link.yaml")))
     )
@@ -349,3 +351,29 @@ async def test_each_files_lines_are_read_once_for_all_its_diagnostics() -> None:
     grouped = by_file(found, lines_of)
     assert sorted(read) == ["a.yaml", "b.yaml"]
     assert [len(items) for items in grouped.values()] == [30, 30]
+
+
+@pytest.mark.parametrize(
+    "spelt",
+    [
+        lambda root: f"{root.as_uri()}/sub/../broken.yaml",  # a dot-dot segment
+        lambda root: f"{root.as_uri()}/%62roken.yaml",  # a letter escaped
+        lambda root: f"{root.as_uri()}/folder-link/broken.yaml",  # through a linked folder
+    ],
+)
+async def test_diagnostics_are_published_under_the_uri_the_client_opened(
+    session: Session, project: Path, spelt: Callable[[Path], str]
+) -> None:
+    """The client's URI string names its buffer: publishing under the resolved file's URI
+    (another string) showed nothing in it."""
+    (project / "sub").mkdir()
+    (project / "folder-link").symlink_to(project)
+    uri = spelt(project)
+    text = (project / "broken.yaml").read_text(encoding="utf-8")
+    session.versions[uri] = 1
+    session.client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "yaml", 1, text))
+    )
+    found = await session.diagnostics_at(uri)
+    assert "CD203" in {d.code for d in found}
+    assert session.uri("broken.yaml") not in session.client.diagnostics

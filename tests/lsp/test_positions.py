@@ -43,3 +43,64 @@ async def test_completion_past_the_last_line_answers(session: Session, project: 
         lsp.CompletionParams(lsp.TextDocumentIdentifier(uri), lsp.Position(past, 0))
     )
     assert isinstance(result, lsp.CompletionList)
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n", "\n"])
+def test_lines_end_as_the_protocol_ends_them(end: str) -> None:
+    lines = Lines(f"a: 1{end}b: 2\r\nc: 3\rd: 4")
+    assert [lines.line(n) for n in range(1, 5)] == ["a: 1", "b: 2", "c: 3", "d: 4"]
+    assert lines.position(4, 3) == lsp.Position(3, 2)
+    assert lines.point(lsp.Position(2, 1)) == (3, 2)
+
+
+def test_yamls_other_line_breaks_are_inside_the_editors_line() -> None:
+    """YAML (the loader's lines) also breaks lines on U+0085, U+2028 and U+2029; the protocol
+    does not, so the loader's line 3 is the editor's line 1, after the break."""
+    lines = Lines('a: "x\u2028y\u0085z"\nb: 2 # c\u2029d\ne: 3')
+    assert [lines.line(n) for n in range(1, 7)] == ['a: "x', "y", 'z"', "b: 2 # c", "d", "e: 3"]
+    assert lines.position(3, 2) == lsp.Position(0, 9)
+    assert lines.position(6, 1) == lsp.Position(2, 0)
+    assert lines.point(lsp.Position(0, 9)) == (3, 2)
+    assert lines.point(lsp.Position(0, 5)) == (1, 6)  # before the break: its line's end
+    assert lines.point(lsp.Position(1, 9)) == (5, 1)
+    assert lines.point(lsp.Position(2, 4)) == (6, 5)
+    assert lines.editor_line(1) == "b: 2 # c\u2029d"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("end", ["\r", "\r\n", "\n\r"])
+async def test_diagnostics_and_hover_agree_with_the_editors_lines(
+    session: Session, project: Path, end: str
+) -> None:
+    """A file whose lines end in CR (or mixed), holding YAML's other line breaks in a comment
+    and a string: its diagnostics and hovers are where they are in the plain file, a line
+    below (the comment's line; YAML's other breaks are no editor line). Before, a CR-only
+    file was not read as a pipeline (no diagnostics, no hover), and each U+2028 moved what
+    followed a line down."""
+    plain = (project / "broken.yaml").read_text(encoding="utf-8")
+    string = "Nordic B2B SaaS for logistics"
+    odd = "# one\u2028# two\u0085# three\n" + plain.replace(string, "Nordic\u2029B2B SaaS")
+    if end == "\n\r":  # CR and CRLF in turn
+        odd = "".join(
+            line + ("\r" if number % 2 else "\r\n") for number, line in enumerate(odd.split("\n"))
+        )
+    else:
+        odd = odd.replace("\n", end)
+
+    def moved(position: lsp.Position) -> tuple[int, int]:
+        return position.line + 1, position.character
+
+    session.open("broken.yaml", plain)
+    expected = await session.diagnostics("broken.yaml", 1)
+    session.open("odd.yaml", odd)
+    found = await session.diagnostics("odd.yaml", 1)
+    assert [(d.code, d.range.start, d.range.end) for d in found] == [
+        (d.code, lsp.Position(*moved(d.range.start)), lsp.Position(*moved(d.range.end)))
+        for d in expected
+    ]
+    position = session.position("broken.yaml", "budget:", 1)
+    for name, at in (("broken.yaml", position), ("odd.yaml", lsp.Position(*moved(position)))):
+        hover = await session.client.text_document_hover_async(
+            lsp.HoverParams(lsp.TextDocumentIdentifier(session.uri(name)), at)
+        )
+        assert hover is not None

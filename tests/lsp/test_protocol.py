@@ -5,6 +5,7 @@ server), and the exit code says whether the client asked for `shutdown`."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import threading
 import time
@@ -14,8 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.protocol import default_converter
 
 from converge_dsl.lsp import build_server
+from converge_dsl.lsp._protocol import WrongType, strict_converter
 from tests.lsp.conftest import SERVER
 
 HOVER = {"textDocument": {"uri": "file:///x.yaml"}, "position": {"line": 0, "character": 0}}
@@ -307,3 +312,115 @@ def test_a_second_initialize_is_refused_and_the_open_documents_stay(
     }
     symbols = wire.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
     assert symbols["result"]
+
+
+@pytest.mark.parametrize(
+    ("position", "misfit"),
+    [
+        (
+            {"line": 1.5, "character": 0},
+            "expected an integer, not 1.5 @ message.params.position.line",
+        ),
+        (
+            {"line": 0, "character": True},
+            "expected an integer, not true @ message.params.position.character",
+        ),
+        (
+            {"line": "1", "character": 0},
+            'expected an integer, not "1" @ message.params.position.line',
+        ),
+        (
+            {"line": None, "character": 0},
+            "expected an integer, not null @ message.params.position.line",
+        ),
+    ],
+)
+def test_a_value_of_the_wrong_json_type_is_refused_naming_its_field(
+    wire: Wire, project: Path, position: dict[str, object], misfit: str
+) -> None:
+    wire.initialize(project)
+    assert wire.request("textDocument/hover", {**HOVER, "position": position})["error"] == {
+        "code": -32602,
+        "message": f"textDocument/hover: {misfit}",
+    }
+
+
+def test_a_change_whose_text_is_not_a_string_is_refused_and_the_document_kept(
+    wire: Wire, project: Path
+) -> None:
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    text = (project / "typed.yaml").read_text(encoding="utf-8")
+    document = {"uri": uri, "languageId": "yaml", "version": 1, "text": text}
+    wire.send(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {"textDocument": document},
+            }
+        )
+    )
+    for bad in ({"text": None}, {"text": 7}):
+        change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [bad]}
+        wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
+    symbols = wire.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert "keys" in [symbol["name"] for symbol in symbols["result"]]
+    assert wire.said() == [
+        "converge-dsl: textDocument/didChange: expected a string, not "
+        f"{shown} @ message.params.content_changes[0].text; ignored"
+        for shown in ("null", "7")
+    ]
+
+
+def test_the_strict_reading_keeps_enumerations_and_numbers_and_writes_as_before() -> None:
+    converter = strict_converter()
+    severity = converter.structure(1, lsp.DiagnosticSeverity)
+    assert severity is lsp.DiagnosticSeverity.Error
+    assert converter.structure(3, float) == 3.0
+    with pytest.raises(WrongType, match="expected a number, not true"):
+        converter.structure(True, float)
+    with pytest.raises(WrongType, match="expected true or false, not 1"):
+        converter.structure(1, bool)
+    diagnostic = lsp.Diagnostic(
+        lsp.Range(lsp.Position(0, 0), lsp.Position(0, 1)), "m", severity=severity, data={"a": 1}
+    )
+    written = converter.unstructure(diagnostic)
+    assert written == default_converter().unstructure(diagnostic)
+    assert converter.structure(written, lsp.Diagnostic) == diagnostic
+
+
+def test_a_refusal_the_client_is_answered_writes_nothing_on_standard_error(
+    wire: Wire, project: Path
+) -> None:
+    """pygls wrote a line on standard error for each bad message it had already answered or
+    said in the client's log; a failure inside the server still writes its line."""
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    assert wire.request("textDocument/hover", {"position": "x"})["error"]["code"] == -32602
+    lock = {"command": "converge-dsl.lock", "arguments": [1]}
+    assert wire.request("workspace/executeCommand", lock)["error"]["code"] == -32602
+    rename = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+    assert wire.request("textDocument/rename", {**rename, "newName": "x"})["error"]
+    change = {"textDocument": {"uri": uri, "version": "x"}, "contentChanges": []}
+    wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
+    wire.send(frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}))
+    assert wire.request("shutdown")["result"] is None
+    wire.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+    assert wire.end() == (0, "")
+
+
+def test_a_failure_inside_the_server_is_still_logged(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = build_server().protocol
+    monkeypatch.setattr(protocol, "_send_data", lambda data: None)
+    refused: Future[object] = Future()
+    refused.set_exception(JsonRpcInvalidParams("no"))
+    failed: Future[object] = Future()
+    failed.set_exception(IndexError("list assignment index out of range"))
+    with caplog.at_level(logging.DEBUG, logger="pygls"):
+        protocol._send_handler_result(refused, msg_id=1)
+        assert caplog.records == []
+        protocol._send_handler_result(failed, msg_id=2)
+    assert [r.getMessage() for r in caplog.records] == ['Exception occurred for message "2"']

@@ -94,3 +94,55 @@ async def test_the_checks_are_bound_to_the_server_environment_once(
         server._worker.shutdown(wait=True)
     assert len(published) == 3
     assert bound == [environ]
+
+
+async def test_closing_documents_leaves_nothing_of_them(tmp_path: Path) -> None:
+    """A closed pipeline's last analysis (its text, its model) stayed in memory for the
+    session; opening and closing many leaves no state per document now."""
+    server = build_server(debounce=0)
+    server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+    text = (DATA / "typed.yaml").read_text(encoding="utf-8")
+    uris = []
+    for number in range(8):
+        path = tmp_path / f"pipeline{number}.yaml"
+        path.write_text(text, encoding="utf-8")
+        uris.append(path.as_uri())
+    try:
+        for uri in uris:
+            server.opened(uri, text, 1)
+        await asyncio.wait_for(server.settle(), 60)
+        assert len(server.state.latest) == len(uris)
+        for uri in uris:
+            server.closed(uri)
+        await asyncio.wait_for(server.settle(), 60)
+    finally:
+        server._worker.shutdown(wait=True)
+    state = server.state
+    held = (state.open, state.latest, state.good, state.found, state.related)
+    assert held == ({}, {}, {}, {}, {})
+    assert (server._buffers, server._pending, server._analysed, server._tests_saw) == (
+        {},
+        {},
+        {},
+        {},
+    )
+
+
+async def test_a_closed_pipeline_an_open_model_script_reads_is_kept(tmp_path: Path) -> None:
+    server = build_server(debounce=0)
+    server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+    for name in ("typed.yaml", "typed.script.yaml"):
+        (tmp_path / name).write_text((DATA / name).read_text(encoding="utf-8"), encoding="utf-8")
+    pipeline, script = tmp_path / "typed.yaml", tmp_path / "typed.script.yaml"
+    try:
+        server.opened(script.as_uri(), script.read_text(encoding="utf-8"), 1)
+        server.opened(pipeline.as_uri(), pipeline.read_text(encoding="utf-8"), 1)
+        await asyncio.wait_for(server.settle(), 60)
+        server.closed(pipeline.as_uri())
+        await asyncio.wait_for(server.settle(), 60)
+        assert pipeline.resolve() in server.state.latest
+        server.closed(script.as_uri())
+        await asyncio.wait_for(server.settle(), 60)
+    finally:
+        server._worker.shutdown(wait=True)
+    assert server.state.latest == {}

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import pytest
 from lsprotocol import types as lsp
 
-from converge_dsl.lsp._tokens import TYPES
+from converge_dsl.lsp._positions import Lines
+from converge_dsl.lsp._tokens import TYPES, encode
 
 if TYPE_CHECKING:
     from tests.lsp.conftest import Session
@@ -60,3 +61,26 @@ async def test_tokens_in_a_block_scalar(session: Session) -> None:
     assert (65, "for", "keyword") in found
     assert (65, "strategies", "property") in found
     assert (66, "endfor", "keyword") in found
+
+
+async def test_a_token_after_yamls_other_line_break_is_on_the_editors_line() -> None:
+    """The loader's line 2 starts after a U+2028 inside the editor's line 0: its token is
+    there, at its UTF-16 column, not on the editor's line 1."""
+    found = [(1, 1, 1, 0), (2, 1, 1, 1), (3, 1, 1, 2)]
+    assert encode(found, Lines('a: "x\u2028y"\nb: 1')) == [
+        0,
+        0,
+        1,
+        0,
+        0,
+        0,
+        6,
+        1,
+        1,
+        0,
+        1,
+        0,
+        1,
+        2,
+        0,
+    ]
