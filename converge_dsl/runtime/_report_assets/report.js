@@ -26,10 +26,17 @@
     var sec = el("div");
     var h = el("h2", null, title + " "); var cnt = el("small", "count"); h.appendChild(cnt); sec.appendChild(h);
     if (!rows.length) { sec.appendChild(el("div", "empty", "none")); host.appendChild(sec); return null; }
-    var head = el("div", "head"); heads.forEach(function (t, j) { head.appendChild(el("span", widths[j], t)); }); sec.appendChild(head);
-    var box = el("div", "vlist"); box.style.height = Math.min(260, rows.length * ROW + 2) + "px";
-    sec.appendChild(box); host.appendChild(sec);
+    /* the head is the scrolling box's sticky first line, so that it scrolls sideways with its
+       columns; head and rows are at least as wide as their columns' least widths */
+    var box = el("div", "vlist"), head = el("div", "head");
+    heads.forEach(function (t, j) { var s = el("span", widths[j], t); s.title = t; head.appendChild(s); });
+    box.appendChild(head); sec.appendChild(box); host.appendChild(sec);
     var list = new VList(box, rows, cells, onPick, { widths: widths });
+    var wide = 16 + 10 * (heads.length - 1);
+    Array.prototype.forEach.call(head.children, function (s) { wide += parseFloat(getComputedStyle(s).minWidth) || 0; });
+    box.style.setProperty("--row-min", wide + "px");
+    function fit() { box.style.height = Math.min(260 + head.offsetHeight, rows.length * ROW + head.offsetHeight + 2 + (wide > box.clientWidth ? 16 : 0)) + "px"; }
+    fit(); window.addEventListener("resize", fit);
     lists.push(list); list.filter("");
     return list;
   }
