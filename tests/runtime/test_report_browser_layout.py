@@ -1,7 +1,7 @@
 """The run report's layout in a real headless Chromium, at the widths a reader meets.
 
-A list's head scrolls sideways with its rows and stays over its columns,
-whatever the width. Screenshots are saved
+A list's head scrolls sideways with its rows and stays over its columns; the
+timeline's names never overlap, whatever the width. Screenshots are saved
 under the `artifacts` folder (tests/conftest.py). Skipped, saying why, when
 Chromium, its driver or selenium is not installed.
 """
@@ -9,6 +9,7 @@ Chromium, its driver or selenium is not installed.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,22 @@ def test_a_lists_head_scrolls_sideways_with_its_columns(
     assert found["head"] == found["row"]  # each head over its column
     assert found["last"]  # scrolled to the end, the last head is in view
     assert abs(found["top"]) <= 1  # and the head stays at the top of the box
+
+
+@pytest.mark.parametrize("width", [400, 1280])
+def test_the_timelines_names_never_overlap(
+    browser: Any, long_page: Path, artifacts: Path, width: int
+) -> None:
+    # A name drawn before its bar ran over the name drawn after the bar before it.
+    _open(browser, long_page, width)
+    timeline = browser.find_element("id", "timeline")
+    browser.save_screenshot(str(artifacts / f"report-timeline-{width}.png"))
+    boxes = json.loads(timeline.get_attribute("data-label-boxes"))
+    assert len(boxes) >= STEPS
+    by_lane: dict[int, list[tuple[float, float]]] = {}
+    for lane, left, right in boxes:
+        by_lane.setdefault(lane, []).append((left, right))
+    for spans in by_lane.values():
+        spans.sort()
+        for (_, right), (left, _) in itertools.pairwise(spans):
+            assert right <= left
