@@ -2,8 +2,9 @@
 
 `page_asset(name)` is the text of one of this folder's files, to be inlined in a
 self-contained page: `vlist.js`, the virtualised list (only the rows in view
-exist in the DOM), and `vlist.css`, its style. The files are written by hand;
-nothing is vendored.
+exist in the DOM), and `vlist.css`, its style; `shown.js`, `page_text`'s visible
+form in a page's script and back, and a link's `#name=ID` read and written with
+it. The files are written by hand; nothing is vendored.
 
 `CONTENT_SECURITY_POLICY` is the policy each page carries in a `<meta>`: its
 inline style and script only, so nothing a page shows can fetch or run more.
