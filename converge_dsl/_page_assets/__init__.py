@@ -84,14 +84,17 @@ def page_json(value: Any) -> str:
 def _json_escaped(found: re.Match[str]) -> str:
     """The JSON text of `page_text`'s form of what `found` matched (a JSON backslash,
     then the escape; a run of backslashes doubled before what reads as an escape), or
-    the JSON text as it is."""
-    if not found.group().startswith("\\"):  # a character above C0, as it is
-        return "\\" + escaped(found)
-    if found.group("run") is not None:
-        return found.group() * 2 if found.group("la") is not None else found.group()
-    escape = found.group("c0")
-    if escape is None:
+    the JSON text as it is. Told apart by the last group matched: most matches are a
+    JSON escape of a quote or a newline, which match none."""
+    last = found.lastgroup
+    if last is None:
+        text = found.group()
+        return text if text[0] == "\\" else "\\" + escaped(found)  # above C0: as it is
+    if last == "run":
         return found.group()
+    if last == "la":
+        return found.group() * 2
+    escape = found.group("c0")
     return "\\\\x" + (escape[3:] if escape.startswith("u") else _JSON_SHORT[escape])
 
 
