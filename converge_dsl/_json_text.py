@@ -91,6 +91,5 @@ def _refusal(path: tuple[str | int, ...], code_point: str, *, key: bool = False)
     what = "a key" if key else "the text"
     where = f" at {pointer(path)}" if path else ""
     return (
-        f"{what}{where} holds a lone surrogate (\\u{ord(code_point):04x}), which is not "
-        "Unicode text"
+        f"{what}{where} holds a lone surrogate (U+{ord(code_point):04X}), which is not Unicode text"
     )

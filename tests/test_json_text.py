@@ -14,14 +14,14 @@ from converge_dsl._json_text import loads, surrogate_problem
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ('[{"id": "T\\ud800x"}]', "the text at /0/id holds a lone surrogate (\\ud800)"),
-        ('{"a": ["\\uDFFF"]}', "the text at /a/0 holds a lone surrogate (\\udfff)"),
-        ('{"\\udc00k": 1}', "a key holds a lone surrogate (\\udc00)"),
-        ('{"a~/b": "\\ud800"}', "the text at /a~0~1b holds a lone surrogate (\\ud800)"),
-        ('"\\ud83d"', "the text holds a lone surrogate (\\ud83d)"),  # half a pair
-        ('"\\ude00\\ud83d"', "the text holds a lone surrogate (\\ude00)"),  # a pair reversed
-        ('"raw \ud800"', "the text holds a lone surrogate (\\ud800)"),  # a str handed over
-        (b'["\\ud800"]', "the text at /0 holds a lone surrogate (\\ud800)"),
+        ('[{"id": "T\\ud800x"}]', "the text at /0/id holds a lone surrogate (U+D800)"),
+        ('{"a": ["\\uDFFF"]}', "the text at /a/0 holds a lone surrogate (U+DFFF)"),
+        ('{"\\udc00k": 1}', "a key holds a lone surrogate (U+DC00)"),
+        ('{"a~/b": "\\ud800"}', "the text at /a~0~1b holds a lone surrogate (U+D800)"),
+        ('"\\ud83d"', "the text holds a lone surrogate (U+D83D)"),  # half a pair
+        ('"\\ude00\\ud83d"', "the text holds a lone surrogate (U+DE00)"),  # a pair reversed
+        ('"raw \ud800"', "the text holds a lone surrogate (U+D800)"),  # a str handed over
+        (b'["\\ud800"]', "the text at /0 holds a lone surrogate (U+D800)"),
         (b'["\xed\xa0\x80"]', "'utf-8' codec can't decode byte 0xed"),  # encoded surrogate
         ('["\ud800"]'.encode("utf-16-le", "surrogatepass"), "'utf-16-le' codec can't decode"),
         ("[NaN]", "NaN is not standard JSON"),
@@ -70,7 +70,7 @@ def test_any_unicode_json_reads_back_in_either_escaping(value: Any) -> None:
 def test_a_lone_surrogate_anywhere_is_found(value: Any, code: int) -> None:
     planted = [value, {"x": chr(code)}]
     assert surrogate_problem(planted) == (
-        f"the text at /1/x holds a lone surrogate (\\u{code:04x}), which is not Unicode text"
+        f"the text at /1/x holds a lone surrogate (U+{code:04X}), which is not Unicode text"
     )
     with pytest.raises(ValueError, match=r"^the text at /1/x holds a lone surrogate"):
         loads(json.dumps(planted))

@@ -39,7 +39,7 @@ def test_a_case_that_is_not_standard_json_says_where() -> None:
 
     case = parse_case(3, '{"id": 7, "market": {"name": "Lyon\\udfff"}}')
     assert case.problem == (
-        "case 3: not JSON (the text at /market/name holds a lone surrogate (\\udfff), which "
+        "case 3: not JSON (the text at /market/name holds a lone surrogate (U+DFFF), which "
         "is not Unicode text)"
     )
     assert parse_case(4, '{"market": NaN}').problem == "case 4: not JSON (NaN is not standard JSON)"

@@ -139,7 +139,7 @@ def test_a_lone_surrogate_in_an_answer_is_not_json(compile_yaml: Compile, fake_m
     suggestor = _compile(compile_yaml, fake_model(answer), "    output: {format: json}\n")
     (diagnostic,) = _execute(suggestor)
     assert diagnostic.data["error"] == (
-        "answer is not JSON: the text at /1/x holds a lone surrogate (\\ud800), which is not "
+        "answer is not JSON: the text at /1/x holds a lone surrogate (U+D800), which is not "
         "Unicode text"
     )
 

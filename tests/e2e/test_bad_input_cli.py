@@ -89,7 +89,7 @@ def test_a_lone_surrogate_in_an_inputs_file_is_a_usage_error_naming_where(tmp_pa
     assert (code, out) == (3, "")
     assert (
         f"error[CD335]: --inputs {path} is not JSON: the text at /market/name holds a lone "
-        "surrogate (\\ud800), which is not Unicode text"
+        "surrogate (U+D800), which is not Unicode text"
     ) in err
 
 
@@ -97,7 +97,7 @@ def test_input_text_the_shell_passed_undecoded_is_a_usage_error() -> None:
     # A byte that is not UTF-8 on the command line reaches Python as a lone surrogate.
     code, out, err = cli("run", PIPELINE, "--input", "market=Lyon\udcff")
     assert (code, out) == (3, "")
-    assert "error[CD338]: --input market: the text holds a lone surrogate (\\udcff)" in err
+    assert "error[CD338]: --input market: the text holds a lone surrogate (U+DCFF)" in err
     assert "hint: give the value as UTF-8 text" in err
 
 

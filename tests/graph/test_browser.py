@@ -255,3 +255,20 @@ def test_the_page_loads_nothing_from_outside_it(browser: Any, pages: dict[str, P
         "setTimeout(function () { done(seen.sort()); }, 500);"
     )
     assert refused == ["connect-src", "img-src", "script-src-elem"]
+
+
+def test_a_narrow_window_puts_the_panel_under_the_drawing(
+    browser: Any, pages: dict[str, Path], artifacts: Path
+) -> None:
+    # At 400 pixels the 340-pixel panel stood beside the drawing, which kept 60 of them.
+    size = browser.get_window_size()
+    browser.set_window_size(400, 900)
+    try:
+        _open(browser, pages["triage"])
+        canvas, panel = (browser.find_element("id", name).rect for name in ("canvas", "panel"))
+        browser.save_screenshot(str(artifacts / "graph-narrow.png"))
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert canvas["width"] >= 380
+    assert canvas["height"] >= 260
+    assert panel["y"] >= canvas["y"] + canvas["height"] - 1

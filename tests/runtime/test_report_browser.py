@@ -360,3 +360,105 @@ def test_a_narrow_window_does_not_scroll_the_page_sideways(
         browser.set_window_size(size["width"], size["height"])
     assert wide <= view
     assert stats["y"] >= max(title["y"] + title["height"], search["y"] + search["height"])
+
+
+TWIN_IDS_PIPELINE = """\
+apiVersion: converge-dsl/v1
+kind: Pipeline
+name: twins
+keys: [{name: notes}]
+seeds: [{id: a, content: x}]
+suggestors:
+  - name: twins
+    kind: rule
+    when: "true"
+    emit:
+      - {key: notes, id: "ctl\\u202ex", content: "the control character"}
+      - {key: notes, id: 'ctl\\u202ex', content: "the escape's text"}
+      - {key: notes, id: 'back\\slash and space', content: "a plain backslash"}
+"""
+
+
+@pytest.fixture(scope="module")
+def twins_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of a run whose two ids differ only by U+202E and its escape's text."""
+    folder = tmp_path_factory.mktemp("twins")
+    pipeline, page = folder / "twins.yaml", folder / "twins.html"
+    pipeline.write_text(TWIN_IDS_PIPELINE, encoding="utf-8")
+    assert run(["run", str(pipeline), "--report", str(page)], io.StringIO(), io.StringIO()) == 0
+    return page
+
+
+def _opened(driver: Any, page: Path, fragment: str) -> str:
+    """What the fact detail shows once `page` is opened at `fragment`."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get("about:blank")
+    driver.get(page.as_uri() + fragment)
+    WebDriverWait(driver, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    assert _errors(driver) == []
+    return str(driver.find_element("id", "fact-detail").text)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "content", "written"),
+    [
+        # the raw id, percent-encoded: the link the page writes
+        ("#fact=ctl%E2%80%AEx", "the control character", "#fact=ctl%E2%80%AEx"),
+        ("#fact=ctl%5Cu202ex", "the escape's text", "#fact=ctl%5Cu202ex"),
+        ("#fact=back%5Cslash%20and%20space", "a plain backslash", None),
+        # the visible form, as the page shows the id: opened, the address made the raw one
+        ("#fact=ctl%5C%5Cu202ex", "the escape's text", "#fact=ctl%5Cu202ex"),
+        ("#fact=back\\slash and space", "a plain backslash", "#fact=back%5Cslash%20and%20space"),
+    ],
+)
+def test_a_fact_link_takes_the_raw_id_or_its_visible_form(
+    browser: Any, twins_page: Path, fragment: str, content: str, written: str | None
+) -> None:
+    # Only the escaped visible form found a fact: a link made from the id itself (U+202E
+    # percent-encoded) opened nothing.
+    assert content in _opened(browser, twins_page, fragment)
+    if written is not None:
+        assert browser.execute_script("return location.hash") == written
+
+
+def test_two_ids_that_differ_by_a_character_and_its_escape_show_and_link_apart(
+    browser: Any, twins_page: Path, artifacts: Path
+) -> None:
+    # Both showed as ctl\u202ex, and a click on either put no link in the address.
+    _opened(browser, twins_page, "")
+    ids = {}
+    for index in range(3):
+        row = browser.find_elements("css selector", "#facts .row")[index]
+        shown = row.find_elements("css selector", "span")[1].text
+        row.click()
+        ids[shown] = browser.execute_script("return location.hash")
+    browser.save_screenshot(str(artifacts / "report-twin-ids.png"))
+    assert ids["ctl\\u202ex"] == "#fact=ctl%E2%80%AEx"
+    assert ids["ctl\\\\u202ex"] == "#fact=ctl%5Cu202ex"
+    assert len(set(ids.values())) == len(ids)
+
+
+def test_the_pages_visible_form_is_page_texts_and_reads_back(
+    browser: Any, twins_page: Path
+) -> None:
+    from converge_dsl._page_assets import page_text
+
+    texts = [
+        "ctl\u202ex",
+        "ctl\\u202ex",
+        "\\\\x41",
+        "\\\x07",
+        "C:\\temp",
+        "\x00\x1b[2J\u2066",
+        "\\uD83D",
+    ]
+    _opened(browser, twins_page, "")
+    shown = browser.execute_script(
+        "return arguments[0].map(function (t) { return [pageShown(t), pageRaw(pageShown(t))]; });",
+        texts,
+    )
+    assert [s[0] for s in shown] == [page_text(t) for t in texts]
+    assert [s[1] for s in shown] == texts

@@ -56,7 +56,7 @@ def test_fromjson_parses_text_into_data() -> None:
         ("[1, NaN]", "fromjson: the text is not JSON: NaN is not standard JSON"),
         (
             '["\\ud800"]',
-            "fromjson: the text is not JSON: the text at /0 holds a lone surrogate (\\ud800)",
+            "fromjson: the text is not JSON: the text at /0 holds a lone surrogate (U+D800)",
         ),
         ("", "fromjson: the text is not JSON: Expecting value: line 1 column 1 (char 0)"),
     ],

@@ -12,7 +12,6 @@
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
-  function fromAddress(text) { try { return decodeURIComponent(text); } catch (e) { return null; } }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
   /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
   function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
@@ -26,10 +25,17 @@
     var sec = el("div");
     var h = el("h2", null, title + " "); var cnt = el("small", "count"); h.appendChild(cnt); sec.appendChild(h);
     if (!rows.length) { sec.appendChild(el("div", "empty", "none")); host.appendChild(sec); return null; }
-    var head = el("div", "head"); heads.forEach(function (t, j) { head.appendChild(el("span", widths[j], t)); }); sec.appendChild(head);
-    var box = el("div", "vlist"); box.style.height = Math.min(260, rows.length * ROW + 2) + "px";
-    sec.appendChild(box); host.appendChild(sec);
+    /* the head is the scrolling box's sticky first line, so that it scrolls sideways with its
+       columns; head and rows are at least as wide as their columns' least widths */
+    var box = el("div", "vlist"), head = el("div", "head");
+    heads.forEach(function (t, j) { var s = el("span", widths[j], t); s.title = t; head.appendChild(s); });
+    box.appendChild(head); sec.appendChild(box); host.appendChild(sec);
     var list = new VList(box, rows, cells, onPick, { widths: widths });
+    var wide = 16 + 10 * (heads.length - 1);
+    Array.prototype.forEach.call(head.children, function (s) { wide += parseFloat(getComputedStyle(s).minWidth) || 0; });
+    box.style.setProperty("--row-min", wide + "px");
+    function fit() { box.style.height = Math.min(260 + head.offsetHeight, rows.length * ROW + head.offsetHeight + 2 + (wide > box.clientWidth ? 16 : 0)) + "px"; }
+    fit(); window.addEventListener("resize", fit);
     lists.push(list); list.filter("");
     return list;
   }
@@ -66,6 +72,12 @@
   var perPx = (t1 - t0) * 1.02 / Math.max(cv.clientWidth, 1); /* the first view: t0 to t1 and 2% */
   ctx.font = "11px system-ui,sans-serif";
   function inside(px, wide) { return px > wide + 8; } /* the whole name fits in the bar */
+  /* the longest start of `name` that fits in `room` pixels, with "\u2026" where it is cut */
+  function cut(name, room) {
+    var lo = 0, hi = name.length;
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (ctx.measureText(name.slice(0, mid) + "\u2026").width <= room) lo = mid; else hi = mid - 1; }
+    return name.slice(0, lo) + "\u2026";
+  }
   function labelRoom(i) { var x = xs(EX[i]), wide = ctx.measureText(nm(EX[i][0])).width; return inside((x[1] - x[0]) / perPx, wide) ? 0 : (wide + 12) * perPx; }
   order.forEach(function (i) {
     var x = xs(EX[i]), k = 0;
@@ -87,39 +99,52 @@
      (a short execution in a long run, or on a loaded machine, is far under a pixel) */
   var MIN_BAR = 5;
   /* the next bar's start in each lane, so a narrow bar's name is drawn after it only where it fits */
-  var nextStart = new Float64Array(EX.length).fill(Infinity), prevEnd = new Float64Array(EX.length).fill(-Infinity), lastIn = {};
-  order.forEach(function (i) { var k = lane[i], j = lastIn[k]; if (j !== undefined) { nextStart[j] = xs(EX[i])[0]; prevEnd[i] = xs(EX[j])[1]; } lastIn[k] = i; });
+  var nextStart = new Float64Array(EX.length).fill(Infinity), lastIn = {};
+  order.forEach(function (i) { var k = lane[i], j = lastIn[k]; if (j !== undefined) nextStart[j] = xs(EX[i])[0]; lastIn[k] = i; });
   function draw() {
     ctx.setTransform(devicePixelRatio, 0, 0, devicePixelRatio, 0, 0);
     var w = cv.clientWidth, h = TOP + lanes * LH + 8;
     ctx.clearRect(0, 0, w, h); ctx.font = "11px system-ui,sans-serif";
     var labelled = []; /* the names drawn whole, in `data-labels` (what a test or a reader can check) */
+    var boxes = []; /* each name drawn, whole or cut: [lane, left, right] in pixels, in `data-label-boxes` */
     var labelEnd = -Infinity; /* a cycle's label is drawn where it does not run into the one before */
     cycles.forEach(function (c, i) {
       var span = byCycleIndex ? [i, i + 0.95] : byCycle[c], a = X(span[0]), b = X(span[1]);
       if (b < 0 || a > w) return;
       ctx.fillStyle = i % 2 ? "#eef2f8" : "#f6f8fb"; ctx.fillRect(a, TOP - 4, Math.max(b - a, 2), h - TOP);
       var text = "cycle " + c, at = Math.max(a + 3, 2);
-      if (at >= labelEnd + 6) { ctx.fillStyle = "#6b7280"; ctx.fillText(text, at, 13); labelEnd = at + ctx.measureText(text).width; }
+      var tw = ctx.measureText(text).width; at = Math.min(at, w - tw - 2); /* not cut at the right edge */
+      if (at >= labelEnd + 6 && at >= 0) { ctx.fillStyle = "#6b7280"; ctx.fillText(text, at, 13); labelEnd = at + tw; }
     });
-    for (var i = 0; i < EX.length; i++) {
-      var r = EX[i], x = xs(r), a = X(x[0]), b = X(x[1]);
+    /* bars in each lane's time order: a name drawn before a bar starts after what the lane
+       drew last (the bar before it and that bar's name), so two names never overlap */
+    var drawnTo = new Float64Array(lanes).fill(-Infinity);
+    for (var n = 0; n < order.length; n++) {
+      var i = order[n], r = EX[i], x = xs(r), a = X(x[0]), b = X(x[1]);
       if (b < 0 || a > w || lane[i] >= lanes) continue;
       ctx.globalAlpha = dimmed && !dimmed[r[0]] ? 0.15 : 1;
       var st = styleOf(r[0]), y = TOP + lane[i] * LH, bw = Math.max(b - a, MIN_BAR), ty = y + (LH - 5) / 2 + 4;
       ctx.fillStyle = r[5] ? FAILED : st.fill; ctx.fillRect(a, y, bw, LH - 5);
       ctx.strokeStyle = r[5] ? FAILED : st.stroke; ctx.lineWidth = 1; ctx.strokeRect(a + 0.5, y + 0.5, bw - 1, LH - 6);
-      var name = nm(r[0]), after = Math.min(X(nextStart[i]), w) - b - 8, before = a - Math.max(X(prevEnd[i]), 0) - 8;
+      var name = nm(r[0]), left = Math.max(drawnTo[lane[i]], 0), end = a + bw;
+      var after = Math.min(X(nextStart[i]), w) - end - 8, before = a - left - 8;
       var wide = ctx.measureText(name).width;
       if (inside(b - a, wide) || after >= wide || before >= wide) labelled.push(name);
-      if (inside(b - a, wide)) { ctx.fillStyle = r[5] ? "#fff" : st.text; ctx.fillText(name, a + 4, ty); }
+      if (inside(b - a, wide)) { ctx.fillStyle = r[5] ? "#fff" : st.text; ctx.fillText(name, a + 4, ty); boxes.push([lane[i], a + 4, a + 4 + wide]); }
       else { /* beside the bar: after it, else before it (the last one, at the edge), else cut */
         ctx.fillStyle = r[5] ? FAILED : st.text;
-        if (after >= wide) ctx.fillText(name, b + 4, ty);
-        else if (before >= wide) ctx.fillText(name, a - 4 - wide, ty);
-        else if (b - a > 50) { ctx.fillStyle = r[5] ? "#fff" : st.text; ctx.fillText(name.slice(0, Math.floor((b - a - 8) / 6)), a + 4, ty); }
-        else if (Math.max(after, before) > 30) ctx.fillText(name.slice(0, Math.floor(Math.max(after, before) / 6)), after >= before ? b + 4 : a - 4 - Math.max(after, before), ty);
+        var text = null, at = 0;
+        if (after >= wide) { text = name; at = end + 4; }
+        else if (before >= wide) { text = name; at = a - 4 - wide; }
+        else if (b - a > 50) { ctx.fillStyle = r[5] ? "#fff" : st.text; text = cut(name, b - a - 8); at = a + 4; }
+        else if (after >= before && after > 30) { text = cut(name, after); at = end + 4; }
+        else if (before > 30) { text = cut(name, before); at = a - 4 - ctx.measureText(text).width; }
+        if (text !== null) {
+          var tw = ctx.measureText(text).width; ctx.fillText(text, at, ty); boxes.push([lane[i], at, at + tw]);
+          if (at >= end) end = at + tw;
+        }
       }
+      drawnTo[lane[i]] = end;
     }
     ctx.fillStyle = "#f59e0b";
     for (var j = 0; j < MC.length; j++) {
@@ -132,7 +157,7 @@
       ctx.fillRect(ma, TOP + k * LH + LH - 8, Math.max(mb - ma, 2), 3);
     }
     ctx.globalAlpha = 1;
-    cv.setAttribute("data-labels", JSON.stringify(labelled));
+    cv.setAttribute("data-labels", JSON.stringify(labelled)); cv.setAttribute("data-label-boxes", JSON.stringify(boxes));
   }
   function hit(px, py) {
     var k = Math.floor((py - TOP) / LH); if (k < 0) return null;
@@ -181,18 +206,30 @@
   var factList = table($("facts"), "Facts", ["key", "id", "confidence", "content", "suggestor"], ["c-k", "c-id", "c-n", "c-w", "c-s"], D.facts,
     function (f) { return [f[0], f[1], f[4] === null ? "" : f[4].toFixed(2), f[2], nm(f[8])]; },
     function (f) {
-      detail(factBox, [["key / id", f[0] + " / " + f[1]], ["content", f[2]], ["data", f[3], true], ["confidence", f[4]],
-        ["provenance", [f[5], f[6] && "model " + f[6], f[7] && "account " + f[7]].filter(Boolean).join(", ")],
-        ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
+      showFact(f);
+      var address = pageAddress("fact", f[1]);
+      if (address !== null && address !== location.hash) history.replaceState(null, "", address);
     });
-
-  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it); an
-     address that does not decode (a stray "%") opens none, and the page draws the rest */
-  var wanted = fromAddress(location.hash.replace(/^#fact=/, ""));
-  if (factList && wanted !== null && location.hash.indexOf("#fact=") === 0) {
-    var pick = D.facts.filter(function (f) { return f[1] === wanted; })[0];
-    if (pick) { factList.picked = pick; factList.draw(); factList.onPick(pick); }
+  function showFact(f) {
+    detail(factBox, [["key / id", f[0] + " / " + f[1]], ["content", f[2]], ["data", f[3], true], ["confidence", f[4]],
+      ["provenance", [f[5], f[6] && "model " + f[6], f[7] && "account " + f[7]].filter(Boolean).join(", ")],
+      ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
   }
+
+  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it): ID is the
+     fact's id percent-encoded, or its visible form (pageAddressed, the shared shown.js); an
+     address that does not decode (a stray "%") opens none, and the page draws the rest. A
+     fact opened or picked puts its link in the address, in the one form the page writes. */
+  var factById = new Map();
+  D.facts.forEach(function (f) { if (!factById.has(f[1])) factById.set(f[1], f); });
+  function openAddressed() {
+    var id = factList && pageAddressed(location.hash, "fact", function (shown) { return factById.has(shown); });
+    if (id === null || id === undefined) return;
+    var pick = factById.get(id);
+    factList.picked = pick; factList.draw(); factList.onPick(pick);
+  }
+  openAddressed();
+  window.addEventListener("hashchange", openAddressed);
 
   /* -- gate ---------------------------------------------------------------------------- */
   var gate = $("gate");

@@ -1,0 +1,125 @@
+"""The run report's layout in a real headless Chromium, at the widths a reader meets.
+
+A list's head scrolls sideways with its rows and stays over its columns; the
+timeline's names never overlap, whatever the width. Screenshots are saved
+under the `artifacts` folder (tests/conftest.py). Skipped, saying why, when
+Chromium, its driver or selenium is not installed.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.cli import run
+
+ROOT = Path(__file__).resolve().parents[2]
+BROWSER_WINDOW = (1280, 1000)
+STEPS = 12
+
+
+def _long_pipeline(steps: int) -> str:
+    """A chain of `steps` rules with long names, keys, ids and contents."""
+    key = "stage_number_{:02d}_with_a_long_descriptive_key_name"
+    lines = ["apiVersion: converge-dsl/v1", "kind: Pipeline", "name: long", "keys:"]
+    lines += [f"  - {{name: {key.format(i)}}}" for i in range(steps + 1)]
+    lines += ["seeds:", f"  - {{id: seed, key: {key.format(0)}, content: start}}", "suggestors:"]
+    for i in range(steps):
+        lines.append(
+            f"  - {{name: suggestor-{i:02d}-that-has-a-really-long-descriptive-name, kind: rule,"
+            f" dependencies: [{key.format(i)}], emit: [{{key: {key.format(i + 1)},"
+            f" id: 'fact-{i:02d}-with-a-long-identifier-that-goes-on-and-on',"
+            f" content: 'step {i}, a content long enough to be cut in its column'}}]}}"
+        )
+    lines.append(
+        f"  - {{name: short, kind: rule, dependencies: [{key.format(0)}],"
+        f" emit: [{{key: {key.format(1)}, id: other, content: x}}]}}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def long_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of the long chain, its clock readings made the same on every machine:
+    event number n at n milliseconds, but each cycle's start 40 ms after the last event
+    (executions as short as a real run's against the whole run)."""
+    from converge_dsl.runtime import render_report
+
+    folder = tmp_path_factory.mktemp("long-pipeline")
+    pipeline, trace = folder / "long.yaml", folder / "long.jsonl"
+    pipeline.write_text(_long_pipeline(STEPS), encoding="utf-8")
+    quiet = (io.StringIO(), io.StringIO())
+    assert run(["run", str(pipeline), "--trace", str(trace)], *quiet) == 0
+    events, at = [], 0.0
+    for line in trace.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event.get("timing"):
+            at += 0.04 if event["type"] == "cycle_started" else 0.001
+            event["timing"]["at"] = at
+        events.append(json.dumps(event))
+    trace.write_text("\n".join(events) + "\n", encoding="utf-8")
+    page = folder / "long.html"
+    page.write_text(render_report(trace), encoding="utf-8")
+    return page
+
+
+def _open(driver: Any, page: Path, width: int) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.set_window_size(width, 1000)
+    driver.get("about:blank")
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 20).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+
+
+@pytest.mark.parametrize("width", [320, 600, 899, 1280])
+def test_a_lists_head_scrolls_sideways_with_its_columns(
+    browser: Any, long_page: Path, artifacts: Path, width: int
+) -> None:
+    # Under 900 pixels the facts' rows scrolled sideways under a head that stayed put:
+    # "key" and "id" over the content and suggestor columns, "suggestor" never shown.
+    _open(browser, long_page, width)
+    found = browser.execute_script(
+        "var box = document.querySelector('#facts .vlist');"
+        "box.scrollLeft = box.scrollWidth; box.scrollTop = 3 * 24;"
+        "box.dispatchEvent(new Event('scroll'));"
+        "var head = document.querySelector('#facts .head'), row = box.querySelector('.row');"
+        "function edges(e) { return Array.prototype.map.call(e.children, function (s) {"
+        "  var r = s.getBoundingClientRect();"
+        "  return [Math.round(r.left), Math.round(r.right)]; }); }"
+        "var b = box.getBoundingClientRect(), h = head.getBoundingClientRect();"
+        "return {head: edges(head), row: edges(row), top: h.top - b.top,"
+        " last: head.lastChild.getBoundingClientRect().right <= b.right + 1,"
+        " texts: Array.prototype.map.call(head.children, function (s) { return s.textContent; })};"
+    )
+    browser.save_screenshot(str(artifacts / f"report-list-head-{width}.png"))
+    assert found["texts"] == ["key", "id", "confidence", "content", "suggestor"]
+    assert found["head"] == found["row"]  # each head over its column
+    assert found["last"]  # scrolled to the end, the last head is in view
+    assert abs(found["top"]) <= 1  # and the head stays at the top of the box
+
+
+@pytest.mark.parametrize("width", [400, 1280])
+def test_the_timelines_names_never_overlap(
+    browser: Any, long_page: Path, artifacts: Path, width: int
+) -> None:
+    # A name drawn before its bar ran over the name drawn after the bar before it.
+    _open(browser, long_page, width)
+    timeline = browser.find_element("id", "timeline")
+    browser.save_screenshot(str(artifacts / f"report-timeline-{width}.png"))
+    boxes = json.loads(timeline.get_attribute("data-label-boxes"))
+    assert len(boxes) >= STEPS
+    by_lane: dict[int, list[tuple[float, float]]] = {}
+    for lane, left, right in boxes:
+        by_lane.setdefault(lane, []).append((left, right))
+    for spans in by_lane.values():
+        spans.sort()
+        for (_, right), (left, _) in itertools.pairwise(spans):
+            assert right <= left
