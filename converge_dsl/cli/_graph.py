@@ -8,9 +8,10 @@ mermaid); `-o FILE` writes the file instead of standard output, as `cli._output`
 writes a command's output, refusing an existing file that is not a graph
 converge-dsl wrote.
 
-An invalid pipeline is reported as `validate` reports it, on standard error
-in human form whatever `--format` says (no graph format is a diagnostics
-format), exit 2. Exit codes: 0, 2 invalid pipeline, 3 usage error (inputs, an
+An invalid pipeline is reported as `validate` reports it, exit 2: under
+`--format json` as `validate --format json` (on standard output, as every
+command's failure under `--format json` is JSON there: `cli`), else on
+standard error in human form. Exit codes: 0, 2 invalid pipeline, 3 usage error (inputs, an
 output refused), 1 an output that cannot be written.
 """
 
@@ -34,7 +35,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pipeline", type=Path, metavar="PIPELINE", help="the pipeline YAML file")
     parser.add_argument(
         "--format",
-        dest="graph_format",
         choices=FORMATS,
         default="mermaid",
         help="mermaid (default), dot (Graphviz), json, or html (one self-contained page)",
@@ -58,5 +58,5 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
             on_fetch=io.note,
             env=io.environ,
         )
-        output.write(render(graph, args.graph_format))
+        output.write(render(graph, args.format))
     return 0
