@@ -447,7 +447,7 @@ def _scripted_models(
         try:
             path = referenced_path(script, declared.base_dir, roots, field="script file")
         except ReferenceRefused as exc:
-            raise UsageError(exc.message, hint=exc.hint) from None
+            raise UsageError(exc.message, hint=exc.hint, code=exc.code) from None
         # A fake clock: a scripted `delay_s` costs the plan no time.
         models[name] = ScriptedModel.from_file(
             path, name=name, clock=FakeClock(), display=script, env=env

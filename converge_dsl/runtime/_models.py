@@ -56,7 +56,7 @@ def _cassette(
             path, name=name, attempt_gate=attempt_gate, order=order, clock=clock
         )
     except ModelError as exc:
-        raise UsageError(f"{option}: {exc.message}", hint=exc.hint) from None
+        raise UsageError(f"{option}: {exc.cited}", hint=exc.hint) from None
 
 
 def model_builder(
