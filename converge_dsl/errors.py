@@ -22,6 +22,13 @@ Every error reads one way:
 - `str(exc)` is `[CODE] text` (`text` alone without a code), then
   `\n  hint: ...` when it has a hint; `text` is the message, and for a
   `RunError` its place and suggestor around it.
+- `exc.cited` is how another error's message quotes it, when one error wraps
+  another (a checkpoint unreadable because of what reading it raised, an
+  option whose file was refused): `[CODE] message` (`message` alone without a
+  code), its hint left to the wrapper. So the inner code travels with its text,
+  in the human line and in JSON alike (`unreadable: [CD930] cannot read ...`).
+  A wrapper that takes over the inner's code instead (`code=exc.code`) quotes
+  its `message`.
 - `exc.printed()` is how the command line prints it: `error[CODE]: text`
   (`error: text` without a code), then ` --> WHERE` under its first line when it
   has a `where` (a pack error's place in the pipeline), then `  hint: ...`.
@@ -60,6 +67,12 @@ class ConvergeError(Exception):
         """The message after its code, `CODE: message`, as data that keeps an error's
         text holds it (a diagnostic fact, a test case's error); the message without one."""
         return self.message if self.code is None else f"{self.code}: {self.message}"
+
+    @property
+    def cited(self) -> str:
+        """The error as another error's message quotes it: `[CODE] message`, the message
+        alone without a code (see the module docstring)."""
+        return self.message if self.code is None else f"[{self.code}] {self.message}"
 
     def __str__(self) -> str:
         text = self.text if self.code is None else f"[{self.code}] {self.text}"

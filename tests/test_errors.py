@@ -151,3 +151,66 @@ def test_the_json_error_object_takes_its_code_from_the_field(tmp_path: Path) -> 
     assert error["code"] == "CD574"
     assert "CD574" not in error["message"]
     assert err.getvalue().startswith(f"error[CD574]: {error['message']}\n")
+
+
+def test_cited_is_the_code_then_the_message_without_the_hint() -> None:
+    coded = UsageError("cannot read 'x': it is a FIFO", hint="give a file", code="CD930")
+    assert coded.cited == "[CD930] cannot read 'x': it is a FIFO"
+    assert UsageError("plain", hint="h").cited == "plain"
+
+
+def wrapped_without_their_code(root: Path) -> list[str]:
+    """`FILE:LINE: raise` of every raise in an `except ... as exc` handler that puts
+    `exc.message` in the error it raises without taking over `code=exc.code`: the inner
+    code is dropped (`exc.cited` quotes it with its code)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for handler in ast.walk(tree):
+            if not isinstance(handler, ast.ExceptHandler) or not handler.name:
+                continue
+            name = handler.name
+            for node in ast.walk(handler):
+                if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
+                    continue
+                keeps = [k for k in node.exc.keywords if k.arg == "code"]
+                if any(ast.unparse(k.value) == f"{name}.code" for k in keeps):
+                    continue
+                if any(
+                    isinstance(sub, ast.Attribute)
+                    and sub.attr == "message"
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id == name
+                    for sub in ast.walk(node.exc)
+                ):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+# Sites that quote `exc.message` on purpose: the sandbox's are Jinja's own exceptions and
+# its code-less internal values; the executor's inner error has the wrapper's code (CD999).
+_QUOTE_THE_MESSAGE = ("sandbox/", "serve/_executors.py")
+
+
+def test_an_error_wrapping_another_keeps_the_inner_code_in_its_text() -> None:
+    found = wrapped_without_their_code(PACKAGE)
+    assert [site for site in found if not site.startswith(_QUOTE_THE_MESSAGE)] == []
+
+
+def test_a_cassette_refused_for_a_run_keeps_its_model_error_code(tmp_path: Path) -> None:
+    # `--replay` wraps the cassette's ModelError as a usage error: its E_CONFIG was dropped.
+    import json
+
+    from converge_dsl.cli import run
+
+    cassette = tmp_path / "bad.jsonl"
+    cassette.write_text('{"bad": 1}\n', encoding="utf-8")
+    pipeline = ROOT / "pipelines" / "market-entry.yaml"
+    argv = ["run", str(pipeline), "--replay", str(cassette)]
+    out, err = io.StringIO(), io.StringIO()
+    assert run(argv, out, err, {}) == 3
+    said = f"--replay {cassette}: [E_CONFIG] cassette bad.jsonl line 1 is not a recording"
+    assert err.getvalue().startswith(f"error: {said}")
+    out, err = io.StringIO(), io.StringIO()
+    assert run([*argv, "--format", "json"], out, err, {}) == 3
+    assert json.loads(out.getvalue())["diagnostics"][0]["message"].startswith(said)

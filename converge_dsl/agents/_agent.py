@@ -136,7 +136,7 @@ class AgentSuggestor(CoreSuggestor):
             try:
                 listed = await self.tools.listing(server)
             except ConvergeError as exc:
-                raise self._fail("tool_server", exc.message, cycle, exc.hint) from None
+                raise self._fail("tool_server", exc.cited, cycle, exc.hint) from None
             for found in listed:
                 if tool == EVERY_TOOL or found.name.endswith(f"/{tool}"):
                     offered.setdefault(found.name, found)

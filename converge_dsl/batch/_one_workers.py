@@ -218,7 +218,7 @@ def _worker_main(
     try:
         journals = open_journals(database)
     except ConvergeError as exc:
-        conn.send(("failed", exc.message))
+        conn.send(("failed", exc.message))  # its code is the WorkerError's: CD999
         return
     worker = _Worker(conn, pipelines, journals)
     worker.loop.add_reader(conn.fileno(), worker.on_readable)

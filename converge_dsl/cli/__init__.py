@@ -8,6 +8,14 @@ Exit codes: 0 success; 1 failure (pack, model, run); 2 invalid pipeline;
 3 usage error; commands document any others (`run`: 4 budget exhausted,
 5 invariant violated, 6 paused for a human).
 
+A command that takes `--format json` and fails with a user error (any `ConvergeError`
+but an invalid pipeline, or what the last boundary translates: a folder, a disk, a
+file not UTF-8, an input nested too deeply) writes one `{"error": {"code", "message",
+"hint"}}` object on standard output (`where` too when it has one) unless it has
+written there already (`run`'s run-result document), its line on standard error,
+and exits with the error's own code. An invalid pipeline is rendered as
+`validate --format json` renders it.
+
 Every write to standard output and standard error goes through one checked
 writer (`converge_dsl._files.CheckedStream`, made by `CommandIO.checked`): a
 write that is cut short is continued, and one that fails (a full disk, a
@@ -115,7 +123,7 @@ class CommandIO(Record):
         from converge_dsl._files import CheckedStream
 
         return cls(
-            cast(TextIO, CheckedStream(stdout, "standard output")),
+            cast(TextIO, _CheckedOutput(stdout, "standard output")),
             cast(TextIO, CheckedStream(stderr, "standard error")),
             {} if environ is None else environ,
         )
@@ -140,6 +148,30 @@ class CommandIO(Record):
         """A line on standard error only under `--verbose`."""
         if self.verbosity >= VERBOSE:
             self.stderr.write(text if text.endswith("\n") else text + "\n")
+
+
+class _CheckedOutput:
+    """Standard output's checked writer (`converge_dsl._files.CheckedStream`), which
+    knows whether anything was written (`wrote`): a failed command's JSON error
+    object goes only where nothing went before it."""
+
+    __slots__ = ("checked", "wrote")
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        from converge_dsl._files import CheckedStream
+
+        self.checked = CheckedStream(stream, name)
+        self.wrote = False
+
+    def write(self, text: str) -> int:
+        self.wrote = self.wrote or bool(text)
+        return self.checked.write(text)
+
+    def flush(self) -> None:
+        self.checked.flush()
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.checked, attribute)
 
 
 def environment_error(exc: OSError) -> ConvergeError:
@@ -262,9 +294,6 @@ def run(
     io = CommandIO.checked(stdout, stderr, os.environ if environ is None else environ)
     try:
         return _dispatch(list(argv), io)
-    except ConvergeError as exc:
-        _report(stderr, f"{exc.printed()}\n")
-        return exc.exit_code
     except KeyboardInterrupt:
         if _ENTRY.ends_process:  # it ends now: a further Ctrl-C would cut `_report` short
             import signal
@@ -272,19 +301,31 @@ def run(
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         _report(stderr, "interrupted\n")
         return EXIT_INTERRUPTED
-    except OSError as exc:
-        # The last boundary for the environment: a full disk, a missing folder,
-        # a permission. Commands translate the ones they expect with more context.
-        _report(stderr, f"{environment_error(exc).printed()}\n")
-        return EXIT_FAILURE
-    except UnicodeDecodeError as exc:
-        _report(
-            stderr, f"error: a file given is not UTF-8 text ({exc.reason} at byte {exc.start})\n"
+    except (ConvergeError, OSError, UnicodeDecodeError, RecursionError) as exc:
+        error = _user_error(exc)
+        _report(stderr, f"{error.printed()}\n")
+        return error.exit_code
+
+
+def _user_error(
+    exc: ConvergeError | OSError | UnicodeDecodeError | RecursionError,
+) -> ConvergeError:
+    """The error the command line reports for what reached its last boundary.
+
+    The environment (a full disk, a missing folder, a permission) as
+    `environment_error`; commands translate the ones they expect with more context.
+    """
+    if isinstance(exc, ConvergeError):
+        return exc
+    if isinstance(exc, OSError):
+        return environment_error(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return UsageError(
+            f"a file given is not UTF-8 text ({exc.reason} at byte {exc.start})",
+            code=codes.FILE_UNREADABLE,
         )
-        return EXIT_USAGE
-    except RecursionError:
-        _report(stderr, "error: an input is nested too deeply to be read\n")
-        return EXIT_USAGE
+    assert isinstance(exc, RecursionError), exc
+    return UsageError("an input is nested too deeply to be read", code=codes.FILE_UNREADABLE)
 
 
 def _report(stderr: TextIO, text: str) -> None:
@@ -401,7 +442,8 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
     """Run one command; an invalid pipeline is rendered like `validate` renders it.
 
     The command's `--format` chooses the rendering (JSON on stdout; human text
-    on stderr, since stdout is the command's own output).
+    on stderr, since stdout is the command's own output). Under `--format json`
+    a user error is also one JSON error object (see the module docstring).
     """
     try:
         return command.execute(args, io)
@@ -412,6 +454,16 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
         format = format if format in FORMATS else "human"
         render(exc.diagnostics, format, io.stderr if format == "human" else io.stdout)
         return exc.exit_code
+    except (ConvergeError, OSError, UnicodeDecodeError, RecursionError) as exc:
+        if getattr(args, "format", None) != "json" or getattr(io.stdout, "wrote", True):
+            raise
+        from converge_dsl.cli._render import render_error
+
+        error = _user_error(exc)
+        render_error(error, io.stdout)
+        if error is exc:
+            raise
+        raise error from exc
 
 
 def main() -> None:

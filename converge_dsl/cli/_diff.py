@@ -55,7 +55,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl.cli._output import command_output
 
     reads = [(args.a, "A, a file compared"), (args.b, "B, a file compared")]
-    with command_output(io.stdout, args.output, "-o", "diff", reads) as output:
+    with command_output(io, args.output, "-o", "diff", reads) as output:
         return _compare(args, io, output)
 
 

@@ -249,7 +249,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     reads = [(path, "the evaluation file"), (evaluation.dataset, "its dataset")]
     reads += [(args.baseline, "the --baseline file")] if args.baseline else []
     reads += [(evaluation.pipeline.path, "its pipeline")]
-    with command_output(io.stdout, args.output, "-o", "evaluation report", reads) as output:
+    with command_output(io, args.output, "-o", "evaluation report", reads) as output:
         return _evaluate(args, io, evaluation, baseline, output)
 
 

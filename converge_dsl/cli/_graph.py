@@ -4,12 +4,14 @@ Suggestors, context keys (with their schemas), models and packs as nodes;
 dependencies and targets as edges; styled by suggestor kind; invariants
 listed; keys that can never hold a fact and suggestors that can never fire
 marked (docs/architecture.md §15). `--format mermaid|dot|json|html` (default
-mermaid); `-o FILE` writes the file instead of standard output, refusing a
-link, a device or an existing file that is not a graph converge-dsl wrote.
+mermaid); `-o FILE` writes the file instead of standard output, as `cli._output`
+writes a command's output, refusing an existing file that is not a graph
+converge-dsl wrote.
 
-An invalid pipeline is reported as `validate` reports it, on standard error
-in human form whatever `--format` says (no graph format is a diagnostics
-format), exit 2. Exit codes: 0, 2 invalid pipeline, 3 usage error (inputs, an
+An invalid pipeline is reported as `validate` reports it, exit 2: under
+`--format json` as `validate --format json` (on standard output, as every
+command's failure under `--format json` is JSON there: `cli`), else on
+standard error in human form. Exit codes: 0, 2 invalid pipeline, 3 usage error (inputs, an
 output refused), 1 an output that cannot be written.
 """
 
@@ -33,7 +35,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pipeline", type=Path, metavar="PIPELINE", help="the pipeline YAML file")
     parser.add_argument(
         "--format",
-        dest="graph_format",
         choices=FORMATS,
         default="mermaid",
         help="mermaid (default), dot (Graphviz), json, or html (one self-contained page)",
@@ -44,22 +45,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl._files import flush_checked, open_output, user_roots, write_all
+    from converge_dsl._files import user_roots
+    from converge_dsl.cli._output import command_output
     from converge_dsl.graph import graph_pipeline, recognise, render
 
-    graph = graph_pipeline(
-        args.pipeline,
-        inputs=parse_inputs(args),
-        roots=user_roots(args.allow_root, io.environ),
-        on_fetch=io.note,
-        env=io.environ,
-    )
-    text = render(graph, args.graph_format)
-    if args.output is None:
-        io.stdout.write(text)
-        return 0
-    name = str(args.output)
-    with open_output(args.output, "--output", "graph", recognise=recognise, append=False) as stream:
-        write_all(stream, text, name)
-        flush_checked(stream, name)
+    reads = [(args.pipeline, "the pipeline")]
+    with command_output(io, args.output, "--output", "graph", reads, recognise=recognise) as output:
+        graph = graph_pipeline(
+            args.pipeline,
+            inputs=parse_inputs(args),
+            roots=user_roots(args.allow_root, io.environ),
+            on_fetch=io.note,
+            env=io.environ,
+        )
+        output.write(render(graph, args.format))
     return 0

@@ -8,11 +8,11 @@ and nest at most `MAX_INPUT_DEPTH` deep; bad input is a `UsageError`.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
+from converge_dsl._json_keys import DuplicateKey, duplicate_path, keep_duplicates, unique_keys
 from converge_dsl._json_text import loads, surrogate_problem
 from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
 from converge_dsl.errors import UsageError
@@ -40,29 +40,12 @@ def pairs(values: list[str], option: str) -> dict[str, str]:
     return out
 
 
-def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
-    """An `object_pairs_hook` refusing a key given twice with different values."""
-
-    def build(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in items:
-            if key in out and out[key] != value:
-                raise UsageError(
-                    f"{what} gives {key!r} twice, with different values",
-                    hint=f"keep one entry for {key!r}",
-                    code=codes.INPUT_REFUSED,
-                )
-            out[key] = value
-        return out
-
-    return build
-
-
 def load_input_json(text: str, what: str) -> Any:
     """Standard JSON (no NaN/Infinity, no lone surrogate) nested at most `MAX_INPUT_DEPTH` deep.
 
     Raises `ValueError` when `text` is not such JSON; `UsageError` naming `what`
-    when it nests too deeply or gives one key twice with different values.
+    when it nests too deeply or gives one key twice in an object (`converge_dsl._json_keys`:
+    the rule of a request body of `serve` too).
     """
     too_deep = UsageError(
         f"{what} nests deeper than {MAX_INPUT_DEPTH} levels",
@@ -70,12 +53,32 @@ def load_input_json(text: str, what: str) -> Any:
         code=codes.INPUT_REFUSED,
     )
     try:
-        value = loads(text, object_pairs_hook=_unique_keys(what))
+        value = loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise too_deep from None
+    except DuplicateKey as exc:
+        raise _twice(text, what, exc.key) from None
     if nests_deeper(value, text, MAX_INPUT_DEPTH):
         raise too_deep
     return value
+
+
+def _twice(text: str, what: str, key: str) -> UsageError:
+    """The refusal of JSON `text` (read once without a problem but this) giving `key` twice."""
+    import json
+
+    from converge_dsl._json_pointer import pointer
+
+    try:
+        path = duplicate_path(json.loads(text, object_pairs_hook=keep_duplicates))
+    except RecursionError:  # nested too deeply after the repeat: said unlocated
+        path = None
+    where = f" (at {pointer(path)})" if path else ""
+    return UsageError(
+        f"{what} gives the key {key!r} twice in one object{where}",
+        hint=f"keep one entry for {key!r}",
+        code=codes.INPUT_REFUSED,
+    )
 
 
 def json_file(path: Path, option: str) -> Any:

@@ -15,8 +15,8 @@ from the command's environment (`CommandIO.environ`: the one handed to
 when the packs cannot be resolved or fetched (the message explains the
 conflict) or a tool server does not start. `--format json` prints one object
 (`pipeline`, `lock_file`, `packs`: name, version, repository, sha256; `tools`:
-name, server, version, digest, tools), or `{"error": ...}` as the `pack`
-commands do (a cache folder that cannot be used too).
+name, server, version, digest, tools), or the command line's JSON error object
+(`cli`), as every command does.
 """
 
 from __future__ import annotations
@@ -58,9 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.cli._pack import guarded
-
-    return guarded(_lock, args, io)
+    return _lock(args, io)
 
 
 def _lock(args: argparse.Namespace, io: CommandIO) -> int:

@@ -1,6 +1,6 @@
 """A command's `-o PATH` file: checked before the command's work, written at its end.
 
-`diff` and `eval` compute their whole output, then write it. `command_output`
+`diff`, `eval` and `graph` compute their whole output, then write it. `command_output`
 checks the path before that work starts, so that a path that cannot be
 written is said at once rather than after an evaluation's model calls:
 
@@ -9,12 +9,16 @@ written is said at once rather than after an evaluation's model calls:
 - `/dev/stdout` (and its other names, `/dev/fd/1`, `/proc/self/fd/1`) is the
   command's standard output, whatever it is (`-o /dev/stdout > FILE`: a link to a
   file, which no other output may be written through);
+- a path that is the very file one of the command's own streams is open on
+  (the same device and inode as its descriptor: `-o /dev/stderr 2> FILE`,
+  `-o /proc/self/fd/2`, `-o FILE > FILE`) is written through that stream;
 - a character device or a pipe (`-o /dev/null`, a terminal), links to one
   included, is written as it is, as standard output would be;
 - any other file is opened by the one output opener (`_files.open_output`):
   never through a link, never a file with other hard links; a missing folder is
-  refused. An existing regular file is replaced, as before: these outputs are
-  reports, and the command names the file.
+  refused. An existing regular file is replaced when `recognise` accepts its
+  first line (by default any: these outputs are reports, and the command names
+  the file).
 
 Nothing is truncated until the output is written; a file the opener made and
 the command never wrote (it failed, or found nothing to write) is removed again.
@@ -25,13 +29,16 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from converge_dsl import codes
 from converge_dsl._files import flush_checked, open_output, same_file, write_all
 from converge_dsl.errors import UsageError
+
+if TYPE_CHECKING:
+    from converge_dsl.cli import CommandIO
 
 
 class CommandOutput:
@@ -57,16 +64,20 @@ class CommandOutput:
 
 @contextlib.contextmanager
 def command_output(
-    stdout: IO[str],
+    io: CommandIO,
     path: str | Path | None,
     option: str,
     what: str,
     reads: Sequence[tuple[str | Path, str]],
+    *,
+    recognise: Callable[[bytes], bool] = lambda first: True,
 ) -> Iterator[CommandOutput]:
-    """The output of a command (see the module docstring); `reads` are (file, what it is).
+    """The output of a command (see the module docstring); `reads` are (file, what it is);
+    `recognise` accepts the first line of an existing file it may replace.
 
     `UsageError` for an output that is one of `reads` or that the opener refuses.
     """
+    stdout = io.stdout
     if path is None or str(path) in _STANDARD_OUTPUT:
         yield CommandOutput(stdout, None, None)
         return
@@ -78,6 +89,10 @@ def command_output(
                 hint=f"give {option} a file of its own",
                 code=codes.OUTPUT_REFUSED,
             )
+    own = _own_stream(target, (io.stdout, io.stderr))
+    if own is not None:
+        yield CommandOutput(own, None, None)
+        return
     if _is_stream(target):
         try:
             device = open(target, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
@@ -89,7 +104,7 @@ def command_output(
             yield CommandOutput(device, None, None)
         return
     existed = os.path.lexists(target)
-    stream = open_output(target, option, what, recognise=lambda first: True, append=True)
+    stream = open_output(target, option, what, recognise=recognise, append=True)
     output = CommandOutput(stdout, target, stream)
     try:
         with stream:
@@ -102,6 +117,23 @@ def command_output(
 
 # The names of standard output an `-o` may give ("": no file given).
 _STANDARD_OUTPUT = frozenset({"", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+
+
+def _own_stream(path: Path, streams: Sequence[IO[str]]) -> IO[str] | None:
+    """The first of `streams` whose open descriptor is the file `path` names (links
+    followed: `/dev/stderr` is the file standard error was redirected to), else None."""
+    try:
+        named = path.stat()
+    except (OSError, ValueError):
+        return None
+    for stream in streams:
+        try:
+            own = os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError):  # not a file's stream (a StringIO)
+            continue
+        if (own.st_dev, own.st_ino) == (named.st_dev, named.st_ino):
+            return stream
+    return None
 
 
 def _is_stream(path: Path) -> bool:

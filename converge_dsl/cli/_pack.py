@@ -24,9 +24,9 @@ A refusal with a stable code (a cap, a deadline, a redirect: CD56x) is
 printed as `error[CODE]: message` with its hint; exit 1 like every pack error.
 
 `--format json` (every sub-command) prints one JSON object on standard output
-instead of the text (`emit`); a pack or usage error then prints
-`{"error": {"code", "message", "hint"}}` there too (and its line on standard
-error), invalid pack files their diagnostics as `validate --format json` does.
+instead of the text (`emit`); a failure then prints the command line's JSON
+error object there (`cli`), invalid pack files their diagnostics as
+`validate --format json` does.
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ from typing import TYPE_CHECKING
 
 from converge_dsl import codes
 from converge_dsl._reading import read_text
-from converge_dsl.cli import environment_error
-from converge_dsl.errors import ConvergeError, PackError, PipelineInvalid, UsageError
+from converge_dsl.errors import PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
     from converge_dsl.cli import CommandIO
@@ -307,19 +306,6 @@ def _add(args: argparse.Namespace, io: CommandIO) -> int:
     return 0
 
 
-def report(exc: ConvergeError, io: CommandIO, format: str = "human") -> int:
-    """Print an error as the command line does (`ConvergeError.printed`); under
-    `--format json` it is also one `{"error": ...}` object on standard output.
-    """
-    io.stderr.write(f"{exc.printed()}\n")
-    if format == "json":
-        error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
-        if exc.where:
-            error["where"] = exc.where
-        io.stdout.write(json.dumps({"error": error}, indent=2, ensure_ascii=False) + "\n")
-    return exc.exit_code
-
-
 def warner(io: CommandIO) -> Callable[[str], object]:
     """Where `lock` and `pack add` report a replaced lock file or a yanked pin (`CD572`)."""
 
@@ -387,30 +373,6 @@ _ACTIONS = {
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    return guarded(_ACTIONS[args.action], args, io)
-
-
-def guarded(
-    action: Callable[[argparse.Namespace, CommandIO], int], args: argparse.Namespace, io: CommandIO
-) -> int:
-    """Run `action`; a pack error is `error[CODE]: ...`, and under `--format json` every failure
-    is one `{"error": ...}` object on standard output (invalid files excepted: their
-    diagnostics are rendered as `validate` renders them).
-
-    Without `--format json` other errors go on to the command line's last boundary, which
-    prints the same text.
-    """
-    try:
-        return action(args, io)
-    except PipelineInvalid:
-        raise
-    except PackError as exc:
-        return report(exc, io, args.format)
-    except ConvergeError as exc:
-        if args.format != "json":
-            raise  # the command line reports it
-        return report(exc, io, args.format)
-    except OSError as exc:  # a cache or output folder that cannot be used
-        if args.format != "json":
-            raise
-        return report(environment_error(exc), io, args.format)
+    """Run the sub-command; its failures are reported by the command line (`cli`), under
+    `--format json` as its one JSON error object too."""
+    return _ACTIONS[args.action](args, io)

@@ -6,14 +6,21 @@ pipeline reads the same whichever command found it. Formats: `human` (a
 source excerpt with a caret under each problem, then a summary line), `json`,
 `github` (workflow annotations) and `sarif` (SARIF 2.1.0). Each shows at
 most `MAX_PER_CODE` (100) diagnostics of a code and counts the rest.
+
+`render_error(error, stream)` is the one JSON object of a command's failure
+under `--format json`: `{"error": {"code", "message", "hint"}}`, with `where`
+when the error has a place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from converge_dsl.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from converge_dsl.errors import ConvergeError
 
 FORMATS = ("human", "json", "github", "sarif")
 
@@ -52,3 +59,13 @@ def render(
         if summary:
             text += ("\n" if text else "") + frontend.summary_line(found, files)
         stream.write(text)
+
+
+def render_error(error: ConvergeError, stream: TextIO) -> None:
+    """Write `error` as the one JSON error object (see the module docstring)."""
+    import json
+
+    body: dict[str, str | None] = {"code": error.code, "message": error.text, "hint": error.hint}
+    if error.where:
+        body["where"] = error.where
+    stream.write(json.dumps({"error": body}, indent=2, ensure_ascii=False) + "\n")

@@ -116,7 +116,7 @@ class CompiledExpression(_Located):
             return as_json_data(value)
         except TemplateRenderError as exc:
             raise TemplateRunError(
-                f"{what} is not a JSON value: {exc.message}",
+                f"{what} is not a JSON value: {exc.cited}",
                 span=self.span,
                 suggestor=suggestor,
                 cycle=cycle,

@@ -166,7 +166,7 @@ class KeySchemas:
                 # check below is linear; the validator itself is built on first use.
                 validator = python_validator(plain, what)
             except UnsafeSchema as exc:
-                raise RunError(exc.message, hint=exc.hint) from None
+                raise RunError(exc.message, hint=exc.hint, code=exc.code) from None
             error = meta_error(plain)
             if error is not None:
                 where_ = pointer_of(error.absolute_path) or "/"

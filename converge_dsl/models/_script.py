@@ -187,7 +187,7 @@ def compile_script(doc: LoadedDocument) -> Script:
                 [
                     Diagnostic.at(
                         CODE_NOT_LINEAR_REGEX,
-                        f"match.regex: {exc.message}",
+                        f"match.regex: {exc.cited}",
                         doc.source_map.span(regex_path),
                         path=regex_path,
                         hint="regexes run on RE2, in time linear in the prompt: "

@@ -232,7 +232,7 @@ class RecordingModel(ModelWrapper):
             with self._open(append=True) as out:
                 write_all(out, line + "\n", f"cassette {str(self._cassette)!r}")
         except (OSError, ConvergeError) as exc:
-            reason = exc.message if isinstance(exc, ConvergeError) else exc.strerror or exc
+            reason = exc.cited if isinstance(exc, ConvergeError) else exc.strerror or exc
             raise ModelError(
                 ModelErrorCode.CONFIG,
                 f"cannot write cassette {str(self._cassette)!r}: {reason}",

@@ -205,7 +205,7 @@ def _file(
     try:
         path = referenced_path(raw, base_dir, roots, field=f"{key} file", read=read)
     except ReferenceRefused as exc:
-        raise config_error(name, exc.message, exc.hint or "") from None
+        raise config_error(name, exc.cited, exc.hint or "") from None
     if resolved is not None and path.exists():  # a missing file is looked for again
         resolved[found] = path
     return path

@@ -157,7 +157,7 @@ class PackCache:
                     codes.PACK_NOT_INSTALLABLE,
                     f"the unpacked copy of {locked.name} {locked.version} in the pack cache "
                     "does not match its locked archive, and the archive cannot be fetched "
-                    f"again to replace it: {exc.message}",
+                    f"again to replace it: {exc.cited}",
                     hint="make the repository reachable and run the command again "
                     "(the unmatched copy was removed)",
                 ) from None

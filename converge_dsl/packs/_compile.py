@@ -93,7 +93,7 @@ def compile_pack_suggestor(
         packs = _packs(ctx)
     except PackError as exc:
         raise ctx.invalid(
-            codes.PACK_NOT_INSTALLABLE, exc.message, (*path, "use"), hint=exc.hint
+            codes.PACK_NOT_INSTALLABLE, exc.cited, (*path, "use"), hint=exc.hint
         ) from None
     pack = packs.get(pack_name)
     if pack is None:
@@ -118,7 +118,7 @@ def compile_pack_suggestor(
         solver = (solvers or installed_solvers()).get(definition.solver)
     except PackError as exc:
         raise ctx.invalid(
-            codes.SOLVER_NOT_INSTALLED, exc.message, (*path, "use"), hint=exc.hint
+            codes.SOLVER_NOT_INSTALLED, exc.cited, (*path, "use"), hint=exc.hint
         ) from None
     return PackSolverSuggestor(
         name=suggestor.name,

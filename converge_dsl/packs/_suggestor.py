@@ -124,7 +124,7 @@ def evaluate_invariant(invariant: InvariantDef, plan: Any, problem: Any, params:
     except TemplateRenderError as exc:
         if deadline_passed():
             raise
-        ok, message = False, f"cannot evaluate {invariant.check!r}: {exc.message}"
+        ok, message = False, f"cannot evaluate {invariant.check!r}: {exc.cited}"
     return PlanCheck(invariant.name, ok, invariant.critical, message)
 
 
@@ -300,7 +300,7 @@ class PackSolverSuggestor:
             else:
                 answer, solver_checks = await asyncio.to_thread(solve, problem)
         except SolverError as exc:
-            return self._reject(f"the solver could not solve the problem: {exc.message}", [])
+            return self._reject(f"the solver could not solve the problem: {exc.cited}", [])
         except Exception as exc:
             message = f"solver {self.solver.name!r} crashed: {exc}"
             raise RunError(message, suggestor=self.name) from exc

@@ -182,7 +182,7 @@ class Judges:
         try:
             text = render(rubric.template, scope)
         except ConvergeError as exc:
-            return self._bad(rubric, case, codes.EVAL_BAD_RUBRIC, f"rubric failed: {exc.message}")
+            return self._bad(rubric, case, codes.EVAL_BAD_RUBRIC, f"rubric failed: {exc.cited}")
         from converge_dsl.models import estimate_tokens
 
         estimate = estimate_tokens(rubric.system + text)

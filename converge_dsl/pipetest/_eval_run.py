@@ -225,11 +225,15 @@ def _case_json(case: CaseScores) -> JsonObject:
     return out
 
 
-def _run_error(body: Mapping[str, Any]) -> str | None:
-    """Why a case's run stopped with `error`: its first error diagnostic, located (None
-    for a run that stopped for another reason)."""
+_DIAGNOSTIC_FIELDS = ("code", "message", "file", "line", "column", "hint", "suggestor", "cycle")
+
+
+def _run_error(body: Mapping[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """Why a case's run stopped with `error`, from its first error diagnostic: that
+    diagnostic located on one line, and its fields that are given (None, None for a run
+    that stopped for another reason; a text and None for one without such a diagnostic)."""
     if body.get("stop_reason") != "error":
-        return None
+        return None, None
     for each in body.get("diagnostics") or ():
         if isinstance(each, Mapping) and each.get("severity") == "error":
             where = (
@@ -237,22 +241,9 @@ def _run_error(body: Mapping[str, Any]) -> str | None:
                 if each.get("file")
                 else ""
             )
-            return f"{each.get('code')}: {each.get('message')}{where}"
-    return "the run stopped with an error"
-
-
-_DIAGNOSTIC_FIELDS = ("code", "message", "file", "line", "column", "hint", "suggestor", "cycle")
-
-
-def _run_diagnostic(body: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The first error diagnostic of a run that stopped with `error`, its fields that
-    are given (None for a run that stopped for another reason, or without one)."""
-    if body.get("stop_reason") != "error":
-        return None
-    for each in body.get("diagnostics") or ():
-        if isinstance(each, Mapping) and each.get("severity") == "error":
-            return {k: each[k] for k in _DIAGNOSTIC_FIELDS if each.get(k) is not None}
-    return None
+            given = {k: each[k] for k in _DIAGNOSTIC_FIELDS if each.get(k) is not None}
+            return f"{each.get('code')}: {each.get('message')}{where}", given
+    return "the run stopped with an error", None
 
 
 def run_eval(
@@ -374,8 +365,7 @@ def _run_one(
                 result.seconds,
                 reasons,
                 int(usage.get("model_calls", 0)),
-                _run_error(body),
-                _run_diagnostic(body),
+                *_run_error(body),
             )
         )
     aggregates = tuple(_aggregate(m, scored, confusion[m.name]) for m in evaluation.metrics)

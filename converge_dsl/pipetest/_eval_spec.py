@@ -221,7 +221,7 @@ def _models(reader: _Reader, raw: Mapping[str, Any], where: JsonPath) -> dict[st
         try:
             checked = checked_spec(name, spec)
         except ModelError as exc:
-            reader.problem(codes.EVAL_BAD_MODEL, exc.message, at, exc.hint, on_key=True)
+            reader.problem(codes.EVAL_BAD_MODEL, exc.cited, at, exc.hint, on_key=True)
             continue
         found = True
         for field_name, value in checked.files.items():

@@ -159,7 +159,7 @@ def view_of(outcome: RunOutcome) -> RunView:
         try:
             return invariants[name].check(context)
         except ConvergeError as exc:
-            return f"its check failed: {exc.message}"
+            return f"its check failed: {exc.cited}"
 
     return _document_view(document, facts, holds)
 

@@ -278,7 +278,7 @@ class CheckpointStore:
             state = None if data is None else EngineState.from_data(data)
             inputs, text_sha, digest = head["inputs"], head["pipeline_text"], head["pipeline"]
         except (ConvergeError, KeyError, TypeError, RecursionError) as exc:
-            detail = exc.message if isinstance(exc, ConvergeError) else repr(exc)
+            detail = exc.cited if isinstance(exc, ConvergeError) else repr(exc)
             raise CheckpointRefused(
                 codes.CHECKPOINT_CORRUPT,
                 f"checkpoint {label!r} is unreadable: {detail}",

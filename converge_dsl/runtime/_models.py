@@ -62,7 +62,7 @@ def _cassette(
         )
     except ModelError as exc:
         raise UsageError(
-            f"{option}: {exc.message}", hint=exc.hint, code=codes.FILE_UNREADABLE
+            f"{option}: {exc.cited}", hint=exc.hint, code=codes.FILE_UNREADABLE
         ) from None
 
 

@@ -112,7 +112,8 @@ def run_error_diagnostic(error: ConvergeError) -> Diagnostic | None:
     if not isinstance(error, RunError) or error.span is None:
         return None
     who = f" (suggestor {error.suggestor!r}, cycle {error.cycle})" if error.suggestor else ""
-    return Diagnostic.at(RUN_ERROR_CODE, f"{error.message}{who}", error.span, hint=error.hint)
+    said = error.message if error.code == RUN_ERROR_CODE else error.cited  # its own code kept
+    return Diagnostic.at(RUN_ERROR_CODE, f"{said}{who}", error.span, hint=error.hint)
 
 
 def _where(note: StopNote, compiled: CompiledPipeline) -> tuple[SourceSpan, JsonPath]:

@@ -199,7 +199,7 @@ class TraceWriter:
 
     def _fail(self, exc: OutputError) -> None:
         self.failure = RunError(
-            f"{exc.message}; the run stopped",
+            f"{exc.cited}; the run stopped",
             hint="free space or choose another --trace path; the lines already written "
             "and the last --checkpoint are kept (continue with --resume DIR)",
         )

@@ -11,8 +11,8 @@ the framework's exception. `parse_json(raw)` is the body's JSON value, or a
 
 - the text is not UTF-8, or not JSON (the decoder's reason, its line and column);
 - it nests deeper than `MAX_DEPTH`;
-- it holds what a run could not carry: an object with one key twice (which
-  of the two a reader keeps is not JSON's to say), a number that is not
+- it holds what a run could not carry: an object with one key twice (refused
+  as `--input` refuses it: `converge_dsl._json_keys`), a number that is not
   finite once read (`1e999`) or an integer of more digits than Python reads,
   a lone surrogate, `NaN` or `Infinity`.
 """
@@ -27,6 +27,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._json_keys import Duplicated, keep_duplicates, unique_keys
 from converge_dsl._json_pointer import pointer
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import nests_deeper
@@ -135,7 +136,7 @@ def parse_json(raw: bytes) -> Any:
             f"offset {exc.start} cannot be decoded"
         ) from None
     try:
-        value = loads(text, object_pairs_hook=_unique_keys)
+        value = loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise _too_deep() from None
     except json.JSONDecodeError as exc:
@@ -153,37 +154,11 @@ def parse_json(raw: bytes) -> Any:
     return value
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise ValueError("duplicate key")
-    return out
-
-
-class _Duplicated(dict[str, Any]):
-    """An object read with a key given twice (`key`), kept to be located."""
-
-    key: str = ""
-
-
 class _LongInteger:
     """An integer of more digits than Python reads, kept to be located."""
 
     def __init__(self, digits: str) -> None:
         self.digits = len(digits.lstrip("-"))
-
-
-def _keep_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = _Duplicated(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                out.key = key
-                break
-            seen.add(key)
-        return out
-    return dict(out)
 
 
 def _read_int(digits: str) -> int | _LongInteger:
@@ -196,7 +171,7 @@ def _uncarriable(text: str) -> Refused:
     try:
         value = json.loads(
             text,
-            object_pairs_hook=_keep_duplicates,
+            object_pairs_hook=keep_duplicates,
             parse_int=_read_int,
             parse_constant=lambda name: float("nan"),
         )
@@ -215,7 +190,7 @@ def _first_problem(value: Any) -> tuple[tuple[str | int, ...], str] | None:
     stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
     while stack:
         path, item = stack.pop()
-        if isinstance(item, _Duplicated) and item.key:
+        if isinstance(item, Duplicated) and item.key:
             return (*path, item.key), "the key is given twice in one object"
         if isinstance(item, dict):
             for key in item:

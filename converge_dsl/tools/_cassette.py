@@ -213,7 +213,7 @@ class RecordingToolServer:
             ) as out:
                 write_all(out, line + "\n", where)
         except (OSError, ConvergeError) as exc:
-            reason = exc.message if isinstance(exc, ConvergeError) else exc.strerror or exc
+            reason = exc.cited if isinstance(exc, ConvergeError) else exc.strerror or exc
             raise ConvergeError(
                 f"cannot write {where}: {reason}",
                 hint="free space or record to another path; the lines already written are kept",

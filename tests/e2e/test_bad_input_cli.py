@@ -208,7 +208,11 @@ def test_non_utf8_cassette_is_a_usage_error_naming_the_option(tmp_path: Path, op
     value = str(path) if option == "--replay" else f"default={path}"
     code, _, err = cli("run", PIPELINE, option, value)
     assert code == 3
-    assert f"error[CD335]: {option} {value}: cassette garbage.jsonl is not UTF-8 text" in err
+    # the cassette's own code travels with its text (`ConvergeError.cited`)
+    assert (
+        f"error[CD335]: {option} {value}: [E_CONFIG] cassette garbage.jsonl is not UTF-8 text"
+        in err
+    )
     assert "--record CASSETTE" in err
 
 

@@ -116,10 +116,14 @@ def test_the_same_pipeline_gives_the_same_bytes() -> None:
 
 
 def test_an_invalid_pipeline_is_reported_like_validate_and_exits_2() -> None:
-    for format in ("mermaid", "json", "html"):
+    for format in ("mermaid", "html"):
         code, out, err = _cli("graph", f"{DATA}/invalid.yaml", "--format", format)
         assert (code, out) == (2, "")
         expect("invalid.stderr.txt", err)
+    # under --format json as `validate --format json` reports it, on standard output
+    code, out, err = _cli("graph", f"{DATA}/invalid.yaml", "--format", "json")
+    assert (code, err) == (2, "")
+    assert out == _cli("validate", f"{DATA}/invalid.yaml", "--format", "json")[1]
 
 
 def test_a_missing_pipeline_is_a_located_error() -> None:

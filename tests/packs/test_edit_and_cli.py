@@ -253,14 +253,15 @@ def test_a_pack_error_shows_its_place_on_one_line_and_json_keeps_it() -> None:
     """A pipeline whose name holds a newline: the `-->` line is one line (escaped)."""
     import json
 
-    from converge_dsl.cli import CommandIO
-    from converge_dsl.cli._pack import report
+    from converge_dsl.cli import _report
+    from converge_dsl.cli._render import render_error
     from converge_dsl.packs._files import PackRefused
 
     error = PackRefused("CD506", "pack alpha 1.0.0 is locked but not fetched", hint="fetch it")
     error.where = "a\nb.yaml:4:9"
     out, err = io.StringIO(), io.StringIO()
-    report(error, CommandIO.checked(out, err, {}), "json")
+    render_error(error, out)  # as the command line reports it under --format json
+    _report(err, f"{error.printed()}\n")
     assert err.getvalue() == (
         "error[CD506]: pack alpha 1.0.0 is locked but not fetched\n"
         " --> a\\nb.yaml:4:9\n  hint: fetch it\n"

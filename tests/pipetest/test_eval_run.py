@@ -208,4 +208,11 @@ def test_a_case_s_run_error_names_its_place_on_one_line() -> None:
             | {"line": 18, "column": 5}
         ],
     }
-    assert _run_error(body) == "CD911: E (at c\\nx.yaml:18:5)"
+    error, diagnostic = _run_error(body)
+    assert error == "CD911: E (at c\\nx.yaml:18:5)"
+    assert diagnostic == {"code": "CD911", "message": "E", "file": "c\nx.yaml"} | {
+        "line": 18,
+        "column": 5,
+    }
+    assert _run_error({"stop_reason": "error"}) == ("the run stopped with an error", None)
+    assert _run_error({"stop_reason": "converged", "diagnostics": []}) == (None, None)

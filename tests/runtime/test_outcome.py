@@ -174,3 +174,20 @@ def test_the_streamed_json_is_the_whole_document_and_the_summary_holds_no_facts(
     out.write_json(stream)
     assert stream.getvalue() == out.document.model_dump_json(indent=2)
     assert len(repr(out)) < 200  # asyncio may format it: never the whole result
+
+
+def test_a_located_run_error_with_its_own_code_keeps_it_in_its_diagnostic_text() -> None:
+    # A located run error is a CD900 diagnostic; an error of another code lost that code.
+    from converge_dsl.runtime import run_error_diagnostic
+
+    span = SourceSpan("p.yaml", 3, 5, 3, 9)
+    coded = RunError("the check ran out of steps", code="CD970", span=span, suggestor="s", cycle=2)
+    found = run_error_diagnostic(coded)
+    assert found is not None
+    assert (found.code, found.message) == (
+        codes.RUN_ERROR,
+        "[CD970] the check ran out of steps (suggestor 's', cycle 2)",
+    )
+    plain = run_error_diagnostic(RunError("template failed", span=span))
+    assert plain is not None
+    assert plain.message == "template failed"

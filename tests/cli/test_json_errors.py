@@ -1,0 +1,97 @@
+"""Every command that takes `--format json` says its failure as JSON on standard output:
+one `{"error": {"code", "message", "hint"}}` object (`cli._render.render_error`), its
+line on standard error and its own exit code; `run` its run-result document.
+
+`cache show --format json` (and every command but `run`, `lock` and `pack`) wrote
+nothing on standard output when it failed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from converge_dsl.cli import run
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPELINE = str(ROOT / "pipelines" / "market-entry.yaml")
+
+# (the command line, without --format json; its exit code; its error's code)
+FAILURES = [
+    (["validate", "missing.yaml"], 3, None),
+    (["plan", PIPELINE, "--input", "bad"], 3, None),
+    (["graph", PIPELINE, "--input", "bad"], 3, None),
+    (["run", PIPELINE, "--cases", "cases.jsonl"], 3, None),  # a batch without --out
+    (["eval", "missing.eval.yaml"], 3, None),
+    (["test", "missing.test.yaml"], 3, None),
+    (["diff", "a.json", "b.json"], 3, None),
+    (["explain", "CD0000"], 3, None),
+    (["trace", "expand", "missing.jsonl", "1"], 3, None),
+    (["lock", "missing.yaml"], 3, None),
+    (["cache", "stats", "--cache-dir", "afile"], 3, "CD975"),
+    (["cache", "ls", "--cache-dir", "afile"], 3, "CD975"),
+    (["cache", "show", "nope"], 3, "CD977"),
+    (["cache", "show", "nope", "--cache-dir", "afile"], 3, "CD975"),
+    (["cache", "prune", "--max-bytes", "-1"], 3, None),
+    (["cache", "clear", "--cache-dir", "afile"], 3, "CD975"),
+    (["pack", "publish", "missing", "--repo", "repo"], 1, "CD332"),
+    (["pack", "list", "missing"], 1, "CD325"),
+    (["pack", "info", "nope"], 1, "CD574"),
+    (["pack", "fetch", "missing.yaml"], 3, None),
+    (["pack", "verify", "missing.yaml"], 3, None),
+    (["pack", "add", "x", "missing.yaml"], 3, None),
+    (["pack", "yank", "x", "1.0.0", "--repo", "missing"], 1, "CD325"),
+    (["pack", "keygen", "afile"], 3, None),
+]
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("not a folder\n")
+    return tmp_path
+
+
+def _cli(folder: Path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    environ = {"XDG_CACHE_HOME": str(folder / "cache"), "HOME": str(folder)}
+    code = run(list(argv), out, err, environ)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "exit_code", "code"), FAILURES, ids=[" ".join(f[0][:2]) for f in FAILURES]
+)
+def test_a_failure_under_format_json_is_one_json_error_object(
+    folder: Path, argv: list[str], exit_code: int, code: str | None
+) -> None:
+    status, out, err = _cli(folder, *argv, "--format", "json")
+    assert status == exit_code, err
+    error = json.loads(out)["error"]
+    assert set(error) == {"code", "message", "hint"}
+    assert error["code"] == code
+    head = f"error[{code}]" if code else "error"
+    assert err.splitlines()[0] == f"{head}: {error['message']}"
+    if error["hint"] is not None:
+        assert f"  hint: {error['hint']}" in err.splitlines()
+    # without --format json: the same line, nothing on standard output
+    assert _cli(folder, *argv) == (exit_code, "", err)
+
+
+def test_run_says_its_failure_in_its_run_result_document(folder: Path) -> None:
+    status, out, err = _cli(folder, "run", PIPELINE, "--input", "bad", "--format", "json")
+    assert status == 3
+    document = json.loads(out)  # one document, no error object after it
+    assert document["stop_reason"] == "usage_error"
+    assert document["diagnostics"][0]["message"] in err
+
+
+def test_an_invalid_pipeline_under_format_json_is_validate_s_json(folder: Path) -> None:
+    (folder / "bad.yaml").write_text("version: 1\nname: x\nnope: 1\n")
+    expected = _cli(folder, "validate", "bad.yaml", "--format", "json")
+    assert expected[0] == 2
+    for argv in (["plan", "bad.yaml"], ["graph", "bad.yaml"], ["lock", "bad.yaml"]):
+        assert _cli(folder, *argv, "--format", "json")[:2] == expected[:2]
