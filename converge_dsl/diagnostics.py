@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from converge_dsl._escapes import escaped, shown_escaped
+from converge_dsl._escapes import escaped
 from converge_dsl._record import Record
 
 if TYPE_CHECKING:
@@ -47,9 +47,8 @@ class SourceSpan(Record):
 
 
 # What a file name may hold that would break its location's line or drive a terminal:
-# C0 (newline and tab too), DEL, C1, the Unicode line and paragraph separators, bidi; and
-# the runs of backslashes shown doubled before them or their escapes' texts.
-_NOT_ONE_LINE = shown_escaped("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", "nrt")
+# C0 (newline and tab too), DEL, C1, the Unicode line and paragraph separators, bidi.
+_NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -61,9 +60,8 @@ def one_line(name: str) -> str:
     """A file's `name` as a human location shows it (`FILE:LINE:COLUMN`, `--> ...`):
     newline, carriage return and tab as `\\n`, `\\r`, `\\t`, every other control,
     line-separator or bidi character as `\\xNN` / `\\uNNNN`, so one diagnostic's
-    location stays one line and cannot drive the terminal; a run of backslashes
-    before one of those escapes' texts is doubled (`converge_dsl._escapes`), so the
-    name reads back one way. Machine output (JSON's `file`, SARIF) keeps the real name."""
+    location stays one line and cannot drive the terminal. Machine output (JSON's
+    `file`, SARIF) keeps the real name."""
     import re
 
     return re.sub(_NOT_ONE_LINE, _escaped, name)

@@ -87,5 +87,5 @@ def character_diagnostic(exc: yaml.reader.ReaderError, file: str, text: str) -> 
         codes.FORBIDDEN_CHARACTER,
         f"the character {name} is not allowed in YAML",
         point(file, line, column),
-        hint="remove it, or write it as an escape (like \\0 or \\a) in a double-quoted string",
+        hint="remove it, or write it as an escape (like \\x07) in a double-quoted string",
     )

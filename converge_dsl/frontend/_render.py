@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from converge_dsl._escapes import SHOWN_ESCAPED, escaped
+from converge_dsl._escapes import UNSHOWN, escaped
 from converge_dsl._reading import ReadRefused, read_text
 from converge_dsl.diagnostics import Diagnostic, location
 from converge_dsl.frontend._cap import Omitted
@@ -80,11 +80,9 @@ def terminal_safe(text: str) -> str:
 
     Newline and tab are kept; everything else a terminal would act on (C0,
     DEL, C1, U+202A-U+202E, U+2066-U+2069) becomes its escape, so untrusted
-    text cannot move the cursor, retitle the window or reorder what is shown;
-    a run of backslashes before one, or before text that reads as an escape,
-    is doubled, so that what is shown reads back one way (`converge_dsl._escapes`).
+    text cannot move the cursor, retitle the window or reorder what is shown.
     """
-    return re.sub(SHOWN_ESCAPED, escaped, text)  # compiled on first use: `re` caches it
+    return re.sub(UNSHOWN, escaped, text)  # compiled on first use: `re` caches it
 
 
 def _excerpt(line: str, start: int, end: int) -> tuple[str, int, int]:

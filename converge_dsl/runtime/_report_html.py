@@ -68,11 +68,7 @@ def render_report(trace: Path) -> str:
     data = page_json(found)
     page = (_ASSETS / "page.html").read_text(encoding="utf-8")
     css = page_asset("vlist.css") + (_ASSETS / "report.css").read_text(encoding="utf-8")
-    js = (
-        page_asset("vlist.js")
-        + page_asset("shown.js")
-        + (_ASSETS / "report.js").read_text(encoding="utf-8")
-    )
+    js = page_asset("vlist.js") + (_ASSETS / "report.js").read_text(encoding="utf-8")
     # One pass, so that nothing inserted is itself searched for a placeholder.
     parts = {"@CSS@": css, "@DATA@": data, "@JS@": js}
     body = re.sub("@(?:CSS|DATA|JS)@", lambda m: parts[m.group(0)], page)

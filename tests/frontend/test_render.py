@@ -47,6 +47,17 @@ def test_excerpt_and_message_are_escaped_and_caret_follows() -> None:
     assert caret.index("^") == shown.index('x"')
 
 
+def test_an_excerpt_quotes_the_backslashes_of_its_line_as_written() -> None:
+    """A YAML escape the user typed is shown as typed, in the excerpt and in the message: a
+    reversible form that doubled a backslash before escape text showed `"caf\\\\u00e9"`."""
+    source = 'id: "caf\\u00e9 \\x41 C:\\temp \u202e"\n'
+    out = render_human([_diag(1, 5, 6, "id 'caf\\u00e9'")], {"p.yaml": source})
+    shown, caret = out.splitlines()[3:5]
+    assert shown == '1 | id: "caf\\u00e9 \\x41 C:\\temp \\u202e"'
+    assert caret.index("^") == shown.index('"')
+    assert out.splitlines()[0].endswith("id 'caf\\u00e9'")
+
+
 def test_long_line_is_cut_to_a_window_around_the_caret() -> None:
     line = "k: " + "a" * 500_000 + "BAD" + "b" * 500_000
     column = line.index("BAD") + 1

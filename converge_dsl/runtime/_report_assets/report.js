@@ -12,6 +12,7 @@
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
+  function fromAddress(text) { try { return decodeURIComponent(text); } catch (e) { return null; } }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
   /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
   function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
@@ -206,30 +207,18 @@
   var factList = table($("facts"), "Facts", ["key", "id", "confidence", "content", "suggestor"], ["c-k", "c-id", "c-n", "c-w", "c-s"], D.facts,
     function (f) { return [f[0], f[1], f[4] === null ? "" : f[4].toFixed(2), f[2], nm(f[8])]; },
     function (f) {
-      showFact(f);
-      var address = pageAddress("fact", f[1]);
-      if (address !== null && address !== location.hash) history.replaceState(null, "", address);
+      detail(factBox, [["key / id", f[0] + " / " + f[1]], ["content", f[2]], ["data", f[3], true], ["confidence", f[4]],
+        ["provenance", [f[5], f[6] && "model " + f[6], f[7] && "account " + f[7]].filter(Boolean).join(", ")],
+        ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
     });
-  function showFact(f) {
-    detail(factBox, [["key / id", f[0] + " / " + f[1]], ["content", f[2]], ["data", f[3], true], ["confidence", f[4]],
-      ["provenance", [f[5], f[6] && "model " + f[6], f[7] && "account " + f[7]].filter(Boolean).join(", ")],
-      ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
-  }
 
-  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it): ID is the
-     fact's id percent-encoded, or its visible form (pageAddressed, the shared shown.js); an
-     address that does not decode (a stray "%") opens none, and the page draws the rest. A
-     fact opened or picked puts its link in the address, in the one form the page writes. */
-  var factById = new Map();
-  D.facts.forEach(function (f) { if (!factById.has(f[1])) factById.set(f[1], f); });
-  function openAddressed() {
-    var id = factList && pageAddressed(location.hash, "fact", function (shown) { return factById.has(shown); });
-    if (id === null || id === undefined) return;
-    var pick = factById.get(id);
-    factList.picked = pick; factList.draw(); factList.onPick(pick);
+  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it); an
+     address that does not decode (a stray "%") opens none, and the page draws the rest */
+  var wanted = fromAddress(location.hash.replace(/^#fact=/, ""));
+  if (factList && wanted !== null && location.hash.indexOf("#fact=") === 0) {
+    var pick = D.facts.filter(function (f) { return f[1] === wanted; })[0];
+    if (pick) { factList.picked = pick; factList.draw(); factList.onPick(pick); }
   }
-  openAddressed();
-  window.addEventListener("hashchange", openAddressed);
 
   /* -- gate ---------------------------------------------------------------------------- */
   var gate = $("gate");
