@@ -75,6 +75,8 @@ class ReferenceRefused(ConvergeError):
 class OutputError(ConvergeError):
     """A write to standard output or to an output file failed or was cut short (exit 1)."""
 
+    code = codes.ENVIRONMENT_FAILED
+
 
 def user_roots(
     given: Iterable[str | Path] = (), env: Mapping[str, str] | None = None

@@ -210,7 +210,7 @@ def test_a_cassette_refused_for_a_run_keeps_its_model_error_code(tmp_path: Path)
     out, err = io.StringIO(), io.StringIO()
     assert run(argv, out, err, {}) == 3
     said = f"--replay {cassette}: [E_CONFIG] cassette bad.jsonl line 1 is not a recording"
-    assert err.getvalue().startswith(f"error: {said}")
+    assert err.getvalue().startswith(f"error[CD335]: {said}")
     out, err = io.StringIO(), io.StringIO()
     assert run([*argv, "--format", "json"], out, err, {}) == 3
     assert json.loads(out.getvalue())["diagnostics"][0]["message"].startswith(said)

@@ -460,7 +460,8 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
         from converge_dsl.cli._render import render_error
 
         error = _user_error(exc)
-        render_error(error, io.stdout)
+        with contextlib.suppress(ConvergeError, OSError, ValueError):
+            render_error(error, io.stdout)  # standard output failing: the error is on stderr
         if error is exc:
             raise
         raise error from exc

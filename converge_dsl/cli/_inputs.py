@@ -64,7 +64,9 @@ def load_input_json(text: str, what: str) -> Any:
 
 
 def _twice(text: str, what: str, key: str) -> UsageError:
-    """The refusal of JSON `text` (read once without a problem but this) giving `key` twice."""
+    """The refusal of JSON `text` (read once without a problem but this) giving `key` twice;
+    located at the repeat `duplicate_path` finds, which names the key when it differs (an
+    outer object's repeat drops the inner object `key` was repeated in)."""
     import json
 
     from converge_dsl._json_pointer import pointer
@@ -74,6 +76,7 @@ def _twice(text: str, what: str, key: str) -> UsageError:
     except RecursionError:  # nested too deeply after the repeat: said unlocated
         path = None
     where = f" (at {pointer(path)})" if path else ""
+    key = str(path[-1]) if path else key
     return UsageError(
         f"{what} gives the key {key!r} twice in one object{where}",
         hint=f"keep one entry for {key!r}",

@@ -79,16 +79,14 @@ def command_output(
     """
     stdout = io.stdout
     if path is None or str(path) in _STANDARD_OUTPUT:
+        if path:  # named: refused as that file would be, if standard output is one it reads
+            _refuse_stream_read(stdout, str(path), option, reads)
         yield CommandOutput(stdout, None, None)
         return
     target = Path(path)
     for read, name in reads:
         if same_file(target, Path(read)):
-            raise UsageError(
-                f"{option} {str(target)!r} is {name}; it would be overwritten",
-                hint=f"give {option} a file of its own",
-                code=codes.OUTPUT_REFUSED,
-            )
+            raise _would_overwrite(option, str(target), name)
     own = _own_stream(target, (io.stdout, io.stderr))
     if own is not None:
         yield CommandOutput(own, None, None)
@@ -117,6 +115,29 @@ def command_output(
 
 # The names of standard output an `-o` may give ("": no file given).
 _STANDARD_OUTPUT = frozenset({"", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+
+
+def _would_overwrite(option: str, target: str, name: str) -> UsageError:
+    return UsageError(
+        f"{option} {target!r} is {name}; it would be overwritten",
+        hint=f"give {option} a file of its own",
+        code=codes.OUTPUT_REFUSED,
+    )
+
+
+def _refuse_stream_read(
+    stream: IO[str], given: str, option: str, reads: Sequence[tuple[str | Path, str]]
+) -> None:
+    """`UsageError` when `stream`'s open descriptor is one of the files `reads` names."""
+    try:
+        own = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):  # not a file's stream (a StringIO)
+        return
+    for read, name in reads:
+        with contextlib.suppress(OSError):
+            named = os.stat(read)
+            if (own.st_dev, own.st_ino) == (named.st_dev, named.st_ino):
+                raise _would_overwrite(option, given, name)
 
 
 def _own_stream(path: Path, streams: Sequence[IO[str]]) -> IO[str] | None:

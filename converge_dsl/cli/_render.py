@@ -68,4 +68,5 @@ def render_error(error: ConvergeError, stream: TextIO) -> None:
     body: dict[str, str | None] = {"code": error.code, "message": error.text, "hint": error.hint}
     if error.where:
         body["where"] = error.where
-    stream.write(json.dumps({"error": body}, indent=2, ensure_ascii=False) + "\n")
+    # ASCII: a file name's undecodable bytes (lone surrogates) stay JSON in any encoding
+    stream.write(json.dumps({"error": body}, indent=2) + "\n")

@@ -23,10 +23,11 @@ LOCK_FILE = ".lock"
 def check_folder(folder: Path, option: str, *, create: bool) -> None:
     """Before a run: `folder` must be a folder (made when `create`); else `UsageError`."""
     if folder.exists() and not folder.is_dir():
+        made = " (it is created when missing)" if create else ""
         raise UsageError(
             f"{option} {str(folder)!r} is a file, not a folder",
-            hint=f"give {option} a folder path (it is created when missing)",
-            code=codes.PATH_NOT_FOUND,
+            hint=f"give {option} a folder path{made}",
+            code=codes.OUTPUT_REFUSED if create else codes.PATH_NOT_FOUND,
         )
     if create:
         try:

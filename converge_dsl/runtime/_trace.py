@@ -199,9 +199,10 @@ class TraceWriter:
 
     def _fail(self, exc: OutputError) -> None:
         self.failure = RunError(
-            f"{exc.cited}; the run stopped",
+            f"{exc.message}; the run stopped",
             hint="free space or choose another --trace path; the lines already written "
             "and the last --checkpoint are kept (continue with --resume DIR)",
+            code=exc.code,
         )
         self.close()
         raise self.failure

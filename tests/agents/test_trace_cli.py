@@ -124,7 +124,7 @@ def test_malformed_span_event_names_its_line(
         assert out.getvalue() == ""
     else:  # the command line's one JSON error object, as every command's
         message = json.loads(out.getvalue())["error"]["message"]
-        assert err.getvalue().startswith(f"error: {message}\n")
+        assert err.getvalue().startswith(f"error[CD335]: {message}\n")
 
 
 def test_well_formed_span_event_still_expands(tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ TWICE = [
     ('{"market": "a", "market": "b"}', "market", "/market"),
     ('{"market": {"n": 1, "n": true}}', "n", "/market/n"),
     ('{"market": [{"n": 1.0}, {"n": 1, "n": 1.0}]}', "n", "/market/1/n"),
+    # the inner repeat is dropped with the first "market": the key named is where it points
+    ('{"market": {"b": 1, "b": 2}, "market": "x"}', "market", "/market"),
 ]
 
 
@@ -43,7 +45,7 @@ def test_an_inputs_file_giving_a_key_twice_is_refused_where_it_is(
     code, _, err = _cli(command, PIPELINE, "--inputs", str(path))
     assert code == 3
     assert err == (
-        f"error: --inputs {path} gives the key {key!r} twice in one object (at {at})\n"
+        f"error[CD338]: --inputs {path} gives the key {key!r} twice in one object (at {at})\n"
         f"  hint: keep one entry for {key!r}\n"
     )
 
@@ -54,7 +56,7 @@ def test_an_input_value_giving_a_key_twice_is_refused_where_it_is(
 ) -> None:
     code, _, err = _cli("run", PIPELINE, "--input", f"market={text}")
     assert code == 3
-    assert err.startswith(f"error: --input market gives the key {key!r} twice in one object")
+    assert err.startswith(f"error[CD338]: --input market gives the key {key!r} twice in one object")
     assert f"(at {at})" in err
 
 

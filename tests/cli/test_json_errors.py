@@ -21,30 +21,30 @@ PIPELINE = str(ROOT / "pipelines" / "market-entry.yaml")
 
 # (the command line, without --format json; its exit code; its error's code)
 FAILURES = [
-    (["validate", "missing.yaml"], 3, None),
-    (["plan", PIPELINE, "--input", "bad"], 3, None),
-    (["graph", PIPELINE, "--input", "bad"], 3, None),
-    (["run", PIPELINE, "--cases", "cases.jsonl"], 3, None),  # a batch without --out
-    (["eval", "missing.eval.yaml"], 3, None),
-    (["test", "missing.test.yaml"], 3, None),
-    (["diff", "a.json", "b.json"], 3, None),
-    (["explain", "CD0000"], 3, None),
-    (["trace", "expand", "missing.jsonl", "1"], 3, None),
-    (["lock", "missing.yaml"], 3, None),
+    (["validate", "missing.yaml"], 3, "CD334"),
+    (["plan", PIPELINE, "--input", "bad"], 3, "CD338"),
+    (["graph", PIPELINE, "--input", "bad"], 3, "CD338"),
+    (["run", PIPELINE, "--cases", "cases.jsonl"], 3, "CD333"),  # a batch without --out
+    (["eval", "missing.eval.yaml"], 3, "CD334"),
+    (["test", "missing.test.yaml"], 3, "CD334"),
+    (["diff", "a.json", "b.json"], 3, "CD335"),
+    (["explain", "CD0000"], 3, "CD333"),
+    (["trace", "expand", "missing.jsonl", "1"], 3, "CD335"),
+    (["lock", "missing.yaml"], 3, "CD334"),
     (["cache", "stats", "--cache-dir", "afile"], 3, "CD975"),
     (["cache", "ls", "--cache-dir", "afile"], 3, "CD975"),
     (["cache", "show", "nope"], 3, "CD977"),
     (["cache", "show", "nope", "--cache-dir", "afile"], 3, "CD975"),
-    (["cache", "prune", "--max-bytes", "-1"], 3, None),
+    (["cache", "prune", "--max-bytes", "-1"], 3, "CD333"),
     (["cache", "clear", "--cache-dir", "afile"], 3, "CD975"),
     (["pack", "publish", "missing", "--repo", "repo"], 1, "CD332"),
     (["pack", "list", "missing"], 1, "CD325"),
     (["pack", "info", "nope"], 1, "CD574"),
-    (["pack", "fetch", "missing.yaml"], 3, None),
-    (["pack", "verify", "missing.yaml"], 3, None),
-    (["pack", "add", "x", "missing.yaml"], 3, None),
+    (["pack", "fetch", "missing.yaml"], 3, "CD334"),
+    (["pack", "verify", "missing.yaml"], 3, "CD334"),
+    (["pack", "add", "x", "missing.yaml"], 3, "CD334"),
     (["pack", "yank", "x", "1.0.0", "--repo", "missing"], 1, "CD325"),
-    (["pack", "keygen", "afile"], 3, None),
+    (["pack", "keygen", "afile"], 3, "CD336"),
 ]
 
 
@@ -95,3 +95,26 @@ def test_an_invalid_pipeline_under_format_json_is_validate_s_json(folder: Path) 
     assert expected[0] == 2
     for argv in (["plan", "bad.yaml"], ["graph", "bad.yaml"], ["lock", "bad.yaml"]):
         assert _cli(folder, *argv, "--format", "json")[:2] == expected[:2]
+
+
+def test_standard_output_failing_under_the_error_object_keeps_the_error(folder: Path) -> None:
+    """The object cannot be written (a full disk, a closed pipe): the error is still said on
+    standard error with its own exit code; it was replaced by the write's failure (exit 1)."""
+
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    err = io.StringIO()
+    status = run(["explain", "CD99999", "--format", "json"], Full(), err, {})
+    assert status == 3
+    assert err.getvalue().startswith("error[CD333]: unknown diagnostic code 'CD99999'")
+
+
+def test_an_error_object_naming_an_undecodable_file_is_ascii_json(folder: Path) -> None:
+    """A file name's undecodable byte (a lone surrogate in Python) is escaped in the object:
+    it was written raw, so the output was not UTF-8 (or not written at all)."""
+    status, out, _ = _cli(folder, "diff", "\udcff.json", "b.json", "--format", "json")
+    assert status == 3
+    assert out.isascii()
+    assert "\udcff.json" in json.loads(out)["error"]["message"]

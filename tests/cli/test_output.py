@@ -79,3 +79,22 @@ def test_graph_writes_dev_stdout_into_a_pipe(tmp_path: Path) -> None:
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert isinstance(json.loads(done.stdout), dict)
+
+
+def test_dev_stdout_appending_to_the_pipeline_read_is_refused(tmp_path: Path) -> None:
+    """`graph P -o /dev/stdout >> P` appended the graph to the pipeline it read; a file
+    named so is refused (CD336), as `-o P` and `-o /dev/fd/3 3>>P` are."""
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(Path(PIPELINE).read_text(encoding="utf-8"), encoding="utf-8")
+    kept = pipeline.read_bytes()
+    with pipeline.open("a") as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "converge_dsl", "graph", str(pipeline), "-o", "/dev/stdout"],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == 3
+    assert done.stderr.startswith("error[CD336]: --output '/dev/stdout' is the pipeline")
+    assert pipeline.read_bytes() == kept

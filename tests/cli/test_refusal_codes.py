@@ -21,24 +21,57 @@ from converge_dsl.errors import ConvergeError
 ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGE = ROOT / "converge_dsl"
 MARKET = ROOT / "pipelines" / "market-entry.yaml"
-# The error classes with no code of their own: a raise of one names its code.
-UNCODED = {"ConvergeError", "UsageError", "PackError", "ModelFailure"}
-# Raises that need none: the language server's exit without `shutdown` (stderr of an
-# editor's child process; no user reads it as a diagnostic).
+# Errors whose code lives elsewhere: a PipelineInvalid's in its diagnostics; a template's
+# and a solver's errors are turned into located diagnostics and rejections that carry one.
+CARRIERS = {"PipelineInvalid", "TemplateCompileError", "TemplateRenderError", "SolverError"}
 EXEMPT = {("lsp/__init__.py", "the editor ended the language server's session")}
 
 
+def _uncoded(trees: list[ast.Module]) -> set[str]:
+    """The error classes with no code of their own: `ConvergeError` and, by name, each class
+    derived from one that neither sets `code` in its body nor passes `code=` up."""
+    bases: dict[str, set[str]] = {}
+    coded: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                named = {
+                    b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+                }
+                bases.setdefault(node.name, set()).update(named)
+                passes = any(isinstance(k, ast.keyword) and k.arg == "code" for k in ast.walk(node))
+                sets = any(
+                    isinstance(line, ast.Assign)
+                    and any(
+                        getattr(t, "id", "") in ("code", "diagnostic_code") for t in line.targets
+                    )
+                    for line in node.body
+                )
+                if passes or sets:
+                    coded.add(node.name)
+    uncoded = {"ConvergeError"}
+    grown = True
+    while grown:
+        found = {n for n, b in bases.items() if n not in coded and b & uncoded} - uncoded
+        uncoded |= found
+        grown = bool(found)
+    return uncoded - CARRIERS
+
+
 def _errors_without_a_code(root: Path) -> list[str]:
-    """`FILE:LINE: CLASS(message)` of each error of an `UNCODED` class built without `code=`."""
+    """`FILE:LINE: CLASS(message)` of each error of a class without a code of its own
+    (`_uncoded`) built without `code=`."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    files = sorted(root.rglob("*.py"))
+    trees = [ast.parse(path.read_text(encoding="utf-8")) for path in files]
+    uncoded = _uncoded(trees)
+    for path, tree in zip(files, trees, strict=True):
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             called = node.func
             name = called.id if isinstance(called, ast.Name) else getattr(called, "attr", "")
-            if name not in UNCODED or any(k.arg in ("code", None) for k in node.keywords):
+            if name not in uncoded or any(k.arg in ("code", None) for k in node.keywords):
                 continue
             text = ast.unparse(node.args[0]) if node.args else ""
             where = str(path.relative_to(root))
@@ -53,6 +86,7 @@ def test_every_error_without_a_code_of_its_own_is_built_with_one() -> None:
 
 def test_the_scan_finds_a_raise_without_a_code(tmp_path: Path) -> None:
     (tmp_path / "sites.py").write_text(
+        "class UsageError(ConvergeError): ...\n"
         "raise UsageError('no code')\n"
         "raise UsageError('coded', code=codes.X)\n"
         "raise errors.ConvergeError(f'{x}', hint='h')\n"
@@ -61,9 +95,9 @@ def test_the_scan_finds_a_raise_without_a_code(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert [line.split(": ", 1)[0] for line in _errors_without_a_code(tmp_path)] == [
-        "sites.py:1",
-        "sites.py:3",
-        "sites.py:5",
+        "sites.py:2",
+        "sites.py:4",
+        "sites.py:6",
     ]
 
 

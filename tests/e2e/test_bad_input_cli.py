@@ -114,7 +114,7 @@ def test_checkpoint_on_an_existing_file_fails_before_the_run(tmp_path: Path) -> 
     path.write_text("keep\n")
     code, out, err = cli("run", PIPELINE, "--checkpoint", path)
     assert code == 3
-    assert f"error[CD334]: --checkpoint '{path}' is a file, not a folder" in err
+    assert f"error[CD336]: --checkpoint '{path}' is a file, not a folder" in err
     assert "cycle 1" not in err
     assert out == ""
     assert path.read_text() == "keep\n"
@@ -169,7 +169,7 @@ def test_trace_write_failure_mid_run_stops_with_exit_1_keeping_the_checkpoint(
     folder = tmp_path / "ck"
     code, _, err = cli("run", PIPELINE, "--trace", tmp_path / "t.jsonl", "--checkpoint", folder)
     assert code == 1
-    assert f"error: cannot write trace file '{tmp_path / 't.jsonl'}': No space left" in err
+    assert f"error[CD361]: cannot write trace file '{tmp_path / 't.jsonl'}': No space left" in err
     assert "Traceback" not in err
     assert len(stream.kept) == 16
     assert all(json.loads(line) for line in stream.kept)
