@@ -154,7 +154,7 @@ def test_the_cli_exits_1_when_stdout_fails_whatever_the_run_said(tmp_path: Path,
     assert _cli(io.StringIO(), "run", market)[0] == 4
     result, err = _cli(Failing(code, room=10), "run", market)
     assert result == 1
-    assert "error: cannot write standard output: " in err
+    assert "error[CD361]: cannot write standard output: " in err
 
 
 def _subprocess(args: list[str], stdout: int) -> subprocess.CompletedProcess[bytes]:
@@ -172,7 +172,7 @@ def test_a_real_full_disk_is_exit_1_with_a_message() -> None:
     with open("/dev/full", "wb") as full:
         done = _subprocess(["validate", str(PIPELINES / "market-entry.yaml")], full.fileno())
     assert done.returncode == 1
-    assert b"error: cannot write standard output: No space left on device" in done.stderr
+    assert b"error[CD361]: cannot write standard output: No space left on device" in done.stderr
 
 
 def test_a_real_closed_pipe_is_exit_1_with_a_message() -> None:
@@ -183,4 +183,4 @@ def test_a_real_closed_pipe_is_exit_1_with_a_message() -> None:
     finally:
         os.close(write)
     assert done.returncode == 1
-    assert b"error: cannot write standard output: the reader closed the pipe" in done.stderr
+    assert b"error[CD361]: cannot write standard output: the reader closed the pipe" in done.stderr
