@@ -184,3 +184,26 @@ def test_a_real_closed_pipe_is_exit_1_with_a_message() -> None:
         os.close(write)
     assert done.returncode == 1
     assert b"error[CD361]: cannot write standard output: the reader closed the pipe" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["validate"], ["graph", "-o", "/dev/stdout"]],
+    ids=["validate", "graph -o /dev/stdout"],
+)
+def test_a_command_started_without_standard_output_is_exit_1_with_a_message(
+    args: list[str],
+) -> None:
+    """`converge-dsl validate P >&-`: Python starts with `sys.stdout` None; it was a
+    traceback (`'NoneType' object has no attribute 'write'`)."""
+    pipeline = str(PIPELINES / "market-entry.yaml")
+    shell = ["sh", "-c", 'exec "$0" -m converge_dsl "$@" >&-', sys.executable]
+    done = subprocess.run(
+        [*shell, args[0], pipeline, *args[1:]],
+        stderr=subprocess.PIPE,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(b"error[CD361]: cannot write standard output: it was closed")
+    assert b"Traceback" not in done.stderr

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from io import TextIOBase
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, cast
 
 from converge_dsl import codes
@@ -480,15 +482,30 @@ def main() -> None:
     """
     _ENTRY.ends_process = True
     _main_is_the_package()
-    code = run(sys.argv[1:], sys.stdout, sys.stderr)
-    for stream, name in ((sys.stdout, "standard output"), (sys.stderr, "standard error")):
+    # A stream the process started without (`>&-`) is None in Python: writing to it fails
+    # as a closed descriptor does (CD361, exit 1), not with a traceback.
+    closed = cast("TextIO", _Closed())
+    stdout, stderr = sys.stdout or closed, sys.stderr or closed
+    code = run(sys.argv[1:], stdout, stderr)
+    for stream, name in ((stdout, "standard output"), (stderr, "standard error")):
         try:
             stream.flush()
         except (OSError, ValueError) as exc:  # a closed pipe (`converge-dsl ... | head`)
             code = EXIT_FAILURE
-            if stream is sys.stdout:
-                _report(sys.stderr, f"error: cannot write {name}: {exc}\n")
+            if stream is stdout:
+                error = ConvergeError(f"cannot write {name}: {exc}", code=codes.ENVIRONMENT_FAILED)
+                _report(stderr, f"{error.printed()}\n")
     os._exit(code)
+
+
+class _Closed(TextIOBase):
+    """A standard stream the process was started without."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it was closed when the command started")
 
 
 # The names the console script an installer writes holds (besides dunders): it imports
