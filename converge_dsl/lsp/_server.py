@@ -104,6 +104,9 @@ class PipelineServer(LanguageServer):
         self._buffers: dict[str, Document] = {}
         self._opened_as: dict[str, Path] = {}  # each open URI's file
         self._uris: dict[Path, str] = {}  # each open file's URI: its text's buffer's
+        # The URIs each file's diagnostics show under (published and not taken back since),
+        # so that a URI no longer open is cleared rather than left with stale diagnostics.
+        self._published: dict[Path, set[str]] = {}
 
     protocol: PipelineProtocol
 
@@ -224,10 +227,12 @@ class PipelineServer(LanguageServer):
         if others:
             self._hold(others[-1], path, self._buffers[others[-1]])
             self.changed(path)
-            return
-        self._uris.pop(path, None)
-        self.state.open.pop(path, None)
-        self.release()
+        else:
+            self._uris.pop(path, None)
+            self.state.open.pop(path, None)
+            self.release()
+        if path in self._published:  # still found in: shown under the URIs it has now
+            self.send(path, self.state.published(path))
 
     def needed(self) -> set[Path]:
         """The files whose analyses the open documents read: themselves, the pipelines that
@@ -283,10 +288,7 @@ class PipelineServer(LanguageServer):
             pending.cancel()
         self._waiting.discard(path)
         for file, items in self.state.forget_found(path).items():
-            for uri, version in self.published_as(file):
-                self.text_document_publish_diagnostics(
-                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
-                )
+            self.send(file, items)
 
     def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""
@@ -444,10 +446,26 @@ class PipelineServer(LanguageServer):
         found = {self.state.path_of(file): items for file, items in grouped.items()}
         found.setdefault(source, [])
         for file, items in self.state.publishable(source, found).items():
-            for uri, version in self.published_as(file):
-                self.text_document_publish_diagnostics(
-                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
-                )
+            self.send(file, items)
+
+    def send(self, file: Path, items: list[lsp.Diagnostic]) -> None:
+        """Publish `items`, the diagnostics of `file`, under the URIs of `published_as`, and
+        clear them under each URI they showed under that is no longer open as `file`."""
+        targets = self.published_as(file)
+        named = {uri for uri, _ in targets}
+        shown = self._published.pop(file, set())
+        still_open = {uri for uri in shown if self._opened_as.get(uri) == file}
+        for uri in sorted(shown - still_open - named):
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[], version=None)
+            )
+        for uri, version in targets:
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
+            )
+        kept = (still_open - named) | (named if items else set())
+        if kept:
+            self._published[file] = kept
 
     async def settle(self) -> None:
         """Wait until no analysis is pending (for `shutdown`)."""

@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
 
 from converge_dsl.lsp import _server, build_server
 
@@ -120,12 +121,9 @@ async def test_closing_documents_leaves_nothing_of_them(tmp_path: Path) -> None:
     state = server.state
     held = (state.open, state.latest, state.good, state.found, state.related)
     assert held == ({}, {}, {}, {}, {})
-    assert (server._buffers, server._pending, server._analysed, server._tests_saw) == (
-        {},
-        {},
-        {},
-        {},
-    )
+    held_by_server = (server._buffers, server._pending, server._analysed, server._tests_saw)
+    assert held_by_server == ({}, {}, {}, {})
+    assert server._published == {}
 
 
 async def test_a_closed_pipeline_an_open_model_script_reads_is_kept(tmp_path: Path) -> None:
@@ -146,3 +144,103 @@ async def test_a_closed_pipeline_an_open_model_script_reads_is_kept(tmp_path: Pa
     finally:
         server._worker.shutdown(wait=True)
     assert server.state.latest == {}
+
+
+def _last(published: list[Any]) -> dict[str, list[Any]]:
+    """The diagnostics each URI shows: the last published under it."""
+    return {params.uri: params.diagnostics for params in published}
+
+
+async def _serve(server: _server.PipelineServer) -> None:
+    await asyncio.wait_for(server.settle(), 60)
+
+
+def _project(tmp_path: Path) -> Path:
+    for name in ("broken.yaml", "broken.script.yaml"):
+        (tmp_path / name).write_text((DATA / name).read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    return tmp_path
+
+
+async def test_closing_a_document_clears_its_diagnostics_under_the_uri_the_client_used(
+    tmp_path: Path,
+) -> None:
+    """Closing cleared the file URI's diagnostics, not those of the URI the editor opened
+    (`sub/../broken.yaml`): the editor kept them."""
+    root = _project(tmp_path)
+    uri = f"{root.as_uri()}/sub/../broken.yaml"
+    server = build_server(debounce=0)
+    published: list[Any] = []
+    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
+    try:
+        server.opened(uri, (root / "broken.yaml").read_text(encoding="utf-8"), 1)
+        await _serve(server)
+        assert _last(published)[uri]
+        server.closed(uri)
+        await _serve(server)
+    finally:
+        server._worker.shutdown(wait=True)
+    assert _last(published)[uri] == []
+    assert not any(_last(published).values())
+    assert server._published == {}
+
+
+async def test_closing_one_of_two_buffers_of_a_file_clears_the_closed_one(tmp_path: Path) -> None:
+    """A link and its file open: closing the link republished under the file's buffer only,
+    and the link's buffer kept its diagnostics."""
+    root = _project(tmp_path)
+    (root / "link.yaml").symlink_to(root / "broken.yaml")
+    text = (root / "broken.yaml").read_text(encoding="utf-8")
+    link, file = (root / "link.yaml").as_uri(), (root / "broken.yaml").as_uri()
+    server = build_server(debounce=0)
+    published: list[Any] = []
+    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
+    try:
+        server.opened(file, text, 1)
+        server.opened(link, text, 1)
+        await _serve(server)
+        assert _last(published)[link]
+        assert _last(published)[file]
+        server.closed(link)
+        await _serve(server)
+    finally:
+        server._worker.shutdown(wait=True)
+    assert _last(published)[link] == []
+    assert _last(published)[file]
+
+
+async def test_a_closed_pipeline_an_open_script_reads_shows_its_findings_once(
+    tmp_path: Path,
+) -> None:
+    """A pipeline closed while its open model script still reads it: its later findings
+    went to its file URI and the URI the editor had closed kept the old ones (two copies)."""
+    root = _project(tmp_path)
+    uri = f"{root.as_uri()}/sub/../broken.yaml"
+    script = (root / "broken.script.yaml").as_uri()
+    text = (root / "broken.yaml").read_text(encoding="utf-8")
+    server = build_server(debounce=0)
+    published: list[Any] = []
+    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
+    try:
+        server.opened(script, (root / "broken.script.yaml").read_text(encoding="utf-8"), 1)
+        server.opened(uri, text, 1)
+        await _serve(server)
+        server.closed(uri)
+        await _serve(server)
+        server.edited(script, 2, [lsp.TextDocumentContentChangeWholeDocument(text="")])
+        await _serve(server)
+        server.edited(
+            script,
+            3,
+            [
+                lsp.TextDocumentContentChangeWholeDocument(
+                    text=(root / "broken.script.yaml").read_text(encoding="utf-8")
+                )
+            ],
+        )
+        await _serve(server)
+    finally:
+        server._worker.shutdown(wait=True)
+    shown = {u for u, items in _last(published).items() if items}
+    assert uri not in shown
+    assert shown == {script, (root / "broken.yaml").as_uri()}
