@@ -254,9 +254,6 @@ class PipelineServer(LanguageServer):
         held = {*self.state.latest, *self.state.good, *self.state.found, *self._pending}
         for path in sorted({*held, *self._analysed, *self._tests_saw} - needed):
             self.unpublish(path)
-            pending = self._pending.pop(path, None)
-            if pending is not None:
-                pending.cancel()
             self.state.forget(path)
             self._analysed.pop(path, None)
             self._tests_saw.pop(path, None)
@@ -282,11 +279,9 @@ class PipelineServer(LanguageServer):
     def unpublish(self, path: Path) -> None:
         """`path` no longer has findings of its own (a pipeline or test edited into another
         kind of file, or emptied): its pending check is dropped and what it found is taken
-        back from every file it was published in."""
-        pending = self._pending.pop(path, None)
-        if pending is not None and path in self._waiting:
-            pending.cancel()
-        self._waiting.discard(path)
+        back from every file it was published in (a check past its wait runs on, and
+        neither publishes nor keeps what it finds)."""
+        self._drop_pending(path)
         for file, items in self.state.forget_found(path).items():
             self.send(file, items)
 
@@ -318,14 +313,25 @@ class PipelineServer(LanguageServer):
         """Make `check` the pending check of `path`. An earlier one still waiting for the
         pause is cancelled; one past it runs to its end, unpublished when its text is
         replaced, so the editor model it makes is kept as the last good one."""
+        self._drop_pending(path)
+        self._waiting.add(path)
+        self._pending[path] = asyncio.get_running_loop().create_task(check)
+
+    def _drop_pending(self, path: Path) -> None:
+        """`path` has no pending check: one still waiting for the pause is cancelled; one
+        past it runs to its end (`settle` waits for it), no longer the pending one."""
         pending = self._pending.pop(path, None)
         if pending is not None and path in self._waiting:
             pending.cancel()
         elif pending is not None and not pending.done():
             self._finishing.add(pending)
             pending.add_done_callback(self._finishing.discard)
-        self._waiting.add(path)
-        self._pending[path] = asyncio.get_running_loop().create_task(check)
+        self._waiting.discard(path)
+
+    def _is_pending(self, path: Path) -> bool:
+        """Whether the running check is still the pending check of `path` (not replaced by a
+        newer one, nor dropped when its file was closed or stopped being a pipeline or test)."""
+        return self._pending.get(path) is asyncio.current_task()
 
     async def _pause(self, path: Path) -> None:
         """Wait for the pause in typing; after it, the check is no longer cancelled."""
@@ -352,7 +358,16 @@ class PipelineServer(LanguageServer):
             self.schedule_test(test)
 
     async def _check_test(self, path: Path) -> None:
+        """Check the open test file at `path` and publish what it finds while it is still
+        open at that text; once closed, what is held for it is dropped (`release`)."""
         await self._pause(path)
+        try:
+            await self._test_findings(path)
+        finally:
+            if path not in self.state.open:
+                self.release()
+
+    async def _test_findings(self, path: Path) -> None:
         text = self.state.text(path)
         if text is None:
             return
@@ -370,9 +385,10 @@ class PipelineServer(LanguageServer):
                 )
             )
             return
-        if self._pending.get(path) is asyncio.current_task():
-            del self._pending[path]
-        if self.state.text(path) == text:
+        if not self._is_pending(path):
+            return  # replaced (the newer check publishes) or closed
+        del self._pending[path]
+        if path in self.state.open and self.state.text(path) == text:
             self._tests_saw[path] = self._names_read(path, text, open_texts)
             self.publish_found(path, found)
 
@@ -388,7 +404,17 @@ class PipelineServer(LanguageServer):
         return analysed[1]
 
     async def _check(self, path: Path) -> None:
+        """Analyse the pipeline at `path`, publish its diagnostics, then make its editor
+        model; a check no longer pending (replaced, or its file closed and no longer needed)
+        publishes nothing, and what a file no open document needs is dropped at its end."""
         await self._pause(path)
+        try:
+            await self._analyse(path)
+        finally:
+            if path not in self.state.open:
+                self.release()  # closed meanwhile, or checked for an open script or test
+
+    async def _analyse(self, path: Path) -> None:
         text = self.state.text(path)
         if text is None:
             return
@@ -409,8 +435,8 @@ class PipelineServer(LanguageServer):
                     checks=self.checks,
                 ),
             )
-            if self.state.text(path) != text:
-                return  # a newer text is scheduled; it publishes
+            if not self._is_pending(path) or self.state.text(path) != text:
+                return  # a newer check publishes, or the file was closed
             self.publish(analysis)
             names = names_for_tests(analysis)
             self._analysed[path] = (text, names)
@@ -426,14 +452,14 @@ class PipelineServer(LanguageServer):
                 )
             )
             return
-        if self._pending.get(path) is asyncio.current_task():
+        if self._is_pending(path):
             del self._pending[path]
+        elif path not in self._pending:
+            return  # closed meanwhile and dropped: nothing of it is kept
         if self.state.text(path) == text:
             self.state.remember(analysis)
         else:  # typed on meanwhile: still the last good model until a newer one is
             self.state.keep_good(analysis)
-        if path not in self.state.open:
-            self.release()  # closed meanwhile, or checked for an open script or test
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""

@@ -244,3 +244,115 @@ async def test_a_closed_pipeline_an_open_script_reads_shows_its_findings_once(
     shown = {u for u, items in _last(published).items() if items}
     assert uri not in shown
     assert shown == {script, (root / "broken.yaml").as_uri()}
+
+
+def _held(server: _server.PipelineServer) -> tuple[object, ...]:
+    state = server.state
+    return (
+        state.open,
+        state.latest,
+        state.good,
+        state.found,
+        state.related,
+        server._pending,
+        server._analysed,
+        server._tests_saw,
+        server._published,
+    )
+
+
+NOTHING_HELD = ({}, {}, {}, {}, {}, {}, {}, {}, {})
+
+
+def _gate(monkeypatch: pytest.MonkeyPatch, name: str, fail: bool = False) -> threading.Event:
+    """Make `_server.<name>` wait for the returned event once it is called (then raise,
+    when `fail`); `.started` is set when it is called."""
+    real = getattr(_server, name)
+    release, started = threading.Event(), threading.Event()
+
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        release.wait(10)
+        if fail:
+            raise RuntimeError("failed")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_server, name, gated)
+    release.started = started  # type: ignore[attr-defined]
+    return release
+
+
+async def test_a_test_file_closed_while_it_is_checked_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test file closed during its check: the check read the same text from disk, so it
+    published the findings of a closed file and kept them and its state for the session."""
+    for name in ("typed.yaml", "typed.script.yaml", "typed.test.yaml"):
+        (tmp_path / name).write_text((DATA / name).read_text(encoding="utf-8"), encoding="utf-8")
+    test = tmp_path / "typed.test.yaml"
+    release = _gate(monkeypatch, "check_test")
+    server = build_server(debounce=0)
+    published: list[Any] = []
+    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
+    try:
+        server.opened(test.as_uri(), test.read_text(encoding="utf-8"), 1)
+        assert await asyncio.to_thread(release.started.wait, 10)  # type: ignore[attr-defined]
+        checking = server._pending[test.resolve()]
+        server.closed(test.as_uri())
+        after_close = len(published)
+        release.set()
+        await asyncio.wait_for(checking, 30)
+        await _serve(server)
+    finally:
+        release.set()
+        server._worker.shutdown(wait=True)
+    assert [p.uri for p in published[after_close:] if p.diagnostics] == []
+    assert test.as_uri() not in {p.uri for p in published[after_close:]}
+    assert _held(server) == NOTHING_HELD
+
+
+async def test_a_pipeline_closed_while_it_is_analysed_is_not_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closed during its analysis, a pipeline's findings were published all the same (its
+    text read again from disk), then taken back."""
+    root = _project(tmp_path)
+    pipeline = root / "broken.yaml"
+    release = _gate(monkeypatch, "analyse")
+    server = build_server(debounce=0)
+    published: list[Any] = []
+    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
+    try:
+        server.opened(pipeline.as_uri(), pipeline.read_text(encoding="utf-8"), 1)
+        assert await asyncio.to_thread(release.started.wait, 10)  # type: ignore[attr-defined]
+        checking = server._pending[pipeline.resolve()]
+        server.closed(pipeline.as_uri())
+        release.set()
+        await asyncio.wait_for(checking, 30)
+        await _serve(server)
+    finally:
+        release.set()
+        server._worker.shutdown(wait=True)
+    assert published == []
+    assert _held(server) == NOTHING_HELD
+
+
+async def test_a_check_that_fails_making_the_model_still_drops_what_is_not_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipeline checked while not open (saved or changed on disk) whose editor model
+    failed kept its analysis and findings for the session."""
+    root = _project(tmp_path)
+    release = _gate(monkeypatch, "with_facts", fail=True)
+    release.set()
+    server = build_server(debounce=0)
+    published: list[Any] = []
+    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
+    server.window_log_message = lambda params: None  # type: ignore[method-assign]
+    try:
+        server.changed((root / "broken.yaml").resolve())
+        await _serve(server)
+    finally:
+        server._worker.shutdown(wait=True)
+    assert _held(server) == NOTHING_HELD
+    assert not any(_last(published).values())
