@@ -107,6 +107,8 @@ class PipelineServer(LanguageServer):
         # The URIs each file's diagnostics show under (published and not taken back since),
         # so that a URI no longer open is cleared rather than left with stale diagnostics.
         self._published: dict[Path, set[str]] = {}
+        # The pipeline each test file names, by the text it was read from (a YAML load).
+        self._tested: dict[Path, tuple[str, Path | None]] = {}
 
     protocol: PipelineProtocol
 
@@ -237,12 +239,13 @@ class PipelineServer(LanguageServer):
     def needed(self) -> set[Path]:
         """The files whose analyses the open documents read: themselves, the pipelines that
         read one (a model script's findings are its pipeline's), and those an open model
-        script or test names."""
+        script or test names (looked for as `changed` does: only when none reads it)."""
         needed = set(self.state.open)
         for path, document in self.state.open.items():
-            needed |= self.state.pipelines_reading(path)
+            reading = self.state.pipelines_reading(path)
+            needed |= reading
             kind = self.state.kind(path)
-            if kind in (SCRIPT, TEST):
+            if kind in (SCRIPT, TEST) and not reading:
                 needed.update(self.pipelines_naming(path, kind, document.text))
         return needed
 
@@ -257,6 +260,8 @@ class PipelineServer(LanguageServer):
             self.state.forget(path)
             self._analysed.pop(path, None)
             self._tests_saw.pop(path, None)
+        for path in set(self._tested) - set(self.state.open):
+            del self._tested[path]
 
     def changed(self, path: Path) -> None:
         """`path` has new text: schedule the analyses it changes."""
@@ -288,9 +293,7 @@ class PipelineServer(LanguageServer):
     def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""
         if kind == TEST:
-            from converge_dsl.lsp._related import tested_pipeline
-
-            named = tested_pipeline(path, text, self.environ)
+            named = self.tested_pipeline(path, text)
             return [named] if named is not None else []
         found = []
         for candidate in sorted(path.parent.glob("*.y*ml")):
@@ -338,15 +341,24 @@ class PipelineServer(LanguageServer):
         await asyncio.sleep(self.debounce)
         self._waiting.discard(path)
 
-    def tests_of(self, pipeline: Path) -> list[Path]:
-        """The open test files that test `pipeline`."""
+    def tested_pipeline(self, test: Path, text: str) -> Path | None:
+        """The pipeline the test file `test` names in `text` (`_related.tested_pipeline`),
+        read once a text: the scheduler asks after every check."""
         from converge_dsl.lsp._related import tested_pipeline
 
+        cached = self._tested.get(test)
+        if cached is not None and (cached[0] is text or cached[0] == text):
+            return cached[1]
+        named = tested_pipeline(test, text, self.environ)
+        self._tested[test] = (text, named)
+        return named
+
+    def tests_of(self, pipeline: Path) -> list[Path]:
+        """The open test files that test `pipeline`."""
         return [
             path
             for path, text in sorted(self.state.open_texts().items())
-            if self.state.kind(path) == TEST
-            and tested_pipeline(path, text, self.environ) == pipeline
+            if self.state.kind(path) == TEST and self.tested_pipeline(path, text) == pipeline
         ]
 
     def pipeline_on_disk(self, uri: str) -> None:
@@ -394,9 +406,7 @@ class PipelineServer(LanguageServer):
 
     def _names_read(self, test: Path, text: str, open_texts: Mapping[Path, str]) -> object:
         """The names of its pipeline that the check of `test` read (see `_tests_saw`)."""
-        from converge_dsl.lsp._related import tested_pipeline
-
-        pipeline = tested_pipeline(test, text, self.environ)
+        pipeline = self.tested_pipeline(test, text)
         read = None if pipeline is None else open_texts.get(pipeline)
         analysed = None if pipeline is None else self._analysed.get(pipeline)
         if read is None or analysed is None or analysed[0] != read:
