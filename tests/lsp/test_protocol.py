@@ -4,6 +4,7 @@ server), and the exit code says whether the client asked for `shutdown`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import subprocess
@@ -424,3 +425,31 @@ def test_a_failure_inside_the_server_is_still_logged(
         assert caplog.records == []
         protocol._send_handler_result(failed, msg_id=2)
     assert [r.getMessage() for r in caplog.records] == ['Exception occurred for message "2"']
+
+
+@pytest.mark.asyncio
+async def test_notifications_leave_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each didOpen, didChange and didClose left a future in pygls's table of requests
+    for the session (10,000 changes kept about 30 MB)."""
+    server = build_server(debounce=0)
+    protocol = server.protocol
+    monkeypatch.setattr(protocol, "_send_data", lambda data: None)
+    server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+
+    def send(message: dict[str, Any]) -> None:
+        protocol.receive(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+    send({"id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}})
+    send({"method": "initialized", "params": {}})
+    uri = (tmp_path / "notes.txt").as_uri()
+    for version in range(1, 101):
+        item = {"uri": uri, "languageId": "text", "version": version, "text": "a"}
+        send({"method": "textDocument/didOpen", "params": {"textDocument": item}})
+        change = {"textDocument": {"uri": uri, "version": version + 1}, "contentChanges": []}
+        send({"method": "textDocument/didChange", "params": change})
+        send({"method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
+    await asyncio.wait_for(server.settle(), 30)
+    server._worker.shutdown(wait=True)
+    assert protocol._request_futures == {}
