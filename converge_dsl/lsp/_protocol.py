@@ -98,7 +98,10 @@ def strict_converter() -> cattrs.Converter:
 def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -> object:
     """`value` as `kind` when it is one of the `accepted` JSON values. A type's hook is
     its subclasses' too: an enumeration of integers (a diagnostic's severity) is made
-    from an integer as cattrs makes it, `kind(value)`."""
+    from an integer as cattrs makes it, `kind(value)`. JSON has one number type: an
+    integral number written with a fraction or an exponent (`1.0`, `1e2`) is an integer."""
+    if isinstance(value, float) and accepted == (int,) and value.is_integer():
+        value = int(value)
     if isinstance(value, accepted) and (bool in accepted or not isinstance(value, bool)):
         return kind(value)
     shown = json.dumps(value)

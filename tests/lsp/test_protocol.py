@@ -346,6 +346,41 @@ def test_a_value_of_the_wrong_json_type_is_refused_naming_its_field(
     }
 
 
+def test_an_integral_number_is_an_integer_whatever_its_spelling(wire: Wire, project: Path) -> None:
+    """JSON has one number type: `"line": 1.0` was refused as not an integer."""
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    text = (project / "typed.yaml").read_text(encoding="utf-8")
+    document = {"uri": uri, "languageId": "yaml", "version": 1.0, "text": text}
+    wire.send(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {"textDocument": document},
+            }
+        )
+    )
+    line = text.splitlines().index(next(t for t in text.splitlines() if t.startswith("models:")))
+    position = {"line": float(line), "character": 1e0}
+    answer = wire.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": position}
+    )
+    assert "error" not in answer
+    assert answer["result"]
+    assert wire.said() == []
+
+
+def test_integral_floats_are_integers_and_no_other_value_is() -> None:
+    converter = strict_converter()
+    assert converter.structure(2.0, int) == 2
+    assert type(converter.structure(2.0, int)) is int
+    assert converter.structure(1.0, lsp.DiagnosticSeverity) is lsp.DiagnosticSeverity.Error
+    for value in (1.5, True, "1", float("inf"), float("nan")):
+        with pytest.raises(WrongType):
+            converter.structure(value, int)
+
+
 def test_a_change_whose_text_is_not_a_string_is_refused_and_the_document_kept(
     wire: Wire, project: Path
 ) -> None:
