@@ -486,7 +486,8 @@ class PipelineServer(LanguageServer):
 
     def send(self, file: Path, items: list[lsp.Diagnostic]) -> None:
         """Publish `items`, the diagnostics of `file`, under the URIs of `published_as`, and
-        clear them under each URI they showed under that is no longer open as `file`."""
+        clear them under each URI they showed under that is no longer open as `file`. A
+        file not open that shows nothing is sent nothing: no editor waits for its version."""
         targets = self.published_as(file)
         named = {uri for uri, _ in targets}
         shown = self._published.pop(file, set())
@@ -495,6 +496,8 @@ class PipelineServer(LanguageServer):
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[], version=None)
             )
+        if not items and file not in self.state.open:
+            targets = [(uri, version) for uri, version in targets if uri in shown]
         for uri, version in targets:
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)

@@ -183,6 +183,7 @@ async def test_closing_a_document_clears_its_diagnostics_under_the_uri_the_clien
     assert _last(published)[uri] == []
     assert not any(_last(published).values())
     assert server._published == {}
+    assert (root / "broken.yaml").as_uri() not in _last(published)  # it never showed anything
 
 
 async def test_closing_one_of_two_buffers_of_a_file_clears_the_closed_one(tmp_path: Path) -> None:
