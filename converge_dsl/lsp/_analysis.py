@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 PIPELINE, SCRIPT, TEST, PACK, OTHER = "Pipeline", "ModelScript", "PipelineTest", "Pack", "other"
 
 # The top-level `kind:` of a converge-dsl file, as `validate` tells its files apart.
-# A line starts after any of the protocol's line breaks (`^` alone misses a lone `\r`).
-_KIND = re.compile(r"""(?:^|(?<=\r))["']?kind["']?[ \t]*:[ \t]*["']?([A-Za-z]+)""", re.M)
-_API = re.compile(r"""(?:^|(?<=\r))["']?apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/""", re.M)
+# `^` starts a line after `\n` only: a text holding a `\r` (a lone one breaks a line
+# too) is read with each `\r` as `\n` (a lookbehind for `\r` is 4x slower on any text).
+_KIND = re.compile(r"""^["']?kind["']?[ \t]*:[ \t]*["']?([A-Za-z]+)""", re.M)
+_API = re.compile(r"""^["']?apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/""", re.M)
 
 
 def file_kind(text: str) -> str:
@@ -42,6 +43,8 @@ def file_kind(text: str) -> str:
     A file that names converge-dsl's API (or a pipeline's kind) and no other
     kind of ours is a pipeline, broken ones included, as `validate` reads a folder.
     """
+    if "\r" in text:
+        text = text.replace("\r", "\n")
     found = _KIND.search(text)
     kind = found.group(1) if found else None
     if kind in (SCRIPT, TEST, PACK):

@@ -41,7 +41,7 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
@@ -71,8 +71,6 @@ MAX_HEADER_LINE = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 # What may come before `initialize` and after `shutdown`.
 _ALWAYS = frozenset({lsp.EXIT})
-# What a built-in method yields: the handlers pygls runs after it.
-_Handled = Iterator[tuple[Callable[..., Any], tuple[object, ...], None]]
 
 
 # The JSON values each primitive field type takes, and their name: an integer is not a
@@ -100,7 +98,10 @@ def strict_converter() -> cattrs.Converter:
 def _exactly(accepted: tuple[type, ...], name: str, value: object, kind: type) -> object:
     """`value` as `kind` when it is one of the `accepted` JSON values. A type's hook is
     its subclasses' too: an enumeration of integers (a diagnostic's severity) is made
-    from an integer as cattrs makes it, `kind(value)`."""
+    from an integer as cattrs makes it, `kind(value)`. JSON has one number type: an
+    integral number written with a fraction or an exponent (`1.0`, `1e2`) is an integer."""
+    if isinstance(value, float) and accepted == (int,) and value.is_integer():
+        value = int(value)
     if isinstance(value, accepted) and (bool in accepted or not isinstance(value, bool)):
         return kind(value)
     shown = json.dumps(value)
@@ -178,6 +179,26 @@ class PipelineProtocol(LanguageServerProtocol):
         self._request_futures.pop(msg_id, None)
         self._send_response(msg_id, error=refused.to_response_error())
 
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Callable[..., Any],
+        callback: Callable[[Future[Any]], None],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls's run of a handler. pygls keeps the future of each one that is not
+        synchronous by `msg_id`, and takes it back when it answers a request; a
+        notification's (a built-in `initialized`, a handler a built-in chains) it kept for
+        the session: that one is dropped once done."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        answers = isinstance(callback, functools.partial) and callback.func == (
+            self._send_handler_result
+        )
+        future = None if answers else self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
+
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         """Cancel request `msg_id`; one already answered (an editor cancels those too) is
         not a warning."""
@@ -244,24 +265,26 @@ class PipelineProtocol(LanguageServerProtocol):
 
     # The open documents are the server's (`_document.Document`, applying each change over
     # the lines it touches): pygls's own copies, which `didChange` rewrote whole, are not kept.
+    # These are plain functions: pygls keeps a future for a generator's notification (its
+    # way to chain the server's handler) in its table of requests for the session.
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> _Handled:
-        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_OPEN, params)
+    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> None:
+        self._server_handler(lsp.TEXT_DOCUMENT_DID_OPEN, params)
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> _Handled:
-        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_CHANGE, params)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> None:
+        self._server_handler(lsp.TEXT_DOCUMENT_DID_CHANGE, params)
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> _Handled:
-        yield from self._server_handler(lsp.TEXT_DOCUMENT_DID_CLOSE, params)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> None:
+        self._server_handler(lsp.TEXT_DOCUMENT_DID_CLOSE, params)
 
-    def _server_handler(self, method: str, params: object) -> _Handled:
-        """pygls's way for a built-in method to run the server's handler of it."""
+    def _server_handler(self, method: str, params: object) -> None:
+        """Run the server's handler of `method` (`_server.register_sync`: synchronous)."""
         handler = self.fm.features.get(method)
         if handler is not None:
-            yield handler, (params,), None
+            handler(params)
 
 
 def _reason(exc: BaseException) -> str:

@@ -104,6 +104,11 @@ class PipelineServer(LanguageServer):
         self._buffers: dict[str, Document] = {}
         self._opened_as: dict[str, Path] = {}  # each open URI's file
         self._uris: dict[Path, str] = {}  # each open file's URI: its text's buffer's
+        # The URIs each file's diagnostics show under (published and not taken back since),
+        # so that a URI no longer open is cleared rather than left with stale diagnostics.
+        self._published: dict[Path, set[str]] = {}
+        # The pipeline each test file names, by the text it was read from (a YAML load).
+        self._tested: dict[Path, tuple[str, Path | None]] = {}
 
     protocol: PipelineProtocol
 
@@ -224,20 +229,23 @@ class PipelineServer(LanguageServer):
         if others:
             self._hold(others[-1], path, self._buffers[others[-1]])
             self.changed(path)
-            return
-        self._uris.pop(path, None)
-        self.state.open.pop(path, None)
-        self.release()
+        else:
+            self._uris.pop(path, None)
+            self.state.open.pop(path, None)
+            self.release()
+        if path in self._published:  # still found in: shown under the URIs it has now
+            self.send(path, self.state.published(path))
 
     def needed(self) -> set[Path]:
         """The files whose analyses the open documents read: themselves, the pipelines that
         read one (a model script's findings are its pipeline's), and those an open model
-        script or test names."""
+        script or test names (looked for as `changed` does: only when none reads it)."""
         needed = set(self.state.open)
         for path, document in self.state.open.items():
-            needed |= self.state.pipelines_reading(path)
+            reading = self.state.pipelines_reading(path)
+            needed |= reading
             kind = self.state.kind(path)
-            if kind in (SCRIPT, TEST):
+            if kind in (SCRIPT, TEST) and not reading:
                 needed.update(self.pipelines_naming(path, kind, document.text))
         return needed
 
@@ -249,12 +257,11 @@ class PipelineServer(LanguageServer):
         held = {*self.state.latest, *self.state.good, *self.state.found, *self._pending}
         for path in sorted({*held, *self._analysed, *self._tests_saw} - needed):
             self.unpublish(path)
-            pending = self._pending.pop(path, None)
-            if pending is not None:
-                pending.cancel()
             self.state.forget(path)
             self._analysed.pop(path, None)
             self._tests_saw.pop(path, None)
+        for path in set(self._tested) - set(self.state.open):
+            del self._tested[path]
 
     def changed(self, path: Path) -> None:
         """`path` has new text: schedule the analyses it changes."""
@@ -277,23 +284,16 @@ class PipelineServer(LanguageServer):
     def unpublish(self, path: Path) -> None:
         """`path` no longer has findings of its own (a pipeline or test edited into another
         kind of file, or emptied): its pending check is dropped and what it found is taken
-        back from every file it was published in."""
-        pending = self._pending.pop(path, None)
-        if pending is not None and path in self._waiting:
-            pending.cancel()
-        self._waiting.discard(path)
+        back from every file it was published in (a check past its wait runs on, and
+        neither publishes nor keeps what it finds)."""
+        self._drop_pending(path)
         for file, items in self.state.forget_found(path).items():
-            for uri, version in self.published_as(file):
-                self.text_document_publish_diagnostics(
-                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
-                )
+            self.send(file, items)
 
     def pipelines_naming(self, path: Path, kind: str, text: str) -> list[Path]:
         """The pipelines beside a model script that name it, or the one a test names."""
         if kind == TEST:
-            from converge_dsl.lsp._related import tested_pipeline
-
-            named = tested_pipeline(path, text, self.environ)
+            named = self.tested_pipeline(path, text)
             return [named] if named is not None else []
         found = []
         for candidate in sorted(path.parent.glob("*.y*ml")):
@@ -316,29 +316,49 @@ class PipelineServer(LanguageServer):
         """Make `check` the pending check of `path`. An earlier one still waiting for the
         pause is cancelled; one past it runs to its end, unpublished when its text is
         replaced, so the editor model it makes is kept as the last good one."""
+        self._drop_pending(path)
+        self._waiting.add(path)
+        self._pending[path] = asyncio.get_running_loop().create_task(check)
+
+    def _drop_pending(self, path: Path) -> None:
+        """`path` has no pending check: one still waiting for the pause is cancelled; one
+        past it runs to its end (`settle` waits for it), no longer the pending one."""
         pending = self._pending.pop(path, None)
         if pending is not None and path in self._waiting:
             pending.cancel()
         elif pending is not None and not pending.done():
             self._finishing.add(pending)
             pending.add_done_callback(self._finishing.discard)
-        self._waiting.add(path)
-        self._pending[path] = asyncio.get_running_loop().create_task(check)
+        self._waiting.discard(path)
+
+    def _is_pending(self, path: Path) -> bool:
+        """Whether the running check is still the pending check of `path` (not replaced by a
+        newer one, nor dropped when its file was closed or stopped being a pipeline or test)."""
+        return self._pending.get(path) is asyncio.current_task()
 
     async def _pause(self, path: Path) -> None:
         """Wait for the pause in typing; after it, the check is no longer cancelled."""
         await asyncio.sleep(self.debounce)
         self._waiting.discard(path)
 
-    def tests_of(self, pipeline: Path) -> list[Path]:
-        """The open test files that test `pipeline`."""
+    def tested_pipeline(self, test: Path, text: str) -> Path | None:
+        """The pipeline the test file `test` names in `text` (`_related.tested_pipeline`),
+        read once a text: the scheduler asks after every check."""
         from converge_dsl.lsp._related import tested_pipeline
 
+        cached = self._tested.get(test)
+        if cached is not None and (cached[0] is text or cached[0] == text):
+            return cached[1]
+        named = tested_pipeline(test, text, self.environ)
+        self._tested[test] = (text, named)
+        return named
+
+    def tests_of(self, pipeline: Path) -> list[Path]:
+        """The open test files that test `pipeline`."""
         return [
             path
             for path, text in sorted(self.state.open_texts().items())
-            if self.state.kind(path) == TEST
-            and tested_pipeline(path, text, self.environ) == pipeline
+            if self.state.kind(path) == TEST and self.tested_pipeline(path, text) == pipeline
         ]
 
     def pipeline_on_disk(self, uri: str) -> None:
@@ -350,7 +370,16 @@ class PipelineServer(LanguageServer):
             self.schedule_test(test)
 
     async def _check_test(self, path: Path) -> None:
+        """Check the open test file at `path` and publish what it finds while it is still
+        open at that text; once closed, what is held for it is dropped (`release`)."""
         await self._pause(path)
+        try:
+            await self._test_findings(path)
+        finally:
+            if path not in self.state.open:
+                self.release()
+
+    async def _test_findings(self, path: Path) -> None:
         text = self.state.text(path)
         if text is None:
             return
@@ -368,17 +397,16 @@ class PipelineServer(LanguageServer):
                 )
             )
             return
-        if self._pending.get(path) is asyncio.current_task():
-            del self._pending[path]
-        if self.state.text(path) == text:
+        if not self._is_pending(path):
+            return  # replaced (the newer check publishes) or closed
+        del self._pending[path]
+        if path in self.state.open and self.state.text(path) == text:
             self._tests_saw[path] = self._names_read(path, text, open_texts)
             self.publish_found(path, found)
 
     def _names_read(self, test: Path, text: str, open_texts: Mapping[Path, str]) -> object:
         """The names of its pipeline that the check of `test` read (see `_tests_saw`)."""
-        from converge_dsl.lsp._related import tested_pipeline
-
-        pipeline = tested_pipeline(test, text, self.environ)
+        pipeline = self.tested_pipeline(test, text)
         read = None if pipeline is None else open_texts.get(pipeline)
         analysed = None if pipeline is None else self._analysed.get(pipeline)
         if read is None or analysed is None or analysed[0] != read:
@@ -386,7 +414,17 @@ class PipelineServer(LanguageServer):
         return analysed[1]
 
     async def _check(self, path: Path) -> None:
+        """Analyse the pipeline at `path`, publish its diagnostics, then make its editor
+        model; a check no longer pending (replaced, or its file closed and no longer needed)
+        publishes nothing, and what a file no open document needs is dropped at its end."""
         await self._pause(path)
+        try:
+            await self._analyse(path)
+        finally:
+            if path not in self.state.open:
+                self.release()  # closed meanwhile, or checked for an open script or test
+
+    async def _analyse(self, path: Path) -> None:
         text = self.state.text(path)
         if text is None:
             return
@@ -407,8 +445,8 @@ class PipelineServer(LanguageServer):
                     checks=self.checks,
                 ),
             )
-            if self.state.text(path) != text:
-                return  # a newer text is scheduled; it publishes
+            if not self._is_pending(path) or self.state.text(path) != text:
+                return  # a newer check publishes, or the file was closed
             self.publish(analysis)
             names = names_for_tests(analysis)
             self._analysed[path] = (text, names)
@@ -424,14 +462,14 @@ class PipelineServer(LanguageServer):
                 )
             )
             return
-        if self._pending.get(path) is asyncio.current_task():
+        if self._is_pending(path):
             del self._pending[path]
+        elif path not in self._pending:
+            return  # closed meanwhile and dropped: nothing of it is kept
         if self.state.text(path) == text:
             self.state.remember(analysis)
         else:  # typed on meanwhile: still the last good model until a newer one is
             self.state.keep_good(analysis)
-        if path not in self.state.open:
-            self.release()  # closed meanwhile, or checked for an open script or test
 
     def publish(self, analysis: Analysis) -> None:
         """Keep `analysis` and publish the diagnostics of every file it changes."""
@@ -444,10 +482,29 @@ class PipelineServer(LanguageServer):
         found = {self.state.path_of(file): items for file, items in grouped.items()}
         found.setdefault(source, [])
         for file, items in self.state.publishable(source, found).items():
-            for uri, version in self.published_as(file):
-                self.text_document_publish_diagnostics(
-                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
-                )
+            self.send(file, items)
+
+    def send(self, file: Path, items: list[lsp.Diagnostic]) -> None:
+        """Publish `items`, the diagnostics of `file`, under the URIs of `published_as`, and
+        clear them under each URI they showed under that is no longer open as `file`. A
+        file not open that shows nothing is sent nothing: no editor waits for its version."""
+        targets = self.published_as(file)
+        named = {uri for uri, _ in targets}
+        shown = self._published.pop(file, set())
+        still_open = {uri for uri in shown if self._opened_as.get(uri) == file}
+        for uri in sorted(shown - still_open - named):
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[], version=None)
+            )
+        if not items and file not in self.state.open:
+            targets = [(uri, version) for uri, version in targets if uri in shown]
+        for uri, version in targets:
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version)
+            )
+        kept = (still_open - named) | (named if items else set())
+        if kept:
+            self._published[file] = kept
 
     async def settle(self) -> None:
         """Wait until no analysis is pending (for `shutdown`)."""

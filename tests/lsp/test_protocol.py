@@ -4,6 +4,7 @@ server), and the exit code says whether the client asked for `shutdown`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import subprocess
@@ -345,6 +346,41 @@ def test_a_value_of_the_wrong_json_type_is_refused_naming_its_field(
     }
 
 
+def test_an_integral_number_is_an_integer_whatever_its_spelling(wire: Wire, project: Path) -> None:
+    """JSON has one number type: `"line": 1.0` was refused as not an integer."""
+    wire.initialize(project)
+    uri = (project / "typed.yaml").as_uri()
+    text = (project / "typed.yaml").read_text(encoding="utf-8")
+    document = {"uri": uri, "languageId": "yaml", "version": 1.0, "text": text}
+    wire.send(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {"textDocument": document},
+            }
+        )
+    )
+    line = text.splitlines().index(next(t for t in text.splitlines() if t.startswith("models:")))
+    position = {"line": float(line), "character": 1e0}
+    answer = wire.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": position}
+    )
+    assert "error" not in answer
+    assert answer["result"]
+    assert wire.said() == []
+
+
+def test_integral_floats_are_integers_and_no_other_value_is() -> None:
+    converter = strict_converter()
+    assert converter.structure(2.0, int) == 2
+    assert type(converter.structure(2.0, int)) is int
+    assert converter.structure(1.0, lsp.DiagnosticSeverity) is lsp.DiagnosticSeverity.Error
+    for value in (1.5, True, "1", float("inf"), float("nan")):
+        with pytest.raises(WrongType):
+            converter.structure(value, int)
+
+
 def test_a_change_whose_text_is_not_a_string_is_refused_and_the_document_kept(
     wire: Wire, project: Path
 ) -> None:
@@ -424,3 +460,31 @@ def test_a_failure_inside_the_server_is_still_logged(
         assert caplog.records == []
         protocol._send_handler_result(failed, msg_id=2)
     assert [r.getMessage() for r in caplog.records] == ['Exception occurred for message "2"']
+
+
+@pytest.mark.asyncio
+async def test_notifications_leave_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each didOpen, didChange and didClose left a future in pygls's table of requests
+    for the session (10,000 changes kept about 30 MB)."""
+    server = build_server(debounce=0)
+    protocol = server.protocol
+    monkeypatch.setattr(protocol, "_send_data", lambda data: None)
+    server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+
+    def send(message: dict[str, Any]) -> None:
+        protocol.receive(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+    send({"id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}})
+    send({"method": "initialized", "params": {}})
+    uri = (tmp_path / "notes.txt").as_uri()
+    for version in range(1, 101):
+        item = {"uri": uri, "languageId": "text", "version": version, "text": "a"}
+        send({"method": "textDocument/didOpen", "params": {"textDocument": item}})
+        change = {"textDocument": {"uri": uri, "version": version + 1}, "contentChanges": []}
+        send({"method": "textDocument/didChange", "params": change})
+        send({"method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
+    await asyncio.wait_for(server.settle(), 30)
+    server._worker.shutdown(wait=True)
+    assert protocol._request_futures == {}
