@@ -101,6 +101,14 @@ class Wire:
             m["params"]["message"] for m in self.received if m.get("method") == "window/logMessage"
         ]
 
+    def open(self, path: Path, version: float = 1) -> tuple[str, str]:
+        """`didOpen` of the file `path` at `version`; its URI and text."""
+        uri, text = path.as_uri(), path.read_text(encoding="utf-8")
+        document = {"uri": uri, "languageId": "yaml", "version": version, "text": text}
+        params = {"textDocument": document}
+        self.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": params}))
+        return uri, text
+
     def initialize(self, root: Path) -> None:
         self.request(
             "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
@@ -233,18 +241,7 @@ def test_a_version_that_does_not_increase_is_said_and_its_change_applied(
     wire: Wire, project: Path
 ) -> None:
     wire.initialize(project)
-    uri = (project / "typed.yaml").as_uri()
-    text = (project / "typed.yaml").read_text(encoding="utf-8")
-    document = {"uri": uri, "languageId": "yaml", "version": 5, "text": text}
-    wire.send(
-        frame(
-            {
-                "jsonrpc": "2.0",
-                "method": "textDocument/didOpen",
-                "params": {"textDocument": document},
-            }
-        )
-    )
+    uri, text = wire.open(project / "typed.yaml", version=5)
     change = {
         "textDocument": {"uri": uri, "version": 3},
         "contentChanges": [{"text": text.replace("name: escalate", "name: [escalate")}],
@@ -294,18 +291,7 @@ def test_a_second_initialize_is_refused_and_the_open_documents_stay(
     wire: Wire, project: Path
 ) -> None:
     wire.initialize(project)
-    uri = (project / "typed.yaml").as_uri()
-    text = (project / "typed.yaml").read_text(encoding="utf-8")
-    document = {"uri": uri, "languageId": "yaml", "version": 1, "text": text}
-    wire.send(
-        frame(
-            {
-                "jsonrpc": "2.0",
-                "method": "textDocument/didOpen",
-                "params": {"textDocument": document},
-            }
-        )
-    )
+    uri, _ = wire.open(project / "typed.yaml")
     again = wire.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
     assert again["error"] == {
         "code": -32600,
@@ -349,18 +335,7 @@ def test_a_value_of_the_wrong_json_type_is_refused_naming_its_field(
 def test_an_integral_number_is_an_integer_whatever_its_spelling(wire: Wire, project: Path) -> None:
     """JSON has one number type: `"line": 1.0` was refused as not an integer."""
     wire.initialize(project)
-    uri = (project / "typed.yaml").as_uri()
-    text = (project / "typed.yaml").read_text(encoding="utf-8")
-    document = {"uri": uri, "languageId": "yaml", "version": 1.0, "text": text}
-    wire.send(
-        frame(
-            {
-                "jsonrpc": "2.0",
-                "method": "textDocument/didOpen",
-                "params": {"textDocument": document},
-            }
-        )
-    )
+    uri, text = wire.open(project / "typed.yaml", version=1.0)
     line = text.splitlines().index(next(t for t in text.splitlines() if t.startswith("models:")))
     position = {"line": float(line), "character": 1e0}
     answer = wire.request(
@@ -385,18 +360,7 @@ def test_a_change_whose_text_is_not_a_string_is_refused_and_the_document_kept(
     wire: Wire, project: Path
 ) -> None:
     wire.initialize(project)
-    uri = (project / "typed.yaml").as_uri()
-    text = (project / "typed.yaml").read_text(encoding="utf-8")
-    document = {"uri": uri, "languageId": "yaml", "version": 1, "text": text}
-    wire.send(
-        frame(
-            {
-                "jsonrpc": "2.0",
-                "method": "textDocument/didOpen",
-                "params": {"textDocument": document},
-            }
-        )
-    )
+    uri, _ = wire.open(project / "typed.yaml")
     for bad in ({"text": None}, {"text": 7}):
         change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [bad]}
         wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change}))
