@@ -10,10 +10,10 @@ import pytest
 from converge_dsl.lsp import _lookup, build_server
 from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, file_kind
 
-pytestmark = pytest.mark.asyncio
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.mark.asyncio
 async def test_a_requests_file_kind_is_the_open_documents_kept_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
