@@ -18,6 +18,8 @@ import pytest
 
 from converge_dsl.cli import run
 
+from .conftest import steady_timings
+
 ROOT = Path(__file__).resolve().parents[2]
 BROWSER_WINDOW = (1280, 1000)
 STEPS = 12
@@ -45,9 +47,8 @@ def _long_pipeline(steps: int) -> str:
 
 @pytest.fixture(scope="module")
 def long_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report of the long chain, its clock readings made the same on every machine:
-    event number n at n milliseconds, but each cycle's start 40 ms after the last event
-    (executions as short as a real run's against the whole run)."""
+    """The report of the long chain, its clock readings made the same on every machine
+    (`steady_timings`)."""
     from converge_dsl.runtime import render_report
 
     folder = tmp_path_factory.mktemp("long-pipeline")
@@ -55,14 +56,7 @@ def long_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pipeline.write_text(_long_pipeline(STEPS), encoding="utf-8")
     quiet = (io.StringIO(), io.StringIO())
     assert run(["run", str(pipeline), "--trace", str(trace)], *quiet) == 0
-    events, at = [], 0.0
-    for line in trace.read_text(encoding="utf-8").splitlines():
-        event = json.loads(line)
-        if event.get("timing"):
-            at += 0.04 if event["type"] == "cycle_started" else 0.001
-            event["timing"]["at"] = at
-        events.append(json.dumps(event))
-    trace.write_text("\n".join(events) + "\n", encoding="utf-8")
+    steady_timings(trace)
     page = folder / "long.html"
     page.write_text(render_report(trace), encoding="utf-8")
     return page
