@@ -1,5 +1,6 @@
 """The one rule for a JSON object that gives one key twice, in every JSON a user hands
-a run: `--inputs FILE`, `--input KEY=JSON` and a request body of `serve`.
+a run: `--inputs FILE`, `--input KEY=JSON`, a line of `--cases`, a JSONL line of an
+evaluation's dataset and a request body of `serve`.
 
 Such an object is refused, whatever its two values: which of the two a reader keeps
 is not JSON's to say, and whether they are "the same" is not Python's to say either

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from converge_dsl import codes
+from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, nests_deeper
 from converge_dsl._reading import read_text
@@ -197,9 +198,11 @@ def parse_case(index: int, text: str, span: SourceSpan | None = None) -> Case:
     """The case of one line of a cases file (a case with a `problem` if it is not one)."""
     too_deep = f"case {index}: its inputs nest deeper than {MAX_INPUT_DEPTH} levels"
     try:
-        value = loads(text)
+        value = loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         return Case(index, None, {}, too_deep, span)
+    except DuplicateKey as exc:  # the one rule of the run's other JSON inputs (`_json_keys`)
+        return Case(index, None, {}, f"case {index}: {exc}", span)
     except ValueError as exc:
         return Case(index, None, {}, f"case {index}: not JSON ({exc})", span)
     if nests_deeper(value, text, MAX_INPUT_DEPTH):

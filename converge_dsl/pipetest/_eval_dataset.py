@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
+from converge_dsl._json_keys import DuplicateKey, unique_keys
 from converge_dsl._json_text import loads
 from converge_dsl._json_types import MAX_INPUT_DEPTH, JsonObject, JsonValue, nests_deeper
 from converge_dsl.diagnostics import Diagnostic, Severity
@@ -125,10 +126,12 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
             continue
         too_deep = f"line {number} nests deeper than {MAX_INPUT_DEPTH} levels"  # as --cases
         try:
-            value = loads(line)
+            value = loads(line, object_pairs_hook=unique_keys)
             rows.append((number, too_deep if nests_deeper(value, line, MAX_INPUT_DEPTH) else value))
         except RecursionError:
             rows.append((number, too_deep))
+        except DuplicateKey as exc:  # as --cases and the run's other JSON inputs
+            rows.append((number, f"line {number}: {exc}"))
         except ValueError as exc:
             rows.append((number, f"line {number} is not JSON: {exc}"))
     return rows

@@ -45,6 +45,19 @@ def test_a_case_that_is_not_standard_json_says_where() -> None:
     assert parse_case(4, '{"market": NaN}').problem == "case 4: not JSON (NaN is not standard JSON)"
 
 
+def test_a_case_giving_a_key_twice_is_refused_as_the_runs_other_inputs_are() -> None:
+    """`{"market": "a", "market": "b"}` ran with "b" (the last kept silently), where
+    `--inputs`, `--input` and a request body refuse any repeat."""
+    from converge_dsl.batch._cases import parse_case
+
+    for text in ('{"market": "a", "market": "b"}', '{"market": {"n": 1, "n": 1}}'):
+        problem = parse_case(2, text).problem
+        assert problem is not None
+        assert problem.startswith("case 2: the key ")
+        assert problem.endswith(" is given twice in one object")
+    assert parse_case(2, '{"market": [{"n": 1}, {"n": 1}]}').problem is None
+
+
 def test_a_case_nested_deeper_than_inputs_may_says_so_in_its_own_words() -> None:
     # Before, 50,000 brackets said "not JSON (maximum recursion depth exceeded while
     # decoding a JSON array from a unicode string)", and 70 ran.

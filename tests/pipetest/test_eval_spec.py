@@ -262,6 +262,15 @@ def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> 
     assert "hint: a case is a row with a cell for each column of the header" in out + err
 
 
+def test_a_dataset_line_giving_a_key_twice_is_located_at_its_line(tmp_path: Path) -> None:
+    # The last of the two was kept silently, where the run's other JSON inputs refuse it.
+    twice = '{"inputs": {"service": "a", "service": "b"}}\n'
+    found = _codes(_folder(tmp_path, "cases.jsonl", _JSONL + twice))
+    assert [(c, line, m) for c, line, m in found if c == codes.EVAL_BAD_CASE] == [
+        (codes.EVAL_BAD_CASE, 3, "line 3: the key 'service' is given twice in one object"),
+    ]
+
+
 def test_a_dataset_line_nested_too_deeply_is_located_at_its_line(tmp_path: Path) -> None:
     # A line deeper than the JSON decoder reads ended the command with "an input is nested
     # too deeply to be read", no file, no line; one of 100 levels was taken as a case.
