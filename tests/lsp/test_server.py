@@ -284,6 +284,30 @@ def _gate(monkeypatch: pytest.MonkeyPatch, name: str, fail: bool = False) -> thr
     return release
 
 
+async def _closed_while_checked(
+    path: Path, release: threading.Event
+) -> tuple[_server.PipelineServer, list[Any], int]:
+    """`path` opened, then closed while its check waits at the `_gate` `release`, which is
+    then let go and every task served; the server, what it published, and how many of
+    those before the close."""
+    server = build_server(debounce=0)
+    published: list[Any] = []
+    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
+    try:
+        server.opened(path.as_uri(), path.read_text(encoding="utf-8"), 1)
+        assert await asyncio.to_thread(release.started.wait, 10)  # type: ignore[attr-defined]
+        checking = server._pending[path.resolve()]
+        server.closed(path.as_uri())
+        before = len(published)
+        release.set()
+        await asyncio.wait_for(checking, 30)
+        await _serve(server)
+    finally:
+        release.set()
+        server._worker.shutdown(wait=True)
+    return server, published, before
+
+
 async def test_a_test_file_closed_while_it_is_checked_keeps_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -292,22 +316,9 @@ async def test_a_test_file_closed_while_it_is_checked_keeps_nothing(
     for name in ("typed.yaml", "typed.script.yaml", "typed.test.yaml"):
         (tmp_path / name).write_text((DATA / name).read_text(encoding="utf-8"), encoding="utf-8")
     test = tmp_path / "typed.test.yaml"
-    release = _gate(monkeypatch, "check_test")
-    server = build_server(debounce=0)
-    published: list[Any] = []
-    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
-    try:
-        server.opened(test.as_uri(), test.read_text(encoding="utf-8"), 1)
-        assert await asyncio.to_thread(release.started.wait, 10)  # type: ignore[attr-defined]
-        checking = server._pending[test.resolve()]
-        server.closed(test.as_uri())
-        after_close = len(published)
-        release.set()
-        await asyncio.wait_for(checking, 30)
-        await _serve(server)
-    finally:
-        release.set()
-        server._worker.shutdown(wait=True)
+    server, published, after_close = await _closed_while_checked(
+        test, _gate(monkeypatch, "check_test")
+    )
     assert [p.uri for p in published[after_close:] if p.diagnostics] == []
     assert test.as_uri() not in {p.uri for p in published[after_close:]}
     assert _held(server) == NOTHING_HELD
@@ -319,22 +330,9 @@ async def test_a_pipeline_closed_while_it_is_analysed_is_not_published(
     """Closed during its analysis, a pipeline's findings were published all the same (its
     text read again from disk), then taken back."""
     root = _project(tmp_path)
-    pipeline = root / "broken.yaml"
-    release = _gate(monkeypatch, "analyse")
-    server = build_server(debounce=0)
-    published: list[Any] = []
-    server.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
-    try:
-        server.opened(pipeline.as_uri(), pipeline.read_text(encoding="utf-8"), 1)
-        assert await asyncio.to_thread(release.started.wait, 10)  # type: ignore[attr-defined]
-        checking = server._pending[pipeline.resolve()]
-        server.closed(pipeline.as_uri())
-        release.set()
-        await asyncio.wait_for(checking, 30)
-        await _serve(server)
-    finally:
-        release.set()
-        server._worker.shutdown(wait=True)
+    server, published, _ = await _closed_while_checked(
+        root / "broken.yaml", _gate(monkeypatch, "analyse")
+    )
     assert published == []
     assert _held(server) == NOTHING_HELD
 
