@@ -129,14 +129,13 @@ def _refuse_stream_read(
     stream: IO[str], given: str, option: str, reads: Sequence[tuple[str | Path, str]]
 ) -> None:
     """`UsageError` when `stream`'s open descriptor is one of the files `reads` names."""
-    try:
-        own = os.fstat(stream.fileno())
-    except (OSError, ValueError, AttributeError):  # not a file's stream (a StringIO)
+    own = _opened_file(stream)
+    if own is None:
         return
     for read, name in reads:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             named = os.stat(read)
-            if (own.st_dev, own.st_ino) == (named.st_dev, named.st_ino):
+            if own == (named.st_dev, named.st_ino):
                 raise _would_overwrite(option, given, name)
 
 
@@ -147,14 +146,17 @@ def _own_stream(path: Path, streams: Sequence[IO[str]]) -> IO[str] | None:
         named = path.stat()
     except (OSError, ValueError):
         return None
-    for stream in streams:
-        try:
-            own = os.fstat(stream.fileno())
-        except (OSError, ValueError, AttributeError):  # not a file's stream (a StringIO)
-            continue
-        if (own.st_dev, own.st_ino) == (named.st_dev, named.st_ino):
-            return stream
-    return None
+    return next((s for s in streams if _opened_file(s) == (named.st_dev, named.st_ino)), None)
+
+
+def _opened_file(stream: IO[str]) -> tuple[int, int] | None:
+    """(device, inode) of the file `stream`'s descriptor is open on; None for a stream
+    without one (a StringIO, a closed stream)."""
+    try:
+        own = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return own.st_dev, own.st_ino
 
 
 def _is_stream(path: Path) -> bool:
