@@ -316,17 +316,20 @@ class CheckedStream:
     """A text stream whose every `write` and `flush` is checked (`write_all`, `flush_checked`).
 
     Each write is flushed at once, so a failure is seen where it happens, not
-    when the process ends. Other attributes (`isatty`, `fileno`, `encoding`)
-    are the wrapped stream's.
+    when the process ends. `wrote` says whether any text was given to it (a
+    failed command's JSON error object goes only where nothing went before).
+    Other attributes (`isatty`, `fileno`, `encoding`) are the wrapped stream's.
     """
 
-    __slots__ = ("name", "stream")
+    __slots__ = ("name", "stream", "wrote")
 
     def __init__(self, stream: IO[str] | Any, name: str) -> None:
         self.stream = stream
         self.name = name
+        self.wrote = False
 
     def write(self, text: str) -> int:
+        self.wrote = self.wrote or bool(text)
         write_all(self.stream, text, self.name)
         flush_checked(self.stream, self.name)
         return len(text)

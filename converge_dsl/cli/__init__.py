@@ -125,7 +125,7 @@ class CommandIO(Record):
         from converge_dsl._files import CheckedStream
 
         return cls(
-            cast(TextIO, _CheckedOutput(stdout, "standard output")),
+            cast(TextIO, CheckedStream(stdout, "standard output")),
             cast(TextIO, CheckedStream(stderr, "standard error")),
             {} if environ is None else environ,
         )
@@ -150,30 +150,6 @@ class CommandIO(Record):
         """A line on standard error only under `--verbose`."""
         if self.verbosity >= VERBOSE:
             self.stderr.write(text if text.endswith("\n") else text + "\n")
-
-
-class _CheckedOutput:
-    """Standard output's checked writer (`converge_dsl._files.CheckedStream`), which
-    knows whether anything was written (`wrote`): a failed command's JSON error
-    object goes only where nothing went before it."""
-
-    __slots__ = ("checked", "wrote")
-
-    def __init__(self, stream: TextIO, name: str) -> None:
-        from converge_dsl._files import CheckedStream
-
-        self.checked = CheckedStream(stream, name)
-        self.wrote = False
-
-    def write(self, text: str) -> int:
-        self.wrote = self.wrote or bool(text)
-        return self.checked.write(text)
-
-    def flush(self) -> None:
-        self.checked.flush()
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(self.checked, attribute)
 
 
 def environment_error(exc: OSError) -> ConvergeError:
