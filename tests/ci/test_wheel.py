@@ -10,6 +10,7 @@ builds it, unpacked, and its own code validates and runs an example pipeline
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,13 +20,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "converge_dsl"
+# What a wheel is not built from: the build copies the checkout without them.
+NOT_BUILT = ("build", "dist", "tests", ".*", "*.egg-info", "__pycache__", "site")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools builds in the source folder (`build/`, `*.egg-info`),
+    # and two builds at once in the checkout (`pytest -n`, one per worker) broke each other.
+    source = out / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_BUILT))
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=300,
