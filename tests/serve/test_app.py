@@ -597,6 +597,34 @@ def test_a_fault_in_the_mcp_endpoint_is_a_json_500_its_traceback_logged(
     assert "the service failed on POST /mcp" in caplog.text
 
 
+def test_an_error_of_ours_in_the_mcp_endpoint_keeps_its_own_code_and_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state failing under a POST of /mcp (here in its message check): a 500 of the
+    state's own code and hint, as every HTTP route answers it; it was CD445, 'a fault of
+    the service', its hint telling the client to report it."""
+    from converge_dsl.serve import _mcp
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._store import StateError
+
+    from .conftest import in_process
+
+    def broken(message: object) -> None:
+        raise StateError("cannot read the state: disk I/O error", hint="free the disk")
+
+    monkeypatch.setattr(_mcp, "checked_message", broken)
+    with in_process(tmp_path / "state", HttpLimits(), mcp=True) as url:
+        answer = httpx.post(
+            f"{url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+    assert answer.status_code == 500
+    (problem,) = answer.json()["errors"]
+    assert (problem["code"], problem["hint"]) == ("CD993", "free the disk")
+    assert problem["message"] == "serve: cannot read the state: disk I/O error"
+
+
 def test_a_fault_outside_any_handler_is_a_json_500_its_traceback_logged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
