@@ -65,6 +65,9 @@ RUN_ID = re.compile(r"[0-9a-f]{32}")
 KEEPALIVE_S = 15.0
 # How often an event stream looks whether a queued run has started.
 QUEUED_POLL_S = 0.05
+# The reconnection time (`retry:`, in ms) an `error` event gives an `EventSource` that
+# its page does not close: not back at once into the fault that ended its stream.
+ERROR_RETRY_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -372,14 +375,17 @@ async def faults_as_events(
 ) -> AsyncIterator[str]:
     """`stream`, with a fault after its answer began sent as a last `error` event (the
     JSON errors a request's fault is answered with, `answered`) before the stream ends:
-    the client learns why it ended, where a cut connection would have it reconnect."""
+    the client learns why it ended, where a cut connection would have it reconnect. The
+    event sets the reconnection time to `ERROR_RETRY_MS`: a browser's `EventSource`
+    reconnects after any end its page does not close, and would meet the same fault
+    every few seconds (docs/serve.md: a client closes on `error`)."""
     try:
         async for block in stream:
             yield block
     except Exception as error:
         problems = answered(error, "GET", path).problems
         body = {"errors": [redacted_problem(problem, redact) for problem in problems]}
-        yield f"event: error\ndata: {json.dumps(body)}\n\n"
+        yield f"event: error\nretry: {ERROR_RETRY_MS}\ndata: {json.dumps(body)}\n\n"
 
 
 def _log_fault(method: str, path: str) -> None:
