@@ -30,8 +30,7 @@ once it is committed.
 - `start` recovers: runs the store says were `running` when the server died are
   queued again and continue from their checkpoint journal (a run killed before
   its first record starts afresh); paused runs stay paused.
-- `stop` cancels the workers without touching the runs' status: a run cut
-  short by a shutdown continues at the next start.
+- `stop` cancels the workers, not the runs' status (it continues at the next start).
 - A worker whose run meets a failing state (`StateError`, CD993) ends that run as
   failed with the error, redacted, and goes on to the next one.
 - `submit` with an idempotency key answers the run first queued with that key and
@@ -271,11 +270,12 @@ class RunService:
         """The run once it stops (done, paused, cancelled), or as it is after `timeout` s;
         never before its add is committed (`StateError` if that failed)."""
         adding = self._adds.get(run) or self.store.pending(run)
-        ended = self._ended.setdefault(run, Stopped())
-        if not ended.queued:  # not known to be waiting since `submit` queued it
+        ended = self._ended.get(run)
+        if ended is None or not ended.queued:  # not known to be waiting since `submit`
             row = self.get(run)
             if row.status in FINISHED or row.status == "paused":
-                return row
+                return row  # nothing kept for it: no end is to come and pop it
+            ended = self._ended.setdefault(run, Stopped())
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):  # no task of its own, as `wait_for` makes
                 await ended.wait()
