@@ -264,7 +264,13 @@ class _Api:
         return JSONResponse(run_view(self.service.get(self.run_id(request))))
 
     async def cancel_run(self, request: Request) -> Response:
-        return JSONResponse(run_view(self.service.cancel(self.run_id(request))))
+        """The run once cancelled: a running one once its task stopped (bounded by
+        `wait_s`), so that the answer says whether the cancel took or the run ended first."""
+        ident = self.run_id(request)
+        row = self.service.cancel(ident)
+        if row.status == "running":
+            row = await self.service.wait(ident, self.limits.wait_s)
+        return JSONResponse(run_view(row))
 
     async def decide(self, request: Request) -> Response:
         ident = self.run_id(request)
