@@ -36,7 +36,9 @@ JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
   queued, running or paused after the wait says so in `note`. A refusal (bad
   inputs or arguments, a full queue, an unknown tool or run) is a tool error
   whose text is the HTTP API's error body with its `status` (and
-  `retry_after` for a full queue), each message passed through the redactor.
+  `retry_after` for a full queue), each message passed through the redactor;
+  so is a fault of the service in a call (500, CD445, its traceback in the
+  server's log), where the SDK would send the exception's own text.
 - With a `progressToken`, each trace event of the run is a progress
   notification (its count, and the event's type as the message).
 """
@@ -52,11 +54,11 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._version import __version__
-from converge_dsl.errors import ConvergeError
 
 from ._app import (
     UNAUTHORIZED,
     HttpLimits,
+    answered,
     event_stream,
     known_run,
     problems_response,
@@ -78,7 +80,7 @@ from ._mcp_runs import (
     wait_argument,
 )
 from ._openapi import inputs_schema, run_schema
-from ._requests import Problem, Refused, failed, refused, run_request
+from ._requests import Problem, Refused, refused, run_request
 from ._store import FINISHED, RunRow
 
 if TYPE_CHECKING:
@@ -302,10 +304,8 @@ class McpEndpoint:
                     )
                 run = self.service.submit(pipeline, checked, key, commit="with_end")
                 row = await self._wait(run, context.session, token, request_id)
-        except Refused as error:
-            return self._refusal(error)
-        except ConvergeError as error:
-            return self._refusal(failed(error))
+        except Exception as error:  # answered as the HTTP API answers it, not by the SDK
+            return self._refusal(answered(error, "POST", MCP_PATH))
         return _answer(row, _base_url(context.request))
 
     async def _control(
