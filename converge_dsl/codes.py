@@ -181,6 +181,7 @@ SERVE_INTERNAL_ERROR = "CD445"  # a fault of the service on a request (500; trac
 SERVE_BUSY = "CD447"  # a request past the connections the server takes at once (503, Retry-After)
 SERVE_UVICORN_UNSUPPORTED = "CD448"  # the installed uvicorn lacks a part the HTTP edge uses
 SERVE_MCP_NOT_ACCEPTABLE = "CD449"  # an MCP POST's Accept lacks JSON or SSE (406)
+SERVE_MCP_PROTOCOL_VERSION = "CD460"  # an MCP POST's MCP-Protocol-Version is not one spoken (400)
 
 # --- CD5xx pack checks --------------------------------------------------------------
 LOCK_MISSING = "CD500"  # the pipeline declares packs but its lock file is missing

@@ -11,7 +11,9 @@ Every refusal is `{"errors": [{code, message, pointer, hint}]}` with its
 status; each message passes through the redactor. A fault of the service on a
 request is a 500 of that shape too (CD445), its traceback in the server's log
 only: a handler's, the MCP endpoint's (`FaultsAnswered`) or one outside them
-(`_Api.fault`, after which the connection closes). A token is needed on every
+(`_Api.fault`, after which the connection closes). One mapping (`answered`) says
+what a handler's or the MCP endpoint's exception is answered with, so an error of
+ours keeps its own code and hint wherever it is raised. A token is needed on every
 route but `/healthz` when the service has tokens. Bodies are read by `_bodies`
 (up to `body_cap` bytes, 413 past it; JSON only, 415 else). Run ids are checked
 against their form before any use: no path on the server is made from a request
@@ -63,6 +65,9 @@ RUN_ID = re.compile(r"[0-9a-f]{32}")
 KEEPALIVE_S = 15.0
 # How often an event stream looks whether a queued run has started.
 QUEUED_POLL_S = 0.05
+# The reconnection time (`retry:`, in ms) an `error` event gives an `EventSource` that
+# its page does not close: not back at once into the fault that ended its stream.
+ERROR_RETRY_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -259,7 +264,13 @@ class _Api:
         return JSONResponse(run_view(self.service.get(self.run_id(request))))
 
     async def cancel_run(self, request: Request) -> Response:
-        return JSONResponse(run_view(self.service.cancel(self.run_id(request))))
+        """The run once cancelled: a running one once its task stopped (bounded by
+        `wait_s`), so that the answer says whether the cancel took or the run ended first."""
+        ident = self.run_id(request)
+        row = self.service.cancel(ident)
+        if row.status == "running":
+            row = await self.service.wait(ident, self.limits.wait_s)
+        return JSONResponse(run_view(row))
 
     async def decide(self, request: Request) -> Response:
         ident = self.run_id(request)
@@ -370,14 +381,17 @@ async def faults_as_events(
 ) -> AsyncIterator[str]:
     """`stream`, with a fault after its answer began sent as a last `error` event (the
     JSON errors a request's fault is answered with, `answered`) before the stream ends:
-    the client learns why it ended, where a cut connection would have it reconnect."""
+    the client learns why it ended, where a cut connection would have it reconnect. The
+    event sets the reconnection time to `ERROR_RETRY_MS`: a browser's `EventSource`
+    reconnects after any end its page does not close, and would meet the same fault
+    every few seconds (docs/serve.md: a client closes on `error`)."""
     try:
         async for block in stream:
             yield block
     except Exception as error:
         problems = answered(error, "GET", path).problems
         body = {"errors": [redacted_problem(problem, redact) for problem in problems]}
-        yield f"event: error\ndata: {json.dumps(body)}\n\n"
+        yield f"event: error\nretry: {ERROR_RETRY_MS}\ndata: {json.dumps(body)}\n\n"
 
 
 def _log_fault(method: str, path: str) -> None:
@@ -386,11 +400,13 @@ def _log_fault(method: str, path: str) -> None:
 
 
 class FaultsAnswered:
-    """An ASGI endpoint (`Endpoint`) with its faults answered as a handler's are
-    (`_Api.guarded`): a 500 of CD445, the traceback logged; so is an endpoint that
-    returns without answering (uvicorn would answer it in plain text). A fault after its
-    answer began is raised on (uvicorn logs it and closes the connection: nothing more
-    can be answered). A class: Starlette's `Route` calls a plain function with a request."""
+    """An ASGI endpoint (`Endpoint`) with what it raises answered as a handler's is
+    (`_Api.guarded`, one mapping: `answered`): a refusal as it is, an error of ours
+    a 500 of its own code, a fault a 500 of CD445, the traceback logged; an endpoint
+    that returns without answering is a 500 of CD445 too (uvicorn would answer it in
+    plain text). A fault after its answer began is raised on (uvicorn logs it and
+    closes the connection: nothing more can be answered). A class: Starlette's `Route`
+    calls a plain function with a request."""
 
     def __init__(self, endpoint: Endpoint, redact: Callable[[str], str]) -> None:
         self.endpoint = endpoint
@@ -407,18 +423,18 @@ class FaultsAnswered:
         method, path = str(scope.get("method", "")), str(scope.get("path", ""))
         try:
             await self.endpoint(scope, receive, tracked)
-        except Exception:
+        except Exception as error:
             if started:
                 raise
-            _log_fault(method, path)
+            refusal = answered(error, method, path)
         else:
             if started:
                 return
             logging.getLogger("uvicorn.error").error(
                 "the service answered nothing on %s %s", method, path
             )
-        response = problems_response(Refused(500, (INTERNAL_ERROR,)), self.redact)
-        await response(scope, receive, send)
+            refusal = Refused(500, (INTERNAL_ERROR,))
+        await problems_response(refusal, self.redact)(scope, receive, send)
 
 
 UNAUTHORIZED = Problem(

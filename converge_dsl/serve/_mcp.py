@@ -7,9 +7,10 @@ server (the `mcp` SDK's low-level `Server` under its
 the same bearer tokens (401 without one). On a loopback address a request
 whose `Host` is not a loopback name with its port (but 80's: 421, CD444) or that comes
 from a web page (an `Origin`: 403, CD444) is refused, as is a POST whose
-`Accept` lacks `application/json` or `text/event-stream` (406, CD449) or that is
-not `application/json` (415, CD307): the SDK's own transport checks, made first so
-that the answer is the service's JSON. A POSTed message is read and
+`Accept` lacks `application/json` or `text/event-stream` (406, CD449), that is
+not `application/json` (415, CD307) or whose `MCP-Protocol-Version` is not one the
+SDK speaks (400, CD460): the SDK's own transport checks, made first so that the
+answer is the service's JSON. A POSTed message is read and
 checked before the SDK sees it, as an HTTP API body is (`_bodies`: the cap,
 JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
 
@@ -35,7 +36,9 @@ JSON only, located refusals) and for its JSON-RPC shape (`_mcp_messages`).
   queued, running or paused after the wait says so in `note`. A refusal (bad
   inputs or arguments, a full queue, an unknown tool or run) is a tool error
   whose text is the HTTP API's error body with its `status` (and
-  `retry_after` for a full queue), each message passed through the redactor.
+  `retry_after` for a full queue), each message passed through the redactor;
+  so is a fault of the service in a call (500, CD445, its traceback in the
+  server's log), where the SDK would send the exception's own text.
 - With a `progressToken`, each trace event of the run is a progress
   notification (its count, and the event's type as the message).
 """
@@ -51,11 +54,11 @@ from typing import TYPE_CHECKING, Any
 
 from converge_dsl import codes
 from converge_dsl._version import __version__
-from converge_dsl.errors import ConvergeError
 
 from ._app import (
     UNAUTHORIZED,
     HttpLimits,
+    answered,
     event_stream,
     known_run,
     problems_response,
@@ -77,7 +80,7 @@ from ._mcp_runs import (
     wait_argument,
 )
 from ._openapi import inputs_schema, run_schema
-from ._requests import Problem, Refused, failed, refused, run_request
+from ._requests import Problem, Refused, refused, run_request
 from ._store import FINISHED, RunRow
 
 if TYPE_CHECKING:
@@ -215,7 +218,9 @@ class McpEndpoint:
                 raw = await read_body(
                     Request(scope, receive), self.limits.body_cap, self.limits.body_s, lenient=False
                 )
-                checked_message(parse_json(raw))
+                message = parse_json(raw)
+                checked_message(message)
+                _check_protocol_version(headers.get("mcp-protocol-version"), message)
             except Refused as error:
                 await problems_response(error, self.service.redact)(scope, receive, send)
                 return
@@ -299,10 +304,8 @@ class McpEndpoint:
                     )
                 run = self.service.submit(pipeline, checked, key, commit="with_end")
                 row = await self._wait(run, context.session, token, request_id)
-        except Refused as error:
-            return self._refusal(error)
-        except ConvergeError as error:
-            return self._refusal(failed(error))
+        except Exception as error:  # answered as the HTTP API answers it, not by the SDK
+            return self._refusal(answered(error, "POST", MCP_PATH))
         return _answer(row, _base_url(context.request))
 
     async def _control(
@@ -410,6 +413,26 @@ def _check_accept(header: str) -> None:
             "an answer of /mcp is either",
             "",
             "send Accept: application/json, text/event-stream (as MCP clients do)",
+        )
+
+
+def _check_protocol_version(header: str | None, message: dict[str, Any]) -> None:
+    """A POST's `MCP-Protocol-Version` header, when given with a message other than
+    `initialize` (which negotiates the version in its body), is a version the SDK speaks,
+    as it checks after this (its 400 is a JSON-RPC error with a made-up id): else 400
+    (CD460) in the service's words."""
+    from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+
+    if header is None or message.get("method") == "initialize":
+        return
+    if header not in SUPPORTED_PROTOCOL_VERSIONS:
+        raise refused(
+            400,
+            codes.SERVE_MCP_PROTOCOL_VERSION,
+            f"the MCP-Protocol-Version header {header[:40]!r} is not a version this server speaks",
+            "",
+            f"send one of {', '.join(SUPPORTED_PROTOCOL_VERSIONS)} (the version `initialize` "
+            "answered), or no MCP-Protocol-Version header",
         )
 
 

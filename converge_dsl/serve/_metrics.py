@@ -2,9 +2,10 @@
 
 Runs by pipeline, status and stop reason come from the store (they survive
 a restart); model calls, tokens, rejected requests and the latency of runs
-(seconds from the request to the stop, a histogram) are counted by this
-process since it started; queue depth and runs in progress are read when
-asked.
+(a histogram: seconds from a request to the run's next stop, where the request
+is the POST that queued the run or the decision that queued it again, and the
+stop is its end, its cancelling or its pause) are counted by this process since
+it started; queue depth and runs in progress are read when asked.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Metrics:
         self._submitted: dict[str, float] = {}
 
     def submitted(self, run: str, now: float) -> None:
+        """`run` was queued (or queued again by a decision) at `now`."""
         self._submitted[run] = now
 
     def rejected(self, pipeline: str) -> None:
@@ -56,9 +58,11 @@ class Metrics:
         self.tokens[pipeline, "output"] += int(usage.get("output_tokens") or 0)
         self.run_seconds[pipeline].observe(seconds)
 
-    def ended(self, run: str, status: str, now: float) -> None:
+    def ended(self, run: str, now: float) -> None:
+        """`run` stopped at `now` (ended, cancelled or paused): its latency since it was
+        queued, if this process queued it."""
         start = self._submitted.pop(run, None)
-        if start is not None and status != "paused":
+        if start is not None:
             self.latency.observe(now - start)
 
     def text(
@@ -97,7 +101,7 @@ class Metrics:
         family(
             "converge_request_latency_seconds",
             "histogram",
-            "Seconds from a run's request to its stop (this process's runs).",
+            "Seconds from a run's request or decision to its next stop (this process's runs).",
         )
         lines += _histogram("converge_request_latency_seconds", self.latency)
         return "\n".join(lines) + "\n"

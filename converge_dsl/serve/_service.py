@@ -27,18 +27,16 @@ once it is committed.
   resumes it from the checkpoint with them (`--resume DIR --approve ...`).
 - `cancel` cancels a queued or paused run at once and a running one by
   cancelling its task (status `cancelled`, no result).
-- `start` recovers: runs the store says were `running` when the server
-  died are queued again and continue from their checkpoint journal (a run
-  killed before its first record starts afresh); paused runs stay paused.
-- `stop` cancels the workers without touching the runs' status: a run cut
-  short by a shutdown continues at the next start.
-- A worker whose run meets a failing state (`StateError`, CD993) ends that run
-  as failed with the error, redacted, and goes on to the next one.
-- `submit` with an idempotency key answers the run first queued with that key
-  and the same request, and refuses (409) the key with another request.
-- A `Retention` deletes finished runs (past the newest N, or older than D
-  days) with their events, results, journals and keys, on a task that sleeps
-  on the injected clock between passes; paused runs are never deleted.
+- `start` recovers: runs the store says were `running` when the server died are
+  queued again and continue from their checkpoint journal (a run killed before
+  its first record starts afresh); paused runs stay paused.
+- `stop` cancels the workers, not the runs' status (it continues at the next start).
+- A worker whose run meets a failing state (`StateError`, CD993) ends that run as
+  failed with the error, redacted, and goes on to the next one.
+- `submit` with an idempotency key answers the run first queued with that key and
+  the same request, and refuses (409) the key with another request.
+- A `Retention` deletes finished runs past the newest N or older than D days with
+  their events, results, journals and keys (`_prune_every`); never paused runs.
 
 A pipeline's checkpoint key is read at its first run and kept (`CheckpointKeys`).
 Runs execute on event loops of their own threads (`_loops`, `--run-threads`), so
@@ -272,11 +270,12 @@ class RunService:
         """The run once it stops (done, paused, cancelled), or as it is after `timeout` s;
         never before its add is committed (`StateError` if that failed)."""
         adding = self._adds.get(run) or self.store.pending(run)
-        ended = self._ended.setdefault(run, Stopped())
-        if not ended.queued:  # not known to be waiting since `submit` queued it
+        ended = self._ended.get(run)
+        if ended is None or not ended.queued:  # not known to be waiting since `submit`
             row = self.get(run)
             if row.status in FINISHED or row.status == "paused":
-                return row
+                return row  # nothing kept for it: no end is to come and pop it
+            ended = self._ended.setdefault(run, Stopped())
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):  # no task of its own, as `wait_for` makes
                 await ended.wait()
@@ -286,6 +285,7 @@ class RunService:
     def cancel(self, run: str) -> RunRow:
         row = self.get(run)
         if self.store.cancel(run, self._now()):  # a paused run's journal goes with it
+            self.metrics.ended(run, self._clock.monotonic())
             self._signal(run)
             return self.get(run)
         handed = self._handed.pop(run, None)
@@ -319,6 +319,7 @@ class RunService:
         if not self.store.decide(run, decisions, self._now()):
             raise refused(409, codes.SERVE_BAD_DECISION, f"run {run!r} is no longer paused", "")
         self._ended.pop(run, None)
+        self.metrics.submitted(run, self._clock.monotonic())
         self._queues[row.pipeline].put_nowait(run)
         return self.get(run)
 
@@ -584,7 +585,7 @@ class RunService:
     ) -> None:
         """Tell the streams and waiters of `run` it ended; `row`: as it was before its end
         was stored (None when nothing was)."""
-        self.metrics.ended(run, status, self._clock.monotonic())
+        self.metrics.ended(run, self._clock.monotonic())
         if live is not None:
             live.end()
         self._live.pop(run, None)

@@ -89,6 +89,7 @@ def test_every_code_validate_can_report_is_exercised() -> None:
         codes.SERVE_MCP_BAD_IDEMPOTENCY_KEY: "tests/serve/test_mcp.py",
         codes.SERVE_MCP_BAD_ARGUMENTS: "tests/serve/test_mcp_runs.py",
         codes.SERVE_MCP_HOST_REFUSED: "tests/serve/test_mcp_messages.py",
+        codes.SERVE_MCP_PROTOCOL_VERSION: "tests/serve/test_mcp_messages.py",
         codes.SERVE_INTERNAL_ERROR: "tests/serve/test_bodies.py",
         # found when a pack is loaded (publish, fetch, lock): a pack that leaves its
         # folder cannot be published into the examples' repository

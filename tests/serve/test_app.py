@@ -105,12 +105,28 @@ def test_cancel_a_running_run(served: tuple[str, dict[str, str]]) -> None:
         while http.get(f"/v1/runs/{run['id']}").json()["status"] != "running":
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        http.delete(f"/v1/runs/{run['id']}")
-        while (state := http.get(f"/v1/runs/{run['id']}").json())["status"] == "running":
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        cancelled = http.delete(f"/v1/runs/{run['id']}")
+        state = http.get(f"/v1/runs/{run['id']}").json()
+    assert cancelled.status_code == 200
+    assert cancelled.json() == state
     assert state["status"] == "cancelled"
     assert "result" not in state
+
+
+def test_a_cancel_racing_the_runs_end_answers_which_came_first(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    """DELETE of a run that is running answers the run once its task stopped: cancelled,
+    or done when its end came first; it answered `running` at once, and the client
+    could not tell whether the cancel took."""
+    url, headers = served
+    with client(url, headers) as http:
+        for n in range(20):
+            run = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "a"}}).json()
+            time.sleep(0.002 * (n % 10))  # some cancelled running, some once done
+            answer = http.delete(f"/v1/runs/{run['id']}").json()
+            assert answer["status"] in ("cancelled", "done"), answer
+            assert answer == http.get(f"/v1/runs/{run['id']}").json()
 
 
 def test_pause_decision_resume(served: tuple[str, dict[str, str]]) -> None:
@@ -597,6 +613,34 @@ def test_a_fault_in_the_mcp_endpoint_is_a_json_500_its_traceback_logged(
     assert "the service failed on POST /mcp" in caplog.text
 
 
+def test_an_error_of_ours_in_the_mcp_endpoint_keeps_its_own_code_and_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state failing under a POST of /mcp (here in its message check): a 500 of the
+    state's own code and hint, as every HTTP route answers it; it was CD445, 'a fault of
+    the service', its hint telling the client to report it."""
+    from converge_dsl.serve import _mcp
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._store import StateError
+
+    from .conftest import in_process
+
+    def broken(message: object) -> None:
+        raise StateError("cannot read the state: disk I/O error", hint="free the disk")
+
+    monkeypatch.setattr(_mcp, "checked_message", broken)
+    with in_process(tmp_path / "state", HttpLimits(), mcp=True) as url:
+        answer = httpx.post(
+            f"{url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+    assert answer.status_code == 500
+    (problem,) = answer.json()["errors"]
+    assert (problem["code"], problem["hint"]) == ("CD993", "free the disk")
+    assert problem["message"] == "serve: cannot read the state: disk I/O error"
+
+
 def test_a_fault_outside_any_handler_is_a_json_500_its_traceback_logged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -658,7 +702,9 @@ def test_a_fault_after_an_event_stream_began_ends_it_with_an_error_event(
 ) -> None:
     """The state failing once a run's events are being sent: the events sent, then an
     `error` event with the errors a request's fault is answered with, and the stream
-    ends; the connection was cut with no word of why (an EventSource reconnects)."""
+    ends; the connection was cut with no word of why (an EventSource reconnects). The
+    event sets a long reconnection time (`retry:`): an EventSource its page does not
+    close came back into the same fault after the browser's default of about 3 s."""
     from converge_dsl.serve._app import HttpLimits
     from converge_dsl.serve._store import RunStore, StateError
 
@@ -681,7 +727,9 @@ def test_a_fault_after_an_event_stream_began_ends_it_with_an_error_event(
     assert events.status_code == 200
     blocks = [block for block in events.text.split("\n\n") if block]
     assert [block.split("\n")[0] for block in blocks] == ["id: 0", "id: 1", "event: error"]
-    (problem,) = json.loads(blocks[-1].split("data: ", 1)[1])["errors"]
+    fields = dict(line.split(": ", 1) for line in blocks[-1].split("\n"))
+    assert int(fields["retry"]) >= 10_000
+    (problem,) = json.loads(fields["data"])["errors"]
     code, hint = answer
     assert problem["code"] == code
     assert problem["hint"].startswith(hint)

@@ -549,3 +549,35 @@ def test_sigterm_with_a_tool_call_in_flight_exits_0(tmp_path: Path, servers: lis
     calling.join(SHORT_S * 2)
     assert ended
     assert "Traceback" not in "".join(server.stderr)
+
+
+def test_a_fault_in_a_tool_call_is_the_services_500_not_the_exceptions_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fault of the service under a tools/call (here the queue failing): a tool error
+    whose text is the HTTP API's 500 (CD445), nothing of the exception in it, its
+    traceback in the server's log; the SDK sent the exception's own text, unredacted,
+    and logged nothing."""
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._service import RunService
+
+    from .conftest import in_process
+
+    def broken(self: object, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals /srv/state")
+
+    monkeypatch.setattr(RunService, "submit", broken)
+    call = {"name": "echo", "arguments": {"text": "a"}}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with in_process(tmp_path / "state", HttpLimits(), mcp=True, log_config=None) as url:
+        answer = httpx.post(f"{url}/mcp", json=message, headers=accept, timeout=30)
+    assert answer.status_code == 200
+    assert "secret" not in answer.text
+    data = answer.text.split("data: ", 1)[1]
+    result = json.loads(data)["result"]
+    assert result["isError"] is True
+    body = json.loads(result["content"][0]["text"])
+    assert body["status"] == 500
+    assert body["errors"][0]["code"] == "CD445"
+    assert "RuntimeError: secret internals" in caplog.text

@@ -203,3 +203,39 @@ def test_the_transports_own_refusals_are_the_services_json(
         assert '"tools"' in text
     with sqlite3.connect(tmp_path / "state" / STATE_FILE) as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_protocol_version_the_server_does_not_speak_is_the_services_400(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """An `MCP-Protocol-Version` header the SDK does not speak (made up, or not ASCII):
+    400 in the service's JSON with CD460 and the versions it speaks; it was the SDK's
+    JSON-RPC error with the made-up id "server-error" and no code. A version it speaks
+    is answered, and so is `initialize`, which negotiates the version in its body."""
+    import httpx
+
+    server = serve_with_token(tmp_path, servers, [DATA], TOKEN, "--mcp")
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with httpx.Client(base_url=server.ready(), headers=HEADERS, timeout=30) as http:
+        for version in (b"1999-01-01", b"latest", "\u00e9t\u00e9".encode("latin-1")):
+            answer = http.post("/mcp", json=listing, headers={"MCP-Protocol-Version": version})
+            assert answer.status_code == 400, answer.text
+            (problem,) = answer.json()["errors"]
+            assert problem["code"] == "CD460"
+            assert problem["message"].startswith("the MCP-Protocol-Version header ")
+            assert "2025-06-18" in problem["hint"]
+        spoken = http.post("/mcp", json=listing, headers={"MCP-Protocol-Version": "2025-06-18"})
+        assert spoken.status_code == 200
+        assert '"tools"' in spoken.text
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        answer = http.post("/mcp", json=hello, headers={"MCP-Protocol-Version": "1999-01-01"})
+        assert answer.status_code == 200

@@ -201,3 +201,37 @@ def test_a_token_sent_as_a_run_id_is_redacted_in_the_error(served: str) -> None:
         assert body["status"] == 404
         assert "[REDACTED]" in body["errors"][0]["message"]
         assert TOKEN not in json.dumps(body)
+
+
+def test_waiting_on_a_stopped_run_keeps_nothing_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """getRun with `wait: true` on a run that already stopped answers it and keeps no
+    waiter for it: each such call kept one (an end that never comes to pop it) for the
+    life of the process."""
+    from converge_dsl.serve._app import HttpLimits
+    from converge_dsl.serve._service import RunService
+
+    from .conftest import in_process
+
+    services: list[RunService] = []
+    made = RunService.__init__
+
+    def kept(self: RunService, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        services.append(self)
+
+    monkeypatch.setattr(RunService, "__init__", kept)
+    mcp = {"Accept": "application/json, text/event-stream"}
+    with in_process(tmp_path / "state", HttpLimits(), mcp=True) as url:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            run = http.post("/v1/pipelines/echo/runs?wait=true", json={"inputs": {"text": "a"}})
+            ident = run.json()["id"]
+            for n in range(5):
+                call = {"name": "getRun", "arguments": {"run": ident, "wait": True}}
+                message = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call}
+                answer = http.post("/mcp", json=message, headers=mcp)
+                assert answer.status_code == 200, answer.text
+                assert '\\"status\\": \\"done\\"' in answer.text
+        (service,) = services
+        assert ident not in service._ended
