@@ -159,6 +159,7 @@
     }
     ctx.globalAlpha = 1;
     cv.setAttribute("data-labels", JSON.stringify(labelled)); cv.setAttribute("data-label-boxes", JSON.stringify(boxes));
+    cv.setAttribute("data-width", String(w)); /* the width drawn for, to compare with the box's */
   }
   function hit(px, py) {
     var k = Math.floor((py - TOP) / LH); if (k < 0) return null;
@@ -183,8 +184,13 @@
   });
   cv.addEventListener("mouseleave", function () { tip.style.display = "none"; });
   $("tl-note").textContent = EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
+  /* redrawn when the canvas's box changes size (a window resized, or a vertical scrollbar that
+     came once the sections below were drawn: the first draw was wider than the box), at most
+     once an animation frame */
+  var sizing = false;
+  function resized() { if (!sizing) { sizing = true; requestAnimationFrame(function () { sizing = false; size(); draw(); }); } }
   size(); draw();
-  window.addEventListener("resize", function () { size(); draw(); });
+  if (window.ResizeObserver) new ResizeObserver(resized).observe(cv); else window.addEventListener("resize", resized);
   /* the legend: the kinds this run executed, in their colours, then the marks */
   var legend = $("legend"), shown = {};
   function swatch(fill, stroke, text) {
