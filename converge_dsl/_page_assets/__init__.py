@@ -1,9 +1,10 @@
-"""What the HTML pages of several packages share (the run report, graph, eval and diff pages).
+"""What the HTML pages of several packages share (the run report, batch, graph, eval, diff pages).
 
 `page_asset(name)` is the text of one of this folder's files, to be inlined in a
-self-contained page: `vlist.js`, the virtualised list (only the rows in view
-exist in the DOM), and `vlist.css`, its style. The files are written by hand;
-nothing is vendored.
+self-contained page: `page.css`, the style every page but the graph's starts
+from (palette, type, the page's grid and its cards), `vlist.js`, the
+virtualised list (only the rows in view exist in the DOM), and `vlist.css`,
+its style. The files are written by hand; nothing is vendored.
 
 `CONTENT_SECURITY_POLICY` is the policy each page carries in a `<meta>`: its
 inline style and script only, so nothing a page shows can fetch or run more.

@@ -67,7 +67,9 @@ def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
     )
     parts = {
         "@TITLE@": html_text(title),
-        "@CSS@": page_asset("vlist.css") + (_ASSETS / "page.css").read_text(encoding="utf-8"),
+        "@CSS@": page_asset("page.css")
+        + page_asset("vlist.css")
+        + (_ASSETS / "page.css").read_text(encoding="utf-8"),
         "@DATA@": text,
         "@JS@": js,
     }

@@ -67,7 +67,11 @@ def render_report(trace: Path) -> str:
     # text from the run (facts, answers, messages) cannot reorder or hide what the page shows.
     data = page_json(found)
     page = (_ASSETS / "page.html").read_text(encoding="utf-8")
-    css = page_asset("vlist.css") + (_ASSETS / "report.css").read_text(encoding="utf-8")
+    css = (
+        page_asset("page.css")
+        + page_asset("vlist.css")
+        + (_ASSETS / "report.css").read_text(encoding="utf-8")
+    )
     js = page_asset("vlist.js") + (_ASSETS / "report.js").read_text(encoding="utf-8")
     # One pass, so that nothing inserted is itself searched for a placeholder.
     parts = {"@CSS@": css, "@DATA@": data, "@JS@": js}
