@@ -369,3 +369,39 @@ def test_a_narrow_window_does_not_scroll_the_page_sideways(
         browser.set_window_size(size["width"], size["height"])
     assert wide <= view
     assert stats["y"] >= max(title["y"] + title["height"], search["y"] + search["height"])
+
+
+def test_a_run_that_failed_before_its_first_cycle_has_no_empty_timeline(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The page drew an empty box over "0 executions, 0 model calls - the trace has no
+    # clock readings: one slot per cycle", though the trace had them: nothing had run.
+    from converge_dsl.runtime import render_report
+
+    whole = tmp_path / "whole.jsonl"
+    argv = ["run", str(ROOT / "pipelines" / "market-entry.yaml"), "--trace", str(whole)]
+    assert run(argv, io.StringIO(), io.StringIO()) == 0
+    started = json.loads(whole.read_text(encoding="utf-8").splitlines()[0])
+    assert started["type"] == "run_started"
+    assert started["timing"]["at"] is not None
+    failed = {
+        "seq": 1,
+        "type": "run_finished",
+        "timing": {"at": started["timing"]["at"] + 0.002, "duration_s": 0.002},
+        "cycles": 0,
+        "stop_reason": "error",
+        "facts": 0,
+        "error": "the model adapter failed",
+        "span": None,
+    }
+    trace, page = tmp_path / "failed.jsonl", tmp_path / "failed.html"
+    trace.write_text(json.dumps(started) + "\n" + json.dumps(failed) + "\n", encoding="utf-8")
+    page.write_text(render_report(trace), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    browser.save_screenshot(str(artifacts / "report-failed-before-first-cycle.png"))
+    assert browser.find_element("id", "tl-note").text == "no suggestor ran"
+    assert not browser.find_element("id", "timeline").is_displayed()
+    assert not browser.find_element("id", "legend").is_displayed()
+    assert browser.find_element("css selector", "#timeline-section .empty").text == "none"
+    assert browser.find_element("id", "stop-error").text == "the model adapter failed"
