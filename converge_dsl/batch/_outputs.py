@@ -220,7 +220,7 @@ class BatchReportSink(BatchSink):
         """The batch page: a table of the cases, by index, each linking its report."""
         from urllib.parse import quote
 
-        from converge_dsl._page_assets import html_text, page_asset
+        from converge_dsl._page_assets import html_text, page_asset, page_name
         from converge_dsl.runtime import REPORT_MARK
 
         folder = case_folder(self.path)
@@ -237,7 +237,7 @@ class BatchReportSink(BatchSink):
             link = f'<a href="{address}/{result.index}.html">{label}</a>'
             cells = (
                 link if own.is_file() else label,
-                html_text("" if result.id is None else str(result.id)),
+                html.escape(page_name("" if result.id is None else str(result.id))),
                 html_text(result.stop_reason),
                 str(body["cycles"]),
                 str(result.usage["model_calls"]),

@@ -13,6 +13,12 @@
     return e;
   }
   function fromAddress(text) { try { return decodeURIComponent(text); } catch (e) { return null; } }
+  /* a name or an id as the data holds it (`page_name`): each control or bidi character as "\u27e8U+202E\u27e9" */
+  function shownName(text) {
+    return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, function (c) {
+      return "\u27e8U+" + ("000" + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + "\u27e9";
+    });
+  }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
   /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
   function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
@@ -221,10 +227,11 @@
         ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
     });
 
-  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it); an
+  /* "#fact=ID" (the raw id) in the address opens that fact (a link to it, a screenshot of it); an
      address that does not decode (a stray "%") opens none, and the page draws the rest */
   var wanted = fromAddress(location.hash.replace(/^#fact=/, ""));
   if (factList && wanted !== null && location.hash.indexOf("#fact=") === 0) {
+    wanted = shownName(wanted);
     var pick = D.facts.filter(function (f) { return f[1] === wanted; })[0];
     if (pick) { factList.picked = pick; factList.draw(); factList.onPick(pick); }
   }
