@@ -382,10 +382,17 @@ def test_a_long_confusion_label_keeps_the_matrix_inside_its_section(
         inner = browser.execute_script(
             "return [arguments[0].scrollWidth, arguments[0].clientWidth]", section
         )
+        heads = browser.execute_script(
+            "return Array.prototype.map.call(document.querySelectorAll('.matrix th'),"
+            " function (th) { return [th.title, th.getBoundingClientRect().height]; });"
+        )
     finally:
         browser.set_window_size(size["width"], size["height"])
     assert wide <= view
     assert inner[0] <= inner[1]
+    # and on one line, whole in its title: it wrapped to a row and a column 80 lines tall
+    assert long in [title for title, _ in heads]
+    assert max(height for _, height in heads) < 40
     assert _errors(browser) == []
 
 
