@@ -20,8 +20,9 @@ backwards). `page_json(value)` is the JSON text of a page's data element,
 `<script>`; `html_text(text)` is `page_text` then HTML-escaped, for text a page
 writes as markup (the graph's SVG and headings).
 
-`page_name(text)` is how the run report and the batch page show a name or an
-id (a suggestor's name, a fact's key and id, a case's id), what a reader tells
+`page_name(text)` is how the run report, the batch page and the eval page show
+a name or an id (a suggestor's name, a fact's key and id, a case's id or
+name), what a reader tells
 apart and links to: each of those characters as `⟨U+202E⟩`, a notation no
 YAML, JSON or Python escape is, so that an id holding the real character and
 one holding the six characters `\\u202e` (how YAML and JSON write it) are two

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from converge_dsl._page_assets import html_text, page_asset, page_json
+from converge_dsl._page_assets import html_text, page_asset, page_json, page_name
 
 _ASSETS = Path(__file__).resolve().parent / "_html_assets"
 MARK = "<!DOCTYPE html><!-- converge-dsl {what} page -->"
@@ -37,7 +37,29 @@ MARK = "<!DOCTYPE html><!-- converge-dsl {what} page -->"
 def render_eval_html(document: Mapping[str, Any]) -> str:
     """The page of an evaluation's result document (see the module docstring)."""
     title = f"Evaluation: {document.get('evaluation', '')}"
-    return _page("eval", title, {"result": document})
+    return _page("eval", title, {"result": _case_names_shown(document)})
+
+
+def _case_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
+    """`document` with each case's name, and each change's, as the page shows a name
+    (`page_name`: `⟨U+202E⟩` where the rest of the page writes `\\u202e`), so that a
+    case named with the character and one named with its escape text read apart."""
+
+    def named(rows: Any, field: str) -> Any:
+        if not isinstance(rows, list):
+            return rows
+        return [
+            {**row, field: page_name(row[field])}
+            if isinstance(row, Mapping) and isinstance(row.get(field), str)
+            else row
+            for row in rows
+        ]
+
+    shown = dict(document)
+    for table, field in (("cases", "name"), ("changes", "case")):
+        if table in shown:
+            shown[table] = named(shown[table], field)
+    return shown
 
 
 def render_diff_html(document: Mapping[str, Any], kind: str, a: str, b: str) -> str:
