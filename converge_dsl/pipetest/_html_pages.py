@@ -48,12 +48,16 @@ def _case_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
     def named(rows: Any, field: str) -> Any:
         if not isinstance(rows, list):
             return rows
-        return [
-            {**row, field: page_name(row[field])}
-            if isinstance(row, Mapping) and isinstance(row.get(field), str)
-            else row
-            for row in rows
-        ]
+        names = [row.get(field) if isinstance(row, Mapping) else None for row in rows]
+        joined = "\n".join(name for name in names if isinstance(name, str))
+        if page_name(joined) == joined:  # most pages: one search, no row looked at again
+            return rows
+        rows = list(rows)
+        for number, row in enumerate(rows):  # a row is copied only if its name changes
+            name = row.get(field) if isinstance(row, Mapping) else None
+            if isinstance(name, str) and (shown := page_name(name)) is not name:
+                rows[number] = {**row, field: shown}
+        return rows
 
     shown = dict(document)
     for table, field in (("cases", "name"), ("changes", "case")):
