@@ -1,4 +1,5 @@
-"""What the HTML pages share: how they show text they did not write (`page_text`)."""
+"""What the HTML pages share: how they show text they did not write (`page_text`) and
+the names and ids in it (`page_name`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,25 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from converge_dsl._page_assets import html_text, page_json, page_text
+from converge_dsl._page_assets import html_text, page_json, page_name, page_text
 
 
 def test_control_and_bidi_characters_show_as_their_escapes() -> None:
     text = "a\u202eb\x07c\x1b[31m\td\ne\u2066f\x00\x7f\x85"
     assert page_text(text) == "a\\u202eb\\x07c\\x1b[31m\td\ne\\u2066f\\x00\\x7f\\x85"
     assert page_text("plain, \u00e9t\u00e9 \u65e5\u672c") == "plain, \u00e9t\u00e9 \u65e5\u672c"
+
+
+def test_a_name_shows_its_hidden_characters_apart_from_their_escape_text() -> None:
+    # A fact id holding a real U+202E and one holding the six characters `\u202e`
+    # looked the same on a page.
+    assert page_name("r\u202eev") == "r\u27e8U+202E\u27e9ev"
+    assert page_name("r\\u202eev") == "r\\u202eev"
+    assert (
+        page_name("a\x07\x00\x85\u2066b")
+        == "a\u27e8U+0007\u27e9\u27e8U+0000\u27e9\u27e8U+0085\u27e9\u27e8U+2066\u27e9b"
+    )
+    assert page_name("plain, \u00e9t\u00e9 \u65e5\u672c") == "plain, \u00e9t\u00e9 \u65e5\u672c"
 
 
 def _page_text_everywhere(value: Any) -> Any:

@@ -1,14 +1,15 @@
-"""What the HTML pages of several packages share (the run report, graph, eval and diff pages).
+"""What the HTML pages of several packages share (the run report, batch, graph, eval, diff pages).
 
 `page_asset(name)` is the text of one of this folder's files, to be inlined in a
-self-contained page: `vlist.js`, the virtualised list (only the rows in view
-exist in the DOM), and `vlist.css`, its style. The files are written by hand;
-nothing is vendored.
+self-contained page: `page.css`, the style every page but the graph's starts
+from (palette, type, the page's grid and its cards), `vlist.js`, the
+virtualised list (only the rows in view exist in the DOM), and `vlist.css`,
+its style. The files are written by hand; nothing is vendored.
 
 `CONTENT_SECURITY_POLICY` is the policy each page carries in a `<meta>`: its
 inline style and script only, so nothing a page shows can fetch or run more.
 
-`page_text(text)` is how every page shows text it did not write (names, facts,
+`page_text(text)` is how every page shows text it did not write (facts,
 model answers, messages, dataset cases, source lines): each control character
 but newline and tab (C0, DEL, C1) and each bidi control (U+202A-U+202E,
 U+2066-U+2069) as its escape (`\\x07`, `\\u202e`), the set the CLI's
@@ -18,6 +19,16 @@ backwards). `page_json(value)` is the JSON text of a page's data element,
 `page_text` applied to each string of the value, keys too, and safe inside
 `<script>`; `html_text(text)` is `page_text` then HTML-escaped, for text a page
 writes as markup (the graph's SVG and headings).
+
+`page_name(text)` is how the run report, the batch page and the eval page show
+a name or an id (a suggestor's name, a fact's key and id, a case's id or
+name), what a reader tells
+apart and links to: each of those characters as `⟨U+202E⟩`, a notation no
+YAML, JSON or Python escape is, so that an id holding the real character and
+one holding the six characters `\\u202e` (how YAML and JSON write it) are two
+ids on the page too. A link to a fact (`#fact=`) names its raw id, which the
+page writes the same way before it compares. Source excerpts and messages keep
+`page_text`'s escapes: there `\\u202e` reads as what the file says.
 """
 
 from __future__ import annotations
@@ -60,6 +71,16 @@ def page_asset(name: str) -> str:
 def page_text(text: str) -> str:
     """`text` with its control and bidi characters as visible escapes (see the module)."""
     return _UNSHOWN.sub(escaped, text) if _UNSHOWN.search(text) else text
+
+
+def page_name(text: str) -> str:
+    """`text`, a name or an id, with its control and bidi characters as `⟨U+XXXX⟩`
+    (see the module)."""
+    return _UNSHOWN.sub(_named, text) if _UNSHOWN.search(text) else text
+
+
+def _named(found: re.Match[str]) -> str:
+    return f"\u27e8U+{ord(found.group()):04X}\u27e9"
 
 
 def page_json(value: Any) -> str:

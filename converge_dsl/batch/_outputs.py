@@ -6,7 +6,8 @@ any case runs. Of the whole batch (in the parent process):
 
 - `OutLinesSink`: `--out RESULTS.jsonl`, one flushed result line per case;
 - `BatchReportSink`: `--report R.html`, one page listing every case run (stop
-  reason, cycles, model calls) that links each case's own report.
+  reason, cycles, model calls) that links each case's own report; styled as the
+  other pages are (`_page_assets`' `page.css`, then this folder's `page.css`).
 
 Of each case (`CaseOutputs.sinks(case)`, made where the case runs: a worker
 process or a Ray actor too, so `CaseOutputs` is plain, picklable data):
@@ -34,6 +35,8 @@ from converge_dsl.errors import UsageError
 from converge_dsl.runtime import Output, RunSink
 
 from ._cases import Case, CaseResult, recognise
+
+_FOLDER = Path(__file__).resolve().parent  # the batch page's own style, page.css
 
 
 def case_folder(report: Path) -> Path:
@@ -217,7 +220,7 @@ class BatchReportSink(BatchSink):
         """The batch page: a table of the cases, by index, each linking its report."""
         from urllib.parse import quote
 
-        from converge_dsl._page_assets import html_text
+        from converge_dsl._page_assets import html_text, page_asset, page_name
         from converge_dsl.runtime import REPORT_MARK
 
         folder = case_folder(self.path)
@@ -234,7 +237,7 @@ class BatchReportSink(BatchSink):
             link = f'<a href="{address}/{result.index}.html">{label}</a>'
             cells = (
                 link if own.is_file() else label,
-                html_text("" if result.id is None else str(result.id)),
+                html.escape(page_name("" if result.id is None else str(result.id))),
                 html_text(result.stop_reason),
                 str(body["cycles"]),
                 str(result.usage["model_calls"]),
@@ -247,12 +250,17 @@ class BatchReportSink(BatchSink):
             f"<th>{name}</th>"
             for name in ("case", "id", "stop reason", "cycles", "model calls", "exit")
         )
+        # The style the other pages start from (`page.css`), then this page's own.
+        css = page_asset("page.css") + (_FOLDER / "page.css").read_text(encoding="utf-8")
         return (
-            f"{REPORT_MARK}\n<html><head><meta charset='utf-8'>"
-            "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
-            f"<title>{title}</title></head><body><h1>{title}</h1>"
+            f'{REPORT_MARK}\n<html lang="en"><head><meta charset="utf-8">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            '<meta http-equiv="Content-Security-Policy" '
+            "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+            f"<title>{title}</title><style>{css}</style></head>\n"
+            f"<body><header><h1>{title}</h1>"
             f"<p>{len(rows)} case(s) run; each case's report is in "
-            f"{html_text(shown)}/</p>"
+            f"{html_text(shown)}/</p></header>\n<main><section><div class='cases'>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            "</body></html>\n"
+            "</div></section></main></body></html>\n"
         )

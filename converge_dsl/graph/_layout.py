@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._model import Node, PipelineGraph
-from ._text import subtitle
+from ._text import label_name, subtitle
 
 LAYER_GAP = 64.0
 NODE_GAP = 26.0
@@ -68,7 +68,7 @@ class Layout:
 
 def size_of(node: Node) -> tuple[float, float]:
     """An estimate of the rendered label's box (13px bold name, 11px subtitle)."""
-    text = max(len(node.name) * 7.9, len(subtitle(node)) * 6.1)
+    text = max(len(label_name(node)) * 7.9, len(subtitle(node)) * 6.1)
     return max(112.0, round(text + 34.0)), (50.0 if node.kind == "suggestor" else 44.0)
 
 

@@ -19,7 +19,7 @@ from converge_dsl._page_assets import html_text
 
 from ._layout import Box, Layout, layout
 from ._model import Edge, Node, PipelineGraph
-from ._text import subtitle
+from ._text import label_name, subtitle
 
 _DEFS = """<defs>
 <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" \
@@ -221,7 +221,7 @@ def _node(node: Node, box: Box) -> str:
         f'aria-label="{html_text(label)}">'
         f"<title>{html_text(label)}</title>{_shape(node, box)}"
         f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}">'
-        f"{html_text(node.name)}</text>"
+        f"{html_text(label_name(node))}</text>"
         f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}">'
         f"{html_text(subtitle(node))}</text>"
         f"{_badges(node, box)}{_parts(node, box)}</g>"

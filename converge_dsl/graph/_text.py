@@ -1,5 +1,10 @@
 """What the text renderers share: short node ids, first-line markers, labels.
 
+A node's label on the HTML page names it in at most `LABEL_CHARS` characters
+(`label_name`: a longer name cut, with "…"); its title, its details and the
+search keep the whole name, so that one long name does not widen its layer and
+shrink the whole drawing to fit.
+
 Every output starts with a line naming converge-dsl's graph format
 (`MARKERS`), so `-o FILE` recognises a file it wrote before and refuses to
 overwrite anything else (`converge_dsl._files.open_output`).
@@ -17,6 +22,13 @@ MARKERS: dict[str, str] = {
     "html": "<!DOCTYPE html><!-- converge-dsl graph",
 }
 _PREFIX = {"key": "k", "suggestor": "s", "model": "m", "pack": "p"}
+LABEL_CHARS = 48
+
+
+def label_name(node: Node) -> str:
+    """The name on the node's label: the whole name, or its start and "\u2026" (see the module)."""
+    name = node.name
+    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "\u2026"
 
 
 def recognise(first_line: bytes) -> bool:

@@ -201,6 +201,22 @@
   }
   window.addEventListener("hashchange", fromAddress);
 
+  /* a name wider than its node (the layout guesses a width from the number of characters,
+     and an "m" is wider than an "i") is cut with "\u2026" to fit; the node's title, its
+     details and the search keep the whole name */
+  Array.prototype.forEach.call(svg.querySelectorAll(".node"), function (node) {
+    var name = node.querySelector("text.name"), shape = node.querySelector(".shape");
+    if (!name || !shape) { return; }
+    var room = shape.getBBox().width - 16, full = name.textContent, lo = 0, hi = full.length;
+    if (name.getComputedTextLength() <= room) { return; }
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      name.textContent = full.slice(0, mid) + "\u2026";
+      if (name.getComputedTextLength() <= room) { lo = mid; } else { hi = mid - 1; }
+    }
+    name.textContent = full.slice(0, lo) + "\u2026";
+  });
+
   fit();
   fromAddress();
   document.body.setAttribute("data-ready", "true");

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from converge_dsl._page_assets import html_text, page_asset, page_json
+from converge_dsl._page_assets import html_text, page_asset, page_json, page_name
 
 _ASSETS = Path(__file__).resolve().parent / "_html_assets"
 MARK = "<!DOCTYPE html><!-- converge-dsl {what} page -->"
@@ -37,7 +37,33 @@ MARK = "<!DOCTYPE html><!-- converge-dsl {what} page -->"
 def render_eval_html(document: Mapping[str, Any]) -> str:
     """The page of an evaluation's result document (see the module docstring)."""
     title = f"Evaluation: {document.get('evaluation', '')}"
-    return _page("eval", title, {"result": document})
+    return _page("eval", title, {"result": _case_names_shown(document)})
+
+
+def _case_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
+    """`document` with each case's name, and each change's, as the page shows a name
+    (`page_name`: `⟨U+202E⟩` where the rest of the page writes `\\u202e`), so that a
+    case named with the character and one named with its escape text read apart."""
+
+    def named(rows: Any, field: str) -> Any:
+        if not isinstance(rows, list):
+            return rows
+        names = [row.get(field) if isinstance(row, Mapping) else None for row in rows]
+        joined = "\n".join(name for name in names if isinstance(name, str))
+        if page_name(joined) == joined:  # most pages: one search, no row looked at again
+            return rows
+        rows = list(rows)
+        for number, row in enumerate(rows):  # a row is copied only if its name changes
+            name = row.get(field) if isinstance(row, Mapping) else None
+            if isinstance(name, str) and (shown := page_name(name)) is not name:
+                rows[number] = {**row, field: shown}
+        return rows
+
+    shown = dict(document)
+    for table, field in (("cases", "name"), ("changes", "case")):
+        if table in shown:
+            shown[table] = named(shown[table], field)
+    return shown
 
 
 def render_diff_html(document: Mapping[str, Any], kind: str, a: str, b: str) -> str:
@@ -67,7 +93,9 @@ def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
     )
     parts = {
         "@TITLE@": html_text(title),
-        "@CSS@": page_asset("vlist.css") + (_ASSETS / "page.css").read_text(encoding="utf-8"),
+        "@CSS@": page_asset("page.css")
+        + page_asset("vlist.css")
+        + (_ASSETS / "page.css").read_text(encoding="utf-8"),
         "@DATA@": text,
         "@JS@": js,
     }

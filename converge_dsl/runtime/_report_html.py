@@ -22,10 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._files import flush_checked, open_output, write_all
-from converge_dsl._page_assets import page_asset, page_json
+from converge_dsl._page_assets import page_asset, page_json, page_name
 
 from ._report_data import report_data
 
@@ -63,16 +64,37 @@ def render_report(trace: Path) -> str:
     """The HTML page of the trace at `trace` (a bad trace is a `UsageError` at file:line)."""
     found = report_data(trace)
     found["styles"] = kind_styles(found["kinds"])
+    _names_shown(found)
     # Safe inside <script>, control and bidi characters as visible escapes (`page_json`):
     # text from the run (facts, answers, messages) cannot reorder or hide what the page shows.
     data = page_json(found)
     page = (_ASSETS / "page.html").read_text(encoding="utf-8")
-    css = page_asset("vlist.css") + (_ASSETS / "report.css").read_text(encoding="utf-8")
+    css = (
+        page_asset("page.css")
+        + page_asset("vlist.css")
+        + (_ASSETS / "report.css").read_text(encoding="utf-8")
+    )
     js = page_asset("vlist.js") + (_ASSETS / "report.js").read_text(encoding="utf-8")
     # One pass, so that nothing inserted is itself searched for a placeholder.
     parts = {"@CSS@": css, "@DATA@": data, "@JS@": js}
     body = re.sub("@(?:CSS|DATA|JS)@", lambda m: parts[m.group(0)], page)
     return MARK + "\n" + body
+
+
+# The columns of a report's tables that hold a key or an id (the rest: report.js).
+_NAME_COLUMNS = {"facts": (0, 1), "rej": (2, 3), "hitl": (2, 3)}
+
+
+def _names_shown(found: dict[str, Any]) -> None:
+    """Rewrite the suggestors' names and the facts' keys and ids of the report's data
+    `found` as the page shows them (`page_name`: `⟨U+202E⟩`, where the rest of the page
+    writes `\\u202e`), the sources' names too, which the page looks a name up by."""
+    found["names"] = [page_name(name) for name in found["names"]]
+    found["sources"] = {page_name(name): source for name, source in found["sources"].items()}
+    for table, columns in _NAME_COLUMNS.items():
+        for row in found[table]:
+            for column in columns:
+                row[column] = page_name(row[column])
 
 
 def check_report_output(

@@ -58,7 +58,7 @@ def test_the_batch_pages_links_and_ids_hold_for_any_name(tmp_path: Path) -> None
     argv = ["run", str(ECHO), "--cases", str(cases), "--out", str(tmp_path / "r.jsonl")]
     assert cli([*argv, "--report", str(page)], io.StringIO(), io.StringIO()) == 0
     text = page.read_text(encoding="utf-8")
-    assert '<a href="r%23x%201/0.html">0</a></td><td>w\\u202ea</td>' in text
+    assert '<a href="r%23x%201/0.html">0</a></td><td>w\u27e8U+202E\u27e9a</td>' in text
     assert (tmp_path / "r#x 1" / "0.html").is_file()
     # a name that is not UTF-8: its bytes in the address (it was a traceback, no page)
     odd = Path(os.fsdecode(bytes(tmp_path / "r") + b"\xe9.html"))

@@ -62,6 +62,8 @@ def test_every_module_of_the_source_tree_is_in_the_wheel(wheel: Path) -> None:
     assert "converge_dsl/py.typed" in names
     assert any(PurePosixPath(n).parent.name == "_report_assets" for n in names)
     assert "converge_dsl/_page_assets/vlist.js" in names  # the pages' shared list
+    assert "converge_dsl/_page_assets/page.css" in names  # and their shared style
+    assert "converge_dsl/batch/page.css" in names  # the batch page's own
 
 
 def test_the_module_check_can_fail() -> None:

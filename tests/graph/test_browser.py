@@ -272,3 +272,47 @@ def test_a_narrow_window_puts_the_panel_under_the_drawing(
     assert canvas["width"] >= 380
     assert canvas["height"] >= 260
     assert panel["y"] >= canvas["y"] + canvas["height"] - 1
+
+
+def _long_names(folder: Path) -> Path:
+    """A pipeline whose suggestors' names are long, one of wide letters."""
+    lines = ["apiVersion: converge-dsl/v1", "kind: Pipeline", "name: long-names"]
+    lines += [
+        "keys:",
+        "  - {name: k0}",
+        "  - {name: k1}",
+        "seeds:",
+        "  - {id: s, key: k0, content: x}",
+    ]
+    lines.append("suggestors:")
+    for i, name in enumerate(["y" * 200, "m" * 45, "w" * 30]):
+        lines.append(
+            f"  - {{name: n{i}-{name}, kind: rule, dependencies: [k0],"
+            f" emit: [{{key: k1, id: f{i}, content: x}}]}}"
+        )
+    pipeline = folder / "long-names.yaml"
+    pipeline.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return _page(folder, str(pipeline), "long-names.html")
+
+
+def test_a_long_or_wide_name_fits_in_its_node(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # A 200-character name made its node 1,600 pixels wide, the whole drawing shrank to
+    # fit it, and a name of wide letters ran out of its node on both sides.
+    browser.get_log("browser")  # what the tests before this one left
+    _open(browser, _long_names(tmp_path))
+    assert _errors(browser) == []
+    browser.save_screenshot(str(artifacts / "graph-long-names.png"))
+    found = browser.execute_script(
+        "return Array.prototype.map.call(document.querySelectorAll('.node'), function (n) {"
+        " var t = n.querySelector('text.name');"
+        " return [t.textContent, t.getComputedTextLength(),"
+        " n.querySelector('.shape').getBBox().width, n.querySelector('title').textContent]; });"
+    )
+    for text, length, width, title in found:
+        assert length <= width - 16, text
+        assert title.split(":")[0].startswith(text.rstrip("\u2026"))  # the title names it whole
+    shown = {title.split(":")[0]: text for text, _, _, title in found}
+    assert shown["n0-" + "y" * 200].endswith("\u2026")
+    assert max(width for _, _, width, _ in found) < 600

@@ -127,3 +127,19 @@ def test_the_html_summary_counts_in_words(tmp_path: Path) -> None:
     graph = graph_pipeline(Path(_graph(tmp_path)), inputs={})
     page = render(graph, "html")
     assert "1 suggestor · 2 keys · 0 models · 0 packs" in page
+
+
+def test_a_long_name_is_cut_on_its_node_and_whole_in_its_title(tmp_path: Path) -> None:
+    from converge_dsl.graph._layout import size_of
+    from converge_dsl.graph._text import LABEL_CHARS
+
+    path = tmp_path / "long.yaml"
+    long = "n" + "y" * 199
+    path.write_text(HOSTILE.replace("name: copy", f"name: {long}"), encoding="utf-8")
+    graph = graph_pipeline(path, inputs={})
+    page = render(graph, "html")
+    cut = long[: LABEL_CHARS - 1] + "\u2026"
+    assert f">{cut}</text>" in page
+    assert f"<title>{long}: rule</title>" in page
+    node = next(n for n in graph.nodes if n.name == long)
+    assert size_of(node)[0] < 500  # it was 1,614 pixels wide

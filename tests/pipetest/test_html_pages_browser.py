@@ -283,18 +283,27 @@ def test_data_that_looks_like_markup_shows_as_text(browser: Any, tmp_path: Path)
 
 
 def test_a_right_to_left_override_shows_as_its_escape(browser: Any, tmp_path: Path) -> None:
+    # In a case's name, as `⟨U+202E⟩`: a case named with the character and one named
+    # with the six characters `\u202e` both showed `T-1 \u202e(at a.yaml:1:2)`.
     sneaky = "T-1 \u202e(at a.yaml:1:2)"
-    case = {"name": sneaky, "stop_reason": "converged", "scores": {"m": 1}}
-    document = {"evaluation": sneaky, "passed": True, "metrics": [], "cases": [case]}
+    cases = [
+        {"name": name, "stop_reason": "converged", "scores": {"m": 1}}
+        for name in (sneaky, "T-1 \\u202e(at a.yaml:1:2)")
+    ]
+    document = {"evaluation": sneaky, "passed": True, "metrics": [], "cases": cases}
     page = tmp_path / "bidi.html"
     page.write_text(render_eval_html(document), encoding="utf-8")
     _open(browser, page)
-    assert "T-1 \\u202e(at a.yaml:1:2)" in browser.find_element("id", "cases").text
+    shown = [r.text.split("\n")[0] for r in _visible_rows(browser, "#cases .row")]
+    assert shown == ["T-1 \u27e8U+202E\u27e9(at a.yaml:1:2)", "T-1 \\u202e(at a.yaml:1:2)"]
     assert browser.find_element("id", "title").text == "Evaluation: T-1 \\u202e(at a.yaml:1:2)"
     assert _errors(browser) == []
-    # the pane's JSON shows the escape once, as the table does (not `\\u202e`)
+    # the pane's JSON shows the name as the table does
     _visible_rows(browser, "#cases .row")[0].click()
-    assert '"name": "T-1 \\u202e(at a.yaml:1:2)"' in browser.find_element("id", "detail").text
+    assert (
+        '"name": "T-1 \u27e8U+202E\u27e9(at a.yaml:1:2)"'
+        in browser.find_element("id", "detail").text
+    )
 
 
 def _errored(i: int, **more: Any) -> dict[str, Any]:
@@ -382,10 +391,17 @@ def test_a_long_confusion_label_keeps_the_matrix_inside_its_section(
         inner = browser.execute_script(
             "return [arguments[0].scrollWidth, arguments[0].clientWidth]", section
         )
+        heads = browser.execute_script(
+            "return Array.prototype.map.call(document.querySelectorAll('.matrix th'),"
+            " function (th) { return [th.title, th.getBoundingClientRect().height]; });"
+        )
     finally:
         browser.set_window_size(size["width"], size["height"])
     assert wide <= view
     assert inner[0] <= inner[1]
+    # and on one line, whole in its title: it wrapped to a row and a column 80 lines tall
+    assert long in [title for title, _ in heads]
+    assert max(height for _, height in heads) < 40
     assert _errors(browser) == []
 
 

@@ -95,6 +95,24 @@ def test_control_and_bidi_characters_show_as_escapes_never_raw(
     assert data["facts"][0][2] == "ok \\u202e(at a.yaml:1:2) \\x1b[31m"
 
 
+def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
+    agent_trace: Path,
+) -> None:
+    # Both showed `r\u202eev`; the facts' contents, messages and sources keep their escapes.
+    lines = agent_trace.read_text(encoding="utf-8").splitlines()
+    for number, fid in ((1, "r\u202eev"), (2, "r\\u202eev")):
+        event = json.loads(lines[number])
+        assert event["type"] == "fact_promoted"
+        event["id"], event["content"] = fid, "caf\u00e9 \u202e"
+        lines[number] = json.dumps(event)
+    agent_trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = render_report(agent_trace)
+    start = page.index('type="application/json">') + len('type="application/json">')
+    data = json.loads(page[start : page.index("</script>", start)])
+    assert [f[1] for f in data["facts"][:2]] == ["r\u27e8U+202E\u27e9ev", "r\\u202eev"]
+    assert [f[2] for f in data["facts"][:2]] == ["caf\u00e9 \\u202e"] * 2
+
+
 def test_the_page_inlines_the_virtualised_list_the_eval_and_diff_pages_share(
     agent_trace: Path,
 ) -> None:

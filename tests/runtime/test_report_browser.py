@@ -369,3 +369,80 @@ def test_a_narrow_window_does_not_scroll_the_page_sideways(
         browser.set_window_size(size["width"], size["height"])
     assert wide <= view
     assert stats["y"] >= max(title["y"] + title["height"], search["y"] + search["height"])
+
+
+def test_a_run_that_failed_before_its_first_cycle_has_no_empty_timeline(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The page drew an empty box over "0 executions, 0 model calls - the trace has no
+    # clock readings: one slot per cycle", though the trace had them: nothing had run.
+    from converge_dsl.runtime import render_report
+
+    whole = tmp_path / "whole.jsonl"
+    argv = ["run", str(ROOT / "pipelines" / "market-entry.yaml"), "--trace", str(whole)]
+    assert run(argv, io.StringIO(), io.StringIO()) == 0
+    started = json.loads(whole.read_text(encoding="utf-8").splitlines()[0])
+    assert started["type"] == "run_started"
+    assert started["timing"]["at"] is not None
+    failed = {
+        "seq": 1,
+        "type": "run_finished",
+        "timing": {"at": started["timing"]["at"] + 0.002, "duration_s": 0.002},
+        "cycles": 0,
+        "stop_reason": "error",
+        "facts": 0,
+        "error": "the model adapter failed",
+        "span": None,
+    }
+    trace, page = tmp_path / "failed.jsonl", tmp_path / "failed.html"
+    trace.write_text(json.dumps(started) + "\n" + json.dumps(failed) + "\n", encoding="utf-8")
+    page.write_text(render_report(trace), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    browser.save_screenshot(str(artifacts / "report-failed-before-first-cycle.png"))
+    assert browser.find_element("id", "tl-note").text == "no suggestor ran"
+    assert not browser.find_element("id", "timeline").is_displayed()
+    assert not browser.find_element("id", "legend").is_displayed()
+    assert browser.find_element("css selector", "#timeline-section .empty").text == "none"
+    assert browser.find_element("id", "stop-error").text == "the model adapter failed"
+
+
+@pytest.fixture(scope="module")
+def two_ids_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The market-entry report, its first two facts' ids made `r` U+202E `ev` and
+    `r\\u202eev` (six characters in the middle)."""
+    from converge_dsl.runtime import render_report
+
+    folder = tmp_path_factory.mktemp("two-ids")
+    trace, page = folder / "two-ids.jsonl", folder / "two-ids.html"
+    argv = ["run", str(ROOT / "pipelines" / "market-entry.yaml"), "--trace", str(trace)]
+    assert run(argv, io.StringIO(), io.StringIO()) == 0
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    facts = [e for e in events if e["type"] == "fact_promoted"]
+    facts[0]["id"], facts[1]["id"] = "r\u202eev", "r\\u202eev"
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    page.write_text(render_report(trace), encoding="utf-8")
+    return page
+
+
+@pytest.mark.parametrize(
+    ("fragment", "shown"),
+    [("#fact=r%E2%80%AEev", "r\u27e8U+202E\u27e9ev"), ("#fact=r%5Cu202eev", "r\\u202eev")],
+)
+def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
+    browser: Any, two_ids_page: Path, artifacts: Path, fragment: str, shown: str
+) -> None:
+    # Both rows showed `r\u202eev`, and a link to either opened the same one.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(two_ids_page.as_uri() + fragment)
+    WebDriverWait(browser, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    assert _errors(browser) == []
+    ids = [r.text for r in browser.find_elements("css selector", "#facts .row span:nth-child(2)")]
+    assert ids[:2] == ["r\u27e8U+202E\u27e9ev", "r\\u202eev"]
+    detail = browser.find_element("id", "fact-detail").text
+    assert f" / {shown}\n" in detail  # the link names the raw id and opens its own fact
+    browser.save_screenshot(str(artifacts / "report-two-ids.png"))

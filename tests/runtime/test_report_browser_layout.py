@@ -8,6 +8,7 @@ Chromium, its driver or selenium is not installed.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -105,11 +106,20 @@ def test_the_timelines_names_never_overlap(
     browser: Any, long_page: Path, artifacts: Path, width: int
 ) -> None:
     # A name drawn before its bar ran over the name drawn after the bar before it.
+    # And the first draw was not redone when the sections below brought a vertical
+    # scrollbar: drawn 15 pixels wider than its box, the last names were cut at the edge.
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
     _open(browser, long_page, width)
     timeline = browser.find_element("id", "timeline")
+    box = browser.execute_script("return document.getElementById('timeline').clientWidth;")
+    with contextlib.suppress(TimeoutException):  # the redraw comes at the next animation frame
+        WebDriverWait(browser, 5).until(lambda _: timeline.get_attribute("data-width") == str(box))
     browser.save_screenshot(str(artifacts / f"report-timeline-{width}.png"))
     boxes = json.loads(timeline.get_attribute("data-label-boxes"))
     assert len(boxes) >= STEPS
+    assert all(left >= 0 and right <= box for _, left, right in boxes), (box, boxes)
     by_lane: dict[int, list[tuple[float, float]]] = {}
     for lane, left, right in boxes:
         by_lane.setdefault(lane, []).append((left, right))

@@ -98,6 +98,7 @@
         });
         t.body.appendChild(tr);
       });
+      Array.prototype.forEach.call(t.table.querySelectorAll("th"), function (th) { th.title = th.textContent; });
       host.appendChild(add(box, t.table));
     });
   }

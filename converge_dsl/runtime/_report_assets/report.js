@@ -13,6 +13,12 @@
     return e;
   }
   function fromAddress(text) { try { return decodeURIComponent(text); } catch (e) { return null; } }
+  /* a name or an id as the data holds it (`page_name`): each control or bidi character as "\u27e8U+202E\u27e9" */
+  function shownName(text) {
+    return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, function (c) {
+      return "\u27e8U+" + ("000" + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + "\u27e9";
+    });
+  }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
   /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
   function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
@@ -159,6 +165,7 @@
     }
     ctx.globalAlpha = 1;
     cv.setAttribute("data-labels", JSON.stringify(labelled)); cv.setAttribute("data-label-boxes", JSON.stringify(boxes));
+    cv.setAttribute("data-width", String(w)); /* the width drawn for, to compare with the box's */
   }
   function hit(px, py) {
     var k = Math.floor((py - TOP) / LH); if (k < 0) return null;
@@ -182,9 +189,17 @@
     if (text) { tip.textContent = text; tip.style.left = e.clientX + 12 + "px"; tip.style.top = e.clientY + 12 + "px"; }
   });
   cv.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-  $("tl-note").textContent = EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
+  /* a run that stopped before any suggestor ran (it failed before its first cycle): no empty
+     box, and no word of clock readings, which the trace may well have */
+  if (!EX.length) { cv.style.display = "none"; $("legend").style.display = "none"; $("timeline-section").appendChild(el("div", "empty", "none")); }
+  $("tl-note").textContent = !EX.length ? "no suggestor ran" + (MC.length ? ", " + MC.length + " model calls" : "") : EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
+  /* redrawn when the canvas's box changes size (a window resized, or a vertical scrollbar that
+     came once the sections below were drawn: the first draw was wider than the box), at most
+     once an animation frame */
+  var sizing = false;
+  function resized() { if (!sizing) { sizing = true; requestAnimationFrame(function () { sizing = false; size(); draw(); }); } }
   size(); draw();
-  window.addEventListener("resize", function () { size(); draw(); });
+  if (window.ResizeObserver) new ResizeObserver(resized).observe(cv); else window.addEventListener("resize", resized);
   /* the legend: the kinds this run executed, in their colours, then the marks */
   var legend = $("legend"), shown = {};
   function swatch(fill, stroke, text) {
@@ -212,10 +227,11 @@
         ["promoted", "cycle " + f[9] + " by " + nm(f[8]) + " through the " + f[10] + " gate"]], D.sources[nm(f[8])]);
     });
 
-  /* "#fact=ID" in the address opens that fact (a link to it, a screenshot of it); an
+  /* "#fact=ID" (the raw id) in the address opens that fact (a link to it, a screenshot of it); an
      address that does not decode (a stray "%") opens none, and the page draws the rest */
   var wanted = fromAddress(location.hash.replace(/^#fact=/, ""));
   if (factList && wanted !== null && location.hash.indexOf("#fact=") === 0) {
+    wanted = shownName(wanted);
     var pick = D.facts.filter(function (f) { return f[1] === wanted; })[0];
     if (pick) { factList.picked = pick; factList.draw(); factList.onPick(pick); }
   }

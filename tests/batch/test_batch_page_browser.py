@@ -1,0 +1,61 @@
+"""The batch page (`--report R.html` under `--cases`) in a real headless Chromium.
+
+It is styled as the other pages are and reads on a narrow screen: the shared
+style and the viewport meta, a table that never scrolls the page sideways.
+Screenshots are saved under the `artifacts` folder (tests/conftest.py).
+Skipped, saying why, when Chromium, its driver or selenium is not installed.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from converge_dsl.cli import run as cli
+
+from .conftest import ECHO, write_cases
+
+BROWSER_WINDOW = (1280, 900)
+
+
+@pytest.fixture(scope="module")
+def batch_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("batch-page")
+    long = "a-case-id-long-enough-to-be-wrapped-in-its-column-" * 3
+    cases = [{"id": long if i == 1 else f"w{i}", "word": "a"} for i in range(4)]
+    page = folder / "R.html"
+    argv = ["run", str(ECHO), "--cases", str(write_cases(folder / "cases.jsonl", cases))]
+    argv += ["--out", str(folder / "r.jsonl"), "--report", str(page)]
+    assert cli(argv, io.StringIO(), io.StringIO()) == 0
+    return page
+
+
+def test_the_batch_page_has_the_viewport_meta_of_the_other_pages(batch_page: Path) -> None:
+    text = batch_page.read_text(encoding="utf-8")
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+
+
+@pytest.mark.parametrize("width", [400, 1280])
+def test_the_batch_page_is_styled_as_the_other_pages_at_any_width(
+    browser: Any, batch_page: Path, artifacts: Path, width: int
+) -> None:
+    # The page had no style at all: serif type, a table with no lines, its long ids
+    # stretching it, unlike every other page the tool writes.
+    browser.set_window_size(width, 900)
+    browser.get(batch_page.as_uri())
+    browser.save_screenshot(str(artifacts / f"batch-page-{width}.png"))
+    found = browser.execute_script(
+        "var body = getComputedStyle(document.body), page = document.documentElement;"
+        "return {font: body.fontFamily, background: body.backgroundColor,"
+        " header: getComputedStyle(document.querySelector('header')).backgroundColor,"
+        " sideways: page.scrollWidth - page.clientWidth,"
+        " rows: document.querySelectorAll('tbody tr').length};"
+    )
+    assert found["font"].startswith("system-ui")
+    assert found["background"] == "rgb(247, 248, 250)"  # the pages' --bg
+    assert found["header"] == "rgb(29, 35, 48)"  # the pages' dark header
+    assert found["sideways"] == 0
+    assert found["rows"] == 4
