@@ -44,7 +44,6 @@ from converge_dsl.lsp._analysis import (
     Analysis,
     analyse,
     check_test,
-    file_kind,
     names_for_tests,
     with_facts,
 )
@@ -297,9 +296,10 @@ class PipelineServer(LanguageServer):
             return [named] if named is not None else []
         found = []
         for candidate in sorted(path.parent.glob("*.y*ml")):
-            other = self.state.text(candidate.resolve())
-            if other and path.name in other and file_kind(other) == PIPELINE:
-                found.append(candidate.resolve())
+            resolved = candidate.resolve()
+            other = self.state.text(resolved)
+            if other and path.name in other and self.state.kind(resolved, other) == PIPELINE:
+                found.append(resolved)
         return found
 
     # --- analysis ---------------------------------------------------------------
