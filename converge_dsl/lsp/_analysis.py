@@ -45,6 +45,7 @@ def file_kind(text: str) -> str:
     """
     if "\r" in text:
         text = text.replace("\r", "\n")
+    text = text.removeprefix("\ufeff")  # a byte order mark, which the loader drops
     found = _KIND.search(text)
     kind = found.group(1) if found else None
     if kind in (SCRIPT, TEST, PACK):
