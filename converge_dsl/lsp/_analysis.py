@@ -87,12 +87,14 @@ class Analysis(Record):
     def related_files(self) -> tuple[Path, ...]:
         """The files whose change can change this analysis: model scripts and
         cassettes its models read, and the lock file beside it."""
-        folder = self.path.parent
-        found = [folder / "converge.lock"]
+        from converge_dsl.lsp._related import beside
+
+        names = ["converge.lock"]
         if self.facts is not None:
             for model in self.facts.manifest.models.values():
-                found.extend(folder / name for name in model.files.values())
-        return tuple(dict.fromkeys(p.resolve() for p in found))
+                names.extend(model.files.values())
+        found = (beside(self.path, name) for name in names)
+        return tuple(dict.fromkeys(path for path in found if path is not None))
 
 
 def analyse(

@@ -25,7 +25,7 @@ from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST
 from converge_dsl.lsp._index import INPUT, INVARIANT, KEY, MODEL, SUGGESTOR, Place
 from converge_dsl.lsp._lookup import Subject
 from converge_dsl.lsp._positions import Hit, Point, path_at
-from converge_dsl.lsp._related import loaded, tested_pipeline
+from converge_dsl.lsp._related import beside, loaded, tested_pipeline
 
 Symbol = tuple[str, str]  # (kind, name)
 
@@ -162,11 +162,10 @@ def _neighbours(
     """The pipeline's model scripts, and the test files beside it that test it: each file,
     its document and its kind (an open document's as the server keeps it)."""
     state = subject.server.state
-    scripts = {
-        (pipeline.parent / name).resolve()
-        for model in facts.manifest.models.values()
-        for name in model.files.values()
-    }
+    named = (
+        beside(pipeline, name) for m in facts.manifest.models.values() for name in m.files.values()
+    )
+    scripts = {path for path in named if path is not None}
     tests = []
     for candidate in sorted(pipeline.parent.glob("*.y*ml")):
         resolved = candidate.resolve()
@@ -264,6 +263,4 @@ def _file_named(subject: Subject, position: lsp.Position) -> Path | None:
             "cassette",
         )
     )
-    if test_pipeline or model_file:
-        return (subject.path.parent / value).resolve()
-    return None
+    return beside(subject.path, value) if test_pipeline or model_file else None

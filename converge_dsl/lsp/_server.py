@@ -151,8 +151,12 @@ class PipelineServer(LanguageServer):
     # --- files ------------------------------------------------------------------
 
     def path(self, uri: str) -> Path | None:
+        """The file `uri` names; None for one that names no file (an editor's `untitled:`
+        buffer, a path no file can have: a NUL byte in it)."""
         path = to_fs_path(uri)
-        return Path(path).resolve() if path else None
+        if not path or "\x00" in path:
+            return None
+        return Path(path).resolve()
 
     def uri(self, path: Path) -> str:
         """The URI the server names `path` by: while it is open, the URI (as the client spelt

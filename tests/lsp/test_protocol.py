@@ -508,3 +508,29 @@ async def test_no_notification_leaves_anything_behind(
         left[method] = len(protocol._request_futures)
     server._worker.shutdown(wait=True)
     assert set(left.values()) == {0}, left
+
+
+def test_a_nul_byte_in_a_files_name_names_no_file(wire: Wire, project: Path) -> None:
+    """A URI or a test's `pipeline:` with a NUL byte (`%00`, `"\\0"`) failed every request on
+    that file with "embedded null byte", and its opening popped "Error in server" up; it is
+    a name no file has: the URI is a buffer that is never analysed, the test names no pipeline."""
+    wire.initialize(project)
+    text = 'apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: "typed\\0.yaml"\ncases: []\n'
+    nul_uri = project.as_uri() + "/nul%00.yaml"
+    test_uri = (project / "nul.test.yaml").as_uri()
+    for uri in (nul_uri, test_uri):
+        document = {"uri": uri, "languageId": "yaml", "version": 1, "text": text}
+        params = {"textDocument": document}
+        wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": params}))
+    found = wire.notification("textDocument/publishDiagnostics", lambda p: p["uri"] == test_uri)
+    assert [d["code"] for d in found["diagnostics"]] == ["CD106"]  # `cases: []`, as `test` says
+    on_name = {"line": 2, "character": 13}
+    for uri in (nul_uri, test_uri):
+        where = {"textDocument": {"uri": uri}, "position": on_name}
+        assert wire.request("textDocument/hover", where)["result"] is None
+        assert wire.request("textDocument/definition", where)["result"] == []
+    assert wire.request("shutdown")["result"] is None
+    wire.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+    assert wire.end() == (0, "")
+    assert not [m for m in wire.received if m.get("method") == "window/showMessage"]
+    assert wire.said() == []
