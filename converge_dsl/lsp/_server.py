@@ -526,7 +526,7 @@ def register_sync(server: PipelineServer) -> None:
     @server.feature(lsp.INITIALIZED)
     def initialized(ls: PipelineServer, params: lsp.InitializedParams) -> None:
         root = ls.workspace.root_path
-        if root:
+        if root and "\x00" not in root:  # else no folder: the server's own stays the root
             ls.state.root = Path(root).resolve()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)

@@ -512,9 +512,12 @@ async def test_no_notification_leaves_anything_behind(
 
 def test_a_nul_byte_in_a_files_name_names_no_file(wire: Wire, project: Path) -> None:
     """A URI or a test's `pipeline:` with a NUL byte (`%00`, `"\\0"`) failed every request on
-    that file with "embedded null byte", and its opening popped "Error in server" up; it is
-    a name no file has: the URI is a buffer that is never analysed, the test names no pipeline."""
-    wire.initialize(project)
+    that file with "embedded null byte", and its opening (or the root's) popped "Error in
+    server" up; it is a name no file has: the URI is a buffer that is never analysed, the
+    test names no pipeline, the root is the server's folder."""
+    params = {"processId": None, "rootUri": project.as_uri() + "/%00", "capabilities": {}}
+    assert wire.request("initialize", params)["result"]
+    wire.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
     text = 'apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: "typed\\0.yaml"\ncases: []\n'
     nul_uri = project.as_uri() + "/nul%00.yaml"
     test_uri = (project / "nul.test.yaml").as_uri()
