@@ -6,7 +6,8 @@ expressions, its model scripts' `match.suggestor`, its tests' invariants and
 inputs): every other byte of each file, comments, anchors and quoting
 included, stays as it was. A built-in key cannot be renamed, and the new name
 must be one the schema accepts there (its pattern for that kind of name, the
-whole name matched: `validate` refuses any other).
+whole name matched: `validate` refuses any other) and not one already written
+for that kind (two suggestors, keys... would become one).
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path
         raise RenameRefused(f"{new_name!r} is not a valid {kind} name")
     if kind == KEY and new_name in BUILTIN_KEYS:
         raise RenameRefused(f"{new_name!r} is a built-in key")
+    if new_name != name and occurrences(subject, (kind, new_name)):
+        raise RenameRefused(
+            f"{new_name!r} already names a {kind} here: the two would be one; pick another name"
+        )
     by_file: dict[Path, list[Place]] = {}
     for place in occurrences(subject, (kind, name)):
         by_file.setdefault(place.path, []).append(place)
