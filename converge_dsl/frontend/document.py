@@ -127,10 +127,11 @@ class LoadedDocument(Record):
         escapes (`''`, `\\"`), a block scalar (`|`, `>`) starts on the line after its
         header and loses its indentation. The value is aligned with the source,
         character by character (a character of the value matches the same character of
-        the source; the source's whitespace, quotes and escape characters in between
-        are skipped); the span is answered when `text[start:end]` is found whole on one
-        line, else None: the caller then falls back to a line's search. Linear in the
-        scalar's length, and run only for a finding.
+        the source, a U+2028 or U+2029 the value keeps its source line's end; the source's
+        whitespace, quotes and escape characters in between are skipped); the span is
+        answered when `text[start:end]` is found whole on one line, else None: the caller
+        then falls back to a line's search. Linear in the scalar's length, and run only
+        for a finding.
         """
         location = self.source_map.get(path)
         if location is None or not 0 <= start < end <= len(text):
@@ -148,7 +149,8 @@ class LoadedDocument(Record):
                     if text[index] not in _BLANK:
                         break  # a quote or an escape of the source: skip it
                     index += 1  # whitespace the value has and the source has elsewhere
-                if index < end and char == text[index]:
+                kept = char == "\n" and index < end and text[index] in _KEPT
+                if index < end and (char == text[index] or kept):
                     if index >= start:
                         found.append((number, column))
                     index += 1
@@ -218,6 +220,8 @@ class LoadedDocument(Record):
 
 
 _BLANK = frozenset(" \t\n\r")
+# YAML's line breaks a scalar's value keeps as written, where a source line ends.
+_KEPT = "\u2028\u2029"
 
 
 def _whole(file: str, found: list[tuple[int, int]], length: int) -> SourceSpan | None:

@@ -24,6 +24,7 @@ from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
+from converge_dsl.lsp._positions import YAML_ONLY, YAML_ONLY_MARKS
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import Check
@@ -32,7 +33,8 @@ PIPELINE, SCRIPT, TEST, PACK, OTHER = "Pipeline", "ModelScript", "PipelineTest",
 
 # The top-level `kind:` of a converge-dsl file, as `validate` tells its files apart.
 # `^` starts a line after `\n` only: a text holding a `\r` (a lone one breaks a line
-# too) is read with each `\r` as `\n` (a lookbehind for `\r` is 4x slower on any text).
+# too) or one of YAML's other breaks is read with each as `\n` (a lookbehind for `\r` is
+# 4x slower on any text).
 _KIND = re.compile(r"""^["']?kind["']?[ \t]*:[ \t]*["']?([A-Za-z]+)""", re.M)
 _API = re.compile(r"""^["']?apiVersion["']?[ \t]*:[ \t]*["']?converge-dsl/""", re.M)
 
@@ -45,6 +47,9 @@ def file_kind(text: str) -> str:
     """
     if "\r" in text:
         text = text.replace("\r", "\n")
+    if any(mark in text for mark in YAML_ONLY_MARKS):  # YAML's other breaks (`_positions`)
+        text = YAML_ONLY.sub("\n", text)
+    text = text.removeprefix("\ufeff")  # a byte order mark, which the loader drops
     found = _KIND.search(text)
     kind = found.group(1) if found else None
     if kind in (SCRIPT, TEST, PACK):
@@ -86,12 +91,14 @@ class Analysis(Record):
     def related_files(self) -> tuple[Path, ...]:
         """The files whose change can change this analysis: model scripts and
         cassettes its models read, and the lock file beside it."""
-        folder = self.path.parent
-        found = [folder / "converge.lock"]
+        from converge_dsl.lsp._related import beside
+
+        names = ["converge.lock"]
         if self.facts is not None:
             for model in self.facts.manifest.models.values():
-                found.extend(folder / name for name in model.files.values())
-        return tuple(dict.fromkeys(p.resolve() for p in found))
+                names.extend(model.files.values())
+        found = (beside(self.path, name) for name in names)
+        return tuple(dict.fromkeys(path for path in found if path is not None))
 
 
 def analyse(

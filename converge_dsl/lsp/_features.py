@@ -63,7 +63,7 @@ def register(server: PipelineServer) -> None:
         subject = Subject.of(ls, params.text_document.uri, fresh=True)
         if subject is None:
             return []
-        return [_location(ls, place) for _, place in definitions(subject, params.position)]
+        return _locations(ls, [place for _, place in definitions(subject, params.position)])
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     def references(ls: PipelineServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
@@ -76,13 +76,16 @@ def register(server: PipelineServer) -> None:
         places = occurrences(subject, symbol)
         if not params.context.include_declaration:
             places = [p for p in places if not p.defines]
-        return [_location(ls, place) for place in places]
+        return _locations(ls, places)
 
 
-def _location(server: PipelineServer, place: Place) -> lsp.Location:
-    return lsp.Location(
-        server.uri(place.path), server.state.lines(str(place.path)).range(place.span)
-    )
+def _locations(server: PipelineServer, places: list[Place]) -> list[lsp.Location]:
+    """Where each place is, in the editor's positions (each file's lines read once)."""
+    lines = {path: server.state.lines(str(path)) for path in {place.path for place in places}}
+    return [
+        lsp.Location(server.uri(place.path), lines[place.path].range(place.span))
+        for place in places
+    ]
 
 
 def _register_actions(server: PipelineServer) -> None:
@@ -167,13 +170,11 @@ def _register_rename(server: PipelineServer) -> None:
             by_file = rename(subject, params.position, params.new_name)
         except RenameRefused as exc:
             raise JsonRpcInvalidRequest(str(exc)) from None
-        changes = {
-            ls.uri(path): [
-                lsp.TextEdit(ls.state.lines(str(path)).range(p.span), params.new_name)
-                for p in places
-            ]
-            for path, places in by_file.items()
-        }
+        changes = {}
+        for path, places in by_file.items():
+            lines = ls.state.lines(str(path))  # once a file
+            edits = [lsp.TextEdit(lines.range(p.span), params.new_name) for p in places]
+            changes[ls.uri(path)] = edits
         return lsp.WorkspaceEdit(changes=changes)
 
 

@@ -2,8 +2,9 @@
 
 Everything is read from the analysis `validate` made (the facts' specs, key
 references, model references and template sites) and located through the
-loader's source map; a name inside a template or expression is located on its
-line of the template (`LoadedDocument.template_span`). A model script's
+loader's source map; a name inside a template or expression is located by
+aligning the template's value with its source (`LoadedDocument.offset_span`),
+else on its line of the template (`LoadedDocument.template_span`). A model script's
 `match.suggestor` and a test file's invariants and inputs are read from those
 files loaded by the same loader.
 """
@@ -79,15 +80,25 @@ def mentions(
     if not patterns:
         return
     for site in facts.templates:
-        for lineno, text in enumerate(site.text.split("\n"), start=1):
-            for pattern in patterns:
-                for match in pattern.finditer(text):
-                    whole = document.template_span(site.path, lineno, match.group(0))
-                    start = whole.column + match.start(1) - match.start(0)
-                    yield (
-                        site.path,
-                        SourceSpan(whole.file, whole.line, start, whole.line, start + len(name)),
-                    )
+        text = site.text
+        for pattern in patterns:
+            for match in pattern.finditer(text):
+                yield site.path, _mention_span(document, site.path, text, match)
+
+
+def _mention_span(
+    document: LoadedDocument, path: JsonPath, text: str, match: re.Match[str]
+) -> SourceSpan:
+    """Where the name of `match` (group 1) in the template `text` at `path` is written: its
+    characters aligned with the source (`offset_span`, whatever breaks its lines), else
+    found on its line of the value (`template_span`)."""
+    span = document.offset_span(path, text, match.start(1), match.end(1))
+    if span is not None:
+        return span
+    lineno = text.count("\n", 0, match.start(0)) + 1
+    whole = document.template_span(path, lineno, match.group(0))
+    start = whole.column + match.start(1) - match.start(0)
+    return SourceSpan(whole.file, whole.line, start, whole.line, start + len(match.group(1)))
 
 
 def places(

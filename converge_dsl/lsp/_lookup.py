@@ -63,11 +63,7 @@ class Subject:
         self.server = server
         self.path = path
         self.text = text
-        document = server.state.open.get(path)
-        if document is not None and document.text is text:
-            self.kind = server.state.kind(path) or file_kind(text)  # kept across edits
-        else:
-            self.kind = file_kind(text)
+        self.kind = server.state.kind(path, text) or file_kind(text)  # kept across edits
         self.lines = Lines(text)
         self.analysis = analysis
 

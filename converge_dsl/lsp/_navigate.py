@@ -21,11 +21,11 @@ from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
 from converge_dsl.frontend.document import value_at
 from converge_dsl.lsp import _index, _names, _packs
-from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST, file_kind
+from converge_dsl.lsp._analysis import PIPELINE, SCRIPT, TEST
 from converge_dsl.lsp._index import INPUT, INVARIANT, KEY, MODEL, SUGGESTOR, Place
 from converge_dsl.lsp._lookup import Subject
 from converge_dsl.lsp._positions import Hit, Point, path_at
-from converge_dsl.lsp._related import loaded, tested_pipeline
+from converge_dsl.lsp._related import beside, loaded, tested_pipeline
 
 Symbol = tuple[str, str]  # (kind, name)
 
@@ -131,8 +131,7 @@ def occurrences(subject: Subject, symbol: Symbol) -> list[Place]:
     path, document, facts = found
     kind, name = symbol
     places = _index.places(path, document, facts, kind, name)
-    for other, other_document in _neighbours(subject, path, facts):
-        other_kind = file_kind(other_document.text)
+    for other, other_document, other_kind in _neighbours(subject, path, facts):
         if other_kind == SCRIPT and kind == SUGGESTOR:
             paths: Iterator[tuple[JsonPath, bool]] = (
                 (p, False) for p in _index.script_matches(other_document, name)
@@ -159,28 +158,29 @@ def _distinct(places: list[Place]) -> list[Place]:
 
 def _neighbours(
     subject: Subject, pipeline: Path, facts: PipelineFacts
-) -> Iterator[tuple[Path, LoadedDocument]]:
-    """The pipeline's model scripts, and the test files beside it that test it."""
+) -> Iterator[tuple[Path, LoadedDocument, str | None]]:
+    """The pipeline's model scripts, and the test files beside it that test it: each file,
+    its document and its kind (an open document's as the server keeps it)."""
     state = subject.server.state
-    scripts = {
-        (pipeline.parent / name).resolve()
-        for model in facts.manifest.models.values()
-        for name in model.files.values()
-    }
+    named = (
+        beside(pipeline, name) for m in facts.manifest.models.values() for name in m.files.values()
+    )
+    scripts = {path for path in named if path is not None}
     tests = []
     for candidate in sorted(pipeline.parent.glob("*.y*ml")):
-        text = state.text(candidate.resolve())
+        resolved = candidate.resolve()
+        text = state.text(resolved)
         if (
             text
-            and file_kind(text) == TEST
+            and state.kind(resolved, text) == TEST
             and tested_pipeline(candidate, text, subject.server.environ) == pipeline
         ):
-            tests.append(candidate.resolve())
+            tests.append(resolved)
     for other in [*sorted(scripts), *tests]:
         text = state.text(other)
         document = loaded(other, text, subject.server.environ) if text is not None else None
-        if document is not None:
-            yield other, document
+        if text is not None and document is not None:
+            yield other, document, state.kind(other, text)
 
 
 def definitions(subject: Subject, position: lsp.Position) -> list[tuple[Path, Place]]:
@@ -224,8 +224,8 @@ def _tests_of_name(subject: Subject, position: lsp.Position) -> list[Place]:
     path, _, facts = found
     return [
         Place(other, _index.name_span(other_document, ("pipeline",)), True)
-        for other, other_document in _neighbours(subject, path, facts)
-        if file_kind(other_document.text) == TEST
+        for other, other_document, kind in _neighbours(subject, path, facts)
+        if kind == TEST
     ]
 
 
@@ -263,6 +263,4 @@ def _file_named(subject: Subject, position: lsp.Position) -> Path | None:
             "cassette",
         )
     )
-    if test_pipeline or model_file:
-        return (subject.path.parent / value).resolve()
-    return None
+    return beside(subject.path, value) if test_pipeline or model_file else None

@@ -44,8 +44,8 @@ def code_point_column(line: str, character: int) -> int:
 
 # The protocol's line breaks; YAML also breaks lines on NEL, LS and PS (the loader's lines).
 _BREAK = re.compile("\r\n|\r|\n")
-_YAML_ONLY_MARKS = ("\x85", "\u2028", "\u2029")
-_YAML_ONLY = re.compile("[\x85\u2028\u2029]")
+YAML_ONLY_MARKS = ("\x85", "\u2028", "\u2029")
+YAML_ONLY = re.compile("[\x85\u2028\u2029]")
 
 
 class Lines:
@@ -65,7 +65,7 @@ class Lines:
         self._starts: list[tuple[int, int]] | None = None
         self._first: list[int] = []  # each protocol line's first loader line (0-based)
         self._editor = editor
-        if not any(mark in text for mark in _YAML_ONLY_MARKS):  # a search as fast as memchr
+        if not any(mark in text for mark in YAML_ONLY_MARKS):  # a search as fast as memchr
             self.lines = editor  # the loader's lines, without their line breaks
             return
         self.lines, self._starts = [], []
@@ -73,7 +73,7 @@ class Lines:
         for index, line in enumerate(editor):
             self._first.append(len(self.lines))
             column = 0
-            for part in _YAML_ONLY.split(line):
+            for part in YAML_ONLY.split(line):
                 lines.append(part)
                 self._starts.append((index, column))
                 column += len(part) + 1

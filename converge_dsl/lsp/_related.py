@@ -1,4 +1,5 @@
-"""The files around a pipeline: the pipeline a test file names, read with the front end's loader."""
+"""The files around a pipeline: the pipeline a test file names, read with the front end's loader,
+and the file a name written in a file names (`beside`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl.errors import PipelineInvalid, UsageError
+
+
+def beside(path: Path, name: str) -> Path | None:
+    """The file `name` names, written in the file at `path` (relative to its folder), resolved;
+    None for a name no file can have (a NUL byte in it)."""
+    return None if "\x00" in name else (path.parent / name).resolve()
 
 
 def loaded(path: Path, text: str, env: Mapping[str, str] | None) -> Any:
@@ -24,4 +31,4 @@ def tested_pipeline(path: Path, text: str, env: Mapping[str, str] | None) -> Pat
     """The pipeline a test file's `pipeline:` names, resolved beside the test file."""
     document = loaded(path, text, env)
     named = document.data.get("pipeline") if document and isinstance(document.data, dict) else None
-    return (path.parent / named).resolve() if isinstance(named, str) else None
+    return beside(path, named) if isinstance(named, str) else None

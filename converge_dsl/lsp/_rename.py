@@ -5,25 +5,40 @@ finds (the pipeline's values and keys, the names inside its templates and
 expressions, its model scripts' `match.suggestor`, its tests' invariants and
 inputs): every other byte of each file, comments, anchors and quoting
 included, stays as it was. A built-in key cannot be renamed, and the new name
-must be one the schema accepts there.
+must be one the schema accepts there (its pattern for that kind of name, the
+whole name matched: `validate` refuses any other) and not one already written
+for that kind (two suggestors, keys... would become one).
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 from lsprotocol import types as lsp
 
 from converge_dsl.keys import BUILTIN_KEYS
-from converge_dsl.lsp._index import INPUT, KEY, Place
-from converge_dsl.lsp._lookup import Subject
+from converge_dsl.lsp._analysis import PIPELINE
+from converge_dsl.lsp._index import INPUT, INVARIANT, KEY, MODEL, SUGGESTOR, Place
+from converge_dsl.lsp._lookup import Subject, schema_of
 from converge_dsl.lsp._navigate import Symbol, occurrences, symbol_at
 from converge_dsl.lsp._positions import contains
 
-_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-_.]*$")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+@cache
+def name_pattern(kind: str) -> re.Pattern[str]:
+    """The pattern the pipeline schema gives a name of `kind`."""
+    schema = schema_of(PIPELINE)
+    properties, definitions = schema["properties"], schema["$defs"]
+    pattern = {
+        KEY: definitions["key"],
+        SUGGESTOR: definitions["name"],
+        INVARIANT: definitions["name"],
+        MODEL: properties["models"]["propertyNames"],
+        INPUT: properties["inputs"]["propertyNames"],
+    }[kind]["pattern"]
+    return re.compile(pattern)
 
 
 class RenameRefused(Exception):
@@ -48,12 +63,14 @@ def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path
     if found is None:
         raise RenameRefused("nothing to rename here (a built-in key keeps its name)")
     (kind, name), _ = found
-    # A key is a key's pattern; an input is read as `inputs.NAME`; the rest are names.
-    pattern = _KEY if kind == KEY else _IDENTIFIER if kind == INPUT else _NAME
-    if not pattern.match(new_name):
+    if not name_pattern(kind).fullmatch(new_name):
         raise RenameRefused(f"{new_name!r} is not a valid {kind} name")
     if kind == KEY and new_name in BUILTIN_KEYS:
         raise RenameRefused(f"{new_name!r} is a built-in key")
+    if new_name != name and occurrences(subject, (kind, new_name)):
+        raise RenameRefused(
+            f"{new_name!r} already names a {kind} here: the two would be one; pick another name"
+        )
     by_file: dict[Path, list[Place]] = {}
     for place in occurrences(subject, (kind, name)):
         by_file.setdefault(place.path, []).append(place)

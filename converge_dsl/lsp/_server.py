@@ -44,7 +44,6 @@ from converge_dsl.lsp._analysis import (
     Analysis,
     analyse,
     check_test,
-    file_kind,
     names_for_tests,
     with_facts,
 )
@@ -152,8 +151,12 @@ class PipelineServer(LanguageServer):
     # --- files ------------------------------------------------------------------
 
     def path(self, uri: str) -> Path | None:
+        """The file `uri` names; None for one that names no file (an editor's `untitled:`
+        buffer, a path no file can have: a NUL byte in it)."""
         path = to_fs_path(uri)
-        return Path(path).resolve() if path else None
+        if not path or "\x00" in path:
+            return None
+        return Path(path).resolve()
 
     def uri(self, path: Path) -> str:
         """The URI the server names `path` by: while it is open, the URI (as the client spelt
@@ -297,9 +300,10 @@ class PipelineServer(LanguageServer):
             return [named] if named is not None else []
         found = []
         for candidate in sorted(path.parent.glob("*.y*ml")):
-            other = self.state.text(candidate.resolve())
-            if other and path.name in other and file_kind(other) == PIPELINE:
-                found.append(candidate.resolve())
+            resolved = candidate.resolve()
+            other = self.state.text(resolved)
+            if other and path.name in other and self.state.kind(resolved, other) == PIPELINE:
+                found.append(resolved)
         return found
 
     # --- analysis ---------------------------------------------------------------
@@ -522,7 +526,7 @@ def register_sync(server: PipelineServer) -> None:
     @server.feature(lsp.INITIALIZED)
     def initialized(ls: PipelineServer, params: lsp.InitializedParams) -> None:
         root = ls.workspace.root_path
-        if root:
+        if root and "\x00" not in root:  # else no folder: the server's own stays the root
             ls.state.root = Path(root).resolve()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)

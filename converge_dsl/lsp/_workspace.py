@@ -63,12 +63,13 @@ class Workspace:
         except (OSError, UnicodeDecodeError, UsageError):
             return None
 
-    def kind(self, path: Path) -> str | None:
-        """The kind of file `path` is (`_analysis.file_kind` of its `text`); None if unreadable.
-        An open document's is read again only after a change that may change it."""
+    def kind(self, path: Path, text: str | None = None) -> str | None:
+        """The kind of file `path` is (`_analysis.file_kind` of its `text`, or of `text` when
+        the caller has just read it); None if unreadable. An open document's is read again
+        only after a change that may change it (`Document.kind`)."""
         document = self.open.get(path)
-        if document is None:
-            text = self.text(path)
+        if document is None or (text is not None and text is not document.text):
+            text = self.text(path) if text is None else text
             return None if text is None else file_kind(text)
         if document.kind is None:
             document.kind = file_kind(document.text)

@@ -209,6 +209,36 @@ async def test_a_test_file_shows_its_own_findings_and_follows_its_pipeline(
     assert published == []
 
 
+@pytest.mark.parametrize(
+    ("head", "marked"),
+    [
+        ("kind: PipelineTest\napiVersion: converge-dsl/v1\n", "\ufeff"),  # its first line
+        ("apiVersion: converge-dsl/v1\u2028kind: PipelineTest\n", ""),  # a YAML-only break
+    ],
+    ids=["byte-order-mark", "u2028"],
+)
+async def test_a_test_file_is_a_test_file_whatever_starts_its_kinds_line(
+    session: Session, project: Path, head: str, marked: str
+) -> None:
+    """A test file saved with a byte order mark, its `kind:` on the first line, or whose
+    `kind:` line followed a U+2028 (a line break to YAML), was read as a pipeline (its
+    `apiVersion`): it showed a pipeline's schema errors."""
+    from converge_dsl.errors import PipelineInvalid
+    from converge_dsl.pipetest import read_test_file
+
+    test = (project / "typed.test.yaml").read_text(encoding="utf-8").split("\n", 1)[1]
+    test = test.replace("apiVersion: converge-dsl/v1\nkind: PipelineTest\n", marked + head)
+    test = test.replace("[has-strategy]", "[has-strategies]")
+    (project / "typed.test.yaml").write_text(test, encoding="utf-8")
+    with pytest.raises(PipelineInvalid) as raised:  # what `converge-dsl test` reports
+        read_test_file(project / "typed.test.yaml", display="typed.test.yaml")
+    expected = [_expected(d) for d in raised.value.diagnostics]
+    assert [e[0] for e in expected] == ["CD231"]
+    session.open("typed.test.yaml", test)
+    found = _got(await session.diagnostics("typed.test.yaml", 1))
+    assert [d[0] for d in found] == ["CD231"]
+
+
 def _keystroke(text: str, rng: random.Random) -> tuple[int, int, str]:
     """A keystroke-sized edit of `text` as (start, end, new text) offsets: a character typed
     or deleted, Enter at a line's end, a line copied below itself."""

@@ -131,3 +131,43 @@ async def test_references_of_a_key_and_a_suggestor_across_files(
         ("typed.test.yaml", 19, 32, 41),  # an inline rule's match
         ("typed.yaml", 30, 11, 20),
     ]
+
+
+async def test_a_test_file_edited_into_another_kind_leaves_the_references(
+    session: Session, typed: str
+) -> None:
+    """References read each open file's kind as the server keeps it across edits: an edit of
+    the `kind:` line changes it, an edit elsewhere does not."""
+    uri = session.open("typed.test.yaml")
+    kind_line = session.position("typed.test.yaml", "PipelineTest")
+
+    def edit(version: int, line: int, start: int, end: int, text: str) -> None:
+        where = lsp.Range(lsp.Position(line, start), lsp.Position(line, end))
+        session.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangePartial(range=where, text=text)],
+            )
+        )
+
+    async def files() -> list[str]:
+        found = await session.client.text_document_references_async(
+            lsp.ReferenceParams(
+                context=lsp.ReferenceContext(include_declaration=True),
+                text_document=lsp.TextDocumentIdentifier(session.uri("typed.yaml")),
+                position=session.position("typed.yaml", "[tickets]", 1),
+            )
+        )
+        return sorted(name for name, *_ in _where(session, found))
+
+    with_tests = ["typed.test.yaml"] * 3 + ["typed.yaml"] * 5
+    assert await files() == with_tests
+    line, column = kind_line.line, kind_line.character
+    edit(2, line, column, column + len("PipelineTest"), "Evaluation")
+    assert await files() == ["typed.yaml"] * 5
+    edit(3, 0, 0, 0, "# a comment\n")  # the kind's line moves down, untouched
+    assert await files() == ["typed.yaml"] * 5
+    edit(4, line + 1, column, column + len("Evaluation"), "PipelineTest")
+    assert await files() == with_tests
+    edit(5, 0, 0, len("# a comment"), "# kind: Evaluation")  # a comment naming a kind
+    assert await files() == with_tests

@@ -452,3 +452,88 @@ async def test_notifications_leave_nothing_behind(
     await asyncio.wait_for(server.settle(), 30)
     server._worker.shutdown(wait=True)
     assert protocol._request_futures == {}
+
+
+def _every_notification(folder: Path) -> dict[str, dict[str, Any]]:
+    """A notification of each method an editor sends, to the server's own handlers,
+    pygls's built-in ones and none."""
+    uri = (folder / "p.yaml").as_uri()
+    workspace = {"uri": folder.as_uri(), "name": "other"}
+    notebook = {"uri": (folder / "n.ipynb").as_uri()}
+    return {
+        "initialized": {},
+        "textDocument/didSave": {"textDocument": {"uri": uri}},
+        "textDocument/willSave": {"textDocument": {"uri": uri}, "reason": 1},
+        "workspace/didChangeWatchedFiles": {"changes": [{"uri": uri, "type": 2}]},
+        "workspace/didChangeConfiguration": {"settings": {}},
+        "workspace/didChangeWorkspaceFolders": {
+            "event": {"added": [workspace], "removed": [workspace]}
+        },
+        "workspace/didCreateFiles": {"files": [{"uri": uri}]},
+        "$/cancelRequest": {"id": 99},
+        "$/setTrace": {"value": "off"},
+        "$/progress": {"token": "t", "value": {}},
+        "window/workDoneProgress/cancel": {"token": "t"},
+        "notebookDocument/didOpen": {
+            "notebookDocument": {**notebook, "notebookType": "j", "version": 1, "cells": []},
+            "cellTextDocuments": [],
+        },
+        "notebookDocument/didClose": {"notebookDocument": notebook, "cellTextDocuments": []},
+    }
+
+
+@pytest.mark.asyncio
+async def test_no_notification_leaves_anything_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """300 of each notification the server takes (its own, pygls's built-in ones, those it
+    has no handler for) leave no future in pygls's table of requests."""
+    server = build_server(debounce=0)
+    protocol = server.protocol
+    monkeypatch.setattr(protocol, "_send_data", lambda data: None)
+    server.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+    caplog.set_level(logging.ERROR, logger="pygls")  # an unknown method's warning each
+
+    def send(message: dict[str, Any]) -> None:
+        protocol.receive(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+    params = {"processId": None, "capabilities": {}, "rootUri": tmp_path.as_uri()}
+    send({"id": 1, "method": "initialize", "params": params})
+    left = {}
+    for method, notification in _every_notification(tmp_path).items():
+        for _ in range(300):
+            send({"method": method, "params": notification})
+        await asyncio.sleep(0)
+        await asyncio.wait_for(server.settle(), 30)
+        left[method] = len(protocol._request_futures)
+    server._worker.shutdown(wait=True)
+    assert set(left.values()) == {0}, left
+
+
+def test_a_nul_byte_in_a_files_name_names_no_file(wire: Wire, project: Path) -> None:
+    """A URI or a test's `pipeline:` with a NUL byte (`%00`, `"\\0"`) failed every request on
+    that file with "embedded null byte", and its opening (or the root's) popped "Error in
+    server" up; it is a name no file has: the URI is a buffer that is never analysed, the
+    test names no pipeline, the root is the server's folder."""
+    params = {"processId": None, "rootUri": project.as_uri() + "/%00", "capabilities": {}}
+    assert wire.request("initialize", params)["result"]
+    wire.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    text = 'apiVersion: converge-dsl/v1\nkind: PipelineTest\npipeline: "typed\\0.yaml"\ncases: []\n'
+    nul_uri = project.as_uri() + "/nul%00.yaml"
+    test_uri = (project / "nul.test.yaml").as_uri()
+    for uri in (nul_uri, test_uri):
+        document = {"uri": uri, "languageId": "yaml", "version": 1, "text": text}
+        params = {"textDocument": document}
+        wire.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": params}))
+    found = wire.notification("textDocument/publishDiagnostics", lambda p: p["uri"] == test_uri)
+    assert [d["code"] for d in found["diagnostics"]] == ["CD106"]  # `cases: []`, as `test` says
+    on_name = {"line": 2, "character": 13}
+    for uri in (nul_uri, test_uri):
+        where = {"textDocument": {"uri": uri}, "position": on_name}
+        assert wire.request("textDocument/hover", where)["result"] is None
+        assert wire.request("textDocument/definition", where)["result"] == []
+    assert wire.request("shutdown")["result"] is None
+    wire.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+    assert wire.end() == (0, "")
+    assert not [m for m in wire.received if m.get("method") == "window/showMessage"]
+    assert wire.said() == []

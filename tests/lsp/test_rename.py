@@ -125,3 +125,52 @@ async def test_a_built_in_key_and_a_bad_name_are_refused(session: Session) -> No
         await session.client.text_document_rename_async(
             lsp.RenameParams(text_document=identifier, position=position, new_name="Bad Key")
         )
+
+
+async def test_a_new_name_is_one_validate_accepts_for_its_kind(session: Session) -> None:
+    """A suggestor or invariant renamed with a capital (which only a model's name may have)
+    and a key renamed with a final line break were written: `validate` then refused them."""
+    session.open("typed.yaml")
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+
+    async def rename(needle: str, offset: int, new: str) -> str:
+        position = session.position("typed.yaml", needle, offset)
+        try:
+            edit = await session.client.text_document_rename_async(
+                lsp.RenameParams(text_document=identifier, position=position, new_name=new)
+            )
+        except JsonRpcException as refused:
+            return str(refused)
+        assert edit is not None
+        return "renamed"
+
+    refused = "is not a valid {} name"
+    assert refused.format("suggestor") in await rename("name: summarise", 7, "Summarise")
+    assert refused.format("invariant") in await rename("name: has-strategy", 7, "Has-Strategy")
+    assert refused.format("key") in await rename("[tickets]", 1, "requests\n")
+    assert refused.format("input") in await rename("  queue:", 3, "in-box")
+    assert await rename("  default:", 3, "Primary") == "renamed"  # a model may have capitals
+    assert await rename("  queue:", 3, "Inbox_2") == "renamed"
+    assert await rename("name: summarise", 7, "sum.marise-2") == "renamed"
+
+
+async def test_a_name_already_taken_is_refused(session: Session, project: Path) -> None:
+    """A suggestor renamed to another's name was written: the two were one, and `validate`
+    refused the pipeline (CD200, defined twice); a key renamed to another merged the two."""
+    pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
+    pipeline = pipeline.replace("keys:\n", "keys:\n  - name: requests\n")
+    (project / "typed.yaml").write_text(pipeline, encoding="utf-8")
+    session.open("typed.yaml")
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+
+    async def rename(needle: str, offset: int, new: str) -> lsp.WorkspaceEdit | None:
+        position = session.position("typed.yaml", needle, offset)
+        return await session.client.text_document_rename_async(
+            lsp.RenameParams(text_document=identifier, position=position, new_name=new)
+        )
+
+    with pytest.raises(JsonRpcException, match="'summarise' already names a suggestor here"):
+        await rename("name: escalate", 7, "summarise")
+    with pytest.raises(JsonRpcException, match="'requests' already names a key here"):
+        await rename("[tickets]", 1, "requests")
+    assert await rename("name: escalate", 7, "escalate") is not None  # its own name: no change
