@@ -394,12 +394,64 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
     try:
         with contextlib.redirect_stdout(io.stdout):  # where argparse prints --help
             namespace = parser.parse_args(args[1:])
+        flags |= {QUIET} if namespace.cli_quiet else set()
+        flags |= {VERBOSE} if namespace.cli_verbose else set()
+        io = io._replace(verbosity=_verbosity(flags))
     except SystemExit as exc:  # --help exits through argparse
         return int(exc.code or 0)
-    flags |= {QUIET} if namespace.cli_quiet else set()
-    flags |= {VERBOSE} if namespace.cli_verbose else set()
-    io = io._replace(verbosity=_verbosity(flags))
+    except UsageError as exc:  # argparse's refusals, said as JSON when JSON was asked for
+        if _asks_json(parser, args[1:]):
+            _render_json_error(exc, io)
+        raise
     return _execute(command, namespace, io)
+
+
+def _asks_json(parser: argparse.ArgumentParser, args: Sequence[str]) -> bool:
+    """Whether the command line `args`, which `parser` refused, asked for `--format json`.
+
+    Read as argparse reads it: the last `--format` given wins, as `--format json`,
+    `--format=json` or a unique abbreviation (`--form json`); nothing after `--`
+    is an option. Only when the command (or one of its sub-commands) has a
+    `--format` that offers `json`.
+    """
+    if not _offers_json(parser):
+        return False
+    known = set(_option_strings(parser))
+    asked = None
+    for at, word in enumerate(args):
+        if word == "--":
+            break
+        name, equals, value = word.partition("=")
+        if not name.startswith("--"):
+            continue
+        if name != "--format":
+            near = {option for option in known if option.startswith(name)}
+            if near != {"--format"}:
+                continue
+        if not equals:
+            value = args[at + 1] if at + 1 < len(args) else ""
+        asked = value
+    return asked == "json"
+
+
+def _offers_json(parser: argparse.ArgumentParser) -> bool:
+    """Whether `parser` or one of its sub-commands' parsers has a `--format` offering `json`."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if any(_offers_json(sub) for sub in dict.fromkeys(action.choices.values())):
+                return True
+        elif "--format" in action.option_strings and "json" in (action.choices or ()):
+            return True
+    return False
+
+
+def _render_json_error(error: ConvergeError, io: CommandIO) -> None:
+    """Write `error` as the one JSON error object on standard output, if it still takes it
+    (standard output failing: the error is still said on standard error)."""
+    from converge_dsl.cli._render import render_error
+
+    with contextlib.suppress(ConvergeError, OSError, ValueError):
+        render_error(error, io.stdout)
 
 
 def command_parser(
@@ -435,11 +487,8 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
     except (ConvergeError, OSError, UnicodeDecodeError, RecursionError) as exc:
         if getattr(args, "format", None) != "json" or getattr(io.stdout, "wrote", True):
             raise
-        from converge_dsl.cli._render import render_error
-
         error = _user_error(exc)
-        with contextlib.suppress(ConvergeError, OSError, ValueError):
-            render_error(error, io.stdout)  # standard output failing: the error is on stderr
+        _render_json_error(error, io)
         if error is exc:
             raise
         raise error from exc
