@@ -506,10 +506,6 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         options = replace(options, sinks=(*options.sinks, ResultSink(show)), stop=stop)
         say = progress.say if progress is not None else _line(io.stderr)
         out = asyncio.run(stoppable(run_pipeline(options), stop, say))
-    except KeyboardInterrupt:
-        if not human and not printed:  # a program reading stdout still gets its document
-            io.stdout.write(interrupted_document(args.pipeline).model_dump_json(indent=2) + "\n")
-        raise  # the command line says `interrupted` and exits 130
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
         # else as one error line, by the command line. JSON: the run-result document,
@@ -529,6 +525,15 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if stop.asked and str(out.result.stop_reason) == "cancelled":
         return EXIT_INTERRUPTED  # its result is printed: what it had reached
     return out.exit_code
+
+
+def interrupted(args: argparse.Namespace, io: CommandIO) -> None:
+    """A Ctrl-C before the run's result was printed (the command line then says
+    `interrupted` and exits 130): under `--format json` a program reading standard
+    output still gets its document (`interrupted_document`), written whole."""
+    if args.format == "json" and args.cases is None:
+        with interrupts_held():
+            io.stdout.write(interrupted_document(args.pipeline).model_dump_json(indent=2) + "\n")
 
 
 def _line(stream: TextIO) -> Callable[[str], None]:
