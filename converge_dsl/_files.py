@@ -30,7 +30,8 @@ temporary file is made in the target's folder with `O_CREAT | O_EXCL |
 O_NOFOLLOW` under a name no one can plant in advance (a planted link or hard
 link at a fixed temporary name is never opened), its mode set with `fchmod`
 on the descriptor (never a `chmod` that would follow a link), written,
-fsynced and renamed over the target. `open_lock` opens a lock file the same
+fsynced and renamed over the target (`replace_output`: an output `open_output`
+checked, written whole at the command's end). `open_lock` opens a lock file the same
 way `open_output` opens an output: never through a link, never a FIFO, a
 device or a file with several hard links. `create_new` creates a file that
 must not exist (`init`, a new key). `jsonl_lines` splits JSON Lines on `\n`
@@ -401,6 +402,24 @@ def replace_file(
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
+    """Replace the output `path`, which `stream` (from `open_output`) is open on, by
+    `text`, whole or not at all (`replace_file`, keeping the file's mode).
+
+    A failure at any step (a full disk at a late write, at fsync or close, the
+    rename) is an `OutputError` naming `name`; `path` is as it was.
+    """
+    try:
+        mode = os.fstat(stream.fileno()).st_mode & 0o7777
+        replace_file(path, text.encode("utf-8"), mode=mode)
+    except (OSError, ValueError) as exc:  # ValueError: a text that is not UTF-8 (a surrogate)
+        reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        raise OutputError(
+            f"cannot write {name}: {reason}; nothing was written, the file is as it was",
+            hint="free space, or write to another file",
+        ) from None
 
 
 def _fresh(path: Path) -> tuple[int, Path]:

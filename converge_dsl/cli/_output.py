@@ -20,8 +20,11 @@ written is said at once rather than after an evaluation's model calls:
   first line (by default any: these outputs are reports, and the command names
   the file).
 
-Nothing is truncated until the output is written; a file the opener made and
-the command never wrote (it failed, or found nothing to write) is removed again.
+Nothing is changed until the output is written, and then the file is replaced
+whole or not at all (a temporary file beside it, fsynced, renamed over it:
+`_files.replace_output`): a write that fails late (a full disk) names the file
+and leaves what it held. A file the opener made and the command never wrote (it
+failed, or found nothing to write) is removed again.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from converge_dsl import codes
-from converge_dsl._files import flush_checked, open_output, same_file, write_all
+from converge_dsl._files import open_output, replace_output, same_file
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -44,22 +47,23 @@ if TYPE_CHECKING:
 class CommandOutput:
     """Where a command's output goes: the `-o` file, or standard output (`path` None)."""
 
-    def __init__(self, stdout: IO[str], path: Path | None, stream: IO[str] | None) -> None:
+    def __init__(
+        self, stdout: IO[str], path: Path | None, stream: IO[str] | None, what: str = "output"
+    ) -> None:
         self._stdout = stdout
         self.path = path
         self._stream = stream
+        self._what = what
         self.written = False
 
     def write(self, text: str) -> None:
-        """Write the command's whole output (once), replacing what the file held."""
-        if self._stream is None:
+        """Write the command's whole output (once), replacing what the file held: whole
+        or not at all (`_files.replace_output`)."""
+        if self._stream is None or self.path is None:
             self._stdout.write(text)
             return
-        name = repr(str(self.path))
-        self._stream.truncate(0)  # opened to append: writes go to the (new) end
+        replace_output(self._stream, self.path, text, f"{self._what} {str(self.path)!r}")
         self.written = True
-        write_all(self._stream, text, name)
-        flush_checked(self._stream, name)
 
 
 @contextlib.contextmanager
@@ -103,7 +107,7 @@ def command_output(
         return
     existed = os.path.lexists(target)
     stream = open_output(target, option, what, recognise=recognise, append=True)
-    output = CommandOutput(stdout, target, stream)
+    output = CommandOutput(stdout, target, stream, what)
     try:
         with stream:
             yield output

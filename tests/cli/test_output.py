@@ -98,3 +98,91 @@ def test_dev_stdout_appending_to_the_pipeline_read_is_refused(tmp_path: Path) ->
     assert done.returncode == 3
     assert done.stderr.startswith("error[CD336]: --output '/dev/stdout' is the pipeline")
     assert pipeline.read_bytes() == kept
+
+
+def _late_failure(monkeypatch: pytest.MonkeyPatch, at: str) -> None:
+    """The disk fails late: at the file's fsync (EIO), or at a write past its first
+    bytes (ENOSPC), as a full or failing disk does after the file was opened."""
+    import errno
+    import os
+
+    if at == "fsync":
+
+        def fsync(fd: int) -> None:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        return
+    real = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        if len(data) > 4:
+            real(fd, bytes(data)[:4])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+
+
+def _whole_or_nothing_command(name: str, folder: Path) -> tuple[list[str], str]:
+    """A command line writing `out` (-o appended by the caller), and a first line of a
+    previous output of that command it may replace."""
+    if name == "report":
+        trace = folder / "t.jsonl"
+        subprocess.run(
+            [sys.executable, "-m", "converge_dsl", "run", PIPELINE, "--trace", str(trace)],
+            capture_output=True,
+            check=True,
+        )
+        return ["report", str(trace)], "<!DOCTYPE html><!-- converge-dsl run report -->\nold\n"
+    if name == "diff":
+        a = str(_result(folder))
+        return ["diff", a, a], "old diff\n"
+    return ["graph", PIPELINE], "%% converge-dsl graph: old\n"
+
+
+@pytest.mark.parametrize("at", ["fsync", "write"])
+@pytest.mark.parametrize("existed", [True, False])
+@pytest.mark.parametrize("command", ["graph", "diff", "report"])
+def test_an_output_whose_write_fails_late_is_written_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, existed: bool, at: str
+) -> None:
+    """A write that failed at its end (a full disk at a late write, at fsync or close) left
+    a partial file or an emptied previous one, and its error did not name the file."""
+    import io
+
+    from converge_dsl.cli import run
+
+    argv, previous = _whole_or_nothing_command(command, tmp_path)
+    output = tmp_path / "out" / "output.txt"
+    output.parent.mkdir()
+    if existed:
+        output.write_text(previous)
+    _late_failure(monkeypatch, at)
+    out, err = io.StringIO(), io.StringIO()
+    code = run([*argv, "-o", str(output)], out, err, {})
+    assert code == 1, err.getvalue()
+    assert err.getvalue().startswith("error[CD361]: cannot write ")
+    assert repr(str(output)) in err.getvalue().splitlines()[0]
+    assert "the file is as it was" in err.getvalue()
+    kept = [output.name] if existed else []
+    assert sorted(p.name for p in output.parent.iterdir()) == kept  # no temporary file left
+    if existed:
+        assert output.read_text() == previous
+
+
+def test_a_key_whose_write_fails_late_is_not_left_cut_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pack keygen`'s key file: a failing disk left an empty or partial key, and the error
+    ('cannot use: Input/output error') did not name it."""
+    import io
+
+    from converge_dsl.cli import run
+
+    _late_failure(monkeypatch, "fsync")
+    key = tmp_path / "signing.key"
+    err = io.StringIO()
+    assert run(["pack", "keygen", str(key)], io.StringIO(), err, {}) == 1
+    assert err.getvalue().startswith(f"error[CD361]: cannot write key file {str(key)!r}: ")
+    assert not key.exists()
