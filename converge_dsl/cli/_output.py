@@ -1,5 +1,8 @@
 """A command's `-o PATH` file: checked before the command's work, written at its end.
 
+The rule below (`output_stream`) says where every output of the command line
+goes, `-o` and `run --trace` and `--report` alike.
+
 `diff`, `eval` and `graph` compute their whole output, then write it. `command_output`
 checks the path before that work starts, so that a path that cannot be
 written is said at once rather than after an evaluation's model calls:
@@ -82,28 +85,15 @@ def command_output(
     `UsageError` for an output that is one of `reads` or that the opener refuses.
     """
     stdout = io.stdout
-    if path is None or str(path) in _STANDARD_OUTPUT:
-        if path:  # named: refused as that file would be, if standard output is one it reads
-            _refuse_stream_read(stdout, str(path), option, reads)
+    if path is None or str(path) == "":
         yield CommandOutput(stdout, None, None)
         return
     target = Path(path)
-    for read, name in reads:
-        if same_file(target, Path(read)):
-            raise _would_overwrite(option, str(target), name)
-    own = _own_stream(target, (io.stdout, io.stderr))
-    if own is not None:
-        yield CommandOutput(own, None, None)
-        return
-    if _is_stream(target):
-        try:
-            device = open(target, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot write {option} {str(target)!r}: {exc.strerror}", code=codes.OUTPUT_REFUSED
-            ) from None
-        with device:
-            yield CommandOutput(device, None, None)
+    found = output_stream(io, target, option, reads)
+    if found is not None:
+        stream, opened = found
+        with stream if opened else contextlib.nullcontext(stream):
+            yield CommandOutput(stream, None, None)
         return
     existed = os.path.lexists(target)
     stream = open_output(target, option, what, recognise=recognise, append=True)
@@ -117,8 +107,60 @@ def command_output(
                 target.unlink()
 
 
-# The names of standard output an `-o` may give ("": no file given).
-_STANDARD_OUTPUT = frozenset({"", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+def output_stream(
+    io: CommandIO, path: Path, option: str, reads: Sequence[tuple[str | Path, str]] = ()
+) -> tuple[IO[str], bool] | None:
+    """The stream the output `path` is written through, and whether it was opened here
+    (a device or a pipe: the caller closes it); None for a file, which the output opener
+    opens. The rule of the module docstring, for every output of the command line (`-o`,
+    `run --trace`, `run --report`). `UsageError` for a path that is one of `reads`."""
+    if str(path) in _STANDARD_OUTPUT:
+        _refuse_stream_read(io.stdout, str(path), option, reads)
+        return io.stdout, False
+    for read, name in reads:
+        if same_file(path, Path(read)):
+            raise _would_overwrite(option, str(path), name)
+    own = _own_stream(path, (io.stdout, io.stderr))
+    if own is not None:
+        return own, False
+    if not _is_stream(path):
+        return None
+    try:
+        return open(path, "w", encoding="utf-8"), True  # the caller closes it
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {option} {str(path)!r}: {exc.strerror}", code=codes.OUTPUT_REFUSED
+        ) from None
+
+
+def sink_stream(
+    io: CommandIO,
+    path: Path | None,
+    option: str,
+    closing: contextlib.ExitStack,
+    *,
+    document: bool,
+) -> IO[str] | None:
+    """The stream a run's output `path` (`--trace`, `--report`) is written through
+    (`output_stream`; one opened here is closed by `closing`), else None (a file, which
+    its sink opens). Standard output is refused when it holds the run's `document`."""
+    found = None if path is None else output_stream(io, path, option)
+    if found is None:
+        return None
+    stream, opened = found
+    if opened:
+        closing.enter_context(stream)
+    if stream is io.stdout and document:
+        raise UsageError(
+            f"{option} {str(path)!r} is standard output, which holds the run-result document",
+            hint=f"give {option} a file, or /dev/stderr",
+            code=codes.OUTPUT_REFUSED,
+        )
+    return stream
+
+
+# The names of standard output an `-o` may give.
+_STANDARD_OUTPUT = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
 
 def _would_overwrite(option: str, target: str, name: str) -> UsageError:

@@ -186,3 +186,81 @@ def test_a_key_whose_write_fails_late_is_not_left_cut_short(
     assert run(["pack", "keygen", str(key)], io.StringIO(), err, {}) == 1
     assert err.getvalue().startswith(f"error[CD361]: cannot write key file {str(key)!r}: ")
     assert not key.exists()
+
+
+def _trace(folder: Path) -> str:
+    trace = folder / "t.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, "--trace", str(trace)],
+        capture_output=True,
+        check=True,
+    )
+    return str(trace)
+
+
+# (a command line whose last word is the output's path; what its output starts with)
+STREAMED = {
+    "report -o": (["report", "TRACE", "-o"], "<!DOCTYPE html><!-- converge-dsl run report -->"),
+    "run --trace": (["run", PIPELINE, "-q", "--trace"], '{"seq":0,"type":"run_started"'),
+    "run --report": (["run", PIPELINE, "-q", "--report"], "<!DOCTYPE html><!-- converge-dsl"),
+}
+
+
+@pytest.mark.parametrize("output", list(STREAMED))
+@pytest.mark.parametrize("name", ["/dev/stderr", "/proc/self/fd/2"])
+def test_every_output_naming_standard_error_redirected_to_a_file_is_written_there(
+    tmp_path: Path, output: str, name: str
+) -> None:
+    """`run --trace /dev/stderr 2> FILE` and `report -o /dev/stderr 2> FILE` were refused
+    ("it is a symbolic link") while `graph -o /dev/stderr 2> FILE` was written: one rule
+    (`cli._output.output_stream`) now serves every output."""
+    argv, start = STREAMED[output]
+    argv = [_trace(tmp_path) if word == "TRACE" else word for word in argv]
+    with (tmp_path / "err.txt").open("w") as err:
+        done = subprocess.run(
+            [sys.executable, "-m", "converge_dsl", *argv, name],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            check=False,
+        )
+    written = (tmp_path / "err.txt").read_text()
+    assert done.returncode == 0, written
+    assert written.startswith(start)
+
+
+@pytest.mark.parametrize("output", list(STREAMED))
+def test_every_output_writes_into_a_pipe_or_a_device(tmp_path: Path, output: str) -> None:
+    argv, start = STREAMED[output]
+    argv = [_trace(tmp_path) if word == "TRACE" else word for word in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv, "/dev/stderr"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(start)
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv, "/dev/null"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+FORMAT_JSON = ("--format", "json")
+TRACE_STDOUT = ("--trace", "/dev/stdout")
+
+
+def test_run_refuses_an_output_on_standard_output_under_format_json(tmp_path: Path) -> None:
+    """Standard output holds the run-result document: a trace there would break it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, *FORMAT_JSON, *TRACE_STDOUT],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert done.stderr.startswith("error[CD336]: --trace '/dev/stdout' is standard output")
+    assert json.loads(done.stdout)["stop_reason"] == "usage_error"
