@@ -186,6 +186,13 @@ def referenced_path(
 FIRST_LINE_BYTES = 8 << 20
 
 
+# How an output file is encoded: UTF-8, a lone surrogate (a file name's undecodable byte,
+# which Python reads as one) as its escape `\udcff`, which inside a JSON string is that
+# character's own JSON escape (a trace, a cassette, a graph's JSON stay JSON), and in text
+# is visible, as standard error shows it; strict UTF-8 refused the whole output.
+OUTPUT_ERRORS = "backslashreplace"
+
+
 def open_output(
     path: Path, option: str, what: str, *, recognise: Callable[[bytes], bool], append: bool
 ) -> IO[str]:
@@ -211,7 +218,7 @@ def open_output(
         if not append:
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
-        return open(fd, "a" if append else "w", encoding="utf-8", closefd=True)
+        return open(fd, "a" if append else "w", encoding="utf-8", errors=OUTPUT_ERRORS)
     except BaseException:
         os.close(fd)
         raise
@@ -413,9 +420,9 @@ def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
     """
     try:
         mode = os.fstat(stream.fileno()).st_mode & 0o7777
-        replace_file(path, text.encode("utf-8"), mode=mode)
-    except (OSError, ValueError) as exc:  # ValueError: a text that is not UTF-8 (a surrogate)
-        reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        replace_file(path, text.encode("utf-8", OUTPUT_ERRORS), mode=mode)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
         raise OutputError(
             f"cannot write {name}: {reason}; nothing was written, the file is as it was",
             hint="free space, or write to another file",

@@ -32,6 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
+    from converge_dsl._files import OUTPUT_ERRORS
     from converge_dsl.cli._output import command_output
     from converge_dsl.runtime import REPORT_MARK, render_report
 
@@ -46,5 +47,6 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         page = render_report(trace)
         out.write(page)
     if out.path is not None:  # not standard output, nor a stream the page went to
-        io.stdout.write(f"wrote {output} ({len(page.encode('utf-8')) / 1e6:.2f} MB)\n")
+        size = len(page.encode("utf-8", OUTPUT_ERRORS))
+        io.stdout.write(f"wrote {output} ({size / 1e6:.2f} MB)\n")
     return 0

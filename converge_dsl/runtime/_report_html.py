@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from converge_dsl import codes
-from converge_dsl._files import OutputError, open_output, replace_output
+from converge_dsl._files import OUTPUT_ERRORS, OutputError, open_output, replace_output
 from converge_dsl._page_assets import page_asset, page_json
 
 from ._report_data import report_data
@@ -127,4 +127,4 @@ def write_page(page: str, output: Path, option: str) -> int:
                 with contextlib.suppress(OSError):
                     output.unlink()
             raise
-    return len(page.encode("utf-8"))
+    return len(page.encode("utf-8", OUTPUT_ERRORS))

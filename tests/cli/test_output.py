@@ -264,3 +264,36 @@ def test_run_refuses_an_output_on_standard_output_under_format_json(tmp_path: Pa
     assert done.returncode == 3
     assert done.stderr.startswith("error[CD336]: --trace '/dev/stdout' is standard output")
     assert json.loads(done.stdout)["stop_reason"] == "usage_error"
+
+
+def test_outputs_naming_a_file_with_an_undecodable_byte_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipeline named with a byte that is not UTF-8 (Python reads it as a lone surrogate)
+    could not be graphed, traced or reported to a file: 'surrogates not allowed', exit 1,
+    though standard output took it. The byte is now written as its escape, which in JSON
+    is the character's own JSON escape: a trace and a graph's JSON read back the name."""
+    import io
+
+    from converge_dsl.cli import run
+
+    monkeypatch.chdir(tmp_path)
+    source = Path(PIPELINE)
+    name = "p\udcff.yaml"
+    Path(name).write_bytes(source.read_bytes())
+    script = source.with_name("incident-triage.script.yaml")
+    Path(script.name).write_bytes(script.read_bytes())
+
+    def ok(*argv: str) -> None:
+        err = io.StringIO()
+        assert run(list(argv), io.StringIO(), err, {}) == 0, err.getvalue()
+
+    ok("graph", name, "--format", "json", "-o", "g.json")
+    assert json.loads(Path("g.json").read_bytes())["file"].endswith(name)
+    ok("graph", name, "-o", "g.mmd")
+    assert "p\\udcff.yaml" in Path("g.mmd").read_text(encoding="utf-8")
+    ok("run", name, "-q", "--trace", "t\udcff.jsonl", "--report", "r.html")
+    lines = Path("t\udcff.jsonl").read_bytes().splitlines()
+    assert [json.loads(line)["type"] for line in lines][-1] == "run_finished"
+    ok("report", "t\udcff.jsonl", "-o", "r\udcff.html")
+    Path("r\udcff.html").read_text(encoding="utf-8")  # UTF-8 throughout
