@@ -159,6 +159,14 @@ def sink_stream(
     return stream
 
 
+def shown(path: Path) -> str:
+    """`path` as a line naming it shows it: as it is, or quoted with escapes when it holds
+    a line break, a control or bidi character or an undecodable byte (a name cannot
+    split the line or drive the terminal)."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
 # The names of standard output an `-o` may give.
 _STANDARD_OUTPUT = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 

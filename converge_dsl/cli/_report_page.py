@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl._files import OUTPUT_ERRORS
-    from converge_dsl.cli._output import command_output
+    from converge_dsl.cli._output import command_output, shown
     from converge_dsl.runtime import REPORT_MARK, render_report
 
     trace: Path = args.trace
@@ -48,5 +48,5 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         out.write(page)
     if out.path is not None:  # not standard output, nor a stream the page went to
         size = len(page.encode("utf-8", OUTPUT_ERRORS))
-        io.stdout.write(f"wrote {output} ({size / 1e6:.2f} MB)\n")
+        io.stdout.write(f"wrote {shown(output)} ({size / 1e6:.2f} MB)\n")
     return 0

@@ -468,7 +468,7 @@ def _sinks(
     closing: contextlib.ExitStack,
 ) -> tuple[Any, ...]:
     """The run's outputs, in the order they hear it: report, trace, cassette, progress."""
-    from converge_dsl.cli._output import sink_stream
+    from converge_dsl.cli._output import shown, sink_stream
     from converge_dsl.runtime import ListenerSink, RecordSink, ReportSink, TraceSink
 
     document = args.format == "json"  # standard output holds the run-result document
@@ -479,7 +479,7 @@ def _sinks(
             ReportSink(
                 args.report,
                 trace=args.trace if trace is None else None,  # a stream is not read back
-                on_written=lambda path: io.stderr.write(f"report written to {path}\n"),
+                on_written=lambda path: io.stderr.write(f"report written to {shown(path)}\n"),
                 stream=sink_stream(io, args.report, "--report", closing, document=document),
             )
         )

@@ -297,3 +297,23 @@ def test_outputs_naming_a_file_with_an_undecodable_byte_are_written(
     assert [json.loads(line)["type"] for line in lines][-1] == "run_finished"
     ok("report", "t\udcff.jsonl", "-o", "r\udcff.html")
     Path("r\udcff.html").read_text(encoding="utf-8")  # UTF-8 throughout
+
+
+def test_a_line_naming_a_written_file_cannot_be_split_or_drive_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report` ('wrote FILE') and `run --report` ('report written to FILE') printed the
+    name raw: a line break split the line, an escape sequence coloured the terminal."""
+    import io
+
+    from converge_dsl.cli import run
+
+    monkeypatch.chdir(tmp_path)
+    trace = "t\x1b[31m\n.jsonl"
+    Path(trace).write_text(Path(_trace(tmp_path)).read_text())
+    out = io.StringIO()
+    assert run(["report", trace], out, io.StringIO(), {}) == 0
+    assert out.getvalue().startswith("wrote 't\\x1b[31m\\n.html' (")
+    err = io.StringIO()
+    assert run(["run", PIPELINE, "-q", "--report", "r\x1b[0m.html"], io.StringIO(), err, {}) == 0
+    assert err.getvalue() == "report written to 'r\\x1b[0m.html'\n"
