@@ -37,10 +37,16 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from converge_dsl import codes
-from converge_dsl._files import open_output, replace_output, same_file
+from converge_dsl._files import (
+    OUTPUT_ERRORS,
+    CheckedStream,
+    open_output,
+    replace_output,
+    same_file,
+)
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -92,8 +98,11 @@ def command_output(
     found = output_stream(io, target, option, reads)
     if found is not None:
         stream, opened = found
-        with stream if opened else contextlib.nullcontext(stream):
+        try:
             yield CommandOutput(stream, None, None)
+        finally:
+            if opened is not None:
+                _close(opened)
         return
     existed = os.path.lexists(target)
     stream = open_output(target, option, what, recognise=recognise, append=True)
@@ -109,28 +118,38 @@ def command_output(
 
 def output_stream(
     io: CommandIO, path: Path, option: str, reads: Sequence[tuple[str | Path, str]] = ()
-) -> tuple[IO[str], bool] | None:
-    """The stream the output `path` is written through, and whether it was opened here
-    (a device or a pipe: the caller closes it); None for a file, which the output opener
-    opens. The rule of the module docstring, for every output of the command line (`-o`,
-    `run --trace`, `run --report`). `UsageError` for a path that is one of `reads`."""
+) -> tuple[IO[str], IO[str] | None] | None:
+    """The stream the output `path` is written through, and the file opened here for it
+    (a device or a pipe, which the caller closes with `_close`; else None); None for a
+    file, which the output opener opens. The rule of the module docstring, for every
+    output of the command line (`-o`, `run --trace`, `run --report`). A device's every
+    write is checked and names it (`/dev/full`). `UsageError` for a path that is one of
+    `reads`."""
     if str(path) in _STANDARD_OUTPUT:
         _refuse_stream_read(io.stdout, str(path), option, reads)
-        return io.stdout, False
+        return io.stdout, None
     for read, name in reads:
         if same_file(path, Path(read)):
             raise _would_overwrite(option, str(path), name)
     own = _own_stream(path, (io.stdout, io.stderr))
     if own is not None:
-        return own, False
+        return own, None
     if not _is_stream(path):
         return None
     try:
-        return open(path, "w", encoding="utf-8"), True  # the caller closes it
+        device = open(path, "w", encoding="utf-8", errors=OUTPUT_ERRORS)  # noqa: SIM115
     except OSError as exc:
         raise UsageError(
             f"cannot write {option} {str(path)!r}: {exc.strerror}", code=codes.OUTPUT_REFUSED
         ) from None
+    checked = CheckedStream(device, f"{option} {str(path)!r}")
+    return cast("IO[str]", checked), device
+
+
+def _close(device: IO[str]) -> None:
+    """Close a device opened for an output: each write was flushed and checked."""
+    with contextlib.suppress(OSError):
+        device.close()
 
 
 def sink_stream(
@@ -148,8 +167,8 @@ def sink_stream(
     if found is None:
         return None
     stream, opened = found
-    if opened:
-        closing.enter_context(stream)
+    if opened is not None:
+        closing.callback(_close, opened)
     if stream is io.stdout and document:
         raise UsageError(
             f"{option} {str(path)!r} is standard output, which holds the run-result document",

@@ -317,3 +317,21 @@ def test_a_line_naming_a_written_file_cannot_be_split_or_drive_the_terminal(
     err = io.StringIO()
     assert run(["run", PIPELINE, "-q", "--report", "r\x1b[0m.html"], io.StringIO(), err, {}) == 0
     assert err.getvalue() == "report written to 'r\\x1b[0m.html'\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("output", [*STREAMED, "graph -o"])
+def test_a_device_that_refuses_the_output_is_named(tmp_path: Path, output: str) -> None:
+    """`-o /dev/full` (a device whose every write fails: a full disk) said only 'cannot
+    use: No space left on device', without the output's name."""
+    argv, _ = STREAMED.get(output, (["graph", PIPELINE, "--output"], ""))
+    argv = [_trace(tmp_path) if word == "TRACE" else word for word in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv, "/dev/full"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"error[CD361]: cannot write {argv[-1]} '/dev/full': "), first
