@@ -30,7 +30,8 @@ temporary file is made in the target's folder with `O_CREAT | O_EXCL |
 O_NOFOLLOW` under a name no one can plant in advance (a planted link or hard
 link at a fixed temporary name is never opened), its mode set with `fchmod`
 on the descriptor (never a `chmod` that would follow a link), written,
-fsynced and renamed over the target. `open_lock` opens a lock file the same
+fsynced and renamed over the target (`replace_output`: an output `open_output`
+checked, written whole at the command's end). `open_lock` opens a lock file the same
 way `open_output` opens an output: never through a link, never a FIFO, a
 device or a file with several hard links. `create_new` creates a file that
 must not exist (`init`, a new key). `jsonl_lines` splits JSON Lines on `\n`
@@ -185,6 +186,13 @@ def referenced_path(
 FIRST_LINE_BYTES = 8 << 20
 
 
+# How an output file is encoded: UTF-8, a lone surrogate (a file name's undecodable byte,
+# which Python reads as one) as its escape `\udcff`, which inside a JSON string is that
+# character's own JSON escape (a trace, a cassette, a graph's JSON stay JSON), and in text
+# is visible, as standard error shows it; strict UTF-8 refused the whole output.
+OUTPUT_ERRORS = "backslashreplace"
+
+
 def open_output(
     path: Path, option: str, what: str, *, recognise: Callable[[bytes], bool], append: bool
 ) -> IO[str]:
@@ -210,7 +218,7 @@ def open_output(
         if not append:
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
-        return open(fd, "a" if append else "w", encoding="utf-8", closefd=True)
+        return open(fd, "a" if append else "w", encoding="utf-8", errors=OUTPUT_ERRORS)
     except BaseException:
         os.close(fd)
         raise
@@ -401,6 +409,24 @@ def replace_file(
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
+    """Replace the output `path`, which `stream` (from `open_output`) is open on, by
+    `text`, whole or not at all (`replace_file`, keeping the file's mode).
+
+    A failure at any step (a full disk at a late write, at fsync or close, the
+    rename) is an `OutputError` naming `name`; `path` is as it was.
+    """
+    try:
+        mode = os.fstat(stream.fileno()).st_mode & 0o7777
+        replace_file(path, text.encode("utf-8", OUTPUT_ERRORS), mode=mode)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OutputError(
+            f"cannot write {name}: {reason}; nothing was written, the file is as it was",
+            hint="free space, or write to another file",
+        ) from None
 
 
 def _fresh(path: Path) -> tuple[int, Path]:

@@ -1,8 +1,12 @@
 """The command line: `main()` wraps `run(argv, stdout, stderr) -> int` and ends the process.
 
 Each command lives in its own module (`_validate`, `_run`, ...) exposing
-`configure(parser)` and `execute(args, io) -> int`. Only the module of the
-command being run is imported, so the CLI starts fast.
+`configure(parser)` and `execute(args, io) -> int`, and may expose
+`interrupted(args, io)`: what it writes when a Ctrl-C ends it before it wrote
+on standard output (`run`'s JSON document). Only the module of the
+command being run is imported, so the CLI starts fast. Under the console entry
+point a Ctrl-C while the command starts (its modules loading, its arguments
+read) is held until `execute` is called, then ends it as a later one would.
 
 Exit codes: 0 success; 1 failure (pack, model, run); 2 invalid pipeline;
 3 usage error; commands document any others (`run`: 4 budget exhausted,
@@ -25,6 +29,7 @@ whatever the command would have returned, never a silently shorter output.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # no stub: `signal` re-exports it
 import argparse
 import contextlib
 import errno
@@ -50,12 +55,17 @@ EXIT_INTERRUPTED = 130
 
 # A plain slotted class: no dataclass on `validate`'s path (docs/architecture.md §5).
 class _EntryPoint:
-    """Whether `run` was called by the console entry point (`main`), whose process ends with it."""
+    """Whether `run` was called by the console entry point (`main`), whose process ends with
+    it; how many Ctrl-Cs it held while the command started (`_hold_interrupts`)."""
 
-    __slots__ = ("ends_process",)
+    __slots__ = ("ends_process", "held")
 
     def __init__(self) -> None:
         self.ends_process = False
+        self.held = 0
+
+    def hold(self, number: int, frame: object) -> None:
+        self.held += 1
 
 
 _ENTRY = _EntryPoint()
@@ -394,12 +404,27 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
     try:
         with contextlib.redirect_stdout(io.stdout):  # where argparse prints --help
             namespace = parser.parse_args(args[1:])
+        flags |= {QUIET} if namespace.cli_quiet else set()
+        flags |= {VERBOSE} if namespace.cli_verbose else set()
+        io = io._replace(verbosity=_verbosity(flags))
     except SystemExit as exc:  # --help exits through argparse
         return int(exc.code or 0)
-    flags |= {QUIET} if namespace.cli_quiet else set()
-    flags |= {VERBOSE} if namespace.cli_verbose else set()
-    io = io._replace(verbosity=_verbosity(flags))
+    except UsageError as exc:  # argparse's refusals, said as JSON when JSON was asked for
+        from converge_dsl.cli._arguments import asks_json
+
+        if asks_json(parser, args[1:]):
+            _render_json_error(exc, io)
+        raise
     return _execute(command, namespace, io)
+
+
+def _render_json_error(error: ConvergeError, io: CommandIO) -> None:
+    """Write `error` as the one JSON error object on standard output, if it still takes it
+    (standard output failing: the error is still said on standard error)."""
+    from converge_dsl.cli._render import render_error
+
+    with contextlib.suppress(ConvergeError, OSError, ValueError):
+        render_error(error, io.stdout)
 
 
 def command_parser(
@@ -424,7 +449,13 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
     a user error is also one JSON error object (see the module docstring).
     """
     try:
+        _release_interrupts()
         return command.execute(args, io)
+    except KeyboardInterrupt:
+        interrupted = getattr(command, "interrupted", None)
+        if interrupted is not None and not getattr(io.stdout, "wrote", True):
+            interrupted(args, io)
+        raise
     except PipelineInvalid as exc:
         from converge_dsl.cli._render import FORMATS, render
 
@@ -435,14 +466,36 @@ def _execute(command: Command, args: argparse.Namespace, io: CommandIO) -> int:
     except (ConvergeError, OSError, UnicodeDecodeError, RecursionError) as exc:
         if getattr(args, "format", None) != "json" or getattr(io.stdout, "wrote", True):
             raise
-        from converge_dsl.cli._render import render_error
-
         error = _user_error(exc)
-        with contextlib.suppress(ConvergeError, OSError, ValueError):
-            render_error(error, io.stdout)  # standard output failing: the error is on stderr
+        _render_json_error(error, io)
         if error is exc:
             raise
         raise error from exc
+
+
+def _hold_interrupts() -> None:
+    """Hold a Ctrl-C (SIGINT) from the process's start until its command runs
+    (`_release_interrupts`): one pressed while the command's modules load or its
+    arguments are read ends it as one pressed a moment later would (`_execute`:
+    exit 130, and the command's own word for it, `run`'s JSON document), never
+    with a traceback out of an import. Not when SIGINT is ignored (a background job).
+
+    `_signal` is what `signal` wraps: importing `signal` (its enums) would add 0.6 ms to
+    every command's start.
+    """
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _ENTRY.hold)
+
+
+def _release_interrupts() -> None:
+    """Let Ctrl-C interrupt again; `KeyboardInterrupt` now if one was held."""
+    if not _ENTRY.ends_process:
+        return
+    if _signal.getsignal(_signal.SIGINT) == _ENTRY.hold:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    if _ENTRY.held:
+        _ENTRY.held = 0
+        raise KeyboardInterrupt
 
 
 def main() -> None:
@@ -457,6 +510,7 @@ def main() -> None:
     command line's only global switches.
     """
     _ENTRY.ends_process = True
+    _hold_interrupts()
     _main_is_the_package()
     # A stream the process started without (`>&-`) is None in Python: writing to it fails
     # as a closed descriptor does (CD361, exit 1), not with a traceback.

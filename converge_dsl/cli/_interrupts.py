@@ -8,7 +8,10 @@
   what is written is whole.
 - `interrupted_document(pipeline)` is the run-result document of a run
   interrupted before its own was printed: `cancelled`, CD908 at the pipeline
-  file, no facts, cycles or usage.
+  file, no facts, cycles or usage (`_run.interrupted` writes it, called by the
+  command line for a Ctrl-C at any moment before the result, one pressed while
+  the command was starting included: the console entry point holds that one
+  until the command runs, `cli._hold_interrupts`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """A command's `-o PATH` file: checked before the command's work, written at its end.
 
+The rule below (`output_stream`) says where every output of the command line
+goes, `-o` and `run --trace` and `--report` alike.
+
 `diff`, `eval` and `graph` compute their whole output, then write it. `command_output`
 checks the path before that work starts, so that a path that cannot be
 written is said at once rather than after an evaluation's model calls:
@@ -20,8 +23,11 @@ written is said at once rather than after an evaluation's model calls:
   first line (by default any: these outputs are reports, and the command names
   the file).
 
-Nothing is truncated until the output is written; a file the opener made and
-the command never wrote (it failed, or found nothing to write) is removed again.
+Nothing is changed until the output is written, and then the file is replaced
+whole or not at all (a temporary file beside it, fsynced, renamed over it:
+`_files.replace_output`): a write that fails late (a full disk) names the file
+and leaves what it held. A file the opener made and the command never wrote (it
+failed, or found nothing to write) is removed again.
 """
 
 from __future__ import annotations
@@ -31,10 +37,16 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from converge_dsl import codes
-from converge_dsl._files import flush_checked, open_output, same_file, write_all
+from converge_dsl._files import (
+    OUTPUT_ERRORS,
+    CheckedStream,
+    open_output,
+    replace_output,
+    same_file,
+)
 from converge_dsl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -44,22 +56,23 @@ if TYPE_CHECKING:
 class CommandOutput:
     """Where a command's output goes: the `-o` file, or standard output (`path` None)."""
 
-    def __init__(self, stdout: IO[str], path: Path | None, stream: IO[str] | None) -> None:
+    def __init__(
+        self, stdout: IO[str], path: Path | None, stream: IO[str] | None, what: str = "output"
+    ) -> None:
         self._stdout = stdout
         self.path = path
         self._stream = stream
+        self._what = what
         self.written = False
 
     def write(self, text: str) -> None:
-        """Write the command's whole output (once), replacing what the file held."""
-        if self._stream is None:
+        """Write the command's whole output (once), replacing what the file held: whole
+        or not at all (`_files.replace_output`)."""
+        if self._stream is None or self.path is None:
             self._stdout.write(text)
             return
-        name = repr(str(self.path))
-        self._stream.truncate(0)  # opened to append: writes go to the (new) end
+        replace_output(self._stream, self.path, text, f"{self._what} {str(self.path)!r}")
         self.written = True
-        write_all(self._stream, text, name)
-        flush_checked(self._stream, name)
 
 
 @contextlib.contextmanager
@@ -78,32 +91,22 @@ def command_output(
     `UsageError` for an output that is one of `reads` or that the opener refuses.
     """
     stdout = io.stdout
-    if path is None or str(path) in _STANDARD_OUTPUT:
-        if path:  # named: refused as that file would be, if standard output is one it reads
-            _refuse_stream_read(stdout, str(path), option, reads)
+    if path is None or str(path) == "":
         yield CommandOutput(stdout, None, None)
         return
     target = Path(path)
-    for read, name in reads:
-        if same_file(target, Path(read)):
-            raise _would_overwrite(option, str(target), name)
-    own = _own_stream(target, (io.stdout, io.stderr))
-    if own is not None:
-        yield CommandOutput(own, None, None)
-        return
-    if _is_stream(target):
+    found = output_stream(io, target, option, reads)
+    if found is not None:
+        stream, opened = found
         try:
-            device = open(target, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot write {option} {str(target)!r}: {exc.strerror}", code=codes.OUTPUT_REFUSED
-            ) from None
-        with device:
-            yield CommandOutput(device, None, None)
+            yield CommandOutput(stream, None, None)
+        finally:
+            if opened is not None:
+                _close(opened)
         return
     existed = os.path.lexists(target)
     stream = open_output(target, option, what, recognise=recognise, append=True)
-    output = CommandOutput(stdout, target, stream)
+    output = CommandOutput(stdout, target, stream, what)
     try:
         with stream:
             yield output
@@ -113,8 +116,78 @@ def command_output(
                 target.unlink()
 
 
-# The names of standard output an `-o` may give ("": no file given).
-_STANDARD_OUTPUT = frozenset({"", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+def output_stream(
+    io: CommandIO, path: Path, option: str, reads: Sequence[tuple[str | Path, str]] = ()
+) -> tuple[IO[str], IO[str] | None] | None:
+    """The stream the output `path` is written through, and the file opened here for it
+    (a device or a pipe, which the caller closes with `_close`; else None); None for a
+    file, which the output opener opens. The rule of the module docstring, for every
+    output of the command line (`-o`, `run --trace`, `run --report`). A device's every
+    write is checked and names it (`/dev/full`). `UsageError` for a path that is one of
+    `reads`."""
+    if str(path) in _STANDARD_OUTPUT:
+        _refuse_stream_read(io.stdout, str(path), option, reads)
+        return io.stdout, None
+    for read, name in reads:
+        if same_file(path, Path(read)):
+            raise _would_overwrite(option, str(path), name)
+    own = _own_stream(path, (io.stdout, io.stderr))
+    if own is not None:
+        return own, None
+    if not _is_stream(path):
+        return None
+    try:
+        device = open(path, "w", encoding="utf-8", errors=OUTPUT_ERRORS)  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {option} {str(path)!r}: {exc.strerror}", code=codes.OUTPUT_REFUSED
+        ) from None
+    checked = CheckedStream(device, f"{option} {str(path)!r}")
+    return cast("IO[str]", checked), device
+
+
+def _close(device: IO[str]) -> None:
+    """Close a device opened for an output: each write was flushed and checked."""
+    with contextlib.suppress(OSError):
+        device.close()
+
+
+def sink_stream(
+    io: CommandIO,
+    path: Path | None,
+    option: str,
+    closing: contextlib.ExitStack,
+    *,
+    document: bool,
+) -> IO[str] | None:
+    """The stream a run's output `path` (`--trace`, `--report`) is written through
+    (`output_stream`; one opened here is closed by `closing`), else None (a file, which
+    its sink opens). Standard output is refused when it holds the run's `document`."""
+    found = None if path is None else output_stream(io, path, option)
+    if found is None:
+        return None
+    stream, opened = found
+    if opened is not None:
+        closing.callback(_close, opened)
+    if stream is io.stdout and document:
+        raise UsageError(
+            f"{option} {str(path)!r} is standard output, which holds the run-result document",
+            hint=f"give {option} a file, or /dev/stderr",
+            code=codes.OUTPUT_REFUSED,
+        )
+    return stream
+
+
+def shown(path: Path) -> str:
+    """`path` as a line naming it shows it: as it is, or quoted with escapes when it holds
+    a line break, a control or bidi character or an undecodable byte (a name cannot
+    split the line or drive the terminal)."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+# The names of standard output an `-o` may give.
+_STANDARD_OUTPUT = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
 
 def _would_overwrite(option: str, target: str, name: str) -> UsageError:

@@ -333,9 +333,10 @@ def _yank(args: argparse.Namespace, io: CommandIO) -> int:
 
 
 def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
+    import contextlib
     import os
 
-    from converge_dsl._files import create_new
+    from converge_dsl._files import OutputError, create_new
     from converge_dsl.packs import generate_key
 
     private, public = generate_key()
@@ -354,8 +355,19 @@ def _keygen(args: argparse.Namespace, io: CommandIO) -> int:
         raise UsageError(
             f"cannot write {args.key_file}: {exc.strerror or exc}", code=codes.OUTPUT_REFUSED
         ) from None
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(private + "\n")
+    try:  # whole or not at all: a key cut short by a full disk is no key
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write((private + "\n").encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            args.key_file.unlink()
+        raise OutputError(
+            f"cannot write key file {str(args.key_file)!r}: {exc.strerror or exc}; "
+            "nothing was written",
+            hint="free space, or write to another file",
+        ) from None
     emit(args, io, f"{public}\n", {"public_key": public, "key_file": str(args.key_file)})
     return 0
 

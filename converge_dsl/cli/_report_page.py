@@ -4,7 +4,9 @@ The page is self-contained (no network at view time): a timeline of cycles
 and suggestor executions with their model calls, the facts with their data,
 provenance and source, the gate's rejections and approvals, the agents, and
 the budgets against their limits (see `converge_dsl.runtime.write_report`).
-Without `-o` the page is written beside the trace (`TRACE.html`). Exit codes:
+Without `-o` the page is written beside the trace (`TRACE.html`); `-o` follows the
+rule of every output (`cli._output`: `/dev/stdout`, `/dev/stderr 2> FILE`, a pipe).
+Exit codes:
 0, 1 the output could not be written, 3 usage error (a bad trace names its
 `file:line`). (Named `_report_page`: a module `_report` would shadow the
 package's `_report` function once imported.)
@@ -30,10 +32,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
-    from converge_dsl.runtime import write_report
+    from converge_dsl._files import OUTPUT_ERRORS
+    from converge_dsl.cli._output import command_output, shown
+    from converge_dsl.runtime import REPORT_MARK, render_report
 
     trace: Path = args.trace
     output: Path = args.output or trace.with_suffix(".html")
-    size = write_report(trace, output, "-o" if args.output else "report file")
-    io.stdout.write(f"wrote {output} ({size / 1e6:.2f} MB)\n")
+    option = "-o" if args.output else "report file"
+    reads = [(trace, "the trace")]
+    mark = REPORT_MARK.encode()
+    with command_output(
+        io, output, option, "report file", reads, recognise=lambda line: line.startswith(mark)
+    ) as out:
+        page = render_report(trace)
+        out.write(page)
+    if out.path is not None:  # not standard output, nor a stream the page went to
+        size = len(page.encode("utf-8", OUTPUT_ERRORS))
+        io.stdout.write(f"wrote {shown(output)} ({size / 1e6:.2f} MB)\n")
     return 0

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shlex
 from dataclasses import replace
@@ -398,7 +399,12 @@ def _pause_hint(out: RunOutcome, args: argparse.Namespace) -> str:
     )
 
 
-def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> RunOptions:
+def _options(
+    args: argparse.Namespace,
+    io: CommandIO,
+    progress: _Progress | None,
+    closing: contextlib.ExitStack,
+) -> RunOptions:
     """The run's options from the command line (a `UsageError` when they do not fit)."""
     from converge_dsl.cli import _ENTRY
     from converge_dsl.cli._cache_options import caching
@@ -440,7 +446,7 @@ def _options(args: argparse.Namespace, io: CommandIO, progress: _Progress | None
             content=args.otel_content,
             on_warning=lambda line: io.stderr.write(line + "\n"),
         ),
-        sinks=_sinks(args, io, progress),
+        sinks=_sinks(args, io, progress, closing),
     )
 
 
@@ -455,21 +461,30 @@ def _warner(io: CommandIO) -> Callable[[Diagnostic], None]:
     return warn
 
 
-def _sinks(args: argparse.Namespace, io: CommandIO, progress: _Progress | None) -> tuple[Any, ...]:
+def _sinks(
+    args: argparse.Namespace,
+    io: CommandIO,
+    progress: _Progress | None,
+    closing: contextlib.ExitStack,
+) -> tuple[Any, ...]:
     """The run's outputs, in the order they hear it: report, trace, cassette, progress."""
+    from converge_dsl.cli._output import shown, sink_stream
     from converge_dsl.runtime import ListenerSink, RecordSink, ReportSink, TraceSink
 
+    document = args.format == "json"  # standard output holds the run-result document
     sinks: list[Any] = []
+    trace = sink_stream(io, args.trace, "--trace", closing, document=document)
     if args.report is not None:
         sinks.append(
             ReportSink(
                 args.report,
-                trace=args.trace,
-                on_written=lambda path: io.stderr.write(f"report written to {path}\n"),
+                trace=args.trace if trace is None else None,  # a stream is not read back
+                on_written=lambda path: io.stderr.write(f"report written to {shown(path)}\n"),
+                stream=sink_stream(io, args.report, "--report", closing, document=document),
             )
         )
     if args.trace is not None:
-        sinks.append(TraceSink(args.trace))
+        sinks.append(TraceSink(args.trace, stream=trace))
     if args.record is not None:
         sinks.append(RecordSink(args.record, overwrite=args.overwrite))
     if progress is not None:
@@ -487,6 +502,7 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     # Under --quiet no listener at all: with none, the engine builds no events.
     progress = _Progress(io) if human and io.verbosity != QUIET else None
     printed: list[RunOutcome] = []
+    closing = contextlib.ExitStack()  # the devices and pipes the run's outputs opened
 
     def show(out: RunOutcome) -> None:
         with interrupts_held():  # the result is written whole
@@ -502,14 +518,10 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
         stop = StopRequest()
         # The options' own files (--inputs, --decisions, --config...) are read here:
         # one that is refused is a run that never started, as one the run refuses.
-        options = _options(args, io, progress)
+        options = _options(args, io, progress, closing)
         options = replace(options, sinks=(*options.sinks, ResultSink(show)), stop=stop)
         say = progress.say if progress is not None else _line(io.stderr)
         out = asyncio.run(stoppable(run_pipeline(options), stop, say))
-    except KeyboardInterrupt:
-        if not human and not printed:  # a program reading stdout still gets its document
-            io.stdout.write(interrupted_document(args.pipeline).model_dump_json(indent=2) + "\n")
-        raise  # the command line says `interrupted` and exits 130
     except (ConvergeError, OSError) as exc:
         # Human: an invalid pipeline is rendered like `validate` renders it, anything
         # else as one error line, by the command line. JSON: the run-result document,
@@ -526,9 +538,19 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     finally:
         if progress is not None:
             progress.stop()
+        closing.close()
     if stop.asked and str(out.result.stop_reason) == "cancelled":
         return EXIT_INTERRUPTED  # its result is printed: what it had reached
     return out.exit_code
+
+
+def interrupted(args: argparse.Namespace, io: CommandIO) -> None:
+    """A Ctrl-C before the run's result was printed (the command line then says
+    `interrupted` and exits 130): under `--format json` a program reading standard
+    output still gets its document (`interrupted_document`), written whole."""
+    if args.format == "json" and args.cases is None:
+        with interrupts_held():
+            io.stdout.write(interrupted_document(args.pipeline).model_dump_json(indent=2) + "\n")
 
 
 def _line(stream: TextIO) -> Callable[[str], None]:

@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -165,16 +165,17 @@ class TraceSink(RunSink):
 
     listens = True
 
-    def __init__(self, path: Path, option: str = "--trace") -> None:
+    def __init__(self, path: Path, option: str = "--trace", stream: IO[str] | None = None) -> None:
         self.path = path
         self._option = option
+        self._stream = stream  # written instead of `path`: the caller's (standard error)
         self._writer: TraceWriter | None = None
 
     def outputs(self) -> tuple[Output, ...]:
         return (Output(self.path, self._option, "trace file"),)
 
     def open(self, clock: Clock) -> None:
-        self._writer = TraceWriter({}, self.path, wall=wall_clock(clock))
+        self._writer = TraceWriter({}, self.path, wall=wall_clock(clock), stream=self._stream)
 
     def on_compiled(self, compiled: CompiledPipeline, sources: Mapping[str, str]) -> None:
         if self._writer is not None:
@@ -209,8 +210,10 @@ class ReportSink(RunSink):
         trace: Path | None = None,
         on_written: Callable[[Path], object] | None = None,
         option: str = "--report",
+        stream: IO[str] | None = None,
     ) -> None:
         self.path = path
+        self._stream = stream  # written instead of `path`: the caller's (standard error)
         self._option = option
         self._trace = trace
         self._on_written = on_written
@@ -223,7 +226,8 @@ class ReportSink(RunSink):
     def check(self) -> None:
         from ._report_html import check_report_output
 
-        check_report_output(self.path, self._option)
+        if self._stream is None:
+            check_report_output(self.path, self._option)
 
     def open(self, clock: Clock) -> None:
         if self._trace is None:
@@ -245,13 +249,24 @@ class ReportSink(RunSink):
         return None if self._own is None else self._own.failure
 
     def on_result(self, outcome: RunOutcome) -> None:
-        from ._report_html import write_report
+        from ._report_html import render_report, write_report
 
         trace = self._trace if self._own is None else self._own.path
         if trace is not None and trace.is_file() and trace.stat().st_size:
+            if self._stream is not None:
+                self._write_stream(render_report(trace))
+                return
             write_report(trace, self.path, self._option)
             if self._on_written is not None:
                 self._on_written(self.path)
+
+    def _write_stream(self, page: str) -> None:
+        from converge_dsl._files import flush_checked, write_all
+
+        assert self._stream is not None
+        name = f"{self._option} {str(self.path)!r}"
+        write_all(self._stream, page, name)
+        flush_checked(self._stream, name)
 
     def close(self) -> None:
         if self._own is not None:

@@ -12,8 +12,10 @@ two runs of one pipeline with the same inputs and deterministic models
 
 The file is opened when the writer is made (an unusable path is a `UsageError`,
 before any work: a link, a device, or a file that is not a trace we wrote,
-see `open_output`) and truncated: each run starts a fresh trace, written line by
-line as events happen (so it can be followed while the run goes on). A write
+see `open_output`) and truncated: each run starts a fresh trace; or the writer is
+handed a `stream` (the command line's standard error, a pipe), which it writes
+but never closes. Either is written line by line as events happen (so it can be
+followed while the run goes on). A write
 that fails later (a full disk) closes the file, keeps every line already
 written, and raises a `RunError` naming the file; `failure` keeps that error
 so the runner can re-raise it when the engine swallowed it (an event emitted inside a suggestor).
@@ -111,6 +113,7 @@ class TraceWriter:
         path: Path | None = None,
         listeners: tuple[Callable[[BaseModel], None], ...] = (),
         wall: WallClock | None = None,
+        stream: IO[str] | None = None,
     ) -> None:
         self._spans = dict(spans)
         self._span_data: dict[str, dict[str, Any] | None] = {}
@@ -122,7 +125,10 @@ class TraceWriter:
         self._path = path
         self._file: IO[str] | None = None
         self.failure: RunError | None = None
-        if path is not None:
+        self._owned = stream is None  # a stream given (standard error) is the caller's
+        if stream is not None:
+            self._file = stream
+        elif path is not None:
             self._file = open_output(path, "--trace", "trace file", mode="w")
 
     @property
@@ -209,7 +215,7 @@ class TraceWriter:
 
     def close(self) -> None:
         file, self._file = self._file, None
-        if file is not None:
+        if file is not None and self._owned:
             with contextlib.suppress(OSError):  # every line was flushed when written
                 file.close()
 

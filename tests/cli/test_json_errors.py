@@ -118,3 +118,39 @@ def test_an_error_object_naming_an_undecodable_file_is_ascii_json(folder: Path) 
     assert status == 3
     assert out.isascii()
     assert "\udcff.json" in json.loads(out)["error"]["message"]
+
+
+# (the command line argparse refuses; whether it asked for JSON)
+REFUSED_ARGUMENTS = [
+    (["validate", PIPELINE, "--format", "json", "--bogus"], True),
+    (["validate", PIPELINE, "--format=json", "--bogus"], True),
+    (["validate", PIPELINE, "--bogus", "--format", "json"], True),
+    (["validate", PIPELINE, "--form", "json", "--bogus"], True),  # argparse's abbreviation
+    (["validate", PIPELINE, "--format", "json", "-q", "-v"], True),
+    (["cache", "show", "x", "--format", "json", "--bogus"], True),  # a sub-command's --format
+    (["run", PIPELINE, "--format", "json", "--max-cycles", "many"], True),
+    (["validate", PIPELINE, "--format", "xml"], False),  # the bad --format itself
+    (["validate", PIPELINE, "--format", "json", "--format", "xml"], False),  # the last wins
+    (["validate", PIPELINE, "--bogus", "--", "--format", "json"], False),  # not an option
+    (["validate", PIPELINE, "--format"], False),
+    (["init", "--format", "json"], False),  # a command without --format
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "asked"), REFUSED_ARGUMENTS, ids=[" ".join(r[0][2:]) for r in REFUSED_ARGUMENTS]
+)
+def test_argparse_s_refusal_under_format_json_is_one_json_error_object(
+    folder: Path, argv: list[str], asked: bool
+) -> None:
+    """argparse's own refusals (an unknown option, a bad value) said the error only as text
+    on standard error, whatever --format was asked."""
+    status, out, err = _cli(folder, *argv)
+    assert status == 3
+    assert err.startswith("error[CD333]: ")
+    if not asked:
+        assert out == ""
+        return
+    error = json.loads(out)["error"]
+    assert error["code"] == "CD333"
+    assert err.splitlines()[0] == f"error[CD333]: {error['message']}"

@@ -98,3 +98,240 @@ def test_dev_stdout_appending_to_the_pipeline_read_is_refused(tmp_path: Path) ->
     assert done.returncode == 3
     assert done.stderr.startswith("error[CD336]: --output '/dev/stdout' is the pipeline")
     assert pipeline.read_bytes() == kept
+
+
+def _late_failure(monkeypatch: pytest.MonkeyPatch, at: str) -> None:
+    """The disk fails late: at the file's fsync (EIO), or at a write past its first
+    bytes (ENOSPC), as a full or failing disk does after the file was opened."""
+    import errno
+    import os
+
+    if at == "fsync":
+
+        def fsync(fd: int) -> None:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        return
+    real = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        if len(data) > 4:
+            real(fd, bytes(data)[:4])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+
+
+def _whole_or_nothing_command(name: str, folder: Path) -> tuple[list[str], str]:
+    """A command line writing `out` (-o appended by the caller), and a first line of a
+    previous output of that command it may replace."""
+    if name == "report":
+        trace = folder / "t.jsonl"
+        subprocess.run(
+            [sys.executable, "-m", "converge_dsl", "run", PIPELINE, "--trace", str(trace)],
+            capture_output=True,
+            check=True,
+        )
+        return ["report", str(trace)], "<!DOCTYPE html><!-- converge-dsl run report -->\nold\n"
+    if name == "diff":
+        a = str(_result(folder))
+        return ["diff", a, a], "old diff\n"
+    return ["graph", PIPELINE], "%% converge-dsl graph: old\n"
+
+
+@pytest.mark.parametrize("at", ["fsync", "write"])
+@pytest.mark.parametrize("existed", [True, False])
+@pytest.mark.parametrize("command", ["graph", "diff", "report"])
+def test_an_output_whose_write_fails_late_is_written_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, existed: bool, at: str
+) -> None:
+    """A write that failed at its end (a full disk at a late write, at fsync or close) left
+    a partial file or an emptied previous one, and its error did not name the file."""
+    import io
+
+    from converge_dsl.cli import run
+
+    argv, previous = _whole_or_nothing_command(command, tmp_path)
+    output = tmp_path / "out" / "output.txt"
+    output.parent.mkdir()
+    if existed:
+        output.write_text(previous)
+    _late_failure(monkeypatch, at)
+    out, err = io.StringIO(), io.StringIO()
+    code = run([*argv, "-o", str(output)], out, err, {})
+    assert code == 1, err.getvalue()
+    assert err.getvalue().startswith("error[CD361]: cannot write ")
+    assert repr(str(output)) in err.getvalue().splitlines()[0]
+    assert "the file is as it was" in err.getvalue()
+    kept = [output.name] if existed else []
+    assert sorted(p.name for p in output.parent.iterdir()) == kept  # no temporary file left
+    if existed:
+        assert output.read_text() == previous
+
+
+def test_a_key_whose_write_fails_late_is_not_left_cut_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pack keygen`'s key file: a failing disk left an empty or partial key, and the error
+    ('cannot use: Input/output error') did not name it."""
+    import io
+
+    from converge_dsl.cli import run
+
+    _late_failure(monkeypatch, "fsync")
+    key = tmp_path / "signing.key"
+    err = io.StringIO()
+    assert run(["pack", "keygen", str(key)], io.StringIO(), err, {}) == 1
+    assert err.getvalue().startswith(f"error[CD361]: cannot write key file {str(key)!r}: ")
+    assert not key.exists()
+
+
+def _trace(folder: Path) -> str:
+    trace = folder / "t.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, "--trace", str(trace)],
+        capture_output=True,
+        check=True,
+    )
+    return str(trace)
+
+
+# (a command line whose last word is the output's path; what its output starts with)
+STREAMED = {
+    "report -o": (["report", "TRACE", "-o"], "<!DOCTYPE html><!-- converge-dsl run report -->"),
+    "run --trace": (["run", PIPELINE, "-q", "--trace"], '{"seq":0,"type":"run_started"'),
+    "run --report": (["run", PIPELINE, "-q", "--report"], "<!DOCTYPE html><!-- converge-dsl"),
+}
+
+
+@pytest.mark.parametrize("output", list(STREAMED))
+@pytest.mark.parametrize("name", ["/dev/stderr", "/proc/self/fd/2"])
+def test_every_output_naming_standard_error_redirected_to_a_file_is_written_there(
+    tmp_path: Path, output: str, name: str
+) -> None:
+    """`run --trace /dev/stderr 2> FILE` and `report -o /dev/stderr 2> FILE` were refused
+    ("it is a symbolic link") while `graph -o /dev/stderr 2> FILE` was written: one rule
+    (`cli._output.output_stream`) now serves every output."""
+    argv, start = STREAMED[output]
+    argv = [_trace(tmp_path) if word == "TRACE" else word for word in argv]
+    with (tmp_path / "err.txt").open("w") as err:
+        done = subprocess.run(
+            [sys.executable, "-m", "converge_dsl", *argv, name],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            check=False,
+        )
+    written = (tmp_path / "err.txt").read_text()
+    assert done.returncode == 0, written
+    assert written.startswith(start)
+
+
+@pytest.mark.parametrize("output", list(STREAMED))
+def test_every_output_writes_into_a_pipe_or_a_device(tmp_path: Path, output: str) -> None:
+    argv, start = STREAMED[output]
+    argv = [_trace(tmp_path) if word == "TRACE" else word for word in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv, "/dev/stderr"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(start)
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv, "/dev/null"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+FORMAT_JSON = ("--format", "json")
+TRACE_STDOUT = ("--trace", "/dev/stdout")
+
+
+def test_run_refuses_an_output_on_standard_output_under_format_json(tmp_path: Path) -> None:
+    """Standard output holds the run-result document: a trace there would break it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, *FORMAT_JSON, *TRACE_STDOUT],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert done.stderr.startswith("error[CD336]: --trace '/dev/stdout' is standard output")
+    assert json.loads(done.stdout)["stop_reason"] == "usage_error"
+
+
+def test_outputs_naming_a_file_with_an_undecodable_byte_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipeline named with a byte that is not UTF-8 (Python reads it as a lone surrogate)
+    could not be graphed, traced or reported to a file: 'surrogates not allowed', exit 1,
+    though standard output took it. The byte is now written as its escape, which in JSON
+    is the character's own JSON escape: a trace and a graph's JSON read back the name."""
+    import io
+
+    from converge_dsl.cli import run
+
+    monkeypatch.chdir(tmp_path)
+    source = Path(PIPELINE)
+    name = "p\udcff.yaml"
+    Path(name).write_bytes(source.read_bytes())
+    script = source.with_name("incident-triage.script.yaml")
+    Path(script.name).write_bytes(script.read_bytes())
+
+    def ok(*argv: str) -> None:
+        err = io.StringIO()
+        assert run(list(argv), io.StringIO(), err, {}) == 0, err.getvalue()
+
+    ok("graph", name, "--format", "json", "-o", "g.json")
+    assert json.loads(Path("g.json").read_bytes())["file"].endswith(name)
+    ok("graph", name, "-o", "g.mmd")
+    assert "p\\udcff.yaml" in Path("g.mmd").read_text(encoding="utf-8")
+    ok("run", name, "-q", "--trace", "t\udcff.jsonl", "--report", "r.html")
+    lines = Path("t\udcff.jsonl").read_bytes().splitlines()
+    assert [json.loads(line)["type"] for line in lines][-1] == "run_finished"
+    ok("report", "t\udcff.jsonl", "-o", "r\udcff.html")
+    Path("r\udcff.html").read_text(encoding="utf-8")  # UTF-8 throughout
+
+
+def test_a_line_naming_a_written_file_cannot_be_split_or_drive_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report` ('wrote FILE') and `run --report` ('report written to FILE') printed the
+    name raw: a line break split the line, an escape sequence coloured the terminal."""
+    import io
+
+    from converge_dsl.cli import run
+
+    monkeypatch.chdir(tmp_path)
+    trace = "t\x1b[31m\n.jsonl"
+    Path(trace).write_text(Path(_trace(tmp_path)).read_text())
+    out = io.StringIO()
+    assert run(["report", trace], out, io.StringIO(), {}) == 0
+    assert out.getvalue().startswith("wrote 't\\x1b[31m\\n.html' (")
+    err = io.StringIO()
+    assert run(["run", PIPELINE, "-q", "--report", "r\x1b[0m.html"], io.StringIO(), err, {}) == 0
+    assert err.getvalue() == "report written to 'r\\x1b[0m.html'\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("output", [*STREAMED, "graph -o"])
+def test_a_device_that_refuses_the_output_is_named(tmp_path: Path, output: str) -> None:
+    """`-o /dev/full` (a device whose every write fails: a full disk) said only 'cannot
+    use: No space left on device', without the output's name."""
+    argv, _ = STREAMED.get(output, (["graph", PIPELINE, "--output"], ""))
+    argv = [_trace(tmp_path) if word == "TRACE" else word for word in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv, "/dev/full"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"error[CD361]: cannot write {argv[-1]} '/dev/full': "), first

@@ -139,3 +139,46 @@ def test_a_ctrl_c_while_the_result_is_written_is_held_until_it_is_whole() -> Non
         write()
     assert written == ["{", "}"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# The console entry point, once its own module is imported: a byte on descriptor TOLD
+# (the test's pipe), then `main`.
+_STARTED = (
+    "import os, sys\n"
+    "from converge_dsl.cli import main\n"
+    "os.write(TOLD, b'.')\n"
+    "sys.argv[1:] = ['run', 'slow.yaml', '--format', 'json']\n"
+    "main()\n"
+)
+
+
+@pytest.mark.parametrize("delay", [0.001, 0.003, 0.01, 0.02, 0.04, 0.08, 0.16])
+def test_a_ctrl_c_as_the_command_starts_ends_as_a_later_one(tmp_path: Path, delay: float) -> None:
+    """A Ctrl-C while `run`'s modules loaded or its arguments were read ended with a
+    traceback out of an import, or with `interrupted` and no document on standard output.
+    The moment it lands varies with the machine; each must end the same way."""
+    (tmp_path / "slow.yaml").write_text(PIPELINE)
+    (tmp_path / "slow.script.yaml").write_text(SCRIPT)
+    ready, told = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STARTED.replace("TOLD", str(told))],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=(told,),
+    )
+    os.close(told)
+    try:
+        assert os.read(ready, 1) == b"."
+        time.sleep(delay)
+        os.kill(child.pid, signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        os.close(ready)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "Traceback" not in err, err
+    assert (child.returncode, err.splitlines()[-1]) == (130, "interrupted"), err
+    assert RunResultDocument.model_validate(json.loads(out)).stop_reason == "cancelled"
