@@ -142,6 +142,12 @@ def referenced_path(
     regular file (or a folder, for the caller to report) with a single link.
     A missing file is returned as it is, for the caller to report.
     """
+    if "\0" in raw:
+        raise ReferenceRefused(
+            codes.REFERENCE_NOT_REGULAR,
+            f"{field} {raw!r} holds a NUL character, which no file name can; it is not read",
+            hint="name a regular file inside the pipeline's folder",
+        )
     given = base_dir / raw
     resolved = Path(os.path.realpath(given))
     allowed = (Path(os.path.realpath(base_dir)), *roots)

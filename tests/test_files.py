@@ -181,6 +181,18 @@ def test_a_hard_link_is_refused(tmp_path: Path, outside: Path) -> None:
     assert SECRET not in out
 
 
+@pytest.mark.parametrize(("adapter", "field"), [("scripted", "script"), ("replay", "cassette")])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_nul_character_in_a_name_is_refused_as_no_file_name(
+    tmp_path: Path, adapter: str, field: str, command: str
+) -> None:
+    path = pipeline(tmp_path / "p", f'{{adapter: {adapter}, {field}: "s\\0.yaml"}}')
+    code, out, err = cli(command, path)
+    assert code == 2, err
+    assert f"[CD221]: {field} file 's\\x00.yaml' holds a NUL character" in out + err
+    assert "Traceback" not in out + err
+
+
 def test_a_folder_as_script_is_still_missing_file(tmp_path: Path) -> None:
     path = pipeline(tmp_path / "p", "{adapter: scripted, script: d}")
     (tmp_path / "p" / "d").mkdir()
