@@ -9,7 +9,20 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from converge_dsl._page_assets import html_text, page_json, page_name, page_text
+from converge_dsl._page_assets import (
+    _NAMED_CLASS,
+    html_text,
+    page_asset,
+    page_json,
+    page_name,
+    page_text,
+)
+
+
+def test_the_pages_script_rewrites_the_class_page_name_does() -> None:
+    script = page_asset("names.js")
+    assert "@NAMED@" not in script
+    assert f"/{_NAMED_CLASS}/g" in script
 
 
 def test_control_and_bidi_characters_show_as_their_escapes() -> None:

@@ -3,8 +3,11 @@
 `page_asset(name)` is the text of one of this folder's files, to be inlined in a
 self-contained page: `page.css`, the style every page but the graph's starts
 from (palette, type, the page's grid and its cards), `vlist.js`, the
-virtualised list (only the rows in view exist in the DOM), and `vlist.css`,
-its style. The files are written by hand; nothing is vendored.
+virtualised list (only the rows in view exist in the DOM), `vlist.css`,
+its style, and `names.js`, the pages' `shownName` (`page_name` in the page, its
+class of characters written in from this module's) and the search box's terms
+(the typed text, and its shown form: a raw id pasted in finds its row). The
+files are written by hand; nothing is vendored.
 
 `CONTENT_SECURITY_POLICY` is the policy each page carries in a `<meta>`: its
 inline style and script only, so nothing a page shows can fetch or run more.
@@ -48,6 +51,18 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 )
 _UNSHOWN = re.compile(UNSHOWN)
+# What `page_name` rewrites, as ranges of code points: one list, which both the Python
+# pattern and the pages' JavaScript one (`names.js`, `shownName`) are made from.
+_NAMED_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00, 0x08),
+    (0x0B, 0x1F),
+    (0x7F, 0x9F),
+    (0x202A, 0x202E),
+    (0x2066, 0x2069),
+)
+# A character class both languages read alike (`\\uXXXX` escapes only).
+_NAMED_CLASS = "[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _NAMED_RANGES) + "]"
+_NAMED = re.compile(_NAMED_CLASS)
 # The same characters in JSON text (`json.dumps`, ensure_ascii off): those above C0 as they
 # are, C0 as `\u00XX`, `\b`, `\f` or `\r` (newline and tab, `\n` and `\t`, are kept).
 # Every backslash is matched, with what follows it when that is a C0 escape or a second
@@ -64,8 +79,10 @@ _UNSHOWN_ESCAPED = re.compile(r"\\(?:[bfr]|u00[01])")
 
 
 def page_asset(name: str) -> str:
-    """The text of the shared file `name` (a file of this package)."""
-    return (_FOLDER / name).read_text(encoding="utf-8")
+    """The text of the shared file `name` (a file of this package); `names.js` with the
+    class of characters `page_name` rewrites written in, as a JavaScript pattern."""
+    text = (_FOLDER / name).read_text(encoding="utf-8")
+    return text.replace("@NAMED@", _NAMED_CLASS) if name == "names.js" else text
 
 
 def page_text(text: str) -> str:
@@ -76,7 +93,7 @@ def page_text(text: str) -> str:
 def page_name(text: str) -> str:
     """`text`, a name or an id, with its control and bidi characters as `⟨U+XXXX⟩`
     (see the module)."""
-    return _UNSHOWN.sub(_named, text) if _UNSHOWN.search(text) else text
+    return _NAMED.sub(_named, text) if _NAMED.search(text) else text
 
 
 def _named(found: re.Match[str]) -> str:

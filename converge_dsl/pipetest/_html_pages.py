@@ -88,8 +88,10 @@ def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
     # a case's text cannot reorder or hide what the page shows.
     text = page_json(_finite(data))
     scripts = ("common.js", f"{what}.js")
-    js = page_asset("vlist.js") + "".join(
-        (_ASSETS / name).read_text(encoding="utf-8") for name in scripts
+    js = (
+        page_asset("names.js")
+        + page_asset("vlist.js")
+        + "".join((_ASSETS / name).read_text(encoding="utf-8") for name in scripts)
     )
     parts = {
         "@TITLE@": html_text(title),

@@ -74,7 +74,11 @@ def render_report(trace: Path) -> str:
         + page_asset("vlist.css")
         + (_ASSETS / "report.css").read_text(encoding="utf-8")
     )
-    js = page_asset("vlist.js") + (_ASSETS / "report.js").read_text(encoding="utf-8")
+    js = (
+        page_asset("names.js")
+        + page_asset("vlist.js")
+        + (_ASSETS / "report.js").read_text(encoding="utf-8")
+    )
     # One pass, so that nothing inserted is itself searched for a placeholder.
     parts = {"@CSS@": css, "@DATA@": data, "@JS@": js}
     body = re.sub("@(?:CSS|DATA|JS)@", lambda m: parts[m.group(0)], page)

@@ -446,3 +446,47 @@ def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
     detail = browser.find_element("id", "fact-detail").text
     assert f" / {shown}\n" in detail  # the link names the raw id and opens its own fact
     browser.save_screenshot(str(artifacts / "report-two-ids.png"))
+
+
+def _search_by_script(driver: Any, text: str) -> None:
+    """Put `text` in the search box as a paste would (any character), then wait for the
+    facts' count to say a filter."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script(
+        "var s = document.getElementById('search'); s.value = arguments[0];"
+        "s.dispatchEvent(new Event('input'));",
+        text,
+    )
+    WebDriverWait(driver, LOAD_BOUND_S).until(lambda d: " of " in _count(d, "facts"))
+
+
+def test_a_raw_id_pasted_in_the_search_finds_its_row(browser: Any, two_ids_page: Path) -> None:
+    # The rows show `r⟨U+202E⟩ev`; a search for the raw id, as a link names it, found nothing.
+    _open(browser, two_ids_page)
+    _search_by_script(browser, "r\u202eev")
+    ids = [r.text for r in browser.find_elements("css selector", "#facts .row span:nth-child(2)")]
+    assert ids == ["r\u27e8U+202E\u27e9ev"]
+    assert _errors(browser) == []
+
+
+def test_the_pages_shown_name_rewrites_what_page_name_does(
+    browser: Any, two_ids_page: Path
+) -> None:
+    # One class of characters, written into names.js from Python's.
+    from converge_dsl._page_assets import page_name
+
+    _open(browser, two_ids_page)
+    script = (
+        "var out = [];"
+        "for (var c = 0; c < 0x10000; c++) {"
+        "  if (c >= 0xd800 && c < 0xe000) continue;"
+        "  var s = String.fromCharCode(c); if (shownName(s) !== s) out.push(c); }"
+        "return out;"
+    )
+    in_js = browser.execute_script(script)
+    in_python = [
+        c for c in range(0x10000) if not 0xD800 <= c < 0xE000 and page_name(chr(c)) != chr(c)
+    ]
+    assert in_js == in_python
+    assert browser.execute_script("return shownName('a\\u202eb');") == page_name("a\u202eb")

@@ -1,4 +1,5 @@
 /* converge-dsl run report: renders the data embedded in #report-data. No network, no library.
+   A name or an id is shown as the data holds it (shownName, of the shared names.js).
    Lists are virtualised (VList, of the shared vlist.js: only visible rows exist in the DOM); the timeline is one canvas,
    drawn for the visible time window only; the search filters every list and dims the timeline. */
 (function () {
@@ -13,17 +14,11 @@
     return e;
   }
   function fromAddress(text) { try { return decodeURIComponent(text); } catch (e) { return null; } }
-  /* a name or an id as the data holds it (`page_name`): each control or bidi character as "\u27e8U+202E\u27e9" */
-  function shownName(text) {
-    return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, function (c) {
-      return "\u27e8U+" + ("000" + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + "\u27e9";
-    });
-  }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
   /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
   function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
   function ms(s) { return s === null || s === undefined ? "" : (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms"; }
-  var query = "";
+  var query = [];  /* the search's terms (names.js' searchTerms) */
 
   /* -- virtualised lists (VList: the pages' shared vlist.js) ------------------------ */
   var lists = [];
@@ -307,10 +302,10 @@
   $("search").addEventListener("input", function (e) {
     clearTimeout(timer);
     timer = setTimeout(function () {
-      query = e.target.value.trim().toLowerCase();
+      query = searchTerms(e.target.value);
       lists.forEach(function (l) { l.filter(query); });
       dimmed = null;
-      if (query) { dimmed = {}; N.forEach(function (n, i) { if (n.toLowerCase().indexOf(query) >= 0) dimmed[i] = true; }); if (!Object.keys(dimmed).length) dimmed = null; }
+      if (query.length) { dimmed = {}; N.forEach(function (n, i) { if (holds(n.toLowerCase(), query)) dimmed[i] = true; }); if (!Object.keys(dimmed).length) dimmed = null; }
       draw();
     }, 120);
   });
