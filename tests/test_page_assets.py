@@ -94,3 +94,10 @@ def test_page_json_is_inert_in_a_script_element_and_escapes_what_page_text_does(
         "b": ["\\u202e", "\\x08\\x0c\\x0d\\x01", "\\b kept", "\t\n"],
     }
     assert page_json({"plain": ["x", 1]}) == '{"plain":["x",1]}'
+
+
+def test_a_name_holding_the_notations_text_shows_apart_from_the_character() -> None:
+    # `r⟨U+202E⟩ev` typed as text showed as the id holding the real U+202E.
+    literal = "r\u27e8U+202E\u27e9ev"
+    assert page_name(literal) == "r\u27e8U+27E8\u27e9U+202E\u27e9ev"
+    assert page_name(literal) != page_name("r\u202eev")

@@ -29,8 +29,11 @@ name), what a reader tells
 apart and links to: each of those characters as `⟨U+202E⟩`, a notation no
 YAML, JSON or Python escape is, so that an id holding the real character and
 one holding the six characters `\\u202e` (how YAML and JSON write it) are two
-ids on the page too. A link to a fact (`#fact=`) names its raw id, which the
-page writes the same way before it compares. Source excerpts and messages keep
+ids on the page too. `⟨` (U+27E8) itself is written `⟨U+27E8⟩`, so every `⟨`
+of a shown name starts a notation, and an id holding the text `r⟨U+202E⟩ev`
+does not show as the one holding the real character. A link to a fact
+(`#fact=`) names its raw id, which the page writes the same way before it
+compares. Source excerpts and messages keep
 `page_text`'s escapes: there `\\u202e` reads as what the file says.
 """
 
@@ -59,6 +62,7 @@ _NAMED_RANGES: tuple[tuple[int, int], ...] = (
     (0x7F, 0x9F),
     (0x202A, 0x202E),
     (0x2066, 0x2069),
+    (0x27E8, 0x27E8),  # the notation's own opening bracket: every ⟨ shown starts one
 )
 # A character class both languages read alike (`\\uXXXX` escapes only).
 _NAMED_CLASS = "[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _NAMED_RANGES) + "]"

@@ -420,6 +420,7 @@ def two_ids_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     facts = [e for e in events if e["type"] == "fact_promoted"]
     facts[0]["id"], facts[1]["id"] = "r\u202eev", "r\\u202eev"
+    facts[2]["id"] = "r\u27e8U+202E\u27e9ev"  # the notation's text, typed
     trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     page.write_text(render_report(trace), encoding="utf-8")
     return page
@@ -427,7 +428,11 @@ def two_ids_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     ("fragment", "shown"),
-    [("#fact=r%E2%80%AEev", "r\u27e8U+202E\u27e9ev"), ("#fact=r%5Cu202eev", "r\\u202eev")],
+    [
+        ("#fact=r%E2%80%AEev", "r\u27e8U+202E\u27e9ev"),
+        ("#fact=r%5Cu202eev", "r\\u202eev"),
+        ("#fact=r%E2%9F%A8U%2B202E%E2%9F%A9ev", "r\u27e8U+27E8\u27e9U+202E\u27e9ev"),
+    ],
 )
 def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
     browser: Any, two_ids_page: Path, artifacts: Path, fragment: str, shown: str
@@ -442,7 +447,7 @@ def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
     )
     assert _errors(browser) == []
     ids = [r.text for r in browser.find_elements("css selector", "#facts .row span:nth-child(2)")]
-    assert ids[:2] == ["r\u27e8U+202E\u27e9ev", "r\\u202eev"]
+    assert ids[:3] == ["r\u27e8U+202E\u27e9ev", "r\\u202eev", "r\u27e8U+27E8\u27e9U+202E\u27e9ev"]
     detail = browser.find_element("id", "fact-detail").text
     assert f" / {shown}\n" in detail  # the link names the raw id and opens its own fact
     browser.save_screenshot(str(artifacts / "report-two-ids.png"))
