@@ -33,7 +33,8 @@ ids on the page too. `⟨` (U+27E8) itself is written `⟨U+27E8⟩`, so every `
 of a shown name starts a notation, and an id holding the text `r⟨U+202E⟩ev`
 does not show as the one holding the real character. A link to a fact
 (`#fact=`) names its raw id, which the page writes the same way before it
-compares. Source excerpts and messages keep
+compares. `names_shown(rows, fields)` is a table's rows with the names in
+`fields` so rewritten. Source excerpts and messages keep
 `page_text`'s escapes: there `\\u202e` reads as what the file says.
 """
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +100,40 @@ def page_name(text: str) -> str:
     """`text`, a name or an id, with its control and bidi characters as `⟨U+XXXX⟩`
     (see the module)."""
     return _NAMED.sub(_named, text) if _NAMED.search(text) else text
+
+
+def names_shown(rows: Any, fields: tuple[int | str, ...]) -> Any:
+    """`rows`, a list of rows (lists or mappings), with the string in each of `fields`
+    of each row as `page_name` shows it: the list itself when no name changes (one
+    search), else a new list in which only a row whose name changes is a copy. A row,
+    or a field, of another shape is left as it is."""
+    if not isinstance(rows, list):
+        return rows
+    if not _NAMED.search("".join(_fields(rows, fields))):
+        return rows
+    shown = list(rows)
+    for number, row in enumerate(rows):
+        names = {f: row[f] for f in fields if _has_name(row, f)}
+        changed = {f: page_name(n) for f, n in names.items() if _NAMED.search(n)}
+        if changed:
+            if isinstance(row, list):
+                copy = list(row)
+                for field, name in changed.items():
+                    copy[int(field)] = name
+                shown[number] = copy
+            else:
+                shown[number] = {**row, **changed}
+    return shown
+
+
+def _has_name(row: Any, field: int | str) -> bool:
+    if isinstance(row, list) and isinstance(field, int):
+        return field < len(row) and isinstance(row[field], str)
+    return isinstance(row, Mapping) and isinstance(row.get(field), str)
+
+
+def _fields(rows: list[Any], fields: tuple[int | str, ...]) -> list[str]:
+    return [row[f] for row in rows for f in fields if _has_name(row, f)]
 
 
 def _named(found: re.Match[str]) -> str:
