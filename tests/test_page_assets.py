@@ -101,3 +101,13 @@ def test_a_name_holding_the_notations_text_shows_apart_from_the_character() -> N
     literal = "r\u27e8U+202E\u27e9ev"
     assert page_name(literal) == "r\u27e8U+27E8\u27e9U+202E\u27e9ev"
     assert page_name(literal) != page_name("r\u202eev")
+
+
+def test_a_name_is_one_line_and_shows_the_characters_that_show_as_nothing() -> None:
+    # `a\nb` and `a\tb` both showed `a b`, `z\u200bz` and `zz` both `zz`.
+    assert page_name("a\nb\tc") == "a\u27e8U+000A\u27e9b\u27e8U+0009\u27e9c"
+    for hidden in "\u00ad\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u2060\ufeff":
+        assert page_name(f"z{hidden}z") == f"z\u27e8U+{ord(hidden):04X}\u27e9z"
+    assert page_name("caf\u00e9 \u00e0 z") == "caf\u00e9 \u00e0 z"
+    # Messages and contents keep newline and tab (`page_text`).
+    assert page_text("a\nb\tc\u200b") == "a\nb\tc\u200b"

@@ -23,19 +23,21 @@ backwards). `page_json(value)` is the JSON text of a page's data element,
 `<script>`; `html_text(text)` is `page_text` then HTML-escaped, for text a page
 writes as markup (the graph's SVG and headings).
 
-`page_name(text)` is how the run report, the batch page and the eval page show
-a name or an id (a suggestor's name, a fact's key and id, a case's id or
-name), what a reader tells
-apart and links to: each of those characters as `⟨U+202E⟩`, a notation no
-YAML, JSON or Python escape is, so that an id holding the real character and
-one holding the six characters `\\u202e` (how YAML and JSON write it) are two
-ids on the page too. `⟨` (U+27E8) itself is written `⟨U+27E8⟩`, so every `⟨`
-of a shown name starts a notation, and an id holding the text `r⟨U+202E⟩ev`
-does not show as the one holding the real character. A link to a fact
-(`#fact=`) names its raw id, which the page writes the same way before it
-compares. `names_shown(rows, fields)` is a table's rows with the names in
-`fields` so rewritten. Source excerpts and messages keep
-`page_text`'s escapes: there `\\u202e` reads as what the file says.
+`page_name(text)` is how the run report, the batch page, the eval and diff
+pages show a name or an id (a suggestor's name, a fact's key and id, a case's
+id or name), what a reader tells apart and links to, on one line: each of
+those characters, newline and tab, and the characters that show as nothing
+(U+00AD, U+061C, U+200B-U+200F, U+2028, U+2029, U+2060-U+2064, U+FEFF: an id
+`z\\u200bz` is not `zz`) as `⟨U+202E⟩`, a notation no YAML, JSON or Python
+escape is, so that an id holding the real character and one holding the six
+characters `\\u202e` (how YAML and JSON write it) are two ids on the page too.
+`⟨` (U+27E8) itself is written `⟨U+27E8⟩`, so every `⟨` of a shown name starts
+a notation, and an id holding the text `r⟨U+202E⟩ev` does not show as the one
+holding the real character. A link to a fact (`#fact=`) names its raw id, which
+the page writes the same way before it compares. `names_shown(rows, fields)`
+is a table's rows with the names in `fields` so rewritten. Source excerpts and
+messages keep `page_text`'s escapes: there `\\u202e` reads as what the file
+says.
 """
 
 from __future__ import annotations
@@ -58,13 +60,19 @@ CONTENT_SECURITY_POLICY = (
 _UNSHOWN = re.compile(UNSHOWN)
 # What `page_name` rewrites, as ranges of code points: one list, which both the Python
 # pattern and the pages' JavaScript one (`names.js`, `shownName`) are made from.
+# `page_text`'s (`UNSHOWN`), and what a one-line name should not show raw either: newline
+# and tab, and the characters that show as nothing (soft hyphen, Arabic letter mark, the
+# zero-width ones, LRM and RLM, line and paragraph separators, word joiner, BOM).
 _NAMED_RANGES: tuple[tuple[int, int], ...] = (
-    (0x00, 0x08),
-    (0x0B, 0x1F),
+    (0x00, 0x1F),
     (0x7F, 0x9F),
-    (0x202A, 0x202E),
-    (0x2066, 0x2069),
+    (0xAD, 0xAD),
+    (0x061C, 0x061C),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x2069),
     (0x27E8, 0x27E8),  # the notation's own opening bracket: every ⟨ shown starts one
+    (0xFEFF, 0xFEFF),
 )
 # A character class both languages read alike (`\\uXXXX` escapes only).
 _NAMED_CLASS = "[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _NAMED_RANGES) + "]"

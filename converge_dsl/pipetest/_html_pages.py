@@ -53,7 +53,7 @@ def _case_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(rows, list):
             return rows
         names = [row.get(field) if isinstance(row, Mapping) else None for row in rows]
-        joined = "\n".join(name for name in names if isinstance(name, str))
+        joined = "".join(name for name in names if isinstance(name, str))
         if page_name(joined) == joined:  # most pages: one search, no row looked at again
             return rows
         rows = list(rows)
