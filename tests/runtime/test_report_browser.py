@@ -407,6 +407,30 @@ def test_a_run_that_failed_before_its_first_cycle_has_no_empty_timeline(
     assert browser.find_element("id", "stop-error").text == "the model adapter failed"
 
 
+def test_a_trace_cut_before_any_execution_finished_does_not_say_none_ran(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The note said "no suggestor ran, 7 model calls" over the agent steps of cycle 1.
+    from converge_dsl.runtime import render_report
+
+    whole = tmp_path / "whole.jsonl"
+    argv = ["run", str(ROOT / "pipelines" / "agent-review.yaml"), "--trace", str(whole)]
+    assert run(argv, io.StringIO(), io.StringIO()) == 0
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    ends = ("suggestor_finished", "suggestor_failed")
+    first_end = next(i for i, line in enumerate(lines) if json.loads(line)["type"] in ends)
+    assert any(json.loads(line)["type"] == "model_call_finished" for line in lines[:first_end])
+    trace, page = tmp_path / "cut.jsonl", tmp_path / "cut.html"
+    trace.write_text("".join(lines[:first_end]), encoding="utf-8")
+    page.write_text(render_report(trace), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    browser.save_screenshot(str(artifacts / "report-cut-in-cycle-1.png"))
+    note = browser.find_element("id", "tl-note").text
+    assert note.startswith("no suggestor finished, ")
+    assert note.endswith(" model calls")
+
+
 @pytest.fixture(scope="module")
 def two_ids_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The market-entry report, its first two facts' ids made `r` U+202E `ev` and

@@ -184,10 +184,11 @@
     if (text) { tip.textContent = text; tip.style.left = e.clientX + 12 + "px"; tip.style.top = e.clientY + 12 + "px"; }
   });
   cv.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-  /* a run that stopped before any suggestor ran (it failed before its first cycle): no empty
-     box, and no word of clock readings, which the trace may well have */
+  /* a run that stopped before any suggestor ran (it failed before its first cycle), or a trace
+     cut before any execution finished: no empty box, and no word of clock readings, which the
+     trace may well have */
   if (!EX.length) { cv.style.display = "none"; $("legend").style.display = "none"; $("timeline-section").appendChild(el("div", "empty", "none")); }
-  $("tl-note").textContent = !EX.length ? "no suggestor ran" + (MC.length ? ", " + MC.length + " model calls" : "") : EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
+  $("tl-note").textContent = !EX.length ? (M.suggestor_started ? "no suggestor finished" : "no suggestor ran") + (MC.length ? ", " + MC.length + " model calls" : "") : EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
   /* redrawn when the canvas's box changes size (a window resized, or a vertical scrollbar that
      came once the sections below were drawn: the first draw was wider than the box), at most
      once an animation frame */
