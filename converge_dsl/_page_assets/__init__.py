@@ -105,8 +105,13 @@ def page_text(text: str) -> str:
 
 
 def page_name(text: str) -> str:
-    """`text`, a name or an id, with its control and bidi characters as `⟨U+XXXX⟩`
-    (see the module)."""
+    """`text`, a name or an id, with its control and bidi characters, newline, tab,
+    the characters that show as nothing and `⟨` as `⟨U+XXXX⟩` (see the module).
+
+    Only names and ids are so written: messages, contents and excerpts keep
+    `page_text`'s escapes, so a message naming the id `r` U+202E `ev` spells it
+    `r\\u202eev`, the shown form of another id (the one holding those six
+    characters). Tell ids apart by their columns, not by a message's text."""
     return _NAMED.sub(_named, text) if _NAMED.search(text) else text
 
 
