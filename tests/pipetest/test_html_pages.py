@@ -98,6 +98,17 @@ def test_the_diff_page_carries_both_names_and_the_kind() -> None:
     )
 
 
+def test_the_eval_page_shows_case_names_apart_from_their_escape_text() -> None:
+    # The cases' names and the baseline changes' cases are names: `⟨U+202E⟩`.
+    real, typed, shown = "r\u202eev", "r\\u202eev", "r\u27e8U+202E\u27e9ev"
+    cases = [{"name": real, "error": "x\u202e"}, {"name": typed}]
+    changes = [{"case": real, "metric": "m"}, {"case": typed, "metric": "m"}]
+    result = _data(render_eval_html(_document(cases=cases, changes=changes)))["result"]
+    assert [c["name"] for c in result["cases"]] == [shown, typed]
+    assert [c["case"] for c in result["changes"]] == [shown, typed]
+    assert result["cases"][0]["error"] == "x\\u202e"
+
+
 def test_the_diff_page_shows_names_and_ids_apart_from_their_escape_text() -> None:
     # A case, a fact key or id holding U+202E and one holding the six characters `\u202e`
     # both showed `\u202e`; values keep their escapes.
