@@ -4,6 +4,7 @@ the names and ids in it (`page_name`)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hypothesis import given
@@ -111,3 +112,22 @@ def test_a_name_is_one_line_and_shows_the_characters_that_show_as_nothing() -> N
     assert page_name("caf\u00e9 \u00e0 z") == "caf\u00e9 \u00e0 z"
     # Messages and contents keep newline and tab (`page_text`).
     assert page_text("a\nb\tc\u200b") == "a\nb\tc\u200b"
+
+
+def test_the_dark_header_is_written_once_in_the_shared_style() -> None:
+    from pathlib import Path
+
+    import converge_dsl
+
+    root = Path(converge_dsl.__file__).parent
+    styles = [
+        root / "batch" / "page.css",
+        root / "runtime" / "_report_assets" / "report.css",
+        root / "pipetest" / "_html_assets" / "page.css",
+    ]
+    rules = re.compile(
+        r"header\{[^}]*background|header h1\{[^}]*font-size|header \.stat\{[^}]*color"
+    )
+    assert len(rules.findall(page_asset("page.css"))) == 3
+    for style in styles:
+        assert not rules.search(style.read_text(encoding="utf-8")), style

@@ -48,25 +48,10 @@ def _case_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
     """`document` with each case's name, and each change's, as the page shows a name
     (`page_name`: `⟨U+202E⟩` where the rest of the page writes `\\u202e`), so that a
     case named with the character and one named with its escape text read apart."""
-
-    def named(rows: Any, field: str) -> Any:
-        if not isinstance(rows, list):
-            return rows
-        names = [row.get(field) if isinstance(row, Mapping) else None for row in rows]
-        joined = "".join(name for name in names if isinstance(name, str))
-        if page_name(joined) == joined:  # most pages: one search, no row looked at again
-            return rows
-        rows = list(rows)
-        for number, row in enumerate(rows):  # a row is copied only if its name changes
-            name = row.get(field) if isinstance(row, Mapping) else None
-            if isinstance(name, str) and (shown := page_name(name)) is not name:
-                rows[number] = {**row, field: shown}
-        return rows
-
     shown = dict(document)
     for table, field in (("cases", "name"), ("changes", "case")):
         if table in shown:
-            shown[table] = named(shown[table], field)
+            shown[table] = names_shown(shown[table], (field,))
     return shown
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._files import flush_checked, open_output, write_all
-from converge_dsl._page_assets import page_asset, page_json, page_name
+from converge_dsl._page_assets import names_shown, page_asset, page_json, page_name
 
 from ._report_data import report_data
 
@@ -96,9 +96,7 @@ def _names_shown(found: dict[str, Any]) -> None:
     found["names"] = [page_name(name) for name in found["names"]]
     found["sources"] = {page_name(name): source for name, source in found["sources"].items()}
     for table, columns in _NAME_COLUMNS.items():
-        for row in found[table]:
-            for column in columns:
-                row[column] = page_name(row[column])
+        found[table] = names_shown(found[table], columns)
 
 
 def check_report_output(
