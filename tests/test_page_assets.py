@@ -4,12 +4,26 @@ the names and ids in it (`page_name`)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from converge_dsl._page_assets import html_text, page_json, page_name, page_text
+from converge_dsl._page_assets import (
+    _NAMED_CLASS,
+    html_text,
+    page_asset,
+    page_json,
+    page_name,
+    page_text,
+)
+
+
+def test_the_pages_script_rewrites_the_class_page_name_does() -> None:
+    script = page_asset("names.js")
+    assert "@NAMED@" not in script
+    assert f"/{_NAMED_CLASS}/g" in script
 
 
 def test_control_and_bidi_characters_show_as_their_escapes() -> None:
@@ -81,3 +95,39 @@ def test_page_json_is_inert_in_a_script_element_and_escapes_what_page_text_does(
         "b": ["\\u202e", "\\x08\\x0c\\x0d\\x01", "\\b kept", "\t\n"],
     }
     assert page_json({"plain": ["x", 1]}) == '{"plain":["x",1]}'
+
+
+def test_a_name_holding_the_notations_text_shows_apart_from_the_character() -> None:
+    # `r⟨U+202E⟩ev` typed as text showed as the id holding the real U+202E.
+    literal = "r\u27e8U+202E\u27e9ev"
+    assert page_name(literal) == "r\u27e8U+27E8\u27e9U+202E\u27e9ev"
+    assert page_name(literal) != page_name("r\u202eev")
+
+
+def test_a_name_is_one_line_and_shows_the_characters_that_show_as_nothing() -> None:
+    # `a\nb` and `a\tb` both showed `a b`, `z\u200bz` and `zz` both `zz`.
+    assert page_name("a\nb\tc") == "a\u27e8U+000A\u27e9b\u27e8U+0009\u27e9c"
+    for hidden in "\u00ad\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u2060\ufeff":
+        assert page_name(f"z{hidden}z") == f"z\u27e8U+{ord(hidden):04X}\u27e9z"
+    assert page_name("caf\u00e9 \u00e0 z") == "caf\u00e9 \u00e0 z"
+    # Messages and contents keep newline and tab (`page_text`).
+    assert page_text("a\nb\tc\u200b") == "a\nb\tc\u200b"
+
+
+def test_the_dark_header_is_written_once_in_the_shared_style() -> None:
+    from pathlib import Path
+
+    import converge_dsl
+
+    root = Path(converge_dsl.__file__).parent
+    styles = [
+        root / "batch" / "page.css",
+        root / "runtime" / "_report_assets" / "report.css",
+        root / "pipetest" / "_html_assets" / "page.css",
+    ]
+    rules = re.compile(
+        r"header\{[^}]*background|header h1\{[^}]*font-size|header \.stat\{[^}]*color"
+    )
+    assert len(rules.findall(page_asset("page.css"))) == 3
+    for style in styles:
+        assert not rules.search(style.read_text(encoding="utf-8")), style

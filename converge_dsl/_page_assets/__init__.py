@@ -3,8 +3,11 @@
 `page_asset(name)` is the text of one of this folder's files, to be inlined in a
 self-contained page: `page.css`, the style every page but the graph's starts
 from (palette, type, the page's grid and its cards), `vlist.js`, the
-virtualised list (only the rows in view exist in the DOM), and `vlist.css`,
-its style. The files are written by hand; nothing is vendored.
+virtualised list (only the rows in view exist in the DOM), `vlist.css`,
+its style, and `names.js`, the pages' `shownName` (`page_name` in the page, its
+class of characters written in from this module's) and the search box's terms
+(the typed text, and its shown form: a raw id pasted in finds its row). The
+files are written by hand; nothing is vendored.
 
 `CONTENT_SECURITY_POLICY` is the policy each page carries in a `<meta>`: its
 inline style and script only, so nothing a page shows can fetch or run more.
@@ -20,15 +23,21 @@ backwards). `page_json(value)` is the JSON text of a page's data element,
 `<script>`; `html_text(text)` is `page_text` then HTML-escaped, for text a page
 writes as markup (the graph's SVG and headings).
 
-`page_name(text)` is how the run report, the batch page and the eval page show
-a name or an id (a suggestor's name, a fact's key and id, a case's id or
-name), what a reader tells
-apart and links to: each of those characters as `⟨U+202E⟩`, a notation no
-YAML, JSON or Python escape is, so that an id holding the real character and
-one holding the six characters `\\u202e` (how YAML and JSON write it) are two
-ids on the page too. A link to a fact (`#fact=`) names its raw id, which the
-page writes the same way before it compares. Source excerpts and messages keep
-`page_text`'s escapes: there `\\u202e` reads as what the file says.
+`page_name(text)` is how the run report, the batch page, the eval and diff
+pages show a name or an id (a suggestor's name, a fact's key and id, a case's
+id or name), what a reader tells apart and links to, on one line: each of
+those characters, newline and tab, and the characters that show as nothing
+(U+00AD, U+061C, U+200B-U+200F, U+2028, U+2029, U+2060-U+2064, U+FEFF: an id
+`z\\u200bz` is not `zz`) as `⟨U+202E⟩`, a notation no YAML, JSON or Python
+escape is, so that an id holding the real character and one holding the six
+characters `\\u202e` (how YAML and JSON write it) are two ids on the page too.
+`⟨` (U+27E8) itself is written `⟨U+27E8⟩`, so every `⟨` of a shown name starts
+a notation, and an id holding the text `r⟨U+202E⟩ev` does not show as the one
+holding the real character. A link to a fact (`#fact=`) names its raw id, which
+the page writes the same way before it compares. `names_shown(rows, fields)`
+is a table's rows with the names in `fields` so rewritten. Source excerpts and
+messages keep `page_text`'s escapes: there `\\u202e` reads as what the file
+says.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +58,25 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 )
 _UNSHOWN = re.compile(UNSHOWN)
+# What `page_name` rewrites, as ranges of code points: one list, which both the Python
+# pattern and the pages' JavaScript one (`names.js`, `shownName`) are made from.
+# `page_text`'s (`UNSHOWN`), and what a one-line name should not show raw either: newline
+# and tab, and the characters that show as nothing (soft hyphen, Arabic letter mark, the
+# zero-width ones, LRM and RLM, line and paragraph separators, word joiner, BOM).
+_NAMED_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00, 0x1F),
+    (0x7F, 0x9F),
+    (0xAD, 0xAD),
+    (0x061C, 0x061C),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x2069),
+    (0x27E8, 0x27E8),  # the notation's own opening bracket: every ⟨ shown starts one
+    (0xFEFF, 0xFEFF),
+)
+# A character class both languages read alike (`\\uXXXX` escapes only).
+_NAMED_CLASS = "[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _NAMED_RANGES) + "]"
+_NAMED = re.compile(_NAMED_CLASS)
 # The same characters in JSON text (`json.dumps`, ensure_ascii off): those above C0 as they
 # are, C0 as `\u00XX`, `\b`, `\f` or `\r` (newline and tab, `\n` and `\t`, are kept).
 # Every backslash is matched, with what follows it when that is a C0 escape or a second
@@ -64,8 +93,10 @@ _UNSHOWN_ESCAPED = re.compile(r"\\(?:[bfr]|u00[01])")
 
 
 def page_asset(name: str) -> str:
-    """The text of the shared file `name` (a file of this package)."""
-    return (_FOLDER / name).read_text(encoding="utf-8")
+    """The text of the shared file `name` (a file of this package); `names.js` with the
+    class of characters `page_name` rewrites written in, as a JavaScript pattern."""
+    text = (_FOLDER / name).read_text(encoding="utf-8")
+    return text.replace("@NAMED@", _NAMED_CLASS) if name == "names.js" else text
 
 
 def page_text(text: str) -> str:
@@ -74,9 +105,48 @@ def page_text(text: str) -> str:
 
 
 def page_name(text: str) -> str:
-    """`text`, a name or an id, with its control and bidi characters as `⟨U+XXXX⟩`
-    (see the module)."""
-    return _UNSHOWN.sub(_named, text) if _UNSHOWN.search(text) else text
+    """`text`, a name or an id, with its control and bidi characters, newline, tab,
+    the characters that show as nothing and `⟨` as `⟨U+XXXX⟩` (see the module).
+
+    Only names and ids are so written: messages, contents and excerpts keep
+    `page_text`'s escapes, so a message naming the id `r` U+202E `ev` spells it
+    `r\\u202eev`, the shown form of another id (the one holding those six
+    characters). Tell ids apart by their columns, not by a message's text."""
+    return _NAMED.sub(_named, text) if _NAMED.search(text) else text
+
+
+def names_shown(rows: Any, fields: tuple[int | str, ...]) -> Any:
+    """`rows`, a list of rows (lists or mappings), with the string in each of `fields`
+    of each row as `page_name` shows it: the list itself when no name changes (one
+    search), else a new list in which only a row whose name changes is a copy. A row,
+    or a field, of another shape is left as it is."""
+    if not isinstance(rows, list):
+        return rows
+    if not _NAMED.search("".join(_fields(rows, fields))):
+        return rows
+    shown = list(rows)
+    for number, row in enumerate(rows):
+        names = {f: row[f] for f in fields if _has_name(row, f)}
+        changed = {f: page_name(n) for f, n in names.items() if _NAMED.search(n)}
+        if changed:
+            if isinstance(row, list):
+                copy = list(row)
+                for field, name in changed.items():
+                    copy[int(field)] = name
+                shown[number] = copy
+            else:
+                shown[number] = {**row, **changed}
+    return shown
+
+
+def _has_name(row: Any, field: int | str) -> bool:
+    if isinstance(row, list) and isinstance(field, int):
+        return field < len(row) and isinstance(row[field], str)
+    return isinstance(row, Mapping) and isinstance(row.get(field), str)
+
+
+def _fields(rows: list[Any], fields: tuple[int | str, ...]) -> list[str]:
+    return [row[f] for row in rows for f in fields if _has_name(row, f)]
 
 
 def _named(found: re.Match[str]) -> str:

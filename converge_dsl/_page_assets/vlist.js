@@ -12,7 +12,8 @@
               hay(row) -> the text the search looks in (default: the cells);
               keep(row) -> false to leave a row out whatever the search (checkboxes);
               counter: the element that shows "N of M" (default: ".count" beside the box)
-   list.filter(q) keeps the rows whose text holds q (lower case) and keep() allows;
+   list.filter(q) keeps the rows whose text holds q (lower case; or one of the terms q, an
+   array, as names.js' searchTerms gives: the shared names.js comes first) and keep() allows;
    Tab reaches one row of a list, the arrow keys, Page Up / Down, Home and End move the
    focus from row to row, Enter picks the focused row. */
 var VLIST_ROW = 24;
@@ -21,7 +22,7 @@ function VList(box, rows, cells, onPick, options) {
   this.box = box; this.all = rows; this.rows = rows; this.cells = cells; this.onPick = onPick;
   this.widths = o.widths || []; this.classes = o.classes; this.render = o.render;
   this.hayOf = o.hay; this.keep = o.keep; this.counter = o.counter;
-  this.hay = null; this.picked = null; this.focused = -1; this.query = "";
+  this.hay = null; this.picked = null; this.focused = -1; this.query = [];
   this.spacer = document.createElement("div"); this.spacer.className = "spacer";
   this.spacer.style.height = rows.length * VLIST_ROW + "px";
   box.appendChild(this.spacer);
@@ -29,17 +30,17 @@ function VList(box, rows, cells, onPick, options) {
   box.addEventListener("keydown", function (e) { self.key(e); });
 }
 VList.prototype.filter = function (q) {
-  if (q !== undefined) this.query = q;
+  if (q !== undefined) this.query = typeof q === "string" ? (q ? [q] : []) : q;
   q = this.query;
   var keep = this.keep, all = this.all;
-  if (!q && !keep) this.rows = all;
+  if (!q.length && !keep) this.rows = all;
   else {
-    if (q && !this.hay) {
+    if (q.length && !this.hay) {
       var c = this.cells, h = this.hayOf;
       this.hay = all.map(function (r) { return (h ? h(r) : c(r).join(" ")).toLowerCase(); });
     }
     var hay = this.hay, out = [];
-    for (var i = 0; i < all.length; i++) if ((!q || hay[i].indexOf(q) >= 0) && (!keep || keep(all[i]))) out.push(all[i]);
+    for (var i = 0; i < all.length; i++) if ((!q.length || holds(hay[i], q)) && (!keep || keep(all[i]))) out.push(all[i]);
     this.rows = out;
   }
   this.spacer.style.height = this.rows.length * VLIST_ROW + "px";

@@ -220,7 +220,12 @@ class BatchReportSink(BatchSink):
         """The batch page: a table of the cases, by index, each linking its report."""
         from urllib.parse import quote
 
-        from converge_dsl._page_assets import html_text, page_asset, page_name
+        from converge_dsl._page_assets import (
+            CONTENT_SECURITY_POLICY,
+            html_text,
+            page_asset,
+            page_name,
+        )
         from converge_dsl.runtime import REPORT_MARK
 
         folder = case_folder(self.path)
@@ -256,7 +261,7 @@ class BatchReportSink(BatchSink):
             f'{REPORT_MARK}\n<html lang="en"><head><meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             '<meta http-equiv="Content-Security-Policy" '
-            "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+            f'content="{html.escape(CONTENT_SECURITY_POLICY)}">\n'
             f"<title>{title}</title><style>{css}</style></head>\n"
             f"<body><header><h1>{title}</h1>"
             f"<p>{len(rows)} case(s) run; each case's report is in "

@@ -18,6 +18,10 @@ the data is ever read as HTML.
 - `render_diff_html(document, kind, a, b)`: the `diff --format json` document of
   two run results (`kind` "run") or two batch results files ("batch"), A's
   values beside B's, filterable by text and by added / removed / changed.
+
+Both pages show a name or an id (a case's, a fact's key and id) as `page_name`
+writes it (`⟨U+202E⟩`, where values and messages keep `page_text`'s `\\u202e`),
+so that an id holding the character and one holding its escape text read apart.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from converge_dsl._page_assets import html_text, page_asset, page_json, page_name
+from converge_dsl._page_assets import html_text, names_shown, page_asset, page_json, page_name
 
 _ASSETS = Path(__file__).resolve().parent / "_html_assets"
 MARK = "<!DOCTYPE html><!-- converge-dsl {what} page -->"
@@ -44,32 +48,40 @@ def _case_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
     """`document` with each case's name, and each change's, as the page shows a name
     (`page_name`: `⟨U+202E⟩` where the rest of the page writes `\\u202e`), so that a
     case named with the character and one named with its escape text read apart."""
-
-    def named(rows: Any, field: str) -> Any:
-        if not isinstance(rows, list):
-            return rows
-        names = [row.get(field) if isinstance(row, Mapping) else None for row in rows]
-        joined = "\n".join(name for name in names if isinstance(name, str))
-        if page_name(joined) == joined:  # most pages: one search, no row looked at again
-            return rows
-        rows = list(rows)
-        for number, row in enumerate(rows):  # a row is copied only if its name changes
-            name = row.get(field) if isinstance(row, Mapping) else None
-            if isinstance(name, str) and (shown := page_name(name)) is not name:
-                rows[number] = {**row, field: shown}
-        return rows
-
     shown = dict(document)
     for table, field in (("cases", "name"), ("changes", "case")):
         if table in shown:
-            shown[table] = named(shown[table], field)
+            shown[table] = names_shown(shown[table], (field,))
     return shown
 
 
 def render_diff_html(document: Mapping[str, Any], kind: str, a: str, b: str) -> str:
     """The page of a diff document of two run results (`kind` "run") or two batch
     results files ("batch"), `a` and `b` their names."""
-    return _page("diff", f"Diff: {a} \u2192 {b}", {"kind": kind, "a": a, "b": b, "diff": document})
+    shown = _diff_names_shown(document)
+    return _page("diff", f"Diff: {a} \u2192 {b}", {"kind": kind, "a": a, "b": b, "diff": shown})
+
+
+def _diff_names_shown(document: Mapping[str, Any]) -> dict[str, Any]:
+    """`document` with each fact's key and id, and each case's name, as the page shows a
+    name (`page_name`), as the eval page and the run report show them."""
+
+    def facts_shown(owner: Mapping[str, Any]) -> dict[str, Any]:
+        shown = dict(owner)
+        if "facts" in shown:
+            shown["facts"] = names_shown(shown["facts"], ("key", "id"))
+        return shown
+
+    shown = facts_shown(document)
+    cases = shown.get("cases")
+    if isinstance(cases, list):
+        rows = [facts_shown(c) if isinstance(c, Mapping) else c for c in cases]
+        shown["cases"] = names_shown(rows, ("case",))
+    for side in ("only_a", "only_b"):
+        names = shown.get(side)
+        if isinstance(names, list):
+            shown[side] = [page_name(n) if isinstance(n, str) else n for n in names]
+    return shown
 
 
 def _finite(value: Any) -> Any:
@@ -88,8 +100,10 @@ def _page(what: str, title: str, data: Mapping[str, Any]) -> str:
     # a case's text cannot reorder or hide what the page shows.
     text = page_json(_finite(data))
     scripts = ("common.js", f"{what}.js")
-    js = page_asset("vlist.js") + "".join(
-        (_ASSETS / name).read_text(encoding="utf-8") for name in scripts
+    js = (
+        page_asset("names.js")
+        + page_asset("vlist.js")
+        + "".join((_ASSETS / name).read_text(encoding="utf-8") for name in scripts)
     )
     parts = {
         "@TITLE@": html_text(title),

@@ -24,6 +24,8 @@ for a name that is not a suggestor): the page draws each execution in its
 kind's colours, the ones the graph draws it in (`_report_html` adds them).
 `meta.cycles` is the one count of cycles the header and the Cycles card show:
 the run's own (`run_finished`), else the highest cycle the trace names.
+`meta.suggestor_started` is true when the trace has a `suggestor_started`
+(the timeline of a trace cut before any execution finished says so).
 """
 
 from __future__ import annotations
@@ -255,6 +257,7 @@ class _Fold:
 
     def _suggestor_started(self, event: dict[str, Any]) -> None:
         self.running[event["suggestor"]] = _int(event["cycle"])
+        self.meta["suggestor_started"] = True
 
     def _suggestor_ended(self, event: dict[str, Any]) -> None:
         timing = _timing(event)

@@ -29,7 +29,7 @@ from typing import Any
 
 from converge_dsl import codes
 from converge_dsl._files import OUTPUT_ERRORS, OutputError, open_output, replace_output
-from converge_dsl._page_assets import page_asset, page_json, page_name
+from converge_dsl._page_assets import names_shown, page_asset, page_json, page_name
 
 from ._report_data import report_data
 
@@ -77,7 +77,11 @@ def render_report(trace: Path) -> str:
         + page_asset("vlist.css")
         + (_ASSETS / "report.css").read_text(encoding="utf-8")
     )
-    js = page_asset("vlist.js") + (_ASSETS / "report.js").read_text(encoding="utf-8")
+    js = (
+        page_asset("names.js")
+        + page_asset("vlist.js")
+        + (_ASSETS / "report.js").read_text(encoding="utf-8")
+    )
     # One pass, so that nothing inserted is itself searched for a placeholder.
     parts = {"@CSS@": css, "@DATA@": data, "@JS@": js}
     body = re.sub("@(?:CSS|DATA|JS)@", lambda m: parts[m.group(0)], page)
@@ -95,9 +99,7 @@ def _names_shown(found: dict[str, Any]) -> None:
     found["names"] = [page_name(name) for name in found["names"]]
     found["sources"] = {page_name(name): source for name, source in found["sources"].items()}
     for table, columns in _NAME_COLUMNS.items():
-        for row in found[table]:
-            for column in columns:
-                row[column] = page_name(row[column])
+        found[table] = names_shown(found[table], columns)
 
 
 def check_report_output(

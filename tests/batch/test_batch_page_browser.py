@@ -38,6 +38,16 @@ def test_the_batch_page_has_the_viewport_meta_of_the_other_pages(batch_page: Pat
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
 
 
+def test_the_batch_page_carries_the_policy_of_the_other_pages(batch_page: Path) -> None:
+    import html
+
+    from converge_dsl._page_assets import CONTENT_SECURITY_POLICY
+
+    text = batch_page.read_text(encoding="utf-8")
+    meta = f'content="{html.escape(CONTENT_SECURITY_POLICY)}"'
+    assert f'<meta http-equiv="Content-Security-Policy" {meta}>' in text
+
+
 @pytest.mark.parametrize("width", [400, 1280])
 def test_the_batch_page_is_styled_as_the_other_pages_at_any_width(
     browser: Any, batch_page: Path, artifacts: Path, width: int

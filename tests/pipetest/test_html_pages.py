@@ -98,6 +98,39 @@ def test_the_diff_page_carries_both_names_and_the_kind() -> None:
     )
 
 
+def test_the_eval_page_shows_case_names_apart_from_their_escape_text() -> None:
+    # The cases' names and the baseline changes' cases are names: `⟨U+202E⟩`.
+    real, typed, shown = "r\u202eev", "r\\u202eev", "r\u27e8U+202E\u27e9ev"
+    cases = [{"name": real, "error": "x\u202e"}, {"name": typed}]
+    changes = [{"case": real, "metric": "m"}, {"case": typed, "metric": "m"}]
+    result = _data(render_eval_html(_document(cases=cases, changes=changes)))["result"]
+    assert [c["name"] for c in result["cases"]] == [shown, typed]
+    assert [c["case"] for c in result["changes"]] == [shown, typed]
+    assert result["cases"][0]["error"] == "x\\u202e"
+
+
+def test_the_diff_page_shows_names_and_ids_apart_from_their_escape_text() -> None:
+    # A case, a fact key or id holding U+202E and one holding the six characters `\u202e`
+    # both showed `\u202e`; values keep their escapes.
+    def fact(name: str) -> dict[str, Any]:
+        field = {"what": "content", "a": "x\u202e", "b": "y"}
+        return {"key": name, "id": name, "change": "changed", "fields": [field]}
+
+    real, typed, shown = "r\u202eev", "r\\u202eev", "r\u27e8U+202E\u27e9ev"
+    cases = [{"case": n, "facts": [fact(n)], "stop_reason": None} for n in (real, typed)]
+    document = {"same": False, "unchanged": 0, "cases": cases, "only_a": [real, typed]}
+    diff = _data(render_diff_html({**document, "only_b": [real]}, "batch", "a", "b"))["diff"]
+    assert [c["case"] for c in diff["cases"]] == [shown, typed]
+    assert [(c["facts"][0]["key"], c["facts"][0]["id"]) for c in diff["cases"]] == [
+        (shown, shown),
+        (typed, typed),
+    ]
+    assert diff["cases"][0]["facts"][0]["fields"][0]["a"] == "x\\u202e"
+    assert (diff["only_a"], diff["only_b"]) == ([shown, typed], [shown])
+    run = _data(render_diff_html({"same": False, "facts": [fact(real)]}, "run", "a", "b"))
+    assert (run["diff"]["facts"][0]["key"], run["diff"]["facts"][0]["id"]) == (shown, shown)
+
+
 def test_eval_writes_its_page_from_the_document_json_prints(tmp_path: Path) -> None:
     page, document = tmp_path / "eval.html", tmp_path / "eval.json"
     evaluation = DATA / "eval" / "classify.eval.yaml"

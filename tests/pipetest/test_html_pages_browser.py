@@ -119,6 +119,47 @@ def test_the_evaluation_page_shows_metrics_confusion_and_regressions(
     browser.save_screenshot(str(artifacts / "eval-example.png"))
 
 
+@pytest.mark.parametrize("width", [400, 1280])
+def test_the_confusion_matrix_fits_a_narrow_window(
+    browser: Any, eval_page: Path, artifacts: Path, width: int
+) -> None:
+    # At 400 px the shipped evaluation's matrix scrolled sideways: its corner label
+    # "expected \ found" stayed on one line.
+    size = browser.get_window_size()
+    browser.set_window_size(width, 1000)
+    try:
+        _open(browser, eval_page)
+        matrix = browser.find_element("css selector", "#confusion .matrix[data-metric=category]")
+        inner = browser.execute_script(
+            "return [arguments[0].scrollWidth, arguments[0].clientWidth]", matrix
+        )
+        browser.find_element("id", "confusion").screenshot(
+            str(artifacts / f"eval-confusion-{width}.png")
+        )
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert inner[0] <= inner[1]
+    assert _errors(browser) == []
+
+
+def test_a_case_name_pasted_raw_in_the_filter_finds_its_row(browser: Any, tmp_path: Path) -> None:
+    # The rows show `r⟨U+202E⟩ev`; the name itself, pasted in, found nothing.
+    cases = [{"name": n, "stop_reason": "converged"} for n in ("r\u202eev", "r\\u202eev", "zz")]
+    document = {"evaluation": "e", "passed": True, "metrics": [], "cases": cases}
+    page = tmp_path / "names.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    _open(browser, page)
+    browser.execute_script(
+        "var s = document.getElementById('search'); s.value = arguments[0];"
+        "s.dispatchEvent(new Event('input'));",
+        "r\u202eev",
+    )
+    assert _count(browser, "cases") == "1 of 3"
+    names = [r.text.split()[0] for r in _visible_rows(browser, "#cases .row")]
+    assert names == ["r\u27e8U+202E\u27e9ev"]
+    assert _errors(browser) == []
+
+
 def test_the_cases_filter_by_text_and_by_score_and_a_click_shows_a_case(
     browser: Any, eval_page: Path, artifacts: Path
 ) -> None:

@@ -113,6 +113,31 @@ def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
     assert [f[2] for f in data["facts"][:2]] == ["caf\u00e9 \\u202e"] * 2
 
 
+def test_the_gates_tables_and_the_sources_show_names_as_the_facts_do(
+    agent_trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each table's key and id columns, the suggestors' names and the sources' names (which
+    # the page looks a suggestor's source up by) are written alike: a source whose name
+    # was not rewritten was never found, and a rejected or held id showed `\u202e`.
+    from converge_dsl.runtime import _report_html
+
+    found = report_data(agent_trace)
+    named, shown = "r\u202eev", "r\u27e8U+202E\u27e9ev"
+    found["names"][0] = named
+    found["sources"] = {named: {"file": "a.yaml", "line": 1, "text": "x"}}
+    found["rej"] = [[1, 0, named, named, "too low"]]
+    found["hitl"] = [[1, 0, named, named, "gated", "pending"]]
+    monkeypatch.setattr(_report_html, "report_data", lambda _trace: found)
+    page = render_report(agent_trace)
+    start = page.index('type="application/json">') + len('type="application/json">')
+    data = json.loads(page[start : page.index("</script>", start)])
+    assert data["names"][0] == shown
+    assert list(data["sources"]) == [shown]
+    assert data["rej"][0][2:4] == [shown, shown]
+    assert data["hitl"][0][2:4] == [shown, shown]
+    assert data["rej"][0][4] == "too low"
+
+
 def test_the_page_inlines_the_virtualised_list_the_eval_and_diff_pages_share(
     agent_trace: Path,
 ) -> None:

@@ -407,6 +407,30 @@ def test_a_run_that_failed_before_its_first_cycle_has_no_empty_timeline(
     assert browser.find_element("id", "stop-error").text == "the model adapter failed"
 
 
+def test_a_trace_cut_before_any_execution_finished_does_not_say_none_ran(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The note said "no suggestor ran, 7 model calls" over the agent steps of cycle 1.
+    from converge_dsl.runtime import render_report
+
+    whole = tmp_path / "whole.jsonl"
+    argv = ["run", str(ROOT / "pipelines" / "agent-review.yaml"), "--trace", str(whole)]
+    assert run(argv, io.StringIO(), io.StringIO()) == 0
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    ends = ("suggestor_finished", "suggestor_failed")
+    first_end = next(i for i, line in enumerate(lines) if json.loads(line)["type"] in ends)
+    assert any(json.loads(line)["type"] == "model_call_finished" for line in lines[:first_end])
+    trace, page = tmp_path / "cut.jsonl", tmp_path / "cut.html"
+    trace.write_text("".join(lines[:first_end]), encoding="utf-8")
+    page.write_text(render_report(trace), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    browser.save_screenshot(str(artifacts / "report-cut-in-cycle-1.png"))
+    note = browser.find_element("id", "tl-note").text
+    assert note.startswith("no suggestor finished, ")
+    assert note.endswith(" model calls")
+
+
 @pytest.fixture(scope="module")
 def two_ids_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The market-entry report, its first two facts' ids made `r` U+202E `ev` and
@@ -420,6 +444,7 @@ def two_ids_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     facts = [e for e in events if e["type"] == "fact_promoted"]
     facts[0]["id"], facts[1]["id"] = "r\u202eev", "r\\u202eev"
+    facts[2]["id"] = "r\u27e8U+202E\u27e9ev"  # the notation's text, typed
     trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     page.write_text(render_report(trace), encoding="utf-8")
     return page
@@ -427,7 +452,11 @@ def two_ids_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     ("fragment", "shown"),
-    [("#fact=r%E2%80%AEev", "r\u27e8U+202E\u27e9ev"), ("#fact=r%5Cu202eev", "r\\u202eev")],
+    [
+        ("#fact=r%E2%80%AEev", "r\u27e8U+202E\u27e9ev"),
+        ("#fact=r%5Cu202eev", "r\\u202eev"),
+        ("#fact=r%E2%9F%A8U%2B202E%E2%9F%A9ev", "r\u27e8U+27E8\u27e9U+202E\u27e9ev"),
+    ],
 )
 def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
     browser: Any, two_ids_page: Path, artifacts: Path, fragment: str, shown: str
@@ -442,7 +471,51 @@ def test_an_id_with_a_hidden_character_and_one_with_its_escape_text_show_apart(
     )
     assert _errors(browser) == []
     ids = [r.text for r in browser.find_elements("css selector", "#facts .row span:nth-child(2)")]
-    assert ids[:2] == ["r\u27e8U+202E\u27e9ev", "r\\u202eev"]
+    assert ids[:3] == ["r\u27e8U+202E\u27e9ev", "r\\u202eev", "r\u27e8U+27E8\u27e9U+202E\u27e9ev"]
     detail = browser.find_element("id", "fact-detail").text
     assert f" / {shown}\n" in detail  # the link names the raw id and opens its own fact
     browser.save_screenshot(str(artifacts / "report-two-ids.png"))
+
+
+def _search_by_script(driver: Any, text: str) -> None:
+    """Put `text` in the search box as a paste would (any character), then wait for the
+    facts' count to say a filter."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script(
+        "var s = document.getElementById('search'); s.value = arguments[0];"
+        "s.dispatchEvent(new Event('input'));",
+        text,
+    )
+    WebDriverWait(driver, LOAD_BOUND_S).until(lambda d: " of " in _count(d, "facts"))
+
+
+def test_a_raw_id_pasted_in_the_search_finds_its_row(browser: Any, two_ids_page: Path) -> None:
+    # The rows show `r⟨U+202E⟩ev`; a search for the raw id, as a link names it, found nothing.
+    _open(browser, two_ids_page)
+    _search_by_script(browser, "r\u202eev")
+    ids = [r.text for r in browser.find_elements("css selector", "#facts .row span:nth-child(2)")]
+    assert ids == ["r\u27e8U+202E\u27e9ev"]
+    assert _errors(browser) == []
+
+
+def test_the_pages_shown_name_rewrites_what_page_name_does(
+    browser: Any, two_ids_page: Path
+) -> None:
+    # One class of characters, written into names.js from Python's.
+    from converge_dsl._page_assets import page_name
+
+    _open(browser, two_ids_page)
+    script = (
+        "var out = [];"
+        "for (var c = 0; c < 0x10000; c++) {"
+        "  if (c >= 0xd800 && c < 0xe000) continue;"
+        "  var s = String.fromCharCode(c); if (shownName(s) !== s) out.push(c); }"
+        "return out;"
+    )
+    in_js = browser.execute_script(script)
+    in_python = [
+        c for c in range(0x10000) if not 0xD800 <= c < 0xE000 and page_name(chr(c)) != chr(c)
+    ]
+    assert in_js == in_python
+    assert browser.execute_script("return shownName('a\\u202eb');") == page_name("a\u202eb")

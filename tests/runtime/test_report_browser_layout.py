@@ -114,8 +114,10 @@ def test_the_timelines_names_never_overlap(
     _open(browser, long_page, width)
     timeline = browser.find_element("id", "timeline")
     box = browser.execute_script("return document.getElementById('timeline').clientWidth;")
-    with contextlib.suppress(TimeoutException):  # the redraw comes at the next animation frame
+    # The redraw comes at the next animation frame; it must come.
+    with contextlib.suppress(TimeoutException):
         WebDriverWait(browser, 5).until(lambda _: timeline.get_attribute("data-width") == str(box))
+    assert timeline.get_attribute("data-width") == str(box)
     browser.save_screenshot(str(artifacts / f"report-timeline-{width}.png"))
     boxes = json.loads(timeline.get_attribute("data-label-boxes"))
     assert len(boxes) >= STEPS

@@ -55,9 +55,10 @@ function pickable(tr, title, value, lead) {
 }
 $("close-pane").addEventListener("click", function () { $("detail-pane").hidden = true; });
 document.addEventListener("keydown", function (e) { if (e.key === "Escape") $("detail-pane").hidden = true; });
-/* filters: each registers a function run on every change of the search box or a checkbox */
+/* filters: each registers a function run on every change of the search box or a checkbox, given
+   the search's terms (names.js' searchTerms: the typed text, and its shown form) */
 var filters = [];
-function refilter() { var q = $("search").value.trim().toLowerCase(); filters.forEach(function (f) { f(q); }); }
+function refilter() { var q = searchTerms($("search").value); filters.forEach(function (f) { f(q); }); }
 $("search").addEventListener("input", refilter);
 function checkbox(host, label, checked, cls) {
   var l = el("label", "chip"), box = el("input"); box.type = "checkbox"; box.checked = checked;

@@ -206,7 +206,7 @@
       var ul = el("ul");
       var items = l[1].map(function (n) { var li = el("li", null, n); ul.appendChild(li); return li; });
       box.appendChild(ul);
-      filters.push(function (q) { items.forEach(function (li) { li.hidden = !!q && li.textContent.toLowerCase().indexOf(q) < 0; }); });
+      filters.push(function (q) { items.forEach(function (li) { li.hidden = !holds(li.textContent.toLowerCase(), q); }); });
     });
   }
 
@@ -239,7 +239,7 @@
     groups.forEach(function (g) {
       var any = false;
       g.rows.forEach(function (r) {
-        var on = (r.change === null || boxes[r.change].checked) && (!q || r.hay.indexOf(q) >= 0);
+        var on = (r.change === null || boxes[r.change].checked) && holds(r.hay, q);
         r.trs.forEach(function (tr) { tr.hidden = !on; });
         if (on) { shown++; any = true; }
       });

@@ -90,6 +90,7 @@
       var box = el("div", "matrix"); box.dataset.metric = m.name;
       var t = table(["expected \\ found"].concat(found));
       t.table.insertBefore(el("caption", null, m.name), t.table.firstChild);
+      t.table.querySelector("th").className = "corner";
       expected.forEach(function (e) {
         var tr = el("tr"); tr.appendChild(el("th", null, e));
         found.forEach(function (f) {

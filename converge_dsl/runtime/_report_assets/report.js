@@ -1,4 +1,5 @@
 /* converge-dsl run report: renders the data embedded in #report-data. No network, no library.
+   A name or an id is shown as the data holds it (shownName, of the shared names.js).
    Lists are virtualised (VList, of the shared vlist.js: only visible rows exist in the DOM); the timeline is one canvas,
    drawn for the visible time window only; the search filters every list and dims the timeline. */
 (function () {
@@ -13,17 +14,11 @@
     return e;
   }
   function fromAddress(text) { try { return decodeURIComponent(text); } catch (e) { return null; } }
-  /* a name or an id as the data holds it (`page_name`): each control or bidi character as "\u27e8U+202E\u27e9" */
-  function shownName(text) {
-    return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, function (c) {
-      return "\u27e8U+" + ("000" + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + "\u27e9";
-    });
-  }
   function nm(i) { return i >= 0 ? N[i] : "(engine)"; }
   /* what a model call was for: an agent's turn, its summarizer's side call, an answer */
   function purpose(m) { return m[11] === "summary" ? "summary" : m[11] === "turn" || (m[11] == null && m[12] != null) ? "turn " + m[12] : m[11] || ""; }
   function ms(s) { return s === null || s === undefined ? "" : (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms"; }
-  var query = "";
+  var query = [];  /* the search's terms (names.js' searchTerms) */
 
   /* -- virtualised lists (VList: the pages' shared vlist.js) ------------------------ */
   var lists = [];
@@ -189,10 +184,11 @@
     if (text) { tip.textContent = text; tip.style.left = e.clientX + 12 + "px"; tip.style.top = e.clientY + 12 + "px"; }
   });
   cv.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-  /* a run that stopped before any suggestor ran (it failed before its first cycle): no empty
-     box, and no word of clock readings, which the trace may well have */
+  /* a run that stopped before any suggestor ran (it failed before its first cycle), or a trace
+     cut before any execution finished: no empty box, and no word of clock readings, which the
+     trace may well have */
   if (!EX.length) { cv.style.display = "none"; $("legend").style.display = "none"; $("timeline-section").appendChild(el("div", "empty", "none")); }
-  $("tl-note").textContent = !EX.length ? "no suggestor ran" + (MC.length ? ", " + MC.length + " model calls" : "") : EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
+  $("tl-note").textContent = !EX.length ? (M.suggestor_started ? "no suggestor finished" : "no suggestor ran") + (MC.length ? ", " + MC.length + " model calls" : "") : EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
   /* redrawn when the canvas's box changes size (a window resized, or a vertical scrollbar that
      came once the sections below were drawn: the first draw was wider than the box), at most
      once an animation frame */
@@ -307,10 +303,10 @@
   $("search").addEventListener("input", function (e) {
     clearTimeout(timer);
     timer = setTimeout(function () {
-      query = e.target.value.trim().toLowerCase();
+      query = searchTerms(e.target.value);
       lists.forEach(function (l) { l.filter(query); });
       dimmed = null;
-      if (query) { dimmed = {}; N.forEach(function (n, i) { if (n.toLowerCase().indexOf(query) >= 0) dimmed[i] = true; }); if (!Object.keys(dimmed).length) dimmed = null; }
+      if (query.length) { dimmed = {}; N.forEach(function (n, i) { if (holds(n.toLowerCase(), query)) dimmed[i] = true; }); if (!Object.keys(dimmed).length) dimmed = null; }
       draw();
     }, 120);
   });

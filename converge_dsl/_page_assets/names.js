@@ -1,0 +1,25 @@
+/* converge-dsl pages: a name or an id as the page's data holds it, and the search box's terms.
+   Shared by the run report and the eval and diff pages. The character class is written in
+   by `page_asset` from Python's (`page_name`), so that the two cannot disagree.
+
+   shownName(text)   `text` with each character `page_name` rewrites as "\u27e8U+202E\u27e9"
+   searchTerms(text) what a search for the typed `text` looks for, lower case: the text, and
+                     its shown form when that differs (a raw id pasted in finds its row)
+   holds(hay, terms) whether `hay` (lower case) holds one of `terms` (all when there are none) */
+var NAMED_CHARACTERS = /@NAMED@/g;
+function shownName(text) {
+  return text.replace(NAMED_CHARACTERS, function (c) {
+    return "\u27e8U+" + ("000" + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + "\u27e9";
+  });
+}
+function searchTerms(text) {
+  var typed = text.trim();
+  if (!typed) return [];
+  var plain = typed.toLowerCase(), shown = shownName(typed).toLowerCase();
+  return shown === plain ? [plain] : [plain, shown];
+}
+function holds(hay, terms) {
+  if (!terms.length) return true;
+  for (var i = 0; i < terms.length; i++) if (hay.indexOf(terms[i]) >= 0) return true;
+  return false;
+}
