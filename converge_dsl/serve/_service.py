@@ -536,17 +536,12 @@ class RunService:
         )
 
     async def _end_later(
-        self,
-        run: str,
-        live: LiveRun,
-        status: str,
-        reason: str,
-        body: JsonObject,
-        *,
-        row: RunRow,
+        self, run: str, live: LiveRun, status: str, reason: str, body: JsonObject, *, row: RunRow
     ) -> None:
         """`_end` a running run in the journals' next group commit (`finish_later`): its
-        waiters are told once that commit is made. A `StateError` is raised as `_end`'s."""
+        waiters are told once that commit is made. A `StateError` is raised as `_end`'s.
+        A cancel that came while that commit was made is too late for an end, not for a
+        pause: the paused run is then cancelled (`RunStore.cancel`)."""
         now = self._now()
         text = result_json(body)
         ending = self.store.finish_later(
@@ -558,7 +553,7 @@ class RunService:
             now=now,
             text=text,
         )
-        stored = Inbox.of(asyncio.get_running_loop()).future(ending)
+        stored, cancelled = Inbox.of(asyncio.get_running_loop()).future(ending), False
         while True:
             try:
                 written = await asyncio.shield(stored)
@@ -566,7 +561,11 @@ class RunService:
             except asyncio.CancelledError:
                 if run not in self._cancelling:
                     raise  # a shutdown: the group commit, or the store's close, writes it
-                self._cancelling.discard(run)  # a DELETE once it ended: too late
+                self._cancelling.discard(run)
+                cancelled = True
+        if cancelled and written and status == "paused" and self.store.cancel(run, now):
+            self._ended_as(run, live, "cancelled", "cancelled", None, text=None, row=row, at=now)
+            return
         self._ended_as(
             run, live, status, reason, body, text=text, row=row if written else None, at=now
         )
