@@ -293,9 +293,8 @@ class RunService:
             self._end(run, None, "cancelled", "cancelled", None, row=handed)
             return self.get(run)
         task = self._tasks.get(run)
-        if task is not None:
+        if task is not None and task.cancel():  # not done: it has not ended yet
             self._cancelling.add(run)
-            task.cancel()
         return row
 
     def _not_added(self, run: str) -> None:
@@ -305,9 +304,8 @@ class RunService:
         self._added.pop(run, None)  # its worker finds no queued run to start
         self._handed.pop(run, None)
         task = self._tasks.get(run)
-        if task is not None:
+        if task is not None and task.cancel():
             self._cancelling.add(run)
-            task.cancel()
         else:
             self._signal(run)
 
