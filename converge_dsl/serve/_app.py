@@ -266,10 +266,7 @@ class _Api:
     async def cancel_run(self, request: Request) -> Response:
         """The run once cancelled: a running one once its task stopped (bounded by
         `wait_s`), so that the answer says whether the cancel took or the run ended first."""
-        ident = self.run_id(request)
-        row = self.service.cancel(ident)
-        if row.status == "running":
-            row = await self.service.wait(ident, self.limits.wait_s)
+        row = await self.service.cancel_and_wait(self.run_id(request), self.limits.wait_s)
         return JSONResponse(run_view(row))
 
     async def decide(self, request: Request) -> Response:
