@@ -848,3 +848,29 @@ def test_a_cancel_reaching_a_run_as_it_pauses_cancels_it(
     assert status == "cancelled"
     assert stored["status"] == "cancelled"
     assert run not in _journals(state)
+
+
+def test_a_cancel_still_stopping_after_the_wait_is_202(tmp_path: Path) -> None:
+    """A DELETE whose run has not stopped within the wait answers 202 with the run still
+    `running`, as `?wait=true` does; it answered 200, as if the cancel had taken. The run
+    then stops cancelled."""
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    limits = HttpLimits(wait_s=0.0)  # over before the run's task can stop
+    with (
+        in_process(tmp_path / "state", limits, paths=(DATA / "slow.yaml",)) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        run = http.post("/v1/pipelines/slow/runs").json()["id"]
+        deadline = time.monotonic() + 10
+        while http.get(f"/v1/runs/{run}").json()["status"] != "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        answer = http.delete(f"/v1/runs/{run}")
+        while (stored := http.get(f"/v1/runs/{run}").json())["status"] == "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    assert (answer.status_code, answer.json()["status"]) == (202, "running")
+    assert stored["status"] == "cancelled"
