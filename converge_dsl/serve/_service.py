@@ -195,8 +195,7 @@ class RunService:
                 await pipeline.aclose()
 
     def queue_depth(self, pipeline: str) -> int:
-        queue = self._queues.get(pipeline)
-        return 0 if queue is None else queue.qsize()
+        return self._queues[pipeline].qsize() if pipeline in self._queues else 0
 
     def running(self) -> int:
         return len(self._tasks)
@@ -304,6 +303,7 @@ class RunService:
         """The group commit holding the add of `run` failed: it does not run, or no longer
         (its waiters get the add's `StateError`)."""
         self._adds.forget(run)
+        self.metrics.forget(run)  # its stop, if it had one, was not a run's
         self._added.pop(run, None)  # its worker finds no queued run to start
         self._handed.pop(run, None)
         task = self._tasks.get(run)

@@ -707,8 +707,9 @@ def test_a_run_whose_add_the_group_commit_fails_is_told_and_leaves_nothing(
     tmp_path: Path,
 ) -> None:
     """The group commit holding a run's add fails: `added` raises the `StateError`, the run
-    is not run (or no longer), nothing of it is stored; once the disk has room again the
-    next run is added and runs."""
+    is not run (or no longer), nothing of it is stored, and its metrics keep no start of it
+    (they kept it for the life of the process); once the disk has room again the next run
+    is added and runs."""
     import asyncio
 
     from converge_dsl.serve._requests import RunRequest
@@ -768,6 +769,7 @@ def test_a_run_whose_add_the_group_commit_fails_is_told_and_leaves_nothing(
         store.close()
     assert failed[0] not in ran
     assert (fourth.status, fourth.stop_reason) == ("done", "converged")
+    assert service.metrics._submitted == {}  # every run stopped or was never stored
 
 
 def test_an_add_that_cannot_be_queued_is_refused_by_submit(tmp_path: Path) -> None:
