@@ -180,6 +180,7 @@ def test_cancel_a_paused_run(served: tuple[str, dict[str, str]], tmp_path: Path)
         cancelled = http.delete(f"/v1/runs/{paused['id']}").json()
         late = http.post(f"/v1/runs/{paused['id']}/decisions", json={"approve": ["s1"]})
     assert cancelled["status"] == "cancelled"
+    assert "result" not in cancelled  # a cancelled run has none: the pause's was kept
     assert late.status_code == 409
     assert late.json()["errors"][0]["message"].endswith("is cancelled, not paused for a decision")
     assert paused["id"] not in _journals(tmp_path / "state")  # removed with the cancel
@@ -847,6 +848,7 @@ def test_a_cancel_reaching_a_run_as_it_pauses_cancels_it(
         stored = http.get(f"/v1/runs/{run}").json()
     assert status == "cancelled"
     assert stored["status"] == "cancelled"
+    assert "result" not in stored
     assert run not in _journals(state)
 
 
