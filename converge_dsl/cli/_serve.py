@@ -105,7 +105,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=_seconds,
         default=60.0,
         metavar="S",
-        help="longest ?wait=true before the answer is 202 (default: 60)",
+        help=(
+            "longest ?wait=true, and longest a DELETE or MCP cancelRun waits for a running"
+            " run to stop, before the answer is 202 (default: 60)"
+        ),
     )
     parser.add_argument(
         "--max-run-seconds", type=_seconds, metavar="S", help="lower every run's max_wall_s to this"

@@ -264,13 +264,11 @@ class _Api:
         return JSONResponse(run_view(self.service.get(self.run_id(request))))
 
     async def cancel_run(self, request: Request) -> Response:
-        """The run once cancelled: a running one once its task stopped (bounded by
-        `wait_s`), so that the answer says whether the cancel took or the run ended first."""
-        ident = self.run_id(request)
-        row = self.service.cancel(ident)
-        if row.status == "running":
-            row = await self.service.wait(ident, self.limits.wait_s)
-        return JSONResponse(run_view(row))
+        """The run once cancelled: a running one once its task stopped, so that the answer
+        says whether the cancel took or the run ended first (200); 202 when it is still
+        stopping after `wait_s`, as a `?wait=true` still running is."""
+        row = await self.service.cancel_and_wait(self.run_id(request), self.limits.wait_s)
+        return run_answer(row, 202 if row.status == "running" else 200)
 
     async def decide(self, request: Request) -> Response:
         ident = self.run_id(request)

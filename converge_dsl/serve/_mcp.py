@@ -331,10 +331,7 @@ class McpEndpoint:
             return await self._wait(run, session, token, request_id)
         if name == CANCEL_RUN:
             run = known_run(service, run_argument(arguments, ()))
-            row = service.cancel(run)
-            if row.status in FINISHED:
-                return row  # cancelled at once (queued, paused), or stopped before
-            return await service.wait(run, self.limits.wait_s)  # its task stopping
+            return await service.cancel_and_wait(run, self.limits.wait_s)
         raise AssertionError(f"{name!r} is no run-control tool")  # pragma: no cover
 
     def _pipeline(self, name: str) -> str:

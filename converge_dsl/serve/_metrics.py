@@ -48,6 +48,10 @@ class Metrics:
         """`run` was queued (or queued again by a decision) at `now`."""
         self._submitted[run] = now
 
+    def forget(self, run: str) -> None:
+        """`run` was never stored (its add failed): no stop of it is to come."""
+        self._submitted.pop(run, None)
+
     def rejected(self, pipeline: str) -> None:
         self.rejections[pipeline] += 1
 

@@ -199,7 +199,8 @@ def _run_paths() -> dict[str, Any]:
                 "operationId": "cancel_run",
                 "parameters": [run_id],
                 "responses": {
-                    "200": _json(_RUN, "The run, cancelled or being cancelled."),
+                    "200": _json(_RUN, "The run, cancelled, or done if it ended first."),
+                    "202": _json(_RUN, "The run is still stopping after the wait."),
                     **_errors(401, 404),
                 },
             },

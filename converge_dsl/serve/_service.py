@@ -1,49 +1,47 @@
 """The run service: queues, runs, pauses, cancels and recovers runs; no HTTP here.
 
-`RunService(pipelines, store, limits, ...)` owns, per pipeline, a queue of
-at most `limits.queue` waiting runs and `limits.concurrency` workers. A run
-is the Python API's run of the loaded pipeline (`Pipeline.outcome`, so the
-one run assembly of docs/architecture.md §12) with two outputs: its events
-(`EventSink`) and its checkpoint journal, the journal of `--checkpoint` kept
-in the service's database (`RunStore.checkpoints`); each checkpoint record is
-committed with the events the run made since the previous one. The run's
-result, status and remaining events are stored, and its journal deleted, in
-one transaction (`RunStore.finish`), so a run ends exactly once; the end of a
-run that stopped (on the service's loops or on a worker) is that transaction's write
-in the journals' next group commit (`RunStore.finish_later`), and the run is answered
-once it is committed.
+`RunService(pipelines, store, limits, ...)` owns, per pipeline, a queue of at most
+`limits.queue` waiting runs and `limits.concurrency` workers. A run is the Python API's run
+of the loaded pipeline (`Pipeline.outcome`, so the one run assembly of docs/architecture.md
+§12) with two outputs: its events (`EventSink`) and its checkpoint journal, the journal of
+`--checkpoint` kept in the service's database (`RunStore.checkpoints`); each checkpoint
+record is committed with the events the run made since the previous one. The run's result,
+status and remaining events are stored, and its journal deleted, in one transaction
+(`RunStore.finish`), so a run ends exactly once; the end of a run that stopped (on the
+service's loops or on a worker) is that transaction's write in the journals' next group
+commit (`RunStore.finish_later`), and the run is answered once it is committed.
 
-- `submit` queues a run (`Refused` 429 with a `Retry-After` when the
-  pipeline's queue is full); `wait` waits (bounded) for it to stop. A run
-  that a waiting worker takes at once is stored started (`running`, its first
-  attempt) by the write that adds it: a restart continues it as any running one.
-  `commit="group"` adds it in the journals' next group commit (`add_later`):
-  its id is told once `added` returns; `"with_end"`, for a caller that `wait`s:
-  it may start at once, added with its end at the latest (`wait` waits for both).
-  An add the group commit fails stops its run (`_not_added`: nothing of it is
-  stored; `added` and `wait` raise the `StateError`, `submit` when not queued).
-- A run that stops with `hitl_pause` is `paused`: its checkpoint holds the
-  pending proposals. `decide` queues it again with decisions; the worker
-  resumes it from the checkpoint with them (`--resume DIR --approve ...`).
-- `cancel` cancels a queued or paused run at once and a running one by
-  cancelling its task (status `cancelled`, no result).
-- `start` recovers: runs the store says were `running` when the server died are
-  queued again and continue from their checkpoint journal (a run killed before
-  its first record starts afresh); paused runs stay paused.
+- `submit` queues a run (`Refused` 429 with a `Retry-After` when the pipeline's queue is
+  full); `wait` waits (bounded) for it to stop. A run that a waiting worker takes at once is
+  stored started (`running`, its first attempt) by the write that adds it: a restart
+  continues it as any running one. `commit="group"` adds it in the journals' next group
+  commit (`add_later`): its id is told once `added` returns; `"with_end"`, for a caller that
+  `wait`s: it may start at once, added with its end at the latest (`wait` waits for both).
+  An add the group commit fails stops its run (`_not_added`: nothing of it is stored;
+  `added` and `wait` raise the `StateError`, `submit` when not queued).
+- A run that stops with `hitl_pause` is `paused`: its checkpoint holds the pending
+  proposals. `decide` queues it again with decisions; the worker resumes it from the
+  checkpoint with them (`--resume DIR --approve ...`).
+- `cancel` cancels a queued or paused run at once and a running one by cancelling its task
+  (status `cancelled`, no result); `cancel_and_wait` answers it then, a running one once its
+  task stopped (`cancelled`, or `done` if it ended first) or still `running` after a timeout.
+- `start` recovers: runs the store says were `running` when the server died are queued again
+  and continue from their checkpoint journal (a run killed before its first record starts
+  afresh); paused runs stay paused.
 - `stop` cancels the workers, not the runs' status (it continues at the next start).
-- A worker whose run meets a failing state (`StateError`, CD993) ends that run as
-  failed with the error, redacted, and goes on to the next one.
-- `submit` with an idempotency key answers the run first queued with that key and
-  the same request, and refuses (409) the key with another request.
-- A `Retention` deletes finished runs past the newest N or older than D days with
-  their events, results, journals and keys (`_prune_every`); never paused runs.
+- A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed
+  with the error, redacted, and goes on to the next one.
+- `submit` with an idempotency key answers the run first queued with that key and the same
+  request, and refuses (409) the key with another request.
+- A `Retention` deletes finished runs past the newest N or older than D days with their
+  events, results, journals and keys (`_prune_every`); never paused runs.
 
-A pipeline's checkpoint key is read at its first run and kept (`CheckpointKeys`).
-Runs execute on event loops of their own threads (`_loops`, `--run-threads`), so
-the HTTP layer answers while runs compute; a run never waits for the disk there
-(its journal's commits are the group commit's, on its own thread). Their events
-reach the streams through the service's loop. Errors a run stops on become its
-result (`not_run_document`), every message passed through the redactor.
+A pipeline's checkpoint key is read at its first run and kept (`CheckpointKeys`). Runs
+execute on event loops of their own threads (`_loops`, `--run-threads`), so the HTTP layer
+answers while runs compute; a run never waits for the disk there (its journal's commits are
+the group commit's, on its own thread). Their events reach the streams through the service's
+loop. Errors a run stops on become its result (`not_run_document`), every message passed
+through the redactor.
 """
 
 from __future__ import annotations
@@ -197,8 +195,7 @@ class RunService:
                 await pipeline.aclose()
 
     def queue_depth(self, pipeline: str) -> int:
-        queue = self._queues.get(pipeline)
-        return 0 if queue is None else queue.qsize()
+        return self._queues[pipeline].qsize() if pipeline in self._queues else 0
 
     def running(self) -> int:
         return len(self._tasks)
@@ -293,21 +290,25 @@ class RunService:
             self._end(run, None, "cancelled", "cancelled", None, row=handed)
             return self.get(run)
         task = self._tasks.get(run)
-        if task is not None:
+        if task is not None and task.cancel():  # not done: it has not ended yet
             self._cancelling.add(run)
-            task.cancel()
         return row
+
+    async def cancel_and_wait(self, run: str, timeout: float) -> RunRow:
+        """`cancel` the run, then answer it (see the module docstring)."""
+        row = self.cancel(run)
+        return await self.wait(run, timeout) if row.status == "running" else row
 
     def _not_added(self, run: str) -> None:
         """The group commit holding the add of `run` failed: it does not run, or no longer
         (its waiters get the add's `StateError`)."""
         self._adds.forget(run)
+        self.metrics.forget(run)  # its stop, if it had one, was not a run's
         self._added.pop(run, None)  # its worker finds no queued run to start
         self._handed.pop(run, None)
         task = self._tasks.get(run)
-        if task is not None:
+        if task is not None and task.cancel():
             self._cancelling.add(run)
-            task.cancel()
         else:
             self._signal(run)
 
@@ -536,17 +537,12 @@ class RunService:
         )
 
     async def _end_later(
-        self,
-        run: str,
-        live: LiveRun,
-        status: str,
-        reason: str,
-        body: JsonObject,
-        *,
-        row: RunRow,
+        self, run: str, live: LiveRun, status: str, reason: str, body: JsonObject, *, row: RunRow
     ) -> None:
         """`_end` a running run in the journals' next group commit (`finish_later`): its
-        waiters are told once that commit is made. A `StateError` is raised as `_end`'s."""
+        waiters are told once that commit is made. A `StateError` is raised as `_end`'s.
+        A cancel that came while that commit was made is too late for an end, not for a
+        pause: the paused run is then cancelled (`RunStore.cancel`)."""
         now = self._now()
         text = result_json(body)
         ending = self.store.finish_later(
@@ -558,7 +554,7 @@ class RunService:
             now=now,
             text=text,
         )
-        stored = Inbox.of(asyncio.get_running_loop()).future(ending)
+        stored, cancelled = Inbox.of(asyncio.get_running_loop()).future(ending), False
         while True:
             try:
                 written = await asyncio.shield(stored)
@@ -566,7 +562,11 @@ class RunService:
             except asyncio.CancelledError:
                 if run not in self._cancelling:
                     raise  # a shutdown: the group commit, or the store's close, writes it
-                self._cancelling.discard(run)  # a DELETE once it ended: too late
+                self._cancelling.discard(run)
+                cancelled = True
+        if cancelled and written and status == "paused" and self.store.cancel(run, now):
+            self._ended_as(run, live, "cancelled", "cancelled", None, text=None, row=row, at=now)
+            return
         self._ended_as(
             run, live, status, reason, body, text=text, row=row if written else None, at=now
         )

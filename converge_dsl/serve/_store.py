@@ -445,13 +445,13 @@ class RunStore:
         return write
 
     def cancel(self, run: str, now: float) -> bool:
-        """Cancel a queued or paused run at once (its journal removed with it); False if it
-        is in another state."""
+        """Cancel a queued or paused run at once (its journal removed with it, and a
+        pause's result: a cancelled run has none); False if it is in another state."""
         self._committed(run)
         with self._transaction() as db:
             cursor = db.execute(
-                "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', "
-                "updated = ? WHERE id = ? AND status IN ('queued', 'paused')",
+                "UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', result = NULL, "
+                "decisions = NULL, updated = ? WHERE id = ? AND status IN ('queued', 'paused')",
                 (now, run),
             )
             if cursor.rowcount == 1:

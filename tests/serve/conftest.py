@@ -3,8 +3,9 @@
 `Server(paths, state, *options)` starts `python -m converge_dsl serve ... --port 0`,
 waits (bounded) for the line saying where it listens, and is always stopped:
 `stop()` sends SIGTERM and waits, `kill()` sends SIGKILL (the crash tests).
-`in_process(state, limits, mcp=..., **config)` serves echo.yaml from a thread of the test's own
-process instead, for what `serve` does not expose (short bounds, either parser).
+`in_process(state, limits, mcp=..., **config)` serves echo.yaml (or `paths=`) from a thread
+of the test's own process instead, for what `serve` does not expose (short bounds, either
+parser, a state held at one moment).
 """
 
 from __future__ import annotations
@@ -184,17 +185,22 @@ def post_load(url: str, runs: int, gated: int) -> dict[str, str]:
 
 @contextlib.contextmanager
 def in_process(
-    state: Path, limits: HttpLimits, *, mcp: bool = False, **config: Any
+    state: Path,
+    limits: HttpLimits,
+    *,
+    mcp: bool = False,
+    paths: tuple[Path, ...] = (DATA / "echo.yaml",),
+    **config: Any,
 ) -> Iterator[str]:
-    """echo.yaml served on 127.0.0.1 by uvicorn on a thread of this process, with `limits`,
-    the MCP endpoint if `mcp`, and `config` (given to `uvicorn.Config`); its URL, until
-    the block ends."""
+    """`paths` (echo.yaml) served on 127.0.0.1 by uvicorn on a thread of this process, with
+    `limits`, the MCP endpoint if `mcp`, and `config` (given to `uvicorn.Config`); its URL,
+    until the block ends."""
     import uvicorn
 
     from converge_dsl.serve import ServeOptions, prepare
     from converge_dsl.serve._app import build_app
 
-    prepared = prepare(ServeOptions([DATA / "echo.yaml"], state=state))
+    prepared = prepare(ServeOptions(list(paths), state=state))
     endpoint = None
     if mcp:
         from converge_dsl.serve._mcp import McpEndpoint

@@ -9,7 +9,10 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -118,14 +121,18 @@ def test_a_cancel_racing_the_runs_end_answers_which_came_first(
 ) -> None:
     """DELETE of a run that is running answers the run once its task stopped: cancelled,
     or done when its end came first; it answered `running` at once, and the client
-    could not tell whether the cancel took."""
+    could not tell whether the cancel took. A run that pauses is cancelled however the
+    DELETE falls (`test_a_cancel_reaching_a_run_as_it_pauses_cancels_it`)."""
     url, headers = served
     with client(url, headers) as http:
-        for n in range(20):
-            run = http.post("/v1/pipelines/echo/runs", json={"inputs": {"text": "a"}}).json()
-            time.sleep(0.002 * (n % 10))  # some cancelled running, some once done
+        for n in range(40):
+            pipeline = ("echo", "gated")[n % 2]
+            inputs = {"text": "a"} if pipeline == "echo" else {}
+            run = http.post(f"/v1/pipelines/{pipeline}/runs", json={"inputs": inputs}).json()
+            time.sleep(0.002 * (n % 10))  # some cancelled running, some once done or paused
             answer = http.delete(f"/v1/runs/{run['id']}").json()
-            assert answer["status"] in ("cancelled", "done"), answer
+            ends = ("cancelled", "done") if pipeline == "echo" else ("cancelled",)
+            assert answer["status"] in ends, answer
             assert answer == http.get(f"/v1/runs/{run['id']}").json()
 
 
@@ -173,6 +180,7 @@ def test_cancel_a_paused_run(served: tuple[str, dict[str, str]], tmp_path: Path)
         cancelled = http.delete(f"/v1/runs/{paused['id']}").json()
         late = http.post(f"/v1/runs/{paused['id']}/decisions", json={"approve": ["s1"]})
     assert cancelled["status"] == "cancelled"
+    assert "result" not in cancelled  # a cancelled run has none: the pause's was kept
     assert late.status_code == 409
     assert late.json()["errors"][0]["message"].endswith("is cancelled, not paused for a decision")
     assert paused["id"] not in _journals(tmp_path / "state")  # removed with the cancel
@@ -765,3 +773,106 @@ def test_an_endpoint_that_returns_without_answering_is_a_json_500(
     assert answer.status_code == 500
     assert answer.json()["errors"][0]["code"] == "CD445"
     assert "the service answered nothing on POST /mcp" in caplog.text
+
+
+@contextlib.contextmanager
+def _pause_held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The write of a run's pause queued for the group commit only once a cancel of the
+    run was asked (`RunService.cancel` returned); the event is set once it is held."""
+    from converge_dsl.serve._service import RunService
+    from converge_dsl.serve._store import RunStore
+
+    finish_later, cancel = RunStore.finish_later, RunService.cancel
+    pausing, asked = threading.Event(), threading.Event()
+
+    def held(self: RunStore, run: str, **ending: Any) -> Future[bool]:
+        if ending["status"] != "paused":
+            return finish_later(self, run, **ending)
+        journals = self.checkpoints
+        queue_write = journals.queue_write
+
+        def later(*args: Any, **options: Any) -> None:
+            def queue() -> None:
+                asked.wait(30)
+                queue_write(*args, **options)
+
+            threading.Thread(target=queue, daemon=True).start()
+
+        journals.queue_write = later  # type: ignore[method-assign]
+        try:
+            return finish_later(self, run, **ending)
+        finally:
+            del journals.queue_write
+            pausing.set()
+
+    def cancelling(self: RunService, run: str) -> Any:
+        row = cancel(self, run)
+        asked.set()
+        return row
+
+    monkeypatch.setattr(RunStore, "finish_later", held)
+    monkeypatch.setattr(RunService, "cancel", cancelling)
+    yield pausing
+
+
+@pytest.mark.parametrize("via", ["DELETE", "cancelRun"])
+def test_a_cancel_reaching_a_run_as_it_pauses_cancels_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, via: str
+) -> None:
+    """A DELETE (or MCP cancelRun) that reached a run while its pause was being
+    committed was dropped: the answer said `paused` and the run stayed paused. A paused
+    run can still be cancelled: it is, its journal removed with it."""
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    state = tmp_path / "state"
+    paths = (DATA / "gated.yaml",)
+    with (
+        _pause_held(monkeypatch) as pausing,
+        in_process(state, HttpLimits(), mcp=True, paths=paths) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        run = http.post("/v1/pipelines/gated/runs").json()["id"]
+        assert pausing.wait(30)
+        if via == "DELETE":
+            answer = http.delete(f"/v1/runs/{run}")
+            assert answer.status_code == 200
+            status = answer.json()["status"]
+        else:
+            call = {"name": "cancelRun", "arguments": {"run": run}}
+            message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+            accept = {"Accept": "application/json, text/event-stream"}
+            text = http.post("/mcp", json=message, headers=accept).text
+            status = json.loads(text.split("data: ", 1)[1])["result"]["structuredContent"]["status"]
+        stored = http.get(f"/v1/runs/{run}").json()
+    assert status == "cancelled"
+    assert stored["status"] == "cancelled"
+    assert "result" not in stored
+    assert run not in _journals(state)
+
+
+def test_a_cancel_still_stopping_after_the_wait_is_202(tmp_path: Path) -> None:
+    """A DELETE whose run has not stopped within the wait answers 202 with the run still
+    `running`, as `?wait=true` does; it answered 200, as if the cancel had taken. The run
+    then stops cancelled."""
+    from converge_dsl.serve._app import HttpLimits
+
+    from .conftest import in_process
+
+    limits = HttpLimits(wait_s=0.0)  # over before the run's task can stop
+    with (
+        in_process(tmp_path / "state", limits, paths=(DATA / "slow.yaml",)) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        run = http.post("/v1/pipelines/slow/runs").json()["id"]
+        deadline = time.monotonic() + 10
+        while http.get(f"/v1/runs/{run}").json()["status"] != "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        answer = http.delete(f"/v1/runs/{run}")
+        while (stored := http.get(f"/v1/runs/{run}").json())["status"] == "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    assert (answer.status_code, answer.json()["status"]) == (202, "running")
+    assert stored["status"] == "cancelled"

@@ -451,6 +451,50 @@ def test_a_cancel_before_the_runs_task_first_ran_ends_it_and_keeps_the_worker(
     assert alive == [True]
 
 
+def test_a_cancel_between_a_runs_end_and_its_workers_next_step_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel landing once the run's task ended, before its worker took the task out
+    of the running ones: the run is answered as it ended; the id was kept among the runs
+    being cancelled for the life of the process."""
+    import asyncio
+
+    from converge_dsl.serve import RunService
+    from converge_dsl.serve._requests import RunRequest
+
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, redact=str)
+    execute, answers = RunService._execute, list[RunRow]()
+
+    async def then_cancelled(self: RunService, name: str, row: RunRow) -> None:
+        await execute(self, name, row)
+        # runs once this task is done, before its worker resumes
+        asyncio.get_running_loop().call_soon(lambda: answers.append(self.cancel(row.id)))
+
+    monkeypatch.setattr(RunService, "_execute", then_cancelled)
+
+    async def main() -> RunRow:
+        await service.start()
+        try:
+            run = service.submit("steady", RunRequest.of({"inputs": {"number": 1}}))
+            ended = await service.wait(run, 30.0)
+            for _ in range(100):  # its worker takes the task out
+                if not service._tasks:
+                    break
+                await asyncio.sleep(0)
+            return ended
+        finally:
+            await service.stop()
+
+    try:
+        ended = asyncio.run(main())
+    finally:
+        store.close()
+    assert ended.status == "done"
+    assert [answer.status for answer in answers] == ["done"]
+    assert service._cancelling == set()
+
+
 def test_a_run_handed_to_a_worker_finishes_once_when_the_service_starts_again(
     tmp_path: Path,
 ) -> None:
@@ -663,8 +707,9 @@ def test_a_run_whose_add_the_group_commit_fails_is_told_and_leaves_nothing(
     tmp_path: Path,
 ) -> None:
     """The group commit holding a run's add fails: `added` raises the `StateError`, the run
-    is not run (or no longer), nothing of it is stored; once the disk has room again the
-    next run is added and runs."""
+    is not run (or no longer), nothing of it is stored, and its metrics keep no start of it
+    (they kept it for the life of the process); once the disk has room again the next run
+    is added and runs."""
     import asyncio
 
     from converge_dsl.serve._requests import RunRequest
@@ -724,6 +769,7 @@ def test_a_run_whose_add_the_group_commit_fails_is_told_and_leaves_nothing(
         store.close()
     assert failed[0] not in ran
     assert (fourth.status, fourth.stop_reason) == ("done", "converged")
+    assert service.metrics._submitted == {}  # every run stopped or was never stored
 
 
 def test_an_add_that_cannot_be_queued_is_refused_by_submit(tmp_path: Path) -> None:
