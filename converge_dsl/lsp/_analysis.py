@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl._collector import quiet_collector
+from converge_dsl._file_kinds import OTHER_KINDS
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
@@ -43,7 +44,9 @@ def file_kind(text: str) -> str:
     """`Pipeline`, `ModelScript`, `PipelineTest`, `Pack` or `other`, from the file's top lines.
 
     A file that names converge-dsl's API (or a pipeline's kind) and no other
-    kind of ours is a pipeline, broken ones included, as `validate` reads a folder.
+    kind of ours is a pipeline, broken ones included, as `validate` reads a folder;
+    another kind of ours the server does not read (`_file_kinds.OTHER_KINDS`: an
+    evaluation, a run configuration) is `other`.
     """
     if "\r" in text:
         text = text.replace("\r", "\n")
@@ -54,6 +57,8 @@ def file_kind(text: str) -> str:
     kind = found.group(1) if found else None
     if kind in (SCRIPT, TEST, PACK):
         return kind
+    if kind in OTHER_KINDS:
+        return OTHER
     if kind == PIPELINE or _API.search(text) is not None:
         return PIPELINE
     return OTHER
