@@ -166,12 +166,14 @@ class LoadedDocument(Record):
         The span covers that line's text (block scalars start on the line after
         their key); with `needle`, only its first occurrence on that line. The
         front end locates template diagnostics with it, the compiler run-time
-        template errors. A scalar that folds its line breaks (plain, quoted,
-        `>`) over several lines of the file is read through `_folded_span`.
+        template errors. A scalar over several lines of the file whose value's lines
+        are not the file's is read through `_folded_span`: one that folds its line
+        breaks (plain, quoted, `>`), and a `|` block holding a U+2028 or U+2029 (a
+        line break of the file, a character of the value).
         """
         location = self.source_map.locate(path)
         span = location.span
-        if location.style != "|" and span.end_line > span.line:
+        if span.end_line > span.line and (location.style != "|" or self._keeps_breaks(path)):
             folded = self._folded_span(path, lineno or 1, needle)
             if folded is not None:
                 return folded
@@ -191,6 +193,11 @@ class LoadedDocument(Record):
             if found >= 0:
                 return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
         return SourceSpan(span.file, line, column, line, max(end, column + 1))
+
+    def _keeps_breaks(self, path: JsonPath) -> bool:
+        """Whether the string at `path` holds a line break of the file its value keeps."""
+        value = value_at(self.data, path)
+        return isinstance(value, str) and any(mark in value for mark in _KEPT)
 
     def _folded_span(self, path: JsonPath, lineno: int, needle: str | None) -> SourceSpan | None:
         """`template_span` of a scalar whose value's lines are not the file's.
