@@ -158,6 +158,16 @@ class LoadedDocument(Record):
                     return _whole(self.file, found, end - start)
         return None
 
+    def text_span(self, path: JsonPath, text: str, start: int, end: int) -> SourceSpan:
+        """`text[start:end]` of `text` (the value of the scalar at `path`) in the file:
+        aligned with the source (`offset_span`), else found on its line of the value
+        (`template_span`, which answers that line's span when it is not on it)."""
+        span = self.offset_span(path, text, start, end)
+        if span is not None:
+            return span
+        lineno = text.count("\n", 0, start) + 1
+        return self.template_span(path, lineno, text[start:end])
+
     def template_span(
         self, path: JsonPath, lineno: int | None, needle: str | None = None
     ) -> SourceSpan:
