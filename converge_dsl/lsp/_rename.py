@@ -96,9 +96,14 @@ def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path
         raise RenameRefused(f"{new_name!r} is a built-in key")
     if new_name != name and occurrences(subject, (kind, new_name)):
         raise RenameRefused(
-            f"{new_name!r} already names a {kind} here: the two would be one; pick another name"
+            f"{new_name!r} already names {_article(kind)} {kind} here: the two would be one;"
+            " pick another name"
         )
     by_file: dict[Path, list[Place]] = {}
     for place in occurrences(subject, (kind, name)):
         by_file.setdefault(place.path, []).append(place)
     return by_file
+
+
+def _article(kind: str) -> str:
+    return "an" if kind[:1] in "aeiou" else "a"

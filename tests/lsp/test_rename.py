@@ -189,6 +189,8 @@ async def test_a_name_already_taken_is_refused(session: Session, project: Path) 
     refused the pipeline (CD200, defined twice); a key renamed to another merged the two."""
     pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
     pipeline = pipeline.replace("keys:\n", "keys:\n  - name: requests\n")
+    pipeline = pipeline.replace("inputs:\n", "inputs:\n  inbox: {default: x}\n")
+    pipeline += "  - {name: any-strategy, class: acceptance, check: \"count('strategies') > 0\"}\n"
     (project / "typed.yaml").write_text(pipeline, encoding="utf-8")
     session.open("typed.yaml")
     identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
@@ -203,4 +205,9 @@ async def test_a_name_already_taken_is_refused(session: Session, project: Path) 
         await rename("name: escalate", 7, "summarise")
     with pytest.raises(JsonRpcException, match="'requests' already names a key here"):
         await rename("[tickets]", 1, "requests")
+    # "an", not "a", before a vowel: "already names a input" read wrong.
+    with pytest.raises(JsonRpcException, match="'inbox' already names an input here"):
+        await rename("  queue:", 3, "inbox")
+    with pytest.raises(JsonRpcException, match="'any-strategy' already names an invariant here"):
+        await rename("name: has-strategy", 7, "any-strategy")
     assert await rename("name: escalate", 7, "escalate") is not None  # its own name: no change
