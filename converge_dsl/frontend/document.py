@@ -4,7 +4,9 @@ The loader produces a `LoadedDocument`: plain JSON-like data (dicts, lists,
 str, int, float, bool, None) plus a `SourceMap` from JSON paths to where each
 node sits in the file. Later stages (schema, semantic checks, compiler) look
 up locations through the source map; they never re-read the file. `value_at` reads
-the value at a JSON path of the data (None where a step is missing).
+the value at a JSON path of the data (None where a step is missing). `OTHER_BREAKS`
+are YAML's line breaks besides `\n`, `\r\n` and `\r` (NEL, U+2028, U+2029): the one
+definition the loader's reload and the language server read.
 """
 
 from __future__ import annotations
@@ -237,8 +239,13 @@ class LoadedDocument(Record):
 
 
 _BLANK = frozenset(" \t\n\r")
-# YAML's line breaks a scalar's value keeps as written, where a source line ends.
-_KEPT = "\u2028\u2029"
+# YAML's line breaks besides "\n", "\r\n" and "\r": NEL, LS and PS (YAML 1.1's, which the
+# loader reads) each end a line of the file, where the language server's protocol and Jinja
+# count none.
+OTHER_BREAKS = "\x85\u2028\u2029"
+# Those a scalar's value keeps as written where a line of the file ends: not NEL, which the
+# value holds as "\n" (PyYAML reads it as one, as it reads "\r\n").
+_KEPT = OTHER_BREAKS.replace("\x85", "")
 
 
 def _whole(file: str, found: list[tuple[int, int]], length: int) -> SourceSpan | None:

@@ -25,7 +25,8 @@ from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
-from converge_dsl.lsp._positions import YAML_ONLY, YAML_ONLY_MARKS
+from converge_dsl.frontend.document import OTHER_BREAKS
+from converge_dsl.lsp._positions import YAML_ONLY
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import Check
@@ -50,7 +51,7 @@ def file_kind(text: str) -> str:
     """
     if "\r" in text:
         text = text.replace("\r", "\n")
-    if any(mark in text for mark in YAML_ONLY_MARKS):  # YAML's other breaks (`_positions`)
+    if any(mark in text for mark in OTHER_BREAKS):  # YAML's other breaks (`_positions`)
         text = YAML_ONLY.sub("\n", text)
     text = text.removeprefix("\ufeff")  # a byte order mark, which the loader drops
     found = _KIND.search(text)
