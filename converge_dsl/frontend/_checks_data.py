@@ -209,8 +209,6 @@ def _locate(facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str) 
     """The span of `needle` (`.field`, `['field']`, a literal, a bare field name) in the
     template, searched from its line `lineno` on (a folded scalar joins lines: then
     anywhere), mapped through the source map; the field name or the literal is marked."""
-    from converge_dsl.frontend._dataflow import text_span
-
     text = site.text
     if needle.startswith("."):
         pattern = rf"\.\s*(?P<mark>{re.escape(needle[1:])})(?!\w)"
@@ -226,7 +224,7 @@ def _locate(facts: PipelineFacts, site: TemplateSite, lineno: int, needle: str) 
     match = re.compile(pattern).search(text, start) or re.search(pattern, text)
     if match is None:
         return facts.document.template_span(site.path, lineno)
-    return text_span(facts.document, site.path, text, *match.span("mark"))
+    return facts.document.text_span(site.path, text, *match.span("mark"))
 
 
 def constant_data(facts: PipelineFacts) -> Iterator[Diagnostic]:

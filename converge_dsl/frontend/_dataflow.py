@@ -378,7 +378,7 @@ def read_span(
     if not matches:
         return doc.template_span(path, None)
     match = matches[min(nth, len(matches) - 1)]
-    return text_span(doc, path, text, *match.span("via" if read.key is None else "key"))
+    return doc.text_span(path, text, *match.span("via" if read.key is None else "key"))
 
 
 def word_span(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> SourceSpan:
@@ -386,14 +386,4 @@ def word_span(doc: LoadedDocument, path: JsonPath, text: str, word: str) -> Sour
     match = re.search(rf"(?<![\w.]){re.escape(word)}(?!\w)", text)
     if match is None:
         return doc.template_span(path, None)
-    return text_span(doc, path, text, *match.span())
-
-
-def text_span(doc: LoadedDocument, path: JsonPath, text: str, start: int, end: int) -> SourceSpan:
-    """`text[start:end]` of the template at `path` in the file: through the source map,
-    else found on its line (`LoadedDocument.template_span`)."""
-    span = doc.offset_span(path, text, start, end)
-    if span is not None:
-        return span
-    lineno = text.count("\n", 0, start) + 1
-    return doc.template_span(path, lineno, text[start:end])
+    return doc.text_span(path, text, *match.span())

@@ -46,12 +46,11 @@ from typing import Any
 from converge_dsl._pyyaml import yaml
 from converge_dsl.frontend._build import Builder
 from converge_dsl.frontend._marks import MAP, SEQ, MarkTree, NodeSourceMap
-from converge_dsl.frontend.document import LoadedDocument
+from converge_dsl.frontend.document import OTHER_BREAKS, LoadedDocument
 
 __all__ = ["reload"]
 
 _STAND_IN = "y"  # the key or item standing for the next token after the entry
-_OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
 
 Event = Any
 MappingEnd = yaml.events.MappingEndEvent
@@ -483,7 +482,7 @@ def _lines_plain(text: str) -> bool:
     counts them."""
     if "\r" in text and text.count("\r") != text.count("\r\n"):
         return False
-    return not any(mark in text for mark in _OTHER_BREAKS)
+    return not any(mark in text for mark in OTHER_BREAKS)
 
 
 def _line_offsets(text: str) -> list[int]:

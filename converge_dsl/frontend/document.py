@@ -4,7 +4,9 @@ The loader produces a `LoadedDocument`: plain JSON-like data (dicts, lists,
 str, int, float, bool, None) plus a `SourceMap` from JSON paths to where each
 node sits in the file. Later stages (schema, semantic checks, compiler) look
 up locations through the source map; they never re-read the file. `value_at` reads
-the value at a JSON path of the data (None where a step is missing).
+the value at a JSON path of the data (None where a step is missing). `OTHER_BREAKS`
+are YAML's line breaks besides `\n`, `\r\n` and `\r` (NEL, U+2028, U+2029): the one
+definition the loader's reload and the language server read.
 """
 
 from __future__ import annotations
@@ -158,6 +160,16 @@ class LoadedDocument(Record):
                     return _whole(self.file, found, end - start)
         return None
 
+    def text_span(self, path: JsonPath, text: str, start: int, end: int) -> SourceSpan:
+        """`text[start:end]` of `text` (the value of the scalar at `path`) in the file:
+        aligned with the source (`offset_span`), else found on its line of the value
+        (`template_span`, which answers that line's span when it is not on it)."""
+        span = self.offset_span(path, text, start, end)
+        if span is not None:
+            return span
+        lineno = text.count("\n", 0, start) + 1
+        return self.template_span(path, lineno, text[start:end])
+
     def template_span(
         self, path: JsonPath, lineno: int | None, needle: str | None = None
     ) -> SourceSpan:
@@ -166,12 +178,14 @@ class LoadedDocument(Record):
         The span covers that line's text (block scalars start on the line after
         their key); with `needle`, only its first occurrence on that line. The
         front end locates template diagnostics with it, the compiler run-time
-        template errors. A scalar that folds its line breaks (plain, quoted,
-        `>`) over several lines of the file is read through `_folded_span`.
+        template errors. A scalar over several lines of the file whose value's lines
+        are not the file's is read through `_folded_span`: one that folds its line
+        breaks (plain, quoted, `>`), and a `|` block holding a U+2028 or U+2029 (a
+        line break of the file, a character of the value).
         """
         location = self.source_map.locate(path)
         span = location.span
-        if location.style != "|" and span.end_line > span.line:
+        if span.end_line > span.line and (location.style != "|" or self._keeps_breaks(path)):
             folded = self._folded_span(path, lineno or 1, needle)
             if folded is not None:
                 return folded
@@ -191,6 +205,11 @@ class LoadedDocument(Record):
             if found >= 0:
                 return SourceSpan(span.file, line, found + 1, line, found + 1 + len(needle))
         return SourceSpan(span.file, line, column, line, max(end, column + 1))
+
+    def _keeps_breaks(self, path: JsonPath) -> bool:
+        """Whether the string at `path` holds a line break of the file its value keeps."""
+        value = value_at(self.data, path)
+        return isinstance(value, str) and any(mark in value for mark in _KEPT)
 
     def _folded_span(self, path: JsonPath, lineno: int, needle: str | None) -> SourceSpan | None:
         """`template_span` of a scalar whose value's lines are not the file's.
@@ -220,8 +239,13 @@ class LoadedDocument(Record):
 
 
 _BLANK = frozenset(" \t\n\r")
-# YAML's line breaks a scalar's value keeps as written, where a source line ends.
-_KEPT = "\u2028\u2029"
+# YAML's line breaks besides "\n", "\r\n" and "\r": NEL, LS and PS (YAML 1.1's, which the
+# loader reads) each end a line of the file, where the language server's protocol and Jinja
+# count none.
+OTHER_BREAKS = "\x85\u2028\u2029"
+# Those a scalar's value keeps as written where a line of the file ends: not NEL, which the
+# value holds as "\n" (PyYAML reads it as one, as it reads "\r\n").
+_KEPT = OTHER_BREAKS.replace("\x85", "")
 
 
 def _whole(file: str, found: list[tuple[int, int]], length: int) -> SourceSpan | None:

@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from converge_dsl._collector import quiet_collector
+from converge_dsl._file_kinds import OTHER_KINDS
 from converge_dsl._record import Record
 from converge_dsl.diagnostics import Diagnostic, best_first
 from converge_dsl.errors import PipelineInvalid
 from converge_dsl.frontend import LoadedDocument, PipelineFacts
-from converge_dsl.lsp._positions import YAML_ONLY, YAML_ONLY_MARKS
+from converge_dsl.frontend.document import OTHER_BREAKS
+from converge_dsl.lsp._positions import YAML_ONLY
 
 if TYPE_CHECKING:
     from converge_dsl.frontend import Check
@@ -43,17 +45,21 @@ def file_kind(text: str) -> str:
     """`Pipeline`, `ModelScript`, `PipelineTest`, `Pack` or `other`, from the file's top lines.
 
     A file that names converge-dsl's API (or a pipeline's kind) and no other
-    kind of ours is a pipeline, broken ones included, as `validate` reads a folder.
+    kind of ours is a pipeline, broken ones included, as `validate` reads a folder;
+    another kind of ours the server does not read (`_file_kinds.OTHER_KINDS`: an
+    evaluation, a run configuration) is `other`.
     """
     if "\r" in text:
         text = text.replace("\r", "\n")
-    if any(mark in text for mark in YAML_ONLY_MARKS):  # YAML's other breaks (`_positions`)
+    if any(mark in text for mark in OTHER_BREAKS):  # YAML's other breaks (`_positions`)
         text = YAML_ONLY.sub("\n", text)
     text = text.removeprefix("\ufeff")  # a byte order mark, which the loader drops
     found = _KIND.search(text)
     kind = found.group(1) if found else None
     if kind in (SCRIPT, TEST, PACK):
         return kind
+    if kind in OTHER_KINDS:
+        return OTHER
     if kind == PIPELINE or _API.search(text) is not None:
         return PIPELINE
     return OTHER

@@ -33,11 +33,12 @@ import re
 from lsprotocol import types as lsp
 
 from converge_dsl._json_text import without_lone_surrogates
+from converge_dsl.frontend.document import OTHER_BREAKS
 from converge_dsl.lsp._positions import code_point_column
 
 _LINE_BREAK = re.compile("(\r\n|\r|\n)")
 # Where `str.splitlines` ends a line and the protocol does not.
-_NOT_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_NOT_BREAKS = "\x0b\x0c\x1c\x1d\x1e" + OTHER_BREAKS
 # The words of the lines a file's kind is read from.
 _KIND_WORDS = ("kind", "apiVersion")
 

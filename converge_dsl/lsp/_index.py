@@ -3,8 +3,8 @@
 Everything is read from the analysis `validate` made (the facts' specs, key
 references, model references and template sites) and located through the
 loader's source map; a name inside a template or expression is located by
-aligning the template's value with its source (`LoadedDocument.offset_span`),
-else on its line of the template (`LoadedDocument.template_span`). A model script's
+`LoadedDocument.text_span`, as validate locates its findings there, and kept
+only where the file's text is the name. A model script's
 `match.suggestor` and a test file's invariants and inputs are read from those
 files loaded by the same loader.
 """
@@ -75,7 +75,9 @@ _PROPERTIES = re.compile(r"(?:[&!][^\s]*\s+)*")
 def mentions(
     document: LoadedDocument, facts: PipelineFacts, kind: str, name: str
 ) -> Iterator[tuple[JsonPath, SourceSpan]]:
-    """Each place a template or expression names `name` (of `kind`)."""
+    """Each place a template or expression names `name` (of `kind`) where the file writes
+    the name as it is: one written otherwise (`facts.t\\x69ckets` in a quoted string) is left
+    out, as no place of the file can be said to hold it."""
     patterns = mention_patterns(kind, name)
     if not patterns:
         return
@@ -83,22 +85,23 @@ def mentions(
         text = site.text
         for pattern in patterns:
             for match in pattern.finditer(text):
-                yield site.path, _mention_span(document, site.path, text, match)
+                span = document.text_span(site.path, text, match.start(1), match.end(1))
+                if _holds(document, span, name):
+                    yield site.path, span
 
 
-def _mention_span(
-    document: LoadedDocument, path: JsonPath, text: str, match: re.Match[str]
-) -> SourceSpan:
-    """Where the name of `match` (group 1) in the template `text` at `path` is written: its
-    characters aligned with the source (`offset_span`, whatever breaks its lines), else
-    found on its line of the value (`template_span`)."""
-    span = document.offset_span(path, text, match.start(1), match.end(1))
-    if span is not None:
-        return span
-    lineno = text.count("\n", 0, match.start(0)) + 1
-    whole = document.template_span(path, lineno, match.group(0))
-    start = whole.column + match.start(1) - match.start(0)
-    return SourceSpan(whole.file, whole.line, start, whole.line, start + len(match.group(1)))
+def _holds(document: LoadedDocument, span: SourceSpan, name: str) -> bool:
+    """Whether the file's text at `span` is `name` as a whole word (`text_span` answers a
+    line of the template when it does not find the name on it)."""
+    line = document.line(span.line)
+    start, end = span.column - 1, span.end_column - 1
+    if span.line != span.end_line or line[start:end] != name:
+        return False
+    return not (_word(line[start - 1 : start]) or _word(line[end : end + 1]))
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def places(

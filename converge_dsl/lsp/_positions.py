@@ -17,6 +17,7 @@ from lsprotocol import types as lsp
 
 from converge_dsl.diagnostics import JsonPath, SourceSpan
 from converge_dsl.frontend import LoadedDocument
+from converge_dsl.frontend.document import OTHER_BREAKS
 
 Point = tuple[int, int]  # (line, column), 1-based, code points: the loader's units
 
@@ -44,8 +45,7 @@ def code_point_column(line: str, character: int) -> int:
 
 # The protocol's line breaks; YAML also breaks lines on NEL, LS and PS (the loader's lines).
 _BREAK = re.compile("\r\n|\r|\n")
-YAML_ONLY_MARKS = ("\x85", "\u2028", "\u2029")
-YAML_ONLY = re.compile("[\x85\u2028\u2029]")
+YAML_ONLY = re.compile(f"[{OTHER_BREAKS}]")
 
 
 class Lines:
@@ -65,7 +65,7 @@ class Lines:
         self._starts: list[tuple[int, int]] | None = None
         self._first: list[int] = []  # each protocol line's first loader line (0-based)
         self._editor = editor
-        if not any(mark in text for mark in YAML_ONLY_MARKS):  # a search as fast as memchr
+        if not any(mark in text for mark in OTHER_BREAKS):  # a search as fast as memchr
             self.lines = editor  # the loader's lines, without their line breaks
             return
         self.lines, self._starts = [], []

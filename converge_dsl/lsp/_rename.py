@@ -5,9 +5,12 @@ finds (the pipeline's values and keys, the names inside its templates and
 expressions, its model scripts' `match.suggestor`, its tests' invariants and
 inputs): every other byte of each file, comments, anchors and quoting
 included, stays as it was. A built-in key cannot be renamed, and the new name
-must be one the schema accepts there (its pattern for that kind of name, the
-whole name matched: `validate` refuses any other) and not one already written
-for that kind (two suggestors, keys... would become one).
+must be one `validate` accepts there and not one already written for that kind
+(two suggestors, keys... would become one). Accepted: the schema's pattern for
+that kind of name, the whole name matched, and a name the loader reads back,
+written plain as the edits write it, as that same text (`read_back`): not one
+YAML 1.1 or 1.2 reads as a boolean, a number or null (`true`, `on`, `null`,
+`1.5`, `0o17`), which `validate` refuses (CD007, CD008, CD012, CD102, CD108).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 
+from converge_dsl.errors import PipelineInvalid
+from converge_dsl.frontend import load_text
 from converge_dsl.keys import BUILTIN_KEYS
 from converge_dsl.lsp._analysis import PIPELINE
 from converge_dsl.lsp._index import INPUT, INVARIANT, KEY, MODEL, SUGGESTOR, Place
@@ -39,6 +44,25 @@ def name_pattern(kind: str) -> re.Pattern[str]:
         INPUT: properties["inputs"]["propertyNames"],
     }[kind]["pattern"]
     return re.compile(pattern)
+
+
+def read_back(name: str) -> str | None:
+    """Why `name`, written as a plain YAML scalar, does not load as the text `name`; None when
+    it does. The loader's own rules say it (its scalars' checks: CD007, CD008...), so a
+    name is refused exactly when `validate` would refuse it or read it as another type."""
+    try:
+        data = load_text(f"- {name}\n", "name.yaml").data
+    except PipelineInvalid as refused:
+        first = refused.diagnostics[0]
+        return f"{first.message} ({first.code})"
+    value = data[0] if isinstance(data, list) and data else None
+    if value == name and isinstance(value, str):
+        return None
+    read = _READ_AS.get(type(value), "another type")
+    return f"YAML reads it as {read}, not as text"
+
+
+_READ_AS = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number"}
 
 
 class RenameRefused(Exception):
@@ -65,13 +89,21 @@ def rename(subject: Subject, position: lsp.Position, new_name: str) -> dict[Path
     (kind, name), _ = found
     if not name_pattern(kind).fullmatch(new_name):
         raise RenameRefused(f"{new_name!r} is not a valid {kind} name")
+    why = read_back(new_name)
+    if why is not None:
+        raise RenameRefused(f"{new_name!r} is not a valid {kind} name: {why}")
     if kind == KEY and new_name in BUILTIN_KEYS:
         raise RenameRefused(f"{new_name!r} is a built-in key")
     if new_name != name and occurrences(subject, (kind, new_name)):
         raise RenameRefused(
-            f"{new_name!r} already names a {kind} here: the two would be one; pick another name"
+            f"{new_name!r} already names {_article(kind)} {kind} here: the two would be one;"
+            " pick another name"
         )
     by_file: dict[Path, list[Place]] = {}
     for place in occurrences(subject, (kind, name)):
         by_file.setdefault(place.path, []).append(place)
     return by_file
+
+
+def _article(kind: str) -> str:
+    return "an" if kind[:1] in "aeiou" else "a"

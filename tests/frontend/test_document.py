@@ -3,7 +3,8 @@
 A scalar that folds its line breaks (plain, quoted, `>`) over several lines of
 the file has value lines that are not the file's: an unknown name on the
 second line of a folded prompt was shown on a blank line (`>` with an empty
-line), or on the scalar's first line (a plain scalar).
+line), or on the scalar's first line (a plain scalar). A `|` block is the same
+when it holds a U+2028 or U+2029: the file's line ends there, the value's does not.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ suggestors:
         ('"one\\n\n          two {{ faktz }}"\n', 13, 18),
         ("|\n          one\n          two {{ faktz }}\n", 14, 18),
         ("'{{ x }} {{ faktz }}'\n", 12, 30),
+        # A `|` block's U+2028 and U+2029 end a line of the file, not of the value (Jinja's):
+        # the name was shown on an earlier line.
+        ("|\n          one\u2028          two {{ faktz }}\n", 14, 18),
+        ("|\n          a\u2029\u2029          {{ x }}\n          two {{ faktz }}\n", 16, 18),
+        ("|\n          {{ x }}\u2028\n          two {{ faktz }}\n", 15, 18),
     ],
 )
 def test_an_unknown_name_is_located_on_its_own_line(scalar: str, line: int, column: int) -> None:

@@ -336,6 +336,23 @@ async def test_a_pipeline_edited_into_another_file_takes_its_findings_back(
     assert await session.diagnostics("broken.script.yaml", None) == []
 
 
+EVALUATION = Path(__file__).parents[2] / "pipelines" / "support-triage" / "triage.eval.yaml"
+RUN_CONFIG = "apiVersion: converge-dsl/v1\nkind: RunConfig\ncache:\n  mode: read-write\n"
+
+
+async def test_an_evaluation_or_a_run_configuration_is_not_checked_as_a_pipeline(
+    session: Session,
+) -> None:
+    """The shipped evaluation file and a run configuration (kinds `validate` does not take
+    for pipelines) showed a pipeline's errors: CD101, CD103, CD100 on every field."""
+    session.open("triage.eval.yaml", EVALUATION.read_text(encoding="utf-8"))
+    session.open("dev.run.yaml", RUN_CONFIG)
+    session.open("broken.yaml")  # checked after them (one worker): its findings come last
+    assert await session.diagnostics("broken.yaml", 1)
+    assert session.client.diagnostics.get(session.uri("triage.eval.yaml"), []) == []
+    assert session.client.diagnostics.get(session.uri("dev.run.yaml"), []) == []
+
+
 async def test_a_model_script_not_utf8_shows_the_bad_byte_where_it_is(
     session: Session, project: Path
 ) -> None:

@@ -65,3 +65,31 @@ async def test_references_and_renames_land_on_the_name_whatever_breaks_the_lines
     assert edit.changes is not None
     edits = edit.changes[session.uri("typed.yaml")]
     assert [_written(pipeline, e.range) for e in edits] == ["tickets"] * 5
+
+
+async def test_a_name_written_with_an_escape_is_not_given_a_guessed_place(
+    session: Session, project: Path
+) -> None:
+    """A key written `facts.t\\x69ckets` in a quoted template, after a U+2028, was given a
+    reference (and a rename's edit) on `ate\u2028 {{`, a column guessed on the wrong line;
+    a place the file's text does not show the name at is left out."""
+    pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
+    template = "\"Escalate {{ facts.tickets | selectattr('data.category', 'eq', 'billing') "
+    template += '| list | length }} tickets"'
+    escaped = '"Escalate\u2028 {{ facts.t\\x69ckets | length }} {{ facts.tickets }}"'
+    pipeline = pipeline.replace(template, escaped)
+    session.open("typed.yaml", pipeline)
+    assert await session.diagnostics("typed.yaml", 1) == []
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+    position = lsp.Position(8, 11)  # keys[0].name: tickets
+    found = await session.client.text_document_references_async(
+        lsp.ReferenceParams(
+            context=lsp.ReferenceContext(include_declaration=True),
+            text_document=identifier,
+            position=position,
+        )
+    )
+    assert found is not None
+    mine = [loc.range for loc in found if loc.uri == session.uri("typed.yaml")]
+    # The declaration, the seed, the dependency and `count('tickets')`, each on the name.
+    assert [_written(pipeline, where) for where in mine] == ["tickets"] * 4

@@ -154,11 +154,43 @@ async def test_a_new_name_is_one_validate_accepts_for_its_kind(session: Session)
     assert await rename("name: summarise", 7, "sum.marise-2") == "renamed"
 
 
+# New names the schema's pattern accepts and YAML does not read back as that text: each was
+# written plain, and `validate` then refused the files (CD108, CD102, CD007, CD008, CD012).
+NOT_TEXT = (
+    ("name: summarise", 7, ("123", "1.5", "true", "null", "on", "yes", "0x1f", "1_000", "0o17")),
+    ("name: summarise", 7, ("1e3", "1.", "0b11")),
+    ("  default:", 3, ("True", "NULL", "Off", "1.5", "007")),
+    ("  queue:", 3, ("null", "True", "on", "Yes")),
+    ("[tickets]", 1, ("on", "off", "yes", "no", "null", "true")),
+    ("name: has-strategy", 7, ("1", "1.1", "no")),
+)
+
+
+async def test_a_new_name_yaml_reads_as_another_type_is_refused(session: Session) -> None:
+    session.open("typed.yaml")
+    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
+    for needle, offset, names in NOT_TEXT:
+        position = session.position("typed.yaml", needle, offset)
+        for new in names:
+            with pytest.raises(JsonRpcException, match=r"is not a valid \w+ name: ") as refused:
+                await session.client.text_document_rename_async(
+                    lsp.RenameParams(text_document=identifier, position=position, new_name=new)
+                )
+            assert repr(new) in str(refused.value)
+    position = session.position("typed.yaml", "name: summarise", 7)
+    for new in ("summarise_2", "v1.5-b", "2001-12-14", "x1e3"):  # text in YAML 1.1 and 1.2 alike
+        assert await session.client.text_document_rename_async(
+            lsp.RenameParams(text_document=identifier, position=position, new_name=new)
+        )
+
+
 async def test_a_name_already_taken_is_refused(session: Session, project: Path) -> None:
     """A suggestor renamed to another's name was written: the two were one, and `validate`
     refused the pipeline (CD200, defined twice); a key renamed to another merged the two."""
     pipeline = (project / "typed.yaml").read_text(encoding="utf-8")
     pipeline = pipeline.replace("keys:\n", "keys:\n  - name: requests\n")
+    pipeline = pipeline.replace("inputs:\n", "inputs:\n  inbox: {default: x}\n")
+    pipeline += "  - {name: any-strategy, class: acceptance, check: \"count('strategies') > 0\"}\n"
     (project / "typed.yaml").write_text(pipeline, encoding="utf-8")
     session.open("typed.yaml")
     identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
@@ -173,4 +205,9 @@ async def test_a_name_already_taken_is_refused(session: Session, project: Path) 
         await rename("name: escalate", 7, "summarise")
     with pytest.raises(JsonRpcException, match="'requests' already names a key here"):
         await rename("[tickets]", 1, "requests")
+    # "an", not "a", before a vowel: "already names a input" read wrong.
+    with pytest.raises(JsonRpcException, match="'inbox' already names an input here"):
+        await rename("  queue:", 3, "inbox")
+    with pytest.raises(JsonRpcException, match="'any-strategy' already names an invariant here"):
+        await rename("name: has-strategy", 7, "any-strategy")
     assert await rename("name: escalate", 7, "escalate") is not None  # its own name: no change
