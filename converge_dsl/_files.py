@@ -31,7 +31,8 @@ O_NOFOLLOW` under a name no one can plant in advance (a planted link or hard
 link at a fixed temporary name is never opened), its mode set with `fchmod`
 on the descriptor (never a `chmod` that would follow a link), written,
 fsynced and renamed over the target (`replace_output`: an output `open_output`
-checked, written whole at the command's end). `open_lock` opens a lock file the same
+checked, written whole at the command's end, or in place when its folder refuses
+the temporary file). `open_lock` opens a lock file the same
 way `open_output` opens an output: never through a link, never a FIFO, a
 device or a file with several hard links. `create_new` creates a file that
 must not exist (`init`, a new key). `jsonl_lines` splits JSON Lines on `\n`
@@ -421,31 +422,68 @@ def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
     """Replace the output `path`, which `stream` (from `open_output`) is open on, by
     `text`, whole or not at all (`replace_file`, keeping the file's mode).
 
-    A failure at any step (a full disk at a late write, at fsync or close, the
-    rename) is an `OutputError` naming `name`; `path` is as it was.
+    When the folder refuses the temporary file or its rename (a read-only or a
+    sticky folder, a name too long for the temporary's), the file, which was
+    checked and opened, is written in place through `stream`'s descriptor:
+    truncated, written, fsynced. A failure at any step (a full disk at a late
+    write, at fsync or close, the rename) is an `OutputError` naming `name`;
+    `path` is as it was, unless the failure cut short a write in place.
     """
+    data = text.encode("utf-8", OUTPUT_ERRORS)
+    fd = stream.fileno()
     try:
-        mode = os.fstat(stream.fileno()).st_mode & 0o7777
-        replace_file(path, text.encode("utf-8", OUTPUT_ERRORS), mode=mode)
+        try:
+            replace_file(path, data, mode=os.fstat(fd).st_mode & 0o7777)
+            return
+        except OSError as exc:
+            if exc.errno not in _FOLDER_REFUSES:
+                raise
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise OutputError(
-            f"cannot write {name}: {reason}; nothing was written, the file is as it was",
-            hint="free space, or write to another file",
-        ) from None
+        raise _output_failure(name, exc, "nothing was written, the file is as it was") from None
+    try:
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(fd, view, len(data) - len(view)) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise _output_failure(name, exc, "the file was written in place and is cut short") from None
+
+
+# The folder of an output refuses a file made or renamed in it: the output is written in place.
+_FOLDER_REFUSES = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG})
+
+
+def _output_failure(name: str, exc: OSError, state: str) -> OutputError:
+    """The `OutputError` of a failed output write, its hint chosen by what failed."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        hint = "free space, or write to another file"
+    elif exc.errno in _FOLDER_REFUSES:
+        hint = "write to a file in a folder you can write to"
+    else:
+        hint = "check the disk, or write to another file"
+    return OutputError(f"cannot write {name}: {reason}; {state}", hint=hint)
 
 
 def _fresh(path: Path) -> tuple[int, Path]:
-    """A new temporary file beside `path`: its descriptor and its path."""
+    """A new temporary file beside `path`: its descriptor and its path (`path`'s name cut
+    so that the temporary's fits where `path`'s does)."""
     import secrets  # here: hmac, hashlib and random cost `validate`, which writes nothing
 
+    base = os.fsdecode(os.fsencode(path.name)[:_TEMP_BASE_BYTES])
     for _ in range(_TEMP_ATTEMPTS):
-        temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+        temp = path.with_name(f".{base}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
         try:
             return create_new(temp, 0o666), temp
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no fresh temporary name", str(path.parent))
+
+
+# The bytes of a target's name kept in its temporary's (NAME_MAX is 255; the rest of the
+# temporary's name, a pid and a random part, takes up to 33).
+_TEMP_BASE_BYTES = 200
 
 
 def open_lock(path: Path) -> int:

@@ -335,3 +335,71 @@ def test_a_device_that_refuses_the_output_is_named(tmp_path: Path, output: str) 
     assert done.returncode == 1
     first = done.stderr.splitlines()[0]
     assert first.startswith(f"error[CD361]: cannot write {argv[-1]} '/dev/full': "), first
+
+
+_AS_USER = (
+    "setpriv",
+    "--bounding-set=-dac_override,-dac_read_search,-fowner,-chown",
+    "--inh-caps=-dac_override,-dac_read_search,-fowner,-chown",
+)
+
+
+def _as_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """`argv` run as a user without the powers to bypass file permissions (root less its
+    capabilities, under setpriv, or the user the tests run as)."""
+    import os
+    import shutil
+
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: permissions cannot be checked")
+    prefix = list(_AS_USER) if os.geteuid() == 0 else []
+    command = [*prefix, sys.executable, "-m", "converge_dsl", *argv]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("folder", ["read-only", "sticky"])
+def test_a_writable_output_in_a_folder_that_refuses_new_files_is_written_in_place(
+    tmp_path: Path, folder: str
+) -> None:
+    """A writable output in a read-only folder (or another's file in a sticky shared
+    folder) failed at the end, 'cannot write graph ...: Permission denied' (exit 1), with
+    the hint 'free space': its temporary file could not be made or renamed there."""
+    import os
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    output = shared / "g.json"
+    output.write_text("")
+    output.chmod(0o666)
+    if folder == "read-only":
+        shared.chmod(0o555)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("another user's file needs root to make")
+        os.chown(output, 1000, 1000)
+        os.chown(shared, 1001, 1001)
+        shared.chmod(0o1777)
+    try:
+        done = _as_user(["graph", PIPELINE, "--format", "json", "-o", str(output)])
+    finally:
+        shared.chmod(0o755)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert isinstance(json.loads(output.read_text()), dict)
+    assert sorted(p.name for p in shared.iterdir()) == ["g.json"]
+
+
+def test_an_output_with_a_long_name_is_replaced(tmp_path: Path) -> None:
+    """A 250-byte name failed at the end ('File name too long'): the temporary file's name
+    added 26 characters to it."""
+    output = tmp_path / ("g" * 245 + ".json")
+    output.write_text("")
+    argv = ["graph", PIPELINE, "--format", "json", "-o", str(output)]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert isinstance(json.loads(output.read_text()), dict)
+    assert [p.name for p in tmp_path.iterdir()] == [output.name]
