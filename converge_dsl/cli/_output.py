@@ -11,10 +11,11 @@ written is said at once rather than after an evaluation's model calls:
   baseline) is refused, naming it: the output would overwrite it;
 - `/dev/stdout` (and its other names, `/dev/fd/1`, `/proc/self/fd/1`) is the
   command's standard output, whatever it is (`-o /dev/stdout > FILE`: a link to a
-  file, which no other output may be written through);
-- a path that is the very file one of the command's own streams is open on
-  (the same device and inode as its descriptor: `-o /dev/stderr 2> FILE`,
-  `-o /proc/self/fd/2`, `-o FILE > FILE`) is written through that stream;
+  file, which no other output may be written through); `/dev/stderr` (`/dev/fd/2`,
+  `/proc/self/fd/2`) is its standard error, even when both are one terminal;
+- a path that is the very regular file or pipe one of the command's own streams
+  is open on (the same device and inode as its descriptor: `-o FILE > FILE`) is
+  written through that stream;
 - a character device or a pipe (`-o /dev/null`, a terminal), links to one
   included, is written as it is, as standard output would be;
 - any other file is opened by the one output opener (`_files.open_output`):
@@ -131,6 +132,8 @@ def output_stream(
     for read, name in reads:
         if same_file(path, Path(read)):
             raise _would_overwrite(option, str(path), name)
+    if str(path) in _STANDARD_ERROR:
+        return io.stderr, None
     own = _own_stream(path, (io.stdout, io.stderr))
     if own is not None:
         return own, None
@@ -186,8 +189,9 @@ def shown(path: Path) -> str:
     return text if text.isprintable() else repr(text)
 
 
-# The names of standard output an `-o` may give.
+# The names of standard output and standard error an output may give.
 _STANDARD_OUTPUT = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+_STANDARD_ERROR = frozenset({"/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"})
 
 
 def _would_overwrite(option: str, target: str, name: str) -> UsageError:
@@ -213,11 +217,15 @@ def _refuse_stream_read(
 
 
 def _own_stream(path: Path, streams: Sequence[IO[str]]) -> IO[str] | None:
-    """The first of `streams` whose open descriptor is the file `path` names (links
-    followed: `/dev/stderr` is the file standard error was redirected to), else None."""
+    """The first of `streams` whose open descriptor is the file or pipe `path` names
+    (links followed: `/proc/PID/fd/2` is the file standard error was redirected to), else
+    None. A character device (a terminal, `/dev/null`) is no stream's own: both streams
+    may be open on it, and it is written as it is."""
     try:
         named = path.stat()
     except (OSError, ValueError):
+        return None
+    if stat.S_ISCHR(named.st_mode):
         return None
     return next((s for s in streams if _opened_file(s) == (named.st_dev, named.st_ino)), None)
 

@@ -403,3 +403,41 @@ def test_an_output_with_a_long_name_is_replaced(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (0, "")
     assert isinstance(json.loads(output.read_text()), dict)
     assert [p.name for p in tmp_path.iterdir()] == [output.name]
+
+
+def test_run_writes_its_trace_to_standard_error_on_the_terminal_standard_output_shares() -> None:
+    """In a terminal, `run --format json --trace /dev/stderr` was refused (CD336, 'is
+    standard output'): standard output and standard error are one terminal, and the trace
+    was matched to standard output first."""
+    import shlex
+    import shutil
+
+    if shutil.which("script") is None:
+        pytest.skip("no script(1) to give the command a terminal")
+    argv = [sys.executable, "-m", "converge_dsl", "run", PIPELINE, *FORMAT_JSON]
+    command = shlex.join([*argv, "--trace", "/dev/stderr"])
+    done = subprocess.run(
+        ["script", "-qec", command, "/dev/null"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout
+    assert "CD336" not in done.stdout
+    assert '"stop_reason": "converged"' in done.stdout
+
+
+def test_run_writes_its_trace_to_dev_null_when_standard_output_is_dev_null(
+    tmp_path: Path,
+) -> None:
+    """`run --format json --trace /dev/null > /dev/null` was refused (CD336): the device
+    both name was taken for standard output."""
+    report = tmp_path / "r.html"
+    argv = [*FORMAT_JSON, "--trace", "/dev/null", "--report", str(report)]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "CD336" not in done.stderr
+    assert report.read_text().startswith("<!DOCTYPE html>")
