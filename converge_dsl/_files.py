@@ -383,20 +383,31 @@ def create_new(path: Path, mode: int = 0o666) -> int:
 
 
 def replace_file(
-    path: Path, data: bytes, *, mode: int | None = None, sync_folder: bool = False
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    owner: tuple[int, int] | None = None,
+    sync_folder: bool = False,
 ) -> None:
     """Replace `path` by a file holding `data`, atomically; raises `OSError`.
 
     The temporary file is `.NAME.<pid>.<random>.tmp` in `path`'s folder,
     created with `O_EXCL | O_NOFOLLOW` (so nothing planted is written
-    through), given `mode` with `fchmod` (default: 0666 less the umask),
-    written whole, fsynced and renamed over `path` (a link at `path` is
-    replaced, not followed). With `sync_folder` the folder is fsynced too. On
-    any failure the temporary file is removed and `path` is as it was.
+    through), given `owner` (uid, gid) with `fchown` when it is not already
+    its (`EPERM` when it cannot be) and `mode` with `fchmod` (default: 0666
+    less the umask), written whole, fsynced and renamed over `path` (a link
+    at `path` is replaced, not followed). With `sync_folder` the folder is
+    fsynced too. On any failure the temporary file is removed and `path` is
+    as it was.
     """
     fd, temp = _fresh(path)
     try:
         try:
+            if owner is not None:
+                made = os.fstat(fd)
+                if (made.st_uid, made.st_gid) != owner:
+                    os.fchown(fd, *owner)
             if mode is not None:
                 os.fchmod(fd, mode)
             view = memoryview(data)
@@ -420,10 +431,11 @@ def replace_file(
 
 def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
     """Replace the output `path`, which `stream` (from `open_output`) is open on, by
-    `text`, whole or not at all (`replace_file`, keeping the file's mode).
+    `text`, whole or not at all (`replace_file`, keeping the file's mode, owner and group).
 
     When the folder refuses the temporary file or its rename (a read-only or a
-    sticky folder, a name too long for the temporary's), the file, which was
+    sticky folder, a name too long for the temporary's), or the temporary file
+    cannot be given the file's owner and group, the file, which was
     checked and opened, is written in place through `stream`'s descriptor:
     truncated, written, fsynced. A failure at any step (a full disk at a late
     write, at fsync or close, the rename) is an `OutputError` naming `name`;
@@ -433,7 +445,9 @@ def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
     fd = stream.fileno()
     try:
         try:
-            replace_file(path, data, mode=os.fstat(fd).st_mode & 0o7777)
+            info = os.fstat(fd)
+            owner = (info.st_uid, info.st_gid)
+            replace_file(path, data, mode=info.st_mode & 0o7777, owner=owner)
             return
         except OSError as exc:
             if exc.errno not in _FOLDER_REFUSES:

@@ -441,3 +441,36 @@ def test_run_writes_its_trace_to_dev_null_when_standard_output_is_dev_null(
     assert done.returncode == 0, done.stderr
     assert "CD336" not in done.stderr
     assert report.read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("can_chown", [True, False])
+def test_a_replaced_output_keeps_its_owner_and_group(tmp_path: Path, can_chown: bool) -> None:
+    """A 1000:1000 output replaced by root became root:root (only its mode was kept); one
+    whose owner cannot be given back is written in place."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("another user's file needs root to make")
+    output = tmp_path / "g.json"
+    output.write_text("")
+    os.chown(output, 1000, 1000)
+    output.chmod(0o666 if not can_chown else 0o640)
+    argv = ["graph", PIPELINE, "--format", "json", "-o", str(output)]
+    if can_chown:
+        done = subprocess.run(
+            [sys.executable, "-m", "converge_dsl", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    else:
+        done = _as_user(argv)
+    assert (done.returncode, done.stderr) == (0, "")
+    info = output.stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (
+        1000,
+        1000,
+        0o640 if can_chown else 0o666,
+    )
+    assert isinstance(json.loads(output.read_text()), dict)
+    assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
