@@ -156,25 +156,21 @@ def _close(device: IO[str]) -> None:
 
 
 def sink_stream(
-    io: CommandIO,
-    path: Path | None,
-    option: str,
-    closing: contextlib.ExitStack,
-    *,
-    document: bool,
+    io: CommandIO, path: Path | None, option: str, closing: contextlib.ExitStack
 ) -> IO[str] | None:
     """The stream a run's output `path` (`--trace`, `--report`) is written through
     (`output_stream`; one opened here is closed by `closing`), else None (a file, which
-    its sink opens). Standard output is refused when it holds the run's `document`."""
+    its sink opens). Standard output is refused, whatever the format: it holds the run's
+    result (the run-result document, or the human result)."""
     found = None if path is None else output_stream(io, path, option)
     if found is None:
         return None
     stream, opened = found
     if opened is not None:
         closing.callback(_close, opened)
-    if stream is io.stdout and document:
+    if stream is io.stdout:
         raise UsageError(
-            f"{option} {str(path)!r} is standard output, which holds the run-result document",
+            f"{option} {str(path)!r} is standard output, which holds the run's result",
             hint=f"give {option} a file, or /dev/stderr",
             code=codes.OUTPUT_REFUSED,
         )

@@ -471,16 +471,15 @@ def _sinks(
     from converge_dsl.cli._output import shown, sink_stream
     from converge_dsl.runtime import ListenerSink, RecordSink, ReportSink, TraceSink
 
-    document = args.format == "json"  # standard output holds the run-result document
     sinks: list[Any] = []
-    trace = sink_stream(io, args.trace, "--trace", closing, document=document)
+    trace = sink_stream(io, args.trace, "--trace", closing)
     if args.report is not None:
         sinks.append(
             ReportSink(
                 args.report,
                 trace=args.trace if trace is None else None,  # a stream is not read back
                 on_written=lambda path: io.stderr.write(f"report written to {shown(path)}\n"),
-                stream=sink_stream(io, args.report, "--report", closing, document=document),
+                stream=sink_stream(io, args.report, "--report", closing),
             )
         )
     if args.trace is not None:

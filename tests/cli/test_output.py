@@ -474,3 +474,18 @@ def test_a_replaced_output_keeps_its_owner_and_group(tmp_path: Path, can_chown: 
     )
     assert isinstance(json.loads(output.read_text()), dict)
     assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
+
+
+@pytest.mark.parametrize("option", ["--trace", "--report"])
+def test_human_run_refuses_an_output_on_standard_output(option: str) -> None:
+    """`run --trace /dev/stdout` (or --report) without --format json was accepted, and
+    standard output mixed the human result with the trace's JSON or the report's HTML."""
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, option, "/dev/stdout"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert done.stderr.startswith(f"error[CD336]: {option} '/dev/stdout' is standard output")
+    assert done.stdout == ""
