@@ -45,7 +45,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -462,6 +462,43 @@ def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
         os.fsync(fd)
     except OSError as exc:
         raise _output_failure(name, exc, "the file was written in place and is cut short") from None
+
+
+class WholeOutput:
+    """An output file `whole_output` opened, which `write` replaces whole, once."""
+
+    __slots__ = ("_stream", "name", "path", "written")
+
+    def __init__(self, stream: IO[str], path: Path, name: str) -> None:
+        self._stream = stream
+        self.path = path
+        self.name = name
+        self.written = False
+
+    def write(self, text: str) -> None:
+        """Replace the file by `text`, whole or not at all (`replace_output`)."""
+        replace_output(self._stream, self.path, text, self.name)
+        self.written = True
+
+
+@contextlib.contextmanager
+def whole_output(
+    path: Path, option: str, what: str, *, recognise: Callable[[bytes], bool]
+) -> Iterator[WholeOutput]:
+    """The output `path`, opened and checked by `open_output` (`UsageError`), to be
+    replaced whole by its `write`. A file the opener made and that was never written
+    (the work failed, was interrupted by a Ctrl-C, or found nothing to write) is
+    removed again: the one way a whole output (`-o`, a report page) is written."""
+    existed = os.path.lexists(path)
+    stream = open_output(path, option, what, recognise=recognise, append=True)
+    output = WholeOutput(stream, path, f"{what} {str(path)!r}")
+    try:
+        with stream:
+            yield output
+    finally:
+        if not existed and not output.written:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 # The folder of an output refuses a file made or renamed in it: the output is written in place.

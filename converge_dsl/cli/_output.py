@@ -44,9 +44,9 @@ from converge_dsl import codes
 from converge_dsl._files import (
     OUTPUT_ERRORS,
     CheckedStream,
-    open_output,
-    replace_output,
+    WholeOutput,
     same_file,
+    whole_output,
 )
 from converge_dsl.errors import UsageError
 
@@ -57,23 +57,18 @@ if TYPE_CHECKING:
 class CommandOutput:
     """Where a command's output goes: the `-o` file, or standard output (`path` None)."""
 
-    def __init__(
-        self, stdout: IO[str], path: Path | None, stream: IO[str] | None, what: str = "output"
-    ) -> None:
+    def __init__(self, stdout: IO[str], whole: WholeOutput | None = None) -> None:
         self._stdout = stdout
-        self.path = path
-        self._stream = stream
-        self._what = what
-        self.written = False
+        self._whole = whole
+        self.path = None if whole is None else whole.path
 
     def write(self, text: str) -> None:
         """Write the command's whole output (once), replacing what the file held: whole
-        or not at all (`_files.replace_output`)."""
-        if self._stream is None or self.path is None:
+        or not at all (`_files.whole_output`)."""
+        if self._whole is None:
             self._stdout.write(text)
             return
-        replace_output(self._stream, self.path, text, f"{self._what} {str(self.path)!r}")
-        self.written = True
+        self._whole.write(text)
 
 
 @contextlib.contextmanager
@@ -93,28 +88,20 @@ def command_output(
     """
     stdout = io.stdout
     if path is None or str(path) == "":
-        yield CommandOutput(stdout, None, None)
+        yield CommandOutput(stdout)
         return
     target = Path(path)
     found = output_stream(io, target, option, reads)
     if found is not None:
         stream, opened = found
         try:
-            yield CommandOutput(stream, None, None)
+            yield CommandOutput(stream)
         finally:
             if opened is not None:
                 _close(opened)
         return
-    existed = os.path.lexists(target)
-    stream = open_output(target, option, what, recognise=recognise, append=True)
-    output = CommandOutput(stdout, target, stream, what)
-    try:
-        with stream:
-            yield output
-    finally:
-        if not existed and not output.written:
-            with contextlib.suppress(OSError):
-                target.unlink()
+    with whole_output(target, option, what, recognise=recognise) as whole:
+        yield CommandOutput(stdout, whole)
 
 
 def output_stream(
