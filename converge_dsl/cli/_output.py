@@ -165,11 +165,11 @@ def sink_stream(
 
 
 def shown(path: Path) -> str:
-    """`path` as a line naming it shows it: as it is, or quoted with escapes when it holds
-    a line break, a control or bidi character or an undecodable byte (a name cannot
-    split the line or drive the terminal)."""
-    text = str(path)
-    return text if text.isprintable() else repr(text)
+    """`path` as a line naming it shows it: as a diagnostic's location does
+    (`diagnostics.one_line`), so a name cannot split the line or drive the terminal."""
+    from converge_dsl.diagnostics import one_line
+
+    return one_line(str(path))
 
 
 # The names of standard output and standard error an output may give.

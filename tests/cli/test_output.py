@@ -303,7 +303,8 @@ def test_a_line_naming_a_written_file_cannot_be_split_or_drive_the_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`report` ('wrote FILE') and `run --report` ('report written to FILE') printed the
-    name raw: a line break split the line, an escape sequence coloured the terminal."""
+    name raw: a line break split the line, an escape sequence coloured the terminal; then
+    quoted it by a rule of its own, not as a diagnostic's location names a file."""
     import io
 
     from converge_dsl.cli import run
@@ -313,10 +314,10 @@ def test_a_line_naming_a_written_file_cannot_be_split_or_drive_the_terminal(
     Path(trace).write_text(Path(_trace(tmp_path)).read_text())
     out = io.StringIO()
     assert run(["report", trace], out, io.StringIO(), {}) == 0
-    assert out.getvalue().startswith("wrote 't\\x1b[31m\\n.html' (")
+    assert out.getvalue().startswith("wrote t\\x1b[31m\\n.html (")
     err = io.StringIO()
     assert run(["run", PIPELINE, "-q", "--report", "r\x1b[0m.html"], io.StringIO(), err, {}) == 0
-    assert err.getvalue() == "report written to 'r\\x1b[0m.html'\n"
+    assert err.getvalue() == "report written to r\\x1b[0m.html\n"
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
