@@ -31,7 +31,10 @@ whatever the command would have returned, never a silently shorter output.
 
 from __future__ import annotations
 
-import _signal  # type: ignore[import-not-found]  # no stub: `signal` re-exports it
+try:
+    import _signal  # type: ignore[import-not-found]  # no stub: `signal` re-exports it
+except ImportError:  # an interpreter without the C module: the module that wraps it
+    import signal as _signal
 import argparse
 import contextlib
 import errno
@@ -67,7 +70,11 @@ class _EntryPoint:
         self.held = 0
 
     def hold(self, number: int, frame: object) -> None:
+        """Hold a first Ctrl-C; a second one is not held: it interrupts at once."""
         self.held += 1
+        if self.held > 1:
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+            raise KeyboardInterrupt
 
 
 _ENTRY = _EntryPoint()
