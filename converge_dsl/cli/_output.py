@@ -1,7 +1,9 @@
 """A command's `-o PATH` file: checked before the command's work, written at its end.
 
-The rule below (`output_stream`) says where every output of the command line
-goes, `-o` and `run --trace` and `--report` alike.
+The rule below (`output_stream`) says where the outputs of the command line go,
+`-o` and a single run's `--trace` and `--report` alike. A batch's outputs (`run
+--cases ... --out/--report/--record`) do not follow it: they are files, opened
+and checked by `batch._outputs` (a device or a stream is refused there).
 
 `diff`, `eval` and `graph` compute their whole output, then write it. `command_output`
 checks the path before that work starts, so that a path that cannot be
