@@ -31,7 +31,8 @@ O_NOFOLLOW` under a name no one can plant in advance (a planted link or hard
 link at a fixed temporary name is never opened), its mode set with `fchmod`
 on the descriptor (never a `chmod` that would follow a link), written,
 fsynced and renamed over the target (`replace_output`: an output `open_output`
-checked, written whole at the command's end). `open_lock` opens a lock file the same
+checked, written whole at the command's end, or in place when its folder refuses
+the temporary file). `open_lock` opens a lock file the same
 way `open_output` opens an output: never through a link, never a FIFO, a
 device or a file with several hard links. `create_new` creates a file that
 must not exist (`init`, a new key). `jsonl_lines` splits JSON Lines on `\n`
@@ -44,7 +45,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -382,20 +383,31 @@ def create_new(path: Path, mode: int = 0o666) -> int:
 
 
 def replace_file(
-    path: Path, data: bytes, *, mode: int | None = None, sync_folder: bool = False
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    owner: tuple[int, int] | None = None,
+    sync_folder: bool = False,
 ) -> None:
     """Replace `path` by a file holding `data`, atomically; raises `OSError`.
 
     The temporary file is `.NAME.<pid>.<random>.tmp` in `path`'s folder,
     created with `O_EXCL | O_NOFOLLOW` (so nothing planted is written
-    through), given `mode` with `fchmod` (default: 0666 less the umask),
-    written whole, fsynced and renamed over `path` (a link at `path` is
-    replaced, not followed). With `sync_folder` the folder is fsynced too. On
-    any failure the temporary file is removed and `path` is as it was.
+    through), given `owner` (uid, gid) with `fchown` when it is not already
+    its (`EPERM` when it cannot be) and `mode` with `fchmod` (default: 0666
+    less the umask), written whole, fsynced and renamed over `path` (a link
+    at `path` is replaced, not followed). With `sync_folder` the folder is
+    fsynced too. On any failure the temporary file is removed and `path` is
+    as it was.
     """
     fd, temp = _fresh(path)
     try:
         try:
+            if owner is not None:
+                made = os.fstat(fd)
+                if (made.st_uid, made.st_gid) != owner:
+                    os.fchown(fd, *owner)
             if mode is not None:
                 os.fchmod(fd, mode)
             view = memoryview(data)
@@ -419,33 +431,110 @@ def replace_file(
 
 def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
     """Replace the output `path`, which `stream` (from `open_output`) is open on, by
-    `text`, whole or not at all (`replace_file`, keeping the file's mode).
+    `text`, whole or not at all (`replace_file`, keeping the file's mode, owner and group).
 
-    A failure at any step (a full disk at a late write, at fsync or close, the
-    rename) is an `OutputError` naming `name`; `path` is as it was.
+    When the folder refuses the temporary file or its rename (a read-only or a
+    sticky folder, a name too long for the temporary's), or the temporary file
+    cannot be given the file's owner and group, the file, which was
+    checked and opened, is written in place through `stream`'s descriptor:
+    truncated, written, fsynced. A failure at any step (a full disk at a late
+    write, at fsync or close, the rename) is an `OutputError` naming `name`;
+    `path` is as it was, unless the failure cut short a write in place.
     """
+    data = text.encode("utf-8", OUTPUT_ERRORS)
+    fd = stream.fileno()
     try:
-        mode = os.fstat(stream.fileno()).st_mode & 0o7777
-        replace_file(path, text.encode("utf-8", OUTPUT_ERRORS), mode=mode)
+        try:
+            info = os.fstat(fd)
+            owner = (info.st_uid, info.st_gid)
+            replace_file(path, data, mode=info.st_mode & 0o7777, owner=owner)
+            return
+        except OSError as exc:
+            if exc.errno not in _FOLDER_REFUSES:
+                raise
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise OutputError(
-            f"cannot write {name}: {reason}; nothing was written, the file is as it was",
-            hint="free space, or write to another file",
-        ) from None
+        raise _output_failure(name, exc, "nothing was written, the file is as it was") from None
+    try:
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(fd, view, len(data) - len(view)) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise _output_failure(name, exc, "the file was written in place and is cut short") from None
+
+
+class WholeOutput:
+    """An output file `whole_output` opened, which `write` replaces whole, once."""
+
+    __slots__ = ("_stream", "name", "path", "written")
+
+    def __init__(self, stream: IO[str], path: Path, name: str) -> None:
+        self._stream = stream
+        self.path = path
+        self.name = name
+        self.written = False
+
+    def write(self, text: str) -> None:
+        """Replace the file by `text`, whole or not at all (`replace_output`)."""
+        replace_output(self._stream, self.path, text, self.name)
+        self.written = True
+
+
+@contextlib.contextmanager
+def whole_output(
+    path: Path, option: str, what: str, *, recognise: Callable[[bytes], bool]
+) -> Iterator[WholeOutput]:
+    """The output `path`, opened and checked by `open_output` (`UsageError`), to be
+    replaced whole by its `write`. A file the opener made and that was never written
+    (the work failed, was interrupted by a Ctrl-C, or found nothing to write) is
+    removed again: the one way a whole output (`-o`, a report page) is written."""
+    existed = os.path.lexists(path)
+    stream = open_output(path, option, what, recognise=recognise, append=True)
+    output = WholeOutput(stream, path, f"{what} {str(path)!r}")
+    try:
+        with stream:
+            yield output
+    finally:
+        if not existed and not output.written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+# The folder of an output refuses a file made or renamed in it: the output is written in place.
+_FOLDER_REFUSES = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG})
+
+
+def _output_failure(name: str, exc: OSError, state: str) -> OutputError:
+    """The `OutputError` of a failed output write, its hint chosen by what failed."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        hint = "free space, or write to another file"
+    elif exc.errno in _FOLDER_REFUSES:
+        hint = "write to a file in a folder you can write to"
+    else:
+        hint = "check the disk, or write to another file"
+    return OutputError(f"cannot write {name}: {reason}; {state}", hint=hint)
 
 
 def _fresh(path: Path) -> tuple[int, Path]:
-    """A new temporary file beside `path`: its descriptor and its path."""
+    """A new temporary file beside `path`: its descriptor and its path (`path`'s name cut
+    so that the temporary's fits where `path`'s does)."""
     import secrets  # here: hmac, hashlib and random cost `validate`, which writes nothing
 
+    base = os.fsdecode(os.fsencode(path.name)[:_TEMP_BASE_BYTES])
     for _ in range(_TEMP_ATTEMPTS):
-        temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+        temp = path.with_name(f".{base}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
         try:
             return create_new(temp, 0o666), temp
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no fresh temporary name", str(path.parent))
+
+
+# The bytes of a target's name kept in its temporary's (NAME_MAX is 255; the rest of the
+# temporary's name, a pid and a random part, takes up to 33).
+_TEMP_BASE_BYTES = 200
 
 
 def open_lock(path: Path) -> int:

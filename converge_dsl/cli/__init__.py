@@ -3,7 +3,9 @@
 Each command lives in its own module (`_validate`, `_run`, ...) exposing
 `configure(parser)` and `execute(args, io) -> int`, and may expose
 `interrupted(args, io)`: what it writes when a Ctrl-C ends it before it wrote
-on standard output (`run`'s JSON document). Only the module of the
+on standard output (`run`'s JSON document), and `refused(error, parser, argv, io)
+-> bool`: whether it wrote its own document for a command line argparse refused
+under `--format json` (`run`'s), instead of the JSON error object. Only the module of the
 command being run is imported, so the CLI starts fast. Under the console entry
 point a Ctrl-C while the command starts (its modules loading, its arguments
 read) is held until `execute` is called, then ends it as a later one would.
@@ -29,7 +31,10 @@ whatever the command would have returned, never a silently shorter output.
 
 from __future__ import annotations
 
-import _signal  # type: ignore[import-not-found]  # no stub: `signal` re-exports it
+try:
+    import _signal  # type: ignore[import-not-found]  # no stub: `signal` re-exports it
+except ImportError:  # an interpreter without the C module: the module that wraps it
+    import signal as _signal
 import argparse
 import contextlib
 import errno
@@ -65,7 +70,11 @@ class _EntryPoint:
         self.held = 0
 
     def hold(self, number: int, frame: object) -> None:
+        """Hold a first Ctrl-C; a second one is not held: it interrupts at once."""
         self.held += 1
+        if self.held > 1:
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+            raise KeyboardInterrupt
 
 
 _ENTRY = _EntryPoint()
@@ -413,7 +422,9 @@ def _dispatch(args: list[str], io: CommandIO) -> int:
         from converge_dsl.cli._arguments import asks_json
 
         if asks_json(parser, args[1:]):
-            _render_json_error(exc, io)
+            refused = getattr(command, "refused", None)
+            if refused is None or not refused(exc, parser, args[1:], io):
+                _render_json_error(exc, io)
         raise
     return _execute(command, namespace, io)
 

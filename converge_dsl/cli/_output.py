@@ -1,7 +1,9 @@
 """A command's `-o PATH` file: checked before the command's work, written at its end.
 
-The rule below (`output_stream`) says where every output of the command line
-goes, `-o` and `run --trace` and `--report` alike.
+The rule below (`output_stream`) says where the outputs of the command line go,
+`-o` and a single run's `--trace` and `--report` alike. A batch's outputs (`run
+--cases ... --out/--report/--record`) do not follow it: they are files, opened
+and checked by `batch._outputs` (a device or a stream is refused there).
 
 `diff`, `eval` and `graph` compute their whole output, then write it. `command_output`
 checks the path before that work starts, so that a path that cannot be
@@ -11,10 +13,11 @@ written is said at once rather than after an evaluation's model calls:
   baseline) is refused, naming it: the output would overwrite it;
 - `/dev/stdout` (and its other names, `/dev/fd/1`, `/proc/self/fd/1`) is the
   command's standard output, whatever it is (`-o /dev/stdout > FILE`: a link to a
-  file, which no other output may be written through);
-- a path that is the very file one of the command's own streams is open on
-  (the same device and inode as its descriptor: `-o /dev/stderr 2> FILE`,
-  `-o /proc/self/fd/2`, `-o FILE > FILE`) is written through that stream;
+  file, which no other output may be written through); `/dev/stderr` (`/dev/fd/2`,
+  `/proc/self/fd/2`) is its standard error, even when both are one terminal;
+- a path that is the very regular file or pipe one of the command's own streams
+  is open on (the same device and inode as its descriptor: `-o FILE > FILE`) is
+  written through that stream;
 - a character device or a pipe (`-o /dev/null`, a terminal), links to one
   included, is written as it is, as standard output would be;
 - any other file is opened by the one output opener (`_files.open_output`):
@@ -43,9 +46,9 @@ from converge_dsl import codes
 from converge_dsl._files import (
     OUTPUT_ERRORS,
     CheckedStream,
-    open_output,
-    replace_output,
+    WholeOutput,
     same_file,
+    whole_output,
 )
 from converge_dsl.errors import UsageError
 
@@ -56,23 +59,18 @@ if TYPE_CHECKING:
 class CommandOutput:
     """Where a command's output goes: the `-o` file, or standard output (`path` None)."""
 
-    def __init__(
-        self, stdout: IO[str], path: Path | None, stream: IO[str] | None, what: str = "output"
-    ) -> None:
+    def __init__(self, stdout: IO[str], whole: WholeOutput | None = None) -> None:
         self._stdout = stdout
-        self.path = path
-        self._stream = stream
-        self._what = what
-        self.written = False
+        self._whole = whole
+        self.path = None if whole is None else whole.path
 
     def write(self, text: str) -> None:
         """Write the command's whole output (once), replacing what the file held: whole
-        or not at all (`_files.replace_output`)."""
-        if self._stream is None or self.path is None:
+        or not at all (`_files.whole_output`)."""
+        if self._whole is None:
             self._stdout.write(text)
             return
-        replace_output(self._stream, self.path, text, f"{self._what} {str(self.path)!r}")
-        self.written = True
+        self._whole.write(text)
 
 
 @contextlib.contextmanager
@@ -92,28 +90,20 @@ def command_output(
     """
     stdout = io.stdout
     if path is None or str(path) == "":
-        yield CommandOutput(stdout, None, None)
+        yield CommandOutput(stdout)
         return
     target = Path(path)
     found = output_stream(io, target, option, reads)
     if found is not None:
         stream, opened = found
         try:
-            yield CommandOutput(stream, None, None)
+            yield CommandOutput(stream)
         finally:
             if opened is not None:
                 _close(opened)
         return
-    existed = os.path.lexists(target)
-    stream = open_output(target, option, what, recognise=recognise, append=True)
-    output = CommandOutput(stdout, target, stream, what)
-    try:
-        with stream:
-            yield output
-    finally:
-        if not existed and not output.written:
-            with contextlib.suppress(OSError):
-                target.unlink()
+    with whole_output(target, option, what, recognise=recognise) as whole:
+        yield CommandOutput(stdout, whole)
 
 
 def output_stream(
@@ -131,6 +121,8 @@ def output_stream(
     for read, name in reads:
         if same_file(path, Path(read)):
             raise _would_overwrite(option, str(path), name)
+    if str(path) in _STANDARD_ERROR:
+        return io.stderr, None
     own = _own_stream(path, (io.stdout, io.stderr))
     if own is not None:
         return own, None
@@ -153,25 +145,21 @@ def _close(device: IO[str]) -> None:
 
 
 def sink_stream(
-    io: CommandIO,
-    path: Path | None,
-    option: str,
-    closing: contextlib.ExitStack,
-    *,
-    document: bool,
+    io: CommandIO, path: Path | None, option: str, closing: contextlib.ExitStack
 ) -> IO[str] | None:
     """The stream a run's output `path` (`--trace`, `--report`) is written through
     (`output_stream`; one opened here is closed by `closing`), else None (a file, which
-    its sink opens). Standard output is refused when it holds the run's `document`."""
+    its sink opens). Standard output is refused, whatever the format: it holds the run's
+    result (the run-result document, or the human result)."""
     found = None if path is None else output_stream(io, path, option)
     if found is None:
         return None
     stream, opened = found
     if opened is not None:
         closing.callback(_close, opened)
-    if stream is io.stdout and document:
+    if stream is io.stdout:
         raise UsageError(
-            f"{option} {str(path)!r} is standard output, which holds the run-result document",
+            f"{option} {str(path)!r} is standard output, which holds the run's result",
             hint=f"give {option} a file, or /dev/stderr",
             code=codes.OUTPUT_REFUSED,
         )
@@ -179,15 +167,16 @@ def sink_stream(
 
 
 def shown(path: Path) -> str:
-    """`path` as a line naming it shows it: as it is, or quoted with escapes when it holds
-    a line break, a control or bidi character or an undecodable byte (a name cannot
-    split the line or drive the terminal)."""
-    text = str(path)
-    return text if text.isprintable() else repr(text)
+    """`path` as a line naming it shows it: as a diagnostic's location does
+    (`diagnostics.one_line`), so a name cannot split the line or drive the terminal."""
+    from converge_dsl.diagnostics import one_line
+
+    return one_line(str(path))
 
 
-# The names of standard output an `-o` may give.
+# The names of standard output and standard error an output may give.
 _STANDARD_OUTPUT = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+_STANDARD_ERROR = frozenset({"/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"})
 
 
 def _would_overwrite(option: str, target: str, name: str) -> UsageError:
@@ -213,11 +202,15 @@ def _refuse_stream_read(
 
 
 def _own_stream(path: Path, streams: Sequence[IO[str]]) -> IO[str] | None:
-    """The first of `streams` whose open descriptor is the file `path` names (links
-    followed: `/dev/stderr` is the file standard error was redirected to), else None."""
+    """The first of `streams` whose open descriptor is the file or pipe `path` names
+    (links followed: `/proc/PID/fd/2` is the file standard error was redirected to), else
+    None. A character device (a terminal, `/dev/null`) is no stream's own: both streams
+    may be open on it, and it is written as it is."""
     try:
         named = path.stat()
     except (OSError, ValueError):
+        return None
+    if stat.S_ISCHR(named.st_mode):
         return None
     return next((s for s in streams if _opened_file(s) == (named.st_dev, named.st_ino)), None)
 

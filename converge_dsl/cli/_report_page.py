@@ -34,16 +34,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace, io: CommandIO) -> int:
     from converge_dsl._files import OUTPUT_ERRORS
     from converge_dsl.cli._output import command_output, shown
-    from converge_dsl.runtime import REPORT_MARK, render_report
+    from converge_dsl.runtime import is_report_line, render_report
 
     trace: Path = args.trace
     output: Path = args.output or trace.with_suffix(".html")
     option = "-o" if args.output else "report file"
     reads = [(trace, "the trace")]
-    mark = REPORT_MARK.encode()
-    with command_output(
-        io, output, option, "report file", reads, recognise=lambda line: line.startswith(mark)
-    ) as out:
+    with command_output(io, output, option, "report file", reads, recognise=is_report_line) as out:
         page = render_report(trace)
         out.write(page)
     if out.path is not None:  # not standard output, nor a stream the page went to

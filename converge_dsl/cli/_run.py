@@ -51,7 +51,7 @@ from converge_dsl.cli._interrupts import interrupted_document, interrupts_held, 
 from converge_dsl.errors import ConvergeError, PipelineInvalid, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from converge_dsl.cli import CommandIO
     from converge_dsl.diagnostics import Diagnostic
@@ -471,16 +471,15 @@ def _sinks(
     from converge_dsl.cli._output import shown, sink_stream
     from converge_dsl.runtime import ListenerSink, RecordSink, ReportSink, TraceSink
 
-    document = args.format == "json"  # standard output holds the run-result document
     sinks: list[Any] = []
-    trace = sink_stream(io, args.trace, "--trace", closing, document=document)
+    trace = sink_stream(io, args.trace, "--trace", closing)
     if args.report is not None:
         sinks.append(
             ReportSink(
                 args.report,
                 trace=args.trace if trace is None else None,  # a stream is not read back
                 on_written=lambda path: io.stderr.write(f"report written to {shown(path)}\n"),
-                stream=sink_stream(io, args.report, "--report", closing, document=document),
+                stream=sink_stream(io, args.report, "--report", closing),
             )
         )
     if args.trace is not None:
@@ -542,6 +541,25 @@ def execute(args: argparse.Namespace, io: CommandIO) -> int:
     if stop.asked and str(out.result.stop_reason) == "cancelled":
         return EXIT_INTERRUPTED  # its result is printed: what it had reached
     return out.exit_code
+
+
+def refused(
+    error: ConvergeError, parser: argparse.ArgumentParser, argv: Sequence[str], io: CommandIO
+) -> bool:
+    """A command line argparse refused under `--format json`: its run-result document
+    (`usage_error`, the error its diagnostic), naming the pipeline when it can be read
+    (the first word that is no option's). False for a batch (`--cases`), whose document
+    is the JSON error object."""
+    if "--cases" in argv or any(word.startswith("--cases=") for word in argv):
+        return False
+    from converge_dsl.runtime import not_run_document
+
+    try:
+        pipeline = str(parser.parse_known_args(list(argv))[0].pipeline)
+    except (ConvergeError, SystemExit, AttributeError):
+        pipeline = next((word for word in argv if not word.startswith("-")), "")
+    io.stdout.write(not_run_document(error, pipeline).model_dump_json(indent=2) + "\n")
+    return True
 
 
 def interrupted(args: argparse.Namespace, io: CommandIO) -> None:

@@ -61,7 +61,8 @@ Public surface:
 - `render_report(trace)` and `write_report(trace, output)`: a trace as one
   self-contained HTML page (`converge-dsl report`); `check_report_output(output, option)`
   refuses an unusable output before a run; `write_page(page, output, option)` writes a
-  page that starts with `REPORT_MARK` the same checked way (a batch's page).
+  page that starts with `REPORT_MARK` the same checked way (a batch's page);
+  `is_report_line(first)` says whether an existing file's first line is a report's.
 - `EXIT_BY_STOP`: stop reason -> exit code.
 """
 
@@ -179,6 +180,7 @@ else:
             "converge_dsl.runtime._report_html": (
                 "REPORT_MARK",
                 "check_report_output",
+                "is_report_line",
                 "render_report",
                 "write_page",
                 "write_report",

@@ -15,20 +15,18 @@ the budgets (usage against each limit over time, and the stop reason). A
 search box filters every list. The output is opened by
 `converge_dsl._files.open_output`: only an empty file or a report we wrote
 may be overwritten, and it is replaced whole or not at all
-(`converge_dsl._files.replace_output`).
+(`converge_dsl._files.whole_output`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from converge_dsl import codes
-from converge_dsl._files import OUTPUT_ERRORS, OutputError, open_output, replace_output
+from converge_dsl._files import OUTPUT_ERRORS, open_output, whole_output
 from converge_dsl._page_assets import names_shown, page_asset, page_json, page_name
 
 from ._report_data import report_data
@@ -140,15 +138,9 @@ def write_report(trace: Path, output: Path, option: str = "-o") -> int:
 
 def write_page(page: str, output: Path, option: str) -> int:
     """Write `page` (it starts with `MARK`) to `output` through the checked opener: only
-    an empty file or a report we wrote is overwritten. The number of bytes written."""
-    existed = os.path.lexists(output)
-    stream = open_output(output, option, "report file", recognise=is_report_line, append=True)
-    with stream:
-        try:
-            replace_output(stream, output, page, f"report file {str(output)!r}")
-        except OutputError:
-            if not existed:  # the file the opener made
-                with contextlib.suppress(OSError):
-                    output.unlink()
-            raise
+    an empty file or a report we wrote is overwritten, whole or not at all; a new file
+    is removed again when the write fails or is interrupted (`_files.whole_output`).
+    The number of bytes written."""
+    with whole_output(output, option, "report file", recognise=is_report_line) as out:
+        out.write(page)
     return len(page.encode("utf-8", OUTPUT_ERRORS))

@@ -128,7 +128,7 @@ REFUSED_ARGUMENTS = [
     (["validate", PIPELINE, "--form", "json", "--bogus"], True),  # argparse's abbreviation
     (["validate", PIPELINE, "--format", "json", "-q", "-v"], True),
     (["cache", "show", "x", "--format", "json", "--bogus"], True),  # a sub-command's --format
-    (["run", PIPELINE, "--format", "json", "--max-cycles", "many"], True),
+    (["run", PIPELINE, "--cases", "c.jsonl", "--format", "json", "--bogus"], True),  # a batch
     (["validate", PIPELINE, "--format", "xml"], False),  # the bad --format itself
     (["validate", PIPELINE, "--format", "json", "--format", "xml"], False),  # the last wins
     (["validate", PIPELINE, "--bogus", "--", "--format", "json"], False),  # not an option
@@ -154,3 +154,28 @@ def test_argparse_s_refusal_under_format_json_is_one_json_error_object(
     error = json.loads(out)["error"]
     assert error["code"] == "CD333"
     assert err.splitlines()[0] == f"error[CD333]: {error['message']}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", PIPELINE, "--format", "json", "--bogus"],
+        ["run", PIPELINE, "--format", "json", "--max-cycles", "many"],
+        ["run", "--format", "json"],
+    ],
+    ids=["unknown option", "bad value", "no pipeline"],
+)
+def test_run_says_argparse_s_refusal_in_its_run_result_document(
+    folder: Path, argv: list[str]
+) -> None:
+    """`run --format json` always prints one run-result document; argparse's refusals
+    printed `{"error": {...}}` instead."""
+    status, out, err = _cli(folder, *argv)
+    assert status == 3
+    assert err.startswith("error[CD333]: ")
+    document = json.loads(out)
+    assert document["stop_reason"] == "usage_error"
+    assert [d["code"] for d in document["diagnostics"]] == ["CD333"]
+    assert err.splitlines()[0] == f"error[CD333]: {document['diagnostics'][0]['message']}"
+    if PIPELINE in argv:
+        assert document["diagnostics"][0]["file"] == PIPELINE

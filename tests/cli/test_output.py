@@ -303,7 +303,8 @@ def test_a_line_naming_a_written_file_cannot_be_split_or_drive_the_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`report` ('wrote FILE') and `run --report` ('report written to FILE') printed the
-    name raw: a line break split the line, an escape sequence coloured the terminal."""
+    name raw: a line break split the line, an escape sequence coloured the terminal; then
+    quoted it by a rule of its own, not as a diagnostic's location names a file."""
     import io
 
     from converge_dsl.cli import run
@@ -313,10 +314,10 @@ def test_a_line_naming_a_written_file_cannot_be_split_or_drive_the_terminal(
     Path(trace).write_text(Path(_trace(tmp_path)).read_text())
     out = io.StringIO()
     assert run(["report", trace], out, io.StringIO(), {}) == 0
-    assert out.getvalue().startswith("wrote 't\\x1b[31m\\n.html' (")
+    assert out.getvalue().startswith("wrote t\\x1b[31m\\n.html (")
     err = io.StringIO()
     assert run(["run", PIPELINE, "-q", "--report", "r\x1b[0m.html"], io.StringIO(), err, {}) == 0
-    assert err.getvalue() == "report written to 'r\\x1b[0m.html'\n"
+    assert err.getvalue() == "report written to r\\x1b[0m.html\n"
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
@@ -335,3 +336,157 @@ def test_a_device_that_refuses_the_output_is_named(tmp_path: Path, output: str) 
     assert done.returncode == 1
     first = done.stderr.splitlines()[0]
     assert first.startswith(f"error[CD361]: cannot write {argv[-1]} '/dev/full': "), first
+
+
+_AS_USER = (
+    "setpriv",
+    "--bounding-set=-dac_override,-dac_read_search,-fowner,-chown",
+    "--inh-caps=-dac_override,-dac_read_search,-fowner,-chown",
+)
+
+
+def _as_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """`argv` run as a user without the powers to bypass file permissions (root less its
+    capabilities, under setpriv, or the user the tests run as)."""
+    import os
+    import shutil
+
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: permissions cannot be checked")
+    prefix = list(_AS_USER) if os.geteuid() == 0 else []
+    command = [*prefix, sys.executable, "-m", "converge_dsl", *argv]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("folder", ["read-only", "sticky"])
+def test_a_writable_output_in_a_folder_that_refuses_new_files_is_written_in_place(
+    tmp_path: Path, folder: str
+) -> None:
+    """A writable output in a read-only folder (or another's file in a sticky shared
+    folder) failed at the end, 'cannot write graph ...: Permission denied' (exit 1), with
+    the hint 'free space': its temporary file could not be made or renamed there."""
+    import os
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    output = shared / "g.json"
+    output.write_text("")
+    output.chmod(0o666)
+    if folder == "read-only":
+        shared.chmod(0o555)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("another user's file needs root to make")
+        os.chown(output, 1000, 1000)
+        os.chown(shared, 1001, 1001)
+        shared.chmod(0o1777)
+    try:
+        done = _as_user(["graph", PIPELINE, "--format", "json", "-o", str(output)])
+    finally:
+        shared.chmod(0o755)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert isinstance(json.loads(output.read_text()), dict)
+    assert sorted(p.name for p in shared.iterdir()) == ["g.json"]
+
+
+def test_an_output_with_a_long_name_is_replaced(tmp_path: Path) -> None:
+    """A 250-byte name failed at the end ('File name too long'): the temporary file's name
+    added 26 characters to it."""
+    output = tmp_path / ("g" * 245 + ".json")
+    output.write_text("")
+    argv = ["graph", PIPELINE, "--format", "json", "-o", str(output)]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert isinstance(json.loads(output.read_text()), dict)
+    assert [p.name for p in tmp_path.iterdir()] == [output.name]
+
+
+def test_run_writes_its_trace_to_standard_error_on_the_terminal_standard_output_shares() -> None:
+    """In a terminal, `run --format json --trace /dev/stderr` was refused (CD336, 'is
+    standard output'): standard output and standard error are one terminal, and the trace
+    was matched to standard output first."""
+    import shlex
+    import shutil
+
+    if shutil.which("script") is None:
+        pytest.skip("no script(1) to give the command a terminal")
+    argv = [sys.executable, "-m", "converge_dsl", "run", PIPELINE, *FORMAT_JSON]
+    command = shlex.join([*argv, "--trace", "/dev/stderr"])
+    done = subprocess.run(
+        ["script", "-qec", command, "/dev/null"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout
+    assert "CD336" not in done.stdout
+    assert '"stop_reason": "converged"' in done.stdout
+
+
+def test_run_writes_its_trace_to_dev_null_when_standard_output_is_dev_null(
+    tmp_path: Path,
+) -> None:
+    """`run --format json --trace /dev/null > /dev/null` was refused (CD336): the device
+    both name was taken for standard output."""
+    report = tmp_path / "r.html"
+    argv = [*FORMAT_JSON, "--trace", "/dev/null", "--report", str(report)]
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "CD336" not in done.stderr
+    assert report.read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("can_chown", [True, False])
+def test_a_replaced_output_keeps_its_owner_and_group(tmp_path: Path, can_chown: bool) -> None:
+    """A 1000:1000 output replaced by root became root:root (only its mode was kept); one
+    whose owner cannot be given back is written in place."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("another user's file needs root to make")
+    output = tmp_path / "g.json"
+    output.write_text("")
+    os.chown(output, 1000, 1000)
+    output.chmod(0o666 if not can_chown else 0o640)
+    argv = ["graph", PIPELINE, "--format", "json", "-o", str(output)]
+    if can_chown:
+        done = subprocess.run(
+            [sys.executable, "-m", "converge_dsl", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    else:
+        done = _as_user(argv)
+    assert (done.returncode, done.stderr) == (0, "")
+    info = output.stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (
+        1000,
+        1000,
+        0o640 if can_chown else 0o666,
+    )
+    assert isinstance(json.loads(output.read_text()), dict)
+    assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
+
+
+@pytest.mark.parametrize("option", ["--trace", "--report"])
+def test_human_run_refuses_an_output_on_standard_output(option: str) -> None:
+    """`run --trace /dev/stdout` (or --report) without --format json was accepted, and
+    standard output mixed the human result with the trace's JSON or the report's HTML."""
+    done = subprocess.run(
+        [sys.executable, "-m", "converge_dsl", "run", PIPELINE, option, "/dev/stdout"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert done.stderr.startswith(f"error[CD336]: {option} '/dev/stdout' is standard output")
+    assert done.stdout == ""

@@ -182,3 +182,18 @@ def test_a_ctrl_c_as_the_command_starts_ends_as_a_later_one(tmp_path: Path, dela
     assert "Traceback" not in err, err
     assert (child.returncode, err.splitlines()[-1]) == (130, "interrupted"), err
     assert RunResultDocument.model_validate(json.loads(out)).stop_reason == "cancelled"
+
+
+def test_a_second_ctrl_c_as_the_command_starts_interrupts_at_once() -> None:
+    """A second Ctrl-C while the first was held at start was swallowed too."""
+    from converge_dsl import cli
+
+    entry = cli._EntryPoint()
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        entry.hold(signal.SIGINT, None)
+        with pytest.raises(KeyboardInterrupt):
+            entry.hold(signal.SIGINT, None)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)

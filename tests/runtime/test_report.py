@@ -417,3 +417,21 @@ def test_an_excerpt_ends_with_its_suggestor_not_on_the_next_ones_first_line(
         "rule",
     )
     assert data["meta"]["cycles"] == 4  # the header's and the Cycles card's one count
+
+
+def test_a_new_report_interrupted_while_written_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while `run --report` (or a batch's report) was written left an empty new
+    page: the file the opener made was removed only on an output error."""
+    import os
+
+    from converge_dsl.runtime import REPORT_MARK, write_page
+
+    def fsync(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(KeyboardInterrupt):
+        write_page(REPORT_MARK + "\n<p>page</p>\n", tmp_path / "r.html", "--report")
+    assert list(tmp_path.iterdir()) == []
