@@ -26,6 +26,23 @@ def _written(text: str, where: lsp.Range) -> str:
     return lines[where.start.line][where.start.character : where.end.character]
 
 
+# keys[0].name of typed.yaml: tickets
+_TICKETS = lsp.Position(8, 11)
+
+
+async def _references_of_tickets(session: Session) -> list[lsp.Location]:
+    """The references of the key `tickets`, its declaration included."""
+    found = await session.client.text_document_references_async(
+        lsp.ReferenceParams(
+            context=lsp.ReferenceContext(include_declaration=True),
+            text_document=lsp.TextDocumentIdentifier(session.uri("typed.yaml")),
+            position=_TICKETS,
+        )
+    )
+    assert found is not None
+    return found
+
+
 @pytest.mark.parametrize("brk", ["\r", "\r\n", "\u2028"], ids=["cr", "crlf", "u2028"])
 async def test_references_and_renames_land_on_the_name_whatever_breaks_the_lines(
     session: Session, project: Path, brk: str
@@ -46,20 +63,15 @@ async def test_references_and_renames_land_on_the_name_whatever_breaks_the_lines
     }
     session.open("typed.yaml", pipeline)
     assert await session.diagnostics("typed.yaml", 1) == []
-    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
-    position = lsp.Position(8, 11)  # keys[0].name: tickets
-    found = await session.client.text_document_references_async(
-        lsp.ReferenceParams(
-            context=lsp.ReferenceContext(include_declaration=True),
-            text_document=identifier,
-            position=position,
-        )
-    )
-    assert found is not None
+    found = await _references_of_tickets(session)
     where = [(Path(loc.uri).name, _written(texts[Path(loc.uri).name], loc.range)) for loc in found]
     assert sorted(where) == [("typed.test.yaml", "tickets")] * 3 + [("typed.yaml", "tickets")] * 5
     edit = await session.client.text_document_rename_async(
-        lsp.RenameParams(text_document=identifier, position=position, new_name="requests")
+        lsp.RenameParams(
+            text_document=lsp.TextDocumentIdentifier(session.uri("typed.yaml")),
+            position=_TICKETS,
+            new_name="requests",
+        )
     )
     assert edit is not None
     assert edit.changes is not None
@@ -80,16 +92,7 @@ async def test_a_name_written_with_an_escape_is_not_given_a_guessed_place(
     pipeline = pipeline.replace(template, escaped)
     session.open("typed.yaml", pipeline)
     assert await session.diagnostics("typed.yaml", 1) == []
-    identifier = lsp.TextDocumentIdentifier(session.uri("typed.yaml"))
-    position = lsp.Position(8, 11)  # keys[0].name: tickets
-    found = await session.client.text_document_references_async(
-        lsp.ReferenceParams(
-            context=lsp.ReferenceContext(include_declaration=True),
-            text_document=identifier,
-            position=position,
-        )
-    )
-    assert found is not None
+    found = await _references_of_tickets(session)
     mine = [loc.range for loc in found if loc.uri == session.uri("typed.yaml")]
     # The declaration, the seed, the dependency and `count('tickets')`, each on the name.
     assert [_written(pipeline, where) for where in mine] == ["tickets"] * 4
