@@ -434,7 +434,7 @@ def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
     `text`, whole or not at all (`replace_file`, keeping the file's mode, owner and group).
 
     When the folder refuses the temporary file or its rename (a read-only or a
-    sticky folder, a name too long for the temporary's), or the temporary file
+    sticky folder, a name too long for the temporary's, a bind-mounted file), or the temporary file
     cannot be given the file's owner and group, the file, which was
     checked and opened, is written in place through `stream`'s descriptor:
     truncated, written, fsynced. A failure at any step (a full disk at a late
@@ -501,8 +501,11 @@ def whole_output(
                 path.unlink()
 
 
-# The folder of an output refuses a file made or renamed in it: the output is written in place.
-_FOLDER_REFUSES = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG})
+# The folder of an output refuses a file made or renamed in it (EBUSY: the output is a mount
+# point, a file bind-mounted into a container): the output is written in place.
+_FOLDER_REFUSES = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG, errno.EBUSY}
+)
 
 
 def _output_failure(name: str, exc: OSError, state: str) -> OutputError:

@@ -192,3 +192,29 @@ def test_a_resumed_journal_with_a_second_hard_link_is_never_appended_to(tmp_path
     with pytest.raises(RunError, match="single link"):
         CheckpointStore(folder, bytes(32)).resume(checkpoint)
     assert elsewhere.read_bytes() == before
+
+
+def test_an_output_the_rename_cannot_replace_is_written_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file bind-mounted into a container (`-v $PWD/g.json:/out/g.json`) is a mount point:
+    renaming over it fails with EBUSY, and every whole output to it failed (CD361, 'check
+    the disk'); it is written in place, as in a folder that refuses new files."""
+    import errno
+
+    from converge_dsl._files import open_output, replace_output
+
+    target = tmp_path / "g.json"
+    target.write_text("")
+
+    def busy(source: object, destination: object) -> None:
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(os, "replace", busy)
+    stream = open_output(target, "-o", "graph", recognise=lambda line: False, append=True)
+    try:
+        replace_output(stream, target, "{}\n", "graph 'g.json'")
+    finally:
+        stream.close()
+    assert target.read_text() == "{}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
