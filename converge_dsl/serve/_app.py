@@ -273,7 +273,7 @@ class _Api:
     async def decide(self, request: Request) -> Response:
         ident = self.run_id(request)
         decisions = decisions_request(await self.body(request, None))
-        return JSONResponse(run_view(self.service.decide(ident, decisions)))
+        return JSONResponse(run_view(await self.service.decide(ident, decisions)))
 
     async def events(self, request: Request) -> Response:
         ident = self.run_id(request)

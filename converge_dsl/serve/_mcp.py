@@ -327,7 +327,7 @@ class McpEndpoint:
             return service.get(run)
         if name == DECIDE_RUN:
             run = known_run(service, run_argument(arguments, None))
-            service.decide(run, decisions_argument(arguments))
+            await service.decide(run, decisions_argument(arguments))
             return await self._wait(run, session, token, request_id)
         if name == CANCEL_RUN:
             run = known_run(service, run_argument(arguments, ()))

@@ -1,47 +1,46 @@
 """The run service: queues, runs, pauses, cancels and recovers runs; no HTTP here.
 
-`RunService(pipelines, store, limits, ...)` owns, per pipeline, a queue of at most
-`limits.queue` waiting runs and `limits.concurrency` workers. A run is the Python API's run
-of the loaded pipeline (`Pipeline.outcome`, so the one run assembly of docs/architecture.md
-§12) with two outputs: its events (`EventSink`) and its checkpoint journal, the journal of
-`--checkpoint` kept in the service's database (`RunStore.checkpoints`); each checkpoint
-record is committed with the events the run made since the previous one. The run's result,
-status and remaining events are stored, and its journal deleted, in one transaction
-(`RunStore.finish`), so a run ends exactly once; the end of a run that stopped (on the
-service's loops or on a worker) is that transaction's write in the journals' next group
-commit (`RunStore.finish_later`), and the run is answered once it is committed.
+`RunService(pipelines, store, limits, ...)` owns, per pipeline, a queue of at most `limits.queue`
+waiting runs and `limits.concurrency` workers. A run is the Python API's run of the loaded pipeline
+(`Pipeline.outcome`, so the one run assembly of docs/architecture.md §12) with two outputs: its
+events (`EventSink`) and its checkpoint journal, the journal of `--checkpoint` kept in the service's
+database (`RunStore.checkpoints`); each checkpoint record is committed with the events the run made
+since the previous one. The run's result, status and remaining events are stored, and its journal
+deleted, in one transaction (`RunStore.finish`), so a run ends exactly once; the end of a run that
+stopped (on the service's loops or on a worker) is that transaction's write in the journals' next
+group commit (`RunStore.finish_later`), and the run is answered once it is committed.
 
-- `submit` queues a run (`Refused` 429 with a `Retry-After` when the pipeline's queue is
-  full); `wait` waits (bounded) for it to stop. A run that a waiting worker takes at once is
-  stored started (`running`, its first attempt) by the write that adds it: a restart
-  continues it as any running one. `commit="group"` adds it in the journals' next group
-  commit (`add_later`): its id is told once `added` returns; `"with_end"`, for a caller that
-  `wait`s: it may start at once, added with its end at the latest (`wait` waits for both).
-  An add the group commit fails stops its run (`_not_added`: nothing of it is stored;
-  `added` and `wait` raise the `StateError`, `submit` when not queued).
-- A run that stops with `hitl_pause` is `paused`: its checkpoint holds the pending
-  proposals. `decide` queues it again with decisions; the worker resumes it from the
-  checkpoint with them (`--resume DIR --approve ...`).
-- `cancel` cancels a queued or paused run at once and a running one by cancelling its task
-  (status `cancelled`, no result); `cancel_and_wait` answers it then, a running one once its
-  task stopped (`cancelled`, or `done` if it ended first) or still `running` after a timeout.
-- `start` recovers: runs the store says were `running` when the server died are queued again
-  and continue from their checkpoint journal (a run killed before its first record starts
-  afresh); paused runs stay paused.
+- `submit` queues a run (`Refused` 429 with a `Retry-After` when the pipeline's queue is full);
+  `wait` waits (bounded) for it to stop. A run that a waiting worker takes at once is stored started
+  (`running`, its first attempt) by the write that adds it: a restart continues it as any running
+  one. `commit="group"` adds it in the journals' next group commit (`add_later`): its id is told
+  once `added` returns; `"with_end"`, for a caller that `wait`s: it may start at once, added with
+  its end at the latest (`wait` waits for both). An add the group commit fails stops its run
+  (`_not_added`: nothing of it is stored; `added` and `wait` raise the `StateError`, `submit` when
+  not queued).
+- A run that stops with `hitl_pause` is `paused`: its checkpoint holds the pending proposals.
+  `decide` queues it again with decisions; the worker resumes it from the checkpoint with them
+  (`--resume DIR --approve ...`).
+- `cancel` cancels a queued or paused run at once and a running one by cancelling its task (status
+  `cancelled`, no result); `cancel_and_wait` answers it then, a running one once its task stopped
+  (`cancelled`, or `done` if it ended first) or still `running` after a timeout.
+- `start` recovers: runs the store says were `running` when the server died are queued again and
+  continue from their checkpoint journal (a run killed before its first record starts afresh);
+  paused runs stay paused.
 - `stop` cancels the workers, not the runs' status (it continues at the next start).
-- A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed
-  with the error, redacted, and goes on to the next one.
-- `submit` with an idempotency key answers the run first queued with that key and the same
-  request, and refuses (409) the key with another request.
-- A `Retention` deletes finished runs past the newest N or older than D days with their
-  events, results, journals and keys (`_prune_every`); never paused runs.
+- A worker whose run meets a failing state (`StateError`, CD993) ends that run as failed with the
+  error, redacted, and goes on to the next one.
+- `submit` with an idempotency key answers the run first queued with that key and the same request,
+  and refuses (409) the key with another request.
+- A `Retention` deletes finished runs past the newest N or older than D days with their events,
+  results, journals and keys (`_prune_every`); never paused runs.
 
-A pipeline's checkpoint key is read at its first run and kept (`CheckpointKeys`). Runs
-execute on event loops of their own threads (`_loops`, `--run-threads`), so the HTTP layer
-answers while runs compute; a run never waits for the disk there (its journal's commits are
-the group commit's, on its own thread). Their events reach the streams through the service's
-loop. Errors a run stops on become its result (`not_run_document`), every message passed
-through the redactor.
+A pipeline's checkpoint key is read at its first run and kept (`CheckpointKeys`). Runs execute on
+event loops of their own threads (`_loops`, `--run-threads`), so the HTTP layer answers while runs
+compute; a run never waits for the disk there (its journal's commits are the group commit's, on its
+own thread). Their events reach the streams through the service's loop. Errors a run stops on become
+its result (`not_run_document`), every message passed through the redactor.
+
 """
 
 from __future__ import annotations
@@ -177,9 +176,7 @@ class RunService:
         """Cancel the workers and runs in flight; their status stays (see the module)."""
         for task in self._workers:
             task.cancel()
-        for task in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
         if self._loops is not None:
             await self._loops.close(self._close_pools)
@@ -312,11 +309,13 @@ class RunService:
         else:
             self._signal(run)
 
-    def decide(self, run: str, decisions: Mapping[str, bool]) -> RunRow:
+    async def decide(self, run: str, decisions: Mapping[str, bool]) -> RunRow:
         """Queue the paused `run` again with `decisions` (unknown ids refused, 422; a run
         of a pipeline this server does not serve refused, 409, and left paused)."""
         row = self.get(run)
         check_decisions(row, decisions, self._queues)
+        if run in self._tasks:  # its pause is stored, its task still ending: let it end first
+            await asyncio.wait({self._tasks[run]})
         if not self.store.decide(run, decisions, self._now()):
             raise refused(409, codes.SERVE_BAD_DECISION, f"run {run!r} is no longer paused", "")
         self._ended.pop(run, None)
@@ -358,7 +357,8 @@ class RunService:
                     await task
                 raise
             finally:
-                self._tasks.pop(run, None)
+                if self._tasks.get(run) is task:  # not the attempt a decision started since
+                    del self._tasks[run]
 
     async def _execute(self, name: str, row: RunRow) -> None:
         try:

@@ -165,11 +165,15 @@ def test_runs_execute_on_one_thread_by_default(tmp_path: Path) -> None:
 
 
 def _one_worker_service(
-    tmp_path: Path, store: RunStore, redact: Callable[[str], str], limits: Any = None
+    tmp_path: Path,
+    store: RunStore,
+    redact: Callable[[str], str],
+    limits: Any = None,
+    name: str = "steady",
 ) -> Any:
-    """A `RunService` of `steady` over `store`, one run at a time on one loop unless
-    `limits` says otherwise, its checkpoint key in `tmp_path`/config, run ids numbered
-    from 0."""
+    """A `RunService` of `name` (default `steady`) over `store`, one run at a time on one
+    loop unless `limits` says otherwise, its checkpoint key in `tmp_path`/config, run ids
+    numbered from 0."""
     import os
 
     from converge_dsl.batch import load
@@ -178,10 +182,10 @@ def _one_worker_service(
     from converge_dsl.serve import Limits, RunService
 
     env = {**os.environ, "CONVERGE_DSL_CONFIG_DIR": str(tmp_path / "config")}
-    pipeline = load(DATA / "steady.yaml", env=env, cache=CacheSettings(mode="off"))
+    pipeline = load(DATA / f"{name}.yaml", env=env, cache=CacheSettings(mode="off"))
     ids = iter(f"{n:032x}" for n in range(10))
     return RunService(
-        {"steady": pipeline},
+        {name: pipeline},
         store,
         tmp_path / "state",
         Limits(concurrency=1) if limits is None else limits,
@@ -493,6 +497,61 @@ def test_a_cancel_between_a_runs_end_and_its_workers_next_step_leaves_nothing_be
     assert ended.status == "done"
     assert [answer.status for answer in answers] == ["done"]
     assert service._cancelling == set()
+
+
+def test_a_decision_on_a_pause_stored_before_the_loop_heard_of_it_waits_for_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pause is stored by the group commit before the service's loop hears of it: a
+    decision taken in that gap queued the run again while its first task still ended, and
+    that end then answered the decision's waiters with the old `paused` row and took the
+    new attempt's task out of the running ones (a DELETE then found nothing to cancel)."""
+    import asyncio
+
+    from converge_dsl.serve import Limits, _service
+    from converge_dsl.serve._requests import RunRequest
+
+    heard = _service.Inbox
+
+    class LateInbox:  # the loop hears of each commit 0.3 s after it is stored
+        @staticmethod
+        def of(loop: asyncio.AbstractEventLoop) -> Any:
+            inbox = heard.of(loop)
+
+            class Late:
+                def future(self, done: Any) -> Any:
+                    async def later() -> Any:
+                        outcome = await inbox.future(done)
+                        await asyncio.sleep(0.3)
+                        return outcome
+
+                    return asyncio.ensure_future(later())
+
+            return Late()
+
+    monkeypatch.setattr(_service, "Inbox", LateInbox)
+    store = RunStore(tmp_path / "state")
+    service = _one_worker_service(tmp_path, store, str, Limits(concurrency=2), name="gated")
+
+    async def main() -> tuple[bool, RunRow, RunRow]:
+        await service.start()
+        try:
+            run = service.submit("gated", RunRequest.of({}))
+            while store.get(run).status != "paused":
+                await asyncio.sleep(0.01)
+            in_the_gap = run in service._tasks
+            pending = [held["id"] for held in store.get(run).result["pending"]]
+            await service.decide(run, dict.fromkeys(pending, True))
+            return in_the_gap, await service.wait(run, 30.0), store.get(run)
+        finally:
+            await service.stop()
+
+    try:
+        in_the_gap, answered, stored = asyncio.run(main())
+    finally:
+        store.close()
+    assert in_the_gap
+    assert (answered.status, stored.status) == ("done", "done")
 
 
 def test_a_run_handed_to_a_worker_finishes_once_when_the_service_starts_again(
