@@ -1,8 +1,9 @@
-"""Whether a command line that argparse refused asked for `--format json`.
+"""What a command line that argparse refused says: whether it asked for `--format json`,
+which word names the file.
 
 Read only when argparse refuses one (`cli._dispatch`): its error is then also
 the one JSON error object on standard output, as every other failure of a
-`--format json` command is.
+`--format json` command is, or `run`'s run-result document naming the file.
 """
 
 from __future__ import annotations
@@ -50,3 +51,19 @@ def offers_json(parser: argparse.ArgumentParser) -> bool:
         elif "--format" in action.option_strings and "json" in (action.choices or ()):
             return True
     return False
+
+
+def first_operand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str:
+    """The first word of `argv` that is neither an option nor an option's value ("" if
+    none): `run --format json p.yaml` names `p.yaml`, not `json`."""
+    options = parser._option_string_actions  # argparse keeps no public table of them
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return next(words, "")
+        if not word.startswith("-") or word == "-":
+            return word
+        action = options.get(word)
+        if action is not None and action.nargs != 0:
+            next(words, None)  # its value
+    return ""

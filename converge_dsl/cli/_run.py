@@ -557,7 +557,9 @@ def refused(
     try:
         pipeline = str(parser.parse_known_args(list(argv))[0].pipeline)
     except (ConvergeError, SystemExit, AttributeError):
-        pipeline = next((word for word in argv if not word.startswith("-")), "")
+        from converge_dsl.cli._arguments import first_operand
+
+        pipeline = first_operand(parser, argv)
     io.stdout.write(not_run_document(error, pipeline).model_dump_json(indent=2) + "\n")
     return True
 

@@ -160,10 +160,12 @@ def test_argparse_s_refusal_under_format_json_is_one_json_error_object(
     "argv",
     [
         ["run", PIPELINE, "--format", "json", "--bogus"],
-        ["run", PIPELINE, "--format", "json", "--max-cycles", "many"],
+        ["run", PIPELINE, "--format", "json", "--concurrency", "many"],
         ["run", "--format", "json"],
+        ["run", "--format", "json", PIPELINE, "--concurrency", "x"],
+        ["run", "--format", "json", "--concurrency", "x", "--", PIPELINE],
     ],
-    ids=["unknown option", "bad value", "no pipeline"],
+    ids=["unknown option", "bad value", "no pipeline", "after an option", "after --"],
 )
 def test_run_says_argparse_s_refusal_in_its_run_result_document(
     folder: Path, argv: list[str]
@@ -177,5 +179,5 @@ def test_run_says_argparse_s_refusal_in_its_run_result_document(
     assert document["stop_reason"] == "usage_error"
     assert [d["code"] for d in document["diagnostics"]] == ["CD333"]
     assert err.splitlines()[0] == f"error[CD333]: {document['diagnostics'][0]['message']}"
-    if PIPELINE in argv:
-        assert document["diagnostics"][0]["file"] == PIPELINE
+    # The file is named, never an option's value (it named 'json' of --format json).
+    assert document["diagnostics"][0]["file"] == (PIPELINE if PIPELINE in argv else "")
