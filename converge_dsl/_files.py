@@ -410,10 +410,7 @@ def replace_file(
                     os.fchown(fd, *owner)
             if mode is not None:
                 os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            _write_synced(fd, data)
         finally:
             os.close(fd)
         os.replace(temp, path)
@@ -434,10 +431,10 @@ def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
     `text`, whole or not at all (`replace_file`, keeping the file's mode, owner and group).
 
     When the folder refuses the temporary file or its rename (a read-only or a
-    sticky folder, a name too long for the temporary's, a bind-mounted file), or the temporary file
-    cannot be given the file's owner and group, the file, which was
-    checked and opened, is written in place through `stream`'s descriptor:
-    truncated, written, fsynced. A failure at any step (a full disk at a late
+    sticky folder, a name too long for the temporary's, a bind-mounted file), or
+    the temporary file cannot be given the file's owner and group, the file,
+    which was checked and opened, is written in place through `stream`'s
+    descriptor: truncated, written, fsynced. A failure at any step (a full disk at a late
     write, at fsync or close, the rename) is an `OutputError` naming `name`;
     `path` is as it was, unless the failure cut short a write in place.
     """
@@ -456,10 +453,7 @@ def replace_output(stream: IO[str], path: Path, text: str, name: str) -> None:
         raise _output_failure(name, exc, "nothing was written, the file is as it was") from None
     try:
         os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.pwrite(fd, view, len(data) - len(view)) :]
-        os.fsync(fd)
+        _write_synced(fd, data)  # the descriptor appends: from 0, once truncated
     except OSError as exc:
         raise _output_failure(name, exc, "the file was written in place and is cut short") from None
 
@@ -499,6 +493,14 @@ def whole_output(
         if not existed and not output.written:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def _write_synced(fd: int, data: bytes) -> None:
+    """Write all of `data` to the descriptor `fd`, then fsync it; raises `OSError`."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
 
 
 # The folder of an output refuses a file made or renamed in it (EBUSY: the output is a mount
