@@ -138,15 +138,18 @@ class McpToolServer:
         return self.info
 
     def _run_loop(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
         ident = threading.get_ident()
         _FAULTS.watched[ident] = ""
+        # The runner closes its loop as `asyncio.run` does, after running what is still
+        # scheduled: a child's pipe that reached its end as the server stopped is closed
+        # by callbacks that a loop closed at once never runs (its transport, collected
+        # later, then warns into whatever runs at that time).
         try:
-            loop.run_until_complete(self._serve(ready))
+            with asyncio.Runner() as runner:
+                self._loop = runner.get_loop()
+                runner.run(self._serve(ready))
         finally:
             self._last_fault = _FAULTS.watched.pop(ident, "")
-            loop.close()
 
     async def _serve(self, ready: concurrent.futures.Future[ServerInfo]) -> None:
         self._stopped = asyncio.Event()

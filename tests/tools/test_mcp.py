@@ -163,6 +163,35 @@ def test_close_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert _gone(grandchild)
 
 
+def test_what_the_child_schedules_as_it_stops_runs_before_the_loop_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipe reaching its end as the server stops is closed by callbacks scheduled one
+    after the other (the pipe's, then the process transport's): a loop closed at once
+    never ran them, and the transport, collected later, warned into another test."""
+    from converge_dsl.tools import _stdio
+
+    ran: list[int] = []
+    stop = _stdio._stop
+
+    async def stop_then_schedule(*args: object) -> None:
+        await stop(*args)  # type: ignore[arg-type]
+        loop = asyncio.get_running_loop()
+
+        def step(depth: int) -> None:
+            ran.append(depth)
+            if depth < 3:
+                loop.call_soon(step, depth + 1)
+
+        loop.call_soon(step, 1)
+
+    monkeypatch.setattr(_stdio, "_stop", stop_then_schedule)
+    server = McpToolServer(stdio_fixture(), tmp_path, PARENT)
+    server.start()
+    server.close()
+    assert ran == [1, 2, 3]
+
+
 def test_a_program_not_found_does_not_start(tmp_path: Path) -> None:
     spec = StdioServerSpec(name="nothing", command=("no-such-mcp-server",), allow=("x",))
     with pytest.raises(ToolFailure) as caught:
