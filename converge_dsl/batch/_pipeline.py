@@ -479,13 +479,14 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 
 def _sync(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run the coroutine `coroutine()` makes to its end on a new event loop
-    (`UsageError` inside a running one, before the coroutine is made)."""
+    """Run the coroutine `coroutine()` makes to its end on a new event loop, closed as
+    `asyncio.run` closes its own: what is still scheduled runs first (a model's
+    connections closed at the run's end close their sockets so), and Ctrl-C cancels the
+    run before it is raised (`UsageError` inside a running loop, before the coroutine is
+    made)."""
     loop = _new_loop()
-    try:
-        return loop.run_until_complete(coroutine())
-    finally:
-        loop.close()
+    with asyncio.Runner(loop_factory=lambda: loop) as runner:
+        return runner.run(coroutine())
 
 
 def _warn(line: str) -> None:

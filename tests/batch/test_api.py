@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -98,6 +102,54 @@ def test_sync_calls_inside_a_running_loop_are_refused() -> None:
             pipeline.run()
 
     asyncio.run(main())
+
+
+def test_run_lets_what_its_end_scheduled_run_before_its_loop_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Connections closed at a run's end close their sockets in callbacks scheduled one
+    after the other: a loop closed at once never ran them (sockets left to the collector)."""
+    ran: list[int] = []
+    run_and_close = Pipeline._run_and_close
+
+    async def then_schedule(self: Pipeline, *args: Any) -> Any:
+        result = await run_and_close(self, *args)
+        loop = asyncio.get_running_loop()
+
+        def step(depth: int) -> None:
+            ran.append(depth)
+            if depth < 3:
+                loop.call_soon(step, depth + 1)
+
+        loop.call_soon(step, 1)
+        return result
+
+    monkeypatch.setattr(Pipeline, "_run_and_close", then_schedule)
+    assert converge_dsl.load(ECHO).run({"word": "x"}).stop_reason == "converged"
+    assert ran == [1, 2, 3]
+
+
+def test_ctrl_c_during_run_cancels_the_run_then_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    cancelled: list[bool] = []
+
+    async def waits(self: Pipeline, *args: Any) -> Any:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    monkeypatch.setattr(Pipeline, "_run_and_close", waits)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            converge_dsl.load(ECHO).run({"word": "x"})
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert cancelled == [True]
 
 
 def test_a_pipeline_is_immutable_and_shared_across_threads() -> None:
