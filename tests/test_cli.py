@@ -41,6 +41,9 @@ def test_an_unknown_option_suggests_the_closest_of_the_command_or_its_action() -
     assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: did you mean '--repo'?")
     code, _, err = _run("run", str(ECHO), "--zzzzzz")
     assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: see 'converge-dsl run --help'")
+    # the dashes every option shares make no likeness: `--bogus` is no typo of `--out`
+    code, _, err = _run("run", str(ECHO), "--bogus")
+    assert (code, err.splitlines()[1]) == (EXIT_USAGE, "  hint: see 'converge-dsl run --help'")
 
 
 def test_version() -> None:

@@ -239,12 +239,14 @@ class _Parser(argparse.ArgumentParser):
         """
         from converge_dsl.diagnostics import did_you_mean
 
-        known = _option_strings(self)
+        # compared without their dashes, which every option shares: `--bogus` is no
+        # typo of `--out`, though the two read 0.67 alike with them
+        known = {option.removeprefix("--"): option for option in _option_strings(self)}
         for word in unknown:
             if word.startswith("--"):
-                guess = did_you_mean(word.split("=", 1)[0], known)
+                guess = did_you_mean(word.split("=", 1)[0].removeprefix("--"), known)
                 if guess is not None:
-                    return f"did you mean {guess!r}?"
+                    return f"did you mean {known[guess]!r}?"
         return None
 
 
