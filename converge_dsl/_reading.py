@@ -52,6 +52,23 @@ class ReadRefused(UsageError):
         self.what = what
 
 
+def read_failure(exc: OSError, path: Path, what: str, *, hint: str | None = None) -> UsageError:
+    """The refusal of reading `what` at `path` that failed with `exc`: CD334 when no such
+    file is there (or a folder is), else CD335 with the system's reason."""
+    if isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
+        reason = "it is a folder" if isinstance(exc, IsADirectoryError) else "no such file"
+        return UsageError(
+            f"cannot read {what} {str(path)!r}: {reason}",
+            hint=hint or f"check the path of the {what}",
+            code=codes.PATH_NOT_FOUND,
+        )
+    return UsageError(
+        f"cannot read {what} {str(path)!r}: {exc.strerror or exc}",
+        hint=hint,
+        code=codes.FILE_UNREADABLE,
+    )
+
+
 def _kind(mode: int) -> str:
     return special_kind(mode) or ("a folder" if stat.S_ISDIR(mode) else "not a regular file")
 

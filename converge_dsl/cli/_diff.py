@@ -136,7 +136,7 @@ def _sections(given: list[str]) -> frozenset[str]:
 def _batch_text(named: str) -> str | None:
     """The text of `named` when it is a batch results file, else None (read as a run
     result later, so that its errors are a run result's)."""
-    from converge_dsl._reading import open_regular, read_text
+    from converge_dsl._reading import open_regular, read_failure, read_text
     from converge_dsl.pipetest import is_batch_results
 
     path = Path(named)
@@ -154,9 +154,7 @@ def _batch_text(named: str) -> str | None:
             f"results file {named} is not UTF-8 text (byte {exc.start})", code=codes.FILE_UNREADABLE
         ) from None
     except OSError as exc:
-        raise UsageError(
-            f"cannot read results file {named}: {exc.strerror}", code=codes.FILE_UNREADABLE
-        ) from None
+        raise read_failure(exc, path, "results file") from None
 
 
 def _result(named: str) -> dict[str, Any]:

@@ -86,7 +86,7 @@ def _twice(text: str, what: str, key: str) -> UsageError:
 
 def json_file(path: Path, option: str) -> Any:
     """The JSON in the file an option names; `UsageError` when it cannot be read or parsed."""
-    from converge_dsl._reading import read_text
+    from converge_dsl._reading import read_failure, read_text
 
     try:
         text = read_text(path, f"{option} file")
@@ -97,9 +97,7 @@ def json_file(path: Path, option: str) -> Any:
             code=codes.FILE_UNREADABLE,
         ) from None
     except OSError as exc:
-        raise UsageError(
-            f"cannot read {option} {path}: {exc.strerror}", code=codes.FILE_UNREADABLE
-        ) from None
+        raise read_failure(exc, path, f"{option} file") from None
     try:
         return load_input_json(text, f"{option} {path}")
     except ValueError as exc:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from converge_dsl import codes
-from converge_dsl._reading import open_regular
+from converge_dsl._reading import open_regular, read_failure
 from converge_dsl.diagnostics import did_you_mean
 from converge_dsl.errors import ConvergeError, UsageError
 
@@ -57,9 +57,7 @@ def read_trace(path: Path) -> Iterator[tuple[int, Any]]:
                         f"{path}:{number}: not a JSON line", code=codes.FILE_UNREADABLE
                     ) from None
     except OSError as exc:
-        raise UsageError(
-            f"cannot read trace {str(path)!r}: {exc.strerror or exc}", code=codes.FILE_UNREADABLE
-        ) from None
+        raise read_failure(exc, path, "trace", hint=_FROM_RUN) from None
 
 
 def _where(error: ValidationError) -> str:

@@ -27,9 +27,9 @@ FAILURES = [
     (["run", PIPELINE, "--cases", "cases.jsonl"], 3, "CD333"),  # a batch without --out
     (["eval", "missing.eval.yaml"], 3, "CD334"),
     (["test", "missing.test.yaml"], 3, "CD334"),
-    (["diff", "a.json", "b.json"], 3, "CD335"),
+    (["diff", "a.json", "b.json"], 3, "CD334"),
     (["explain", "CD0000"], 3, "CD333"),
-    (["trace", "expand", "missing.jsonl", "1"], 3, "CD335"),
+    (["trace", "expand", "missing.jsonl", "1"], 3, "CD334"),
     (["lock", "missing.yaml"], 3, "CD334"),
     (["cache", "stats", "--cache-dir", "afile"], 3, "CD975"),
     (["cache", "ls", "--cache-dir", "afile"], 3, "CD975"),
@@ -117,7 +117,7 @@ def test_an_error_object_naming_an_undecodable_file_is_ascii_json(folder: Path) 
     status, out, _ = _cli(folder, "diff", "\udcff.json", "b.json", "--format", "json")
     assert status == 3
     assert out.isascii()
-    assert "\udcff.json" in json.loads(out)["error"]["message"]
+    assert repr("\udcff.json") in json.loads(out)["error"]["message"]  # named, escaped
 
 
 # (the command line argparse refuses; whether it asked for JSON)
