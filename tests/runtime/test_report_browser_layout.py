@@ -129,3 +129,33 @@ def test_the_timelines_names_never_overlap(
         spans.sort()
         for (_, right), (left, _) in itertools.pairwise(spans):
             assert right <= left
+
+
+def _drawn_at(browser: Any, width: int) -> list[list[float]]:
+    """The timeline's name boxes once it is redrawn for a window `width` pixels wide."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.set_window_size(width, 1000)
+    timeline = browser.find_element("id", "timeline")
+    WebDriverWait(browser, 5).until(
+        lambda b: (
+            timeline.get_attribute("data-width")
+            == str(b.execute_script("return arguments[0].clientWidth;", timeline))
+        )
+    )
+    return list(json.loads(timeline.get_attribute("data-label-boxes")))
+
+
+@pytest.mark.parametrize(("first", "then"), [(1280, 400), (400, 1280)])
+def test_the_timelines_lanes_follow_the_width_it_is_drawn_at(
+    browser: Any, long_page: Path, artifacts: Path, first: int, then: int
+) -> None:
+    # Lanes were assigned once, for the width the page opened at: narrowed, the room a
+    # short bar kept for its name after it was too little and names were cut; widened,
+    # that room (at the narrow scale) spread the bars over lanes no name needed.
+    _open(browser, long_page, then)
+    fresh = _drawn_at(browser, then)
+    _open(browser, long_page, first)
+    resized = _drawn_at(browser, then)
+    browser.save_screenshot(str(artifacts / f"report-timeline-{first}-to-{then}.png"))
+    assert resized == fresh
