@@ -46,6 +46,7 @@
   var M = D.meta;
   var subject = M.pipeline || M.trace;
   $("title").textContent = "Run report: " + subject;
+  $("title").title = $("title").textContent; /* whole, where a short window cuts it */
   document.title = "converge-dsl report: " + subject;
   var unfinished = M.cut_short ? "unfinished: the trace ends with line " + M.cut_short + " cut short" : "unfinished";
   var stats = [["stop", M.stop_reason || unfinished], ["cycles", M.cycles], ["facts", M.facts],
