@@ -403,3 +403,16 @@ def test_names_with_hidden_characters_show_apart(
     found = [n.get_attribute("data-id") for n in browser.find_elements("css selector", ".match")]
     assert found == ["suggestor:z\u27e8U+200B\u27e9z"]
     assert _errors(browser) == []
+
+
+def test_a_description_keeps_its_line_breaks(browser: Any, tmp_path: Path) -> None:
+    # A description written as a YAML block of several lines read as one paragraph.
+    from converge_dsl.graph import graph_pipeline, render
+
+    source = tmp_path / "lines.yaml"
+    text = _PLAIN.replace("{name: alpha, description: one}", '{name: alpha, description: "a\\nb"}')
+    source.write_text(text, encoding="utf-8")
+    page = tmp_path / "lines.html"
+    page.write_text(render(graph_pipeline(source, inputs={}), "html"), "utf-8")
+    _open(browser, page, "#node=key:alpha")
+    assert browser.find_element("css selector", "#details dd").text == "a\nb"

@@ -387,6 +387,23 @@ def test_stacked_combining_marks_stay_in_their_field(
     assert _pixels(browser, field, accents) == _pixels(browser, field, accents, "visible")
 
 
+def test_a_field_keeps_its_line_breaks(browser: Any, long_text_page: Path) -> None:
+    # A fact's content of several lines (a model's answer) read as one paragraph.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(long_text_page.as_uri() + "#fact=long")
+    WebDriverWait(browser, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    browser.execute_script(
+        "document.querySelectorAll('#fact-detail dd')[1].textContent = arguments[0];",
+        "first line\nsecond line",
+    )
+    field = browser.find_elements("css selector", "#fact-detail dd")[1]
+    assert field.text == "first line\nsecond line"
+
+
 def test_a_narrow_window_does_not_scroll_the_page_sideways(
     browser: Any, example_page: Path, artifacts: Path
 ) -> None:
