@@ -416,3 +416,23 @@ def test_a_description_keeps_its_line_breaks(browser: Any, tmp_path: Path) -> No
     page.write_text(render(graph_pipeline(source, inputs={}), "html"), "utf-8")
     _open(browser, page, "#node=key:alpha")
     assert browser.find_element("css selector", "#details dd").text == "a\nb"
+
+
+def test_a_name_of_10000_characters_leaves_its_details_in_view(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # Its heading filled the panel, 400 lines of it, and the details and the source were
+    # thousands of pixels under it. The heading and each field show a few lines, scrolled.
+    source = tmp_path / "long.yaml"
+    name, key = "s" + "u" * 9999, "k" + "e" * 9999
+    text = _PLAIN.replace("name: delta,", f"name: {name},").replace("alpha", key)
+    source.write_text(text, encoding="utf-8")
+    page = _page(tmp_path, str(source), "long.html")
+    _open(browser, page, f"#node=suggestor:{name}")
+    assert browser.find_element("css selector", "#details h3").text.startswith("suuu")
+    where, bottom = browser.execute_script(
+        "return [document.querySelector('#details .where').getBoundingClientRect().bottom,"
+        " document.getElementById('panel').getBoundingClientRect().bottom];"
+    )
+    browser.save_screenshot(str(artifacts / "graph-long-name-details.png"))
+    assert where <= bottom  # the source's location in view, under the name and the fields
