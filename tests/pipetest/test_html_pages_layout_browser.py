@@ -21,7 +21,7 @@ def _document(cases: int) -> dict[str, Any]:
         "evaluation": "pipelines/support-triage/triage.eval.yaml",
         "passed": True,
         "cases": [
-            {"id": f"case-{i}", "passed": True, "scores": {"label": 1.0}} for i in range(cases)
+            {"name": f"case-{i}", "passed": True, "scores": {"label": 1.0}} for i in range(cases)
         ],
         "metrics": [{"name": "label", "kind": "exact", "mean": 1.0, "passed": True}],
         "summary": {"cases": cases, "overall": 0.99, "threshold": 0.9},
@@ -44,3 +44,32 @@ def test_the_header_takes_little_of_a_short_window(
     assert found["search"]
     assert found["last"]
     assert found["title"]
+
+
+def test_a_case_name_of_10000_characters_leaves_its_result_in_view(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The pane's heading ran out of the pane on one line (clipped), and a name wrapped
+    # would have pushed the case's result thousands of pixels down: a few lines of it
+    # show, wrapped anywhere, the rest scrolled to.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    document = _document(3)
+    document["cases"][0]["name"] = "n" * 10_000
+    page = tmp_path / "eval.html"
+    page.write_text(render_eval_html(document), encoding="utf-8")
+    browser.get("about:blank")
+    browser.get(page.as_uri())
+    WebDriverWait(browser, 20).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    browser.find_element("css selector", "#cases .row").click()
+    wide, room, result, bottom = browser.execute_script(
+        "var h = document.querySelector('#detail h3');"
+        "return [h.scrollWidth, h.clientWidth,"
+        " document.querySelector('#detail pre').getBoundingClientRect().top,"
+        " document.getElementById('detail-pane').getBoundingClientRect().bottom];"
+    )
+    browser.save_screenshot(str(artifacts / "eval-long-case-name.png"))
+    assert wide <= room  # wrapped, not cut at the pane's edge
+    assert result < bottom  # the case's result starts in view
