@@ -35,7 +35,9 @@ characters `\\u202e` (how YAML and JSON write it) are two ids on the page too.
 a notation, and an id holding the text `r⟨U+202E⟩ev` does not show as the one
 holding the real character. A link to a fact (`#fact=`) names its raw id, which
 the page writes the same way before it compares. `names_shown(rows, fields)`
-is a table's rows with the names in `fields` so rewritten. Source excerpts and
+is a table's rows with the names in `fields` so rewritten; `html_name(text)` is
+`page_name` then HTML-escaped, for a name a page writes as markup (the graph's
+node ids and labels). Source excerpts and
 messages keep `page_text`'s escapes: there `\\u202e` reads as what the file
 says.
 """
@@ -179,3 +181,9 @@ def _json_escaped(found: re.Match[str]) -> str:
 def html_text(text: str) -> str:
     """`text` as page text (`page_text`), escaped for HTML content and attribute values."""
     return html.escape(page_text(text))
+
+
+def html_name(text: str) -> str:
+    """`text`, a name or an id, as `page_name` shows it, escaped for HTML content and
+    attribute values."""
+    return html.escape(page_name(text))

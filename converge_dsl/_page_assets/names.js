@@ -1,8 +1,10 @@
 /* converge-dsl pages: a name or an id as the page's data holds it, and the search box's terms.
-   Shared by the run report and the eval and diff pages. The character class is written in
-   by `page_asset` from Python's (`page_name`), so that the two cannot disagree.
+   Shared by the run report, the graph page and the eval and diff pages. The character class is
+   written in by `page_asset` from Python's (`page_name`), so that the two cannot disagree.
 
    shownName(text)   `text` with each character `page_name` rewrites as "\u27e8U+202E\u27e9"
+   rawName(shown)    the name `shown` is the shown form of (every "\u27e8U+XXXX\u27e9" is the one
+                     character again): what an address names, so that it is read back alike
    searchTerms(text) what a search for the typed `text` looks for, lower case: the text, and
                      its shown form when that differs (a raw id pasted in finds its row)
    holds(hay, terms) whether `hay` (lower case) holds one of `terms` (all when there are none) */
@@ -10,6 +12,11 @@ var NAMED_CHARACTERS = /@NAMED@/g;
 function shownName(text) {
   return text.replace(NAMED_CHARACTERS, function (c) {
     return "\u27e8U+" + ("000" + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + "\u27e9";
+  });
+}
+function rawName(shown) {
+  return shown.replace(/\u27e8U\+([0-9A-F]{4})\u27e9/g, function (notation, hex) {
+    return String.fromCharCode(parseInt(hex, 16));
   });
 }
 function searchTerms(text) {

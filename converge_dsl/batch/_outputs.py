@@ -240,9 +240,11 @@ class BatchReportSink(BatchSink):
             own = folder / f"{result.index}.html"
             label = html.escape(str(result.index))
             link = f'<a href="{address}/{result.index}.html">{label}</a>'
+            case_id = html.escape(page_name("" if result.id is None else str(result.id)))
             cells = (
                 link if own.is_file() else label,
-                html.escape(page_name("" if result.id is None else str(result.id))),
+                # in a box of a few lines, which scrolls (page.css: an id of 10,000 characters)
+                f'<div class="id">{case_id}</div>',
                 html_text(result.stop_reason),
                 str(body["cycles"]),
                 str(result.usage["model_calls"]),

@@ -13,6 +13,14 @@ line wrapped under itself (and cut by `_long_lines.cut_line` around where the no
 starts). An invariant lists the keys its check reads;
 selecting it marks them, and a click on one selects that key. `#node=<id>` in
 the address selects a node when the page opens (`#node=suggestor:classify`).
+
+A name or an id (a node's, an invariant's, the keys it reads, those the
+summary and a node's details list) is shown as `page_name` writes it (`⟨U+202E⟩` for a hidden
+character), as the run report, batch, eval and diff pages show theirs; the
+page's ids are those shown forms, and the script takes its `shownName` and
+search terms from the shared `names.js`. `#node=` names the raw id (the page
+writes the address with `rawName`, and reads it with `shownName`). Details,
+descriptions, checks and source lines keep `page_text`'s escapes.
 Its Content-Security-Policy (`_page_assets.CONTENT_SECURITY_POLICY`) allows its
 inline style and script only.
 """
@@ -23,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from converge_dsl._long_lines import cut_lines
-from converge_dsl._page_assets import CONTENT_SECURITY_POLICY, html_text, page_json
+from converge_dsl._page_assets import (
+    CONTENT_SECURITY_POLICY,
+    html_name,
+    html_text,
+    page_asset,
+    page_json,
+    page_name,
+)
 
 from ._model import PipelineGraph, Source, source_value
 from ._svg import svg
@@ -70,14 +85,25 @@ def _source(source: Source | None) -> dict[str, Any] | None:
     return value
 
 
+# The details that list names (`_build._joined`: the names, ", " between them, or a
+# phrase such as "none"), shown as `page_name` shows each name.
+_NAME_DETAILS = frozenset(
+    ("reads", "writes", "models", "written by", "read by", "informs", "checked by", "called by")
+)
+
+
+def _detail(label: str, value: str) -> list[str]:
+    return [label, page_name(value) if label in _NAME_DETAILS else value]
+
+
 def _data(graph: PipelineGraph) -> dict[str, Any]:
     nodes = {
-        node.id: {
-            "name": node.name,
+        page_name(node.id): {
+            "name": page_name(node.name),
             "kind": node.kind,
             "style": node.style,
             "reachable": node.reachable,
-            "details": [list(pair) for pair in node.details],
+            "details": [_detail(label, value) for label, value in node.details],
             "schema": node.schema,
             "source": _source(node.source),
         }
@@ -85,7 +111,7 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
     }
     invariants = {
         f"invariant:{index}": {
-            "name": i.name,
+            "name": page_name(i.name),
             "kind": "invariant",
             "style": i.klass,
             "reachable": True,
@@ -96,7 +122,7 @@ def _data(graph: PipelineGraph) -> dict[str, Any]:
                 *([["message", i.message]] if i.message else []),
                 ["reads", ", ".join(i.keys) or "no key by name"],
             ],
-            "keys": list(i.keys),
+            "keys": [page_name(key) for key in i.keys],
             "schema": None,
             "source": _source(i.source),
         }
@@ -128,7 +154,7 @@ def _key_links(keys: tuple[str, ...]) -> str:
     """The keys an invariant reads, each a mark that selects the key's node."""
     if not keys:
         return ""
-    marks = "".join(f'<span class="key">{html_text(k)}</span>' for k in keys)
+    marks = "".join(f'<span class="key">{html_name(k)}</span>' for k in keys)
     return f'<span class="inv-keys">reads {marks}</span>'
 
 
@@ -137,7 +163,7 @@ def _invariants(graph: PipelineGraph) -> str:
         return '<section id="invariants"><h2>Invariants</h2><p class="hint">none</p></section>'
     items = "".join(
         f'<li><button type="button" class="invariant" data-id="invariant:{index}">'
-        f'<span class="inv-name">{html_text(i.name)}</span> <span class="inv-class">'
+        f'<span class="inv-name">{html_name(i.name)}</span> <span class="inv-class">'
         f"{html_text(i.klass)}{'' if i.critical else ', not critical'}</span>"
         f"<code>{html_text(i.check)}</code>{_key_links(i.keys)}</button></li>"
         for index, i in enumerate(graph.invariants)
@@ -152,10 +178,10 @@ def _summary(graph: PipelineGraph) -> str:
         counts.append(f"{number} {kind}{'' if number == 1 else 's'}")
     warnings = []
     if graph.unreachable_keys:
-        warnings.append(f"unreachable keys: {', '.join(graph.unreachable_keys)}")
+        warnings.append(f"unreachable keys: {html_name(', '.join(graph.unreachable_keys))}")
     if graph.never_firing:
-        warnings.append(f"never fire: {', '.join(graph.never_firing)}")
-    shown = "".join(f'<span class="warning">{html_text(w)}</span>' for w in warnings)
+        warnings.append(f"never fire: {html_name(', '.join(graph.never_firing))}")
+    shown = "".join(f'<span class="warning">{w}</span>' for w in warnings)
     counted = html_text(" · ".join(counts))
     return f'<p class="summary">{html_text(graph.file)} · {counted}{shown}</p>'
 
@@ -187,5 +213,5 @@ def render(graph: PipelineGraph) -> str:
         '<p class="hint">Click a node to see its YAML source. Drag to pan, scroll to zoom.</p>'
         f"</section>{_invariants(graph)}{_legend(graph)}</aside></main>\n"
         f'<script type="application/json" id="graph-data">{data}</script>\n'
-        f"<script>{_asset('page.js')}</script>\n</body></html>\n"
+        f"<script>{page_asset('names.js')}{_asset('page.js')}</script>\n</body></html>\n"
     )

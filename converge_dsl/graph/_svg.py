@@ -8,14 +8,17 @@ reversed to break a cycle are arcs under the nodes; `calls`, `summarizes` and
 `provides` join the side bands (`informs` is a flow edge, dashed). A
 suggestor's parts (an agent's tools and contributors) are small marks along
 its bottom edge. Colours live in the page's stylesheet (classes), so the
-SVG carries only geometry and text.
+SVG carries only geometry and text. Names and ids (a node's, an edge's ends,
+a part's items) are written as `page_name` shows them (`⟨U+202E⟩`), the rest
+of the text as `page_text` does.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator, Sequence
 
-from converge_dsl._page_assets import html_text
+from converge_dsl._page_assets import html_name, html_text, page_name, page_text
 
 from ._layout import Box, Layout, layout
 from ._model import Edge, Node, PipelineGraph
@@ -139,8 +142,8 @@ def _edges(graph: PipelineGraph, shape: Layout) -> Iterator[str]:
         dead = "" if edge.reachable else " dead"
         marker = "arrow-dead" if dead else "arrow"
         yield (
-            f'<path class="edge rel-{edge.relation}{dead}" data-from="{html_text(edge.source)}" '
-            f'data-to="{html_text(edge.target)}" d="{_edge_path(edge, shape, columns)}" '
+            f'<path class="edge rel-{edge.relation}{dead}" data-from="{html_name(edge.source)}" '
+            f'data-to="{html_name(edge.target)}" d="{_edge_path(edge, shape, columns)}" '
             f'marker-end="url(#{marker})"/>'
         )
 
@@ -203,7 +206,7 @@ def _parts(node: Node, box: Box) -> str:
         text = f"{label} {len(items)}"
         width = 10 + 6.0 * len(text)
         out.append(
-            f'<g class="part"><title>{html_text(label)}: {html_text(", ".join(items))}</title>'
+            f'<g class="part"><title>{html_text(label)}: {html_name(", ".join(items))}</title>'
             f'<rect x="{_f(left)}" y="{_f(box.y + box.height - 7)}" width="{_f(width)}" '
             f'height="14" rx="7"/><text x="{_f(left + width / 2)}" '
             f'y="{_f(box.y + box.height + 3)}">{html_text(text)}</text></g>'
@@ -214,14 +217,13 @@ def _parts(node: Node, box: Box) -> str:
 
 def _node(node: Node, box: Box) -> str:
     dead = "" if node.reachable else " dead"
-    label = f"{node.name}: {subtitle(node)}"
+    label = html.escape(f"{page_name(node.name)}: {page_text(subtitle(node))}")
     return (
         f'<g class="node kind-{node.kind} style-{html_text(node.style)}{dead}" '
-        f'data-id="{html_text(node.id)}" tabindex="0" role="button" '
-        f'aria-label="{html_text(label)}">'
-        f"<title>{html_text(label)}</title>{_shape(node, box)}"
+        f'data-id="{html_name(node.id)}" tabindex="0" role="button" '
+        f'aria-label="{label}"><title>{label}</title>{_shape(node, box)}'
         f'<text class="name" x="{_f(box.cx)}" y="{_f(box.cy - 3)}">'
-        f"{html_text(label_name(node))}</text>"
+        f"{html_name(label_name(node))}</text>"
         f'<text class="sub" x="{_f(box.cx)}" y="{_f(box.cy + 13)}">'
         f"{html_text(subtitle(node))}</text>"
         f"{_badges(node, box)}{_parts(node, box)}</g>"

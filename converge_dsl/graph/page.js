@@ -1,4 +1,6 @@
 // converge-dsl graph page: pan, zoom, and a click on a node shows its details and YAML source.
+// Ids and names are the data's shown forms; shownName, rawName, searchTerms and holds come
+// from the shared names.js, written before this script.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("graph-data").textContent);
@@ -134,7 +136,8 @@
       details.appendChild(element("p", "hint", "A built-in key: the pipeline does not declare it."));
     }
     highlight(id);
-    if (history.replaceState) { history.replaceState(null, "", "#node=" + encodeURIComponent(id)); }
+    /* the address names the raw id, as a link to the node is written (names.js) */
+    if (history.replaceState) { history.replaceState(null, "", "#node=" + encodeURIComponent(rawName(id))); }
   }
 
   svg.querySelectorAll(".node").forEach(function (node) {
@@ -175,17 +178,18 @@
   var search = document.getElementById("search");
   var found = [];
   function filter() {
-    var text = search.value.trim().toLowerCase();
+    /* the typed text, and its shown form (names.js): a raw name pasted in finds its node */
+    var terms = searchTerms(search.value);
     found = [];
     svg.querySelectorAll(".node").forEach(function (node) {
       var id = node.getAttribute("data-id");
-      var hit = text !== "" && data.nodes[id].name.toLowerCase().indexOf(text) >= 0;
+      var hit = terms.length > 0 && holds(data.nodes[id].name.toLowerCase(), terms);
       node.classList.toggle("match", hit);
       if (hit) { found.push(id); }
     });
-    svg.classList.toggle("searching", text !== "");
+    svg.classList.toggle("searching", terms.length > 0);
     document.getElementById("search-count").textContent =
-      text === "" ? "" : found.length + (found.length === 1 ? " node" : " nodes");
+      terms.length === 0 ? "" : found.length + (found.length === 1 ? " node" : " nodes");
   }
   search.addEventListener("input", filter);
   search.addEventListener("keydown", function (event) {
@@ -197,7 +201,8 @@
     var match = /^#node=(.+)$/.exec(window.location.hash), id = null;
     /* an address that does not decode (a stray "%") selects nothing */
     try { id = match && decodeURIComponent(match[1]); } catch (error) { id = null; }
-    if (id !== null) { show(id); }
+    /* the raw id, as the page's ids show it */
+    if (id !== null) { show(shownName(id)); }
   }
   window.addEventListener("hashchange", fromAddress);
 

@@ -69,3 +69,24 @@ def test_the_batch_page_is_styled_as_the_other_pages_at_any_width(
     assert found["header"] == "rgb(29, 35, 48)"  # the pages' dark header
     assert found["sideways"] == 0
     assert found["rows"] == 4
+
+
+def test_a_case_id_of_10000_characters_keeps_its_row_short(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # Its row was 10,000 characters wrapped, screens tall, the next cases far under it.
+    cases = [{"id": "i" * 10_000, "word": "a"}, {"id": "next", "word": "b"}]
+    page = tmp_path / "R.html"
+    argv = ["run", str(ECHO), "--cases", str(write_cases(tmp_path / "cases.jsonl", cases))]
+    argv += ["--out", str(tmp_path / "r.jsonl"), "--report", str(page)]
+    assert cli(argv, io.StringIO(), io.StringIO()) == 0
+    browser.set_window_size(1280, 900)
+    browser.get(page.as_uri())
+    browser.save_screenshot(str(artifacts / "batch-page-long-id.png"))
+    first, next_top, view = browser.execute_script(
+        "var rows = document.querySelectorAll('tbody tr');"
+        "return [rows[0].getBoundingClientRect().height, rows[1].getBoundingClientRect().top,"
+        " innerHeight];"
+    )
+    assert first < 150
+    assert next_top < view  # the next case in view

@@ -41,7 +41,10 @@ def test_report_is_one_batch_page_linking_a_report_per_case(tmp_path: Path, exec
     text = page.read_text(encoding="utf-8")
     assert text.startswith(MARK)
     for index, word in enumerate(WORDS):
-        assert f'<a href="R/{index}.html">{index}</a></td><td>w{word}</td>' in text
+        assert (
+            f'<a href="R/{index}.html">{index}</a></td><td><div class="id">w{word}</div></td>'
+            in text
+        )
         own = (tmp_path / "R" / f"{index}.html").read_text(encoding="utf-8")
         assert own.startswith(MARK)
         assert f"Say {word}" not in own  # prompts never reach a report
@@ -58,7 +61,10 @@ def test_the_batch_pages_links_and_ids_hold_for_any_name(tmp_path: Path) -> None
     argv = ["run", str(ECHO), "--cases", str(cases), "--out", str(tmp_path / "r.jsonl")]
     assert cli([*argv, "--report", str(page)], io.StringIO(), io.StringIO()) == 0
     text = page.read_text(encoding="utf-8")
-    assert '<a href="r%23x%201/0.html">0</a></td><td>w\u27e8U+202E\u27e9a</td>' in text
+    assert (
+        '<a href="r%23x%201/0.html">0</a></td><td><div class="id">w\u27e8U+202E\u27e9a</div></td>'
+        in text
+    )
     assert (tmp_path / "r#x 1" / "0.html").is_file()
     # a name that is not UTF-8: its bytes in the address (it was a traceback, no page)
     odd = Path(os.fsdecode(bytes(tmp_path / "r") + b"\xe9.html"))

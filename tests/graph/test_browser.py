@@ -316,3 +316,123 @@ def test_a_long_or_wide_name_fits_in_its_node(
     shown = {title.split(":")[0]: text for text, _, _, title in found}
     assert shown["n0-" + "y" * 200].endswith("\u2026")
     assert max(width for _, _, width, _ in found) < 600
+
+
+# Names a pipeline's YAML refuses, but the public graph model (`PipelineGraph`, `graph_of`
+# on a pipeline compiled from Python) carries as given: a real U+202E, its escape's six
+# characters, the notation typed, a zero-width space.
+_HIDDEN = {
+    "alpha": "tick\u202eets",
+    "beta": "tick\\u202eets",
+    "gamma": "tick\u27e8U+202E\u27e9ets",
+    "delta": "z\u200bz",
+}
+_PLAIN = """apiVersion: converge-dsl/v1
+kind: Pipeline
+name: hidden
+keys:
+  - {name: alpha, description: one}
+  - {name: beta, description: two}
+  - {name: gamma, description: three}
+seeds:
+  - {id: s, key: alpha, content: x}
+suggestors:
+  - {name: delta, kind: rule, dependencies: [alpha], emit: [{key: beta, id: b, content: x}]}
+  - {name: zz, kind: rule, dependencies: [beta], emit: [{key: gamma, id: c, content: x}]}
+invariants:
+  - {name: inv, class: semantic, check: "count('alpha') > 0 and count('gamma') >= 0"}
+"""
+
+
+def _renamed(value: Any) -> Any:
+    import dataclasses
+
+    if isinstance(value, str):
+        for plain, hidden in _HIDDEN.items():
+            value = value.replace(plain, hidden)
+        return value
+    if isinstance(value, tuple):
+        return tuple(_renamed(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _renamed(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **fields)  # type: ignore[type-var]
+    return value
+
+
+def test_names_with_hidden_characters_show_apart(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # The page wrote a name's hidden character as its escape (`\u202e`), as the key named
+    # by those six characters shows, so the two keys had one id and a click on the first
+    # showed the second; `z` U+200B `z` showed as `zz`. Names and ids show as `page_name`
+    # writes them, as on the run report; `#node=` names the raw id.
+    from converge_dsl.graph import graph_pipeline, render
+
+    source = tmp_path / "hidden.yaml"
+    source.write_text(_PLAIN, encoding="utf-8")
+    page = tmp_path / "hidden.html"
+    page.write_text(render(_renamed(graph_pipeline(source, inputs={})), "html"), "utf-8")
+    browser.get_log("browser")  # what the tests before this one left
+    _open(browser, page)
+    assert _errors(browser) == []
+    ids = [n.get_attribute("data-id") for n in browser.find_elements("css selector", ".node")]
+    assert ids == [
+        "key:tick\u27e8U+202E\u27e9ets",
+        "key:tick\\u202eets",
+        "key:tick\u27e8U+27E8\u27e9U+202E\u27e9ets",
+        "suggestor:z\u27e8U+200B\u27e9z",
+        "suggestor:zz",
+    ]
+    _node(browser, "key:tick\u27e8U+202E\u27e9ets").click()
+    details = browser.find_element("id", "details")
+    assert details.find_element("tag name", "h3").text == "tick\u27e8U+202E\u27e9ets"
+    assert "description\none" in details.text
+    assert "read by\nz\u27e8U+200B\u27e9z" in details.text
+    browser.save_screenshot(str(artifacts / "graph-hidden-names.png"))
+    address = browser.execute_script("return location.hash;")
+    assert address == "#node=key%3Atick%E2%80%AEets"  # the raw id
+    _open(browser, page, address)  # read back: the same node
+    details = browser.find_element("id", "details")
+    assert details.find_element("tag name", "h3").text == "tick\u27e8U+202E\u27e9ets"
+    marks = browser.find_elements("css selector", ".invariant .key")
+    assert [m.text for m in marks] == [
+        "tick\u27e8U+202E\u27e9ets",
+        "tick\u27e8U+27E8\u27e9U+202E\u27e9ets",
+    ]
+    browser.find_element("id", "search").send_keys("z\u200bz")  # a raw name pasted in
+    found = [n.get_attribute("data-id") for n in browser.find_elements("css selector", ".match")]
+    assert found == ["suggestor:z\u27e8U+200B\u27e9z"]
+    assert _errors(browser) == []
+
+
+def test_a_description_keeps_its_line_breaks(browser: Any, tmp_path: Path) -> None:
+    # A description written as a YAML block of several lines read as one paragraph.
+    from converge_dsl.graph import graph_pipeline, render
+
+    source = tmp_path / "lines.yaml"
+    text = _PLAIN.replace("{name: alpha, description: one}", '{name: alpha, description: "a\\nb"}')
+    source.write_text(text, encoding="utf-8")
+    page = tmp_path / "lines.html"
+    page.write_text(render(graph_pipeline(source, inputs={}), "html"), "utf-8")
+    _open(browser, page, "#node=key:alpha")
+    assert browser.find_element("css selector", "#details dd").text == "a\nb"
+
+
+def test_a_name_of_10000_characters_leaves_its_details_in_view(
+    browser: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    # Its heading filled the panel, 400 lines of it, and the details and the source were
+    # thousands of pixels under it. The heading and each field show a few lines, scrolled.
+    source = tmp_path / "long.yaml"
+    name, key = "s" + "u" * 9999, "k" + "e" * 9999
+    text = _PLAIN.replace("name: delta,", f"name: {name},").replace("alpha", key)
+    source.write_text(text, encoding="utf-8")
+    page = _page(tmp_path, str(source), "long.html")
+    _open(browser, page, f"#node=suggestor:{name}")
+    assert browser.find_element("css selector", "#details h3").text.startswith("suuu")
+    where, bottom = browser.execute_script(
+        "return [document.querySelector('#details .where').getBoundingClientRect().bottom,"
+        " document.getElementById('panel').getBoundingClientRect().bottom];"
+    )
+    browser.save_screenshot(str(artifacts / "graph-long-name-details.png"))
+    assert where <= bottom  # the source's location in view, under the name and the fields

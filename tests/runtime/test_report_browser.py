@@ -352,6 +352,58 @@ def test_a_long_unbroken_fact_wraps_in_its_detail(
     browser.save_screenshot(str(artifacts / "report-long-fact.png"))
 
 
+def _pixels(driver: Any, css: str, content: str, overflow: str = "") -> bytes:
+    """A screenshot of the elements at `css` in the open fact's pane once its content is
+    `content` (and its field's overflow `overflow`, when given)."""
+    driver.execute_script(
+        "var dd = document.querySelectorAll('#fact-detail dd')[1];"
+        " dd.textContent = arguments[0]; dd.style.overflow = arguments[1];",
+        content,
+        overflow,
+    )
+    return b"".join(e.screenshot_as_png for e in driver.find_elements("css selector", css))
+
+
+def test_stacked_combining_marks_stay_in_their_field(
+    browser: Any, long_text_page: Path, artifacts: Path
+) -> None:
+    # Forty combining marks on one letter (text from a model can hold them) drew over the
+    # field's label and the fields above it, up to the pane's edge.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(long_text_page.as_uri() + "#fact=long")
+    WebDriverWait(browser, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    above = "#fact-detail dt, #fact-detail dd:first-of-type"
+    plain = _pixels(browser, above, "a marked")
+    marked = _pixels(browser, above, "a" + "\u0301" * 40 + " marked")
+    browser.execute_script("document.getElementById('fact-detail').scrollIntoView();")
+    browser.save_screenshot(str(artifacts / "report-combining-marks.png"))
+    assert marked == plain  # the labels and the field above drawn as without the marks
+    accents = "\u01fa \u00c9 \u00c5 \u1ec6\u0301 \u01d8 caf\u00e9 Vi\u1ec7t"
+    field = "#fact-detail dd:nth-of-type(2)"
+    assert _pixels(browser, field, accents) == _pixels(browser, field, accents, "visible")
+
+
+def test_a_field_keeps_its_line_breaks(browser: Any, long_text_page: Path) -> None:
+    # A fact's content of several lines (a model's answer) read as one paragraph.
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(long_text_page.as_uri() + "#fact=long")
+    WebDriverWait(browser, LOAD_BOUND_S).until(
+        lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+    )
+    browser.execute_script(
+        "document.querySelectorAll('#fact-detail dd')[1].textContent = arguments[0];",
+        "first line\nsecond line",
+    )
+    field = browser.find_elements("css selector", "#fact-detail dd")[1]
+    assert field.text == "first line\nsecond line"
+
+
 def test_a_narrow_window_does_not_scroll_the_page_sideways(
     browser: Any, example_page: Path, artifacts: Path
 ) -> None:

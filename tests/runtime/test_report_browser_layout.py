@@ -129,3 +129,85 @@ def test_the_timelines_names_never_overlap(
         spans.sort()
         for (_, right), (left, _) in itertools.pairwise(spans):
             assert right <= left
+
+
+def _drawn_at(browser: Any, width: int) -> list[list[float]]:
+    """The timeline's name boxes once it is redrawn for a window `width` pixels wide."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.set_window_size(width, 1000)
+    timeline = browser.find_element("id", "timeline")
+    WebDriverWait(browser, 5).until(
+        lambda b: (
+            timeline.get_attribute("data-width")
+            == str(b.execute_script("return arguments[0].clientWidth;", timeline))
+        )
+    )
+    return list(json.loads(timeline.get_attribute("data-label-boxes")))
+
+
+@pytest.mark.parametrize(("first", "then"), [(1280, 400), (400, 1280)])
+def test_the_timelines_lanes_follow_the_width_it_is_drawn_at(
+    browser: Any, long_page: Path, artifacts: Path, first: int, then: int
+) -> None:
+    # Lanes were assigned once, for the width the page opened at: narrowed, the room a
+    # short bar kept for its name after it was too little and names were cut; widened,
+    # that room (at the narrow scale) spread the bars over lanes no name needed.
+    _open(browser, long_page, then)
+    fresh = _drawn_at(browser, then)
+    _open(browser, long_page, first)
+    resized = _drawn_at(browser, then)
+    browser.save_screenshot(str(artifacts / f"report-timeline-{first}-to-{then}.png"))
+    assert resized == fresh
+
+
+def _short_window_header(
+    browser: Any, page: Path, width: int, height: int, shot: Path
+) -> dict[str, Any]:
+    """How the sticky header of `page` sits in a `width` x `height` viewport, scrolled
+    down (a screenshot of it saved at `shot`)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        browser.get("about:blank")
+        browser.get(page.as_uri())
+        WebDriverWait(browser, 20).until(
+            lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1"
+        )
+        found = dict(
+            browser.execute_script(
+                "window.scrollTo(0, 600);"
+                "var h = document.querySelector('header').getBoundingClientRect();"
+                "var s = document.getElementById('search').getBoundingClientRect();"
+                "var stats = document.getElementById('stats');"
+                "var title = document.getElementById('title');"
+                "stats.scrollLeft = stats.scrollWidth;"
+                "var last = stats.lastChild.getBoundingClientRect();"
+                "var box = stats.getBoundingClientRect();"
+                "return {top: h.top, height: h.height,"
+                " search: s.top >= h.top && s.bottom <= h.bottom && s.right <= innerWidth,"
+                " last: last.right <= box.right + 1 && last.left >= box.left,"
+                " title: title.title === title.textContent && title.title !== ''};"
+            )
+        )
+        browser.save_screenshot(str(shot))
+        return found
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.parametrize(("width", "height"), [(400, 400), (667, 375), (844, 390)])
+def test_the_header_takes_little_of_a_short_window(
+    browser: Any, long_page: Path, artifacts: Path, width: int, height: int
+) -> None:
+    # The sticky header took 126 of a 400-pixel-tall window's pixels (a phone on its side):
+    # the title, the search box and three lines of figures. It keeps all three, on fewer lines.
+    shot = artifacts / f"report-header-{width}x{height}.png"
+    found = _short_window_header(browser, long_page, width, height, shot)
+    assert found["top"] == 0  # still sticky
+    assert found["height"] <= 0.17 * height, found
+    assert found["search"]  # the search box whole, in the header
+    assert found["last"]  # the last figure can be scrolled into view
+    assert found["title"]  # the title whole in its title attribute, where it is cut

@@ -15,6 +15,7 @@
   var usageOnly = !batch ? [] : X.cases.filter(function (c) { return !c.facts.length && !c.stop_reason; })
     .map(function (c) { return c["case"]; });
   $("title").textContent = "Diff: A " + D.a + " \u2192 B " + D.b;
+  $("title").title = $("title").textContent; /* whole, where a short window cuts it */
   document.title = "converge-dsl diff: " + D.a + " \u2192 " + D.b;
   $("verdict").textContent = X.same ? "the same" : "different";
   $("verdict").className = "badge " + (X.same ? "ok" : "changed");

@@ -15,6 +15,7 @@
   });
 
   $("title").textContent = "Evaluation: " + (R.evaluation || "");
+  $("title").title = $("title").textContent; /* whole, where a short window cuts it */
   document.title = "converge-dsl eval: " + (R.evaluation || "");
   var verdict = $("verdict");
   verdict.textContent = R.passed ? "passed" : "FAILED";

@@ -46,6 +46,7 @@
   var M = D.meta;
   var subject = M.pipeline || M.trace;
   $("title").textContent = "Run report: " + subject;
+  $("title").title = $("title").textContent; /* whole, where a short window cuts it */
   document.title = "converge-dsl report: " + subject;
   var unfinished = M.cut_short ? "unfinished: the trace ends with line " + M.cut_short + " cut short" : "unfinished";
   var stats = [["stop", M.stop_reason || unfinished], ["cycles", M.cycles], ["facts", M.facts],
@@ -68,10 +69,9 @@
   if (byCycleIndex) { t0 = 0; t1 = Math.max(1, cycles.length); }
   /* lanes: greedy, per start time; a lane is free once its last bar has ended */
   var order = EX.map(function (_, i) { return i; }).sort(function (a, b) { return xs(EX[a])[0] - xs(EX[b])[0]; });
-  var laneEnd = [], lane = new Int32Array(EX.length), execLane = {};
   /* a bar too narrow for its name keeps room for it after the bar in its lane (at the first
-     view's scale), so the first and last executions, short as they often are, get labels too */
-  var perPx = (t1 - t0) * 1.02 / Math.max(cv.clientWidth, 1); /* the first view: t0 to t1 and 2% */
+     view's scale, at the width the canvas is drawn at), so the first and last executions,
+     short as they often are, get labels too; assigned again when that width changes */
   ctx.font = "11px system-ui,sans-serif";
   function inside(px, wide) { return px > wide + 8; } /* the whole name fits in the bar */
   /* the longest start of `name` that fits in `room` pixels, with "\u2026" where it is cut */
@@ -80,16 +80,27 @@
     while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (ctx.measureText(name.slice(0, mid) + "\u2026").width <= room) lo = mid; else hi = mid - 1; }
     return name.slice(0, lo) + "\u2026";
   }
-  function labelRoom(i) { var x = xs(EX[i]), wide = ctx.measureText(nm(EX[i][0])).width; return inside((x[1] - x[0]) / perPx, wide) ? 0 : (wide + 12) * perPx; }
-  order.forEach(function (i) {
-    var x = xs(EX[i]), k = 0;
-    while (k < laneEnd.length && laneEnd[k] > x[0] + 1e-9) k++;
-    laneEnd[k] = Math.max(x[1] + labelRoom(i), x[0] + (t1 - t0) * 1e-4); lane[i] = k;
-    execLane[EX[i][0] + ":" + EX[i][1]] = k;
-  });
-  var lanes = Math.max(1, Math.min(laneEnd.length, 60)), LH = lanes <= 6 ? 24 : 16, TOP = 22;
+  var wides = EX.map(function (r) { return ctx.measureText(nm(r[0])).width; });
+  var laneWidth = -1, laneEnd = [], lane = new Int32Array(EX.length), execLane = {}, lanes = 1, LH = 24, TOP = 22;
+  /* the next bar's start in each lane, so a narrow bar's name is drawn after it only where it fits */
+  var nextStart = new Float64Array(EX.length);
+  function assignLanes(width) {
+    if (width === laneWidth) return;
+    laneWidth = width; laneEnd = []; execLane = {};
+    var perPx = (t1 - t0) * 1.02 / Math.max(width, 1); /* the first view: t0 to t1 and 2% */
+    order.forEach(function (i) {
+      var x = xs(EX[i]), k = 0, room = inside((x[1] - x[0]) / perPx, wides[i]) ? 0 : (wides[i] + 12) * perPx;
+      while (k < laneEnd.length && laneEnd[k] > x[0] + 1e-9) k++;
+      laneEnd[k] = Math.max(x[1] + room, x[0] + (t1 - t0) * 1e-4); lane[i] = k;
+      execLane[EX[i][0] + ":" + EX[i][1]] = k;
+    });
+    lanes = Math.max(1, Math.min(laneEnd.length, 60)); LH = lanes <= 6 ? 24 : 16;
+    nextStart.fill(Infinity); var lastIn = {};
+    order.forEach(function (i) { var k = lane[i], j = lastIn[k]; if (j !== undefined) nextStart[j] = xs(EX[i])[0]; lastIn[k] = i; });
+    note();
+  }
   var view = [t0, t1 + (t1 - t0) * 0.02 || 1], dimmed = null;
-  function size() { cv.width = cv.clientWidth * devicePixelRatio; cv.height = (TOP + lanes * LH + 8) * devicePixelRatio; cv.style.height = (TOP + lanes * LH + 8) + "px"; }
+  function size() { assignLanes(cv.clientWidth); cv.width = cv.clientWidth * devicePixelRatio; cv.height = (TOP + lanes * LH + 8) * devicePixelRatio; cv.style.height = (TOP + lanes * LH + 8) + "px"; }
   function X(t) { return (t - view[0]) / (view[1] - view[0]) * cv.clientWidth; }
   /* colours: each execution in its kind's colours (the kinds' own graph styles, as the graph
      draws them); the legend below is made from the same table, so the two always agree */
@@ -100,9 +111,6 @@
   /* the narrowest bar: its 1-px outline on both sides still leaves its kind's fill seen
      (a short execution in a long run, or on a loaded machine, is far under a pixel) */
   var MIN_BAR = 5;
-  /* the next bar's start in each lane, so a narrow bar's name is drawn after it only where it fits */
-  var nextStart = new Float64Array(EX.length).fill(Infinity), lastIn = {};
-  order.forEach(function (i) { var k = lane[i], j = lastIn[k]; if (j !== undefined) nextStart[j] = xs(EX[i])[0]; lastIn[k] = i; });
   function draw() {
     ctx.setTransform(devicePixelRatio, 0, 0, devicePixelRatio, 0, 0);
     var w = cv.clientWidth, h = TOP + lanes * LH + 8;
@@ -188,7 +196,8 @@
      cut before any execution finished: no empty box, and no word of clock readings, which the
      trace may well have */
   if (!EX.length) { cv.style.display = "none"; $("legend").style.display = "none"; $("timeline-section").appendChild(el("div", "empty", "none")); }
-  $("tl-note").textContent = !EX.length ? (M.suggestor_started ? "no suggestor finished" : "no suggestor ran") + (MC.length ? ", " + MC.length + " model calls" : "") : EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset");
+  function note() { $("tl-note").textContent = !EX.length ? (M.suggestor_started ? "no suggestor finished" : "no suggestor ran") + (MC.length ? ", " + MC.length + " model calls" : "") : EX.length + " executions, " + MC.length + " model calls" + (laneEnd.length > lanes ? " (first " + lanes + " of " + laneEnd.length + " lanes)" : "") + (byCycleIndex ? " \u2014 the trace has no clock readings: one slot per cycle" : " \u2014 wheel to zoom, drag to pan, double-click to reset"); }
+  note();
   /* redrawn when the canvas's box changes size (a window resized, or a vertical scrollbar that
      came once the sections below were drawn: the first draw was wider than the box), at most
      once an animation frame */
