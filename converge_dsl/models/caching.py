@@ -184,14 +184,16 @@ class AnswerCache:
         kind: str = MODEL_KIND,
     ) -> str:
         """Why `request` missed, against the most alike cached request (of `kind`) of
-        `suggestor`."""
+        `suggestor`; rows that fail their check are no candidates (their JSON may not read)."""
         try:
             with self._lock:
-                rows = self.store.rows(suggestor=suggestor, kind=kind)[:50]
+                found = self.store.rows(suggestor=suggestor, kind=kind)[:50]
         except CacheStoreError as exc:
             return f"the cache could not be read ({exc.coded_message})"
+        rows = [row for row in found if verify(row) is None]
         if not rows:
-            return f"nothing is cached for suggestor {suggestor!r}"
+            failing = f" ({len(found)} cached entries fail their check)" if found else ""
+            return f"nothing is cached for suggestor {suggestor!r}{failing}"
         wanted = canonical_json(request)
         best = max(
             rows,

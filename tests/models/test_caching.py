@@ -326,6 +326,22 @@ def test_an_offline_miss_with_nothing_cached_for_the_suggestor_says_so() -> None
     assert "nothing is cached for suggestor 'ask'" in caught.value.message
 
 
+def test_an_offline_miss_passes_over_cached_entries_that_fail_their_check() -> None:
+    # The nearest row's request was read as JSON unchecked: a run failed with CD912
+    # "suggestor raised JSONDecodeError" instead of the offline miss.
+    store = MemoryAnswerStore()
+    online, _ = cache(store)
+    asyncio.run(online.wrap("remote", Counting()).call(request("summarise the tea market")))
+    (stored,) = store.data.values()
+    store.data[stored.key] = dataclasses.replace(stored, request="not json")
+    offline, _ = cache(store, mode="read-only", offline=True)
+    with pytest.raises(CacheMiss) as caught:
+        asyncio.run(offline.wrap("remote", Counting()).call(request("summarise the coffee market")))
+    assert "nothing is cached for suggestor 'ask' (1 cached entries fail their check)" in (
+        caught.value.message
+    )
+
+
 def test_a_failing_store_is_a_warning_that_names_its_own_code() -> None:
     # It read `warning[CD974]: answer cache: ... failed while reading`, the store's
     # CD975 gone once codes left error messages.
