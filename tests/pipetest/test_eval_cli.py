@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .conftest import DATA, cli
 
 EVAL = DATA / "eval"
@@ -55,6 +57,35 @@ def test_a_baseline_that_is_not_a_result_is_a_usage_error(tmp_path: Path) -> Non
     code, _, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", bad)
     assert code == 3
     assert "is not an evaluation result" in err
+
+
+@pytest.mark.parametrize(
+    ("document", "said"),
+    [
+        (
+            '{"cases": [{"name": "vat-number", "scores": {"category": "high"}}]}',
+            "/cases/0/scores/category is not a score",
+        ),
+        (
+            '{"cases": [{"name": "vat-number", "scores": {"category": true}}]}',
+            "/cases/0/scores/category is not a score",
+        ),
+        ('{"cases": ["vat-number"]}', "/cases/0 is not a case with a `name`"),
+        ('{"cases": [{"name": "vat-number", "scores": [1]}]}', "/cases/0/scores is not an object"),
+        ('{"configurations": [{"cases": []}, 5]}', "/configurations/1/cases is not a list"),
+    ],
+    ids=["text-score", "boolean-score", "text-case", "list-scores", "bad-configuration"],
+)
+def test_a_baseline_edited_out_of_shape_is_refused_at_its_pointer(
+    tmp_path: Path, document: str, said: str
+) -> None:
+    # These ended in a TypeError or AttributeError traceback once the cases had run (a
+    # boolean score was read as 1).
+    bad = tmp_path / "bad.json"
+    bad.write_text(document)
+    code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--baseline", bad)
+    assert (code, out) == (3, "")
+    assert f"error[CD335]: baseline {bad} is not an evaluation result: {said}" in err
 
 
 def test_an_invalid_evaluation_file_exits_2_with_located_errors(tmp_path: Path) -> None:
