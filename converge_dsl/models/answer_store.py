@@ -69,6 +69,7 @@ _NOT_WRITABLE = (
     "folder with --cache-dir"
 )
 _HELD = "another process held the cache past the busy timeout: try again"
+_HELD_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _FIXES = {
     sqlite3.SQLITE_READONLY: _NOT_WRITABLE,
     sqlite3.SQLITE_CANTOPEN: _NOT_WRITABLE,
@@ -345,13 +346,23 @@ class SqliteAnswerStore:
             raise CacheStoreError(message, hint=hint) from None
 
     def get(self, key: str, now: float) -> CacheRow | None:
+        """The row of `key`, marked used unless another process holds the write lock: WAL
+        reads past a writer, and waiting `BUSY_TIMEOUT_S` to mark the row would have lost
+        the answer (a miss, the model asked again) for a bookkeeping write."""
         with self._guard("reading"):
             found = self._db.execute(
                 f"SELECT {_COLUMNS} FROM answers WHERE key = ?", (key,)
             ).fetchone()
             if found is None:
                 return None
-            self._db.execute("UPDATE answers SET last_used = ? WHERE key = ?", (now, key))
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self._db.execute("UPDATE answers SET last_used = ? WHERE key = ?", (now, key))
+            except sqlite3.OperationalError as exc:
+                if _primary(exc) not in _HELD_CODES:
+                    raise
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         return _row(tuple(found))
 
     def put(self, row: CacheRow) -> None:

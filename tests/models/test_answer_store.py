@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from converge_dsl.models import answer_store
 from converge_dsl.models.answer_store import (
     STORE_FILE,
     AnswerStore,
@@ -139,6 +140,28 @@ def test_a_row_edited_by_hand_reads_and_the_others_with_it(
     assert (verify(edited) is None) == (problem is None)
     assert store.stats().entries == 2
     assert store.prune(0) + store.clear() == 2  # a size that is no number counts as 0
+
+
+def test_a_row_reads_while_another_process_holds_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Marking the row used waited the busy timeout, then failed the read: the answer was
+    # lost (the model asked again) after 30 s for each call.
+    monkeypatch.setattr(answer_store, "BUSY_TIMEOUT_S", 0.2)
+    store = SqliteAnswerStore(tmp_path)
+    store.put(row("k1", used=1.0))
+    holder = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        found = store.get("k1", 5.0)
+        assert found is not None
+        assert verify(found) is None
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.rows()[0].last_used == 1.0  # not marked used while the lock was held
+    store.get("k1", 6.0)
+    assert store.rows()[0].last_used == 6.0
 
 
 def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
