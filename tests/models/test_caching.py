@@ -357,3 +357,26 @@ def test_a_failing_store_is_a_warning_that_names_its_own_code() -> None:
         "warning[CD974]: CD975: answer cache: the store failed while reading: disk I/O error; "
         "the call is made as if nothing were cached"
     ]
+
+
+def test_a_store_that_failed_to_store_an_answer_is_not_asked_again_in_the_run() -> None:
+    # Each later answer waited the store's 30 s busy timeout and warned again: a run of
+    # many calls against a cache another process held took 30 s a call.
+    from converge_dsl.models.answer_store import CacheStoreError
+
+    class Held(MemoryAnswerStore):
+        puts = 0
+
+        def put(self, row: CacheRow) -> None:
+            Held.puts += 1
+            raise CacheStoreError("answer cache: 'x' failed while writing: database is locked")
+
+    answers, warnings = cache(Held())
+    model = answers.wrap("remote", Counting())
+    for text in ("one", "two", "three"):
+        asyncio.run(model.call(request(text)))
+    assert Held.puts == 1
+    assert warnings == [
+        "warning[CD974]: CD975: answer cache: 'x' failed while writing: database is locked; "
+        "the answer was not cached, nor will this run's later ones"
+    ]
