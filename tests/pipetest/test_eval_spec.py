@@ -243,6 +243,14 @@ def test_a_file_of_another_kind_is_one_error_at_its_kind(
     assert (only.hint or "").startswith(hint)
 
 
+def test_a_csv_header_naming_a_column_twice_is_refused_at_line_1(tmp_path: Path) -> None:
+    # The later column's cells were read, the earlier ones dropped with no word (a JSONL
+    # line giving a key twice is refused).
+    text = "name,input.service,expected.top,input.service\nc1,checkout,bad-deploy,search\n"
+    found = _codes(_folder(tmp_path, "cases.csv", text))
+    assert found[:1] == [(codes.EVAL_BAD_CASE, 1, "the header names column 'input.service' twice")]
+
+
 def test_a_csv_cell_over_the_csv_limit_is_located_at_its_row(tmp_path: Path) -> None:
     # csv raised `_csv.Error: field larger than field limit` through eval and validate,
     # a traceback; a CSV row's hint spoke of JSON objects.
