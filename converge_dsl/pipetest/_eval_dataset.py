@@ -140,7 +140,8 @@ def _jsonl_rows(text: str) -> list[tuple[int, object]]:
 
 
 def _csv_rows(text: str) -> list[tuple[int, object]]:
-    reader = csv.DictReader(io.StringIO(text))
+    # strict: a quoted cell never closed was read to the end of the file as one cell
+    reader = csv.DictReader(io.StringIO(text), strict=True)
     rows: list[tuple[int, object]] = []
     try:
         twice = _repeated(reader.fieldnames or ())
@@ -150,6 +151,8 @@ def _csv_rows(text: str) -> list[tuple[int, object]]:
             rows.append((reader.line_num, _csv_case(row)))
     except csv.Error as exc:  # a cell over csv's field limit: it reads no further
         unread = f"the CSV cannot be read from here: {exc}"
+        if "end of data" in str(exc):
+            unread += " (a quoted cell is never closed)"
         if "field limit" in str(exc):
             unread = (
                 f"a cell is longer than {csv.field_size_limit():,} characters, the most a "
