@@ -152,7 +152,7 @@ def _settings(args: argparse.Namespace, io: CommandIO) -> tuple[EvalSettings, Ca
         ("--case-max-wall-s", args.case_max_wall_s),
         ("--concurrency", args.concurrency),  # 0 or fewer ran one case at a time, unsaid
     ):
-        if value is not None and value <= 0:
+        if value is not None and not value > 0:  # `not >`: nan set no cap, silently
             raise UsageError(
                 f"{option} must be above 0",
                 hint=f"give {option} a number above 0, or leave it out",

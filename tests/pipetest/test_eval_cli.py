@@ -217,6 +217,13 @@ def test_a_concurrency_below_one_is_refused() -> None:
         )
 
 
+def test_a_wall_cap_that_is_not_a_number_is_refused() -> None:
+    # `--case-max-wall-s nan` passed the check (nan <= 0 is false) and capped nothing.
+    code, out, err = cli("eval", EVAL / "classify.eval.yaml", "--case-max-wall-s", "nan")
+    assert (code, out) == (3, "")
+    assert err.startswith("error[CD333]: --case-max-wall-s must be above 0\n")
+
+
 def test_the_datasets_control_and_bidi_characters_are_shown_escaped(tmp_path: Path) -> None:
     # A case's name and its run's error went to the terminal as they were: an escape
     # sequence recoloured it, a right-to-left override reversed the rest of the line.
